@@ -1,0 +1,31 @@
+"""Command line: ``python -m engine_service {serve,replay,demo} ...``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+#: Sub-command modules; each has ``add_parser(subparsers)``. A module that is not present in
+#: this build is skipped so that the rules-only tools work on their own.
+COMMANDS = ("engine_service.serve_cli", "engine_service.replay_cli", "engine_service.demo_cli")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m engine_service",
+                                     description="Card-game engine service and tools.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue
+            raise
+        module.add_parser(sub)
+    args = parser.parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

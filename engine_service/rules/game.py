@@ -1,0 +1,225 @@
+"""The game API every game implements (ARCHITECTURE.md section 3, after OpenSpiel).
+
+A :class:`Game` (rules + validated table options) makes :class:`State` objects. A state is a
+whole *match*, not a single deal: it runs from the first deal to the end of the match, including
+thrown-in redeals, dealer rotation and match end.
+
+Two paths, one implementation:
+
+* the **fast path** for playouts and search: ``to_act()``, ``legal_ids()`` (ints),
+  ``apply_id(a)`` (no validation: ``a`` must come from ``legal_ids()``), ``clone()``;
+* the **API path** for sessions, transcripts and tests: ``legal_actions()`` (notation strings
+  of NOTATION.md, in the game's documented order) and ``apply(text, seat)``, which validates
+  and raises a specific :class:`~engine_service.rules.errors.RulesError` leaving the state
+  unchanged.
+
+Dealing is a **chance step**: when ``to_act() == CHANCE`` the state waits for ``deal(deck)``
+with a permutation of the game's pack chosen outside (a CSPRNG in the session layer, a
+transcript, a test). The rules never touch randomness, a clock or I/O.
+
+Views are plain JSON-ready dicts. Every game's ``view(seat)`` and ``public_view()`` carry at
+least these keys (the service maps them to its protobuf View; anything game-specific lives
+under ``"table"``):
+
+``game``, ``phase`` (str), ``deal_number`` (0-based count of deals started), ``dealer``,
+``to_act`` (seat or None), ``seat`` (the viewer, None for a spectator), ``hand`` (the viewer's
+cards, ``[]`` for a spectator), ``hand_sizes`` (per seat), ``legal`` (the viewer's legal
+actions when it is to act, else ``[]``), ``trick`` (plays of the trick in progress, each
+``{"seat", "card", ...}``), ``last_trick`` (the previous trick with ``winner``, or None),
+``tricks_taken`` (per seat, this deal), ``totals`` (per seat, the match score as in NOTATION
+section 4), ``deal_results`` (results of the deals already scored), ``over``, ``winners``,
+``table`` (game-specific public information: trump, turn-up, bids, melds, columns...).
+
+``secret_cards(seat)`` is the omniscient answer to "which cards may this seat not know right
+now" (``seat=None``: a spectator). It exists for the no-leak tests, the session's log
+redaction and determinization; it is never sent to anyone.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Mapping, Sequence
+
+from .cards import codes_of, parse_deck
+from .errors import DealRequired, IllegalAction, MatchOver, NotYourTurn
+from .options import Options, OptionSpec, validate_options
+
+CHANCE = -1
+"""``to_act()`` value: the state waits for a deck (``deal``)."""
+TERMINAL = -2
+"""``to_act()`` value: the match is over."""
+
+
+class Game(ABC):
+    """A game definition: identity, seat count, pack, table options, state factory."""
+
+    id: ClassVar[str]
+    name: ClassVar[str]
+    rulebook: ClassVar[str]  # file name in shared/rules
+    num_seats: ClassVar[int]
+    pack: ClassVar[tuple[int, ...]]
+    option_specs: ClassVar[tuple[OptionSpec, ...]]
+    description: ClassVar[str] = ""
+
+    def options(self, raw: Mapping[str, Any] | Options | None = None) -> Options:
+        """Validated options with defaults filled in (InvalidOptions on anything unknown)."""
+        if isinstance(raw, Options):
+            return raw
+        return validate_options(self.option_specs, raw)
+
+    @abstractmethod
+    def new_state(self, options: Mapping[str, Any] | Options | None = None, first_dealer: int = 0) -> "State":
+        """A new match whose first deal is dealt by ``first_dealer`` (waits for a deck)."""
+
+    @abstractmethod
+    def draw_first_dealer(self, shuffled_pack: Sequence[int], options: Options | None = None) -> int:
+        """Outcome of the rulebook's draw for the first deal, from a shuffled pack (chance).
+
+        Pure: the session passes a permutation from its CSPRNG; the cards are taken from the
+        top in the order the rulebook's procedure draws them.
+        """
+
+    @abstractmethod
+    def auto_move(self, view: Mapping[str, Any]) -> str:
+        """The rulebook's deterministic auto-move policy, as a function of a seat's view.
+
+        ``view`` is ``state.view(seat)`` for the seat to act; the answer is one of
+        ``view["legal"]`` (NOTATION section 5, GJ-12.2, JJK-10.4).
+        """
+
+
+class State(ABC):
+    """One match in progress. Mutable for speed; ``clone()`` is cheap."""
+
+    game: Game
+    options: Options
+    first_dealer: int
+
+    # ---- fast path (implemented by each game) -------------------------------------------
+
+    @abstractmethod
+    def to_act(self) -> int:
+        """The seat that must act, or CHANCE (a deck is needed) or TERMINAL."""
+
+    @abstractmethod
+    def legal_ids(self) -> list[int]:
+        """Legal action ids of the seat to act, in the game's documented order."""
+
+    @abstractmethod
+    def _apply(self, action: int) -> None:
+        """Apply a legal action id (no validation)."""
+
+    @abstractmethod
+    def _deal(self, deck: tuple[int, ...]) -> None:
+        """Deal a validated deck (a permutation of ``game.pack``)."""
+
+    @abstractmethod
+    def clone(self) -> "State":
+        """An independent copy (used by search; must be cheap)."""
+
+    @abstractmethod
+    def action_str(self, action: int) -> str:
+        """Notation string of an action id (NOTATION section 2)."""
+
+    @abstractmethod
+    def parse_action(self, text: str) -> int:
+        """Action id of a notation string; MalformedAction if it is not this game's notation.
+
+        Parsing is independent of legality: a well-formed but illegal action parses.
+        """
+
+    # ---- results and views (implemented by each game) -------------------------------------
+
+    @abstractmethod
+    def dealer(self) -> int:
+        """Dealer (Japanese Joker: declarer) of the current or upcoming deal."""
+
+    @abstractmethod
+    def deal_results(self) -> list[dict[str, Any]]:
+        """JSON results of every deal completed so far (NOTATION section 4), in order."""
+
+    @abstractmethod
+    def result(self) -> dict[str, Any]:
+        """``{"totals": [...], "winners": [...], "over": bool}`` (NOTATION section 3)."""
+
+    @abstractmethod
+    def view(self, seat: int) -> dict[str, Any]:
+        """What ``seat`` may know now (see module docstring for the common keys)."""
+
+    @abstractmethod
+    def public_view(self) -> dict[str, Any]:
+        """What a spectator may know now: ``view`` without any hand or legal actions."""
+
+    @abstractmethod
+    def secret_cards(self, seat: int | None) -> int:
+        """Bitmask of the cards ``seat`` (None: a spectator) may not know now (omniscient)."""
+
+    @abstractmethod
+    def zones(self) -> dict[str, int]:
+        """Omniscient card locations: zone name -> bitmask (``hand0``, ``stock``, ``won1``,
+        ``trick``, ``turn_up``, ...). The zones are disjoint and cover the pack (out of a
+        deal: empty dict). For the admin view and the pack-conservation invariant."""
+
+    # ---- shared behaviour ---------------------------------------------------------------
+
+    _history: tuple | None = None  # cons list: (previous, ("deal", deck) | action id)
+
+    def is_over(self) -> bool:
+        return self.to_act() == TERMINAL
+
+    def deal(self, deck: Sequence[str] | Sequence[int]) -> None:
+        """The chance step: deal ``deck`` (card codes or ids, top card first)."""
+        from .errors import InvalidDeck
+
+        who = self.to_act()
+        if who == TERMINAL:
+            raise MatchOver("the match is over")
+        if who != CHANCE:
+            raise InvalidDeck("no deal is due: a player must act first")
+        ids = parse_deck(deck, self.game.pack)
+        self._deal(ids)
+        self._history = (self._history, ("deal", ids))
+
+    def apply_id(self, action: int) -> None:
+        """Fast path: apply an id taken from ``legal_ids()`` (not validated)."""
+        self._apply(action)
+        self._history = (self._history, action)
+
+    def legal_actions(self) -> list[str]:
+        """Legal actions of the seat to act as notation strings, in the documented order."""
+        if self.to_act() < 0:
+            return []
+        s = self.action_str
+        return [s(a) for a in self.legal_ids()]
+
+    def apply(self, action: str, seat: int | None = None) -> int:
+        """Validate and apply a notation string for ``seat`` (None: the seat to act).
+
+        Raises MatchOver, DealRequired, NotYourTurn, MalformedAction or IllegalAction and then
+        leaves the state unchanged. Returns the action id applied.
+        """
+        who = self.to_act()
+        if who == TERMINAL:
+            raise MatchOver("the match is over")
+        if who == CHANCE:
+            raise DealRequired("the next deal has not been dealt yet")
+        if seat is not None and seat != who:
+            raise NotYourTurn(f"it is seat {who}'s turn, not seat {seat}'s", to_act=who)
+        a = self.parse_action(action)
+        if a not in self.legal_ids():
+            raise IllegalAction(f"{action} is not a legal action now", action=action)
+        self.apply_id(a)
+        return a
+
+    def history(self) -> list[Any]:
+        """The match so far: ``("deal", deck_ids)`` entries and action ids, in order."""
+        items = []
+        node = self._history
+        while node is not None:
+            node, item = node
+            items.append(item)
+        items.reverse()
+        return items
+
+    def hand_codes(self, mask: int) -> list[str]:
+        return codes_of(mask)

@@ -1,0 +1,122 @@
+"""Table options: typed, validated values with the rulebooks' defaults.
+
+Each game declares its options (the "Table options" section of its rulebook) as
+:class:`OptionSpec` values. :func:`validate_options` turns a mapping from a transcript, an API
+request or a test into a complete, immutable :class:`Options` with every default filled in. An
+unknown option or a value outside the allowed set is an :class:`InvalidOptions` error naming the
+option and the allowed values; nothing is ever silently ignored (ARCHITECTURE.md section 3).
+
+Values use their JSON types as in the rulebooks and NOTATION.md section 3: ``enum`` options
+take strings (``"khishti_penalty": "500"``), ``bool`` options JSON booleans, ``int`` options
+JSON integers (``"kl_target_score": 500``). For ``int`` options with a fixed set of values
+(``kl_first_deal_packet``: ``3 | 2``) ``values`` lists them; open ranges use ``minimum`` /
+``maximum``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Iterator, Mapping
+
+from .errors import InvalidOptions
+
+ENUM = "enum"
+BOOL = "bool"
+INT = "int"
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One table option: name, type, allowed values (default first), help and rule ids."""
+
+    name: str
+    kind: str  # ENUM | BOOL | INT
+    default: Any
+    values: tuple[Any, ...] = ()
+    minimum: int | None = None
+    maximum: int | None = None
+    help: str = ""
+    rules: tuple[str, ...] = ()
+
+    def allowed_text(self) -> str:
+        if self.kind == BOOL:
+            return "true, false"
+        if self.values:
+            return ", ".join(_json(v) for v in self.values)
+        lo = "" if self.minimum is None else str(self.minimum)
+        hi = "" if self.maximum is None else str(self.maximum)
+        return f"an integer in [{lo}, {hi}]" if hi else f"an integer >= {lo}"
+
+    def check(self, value: Any) -> Any:
+        """Return the validated value or raise :class:`InvalidOptions`."""
+        ok = False
+        if self.kind == BOOL:
+            ok = isinstance(value, bool)
+        elif self.kind == ENUM:
+            ok = isinstance(value, str) and value in self.values
+        elif self.kind == INT:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+            if ok and self.values:
+                ok = value in self.values
+            if ok and self.minimum is not None:
+                ok = value >= self.minimum
+            if ok and self.maximum is not None:
+                ok = value <= self.maximum
+        if not ok:
+            raise InvalidOptions(
+                f"option {self.name!r}: invalid value {_json(value)}; allowed: {self.allowed_text()}",
+                option=self.name,
+                allowed=self.allowed_text(),
+            )
+        return value
+
+
+def _json(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return f'"{v}"'
+    return repr(v)
+
+
+@dataclass(frozen=True)
+class Options(Mapping[str, Any]):
+    """A complete, immutable set of table options (defaults filled in)."""
+
+    _values: Mapping[str, Any] = field(default_factory=dict)
+    _defaults: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __getattr__(self, key: str) -> Any:
+        try:
+            return self._values[key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+    def non_default(self) -> dict[str, Any]:
+        """The options that differ from the defaults (what a transcript records)."""
+        return {k: v for k, v in self._values.items() if self._defaults.get(k) != v}
+
+
+def validate_options(specs: tuple[OptionSpec, ...], raw: Mapping[str, Any] | None) -> Options:
+    """Validate ``raw`` against ``specs``; fill defaults; raise on anything unknown or invalid."""
+    raw = dict(raw or {})
+    by_name = {s.name: s for s in specs}
+    unknown = sorted(k for k in raw if k not in by_name)
+    if unknown:
+        raise InvalidOptions(
+            f"unknown option {unknown[0]!r}; known options: {', '.join(sorted(by_name))}",
+            option=unknown[0],
+        )
+    values = {s.name: s.check(raw[s.name]) if s.name in raw else s.default for s in specs}
+    defaults = {s.name: s.default for s in specs}
+    return Options(MappingProxyType(values), MappingProxyType(defaults))

@@ -1,0 +1,60 @@
+"""The registry of games by id (``klaberjass``, ``jojotte``, ``georgian_joker``,
+``japanese_joker``). Games register themselves when their module is imported; :func:`get_game`
+imports the built-in game modules lazily so that ``import engine_service.rules`` stays cheap."""
+
+from __future__ import annotations
+
+import importlib
+
+from .errors import UnknownGame
+from .game import Game
+
+_GAMES: dict[str, Game] = {}
+
+#: Built-in game modules, in the order they are listed to users.
+BUILTIN_MODULES = (
+    "engine_service.rules.games.klaberjass",
+    "engine_service.rules.games.jojotte",
+    "engine_service.rules.games.georgian_joker",
+    "engine_service.rules.games.japanese_joker",
+)
+_loaded = False
+
+
+def register(game: Game) -> Game:
+    _GAMES[game.id] = game
+    return game
+
+
+def _load_builtins() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for name in BUILTIN_MODULES:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:  # a game not written yet is simply absent
+            if exc.name != name:
+                raise
+
+
+def get_game(game_id: str) -> Game:
+    """The game with this id; UnknownGame naming the known ids otherwise."""
+    _load_builtins()
+    try:
+        return _GAMES[game_id]
+    except (KeyError, TypeError):
+        raise UnknownGame(
+            f"unknown game {game_id!r}; known games: {', '.join(all_game_ids())}", game=game_id
+        ) from None
+
+
+def all_game_ids() -> list[str]:
+    _load_builtins()
+    order = {m.rsplit(".", 1)[1]: i for i, m in enumerate(BUILTIN_MODULES)}
+    return sorted(_GAMES, key=lambda g: (order.get(g, len(order)), g))
+
+
+def all_games() -> list[Game]:
+    return [_GAMES[g] for g in all_game_ids()]

@@ -1,0 +1,210 @@
+"""Match transcripts, ``card-transcript/1`` (NOTATION.md section 3): load, replay, check, export.
+
+A transcript is a replay file and a conformance test at once: the decks that were dealt, every
+decision with the full legal set at that moment, and what the engine must report after each
+deal and at the end. :func:`check` replays one through the engine and reports the **first**
+difference (step or result, with expected and actual values); :func:`export` writes any match
+state, finished or not, as a transcript that checks out.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from .cards import card_code
+from .errors import RulesError, TranscriptError
+from .game import CHANCE, TERMINAL, State
+from .registry import get_game
+
+SCHEMA = "card-transcript/1"
+
+
+@dataclass(frozen=True)
+class Difference:
+    """The first place where the engine disagrees with a transcript."""
+
+    where: str  # e.g. "deal 2 step 14 (seat 1)" or "deal 2 result" or "match result"
+    what: str  # "legal", "action", "seat", "result.scored", ...
+    expected: Any
+    actual: Any
+
+    def __str__(self) -> str:
+        return (f"{self.where}: {self.what} differs: expected {json.dumps(self.expected)}, "
+                f"actual {json.dumps(self.actual)}")
+
+
+# ---- loading -----------------------------------------------------------------------------
+
+def loads(text: str | bytes) -> dict[str, Any]:
+    """Parse and structurally validate a transcript; TranscriptError naming the problem."""
+    try:
+        data = json.loads(text)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise TranscriptError(f"not valid JSON: {exc}") from None
+    return validate(data)
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise TranscriptError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return loads(raw)
+
+
+def _require(cond: bool, msg: str) -> None:
+    if not cond:
+        raise TranscriptError(msg)
+
+
+def validate(data: Any) -> dict[str, Any]:
+    """Check the shape of a transcript object (not its content against the rules)."""
+    _require(isinstance(data, dict), "a transcript is a JSON object")
+    _require(data.get("schema") == SCHEMA, f"schema must be {SCHEMA!r}, got {data.get('schema')!r}")
+    _require(isinstance(data.get("game"), str), "missing 'game'")
+    opts = data.get("options", {})
+    _require(opts is None or isinstance(opts, dict), "'options' must be an object")
+    fd = data.get("first_dealer")
+    _require(isinstance(fd, int) and not isinstance(fd, bool), "'first_dealer' must be a seat number")
+    deals = data.get("deals")
+    _require(isinstance(deals, list), "'deals' must be a list")
+    for i, deal in enumerate(deals):
+        _require(isinstance(deal, dict), f"deal {i} must be an object")
+        _require(isinstance(deal.get("deck"), list), f"deal {i}: 'deck' must be a list of cards")
+        steps = deal.get("steps", [])
+        _require(isinstance(steps, list), f"deal {i}: 'steps' must be a list")
+        for j, st in enumerate(steps):
+            _require(isinstance(st, dict) and isinstance(st.get("action"), str),
+                     f"deal {i} step {j}: a step is an object with an 'action' string")
+            _require("seat" not in st or (isinstance(st["seat"], int) and not isinstance(st["seat"], bool)),
+                     f"deal {i} step {j}: 'seat' must be a seat number")
+            _require("legal" not in st or (isinstance(st["legal"], list)
+                                           and all(isinstance(a, str) for a in st["legal"])),
+                     f"deal {i} step {j}: 'legal' must be a list of action strings")
+        _require("expect" not in deal or isinstance(deal["expect"], dict), f"deal {i}: 'expect' must be an object")
+        _require("result" not in deal or isinstance(deal["result"], dict), f"deal {i}: 'result' must be an object")
+    res = data.get("result")
+    _require(res is None or isinstance(res, dict), "'result' must be an object")
+    return data
+
+
+# ---- replay and check --------------------------------------------------------------------
+
+def _first_result_difference(where: str, expected: Mapping[str, Any], actual: Mapping[str, Any]) -> Difference | None:
+    for key in list(expected) + [k for k in actual if k not in expected]:
+        if key not in actual:
+            return Difference(where, f"result.{key}", expected[key], None)
+        if key not in expected:
+            return Difference(where, f"result.{key}", None, actual[key])
+        if expected[key] != actual[key]:
+            return Difference(where, f"result.{key}", expected[key], actual[key])
+    return None
+
+
+def check(data: Mapping[str, Any]) -> tuple[Difference | None, State | None]:
+    """Replay a (validated) transcript; return the first difference (None: it checks out)
+    and the state reached."""
+    try:
+        game = get_game(data["game"])
+        state = game.new_state(data.get("options") or {}, first_dealer=data["first_dealer"])
+    except RulesError as exc:
+        return Difference("transcript", "setup", "a valid game and options", exc.message), None
+
+    for di, deal in enumerate(data["deals"]):
+        where = f"deal {di}"
+        who = state.to_act()
+        if who != CHANCE:
+            actual = "match over" if who == TERMINAL else f"seat {who} to act"
+            return Difference(where, "deal", "a new deal", actual), state
+        exp_dealer = (deal.get("expect") or {}).get("dealer")
+        if exp_dealer is not None and exp_dealer != state.dealer():
+            return Difference(where, "expect.dealer", exp_dealer, state.dealer()), state
+        try:
+            state.deal(deal["deck"])
+        except RulesError as exc:
+            return Difference(where, "deck", "a valid deck", exc.message), state
+        done = len(state.deal_results())
+        for si, step in enumerate(deal.get("steps", [])):
+            who = state.to_act()
+            swhere = f"{where} step {si}"
+            if who < 0:
+                actual = "deal over" if who == CHANCE else "match over"
+                return Difference(swhere, "seat", step.get("seat"), actual), state
+            if "seat" in step and step["seat"] != who:
+                return Difference(swhere, "seat", step["seat"], who), state
+            if "legal" in step:
+                actual_legal = state.legal_actions()
+                if set(step["legal"]) != set(actual_legal) or len(step["legal"]) != len(set(step["legal"])):
+                    return Difference(swhere, "legal", step["legal"], actual_legal), state
+            try:
+                state.apply(step["action"], who)
+            except RulesError as exc:
+                return Difference(swhere, "action", step["action"], f"rejected: {exc.message}"), state
+        results = state.deal_results()
+        if "result" in deal:
+            if len(results) <= done:
+                return Difference(f"{where} result", "result", deal["result"], "deal not finished"), state
+            diff = _first_result_difference(f"{where} result", deal["result"], results[done])
+            if diff:
+                return diff, state
+        elif len(results) > done and di != len(data["deals"]) - 1:
+            return Difference(f"{where} result", "result", None, results[done]), state
+    if data.get("result") is not None:
+        diff = _first_result_difference("match result", data["result"], state.result())
+        if diff:
+            return diff, state
+    return None, state
+
+
+def replay(data: Mapping[str, Any]) -> State:
+    """Replay a transcript and return the state reached; TranscriptError on any difference."""
+    diff, state = check(data)
+    if diff is not None:
+        raise TranscriptError(str(diff))
+    assert state is not None
+    return state
+
+
+# ---- export ------------------------------------------------------------------------------
+
+def export(state: State, with_legal: bool = True) -> dict[str, Any]:
+    """The transcript of a match state, finished or not (re-derived from its history)."""
+    game = state.game
+    first_dealer = state.first_dealer  # type: ignore[attr-defined]
+    replayed = game.new_state(state.options, first_dealer=first_dealer)
+    deals: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
+    done = 0
+    for item in state.history():
+        if isinstance(item, tuple) and item and item[0] == "deal":
+            current = {"deck": [card_code(c) for c in item[1]],
+                       "expect": {"dealer": replayed.dealer()}, "steps": []}
+            deals.append(current)
+            replayed.deal(item[1])
+            continue
+        assert current is not None
+        step: dict[str, Any] = {"seat": replayed.to_act()}
+        if with_legal:
+            step["legal"] = replayed.legal_actions()
+        step["action"] = replayed.action_str(item)
+        current["steps"].append(step)
+        replayed.apply_id(item)
+        results = replayed.deal_results()
+        if len(results) > done:
+            current["result"] = results[done]
+            done = len(results)
+    return {
+        "schema": SCHEMA,
+        "game": game.id,
+        "options": state.options.non_default(),
+        "first_dealer": first_dealer,
+        "deals": deals,
+        "result": state.result(),
+    }
+
+
+def dumps(data: Mapping[str, Any]) -> str:
+    return json.dumps(data, indent=1, ensure_ascii=False)

@@ -1,0 +1,72 @@
+"""Random playouts shared by the invariant, no-leak, transcript and benchmark code."""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any, Callable, Iterator
+
+from engine_service.rules import CHANCE, TERMINAL, Game, State
+from engine_service.rules.cards import CODES, card_id
+
+CARD_RE = re.compile(r"(?<![A-Za-z0-9])([AKQJT9876][SHDC]|X[12])(?![A-Za-z0-9])")
+
+
+def shuffled(game: Game, rng: random.Random) -> list[int]:
+    deck = list(game.pack)
+    rng.shuffle(deck)
+    return deck
+
+
+def random_match(game: Game, seed: int, options: dict | None = None, max_steps: int = 100_000,
+                 on_step: Callable[[State], None] | None = None) -> State:
+    """Play a whole match with random decks and random legal actions."""
+    rng = random.Random(seed)
+    state = game.new_state(options or {}, first_dealer=rng.randrange(game.num_seats))
+    for _ in range(max_steps):
+        who = state.to_act()
+        if who == TERMINAL:
+            return state
+        if on_step is not None:
+            on_step(state)
+        if who == CHANCE:
+            state.deal(shuffled(game, rng))
+        else:
+            state.apply_id(rng.choice(state.legal_ids()))
+    raise AssertionError(f"{game.id}: match did not end within {max_steps} steps (seed {seed})")
+
+
+def cards_in(obj: Any) -> set[int]:
+    """Every card code mentioned anywhere in a JSON-like object (strings scanned for codes)."""
+    found: set[int] = set()
+    stack = [obj]
+    while stack:
+        o = stack.pop()
+        if isinstance(o, str):
+            for m in CARD_RE.finditer(o):
+                found.add(card_id(m.group(1)))
+        elif isinstance(o, dict):
+            stack.extend(o.keys())
+            stack.extend(o.values())
+        elif isinstance(o, (list, tuple)):
+            stack.extend(o)
+    return found
+
+
+def mask_codes(mask: int) -> list[str]:
+    return [CODES[i] for i in range(len(CODES)) if mask >> i & 1]
+
+
+def iter_states(game: Game, seed: int, options: dict | None = None) -> Iterator[State]:
+    """Every decision state of one random match (the live state: do not keep references)."""
+    rng = random.Random(seed)
+    state = game.new_state(options or {}, first_dealer=rng.randrange(game.num_seats))
+    while True:
+        who = state.to_act()
+        if who == TERMINAL:
+            return
+        if who == CHANCE:
+            state.deal(shuffled(game, rng))
+            continue
+        yield state
+        state.apply_id(rng.choice(state.legal_ids()))

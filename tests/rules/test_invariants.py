@@ -1,0 +1,215 @@
+"""Random-playout invariants, no-leak properties and transcript round trips over every game in
+the registry: one parametrized module, not one copy per game.
+
+Per-game knowledge the generic code cannot have (the rulebook's score arithmetic, interesting
+option sets) comes from ``tests/rules/checks_<game>.py``:
+
+* ``check_scores(state)``: asserts the match totals obey the rulebook's arithmetic;
+* ``OPTION_SETS``: a list of non-default option dicts to play under as well.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import json
+import random
+
+import pytest
+
+from engine_service.rules import (CHANCE, TERMINAL, IllegalAction, MalformedAction, NotYourTurn,
+                                  RulesError, all_game_ids, get_game, transcript)
+from engine_service.rules.cards import popcount
+
+from .playout import cards_in, iter_states, mask_codes, random_match, shuffled
+
+GAMES = all_game_ids()
+
+
+def checks(game_id: str):
+    return importlib.import_module(f"tests.rules.checks_{game_id}")
+
+
+def option_sets(game_id: str) -> list[dict]:
+    return [{}] + list(getattr(checks(game_id), "OPTION_SETS", []))
+
+
+def snapshot(state) -> str:
+    """Everything observable about a state, to prove a rejected action changed nothing."""
+    n = state.game.num_seats
+    return json.dumps([state.to_act(), state.legal_actions(), state.zones(), state.result(),
+                       state.deal_results(), state.public_view(), [state.view(s) for s in range(n)],
+                       len(state.history())], sort_keys=True, default=str)
+
+
+def test_registry_has_the_first_games():
+    assert "klaberjass" in GAMES and "jojotte" in GAMES
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_structural_invariants(game_id):
+    """Exactly one seat to act until the end; at least one legal action; every legal action
+    applies; the pack is conserved at every step; no duplicates in legal lists."""
+    game = get_game(game_id)
+    pack_mask = sum(1 << c for c in game.pack)
+    for opts in option_sets(game_id):
+        for seed in range(12):
+            for state in iter_states(game, 1000 + seed, opts):
+                who = state.to_act()
+                assert 0 <= who < game.num_seats
+                legal = state.legal_ids()
+                assert legal, f"no legal action for seat {who}"
+                strings = state.legal_actions()
+                assert len(set(strings)) == len(strings), strings
+                for a, s in zip(legal, strings):
+                    assert state.parse_action(s) == a
+                zones = state.zones()
+                total = 0
+                for name, mask in zones.items():
+                    assert total & mask == 0, f"zone {name} overlaps another"
+                    total |= mask
+                assert total == pack_mask, "pack not conserved"
+                for a in legal:
+                    c = state.clone()
+                    c.apply_id(a)
+                    assert c.to_act() in (CHANCE, TERMINAL) or 0 <= c.to_act() < game.num_seats
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_illegal_actions_raise_and_change_nothing(game_id):
+    game = get_game(game_id)
+    rng = random.Random(7)
+    vocabulary: set[str] = {"", "play", "play:", "PLAY:AS", "pass:", "bid:-1", "bid:x", "play:ZZ",
+                            "play:AS:", "trump:XX", "name:NT", "hello", "play:AS:high:S:extra"}
+    for seed in range(6):
+        for i, state in enumerate(iter_states(game, 2000 + seed)):
+            legal = set(state.legal_actions())
+            vocabulary |= legal
+            if i % 3:
+                continue
+            before = snapshot(state)
+            for bad in rng.sample(sorted(vocabulary - legal), min(12, len(vocabulary - legal))):
+                with pytest.raises(RulesError) as info:
+                    state.apply(bad)
+                assert isinstance(info.value, (MalformedAction, IllegalAction)), bad
+                assert snapshot(state) == before, f"rejected {bad!r} changed the state"
+            other = (state.to_act() + 1) % game.num_seats
+            with pytest.raises(NotYourTurn):
+                state.apply(next(iter(legal)), seat=other)
+            assert snapshot(state) == before
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_whole_matches_end_and_scores_add_up(game_id):
+    """At least a hundred whole matches per game, under the defaults and option sets."""
+    game = get_game(game_id)
+    sets = option_sets(game_id)
+    for seed in range(100 + 10 * len(sets)):
+        opts = sets[seed % len(sets)]
+        state = random_match(game, seed, opts)
+        res = state.result()
+        assert res["over"] is True
+        assert res["winners"], "a finished match has winners"
+        assert len(res["totals"]) == game.num_seats
+        assert state.legal_actions() == []
+        checks(game_id).check_scores(state)
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_no_view_leaks_a_secret_card(game_id):
+    """No view(seat) ever holds a card the seat may not know; public_view holds no private card;
+    a seat's secrets include every card in another seat's hand not revealed to it."""
+    game = get_game(game_id)
+    for opts in option_sets(game_id):
+        for seed in range(8):
+            for state in iter_states(game, 3000 + seed, opts):
+                zones = state.zones()
+                for seat in range(game.num_seats):
+                    secret = state.secret_cards(seat)
+                    v = state.view(seat)
+                    leaked = cards_in(v) & {c for c in range(38) if secret >> c & 1}
+                    assert not leaked, f"seat {seat} view leaks {mask_codes(sum(1 << c for c in leaked))}"
+                    own = zones.get(f"hand{seat}", 0)
+                    assert secret & own == 0, "a seat's own hand is never secret to it"
+                    assert sorted(v["hand"]) == sorted(mask_codes(own)), "view hand is the seat's hand"
+                pub_secret = state.secret_cards(None)
+                leaked = cards_in(state.public_view()) & {c for c in range(38) if pub_secret >> c & 1}
+                assert not leaked, f"public view leaks {mask_codes(sum(1 << c for c in leaked))}"
+                assert state.public_view()["hand"] == []
+                for seat in range(game.num_seats):
+                    assert state.secret_cards(seat) & ~pub_secret == 0, "spectators know less than seats"
+                stock = zones.get("stock", 0)
+                assert pub_secret & stock == stock, "the stock is never public"
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_transcript_round_trip(game_id, tmp_path):
+    game = get_game(game_id)
+    for seed in range(5):
+        finished = random_match(game, 4000 + seed, option_sets(game_id)[seed % len(option_sets(game_id))])
+        data = transcript.export(finished)
+        diff, state = transcript.check(json.loads(json.dumps(data)))
+        assert diff is None, str(diff)
+        assert state.result() == finished.result()
+
+    # an unfinished match exports and checks out too
+    rng = random.Random(5)
+    state = game.new_state({}, first_dealer=0)
+    for _ in range(60):
+        if state.to_act() == CHANCE:
+            state.deal(shuffled(game, rng))
+        else:
+            state.apply_id(rng.choice(state.legal_ids()))
+    data = transcript.export(state)
+    assert transcript.check(data)[0] is None
+
+    base = transcript.export(random_match(game, 4100))
+    # one changed legal set
+    bad = copy.deepcopy(base)
+    step = bad["deals"][0]["steps"][3]
+    step["legal"] = step["legal"] + ["pass:never"]
+    diff, _ = transcript.check(bad)
+    assert diff is not None and diff.where == "deal 0 step 3" and diff.what == "legal"
+    # one changed action (to another legal one when there is one, else an illegal one)
+    bad = copy.deepcopy(base)
+    for i, st in enumerate(bad["deals"][0]["steps"]):
+        if len(st["legal"]) > 1:
+            st["action"] = next(a for a in st["legal"] if a != st["action"])
+            break
+    diff, _ = transcript.check(bad)
+    assert diff is not None and diff.where.startswith("deal 0")
+    # one changed deal result
+    bad = copy.deepcopy(base)
+    deal = next(d for d in bad["deals"] if "result" in d and not d["result"].get("thrown_in"))
+    key = next(k for k, v in deal["result"].items() if isinstance(v, list))
+    deal["result"][key] = list(deal["result"][key])[::-1] + [0]
+    diff, _ = transcript.check(bad)
+    assert diff is not None and diff.what == f"result.{key}"
+    # the match result
+    bad = copy.deepcopy(base)
+    bad["result"]["over"] = False
+    diff, _ = transcript.check(bad)
+    assert diff is not None and diff.where == "match result"
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_auto_move_is_legal(game_id):
+    game = get_game(game_id)
+    for state in iter_states(game, 5000):
+        seat = state.to_act()
+        move = game.auto_move(state.view(seat))
+        assert move in state.legal_actions()
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_bad_decks_are_rejected(game_id):
+    game = get_game(game_id)
+    state = game.new_state({}, first_dealer=0)
+    before = snapshot(state)
+    deck = [c for c in game.pack]
+    from engine_service.rules import InvalidDeck
+    for bad in (deck[:-1], deck[:-1] + deck[:1], deck + deck[:1], ["ZZ"] + deck[1:], "AS KS", [None] * len(deck)):
+        with pytest.raises(InvalidDeck):
+            state.deal(bad)
+        assert snapshot(state) == before
+    assert popcount(sum(1 << c for c in deck)) == len(game.pack)
