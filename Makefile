@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench replay clean
+.PHONY: run test bench replay clean proto
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,10 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/rules_playouts.py
+
+# Regenerate engine_service/transport/generated from proto/cardgames/v1 (commit the result).
+proto: $(STAMP)
+	$(PY) -m engine_service.transport.codegen
 
 clean:
 	rm -rf $(VENV) build *.egg-info
