@@ -1,0 +1,164 @@
+"""Every Prometheus metric of the service, in one place (ARCHITECTURE.md section 6).
+
+Metrics live on a :class:`Metrics` object bound to its own
+:class:`~prometheus_client.CollectorRegistry`, never on prometheus_client's global default
+registry: tests create a fresh ``Metrics()`` and read exact values from it, and two servers in
+one process (tests again) do not collide. The service uses the process-wide instance
+:func:`get_metrics`, whose registry the transport exposes on the metrics port.
+
+Labels are low-cardinality by construction: a game id, a bot name, an RPC method, a status
+code, an outcome or reason from a closed set. Never a match id, a seat token, a player name
+or anything else that grows with traffic.
+
+Who records what:
+
+* the session layer (engine_service.sessions): matches, actions, watchers, timeouts and
+  auto-moves, presence, bot decisions (from the host's ``Decision``: one observation per
+  decision, so the bot host itself should not record them again);
+* the store (engine_service.store): write latency and errors;
+* the transport (engine_service.transport): ``rpc_requests`` and ``rpc_duration`` from its
+  interceptor, ``rpc_stream_messages`` per message sent on a server stream.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from prometheus_client import (CollectorRegistry, Counter, Gauge, GCCollector, Histogram,
+                               PlatformCollector, ProcessCollector)
+
+NAMESPACE = "cardgames"
+
+#: Match outcomes (``matches_finished_total{outcome}``).
+OUTCOMES = ("completed", "resigned", "forfeit", "abandoned", "terminated")
+
+#: Results of a submitted action (``actions_total{result}``): ``accepted``, ``duplicate`` (an
+#: idempotent retry), ``stale`` (expected_seq), or the rules/session error's reason in lower
+#: case (``illegal_action``, ``not_your_turn``, ``malformed_action``, ``match_not_active``...).
+ACTION_RESULTS = ("accepted", "duplicate", "stale")
+
+# Latency buckets: actions and store writes are sub-millisecond to tens of milliseconds (an
+# fsync); RPCs add the network; bot decisions go up to the bot deadline (seconds).
+_FAST_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                 0.5, 1.0, 2.5)
+_RPC_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                10.0)
+_BOT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
+
+
+class Metrics:
+    """The service's metrics on one registry (a fresh one unless ``registry`` is given)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None, *, process_collectors: bool = False) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        r, ns = self.registry, NAMESPACE
+        if process_collectors:
+            ProcessCollector(registry=r)
+            PlatformCollector(registry=r)
+            GCCollector(registry=r)
+
+        # ---- matches ------------------------------------------------------------------
+        self.matches_active = Gauge(
+            "matches_active", "Matches not yet finished (waiting for players or in play).",
+            ["game", "status"], namespace=ns, registry=r)
+        self.matches_created = Counter(
+            "matches_created", "Matches created.", ["game"], namespace=ns, registry=r)
+        self.matches_finished = Counter(
+            "matches_finished", "Matches ended, by outcome: completed (by the rules), resigned, "
+            "forfeit (absence past the grace period), abandoned (no winner), terminated (admin).",
+            ["game", "outcome"], namespace=ns, registry=r)
+        self.matches_resumed = Counter(
+            "matches_resumed", "Unfinished matches rebuilt from the store at start-up.",
+            ["game"], namespace=ns, registry=r)
+
+        # ---- actions ------------------------------------------------------------------
+        self.actions = Counter(
+            "actions", "Submitted actions by result (accepted, duplicate, stale, or the error "
+            "reason in lower case) and by who made them (player, bot, auto).",
+            ["game", "by", "result"], namespace=ns, registry=r)
+        self.action_latency = Histogram(
+            "action_latency_seconds", "Time to validate, persist and publish one accepted "
+            "action (the store write included).", ["game"], buckets=_FAST_BUCKETS,
+            namespace=ns, registry=r)
+
+        # ---- watchers and presence ----------------------------------------------------
+        self.watchers = Gauge(
+            "watchers", "Open watch streams by audience (seat, spectator, admin).",
+            ["audience"], namespace=ns, registry=r)
+        self.watch_overflows = Counter(
+            "watch_overflows", "Watch streams closed because the watcher fell behind "
+            "(bounded queue full); the client resumes with after_seq.",
+            namespace=ns, registry=r)
+        self.watch_snapshots = Counter(
+            "watch_snapshots", "Watch streams that started from a snapshot (after_seq < 0 or "
+            "too far behind).", namespace=ns, registry=r)
+        self.events_published = Counter(
+            "events_published", "Events queued to watchers, by kind.", ["kind"],
+            namespace=ns, registry=r)
+        self.presence_changes = Counter(
+            "presence_changes", "Seat presence changes (connected, disconnected, bot_took_over, "
+            "returned, left).", ["game", "change"], namespace=ns, registry=r)
+
+        # ---- time and absence -----------------------------------------------------------
+        self.turn_timeouts = Counter(
+            "turn_timeouts", "Decisions whose deadline (turn_time_s) expired.", ["game"],
+            namespace=ns, registry=r)
+        self.auto_moves = Counter(
+            "auto_moves", "Moves made by the rulebook's auto-move policy, by reason (timeout, "
+            "bot_failed, takeover).", ["game", "reason"], namespace=ns, registry=r)
+        self.grace_expired = Counter(
+            "grace_expired", "Disconnections that outlasted the grace period, by the policy "
+            "applied (forfeit, bot_takeover, abandoned).", ["game", "policy"],
+            namespace=ns, registry=r)
+
+        # ---- bots -----------------------------------------------------------------------
+        self.bot_decision_seconds = Histogram(
+            "bot_decision_seconds", "Wall time of one bot decision (as measured by the bot host).",
+            ["bot"], buckets=_BOT_BUCKETS, namespace=ns, registry=r)
+        self.bot_failures = Counter(
+            "bot_failures", "Bot decisions replaced by the auto-move policy, by reason "
+            "(timeout, exception, illegal, crash, unknown_bot).", ["bot", "reason"],
+            namespace=ns, registry=r)
+
+        # ---- store ----------------------------------------------------------------------
+        self.store_write_seconds = Histogram(
+            "store_write_seconds", "Latency of one durable store write (commit included).",
+            ["operation"], buckets=_FAST_BUCKETS, namespace=ns, registry=r)
+        self.store_errors = Counter(
+            "store_errors", "Store operations that failed.", ["operation"], namespace=ns,
+            registry=r)
+
+        # ---- RPCs (recorded by the transport's interceptor) -----------------------------
+        self.rpc_requests = Counter(
+            "rpc_requests", "RPCs handled, by full method name and gRPC status code name.",
+            ["method", "code"], namespace=ns, registry=r)
+        self.rpc_duration = Histogram(
+            "rpc_duration_seconds", "RPC duration (for a server stream: until it ends).",
+            ["method"], buckets=_RPC_BUCKETS, namespace=ns, registry=r)
+        self.rpc_stream_messages = Counter(
+            "rpc_stream_messages_sent", "Messages sent on server streams.", ["method"],
+            namespace=ns, registry=r)
+        self.rpc_in_flight = Gauge(
+            "rpc_in_flight", "RPCs in progress (streams included).", ["method"],
+            namespace=ns, registry=r)
+
+    def value(self, name: str, labels: dict[str, str] | None = None) -> float:
+        """A sample's current value (0.0 if absent): for tests and diagnostics.
+
+        ``name`` is the full sample name, e.g. ``cardgames_actions_total``.
+        """
+        v = self.registry.get_sample_value(name, labels or {})
+        return 0.0 if v is None else v
+
+
+_default: Metrics | None = None
+_default_lock = threading.Lock()
+
+
+def get_metrics() -> Metrics:
+    """The process-wide metrics (created on first use, with process and GC collectors)."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = Metrics(process_collectors=True)
+        return _default

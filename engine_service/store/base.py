@@ -1,0 +1,217 @@
+"""The store interface: what the session layer persists, and nothing more.
+
+A match is event-sourced (ARCHITECTURE.md section 4): its **record** (game, options, first
+dealer, table settings, seats, status), the **decks** dealt (server-side chance, one per deal,
+secret) and the append-only **action log** keyed by ``(match_id, seq)``. The state of a match
+is the fold of its log through the rules core, so the store never holds a game state.
+
+The interface is shaped after the relational layout that a PostgreSQL store will use when the
+service outgrows one machine (section 7), so that adding one changes nothing above this
+module:
+
+* ``match_actions(match_id, seq)`` primary key: an append at a sequence number that exists is
+  a :class:`SequenceConflict`, which gives single-writer ordering even with several writers;
+* a unique key on ``(match_id, seat, client_action_id)``: a second append with the same client
+  action id is a :class:`DuplicateClientAction`, which makes retries idempotent across
+  restarts (the id is scoped per seat because each seat's client picks its own ids: two
+  clients choosing the same id must not see each other's results);
+* a unique seat-token hash across all matches (tokens themselves are never stored);
+* one transaction per call: an action and the deck it makes necessary are written together.
+
+Every method is a coroutine and must not block the event loop; every write is durable when it
+returns (an accepted action is acknowledged only after that).
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping, Sequence
+
+from ..observability.metrics import Metrics
+
+UNFINISHED = ("waiting", "active")
+FINISHED = ("finished", "terminated")
+STATUSES = UNFINISHED + FINISHED
+
+
+# ---- errors ------------------------------------------------------------------------------
+
+class StoreError(Exception):
+    """A store operation failed (I/O, corruption, constraint)."""
+
+
+class NotADatabase(StoreError):
+    """The database path does not hold a database of this service (garbage, another
+    application's SQLite file, or a newer schema)."""
+
+
+class SequenceConflict(StoreError):
+    """An action was appended at a sequence number that already exists (a second writer)."""
+
+
+class DuplicateClientAction(StoreError):
+    """An action reuses a client_action_id of the same seat in the same match."""
+
+
+class MatchExists(StoreError):
+    """A match with this id exists already."""
+
+
+class UnknownMatch(StoreError):
+    """No match with this id in the store."""
+
+
+# ---- records -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SeatRecord:
+    """One seat: its configuration and who holds it (``token_hash`` empty: nobody yet)."""
+
+    seat: int
+    kind: str = "open"  # "open" | "bot"
+    bot: str = ""
+    player_name: str = ""
+    token_hash: str = ""  # sha256 hex of the seat token; "" while the seat is free
+    joined_at: float | None = None
+    left: bool = False  # the player resigned / left; a bot plays the seat (GJ-12.4)
+
+
+@dataclass(frozen=True)
+class MatchRecord:
+    """A match's configuration and status (never its cards: those are in the decks)."""
+
+    match_id: str
+    game: str
+    options: Mapping[str, Any]  # non-default table options, JSON types
+    first_dealer: int
+    seats: tuple[SeatRecord, ...]
+    turn_time_s: float = 0.0  # effective per-decision deadline; 0: none
+    reconnect_grace_s: float = 60.0
+    spectators_allowed: bool = True
+    name: str = ""
+    takeover_bot: str = ""  # bot for absent seats (GJ-12.4); "": the auto-move policy
+    created_at: float = 0.0
+    status: str = "waiting"
+    result: Mapping[str, Any] | None = None
+    ended_at: float | None = None
+
+
+@dataclass(frozen=True)
+class DeckRecord:
+    """The deck of one deal (0-based deal index), card codes top card first. Secret."""
+
+    deal: int
+    cards: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ActionRecord:
+    """One accepted action: it got sequence number ``seq`` (1-based)."""
+
+    seq: int
+    seat: int
+    action: str
+    by: str = "player"  # "player" | "bot" | "auto"
+    client_action_id: str = ""
+    reason: str = ""  # why a non-player made it: "timeout", "bot_failed", "takeover"...
+    at: float = 0.0
+
+
+@dataclass(frozen=True)
+class StoredMatch:
+    """Everything needed to rebuild a match."""
+
+    record: MatchRecord
+    decks: tuple[DeckRecord, ...] = ()
+    actions: tuple[ActionRecord, ...] = ()
+
+
+@dataclass(frozen=True)
+class MatchListing:
+    """A match record with its current sequence number (the number of actions)."""
+
+    record: MatchRecord
+    seq: int = 0
+
+
+@dataclass
+class _Timer:
+    """Records write latency and errors of store operations in the metrics."""
+
+    metrics: Metrics | None = field(default=None)
+
+    @contextmanager
+    def write(self, operation: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        except Exception:
+            if self.metrics is not None:
+                self.metrics.store_errors.labels(operation).inc()
+            raise
+        if self.metrics is not None:
+            self.metrics.store_write_seconds.labels(operation).observe(time.perf_counter() - start)
+
+    def error(self, operation: str) -> None:
+        if self.metrics is not None:
+            self.metrics.store_errors.labels(operation).inc()
+
+
+# ---- the interface -------------------------------------------------------------------------
+
+class Store(ABC):
+    """Persistence of matches. Implementations: :class:`~.memory.MemoryStore` (tests),
+    :class:`~.sqlite.SqliteStore` (the embedded default); later PostgreSQL."""
+
+    def __init__(self, metrics: Metrics | None = None) -> None:
+        self._timer = _Timer(metrics)
+
+    @abstractmethod
+    async def open(self) -> None:
+        """Open (and create or migrate) the store; NotADatabase if it is not one of ours."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Flush and close; further calls fail. Idempotent."""
+
+    @abstractmethod
+    async def create_match(self, record: MatchRecord, decks: Sequence[DeckRecord] = ()) -> None:
+        """Insert a new match with its seats and first decks (MatchExists if the id exists)."""
+
+    @abstractmethod
+    async def save_seat(self, match_id: str, seat: SeatRecord) -> None:
+        """Replace one seat's row (join, leave, resignation). UnknownMatch if absent."""
+
+    @abstractmethod
+    async def set_status(self, match_id: str, status: str, result: Mapping[str, Any] | None = None,
+                         ended_at: float | None = None) -> None:
+        """Change a match's status (and record its result when it ends)."""
+
+    @abstractmethod
+    async def append_action(self, match_id: str, action: ActionRecord,
+                            decks: Sequence[DeckRecord] = ()) -> None:
+        """Append one action, and the decks it makes necessary, in one transaction.
+
+        SequenceConflict when ``action.seq`` exists; DuplicateClientAction when the seat's
+        ``client_action_id`` was used before in this match.
+        """
+
+    @abstractmethod
+    async def append_decks(self, match_id: str, decks: Sequence[DeckRecord]) -> None:
+        """Add decks without an action (a deal that was due when the process stopped)."""
+
+    @abstractmethod
+    async def load_match(self, match_id: str) -> StoredMatch | None:
+        """The record, decks and actions of a match (actions by seq), or None."""
+
+    @abstractmethod
+    async def list_matches(self, statuses: Sequence[str] = (), game: str = "",
+                           limit: int = 100) -> list[MatchListing]:
+        """Matches, newest first, filtered by status (any of) and game."""
+
+    @abstractmethod
+    async def unfinished_match_ids(self) -> list[str]:
+        """Ids of every match whose status is waiting or active (oldest first)."""

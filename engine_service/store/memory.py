@@ -1,0 +1,144 @@
+"""An in-process store with the exact semantics of the SQLite one (tests, ephemeral runs).
+
+It survives a :class:`~engine_service.sessions.manager.MatchManager` being dropped and a new
+one built on the same object, which is how tests exercise recovery without a file. Nothing is
+written anywhere: a process exit loses everything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any, Mapping, Sequence
+
+from ..observability.metrics import Metrics
+from .base import (UNFINISHED, ActionRecord, DeckRecord, DuplicateClientAction, MatchExists,
+                   MatchListing, MatchRecord, SeatRecord, SequenceConflict, Store, StoredMatch,
+                   StoreError, UnknownMatch)
+
+
+@dataclass
+class _Row:
+    record: MatchRecord
+    decks: dict[int, DeckRecord] = field(default_factory=dict)
+    actions: list[ActionRecord] = field(default_factory=list)
+    client_ids: set[tuple[int, str]] = field(default_factory=set)
+
+
+def _frozen(m: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    return None if m is None else MappingProxyType(dict(m))
+
+
+class MemoryStore(Store):
+    def __init__(self, metrics: Metrics | None = None) -> None:
+        super().__init__(metrics)
+        self._rows: dict[str, _Row] = {}
+        self._tokens: dict[str, tuple[str, int]] = {}
+        self._open = False
+
+    async def open(self) -> None:
+        self._open = True
+
+    async def close(self) -> None:
+        self._open = False
+
+    def _check(self) -> None:
+        if not self._open:
+            raise StoreError("the store is closed")
+
+    def _row(self, match_id: str) -> _Row:
+        try:
+            return self._rows[match_id]
+        except KeyError:
+            raise UnknownMatch(f"no match {match_id!r}") from None
+
+    def _claim_token(self, match_id: str, seat: SeatRecord) -> None:
+        if seat.token_hash:
+            owner = self._tokens.get(seat.token_hash)
+            if owner is not None and owner != (match_id, seat.seat):
+                raise StoreError("seat token hash collision")
+            self._tokens[seat.token_hash] = (match_id, seat.seat)
+
+    async def create_match(self, record: MatchRecord, decks: Sequence[DeckRecord] = ()) -> None:
+        with self._timer.write("create_match"):
+            self._check()
+            if record.match_id in self._rows:
+                raise MatchExists(f"match {record.match_id!r} exists")
+            record = replace(record, options=_frozen(record.options), result=_frozen(record.result))
+            row = _Row(record)
+            for d in decks:
+                row.decks[d.deal] = d
+            for s in record.seats:
+                self._claim_token(record.match_id, s)
+            self._rows[record.match_id] = row
+
+    async def save_seat(self, match_id: str, seat: SeatRecord) -> None:
+        with self._timer.write("save_seat"):
+            self._check()
+            row = self._row(match_id)
+            old = row.record.seats[seat.seat]
+            self._claim_token(match_id, seat)
+            if old.token_hash and old.token_hash != seat.token_hash:
+                self._tokens.pop(old.token_hash, None)
+            seats = list(row.record.seats)
+            seats[seat.seat] = seat
+            row.record = replace(row.record, seats=tuple(seats))
+
+    async def set_status(self, match_id: str, status: str, result: Mapping[str, Any] | None = None,
+                         ended_at: float | None = None) -> None:
+        with self._timer.write("set_status"):
+            self._check()
+            row = self._row(match_id)
+            row.record = replace(row.record, status=status, result=_frozen(result), ended_at=ended_at)
+
+    async def append_action(self, match_id: str, action: ActionRecord,
+                            decks: Sequence[DeckRecord] = ()) -> None:
+        with self._timer.write("append_action"):
+            self._check()
+            row = self._row(match_id)
+            if 1 <= action.seq <= len(row.actions):
+                raise SequenceConflict(f"match {match_id!r} has an action at seq {action.seq}")
+            if action.seq != len(row.actions) + 1:
+                raise StoreError(f"match {match_id!r}: seq {action.seq} is not the next one")
+            key = (action.seat, action.client_action_id)
+            if action.client_action_id and key in row.client_ids:
+                raise DuplicateClientAction(f"client_action_id reused in match {match_id!r}")
+            for d in decks:
+                if d.deal in row.decks:
+                    raise StoreError(f"match {match_id!r} has a deck for deal {d.deal}")
+            row.actions.append(action)
+            if action.client_action_id:
+                row.client_ids.add(key)
+            for d in decks:
+                row.decks[d.deal] = d
+
+    async def append_decks(self, match_id: str, decks: Sequence[DeckRecord]) -> None:
+        with self._timer.write("append_decks"):
+            self._check()
+            row = self._row(match_id)
+            for d in decks:
+                if d.deal in row.decks:
+                    raise StoreError(f"match {match_id!r} has a deck for deal {d.deal}")
+            for d in decks:
+                row.decks[d.deal] = d
+
+    async def load_match(self, match_id: str) -> StoredMatch | None:
+        self._check()
+        row = self._rows.get(match_id)
+        if row is None:
+            return None
+        return StoredMatch(row.record, tuple(row.decks[k] for k in sorted(row.decks)), tuple(row.actions))
+
+    async def list_matches(self, statuses: Sequence[str] = (), game: str = "",
+                           limit: int = 100) -> list[MatchListing]:
+        self._check()
+        rows = [r for r in self._rows.values()
+                if (not statuses or r.record.status in statuses) and (not game or r.record.game == game)]
+        rows.sort(key=lambda r: (r.record.created_at, r.record.match_id), reverse=True)
+        return [MatchListing(r.record, len(r.actions)) for r in rows[:max(0, limit)]]
+
+    async def unfinished_match_ids(self) -> list[str]:
+        self._check()
+        rows = [r for r in self._rows.values() if r.record.status in UNFINISHED]
+        rows.sort(key=lambda r: (r.record.created_at, r.record.match_id))
+        return [r.record.match_id for r in rows]

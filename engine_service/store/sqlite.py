@@ -1,0 +1,382 @@
+"""The embedded default store: one SQLite file (standard library ``sqlite3``).
+
+* **Durable before acknowledged**: WAL journal with ``synchronous=FULL``, so a committed
+  transaction survives a power cut, not only a process crash; each call is one transaction.
+* **Never blocks the event loop**: the connection lives on one dedicated thread and every
+  call runs there (which also serializes them, as SQLite wants one writer).
+* **Refuses what it does not own**: the file carries an ``application_id`` and a schema
+  version; garbage, another application's database or a newer schema is a
+  :class:`~.base.NotADatabase` error naming the path, never a silent overwrite.
+* A new file is created readable by its owner only: it holds the decks (every hidden card).
+
+The tables mirror the PostgreSQL layout of ARCHITECTURE.md section 7 (see :mod:`.base`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence, TypeVar
+
+from ..observability.metrics import Metrics
+from .base import (UNFINISHED, ActionRecord, DeckRecord, DuplicateClientAction, MatchExists,
+                   MatchListing, MatchRecord, NotADatabase, SeatRecord, SequenceConflict, Store,
+                   StoredMatch, StoreError, UnknownMatch)
+
+T = TypeVar("T")
+
+APPLICATION_ID = 0x43474531  # "CGE1"
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE matches (
+    match_id           TEXT PRIMARY KEY,
+    game               TEXT NOT NULL,
+    options            TEXT NOT NULL,          -- JSON object: non-default table options
+    first_dealer       INTEGER NOT NULL,
+    turn_time_s        REAL NOT NULL,
+    reconnect_grace_s  REAL NOT NULL,
+    spectators_allowed INTEGER NOT NULL,
+    name               TEXT NOT NULL,
+    takeover_bot       TEXT NOT NULL,
+    created_at         REAL NOT NULL,
+    status             TEXT NOT NULL CHECK (status IN ('waiting', 'active', 'finished', 'terminated')),
+    result             TEXT,                   -- JSON object once the match has ended
+    ended_at           REAL
+);
+CREATE INDEX matches_by_status ON matches (status, created_at);
+
+CREATE TABLE seats (
+    match_id    TEXT NOT NULL REFERENCES matches (match_id),
+    seat        INTEGER NOT NULL,
+    kind        TEXT NOT NULL CHECK (kind IN ('open', 'bot')),
+    bot         TEXT NOT NULL,
+    player_name TEXT NOT NULL,
+    token_hash  TEXT,                           -- sha256 hex of the seat token (NULL: free)
+    joined_at   REAL,
+    left_match  INTEGER NOT NULL,
+    PRIMARY KEY (match_id, seat)
+);
+CREATE UNIQUE INDEX seats_by_token ON seats (token_hash) WHERE token_hash IS NOT NULL;
+
+CREATE TABLE decks (
+    match_id TEXT NOT NULL REFERENCES matches (match_id),
+    deal     INTEGER NOT NULL,
+    cards    TEXT NOT NULL,                     -- JSON list of card codes, top card first
+    PRIMARY KEY (match_id, deal)
+);
+
+CREATE TABLE match_actions (
+    match_id         TEXT NOT NULL REFERENCES matches (match_id),
+    seq              INTEGER NOT NULL,
+    seat             INTEGER NOT NULL,
+    action           TEXT NOT NULL,
+    by_whom          TEXT NOT NULL,
+    client_action_id TEXT,                      -- NULL for bot and auto moves
+    reason           TEXT NOT NULL,
+    at               REAL NOT NULL,
+    PRIMARY KEY (match_id, seq)
+);
+CREATE UNIQUE INDEX match_actions_by_client_id
+    ON match_actions (match_id, seat, client_action_id) WHERE client_action_id IS NOT NULL;
+"""
+
+
+def _statements(script: str) -> list[str]:
+    """Split a SQL script into complete statements (comments may hold semicolons)."""
+    out, buf = [], ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            out.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        raise ValueError("incomplete SQL statement in the schema")
+    return out
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+class SqliteStore(Store):
+    """A store in one SQLite file at ``path`` (``":memory:"`` for a private in-memory db)."""
+
+    def __init__(self, path: str | os.PathLike[str], metrics: Metrics | None = None) -> None:
+        super().__init__(metrics)
+        self.path = str(path)
+        self._executor: ThreadPoolExecutor | None = None
+        self._conn: sqlite3.Connection | None = None
+
+    # ---- plumbing ----------------------------------------------------------------------
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._executor is None:
+            raise StoreError("the store is not open")
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError("the store is closed")
+        return self._conn
+
+    async def open(self) -> None:
+        if self._executor is not None:
+            return
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-store")
+        try:
+            await self._run(self._open_sync)
+        except BaseException:
+            self._executor.shutdown(wait=False)
+            self._executor = None
+            raise
+
+    def _open_sync(self) -> None:
+        path = self.path
+        if path != ":memory:":
+            parent = Path(path).resolve().parent
+            if not parent.is_dir():
+                raise StoreError(f"cannot open database {path}: directory {parent} does not exist")
+            if Path(path).is_dir():
+                raise NotADatabase(f"{path} is a directory, not a SQLite database")
+            try:  # a new file: owner-only permissions before anything is written
+                os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            except FileExistsError:
+                pass
+            except OSError as exc:
+                raise StoreError(f"cannot create database {path}: {exc.strerror}") from None
+        try:
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=True)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open database {path}: {exc}") from None
+        try:
+            self._init_sync(conn)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+
+    def _init_sync(self, conn: sqlite3.Connection) -> None:
+        path = self.path
+        try:
+            schema_objects = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise NotADatabase(f"{path} is not a SQLite database ({exc})") from None
+        if schema_objects and app_id != APPLICATION_ID:
+            raise NotADatabase(f"{path} is a SQLite database of another application "
+                               f"(application_id {app_id:#x}); refusing to use it")
+        if app_id == APPLICATION_ID and version > SCHEMA_VERSION:
+            raise NotADatabase(f"{path} has schema version {version}, newer than this "
+                               f"program's {SCHEMA_VERSION}; upgrade the program")
+        try:
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if path != ":memory:" and str(mode).lower() != "wal":
+                raise StoreError(f"{path}: cannot switch to WAL journal mode (got {mode})")
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("PRAGMA busy_timeout=5000")
+            if not schema_objects:
+                conn.execute("BEGIN IMMEDIATE")
+                for statement in _statements(SCHEMA):
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                conn.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:
+            raise NotADatabase(f"{path} is not a usable SQLite database ({exc})") from None
+
+    async def close(self) -> None:
+        if self._executor is None:
+            return
+        try:
+            await self._run(self._close_sync)
+        finally:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+
+    def _close_sync(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _tx(self, operation: str, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn`` in one IMMEDIATE transaction, timing the commit for the metrics."""
+        conn = self._db()
+        with self._timer.write(operation):
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                out = fn(conn)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return out
+
+    # ---- writes ------------------------------------------------------------------------
+
+    async def create_match(self, record: MatchRecord, decks: Sequence[DeckRecord] = ()) -> None:
+        await self._run(self._tx, "create_match", lambda c: self._create_sync(c, record, decks))
+
+    def _create_sync(self, c: sqlite3.Connection, r: MatchRecord, decks: Sequence[DeckRecord]) -> None:
+        try:
+            c.execute(
+                "INSERT INTO matches (match_id, game, options, first_dealer, turn_time_s, "
+                "reconnect_grace_s, spectators_allowed, name, takeover_bot, created_at, status, "
+                "result, ended_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (r.match_id, r.game, _dumps(dict(r.options)), r.first_dealer, r.turn_time_s,
+                 r.reconnect_grace_s, int(r.spectators_allowed), r.name, r.takeover_bot,
+                 r.created_at, r.status, None if r.result is None else _dumps(dict(r.result)),
+                 r.ended_at))
+        except sqlite3.IntegrityError:
+            raise MatchExists(f"match {r.match_id!r} exists") from None
+        for s in r.seats:
+            self._upsert_seat(c, r.match_id, s)
+        self._insert_decks(c, r.match_id, decks)
+
+    @staticmethod
+    def _upsert_seat(c: sqlite3.Connection, match_id: str, s: SeatRecord) -> None:
+        try:
+            c.execute(
+                "INSERT INTO seats (match_id, seat, kind, bot, player_name, token_hash, joined_at, "
+                "left_match) VALUES (?,?,?,?,?,?,?,?) ON CONFLICT (match_id, seat) DO UPDATE SET "
+                "kind = excluded.kind, bot = excluded.bot, player_name = excluded.player_name, "
+                "token_hash = excluded.token_hash, joined_at = excluded.joined_at, "
+                "left_match = excluded.left_match",
+                (match_id, s.seat, s.kind, s.bot, s.player_name, s.token_hash or None, s.joined_at,
+                 int(s.left)))
+        except sqlite3.IntegrityError as exc:
+            raise StoreError(f"seat {s.seat} of match {match_id!r}: {exc}") from None
+
+    @staticmethod
+    def _insert_decks(c: sqlite3.Connection, match_id: str, decks: Sequence[DeckRecord]) -> None:
+        for d in decks:
+            try:
+                c.execute("INSERT INTO decks (match_id, deal, cards) VALUES (?,?,?)",
+                          (match_id, d.deal, _dumps(list(d.cards))))
+            except sqlite3.IntegrityError:
+                raise StoreError(f"match {match_id!r} has a deck for deal {d.deal}") from None
+
+    @staticmethod
+    def _require_match(c: sqlite3.Connection, match_id: str) -> None:
+        if c.execute("SELECT 1 FROM matches WHERE match_id = ?", (match_id,)).fetchone() is None:
+            raise UnknownMatch(f"no match {match_id!r}")
+
+    async def save_seat(self, match_id: str, seat: SeatRecord) -> None:
+        def fn(c: sqlite3.Connection) -> None:
+            self._require_match(c, match_id)
+            self._upsert_seat(c, match_id, seat)
+        await self._run(self._tx, "save_seat", fn)
+
+    async def set_status(self, match_id: str, status: str, result: Mapping[str, Any] | None = None,
+                         ended_at: float | None = None) -> None:
+        def fn(c: sqlite3.Connection) -> None:
+            cur = c.execute("UPDATE matches SET status = ?, result = ?, ended_at = ? WHERE match_id = ?",
+                            (status, None if result is None else _dumps(dict(result)), ended_at, match_id))
+            if cur.rowcount == 0:
+                raise UnknownMatch(f"no match {match_id!r}")
+        await self._run(self._tx, "set_status", fn)
+
+    async def append_action(self, match_id: str, action: ActionRecord,
+                            decks: Sequence[DeckRecord] = ()) -> None:
+        def fn(c: sqlite3.Connection) -> None:
+            self._require_match(c, match_id)
+            last = c.execute("SELECT coalesce(max(seq), 0) FROM match_actions WHERE match_id = ?",
+                             (match_id,)).fetchone()[0]
+            if 1 <= action.seq <= last:
+                raise SequenceConflict(f"match {match_id!r} has an action at seq {action.seq}")
+            if action.seq != last + 1:
+                raise StoreError(f"match {match_id!r}: seq {action.seq} is not the next one")
+            try:
+                c.execute(
+                    "INSERT INTO match_actions (match_id, seq, seat, action, by_whom, "
+                    "client_action_id, reason, at) VALUES (?,?,?,?,?,?,?,?)",
+                    (match_id, action.seq, action.seat, action.action, action.by,
+                     action.client_action_id or None, action.reason, action.at))
+            except sqlite3.IntegrityError:
+                raise DuplicateClientAction(f"client_action_id reused in match {match_id!r}") from None
+            self._insert_decks(c, match_id, decks)
+        await self._run(self._tx, "append_action", fn)
+
+    async def append_decks(self, match_id: str, decks: Sequence[DeckRecord]) -> None:
+        def fn(c: sqlite3.Connection) -> None:
+            self._require_match(c, match_id)
+            self._insert_decks(c, match_id, decks)
+        await self._run(self._tx, "append_decks", fn)
+
+    # ---- reads -------------------------------------------------------------------------
+
+    @staticmethod
+    def _record(c: sqlite3.Connection, row: tuple) -> MatchRecord:
+        (match_id, game, options, first_dealer, turn_time_s, grace, spectators, name, takeover,
+         created_at, status, result, ended_at) = row
+        seats = tuple(
+            SeatRecord(seat=s, kind=k, bot=b, player_name=n, token_hash=t or "", joined_at=j, left=bool(lm))
+            for s, k, b, n, t, j, lm in c.execute(
+                "SELECT seat, kind, bot, player_name, token_hash, joined_at, left_match FROM seats "
+                "WHERE match_id = ? ORDER BY seat", (match_id,)))
+        return MatchRecord(
+            match_id=match_id, game=game, options=json.loads(options), first_dealer=first_dealer,
+            seats=seats, turn_time_s=turn_time_s, reconnect_grace_s=grace,
+            spectators_allowed=bool(spectators), name=name, takeover_bot=takeover,
+            created_at=created_at, status=status,
+            result=None if result is None else json.loads(result), ended_at=ended_at)
+
+    _MATCH_COLUMNS = ("match_id, game, options, first_dealer, turn_time_s, reconnect_grace_s, "
+                      "spectators_allowed, name, takeover_bot, created_at, status, result, ended_at")
+
+    async def load_match(self, match_id: str) -> StoredMatch | None:
+        return await self._run(self._load_sync, match_id)
+
+    def _load_sync(self, match_id: str) -> StoredMatch | None:
+        c = self._db()
+        try:
+            row = c.execute(f"SELECT {self._MATCH_COLUMNS} FROM matches WHERE match_id = ?",
+                            (match_id,)).fetchone()
+            if row is None:
+                return None
+            record = self._record(c, row)
+            decks = tuple(DeckRecord(d, tuple(json.loads(cards))) for d, cards in c.execute(
+                "SELECT deal, cards FROM decks WHERE match_id = ? ORDER BY deal", (match_id,)))
+            actions = tuple(
+                ActionRecord(seq=q, seat=s, action=a, by=b, client_action_id=cid or "", reason=r, at=t)
+                for q, s, a, b, cid, r, t in c.execute(
+                    "SELECT seq, seat, action, by_whom, client_action_id, reason, at FROM match_actions "
+                    "WHERE match_id = ? ORDER BY seq", (match_id,)))
+        except sqlite3.DatabaseError as exc:
+            self._timer.error("load_match")
+            raise StoreError(f"cannot read match {match_id!r}: {exc}") from None
+        return StoredMatch(record, decks, actions)
+
+    async def list_matches(self, statuses: Sequence[str] = (), game: str = "",
+                           limit: int = 100) -> list[MatchListing]:
+        return await self._run(self._list_sync, tuple(statuses), game, limit)
+
+    def _list_sync(self, statuses: tuple[str, ...], game: str, limit: int) -> list[MatchListing]:
+        c = self._db()
+        where, args = [], []
+        if statuses:
+            where.append(f"status IN ({','.join('?' * len(statuses))})")
+            args += list(statuses)
+        if game:
+            where.append("game = ?")
+            args.append(game)
+        sql = (f"SELECT {self._MATCH_COLUMNS}, (SELECT coalesce(max(seq), 0) FROM match_actions a "
+               f"WHERE a.match_id = m.match_id) FROM matches m"
+               + (" WHERE " + " AND ".join(where) if where else "")
+               + " ORDER BY created_at DESC, match_id DESC LIMIT ?")
+        rows = c.execute(sql, (*args, max(0, limit))).fetchall()
+        return [MatchListing(self._record(c, row[:-1]), row[-1]) for row in rows]
+
+    async def unfinished_match_ids(self) -> list[str]:
+        def fn() -> list[str]:
+            c = self._db()
+            return [r[0] for r in c.execute(
+                f"SELECT match_id FROM matches WHERE status IN ({','.join('?' * len(UNFINISHED))}) "
+                "ORDER BY created_at, match_id", UNFINISHED)]
+        return await self._run(fn)

@@ -1,0 +1,334 @@
+"""The store contract, run against every implementation (memory and SQLite), plus the SQLite
+specifics: durability across reopen, owner-only file, refusing garbage files."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import stat
+import threading
+
+import pytest
+
+from engine_service.observability.metrics import Metrics
+from engine_service.store import (ActionRecord, DeckRecord, DuplicateClientAction, MatchExists,
+                                  MatchRecord, MemoryStore, NotADatabase, SeatRecord,
+                                  SequenceConflict, SqliteStore, StoreError, UnknownMatch, open_store)
+
+KINDS = ["memory", "sqlite"]
+
+
+def make_store(kind: str, tmp_path, metrics=None):
+    if kind == "memory":
+        return MemoryStore(metrics)
+    return SqliteStore(tmp_path / "db.sqlite3", metrics)
+
+
+def record(match_id="m1", game="klaberjass", created_at=1.0, status="waiting", seats=2) -> MatchRecord:
+    return MatchRecord(
+        match_id=match_id, game=game, options={"kl_target_score": 300}, first_dealer=1,
+        seats=tuple(SeatRecord(seat=i) for i in range(seats)), turn_time_s=12.5,
+        reconnect_grace_s=30.0, spectators_allowed=False, name="table one", takeover_bot="",
+        created_at=created_at, status=status)
+
+
+DECK0 = DeckRecord(0, ("JS", "7H", "AD"))
+DECK1 = DeckRecord(1, ("7H", "JS", "AD"))
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_round_trip_of_a_match(kind, tmp_path):
+    async def go():
+        st = make_store(kind, tmp_path)
+        await st.open()
+        await st.create_match(record(), [DECK0])
+        await st.save_seat("m1", SeatRecord(seat=1, player_name="ann", token_hash="h1", joined_at=5.0))
+        await st.append_action("m1", ActionRecord(1, 0, "pass", "player", "c1", "", 6.0))
+        await st.append_action("m1", ActionRecord(2, 1, "take", "auto", "", "timeout", 7.0), [DECK1])
+        await st.set_status("m1", "active")
+        got = await st.load_match("m1")
+        await st.close()
+        return got
+
+    got = run(go())
+    r = got.record
+    assert (r.match_id, r.game, dict(r.options), r.first_dealer) == ("m1", "klaberjass", {"kl_target_score": 300}, 1)
+    assert (r.turn_time_s, r.reconnect_grace_s, r.spectators_allowed, r.name, r.status) == (12.5, 30.0, False, "table one", "active")
+    assert r.seats[1] == SeatRecord(seat=1, player_name="ann", token_hash="h1", joined_at=5.0)
+    assert r.seats[0] == SeatRecord(seat=0)
+    assert got.decks == (DECK0, DECK1)
+    assert got.actions == (ActionRecord(1, 0, "pass", "player", "c1", "", 6.0),
+                           ActionRecord(2, 1, "take", "auto", "", "timeout", 7.0))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_sequence_numbers_are_unique_and_contiguous(kind, tmp_path):
+    async def go():
+        st = make_store(kind, tmp_path)
+        await st.open()
+        await st.create_match(record())
+        await st.append_action("m1", ActionRecord(1, 0, "pass"))
+        with pytest.raises(SequenceConflict):
+            await st.append_action("m1", ActionRecord(1, 1, "take"))
+        with pytest.raises(StoreError):
+            await st.append_action("m1", ActionRecord(3, 1, "take"))
+        got = await st.load_match("m1")
+        await st.close()
+        return got
+
+    got = run(go())
+    assert [a.action for a in got.actions] == ["pass"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_client_action_id_is_unique_per_seat_and_match(kind, tmp_path):
+    async def go():
+        st = make_store(kind, tmp_path)
+        await st.open()
+        await st.create_match(record())
+        await st.create_match(record("m2", created_at=2.0))
+        await st.append_action("m1", ActionRecord(1, 0, "pass", client_action_id="x"))
+        with pytest.raises(DuplicateClientAction):
+            await st.append_action("m1", ActionRecord(2, 0, "take", client_action_id="x"))
+        # another seat, another match, or no id at all: fine
+        await st.append_action("m1", ActionRecord(2, 1, "pass", client_action_id="x"))
+        await st.append_action("m2", ActionRecord(1, 0, "pass", client_action_id="x"))
+        await st.append_action("m1", ActionRecord(3, 0, "name:S"))
+        await st.append_action("m1", ActionRecord(4, 1, "play:JS"))
+        got = await st.load_match("m1")
+        await st.close()
+        return got
+
+    got = run(go())
+    assert [a.seq for a in got.actions] == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_failed_append_writes_nothing(kind, tmp_path):
+    """One transaction per call: an action whose deck conflicts is not written either."""
+    async def go():
+        st = make_store(kind, tmp_path)
+        await st.open()
+        await st.create_match(record(), [DECK0])
+        with pytest.raises(StoreError):
+            await st.append_action("m1", ActionRecord(1, 0, "pass"), [DeckRecord(0, ("AS",))])
+        got = await st.load_match("m1")
+        await st.close()
+        return got
+
+    got = run(go())
+    assert got.actions == () and got.decks == (DECK0,)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_unknown_and_duplicate_matches(kind, tmp_path):
+    async def go():
+        st = make_store(kind, tmp_path)
+        await st.open()
+        assert await st.load_match("nope") is None
+        await st.create_match(record())
+        with pytest.raises(MatchExists):
+            await st.create_match(record())
+        with pytest.raises(UnknownMatch):
+            await st.append_action("nope", ActionRecord(1, 0, "pass"))
+        with pytest.raises(UnknownMatch):
+            await st.set_status("nope", "active")
+        with pytest.raises(UnknownMatch):
+            await st.save_seat("nope", SeatRecord(seat=0))
+        await st.close()
+    run(go())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_token_hashes_are_unique_across_matches(kind, tmp_path):
+    async def go():
+        st = make_store(kind, tmp_path)
+        await st.open()
+        await st.create_match(record())
+        await st.create_match(record("m2", created_at=2.0))
+        await st.save_seat("m1", SeatRecord(seat=0, token_hash="same"))
+        with pytest.raises(StoreError):
+            await st.save_seat("m2", SeatRecord(seat=0, token_hash="same"))
+        # freeing a seat releases its hash
+        await st.save_seat("m1", SeatRecord(seat=0))
+        await st.save_seat("m2", SeatRecord(seat=0, token_hash="same"))
+        await st.close()
+    run(go())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_listing_filters_and_orders(kind, tmp_path):
+    async def go():
+        st = make_store(kind, tmp_path)
+        await st.open()
+        await st.create_match(record("a", "klaberjass", 1.0))
+        await st.create_match(record("b", "jojotte", 2.0))
+        await st.create_match(record("c", "klaberjass", 3.0))
+        await st.append_action("c", ActionRecord(1, 0, "pass"))
+        await st.set_status("a", "finished", {"winners": [1]}, 9.0)
+        everything = await st.list_matches()
+        kl = await st.list_matches(game="klaberjass")
+        finished = await st.list_matches(statuses=["finished"])
+        one = await st.list_matches(limit=1)
+        unfinished = await st.unfinished_match_ids()
+        await st.close()
+        return everything, kl, finished, one, unfinished
+
+    everything, kl, finished, one, unfinished = run(go())
+    assert [m.record.match_id for m in everything] == ["c", "b", "a"]
+    assert [m.seq for m in everything] == [1, 0, 0]
+    assert [m.record.match_id for m in kl] == ["c", "a"]
+    assert [(m.record.match_id, dict(m.record.result), m.record.ended_at) for m in finished] == [("a", {"winners": [1]}, 9.0)]
+    assert [m.record.match_id for m in one] == ["c"]
+    assert unfinished == ["b", "c"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_write_latency_and_errors_are_measured(kind, tmp_path):
+    metrics = Metrics()
+
+    async def go():
+        st = make_store(kind, tmp_path, metrics)
+        await st.open()
+        await st.create_match(record())
+        await st.append_action("m1", ActionRecord(1, 0, "pass"))
+        with pytest.raises(SequenceConflict):
+            await st.append_action("m1", ActionRecord(1, 0, "pass"))
+        await st.close()
+    run(go())
+    assert metrics.value("cardgames_store_write_seconds_count", {"operation": "append_action"}) == 1
+    assert metrics.value("cardgames_store_write_seconds_count", {"operation": "create_match"}) == 1
+    assert metrics.value("cardgames_store_errors_total", {"operation": "append_action"}) == 1
+
+
+def test_closed_store_refuses_work(tmp_path):
+    async def go():
+        for st in (MemoryStore(), SqliteStore(tmp_path / "x.db")):
+            await st.open()
+            await st.close()
+            await st.close()  # idempotent
+            with pytest.raises(StoreError):
+                await st.create_match(record())
+    run(go())
+
+
+# ---- SQLite specifics ----------------------------------------------------------------------
+
+def test_sqlite_data_survives_reopen_and_uses_wal_full_sync(tmp_path):
+    path = tmp_path / "db.sqlite3"
+
+    async def write():
+        st = SqliteStore(path)
+        await st.open()
+        await st.create_match(record(), [DECK0])
+        await st.append_action("m1", ActionRecord(1, 0, "pass", client_action_id="c"))
+        # no close(): a crash right after the acknowledgement
+
+    async def read():
+        st = SqliteStore(path)
+        await st.open()
+        got = await st.load_match("m1")
+        with pytest.raises(DuplicateClientAction):
+            await st.append_action("m1", ActionRecord(2, 0, "take", client_action_id="c"))
+        await st.close()
+        return got
+
+    run(write())
+    got = run(read())
+    assert [a.action for a in got.actions] == ["pass"] and got.decks == (DECK0,)
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.close()
+
+
+def test_sqlite_synchronous_is_full(tmp_path):
+    st = SqliteStore(tmp_path / "db.sqlite3")
+
+    async def go():
+        await st.open()
+        value = await st._run(lambda: st._db().execute("PRAGMA synchronous").fetchone()[0])
+        await st.close()
+        return value
+    assert run(go()) == 2  # FULL
+
+
+def test_sqlite_runs_off_the_event_loop_thread(tmp_path):
+    st = SqliteStore(tmp_path / "db.sqlite3")
+
+    async def go():
+        await st.open()
+        thread = await st._run(lambda: threading.get_ident())
+        await st.close()
+        return thread
+    assert run(go()) != threading.get_ident()
+
+
+def test_new_sqlite_file_is_private(tmp_path):
+    path = tmp_path / "db.sqlite3"
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        await st.close()
+    run(go())
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+@pytest.mark.parametrize("content", [b"this is not a database at all, just text\n" * 50,
+                                     bytes(range(256)) * 20])
+def test_garbage_file_is_a_clear_error(tmp_path, content):
+    path = tmp_path / "garbage.sqlite3"
+    path.write_bytes(content)
+
+    async def go():
+        await SqliteStore(path).open()
+    with pytest.raises(NotADatabase) as info:
+        run(go())
+    assert str(path) in str(info.value) and "not a SQLite database" in str(info.value)
+    assert path.read_bytes() == content  # untouched
+
+
+def test_another_applications_sqlite_file_is_refused(tmp_path):
+    path = tmp_path / "other.sqlite3"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE notes (body TEXT)")
+    conn.commit()
+    conn.close()
+
+    async def go():
+        await SqliteStore(path).open()
+    with pytest.raises(NotADatabase, match="another application"):
+        run(go())
+
+
+def test_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "db.sqlite3"
+
+    async def create():
+        st = SqliteStore(path)
+        await st.open()
+        await st.close()
+    run(create())
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA user_version=99")
+    conn.commit()
+    conn.close()
+    with pytest.raises(NotADatabase, match="newer"):
+        run(create())
+
+
+def test_missing_directory_is_a_clear_error(tmp_path):
+    async def go():
+        await SqliteStore(tmp_path / "no" / "such" / "dir" / "db.sqlite3").open()
+    with pytest.raises(StoreError, match="does not exist"):
+        run(go())
+
+
+def test_open_store_picks_the_implementation(tmp_path):
+    assert isinstance(open_store("memory:"), MemoryStore)
+    assert isinstance(open_store(tmp_path / "x.db"), SqliteStore)
