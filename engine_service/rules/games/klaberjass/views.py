@@ -1,0 +1,135 @@
+"""Klaberjass views: what one seat (or a spectator) may know, as a JSON-ready dict.
+
+Public in Klaberjass (rulebook sections 2-7): the turn-up (and the dix lying in its place after
+an exchange), the information card, every call, every dix-window step and exchange, the meld
+dialogue (KL-5.5), every card played, the running card points and bella. Private: each hand;
+the stock (never revealed, KL-2.10). A seat's view adds its own hand and, when it is to act, its
+legal actions. The trump K-Q-J bonus (KL-7.2) depends on a hand and is published with the deal
+result only.
+
+Everything here is derived from the state's public record (the current deal's action list) plus
+the meld outcome, which the dialogue publishes only in part (:func:`.sequences.dialogue`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...cards import CODES
+from .sequences import dialogue
+from .state import AUCTION_STATE_NAMES, P_AUCTION, P_CHANCE, P_OVER, P_PLAY, PHASE_NAMES, KlaberjassState
+from .tables import ACCEPT, BELLA, EXCHANGE, NAME, PASS, REFUSE, SCHMEISS, TAKE, ids_of
+
+_AUCTION_CALLS = frozenset((TAKE, PASS, NAME, NAME + 1, NAME + 2, NAME + 3, SCHMEISS, ACCEPT, REFUSE))
+
+
+def _codes(mask: int) -> list[str]:
+    return [CODES[c] for c in ids_of(mask)]
+
+
+def _tricks(st: KlaberjassState, actions: list[tuple[int, int]]) -> tuple[list[dict], dict | None]:
+    """The trick in progress and the last completed trick, from the public plays."""
+    trump = st._trump
+    strength = st._str
+    vals = st._vals
+    current: list[dict] = []
+    last = None
+    n = 0
+    for seat, a in actions:
+        if a >= TAKE:  # calls, window steps, exchange, declarations
+            continue
+        card = a - BELLA if a >= BELLA else a
+        play = {"seat": seat, "card": CODES[card]}
+        if a >= BELLA:
+            play["announce"] = "bella"
+        current.append((seat, card, play))
+        if len(current) == 2:
+            (ls, lc, lp), (fs, fc, fp) = current
+            if fc // 9 == lc // 9:
+                win = fs if strength[fc] > strength[lc] else ls
+            else:
+                win = fs if fc // 9 == trump else ls
+            n += 1
+            last = {"number": n, "leader": ls, "plays": [lp, fp], "winner": win,
+                    "points": vals[lc] + vals[fc] + (10 if n == 9 else 0)}
+            current = []
+    return [p for _, _, p in current], last
+
+
+def build_view(st: KlaberjassState, seat: int | None) -> dict[str, Any]:
+    ph = st._phase
+    in_deal = ph not in (P_CHANCE, P_OVER)
+    to_act = st._to_act if st._to_act >= 0 else None
+    acts = st.deal_actions() if in_deal else []
+    trick, last_trick = _tricks(st, acts) if ph == P_PLAY else ([], None)
+    cfg = st._cfg
+    table: dict[str, Any] = {
+        "options": st.options.non_default(),
+        "first_dealer": st.first_dealer,
+        "elder": 1 - st._dealer,
+        "auction_state": AUCTION_STATE_NAMES[st._astate] if ph == P_AUCTION else None,
+        "auction": [],
+        "turn_up": None,
+        "info_card": None,
+        "trump": None,
+        "maker": None,
+        "exchange": None,
+        "melds": [],
+        "meld_points": [0, 0],
+        "bella": [0, 0],
+        "card_points": [0, 0],
+        "trick_number": 0,
+        "leader": None,
+        "revealed": [[], []],
+        "stock_size": 0,
+        "deal_actions": [],
+        "previous_deal": st._details[-1] if st._details else None,
+    }
+    if in_deal:
+        calls = []
+        for s, a in acts:
+            if a not in _AUCTION_CALLS:
+                break
+            calls.append({"seat": s, "call": st.action_str(a)})
+        zones = st.zones()
+        table.update({
+            "auction": calls,
+            "turn_up": CODES[st._turn],
+            "info_card": CODES[st._info] if st._info >= 0 else None,
+            "trump": "SHDC"[st._trump] if st._trump >= 0 else None,
+            "maker": st._maker if st._maker >= 0 else None,
+            "bella": st._bella[:],
+            "card_points": st._pts[:],
+            "trick_number": st._ntricks,
+            "leader": st._leader if ph == P_PLAY else None,
+            "revealed": [_codes(st.revealed(0)), _codes(st.revealed(1))],
+            "stock_size": zones["stock"].bit_count(),
+            "deal_actions": [{"seat": s, "action": st.action_str(a)} for s, a in acts],
+        })
+        if st._xseat >= 0:
+            table["exchange"] = {"seat": st._xseat, "gives": CODES[st._dix], "takes": CODES[st._turn0],
+                                 "trick": None if st._xtrick < 0 else st._xtrick + 1}
+        if st._meld is not None:
+            table["melds"] = dialogue(st._meld, cfg.reveal_cards)
+            table["meld_points"] = list(st._meld.points)
+    hands = st._hands
+    won = st._won
+    return {
+        "game": "klaberjass",
+        "phase": PHASE_NAMES[ph],
+        "deal_number": st.deal_number,
+        "dealer": st._dealer,
+        "to_act": to_act,
+        "seat": seat,
+        "hand": _codes(hands[seat]) if seat is not None and in_deal else [],
+        "hand_sizes": [hands[0].bit_count(), hands[1].bit_count()] if in_deal else [0, 0],
+        "legal": st.legal_actions() if seat is not None and to_act == seat else [],
+        "trick": trick,
+        "last_trick": last_trick,
+        "tricks_taken": [won[0].bit_count() // 2, won[1].bit_count() // 2] if in_deal else [0, 0],
+        "totals": st._totals[:],
+        "deal_results": [{k: v[:] if isinstance(v, list) else v for k, v in r.items()} for r in st._results],
+        "over": ph == P_OVER,
+        "winners": st._winners[:],
+        "table": table,
+    }
