@@ -119,6 +119,10 @@ class Metrics:
             "bot_failures", "Bot decisions replaced by the auto-move policy, by reason "
             "(timeout, exception, illegal, crash, unknown_bot).", ["bot", "reason"],
             namespace=ns, registry=r)
+        self.bot_worker_restarts = Counter(
+            "bot_worker_restarts", "Bot worker processes replaced after a decision killed them "
+            "(reason: timeout, the host killed it at the deadline; crash, it died).",
+            ["bot", "reason"], namespace=ns, registry=r)
 
         # ---- store ----------------------------------------------------------------------
         self.store_write_seconds = Histogram(

@@ -1,0 +1,6 @@
+"""First-party bots, packaged exactly as a third party would package its own: each module here
+is a pluggy plugin registered under the ``cardgames.bots`` entry-point group in
+pyproject.toml, and uses nothing but :mod:`engine_service.plugins` and the public rules API.
+
+* ``random`` (:mod:`bot_plugins.random_bot`): a uniformly random legal action, every game.
+"""

@@ -1,0 +1,60 @@
+"""The bot author's manual: every hook a plugin may implement.
+
+A plugin is any Python module or object with functions marked ``@hookimpl`` (from
+:mod:`engine_service.plugins`). Third-party plugins are found through the entry-point group
+``cardgames.bots``; first-party bots (``bot_plugins``) are installed exactly the same way::
+
+    # pyproject.toml of your package
+    [project.entry-points."cardgames.bots"]
+    mybot = "mybot_package.plugin"
+
+The entry-point name is the *plugin* name: the one ``CARDGAMES_BOT_PLUGINS=a,b`` (an allowlist)
+selects. ``CARDGAMES_DISABLE_PLUGIN_AUTOLOAD=1`` loads no entry point at all. A plugin that
+fails to import, fails validation or raises from a hook is logged (``bot_plugin_failed``) and
+left out; the service runs without it.
+
+Hooks are called with keyword arguments; an implementation may accept fewer arguments than
+its spec (pluggy's "opt-in arguments"), so hooks can gain arguments without breaking plugins.
+Every hook is documented below; ``tests/plugins/test_hookspecs.py`` fails when one is not.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import pluggy
+
+from .protocol import BotSpec
+
+PROJECT = "cardgames"
+ENTRY_POINT_GROUP = "cardgames.bots"
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+
+
+# ---- registration ------------------------------------------------------------------------
+
+@hookspec
+def cardgames_bots() -> Sequence[BotSpec]:
+    """Register bots: return the :class:`~engine_service.plugins.protocol.BotSpec` values this
+    plugin offers (one plugin may offer several bots, or none).
+
+    Called once per host process at start-up (in the service, in each bot worker process, in
+    the arena). A spec's ``factory(game_id)`` makes a
+    :class:`~engine_service.plugins.protocol.Bot`, an object with
+    ``decide(request) -> str``: ``request`` carries one seat's view, its legal actions, a
+    seeded ``random.Random`` and a time budget; the answer must be one of the legal action
+    strings (NOTATION.md section 2).
+
+    A bot must not: read anything but its request (no access to the full state, other seats'
+    views or the network), keep running past its budget (the host kills the worker process at
+    the deadline), write to stdout or stdin, or use the global ``random`` module (use
+    ``request.rng`` so that a seed replays a match). A timeout, an exception, an answer that
+    is not a legal action string or a crash of the worker all have the same consequence: the
+    seat plays the rulebook's auto-move for that decision, and the failure is logged and
+    counted under the bot's name.
+
+    Bot names must be unique across plugins; a later duplicate is refused with a log entry.
+
+    :return: a sequence of ``BotSpec`` (an empty sequence is fine).
+    """

@@ -1,0 +1,173 @@
+"""The bot host the session layer talks to: which bots exist, and one decision at a time.
+
+``BotHost.decide`` never raises for a bot's fault. It returns a :class:`Decision` whose
+``failure`` is one of ``timeout``, ``exception``, ``illegal``, ``crash``, ``unknown_bot``; the
+session then plays the rulebook's auto-move for that decision (ARCHITECTURE.md section 4) and
+records the decision in its metrics (``bot_decision_seconds``, ``bot_failures``): the host
+logs failures (``bot_decision_failed``) but does not count them a second time. It counts what
+only it sees: worker processes replaced after a timeout or a crash.
+
+Decisions run in a :class:`~engine_service.plugins.pool.WorkerPool` of ``workers`` processes
+(CPU-bound search must not hold the event loop or the GIL of the server). The deadline is
+wall time from the call: time spent waiting for a free worker counts, and the bot is told its
+remaining budget less a safety margin for the round trip, so that a bot that watches
+``request.time_left()`` answers in time and one that does not is killed at the deadline.
+"""
+
+from __future__ import annotations
+
+import atexit
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import structlog
+
+from engine_service.rules import all_game_ids
+from engine_service.sessions.api import BotInfo
+
+from .manager import BotCatalog, PluginSettings, load_catalog
+from .pool import WorkerPool
+from .protocol import ALL_GAMES
+from .runner import CRASH, FAILURES, UNKNOWN_BOT, Reply
+
+log = structlog.get_logger("engine_service.plugins")
+
+MIN_MARGIN_S = 0.005
+MAX_MARGIN_S = 0.05
+MARGIN_FRACTION = 0.2
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The outcome of one bot decision: ``action`` (a legal action string) or ``failure``."""
+
+    action: str | None
+    failure: str | None
+    elapsed_s: float
+    detail: str = ""  # why it failed, without anything the bot said (no hidden cards)
+
+    def __post_init__(self) -> None:
+        if (self.action is None) == (self.failure is None):
+            raise ValueError("a Decision has exactly one of action and failure")
+        if self.failure is not None and self.failure not in FAILURES:
+            raise ValueError(f"unknown bot failure {self.failure!r}")
+
+
+def bot_budget(remaining_s: float) -> float:
+    """The time a bot is told it has, out of ``remaining_s`` before the hard deadline."""
+    margin = min(MAX_MARGIN_S, max(MIN_MARGIN_S, remaining_s * MARGIN_FRACTION))
+    return max(0.0, remaining_s - margin)
+
+
+class BotHost:
+    """Loads the bot plugins and runs their decisions in a pool of worker processes.
+
+    ``autoload`` / ``allowlist``: see :mod:`engine_service.plugins.manager` (the environment
+    variables ``CARDGAMES_DISABLE_PLUGIN_AUTOLOAD`` and ``CARDGAMES_BOT_PLUGINS`` apply on top).
+    ``plugins``: extra plugin module names (or importable objects) to register, for tools and
+    tests. ``metrics``: an :class:`engine_service.observability.metrics.Metrics` to count
+    worker replacements on (None: the process-wide one).
+
+    The worker processes start at construction; the host belongs to the event loop of its first
+    ``decide`` call. Call :meth:`close` when done.
+    """
+
+    def __init__(self, *, autoload: bool = True, allowlist: set[str] | None = None, workers: int = 2,
+                 plugins: Sequence[Any] = (), metrics: Any = None) -> None:
+        self.settings = PluginSettings.resolve(autoload=autoload, allowlist=allowlist, extra=plugins)
+        self.catalog: BotCatalog = load_catalog(self.settings)
+        self._metrics = metrics
+        self._pool = WorkerPool(self.settings, workers, on_replace=self._count_replacement)
+        self._closed = False
+        # Workers are daemonic and die with the interpreter; this also covers a host that was
+        # never closed, without keeping it alive.
+        pool_ref = weakref.ref(self._pool)
+        atexit.register(lambda: (p := pool_ref()) is not None and p.close_sync())
+
+    # ---- what is installed ----------------------------------------------------------------
+
+    def bots(self) -> list[BotInfo]:
+        """Installed bots, sorted by name, each with the registered games it plays."""
+        games = all_game_ids()
+        infos = []
+        for name in self.catalog.names():
+            entry = self.catalog.entries[name]
+            spec = entry.spec
+            played = games if ALL_GAMES in spec.games else [g for g in spec.games if g in games]
+            infos.append(BotInfo(name=name, games=tuple(played), description=spec.description,
+                                 plugin=entry.plugin))
+        return infos
+
+    def plays(self, bot: str, game_id: str) -> bool:
+        """Whether bot ``bot`` is installed and plays ``game_id``."""
+        return self.catalog.plays(bot, game_id)
+
+    # ---- decisions ------------------------------------------------------------------------
+
+    async def start(self) -> bool:
+        """Optional: wait until every worker process has loaded the plugins (the first
+        decisions otherwise share their deadline with the workers' start-up)."""
+        return await self._pool.wait_ready()
+
+    async def decide(self, bot: str, game_id: str, seat: int, view: dict, legal: list[str],
+                     seed: int, deadline_s: float) -> Decision:
+        """One decision by ``bot`` for ``seat``, within ``deadline_s`` seconds of wall time.
+
+        Never raises for a bot's fault (see the module docstring); raises RuntimeError after
+        :meth:`close`.
+        """
+        started = time.monotonic()
+        if self._closed:
+            raise RuntimeError("the bot host is closed")
+        if not self.plays(bot, game_id):
+            return self._finish(bot, game_id, started, Reply(None, UNKNOWN_BOT,
+                                                             f"no bot {bot!r} for game {game_id!r}"))
+        deadline = started + max(0.0, deadline_s)
+        legal = list(legal)
+        request = (bot, game_id, seat, view, legal, int(seed), bot_budget(deadline - time.monotonic()))
+        try:
+            reply = await self._pool.run(request, deadline)
+        except Exception as exc:  # the pool's own fault: still never the caller's problem
+            log.exception("bot_host_error", bot=bot, game=game_id)
+            reply = Reply(None, CRASH, f"bot host error: {type(exc).__name__}")
+        if reply.action is not None and reply.action not in legal:
+            reply = Reply(None, "illegal", "the worker returned an action outside the legal list",
+                          reply.elapsed_s)
+        return self._finish(bot, game_id, started, reply)
+
+    def _finish(self, bot: str, game_id: str, started: float, reply: Reply) -> Decision:
+        elapsed = time.monotonic() - started
+        if reply.failure is None:
+            return Decision(reply.action, None, elapsed)
+        log.warning("bot_decision_failed", bot=bot, game=game_id, failure=reply.failure,
+                    detail=reply.detail, elapsed_s=round(elapsed, 4))
+        return Decision(None, reply.failure, elapsed, reply.detail)
+
+    def _count_replacement(self, bot: str, reason: str) -> None:
+        log.warning("bot_worker_replaced", bot=bot, reason=reason)
+        metrics = self._metrics
+        if metrics is None:
+            try:
+                from engine_service.observability.metrics import get_metrics
+            except ImportError:
+                return
+            metrics = get_metrics()
+        counter = getattr(metrics, "bot_worker_restarts", None)
+        if counter is not None:
+            counter.labels(bot=bot, reason=reason).inc()
+
+    # ---- lifecycle ------------------------------------------------------------------------
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the live workers (diagnostics and tests)."""
+        return self._pool.pids()
+
+    async def close(self) -> None:
+        """Stop the workers (a decision in flight ends as a crash). Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._pool.close()
+

@@ -1,0 +1,260 @@
+"""Loading bot plugins and the catalog of the bots they offer.
+
+This is where the plugin *policy* lives (pytest's model, aesthetics.md section 2):
+
+* the entry-point group ``cardgames.bots`` is loaded unless autoloading is disabled
+  (``autoload=False`` or ``CARDGAMES_DISABLE_PLUGIN_AUTOLOAD=1``);
+* an allowlist (``allowlist=`` or ``CARDGAMES_BOT_PLUGINS=a,b``) restricts which entry points
+  load, by entry-point name;
+* *essential* plugins (:data:`ESSENTIAL_PLUGINS`, the ``random`` bot that a Georgian Joker
+  session needs to take over an absent player's seat) are loaded from their entry point even
+  when autoloading is off or the allowlist leaves them out;
+* ``extra`` names modules (or passes objects) to register directly: the ``--bot-plugin`` flag
+  of tools, and tests;
+* every plugin is loaded, validated (``check_pending`` per plugin, so that a misspelled hook is
+  caught and blamed on its plugin) and asked for its bots on its own: one that fails to
+  import, fails validation, raises, or returns something that is not a list of
+  :class:`BotSpec` is logged as ``bot_plugin_failed`` and left out; the others load.
+
+Functions named ``cardgames_*`` are hook implementations even without ``@hookimpl`` (as
+``pytest_*`` functions are for pytest), so a misspelled hook name is a validation error rather
+than a silently ignored function.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import inspect
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+import pluggy
+import structlog
+
+from . import hookspecs
+from .hookspecs import ENTRY_POINT_GROUP, PROJECT
+from .protocol import ALL_GAMES, BotSpec
+
+log = structlog.get_logger("engine_service.plugins")
+
+ENV_DISABLE_AUTOLOAD = "CARDGAMES_DISABLE_PLUGIN_AUTOLOAD"
+ENV_ALLOWLIST = "CARDGAMES_BOT_PLUGINS"
+ESSENTIAL_PLUGINS = frozenset({"random"})
+"""Entry-point names loaded even when autoloading is disabled or not allowlisted."""
+
+BOT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+GAME_ID_RE = re.compile(r"^[a-z0-9_]+$")
+
+
+def _env_flag(value: str | None) -> bool:
+    return (value or "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def parse_allowlist(text: str | None) -> frozenset[str] | None:
+    """``"a, b"`` -> ``{"a", "b"}``; empty or missing -> None (no allowlist)."""
+    names = frozenset(n.strip() for n in (text or "").split(",") if n.strip())
+    return names or None
+
+
+@dataclass(frozen=True)
+class PluginSettings:
+    """How to load plugins; picklable, so that worker processes load exactly the same set.
+
+    ``extra`` holds module names (imported in every process) or plugin objects (registered in
+    this process; worker processes receive them pickled, so they must be importable module
+    level objects).
+    """
+
+    autoload: bool = True
+    allowlist: frozenset[str] | None = None
+    extra: tuple[Any, ...] = ()
+
+    @classmethod
+    def resolve(cls, *, autoload: bool = True, allowlist: Iterable[str] | None = None,
+                extra: Sequence[Any] = (), environ: Mapping[str, str] | None = None) -> "PluginSettings":
+        """Combine explicit arguments with the environment: the disable switch always wins;
+        an explicit allowlist wins over ``CARDGAMES_BOT_PLUGINS``."""
+        env = os.environ if environ is None else environ
+        if _env_flag(env.get(ENV_DISABLE_AUTOLOAD)):
+            autoload = False
+        allowed = frozenset(allowlist) if allowlist is not None else parse_allowlist(env.get(ENV_ALLOWLIST))
+        return cls(autoload=autoload, allowlist=allowed, extra=tuple(extra))
+
+
+class BotPluginManager(pluggy.PluginManager):
+    """pluggy's manager with the ``cardgames_`` prefix convention."""
+
+    def __init__(self) -> None:
+        super().__init__(PROJECT)
+        self.add_hookspecs(hookspecs)
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str):  # type: ignore[override]
+        opts = super().parse_hookimpl_opts(plugin, name)
+        if opts is None and name.startswith(PROJECT + "_"):
+            if inspect.isroutine(inspect.getattr_static(plugin, name, None)) or inspect.isroutine(
+                    getattr(plugin, name, None)):
+                return {}  # type: ignore[return-value]
+        return opts
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    spec: BotSpec
+    plugin: str  # the plugin (entry point) name that registered the bot
+    distribution: str = ""  # "name version" of the installed package, when known
+
+
+@dataclass(frozen=True)
+class PluginFailure:
+    plugin: str
+    stage: str  # "import" | "register" | "validate" | "hook" | "spec"
+    error: str
+
+
+@dataclass
+class BotCatalog:
+    """The bots offered by the loaded plugins, by name."""
+
+    entries: dict[str, CatalogEntry] = field(default_factory=dict)
+    plugins: dict[str, str] = field(default_factory=dict)  # plugin name -> distribution
+    failures: list[PluginFailure] = field(default_factory=list)
+    manager: BotPluginManager | None = None
+
+    def get(self, name: str) -> CatalogEntry | None:
+        return self.entries.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self.entries)
+
+    def plays(self, name: str, game_id: str) -> bool:
+        entry = self.entries.get(name)
+        return entry is not None and entry.spec.plays(game_id)
+
+
+def _describe(exc: BaseException) -> str:
+    """Exception type and message for plugin *loading* failures (no game data involved)."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def _entry_points() -> list[importlib.metadata.EntryPoint]:
+    """The group's entry points, one per name (the first installed distribution wins)."""
+    seen: dict[str, importlib.metadata.EntryPoint] = {}
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in seen:
+            if seen[ep.name].value != ep.value:
+                log.warning("bot_plugin_duplicate", plugin=ep.name, kept=seen[ep.name].value,
+                            ignored=ep.value)
+            continue
+        seen[ep.name] = ep
+    return list(seen.values())
+
+
+def _dist_label(ep: importlib.metadata.EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    if dist is None:
+        return ""
+    try:
+        return f"{dist.metadata['Name']} {dist.version}"
+    except Exception:  # a broken metadata file must not stop loading
+        return ""
+
+
+def _validate_spec(spec: Any, plugin: str) -> BotSpec:
+    if not isinstance(spec, BotSpec):
+        raise TypeError(f"expected BotSpec, got {type(spec).__name__}")
+    if not isinstance(spec.name, str) or not BOT_NAME_RE.match(spec.name):
+        raise ValueError(f"bad bot name {spec.name!r} (lower-case letters, digits, - and _)")
+    if not callable(spec.factory):
+        raise TypeError(f"bot {spec.name!r}: factory is not callable")
+    games = spec.games
+    if isinstance(games, str) or not all(isinstance(g, str) and (g == ALL_GAMES or GAME_ID_RE.match(g))
+                                         for g in games) or not games:
+        raise ValueError(f"bot {spec.name!r}: games must be a non-empty list of game ids or '*'")
+    return spec
+
+
+def load_catalog(settings: PluginSettings) -> BotCatalog:
+    """Load plugins as ``settings`` says and collect their bots (never raises for a plugin)."""
+    pm = BotPluginManager()
+    catalog = BotCatalog(manager=pm)
+
+    def fail(plugin: str, stage: str, exc: BaseException | str) -> None:
+        error = exc if isinstance(exc, str) else _describe(exc)
+        catalog.failures.append(PluginFailure(plugin, stage, error))
+        log.error("bot_plugin_failed", plugin=plugin, stage=stage, error=error)
+
+    def register(plugin_obj: Any, name: str, dist: str) -> None:
+        try:
+            pm.register(plugin_obj, name=name)
+        except Exception as exc:  # PluginValidationError, ValueError (registered twice)
+            fail(name, "register", exc)
+            return
+        try:
+            pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            pm.unregister(name=name)
+            fail(name, "validate", exc)
+            return
+        catalog.plugins[name] = dist
+
+    for ep in _entry_points():
+        wanted = settings.autoload and (settings.allowlist is None or ep.name in settings.allowlist)
+        if not wanted and ep.name not in ESSENTIAL_PLUGINS:
+            log.debug("bot_plugin_skipped", plugin=ep.name,
+                      reason="autoload disabled" if not settings.autoload else "not in allowlist")
+            continue
+        try:
+            obj = ep.load()
+        except BaseException as exc:  # noqa: BLE001 - SystemExit in a module body too
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            fail(ep.name, "import", exc)
+            continue
+        register(obj, ep.name, _dist_label(ep))
+
+    for item in settings.extra:
+        if isinstance(item, str):
+            name = item
+            try:
+                obj: Any = importlib.import_module(item)
+            except BaseException as exc:  # noqa: BLE001
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                fail(name, "import", exc)
+                continue
+        else:
+            obj = item
+            name = getattr(item, "__name__", None) or type(item).__name__
+        if pm.is_registered(obj):
+            continue
+        register(obj, name, "")
+
+    pm.check_pending()  # every registered plugin passed it individually; keeps the invariant
+
+    for impl in pm.hook.cardgames_bots.get_hookimpls():
+        plugin = impl.plugin_name
+        try:
+            specs = impl.function()
+            specs = list(specs or ())
+        except Exception as exc:
+            fail(plugin, "hook", exc)
+            continue
+        for spec in specs:
+            try:
+                spec = _validate_spec(spec, plugin)
+            except (TypeError, ValueError) as exc:
+                fail(plugin, "spec", exc)
+                continue
+            if spec.name in catalog.entries:
+                fail(plugin, "spec", f"bot name {spec.name!r} already registered by plugin "
+                                     f"{catalog.entries[spec.name].plugin!r}")
+                continue
+            catalog.entries[spec.name] = CatalogEntry(spec, plugin, catalog.plugins.get(plugin, ""))
+    log.info("bot_plugins_loaded", plugins=sorted(catalog.plugins), bots=catalog.names(),
+             failed=sorted({f.plugin for f in catalog.failures}))
+    return catalog
+

@@ -1,0 +1,64 @@
+"""A plugin of misbehaving bots, one per failure the bot host must survive (tests only).
+
+Each bot plays every game; the names say what it does wrong. ``AS`` and ``KS`` appear in
+exception messages and answers on purpose: the host must never log what a bot says.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from engine_service.plugins import BotSpec, hookimpl
+
+
+class Garbage:
+    def decide(self, request):
+        return {"card": "AS"}
+
+
+class Illegal:
+    def decide(self, request):
+        return "play:AS:KS"
+
+
+class Raises:
+    def decide(self, request):
+        raise ValueError("my hand is AS KS")
+
+
+class Sleeps:
+    def decide(self, request):
+        time.sleep(60)
+        return request.legal[0]
+
+
+class Exits:
+    def decide(self, request):
+        os._exit(3)
+
+
+class SysExits:
+    def decide(self, request):
+        raise SystemExit(0)
+
+
+class Polite:
+    """Uses its whole budget, then answers: must never be killed."""
+
+    def decide(self, request):
+        while request.time_left() > 0.001:
+            time.sleep(0.001)
+        return request.legal[-1]
+
+
+def _spec(name, cls):
+    return BotSpec(name, lambda game_id: cls(), description=f"misbehaves: {name}")
+
+
+@hookimpl
+def cardgames_bots():
+    return [_spec("garbage", Garbage), _spec("illegal", Illegal), _spec("raises", Raises),
+            _spec("sleeps", Sleeps), _spec("exits", Exits), _spec("sys-exits", SysExits),
+            _spec("polite", Polite),
+            BotSpec("bad-factory", lambda game_id: 1 / 0, description="its factory raises")]

@@ -1,0 +1,39 @@
+"""Plugins that are broken as plugins (tests only): the host must load without them."""
+
+from engine_service.plugins import BotSpec, hookimpl
+
+
+class MisspelledHook:
+    """``cardgames_bot`` is not a hook: validation must refuse the plugin."""
+
+    @staticmethod
+    def cardgames_bot():
+        return []
+
+
+class HookRaises:
+    @hookimpl
+    def cardgames_bots(self):
+        raise RuntimeError("plugin bug")
+
+
+class ReturnsGarbage:
+    @hookimpl
+    def cardgames_bots(self):
+        return ["not a spec", BotSpec("Bad Name", lambda g: None),
+                BotSpec("no-games", lambda g: None, games=()),
+                BotSpec("fine-one", lambda g: None, games=("klaberjass",))]
+
+
+class DuplicateRandom:
+    @hookimpl
+    def cardgames_bots(self):
+        return [BotSpec("random", lambda g: None, description="impostor")]
+
+
+class WrongArguments:
+    """A hook implementation asking for an argument the spec does not have."""
+
+    @hookimpl
+    def cardgames_bots(self, nonsense):
+        return []

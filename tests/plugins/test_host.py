@@ -1,0 +1,187 @@
+"""BotHost: decisions in worker processes under a deadline, and every bot fault turned into a
+Decision with a failure (never an exception, never a blocked server or match)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from structlog.testing import capture_logs
+
+from engine_service.observability.metrics import Metrics
+from engine_service.plugins.host import BotHost, Decision, bot_budget
+from engine_service.rules import all_game_ids
+
+LEGAL = ["play:7S", "play:8S", "play:9S"]
+VIEW = {"seat": 0, "hand": ["7S", "8S", "9S"], "legal": LEGAL}
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+async def with_host(fn, **kwargs):
+    kwargs.setdefault("plugins", ["tests.plugins.bad_bots"])
+    kwargs.setdefault("workers", 2)
+    host = BotHost(**kwargs)
+    try:
+        assert await host.start()
+        return await fn(host)
+    finally:
+        await host.close()
+
+
+def test_random_bot_is_listed_for_every_registered_game():
+    async def body(host):
+        infos = {b.name: b for b in host.bots()}
+        assert "random" in infos
+        assert list(infos["random"].games) == all_game_ids()
+        assert infos["random"].plugin == "random"
+        assert all(host.plays("random", g) for g in all_game_ids())
+        assert not host.plays("no-such-bot", "klaberjass")
+    run(with_host(body, plugins=()))
+
+
+def test_random_decisions_are_legal_and_replay_from_the_seed():
+    async def body(host):
+        first = [await host.decide("random", "klaberjass", 0, VIEW, LEGAL, seed, 2.0) for seed in range(20)]
+        again = [await host.decide("random", "klaberjass", 0, VIEW, LEGAL, seed, 2.0) for seed in range(20)]
+        assert all(d.failure is None and d.action in LEGAL for d in first)
+        assert [d.action for d in first] == [d.action for d in again]
+        assert len({d.action for d in first}) > 1  # it does use the seed
+    run(with_host(body, plugins=()))
+
+
+@pytest.mark.parametrize("bot, failure", [
+    ("garbage", "illegal"),
+    ("illegal", "illegal"),
+    ("raises", "exception"),
+    ("bad-factory", "exception"),
+    ("sleeps", "timeout"),
+    ("exits", "crash"),
+    ("sys-exits", "crash"),
+    ("no-such-bot", "unknown_bot"),
+])
+def test_bot_faults_become_failures_and_the_next_decision_works(bot, failure):
+    async def body(host):
+        with capture_logs() as logs:
+            d = await host.decide(bot, "klaberjass", 0, VIEW, LEGAL, 1, 0.5)
+        assert isinstance(d, Decision)
+        assert d.action is None and d.failure == failure, d
+        assert d.elapsed_s < 3.0
+        failed = [e for e in logs if e["event"] == "bot_decision_failed"]
+        assert failed and failed[0]["bot"] == bot and failed[0]["failure"] == failure
+        # nothing the bot said reaches the log (its message names cards of its hand)
+        assert "AS" not in repr(logs) and "KS" not in repr(logs)
+        # the pool recovered: the next decision of a good bot is answered
+        ok = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 2, 5.0)
+        assert ok.action in LEGAL, ok
+    run(with_host(body))
+
+
+def test_a_hung_bot_blocks_neither_the_event_loop_nor_other_matches():
+    async def body(host):
+        ticks = 0
+
+        async def ticker():
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        tick_task = asyncio.create_task(ticker())
+        hung = asyncio.create_task(host.decide("sleeps", "klaberjass", 0, VIEW, LEGAL, 1, 1.0))
+        await asyncio.sleep(0.05)
+        t0 = time.monotonic()
+        others = [await host.decide("random", "klaberjass", 1, VIEW, LEGAL, s, 1.0) for s in range(30)]
+        fast = time.monotonic() - t0
+        assert all(d.action in LEGAL for d in others)
+        assert fast < 0.9  # served by the other worker while the first one hangs
+        d = await hung
+        assert d.failure == "timeout" and 0.9 < d.elapsed_s < 2.0
+        tick_task.cancel()
+        assert ticks >= 50  # the loop kept running during the whole second
+    run(with_host(body))
+
+
+def test_killed_and_crashed_workers_are_replaced_and_counted():
+    metrics = Metrics()
+
+    async def body(host):
+        before = set(host.worker_pids())
+        assert len(before) == 2
+        assert (await host.decide("sleeps", "klaberjass", 0, VIEW, LEGAL, 1, 0.3)).failure == "timeout"
+        assert (await host.decide("exits", "klaberjass", 0, VIEW, LEGAL, 1, 2.0)).failure == "crash"
+        assert (await host.decide("garbage", "klaberjass", 0, VIEW, LEGAL, 1, 2.0)).failure == "illegal"
+        assert await host.start()
+        after = set(host.worker_pids())
+        assert len(after) == 2 and len(before - after) == 2
+        labels = {"bot": "sleeps", "reason": "timeout"}
+        assert metrics.value("cardgames_bot_worker_restarts_total", labels) == 1
+        assert metrics.value("cardgames_bot_worker_restarts_total", {"bot": "exits", "reason": "crash"}) == 1
+        assert metrics.value("cardgames_bot_worker_restarts_total", {"bot": "garbage", "reason": "illegal"}) == 0
+    run(with_host(body, metrics=metrics))
+
+
+def test_a_polite_bot_that_uses_its_whole_budget_is_not_killed():
+    async def body(host):
+        for deadline in (0.05, 0.2, 0.5):
+            d = await host.decide("polite", "klaberjass", 0, VIEW, LEGAL, 1, deadline)
+            assert d.action == LEGAL[-1], (deadline, d)
+            assert d.elapsed_s < deadline
+    run(with_host(body))
+
+
+def test_decisions_queue_for_a_free_worker_within_their_deadline():
+    async def body(host):
+        # two hung bots occupy both workers; a third decision cannot start before its deadline
+        hung = [asyncio.create_task(host.decide("sleeps", "klaberjass", 0, VIEW, LEGAL, 1, 1.0)) for _ in range(2)]
+        await asyncio.sleep(0.05)
+        d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 0.2)
+        assert d.failure == "timeout" and "free" in d.detail
+        assert [x.failure for x in await asyncio.gather(*hung)] == ["timeout", "timeout"]
+        d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 5.0)
+        assert d.action in LEGAL
+    run(with_host(body))
+
+
+def test_a_cancelled_decision_does_not_hand_out_a_busy_worker():
+    async def body(host):
+        task = asyncio.create_task(host.decide("polite", "klaberjass", 0, VIEW, LEGAL, 1, 0.5))
+        await asyncio.sleep(0.1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        results = await asyncio.gather(*(host.decide("random", "klaberjass", 0, VIEW, LEGAL, s, 2.0)
+                                         for s in range(10)))
+        assert all(d.action in LEGAL for d in results)
+    run(with_host(body))
+
+
+def test_closed_host_refuses_and_stops_its_workers():
+    async def body():
+        host = BotHost(workers=1)
+        assert await host.start()
+        pids = host.worker_pids()
+        await host.close()
+        await host.close()  # idempotent
+        with pytest.raises(RuntimeError):
+            await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 1.0)
+        return pids
+    pids = run(body())
+    import os
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_budget_leaves_a_margin_for_the_round_trip():
+    assert bot_budget(1.0) == pytest.approx(0.95)
+    assert bot_budget(0.1) == pytest.approx(0.08)
+    assert bot_budget(0.01) == pytest.approx(0.005)
+    assert bot_budget(0.0) == 0.0
+    with pytest.raises(ValueError):
+        Decision("a", "timeout", 0.0)
+    with pytest.raises(ValueError):
+        Decision(None, "bored", 0.0)

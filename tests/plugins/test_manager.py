@@ -1,0 +1,86 @@
+"""Plugin loading policy: entry points, the autoload switch, the allowlist, essential plugins,
+and plugins that are broken in every way a plugin can be (each is left out, logged, and the
+rest loads)."""
+
+from __future__ import annotations
+
+from structlog.testing import capture_logs
+
+from engine_service.plugins.manager import (ENV_ALLOWLIST, ENV_DISABLE_AUTOLOAD, PluginSettings,
+                                            load_catalog, parse_allowlist)
+from engine_service.plugins.runner import BotRunner
+from tests.plugins import broken_plugins
+
+
+def test_entry_point_bots_load_by_default():
+    catalog = load_catalog(PluginSettings.resolve(environ={}))
+    assert "random" in catalog.names()
+    assert catalog.entries["random"].plugin == "random"
+    assert catalog.entries["random"].distribution.startswith("cardgames-engine ")
+    assert catalog.failures == []
+
+
+def test_environment_switches():
+    s = PluginSettings.resolve(environ={ENV_DISABLE_AUTOLOAD: "1", ENV_ALLOWLIST: "a, b"})
+    assert s.autoload is False and s.allowlist == frozenset({"a", "b"})
+    s = PluginSettings.resolve(allowlist={"x"}, environ={ENV_ALLOWLIST: "a,b"})
+    assert s.allowlist == frozenset({"x"})  # explicit wins over the environment
+    s = PluginSettings.resolve(autoload=True, environ={ENV_DISABLE_AUTOLOAD: "0"})
+    assert s.autoload is True
+    assert parse_allowlist(" , ") is None
+
+
+def test_autoload_disabled_keeps_only_essential_plugins_and_extras():
+    settings = PluginSettings.resolve(extra=["tests.plugins.bad_bots"], environ={ENV_DISABLE_AUTOLOAD: "1"})
+    catalog = load_catalog(settings)
+    assert "random" in catalog.names()  # essential: a Georgian Joker takeover needs it
+    assert "sleeps" in catalog.names()
+
+
+def test_allowlist_excludes_other_entry_points(monkeypatch):
+    import importlib.metadata as md
+
+    real = md.entry_points
+    fake = md.EntryPoint("other", "tests.plugins.bad_bots", "cardgames.bots")
+
+    def entry_points(**kw):
+        eps = list(real(**kw))
+        return eps + [fake] if kw.get("group") == "cardgames.bots" else eps
+
+    monkeypatch.setattr(md, "entry_points", entry_points)
+    everything = load_catalog(PluginSettings.resolve(environ={}))
+    assert {"random", "other"} <= set(everything.plugins) and "sleeps" in everything.names()
+    only_random = load_catalog(PluginSettings.resolve(environ={ENV_ALLOWLIST: "random"}))
+    assert set(only_random.plugins) == {"random"} and "sleeps" not in only_random.names()
+
+
+def test_broken_plugins_are_logged_and_left_out():
+    extras = ["tests.plugins.import_fails", "no.such.module", broken_plugins.MisspelledHook(),
+              broken_plugins.HookRaises(), broken_plugins.ReturnsGarbage(),
+              broken_plugins.DuplicateRandom(), broken_plugins.WrongArguments(),
+              "tests.plugins.bad_bots"]
+    with capture_logs() as logs:
+        catalog = load_catalog(PluginSettings.resolve(extra=extras, environ={}))
+    stages = {(f.plugin, f.stage) for f in catalog.failures}
+    assert ("tests.plugins.import_fails", "import") in stages
+    assert ("no.such.module", "import") in stages
+    assert ("MisspelledHook", "validate") in stages
+    assert ("HookRaises", "hook") in stages
+    assert ("WrongArguments", "register") in stages
+    assert sum(1 for f in catalog.failures if f.plugin == "ReturnsGarbage" and f.stage == "spec") == 3
+    assert any(f.plugin == "DuplicateRandom" and "already registered" in f.error for f in catalog.failures)
+    # the good ones still load, and the impostor did not replace the real random bot
+    assert {"random", "fine-one", "sleeps"} <= set(catalog.names())
+    assert catalog.entries["random"].plugin == "random"
+    logged = [e for e in logs if e["event"] == "bot_plugin_failed"]
+    assert len(logged) == len(catalog.failures)
+    assert all(e["log_level"] == "error" and e["plugin"] and e["error"] for e in logged)
+    assert any("not installed" in e["error"] for e in logged)  # the import error says why
+
+
+def test_a_factory_that_makes_no_bot_is_an_exception_failure():
+    catalog = load_catalog(PluginSettings.resolve(extra=[broken_plugins.ReturnsGarbage()], environ={}))
+    reply = BotRunner(catalog).decide("fine-one", "klaberjass", 0, {}, ["a"], 1, 1.0)
+    assert reply.failure == "exception" and reply.detail.startswith("factory: TypeError")
+    reply = BotRunner(catalog).decide("fine-one", "jojotte", 0, {}, ["a"], 1, 1.0)
+    assert reply.failure == "unknown_bot"  # it does not play that game
