@@ -1,0 +1,148 @@
+"""Views of a Japanese Joker state: what one seat (or a spectator) may know (JJK-9).
+
+Built at the API edge, never in the fast path. A view is a pure function of the public record
+(JJK-9.1, 9.2) and the seat's private knowledge (JJK-9.3): its hand, its first three cards, the
+identity of each of its former down cards from the moment it reached the hand. Nothing else:
+no down card on the table (not even the owner's), no card of the other hand except the up card
+moved there by the two-column clearing rule, no phase-B card during the trump choice, no deck
+(JJK-9.4). That is what makes :mod:`.determinize` possible: it rebuilds a state from a view.
+
+The game-specific ``table`` dict:
+
+* ``declarer``, ``first_declarer``, ``options`` (every table option), ``target_score``;
+* ``trump``: ``"S"`` ... ``"NT"``, None before the choice;
+* ``tricks_played``: completed tricks of this deal;
+* ``columns``: per seat, the five columns in table order as dealt, ``{"up": card,
+  "on_table": bool}`` (the up card stays listed once its column is gone: it was public);
+* ``columns_up``: per seat, the up cards still on the table, in table order;
+* ``column_counts``: per seat, 5, 4, 3, 2 or 0 (JJK-4.4);
+* ``played_any``: per seat, whether it has played a card in this deal (JJK-5.1);
+* ``known_in_hand``: per seat, the cards publicly known to be in that hand (JJK-4.3 moves);
+* ``deal_actions``: every action of this deal in order, ``{"seat", "action"}``; plays add
+  ``"from"`` (``"hand"`` / ``"table"``), table plays ``"moved_hidden"`` (how many down cards
+  went to the hand) and ``"moved_public"`` (the up card moved by JJK-4.3), and for the viewer's
+  own table plays ``"moved_cards"`` (the down cards it received: the played column's first);
+  the second play of a trick adds ``"winner"``;
+* ``first_three``: the viewer's own first three cards (seat views only).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...cards import CODES, STRAINS, SUITS, codes_of
+from .state import OVER, PHASE_NAMES, PLAY, TRUMP, JapaneseJokerState
+from .tables import ACTION_CARD, ACTION_LEAD_KEY, ACTION_STR, FOLLOWER_WINS, NUM_LEAD_KEYS, TRUMP_BASE
+
+
+def _play(seat: int, card: int, lead_key: int, leads: bool = True) -> dict[str, Any]:
+    entry: dict[str, Any] = {"seat": seat, "card": CODES[card]}
+    if leads and card >= 36 and lead_key >= 36:
+        entry["named_suit"] = SUITS[lead_key - 36]
+    return entry
+
+
+def deal_actions(st: JapaneseJokerState, seat: int | None) -> list[dict[str, Any]]:
+    """The public record of the current deal (plus the viewer's own moved cards)."""
+    out: list[dict[str, Any]] = []
+    cols = st._columns
+    down_of = st._down_of
+    ups = [[u for _, u in cols[0]], [u for _, u in cols[1]]]
+    to_move, lead_key = st._origin
+    tbase = max(st._trump, 0) * NUM_LEAD_KEYS * 38
+    for a in st.deal_log():
+        if a >= TRUMP_BASE:
+            out.append({"seat": st._declarer, "action": ACTION_STR[a]})
+            tbase = (a - TRUMP_BASE) * NUM_LEAD_KEYS * 38
+            continue
+        p = to_move
+        c = ACTION_CARD[a]
+        entry: dict[str, Any] = {"seat": p, "action": ACTION_STR[a]}
+        if c in ups[p]:
+            entry["from"] = "table"
+            moved = [down_of[c]]
+            ups[p].remove(c)
+            if len(ups[p]) == 1:  # JJK-4.3: the player had exactly two columns
+                other = ups[p].pop()
+                moved.append(down_of[other])
+                entry["moved_hidden"] = 2
+                entry["moved_public"] = [CODES[other]]
+            else:
+                entry["moved_hidden"] = 1
+                entry["moved_public"] = []
+            if p == seat:
+                entry["moved_cards"] = [CODES[m] for m in moved]
+        else:
+            entry["from"] = "hand"
+        if lead_key < 0:
+            lead_key = ACTION_LEAD_KEY[a]
+            to_move = 1 - p
+        else:
+            w = p if FOLLOWER_WINS[tbase + lead_key * 38 + c] else 1 - p
+            entry["winner"] = w
+            lead_key = -1
+            to_move = w
+        out.append(entry)
+    return out
+
+
+def build_view(st: JapaneseJokerState, seat: int | None) -> dict[str, Any]:
+    phase = st._phase
+    in_deal = phase in (TRUMP, PLAY)
+    to_act = st._to_act if st._to_act >= 0 else None
+    table: dict[str, Any] = {
+        "declarer": st._declarer,
+        "first_declarer": st.first_dealer,
+        "options": dict(st.options),
+        "target_score": st._target,
+        "trump": STRAINS[st._trump] if in_deal and st._trump >= 0 else None,
+        "tricks_played": st._ntricks if in_deal else 0,
+    }
+    trick: list[dict[str, Any]] = []
+    last_trick = None
+    if phase == PLAY:
+        up_cards = [set(), set()]
+        for s in (0, 1):
+            m = st._up[s]
+            up_cards[s] = {c for c in range(38) if m >> c & 1}
+        table["columns"] = [[{"up": CODES[u], "on_table": u in up_cards[s]} for _, u in st._columns[s]]
+                            for s in (0, 1)]
+        table["columns_up"] = [[CODES[u] for _, u in st._columns[s] if u in up_cards[s]] for s in (0, 1)]
+        table["column_counts"] = [len(up_cards[0]), len(up_cards[1])]
+        table["played_any"] = [bool(st._open[0]), bool(st._open[1])]
+        table["known_in_hand"] = [codes_of(st.known_in_hand(0)), codes_of(st.known_in_hand(1))]
+        if st._lead >= 0:
+            trick = [_play(st._leader, st._lead_card, st._lead)]
+        if st._last is not None:
+            leader, lcard, lkey, fcard, winner = st._last
+            last_trick = {"plays": [_play(leader, lcard, lkey), _play(1 - leader, fcard, lkey, False)],
+                          "winner": winner}
+    else:
+        table["columns"] = [[], []]
+        table["columns_up"] = [[], []]
+        table["column_counts"] = [0, 0]
+        table["played_any"] = [False, False]
+        table["known_in_hand"] = [[], []]
+    table["deal_actions"] = deal_actions(st, seat) if in_deal else []
+    if seat is not None and in_deal:
+        table["first_three"] = codes_of(st._first3[seat])
+    return {
+        "game": st.game.id,
+        "phase": PHASE_NAMES[phase],
+        "deal_number": st._deal_no,
+        "dealer": st._declarer,
+        "to_act": to_act,
+        "seat": seat,
+        "hand": codes_of(st._hand[seat]) if seat is not None and in_deal else [],
+        "hand_sizes": [st._hand[0].bit_count(), st._hand[1].bit_count()] if in_deal else [0, 0],
+        "legal": st.legal_actions() if seat is not None and to_act == seat else [],
+        "trick": trick,
+        "last_trick": last_trick,
+        "tricks_taken": list(st._taken) if in_deal else [0, 0],
+        "totals": list(st._totals),
+        "deal_results": [{"trump": r["trump"], "taken": list(r["taken"]), "scores": list(r["scores"])}
+                         for r in st._results],
+        "over": phase == OVER,
+        "winners": list(st._winners),
+        "table": table,
+    }
