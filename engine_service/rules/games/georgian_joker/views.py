@@ -1,0 +1,177 @@
+"""What each seat (and a spectator) may know, as JSON-ready dicts (GJ-11).
+
+The state keeps only ints and masks; this module rebuilds the public story of the current deal
+(trump choice, bids, tricks with their winners) from the deal's action list with the same
+rules (:func:`.rules.trick_winner`), and assembles the common view keys of
+:mod:`engine_service.rules.game` plus a Georgian Joker ``table``:
+
+* public (GJ-11.1): options, first dealer, schedule, deal and pulka numbers, ``n``, dealer,
+  forehand, the trump indicator (``n <= 8``) or the declared trump (``n = 9``) once fixed, the
+  trump chooser, every bid, the dealer's forbidden bid while the dealer is to bid, every played
+  card with its player, mode and named suit, the winners of completed tricks (GJ-11.5), tricks
+  won, hand sizes, all results and totals, and ``deal_actions`` (the deal's public actions in
+  notation, from which a search bot rebuilds the deal: :mod:`.determinize`);
+* private (GJ-11.2): the seat's own hand (only its three phase-A cards during the trump
+  choice, GJ-3.6) and, on its turn, its legal actions;
+* never (GJ-11.3): other hands, the stock, phase-B cards before the trump is chosen, other
+  seats' legal actions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ...cards import CODES, STRAINS, SUITS, codes_of
+from . import actions as A
+from . import rules as R
+from .state import DEAL_SETUP, MATCH_OVER, PHASE_NAMES, PLAYING, TRUMP_CHOICE, BIDDING
+
+
+@dataclass(frozen=True)
+class Play:
+    """One card played: ``mode`` 0 high / 1 low for a joker (else -1), ``named`` suit of a
+    joker lead (else -1)."""
+
+    seat: int
+    card: int
+    mode: int
+    named: int
+    action: int
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"seat": self.seat, "card": CODES[self.card]}
+        if self.mode >= 0:
+            out["joker_mode"] = A.MODES[self.mode]
+        if self.named >= 0:
+            out["named_suit"] = SUITS[self.named]
+        return out
+
+
+@dataclass(frozen=True)
+class Trick:
+    leader: int
+    plays: tuple[Play, ...]
+    winner: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {"leader": self.leader, "plays": [p.as_json() for p in self.plays], "winner": self.winner}
+
+
+@dataclass(frozen=True)
+class DealRecord:
+    """The public story of the current deal (between deals: of the last deal)."""
+
+    trump_choice: int | None  # strain chosen by the forehand in a nine-card deal
+    bids: tuple[int | None, ...]
+    tricks: tuple[Trick, ...]
+    current: tuple[Play, ...]
+    leader: int  # leader of the trick in progress (or of the next trick)
+
+
+def deal_record(state: Any) -> DealRecord:
+    """Rebuild the deal's public story from ``state.log`` (pure, no hidden information)."""
+    log = state.log
+    f = state.forehand
+    i = 0
+    choice = None
+    if log and A.TRUMP_BASE <= log[0] < A.TRUMP_BASE + 5:
+        choice = log[0] - A.TRUMP_BASE
+        i = 1
+    bids: list[int | None] = [None] * 4
+    seat = f
+    while i < len(log) and log[i] >= A.BID_BASE:
+        bids[seat] = log[i] - A.BID_BASE
+        seat = (seat + 1) & 3
+        i += 1
+    tricks: list[Trick] = []
+    current: list[tuple[int, int, int, int]] = []
+    plays: list[Play] = []
+    leader = seat = f
+    trump = state.trump
+    for a in log[i:]:
+        card, mode, named = A.ACTION_CARD[a], A.ACTION_MODE[a], A.ACTION_SUIT[a]
+        plays.append(Play(seat, card, mode, named, a))
+        current.append((seat, card, mode, named))
+        seat = (seat + 1) & 3
+        if len(current) == 4:
+            winner = R.trick_winner(current, trump, state.cfg.trumpable)
+            tricks.append(Trick(leader, tuple(plays), winner))
+            current, plays = [], []
+            leader = seat = winner
+    return DealRecord(choice, tuple(bids), tuple(tricks), tuple(plays), leader)
+
+
+def build_view(state: Any, seat: int | None) -> dict[str, Any]:
+    """``state.view(seat)`` (``seat`` None: ``public_view()``)."""
+    cfg = state.cfg
+    phase = state.phase
+    in_deal = phase not in (DEAL_SETUP, MATCH_OVER)
+    rec = deal_record(state)
+    index = state.started if phase == DEAL_SETUP else state.started - 1
+    n = cfg.cards[index]
+    forehand = (state.dealer_seat + 1) & 3
+    to_act = state.cur if state.cur >= 0 else None
+    if in_deal:
+        hand = codes_of(state.hands[seat]) if seat is not None else []
+        hand_sizes = [h.bit_count() for h in state.hands]
+        legal = state.legal_actions() if seat is not None and to_act == seat else []
+        trick = [p.as_json() for p in rec.current]
+        tricks_taken = list(state.taken)
+        bids = list(rec.bids)
+        trump = STRAINS[state.trump] if state.trump >= 0 else None
+        indicator = CODES[state.indicator] if state.indicator >= 0 else None
+        tricks = [t.as_json() for t in rec.tricks]
+        actions = [A.action_str(a) for a in state.log]
+        leader = rec.leader
+    else:
+        hand, hand_sizes, legal, trick = [], [0, 0, 0, 0], [], []
+        tricks_taken, bids = [0, 0, 0, 0], [None] * 4
+        trump = indicator = None
+        tricks, actions, leader = [], [], forehand
+    last = rec.tricks[-1].as_json() if in_deal and rec.tricks else None
+    forbidden = None
+    if phase == BIDDING and state.nbids == 3:
+        forbidden = R.forbidden_bid(n, [b for b in rec.bids if b is not None])
+    over = phase == MATCH_OVER
+    table = {
+        "options": dict(cfg.options),
+        "first_dealer": state.first_dealer,
+        "schedule": cfg.schedule,
+        "deals_in_match": cfg.deals,
+        "deal": index + 1,
+        "pulka": cfg.pulka[index],
+        "cards_per_player": n,
+        "forehand": forehand,
+        "trump_chooser": forehand if n == 9 else None,
+        "trump_indicator": indicator,
+        "trump": trump,
+        "bids": bids,
+        "forbidden_bid": forbidden,
+        "leader": leader,
+        "tricks": tricks,
+        "deal_actions": actions,
+        "standing": R.standing(state.totals),
+    }
+    return {
+        "game": state.game.id,
+        "phase": PHASE_NAMES[phase],
+        "deal_number": state.started,
+        "dealer": state.dealer_seat,
+        "to_act": to_act,
+        "seat": seat,
+        "hand": hand,
+        "hand_sizes": hand_sizes,
+        "legal": legal,
+        "trick": trick,
+        "last_trick": last,
+        "tricks_taken": tricks_taken,
+        "totals": list(state.totals),
+        "deal_results": state.deal_results(),
+        "over": over,
+        "winners": state.result()["winners"],
+        "table": table,
+    }
+
+
+__all__ = ["Play", "Trick", "DealRecord", "deal_record", "build_view", "PLAYING", "TRUMP_CHOICE"]
