@@ -16,7 +16,7 @@ from engine_service.rules.cards import CODES, card_id, codes_of
 from engine_service.rules.games.japanese_joker import GAME, OPTION_SPECS, deal_scores
 from tests.shared_paths import ROOT, transcripts, vectors
 
-from .jjk_helpers import deck_for, legal_cards, play, play_match_deal
+from .checks_japanese_joker import deck_for, legal_cards, play, play_match_deal
 from .playout import iter_states, random_match, shuffled
 
 VECTORS = vectors("japanese_joker")
