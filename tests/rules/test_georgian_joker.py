@@ -17,8 +17,8 @@ from engine_service.rules.games.georgian_joker import actions as A
 from engine_service.rules.games.georgian_joker import rules as R
 from engine_service.rules.games.georgian_joker.definition import auto_trump
 
-from .checks_georgian_joker import check_scores
-from .gj_helpers import GAME, STANDARD_N, deck_for, fill_hands, snapshot, state_at_deal
+from .checks_georgian_joker import (GAME, STANDARD_N, check_scores, deck_for, fill_hands, snapshot,
+                                    state_at_deal)
 from .playout import cards_in, random_match, shuffled
 
 # ---- fixtures ----------------------------------------------------------------------------------

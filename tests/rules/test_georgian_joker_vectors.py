@@ -14,7 +14,7 @@ from engine_service.rules.games.georgian_joker import rules as R
 from engine_service.rules.games.georgian_joker.definition import OPTION_SPECS
 from tests.shared_paths import vectors
 
-from .gj_helpers import GAME, STANDARD_N, deck_for, state_at_deal
+from .checks_georgian_joker import GAME, STANDARD_N, deck_for, state_at_deal
 
 VECTORS = vectors("georgian_joker")
 BY_KIND: dict[str, list] = {}
