@@ -1,0 +1,157 @@
+"""What each seat and a spectator may know (GJ-11): views, secret cards, zones."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from engine_service.rules import CHANCE, TERMINAL
+from engine_service.rules.cards import CODES, PACK36_JOKERS_MASK, card_id
+
+from .checks_georgian_joker import GAME, deck_for, state_at_deal
+from .playout import cards_in, iter_states, shuffled
+
+COMMON_KEYS = {"game", "phase", "deal_number", "dealer", "to_act", "seat", "hand", "hand_sizes", "legal",
+               "trick", "last_trick", "tricks_taken", "totals", "deal_results", "over", "winners", "table"}
+TABLE_KEYS = {"options", "first_dealer", "schedule", "deals_in_match", "deal", "pulka", "cards_per_player",
+              "forehand", "trump_chooser", "trump_indicator", "trump", "bids", "forbidden_bid", "leader",
+              "tricks", "deal_actions", "standing"}
+PRIVATE = ("seat", "hand", "legal")
+
+
+def public_cards(state) -> int:
+    """Cards seen by everybody, from the omniscient zones: the indicator and every played card."""
+    z = state.zones()
+    return z.get("turn_up", 0) | z.get("played", 0) | z.get("trick", 0)
+
+
+def mask(cards) -> int:
+    return sum(1 << c for c in cards)
+
+
+def all_states(options=None, seeds=range(3)):
+    for seed in seeds:
+        yield from iter_states(GAME, 70 + seed, options)
+
+
+@pytest.mark.parametrize("options", [{}, {"deal_schedule": "nines"}])
+def test_view_is_public_view_plus_own_hand_and_legal_gj_11_1_gj_11_2(options):
+    """GJ-11.1/11.2/11.6: a seat's view differs from the spectator's only by its own hand and,
+    on its turn, its own legal actions; the keys are the documented ones."""
+    for state in all_states(options):
+        pub = state.public_view()
+        assert set(pub) == COMMON_KEYS and set(pub["table"]) == TABLE_KEYS
+        assert pub["hand"] == [] and pub["legal"] == [] and pub["seat"] is None
+        for seat in range(4):
+            v = state.view(seat)
+            assert {k: v[k] for k in v if k not in PRIVATE} == {k: pub[k] for k in pub if k not in PRIVATE}
+            assert v["seat"] == seat
+            assert v["legal"] == (state.legal_actions() if state.to_act() == seat else [])
+
+
+@pytest.mark.parametrize("options", [{}, {"deal_schedule": "nines"}])
+def test_secret_cards_are_exact_gj_11_3(options):
+    """secret_cards(seat) is exactly the pack minus the seat's hand and the public cards, and a
+    view names exactly the cards that are not secret to its audience."""
+    for state in all_states(options):
+        public = public_cards(state)
+        assert state.secret_cards(None) == PACK36_JOKERS_MASK & ~public
+        assert mask(cards_in(state.public_view())) == public
+        for seat in range(4):
+            own = state.zones()[f"hand{seat}"]
+            assert state.secret_cards(seat) == PACK36_JOKERS_MASK & ~(public | own)
+            assert mask(cards_in(state.view(seat))) == public | own
+
+
+def test_stock_and_phase_b_never_shown_gj_3_4_gj_3_6():
+    """The stock is never in any view (during, after the deal, after the match); nine-card
+    deals show no phase-B card to anybody before the trump is declared."""
+    for options in ({}, {"deal_schedule": "nines"}):
+        rng = random.Random(5)
+        state = GAME.new_state(options, first_dealer=1)
+        stock: set[int] = set()
+        while state.to_act() != TERMINAL:
+            if state.to_act() == CHANCE:
+                for v in [state.public_view()] + [state.view(s) for s in range(4)]:
+                    assert not cards_in(v) & stock, "the last deal's stock stays hidden"
+                deck = shuffled(GAME, rng)
+                state.deal(deck)
+                z = state.zones()
+                stock = {c for c in range(38) if z.get("stock", 0) >> c & 1}
+                if "undealt" in z:
+                    assert {c for c in range(38) if z["undealt"] >> c & 1} == set(deck[12:])
+            z = state.zones()
+            hidden = stock | {c for c in range(38) if z.get("undealt", 0) >> c & 1}
+            for v in [state.public_view()] + [state.view(s) for s in range(4)]:
+                assert not cards_in(v) & hidden
+            if state.public_view()["phase"] == "trump_choice":
+                for s in range(4):
+                    assert len(state.view(s)["hand"]) == 3
+            state.apply_id(rng.choice(state.legal_ids()))
+        for v in [state.public_view()] + [state.view(s) for s in range(4)]:
+            assert cards_in(v) == set(), "after the match nothing of the last deal is shown"
+
+
+def test_view_timeline_in_a_three_card_deal_gj_11_4():
+    state = state_at_deal(3, {}, first_dealer=1)
+    hands = [["AS", "KH", "7C"], ["8S", "9H", "JC"], ["X1", "QS", "6H"], ["TS", "8C", "9D"]]
+    state.deal(deck_for(hands, 3, "TD"))
+    v = state.view(1)
+    assert v["phase"] == "bidding" and v["hand"] == ["8S", "9H", "JC"]
+    assert v["hand_sizes"] == [3, 3, 3, 3] and v["to_act"] == 0 and v["legal"] == []
+    assert v["table"]["trump"] == "D" and v["table"]["trump_indicator"] == "TD"
+    assert v["table"]["bids"] == [None] * 4 and v["table"]["forbidden_bid"] is None
+    assert state.view(0)["legal"] == ["bid:0", "bid:1", "bid:2", "bid:3"]
+    for a in ("bid:1", "bid:0", "bid:1"):
+        state.apply(a)
+    assert state.view(1)["table"]["forbidden_bid"] == 1  # public while the dealer is to bid
+    state.apply("bid:0")
+    assert state.view(1)["table"]["forbidden_bid"] is None
+    for a in ("play:AS", "play:8S", "play:QS", "play:TS", "play:KH", "play:9H", "play:X1:high"):
+        state.apply(a)
+    v = state.view(1)
+    assert v["phase"] == "playing" and v["to_act"] == 3
+    assert v["trick"] == [{"seat": 0, "card": "KH"}, {"seat": 1, "card": "9H"},
+                          {"seat": 2, "card": "X1", "joker_mode": "high"}]
+    assert v["last_trick"] == {"leader": 0, "winner": 0, "plays": [
+        {"seat": 0, "card": "AS"}, {"seat": 1, "card": "8S"}, {"seat": 2, "card": "QS"}, {"seat": 3, "card": "TS"}]}
+    assert v["tricks_taken"] == [1, 0, 0, 0] and v["hand_sizes"] == [1, 1, 1, 2]
+    assert v["table"]["tricks"] == [v["last_trick"]] and v["table"]["leader"] == 0
+    assert v["table"]["deal_actions"] == ["bid:1", "bid:0", "bid:1", "bid:0", "play:AS", "play:8S", "play:QS",
+                                          "play:TS", "play:KH", "play:9H", "play:X1:high"]
+    assert v["deal_number"] == 3 and v["dealer"] == 3 and v["table"]["deal"] == 3
+    for a in ("play:9D", "play:6H", "play:8C", "play:7C", "play:JC"):
+        state.apply(a)
+    v = state.view(1)
+    assert v["phase"] == "deal_setup" and v["to_act"] is None and v["hand"] == [] and v["trick"] == []
+    assert v["deal_results"][-1]["scores"] == [100, 50, 20, 50]
+    assert v["dealer"] == 0 and v["table"]["deal"] == 4 and v["table"]["cards_per_player"] == 4
+    assert v["deal_number"] == 3  # deals started so far
+    assert state.secret_cards(1) & (1 << card_id("AS")) == 0  # played cards stay public
+
+
+def test_trump_choice_view_gj_11_4():
+    state = GAME.new_state({"deal_schedule": "nines"}, first_dealer=0)
+    deck = shuffled(GAME, random.Random(3))
+    state.deal(deck)
+    v = state.view(1)
+    assert v["phase"] == "trump_choice" and v["to_act"] == 1 and v["legal"] == [
+        "trump:S", "trump:H", "trump:D", "trump:C", "trump:NT"]
+    assert sorted(v["hand"]) == sorted(CODES[c] for c in deck[0:12:4])
+    assert v["table"]["trump_chooser"] == 1 and v["table"]["trump"] is None
+    assert v["table"]["trump_indicator"] is None and v["hand_sizes"] == [3, 3, 3, 3]
+    assert state.view(2)["legal"] == []
+    state.apply("trump:D")
+    assert state.public_view()["table"]["trump"] == "D"
+    assert state.public_view()["table"]["deal_actions"] == ["trump:D"]
+    assert state.view(2)["hand_sizes"] == [9, 9, 9, 9]
+
+
+def test_zones_cover_the_pack_and_name_the_places():
+    state = state_at_deal(2, {}, first_dealer=0)
+    assert state.zones() == {}
+    state.deal(list(GAME.pack))
+    z = state.zones()
+    assert set(z) == {"hand0", "hand1", "hand2", "hand3", "trick", "played", "turn_up", "stock"}
+    assert sum(z.values()) == PACK36_JOKERS_MASK
