@@ -1,0 +1,247 @@
+"""Jo-Jotte melds (jojotte.md section 5): quartets and sequences, their comparison, the public
+dialogue.
+
+:func:`settle` is pure: two hands (bitmasks), the final strain and the meld options in, a
+:class:`Settlement` out. The state calls it once per deal when trick play starts (JJ-4.6); the
+vector tests call it on the rulebook's examples. :func:`dialogue` turns a settlement into the
+public statements of JJ-5.9, which is all the opponent learns of the loser's melds.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from ...cards import RANKS, SUITS
+from . import tables as T
+from .tables import NT
+
+
+class Sequence(NamedTuple):
+    """A sequence: ``suit`` 0..3, ``top`` natural rank index of its highest card (0 = ace),
+    ``length`` >= 3, ``trump`` whether its suit is the trump suit."""
+
+    suit: int
+    top: int
+    length: int
+    trump: bool
+
+    @property
+    def key(self) -> tuple[int, int, int]:
+        """JJ-5.6 ranking: longer, then higher top card, then trump."""
+        return (self.length, -self.top, 1 if self.trump else 0)
+
+    @property
+    def points(self) -> int:
+        return T.sequence_points(self.length)
+
+    def cards(self) -> list[int]:
+        base = self.suit * 9 + self.top
+        return list(range(base, base + self.length))
+
+    def mask(self) -> int:
+        return ((1 << self.length) - 1) << (self.suit * 9 + self.top)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"suit": SUITS[self.suit], "top": RANKS[self.top], "length": self.length,
+                "cards": [RANKS[self.top + i] + SUITS[self.suit] for i in range(self.length)],
+                "is_trump": self.trump, "points": self.points}
+
+
+class Settlement(NamedTuple):
+    """The meld phase of one deal, seat-indexed pairs throughout."""
+
+    strain: int
+    defender: int
+    quartets: tuple[tuple[int, ...], tuple[int, ...]]  # natural ranks, best first (JJ-1.5)
+    quartet_winner: int | None
+    sequences: tuple[tuple[Sequence, ...], tuple[Sequence, ...]]  # best first (JJ-5.6)
+    sequence_winner: int | None
+    scored_sequences: tuple[tuple[Sequence, ...], tuple[Sequence, ...]]
+    quartet_points: tuple[int, int]
+    sequence_points: tuple[int, int]
+
+    @property
+    def points(self) -> tuple[int, int]:
+        return (self.quartet_points[0] + self.sequence_points[0],
+                self.quartet_points[1] + self.sequence_points[1])
+
+    def revealed_mask(self) -> int:
+        """Cards made public by the dialogue: every stated quartet (a player who states
+        ``quartet R`` holds all four), and every scored sequence."""
+        m = 0
+        for seat in (0, 1):
+            for r in self.stated_quartet_ranks(seat):
+                m |= (1 << r) | (1 << (9 + r)) | (1 << (18 + r)) | (1 << (27 + r))
+            for s in self.scored_sequences[seat]:
+                m |= s.mask()
+        return m
+
+    def stated_quartet_ranks(self, seat: int) -> tuple[int, ...]:
+        """Quartet ranks that ``seat`` states publicly (JJ-5.9): the defender states his best
+        (if any); the declarer his best when it is higher (``not_good R``); the winner scores
+        all of his."""
+        out: list[int] = []
+        if self.quartet_winner == seat:
+            out.extend(self.quartets[seat])
+        elif seat == self.defender and self.quartets[seat]:
+            out.append(self.quartets[seat][0])
+        return tuple(out)
+
+
+def quartet_order(strain: int, nt_natural: bool) -> tuple[int, ...]:
+    if strain < NT:
+        return T.QUARTET_ORDER_SUIT
+    return T.QUARTET_ORDER_NT_NATURAL if nt_natural else T.QUARTET_ORDER_NT_PLAIN
+
+
+def hand_quartets(hand: int, order: tuple[int, ...]) -> tuple[int, ...]:
+    """JJ-5.1: ranks held in all four suits that may form a quartet in this strain, best first."""
+    q = hand & (hand >> 9) & (hand >> 18) & (hand >> 27) & 0xFF
+    ranks = [r for r in range(8) if q >> r & 1 and order[r] >= 0]
+    ranks.sort(key=lambda r: -order[r])
+    return tuple(ranks)
+
+
+def _split(top: int, length: int) -> list[tuple[int, int]]:
+    """JJ-A20 ``jj_split_runs``: a run is split into two sequences of >= 3 only when that scores
+    more (7 cards: 4 + 3 = 60; 8 cards: 4 + 4 = 80; against 50); the longer part on top."""
+    if length == 7:
+        return [(top, 4), (top + 4, 3)]
+    if length == 8:
+        return [(top, 4), (top + 4, 4)]
+    return [(top, length)]
+
+
+def hand_sequences(hand: int, strain: int, split_runs: bool) -> tuple[Sequence, ...]:
+    """JJ-5.2: the sequences of a hand, best first (JJ-5.6 ranking; equal ranks in suit order)."""
+    out: list[Sequence] = []
+    for suit in range(4):
+        for top, length in T.RUNS[(hand >> (9 * suit)) & 0xFF]:
+            parts = _split(top, length) if split_runs else [(top, length)]
+            for t, n in parts:
+                out.append(Sequence(suit, t, n, suit == strain))
+    out.sort(key=lambda s: (-s.length, s.top, 0 if s.trump else 1, s.suit))
+    return tuple(out)
+
+
+def _compare_sequences(a: tuple[Sequence, ...], b: tuple[Sequence, ...]) -> int:
+    """JJ-5.6: 1 if ``a``'s best beats ``b``'s, -1 if ``b``'s wins, 0 if nobody scores."""
+    if not a and not b:
+        return 0
+    if not b:
+        return 1
+    if not a:
+        return -1
+    ka, kb = a[0].key, b[0].key
+    if ka > kb:
+        return 1
+    if kb > ka:
+        return -1
+    return 0
+
+
+def settle(hands: tuple[int, int] | list[int], strain: int, defender: int, *,
+           nt_natural: bool = False, card_in_two_melds: bool = True, split_runs: bool = False,
+           winner_all_sequences: bool = True,
+           declared: tuple[tuple[bool, bool], tuple[bool, bool]] = ((True, True), (True, True)),
+           ) -> Settlement:
+    """Settle both categories (JJ-5.4 to JJ-5.7) for two hands in a strain.
+
+    ``declared[seat] = (quartets, sequences)``: False where the player conceals that category
+    (``jj_meld_declaration = optional``, JJ-A21); he is then treated as holding none.
+    """
+    order = quartet_order(strain, nt_natural)
+    quarts = tuple(hand_quartets(hands[s], order) if declared[s][0] else () for s in (0, 1))
+    qw: int | None = None
+    if quarts[0] or quarts[1]:
+        if not quarts[1] or (quarts[0] and order[quarts[0][0]] > order[quarts[1][0]]):
+            qw = 0
+        else:
+            qw = 1
+    qpts = tuple(100 * len(quarts[s]) if qw == s else 0 for s in (0, 1))
+
+    seq_hands = list(hands)
+    if not card_in_two_melds and qw is not None:
+        # JJ-A20: a card of a scored quartet does not count in a sequence as well.
+        for r in quarts[qw]:
+            seq_hands[qw] &= ~((1 << r) | (1 << (9 + r)) | (1 << (18 + r)) | (1 << (27 + r)))
+    seqs = tuple(hand_sequences(seq_hands[s], strain, split_runs) if declared[s][1] else ()
+                 for s in (0, 1))
+    cmp = _compare_sequences(seqs[0], seqs[1])
+    sw = None if cmp == 0 else (0 if cmp > 0 else 1)
+    scored: list[tuple[Sequence, ...]] = [(), ()]
+    if sw is not None:
+        scored[sw] = seqs[sw] if winner_all_sequences else seqs[sw][:2]
+    spts = tuple(sum(s.points for s in scored[i]) for i in (0, 1))
+    return Settlement(strain, defender, quarts, qw, seqs, sw, (scored[0], scored[1]),
+                      (qpts[0], qpts[1]), (spts[0], spts[1]))
+
+
+def dialogue(st: Settlement) -> list[dict[str, Any]]:
+    """The public statements of JJ-5.9, in order; nothing else about the melds is revealed."""
+    q, s = dialogue_parts(st)
+    return q + s
+
+
+def dialogue_parts(st: Settlement) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(quartet statements, sequence statements) of JJ-5.9."""
+    d = st.defender
+    c = 1 - d
+    out: list[dict[str, Any]] = []
+    # quartets
+    dq, cq = st.quartets[d], st.quartets[c]
+    out.append({"seat": d, "say": f"quartet {RANKS[dq[0]]}" if dq else "quartet none"})
+    if st.quartet_winner == c:
+        out.append({"seat": c, "say": f"not_good {RANKS[cq[0]]}"})
+    else:
+        out.append({"seat": c, "say": "good"})
+    if st.quartet_winner is not None:
+        w = st.quartet_winner
+        out.append({"seat": w, "say": "scores", "quartets": [RANKS[r] for r in st.quartets[w]],
+                    "points": st.quartet_points[w]})
+    quartet_lines = out
+    out = []
+    # sequences
+    ds, cs = st.sequences[d], st.sequences[c]
+    dl = ds[0].length if ds else 0
+    cl = cs[0].length if cs else 0
+    out.append({"seat": d, "say": f"length {dl}"})
+    if cl < dl or cl == 0:
+        out.append({"seat": c, "say": "good"})
+    elif cl > dl:
+        out.append({"seat": c, "say": f"not_good {cl}"})
+    else:
+        out.append({"seat": c, "say": "how_high"})
+        out.append({"seat": d, "say": f"top {RANKS[ds[0].top]}"})
+        if cs[0].top < ds[0].top:
+            out.append({"seat": c, "say": f"higher {RANKS[cs[0].top]}"})
+        elif cs[0].top > ds[0].top:
+            out.append({"seat": c, "say": "lower"})
+        else:
+            out.append({"seat": c, "say": "same"})
+            out.append({"seat": None, "say": "trump_check", "winner": st.sequence_winner})
+    if st.sequence_winner is not None:
+        w = st.sequence_winner
+        out.append({"seat": w, "say": "scores",
+                    "sequences": [s.to_json() for s in st.scored_sequences[w]],
+                    "points": st.sequence_points[w]})
+    return quartet_lines, out
+
+
+def revealed_by(lines: list[dict[str, Any]]) -> int:
+    """Cards that public meld statements pin down exactly: a stated quartet (its four cards)
+    and a scored sequence (its cards)."""
+    m = 0
+    for line in lines:
+        say = line["say"]
+        ranks: list[str] = []
+        if say.startswith("quartet ") and say != "quartet none":
+            ranks = [say[8:]]
+        ranks += line.get("quartets", [])
+        for r in ranks:
+            i = RANKS.index(r)
+            m |= (1 << i) | (1 << (9 + i)) | (1 << (18 + i)) | (1 << (27 + i))
+        for seq in line.get("sequences", []):
+            base = SUITS.index(seq["suit"]) * 9 + RANKS.index(seq["top"])
+            m |= ((1 << seq["length"]) - 1) << base
+    return m
