@@ -79,3 +79,41 @@ def check_scores(state) -> None:
             assert (a > b) == (w == 0) and a != b
     else:
         assert res["winners"] == []
+
+
+# ---- helpers for the Klaberjass test modules ------------------------------------------------
+
+PACK_CODES = [r + s for s in "SHDC" for r in "AKQJT987"]
+
+
+def deck_from_hands(dealer_cards, elder_cards, turn_up, info_card=None, rest=None, packet=3,
+                    dealer_first=True):
+    """A deck (top card first) that deals the given 9-card hands under KL-2.4 / KL-2.8: the
+    first six cards of each list in the first deal, the last three in the second deal."""
+    dealer_cards, elder_cards = list(dealer_cards), list(elder_cards)
+    assert len(dealer_cards) == 9 and len(elder_cards) == 9
+    first, second = (dealer_cards, elder_cards) if dealer_first else (elder_cards, dealer_cards)
+    deck = []
+    if packet == 3:
+        deck += first[0:3] + second[0:3] + first[3:6] + second[3:6]
+    else:
+        for i in range(0, 6, 2):
+            deck += first[i:i + 2] + second[i:i + 2]
+    deck.append(turn_up)
+    for i in range(6, 9):
+        deck += [first[i], second[i]]
+    used = set(deck) | ({info_card} if info_card else set())
+    remaining = [c for c in (rest or PACK_CODES) if c not in used]
+    if info_card is None:
+        info_card = remaining.pop()
+    deck += [c for c in remaining if c != info_card]
+    deck.append(info_card)
+    assert sorted(deck) == sorted(PACK_CODES), deck
+    return deck
+
+
+def play_out(state, actions):
+    """Apply notation strings for whoever is to act; returns the state."""
+    for a in actions:
+        state.apply(a)
+    return state

@@ -1,0 +1,301 @@
+"""Klaberjass at the API edge: notation, bad input, options, sample transcripts, the replay
+tool, the auto-move policy (NOTATION section 5) and the views' information rules."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from engine_service.rules import (CHANCE, DealRequired, IllegalAction, InvalidOptions, MalformedAction,
+                                  NotYourTurn, get_game, transcript)
+from engine_service.rules.cards import card_id
+from engine_service.rules.games.klaberjass.notation import ACTION_STRINGS
+from tests.shared_paths import shared_dir, transcripts
+
+from .checks_klaberjass import deck_from_hands, play_out
+
+GAME = get_game("klaberjass")
+ELDER = "AS TS 7S QH AD KD QC JC 9C"
+DEALER = "KS 9S JH 9H AH TD 8D 7D 8C"
+
+
+def fresh(options=None):
+    state = GAME.new_state(options or {}, first_dealer=1)
+    state.deal(deck_from_hands(DEALER.split(), ELDER.split(), "8H"))
+    return state
+
+
+def mask(cards):
+    m = 0
+    for c in cards.split():
+        m |= 1 << card_id(c)
+    return m
+
+
+# ---- sample transcripts and the replay tool (NOTATION section 3) -----------------------------
+
+@pytest.mark.parametrize("path", transcripts("klaberjass"), ids=lambda p: p.name)
+def test_sample_transcripts_check_out(path):
+    diff, state = transcript.check(transcript.load(path))
+    assert diff is None, str(diff)
+    data = json.loads(path.read_text())
+    assert state.result() == data["result"]
+
+
+def test_replay_tool_checks_the_samples():
+    files = [str(p) for p in transcripts("klaberjass")]
+    proc = subprocess.run([sys.executable, "-m", "engine_service", "replay", "--check", *files],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count(": ok") == len(files)
+
+
+def test_sample_legal_lists_are_in_the_engine_order():
+    """NOTATION 2.4: transcripts compare sets; the engine's documented order matches the
+    samples' order exactly (calls; window; plays in card order, ``exchange`` last)."""
+    for path in transcripts("klaberjass"):
+        data = transcript.load(path)
+        state = GAME.new_state(data.get("options") or {}, first_dealer=data["first_dealer"])
+        for deal in data["deals"]:
+            state.deal(deal["deck"])
+            for step in deal["steps"]:
+                assert state.legal_actions() == step["legal"]
+                state.apply(step["action"])
+
+
+# ---- notation ---------------------------------------------------------------------------------
+
+def test_every_action_id_round_trips():
+    state = fresh()
+    for a, s in enumerate(ACTION_STRINGS):
+        if s is not None:
+            assert state.parse_action(s) == a and state.action_str(a) == s
+
+
+@pytest.mark.parametrize("text", ["", "PLAY:AS", "Play:AS", "play:6S", "play:X1", "play:AS:bella", "play:KS:jo",
+                                  "play:", "play", "name:NT", "name:", "name:s", "take ", " pass", "exchange:7H",
+                                  "no_exchange", "bid:1", "trump:H", "double", "keep:7H", "play:KS:bella:x"])
+def test_malformed_actions_raise_and_change_nothing(text):
+    state = fresh()
+    before = json.dumps([state.view(0), state.view(1), state.zones(), len(state.history())])
+    with pytest.raises(MalformedAction):
+        state.apply(text)
+    assert json.dumps([state.view(0), state.view(1), state.zones(), len(state.history())]) == before
+
+
+def test_non_string_action_is_malformed():
+    with pytest.raises(MalformedAction):
+        fresh().apply(None)  # type: ignore[arg-type]
+    with pytest.raises(MalformedAction):
+        fresh().parse_action(["take"])  # type: ignore[arg-type]
+
+
+def test_well_formed_but_illegal_actions():
+    state = fresh()
+    for text in ("play:AS", "name:S", "exchange", "keep", "schmeiss", "declare", "play:KD:bella", "accept"):
+        with pytest.raises(IllegalAction):
+            state.apply(text)
+    play_out(state, ["take", "keep", "keep"])
+    with pytest.raises(IllegalAction):
+        state.apply("play:KS")  # the dealer's card, the elder to lead
+
+
+def test_out_of_turn_and_deal_required():
+    state = fresh()
+    with pytest.raises(NotYourTurn) as info:
+        state.apply("pass", seat=1)
+    assert info.value.details["to_act"] == 0
+    state = GAME.new_state({}, first_dealer=0)
+    assert state.to_act() == CHANCE
+    with pytest.raises(DealRequired):
+        state.apply("pass")
+
+
+# ---- options (section 11) ----------------------------------------------------------------------
+
+def rulebook_options():
+    """The option table of klaberjass.md section 11: name -> allowed values, default first."""
+    text = (shared_dir() / "rules" / "klaberjass.md").read_text()
+    section = text.split("## 11. Table options")[1].split("## 12.")[0]
+    out = {}
+    for line in section.splitlines():
+        m = re.match(r"\| `(kl_\w+)` \| (.+?) \| KL-", line)
+        if m:
+            values = re.findall(r"`([^`]+)`", m.group(2))
+            out[m.group(1)] = values
+    return out
+
+
+def test_every_rulebook_option_is_an_option_spec_with_its_values():
+    book = rulebook_options()
+    specs = {s.name: s for s in GAME.option_specs}
+    assert set(book) == set(specs) and len(book) == 22
+    for name, values in book.items():
+        spec = specs[name]
+        assert spec.help and spec.rules and all(r.startswith("KL-") for r in spec.rules)
+        shown = [json.dumps(v) if not isinstance(v, str) else v for v in ([spec.default] + [
+            v for v in spec.values if v != spec.default])]
+        shown = [s.lower() if s in ("true", "false") else s for s in shown]
+        if spec.kind == "bool":
+            assert values == [json.dumps(spec.default), json.dumps(not spec.default)]
+        elif name == "kl_target_score":
+            assert values == ["500"] and spec.default == 500 and spec.minimum == 1
+        else:
+            assert values == shown, (name, values, shown)
+
+
+def test_defaults_are_the_rulebook_defaults():
+    opts = GAME.options({})
+    assert opts["kl_target_score"] == 500 and opts["kl_first_deal_packet"] == 3 and opts["kl_ten_value"] == 10
+    assert opts["kl_schmeiss"] is False and opts["kl_trump_kqj_bonus"] is True and opts["kl_must_overtrump"] is True
+
+
+@pytest.mark.parametrize("raw,option", [
+    ({"kl_nonsense": 1}, "kl_nonsense"),
+    ({"kl_target_score": 0}, "kl_target_score"),
+    ({"kl_target_score": "500"}, "kl_target_score"),
+    ({"kl_target_score": True}, "kl_target_score"),
+    ({"kl_first_deal_packet": 4}, "kl_first_deal_packet"),
+    ({"kl_first_deal_packet": "3"}, "kl_first_deal_packet"),
+    ({"kl_ten_value": 5}, "kl_ten_value"),
+    ({"kl_schmeiss": "true"}, "kl_schmeiss"),
+    ({"kl_bella_order": "queen"}, "kl_bella_order"),
+    ({"kl_dix_window": None}, "kl_dix_window"),
+])
+def test_bad_options_name_the_option_and_the_allowed_values(raw, option):
+    with pytest.raises(InvalidOptions) as info:
+        GAME.new_state(raw)
+    assert option in info.value.message
+    assert info.value.details["option"] == option
+    if option != "kl_nonsense":
+        spec = next(s for s in GAME.option_specs if s.name == option)
+        assert spec.allowed_text() in info.value.message
+    else:
+        assert "kl_target_score" in info.value.message  # the known options are listed
+
+
+def test_bad_first_dealer():
+    for bad in (2, -1, True, "0"):
+        with pytest.raises(InvalidOptions):
+            GAME.new_state({}, first_dealer=bad)
+
+
+# ---- auto-move policy (NOTATION section 5) ------------------------------------------------------
+
+def test_auto_move_auction_window_and_lowest_card():
+    state = fresh()
+    assert GAME.auto_move(state.view(0)) == "pass"
+    play_out(state, ["take"])
+    assert GAME.auto_move(state.view(0)) == "keep"
+    play_out(state, ["keep", "keep"])
+    # the elder leads: his lowest plain card is the 7S (trumps count above every plain card)
+    assert GAME.auto_move(state.view(0)) == "play:7S"
+    state.apply("play:QH")  # trump lead: dealer must overtrump with 9H, AH or JH
+    assert GAME.auto_move(state.view(1)) == "play:AH"  # A is lower than 9 and J in trumps
+
+
+def test_auto_move_trump_counts_above_plain_and_suit_ties():
+    state = GAME.new_state({}, first_dealer=1)
+    state.deal(deck_from_hands("KS 9S JH 9H AH TD 8D 7D 8C".split(), "AS 7S QH AD KD QC JC 9C 7C".split(), "8H"))
+    play_out(state, ["take", "keep", "keep"])
+    assert GAME.auto_move(state.view(0)) == "play:7S"  # 7S and 7C tie: spades first
+    state = GAME.new_state({}, first_dealer=1)
+    state.deal(deck_from_hands("KS 9S QS JS KH TH 8D TD 8S".split(), "AS TS 7S AD KD QC JC 9C 7D".split(), "8C"))
+    play_out(state, ["take", "keep", "keep", "play:9C"])
+    assert GAME.auto_move(state.view(1)) == "play:8S"  # void in trumps: lowest card, 8S before 8D
+
+
+def test_auto_move_under_options():
+    state = fresh({"kl_schmeiss": True, "kl_meld_declaration": "optional", "kl_bella_announcement": "required"})
+    play_out(state, ["schmeiss"])
+    assert GAME.auto_move(state.view(1)) == "accept"
+    state = fresh({"kl_schmeiss": True})
+    play_out(state, ["pass", "pass", "schmeiss", "refuse"])
+    assert GAME.auto_move(state.view(0)) == "name:S"
+    state = fresh({"kl_meld_declaration": "optional"})
+    play_out(state, ["take", "keep", "keep"])
+    assert GAME.auto_move(state.view(0)) == "declare"
+
+
+def test_auto_move_needs_the_acting_view():
+    state = fresh()
+    with pytest.raises(ValueError):
+        GAME.auto_move(state.view(1))
+
+
+# ---- views and secrets (information rules) ------------------------------------------------------
+
+COMMON_KEYS = {"game", "phase", "deal_number", "dealer", "to_act", "seat", "hand", "hand_sizes", "legal",
+               "trick", "last_trick", "tricks_taken", "totals", "deal_results", "over", "winners", "table"}
+
+
+def test_view_keys_and_private_parts():
+    state = fresh()
+    v0, v1, pub = state.view(0), state.view(1), state.public_view()
+    for v in (v0, v1, pub):
+        assert set(v) == COMMON_KEYS and v["game"] == "klaberjass"
+    assert sorted(v0["hand"]) == sorted(ELDER.split()[:6]) and sorted(v1["hand"]) == sorted(DEALER.split()[:6])
+    assert v0["legal"] == ["take", "pass"] and v1["legal"] == [] and pub["legal"] == [] and pub["hand"] == []
+    assert pub["seat"] is None and v1["seat"] == 1
+    assert v0["table"] == v1["table"] == pub["table"]
+
+
+def test_secret_cards_are_exact_before_the_second_deal():
+    state = fresh()
+    pack = sum(1 << c for c in GAME.pack)
+    hand0 = state.zones()["hand0"]
+    assert state.secret_cards(0) == pack & ~hand0 & ~mask("8H")
+    assert state.secret_cards(None) == pack & ~mask("8H")
+
+
+def test_secret_cards_shrink_with_the_public_record():
+    """Played cards, the information card, an exchanged turn-up and the cards the meld dialogue
+    identifies are no longer secret; the stock always is (KL-2.10)."""
+    state = GAME.new_state({}, first_dealer=1)
+    state.deal(deck_from_hands("9S 8S QH TH 9H AD KD QD TC".split(), "AS KS JS KH JH 8H 7H 9C 7C".split(), "QS",
+                               info_card="8D"))
+    play_out(state, ["pass", "pass", "name:C", "exchange", "keep"])
+    t = state.public_view()["table"]
+    assert t["revealed"] == [["AS", "KS", "QS", "JS"], []]
+    public = state.secret_cards(None)
+    for c in ("AS", "KS", "QS", "JS", "7C", "8D"):
+        assert not public >> card_id(c) & 1, c
+    assert public >> card_id("AD") & 1 and public >> card_id("KH") & 1
+    state.apply("play:AS")
+    assert not state.secret_cards(None) >> card_id("AS") & 1
+    assert state.public_view()["table"]["revealed"][0] == ["KS", "QS", "JS"]
+
+
+def test_how_high_dialogue_reveals_the_named_sequences():
+    """KL-5.5: ``top 9H`` with value 20 identifies 9H 8H 7H; ``higher AD`` identifies A K Q."""
+    from tests.shared_paths import vectors
+    vec = dict(vectors("klaberjass"))["klaberjass_deal_alexey_valery.json"]
+    state = GAME.new_state({}, first_dealer=1)
+    state.deal(vec["deck_top_first"])
+    play_out(state, ["pass", "take", "keep", "keep"])
+    assert state.public_view()["table"]["revealed"] == [["9H", "8H", "7H"], ["AD", "KD", "QD"]]
+
+
+def test_view_carries_the_deal_actions_and_auction():
+    state = fresh()
+    play_out(state, ["pass", "take", "keep", "keep", "play:AS"])
+    t = state.view(1)["table"]
+    assert t["deal_actions"] == [{"seat": 0, "action": "pass"}, {"seat": 1, "action": "take"},
+                                 {"seat": 0, "action": "keep"}, {"seat": 1, "action": "keep"},
+                                 {"seat": 0, "action": "play:AS"}]
+    assert t["auction"] == [{"seat": 0, "call": "pass"}, {"seat": 1, "call": "take"}]
+    assert state.view(1)["trick"] == [{"seat": 0, "card": "AS"}]
+    assert state.view(1)["legal"] == ["play:KS", "play:9S"]
+
+
+def test_kqj_bonus_is_not_public_before_the_deal_ends():
+    state = GAME.new_state({}, first_dealer=1)
+    state.deal(deck_from_hands("AC KC QC JC 9S 8S TD 8D 7D".split(), "KH QH JH AS TS 7S AD 8C 7C".split(), "8H"))
+    play_out(state, ["take", "keep", "keep", "play:AS", "play:8S"])
+    t = state.public_view()["table"]
+    assert t["previous_deal"] is None and "kqj" not in json.dumps(t) and t["bella"] == [0, 0]
+    assert state.public_view()["table"]["card_points"] == [11, 0]

@@ -1,0 +1,722 @@
+"""Scenario tests for every section of the Klaberjass rulebook, with readable card codes.
+
+Unless a test says otherwise, seat 1 deals, so seat 0 is the elder (as in the rulebook's
+examples), and hands are given as (elder's 9 cards, dealer's 9 cards) after the second deal.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from engine_service.rules import CHANCE, TERMINAL, get_game
+from engine_service.rules.games.klaberjass.sequences import resolve, sequences, dialogue
+
+from .checks_klaberjass import PACK_CODES, deck_from_hands, play_out
+
+GAME = get_game("klaberjass")
+
+
+def mask(cards):
+    from engine_service.rules.cards import card_id
+    m = 0
+    for c in cards.split() if isinstance(cards, str) else cards:
+        m |= 1 << card_id(c)
+    return m
+
+
+def deal(elder, dealer, turn_up, options=None, info=None, first_dealer=1, totals=None):
+    """A match state right after the first deal of the given hands (elder = 1 - dealer)."""
+    state = GAME.new_state(options or {}, first_dealer=first_dealer)
+    opts = state.options
+    deck = deck_from_hands(dealer.split(), elder.split(), turn_up, info_card=info,
+                           packet=opts["kl_first_deal_packet"],
+                           dealer_first=opts["kl_deal_first_to"] == "dealer")
+    if totals is not None:
+        state._totals = list(totals)
+    state.deal(deck)
+    return state
+
+
+def to_play(elder, dealer, turn_up, calls=("take",), window=("keep", "keep"), options=None, **kw):
+    """A state at the first lead: auction ``calls``, then the two window steps."""
+    state = deal(elder, dealer, turn_up, options, **kw)
+    play_out(state, calls)
+    play_out(state, window)
+    if state.options["kl_meld_declaration"] == "optional":
+        play_out(state, ["declare", "declare"])
+    assert state.public_view()["phase"] == "play"
+    return state
+
+
+def legal_cards(state):
+    return sorted(a.split(":")[1] for a in state.legal_actions() if a.startswith("play:") and a.count(":") == 1)
+
+
+def table(state):
+    return state.public_view()["table"]
+
+
+# Two fixed hands used by many tests (trump hearts when the elder takes the turn-up 8H).
+ELDER = "AS TS 7S QH AD KD QC JC 9C"
+DEALER = "KS 9S JH 9H AH TD 8D 7D 8C"
+
+
+# ---- section 1: deck and orders ---------------------------------------------------------------
+
+def test_kl_1_1_pack_has_32_cards():
+    assert len(GAME.pack) == 32 and sorted(GAME.pack) == sorted(mask_ids(PACK_CODES))
+
+
+def mask_ids(codes):
+    from engine_service.rules.cards import card_id
+    return [card_id(c) for c in codes]
+
+
+def test_kl_1_2_trump_order_jack_nine_ace():
+    """KL-1.2: J 9 A T K Q 8 7 in trumps: the jass beats the menel, the menel beats the ace."""
+    state = to_play("JH AS TS 7S AD KD QC JC 9C", "9H AH KS 9S TD 8D 7D 8C TH", "8H")
+    state.apply("play:JH")
+    assert legal_cards(state) == ["9H", "AH", "TH"]  # none beats the jack: any trump (KL-6.4)
+    state.apply("play:9H")
+    assert state.to_act() == 0  # the jack wins
+    assert table(state)["card_points"] == [34, 0]  # 20 + 14 (KL-8.1)
+
+
+def test_kl_1_3_plain_order_ten_above_king():
+    """KL-1.3: A T K Q J 9 8 7 in a plain suit: the ten beats the king."""
+    state = to_play(ELDER, DEALER, "8H")
+    state.apply("play:TS")
+    state.apply("play:KS")
+    assert state.to_act() == 0 and table(state)["card_points"] == [14, 0]
+
+
+def test_kl_1_4_sequences_use_natural_order():
+    """KL-1.4: K Q J T is a run in the natural order although the trick order differs."""
+    assert [(q.top, q.length) for q in sequences(mask("KH QH JH TH"))] == [(1, 4)]
+
+
+# ---- section 2: draw, dealing, dealer rotation ------------------------------------------------
+
+def test_kl_2_1_lower_card_deals_plain_order():
+    """KL-2.1, KL-1.5: seat 0 draws TS, seat 1 KH; in A T K Q J 9 8 7 the king is lower."""
+    assert GAME.draw_first_dealer(["TS", "KH"] + [c for c in PACK_CODES if c not in ("TS", "KH")]) == 1
+    assert GAME.draw_first_dealer(mask_ids(["7C", "AS"])) == 0
+
+
+def test_kl_2_1_draw_order_option_natural():
+    """kl_draw_order = natural (KL-A1): A K Q J T 9 8 7, the ten is now lower than the king."""
+    assert GAME.draw_first_dealer(["TS", "KH"], {"kl_draw_order": "natural"}) == 0
+
+
+def test_kl_2_1_equal_ranks_draw_again():
+    """KL-2.1 (X), KL-A2: equal ranks draw again (the next two cards)."""
+    assert GAME.draw_first_dealer(["AS", "AH", "KD", "7C"]) == 1
+    assert GAME.draw_first_dealer(["9S", "9C", "8D", "QC"]) == 0
+
+
+def test_kl_2_1_draw_tie_option_suit_order():
+    """kl_draw_tie = suit_order: S > H > D > C breaks the tie; the lower card deals."""
+    assert GAME.draw_first_dealer(["AS", "AH", "KD", "7C"], {"kl_draw_tie": "suit_order"}) == 1
+    assert GAME.draw_first_dealer(["AC", "AD"], {"kl_draw_tie": "suit_order"}) == 0
+
+
+def test_kl_2_4_first_deal_packets_of_three_dealer_first():
+    """KL-2.4: D[0..2] dealer, D[3..5] elder, D[6..8] dealer, D[9..11] elder; KL-2.5 turn-up D[12]."""
+    deck = PACK_CODES[:]
+    state = GAME.new_state({}, first_dealer=0)
+    state.deal(deck)
+    assert sorted(state.hand_of(0)) == sorted(deck[0:3] + deck[6:9])
+    assert sorted(state.hand_of(1)) == sorted(deck[3:6] + deck[9:12])
+    v = state.view(1)
+    assert v["table"]["turn_up"] == deck[12] and v["table"]["info_card"] is None
+    assert v["hand_sizes"] == [6, 6] and v["table"]["stock_size"] == 19
+    assert state.zones()["turn_up"] == 1 << mask_ids([deck[12]])[0]
+
+
+def test_kl_2_4_packet_option_two():
+    """kl_first_deal_packet = 2 (KL-A4): three packets of two, dealer first."""
+    deck = PACK_CODES[:]
+    state = GAME.new_state({"kl_first_deal_packet": 2}, first_dealer=0)
+    state.deal(deck)
+    assert sorted(state.hand_of(0)) == sorted(deck[0:2] + deck[4:6] + deck[8:10])
+    assert sorted(state.hand_of(1)) == sorted(deck[2:4] + deck[6:8] + deck[10:12])
+
+
+def test_kl_2_8_second_deal_one_at_a_time_and_kl_2_9_info_card():
+    """KL-2.8: D[13] dealer, D[14] elder ... D[18]; KL-2.9: D[31] is the information card;
+    KL-2.10: D[19..30] stay in the stock, never revealed."""
+    deck = PACK_CODES[:]
+    state = GAME.new_state({}, first_dealer=0)
+    state.deal(deck)
+    state.apply("take")  # seat 1 (elder) takes
+    assert sorted(state.hand_of(0)) == sorted(deck[0:3] + deck[6:9] + [deck[13], deck[15], deck[17]])
+    assert sorted(state.hand_of(1)) == sorted(deck[3:6] + deck[9:12] + [deck[14], deck[16], deck[18]])
+    assert table(state)["info_card"] == deck[31]
+    assert state.zones()["stock"] == mask(deck[19:31])
+    assert state.secret_cards(None) & mask(deck[19:31]) == mask(deck[19:31])
+
+
+def test_kl_2_4_deal_first_to_elder_option():
+    """kl_deal_first_to = elder (KL-A3) applies to both deals."""
+    deck = PACK_CODES[:]
+    state = GAME.new_state({"kl_deal_first_to": "elder"}, first_dealer=0)
+    state.deal(deck)
+    state.apply("take")
+    assert sorted(state.hand_of(1)) == sorted(deck[0:3] + deck[6:9] + [deck[13], deck[15], deck[17]])
+
+
+def _thrown_in(state):
+    play_out(state, ["pass", "pass", "pass", "pass"])
+    return state
+
+
+def test_kl_2_2_deal_alternates_after_a_played_deal():
+    state = to_play(ELDER, DEALER, "8H")
+    while state.to_act() >= 0:
+        state.apply(GAME.auto_move(state.view(state.to_act())))
+    assert state.to_act() == CHANCE and state.dealer() == 0
+
+
+def test_kl_2_2_dealer_rotation_option_same_dealer():
+    state = to_play(ELDER, DEALER, "8H", options={"kl_dealer_rotation": "same_dealer"})
+    while state.to_act() >= 0:
+        state.apply(GAME.auto_move(state.view(state.to_act())))
+    assert state.dealer() == 1
+
+
+def test_kl_3_5_thrown_in_same_dealer_deals_again():
+    """KL-3.5, KL-2.2: four passes void the deal; the same dealer deals anew."""
+    state = _thrown_in(deal(ELDER, DEALER, "8H"))
+    assert state.deal_results() == [{"thrown_in": True}]
+    assert state.to_act() == CHANCE and state.dealer() == 1 and state.result()["totals"] == [0, 0]
+    assert state.public_view()["deal_number"] == 1
+
+
+def test_kl_3_5_throw_in_redealer_option_other():
+    state = _thrown_in(deal(ELDER, DEALER, "8H", options={"kl_throw_in_redealer": "other"}))
+    assert state.dealer() == 0
+
+
+# ---- section 3: auction -----------------------------------------------------------------------
+
+def test_kl_3_1_auction_state_machine_legal_calls():
+    state = deal(ELDER, DEALER, "8H")
+    assert table(state)["auction_state"] == "R1_ELDER"
+    assert state.to_act() == 0 and state.legal_actions() == ["take", "pass"]
+    state.apply("pass")
+    assert table(state)["auction_state"] == "R1_DEALER"
+    assert state.to_act() == 1 and state.legal_actions() == ["take", "pass"]
+    state.apply("pass")
+    assert state.to_act() == 0 and state.legal_actions() == ["name:S", "name:D", "name:C", "pass"]
+    state.apply("pass")
+    assert table(state)["auction_state"] == "R2_DEALER"
+    assert state.to_act() == 1 and state.legal_actions() == ["name:S", "name:D", "name:C", "pass"]
+
+
+def test_kl_3_2_take_ends_the_auction_at_once():
+    state = deal(ELDER, DEALER, "8H")
+    play_out(state, ["pass", "take"])
+    t = table(state)
+    assert (t["trump"], t["maker"]) == ("H", 1)
+    assert t["auction"] == [{"seat": 0, "call": "pass"}, {"seat": 1, "call": "take"}]
+    assert state.public_view()["phase"] == "dix_window" and state.to_act() == 0
+
+
+def test_kl_3_3_name_in_round_two():
+    state = deal(ELDER, DEALER, "8H")
+    play_out(state, ["pass", "pass", "pass", "name:C"])
+    assert (table(state)["trump"], table(state)["maker"]) == ("C", 1)
+    from engine_service.rules import IllegalAction
+    state2 = deal(ELDER, DEALER, "8H")
+    play_out(state2, ["pass", "pass"])
+    with pytest.raises(IllegalAction):
+        state2.apply("name:H")  # the turn-up suit cannot be named (KL-3.3)
+
+
+def test_kl_3_4_no_other_calls():
+    from engine_service.rules import IllegalAction, MalformedAction
+    state = deal(ELDER, DEALER, "8H")
+    for bad in ("schmeiss", "name:S", "accept"):
+        with pytest.raises(IllegalAction):
+            state.apply(bad)
+    for bad in ("double", "name:NT", "no_trump"):
+        with pytest.raises(MalformedAction):
+            state.apply(bad)
+
+
+def test_kl_a7_schmeiss_accepted_throws_in():
+    state = deal(ELDER, DEALER, "8H", options={"kl_schmeiss": True})
+    assert state.legal_actions() == ["take", "pass", "schmeiss"]
+    state.apply("schmeiss")
+    assert state.to_act() == 1 and state.legal_actions() == ["accept", "refuse"]
+    state.apply("accept")
+    assert state.deal_results() == [{"thrown_in": True}] and state.dealer() == 1
+
+
+def test_kl_a7_schmeiss_refused_round_one_caller_takes():
+    state = deal(ELDER, DEALER, "8H", options={"kl_schmeiss": True})
+    play_out(state, ["pass", "schmeiss", "refuse"])
+    assert (table(state)["trump"], table(state)["maker"]) == ("H", 1)
+
+
+def test_kl_a7_schmeiss_refused_round_two_caller_names():
+    state = deal(ELDER, DEALER, "8H", options={"kl_schmeiss": True})
+    play_out(state, ["pass", "pass"])
+    assert state.legal_actions() == ["name:S", "name:D", "name:C", "pass", "schmeiss"]
+    play_out(state, ["schmeiss", "refuse"])
+    assert state.to_act() == 0 and state.legal_actions() == ["name:S", "name:D", "name:C"]
+    state.apply("name:D")
+    assert (table(state)["trump"], table(state)["maker"]) == ("D", 0)
+
+
+# ---- section 4: the dix -----------------------------------------------------------------------
+
+def test_kl_4_2_window_holder_may_exchange_other_keeps():
+    """KL-4.2 / NOTATION 2.1: elder first; the dix holder has exchange+keep, the other keep."""
+    state = deal("AS TS 7S QH AD KD QC JC 7H", "KS 9S JH 9H AH TD 8D 7D 8C", "8H")
+    state.apply("take")
+    assert state.to_act() == 0 and state.legal_actions() == ["exchange", "keep"]
+    state.apply("exchange")
+    t = table(state)
+    assert t["turn_up"] == "7H" and t["exchange"] == {"seat": 0, "gives": "7H", "takes": "8H", "trick": None}
+    assert "8H" in state.hand_of(0) and "7H" not in state.hand_of(0)
+    assert t["revealed"] == [["8H"], []]
+    assert state.to_act() == 1 and state.legal_actions() == ["keep"]
+
+
+def test_kl_4_2_nobody_holds_the_dix_both_keep():
+    state = deal(ELDER, DEALER, "8H")
+    state.apply("take")
+    assert state.legal_actions() == ["keep"]
+    state.apply("keep")
+    assert state.legal_actions() == ["keep"]
+
+
+def test_kl_4_4_turn_up_is_the_dix_no_exchange():
+    state = deal(ELDER, DEALER, "7H")
+    state.apply("take")
+    assert state.legal_actions() == ["keep"]
+
+
+def test_kl_4_1_exchange_allowed_when_trump_was_named():
+    """KL-4.1, KL-A8: trump named in round 2 (clubs), turn-up QS: the 7C still exchanges."""
+    state = deal("AS KS JS KH JH 8H 7H 9C 7C", "9S 8S QH TH 9H AD KD QD TC", "QS")
+    play_out(state, ["pass", "pass", "name:C"])
+    assert state.legal_actions() == ["exchange", "keep"]
+
+
+def test_kl_a8_option_requires_turn_up_trump():
+    state = deal("AS KS JS KH JH 8H 7H 9C 7C", "9S 8S QH TH 9H AD KD QD TC", "QS",
+                 options={"kl_dix_requires_turnup_trump": True})
+    play_out(state, ["pass", "pass", "name:C"])
+    assert state.legal_actions() == ["keep"]
+
+
+def test_kl_4_2_exchange_during_play_does_not_end_the_turn():
+    """KL-4.2: ``exchange`` is listed last beside the plays; the same seat then plays."""
+    state = to_play("AS TS 7S QH AD KD QC JC 7H", "KS 9S JH 9H AH TD 8D 7D 8C", "8H")
+    legal = state.legal_actions()
+    assert legal[-1] == "exchange" and legal[:-1] == [f"play:{c}" for c in
+                                                      "AS TS 7S QH 7H AD KD QC JC".split()]
+    state.apply("exchange")
+    assert state.to_act() == 0 and "exchange" not in state.legal_actions()
+    assert table(state)["exchange"]["trick"] == 1
+    state.apply("play:8H")
+    assert state.to_act() == 1
+
+
+def test_kl_a9_option_before_melds_no_exchange_in_play():
+    state = to_play("AS TS 7S QH AD KD QC JC 7H", "KS 9S JH 9H AH TD 8D 7D 8C", "8H",
+                    options={"kl_dix_window": "before_melds"})
+    assert "exchange" not in state.legal_actions()
+
+
+def test_kl_4_5_window_exchange_counts_for_melds_play_exchange_does_not():
+    """KL-4.5: meld example 4 of the seed: the QS taken in the window completes A K Q J."""
+    elder, dealer = "AS KS JS KH JH 8H 7H 9C 7C", "9S 8S QH TH 9H AD KD QD TC"
+    state = to_play(elder, dealer, "QS", calls=("pass", "pass", "name:C"), window=("exchange", "keep"))
+    assert table(state)["meld_points"] == [50, 0]
+    state = to_play(elder, dealer, "QS", calls=("pass", "pass", "name:C"))
+    assert table(state)["meld_points"] == [0, 20]
+    state.apply("exchange")  # in play: too late for the melds
+    assert table(state)["meld_points"] == [0, 20]
+
+
+# ---- section 5: melds -------------------------------------------------------------------------
+
+def test_kl_5_2_runs_are_maximal_and_never_split():
+    assert [(q.top, q.length) for q in sequences(mask("KD QD JD 9D 8D 7D"))] == [(1, 3), (5, 3)]
+    assert [(q.top, q.length) for q in sequences(mask("AH KH QH JH TH 9H 8H 7H"))] == [(0, 8)]
+    assert sequences(mask("AS AH AD AC")) == []  # KL-5.1: four of a kind scores nothing
+
+
+def test_kl_a10_split_runs_option_maximises_points():
+    """kl_split_runs: 7 cards -> 4 + 3 (70), 8 -> 4 + 4 (100), 6 stays whole (50 > 20 + 20)."""
+    split = lambda cards: [(q.top, q.length) for q in sequences(mask(cards), True)]
+    assert split("AH KH QH JH TH 9H 8H") == [(0, 4), (4, 3)]
+    assert split("AH KH QH JH TH 9H 8H 7H") == [(0, 4), (4, 4)]
+    assert split("AH KH QH JH TH 9H") == [(0, 6)]
+
+
+def test_kl_5_4_ranking_value_then_top_then_trump():
+    trump = 1  # hearts
+    out = resolve([mask("QS JS TS 9S AH KD 7D 8C 7C"), mask("8S 7S KH TH QD JD TD 9D AC")], 0, trump)
+    assert out.winner is None  # equal non-trump sequences (seed example 2)
+    out = resolve([mask("KD QD JD 7S 8S 9C 8C 7C AH"), mask("KH QH JH AS KS 8H 7H TC AD")], 0, trump)
+    assert out.winner == 1  # K-high trump beats K-high plain (KL-5.4 (3))
+
+
+def test_kl_a11_sequence_compare_length_option():
+    """kl_sequence_compare = length: a 5-card run beats a higher 4-card run."""
+    hands = [mask("AS KS QS JS 9H 8S 7D 8C 7C"), mask("QD JD TD 9D 8D AH KH 9C TC")]
+    by_value = resolve(hands, 0, 2)
+    by_length = resolve(hands, 0, 2, length_compare=True)
+    assert by_value.winner == 0 and by_length.winner == 1
+    events = dialogue(by_length)
+    assert events[0] == {"seat": 0, "say": "value", "value": 50, "length": 4}
+    assert events[1] == {"seat": 1, "say": "not_good", "value": 50, "length": 5}
+
+
+def test_kl_5_5_dialogue_both_zero_and_not_good():
+    out = resolve([mask("AS QS TS 8S AH QH TH 8H AD"), mask("KS JS 9S 7S KH JH 9H 7H KD")], 0, 0)
+    assert dialogue(out) == [{"seat": 0, "say": "value", "value": 0}, {"seat": 1, "say": "value", "value": 0}]
+    out = resolve([mask("AS QS TS 8S AH QH TH 8H AD"), mask("KC QC JC 9S 7S KH JH 9H 7H")], 0, 0)
+    assert dialogue(out) == [{"seat": 0, "say": "value", "value": 0},
+                             {"seat": 1, "say": "not_good", "value": 20},
+                             {"seat": 1, "say": "scores", "sequences": [{"suit": "C", "top": "K", "length": 3}],
+                              "points": 20}]
+
+
+def test_kl_5_6_winner_scores_all_sequences_and_a12_best_plus_one():
+    """KL-5.6: the winner scores all his sequences (three of 20 here), the loser none;
+    kl_winner_sequences = best_plus_one keeps the best two."""
+    hands = [mask("AS KS QS 9H 8H 7H JD TD 9D"), mask("QC JC 8C KH QH AD KD 8S 7S")]
+    assert resolve(hands, 0, 3).points == (60, 0)
+    out = resolve(hands, 0, 3, best_plus_one=True)
+    assert out.points == (40, 0) and [(q.suit, q.top) for q in out.scored[0]] == [(0, 0), (2, 3)]  # A-high, J-high
+    hands = [mask("AS KS QS 9H 8H 7H JD TD 9D"), mask("JS TS 9S 8S KC 8C 7C TH AD")]
+    assert resolve(hands, 0, 3).points == (0, 50)  # the dealer's 50 beats three twenties
+
+
+def test_kl_a21_reveal_scored_melds_cards_option():
+    state = to_play("AS KS JS KH JH 8H 7H 9C 7C", "9S 8S QH TH 9H AD KD QD TC", "QS",
+                    calls=("pass", "pass", "name:C"), window=("exchange", "keep"),
+                    options={"kl_reveal_scored_melds": "cards"})
+    scores = table(state)["melds"][-1]
+    assert scores["sequences"] == [{"suit": "S", "top": "A", "length": 4, "cards": ["AS", "KS", "QS", "JS"]}]
+
+
+def test_kl_a20_optional_declaration_conceal():
+    """kl_meld_declaration = optional: both players have declare / conceal (so the step reveals
+    nothing); a concealed sequence states value 0 and cannot score."""
+    elder, dealer = "AS KS JS KH JH 8H 7H 9C 7C", "9S 8S QH TH 9H AD KD QD TC"
+    state = deal(elder, dealer, "QS", options={"kl_meld_declaration": "optional"})
+    play_out(state, ["pass", "pass", "name:C", "keep", "keep"])
+    assert state.public_view()["phase"] == "meld_declaration"
+    assert state.to_act() == 0 and state.legal_actions() == ["declare", "conceal"]
+    state.apply("declare")
+    assert state.to_act() == 1 and state.legal_actions() == ["declare", "conceal"]
+    state.apply("conceal")
+    t = table(state)
+    assert t["melds"] == [{"seat": 0, "say": "value", "value": 0}, {"seat": 1, "say": "value", "value": 0}]
+    assert t["meld_points"] == [0, 0]
+
+
+def test_kl_5_7_meld_points_count_in_the_deal_total():
+    state = to_play("AS KS JS KH JH 8H 7H 9C 7C", "9S 8S QH TH 9H AD KD QD TC", "QS",
+                    calls=("pass", "pass", "name:C"), window=("exchange", "keep"))
+    while state.to_act() >= 0:
+        state.apply(GAME.auto_move(state.view(state.to_act())))
+    r = state.deal_results()[0]
+    d = state.deal_details()[0]
+    assert r["melds"] == [50, 0]
+    assert d["deal_totals"] == [50 + r["card_points"][0] + r["bonuses"][0], r["card_points"][1] + r["bonuses"][1]]
+
+
+# ---- section 6: trick play --------------------------------------------------------------------
+
+def test_kl_6_1_elder_leads_whoever_is_maker():
+    state = to_play(ELDER, DEALER, "8H", calls=("pass", "take"))
+    assert state.to_act() == 0 and table(state)["maker"] == 1
+
+
+def test_kl_6_3_and_6_7_follow_suit_no_obligation_to_beat():
+    state = to_play(ELDER, DEALER, "8H")
+    state.apply("play:7S")
+    assert legal_cards(state) == ["9S", "KS"]
+
+
+def test_kl_6_4_must_overtrump_on_a_trump_lead():
+    state = to_play(ELDER, DEALER, "8H")
+    state.apply("play:QH")
+    assert legal_cards(state) == ["9H", "AH", "JH"]  # all beat the queen
+    state = to_play("AS TS 7S AH AD KD QC JC 9C", "KS 9S JH QH TH TD 8D 7D 8C", "8H")
+    state.apply("play:AH")
+    assert legal_cards(state) == ["JH"]  # only the jass beats the ace (J 9 A T K Q 8 7)
+
+
+def test_kl_a15_option_any_trump_on_a_trump_lead():
+    state = to_play("AS TS 7S AH AD KD QC JC 9C", "KS 9S JH QH TH TD 8D 7D 8C", "8H",
+                    options={"kl_must_overtrump": False})
+    state.apply("play:AH")
+    assert legal_cards(state) == ["JH", "QH", "TH"]
+
+
+def test_kl_6_5_must_trump_when_void():
+    state = to_play(ELDER, DEALER, "8H")
+    state.apply("play:QC")  # dealer holds 8C: must follow
+    assert legal_cards(state) == ["8C"]
+    state = to_play("AS TS 7S QH AD KD QC JC 9C", "KS 9S JH 9H AH TD 8D 7D 8S", "8H")
+    state.apply("play:QC")  # dealer void in clubs, holds trumps: any trump
+    assert legal_cards(state) == ["9H", "AH", "JH"]
+
+
+def test_kl_6_6_void_and_no_trump_any_card():
+    state = to_play("AS TS 7S AD KD QC JC 9C 7D", "KS 9S QS JS KH TH 8D TD 8S", "8C")
+    state.apply("play:QC")
+    assert legal_cards(state) == sorted("KS 9S QS JS KH TH 8D TD 8S".split())
+
+
+def test_kl_6_8_trump_on_a_plain_lead_wins():
+    state = to_play("AS TS 7S QH AD KD QC JC 9C", "KS 9S JH 9H AH TD 8D 7D 8S", "8H")
+    state.apply("play:QC")
+    state.apply("play:9H")
+    assert state.to_act() == 1 and table(state)["card_points"] == [0, 17]
+    assert state.public_view()["last_trick"] == {
+        "number": 1, "leader": 0, "plays": [{"seat": 0, "card": "QC"}, {"seat": 1, "card": "9H"}],
+        "winner": 1, "points": 17}
+
+
+# ---- section 7: bonuses -----------------------------------------------------------------------
+
+BELLA_ELDER = "KH QH AS AD KD QC JC 9C 8C"
+BELLA_DEALER = "KS 9S JH 9H AH TD 8D 7D 7C"
+
+
+def play_pairs(state, pairs):
+    for a, b in pairs:
+        state.apply(f"play:{a}")
+        state.apply(f"play:{b}")
+
+
+def test_kl_7_1_bella_queen_then_king():
+    state = to_play(BELLA_ELDER, BELLA_DEALER, "8H")
+    play_pairs(state, [("QH", "JH")])  # dealer wins with the jass and leads
+    assert table(state)["bella"] == [0, 0]
+    play_pairs(state, [("KS", "AS")])  # elder wins the spade
+    state.apply("play:KH")
+    assert table(state)["bella"] == [20, 0]
+
+
+def test_kl_7_1_king_first_scores_nothing_by_default_and_options():
+    for order, expected in (("queen_first", 0), ("any", 20), ("king_first", 20)):
+        state = to_play(BELLA_ELDER, BELLA_DEALER, "8H", options={"kl_bella_order": order})
+        play_pairs(state, [("KH", "JH"), ("KS", "AS")])
+        state.apply("play:QH")
+        assert table(state)["bella"] == [expected, 0], order
+    state = to_play(BELLA_ELDER, BELLA_DEALER, "8H", options={"kl_bella_order": "king_first"})
+    play_pairs(state, [("QH", "JH"), ("KS", "AS")])
+    state.apply("play:KH")
+    assert table(state)["bella"] == [0, 0]
+
+
+def test_kl_a23_bella_announcement_required():
+    opts = {"kl_bella_announcement": "required"}
+    state = to_play(BELLA_ELDER, BELLA_DEALER, "8H", options=opts)
+    assert "play:KH:bella" not in state.legal_actions()  # queen not played yet (queen_first)
+    play_pairs(state, [("QH", "JH"), ("KS", "AS")])
+    legal = state.legal_actions()
+    assert legal[legal.index("play:KH") + 1] == "play:KH:bella"
+    state.apply("play:KH:bella")
+    assert table(state)["bella"] == [20, 0]
+    assert state.public_view()["trick"] == [{"seat": 0, "card": "KH", "announce": "bella"}]
+    state = to_play(BELLA_ELDER, BELLA_DEALER, "8H", options=opts)
+    play_pairs(state, [("QH", "JH"), ("KS", "AS")])
+    state.apply("play:KH")
+    assert table(state)["bella"] == [0, 0]
+
+
+def finish(state):
+    while state.to_act() >= 0:
+        state.apply(GAME.auto_move(state.view(state.to_act())))
+    return state
+
+
+def test_kl_7_2_trump_kqj_bonus_loser_of_melds_still_collects():
+    """KL-7.2: the elder holds K Q J of trumps (20) but loses the melds to the dealer's 50, so
+    the trump run was not scored in the meld phase: he collects the 20 separately."""
+    state = to_play("KH QH JH AS TS 7S AD 8C 7C", "AC KC QC JC 9S 8S TD 8D 7D", "8H")
+    assert table(state)["meld_points"] == [0, 50]
+    finish(state)
+    assert state.deal_details()[0]["trump_kqj"] == [20, 0]
+
+
+def test_kl_7_2_no_bonus_when_the_trump_run_scored_in_melds():
+    state = to_play("KH QH JH TH AS 7S AD 8C 7C", "9S 8S QS TD 8D 7D KC TC 9C", "8H")
+    assert table(state)["meld_points"] == [50, 0]
+    finish(state)
+    assert state.deal_details()[0]["trump_kqj"] == [0, 0]
+
+
+def test_kl_7_2_bonus_50_for_a_longer_run_and_option_off():
+    # the dealer wins the melds with a longer run, so the elder's trump K-Q-J-T is not scored
+    state = to_play("KH QH JH TH AS 7S AD 8C 7C", "AC KC QC JC TC 9S 8S TD 8D", "9H")
+    assert table(state)["meld_points"] == [0, 50]
+    finish(state)
+    assert state.deal_details()[0]["trump_kqj"] == [50, 0]
+    state = to_play("KH QH JH TH AS 7S AD 8C 7C", "AC KC QC JC TC 9S 8S TD 8D", "9H",
+                    options={"kl_trump_kqj_bonus": False})
+    finish(state)
+    assert state.deal_details()[0]["trump_kqj"] == [0, 0]
+
+
+def test_kl_7_2_exchange_at_first_turn_counts_later_does_not():
+    """KL-7.2 (D): the turn-up KH taken by exchanging at the first turn completes K-Q-J; taken
+    after the first card it does not."""
+    elder, dealer = "QH JH 7H AS TS AD 8C 7C 9S", "AC KC QC JC TC 8S TD 8D 7D"
+    state = to_play(elder, dealer, "KH")
+    state.apply("exchange")
+    state.apply("play:AS")
+    finish(state)
+    assert state.deal_details()[0]["trump_kqj"] == [20, 0]
+    state = to_play(elder, dealer, "KH")
+    state.apply("play:AS")
+    state.apply("play:8S")
+    state.apply("exchange")
+    finish(state)
+    assert state.deal_details()[0]["trump_kqj"] == [0, 0]
+
+
+def test_kl_7_3_last_trick_is_worth_ten():
+    state = to_play(ELDER, DEALER, "8H")
+    finish(state)
+    d = state.deal_details()[0]
+    assert sorted(d["last_trick"]) == [0, 10]
+
+
+# ---- section 8: card points -------------------------------------------------------------------
+
+def test_kl_8_1_values_and_ten_value_option():
+    state = to_play(ELDER, DEALER, "8H")
+    play_pairs(state, [("TS", "KS")])
+    assert table(state)["card_points"] == [14, 0]
+    state = to_play(ELDER, DEALER, "8H", options={"kl_ten_value": 0})
+    play_pairs(state, [("TS", "KS")])
+    assert table(state)["card_points"] == [4, 0]
+
+
+# ---- section 9: deal scoring ------------------------------------------------------------------
+
+SAMPLE_DECK = ("AH 7D KS QC JS QS TH AC KH 8C JC JD AD JH 8H TD TC 7H KC QD 8S TS AS QH 7C 8D 9D KD 7S "
+               "9C 9S 9H").split()
+SAMPLE_ACTIONS = ("pass pass name:S keep keep play:JS play:KS play:QS play:7D play:8C play:AC play:AH "
+                  "play:8H play:TH play:JC play:TD play:JD play:KH play:QC play:JH play:KC play:7H "
+                  "play:TC").split()
+
+
+def sample_deal(options=None):
+    """The sample transcript's deal: seat 0 deals, seat 1 names spades and loses 77 to 79."""
+    state = GAME.new_state(options or {}, first_dealer=0)
+    state.deal(SAMPLE_DECK)
+    return play_out(state, SAMPLE_ACTIONS)
+
+
+def test_kl_9_4_opponent_has_more_takes_both_totals():
+    state = sample_deal()
+    r = state.deal_results()[0]
+    assert r == {"thrown_in": False, "trump": "S", "maker": 1, "melds": [0, 50], "card_points": [79, 27],
+                 "bonuses": [0, 0], "scored": [156, 0]}
+    assert state.deal_details()[0]["outcome"] == "opponent_more"
+
+
+def test_kl_a17_score_scope_trick_points():
+    """kl_score_scope = trick_points: the maker keeps his 50 of melds; card points go by outcome."""
+    r = sample_deal({"kl_score_scope": "trick_points"}).deal_results()[0]
+    assert r["scored"] == [79 + 27, 50]
+
+
+def test_kl_9_2_maker_more_each_scores_own():
+    from tests.shared_paths import vectors
+    vec = dict(vectors("klaberjass"))["klaberjass_deal_alexey_valery.json"]
+    state = GAME.new_state({}, first_dealer=1)
+    state.deal(vec["deck_top_first"])
+    play_out(state, ["pass", "take", "keep", "keep"])
+    for t in vec["tricks"]:
+        for p in t["plays"]:
+            state.apply(f"play:{p['card']}")
+    assert state.deal_results()[0]["scored"] == [31, 120]
+
+
+EQUAL_DECK = ("TC 7H QH AD 9D QC JD 7C KD AH TH JS 7D 9S 9C KS 8S 8C JC QS AC TS KC JH KH AS 7S 9H QD TD "
+              "8D 8H").split()
+EQUAL_PLAYS = "8S 9S QH TH JC TC KS JS KD AD QC 8C 9D JD 7C 9C AH 7H".split()
+
+
+def test_kl_9_3_equal_totals_maker_scores_nothing():
+    """Seat 1 deals and takes diamonds (turn-up 7D); no melds or bonuses; the tricks give
+    0, 13 (elder), 12, 6, 15 (elder), 3 (elder), 34, 0 (elder), 11 + 10 (elder): 52 each."""
+    for scope in ("deal_total", "trick_points"):
+        state = GAME.new_state({"kl_score_scope": scope}, first_dealer=1)
+        state.deal(EQUAL_DECK)
+        play_out(state, ["pass", "take", "keep", "keep"] + [f"play:{c}" for c in EQUAL_PLAYS])
+        r = state.deal_results()[0]
+        assert r == {"thrown_in": False, "trump": "D", "maker": 1, "melds": [0, 0], "card_points": [52, 52],
+                     "bonuses": [0, 0], "scored": [52, 0]}
+        assert state.deal_details()[0]["outcome"] == "equal"
+
+
+def test_kl_a17_trick_points_scope_keeps_bonuses_on_equal_totals():
+    """kl_score_scope = trick_points, equal totals: the maker keeps only his own melds and
+    bonuses, the opponent his own total (the exchange-free variant of the deal above, with the
+    maker's bella counted by hand through the KL-9 arithmetic of checks_klaberjass)."""
+    from .checks_klaberjass import expected_entries
+    r = {"maker": 0, "melds": [0, 0], "bonuses": [20, 0], "card_points": [61, 81]}
+    assert expected_entries(r, trick_scope=True) == [20, 81]
+    assert expected_entries(r, trick_scope=False) == [0, 81]
+
+
+# ---- section 10: end of the game --------------------------------------------------------------
+
+def test_kl_10_1_target_reached_wins():
+    state = sample_deal({"kl_target_score": 150})
+    assert state.result() == {"totals": [156, 0], "winners": [0], "over": True}
+    assert state.to_act() == TERMINAL and state.legal_actions() == []
+
+
+def with_totals(options, totals):
+    """A new match whose running scores are ``totals`` (as after earlier deals), seat 0 to deal."""
+    state = GAME.new_state(options, first_dealer=0)
+    state._totals = list(totals)
+    return state
+
+
+def test_kl_10_2_both_reach_higher_total_wins():
+    state = with_totals({}, [400, 499])
+    state.deal(SAMPLE_DECK)
+    play_out(state, SAMPLE_ACTIONS)
+    assert state.result() == {"totals": [556, 499], "winners": [0], "over": True}
+
+
+def test_kl_10_2_both_reach_equal_scores_play_on():
+    state = with_totals({"kl_score_scope": "trick_points"}, [450, 506])
+    state.deal(SAMPLE_DECK)
+    play_out(state, SAMPLE_ACTIONS)
+    assert state.result() == {"totals": [556, 556], "winners": [], "over": False}
+    assert state.to_act() == CHANCE and state.dealer() == 1
+
+
+def test_kl_a19_simultaneous_target_deal_winner():
+    state = with_totals({"kl_simultaneous_target": "deal_winner", "kl_score_scope": "trick_points"}, [400, 530])
+    state.deal(SAMPLE_DECK)
+    play_out(state, SAMPLE_ACTIONS)
+    # seat 0 adds 106, seat 1 adds 50: seat 0 wins although seat 1 has more in total
+    assert state.result() == {"totals": [506, 580], "winners": [0], "over": True}
+
+
+def test_kl_10_3_match_is_over_no_more_deals():
+    from engine_service.rules import MatchOver
+    state = sample_deal({"kl_target_score": 100})
+    with pytest.raises(MatchOver):
+        state.deal(SAMPLE_DECK)
+    with pytest.raises(MatchOver):
+        state.apply("pass")
