@@ -1,0 +1,275 @@
+"""The contract between the session layer and the transport.
+
+The transport (engine_service/transport, the only code that imports grpc) turns protobuf
+requests into these values, calls :class:`MatchService` and turns the answers back into
+protobuf. The session layer never imports grpc; the transport never imports the rules core's
+internals beyond the registry. Errors cross this boundary as :class:`SessionError` (with the
+status-code name the transport maps to a grpc.StatusCode) or as a
+:class:`~engine_service.rules.errors.RulesError` (mapped by class in the transport's one error
+table, ARCHITECTURE.md section 5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Literal, Mapping, Protocol, Sequence
+
+# ---- errors --------------------------------------------------------------------------------
+
+
+class SessionError(Exception):
+    """An error of the session layer. ``code`` is a grpc.StatusCode name, ``reason`` an
+    UPPER_SNAKE machine-readable reason for google.rpc.ErrorInfo; the message says only what
+    the caller may know."""
+
+    code = "INTERNAL"
+    reason = "INTERNAL"
+
+    def __init__(self, message: str, *, reason: str | None = None, **metadata: str) -> None:
+        super().__init__(message)
+        self.message = message
+        if reason:
+            self.reason = reason
+        self.metadata = {k: str(v) for k, v in metadata.items()}
+
+
+class BadRequest(SessionError):
+    code, reason = "INVALID_ARGUMENT", "BAD_REQUEST"
+
+
+class MatchNotFound(SessionError):
+    code, reason = "NOT_FOUND", "MATCH_NOT_FOUND"
+
+
+class Unauthenticated(SessionError):
+    code, reason = "UNAUTHENTICATED", "MISSING_OR_BAD_TOKEN"
+
+
+class PermissionDenied(SessionError):
+    code, reason = "PERMISSION_DENIED", "NOT_ALLOWED"
+
+
+class SeatTaken(SessionError):
+    code, reason = "ALREADY_EXISTS", "SEAT_TAKEN"
+
+
+class StaleSequence(SessionError):
+    """``expected_seq`` is not the match's current sequence number; carries the caller's
+    current view so that it can re-decide without another round trip."""
+
+    code, reason = "ABORTED", "STALE_SEQUENCE"
+
+    def __init__(self, message: str, current: "ViewEnvelope", **metadata: str) -> None:
+        super().__init__(message, **metadata)
+        self.current = current
+
+
+class LimitExceeded(SessionError):
+    code, reason = "RESOURCE_EXHAUSTED", "LIMIT_EXCEEDED"
+
+
+class MatchNotActive(SessionError):
+    """The match has ended or was terminated (FAILED_PRECONDITION)."""
+
+    code, reason = "FAILED_PRECONDITION", "MATCH_NOT_ACTIVE"
+
+
+class Unavailable(SessionError):
+    """The service is draining for shutdown."""
+
+    code, reason = "UNAVAILABLE", "DRAINING"
+
+
+# ---- requests and answers ------------------------------------------------------------------
+
+SeatKind = Literal["open", "bot"]
+
+
+@dataclass(frozen=True)
+class SeatConfig:
+    kind: SeatKind = "open"
+    bot: str = ""  # bot plugin name when kind == "bot"
+
+
+@dataclass(frozen=True)
+class CreateMatchRequest:
+    game: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    seats: Sequence[SeatConfig] = ()  # empty: every seat open
+    # per-decision deadline; 0: the table default (the game's turn_time_s option where it has
+    # one, else SessionConfig.default_turn_time_s, 30 s per JJK-10/NOTATION 5; 0 there: none)
+    turn_time_s: float = 0.0
+    spectators_allowed: bool = True
+    name: str = ""
+    # admin only (the transport refuses them without the admin token):
+    decks: Sequence[Sequence[str]] = ()  # explicit decks, used in order, then CSPRNG decks
+    first_dealer: int | None = None  # None: the rulebook's draw, from the CSPRNG
+    # added by the session layer: the bot that plays an absent or departed seat of a
+    # four-player game (GJ-12.4 "the bot the table names"); "": the session default
+    # (SessionConfig.takeover_bot, itself "" = the rulebook's auto-move policy)
+    takeover_bot: str = ""
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling, resolved from the bearer token: a seat of one match, a spectator
+    (no token) or the admin."""
+
+    kind: Literal["seat", "spectator", "admin"]
+    match_id: str = ""
+    seat: int | None = None
+
+
+@dataclass(frozen=True)
+class GameInfo:
+    id: str
+    name: str
+    num_seats: int
+    description: str
+    rulebook: str
+    options: Sequence[Any]  # engine_service.rules.options.OptionSpec
+
+
+@dataclass(frozen=True)
+class BotInfo:
+    name: str
+    games: Sequence[str]
+    description: str
+    plugin: str = ""
+
+
+@dataclass(frozen=True)
+class SeatInfo:
+    seat: int
+    kind: SeatKind
+    bot: str = ""
+    player_name: str = ""
+    taken: bool = False  # an open seat that someone joined
+    present: bool = False  # has an open watch stream (or is a bot)
+    replaced_by_bot: bool = False  # absent player whose seat a bot plays (GJ-12)
+
+
+MatchStatus = Literal["waiting", "active", "finished", "terminated"]
+
+
+@dataclass(frozen=True)
+class MatchSummary:
+    match_id: str
+    game: str
+    options: Mapping[str, Any]  # non-default options
+    status: MatchStatus
+    seq: int
+    seats: Sequence[SeatInfo]
+    turn_time_s: float
+    spectators_allowed: bool
+    created_at: float
+    name: str = ""
+    result: Mapping[str, Any] | None = None  # rules result when finished / terminated
+
+
+@dataclass(frozen=True)
+class JoinResult:
+    match_id: str
+    seat: int
+    token: str  # the seat token: sent as "authorization: Bearer <token>"
+
+
+@dataclass(frozen=True)
+class ViewEnvelope:
+    """A view for one audience at one sequence number."""
+
+    match_id: str
+    seq: int
+    status: MatchStatus
+    view: Mapping[str, Any]  # the rules core's view(seat) / public_view() / admin view
+    deadline: float | None = None  # unix time of the current decision's deadline
+    seat: int | None = None  # the audience's seat; None for spectators and the admin
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    seq: int  # the sequence number the action got
+    action: str
+    view: ViewEnvelope  # the submitter's view after the action
+    duplicate: bool = False  # a retry of an already applied client_action_id
+
+
+EventKind = Literal[
+    "snapshot",  # first event of a stream that starts too far behind (or at after_seq=-1)
+    "action",  # an accepted action (by a player, a bot or the auto-move policy)
+    "match_ended",  # the rules ended the match, or a resignation / forfeit / termination
+    "presence",  # a seat's presence changed (joined, connected, disconnected, bot took over)
+    "heartbeat",  # keeps idle streams alive; carries the current seq
+]
+
+
+@dataclass(frozen=True)
+class MatchEvent:
+    """One event of a watch stream, already redacted for its audience.
+
+    ``seq`` is the match sequence number after the event (actions increment it; other kinds
+    carry the current value and are not replayed on resume). ``by`` says who made an action:
+    ``player``, ``bot`` or ``auto`` (deadline or disconnect policy).
+    """
+
+    kind: EventKind
+    seq: int
+    match_id: str
+    seat: int | None = None
+    action: str = ""
+    by: str = ""
+    reason: str = ""
+    view: ViewEnvelope | None = None  # the audience's view after this event
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+# ---- the service the transport calls --------------------------------------------------------
+
+
+class MatchService(Protocol):
+    """Implemented by engine_service.sessions.manager.MatchManager."""
+
+    async def start(self) -> None:
+        """Open the store and resume every unfinished match (timers restarted)."""
+
+    async def drain(self) -> None:
+        """Refuse new matches and actions (Unavailable), finish in-flight work, close streams."""
+
+    async def close(self) -> None: ...
+
+    def list_games(self) -> list[GameInfo]: ...
+
+    def list_bots(self) -> list[BotInfo]: ...
+
+    def authenticate(self, match_id: str, token: str | None, *, admin: bool = False) -> Principal:
+        """Resolve a bearer token (None: spectator) for ``match_id``; Unauthenticated for an
+        unknown token, PermissionDenied for a token of another match or seat."""
+
+    async def create_match(self, request: CreateMatchRequest, *, admin: bool = False) -> MatchSummary: ...
+
+    async def join_match(self, match_id: str, seat: int | None, player_name: str) -> JoinResult:
+        """Take ``seat`` (None: the first open seat): SeatTaken when it is taken or a bot."""
+
+    async def get_view(self, match_id: str, principal: Principal) -> ViewEnvelope: ...
+
+    async def submit_action(self, match_id: str, principal: Principal, action: str,
+                            expected_seq: int | None, client_action_id: str = "") -> SubmitResult: ...
+
+    def watch(self, match_id: str, principal: Principal, after_seq: int) -> AsyncIterator[MatchEvent]:
+        """Events after ``after_seq`` (replayed from the log), then live; a snapshot first
+        when the watcher is too far behind or ``after_seq`` < 0. The stream is the seat's
+        presence while it is open."""
+
+    async def leave_match(self, match_id: str, principal: Principal, resign: bool) -> MatchSummary: ...
+
+    async def get_match(self, match_id: str) -> MatchSummary: ...
+
+    # admin
+    async def list_matches(self, status: str = "", game: str = "", limit: int = 100) -> list[MatchSummary]: ...
+
+    async def inspect_match(self, match_id: str) -> ViewEnvelope:
+        """Omniscient view for the admin (every hand, the stock: never sent to players)."""
+
+    async def terminate_match(self, match_id: str, reason: str) -> MatchSummary: ...
+
+    async def export_transcript(self, match_id: str) -> dict[str, Any]: ...

@@ -1,0 +1,34 @@
+"""Server-side chance: every deck and the draw for the first dealer come from the operating
+system's CSPRNG (``secrets.SystemRandom``), one fresh shuffle per deal.
+
+Nothing here is seeded or reproducible on purpose: a deck is unpredictable to anybody who
+knows earlier decks (servers.md section 4, item 1: the RNG seed in a filtered state revealed
+future shuffles). Reproducibility comes from the log instead: every deck dealt is stored and
+a match is replayed from its decks, never from a seed.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from ..rules.cards import card_code
+from ..rules.game import Game
+from ..rules.options import Options
+
+_csprng = secrets.SystemRandom()
+
+
+def shuffled_pack(game: Game) -> list[int]:
+    cards = list(game.pack)
+    _csprng.shuffle(cards)
+    return cards
+
+
+def random_deck(game: Game) -> tuple[str, ...]:
+    """A uniformly random permutation of the game's pack, as card codes (top card first)."""
+    return tuple(card_code(c) for c in shuffled_pack(game))
+
+
+def draw_first_dealer(game: Game, options: Options) -> int:
+    """The rulebook's draw for the first deal (``Game.draw_first_dealer``) on a CSPRNG shuffle."""
+    return game.draw_first_dealer(shuffled_pack(game), options)

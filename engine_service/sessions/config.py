@@ -1,0 +1,81 @@
+"""Settings of the session layer (the transport builds one from CLI flags and CARDGAMES_*
+environment variables; every field has an embedded default that runs a sane service)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    """How the session layer runs. Times are in seconds."""
+
+    #: Where matches are stored: a SQLite file path (created if missing), or ``"memory:"`` for
+    #: an in-process store that a restart loses.
+    db_path: str = "cardgames.sqlite3"
+
+    #: Per-decision deadline for games without a ``turn_time_s`` table option (Klaberjass,
+    #: Jo-Jotte) when a CreateMatch request gives 0. NOTATION.md section 5 puts those games
+    #: under JJK-10, whose ``turn_time_s`` default is 30 (JJK-11). 0 disables the deadline.
+    #: Games with the option (Georgian Joker, Japanese Joker) always use the option's value.
+    default_turn_time_s: float = 30.0
+    #: Disconnection grace for games without a ``reconnect_grace_s`` option (JJK-11 default).
+    reconnect_grace_s: float = 60.0
+    #: Multiplies every turn deadline and grace period when timers are armed (the values
+    #: reported to clients stay the table's). 1.0 in production; tests and demos shrink time.
+    time_scale: float = 1.0
+
+    #: Heartbeat period of an idle watch stream.
+    heartbeat_interval_s: float = 5.0
+    #: A watcher more than this many actions behind starts from a snapshot instead of a replay.
+    snapshot_threshold: int = 100
+    #: Events buffered per watcher; a watcher that falls further behind has its stream closed
+    #: (UNAVAILABLE, reason WATCH_OVERFLOW) and resumes with ``after_seq``.
+    watcher_queue_size: int = 256
+
+    #: Unfinished matches (waiting + active) this process holds; more: RESOURCE_EXHAUSTED.
+    max_matches: int = 10_000
+    #: Matches still waiting for players (open seats not all taken): protects the lobby.
+    max_waiting_matches: int = 1_000
+    #: Open watch streams per match (all audiences together).
+    max_watchers_per_match: int = 64
+
+    #: Wall-clock budget of one bot decision (the bot host kills a decision past it).
+    bot_deadline_s: float = 2.0
+    #: Worker processes of the bot host when the manager creates it.
+    bot_workers: int = 2
+    #: The bot that plays an absent or departed seat of a four-player game (GJ-12.4):
+    #: ``""`` is the rulebook's default, the auto-move policy GJ-12.2; a bot name (e.g.
+    #: ``"random"``) uses that bot plugin. A CreateMatch request may name another.
+    takeover_bot: str = ""
+
+    #: How long a finished match stays in memory (its seat tokens keep working, watchers can
+    #: still attach); afterwards it is read back from the store on demand.
+    finished_retention_s: float = 3600.0
+    #: Longest accepted player name / match name (characters).
+    max_name_length: int = 64
+
+    def __post_init__(self) -> None:
+        problems = []
+        for name in ("default_turn_time_s", "reconnect_grace_s", "finished_retention_s"):
+            if getattr(self, name) < 0:
+                problems.append(f"{name} must be >= 0")
+        for name in ("time_scale", "heartbeat_interval_s", "bot_deadline_s"):
+            if not getattr(self, name) > 0:
+                problems.append(f"{name} must be > 0")
+        for name in ("snapshot_threshold", "watcher_queue_size", "max_matches",
+                     "max_waiting_matches", "max_watchers_per_match", "bot_workers", "max_name_length"):
+            if getattr(self, name) < 1:
+                problems.append(f"{name} must be >= 1")
+        if problems:
+            raise ValueError("invalid session settings: " + "; ".join(problems))
+
+    @classmethod
+    def from_mapping(cls, values: dict[str, Any]) -> "SessionConfig":
+        """Build from a mapping of field names (unknown names are an error)."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown session setting(s): {', '.join(unknown)}")
+        return cls(**values)

@@ -1,0 +1,209 @@
+"""One authoritative match held in memory: its configuration, seats, action log, decks, the
+current state (the fold of the log), open watch streams and armed timers.
+
+This module owns the *data* of a match and the pure computations on it (folding the log,
+views per audience, summaries). The :class:`~engine_service.sessions.manager.MatchManager`
+owns the *behaviour*: locking, persistence, timers, bots and publication.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from ..rules.game import CHANCE, Game, State
+from ..rules.registry import get_game
+from ..store.base import ActionRecord, DeckRecord, MatchRecord, SeatRecord
+from .api import MatchStatus, MatchSummary, SeatInfo, ViewEnvelope
+from .policy import absence_policy
+from .views import Audience, view_for
+from .watchers import Watcher
+
+
+class CorruptLog(Exception):
+    """A stored log does not replay through the rules (a deck or an action is refused)."""
+
+
+@dataclass
+class SeatSlot:
+    """A seat: its stored part (kind, holder) and its volatile part (presence, takeover)."""
+
+    seat: int
+    kind: str = "open"
+    bot: str = ""
+    player_name: str = ""
+    token_hash: str = ""
+    joined_at: float | None = None
+    left: bool = False
+    # volatile: rebuilt from nothing after a restart
+    streams: int = 0
+    taken_over: bool = False  # absent past the grace period: a bot plays it (GJ-12.4)
+    grace_handle: asyncio.TimerHandle | None = field(default=None, repr=False)
+    grace_deadline: float | None = None  # event-loop time at which the grace period ends
+
+    @classmethod
+    def from_record(cls, r: SeatRecord) -> "SeatSlot":
+        return cls(r.seat, r.kind, r.bot, r.player_name, r.token_hash, r.joined_at, r.left)
+
+    def record(self) -> SeatRecord:
+        return SeatRecord(self.seat, self.kind, self.bot, self.player_name, self.token_hash,
+                          self.joined_at, self.left)
+
+    @property
+    def taken(self) -> bool:
+        return bool(self.token_hash)
+
+    @property
+    def present(self) -> bool:
+        return self.kind == "bot" or self.streams > 0
+
+    @property
+    def absent(self) -> bool:
+        """A player who joined, has not left, and has no open stream."""
+        return self.kind == "open" and self.taken and not self.left and self.streams == 0
+
+    @property
+    def bot_driven(self) -> bool:
+        return self.kind == "bot" or self.left or self.taken_over
+
+    def info(self) -> SeatInfo:
+        return SeatInfo(seat=self.seat, kind=self.kind, bot=self.bot,  # type: ignore[arg-type]
+                        player_name=self.player_name, taken=self.taken, present=self.present,
+                        replaced_by_bot=self.kind == "open" and (self.left or self.taken_over))
+
+    def public(self) -> dict[str, Any]:
+        """Seat facts every audience may know (GJ-11.1: names, connection status)."""
+        return {"seat": self.seat, "kind": self.kind, "bot": self.bot, "player_name": self.player_name,
+                "taken": self.taken, "present": self.present, "left": self.left,
+                "replaced_by_bot": self.kind == "open" and (self.left or self.taken_over)}
+
+
+class LiveMatch:
+    """A match in memory. ``state`` is always the fold of ``actions`` over ``decks``."""
+
+    def __init__(self, record: MatchRecord, decks: list[DeckRecord], actions: list[ActionRecord]) -> None:
+        self.match_id = record.match_id
+        self.game: Game = get_game(record.game)
+        self.options = self.game.options(record.options)
+        self.first_dealer = record.first_dealer
+        self.turn_time_s = record.turn_time_s
+        self.reconnect_grace_s = record.reconnect_grace_s
+        self.spectators_allowed = record.spectators_allowed
+        self.name = record.name
+        self.takeover_bot = record.takeover_bot
+        self.created_at = record.created_at
+        self.status: MatchStatus = record.status  # type: ignore[assignment]
+        self.result = dict(record.result) if record.result is not None else None
+        self.ended_at = record.ended_at
+        self.seats = [SeatSlot.from_record(s) for s in record.seats]
+        self.decks: dict[int, DeckRecord] = {d.deal: d for d in decks}
+        self.actions: list[ActionRecord] = list(actions)
+        self.client_ids: dict[tuple[int, str], ActionRecord] = {
+            (a.seat, a.client_action_id): a for a in self.actions if a.client_action_id}
+        self.state, self.deals_dealt = self.fold(len(self.actions))
+        self.policy = absence_policy(self.game)
+
+        self.lock = asyncio.Lock()
+        self.watchers: set[Watcher] = set()
+        # the armed decision: (seq, seat) it belongs to, its timer and its unix deadline
+        self.timer_key: tuple[int, int] | None = None
+        self.timer_handle: asyncio.TimerHandle | None = None
+        self.deadline: float | None = None
+        self.bot_key: tuple[int, int] | None = None
+        self.bot_task: asyncio.Task | None = None
+        self.finished_mono: float | None = None  # event-loop time of the end (eviction)
+        self.log = structlog.get_logger("engine_service.sessions").bind(
+            match_id=self.match_id, game=self.game.id)
+
+    # ---- the log ------------------------------------------------------------------------
+
+    @property
+    def seq(self) -> int:
+        return len(self.actions)
+
+    @property
+    def num_seats(self) -> int:
+        return self.game.num_seats
+
+    @property
+    def active(self) -> bool:
+        return self.status == "active"
+
+    @property
+    def over(self) -> bool:
+        return self.status in ("finished", "terminated")
+
+    def fold(self, seq: int) -> tuple[State, int]:
+        """The state after the first ``seq`` actions, and how many decks it has dealt.
+
+        A deal that is due after the last folded action is dealt when its deck is known;
+        otherwise the state is left waiting for it (CHANCE) and the caller supplies one.
+        """
+        state = self.game.new_state(self.options, first_dealer=self.first_dealer)
+        dealt = 0
+        try:
+            if state.to_act() == CHANCE and 0 in self.decks:
+                state.deal(self.decks[0].cards)
+                dealt = 1
+            for i, rec in enumerate(self.actions[:seq]):
+                if state.to_act() == CHANCE:
+                    raise CorruptLog(f"no deck for deal {dealt} before seq {rec.seq}")
+                state.apply(rec.action, rec.seat)
+                if state.to_act() == CHANCE and dealt in self.decks:
+                    state.deal(self.decks[dealt].cards)
+                    dealt += 1
+        except CorruptLog:
+            raise
+        except Exception as exc:  # a rules error: the stored log does not replay
+            raise CorruptLog(f"match {self.match_id}: the log does not replay: {exc}") from exc
+        return state, dealt
+
+    def states(self, after_seq: int, upto_seq: int):
+        """Yield ``(action record, state after it)`` for seq in (after_seq, upto_seq]; the
+        same state object is advanced in place (copy what you keep)."""
+        state, dealt = self.fold(after_seq)
+        for rec in self.actions[after_seq:upto_seq]:
+            state.apply(rec.action, rec.seat)
+            if state.to_act() == CHANCE and dealt in self.decks:
+                state.deal(self.decks[dealt].cards)
+                dealt += 1
+            yield rec, state
+
+    # ---- views --------------------------------------------------------------------------
+
+    def envelope(self, audience: Audience, state: State | None = None, seq: int | None = None,
+                 deadline: float | None = None) -> ViewEnvelope:
+        """A view of the current state (or of ``state`` at ``seq``, without a deadline)."""
+        if state is None:
+            state, seq, deadline = self.state, self.seq, self.deadline
+        return ViewEnvelope(match_id=self.match_id, seq=self.seq if seq is None else seq,
+                            status=self.status, view=view_for(state, audience), deadline=deadline,
+                            seat=audience if isinstance(audience, int) else None)
+
+    def presence(self) -> list[dict[str, Any]]:
+        return [s.public() for s in self.seats]
+
+    # ---- records and summaries ----------------------------------------------------------
+
+    def record(self) -> MatchRecord:
+        return MatchRecord(
+            match_id=self.match_id, game=self.game.id, options=self.options.non_default(),
+            first_dealer=self.first_dealer, seats=tuple(s.record() for s in self.seats),
+            turn_time_s=self.turn_time_s, reconnect_grace_s=self.reconnect_grace_s,
+            spectators_allowed=self.spectators_allowed, name=self.name,
+            takeover_bot=self.takeover_bot, created_at=self.created_at, status=self.status,
+            result=self.result, ended_at=self.ended_at)
+
+    def summary(self) -> MatchSummary:
+        return MatchSummary(
+            match_id=self.match_id, game=self.game.id, options=self.options.non_default(),
+            status=self.status, seq=self.seq, seats=tuple(s.info() for s in self.seats),
+            turn_time_s=self.turn_time_s, spectators_allowed=self.spectators_allowed,
+            created_at=self.created_at, name=self.name,
+            result=dict(self.result) if self.result is not None else None)
+
+    def open_seats(self) -> list[SeatSlot]:
+        return [s for s in self.seats if s.kind == "open" and not s.taken]

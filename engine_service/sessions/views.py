@@ -1,0 +1,74 @@
+"""Views per audience, redacted at the source (ARCHITECTURE.md section 4).
+
+An *audience* is a seat number (that seat's player, or a bot playing it), :data:`SPECTATOR`
+(public information only: GJ-11.6, JJK-9.5) or :data:`ADMIN` (omniscient, authenticated).
+Every view the session layer sends is built here from the rules core's own ``view(seat)`` /
+``public_view()``, so what an audience may know is decided in one place: the game's
+information rules. The admin view adds the omniscient card locations (``zones()``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping, Union
+
+from ..rules.cards import CODES, codes_of
+from ..rules.game import State
+
+SPECTATOR = "spectator"
+ADMIN = "admin"
+Audience = Union[int, str]
+
+
+def audience_kind(audience: Audience) -> str:
+    """``seat``, ``spectator`` or ``admin`` (a metrics label)."""
+    return "seat" if isinstance(audience, int) else str(audience)
+
+
+def admin_view(state: State) -> dict[str, Any]:
+    """The public view plus every card's location: ``hands`` (per seat) and ``zones`` (every
+    zone of ``State.zones()``: stock, turn-up, tricks...). Never sent to a player."""
+    view = dict(state.public_view())
+    zones = state.zones()
+    view["zones"] = {name: codes_of(mask) for name, mask in zones.items()}
+    view["hands"] = [codes_of(zones.get(f"hand{s}", 0)) for s in range(state.game.num_seats)]
+    return view
+
+
+def view_for(state: State, audience: Audience) -> dict[str, Any]:
+    if isinstance(audience, int):
+        return state.view(audience)
+    if audience == SPECTATOR:
+        return state.public_view()
+    if audience == ADMIN:
+        return admin_view(state)
+    raise ValueError(f"unknown audience {audience!r}")
+
+
+_CARD_RE = re.compile(r"(?<![A-Za-z0-9])([AKQJT9876][SHDC]|X[12])(?![A-Za-z0-9])")
+
+
+def secret_codes(obj: Any, secret_mask: int) -> set[str]:
+    """Card codes of ``secret_mask`` mentioned anywhere in a JSON-like object (keys, values,
+    inside strings such as ``play:AS``). Keeps hidden cards out of the logs."""
+    if not secret_mask:
+        return set()
+    found: set[str] = set()
+    stack: list[Any] = [obj]
+    while stack:
+        o = stack.pop()
+        if isinstance(o, str):
+            for m in _CARD_RE.finditer(o):
+                if secret_mask >> CODES.index(m.group(1)) & 1:
+                    found.add(m.group(1))
+        elif isinstance(o, Mapping):
+            stack.extend(o.keys())
+            stack.extend(o.values())
+        elif isinstance(o, (list, tuple, set, frozenset)):
+            stack.extend(o)
+    return found
+
+
+def public_or_none(obj: Any, state: State) -> Any:
+    """``obj`` if it names no card a spectator may not know now, else None (for logs)."""
+    return None if secret_codes(obj, state.secret_cards(None)) else obj

@@ -1,0 +1,67 @@
+"""One open watch stream: a bounded queue between the match's single writer and one reader.
+
+The writer never waits for a reader (slow watchers must not block a match): it offers each
+event with ``put_nowait``; when the queue is full the watcher is *overflowed*: its pending
+events are dropped and the stream ends with an error telling the client to resume with the
+last ``seq`` it received (``watch(after_seq)`` replays from the durable log, so nothing is
+lost).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Union
+
+from .api import MatchEvent, SessionError, Unavailable
+from .views import Audience
+
+
+class _End:
+    """Sentinel: the stream ends normally (match over) or with ``error``."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: SessionError | None) -> None:
+        self.error = error
+
+
+Item = Union[MatchEvent, _End]
+
+
+class Watcher:
+    __slots__ = ("audience", "queue", "closed", "overflowed")
+
+    def __init__(self, audience: Audience, maxsize: int) -> None:
+        self.audience = audience
+        self.queue: asyncio.Queue[Item] = asyncio.Queue(maxsize + 1)  # +1: room for the end marker
+        self.closed = False
+        self.overflowed = False
+
+    @property
+    def limit(self) -> int:
+        return self.queue.maxsize - 1
+
+    def offer(self, event: MatchEvent) -> bool:
+        """Queue an event; False (and the stream is closed) if the watcher is too far behind."""
+        if self.closed:
+            return False
+        if self.queue.qsize() >= self.limit:
+            self.overflowed = True
+            self._close(_End(Unavailable(
+                "this watch stream fell too far behind and was closed; watch again with "
+                "after_seq set to the last seq received", reason="WATCH_OVERFLOW")), drop_pending=True)
+            return False
+        self.queue.put_nowait(event)
+        return True
+
+    def end(self, error: SessionError | None = None, *, drop_pending: bool = False) -> None:
+        """End the stream after the queued events (or at once with ``drop_pending``)."""
+        if not self.closed:
+            self._close(_End(error), drop_pending=drop_pending)
+
+    def _close(self, marker: _End, drop_pending: bool) -> None:
+        self.closed = True
+        if drop_pending:
+            while not self.queue.empty():
+                self.queue.get_nowait()
+        self.queue.put_nowait(marker)

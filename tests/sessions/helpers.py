@@ -1,0 +1,115 @@
+"""Helpers for the session-layer tests: a manager on a memory (or given) store, per-seat
+clients that play random legal actions, and event collection from watch streams."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from contextlib import aclosing, asynccontextmanager
+from typing import Any, AsyncIterator
+
+from engine_service.observability.metrics import Metrics
+from engine_service.rules import all_game_ids
+from engine_service.sessions.api import (CreateMatchRequest, MatchEvent, Principal, SeatConfig)
+from engine_service.sessions.config import SessionConfig
+from engine_service.sessions.manager import MatchManager
+from engine_service.store import MemoryStore, Store
+
+GAMES = all_game_ids()
+
+
+def run(coro, timeout: float = 120.0):
+    """Run a coroutine on a fresh event loop with an overall timeout."""
+    async def bounded():
+        return await asyncio.wait_for(coro, timeout)
+    return asyncio.run(bounded())
+
+
+def config(**overrides: Any) -> SessionConfig:
+    values = dict(db_path="memory:", heartbeat_interval_s=5.0)
+    values.update(overrides)
+    return SessionConfig(**values)
+
+
+@asynccontextmanager
+async def manager(cfg: SessionConfig | None = None, *, store: Store | None = None, host: Any = None,
+                  metrics: Metrics | None = None) -> AsyncIterator[MatchManager]:
+    mgr = MatchManager(cfg or config(), store=store if store is not None else MemoryStore(),
+                       bot_host=host, metrics=metrics if metrics is not None else Metrics(),
+                       create_bot_host=False)
+    await mgr.start()
+    try:
+        yield mgr
+    finally:
+        await mgr.close()
+
+
+async def open_match(mgr: MatchManager, game: str, **request: Any) -> tuple[str, list[Principal]]:
+    """Create a match with every seat open, join them all; return the id and seat principals."""
+    summary = await mgr.create_match(CreateMatchRequest(game=game, **request), admin=True)
+    principals = []
+    for seat in range(len(summary.seats)):
+        if summary.seats[seat].kind != "open":
+            principals.append(None)
+            continue
+        joined = await mgr.join_match(summary.match_id, seat, f"player {seat}")
+        principals.append(mgr.authenticate(summary.match_id, joined.token))
+    return summary.match_id, principals
+
+
+async def join_all(mgr: MatchManager, match_id: str) -> tuple[list[str], list[Principal]]:
+    summary = await mgr.get_match(match_id)
+    tokens, principals = [], []
+    for s in summary.seats:
+        if s.kind == "open":
+            j = await mgr.join_match(match_id, s.seat, f"p{s.seat}")
+            tokens.append(j.token)
+            principals.append(mgr.authenticate(match_id, j.token))
+        else:
+            tokens.append("")
+            principals.append(None)
+    return tokens, principals
+
+
+async def play_random(mgr: MatchManager, match_id: str, principals: list[Principal], rng: random.Random,
+                      max_actions: int | None = None) -> int:
+    """Per-seat clients: each looks at its own view and acts when it is its turn (with
+    expected_seq and a client_action_id). Returns the number of actions submitted."""
+    done = 0
+    while max_actions is None or done < max_actions:
+        summary = await mgr.get_match(match_id)
+        if summary.status != "active":
+            return done
+        acted = False
+        for seat, p in enumerate(principals):
+            if p is None:
+                continue
+            env = await mgr.get_view(match_id, p)
+            if env.view["to_act"] == seat and env.view["legal"]:
+                action = rng.choice(list(env.view["legal"]))
+                res = await mgr.submit_action(match_id, p, action, env.seq, f"c{seat}-{env.seq}")
+                assert res.seq == env.seq + 1 and not res.duplicate
+                done += 1
+                acted = True
+                break
+        if not acted:
+            await asyncio.sleep(0.001)  # a bot or the timer is to act
+    return done
+
+
+async def collect(stream: AsyncIterator[MatchEvent], until=lambda e: e.kind == "match_ended",
+                  limit: int = 100_000, skip_heartbeats: bool = True) -> list[MatchEvent]:
+    """Read a watch stream until ``until(event)`` (included) or its end."""
+    out: list[MatchEvent] = []
+    async with aclosing(stream) as s:
+        async for ev in s:
+            if skip_heartbeats and ev.kind == "heartbeat":
+                continue
+            out.append(ev)
+            if until(ev) or len(out) >= limit:
+                break
+    return out
+
+
+def all_open(n: int) -> list[SeatConfig]:
+    return [SeatConfig()] * n
