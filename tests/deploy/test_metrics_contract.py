@@ -1,0 +1,67 @@
+"""The alert rules and the Grafana dashboard query only metrics and labels the engine exports
+(engine_service/observability/metrics.py), and every dashboard query is valid PromQL."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from .promql import (alert_queries, dashboard_queries, exported_metrics, grouping_labels,
+                     metric_names, selector_labels, TARGET_LABELS)
+
+QUERIES = alert_queries() + dashboard_queries()
+EXPORTED = exported_metrics()
+
+
+def test_there_is_something_to_check():
+    """Both files are found and hold queries (a moved file must not make the checks vacuous)."""
+    wheres = {q.where.split()[0] for q in QUERIES}
+    assert "alerts.yml" in wheres and "cardgames.json" in wheres
+    assert len(QUERIES) >= 25
+
+
+@pytest.mark.parametrize("query", QUERIES, ids=lambda q: q.where)
+def test_every_metric_exists(query):
+    """Each cardgames_* / process_* name in a query is a sample the engine exports."""
+    names = metric_names(query.expr)
+    assert names or "up{" in query.expr, f"{query.where}: no engine metric in {query.expr!r}"
+    missing = sorted(n for n in names if n not in EXPORTED)
+    assert not missing, f"{query.where}: not exported by the engine: {missing}"
+
+
+@pytest.mark.parametrize("query", QUERIES, ids=lambda q: q.where)
+def test_every_label_exists(query):
+    """Label matchers and by()/without() groupings name labels the metrics really carry."""
+    used = [EXPORTED[n] for n in metric_names(query.expr) if n in EXPORTED]
+    for metric, labels in selector_labels(query.expr):
+        if metric not in EXPORTED:
+            continue
+        exported = EXPORTED[metric]
+        allowed = exported.labels | TARGET_LABELS | ({"le"} if metric.endswith("_bucket") else set())
+        assert labels <= allowed, f"{query.where}: {metric} has no label(s) {sorted(labels - allowed)}"
+    allowed = set(TARGET_LABELS).union(*(m.labels for m in used))
+    if any(m.type == "histogram" for m in used):
+        allowed.add("le")
+    assert grouping_labels(query.expr) <= allowed, (
+        f"{query.where}: grouping by unknown label(s) {sorted(grouping_labels(query.expr) - allowed)}")
+
+
+@pytest.fixture(scope="module")
+def promtool() -> str:
+    path = shutil.which("promtool")
+    assert path, "promtool is missing: install the Debian package 'prometheus' (see .ci/run)"
+    return path
+
+
+def test_dashboard_queries_are_valid_promql(promtool, tmp_path):
+    """promtool parses every dashboard query (written as recording rules)."""
+    rules = {"groups": [{"name": "dashboard", "rules": [
+        {"record": f"dashboard:query_{i}", "expr": q.expr}
+        for i, q in enumerate(dashboard_queries())]}]}
+    path = tmp_path / "dashboard_rules.yml"
+    path.write_text(yaml.safe_dump(rules))
+    result = subprocess.run([promtool, "check", "rules", str(path)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -1,0 +1,37 @@
+"""docs/operations.md stays complete: every setting, metric and alert is documented, and it
+names no setting or metric that does not exist."""
+
+from __future__ import annotations
+
+import re
+
+from engine_service.settings import SETTINGS
+
+from .promql import DEPLOY, exported_metrics
+
+DOC = (DEPLOY.parent / "docs" / "operations.md").read_text()
+
+
+def test_every_setting_is_documented_with_flag_and_variable():
+    for s in SETTINGS:
+        assert f"`{s.flag}`" in DOC and f"`{s.env}`" in DOC, s.name
+
+
+def test_no_unknown_setting_is_documented():
+    known = {s.env for s in SETTINGS} | {"CARDGAMES_DISABLE_PLUGIN_AUTOLOAD", "CARDGAMES_BOT_PLUGINS"}
+    documented = set(re.findall(r"CARDGAMES_[A-Z_]+", DOC))
+    assert documented <= known, sorted(documented - known)
+
+
+def test_every_metric_is_documented():
+    families = {m.family + ("_total" if m.type == "counter" else "")
+                for name, m in exported_metrics().items() if name.startswith("cardgames_")}
+    missing = sorted(f for f in families if f"`{f}`" not in DOC)
+    assert not missing, f"metrics missing from docs/operations.md: {missing}"
+
+
+def test_no_unknown_metric_is_documented():
+    exported = exported_metrics()
+    known = set(exported) | {m.family for m in exported.values()}
+    documented = set(re.findall(r"`(cardgames_[a-z_]+)`", DOC))
+    assert documented <= known, sorted(documented - known)
