@@ -13,8 +13,6 @@ from engine_service.rules.games.japanese_joker import GAME
 from engine_service.rules.cards import card_id
 
 
-
-
 def deck_for(declarer: int, first_three: Sequence[str], hands: Sequence[Sequence[str]],
              columns: Sequence[Sequence[Sequence[str]]], other_first_three: Sequence[str] | None = None) -> list[str]:
     """The deck that deals these hands and columns by JJK-3.2 / 3.4 (deck[0] = top card).

@@ -1,0 +1,297 @@
+"""Determinization of Japanese Joker views (``GAME.determinize(view, rng)``): every sample is a
+legal state with exactly the seat's view, built from the view alone, and the unknown cards are
+spread uniformly over the consistent deals."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from collections import Counter
+
+import pytest
+
+from engine_service.rules import CHANCE, TERMINAL
+from engine_service.rules.cards import CODES, card_id
+from engine_service.rules.games.japanese_joker import GAME
+from engine_service.rules.games.japanese_joker.determinize import (INFINITY, InconsistentView,
+                                                                   _sample_groups, consistency_model)
+
+from .checks_japanese_joker import deck_for
+from .playout import iter_states, shuffled
+
+
+def chi2_limit(dof: int, z: float = 3.72) -> float:
+    """Upper chi-square quantile (p ~ 1e-4 with z = 3.72), Wilson-Hilferty approximation."""
+    return dof * (1 - 2 / (9 * dof) + z * math.sqrt(2 / (9 * dof))) ** 3
+
+
+def chi2(observed: Counter, expected: dict) -> float:
+    assert set(observed) <= set(expected), set(observed) - set(expected)
+    return sum((observed.get(k, 0) - e) ** 2 / e for k, e in expected.items())
+
+
+def sample_states(seeds=range(8), every=3):
+    for seed in seeds:
+        for i, st in enumerate(iter_states(GAME, 6000 + seed)):
+            if i % every == 0:
+                yield seed, i, st
+
+
+def check_pack(st) -> None:
+    z = st.zones()
+    total = 0
+    for mask in z.values():
+        assert total & mask == 0
+        total |= mask
+    assert not z or total == GAME.pack_mask
+
+
+def test_samples_have_the_same_view_conserve_the_pack_and_play_on():
+    rng = random.Random(1)
+    n = 0
+    for seed, i, st in sample_states():
+        for seat in (0, 1):
+            view = st.view(seat)
+            for _ in range(2):
+                s = GAME.determinize(view, rng)
+                assert s.view(seat) == view, (seed, i, seat)
+                assert s.to_act() == st.to_act()
+                if st.to_act() == seat:
+                    assert s.legal_actions() == st.legal_actions() == view["legal"]
+                assert s.result() == st.result() and s.deal_results() == st.deal_results()
+                check_pack(s)
+                deals = len(s.deal_results())
+                while s.to_act() >= 0 and len(s.deal_results()) == deals:
+                    s.apply_id(rng.choice(s.legal_ids()))
+                    check_pack(s)
+                assert s.to_act() in (CHANCE, TERMINAL)
+                n += 1
+    assert n > 500
+
+
+def test_between_deals_and_at_the_end():
+    from .playout import random_match
+    st = random_match(GAME, 17, {"target_score": 11})
+    s = GAME.determinize(st.view(0), random.Random(0))
+    assert s.view(0) == st.view(0) and s.to_act() == TERMINAL
+    st = GAME.new_state({"target_score": 15}, first_dealer=1)
+    rng = random.Random(4)
+    st.deal(shuffled(GAME, rng))
+    while st.to_act() >= 0:
+        st.apply_id(rng.choice(st.legal_ids()))
+    for seat in (0, 1):
+        s = GAME.determinize(st.view(seat), random.Random(seat))
+        assert s.view(seat) == st.view(seat) and s.to_act() == CHANCE and s.dealer() == 0
+        s.deal(shuffled(GAME, rng))
+        assert s.to_act() == 0
+
+
+def test_trump_choice_samples():
+    st = GAME.new_state(first_dealer=1)
+    st.deal(shuffled(GAME, random.Random(2)))
+    for seat in (0, 1):
+        view = st.view(seat)
+        s = GAME.determinize(view, random.Random(seat))
+        assert s.view(seat) == view and s.zones()[f"hand{seat}"] == st.zones()[f"hand{seat}"]
+
+
+def test_only_the_view_is_used():
+    """Two states with equal views but different hidden cards give identical samples: for
+    seat s, a card of the other hand is swapped with one of s's own down cards (unknown to s
+    too, JJK-9.4); both states then take the same actions while s's views stay equal."""
+    rng = random.Random(3)
+    for seat in (0, 1):
+        deck = shuffled(GAME, random.Random(9 + seat))
+        other = list(deck)
+        hand_pos, down_pos = 7 - seat, 16 + seat  # declarer 0: seat 1 at odd, seat 0 at even
+        other[hand_pos], other[down_pos] = other[down_pos], other[hand_pos]
+        a, b = GAME.new_state(first_dealer=0), GAME.new_state(first_dealer=0)
+        a.deal(deck)
+        b.deal(other)
+        steps = 0
+        while steps < 12:
+            common = sorted(set(a.legal_actions()) & set(b.legal_actions()))
+            trial_a, trial_b = a.clone(), b.clone()
+            act = rng.choice(common)
+            trial_a.apply(act)
+            trial_b.apply(act)
+            if trial_a.view(seat) != trial_b.view(seat):
+                break
+            a, b = trial_a, trial_b
+            steps += 1
+        assert steps >= 3 and a.zones() != b.zones() and a.view(seat) == b.view(seat)
+        sa = GAME.determinize(a.view(seat), random.Random(77))
+        sb = GAME.determinize(b.view(seat), random.Random(77))
+        assert sa.zones() == sb.zones() and sa.history() == sb.history()
+
+
+def test_the_true_deal_is_always_possible():
+    """The model never excludes the real deal: every hidden card's true place is within the
+    interval of groups the view allows it (not too strict), and known places are right."""
+    for seed, i, st in sample_states(range(10), every=2):
+        if st.public_view()["phase"] != "playing":
+            continue
+        for seat in (0, 1):
+            model = consistency_model(GAME, st.view(seat))
+            true_deck = st._deck
+            k = 0 if seat == st.dealer() else 1
+            own_hand = [range(k, 6, 2), range(6 + k, 16, 2)]  # the order inside is free
+            for positions in own_hand:
+                assert {model.deck[p] for p in positions} == {true_deck[p] for p in positions}
+            for pos, c in enumerate(model.deck):
+                if not any(pos in r for r in own_hand):
+                    assert c is None or c == true_deck[pos]
+            where = {pos: g for g, (_, slots) in enumerate(model.groups) for pos in slots}
+            for c, lo, hi in model.cards:
+                assert lo <= where[true_deck.index(c)] <= hi, (seed, i, seat, CODES[c])
+
+
+def _replays_to(view, seat, deck) -> bool:
+    st = GAME.new_state(view["table"]["options"], first_dealer=view["table"]["first_declarer"])
+    st._declarer = view["dealer"]
+    st._deal_no = view["deal_number"] - 1
+    st.deal(deck)
+    for e in view["table"]["deal_actions"]:
+        a = st.parse_action(e["action"])
+        if st.to_act() != e["seat"] or a not in st.legal_ids():
+            return False
+        st.apply_id(a)
+    v = st.view(seat)
+    return v["hand"] == view["hand"] and v["table"] == view["table"] and v["legal"] == view["legal"]
+
+
+def test_model_admits_exactly_the_deals_that_replay():
+    """Deals near the true one (two unknown places swapped): the model allows a swap exactly
+    when the swapped deal replays to the same view (neither too strict nor too loose)."""
+    rng = random.Random(5)
+    agree = Counter()
+    for seed, i, st in sample_states(range(12), every=4):
+        if st.public_view()["phase"] != "playing":
+            continue
+        for seat in (0, 1):
+            view = st.view(seat)
+            model = consistency_model(GAME, view)
+            where = {pos: g for g, (_, slots) in enumerate(model.groups) for pos in slots}
+            interval = {c: (lo, hi) for c, lo, hi in model.cards}
+            free = sorted(where)
+            for _ in range(6):
+                p, q = rng.sample(free, 2)
+                deck = list(st._deck)
+                deck[p], deck[q] = deck[q], deck[p]
+                allowed = all(interval[deck[pos]][0] <= where[pos] <= interval[deck[pos]][1]
+                              for pos in (p, q))
+                assert allowed == _replays_to(view, seat, deck), (seed, i, seat, CODES[deck[p]], CODES[deck[q]])
+                agree[allowed] += 1
+    assert agree[True] > 50 and agree[False] > 50, agree
+
+
+def _enumerate(caps, cards):
+    """Every assignment of cards to groups (as a tuple of group indices per card) that fills
+    the groups exactly and keeps each card within its interval."""
+    out = []
+    for groups in itertools.product(*[range(lo, hi + 1) for _, lo, hi in cards]):
+        if all(groups.count(g) == cap for g, cap in enumerate(caps)):
+            out.append(groups)
+    return out
+
+
+@pytest.mark.parametrize("caps,cards", [
+    ([3, 1, 2, 3], [(0, 0, 3), (1, 0, 3), (2, 1, 3), (3, 1, 3), (4, 2, 3), (5, 0, 0),
+                    (6, 0, 1), (7, 3, 3), (8, 1, 2)]),
+    ([4, 1, 2, 2], [(0, 0, 0), (1, 0, 1), (2, 0, 2), (3, 1, 3), (4, 2, 3), (5, 2, 3),
+                    (6, 0, 3), (7, 0, 3), (8, 3, 3)]),
+])
+def test_group_sampler_is_uniform(caps, cards):
+    """The dynamic programme draws every admissible assignment with equal probability."""
+    support = _enumerate(caps, cards)
+    assert len(support) > 5
+    rng = random.Random(2)
+    index = {c: k for k, (c, _, _) in enumerate(cards)}
+    counts = Counter()
+    n = 300 * len(support)
+    for _ in range(n):
+        chosen = _sample_groups(caps, list(cards), rng)
+        groups = [0] * len(cards)
+        for g, group in enumerate(chosen):
+            for c in group:
+                groups[index[c]] = g
+        counts[tuple(groups)] += 1
+    expected = {a: n / len(support) for a in support}
+    assert chi2(counts, expected) < chi2_limit(len(support) - 1)
+
+
+def _first_play_state():
+    """Seat 0 declares NT and leads AH; seat 1 holds no heart in hand and discards 7C. Five
+    hearts lie face down, one under each of five columns (three of seat 0, two of seat 1)."""
+    hands = [["AH", "KH", "QH", "JH", "AS", "KS", "QS", "JS"],
+             ["AD", "KD", "QD", "JD", "7C", "8C", "9C", "TC"]]
+    cols = [[["TH", "TS"], ["9H", "9S"], ["8H", "8S"], ["AC", "7S"], ["KC", "X1"]],
+            [["7H", "TD"], ["6H", "9D"], ["QC", "8D"], ["JC", "7D"], ["X2", "6D"]]]
+    deck = deck_for(0, ["AH", "AS", "KS"], hands, cols, other_first_three=["7C", "AD", "KD"])
+    st = GAME.new_state(first_dealer=0)
+    st.deal(deck)
+    st.apply("trump:NT")
+    st.apply("play:AH")
+    st.apply("play:7C")
+    return st
+
+
+def test_unconstrained_card_lands_anywhere_uniformly():
+    """Seat 0 at the start of play: an unknown card is in seat 1's hand with probability
+    8/18 and in each of the ten down places with probability 1/18."""
+    deck = shuffled(GAME, random.Random(21))
+    st = GAME.new_state(first_dealer=0)
+    st.deal(deck)
+    st.apply("trump:S")
+    view = st.view(0)
+    card = next(c for c in deck[16:26])  # some down card, unknown to seat 0
+    places = {"hand1": 8 / 18, **{f"down{p}": 1 / 18 for p in range(16, 26)}}
+    rng = random.Random(8)
+    n = 3600
+    counts = Counter()
+    for _ in range(n):
+        s = GAME.determinize(view, rng)
+        pos = s._deck.index(card)
+        counts["hand1" if pos < 16 else f"down{pos}"] += 1
+    assert chi2(counts, {k: p * n for k, p in places.items()}) < chi2_limit(len(places) - 1)
+
+
+def test_a_revealed_void_is_respected_and_the_rest_stays_uniform():
+    """JJK-5.3: seat 1 failed to follow hearts with its first card (from the hand), so no
+    unknown heart was in its hand: each of the five unknown hearts is in one of the ten down
+    places with probability 1/10; an unknown club is in seat 1's hand with probability 7/N."""
+    st = _first_play_state()
+    view = st.view(0)
+    assert view["table"]["deal_actions"][-1]["action"] == "play:7C"
+    unknown = [c for c in GAME.pack if st.secret_cards(0) >> c & 1]
+    hearts = [c for c in unknown if 9 <= c < 18]
+    assert sorted(CODES[c] for c in hearts) == sorted(["TH", "9H", "8H", "7H", "6H"])
+    others = [c for c in unknown if c not in hearts]
+    rng = random.Random(6)
+    n = 3000
+    heart_counts, club_counts = Counter(), Counter()
+    club = card_id("QC")
+    for _ in range(n):
+        s = GAME.determinize(view, rng)
+        assert not s.zones()["hand1"] & sum(1 << c for c in hearts)
+        heart_counts[s._deck.index(card_id("7H"))] += 1
+        pos = s._deck.index(club)
+        club_counts["hand1" if pos < 16 else pos] += 1
+    downs = range(16, 26)
+    assert chi2(heart_counts, {p: n / 10 for p in downs}) < chi2_limit(9)
+    # 7 free places in seat 1's hand (all for non-hearts); 5 non-heart places among the downs
+    k = len(others)
+    expected = {"hand1": n * 7 / k, **{p: n * 5 / (10 * k) for p in downs}}
+    assert chi2(club_counts, expected) < chi2_limit(len(expected) - 1)
+
+
+def test_spectator_and_forged_views_are_refused():
+    st = _first_play_state()
+    with pytest.raises(InconsistentView):
+        GAME.determinize(st.public_view(), random.Random(0))
+    forged = st.view(0)
+    forged["table"]["deal_actions"][-1]["action"] = "play:KH"  # seat 1 never held KH
+    with pytest.raises(InconsistentView):
+        GAME.determinize(forged, random.Random(0))
+    assert INFINITY > 36
