@@ -1,0 +1,403 @@
+"""The arena: bots play each other in duplicate deals, with confidence intervals.
+
+    python -m bot_plugins.arena --game klaberjass --bots search,heuristic --deals 2000 \\
+        --workers 2 --seed 1 --out DIR
+
+**Duplicate format.** A *board* is one deal: a deck (and a first dealer) drawn from the seed.
+Every board is played once per *rotation* of the bots around the table (``--bots a,b`` on two
+seats: a-b then b-a; on four seats a-b-a-b then b-a-b-a; ``--bots a,b,b,b``: four rotations), so
+each bot holds every hand of every board and card luck cancels. Per board and bot, ``S(bot)``
+is the mean deal score over the seats the bot held; a bot's *score difference* on the board is
+``S(bot)`` minus the mean ``S`` of the other bots, and it *wins* the board when its ``S`` is the
+highest (a tie at the top splits the win). The report gives the mean score difference and the
+win rate over boards with 95% confidence intervals (normal approximation; boards are
+independent), the bots' decision-time percentiles and their failures.
+
+**Where a deal sits in the match matters** in Georgian Joker (the deal's size follows the
+schedule): board ``i`` there is deal ``i mod L`` of the match (L = 24 by default), reached by
+playing the earlier deals with the rulebook's auto-move policy for every seat (identical in
+every rotation). In the two-player games every board is the first deal of a match.
+
+Bots run in-process in each arena worker (``--workers`` processes, one board at a time), each
+seat with its own bot object (so the optional match callbacks work). A failure (exception,
+illegal answer; with ``--strict-time`` also an answer later than the budget) is replaced by the
+rulebook's auto-move and counted. Every match is written to ``--out`` as a
+``card-transcript/1`` file that ``python -m engine_service replay`` checks. ``--seed`` fixes the
+decks, the first dealers and every bot's RNG, so a run of seeded bots with an iteration budget
+(``random``, ``heuristic``, ``search``) repeats exactly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import sys
+import time
+import zlib
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from engine_service.plugins.manager import PluginSettings, load_catalog
+from engine_service.plugins.runner import BotRunner
+from engine_service.rules import CHANCE, TERMINAL, get_game, transcript
+
+from .scoring import deal_scores
+
+#: Games whose deals differ by their position in the match: boards cycle through the match.
+POSITIONAL_GAMES = frozenset({"georgian_joker"})
+
+
+@dataclass(frozen=True)
+class ArenaConfig:
+    game: str
+    bots: tuple[str, ...]
+    deals: int
+    seed: int = 1
+    workers: int = 1
+    options: Mapping[str, Any] = field(default_factory=dict)
+    budget_s: float = 0.2
+    strict_time: bool = False
+    out: str | None = None
+    plugins: tuple[str, ...] = ()  # extra plugin modules (besides the installed entry points)
+    progress: bool = True
+
+
+# ---- one board ---------------------------------------------------------------------------
+
+def rotations(bots: Sequence[str], num_seats: int) -> list[tuple[str, ...]]:
+    """The distinct cyclic shifts of ``bots`` repeated around ``num_seats`` seats."""
+    if not bots:
+        raise ValueError("at least one bot is needed")
+    if len(bots) > num_seats:
+        raise ValueError(f"{len(bots)} bots for {num_seats} seats")
+    base = [bots[i % len(bots)] for i in range(num_seats)]
+    seen: list[tuple[str, ...]] = []
+    for r in range(num_seats):
+        rot = tuple(base[(s + r) % num_seats] for s in range(num_seats))
+        if rot not in seen:
+            seen.append(rot)
+    return seen
+
+
+def _mix(*parts: Any) -> int:
+    return zlib.crc32(":".join(map(str, parts)).encode()) | (zlib.adler32(repr(parts).encode()) << 32)
+
+
+def match_length(game_id: str, options: Mapping[str, Any]) -> int:
+    """Deals in one match played by auto-moves (for the positional games' board cycle)."""
+    game = get_game(game_id)
+    rng = random.Random(0)
+    state = game.new_state(options, first_dealer=0)
+    deals = 0
+    while state.to_act() != TERMINAL:
+        if state.to_act() == CHANCE:
+            deck = list(game.pack)
+            rng.shuffle(deck)
+            state.deal(deck)
+            deals += 1
+        else:
+            state.apply(game.auto_move(state.view(state.to_act())))
+    return deals
+
+
+@dataclass
+class _Worker:
+    config: ArenaConfig
+    catalog: Any
+    cycle: int
+
+
+_WORKER: _Worker | None = None
+
+
+def quiet_logs() -> None:
+    """Plugin-loading chatter to stderr, warnings and up only: stdout is the report's."""
+    import logging
+
+    import structlog
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+                        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+
+
+def _init_worker(config: ArenaConfig, cycle: int) -> None:
+    global _WORKER
+    quiet_logs()
+    catalog = load_catalog(PluginSettings.resolve(extra=config.plugins))
+    _WORKER = _Worker(config, catalog, cycle)
+
+
+def _call(bot: Any, method: str, *args: Any) -> None:
+    fn = getattr(bot, method, None)
+    if callable(fn):
+        try:
+            fn(*args)
+        except Exception:  # a callback's failure must not stop the match (Bot protocol)
+            pass
+
+
+def play_board(board: int) -> dict[str, Any]:
+    """Play every rotation of one board (in an arena worker); a JSON-ready summary."""
+    assert _WORKER is not None, "arena worker not initialised"
+    cfg, cycle = _WORKER.config, _WORKER.cycle
+    game = get_game(cfg.game)
+    n = game.num_seats
+    rng = random.Random(_mix("board", cfg.seed, cfg.game, board))
+    first_dealer = rng.randrange(n)
+    position = board % cycle
+    decks = []
+    for _ in range(position + 1):
+        deck = list(game.pack)
+        rng.shuffle(deck)
+        decks.append(deck)
+    out = []
+    for r, seats in enumerate(rotations(cfg.bots, n)):
+        runners = [BotRunner(_WORKER.catalog) for _ in range(n)]
+        state = game.new_state(cfg.options, first_dealer=first_dealer)
+        times: dict[str, list[float]] = {}
+        failures: dict[str, dict[str, int]] = {}
+        for deck in decks[:-1]:  # earlier deals of the match: auto-moves for every seat
+            state.deal(deck)
+            while state.to_act() >= 0:
+                state.apply(game.auto_move(state.view(state.to_act())))
+        done = len(state.deal_results())
+        state.deal(decks[-1])
+        bots = {}
+        for seat in range(n):
+            try:
+                bots[seat] = runners[seat].bot(seats[seat], cfg.game)
+            except Exception:
+                bots[seat] = None
+            _call(bots[seat], "on_match_start", cfg.game, seat, state.view(seat))
+        step = 0
+        while state.to_act() >= 0:
+            seat = state.to_act()
+            view = state.view(seat)
+            name = seats[seat]
+            reply = runners[seat].decide(name, cfg.game, seat, view, view["legal"],
+                                         _mix("decision", cfg.seed, board, r, step),
+                                         cfg.budget_s, enforce_budget=cfg.strict_time)
+            times.setdefault(name, []).append(reply.elapsed_s)
+            action = reply.action
+            if action is None:
+                per = failures.setdefault(name, {})
+                per[reply.failure or "unknown"] = per.get(reply.failure or "unknown", 0) + 1
+                action = game.auto_move(view)
+            state.apply(action, seat)
+            step += 1
+        result = state.deal_results()[done]
+        for seat in range(n):
+            _call(bots[seat], "on_deal_end", state.view(seat))
+            _call(bots[seat], "on_match_end", state.view(seat))
+        if cfg.out:
+            path = Path(cfg.out) / f"{cfg.game}-board{board:06d}-r{r}.json"
+            path.write_text(json.dumps(transcript.export(state), separators=(",", ":")))
+        out.append({"seats": list(seats), "scores": deal_scores(cfg.game, result, n),
+                    "times": times, "failures": failures})
+    return {"board": board, "rotations": out}
+
+
+# ---- statistics --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Interval:
+    mean: float
+    low: float
+    high: float
+
+    def __str__(self) -> str:
+        return f"{self.mean:+.2f} [{self.low:+.2f}, {self.high:+.2f}]"
+
+
+def mean_interval(values: Sequence[float], z: float = 1.959964) -> Interval:
+    n = len(values)
+    if n == 0:
+        return Interval(math.nan, math.nan, math.nan)
+    m = sum(values) / n
+    if n == 1:
+        return Interval(m, -math.inf, math.inf)
+    var = sum((v - m) ** 2 for v in values) / (n - 1)
+    half = z * math.sqrt(var / n)
+    return Interval(m, m - half, m + half)
+
+
+def _clamp01(i: Interval) -> Interval:
+    return Interval(i.mean, max(0.0, i.low), min(1.0, i.high))
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    if not sorted_values:
+        return math.nan
+    k = (len(sorted_values) - 1) * q
+    lo, hi = math.floor(k), math.ceil(k)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
+
+
+@dataclass
+class BotStats:
+    name: str
+    score_diff: Interval
+    win_rate: Interval
+    mean_score: float
+    decisions: int
+    time_ms: dict[str, float]
+    failures: dict[str, int]
+
+
+@dataclass
+class ArenaReport:
+    config: ArenaConfig
+    boards: int
+    seconds: float
+    bots: list[BotStats]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "game": self.config.game, "bots": list(self.config.bots), "boards": self.boards,
+            "seed": self.config.seed, "options": dict(self.config.options),
+            "budget_s": self.config.budget_s, "seconds": round(self.seconds, 2),
+            "results": [{
+                "bot": b.name, "mean_score": b.mean_score,
+                "score_diff": vars(b.score_diff), "win_rate": vars(b.win_rate),
+                "decisions": b.decisions, "time_ms": b.time_ms, "failures": b.failures,
+            } for b in self.bots],
+        }
+
+
+def summarize(config: ArenaConfig, boards: Iterable[Mapping[str, Any]], seconds: float) -> ArenaReport:
+    names = list(dict.fromkeys(config.bots))
+    diffs: dict[str, list[float]] = {b: [] for b in names}
+    wins: dict[str, list[float]] = {b: [] for b in names}
+    means: dict[str, list[float]] = {b: [] for b in names}
+    times: dict[str, list[float]] = {b: [] for b in names}
+    fails: dict[str, dict[str, int]] = {b: {} for b in names}
+    count = 0
+    for board in boards:
+        count += 1
+        held: dict[str, list[float]] = {b: [] for b in names}
+        for rot in board["rotations"]:
+            for seat, bot in enumerate(rot["seats"]):
+                held[bot].append(rot["scores"][seat])
+            for bot, ts in rot["times"].items():
+                times[bot].extend(ts)
+            for bot, per in rot["failures"].items():
+                for reason, k in per.items():
+                    fails[bot][reason] = fails[bot].get(reason, 0) + k
+        s = {b: sum(v) / len(v) for b, v in held.items()}
+        top = max(s.values())
+        leaders = [b for b in names if s[b] == top]
+        for b in names:
+            others = [s[o] for o in names if o != b]
+            diffs[b].append(s[b] - (sum(others) / len(others) if others else 0.0))
+            wins[b].append(1.0 / len(leaders) if b in leaders else 0.0)
+            means[b].append(s[b])
+    stats = []
+    for b in names:
+        ts = sorted(times[b])
+        stats.append(BotStats(
+            name=b, score_diff=mean_interval(diffs[b]), win_rate=_clamp01(mean_interval(wins[b])),
+            mean_score=sum(means[b]) / len(means[b]) if means[b] else math.nan,
+            decisions=len(ts),
+            time_ms={k: round(percentile(ts, q) * 1000, 2) for k, q in
+                     (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("max", 1.0))},
+            failures=fails[b]))
+    return ArenaReport(config, count, seconds, stats)
+
+
+def format_report(report: ArenaReport) -> str:
+    c = report.config
+    lines = [f"{c.game}: {report.boards} boards (duplicate), bots {','.join(c.bots)}, seed {c.seed}, "
+             f"budget {c.budget_s * 1000:.0f} ms, {report.seconds:.1f} s",
+             f"{'bot':<14}{'mean score':>11}  {'score diff [95% CI]':<28}{'win rate [95% CI]':<26}"
+             f"{'decisions':>10}  {'ms p50/p90/p99/max':<24}failures"]
+    for b in report.bots:
+        t = b.time_ms
+        wr = b.win_rate
+        lines.append(
+            f"{b.name:<14}{b.mean_score:>11.2f}  {str(b.score_diff):<28}"
+            f"{f'{wr.mean:.3f} [{wr.low:.3f}, {wr.high:.3f}]':<26}{b.decisions:>10}  "
+            f"{t['p50']:.1f}/{t['p90']:.1f}/{t['p99']:.1f}/{t['max']:.1f}".ljust(24 + 52 + 28 + 26)
+            + f"  {json.dumps(b.failures, sort_keys=True) if b.failures else '-'}")
+    return "\n".join(lines)
+
+
+# ---- running -----------------------------------------------------------------------------
+
+def run_arena(config: ArenaConfig) -> ArenaReport:
+    game = get_game(config.game)
+    game.options(config.options)  # InvalidOptions early, in the parent
+    rotations(config.bots, game.num_seats)
+    catalog = load_catalog(PluginSettings.resolve(extra=config.plugins))
+    for bot in dict.fromkeys(config.bots):
+        if not catalog.plays(bot, config.game):
+            raise SystemExit(f"arena: no installed bot {bot!r} plays {config.game!r} "
+                             f"(installed: {', '.join(catalog.names())})")
+    cycle = match_length(config.game, config.options) if config.game in POSITIONAL_GAMES else 1
+    if config.out:
+        Path(config.out).mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    results: list[dict[str, Any]] = []
+    bar = _progress(config)
+    try:
+        if config.workers <= 1:
+            _init_worker(config, cycle)
+            for board in range(config.deals):
+                results.append(play_board(board))
+                bar.update(1)
+        else:
+            import multiprocessing
+            ctx = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(config.workers, mp_context=ctx, initializer=_init_worker,
+                                     initargs=(config, cycle)) as pool:
+                futures = [pool.submit(play_board, b) for b in range(config.deals)]
+                for fut in as_completed(futures):
+                    results.append(fut.result())
+                    bar.update(1)
+    finally:
+        bar.close()
+    results.sort(key=lambda r: r["board"])
+    return summarize(config, results, time.monotonic() - started)
+
+
+def _progress(config: ArenaConfig):
+    from tqdm import tqdm
+    return tqdm(total=config.deals, desc=f"{config.game} {','.join(config.bots)}", unit="board",
+                disable=not config.progress, file=sys.stderr, dynamic_ncols=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bot_plugins.arena", description=__doc__.split("\n\n")[0])
+    p.add_argument("--game", required=True, help="game id")
+    p.add_argument("--bots", required=True, help="comma-separated bot names, cycled around the table")
+    p.add_argument("--deals", type=int, default=200, help="boards (each played in every rotation)")
+    p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 0),
+                   help="parallel processes")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--options", default="{}", help="table options as JSON")
+    p.add_argument("--time-ms", type=float, default=200.0, help="per-decision budget told to bots")
+    p.add_argument("--strict-time", action="store_true",
+                   help="an answer later than the budget counts as a timeout (auto-move)")
+    p.add_argument("--out", help="directory for one card-transcript/1 file per match")
+    p.add_argument("--plugin", action="append", default=[], help="extra plugin module (repeatable)")
+    p.add_argument("--json", help="also write the report as JSON to this file")
+    p.add_argument("--no-progress", action="store_true")
+    args = p.parse_args(argv)
+    quiet_logs()
+    config = ArenaConfig(
+        game=args.game, bots=tuple(b.strip() for b in args.bots.split(",") if b.strip()),
+        deals=args.deals, seed=args.seed, workers=args.workers, options=json.loads(args.options),
+        budget_s=args.time_ms / 1000.0, strict_time=args.strict_time, out=args.out,
+        plugins=tuple(args.plugin), progress=not args.no_progress)
+    report = run_arena(config)
+    print(format_report(report))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report.as_json(), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

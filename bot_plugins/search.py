@@ -1,0 +1,164 @@
+"""The ``search`` bot: single-observer Information Set Monte Carlo Tree Search (Cowling, Powley
+and Whitehouse 2012) over determinizations of the seat's view, for every game.
+
+Why ISMCTS: it needs no perfect-information solver (there is none for these games in Python
+that is fast enough), searches the bidding, trump and exchange decisions with the same code as
+the card play, and, unlike plain PIMC, shares one tree across all sampled worlds, so opponents'
+replies are chosen by their own statistics rather than with knowledge of our hand.
+
+One decision:
+
+1. ``game.determinize(view, rng)`` samples ``worlds`` full states consistent with what the seat
+   knows (each game's own sampler: hand sizes, proven voids, public plays);
+2. each iteration clones the next world, descends the tree by UCB1 with availability counts
+   among the actions legal *in that world* (opponents' legal sets differ between worlds),
+   expands one action, and finishes the deal with the rollout policy;
+3. the deal's score for every seat (:mod:`bot_plugins.scoring`) is backed up, each node
+   counting the score of the seat that chose its action relative to the other seats;
+4. the answer is the most visited legal root action.
+
+The rollout policy is the fast path only (``legal_ids`` / ``apply_id``): uniformly random,
+except that a playout never declines a trick it can take with the last card to a trick when
+``greedy`` is on. The search stops after ``iterations`` iterations or when the request's
+budget is nearly spent, whichever comes first, so with enough time it is deterministic for a
+given seed. A decision with one legal action is answered at once.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from engine_service.plugins import BotSpec, DecisionRequest, hookimpl
+from engine_service.rules import CHANCE, TERMINAL, get_game
+from engine_service.rules.errors import RulesError
+
+from .scoring import deal_scores, relative
+
+#: Score scale per game, so that UCB's exploration constant means the same everywhere: about
+#: the spread of one deal's relative score.
+SCALE = {"klaberjass": 160.0, "jojotte": 160.0, "georgian_joker": 300.0, "japanese_joker": 2.0}
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    iterations: int = 600
+    worlds: int = 24
+    exploration: float = 0.7
+    time_fraction: float = 0.9  # of the request's remaining budget
+
+
+class _Node:
+    __slots__ = ("children", "visits", "avail", "total", "player")
+
+    def __init__(self, player: int) -> None:
+        self.children: dict[int, _Node] = {}
+        self.visits = 0
+        self.avail = 0
+        self.total = 0.0
+        self.player = player
+
+
+class SearchBot:
+    def __init__(self, game_id: str, params: SearchParams = SearchParams()) -> None:
+        self.game_id = game_id
+        self.game = get_game(game_id)
+        self.params = params
+        self.scale = SCALE.get(game_id, 100.0)
+        self.last_iterations = 0
+
+    def decide(self, request: DecisionRequest) -> str:
+        legal = request.legal
+        if len(legal) == 1:
+            return legal[0]
+        rng = request.rng
+        stop_at = time.monotonic() + max(0.0, request.time_left()) * self.params.time_fraction
+        worlds = self._worlds(request.view, rng, stop_at)
+        if not worlds:
+            return legal[0]
+        seat = request.seat
+        n = self.game.num_seats
+        root = _Node(seat)
+        done_before = len(request.view.get("deal_results") or ())
+        legal_set = set(legal)
+        c = self.params.exploration
+        it = 0
+        while it < self.params.iterations:
+            if it & 7 == 0 and time.monotonic() >= stop_at and it > 0:
+                break
+            state = worlds[it % len(worlds)].clone()
+            it += 1
+            node = root
+            path = [root]
+            while True:
+                who = state.to_act()
+                if who < 0:
+                    break
+                ids = state.legal_ids()
+                children = node.children
+                untried = [a for a in ids if a not in children]
+                if untried:
+                    a = untried[rng.randrange(len(untried))] if len(untried) > 1 else untried[0]
+                    child = _Node(who)
+                    children[a] = child
+                    for b in ids:
+                        ch = children.get(b)
+                        if ch is not None:
+                            ch.avail += 1
+                    state.apply_id(a)
+                    path.append(child)
+                    break
+                best_a, best_v = ids[0], -math.inf
+                for b in ids:
+                    ch = children[b]
+                    ch.avail += 1
+                    v = ch.total / ch.visits + c * math.sqrt(math.log(ch.avail) / ch.visits)
+                    if v > best_v:
+                        best_a, best_v = b, v
+                state.apply_id(best_a)
+                node = children[best_a]
+                path.append(node)
+            while state.to_act() >= 0:
+                ids = state.legal_ids()
+                state.apply_id(ids[rng.randrange(len(ids))] if len(ids) > 1 else ids[0])
+            results = state.deal_results()
+            if len(results) <= done_before:
+                continue  # cannot happen for a consistent world; never learn from it
+            scores = deal_scores(self.game_id, results[done_before], n)
+            rel = [relative(scores, s) / self.scale for s in range(n)]
+            for nd in path[1:]:
+                nd.visits += 1
+                nd.total += rel[nd.player]
+        self.last_iterations = it
+        probe = worlds[0]
+        best, best_visits = None, -1
+        for a, child in root.children.items():
+            text = probe.action_str(a)
+            if text in legal_set and child.visits > best_visits:
+                best, best_visits = text, child.visits
+        return best if best is not None else legal[0]
+
+    def _worlds(self, view: Any, rng: random.Random, stop_at: float) -> list[Any]:
+        worlds = []
+        for i in range(self.params.worlds):
+            if i and time.monotonic() >= stop_at:
+                break
+            try:
+                worlds.append(self.game.determinize(view, rng))
+            except RulesError:
+                continue
+        return worlds
+
+
+def make(game_id: str) -> SearchBot:
+    return SearchBot(game_id)
+
+
+@hookimpl
+def cardgames_bots() -> list[BotSpec]:
+    return [BotSpec("search", make, games=("klaberjass", "jojotte", "georgian_joker", "japanese_joker"),
+                    description="Information Set MCTS over sampled deals (determinization), "
+                                "random rollouts; 600 iterations or the time budget.")]
