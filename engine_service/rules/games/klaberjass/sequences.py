@@ -94,10 +94,19 @@ def _stated_mask(seq: Seq, length_compare: bool) -> int:
     return Seq(seq.suit, seq.top, n).mask
 
 
+_NONE: tuple[tuple[Seq, ...], tuple[Seq, ...]] = ((), ())
+_ZERO = (0, 0)
+
+
 def resolve(hands: Sequence[int], elder: int, trump: int, declared: tuple[bool, bool] = (True, True),
             split_runs: bool = False, length_compare: bool = False,
             best_plus_one: bool = False) -> MeldOutcome:
     """Run the comparison of KL-5.4-5.6 on the hands held after the dix window (KL-4.5)."""
+    t = RUNS_SPLIT if split_runs else RUNS
+    h0, h1 = hands
+    if not (t[h0 & 0x1FF] or t[h0 >> 9 & 0x1FF] or t[h0 >> 18 & 0x1FF] or t[h0 >> 27 & 0x1FF]
+            or t[h1 & 0x1FF] or t[h1 >> 9 & 0x1FF] or t[h1 >> 18 & 0x1FF] or t[h1 >> 27 & 0x1FF]):
+        return MeldOutcome(elder, trump, length_compare, _NONE, declared, None, _NONE, _ZERO, _ZERO, _ZERO)
     seqs = (tuple(ranked(hands[0], trump, split_runs, length_compare)),
             tuple(ranked(hands[1], trump, split_runs, length_compare)))
     keys = [0, 0]
