@@ -12,7 +12,7 @@ import pytest
 
 from engine_service.rules import (CHANCE, TERMINAL, DealRequired, IllegalAction, InvalidOptions,
                                   MalformedAction, MatchOver, NotYourTurn, transcript)
-from engine_service.rules.cards import CODES, card_id, codes_of
+from engine_service.rules.cards import CODES, card_id
 from engine_service.rules.games.japanese_joker import GAME, OPTION_SPECS, deal_scores
 from tests.shared_paths import ROOT, transcripts, vectors
 

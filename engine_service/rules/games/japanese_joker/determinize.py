@@ -38,7 +38,8 @@ from math import comb
 from typing import Any, Iterator, Mapping
 
 from ...cards import CODES, SUIT_MASK, card_id
-from .state import OVER, TRUMP, JapaneseJokerState
+from ...game import TERMINAL
+from .state import OVER, JapaneseJokerState
 
 INFINITY = 10 ** 9
 
@@ -65,7 +66,7 @@ def determinize(game, view: Mapping[str, Any], rng: random.Random) -> JapaneseJo
         st._origin = (st._declarer, -1)
         if phase == "over":
             st._phase = OVER
-            st._to_act = -2
+            st._to_act = TERMINAL
             st._winners = tuple(view["winners"])
         return st
     st._deal_no = view["deal_number"] - 1
@@ -240,54 +241,74 @@ def _choices(counts: tuple[int, ...], g: int, cap: int) -> Iterator[tuple[int, .
     if any(counts[:g]):
         return
     need = cap - counts[g]
-    if need < 0:
+    later = [h for h in range(g + 1, len(counts)) if counts[h]]
+    room = [0] * (len(later) + 1)  # open cards in later[i:], to prune early
+    for i in range(len(later) - 1, -1, -1):
+        room[i] = room[i + 1] + counts[later[i]]
+    if need < 0 or room[0] < need:
         return
-    later = list(range(g + 1, len(counts)))
+    acc = [0] * len(counts)
+    acc[g] = counts[g]
 
-    def rec(i: int, left: int, acc: list[int]) -> Iterator[tuple[int, ...]]:
-        if i == len(later):
-            if left == 0:
-                yield tuple(acc)
+    def rec(i: int, left: int) -> Iterator[tuple[int, ...]]:
+        if left == 0:
+            yield tuple(acc)
+            return
+        if i == len(later) or room[i] < left:
             return
         h = later[i]
-        for k in range(min(left, counts[h]) + 1):
+        for k in range(min(left, counts[h]), -1, -1):
             acc[h] = k
-            yield from rec(i + 1, left - k, acc)
+            yield from rec(i + 1, left - k)
         acc[h] = 0
 
-    base = [0] * len(counts)
-    base[g] = counts[g]
-    yield from rec(0, need, base)
+    yield from rec(0, need)
+
+
+Options = tuple[tuple[int, tuple[int, ...], tuple[int, ...]], ...]
+
+
+@lru_cache(maxsize=1 << 16)
+def _options(caps: tuple[int, ...], new_counts: tuple[tuple[int, ...], ...], g: int,
+             counts: tuple[int, ...]) -> Options:
+    """The choices at group ``g`` given the open cards by class (new cards included), each
+    with its weight: the ways to pick those cards times the completions after them."""
+    n = len(caps)
+    out = []
+    for k in _choices(counts, g, caps[g]):
+        ways = 1
+        for h in range(g, n):
+            if k[h]:
+                ways *= comb(counts[h], k[h])
+        rest = tuple(counts[h] - k[h] for h in range(n))
+        w = ways * _completions(caps, new_counts, g + 1, rest)
+        if w:
+            out.append((w, k, rest))
+    return tuple(out)
+
+
+@lru_cache(maxsize=1 << 16)
+def _completions(caps: tuple[int, ...], new_counts: tuple[tuple[int, ...], ...], g: int,
+                 open_counts: tuple[int, ...]) -> int:
+    """Assignments of the open cards and the cards of groups >= g to groups g, g+1, ..."""
+    if g == len(caps):
+        return 0 if any(open_counts) else 1
+    counts = tuple(a + b for a, b in zip(open_counts, new_counts[g]))
+    return sum(w for w, _, _ in _options(caps, new_counts, g, counts))
 
 
 def _sample_groups(caps: list[int], cards: list[tuple[int, int, int]],
                    rng: random.Random) -> list[list[int]]:
     """Uniform assignment of cards (with allowed group intervals [lo, hi]) to groups of sizes
-    ``caps``; returns the cards of each group."""
+    ``caps``; returns the cards of each group. The counting tables are cached by shape, so
+    repeated samples of one view only draw."""
     n = len(caps)
-    new = [[[] for _ in range(n)] for _ in range(n)]
+    new: list[list[list[int]]] = [[[] for _ in range(n)] for _ in range(n)]
     for c, lo, hi in cards:
         new[lo][hi].append(c)
-    new_counts = [tuple(len(new[g][h]) for h in range(n)) for g in range(n)]
-
-    def weights(g: int, counts: tuple[int, ...]) -> Iterator[tuple[int, tuple[int, ...], tuple[int, ...]]]:
-        for k in _choices(counts, g, caps[g]):
-            ways = 1
-            for h in range(g, n):
-                if k[h]:
-                    ways *= comb(counts[h], k[h])
-            rest = tuple(counts[h] - k[h] for h in range(n))
-            yield ways * completions(g + 1, rest), k, rest
-
-    @lru_cache(maxsize=None)
-    def completions(g: int, open_counts: tuple[int, ...]) -> int:
-        if g == n:
-            return 0 if any(open_counts) else 1
-        counts = tuple(a + b for a, b in zip(open_counts, new_counts[g]))
-        return sum(w for w, _, _ in weights(g, counts))
-
-    total = completions(0, (0,) * n)
-    if total == 0:
+    shape = tuple(caps)
+    new_counts = tuple(tuple(len(new[g][h]) for h in range(n)) for g in range(n))
+    if _completions(shape, new_counts, 0, (0,) * n) == 0:
         raise InconsistentView("no deal is consistent with this view")
     open_cards: list[list[int]] = [[] for _ in range(n)]
     counts = (0,) * n
@@ -296,7 +317,7 @@ def _sample_groups(caps: list[int], cards: list[tuple[int, int, int]],
         for h in range(n):
             open_cards[h].extend(new[g][h])
         counts = tuple(a + b for a, b in zip(counts, new_counts[g]))
-        options = list(weights(g, counts))
+        options = _options(shape, new_counts, g, counts)
         r = rng.randrange(sum(w for w, _, _ in options))
         for w, k, rest in options:
             if r < w:

@@ -6,8 +6,7 @@ from __future__ import annotations
 import random
 from typing import Any, Mapping, Sequence
 
-from ...cards import (CODES, PACK36_JOKERS, PACK36_JOKERS_MASK, SUIT_INDEX, card_id, mask_of,
-                      parse_deck)
+from ...cards import PACK36_JOKERS, PACK36_JOKERS_MASK, SUIT_INDEX, card_id, mask_of, parse_deck
 from ...game import Game
 from ...options import INT, Options, OptionSpec
 from .state import PLAY, JapaneseJokerState
@@ -151,4 +150,3 @@ class JapaneseJokerGame(Game):
 
 
 GAME = JapaneseJokerGame()
-__all__ = ["GAME", "JapaneseJokerGame", "OPTION_SPECS", "PLAY", "CODES"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...cards import CODES, JOKER_MASK, NO_TRUMP, STRAINS, SUITS, card_id, codes_of, strain_index
+from ...cards import CODES, JOKER_MASK, STRAINS, SUITS, card_id, strain_index
 from ...errors import IllegalAction, MalformedAction
 from ...game import CHANCE, TERMINAL, State
 from .tables import (ACTION_CARD, ACTION_ID, ACTION_LEAD_KEY, ACTION_STR, CHUNK0, CHUNK1, CHUNK2,
@@ -353,9 +353,6 @@ class JapaneseJokerState(State):
 
     # ---- information -----------------------------------------------------------------------
 
-    def in_deal(self) -> bool:
-        return self._phase in (TRUMP, PLAY)
-
     def known_in_hand(self, seat: int) -> int:
         """Cards publicly known to be in ``seat``'s hand: its up card moved by JJK-4.3 (JJK-9.2)."""
         return self._cleared[seat] & self._hand[seat]
@@ -407,6 +404,3 @@ class JapaneseJokerState(State):
             out.append(a)
         out.reverse()
         return out
-
-    def hand_of(self, seat: int) -> list[str]:
-        return codes_of(self._hand[seat])
