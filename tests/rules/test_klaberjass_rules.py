@@ -720,3 +720,14 @@ def test_kl_10_3_match_is_over_no_more_deals():
         state.deal(SAMPLE_DECK)
     with pytest.raises(MatchOver):
         state.apply("pass")
+
+
+def test_kl_a20_elder_statement_is_public_before_the_dealer_chooses():
+    state = deal("AS KS QS JS 9H 8H KD 9C 7C", "9S 8S QH TH AH AD QD TC 8C", "7D",
+                 options={"kl_meld_declaration": "optional"})
+    play_out(state, ["take", "keep", "keep"])
+    assert table(state)["melds"] == []
+    state.apply("declare")
+    assert state.view(1)["table"]["melds"] == [{"seat": 0, "say": "value", "value": 50}]
+    state.apply("declare")
+    assert table(state)["melds"][-1]["say"] == "scores" and table(state)["meld_points"] == [50, 0]

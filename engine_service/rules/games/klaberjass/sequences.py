@@ -138,7 +138,8 @@ def resolve(hands: Sequence[int], elder: int, trump: int, declared: tuple[bool, 
                        tuple(points), tuple(scored_mask), tuple(revealed))
 
 
-def _value_event(seat: int, say: str, seq: Seq | None, length_compare: bool) -> dict:
+def value_event(seat: int, say: str, seq: Seq | None, length_compare: bool) -> dict:
+    """A ``value`` / ``not_good`` event (KL-5.5 steps 1-2; ``length`` under length compare)."""
     ev = {"seat": seat, "say": say, "value": 0 if seq is None else seq.points}
     if length_compare:
         ev["length"] = 0 if seq is None else seq.length
@@ -152,12 +153,12 @@ def dialogue(outcome: MeldOutcome, reveal_cards: bool = False) -> list[dict]:
     lc = outcome.length_compare
     be, bd = outcome.best(e), outcome.best(d)
     ke, kd = outcome.key(e), outcome.key(d)
-    events = [_value_event(e, "value", be, lc)]
+    events = [value_event(e, "value", be, lc)]
     pe, pd = primary_of(ke), primary_of(kd)
     if pe == 0 and pd == 0:
-        events.append(_value_event(d, "value", None, lc))
+        events.append(value_event(d, "value", None, lc))
     elif pd > pe:
-        events.append(_value_event(d, "not_good", bd, lc))
+        events.append(value_event(d, "not_good", bd, lc))
     elif pd < pe:
         events.append({"seat": d, "say": "good"})
     else:

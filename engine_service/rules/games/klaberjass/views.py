@@ -16,9 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 from ...cards import CODES
-from .sequences import dialogue
-from .state import AUCTION_STATE_NAMES, P_AUCTION, P_CHANCE, P_OVER, P_PLAY, PHASE_NAMES, KlaberjassState
-from .tables import ACCEPT, BELLA, EXCHANGE, NAME, PASS, REFUSE, SCHMEISS, TAKE, ids_of
+from .sequences import dialogue, ranked, value_event
+from .state import AUCTION_STATE_NAMES, P_AUCTION, P_CHANCE, P_MELD, P_OVER, P_PLAY, PHASE_NAMES, KlaberjassState
+from .tables import ACCEPT, BELLA, NAME, PASS, REFUSE, SCHMEISS, TAKE, ids_of
 
 _AUCTION_CALLS = frozenset((TAKE, PASS, NAME, NAME + 1, NAME + 2, NAME + 3, SCHMEISS, ACCEPT, REFUSE))
 
@@ -54,6 +54,15 @@ def _tricks(st: KlaberjassState, actions: list[tuple[int, int]]) -> tuple[list[d
                     "points": vals[lc] + vals[fc] + (10 if n == 9 else 0)}
             current = []
     return [p for _, _, p in current], last
+
+
+def _elder_statement(st: KlaberjassState) -> dict:
+    """KL-5.5 step 1 under ``kl_meld_declaration = optional``: the elder's statement is public
+    as soon as he has declared or concealed, before the dealer chooses."""
+    cfg = st._cfg
+    e = st._elder
+    seqs = ranked(st._hands[e], st._trump, cfg.split_runs, cfg.length_compare) if st._decl[e] else []
+    return value_event(e, "value", seqs[0] if seqs else None, cfg.length_compare)
 
 
 def build_view(st: KlaberjassState, seat: int | None) -> dict[str, Any]:
@@ -112,6 +121,8 @@ def build_view(st: KlaberjassState, seat: int | None) -> dict[str, Any]:
         if st._meld is not None:
             table["melds"] = dialogue(st._meld, cfg.reveal_cards)
             table["meld_points"] = list(st._meld.points)
+        elif ph == P_MELD and st._to_act != st._elder:
+            table["melds"] = [_elder_statement(st)]
     hands = st._hands
     won = st._won
     return {
