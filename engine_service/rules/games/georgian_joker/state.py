@@ -364,7 +364,7 @@ class GeorgianJokerState(State):
         return self.dealer_seat
 
     def deal_results(self) -> list[dict[str, Any]]:
-        return [dict(r) for r in self.results]
+        return list(self.results)
 
     def result(self) -> dict[str, Any]:
         over = self.phase == MATCH_OVER
