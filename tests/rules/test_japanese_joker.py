@@ -756,6 +756,15 @@ def test_illegal_actions_explain_and_change_nothing():
     assert json.dumps([st.view(0), st.view(1), st.zones(), st.legal_actions(), len(st.history())]) == before
 
 
+def test_session_options_are_exposed_and_session_events_are_never_actions():
+    """JJK-10.2, 10.3, 10.5: the timers are session options (validated, shown in every view);
+    resigning, leaving, disconnection and timeouts never appear among the legal actions."""
+    opts = {"turn_time_s": 45, "reconnect_grace_s": 120}
+    for st in iter_states(GAME, 4242, opts):
+        assert st.public_view()["table"]["options"] == dict(opts, target_score=21)
+        assert all(a.startswith(("play:", "trump:")) for a in st.legal_actions())
+
+
 def test_bad_seat_and_first_dealer():
     with pytest.raises(ValueError):
         GAME.new_state(first_dealer=2)
