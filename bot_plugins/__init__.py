@@ -2,5 +2,9 @@
 is a pluggy plugin registered under the ``cardgames.bots`` entry-point group in
 pyproject.toml, and uses nothing but :mod:`engine_service.plugins` and the public rules API.
 
-* ``random`` (:mod:`bot_plugins.random_bot`): a uniformly random legal action, every game.
+* ``random`` (:mod:`bot_plugins.random_bot`): a uniformly random legal action, every game;
+* ``heuristic`` (:mod:`bot_plugins.heuristic`): hand-written strategy per game, from the view;
+* ``search`` (:mod:`bot_plugins.search`): Information Set MCTS over determinizations.
+
+:mod:`bot_plugins.arena` plays bots against each other in duplicate deals.
 """
