@@ -1,0 +1,67 @@
+"""Bearer tokens from call metadata, and the admin token check.
+
+A client sends ``authorization: Bearer <token>`` (a seat token from JoinMatch, or the admin
+token). The transport only *parses* the header and recognises the admin token; what a seat
+token means is the session layer's business (``MatchService.authenticate``). Tokens are
+secrets: they are never logged, never put in an error message, and compared in constant time.
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Iterable
+
+from ..sessions import api
+
+_SCHEME = "bearer"
+#: Longer values are refused before any comparison (a token is ~43 characters).
+MAX_TOKEN_CHARS = 512
+
+
+def bearer_token(metadata: Iterable[tuple[str, str | bytes]] | None) -> str | None:
+    """The bearer token of a call, None without an ``authorization`` entry.
+
+    A malformed header (another scheme, an empty token, several headers) is Unauthenticated:
+    a client that tried to authenticate must not silently become a spectator.
+    """
+    values = [v for k, v in (metadata or ()) if k.lower() == "authorization"]
+    if not values:
+        return None
+    if len(values) > 1:
+        raise api.Unauthenticated("send one authorization header", reason="MALFORMED_TOKEN")
+    value = values[0]
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    scheme, _, token = value.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != _SCHEME or not token or len(token) > MAX_TOKEN_CHARS:
+        raise api.Unauthenticated("the authorization header must be 'Bearer <token>'",
+                                  reason="MALFORMED_TOKEN")
+    return token
+
+
+class AdminGate:
+    """Recognises the admin token. Without a configured token every admin call is refused
+    (PERMISSION_DENIED, reason ADMIN_DISABLED): there is no default password."""
+
+    def __init__(self, admin_token: str | None) -> None:
+        self._token = (admin_token or "").encode() or None
+
+    @property
+    def enabled(self) -> bool:
+        return self._token is not None
+
+    def is_admin(self, token: str | None) -> bool:
+        """True when ``token`` is the admin token (constant-time comparison)."""
+        return (self._token is not None and token is not None
+                and hmac.compare_digest(token.encode(), self._token))
+
+    def require(self, token: str | None) -> None:
+        """Raise unless ``token`` is the admin token."""
+        if self._token is None:
+            raise api.PermissionDenied("the admin API is disabled on this server",
+                                       reason="ADMIN_DISABLED")
+        if token is None:
+            raise api.Unauthenticated("the admin token is required", reason="ADMIN_TOKEN_REQUIRED")
+        if not self.is_admin(token):
+            raise api.PermissionDenied("not the admin token", reason="NOT_ADMIN")

@@ -1,0 +1,432 @@
+"""Protobuf messages <-> the session layer's values (engine_service/sessions/api.py).
+
+Everything that crosses the wire is converted here and nowhere else, so the servicers stay a
+thin list of calls. Two directions:
+
+* **requests -> api values**: table options from their ``OptionValue`` oneof, seat specs,
+  durations; malformed fields raise :class:`~engine_service.sessions.api.BadRequest`;
+* **api values -> messages**: games, bots, match summaries, views, events.
+
+The **one parser of action notation** (NOTATION.md section 2) into structured fields lives here
+(:func:`action_message`): a frontend renders ``play:X1:high:S`` from ``kind``, ``card``,
+``joker_mode`` and ``named_suit`` without parsing. It parses strings the *server* produced
+(legal actions, accepted actions), so it is total: an argument it does not recognise stays in
+``args`` (NOTATION 2.3 lets table options add verbs). Validating a client's action string is
+the rules core's job (``MalformedAction``), not this parser's.
+
+A view is converted from the rules core's JSON view (game.py's common keys), which the session
+layer has already redacted for its audience: the codec copies, it never adds information.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Iterable, Mapping, Sequence
+
+from google.protobuf import struct_pb2
+
+from ..rules.cards import CODES, codes_of
+from ..rules.options import BOOL, ENUM, INT, OptionSpec
+from ..sessions import api
+from .generated import admin_pb2, card_games_pb2 as pb, cards_pb2, match_pb2
+
+# ---- cards and action notation --------------------------------------------------------------
+
+_SUIT = {"S": cards_pb2.SUIT_SPADES, "H": cards_pb2.SUIT_HEARTS, "D": cards_pb2.SUIT_DIAMONDS,
+         "C": cards_pb2.SUIT_CLUBS}
+_STRAIN = {**_SUIT, "NT": cards_pb2.SUIT_NO_TRUMP}
+_RANK = {"A": cards_pb2.RANK_ACE, "K": cards_pb2.RANK_KING, "Q": cards_pb2.RANK_QUEEN,
+         "J": cards_pb2.RANK_JACK, "T": cards_pb2.RANK_TEN, "9": cards_pb2.RANK_NINE,
+         "8": cards_pb2.RANK_EIGHT, "7": cards_pb2.RANK_SEVEN, "6": cards_pb2.RANK_SIX}
+_JOKER_MODE = {"high": cards_pb2.JOKER_MODE_HIGH, "low": cards_pb2.JOKER_MODE_LOW}
+_ANNOUNCEMENT = {"jo": cards_pb2.ANNOUNCEMENT_JO, "jotte": cards_pb2.ANNOUNCEMENT_JOTTE}
+_KIND = {
+    "play": cards_pb2.ACTION_KIND_PLAY, "pass": cards_pb2.ACTION_KIND_PASS,
+    "take": cards_pb2.ACTION_KIND_TAKE, "accept": cards_pb2.ACTION_KIND_ACCEPT,
+    "name": cards_pb2.ACTION_KIND_NAME, "no_trump": cards_pb2.ACTION_KIND_NO_TRUMP,
+    "double": cards_pb2.ACTION_KIND_DOUBLE, "redouble": cards_pb2.ACTION_KIND_REDOUBLE,
+    "exchange": cards_pb2.ACTION_KIND_EXCHANGE, "no_exchange": cards_pb2.ACTION_KIND_NO_EXCHANGE,
+    "keep": cards_pb2.ACTION_KIND_KEEP, "nullo": cards_pb2.ACTION_KIND_NULLO,
+    "slam": cards_pb2.ACTION_KIND_SLAM, "trump": cards_pb2.ACTION_KIND_TRUMP,
+    "bid": cards_pb2.ACTION_KIND_BID,
+}
+#: Verbs whose first argument is a suit or strain (``name:S``, ``trump:NT``, ``slam:NT``).
+_STRAIN_VERBS = frozenset({"name", "trump", "slam"})
+_CARD_CODES = frozenset(CODES)
+
+
+def card_fields(code: str) -> dict[str, Any]:
+    """Keyword arguments of a ``Card`` message for a rulebook card code."""
+    if code in ("X1", "X2"):
+        return {"code": code, "rank": cards_pb2.RANK_JOKER}
+    return {"code": code, "suit": _SUIT.get(code[1:], cards_pb2.SUIT_UNSPECIFIED),
+            "rank": _RANK.get(code[:1], cards_pb2.RANK_UNSPECIFIED)}
+
+
+def card_message(code: str) -> cards_pb2.Card:
+    return cards_pb2.Card(**card_fields(code))
+
+
+def cards_messages(codes: Iterable[str]) -> list[cards_pb2.Card]:
+    return [card_message(c) for c in codes]
+
+
+@functools.lru_cache(maxsize=4096)
+def action_fields(notation: str) -> tuple[tuple[str, Any], ...]:
+    """The structured fields of an action notation string (NOTATION.md section 2), cached:
+    legal-action lists repeat the same few hundred strings in every view."""
+    verb, *args = notation.split(":")
+    out: dict[str, Any] = {"notation": notation, "verb": verb, "args": tuple(args),
+                           "kind": _KIND.get(verb, cards_pb2.ACTION_KIND_OTHER)}
+    if verb in ("play", "exchange") and args and args[0] in _CARD_CODES:
+        out["card"] = card_fields(args[0])
+        for extra in args[1:]:  # play:X1:high:S, play:X1:S, play:KS:jo
+            if extra in _JOKER_MODE:
+                out["joker_mode"] = _JOKER_MODE[extra]
+            elif extra in _ANNOUNCEMENT:
+                out["announcement"] = _ANNOUNCEMENT[extra]
+            elif extra in _SUIT:
+                out["named_suit"] = _SUIT[extra]
+    elif verb in _STRAIN_VERBS and args and args[0] in _STRAIN:
+        out["suit"] = _STRAIN[args[0]]
+    elif verb == "bid" and len(args) == 1 and args[0].isdigit():
+        out["number"] = int(args[0])
+    return tuple(out.items())
+
+
+def action_message(notation: str) -> cards_pb2.Action:
+    """An ``Action`` message: the notation string and its structured fields."""
+    fields = dict(action_fields(notation))
+    card = fields.pop("card", None)
+    msg = cards_pb2.Action(**fields)
+    if card is not None:
+        msg.card.CopyFrom(cards_pb2.Card(**card))
+    return msg
+
+
+# ---- JSON-ish values -> google.protobuf.Struct / ListValue -------------------------------------
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with JSON types only (what Struct can hold): mapping keys become strings,
+    tuples and sets lists; a non-finite float or an unknown object is an error, never dropped."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"non-finite number in a view: {value!r}")
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(jsonable(v) for v in value)
+    raise TypeError(f"not a JSON value: {type(value).__name__}")
+
+
+def struct_message(data: Mapping[str, Any] | None) -> struct_pb2.Struct:
+    msg = struct_pb2.Struct()
+    if data:
+        msg.update(jsonable(data))
+    return msg
+
+
+def list_value(items: Sequence[Any] | None) -> struct_pb2.ListValue:
+    msg = struct_pb2.ListValue()
+    if items:
+        msg.extend(jsonable(list(items)))
+    return msg
+
+
+# ---- table options -----------------------------------------------------------------------------
+
+_OPTION_TYPE = {ENUM: match_pb2.OPTION_TYPE_ENUM, BOOL: match_pb2.OPTION_TYPE_BOOL,
+                INT: match_pb2.OPTION_TYPE_INT}
+
+
+def option_value(value: Any) -> match_pb2.OptionValue:
+    """The oneof for a Python option value (bool is checked before int: ``True`` is an int)."""
+    if isinstance(value, bool):
+        return match_pb2.OptionValue(bool_value=value)
+    if isinstance(value, int):
+        return match_pb2.OptionValue(int_value=value)
+    if isinstance(value, str):
+        return match_pb2.OptionValue(string_value=value)
+    raise TypeError(f"option value of type {type(value).__name__}")
+
+
+def option_from_message(name: str, msg: match_pb2.OptionValue) -> Any:
+    which = msg.WhichOneof("value")
+    if which is None:
+        raise api.BadRequest(f"option {name!r} has no value", reason="BAD_OPTION_VALUE",
+                             option=name)
+    return getattr(msg, which)
+
+
+def options_from_message(options: Mapping[str, match_pb2.OptionValue]) -> dict[str, Any]:
+    """Request options as the JSON-typed mapping the rules validate (InvalidOptions there)."""
+    return {name: option_from_message(name, value) for name, value in sorted(options.items())}
+
+
+def option_spec_message(spec: OptionSpec) -> match_pb2.OptionSpec:
+    msg = match_pb2.OptionSpec(
+        name=spec.name, type=_OPTION_TYPE.get(spec.kind, match_pb2.OPTION_TYPE_UNSPECIFIED),
+        default_value=option_value(spec.default),
+        allowed_values=[option_value(v) for v in spec.values],
+        help=spec.help, rule_ids=list(spec.rules), allowed_text=spec.allowed_text())
+    if spec.minimum is not None:
+        msg.minimum = spec.minimum
+    if spec.maximum is not None:
+        msg.maximum = spec.maximum
+    return msg
+
+
+# ---- catalogue ---------------------------------------------------------------------------------
+
+
+def game_message(info: api.GameInfo) -> match_pb2.GameInfo:
+    return match_pb2.GameInfo(id=info.id, name=info.name, num_seats=info.num_seats,
+                              description=info.description, rulebook=info.rulebook,
+                              options=[option_spec_message(s) for s in info.options])
+
+
+def bot_message(info: api.BotInfo) -> match_pb2.BotInfo:
+    return match_pb2.BotInfo(name=info.name, games=list(info.games),
+                             description=info.description, plugin=info.plugin)
+
+
+# ---- matches -----------------------------------------------------------------------------------
+
+_STATUS = {"waiting": match_pb2.MATCH_STATUS_WAITING, "active": match_pb2.MATCH_STATUS_ACTIVE,
+           "finished": match_pb2.MATCH_STATUS_FINISHED,
+           "terminated": match_pb2.MATCH_STATUS_TERMINATED}
+STATUS_NAMES = {v: k for k, v in _STATUS.items()}
+_SEAT_KIND = {"open": match_pb2.SEAT_KIND_OPEN, "bot": match_pb2.SEAT_KIND_BOT}
+
+#: Longest accepted free-text request fields (names, reasons); bigger is INVALID_ARGUMENT.
+MAX_NAME_CHARS = 64
+MAX_ID_CHARS = 128
+
+
+def status_enum(status: str) -> int:
+    return _STATUS.get(status, match_pb2.MATCH_STATUS_UNSPECIFIED)
+
+
+def _set_duration(field, seconds: float) -> None:
+    whole = int(seconds)
+    field.seconds = whole
+    field.nanos = int(round((seconds - whole) * 1e9))
+
+
+def _set_timestamp(field, unix: float) -> None:
+    whole = math.floor(unix)
+    field.seconds = whole
+    field.nanos = min(int(round((unix - whole) * 1e9)), 999_999_999)
+
+
+def seat_info_message(seat: api.SeatInfo) -> match_pb2.SeatInfo:
+    return match_pb2.SeatInfo(seat=seat.seat, kind=_SEAT_KIND.get(seat.kind, 0), bot=seat.bot,
+                              player_name=seat.player_name, taken=seat.taken,
+                              present=seat.present, replaced_by_bot=seat.replaced_by_bot)
+
+
+def summary_message(s: api.MatchSummary) -> match_pb2.MatchSummary:
+    msg = match_pb2.MatchSummary(
+        match_id=s.match_id, game=s.game, status=status_enum(s.status), seq=s.seq,
+        seats=[seat_info_message(x) for x in s.seats], spectators_allowed=s.spectators_allowed,
+        name=s.name)
+    for name, value in s.options.items():
+        msg.options[name].CopyFrom(option_value(value))
+    _set_duration(msg.turn_time, s.turn_time_s)
+    _set_timestamp(msg.created_at, s.created_at)
+    if s.result is not None:
+        msg.result.CopyFrom(struct_message(s.result))
+    return msg
+
+
+def _check_text(field: str, value: str, limit: int) -> str:
+    if len(value) > limit:
+        raise api.BadRequest(f"{field} is longer than {limit} characters", reason="FIELD_TOO_LONG",
+                             field=field)
+    return value
+
+
+def require_match_id(match_id: str) -> str:
+    if not match_id:
+        raise api.BadRequest("match_id is required", reason="MISSING_FIELD", field="match_id")
+    return _check_text("match_id", match_id, MAX_ID_CHARS)
+
+
+def create_request(msg: pb.CreateMatchRequest) -> api.CreateMatchRequest:
+    """A CreateMatchRequest value; the admin-only fields are copied, the servicer checks who
+    may set them."""
+    if not msg.game:
+        raise api.BadRequest("game is required", reason="MISSING_FIELD", field="game")
+    seats = []
+    for i, spec in enumerate(msg.seats):
+        if spec.WhichOneof("kind") == "bot":
+            if not spec.bot.name:
+                raise api.BadRequest(f"seat {i}: a bot seat needs the bot's name",
+                                     reason="MISSING_FIELD", field=f"seats[{i}].bot.name")
+            seats.append(api.SeatConfig(kind="bot", bot=spec.bot.name))
+        else:
+            seats.append(api.SeatConfig(kind="open"))
+    turn = msg.turn_time.seconds + msg.turn_time.nanos / 1e9
+    if turn < 0:
+        raise api.BadRequest("turn_time must not be negative", reason="BAD_DURATION",
+                             field="turn_time")
+    return api.CreateMatchRequest(
+        game=_check_text("game", msg.game, MAX_ID_CHARS),
+        options=options_from_message(msg.options),
+        seats=tuple(seats),
+        turn_time_s=turn,
+        spectators_allowed=msg.spectators_allowed if msg.HasField("spectators_allowed") else True,
+        name=_check_text("name", msg.name, MAX_NAME_CHARS),
+        decks=tuple(tuple(d.cards) for d in msg.decks),
+        first_dealer=msg.first_dealer if msg.HasField("first_dealer") else None,
+    )
+
+
+# ---- views -------------------------------------------------------------------------------------
+
+_PLAY_KEYS = frozenset({"seat", "card", "joker_mode", "mode", "named_suit", "announce",
+                        "announcement"})
+
+
+def trick_play_message(play: Mapping[str, Any]) -> match_pb2.TrickPlay:
+    msg = match_pb2.TrickPlay(seat=int(play.get("seat", 0)))
+    card = play.get("card")
+    if isinstance(card, str):
+        msg.card.CopyFrom(card_message(card))
+    mode = play.get("joker_mode", play.get("mode"))
+    if mode in _JOKER_MODE:
+        msg.joker_mode = _JOKER_MODE[mode]
+    if play.get("named_suit") in _SUIT:
+        msg.named_suit = _SUIT[play["named_suit"]]
+    announce = play.get("announce", play.get("announcement"))
+    if announce in _ANNOUNCEMENT:
+        msg.announcement = _ANNOUNCEMENT[announce]
+    extra = {k: v for k, v in play.items() if k not in _PLAY_KEYS}
+    if extra:
+        msg.details.CopyFrom(struct_message(extra))
+    return msg
+
+
+def trick_message(trick: Any) -> match_pb2.Trick:
+    """A trick from a list of plays, or a mapping with ``plays`` and ``winner``."""
+    msg = match_pb2.Trick()
+    if not trick:
+        return msg
+    if isinstance(trick, Mapping):
+        plays = trick.get("plays") or ()
+        if trick.get("winner") is not None:
+            msg.winner = int(trick["winner"])
+    else:
+        plays = trick
+    msg.plays.extend(trick_play_message(p) for p in plays)
+    return msg
+
+
+def scores_message(view: Mapping[str, Any]) -> match_pb2.Scores:
+    msg = match_pb2.Scores(tricks_taken=[int(t) for t in view.get("tricks_taken") or ()])
+    totals = view.get("totals")
+    if isinstance(totals, Mapping):  # Jo-Jotte: {"below": [...], "above": [...], ...}
+        for name, values in totals.items():
+            if isinstance(values, (list, tuple)):
+                msg.totals.add(name=str(name), values=[int(v) for v in values])
+    elif totals:
+        msg.totals.add(name="total", values=[int(v) for v in totals])
+    results = view.get("deal_results")
+    if results:
+        msg.deal_results.CopyFrom(list_value(results))
+    return msg
+
+
+def view_message(env: api.ViewEnvelope) -> match_pb2.View:
+    """The View message of an envelope (the session layer's view for one audience)."""
+    v = env.view
+    msg = match_pb2.View(
+        match_id=env.match_id, seq=env.seq, status=status_enum(env.status),
+        game=str(v.get("game", "")), phase=str(v.get("phase", "")),
+        deal_number=int(v.get("deal_number") or 0), dealer=int(v.get("dealer") or 0),
+        hand=cards_messages(v.get("hand") or ()),
+        hand_sizes=[int(n) for n in v.get("hand_sizes") or ()],
+        legal_actions=[action_message(a) for a in v.get("legal") or ()],
+        over=bool(v.get("over")), winners=[int(w) for w in v.get("winners") or ()],
+    )
+    seat = env.seat if env.seat is not None else v.get("seat")
+    if seat is not None:
+        msg.seat = int(seat)
+    if v.get("to_act") is not None:
+        msg.to_act = int(v["to_act"])
+    if env.deadline is not None:
+        _set_timestamp(msg.deadline, env.deadline)
+    msg.trick.CopyFrom(trick_message(v.get("trick")))
+    last = v.get("last_trick")
+    if last:
+        msg.last_trick.CopyFrom(trick_message(last))
+    history = v.get("tricks")
+    if history is None:
+        history = [last] if last else []
+    msg.trick_history.extend(trick_message(t) for t in history)
+    msg.scores.CopyFrom(scores_message(v))
+    table = v.get("table")
+    if table:
+        msg.table.CopyFrom(struct_message(table))
+    return msg
+
+
+def _cards_of(value: Any) -> list[str]:
+    """Card codes from a list of codes or a bitmask of card ids."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return codes_of(value)
+    return [str(c) for c in value or ()]
+
+
+def inspect_message(summary: api.MatchSummary, env: api.ViewEnvelope) -> admin_pb2.InspectMatchResponse:
+    """The admin's omniscient answer: the view plus every hand and every zone. The session
+    layer's admin view carries ``hands`` (per seat) and ``zones`` (name -> codes or bitmask)."""
+    v = env.view
+    msg = admin_pb2.InspectMatchResponse(match=summary_message(summary), view=view_message(env))
+    hands = v.get("hands")
+    if isinstance(hands, Mapping):
+        hands = [hands[k] for k in sorted(hands, key=int)]
+    for seat, cards in enumerate(hands or ()):
+        msg.hands.add(seat=seat, cards=cards_messages(_cards_of(cards)))
+    for name, cards in sorted((v.get("zones") or {}).items()):
+        msg.zones.add(name=str(name), cards=cards_messages(_cards_of(cards)))
+    return msg
+
+
+# ---- events ------------------------------------------------------------------------------------
+
+_EVENT_KIND = {"snapshot": match_pb2.EVENT_KIND_SNAPSHOT, "action": match_pb2.EVENT_KIND_ACTION,
+               "match_ended": match_pb2.EVENT_KIND_MATCH_ENDED,
+               "presence": match_pb2.EVENT_KIND_PRESENCE,
+               "heartbeat": match_pb2.EVENT_KIND_HEARTBEAT}
+_ACTOR = {"player": match_pb2.ACTOR_PLAYER, "bot": match_pb2.ACTOR_BOT,
+          "auto": match_pb2.ACTOR_AUTO}
+
+
+def event_message(ev: api.MatchEvent) -> pb.WatchMatchResponse:
+    msg = pb.WatchMatchResponse(kind=_EVENT_KIND.get(ev.kind, match_pb2.EVENT_KIND_UNSPECIFIED),
+                                seq=ev.seq, match_id=ev.match_id, reason=ev.reason,
+                                by=_ACTOR.get(ev.by, match_pb2.ACTOR_UNSPECIFIED))
+    if ev.seat is not None:
+        msg.seat = ev.seat
+    if ev.action:
+        msg.action.CopyFrom(action_message(ev.action))
+    if ev.view is not None:
+        msg.view.CopyFrom(view_message(ev.view))
+    if ev.details:
+        msg.details.CopyFrom(struct_message(ev.details))
+    return msg
+
+
+def submit_response(res: api.SubmitResult) -> pb.SubmitActionResponse:
+    return pb.SubmitActionResponse(seq=res.seq, action=action_message(res.action),
+                                   view=view_message(res.view), duplicate=res.duplicate)

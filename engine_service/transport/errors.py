@@ -1,0 +1,115 @@
+"""The one table mapping exceptions to gRPC status codes (ARCHITECTURE.md section 5).
+
+=================================================  =====================  =====================
+exception                                          status code            ErrorInfo reason
+=================================================  =====================  =====================
+rules MalformedAction, InvalidOptions,             INVALID_ARGUMENT       the rules' reason
+InvalidDeck, UnknownGame, TranscriptError
+rules IllegalAction, NotYourTurn, MatchOver,       FAILED_PRECONDITION    the rules' reason
+DealRequired
+session BadRequest                                 INVALID_ARGUMENT       BAD_REQUEST, ...
+session MatchNotActive                             FAILED_PRECONDITION    MATCH_NOT_ACTIVE
+session StaleSequence (+ the caller's View)        ABORTED                STALE_SEQUENCE
+session MatchNotFound                              NOT_FOUND              MATCH_NOT_FOUND
+session Unauthenticated / PermissionDenied         UNAUTHENTICATED /      MISSING_OR_BAD_TOKEN /
+                                                   PERMISSION_DENIED      NOT_ALLOWED, ...
+session SeatTaken                                  ALREADY_EXISTS         SEAT_TAKEN
+session LimitExceeded                              RESOURCE_EXHAUSTED     LIMIT_EXCEEDED
+session Unavailable (draining)                     UNAVAILABLE            DRAINING
+anything else                                      INTERNAL               INTERNAL (logged with
+                                                                          its traceback)
+=================================================  =====================  =====================
+
+A session error names its own code (``SessionError.code``); a rules error is mapped by class
+here. Every status carries a ``google.rpc.ErrorInfo`` (domain ``cardgames.v1``) whose
+``reason`` a client can switch on and whose ``metadata`` holds the error's public details
+(the option name, the seat to act...). Messages are written by the layers that know what the
+caller may know (rules messages name only the caller's own action, NOTATION-safe); an
+unexpected exception's text never reaches the client.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+from ..rules import errors as rules_errors
+from ..sessions import api
+
+DOMAIN = "cardgames.v1"
+
+_RULES_CODES: dict[type[rules_errors.RulesError], grpc.StatusCode] = {
+    rules_errors.MalformedAction: grpc.StatusCode.INVALID_ARGUMENT,
+    rules_errors.InvalidOptions: grpc.StatusCode.INVALID_ARGUMENT,
+    rules_errors.InvalidDeck: grpc.StatusCode.INVALID_ARGUMENT,
+    rules_errors.UnknownGame: grpc.StatusCode.INVALID_ARGUMENT,
+    rules_errors.TranscriptError: grpc.StatusCode.INVALID_ARGUMENT,
+    rules_errors.IllegalAction: grpc.StatusCode.FAILED_PRECONDITION,
+    rules_errors.NotYourTurn: grpc.StatusCode.FAILED_PRECONDITION,
+    rules_errors.MatchOver: grpc.StatusCode.FAILED_PRECONDITION,
+    rules_errors.DealRequired: grpc.StatusCode.FAILED_PRECONDITION,
+}
+
+#: Metadata values longer than this are cut (statuses travel in trailers: keep them small).
+_MAX_METADATA_CHARS = 200
+
+
+@dataclass(frozen=True)
+class MappedError:
+    """What the client will see: code, message, reason, metadata (and the detail messages)."""
+
+    code: grpc.StatusCode
+    message: str
+    reason: str
+    metadata: dict[str, str]
+    expected: bool  # False: an internal error that must be logged with its traceback
+    details: tuple[Any, ...] = ()  # extra protobuf messages packed as status details
+
+
+def classify(exc: BaseException) -> MappedError:
+    """Map an exception to what the client sees (the table above)."""
+    if isinstance(exc, api.SessionError):
+        code = getattr(grpc.StatusCode, exc.code, None)
+        if code is None or code is grpc.StatusCode.OK:
+            return _internal()
+        extra: tuple[Any, ...] = ()
+        if isinstance(exc, api.StaleSequence) and exc.current is not None:
+            from .codec import view_message
+
+            extra = (view_message(exc.current),)
+        return MappedError(code, exc.message, exc.reason, _metadata(exc.metadata),
+                           code is not grpc.StatusCode.INTERNAL, extra)
+    if isinstance(exc, rules_errors.RulesError):
+        for cls in type(exc).__mro__:
+            if cls in _RULES_CODES:
+                return MappedError(_RULES_CODES[cls], exc.message, exc.reason,
+                                   _metadata(exc.details), True)
+        return _internal()
+    return _internal()
+
+
+def _internal() -> MappedError:
+    return MappedError(grpc.StatusCode.INTERNAL, "internal error", "INTERNAL", {}, False)
+
+
+def _metadata(values: dict[str, Any]) -> dict[str, str]:
+    return {str(k): str(v)[:_MAX_METADATA_CHARS] for k, v in (values or {}).items()}
+
+
+def to_status(mapped: MappedError) -> grpc.Status:
+    """A grpc.Status with a google.rpc.Status (ErrorInfo first, then the extra details)."""
+    info = error_details_pb2.ErrorInfo(reason=mapped.reason, domain=DOMAIN,
+                                       metadata=mapped.metadata)
+    details = []
+    for message in (info, *mapped.details):
+        packed = any_pb2.Any()
+        packed.Pack(message)
+        details.append(packed)
+    st = status_pb2.Status(code=getattr(code_pb2, mapped.code.name), message=mapped.message,
+                           details=details)
+    return rpc_status.to_status(st)

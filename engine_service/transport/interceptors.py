@@ -1,0 +1,195 @@
+"""Per-RPC observability: one structlog line and the RPC metrics for every call.
+
+One ``grpc.aio.ServerInterceptor`` wraps every handler (measured cost in
+design/research/ecosystem.md: ~40 µs for metrics + contextvars, ~47 µs more for the log line).
+For each call it
+
+* creates an :class:`RpcContext` in a contextvar, which the servicer fills as it learns the
+  match id, the caller's seat, the sequence number and the error reason; the same values are
+  bound to structlog's contextvars so that the session layer's domain events logged during the
+  call carry them too;
+* counts the call in flight, then records ``rpc_requests{method, code}``,
+  ``rpc_duration_seconds{method}`` (a server stream: until it ends) and
+  ``rpc_stream_messages_sent{method}``;
+* logs one line ``rpc`` with ``method``, ``code``, ``duration_ms``, and ``match_id``, ``seat``,
+  ``seq``, ``reason`` when known. Never a token, a request body or a view: those may hold
+  hidden cards.
+
+Health checks are logged at debug level (probes every few seconds would drown the log).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import time
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable
+
+import grpc
+import structlog
+
+from ..observability.metrics import Metrics
+
+log = structlog.get_logger("cardgames.rpc")
+
+_QUIET_PREFIXES = ("/grpc.health.v1.Health/",)
+
+
+@dataclass(slots=True)
+class RpcContext:
+    """What the log line of one RPC says about it (filled by the servicer)."""
+
+    method: str
+    match_id: str | None = None
+    seat: int | None = None
+    seq: int | None = None
+    reason: str | None = None
+    code: str | None = None  # set by the servicer when it ends the call with an error
+
+    def note(self, *, match_id: str | None = None, seat: int | None = None,
+             seq: int | None = None) -> None:
+        bind: dict[str, Any] = {}
+        if match_id is not None:
+            self.match_id = bind["match_id"] = match_id
+        if seat is not None:
+            self.seat = bind["seat"] = seat
+        if seq is not None:
+            self.seq = seq
+        if bind:
+            structlog.contextvars.bind_contextvars(**bind)
+
+
+_current: contextvars.ContextVar[RpcContext | None] = contextvars.ContextVar("cardgames_rpc",
+                                                                             default=None)
+
+
+def current_rpc() -> RpcContext:
+    """The context of the RPC being handled (a throwaway one outside an RPC, e.g. in tests
+    that call a servicer directly)."""
+    ctx = _current.get()
+    return ctx if ctx is not None else RpcContext(method="")
+
+
+class ObservabilityInterceptor(grpc.aio.ServerInterceptor):
+    """Logs and measures every RPC (see the module docstring)."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._metrics = metrics
+
+    async def intercept_service(self, continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
+                                handler_call_details: grpc.HandlerCallDetails) -> Any:
+        handler = await continuation(handler_call_details)
+        if handler is None:  # unknown method: grpc answers UNIMPLEMENTED, no label is created
+            return None
+        method = handler_call_details.method
+        if handler.unary_unary is not None:
+            return grpc.unary_unary_rpc_method_handler(
+                self._wrap_unary(method, handler.unary_unary),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer)
+        if handler.unary_stream is not None:
+            behavior = handler.unary_stream
+            # async generators yield messages; coroutine handlers (grpc's health Watch) write
+            # them with context.write and are observed as a whole
+            wrap = self._wrap_stream if inspect.isasyncgenfunction(behavior) else self._wrap_unary
+            return grpc.unary_stream_rpc_method_handler(
+                wrap(method, behavior),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer)
+        return handler  # client/bidi streaming: the API has none
+
+    # ---- wrappers ----------------------------------------------------------------------
+
+    def _wrap_unary(self, method: str, behavior: Callable) -> Callable:
+        async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            rpc, started = self._begin(method)
+            code = "OK"
+            try:
+                return await behavior(request, context)
+            except asyncio.CancelledError:
+                code = "CANCELLED"
+                raise
+            except BaseException:
+                code = _code_of(rpc, context, "UNKNOWN")
+                raise
+            finally:
+                if code == "OK":
+                    code = _code_of(rpc, context, "OK")
+                self._end(rpc, started, code, 0)
+
+        return unary
+
+    def _wrap_stream(self, method: str, behavior: Callable) -> Callable:
+        sent = self._metrics.rpc_stream_messages.labels(method)
+
+        async def stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            rpc, started = self._begin(method)
+            code = "OK"
+            messages = 0
+            try:
+                async for message in behavior(request, context):
+                    yield message
+                    messages += 1
+                    sent.inc()
+            except (asyncio.CancelledError, GeneratorExit):
+                code = "CANCELLED"
+                raise
+            except BaseException:
+                code = _code_of(rpc, context, "UNKNOWN")
+                raise
+            finally:
+                if code == "OK":
+                    code = _code_of(rpc, context, "OK")
+                self._end(rpc, started, code, messages)
+
+        return stream
+
+    def _begin(self, method: str) -> tuple[RpcContext, float]:
+        # each grpc.aio RPC runs in its own task (its own context copy): nothing to reset after
+        rpc = RpcContext(method=method)
+        _current.set(rpc)
+        structlog.contextvars.bind_contextvars(rpc=method)
+        self._metrics.rpc_in_flight.labels(method).inc()
+        return rpc, time.perf_counter()
+
+    def _end(self, rpc: RpcContext, started: float, code: str, messages: int) -> None:
+        elapsed = time.perf_counter() - started
+        m = self._metrics
+        m.rpc_in_flight.labels(rpc.method).dec()
+        m.rpc_requests.labels(rpc.method, code).inc()
+        m.rpc_duration.labels(rpc.method).observe(elapsed)
+        fields: dict[str, Any] = {"method": rpc.method, "code": code,
+                                  "duration_ms": round(elapsed * 1000, 3)}
+        if rpc.match_id is not None:
+            fields["match_id"] = rpc.match_id
+        if rpc.seat is not None:
+            fields["seat"] = rpc.seat
+        if rpc.seq is not None:
+            fields["seq"] = rpc.seq
+        if rpc.reason is not None:
+            fields["reason"] = rpc.reason
+        if messages:
+            fields["messages"] = messages
+        quiet = rpc.method.startswith(_QUIET_PREFIXES)
+        # the line itself names match_id/seat: drop the bound copies to avoid duplicates
+        structlog.contextvars.unbind_contextvars("rpc", "match_id", "seat")
+        (log.debug if quiet else log.info)("rpc", **fields)
+
+
+def _code_of(rpc: RpcContext, context: grpc.aio.ServicerContext, default: str) -> str:
+    if rpc.code is not None:
+        return rpc.code
+    try:
+        code = context.code()
+    except Exception:  # pragma: no cover - older grpc without ServicerContext.code()
+        code = None
+    if code is None:
+        return default
+    if isinstance(code, grpc.StatusCode):
+        return code.name
+    try:
+        return grpc.StatusCode(code).name  # pragma: no cover - int codes
+    except ValueError:  # pragma: no cover
+        return default

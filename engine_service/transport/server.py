@@ -1,0 +1,152 @@
+"""The grpc.aio server: services, health, reflection, limits, TLS and the graceful drain.
+
+:class:`GrpcServer` owns one ``grpc.aio.Server`` bound to one address, serving
+
+* ``cardgames.v1.CardGamesService`` and ``cardgames.v1.AdminService`` (servicers.py) over a
+  :class:`~engine_service.sessions.api.MatchService`;
+* the standard ``grpc.health.v1.Health`` service: SERVING once started, NOT_SERVING while
+  draining (per service and overall ``""``), so a load balancer stops routing first;
+* server reflection (v1alpha), so ``buf curl`` / grpcurl-style tools list and call the API.
+
+Limits (:class:`ServerLimits`) are grpc channel arguments: message sizes both ways, HTTP/2
+concurrent streams per connection, keepalive pings (dead watchers are noticed, so a vanished
+player's presence ends) and the pending-request queue (a reconnect storm of thousands of
+watchers is queued rather than dropped; design/research/ecosystem.md measured 5-12 % losses
+with grpc's defaults). ``grpc.so_reuseport`` is off: a second server on a busy port fails
+loudly instead of silently sharing it.
+
+Shutdown (:meth:`GrpcServer.drain`): health NOT_SERVING -> the session layer drains (new work
+gets UNAVAILABLE, in-flight actions finish, watch streams end) -> the grpc server stops with a
+grace period for the RPCs still running -> the session layer closes (store flushed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import structlog
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from ..observability.metrics import Metrics
+from ..sessions import api
+from .auth import AdminGate
+from .generated import admin_pb2, admin_pb2_grpc, card_games_pb2, card_games_pb2_grpc
+from .interceptors import ObservabilityInterceptor
+from .servicers import AdminServicer, CardGamesServicer
+
+log = structlog.get_logger("cardgames.server")
+
+CARD_GAMES_SERVICE = card_games_pb2.DESCRIPTOR.services_by_name["CardGamesService"].full_name
+ADMIN_SERVICE = admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
+SERVICE_NAMES = (CARD_GAMES_SERVICE, ADMIN_SERVICE)
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """Transport limits (grpc channel arguments). Defaults suit one process on a small box."""
+
+    max_receive_message_bytes: int = 64 * 1024  # requests are tiny: an action, a few options
+    max_send_message_bytes: int = 4 * 1024 * 1024  # a view, a transcript export
+    max_concurrent_streams: int = 100  # per HTTP/2 connection
+    keepalive_time_s: float = 30.0  # ping an idle connection this often
+    keepalive_timeout_s: float = 10.0  # ...and drop it if the ping is not answered
+    max_pending_requests: int = 10_000  # calls waiting for the application (burst buffer)
+    max_connection_idle_s: float = 0.0  # 0: never close idle connections
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """PEM certificate chain and private key; the server then only speaks TLS."""
+
+    cert: Path
+    key: Path
+
+    def credentials(self) -> grpc.ServerCredentials:
+        return grpc.ssl_server_credentials([(self.key.read_bytes(), self.cert.read_bytes())])
+
+
+def channel_options(limits: ServerLimits) -> list[tuple[str, int]]:
+    opts = [
+        ("grpc.max_receive_message_length", limits.max_receive_message_bytes),
+        ("grpc.max_send_message_length", limits.max_send_message_bytes),
+        ("grpc.max_concurrent_streams", limits.max_concurrent_streams),
+        ("grpc.keepalive_time_ms", int(limits.keepalive_time_s * 1000)),
+        ("grpc.keepalive_timeout_ms", int(limits.keepalive_timeout_s * 1000)),
+        ("grpc.keepalive_permit_without_calls", 1),
+        # clients may ping idle watch streams every 10 s without being sent GOAWAY
+        ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+        ("grpc.http2.max_pings_without_data", 0),
+        ("grpc.server.max_pending_requests", limits.max_pending_requests),
+        ("grpc.server.max_pending_requests_hard_limit", 2 * limits.max_pending_requests),
+        ("grpc.so_reuseport", 0),
+    ]
+    if limits.max_connection_idle_s > 0:
+        opts.append(("grpc.max_connection_idle_ms", int(limits.max_connection_idle_s * 1000)))
+    return opts
+
+
+class GrpcServer:
+    """One grpc.aio server over a MatchService (see the module docstring)."""
+
+    def __init__(self, service: api.MatchService, *, metrics: Metrics, admin_token: str | None,
+                 host: str = "[::]", port: int = 0, limits: ServerLimits = ServerLimits(),
+                 tls: TlsFiles | None = None) -> None:
+        self.service = service
+        self.metrics = metrics
+        self.limits = limits
+        self._address = f"{host}:{port}"
+        self._tls = tls
+        self._admin = AdminGate(admin_token)
+        self.health = health.aio.HealthServicer()
+        self.port: int | None = None
+        self._server: grpc.aio.Server | None = None
+        self._stopped = False
+
+    async def start(self) -> int:
+        """Bind, start serving, mark every service SERVING; return the bound port."""
+        server = grpc.aio.server(interceptors=[ObservabilityInterceptor(self.metrics)],
+                                 options=channel_options(self.limits))
+        card_games_pb2_grpc.add_CardGamesServiceServicer_to_server(
+            CardGamesServicer(self.service, self._admin), server)
+        admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(self.service, self._admin),
+                                                          server)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        reflection.enable_server_reflection(
+            (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+        if self._tls is not None:
+            port = server.add_secure_port(self._address, self._tls.credentials())
+        else:
+            port = server.add_insecure_port(self._address)
+        if port == 0:
+            raise OSError(f"cannot bind {self._address}")
+        await server.start()
+        self._server, self.port = server, port
+        for name in ("", *SERVICE_NAMES):
+            await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        if not self._admin.enabled:
+            log.warning("admin_api_disabled",
+                        hint="set --admin-token or CARDGAMES_ADMIN_TOKEN to enable the admin API")
+        log.info("grpc_server_started", address=self._address, port=port,
+                 tls=self._tls is not None)
+        return port
+
+    async def drain(self, grace_s: float = 10.0) -> None:
+        """Graceful shutdown (module docstring); safe to call twice."""
+        if self._stopped or self._server is None:
+            return
+        self._stopped = True
+        log.info("draining", grace_s=grace_s)
+        await self.health.enter_graceful_shutdown()
+        try:
+            await self.service.drain()
+        finally:
+            await self._server.stop(grace_s)
+            await self.service.close()
+        log.info("stopped")
+
+    async def wait_for_termination(self) -> None:
+        assert self._server is not None
+        await self._server.wait_for_termination()

@@ -1,0 +1,237 @@
+"""CardGamesService and AdminService: thin adapters from gRPC calls to a MatchService.
+
+Each method authenticates the caller, converts the request (codec), makes one call on the
+session layer and converts the answer. Every exception leaves through :func:`_fail`, which
+applies the one error table (errors.py): the client gets the mapped code, message and
+ErrorInfo; an unexpected exception is logged with its traceback and reaches the client as a
+bare INTERNAL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+from typing import Any, AsyncIterator, Callable
+
+import grpc
+import structlog
+
+from ..sessions import api
+from . import codec
+from .auth import AdminGate, bearer_token
+from .errors import classify, to_status
+from .generated import admin_pb2, admin_pb2_grpc, card_games_pb2 as pb, card_games_pb2_grpc
+from .interceptors import current_rpc
+
+log = structlog.get_logger("cardgames.transport")
+
+#: Longest accepted action string and client_action_id (longer: INVALID_ARGUMENT).
+MAX_ACTION_CHARS = 64
+MAX_CLIENT_ACTION_ID_CHARS = 128
+
+
+async def _fail(exc: BaseException, context: grpc.aio.ServicerContext) -> None:
+    mapped = classify(exc)
+    rpc = current_rpc()
+    rpc.reason, rpc.code = mapped.reason, mapped.code.name
+    if not mapped.expected:
+        log.error("rpc_internal_error", method=rpc.method, exc_info=exc)
+    await context.abort_with_status(to_status(mapped))
+
+
+def unary(fn: Callable) -> Callable:
+    """Apply the error table to a unary method."""
+
+    @functools.wraps(fn)
+    async def method(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            return await fn(self, request, context)
+        except (grpc.aio.AbortError, grpc.aio.UsageError):  # AbortError: already aborted
+            raise
+        except Exception as exc:
+            await _fail(exc, context)
+
+    return method
+
+
+def stream(fn: Callable) -> Callable:
+    """Apply the error table to a server-streaming method (also to errors mid-stream)."""
+
+    @functools.wraps(fn)
+    async def method(self: Any, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        try:
+            async with contextlib.aclosing(fn(self, request, context)) as messages:
+                async for message in messages:
+                    yield message
+        except (grpc.aio.AbortError, grpc.aio.UsageError):
+            raise
+        except Exception as exc:
+            await _fail(exc, context)
+
+    return method
+
+
+class _Base:
+    def __init__(self, service: api.MatchService, admin: AdminGate) -> None:
+        self._service = service
+        self._admin = admin
+
+    def _principal(self, match_id: str, context: grpc.aio.ServicerContext) -> api.Principal:
+        """The caller for ``match_id``: admin (admin token), a seat (seat token) or a
+        spectator (no token); the session layer resolves seat tokens."""
+        token = bearer_token(context.invocation_metadata())
+        if self._admin.is_admin(token):
+            principal = self._service.authenticate(match_id, None, admin=True)
+        else:
+            principal = self._service.authenticate(match_id, token)
+        current_rpc().note(match_id=match_id, seat=principal.seat)
+        return principal
+
+
+class CardGamesServicer(_Base, card_games_pb2_grpc.CardGamesServiceServicer):
+    """The player-facing API (proto/cardgames/v1/card_games.proto)."""
+
+    @unary
+    async def ListGames(self, request: pb.ListGamesRequest, context) -> pb.ListGamesResponse:
+        return pb.ListGamesResponse(games=[codec.game_message(g) for g in self._service.list_games()])
+
+    @unary
+    async def ListBots(self, request: pb.ListBotsRequest, context) -> pb.ListBotsResponse:
+        bots = [b for b in self._service.list_bots() if not request.game or request.game in b.games]
+        return pb.ListBotsResponse(bots=[codec.bot_message(b) for b in bots])
+
+    @unary
+    async def CreateMatch(self, request: pb.CreateMatchRequest, context) -> pb.CreateMatchResponse:
+        req = codec.create_request(request)
+        admin = False
+        if req.decks or req.first_dealer is not None:
+            # explicit decks decide every hand: only the admin may choose them
+            self._admin.require(bearer_token(context.invocation_metadata()))
+            admin = True
+        summary = await self._service.create_match(req, admin=admin)
+        current_rpc().note(match_id=summary.match_id, seq=summary.seq)
+        log.info("match_created_via_api", match_id=summary.match_id, game=summary.game)
+        return pb.CreateMatchResponse(match=codec.summary_message(summary))
+
+    @unary
+    async def GetMatch(self, request: pb.GetMatchRequest, context) -> pb.GetMatchResponse:
+        match_id = codec.require_match_id(request.match_id)
+        current_rpc().note(match_id=match_id)
+        summary = await self._service.get_match(match_id)
+        current_rpc().note(seq=summary.seq)
+        return pb.GetMatchResponse(match=codec.summary_message(summary))
+
+    @unary
+    async def JoinMatch(self, request: pb.JoinMatchRequest, context) -> pb.JoinMatchResponse:
+        match_id = codec.require_match_id(request.match_id)
+        current_rpc().note(match_id=match_id)
+        name = request.player_name
+        if len(name) > codec.MAX_NAME_CHARS:
+            raise api.BadRequest(f"player_name is longer than {codec.MAX_NAME_CHARS} characters",
+                                 reason="FIELD_TOO_LONG", field="player_name")
+        seat = request.seat if request.HasField("seat") else None
+        joined = await self._service.join_match(match_id, seat, name)
+        current_rpc().note(seat=joined.seat)
+        return pb.JoinMatchResponse(match_id=joined.match_id, seat=joined.seat,
+                                    seat_token=joined.token)
+
+    @unary
+    async def GetView(self, request: pb.GetViewRequest, context) -> pb.GetViewResponse:
+        match_id = codec.require_match_id(request.match_id)
+        principal = self._principal(match_id, context)
+        env = await self._service.get_view(match_id, principal)
+        current_rpc().note(seq=env.seq)
+        return pb.GetViewResponse(view=codec.view_message(env))
+
+    @unary
+    async def SubmitAction(self, request: pb.SubmitActionRequest, context) -> pb.SubmitActionResponse:
+        match_id = codec.require_match_id(request.match_id)
+        if not request.action:
+            raise api.BadRequest("action is required", reason="MISSING_FIELD", field="action")
+        if len(request.action) > MAX_ACTION_CHARS:
+            raise api.BadRequest("action is too long", reason="FIELD_TOO_LONG", field="action")
+        if len(request.client_action_id) > MAX_CLIENT_ACTION_ID_CHARS:
+            raise api.BadRequest("client_action_id is too long", reason="FIELD_TOO_LONG",
+                                 field="client_action_id")
+        principal = self._principal(match_id, context)
+        if principal.kind != "seat":
+            if bearer_token(context.invocation_metadata()) is None:
+                raise api.Unauthenticated("a seat token is required to act")
+            raise api.PermissionDenied("only a seat's player may act", reason="NOT_A_SEAT")
+        expected = request.expected_seq if request.HasField("expected_seq") else None
+        result = await self._service.submit_action(match_id, principal, request.action, expected,
+                                                   request.client_action_id)
+        current_rpc().note(seq=result.seq)
+        return codec.submit_response(result)
+
+    @stream
+    async def WatchMatch(self, request: pb.WatchMatchRequest, context) -> AsyncIterator[pb.WatchMatchResponse]:
+        match_id = codec.require_match_id(request.match_id)
+        principal = self._principal(match_id, context)
+        after = request.after_seq if request.HasField("after_seq") else -1
+        rpc = current_rpc()
+        events = self._service.watch(match_id, principal, after)
+        async with contextlib.aclosing(events):  # ends the seat's presence on disconnect
+            async for event in events:
+                rpc.seq = event.seq
+                yield codec.event_message(event)
+
+    @unary
+    async def LeaveMatch(self, request: pb.LeaveMatchRequest, context) -> pb.LeaveMatchResponse:
+        match_id = codec.require_match_id(request.match_id)
+        principal = self._principal(match_id, context)
+        if principal.kind != "seat":
+            raise api.PermissionDenied("only a seat's player may leave or resign",
+                                       reason="NOT_A_SEAT")
+        summary = await self._service.leave_match(match_id, principal, request.resign)
+        current_rpc().note(seq=summary.seq)
+        return pb.LeaveMatchResponse(match=codec.summary_message(summary))
+
+
+class AdminServicer(_Base, admin_pb2_grpc.AdminServiceServicer):
+    """The operator API (proto/cardgames/v1/admin.proto); every call needs the admin token."""
+
+    def _require_admin(self, context: grpc.aio.ServicerContext) -> None:
+        self._admin.require(bearer_token(context.invocation_metadata()))
+
+    @unary
+    async def ListMatches(self, request: admin_pb2.ListMatchesRequest, context) -> admin_pb2.ListMatchesResponse:
+        self._require_admin(context)
+        if request.limit < 0:
+            raise api.BadRequest("limit must not be negative", reason="BAD_LIMIT", field="limit")
+        status = codec.STATUS_NAMES.get(request.status, "")
+        matches = await self._service.list_matches(status=status, game=request.game,
+                                                   limit=request.limit or 100)
+        return admin_pb2.ListMatchesResponse(matches=[codec.summary_message(m) for m in matches])
+
+    @unary
+    async def InspectMatch(self, request: admin_pb2.InspectMatchRequest, context) -> admin_pb2.InspectMatchResponse:
+        self._require_admin(context)
+        match_id = codec.require_match_id(request.match_id)
+        current_rpc().note(match_id=match_id)
+        env = await self._service.inspect_match(match_id)
+        summary = await self._service.get_match(match_id)
+        current_rpc().note(seq=env.seq)
+        return codec.inspect_message(summary, env)
+
+    @unary
+    async def TerminateMatch(self, request: admin_pb2.TerminateMatchRequest, context) -> admin_pb2.TerminateMatchResponse:
+        self._require_admin(context)
+        match_id = codec.require_match_id(request.match_id)
+        current_rpc().note(match_id=match_id)
+        if len(request.reason) > 200:
+            raise api.BadRequest("reason is longer than 200 characters", reason="FIELD_TOO_LONG",
+                                 field="reason")
+        summary = await self._service.terminate_match(match_id, request.reason or "terminated by the admin")
+        current_rpc().note(seq=summary.seq)
+        return admin_pb2.TerminateMatchResponse(match=codec.summary_message(summary))
+
+    @unary
+    async def ExportTranscript(self, request: admin_pb2.ExportTranscriptRequest, context) -> admin_pb2.ExportTranscriptResponse:
+        self._require_admin(context)
+        match_id = codec.require_match_id(request.match_id)
+        current_rpc().note(match_id=match_id)
+        transcript = await self._service.export_transcript(match_id)
+        return admin_pb2.ExportTranscriptResponse(
+            transcript_json=json.dumps(transcript, ensure_ascii=False, indent=1))

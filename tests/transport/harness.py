@@ -1,0 +1,111 @@
+"""Helpers for transport tests: an in-process grpc.aio server on port 0 with real channels."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Callable
+
+import grpc
+from google.rpc import error_details_pb2, status_pb2
+
+from engine_service.observability.metrics import Metrics
+from engine_service.transport.generated import (admin_pb2_grpc, card_games_pb2_grpc, match_pb2)
+from engine_service.transport.server import GrpcServer, ServerLimits
+
+ADMIN_TOKEN = "admin-secret-for-tests"
+
+
+@dataclass
+class Running:
+    server: GrpcServer
+    channel: grpc.aio.Channel
+    games: card_games_pb2_grpc.CardGamesServiceStub
+    admin: admin_pb2_grpc.AdminServiceStub
+    metrics: Metrics
+
+    @property
+    def target(self) -> str:
+        return f"127.0.0.1:{self.server.port}"
+
+    def channel_for(self) -> grpc.aio.Channel:
+        """A channel with its own connection (grpc shares subchannels between channels to the
+        same target unless told not to)."""
+        return grpc.aio.insecure_channel(self.target, options=[("grpc.use_local_subchannel_pool", 1)])
+
+
+@contextlib.asynccontextmanager
+async def running(service: Any, *, admin_token: str | None = ADMIN_TOKEN,
+                  limits: ServerLimits = ServerLimits(), drain: bool = True) -> AsyncIterator[Running]:
+    metrics = Metrics()
+    server = GrpcServer(service, metrics=metrics, admin_token=admin_token, host="127.0.0.1",
+                        port=0, limits=limits)
+    await server.start()
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.port}")
+    try:
+        yield Running(server, channel, card_games_pb2_grpc.CardGamesServiceStub(channel),
+                      admin_pb2_grpc.AdminServiceStub(channel), metrics)
+    finally:
+        await channel.close()
+        if drain:
+            await server.drain(grace_s=1.0)
+
+
+def bearer(token: str) -> tuple[tuple[str, str], ...]:
+    return (("authorization", f"Bearer {token}"),)
+
+
+@dataclass
+class CallError:
+    code: grpc.StatusCode
+    message: str
+    reason: str
+    domain: str
+    metadata: dict[str, str]
+    view: match_pb2.View | None
+
+
+def error_of(exc: grpc.aio.AioRpcError) -> CallError:
+    """The code, ErrorInfo and (ABORTED) View detail of a failed call."""
+    md = exc.trailing_metadata() or ()
+    raw = next((v for k, v in md if k == "grpc-status-details-bin"), None)
+    reason = domain = ""
+    metadata: dict[str, str] = {}
+    view = None
+    if raw is not None:
+        status = status_pb2.Status.FromString(raw)
+        assert status.code == exc.code().value[0]
+        for detail in status.details:
+            if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+                info = error_details_pb2.ErrorInfo()
+                detail.Unpack(info)
+                reason, domain, metadata = info.reason, info.domain, dict(info.metadata)
+            elif detail.Is(match_pb2.View.DESCRIPTOR):
+                view = match_pb2.View()
+                detail.Unpack(view)
+    return CallError(exc.code(), exc.details() or "", reason, domain, metadata, view)
+
+
+async def expect_error(call: Any) -> CallError:
+    """Await a unary call (or drain a stream) and return its error; fail if it succeeds."""
+    try:
+        if isinstance(call, grpc.aio.UnaryStreamCall):
+            while await call.read() is not grpc.aio.EOF:
+                pass
+        else:
+            await call
+    except grpc.aio.AioRpcError as exc:
+        return error_of(exc)
+    raise AssertionError("the call succeeded; an error was expected")
+
+
+def run(coro_fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Run an async test function in a fresh event loop (no pytest-asyncio needed)."""
+
+    @functools.wraps(coro_fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return asyncio.run(asyncio.wait_for(coro_fn(*args, **kwargs), timeout=60))
+
+    return wrapper

@@ -1,0 +1,184 @@
+"""The codec: notation strings -> structured Action fields (NOTATION.md section 2), views,
+options and the request checks, without a server."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine_service.rules.cards import CODES
+from engine_service.rules.options import BOOL, ENUM, INT, OptionSpec
+from engine_service.sessions import api
+from engine_service.transport import codec
+from engine_service.transport.generated import card_games_pb2 as pb, cards_pb2 as c, match_pb2 as m
+
+
+def _fields(notation: str) -> dict:
+    msg = codec.action_message(notation)
+    out = {"kind": msg.kind, "verb": msg.verb, "args": list(msg.args)}
+    if msg.HasField("card"):
+        out["card"] = (msg.card.code, msg.card.suit, msg.card.rank)
+    for name in ("suit", "joker_mode", "named_suit", "announcement"):
+        if getattr(msg, name):
+            out[name] = getattr(msg, name)
+    if msg.HasField("number"):
+        out["number"] = msg.number
+    assert msg.notation == notation
+    return out
+
+
+@pytest.mark.parametrize("notation, expected", [
+    # klaberjass (NOTATION 2 table, 2.1)
+    ("take", {"kind": c.ACTION_KIND_TAKE, "verb": "take", "args": []}),
+    ("pass", {"kind": c.ACTION_KIND_PASS, "verb": "pass", "args": []}),
+    ("name:S", {"kind": c.ACTION_KIND_NAME, "verb": "name", "args": ["S"], "suit": c.SUIT_SPADES}),
+    ("exchange", {"kind": c.ACTION_KIND_EXCHANGE, "verb": "exchange", "args": []}),
+    ("keep", {"kind": c.ACTION_KIND_KEEP, "verb": "keep", "args": []}),
+    ("play:JS", {"kind": c.ACTION_KIND_PLAY, "verb": "play", "args": ["JS"],
+                 "card": ("JS", c.SUIT_SPADES, c.RANK_JACK)}),
+    # jojotte (JJ-3.1, JJ-4.2..4.4, JJ-7.2)
+    ("accept", {"kind": c.ACTION_KIND_ACCEPT, "verb": "accept", "args": []}),
+    ("no_trump", {"kind": c.ACTION_KIND_NO_TRUMP, "verb": "no_trump", "args": []}),
+    ("double", {"kind": c.ACTION_KIND_DOUBLE, "verb": "double", "args": []}),
+    ("redouble", {"kind": c.ACTION_KIND_REDOUBLE, "verb": "redouble", "args": []}),
+    ("exchange:7H", {"kind": c.ACTION_KIND_EXCHANGE, "verb": "exchange", "args": ["7H"],
+                     "card": ("7H", c.SUIT_HEARTS, c.RANK_SEVEN)}),
+    ("no_exchange", {"kind": c.ACTION_KIND_NO_EXCHANGE, "verb": "no_exchange", "args": []}),
+    ("nullo", {"kind": c.ACTION_KIND_NULLO, "verb": "nullo", "args": []}),
+    ("slam:NT", {"kind": c.ACTION_KIND_SLAM, "verb": "slam", "args": ["NT"], "suit": c.SUIT_NO_TRUMP}),
+    ("slam:D", {"kind": c.ACTION_KIND_SLAM, "verb": "slam", "args": ["D"], "suit": c.SUIT_DIAMONDS}),
+    ("play:KS:jo", {"kind": c.ACTION_KIND_PLAY, "verb": "play", "args": ["KS", "jo"],
+                    "card": ("KS", c.SUIT_SPADES, c.RANK_KING), "announcement": c.ANNOUNCEMENT_JO}),
+    ("play:QS:jotte", {"kind": c.ACTION_KIND_PLAY, "verb": "play", "args": ["QS", "jotte"],
+                       "card": ("QS", c.SUIT_SPADES, c.RANK_QUEEN),
+                       "announcement": c.ANNOUNCEMENT_JOTTE}),
+    # georgian joker (GJ-3.5, GJ-4, GJ-5.2)
+    ("trump:H", {"kind": c.ACTION_KIND_TRUMP, "verb": "trump", "args": ["H"], "suit": c.SUIT_HEARTS}),
+    ("trump:NT", {"kind": c.ACTION_KIND_TRUMP, "verb": "trump", "args": ["NT"], "suit": c.SUIT_NO_TRUMP}),
+    ("bid:0", {"kind": c.ACTION_KIND_BID, "verb": "bid", "args": ["0"], "number": 0}),
+    ("bid:9", {"kind": c.ACTION_KIND_BID, "verb": "bid", "args": ["9"], "number": 9}),
+    ("play:6D", {"kind": c.ACTION_KIND_PLAY, "verb": "play", "args": ["6D"],
+                 "card": ("6D", c.SUIT_DIAMONDS, c.RANK_SIX)}),
+    ("play:X1:high", {"kind": c.ACTION_KIND_PLAY, "verb": "play", "args": ["X1", "high"],
+                      "card": ("X1", c.SUIT_UNSPECIFIED, c.RANK_JOKER), "joker_mode": c.JOKER_MODE_HIGH}),
+    ("play:X2:low:C", {"kind": c.ACTION_KIND_PLAY, "verb": "play", "args": ["X2", "low", "C"],
+                       "card": ("X2", c.SUIT_UNSPECIFIED, c.RANK_JOKER), "joker_mode": c.JOKER_MODE_LOW,
+                       "named_suit": c.SUIT_CLUBS}),
+    # japanese joker
+    ("play:X1", {"kind": c.ACTION_KIND_PLAY, "verb": "play", "args": ["X1"],
+                 "card": ("X1", c.SUIT_UNSPECIFIED, c.RANK_JOKER)}),
+    ("play:X2:S", {"kind": c.ACTION_KIND_PLAY, "verb": "play", "args": ["X2", "S"],
+                   "card": ("X2", c.SUIT_UNSPECIFIED, c.RANK_JOKER), "named_suit": c.SUIT_SPADES}),
+    # a verb added by a table option (NOTATION 2.3)
+    ("schmeiss", {"kind": c.ACTION_KIND_OTHER, "verb": "schmeiss", "args": []}),
+    ("declare:seq3", {"kind": c.ACTION_KIND_OTHER, "verb": "declare", "args": ["seq3"]}),
+])
+def test_notation_parses_into_structured_fields(notation, expected):
+    assert _fields(notation) == expected
+
+
+def test_every_card_code_has_suit_and_rank():
+    for code in CODES:
+        card = codec.card_message(code)
+        assert card.code == code
+        assert card.rank != c.RANK_UNSPECIFIED
+        assert (card.suit == c.SUIT_UNSPECIFIED) == (code in ("X1", "X2"))
+    assert c.Suit.Name(codec.card_message("TC").suit) == "SUIT_CLUBS"
+    assert c.Rank.Name(codec.card_message("TC").rank) == "RANK_TEN"
+
+
+def test_option_values_keep_their_json_type():
+    assert codec.option_value(True).WhichOneof("value") == "bool_value"
+    assert codec.option_value(500).WhichOneof("value") == "int_value"
+    assert codec.option_value("500").WhichOneof("value") == "string_value"
+    req = pb.CreateMatchRequest(game="g")
+    req.options["a"].bool_value = False
+    req.options["b"].int_value = 1000
+    req.options["c"].string_value = "nines"
+    assert codec.options_from_message(req.options) == {"a": False, "b": 1000, "c": "nines"}
+    req.options["d"].SetInParent()  # a value with no member set
+    with pytest.raises(api.BadRequest) as err:
+        codec.options_from_message(req.options)
+    assert err.value.metadata == {"option": "d"}
+
+
+def test_option_spec_message():
+    spec = OptionSpec("kl_target_score", INT, 500, values=(500, 1000), help="Target.", rules=("KL-10.1",))
+    msg = codec.option_spec_message(spec)
+    assert msg.type == m.OPTION_TYPE_INT and msg.default_value.int_value == 500
+    assert [v.int_value for v in msg.allowed_values] == [500, 1000]
+    assert list(msg.rule_ids) == ["KL-10.1"] and msg.help == "Target."
+    assert not msg.HasField("minimum")
+    rng = codec.option_spec_message(OptionSpec("n", INT, 3, minimum=1, maximum=9))
+    assert (rng.minimum, rng.maximum) == (1, 9)
+    assert codec.option_spec_message(OptionSpec("b", BOOL, False)).type == m.OPTION_TYPE_BOOL
+    e = codec.option_spec_message(OptionSpec("e", ENUM, "x", values=("x", "y")))
+    assert [v.string_value for v in e.allowed_values] == ["x", "y"]
+
+
+def test_create_request_conversion_and_checks():
+    req = pb.CreateMatchRequest(game="klaberjass", name="t")
+    req.seats.add().open.SetInParent()
+    req.seats.add().bot.name = "random"
+    req.turn_time.seconds, req.turn_time.nanos = 2, 500_000_000
+    out = codec.create_request(req)
+    assert out.seats == (api.SeatConfig("open"), api.SeatConfig("bot", "random"))
+    assert out.turn_time_s == 2.5 and out.spectators_allowed is True and out.first_dealer is None
+    req.spectators_allowed = False
+    req.first_dealer = 0
+    out = codec.create_request(req)
+    assert out.spectators_allowed is False and out.first_dealer == 0
+    for bad in (pb.CreateMatchRequest(), pb.CreateMatchRequest(game="g", name="x" * 65)):
+        with pytest.raises(api.BadRequest):
+            codec.create_request(bad)
+    nameless = pb.CreateMatchRequest(game="g")
+    nameless.seats.add().bot.SetInParent()
+    with pytest.raises(api.BadRequest, match="bot's name"):
+        codec.create_request(nameless)
+
+
+def test_view_message_copies_the_common_keys():
+    view = {
+        "game": "georgian_joker", "phase": "play", "deal_number": 3, "dealer": 2, "to_act": 1,
+        "seat": 1, "hand": ["AS", "X1"], "hand_sizes": [3, 2, 3, 3], "legal": ["play:AS", "play:X1:high"],
+        "trick": [{"seat": 0, "card": "X2", "joker_mode": "high", "named_suit": "H"}],
+        "last_trick": {"plays": [{"seat": 3, "card": "6D"}, {"seat": 0, "card": "7D"}], "winner": 0},
+        "tricks_taken": [1, 0, 0, 0], "totals": [100, -50, 0, 0],
+        "deal_results": [{"trump": "S", "bids": [1, 0, 0, 0]}], "over": False, "winners": [],
+        "table": {"trump": "S", "bids": {1: 2}},
+    }
+    env = api.ViewEnvelope(match_id="m1", seq=42, status="active", view=view, deadline=1700000000.25, seat=1)
+    msg = codec.view_message(env)
+    assert (msg.match_id, msg.seq, msg.status, msg.seat, msg.to_act) == ("m1", 42, m.MATCH_STATUS_ACTIVE, 1, 1)
+    assert [x.code for x in msg.hand] == ["AS", "X1"]
+    assert [a.notation for a in msg.legal_actions] == ["play:AS", "play:X1:high"]
+    assert msg.legal_actions[1].joker_mode == c.JOKER_MODE_HIGH
+    assert msg.trick.plays[0].named_suit == c.SUIT_HEARTS and not msg.trick.HasField("winner")
+    assert msg.last_trick.winner == 0 and len(msg.trick_history) == 1
+    assert [(r.name, list(r.values)) for r in msg.scores.totals] == [("total", [100, -50, 0, 0])]
+    assert msg.scores.deal_results[0]["trump"] == "S"
+    assert msg.table["bids"]["1"] == 2
+    assert msg.deadline.seconds == 1700000000 and msg.deadline.nanos == 250_000_000
+    jj = dict(view, totals={"below": [10, 0], "above": [0, 300], "games_won": [1, 0]})
+    msg = codec.view_message(api.ViewEnvelope("m", 0, "active", jj))
+    assert [r.name for r in msg.scores.totals] == ["below", "above", "games_won"]
+    spectator = dict(view, seat=None, to_act=None, hand=[], legal=[])
+    msg = codec.view_message(api.ViewEnvelope("m", 0, "finished", spectator))
+    assert not msg.HasField("seat") and not msg.HasField("to_act") and not msg.hand
+
+
+def test_jsonable_refuses_what_json_cannot_hold():
+    assert codec.jsonable({1: (1, 2), "s": {3, 1}}) == {"1": [1, 2], "s": [1, 3]}
+    with pytest.raises(ValueError):
+        codec.jsonable({"x": float("nan")})
+    with pytest.raises(TypeError):
+        codec.jsonable({"x": object()})
+
+
+def test_event_message():
+    ev = api.MatchEvent(kind="action", seq=7, match_id="m", seat=2, action="bid:3", by="bot",
+                        view=api.ViewEnvelope("m", 7, "active", {"phase": "bidding"}))
+    msg = codec.event_message(ev)
+    assert msg.kind == m.EVENT_KIND_ACTION and msg.by == m.ACTOR_BOT and msg.seat == 2
+    assert msg.action.number == 3 and msg.view.phase == "bidding"
+    hb = codec.event_message(api.MatchEvent(kind="heartbeat", seq=7, match_id="m"))
+    assert hb.kind == m.EVENT_KIND_HEARTBEAT and not hb.HasField("view") and not hb.HasField("seat")

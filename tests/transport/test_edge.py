@@ -1,0 +1,409 @@
+"""The transport edge over a real channel, against a scripted MatchService double: the error
+table (every row, with its ErrorInfo reason), bearer-token parsing, admin gate, limits (message
+size, streams per connection), health, reflection, the per-RPC log line and RPC metrics, and the
+drain. The real session layer is exercised in test_service.py; this file pins what the
+transport itself decides, whatever the session layer does."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import grpc
+import pytest
+import structlog
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from engine_service.rules import errors as rules_errors
+from engine_service.rules.options import BOOL, OptionSpec
+from engine_service.sessions import api
+from engine_service.transport.generated import admin_pb2, card_games_pb2 as pb, match_pb2
+from engine_service.transport.server import ServerLimits
+
+from .harness import ADMIN_TOKEN, bearer, expect_error, run, running
+
+SEAT_TOKEN = "seat-token-0"
+OTHER_TOKEN = "seat-token-of-another-match"
+
+
+def _view(seq: int = 3, seat: int | None = 0) -> api.ViewEnvelope:
+    return api.ViewEnvelope(match_id="m1", seq=seq, status="active", seat=seat,
+                            view={"game": "g", "phase": "play", "to_act": 0, "seat": seat,
+                                  "hand": ["AS"] if seat is not None else [], "legal": ["play:AS"]})
+
+
+def _summary(status: str = "active") -> api.MatchSummary:
+    return api.MatchSummary(match_id="m1", game="g", options={"x": True}, status=status, seq=3,
+                            seats=[api.SeatInfo(0, "open", taken=True), api.SeatInfo(1, "bot", bot="random")],
+                            turn_time_s=0.0, spectators_allowed=True, created_at=1.5)
+
+
+class ScriptedService:
+    """A MatchService double: answers fixed values, or raises ``self.error`` when set."""
+
+    def __init__(self) -> None:
+        self.error: BaseException | None = None
+        self.calls: list[tuple] = []
+        self.drained = False
+        self.closed = False
+        self.release = asyncio.Event()
+
+    async def start(self) -> None: ...
+
+    async def drain(self) -> None:
+        self.drained = True
+        self.release.set()
+
+    async def close(self) -> None:
+        self.closed = True
+
+    def _maybe_fail(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def list_games(self):
+        return [api.GameInfo("g", "G", 2, "a game", "g.md", [OptionSpec("x", BOOL, False, help="h")])]
+
+    def list_bots(self):
+        return [api.BotInfo("random", ["g", "h"], "random legal moves"), api.BotInfo("hx", ["h"], "")]
+
+    def authenticate(self, match_id, token, *, admin=False):
+        self.calls.append(("authenticate", match_id, token, admin))
+        if admin:
+            return api.Principal("admin", match_id)
+        if token is None:
+            return api.Principal("spectator", match_id)
+        if token == SEAT_TOKEN:
+            return api.Principal("seat", match_id, 0)
+        if token == OTHER_TOKEN:
+            raise api.PermissionDenied("this token is for another match", reason="WRONG_MATCH")
+        raise api.Unauthenticated("unknown token")
+
+    async def create_match(self, request, *, admin=False):
+        self.calls.append(("create_match", request, admin))
+        self._maybe_fail()
+        return _summary("waiting")
+
+    async def join_match(self, match_id, seat, player_name):
+        self._maybe_fail()
+        return api.JoinResult(match_id, 0 if seat is None else seat, SEAT_TOKEN)
+
+    async def get_match(self, match_id):
+        self._maybe_fail()
+        return _summary()
+
+    async def get_view(self, match_id, principal):
+        self._maybe_fail()
+        return _view(seat=principal.seat)
+
+    async def submit_action(self, match_id, principal, action, expected_seq, client_action_id=""):
+        self.calls.append(("submit_action", principal, action, expected_seq, client_action_id))
+        self._maybe_fail()
+        return api.SubmitResult(4, action, _view(4))
+
+    async def watch(self, match_id, principal, after_seq):
+        self.calls.append(("watch", principal, after_seq))
+        try:
+            yield api.MatchEvent("snapshot", 3, match_id, view=_view(seat=principal.seat))
+            self._maybe_fail()
+            await self.release.wait()
+            yield api.MatchEvent("match_ended", 3, match_id, reason="terminated")
+        finally:
+            self.calls.append(("watch_closed", principal))
+
+    async def leave_match(self, match_id, principal, resign):
+        return _summary("finished")
+
+    async def list_matches(self, status="", game="", limit=100):
+        self.calls.append(("list_matches", status, game, limit))
+        return [_summary()]
+
+    async def inspect_match(self, match_id):
+        env = _view(seat=None)
+        view = dict(env.view, hands=[["AS"], ["KH"]], zones={"hand0": 1, "hand1": 1 << 10})
+        return api.ViewEnvelope("m1", 3, "active", view)
+
+    async def terminate_match(self, match_id, reason):
+        return _summary("terminated")
+
+    async def export_transcript(self, match_id):
+        return {"schema": "card-transcript/1", "game": "g"}
+
+
+# ---- the error table -------------------------------------------------------------------------
+
+ERROR_TABLE = [
+    (rules_errors.MalformedAction("not an action"), grpc.StatusCode.INVALID_ARGUMENT, "MALFORMED_ACTION"),
+    (rules_errors.InvalidOptions("option 'x'", option="x"), grpc.StatusCode.INVALID_ARGUMENT, "INVALID_OPTIONS"),
+    (rules_errors.InvalidDeck("bad deck"), grpc.StatusCode.INVALID_ARGUMENT, "INVALID_DECK"),
+    (rules_errors.UnknownGame("unknown game"), grpc.StatusCode.INVALID_ARGUMENT, "UNKNOWN_GAME"),
+    (rules_errors.IllegalAction("not legal", action="play:AS"), grpc.StatusCode.FAILED_PRECONDITION, "ILLEGAL_ACTION"),
+    (rules_errors.NotYourTurn("seat 1's turn", to_act=1), grpc.StatusCode.FAILED_PRECONDITION, "NOT_YOUR_TURN"),
+    (rules_errors.MatchOver("over"), grpc.StatusCode.FAILED_PRECONDITION, "MATCH_OVER"),
+    (rules_errors.DealRequired("dealing"), grpc.StatusCode.FAILED_PRECONDITION, "DEAL_REQUIRED"),
+    (api.BadRequest("bad"), grpc.StatusCode.INVALID_ARGUMENT, "BAD_REQUEST"),
+    (api.MatchNotActive("ended"), grpc.StatusCode.FAILED_PRECONDITION, "MATCH_NOT_ACTIVE"),
+    (api.MatchNotFound("no such match"), grpc.StatusCode.NOT_FOUND, "MATCH_NOT_FOUND"),
+    (api.Unauthenticated("who are you"), grpc.StatusCode.UNAUTHENTICATED, "MISSING_OR_BAD_TOKEN"),
+    (api.PermissionDenied("no"), grpc.StatusCode.PERMISSION_DENIED, "NOT_ALLOWED"),
+    (api.SeatTaken("taken"), grpc.StatusCode.ALREADY_EXISTS, "SEAT_TAKEN"),
+    (api.LimitExceeded("too many", limit="max_matches"), grpc.StatusCode.RESOURCE_EXHAUSTED, "LIMIT_EXCEEDED"),
+    (api.Unavailable("draining"), grpc.StatusCode.UNAVAILABLE, "DRAINING"),
+    (api.StaleSequence("stale", _view(9)), grpc.StatusCode.ABORTED, "STALE_SEQUENCE"),
+]
+
+
+@pytest.mark.parametrize("exc, code, reason", ERROR_TABLE, ids=[type(e[0]).__name__ for e in ERROR_TABLE])
+@run
+async def test_error_table_maps_code_and_errorinfo(exc, code, reason):
+    service = ScriptedService()
+    async with running(service) as srv:
+        service.error = exc
+        err = await expect_error(srv.games.SubmitAction(
+            pb.SubmitActionRequest(match_id="m1", action="play:AS", expected_seq=3),
+            metadata=bearer(SEAT_TOKEN)))
+    assert (err.code, err.reason, err.domain) == (code, reason, "cardgames.v1")
+    assert err.message == exc.message
+    expected_md = {k: str(v) for k, v in getattr(exc, "details", getattr(exc, "metadata", {})).items()}
+    assert err.metadata == expected_md
+    if code is grpc.StatusCode.ABORTED:
+        assert err.view is not None and err.view.seq == 9 and [c.code for c in err.view.hand] == ["AS"]
+    else:
+        assert err.view is None
+
+
+@run
+async def test_unexpected_exception_is_internal_logged_and_hides_its_text():
+    service = ScriptedService()
+    async with running(service) as srv:
+        service.error = RuntimeError("db row for hand AS KH QD")
+        with structlog.testing.capture_logs() as logs:
+            err = await expect_error(srv.games.GetView(pb.GetViewRequest(match_id="m1"),
+                                                       metadata=bearer(SEAT_TOKEN)))
+    assert (err.code, err.reason, err.message) == (grpc.StatusCode.INTERNAL, "INTERNAL", "internal error")
+    assert "AS" not in err.message
+    internal = [e for e in logs if e["event"] == "rpc_internal_error"]
+    assert len(internal) == 1 and isinstance(internal[0]["exc_info"], RuntimeError)
+    line = [e for e in logs if e["event"] == "rpc"][-1]
+    assert line["code"] == "INTERNAL" and line["reason"] == "INTERNAL"
+    assert srv.metrics.value("cardgames_rpc_requests_total",
+                             {"method": "/cardgames.v1.CardGamesService/GetView", "code": "INTERNAL"}) == 1
+
+
+@run
+async def test_error_in_the_middle_of_a_stream_is_mapped():
+    service = ScriptedService()
+    async with running(service) as srv:
+        service.error = api.MatchNotActive("the match was terminated")
+        call = srv.games.WatchMatch(pb.WatchMatchRequest(match_id="m1"), metadata=bearer(SEAT_TOKEN))
+        first = await call.read()
+        assert first.kind == match_pb2.EVENT_KIND_SNAPSHOT
+        err = await expect_error(call)
+    assert (err.code, err.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "MATCH_NOT_ACTIVE")
+    assert ("watch_closed", api.Principal("seat", "m1", 0)) in service.calls
+
+
+# ---- authentication --------------------------------------------------------------------------
+
+@run
+async def test_bearer_tokens_and_principals():
+    service = ScriptedService()
+    async with running(service) as srv:
+        g = srv.games
+        # no token: a spectator view; a seat token: the seat's view; the admin token: admin
+        spectator = await g.GetView(pb.GetViewRequest(match_id="m1"))
+        assert not spectator.view.HasField("seat") and not spectator.view.hand
+        seat = await g.GetView(pb.GetViewRequest(match_id="m1"), metadata=bearer(SEAT_TOKEN))
+        assert seat.view.seat == 0 and [c.code for c in seat.view.hand] == ["AS"]
+        await g.GetView(pb.GetViewRequest(match_id="m1"), metadata=bearer(ADMIN_TOKEN))
+        assert ("authenticate", "m1", None, True) in service.calls
+        # malformed headers never fall back to spectator
+        for header in ("Basic abc", "Bearer", "Bearer  ", "token " + SEAT_TOKEN):
+            err = await expect_error(g.GetView(pb.GetViewRequest(match_id="m1"),
+                                               metadata=(("authorization", header),)))
+            assert (err.code, err.reason) == (grpc.StatusCode.UNAUTHENTICATED, "MALFORMED_TOKEN"), header
+        err = await expect_error(g.GetView(pb.GetViewRequest(match_id="m1"), metadata=bearer("nope")))
+        assert (err.code, err.reason) == (grpc.StatusCode.UNAUTHENTICATED, "MISSING_OR_BAD_TOKEN")
+        err = await expect_error(g.GetView(pb.GetViewRequest(match_id="m1"), metadata=bearer(OTHER_TOKEN)))
+        assert (err.code, err.reason) == (grpc.StatusCode.PERMISSION_DENIED, "WRONG_MATCH")
+        # acting needs a seat token
+        err = await expect_error(g.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="pass")))
+        assert err.code == grpc.StatusCode.UNAUTHENTICATED
+        err = await expect_error(g.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="pass"),
+                                                metadata=bearer(ADMIN_TOKEN)))
+        assert (err.code, err.reason) == (grpc.StatusCode.PERMISSION_DENIED, "NOT_A_SEAT")
+        err = await expect_error(g.LeaveMatch(pb.LeaveMatchRequest(match_id="m1")))
+        assert (err.code, err.reason) == (grpc.StatusCode.PERMISSION_DENIED, "NOT_A_SEAT")
+        assert not [c for c in service.calls if c[0] == "submit_action"]
+
+
+@run
+async def test_admin_gate():
+    service = ScriptedService()
+    async with running(service) as srv:
+        a = srv.admin
+        err = await expect_error(a.ListMatches(admin_pb2.ListMatchesRequest()))
+        assert (err.code, err.reason) == (grpc.StatusCode.UNAUTHENTICATED, "ADMIN_TOKEN_REQUIRED")
+        err = await expect_error(a.ListMatches(admin_pb2.ListMatchesRequest(), metadata=bearer(SEAT_TOKEN)))
+        assert (err.code, err.reason) == (grpc.StatusCode.PERMISSION_DENIED, "NOT_ADMIN")
+        ok = await a.ListMatches(admin_pb2.ListMatchesRequest(status=match_pb2.MATCH_STATUS_ACTIVE, game="g"),
+                                 metadata=bearer(ADMIN_TOKEN))
+        assert [m.match_id for m in ok.matches] == ["m1"]
+        assert ("list_matches", "active", "g", 100) in service.calls
+        inspected = await a.InspectMatch(admin_pb2.InspectMatchRequest(match_id="m1"), metadata=bearer(ADMIN_TOKEN))
+        assert [[c.code for c in h.cards] for h in inspected.hands] == [["AS"], ["KH"]]
+        assert {z.name: [c.code for c in z.cards] for z in inspected.zones} == {"hand0": ["AS"], "hand1": ["KH"]}
+        exported = await a.ExportTranscript(admin_pb2.ExportTranscriptRequest(match_id="m1"), metadata=bearer(ADMIN_TOKEN))
+        assert json.loads(exported.transcript_json)["schema"] == "card-transcript/1"
+        # explicit decks / first dealer are admin-only
+        req = pb.CreateMatchRequest(game="g", first_dealer=1)
+        err = await expect_error(srv.games.CreateMatch(req))
+        assert (err.code, err.reason) == (grpc.StatusCode.UNAUTHENTICATED, "ADMIN_TOKEN_REQUIRED")
+        err = await expect_error(srv.games.CreateMatch(req, metadata=bearer(SEAT_TOKEN)))
+        assert err.code == grpc.StatusCode.PERMISSION_DENIED
+        await srv.games.CreateMatch(req, metadata=bearer(ADMIN_TOKEN))
+        created = [c for c in service.calls if c[0] == "create_match"]
+        assert len(created) == 1 and created[0][2] is True and created[0][1].first_dealer == 1
+        await srv.games.CreateMatch(pb.CreateMatchRequest(game="g"))
+        assert [c for c in service.calls if c[0] == "create_match"][-1][2] is False
+
+
+@run
+async def test_admin_api_disabled_without_a_token():
+    service = ScriptedService()
+    with structlog.testing.capture_logs() as logs:
+        async with running(service, admin_token=None) as srv:
+            for token in (None, ADMIN_TOKEN, ""):
+                md = bearer(token) if token else None
+                err = await expect_error(srv.admin.ListMatches(admin_pb2.ListMatchesRequest(), metadata=md))
+                assert (err.code, err.reason) == (grpc.StatusCode.PERMISSION_DENIED, "ADMIN_DISABLED")
+    assert any(e["event"] == "admin_api_disabled" and e["log_level"] == "warning" for e in logs)
+
+
+# ---- request checks and limits ---------------------------------------------------------------
+
+@run
+async def test_malformed_requests_are_invalid_argument():
+    service = ScriptedService()
+    async with running(service) as srv:
+        g, md = srv.games, bearer(SEAT_TOKEN)
+        cases = [
+            g.GetView(pb.GetViewRequest(), metadata=md),
+            g.SubmitAction(pb.SubmitActionRequest(match_id="m1"), metadata=md),
+            g.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="p" * 65), metadata=md),
+            g.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="pass", client_action_id="c" * 129), metadata=md),
+            g.JoinMatch(pb.JoinMatchRequest(match_id="m1", player_name="n" * 65)),
+            g.CreateMatch(pb.CreateMatchRequest()),
+            g.WatchMatch(pb.WatchMatchRequest(), metadata=md),
+        ]
+        for call in cases:
+            err = await expect_error(call)
+            assert err.code == grpc.StatusCode.INVALID_ARGUMENT and err.reason in ("MISSING_FIELD", "FIELD_TOO_LONG")
+
+
+@run
+async def test_message_size_limit():
+    service = ScriptedService()
+    async with running(service, limits=ServerLimits(max_receive_message_bytes=1024)) as srv:
+        err = await expect_error(srv.games.JoinMatch(pb.JoinMatchRequest(match_id="m" * 2000)))
+        assert err.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+        ok = await srv.games.JoinMatch(pb.JoinMatchRequest(match_id="m1"))
+        assert ok.seat_token == SEAT_TOKEN
+
+
+@run
+async def test_concurrent_streams_per_connection_are_limited():
+    service = ScriptedService()
+    async with running(service, limits=ServerLimits(max_concurrent_streams=2)) as srv:
+        req = pb.WatchMatchRequest(match_id="m1")
+        streams = [srv.games.WatchMatch(req) for _ in range(2)]
+        first = await asyncio.gather(*(s.read() for s in streams))
+        assert all(e.kind == match_pb2.EVENT_KIND_SNAPSHOT for e in first)
+        streams.append(srv.games.WatchMatch(req))
+        third = asyncio.ensure_future(streams[2].read())
+        await asyncio.sleep(0.5)
+        assert not third.done(), "a third stream on one connection must wait for a free slot"
+        # another connection is not affected
+        async with srv.channel_for() as other:
+            from engine_service.transport.generated import card_games_pb2_grpc
+            event = await card_games_pb2_grpc.CardGamesServiceStub(other).WatchMatch(req).read()
+            assert event.kind == match_pb2.EVENT_KIND_SNAPSHOT
+        streams[0].cancel()
+        assert (await asyncio.wait_for(third, 5)).kind == match_pb2.EVENT_KIND_SNAPSHOT
+        for s in streams[1:]:
+            s.cancel()
+
+
+# ---- catalogue, health, reflection, logs and metrics -----------------------------------------
+
+@run
+async def test_catalogue():
+    service = ScriptedService()
+    async with running(service) as srv:
+        games = await srv.games.ListGames(pb.ListGamesRequest())
+        assert [(x.id, x.num_seats, x.options[0].name, x.options[0].help) for x in games.games] == [("g", 2, "x", "h")]
+        assert [b.name for b in (await srv.games.ListBots(pb.ListBotsRequest())).bots] == ["random", "hx"]
+        assert [b.name for b in (await srv.games.ListBots(pb.ListBotsRequest(game="g"))).bots] == ["random"]
+        summary = (await srv.games.GetMatch(pb.GetMatchRequest(match_id="m1"))).match
+        assert summary.seats[1].kind == match_pb2.SEAT_KIND_BOT and summary.options["x"].bool_value is True
+
+
+@run
+async def test_health_and_reflection():
+    service = ScriptedService()
+    async with running(service) as srv:
+        hc = health_pb2_grpc.HealthStub(srv.channel)
+        for name in ("", "cardgames.v1.CardGamesService", "cardgames.v1.AdminService"):
+            resp = await hc.Check(health_pb2.HealthCheckRequest(service=name))
+            assert resp.status == health_pb2.HealthCheckResponse.SERVING
+        refl = reflection_pb2_grpc.ServerReflectionStub(srv.channel)
+        answers = [a async for a in refl.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]))]
+        names = {s.name for s in answers[0].list_services_response.service}
+        assert {"cardgames.v1.CardGamesService", "cardgames.v1.AdminService", "grpc.health.v1.Health"} <= names
+
+
+@run
+async def test_one_log_line_and_metrics_per_rpc_without_secrets():
+    service = ScriptedService()
+    async with running(service) as srv:
+        with structlog.testing.capture_logs() as logs:
+            await srv.games.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="play:AS", expected_seq=3),
+                                         metadata=bearer(SEAT_TOKEN))
+            await expect_error(srv.games.GetView(pb.GetViewRequest(match_id="m1"), metadata=bearer("nope")))
+        lines = [e for e in logs if e["event"] == "rpc"]
+        assert len(lines) == 2
+        ok, bad = lines
+        assert ok["method"] == "/cardgames.v1.CardGamesService/SubmitAction" and ok["code"] == "OK"
+        assert (ok["match_id"], ok["seat"], ok["seq"]) == ("m1", 0, 4) and ok["duration_ms"] >= 0
+        assert bad["code"] == "UNAUTHENTICATED" and bad["reason"] == "MISSING_OR_BAD_TOKEN"
+        text = json.dumps(logs, default=str)
+        assert SEAT_TOKEN not in text and "nope" not in text and "AS" not in text
+        m = srv.metrics
+        assert m.value("cardgames_rpc_requests_total", {"method": ok["method"], "code": "OK"}) == 1
+        assert m.value("cardgames_rpc_duration_seconds_count", {"method": ok["method"]}) == 1
+        assert m.value("cardgames_rpc_in_flight", {"method": ok["method"]}) == 0
+
+
+@run
+async def test_stream_metrics_and_drain_closes_streams():
+    service = ScriptedService()
+    async with running(service, drain=False) as srv:
+        method = "/cardgames.v1.CardGamesService/WatchMatch"
+        call = srv.games.WatchMatch(pb.WatchMatchRequest(match_id="m1", after_seq=2), metadata=bearer(SEAT_TOKEN))
+        assert (await call.read()).kind == match_pb2.EVENT_KIND_SNAPSHOT
+        assert ("watch", api.Principal("seat", "m1", 0), 2) in service.calls
+        assert srv.metrics.value("cardgames_rpc_in_flight", {"method": method}) == 1
+        hc = health_pb2_grpc.HealthStub(srv.channel)
+        watch_health = hc.Watch(health_pb2.HealthCheckRequest(service="cardgames.v1.CardGamesService"))
+        assert (await watch_health.read()).status == health_pb2.HealthCheckResponse.SERVING
+        drain = asyncio.ensure_future(srv.server.drain(grace_s=5))
+        assert (await watch_health.read()).status == health_pb2.HealthCheckResponse.NOT_SERVING
+        watch_health.cancel()  # else the server waits out the grace period for it
+        last = await call.read()  # the session layer ended the stream: MATCH_ENDED then EOF
+        assert last.kind == match_pb2.EVENT_KIND_MATCH_ENDED
+        assert await call.read() == grpc.aio.EOF
+        await drain
+        assert service.drained and service.closed
+        assert srv.metrics.value("cardgames_rpc_stream_messages_sent_total", {"method": method}) == 2
+        assert srv.metrics.value("cardgames_rpc_requests_total", {"method": method, "code": "OK"}) == 1
