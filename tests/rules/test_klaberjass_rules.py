@@ -731,3 +731,31 @@ def test_kl_a20_elder_statement_is_public_before_the_dealer_chooses():
     assert state.view(1)["table"]["melds"] == [{"seat": 0, "say": "value", "value": 50}]
     state.apply("declare")
     assert table(state)["melds"][-1]["say"] == "scores" and table(state)["meld_points"] == [50, 0]
+
+
+@pytest.mark.parametrize("options,points", [
+    ({}, [50, 0]),
+    ({"kl_split_runs": True}, [70, 0]),  # A-K-Q-J + T-9-8 of spades (KL-A10)
+])
+def test_kl_a10_split_runs_in_a_deal(options, points):
+    state = to_play("AS KS QS JS TS 9S 8S 7H 8C", "KH QH 9H AD KD TD 8D 9C 7C", "8H", options=options)
+    assert table(state)["meld_points"] == points
+
+
+@pytest.mark.parametrize("options,points", [
+    ({}, [50, 0]),  # value, then top card: A-K-Q-J beats Q-J-T-9-8
+    ({"kl_sequence_compare": "length"}, [0, 50]),  # five cards beat four (KL-A11)
+])
+def test_kl_a11_sequence_compare_in_a_deal(options, points):
+    state = to_play("AS KS QS JS 9H 8S 7D 8C 7C", "QD JD TD 9D 8D AH KH 9C TC", "7H", options=options)
+    assert table(state)["meld_points"] == points
+
+
+@pytest.mark.parametrize("options,points", [
+    ({}, [60, 0]),
+    ({"kl_winner_sequences": "best_plus_one"}, [40, 0]),  # KL-A12
+])
+def test_kl_a12_winner_sequences_in_a_deal(options, points):
+    state = to_play("AS KS QS 9H 8H 7H JD TD 9D", "QC JC 8C KH QH AD KD 8S 7S", "TH", options=options)
+    assert table(state)["meld_points"] == points
+    assert len(table(state)["melds"][-1]["sequences"]) == points[0] // 20

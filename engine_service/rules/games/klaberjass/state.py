@@ -25,7 +25,7 @@ from .notation import parse_action as _parse_action
 from .sequences import MeldOutcome, resolve
 from .tables import (ACCEPT, BEATS_AS_TRUMP, BELLA, BIT, CONCEAL, DECLARE, EXCHANGE, IDS, JACK, KEEP, KING,
                      NAME, NAMES_EXCEPT, PACK_MASK, PASS, QUEEN, REFUSE, RUNS, SCHMEISS, SEVEN, STRENGTH,
-                     SUIT_MASK_OF, TAKE)
+                     SUIT_MASK_OF, TAKE, ids_of)
 
 # Phases.
 P_CHANCE, P_AUCTION, P_WINDOW, P_MELD, P_PLAY, P_OVER = range(6)
@@ -570,6 +570,5 @@ class KlaberjassState(State):
         return build_view(self, None)
 
     def hand_of(self, seat: int) -> list[str]:
-        """Card codes of a hand (omniscient; for tests and the admin view)."""
-        return [CODES[c] for c in _I0[self._hands[seat] & 0x1FF] + _I1[self._hands[seat] >> 9 & 0x1FF]
-                + _I2[self._hands[seat] >> 18 & 0x1FF] + _I3[self._hands[seat] >> 27 & 0x1FF]]
+        """Card codes of a hand in card order (omniscient; for tests and the admin view)."""
+        return [CODES[c] for c in ids_of(self._hands[seat])]
