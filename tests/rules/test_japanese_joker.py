@@ -650,6 +650,8 @@ def test_views_between_deals_and_at_the_end():
     assert st.secret_cards(0) == 0 and st.zones() == {}
     with pytest.raises(DealRequired):
         st.apply("trump:S")
+    st.deal(shuffled(GAME, random.Random(2)))
+    assert st.view(0)["deal_number"] == 1 and st.view(0)["phase"] == "trump_choice"
 
 
 # ---- JJK-10.4: auto-move ----------------------------------------------------------------------

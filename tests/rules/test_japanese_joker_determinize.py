@@ -152,7 +152,6 @@ def test_the_true_deal_is_always_possible():
 def _replays_to(view, seat, deck) -> bool:
     st = GAME.new_state(view["table"]["options"], first_dealer=view["table"]["first_declarer"])
     st._declarer = view["dealer"]
-    st._deal_no = view["deal_number"] - 1
     st.deal(deck)
     for e in view["table"]["deal_actions"]:
         a = st.parse_action(e["action"])

@@ -62,14 +62,12 @@ def determinize(game, view: Mapping[str, Any], rng: random.Random) -> JapaneseJo
                         for r in view["deal_results"])
     phase = view["phase"]
     if phase not in ("trump_choice", "playing"):
-        st._deal_no = view["deal_number"]
         st._origin = (st._declarer, -1)
         if phase == "over":
             st._phase = OVER
             st._to_act = TERMINAL
             st._winners = tuple(view["winners"])
         return st
-    st._deal_no = view["deal_number"] - 1
     st.deal(_sample_deck(game, view, seat, rng))
     for entry in table["deal_actions"]:
         a = st.parse_action(entry["action"])

@@ -114,7 +114,6 @@ class JapaneseJokerGame(Game):
         after its 18th trick counting ``tricks_taken``.
         """
         st = self.new_state(options, first_dealer=declarer)
-        st._deal_no = 1
         st._phase = PLAY
         st._trump = ("S", "H", "D", "C", "NT").index(trump)
         st._tbase = st._trump * 40 * 38

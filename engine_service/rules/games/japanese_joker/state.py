@@ -34,7 +34,7 @@ class JapaneseJokerState(State):
 
     __slots__ = (
         "game", "options", "first_dealer", "_target",
-        "_phase", "_to_act", "_declarer", "_deal_no", "_totals", "_results", "_winners",
+        "_phase", "_to_act", "_declarer", "_totals", "_results", "_winners",
         "_deck", "_trump", "_tbase", "_tmask", "_first3", "_columns", "_down_of",
         "_hand", "_up", "_down", "_open", "_cleared", "_taken", "_won", "_out",
         "_lead", "_lead_card", "_leader", "_ntricks", "_last", "_log", "_origin",
@@ -50,7 +50,6 @@ class JapaneseJokerState(State):
         self._phase = DEALING
         self._to_act = CHANCE
         self._declarer = first_dealer  # JJK-2.2: drawn outside, passed in
-        self._deal_no = 0
         self._totals = [0, 0]
         self._results: tuple[dict[str, Any], ...] = ()
         self._winners: tuple[int, ...] = ()
@@ -215,7 +214,6 @@ class JapaneseJokerState(State):
         first3 = [0, 0]
         first3[d], first3[1 - d] = self._hand[d], self._hand[1 - d]
         self._first3 = (first3[0], first3[1])
-        self._deal_no += 1
         self._phase = TRUMP
         self._to_act = d
 
@@ -228,7 +226,6 @@ class JapaneseJokerState(State):
         c._phase = self._phase
         c._to_act = self._to_act
         c._declarer = self._declarer
-        c._deal_no = self._deal_no
         c._totals = self._totals[:]
         c._results = self._results
         c._winners = self._winners

@@ -129,7 +129,7 @@ def build_view(st: JapaneseJokerState, seat: int | None) -> dict[str, Any]:
     return {
         "game": st.game.id,
         "phase": PHASE_NAMES[phase],
-        "deal_number": st._deal_no,
+        "deal_number": len(st._results),  # 0-based index of this (or the next) deal
         "dealer": st._declarer,
         "to_act": to_act,
         "seat": seat,
