@@ -342,6 +342,25 @@ def seed_state():
     return st
 
 
+def test_seed_example_giorgi_nino_first_five_tricks():
+    """JJK-13.1, written out: Giorgi (0) declares H on AH TH KC and leads; follower legal sets
+    7H JH X1 (first card: hand only), JH 6H X1, 7C TC X1, 8D 9D AD KD X1, and KC alone (the
+    highest available club after Nino's X1 naming C; AC lies face down); score 1:0 ... 3:2."""
+    st = seed_state()
+    tricks = [("AH", None, "7H", {"7H", "JH", "X1"}, [1, 0]),
+              ("8H", None, "6H", {"JH", "6H", "X1"}, [2, 0]),
+              ("QC", None, "7C", {"7C", "TC", "X1"}, [3, 0]),
+              ("JD", None, "KD", {"8D", "9D", "AD", "KD", "X1"}, [3, 1]),
+              ("X1", "C", "KC", {"KC"}, [3, 2])]
+    for lead, named, follow, follower_legal, score in tricks:
+        play(st, lead, named)
+        assert legal_cards(st) == follower_legal, lead
+        play(st, follow)
+        assert st.public_view()["tricks_taken"] == score
+    assert st.to_act() == 1  # Nino won the joker trick and leads trick 6
+    assert sorted(st.view(0)["hand"]) == sorted(["TH", "9H", "9C", "8C", "7D", "8S", "QS"])
+
+
 def test_down_card_goes_to_hand_at_once_unseen_by_the_opponent():
     """JJK-4.2, 4.5, 9.2: Giorgi plays up 8H in trick 2: its down 9H reaches his hand at once,
     Nino sees only that one hidden card moved."""
