@@ -524,11 +524,14 @@ class MatchManager:
                 return
             while True:
                 try:
-                    item = await asyncio.wait_for(w.queue.get(), self.config.heartbeat_interval_s)
-                except asyncio.TimeoutError:
-                    yield MatchEvent(kind="heartbeat", seq=m.seq, match_id=m.match_id,
-                                     details={"deadline": m.deadline})
-                    continue
+                    item = w.queue.get_nowait()  # drain without a scheduling round per event
+                except asyncio.QueueEmpty:
+                    try:
+                        item = await asyncio.wait_for(w.queue.get(), self.config.heartbeat_interval_s)
+                    except asyncio.TimeoutError:
+                        yield MatchEvent(kind="heartbeat", seq=m.seq, match_id=m.match_id,
+                                         details={"deadline": m.deadline})
+                        continue
                 if isinstance(item, _End):
                     if item.error is not None:
                         raise item.error

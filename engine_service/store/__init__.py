@@ -12,6 +12,10 @@ from .base import (ActionRecord, DeckRecord, DuplicateClientAction, MatchExists,
 from .memory import MemoryStore
 from .sqlite import SqliteStore
 
+__all__ = ["ActionRecord", "DeckRecord", "DuplicateClientAction", "MatchExists", "MatchListing",
+           "MatchRecord", "MemoryStore", "NotADatabase", "SeatRecord", "SequenceConflict",
+           "SqliteStore", "Store", "StoredMatch", "StoreError", "UnknownMatch", "open_store"]
+
 MEMORY = "memory:"
 
 

@@ -91,6 +91,7 @@ async def play_random(mgr: MatchManager, match_id: str, principals: list[Princip
                 assert res.seq == env.seq + 1 and not res.duplicate
                 done += 1
                 acted = True
+                await asyncio.sleep(0)  # let watchers read, as a network round trip would
                 break
         if not acted:
             await asyncio.sleep(0.001)  # a bot or the timer is to act

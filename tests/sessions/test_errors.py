@@ -1,0 +1,450 @@
+"""Every error path of the session layer: tokens, sequence numbers, idempotency, seats,
+unknown matches, finished matches, permissions, bad requests, limits and draining."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from engine_service.rules import get_game
+from engine_service.rules.errors import (IllegalAction, InvalidDeck, InvalidOptions, MalformedAction,
+                                         NotYourTurn, UnknownGame)
+from engine_service.sessions.api import (BadRequest, CreateMatchRequest, LimitExceeded, MatchNotActive,
+                                         MatchNotFound, PermissionDenied, Principal, SeatConfig, SeatTaken,
+                                         StaleSequence, Unauthenticated, Unavailable)
+
+from .helpers import GAMES, collect, config, manager, open_match, play_random, run
+
+GAME = "klaberjass"
+
+
+async def to_act(mgr, match_id, principals):
+    """(seat, principal, envelope) of the seat to act."""
+    for seat, p in enumerate(principals):
+        env = await mgr.get_view(match_id, p)
+        if env.view["to_act"] == seat:
+            return seat, p, env
+    raise AssertionError("nobody to act")
+
+
+# ---- tokens ---------------------------------------------------------------------------------
+
+def test_unknown_token_is_unauthenticated():
+    async def go():
+        async with manager() as mgr:
+            match_id, _ = await open_match(mgr, GAME)
+            with pytest.raises(Unauthenticated):
+                mgr.authenticate(match_id, "not-a-token")
+    run(go())
+
+
+def test_token_of_another_match_is_denied():
+    async def go():
+        async with manager() as mgr:
+            a, _ = await open_match(mgr, GAME)
+            b, _ = await open_match(mgr, GAME)
+            summary = await mgr.create_match(CreateMatchRequest(game=GAME))
+            joined = await mgr.join_match(summary.match_id, 0, "eve")
+            with pytest.raises(PermissionDenied) as info:
+                mgr.authenticate(a, joined.token)
+            assert info.value.reason == "WRONG_MATCH"
+            p = mgr.authenticate(summary.match_id, joined.token)
+            assert (p.kind, p.match_id, p.seat) == ("seat", summary.match_id, 0)
+            # a principal of one match used on another: refused everywhere
+            with pytest.raises(PermissionDenied):
+                await mgr.submit_action(b, p, "pass", None)
+            with pytest.raises(PermissionDenied):
+                await mgr.get_view(b, p)
+            with pytest.raises(PermissionDenied):
+                await mgr.leave_match(b, p, True)
+            with pytest.raises(PermissionDenied):
+                await collect(mgr.watch(b, p, -1))
+    run(go())
+
+
+def test_a_seat_token_sees_only_its_seat_and_acts_only_for_it():
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, GAME)
+            seat, p, env = await to_act(mgr, match_id, ps)
+            other = ps[1 - seat]
+            other_env = await mgr.get_view(match_id, other)
+            assert other_env.seat == 1 - seat and other_env.view["seat"] == 1 - seat
+            assert other_env.view["legal"] == []
+            with pytest.raises(NotYourTurn):
+                await mgr.submit_action(match_id, other, env.view["legal"][0], env.seq)
+            assert (await mgr.get_match(match_id)).seq == 0
+            state = mgr.state_of(match_id)
+            assert env.view["hand"] == state.view(seat)["hand"]
+            assert set(other_env.view["hand"]).isdisjoint(env.view["hand"])
+    run(go())
+
+
+def test_spectator_and_admin_cannot_act():
+    async def go():
+        async with manager() as mgr:
+            match_id, _ = await open_match(mgr, GAME)
+            with pytest.raises(Unauthenticated):
+                await mgr.submit_action(match_id, mgr.authenticate(match_id, None), "pass", None)
+            with pytest.raises(PermissionDenied):
+                await mgr.submit_action(match_id, mgr.authenticate(match_id, None, admin=True), "pass", None)
+            with pytest.raises(Unauthenticated):
+                await mgr.leave_match(match_id, Principal("spectator", match_id), True)
+    run(go())
+
+
+# ---- sequence numbers and idempotency -----------------------------------------------------------
+
+def test_stale_expected_seq_is_aborted_with_the_current_view():
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, GAME)
+            seat, p, env = await to_act(mgr, match_id, ps)
+            await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq)
+            seat2, p2, env2 = await to_act(mgr, match_id, ps)
+            with pytest.raises(StaleSequence) as info:
+                await mgr.submit_action(match_id, p2, env2.view["legal"][0], env2.seq - 1)
+            assert info.value.code == "ABORTED" and info.value.current.seq == env2.seq == 1
+            assert info.value.current.seat == seat2
+            assert info.value.current.view == env2.view
+            assert (await mgr.get_match(match_id)).seq == 1
+            # expected_seq None skips the check
+            res = await mgr.submit_action(match_id, p2, env2.view["legal"][0], None)
+            assert res.seq == 2
+    run(go())
+
+
+def test_a_retried_client_action_id_returns_the_first_result_and_never_applies_twice():
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, GAME)
+            seat, p, env = await to_act(mgr, match_id, ps)
+            action = env.view["legal"][0]
+            first = await mgr.submit_action(match_id, p, action, env.seq, "retry-me")
+            again = await mgr.submit_action(match_id, p, action, env.seq, "retry-me")
+            assert not first.duplicate and again.duplicate
+            assert (again.seq, again.action, again.view) == (first.seq, first.action, first.view)
+            # the match moved on: the retry still answers with the first result (its view)
+            await play_random(mgr, match_id, ps, random.Random(1), max_actions=3)
+            later = await mgr.submit_action(match_id, p, action, env.seq, "retry-me")
+            assert later.duplicate and later.seq == first.seq and later.view == first.view
+            summary = await mgr.get_match(match_id)
+            assert summary.seq == 4
+            # the same id for another action is a client bug, not a retry
+            with pytest.raises(BadRequest) as info:
+                await mgr.submit_action(match_id, p, "play:AS", None, "retry-me")
+            assert info.value.reason == "CLIENT_ACTION_ID_REUSED"
+            # ids are per seat: the other seat may use the same id
+            seat2, p2, env2 = await to_act(mgr, match_id, ps)
+            if seat2 != seat:
+                res = await mgr.submit_action(match_id, p2, env2.view["legal"][0], env2.seq, "retry-me")
+                assert not res.duplicate
+            return mgr.metrics.value("cardgames_actions_total",
+                                     {"game": GAME, "by": "player", "result": "duplicate"})
+    assert run(go()) == 2
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_rejected_actions_change_nothing(game_id):
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, game_id)
+            seat, p, env = await to_act(mgr, match_id, ps)
+            state = mgr.state_of(match_id)
+            before = (state.legal_actions(), state.zones(), env.view)
+            with pytest.raises(MalformedAction):
+                await mgr.submit_action(match_id, p, "dance:now", env.seq)
+            illegal = next(a for a in ("play:AS", "play:7C", "bid:9", "pass", "take", "trump:S")
+                           if a not in env.view["legal"] and _parses(state, a))
+            with pytest.raises(IllegalAction):
+                await mgr.submit_action(match_id, p, illegal, env.seq)
+            for bad in ("", "x" * 65, None, 7):
+                with pytest.raises(BadRequest):
+                    await mgr.submit_action(match_id, p, bad, env.seq)
+            state = mgr.state_of(match_id)
+            after = (state.legal_actions(), state.zones(), (await mgr.get_view(match_id, p)).view)
+            assert after == before and (await mgr.get_match(match_id)).seq == 0
+    run(go())
+
+
+def _parses(state, action):
+    try:
+        state.parse_action(action)
+        return True
+    except MalformedAction:
+        return False
+
+
+# ---- seats ------------------------------------------------------------------------------------
+
+def test_seat_taken_bot_seat_no_open_seat_and_bad_seat():
+    async def go():
+        async with manager(host=_OneBotHost()) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(
+                game=GAME, seats=[SeatConfig(), SeatConfig("bot", "dummy")]))
+            await mgr.join_match(s.match_id, 0, "ann")
+            with pytest.raises(SeatTaken):
+                await mgr.join_match(s.match_id, 0, "bob")
+            with pytest.raises(SeatTaken):
+                await mgr.join_match(s.match_id, 1, "bob")
+            with pytest.raises(SeatTaken):
+                await mgr.join_match(s.match_id, None, "bob")
+            for bad in (2, -1, True, "0"):
+                with pytest.raises(BadRequest):
+                    await mgr.join_match(s.match_id, bad, "bob")
+            with pytest.raises(BadRequest):
+                await mgr.join_match(s.match_id, None, "bad\x00name")
+            with pytest.raises(BadRequest):
+                await mgr.join_match(s.match_id, None, "n" * 65)
+    run(go())
+
+
+def test_first_open_seat_and_leaving_before_the_start_frees_the_seat():
+    async def go():
+        async with manager() as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game=GAME))
+            a = await mgr.join_match(s.match_id, None, "ann")
+            assert a.seat == 0
+            pa = mgr.authenticate(s.match_id, a.token)
+            summary = await mgr.leave_match(s.match_id, pa, resign=False)
+            assert summary.status == "waiting" and not summary.seats[0].taken
+            with pytest.raises(Unauthenticated):
+                mgr.authenticate(s.match_id, a.token)
+            with pytest.raises(Unauthenticated):
+                await mgr.get_view(s.match_id, pa)
+            b = await mgr.join_match(s.match_id, None, "bob")
+            assert b.seat == 0 and b.token != a.token
+    run(go())
+
+
+def test_waiting_match_refuses_actions():
+    async def go():
+        async with manager() as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game=GAME))
+            j = await mgr.join_match(s.match_id, 0, "ann")
+            p = mgr.authenticate(s.match_id, j.token)
+            with pytest.raises(MatchNotActive) as info:
+                await mgr.submit_action(s.match_id, p, "pass", None)
+            assert info.value.reason == "MATCH_WAITING"
+            env = await mgr.get_view(s.match_id, p)
+            assert env.status == "waiting" and env.deadline is None
+    run(go())
+
+
+# ---- unknown and finished matches ------------------------------------------------------------
+
+def test_unknown_match_everywhere():
+    async def go():
+        async with manager() as mgr:
+            spectator = Principal("spectator", "nope")
+            seat = Principal("seat", "nope", 0)
+            for call in (mgr.get_match("nope"), mgr.get_view("nope", spectator),
+                         mgr.submit_action("nope", seat, "pass", None), mgr.join_match("nope", None, "x"),
+                         mgr.inspect_match("nope"), mgr.export_transcript("nope"),
+                         mgr.terminate_match("nope", "x"), mgr.leave_match("nope", seat, True),
+                         collect(mgr.watch("nope", spectator, -1)), mgr.get_match("x" * 500)):
+                with pytest.raises(MatchNotFound):
+                    await call
+    run(go())
+
+
+def test_finished_match_refuses_actions_joins_and_leaving():
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, GAME)
+            summary = await mgr.terminate_match(match_id, "maintenance")
+            assert summary.status == "terminated" and summary.result["outcome"] == "terminated"
+            assert summary.result["reason"] == "maintenance"
+            with pytest.raises(MatchNotActive):
+                await mgr.submit_action(match_id, ps[0], "pass", None)
+            with pytest.raises(MatchNotActive):
+                await mgr.join_match(match_id, None, "late")
+            with pytest.raises(MatchNotActive):
+                await mgr.leave_match(match_id, ps[0], True)
+            with pytest.raises(MatchNotActive):
+                await mgr.terminate_match(match_id, "again")
+            # views of a finished match are still available
+            assert (await mgr.get_view(match_id, ps[0])).status == "terminated"
+    run(go())
+
+
+# ---- creation ------------------------------------------------------------------------------------
+
+class _OneBotHost:
+    """A stand-in bot host that offers one bot, ``dummy``, which always plays the first legal
+    action (for tests that need a bot seat without worker processes)."""
+
+    def bots(self):
+        from engine_service.sessions.api import BotInfo
+        return [BotInfo("dummy", tuple(GAMES), "first legal action")]
+
+    def plays(self, bot, game_id):
+        return bot == "dummy"
+
+    async def decide(self, bot, game_id, seat, view, legal, seed, deadline_s):
+        from types import SimpleNamespace
+        return SimpleNamespace(action=legal[0], failure=None, elapsed_s=0.0)
+
+    async def close(self):
+        pass
+
+
+def test_bad_create_requests():
+    async def go():
+        async with manager(host=_OneBotHost()) as mgr:
+            with pytest.raises(UnknownGame):
+                await mgr.create_match(CreateMatchRequest(game="chess"))
+            with pytest.raises(InvalidOptions):
+                await mgr.create_match(CreateMatchRequest(game=GAME, options={"no_such_option": 1}))
+            with pytest.raises(BadRequest):
+                await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig()]))
+            with pytest.raises(BadRequest) as info:
+                await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig(), SeatConfig("bot", "nobody")]))
+            assert info.value.reason == "UNKNOWN_BOT"
+            with pytest.raises(BadRequest):
+                await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig(), SeatConfig("robot")]))
+            with pytest.raises(BadRequest):
+                await mgr.create_match(CreateMatchRequest(game=GAME, turn_time_s=-1))
+            with pytest.raises(BadRequest):
+                await mgr.create_match(CreateMatchRequest(game=GAME, name="n" * 65))
+            # explicit decks and first dealer are for the admin only
+            with pytest.raises(PermissionDenied):
+                await mgr.create_match(CreateMatchRequest(game=GAME, first_dealer=0))
+            with pytest.raises(PermissionDenied):
+                await mgr.create_match(CreateMatchRequest(game=GAME, decks=[list(_codes(GAME))]))
+            with pytest.raises(InvalidDeck):
+                await mgr.create_match(CreateMatchRequest(game=GAME, decks=[["AS", "AS"]]), admin=True)
+            with pytest.raises(BadRequest):
+                await mgr.create_match(CreateMatchRequest(game=GAME, first_dealer=2), admin=True)
+            # the Joker games validate the turn time through their table option (10-120 s)
+            with pytest.raises(InvalidOptions):
+                await mgr.create_match(CreateMatchRequest(game="georgian_joker", turn_time_s=5))
+            with pytest.raises(BadRequest):
+                await mgr.create_match(CreateMatchRequest(game="georgian_joker", turn_time_s=40,
+                                                          options={"turn_time_s": 50}))
+            assert mgr.match_ids() == []
+    run(go())
+
+
+def _codes(game_id):
+    from engine_service.rules.cards import card_code
+    return [card_code(c) for c in get_game(game_id).pack]
+
+
+def test_admin_decks_and_first_dealer_are_used_and_stay_secret():
+    async def go():
+        async with manager() as mgr:
+            deck = _codes(GAME)
+            random.Random(5).shuffle(deck)
+            s = await mgr.create_match(CreateMatchRequest(game=GAME, decks=[deck], first_dealer=1), admin=True)
+            state = mgr.state_of(s.match_id)
+            inspected = await mgr.inspect_match(s.match_id)
+            spectator = await mgr.get_view(s.match_id, Principal("spectator", s.match_id))
+            return s, state, inspected, spectator, deck
+
+    s, state, inspected, spectator, deck = run(go())
+    assert state.dealer() == 1 and state.first_dealer == 1
+    assert inspected.view["decks"][0] == deck and inspected.view["first_dealer"] == 1
+    assert sorted(inspected.view["hands"][0] + inspected.view["hands"][1]) == sorted(
+        state.hand_codes(state.zones()["hand0"] | state.zones()["hand1"]))
+    assert "decks" not in spectator.view and "hands" not in spectator.view
+
+
+def test_turn_time_is_the_tables():
+    async def go():
+        async with manager(config(default_turn_time_s=30)) as mgr:
+            kl = await mgr.create_match(CreateMatchRequest(game=GAME))
+            kl2 = await mgr.create_match(CreateMatchRequest(game=GAME, turn_time_s=12.5))
+            gj = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
+            gj2 = await mgr.create_match(CreateMatchRequest(game="georgian_joker", turn_time_s=45))
+            return kl, kl2, gj, gj2
+    kl, kl2, gj, gj2 = run(go())
+    assert (kl.turn_time_s, kl2.turn_time_s) == (30, 12.5)
+    assert gj.turn_time_s == 30 and gj.options == {}  # GJ-13 default
+    assert gj2.turn_time_s == 45 and gj2.options == {"turn_time_s": 45}
+
+
+# ---- spectators ------------------------------------------------------------------------------------
+
+def test_spectators_only_when_allowed():
+    async def go():
+        async with manager() as mgr:
+            closed, _ = await open_match(mgr, GAME, spectators_allowed=False)
+            opened, _ = await open_match(mgr, GAME)
+            spectator = Principal("spectator", closed)
+            with pytest.raises(PermissionDenied) as info:
+                await mgr.get_view(closed, spectator)
+            assert info.value.reason == "SPECTATORS_NOT_ALLOWED"
+            with pytest.raises(PermissionDenied):
+                await collect(mgr.watch(closed, spectator, -1))
+            env = await mgr.get_view(opened, Principal("spectator", opened))
+            assert env.seat is None and env.view["hand"] == [] and env.view["legal"] == []
+            # the admin may always look
+            assert (await mgr.get_view(closed, Principal("admin", closed))).view["hands"]
+    run(go())
+
+
+# ---- limits and draining --------------------------------------------------------------------------
+
+def test_match_limits():
+    async def go():
+        async with manager(config(max_matches=3, max_waiting_matches=2), host=_OneBotHost()) as mgr:
+            await mgr.create_match(CreateMatchRequest(game=GAME))
+            await mgr.create_match(CreateMatchRequest(game=GAME))
+            with pytest.raises(LimitExceeded) as info:
+                await mgr.create_match(CreateMatchRequest(game=GAME))
+            assert info.value.reason == "MAX_WAITING_MATCHES"
+            # a match without open seats does not wait: only the total applies
+            bots = [SeatConfig("bot", "dummy")] * 2
+            await mgr.create_match(CreateMatchRequest(game=GAME, seats=bots))
+            with pytest.raises(LimitExceeded) as info:
+                await mgr.create_match(CreateMatchRequest(game=GAME, seats=bots))
+            assert info.value.reason == "MAX_MATCHES"
+    run(go())
+
+
+def test_watcher_limit():
+    async def go():
+        async with manager(config(max_watchers_per_match=2)) as mgr:
+            match_id, ps = await open_match(mgr, GAME)
+            streams = [mgr.watch(match_id, ps[0], -1), mgr.watch(match_id, ps[1], -1)]
+            firsts = [await s.__anext__() for s in streams]
+            assert all(e.kind == "snapshot" for e in firsts)
+            with pytest.raises(LimitExceeded) as info:
+                await mgr.watch(match_id, Principal("spectator", match_id), -1).__anext__()
+            assert info.value.reason == "MAX_WATCHERS"
+            await streams[0].aclose()
+            third = mgr.watch(match_id, Principal("spectator", match_id), -1)
+            assert (await third.__anext__()).kind == "snapshot"
+            await third.aclose()
+            await streams[1].aclose()
+    run(go())
+
+
+def test_drain_refuses_new_work_finishes_in_flight_and_closes_streams():
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, GAME)
+            stream = mgr.watch(match_id, Principal("spectator", match_id), 0)
+            reader = asyncio.ensure_future(collect(stream))
+            await asyncio.sleep(0)
+            seat, p, env = await to_act(mgr, match_id, ps)
+            in_flight = asyncio.ensure_future(mgr.submit_action(match_id, p, env.view["legal"][0], env.seq))
+            await asyncio.sleep(0)  # the submit has started
+            await mgr.drain()
+            result = await in_flight
+            assert result.seq == 1
+            with pytest.raises(Unavailable) as info:
+                await reader
+            assert info.value.reason == "DRAINING"
+            for call in (mgr.create_match(CreateMatchRequest(game=GAME)),
+                         mgr.join_match(match_id, None, "x"),
+                         mgr.submit_action(match_id, ps[1 - seat], "pass", None),
+                         collect(mgr.watch(match_id, ps[0], -1))):
+                with pytest.raises(Unavailable):
+                    await call
+            # reading still works while draining
+            assert (await mgr.get_match(match_id)).seq == 1
+    run(go())

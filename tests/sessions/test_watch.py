@@ -1,0 +1,199 @@
+"""Watch streams: replay from the log, live events, resume without loss or duplication,
+snapshots for late or far-behind watchers, heartbeats, presence, slow watchers."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from engine_service.sessions.api import BadRequest, CreateMatchRequest, Principal, Unavailable
+
+from .helpers import GAMES, collect, config, manager, open_match, play_random, run
+
+
+def actions_of(events):
+    return [e for e in events if e.kind == "action"]
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_resume_loses_and_duplicates_nothing(game_id):
+    """A seat's stream is cut twice; each time it resumes from the last seq it received. The
+    union is exactly the continuous stream of the same seat: every action once, in order,
+    with the same views."""
+    async def go():
+        async with manager(config(snapshot_threshold=10_000)) as mgr:
+            match_id, ps = await open_match(mgr, game_id)
+            me = ps[0]
+            continuous = asyncio.ensure_future(collect(mgr.watch(match_id, me, 0)))
+            await asyncio.sleep(0)
+            pieces, last = [], 0
+            for cut in (5, 40):
+                part = asyncio.ensure_future(collect(mgr.watch(match_id, me, last),
+                                                     until=lambda e, c=cut: e.seq >= c and e.kind == "action"))
+                await play_random(mgr, match_id, ps, random.Random(cut), max_actions=cut - last + 7)
+                got = await part
+                pieces.append(got)
+                last = actions_of(got)[-1].seq
+            rest = asyncio.ensure_future(collect(mgr.watch(match_id, me, last)))
+            await play_random(mgr, match_id, ps, random.Random(99))
+            pieces.append(await rest)
+            return pieces, await continuous, (await mgr.get_match(match_id)).seq
+
+    pieces, continuous, final_seq = run(go(), timeout=300)
+    resumed = [e for piece in pieces for e in actions_of(piece)]
+    assert [e.seq for e in resumed] == list(range(1, final_seq + 1))
+    reference = actions_of(continuous)
+    assert [e.seq for e in reference] == list(range(1, final_seq + 1))
+    for a, b in zip(resumed, reference):
+        assert (a.seq, a.seat, a.action, a.by) == (b.seq, b.seat, b.action, b.by)
+        assert a.view.view == b.view.view, f"view differs at seq {a.seq}"
+    assert continuous[-1].kind == "match_ended" and pieces[-1][-1].kind == "match_ended"
+
+
+def test_late_spectator_gets_a_snapshot_then_live_events():
+    async def go():
+        async with manager(config(snapshot_threshold=5)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            await play_random(mgr, match_id, ps, random.Random(1), max_actions=12)
+            spectator = Principal("spectator", match_id)
+            near = asyncio.ensure_future(collect(mgr.watch(match_id, spectator, 9), until=lambda e: e.seq >= 14))
+            far = asyncio.ensure_future(collect(mgr.watch(match_id, spectator, 0), until=lambda e: e.seq >= 14))
+            fresh = asyncio.ensure_future(collect(mgr.watch(match_id, spectator, -1), until=lambda e: e.seq >= 14))
+            await asyncio.sleep(0)
+            await play_random(mgr, match_id, ps, random.Random(2), max_actions=2)
+            state = mgr.state_of(match_id)
+            return await near, await far, await fresh, state.public_view()
+
+    near, far, fresh, public = run(go())
+    assert [(e.kind, e.seq) for e in near] == [("action", s) for s in (10, 11, 12, 13, 14)]
+    for events in (far, fresh):
+        assert events[0].kind == "snapshot" and events[0].seq == 12
+        assert events[0].view.seat is None and events[0].view.view["hand"] == []
+        assert [(e.kind, e.seq) for e in events[1:]] == [("action", 13), ("action", 14)]
+        assert events[-1].view.view == public
+        assert {d["seat"] for d in events[0].details["seats"]} == {0, 1}
+
+
+def test_replayed_views_are_the_views_of_that_moment():
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "georgian_joker")
+            live = asyncio.ensure_future(collect(mgr.watch(match_id, ps[2], 0), until=lambda e: e.seq >= 30))
+            await asyncio.sleep(0)
+            await play_random(mgr, match_id, ps, random.Random(4), max_actions=30)
+            replay = await collect(mgr.watch(match_id, ps[2], 0), until=lambda e: e.seq >= 30)
+            return await live, replay
+
+    live, replay = run(go())
+    live, replay = actions_of(live), actions_of(replay)
+    assert [e.seq for e in live] == [e.seq for e in replay] == list(range(1, 31))
+    assert [e.view.view for e in live] == [e.view.view for e in replay]
+
+
+def test_heartbeats_on_an_idle_stream():
+    async def go():
+        async with manager(config(heartbeat_interval_s=0.02)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            other = mgr.watch(match_id, ps[1], -1)
+            await other.__anext__()  # both seats present: the turn clock runs (JJK-10.2)
+            try:
+                return await collect(mgr.watch(match_id, ps[0], -1), until=lambda e: e.kind == "heartbeat",
+                                     skip_heartbeats=False)
+            finally:
+                await other.aclose()
+
+    events = run(go())
+    assert events[0].kind == "snapshot" and events[-1].kind == "heartbeat"
+    assert events[-1].seq == 0 and events[-1].view is None
+    assert events[-1].details["deadline"] is not None  # klaberjass: the session's 30 s default
+
+
+def test_a_slow_watcher_is_cut_off_without_blocking_the_match_and_resumes():
+    async def go():
+        async with manager(config(watcher_queue_size=3)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            spectator = Principal("spectator", match_id)
+            slow = mgr.watch(match_id, spectator, -1)
+            first = await slow.__anext__()  # registered; now it stops reading
+            await play_random(mgr, match_id, ps, random.Random(3), max_actions=10)
+            assert (await mgr.get_match(match_id)).seq == 10  # the writer never waited
+            with pytest.raises(Unavailable) as info:
+                async for _ in slow:
+                    pass
+            resumed = await collect(mgr.watch(match_id, spectator, 0), until=lambda e: e.seq >= 10)
+            return first, info.value, resumed, mgr.metrics.value("cardgames_watch_overflows_total")
+
+    first, error, resumed, overflows = run(go())
+    assert first.kind == "snapshot" and first.seq == 0
+    assert error.reason == "WATCH_OVERFLOW"
+    assert [e.seq for e in actions_of(resumed)] == list(range(1, 11))
+    assert overflows == 1
+
+
+def test_presence_follows_open_streams():
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            spectator = mgr.watch(match_id, Principal("spectator", match_id), -1)
+            assert (await spectator.__anext__()).kind == "snapshot"
+            seat0 = mgr.watch(match_id, ps[0], -1)
+            await seat0.__anext__()
+            connected = await spectator.__anext__()
+            present_while_open = (await mgr.get_match(match_id)).seats[0].present
+            await seat0.aclose()
+            disconnected = await spectator.__anext__()
+            present_after = (await mgr.get_match(match_id)).seats[0].present
+            await spectator.aclose()
+            return connected, present_while_open, disconnected, present_after
+
+    connected, while_open, disconnected, after = run(go())
+    assert (connected.kind, connected.seat, connected.reason) == ("presence", 0, "connected")
+    assert connected.details["seats"][0]["present"] is True
+    assert (disconnected.kind, disconnected.seat, disconnected.reason) == ("presence", 0, "disconnected")
+    assert while_open is True and after is False
+
+
+def test_stream_ends_with_the_match_and_a_finished_match_can_be_watched():
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "japanese_joker")
+            live = asyncio.ensure_future(collect(mgr.watch(match_id, ps[1], 0), until=lambda e: False))
+            await asyncio.sleep(0)
+            await play_random(mgr, match_id, ps, random.Random(8))
+            after_end = await collect(mgr.watch(match_id, Principal("spectator", match_id), -1),
+                                      until=lambda e: False)
+            return await live, after_end, await mgr.get_match(match_id)
+
+    live, after_end, summary = run(go())
+    assert live[-1].kind == "match_ended" and live[-1].details["result"] == summary.result
+    assert [e.seq for e in actions_of(live)] == list(range(1, summary.seq + 1))
+    assert [e.kind for e in after_end] == ["snapshot", "match_ended"]
+    assert after_end[-1].view.status == "finished"
+
+
+def test_after_seq_ahead_of_the_match_is_a_bad_request():
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            with pytest.raises(BadRequest):
+                await collect(mgr.watch(match_id, ps[0], 5))
+    run(go())
+
+
+def test_watchers_of_a_waiting_match_see_it_start():
+    async def go():
+        async with manager() as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            watching = asyncio.ensure_future(collect(mgr.watch(s.match_id, Principal("spectator", s.match_id), -1),
+                                                     until=lambda e: e.kind == "presence" and e.view.status == "active"))
+            await asyncio.sleep(0)
+            await mgr.join_match(s.match_id, 0, "a")
+            await mgr.join_match(s.match_id, 1, "b")
+            return await watching
+
+    events = run(go())
+    assert events[0].kind == "snapshot" and events[0].view.status == "waiting"
+    assert [(e.kind, e.reason, e.seat) for e in events[1:]] == [("presence", "joined", 0), ("presence", "joined", 1)]
+    assert events[-1].view.status == "active"
