@@ -120,14 +120,14 @@ def test_view_timeline_in_a_three_card_deal_gj_11_4():
     assert v["table"]["tricks"] == [v["last_trick"]] and v["table"]["leader"] == 0
     assert v["table"]["deal_actions"] == ["bid:1", "bid:0", "bid:1", "bid:0", "play:AS", "play:8S", "play:QS",
                                           "play:TS", "play:KH", "play:9H", "play:X1:high"]
-    assert v["deal_number"] == 3 and v["dealer"] == 3 and v["table"]["deal"] == 3
+    assert v["deal_number"] == 2 and v["dealer"] == 3 and v["table"]["deal"] == 3
     for a in ("play:9D", "play:6H", "play:8C", "play:7C", "play:JC"):
         state.apply(a)
     v = state.view(1)
     assert v["phase"] == "deal_setup" and v["to_act"] is None and v["hand"] == [] and v["trick"] == []
     assert v["deal_results"][-1]["scores"] == [100, 50, 20, 50]
     assert v["dealer"] == 0 and v["table"]["deal"] == 4 and v["table"]["cards_per_player"] == 4
-    assert v["deal_number"] == 3  # deals started so far
+    assert v["deal_number"] == 3  # the 0-based index of the next deal
     assert state.secret_cards(1) & (1 << card_id("AS")) == 0  # played cards stay public
 
 

@@ -364,6 +364,9 @@ class GeorgianJokerState(State):
         return self.dealer_seat
 
     def deal_results(self) -> list[dict[str, Any]]:
+        """The deal results so far (NOTATION section 4). A new list of the engine's own result
+        records, which are never changed once written: read-only by contract, so that callers
+        polling the count after every action (playouts, the benchmark) pay nothing; views copy."""
         return list(self.results)
 
     def result(self) -> dict[str, Any]:

@@ -156,7 +156,7 @@ def build_view(state: Any, seat: int | None) -> dict[str, Any]:
     return {
         "game": state.game.id,
         "phase": PHASE_NAMES[phase],
-        "deal_number": state.started,
+        "deal_number": index,  # 0-based index of the current deal (of the next one at deal_setup)
         "dealer": state.dealer_seat,
         "to_act": to_act,
         "seat": seat,
@@ -167,7 +167,8 @@ def build_view(state: Any, seat: int | None) -> dict[str, Any]:
         "last_trick": last,
         "tricks_taken": tricks_taken,
         "totals": list(state.totals),
-        "deal_results": state.deal_results(),
+        "deal_results": [{k: list(v) if isinstance(v, list) else v for k, v in r.items()}
+                         for r in state.results],
         "over": over,
         "winners": state.result()["winners"],
         "table": table,
