@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import argparse
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from .sessions.config import SessionConfig
+
+DEFAULT_DB = "./cardgames.sqlite3"
 ENV_PREFIX = "CARDGAMES_"
 LOG_FORMATS = ("auto", "json", "console")
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
@@ -25,7 +28,9 @@ LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
 @dataclass(frozen=True)
 class Settings:
-    """Everything ``python -m engine_service serve`` can be told (see :data:`SETTINGS`)."""
+    """Everything ``python -m engine_service serve`` can be told (see :data:`SETTINGS`): the
+    server's own settings, and the session layer's :class:`SessionConfig` (whose defaults are
+    the single source of the session defaults)."""
 
     # network
     host: str = "[::]"
@@ -34,12 +39,11 @@ class Settings:
     metrics_port: int = 9464
     tls_cert: Path | None = None
     tls_key: Path | None = None
-    # storage and logs
-    db: str = "./cardgames.sqlite3"
+    # logs
     log_format: str = "auto"
     log_level: str = "info"
     # security
-    admin_token: str | None = None
+    admin_token: str | None = field(default=None, repr=False)  # a secret: never printed
     # transport limits
     max_receive_message_bytes: int = 64 * 1024
     max_send_message_bytes: int = 4 * 1024 * 1024
@@ -48,17 +52,8 @@ class Settings:
     keepalive_timeout_s: float = 10.0
     max_pending_requests: int = 10_000
     drain_grace_s: float = 10.0
-    # sessions
-    max_matches: int = 10_000
-    max_watchers_per_match: int = 64
-    default_turn_time_s: float = 0.0
-    max_turn_time_s: float = 3600.0
-    grace_period_s: float = 60.0
-    heartbeat_s: float = 15.0
-    snapshot_after_events: int = 200
-    bot_deadline_s: float = 2.0
-    bot_workers: int = 2
-    takeover_bot: str = "random"
+    # the session layer (match store, timers, limits, bots)
+    session: SessionConfig = field(default_factory=lambda: SessionConfig(db_path=DEFAULT_DB))
 
 
 def _bool(text: str) -> bool:
@@ -103,14 +98,20 @@ def _choice(*allowed: str) -> Callable[[str], str]:
 class Setting:
     """One row of the settings table."""
 
-    name: str  # Settings field
+    name: str  # the flag / environment name
     parse: Callable[[str], Any]
     help: str
     metavar: str = ""
+    session_field: str = ""  # set: a SessionConfig field (else a Settings field of this name)
 
     @property
     def flag(self) -> str:
         return "--" + self.name.replace("_", "-")
+
+    def default(self, defaults: Settings) -> Any:
+        if self.session_field:
+            return getattr(defaults.session, self.session_field)
+        return getattr(defaults, self.name)
 
     @property
     def env(self) -> str:
@@ -126,7 +127,6 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("metrics_port", _port, "Prometheus metrics port (0: any free port, logged)", "PORT"),
     Setting("tls_cert", Path, "PEM certificate chain: serve TLS only (needs --tls-key)", "FILE"),
     Setting("tls_key", Path, "PEM private key of --tls-cert", "FILE"),
-    Setting("db", str, "SQLite database file (created if missing; 'memory:' keeps nothing)", "PATH"),
     Setting("log_format", _choice(*LOG_FORMATS), "log format: json, console, or auto (json "
             "unless stderr is a terminal)", "FORMAT"),
     Setting("log_level", _choice(*LOG_LEVELS), "lowest level logged", "LEVEL"),
@@ -140,19 +140,34 @@ SETTINGS: tuple[Setting, ...] = (
             "within this time", "SECONDS"),
     Setting("max_pending_requests", _nn_int, "calls queued for the application in a burst", "N"),
     Setting("drain_grace_s", _nn_float, "on SIGTERM/SIGINT, time left to running calls", "SECONDS"),
-    Setting("max_matches", _nn_int, "most unfinished matches held at once", "N"),
-    Setting("max_watchers_per_match", _nn_int, "most open WatchMatch streams per match", "N"),
-    Setting("default_turn_time_s", _nn_float, "decision deadline of matches created without one "
-            "(0: none)", "SECONDS"),
-    Setting("max_turn_time_s", _nn_float, "longest decision deadline a match may ask for", "SECONDS"),
-    Setting("grace_period_s", _nn_float, "how long a disconnected player may be away before "
-            "the rulebook's absence policy applies", "SECONDS"),
-    Setting("heartbeat_s", _nn_float, "heartbeat interval of idle watch streams", "SECONDS"),
-    Setting("snapshot_after_events", _nn_int, "a watcher further behind than this starts from a "
-            "snapshot", "N"),
-    Setting("bot_deadline_s", _nn_float, "time a bot has for one decision", "SECONDS"),
-    Setting("bot_workers", _nn_int, "bot worker processes", "N"),
-    Setting("takeover_bot", str, "bot that plays for an absent Georgian Joker player", "NAME"),
+    # ---- the session layer (engine_service.sessions.config.SessionConfig) ----
+    Setting("db", str, "SQLite database file (created if missing; 'memory:' keeps nothing)",
+            "PATH", "db_path"),
+    Setting("default_turn_time_s", _nn_float, "decision deadline of Klaberjass / Jo-Jotte "
+            "matches created without one (JJK-11; 0: none)", "SECONDS", "default_turn_time_s"),
+    Setting("reconnect_grace_s", _nn_float, "how long a disconnected player may be away before "
+            "the rulebook's absence policy applies (games without the table option)", "SECONDS",
+            "reconnect_grace_s"),
+    Setting("time_scale", float, "multiply every deadline and grace period (demos, tests)",
+            "FACTOR", "time_scale"),
+    Setting("heartbeat_interval_s", float, "heartbeat interval of idle watch streams", "SECONDS",
+            "heartbeat_interval_s"),
+    Setting("snapshot_threshold", int, "a watcher further behind than this many actions starts "
+            "from a snapshot", "N", "snapshot_threshold"),
+    Setting("watcher_queue_size", int, "events buffered per watcher before its stream is closed",
+            "N", "watcher_queue_size"),
+    Setting("max_matches", int, "most unfinished matches held at once", "N", "max_matches"),
+    Setting("max_waiting_matches", int, "most matches waiting for players", "N",
+            "max_waiting_matches"),
+    Setting("max_watchers_per_match", int, "most open WatchMatch streams per match", "N",
+            "max_watchers_per_match"),
+    Setting("bot_deadline_s", float, "time a bot has for one decision", "SECONDS",
+            "bot_deadline_s"),
+    Setting("bot_workers", int, "bot worker processes", "N", "bot_workers"),
+    Setting("takeover_bot", str, "bot playing for an absent Georgian Joker player (empty: the "
+            "rulebook's auto-move policy, GJ-12.2)", "NAME", "takeover_bot"),
+    Setting("finished_retention_s", _nn_float, "how long a finished match stays in memory",
+            "SECONDS", "finished_retention_s"),
 )
 
 
@@ -171,7 +186,7 @@ def add_arguments(parser: argparse.ArgumentParser, env: Mapping[str, str] | None
     env = os.environ if env is None else env
     defaults = Settings()
     for s in SETTINGS:
-        default = _env_default(s, env, getattr(defaults, s.name))
+        default = _env_default(s, env, s.default(defaults))
         shown = "unset" if default is None else default
         if s.name == "admin_token" and default is not None:
             shown = "set"  # never echo a secret in --help
@@ -181,9 +196,12 @@ def add_arguments(parser: argparse.ArgumentParser, env: Mapping[str, str] | None
 
 
 def from_namespace(ns: argparse.Namespace) -> Settings:
-    """Settings from parsed flags; cross-field errors raise ValueError."""
-    values = {f.name: getattr(ns, f.name) for f in fields(Settings) if hasattr(ns, f.name)}
-    settings = Settings(**values)
+    """Settings from parsed flags; inconsistent values raise ValueError naming them."""
+    own = {f.name for f in fields(Settings)} - {"session"}
+    server = {s.name: getattr(ns, s.name) for s in SETTINGS if s.name in own and hasattr(ns, s.name)}
+    session = {s.session_field: getattr(ns, s.name) for s in SETTINGS
+               if s.session_field and hasattr(ns, s.name)}
+    settings = Settings(**server, session=replace(Settings().session, **session))
     if (settings.tls_cert is None) != (settings.tls_key is None):
         raise ValueError("--tls-cert and --tls-key go together")
     return settings

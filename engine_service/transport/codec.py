@@ -331,6 +331,61 @@ def trick_message(trick: Any) -> match_pb2.Trick:
     return msg
 
 
+def _play_from_action(seat: Any, notation: str) -> dict[str, Any]:
+    """A trick play ``{"seat", "card", ...}`` from a ``play:`` action of a deal's log."""
+    fields = dict(action_fields(notation))
+    play: dict[str, Any] = {"seat": seat, "card": fields["card"]["code"]}
+    for extra in fields["args"][1:]:
+        if extra in _JOKER_MODE:
+            play["joker_mode"] = extra
+        elif extra in _ANNOUNCEMENT:
+            play["announce"] = extra
+        elif extra in _SUIT:
+            play["named_suit"] = extra
+    return play
+
+
+def trick_history(view: Mapping[str, Any]) -> list[match_pb2.Trick]:
+    """The complete tricks of the current deal, oldest first, from what the view already holds.
+
+    Games publish them in one of two ways: a list of tricks (``tricks``, at the top or under
+    ``table``: Georgian Joker, Jo-Jotte), or only the deal's public action log
+    (``table.deal_actions``: ``{"seat", "action"}`` entries, Klaberjass, Japanese Joker). From
+    a log, the ``play:`` actions are cut into tricks of one card per seat; a trick's winner is
+    the entry's own ``winner`` where the game records it, else the leader of the next trick
+    (the winner of a trick leads the next one in all four games), else ``last_trick.winner``.
+    Nothing is inferred that the view does not already say.
+    """
+    table = view.get("table") or {}
+    for tricks in (view.get("tricks"), table.get("tricks") if isinstance(table, Mapping) else None):
+        if isinstance(tricks, list) and all(isinstance(t, Mapping) and "plays" in t for t in tricks):
+            return [trick_message(t) for t in tricks]
+    log = table.get("deal_actions") if isinstance(table, Mapping) else None
+    seats = len(view.get("hand_sizes") or ())
+    if not isinstance(log, list) or not seats:
+        last = view.get("last_trick")
+        return [trick_message(last)] if last else []
+    plays, winners = [], []
+    for entry in log:
+        if not isinstance(entry, Mapping):
+            continue
+        action = entry.get("action")
+        if isinstance(action, str) and action.startswith("play:") and action.split(":")[1] in _CARD_CODES:
+            plays.append(_play_from_action(entry.get("seat"), action))
+            winners.append(entry.get("winner"))
+    complete = len(plays) // seats
+    out = []
+    for i in range(complete):
+        chunk = plays[i * seats:(i + 1) * seats]
+        winner = winners[(i + 1) * seats - 1]
+        if winner is None and (i + 1) * seats < len(plays):
+            winner = plays[(i + 1) * seats]["seat"]
+        if winner is None and i == complete - 1:
+            winner = (view.get("last_trick") or {}).get("winner")
+        out.append(trick_message({"plays": chunk, "winner": winner}))
+    return out
+
+
 def scores_message(view: Mapping[str, Any]) -> match_pb2.Scores:
     msg = match_pb2.Scores(tricks_taken=[int(t) for t in view.get("tricks_taken") or ()])
     totals = view.get("totals")
@@ -369,10 +424,7 @@ def view_message(env: api.ViewEnvelope) -> match_pb2.View:
     last = v.get("last_trick")
     if last:
         msg.last_trick.CopyFrom(trick_message(last))
-    history = v.get("tricks")
-    if history is None:
-        history = [last] if last else []
-    msg.trick_history.extend(trick_message(t) for t in history)
+    msg.trick_history.extend(trick_history(v))
     msg.scores.CopyFrom(scores_message(v))
     table = v.get("table")
     if table:
@@ -388,8 +440,9 @@ def _cards_of(value: Any) -> list[str]:
 
 
 def inspect_message(summary: api.MatchSummary, env: api.ViewEnvelope) -> admin_pb2.InspectMatchResponse:
-    """The admin's omniscient answer: the view plus every hand and every zone. The session
-    layer's admin view carries ``hands`` (per seat) and ``zones`` (name -> codes or bitmask)."""
+    """The admin's omniscient answer: the view plus every hand, every zone and the decks. The
+    session layer's admin view carries ``hands`` (per seat), ``zones`` (name -> codes or
+    bitmask), ``first_dealer`` and ``decks``."""
     v = env.view
     msg = admin_pb2.InspectMatchResponse(match=summary_message(summary), view=view_message(env))
     hands = v.get("hands")
@@ -399,6 +452,10 @@ def inspect_message(summary: api.MatchSummary, env: api.ViewEnvelope) -> admin_p
         msg.hands.add(seat=seat, cards=cards_messages(_cards_of(cards)))
     for name, cards in sorted((v.get("zones") or {}).items()):
         msg.zones.add(name=str(name), cards=cards_messages(_cards_of(cards)))
+    if v.get("first_dealer") is not None:
+        msg.first_dealer = int(v["first_dealer"])
+    for deck in v.get("decks") or ():
+        msg.decks.add(cards=[str(c) for c in deck])
     return msg
 
 

@@ -182,3 +182,59 @@ def test_event_message():
     assert msg.action.number == 3 and msg.view.phase == "bidding"
     hb = codec.event_message(api.MatchEvent(kind="heartbeat", seq=7, match_id="m"))
     assert hb.kind == m.EVENT_KIND_HEARTBEAT and not hb.HasField("view") and not hb.HasField("seat")
+
+
+def test_trick_history_from_a_deal_log():
+    """Klaberjass / Japanese Joker publish the deal's action log, not a list of tricks."""
+    view = {"hand_sizes": [5, 4], "trick": [{"seat": 0, "card": "9D"}],
+            "last_trick": {"plays": [{"seat": 1, "card": "9H"}, {"seat": 0, "card": "8H"}], "winner": 0},
+            "table": {"deal_actions": [
+                {"seat": 1, "action": "take"}, {"seat": 1, "action": "play:TH"},
+                {"seat": 0, "action": "exchange"}, {"seat": 0, "action": "play:KH"},
+                {"seat": 1, "action": "play:9H"}, {"seat": 0, "action": "play:8H"},
+                {"seat": 0, "action": "play:9D"}]}}
+    history = codec.trick_history(view)
+    assert [[(p.seat, p.card.code) for p in t.plays] for t in history] == [[(1, "TH"), (0, "KH")], [(1, "9H"), (0, "8H")]]
+    assert [t.winner for t in history] == [1, 0]
+    jjk = {"hand_sizes": [3, 3], "table": {"deal_actions": [
+        {"seat": 0, "action": "trump:NT"}, {"seat": 0, "action": "play:X1:S", "from": "hand"},
+        {"seat": 1, "action": "play:QS", "from": "table", "winner": 0}]}}
+    (trick,) = codec.trick_history(jjk)
+    assert trick.winner == 0 and trick.plays[0].named_suit == c.SUIT_SPADES and trick.plays[0].card.rank == c.RANK_JOKER
+
+
+def test_trick_history_agrees_with_the_rules_views_of_every_game():
+    """Over random play of every registered game: one history entry per trick taken this deal,
+    the last one equal to ``last_trick``, every card a card the view has shown publicly."""
+    import random
+
+    from engine_service.rules.game import CHANCE
+    from engine_service.rules.registry import all_games
+
+    games = all_games()
+    assert games, "no game is registered"
+    for game in games:
+        rng = random.Random(7)
+        state = game.new_state()
+        checked = 0
+        for _ in range(600):
+            who = state.to_act()
+            if who == CHANCE:
+                deck = list(game.pack)
+                rng.shuffle(deck)
+                state.deal(deck)
+                continue
+            if who < 0:
+                break
+            view = state.view(who)
+            history = codec.trick_history(view)
+            if view["phase"] in ("play", "playing") and view.get("tricks_taken") is not None:
+                assert len(history) == sum(view["tricks_taken"]), (game.id, view["phase"])
+                if history and view.get("last_trick"):
+                    last = codec.trick_message(view["last_trick"])
+                    assert history[-1].winner == last.winner
+                    assert [(p.seat, p.card.code) for p in history[-1].plays] == \
+                        [(p.seat, p.card.code) for p in last.plays], game.id
+                checked += 1
+            state.apply(rng.choice(state.legal_actions()), who)
+        assert checked > 10, game.id

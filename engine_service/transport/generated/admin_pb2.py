@@ -22,35 +22,36 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from . import card_games_pb2 as cardgames_dot_v1_dot_card__games__pb2
 from . import cards_pb2 as cardgames_dot_v1_dot_cards__pb2
 from . import match_pb2 as cardgames_dot_v1_dot_match__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x63\x61rdgames/v1/admin.proto\x12\x0c\x63\x61rdgames.v1\x1a\x18\x63\x61rdgames/v1/cards.proto\x1a\x18\x63\x61rdgames/v1/match.proto\"\\\n\x12ListMatchesRequest\x12)\n\x06status\x18\x01 \x01(\x0e\x32\x19.cardgames.v1.MatchStatus\x12\x0c\n\x04game\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\x05\"B\n\x13ListMatchesResponse\x12+\n\x07matches\x18\x01 \x03(\x0b\x32\x1a.cardgames.v1.MatchSummary\"\'\n\x13InspectMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"<\n\tSeatCards\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12!\n\x05\x63\x61rds\x18\x02 \x03(\x0b\x32\x12.cardgames.v1.Card\"\xae\x01\n\x14InspectMatchResponse\x12)\n\x05match\x18\x01 \x01(\x0b\x32\x1a.cardgames.v1.MatchSummary\x12 \n\x04view\x18\x02 \x01(\x0b\x32\x12.cardgames.v1.View\x12&\n\x05hands\x18\x03 \x03(\x0b\x32\x17.cardgames.v1.SeatCards\x12!\n\x05zones\x18\x04 \x03(\x0b\x32\x12.cardgames.v1.Zone\"9\n\x15TerminateMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"C\n\x16TerminateMatchResponse\x12)\n\x05match\x18\x01 \x01(\x0b\x32\x1a.cardgames.v1.MatchSummary\"+\n\x17\x45xportTranscriptRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"3\n\x18\x45xportTranscriptResponse\x12\x17\n\x0ftranscript_json\x18\x01 \x01(\t2\xf9\x02\n\x0c\x41\x64minService\x12R\n\x0bListMatches\x12 .cardgames.v1.ListMatchesRequest\x1a!.cardgames.v1.ListMatchesResponse\x12U\n\x0cInspectMatch\x12!.cardgames.v1.InspectMatchRequest\x1a\".cardgames.v1.InspectMatchResponse\x12[\n\x0eTerminateMatch\x12#.cardgames.v1.TerminateMatchRequest\x1a$.cardgames.v1.TerminateMatchResponse\x12\x61\n\x10\x45xportTranscript\x12%.cardgames.v1.ExportTranscriptRequest\x1a&.cardgames.v1.ExportTranscriptResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x63\x61rdgames/v1/admin.proto\x12\x0c\x63\x61rdgames.v1\x1a\x1d\x63\x61rdgames/v1/card_games.proto\x1a\x18\x63\x61rdgames/v1/cards.proto\x1a\x18\x63\x61rdgames/v1/match.proto\"\\\n\x12ListMatchesRequest\x12)\n\x06status\x18\x01 \x01(\x0e\x32\x19.cardgames.v1.MatchStatus\x12\x0c\n\x04game\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\x05\"B\n\x13ListMatchesResponse\x12+\n\x07matches\x18\x01 \x03(\x0b\x32\x1a.cardgames.v1.MatchSummary\"\'\n\x13InspectMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"<\n\tSeatCards\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12!\n\x05\x63\x61rds\x18\x02 \x03(\x0b\x32\x12.cardgames.v1.Card\"\xe7\x01\n\x14InspectMatchResponse\x12)\n\x05match\x18\x01 \x01(\x0b\x32\x1a.cardgames.v1.MatchSummary\x12 \n\x04view\x18\x02 \x01(\x0b\x32\x12.cardgames.v1.View\x12&\n\x05hands\x18\x03 \x03(\x0b\x32\x17.cardgames.v1.SeatCards\x12!\n\x05zones\x18\x04 \x03(\x0b\x32\x12.cardgames.v1.Zone\x12\x14\n\x0c\x66irst_dealer\x18\x05 \x01(\x05\x12!\n\x05\x64\x65\x63ks\x18\x06 \x03(\x0b\x32\x12.cardgames.v1.Deck\"9\n\x15TerminateMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"C\n\x16TerminateMatchResponse\x12)\n\x05match\x18\x01 \x01(\x0b\x32\x1a.cardgames.v1.MatchSummary\"+\n\x17\x45xportTranscriptRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"3\n\x18\x45xportTranscriptResponse\x12\x17\n\x0ftranscript_json\x18\x01 \x01(\t2\xf9\x02\n\x0c\x41\x64minService\x12R\n\x0bListMatches\x12 .cardgames.v1.ListMatchesRequest\x1a!.cardgames.v1.ListMatchesResponse\x12U\n\x0cInspectMatch\x12!.cardgames.v1.InspectMatchRequest\x1a\".cardgames.v1.InspectMatchResponse\x12[\n\x0eTerminateMatch\x12#.cardgames.v1.TerminateMatchRequest\x1a$.cardgames.v1.TerminateMatchResponse\x12\x61\n\x10\x45xportTranscript\x12%.cardgames.v1.ExportTranscriptRequest\x1a&.cardgames.v1.ExportTranscriptResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'cardgames.v1.admin_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_LISTMATCHESREQUEST']._serialized_start=94
-  _globals['_LISTMATCHESREQUEST']._serialized_end=186
-  _globals['_LISTMATCHESRESPONSE']._serialized_start=188
-  _globals['_LISTMATCHESRESPONSE']._serialized_end=254
-  _globals['_INSPECTMATCHREQUEST']._serialized_start=256
-  _globals['_INSPECTMATCHREQUEST']._serialized_end=295
-  _globals['_SEATCARDS']._serialized_start=297
-  _globals['_SEATCARDS']._serialized_end=357
-  _globals['_INSPECTMATCHRESPONSE']._serialized_start=360
-  _globals['_INSPECTMATCHRESPONSE']._serialized_end=534
-  _globals['_TERMINATEMATCHREQUEST']._serialized_start=536
-  _globals['_TERMINATEMATCHREQUEST']._serialized_end=593
-  _globals['_TERMINATEMATCHRESPONSE']._serialized_start=595
-  _globals['_TERMINATEMATCHRESPONSE']._serialized_end=662
-  _globals['_EXPORTTRANSCRIPTREQUEST']._serialized_start=664
-  _globals['_EXPORTTRANSCRIPTREQUEST']._serialized_end=707
-  _globals['_EXPORTTRANSCRIPTRESPONSE']._serialized_start=709
-  _globals['_EXPORTTRANSCRIPTRESPONSE']._serialized_end=760
-  _globals['_ADMINSERVICE']._serialized_start=763
-  _globals['_ADMINSERVICE']._serialized_end=1140
+  _globals['_LISTMATCHESREQUEST']._serialized_start=125
+  _globals['_LISTMATCHESREQUEST']._serialized_end=217
+  _globals['_LISTMATCHESRESPONSE']._serialized_start=219
+  _globals['_LISTMATCHESRESPONSE']._serialized_end=285
+  _globals['_INSPECTMATCHREQUEST']._serialized_start=287
+  _globals['_INSPECTMATCHREQUEST']._serialized_end=326
+  _globals['_SEATCARDS']._serialized_start=328
+  _globals['_SEATCARDS']._serialized_end=388
+  _globals['_INSPECTMATCHRESPONSE']._serialized_start=391
+  _globals['_INSPECTMATCHRESPONSE']._serialized_end=622
+  _globals['_TERMINATEMATCHREQUEST']._serialized_start=624
+  _globals['_TERMINATEMATCHREQUEST']._serialized_end=681
+  _globals['_TERMINATEMATCHRESPONSE']._serialized_start=683
+  _globals['_TERMINATEMATCHRESPONSE']._serialized_end=750
+  _globals['_EXPORTTRANSCRIPTREQUEST']._serialized_start=752
+  _globals['_EXPORTTRANSCRIPTREQUEST']._serialized_end=795
+  _globals['_EXPORTTRANSCRIPTRESPONSE']._serialized_start=797
+  _globals['_EXPORTTRANSCRIPTRESPONSE']._serialized_end=848
+  _globals['_ADMINSERVICE']._serialized_start=851
+  _globals['_ADMINSERVICE']._serialized_end=1228
 # @@protoc_insertion_point(module_scope)

@@ -1,3 +1,4 @@
+from . import card_games_pb2 as _card_games_pb2
 from . import cards_pb2 as _cards_pb2
 from . import match_pb2 as _match_pb2
 from google.protobuf.internal import containers as _containers
@@ -39,16 +40,20 @@ class SeatCards(_message.Message):
     def __init__(self, seat: _Optional[int] = ..., cards: _Optional[_Iterable[_Union[_cards_pb2.Card, _Mapping]]] = ...) -> None: ...
 
 class InspectMatchResponse(_message.Message):
-    __slots__ = ("match", "view", "hands", "zones")
+    __slots__ = ("match", "view", "hands", "zones", "first_dealer", "decks")
     MATCH_FIELD_NUMBER: _ClassVar[int]
     VIEW_FIELD_NUMBER: _ClassVar[int]
     HANDS_FIELD_NUMBER: _ClassVar[int]
     ZONES_FIELD_NUMBER: _ClassVar[int]
+    FIRST_DEALER_FIELD_NUMBER: _ClassVar[int]
+    DECKS_FIELD_NUMBER: _ClassVar[int]
     match: _match_pb2.MatchSummary
     view: _match_pb2.View
     hands: _containers.RepeatedCompositeFieldContainer[SeatCards]
     zones: _containers.RepeatedCompositeFieldContainer[_match_pb2.Zone]
-    def __init__(self, match: _Optional[_Union[_match_pb2.MatchSummary, _Mapping]] = ..., view: _Optional[_Union[_match_pb2.View, _Mapping]] = ..., hands: _Optional[_Iterable[_Union[SeatCards, _Mapping]]] = ..., zones: _Optional[_Iterable[_Union[_match_pb2.Zone, _Mapping]]] = ...) -> None: ...
+    first_dealer: int
+    decks: _containers.RepeatedCompositeFieldContainer[_card_games_pb2.Deck]
+    def __init__(self, match: _Optional[_Union[_match_pb2.MatchSummary, _Mapping]] = ..., view: _Optional[_Union[_match_pb2.View, _Mapping]] = ..., hands: _Optional[_Iterable[_Union[SeatCards, _Mapping]]] = ..., zones: _Optional[_Iterable[_Union[_match_pb2.Zone, _Mapping]]] = ..., first_dealer: _Optional[int] = ..., decks: _Optional[_Iterable[_Union[_card_games_pb2.Deck, _Mapping]]] = ...) -> None: ...
 
 class TerminateMatchRequest(_message.Message):
     __slots__ = ("match_id", "reason")

@@ -1,0 +1,128 @@
+"""``python -m engine_service serve``: run the gRPC service until SIGTERM / SIGINT.
+
+Start-up: configure logs, start the Prometheus endpoint, open the store and resume every
+unfinished match (MatchManager.start), then serve gRPC (health SERVING). A bad setting, an
+unusable database or a busy port ends the process with exit status 2 and one clear log line.
+
+Shutdown on SIGTERM or SIGINT (a second signal is ignored while draining): health
+NOT_SERVING, the session layer drains (new work gets UNAVAILABLE, in-flight actions finish,
+watch streams end), the grpc server stops with ``--drain-grace-s`` for the calls still
+running, the store is flushed and closed, and the process exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+
+import structlog
+
+from . import settings as settings_mod
+from .settings import Settings
+
+log = structlog.get_logger("cardgames.serve")
+
+EXIT_CONFIG = 2
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "serve", help="run the gRPC service",
+        description="Run the card-game engine gRPC service. Every flag has a CARDGAMES_* "
+                    "environment equivalent (flag > environment > default).")
+    settings_mod.add_arguments(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        settings = settings_mod.from_namespace(args)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    from .observability.logging import configure_logging
+
+    configure_logging(settings.log_format, settings.log_level)
+    return asyncio.run(serve(settings))
+
+
+def _summary(settings: Settings) -> dict:
+    """What the start-up line says about the settings (never the admin token itself)."""
+    s = settings.session
+    return {"port": settings.port, "metrics_port": settings.metrics_port, "db": s.db_path,
+            "tls": settings.tls_cert is not None, "admin_api": settings.admin_token is not None,
+            "max_matches": s.max_matches, "default_turn_time_s": s.default_turn_time_s,
+            "reconnect_grace_s": s.reconnect_grace_s}
+
+
+async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> int:
+    """Run until a signal (or ``stop()`` on the returned server); returns the exit status."""
+    from prometheus_client import start_http_server
+
+    from .observability.metrics import get_metrics
+    from .sessions.manager import MatchManager
+    from .store import StoreError
+    from .transport.server import GrpcServer, ServerLimits, TlsFiles
+
+    metrics = get_metrics()
+    log.info("starting", **_summary(settings))
+    try:
+        http, _ = start_http_server(settings.metrics_port, addr=settings.metrics_host,
+                                    registry=metrics.registry)
+    except OSError as exc:
+        log.error("metrics_port_unavailable", port=settings.metrics_port, error=str(exc))
+        return EXIT_CONFIG
+    log.info("metrics_server_started", port=http.server_port)
+
+    manager = MatchManager(settings.session, metrics=metrics)
+    try:
+        await manager.start()
+    except (StoreError, OSError, ValueError) as exc:
+        log.error("store_unavailable", db=settings.session.db_path, error=str(exc))
+        http.shutdown()
+        return EXIT_CONFIG
+
+    limits = ServerLimits(
+        max_receive_message_bytes=settings.max_receive_message_bytes,
+        max_send_message_bytes=settings.max_send_message_bytes,
+        max_concurrent_streams=settings.max_concurrent_streams,
+        keepalive_time_s=settings.keepalive_time_s,
+        keepalive_timeout_s=settings.keepalive_timeout_s,
+        max_pending_requests=settings.max_pending_requests)
+    tls = TlsFiles(settings.tls_cert, settings.tls_key) if settings.tls_cert and settings.tls_key else None
+    server = GrpcServer(manager, metrics=metrics, admin_token=settings.admin_token,
+                        host=settings.host, port=settings.port, limits=limits, tls=tls)
+    try:
+        await server.start()
+    except (OSError, RuntimeError) as exc:
+        log.error("grpc_port_unavailable", host=settings.host, port=settings.port, error=str(exc))
+        await manager.close()
+        http.shutdown()
+        return EXIT_CONFIG
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, _on_signal, stop, sig)
+    if ready is not None:
+        ready.set()
+    log.info("serving", port=server.port, metrics_port=http.server_port)
+    await stop.wait()
+    try:
+        await server.drain(settings.drain_grace_s)
+    finally:
+        http.shutdown()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+    log.info("exit", status=0)
+    return 0
+
+
+def _on_signal(stop: asyncio.Event, sig: signal.Signals) -> None:
+    if stop.is_set():
+        log.warning("signal_ignored_while_draining", signal=sig.name)
+        return
+    log.info("signal_received", signal=sig.name)
+    stop.set()
