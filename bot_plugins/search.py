@@ -48,7 +48,7 @@ class SearchParams:
     iterations: int = 600
     worlds: int = 24
     exploration: float = 0.7
-    time_fraction: float = 0.9  # of the request's remaining budget
+    time_fraction: float = 0.85  # of the request's remaining budget
 
 
 class _Node:
@@ -87,7 +87,7 @@ class SearchBot:
         c = self.params.exploration
         it = 0
         while it < self.params.iterations:
-            if it & 7 == 0 and time.monotonic() >= stop_at and it > 0:
+            if it and time.monotonic() >= stop_at:
                 break
             state = worlds[it % len(worlds)].clone()
             it += 1

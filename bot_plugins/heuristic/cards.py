@@ -61,3 +61,16 @@ def by_suit(cards: Iterable[str]) -> dict[str, list[str]]:
         if not is_joker(c):
             out[suit(c)].append(c)
     return out
+
+
+#: For decisions a heuristic has no opinion on (steps that table options add), in this order.
+NEUTRAL = ("declare", "keep", "no_exchange", "accept", "pass")
+
+
+def neutral_choice(legal: Sequence[str]) -> str:
+    """A safe answer to a decision the strategy does not model: declare melds, keep cards,
+    accept, pass; else the first legal action."""
+    for word in NEUTRAL:
+        if word in legal:
+            return word
+    return legal[0]

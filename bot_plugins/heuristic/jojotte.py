@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 from engine_service.plugins import DecisionRequest
 
-from .cards import SUITS, by_suit, order_index, plays_by_card, played_cards, rank, suit
+from .cards import SUITS, by_suit, neutral_choice, order_index, plays_by_card, played_cards, rank, suit
 
 TRUMP_ORDER = order_index("J9ATKQ87")
 PLAIN_ORDER = order_index("ATKQJ987")
@@ -100,6 +100,8 @@ class JojotteHeuristic:
             return self._auction(view, legal, hand)
         if any(a.startswith("exchange:") for a in legal):
             return self._exchange(legal, hand)
+        if not any(a.startswith("play:") for a in legal):
+            return neutral_choice(legal)
         if "nullo" in legal:
             small = all(rank(c) in "987" or (rank(c) in "JQ" and sum(1 for x in hand if suit(x) == suit(c)) >= 3)
                         for c in hand)

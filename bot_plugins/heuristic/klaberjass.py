@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 from engine_service.plugins import DecisionRequest
 
-from .cards import SUITS, by_suit, order_index, play_card, played_cards, plays_by_card, rank, suit
+from .cards import SUITS, by_suit, neutral_choice, order_index, play_card, played_cards, plays_by_card, rank, suit
 
 TRUMP_ORDER = order_index("J9ATKQ87")
 PLAIN_ORDER = order_index("ATKQJ987")
@@ -101,11 +101,8 @@ class KlaberjassHeuristic:
         if "exchange" in legal:
             return "exchange" if self._wants_exchange(table, hand) else next(
                 (a for a in legal if a != "exchange"), legal[0])
-        for word in ("declare", "accept"):
-            if word in legal:
-                return word
-        if "schmeiss" in legal:
-            return "pass" if "pass" in legal else legal[0]
+        if not any(a.startswith("play:") for a in legal):
+            return neutral_choice([a for a in legal if a != "schmeiss"] or legal)
         return self._play(view, legal, hand)
 
     # ---- auction and dix -----------------------------------------------------------------

@@ -1,0 +1,109 @@
+"""The arena's machinery: duplicate rotations, statistics, repeatability, transcripts that replay,
+positional boards, failure fallback and the command line."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from bot_plugins import arena
+from bot_plugins.arena import ArenaConfig, mean_interval, percentile, rotations, run_arena, summarize
+from engine_service.rules import transcript
+
+
+def test_rotations_put_every_bot_in_every_seat():
+    assert rotations(("a", "b"), 2) == [("a", "b"), ("b", "a")]
+    assert rotations(("a", "b"), 4) == [("a", "b", "a", "b"), ("b", "a", "b", "a")]
+    assert rotations(("a", "b", "b", "b"), 4) == [("a", "b", "b", "b"), ("b", "b", "b", "a"),
+                                                  ("b", "b", "a", "b"), ("b", "a", "b", "b")]
+    with pytest.raises(ValueError):
+        rotations(("a", "b", "c"), 2)
+
+
+def test_statistics_by_hand():
+    i = mean_interval([1.0, 2.0, 3.0, 4.0])
+    assert i.mean == 2.5
+    half = 1.959964 * math.sqrt((2.25 + 0.25 + 0.25 + 2.25) / 3 / 4)
+    assert i.low == pytest.approx(2.5 - half) and i.high == pytest.approx(2.5 + half)
+    assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 0.5) == 3.0
+    assert percentile([0.0, 10.0], 0.9) == pytest.approx(9.0)
+
+
+def test_summary_of_duplicate_boards():
+    cfg = ArenaConfig(game="klaberjass", bots=("a", "b"), deals=2)
+    boards = [
+        {"board": 0, "rotations": [
+            {"seats": ["a", "b"], "scores": [100.0, 20.0], "times": {"a": [0.01], "b": [0.02]}, "failures": {}},
+            {"seats": ["b", "a"], "scores": [90.0, 40.0], "times": {"a": [0.03], "b": [0.04]},
+             "failures": {"b": {"illegal": 1}}}]},
+        {"board": 1, "rotations": [
+            {"seats": ["a", "b"], "scores": [0.0, 50.0], "times": {}, "failures": {}},
+            {"seats": ["b", "a"], "scores": [50.0, 0.0], "times": {}, "failures": {}}]},
+    ]
+    report = summarize(cfg, boards, 1.0)
+    a = next(b for b in report.bots if b.name == "a")
+    bb = next(b for b in report.bots if b.name == "b")
+    # board 0: S(a) = (100 + 40) / 2 = 70, S(b) = (20 + 90) / 2 = 55 -> +15; board 1: -50
+    assert a.score_diff.mean == pytest.approx((15 - 50) / 2)
+    assert bb.score_diff.mean == pytest.approx(-(15 - 50) / 2)
+    assert a.win_rate.mean == pytest.approx(0.5)
+    assert a.decisions == 2 and a.time_ms["max"] == pytest.approx(30.0)
+    assert bb.failures == {"illegal": 1}
+
+
+def test_a_run_is_repeatable_and_writes_transcripts_that_replay(tmp_path):
+    cfg = ArenaConfig(game="klaberjass", bots=("heuristic", "random"), deals=6, seed=4,
+                      out=str(tmp_path / "a"), progress=False)
+    first = run_arena(cfg)
+    second = run_arena(ArenaConfig(**{**cfg.__dict__, "out": str(tmp_path / "b")}))
+    assert [vars(b.score_diff) for b in first.bots] == [vars(b.score_diff) for b in second.bots]
+    files = sorted((tmp_path / "a").glob("*.json"))
+    assert len(files) == 12  # 6 boards x 2 rotations
+    for f in files:
+        data = transcript.loads(f.read_text())
+        diff, _ = transcript.check(data)
+        assert diff is None, (f.name, str(diff))
+        assert (tmp_path / "b" / f.name).read_text() == f.read_text()
+    # the same deck is replayed with the seats swapped
+    r0 = json.loads((tmp_path / "a" / "klaberjass-board000003-r0.json").read_text())
+    r1 = json.loads((tmp_path / "a" / "klaberjass-board000003-r1.json").read_text())
+    assert r0["deals"][0]["deck"] == r1["deals"][0]["deck"]
+    assert r0["first_dealer"] == r1["first_dealer"]
+
+
+def test_parallel_workers_give_the_same_result_as_one():
+    base = dict(game="japanese_joker", bots=("heuristic", "random"), deals=8, seed=2, progress=False)
+    one = run_arena(ArenaConfig(**base, workers=1))
+    two = run_arena(ArenaConfig(**base, workers=2))
+    assert [vars(b.score_diff) for b in one.bots] == [vars(b.score_diff) for b in two.bots]
+
+
+def test_georgian_joker_boards_walk_through_the_schedule(tmp_path):
+    run_arena(ArenaConfig(game="georgian_joker", bots=("random", "heuristic"), deals=3, seed=1,
+                          out=str(tmp_path), progress=False))
+    for board in range(3):
+        data = json.loads((tmp_path / f"georgian_joker-board{board:06d}-r0.json").read_text())
+        assert len(data["deals"]) == board + 1  # earlier deals by auto-moves, then the board
+        assert transcript.check(data)[0] is None
+
+
+def test_failures_fall_back_to_the_auto_move_and_are_counted():
+    report = run_arena(ArenaConfig(game="klaberjass", bots=("raises", "garbage"), deals=3, seed=1,
+                                   progress=False, plugins=("tests.plugins.bad_bots",)))
+    by = {b.name: b for b in report.bots}
+    assert by["raises"].failures.get("exception") == by["raises"].decisions > 0
+    assert by["garbage"].failures.get("illegal") == by["garbage"].decisions > 0
+
+
+def test_command_line(tmp_path, capsys):
+    out = tmp_path / "report.json"
+    assert arena.main(["--game", "japanese_joker", "--bots", "heuristic,random", "--deals", "4",
+                       "--workers", "1", "--seed", "3", "--no-progress", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "heuristic" in text and "score diff" in text and "win rate" in text
+    data = json.loads(out.read_text())
+    assert data["boards"] == 4 and {r["bot"] for r in data["results"]} == {"heuristic", "random"}
+    with pytest.raises(SystemExit):
+        arena.main(["--game", "klaberjass", "--bots", "nobody,random", "--deals", "1", "--no-progress"])

@@ -1,0 +1,77 @@
+"""An external bot package (tests/example_bot_package) is discovered through its entry point
+exactly as if pip had installed it, and plays: in the catalog, in the service's bot host (whose
+worker processes must find it too) and in the arena.
+
+The package is "installed" by writing the ``.dist-info`` that pip would write (METADATA and
+entry_points.txt, from the package's own pyproject.toml) into a temporary directory on
+``sys.path``, next to its source directory: ``importlib.metadata`` reads exactly that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from bot_plugins.arena import ArenaConfig, run_arena
+from engine_service.plugins.host import BotHost
+from engine_service.plugins.manager import PluginSettings, load_catalog
+
+PACKAGE = Path(__file__).resolve().parents[1] / "example_bot_package"
+
+
+@pytest.fixture
+def installed(tmp_path, monkeypatch):
+    project = tomllib.loads((PACKAGE / "pyproject.toml").read_text())["project"]
+    name, version = project["name"], project["version"]
+    dist = tmp_path / f"{name.replace('-', '_')}-{version}.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+                                   f"Summary: {project['description']}\n")
+    eps = project["entry-points"]
+    lines = []
+    for group, entries in eps.items():
+        lines.append(f"[{group}]")
+        lines += [f"{k} = {v}" for k, v in entries.items()]
+    (dist / "entry_points.txt").write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(sys, "path", [str(PACKAGE / "src"), str(tmp_path)] + sys.path)
+    yield name
+    sys.modules.pop("cardgames_first_legal", None)
+
+
+def test_discovered_through_its_entry_point(installed):
+    catalog = load_catalog(PluginSettings.resolve(environ={}))
+    entry = catalog.get("first-legal")
+    assert entry is not None, catalog.failures
+    assert entry.plugin == "first-legal"
+    assert entry.distribution == "cardgames-first-legal 0.1.0"
+    assert entry.spec.description == "Plays the first legal action."
+
+
+def test_allowlist_and_autoload_switch_apply_to_it(installed):
+    assert load_catalog(PluginSettings.resolve(environ={"CARDGAMES_BOT_PLUGINS": "random"})).get("first-legal") is None
+    assert load_catalog(PluginSettings.resolve(environ={"CARDGAMES_DISABLE_PLUGIN_AUTOLOAD": "1"})).get("first-legal") is None
+    assert load_catalog(PluginSettings.resolve(environ={"CARDGAMES_BOT_PLUGINS": "first-legal"})).get("first-legal")
+
+
+def test_plays_in_the_bot_host(installed):
+    async def body():
+        host = BotHost(workers=1)
+        try:
+            assert "first-legal" in [b.name for b in host.bots()]
+            assert host.plays("first-legal", "georgian_joker")
+            d = await host.decide("first-legal", "klaberjass", 0, {}, ["pass", "take"], 1, 5.0)
+            assert d.action == "pass" and d.failure is None
+        finally:
+            await host.close()
+    asyncio.run(body())
+
+
+def test_plays_in_the_arena(installed):
+    report = run_arena(ArenaConfig(game="klaberjass", bots=("first-legal", "heuristic"), deals=4, seed=1,
+                                   progress=False))
+    first = next(b for b in report.bots if b.name == "first-legal")
+    assert first.decisions > 0 and first.failures == {}
