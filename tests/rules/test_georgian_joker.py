@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 from engine_service.rules import (CHANCE, TERMINAL, DealRequired, IllegalAction, InvalidOptions,
-                                  MalformedAction, MatchOver, NotYourTurn, get_game)
+                                  MalformedAction, MatchOver, NotYourTurn)
 from engine_service.rules.cards import CODES, PACK36_JOKERS, card_id
 from engine_service.rules.games.georgian_joker import actions as A
 from engine_service.rules.games.georgian_joker import rules as R

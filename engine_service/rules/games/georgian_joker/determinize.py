@@ -28,10 +28,10 @@ import math
 import random
 from typing import Any, Mapping
 
-from ...cards import JOKER_MASK, PACK36_JOKERS_MASK, SUIT_MASK, card_id, cards_of
+from ...cards import PACK36_JOKERS_MASK, SUIT_MASK, card_id, cards_of
 from ...errors import RulesError
-from . import actions as A
 from ...game import TERMINAL
+from . import actions as A
 from . import rules as R
 from .state import MATCH_OVER
 
@@ -171,7 +171,8 @@ def _exact_sample(unknown: list[int], forbid_at: list[int], caps: list[int], rng
 def sample_locations(unknown: list[int], forbid_at: list[int], caps: list[int], rng: random.Random) -> list[list[int]]:
     """Assign ``unknown`` cards to locations with exactly ``caps`` places each, never a card to
     a location whose ``forbid_at`` mask holds it, uniformly among all such assignments."""
-    assert sum(caps) == len(unknown)
+    if sum(caps) != len(unknown):
+        raise RulesError("the view's hand sizes disagree with the unseen cards")
     cards = list(unknown)
     if not any(forbid_at[l] & _mask(unknown) for l in range(len(caps))):
         rng.shuffle(cards)
@@ -271,7 +272,8 @@ def _build_deck(original: list[int], rest: list[int], ind: int, n: int, forehand
     per_seat = 3 if before_trump else n
     for i in range(4):
         cards = cards_of(original[(forehand + i) & 3])
-        assert len(cards) == per_seat, "hand sizes disagree with the view"
+        if len(cards) != per_seat:
+            raise RulesError("the view's hand sizes disagree with its deal")
         rng.shuffle(cards)
         for r, c in enumerate(cards):
             deck[4 * r + i] = c
@@ -293,4 +295,4 @@ def _replay(state: Any, actions: list[int]) -> bool:
     return True
 
 
-__all__ = ["determinize", "constraints", "sample_locations", "JOKER_MASK"]
+__all__ = ["determinize", "constraints", "sample_locations"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...cards import JOKER1, JOKER_MASK, NO_TRUMP, PACK36_JOKERS_MASK, STRAINS
+from ...cards import JOKER1, NO_TRUMP, PACK36_JOKERS_MASK, STRAINS
 from ...errors import DealRequired, IllegalAction, MatchOver, NotYourTurn
 from ...game import CHANCE, TERMINAL, State
 from ...options import Options
@@ -33,11 +33,9 @@ _SUIT_IDS = A.SUIT_IDS
 _FOLLOW_J = A.FOLLOW_JOKER_IDS
 _LEAD_J = A.LEAD_JOKER_IDS
 _CARD_VALUE = R.CARD_VALUE
-_STRAIN_MASK = R.STRAIN_MASK
 _ACTION_CARD = A.ACTION_CARD
 _ACTION_MODE = A.ACTION_MODE
 _ACTION_SUIT = A.ACTION_SUIT
-_JOKER_BIT = (1 << 36, 1 << 37)
 
 
 class Config:

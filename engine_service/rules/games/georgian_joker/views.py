@@ -25,7 +25,7 @@ from typing import Any
 from ...cards import CODES, STRAINS, SUITS, codes_of
 from . import actions as A
 from . import rules as R
-from .state import DEAL_SETUP, MATCH_OVER, PHASE_NAMES, PLAYING, TRUMP_CHOICE, BIDDING
+from .state import BIDDING, DEAL_SETUP, MATCH_OVER, PHASE_NAMES
 
 
 @dataclass(frozen=True)
@@ -175,4 +175,4 @@ def build_view(state: Any, seat: int | None) -> dict[str, Any]:
     }
 
 
-__all__ = ["Play", "Trick", "DealRecord", "deal_record", "build_view", "PLAYING", "TRUMP_CHOICE"]
+__all__ = ["Play", "Trick", "DealRecord", "deal_record", "build_view"]
