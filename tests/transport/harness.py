@@ -38,8 +38,9 @@ class Running:
 
 @contextlib.asynccontextmanager
 async def running(service: Any, *, admin_token: str | None = ADMIN_TOKEN,
-                  limits: ServerLimits = ServerLimits(), drain: bool = True) -> AsyncIterator[Running]:
-    metrics = Metrics()
+                  limits: ServerLimits = ServerLimits(), drain: bool = True,
+                  metrics: Metrics | None = None) -> AsyncIterator[Running]:
+    metrics = metrics if metrics is not None else Metrics()
     server = GrpcServer(service, metrics=metrics, admin_token=admin_token, host="127.0.0.1",
                         port=0, limits=limits)
     await server.start()

@@ -1,0 +1,208 @@
+"""API clients for the transport tests: per-seat players driven by their own WatchMatch
+stream, spectators, and the audience "truth" rebuilt from the admin's transcript export."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+from google.protobuf import json_format
+
+from engine_service.rules.cards import card_id
+from engine_service.rules.game import CHANCE
+from engine_service.rules.registry import get_game
+from engine_service.transport.generated import admin_pb2, card_games_pb2 as pb, match_pb2
+from tests.rules.playout import CARD_RE
+
+from .harness import ADMIN_TOKEN, bearer, error_of
+
+SPECTATOR = "spectator"
+ENDED = match_pb2.EVENT_KIND_MATCH_ENDED
+
+
+def message_cards(msg: Any) -> set[int]:
+    """Every card code anywhere in a protobuf message (field values, Struct keys and values)."""
+    data = json_format.MessageToDict(msg, preserving_proto_field_name=True,
+                                     use_integers_for_enums=True)
+    found: set[int] = set()
+    stack = [data]
+    while stack:
+        o = stack.pop()
+        if isinstance(o, str):
+            found.update(card_id(m.group(1)) for m in CARD_RE.finditer(o))
+        elif isinstance(o, dict):
+            stack.extend(o.keys())
+            stack.extend(o.values())
+        elif isinstance(o, list):
+            stack.extend(o)
+    return found
+
+
+@dataclass
+class Inbox:
+    """What one audience received: (seq, message, kind of message)."""
+
+    audience: Any
+    items: list[tuple[int, Any, str]] = field(default_factory=list)
+    action_seqs: list[int] = field(default_factory=list)  # ACTION events, in arrival order
+    reconnects: int = 0
+
+    def add(self, seq: int, msg: Any, kind: str) -> None:
+        self.items.append((seq, msg, kind))
+
+
+async def create_open_match(stub, game: str, **fields: Any) -> tuple[str, list[str]]:
+    """Create a match whose seats are all open, join every seat; return id and seat tokens."""
+    created = await stub.CreateMatch(pb.CreateMatchRequest(game=game, **fields))
+    match_id = created.match.match_id
+    tokens = []
+    for seat in range(len(created.match.seats)):
+        joined = await stub.JoinMatch(pb.JoinMatchRequest(match_id=match_id, seat=seat,
+                                                          player_name=f"player {seat}"))
+        assert joined.seat == seat
+        tokens.append(joined.seat_token)
+    return match_id, tokens
+
+
+async def watch(stub, match_id: str, inbox: Inbox, token: str | None, *, seat: int | None = None,
+                rng: random.Random | None = None, cut_probability: float = 0.0,
+                start_after: int | None = 0, act=None) -> None:
+    """Follow a match to MATCH_ENDED, reconnecting with after_seq after random cuts; for a
+    seat, ``act(view)`` is awaited whenever the seat is to act on the newest view."""
+    rng = rng or random.Random(0)
+    after = start_after
+    md = bearer(token) if token else None
+    while True:
+        req = pb.WatchMatchRequest(match_id=match_id)
+        if after is not None:
+            req.after_seq = after
+        call = stub.WatchMatch(req, metadata=md)
+        cut = False
+        async for ev in call:
+            if ev.kind == match_pb2.EVENT_KIND_HEARTBEAT:
+                continue
+            inbox.add(ev.seq, ev, "event")
+            if ev.kind == match_pb2.EVENT_KIND_ACTION:
+                inbox.action_seqs.append(ev.seq)
+            if ev.kind in (match_pb2.EVENT_KIND_ACTION, match_pb2.EVENT_KIND_SNAPSHOT):
+                after = ev.seq
+            if ev.kind == ENDED:
+                call.cancel()
+                return
+            if act is not None and ev.HasField("view"):
+                await act(ev.view)
+            if ev.kind == match_pb2.EVENT_KIND_ACTION and rng.random() < cut_probability:
+                cut = True
+                break
+        call.cancel()
+        if not cut:
+            raise AssertionError(f"{inbox.audience}: stream ended without MATCH_ENDED")
+        inbox.reconnects += 1
+
+
+class RandomPlayer:
+    """One seat's client: acts with a random legal action whenever its newest view says so,
+    with expected_seq and a client_action_id; records every answer for the leak checks."""
+
+    def __init__(self, stub, match_id: str, seat: int, token: str, rng: random.Random,
+                 inbox: Inbox, retry_probability: float = 0.0) -> None:
+        self.stub, self.match_id, self.seat, self.token = stub, match_id, seat, token
+        self.rng, self.inbox, self.retry_probability = rng, inbox, retry_probability
+        self.acted_at = -1
+        self.acknowledged: list[tuple[int, str]] = []
+        self.stale = 0
+
+    async def act(self, view: match_pb2.View) -> None:
+        if not view.HasField("to_act") or view.to_act != self.seat or view.seq <= self.acted_at:
+            return
+        if not view.legal_actions:
+            return
+        self.acted_at = view.seq
+        action = self.rng.choice(list(view.legal_actions)).notation
+        req = pb.SubmitActionRequest(match_id=self.match_id, action=action, expected_seq=view.seq,
+                                     client_action_id=f"{self.seat}-{view.seq}")
+        try:
+            res = await self.stub.SubmitAction(req, metadata=bearer(self.token))
+        except grpc.aio.AioRpcError as exc:
+            err = error_of(exc)
+            if err.code == grpc.StatusCode.ABORTED:  # the view was not the newest: wait
+                self.stale += 1
+                self.inbox.add(err.view.seq, err.view, "stale_view")
+                return
+            if err.code == grpc.StatusCode.FAILED_PRECONDITION and err.reason == "MATCH_NOT_ACTIVE":
+                return
+            raise
+        assert res.seq == view.seq + 1 and not res.duplicate and res.action.notation == action
+        self.acknowledged.append((res.seq, action))
+        self.inbox.add(res.seq, res.view, "submit_view")
+        if self.rng.random() < self.retry_probability:  # a retry after a lost answer
+            again = await self.stub.SubmitAction(req, metadata=bearer(self.token))
+            assert again.duplicate and again.seq == res.seq and again.action.notation == action
+            self.inbox.add(again.seq, again.view, "submit_view")
+
+
+async def export_transcript(stub_admin, match_id: str) -> dict:
+    res = await stub_admin.ExportTranscript(admin_pb2.ExportTranscriptRequest(match_id=match_id),
+                                            metadata=bearer(ADMIN_TOKEN))
+    return json.loads(res.transcript_json)
+
+
+def truth_by_seq(transcript: dict, audiences: list[Any]) -> dict[int, dict[Any, tuple[dict, set[int]]]]:
+    """For every sequence number of the match: each audience's rules view and the set of
+    cards it may not know (secret_cards), replayed from the admin's transcript."""
+    game = get_game(transcript["game"])
+    state = game.new_state(transcript.get("options") or {}, first_dealer=transcript["first_dealer"])
+    decks = [d["deck"] for d in transcript["deals"]]
+    steps = [s for d in transcript["deals"] for s in d["steps"]]
+    dealt = 0
+
+    def deal_if_due() -> None:
+        nonlocal dealt
+        if state.to_act() == CHANCE and dealt < len(decks):
+            state.deal(decks[dealt])
+            dealt += 1
+
+    def snapshot() -> dict[Any, tuple[dict, set[int]]]:
+        out = {}
+        for a in audiences:
+            seat = None if a == SPECTATOR else a
+            view = state.public_view() if seat is None else state.view(seat)
+            mask = state.secret_cards(seat)
+            out[a] = (view, {i for i in range(38) if mask >> i & 1})
+        return out
+
+    deal_if_due()
+    truth = {0: snapshot()}
+    for seq, step in enumerate(steps, start=1):
+        state.apply(step["action"], step["seat"])
+        deal_if_due()
+        truth[seq] = snapshot()
+    return truth
+
+
+def check_no_leaks(inboxes: dict[Any, Inbox], truth: dict) -> int:
+    """Every message an audience received names no card it may not know at that seq, and
+    every view in it is exactly the rules' view for that audience. Returns messages checked."""
+    checked = 0
+    for aud, inbox in inboxes.items():
+        for seq, msg, kind in inbox.items:
+            expected, secret = truth[seq][aud]
+            if kind == "event":
+                copy = type(msg)()
+                copy.CopyFrom(msg)
+                copy.ClearField("action")  # an action is public once it is made (GJ-11.1)
+                view = msg.view if msg.HasField("view") else None
+            else:
+                copy, view = msg, msg
+            leaked = message_cards(copy) & secret
+            assert not leaked, f"{aud} got hidden cards {sorted(leaked)} at seq {seq} ({kind})"
+            if view is not None:
+                assert [c.code for c in view.hand] == list(expected.get("hand") or []), (aud, seq)
+                assert [a.notation for a in view.legal_actions] == list(expected.get("legal") or []), (aud, seq)
+                assert view.phase == expected["phase"] and list(view.hand_sizes) == list(expected["hand_sizes"])
+            checked += 1
+    return checked

@@ -1,0 +1,309 @@
+"""The whole API over a real channel against the real session layer (MatchManager on a memory
+store): whole matches of every registered game played by per-seat clients and by bots, watch
+streams cut and resumed with after_seq (no event missing or duplicated), a late spectator's
+snapshot, idempotent retries, stale expected_seq, and no leaks: every message each seat and a
+spectator receive names only cards that audience may know at that sequence number."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from typing import Any, AsyncIterator
+
+import grpc
+import pytest
+
+from engine_service.observability.metrics import Metrics
+from engine_service.rules.cards import card_code
+from engine_service.rules.registry import all_game_ids, get_game
+from engine_service.sessions.config import SessionConfig
+from engine_service.sessions.manager import MatchManager
+from engine_service.store import MemoryStore
+from engine_service.transport.generated import admin_pb2, card_games_pb2 as pb, match_pb2
+
+from .harness import ADMIN_TOKEN, bearer, expect_error, run, running
+from .players import (SPECTATOR, Inbox, RandomPlayer, check_no_leaks, create_open_match,
+                      export_transcript, truth_by_seq, watch)
+
+GAMES = all_game_ids()
+
+
+def test_every_game_is_registered():
+    assert set(GAMES) >= {"klaberjass", "jojotte", "georgian_joker", "japanese_joker"}
+
+
+@contextlib.asynccontextmanager
+async def served(config: SessionConfig | None = None, *, bot_host: Any = None,
+                 admin_token: str | None = ADMIN_TOKEN) -> AsyncIterator[Any]:
+    metrics = Metrics()
+    mgr = MatchManager(config or SessionConfig(db_path="memory:"), store=MemoryStore(),
+                       bot_host=bot_host, metrics=metrics, create_bot_host=False)
+    await mgr.start()
+    async with running(mgr, admin_token=admin_token, metrics=metrics) as srv:
+        yield mgr, srv
+
+
+async def _play_whole_match(srv, game: str, seed: int, *, cut_probability: float,
+                            retry_probability: float) -> dict:
+    rng = random.Random(seed)
+    stub = srv.games
+    match_id, tokens = await create_open_match(stub, game)
+    n = len(tokens)
+    inboxes = {s: Inbox(s) for s in range(n)}
+    inboxes[SPECTATOR] = Inbox(SPECTATOR)
+    players = [RandomPlayer(stub, match_id, s, tokens[s], random.Random(rng.random()), inboxes[s],
+                            retry_probability) for s in range(n)]
+    tasks = [asyncio.ensure_future(watch(stub, match_id, inboxes[s], tokens[s], seat=s,
+                                         rng=random.Random(rng.random()),
+                                         cut_probability=cut_probability, act=players[s].act))
+             for s in range(n)]
+
+    async def late_spectator() -> None:  # joins once play is under way: starts from a snapshot
+        while (await stub.GetMatch(pb.GetMatchRequest(match_id=match_id))).match.seq < 5:
+            await asyncio.sleep(0.01)
+        await watch(stub, match_id, inboxes[SPECTATOR], None, rng=random.Random(rng.random()),
+                    cut_probability=cut_probability, start_after=None)
+
+    tasks.append(asyncio.ensure_future(late_spectator()))
+    await asyncio.gather(*tasks)
+    summary = (await stub.GetMatch(pb.GetMatchRequest(match_id=match_id))).match
+    transcript = await export_transcript(srv.admin, match_id)
+    return dict(match_id=match_id, tokens=tokens, inboxes=inboxes, players=players,
+                summary=summary, transcript=transcript)
+
+
+@pytest.mark.parametrize("game", GAMES)
+@run
+async def test_whole_match_by_clients_one_per_seat(game):
+    async with served() as (mgr, srv):
+        out = await _play_whole_match(srv, game, seed=11, cut_probability=0.04, retry_probability=0.05)
+        summary, inboxes, players = out["summary"], out["inboxes"], out["players"]
+        final = summary.seq
+        assert summary.status == match_pb2.MATCH_STATUS_FINISHED and final > 0
+        assert summary.result["over"] is True and list(summary.result["winners"])
+        # every acknowledged action is in the log, in order, once
+        steps = [(s["seat"], s["action"]) for d in out["transcript"]["deals"] for s in d["steps"]]
+        assert len(steps) == final
+        acked = sorted((seq, p.seat, a) for p in players for seq, a in p.acknowledged)
+        assert [(seq, seat, a) for seq, seat, a in acked] == [(i + 1, *steps[i]) for i in range(final)]
+        # every audience saw every action exactly once across its reconnects, in order
+        for aud in range(len(players)):
+            assert inboxes[aud].action_seqs == list(range(1, final + 1)), aud
+        spectator = inboxes[SPECTATOR]
+        first_seq, first, _ = spectator.items[0]
+        assert first.kind == match_pb2.EVENT_KIND_SNAPSHOT and first_seq >= 5
+        assert spectator.action_seqs == list(range(first_seq + 1, final + 1))
+        assert sum(i.reconnects for i in inboxes.values()) > 0, "the test should cut some streams"
+        # the final views agree with the rules: the match is over, everyone sees the same result
+        last_views = [i.items[-1][1].view for i in inboxes.values()]
+        assert all(v.over and list(v.winners) == list(summary.result["winners"]) for v in last_views)
+        truth = truth_by_seq(out["transcript"], list(inboxes))
+        assert check_no_leaks(inboxes, truth) > final
+        game_obj = get_game(game)
+        assert len(out["tokens"]) == game_obj.num_seats
+
+
+@pytest.mark.parametrize("game", GAMES)
+@pytest.mark.parametrize("seed", [3])
+@run
+async def test_no_audience_receives_a_hidden_card(game, seed):
+    """Random matches with stale submissions and out-of-turn attempts: every view, event and
+    error each seat and a spectator get holds only what that audience may know."""
+    async with served(SessionConfig(db_path="memory:", snapshot_threshold=10)) as (mgr, srv):
+        stub = srv.games
+        rng = random.Random(seed)
+        match_id, tokens = await create_open_match(stub, game)
+        n = len(tokens)
+        inboxes = {a: Inbox(a) for a in [*range(n), SPECTATOR]}
+        errors: list[tuple[Any, int, str]] = []
+        spectator = asyncio.ensure_future(watch(stub, match_id, inboxes[SPECTATOR], None,
+                                                rng=random.Random(seed), cut_probability=0.05))
+        while True:
+            views = {}
+            for s in range(n):
+                v = (await stub.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(tokens[s]))).view
+                inboxes[s].add(v.seq, v, "view")
+                views[s] = v
+            if views[0].over or views[0].status != match_pb2.MATCH_STATUS_ACTIVE:
+                break
+            seat = views[0].to_act
+            v = views[seat]
+            if rng.random() < 0.1:  # out of turn, naming a card of the sender's own hand
+                other = (seat + 1) % n
+                own = [c.code for c in views[other].hand]
+                err = await expect_error(stub.SubmitAction(pb.SubmitActionRequest(
+                    match_id=match_id, action=f"play:{own[0]}" if own else "pass"), metadata=bearer(tokens[other])))
+                assert (err.code, err.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "NOT_YOUR_TURN")
+                errors.append((other, v.seq, err.message + repr(err.metadata)))
+            if rng.random() < 0.1 and v.seq > 0:  # a stale decision
+                err = await expect_error(stub.SubmitAction(pb.SubmitActionRequest(
+                    match_id=match_id, action=v.legal_actions[0].notation, expected_seq=v.seq - 1),
+                    metadata=bearer(tokens[seat])))
+                assert (err.code, err.reason) == (grpc.StatusCode.ABORTED, "STALE_SEQUENCE")
+                assert err.view.seq == v.seq and [c.code for c in err.view.hand] == [c.code for c in v.hand]
+                inboxes[seat].add(err.view.seq, err.view, "stale_view")
+            res = await stub.SubmitAction(pb.SubmitActionRequest(
+                match_id=match_id, action=rng.choice(list(v.legal_actions)).notation,
+                expected_seq=v.seq, client_action_id=f"{seat}-{v.seq}"), metadata=bearer(tokens[seat]))
+            inboxes[seat].add(res.seq, res.view, "submit_view")
+            spectator_view = (await stub.GetView(pb.GetViewRequest(match_id=match_id))).view
+            inboxes[SPECTATOR].add(spectator_view.seq, spectator_view, "view")
+        await asyncio.wait_for(spectator, 30)
+        truth = truth_by_seq(await export_transcript(srv.admin, match_id), list(inboxes))
+        assert check_no_leaks(inboxes, truth) > 100
+        for aud, seq, text in errors:
+            from engine_service.rules.cards import card_id
+            from tests.rules.playout import CARD_RE
+            named = {card_id(m.group(1)) for m in CARD_RE.finditer(text)}
+            assert not named & truth[seq][aud][1], text
+
+
+@run
+async def test_idempotent_retry_and_stale_sequence():
+    async with served() as (mgr, srv):
+        stub = srv.games
+        match_id, tokens = await create_open_match(stub, "japanese_joker")
+        views = [(await stub.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(t))).view for t in tokens]
+        seat = views[0].to_act
+        v = views[seat]
+        action = v.legal_actions[0].notation
+        req = pb.SubmitActionRequest(match_id=match_id, action=action, expected_seq=v.seq, client_action_id="once")
+        first = await stub.SubmitAction(req, metadata=bearer(tokens[seat]))
+        again = await stub.SubmitAction(req, metadata=bearer(tokens[seat]))
+        assert (first.seq, first.duplicate) == (v.seq + 1, False)
+        assert (again.seq, again.duplicate, again.action.notation) == (first.seq, True, action)
+        assert (await stub.GetMatch(pb.GetMatchRequest(match_id=match_id))).match.seq == first.seq
+        # the same id for another action is a client bug, not a retry
+        other = pb.SubmitActionRequest(match_id=match_id, action="trump:S" if action != "trump:S" else "trump:H",
+                                       client_action_id="once")
+        err = await expect_error(stub.SubmitAction(other, metadata=bearer(tokens[seat])))
+        assert (err.code, err.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "CLIENT_ACTION_ID_REUSED")
+        # a decision taken on an old view: ABORTED with the current view attached
+        now = (await stub.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(tokens[first.view.to_act]))).view
+        err = await expect_error(stub.SubmitAction(pb.SubmitActionRequest(
+            match_id=match_id, action=now.legal_actions[0].notation, expected_seq=v.seq),
+            metadata=bearer(tokens[now.seat])))
+        assert (err.code, err.reason) == (grpc.StatusCode.ABORTED, "STALE_SEQUENCE")
+        assert err.view.seq == now.seq and err.view.seat == now.seat
+        assert [a.notation for a in err.view.legal_actions] == [a.notation for a in now.legal_actions]
+
+
+@run
+async def test_error_paths_with_the_session_layer():
+    async with served(SessionConfig(db_path="memory:", max_matches=3)) as (mgr, srv):
+        stub = srv.games
+        match_id, tokens = await create_open_match(stub, "klaberjass")
+        other_id, other_tokens = await create_open_match(stub, "japanese_joker")
+        views = [(await stub.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(t))).view for t in tokens]
+        seat = views[0].to_act
+        waiting = (1 - seat)
+
+        async def err_of(call):
+            return await expect_error(call)
+
+        def submit(token, action, mid=match_id, **kw):
+            return stub.SubmitAction(pb.SubmitActionRequest(match_id=mid, action=action, **kw), metadata=bearer(token))
+
+        cases = [
+            (submit(tokens[seat], "play:ZZ"), grpc.StatusCode.INVALID_ARGUMENT, "MALFORMED_ACTION"),
+            (submit(tokens[seat], "bid:3"), grpc.StatusCode.INVALID_ARGUMENT, "MALFORMED_ACTION"),
+            (submit(tokens[seat], "name:" + "SHDC"[0]), grpc.StatusCode.FAILED_PRECONDITION, "ILLEGAL_ACTION"),
+            (submit(tokens[waiting], views[waiting].hand and f"play:{views[waiting].hand[0].code}"),
+             grpc.StatusCode.FAILED_PRECONDITION, "NOT_YOUR_TURN"),
+            (submit(tokens[seat], "pass", mid="no-such-match"), grpc.StatusCode.PERMISSION_DENIED, "WRONG_MATCH"),
+            (submit(other_tokens[0], "pass"), grpc.StatusCode.PERMISSION_DENIED, "WRONG_MATCH"),
+            (submit("not-a-token", "pass"), grpc.StatusCode.UNAUTHENTICATED, "MISSING_OR_BAD_TOKEN"),
+            (stub.GetView(pb.GetViewRequest(match_id="no-such-match")), grpc.StatusCode.NOT_FOUND, "MATCH_NOT_FOUND"),
+            (stub.JoinMatch(pb.JoinMatchRequest(match_id=match_id, seat=0)), grpc.StatusCode.ALREADY_EXISTS, "SEAT_TAKEN"),
+            (stub.JoinMatch(pb.JoinMatchRequest(match_id=match_id)), grpc.StatusCode.ALREADY_EXISTS, "SEAT_TAKEN"),
+            (stub.CreateMatch(pb.CreateMatchRequest(game="chess")), grpc.StatusCode.INVALID_ARGUMENT, "UNKNOWN_GAME"),
+        ]
+        for call, code, reason in cases:
+            err = await err_of(call)
+            assert (err.code, err.reason, err.domain) == (code, reason, "cardgames.v1"), (code, reason, err)
+        bad_option = pb.CreateMatchRequest(game="klaberjass")
+        bad_option.options["kl_target_score"].string_value = "lots"
+        err = await err_of(stub.CreateMatch(bad_option))
+        assert (err.code, err.reason, err.metadata.get("option")) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_OPTIONS", "kl_target_score")
+        unknown_option = pb.CreateMatchRequest(game="klaberjass")
+        unknown_option.options["no_such_option"].bool_value = True
+        err = await err_of(stub.CreateMatch(unknown_option))
+        assert (err.code, err.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_OPTIONS")
+        # limits: a third match fills the server
+        await stub.CreateMatch(pb.CreateMatchRequest(game="klaberjass"))
+        err = await err_of(stub.CreateMatch(pb.CreateMatchRequest(game="klaberjass")))
+        assert err.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+        # a terminated match refuses actions
+        await srv.admin.TerminateMatch(admin_pb2.TerminateMatchRequest(match_id=match_id, reason="test"),
+                                       metadata=bearer(ADMIN_TOKEN))
+        err = await err_of(submit(tokens[seat], views[seat].legal_actions[0].notation))
+        assert (err.code, err.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "MATCH_NOT_ACTIVE")
+        # spectators are refused where the match forbids them
+        closed = await stub.CreateMatch(pb.CreateMatchRequest(game="japanese_joker", spectators_allowed=False))
+        err = await err_of(stub.GetView(pb.GetViewRequest(match_id=closed.match.match_id)))
+        assert err.code == grpc.StatusCode.PERMISSION_DENIED
+
+
+@run
+async def test_admin_decks_make_the_deal_and_inspect_is_omniscient():
+    async with served() as (mgr, srv):
+        game = get_game("japanese_joker")
+        deck = [card_code(i) for i in game.pack]  # unshuffled: a deal the test can predict
+        req = pb.CreateMatchRequest(game="japanese_joker", first_dealer=1)
+        req.decks.add(cards=deck)
+        created = await srv.games.CreateMatch(req, metadata=bearer(ADMIN_TOKEN))
+        match_id = created.match.match_id
+        for seat in range(2):
+            await srv.games.JoinMatch(pb.JoinMatchRequest(match_id=match_id, seat=seat))
+        inspected = await srv.admin.InspectMatch(admin_pb2.InspectMatchRequest(match_id=match_id), metadata=bearer(ADMIN_TOKEN))
+        assert inspected.first_dealer == 1 and list(inspected.decks[0].cards) == deck
+        assert inspected.view.dealer == 1
+        zones = {z.name: {c.code for c in z.cards} for z in inspected.zones}
+        assert set().union(*zones.values()) == set(deck), "the zones cover the pack"
+        for hand in inspected.hands:
+            assert {c.code for c in hand.cards} == zones[f"hand{hand.seat}"]
+        listed = await srv.admin.ListMatches(admin_pb2.ListMatchesRequest(game="japanese_joker"), metadata=bearer(ADMIN_TOKEN))
+        assert match_id in [m.match_id for m in listed.matches]
+
+
+def _bot_host():
+    from engine_service.plugins.host import BotHost
+
+    return BotHost(workers=1)
+
+
+@pytest.mark.parametrize("game", GAMES)
+@run
+async def test_whole_match_against_bots_with_a_spectator(game):
+    """One client seat, every other seat a bot plugin (random and heuristic where available);
+    a spectator watches to the end."""
+    host = _bot_host()
+    try:
+        async with served(bot_host=host) as (mgr, srv):
+            stub = srv.games
+            bots = (await stub.ListBots(pb.ListBotsRequest(game=game))).bots
+            names = [b.name for b in bots]
+            assert "random" in names
+            others = [n for n in ("heuristic", "random") if n in names]
+            n = get_game(game).num_seats
+            req = pb.CreateMatchRequest(game=game)
+            req.seats.add().open.SetInParent()
+            for i in range(1, n):
+                req.seats.add().bot.name = others[i % len(others)]
+            match_id = (await stub.CreateMatch(req)).match.match_id
+            token = (await stub.JoinMatch(pb.JoinMatchRequest(match_id=match_id))).seat_token
+            inboxes = {0: Inbox(0), SPECTATOR: Inbox(SPECTATOR)}
+            player = RandomPlayer(stub, match_id, 0, token, random.Random(5), inboxes[0])
+            await asyncio.gather(
+                watch(stub, match_id, inboxes[0], token, seat=0, act=player.act),
+                watch(stub, match_id, inboxes[SPECTATOR], None, start_after=None))
+            summary = (await stub.GetMatch(pb.GetMatchRequest(match_id=match_id))).match
+            assert summary.status == match_pb2.MATCH_STATUS_FINISHED
+            assert [s.kind for s in summary.seats] == [match_pb2.SEAT_KIND_OPEN] + [match_pb2.SEAT_KIND_BOT] * (n - 1)
+            by = {ev.by for _, ev, kind in inboxes[SPECTATOR].items if kind == "event" and ev.kind == match_pb2.EVENT_KIND_ACTION}
+            assert match_pb2.ACTOR_BOT in by and match_pb2.ACTOR_PLAYER in by
+            truth = truth_by_seq(await export_transcript(srv.admin, match_id), list(inboxes))
+            assert check_no_leaks(inboxes, truth) > 10
+    finally:
+        await host.close()
