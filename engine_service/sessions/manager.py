@@ -527,8 +527,11 @@ class MatchManager:
                     item = w.queue.get_nowait()  # drain without a scheduling round per event
                 except asyncio.QueueEmpty:
                     try:
-                        item = await asyncio.wait_for(w.queue.get(), self.config.heartbeat_interval_s)
-                    except asyncio.TimeoutError:
+                        # not asyncio.wait_for: before Python 3.12 it can swallow the
+                        # cancellation of a stream whose event arrives at the same moment
+                        async with asyncio.timeout(self.config.heartbeat_interval_s):
+                            item = await w.queue.get()
+                    except TimeoutError:
                         yield MatchEvent(kind="heartbeat", seq=m.seq, match_id=m.match_id,
                                          details={"deadline": m.deadline})
                         continue

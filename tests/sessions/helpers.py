@@ -114,3 +114,39 @@ async def collect(stream: AsyncIterator[MatchEvent], until=lambda e: e.kind == "
 
 def all_open(n: int) -> list[SeatConfig]:
     return [SeatConfig()] * n
+
+
+class Stream:
+    """A watch stream consumed in the background (a connected client): its events pile up in
+    ``events``; :meth:`close` drops the connection."""
+
+    def __init__(self, mgr: MatchManager, match_id: str, principal: Principal, after_seq: int = -1) -> None:
+        self.events: list[MatchEvent] = []
+        self.error: BaseException | None = None
+        self._gen = mgr.watch(match_id, principal, after_seq)
+        self.task = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        try:
+            async for ev in self._gen:
+                self.events.append(ev)
+        except Exception as exc:  # noqa: BLE001 - kept for the test to inspect
+            self.error = exc
+
+    async def close(self) -> None:
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+        await self._gen.aclose()
+
+    def actions(self) -> list[MatchEvent]:
+        return [e for e in self.events if e.kind == "action"]
+
+
+async def until(predicate, timeout: float = 10.0, step: float = 0.005) -> None:
+    """Wait until ``predicate()`` is true (AssertionError after ``timeout`` seconds)."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not predicate():
+        if loop.time() > end:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(step)

@@ -197,3 +197,24 @@ def test_watchers_of_a_waiting_match_see_it_start():
     assert events[0].kind == "snapshot" and events[0].view.status == "waiting"
     assert [(e.kind, e.reason, e.seat) for e in events[1:]] == [("presence", "joined", 0), ("presence", "joined", 1)]
     assert events[-1].view.status == "active"
+
+
+def test_a_stream_cancelled_as_an_event_arrives_still_ends():
+    """The transport cancels a stream when its client goes away. If an event reaches the
+    stream's queue in the same instant, the cancellation must still win (presence ends),
+    not be swallowed until some later event."""
+    from .helpers import Stream, until
+
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            a, b = Stream(mgr, match_id, ps[0]), Stream(mgr, match_id, ps[1])
+            await until(lambda: m.seats[0].present and m.seats[1].present)
+            a.task.cancel()
+            await asyncio.gather(a.task, return_exceptions=True)  # publishes "disconnected" to b
+            b.task.cancel()  # in the same instant as that event
+            await asyncio.gather(b.task, return_exceptions=True)
+            return m.seats[0].present, m.seats[1].present, b.task.cancelled()
+
+    assert run(go()) == (False, False, True)

@@ -1,0 +1,197 @@
+"""Durability: a manager dropped without closing (a crash) and a new one built on the same
+SQLite file resume every unfinished match exactly: same sequence numbers, same views, same
+seat tokens, idempotent retries still recognised, timers re-armed; then the matches go on."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from engine_service.observability.metrics import Metrics
+from engine_service.rules import get_game, transcript
+from engine_service.sessions.api import CreateMatchRequest, Principal
+from engine_service.sessions.manager import MatchManager
+from engine_service.store import MemoryStore, NotADatabase, SqliteStore
+
+from .helpers import GAMES, collect, config, play_random, run
+
+
+def sqlite_manager(path, **cfg) -> MatchManager:
+    return MatchManager(config(db_path=str(path), **cfg), store=SqliteStore(path), metrics=Metrics(),
+                        create_bot_host=False)
+
+
+async def first_life(mgr, game_id, actions):
+    """Create, join and play ``actions`` actions; return what the clients hold."""
+    await mgr.start()
+    summary = await mgr.create_match(CreateMatchRequest(game=game_id))
+    tokens = []
+    for seat in range(len(summary.seats)):
+        tokens.append((await mgr.join_match(summary.match_id, seat, f"p{seat}")).token)
+    ps = [mgr.authenticate(summary.match_id, t) for t in tokens]
+    await play_random(mgr, summary.match_id, ps, random.Random(11), max_actions=actions)
+    views = [await mgr.get_view(summary.match_id, p) for p in ps]
+    public = await mgr.get_view(summary.match_id, Principal("spectator", summary.match_id))
+    last = max(mgr._matches[summary.match_id].actions, key=lambda a: a.seq)
+    return summary.match_id, tokens, views, public, last
+    # no close(): the process "crashes" here
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_a_crashed_manager_resumes_exactly_on_sqlite(game_id, tmp_path):
+    path = tmp_path / "matches.sqlite3"
+    half = {"georgian_joker": 150}.get(game_id, 60)
+    match_id, tokens, views, public, last = run(first_life(sqlite_manager(path), game_id, half))
+    assert views[0].seq == half
+
+    async def second_life():
+        mgr = sqlite_manager(path)
+        await mgr.start()
+        try:
+            ps = [mgr.authenticate(match_id, t) for t in tokens]
+            again = [await mgr.get_view(match_id, p) for p in ps]
+            public_again = await mgr.get_view(match_id, Principal("spectator", match_id))
+            retry = await mgr.submit_action(match_id, ps[last.seat], last.action, None, last.client_action_id)
+            await play_random(mgr, match_id, ps, random.Random(12))
+            final = await mgr.get_match(match_id)
+            data = await mgr.export_transcript(match_id)
+            return again, public_again, retry, final, data, mgr.metrics
+        finally:
+            await mgr.close()
+
+    again, public_again, retry, final, data, metrics = run(second_life())
+    for before, after in zip(views, again):
+        assert (after.seq, after.seat, after.status, after.view) == (before.seq, before.seat, before.status, before.view)
+    assert public_again.view == public.view and public_again.seq == half
+    assert retry.duplicate and retry.seq == last.seq == half
+    assert final.status == "finished" and final.seq > half
+    diff, state = transcript.check(data)
+    assert diff is None and state.is_over()
+    assert metrics.value("cardgames_matches_resumed_total", {"game": game_id}) == 1
+
+
+def test_timers_are_rearmed_after_a_restart(tmp_path):
+    """A deadline armed before the crash is lost with the process; the new process arms a
+    fresh one and the auto-move policy plays when it expires (GJ-12.1 / JJK-10.3)."""
+    path = tmp_path / "m.sqlite3"
+
+    async def before():
+        mgr = sqlite_manager(path)
+        await mgr.start()
+        s = await mgr.create_match(CreateMatchRequest(game="klaberjass", turn_time_s=0.25))
+        tokens = [(await mgr.join_match(s.match_id, i, "x")).token for i in range(2)]
+        return s.match_id, tokens
+
+    match_id, tokens = run(before())
+
+    async def after():
+        mgr = sqlite_manager(path, reconnect_grace_s=60)
+        await mgr.start()
+        try:
+            ps = [mgr.authenticate(match_id, t) for t in tokens]
+            other = mgr.watch(match_id, ps[1], -1)
+            await other.__anext__()
+            events = await collect(mgr.watch(match_id, ps[0], -1),
+                                   until=lambda e: e.kind == "action" and e.by == "auto")
+            await other.aclose()
+            return events, mgr.metrics
+        finally:
+            await mgr.close()
+
+    events, metrics = run(after())
+    assert events[0].kind == "snapshot" and events[0].view.deadline is not None
+    auto = events[-1]
+    assert (auto.seq, auto.by, auto.reason) == (1, "auto", "timeout")
+    assert metrics.value("cardgames_turn_timeouts_total", {"game": "klaberjass"}) == 1
+
+
+def test_absent_players_after_a_restart_share_one_grace_window(tmp_path):
+    """After a restart nobody is connected: both players' grace windows start at the same
+    instant, so if neither comes back they expire together and the two-player match ends
+    without a winner (JJK-10.2)."""
+    path = tmp_path / "m.sqlite3"
+    match_id, tokens, *_ = run(first_life(sqlite_manager(path), "japanese_joker", 5))
+
+    async def after():
+        mgr = sqlite_manager(path, time_scale=0.005)  # 60 s grace -> 0.3 s
+        await mgr.start()
+        try:
+            events = await collect(mgr.watch(match_id, Principal("spectator", match_id), -1))
+            return events, await mgr.get_match(match_id)
+        finally:
+            await mgr.close()
+
+    events, summary = run(after())
+    assert events[-1].kind == "match_ended" and events[-1].reason == "abandoned"
+    assert summary.status == "finished" and summary.result["winners"] == []
+    assert summary.result["outcome"] == "abandoned"
+
+
+def test_a_deal_due_at_the_crash_is_dealt_on_resume():
+    """If the process stopped after an action that ended a deal and before the next deck was
+    stored, the resumed match deals a fresh deck (nobody has seen it) and goes on."""
+    store = MemoryStore()
+
+    async def go():
+        mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await mgr.start()
+        s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
+        ps = [mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, i, "x")).token) for i in range(4)]
+        # the first deal of Georgian Joker has one card each: bids and four plays
+        while len(mgr.state_of(s.match_id).deal_results()) == 0:
+            await play_random(mgr, s.match_id, ps, random.Random(1), max_actions=1)
+        row = store._rows[s.match_id]
+        assert 1 in row.decks
+        del row.decks[1]  # the crash: the deck of deal 1 never reached the store
+        seq = mgr._matches[s.match_id].seq
+        mgr2 = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await mgr2.start()
+        state = mgr2.state_of(s.match_id)
+        assert mgr2._matches[s.match_id].seq == seq and state.to_act() >= 0
+        assert 1 in store._rows[s.match_id].decks
+        await play_random(mgr2, s.match_id, ps, random.Random(2), max_actions=20)
+        data = await mgr2.export_transcript(s.match_id)
+        await mgr2.close()
+        return data
+
+    data = run(go())
+    assert transcript.check(data)[0] is None
+
+
+def test_a_garbage_database_file_is_a_clear_error(tmp_path):
+    path = tmp_path / "garbage.db"
+    path.write_bytes(b"\x00\x01 definitely not sqlite " * 100)
+
+    async def go():
+        mgr = MatchManager(config(db_path=str(path)), metrics=Metrics(), create_bot_host=False)
+        await mgr.start()
+
+    with pytest.raises(NotADatabase, match="not a SQLite database"):
+        run(go())
+
+
+def test_finished_matches_are_read_back_after_eviction(tmp_path):
+    path = tmp_path / "m.sqlite3"
+
+    async def go():
+        mgr = sqlite_manager(path)
+        await mgr.start()
+        try:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            ps = [mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, i, "x")).token) for i in range(2)]
+            await play_random(mgr, s.match_id, ps, random.Random(5))
+            before = await mgr.get_match(s.match_id)
+            view_before = await mgr.get_view(s.match_id, Principal("spectator", s.match_id))
+            assert mgr.evict_finished() == 1 and mgr.match_ids() == []
+            after = await mgr.get_match(s.match_id)
+            view_after = await mgr.get_view(s.match_id, Principal("spectator", s.match_id))
+            listed = await mgr.list_matches(status="finished")
+            return before, after, view_before, view_after, listed
+        finally:
+            await mgr.close()
+
+    before, after, vb, va, listed = run(go())
+    assert after == before and va.view == vb.view
+    assert [m.match_id for m in listed] == [before.match_id] and listed[0].result == before.result

@@ -1,0 +1,274 @@
+"""Time and absence (GJ-12, JJK-10, NOTATION.md section 5): turn deadlines and the auto-move
+policy, disconnection grace periods, forfeits in two-player games, bot takeover and return in
+Georgian Joker, resignation."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from engine_service.rules import get_game
+from engine_service.sessions.api import (CreateMatchRequest, PermissionDenied, Principal)
+
+from .helpers import GAMES, Stream, config, manager, open_match, run, until
+
+
+async def connect_all(mgr, match_id, ps):
+    streams = [Stream(mgr, match_id, p) for p in ps]
+    await until(lambda: all(s.present for s in mgr._matches[match_id].seats))
+    return streams
+
+
+async def close_all(streams):
+    for s in streams:
+        await s.close()
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_an_expired_deadline_plays_the_auto_move(game_id):
+    """GJ-12.1 / JJK-10.3: one move by the rulebook's policy per expired deadline; the next
+    decision gets a fresh deadline; timeouts never end the match."""
+    async def go():
+        async with manager(config(time_scale=0.01)) as mgr:  # 30 s -> 0.3 s
+            match_id, ps = await open_match(mgr, game_id)
+            m = mgr._matches[match_id]
+            state0 = m.state.clone()
+            streams = await connect_all(mgr, match_id, ps)
+            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+            armed = time.time()
+            first_deadline = m.deadline
+            await until(lambda: len(spectator.actions()) >= 2)
+            await close_all(streams + [spectator])
+            return state0, first_deadline, armed, spectator.actions()[:2], mgr.metrics, m
+
+    state0, deadline, armed, (a1, a2), metrics, m = run(go())
+    game = get_game(game_id)
+    seat = state0.to_act()
+    assert 0.25 < deadline - armed < 0.4
+    assert (a1.seq, a1.seat, a1.by, a1.reason) == (1, seat, "auto", "timeout")
+    assert a1.action == game.auto_move(state0.view(seat))
+    state0.apply(a1.action, seat)
+    assert (a2.seq, a2.by, a2.reason) == (2, "auto", "timeout")
+    assert a2.action == game.auto_move(state0.view(a2.seat))
+    assert a1.view.deadline is not None and a1.view.deadline > deadline  # a fresh deadline
+    assert metrics.value("cardgames_turn_timeouts_total", {"game": game_id}) >= 2
+    assert metrics.value("cardgames_auto_moves_total", {"game": game_id, "reason": "timeout"}) >= 2
+    assert m.status == "active", m.result
+
+
+def test_no_deadline_when_the_table_has_none():
+    async def go():
+        async with manager(config(default_turn_time_s=0)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            streams = await connect_all(mgr, match_id, ps)
+            env = await mgr.get_view(match_id, ps[0])
+            await close_all(streams)
+            return env
+    assert run(go()).deadline is None
+
+
+def test_two_player_absence_pauses_the_clock_then_forfeits():
+    """JJK-10.2 (and Klaberjass by NOTATION 5): while the absent player is to act no timer
+    runs; when the grace period ends the absent player loses the match."""
+    async def go():
+        async with manager(config(reconnect_grace_s=1.0)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass", turn_time_s=0.2)
+            m = mgr._matches[match_id]
+            streams = await connect_all(mgr, match_id, ps)
+            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+            absent = m.state.to_act()
+            t0 = asyncio.get_running_loop().time()
+            await streams[absent].close()
+            await until(lambda: any(e.reason == "disconnected" for e in spectator.events))
+            paused_deadline = m.deadline
+            await until(lambda: m.over, timeout=5)
+            elapsed = asyncio.get_running_loop().time() - t0
+            await close_all(streams + [spectator])
+            return absent, paused_deadline, elapsed, spectator.events, await mgr.get_match(match_id), mgr.metrics
+
+    absent, paused_deadline, elapsed, events, summary, metrics = run(go())
+    assert paused_deadline is None
+    assert 0.9 < elapsed < 2.5
+    assert not [e for e in events if e.kind == "action"], "no move was played for the absent player"
+    assert events[-1].kind == "match_ended" and events[-1].reason == "forfeit"
+    assert summary.result["winners"] == [1 - absent] and summary.result["forfeited"] == absent
+    assert summary.status == "finished"
+    assert metrics.value("cardgames_grace_expired_total", {"game": "klaberjass", "policy": "forfeit"}) == 1
+    assert metrics.value("cardgames_matches_finished_total", {"game": "klaberjass", "outcome": "forfeit"}) == 1
+
+
+def test_two_player_reconnection_in_time_gets_a_fresh_deadline():
+    async def go():
+        async with manager(config(reconnect_grace_s=5.0)) as mgr:
+            match_id, ps = await open_match(mgr, "japanese_joker", turn_time_s=10)
+            m = mgr._matches[match_id]
+            mgr.config.__dict__  # frozen config: the turn time scales through time_scale only
+            streams = await connect_all(mgr, match_id, ps)
+            absent = m.state.to_act()
+            await streams[absent].close()
+            await until(lambda: not m.seats[absent].present)
+            assert m.deadline is None
+            await asyncio.sleep(0.2)
+            back = Stream(mgr, match_id, ps[absent])
+            await until(lambda: m.seats[absent].present)
+            rearmed = m.deadline
+            now = time.time()
+            grace_cancelled = m.seats[absent].grace_handle is None
+            await close_all(streams + [back])
+            return rearmed, now, grace_cancelled, back.events, m.status
+
+    rearmed, now, cancelled, events, status = run(go())
+    assert rearmed is not None and 9.5 < rearmed - now <= 10.01
+    assert cancelled and status == "active"
+    assert events[0].kind == "snapshot" and events[0].view.deadline == rearmed
+
+
+def test_two_player_first_grace_window_to_expire_decides():
+    async def go():
+        async with manager(config(reconnect_grace_s=0.4)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            streams = await connect_all(mgr, match_id, ps)
+            await streams[1].close()
+            await asyncio.sleep(0.1)
+            await streams[0].close()
+            await until(lambda: m.over, timeout=5)
+            return m.result
+
+    result = run(go())
+    assert result["outcome"] == "forfeit" and result["forfeited"] == 1 and result["winners"] == [0]
+
+
+def test_resigning_a_two_player_match_hands_it_to_the_opponent():
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "japanese_joker")
+            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+            await asyncio.sleep(0)
+            summary = await mgr.leave_match(match_id, ps[1], resign=True)
+            await until(lambda: spectator.events and spectator.events[-1].kind == "match_ended")
+            return summary, spectator.events[-1]
+
+    summary, ended = run(go())
+    assert summary.status == "finished" and summary.result["winners"] == [0]
+    assert summary.result["outcome"] == "resigned" and summary.result["resigned"] == 1
+    assert ended.reason == "resigned" and ended.details["result"] == summary.result
+
+
+# ---- Georgian Joker: timers during the grace period, bot takeover, return, leaving ------------
+
+def gj_request(**options):
+    return dict(options=options)
+
+
+def test_georgian_joker_timers_run_while_a_player_is_away():
+    """GJ-12.3: the absent player's turns are handled by the turn timer during the grace period."""
+    async def go():
+        async with manager(config(time_scale=0.01)) as mgr:  # turn 10 s -> 0.1 s, grace 600 s -> 6 s
+            match_id, ps = await open_match(mgr, "georgian_joker",
+                                            **gj_request(turn_time_s=10, reconnect_grace_s=600))
+            m = mgr._matches[match_id]
+            streams = await connect_all(mgr, match_id, ps)
+            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+            away = m.state.to_act()
+            await streams[away].close()
+            await until(lambda: any(e.seat == away for e in spectator.actions()))
+            takeover = m.seats[away].taken_over
+            await close_all(streams + [spectator])
+            return away, spectator.actions(), takeover
+
+    away, actions, takeover = run(go())
+    mine = next(e for e in actions if e.seat == away)
+    assert (mine.by, mine.reason) == ("auto", "timeout")
+    assert not takeover
+
+
+def test_georgian_joker_bot_takes_an_absent_seat_and_the_player_takes_it_back():
+    """GJ-12.4: after the grace period a bot plays the seat at once (default: the auto-move
+    policy); when the player's stream returns the seat is theirs again at once."""
+    async def go():
+        async with manager(config(time_scale=0.01)) as mgr:  # grace 15 s -> 0.15 s, turn 120 s -> 1.2 s
+            match_id, ps = await open_match(mgr, "georgian_joker",
+                                            **gj_request(turn_time_s=120, reconnect_grace_s=15))
+            m = mgr._matches[match_id]
+            streams = await connect_all(mgr, match_id, ps)
+            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+            away = m.state.to_act()
+            t0 = asyncio.get_running_loop().time()
+            await streams[away].close()
+            await until(lambda: any(e.seat == away for e in spectator.actions()), timeout=5)
+            took = asyncio.get_running_loop().time() - t0
+            summary_away = await mgr.get_match(match_id)
+            back = Stream(mgr, match_id, ps[away])
+            await until(lambda: any(e.reason == "returned" for e in spectator.events))
+            returned_bot_driven = m.seats[away].bot_driven
+            summary_back = await mgr.get_match(match_id)
+            await close_all(streams + [spectator, back])
+            return away, took, spectator.events, summary_away, summary_back, returned_bot_driven, mgr.metrics
+
+    away, took, events, s_away, s_back, bot_driven, metrics = run(go())
+    presence = [(e.seat, e.reason) for e in events if e.kind == "presence"]
+    assert presence[:2] == [(away, "disconnected"), (away, "bot_took_over")]
+    assert (away, "returned") in presence
+    move = next(e for e in events if e.kind == "action" and e.seat == away)
+    assert (move.by, move.reason) == ("auto", "takeover")
+    assert took < 1.0  # well before the 1.2 s turn deadline: the bot played at once
+    assert s_away.seats[away].replaced_by_bot and not s_back.seats[away].replaced_by_bot
+    assert not bot_driven
+    assert metrics.value("cardgames_grace_expired_total", {"game": "georgian_joker", "policy": "bot_takeover"}) == 1
+
+
+class _FirstLegalHost:
+    """A bot host whose only bot, ``first``, plays the first legal action."""
+
+    def __init__(self):
+        self.calls = []
+
+    def bots(self):
+        from engine_service.sessions.api import BotInfo
+        return [BotInfo("first", tuple(GAMES), "first legal action")]
+
+    def plays(self, bot, game_id):
+        return bot == "first"
+
+    async def decide(self, bot, game_id, seat, view, legal, seed, deadline_s):
+        from types import SimpleNamespace
+        self.calls.append((seat, view))
+        return SimpleNamespace(action=legal[0], failure=None, elapsed_s=0.001)
+
+    async def close(self):
+        pass
+
+
+def test_georgian_joker_leaving_hands_the_seat_to_the_named_bot_for_good():
+    """GJ-12.4: a player who leaves is replaced by the table's bot for the rest of the match;
+    the result lists the seat as abandoned; the seat's token can no longer act."""
+    host = _FirstLegalHost()
+
+    async def go():
+        async with manager(host=host) as mgr:
+            match_id, ps = await open_match(mgr, "georgian_joker", takeover_bot="first")
+            m = mgr._matches[match_id]
+            leaver = m.state.to_act()
+            summary = await mgr.leave_match(match_id, ps[leaver], resign=False)
+            await until(lambda: m.seq >= 1)
+            with pytest.raises(PermissionDenied):
+                await mgr.submit_action(match_id, ps[leaver], "bid:0", None)
+            # the others leave too: the bots finish the match
+            for seat in range(4):
+                if seat != leaver:
+                    await mgr.leave_match(match_id, ps[seat], resign=True)
+            await until(lambda: m.over, timeout=60)
+            return leaver, summary, m.actions, await mgr.get_match(match_id)
+
+    leaver, summary, actions, final = run(go(), timeout=120)
+    assert summary.seats[leaver].replaced_by_bot and summary.status == "active"
+    assert actions[0].seat == leaver and actions[0].by == "bot"
+    assert {a.by for a in actions} == {"bot"}
+    assert final.status == "finished" and final.result["outcome"] == "completed"
+    assert final.result["abandoned"] == [0, 1, 2, 3]
+    # a bot only ever saw its own seat's view (GJ-11.7)
+    for seat, view in host.calls:
+        assert view["seat"] == seat
