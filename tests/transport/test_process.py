@@ -1,0 +1,245 @@
+"""``python -m engine_service serve`` as a real process: crash recovery after kill -9 on the
+same SQLite database, health and reflection, settings from CARDGAMES_* variables, the metrics
+endpoint, JSON logs (fields present, no token, no hidden card) and the SIGTERM drain (exit 0)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from engine_service.transport.generated import (admin_pb2_grpc, card_games_pb2 as pb,
+                                                card_games_pb2_grpc, match_pb2)
+from tests.rules.playout import CARD_RE
+
+from .harness import ADMIN_TOKEN, bearer, expect_error, run
+from .players import SPECTATOR, create_open_match, export_transcript, truth_by_seq
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class Service:
+    """One ``serve`` process on a temp database; its stderr (JSON logs) goes to a file."""
+
+    def __init__(self, tmp: Path, db: Path, name: str, **env: str) -> None:
+        self.log_path = tmp / f"{name}.log"
+        environ = {**os.environ, "CARDGAMES_PORT": "0", "CARDGAMES_METRICS_PORT": "0",
+                   "CARDGAMES_METRICS_HOST": "127.0.0.1", "CARDGAMES_HOST": "127.0.0.1",
+                   "CARDGAMES_DB": str(db), "CARDGAMES_LOG_FORMAT": "json",
+                   "CARDGAMES_ADMIN_TOKEN": ADMIN_TOKEN, "CARDGAMES_BOT_WORKERS": "1",
+                   "CARDGAMES_DRAIN_GRACE_S": "5", "PYTHONUNBUFFERED": "1", **env}
+        self._log = open(self.log_path, "w")
+        self.proc = subprocess.Popen([sys.executable, "-m", "engine_service", "serve"], cwd=tmp,
+                                     env=environ, stdout=self._log, stderr=subprocess.STDOUT)
+        self.port, self.metrics_port = self._wait_serving()
+
+    def lines(self) -> list[dict]:
+        out = []
+        for raw in self.log_path.read_text().splitlines():
+            out.append(json.loads(raw))  # every line is one JSON object
+        return out
+
+    def _wait_serving(self, timeout: float = 60.0) -> tuple[int, int]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"serve exited with {self.proc.returncode}:\n{self.log_path.read_text()}")
+            for line in self.lines() if self.log_path.stat().st_size else []:
+                if line.get("event") == "serving":
+                    return line["port"], line["metrics_port"]
+            time.sleep(0.1)
+        self.proc.kill()
+        raise AssertionError(f"serve did not start:\n{self.log_path.read_text()}")
+
+    @property
+    def target(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
+        self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            self._log.close()
+
+
+def _stubs(channel):
+    return card_games_pb2_grpc.CardGamesServiceStub(channel), admin_pb2_grpc.AdminServiceStub(channel)
+
+
+async def _play(stub, match_id: str, tokens: list[str], rng: random.Random, limit: int | None,
+                acked: list[tuple[int, str, int]]) -> match_pb2.View:
+    """Per-seat clients take turns until ``limit`` actions or the end; returns the last view."""
+    while limit is None or limit > 0:
+        view = (await stub.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(tokens[0]))).view
+        if view.status != match_pb2.MATCH_STATUS_ACTIVE:
+            return view
+        seat = view.to_act
+        mine = (await stub.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(tokens[seat]))).view
+        action = rng.choice(list(mine.legal_actions)).notation
+        res = await stub.SubmitAction(pb.SubmitActionRequest(
+            match_id=match_id, action=action, expected_seq=mine.seq, client_action_id=f"{seat}-{mine.seq}"),
+            metadata=bearer(tokens[seat]))
+        acked.append((res.seq, action, seat))
+        if limit is not None:
+            limit -= 1
+    return (await stub.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(tokens[0]))).view
+
+
+def test_kill_9_then_restart_on_the_same_database_loses_nothing(tmp_path):
+    db = tmp_path / "matches.sqlite3"
+    first = Service(tmp_path, db, "first")
+    acked: list[tuple[int, str, int]] = []
+    try:
+        async def before_crash():
+            async with grpc.aio.insecure_channel(first.target) as ch:
+                stub, _ = _stubs(ch)
+                match_id, tokens = await create_open_match(stub, "klaberjass")
+                await _play(stub, match_id, tokens, random.Random(4), 60, acked)
+                views = [(await stub.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(t))).view
+                         for t in tokens]
+                return match_id, tokens, views
+        match_id, tokens, views_before = run(before_crash)()
+    finally:
+        first.proc.kill()  # kill -9: no drain, no flush
+        first.proc.wait(10)
+        first._log.close()
+    assert acked and acked[-1][0] == 60
+
+    second = Service(tmp_path, db, "second")
+    try:
+        async def after_restart():
+            async with grpc.aio.insecure_channel(second.target) as ch:
+                stub, admin = _stubs(ch)
+                views = [(await stub.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(t))).view
+                         for t in tokens]
+                for before, after in zip(views_before, views):
+                    assert after.seq == before.seq == 60
+                    assert [c.code for c in after.hand] == [c.code for c in before.hand]
+                    assert [a.notation for a in after.legal_actions] == [a.notation for a in before.legal_actions]
+                    assert after.phase == before.phase and after.to_act == before.to_act
+                # a client whose answer was lost in the crash retries: the durable
+                # client_action_id makes it a duplicate, never a second action
+                seq, action, seat = acked[-1]
+                retry = await stub.SubmitAction(pb.SubmitActionRequest(
+                    match_id=match_id, action=action, expected_seq=seq - 1,
+                    client_action_id=f"{seat}-{seq - 1}"), metadata=bearer(tokens[seat]))
+                assert (retry.duplicate, retry.seq) == (True, seq)
+                final = await _play(stub, match_id, tokens, random.Random(5), None, acked)
+                assert final.over and final.status == match_pb2.MATCH_STATUS_FINISHED
+                return await export_transcript(admin, match_id)
+        transcript = run(after_restart)()
+    finally:
+        assert second.stop() == 0
+    steps = [s["action"] for d in transcript["deals"] for s in d["steps"]]
+    assert [a for _, a, _ in acked] == steps, "every acknowledged action is in the log, in order"
+    assert [s for s, _, _ in acked] == list(range(1, len(steps) + 1))
+    assert any(line.get("event") == "match_resumed" for line in second.lines())
+
+
+def test_lifecycle_health_reflection_metrics_logs_and_sigterm(tmp_path):
+    service = Service(tmp_path, tmp_path / "db.sqlite3", "svc", CARDGAMES_MAX_MATCHES="50")
+    seat_tokens: list[str] = []
+    try:
+        async def session():
+            async with grpc.aio.insecure_channel(service.target) as ch:
+                health = health_pb2_grpc.HealthStub(ch)
+                for name in ("", "cardgames.v1.CardGamesService", "cardgames.v1.AdminService"):
+                    assert (await health.Check(health_pb2.HealthCheckRequest(service=name))).status == \
+                        health_pb2.HealthCheckResponse.SERVING
+                refl = reflection_pb2_grpc.ServerReflectionStub(ch)
+                answers = [a async for a in refl.ServerReflectionInfo(
+                    iter([reflection_pb2.ServerReflectionRequest(list_services=""),
+                          reflection_pb2.ServerReflectionRequest(file_containing_symbol="cardgames.v1.CardGamesService")]))]
+                names = {s.name for s in answers[0].list_services_response.service}
+                assert {"cardgames.v1.CardGamesService", "cardgames.v1.AdminService",
+                        "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"} <= names
+                assert answers[1].file_descriptor_response.file_descriptor_proto
+                stub, admin = _stubs(ch)
+                match_id, tokens = await create_open_match(stub, "japanese_joker")
+                seat_tokens.extend(tokens)
+                acked: list[tuple[int, str, int]] = []
+                await _play(stub, match_id, tokens, random.Random(9), 40, acked)
+                err = await expect_error(stub.GetView(pb.GetViewRequest(match_id="nope")))
+                assert err.code == grpc.StatusCode.NOT_FOUND
+                transcript = await export_transcript(admin, match_id)
+                # a watcher and a health watch are open when SIGTERM arrives
+                watch = stub.WatchMatch(pb.WatchMatchRequest(match_id=match_id), metadata=bearer(tokens[0]))
+                assert (await watch.read()).kind == match_pb2.EVENT_KIND_SNAPSHOT
+                hw = health.Watch(health_pb2.HealthCheckRequest(service="cardgames.v1.CardGamesService"))
+                assert (await hw.read()).status == health_pb2.HealthCheckResponse.SERVING
+                metrics = urllib.request.urlopen(f"http://127.0.0.1:{service.metrics_port}/metrics", timeout=10).read().decode()
+                service.proc.send_signal(signal.SIGTERM)
+                assert (await hw.read()).status == health_pb2.HealthCheckResponse.NOT_SERVING
+                err = await expect_error(watch)
+                assert (err.code, err.reason) == (grpc.StatusCode.UNAVAILABLE, "DRAINING")
+                hw.cancel()
+                return match_id, acked, transcript, metrics
+        match_id, acked, transcript, metrics = run(session)()
+        assert service.proc.wait(30) == 0
+    finally:
+        if service.proc.poll() is None:
+            service.proc.kill()
+        service._log.close()
+
+    samples = {line.split(" ")[0]: float(line.split(" ")[1]) for line in metrics.splitlines()
+               if line and not line.startswith("#")}
+    submit = 'cardgames_rpc_requests_total{code="OK",method="/cardgames.v1.CardGamesService/SubmitAction"}'
+    assert samples[submit] == len(acked) == 40
+    assert samples['cardgames_rpc_requests_total{code="NOT_FOUND",method="/cardgames.v1.CardGamesService/GetView"}'] == 1
+    assert samples['cardgames_matches_created_total{game="japanese_joker"}'] == 1
+    assert samples['cardgames_rpc_duration_seconds_count{method="/cardgames.v1.CardGamesService/SubmitAction"}'] == 40
+    assert "process_resident_memory_bytes" in samples
+
+    lines = service.lines()
+    events = [line["event"] for line in lines]
+    for needed in ("starting", "serving", "signal_received", "draining", "stopped", "exit"):
+        assert needed in events, needed
+    assert all({"timestamp", "level", "event"} <= line.keys() for line in lines)
+    rpcs = [line for line in lines if line["event"] == "rpc"]
+    submits = [line for line in rpcs if line["method"].endswith("/SubmitAction")]
+    assert len(submits) == 40
+    assert all(line["code"] == "OK" and line["match_id"] == match_id and "seat" in line and "seq" in line
+               and line["duration_ms"] >= 0 for line in submits)
+    assert sorted(line["seq"] for line in submits) == list(range(1, 41))
+    text = service.log_path.read_text()
+    for secret in (ADMIN_TOKEN, *seat_tokens):
+        assert secret not in text, "a token reached the log"
+    truth = truth_by_seq(transcript, [SPECTATOR])
+    from engine_service.rules.cards import card_id
+    for line in lines:
+        named = {card_id(m.group(1)) for m in CARD_RE.finditer(
+            json.dumps({k: v for k, v in line.items() if k not in ("match_id", "action")}))}
+        if "seq" in line and line.get("match_id") == match_id and line["seq"] in truth:
+            assert not named & truth[line["seq"]][SPECTATOR][1], line
+        else:
+            assert not named, line
+
+
+def test_bad_settings_and_busy_port_fail_clearly(tmp_path):
+    env = {**os.environ, "CARDGAMES_PORT": "not-a-port"}
+    done = subprocess.run([sys.executable, "-m", "engine_service", "serve"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "CARDGAMES_PORT" in done.stderr
+    garbage = tmp_path / "garbage.sqlite3"
+    garbage.write_text("this is not a database\n" * 100)
+    done = subprocess.run([sys.executable, "-m", "engine_service", "serve", "--port", "0",
+                           "--metrics-port", "0", "--db", str(garbage), "--log-format", "json"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert any(json.loads(l).get("event") == "store_unavailable" for l in done.stderr.splitlines() if l.startswith("{"))
+    help_text = subprocess.run([sys.executable, "-m", "engine_service", "serve", "--help"], cwd=REPO,
+                               capture_output=True, text=True, timeout=60, env={**os.environ, "CARDGAMES_ADMIN_TOKEN": "s3cret"})
+    assert "CARDGAMES_ADMIN_TOKEN" in help_text.stdout and "s3cret" not in help_text.stdout
+    assert "--port" in help_text.stdout and "default: 50051" in help_text.stdout

@@ -1,0 +1,55 @@
+"""Settings: flag > CARDGAMES_* environment > embedded default; bad values name their source."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from engine_service import settings as S
+from engine_service.sessions.config import SessionConfig
+
+
+def _parse(argv: list[str], env: dict[str, str]) -> S.Settings:
+    parser = argparse.ArgumentParser()
+    S.add_arguments(parser, env)
+    return S.from_namespace(parser.parse_args(argv))
+
+
+def test_embedded_defaults():
+    s = _parse([], {})
+    assert (s.port, s.metrics_port, s.session.db_path, s.log_format, s.admin_token) == \
+        (50051, 9464, "./cardgames.sqlite3", "auto", None)
+    defaults = SessionConfig()
+    assert s.session.reconnect_grace_s == defaults.reconnect_grace_s
+    assert s.session.max_matches == defaults.max_matches
+
+
+def test_environment_then_flags():
+    env = {"CARDGAMES_PORT": "6000", "CARDGAMES_DB": "/tmp/x.db", "CARDGAMES_LOG_LEVEL": "DEBUG",
+           "CARDGAMES_RECONNECT_GRACE_S": "5", "CARDGAMES_ADMIN_TOKEN": "tok"}
+    s = _parse([], env)
+    assert (s.port, s.session.db_path, s.log_level, s.session.reconnect_grace_s, s.admin_token) == \
+        (6000, "/tmp/x.db", "debug", 5.0, "tok")
+    s = _parse(["--port", "7000", "--reconnect-grace-s", "9", "--log-format", "console"], env)
+    assert (s.port, s.session.reconnect_grace_s, s.log_format) == (7000, 9.0, "console")
+    assert "tok" not in repr(s), "the admin token is never printed"
+
+
+def test_every_setting_has_a_flag_and_an_environment_name():
+    names = {s.env for s in S.SETTINGS}
+    assert len(names) == len(S.SETTINGS)
+    assert all(n.startswith("CARDGAMES_") for n in names)
+    settable = {s.name for s in S.SETTINGS if not s.session_field}
+    assert settable == {f for f in S.Settings.__dataclass_fields__ if f != "session"}
+
+
+def test_bad_values_are_errors():
+    with pytest.raises(SystemExit, match="CARDGAMES_PORT"):
+        _parse([], {"CARDGAMES_PORT": "99999"})
+    with pytest.raises(SystemExit):
+        _parse(["--log-format", "xml"], {})
+    with pytest.raises(ValueError, match="tls"):
+        _parse(["--tls-cert", "c.pem"], {})
+    with pytest.raises(ValueError):
+        _parse(["--max-matches", "0"], {})  # SessionConfig refuses it
