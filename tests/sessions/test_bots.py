@@ -1,0 +1,150 @@
+"""Bot seats: the session asks the bot host for one decision with only that seat's view and
+legal actions; any failure (timeout, exception, illegal answer, crash, unknown bot, even a
+host that raises) falls back to the rulebook's auto-move, is logged as ``bot_failed`` and
+counted. Bots never block the server or another match."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from types import SimpleNamespace
+
+import pytest
+from structlog.testing import capture_logs
+
+from engine_service.plugins.host import BotHost
+from engine_service.rules import get_game
+from engine_service.sessions.api import BotInfo, CreateMatchRequest, SeatConfig
+
+from .helpers import GAMES, manager, open_match, run, until
+
+FAILURES = ["timeout", "exception", "illegal", "crash", "unknown_bot"]
+
+
+class ScriptedHost:
+    """A bot host whose bot ``scripted`` answers as told: a failure category, an action
+    outside the legal list, a raise, or the first legal action."""
+
+    def __init__(self, answer):
+        self.answer = answer
+        self.requests = []
+
+    def bots(self):
+        return [BotInfo("scripted", tuple(GAMES), "test double")]
+
+    def plays(self, bot, game_id):
+        return bot == "scripted"
+
+    async def decide(self, bot, game_id, seat, view, legal, seed, deadline_s):
+        self.requests.append(dict(bot=bot, game=game_id, seat=seat, view=view, legal=legal, seed=seed,
+                                  deadline_s=deadline_s))
+        await asyncio.sleep(0)
+        if self.answer == "raise":
+            raise RuntimeError("host bug")
+        if self.answer in FAILURES:
+            return SimpleNamespace(action=None, failure=self.answer, elapsed_s=0.004)
+        if self.answer == "outside":
+            return SimpleNamespace(action="play:X9", failure=None, elapsed_s=0.002)
+        return SimpleNamespace(action=legal[-1], failure=None, elapsed_s=0.003)
+
+    async def close(self):
+        pass
+
+
+async def one_bot_move(mgr, game_id):
+    """A match whose first seat to act is the scripted bot; returns the first action record
+    and the state before it."""
+    game = get_game(game_id)
+    # find who acts first by creating the match with explicit first dealer and deck
+    from engine_service.rules.cards import card_code
+    deck = [card_code(c) for c in game.pack]
+    random.Random(1).shuffle(deck)
+    probe = game.new_state({}, first_dealer=0)
+    probe.deal(deck)
+    first = probe.to_act()
+    seats = [SeatConfig("bot", "scripted") if s == first else SeatConfig() for s in range(game.num_seats)]
+    summary = await mgr.create_match(CreateMatchRequest(game=game_id, seats=seats, decks=[deck], first_dealer=0),
+                                     admin=True)
+    for s in range(game.num_seats):
+        if s != first:
+            await mgr.join_match(summary.match_id, s, "p")
+    m = mgr._matches[summary.match_id]
+    await until(lambda: m.seq >= 1)
+    return m.actions[0], probe, first
+
+
+@pytest.mark.parametrize("failure", FAILURES + ["outside", "raise"])
+def test_a_failing_bot_falls_back_to_the_auto_move(failure):
+    host = ScriptedHost(failure)
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(host=host) as mgr:
+                rec, probe, seat = await one_bot_move(mgr, "georgian_joker")
+                return rec, probe, seat, logs, mgr.metrics
+
+    rec, probe, seat, logs, metrics = run(go())
+    expected_reason = {"outside": "illegal", "raise": "crash"}.get(failure, failure)
+    assert (rec.seat, rec.by, rec.reason) == (seat, "auto", "bot_failed")
+    assert rec.action == get_game("georgian_joker").auto_move(probe.view(seat))
+    assert metrics.value("cardgames_bot_failures_total", {"bot": "scripted", "reason": expected_reason}) == 1
+    failed = [e for e in logs if e["event"] == "bot_failed"]
+    assert len(failed) == 1
+    entry = failed[0]
+    assert (entry["seat"], entry["seq"], entry["bot"], entry["reason"]) == (seat, 0, "scripted", expected_reason)
+    assert entry["match_id"] and entry["game"] == "georgian_joker"
+    assert "X9" not in str(entry) and "action" not in entry  # never the bot's answer
+    if failure != "raise":
+        assert metrics.value("cardgames_bot_decision_seconds_count", {"bot": "scripted"}) == 1
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_a_bot_gets_only_its_seat_view_and_legal_actions(game_id):
+    host = ScriptedHost("ok")
+
+    async def go():
+        async with manager(host=host) as mgr:
+            rec, probe, seat = await one_bot_move(mgr, game_id)
+            return rec, probe, seat
+
+    rec, probe, seat = run(go())
+    req = host.requests[0]
+    assert req["seat"] == seat and req["game"] == game_id and req["bot"] == "scripted"
+    assert req["view"] == probe.view(seat)
+    assert req["legal"] == probe.legal_actions() == probe.view(seat)["legal"]
+    assert isinstance(req["seed"], int) and req["deadline_s"] == 2.0
+    assert (rec.action, rec.by, rec.reason) == (probe.legal_actions()[-1], "bot", "")
+
+
+def test_bots_never_block_the_server_or_another_match():
+    """A search bot thinks in a worker process while a match next to it is played by clients:
+    their actions stay fast."""
+    async def go():
+        host = BotHost(workers=1, autoload=False, plugins=("bot_plugins.search",))
+        try:
+            async with manager(host=host) as mgr:
+                await mgr.create_match(CreateMatchRequest(
+                    game="klaberjass", seats=[SeatConfig("bot", "search")] * 2))
+                match_id, ps = await open_match(mgr, "klaberjass")
+                rng = random.Random(3)
+                latencies = []
+                while len(latencies) < 40:
+                    for seat, p in enumerate(ps):
+                        env = await mgr.get_view(match_id, p)
+                        if env.view["to_act"] == seat:
+                            t = time.perf_counter()
+                            await mgr.submit_action(match_id, p, rng.choice(env.view["legal"]), env.seq)
+                            latencies.append(time.perf_counter() - t)
+                    await asyncio.sleep(0.01)
+                bot_match = next(m for m in mgr._matches.values() if m.match_id != match_id)
+                await until(lambda: bot_match.seq >= 2, timeout=30)
+                return latencies, bot_match.seq, mgr.metrics
+        finally:
+            await host.close()
+
+    latencies, bot_seq, metrics = run(go(), timeout=300)
+    assert len(latencies) == 40
+    assert max(latencies) < 0.25, max(latencies)
+    assert bot_seq >= 1
+    assert metrics.value("cardgames_bot_decision_seconds_count", {"bot": "search"}) >= 1

@@ -1,0 +1,165 @@
+"""Logs and metrics of the session layer: domain events with their bound fields and nothing
+secret (no token, hand, deck or view); Prometheus values after a known scenario, on a fresh
+registry; the JSON log format."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import random
+
+import structlog
+from structlog.testing import capture_logs
+
+from engine_service.observability.logging import configure_logging
+from engine_service.observability.metrics import Metrics, get_metrics
+from engine_service.sessions.api import CreateMatchRequest, Principal
+from engine_service.store import MemoryStore
+
+from .helpers import Stream, config, manager, play_random, run, until
+
+DOMAIN_FIELDS = {
+    "match_created": {"match_id", "game", "status", "seats", "options", "turn_time_s"},
+    "seat_joined": {"match_id", "game", "seat"},
+    "match_started": {"match_id", "game", "seq"},
+    "action_applied": {"match_id", "game", "seat", "seq", "action", "by"},
+    "deal_scored": {"match_id", "game", "seq", "deal", "totals"},
+    "match_ended": {"match_id", "game", "seq", "outcome", "winners", "totals"},
+    "presence_changed": {"match_id", "game", "seat", "seq", "change"},
+    "auto_move": {"match_id", "game", "seat", "seq", "action", "reason"},
+}
+
+
+def test_domain_events_carry_their_fields_and_nothing_secret():
+    async def go():
+        with capture_logs() as logs:
+            async with manager(config(time_scale=0.01)) as mgr:
+                s = await mgr.create_match(CreateMatchRequest(game="japanese_joker"))
+                tokens = [(await mgr.join_match(s.match_id, i, f"name{i}")).token for i in range(2)]
+                ps = [mgr.authenticate(s.match_id, t) for t in tokens]
+                streams = [Stream(mgr, s.match_id, p) for p in ps]
+                m = mgr._matches[s.match_id]
+                await until(lambda: any(a.by == "auto" for a in m.actions))  # one timeout
+                await play_random(mgr, s.match_id, ps, random.Random(2))
+                for st in streams:
+                    await st.close()
+                return logs, tokens, s.match_id
+
+    logs, tokens, match_id = run(go())
+    by_event: dict[str, list[dict]] = {}
+    for entry in logs:
+        by_event.setdefault(entry["event"], []).append(entry)
+    for event, fields in DOMAIN_FIELDS.items():
+        assert event in by_event, f"no {event} logged"
+        for entry in by_event[event]:
+            missing = fields - set(entry)
+            assert not missing, f"{event} lacks {missing}"
+            assert entry["match_id"] == match_id and entry["game"] == "japanese_joker"
+    assert len(by_event["action_applied"]) == by_event["match_ended"][0]["seq"]
+    assert {e["change"] for e in by_event["presence_changed"]} >= {"joined", "connected", "disconnected"}
+    text = json.dumps(logs, default=str)
+    for token in tokens:
+        assert token not in text
+    for forbidden in ('"hand"', '"hands"', '"deck"', '"decks"', '"view"', '"legal"', "name0"):
+        assert forbidden not in text, forbidden
+
+
+def test_metrics_after_a_known_scenario():
+    metrics = Metrics()
+
+    async def go():
+        async with manager(store=MemoryStore(metrics), metrics=metrics) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            g = {"game": "klaberjass"}
+            snap = {"created": metrics.value("cardgames_matches_created_total", g),
+                    "waiting": metrics.value("cardgames_matches_active", {**g, "status": "waiting"})}
+            ps = [mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, i, "x")).token) for i in range(2)]
+            snap["active"] = metrics.value("cardgames_matches_active", {**g, "status": "active"})
+            snap["waiting_after"] = metrics.value("cardgames_matches_active", {**g, "status": "waiting"})
+            watcher = Stream(mgr, s.match_id, Principal("spectator", s.match_id))
+            await until(lambda: mgr._matches[s.match_id].watchers)
+            snap["watchers"] = metrics.value("cardgames_watchers", {"audience": "spectator"})
+            n = await play_random(mgr, s.match_id, ps, random.Random(4), max_actions=10)
+            try:
+                await mgr.submit_action(s.match_id, ps[0], "dance", None)
+            except Exception:
+                pass
+            await mgr.terminate_match(s.match_id, "test")
+            await until(lambda: watcher.task.done())
+            snap["watchers_after"] = metrics.value("cardgames_watchers", {"audience": "spectator"})
+            return n, snap
+
+    n, snap = run(go())
+    g = {"game": "klaberjass"}
+    assert snap == {"created": 1, "waiting": 1, "active": 1, "waiting_after": 0, "watchers": 1,
+                    "watchers_after": 0}
+    assert metrics.value("cardgames_matches_active", {**g, "status": "active"}) == 0
+    assert metrics.value("cardgames_matches_finished_total", {**g, "outcome": "terminated"}) == 1
+    assert metrics.value("cardgames_actions_total", {**g, "by": "player", "result": "accepted"}) == n == 10
+    assert metrics.value("cardgames_actions_total", {**g, "by": "player", "result": "malformed_action"}) == 1
+    assert metrics.value("cardgames_action_latency_seconds_count", g) == 10
+    assert metrics.value("cardgames_events_published_total", {"kind": "action"}) == 10
+    assert metrics.value("cardgames_events_published_total", {"kind": "match_ended"}) == 1
+    assert metrics.value("cardgames_store_write_seconds_count", {"operation": "append_action"}) == 10
+    assert metrics.value("cardgames_store_write_seconds_count", {"operation": "create_match"}) == 1
+    assert metrics.value("cardgames_presence_changes_total", {**g, "change": "joined"}) == 2
+
+
+def test_metric_labels_never_hold_a_match_id():
+    metrics = Metrics()
+
+    async def go():
+        async with manager(metrics=metrics) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="jojotte"))
+            ps = [mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, i, "x")).token) for i in range(2)]
+            await play_random(mgr, s.match_id, ps, random.Random(1), max_actions=5)
+            return s.match_id
+
+    match_id = run(go())
+    for family in metrics.registry.collect():
+        for sample in family.samples:
+            assert match_id not in json.dumps(sample.labels)
+            assert set(sample.labels) <= {"game", "status", "outcome", "by", "result", "audience", "kind",
+                                          "change", "reason", "policy", "bot", "operation", "method", "code",
+                                          "le"}
+
+
+def test_rpc_metrics_for_the_transport_and_a_process_wide_instance():
+    metrics = Metrics()
+    metrics.rpc_requests.labels("/cardgames.v1.CardGamesService/GetView", "OK").inc()
+    metrics.rpc_duration.labels("/cardgames.v1.CardGamesService/GetView").observe(0.002)
+    metrics.rpc_stream_messages.labels("/cardgames.v1.CardGamesService/WatchMatch").inc(3)
+    assert metrics.value("cardgames_rpc_requests_total",
+                         {"method": "/cardgames.v1.CardGamesService/GetView", "code": "OK"}) == 1
+    assert metrics.value("cardgames_rpc_duration_seconds_count",
+                         {"method": "/cardgames.v1.CardGamesService/GetView"}) == 1
+    assert Metrics().value("cardgames_rpc_requests_total",
+                           {"method": "/cardgames.v1.CardGamesService/GetView", "code": "OK"}) == 0
+    assert get_metrics() is get_metrics()
+    names = {f.name for f in get_metrics().registry.collect()}
+    assert "process_cpu_seconds" in names or "process_virtual_memory_bytes" in names
+
+
+def test_json_log_lines():
+    stream = io.StringIO()
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    try:
+        assert configure_logging("json", "info", stream, force=True) == "json"
+        structlog.get_logger("engine_service.sessions").bind(match_id="m1", game="klaberjass").info(
+            "action_applied", seat=1, seq=3, action="pass", by="player")
+        structlog.get_logger("engine_service.sessions").debug("hidden_below_level")
+        logging.getLogger("grpc").warning("from the standard library")
+        lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+        structlog.reset_defaults()
+    assert len(lines) == 2
+    first = lines[0]
+    assert {k: first[k] for k in ("event", "match_id", "game", "seat", "seq", "action", "by", "level", "logger")} == {
+        "event": "action_applied", "match_id": "m1", "game": "klaberjass", "seat": 1, "seq": 3,
+        "action": "pass", "by": "player", "level": "info", "logger": "engine_service.sessions"}
+    assert first["timestamp"].endswith("Z")
+    assert lines[1]["event"] == "from the standard library" and lines[1]["level"] == "warning"
