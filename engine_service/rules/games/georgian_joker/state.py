@@ -145,9 +145,50 @@ class GeorgianJokerState(State):
         return []
 
     def _apply(self, action: int) -> None:
-        if self.phase == PLAYING:
-            self._play(action)
-        elif self.phase == BIDDING:
+        phase = self.phase
+        if phase == PLAYING:  # the hot path, inlined
+            seat = self.cur
+            nplayed = self.nplayed
+            self.log.append(action)
+            if action < 36:
+                self.hands[seat] ^= _BIT[action]
+                if nplayed:
+                    v = self.values[action]
+                    if v > self.best_val:
+                        self.best_val = v
+                        self.best_seat = seat
+                else:
+                    self.demand = demand = action // 9
+                    self.lead_kind = R.NORMAL_LEAD
+                    self.values = values = _CARD_VALUE[self.trump * 4 + demand]
+                    self.best_val = values[action]
+                    self.best_seat = seat
+            else:
+                self.hands[seat] ^= _BIT[_ACTION_CARD[action]]
+                mode = _ACTION_MODE[action]
+                if nplayed:
+                    if mode == 0:  # GJ-6.1: the last high joker wins
+                        self.best_val = R.HIGH_JOKER_VALUE + nplayed
+                        self.best_seat = seat
+                else:
+                    self.demand = demand = _ACTION_SUIT[action]
+                    self.lead_kind = R.LOW_JOKER_LEAD if mode else R.HIGH_JOKER_LEAD
+                    self.values = _CARD_VALUE[self.trump * 4 + demand]
+                    self.best_val = R.joker_lead_value(mode, demand, self.trump, self.cfg.trumpable)
+                    self.best_seat = seat
+            if nplayed == 3:  # trick complete (GJ-6); the winner leads the next (GJ-5.9)
+                winner = self.best_seat
+                self.taken[winner] += 1
+                self.tricks_done += 1
+                if self.tricks_done == self.n:
+                    self._score_deal()
+                    return
+                self.nplayed = 0
+                self.cur = self.leader = winner
+            else:
+                self.nplayed = nplayed + 1
+                self.cur = (seat + 1) & 3
+        elif phase == BIDDING:
             bid = action - A.BID_BASE
             self.log.append(action)
             self.bids[self.cur] = bid
@@ -158,55 +199,13 @@ class GeorgianJokerState(State):
                 self.cur = self.leader = self.forehand
             else:
                 self.cur = (self.cur + 1) & 3
-        elif self.phase == TRUMP_CHOICE:
+        elif phase == TRUMP_CHOICE:
             self.log.append(action)
             self.trump = action - A.TRUMP_BASE
             self._deal_phase_b()
             self.phase = BIDDING
         else:
             raise RuntimeError("no player action is due")
-
-    def _play(self, action: int) -> None:
-        seat = self.cur
-        self.log.append(action)
-        if action < 36:
-            self.hands[seat] ^= _BIT[action]
-            if self.nplayed:
-                v = self.values[action]
-                if v > self.best_val:
-                    self.best_val = v
-                    self.best_seat = seat
-            else:
-                self.demand = demand = action // 9
-                self.lead_kind = R.NORMAL_LEAD
-                self.values = values = _CARD_VALUE[self.trump * 4 + demand]
-                self.best_val = values[action]
-                self.best_seat = seat
-        else:
-            self.hands[seat] ^= _BIT[_ACTION_CARD[action]]
-            mode = _ACTION_MODE[action]
-            if self.nplayed:
-                if mode == 0:  # GJ-6.1: the last high joker wins
-                    self.best_val = R.HIGH_JOKER_VALUE + self.nplayed
-                    self.best_seat = seat
-            else:
-                self.demand = demand = _ACTION_SUIT[action]
-                self.lead_kind = R.LOW_JOKER_LEAD if mode else R.HIGH_JOKER_LEAD
-                self.values = _CARD_VALUE[self.trump * 4 + demand]
-                self.best_val = R.joker_lead_value(mode, demand, self.trump, self.cfg.trumpable)
-                self.best_seat = seat
-        if self.nplayed == 3:
-            winner = self.best_seat
-            self.taken[winner] += 1
-            self.tricks_done += 1
-            if self.tricks_done == self.n:
-                self._score_deal()
-                return
-            self.nplayed = 0
-            self.cur = self.leader = winner
-        else:
-            self.nplayed += 1
-            self.cur = (seat + 1) & 3
 
     def _deal(self, deck: tuple[int, ...]) -> None:
         """GJ-3.2 .. GJ-3.5: one card at a time clockwise from the forehand, ``deck[0]`` first."""
