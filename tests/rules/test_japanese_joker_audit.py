@@ -555,6 +555,8 @@ def test_JJK_8_1_8_2_match_ends_after_the_deal_that_reaches_the_target(target, s
         assert st.result()["totals"] == running
     assert st.to_act() == TERMINAL
     assert st.result() == {"totals": totals, "winners": [winner], "over": True}
+    # documented choice: the declaration passed on after the last deal too (JJK-2.3)
+    assert st.dealer() == len(strong_seats) % 2 == st.public_view()["dealer"]
     with pytest.raises(MatchOver):
         st.deal(PACK)
     with pytest.raises(MatchOver):
