@@ -616,3 +616,16 @@ def test_kl_2_1_lower_card_deals(cards, options, dealer):
     ranks draw again (kl_draw_tie = redraw) or the suit order S > H > D > C decides."""
     rest = [c for c in PACK if c not in cards]
     assert GAME.draw_first_dealer(cards + rest, options) == dealer
+
+
+def test_kl_7_2_meld_winner_completing_kqj_by_in_play_exchange_gets_the_bonus():
+    """KL-7.2, documented choice 6: the dealer wins the melds with A-K-Q of diamonds; the K-Q-J
+    of trumps exists only after his exchange at his first card, so "that trump sequence" was
+    not scored in the meld phase and the 20 is given."""
+    state, model = start("QH JH 7H AD KD QD 9S 8C 7C", "KS QS JS 7S TC 9C 8D 7D AC", "KH", dealer=1)
+    run(state, model, ["pass", "take", "keep", "keep"])
+    assert state.public_view()["table"]["meld_points"] == [0, 20]
+    run(state, model, ["play:KS", "exchange", "play:9S"])
+    finish(state, model)
+    r = last_result(state, model)
+    assert r["melds"] == [0, 20] and state.deal_details()[-1]["trump_kqj"] == [0, 20]
