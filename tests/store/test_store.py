@@ -332,3 +332,50 @@ def test_missing_directory_is_a_clear_error(tmp_path):
 def test_open_store_picks_the_implementation(tmp_path):
     assert isinstance(open_store("memory:"), MemoryStore)
     assert isinstance(open_store(tmp_path / "x.db"), SqliteStore)
+
+
+def test_sqlite_group_commit_shares_fsyncs_and_isolates_failures(tmp_path):
+    """Concurrent writes of many matches share commits; a failing write in the same batch
+    rolls back alone; everything acknowledged is there after a reopen."""
+    path = tmp_path / "db.sqlite3"
+    metrics = Metrics()
+
+    async def go():
+        st = SqliteStore(path, metrics)
+        await st.open()
+        await asyncio.gather(*(st.create_match(record(f"m{i}", created_at=float(i))) for i in range(40)))
+        commits_before = st.commits
+        writes = [st.append_action(f"m{i}", ActionRecord(1, 0, "pass")) for i in range(40)]
+        writes.append(st.append_action("m0", ActionRecord(1, 1, "take")))  # conflicts with m0 seq 1
+        results = await asyncio.gather(*writes, return_exceptions=True)
+        commits = st.commits - commits_before
+        await st.close()
+        st2 = SqliteStore(path)
+        await st2.open()
+        loaded = [await st2.load_match(f"m{i}") for i in range(40)]
+        await st2.close()
+        return results, commits, loaded
+
+    results, commits, loaded = run(go())
+    assert all(r is None for r in results[:40])
+    assert isinstance(results[40], SequenceConflict)
+    assert commits < 40  # shared
+    assert [[a.action for a in m.actions] for m in loaded] == [["pass"]] * 40
+    assert metrics.value("cardgames_store_write_seconds_count", {"operation": "append_action"}) == 40
+    assert metrics.value("cardgames_store_errors_total", {"operation": "append_action"}) == 1
+
+
+def test_sqlite_reads_see_only_committed_writes(tmp_path):
+    async def go():
+        st = SqliteStore(tmp_path / "db.sqlite3")
+        await st.open()
+        await st.create_match(record())
+        write = asyncio.ensure_future(st.append_action("m1", ActionRecord(1, 0, "pass")))
+        read = asyncio.ensure_future(st.load_match("m1"))
+        await write
+        got = await read
+        await st.close()
+        return got
+
+    got = run(go())
+    assert [a.action for a in got.actions] == ["pass"]
