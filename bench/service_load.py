@@ -1,0 +1,411 @@
+"""Load benchmark of the gRPC service (a benchmark, not a test): ``python bench/service_load.py``.
+
+Four measurements, each against a fresh server process on a temp SQLite database, with client
+processes (spawned) on the same machine:
+
+1. **echo** — a bare grpc.aio server with one bytes-in / bytes-out unary method: the ceiling of
+   gRPC-Python on this machine, measured in the same run (design/research/ecosystem.md:
+   ~4,000 calls/s at 64 in flight on 2 cores). Reported: calls/s, p50/p99 latency.
+2. **play** — ``--matches`` concurrent matches played through the API by per-seat clients
+   (each seat follows its own WatchMatch stream and submits with expected_seq and a
+   client_action_id, as a real frontend does); finished matches are replaced. Reported:
+   accepted actions/s, p50/p99 SubmitAction latency, stream messages/s.
+3. **idle** — memory per open idle match: ``--idle-matches`` matches created and joined (every
+   seat taken, nobody acting) in one server process; RSS growth / matches. Target <= 50 KB.
+   Deadlines are scaled away (time_scale) so that no timer fires during the measurement.
+4. **watchers** — ``--watchers`` spectator streams on one match played at full speed; every
+   watcher must receive every action (a watcher that overflows its queue resumes with
+   after_seq, as clients must). Reported: actions, messages delivered/s, delivery lag p50/p99.
+
+The machine is shared: run it on a quiet machine and read the figures as a ceiling for client
+and server together on one box.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+
+import grpc
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from engine_service.transport.generated import card_games_pb2 as pb  # noqa: E402
+from engine_service.transport.generated import card_games_pb2_grpc, match_pb2  # noqa: E402
+
+ACTION = match_pb2.EVENT_KIND_ACTION
+ENDED = match_pb2.EVENT_KIND_MATCH_ENDED
+LOCAL_POOL = [("grpc.use_local_subchannel_pool", 1)]
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def bearer(token: str):
+    return (("authorization", f"Bearer {token}"),)
+
+
+# ---- servers ---------------------------------------------------------------------------------
+
+class ServiceProcess:
+    """``python -m engine_service serve`` on a temp database, port chosen by the OS."""
+
+    def __init__(self, workdir: Path, **env: str) -> None:
+        self.log = workdir / f"serve-{time.monotonic_ns()}.log"
+        environ = {**os.environ, "CARDGAMES_PORT": "0", "CARDGAMES_METRICS_PORT": "0",
+                   "CARDGAMES_HOST": "127.0.0.1", "CARDGAMES_METRICS_HOST": "127.0.0.1",
+                   "CARDGAMES_DB": str(workdir / f"bench-{time.monotonic_ns()}.sqlite3"),
+                   "CARDGAMES_LOG_FORMAT": "json", "CARDGAMES_BOT_WORKERS": "1", **env}
+        self._out = open(self.log, "w")
+        self.proc = subprocess.Popen([sys.executable, "-m", "engine_service", "serve"], cwd=REPO,
+                                     env=environ, stdout=self._out, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        self.port = 0
+        while not self.port:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"serve did not start:\n{self.log.read_text()}")
+            for line in self.log.read_text().splitlines():
+                if '"serving"' in line:
+                    self.port = json.loads(line)["port"]
+            time.sleep(0.1)
+        self.target = f"127.0.0.1:{self.port}"
+
+    def rss_kb(self) -> int:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        raise RuntimeError("no VmRSS")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(60)
+        self._out.close()
+
+
+def _echo_server(port_queue) -> None:
+    async def main() -> None:
+        async def echo(request: bytes, context) -> bytes:
+            return request
+
+        server = grpc.aio.server()
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+            "bench.Echo", {"Echo": grpc.unary_unary_rpc_method_handler(echo)}),))
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        port_queue.put(port)
+        await server.wait_for_termination()
+
+    asyncio.run(main())
+
+
+# ---- client workers (run in spawned processes) -------------------------------------------------
+
+def echo_worker(target: str, in_flight: int, duration: float) -> dict:
+    async def main() -> dict:
+        latencies: list[float] = []
+        payload = os.urandom(100)
+        async with grpc.aio.insecure_channel(target) as ch:
+            call = ch.unary_unary("/bench.Echo/Echo")
+            await call(payload)
+            stop = time.perf_counter() + duration
+
+            async def loop() -> None:
+                while time.perf_counter() < stop:
+                    t = time.perf_counter()
+                    await call(payload)
+                    latencies.append(time.perf_counter() - t)
+
+            await asyncio.gather(*(loop() for _ in range(in_flight)))
+        return {"calls": len(latencies), "latencies": latencies}
+
+    return asyncio.run(main())
+
+
+async def _new_match(stub, game: str) -> tuple[str, list[str]]:
+    created = await stub.CreateMatch(pb.CreateMatchRequest(game=game))
+    match_id = created.match.match_id
+    tokens = []
+    for seat in range(len(created.match.seats)):
+        joined = await stub.JoinMatch(pb.JoinMatchRequest(match_id=match_id, seat=seat))
+        tokens.append(joined.seat_token)
+    return match_id, tokens
+
+
+async def _play_seat(stub, match_id: str, seat: int, token: str, rng: random.Random, stop: float,
+                     stats: dict) -> None:
+    acted = -1
+    call = stub.WatchMatch(pb.WatchMatchRequest(match_id=match_id, after_seq=0), metadata=bearer(token))
+    try:
+        async for ev in call:
+            stats["messages"] += 1
+            if ev.kind == ENDED or time.perf_counter() > stop:
+                return
+            v = ev.view
+            if not ev.HasField("view") or not v.HasField("to_act") or v.to_act != seat or v.seq <= acted:
+                continue
+            acted = v.seq
+            req = pb.SubmitActionRequest(match_id=match_id, expected_seq=v.seq,
+                                         action=rng.choice(list(v.legal_actions)).notation,
+                                         client_action_id=f"{seat}-{v.seq}")
+            t = time.perf_counter()
+            try:
+                await stub.SubmitAction(req, metadata=bearer(token))
+            except grpc.aio.AioRpcError as exc:
+                if exc.code() in (grpc.StatusCode.ABORTED, grpc.StatusCode.FAILED_PRECONDITION):
+                    continue
+                raise
+            stats["latencies"].append((t, time.perf_counter() - t))
+    finally:
+        call.cancel()
+
+
+def play_worker(target: str, game: str, matches: int, duration: float, seed: int) -> dict:
+    async def main() -> dict:
+        stats = {"latencies": [], "messages": 0, "matches": 0}
+        rng = random.Random(seed)
+        async with grpc.aio.insecure_channel(target, options=LOCAL_POOL) as ch:
+            stub = card_games_pb2_grpc.CardGamesServiceStub(ch)
+            stop = time.perf_counter() + duration
+
+            async def one_table() -> None:
+                while time.perf_counter() < stop:
+                    match_id, tokens = await _new_match(stub, game)
+                    stats["matches"] += 1
+                    await asyncio.gather(*(_play_seat(stub, match_id, s, t, random.Random(rng.random()),
+                                                      stop, stats) for s, t in enumerate(tokens)))
+
+            await asyncio.gather(*(one_table() for _ in range(matches)))
+        return stats
+
+    return asyncio.run(main())
+
+
+def create_worker(target: str, game: str, count: int, in_flight: int) -> int:
+    async def main() -> int:
+        made = 0
+        async with grpc.aio.insecure_channel(target, options=LOCAL_POOL) as ch:
+            stub = card_games_pb2_grpc.CardGamesServiceStub(ch)
+            todo = iter(range(count))
+
+            async def loop() -> None:
+                nonlocal made
+                for _ in todo:
+                    await _new_match(stub, game)
+                    made += 1
+
+            await asyncio.gather(*(loop() for _ in range(in_flight)))
+        return made
+
+    return asyncio.run(main())
+
+
+def watch_worker(target: str, match_id: str, watchers: int, start_at: float) -> dict:
+    """``watchers`` spectator streams (100 per connection); every action's arrival times."""
+    async def main() -> dict:
+        arrivals: dict[int, list[float]] = {}
+        resumes = 0
+        channels = [grpc.aio.insecure_channel(target, options=LOCAL_POOL)
+                    for _ in range((watchers + 99) // 100)]
+
+        async def one(i: int) -> list[int]:
+            nonlocal resumes
+            stub = card_games_pb2_grpc.CardGamesServiceStub(channels[i // 100])
+            seen: list[int] = []
+            after = None
+            while True:
+                req = pb.WatchMatchRequest(match_id=match_id)
+                if after is not None:
+                    req.after_seq = after
+                try:
+                    async for ev in stub.WatchMatch(req):
+                        if ev.kind == ACTION:
+                            seen.append(ev.seq)
+                            after = ev.seq
+                            arrivals.setdefault(ev.seq, []).append(time.time())
+                        elif ev.kind == match_pb2.EVENT_KIND_SNAPSHOT:
+                            after = ev.seq
+                        elif ev.kind == ENDED:
+                            return seen
+                except grpc.aio.AioRpcError as exc:
+                    if exc.code() != grpc.StatusCode.UNAVAILABLE:
+                        raise
+                    resumes += 1  # fell behind (queue overflow): resume where it stopped
+
+        while time.time() < start_at:
+            await asyncio.sleep(0.01)
+        seen = await asyncio.gather(*(one(i) for i in range(watchers)))
+        for ch in channels:
+            await ch.close()
+        return {"seen": seen, "arrivals": arrivals, "resumes": resumes}
+
+    return asyncio.run(main())
+
+
+# ---- the four measurements ---------------------------------------------------------------------
+
+def bench_echo(pool, clients: int, in_flight: int, duration: float) -> dict:
+    ctx = get_context("spawn")
+    ports = ctx.Queue()
+    server = ctx.Process(target=_echo_server, args=(ports,), daemon=True)
+    server.start()
+    try:
+        target = f"127.0.0.1:{ports.get(timeout=60)}"
+        per = max(1, in_flight // clients)
+        results = list(pool.map(echo_worker, [target] * clients, [per] * clients, [duration] * clients))
+    finally:
+        server.terminate()
+        server.join(10)
+    lat = [x for r in results for x in r["latencies"]]
+    return {"calls_per_s": sum(r["calls"] for r in results) / duration, "in_flight": per * clients,
+            "p50_ms": pct(lat, 0.5) * 1e3, "p99_ms": pct(lat, 0.99) * 1e3}
+
+
+def bench_play(pool, workdir: Path, clients: int, matches: int, game: str, duration: float,
+               db: str | None = None) -> dict:
+    service = ServiceProcess(workdir, **({"CARDGAMES_DB": db} if db else {}))
+    try:
+        per = max(1, matches // clients)
+        t0 = time.perf_counter()
+        results = list(pool.map(play_worker, [service.target] * clients, [game] * clients,
+                                [per] * clients, [duration] * clients, range(clients)))
+        elapsed = time.perf_counter() - t0
+    finally:
+        service.stop()
+    lat = [d for r in results for _, d in r["latencies"]]
+    return {"game": game, "db": db or "sqlite", "matches_in_play": per * clients, "actions": len(lat),
+            "actions_per_s": len(lat) / duration, "p50_ms": pct(lat, 0.5) * 1e3,
+            "p99_ms": pct(lat, 0.99) * 1e3, "matches_started": sum(r["matches"] for r in results),
+            "stream_messages_per_s": sum(r["messages"] for r in results) / duration,
+            "wall_s": elapsed}
+
+
+def bench_idle(pool, workdir: Path, clients: int, count: int, game: str) -> dict:
+    service = ServiceProcess(workdir, CARDGAMES_TIME_SCALE="100000",
+                             CARDGAMES_MAX_MATCHES=str(count + 1000), CARDGAMES_LOG_LEVEL="warning")
+    try:
+        list(pool.map(create_worker, [service.target] * clients, [game] * clients, [100] * clients,
+                      [8] * clients))  # warm up: imports, caches, store pages
+        time.sleep(1.0)
+        before = service.rss_kb()
+        t0 = time.perf_counter()
+        per = count // clients
+        made = sum(pool.map(create_worker, [service.target] * clients, [game] * clients,
+                            [per] * clients, [32] * clients))
+        elapsed = time.perf_counter() - t0
+        time.sleep(2.0)
+        after = service.rss_kb()
+    finally:
+        service.stop()
+    return {"game": game, "matches": made, "rss_before_mb": before / 1024, "rss_after_mb": after / 1024,
+            "kb_per_match": (after - before) / made, "create_and_join_per_s": made / elapsed}
+
+
+def bench_watchers(pool, workdir: Path, clients: int, watchers: int, game: str) -> dict:
+    service = ServiceProcess(workdir, CARDGAMES_MAX_WATCHERS_PER_MATCH=str(watchers + 10),
+                             CARDGAMES_LOG_LEVEL="warning")
+    try:
+        async def setup():
+            async with grpc.aio.insecure_channel(service.target) as ch:
+                return await _new_match(card_games_pb2_grpc.CardGamesServiceStub(ch), game)
+        match_id, tokens = asyncio.run(setup())
+        start_at = time.time() + 3.0  # every watcher process is up before the first action
+        per = watchers // clients
+        futures = [pool.submit(watch_worker, service.target, match_id, per, start_at)
+                   for _ in range(clients)]
+
+        async def players() -> dict[int, float]:
+            acked: dict[int, float] = {}
+            while time.time() < start_at + 2.0:  # let every stream open
+                await asyncio.sleep(0.05)
+            async with grpc.aio.insecure_channel(service.target) as ch:
+                stub = card_games_pb2_grpc.CardGamesServiceStub(ch)
+                rng = random.Random(1)
+                while True:
+                    view = (await stub.GetView(pb.GetViewRequest(match_id=match_id),
+                                               metadata=bearer(tokens[0]))).view
+                    if view.status != match_pb2.MATCH_STATUS_ACTIVE:
+                        return acked
+                    seat = view.to_act
+                    mine = (await stub.GetView(pb.GetViewRequest(match_id=match_id),
+                                               metadata=bearer(tokens[seat]))).view
+                    res = await stub.SubmitAction(pb.SubmitActionRequest(
+                        match_id=match_id, action=rng.choice(list(mine.legal_actions)).notation,
+                        expected_seq=mine.seq), metadata=bearer(tokens[seat]))
+                    acked[res.seq] = time.time()
+
+        t0 = time.time()
+        acked = asyncio.run(players())
+        results = [f.result() for f in futures]
+        elapsed = time.time() - t0
+    finally:
+        service.stop()
+    final = max(acked)
+    complete = sum(seen == list(range(1, final + 1)) for r in results for seen in r["seen"])
+    lags = [arrival - acked[seq] for r in results for seq, times in r["arrivals"].items()
+            for arrival in times if seq in acked]
+    delivered = sum(len(s) for r in results for s in r["seen"])
+    return {"game": game, "watchers": per * clients, "actions": final,
+            "watchers_with_every_event_once": complete, "resumes_after_overflow": sum(r["resumes"] for r in results),
+            "messages_delivered": delivered, "messages_per_s": delivered / elapsed,
+            "lag_p50_ms": pct(lags, 0.5) * 1e3, "lag_p99_ms": pct(lags, 0.99) * 1e3}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--clients", type=int, default=2, help="client processes")
+    ap.add_argument("--matches", type=int, default=64, help="concurrent matches in play")
+    ap.add_argument("--in-flight", type=int, default=64, help="echo calls in flight")
+    ap.add_argument("--duration", type=float, default=15.0, help="seconds per throughput run")
+    ap.add_argument("--game", default="japanese_joker")
+    ap.add_argument("--idle-matches", type=int, default=10_000)
+    ap.add_argument("--watchers", type=int, default=1_000)
+    ap.add_argument("--db", default=None, help="play run's database (default: a temp SQLite file; "
+                    "'memory:' measures the service without durable writes)")
+    ap.add_argument("--only", choices=("echo", "play", "idle", "watchers"), action="append")
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    args = ap.parse_args(argv)
+    parts = args.only or ["echo", "play", "idle", "watchers"]
+    out: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory() as tmp, \
+            ProcessPoolExecutor(max_workers=args.clients, mp_context=get_context("spawn")) as pool:
+        workdir = Path(tmp)
+        if "echo" in parts:
+            out["echo"] = bench_echo(pool, args.clients, args.in_flight, args.duration)
+            print("echo    ", _fmt(out["echo"]), flush=True)
+        if "play" in parts:
+            out["play"] = bench_play(pool, workdir, args.clients, args.matches, args.game, args.duration,
+                                     args.db)
+            print("play    ", _fmt(out["play"]), flush=True)
+        if "idle" in parts:
+            out["idle"] = bench_idle(pool, workdir, args.clients, args.idle_matches, args.game)
+            print("idle    ", _fmt(out["idle"]), flush=True)
+        if "watchers" in parts:
+            out["watchers"] = bench_watchers(pool, workdir, args.clients, args.watchers, args.game)
+            print("watchers", _fmt(out["watchers"]), flush=True)
+    if args.json:
+        print(json.dumps(out))
+    return 0
+
+
+def _fmt(d: dict) -> str:
+    return "  ".join(f"{k}={v:,.1f}" if isinstance(v, float) else f"{k}={v}" for k, v in d.items())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
