@@ -127,3 +127,81 @@ OPTION_SETS = [
     {"jj_defender_win_award": "own_trick_points", "jj_seven_exchange": "none",
      "jj_premium_line": "below", "jj_nullo_penalty_negative": True, "jj_pot_at_rubber_end": "carry"},
 ]
+
+
+# ---- scenario helpers (readable card codes) -----------------------------------------------
+
+from engine_service.rules import get_game  # noqa: E402
+from engine_service.rules.cards import CODES, PACK32  # noqa: E402
+
+GAME = get_game("jojotte")
+
+
+def make_deck(nd=(), dl=(), turn=None, nd2=(), dl2=(), info=None, stock=(), options=None) -> list[str]:
+    """A deck (top card first) that deals these cards under ``options``' dealing procedure
+    (JJ-2.4 to JJ-2.8): ``nd`` / ``dl`` the first six of the non-dealer / dealer, ``turn`` the
+    turn-up, ``nd2`` / ``dl2`` the second three, ``info`` the information card, ``stock`` the
+    first stock cards; every other card fills the remaining places in pack order."""
+    cfg = Config(GAME.options(options or {}))
+    deck: list[str | None] = [None] * 32
+    placed: list[str] = []
+
+    def put(positions, cards):
+        assert len(cards) <= len(positions), (positions, cards)
+        for p, c in zip(positions, cards):
+            deck[p] = c
+            placed.append(c)
+
+    put(cfg.first_nd, list(nd))
+    put(cfg.first_dl, list(dl))
+    if turn:
+        put((12,), [turn])
+    put(cfg.second_nd, list(nd2))
+    put(cfg.second_dl, list(dl2))
+    if info:
+        put((cfg.info_pos,), [info])
+    put(cfg.stock_positions, list(stock))
+    assert len(set(placed)) == len(placed), "a card is placed twice"
+    rest = iter(c for c in (CODES[i] for i in PACK32) if c not in placed)
+    return [c if c is not None else next(rest) for c in deck]
+
+
+def deal(options=None, first_dealer=1, **cards):
+    """A new match under ``options`` whose first deal is dealt from ``make_deck(**cards)``;
+    with ``first_dealer=1`` seat 0 is the non-dealer (as in the rulebook's vectors)."""
+    state = GAME.new_state(options or {}, first_dealer=first_dealer)
+    state.deal(make_deck(options=options, **cards))
+    return state
+
+
+def act(state, *actions):
+    """Apply actions for whoever is to act; return the state."""
+    for a in actions:
+        state.apply(a)
+    return state
+
+
+def legal(state) -> list[str]:
+    return state.legal_actions()
+
+
+def plays(state) -> list[str]:
+    """The cards of the legal plays (without announcements)."""
+    return [a[5:] for a in state.legal_actions() if a.startswith("play:") and a.count(":") == 1]
+
+
+def hand(state, seat) -> list[str]:
+    return state.view(seat)["hand"]
+
+
+def table(state) -> dict:
+    return state.public_view()["table"]
+
+
+def auto_finish_deal(state) -> dict:
+    """Play the current deal to its end with the auto-move policy; return its result."""
+    n = len(state.deal_results())
+    while len(state.deal_results()) == n:
+        seat = state.to_act()
+        state.apply(GAME.auto_move(state.view(seat)), seat)
+    return state.deal_results()[-1]

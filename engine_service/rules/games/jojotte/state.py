@@ -715,6 +715,9 @@ class JojotteState(State):
         m = 0
         if self._exchange is not None:
             m |= 1 << self._exchange[2]
+        if self._jo and self.cfg.jo_required:
+            # JJ-7.2: "jo" is legal only while holding the trump queen
+            m |= 1 << (self._pstrain * 9 + T.QUEEN)
         info = meld_public(self)
         if info is not None:
             m |= info[1]

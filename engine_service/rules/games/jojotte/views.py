@@ -149,7 +149,9 @@ def build_view(st: JojotteState, seat: int | None) -> dict[str, Any]:
             "melds": ({"dialogue": melds[0],
                        "points": list(st._meld_pts) if st._settle is not None else None}
                       if melds is not None else None),
-            "jo": [s for s in (0, 1) if st._jo >> s & 1],
+            # required announcements are public when made; automatic jo-jotte only shows when
+            # it scores (at the queen), so the king alone reveals nothing
+            "jo": [s for s in (0, 1) if (st._jo >> s & 1 if st.cfg.jo_required else st._jj[s])],
             "jo_jotte": list(st._jj),
             "tricks": tricks,
             "trick_points": [0, 0] if st._kind == NULLO else list(st._tp),

@@ -1,0 +1,249 @@
+"""The Jo-Jotte Game/State API: notation, bad input, options validation, views and secrets,
+zones, clone, auto-move (NOTATION sections 2, 4, 5; game.py)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from engine_service.rules import (CHANCE, DealRequired, IllegalAction, InvalidDeck, InvalidOptions,
+                                  MalformedAction, MatchOver, NotYourTurn, get_game)
+from engine_service.rules.cards import PACK32, card_id
+from engine_service.rules.games.jojotte import actions as A
+
+from .checks_jojotte import GAME, act, auto_finish_deal, deal, legal, table
+from .playout import cards_in, iter_states, random_match
+from .test_jojotte_rules import EXCH_DEAL, JO_DEAL, MELD_LOSER_DEAL, PLAY_DEAL, STRONG_DEAL, to_play
+
+COMMON_KEYS = {"game", "phase", "deal_number", "dealer", "to_act", "seat", "hand", "hand_sizes", "legal",
+               "trick", "last_trick", "tricks_taken", "totals", "deal_results", "over", "winners", "table"}
+
+
+def test_registered_under_its_id():
+    assert get_game("jojotte") is GAME and GAME.num_seats == 2 and len(GAME.pack) == 32
+
+
+# ---- notation (NOTATION section 2) ---------------------------------------------------------------
+
+def test_every_action_string_round_trips():
+    state = GAME.new_state()
+    for text, a in A.ACTION_IDS.items():
+        assert state.parse_action(text) == a and state.action_str(a) == text
+    assert len(A.ACTION_IDS) == 32 + 4 + 4 + 6 + 4 + 4 + 2 + 5 + 2 + 1 + 2 - 4  # plays, jo, jotte, calls...
+
+
+@pytest.mark.parametrize("bad", ["", "PASS", "pass:", "play", "play:", "play:ZZ", "play:6S", "play:AS:",
+                                 "play:AS:jo", "play:KS:jotte", "play:QS:jo", "play:KS:JO", "name:NT", "name:X",
+                                 "name", "slam", "slam:X", "exchange:AS", "exchange:7", "exchange", "double:2",
+                                 "take", "keep", " pass", "play:as", None, 3])
+def test_malformed_actions_are_rejected_and_change_nothing(bad):
+    state = deal(**PLAY_DEAL)
+    before = json.dumps(state.view(0), sort_keys=True)
+    with pytest.raises(MalformedAction):
+        state.parse_action(bad)
+    with pytest.raises(MalformedAction):
+        state.apply(bad)
+    assert json.dumps(state.view(0), sort_keys=True) == before
+
+
+def test_well_formed_but_illegal_actions_parse_and_are_refused():
+    state = deal(**PLAY_DEAL)
+    for text in ("redouble", "nullo", "play:AS", "slam:NT", "exchange:7S", "declare", "play:KS:jo"):
+        assert isinstance(state.parse_action(text), int)
+        with pytest.raises(IllegalAction):
+            state.apply(text)
+    assert state.to_act() == 0 and len(state.history()) == 1
+
+
+def test_out_of_turn_deal_required_match_over():
+    state = GAME.new_state({}, first_dealer=1)
+    with pytest.raises(DealRequired):
+        state.apply("pass")
+    state = deal(**PLAY_DEAL)
+    with pytest.raises(NotYourTurn) as info:
+        state.apply("pass", seat=1)
+    assert info.value.details["to_act"] == 0
+    with pytest.raises(InvalidDeck):
+        state.deal(list(PACK32))  # no deal is due
+    finished = random_match(GAME, 3)
+    with pytest.raises(MatchOver):
+        finished.apply("pass")
+    with pytest.raises(MatchOver):
+        finished.deal(list(PACK32))
+
+
+# ---- options -------------------------------------------------------------------------------------
+
+def test_unknown_option_is_named():
+    with pytest.raises(InvalidOptions) as info:
+        GAME.new_state({"jj_no_such_thing": True})
+    assert "jj_no_such_thing" in info.value.message and "jj_game_target" in info.value.message
+
+
+@pytest.mark.parametrize("name,value,allowed", [
+    ("jj_trick_value", "median", '"max_card", "sum", "winning_card"'),
+    ("jj_first_deal_packet", 4, "2, 1, 3"),
+    ("jj_first_deal_packet", "2", "2, 1, 3"),
+    ("jj_must_head_plain", "true", "true, false"),
+    ("jj_match_rubbers", 0, "an integer >= 1"),
+    ("jj_game_target", 80.5, "an integer >= 1"),
+    ("jj_seven_exchange", "any", '"any_seven_unless_both", "trump_seven", "none"'),
+])
+def test_bad_option_values_name_the_option_and_the_allowed_values(name, value, allowed):
+    with pytest.raises(InvalidOptions) as info:
+        GAME.options({name: value})
+    assert name in info.value.message and allowed in info.value.message
+
+
+def test_options_default_and_non_default():
+    opts = GAME.options({"jj_game_target": 100})
+    assert opts["jj_trick_value"] == "max_card" and opts.non_default() == {"jj_game_target": 100}
+
+
+# ---- views and secrets ------------------------------------------------------------------------------
+
+def test_view_has_the_common_keys_and_only_own_hand():
+    state = deal(**PLAY_DEAL)
+    v0, v1, pub = state.view(0), state.view(1), state.public_view()
+    for v in (v0, v1, pub):
+        assert COMMON_KEYS <= set(v) and v["game"] == "jojotte"
+    assert sorted(v0["hand"]) == sorted(PLAY_DEAL["nd"]) and v0["legal"] and v1["legal"] == []
+    assert pub["hand"] == [] and pub["legal"] == [] and pub["seat"] is None
+    assert v0["hand_sizes"] == [6, 6] and v0["phase"] == "auction" and v0["to_act"] == 0
+    assert not cards_in(v0) & {card_id(c) for c in PLAY_DEAL["dl"]}
+    json.dumps(v0)  # JSON-ready
+
+
+def test_view_table_tracks_the_public_deal():
+    state = deal(**PLAY_DEAL)
+    act(state, "accept", "pass")
+    t = state.view(1)["table"]
+    assert t["turn_up"] == "8S" and t["info_card"] == "7C"
+    assert t["auction"] == [{"seat": 0, "call": "accept"}, {"seat": 1, "call": "pass"}]
+    assert t["contract"]["declarer"] == 0 and t["exchange_window"] is True
+    assert t["exchange_offer"] == ["no_exchange"]  # seat 1 holds no seven
+    assert state.view(0)["table"]["exchange_offer"] is None  # seat 0's step has not come yet
+    to_play(state)
+    act(state, "play:KH")
+    v = state.view(0)
+    assert v["trick"] == [{"seat": 1, "card": "KH"}] and v["legal"] == ["play:AH"]
+    act(state, "play:AH")
+    v = state.public_view()
+    assert v["last_trick"]["winner"] == 0 and v["tricks_taken"] == [1, 0]
+    assert [e["action"] for e in v["table"]["deal_actions"]][-2:] == ["play:KH", "play:AH"]
+
+
+def test_secret_cards_hands_stock_and_what_is_revealed():
+    state = deal(**EXCH_DEAL)
+    z = state.zones()
+    assert state.secret_cards(0) == z["hand1"] | z["stock"]
+    assert state.secret_cards(None) == z["hand0"] | z["hand1"] | z["stock"]
+    act(state, "accept", "pass", "no_exchange", "exchange:7S")
+    z = state.zones()
+    assert state.secret_cards(1) == (z["hand0"] & ~(1 << card_id("QH"))) | z["stock"]
+    assert z["turn_up"] == 1 << card_id("7S") and z["info_card"] == 1 << card_id("9C")
+
+
+def test_melds_scored_are_public_loser_statements_only():
+    state = to_play(deal(**MELD_LOSER_DEAL), "name:S", "pass")
+    melds = table(state)["melds"]
+    scored = [d for d in melds["dialogue"] if d["say"] == "scores"]
+    assert scored == [{"seat": 1, "say": "scores", "points": 50, "sequences": [
+        {"suit": "H", "top": "K", "length": 5, "cards": ["KH", "QH", "JH", "TH", "9H"], "is_trump": False,
+         "points": 50}]}]
+    assert state.secret_cards(0) & (1 << card_id("KH")) == 0
+
+
+def test_no_view_ever_leaks_under_every_option_set():
+    from .checks_jojotte import OPTION_SETS
+
+    for opts in [{}] + OPTION_SETS:
+        for state in iter_states(GAME, 42, opts):
+            for seat in (0, 1):
+                secret = state.secret_cards(seat)
+                assert not {c for c in cards_in(state.view(seat)) if secret >> c & 1}
+            break
+
+
+def test_zones_cover_the_pack_and_are_empty_between_deals():
+    state = deal(**PLAY_DEAL)
+    z = state.zones()
+    assert sum(bin(m).count("1") for m in z.values()) == 32
+    act(state, "pass", "pass", "pass", "pass")
+    assert state.to_act() == CHANCE and state.zones() == {}
+
+
+def test_clone_is_independent():
+    state = to_play(deal(**PLAY_DEAL), "accept", "pass")
+    c = state.clone()
+    c.apply("play:KH")
+    assert state.view(1)["trick"] == [] and c.view(1)["trick"] != []
+    assert state.legal_actions() != c.legal_actions()
+    assert c.clone().view(0) == c.view(0)
+
+
+def test_deal_number_and_results_grow():
+    state = deal(**STRONG_DEAL)
+    assert state.view(0)["deal_number"] == 0
+    to_play(state, "name:S", "pass")
+    auto_finish_deal(state)
+    assert state.view(0)["deal_number"] == 1 and len(state.view(0)["deal_results"]) == 1
+    assert state.view(0)["phase"] == "deal" and state.view(0)["hand"] == []
+
+
+# ---- auto-move (NOTATION section 5) -------------------------------------------------------------------
+
+def test_auto_move_passes_and_declines():
+    state = deal(**EXCH_DEAL)
+    assert GAME.auto_move(state.view(0)) == "pass"
+    act(state, "accept")
+    assert GAME.auto_move(state.view(1)) == "pass"
+    act(state, "pass", "no_exchange")
+    assert GAME.auto_move(state.view(0)) == "no_exchange"
+    act(state, "no_exchange")
+    assert GAME.auto_move(state.view(1)) == "pass"
+    act(state, "nullo")
+    assert GAME.auto_move(state.view(0)) == "pass"
+
+
+def test_auto_move_plays_the_lowest_trick_rank_trump_above_plain_suit_order_ties():
+    state = to_play(deal(**JO_DEAL), "name:S", "pass")
+    # seat 1: AS TS 9S AC KC QC JC TC 9C: the lowest plain card is the 9C
+    assert GAME.auto_move(state.view(1)) == "play:9C"
+    act(state, "play:AC")
+    # seat 0 must trump with KS QS JS: the lowest trump is the queen, never "jo"
+    assert GAME.auto_move(state.view(0)) == "play:QS"
+    state = to_play(deal(**STRONG_DEAL), "pass", "pass", "no_trump", "pass")
+    # NT: seat 1 KH QH JH TH 9H AD KD QD JD: the nines and jacks tie at the bottom -> 9H
+    assert GAME.auto_move(state.view(1)) == "play:9H"
+
+
+def test_auto_move_needs_the_acting_seat():
+    state = deal(**PLAY_DEAL)
+    with pytest.raises(ValueError):
+        GAME.auto_move(state.view(1))
+
+
+def test_auto_move_finishes_deals_after_any_auction():
+    """Auto-moves are legal everywhere; mixed with random calls they finish whole matches (an
+    all-auto auction passes four times: a thrown-in deal, JJ-3.6)."""
+    rng = random.Random(1)
+    state = GAME.new_state({}, first_dealer=0)
+    while not state.is_over():
+        if state.to_act() == CHANCE:
+            deck = list(PACK32)
+            rng.shuffle(deck)
+            state.deal(deck)
+            continue
+        seat = state.to_act()
+        view = state.view(seat)
+        move = GAME.auto_move(view) if view["phase"] == "play" else rng.choice(view["legal"])
+        assert move in view["legal"]
+        state.apply(move, seat)
+    assert state.result()["winners"]
+    state = deal(**PLAY_DEAL)
+    for _ in range(4):
+        state.apply(GAME.auto_move(state.view(state.to_act())))
+    assert state.deal_results() == [{"thrown_in": True}]

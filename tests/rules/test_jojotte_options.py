@@ -1,0 +1,432 @@
+"""Every Jo-Jotte table option (jojotte.md section 11) changes play or scoring as its ambiguity
+(section 12) says, end to end through the engine. The pure scoring arithmetic of the scoring
+options is also covered case by case in test_jojotte_scoring."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine_service.rules import IllegalAction
+from engine_service.rules.cards import card_id
+from engine_service.rules.games.jojotte.options import OPTION_SPECS
+from tests.shared_paths import vectors
+
+from .checks_jojotte import GAME, act, auto_finish_deal, deal, hand, legal, make_deck, plays, table
+from .test_jojotte_rules import (EXCH_DEAL, FAIL_NULLO_DEAL, JO_DEAL, MELD_LOSER_DEAL, PACK_ORDER, PLAY_DEAL,
+                                 SLAM_FAIL_DEAL, STRONG_DEAL, set_match, to_play)
+
+
+def test_every_rulebook_option_is_declared_with_its_default_first():
+    names = [s.name for s in OPTION_SPECS]
+    assert len(names) == len(set(names)) == 41
+    for s in OPTION_SPECS:
+        assert s.name.startswith("jj_") and s.help and s.rules
+        if s.values:
+            assert s.values[0] == s.default
+
+
+# ---- JJ-A1, JJ-A2: the draw ------------------------------------------------------------------
+
+def ids(*codes):
+    return [card_id(c) for c in codes]
+
+
+def test_jj_draw_deals_low():
+    assert GAME.draw_first_dealer(ids("AS", "KH"), GAME.options({"jj_draw_deals": "low"})) == 1
+    assert GAME.draw_first_dealer(ids("7S", "KH"), GAME.options({"jj_draw_deals": "low"})) == 0
+
+
+def test_jj_draw_tie_suit_order():
+    opts = GAME.options({"jj_draw_tie": "suit_order"})
+    assert GAME.draw_first_dealer(ids("AH", "AS", "7C", "KD"), opts) == 1  # S beats H
+    low = GAME.options({"jj_draw_tie": "suit_order", "jj_draw_deals": "low"})
+    assert GAME.draw_first_dealer(ids("AH", "AS"), low) == 0
+    # default: redraw from the next two cards
+    assert GAME.draw_first_dealer(ids("AH", "AS", "7C", "KD")) == 1
+
+
+# ---- JJ-A3, JJ-A4, JJ-A5: dealing ---------------------------------------------------------------
+
+def first_hands(options):
+    state = GAME.new_state(options, first_dealer=1)
+    state.deal(PACK_ORDER)
+    return sorted(hand(state, 0)), sorted(hand(state, 1)), state
+
+
+def test_jj_first_deal_packet_one_and_three():
+    nd, dl, _ = first_hands({"jj_first_deal_packet": 1})
+    assert nd == sorted(["AS", "QS", "TS", "8S", "AH", "QH"])
+    assert dl == sorted(["KS", "JS", "9S", "7S", "KH", "JH"])
+    nd, dl, _ = first_hands({"jj_first_deal_packet": 3})
+    assert nd == sorted(["AS", "KS", "QS", "8S", "7S", "AH"])
+    assert dl == sorted(["JS", "TS", "9S", "KH", "QH", "JH"])
+
+
+def test_jj_second_deal_packet_one():
+    _, _, state = first_hands({"jj_second_deal_packet": 1})
+    act(state, "accept", "pass")
+    assert {"9H", "7H", "KD"} <= set(hand(state, 0)) and {"8H", "AD", "QD"} <= set(hand(state, 1))
+
+
+def test_jj_info_card_next():
+    _, _, state = first_hands({"jj_info_card": "next"})
+    act(state, "accept", "pass")
+    assert table(state)["info_card"] == "JD"  # D[19]
+    assert "7C" not in table(state)["info_card"]
+
+
+def test_jj_throw_in_redealer_other():
+    state = deal({"jj_throw_in_redealer": "other"})
+    act(state, "pass", "pass", "pass", "pass")
+    assert state.dealer() == 0
+
+
+# ---- JJ-A6, JJ-A7, JJ-A8, JJ-A36: auction ---------------------------------------------------------
+
+def test_jj_round1_calls_accept_pass():
+    state = deal({"jj_round1_calls": "accept_pass"}, turn="AD")
+    assert legal(state) == ["accept", "pass"]
+    with pytest.raises(IllegalAction):
+        state.apply("name:S")
+
+
+def test_jj_round2_turnup_suit_forbidden():
+    state = deal({"jj_round2_turnup_suit": "forbidden"}, turn="AD")
+    act(state, "pass", "pass")
+    assert legal(state) == ["name:S", "name:H", "name:C", "no_trump", "pass"]
+
+
+def test_jj_double_timing_end_of_auction():
+    state = deal({"jj_double_timing": "end_of_auction"}, turn="AD")
+    act(state, "name:S")
+    assert legal(state) == ["no_trump", "pass"]
+    act(state, "no_trump")
+    assert legal(state) == ["pass"]
+    act(state, "pass")
+    # after the auction the defender has one double call, then the redouble
+    assert table(state)["auction_state"] == "LATE_DBL"
+    assert state.to_act() == 0 and legal(state) == ["double", "pass"]
+    act(state, "double")
+    assert state.to_act() == 1 and legal(state) == ["redouble", "pass"]
+    act(state, "redouble")
+    assert table(state)["contract"]["multiplier"] == 4 and legal(state) == ["nullo", "pass"]
+
+
+def test_jj_overcall_accepted_turnup_false():
+    state = deal({"jj_overcall_accepted_turnup": False}, turn="AD")
+    act(state, "accept")
+    assert legal(state) == ["double", "pass"]
+    state = deal({"jj_overcall_accepted_turnup": False}, turn="AD")
+    act(state, "name:S")
+    assert legal(state) == ["no_trump", "double", "pass"]
+    state = deal({"jj_overcall_accepted_turnup": False}, turn="AD")
+    act(state, "pass", "pass", "name:D")  # naming the turn-up suit is not accepting it
+    assert legal(state) == ["no_trump", "double", "pass"]
+
+
+# ---- JJ-A9, JJ-A10: the seven exchange ------------------------------------------------------------
+
+def test_jj_seven_exchange_trump_seven():
+    opts = {"jj_seven_exchange": "trump_seven"}
+    state = deal(opts, **EXCH_DEAL)  # seat 0 holds 7S only; 7H in the stock
+    act(state, "accept", "pass")
+    assert legal(state) == ["no_exchange"]
+    act(state, "no_exchange")
+    assert legal(state) == ["no_exchange"]
+    layout = dict(EXCH_DEAL, dl2=("QC", "JC", "7H"))  # seat 1 now holds the trump seven
+    state = deal(opts, **layout)
+    act(state, "accept", "pass")
+    assert state.to_act() == 1 and legal(state) == ["exchange:7H", "no_exchange"]  # both hold sevens
+    act(state, "exchange:7H")
+    assert table(state)["turn_up"] == "7H" and "QH" in hand(state, 1)
+    assert legal(state) == ["no_exchange"]
+
+
+def test_jj_seven_exchange_none():
+    state = deal({"jj_seven_exchange": "none"}, **EXCH_DEAL)
+    act(state, "accept", "pass")
+    assert table(state)["exchange_window"] is False and legal(state) == ["nullo", "pass"]
+
+
+def test_jj_exchange_window_until_first_lead():
+    opts = {"jj_exchange_window": "until_first_lead"}
+    state = deal(opts, **EXCH_DEAL)
+    act(state, "accept", "pass", "no_exchange", "no_exchange")
+    assert state.to_act() == 1 and legal(state) == ["nullo", "pass"]  # not the exchanger
+    act(state, "pass")
+    # seat 1 leads; seat 0 may still exchange at his turn, listed last, without ending it
+    act(state, "play:AH")
+    assert legal(state)[-1] == "exchange:7S"
+    act(state, "exchange:7S")
+    assert state.to_act() == 0 and "QH" in hand(state, 0)
+    assert plays(state) == ["QH"]  # the queen of hearts is now his only heart (must follow)
+    act(state, "play:QH")
+    assert not any(a.startswith("exchange") for a in legal(state) + state.view(0)["legal"])
+
+
+def test_jj_exchange_window_until_first_lead_closes_with_the_first_card():
+    opts = {"jj_exchange_window": "until_first_lead"}
+    state = deal(opts, **EXCH_DEAL)
+    act(state, "accept", "pass", "no_exchange", "no_exchange", "pass", "play:AC", "play:7S")
+    act(state, "play:KC")
+    assert state.to_act() == 0 and not any(a.startswith("exchange") for a in legal(state))
+
+
+# ---- JJ-A11, JJ-A12, JJ-A13, JJ-A14, JJ-A15, JJ-A16, JJ-A17 -------------------------------------------
+
+def test_jj_slam_strain_suit_or_no_trump():
+    opts = {"jj_slam_strain": "suit_or_no_trump"}
+    state = deal(opts, **STRONG_DEAL)
+    act(state, "name:S", "pass", "nullo")
+    assert legal(state) == ["slam:S", "slam:NT", "pass"]
+    to_play(state, "slam:NT")
+    assert table(state)["contract"]["play_strain"] == "NT"
+    act(state, "play:AD")
+    assert sorted(plays(state)) == sorted(hand(state, 0))  # no trumps at NT
+    state = deal(opts, **STRONG_DEAL)
+    act(state, "pass", "pass", "no_trump", "pass", "nullo")
+    assert legal(state) == ["slam:NT", "pass"]
+
+
+def test_jj_nullo_strain_contract():
+    state = to_play(deal({"jj_nullo_strain": "contract"}, **FAIL_NULLO_DEAL), "name:H", "pass", "nullo", "pass")
+    assert table(state)["contract"]["play_strain"] == "H"
+    act(state, "play:AD")
+    assert plays(state) == ["AH"]  # void in diamonds: must trump
+    state = to_play(deal({}, **FAIL_NULLO_DEAL), "name:H", "pass", "nullo", "pass")
+    act(state, "play:AD")
+    assert len(plays(state)) == 9
+
+
+def test_jj_multiplier_scope_all():
+    opts = {"jj_multiplier_scope": "all"}
+    state = to_play(deal(opts, **STRONG_DEAL), "name:S", "double", "pass", "nullo", "pass")
+    r = auto_finish_deal(state)
+    assert r["above"] == [0, 400] and r["contract"]["multiplier"] == 2
+    state = to_play(deal({}, **STRONG_DEAL), "name:S", "double", "pass", "nullo", "pass")
+    assert auto_finish_deal(state)["above"] == [0, 200]
+
+
+def test_jj_failed_slam_none():
+    state = to_play(deal({"jj_failed_slam": "none"}, **SLAM_FAIL_DEAL), "name:S", "pass", "nullo", "slam:S")
+    act(state, "play:AH", "play:KH")
+    assert auto_finish_deal(state)["above"] == [0, 0]
+
+
+def test_jj_first_lead_non_dealer():
+    state = to_play(deal({"jj_first_lead": "non_dealer"}, **STRONG_DEAL), "name:S", "pass")
+    assert state.to_act() == 0
+    state = to_play(deal({"jj_first_lead": "non_dealer"}, **STRONG_DEAL), "pass", "name:S", "pass")
+    assert state.to_act() == 0  # seat 1 declares; the non-dealer still leads
+
+
+def test_jj_must_head_plain_false():
+    state = to_play(deal({"jj_must_head_plain": False}, **PLAY_DEAL), "accept", "pass")
+    act(state, "play:KH")
+    assert plays(state) == ["AH", "7H"]
+    act(state, "play:7H", "play:TS")  # a trump lead must still be beaten
+    assert plays(state) == ["JS", "9S"]
+
+
+@pytest.mark.parametrize("mode,value", [("max_card", 10), ("sum", 15), ("winning_card", 10)])
+def test_jj_trick_value(mode, value):
+    state = to_play(deal({"jj_trick_value": mode}, **PLAY_DEAL), "accept", "pass")
+    act(state, "play:KH", "play:AH")
+    assert table(state)["tricks"][-1]["value"] == value
+    state = to_play(deal({"jj_trick_value": mode}, **PLAY_DEAL), "accept", "pass")
+    act(state, "play:AC", "play:7S")  # the trump seven (0) wins over the ace (10)
+    assert table(state)["tricks"][-1]["value"] == {"max_card": 10, "sum": 10, "winning_card": 0}[mode]
+
+
+# ---- JJ-A18 to JJ-A22: melds and jo-jotte --------------------------------------------------------------
+
+QUARTET_NT_DEAL = dict(nd=("TS", "TH", "TD", "TC", "AS", "9H"), nd2=("8D", "7C", "JS"),
+                       dl=("KS", "KH", "KD", "KC", "QS", "8S"), dl2=("9D", "JH", "7H"), turn="AC", info="QC")
+
+
+def quartet_scorer(state):
+    return [d["seat"] for d in table(state)["melds"]["dialogue"] if d["say"] == "scores" and "quartets" in d]
+
+
+def test_jj_nt_quartet_order_natural():
+    state = to_play(deal({}, **QUARTET_NT_DEAL), "pass", "pass", "no_trump", "pass")
+    assert quartet_scorer(state) == [0]  # plain order: T over K
+    state = to_play(deal({"jj_nt_quartet_order": "natural"}, **QUARTET_NT_DEAL), "pass", "pass", "no_trump", "pass")
+    assert quartet_scorer(state) == [1]
+
+
+THREE_RUNS_DEAL = dict(nd=("AS", "KS", "QS", "AH", "KH", "QH"), nd2=("AD", "KD", "QD"),
+                       dl=("JS", "9S", "7S", "JH", "9H", "7H"), dl2=("JD", "9D", "7D"), turn="8C", info="7C")
+
+
+def test_jj_winner_sequences_best_plus_one():
+    state = to_play(deal({}, **THREE_RUNS_DEAL), "name:S", "pass")
+    assert table(state)["melds"]["points"] == [60, 0]
+    state = to_play(deal({"jj_winner_sequences": "best_plus_one"}, **THREE_RUNS_DEAL), "name:S", "pass")
+    assert table(state)["melds"]["points"] == [40, 0]
+
+
+TWO_MELDS_DEAL = dict(nd=("AS", "AH", "AD", "AC", "KC", "QC"), nd2=("7S", "8H", "9D"),
+                      dl=("JS", "9S", "TH", "9H", "JD", "TD"), dl2=("8D", "7D", "7H"), turn="QS", info="8C")
+
+
+def test_jj_card_in_two_melds_false():
+    state = to_play(deal({}, **TWO_MELDS_DEAL), "accept", "pass")
+    assert table(state)["melds"]["points"] == [120, 0]
+    state = to_play(deal({"jj_card_in_two_melds": False}, **TWO_MELDS_DEAL), "accept", "pass")
+    assert table(state)["melds"]["points"] == [100, 0]
+
+
+SPLIT_DEAL = dict(nd=("AH", "KH", "QH", "JH", "TH", "9H"), nd2=("8H", "7S", "8C"),
+                  dl=("JS", "9S", "JD", "9D", "JC", "9C"), dl2=("7C", "7D", "KC"), turn="QS", info="AC")
+
+
+def test_jj_split_runs():
+    state = to_play(deal({}, **SPLIT_DEAL), "name:H", "pass")
+    assert table(state)["melds"]["points"] == [50, 0]
+    state = to_play(deal({"jj_split_runs": True}, **SPLIT_DEAL), "name:H", "pass")
+    assert table(state)["melds"]["points"] == [60, 0]
+
+
+def test_jj_meld_declaration_optional():
+    state = deal({"jj_meld_declaration": "optional"}, **MELD_LOSER_DEAL)
+    act(state, "name:S", "pass", "pass")
+    assert table(state)["contract"]["kind"] == "normal"
+    assert state.public_view()["phase"] == "melds" and state.to_act() == 1
+    assert legal(state) == ["declare", "conceal"]
+    act(state, "declare")  # seat 1 has no quartet: the public sees "quartet none"
+    assert [d["say"] for d in table(state)["melds"]["dialogue"]] == ["quartet none"]
+    act(state, "declare")
+    act(state, "conceal")  # seat 1 conceals his K-Q-J-T-9 of hearts
+    assert [d["say"] for d in table(state)["melds"]["dialogue"]][-1] == "length 0"
+    act(state, "declare")
+    assert state.public_view()["phase"] == "play"
+    assert table(state)["melds"]["points"] == [0, 0]
+    steps = [(e["seat"], e["action"]) for e in table(state)["deal_actions"][-4:]]
+    assert steps == [(1, "conceal"), (0, "conceal"), (1, "conceal"), (0, "conceal")]
+
+
+def test_jj_jojotte_announcement_automatic():
+    state = to_play(deal({"jj_jojotte_announcement": "automatic"}, **JO_DEAL), "name:S", "pass")
+    act(state, "play:AC")
+    assert legal(state) == ["play:KS", "play:QS", "play:JS"]
+    act(state, "play:KS")
+    assert table(state)["jo"] == []  # nothing shown before it scores
+    act(state, "play:QS")
+    assert table(state)["jo_jotte"] == [20, 0] and table(state)["jo"] == [0]
+
+
+# ---- JJ-A23 to JJ-A37: scoring options end to end -----------------------------------------------------
+
+def seed_deal_state(options):
+    v = dict(vectors("jojotte"))["jojotte_deal_andrey_maxim.json"]
+    state = GAME.new_state(options, first_dealer=1)
+    state.deal(v["deck_top_first"])
+    act(state, "pass", "name:D", "pass", "pass")
+    for trick in v["tricks"]:
+        for p in trick["plays"]:
+            state.apply("play:" + p["card"], p["seat"])
+    return state
+
+
+def test_jj_tie_rule_void():
+    state = seed_deal_state({"jj_outcome_basis": "trick_points", "jj_tie_rule": "void"})
+    r = state.deal_results()[-1]
+    assert r["pot"] == 0 and r["below"] == [0, 20]
+
+
+@pytest.mark.parametrize("carry", [False, True])
+def test_jj_pot_at_rubber_end(carry):
+    """A nullo made with premiums below the line ends the rubber while 70 is frozen."""
+    opts = {"jj_premium_line": "below", "jj_match_rubbers": 2}
+    if carry:
+        opts["jj_pot_at_rubber_end"] = "carry"
+    state = deal(opts, **STRONG_DEAL)
+    set_match(state, pot=70, rgames=(0, 1), rseq=(1,), games=(0, 1))
+    to_play(state, "name:S", "pass", "nullo", "pass")
+    r = auto_finish_deal(state)
+    assert r["below"] == [0, 200] and r["above"] == [0, 300]
+    assert table(state)["match"]["rubbers_won"] == [0, 1]
+    assert r["pot"] == (70 if carry else 0)
+    assert not state.result()["over"]
+
+
+def test_jj_scoresheet_single_column():
+    state = to_play(deal({"jj_scoresheet": "single_column"}, **STRONG_DEAL), "name:S", "pass")
+    r = auto_finish_deal(state)
+    assert r["above"] == [0, 0] and r["below"][0] == table(state)["last_deal"]["trick_points"][0] + 50 + 100
+
+
+def test_jj_premium_line_below_ends_the_game():
+    state = to_play(deal({"jj_premium_line": "below"}, **STRONG_DEAL), "name:S", "pass", "nullo", "pass")
+    r = auto_finish_deal(state)
+    assert r["below"] == [0, 200] and state.result()["totals"]["games_won"] == [0, 1]
+
+
+def test_jj_nullo_penalty_negative():
+    state = to_play(deal({"jj_nullo_penalty_negative": True}, **FAIL_NULLO_DEAL), "name:H", "pass", "nullo", "pass")
+    assert auto_finish_deal(state)["above"] == [1000, -1000]
+
+
+def test_jj_nullo_melds():
+    state = to_play(deal({"jj_nullo_melds": True}, **STRONG_DEAL), "name:S", "pass", "nullo", "pass")
+    assert table(state)["melds"]["points"] == [50, 0]  # eight spades, no trump at NT
+    r = auto_finish_deal(state)
+    assert r["below"] == [50, 0] and r["above"] == [0, 200]
+
+
+def test_jj_rubber_bonus_condition_two_consecutive():
+    opts = {"jj_rubber_bonus_condition": "two_consecutive"}
+    state = deal(opts, **STRONG_DEAL)
+    set_match(state, rgames=(1, 1), rseq=(0, 1), games=(1, 1))
+    to_play(state, "name:S", "pass")
+    r = auto_finish_deal(state)
+    assert r["above"] == [100, 0] and state.result()["winners"] == [0]  # no bonus for W-L-W
+    state = deal({}, **STRONG_DEAL)
+    set_match(state, rgames=(1, 1), rseq=(0, 1), games=(1, 1))
+    to_play(state, "name:S", "pass")
+    assert auto_finish_deal(state)["above"] == [400, 0]
+
+
+def test_jj_partscore_reset_false():
+    state = deal({"jj_partscore_reset": False}, **MELD_LOSER_DEAL)
+    set_match(state, gpts=(70, 30))
+    to_play(state, "name:S", "pass")
+    auto_finish_deal(state)
+    m = table(state)["match"]
+    assert m["games_won"] == [1, 0] and m["game_points"] == [0, 30 + 50]
+    state = deal({}, **MELD_LOSER_DEAL)
+    set_match(state, gpts=(70, 30))
+    to_play(state, "name:S", "pass")
+    auto_finish_deal(state)
+    assert table(state)["match"]["game_points"] == [0, 0]
+
+
+def test_jj_match_rubbers_and_match_winner_points():
+    opts = {"jj_match_rubbers": 2, "jj_match_winner": "points"}
+    state = deal(opts, **STRONG_DEAL)
+    set_match(state, rgames=(1, 1), rseq=(1, 0), games=(1, 1))
+    to_play(state, "name:S", "pass")
+    auto_finish_deal(state)
+    assert not state.result()["over"] and state.to_act() == -1
+    m = table(state)["match"]
+    assert m["rubber_number"] == 1 and m["rubbers_won"] == [1, 0] and m["rubber_games"] == [0, 0]
+    # the second rubber: seat 1 wins it with the strong hand, and has more points overall
+    state.deal(make_deck(**STRONG_DEAL))
+    set_match(state, rgames=(0, 1), rseq=(1,), rsum=(0, 5000), below=(state._below[0], state._below[1] + 5000))
+    to_play(state, "name:S", "pass")
+    auto_finish_deal(state)
+    res = state.result()
+    assert res["over"] and res["winners"] == [1]
+
+
+def test_jj_unbid_slam_in_nullo():
+    state = to_play(deal({"jj_unbid_slam_in_nullo": True}, **STRONG_DEAL), "name:S", "pass", "nullo", "pass")
+    assert auto_finish_deal(state)["above"] == [100, 200]
+
+
+def test_jj_game_target():
+    state = to_play(deal({"jj_game_target": 1000}, **STRONG_DEAL), "name:S", "pass")
+    auto_finish_deal(state)
+    assert state.result()["totals"]["games_won"] == [0, 0]
+    assert table(state)["match"]["game_target"] == 1000

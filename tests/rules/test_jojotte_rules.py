@@ -1,0 +1,556 @@
+"""Jo-Jotte scenario tests, one group per section of jojotte.md, with readable card codes.
+
+Seat 0 is the non-dealer of the first deal throughout (``first_dealer=1``), as in the
+rulebook's examples. Card layouts name every card that matters; the helpers in
+``checks_jojotte`` place them where the rulebook's dealing procedure puts them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from engine_service.rules import IllegalAction
+from engine_service.rules.cards import card_id
+from engine_service.rules.games.jojotte import melds as M
+from engine_service.rules.games.jojotte import tables as T
+
+from .checks_jojotte import GAME, act, auto_finish_deal, deal, hand, legal, make_deck, plays, table
+
+
+def mask(*codes):
+    m = 0
+    for c in codes:
+        m |= 1 << card_id(c)
+    return m
+
+
+PACK_ORDER = ("AS KS QS JS TS 9S 8S 7S AH KH QH JH TH 9H 8H 7H "
+              "AD KD QD JD TD 9D 8D 7D AC KC QC JC TC 9C 8C 7C").split()
+
+# Trump spades by the non-dealer's acceptance of the turn-up 8S. Seat 0 (declarer) holds
+# JS 9S 7S AH 7H AD KD QD JD; seat 1 (defender, leads) AS TS KH QH JH TH AC KC QC.
+PLAY_DEAL = dict(nd=("JS", "9S", "7S", "AH", "7H", "AD"), nd2=("KD", "QD", "JD"),
+                 dl=("AS", "TS", "KH", "QH", "JH", "TH"), dl2=("AC", "KC", "QC"), turn="8S",
+                 info="7C")
+
+# Seat 0 holds every spade and AH: whoever plays against him, he wins every trick he can lead
+# or trump. Turn-up 7D, so naming spades opens no exchange window.
+STRONG_DEAL = dict(nd=("JS", "9S", "AS", "TS", "KS", "QS"), nd2=("8S", "7S", "AH"),
+                   dl=("KH", "QH", "JH", "TH", "9H", "AD"), dl2=("KD", "QD", "JD"), turn="7D",
+                   info="7C")
+
+
+def to_play(state, *auction):
+    """Run the auction and pass every window until trick play starts."""
+    act(state, *auction)
+    while state.public_view()["phase"] != "play":
+        seat = state.to_act()
+        state.apply(GAME.auto_move(state.view(seat)), seat)
+    return state
+
+
+# ---- 1. Deck and card order ----------------------------------------------------------------
+
+def test_JJ_1_1_the_pack_has_32_cards():
+    assert sorted(GAME.pack) == sorted(card_id(c) for c in PACK_ORDER)
+
+
+def test_JJ_1_2_trump_order_J_9_A_T_K_Q_8_7():
+    """The follower beats a trump lead only with a higher trump in J 9 A T K Q 8 7."""
+    for lead, beaters in (("AS", {"JS", "9S"}), ("9S", {"JS"}), ("KS", {"JS", "9S", "AS", "TS"}),
+                          ("7S", {"JS", "9S", "AS", "TS", "KS", "QS", "8S"})):
+        got = {c for c in PACK_ORDER if T.WINS_OVER[0][card_id(lead)] >> card_id(c) & 1}
+        assert got == beaters, lead
+
+
+def test_JJ_1_3_plain_order_A_T_K_Q_J_9_8_7_and_trumps_win_plain_leads():
+    got = {c for c in PACK_ORDER if T.WINS_OVER[0][card_id("KH")] >> card_id(c) & 1}
+    spades = {c for c in PACK_ORDER if c.endswith("S")}
+    assert got == {"AH", "TH"} | spades
+    # no-trump: every suit plain, nothing beats off-suit
+    got = {c for c in PACK_ORDER if T.WINS_OVER[4][card_id("JS")] >> card_id(c) & 1}
+    assert got == {"AS", "TS", "KS", "QS"}
+
+
+def test_JJ_1_5_quartets_rank_in_trump_order_in_a_suit_contract_and_plain_at_NT():
+    nines = mask("9S", "9H", "9D", "9C")
+    aces = mask("AS", "AH", "AD", "AC")
+    tens = mask("TS", "TH", "TD", "TC")
+    kings = mask("KS", "KH", "KD", "KC")
+    assert M.settle((nines, aces), 0, 0).quartet_winner == 0  # suit: 9 over A
+    assert M.settle((nines, aces), 4, 0).quartets == ((), (0,))  # NT: no quartet of nines
+    assert M.settle((tens, kings), 4, 0).quartet_winner == 0  # NT plain: T over K
+
+
+def test_JJ_1_6_and_JJ_2_1_draw_higher_card_deals():
+    ids = [card_id(c) for c in ("AS", "KH")]
+    assert GAME.draw_first_dealer(ids) == 0
+    assert GAME.draw_first_dealer([card_id("7C"), card_id("8D")]) == 1
+    # suits are ignored; equal ranks draw again
+    assert GAME.draw_first_dealer([card_id(c) for c in ("AS", "AC", "7H", "9D")]) == 1
+
+
+# ---- 2. Dealing ----------------------------------------------------------------------------
+
+def test_JJ_2_4_to_2_8_dealing_procedure_from_the_top():
+    """Pairs ND, D, ND, D, ND, D; D[12] turn-up; 3 + 3 after the auction; D[31] information
+    card; D[19..30] unused and unseen."""
+    state = GAME.new_state({}, first_dealer=1)
+    state.deal(PACK_ORDER)
+    assert sorted(hand(state, 0)) == sorted(["AS", "KS", "TS", "9S", "AH", "KH"])
+    assert sorted(hand(state, 1)) == sorted(["QS", "JS", "8S", "7S", "QH", "JH"])
+    assert table(state)["turn_up"] == "TH" and table(state)["info_card"] is None
+    assert state.zones()["stock"] == mask(*PACK_ORDER[13:])
+    act(state, "accept", "pass")
+    assert sorted(hand(state, 0)) == sorted(["AS", "KS", "TS", "9S", "AH", "KH", "9H", "8H", "7H"])
+    assert sorted(hand(state, 1)) == sorted(["QS", "JS", "8S", "7S", "QH", "JH", "AD", "KD", "QD"])
+    assert table(state)["info_card"] == "7C"
+    assert state.zones()["stock"] == mask(*PACK_ORDER[19:31])
+    assert state.secret_cards(0) & mask(*PACK_ORDER[19:31]) == mask(*PACK_ORDER[19:31])
+
+
+def test_JJ_2_2_deal_alternates_after_a_played_deal():
+    state = deal(**STRONG_DEAL)
+    assert state.dealer() == 1
+    to_play(state, "name:S", "pass")
+    auto_finish_deal(state)
+    assert state.dealer() == 0 and state.public_view()["phase"] == "deal"
+
+
+def test_JJ_3_6_and_JJ_2_2_thrown_in_deal_is_redealt_by_the_same_dealer():
+    state = deal()
+    act(state, "pass", "pass", "pass", "pass")
+    assert state.deal_results() == [{"thrown_in": True}]
+    assert state.dealer() == 1
+    assert state.result()["totals"] == {"below": [0, 0], "above": [0, 0], "games_won": [0, 0]}
+    assert state.zones() == {} and state.secret_cards(0) == 0
+
+
+# ---- 3. Auction ----------------------------------------------------------------------------
+
+def test_JJ_3_1_round_one_accept_name_other_suit_or_pass():
+    state = deal(turn="AD")
+    assert state.to_act() == 0 and legal(state) == ["accept", "name:S", "name:H", "name:C", "pass"]
+    act(state, "pass")
+    assert state.to_act() == 1 and legal(state) == ["accept", "name:S", "name:H", "name:C", "pass"]
+
+
+def test_JJ_3_1_round_two_any_suit_or_no_trump():
+    state = deal(turn="AD")
+    act(state, "pass", "pass")
+    assert legal(state) == ["name:S", "name:H", "name:D", "name:C", "no_trump", "pass"]
+    act(state, "pass")
+    assert state.to_act() == 1
+    assert legal(state) == ["name:S", "name:H", "name:D", "name:C", "no_trump", "pass"]
+
+
+def test_JJ_3_2_suit_contract_overcalled_only_by_no_trump_which_is_never_overcalled():
+    state = deal(turn="AD")
+    act(state, "name:S")
+    assert state.to_act() == 1 and legal(state) == ["no_trump", "double", "pass"]
+    act(state, "no_trump")
+    c = table(state)["contract"]
+    assert (c["strain"], c["bidder"], c["multiplier"]) == ("NT", 1, 1)
+    assert state.to_act() == 0 and legal(state) == ["double", "pass"]
+    with pytest.raises(IllegalAction):
+        state.apply("no_trump")
+    act(state, "pass")
+    c = table(state)["contract"]
+    assert (c["declarer"], c["defender"]) == (1, 0)
+
+
+def test_JJ_3_2_accepting_the_turn_up_may_be_overcalled():
+    state = deal(turn="AD")
+    act(state, "accept")
+    assert legal(state) == ["no_trump", "double", "pass"]
+
+
+def test_JJ_3_3_double_then_redouble_ends_the_auction():
+    state = deal(turn="AD")
+    act(state, "pass", "accept", "double")
+    assert state.to_act() == 1 and legal(state) == ["redouble", "pass"]
+    act(state, "redouble")
+    c = table(state)["contract"]
+    assert (c["strain"], c["declarer"], c["multiplier"]) == ("D", 1, 4)
+    assert state.public_view()["phase"] != "auction"
+
+
+def test_JJ_3_3_a_doubled_contract_cannot_be_overcalled():
+    state = deal(turn="AD")
+    act(state, "name:H", "double")
+    assert "no_trump" not in legal(state)
+    act(state, "pass")
+    assert table(state)["contract"]["multiplier"] == 2
+
+
+# ---- 4. Second deal, seven exchange, nullo, slam ---------------------------------------------
+
+EXCH_DEAL = dict(nd=("AS", "KS", "7S", "AD", "KD", "QD"), nd2=("JD", "TD", "9D"),
+                 dl=("AH", "KH", "JH", "TH", "AC", "KC"), dl2=("QC", "JC", "TC"), turn="QH",
+                 info="9C")
+
+
+def test_JJ_4_2_only_the_holder_of_sevens_may_exchange_defender_first():
+    state = deal(**EXCH_DEAL)
+    act(state, "accept", "pass")  # seat 0 declares hearts, the turn-up suit
+    assert table(state)["exchange_window"] is True
+    assert state.to_act() == 1 and legal(state) == ["no_exchange"]
+    act(state, "no_exchange")
+    assert state.to_act() == 0 and legal(state) == ["exchange:7S", "no_exchange"]
+    act(state, "exchange:7S")
+    assert "QH" in hand(state, 0) and "7S" not in hand(state, 0)
+    t = table(state)
+    assert t["turn_up"] == "7S" and t["exchange"] == {"seat": 0, "seven": "7S", "turn_up": "QH"}
+    assert state.view(1)["table"]["exchange"] == t["exchange"]  # public (JJ-4.2)
+    assert state.secret_cards(1) >> card_id("QH") & 1 == 0
+    assert state.to_act() == 1 and legal(state) == ["nullo", "pass"]
+
+
+def test_JJ_4_2_both_hold_sevens_nobody_exchanges():
+    layout = dict(EXCH_DEAL, dl2=("QC", "JC", "7C"))
+    state = deal(**layout)
+    act(state, "accept", "pass")
+    assert legal(state) == ["no_exchange"]
+    act(state, "no_exchange")
+    assert legal(state) == ["no_exchange"]
+
+
+def test_JJ_4_2_no_window_for_another_suit_no_trump_or_a_seven_turn_up():
+    state = deal(**EXCH_DEAL)
+    act(state, "name:S", "pass")
+    assert table(state)["exchange_window"] is False and legal(state) == ["nullo", "pass"]
+    state = deal(**EXCH_DEAL)
+    act(state, "pass", "pass", "no_trump", "pass")
+    assert legal(state) == ["nullo", "pass"]
+    state = deal(**dict(EXCH_DEAL, turn="7H", stock=("QH",)))
+    act(state, "accept", "pass")
+    assert legal(state) == ["nullo", "pass"]
+
+
+def test_JJ_4_3_to_4_5_nullo_answered_by_slam_or_pass():
+    state = deal(**STRONG_DEAL)
+    act(state, "name:S", "pass", "nullo")
+    assert state.to_act() == 0 and legal(state) == ["slam:S", "pass"]
+    act(state, "slam:S")
+    c = table(state)["contract"]
+    assert (c["kind"], c["holder"], c["play_strain"]) == ("slam", 0, "S")
+    state = deal(**STRONG_DEAL)
+    act(state, "pass", "pass", "no_trump", "pass", "nullo")
+    assert legal(state) == ["slam:NT", "pass"]
+    act(state, "pass")
+    c = table(state)["contract"]
+    assert (c["kind"], c["holder"], c["play_strain"]) == ("nullo", 1, "NT")
+
+
+# ---- 5. Melds ------------------------------------------------------------------------------
+
+def test_JJ_5_1_quartets_exclude_eights_and_sevens_in_suit_and_nines_at_NT():
+    eights = mask("8S", "8H", "8D", "8C")
+    assert M.settle((eights, 0), 0, 0).quartets == ((), ())
+    jacks = mask("JS", "JH", "JD", "JC")
+    assert M.settle((jacks, 0), 4, 0).quartet_points == (100, 0)
+
+
+def test_JJ_5_2_sequence_values_and_maximal_runs():
+    st = M.settle((mask("AH", "KH", "QH", "TH", "9H", "8H", "7H"), mask("KC", "QC", "JC", "TC", "9C")), 0, 0)
+    assert [(s.length, s.points) for s in st.sequences[0]] == [(4, 40), (3, 20)]  # Q-J gap splits
+    assert st.sequences[1][0].points == 50 and st.sequence_winner == 1
+    st = M.settle((mask("AH", "KH", "QH", "JH", "TH", "9H", "8H"), 0), 0, 0)
+    assert [(s.length, s.points) for s in st.sequences[0]] == [(7, 50)]  # never split (JJ-A20)
+
+
+def test_JJ_5_3_a_card_may_be_in_a_quartet_and_a_sequence():
+    h = mask("AS", "AH", "AD", "AC", "KC", "QC")
+    st = M.settle((h, 0), 0, 0)
+    assert st.quartet_points == (100, 0) and st.sequence_points == (20, 0)
+
+
+def test_JJ_5_5_higher_best_quartet_scores_all_of_its_owners_quartets():
+    a = mask("JS", "JH", "JD", "JC")
+    b = mask("AS", "AH", "AD", "AC", "KS", "KH", "KD", "KC")
+    st = M.settle((a, b), 0, 0)
+    assert st.quartet_winner == 0 and st.quartet_points == (100, 0)
+    st = M.settle((a, b), 4, 0)  # NT: A over K over J
+    assert st.quartet_winner == 1 and st.quartet_points == (0, 200)
+
+
+def test_JJ_5_6_sequence_comparison_length_top_trump_then_nobody():
+    longer = M.settle((mask("QH", "JH", "TH", "9H"), mask("AS", "KS", "QS")), 3, 0)
+    assert longer.sequence_winner == 0 and longer.sequence_points == (40, 0)
+    top = M.settle((mask("QH", "JH", "TH"), mask("AS", "KS", "QS", "QC", "JC", "TC")), 3, 0)
+    assert top.sequence_winner == 1 and top.sequence_points == (0, 40)  # all his sequences
+    trump = M.settle((mask("QH", "JH", "TH"), mask("QC", "JC", "TC")), 3, 0)
+    assert trump.sequence_winner == 1
+    tie = M.settle((mask("QH", "JH", "TH"), mask("QD", "JD", "TD")), 3, 0)
+    assert tie.sequence_winner is None and tie.sequence_points == (0, 0)
+
+
+def test_JJ_5_7_categories_are_independent():
+    a = mask("9S", "9H", "9D", "9C")
+    b = mask("AS", "KS", "QS", "JS")
+    st = M.settle((a, b), 0, 0)
+    assert st.points == (100, 40)
+
+
+def test_JJ_5_9_public_dialogue_reveals_only_statements():
+    st = M.settle((mask("QS", "QH", "QD", "QC", "9H", "8H", "7H"), mask("JS", "TS", "9S", "KD")), 0, 0)
+    says = [(d["seat"], d["say"]) for d in M.dialogue(st)]
+    assert says == [(0, "quartet Q"), (1, "good"), (0, "scores"), (0, "length 3"), (1, "how_high"),
+                    (0, "top 9"), (1, "higher J"), (1, "scores")]
+    shown = M.revealed_by(M.dialogue(st))
+    assert shown == mask("QS", "QH", "QD", "QC", "JS", "TS", "9S")
+    assert not shown & mask("9H", "8H", "7H")  # the loser's sequence stays hidden
+
+
+MELD_LOSER_DEAL = dict(nd=("JS", "9S", "AS", "KS", "7S", "AH"), nd2=("AD", "8C", "7C"),
+                       dl=("TS", "QS", "8S", "KH", "QH", "JH"), dl2=("TH", "9H", "KD"), turn="7D",
+                       info="KC")
+
+
+def test_JJ_5_8_and_JJ_9_1_meld_points_credited_below_whatever_the_outcome():
+    """The defender (seat 1) holds K-Q-J-T-9 of hearts (50) and loses the deal; he still enters
+    his 50 below the line, and no trick points."""
+    state = deal(**MELD_LOSER_DEAL)
+    to_play(state, "name:S", "pass")
+    assert table(state)["melds"]["points"] == [0, 50]
+    r = auto_finish_deal(state)
+    detail = table(state)["last_deal"]
+    assert detail["outcome"] == "declarer_more"
+    assert r["below"][1] == 50
+    assert r["below"][0] == detail["trick_points"][0]
+
+
+def test_JJ_5_10_no_melds_in_nullo():
+    state = deal(**STRONG_DEAL)
+    to_play(state, "name:S", "pass", "nullo", "pass")
+    assert table(state)["melds"] is None
+    r = auto_finish_deal(state)
+    assert r["below"] == [0, 0]
+
+
+# ---- 6. Trick play --------------------------------------------------------------------------
+
+def test_JJ_6_1_defender_leads_in_normal_and_slam_declarer_in_nullo():
+    state = to_play(deal(**STRONG_DEAL), "name:S", "pass")
+    assert state.to_act() == 1
+    state = to_play(deal(**STRONG_DEAL), "name:S", "pass", "nullo", "slam:S")
+    assert state.to_act() == 1
+    state = to_play(deal(**STRONG_DEAL), "name:S", "pass", "nullo", "pass")
+    assert state.to_act() == 0
+
+
+def test_JJ_6_2_leader_leads_any_card():
+    state = to_play(deal(**PLAY_DEAL), "accept", "pass")
+    assert sorted(plays(state)) == sorted(hand(state, 1))
+
+
+def test_JJ_6_3_must_follow_and_beat_a_plain_lead():
+    state = to_play(deal(**PLAY_DEAL), "accept", "pass")
+    act(state, "play:KH")
+    assert plays(state) == ["AH"]
+
+
+def test_JJ_6_3_must_beat_a_trump_lead():
+    state = to_play(deal(**PLAY_DEAL), "accept", "pass")
+    act(state, "play:TS")
+    assert plays(state) == ["JS", "9S"]
+
+
+def test_JJ_6_3_follow_with_any_card_of_the_suit_when_unable_to_beat():
+    state = to_play(deal(**PLAY_DEAL), "accept", "pass")
+    act(state, "play:KH", "play:AH", "play:JS")  # seat 0 wins with AH and leads the top trump
+    assert plays(state) == ["AS", "TS"]
+    act(state, "play:AS", "play:AD")
+    assert plays(state) == ["TS"]  # void in diamonds, holds a trump: must trump (JJ-6.4)
+
+
+def test_JJ_6_4_void_in_the_led_suit_must_trump():
+    state = to_play(deal(**PLAY_DEAL), "accept", "pass")
+    act(state, "play:AC")
+    assert plays(state) == ["JS", "9S", "7S"]
+
+
+def test_JJ_6_5_void_without_trumps_plays_anything():
+    state = to_play(deal(**PLAY_DEAL), "pass", "pass", "no_trump", "pass")
+    assert state.to_act() == 1
+    act(state, "play:AC")
+    assert sorted(plays(state)) == sorted(hand(state, 0))  # JJ-6.7: no trump at NT
+
+
+def test_JJ_6_6_trump_wins_a_plain_trick_higher_card_of_led_suit_wins():
+    state = to_play(deal(**PLAY_DEAL), "accept", "pass")
+    act(state, "play:AC", "play:7S")
+    assert table(state)["tricks"][-1]["winner"] == 0
+    act(state, "play:AH", "play:KH")  # seat 0 leads AH; seat 1 cannot beat
+    assert table(state)["tricks"][-1]["winner"] == 0
+
+
+# ---- 7. Bonuses ---------------------------------------------------------------------------
+
+JO_DEAL = dict(nd=("KS", "QS", "JS", "AH", "KH", "QH"), nd2=("AD", "KD", "QD"),
+               dl=("AS", "TS", "9S", "AC", "KC", "QC"), dl2=("JC", "TC", "9C"), turn="7D", info="8C")
+
+
+def test_JJ_7_1_and_7_2_jo_on_the_king_then_jotte_on_the_queen_scores_20():
+    state = to_play(deal(**JO_DEAL), "name:S", "pass")
+    act(state, "play:AC")
+    assert legal(state) == ["play:KS", "play:KS:jo", "play:QS", "play:JS"]
+    act(state, "play:KS:jo")
+    assert table(state)["jo"] == [0]
+    assert state.secret_cards(1) >> card_id("QS") & 1 == 0  # "jo" shows the queen
+    assert "play:QS:jotte" in legal(state)
+    act(state, "play:QS:jotte")
+    assert table(state)["jo_jotte"] == [20, 0]
+    r = auto_finish_deal(state)
+    assert table(state)["last_deal"]["jo_jotte"] == [20, 0]
+    assert r["below"][0] >= 20
+
+
+def test_JJ_7_2_no_announcement_no_bonus_and_queen_first_earns_nothing():
+    state = to_play(deal(**JO_DEAL), "name:S", "pass")
+    act(state, "play:AC", "play:QS")
+    assert not any(a.endswith(":jo") for a in legal(state))
+    auto_finish_deal(state)
+    assert table(state)["last_deal"]["jo_jotte"] == [0, 0]
+    state = to_play(deal(**JO_DEAL), "name:S", "pass")
+    act(state, "play:AC", "play:KS")  # the king without "jo"
+    assert "play:QS:jotte" not in legal(state)
+
+
+def test_JJ_7_3_last_trick_is_worth_10_and_JJ_7_4_unbid_slam_100_above():
+    state = to_play(deal(**STRONG_DEAL), "name:S", "pass")
+    r = auto_finish_deal(state)
+    tricks = table(state)["last_deal"]["tricks"]
+    assert tricks == [9, 0]
+    assert r["above"] == [100, 0]
+
+
+def test_JJ_7_4_unbid_slam_in_a_slam_contract_goes_to_the_opponent_who_takes_all():
+    """The defender's nullo is answered by the declarer's slam; the slam player's opponent
+    cannot take all nine here, so only the slam premium is entered."""
+    state = to_play(deal(**STRONG_DEAL), "name:S", "pass", "nullo", "slam:S")
+    r = auto_finish_deal(state)
+    assert r["above"] == [500, 0]
+    assert r["contract"] == {"kind": "slam", "strain": "S", "holder": 0, "multiplier": 1}
+
+
+# ---- 8. Trick values ------------------------------------------------------------------------
+
+def test_JJ_8_1_card_values_per_strain():
+    v = T.CARD_VALUE[0]
+    assert [v[card_id(c)] for c in ("JS", "9S", "AS", "TS", "KS", "QS", "8S", "7S")] == [20, 15, 10, 10, 5, 5, 0, 0]
+    assert [v[card_id(c)] for c in ("JH", "9H", "AH", "TH", "KH", "QH")] == [0, 0, 10, 10, 5, 5]
+    assert T.CARD_VALUE[4][card_id("JS")] == 0 and T.CARD_VALUE[4][card_id("9S")] == 0
+
+
+def test_JJ_8_2_a_trick_is_worth_its_highest_valued_card():
+    state = to_play(deal(**PLAY_DEAL), "accept", "pass")
+    act(state, "play:KH", "play:AH")
+    assert table(state)["tricks"][-1]["value"] == 10  # not 15
+
+
+def test_JJ_8_4_no_trick_points_in_nullo():
+    state = to_play(deal(**STRONG_DEAL), "name:S", "pass", "nullo", "pass")
+    r = auto_finish_deal(state)
+    assert r["trick_points"] == [0, 0]
+    assert r["above"] == [0, 200] and r["below"] == [0, 0]  # JJ-9.7: nullo made
+
+
+# ---- 9. Deal scoring (end to end; the arithmetic of every case is in test_jojotte_scoring) ----
+
+FAIL_NULLO_DEAL = dict(nd=("KH", "QH", "JH", "TH", "9H", "AD"), nd2=("KD", "QD", "JD"),
+                       dl=("JS", "9S", "AS", "TS", "KS", "QS"), dl2=("8S", "7S", "AH"), turn="7D",
+                       info="7C")
+
+
+def test_JJ_9_7_nullo_failed_penalty_to_the_opponent():
+    """The nullo player (seat 1) holds every spade and AH: he takes all nine tricks; his
+    opponent enters 200 + 8 x 100 above the line."""
+    state = to_play(deal(**FAIL_NULLO_DEAL), "name:H", "pass", "nullo", "pass")
+    assert state.to_act() == 0  # the declarer leads in nullo
+    r = auto_finish_deal(state)
+    assert table(state)["last_deal"]["tricks"] == [0, 9]
+    assert r["above"] == [1000, 0] and r["below"] == [0, 0]
+    assert r["contract"] == {"kind": "nullo", "strain": "NT", "holder": 1, "multiplier": 1}
+
+
+SLAM_FAIL_DEAL = dict(nd=("JS", "9S", "AS", "TS", "KS", "QS"), nd2=("8S", "7S", "KH"),
+                      dl=("AH", "QH", "JH", "TH", "9H", "AD"), dl2=("KD", "QD", "JD"), turn="7D",
+                      info="7C")
+
+
+def test_JJ_9_6_failed_slam_gives_the_opponent_500():
+    state = to_play(deal(**SLAM_FAIL_DEAL), "name:S", "pass", "nullo", "slam:S")
+    act(state, "play:AH")
+    assert plays(state) == ["KH"]
+    act(state, "play:KH")
+    r = auto_finish_deal(state)
+    assert table(state)["last_deal"]["tricks"][1] >= 1
+    assert r["above"] == [0, 500]
+
+
+def test_JJ_9_3_and_9_5_tie_freezes_the_pot_and_the_next_deal_winner_takes_it():
+    """The seed deal under ``jj_outcome_basis = trick_points`` is a 35-35 tie: 70 frozen. In the
+    next deal the comparison winner enters the 70 on top of his own entries."""
+    from tests.shared_paths import vectors
+
+    v = dict(vectors("jojotte"))["jojotte_deal_andrey_maxim.json"]
+    opts = {"jj_outcome_basis": "trick_points"}
+    state = GAME.new_state(opts, first_dealer=1)
+    state.deal(v["deck_top_first"])
+    act(state, "pass", "name:D", "pass", "pass")
+    for trick in v["tricks"]:
+        for p in trick["plays"]:
+            state.apply("play:" + p["card"], p["seat"])
+    assert state.deal_results()[-1]["pot"] == 70
+    assert state.result()["totals"]["below"] == [0, 20]
+    # second deal: seat 0 deals now; seat 1 (non-dealer) gets the strong hand
+    state.deal(make_deck(**STRONG_DEAL))
+    to_play(state, "name:S", "pass")
+    r = auto_finish_deal(state)
+    detail = table(state)["last_deal"]
+    assert detail["outcome"] == "declarer_more" and detail["pot_to"] == 1
+    assert r["below"][1] == detail["trick_points"][1] + detail["melds"][1] + 70
+    assert r["pot"] == 0
+
+
+# ---- 10. Game, rubber, match ------------------------------------------------------------------
+
+def set_match(state, **fields):
+    """Test fixture: put the match at a given score position (private fields)."""
+    for k, v in fields.items():
+        setattr(state, "_" + k, v)
+    return state
+
+
+def test_JJ_10_1_game_at_80_below_and_JJ_10_2_new_line():
+    state = deal(**STRONG_DEAL)
+    set_match(state, gpts=(30, 70))
+    to_play(state, "name:S", "pass")
+    auto_finish_deal(state)
+    m = table(state)["match"]
+    assert m["games_won"] == [1, 0] and m["game_points"] == [0, 0]
+    assert m["rubber_game_winners"] == [0]
+
+
+def test_JJ_10_3_rubber_to_two_games_bonus_300_above_and_match_end():
+    state = deal(**STRONG_DEAL)
+    set_match(state, gpts=(0, 0), rgames=(1, 1), rseq=(1, 0), games=(1, 1))
+    to_play(state, "name:S", "pass")
+    r = auto_finish_deal(state)
+    assert r["above"] == [100 + 300, 0]  # unbid slam + rubber bonus
+    res = state.result()
+    assert res["over"] is True and res["winners"] == [0]
+    assert res["totals"]["games_won"] == [2, 1]
+    assert state.to_act() == -2 and state.legal_actions() == []
+    m = table(state)["match"]
+    assert m["rubbers_won"] == [1, 0] and m["rubber_totals"] == [[r["below"][0] + 400, r["below"][1]]]
+
+
+def test_JJ_10_5_one_rubber_winner_wins_even_with_fewer_points():
+    state = deal(**STRONG_DEAL)
+    set_match(state, gpts=(0, 0), rgames=(1, 1), rseq=(1, 0), games=(1, 1), rsum=(0, 5000),
+              below=(0, 5000))
+    to_play(state, "name:S", "pass")
+    auto_finish_deal(state)
+    assert state.result()["winners"] == [0]
