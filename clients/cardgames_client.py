@@ -1,0 +1,525 @@
+"""A Python client library for the card-game engine, over the generated cardgames.v1 stubs.
+
+It speaks only the wire contract (the generated stubs, grpc and the google.rpc error details),
+never the engine's internals, and adds what every client otherwise writes by hand:
+
+* **connecting** plainly or with TLS (``connect("host:50051", tls=True)``);
+* **seat sessions**: :meth:`Client.join` returns a :class:`SeatSession` that sends its seat
+  token (``authorization: Bearer ...``) on every call;
+* **watching with automatic resume**: :meth:`SeatSession.watch` / :meth:`Spectator.watch`
+  reopen a dropped stream with ``after_seq`` = the last sequence number received, so no event is
+  lost or seen twice (heartbeats and presence events carry no new number and are not replayed);
+* **submitting safely**: every action carries a ``client_action_id``, so a transport-level
+  retry (UNAVAILABLE) can never apply it twice; ``expected_seq`` guards against acting on a
+  stale view, and :meth:`SeatSession.act` re-decides on the fresh view an ABORTED error
+  carries;
+* **clear errors**: a failed call raises a :class:`CardGamesError` subclass chosen by status
+  code, carrying the code, the message, the google.rpc.ErrorInfo ``reason`` and ``metadata``
+  and, for a stale sequence number, the current :class:`View`.
+
+Everything is asynchronous (grpc.aio)::
+
+    import asyncio
+    from clients.cardgames_client import connect
+
+    async def main():
+        async with connect("127.0.0.1:50051") as client:
+            match = await client.create_match("klaberjass", seats=[None, "random"])
+            me = await client.join(match.match_id, player_name="ada")
+            view = await me.view()
+            await me.submit(view.legal_actions[0].notation, expected_seq=view.seq)
+
+    asyncio.run(main())
+
+The protobuf messages are returned as they are (``View``, ``MatchSummary``, ...): their fields
+are documented in proto/cardgames/v1 and docs/api.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import random
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Awaitable, Callable, Mapping, Sequence, TypeVar
+
+import grpc
+from google.protobuf import duration_pb2
+from google.rpc import error_details_pb2, status_pb2
+
+from engine_service.transport.generated import (admin_pb2, admin_pb2_grpc, card_games_pb2,
+                                                card_games_pb2_grpc, match_pb2)
+
+View = match_pb2.View
+MatchSummary = match_pb2.MatchSummary
+Event = card_games_pb2.WatchMatchResponse
+EventKind = match_pb2.EventKind
+MatchStatus = match_pb2.MatchStatus
+
+#: ErrorInfo domain of the engine's errors.
+DOMAIN = "cardgames.v1"
+_STATUS_DETAILS_KEY = "grpc-status-details-bin"
+#: Codes after which a call may be repeated as it was (nothing was applied, or the call is
+#: idempotent by its client_action_id).
+_TRANSIENT = frozenset({grpc.StatusCode.UNAVAILABLE})
+#: Codes after which a watch stream is reopened with after_seq: the connection or the server
+#: went away, or the watcher fell behind (UNAVAILABLE, reason WATCH_OVERFLOW).
+_RESUMABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
+                        grpc.StatusCode.CANCELLED})
+#: Codes that a broken HTTP/2 stream can also produce (RST_STREAM): resumed too, but only a
+#: few times in a row, since a server bug would produce them forever.
+_MAYBE_RESUMABLE = frozenset({grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN})
+_MAX_UNCLEAR_FAILURES = 3
+
+T = TypeVar("T")
+
+
+# ---- errors --------------------------------------------------------------------------------
+
+
+class CardGamesError(Exception):
+    """A call failed. ``code`` is the gRPC status, ``reason`` the engine's machine-readable
+    ErrorInfo reason (``ILLEGAL_ACTION``, ``STALE_SEQUENCE``, ``SEAT_TAKEN``...; ``""`` when the
+    status carried none, e.g. a network failure), ``metadata`` its public details."""
+
+    def __init__(self, code: grpc.StatusCode, message: str, reason: str = "",
+                 metadata: Mapping[str, str] | None = None, view: View | None = None) -> None:
+        super().__init__(f"{code.name}" + (f" {reason}" if reason else "") + f": {message}")
+        self.code = code
+        self.message = message
+        self.reason = reason
+        self.metadata = dict(metadata or {})
+        self.view = view
+
+
+class InvalidArgument(CardGamesError):
+    """A malformed request or action string, unknown game or option (INVALID_ARGUMENT)."""
+
+
+class FailedPrecondition(CardGamesError):
+    """Not allowed now: an illegal move, not your turn, the match is over (FAILED_PRECONDITION)."""
+
+
+class StaleSequence(CardGamesError):
+    """``expected_seq`` was not the match's sequence number (ABORTED): ``view`` is the current one."""
+
+
+class NotFound(CardGamesError):
+    """No such match (NOT_FOUND)."""
+
+
+class Unauthenticated(CardGamesError):
+    """Missing or unknown token (UNAUTHENTICATED)."""
+
+
+class PermissionDenied(CardGamesError):
+    """The token is not allowed to do this: another seat or match, not the admin (PERMISSION_DENIED)."""
+
+
+class AlreadyExists(CardGamesError):
+    """The seat is taken (ALREADY_EXISTS)."""
+
+
+class ResourceExhausted(CardGamesError):
+    """A limit of the service was reached (RESOURCE_EXHAUSTED)."""
+
+
+class Unavailable(CardGamesError):
+    """The service cannot be reached or is draining (UNAVAILABLE)."""
+
+
+class Internal(CardGamesError):
+    """The server failed (INTERNAL); it logged the details."""
+
+
+_ERROR_CLASSES: dict[grpc.StatusCode, type[CardGamesError]] = {
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
+    grpc.StatusCode.FAILED_PRECONDITION: FailedPrecondition,
+    grpc.StatusCode.ABORTED: StaleSequence,
+    grpc.StatusCode.NOT_FOUND: NotFound,
+    grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
+    grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
+    grpc.StatusCode.ALREADY_EXISTS: AlreadyExists,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhausted,
+    grpc.StatusCode.UNAVAILABLE: Unavailable,
+    grpc.StatusCode.INTERNAL: Internal,
+}
+
+
+def error_from_rpc(exc: grpc.RpcError) -> CardGamesError:
+    """The :class:`CardGamesError` for a failed call, with the rich status details decoded."""
+    code = exc.code() if callable(getattr(exc, "code", None)) else grpc.StatusCode.UNKNOWN
+    message = exc.details() if callable(getattr(exc, "details", None)) else str(exc)
+    reason, metadata, view = "", {}, None
+    trailers = exc.trailing_metadata() if callable(getattr(exc, "trailing_metadata", None)) else None
+    for key, value in trailers or ():
+        if key != _STATUS_DETAILS_KEY:
+            continue
+        status = status_pb2.Status.FromString(value)
+        for detail in status.details:
+            if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+                info = error_details_pb2.ErrorInfo()
+                detail.Unpack(info)
+                if info.domain == DOMAIN or not reason:
+                    reason, metadata = info.reason, dict(info.metadata)
+            elif detail.Is(View.DESCRIPTOR):
+                view = View()
+                detail.Unpack(view)
+    cls = _ERROR_CLASSES.get(code, CardGamesError)
+    return cls(code, message or "", reason, metadata, view)
+
+
+# ---- values --------------------------------------------------------------------------------
+
+
+def option_value(value: str | int | bool) -> match_pb2.OptionValue:
+    """A table option value as the oneof the API expects (bool before int: bool is an int)."""
+    if isinstance(value, bool):
+        return match_pb2.OptionValue(bool_value=value)
+    if isinstance(value, int):
+        return match_pb2.OptionValue(int_value=value)
+    if isinstance(value, str):
+        return match_pb2.OptionValue(string_value=value)
+    raise TypeError(f"an option value is a str, int or bool, not {type(value).__name__}")
+
+
+def python_value(value: match_pb2.OptionValue) -> str | int | bool | None:
+    """The Python value of an OptionValue (None when unset)."""
+    kind = value.WhichOneof("value")
+    return None if kind is None else getattr(value, kind)
+
+
+def seat_spec(seat: str | None) -> match_pb2.SeatSpec:
+    """``None`` or ``"open"``: an open seat; any other string: the bot of that name."""
+    if seat is None or seat == "open":
+        return match_pb2.SeatSpec(open=match_pb2.OpenSeat())
+    return match_pb2.SeatSpec(bot=match_pb2.BotSeat(name=seat))
+
+
+def legal_notations(view: View) -> list[str]:
+    """The notation strings of a view's legal actions, in the server's order."""
+    return [a.notation for a in view.legal_actions]
+
+
+def is_my_turn(view: View) -> bool:
+    return view.HasField("seat") and view.HasField("to_act") and view.to_act == view.seat
+
+
+def is_finished(status: int) -> bool:
+    return status in (MatchStatus.MATCH_STATUS_FINISHED, MatchStatus.MATCH_STATUS_TERMINATED)
+
+
+# ---- the client ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How transient failures are retried: ``attempts`` tries in all, exponential backoff with
+    full jitter between ``initial_backoff_s`` and ``max_backoff_s``."""
+
+    attempts: int = 4
+    initial_backoff_s: float = 0.1
+    max_backoff_s: float = 2.0
+
+    def backoff(self, attempt: int) -> float:
+        return random.uniform(0, min(self.max_backoff_s, self.initial_backoff_s * 2 ** attempt))
+
+
+class Client:
+    """A connection to one engine. Create it with :func:`connect`; close it (or use ``async
+    with``) when done. ``admin_token`` is sent on admin calls (:attr:`admin`) and on
+    CreateMatch (where it unlocks explicit decks and the first dealer)."""
+
+    def __init__(self, channel: grpc.aio.Channel, *, admin_token: str | None = None,
+                 timeout_s: float = 10.0, retry: RetryPolicy = RetryPolicy(), target: str = "") -> None:
+        self.channel = channel
+        self.target = target
+        self.stub = card_games_pb2_grpc.CardGamesServiceStub(channel)
+        self.timeout_s = timeout_s
+        self.retry = retry
+        self._admin_token = admin_token
+        self.admin = AdminClient(channel, admin_token, timeout_s) if admin_token else None
+
+    async def __aenter__(self) -> "Client":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self.channel.close()
+
+    async def wait_ready(self, timeout_s: float = 10.0) -> None:
+        """Wait until the channel is connected (Unavailable after ``timeout_s``)."""
+        try:
+            await asyncio.wait_for(self.channel.channel_ready(), timeout_s)
+        except asyncio.TimeoutError:
+            raise Unavailable(grpc.StatusCode.UNAVAILABLE,
+                              f"no connection within {timeout_s:g} s") from None
+
+    # -- calls --------------------------------------------------------------------------
+
+    async def call(self, method: Callable[..., Awaitable[T]], request: Any, *,
+                   token: str | None = None, retry: bool = False) -> T:
+        """One unary call with the token and timeout; errors become CardGamesError.
+
+        ``retry``: repeat it on UNAVAILABLE (only for calls that are safe to repeat).
+        """
+        metadata = (("authorization", f"Bearer {token}"),) if token else None
+        attempts = self.retry.attempts if retry else 1
+        for attempt in range(attempts):
+            try:
+                return await method(request, timeout=self.timeout_s, metadata=metadata)
+            except grpc.RpcError as exc:
+                error = error_from_rpc(exc)
+                if error.code not in _TRANSIENT or attempt == attempts - 1 or error.reason == "DRAINING":
+                    raise error from None
+            await asyncio.sleep(self.retry.backoff(attempt))
+        raise AssertionError("unreachable")
+
+    async def list_games(self) -> list[match_pb2.GameInfo]:
+        reply = await self.call(self.stub.ListGames, card_games_pb2.ListGamesRequest(), retry=True)
+        return list(reply.games)
+
+    async def list_bots(self, game: str = "") -> list[match_pb2.BotInfo]:
+        reply = await self.call(self.stub.ListBots, card_games_pb2.ListBotsRequest(game=game), retry=True)
+        return list(reply.bots)
+
+    async def create_match(self, game: str, *, options: Mapping[str, str | int | bool] | None = None,
+                           seats: Sequence[str | None] = (), turn_time_s: float = 0.0,
+                           spectators_allowed: bool = True, name: str = "",
+                           decks: Sequence[Sequence[str]] = (), first_dealer: int | None = None) -> MatchSummary:
+        """Create a match. ``seats``: one entry per seat, ``None``/``"open"`` for an open seat or
+        a bot name (empty: every seat open). ``decks`` and ``first_dealer`` need the admin token."""
+        request = card_games_pb2.CreateMatchRequest(
+            game=game, options={k: option_value(v) for k, v in (options or {}).items()},
+            seats=[seat_spec(s) for s in seats], spectators_allowed=spectators_allowed, name=name,
+            decks=[card_games_pb2.Deck(cards=list(d)) for d in decks])
+        if turn_time_s:
+            request.turn_time.CopyFrom(_duration(turn_time_s))
+        if first_dealer is not None:
+            request.first_dealer = first_dealer
+        reply = await self.call(self.stub.CreateMatch, request, token=self._admin_token)
+        return reply.match
+
+    async def get_match(self, match_id: str) -> MatchSummary:
+        reply = await self.call(self.stub.GetMatch, card_games_pb2.GetMatchRequest(match_id=match_id),
+                                retry=True)
+        return reply.match
+
+    async def join(self, match_id: str, *, seat: int | None = None, player_name: str = "") -> "SeatSession":
+        """Take a seat (``None``: the first open one); the session holds the seat token."""
+        request = card_games_pb2.JoinMatchRequest(match_id=match_id, player_name=player_name)
+        if seat is not None:
+            request.seat = seat
+        reply = await self.call(self.stub.JoinMatch, request)
+        return SeatSession(self, reply.match_id, reply.seat, reply.seat_token)
+
+    def seat_session(self, match_id: str, seat: int, token: str) -> "SeatSession":
+        """A session for a seat joined earlier (e.g. after a restart of the client)."""
+        return SeatSession(self, match_id, seat, token)
+
+    def spectate(self, match_id: str) -> "Spectator":
+        """A spectator of a match (no token; the match must allow spectators)."""
+        return Spectator(self, match_id, None)
+
+
+def connect(target: str, *, tls: bool = False, root_certificates: bytes | None = None,
+            server_name: str | None = None, admin_token: str | None = None,
+            timeout_s: float = 10.0, retry: RetryPolicy = RetryPolicy()) -> Client:
+    """A :class:`Client` for the engine at ``target`` (``host:port``).
+
+    ``tls``: encrypt and verify the server (``root_certificates``: PEM roots, default the
+    system's; ``server_name``: the name to verify when it differs from the target's host).
+    The channel connects lazily; :meth:`Client.wait_ready` waits for it.
+    """
+    options: list[tuple[str, Any]] = [
+        # Watch streams are long-lived: ping so that a dead connection is noticed (and the
+        # stream resumed) within a minute, not at the next TCP timeout.
+        ("grpc.keepalive_time_ms", 30_000),
+        ("grpc.keepalive_timeout_ms", 10_000),
+        ("grpc.keepalive_permit_without_calls", 1),
+    ]
+    if tls or root_certificates:
+        if server_name:
+            options.append(("grpc.ssl_target_name_override", server_name))
+        credentials = grpc.ssl_channel_credentials(root_certificates=root_certificates)
+        channel = grpc.aio.secure_channel(target, credentials, options=options)
+    else:
+        channel = grpc.aio.insecure_channel(target, options=options)
+    return Client(channel, admin_token=admin_token, timeout_s=timeout_s, retry=retry, target=target)
+
+
+def _duration(seconds: float) -> duration_pb2.Duration:
+    d = duration_pb2.Duration()
+    d.FromNanoseconds(int(round(seconds * 1e9)))
+    return d
+
+
+# ---- audiences -----------------------------------------------------------------------------
+
+
+@dataclass
+class _Audience:
+    client: Client
+    match_id: str
+    token: str | None
+
+    async def view(self) -> View:
+        """The audience's current view (GetView)."""
+        reply = await self.client.call(self.client.stub.GetView,
+                                       card_games_pb2.GetViewRequest(match_id=self.match_id),
+                                       token=self.token, retry=True)
+        return reply.view
+
+    async def summary(self) -> MatchSummary:
+        return await self.client.get_match(self.match_id)
+
+    async def watch(self, after_seq: int | None = None, *, resume: bool = True,
+                    stop_when_ended: bool = True, max_failures: int | None = None) -> AsyncIterator[Event]:
+        """The match's events for this audience, resuming a dropped stream where it stopped.
+
+        ``after_seq=None`` starts with a SNAPSHOT of the current view; a number replays what
+        came after it. When the stream breaks (network, server restart, a watcher that fell
+        behind) it is reopened with ``after_seq`` = the last sequence number received, after a
+        jittered backoff, so the caller sees every ACTION exactly once. The iterator ends after
+        the MATCH_ENDED event (``stop_when_ended``) or raises CardGamesError for a failure
+        that reconnecting cannot fix (no such match, bad token), when ``resume`` is False, or
+        after ``max_failures`` reconnections in a row that delivered nothing (None: keep
+        trying while the server is unreachable).
+        """
+        last = after_seq
+        failures = 0
+        metadata = (("authorization", f"Bearer {self.token}"),) if self.token else None
+        while True:
+            request = card_games_pb2.WatchMatchRequest(match_id=self.match_id)
+            if last is not None:
+                request.after_seq = last
+            call = self.client.stub.WatchMatch(request, metadata=metadata)
+            try:
+                async for event in call:
+                    failures = 0
+                    if event.kind in (EventKind.EVENT_KIND_ACTION, EventKind.EVENT_KIND_SNAPSHOT,
+                                      EventKind.EVENT_KIND_MATCH_ENDED):
+                        if event.kind == EventKind.EVENT_KIND_ACTION and last is not None and event.seq <= last:
+                            continue  # already delivered before a reconnect
+                        last = event.seq
+                    yield event
+                    if stop_when_ended and event.kind == EventKind.EVENT_KIND_MATCH_ENDED:
+                        return
+                # The server ended the stream cleanly: it is draining (resume on its successor),
+                # or the match is over and its end was already seen before a reconnect.
+                if not resume or is_finished((await self.client.get_match(self.match_id)).status):
+                    return
+            except grpc.RpcError as exc:
+                error = error_from_rpc(exc)
+                unclear = error.code in _MAYBE_RESUMABLE and failures < _MAX_UNCLEAR_FAILURES
+                if not resume or not (error.code in _RESUMABLE or unclear):
+                    raise error from None
+                if max_failures is not None and failures >= max_failures:
+                    raise error from None
+            finally:
+                call.cancel()
+            await asyncio.sleep(self.client.retry.backoff(min(failures, 6)))
+            failures += 1
+
+
+class Spectator(_Audience):
+    """A spectator of one match: :meth:`view` and :meth:`watch` the public information only."""
+
+
+class SeatSession(_Audience):
+    """One seat of one match, authenticated by its seat token."""
+
+    def __init__(self, client: Client, match_id: str, seat: int, token: str) -> None:
+        super().__init__(client, match_id, token)
+        self.seat = seat
+
+    def __repr__(self) -> str:  # never the token
+        return f"SeatSession(match_id={self.match_id!r}, seat={self.seat})"
+
+    async def submit(self, action: str, expected_seq: int | None = None, *,
+                     client_action_id: str | None = None) -> card_games_pb2.SubmitActionResponse:
+        """Submit one action (its notation string).
+
+        ``expected_seq``: the seq of the view the action was decided on; if the match has moved
+        on, :class:`StaleSequence` is raised with the current view (see :meth:`act`). The call
+        is retried on UNAVAILABLE with the same ``client_action_id`` (a fresh UUID unless
+        given), so a retry can never apply the action twice (the reply then has
+        ``duplicate=True``).
+        """
+        request = card_games_pb2.SubmitActionRequest(
+            match_id=self.match_id, action=action, client_action_id=client_action_id or uuid.uuid4().hex)
+        if expected_seq is not None:
+            request.expected_seq = expected_seq
+        return await self.client.call(self.client.stub.SubmitAction, request, token=self.token, retry=True)
+
+    async def act(self, decide: Callable[[View], str | Awaitable[str]], view: View | None = None, *,
+                  max_stale: int = 5) -> card_games_pb2.SubmitActionResponse | None:
+        """Decide on the current view and submit, re-deciding if the view was stale.
+
+        ``decide(view)`` returns a notation string from ``view.legal_actions``. The action is
+        sent with ``expected_seq = view.seq``; on ABORTED (someone else acted first: a bot, a
+        timeout's auto-move) ``decide`` is asked again on the fresh view the error carries.
+        Returns the reply, or None when it is no longer this seat's turn.
+        """
+        view = view if view is not None else await self.view()
+        for _ in range(max_stale + 1):
+            if not is_my_turn(view) or is_finished(view.status):
+                return None
+            choice = decide(view)
+            if inspect.isawaitable(choice):
+                choice = await choice
+            try:
+                return await self.submit(choice, view.seq)
+            except StaleSequence as stale:
+                view = stale.view if stale.view is not None and stale.view.match_id else await self.view()
+        raise StaleSequence(grpc.StatusCode.ABORTED, f"the view was stale {max_stale + 1} times in a row",
+                            "STALE_SEQUENCE", view=view)
+
+    async def leave(self, resign: bool = False) -> MatchSummary:
+        reply = await self.client.call(self.client.stub.LeaveMatch,
+                                       card_games_pb2.LeaveMatchRequest(match_id=self.match_id, resign=resign),
+                                       token=self.token)
+        return reply.match
+
+
+# ---- admin ---------------------------------------------------------------------------------
+
+
+@dataclass
+class AdminClient:
+    """The AdminService with the admin token (``Client.admin`` when the client has one)."""
+
+    channel: grpc.aio.Channel
+    token: str | None
+    timeout_s: float = 10.0
+    stub: Any = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.stub = admin_pb2_grpc.AdminServiceStub(self.channel)
+
+    async def _call(self, method: Callable[..., Awaitable[T]], request: Any) -> T:
+        metadata = (("authorization", f"Bearer {self.token}"),) if self.token else None
+        try:
+            return await method(request, timeout=self.timeout_s, metadata=metadata)
+        except grpc.RpcError as exc:
+            raise error_from_rpc(exc) from None
+
+    async def list_matches(self, status: int = 0, game: str = "", limit: int = 0) -> list[MatchSummary]:
+        reply = await self._call(self.stub.ListMatches,
+                                 admin_pb2.ListMatchesRequest(status=status, game=game, limit=limit))
+        return list(reply.matches)
+
+    async def inspect(self, match_id: str) -> admin_pb2.InspectMatchResponse:
+        return await self._call(self.stub.InspectMatch, admin_pb2.InspectMatchRequest(match_id=match_id))
+
+    async def terminate(self, match_id: str, reason: str) -> MatchSummary:
+        reply = await self._call(self.stub.TerminateMatch,
+                                 admin_pb2.TerminateMatchRequest(match_id=match_id, reason=reason))
+        return reply.match
+
+    async def export_transcript(self, match_id: str) -> str:
+        reply = await self._call(self.stub.ExportTranscript, admin_pb2.ExportTranscriptRequest(match_id=match_id))
+        return reply.transcript_json

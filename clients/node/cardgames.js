@@ -1,0 +1,269 @@
+'use strict';
+/**
+ * A small Node.js client of the card-game engine (package cardgames.v1), over @grpc/grpc-js
+ * with the .proto files loaded at run time by @grpc/proto-loader (no code generation step).
+ *
+ * What it adds to the raw stubs, as the Python library does (docs/api.md):
+ *  - promises for the unary calls, with the seat token sent as "authorization: Bearer ...";
+ *  - errors as CardGamesError with the status code name, the google.rpc.ErrorInfo reason and,
+ *    for ABORTED (stale sequence), the caller's current View decoded from the status details;
+ *  - watch(): the WatchMatch stream as an async iterator that reopens itself with after_seq
+ *    after a dropped connection, so every ACTION event is seen exactly once.
+ */
+
+const path = require('node:path');
+const fs = require('node:fs');
+const crypto = require('node:crypto');
+const grpc = require('@grpc/grpc-js');
+const protoLoader = require('@grpc/proto-loader');
+const protobuf = require('protobufjs');
+
+/** proto/ of the repository (cardgames/v1/*.proto) and this folder's google/rpc subset. */
+const PROTO_DIRS = [
+  process.env.CARDGAMES_PROTO_DIR || path.resolve(__dirname, '..', '..', 'proto'),
+  path.resolve(__dirname, 'proto'),
+];
+const API_FILES = ['cardgames/v1/card_games.proto', 'cardgames/v1/admin.proto'];
+
+const LOADER_OPTIONS = {
+  keepCase: true, // field names as in the .proto files: match_id, legal_actions...
+  longs: Number, // int64 seq numbers fit in a double for any real match
+  enums: String, // enum values by name: "EVENT_KIND_ACTION"
+  defaults: false, // unset optional fields stay undefined (to_act, seat, winner)
+  arrays: true, // ... but repeated fields are always arrays
+  oneofs: true,
+  includeDirs: PROTO_DIRS,
+};
+
+const packageDefinition = protoLoader.loadSync(API_FILES, LOADER_OPTIONS);
+const api = grpc.loadPackageDefinition(packageDefinition).cardgames.v1;
+
+/** protobufjs root for decoding status details (google.rpc.Status, ErrorInfo, View). */
+const detailsRoot = (() => {
+  const root = new protobuf.Root();
+  root.resolvePath = (origin, target) => {
+    if (target.startsWith('google/protobuf/')) return target; // bundled with protobufjs
+    for (const dir of PROTO_DIRS) {
+      const candidate = path.join(dir, target);
+      if (fs.existsSync(candidate)) return candidate;
+    }
+    return protobuf.util.path.resolve(origin, target);
+  };
+  root.loadSync(['google/rpc/status.proto', 'cardgames/v1/match.proto'], { keepCase: true });
+  return root;
+})();
+const StatusType = detailsRoot.lookupType('google.rpc.Status');
+
+const CONVERSION = { longs: Number, enums: String, defaults: false, arrays: true, oneofs: true };
+
+class CardGamesError extends Error {
+  /**
+   * @param {string} code gRPC status code name (FAILED_PRECONDITION, ABORTED...)
+   * @param {string} message the server's message
+   * @param {string} reason ErrorInfo reason (ILLEGAL_ACTION, STALE_SEQUENCE...), '' if none
+   * @param {object} metadata ErrorInfo metadata
+   * @param {object|undefined} view the caller's current View (ABORTED only)
+   */
+  constructor(code, message, reason, metadata, view) {
+    super(`${code}${reason ? ' ' + reason : ''}: ${message}`);
+    this.name = 'CardGamesError';
+    this.code = code;
+    this.reason = reason;
+    this.metadata = metadata;
+    this.view = view;
+  }
+}
+
+const CODE_NAMES = Object.fromEntries(Object.entries(grpc.status).map(([name, value]) => [value, name]));
+
+/** A CardGamesError for a grpc-js error, with the rich status details decoded. */
+function toCardGamesError(error) {
+  const code = CODE_NAMES[error.code] || 'UNKNOWN';
+  let reason = '';
+  let metadata = {};
+  let view;
+  const raw = error.metadata && error.metadata.get('grpc-status-details-bin')[0];
+  if (raw) {
+    const status = StatusType.toObject(StatusType.decode(raw), CONVERSION);
+    for (const detail of status.details) {
+      const typeName = detail.type_url.split('/').pop();
+      const type = detailsRoot.lookupType(typeName);
+      const value = type.toObject(type.decode(detail.value), CONVERSION);
+      if (typeName === 'google.rpc.ErrorInfo') {
+        reason = value.reason || '';
+        metadata = value.metadata || {};
+      } else if (typeName === 'cardgames.v1.View') {
+        view = value;
+      }
+    }
+  }
+  return new CardGamesError(code, error.details || error.message, reason, metadata, view);
+}
+
+const TRANSIENT = new Set(['UNAVAILABLE']);
+const RESUMABLE = new Set(['UNAVAILABLE', 'DEADLINE_EXCEEDED', 'CANCELLED']);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const backoff = (attempt) => Math.random() * Math.min(2000, 100 * 2 ** attempt);
+
+class Client {
+  /**
+   * @param {string} target host:port
+   * @param {{tls?: boolean, rootCertificates?: Buffer, timeoutMs?: number}} options
+   */
+  constructor(target, options = {}) {
+    const credentials = options.tls || options.rootCertificates
+      ? grpc.credentials.createSsl(options.rootCertificates || null)
+      : grpc.credentials.createInsecure();
+    const channelOptions = { 'grpc.keepalive_time_ms': 30000, 'grpc.keepalive_timeout_ms': 10000 };
+    this.stub = new api.CardGamesService(target, credentials, channelOptions);
+    this.timeoutMs = options.timeoutMs || 10000;
+  }
+
+  close() {
+    this.stub.close();
+  }
+
+  /** One unary call; retried on UNAVAILABLE when `retry` (only for calls safe to repeat). */
+  async call(method, request, { token, retry = false } = {}) {
+    const metadata = new grpc.Metadata();
+    if (token) metadata.set('authorization', `Bearer ${token}`);
+    const attempts = retry ? 4 : 1;
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        return await new Promise((resolve, reject) => {
+          const deadline = new Date(Date.now() + this.timeoutMs);
+          this.stub[method](request, metadata, { deadline }, (error, reply) => (error ? reject(error) : resolve(reply)));
+        });
+      } catch (error) {
+        const failure = toCardGamesError(error);
+        if (!TRANSIENT.has(failure.code) || attempt + 1 >= attempts || failure.reason === 'DRAINING') throw failure;
+        await sleep(backoff(attempt));
+      }
+    }
+  }
+
+  async listGames() {
+    return (await this.call('ListGames', {}, { retry: true })).games;
+  }
+
+  async listBots(game = '') {
+    return (await this.call('ListBots', { game }, { retry: true })).bots;
+  }
+
+  /**
+   * @param {string} game
+   * @param {{seats?: (string|null)[], options?: object, turnTimeS?: number, name?: string}} spec
+   *   seats: null for an open seat, a bot name otherwise; options: {name: string|number|boolean}
+   */
+  async createMatch(game, spec = {}) {
+    const options = {};
+    for (const [name, value] of Object.entries(spec.options || {})) {
+      if (typeof value === 'boolean') options[name] = { bool_value: value };
+      else if (Number.isInteger(value)) options[name] = { int_value: value };
+      else options[name] = { string_value: String(value) };
+    }
+    const request = {
+      game,
+      options,
+      seats: (spec.seats || []).map((s) => (s === null || s === 'open' ? { open: {} } : { bot: { name: s } })),
+      name: spec.name || '',
+    };
+    if (spec.turnTimeS) {
+      const seconds = Math.floor(spec.turnTimeS);
+      request.turn_time = { seconds, nanos: Math.round((spec.turnTimeS - seconds) * 1e9) };
+    }
+    return (await this.call('CreateMatch', request)).match;
+  }
+
+  async getMatch(matchId) {
+    return (await this.call('GetMatch', { match_id: matchId }, { retry: true })).match;
+  }
+
+  /** Takes a seat (the first open one unless `seat`); the returned Seat holds the token. */
+  async join(matchId, { seat, playerName = '' } = {}) {
+    const request = { match_id: matchId, player_name: playerName };
+    if (seat !== undefined && seat !== null) request.seat = seat;
+    const reply = await this.call('JoinMatch', request);
+    // Zero is not sent for a plain proto3 int32: an absent seat is seat 0.
+    return new Seat(this, reply.match_id, reply.seat || 0, reply.seat_token);
+  }
+}
+
+class Seat {
+  constructor(client, matchId, seat, token) {
+    this.client = client;
+    this.matchId = matchId;
+    this.seat = seat;
+    this.token = token;
+  }
+
+  async view() {
+    return (await this.client.call('GetView', { match_id: this.matchId }, { token: this.token, retry: true })).view;
+  }
+
+  /** Submit one action; retried on UNAVAILABLE with the same client_action_id (applied once). */
+  async submit(action, expectedSeq) {
+    const request = { match_id: this.matchId, action, client_action_id: crypto.randomUUID() };
+    if (expectedSeq !== undefined && expectedSeq !== null) request.expected_seq = expectedSeq;
+    return this.client.call('SubmitAction', request, { token: this.token, retry: true });
+  }
+
+  /**
+   * Decide on `view` and submit with expected_seq; on ABORTED decide again on the fresh view
+   * the error carries. Resolves to the reply, or null when it is no longer this seat's turn.
+   */
+  async act(decide, view) {
+    let current = view || (await this.view());
+    for (let attempt = 0; attempt < 6; attempt += 1) {
+      if (current.to_act !== this.seat || current.over) return null;
+      try {
+        return await this.submit(decide(current), current.seq || 0);
+      } catch (error) {
+        if (!(error instanceof CardGamesError) || error.code !== 'ABORTED') throw error;
+        current = error.view || (await this.view());
+      }
+    }
+    throw new CardGamesError('ABORTED', 'the view was stale six times in a row', 'STALE_SEQUENCE', {}, current);
+  }
+
+  async leave(resign = false) {
+    return (await this.client.call('LeaveMatch', { match_id: this.matchId, resign }, { token: this.token })).match;
+  }
+
+  /**
+   * The match's events for this seat as an async iterator, resumed with after_seq after a
+   * dropped stream (each ACTION exactly once); it ends after the MATCH_ENDED event.
+   */
+  async *watch(afterSeq) {
+    let last = afterSeq;
+    let failures = 0;
+    for (;;) {
+      const metadata = new grpc.Metadata();
+      metadata.set('authorization', `Bearer ${this.token}`);
+      const request = { match_id: this.matchId };
+      if (last !== undefined && last !== null) request.after_seq = last;
+      const call = this.client.stub.WatchMatch(request, metadata);
+      try {
+        for await (const event of call) {
+          failures = 0;
+          event.seq = event.seq || 0; // proto3 does not send a zero int64
+          if (event.kind === 'EVENT_KIND_ACTION' && last !== undefined && last !== null && event.seq <= last) continue;
+          if (['EVENT_KIND_ACTION', 'EVENT_KIND_SNAPSHOT', 'EVENT_KIND_MATCH_ENDED'].includes(event.kind)) last = event.seq;
+          yield event;
+          if (event.kind === 'EVENT_KIND_MATCH_ENDED') return;
+        }
+        const summary = await this.client.getMatch(this.matchId);
+        if (['MATCH_STATUS_FINISHED', 'MATCH_STATUS_TERMINATED'].includes(summary.status)) return;
+      } catch (error) {
+        const failure = error instanceof CardGamesError ? error : toCardGamesError(error);
+        if (!RESUMABLE.has(failure.code)) throw failure;
+      } finally {
+        call.cancel();
+      }
+      await sleep(backoff(Math.min(failures, 6)));
+      failures += 1;
+    }
+  }
+}
+
+module.exports = { Client, Seat, CardGamesError, toCardGamesError, api };

@@ -1,0 +1,152 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * Create a match against bots, play it to the end and print the result.
+ *
+ *   node play_vs_bot.js --target 127.0.0.1:50051 --game klaberjass --bot random \
+ *       [--option name=value]... [--policy first|random] [--seed N] [--quiet]
+ *
+ * The client takes seat 0 and fills the others with the bot. It follows the match on its
+ * WatchMatch stream (the view after each event says whose turn it is and carries the legal
+ * actions), answers each of its turns with SubmitAction (expected_seq + client_action_id), and
+ * prints one JSON line at the end:
+ *   {"match_id": ..., "game": ..., "status": "MATCH_STATUS_FINISHED", "seat": 0,
+ *    "winners": [...], "totals": ..., "actions": N}
+ * Exit status 0 when the match finished, 1 on an error (printed with its code and reason).
+ */
+
+const { Client, CardGamesError } = require('./cardgames');
+
+function parseArgs(argv) {
+  const args = { target: '127.0.0.1:50051', game: 'klaberjass', bot: 'random', options: {}, policy: 'random', seed: 1, quiet: false };
+  for (let i = 0; i < argv.length; i += 1) {
+    const flag = argv[i];
+    const value = () => {
+      if (i + 1 >= argv.length) throw new Error(`${flag} needs a value`);
+      i += 1;
+      return argv[i];
+    };
+    if (flag === '--target') args.target = value();
+    else if (flag === '--game') args.game = value();
+    else if (flag === '--bot') args.bot = value();
+    else if (flag === '--policy') args.policy = value();
+    else if (flag === '--seed') args.seed = Number(value());
+    else if (flag === '--quiet') args.quiet = true;
+    else if (flag === '--option') {
+      const [name, raw] = value().split('=');
+      if (raw === undefined) throw new Error('--option wants name=value');
+      args.options[name] = raw;
+    } else throw new Error(`unknown argument ${flag}`);
+  }
+  if (!['first', 'random'].includes(args.policy)) throw new Error('--policy is first or random');
+  return args;
+}
+
+/** A small deterministic generator (mulberry32), so --seed repeats a run's choices. */
+function rng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * google.protobuf.Value / Struct as decoded by proto-loader -> plain JavaScript. The bundled
+ * well-known types keep protobufjs' camelCase names (numberValue), so the oneof's `kind`
+ * names the member that is set.
+ */
+function fromValue(value) {
+  if (!value || !value.kind) return null;
+  const inner = value[value.kind];
+  switch (value.kind) {
+    case 'structValue':
+    case 'struct_value':
+      return fromStruct(inner);
+    case 'listValue':
+    case 'list_value':
+      return ((inner && inner.values) || []).map(fromValue);
+    case 'nullValue':
+    case 'null_value':
+      return null;
+    default:
+      return inner;
+  }
+}
+
+function fromStruct(struct) {
+  const out = {};
+  for (const [key, value] of Object.entries((struct && struct.fields) || {})) out[key] = fromValue(value);
+  return out;
+}
+
+/** Table option values typed by the game's OptionSpec (ListGames). */
+function typedOptions(game, raw) {
+  const out = {};
+  for (const [name, text] of Object.entries(raw)) {
+    const spec = game.options.find((o) => o.name === name);
+    if (!spec) throw new Error(`${game.id} has no option ${name}`);
+    if (spec.type === 'OPTION_TYPE_BOOL') out[name] = text === 'true';
+    else if (spec.type === 'OPTION_TYPE_INT') out[name] = Number.parseInt(text, 10);
+    else out[name] = text;
+  }
+  return out;
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const client = new Client(args.target);
+  const log = args.quiet ? () => {} : (line) => process.stderr.write(`${line}\n`);
+  try {
+    const games = await client.listGames();
+    const game = games.find((g) => g.id === args.game);
+    if (!game) throw new Error(`unknown game ${args.game}; games: ${games.map((g) => g.id).join(', ')}`);
+    const seats = [null, ...Array(game.num_seats - 1).fill(args.bot)];
+    const match = await client.createMatch(game.id, { seats, options: typedOptions(game, args.options), name: 'node client' });
+    const me = await client.join(match.match_id, { seat: 0, playerName: 'node' });
+    log(`match ${match.match_id}: ${game.name}, seat 0 against ${args.bot}`);
+
+    const random = rng(args.seed);
+    const decide = (view) => {
+      const legal = view.legal_actions.map((a) => a.notation);
+      return args.policy === 'first' ? legal[0] : legal[Math.floor(random() * legal.length)];
+    };
+    let actions = 0;
+    for await (const event of me.watch()) {
+      if (event.kind === 'EVENT_KIND_ACTION') {
+        log(`${String(event.seq).padStart(4)} seat ${event.seat} (${event.by}): ${event.action.notation}`);
+      }
+      if (event.kind === 'EVENT_KIND_MATCH_ENDED') break;
+      const view = event.view;
+      if (view && view.to_act === me.seat && !view.over) {
+        const reply = await me.act(decide, view);
+        if (reply) actions += 1;
+      }
+    }
+    const summary = await client.getMatch(match.match_id);
+    const result = fromStruct(summary.result);
+    process.stdout.write(`${JSON.stringify({
+      match_id: summary.match_id, game: summary.game, status: summary.status, seat: me.seat,
+      winners: result.winners, totals: result.totals, reason: result.reason, actions,
+    })}\n`);
+    return summary.status === 'MATCH_STATUS_FINISHED' ? 0 : 1;
+  } catch (error) {
+    if (error instanceof CardGamesError) {
+      process.stderr.write(`error: ${error.code} ${error.reason}: ${error.message}\n`);
+    } else {
+      process.stderr.write(`error: ${error.message}\n`);
+    }
+    return 1;
+  } finally {
+    client.close();
+  }
+}
+
+if (require.main === module) {
+  main().then((code) => { process.exitCode = code; });
+}
+
+module.exports = { parseArgs, fromStruct, typedOptions };

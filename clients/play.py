@@ -1,0 +1,354 @@
+"""``python -m clients.play``: play a match in the terminal, against bots or people.
+
+    python -m clients.play --game georgian_joker --bots heuristic,heuristic,search
+
+Without ``--target`` it starts an engine of its own (a child process, database in memory) and
+stops it at the end; with ``--target host:port`` it uses a running service. It creates a match
+whose other seats are the given bots (``open`` leaves a seat to another person), joins the
+free seat and shows, from the server's view only:
+
+* your hand; the table (trump, the Klaberjass / Jo-Jotte turn-up, information card, auction
+  and contract, the Georgian Joker trump indicator and bids, Japanese Joker's columns); the
+  trick in progress and the last trick; tricks taken; the scores and the last deals;
+* your legal actions, chosen with the arrow keys and Enter or their number keys;
+* the time left for the decision (the server plays the rulebook's auto-move after it);
+* every event of the match as it happens (the stream resumes by itself after a network drop).
+
+``--match ID`` joins an existing match instead (``--seat`` picks the seat). ``--autoplay
+first|random`` plays without a screen (for scripts and demos): it prints the events and the
+result and exits 0 when the match is over.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import random
+import sys
+import time
+from typing import Any, Sequence
+
+from rich.console import Console
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.css.query import NoMatches
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Footer, OptionList, RichLog, Static
+from textual.widgets.option_list import Option
+
+from . import render
+from .cardgames_client import (CardGamesError, Client, SeatSession, StaleSequence, connect,
+                               is_finished, is_my_turn)
+from .local_service import LocalService
+from engine_service.transport.generated import match_pb2
+
+
+# ---- the screen ----------------------------------------------------------------------------
+
+
+class PlayApp(App):
+    """One seat's table. The view shown is always the last one the server sent (events carry
+    the view after each action), so the screen never disagrees with the server."""
+
+    TITLE = "cardgames"
+    CSS = """
+    #board { height: auto; padding: 0 1; }
+    #lower { height: 1fr; }
+    #actions { width: 40%; border: round $accent; }
+    #log { width: 60%; border: round $panel; }
+    #deals { height: auto; padding: 0 1; }
+    #status { height: 1; padding: 0 1; color: $warning; }
+    """
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("R", "resign", "Resign"),
+        *[Binding(str(n), f"choose({n})", show=False) for n in range(1, 10)],
+    ]
+
+    def __init__(self, session: SeatSession, summary: Any | None = None, view: Any | None = None) -> None:
+        super().__init__()
+        self.session = session
+        self.summary = summary
+        self.view_msg = view
+        self.submitting = False
+        self.result: Any | None = None
+        self.board: Any = None  # the renderables on screen (for tests and screenshots)
+        self.deals: Any = None
+        self._shown_actions: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="board")
+        yield Static(id="deals")
+        with Horizontal(id="lower"):
+            yield OptionList(id="actions")
+            yield RichLog(id="log", wrap=True, markup=False)
+        yield Static(id="status")
+        yield Footer()
+
+    async def on_mount(self) -> None:
+        self.query_one("#actions", OptionList).border_title = "your actions"
+        self.query_one("#log", RichLog).border_title = "events"
+        if self.view_msg is None:
+            self.view_msg = await self.session.view()
+        self.redraw()
+        self.set_interval(0.5, self.tick)
+        self.run_worker(self.follow(), exclusive=True, group="watch")
+
+    # -- the event stream -------------------------------------------------------------------
+
+    async def follow(self) -> None:
+        log = self.query_one("#log", RichLog)
+        try:
+            async for event in self.session.watch(after_seq=None):
+                if event.kind == match_pb2.EVENT_KIND_PRESENCE:
+                    with contextlib.suppress(CardGamesError):
+                        self.summary = await self.session.summary()
+                line = render.event_text(event, self.summary, self.session.seat)
+                if line is not None:
+                    log.write(line)
+                if event.HasField("view") and event.view.seq >= self.view_msg.seq:
+                    self.view_msg = event.view
+                    self.redraw()
+                if event.kind == match_pb2.EVENT_KIND_MATCH_ENDED:
+                    self.summary = await self.session.summary()
+                    self.result = self.summary
+                    self.redraw()
+                    self.status("match over — press q to quit")
+        except CardGamesError as exc:
+            self.status(f"the stream failed: {exc}")
+
+    # -- drawing ------------------------------------------------------------------------------
+
+    def status(self, text: str) -> None:
+        with contextlib.suppress(NoMatches):
+            self.query_one("#status", Static).update(text)
+
+    def tick(self) -> None:
+        if self.view_msg is not None and self.view_msg.HasField("deadline"):
+            with contextlib.suppress(NoMatches):
+                self.draw_board()
+
+    def draw_board(self) -> None:
+        self.board = render.board(self.view_msg, self.summary, time.time())
+        self.query_one("#board", Static).update(self.board)
+
+    def redraw(self) -> None:
+        try:
+            self._redraw()
+        except NoMatches:  # the screen is being torn down (quit) while an event arrives
+            pass
+
+    def _redraw(self) -> None:
+        view = self.view_msg
+        self.draw_board()
+        self.deals = render.deal_results_table(view, self.summary)
+        self.query_one("#deals", Static).update(self.deals)
+        actions = self.query_one("#actions", OptionList)
+        notations = [a.notation for a in view.legal_actions] if is_my_turn(view) else []
+        if notations != self._shown_actions:
+            actions.clear_options()
+            actions.add_options([Option(Text(f"{i}. " if i < 10 else "   ").append_text(render.action_text(a)),
+                                        id=a.notation)
+                                 for i, a in enumerate(view.legal_actions if notations else [], start=1)])
+            self._shown_actions = notations
+            if notations:
+                actions.highlighted = 0
+                actions.focus()
+
+    # -- choosing -----------------------------------------------------------------------------
+
+    async def on_option_list_option_selected(self, message: OptionList.OptionSelected) -> None:
+        await self.submit(message.option.id)
+
+    async def action_choose(self, number: int) -> None:
+        if 0 < number <= len(self._shown_actions):
+            await self.submit(self._shown_actions[number - 1])
+
+    async def submit(self, notation: str | None) -> None:
+        view = self.view_msg
+        if notation is None or self.submitting or not is_my_turn(view):
+            return
+        self.submitting = True
+        try:
+            reply = await self.session.submit(notation, expected_seq=view.seq)
+            if reply.view.seq >= self.view_msg.seq:
+                self.view_msg = reply.view
+            self.status("")
+        except StaleSequence as exc:
+            if exc.view is not None and exc.view.match_id:
+                self.view_msg = exc.view
+            self.status("the table moved on before your action arrived: choose again")
+        except CardGamesError as exc:
+            self.status(f"refused: {exc.reason or exc.code.name}: {exc.message}")
+        finally:
+            self.submitting = False
+            self.redraw()
+
+    async def action_resign(self) -> None:
+        with contextlib.suppress(CardGamesError):
+            await self.session.leave(resign=True)
+        self.status("you resigned")
+
+
+# ---- without a screen ----------------------------------------------------------------------
+
+
+async def autoplay(session: SeatSession, policy: str, console: Console, summary: Any | None = None,
+                   seed: int | None = None) -> Any:
+    """Play the seat by ``policy`` (``first`` legal action, or ``random``) until the match ends,
+    printing every event; returns the final MatchSummary."""
+    rng = random.Random(seed)
+
+    def decide(view: Any) -> str:
+        legal = [a.notation for a in view.legal_actions]
+        return legal[0] if policy == "first" else rng.choice(legal)
+
+    async for event in session.watch(after_seq=None):
+        line = render.event_text(event, summary, session.seat)
+        if line is not None:
+            console.print(line)
+        if event.kind == match_pb2.EVENT_KIND_MATCH_ENDED:
+            break
+        if event.HasField("view") and is_my_turn(event.view) and not is_finished(event.view.status):
+            # Only the newest view decides: a stale one would be refused (ABORTED) anyway.
+            await session.act(decide, event.view)
+    return await session.summary()
+
+
+# ---- command line --------------------------------------------------------------------------
+
+
+def parse_option(text: str, game: Any) -> tuple[str, str | int | bool]:
+    """``name=value`` typed by the game's OptionSpec (ListGames)."""
+    name, sep, raw = text.partition("=")
+    if not sep:
+        raise SystemExit(f"--option wants name=value, not {text!r}")
+    spec = next((o for o in game.options if o.name == name), None)
+    if spec is None:
+        known = ", ".join(o.name for o in game.options) or "none"
+        raise SystemExit(f"{game.id} has no option {name!r} (options: {known})")
+    if spec.type == match_pb2.OPTION_TYPE_BOOL:
+        if raw.lower() not in ("true", "false"):
+            raise SystemExit(f"{name} is true or false")
+        return name, raw.lower() == "true"
+    if spec.type == match_pb2.OPTION_TYPE_INT:
+        try:
+            return name, int(raw)
+        except ValueError:
+            raise SystemExit(f"{name} is an integer ({spec.allowed_text})") from None
+    return name, raw
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m clients.play", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--target", help="host:port of a running engine (default: start one)")
+    p.add_argument("--tls", action="store_true", help="connect with TLS")
+    p.add_argument("--ca", metavar="FILE", help="PEM root certificate(s) for --tls")
+    p.add_argument("--server-name", help="TLS name to verify instead of the target's host")
+    p.add_argument("--game", help="game id (klaberjass, jojotte, georgian_joker, japanese_joker)")
+    p.add_argument("--bots", default="",
+                   help="comma-separated bot names for the other seats, in seat order ('open' leaves a "
+                        "seat for another person); default: 'random' in every other seat")
+    p.add_argument("--seat", type=int, help="your seat (default: 0 for a new match, the first open one "
+                   "for --match)")
+    p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
+                   help="a table option (repeatable), e.g. target_score=11")
+    p.add_argument("--turn-time", type=float, default=0.0, metavar="SECONDS",
+                   help="time per decision before the server auto-moves (default: the game's)")
+    p.add_argument("--match", metavar="MATCH_ID", help="join this match instead of creating one")
+    p.add_argument("--name", default="you", help="your player name")
+    p.add_argument("--autoplay", choices=("first", "random"),
+                   help="no screen: play by this policy, print the events and the result")
+    p.add_argument("--seed", type=int, help="seed of --autoplay random")
+    p.add_argument("--db", default="memory:", help="database of the engine started without --target")
+    p.add_argument("--list", action="store_true", help="list the games and bots, then exit")
+    return p
+
+
+async def open_seat(client: Client, args: argparse.Namespace, console: Console) -> tuple[SeatSession, Any]:
+    """Create the match (or use --match) and join it."""
+    if args.match:
+        session = await client.join(args.match, seat=args.seat, player_name=args.name)
+        return session, await session.summary()
+    games = {g.id: g for g in await client.list_games()}
+    if args.game not in games:
+        raise SystemExit(f"unknown game {args.game!r}; games: {', '.join(games)}")
+    game = games[args.game]
+    me = 0 if args.seat is None else args.seat
+    if not 0 <= me < game.num_seats:
+        raise SystemExit(f"{game.id} has seats 0 to {game.num_seats - 1}")
+    others = [b.strip() for b in args.bots.split(",") if b.strip()] or ["random"] * (game.num_seats - 1)
+    if len(others) != game.num_seats - 1:
+        raise SystemExit(f"{game.name} has {game.num_seats} seats: give {game.num_seats - 1} bots "
+                         f"(or 'open'), not {len(others)}")
+    seats: list[str | None] = list(others)
+    seats.insert(me, None)
+    options = dict(parse_option(o, game) for o in args.option)
+    summary = await client.create_match(game.id, options=options, seats=seats, turn_time_s=args.turn_time,
+                                        name=f"{args.name} vs bots")
+    session = await client.join(summary.match_id, seat=me, player_name=args.name)
+    console.print(f"match {summary.match_id}: {game.name}, you are seat {me}; spectators: "
+                  f"python -m clients.watch {summary.match_id} --target {client.target}", style="dim")
+    return session, await session.summary()
+
+
+async def run(args: argparse.Namespace, target: str, console: Console) -> int:
+    roots = open(args.ca, "rb").read() if args.ca else None
+    async with connect(target, tls=args.tls, root_certificates=roots, server_name=args.server_name) as client:
+        await client.wait_ready()
+        if args.list:
+            for g in await client.list_games():
+                console.print(f"{g.id}: {g.name}, {g.num_seats} seats; options: "
+                              + ", ".join(f"{o.name} ({o.allowed_text})" for o in g.options))
+            for b in await client.list_bots():
+                console.print(f"bot {b.name}: {', '.join(b.games)}: {b.description}")
+            return 0
+        session, summary = await open_seat(client, args, console)
+        if args.autoplay:
+            final = await autoplay(session, args.autoplay, console, summary, args.seed)
+        else:
+            app = PlayApp(session, summary)
+            await app.run_async()
+            final = await session.summary()
+        print_result(final, session.seat, console)
+        return 0
+
+
+def print_result(summary: Any, seat: int, console: Console) -> None:
+    result = render.struct_dict(summary.result) if summary.HasField("result") else {}
+    status = match_pb2.MatchStatus.Name(summary.status).removeprefix("MATCH_STATUS_").lower()
+    winners = result.get("winners", [])
+    names = ", ".join(render.seat_name(summary, w, seat) for w in winners) or "none"
+    console.print(f"match {summary.match_id} {status}: winners {names}; totals {result.get('totals')}"
+                  + (f" ({result['reason']})" if result.get("reason") else ""))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if not args.game and not args.match and not args.list:
+        build_parser().error("give --game (a new match), --match ID (join one) or --list")
+    console = Console(stderr=False, highlight=False)
+    service = None
+    try:
+        if args.target:
+            target = args.target
+        else:
+            service = LocalService(db=args.db).start()
+            target = service.target
+        return asyncio.run(run(args, target, console))
+    except CardGamesError as exc:
+        console.print(f"error: {exc}", style="bold red")
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        if service is not None:
+            service.stop()
+            service.cleanup()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,383 @@
+"""Rendering a match for a terminal: protobuf View / MatchSummary -> rich renderables.
+
+Shared by the player's client (``python -m clients.play``) and the spectator
+(``python -m clients.watch``). Pure functions of the messages: no I/O, no clock (the deadline
+countdown takes ``now`` as an argument), so they are tested on real views.
+
+What is shown comes only from the view the server sent (a frontend never re-implements
+rules): the hand, the trick in progress and the last trick, the scores, and the game's public
+table (``View.table``): Klaberjass / Jo-Jotte auction, turn-up and information card, contract
+and melds; Georgian Joker deal, trump indicator, bids and the dealer's forbidden bid; Japanese
+Joker's five columns per player (up card over a hidden down card), declarer and trump.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from google.protobuf import json_format
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from engine_service.transport.generated import cards_pb2, match_pb2
+
+SUIT_SYMBOLS = {"S": "♠", "H": "♥", "D": "♦", "C": "♣", "NT": "NT"}
+SUIT_STYLES = {"S": "bold white", "H": "bold red", "D": "bold red", "C": "bold white", "NT": "bold cyan"}
+RANK_NAMES = {"T": "10"}
+GAME_NAMES = {"klaberjass": "Klaberjass", "jojotte": "Jo-Jotte", "georgian_joker": "Georgian Joker",
+              "japanese_joker": "Japanese Joker"}
+ACTOR_NAMES = {match_pb2.ACTOR_PLAYER: "", match_pb2.ACTOR_BOT: " (bot)", match_pb2.ACTOR_AUTO: " (auto)"}
+HIDDEN_CARD = "▒▒"
+
+
+def struct_dict(message: Any) -> dict[str, Any]:
+    """A google.protobuf.Struct as a plain dict (integers stay integers where exact)."""
+    data = json_format.MessageToDict(message)
+    return _ints(data)
+
+
+def _ints(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_ints(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _ints(v) for k, v in value.items()}
+    return value
+
+
+# ---- cards and actions --------------------------------------------------------------------
+
+
+def card_text(code: str | None) -> Text:
+    """``"TH"`` -> a red ``10♥``; ``"X1"`` -> a magenta ``Joker1``; None -> a hidden card."""
+    if not code:
+        return Text(HIDDEN_CARD, style="dim")
+    if code.startswith("X"):
+        return Text("Joker" + code[1:], style="bold magenta")
+    rank, suit = code[:-1], code[-1]
+    return Text(RANK_NAMES.get(rank, rank) + SUIT_SYMBOLS.get(suit, suit), style=SUIT_STYLES.get(suit, ""))
+
+
+def suit_text(suit: str) -> Text:
+    return Text(SUIT_SYMBOLS.get(suit, suit), style=SUIT_STYLES.get(suit, ""))
+
+
+def cards_text(codes: Iterable[str], sep: str = " ") -> Text:
+    out = Text()
+    for i, code in enumerate(codes):
+        if i:
+            out.append(sep)
+        out.append_text(card_text(code))
+    return out
+
+
+_SUIT_LETTERS = {cards_pb2.SUIT_SPADES: "S", cards_pb2.SUIT_HEARTS: "H", cards_pb2.SUIT_DIAMONDS: "D",
+                 cards_pb2.SUIT_CLUBS: "C", cards_pb2.SUIT_NO_TRUMP: "NT"}
+
+
+def _suit_letter(value: int) -> str:
+    return _SUIT_LETTERS.get(value, "")
+
+
+def action_text(action: Any) -> Text:
+    """A human label for an Action message, from its structured fields (not its string)."""
+    kind = cards_pb2.ActionKind.Name(action.kind)
+    out = Text()
+    if kind == "ACTION_KIND_PLAY":
+        out.append("play ")
+        out.append_text(card_text(action.card.code))
+        mode = cards_pb2.JokerMode.Name(action.joker_mode)
+        if mode == "JOKER_MODE_HIGH":
+            out.append(" high (takes)")
+        elif mode == "JOKER_MODE_LOW":
+            out.append(" low (under)")
+        if action.named_suit:
+            out.append(", asks ")
+            out.append_text(suit_text(_suit_letter(action.named_suit)))
+        announcement = cards_pb2.Announcement.Name(action.announcement)
+        if announcement != "ANNOUNCEMENT_UNSPECIFIED":
+            out.append(" + " + announcement.removeprefix("ANNOUNCEMENT_").lower(), style="bold yellow")
+        return out
+    if kind == "ACTION_KIND_BID":
+        number = action.number if action.HasField("number") else 0
+        return Text(f"bid {number}" + (" (pass)" if number == 0 else ""))
+    if kind in ("ACTION_KIND_NAME", "ACTION_KIND_TRUMP", "ACTION_KIND_SLAM"):
+        out.append(action.verb + " ")
+        out.append_text(suit_text(_suit_letter(action.suit)))
+        return out
+    if kind == "ACTION_KIND_EXCHANGE" and action.card.code:
+        out.append("exchange ")
+        out.append_text(card_text(action.card.code))
+        out.append(" for the turn-up")
+        return out
+    return Text(action.notation.replace("_", " ").replace(":", " "))
+
+
+# ---- seats ---------------------------------------------------------------------------------
+
+
+def seat_name(summary: Any | None, seat: int, me: int | None = None) -> str:
+    """``"ada"``, ``"bot search"``, ``"seat 2 (open)"``; ``"you"`` for the viewer's seat."""
+    if me is not None and seat == me:
+        return "you"
+    if summary is not None and seat < len(summary.seats):
+        info = summary.seats[seat]
+        if info.player_name:
+            return info.player_name + (f" [bot {info.bot}]" if info.replaced_by_bot else "")
+        if info.kind == match_pb2.SEAT_KIND_BOT:
+            return f"{info.bot} bot (seat {seat})"
+        if not info.taken:
+            return f"seat {seat} (open)"
+    return f"seat {seat}"
+
+
+def _per_seat(values: Any, seat: int, default: Any = "") -> Any:
+    if isinstance(values, list) and seat < len(values) and values[seat] is not None:
+        return values[seat]
+    return default
+
+
+def seats_table(view: Any, summary: Any | None, now: float) -> Table:
+    """One row per seat: name, role markers, cards in hand, tricks, bid, score."""
+    table = struct_dict(view.table)
+    me = view.seat if view.HasField("seat") else None
+    grid = Table(box=None, pad_edge=False, expand=False, show_header=True, header_style="bold")
+    for column in ("", "player", "cards", "tricks", "bid", "score"):
+        grid.add_column(column)
+    totals = {row.name: list(row.values) for row in view.scores.totals}
+    for seat in range(len(view.hand_sizes)):
+        marks = Text()
+        if view.HasField("to_act") and view.to_act == seat:
+            marks.append("▶ ", style="bold green")
+        if seat == view.dealer:
+            marks.append("D", style="bold cyan")
+        name = Text(seat_name(summary, seat, me), style="bold" if seat == me else "")
+        if summary is not None and seat < len(summary.seats):
+            info = summary.seats[seat]
+            if info.kind == match_pb2.SEAT_KIND_OPEN and info.taken and not info.present:
+                name.append(" (away)", style="yellow")
+        bids = table.get("bids")
+        bid = _per_seat(bids, seat, "")
+        score = "  ".join(f"{name_}: {vals[seat]}" if len(totals) > 1 else str(vals[seat])
+                          for name_, vals in totals.items() if seat < len(vals))
+        grid.add_row(marks, name, str(view.hand_sizes[seat]),
+                     str(_per_seat(list(view.scores.tricks_taken), seat, 0)), str(bid), score)
+    return grid
+
+
+# ---- the trick and the table ---------------------------------------------------------------
+
+
+def trick_text(trick: Any, summary: Any | None, me: int | None) -> Text:
+    out = Text()
+    for i, play in enumerate(trick.plays):
+        if i:
+            out.append("   ")
+        out.append(seat_name(summary, play.seat, me) + ": ", style="dim")
+        out.append_text(card_text(play.card.code))
+        mode = cards_pb2.JokerMode.Name(play.joker_mode)
+        if mode != "JOKER_MODE_UNSPECIFIED":
+            out.append(" " + mode.removeprefix("JOKER_MODE_").lower(), style="magenta")
+        if play.named_suit:
+            out.append(" asks ")
+            out.append_text(suit_text(_suit_letter(play.named_suit)))
+        announcement = cards_pb2.Announcement.Name(play.announcement)
+        if announcement != "ANNOUNCEMENT_UNSPECIFIED":
+            out.append(" " + announcement.removeprefix("ANNOUNCEMENT_").lower(), style="bold yellow")
+    if trick.HasField("winner"):
+        out.append(f"  → {seat_name(summary, trick.winner, me)}", style="bold")
+    return out
+
+
+def _labelled(label: str, value: Text | str) -> Text:
+    out = Text(f"{label}: ", style="dim")
+    out.append_text(value if isinstance(value, Text) else Text(str(value)))
+    return out
+
+
+def _trump(table: Mapping[str, Any]) -> Text | None:
+    trump = table.get("trump")
+    if not trump:
+        return None
+    return suit_text(trump) if trump != "NT" else Text("no trump", style=SUIT_STYLES["NT"])
+
+
+def table_lines(view: Any, summary: Any | None) -> list[Text]:
+    """The game's public table, one line per item (from View.table; docs/games/<game>.md)."""
+    table = struct_dict(view.table)
+    me = view.seat if view.HasField("seat") else None
+    lines: list[Text] = []
+    trump = _trump(table)
+    game = view.game
+    if game == "georgian_joker":
+        if table.get("deal") is not None:
+            lines.append(_labelled("deal", f"{table['deal']} of {table.get('deals_in_match', '?')}, pulka "
+                                           f"{table.get('pulka', '?')}, {table.get('cards_per_player', '?')} "
+                                           "card(s) each"))
+        if table.get("trump_indicator"):
+            lines.append(_labelled("trump indicator", card_text(table["trump_indicator"])))
+        if table.get("trump_chooser") is not None and not table.get("trump"):
+            lines.append(_labelled("trump chosen by", seat_name(summary, table["trump_chooser"], me)))
+        if table.get("forbidden_bid") is not None:
+            lines.append(_labelled("the dealer may not bid", str(table["forbidden_bid"])))
+    elif game == "japanese_joker":
+        lines.append(_labelled("declarer", seat_name(summary, table.get("declarer", view.dealer), me)))
+        lines.extend(columns_lines(view, summary))
+    else:  # klaberjass, jojotte
+        if table.get("turn_up"):
+            lines.append(_labelled("turn-up", card_text(table["turn_up"])))
+        if table.get("info_card"):
+            lines.append(_labelled("information card", card_text(table["info_card"])))
+        auction = table.get("auction") or []
+        if auction:
+            calls = Text()
+            for i, call in enumerate(auction):
+                if i:
+                    calls.append(", ")
+                calls.append(f"{seat_name(summary, call['seat'], me)} {call['call'].replace(':', ' ')}")
+            lines.append(_labelled("auction", calls))
+        contract = table.get("contract") or {}
+        if contract.get("kind"):
+            mult = {1: "", 2: " doubled", 4: " redoubled"}.get(contract.get("multiplier", 1), "")
+            lines.append(_labelled("contract", f"{contract['kind']} {contract.get('strain', '')}{mult}, "
+                                               f"declarer {seat_name(summary, contract.get('declarer', 0), me)}"))
+        if table.get("maker") is not None:
+            lines.append(_labelled("maker", seat_name(summary, table["maker"], me)))
+        melds = table.get("meld_points")
+        if melds is None and isinstance(table.get("melds"), dict):
+            melds = table["melds"].get("points")
+        if melds and any(melds):
+            lines.append(_labelled("melds", ", ".join(f"{seat_name(summary, s, me)} {p}"
+                                                      for s, p in enumerate(melds) if p)))
+    if trump is not None:
+        lines.insert(0, _labelled("trump", trump))
+    return lines
+
+
+def columns_lines(view: Any, summary: Any | None) -> list[Text]:
+    """Japanese Joker: each player's columns, up card over a hidden down card (JJK-4)."""
+    table = struct_dict(view.table)
+    me = view.seat if view.HasField("seat") else None
+    lines = []
+    for seat, columns in enumerate(table.get("columns") or []):
+        row = Text(f"{seat_name(summary, seat, me)} columns: ", style="dim")
+        shown = [c for c in columns if c.get("on_table")]
+        if not shown:
+            row.append("none", style="dim")
+        for i, column in enumerate(shown):
+            if i:
+                row.append("  ")
+            row.append("[")
+            row.append_text(card_text(column.get("up")))
+            row.append("/")
+            row.append(HIDDEN_CARD, style="dim")
+            row.append("]")
+        lines.append(row)
+    return lines
+
+
+def hand_text(view: Any) -> Text:
+    if not view.hand:
+        return Text("(no cards)", style="dim")
+    return cards_text(c.code for c in view.hand)
+
+
+def deadline_text(view: Any, now: float) -> Text:
+    """Seconds left for the current decision, or nothing without a deadline."""
+    if not view.HasField("deadline"):
+        return Text("")
+    left = view.deadline.ToNanoseconds() / 1e9 - now
+    style = "bold red" if left < 10 else "bold yellow" if left < 20 else "bold green"
+    return Text(f"{max(0.0, left):4.0f} s", style=style)
+
+
+def header_text(view: Any, summary: Any | None, now: float) -> Text:
+    me = view.seat if view.HasField("seat") else None
+    out = Text(GAME_NAMES.get(view.game, view.game), style="bold")
+    # The deal in progress is the one after the deals already scored (thrown-in deals included).
+    out.append(f"  deal {len(view.scores.deal_results.values) + 1}  phase {view.phase}  seq {view.seq}",
+               style="dim")
+    if view.over or view.status in (match_pb2.MATCH_STATUS_FINISHED, match_pb2.MATCH_STATUS_TERMINATED):
+        winners = ", ".join(seat_name(summary, w, me) for w in view.winners)
+        out.append(f"  match over: {winners or 'no winner'}", style="bold green")
+    elif view.HasField("to_act"):
+        out.append("  ")
+        who = seat_name(summary, view.to_act, me)
+        out.append("your turn" if me is not None and view.to_act == me else f"{who} to act",
+                   style="bold green" if me is not None and view.to_act == me else "")
+        countdown = deadline_text(view, now)
+        if countdown.plain:
+            out.append("  ")
+            out.append_text(countdown)
+    return out
+
+
+def board(view: Any, summary: Any | None, now: float) -> Group:
+    """Everything but the legal actions: header, seats, table, trick, hand."""
+    me = view.seat if view.HasField("seat") else None
+    parts: list[Any] = [header_text(view, summary, now), Text(""), seats_table(view, summary, now), Text("")]
+    parts.extend(table_lines(view, summary))
+    parts.append(_labelled("trick", trick_text(view.trick, summary, me) if view.trick.plays else Text("—")))
+    if view.last_trick.plays:
+        parts.append(_labelled("last trick", trick_text(view.last_trick, summary, me)))
+    if me is not None:
+        parts.extend([Text(""), _labelled("your hand", hand_text(view))])
+    return Group(*parts)
+
+
+def deal_results_table(view: Any, summary: Any | None, last: int = 6) -> Table:
+    """The last ``last`` scored deals: one row per deal, one column per seat."""
+    me = view.seat if view.HasField("seat") else None
+    results = json_format.MessageToDict(view.scores.deal_results) if view.scores.deal_results.values else []
+    results = _ints(results)
+    seats = len(view.hand_sizes)
+    grid = Table(title="deals", box=None, show_header=True, header_style="bold")
+    grid.add_column("#")
+    for seat in range(seats):
+        grid.add_column(seat_name(summary, seat, me))
+    start = max(0, len(results) - last)
+    for number, result in enumerate(results[start:], start=start + 1):
+        cells = []
+        for seat in range(seats):
+            cells.append(_deal_cell(result, seat))
+        grid.add_row(str(number), *cells)
+    return grid
+
+
+def _deal_cell(result: Mapping[str, Any], seat: int) -> str:
+    if result.get("thrown_in"):
+        return "thrown in"
+    for key in ("scores", "scored", "below"):
+        if isinstance(result.get(key), list) and seat < len(result[key]):
+            value = result[key][seat]
+            bids, taken = result.get("bids"), result.get("taken")
+            if isinstance(bids, list) and isinstance(taken, list):
+                return f"{value} ({taken[seat]}/{bids[seat]})"
+            if isinstance(taken, list):
+                return f"{value} ({taken[seat]} tricks)"
+            return str(value)
+    return ""
+
+
+def event_text(event: Any, summary: Any | None, me: int | None) -> Text | None:
+    """One log line for a WatchMatch event (None for heartbeats)."""
+    kind = event.kind
+    if kind == match_pb2.EVENT_KIND_HEARTBEAT:
+        return None
+    if kind == match_pb2.EVENT_KIND_ACTION:
+        who = seat_name(summary, event.seat, me) if event.HasField("seat") else "?"
+        out = Text(f"{event.seq:>4} {who}{ACTOR_NAMES.get(event.by, '')}: ", style="dim")
+        out.append_text(action_text(event.action))
+        return out
+    if kind == match_pb2.EVENT_KIND_SNAPSHOT:
+        return Text(f"{event.seq:>4} joined the table", style="dim")
+    if kind == match_pb2.EVENT_KIND_PRESENCE:
+        who = seat_name(summary, event.seat, me) if event.HasField("seat") else "someone"
+        return Text(f"     {who}: {event.reason.replace('_', ' ')}", style="yellow")
+    if kind == match_pb2.EVENT_KIND_MATCH_ENDED:
+        return Text(f"{event.seq:>4} match ended ({event.reason or 'rules'})", style="bold green")
+    return Text(f"{event.seq:>4} {match_pb2.EventKind.Name(kind)}")
+
+

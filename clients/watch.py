@@ -1,0 +1,153 @@
+"""``python -m clients.watch MATCH_ID``: follow a match live as a spectator.
+
+    python -m clients.watch 7hG2x0vYk3Qw --target 127.0.0.1:50051
+
+A spectator sees exactly the public view (no hand, no legal actions): the table, the trick,
+tricks taken, scores and every action as it happens. The stream resumes by itself after a
+network drop or a server restart (``after_seq``), so no action is missed or shown twice.
+
+``--plain`` prints one line per event instead of the full-screen table (for logs and pipes);
+``--from-start`` replays the match from its first action before following it live.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+import time
+from typing import Any, Sequence
+
+from rich.console import Console
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.css.query import NoMatches
+from textual.widgets import Footer, RichLog, Static
+
+from . import render
+from .cardgames_client import CardGamesError, Spectator, connect
+from engine_service.transport.generated import match_pb2
+
+
+class WatchApp(App):
+    """The spectator's screen: the public board and the event log."""
+
+    TITLE = "cardgames spectator"
+    CSS = """
+    #board { height: auto; padding: 0 1; }
+    #deals { height: auto; padding: 0 1; }
+    #log { height: 1fr; border: round $panel; }
+    """
+    BINDINGS = [Binding("q", "quit", "Quit")]
+
+    def __init__(self, spectator: Spectator, after_seq: int | None = None) -> None:
+        super().__init__()
+        self.spectator = spectator
+        self.after_seq = after_seq
+        self.view_msg: Any | None = None
+        self.summary: Any | None = None
+        self.ended = False
+        self.board: Any = None  # the renderables on screen (for tests and screenshots)
+        self.deals: Any = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="board")
+        yield Static(id="deals")
+        yield RichLog(id="log", wrap=True, markup=False)
+        yield Footer()
+
+    async def on_mount(self) -> None:
+        self.query_one("#log", RichLog).border_title = "events"
+        self.summary = await self.spectator.summary()
+        self.set_interval(0.5, self.redraw)
+        self.run_worker(self.follow(), exclusive=True)
+
+    async def follow(self) -> None:
+        log = self.query_one("#log", RichLog)
+        try:
+            async for event in self.spectator.watch(after_seq=self.after_seq):
+                if event.kind == match_pb2.EVENT_KIND_PRESENCE:
+                    with contextlib.suppress(CardGamesError):
+                        self.summary = await self.spectator.summary()
+                line = render.event_text(event, self.summary, None)
+                if line is not None:
+                    log.write(line)
+                if event.HasField("view"):
+                    self.view_msg = event.view
+                if event.kind == match_pb2.EVENT_KIND_MATCH_ENDED:
+                    self.summary = await self.spectator.summary()
+                    self.ended = True
+                self.redraw()
+        except CardGamesError as exc:
+            log.write(f"the stream failed: {exc}")
+
+    def redraw(self) -> None:
+        if self.view_msg is None:
+            return
+        self.board = render.board(self.view_msg, self.summary, time.time())
+        self.deals = render.deal_results_table(self.view_msg, self.summary)
+        with contextlib.suppress(NoMatches):  # the screen may be closing
+            self.query_one("#board", Static).update(self.board)
+            self.query_one("#deals", Static).update(self.deals)
+
+
+async def follow_plain(spectator: Spectator, console: Console, after_seq: int | None) -> Any:
+    """Print one line per event, and each deal's result as it is scored, until the match
+    ends; returns the final MatchSummary."""
+    summary = await spectator.summary()
+    deals_seen: int | None = None
+    async for event in spectator.watch(after_seq=after_seq):
+        if event.kind == match_pb2.EVENT_KIND_PRESENCE:
+            summary = await spectator.summary()
+        line = render.event_text(event, summary, None)
+        if line is not None:
+            console.print(line)
+        if event.HasField("view"):
+            scored = len(event.view.scores.deal_results.values)
+            if deals_seen is not None and scored > deals_seen:
+                console.print(render.deal_results_table(event.view, summary, last=scored - deals_seen))
+            deals_seen = scored
+    return await spectator.summary()
+
+
+async def run(args: argparse.Namespace, console: Console) -> int:
+    roots = open(args.ca, "rb").read() if args.ca else None
+    async with connect(args.target, tls=args.tls, root_certificates=roots, server_name=args.server_name) as client:
+        spectator = client.spectate(args.match_id)
+        after = 0 if args.from_start else None
+        if args.plain:
+            final = await follow_plain(spectator, console, after)
+        else:
+            await WatchApp(spectator, after).run_async()
+            final = await spectator.summary()
+    result = render.struct_dict(final.result) if final.HasField("result") else {}
+    status = match_pb2.MatchStatus.Name(final.status).removeprefix("MATCH_STATUS_").lower()
+    console.print(f"match {final.match_id} {status}" + (
+        f": winners {', '.join(render.seat_name(final, w) for w in result.get('winners', [])) or 'none'}; "
+        f"totals {result.get('totals')}" if result else ""))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m clients.watch", description=__doc__.split("\n\n")[0])
+    p.add_argument("match_id", metavar="MATCH_ID")
+    p.add_argument("--target", default="127.0.0.1:50051", help="host:port of the engine")
+    p.add_argument("--tls", action="store_true", help="connect with TLS")
+    p.add_argument("--ca", metavar="FILE", help="PEM root certificate(s) for --tls")
+    p.add_argument("--server-name", help="TLS name to verify instead of the target's host")
+    p.add_argument("--plain", action="store_true", help="one line per event instead of the full screen")
+    p.add_argument("--from-start", action="store_true", help="replay the match from its first action")
+    args = p.parse_args(argv)
+    console = Console(highlight=False)
+    try:
+        return asyncio.run(run(args, console))
+    except CardGamesError as exc:
+        console.print(f"error: {exc}", style="bold red")
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,310 @@
+"""The Python client library (clients/cardgames_client.py) against a real engine process:
+whole matches of every game, every error class with its status code and ErrorInfo reason,
+idempotent submission, re-deciding on a stale view, and a watch stream that survives the
+engine being killed and restarted."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+
+import grpc
+import pytest
+
+from clients import cardgames_client as cg
+from clients.local_service import LocalService, free_port
+from clients.render import struct_dict
+from engine_service.transport.generated import match_pb2
+
+from .conftest import ADMIN_TOKEN, run
+
+#: Table options that keep a whole match short (the games' own option names).
+SHORT = {"japanese_joker": {"target_score": 11}, "jojotte": {"jj_game_target": 20},
+         "georgian_joker": {"deal_schedule": "nines"}, "klaberjass": {}}
+
+
+async def play_out(sessions: list[cg.SeatSession], rng: random.Random, max_actions: int = 5000) -> int:
+    """Every seat plays random legal actions (with expected_seq) until the match is over."""
+    submitted = 0
+    while submitted < max_actions:
+        view = await sessions[0].view()
+        if view.over or cg.is_finished(view.status):
+            return submitted
+        if not view.HasField("to_act"):
+            await asyncio.sleep(0.01)
+            continue
+        seat = sessions[view.to_act]
+        reply = await seat.act(lambda v: rng.choice(cg.legal_notations(v)))
+        submitted += reply is not None
+    raise AssertionError("the match did not end")
+
+
+def test_every_game_plays_to_the_end_with_a_spectator(engine):
+    """One whole match per game through the library, every seat a client, while a spectator
+    watches: the spectator sees every action exactly once, in order, and the match end."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            games = await client.list_games()
+            assert {g.id for g in games} >= {"klaberjass", "jojotte", "georgian_joker", "japanese_joker"}
+            for game in games:
+                summary = await client.create_match(game.id, options=SHORT.get(game.id, {}))
+                assert summary.status == match_pb2.MATCH_STATUS_WAITING
+                sessions = [await client.join(summary.match_id, player_name=f"p{i}") for i in range(game.num_seats)]
+                assert [s.seat for s in sessions] == list(range(game.num_seats))
+                seen: list[int] = []
+
+                async def spectate():
+                    async for event in client.spectate(summary.match_id).watch(after_seq=0):
+                        if event.kind == match_pb2.EVENT_KIND_ACTION:
+                            seen.append(event.seq)
+                    return event
+
+                spectator = asyncio.create_task(spectate())
+                submitted = await play_out(sessions, random.Random(game.id))
+                last = await asyncio.wait_for(spectator, 30)
+                final = await client.get_match(summary.match_id)
+                assert final.status == match_pb2.MATCH_STATUS_FINISHED, game.id
+                assert last.kind == match_pb2.EVENT_KIND_MATCH_ENDED
+                assert submitted == final.seq
+                assert seen == list(range(1, final.seq + 1)), f"{game.id}: gaps or duplicates in the watch"
+                view = await sessions[0].view()
+                assert view.over and list(view.winners)
+                result = struct_dict(final.result)
+                assert sorted(result["winners"]) == sorted(view.winners)
+                rows = {row.name: list(row.values) for row in view.scores.totals}
+                expected = result["totals"] if isinstance(result["totals"], dict) else {"total": result["totals"]}
+                assert rows == expected, game.id
+
+    run(scenario(), timeout_s=300)
+
+
+def test_errors_carry_status_code_and_reason(engine):
+    """Each failure is a CardGamesError subclass with the gRPC code and the ErrorInfo reason."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            with pytest.raises(cg.InvalidArgument) as bad_game:
+                await client.create_match("no_such_game")
+            assert bad_game.value.code == grpc.StatusCode.INVALID_ARGUMENT and bad_game.value.reason
+
+            with pytest.raises(cg.InvalidArgument) as bad_option:
+                await client.create_match("japanese_joker", options={"target_score": 12})
+            assert bad_option.value.reason == "INVALID_OPTIONS"
+
+            with pytest.raises(cg.NotFound) as missing:
+                await client.get_match("no-such-match")
+            assert missing.value.reason == "MATCH_NOT_FOUND"
+
+            match = await client.create_match("japanese_joker", seats=[None, None])
+            me = await client.join(match.match_id, seat=0)
+            other = await client.join(match.match_id, seat=1)
+            with pytest.raises(cg.AlreadyExists) as taken:
+                await client.join(match.match_id, seat=0)
+            assert taken.value.reason == "SEAT_TAKEN"
+
+            view = await me.view()
+            mover, waiter = (me, other) if view.to_act == me.seat else (other, me)
+            move_view = await mover.view()
+            with pytest.raises(cg.FailedPrecondition) as not_yours:
+                await waiter.submit(move_view.legal_actions[0].notation)
+            assert not_yours.value.reason == "NOT_YOUR_TURN"
+
+            with pytest.raises(cg.InvalidArgument) as malformed:
+                await mover.submit("dance:wildly")
+            assert malformed.value.reason == "MALFORMED_ACTION"
+
+            legal = set(cg.legal_notations(move_view))
+            illegal = next(f"play:{rank}{suit}" for suit in "SHDC" for rank in "AKQJT9876"
+                           if f"play:{rank}{suit}" not in legal)
+            with pytest.raises(cg.FailedPrecondition) as refused:
+                await mover.submit(illegal)
+            assert refused.value.reason == "ILLEGAL_ACTION"
+
+            with pytest.raises(cg.StaleSequence) as stale:
+                await mover.submit(move_view.legal_actions[0].notation, expected_seq=move_view.seq + 5)
+            assert stale.value.code == grpc.StatusCode.ABORTED and stale.value.reason == "STALE_SEQUENCE"
+            assert stale.value.view is not None and stale.value.view.seq == move_view.seq
+            assert list(stale.value.view.hand) == list(move_view.hand), "the view is the caller's own"
+
+            intruder = client.seat_session(match.match_id, 0, "not-a-token")
+            with pytest.raises(cg.Unauthenticated) as unknown_token:
+                await intruder.view()
+            assert unknown_token.value.code == grpc.StatusCode.UNAUTHENTICATED
+
+            with pytest.raises(cg.PermissionDenied):
+                await cg.AdminClient(client.channel, "wrong-token").list_matches()
+            with pytest.raises(cg.Unauthenticated):
+                await cg.AdminClient(client.channel, None).list_matches()
+        async with cg.connect(engine.target, admin_token=ADMIN_TOKEN) as admin:
+            listed = await admin.admin.list_matches()
+            assert match.match_id in {m.match_id for m in listed}
+            inspected = await admin.admin.inspect(match.match_id)
+            assert {h.seat for h in inspected.hands} == {0, 1}
+
+    run(scenario())
+
+
+def test_submit_retries_are_idempotent(engine):
+    """The same client_action_id twice applies the action once (duplicate=True, same seq)."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("klaberjass", seats=[None, None])
+            seats = [await client.join(match.match_id) for _ in range(2)]
+            view = await seats[0].view()
+            mover = seats[view.to_act]
+            view = await mover.view()
+            first = await mover.submit(view.legal_actions[0].notation, view.seq, client_action_id="a-1")
+            again = await mover.submit(view.legal_actions[0].notation, view.seq, client_action_id="a-1")
+            assert not first.duplicate and again.duplicate
+            assert again.seq == first.seq == view.seq + 1
+            assert (await client.get_match(match.match_id)).seq == first.seq
+
+    run(scenario())
+
+
+def test_act_redecides_on_the_view_a_stale_error_carries(engine):
+    """A decision made on a view the match has left (here: the turn timer auto-moved) is
+    refused with ABORTED; act() asks decide() again on the fresh view and succeeds."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("klaberjass", seats=[None, "random"], turn_time_s=1.0)
+            me = await client.join(match.match_id)
+            seen_seqs: list[int] = []
+
+            async def be_present():  # an open stream is the seat's presence: timers run
+                async for _ in me.watch():
+                    pass
+
+            presence = asyncio.create_task(be_present())
+
+            def decide(view):
+                seen_seqs.append(view.seq)
+                return view.legal_actions[0].notation
+
+            for _ in range(50):  # wait for our turn and its deadline
+                view = await me.view()
+                if cg.is_my_turn(view) and view.HasField("deadline"):
+                    break
+                await asyncio.sleep(0.05)
+            assert cg.is_my_turn(view)
+            # Let the deadline pass: the server auto-moves for us and the bot answers.
+            deadline = view.deadline.ToNanoseconds() / 1e9
+            while True:
+                await asyncio.sleep(0.2)
+                fresh = await me.view()
+                if fresh.seq > view.seq and (cg.is_my_turn(fresh) or fresh.over):
+                    break
+                assert time.time() < deadline + 20, "no auto-move happened"
+            assert not fresh.over  # an auction pass cannot end a Klaberjass match
+            reply = await me.act(decide, view)
+            assert reply is not None and not reply.duplicate
+            assert seen_seqs[0] == view.seq and seen_seqs[-1] > view.seq and len(seen_seqs) == 2
+            presence.cancel()
+
+    run(scenario())
+
+
+def test_watch_resumes_across_an_engine_crash(tmp_path):
+    """kill -9 the engine mid-match and start it again on the same database and port: the
+    watching client reconnects by itself and sees every action exactly once."""
+    port = free_port()
+    db = str(tmp_path / "engine.sqlite3")
+    log = tmp_path / "engine.log"
+    first = LocalService(db=db, port=port, admin_token=ADMIN_TOKEN, log_path=log).start()
+    second = None
+    try:
+        async def scenario():
+            nonlocal second
+            async with cg.connect(f"127.0.0.1:{port}", retry=cg.RetryPolicy(attempts=20, max_backoff_s=0.5)) as client:
+                match = await client.create_match("japanese_joker", seats=[None, None], options={"target_score": 11})
+                sessions = [await client.join(match.match_id) for _ in range(2)]
+                actions: list[int] = []
+                kinds: list[int] = []
+
+                async def watch():
+                    async for event in client.spectate(match.match_id).watch(after_seq=None):
+                        kinds.append(event.kind)
+                        if event.kind == match_pb2.EVENT_KIND_ACTION:
+                            actions.append(event.seq)
+
+                watcher = asyncio.create_task(watch())
+                rng = random.Random(5)
+                for _ in range(15):
+                    view = await sessions[0].view()
+                    await sessions[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
+                await asyncio.sleep(0.3)
+                before = (await client.get_match(match.match_id)).seq
+                first.kill()
+                second = LocalService(db=db, port=port, admin_token=ADMIN_TOKEN, log_path=log).start()
+                view = await sessions[0].view()
+                assert view.seq == before, "the restarted engine lost acknowledged actions"
+                await play_out(sessions, rng)
+                await asyncio.wait_for(watcher, 30)
+                final = await client.get_match(match.match_id)
+                assert actions == list(range(1, final.seq + 1))
+                assert kinds[0] == match_pb2.EVENT_KIND_SNAPSHOT and kinds[-1] == match_pb2.EVENT_KIND_MATCH_ENDED
+
+        run(scenario(), timeout_s=180)
+    finally:
+        first.kill()
+        if second is not None:
+            assert second.stop() == 0
+
+
+def test_tls_connection(tmp_path):
+    """The engine serves TLS with --tls-cert/--tls-key; the client verifies it with the CA."""
+    import shutil
+    import subprocess
+
+    openssl = shutil.which("openssl")
+    assert openssl, "openssl is needed to make a test certificate"
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+                    "-out", str(cert), "-days", "1", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    with LocalService(args=["--tls-cert", str(cert), "--tls-key", str(key)]) as service:
+        async def scenario():
+            async with cg.connect(service.target, tls=True, root_certificates=cert.read_bytes(),
+                                  server_name="localhost") as client:
+                assert await client.list_games()
+            async with cg.connect(service.target, timeout_s=2,
+                                  retry=cg.RetryPolicy(attempts=1)) as plain:
+                with pytest.raises(cg.CardGamesError) as refused:
+                    await plain.list_games()
+                assert refused.value.code == grpc.StatusCode.UNAVAILABLE
+
+        run(scenario())
+
+
+def test_option_values_keep_their_types():
+    """bool is not mistaken for int, and unsupported types are refused."""
+    assert cg.option_value(True).WhichOneof("value") == "bool_value"
+    assert cg.option_value(11).int_value == 11
+    assert cg.option_value("500").string_value == "500"
+    assert cg.python_value(cg.option_value(False)) is False
+    with pytest.raises(TypeError):
+        cg.option_value(1.5)  # type: ignore[arg-type]
+    assert cg.seat_spec(None).WhichOneof("kind") == "open"
+    assert cg.seat_spec("search").bot.name == "search"
+
+
+def test_error_from_rpc_without_details():
+    """A transport failure without a rich status still becomes a typed error (reason "")."""
+
+    class Failure(grpc.RpcError):
+        def code(self):
+            return grpc.StatusCode.UNAVAILABLE
+
+        def details(self):
+            return "connection refused"
+
+        def trailing_metadata(self):
+            return ()
+
+    error = cg.error_from_rpc(Failure())
+    assert isinstance(error, cg.Unavailable) and error.reason == "" and "connection refused" in str(error)

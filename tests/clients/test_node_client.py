@@ -1,0 +1,59 @@
+"""The Node.js client (clients/node) against a real engine: it creates a match against a bot,
+plays it to the end and prints the result; its own offline unit tests pass too.
+
+Its dependencies come from the npm registry with ``npm ci`` (package-lock.json), run here
+once when clients/node/node_modules is missing or older than the lock file.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+NODE_DIR = Path(__file__).resolve().parents[2] / "clients" / "node"
+
+
+@pytest.fixture(scope="module")
+def node() -> str:
+    node, npm = shutil.which("node"), shutil.which("npm")
+    assert node and npm, "Node.js and npm are needed for the Node client (Debian/NodeSource package nodejs)"
+    modules = NODE_DIR / "node_modules"
+    stamp = modules / ".package-lock.json"
+    if not stamp.exists() or stamp.stat().st_mtime < (NODE_DIR / "package-lock.json").stat().st_mtime:
+        result = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, capture_output=True,
+                                text=True, timeout=300)
+        assert result.returncode == 0, result.stdout + result.stderr
+    return node
+
+
+@pytest.mark.parametrize("game, args", [
+    ("klaberjass", ["--policy", "random", "--seed", "3"]),
+    ("georgian_joker", ["--option", "deal_schedule=nines", "--policy", "first"]),
+    ("japanese_joker", ["--option", "target_score=11"]),
+])
+def test_node_client_plays_a_match_against_a_bot(engine, node, game, args):
+    result = subprocess.run([node, "play_vs_bot.js", "--target", engine.target, "--game", game, "--bot", "random",
+                             "--quiet", *args], cwd=NODE_DIR, capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["status"] == "MATCH_STATUS_FINISHED" and summary["game"] == game
+    assert summary["seat"] == 0 and summary["actions"] > 0
+    assert summary["winners"] and isinstance(summary["totals"], (list, dict))
+
+
+def test_node_client_reports_errors_with_code_and_reason(engine, node):
+    result = subprocess.run([node, "play_vs_bot.js", "--target", engine.target, "--game", "japanese_joker",
+                             "--option", "target_score=12"], cwd=NODE_DIR, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 1
+    assert "INVALID_ARGUMENT INVALID_OPTIONS" in result.stderr
+
+
+def test_node_unit_tests(node):
+    result = subprocess.run([shutil.which("npm"), "test"], cwd=NODE_DIR, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "# fail 0" in result.stdout

@@ -1,0 +1,186 @@
+"""The terminal clients against a real engine: ``python -m clients.play`` (through textual's
+test harness, and headless with --autoplay, with and without its own engine) and
+``python -m clients.watch`` following a match that someone else plays."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import subprocess
+import sys
+import time
+
+from clients import cardgames_client as cg
+from clients.play import PlayApp
+from clients.watch import WatchApp
+from engine_service.transport.generated import match_pb2
+
+from .conftest import run
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    env = dict(os.environ, COLUMNS="160", PYTHONUNBUFFERED="1")
+    return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, timeout=timeout,
+                          cwd=ROOT, env=env, stdin=subprocess.DEVNULL)
+
+
+def screen_text(app) -> str:
+    """The board and deal table the app shows, as plain text."""
+    from rich.console import Console
+
+    console = Console(width=160, record=True, color_system=None, file=open(os.devnull, "w"))
+    for renderable in (app.board, app.deals):
+        if renderable is not None:
+            console.print(renderable)
+    return console.export_text()
+
+
+def test_play_screen_plays_a_whole_japanese_joker_match(engine):
+    """Through textual's harness: the screen shows the hand, the columns, the trick, the
+    deadline and the legal actions; pressing 1 / Enter plays until the match is over."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("japanese_joker", seats=[None, "random"], turn_time_s=0,
+                                              options={"target_score": 11, "turn_time_s": 120})
+            me = await client.join(match.match_id, player_name="ada")
+            app = PlayApp(me, await me.summary())
+            seen_columns = seen_hand = seen_countdown = False
+            presses = 0
+            async with app.run_test(size=(160, 50)) as pilot:
+                started = time.monotonic()
+                while time.monotonic() - started < 150:
+                    await pilot.pause(0.05)
+                    view = app.view_msg
+                    if view is not None and (view.over or cg.is_finished(view.status)) and app.result is not None:
+                        break
+                    if app._shown_actions and not app.submitting:
+                        text = screen_text(app)
+                        seen_columns |= "columns:" in text and "[" in text
+                        seen_hand |= "your hand:" in text
+                        seen_countdown |= " s" in text.splitlines()[0] and "your turn" in text
+                        await pilot.press("1" if presses % 2 else "enter")
+                        presses += 1
+                final = await me.summary()
+            assert final.status == match_pb2.MATCH_STATUS_FINISHED, "the match did not end in time"
+            assert presses >= 20
+            assert seen_hand and seen_columns and seen_countdown
+
+    run(scenario(), timeout_s=200)
+
+
+def test_play_screen_reports_a_stale_choice(engine):
+    """A choice made on a view the match has left is refused; the screen shows the fresh view."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("klaberjass", seats=[None, None])
+            me = await client.join(match.match_id, seat=0)
+            other = await client.join(match.match_id, seat=1)
+            app = PlayApp(me, await me.summary())
+            async with app.run_test(size=(160, 50)) as pilot:
+                await pilot.pause(0.3)
+                for _ in range(10):  # seat 1 moves until it is seat 0's turn
+                    if cg.is_my_turn(await me.view()):
+                        break
+                    await other.act(lambda v: v.legal_actions[0].notation)
+                await pilot.pause(0.3)
+                old = await me.view()
+                assert cg.is_my_turn(old)
+                app.view_msg = old
+                await me.submit(old.legal_actions[0].notation, old.seq)  # "someone" acts first
+                app.view_msg = old
+                app._shown_actions = [a.notation for a in old.legal_actions]
+                await app.submit(old.legal_actions[-1].notation)
+                status = str(app.query_one("#status").content)
+                assert "moved on" in status or "refused" in status
+                assert app.view_msg.seq > old.seq
+
+    run(scenario())
+
+
+def test_play_autoplay_against_a_running_engine(engine):
+    result = cli("clients.play", "--target", engine.target, "--game", "japanese_joker", "--bots", "random",
+                 "--option", "target_score=11", "--autoplay", "random", "--seed", "7", "--name", "ada")
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert any("you: trump" in line or "random bot (seat 1) (bot): trump" in line for line in lines)
+    assert "finished: winners" in lines[-1]
+    assert any("match ended" in line for line in lines)
+
+
+def test_play_starts_its_own_engine_when_no_target_is_given():
+    """Without --target the client starts an engine, plays, and stops it again."""
+    result = cli("clients.play", "--game", "klaberjass", "--bots", "random", "--autoplay", "first")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "finished: winners" in result.stdout.splitlines()[-1]
+
+
+def test_play_refuses_a_wrong_seat_count(engine):
+    result = cli("clients.play", "--target", engine.target, "--game", "georgian_joker", "--bots", "random")
+    assert result.returncode != 0
+    assert "4 seats" in result.stderr + result.stdout
+
+
+def test_watch_plain_follows_a_match_live(engine):
+    """The spectator CLI, started before the first move, prints every action exactly once,
+    each deal's result, and the match's end."""
+
+    async def create():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("japanese_joker", seats=[None, None], options={"target_score": 11})
+            return match.match_id, [(s.seat, s.token) for s in
+                                    [await client.join(match.match_id) for _ in range(2)]]
+
+    match_id, tokens = run(create())
+    watcher = subprocess.Popen([sys.executable, "-m", "clients.watch", match_id, "--target", engine.target,
+                                "--plain"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               cwd=ROOT, env=dict(os.environ, COLUMNS="160"))
+    try:
+        async def play():
+            async with cg.connect(engine.target) as client:
+                sessions = [client.seat_session(match_id, seat, token) for seat, token in tokens]
+                await asyncio.sleep(1.0)  # the watcher is connected
+                rng = random.Random(11)
+                while True:
+                    view = await sessions[0].view()
+                    if view.over:
+                        return view.seq
+                    await sessions[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
+
+        final_seq = run(play(), timeout_s=150)
+        out, err = watcher.communicate(timeout=60)
+    finally:
+        watcher.kill()
+    assert watcher.returncode == 0, err
+    lines = out.splitlines()
+    seqs = [int(line.split()[0]) for line in lines if line.strip() and line.split()[0].isdigit()
+            and ": " in line and "joined" not in line and "ended" not in line]
+    assert seqs == list(range(1, final_seq + 1)) or seqs == list(range(seqs[0], final_seq + 1))
+    assert any("match ended" in line for line in lines)
+    assert "finished: winners" in lines[-1]
+    assert sum("deals" in line for line in lines) >= 1
+
+
+def test_watch_screen_shows_the_public_view_only(engine):
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("georgian_joker", seats=[None, "random", "random", "random"])
+            me = await client.join(match.match_id)
+            app = WatchApp(client.spectate(match.match_id))
+            async with app.run_test(size=(160, 50)) as pilot:
+                for _ in range(40):
+                    await pilot.pause(0.05)
+                    if app.view_msg is not None:
+                        break
+                assert app.view_msg is not None and not app.view_msg.HasField("seat")
+                assert not app.view_msg.hand and not app.view_msg.legal_actions
+                text = screen_text(app)
+                assert "your hand" not in text and "Georgian Joker" in text
+                my_view = await me.view()
+                assert "trump indicator" in text or my_view.phase != "bidding"
+
+    run(scenario())
