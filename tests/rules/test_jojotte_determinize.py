@@ -1,0 +1,198 @@
+"""Determinization (``JojotteGame.determinize(view, rng)``): samples agree with everything the
+seat knows, never depend on what it does not know, and are uniform over consistent deals."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from engine_service.rules import CHANCE, TERMINAL
+from engine_service.rules.cards import CODES, PACK32, card_id
+
+from .checks_jojotte import GAME, OPTION_SETS, act
+from .playout import iter_states
+from .test_jojotte_rules import EXCH_DEAL, PLAY_DEAL, deal, to_play
+
+PACK_MASK = sum(1 << c for c in PACK32)
+
+
+def play_out_deal(state, rng):
+    """Random legal actions until the current deal is scored; the pack is conserved throughout."""
+    n = len(state.deal_results())
+    while len(state.deal_results()) == n and state.to_act() >= 0:
+        z = state.zones()
+        assert sum(z.values()) == PACK_MASK and all(a & b == 0 for a in z.values() for b in z.values() if a is not b)
+        state.apply_id(rng.choice(state.legal_ids()))
+    assert len(state.deal_results()) == n + 1 or state.to_act() == TERMINAL
+
+
+@pytest.mark.parametrize("options", [{}] + OPTION_SETS, ids=lambda o: str(len(o)))
+def test_samples_reproduce_the_view_and_play_on(options):
+    rng = random.Random(11)
+    checked = 0
+    for seed in range(4):
+        for i, state in enumerate(iter_states(GAME, 600 + seed, options)):
+            if i % 4 or i > 200:
+                continue
+            seat = rng.choice((0, 1))
+            view = state.view(seat)
+            sample = GAME.determinize(view, random.Random(i))
+            assert sample.view(seat) == view  # legal actions included
+            assert sample.to_act() == state.to_act()
+            assert sum(sample.zones().values()) == PACK_MASK
+            # the seat's own cards and the public cards are where they are in the real state
+            zs, zr = sample.zones(), state.zones()
+            for zone in (f"hand{seat}", "turn_up", "info_card", "trick", "won0", "won1"):
+                assert zs[zone] == zr[zone], zone
+            play_out_deal(sample, rng)
+            checked += 1
+    assert checked > 40
+
+
+def test_samples_depend_only_on_the_view():
+    """Two states with the same view(seat) but different hidden cards give identical samples."""
+    for state in iter_states(GAME, 77):
+        if state.public_view()["phase"] == "play" and state.view(0)["tricks_taken"] != [0, 0]:
+            break
+    view = state.view(0)
+    other = GAME.determinize(view, random.Random(1))
+    while other.zones()["hand1"] == state.zones()["hand1"]:
+        other = GAME.determinize(view, random.Random(random.random()))
+    assert other.view(0) == view and other.zones()["hand1"] != state.zones()["hand1"]
+    for seed in range(5):
+        a = GAME.determinize(state.view(0), random.Random(seed))
+        b = GAME.determinize(other.view(0), random.Random(seed))
+        assert a.zones() == b.zones() and a._deck == b._deck
+
+
+def test_spectator_views_are_refused():
+    state = deal(**PLAY_DEAL)
+    with pytest.raises(Exception):
+        GAME.determinize(state.public_view(), random.Random(0))
+
+
+def test_between_deals_the_match_context_is_rebuilt():
+    state = to_play(deal(**PLAY_DEAL), "accept", "pass")
+    rng = random.Random(3)
+    while state.to_act() != CHANCE:
+        state.apply_id(rng.choice(state.legal_ids()))
+    for seat in (0, 1):
+        sample = GAME.determinize(state.view(seat), random.Random(0))
+        assert sample.view(seat) == state.view(seat)
+        assert sample.result() == state.result() and sample.deal_results() == state.deal_results()
+
+
+def _chi2_critical(df: int, z: float = 3.29) -> float:
+    """Wilson-Hilferty upper quantile of chi-square (z = 3.29: p ~ 0.0005)."""
+    return df * (1 - 2 / (9 * df) + z * math.sqrt(2 / (9 * df))) ** 3
+
+
+def test_unconstrained_unknown_cards_are_uniform():
+    """At the nullo window seat 1 knows its 9 cards, the turn-up and the information card: each
+    of the 21 other cards is in seat 0's hand with probability 9/21 (chi-square over the cards),
+    and any given one lands in each of the 21 unknown places with probability 1/21."""
+    state = deal(**PLAY_DEAL)
+    act(state, "pass", "pass", "no_trump", "pass")  # seat 0 declares NT: no exchange window
+    assert state.public_view()["phase"] == "nullo"
+    view = state.view(1)
+    known = {card_id(c) for c in view["hand"]} | {card_id("8S"), card_id("7C")}
+    unknown = [c for c in PACK32 if c not in known]
+    assert len(unknown) == 21
+    n = 1500
+    in_hand = {c: 0 for c in unknown}
+    probe = unknown[0]
+    positions: dict[int, int] = {}
+    rng = random.Random(2024)
+    for _ in range(n):
+        s = GAME.determinize(view, rng)
+        h0 = s.zones()["hand0"]
+        for c in unknown:
+            in_hand[c] += h0 >> c & 1
+        pos = s._deck.index(probe)
+        positions[pos] = positions.get(pos, 0) + 1
+    expected = n * 9 / 21
+    chi2 = sum((k - expected) ** 2 / expected + (k - expected) ** 2 / (n - expected) for k in in_hand.values())
+    assert chi2 < _chi2_critical(len(unknown) - 1), chi2
+    assert len(positions) == 21
+    e = n / 21
+    chi2 = sum((k - e) ** 2 / e for k in positions.values())
+    assert chi2 < _chi2_critical(20), chi2
+
+
+HEAD_DEAL = dict(nd=("JH", "AS", "KS", "AD", "KD", "QD"), nd2=("JD", "TD", "9D"),
+                 dl=("9H", "8H", "AC", "KC", "JC", "9C"), dl2=("7C", "QS", "7D"), turn="7S", info="8S")
+
+
+def test_could_not_beat_fact_excludes_the_higher_cards():
+    """JJ-6.3: seat 1 follows seat 0's JH with the 9H; he would have had to beat it, so no
+    sample gives him the AH, TH, KH or QH. (Control: before that trick some samples do.)"""
+    state = to_play(deal(**HEAD_DEAL), "accept", "pass")
+    act(state, "play:AC", "play:AS")  # seat 0 must trump the club lead, and leads next
+    higher = [card_id(c) for c in ("AH", "TH", "KH", "QH")]
+    rng = random.Random(8)
+    before = state.view(0)
+    assert any(any(GAME.determinize(before, rng).zones()["hand1"] >> c & 1 for c in higher) for _ in range(100))
+    act(state, "play:JH", "play:9H")
+    view = state.view(0)
+    for _ in range(300):
+        s = GAME.determinize(view, rng)
+        assert s.view(0) == view
+        assert not any(s.zones()["hand1"] >> c & 1 for c in higher)
+
+
+def test_void_fact_excludes_the_suit():
+    """Seat 1 discards a heart on the declarer's diamond lead at no-trump: no sample gives him
+    an unseen diamond."""
+    state = to_play(deal(**PLAY_DEAL), "pass", "pass", "no_trump", "pass")  # seat 0 declares NT
+    act(state, "play:KH", "play:AH")  # seat 1 leads, seat 0 wins and leads next
+    act(state, "play:AD")
+    assert state.to_act() == 1 and not any(a.endswith("D") for a in state.legal_actions())
+    act(state, "play:QH")
+    view = state.view(0)
+    diamonds = [card_id(c) for c in ("TD", "9D", "8D", "7D")]
+    rng = random.Random(9)
+    for _ in range(300):
+        s = GAME.determinize(view, rng)
+        assert not any(s.zones()["hand1"] >> c & 1 for c in diamonds)
+
+
+def test_exchange_offer_tells_whether_the_opponent_holds_a_seven():
+    """Under ``any_seven_unless_both`` a seat holding a seven that is not offered the exchange
+    knows the opponent holds one too; one that is offered it knows he holds none."""
+    layout = dict(EXCH_DEAL, dl2=("QC", "JC", "7C"))  # both hold sevens
+    state = deal(**layout)
+    act(state, "accept", "pass", "no_exchange")
+    view = state.view(0)
+    assert view["table"]["exchange_offer"] == ["no_exchange"]
+    sevens = [card_id(c) for c in ("7H", "7D", "7C")]
+    rng = random.Random(4)
+    for _ in range(100):
+        s = GAME.determinize(view, rng)
+        assert any(s.zones()["hand1"] >> c & 1 for c in sevens)
+    state = deal(**EXCH_DEAL)  # only seat 0 holds a seven
+    act(state, "accept", "pass", "no_exchange")
+    view = state.view(0)
+    assert view["table"]["exchange_offer"] == ["exchange:7S", "no_exchange"]
+    for _ in range(100):
+        s = GAME.determinize(view, rng)
+        assert not any(s.zones()["hand1"] >> c & 1 for c in sevens)
+
+
+def test_determinization_is_fast_enough_for_search():
+    import time
+
+    states = []
+    for i, state in enumerate(iter_states(GAME, 901)):
+        if i % 5 == 0:
+            states.append(state.view(state.to_act()))
+        if len(states) == 60:
+            break
+    rng = random.Random(0)
+    t0 = time.perf_counter()
+    for view in states:
+        for _ in range(5):
+            GAME.determinize(view, rng)
+    per_sample = (time.perf_counter() - t0) / (5 * len(states))
+    assert per_sample < 0.02, per_sample
