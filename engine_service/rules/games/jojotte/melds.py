@@ -97,8 +97,11 @@ def quartet_order(strain: int, nt_natural: bool) -> tuple[int, ...]:
 def hand_quartets(hand: int, order: tuple[int, ...]) -> tuple[int, ...]:
     """JJ-5.1: ranks held in all four suits that may form a quartet in this strain, best first."""
     q = hand & (hand >> 9) & (hand >> 18) & (hand >> 27) & 0xFF
+    if not q:
+        return ()
     ranks = [r for r in range(8) if q >> r & 1 and order[r] >= 0]
-    ranks.sort(key=lambda r: -order[r])
+    if len(ranks) > 1:
+        ranks.sort(key=lambda r: -order[r])
     return tuple(ranks)
 
 
@@ -112,69 +115,93 @@ def _split(top: int, length: int) -> list[tuple[int, int]]:
     return [(top, length)]
 
 
+def _rank_key(s: Sequence) -> tuple[int, int, int, int]:
+    return (-s.length, s.top, 0 if s.trump else 1, s.suit)
+
+
 def hand_sequences(hand: int, strain: int, split_runs: bool) -> tuple[Sequence, ...]:
     """JJ-5.2: the sequences of a hand, best first (JJ-5.6 ranking; equal ranks in suit order)."""
     out: list[Sequence] = []
+    runs = T.RUNS
     for suit in range(4):
-        for top, length in T.RUNS[(hand >> (9 * suit)) & 0xFF]:
-            parts = _split(top, length) if split_runs else [(top, length)]
-            for t, n in parts:
-                out.append(Sequence(suit, t, n, suit == strain))
-    out.sort(key=lambda s: (-s.length, s.top, 0 if s.trump else 1, s.suit))
+        found = runs[(hand >> (9 * suit)) & 0xFF]
+        if found:
+            for top, length in found:
+                if split_runs and length > 6:
+                    for t, n in _split(top, length):
+                        out.append(Sequence(suit, t, n, suit == strain))
+                else:
+                    out.append(Sequence(suit, top, length, suit == strain))
+    if not out:
+        return ()
+    if len(out) > 1:
+        out.sort(key=_rank_key)
     return tuple(out)
 
 
 def _compare_sequences(a: tuple[Sequence, ...], b: tuple[Sequence, ...]) -> int:
     """JJ-5.6: 1 if ``a``'s best beats ``b``'s, -1 if ``b``'s wins, 0 if nobody scores."""
-    if not a and not b:
-        return 0
     if not b:
-        return 1
+        return 1 if a else 0
     if not a:
         return -1
-    ka, kb = a[0].key, b[0].key
-    if ka > kb:
-        return 1
-    if kb > ka:
-        return -1
+    x, y = a[0], b[0]
+    if x.length != y.length:
+        return 1 if x.length > y.length else -1
+    if x.top != y.top:
+        return 1 if x.top < y.top else -1
+    if x.trump != y.trump:
+        return 1 if x.trump else -1
     return 0
+
+
+_ALL_DECLARED = ((True, True), (True, True))
+_QUARTET_MASKS = tuple((1 << r) | (1 << (9 + r)) | (1 << (18 + r)) | (1 << (27 + r)) for r in range(9))
 
 
 def settle(hands: tuple[int, int] | list[int], strain: int, defender: int, *,
            nt_natural: bool = False, card_in_two_melds: bool = True, split_runs: bool = False,
            winner_all_sequences: bool = True,
-           declared: tuple[tuple[bool, bool], tuple[bool, bool]] = ((True, True), (True, True)),
+           declared: tuple[tuple[bool, bool], tuple[bool, bool]] = _ALL_DECLARED,
            ) -> Settlement:
     """Settle both categories (JJ-5.4 to JJ-5.7) for two hands in a strain.
 
     ``declared[seat] = (quartets, sequences)``: False where the player conceals that category
     (``jj_meld_declaration = optional``, JJ-A21); he is then treated as holding none.
     """
+    h0, h1 = hands[0], hands[1]
+    d0, d1 = declared
     order = quartet_order(strain, nt_natural)
-    quarts = tuple(hand_quartets(hands[s], order) if declared[s][0] else () for s in (0, 1))
+    q0 = hand_quartets(h0, order) if d0[0] else ()
+    q1 = hand_quartets(h1, order) if d1[0] else ()
     qw: int | None = None
-    if quarts[0] or quarts[1]:
-        if not quarts[1] or (quarts[0] and order[quarts[0][0]] > order[quarts[1][0]]):
-            qw = 0
+    qpts = (0, 0)
+    if q0 or q1:
+        qw = 0 if not q1 or (q0 and order[q0[0]] > order[q1[0]]) else 1
+        if qw == 0:
+            qpts = (100 * len(q0), 0)
+            if not card_in_two_melds:  # JJ-A20: a scored quartet's cards leave the sequences
+                for r in q0:
+                    h0 &= ~_QUARTET_MASKS[r]
         else:
-            qw = 1
-    qpts = tuple(100 * len(quarts[s]) if qw == s else 0 for s in (0, 1))
-
-    seq_hands = list(hands)
-    if not card_in_two_melds and qw is not None:
-        # JJ-A20: a card of a scored quartet does not count in a sequence as well.
-        for r in quarts[qw]:
-            seq_hands[qw] &= ~((1 << r) | (1 << (9 + r)) | (1 << (18 + r)) | (1 << (27 + r)))
-    seqs = tuple(hand_sequences(seq_hands[s], strain, split_runs) if declared[s][1] else ()
-                 for s in (0, 1))
-    cmp = _compare_sequences(seqs[0], seqs[1])
-    sw = None if cmp == 0 else (0 if cmp > 0 else 1)
-    scored: list[tuple[Sequence, ...]] = [(), ()]
-    if sw is not None:
-        scored[sw] = seqs[sw] if winner_all_sequences else seqs[sw][:2]
-    spts = tuple(sum(s.points for s in scored[i]) for i in (0, 1))
-    return Settlement(strain, defender, quarts, qw, seqs, sw, (scored[0], scored[1]),
-                      (qpts[0], qpts[1]), (spts[0], spts[1]))
+            qpts = (0, 100 * len(q1))
+            if not card_in_two_melds:
+                for r in q1:
+                    h1 &= ~_QUARTET_MASKS[r]
+    s0 = hand_sequences(h0, strain, split_runs) if d0[1] else ()
+    s1 = hand_sequences(h1, strain, split_runs) if d1[1] else ()
+    cmp = _compare_sequences(s0, s1)
+    if cmp == 0:
+        return Settlement(strain, defender, (q0, q1), qw, (s0, s1), None, ((), ()), qpts, (0, 0))
+    won = s0 if cmp > 0 else s1
+    if not winner_all_sequences:
+        won = won[:2]
+    pts = 0
+    for q in won:
+        pts += T.sequence_points(q.length)
+    if cmp > 0:
+        return Settlement(strain, defender, (q0, q1), qw, (s0, s1), 0, (won, ()), qpts, (pts, 0))
+    return Settlement(strain, defender, (q0, q1), qw, (s0, s1), 1, ((), won), qpts, (0, pts))
 
 
 def dialogue(st: Settlement) -> list[dict[str, Any]]:

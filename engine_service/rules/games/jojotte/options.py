@@ -178,7 +178,7 @@ class Config:
         self.failed_slam_500 = o["jj_failed_slam"] == "opponent_500"
         self.lead_contract_opponent = o["jj_first_lead"] == "contract_opponent"
         self.head_plain = o["jj_must_head_plain"]
-        self.head = T.must_beat_tables(self.head_plain)
+        self.head = T.HEAD_TABLES[1 if self.head_plain else 0]
         self.trick_value = ("max_card", "sum", "winning_card").index(o["jj_trick_value"])
         self.nt_quartet_natural = o["jj_nt_quartet_order"] == "natural"
         self.winner_all_sequences = o["jj_winner_sequences"] == "all"
@@ -204,3 +204,18 @@ class Config:
         self.overcall_accept = o["jj_overcall_accepted_turnup"]
         self.unbid_in_nullo = o["jj_unbid_slam_in_nullo"]
         self.game_target = o["jj_game_target"]
+
+
+_CONFIGS: dict[tuple, Config] = {}
+
+
+def config_for(options: Options) -> Config:
+    """The compiled :class:`Config` of a validated option set (cached: matches and their
+    clones under the same options share one)."""
+    key = tuple(options[s.name] for s in OPTION_SPECS)
+    cfg = _CONFIGS.get(key)
+    if cfg is None:
+        if len(_CONFIGS) >= 256:
+            _CONFIGS.clear()
+        cfg = _CONFIGS[key] = Config(options)
+    return cfg

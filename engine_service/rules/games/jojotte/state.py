@@ -26,7 +26,7 @@ from . import actions as A
 from . import melds as M
 from . import scoring as S
 from . import tables as T
-from .options import SEVEN_ANY, SEVEN_NONE, Config
+from .options import SEVEN_ANY, SEVEN_NONE, config_for
 from .scoring import NORMAL, NULLO, SLAM
 from .tables import NT
 
@@ -76,7 +76,7 @@ class JojotteState(State):
     def __init__(self, game: Any, options: Any, first_dealer: int) -> None:
         self.game = game
         self.options = options
-        self.cfg = Config(options) if not isinstance(options, Config) else options
+        self.cfg = config_for(options)
         self.first_dealer = first_dealer
         self._history = None
         self._dealer = first_dealer

@@ -87,6 +87,10 @@ def must_beat_tables(head_plain: bool) -> tuple[tuple[int, ...], ...]:
     return tuple(out)
 
 
+#: HEAD_TABLES[jj_must_head_plain]: :func:`must_beat_tables` for both option values.
+HEAD_TABLES = (must_beat_tables(False), must_beat_tables(True))
+
+
 def _value(card: int, strain: int) -> int:
     """JJ-8.1: premium value of a card."""
     r = card % 9
