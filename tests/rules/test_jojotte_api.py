@@ -97,6 +97,13 @@ def test_bad_option_values_name_the_option_and_the_allowed_values(name, value, a
     assert name in info.value.message and allowed in info.value.message
 
 
+@pytest.mark.parametrize("bad", [2, -1, True, "0", None])
+def test_first_dealer_must_be_a_seat(bad):
+    with pytest.raises(InvalidOptions) as info:
+        GAME.new_state({}, first_dealer=bad)
+    assert "first_dealer" in info.value.message
+
+
 def test_options_default_and_non_default():
     opts = GAME.options({"jj_game_target": 100})
     assert opts["jj_trick_value"] == "max_card" and opts.non_default() == {"jj_game_target": 100}

@@ -12,7 +12,7 @@ import random
 from typing import Any, Mapping, Sequence
 
 from ...cards import PACK32, RANK_INDEX, SUIT_INDEX
-from ...errors import InvalidDeck
+from ...errors import InvalidDeck, InvalidOptions
 from ...game import Game
 from ...options import Options
 from ...registry import register
@@ -35,8 +35,9 @@ class JojotteGame(Game):
                    "bridge-style scoring above and below the line, games of 80, rubbers.")
 
     def new_state(self, options: Mapping[str, Any] | Options | None = None, first_dealer: int = 0) -> JojotteState:
-        if first_dealer not in (0, 1):
-            raise ValueError(f"first_dealer must be 0 or 1, got {first_dealer!r}")
+        if first_dealer not in (0, 1) or isinstance(first_dealer, bool):
+            raise InvalidOptions(f"first_dealer must be seat 0 or 1, got {first_dealer!r}",
+                                 option="first_dealer")
         return JojotteState(self, self.options(options), first_dealer)
 
     def draw_first_dealer(self, shuffled_pack: Sequence[int], options: Options | None = None) -> int:
