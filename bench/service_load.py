@@ -68,23 +68,30 @@ class ServiceProcess:
 
     def __init__(self, workdir: Path, **env: str) -> None:
         self.log = workdir / f"serve-{time.monotonic_ns()}.log"
-        environ = {**os.environ, "CARDGAMES_PORT": "0", "CARDGAMES_METRICS_PORT": "0",
+        self.port = _free_port()  # known in advance: the "serving" line may be filtered out
+        environ = {**os.environ, "CARDGAMES_PORT": str(self.port), "CARDGAMES_METRICS_PORT": "0",
                    "CARDGAMES_HOST": "127.0.0.1", "CARDGAMES_METRICS_HOST": "127.0.0.1",
                    "CARDGAMES_DB": str(workdir / f"bench-{time.monotonic_ns()}.sqlite3"),
                    "CARDGAMES_LOG_FORMAT": "json", "CARDGAMES_BOT_WORKERS": "1", **env}
         self._out = open(self.log, "w")
         self.proc = subprocess.Popen([sys.executable, "-m", "engine_service", "serve"], cwd=REPO,
                                      env=environ, stdout=self._out, stderr=subprocess.STDOUT)
+        self.target = f"127.0.0.1:{self.port}"
         deadline = time.monotonic() + 60
-        self.port = 0
-        while not self.port:
+        while not self._healthy():
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"serve did not start:\n{self.log.read_text()}")
-            for line in self.log.read_text().splitlines():
-                if '"serving"' in line:
-                    self.port = json.loads(line)["port"]
-            time.sleep(0.1)
-        self.target = f"127.0.0.1:{self.port}"
+            time.sleep(0.2)
+
+    def _healthy(self) -> bool:
+        from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+        with grpc.insecure_channel(self.target) as ch:
+            try:
+                reply = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=1)
+            except grpc.RpcError:
+                return False
+        return reply.status == health_pb2.HealthCheckResponse.SERVING
 
     def rss_kb(self) -> int:
         for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
@@ -96,6 +103,14 @@ class ServiceProcess:
         self.proc.terminate()
         self.proc.wait(60)
         self._out.close()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def _echo_server(port_queue) -> None:
@@ -349,10 +364,8 @@ def bench_watchers(pool, workdir: Path, clients: int, watchers: int, game: str) 
                         expected_seq=mine.seq), metadata=bearer(tokens[seat]))
                     acked[res.seq] = time.time()
 
-        t0 = time.time()
         acked = asyncio.run(players())
         results = [f.result() for f in futures]
-        elapsed = time.time() - t0
     finally:
         service.stop()
     final = max(acked)
@@ -360,6 +373,8 @@ def bench_watchers(pool, workdir: Path, clients: int, watchers: int, game: str) 
     lags = [arrival - acked[seq] for r in results for seq, times in r["arrivals"].items()
             for arrival in times if seq in acked]
     delivered = sum(len(s) for r in results for s in r["seen"])
+    last_arrival = max(t for r in results for times in r["arrivals"].values() for t in times)
+    elapsed = last_arrival - min(acked.values())  # first action to last delivery
     return {"game": game, "watchers": per * clients, "actions": final,
             "watchers_with_every_event_once": complete, "resumes_after_overflow": sum(r["resumes"] for r in results),
             "messages_delivered": delivered, "messages_per_s": delivered / elapsed,

@@ -407,3 +407,31 @@ async def test_stream_metrics_and_drain_closes_streams():
         assert service.drained and service.closed
         assert srv.metrics.value("cardgames_rpc_stream_messages_sent_total", {"method": method}) == 2
         assert srv.metrics.value("cardgames_rpc_requests_total", {"method": method, "code": "OK"}) == 1
+
+
+@run
+async def test_tls_only_when_certificate_and_key_are_given(tmp_path):
+    import subprocess
+
+    from engine_service.transport.server import GrpcServer, TlsFiles
+    from engine_service.observability.metrics import Metrics
+    from engine_service.transport.generated import card_games_pb2_grpc
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True, timeout=60)
+    server = GrpcServer(ScriptedService(), metrics=Metrics(), admin_token=None, host="127.0.0.1",
+                        port=0, tls=TlsFiles(cert, key))
+    port = await server.start()
+    try:
+        creds = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
+        async with grpc.aio.secure_channel(f"localhost:{port}", creds) as ch:
+            games = await card_games_pb2_grpc.CardGamesServiceStub(ch).ListGames(pb.ListGamesRequest())
+            assert [g.id for g in games.games] == ["g"]
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
+            err = await expect_error(card_games_pb2_grpc.CardGamesServiceStub(ch).ListGames(
+                pb.ListGamesRequest(), timeout=5))
+            assert err.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+    finally:
+        await server.drain(grace_s=1)
