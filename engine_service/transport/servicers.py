@@ -88,6 +88,17 @@ class _Base:
         current_rpc().note(match_id=match_id, seat=principal.seat)
         return principal
 
+    def _seat_principal(self, match_id: str, context: grpc.aio.ServicerContext,
+                        what: str) -> api.Principal:
+        """The caller, who must hold a seat token: no token is UNAUTHENTICATED, the admin or a
+        spectator PERMISSION_DENIED (they have no seat to act for)."""
+        principal = self._principal(match_id, context)
+        if principal.kind != "seat":
+            if bearer_token(context.invocation_metadata()) is None:
+                raise api.Unauthenticated(f"a seat token is required to {what}")
+            raise api.PermissionDenied(f"only a seat's player may {what}", reason="NOT_A_SEAT")
+        return principal
+
 
 class CardGamesServicer(_Base, card_games_pb2_grpc.CardGamesServiceServicer):
     """The player-facing API (proto/cardgames/v1/card_games.proto)."""
@@ -154,11 +165,7 @@ class CardGamesServicer(_Base, card_games_pb2_grpc.CardGamesServiceServicer):
         if len(request.client_action_id) > MAX_CLIENT_ACTION_ID_CHARS:
             raise api.BadRequest("client_action_id is too long", reason="FIELD_TOO_LONG",
                                  field="client_action_id")
-        principal = self._principal(match_id, context)
-        if principal.kind != "seat":
-            if bearer_token(context.invocation_metadata()) is None:
-                raise api.Unauthenticated("a seat token is required to act")
-            raise api.PermissionDenied("only a seat's player may act", reason="NOT_A_SEAT")
+        principal = self._seat_principal(match_id, context, "act")
         expected = request.expected_seq if request.HasField("expected_seq") else None
         result = await self._service.submit_action(match_id, principal, request.action, expected,
                                                    request.client_action_id)
@@ -180,10 +187,7 @@ class CardGamesServicer(_Base, card_games_pb2_grpc.CardGamesServiceServicer):
     @unary
     async def LeaveMatch(self, request: pb.LeaveMatchRequest, context) -> pb.LeaveMatchResponse:
         match_id = codec.require_match_id(request.match_id)
-        principal = self._principal(match_id, context)
-        if principal.kind != "seat":
-            raise api.PermissionDenied("only a seat's player may leave or resign",
-                                       reason="NOT_A_SEAT")
+        principal = self._seat_principal(match_id, context, "leave or resign")
         summary = await self._service.leave_match(match_id, principal, request.resign)
         current_rpc().note(seq=summary.seq)
         return pb.LeaveMatchResponse(match=codec.summary_message(summary))

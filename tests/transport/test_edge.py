@@ -234,6 +234,8 @@ async def test_bearer_tokens_and_principals():
                                                 metadata=bearer(ADMIN_TOKEN)))
         assert (err.code, err.reason) == (grpc.StatusCode.PERMISSION_DENIED, "NOT_A_SEAT")
         err = await expect_error(g.LeaveMatch(pb.LeaveMatchRequest(match_id="m1")))
+        assert err.code == grpc.StatusCode.UNAUTHENTICATED
+        err = await expect_error(g.LeaveMatch(pb.LeaveMatchRequest(match_id="m1"), metadata=bearer(ADMIN_TOKEN)))
         assert (err.code, err.reason) == (grpc.StatusCode.PERMISSION_DENIED, "NOT_A_SEAT")
         assert not [c for c in service.calls if c[0] == "submit_action"]
 

@@ -307,3 +307,23 @@ async def test_whole_match_against_bots_with_a_spectator(game):
             assert check_no_leaks(inboxes, truth) > 10
     finally:
         await host.close()
+
+
+@run
+async def test_resign_ends_a_two_player_match_for_the_opponent():
+    async with served() as (mgr, srv):
+        stub = srv.games
+        match_id, tokens = await create_open_match(stub, "klaberjass")
+        opponent = stub.WatchMatch(pb.WatchMatchRequest(match_id=match_id), metadata=bearer(tokens[1]))
+        assert (await opponent.read()).kind == match_pb2.EVENT_KIND_SNAPSHOT
+        left = await stub.LeaveMatch(pb.LeaveMatchRequest(match_id=match_id, resign=True), metadata=bearer(tokens[0]))
+        assert left.match.status == match_pb2.MATCH_STATUS_FINISHED
+        assert list(left.match.result["winners"]) == [1]
+        while True:
+            ev = await opponent.read()
+            if ev.kind == match_pb2.EVENT_KIND_MATCH_ENDED:
+                break
+        assert ev.view.status == match_pb2.MATCH_STATUS_FINISHED
+        err = await expect_error(stub.LeaveMatch(pb.LeaveMatchRequest(match_id=match_id, resign=True),
+                                                 metadata=bearer(tokens[1])))
+        assert (err.code, err.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "MATCH_NOT_ACTIVE")
