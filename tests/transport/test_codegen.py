@@ -65,3 +65,9 @@ def test_buf_lint_catches_an_undocumented_field(tmp_path: Path) -> None:
     done = subprocess.run([_buf(), "lint"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode != 0
     assert "COMMENT_FIELD" in done.stdout + done.stderr or "comment" in (done.stdout + done.stderr).lower()
+
+
+def test_protos_are_buf_formatted() -> None:
+    done = subprocess.run([_buf(), "format", "--diff", "--exit-code"], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, "run `buf format -w`:\n" + done.stdout + done.stderr

@@ -106,7 +106,7 @@ def test_kill_9_then_restart_on_the_same_database_loses_nothing(tmp_path):
             async with grpc.aio.insecure_channel(first.target) as ch:
                 stub, _ = _stubs(ch)
                 match_id, tokens = await create_open_match(stub, "klaberjass")
-                await _play(stub, match_id, tokens, random.Random(4), 60, acked)
+                await _play(stub, match_id, tokens, random.Random(4), 80, acked)
                 views = [(await stub.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(t))).view
                          for t in tokens]
                 return match_id, tokens, views
@@ -115,7 +115,7 @@ def test_kill_9_then_restart_on_the_same_database_loses_nothing(tmp_path):
         first.proc.kill()  # kill -9: no drain, no flush
         first.proc.wait(10)
         first._log.close()
-    assert acked and acked[-1][0] == 60
+    assert acked and acked[-1][0] == 80
 
     second = Service(tmp_path, db, "second")
     try:
@@ -125,7 +125,7 @@ def test_kill_9_then_restart_on_the_same_database_loses_nothing(tmp_path):
                 views = [(await stub.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(t))).view
                          for t in tokens]
                 for before, after in zip(views_before, views):
-                    assert after.seq == before.seq == 60
+                    assert after.seq == before.seq == 80
                     assert [c.code for c in after.hand] == [c.code for c in before.hand]
                     assert [a.notation for a in after.legal_actions] == [a.notation for a in before.legal_actions]
                     assert after.phase == before.phase and after.to_act == before.to_act
