@@ -262,7 +262,8 @@ def columns_lines(view: Any, summary: Any | None) -> list[Text]:
     me = view.seat if view.HasField("seat") else None
     lines = []
     for seat, columns in enumerate(table.get("columns") or []):
-        row = Text(f"{seat_name(summary, seat, me)} columns: ", style="dim")
+        owner = "your" if seat == me else f"{seat_name(summary, seat, me)}'s"
+        row = Text(f"{owner} columns: ", style="dim")
         shown = [c for c in columns if c.get("on_table")]
         if not shown:
             row.append("none", style="dim")
@@ -327,11 +328,13 @@ def board(view: Any, summary: Any | None, now: float) -> Group:
     return Group(*parts)
 
 
-def deal_results_table(view: Any, summary: Any | None, last: int = 6) -> Table:
-    """The last ``last`` scored deals: one row per deal, one column per seat."""
+def deal_results_table(view: Any, summary: Any | None, last: int = 6) -> Table | Text:
+    """The last ``last`` scored deals: one row per deal, one column per seat (nothing before
+    the first deal is scored)."""
     me = view.seat if view.HasField("seat") else None
-    results = json_format.MessageToDict(view.scores.deal_results) if view.scores.deal_results.values else []
-    results = _ints(results)
+    if not view.scores.deal_results.values:
+        return Text("")
+    results = _ints(json_format.MessageToDict(view.scores.deal_results))
     seats = len(view.hand_sizes)
     grid = Table(title="deals", box=None, show_header=True, header_style="bold")
     grid.add_column("#")
@@ -361,6 +364,11 @@ def _deal_cell(result: Mapping[str, Any], seat: int) -> str:
     return ""
 
 
+def _is_bot_seat(summary: Any | None, seat: int) -> bool:
+    return (summary is not None and seat < len(summary.seats)
+            and summary.seats[seat].kind == match_pb2.SEAT_KIND_BOT)
+
+
 def event_text(event: Any, summary: Any | None, me: int | None) -> Text | None:
     """One log line for a WatchMatch event (None for heartbeats)."""
     kind = event.kind
@@ -368,7 +376,10 @@ def event_text(event: Any, summary: Any | None, me: int | None) -> Text | None:
         return None
     if kind == match_pb2.EVENT_KIND_ACTION:
         who = seat_name(summary, event.seat, me) if event.HasField("seat") else "?"
-        out = Text(f"{event.seq:>4} {who}{ACTOR_NAMES.get(event.by, '')}: ", style="dim")
+        actor = ACTOR_NAMES.get(event.by, "")
+        if event.by == match_pb2.ACTOR_BOT and _is_bot_seat(summary, event.seat):
+            actor = ""  # the seat's name already says it is a bot
+        out = Text(f"{event.seq:>4} {who}{actor}: ", style="dim")
         out.append_text(action_text(event.action))
         return out
     if kind == match_pb2.EVENT_KIND_SNAPSHOT:

@@ -1,0 +1,124 @@
+"""The terminal rendering (clients/render.py): cards, actions from their structured fields, and
+each game's table drawn from real views sent by a real engine."""
+
+from __future__ import annotations
+
+import random
+
+from rich.console import Console
+
+from clients import cardgames_client as cg
+from clients import render
+from engine_service.transport.generated import cards_pb2, match_pb2
+
+from .conftest import run
+
+
+def plain(renderable) -> str:
+    console = Console(width=200, record=True, color_system=None, file=open("/dev/null", "w"))
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_cards():
+    assert render.card_text("TH").plain == "10♥" and "red" in str(render.card_text("TH").style)
+    assert render.card_text("AS").plain == "A♠"
+    assert render.card_text("X2").plain == "Joker2"
+    assert render.card_text(None).plain == render.HIDDEN_CARD
+
+
+def test_actions_are_labelled_from_their_structured_fields():
+    joker = cards_pb2.Action(notation="play:X1:high:S", kind=cards_pb2.ACTION_KIND_PLAY, verb="play",
+                             card=cards_pb2.Card(code="X1", rank=cards_pb2.RANK_JOKER),
+                             joker_mode=cards_pb2.JOKER_MODE_HIGH, named_suit=cards_pb2.SUIT_SPADES)
+    assert render.action_text(joker).plain == "play Joker1 high (takes), asks ♠"
+    under = cards_pb2.Action(notation="play:X2:low", kind=cards_pb2.ACTION_KIND_PLAY, verb="play",
+                             card=cards_pb2.Card(code="X2"), joker_mode=cards_pb2.JOKER_MODE_LOW)
+    assert render.action_text(under).plain == "play Joker2 low (under)"
+    assert render.action_text(cards_pb2.Action(notation="bid:0", kind=cards_pb2.ACTION_KIND_BID, number=0)).plain \
+        == "bid 0 (pass)"
+    trump = cards_pb2.Action(notation="trump:NT", kind=cards_pb2.ACTION_KIND_TRUMP, verb="trump",
+                             suit=cards_pb2.SUIT_NO_TRUMP)
+    assert render.action_text(trump).plain == "trump NT"
+    jo = cards_pb2.Action(notation="play:KS:jo", kind=cards_pb2.ACTION_KIND_PLAY, verb="play",
+                          card=cards_pb2.Card(code="KS"), announcement=cards_pb2.ANNOUNCEMENT_JO)
+    assert render.action_text(jo).plain == "play K♠ + jo"
+    assert render.action_text(cards_pb2.Action(notation="no_exchange", kind=cards_pb2.ACTION_KIND_NO_EXCHANGE)).plain \
+        == "no exchange"
+
+
+def test_every_legal_action_of_real_matches_has_a_label(engine):
+    """Random play through every game: each legal action the server sends gets a label that
+    mentions its card (if any), and each view renders without error."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            for game in await client.list_games():
+                match = await client.create_match(game.id)
+                seats = [await client.join(match.match_id) for _ in range(game.num_seats)]
+                rng = random.Random(game.id)
+                for _ in range(60):
+                    view = await seats[0].view()
+                    if view.over:
+                        break
+                    seat = seats[view.to_act]
+                    mine = await seat.view()
+                    text = plain(render.board(mine, None, 0.0))
+                    assert "your hand" in text and render.GAME_NAMES[game.id] in text
+                    for action in mine.legal_actions:
+                        label = render.action_text(action).plain
+                        assert label
+                        if action.card.code:
+                            assert render.card_text(action.card.code).plain in label, (action.notation, label)
+                    await seat.act(lambda v: rng.choice(cg.legal_notations(v)), mine)
+
+    run(scenario(), timeout_s=180)
+
+
+def test_japanese_joker_columns_and_georgian_joker_bids(engine):
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            jjk = await client.create_match("japanese_joker", seats=[None, None])
+            a, b = [await client.join(jjk.match_id) for _ in range(2)]
+            view = await a.view()
+            mover = a if view.to_act == a.seat else b
+            await mover.act(lambda v: v.legal_actions[0].notation)  # the declarer chooses trump
+            view = await a.view()
+            table = render.struct_dict(view.table)
+            lines = [line.plain for line in render.columns_lines(view, await a.summary())]
+            assert lines[0].startswith("your columns:") and lines[1].startswith("seat 1's columns:")
+            for seat, line in enumerate(lines):
+                shown = [c for c in table["columns"][seat] if c.get("on_table")]
+                assert line.count("[") == len(shown) == table["column_counts"][seat] == 5
+                for column in shown:
+                    assert render.card_text(column["up"]).plain in line
+                assert line.count(render.HIDDEN_CARD) == 5
+
+            gj = await client.create_match("georgian_joker")
+            seats = [await client.join(gj.match_id, player_name=f"p{i}") for i in range(4)]
+            for _ in range(3):  # bids (or the nine-card trump choice) come first
+                view = await seats[0].view()
+                await seats[view.to_act].act(lambda v: v.legal_actions[-1].notation)
+            view = await seats[0].view()
+            table = render.struct_dict(view.table)
+            text = plain(render.board(view, await seats[0].summary(), 0.0))
+            assert "trump indicator" in text or table.get("trump_indicator") is None
+            bids = [b for b in table["bids"] if b is not None]
+            assert len(bids) >= 1
+            seats_text = plain(render.seats_table(view, await seats[0].summary(), 0.0))
+            assert "bid" in seats_text.splitlines()[0]
+
+    run(scenario())
+
+
+def test_event_lines():
+    from engine_service.transport.generated import card_games_pb2
+
+    heartbeat = card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_HEARTBEAT, seq=3)
+    assert render.event_text(heartbeat, None, 0) is None
+    action = card_games_pb2.WatchMatchResponse(
+        kind=match_pb2.EVENT_KIND_ACTION, seq=12, seat=1, by=match_pb2.ACTOR_AUTO,
+        action=cards_pb2.Action(notation="bid:2", kind=cards_pb2.ACTION_KIND_BID, number=2))
+    assert render.event_text(action, None, 0).plain == "  12 seat 1 (auto): bid 2"
+    ended = card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_MATCH_ENDED, seq=40, reason="resigned")
+    assert "match ended (resigned)" in render.event_text(ended, None, None).plain
