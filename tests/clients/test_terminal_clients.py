@@ -184,3 +184,33 @@ def test_watch_screen_shows_the_public_view_only(engine):
                 assert "trump indicator" in text or my_view.phase != "bidding"
 
     run(scenario())
+
+
+def test_play_screen_resigns_with_shift_r(engine):
+    """R resigns: in a two-player game the opponent wins at once (JJK-10.1) and the screen says so."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("japanese_joker", seats=[None, "random"])
+            me = await client.join(match.match_id)
+            app = PlayApp(me, await me.summary())
+            async with app.run_test(size=(160, 50)) as pilot:
+                await pilot.pause(0.5)
+                await pilot.press("R")
+                for _ in range(100):
+                    await pilot.pause(0.05)
+                    if app.result is not None:
+                        break
+                assert app.result is not None, "no MATCH_ENDED event reached the screen"
+                assert "match over" in str(app.query_one("#status").content)
+            final = await me.summary()
+            assert final.status == match_pb2.MATCH_STATUS_FINISHED
+            assert list(render_result(final)["winners"]) == [1]
+
+    run(scenario())
+
+
+def render_result(summary):
+    from clients.render import struct_dict
+
+    return struct_dict(summary.result)
