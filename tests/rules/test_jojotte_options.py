@@ -430,3 +430,28 @@ def test_jj_game_target():
     auto_finish_deal(state)
     assert state.result()["totals"]["games_won"] == [0, 0]
     assert table(state)["match"]["game_target"] == 1000
+
+
+LATE_QUEEN_DEAL = dict(nd=("AS", "KS", "JS", "AH", "KH", "JH"), nd2=("AD", "KD", "JD"),
+                       dl=("QS", "QD", "QC", "7S", "AC", "KC"), dl2=("JC", "TC", "9C"), turn="QH", info="8C")
+
+
+def test_optional_melds_with_late_exchange_keep_stated_quartets():
+    """JJ-A10 + JJ-A21: seat 1 states "quartet none", then exchanges his seven for the turn-up
+    QH at his sequence step: the four queens he now holds were not stated and do not score."""
+    opts = {"jj_meld_declaration": "optional", "jj_exchange_window": "until_first_lead"}
+    state = deal(opts, **LATE_QUEEN_DEAL)
+    act(state, "accept", "pass", "no_exchange", "no_exchange", "pass")
+    act(state, "declare", "declare")
+    assert [d["say"] for d in table(state)["melds"]["dialogue"]] == ["quartet none", "good"]
+    assert state.to_act() == 1 and legal(state) == ["declare", "conceal", "exchange:7S"]
+    act(state, "exchange:7S")
+    assert state.to_act() == 1 and {"QS", "QH", "QD", "QC"} <= set(hand(state, 1))
+    act(state, "declare", "declare")
+    says = [d["say"] for d in table(state)["melds"]["dialogue"]]
+    assert says[:2] == ["quartet none", "good"] and "quartet Q" not in says
+    assert table(state)["melds"]["points"] == [0, 50]  # A-K-Q-J-T-9 of clubs only
+    # a bot's determinization of this view is still consistent
+    import random
+    view = state.view(0)
+    assert GAME.determinize(view, random.Random(0)).view(0) == view

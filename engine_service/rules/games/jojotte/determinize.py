@@ -141,6 +141,7 @@ def determinize(game: Any, view: Mapping[str, Any], rng: random.Random) -> Jojot
     own_first, own_second, opp_first, opp_second = (
         (cfg.first_nd, cfg.second_nd, cfg.first_dl, cfg.second_dl) if seat == nd
         else (cfg.first_dl, cfg.second_dl, cfg.first_nd, cfg.second_nd))
+    meld_ok = _meld_precheck(cfg, view, actions, seat, own, turn0)
     own_cards = [c for c in PACK32 if own >> c & 1]
     opp_fixed = [c for c in PACK32 if opp_known >> c & 1]
     for _ in range(MAX_TRIES):
@@ -148,6 +149,8 @@ def determinize(game: Any, view: Mapping[str, Any], rng: random.Random) -> Jojot
         chosen_mask = 0
         for c in chosen:
             chosen_mask |= 1 << c
+        if meld_ok is not None and not meld_ok(opp_known | chosen_mask):
+            continue
         rest = [c for c in unknown if not chosen_mask >> c & 1]
         rng.shuffle(rest)
         deck = [-1] * 32
@@ -178,6 +181,54 @@ def determinize(game: Any, view: Mapping[str, Any], rng: random.Random) -> Jojot
         if _replay(st, actions) and st.view(seat) == view:
             return st
     raise DeterminizeError(f"no consistent deal found in {MAX_TRIES} proposals")
+
+
+def _meld_precheck(cfg: Any, view: Mapping[str, Any], actions: list[tuple[int, int]], seat: int,
+                   own: int, turn0: int):
+    """A cheap test of a proposal against the complete meld dialogue (JJ-5.9), or None.
+
+    The dialogue is a function of both hands when trick play started; recomputing it from the
+    proposed opponent hand rejects most inconsistent proposals before the costlier replay.
+    (The replay and the final view comparison remain the authority.)"""
+    table = view["table"]
+    melds = table["melds"]
+    if melds is None or view["phase"] == "melds":
+        return None
+    contract = table["contract"]
+    strain = ("S", "H", "D", "C", "NT").index(contract["play_strain"])
+    defender = contract["defender"]
+    first_play = next((i for i, (_, a) in enumerate(actions) if a < A.ACCEPT), len(actions))
+    swap = None  # an exchange made before play: (seat, seven, turn-up)
+    swap_after_quartets = False
+    meld_steps = 0
+    flags = [True, True, True, True]
+    for s, a in actions[:first_play]:
+        if A.EXCHANGE <= a < A.NO_EXCHANGE:
+            swap = (s, (a - A.EXCHANGE) * 9 + T.SEVEN, turn0)
+            swap_after_quartets = meld_steps >= 2
+        elif a in (A.DECLARE, A.CONCEAL):
+            flags[2 * s + (meld_steps >> 1)] = a == A.DECLARE
+            meld_steps += 1
+    declared = ((flags[0], flags[1]), (flags[2], flags[3]))
+    expected = melds["dialogue"]
+    from .melds import dialogue, settle
+
+    def check(opp_original: int) -> bool:
+        hands = [0, 0]
+        hands[seat] = own
+        hands[1 - seat] = opp_original
+        quartet_hands = None
+        if swap is not None:
+            if swap_after_quartets:
+                quartet_hands = (hands[0], hands[1])
+            hands[swap[0]] = (hands[swap[0]] & ~(1 << swap[1])) | (1 << swap[2])
+        st = settle(hands, strain, defender, nt_natural=cfg.nt_quartet_natural,
+                    card_in_two_melds=cfg.card_in_two_melds, split_runs=cfg.split_runs,
+                    winner_all_sequences=cfg.winner_all_sequences, declared=declared,
+                    quartet_hands=quartet_hands)
+        return dialogue(st) == expected
+
+    return check
 
 
 def _replay(st: JojotteState, actions: list[tuple[int, int]]) -> bool:

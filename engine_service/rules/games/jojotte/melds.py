@@ -163,17 +163,21 @@ def settle(hands: tuple[int, int] | list[int], strain: int, defender: int, *,
            nt_natural: bool = False, card_in_two_melds: bool = True, split_runs: bool = False,
            winner_all_sequences: bool = True,
            declared: tuple[tuple[bool, bool], tuple[bool, bool]] = _ALL_DECLARED,
+           quartet_hands: tuple[int, int] | list[int] | None = None,
            ) -> Settlement:
     """Settle both categories (JJ-5.4 to JJ-5.7) for two hands in a strain.
 
     ``declared[seat] = (quartets, sequences)``: False where the player conceals that category
     (``jj_meld_declaration = optional``, JJ-A21); he is then treated as holding none.
+    ``quartet_hands``: the hands when the quartets were stated, if a hand changed since (a late
+    seven exchange between the statements, JJ-A10); by default ``hands``.
     """
     h0, h1 = hands[0], hands[1]
     d0, d1 = declared
     order = quartet_order(strain, nt_natural)
-    q0 = hand_quartets(h0, order) if d0[0] else ()
-    q1 = hand_quartets(h1, order) if d1[0] else ()
+    qh = quartet_hands if quartet_hands is not None else hands
+    q0 = hand_quartets(qh[0], order) if d0[0] else ()
+    q1 = hand_quartets(qh[1], order) if d1[0] else ()
     qw: int | None = None
     qpts = (0, 0)
     if q0 or q1:

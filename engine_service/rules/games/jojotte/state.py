@@ -70,7 +70,7 @@ class JojotteState(State):
         "_mult", "_accepted", "_decl", "_kind", "_pstrain", "_window", "_exch_seat", "_exch_offer",
         "_exchange", "_late_exch", "_settle", "_meld_pts", "_declared", "_meld_step", "_jo",
         "_jj", "_jo_mask", "_kq_auto", "_leader", "_lead", "_trick_no", "_tricks", "_tp",
-        "_best", "_won", "_head", "_wins", "_vals", "_tv", "_trumps", "_log", "_alen",
+        "_best", "_won", "_head", "_wins", "_vals", "_tv", "_trumps", "_log", "_alen", "_qhands",
     )
 
     def __init__(self, game: Any, options: Any, first_dealer: int) -> None:
@@ -118,6 +118,7 @@ class JojotteState(State):
         self._meld_pts = (0, 0)
         self._declared = [True, True, True, True]  # (seat 0 q, seat 0 s, seat 1 q, seat 1 s)
         self._meld_step = 0
+        self._qhands: tuple[int, int] | None = None  # hands when the quartets were stated
         self._jo = 0
         self._jj = [0, 0]
         self._jo_mask = 0
@@ -184,6 +185,7 @@ class JojotteState(State):
         n._meld_pts = self._meld_pts
         n._declared = self._declared[:]
         n._meld_step = self._meld_step
+        n._qhands = self._qhands
         n._jo = self._jo
         n._jj = self._jj[:]
         n._jo_mask = self._jo_mask
@@ -508,6 +510,8 @@ class JojotteState(State):
         self._declared[2 * seat + (step >> 1)] = a == A.DECLARE
         step += 1
         self._meld_step = step
+        if step == 2:  # the quartets are stated: a later exchange does not change them
+            self._qhands = (self._h[0], self._h[1])
         if step == 4:
             self._settle_melds()
             self._start_play()
@@ -535,7 +539,7 @@ class JojotteState(State):
         return M.settle(self._h, self._pstrain, 1 - self._decl, nt_natural=cfg.nt_quartet_natural,
                         card_in_two_melds=cfg.card_in_two_melds, split_runs=cfg.split_runs,
                         winner_all_sequences=cfg.winner_all_sequences,
-                        declared=((flags[0], flags[1]), (flags[2], flags[3])))
+                        declared=((flags[0], flags[1]), (flags[2], flags[3])), quartet_hands=self._qhands)
 
     def _settle_melds(self) -> None:
         st = self._settlement(self._declared)
