@@ -13,7 +13,7 @@ from engine_service.rules import (CHANCE, DealRequired, IllegalAction, InvalidDe
 from engine_service.rules.cards import PACK32, card_id
 from engine_service.rules.games.jojotte import actions as A
 
-from .checks_jojotte import GAME, act, auto_finish_deal, deal, legal, table
+from .checks_jojotte import GAME, act, auto_finish_deal, deal, table
 from .playout import cards_in, iter_states, random_match
 from .test_jojotte_rules import EXCH_DEAL, JO_DEAL, MELD_LOSER_DEAL, PLAY_DEAL, STRONG_DEAL, to_play
 

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from engine_service.rules import CHANCE, TERMINAL
-from engine_service.rules.cards import CODES, PACK32, card_id
+from engine_service.rules.cards import PACK32, card_id
 
 from .checks_jojotte import GAME, OPTION_SETS, act
 from .playout import iter_states
