@@ -17,19 +17,22 @@ How a match runs:
   current one).
 * **Redacted at the source**: every view and event is built for its audience by
   :mod:`.views` from the rules core's own views.
-* **Time and absence** follow the rulebooks (:mod:`.policy`); timers are armed on the event
-  loop and re-armed from scratch after a restart.
+* **Time and absence** follow the rulebooks (:mod:`.policy`, :mod:`.clock`); timers are
+  armed on the event loop and re-armed from scratch after a restart.
 * **Bots** are called through the bot host off the event loop with only their seat's view;
-  any failure falls back to the auto-move policy.
+  any failure falls back to the auto-move policy (:mod:`.clock`).
+
+This module is the service's facade: the registry of live matches, authentication, the
+requests of MatchService, watch streams and the lifecycle. Changes of a match go through
+:class:`~.writer.MatchWriter`; what happens with time through :class:`~.clock.MatchClock`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import secrets
 import time
 import unicodedata
-from typing import Any, AsyncIterator, Awaitable, Mapping, Protocol, Sequence
+from typing import Any, AsyncIterator, Awaitable, Protocol, Sequence
 
 import structlog
 
@@ -40,25 +43,26 @@ from ..rules.errors import RulesError
 from ..rules.game import CHANCE
 from ..rules.registry import all_games, get_game
 from ..store import MatchListing, Store, StoreError, open_store
-from ..store.base import STATUSES, ActionRecord, DeckRecord, MatchRecord, SeatRecord, StoredMatch
+from ..store.base import STATUSES, DeckRecord, MatchRecord, SeatRecord, StoredMatch
 from .api import (BadRequest, BotInfo, CreateMatchRequest, GameInfo, JoinResult, LimitExceeded,
                   MatchEvent, MatchNotActive, MatchNotFound, MatchSummary, PermissionDenied,
                   Principal, SeatConfig, SeatInfo, SeatTaken, SessionError, StaleSequence, SubmitResult,
                   Unauthenticated, Unavailable, ViewEnvelope)
 from .chance import draw_first_dealer, random_deck
+from .clock import MatchClock
 from .config import SessionConfig
-from .match import CorruptLog, LiveMatch, SeatSlot
+from .match import CorruptLog, LiveMatch
 from .policy import FORFEIT, merge_turn_time, reconnect_grace, turn_time
 from .tokens import new_match_id, new_token, token_hash
-from .views import ADMIN, SPECTATOR, Audience, audience_kind, public_or_none
+from .views import ADMIN, SPECTATOR, Audience, audience_kind
 from .watchers import Watcher, _End
+from .writer import MatchWriter, ended_event
 
 log = structlog.get_logger("engine_service.sessions")
 
 MAX_ACTION_LENGTH = 64
 MAX_CLIENT_ACTION_ID_LENGTH = 128
 MAX_MATCH_ID_LENGTH = 64
-RETRY_AFTER_STORE_FAILURE_S = 1.0
 
 
 class BotHostLike(Protocol):
@@ -113,6 +117,10 @@ class MatchManager:
         self._started = False
         self._draining = False
         self._closed = False
+        self._writer = MatchWriter(self._store, self.metrics)
+        self._clock = MatchClock(self.config, self.metrics, self._writer, self._spawn, lambda: self._host)
+        self._writer.schedule = self._clock.schedule
+        self._writer.stop = self._clock.stop
 
     # ---- lifecycle ------------------------------------------------------------------------
 
@@ -143,8 +151,8 @@ class MatchManager:
             if m.active:
                 for slot in m.seats:
                     if slot.absent:  # nobody is connected after a restart
-                        self._arm_grace(m, slot, start=now)
-                self._schedule(m)
+                        self._clock.arm_grace(m, slot, start=now)
+                self._clock.schedule(m)
         interval = max(1.0, min(60.0, self.config.finished_retention_s / 4 or 1.0))
         self._sweeper = asyncio.create_task(self._sweep(interval), name="sessions-sweeper")
 
@@ -153,15 +161,13 @@ class MatchManager:
         if self._draining:
             return
         self._draining = True
+        self._clock.stopped = True
         if self._sweeper is not None:
             self._sweeper.cancel()
         for m in self._matches.values():
-            self._disarm(m)
-            for slot in m.seats:
-                self._cancel_grace(slot)
+            self._clock.stop(m)
             if m.bot_task is not None:
                 m.bot_task.cancel()
-            m.bot_key = None
         for m in list(self._matches.values()):
             async with m.lock:  # the writer in flight, if any, finishes first
                 pass
@@ -264,7 +270,7 @@ class MatchManager:
             name=name, takeover_bot=takeover, created_at=time.time(),
             status="waiting" if has_open else "active")
         m = LiveMatch(record, decks, [])
-        await self._store_call(self._store.create_match(record, decks), "create_match")
+        await self._writer.store_call(self._store.create_match(record, decks), "create_match")
         self._register(m)
         self.metrics.matches_created.labels(game.id).inc()
         m.log.info("match_created", status=m.status, seats=[s.kind for s in m.seats],
@@ -272,7 +278,7 @@ class MatchManager:
                    turn_time_s=turn, reconnect_grace_s=grace, spectators_allowed=m.spectators_allowed,
                    admin_decks=len(request.decks or ()))
         if m.active:
-            self._schedule(m)
+            self._clock.schedule(m)
         return m.summary()
 
     def _seat_configs(self, game: Any, seats: Sequence[SeatConfig]) -> list[SeatConfig]:
@@ -320,17 +326,17 @@ class MatchManager:
             token = new_token()
             digest = token_hash(token)
             rec = SeatRecord(slot.seat, "open", "", name, digest, time.time(), False)
-            await self._store_call(self._store.save_seat(m.match_id, rec), "save_seat")
+            await self._writer.store_call(self._store.save_seat(m.match_id, rec), "save_seat")
             slot.player_name, slot.token_hash, slot.joined_at, slot.left = name, digest, rec.joined_at, False
             self._tokens[digest] = (m.match_id, slot.seat)
             m.log.info("seat_joined", seat=slot.seat)
             if m.status == "waiting" and not m.open_seats():
                 await self._activate(m)
-            self._presence(m, slot, "joined")
+            self._writer.presence(m, slot, "joined")
             return JoinResult(match_id=m.match_id, seat=slot.seat, token=token)
 
     async def _activate(self, m: LiveMatch) -> None:
-        await self._store_call(self._store.set_status(m.match_id, "active"), "set_status")
+        await self._writer.store_call(self._store.set_status(m.match_id, "active"), "set_status")
         self.metrics.matches_active.labels(m.game.id, "waiting").dec()
         self.metrics.matches_active.labels(m.game.id, "active").inc()
         m.status = "active"
@@ -338,8 +344,8 @@ class MatchManager:
         now = asyncio.get_running_loop().time()
         for slot in m.seats:
             if slot.absent:
-                self._arm_grace(m, slot, start=now)
-        self._schedule(m)
+                self._clock.arm_grace(m, slot, start=now)
+        self._clock.schedule(m)
 
     # ---- reading --------------------------------------------------------------------------
 
@@ -416,7 +422,7 @@ class MatchManager:
                 if expected_seq is not None and expected_seq != m.seq:
                     raise StaleSequence(f"expected_seq {expected_seq} is stale: the match is at seq {m.seq}",
                                         current=m.envelope(seat))
-                rec = await self._apply(m, seat, action, by="player", client_action_id=client_action_id)
+                rec = await self._writer.apply(m, seat, action, by="player", client_action_id=client_action_id)
                 return SubmitResult(seq=rec.seq, action=rec.action, view=m.envelope(seat))
         except StaleSequence:
             self.metrics.actions.labels(game, "player", "stale").inc()
@@ -441,28 +447,28 @@ class MatchManager:
             if slot.left:
                 raise PermissionDenied("you have left this match", reason="SEAT_LEFT")
             if m.status == "waiting":
-                await self._store_call(self._store.save_seat(m.match_id, SeatRecord(seat)), "save_seat")
+                await self._writer.store_call(self._store.save_seat(m.match_id, SeatRecord(seat)), "save_seat")
                 self._tokens.pop(slot.token_hash, None)
                 slot.player_name, slot.token_hash, slot.joined_at = "", "", None
                 for w in list(m.watchers):
                     if w.audience == seat:
                         w.end(PermissionDenied("you left this match", reason="SEAT_LEFT"), drop_pending=True)
                 m.log.info("seat_left", seat=seat, resign=resign)
-                self._presence(m, slot, "left")
+                self._writer.presence(m, slot, "left")
             elif m.policy == FORFEIT:
                 m.log.info("seat_resigned", seat=seat)
-                await self._end(m, "resigned", winners=[s.seat for s in m.seats if s.seat != seat],
+                await self._writer.end(m, "resigned", winners=[s.seat for s in m.seats if s.seat != seat],
                                 resigned=seat)
             else:
                 rec = slot.record()
-                await self._store_call(self._store.save_seat(
+                await self._writer.store_call(self._store.save_seat(
                     m.match_id, SeatRecord(rec.seat, rec.kind, rec.bot, rec.player_name,
                                            rec.token_hash, rec.joined_at, True)), "save_seat")
                 slot.left = True
-                self._cancel_grace(slot)
+                self._clock.cancel_grace(slot)
                 m.log.info("seat_resigned", seat=seat)
-                self._presence(m, slot, "left")
-                self._schedule(m)
+                self._writer.presence(m, slot, "left")
+                self._clock.schedule(m)
             return m.summary()
 
     async def terminate_match(self, match_id: str, reason: str) -> MatchSummary:
@@ -472,7 +478,7 @@ class MatchManager:
         async with m.lock:
             if m.over:
                 raise MatchNotActive("the match is over")
-            await self._end(m, "terminated", winners=[], reason=reason)
+            await self._writer.end(m, "terminated", winners=[], reason=reason)
             return m.summary()
 
     # ---- watching -------------------------------------------------------------------------
@@ -505,7 +511,7 @@ class MatchManager:
         if slot is not None:
             slot.streams += 1
             if slot.streams == 1:
-                self._connected(m, slot)
+                self._clock.connected(m, slot)
         try:
             if after_seq < 0 or live_from - after_seq > self.config.snapshot_threshold:
                 self.metrics.watch_snapshots.inc()
@@ -520,7 +526,7 @@ class MatchManager:
                     yield MatchEvent(kind="action", seq=rec.seq, match_id=m.match_id, seat=rec.seat,
                                      action=rec.action, by=rec.by, reason=rec.reason, view=env)
             if ended:
-                yield self._ended_event(m, audience)
+                yield ended_event(m, audience)
                 return
             while True:
                 try:
@@ -549,330 +555,7 @@ class MatchManager:
             if slot is not None:
                 slot.streams -= 1
                 if slot.streams == 0:
-                    self._disconnected(m, slot)
-
-    # ---- internals: the writer ------------------------------------------------------------
-
-    async def _apply(self, m: LiveMatch, seat: int, action: str, *, by: str, reason: str = "",
-                     client_action_id: str = "") -> ActionRecord:
-        """Validate, persist and publish one action (the match lock is held)."""
-        started = time.perf_counter()
-        state = m.state.clone()
-        scored = len(state.deal_results())
-        state.apply(action, seat)  # RulesError: nothing changed
-        new_decks: list[DeckRecord] = []
-        dealt = m.deals_dealt
-        if state.to_act() == CHANCE:
-            deck = m.decks.get(dealt)
-            if deck is None:
-                deck = DeckRecord(dealt, random_deck(m.game))
-                new_decks.append(deck)
-            state.deal(deck.cards)
-            dealt += 1
-        rec = ActionRecord(seq=m.seq + 1, seat=seat, action=action, by=by,
-                           client_action_id=client_action_id, reason=reason, at=time.time())
-        await self._store_call(self._store.append_action(m.match_id, rec, new_decks), "append_action")
-
-        m.state = state
-        m.actions.append(rec)
-        for d in new_decks:
-            m.decks[d.deal] = d
-        m.deals_dealt = dealt
-        if client_action_id:
-            m.client_ids[(seat, client_action_id)] = rec
-        self.metrics.actions.labels(m.game.id, by, "accepted").inc()
-        m.log.info("action_applied", seat=seat, seq=rec.seq, action=action, by=by,
-                   **({"reason": reason} if reason else {}))
-        if by == "auto":
-            self.metrics.auto_moves.labels(m.game.id, reason or "policy").inc()
-            m.log.info("auto_move", seat=seat, seq=rec.seq, action=action, reason=reason)
-        details: dict[str, Any] = {}
-        results = state.deal_results()
-        if len(results) > scored:
-            details["deal_scored"] = len(results) - 1
-            m.log.info("deal_scored", seq=rec.seq, deal=len(results) - 1,
-                       result=public_or_none(results[-1], state), totals=state.result().get("totals"))
-
-        if state.is_over():
-            result = self._result(m, "completed")
-            self._mark_over(m, "finished", result, "completed")
-            self._publish(m, "action", seq=rec.seq, seat=seat, action=action, by=by, reason=reason,
-                          details=details)
-            try:
-                await self._store.set_status(m.match_id, "finished", result, m.ended_at)
-            except StoreError as exc:  # the log is durable: a restart derives the end again
-                m.log.error("store_status_failed", error=str(exc))
-            self._announce_end(m)
-        else:
-            self._schedule(m)
-            self._publish(m, "action", seq=rec.seq, seat=seat, action=action, by=by, reason=reason,
-                          details=details)
-        self.metrics.action_latency.labels(m.game.id).observe(time.perf_counter() - started)
-        return rec
-
-    def _result(self, m: LiveMatch, outcome: str, winners: list[int] | None = None,
-                **info: Any) -> dict[str, Any]:
-        result = dict(m.state.result())
-        result["outcome"] = outcome
-        result["over"] = True
-        if winners is not None:
-            result["winners"] = list(winners)
-        abandoned = [s.seat for s in m.seats if s.left]
-        if abandoned:
-            result["abandoned"] = abandoned
-        result.update(info)
-        return result
-
-    async def _end(self, m: LiveMatch, outcome: str, winners: list[int], **info: Any) -> None:
-        """End a match for a session reason (resignation, forfeit, abandonment, termination):
-        durable first, then announced."""
-        result = self._result(m, outcome, winners, **info)
-        status = "terminated" if outcome == "terminated" else "finished"
-        ended_at = time.time()
-        await self._store_call(self._store.set_status(m.match_id, status, result, ended_at), "set_status")
-        self._mark_over(m, status, result, outcome, ended_at)
-        self._announce_end(m)
-
-    def _mark_over(self, m: LiveMatch, status: str, result: dict[str, Any], outcome: str,
-                   ended_at: float | None = None) -> None:
-        previous = m.status
-        m.status, m.result = status, result  # type: ignore[assignment]
-        m.ended_at = ended_at if ended_at is not None else time.time()
-        m.finished_mono = asyncio.get_running_loop().time()
-        self._disarm(m)
-        m.bot_key = None
-        for slot in m.seats:
-            self._cancel_grace(slot)
-        self.metrics.matches_active.labels(m.game.id, previous).dec()
-        self.metrics.matches_finished.labels(m.game.id, outcome).inc()
-        m.log.info("match_ended", seq=m.seq, outcome=outcome, winners=result.get("winners"),
-                   totals=result.get("totals"),
-                   **{k: v for k, v in result.items() if k in ("resigned", "forfeited", "abandoned", "reason")})
-
-    def _announce_end(self, m: LiveMatch) -> None:
-        cache: dict[Any, ViewEnvelope] = {}
-        for w in list(m.watchers):
-            if w.audience not in cache:
-                cache[w.audience] = m.envelope(w.audience)
-            w.offer(self._ended_event(m, w.audience, cache[w.audience]))
-            w.end()
-        if cache:
-            self.metrics.events_published.labels("match_ended").inc(len(cache))
-
-    def _ended_event(self, m: LiveMatch, audience: Audience, env: ViewEnvelope | None = None) -> MatchEvent:
-        result = dict(m.result or {})
-        return MatchEvent(kind="match_ended", seq=m.seq, match_id=m.match_id,
-                          reason=str(result.get("outcome", "")), view=env or m.envelope(audience),
-                          details={"result": result})
-
-    def _publish(self, m: LiveMatch, kind: str, *, seq: int, seat: int | None = None, action: str = "",
-                 by: str = "", reason: str = "", details: Mapping[str, Any] | None = None) -> None:
-        """Queue one event to every watcher, with its audience's view (computed once per
-        audience). Never waits: a full queue closes that watcher's stream."""
-        if not m.watchers:
-            return
-        cache: dict[Any, ViewEnvelope] = {}
-        for w in list(m.watchers):
-            env = cache.get(w.audience)
-            if env is None:
-                env = cache[w.audience] = m.envelope(w.audience)
-            w.offer(MatchEvent(kind=kind, seq=seq, match_id=m.match_id, seat=seat, action=action,  # type: ignore[arg-type]
-                               by=by, reason=reason, view=env, details=dict(details or {})))
-        self.metrics.events_published.labels(kind).inc(len(m.watchers))
-
-    # ---- internals: timers, bots, presence ------------------------------------------------
-
-    def _schedule(self, m: LiveMatch) -> None:
-        """Arm what the current decision needs: a bot move, a turn deadline, or nothing (the
-        two-player rule JJK-10.2 pauses the clock of an absent player). Idempotent: a timer or
-        bot already armed for this (seq, seat) is kept."""
-        if not m.active or self._draining:
-            self._disarm(m)
-            return
-        who = m.state.to_act()
-        if who < 0:
-            self._disarm(m)
-            return
-        key = (m.seq, who)
-        slot = m.seats[who]
-        if slot.bot_driven:
-            self._disarm(m)
-            if m.bot_key != key:
-                bot = slot.bot if slot.kind == "bot" else m.takeover_bot
-                reason = "abandoned" if slot.left else "takeover"
-                view = m.state.view(who)
-                m.bot_key = key
-                m.bot_task = self._spawn(self._bot_move(m, key, bot, view, reason),
-                                         f"bot-{m.match_id}-{key[0]}")
-            return
-        m.bot_key = None
-        if m.policy == FORFEIT and slot.absent:
-            self._disarm(m)
-            return
-        delay = m.turn_time_s * self.config.time_scale
-        if delay <= 0:
-            self._disarm(m)
-            return
-        if m.timer_key == key and m.timer_handle is not None:
-            return
-        self._disarm(m)
-        loop = asyncio.get_running_loop()
-        m.timer_key = key
-        m.deadline = time.time() + delay
-        m.timer_handle = loop.call_later(delay, self._on_deadline, m, key)
-
-    def _disarm(self, m: LiveMatch) -> None:
-        if m.timer_handle is not None:
-            m.timer_handle.cancel()
-        m.timer_handle = None
-        m.timer_key = None
-        m.deadline = None
-
-    def _on_deadline(self, m: LiveMatch, key: tuple[int, int]) -> None:
-        if m.timer_key == key:
-            m.timer_handle = None
-            self._spawn(self._timeout_move(m, key), f"timeout-{m.match_id}-{key[0]}")
-
-    async def _timeout_move(self, m: LiveMatch, key: tuple[int, int]) -> None:
-        """GJ-12.1 / JJK-10.3: the deadline passed; play one move by the auto-move policy."""
-        async with m.lock:
-            if m.timer_key != key or m.seq != key[0] or not m.active:
-                return
-            seat = key[1]
-            self._disarm(m)
-            self.metrics.turn_timeouts.labels(m.game.id).inc()
-            action = m.game.auto_move(m.state.view(seat))
-            try:
-                await self._apply(m, seat, action, by="auto", reason="timeout")
-            except Exception as exc:
-                self._retry_later(m, "timeout_move_failed", exc)
-
-    async def _bot_move(self, m: LiveMatch, key: tuple[int, int], bot: str, view: dict[str, Any],
-                        reason: str) -> None:
-        """One decision for a bot-driven seat, from that seat's view only (GJ-11.7)."""
-        seat = key[1]
-        legal = list(view.get("legal") or [])
-        by, why = "bot", ""
-        action: str | None = None
-        if bot:
-            failure = None
-            if self._host is None:
-                failure = "unknown_bot"
-            else:
-                try:
-                    decision = await self._host.decide(bot, m.game.id, seat, view, legal,
-                                                       secrets.randbits(63), self.config.bot_deadline_s)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:  # the host's contract is not to raise; be safe anyway
-                    m.log.error("bot_host_error", seat=seat, bot=bot, error=type(exc).__name__)
-                    decision = None
-                if decision is None:
-                    failure = "crash"
-                else:
-                    self.metrics.bot_decision_seconds.labels(bot).observe(max(0.0, decision.elapsed_s))
-                    failure = decision.failure
-                    if failure is None and decision.action not in legal:
-                        failure = "illegal"
-                    if failure is None:
-                        action = decision.action
-            if failure is not None:
-                self.metrics.bot_failures.labels(bot, failure).inc()
-                m.log.warning("bot_failed", seat=seat, seq=key[0], bot=bot, reason=failure)
-                by, why = "auto", "bot_failed"
-        else:
-            by, why = "auto", reason
-        async with m.lock:
-            if m.bot_key != key or m.seq != key[0] or not m.active:
-                return
-            m.bot_key = None
-            if action is None:
-                action = m.game.auto_move(view)
-            try:
-                await self._apply(m, seat, action, by=by, reason=why)
-            except Exception as exc:
-                self._retry_later(m, "bot_move_failed", exc)
-
-    def _retry_later(self, m: LiveMatch, event: str, exc: Exception) -> None:
-        """A timed or bot move could not be applied (a store failure): try again shortly."""
-        m.log.error(event, error=str(exc), error_type=type(exc).__name__)
-        if not self._draining:
-            asyncio.get_running_loop().call_later(RETRY_AFTER_STORE_FAILURE_S, self._schedule, m)
-
-    def _connected(self, m: LiveMatch, slot: SeatSlot) -> None:
-        self._cancel_grace(slot)
-        change = "connected"
-        if slot.taken_over:
-            slot.taken_over = False  # GJ-12.4: the player takes the seat back at once
-            change = "returned"
-        self._presence(m, slot, change)
-        self._schedule(m)
-
-    def _disconnected(self, m: LiveMatch, slot: SeatSlot) -> None:
-        if self._draining or self._closed:
-            return
-        self._presence(m, slot, "disconnected")
-        if m.active and slot.absent:
-            self._arm_grace(m, slot)
-        self._schedule(m)
-
-    def _arm_grace(self, m: LiveMatch, slot: SeatSlot, start: float | None = None) -> None:
-        self._cancel_grace(slot)
-        loop = asyncio.get_running_loop()
-        at = (loop.time() if start is None else start) + m.reconnect_grace_s * self.config.time_scale
-        slot.grace_deadline = at
-        slot.grace_handle = loop.call_at(at, self._on_grace, m, slot.seat, at)
-
-    @staticmethod
-    def _cancel_grace(slot: SeatSlot) -> None:
-        if slot.grace_handle is not None:
-            slot.grace_handle.cancel()
-        slot.grace_handle = None
-        slot.grace_deadline = None
-
-    def _on_grace(self, m: LiveMatch, seat: int, at: float) -> None:
-        self._spawn(self._grace_expired(m, seat, at), f"grace-{m.match_id}-{seat}")
-
-    async def _grace_expired(self, m: LiveMatch, seat: int, at: float) -> None:
-        """The absent player's grace period is over: the rulebook's policy applies."""
-        async with m.lock:
-            slot = m.seats[seat]
-            if not m.active or not slot.absent or slot.grace_deadline != at:
-                return
-            slot.grace_handle = None
-            if m.policy == FORFEIT:
-                others = [s for s in m.seats if s.seat != seat]
-                if all(o.absent and o.grace_deadline == at for o in others):
-                    self.metrics.grace_expired.labels(m.game.id, "abandoned").inc()
-                    try:
-                        await self._end(m, "abandoned", winners=[], absent=[s.seat for s in m.seats])
-                    except Exception as exc:
-                        self._retry_grace(m, slot, exc)
-                    return
-                self.metrics.grace_expired.labels(m.game.id, "forfeit").inc()
-                try:
-                    await self._end(m, "forfeit", winners=[o.seat for o in others], forfeited=seat)
-                except Exception as exc:
-                    self._retry_grace(m, slot, exc)
-                return
-            slot.grace_deadline = None
-            slot.taken_over = True
-            self.metrics.grace_expired.labels(m.game.id, "bot_takeover").inc()
-            self._presence(m, slot, "bot_took_over")
-            self._schedule(m)
-
-    def _retry_grace(self, m: LiveMatch, slot: SeatSlot, exc: Exception) -> None:
-        m.log.error("grace_policy_failed", seat=slot.seat, error=str(exc))
-        if not self._draining:
-            slot.grace_deadline = None
-            self._arm_grace(m, slot, start=asyncio.get_running_loop().time()
-                            - m.reconnect_grace_s * self.config.time_scale + RETRY_AFTER_STORE_FAILURE_S)
-
-    def _presence(self, m: LiveMatch, slot: SeatSlot, change: str) -> None:
-        self.metrics.presence_changes.labels(m.game.id, change).inc()
-        m.log.info("presence_changed", seat=slot.seat, seq=m.seq, change=change, present=slot.present)
-        self._publish(m, "presence", seq=m.seq, seat=slot.seat, reason=change,
-                      details={"change": change, "seats": m.presence()})
+                    self._clock.disconnected(m, slot)
 
     # ---- internals: bookkeeping -----------------------------------------------------------
 
@@ -936,7 +619,7 @@ class MatchManager:
             m.deals_dealt += 1
         if not m.over and m.state.is_over():
             # the last action was written but not the status: derive the end again
-            result = self._result(m, "completed")
+            result = self._writer.result(m, "completed")
             await self._store.set_status(m.match_id, "finished", result, time.time())
             m.status, m.result, m.ended_at = "finished", result, time.time()
             self.metrics.matches_finished.labels(m.game.id, "completed").inc()
@@ -963,13 +646,6 @@ class MatchManager:
         for m in victims:
             self._unregister(m)
         return len(victims)
-
-    async def _store_call(self, op: Awaitable[Any], what: str) -> Any:
-        try:
-            return await op
-        except StoreError as exc:
-            log.error("store_write_failed", operation=what, error=str(exc), error_type=type(exc).__name__)
-            raise Unavailable("the match could not be saved; try again", reason="STORE_UNAVAILABLE") from exc
 
     def _view_at(self, m: LiveMatch, audience: Audience, seq: int) -> ViewEnvelope:
         if seq == m.seq:

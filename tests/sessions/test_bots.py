@@ -144,7 +144,7 @@ def test_bots_never_block_the_server_or_another_match():
             await host.close()
 
     latencies, bot_seq, metrics = run(go(), timeout=300)
-    assert len(latencies) == 40
+    assert len(latencies) >= 40
     assert max(latencies) < 0.25, max(latencies)
     assert bot_seq >= 1
     assert metrics.value("cardgames_bot_decision_seconds_count", {"bot": "search"}) >= 1

@@ -4,7 +4,6 @@ checks out against the rules core."""
 
 from __future__ import annotations
 
-import asyncio
 import random
 
 import pytest

@@ -81,8 +81,9 @@ def test_metrics_after_a_known_scenario():
             await until(lambda: mgr._matches[s.match_id].watchers)
             snap["watchers"] = metrics.value("cardgames_watchers", {"audience": "spectator"})
             n = await play_random(mgr, s.match_id, ps, random.Random(4), max_actions=10)
+            to_act = mgr.state_of(s.match_id).to_act()
             try:
-                await mgr.submit_action(s.match_id, ps[0], "dance", None)
+                await mgr.submit_action(s.match_id, ps[to_act], "dance", None)
             except Exception:
                 pass
             await mgr.terminate_match(s.match_id, "test")

@@ -10,7 +10,7 @@ import random
 import pytest
 
 from engine_service.observability.metrics import Metrics
-from engine_service.rules import get_game, transcript
+from engine_service.rules import transcript
 from engine_service.sessions.api import CreateMatchRequest, Principal
 from engine_service.sessions.manager import MatchManager
 from engine_service.store import MemoryStore, NotADatabase, SqliteStore
@@ -195,3 +195,96 @@ def test_finished_matches_are_read_back_after_eviction(tmp_path):
     before, after, vb, va, listed = run(go())
     assert after == before and va.view == vb.view
     assert [m.match_id for m in listed] == [before.match_id] and listed[0].result == before.result
+
+
+class _FirstLegal:
+    def bots(self):
+        from engine_service.sessions.api import BotInfo
+        return [BotInfo("first", tuple(GAMES), "first legal action")]
+
+    def plays(self, bot, game_id):
+        return bot == "first"
+
+    async def decide(self, bot, game_id, seat, view, legal, seed, deadline_s):
+        from types import SimpleNamespace
+        await asyncio.sleep(0.001)
+        return SimpleNamespace(action=legal[0], failure=None, elapsed_s=0.001)
+
+    async def close(self):
+        pass
+
+
+def test_a_bot_match_interrupted_by_a_crash_finishes_after_the_restart(tmp_path):
+    from engine_service.sessions.api import SeatConfig
+
+    path = tmp_path / "m.sqlite3"
+
+    async def before():
+        mgr = MatchManager(config(), store=SqliteStore(path), bot_host=_FirstLegal(), metrics=Metrics())
+        await mgr.start()
+        s = await mgr.create_match(CreateMatchRequest(game="japanese_joker", seats=[SeatConfig("bot", "first")] * 2))
+        m = mgr._matches[s.match_id]
+        while m.seq < 20:
+            await asyncio.sleep(0.001)
+        return s.match_id  # the loop ends with a bot decision in flight: the crash
+
+    match_id = run(before())
+
+    async def after():
+        mgr = MatchManager(config(), store=SqliteStore(path), bot_host=_FirstLegal(), metrics=Metrics())
+        await mgr.start()
+        try:
+            m = mgr._matches[match_id]
+            resumed_at = m.seq
+            events = await collect(mgr.watch(match_id, Principal("spectator", match_id), resumed_at))
+            return resumed_at, events, await mgr.export_transcript(match_id), await mgr.get_match(match_id)
+        finally:
+            await mgr.close()
+
+    resumed_at, events, data, summary = run(after())
+    assert resumed_at >= 20
+    assert [e.seq for e in events if e.kind == "action"] == list(range(resumed_at + 1, summary.seq + 1))
+    assert summary.status == "finished"
+    assert transcript.check(data)[0] is None
+
+
+def test_a_second_writer_on_the_same_log_is_caught_up_not_overwritten():
+    """Two managers on one store (a process thought dead, or a future second replica): the
+    (match_id, seq) key refuses the stale writer, which folds the other's actions into its
+    match, publishes them, and answers StaleSequence with the current view."""
+    from engine_service.sessions.api import StaleSequence
+
+    store = MemoryStore()
+
+    async def go():
+        a = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await a.start()
+        s = await a.create_match(CreateMatchRequest(game="klaberjass"))
+        tokens = [(await a.join_match(s.match_id, i, "x")).token for i in range(2)]
+        b = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await b.start()  # b loads the match at seq 0
+        pa = [a.authenticate(s.match_id, t) for t in tokens]
+        pb = [b.authenticate(s.match_id, t) for t in tokens]
+        watcher = b.watch(s.match_id, Principal("spectator", s.match_id), 0)
+        reader = asyncio.ensure_future(collect(watcher, until=lambda e: e.kind == "action"))
+        await asyncio.sleep(0)
+        await play_random(a, s.match_id, pa, random.Random(1), max_actions=1)
+        seat = b._matches[s.match_id].state.to_act()
+        legal = (await b.get_view(s.match_id, pb[seat])).view["legal"]
+        with pytest.raises(StaleSequence) as info:
+            await b.submit_action(s.match_id, pb[seat], legal[0], None)
+        caught_up = b._matches[s.match_id].seq
+        seen = await reader
+        # b now continues from the shared log
+        seat = b._matches[s.match_id].state.to_act()
+        env = await b.get_view(s.match_id, pb[seat])
+        res = await b.submit_action(s.match_id, pb[seat], env.view["legal"][0], env.seq)
+        actions = (await store.load_match(s.match_id)).actions
+        await b.close()
+        await a.close()
+        return info.value, caught_up, seen, res, actions
+
+    error, caught_up, seen, res, actions = run(go())
+    assert caught_up == 1 and error.current.seq == 1
+    assert [(e.kind, e.seq) for e in seen] == [("action", 1)]
+    assert res.seq == 2 and [a.seq for a in actions] == [1, 2]

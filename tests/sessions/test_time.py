@@ -10,7 +10,7 @@ import time
 import pytest
 
 from engine_service.rules import get_game
-from engine_service.sessions.api import (CreateMatchRequest, PermissionDenied, Principal)
+from engine_service.sessions.api import PermissionDenied, Principal
 
 from .helpers import GAMES, Stream, config, manager, open_match, run, until
 

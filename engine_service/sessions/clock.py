@@ -1,0 +1,240 @@
+"""Time, absence and bots of live matches (GJ-12, JJK-10, ARCHITECTURE.md section 4).
+
+For the decision at hand the clock arms exactly one of:
+
+* a **bot move** when the seat to act is a bot seat, or a seat a bot plays for an absent or
+  departed player (GJ-12.4): the bot host decides from that seat's view only, off the event
+  loop, under a deadline; any failure falls back to the auto-move policy;
+* a **turn deadline** (GJ-12.1, JJK-10.3) for a player: on expiry one move by the game's
+  auto-move policy, recorded as an ordinary action with ``by="auto"``;
+* nothing, when the table has no deadline or a two-player game waits for its absent player
+  (JJK-10.2).
+
+Absence: a joined seat whose last watch stream closed gets a grace window
+(``reconnect_grace_s``); when it expires the rulebook's policy applies (:mod:`.policy`).
+Timers live on the event loop only: after a restart they are armed afresh.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from typing import Any, Awaitable, Callable
+
+from ..observability.metrics import Metrics
+from .api import StaleSequence
+from .config import SessionConfig
+from .match import LiveMatch, SeatSlot
+from .policy import FORFEIT
+from .writer import MatchWriter
+
+RETRY_AFTER_STORE_FAILURE_S = 1.0
+
+
+class MatchClock:
+    def __init__(self, config: SessionConfig, metrics: Metrics, writer: MatchWriter,
+                 spawn: Callable[[Awaitable[Any], str], asyncio.Task], host: Callable[[], Any]) -> None:
+        self.config = config
+        self.metrics = metrics
+        self.writer = writer
+        self._spawn = spawn
+        self._host = host
+        self.stopped = False  # draining: arm nothing more
+
+    # ---- the decision at hand -----------------------------------------------------------
+
+    def schedule(self, m: LiveMatch) -> None:
+        """Arm what the current decision needs. Idempotent: a timer or bot move already armed
+        for this (seq, seat) is kept, so presence changes never reset a running deadline."""
+        if not m.active or self.stopped:
+            self.disarm(m)
+            return
+        who = m.state.to_act()
+        if who < 0:
+            self.disarm(m)
+            return
+        key = (m.seq, who)
+        slot = m.seats[who]
+        if slot.bot_driven:
+            self.disarm(m)
+            if m.bot_key != key:
+                bot = slot.bot if slot.kind == "bot" else m.takeover_bot
+                reason = "abandoned" if slot.left else "takeover"
+                view = m.state.view(who)  # computed now: the state cannot change before the move
+                m.bot_key = key
+                m.bot_task = self._spawn(self._bot_move(m, key, bot, view, reason),
+                                         f"bot-{m.match_id}-{key[0]}")
+            return
+        m.bot_key = None
+        if m.policy == FORFEIT and slot.absent:  # JJK-10.2: no clock while the player is away
+            self.disarm(m)
+            return
+        delay = m.turn_time_s * self.config.time_scale
+        if delay <= 0:
+            self.disarm(m)
+            return
+        if m.timer_key == key and m.timer_handle is not None:
+            return
+        self.disarm(m)
+        m.timer_key = key
+        m.deadline = time.time() + delay
+        m.timer_handle = asyncio.get_running_loop().call_later(delay, self._on_deadline, m, key)
+
+    def disarm(self, m: LiveMatch) -> None:
+        if m.timer_handle is not None:
+            m.timer_handle.cancel()
+        m.timer_handle = None
+        m.timer_key = None
+        m.deadline = None
+
+    def stop(self, m: LiveMatch) -> None:
+        """Disarm everything of a match (it ended, or the service drains)."""
+        self.disarm(m)
+        m.bot_key = None
+        for slot in m.seats:
+            self.cancel_grace(slot)
+
+    def _on_deadline(self, m: LiveMatch, key: tuple[int, int]) -> None:
+        if m.timer_key == key:
+            m.timer_handle = None
+            self._spawn(self._timeout_move(m, key), f"timeout-{m.match_id}-{key[0]}")
+
+    async def _timeout_move(self, m: LiveMatch, key: tuple[int, int]) -> None:
+        """GJ-12.1 / JJK-10.3: the deadline passed; play one move by the auto-move policy."""
+        async with m.lock:
+            if m.timer_key != key or m.seq != key[0] or not m.active:
+                return
+            seat = key[1]
+            self.disarm(m)
+            self.metrics.turn_timeouts.labels(m.game.id).inc()
+            action = m.game.auto_move(m.state.view(seat))
+            try:
+                await self.writer.apply(m, seat, action, by="auto", reason="timeout")
+            except Exception as exc:
+                self._retry_later(m, "timeout_move_failed", exc)
+
+    async def _bot_move(self, m: LiveMatch, key: tuple[int, int], bot: str, view: dict[str, Any],
+                        reason: str) -> None:
+        """One decision for a bot-driven seat, from that seat's view only (GJ-11.7)."""
+        seat = key[1]
+        legal = list(view.get("legal") or [])
+        action: str | None = None
+        if not bot:  # the table's takeover "bot" is the rulebook's auto-move policy
+            by, why = "auto", reason
+        else:
+            by, why = "bot", ""
+            action, failure = await self._ask(m, bot, seat, view, legal)
+            if failure is not None:
+                self.metrics.bot_failures.labels(bot, failure).inc()
+                m.log.warning("bot_failed", seat=seat, seq=key[0], bot=bot, reason=failure)
+                by, why = "auto", "bot_failed"
+        async with m.lock:
+            if m.bot_key != key or m.seq != key[0] or not m.active:
+                return  # the seat's player came back, or the match moved on or ended
+            m.bot_key = None
+            if action is None:
+                action = m.game.auto_move(view)
+            try:
+                await self.writer.apply(m, seat, action, by=by, reason=why)
+            except Exception as exc:
+                self._retry_later(m, "bot_move_failed", exc)
+
+    async def _ask(self, m: LiveMatch, bot: str, seat: int, view: dict[str, Any],
+                   legal: list[str]) -> tuple[str | None, str | None]:
+        """``(legal action, None)`` or ``(None, failure category)``; never raises for a bot."""
+        host = self._host()
+        if host is None:
+            return None, "unknown_bot"
+        try:
+            decision = await host.decide(bot, m.game.id, seat, view, legal, secrets.randbits(63),
+                                         self.config.bot_deadline_s)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the host's contract is not to raise; be safe anyway
+            m.log.error("bot_host_error", seat=seat, bot=bot, error_type=type(exc).__name__)
+            return None, "crash"
+        self.metrics.bot_decision_seconds.labels(bot).observe(max(0.0, decision.elapsed_s))
+        if decision.failure is not None:
+            return None, str(decision.failure)
+        if decision.action not in legal:
+            return None, "illegal"
+        return decision.action, None
+
+    def _retry_later(self, m: LiveMatch, event: str, exc: Exception) -> None:
+        """A timed or bot move could not be applied: after a conflict with another writer the
+        match has caught up and re-armed itself; after a store failure, try again shortly."""
+        if isinstance(exc, StaleSequence):
+            return
+        m.log.error(event, error=str(exc), error_type=type(exc).__name__)
+        if not self.stopped:
+            asyncio.get_running_loop().call_later(RETRY_AFTER_STORE_FAILURE_S, self.schedule, m)
+
+    # ---- presence and absence -----------------------------------------------------------
+
+    def connected(self, m: LiveMatch, slot: SeatSlot) -> None:
+        """The seat's first open stream: the grace window ends; a player whose seat a bot
+        was playing takes it back at once (GJ-12.4)."""
+        self.cancel_grace(slot)
+        change = "connected"
+        if slot.taken_over:
+            slot.taken_over = False
+            change = "returned"
+        self.writer.presence(m, slot, change)
+        self.schedule(m)
+
+    def disconnected(self, m: LiveMatch, slot: SeatSlot) -> None:
+        """The seat's last stream closed: the grace window starts (for a joined player)."""
+        if self.stopped:
+            return
+        self.writer.presence(m, slot, "disconnected")
+        if m.active and slot.absent:
+            self.arm_grace(m, slot)
+        self.schedule(m)
+
+    def arm_grace(self, m: LiveMatch, slot: SeatSlot, start: float | None = None) -> None:
+        """Start ``slot``'s grace window at ``start`` (event-loop time; default now). Windows
+        started with the same ``start`` expire at the same instant (JJK-10.2)."""
+        self.cancel_grace(slot)
+        loop = asyncio.get_running_loop()
+        at = (loop.time() if start is None else start) + m.reconnect_grace_s * self.config.time_scale
+        slot.grace_deadline = at
+        slot.grace_handle = loop.call_at(at, self._on_grace, m, slot.seat, at)
+
+    @staticmethod
+    def cancel_grace(slot: SeatSlot) -> None:
+        if slot.grace_handle is not None:
+            slot.grace_handle.cancel()
+        slot.grace_handle = None
+        slot.grace_deadline = None
+
+    def _on_grace(self, m: LiveMatch, seat: int, at: float) -> None:
+        self._spawn(self._grace_expired(m, seat, at), f"grace-{m.match_id}-{seat}")
+
+    async def _grace_expired(self, m: LiveMatch, seat: int, at: float) -> None:
+        """The absent player's grace window is over: the rulebook's policy applies."""
+        async with m.lock:
+            slot = m.seats[seat]
+            if not m.active or not slot.absent or slot.grace_deadline != at:
+                return
+            slot.grace_handle = None
+            if m.policy == FORFEIT:
+                others = [s for s in m.seats if s.seat != seat]
+                if all(o.absent and o.grace_deadline == at for o in others):
+                    outcome, winners, info = "abandoned", [], {"absent": [s.seat for s in m.seats]}
+                else:
+                    outcome, winners, info = "forfeit", [o.seat for o in others], {"forfeited": seat}
+                self.metrics.grace_expired.labels(m.game.id, outcome).inc()
+                try:
+                    await self.writer.end(m, outcome, winners, **info)
+                except Exception as exc:
+                    m.log.error("grace_policy_failed", seat=seat, error=str(exc))
+                    if not self.stopped:  # try again shortly: still the same window
+                        slot.grace_handle = asyncio.get_running_loop().call_later(
+                            RETRY_AFTER_STORE_FAILURE_S, self._on_grace, m, seat, at)
+                return
+            slot.grace_deadline = None
+            slot.taken_over = True
+            self.metrics.grace_expired.labels(m.game.id, "bot_takeover").inc()
+            self.writer.presence(m, slot, "bot_took_over")
+            self.schedule(m)

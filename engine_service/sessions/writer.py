@@ -1,0 +1,241 @@
+"""The single writer of a match: every change of a match's log or status goes through here,
+under the match's lock (ARCHITECTURE.md section 4), and every change is published to the
+match's watchers, redacted per audience.
+
+An action is validated on a copy of the state, written to the store together with the deck
+of a deal it makes due, and only then becomes the match's state and gets its sequence number:
+nothing a client has seen can be lost by a crash, and a failed write changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Awaitable, Callable, Mapping
+
+import structlog
+
+from ..observability.metrics import Metrics
+from ..rules.game import CHANCE
+from ..store import DuplicateClientAction, SequenceConflict, Store, StoreError
+from ..store.base import ActionRecord, DeckRecord
+from .api import MatchEvent, StaleSequence, Unavailable, ViewEnvelope
+from .chance import random_deck
+from .match import LiveMatch, SeatSlot
+from .views import Audience, public_or_none
+
+log = structlog.get_logger("engine_service.sessions")
+
+#: Result keys that say why a match ended early (logged with ``match_ended``).
+END_DETAILS = ("resigned", "forfeited", "abandoned", "absent", "reason")
+
+
+class MatchWriter:
+    """Applies actions and ends matches; publishes events. The caller holds ``m.lock``.
+
+    ``schedule(m)`` (set by the manager: the match clock) arms what the next decision needs
+    after every accepted action; ``stop(m)`` disarms everything when a match ends.
+    """
+
+    def __init__(self, store: Store, metrics: Metrics) -> None:
+        self.store = store
+        self.metrics = metrics
+        self.schedule: Callable[[LiveMatch], None] = lambda m: None
+        self.stop: Callable[[LiveMatch], None] = lambda m: None
+
+    async def store_call(self, op: Awaitable[Any], what: str) -> Any:
+        """Await a store write; a store failure becomes UNAVAILABLE (retryable: a retry with
+        the same client_action_id cannot apply twice)."""
+        try:
+            return await op
+        except StoreError as exc:
+            log.error("store_write_failed", operation=what, error=str(exc), error_type=type(exc).__name__)
+            raise Unavailable("the match could not be saved; try again", reason="STORE_UNAVAILABLE") from exc
+
+    # ---- actions ------------------------------------------------------------------------
+
+    async def apply(self, m: LiveMatch, seat: int, action: str, *, by: str, reason: str = "",
+                    client_action_id: str = "") -> ActionRecord:
+        """Validate, persist and publish one action. RulesError or Unavailable: nothing changed."""
+        started = time.perf_counter()
+        state = m.state.clone()
+        scored = len(state.deal_results())
+        state.apply(action, seat)
+        new_decks: list[DeckRecord] = []
+        dealt = m.deals_dealt
+        if state.to_act() == CHANCE:
+            deck = m.decks.get(dealt)
+            if deck is None:
+                deck = DeckRecord(dealt, random_deck(m.game))
+                new_decks.append(deck)
+            state.deal(deck.cards)
+            dealt += 1
+        rec = ActionRecord(seq=m.seq + 1, seat=seat, action=action, by=by,
+                           client_action_id=client_action_id, reason=reason, at=time.time())
+        try:
+            await self.store.append_action(m.match_id, rec, new_decks)
+        except (SequenceConflict, DuplicateClientAction) as exc:
+            # another writer (a process that was thought dead, or another replica) appended
+            # to this log: the log is the truth, so catch up with it and let the caller decide
+            # again on the new state
+            m.log.warning("log_conflict", seq=rec.seq, error_type=type(exc).__name__)
+            await self.catch_up(m)
+            raise StaleSequence(f"the match moved on to seq {m.seq}; decide again",
+                                current=m.envelope(seat)) from exc
+        except StoreError as exc:
+            log.error("store_write_failed", operation="append_action", error=str(exc),
+                      error_type=type(exc).__name__)
+            raise Unavailable("the match could not be saved; try again", reason="STORE_UNAVAILABLE") from exc
+
+        m.state = state
+        m.actions.append(rec)
+        for d in new_decks:
+            m.decks[d.deal] = d
+        m.deals_dealt = dealt
+        if client_action_id:
+            m.client_ids[(seat, client_action_id)] = rec
+        self.metrics.actions.labels(m.game.id, by, "accepted").inc()
+        m.log.info("action_applied", seat=seat, seq=rec.seq, action=action, by=by,
+                   **({"reason": reason} if reason else {}))
+        if by == "auto":
+            self.metrics.auto_moves.labels(m.game.id, reason or "policy").inc()
+            m.log.info("auto_move", seat=seat, seq=rec.seq, action=action, reason=reason)
+        details: dict[str, Any] = {}
+        results = state.deal_results()
+        if len(results) > scored:
+            details["deal_scored"] = len(results) - 1
+            m.log.info("deal_scored", seq=rec.seq, deal=len(results) - 1,
+                       result=public_or_none(results[-1], state), totals=state.result().get("totals"))
+
+        event = dict(seq=rec.seq, seat=seat, action=action, by=by, reason=reason, details=details)
+        if state.is_over():
+            result = self.result(m, "completed")
+            self.mark_over(m, "finished", result, "completed")
+            self.publish(m, "action", **event)
+            try:
+                await self.store.set_status(m.match_id, "finished", result, m.ended_at)
+            except StoreError as exc:  # the log is durable: a restart derives the end again
+                m.log.error("store_status_failed", error=str(exc))
+            self.announce_end(m)
+        else:
+            self.schedule(m)  # first: the events carry the new deadline
+            self.publish(m, "action", **event)
+        self.metrics.action_latency.labels(m.game.id).observe(time.perf_counter() - started)
+        return rec
+
+    async def catch_up(self, m: LiveMatch) -> int:
+        """Fold into ``m`` the actions another writer appended to its stored log, publishing
+        them as ordinary events; returns how many there were."""
+        stored = await self.store.load_match(m.match_id)
+        if stored is None:
+            return 0
+        for d in stored.decks:
+            m.decks.setdefault(d.deal, d)
+        new = [a for a in stored.actions if a.seq > m.seq]
+        for rec in new:
+            state = m.state.clone()
+            state.apply(rec.action, rec.seat)
+            if state.to_act() == CHANCE and m.deals_dealt in m.decks:
+                state.deal(m.decks[m.deals_dealt].cards)
+                m.deals_dealt += 1
+            m.state = state
+            m.actions.append(rec)
+            if rec.client_action_id:
+                m.client_ids[(rec.seat, rec.client_action_id)] = rec
+            self.publish(m, "action", seq=rec.seq, seat=rec.seat, action=rec.action, by=rec.by,
+                         reason=rec.reason)
+        if new:
+            m.log.warning("log_caught_up", seq=m.seq, actions=len(new))
+        if m.state.is_over() and not m.over:
+            result = self.result(m, "completed")
+            self.mark_over(m, "finished", result, "completed")
+            try:
+                await self.store.set_status(m.match_id, "finished", result, m.ended_at)
+            except StoreError as exc:
+                m.log.error("store_status_failed", error=str(exc))
+            self.announce_end(m)
+        else:
+            self.schedule(m)
+        return len(new)
+
+    # ---- the end of a match -------------------------------------------------------------
+
+    @staticmethod
+    def result(m: LiveMatch, outcome: str, winners: list[int] | None = None, **info: Any) -> dict[str, Any]:
+        """The session's result: the rules' totals, the winners (the rules', or the
+        opponent after a resignation or forfeit), ``outcome`` and why it ended."""
+        result = dict(m.state.result())
+        result["outcome"] = outcome
+        result["over"] = True
+        if winners is not None:
+            result["winners"] = list(winners)
+        abandoned = [s.seat for s in m.seats if s.left]
+        if abandoned:
+            result["abandoned"] = abandoned
+        result.update(info)
+        return result
+
+    async def end(self, m: LiveMatch, outcome: str, winners: list[int], **info: Any) -> None:
+        """End a match for a session reason (resignation, forfeit, abandonment, termination):
+        durable first, then announced."""
+        result = self.result(m, outcome, winners, **info)
+        status = "terminated" if outcome == "terminated" else "finished"
+        ended_at = time.time()
+        await self.store_call(self.store.set_status(m.match_id, status, result, ended_at), "set_status")
+        self.mark_over(m, status, result, outcome, ended_at)
+        self.announce_end(m)
+
+    def mark_over(self, m: LiveMatch, status: str, result: dict[str, Any], outcome: str,
+                  ended_at: float | None = None) -> None:
+        previous = m.status
+        m.status, m.result = status, result  # type: ignore[assignment]
+        m.ended_at = ended_at if ended_at is not None else time.time()
+        m.finished_mono = asyncio.get_running_loop().time()
+        self.stop(m)
+        self.metrics.matches_active.labels(m.game.id, previous).dec()
+        self.metrics.matches_finished.labels(m.game.id, outcome).inc()
+        m.log.info("match_ended", seq=m.seq, outcome=outcome, winners=result.get("winners"),
+                   totals=result.get("totals"), **{k: v for k, v in result.items() if k in END_DETAILS})
+
+    # ---- publication --------------------------------------------------------------------
+
+    def publish(self, m: LiveMatch, kind: str, *, seq: int, seat: int | None = None, action: str = "",
+                by: str = "", reason: str = "", details: Mapping[str, Any] | None = None) -> None:
+        """Queue one event to every watcher, with its audience's view (computed once per
+        audience). Never waits: a full queue closes that watcher's stream."""
+        if not m.watchers:
+            return
+        cache: dict[Any, ViewEnvelope] = {}
+        for w in list(m.watchers):
+            env = cache.get(w.audience)
+            if env is None:
+                env = cache[w.audience] = m.envelope(w.audience)
+            w.offer(MatchEvent(kind=kind, seq=seq, match_id=m.match_id, seat=seat, action=action,  # type: ignore[arg-type]
+                               by=by, reason=reason, view=env, details=dict(details or {})))
+        self.metrics.events_published.labels(kind).inc(len(m.watchers))
+
+    def presence(self, m: LiveMatch, slot: SeatSlot, change: str) -> None:
+        """A seat's presence changed (joined, connected, disconnected, bot_took_over,
+        returned, left): log, count and tell every watcher."""
+        self.metrics.presence_changes.labels(m.game.id, change).inc()
+        m.log.info("presence_changed", seat=slot.seat, seq=m.seq, change=change, present=slot.present)
+        self.publish(m, "presence", seq=m.seq, seat=slot.seat, reason=change,
+                     details={"change": change, "seats": m.presence()})
+
+    def announce_end(self, m: LiveMatch) -> None:
+        """``match_ended`` to every watcher, then the end of each stream."""
+        cache: dict[Any, ViewEnvelope] = {}
+        for w in list(m.watchers):
+            if w.audience not in cache:
+                cache[w.audience] = m.envelope(w.audience)
+            w.offer(ended_event(m, w.audience, cache[w.audience]))
+            w.end()
+        if m.watchers:
+            self.metrics.events_published.labels("match_ended").inc(len(m.watchers))
+
+
+def ended_event(m: LiveMatch, audience: Audience, env: ViewEnvelope | None = None) -> MatchEvent:
+    result = dict(m.result or {})
+    return MatchEvent(kind="match_ended", seq=m.seq, match_id=m.match_id,
+                      reason=str(result.get("outcome", "")), view=env or m.envelope(audience),
+                      details={"result": result})
