@@ -280,7 +280,9 @@ async def test_whole_match_against_bots_with_a_spectator(game):
     a spectator watches to the end."""
     host = _bot_host()
     try:
-        async with served(bot_host=host) as (mgr, srv):
+        # a generous bot deadline: on a loaded machine a decision that times out is played by
+        # the auto-move policy (ACTOR_AUTO), and this test is about bots playing through the API
+        async with served(SessionConfig(db_path="memory:", bot_deadline_s=20.0), bot_host=host) as (mgr, srv):
             stub = srv.games
             bots = (await stub.ListBots(pb.ListBotsRequest(game=game))).bots
             names = [b.name for b in bots]
