@@ -284,3 +284,31 @@ def test_image_name_matches_kustomization(k8s):
     images = yaml.safe_load((K8S / "kustomization.yaml").read_text())["images"]
     assert container(k8s)["image"] in {i["name"] for i in images}
     assert re.fullmatch(r"\d+\.\d+\.\d+", images[0]["newTag"])
+
+
+def test_kubernetes_schemas_strict():
+    """Every manifest is valid against the Kubernetes 1.30 API schemas, with no unknown field
+    (kubernetes-validate --strict; native gRPC probes are GA since 1.27)."""
+    validate = shutil.which("kubernetes-validate", path=str(Path(sys.executable).parent)) or \
+        shutil.which("kubernetes-validate")
+    assert validate, "kubernetes-validate is missing: it comes with the dev extra"
+    manifests = sorted(str(p) for p in K8S.glob("*.yaml") if p.name != "kustomization.yaml")
+    result = subprocess.run([validate, "--strict", "-k", "1.30.0", *manifests], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("passed") == len(manifests), result.stdout
+
+
+def test_kustomization_builds():
+    """`kubectl kustomize deploy/k8s` renders every resource, with the image tag applied."""
+    kubectl = shutil.which("kubectl")
+    assert kubectl, "kubectl is missing (it is part of this machine image; Debian/Google package kubectl)"
+    result = subprocess.run([kubectl, "kustomize", str(K8S)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    docs = [d for d in yaml.safe_load_all(result.stdout) if d]
+    assert sorted(d["kind"] for d in docs) == sorted(
+        ["ConfigMap", "PersistentVolumeClaim", "Deployment", "Service", "PodDisruptionBudget"])
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
+    (c,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert c["image"] == "cardgames-engine:0.1.0"
+    assert all(d["metadata"]["labels"]["app.kubernetes.io/part-of"] == "cardgames" for d in docs)
