@@ -112,6 +112,7 @@ class MatchManager:
         self._matches: dict[str, LiveMatch] = {}
         self._tokens: dict[str, tuple[str, int]] = {}  # token hash -> (match id, seat)
         self._load_lock = asyncio.Lock()
+        self._creating = {"waiting": 0, "active": 0}  # create_match calls awaiting the store
         self._tasks: set[asyncio.Task] = set()
         self._sweeper: asyncio.Task | None = None
         self._started = False
@@ -165,11 +166,9 @@ class MatchManager:
         if self._sweeper is not None:
             self._sweeper.cancel()
         for m in self._matches.values():
-            self._clock.stop(m)
-            if m.bot_task is not None:
-                m.bot_task.cancel()
+            self._clock.stop(m)  # a timer or bot move that fires now finds itself disarmed
         for m in list(self._matches.values()):
-            async with m.lock:  # the writer in flight, if any, finishes first
+            async with m.lock:  # the write in flight, if any, finishes and is acknowledged
                 pass
         for m in self._matches.values():
             for w in list(m.watchers):
@@ -255,12 +254,14 @@ class MatchManager:
         if not decks:
             decks = [DeckRecord(0, random_deck(game))]
 
+        # the limits count the matches being created too (their store write is in flight)
         unfinished = [m for m in self._matches.values() if not m.over]
-        if len(unfinished) >= self.config.max_matches:
+        has_open = any(s.kind == "open" for s in seats)
+        if len(unfinished) + sum(self._creating.values()) >= self.config.max_matches:
             raise LimitExceeded(f"this server holds its maximum of {self.config.max_matches} matches",
                                 reason="MAX_MATCHES")
-        has_open = any(s.kind == "open" for s in seats)
-        if has_open and sum(m.status == "waiting" for m in unfinished) >= self.config.max_waiting_matches:
+        if has_open and (sum(m.status == "waiting" for m in unfinished) + self._creating["waiting"]
+                         >= self.config.max_waiting_matches):
             raise LimitExceeded("too many matches are waiting for players", reason="MAX_WAITING_MATCHES")
 
         record = MatchRecord(
@@ -270,7 +271,11 @@ class MatchManager:
             name=name, takeover_bot=takeover, created_at=time.time(),
             status="waiting" if has_open else "active")
         m = LiveMatch(record, decks, [])
-        await self._writer.store_call(self._store.create_match(record, decks), "create_match")
+        self._creating[m.status] += 1
+        try:
+            await self._writer.store_call(self._store.create_match(record, decks), "create_match")
+        finally:
+            self._creating[m.status] -= 1
         self._register(m)
         self.metrics.matches_created.labels(game.id).inc()
         m.log.info("match_created", status=m.status, seats=[s.kind for s in m.seats],

@@ -448,3 +448,18 @@ def test_drain_refuses_new_work_finishes_in_flight_and_closes_streams():
             # reading still works while draining
             assert (await mgr.get_match(match_id)).seq == 1
     run(go())
+
+
+def test_concurrent_creations_respect_the_limit(tmp_path):
+    from engine_service.store import SqliteStore
+
+    async def go():  # SQLite: each creation really waits for its commit
+        async with manager(config(max_matches=5, max_waiting_matches=5),
+                           store=SqliteStore(tmp_path / "m.db")) as mgr:
+            results = await asyncio.gather(*(mgr.create_match(CreateMatchRequest(game=GAME)) for _ in range(12)),
+                                           return_exceptions=True)
+            return results, len(mgr.match_ids())
+
+    results, held = run(go())
+    assert held == 5
+    assert sum(isinstance(r, LimitExceeded) for r in results) == 7
