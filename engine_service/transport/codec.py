@@ -318,7 +318,23 @@ def trick_play_message(play: Mapping[str, Any]) -> match_pb2.TrickPlay:
 
 
 def trick_message(trick: Any) -> match_pb2.Trick:
-    """A trick from a list of plays, or a mapping with ``plays`` and ``winner``."""
+    """A trick from a list of plays, or a mapping with ``plays`` and ``winner``.
+
+    A complete trick never changes while it is shown again in every later view of its deal,
+    so its message is built once per content (keyed by its JSON text)."""
+    try:
+        key = json.dumps(trick, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError):
+        return _build_trick(trick)
+    return match_pb2.Trick.FromString(_trick_bytes(key))
+
+
+@functools.lru_cache(maxsize=4096)
+def _trick_bytes(key: str) -> bytes:
+    return _build_trick(json.loads(key)).SerializeToString()
+
+
+def _build_trick(trick: Any) -> match_pb2.Trick:
     msg = match_pb2.Trick()
     if not trick:
         return msg

@@ -238,3 +238,12 @@ def test_trick_history_agrees_with_the_rules_views_of_every_game():
                 checked += 1
             state.apply(rng.choice(state.legal_actions()), who)
         assert checked > 10, game.id
+
+
+def test_tricks_are_the_same_from_the_cache():
+    trick = {"leader": 1, "plays": [{"seat": 1, "card": "X1", "joker_mode": "low", "named_suit": "D"},
+                                    {"seat": 2, "card": "6D"}], "winner": 2}
+    a, b = codec.trick_message(trick), codec.trick_message(dict(trick))
+    assert a == b and a.winner == 2 and a.plays[0].joker_mode == c.JOKER_MODE_LOW
+    a.plays[0].seat = 3  # a caller mutating its copy does not change the cache
+    assert codec.trick_message(trick).plays[0].seat == 1
