@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import time
 import unicodedata
+from dataclasses import replace
 from typing import Any, AsyncIterator, Awaitable, Protocol, Sequence
 
 import structlog
@@ -463,12 +464,10 @@ class MatchManager:
             elif m.policy == FORFEIT:
                 m.log.info("seat_resigned", seat=seat)
                 await self._writer.end(m, "resigned", winners=[s.seat for s in m.seats if s.seat != seat],
-                                resigned=seat)
+                                       resigned=seat)
             else:
-                rec = slot.record()
-                await self._writer.store_call(self._store.save_seat(
-                    m.match_id, SeatRecord(rec.seat, rec.kind, rec.bot, rec.player_name,
-                                           rec.token_hash, rec.joined_at, True)), "save_seat")
+                await self._writer.store_call(
+                    self._store.save_seat(m.match_id, replace(slot.record(), left=True)), "save_seat")
                 slot.left = True
                 self._clock.cancel_grace(slot)
                 m.log.info("seat_resigned", seat=seat)

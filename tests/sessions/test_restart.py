@@ -288,3 +288,33 @@ def test_a_second_writer_on_the_same_log_is_caught_up_not_overwritten():
     assert caught_up == 1 and error.current.seq == 1
     assert [(e.kind, e.seq) for e in seen] == [("action", 1)]
     assert res.seq == 2 and [a.seq for a in actions] == [1, 2]
+
+
+def test_a_departed_georgian_joker_seat_stays_with_the_bot_after_a_restart(tmp_path):
+    path = tmp_path / "m.sqlite3"
+
+    async def before():
+        mgr = sqlite_manager(path)
+        await mgr.start()
+        s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
+        tokens = [(await mgr.join_match(s.match_id, i, "x")).token for i in range(4)]
+        await mgr.leave_match(s.match_id, mgr.authenticate(s.match_id, tokens[2]), resign=True)
+        return s.match_id, tokens
+
+    match_id, tokens = run(before())
+
+    async def after():
+        mgr = sqlite_manager(path)
+        await mgr.start()
+        try:
+            ps = [mgr.authenticate(match_id, t) for t in tokens]
+            others = [p if i != 2 else None for i, p in enumerate(ps)]
+            await play_random(mgr, match_id, others, random.Random(3), max_actions=30)
+            m = mgr._matches[match_id]
+            return await mgr.get_match(match_id), [a for a in m.actions if a.seat == 2]
+        finally:
+            await mgr.close()
+
+    summary, seat2 = run(after())
+    assert summary.seats[2].replaced_by_bot and summary.status == "active"
+    assert seat2 and {(a.by, a.reason) for a in seat2} == {("auto", "abandoned")}
