@@ -122,7 +122,6 @@ class CardGamesServicer(_Base, card_games_pb2_grpc.CardGamesServiceServicer):
             admin = True
         summary = await self._service.create_match(req, admin=admin)
         current_rpc().note(match_id=summary.match_id, seq=summary.seq)
-        log.info("match_created_via_api", match_id=summary.match_id, game=summary.game)
         return pb.CreateMatchResponse(match=codec.summary_message(summary))
 
     @unary
