@@ -50,6 +50,10 @@ class SessionConfig:
     #: ``"random"``) uses that bot plugin. A CreateMatch request may name another.
     takeover_bot: str = ""
 
+    #: A match still waiting for players this long after its creation is ended (outcome
+    #: ``abandoned``, reason ``waiting_timeout``) so that the lobby does not fill up with
+    #: tables that will never start. 0: never.
+    waiting_timeout_s: float = 3600.0
     #: How long a finished match stays in memory (its seat tokens keep working, watchers can
     #: still attach); afterwards it is read back from the store on demand.
     finished_retention_s: float = 3600.0
@@ -58,7 +62,7 @@ class SessionConfig:
 
     def __post_init__(self) -> None:
         problems = []
-        for name in ("default_turn_time_s", "reconnect_grace_s", "finished_retention_s"):
+        for name in ("default_turn_time_s", "reconnect_grace_s", "finished_retention_s", "waiting_timeout_s"):
             if getattr(self, name) < 0:
                 problems.append(f"{name} must be >= 0")
         for name in ("time_scale", "heartbeat_interval_s", "bot_deadline_s"):

@@ -33,7 +33,7 @@ import asyncio
 import time
 import unicodedata
 from dataclasses import replace
-from typing import Any, AsyncIterator, Awaitable, Protocol, Sequence
+from typing import Any, AsyncIterator, Awaitable, Callable, Protocol, Sequence, TypeVar
 
 import structlog
 
@@ -60,6 +60,7 @@ from .watchers import Watcher, _End
 from .writer import MatchWriter, ended_event
 
 log = structlog.get_logger("engine_service.sessions")
+T = TypeVar("T")
 
 MAX_ACTION_LENGTH = 64
 MAX_CLIENT_ACTION_ID_LENGTH = 128
@@ -155,7 +156,8 @@ class MatchManager:
                     if slot.absent:  # nobody is connected after a restart
                         self._clock.arm_grace(m, slot, start=now)
                 self._clock.schedule(m)
-        interval = max(1.0, min(60.0, self.config.finished_retention_s / 4 or 1.0))
+        periods = [p / 4 for p in (self.config.finished_retention_s, self.config.waiting_timeout_s) if p > 0]
+        interval = max(0.01, min([60.0, *periods]))
         self._sweeper = asyncio.create_task(self._sweep(interval), name="sessions-sweeper")
 
     async def drain(self) -> None:
@@ -313,7 +315,8 @@ class MatchManager:
         self._require_running()
         m = await self._get(match_id)
         name = _clean_name(player_name or "", self.config.max_name_length, "the player name")
-        async with m.lock:
+
+        async def locked() -> JoinResult:
             if m.over:
                 raise MatchNotActive("the match is over")
             if seat is None:
@@ -340,6 +343,8 @@ class MatchManager:
                 await self._activate(m)
             self._writer.presence(m, slot, "joined")
             return JoinResult(match_id=m.match_id, seat=slot.seat, token=token)
+
+        return await self._exclusive(m, locked)
 
     async def _activate(self, m: LiveMatch) -> None:
         await self._writer.store_call(self._store.set_status(m.match_id, "active"), "set_status")
@@ -400,42 +405,48 @@ class MatchManager:
         self._require_running()
         seat = self._acting_seat(principal, match_id)
         m = await self._get(match_id)
-        game = m.game.id
-        try:
-            if not isinstance(action, str) or not action or len(action) > MAX_ACTION_LENGTH:
-                raise BadRequest(f"an action is a notation string of 1..{MAX_ACTION_LENGTH} characters",
-                                 reason="BAD_ACTION")
-            client_action_id = client_action_id or ""
-            if not isinstance(client_action_id, str) or len(client_action_id) > MAX_CLIENT_ACTION_ID_LENGTH:
-                raise BadRequest(f"client_action_id is at most {MAX_CLIENT_ACTION_ID_LENGTH} characters",
-                                 reason="BAD_CLIENT_ACTION_ID")
-            async with m.lock:
-                if client_action_id:
-                    first = m.client_ids.get((seat, client_action_id))
-                    if first is not None:
-                        if first.action != action:
-                            raise BadRequest("client_action_id was already used for another action",
-                                             reason="CLIENT_ACTION_ID_REUSED")
-                        self.metrics.actions.labels(game, "player", "duplicate").inc()
-                        return SubmitResult(seq=first.seq, action=first.action,
-                                            view=self._view_at(m, seat, first.seq), duplicate=True)
-                if m.over:
-                    raise MatchNotActive("the match is over")
-                if m.status == "waiting":
-                    raise MatchNotActive("the match is waiting for players", reason="MATCH_WAITING")
-                if m.seats[seat].left:
-                    raise PermissionDenied("you have left this match", reason="SEAT_LEFT")
-                if expected_seq is not None and expected_seq != m.seq:
-                    raise StaleSequence(f"expected_seq {expected_seq} is stale: the match is at seq {m.seq}",
-                                        current=m.envelope(seat))
-                rec = await self._writer.apply(m, seat, action, by="player", client_action_id=client_action_id)
-                return SubmitResult(seq=rec.seq, action=rec.action, view=m.envelope(seat))
-        except StaleSequence:
-            self.metrics.actions.labels(game, "player", "stale").inc()
-            raise
-        except (SessionError, RulesError) as exc:
-            self.metrics.actions.labels(game, "player", exc.reason.lower()).inc()
-            raise
+        client_action_id = client_action_id or ""
+
+        async def locked() -> SubmitResult:
+            try:
+                return await self._submit(m, seat, action, expected_seq, client_action_id)
+            except StaleSequence:
+                self.metrics.actions.labels(m.game.id, "player", "stale").inc()
+                raise
+            except (SessionError, RulesError) as exc:
+                self.metrics.actions.labels(m.game.id, "player", exc.reason.lower()).inc()
+                raise
+
+        return await self._exclusive(m, locked)
+
+    async def _submit(self, m: LiveMatch, seat: int, action: str, expected_seq: int | None,
+                      client_action_id: str) -> SubmitResult:
+        if not isinstance(action, str) or not action or len(action) > MAX_ACTION_LENGTH:
+            raise BadRequest(f"an action is a notation string of 1..{MAX_ACTION_LENGTH} characters",
+                             reason="BAD_ACTION")
+        if not isinstance(client_action_id, str) or len(client_action_id) > MAX_CLIENT_ACTION_ID_LENGTH:
+            raise BadRequest(f"client_action_id is at most {MAX_CLIENT_ACTION_ID_LENGTH} characters",
+                             reason="BAD_CLIENT_ACTION_ID")
+        if client_action_id:
+            first = m.client_ids.get((seat, client_action_id))
+            if first is not None:
+                if first.action != action:
+                    raise BadRequest("client_action_id was already used for another action",
+                                     reason="CLIENT_ACTION_ID_REUSED")
+                self.metrics.actions.labels(m.game.id, "player", "duplicate").inc()
+                return SubmitResult(seq=first.seq, action=first.action,
+                                    view=self._view_at(m, seat, first.seq), duplicate=True)
+        if m.over:
+            raise MatchNotActive("the match is over")
+        if m.status == "waiting":
+            raise MatchNotActive("the match is waiting for players", reason="MATCH_WAITING")
+        if m.seats[seat].left:
+            raise PermissionDenied("you have left this match", reason="SEAT_LEFT")
+        if expected_seq is not None and expected_seq != m.seq:
+            raise StaleSequence(f"expected_seq {expected_seq} is stale: the match is at seq {m.seq}",
+                                current=m.envelope(seat))
+        rec = await self._writer.apply(m, seat, action, by="player", client_action_id=client_action_id)
+        return SubmitResult(seq=rec.seq, action=rec.action, view=m.envelope(seat))
 
     async def leave_match(self, match_id: str, principal: Principal, resign: bool) -> MatchSummary:
         """Leave a seat. While the match waits for players the seat becomes free again (the
@@ -446,7 +457,8 @@ class MatchManager:
         self._require_running()
         seat = self._acting_seat(principal, match_id)
         m = await self._get(match_id)
-        async with m.lock:
+
+        async def locked() -> MatchSummary:
             slot = m.seats[seat]
             if m.over:
                 raise MatchNotActive("the match is over")
@@ -475,15 +487,20 @@ class MatchManager:
                 self._clock.schedule(m)
             return m.summary()
 
+        return await self._exclusive(m, locked)
+
     async def terminate_match(self, match_id: str, reason: str) -> MatchSummary:
         self._require_running()
         m = await self._get(match_id)
         reason = _clean_name(reason or "", 200, "the reason")
-        async with m.lock:
+
+        async def locked() -> MatchSummary:
             if m.over:
                 raise MatchNotActive("the match is over")
             await self._writer.end(m, "terminated", winners=[], reason=reason)
             return m.summary()
+
+        return await self._exclusive(m, locked)
 
     # ---- watching -------------------------------------------------------------------------
 
@@ -633,15 +650,27 @@ class MatchManager:
         return m
 
     async def _sweep(self, interval: float) -> None:
-        """Evict finished matches from memory after ``finished_retention_s`` (the store keeps
-        them; they are read back on demand)."""
+        """Housekeeping every ``interval`` seconds: end the matches that waited for players
+        longer than ``waiting_timeout_s`` (outcome ``abandoned``: a lobby must not fill up with
+        tables that will never start), and evict finished matches from memory after
+        ``finished_retention_s`` (the store keeps them; they are read back on demand)."""
         while True:
             await asyncio.sleep(interval)
-            now = asyncio.get_running_loop().time()
+            now, wall = asyncio.get_running_loop().time(), time.time()
+            timeout = self.config.waiting_timeout_s
             for m in list(self._matches.values()):
-                if (m.over and not m.watchers and m.finished_mono is not None
+                if timeout and m.status == "waiting" and wall - m.created_at >= timeout:
+                    try:
+                        await self._exclusive(m, lambda m=m: self._expire_waiting(m))
+                    except SessionError as exc:
+                        log.error("waiting_expiry_failed", match_id=m.match_id, error=str(exc))
+                elif (m.over and not m.watchers and m.finished_mono is not None
                         and now - m.finished_mono >= self.config.finished_retention_s):
                     self._unregister(m)
+
+    async def _expire_waiting(self, m: LiveMatch) -> None:
+        if m.status == "waiting":
+            await self._writer.end(m, "abandoned", winners=[], reason="waiting_timeout")
 
     def evict_finished(self) -> int:
         """Evict every finished match without watchers now (operations, tests). Returns how
@@ -650,6 +679,19 @@ class MatchManager:
         for m in victims:
             self._unregister(m)
         return len(victims)
+
+    async def _exclusive(self, m: LiveMatch, fn: Callable[[], Awaitable[T]]) -> T:
+        """Run ``fn`` under the match's lock in a task of its own that the caller's
+        cancellation cannot interrupt: a client that goes away while its action is being
+        written leaves the match exactly as if it had stayed (the write completes, the
+        match's state follows it, watchers see it; a retry with the same client_action_id
+        gets the result)."""
+        async def run() -> T:
+            async with m.lock:
+                return await fn()
+        task = asyncio.get_running_loop().create_task(run(), name=f"write-{m.match_id}")
+        task.add_done_callback(_consume_result)
+        return await asyncio.shield(task)
 
     def _view_at(self, m: LiveMatch, audience: Audience, seq: int) -> ViewEnvelope:
         if seq == m.seq:
@@ -701,6 +743,15 @@ class MatchManager:
         """The live rules state of a match held in memory (tests and admin tools only: it is
         omniscient)."""
         return self._matches[match_id].state
+
+
+def _consume_result(task: asyncio.Task) -> None:
+    """The outcome of a write whose caller went away is nobody's to read: retrieve it so that
+    asyncio does not report it as lost (rules and session errors are normal answers)."""
+    if not task.cancelled():
+        exc = task.exception()
+        if exc is not None and not isinstance(exc, (SessionError, RulesError)):
+            log.error("session_write_failed", error=str(exc), error_type=type(exc).__name__)
 
 
 def _summary_of(listing: MatchListing) -> MatchSummary:

@@ -463,3 +463,47 @@ def test_concurrent_creations_respect_the_limit(tmp_path):
     results, held = run(go())
     assert held == 5
     assert sum(isinstance(r, LimitExceeded) for r in results) == 7
+
+
+def test_a_match_nobody_joins_expires():
+    async def go():
+        async with manager(config(waiting_timeout_s=0.2)) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game=GAME))
+            await mgr.join_match(s.match_id, 0, "lonely")
+            from .helpers import until
+            await until(lambda: mgr._matches[s.match_id].over, timeout=5)
+            return await mgr.get_match(s.match_id)
+
+    summary = run(go())
+    assert summary.status == "finished" and summary.result["outcome"] == "abandoned"
+    assert summary.result["reason"] == "waiting_timeout" and summary.result["winners"] == []
+
+
+def test_a_client_that_goes_away_mid_write_leaves_a_consistent_match(tmp_path):
+    """The transport cancels a request whose client disconnected. A write already under way
+    completes anyway: the match state follows the durable log, watchers see the action, and
+    the client's retry gets the result instead of a second application."""
+    from engine_service.store import SqliteStore
+
+    from .helpers import Stream, until
+
+    async def go():
+        async with manager(store=SqliteStore(tmp_path / "m.db")) as mgr:
+            match_id, ps = await open_match(mgr, GAME)
+            m = mgr._matches[match_id]
+            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+            seat, p, env = await to_act(mgr, match_id, ps)
+            call = asyncio.ensure_future(mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "once"))
+            await until(lambda: m.lock.locked(), step=0)  # the write is under way
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            await until(lambda: spectator.actions())
+            retry = await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "once")
+            stored = await mgr._store.load_match(match_id)
+            await spectator.close()
+            return m.seq, retry, len(stored.actions), spectator.actions()
+
+    seq, retry, stored, events = run(go())
+    assert seq == 1 and stored == 1 and retry.duplicate and retry.seq == 1
+    assert [e.seq for e in events] == [1]
