@@ -159,6 +159,7 @@ def play_board(board: int) -> dict[str, Any]:
         runners = [BotRunner(_WORKER.catalog) for _ in range(n)]
         state = game.new_state(cfg.options, first_dealer=first_dealer)
         times: dict[str, list[float]] = {}
+        cpu: dict[str, list[float]] = {}
         failures: dict[str, dict[str, int]] = {}
         for deck in decks[:-1]:  # earlier deals of the match: auto-moves for every seat
             state.deal(deck)
@@ -182,6 +183,7 @@ def play_board(board: int) -> dict[str, Any]:
                                          _mix("decision", cfg.seed, board, r, step),
                                          cfg.budget_s, enforce_budget=cfg.strict_time)
             times.setdefault(name, []).append(reply.elapsed_s)
+            cpu.setdefault(name, []).append(reply.cpu_s)
             action = reply.action
             if action is None:
                 per = failures.setdefault(name, {})
@@ -197,7 +199,7 @@ def play_board(board: int) -> dict[str, Any]:
             path = Path(cfg.out) / f"{cfg.game}-board{board:06d}-r{r}.json"
             path.write_text(json.dumps(transcript.export(state), separators=(",", ":")))
         out.append({"seats": list(seats), "scores": deal_scores(cfg.game, result, n),
-                    "times": times, "failures": failures})
+                    "times": times, "cpu": cpu, "failures": failures})
     return {"board": board, "rotations": out}
 
 
@@ -244,7 +246,8 @@ class BotStats:
     win_rate: Interval
     mean_score: float
     decisions: int
-    time_ms: dict[str, float]
+    time_ms: dict[str, float]  # wall time per decision
+    cpu_ms: dict[str, float]  # CPU time per decision (one core; independent of machine load)
     failures: dict[str, int]
 
 
@@ -263,7 +266,8 @@ class ArenaReport:
             "results": [{
                 "bot": b.name, "mean_score": b.mean_score,
                 "score_diff": vars(b.score_diff), "win_rate": vars(b.win_rate),
-                "decisions": b.decisions, "time_ms": b.time_ms, "failures": b.failures,
+                "decisions": b.decisions, "time_ms": b.time_ms, "cpu_ms": b.cpu_ms,
+                "failures": b.failures,
             } for b in self.bots],
         }
 
@@ -274,6 +278,7 @@ def summarize(config: ArenaConfig, boards: Iterable[Mapping[str, Any]], seconds:
     wins: dict[str, list[float]] = {b: [] for b in names}
     means: dict[str, list[float]] = {b: [] for b in names}
     times: dict[str, list[float]] = {b: [] for b in names}
+    cpus: dict[str, list[float]] = {b: [] for b in names}
     fails: dict[str, dict[str, int]] = {b: {} for b in names}
     count = 0
     for board in boards:
@@ -284,6 +289,8 @@ def summarize(config: ArenaConfig, boards: Iterable[Mapping[str, Any]], seconds:
                 held[bot].append(rot["scores"][seat])
             for bot, ts in rot["times"].items():
                 times[bot].extend(ts)
+            for bot, ts in rot.get("cpu", {}).items():
+                cpus[bot].extend(ts)
             for bot, per in rot["failures"].items():
                 for reason, k in per.items():
                     fails[bot][reason] = fails[bot].get(reason, 0) + k
@@ -298,12 +305,15 @@ def summarize(config: ArenaConfig, boards: Iterable[Mapping[str, Any]], seconds:
     stats = []
     for b in names:
         ts = sorted(times[b])
+        cs = sorted(cpus[b])
         stats.append(BotStats(
             name=b, score_diff=mean_interval(diffs[b]), win_rate=_clamp01(mean_interval(wins[b])),
             mean_score=sum(means[b]) / len(means[b]) if means[b] else math.nan,
             decisions=len(ts),
             time_ms={k: round(percentile(ts, q) * 1000, 2) for k, q in
                      (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("max", 1.0))},
+            cpu_ms={k: round(percentile(cs, q) * 1000, 2) for k, q in
+                    (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("max", 1.0))},
             failures=fails[b]))
     return ArenaReport(config, count, seconds, stats)
 
@@ -312,16 +322,19 @@ def format_report(report: ArenaReport) -> str:
     c = report.config
     lines = [f"{c.game}: {report.boards} boards (duplicate), bots {','.join(c.bots)}, seed {c.seed}, "
              f"budget {c.budget_s * 1000:.0f} ms, {report.seconds:.1f} s",
-             f"{'bot':<14}{'mean score':>11}  {'score diff [95% CI]':<28}{'win rate [95% CI]':<26}"
-             f"{'decisions':>10}  {'ms p50/p90/p99/max':<24}failures"]
+             f"{'bot':<14}{'mean score':>11}  {'score diff [95% CI]':<28}{'win rate [95% CI]':<24}"
+             f"{'decisions':>10}  {'wall ms p50/p90/p99/max':<26}{'cpu ms p50/p90/p99/max':<26}failures"]
+
+    def pct(t: dict[str, float]) -> str:
+        return f"{t['p50']:.1f}/{t['p90']:.1f}/{t['p99']:.1f}/{t['max']:.1f}"
+
     for b in report.bots:
-        t = b.time_ms
         wr = b.win_rate
         lines.append(
             f"{b.name:<14}{b.mean_score:>11.2f}  {str(b.score_diff):<28}"
-            f"{f'{wr.mean:.3f} [{wr.low:.3f}, {wr.high:.3f}]':<26}{b.decisions:>10}  "
-            f"{t['p50']:.1f}/{t['p90']:.1f}/{t['p99']:.1f}/{t['max']:.1f}".ljust(24 + 52 + 28 + 26)
-            + f"  {json.dumps(b.failures, sort_keys=True) if b.failures else '-'}")
+            f"{f'{wr.mean:.3f} [{wr.low:.3f}, {wr.high:.3f}]':<24}{b.decisions:>10}  "
+            f"{pct(b.time_ms):<26}{pct(b.cpu_ms):<26}"
+            f"{json.dumps(b.failures, sort_keys=True) if b.failures else '-'}")
     return "\n".join(lines)
 
 

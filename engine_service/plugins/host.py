@@ -34,6 +34,9 @@ from .runner import CRASH, FAILURES, UNKNOWN_BOT, Reply
 
 log = structlog.get_logger("engine_service.plugins")
 
+BENCH_AFTER = 3  # consecutive decisions that cost a worker (timeout or crash) ...
+BENCH_S = 10.0  # ... bench the bot this long (doubling on each new bench, up to BENCH_MAX_S)
+BENCH_MAX_S = 300.0
 MIN_MARGIN_S = 0.005
 MAX_MARGIN_S = 0.05
 MARGIN_FRACTION = 0.2
@@ -61,6 +64,16 @@ def bot_budget(remaining_s: float) -> float:
     return max(0.0, remaining_s - margin)
 
 
+@dataclass
+class _Health:
+    """Per-bot circuit breaker: a bot whose decisions keep killing workers is benched."""
+
+    strikes: int = 0  # consecutive decisions that cost a worker
+    last_failure: str = "crash"
+    benched_until: float = 0.0
+    bench_s: float = BENCH_S
+
+
 class BotHost:
     """Loads the bot plugins and runs their decisions in a pool of worker processes.
 
@@ -80,6 +93,7 @@ class BotHost:
         self.catalog: BotCatalog = load_catalog(self.settings)
         self._metrics = metrics
         self._pool = WorkerPool(self.settings, workers, on_replace=self._count_replacement)
+        self._health: dict[str, _Health] = {}
         self._closed = False
         # Workers are daemonic and die with the interpreter; this also covers a host that was
         # never closed, without keeping it alive.
@@ -124,6 +138,11 @@ class BotHost:
         if not self.plays(bot, game_id):
             return self._finish(bot, game_id, started, Reply(None, UNKNOWN_BOT,
                                                              f"no bot {bot!r} for game {game_id!r}"))
+        health = self._health.get(bot)
+        if health is not None and started < health.benched_until:
+            return self._finish(bot, game_id, started, Reply(
+                None, health.last_failure, f"benched for {health.benched_until - started:.1f}s more after "
+                f"{BENCH_AFTER} decisions in a row ended in a {health.last_failure}"))
         deadline = started + max(0.0, deadline_s)
         legal = list(legal)
         request = (bot, game_id, seat, view, legal, int(seed), bot_budget(deadline - time.monotonic()))
@@ -135,6 +154,9 @@ class BotHost:
         if reply.action is not None and reply.action not in legal:
             reply = Reply(None, "illegal", "the worker returned an action outside the legal list",
                           reply.elapsed_s)
+        if reply.action is not None and health is not None:
+            health.strikes = 0
+            health.bench_s = BENCH_S
         return self._finish(bot, game_id, started, reply)
 
     def _finish(self, bot: str, game_id: str, started: float, reply: Reply) -> Decision:
@@ -146,7 +168,19 @@ class BotHost:
         return Decision(None, reply.failure, elapsed, reply.detail)
 
     def _count_replacement(self, bot: str, reason: str) -> None:
+        """A decision of ``bot`` cost its worker: count it, and bench a bot that keeps doing
+        it, so that a crash-looping or hanging bot cannot keep the pool busy starting
+        replacements while other matches wait (its decisions then fail at once, with the same
+        reason, and the seat plays auto-moves)."""
         log.warning("bot_worker_replaced", bot=bot, reason=reason)
+        health = self._health.setdefault(bot, _Health())
+        health.strikes += 1
+        health.last_failure = reason
+        if health.strikes >= BENCH_AFTER:
+            health.benched_until = time.monotonic() + health.bench_s
+            log.error("bot_benched", bot=bot, reason=reason, seconds=health.bench_s)
+            health.bench_s = min(BENCH_MAX_S, health.bench_s * 2)
+            health.strikes = 0
         metrics = self._metrics
         if metrics is None:
             try:

@@ -6,8 +6,10 @@ other match. Here each worker is a process with its own pipe; the pool hands a d
 idle worker and waits for the answer until the deadline, in a thread, so the event loop never
 blocks. A worker that misses the deadline is killed (SIGKILL); one that dies (a bot called
 ``os._exit``, a segfault, the OOM killer) is noticed by end-of-file on its pipe. Either way
-that decision is a failure (``timeout`` / ``crash``), a fresh worker replaces the old one in
-the background, and no other match is affected.
+that decision is a failure (``timeout`` / ``crash``), a ready spare worker takes its place at
+once (a new spare starts in the background), and no other match is affected. One bot may hold
+at most ``size - 1`` workers at a time, so even a bot that hangs in many matches at once leaves
+a worker for the others.
 
 Workers are fresh interpreters (``python -m engine_service.plugins.pool``), never forks: forking
 a process that runs gRPC's threads is unsafe. Each worker loads the plugins itself (from the
@@ -21,6 +23,7 @@ import asyncio
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -38,6 +41,7 @@ log = structlog.get_logger("engine_service.plugins")
 
 READY_TIMEOUT_S = 120.0  # importing the plugins in a fresh worker; generous on a loaded machine
 RESTART_BACKOFF_S = 0.5
+SPARES = 2  # ready workers kept aside to replace a killed one without a start-up gap
 MAX_BACKOFF_S = 30.0
 SHUTDOWN_GRACE_S = 2.0
 
@@ -46,36 +50,26 @@ class WorkerLost(Exception):
     """The worker died while idle: no decision was lost; the pool retries on another."""
 
 
-def _worker_main() -> None:
-    """Entry point of a worker process (``python -m engine_service.plugins.pool``): read the
-    settings, load the plugins, then answer requests until told to stop (``None``) or the
-    parent goes away (end-of-file on stdin).
-
-    Requests arrive on stdin and replies leave on the original stdout, both as
-    ``multiprocessing.connection`` messages; file descriptor 1 is then pointed at stderr so that
-    a bot's ``print`` cannot corrupt the channel.
-    """
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when workers stop
-    reply_fd = os.dup(1)
+def _quiet_logging() -> None:
+    """A worker (or the zygote) reports only what is critical, as JSON on stderr: the parent
+    already logged the plugin load, and stdout belongs to nobody."""
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    inbox = Connection(0, writable=False)
-    outbox = Connection(reply_fd, readable=False)
-    settings, path = inbox.recv()
-    sys.path[:] = path
-    # The parent already logged the plugin load; a worker reports only what is critical, as
-    # JSON on stderr.
     structlog.configure(
         processors=[structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso"),
                     structlog.processors.JSONRenderer()],
         wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL),
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
     )
-    runner = BotRunner(load_catalog(settings))
-    outbox.send(("ready", os.getpid()))
+
+
+def _serve(conn: Connection, runner: BotRunner) -> None:
+    """A worker's life: say it is ready, then answer requests until told to stop (``None``) or
+    the parent goes away (end-of-file)."""
+    conn.send(("ready", os.getpid()))
     while True:
         try:
-            msg = inbox.recv()
+            msg = conn.recv()
         except (EOFError, OSError):
             return
         if msg is None:
@@ -83,49 +77,155 @@ def _worker_main() -> None:
         name, game_id, seat, view, legal, seed, budget_s = msg
         reply = runner.decide(name, game_id, seat, view, legal, seed, budget_s)
         try:
-            outbox.send(reply)
+            conn.send(reply)
         except (BrokenPipeError, OSError):
             return
 
 
-class WorkerProcess:
-    """One worker process and the parent's ends of its pipes. Used from one thread at a time.
+def _process_main(argv: list[str]) -> None:
+    """``python -m engine_service.plugins.pool {--worker|--zygote} FD``: FD is this process's
+    end of a Unix socket pair; the first message on it is ``(settings, sys.path)``."""
+    role, fd = argv[0], int(argv[1])
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
+    _quiet_logging()
+    conn = Connection(fd)
+    settings, path = conn.recv()
+    sys.path[:] = path
+    catalog = load_catalog(settings)
+    if role == "--worker":
+        _serve(conn, BotRunner(catalog))
+        return
+    control = socket.socket(fileno=os.dup(fd))  # the messages are read whole: nothing buffered
+    conn.close()
+    _zygote(control, catalog)
 
-    A plain subprocess (not ``multiprocessing.Process``): nothing of the parent is re-imported
-    or inherited (no ``__main__`` re-execution, no forked gRPC threads), and the worker is
-    exactly as isolated as an external bot program would be.
-    """
 
-    def __init__(self, settings: PluginSettings) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "engine_service.plugins.pool"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True,
+def _zygote(control: socket.socket, catalog: Any) -> None:
+    """Fork ready-to-serve workers on request, each with a fresh socket pair whose parent end
+    travels back over ``control`` (SCM_RIGHTS). The zygote imported everything once, so a
+    replacement worker costs a fork (milliseconds) instead of an interpreter start and the
+    plugins' imports (a second or more on a busy machine). It runs no threads, which keeps
+    forking safe; its children are reaped automatically (SIGCHLD ignored)."""
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    while True:
+        try:
+            command = control.recv(1)
+        except OSError:
+            return
+        if command != b"F":
+            return  # end-of-file: the host is gone or closed the pool
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pid = os.fork()
+        if pid == 0:  # the new worker
+            try:
+                control.close()
+                theirs.close()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                _serve(Connection(mine.detach()), BotRunner(catalog))
+            finally:
+                os._exit(0)
+        mine.close()
+        try:
+            socket.send_fds(control, [pid.to_bytes(8, "little")], [theirs.fileno()])
+        except OSError:
+            return
+        finally:
+            theirs.close()
+
+
+def _spawn_process(role: str, settings: PluginSettings) -> tuple[subprocess.Popen, socket.socket]:
+    """Start ``python -m engine_service.plugins.pool ROLE FD`` with one end of a socket pair;
+    return the process and our end (the settings already sent)."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "engine_service.plugins.pool", role, str(theirs.fileno())],
+            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, close_fds=True,
             env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
             start_new_session=True)  # a terminal's Ctrl-C goes to the parent only
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self._to = Connection(os.dup(self.process.stdin.fileno()), readable=False)
-        self._from = Connection(os.dup(self.process.stdout.fileno()), writable=False)
-        self.process.stdin.close()
-        self.process.stdout.close()
-        self.ready = False
-        self.broken = False  # killed or dead: must be replaced
-        try:
-            self._to.send((settings, list(sys.path)))
-        except (BrokenPipeError, OSError):
-            self.kill()
+    finally:
+        theirs.close()
+    first = Connection(os.dup(ours.fileno()))
+    first.send((settings, list(sys.path)))
+    first.close()
+    return proc, ours
 
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid
+
+class Zygote:
+    """The parent's handle on the zygote process (see :func:`_zygote`); thread-safe."""
+
+    def __init__(self, settings: PluginSettings) -> None:
+        self.settings = settings
+        self._lock = threading.Lock()
+        self.process, self._control = _spawn_process("--zygote", settings)
+
+    def fork(self) -> tuple[int, int]:
+        """A new worker: its pid and our end of its socket (OSError if the zygote is gone)."""
+        with self._lock:
+            self._control.sendall(b"F")
+            data, fds, _flags, _addr = socket.recv_fds(self._control, 8, 1)
+            if len(data) != 8 or len(fds) != 1:
+                for fd in fds:
+                    os.close(fd)
+                raise OSError("the bot worker zygote did not answer")
+            return int.from_bytes(data, "little"), fds[0]
 
     def alive(self) -> bool:
         return self.process.poll() is None
 
+    def close(self) -> None:
+        try:
+            self._control.close()
+        except OSError:
+            pass
+        try:
+            self.process.wait(SHUTDOWN_GRACE_S)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+class WorkerProcess:
+    """One worker process and the parent's end of its socket. Used from one thread at a time.
+
+    Workers are forked by the :class:`Zygote` (or, if it has died, started as a fresh
+    interpreter): never a fork of the host itself, so nothing of the service (gRPC threads,
+    the event loop, open matches) is inherited, and a worker is as isolated as an external bot
+    program would be.
+    """
+
+    def __init__(self, pid: int, fd: int, popen: subprocess.Popen | None = None) -> None:
+        self.pid = pid
+        self.conn = Connection(fd)
+        self.popen = popen
+        self.ready = False
+        self.broken = False  # killed or dead: must be replaced
+
+    @classmethod
+    def start(cls, settings: PluginSettings, zygote: Zygote | None) -> "WorkerProcess":
+        if zygote is not None:
+            try:
+                pid, fd = zygote.fork()
+                return cls(pid, fd)
+            except OSError:
+                log.error("bot_worker_zygote_failed")
+        proc, sock = _spawn_process("--worker", settings)
+        return cls(proc.pid, sock.detach(), proc)
+
+    def alive(self) -> bool:
+        if self.popen is not None:
+            return self.popen.poll() is None
+        try:
+            os.kill(self.pid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+
     def wait_ready(self, timeout: float) -> bool:
         """Block until the worker has loaded its plugins (False: it died or took too long)."""
         try:
-            if not self.broken and self._from.poll(timeout):
-                msg = self._from.recv()
+            if not self.broken and self.conn.poll(timeout):
+                msg = self.conn.recv()
                 self.ready = isinstance(msg, tuple) and msg[:1] == ("ready",)
         except (EOFError, OSError):
             self.ready = False
@@ -143,52 +243,49 @@ class WorkerProcess:
             self.kill()
             raise WorkerLost()
         try:
-            self._to.send(request)
+            self.conn.send(request)
         except (BrokenPipeError, OSError):
             self.kill()
             raise WorkerLost() from None
         try:
-            if self._from.poll(max(0.0, deadline - time.monotonic())):
-                reply = self._from.recv()
+            if self.conn.poll(max(0.0, deadline - time.monotonic())):
+                reply = self.conn.recv()
                 if isinstance(reply, Reply):
                     return reply
                 self.kill()
                 return Reply(None, CRASH, "the worker sent an unexpected message")
         except (EOFError, OSError):
-            try:
-                code = self.process.wait(1.0)
-            except subprocess.TimeoutExpired:
-                code = None
             self.kill()
-            return Reply(None, CRASH, f"the worker process exited (code {code})")
+            return Reply(None, CRASH, "the worker process exited")
         self.kill()
         return Reply(None, TIMEOUT, "no answer before the deadline; the worker was killed")
 
     def stop(self) -> None:
         """Ask the worker to exit; kill it if it does not."""
         try:
-            self._to.send(None)
-        except (BrokenPipeError, OSError):
-            pass
-        try:
-            self.process.wait(SHUTDOWN_GRACE_S)
-        except subprocess.TimeoutExpired:
+            self.conn.send(None)
+            if self.conn.poll(SHUTDOWN_GRACE_S):
+                self.conn.recv()
+        except (EOFError, OSError):
             pass
         self.kill()
 
     def kill(self) -> None:
         self.broken = True
-        if self.process.poll() is None:
-            self.process.kill()
-        try:
-            self.process.wait(5.0)
-        except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL is not ignorable
-            pass
-        for conn in (self._to, self._from):
+        if self.alive():
             try:
-                conn.close()
-            except OSError:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
                 pass
+        if self.popen is not None:
+            try:
+                self.popen.wait(5.0)
+            except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL is not ignorable
+                pass
+        try:
+            self.conn.close()
+        except OSError:
+            pass
 
 
 class WorkerPool:
@@ -209,7 +306,13 @@ class WorkerPool:
         self._threads = ThreadPoolExecutor(max_workers=2 * size + 2, thread_name_prefix="bot-pool")
         self._lock = threading.Lock()
         self._workers: set[WorkerProcess] = set()
-        self._pending = [self._new_worker() for _ in range(size)]
+        self._zygote: Zygote | None = Zygote(settings)
+        self._spares: list[WorkerProcess] = []  # ready, not in rotation: replace a lost worker at once
+        self._spares_starting = 0
+        #: decisions of one bot in flight at once: with two or more workers, one always stays
+        #: free for the other bots, so a bot that hangs in many matches cannot starve the rest
+        self.per_bot = max(1, size - 1)
+        self._bot_slots: dict[str, asyncio.Semaphore] = {}
         self._idle: asyncio.Queue[WorkerProcess] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task] = set()
@@ -218,7 +321,12 @@ class WorkerPool:
         self._on_replace = on_replace
 
     def _new_worker(self) -> WorkerProcess:
-        worker = WorkerProcess(self.settings)
+        zygote = self._zygote
+        if zygote is not None and not zygote.alive() and not self._closed:
+            log.error("bot_worker_zygote_restarted", exitcode=zygote.process.returncode)
+            zygote.close()
+            zygote = self._zygote = Zygote(self.settings)
+        worker = WorkerProcess.start(self.settings, zygote)
         with self._lock:
             self._workers.add(worker)
         return worker
@@ -233,10 +341,15 @@ class WorkerPool:
         if self._idle is None:
             self._loop = asyncio.get_running_loop()
             self._idle = asyncio.Queue()
-            pending, self._pending = self._pending, []
-            for worker in pending:
-                self._spawn_task(self._admit(worker))
+            for _ in range(self.size):
+                self._spawn_task(self._admit(None))
+            self._top_up_spares()
         return self._idle
+
+    def _top_up_spares(self) -> None:
+        while len(self._spares) + self._spares_starting < SPARES and not self._closed:
+            self._spares_starting += 1
+            self._spawn_task(self._admit(None, spare=True))
 
     def _spawn_task(self, coro: Any) -> None:
         assert self._loop is not None
@@ -244,9 +357,17 @@ class WorkerPool:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _admit(self, worker: WorkerProcess | None) -> None:
-        """Wait (in a thread) until ``worker`` is ready, then make it available; a worker
-        that fails to start is replaced after a pause, so a broken environment cannot spin."""
+    async def _admit(self, worker: WorkerProcess | None, spare: bool = False) -> None:
+        """Wait (in a thread) until ``worker`` (None: a new one) is ready, then put it in
+        rotation (or aside as a spare); a worker that fails to start is replaced after a
+        pause, so a broken environment cannot spin."""
+        try:
+            await self._admit_loop(worker, spare)
+        finally:
+            if spare:
+                self._spares_starting -= 1
+
+    async def _admit_loop(self, worker: WorkerProcess | None, spare: bool) -> None:
         loop = asyncio.get_running_loop()
         backoff = RESTART_BACKOFF_S
         while not self._closed:
@@ -258,9 +379,12 @@ class WorkerPool:
                 return
             if ok:
                 assert self._idle is not None
-                self._idle.put_nowait(worker)
+                if spare:
+                    self._spares.append(worker)
+                else:
+                    self._idle.put_nowait(worker)
                 return
-            log.error("bot_worker_start_failed", exitcode=worker.process.returncode,
+            log.error("bot_worker_start_failed", pid=worker.pid,
                       retry_in_s=backoff)
             self._forget(worker)
             worker = None
@@ -271,7 +395,7 @@ class WorkerPool:
         """Wait until every worker is ready (tests, and a service that wants warm workers)."""
         idle = self._ensure_started()
         deadline = time.monotonic() + timeout
-        while idle.qsize() < self.size:
+        while idle.qsize() < self.size or len(self._spares) < SPARES:
             if time.monotonic() > deadline:
                 return False
             await asyncio.sleep(0.02)
@@ -281,16 +405,28 @@ class WorkerPool:
         """Run one request on an idle worker; a ``timeout`` Reply if none frees up in time."""
         idle = self._ensure_started()
         loop = asyncio.get_running_loop()
+        slots = self._bot_slots.get(request[0])
+        if slots is None:
+            slots = self._bot_slots[request[0]] = asyncio.Semaphore(self.per_bot)
         while True:
             try:
                 async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
-                    worker = await idle.get()
+                    await slots.acquire()
             except TimeoutError:
-                return Reply(None, TIMEOUT, "no bot worker was free before the deadline")
+                return Reply(None, TIMEOUT, "this bot already has every decision slot busy until the deadline")
+            try:
+                async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                    worker = await idle.get()
+            except BaseException as exc:
+                slots.release()
+                if isinstance(exc, TimeoutError):
+                    return Reply(None, TIMEOUT, "no bot worker was free before the deadline")
+                raise
             done = self._threads.submit(worker.call, request, deadline)
             # Release when the *thread* is done, not when this coroutine is: a cancelled
-            # decision must not hand out a worker that is still busy.
-            done.add_done_callback(lambda _f, w=worker: loop.call_soon_threadsafe(self._release, w))
+            # decision must not hand out a worker (or a slot) that is still busy.
+            done.add_done_callback(
+                lambda _f, w=worker: loop.call_soon_threadsafe(self._release, w, slots))
             try:
                 reply = await asyncio.wrap_future(done)
             except WorkerLost:
@@ -300,21 +436,35 @@ class WorkerPool:
                 self._on_replace(request[0], reply.failure)
             return reply
 
-    def _release(self, worker: WorkerProcess) -> None:
+    def _release(self, worker: WorkerProcess, slots: asyncio.Semaphore) -> None:
+        slots.release()
         if self._closed:
             self._threads.submit(worker.stop)
             return
+        assert self._idle is not None
         if not worker.broken and worker.alive():
-            assert self._idle is not None
             self._idle.put_nowait(worker)
             return
         self._forget(worker)
         self.replacements += 1
-        self._spawn_task(self._admit(None))
+        spare = None
+        while self._spares and spare is None:
+            candidate = self._spares.pop()
+            if candidate.alive():
+                spare = candidate
+            else:
+                self._forget(candidate)
+        if spare is not None:
+            self._idle.put_nowait(spare)  # capacity is back at once
+        else:
+            self._spawn_task(self._admit(None))
+        self._top_up_spares()
 
     def pids(self) -> list[int]:
+        """Process ids of the live workers in rotation (spares not included)."""
         with self._lock:
-            return [w.pid for w in self._workers if w.alive()]
+            spares = set(self._spares)
+            return [w.pid for w in self._workers if w.alive() and w not in spares]
 
     async def close(self) -> None:
         """Stop every worker (killing busy ones) and wait for them."""
@@ -330,6 +480,8 @@ class WorkerPool:
         if workers:
             await asyncio.gather(*(loop.run_in_executor(self._threads, w.stop) for w in workers),
                                  return_exceptions=True)
+        if self._zygote is not None:
+            await loop.run_in_executor(self._threads, self._zygote.close)
         self._threads.shutdown(wait=False, cancel_futures=True)
 
     def close_sync(self) -> None:
@@ -340,8 +492,10 @@ class WorkerPool:
             self._workers.clear()
         for w in workers:
             w.kill()
+        if self._zygote is not None:
+            self._zygote.process.kill()
         self._threads.shutdown(wait=False, cancel_futures=True)
 
 
 if __name__ == "__main__":
-    _worker_main()
+    _process_main(sys.argv[1:])

@@ -36,7 +36,8 @@ class Reply:
     action: str | None
     failure: str | None
     detail: str = ""
-    elapsed_s: float = 0.0  # time inside the bot's decide()
+    elapsed_s: float = 0.0  # wall time inside the bot's decide()
+    cpu_s: float = 0.0  # CPU time of that thread meanwhile (what the bot cost, whatever the load)
 
 
 def describe_exception(exc: BaseException) -> str:
@@ -94,13 +95,16 @@ class BotRunner:
         legal_t = tuple(legal)
         request = DecisionRequest(game_id=game_id, seat=seat, view=view, legal=legal_t,
                                   rng=random.Random(seed), budget_s=budget_s, started=started)
+        cpu0 = time.thread_time()
         try:
             answer = bot.decide(request)
         except Exception as exc:
-            return Reply(None, EXCEPTION, describe_exception(exc), time.monotonic() - started)
+            return Reply(None, EXCEPTION, describe_exception(exc), time.monotonic() - started,
+                         time.thread_time() - cpu0)
         elapsed = time.monotonic() - started
+        cpu = time.thread_time() - cpu0
         if not isinstance(answer, str) or answer not in legal_t:
-            return Reply(None, ILLEGAL, describe_answer(answer), elapsed)
+            return Reply(None, ILLEGAL, describe_answer(answer), elapsed, cpu)
         if enforce_budget and elapsed > budget_s:
-            return Reply(None, TIMEOUT, f"answered after {elapsed:.3f}s, budget {budget_s:.3f}s", elapsed)
-        return Reply(answer, None, "", elapsed)
+            return Reply(None, TIMEOUT, f"answered after {elapsed:.3f}s, budget {budget_s:.3f}s", elapsed, cpu)
+        return Reply(answer, None, "", elapsed, cpu)

@@ -126,7 +126,7 @@ def test_killed_and_crashed_workers_are_replaced_and_counted():
 
 def test_a_polite_bot_that_uses_its_whole_budget_is_not_killed():
     async def body(host):
-        for deadline in (0.05, 0.2, 0.5):
+        for deadline in (0.3, 1.0):
             d = await host.decide("polite", "klaberjass", 0, VIEW, LEGAL, 1, deadline)
             assert d.action == LEGAL[-1], (deadline, d)
             assert d.elapsed_s < deadline
@@ -135,12 +135,12 @@ def test_a_polite_bot_that_uses_its_whole_budget_is_not_killed():
 
 def test_decisions_queue_for_a_free_worker_within_their_deadline():
     async def body(host):
-        # two hung bots occupy both workers; a third decision cannot start before its deadline
-        hung = [asyncio.create_task(host.decide("sleeps", "klaberjass", 0, VIEW, LEGAL, 1, 1.0)) for _ in range(2)]
+        # two slow bots occupy both workers; a third decision cannot start before its deadline
+        busy = [asyncio.create_task(host.decide(b, "klaberjass", 0, VIEW, LEGAL, 1, 1.0)) for b in ("sleeps", "polite")]
         await asyncio.sleep(0.05)
         d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 0.2)
         assert d.failure == "timeout" and "free" in d.detail
-        assert [x.failure for x in await asyncio.gather(*hung)] == ["timeout", "timeout"]
+        assert [x.failure for x in await asyncio.gather(*busy)] == ["timeout", None]
         d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 5.0)
         assert d.action in LEGAL
     run(with_host(body))
@@ -185,3 +185,30 @@ def test_budget_leaves_a_margin_for_the_round_trip():
         Decision("a", "timeout", 0.0)
     with pytest.raises(ValueError):
         Decision(None, "bored", 0.0)
+
+
+def test_a_bot_that_keeps_killing_workers_is_benched():
+    async def body(host):
+        first = [await host.decide("exits", "klaberjass", 0, VIEW, LEGAL, i, 2.0) for i in range(3)]
+        assert [d.failure for d in first] == ["crash"] * 3
+        with capture_logs() as logs:
+            benched = await host.decide("exits", "klaberjass", 0, VIEW, LEGAL, 9, 2.0)
+        assert benched.failure == "crash" and benched.detail.startswith("benched")
+        assert benched.elapsed_s < 0.05  # no worker was used
+        assert any(e["event"] == "bot_decision_failed" for e in logs)
+        ok = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 2, 5.0)
+        assert ok.action in LEGAL  # other bots are not affected
+    run(with_host(body))
+
+
+def test_one_bot_cannot_hold_every_worker():
+    async def body(host):
+        assert host._pool.per_bot == 1
+        hung = [asyncio.create_task(host.decide("sleeps", "klaberjass", 0, VIEW, LEGAL, i, 1.0)) for i in range(2)]
+        await asyncio.sleep(0.05)
+        ok = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 2, 0.5)
+        assert ok.action in LEGAL
+        results = await asyncio.gather(*hung)
+        assert sorted(d.failure for d in results) == ["timeout", "timeout"]
+        assert any("slot" in d.detail for d in results)  # the second waited for the bot's slot
+    run(with_host(body))
