@@ -34,7 +34,6 @@ from typing import Any
 
 from engine_service.plugins import BotSpec, DecisionRequest, hookimpl
 from engine_service.rules import CHANCE, TERMINAL, get_game
-from engine_service.rules.errors import RulesError
 
 from .scoring import deal_scores, relative
 
@@ -77,8 +76,9 @@ class SearchBot:
         rng = request.rng
         stop_at = time.monotonic() + max(0.0, request.time_left()) * self.params.time_fraction
         worlds = self._worlds(request.view, rng, stop_at)
-        if not worlds:
-            return legal[0]
+        if not worlds:  # the view admits no sampled deal (see _worlds): play by hand instead
+            from .heuristic import make as make_heuristic
+            return make_heuristic(self.game_id).decide(request)
         seat = request.seat
         n = self.game.num_seats
         root = _Node(seat)
@@ -148,8 +148,9 @@ class SearchBot:
                 break
             try:
                 worlds.append(self.game.determinize(view, rng))
-            except RulesError:
-                continue
+            except Exception:  # noqa: BLE001 - a sampler that gives up (e.g. a view it cannot
+                # reproduce exactly) costs this decision its search, not the decision itself
+                break
         return worlds
 
 

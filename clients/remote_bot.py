@@ -1,0 +1,301 @@
+"""``python -m clients.remote_bot``: run a bot plugin in one seat of a match on a running
+service, over gRPC, exactly as a remote player would.
+
+    python -m clients.remote_bot --target host:50051 --bot search --match MATCH_ID --seat 1
+    python -m clients.remote_bot --bot heuristic --game klaberjass --opponents search
+
+The bot is any installed plugin of the ``cardgames.bots`` entry-point group (or a module given
+with ``--plugin``), loaded by the same plugin manager as the service's. This is how a bot runs
+on its author's machine, with the author's CPU and libraries, against the authoritative server
+(the Lichess bot model): the server sees an ordinary player with a seat token.
+
+What the bot sees is what the server sends that seat: the protobuf ``View`` of each event is
+turned back into the rules core's view dict (:func:`view_dict`), so a plugin written against
+the service's bot host runs here unchanged, and one object plays the whole match, so its
+optional callbacks (``on_match_start``, ``on_deal_end``, ``on_match_end``) are called. Each
+decision runs in a thread (the event stream stays served) with a budget of ``--budget-ms``,
+shortened to the server's deadline when the match has a turn timer. A bot failure (exception,
+illegal answer) is replaced by the rulebook's auto-move, computed here from the same view, and
+reported on stderr. Every action is submitted with ``expected_seq``, so an action decided on a
+view that is no longer current is refused by the server and the bot decides again on the next
+event.
+
+Without ``--target`` an engine is started as a child process (database in memory) for the
+duration of the match.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from google.protobuf import json_format
+
+from engine_service.plugins.manager import PluginSettings, load_catalog
+from engine_service.plugins.runner import BotRunner
+from engine_service.rules import get_game
+from engine_service.transport.generated import cards_pb2, match_pb2
+
+from .cardgames_client import (CardGamesError, Client, SeatSession, StaleSequence, connect,
+                               is_finished, is_my_turn)
+from .local_service import LocalService
+
+NETWORK_MARGIN_S = 0.25  # kept back from the server's deadline for the round trip
+
+_JOKER_MODE = {cards_pb2.JOKER_MODE_HIGH: "high", cards_pb2.JOKER_MODE_LOW: "low"}
+_ANNOUNCEMENT = {cards_pb2.ANNOUNCEMENT_JO: "jo", cards_pb2.ANNOUNCEMENT_JOTTE: "jotte"}
+_SUIT = {cards_pb2.SUIT_SPADES: "S", cards_pb2.SUIT_HEARTS: "H", cards_pb2.SUIT_DIAMONDS: "D",
+         cards_pb2.SUIT_CLUBS: "C"}
+
+
+# ---- View (protobuf) -> the rules core's view dict ------------------------------------------
+
+def _ints(value: Any) -> Any:
+    """google.protobuf.Struct holds every number as a float: give integral numbers back their
+    int type (the views only hold integers), recursively."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_ints(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _ints(v) for k, v in value.items()}
+    return value
+
+
+def _play(p: Any) -> dict[str, Any]:
+    play: dict[str, Any] = {"seat": p.seat, "card": p.card.code}
+    if p.joker_mode in _JOKER_MODE:
+        play["joker_mode"] = _JOKER_MODE[p.joker_mode]
+    if p.named_suit in _SUIT:
+        play["named_suit"] = _SUIT[p.named_suit]
+    if p.announcement in _ANNOUNCEMENT:
+        play["announce"] = _ANNOUNCEMENT[p.announcement]
+    if p.HasField("details"):
+        play.update(_ints(json_format.MessageToDict(p.details)))
+    return play
+
+
+def view_dict(view: Any) -> dict[str, Any]:
+    """The rules core's view (``state.view(seat)``, engine_service/rules/game.py) of a
+    protobuf ``View``: the common keys, and the game-specific ``table`` as it was sent.
+
+    The wire carries a trick as its plays and winner: the extra fields some games put in
+    ``last_trick`` (Klaberjass ``number``/``leader``/``points``, Jo-Jotte ``leader``/``value``,
+    Georgian Joker ``leader``) are not rebuilt. Everything else is the rules core's view."""
+    scores = view.scores
+    rows = list(scores.totals)
+    if len(rows) == 1 and rows[0].name == "total":
+        totals: Any = list(rows[0].values)
+    elif rows:
+        totals = {r.name: list(r.values) for r in rows}
+    else:
+        totals = []
+    last = None
+    if view.HasField("last_trick") and view.last_trick.plays:
+        last = {"plays": [_play(p) for p in view.last_trick.plays]}
+        if view.last_trick.HasField("winner"):
+            last["winner"] = view.last_trick.winner
+    return {
+        "game": view.game,
+        "phase": view.phase,
+        "deal_number": view.deal_number,
+        "dealer": view.dealer,
+        "to_act": view.to_act if view.HasField("to_act") else None,
+        "seat": view.seat if view.HasField("seat") else None,
+        "hand": [c.code for c in view.hand],
+        "hand_sizes": list(view.hand_sizes),
+        "legal": [a.notation for a in view.legal_actions],
+        "trick": [_play(p) for p in view.trick.plays],
+        "last_trick": last,
+        "tricks_taken": list(scores.tricks_taken),
+        "totals": totals,
+        "deal_results": _ints(json_format.MessageToDict(scores.deal_results)) if scores.HasField("deal_results") else [],
+        "over": view.over,
+        "winners": list(view.winners),
+        "table": _ints(json_format.MessageToDict(view.table)) if view.HasField("table") else {},
+    }
+
+
+# ---- playing a seat ----------------------------------------------------------------------------
+
+@dataclass
+class SeatStats:
+    decisions: int = 0
+    failures: dict[str, int] = field(default_factory=dict)
+    stale: int = 0
+    think_s: float = 0.0
+
+
+def _call(bot: Any, method: str, *args: Any) -> None:
+    fn = getattr(bot, method, None)
+    if callable(fn):
+        try:
+            fn(*args)
+        except Exception as exc:  # a callback's failure never stops the match (Bot protocol)
+            print(f"remote_bot: {method} raised {type(exc).__name__}", file=sys.stderr)
+
+
+async def play_seat(session: SeatSession, runner: BotRunner, bot_name: str, game_id: str, *,
+                    budget_s: float, seed: int = 0, verbose: bool = False) -> tuple[Any, SeatStats]:
+    """Play ``session``'s seat with bot ``bot_name`` until the match ends; returns the final
+    MatchSummary and what happened."""
+    game = get_game(game_id)
+    bot = runner.bot(bot_name, game_id)
+    stats = SeatStats()
+    started = False
+    results_seen = 0
+    async for event in session.watch(after_seq=None):
+        if event.kind == match_pb2.EVENT_KIND_MATCH_ENDED:
+            if event.HasField("view"):
+                _call(bot, "on_match_end", view_dict(event.view))
+            break
+        if not event.HasField("view"):
+            continue
+        view = view_dict(event.view)
+        if not started:
+            started = True
+            results_seen = len(view["deal_results"])
+            _call(bot, "on_match_start", game_id, session.seat, view)
+        if len(view["deal_results"]) > results_seen:
+            results_seen = len(view["deal_results"])
+            _call(bot, "on_deal_end", view)
+        if not is_my_turn(event.view) or is_finished(event.view.status):
+            continue
+        budget = budget_s
+        if event.view.HasField("deadline"):
+            budget = min(budget, event.view.deadline.ToDatetime().timestamp() - time.time() - NETWORK_MARGIN_S)
+        budget = max(0.0, budget)
+        reply = await asyncio.to_thread(runner.decide, bot_name, game_id, session.seat, view, view["legal"],
+                                        seed * 1_000_003 + event.view.seq, budget)
+        stats.decisions += 1
+        stats.think_s += reply.elapsed_s
+        action = reply.action
+        if action is None:
+            stats.failures[reply.failure or "?"] = stats.failures.get(reply.failure or "?", 0) + 1
+            print(f"remote_bot: {bot_name} failed ({reply.failure}: {reply.detail}); auto-move",
+                  file=sys.stderr)
+            action = game.auto_move(view)
+        try:
+            await session.submit(action, expected_seq=event.view.seq)
+            if verbose:
+                print(f"seq {event.view.seq}: {action}")
+        except StaleSequence:
+            stats.stale += 1  # the match moved on (e.g. the turn timer): the next event decides
+    return await session.summary(), stats
+
+
+# ---- command line ------------------------------------------------------------------------------
+
+def _option(text: str) -> tuple[str, str | int | bool]:
+    name, sep, raw = text.partition("=")
+    if not sep:
+        raise SystemExit(f"--option wants name=value, not {text!r}")
+    if raw in ("true", "false"):
+        return name, raw == "true"
+    try:
+        return name, int(raw)
+    except ValueError:
+        return name, raw
+
+
+async def open_seat(client: Client, args: argparse.Namespace, num_seats: int) -> SeatSession:
+    if args.match:
+        return await client.join(args.match, seat=args.seat, player_name=args.name)
+    me = 0 if args.seat is None else args.seat
+    others = [b.strip() for b in args.opponents.split(",") if b.strip()] or ["random"] * (num_seats - 1)
+    if len(others) != num_seats - 1:
+        raise SystemExit(f"{args.game} has {num_seats} seats: give {num_seats - 1} opponents")
+    seats: list[str | None] = list(others)
+    seats.insert(me, None)
+    summary = await client.create_match(args.game, options=dict(_option(o) for o in args.option),
+                                        seats=seats, turn_time_s=args.turn_time, name=f"{args.bot} (remote)")
+    print(f"match {summary.match_id}: {args.game}, {args.bot} in seat {me}", file=sys.stderr)
+    return await client.join(summary.match_id, seat=me, player_name=args.name)
+
+
+def _quiet_logs() -> None:
+    """Plugin-loading chatter to stderr, warnings and up: stdout carries the result."""
+    import logging
+
+    import structlog
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+                        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+
+
+async def run(args: argparse.Namespace, target: str) -> int:
+    _quiet_logs()
+    catalog = load_catalog(PluginSettings.resolve(extra=args.plugin))
+    if catalog.get(args.bot) is None:
+        raise SystemExit(f"no installed bot {args.bot!r} (installed: {', '.join(catalog.names())})")
+    runner = BotRunner(catalog)
+    async with connect(target, tls=args.tls) as client:
+        await client.wait_ready()
+        if args.match:
+            game_id = (await client.get_match(args.match)).game
+        else:
+            game_id = args.game
+        game = get_game(game_id)
+        if not catalog.plays(args.bot, game_id):
+            raise SystemExit(f"bot {args.bot!r} does not play {game_id}")
+        session = await open_seat(client, args, game.num_seats)
+        final, stats = await play_seat(session, runner, args.bot, game_id, budget_s=args.budget_ms / 1000.0,
+                                       seed=args.seed, verbose=args.verbose)
+    result = json_format.MessageToDict(final.result) if final.HasField("result") else {}
+    status = match_pb2.MatchStatus.Name(final.status).removeprefix("MATCH_STATUS_").lower()
+    print(f"match {final.match_id} {status}: seat {session.seat} ({args.bot}); winners "
+          f"{_ints(result.get('winners', []))}; totals {_ints(result.get('totals'))}; "
+          f"{stats.decisions} decisions, {stats.think_s:.1f}s thinking, failures {stats.failures or 'none'}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m clients.remote_bot", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--bot", required=True, help="bot plugin name (see ListBots / the arena)")
+    p.add_argument("--target", help="host:port of a running engine (default: start one)")
+    p.add_argument("--tls", action="store_true")
+    p.add_argument("--match", help="join this match (else create one with --game)")
+    p.add_argument("--seat", type=int, help="seat to take (default: the first open one / 0)")
+    p.add_argument("--game", help="game of a new match")
+    p.add_argument("--opponents", default="", help="bots in the other seats of a new match, in seat order "
+                   "('open' leaves a seat for someone else; default: random)")
+    p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE", help="table option")
+    p.add_argument("--turn-time", type=float, default=0.0, help="per-decision timer of a new match")
+    p.add_argument("--name", default="remote bot", help="player name")
+    p.add_argument("--budget-ms", type=float, default=1000.0, help="time per decision")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--plugin", action="append", default=[], help="extra plugin module (repeatable)")
+    p.add_argument("--verbose", action="store_true", help="print every action submitted")
+    p.add_argument("--db", default="memory:", help="database of the engine started without --target")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if not args.match and not args.game:
+        build_parser().error("give --match ID (join) or --game (create a match)")
+    service = None
+    try:
+        if args.target:
+            target = args.target
+        else:
+            service = LocalService(db=args.db).start()
+            target = service.target
+        return asyncio.run(run(args, target))
+    except CardGamesError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        if service is not None:
+            service.stop()
+            service.cleanup()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
