@@ -647,3 +647,93 @@ def test_engine_matches_the_literal_referee_step_by_step(options):
             om.apply(action)
             assert state.deal_results() == om.results, seed
         assert om.over and state.result() == om.result()
+
+
+def _biased_meld_hands(rng):
+    """Two nine-card hands rich in quartets and long runs (random deals rarely have them)."""
+    from .jojotte_oracle import NATURAL
+
+    h0: list[str] = []
+    h1: list[str] = []
+    if rng.random() < 0.6:
+        h0 += [r + s for r in rng.choice(NATURAL) for s in SUITS]
+    if rng.random() < 0.6:
+        q = [r + s for r in rng.choice(NATURAL) for s in SUITS]
+        if not set(q) & set(h0):
+            h1 += q
+    if rng.random() < 0.5:
+        s, n = rng.choice(SUITS), rng.randint(5, 8)
+        top = rng.randint(0, 8 - n)
+        target = h0 if rng.random() < 0.5 else h1
+        for c in (NATURAL[top + i] + s for i in range(n)):
+            if c not in h0 and c not in h1 and len(target) < 9:
+                target.append(c)
+    rest = [c for c in ALL_CODES if c not in h0 and c not in h1]
+    rng.shuffle(rest)
+    while len(h0) < 9:
+        h0.append(rest.pop())
+    while len(h1) < 9:
+        h1.append(rest.pop())
+    return h0, h1
+
+
+def test_JJ_5_meld_settlement_matches_the_literal_referee_on_meld_rich_hands():
+    """JJ-1.5, JJ-5.1 to JJ-5.7 and the meld options (JJ-A18 to JJ-A20), engine vs referee."""
+    from engine_service.rules.cards import card_id
+    from engine_service.rules.games.jojotte import melds as M
+
+    from .jojotte_oracle import DEFAULTS, settle_melds
+
+    rng = random.Random(11)
+    quartet_cases = 0
+    for _ in range(6000):
+        h0, h1 = _biased_meld_hands(rng)
+        strain = rng.choice(["S", "H", "D", "C", "NT"])
+        o = dict(DEFAULTS, jj_nt_quartet_order=rng.choice(["plain", "natural"]),
+                 jj_winner_sequences=rng.choice(["all", "best_plus_one"]),
+                 jj_card_in_two_melds=rng.choice([True, False]), jj_split_runs=rng.choice([True, False]))
+        masks = tuple(sum(1 << card_id(c) for c in h) for h in (h0, h1))
+        st = M.settle(masks, (SUITS + "N").index(strain[0]) if strain != "NT" else 4, rng.randrange(2),
+                      nt_natural=o["jj_nt_quartet_order"] == "natural",
+                      card_in_two_melds=o["jj_card_in_two_melds"], split_runs=o["jj_split_runs"],
+                      winner_all_sequences=o["jj_winner_sequences"] == "all")
+        assert list(st.points) == settle_melds((h0, h1), strain, o), (h0, h1, strain, o)
+        quartet_cases += st.quartet_winner is not None
+    assert quartet_cases > 2000
+
+
+def oracle_transcript(options, seed):
+    """A card-transcript/1 match written by the referee alone (legal sets, deal results, match
+    result), the way the hidden conformance transcripts are written from the rulebook."""
+    rng = random.Random(seed)
+    first = rng.randrange(2)
+    om = OracleMatch(options, first)
+    deals = []
+    while not om.over:
+        deck = list(ALL_CODES)
+        rng.shuffle(deck)
+        deal = {"deck": deck, "expect": {"dealer": om.dealer}, "steps": []}
+        done = len(om.results)
+        om.deal(deck)
+        while len(om.results) == done:
+            legal = sorted(om.legal())
+            action = biased_choice(rng, legal)
+            deal["steps"].append({"seat": om.to_act, "legal": legal, "action": action})
+            om.apply(action)
+        deal["result"] = om.results[done]
+        deals.append(deal)
+    return {"schema": "card-transcript/1", "game": "jojotte", "options": options, "first_dealer": first,
+            "deals": deals, "result": om.result()}
+
+
+@pytest.mark.parametrize("options", [{}, {"jj_match_rubbers": 2, "jj_seven_exchange": "trump_seven"},
+                                     {"jj_double_timing": "end_of_auction", "jj_premium_line": "below"}],
+                         ids=["defaults", "two_rubbers_trump_seven", "late_double_premiums_below"])
+def test_NOTATION_3_referee_written_transcripts_check_out_on_the_engine(options):
+    from engine_service.rules import transcript
+
+    for seed in range(4):
+        data = json.loads(json.dumps(oracle_transcript(options, seed)))
+        diff, state = transcript.check(transcript.validate(data))
+        assert diff is None, str(diff)
+        assert state.result()["over"] is True
