@@ -387,8 +387,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--game", required=True, help="game id")
     p.add_argument("--bots", required=True, help="comma-separated bot names, cycled around the table")
     p.add_argument("--deals", type=int, default=200, help="boards (each played in every rotation)")
-    p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 0),
-                   help="parallel processes")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                   help="parallel processes (default: one per core)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--options", default="{}", help="table options as JSON")
     p.add_argument("--time-ms", type=float, default=200.0, help="per-decision budget told to bots")

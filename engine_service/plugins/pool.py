@@ -2,19 +2,21 @@
 
 Why not ``concurrent.futures.ProcessPoolExecutor``: it cannot stop one hung task, and one dead
 worker breaks the whole executor (``BrokenProcessPool``) and with it the decisions of every
-other match. Here each worker is a process with its own pipe; the pool hands a decision to an
+other match. Here each worker is a process with its own socket; the pool hands a decision to an
 idle worker and waits for the answer until the deadline, in a thread, so the event loop never
 blocks. A worker that misses the deadline is killed (SIGKILL); one that dies (a bot called
-``os._exit``, a segfault, the OOM killer) is noticed by end-of-file on its pipe. Either way
+``os._exit``, a segfault, the OOM killer) is noticed by end-of-file on its socket. Either way
 that decision is a failure (``timeout`` / ``crash``), a ready spare worker takes its place at
 once (a new spare starts in the background), and no other match is affected. One bot may hold
 at most ``size - 1`` workers at a time, so even a bot that hangs in many matches at once leaves
 a worker for the others.
 
-Workers are fresh interpreters (``python -m engine_service.plugins.pool``), never forks: forking
-a process that runs gRPC's threads is unsafe. Each worker loads the plugins itself (from the
-same :class:`~engine_service.plugins.manager.PluginSettings` and ``sys.path``), so only the
-request and the reply cross the pipe.
+Workers are never forks of the service (forking a process that runs gRPC's threads is unsafe):
+a *zygote*, a fresh interpreter (``python -m engine_service.plugins.pool --zygote``) that
+loaded the plugins once from the same :class:`~engine_service.plugins.manager.PluginSettings`
+and ``sys.path``, forks them on request and hands their socket back over a Unix socket. Only
+the request and the reply cross a worker's socket. Should the zygote die, workers start as
+fresh interpreters until it is restarted.
 """
 
 from __future__ import annotations
@@ -291,8 +293,9 @@ class WorkerProcess:
 class WorkerPool:
     """A fixed number of worker processes shared by every match, with replacement.
 
-    The processes start when the pool is made (their imports overlap the service's start);
-    the asyncio side is set up on first use and belongs to that event loop.
+    The zygote starts when the pool is made (its imports overlap the service's start); the
+    workers are forked, and the asyncio side is set up, on first use (or :meth:`wait_ready`),
+    and belong to that event loop.
     """
 
     def __init__(self, settings: PluginSettings, size: int,

@@ -212,3 +212,20 @@ def test_one_bot_cannot_hold_every_worker():
         assert sorted(d.failure for d in results) == ["timeout", "timeout"]
         assert any("slot" in d.detail for d in results)  # the second waited for the bot's slot
     run(with_host(body))
+
+
+def test_a_dead_zygote_is_restarted_and_workers_keep_coming():
+    async def body(host):
+        zygote = host._pool._zygote
+        zygote.process.kill()
+        zygote.process.wait()
+        with capture_logs() as logs:
+            # three lost workers: two spares cover the first two, the third needs a new fork
+            for bot in ("exits", "sys-exits", "exits"):
+                assert (await host.decide(bot, "klaberjass", 0, VIEW, LEGAL, 1, 5.0)).failure == "crash"
+            assert await host.start()
+            ok = [await host.decide("random", "klaberjass", 0, VIEW, LEGAL, s, 5.0) for s in range(4)]
+        assert all(d.action in LEGAL for d in ok)
+        assert any(e["event"] == "bot_worker_zygote_restarted" for e in logs)
+        assert host._pool._zygote is not zygote and host._pool._zygote.alive()
+    run(with_host(body, workers=1))
