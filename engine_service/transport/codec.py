@@ -20,6 +20,7 @@ layer has already redacted for its audience: the codec copies, it never adds inf
 
 from __future__ import annotations
 
+import collections
 import functools
 import json
 import math
@@ -459,8 +460,26 @@ def _shared_part(key: str) -> bytes:
     return msg.SerializeToString()
 
 
+#: The last envelopes converted, by identity (the envelope is kept alive with its bytes, so an
+#: id is never reused while cached). The session layer hands one envelope to every watcher of
+#: an audience: a thousand spectators of one match cost one conversion per event.
+_RECENT_VIEWS: "collections.OrderedDict[int, tuple[api.ViewEnvelope, bytes]]" = collections.OrderedDict()
+_RECENT_VIEWS_MAX = 256
+
+
 def view_message(env: api.ViewEnvelope) -> match_pb2.View:
     """The View message of an envelope (the session layer's view for one audience)."""
+    hit = _RECENT_VIEWS.get(id(env))
+    if hit is not None and hit[0] is env:
+        return match_pb2.View.FromString(hit[1])
+    msg = _view_message(env)
+    _RECENT_VIEWS[id(env)] = (env, msg.SerializeToString())
+    if len(_RECENT_VIEWS) > _RECENT_VIEWS_MAX:
+        _RECENT_VIEWS.popitem(last=False)
+    return msg
+
+
+def _view_message(env: api.ViewEnvelope) -> match_pb2.View:
     v = env.view
     key = json.dumps({k: v.get(k) for k in _SHARED_KEYS}, separators=(",", ":"),
                      allow_nan=False, default=_json_default)
@@ -513,7 +532,27 @@ _ACTOR = {"player": match_pb2.ACTOR_PLAYER, "bot": match_pb2.ACTOR_BOT,
           "auto": match_pb2.ACTOR_AUTO}
 
 
+_RECENT_EVENTS: "collections.OrderedDict[tuple, tuple[api.ViewEnvelope, bytes]]" = collections.OrderedDict()
+
+
 def event_message(ev: api.MatchEvent) -> pb.WatchMatchResponse:
+    """The stream message of an event. The session layer publishes one event to every watcher
+    of an audience with the same envelope: the message is built once (keyed by the envelope's
+    identity, which the cache keeps alive, and the event's fields) and copied as bytes."""
+    if ev.view is None or ev.details:
+        return _event_message(ev)
+    key = (id(ev.view), ev.kind, ev.seq, ev.seat, ev.action, ev.by, ev.reason, ev.match_id)
+    hit = _RECENT_EVENTS.get(key)
+    if hit is not None and hit[0] is ev.view:
+        return pb.WatchMatchResponse.FromString(hit[1])
+    msg = _event_message(ev)
+    _RECENT_EVENTS[key] = (ev.view, msg.SerializeToString())
+    if len(_RECENT_EVENTS) > _RECENT_VIEWS_MAX:
+        _RECENT_EVENTS.popitem(last=False)
+    return msg
+
+
+def _event_message(ev: api.MatchEvent) -> pb.WatchMatchResponse:
     msg = pb.WatchMatchResponse(kind=_EVENT_KIND.get(ev.kind, match_pb2.EVENT_KIND_UNSPECIFIED),
                                 seq=ev.seq, match_id=ev.match_id, reason=ev.reason,
                                 by=_ACTOR.get(ev.by, match_pb2.ACTOR_UNSPECIFIED))

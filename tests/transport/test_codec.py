@@ -247,3 +247,16 @@ def test_tricks_are_the_same_from_the_cache():
     assert a == b and a.winner == 2 and a.plays[0].joker_mode == c.JOKER_MODE_LOW
     a.plays[0].seat = 3  # a caller mutating its copy does not change the cache
     assert codec.trick_message(trick).plays[0].seat == 1
+
+
+def test_shared_envelopes_convert_once_and_stay_independent():
+    env = api.ViewEnvelope("m", 3, "active", {"phase": "play", "hand": ["AS"], "legal": ["play:AS"], "seat": 0}, seat=0)
+    a = codec.event_message(api.MatchEvent(kind="action", seq=3, match_id="m", seat=1, action="pass", by="player", view=env))
+    b = codec.event_message(api.MatchEvent(kind="action", seq=3, match_id="m", seat=1, action="pass", by="player", view=env))
+    assert a == b and a.view.hand[0].code == "AS"
+    a.view.hand[0].code = "KS"  # messages handed out are copies
+    assert codec.event_message(api.MatchEvent(kind="action", seq=3, match_id="m", seat=1, action="pass",
+                                              by="player", view=env)).view.hand[0].code == "AS"
+    other = api.ViewEnvelope("m", 3, "active", {"phase": "play", "hand": ["KH"], "legal": [], "seat": 1}, seat=1)
+    c_ = codec.event_message(api.MatchEvent(kind="action", seq=3, match_id="m", seat=1, action="pass", by="player", view=other))
+    assert [x.code for x in c_.view.hand] == ["KH"] and c_.view.seat == 1
