@@ -189,7 +189,8 @@ class PlayApp(App):
     async def action_resign(self) -> None:
         with contextlib.suppress(CardGamesError):
             await self.session.leave(resign=True)
-        self.status("you resigned")
+        if self.result is None:  # the MATCH_ENDED event may already have said "match over"
+            self.status("you resigned")
 
 
 # ---- without a screen ----------------------------------------------------------------------
