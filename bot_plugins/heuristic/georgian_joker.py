@@ -217,9 +217,7 @@ class GeorgianJokerHeuristic:
         jokers = [a for a in legal if is_joker(parse(a)[0])]
         t = None if trump in (None, "NT") else trump
         if mode == "win":
-            masters = [a for a in normal if not self._beatable(parse(a)[0], trump, unknown, suit(parse(a)[0]))
-                       and jokers_out == 0] or [
-                a for a in normal if not self._beatable(parse(a)[0], trump, unknown, suit(parse(a)[0]))]
+            masters = [a for a in normal if not self._beatable(parse(a)[0], trump, unknown, suit(parse(a)[0]))]
             if masters:
                 return max(masters, key=lambda a: self._cost(parse(a)[0], trump))
             if jokers and (need >= left - 1 or need > left):

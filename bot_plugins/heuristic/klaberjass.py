@@ -158,16 +158,15 @@ class KlaberjassHeuristic:
 
     @staticmethod
     def _keep_bella_order(card: str, cards: list[str], trump: str, options: Mapping[str, Any]) -> str:
-        """Never break a bella we could still score: with the default queen-first order the
-        king waits for the queen (and vice versa for king-first)."""
+        """Never break a bella we can still score (KL-7.1, ``kl_bella_order``): with the
+        default queen-first order the king waits while the queen is playable (and the other
+        way round for king-first); 20 points outweigh the choice between the two cards."""
         order = options.get("kl_bella_order", "queen_first")
         if order == "any":
             return card
         first, second = ("Q", "K") if order == "queen_first" else ("K", "Q")
         if card == second + trump and first + trump in cards:
-            alternatives = [c for c in cards if c != card]
-            if first + trump in alternatives:
-                return first + trump if strength(first + trump, trump, trump) >= 0 else card
+            return first + trump
         return card
 
     def _follow(self, led: str, cards: list[str], trump: str, unknown: list[str], last: bool) -> str:
