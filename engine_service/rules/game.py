@@ -207,9 +207,15 @@ class State(ABC):
             raise NotYourTurn(f"it is seat {who}'s turn, not seat {seat}'s", to_act=who)
         a = self.parse_action(action)
         if a not in self.legal_ids():
-            raise IllegalAction(f"{action} is not a legal action now", action=action)
+            raise IllegalAction(self._why_illegal(a, action), action=action)
         self.apply_id(a)
         return a
+
+    def _why_illegal(self, action: int, text: str) -> str:
+        """The message of an IllegalAction for ``text`` (id ``action``). Games override it to
+        name the rule that forbids the action; the message may use only what the acting seat
+        knows (its own hand and public information)."""
+        return f"{text} is not a legal action now"
 
     def history(self) -> list[Any]:
         """The match so far: ``("deal", deck_ids)`` entries and action ids, in order."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any
 
 from ...cards import JOKER1, NO_TRUMP, PACK36_JOKERS_MASK, STRAINS
-from ...errors import DealRequired, IllegalAction, MatchOver, NotYourTurn
 from ...game import CHANCE, TERMINAL, State
 from ...options import Options
 from . import actions as A
@@ -306,22 +305,6 @@ class GeorgianJokerState(State):
 
     def parse_action(self, text: str) -> int:
         return A.parse_action(text)
-
-    def apply(self, action: str, seat: int | None = None) -> int:
-        """Validate and apply a notation string (see :meth:`State.apply`), with a precise
-        reason when it is illegal, computed from the acting seat's own view only (GJ-11.8)."""
-        who = self.cur
-        if who == TERMINAL:
-            raise MatchOver("the match is over")
-        if who == CHANCE:
-            raise DealRequired("the next deal has not been dealt yet")
-        if seat is not None and seat != who:
-            raise NotYourTurn(f"it is seat {who}'s turn, not seat {seat}'s", to_act=who)
-        a = self.parse_action(action)
-        if a not in self.legal_ids():
-            raise IllegalAction(self._why_illegal(a, action), action=action)
-        self.apply_id(a)
-        return a
 
     def _why_illegal(self, a: int, text: str) -> str:
         phase = self.phase

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...cards import CODES, JOKER_MASK, STRAINS, SUITS, card_id, strain_index
-from ...errors import IllegalAction, MalformedAction
+from ...errors import MalformedAction
 from ...game import CHANCE, TERMINAL, State
 from .tables import (ACTION_CARD, ACTION_ID, ACTION_LEAD_KEY, ACTION_STR, CHUNK0, CHUNK1, CHUNK2,
                      FOLLOW_JOKERS, FOLLOWER_WINS, JOKER_LEAD_BASE, LEAD_JOKERS, LEAD_SUIT_MASK,
@@ -287,15 +287,6 @@ class JapaneseJokerState(State):
                 raise MalformedAction(f"{text!r}: a joker names one of the suits S, H, D, C")
         raise MalformedAction(f"{text!r} is not a Japanese Joker action (trump:<strain>, "
                               "play:<card>, play:<joker>:<suit>)")
-
-    def apply(self, action: str, seat: int | None = None) -> int:
-        """API path (JJK-5.7): validates, explains an illegal action from the sender's view."""
-        who = self._to_act
-        if who >= 0 and (seat is None or seat == who):
-            a = self.parse_action(action)
-            if a not in self.legal_ids():
-                raise IllegalAction(self._why_illegal(a, action), action=action)
-        return super().apply(action, seat)
 
     def _why_illegal(self, a: int, text: str) -> str:
         """The reason a parsed action is illegal, computed only from the actor's knowledge."""
