@@ -1,8 +1,10 @@
-"""Meld detection shared by Klaberjass and Jo-Jotte: sequences and quartets.
+"""Sequence (run) detection shared by Klaberjass and Jo-Jotte.
 
 Cards of a suit occupy nine adjacent bits in natural order ``A K Q J T 9 8 7 6`` (see
-:mod:`.cards`), so a run of cards adjacent in the natural order (KL-1.4, JJ-5) is a run of
-adjacent set bits inside one suit's nine bits.
+:mod:`.cards`), so a run of cards adjacent in the natural order (KL-1.4, JJ-5.2) is a run of
+adjacent set bits inside one suit's nine-bit field. :data:`RUNS` answers "which maximal runs of
+three or more" for every nine-bit pattern with one tuple lookup; each game applies its own rules
+on top (values, comparison, optional splitting: KL-5, JJ-5).
 """
 
 from __future__ import annotations
@@ -10,6 +12,27 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .cards import RANKS, SUITS
+
+
+def _maximal_runs(bits: int) -> tuple[tuple[int, int], ...]:
+    """Maximal runs ``(top rank, length)`` of >= 3 adjacent ranks in a nine-bit pattern,
+    highest first (KL-5.2 / JJ-5.2: a run is never split by default)."""
+    out = []
+    r = 0
+    while r < 9:
+        if bits >> r & 1:
+            start = r
+            while r < 9 and bits >> r & 1:
+                r += 1
+            if r - start >= 3:
+                out.append((start, r - start))
+        else:
+            r += 1
+    return tuple(out)
+
+
+#: ``RUNS[bits]``: the maximal runs of a suit's nine-bit pattern, as ``(top, length)``.
+RUNS: tuple[tuple[tuple[int, int], ...], ...] = tuple(_maximal_runs(b) for b in range(512))
 
 
 class Run(NamedTuple):
@@ -28,31 +51,6 @@ class Run(NamedTuple):
         return RANKS[self.top] + SUITS[self.suit]
 
 
-def runs(hand: int, min_length: int = 3) -> list[Run]:
-    """Maximal runs of ``min_length`` or more adjacent cards in each suit (KL-5.2: a run is
-    never split), suits in the order S H D C, higher runs first within a suit."""
-    out: list[Run] = []
-    for suit in range(4):
-        bits = (hand >> (9 * suit)) & 0x1FF
-        r = 0
-        while bits:
-            if bits & 1:
-                start = r
-                while bits & 1:
-                    bits >>= 1
-                    r += 1
-                if r - start >= min_length:
-                    out.append(Run(suit, start, r - start))
-            else:
-                bits >>= 1
-                r += 1
-    return out
-
-
-def quartets(hand: int) -> list[int]:
-    """Natural rank indices held in all four suits (four of a kind), highest first."""
-    out = []
-    for r in range(9):
-        if all(hand >> (9 * s + r) & 1 for s in range(4)):
-            out.append(r)
-    return out
+def runs(hand: int) -> list[Run]:
+    """Maximal runs of three or more cards in a hand (a mask), suits S H D C, higher first."""
+    return [Run(s, top, n) for s in range(4) for top, n in RUNS[hand >> (9 * s) & 0x1FF]]

@@ -12,6 +12,7 @@ Strains are 0..3 for the suits ``S H D C`` and 4 (:data:`NT`) for no-trump.
 from __future__ import annotations
 
 from ...cards import PACK32, PACK32_MASK, RANKS, SUIT_MASK, order_table
+from ...melds import RUNS  # noqa: F401  (re-exported: JJ-5.2 maximal runs)
 
 NT = 4
 
@@ -130,24 +131,6 @@ def ids_of(mask: int) -> list[int]:
     return S0[mask & 255] + S1[(mask >> 9) & 255] + S2[(mask >> 18) & 255] + S3[(mask >> 27) & 255]
 
 
-def _runs(byte: int) -> tuple[tuple[int, int], ...]:
-    """Maximal runs of >= 3 adjacent ranks in an 8-bit pattern: (top rank, length), top first."""
-    out = []
-    r = 0
-    while r < 8:
-        if byte >> r & 1:
-            start = r
-            while r < 8 and byte >> r & 1:
-                r += 1
-            if r - start >= 3:
-                out.append((start, r - start))
-        else:
-            r += 1
-    return tuple(out)
-
-
-#: RUNS[8-bit rank pattern] -> maximal runs (JJ-5.2).
-RUNS = tuple(_runs(b) for b in range(256))
 
 #: JJ-1.5 quartet strength per natural rank (larger wins); ranks that cannot form a quartet get
 #: -1: suit contracts ``J 9 A T K Q`` (no eights, sevens), no-trump ``A T K Q J`` (no nines),

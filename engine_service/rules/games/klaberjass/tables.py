@@ -11,6 +11,7 @@ order ``A K Q J T 9 8 7`` (rank ids 0..7; the six, rank 8, is not in the 32-card
 from __future__ import annotations
 
 from ...cards import PACK32, PACK32_MASK, RANKS, SUIT_MASK, SUITS, order_table
+from ...melds import RUNS  # noqa: F401  (re-exported: KL-5.2 maximal runs)
 
 # ---- ranks ---------------------------------------------------------------------------------
 
@@ -73,22 +74,6 @@ def ids_of(mask: int) -> tuple[int, ...]:
 
 # ---- sequences (KL-5) ----------------------------------------------------------------------
 
-def _maximal_runs(bits: int) -> tuple[tuple[int, int], ...]:
-    """Maximal runs (top rank, length) of adjacent ranks, length >= 3, highest first (KL-5.2)."""
-    out = []
-    r = 0
-    while r < 9:
-        if bits >> r & 1:
-            start = r
-            while r < 9 and bits >> r & 1:
-                r += 1
-            if r - start >= 3:
-                out.append((start, r - start))
-        else:
-            r += 1
-    return tuple(out)
-
-
 def piece_points(length: int) -> int:
     """KL-5.3: a sequence of 3 cards is worth 20, of 4 or more 50."""
     return 20 if length == 3 else 50
@@ -104,7 +89,6 @@ def _best_split(top: int, length: int) -> tuple[tuple[int, int], ...]:
     return max(options, key=lambda pieces: (sum(piece_points(n) for _, n in pieces), pieces[0][1]))
 
 
-RUNS = tuple(_maximal_runs(bits) for bits in range(512))
 RUNS_SPLIT = tuple(tuple(p for t, n in RUNS[bits] for p in _best_split(t, n)) for bits in range(512))
 
 # ---- action ids ----------------------------------------------------------------------------
