@@ -21,7 +21,8 @@ Views are plain JSON-ready dicts. Every game's ``view(seat)`` and ``public_view(
 least these keys (the service maps them to its protobuf View; anything game-specific lives
 under ``"table"``):
 
-``game``, ``phase`` (str), ``deal_number`` (0-based count of deals started), ``dealer``,
+``game``, ``phase`` (str), ``deal_number`` (0-based index of the current deal, or of the
+upcoming one between deals: the number of deals completed, thrown-in deals included), ``dealer``,
 ``to_act`` (seat or None), ``seat`` (the viewer, None for a spectator), ``hand`` (the viewer's
 cards, ``[]`` for a spectator), ``hand_sizes`` (per seat), ``legal`` (the viewer's legal
 actions when it is to act, else ``[]``), ``trick`` (plays of the trick in progress, each

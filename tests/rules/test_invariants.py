@@ -222,3 +222,27 @@ def test_bad_decks_are_rejected(game_id):
             state.deal(bad)
         assert snapshot(state) == before
     assert popcount(sum(1 << c for c in deck)) == len(game.pack)
+
+
+COMMON_VIEW_KEYS = {"game", "phase", "deal_number", "dealer", "to_act", "seat", "hand", "hand_sizes",
+                    "legal", "trick", "last_trick", "tricks_taken", "totals", "deal_results", "over",
+                    "winners", "table"}
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_views_carry_the_common_keys(game_id):
+    """The keys game.py promises to the service, with one meaning in every game: deal_number
+    is the number of deals completed; only the seat to act sees legal actions, and exactly
+    its legal actions."""
+    game = get_game(game_id)
+    for state in iter_states(game, 6000):
+        who = state.to_act()
+        pub = state.public_view()
+        assert COMMON_VIEW_KEYS <= set(pub)
+        assert pub["deal_number"] == len(state.deal_results())
+        assert pub["to_act"] == who and pub["seat"] is None and pub["legal"] == []
+        assert pub["game"] == game_id and len(pub["tricks_taken"]) == game.num_seats
+        for seat in range(game.num_seats):
+            v = state.view(seat)
+            assert COMMON_VIEW_KEYS <= set(v) and v["seat"] == seat
+            assert v["legal"] == (state.legal_actions() if seat == who else [])
