@@ -38,7 +38,7 @@ BENCH_AFTER = 3  # consecutive decisions that cost a worker (timeout or crash) .
 BENCH_S = 10.0  # ... bench the bot this long (doubling on each new bench, up to BENCH_MAX_S)
 BENCH_MAX_S = 300.0
 MIN_MARGIN_S = 0.005
-MAX_MARGIN_S = 0.05
+MAX_MARGIN_S = 0.1
 MARGIN_FRACTION = 0.2
 
 

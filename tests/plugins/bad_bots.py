@@ -44,10 +44,10 @@ class SysExits:
 
 
 class Polite:
-    """Uses its whole budget, then answers: must never be killed."""
+    """Uses its whole budget (all but 10 ms), then answers: must never be killed."""
 
     def decide(self, request):
-        while request.time_left() > 0.001:
+        while request.time_left() > 0.01:
             time.sleep(0.001)
         return request.legal[-1]
 
