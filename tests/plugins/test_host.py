@@ -230,3 +230,16 @@ def test_a_dead_zygote_is_restarted_and_workers_keep_coming():
         assert any(e["event"] == "bot_worker_zygote_restarted" for e in logs)
         assert host._pool._zygote is not zygote and host._pool._zygote.alive()
     run(with_host(body, workers=1))
+
+
+def test_the_host_runs_without_a_plugin_that_fails_to_import():
+    async def body(host):
+        names = [b.name for b in host.bots()]
+        assert "random" in names and "sleeps" in names
+        assert [f.plugin for f in host.catalog.failures] == ["tests.plugins.import_fails"]
+        d = await host.decide("random", "jojotte", 0, VIEW, LEGAL, 1, 5.0)
+        assert d.action in LEGAL
+    with capture_logs() as logs:
+        run(with_host(body, plugins=["tests.plugins.import_fails", "tests.plugins.bad_bots"]))
+    failed = [e for e in logs if e["event"] == "bot_plugin_failed"]
+    assert failed and failed[0]["stage"] == "import" and "not installed" in failed[0]["error"]
