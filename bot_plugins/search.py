@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine_service.plugins import BotSpec, DecisionRequest, hookimpl
-from engine_service.rules import CHANCE, TERMINAL, get_game
+from engine_service.rules import get_game
 
 from .scoring import deal_scores, relative
 

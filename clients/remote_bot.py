@@ -31,7 +31,7 @@ import asyncio
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from google.protobuf import json_format
 

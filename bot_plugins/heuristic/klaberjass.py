@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 from engine_service.plugins import DecisionRequest
 
-from .cards import SUITS, by_suit, neutral_choice, order_index, play_card, played_cards, plays_by_card, rank, suit
+from .cards import SUITS, by_suit, neutral_choice, order_index, played_cards, plays_by_card, rank, suit
 
 TRUMP_ORDER = order_index("J9ATKQ87")
 PLAIN_ORDER = order_index("ATKQJ987")
