@@ -167,7 +167,8 @@ async def play_seat(session: SeatSession, runner: BotRunner, bot_name: str, game
             continue
         budget = budget_s
         if event.view.HasField("deadline"):
-            budget = min(budget, event.view.deadline.ToDatetime().timestamp() - time.time() - NETWORK_MARGIN_S)
+            deadline = event.view.deadline.seconds + event.view.deadline.nanos / 1e9  # unix time
+            budget = min(budget, deadline - time.time() - NETWORK_MARGIN_S)
         budget = max(0.0, budget)
         reply = await asyncio.to_thread(runner.decide, bot_name, game_id, session.seat, view, view["legal"],
                                         seed * 1_000_003 + event.view.seq, budget)

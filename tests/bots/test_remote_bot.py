@@ -95,3 +95,26 @@ def test_command_line_creates_a_match_and_plays_it(engine, capsys):
     assert code == 0
     out = capsys.readouterr().out
     assert "finished" in out and "(heuristic)" in out and "failures none" in out
+
+
+def test_a_turn_timer_shortens_the_budget(engine):
+    """With a 10 s turn timer (the Japanese Joker minimum) the bot is told at most 9.75 s,
+    whatever its own budget, and plays every decision in time."""
+    from tests.bots import recorder
+
+    runner = BotRunner(load_catalog(PluginSettings.resolve(extra=["tests.bots.recorder"], environ={})))
+    recorder.BUDGETS.clear()
+
+    async def go():
+        async with connect(engine.target) as client:
+            await client.wait_ready()
+            summary = await client.create_match("japanese_joker", options={"target_score": 11},
+                                                seats=[None, "random"], turn_time_s=10.0)
+            session = await client.join(summary.match_id, seat=0, player_name="timed")
+            return await remote_bot.play_seat(session, runner, "recorder", "japanese_joker", budget_s=60.0)
+
+    final, stats = asyncio.run(asyncio.wait_for(go(), 300))
+    assert final.status == remote_bot.match_pb2.MATCH_STATUS_FINISHED
+    assert stats.decisions == len(recorder.BUDGETS) > 10 and stats.failures == {}
+    assert max(recorder.BUDGETS) <= 10.0 - remote_bot.NETWORK_MARGIN_S + 0.05
+    assert min(recorder.BUDGETS) > 5.0  # the timer restarts for every decision
