@@ -16,7 +16,7 @@ run: $(STAMP)
 	$(PY) -m engine_service serve
 
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2
 
 bench: $(STAMP)
 	$(PY) bench/rules_playouts.py
