@@ -67,7 +67,8 @@ class SearchBot:
         self.game = get_game(game_id)
         self.params = params
         self.scale = SCALE.get(game_id, 100.0)
-        self.last_iterations = 0
+        self.last_iterations = 0  # of the last searched decision (for tests and tuning)
+        self.fallbacks = 0  # decisions answered by the heuristic because no world was sampled
 
     def decide(self, request: DecisionRequest) -> str:
         legal = request.legal
@@ -77,6 +78,7 @@ class SearchBot:
         stop_at = time.monotonic() + max(0.0, request.time_left()) * self.params.time_fraction
         worlds = self._worlds(request.view, rng, stop_at)
         if not worlds:  # the view admits no sampled deal (see _worlds): play by hand instead
+            self.fallbacks += 1
             from .heuristic import make as make_heuristic
             return make_heuristic(self.game_id).decide(request)
         seat = request.seat

@@ -58,6 +58,7 @@ def test_search_plays_legally(game_id):
     n = play_with(lambda s: bot if s == 0 else make_random(game_id), game_id, 7, {}, max_decisions=120)
     assert n >= 30
     assert bot.last_iterations > 0
+    assert bot.fallbacks == 0  # every decision was searched over sampled worlds
 
 
 def test_search_stops_at_its_budget():
