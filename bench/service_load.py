@@ -93,6 +93,9 @@ class ServiceProcess:
                 return False
         return reply.status == health_pb2.HealthCheckResponse.SERVING
 
+    def cpu_s(self) -> float:
+        return _cpu_s(self.proc.pid)
+
     def rss_kb(self) -> int:
         for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
@@ -103,6 +106,12 @@ class ServiceProcess:
         self.proc.terminate()
         self.proc.wait(60)
         self._out.close()
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU time (user + system, every thread) process ``pid`` has used so far, in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _free_port() -> int:
@@ -192,7 +201,7 @@ async def _play_seat(stub, match_id: str, seat: int, token: str, rng: random.Ran
 
 def play_worker(target: str, game: str, matches: int, duration: float, seed: int) -> dict:
     async def main() -> dict:
-        stats = {"latencies": [], "messages": 0, "matches": 0}
+        stats = {"latencies": [], "messages": 0, "matches": 0, "cpu_s": -time.process_time()}
         rng = random.Random(seed)
         # one connection per 16 tables: the server allows 100 concurrent calls per connection
         # (--max-concurrent-streams) and each table holds one stream per seat
@@ -211,6 +220,7 @@ def play_worker(target: str, game: str, matches: int, duration: float, seed: int
         await asyncio.gather(*(one_table(i) for i in range(matches)))
         for ch in channels:
             await ch.close()
+        stats["cpu_s"] += time.process_time()
         return stats
 
     return asyncio.run(main())
@@ -287,13 +297,16 @@ def bench_echo(pool, clients: int, in_flight: int, duration: float) -> dict:
     try:
         target = f"127.0.0.1:{ports.get(timeout=60)}"
         per = max(1, in_flight // clients)
+        cpu0 = _cpu_s(server.pid)
         results = list(pool.map(echo_worker, [target] * clients, [per] * clients, [duration] * clients))
+        cpu = _cpu_s(server.pid) - cpu0
     finally:
         server.terminate()
         server.join(10)
     lat = [x for r in results for x in r["latencies"]]
     return {"calls_per_s": sum(r["calls"] for r in results) / duration, "in_flight": per * clients,
-            "p50_ms": pct(lat, 0.5) * 1e3, "p99_ms": pct(lat, 0.99) * 1e3}
+            "p50_ms": pct(lat, 0.5) * 1e3, "p99_ms": pct(lat, 0.99) * 1e3,
+            "server_cpu_ms_per_call": cpu * 1e3 / max(1, len(lat))}
 
 
 def bench_play(pool, workdir: Path, clients: int, matches: int, game: str, duration: float,
@@ -301,10 +314,10 @@ def bench_play(pool, workdir: Path, clients: int, matches: int, game: str, durat
     service = ServiceProcess(workdir, **({"CARDGAMES_DB": db} if db else {}))
     try:
         per = max(1, matches // clients)
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), service.cpu_s()
         results = list(pool.map(play_worker, [service.target] * clients, [game] * clients,
                                 [per] * clients, [duration] * clients, range(clients)))
-        elapsed = time.perf_counter() - t0
+        elapsed, cpu = time.perf_counter() - t0, service.cpu_s() - cpu0
     finally:
         service.stop()
     lat = [d for r in results for _, d in r["latencies"]]
@@ -312,6 +325,11 @@ def bench_play(pool, workdir: Path, clients: int, matches: int, game: str, durat
             "actions_per_s": len(lat) / duration, "p50_ms": pct(lat, 0.5) * 1e3,
             "p99_ms": pct(lat, 0.99) * 1e3, "matches_started": sum(r["matches"] for r in results),
             "stream_messages_per_s": sum(r["messages"] for r in results) / duration,
+            # server CPU per accepted action: everything the server did during the run (joins,
+            # streams, creates included) divided by the actions; immune to a busy machine
+            "server_cpu_ms_per_action": cpu * 1e3 / max(1, len(lat)),
+            "server_cpu_util": cpu / elapsed,
+            "client_cpu_ms_per_action": sum(r["cpu_s"] for r in results) * 1e3 / max(1, len(lat)),
             "wall_s": elapsed}
 
 
