@@ -24,13 +24,15 @@ import collections
 import functools
 import json
 import math
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence  # abc: fast isinstance checks
+from typing import Any
 
 from google.protobuf import struct_pb2
 
 from ..rules.cards import CODES, codes_of
 from ..rules.options import BOOL, ENUM, INT, OptionSpec
 from ..sessions import api
+from . import wire
 from .generated import admin_pb2, card_games_pb2 as pb, cards_pb2, match_pb2
 
 # ---- cards and action notation --------------------------------------------------------------
@@ -131,17 +133,15 @@ def jsonable(value: Any) -> Any:
 
 
 def struct_message(data: Mapping[str, Any] | None) -> struct_pb2.Struct:
-    msg = struct_pb2.Struct()
-    if data:
-        msg.update(jsonable(data))
-    return msg
+    if not data:
+        return struct_pb2.Struct()
+    return struct_pb2.Struct.FromString(wire.struct_body(jsonable(data)))
 
 
 def list_value(items: Sequence[Any] | None) -> struct_pb2.ListValue:
-    msg = struct_pb2.ListValue()
-    if items:
-        msg.extend(jsonable(list(items)))
-    return msg
+    if not items:
+        return struct_pb2.ListValue()
+    return struct_pb2.ListValue.FromString(wire.list_body(jsonable(list(items))))
 
 
 # ---- table options -----------------------------------------------------------------------------
@@ -294,9 +294,39 @@ def create_request(msg: pb.CreateMatchRequest) -> api.CreateMatchRequest:
 
 
 # ---- views -------------------------------------------------------------------------------------
+#
+# A view goes to every stream of its audience and into SubmitAction answers, so it is encoded
+# once per envelope, straight into its wire bytes. The fields of a message are independent on
+# the wire (a message is the concatenation of its fields' encodings), so the View is assembled
+# from parts: the scalar fields through protobuf, the Struct parts (``table``, deal results)
+# through :mod:`.wire`, and the parts that recur from view to view (cards, actions, complete
+# tricks) encoded once per content and reused as bytes.
 
 _PLAY_KEYS = frozenset({"seat", "card", "joker_mode", "mode", "named_suit", "announce",
                         "announcement"})
+
+# tags of the length-delimited fields assembled as bytes (field number << 3 | 2)
+_VIEW_HAND, _VIEW_LEGAL, _VIEW_TRICK, _VIEW_LAST_TRICK = 11 << 3 | 2, 13 << 3 | 2, 14 << 3 | 2, 15 << 3 | 2
+_VIEW_TRICK_HISTORY, _VIEW_SCORES, _VIEW_TABLE = 16 << 3 | 2, 17 << 3 | 2, 20 << 3 | 2
+_SCORES_DEAL_RESULTS = 3 << 3 | 2
+_EVENT_ACTION, _EVENT_VIEW, _EVENT_DETAILS = 5 << 3 | 2, 8 << 3 | 2, 9 << 3 | 2
+_SUBMIT_ACTION, _SUBMIT_VIEW = 2 << 3 | 2, 3 << 3 | 2
+
+
+@functools.lru_cache(maxsize=4096)
+def action_bytes(notation: str) -> bytes:
+    """The serialized ``Action`` of a notation string (the same few hundred recur)."""
+    return action_message(notation).SerializeToString()
+
+
+@functools.lru_cache(maxsize=256)
+def _hand_card_field(code: str) -> bytes:
+    return wire.field(_VIEW_HAND, card_message(code).SerializeToString())
+
+
+@functools.lru_cache(maxsize=4096)
+def _legal_action_field(notation: str) -> bytes:
+    return wire.field(_VIEW_LEGAL, action_bytes(notation))
 
 
 def trick_play_message(play: Mapping[str, Any]) -> match_pb2.TrickPlay:
@@ -319,15 +349,20 @@ def trick_play_message(play: Mapping[str, Any]) -> match_pb2.TrickPlay:
 
 
 def trick_message(trick: Any) -> match_pb2.Trick:
-    """A trick from a list of plays, or a mapping with ``plays`` and ``winner``.
+    """A trick from a list of plays, or a mapping with ``plays`` and ``winner``."""
+    return match_pb2.Trick.FromString(trick_bytes(trick))
+
+
+def trick_bytes(trick: Any) -> bytes:
+    """The serialized ``Trick`` (see :func:`trick_message`).
 
     A complete trick never changes while it is shown again in every later view of its deal,
-    so its message is built once per content (keyed by its JSON text)."""
+    so it is encoded once per content (keyed by its JSON text)."""
     try:
         key = json.dumps(trick, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError):
-        return _build_trick(trick)
-    return match_pb2.Trick.FromString(_trick_bytes(key))
+        return _build_trick(trick).SerializeToString()
+    return _trick_bytes(key)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -363,8 +398,30 @@ def _play_from_action(seat: Any, notation: str) -> dict[str, Any]:
     return play
 
 
+def _logged_trick_bytes(plays: tuple[tuple[Any, str], ...], winner: Any) -> bytes:
+    """A trick cut from a deal's log: ``(seat, play action)`` pairs and the winner."""
+    try:
+        return _cached_logged_trick(plays, winner)
+    except TypeError:  # an unhashable seat or winner: not from a rules view, build it as is
+        return _build_logged_trick(plays, winner)
+
+
+def _build_logged_trick(plays: tuple[tuple[Any, str], ...], winner: Any) -> bytes:
+    return _build_trick({"plays": [_play_from_action(s, a) for s, a in plays],
+                         "winner": winner}).SerializeToString()
+
+
+_cached_logged_trick = functools.lru_cache(maxsize=4096)(_build_logged_trick)
+
+
 def trick_history(view: Mapping[str, Any]) -> list[match_pb2.Trick]:
-    """The complete tricks of the current deal, oldest first, from what the view already holds.
+    """The complete tricks of the current deal, oldest first (see :func:`trick_history_bytes`)."""
+    return [match_pb2.Trick.FromString(b) for b in trick_history_bytes(view)]
+
+
+def trick_history_bytes(view: Mapping[str, Any]) -> list[bytes]:
+    """The complete tricks of the current deal, oldest first, from what the view already holds,
+    serialized.
 
     Games publish them in one of two ways: a list of tricks (``tricks``, at the top or under
     ``table``: Georgian Joker, Jo-Jotte), or only the deal's public action log
@@ -376,35 +433,42 @@ def trick_history(view: Mapping[str, Any]) -> list[match_pb2.Trick]:
     """
     table = view.get("table") or {}
     for tricks in (view.get("tricks"), table.get("tricks") if isinstance(table, Mapping) else None):
-        if isinstance(tricks, list) and all(isinstance(t, Mapping) and "plays" in t for t in tricks):
-            return [trick_message(t) for t in tricks]
+        if isinstance(tricks, (list, tuple)) and all(isinstance(t, Mapping) and "plays" in t for t in tricks):
+            return [trick_bytes(t) for t in tricks]
     log = table.get("deal_actions") if isinstance(table, Mapping) else None
     seats = len(view.get("hand_sizes") or ())
-    if not isinstance(log, list) or not seats:
+    if not isinstance(log, (list, tuple)) or not seats:
         last = view.get("last_trick")
-        return [trick_message(last)] if last else []
-    plays, winners = [], []
+        return [trick_bytes(last)] if last else []
+    plays: list[tuple[Any, str, Any]] = []  # (seat, action, the entry's winner)
     for entry in log:
         if not isinstance(entry, Mapping):
             continue
         action = entry.get("action")
-        if isinstance(action, str) and action.startswith("play:") and action.split(":")[1] in _CARD_CODES:
-            plays.append(_play_from_action(entry.get("seat"), action))
-            winners.append(entry.get("winner"))
+        if type(action) is str and action[:5] == "play:" and action.split(":")[1] in _CARD_CODES:
+            plays.append((entry.get("seat"), action, entry.get("winner")))
+        elif isinstance(action, str) and action.startswith("play:") and action.split(":")[1] in _CARD_CODES:
+            plays.append((entry.get("seat"), action, entry.get("winner")))  # a str subclass
     complete = len(plays) // seats
     out = []
     for i in range(complete):
         chunk = plays[i * seats:(i + 1) * seats]
-        winner = winners[(i + 1) * seats - 1]
+        winner = chunk[-1][2]
         if winner is None and (i + 1) * seats < len(plays):
-            winner = plays[(i + 1) * seats]["seat"]
+            winner = plays[(i + 1) * seats][0]
         if winner is None and i == complete - 1:
             winner = (view.get("last_trick") or {}).get("winner")
-        out.append(trick_message({"plays": chunk, "winner": winner}))
+        out.append(_logged_trick_bytes(tuple((s, a) for s, a, _ in chunk), winner))
     return out
 
 
 def scores_message(view: Mapping[str, Any]) -> match_pb2.Scores:
+    return match_pb2.Scores.FromString(scores_bytes(view))
+
+
+def scores_bytes(view: Mapping[str, Any]) -> bytes:
+    """The serialized ``Scores`` of a view: tricks taken, totals (one row, or Jo-Jotte's named
+    rows) and the deal results."""
     msg = match_pb2.Scores(tricks_taken=[int(t) for t in view.get("tricks_taken") or ()])
     totals = view.get("totals")
     if isinstance(totals, Mapping):  # Jo-Jotte: {"below": [...], "above": [...], ...}
@@ -413,86 +477,81 @@ def scores_message(view: Mapping[str, Any]) -> match_pb2.Scores:
                 msg.totals.add(name=str(name), values=[int(v) for v in values])
     elif totals:
         msg.totals.add(name="total", values=[int(v) for v in totals])
+    out = msg.SerializeToString()
     results = view.get("deal_results")
     if results:
-        msg.deal_results.CopyFrom(list_value(results))
-    return msg
+        out += _deal_results_field(results)
+    return out
 
 
-#: The view keys converted once per distinct content (see :func:`view_message`): everything
-#: except the audience's own ``hand`` and ``legal`` actions.
-_SHARED_KEYS = ("game", "phase", "deal_number", "dealer", "to_act", "hand_sizes", "trick",
-                "last_trick", "tricks_taken", "totals", "deal_results", "over", "winners", "table")
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, (set, frozenset)):
-        return sorted(value)
-    raise TypeError(f"not a JSON value: {type(value).__name__}")
+def _deal_results_field(results: Any) -> bytes:
+    """The ``deal_results`` field. The results of the finished deals are the same in every view
+    until the next deal ends: encoded once per content (keyed by its JSON text, which costs a
+    fraction of the encoding; equal text, equal encoding, so a shared entry cannot leak)."""
+    try:
+        key = json.dumps(results, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError):  # not JSON-like: the encoder says why (or copes)
+        return wire.field(_SCORES_DEAL_RESULTS, wire.list_body(results))
+    return _deal_results_bytes(key)
 
 
 @functools.lru_cache(maxsize=1024)
-def _shared_part(key: str) -> bytes:
-    """The serialized View fields shared by every audience of one state, from their JSON text.
+def _deal_results_bytes(key: str) -> bytes:
+    return wire.field(_SCORES_DEAL_RESULTS, wire.list_body(json.loads(key)))
 
-    Converting a table into a Struct costs ~1 µs per node in protobuf's Python helpers, and the
-    same state is sent to every seat, every spectator and the submitter within milliseconds:
-    the conversion is done once per distinct content (keyed by its JSON text, which also
-    turns tuples into lists and integer keys into strings, as Struct needs) and merged as bytes.
-    """
-    v = json.loads(key)
-    msg = match_pb2.View(
+
+#: The last envelopes encoded, by identity (the envelope is kept alive with its bytes, so an
+#: id is never reused while cached). The session layer hands one envelope to every watcher of
+#: an audience and to the SubmitAction answer: a thousand spectators of one match cost one
+#: encoding per event.
+_RECENT_VIEWS: "collections.OrderedDict[int, tuple[api.ViewEnvelope, bytes]]" = collections.OrderedDict()
+_RECENT_VIEWS_MAX = 2048
+
+
+def view_message(env: api.ViewEnvelope) -> match_pb2.View:
+    """The View message of an envelope (the session layer's view for one audience)."""
+    return match_pb2.View.FromString(view_bytes(env))
+
+
+def view_bytes(env: api.ViewEnvelope) -> bytes:
+    """The serialized View of an envelope, encoded once per envelope (see above)."""
+    hit = _RECENT_VIEWS.get(id(env))
+    if hit is not None and hit[0] is env:
+        return hit[1]
+    data = _encode_view(env)
+    _RECENT_VIEWS[id(env)] = (env, data)
+    if len(_RECENT_VIEWS) > _RECENT_VIEWS_MAX:
+        _RECENT_VIEWS.popitem(last=False)
+    return data
+
+
+def _encode_view(env: api.ViewEnvelope) -> bytes:
+    v = env.view
+    head = match_pb2.View(
+        match_id=env.match_id, seq=env.seq, status=status_enum(env.status),
         game=str(v.get("game") or ""), phase=str(v.get("phase") or ""),
         deal_number=int(v.get("deal_number") or 0), dealer=int(v.get("dealer") or 0),
         hand_sizes=[int(n) for n in v.get("hand_sizes") or ()],
         over=bool(v.get("over")), winners=[int(w) for w in v.get("winners") or ()])
     if v.get("to_act") is not None:
-        msg.to_act = int(v["to_act"])
-    msg.trick.CopyFrom(trick_message(v.get("trick")))
-    last = v.get("last_trick")
-    if last:
-        msg.last_trick.CopyFrom(trick_message(last))
-    msg.trick_history.extend(trick_history(v))
-    msg.scores.CopyFrom(scores_message(v))
-    table = v.get("table")
-    if table:
-        msg.table.update(table)
-    return msg.SerializeToString()
-
-
-#: The last envelopes converted, by identity (the envelope is kept alive with its bytes, so an
-#: id is never reused while cached). The session layer hands one envelope to every watcher of
-#: an audience: a thousand spectators of one match cost one conversion per event.
-_RECENT_VIEWS: "collections.OrderedDict[int, tuple[api.ViewEnvelope, bytes]]" = collections.OrderedDict()
-_RECENT_VIEWS_MAX = 256
-
-
-def view_message(env: api.ViewEnvelope) -> match_pb2.View:
-    """The View message of an envelope (the session layer's view for one audience)."""
-    hit = _RECENT_VIEWS.get(id(env))
-    if hit is not None and hit[0] is env:
-        return match_pb2.View.FromString(hit[1])
-    msg = _view_message(env)
-    _RECENT_VIEWS[id(env)] = (env, msg.SerializeToString())
-    if len(_RECENT_VIEWS) > _RECENT_VIEWS_MAX:
-        _RECENT_VIEWS.popitem(last=False)
-    return msg
-
-
-def _view_message(env: api.ViewEnvelope) -> match_pb2.View:
-    v = env.view
-    key = json.dumps({k: v.get(k) for k in _SHARED_KEYS}, separators=(",", ":"),
-                     allow_nan=False, default=_json_default)
-    msg = match_pb2.View.FromString(_shared_part(key))
-    msg.match_id, msg.seq, msg.status = env.match_id, env.seq, status_enum(env.status)
-    msg.hand.extend(cards_messages(v.get("hand") or ()))
-    msg.legal_actions.extend(action_message(a) for a in v.get("legal") or ())
+        head.to_act = int(v["to_act"])
     seat = env.seat if env.seat is not None else v.get("seat")
     if seat is not None:
-        msg.seat = int(seat)
+        head.seat = int(seat)
     if env.deadline is not None:
-        _set_timestamp(msg.deadline, env.deadline)
-    return msg
+        _set_timestamp(head.deadline, env.deadline)
+    parts = [head.SerializeToString(), wire.field(_VIEW_TRICK, trick_bytes(v.get("trick")))]
+    last = v.get("last_trick")
+    if last:
+        parts.append(wire.field(_VIEW_LAST_TRICK, trick_bytes(last)))
+    parts.extend(wire.field(_VIEW_TRICK_HISTORY, t) for t in trick_history_bytes(v))
+    parts.append(wire.field(_VIEW_SCORES, scores_bytes(v)))
+    parts.extend(_hand_card_field(code) for code in v.get("hand") or ())
+    parts.extend(_legal_action_field(a) for a in v.get("legal") or ())
+    table = v.get("table")
+    if table:
+        parts.append(wire.field(_VIEW_TABLE, wire.struct_body(table)))
+    return b"".join(parts)
 
 
 def _cards_of(value: Any) -> list[str]:
@@ -536,37 +595,45 @@ _RECENT_EVENTS: "collections.OrderedDict[tuple, tuple[api.ViewEnvelope, bytes]]"
 
 
 def event_message(ev: api.MatchEvent) -> pb.WatchMatchResponse:
-    """The stream message of an event. The session layer publishes one event to every watcher
-    of an audience with the same envelope: the message is built once (keyed by the envelope's
-    identity, which the cache keeps alive, and the event's fields) and copied as bytes."""
+    """The stream message of an event (see :func:`event_bytes`)."""
+    return pb.WatchMatchResponse.FromString(event_bytes(ev))
+
+
+def event_bytes(ev: api.MatchEvent) -> bytes:
+    """The serialized stream message of an event. The session layer publishes one event to
+    every watcher of an audience with the same envelope: the message is encoded once (keyed by
+    the envelope's identity, which the cache keeps alive, and the event's fields)."""
     if ev.view is None or ev.details:
-        return _event_message(ev)
+        return _encode_event(ev)
     key = (id(ev.view), ev.kind, ev.seq, ev.seat, ev.action, ev.by, ev.reason, ev.match_id)
     hit = _RECENT_EVENTS.get(key)
     if hit is not None and hit[0] is ev.view:
-        return pb.WatchMatchResponse.FromString(hit[1])
-    msg = _event_message(ev)
-    _RECENT_EVENTS[key] = (ev.view, msg.SerializeToString())
+        return hit[1]
+    data = _encode_event(ev)
+    _RECENT_EVENTS[key] = (ev.view, data)
     if len(_RECENT_EVENTS) > _RECENT_VIEWS_MAX:
         _RECENT_EVENTS.popitem(last=False)
-    return msg
+    return data
 
 
-def _event_message(ev: api.MatchEvent) -> pb.WatchMatchResponse:
-    msg = pb.WatchMatchResponse(kind=_EVENT_KIND.get(ev.kind, match_pb2.EVENT_KIND_UNSPECIFIED),
-                                seq=ev.seq, match_id=ev.match_id, reason=ev.reason,
-                                by=_ACTOR.get(ev.by, match_pb2.ACTOR_UNSPECIFIED))
+def _encode_event(ev: api.MatchEvent) -> bytes:
+    head = pb.WatchMatchResponse(kind=_EVENT_KIND.get(ev.kind, match_pb2.EVENT_KIND_UNSPECIFIED),
+                                 seq=ev.seq, match_id=ev.match_id, reason=ev.reason,
+                                 by=_ACTOR.get(ev.by, match_pb2.ACTOR_UNSPECIFIED))
     if ev.seat is not None:
-        msg.seat = ev.seat
+        head.seat = ev.seat
+    parts = [head.SerializeToString()]
     if ev.action:
-        msg.action.CopyFrom(action_message(ev.action))
+        parts.append(wire.field(_EVENT_ACTION, action_bytes(ev.action)))
     if ev.view is not None:
-        msg.view.CopyFrom(view_message(ev.view))
+        parts.append(wire.field(_EVENT_VIEW, view_bytes(ev.view)))
     if ev.details:
-        msg.details.CopyFrom(struct_message(ev.details))
-    return msg
+        parts.append(wire.field(_EVENT_DETAILS, wire.struct_body(jsonable(ev.details))))
+    return b"".join(parts)
 
 
 def submit_response(res: api.SubmitResult) -> pb.SubmitActionResponse:
-    return pb.SubmitActionResponse(seq=res.seq, action=action_message(res.action),
-                                   view=view_message(res.view), duplicate=res.duplicate)
+    head = pb.SubmitActionResponse(seq=res.seq, duplicate=res.duplicate).SerializeToString()
+    return pb.SubmitActionResponse.FromString(
+        head + wire.field(_SUBMIT_ACTION, action_bytes(res.action))
+        + wire.field(_SUBMIT_VIEW, view_bytes(res.view)))
