@@ -115,6 +115,10 @@ class LiveMatch:
         self.bot_key: tuple[int, int] | None = None
         self.bot_task: asyncio.Task | None = None
         self.finished_mono: float | None = None  # event-loop time of the end (eviction)
+        # envelopes of the current state per audience (see envelope()); _views_at says which
+        # state, seq, status and deadline they show
+        self._views: dict[Audience, ViewEnvelope] = {}
+        self._views_at: tuple[Any, ...] = ()
         self.log = structlog.get_logger("engine_service.sessions").bind(
             match_id=self.match_id, game=self.game.id)
 
@@ -176,11 +180,32 @@ class LiveMatch:
 
     def envelope(self, audience: Audience, state: State | None = None, seq: int | None = None,
                  deadline: float | None = None) -> ViewEnvelope:
-        """A view of the current state (or of ``state`` at ``seq``, without a deadline)."""
+        """A view of the current state (or of ``state`` at ``seq``, without a deadline).
+
+        The current state's envelope of an audience is built once and shared until the state,
+        the sequence number, the status or the deadline changes: every watcher of that audience
+        and the SubmitAction answer get the same immutable envelope, which the transport then
+        encodes once. Its ``view`` is shared too: readers must not mutate it (copy it first).
+        """
         if state is None:
-            state, seq, deadline = self.state, self.seq, self.deadline
-        return ViewEnvelope(match_id=self.match_id, seq=self.seq if seq is None else seq,
-                            status=self.status, view=view_for(state, audience), deadline=deadline,
+            at = (self.state, self.seq, self.status, self.deadline)
+            cached = self._views_at
+            if not cached or cached[0] is not at[0] or cached[1:] != at[1:]:
+                self._views = {}
+                self._views_at = at
+            else:
+                env = self._views.get(audience)
+                if env is not None:
+                    return env
+            env = self._views[audience] = self._build_envelope(audience, self.state, self.seq,
+                                                                self.deadline)
+            return env
+        return self._build_envelope(audience, state, self.seq if seq is None else seq, deadline)
+
+    def _build_envelope(self, audience: Audience, state: State, seq: int,
+                        deadline: float | None) -> ViewEnvelope:
+        return ViewEnvelope(match_id=self.match_id, seq=seq, status=self.status,
+                            view=view_for(state, audience), deadline=deadline,
                             seat=audience if isinstance(audience, int) else None)
 
     def presence(self) -> list[dict[str, Any]]:

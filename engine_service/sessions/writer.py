@@ -201,17 +201,21 @@ class MatchWriter:
 
     def publish(self, m: LiveMatch, kind: str, *, seq: int, seat: int | None = None, action: str = "",
                 by: str = "", reason: str = "", details: Mapping[str, Any] | None = None) -> None:
-        """Queue one event to every watcher, with its audience's view (computed once per
-        audience). Never waits: a full queue closes that watcher's stream."""
+        """Queue one event to every watcher, with its audience's view. The event (an immutable
+        value) is built once per audience and shared by its watchers, and so is the view: only
+        the audiences somebody watches are built. Never waits: a full queue closes that
+        watcher's stream."""
         if not m.watchers:
             return
-        cache: dict[Any, ViewEnvelope] = {}
+        events: dict[Any, MatchEvent] = {}
+        details = dict(details or {})
         for w in list(m.watchers):
-            env = cache.get(w.audience)
-            if env is None:
-                env = cache[w.audience] = m.envelope(w.audience)
-            w.offer(MatchEvent(kind=kind, seq=seq, match_id=m.match_id, seat=seat, action=action,  # type: ignore[arg-type]
-                               by=by, reason=reason, view=env, details=dict(details or {})))
+            event = events.get(w.audience)
+            if event is None:
+                event = events[w.audience] = MatchEvent(
+                    kind=kind, seq=seq, match_id=m.match_id, seat=seat, action=action,  # type: ignore[arg-type]
+                    by=by, reason=reason, view=m.envelope(w.audience), details=details)
+            w.offer(event)
         self.metrics.events_published.labels(kind).inc(len(m.watchers))
 
     def presence(self, m: LiveMatch, slot: SeatSlot, change: str) -> None:
