@@ -23,6 +23,7 @@ Who records what:
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from prometheus_client import (CollectorRegistry, Counter, Gauge, GCCollector, Histogram,
                                PlatformCollector, ProcessCollector)
@@ -51,6 +52,7 @@ class Metrics:
 
     def __init__(self, registry: CollectorRegistry | None = None, *, process_collectors: bool = False) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
+        self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}
         r, ns = self.registry, NAMESPACE
         if process_collectors:
             ProcessCollector(registry=r)
@@ -145,6 +147,17 @@ class Metrics:
         self.rpc_in_flight = Gauge(
             "rpc_in_flight", "RPCs in progress (streams included).", ["method"],
             namespace=ns, registry=r)
+
+    def child(self, metric: Any, *labels: str) -> Any:
+        """``metric.labels(*labels)``, memoized: prometheus_client validates, converts and
+        takes a lock on every ``labels()`` call, which the per-action and per-RPC paths would
+        pay several times over. The label sets are few by construction (see above)."""
+        key = (metric, labels)
+        try:
+            return self._children[key]
+        except KeyError:
+            child = self._children[key] = metric.labels(*labels)
+            return child
 
     def value(self, name: str, labels: dict[str, str] | None = None) -> float:
         """A sample's current value (0.0 if absent): for tests and diagnostics.

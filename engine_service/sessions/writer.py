@@ -94,11 +94,11 @@ class MatchWriter:
         m.deals_dealt = dealt
         if client_action_id:
             m.client_ids[(seat, client_action_id)] = rec
-        self.metrics.actions.labels(m.game.id, by, "accepted").inc()
+        self.metrics.child(self.metrics.actions, m.game.id, by, "accepted").inc()
         m.log.info("action_applied", seat=seat, seq=rec.seq, action=action, by=by,
                    **({"reason": reason} if reason else {}))
         if by == "auto":
-            self.metrics.auto_moves.labels(m.game.id, reason or "policy").inc()
+            self.metrics.child(self.metrics.auto_moves, m.game.id, reason or "policy").inc()
             m.log.info("auto_move", seat=seat, seq=rec.seq, action=action, reason=reason)
         details: dict[str, Any] = {}
         results = state.deal_results()
@@ -120,7 +120,7 @@ class MatchWriter:
         else:
             self.schedule(m)  # first: the events carry the new deadline
             self.publish(m, "action", **event)
-        self.metrics.action_latency.labels(m.game.id).observe(time.perf_counter() - started)
+        self.metrics.child(self.metrics.action_latency, m.game.id).observe(time.perf_counter() - started)
         return rec
 
     async def catch_up(self, m: LiveMatch) -> int:
@@ -216,7 +216,7 @@ class MatchWriter:
                     kind=kind, seq=seq, match_id=m.match_id, seat=seat, action=action,  # type: ignore[arg-type]
                     by=by, reason=reason, view=m.envelope(w.audience), details=details)
             w.offer(event)
-        self.metrics.events_published.labels(kind).inc(len(m.watchers))
+        self.metrics.child(self.metrics.events_published, kind).inc(len(m.watchers))
 
     def presence(self, m: LiveMatch, slot: SeatSlot, change: str) -> None:
         """A seat's presence changed (joined, connected, disconnected, bot_took_over,

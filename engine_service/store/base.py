@@ -26,9 +26,8 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..observability.metrics import Metrics
 
@@ -143,21 +142,32 @@ class _Timer:
 
     metrics: Metrics | None = field(default=None)
 
-    @contextmanager
-    def write(self, operation: str) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        except Exception:
-            if self.metrics is not None:
-                self.metrics.store_errors.labels(operation).inc()
-            raise
-        if self.metrics is not None:
-            self.metrics.store_write_seconds.labels(operation).observe(time.perf_counter() - start)
+    def write(self, operation: str) -> "_WriteTimer":
+        """A context manager timing one write (a class, not a generator: one per action)."""
+        return _WriteTimer(self.metrics, operation)
 
     def error(self, operation: str) -> None:
         if self.metrics is not None:
-            self.metrics.store_errors.labels(operation).inc()
+            self.metrics.child(self.metrics.store_errors, operation).inc()
+
+
+class _WriteTimer:
+    __slots__ = ("metrics", "operation", "start")
+
+    def __init__(self, metrics: Metrics | None, operation: str) -> None:
+        self.metrics, self.operation = metrics, operation
+
+    def __enter__(self) -> None:
+        self.start = time.perf_counter()
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        m = self.metrics
+        if m is None:
+            return
+        if exc_type is None:
+            m.child(m.store_write_seconds, self.operation).observe(time.perf_counter() - self.start)
+        elif issubclass(exc_type, Exception):
+            m.child(m.store_errors, self.operation).inc()
 
 
 # ---- the interface -------------------------------------------------------------------------

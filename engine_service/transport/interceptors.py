@@ -72,11 +72,31 @@ def current_rpc() -> RpcContext:
     return ctx if ctx is not None else RpcContext(method="")
 
 
+class _Method:
+    """What the interceptor needs of one RPC method: its name and metric children, resolved once
+    (prometheus_client's ``labels()`` validates and locks on every call)."""
+
+    __slots__ = ("name", "quiet", "in_flight", "duration", "sent", "_metrics")
+
+    def __init__(self, name: str, metrics: Metrics) -> None:
+        self.name = name
+        self.quiet = name.startswith(_QUIET_PREFIXES)
+        self.in_flight = metrics.rpc_in_flight.labels(name)
+        self.duration = metrics.rpc_duration.labels(name)
+        self.sent = metrics.rpc_stream_messages.labels(name)
+        self._metrics = metrics
+
+    def requests(self, code: str) -> Any:
+        return self._metrics.child(self._metrics.rpc_requests, self.name, code)
+
+
 class ObservabilityInterceptor(grpc.aio.ServerInterceptor):
     """Logs and measures every RPC (see the module docstring)."""
 
     def __init__(self, metrics: Metrics) -> None:
         self._metrics = metrics
+        # method -> (the handler grpc found, its wrapped handler): built once per method
+        self._handlers: dict[str, tuple[Any, Any]] = {}
 
     async def intercept_service(self, continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
                                 handler_call_details: grpc.HandlerCallDetails) -> Any:
@@ -84,6 +104,14 @@ class ObservabilityInterceptor(grpc.aio.ServerInterceptor):
         if handler is None:  # unknown method: grpc answers UNIMPLEMENTED, no label is created
             return None
         method = handler_call_details.method
+        known = self._handlers.get(method)
+        if known is not None and known[0] is handler:
+            return known[1]
+        wrapped = self._wrap(_Method(method, self._metrics), handler)
+        self._handlers[method] = (handler, wrapped)
+        return wrapped
+
+    def _wrap(self, method: _Method, handler: Any) -> Any:
         if handler.unary_unary is not None:
             return grpc.unary_unary_rpc_method_handler(
                 self._wrap_unary(method, handler.unary_unary),
@@ -102,9 +130,9 @@ class ObservabilityInterceptor(grpc.aio.ServerInterceptor):
 
     # ---- wrappers ----------------------------------------------------------------------
 
-    def _wrap_unary(self, method: str, behavior: Callable) -> Callable:
+    def _wrap_unary(self, method: _Method, behavior: Callable) -> Callable:
         async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            rpc, started = self._begin(method)
+            rpc, started = _begin(method)
             code = "OK"
             try:
                 return await behavior(request, context)
@@ -117,15 +145,15 @@ class ObservabilityInterceptor(grpc.aio.ServerInterceptor):
             finally:
                 if code == "OK":
                     code = _code_of(rpc, context, "OK")
-                self._end(rpc, started, code, 0)
+                _end(method, rpc, started, code, 0)
 
         return unary
 
-    def _wrap_stream(self, method: str, behavior: Callable) -> Callable:
-        sent = self._metrics.rpc_stream_messages.labels(method)
+    def _wrap_stream(self, method: _Method, behavior: Callable) -> Callable:
+        sent = method.sent
 
         async def stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            rpc, started = self._begin(method)
+            rpc, started = _begin(method)
             code = "OK"
             messages = 0
             try:
@@ -142,40 +170,40 @@ class ObservabilityInterceptor(grpc.aio.ServerInterceptor):
             finally:
                 if code == "OK":
                     code = _code_of(rpc, context, "OK")
-                self._end(rpc, started, code, messages)
+                _end(method, rpc, started, code, messages)
 
         return stream
 
-    def _begin(self, method: str) -> tuple[RpcContext, float]:
-        # each grpc.aio RPC runs in its own task (its own context copy): nothing to reset after
-        rpc = RpcContext(method=method)
-        _current.set(rpc)
-        structlog.contextvars.bind_contextvars(rpc=method)
-        self._metrics.rpc_in_flight.labels(method).inc()
-        return rpc, time.perf_counter()
 
-    def _end(self, rpc: RpcContext, started: float, code: str, messages: int) -> None:
-        elapsed = time.perf_counter() - started
-        m = self._metrics
-        m.rpc_in_flight.labels(rpc.method).dec()
-        m.rpc_requests.labels(rpc.method, code).inc()
-        m.rpc_duration.labels(rpc.method).observe(elapsed)
-        fields: dict[str, Any] = {"method": rpc.method, "code": code,
-                                  "duration_ms": round(elapsed * 1000, 3)}
-        if rpc.match_id is not None:
-            fields["match_id"] = rpc.match_id
-        if rpc.seat is not None:
-            fields["seat"] = rpc.seat
-        if rpc.seq is not None:
-            fields["seq"] = rpc.seq
-        if rpc.reason is not None:
-            fields["reason"] = rpc.reason
-        if messages:
-            fields["messages"] = messages
-        quiet = rpc.method.startswith(_QUIET_PREFIXES)
-        # the line itself names match_id/seat: drop the bound copies to avoid duplicates
-        structlog.contextvars.unbind_contextvars("rpc", "match_id", "seat")
-        (log.debug if quiet else log.info)("rpc", **fields)
+def _begin(method: _Method) -> tuple[RpcContext, float]:
+    # each grpc.aio RPC runs in its own task (its own context copy): nothing to reset after
+    rpc = RpcContext(method=method.name)
+    _current.set(rpc)
+    structlog.contextvars.bind_contextvars(rpc=method.name)
+    method.in_flight.inc()
+    return rpc, time.perf_counter()
+
+
+def _end(method: _Method, rpc: RpcContext, started: float, code: str, messages: int) -> None:
+    elapsed = time.perf_counter() - started
+    method.in_flight.dec()
+    method.requests(code).inc()
+    method.duration.observe(elapsed)
+    fields: dict[str, Any] = {"method": rpc.method, "code": code,
+                              "duration_ms": round(elapsed * 1000, 3)}
+    if rpc.match_id is not None:
+        fields["match_id"] = rpc.match_id
+    if rpc.seat is not None:
+        fields["seat"] = rpc.seat
+    if rpc.seq is not None:
+        fields["seq"] = rpc.seq
+    if rpc.reason is not None:
+        fields["reason"] = rpc.reason
+    if messages:
+        fields["messages"] = messages
+    # the line itself names match_id/seat: drop the bound copies to avoid duplicates
+    structlog.contextvars.unbind_contextvars("rpc", "match_id", "seat")
+    (log.debug if method.quiet else log.info)("rpc", **fields)
 
 
 def _code_of(rpc: RpcContext, context: grpc.aio.ServicerContext, default: str) -> str:
