@@ -24,6 +24,7 @@ DEFAULT_DB = "./cardgames.sqlite3"
 ENV_PREFIX = "CARDGAMES_"
 LOG_FORMATS = ("auto", "json", "console")
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+EVENT_LOOPS = ("auto", "uvloop", "asyncio")
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,8 @@ class Settings:
     # logs
     log_format: str = "auto"
     log_level: str = "info"
+    # runtime
+    event_loop: str = "auto"
     # security
     admin_token: str | None = field(default=None, repr=False)  # a secret: never printed
     # transport limits
@@ -130,6 +133,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("log_format", _choice(*LOG_FORMATS), "log format: json, console, or auto (json "
             "unless stderr is a terminal)", "FORMAT"),
     Setting("log_level", _choice(*LOG_LEVELS), "lowest level logged", "LEVEL"),
+    Setting("event_loop", _choice(*EVENT_LOOPS), "event loop: uvloop (libuv, less CPU per "
+            "request), asyncio (the standard library's), or auto (uvloop where installed)", "LOOP"),
     Setting("admin_token", str, "bearer token of the admin API (unset: the admin API refuses "
             "every call); prefer the environment variable to a flag", "TOKEN"),
     Setting("max_receive_message_bytes", _nn_int, "largest request accepted", "BYTES"),

@@ -53,3 +53,24 @@ def test_bad_values_are_errors():
         _parse(["--tls-cert", "c.pem"], {})
     with pytest.raises(ValueError):
         _parse(["--max-matches", "0"], {})  # SessionConfig refuses it
+
+
+def test_event_loop_choice():
+    """--event-loop: uvloop by default where installed (a dependency off Windows), asyncio on
+    request; an unknown loop is an error naming the variable."""
+    import asyncio
+
+    from engine_service.serve_cli import event_loop_factory
+
+    assert _parse([], {}).event_loop == "auto"
+    assert _parse([], {"CARDGAMES_EVENT_LOOP": "asyncio"}).event_loop == "asyncio"
+    assert _parse(["--event-loop", "uvloop"], {"CARDGAMES_EVENT_LOOP": "asyncio"}).event_loop == "uvloop"
+    with pytest.raises(SystemExit, match="CARDGAMES_EVENT_LOOP"):
+        _parse([], {"CARDGAMES_EVENT_LOOP": "trio"})
+    assert event_loop_factory("asyncio") == (None, "asyncio")
+    for choice in ("auto", "uvloop"):
+        factory, name = event_loop_factory(choice)
+        assert name == "uvloop"
+        with asyncio.Runner(loop_factory=factory) as runner:
+            assert runner.run(asyncio.sleep(0, "ran")) == "ran"
+            assert type(runner.get_loop()).__module__.startswith("uvloop")
