@@ -52,7 +52,8 @@ def cardgames_bots() -> Sequence[BotSpec]:
     ``request.rng`` so that a seed replays a match). A timeout, an exception, an answer that
     is not a legal action string or a crash of the worker all have the same consequence: the
     seat plays the rulebook's auto-move for that decision, and the failure is logged and
-    counted under the bot's name.
+    counted under the bot's name; a bot whose decisions keep costing their worker (timeouts,
+    crashes) is benched for a while and its decisions fail at once.
 
     Bot names must be unique across plugins; a later duplicate is refused with a log entry.
 
