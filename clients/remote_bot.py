@@ -146,6 +146,10 @@ async def play_seat(session: SeatSession, runner: BotRunner, bot_name: str, game
     game = get_game(game_id)
     bot = runner.bot(bot_name, game_id)
     stats = SeatStats()
+    summary = await session.summary()
+    # the match's turn timer bounds every decision, also when an event's view carries no
+    # deadline of its own (one published just before the server armed the next timer)
+    turn_time = summary.turn_time.ToTimedelta().total_seconds() if summary.HasField("turn_time") else 0.0
     started = False
     results_seen = 0
     async for event in session.watch(after_seq=None):
@@ -169,6 +173,8 @@ async def play_seat(session: SeatSession, runner: BotRunner, bot_name: str, game
         if event.view.HasField("deadline"):
             deadline = event.view.deadline.seconds + event.view.deadline.nanos / 1e9  # unix time
             budget = min(budget, deadline - time.time() - NETWORK_MARGIN_S)
+        elif turn_time > 0:
+            budget = min(budget, turn_time - NETWORK_MARGIN_S)
         budget = max(0.0, budget)
         reply = await asyncio.to_thread(runner.decide, bot_name, game_id, session.seat, view, view["legal"],
                                         seed * 1_000_003 + event.view.seq, budget)
