@@ -414,6 +414,11 @@ def _build_logged_trick(plays: tuple[tuple[Any, str], ...], winner: Any) -> byte
 _cached_logged_trick = functools.lru_cache(maxsize=4096)(_build_logged_trick)
 
 
+@functools.lru_cache(maxsize=1024)
+def _is_card_play(action: str) -> bool:
+    return action.split(":")[1] in _CARD_CODES
+
+
 def trick_history(view: Mapping[str, Any]) -> list[match_pb2.Trick]:
     """The complete tricks of the current deal, oldest first (see :func:`trick_history_bytes`)."""
     return [match_pb2.Trick.FromString(b) for b in trick_history_bytes(view)]
@@ -442,13 +447,11 @@ def trick_history_bytes(view: Mapping[str, Any]) -> list[bytes]:
         return [trick_bytes(last)] if last else []
     plays: list[tuple[Any, str, Any]] = []  # (seat, action, the entry's winner)
     for entry in log:
-        if not isinstance(entry, Mapping):
+        if type(entry) is not dict and not isinstance(entry, Mapping):
             continue
         action = entry.get("action")
-        if type(action) is str and action[:5] == "play:" and action.split(":")[1] in _CARD_CODES:
+        if isinstance(action, str) and action[:5] == "play:" and _is_card_play(action):
             plays.append((entry.get("seat"), action, entry.get("winner")))
-        elif isinstance(action, str) and action.startswith("play:") and action.split(":")[1] in _CARD_CODES:
-            plays.append((entry.get("seat"), action, entry.get("winner")))  # a str subclass
     complete = len(plays) // seats
     out = []
     for i in range(complete):

@@ -22,6 +22,11 @@ from typing import Any
 
 _pack_double = _struct.Struct("<d").pack
 _SMALL_VARINTS = [bytes((i,)) for i in range(128)]
+# a tag (field 1 of a Struct entry or a ListValue; Value's struct_value, list_value) followed by
+# a one-byte length: the common case, looked up instead of built
+_ENTRY_TAGS = [bytes((0x0A, i)) for i in range(128)]
+_STRUCT_TAGS = [bytes((0x2A, i)) for i in range(128)]
+_LIST_TAGS = [bytes((0x32, i)) for i in range(128)]
 
 # Value oneof tags: null_value = 1 (varint), number_value = 2 (fixed64), string_value = 3,
 # bool_value = 4 (varint), struct_value = 5, list_value = 6 (length-delimited)
@@ -55,7 +60,18 @@ def varint(n: int) -> bytes:
 
 def field(tag: int, payload: bytes) -> bytes:
     """A length-delimited field: ``tag`` (field number << 3 | 2) and ``payload``."""
-    return bytes((tag,)) + varint(len(payload)) + payload if tag < 128 else varint(tag) + varint(len(payload)) + payload
+    size = len(payload)
+    return _tag_bytes(tag) + (_SMALL_VARINTS[size] if size < 128 else varint(size)) + payload
+
+
+_TAGS: dict[int, bytes] = {}
+
+
+def _tag_bytes(tag: int) -> bytes:
+    b = _TAGS.get(tag)
+    if b is None:
+        b = _TAGS[tag] = varint(tag)
+    return b
 
 
 def _string_value(s: str) -> bytes:
@@ -107,7 +123,7 @@ def struct_body(data: Mapping[Any, Any]) -> bytes:
     append = parts.append
     for k, v in data.items():
         t = type(v)
-        if type(k) is str and (t is str or t is bool or (t is int and -1024 <= v <= 1024)):
+        if type(k) is str and (t is str or t is bool or v is None or (t is int and -1024 <= v <= 1024)):
             # a leaf entry: the same (key, value) pairs recur in every view ({"up": "8H"})
             leaf = (k, v, t)
             entry = _LEAF_CACHE.get(leaf)
@@ -116,10 +132,13 @@ def struct_body(data: Mapping[Any, Any]) -> bytes:
             append(entry)
             continue
         value = value_bytes(v)
-        prefix = _entry_prefix(k if type(k) is str else _json_key(k))
-        n = len(prefix) + len(value) + (1 if len(value) < 128 else len(varint(len(value))))
-        append(b"\x0a" + (_SMALL_VARINTS[n] if n < 128 else varint(n)) + prefix
-               + (_SMALL_VARINTS[len(value)] if len(value) < 128 else varint(len(value))) + value)
+        prefix = _KEY_CACHE.get(k) if type(k) is str else None
+        if prefix is None:
+            prefix = _entry_prefix(k if type(k) is str else _json_key(k))
+        size = len(value)
+        entry = prefix + (_SMALL_VARINTS[size] if size < 128 else varint(size)) + value
+        size = len(entry)
+        append((_ENTRY_TAGS[size] if size < 128 else b"\x0a" + varint(size)) + entry)
     return b"".join(parts)
 
 
@@ -145,14 +164,16 @@ def list_body(items: Any) -> bytes:
         t = type(v)
         if t is str:
             value = _STRING_CACHE.get(v) or _string_value(v)
+        elif t is dict:
+            body = struct_body(v)
+            size = len(body)
+            value = (_STRUCT_TAGS[size] if size < 128 else b"\x2a" + varint(size)) + body
         elif t is int:
             value = _NUMBER + _pack_double(v)
-        elif t is bool:
-            value = _TRUE if v else _FALSE
         else:
             value = value_bytes(v)
-        n = len(value)
-        append(b"\x0a" + (_SMALL_VARINTS[n] if n < 128 else varint(n)) + value)
+        size = len(value)
+        append((_ENTRY_TAGS[size] if size < 128 else b"\x0a" + varint(size)) + value)
     return b"".join(parts)
 
 
@@ -165,10 +186,12 @@ def value_bytes(v: Any) -> bytes:
         return _NUMBER + _pack_double(v)
     if t is dict:
         body = struct_body(v)
-        return bytes((_STRUCT,)) + varint(len(body)) + body
+        size = len(body)
+        return (_STRUCT_TAGS[size] if size < 128 else b"\x2a" + varint(size)) + body
     if t is list or t is tuple:
         body = list_body(v)
-        return bytes((_LIST,)) + varint(len(body)) + body
+        size = len(body)
+        return (_LIST_TAGS[size] if size < 128 else b"\x32" + varint(size)) + body
     if t is bool:
         return _TRUE if v else _FALSE
     if v is None:
