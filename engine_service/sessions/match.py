@@ -119,6 +119,7 @@ class LiveMatch:
         # state, seq, status and deadline they show
         self._views: dict[Audience, ViewEnvelope] = {}
         self._views_at: tuple[Any, ...] = ()
+        self.scored_at: tuple[State, int] | None = None  # (state, its number of scored deals)
         self.log = structlog.get_logger("engine_service.sessions").bind(
             match_id=self.match_id, game=self.game.id)
 

@@ -58,8 +58,8 @@ class MatchWriter:
                     client_action_id: str = "") -> ActionRecord:
         """Validate, persist and publish one action. RulesError or Unavailable: nothing changed."""
         started = time.perf_counter()
+        scored = _deals_scored(m)
         state = m.state.clone()
-        scored = len(state.deal_results())
         state.apply(action, seat)
         new_decks: list[DeckRecord] = []
         dealt = m.deals_dealt
@@ -102,6 +102,7 @@ class MatchWriter:
             m.log.info("auto_move", seat=seat, seq=rec.seq, action=action, reason=reason)
         details: dict[str, Any] = {}
         results = state.deal_results()
+        m.scored_at = (state, len(results))
         if len(results) > scored:
             details["deal_scored"] = len(results) - 1
             m.log.info("deal_scored", seq=rec.seq, deal=len(results) - 1,
@@ -236,6 +237,15 @@ class MatchWriter:
             w.end()
         if m.watchers:
             self.metrics.events_published.labels("match_ended").inc(len(m.watchers))
+
+
+def _deals_scored(m: LiveMatch) -> int:
+    """How many deals the current state has scored (the rules build the list of results on
+    every call: counted once per action, after it)."""
+    at = m.scored_at
+    if at is not None and at[0] is m.state:
+        return at[1]
+    return len(m.state.deal_results())
 
 
 def ended_event(m: LiveMatch, audience: Audience, env: ViewEnvelope | None = None) -> MatchEvent:
