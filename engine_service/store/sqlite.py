@@ -123,13 +123,14 @@ _STOP = object()
 MAX_BATCH = 256
 
 
-def _resolve(future: asyncio.Future, result: Any, error: BaseException | None) -> None:
-    if future.done():  # the caller was cancelled
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(result)
+def _resolve_all(items: list[tuple[asyncio.Future, Any, BaseException | None]]) -> None:
+    for future, result, error in items:
+        if future.done():  # the caller was cancelled
+            continue
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
 
 
 class SqliteStore(Store):
@@ -189,9 +190,9 @@ class SqliteStore(Store):
                 self._commit(pending)  # a read sees only committed writes
                 pending = []
                 try:
-                    self._deliver(job, job.fn(), None)
+                    self._deliver([(job, job.fn(), None)])
                 except BaseException as exc:  # delivered to the caller
-                    self._deliver(job, None, exc)
+                    self._deliver([(job, None, exc)])
             self._commit(pending)
 
     def _write_in_transaction(self, job: _Job, begin: bool) -> tuple[_Job, Any, BaseException | None]:
@@ -231,15 +232,22 @@ class SqliteStore(Store):
                     conn.execute("ROLLBACK")
                 except sqlite3.Error:
                     pass
-        for job, result, error in pending:
-            self._deliver(job, result, error or failure)
+        if failure is not None:
+            pending = [(job, result, error or failure) for job, result, error in pending]
+        self._deliver(pending)
 
     @staticmethod
-    def _deliver(job: _Job, result: Any, error: BaseException | None) -> None:
-        try:
-            job.loop.call_soon_threadsafe(_resolve, job.future, result, error)
-        except RuntimeError:  # the caller's event loop is gone (a process that crashed)
-            pass
+    def _deliver(outcomes: list[tuple[_Job, Any, BaseException | None]]) -> None:
+        """Hand the outcomes of one commit to their event loops: one wake-up per loop, not one
+        per write (a group commit resolves many futures at once)."""
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future, Any, BaseException | None]]] = {}
+        for job, result, error in outcomes:
+            by_loop.setdefault(job.loop, []).append((job.future, result, error))
+        for loop, items in by_loop.items():
+            try:
+                loop.call_soon_threadsafe(_resolve_all, items)
+            except RuntimeError:  # the caller's event loop is gone (a process that crashed)
+                pass
 
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -402,9 +410,12 @@ class SqliteStore(Store):
     async def append_action(self, match_id: str, action: ActionRecord,
                             decks: Sequence[DeckRecord] = ()) -> None:
         def fn(c: sqlite3.Connection) -> None:
-            self._require_match(c, match_id)
-            last = c.execute("SELECT coalesce(max(seq), 0) FROM match_actions WHERE match_id = ?",
-                             (match_id,)).fetchone()[0]
+            known, last = c.execute(  # one statement: the match exists, and its last seq
+                "SELECT (SELECT 1 FROM matches WHERE match_id = ?), "
+                "(SELECT coalesce(max(seq), 0) FROM match_actions WHERE match_id = ?)",
+                (match_id, match_id)).fetchone()
+            if known is None:
+                raise UnknownMatch(f"no match {match_id!r}")
             if 1 <= action.seq <= last:
                 raise SequenceConflict(f"match {match_id!r} has an action at seq {action.seq}")
             if action.seq != last + 1:
