@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine_service.plugins import BotSpec, DecisionRequest, hookimpl
-from engine_service.rules import get_game
+from engine_service.rules import InconsistentView, get_game
 
 from .scoring import deal_scores, relative
 
@@ -150,8 +150,8 @@ class SearchBot:
                 break
             try:
                 worlds.append(self.game.determinize(view, rng))
-            except Exception:  # noqa: BLE001 - a sampler that gives up (e.g. a view it cannot
-                # reproduce exactly) costs this decision its search, not the decision itself
+            except InconsistentView:  # a sampler that gives up on this view costs the
+                # decision its search (the heuristic answers), not the decision itself
                 break
         return worlds
 

@@ -4,7 +4,7 @@ Standard library only; no I/O, clock, logging or global random (ARCHITECTURE.md 
 """
 
 from .errors import (  # noqa: F401
-    DealRequired, IllegalAction, InvalidDeck, InvalidOptions, MalformedAction, MatchOver,
+    DealRequired, IllegalAction, InconsistentView, InvalidDeck, InvalidOptions, MalformedAction, MatchOver,
     NotYourTurn, RulesError, TranscriptError, UnknownGame,
 )
 from .game import CHANCE, TERMINAL, Game, State  # noqa: F401

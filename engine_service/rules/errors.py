@@ -62,6 +62,13 @@ class InvalidOptions(RulesError):
     reason = "INVALID_OPTIONS"
 
 
+class InconsistentView(RulesError, ValueError):
+    """``Game.determinize`` got a view that no state of this game can produce for a seat
+    (a spectator's view, another game's, or an edited one)."""
+
+    reason = "INCONSISTENT_VIEW"
+
+
 class UnknownGame(RulesError):
     reason = "UNKNOWN_GAME"
 

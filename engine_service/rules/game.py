@@ -81,6 +81,14 @@ class Game(ABC):
         """
 
     @abstractmethod
+    def determinize(self, view: Mapping[str, Any], rng: Any) -> "State":
+        """A full state consistent with everything ``view`` (a seat's ``view(seat)``) says,
+        the unknown cards sampled uniformly among the consistent deals with ``rng`` (a
+        ``random.Random``). It reads nothing but the view, so it cannot leak; search bots
+        run on its samples. InconsistentView when no state of this game can show that view
+        to a seat (a spectator's view, another game's, an edited one)."""
+
+    @abstractmethod
     def auto_move(self, view: Mapping[str, Any]) -> str:
         """The rulebook's deterministic auto-move policy, as a function of a seat's view.
 

@@ -17,7 +17,7 @@ import random
 
 import pytest
 
-from engine_service.rules import (CHANCE, TERMINAL, IllegalAction, MalformedAction, NotYourTurn,
+from engine_service.rules import (CHANCE, TERMINAL, IllegalAction, InconsistentView, MalformedAction, NotYourTurn,
                                   RulesError, all_game_ids, get_game, transcript)
 from engine_service.rules.cards import popcount
 
@@ -246,3 +246,20 @@ def test_views_carry_the_common_keys(game_id):
             v = state.view(seat)
             assert COMMON_VIEW_KEYS <= set(v) and v["seat"] == seat
             assert v["legal"] == (state.legal_actions() if seat == who else [])
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_determinize_reads_only_the_view(game_id):
+    """Every game samples a state the seat cannot tell from the real one, from its view alone;
+    a spectator's view (no seat) is refused with InconsistentView."""
+    game = get_game(game_id)
+    for i, state in enumerate(iter_states(game, 7000)):
+        if i % 5:
+            continue
+        seat = state.to_act()
+        v = state.view(seat)
+        sample = game.determinize(v, random.Random(i))
+        assert sample.view(seat) == v
+        assert sample.legal_actions() == state.legal_actions()
+        with pytest.raises(InconsistentView):
+            game.determinize(state.public_view(), random.Random(i))

@@ -29,7 +29,7 @@ import random
 from typing import Any, Mapping
 
 from ...cards import PACK36_JOKERS_MASK, SUIT_MASK, card_id, cards_of
-from ...errors import RulesError
+from ...errors import InconsistentView
 from ...game import TERMINAL
 from . import actions as A
 from . import rules as R
@@ -142,7 +142,7 @@ def _exact_sample(unknown: list[int], forbid_at: list[int], caps: list[int], rng
     memo: dict = {}
     cap = tuple(caps)
     if _count(classes, 0, cap, memo) == 0:
-        raise RulesError("the view admits no consistent deal")
+        raise InconsistentView("the view admits no consistent deal")
     out: list[list[int]] = [[] for _ in range(nloc)]
     for i, (allowed, cards) in enumerate(classes):
         options = []
@@ -172,7 +172,7 @@ def sample_locations(unknown: list[int], forbid_at: list[int], caps: list[int], 
     """Assign ``unknown`` cards to locations with exactly ``caps`` places each, never a card to
     a location whose ``forbid_at`` mask holds it, uniformly among all such assignments."""
     if sum(caps) != len(unknown):
-        raise RulesError("the view's hand sizes disagree with the unseen cards")
+        raise InconsistentView("the view's hand sizes disagree with the unseen cards")
     cards = list(unknown)
     if not any(forbid_at[l] & _mask(unknown) for l in range(len(caps))):
         rng.shuffle(cards)
@@ -208,7 +208,7 @@ def determinize(game: Any, view: Mapping[str, Any], rng: random.Random):
     table = view["table"]
     seat = view["seat"]
     if seat is None:
-        raise ValueError("determinize needs a seat's view, not the public view")
+        raise InconsistentView("determinize needs a seat's view, not the public view")
     state = game.new_state(table["options"], first_dealer=table["first_dealer"])
     results = [{k: (list(v) if isinstance(v, list) else v) for k, v in r.items()} for r in view["deal_results"]]
     state.results = results
@@ -260,7 +260,7 @@ def determinize(game: Any, view: Mapping[str, Any], rng: random.Random):
         candidate.deal(deck)
         if _replay(candidate, actions):
             return candidate
-    raise RulesError("no consistent deal found for this view")
+    raise InconsistentView("no consistent deal found for this view")
 
 
 def _build_deck(original: list[int], rest: list[int], ind: int, n: int, forehand: int, before_trump: bool,
@@ -273,7 +273,7 @@ def _build_deck(original: list[int], rest: list[int], ind: int, n: int, forehand
     for i in range(4):
         cards = cards_of(original[(forehand + i) & 3])
         if len(cards) != per_seat:
-            raise RulesError("the view's hand sizes disagree with its deal")
+            raise InconsistentView("the view's hand sizes disagree with its deal")
         rng.shuffle(cards)
         for r, c in enumerate(cards):
             deck[4 * r + i] = c

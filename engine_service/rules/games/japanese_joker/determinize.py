@@ -38,14 +38,13 @@ from math import comb
 from typing import Any, Iterator, Mapping
 
 from ...cards import CODES, SUIT_MASK, card_id
+from ...errors import InconsistentView
 from ...game import TERMINAL
 from .state import OVER, JapaneseJokerState
 
 INFINITY = 10 ** 9
 
 
-class InconsistentView(ValueError):
-    """The view cannot come from a state of this game (forged, edited or for another game)."""
 
 
 def determinize(game, view: Mapping[str, Any], rng: random.Random) -> JapaneseJokerState:

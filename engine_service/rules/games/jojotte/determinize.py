@@ -26,7 +26,8 @@ import random
 from typing import Any, Mapping
 
 from ...cards import PACK32, card_id
-from ...errors import RulesError
+from ...errors import InconsistentView
+from ...views import view_agrees
 from . import actions as A
 from . import tables as T
 from .state import PH_CHANCE, PH_OVER, JojotteState
@@ -34,10 +35,8 @@ from .state import PH_CHANCE, PH_OVER, JojotteState
 MAX_TRIES = 20000
 
 
-class DeterminizeError(RulesError):
-    """The view admits no consistent deal (it was not produced by this engine, or was edited)."""
-
-    reason = "INCONSISTENT_VIEW"
+#: The view admits no consistent deal (it was not produced by this engine, or was edited).
+DeterminizeError = InconsistentView
 
 
 def _mask(codes) -> int:
@@ -178,7 +177,7 @@ def determinize(game: Any, view: Mapping[str, Any], rng: random.Random) -> Jojot
         st._phase = PH_CHANCE
         st._to_act = -1
         st._deal(tuple(deck))
-        if _replay(st, actions) and st.view(seat) == view:
+        if _replay(st, actions) and view_agrees(st.view(seat), view):
             return st
     raise DeterminizeError(f"no consistent deal found in {MAX_TRIES} proposals")
 

@@ -27,15 +27,16 @@ import random
 from typing import Any, Mapping
 
 from ...cards import card_id
+from ...errors import InconsistentView
 from ...game import TERMINAL
+from ...views import view_agrees
 from .state import P_OVER, KlaberjassState
 from .tables import BEATS_AS_TRUMP, BELLA, PACK, SEVEN, TAKE
 
-MAX_ATTEMPTS = 200_000
+MAX_ATTEMPTS = 20_000
 
-
-class DeterminizationError(RuntimeError):
-    """No consistent deal was found (a view that no deal can produce, or a pathological one)."""
+#: No consistent deal was found (a view that no deal can produce, or a pathological one).
+DeterminizationError = InconsistentView
 
 
 def _ids(codes) -> set[int]:
@@ -70,7 +71,7 @@ def _context(game, view: Mapping[str, Any]) -> KlaberjassState:
 def determinize(game, view: Mapping[str, Any], rng: random.Random) -> KlaberjassState:
     seat = view["seat"]
     if seat not in (0, 1):
-        raise ValueError("determinize needs a seat's view (state.view(seat)), not a public view")
+        raise InconsistentView("determinize needs a seat's view (state.view(seat)), not a public view")
     st = _context(game, view)
     if view["phase"] == "over":
         st._phase = P_OVER
@@ -161,7 +162,7 @@ def determinize(game, view: Mapping[str, Any], rng: random.Random) -> Klaberjass
         for pos, c in zip(free, stock):
             deck[pos] = c
         sample = _replay(st, tuple(deck), actions)
-        if sample is not None and sample.view(seat) == view:
+        if sample is not None and view_agrees(sample.view(seat), view):
             return sample
     raise DeterminizationError(f"no consistent deal found in {MAX_ATTEMPTS} proposals")
 
