@@ -47,7 +47,8 @@ from .local_service import LocalService
 NETWORK_MARGIN_S = 0.25  # kept back from the server's deadline for the round trip
 
 _JOKER_MODE = {cards_pb2.JOKER_MODE_HIGH: "high", cards_pb2.JOKER_MODE_LOW: "low"}
-_ANNOUNCEMENT = {cards_pb2.ANNOUNCEMENT_JO: "jo", cards_pb2.ANNOUNCEMENT_JOTTE: "jotte"}
+_ANNOUNCEMENT = {cards_pb2.ANNOUNCEMENT_JO: "jo", cards_pb2.ANNOUNCEMENT_JOTTE: "jotte",
+                 cards_pb2.ANNOUNCEMENT_BELLA: "bella"}
 _SUIT = {cards_pb2.SUIT_SPADES: "S", cards_pb2.SUIT_HEARTS: "H", cards_pb2.SUIT_DIAMONDS: "D",
          cards_pb2.SUIT_CLUBS: "C"}
 

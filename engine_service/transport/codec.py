@@ -44,7 +44,8 @@ _RANK = {"A": cards_pb2.RANK_ACE, "K": cards_pb2.RANK_KING, "Q": cards_pb2.RANK_
          "J": cards_pb2.RANK_JACK, "T": cards_pb2.RANK_TEN, "9": cards_pb2.RANK_NINE,
          "8": cards_pb2.RANK_EIGHT, "7": cards_pb2.RANK_SEVEN, "6": cards_pb2.RANK_SIX}
 _JOKER_MODE = {"high": cards_pb2.JOKER_MODE_HIGH, "low": cards_pb2.JOKER_MODE_LOW}
-_ANNOUNCEMENT = {"jo": cards_pb2.ANNOUNCEMENT_JO, "jotte": cards_pb2.ANNOUNCEMENT_JOTTE}
+_ANNOUNCEMENT = {"jo": cards_pb2.ANNOUNCEMENT_JO, "jotte": cards_pb2.ANNOUNCEMENT_JOTTE,
+                 "bella": cards_pb2.ANNOUNCEMENT_BELLA}
 _KIND = {
     "play": cards_pb2.ACTION_KIND_PLAY, "pass": cards_pb2.ACTION_KIND_PASS,
     "take": cards_pb2.ACTION_KIND_TAKE, "accept": cards_pb2.ACTION_KIND_ACCEPT,

@@ -35,6 +35,9 @@ def _fields(notation: str) -> dict:
     ("keep", {"kind": c.ACTION_KIND_KEEP, "verb": "keep", "args": []}),
     ("play:JS", {"kind": c.ACTION_KIND_PLAY, "verb": "play", "args": ["JS"],
                  "card": ("JS", c.SUIT_SPADES, c.RANK_JACK)}),
+    ("play:KD:bella", {"kind": c.ACTION_KIND_PLAY, "verb": "play", "args": ["KD", "bella"],
+                       "card": ("KD", c.SUIT_DIAMONDS, c.RANK_KING),
+                       "announcement": c.ANNOUNCEMENT_BELLA}),  # KL-A23
     # jojotte (JJ-3.1, JJ-4.2..4.4, JJ-7.2)
     ("accept", {"kind": c.ACTION_KIND_ACCEPT, "verb": "accept", "args": []}),
     ("no_trump", {"kind": c.ACTION_KIND_NO_TRUMP, "verb": "no_trump", "args": []}),

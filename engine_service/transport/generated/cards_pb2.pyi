@@ -41,6 +41,7 @@ class Announcement(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ANNOUNCEMENT_UNSPECIFIED: _ClassVar[Announcement]
     ANNOUNCEMENT_JO: _ClassVar[Announcement]
     ANNOUNCEMENT_JOTTE: _ClassVar[Announcement]
+    ANNOUNCEMENT_BELLA: _ClassVar[Announcement]
 
 class ActionKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -84,6 +85,7 @@ JOKER_MODE_LOW: JokerMode
 ANNOUNCEMENT_UNSPECIFIED: Announcement
 ANNOUNCEMENT_JO: Announcement
 ANNOUNCEMENT_JOTTE: Announcement
+ANNOUNCEMENT_BELLA: Announcement
 ACTION_KIND_UNSPECIFIED: ActionKind
 ACTION_KIND_OTHER: ActionKind
 ACTION_KIND_PLAY: ActionKind
