@@ -83,7 +83,9 @@ def check_scores(state) -> None:
         assert r["pot"] >= 0
         if c["kind"] == "nullo":
             assert r["trick_points"] == [0, 0]
-            if not cfg.nullo_melds:
+            if not cfg.nullo_melds and not cfg.premium_below:
+                # a nullo scores only premiums/penalties, above the line unless
+                # jj_premium_line = below moves the nullo premium there (JJ-A28)
                 assert r["below"] == [0, 0]
         else:
             # JJ-8.2: nine tricks, at most 20 a trick (max card) plus the last 10; sum: 35

@@ -263,3 +263,46 @@ def test_determinize_reads_only_the_view(game_id):
         assert sample.legal_actions() == state.legal_actions()
         with pytest.raises(InconsistentView):
             game.determinize(state.public_view(), random.Random(i))
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_thousands_of_seeded_deals(game_id):
+    """3,000 seeded random deals per game (whole matches, under the defaults and every option
+    set): one seat to act in range, a legal action every time, the pack whole after every deal,
+    one result per completed deal, and the rulebook's arithmetic at every match end."""
+    game = get_game(game_id)
+    pack_mask = sum(1 << c for c in game.pack)
+    sets = option_sets(game_id)
+    deals = matches = 0
+    seed = 0
+    while deals < 3000:
+        rng = random.Random(90_000 + seed)
+        state = game.new_state(sets[seed % len(sets)], first_dealer=rng.randrange(game.num_seats))
+        seed += 1
+        in_match = 0
+        while True:
+            who = state.to_act()
+            if who == TERMINAL:
+                break
+            if who == CHANCE:
+                assert len(state.deal_results()) == in_match, "one result per completed deal"
+                state.deal(shuffled(game, rng))
+                continue
+            assert 0 <= who < game.num_seats
+            legal = state.legal_ids()
+            assert legal
+            before = len(state.deal_results())
+            state.apply_id(legal[int(rng.random() * len(legal))])
+            if len(state.deal_results()) > before:
+                assert len(state.deal_results()) == before + 1
+                deals += 1
+                in_match += 1
+                total = 0
+                for mask in state.zones().values():
+                    assert total & mask == 0
+                    total |= mask
+                assert total in (0, pack_mask), "pack not conserved over the deal"
+        matches += 1
+        assert state.result()["over"] and state.result()["winners"]
+        checks(game_id).check_scores(state)
+    assert matches >= 10
