@@ -81,8 +81,30 @@ class SeatSlot:
                 "replaced_by_bot": self.kind == "open" and (self.left or self.taken_over)}
 
 
+class StateMemo:
+    """Values derived from one state object, kept while it is its match's state (a state is
+    never changed once it is a match's state: the writer applies actions to a clone)."""
+
+    __slots__ = ("state", "views_at", "views", "scored")
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+        self.views_at: tuple[Any, ...] | None = None  # (seq, status, deadline) of ``views``
+        self.views: dict[Audience, ViewEnvelope] = {}  # the envelope of each audience
+        self.scored: int | None = None  # len(state.deal_results())
+
+
 class LiveMatch:
-    """A match in memory. ``state`` is always the fold of ``actions`` over ``decks``."""
+    """A match in memory. ``state`` is always the fold of ``actions`` over ``decks``.
+
+    Slotted: a server holds thousands of idle matches, and an instance dict past CPython's
+    compact (key-sharing) size would cost 1.3 KB more per match."""
+
+    __slots__ = ("match_id", "game", "options", "first_dealer", "turn_time_s", "reconnect_grace_s",
+                 "spectators_allowed", "name", "takeover_bot", "created_at", "status", "result",
+                 "ended_at", "seats", "decks", "actions", "client_ids", "state", "deals_dealt",
+                 "policy", "lock", "watchers", "timer_key", "timer_handle", "deadline", "bot_key",
+                 "bot_task", "finished_mono", "_memo", "log")
 
     def __init__(self, record: MatchRecord, decks: list[DeckRecord], actions: list[ActionRecord]) -> None:
         self.match_id = record.match_id
@@ -115,11 +137,8 @@ class LiveMatch:
         self.bot_key: tuple[int, int] | None = None
         self.bot_task: asyncio.Task | None = None
         self.finished_mono: float | None = None  # event-loop time of the end (eviction)
-        # envelopes of the current state per audience (see envelope()); _views_at says which
-        # state, seq, status and deadline they show
-        self._views: dict[Audience, ViewEnvelope] = {}
-        self._views_at: tuple[Any, ...] = ()
-        self.scored_at: tuple[State, int] | None = None  # (state, its number of scored deals)
+        # what was derived from the current state (envelopes, deals scored), made on first use
+        self._memo: StateMemo | None = None
         self.log = structlog.get_logger("engine_service.sessions").bind(
             match_id=self.match_id, game=self.game.id)
 
@@ -189,19 +208,26 @@ class LiveMatch:
         encodes once. Its ``view`` is shared too: readers must not mutate it (copy it first).
         """
         if state is None:
-            at = (self.state, self.seq, self.status, self.deadline)
-            cached = self._views_at
-            if not cached or cached[0] is not at[0] or cached[1:] != at[1:]:
-                self._views = {}
-                self._views_at = at
+            memo = self.memo()
+            at = (self.seq, self.status, self.deadline)
+            if memo.views_at != at:
+                memo.views = {}
+                memo.views_at = at
             else:
-                env = self._views.get(audience)
+                env = memo.views.get(audience)
                 if env is not None:
                     return env
-            env = self._views[audience] = self._build_envelope(audience, self.state, self.seq,
-                                                                self.deadline)
+            env = memo.views[audience] = self._build_envelope(audience, self.state, self.seq,
+                                                               self.deadline)
             return env
         return self._build_envelope(audience, state, self.seq if seq is None else seq, deadline)
+
+    def memo(self) -> "StateMemo":
+        """The values derived from the current state object (replaced with it)."""
+        memo = self._memo
+        if memo is None or memo.state is not self.state:
+            memo = self._memo = StateMemo(self.state)
+        return memo
 
     def _build_envelope(self, audience: Audience, state: State, seq: int,
                         deadline: float | None) -> ViewEnvelope:

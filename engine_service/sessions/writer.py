@@ -102,7 +102,7 @@ class MatchWriter:
             m.log.info("auto_move", seat=seat, seq=rec.seq, action=action, reason=reason)
         details: dict[str, Any] = {}
         results = state.deal_results()
-        m.scored_at = (state, len(results))
+        m.memo().scored = len(results)
         if len(results) > scored:
             details["deal_scored"] = len(results) - 1
             m.log.info("deal_scored", seq=rec.seq, deal=len(results) - 1,
@@ -242,10 +242,10 @@ class MatchWriter:
 def _deals_scored(m: LiveMatch) -> int:
     """How many deals the current state has scored (the rules build the list of results on
     every call: counted once per action, after it)."""
-    at = m.scored_at
-    if at is not None and at[0] is m.state:
-        return at[1]
-    return len(m.state.deal_results())
+    memo = m.memo()
+    if memo.scored is None:
+        memo.scored = len(m.state.deal_results())
+    return memo.scored
 
 
 def ended_event(m: LiveMatch, audience: Audience, env: ViewEnvelope | None = None) -> MatchEvent:
