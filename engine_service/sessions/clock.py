@@ -180,17 +180,17 @@ class MatchClock:
         if slot.taken_over:
             slot.taken_over = False
             change = "returned"
+        self.schedule(m)  # first: the event carries the deadline the clock now runs to
         self.writer.presence(m, slot, change)
-        self.schedule(m)
 
     def disconnected(self, m: LiveMatch, slot: SeatSlot) -> None:
         """The seat's last stream closed: the grace window starts (for a joined player)."""
         if self.stopped:
             return
-        self.writer.presence(m, slot, "disconnected")
         if m.active and slot.absent:
             self.arm_grace(m, slot)
-        self.schedule(m)
+        self.schedule(m)  # first: the event carries the deadline (none while JJK-10.2 waits)
+        self.writer.presence(m, slot, "disconnected")
 
     def arm_grace(self, m: LiveMatch, slot: SeatSlot, start: float | None = None) -> None:
         """Start ``slot``'s grace window at ``start`` (event-loop time; default now). Windows
@@ -236,5 +236,5 @@ class MatchClock:
             slot.grace_deadline = None
             slot.taken_over = True
             self.metrics.grace_expired.labels(m.game.id, "bot_takeover").inc()
-            self.writer.presence(m, slot, "bot_took_over")
             self.schedule(m)
+            self.writer.presence(m, slot, "bot_took_over")
