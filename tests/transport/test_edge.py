@@ -181,6 +181,12 @@ async def test_unexpected_exception_is_internal_logged_and_hides_its_text():
         with structlog.testing.capture_logs() as logs:
             err = await expect_error(srv.games.GetView(pb.GetViewRequest(match_id="m1"),
                                                        metadata=bearer(SEAT_TOKEN)))
+            # the interceptor writes the RPC's line once the status is sent: the client can
+            # see the error first
+            for _ in range(200):
+                if any(e["event"] == "rpc" for e in logs):
+                    break
+                await asyncio.sleep(0.01)
     assert (err.code, err.reason, err.message) == (grpc.StatusCode.INTERNAL, "INTERNAL", "internal error")
     assert "AS" not in err.message
     internal = [e for e in logs if e["event"] == "rpc_internal_error"]
