@@ -173,6 +173,15 @@ async def test_error_table_maps_code_and_errorinfo(exc, code, reason):
         assert err.view is None
 
 
+async def rpc_lines_logged(logs: list, n: int) -> None:
+    """Wait (briefly) for ``n`` RPC log lines: the interceptor writes an RPC's line once its
+    status is sent, so the client can see the answer first."""
+    for _ in range(300):
+        if sum(e["event"] == "rpc" for e in logs) >= n:
+            return
+        await asyncio.sleep(0.01)
+
+
 @run
 async def test_unexpected_exception_is_internal_logged_and_hides_its_text():
     service = ScriptedService()
@@ -181,12 +190,7 @@ async def test_unexpected_exception_is_internal_logged_and_hides_its_text():
         with structlog.testing.capture_logs() as logs:
             err = await expect_error(srv.games.GetView(pb.GetViewRequest(match_id="m1"),
                                                        metadata=bearer(SEAT_TOKEN)))
-            # the interceptor writes the RPC's line once the status is sent: the client can
-            # see the error first
-            for _ in range(200):
-                if any(e["event"] == "rpc" for e in logs):
-                    break
-                await asyncio.sleep(0.01)
+            await rpc_lines_logged(logs, 1)
     assert (err.code, err.reason, err.message) == (grpc.StatusCode.INTERNAL, "INTERNAL", "internal error")
     assert "AS" not in err.message
     internal = [e for e in logs if e["event"] == "rpc_internal_error"]
@@ -379,6 +383,7 @@ async def test_one_log_line_and_metrics_per_rpc_without_secrets():
             await srv.games.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="play:AS", expected_seq=3),
                                          metadata=bearer(SEAT_TOKEN))
             await expect_error(srv.games.GetView(pb.GetViewRequest(match_id="m1"), metadata=bearer("nope")))
+            await rpc_lines_logged(logs, 2)
         lines = [e for e in logs if e["event"] == "rpc"]
         assert len(lines) == 2
         ok, bad = lines
