@@ -20,10 +20,10 @@ layer has already redacted for its audience: the codec copies, it never adds inf
 
 from __future__ import annotations
 
-import collections
 import functools
 import json
 import math
+import weakref
 from collections.abc import Iterable, Mapping, Sequence  # abc: fast isinstance checks
 from typing import Any
 
@@ -504,12 +504,37 @@ def _deal_results_bytes(key: str) -> bytes:
     return wire.field(_SCORES_DEAL_RESULTS, wire.list_body(json.loads(key)))
 
 
-#: The last envelopes encoded, by identity (the envelope is kept alive with its bytes, so an
-#: id is never reused while cached). The session layer hands one envelope to every watcher of
+class _Encoded:
+    """The encodings of one envelope: its View, and the stream messages that carry it."""
+
+    __slots__ = ("ref", "view", "events")
+
+    def __init__(self, ref: "weakref.ref[api.ViewEnvelope]", view: bytes) -> None:
+        self.ref, self.view = ref, view
+        self.events: dict[tuple, bytes] = {}
+
+
+#: Encodings by envelope identity, for as long as the envelope lives (a weak reference: the
+#: cache never keeps a view alive; an entry goes when its envelope does, so an id is never
+#: mistaken for a later object's). The session layer hands one envelope to every watcher of
 #: an audience and to the SubmitAction answer: a thousand spectators of one match cost one
 #: encoding per event.
-_RECENT_VIEWS: "collections.OrderedDict[int, tuple[api.ViewEnvelope, bytes]]" = collections.OrderedDict()
-_RECENT_VIEWS_MAX = 2048
+_ENCODED: dict[int, _Encoded] = {}
+
+
+def _forget(key: int, ref: "weakref.ref[api.ViewEnvelope]") -> None:
+    entry = _ENCODED.get(key)
+    if entry is not None and entry.ref is ref:
+        del _ENCODED[key]
+
+
+def _encoded(env: api.ViewEnvelope) -> _Encoded:
+    key = id(env)
+    entry = _ENCODED.get(key)
+    if entry is None or entry.ref() is not env:
+        data = _encode_view(env)
+        entry = _ENCODED[key] = _Encoded(weakref.ref(env, functools.partial(_forget, key)), data)
+    return entry
 
 
 def view_message(env: api.ViewEnvelope) -> match_pb2.View:
@@ -519,14 +544,7 @@ def view_message(env: api.ViewEnvelope) -> match_pb2.View:
 
 def view_bytes(env: api.ViewEnvelope) -> bytes:
     """The serialized View of an envelope, encoded once per envelope (see above)."""
-    hit = _RECENT_VIEWS.get(id(env))
-    if hit is not None and hit[0] is env:
-        return hit[1]
-    data = _encode_view(env)
-    _RECENT_VIEWS[id(env)] = (env, data)
-    if len(_RECENT_VIEWS) > _RECENT_VIEWS_MAX:
-        _RECENT_VIEWS.popitem(last=False)
-    return data
+    return _encoded(env).view
 
 
 def _encode_view(env: api.ViewEnvelope) -> bytes:
@@ -595,9 +613,6 @@ _ACTOR = {"player": match_pb2.ACTOR_PLAYER, "bot": match_pb2.ACTOR_BOT,
           "auto": match_pb2.ACTOR_AUTO}
 
 
-_RECENT_EVENTS: "collections.OrderedDict[tuple, tuple[api.ViewEnvelope, bytes]]" = collections.OrderedDict()
-
-
 def event_message(ev: api.MatchEvent) -> pb.WatchMatchResponse:
     """The stream message of an event (see :func:`event_bytes`)."""
     return pb.WatchMatchResponse.FromString(event_bytes(ev))
@@ -605,18 +620,15 @@ def event_message(ev: api.MatchEvent) -> pb.WatchMatchResponse:
 
 def event_bytes(ev: api.MatchEvent) -> bytes:
     """The serialized stream message of an event. The session layer publishes one event to
-    every watcher of an audience with the same envelope: the message is encoded once (keyed by
-    the envelope's identity, which the cache keeps alive, and the event's fields)."""
+    every watcher of an audience with the same envelope: the message is encoded once, kept
+    with the envelope's encodings (keyed by the event's fields)."""
     if ev.view is None or ev.details:
         return _encode_event(ev)
-    key = (id(ev.view), ev.kind, ev.seq, ev.seat, ev.action, ev.by, ev.reason, ev.match_id)
-    hit = _RECENT_EVENTS.get(key)
-    if hit is not None and hit[0] is ev.view:
-        return hit[1]
-    data = _encode_event(ev)
-    _RECENT_EVENTS[key] = (ev.view, data)
-    if len(_RECENT_EVENTS) > _RECENT_VIEWS_MAX:
-        _RECENT_EVENTS.popitem(last=False)
+    events = _encoded(ev.view).events
+    key = (ev.kind, ev.seq, ev.seat, ev.action, ev.by, ev.reason, ev.match_id)
+    data = events.get(key)
+    if data is None:
+        data = events[key] = _encode_event(ev)
     return data
 
 

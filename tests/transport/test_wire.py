@@ -154,3 +154,21 @@ def test_submit_response_and_event_details():
     msg = codec.event_message(ev)
     assert msg.kind == match_pb2.EVENT_KIND_PRESENCE and msg.seat == 1 and not msg.HasField("view")
     assert msg.details["change"] == "joined" and msg.details["seats"][0]["present"] is True
+
+
+def test_encodings_live_as_long_as_their_envelope():
+    """One encoding per envelope, shared by its events; the cache never keeps a view alive."""
+    import gc
+
+    env = api.ViewEnvelope("m", 4, "active", {"phase": "play", "hand": ["AS"]}, seat=0)
+    first = codec.view_bytes(env)
+    assert codec.view_bytes(env) is first
+    ev = api.MatchEvent(kind="action", seq=4, match_id="m", seat=1, action="pass", by="player", view=env)
+    assert codec.event_bytes(ev) is codec.event_bytes(ev)
+    key = id(env)
+    assert key in codec._ENCODED
+    del env, ev
+    gc.collect()
+    assert key not in codec._ENCODED
+    other = api.ViewEnvelope("m", 5, "active", {"phase": "play", "hand": ["KS"]}, seat=0)
+    assert codec.view_message(other).hand[0].code == "KS"  # never an earlier envelope's bytes
