@@ -20,8 +20,9 @@ layer has already redacted for its audience: the codec copies, it never adds inf
 
 from __future__ import annotations
 
+import collections
 import functools
-import json
+import marshal
 import math
 import weakref
 from collections.abc import Iterable, Mapping, Sequence  # abc: fast isinstance checks
@@ -358,17 +359,22 @@ def trick_bytes(trick: Any) -> bytes:
     """The serialized ``Trick`` (see :func:`trick_message`).
 
     A complete trick never changes while it is shown again in every later view of its deal,
-    so it is encoded once per content (keyed by its JSON text)."""
+    so it is encoded once per content (keyed by its ``marshal`` serialization: exact, types
+    included, see :mod:`.wire`)."""
     try:
-        key = json.dumps(trick, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError):
+        key = marshal.dumps(trick)
+    except ValueError:  # not made of the core types
         return _build_trick(trick).SerializeToString()
-    return _trick_bytes(key)
+    data = _TRICKS.get(key)
+    if data is None:
+        data = _TRICKS[key] = _build_trick(trick).SerializeToString()
+        if len(_TRICKS) > _TRICKS_MAX:
+            _TRICKS.popitem(last=False)
+    return data
 
 
-@functools.lru_cache(maxsize=4096)
-def _trick_bytes(key: str) -> bytes:
-    return _build_trick(json.loads(key)).SerializeToString()
+_TRICKS: "collections.OrderedDict[bytes, bytes]" = collections.OrderedDict()
+_TRICKS_MAX = 4096
 
 
 def _build_trick(trick: Any) -> match_pb2.Trick:
@@ -490,18 +496,11 @@ def scores_bytes(view: Mapping[str, Any]) -> bytes:
 
 def _deal_results_field(results: Any) -> bytes:
     """The ``deal_results`` field. The results of the finished deals are the same in every view
-    until the next deal ends: encoded once per content (keyed by its JSON text, which costs a
-    fraction of the encoding; equal text, equal encoding, so a shared entry cannot leak)."""
-    try:
-        key = json.dumps(results, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError):  # not JSON-like: the encoder says why (or copes)
+    until the next deal ends: encoded once per content (:func:`wire.memo_value_bytes`)."""
+    if type(results) is not list:
         return wire.field(_SCORES_DEAL_RESULTS, wire.list_body(results))
-    return _deal_results_bytes(key)
-
-
-@functools.lru_cache(maxsize=1024)
-def _deal_results_bytes(key: str) -> bytes:
-    return wire.field(_SCORES_DEAL_RESULTS, wire.list_body(json.loads(key)))
+    value = wire.memo_value_bytes(results)  # a Value holding a list_value: its payload is ours
+    return wire.field(_SCORES_DEAL_RESULTS, wire.list_value_payload(value))
 
 
 class _Encoded:
@@ -572,7 +571,7 @@ def _encode_view(env: api.ViewEnvelope) -> bytes:
     parts.extend(_legal_action_field(a) for a in v.get("legal") or ())
     table = v.get("table")
     if table:
-        parts.append(wire.field(_VIEW_TABLE, wire.struct_body(table)))
+        parts.append(wire.field(_VIEW_TABLE, wire.memo_struct_body(table)))
     return b"".join(parts)
 
 

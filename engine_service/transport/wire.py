@@ -15,8 +15,10 @@ non-finite float is a ValueError and an unknown type a TypeError, never silently
 
 from __future__ import annotations
 
+import marshal
 import math
 import struct as _struct
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -131,15 +133,104 @@ def struct_body(data: Mapping[Any, Any]) -> bytes:
                 entry = _leaf_entry(leaf)
             append(entry)
             continue
-        value = value_bytes(v)
-        prefix = _KEY_CACHE.get(k) if type(k) is str else None
-        if prefix is None:
-            prefix = _entry_prefix(k if type(k) is str else _json_key(k))
-        size = len(value)
-        entry = prefix + (_SMALL_VARINTS[size] if size < 128 else varint(size)) + value
-        size = len(entry)
-        append((_ENTRY_TAGS[size] if size < 128 else b"\x0a" + varint(size)) + entry)
+        append(_entry(k, value_bytes(v)))
     return b"".join(parts)
+
+
+def _entry(key: Any, value: bytes) -> bytes:
+    """One ``fields`` entry of a Struct: ``key`` and an encoded Value."""
+    prefix = _KEY_CACHE.get(key) if type(key) is str else None
+    if prefix is None:
+        prefix = _entry_prefix(key if type(key) is str else _json_key(key))
+    size = len(value)
+    entry = prefix + (_SMALL_VARINTS[size] if size < 128 else varint(size)) + value
+    size = len(entry)
+    return (_ENTRY_TAGS[size] if size < 128 else b"\x0a" + varint(size)) + entry
+
+
+# ---- encodings memoized by content -----------------------------------------------------------
+#
+# A view's table is mostly what it was for the previous audience and the previous action (the
+# columns, the options, the deal's log but for its last entry), yet each audience gets a view
+# of its own. Container values are therefore encoded once per *content*: keyed by their
+# ``marshal`` serialization, which is exact (equal bytes, equal value: types included, 1,
+# 1.0 and True differ) and several times cheaper to compute than the encoding. The key is the
+# content itself, so an entry serves every audience that has the same value, and none other:
+# it cannot carry anything from one audience's view into another's.
+
+_MEMO_VALUES: "OrderedDict[bytes, bytes]" = OrderedDict()  # top-level table values
+_MEMO_ELEMENTS: "OrderedDict[bytes, bytes]" = OrderedDict()  # elements of those lists
+_MEMO_VALUES_MAX = 2048
+_MEMO_ELEMENTS_MAX = 16384
+
+
+def memo_struct_body(data: Mapping[Any, Any]) -> bytes:
+    """:func:`struct_body`, its container values (and the containers in its lists) encoded
+    once per content (see above)."""
+    parts = []
+    append = parts.append
+    for k, v in data.items():
+        t = type(v)
+        if t is dict or t is list:
+            append(_entry(k, _memo_value(v, t is list)))
+        else:
+            append(struct_body({k: v}))
+    return b"".join(parts)
+
+
+def memo_value_bytes(v: Any) -> bytes:
+    """:func:`value_bytes`, once per content."""
+    return _memo_value(v, type(v) is list)
+
+
+def list_value_payload(value: bytes) -> bytes:
+    """The ListValue inside an encoded Value of a list (tag 6 and its length stripped)."""
+    if value[0] != _LIST:
+        raise ValueError("not the Value of a list")
+    i = 1
+    while value[i] & 0x80:
+        i += 1
+    return value[i + 1:]
+
+
+def _memo_value(v: Any, is_list: bool) -> bytes:
+    try:
+        key = marshal.dumps(v)
+    except ValueError:  # not made of the core types: encoded as it is (the encoder decides)
+        return value_bytes(v)
+    value = _MEMO_VALUES.get(key)
+    if value is None:
+        value = _MEMO_VALUES[key] = _memo_list(v) if is_list else value_bytes(v)
+        if len(_MEMO_VALUES) > _MEMO_VALUES_MAX:
+            _MEMO_VALUES.popitem(last=False)
+    return value
+
+
+def _memo_list(items: list[Any]) -> bytes:
+    """A list's Value, its container elements (a deal log's entries) memoized one by one."""
+    parts = []
+    append = parts.append
+    for v in items:
+        t = type(v)
+        value = None
+        if t is dict or t is list:
+            try:
+                key = marshal.dumps(v)
+            except ValueError:
+                key = None
+            if key is not None:
+                value = _MEMO_ELEMENTS.get(key)
+                if value is None:
+                    value = _MEMO_ELEMENTS[key] = value_bytes(v)
+                    if len(_MEMO_ELEMENTS) > _MEMO_ELEMENTS_MAX:
+                        _MEMO_ELEMENTS.popitem(last=False)
+        if value is None:
+            value = value_bytes(v)
+        size = len(value)
+        append((_ENTRY_TAGS[size] if size < 128 else b"\x0a" + varint(size)) + value)
+    body = b"".join(parts)
+    size = len(body)
+    return (_LIST_TAGS[size] if size < 128 else b"\x32" + varint(size)) + body
 
 
 _LEAF_CACHE: dict[tuple[str, Any, type], bytes] = {}

@@ -36,6 +36,8 @@ def reference_struct(data) -> struct_pb2.Struct:
 @given(st.dictionaries(st.text(max_size=20), _json, max_size=8))
 def test_struct_body_is_what_protobuf_builds(data):
     assert struct_pb2.Struct.FromString(wire.struct_body(data)) == reference_struct(data)
+    for _ in range(2):  # the memoized path, first encoding and from the memo
+        assert struct_pb2.Struct.FromString(wire.memo_struct_body(data)) == reference_struct(data)
 
 
 @settings(max_examples=200, deadline=None)
@@ -172,3 +174,18 @@ def test_encodings_live_as_long_as_their_envelope():
     assert key not in codec._ENCODED
     other = api.ViewEnvelope("m", 5, "active", {"phase": "play", "hand": ["KS"]}, seat=0)
     assert codec.view_message(other).hand[0].code == "KS"  # never an earlier envelope's bytes
+
+
+def test_memoized_encodings_never_confuse_equal_looking_values():
+    """The table's values are memoized by content: 1, 1.0 and True compare equal in Python but
+    are different on the wire (a number, a number, a bool), so they must not share an entry;
+    a value met again (another audience, a later action) gets the same bytes."""
+    tables = [{"x": [1], "y": {"a": [1, {"b": 1}]}}, {"x": [True], "y": {"a": [True, {"b": True}]}},
+              {"x": [1.0], "y": {"a": [1.0, {"b": 1.0}]}}, {"x": [1], "y": {"a": [1, {"b": 1}]}}]
+    got = [struct_pb2.Struct.FromString(wire.memo_struct_body(t)) for t in tables]
+    assert got == [reference_struct(t) for t in tables]
+    assert got[1]["x"][0] is True and got[0]["y"]["a"][1]["b"] == 1
+    assert got[1].fields["y"].struct_value.fields["a"].list_value.values[0].WhichOneof("kind") == "bool_value"
+    assert got[0].fields["x"].list_value.values[0].WhichOneof("kind") == "number_value"
+    assert wire.memo_struct_body(tables[3]) == wire.memo_struct_body(tables[0])
+    assert wire.memo_value_bytes([{"k": "v"}, [1, 2]]) == wire.value_bytes([{"k": "v"}, [1, 2]])
