@@ -452,23 +452,20 @@ def trick_history_bytes(view: Mapping[str, Any]) -> list[bytes]:
     if not isinstance(log, (list, tuple)) or not seats:
         last = view.get("last_trick")
         return [trick_bytes(last)] if last else []
-    plays: list[tuple[Any, str, Any]] = []  # (seat, action, the entry's winner)
-    for entry in log:
-        if type(entry) is not dict and not isinstance(entry, Mapping):
-            continue
-        action = entry.get("action")
-        if isinstance(action, str) and action[:5] == "play:" and _is_card_play(action):
-            plays.append((entry.get("seat"), action, entry.get("winner")))
+    entries = [e for e in log if type(e) is dict or isinstance(e, Mapping)]
+    plays = [e for e in entries if isinstance(a := e.get("action"), str) and a[:5] == "play:"
+             and _is_card_play(a)]
+    pairs = [(e.get("seat"), e["action"]) for e in plays]  # (seat, play action)
     complete = len(plays) // seats
     out = []
     for i in range(complete):
-        chunk = plays[i * seats:(i + 1) * seats]
-        winner = chunk[-1][2]
-        if winner is None and (i + 1) * seats < len(plays):
-            winner = plays[(i + 1) * seats][0]
+        end = (i + 1) * seats
+        winner = plays[end - 1].get("winner")
+        if winner is None and end < len(plays):
+            winner = pairs[end][0]
         if winner is None and i == complete - 1:
             winner = (view.get("last_trick") or {}).get("winner")
-        out.append(_logged_trick_bytes(tuple((s, a) for s, a, _ in chunk), winner))
+        out.append(_logged_trick_bytes(tuple(pairs[end - seats:end]), winner))
     return out
 
 
@@ -648,7 +645,11 @@ def _encode_event(ev: api.MatchEvent) -> bytes:
 
 
 def submit_response(res: api.SubmitResult) -> pb.SubmitActionResponse:
+    return pb.SubmitActionResponse.FromString(submit_response_bytes(res))
+
+
+def submit_response_bytes(res: api.SubmitResult) -> bytes:
+    """The serialized SubmitActionResponse (its view encoded once, shared with the streams)."""
     head = pb.SubmitActionResponse(seq=res.seq, duplicate=res.duplicate).SerializeToString()
-    return pb.SubmitActionResponse.FromString(
-        head + wire.field(_SUBMIT_ACTION, action_bytes(res.action))
-        + wire.field(_SUBMIT_VIEW, view_bytes(res.view)))
+    return (head + wire.field(_SUBMIT_ACTION, action_bytes(res.action))
+            + wire.field(_SUBMIT_VIEW, view_bytes(res.view)))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 import grpc
 import structlog
@@ -88,6 +89,47 @@ def channel_options(limits: ServerLimits) -> list[tuple[str, int]]:
     return opts
 
 
+def _encoded_or(serializer: Callable[[Any], bytes] | None) -> Callable[[Any], bytes] | None:
+    if serializer is None:
+        return None
+
+    def serialize(message: Any) -> bytes:
+        return message if type(message) is bytes else serializer(message)
+
+    return serialize
+
+
+class _Registrar:
+    """Stands in for the server while generated code registers a service: keeps its method
+    handlers, to register them again with :func:`_encoded_or` serializers."""
+
+    def __init__(self) -> None:
+        self.handlers: dict[str, dict[str, grpc.RpcMethodHandler]] = {}
+
+    def add_generic_rpc_handlers(self, handlers: Any) -> None:
+        pass  # the same handlers arrive as registered method handlers
+
+    def add_registered_method_handlers(self, service: str, handlers: dict[str, grpc.RpcMethodHandler]) -> None:
+        self.handlers[service] = handlers
+
+
+def add_with_encoded_responses(add: Callable[[Any, Any], None], servicer: Any,
+                               server: grpc.aio.Server) -> None:
+    """Register a servicer like the generated ``add_..._to_server``, except that a method may
+    answer with the response's wire bytes, which are sent as they are: the codec encodes views
+    and events straight to bytes, once for all their receivers, and turning them back into a
+    message only for grpc to serialize it again cost two copies of every view sent."""
+    registrar = _Registrar()
+    add(servicer, registrar)
+    if not registrar.handlers:
+        raise RuntimeError(f"{add.__name__} registered no method handlers")
+    for service, handlers in registrar.handlers.items():
+        wrapped = {name: h._replace(response_serializer=_encoded_or(h.response_serializer))
+                   for name, h in handlers.items()}
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, wrapped),))
+        server.add_registered_method_handlers(service, wrapped)
+
+
 class GrpcServer:
     """One grpc.aio server over a MatchService (see the module docstring)."""
 
@@ -109,8 +151,8 @@ class GrpcServer:
         """Bind, start serving, mark every service SERVING; return the bound port."""
         server = grpc.aio.server(interceptors=[ObservabilityInterceptor(self.metrics)],
                                  options=channel_options(self.limits))
-        card_games_pb2_grpc.add_CardGamesServiceServicer_to_server(
-            CardGamesServicer(self.service, self._admin), server)
+        add_with_encoded_responses(card_games_pb2_grpc.add_CardGamesServiceServicer_to_server,
+                                   CardGamesServicer(self.service, self._admin), server)
         admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(self.service, self._admin),
                                                           server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)

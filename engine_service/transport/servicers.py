@@ -155,7 +155,8 @@ class CardGamesServicer(_Base, card_games_pb2_grpc.CardGamesServiceServicer):
         return pb.GetViewResponse(view=codec.view_message(env))
 
     @unary
-    async def SubmitAction(self, request: pb.SubmitActionRequest, context) -> pb.SubmitActionResponse:
+    async def SubmitAction(self, request: pb.SubmitActionRequest, context) -> bytes:
+        """Answers with the response's wire bytes (see server.add_with_encoded_responses)."""
         match_id = codec.require_match_id(request.match_id)
         if not request.action:
             raise api.BadRequest("action is required", reason="MISSING_FIELD", field="action")
@@ -169,10 +170,12 @@ class CardGamesServicer(_Base, card_games_pb2_grpc.CardGamesServiceServicer):
         result = await self._service.submit_action(match_id, principal, request.action, expected,
                                                    request.client_action_id)
         current_rpc().note(seq=result.seq)
-        return codec.submit_response(result)
+        return codec.submit_response_bytes(result)
 
     @stream
-    async def WatchMatch(self, request: pb.WatchMatchRequest, context) -> AsyncIterator[pb.WatchMatchResponse]:
+    async def WatchMatch(self, request: pb.WatchMatchRequest, context) -> AsyncIterator[bytes]:
+        """Yields each message's wire bytes, encoded once for every watcher of an audience
+        (see server.add_with_encoded_responses)."""
         match_id = codec.require_match_id(request.match_id)
         principal = self._principal(match_id, context)
         after = request.after_seq if request.HasField("after_seq") else -1
@@ -181,7 +184,7 @@ class CardGamesServicer(_Base, card_games_pb2_grpc.CardGamesServiceServicer):
         async with contextlib.aclosing(events):  # ends the seat's presence on disconnect
             async for event in events:
                 rpc.seq = event.seq
-                yield codec.event_message(event)
+                yield codec.event_bytes(event)
 
     @unary
     async def LeaveMatch(self, request: pb.LeaveMatchRequest, context) -> pb.LeaveMatchResponse:

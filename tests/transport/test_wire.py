@@ -189,3 +189,36 @@ def test_memoized_encodings_never_confuse_equal_looking_values():
     assert got[0].fields["x"].list_value.values[0].WhichOneof("kind") == "number_value"
     assert wire.memo_struct_body(tables[3]) == wire.memo_struct_body(tables[0])
     assert wire.memo_value_bytes([{"k": "v"}, [1, 2]]) == wire.value_bytes([{"k": "v"}, [1, 2]])
+
+
+def test_services_may_answer_with_encoded_bytes():
+    """server.add_with_encoded_responses: a response given as wire bytes is sent as it is,
+    a message is serialized as usual; every method of the generated table is registered."""
+    from engine_service.transport import server as srv
+    from engine_service.transport.generated import card_games_pb2_grpc
+
+    class Recorder:
+        def __init__(self):
+            self.generic, self.registered = [], {}
+
+        def add_generic_rpc_handlers(self, handlers):
+            self.generic.extend(handlers)
+
+        def add_registered_method_handlers(self, service, handlers):
+            self.registered[service] = handlers
+
+    rec = Recorder()
+    srv.add_with_encoded_responses(card_games_pb2_grpc.add_CardGamesServiceServicer_to_server,
+                                   card_games_pb2_grpc.CardGamesServiceServicer(), rec)
+    handlers = rec.registered["cardgames.v1.CardGamesService"]
+    assert {"SubmitAction", "WatchMatch", "CreateMatch", "GetView"} <= set(handlers)
+    assert len(rec.generic) == 1
+    submit = handlers["SubmitAction"].response_serializer
+    msg = pb.SubmitActionResponse(seq=3, duplicate=True)
+    assert submit(msg) == msg.SerializeToString()
+    assert submit(b"\x08\x03") == b"\x08\x03"
+    env = api.ViewEnvelope("m", 3, "active", {"phase": "play"}, seat=0)
+    raw = codec.submit_response_bytes(api.SubmitResult(seq=3, action="pass", view=env))
+    assert pb.SubmitActionResponse.FromString(submit(raw)).view.phase == "play"
+    with pytest.raises(RuntimeError):
+        srv.add_with_encoded_responses(lambda servicer, server: None, object(), rec)
