@@ -62,8 +62,11 @@ class LineLogger:
 
     def msg(self, message: str) -> None:
         with self._lock:
-            self._stream.write(message + "\n")
-            self._stream.flush()
+            try:
+                self._stream.write(message + "\n")
+                self._stream.flush()
+            except (OSError, ValueError):  # a closed or broken stream: like the stdlib
+                pass  # handler, a log line that cannot be written never fails the caller
 
     log = debug = info = warn = warning = msg
     fatal = failure = err = error = critical = exception = msg

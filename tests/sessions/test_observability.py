@@ -164,3 +164,23 @@ def test_json_log_lines():
         "action": "pass", "by": "player", "level": "info", "logger": "engine_service.sessions"}
     assert first["timestamp"].endswith("Z")
     assert lines[1]["event"] == "from the standard library" and lines[1]["level"] == "warning"
+
+
+def test_a_log_line_that_cannot_be_written_fails_nobody():
+    """The service's lines go through structlog's native path (one JSON object per line, named
+    logger); a closed stream drops the line instead of failing the RPC that logs it."""
+    stream = io.StringIO()
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    try:
+        configure_logging("json", "info", stream, force=True)
+        log = structlog.get_logger("cardgames.rpc")
+        log.info("rpc", method="/m", code="OK")
+        (line,) = [json.loads(x) for x in stream.getvalue().splitlines()]
+        assert (line["event"], line["logger"], line["level"], line["code"]) == ("rpc", "cardgames.rpc", "info", "OK")
+        stream.close()
+        log.info("rpc", method="/m", code="OK")  # no exception
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+        structlog.reset_defaults()
