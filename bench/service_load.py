@@ -5,11 +5,14 @@ processes (spawned) on the same machine:
 
 1. **echo** — a bare grpc.aio server with one bytes-in / bytes-out unary method: the ceiling of
    gRPC-Python on this machine, measured in the same run (design/research/ecosystem.md:
-   ~4,000 calls/s at 64 in flight on 2 cores). Reported: calls/s, p50/p99 latency.
+   ~4,000 calls/s at 64 in flight on 2 cores). Reported: calls/s, p50/p99 latency, the echo
+   server's CPU time per call.
 2. **play** — ``--matches`` concurrent matches played through the API by per-seat clients
    (each seat follows its own WatchMatch stream and submits with expected_seq and a
    client_action_id, as a real frontend does); finished matches are replaced. Reported:
-   accepted actions/s, p50/p99 SubmitAction latency, stream messages/s.
+   accepted actions/s, p50/p99 SubmitAction latency, stream messages/s, and CPU time per
+   accepted action of the server (all its threads, from /proc: a figure that a busy machine
+   disturbs far less than the wall-clock ones) and of the client processes.
 3. **idle** — memory per open idle match: ``--idle-matches`` matches created and joined (every
    seat taken, nobody acting) in one server process; RSS growth / matches. Target <= 50 KB.
    Deadlines are scaled away (time_scale) so that no timer fires during the measurement.
@@ -18,7 +21,9 @@ processes (spawned) on the same machine:
    after_seq, as clients must). Reported: actions, messages delivered/s, delivery lag p50/p99.
 
 The machine is shared: run it on a quiet machine and read the figures as a ceiling for client
-and server together on one box.
+and server together on one box. ``--service-dir`` runs the service from another directory (an
+older commit unpacked with ``git archive``) to compare two versions in the same conditions
+(bench/README.md).
 """
 
 from __future__ import annotations
@@ -28,7 +33,6 @@ import asyncio
 import json
 import os
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,6 +48,10 @@ sys.path.insert(0, str(REPO))
 
 from engine_service.transport.generated import card_games_pb2 as pb  # noqa: E402
 from engine_service.transport.generated import card_games_pb2_grpc, match_pb2  # noqa: E402
+
+#: Where the measured service is run from (``--service-dir``): this checkout, or another one
+#: (an older commit unpacked with ``git archive``) to compare two versions on the same machine.
+SERVICE_DIR = REPO
 
 ACTION = match_pb2.EVENT_KIND_ACTION
 ENDED = match_pb2.EVENT_KIND_MATCH_ENDED
@@ -73,8 +81,10 @@ class ServiceProcess:
                    "CARDGAMES_HOST": "127.0.0.1", "CARDGAMES_METRICS_HOST": "127.0.0.1",
                    "CARDGAMES_DB": str(workdir / f"bench-{time.monotonic_ns()}.sqlite3"),
                    "CARDGAMES_LOG_FORMAT": "json", "CARDGAMES_BOT_WORKERS": "1", **env}
+        if SERVICE_DIR != REPO:
+            environ["PYTHONPATH"] = os.pathsep.join(filter(None, (str(SERVICE_DIR), environ.get("PYTHONPATH"))))
         self._out = open(self.log, "w")
-        self.proc = subprocess.Popen([sys.executable, "-m", "engine_service", "serve"], cwd=REPO,
+        self.proc = subprocess.Popen([sys.executable, "-m", "engine_service", "serve"], cwd=SERVICE_DIR,
                                      env=environ, stdout=self._out, stderr=subprocess.STDOUT)
         self.target = f"127.0.0.1:{self.port}"
         deadline = time.monotonic() + 60
@@ -429,8 +439,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--db", default=None, help="play run's database (default: a temp SQLite file; "
                     "'memory:' measures the service without durable writes)")
     ap.add_argument("--only", choices=("echo", "play", "idle", "watchers"), action="append")
+    ap.add_argument("--service-dir", type=Path, default=REPO,
+                    help="run the service from this directory (default: this checkout), e.g. an "
+                    "older commit unpacked with 'git archive' to compare versions")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     args = ap.parse_args(argv)
+    global SERVICE_DIR
+    SERVICE_DIR = args.service_dir.resolve()
     parts = args.only or ["echo", "play", "idle", "watchers"]
     out: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as tmp, \
