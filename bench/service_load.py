@@ -20,6 +20,10 @@ processes (spawned) on the same machine:
    watcher must receive every action (a watcher that overflows its queue resumes with
    after_seq, as clients must). Reported: actions, messages delivered/s, delivery lag p50/p99.
 
+On request (``--only floor``): **floor** — the play measurement's clients against a server that
+speaks the same messages (views of the real size, already encoded) with no game, session or
+store behind them: what gRPC-Python and these clients allow on this machine at best.
+
 The machine is shared: run it on a quiet machine and read the figures as a ceiling for client
 and server together on one box. ``--service-dir`` runs the service from another directory (an
 older commit unpacked with ``git archive``) to compare two versions in the same conditions
@@ -146,6 +150,92 @@ def _echo_server(port_queue) -> None:
         await server.wait_for_termination()
 
     asyncio.run(main())
+
+
+def _floor_server(port_queue, game: str) -> None:
+    """The benchmark's part of CardGamesService with no game, session or store behind it: a
+    match is a sequence number and two queues; every action sends each seat a stream message
+    and the submitter an answer, of the size the service's views have (a real view of
+    ``game`` in the middle of a deal), already encoded. What the play measurement gets from
+    gRPC-Python and its own clients on this machine when the service costs nothing."""
+    import itertools
+
+    from engine_service.rules.game import CHANCE
+    from engine_service.rules.registry import get_game
+    from engine_service.sessions.api import ViewEnvelope
+    from engine_service.transport import codec
+
+    rules = get_game(game)
+    rng, state = random.Random(1), rules.new_state()
+    while state.to_act() < 0 or len(state.view(0)["hand"]) > 5:  # mid-deal: a typical view
+        if state.to_act() == CHANCE:
+            deck = list(rules.pack)
+            rng.shuffle(deck)
+            state.deal(deck)
+        else:
+            state.apply(rng.choice(state.legal_actions()), state.to_act())
+    template = codec.view_message(ViewEnvelope("m", 0, "active", state.view(0), time.time() + 30, 0))
+    seats = rules.num_seats
+
+    async def main() -> None:
+        matches: dict[str, list] = {}
+        ids = itertools.count()
+
+        def event(match_id: str, seq: int, seat: int) -> bytes:
+            msg = pb.WatchMatchResponse(kind=ACTION, seq=seq, match_id=match_id, seat=seat)
+            msg.view.CopyFrom(template)
+            msg.view.seq, msg.view.seat, msg.view.to_act = seq, seat, seq % seats
+            if seq % seats != seat:
+                del msg.view.legal_actions[:]
+            return msg.SerializeToString()
+
+        async def create(request: bytes, context) -> bytes:
+            match_id = f"m{next(ids)}"
+            matches[match_id] = [0, [asyncio.Queue() for _ in range(seats)]]
+            summary = match_pb2.MatchSummary(match_id=match_id, seats=[match_pb2.SeatInfo(seat=i) for i in range(seats)])
+            return pb.CreateMatchResponse(match=summary).SerializeToString()
+
+        async def join(request: bytes, context) -> bytes:
+            req = pb.JoinMatchRequest.FromString(request)
+            return pb.JoinMatchResponse(match_id=req.match_id, seat=req.seat,
+                                        seat_token=f"{req.match_id}:{req.seat}").SerializeToString()
+
+        async def watch(request: bytes, context):
+            token = dict(context.invocation_metadata())["authorization"].split()[-1]
+            match_id, seat = token.split(":")
+            m = matches[match_id]
+            yield event(match_id, m[0], int(seat))
+            while True:
+                yield await m[1][int(seat)].get()
+
+        async def submit(request: bytes, context) -> bytes:
+            req = pb.SubmitActionRequest.FromString(request)
+            m = matches[req.match_id]
+            m[0] += 1
+            for seat, queue in enumerate(m[1]):
+                queue.put_nowait(event(req.match_id, m[0], seat))
+            answer = pb.SubmitActionResponse(seq=m[0], action=codec.action_message(req.action))
+            answer.view.CopyFrom(template)
+            return answer.SerializeToString()
+
+        server = grpc.aio.server()
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("cardgames.v1.CardGamesService", {
+            "CreateMatch": grpc.unary_unary_rpc_method_handler(create),
+            "JoinMatch": grpc.unary_unary_rpc_method_handler(join),
+            "WatchMatch": grpc.unary_stream_rpc_method_handler(watch),
+            "SubmitAction": grpc.unary_unary_rpc_method_handler(submit)}),))
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        port_queue.put(port)
+        await server.wait_for_termination()
+
+    try:
+        import uvloop
+    except ImportError:  # the service's own choice (--event-loop auto)
+        asyncio.run(main())
+    else:
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(main())
 
 
 # ---- client workers (run in spawned processes) -------------------------------------------------
@@ -319,6 +409,30 @@ def bench_echo(pool, clients: int, in_flight: int, duration: float) -> dict:
             "server_cpu_ms_per_call": cpu * 1e3 / max(1, len(lat))}
 
 
+def bench_floor(pool, clients: int, matches: int, game: str, duration: float) -> dict:
+    """The play measurement against :func:`_floor_server` (a service that costs nothing)."""
+    ctx = get_context("spawn")
+    ports = ctx.Queue()
+    server = ctx.Process(target=_floor_server, args=(ports, game), daemon=True)
+    server.start()
+    try:
+        target = f"127.0.0.1:{ports.get(timeout=60)}"
+        per = max(1, matches // clients)
+        cpu0 = _cpu_s(server.pid)
+        results = list(pool.map(play_worker, [target] * clients, [game] * clients,
+                                [per] * clients, [duration] * clients, range(clients)))
+        cpu = _cpu_s(server.pid) - cpu0
+    finally:
+        server.terminate()
+        server.join(10)
+    lat = [d for r in results for _, d in r["latencies"]]
+    return {"game": game, "matches_in_play": per * clients, "actions": len(lat),
+            "actions_per_s": len(lat) / duration, "p50_ms": pct(lat, 0.5) * 1e3,
+            "p99_ms": pct(lat, 0.99) * 1e3,
+            "server_cpu_ms_per_action": cpu * 1e3 / max(1, len(lat)),
+            "client_cpu_ms_per_action": sum(r["cpu_s"] for r in results) * 1e3 / max(1, len(lat))}
+
+
 def bench_play(pool, workdir: Path, clients: int, matches: int, game: str, duration: float,
                db: str | None = None) -> dict:
     service = ServiceProcess(workdir, **({"CARDGAMES_DB": db} if db else {}))
@@ -438,7 +552,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--watchers", type=int, default=1_000)
     ap.add_argument("--db", default=None, help="play run's database (default: a temp SQLite file; "
                     "'memory:' measures the service without durable writes)")
-    ap.add_argument("--only", choices=("echo", "play", "idle", "watchers"), action="append")
+    ap.add_argument("--only", choices=("echo", "play", "floor", "idle", "watchers"), action="append",
+                    help="run only these measurements (repeatable); 'floor' (not in the default "
+                    "set) is the play measurement against a server with no game behind it")
     ap.add_argument("--service-dir", type=Path, default=REPO,
                     help="run the service from this directory (default: this checkout), e.g. an "
                     "older commit unpacked with 'git archive' to compare versions")
@@ -458,6 +574,9 @@ def main(argv: list[str] | None = None) -> int:
             out["play"] = _loaded(bench_play(pool, workdir, args.clients, args.matches, args.game,
                                              args.duration, args.db))
             print("play    ", _fmt(out["play"]), flush=True)
+        if "floor" in parts:
+            out["floor"] = _loaded(bench_floor(pool, args.clients, args.matches, args.game, args.duration))
+            print("floor   ", _fmt(out["floor"]), flush=True)
         if "idle" in parts:
             out["idle"] = _loaded(bench_idle(pool, workdir, args.clients, args.idle_matches, args.game))
             print("idle    ", _fmt(out["idle"]), flush=True)

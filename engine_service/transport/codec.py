@@ -370,6 +370,8 @@ def trick_bytes(trick: Any) -> bytes:
         data = _TRICKS[key] = _build_trick(trick).SerializeToString()
         if len(_TRICKS) > _TRICKS_MAX:
             _TRICKS.popitem(last=False)
+    else:
+        _TRICKS.move_to_end(key)  # least recently used first out
     return data
 
 

@@ -160,7 +160,7 @@ def _entry(key: Any, value: bytes) -> bytes:
 
 _MEMO_VALUES: "OrderedDict[bytes, bytes]" = OrderedDict()  # top-level table values
 _MEMO_ELEMENTS: "OrderedDict[bytes, bytes]" = OrderedDict()  # elements of those lists
-_MEMO_VALUES_MAX = 2048
+_MEMO_VALUES_MAX = 4096
 _MEMO_ELEMENTS_MAX = 16384
 
 
@@ -203,6 +203,8 @@ def _memo_value(v: Any, is_list: bool) -> bytes:
         value = _MEMO_VALUES[key] = _memo_list(v) if is_list else value_bytes(v)
         if len(_MEMO_VALUES) > _MEMO_VALUES_MAX:
             _MEMO_VALUES.popitem(last=False)
+    else:
+        _MEMO_VALUES.move_to_end(key)  # least recently used first out
     return value
 
 
@@ -224,6 +226,8 @@ def _memo_list(items: list[Any]) -> bytes:
                     value = _MEMO_ELEMENTS[key] = value_bytes(v)
                     if len(_MEMO_ELEMENTS) > _MEMO_ELEMENTS_MAX:
                         _MEMO_ELEMENTS.popitem(last=False)
+                else:
+                    _MEMO_ELEMENTS.move_to_end(key)
         if value is None:
             value = value_bytes(v)
         size = len(value)
