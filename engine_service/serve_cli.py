@@ -91,6 +91,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
     from .observability.metrics import get_metrics
     from .sessions.manager import MatchManager
     from .store import StoreError
+    from .transport.ratelimit import Rate, RateLimits
     from .transport.server import GrpcServer, ServerLimits, TlsFiles
 
     metrics = get_metrics()
@@ -121,8 +122,11 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
         keepalive_timeout_s=settings.keepalive_timeout_s,
         max_pending_requests=settings.max_pending_requests)
     tls = TlsFiles(settings.tls_cert, settings.tls_key) if settings.tls_cert and settings.tls_key else None
+    rate_limits = RateLimits(seat=Rate(settings.rate_limit_seat_per_s, settings.rate_limit_seat_burst),
+                             peer=Rate(settings.rate_limit_peer_per_s, settings.rate_limit_peer_burst))
     server = GrpcServer(manager, metrics=metrics, admin_token=settings.admin_token,
-                        host=settings.host, port=settings.port, limits=limits, tls=tls)
+                        host=settings.host, port=settings.port, limits=limits, tls=tls,
+                        rate_limits=rate_limits)
     try:
         await server.start()
     except (OSError, RuntimeError) as exc:

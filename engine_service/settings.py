@@ -13,6 +13,7 @@ silent fall-back to the default.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -55,6 +56,11 @@ class Settings:
     keepalive_timeout_s: float = 10.0
     max_pending_requests: int = 10_000
     drain_grace_s: float = 10.0
+    # request-rate limits (transport/ratelimit.py): calls a second and burst, 0: no limit
+    rate_limit_seat_per_s: float = 0.0
+    rate_limit_seat_burst: int = 0
+    rate_limit_peer_per_s: float = 0.0
+    rate_limit_peer_burst: int = 0
     # the session layer (match store, timers, limits, bots)
     session: SessionConfig = field(default_factory=lambda: SessionConfig(db_path=DEFAULT_DB))
 
@@ -77,6 +83,17 @@ def _non_negative(kind: Callable[[str], Any]) -> Callable[[str], Any]:
 
     parse.__name__ = kind.__name__
     return parse
+
+
+def _rate(text: str) -> float:
+    """Calls a second: a finite number >= 0 (``inf`` or ``nan`` would make no bucket)."""
+    value = float(text)
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"must be a finite number >= 0: {text!r}")
+    return value
+
+
+_rate.__name__ = "float"
 
 
 def _port(text: str) -> int:
@@ -145,6 +162,16 @@ SETTINGS: tuple[Setting, ...] = (
             "within this time", "SECONDS"),
     Setting("max_pending_requests", _nn_int, "calls queued for the application in a burst", "N"),
     Setting("drain_grace_s", _nn_float, "on SIGTERM/SIGINT, time left to running calls", "SECONDS"),
+    Setting("rate_limit_seat_per_s", _rate, "calls a second allowed per seat token (SubmitAction, "
+            "GetView, LeaveMatch, WatchMatch opens); more: RESOURCE_EXHAUSTED RATE_LIMITED "
+            "(0: no limit)", "N"),
+    Setting("rate_limit_seat_burst", _nn_int, "calls a seat token may make at once before "
+            "--rate-limit-seat-per-s applies (0: one second's worth)", "N"),
+    Setting("rate_limit_peer_per_s", _rate, "calls a second allowed per client IP address for "
+            "calls without a seat token (CreateMatch, JoinMatch, ListGames, spectators...; "
+            "never the admin token); 0: no limit", "N"),
+    Setting("rate_limit_peer_burst", _nn_int, "calls a client IP address may make at once "
+            "before --rate-limit-peer-per-s applies (0: one second's worth)", "N"),
     # ---- the session layer (engine_service.sessions.config.SessionConfig) ----
     Setting("db", str, "SQLite database file (created if missing; 'memory:' keeps nothing)",
             "PATH", "db_path"),

@@ -17,7 +17,8 @@ Who records what:
   decision, so the bot host itself should not record them again);
 * the store (engine_service.store): write latency and errors;
 * the transport (engine_service.transport): ``rpc_requests`` and ``rpc_duration`` from its
-  interceptor, ``rpc_stream_messages`` per message sent on a server stream.
+  interceptor, ``rpc_stream_messages`` per message sent on a server stream, ``rate_limited``
+  per call refused by a request-rate limit.
 """
 
 from __future__ import annotations
@@ -147,6 +148,10 @@ class Metrics:
         self.rpc_in_flight = Gauge(
             "rpc_in_flight", "RPCs in progress (streams included).", ["method"],
             namespace=ns, registry=r)
+        self.rate_limited = Counter(
+            "rate_limited", "Calls refused by a request-rate limit (RESOURCE_EXHAUSTED, reason "
+            "RATE_LIMITED), by full method name and the bucket's key kind (seat: a seat token; "
+            "peer: a client address).", ["method", "key_kind"], namespace=ns, registry=r)
 
     def child(self, metric: Any, *labels: str) -> Any:
         """``metric.labels(*labels)``, memoized: prometheus_client validates, converts and

@@ -15,6 +15,7 @@ session Unauthenticated / PermissionDenied         UNAUTHENTICATED /      MISSIN
                                                    PERMISSION_DENIED      NOT_ALLOWED, ...
 session SeatTaken                                  ALREADY_EXISTS         SEAT_TAKEN
 session LimitExceeded                              RESOURCE_EXHAUSTED     LIMIT_EXCEEDED
+transport RateLimited (+ RetryInfo)                RESOURCE_EXHAUSTED     RATE_LIMITED
 session Unavailable (draining)                     UNAVAILABLE            DRAINING
 anything else                                      INTERNAL               INTERNAL (logged with
                                                                           its traceback)
@@ -23,18 +24,21 @@ anything else                                      INTERNAL               INTERN
 A session error names its own code (``SessionError.code``); a rules error is mapped by class
 here. Every status carries a ``google.rpc.ErrorInfo`` (domain ``cardgames.v1``) whose
 ``reason`` a client can switch on and whose ``metadata`` holds the error's public details
-(the option name, the seat to act...). Messages are written by the layers that know what the
+(the option name, the seat to act...). A RATE_LIMITED status also carries a
+``google.rpc.RetryInfo`` with the delay until the caller's bucket has a token (ratelimit.py):
+a client that waits that long is served. Messages are written by the layers that know what the
 caller may know (rules messages name only the caller's own action, NOTATION-safe); an
 unexpected exception's text never reaches the client.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import grpc
-from google.protobuf import any_pb2
+from google.protobuf import any_pb2, duration_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
@@ -54,6 +58,28 @@ _RULES_CODES: dict[type[rules_errors.RulesError], grpc.StatusCode] = {
     rules_errors.MatchOver: grpc.StatusCode.FAILED_PRECONDITION,
     rules_errors.DealRequired: grpc.StatusCode.FAILED_PRECONDITION,
 }
+
+
+class RateLimited(api.SessionError):
+    """The caller's request-rate bucket is empty (transport/ratelimit.py): the call was refused
+    before it reached the session layer, so it changed nothing. ``retry_after_s`` is the
+    time until a token is available, sent as a ``google.rpc.RetryInfo``."""
+
+    code, reason = "RESOURCE_EXHAUSTED", "RATE_LIMITED"
+
+    def __init__(self, retry_after_s: float, key_kind: str) -> None:
+        super().__init__(f"too many requests ({key_kind} rate limit): retry later",
+                         key_kind=key_kind)
+        self.retry_after_s = retry_after_s
+
+
+def retry_info(delay_s: float) -> error_details_pb2.RetryInfo:
+    """A RetryInfo of ``delay_s`` rounded up to the millisecond: waiting the announced delay
+    is always enough (a delay rounded down could arrive a hair before the token)."""
+    delay = duration_pb2.Duration()
+    delay.FromMilliseconds(max(1, math.ceil(delay_s * 1000)))
+    return error_details_pb2.RetryInfo(retry_delay=delay)
+
 
 #: Metadata values longer than this are cut (statuses travel in trailers: keep them small).
 _MAX_METADATA_CHARS = 200
@@ -82,6 +108,8 @@ def classify(exc: BaseException) -> MappedError:
             from .codec import view_message
 
             extra = (view_message(exc.current),)
+        elif isinstance(exc, RateLimited):
+            extra = (retry_info(exc.retry_after_s),)
         return MappedError(code, exc.message, exc.reason, _metadata(exc.metadata),
                            code is not grpc.StatusCode.INTERNAL, extra)
     if isinstance(exc, rules_errors.RulesError):

@@ -15,6 +15,12 @@ watchers is queued rather than dropped; design/research/ecosystem.md measured 5-
 with grpc's defaults). ``grpc.so_reuseport`` is off: a second server on a busy port fails
 loudly instead of silently sharing it.
 
+Request-rate limits (:class:`~.ratelimit.RateLimits`, off by default) are applied by
+:class:`RateLimitInterceptor` before a call reaches its servicer: per seat token for the calls
+a seat token authenticates, per client address for the others; the admin token, health and
+reflection are never limited. A refused call is RESOURCE_EXHAUSTED, reason RATE_LIMITED, with
+a RetryInfo (errors.py), and changes nothing.
+
 Shutdown (:meth:`GrpcServer.drain`): health NOT_SERVING -> the session layer drains (new work
 gets UNAVAILABLE, in-flight actions finish, watch streams end) -> the grpc server stops with a
 grace period for the RPCs still running -> the session layer closes (store flushed).
@@ -22,9 +28,11 @@ grace period for the RPCs still running -> the session layer closes (store flush
 
 from __future__ import annotations
 
+import inspect
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable
 
 import grpc
 import structlog
@@ -33,9 +41,12 @@ from grpc_reflection.v1alpha import reflection
 
 from ..observability.metrics import Metrics
 from ..sessions import api
-from .auth import AdminGate
+from ..sessions.tokens import token_hash
+from .auth import AdminGate, bearer_token
+from .errors import RateLimited, classify, to_status
 from .generated import admin_pb2, admin_pb2_grpc, card_games_pb2, card_games_pb2_grpc
-from .interceptors import ObservabilityInterceptor
+from .interceptors import ObservabilityInterceptor, current_rpc
+from .ratelimit import RateLimits, TokenBuckets, peer_ip
 from .servicers import AdminServicer, CardGamesServicer
 
 log = structlog.get_logger("cardgames.server")
@@ -130,15 +141,137 @@ def add_with_encoded_responses(add: Callable[[Any, Any], None], servicer: Any,
         server.add_registered_method_handlers(service, wrapped)
 
 
+#: The calls a seat token authenticates (its owner's bucket); with another token or none they
+#: are the peer's calls (a spectator's GetView or WatchMatch, a bad token).
+SEAT_METHODS = frozenset(f"/{CARD_GAMES_SERVICE}/{name}"
+                         for name in ("SubmitAction", "GetView", "LeaveMatch", "WatchMatch"))
+_LIMITED_PREFIXES = tuple(f"/{name}/" for name in SERVICE_NAMES)  # not health, not reflection
+
+
+class RateLimitInterceptor(grpc.aio.ServerInterceptor):
+    """Refuses calls beyond the request-rate limits (module docstring, ratelimit.py).
+
+    Installed inside the observability interceptor, so a refused call has its ``rpc`` log
+    line (code RESOURCE_EXHAUSTED, reason RATE_LIMITED) and its ``rpc_requests`` count. The
+    first refusal of a run for one bucket is also logged (``rate_limited``, warning) with the
+    method, the key kind and, for a peer, its address: a client hammering the service costs
+    one warning, not one per call. Tokens are never logged; seat buckets are keyed by the
+    token's hash.
+
+    Which bucket: the admin token, none. A seat method (:data:`SEAT_METHODS`) whose token
+    the session layer accepts as a seat of the request's match: that token's. Anything else
+    (no token, a bad or malformed one, the other methods): the peer's. So a made-up token
+    buys no fresh bucket, and a seat's calls are not counted against its neighbours behind
+    the same address.
+    """
+
+    def __init__(self, limits: RateLimits, service: api.MatchService, admin: AdminGate,
+                 metrics: Metrics, clock: Callable[[], float] = time.monotonic) -> None:
+        self._seat = TokenBuckets(limits.seat) if limits.seat.enabled else None
+        self._peer = TokenBuckets(limits.peer) if limits.peer.enabled else None
+        self._service = service
+        self._admin = admin
+        self._metrics = metrics
+        self._clock = clock
+        self._handlers: dict[str, tuple[Any, Any]] = {}  # as in ObservabilityInterceptor
+
+    async def intercept_service(self, continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
+                                handler_call_details: grpc.HandlerCallDetails) -> Any:
+        handler = await continuation(handler_call_details)
+        method = handler_call_details.method
+        if handler is None or not method.startswith(_LIMITED_PREFIXES):
+            return handler
+        known = self._handlers.get(method)
+        if known is not None and known[0] is handler:
+            return known[1]
+        wrapped = self._wrap(method, handler)
+        self._handlers[method] = (handler, wrapped)
+        return wrapped
+
+    def _wrap(self, method: str, handler: Any) -> Any:
+        seat_method = method in SEAT_METHODS
+        check = self._check
+        if handler.unary_unary is not None:
+            behavior = handler.unary_unary
+
+            async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                await check(method, seat_method, request, context)
+                return await behavior(request, context)
+
+            return handler._replace(unary_unary=unary)
+        if handler.unary_stream is not None and inspect.isasyncgenfunction(handler.unary_stream):
+            stream_behavior = handler.unary_stream
+
+            async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+                await check(method, seat_method, request, context)  # the opening only
+                async for message in stream_behavior(request, context):
+                    yield message
+
+            return handler._replace(unary_stream=stream)
+        if handler.unary_stream is not None:  # a coroutine writing with context.write
+            writer = handler.unary_stream
+
+            async def written(request: Any, context: grpc.aio.ServicerContext) -> None:
+                await check(method, seat_method, request, context)
+                await writer(request, context)
+
+            return handler._replace(unary_stream=written)
+        return handler  # client/bidi streaming: the API has none
+
+    async def _check(self, method: str, seat_method: bool, request: Any,
+                     context: grpc.aio.ServicerContext) -> None:
+        """Take a token for the call, or abort it (RESOURCE_EXHAUSTED, RATE_LIMITED)."""
+        try:
+            token = bearer_token(context.invocation_metadata())
+        except api.SessionError:
+            token = None  # malformed: the servicer refuses it; meanwhile it is the peer's call
+        if token is not None and self._admin.is_admin(token):
+            return
+        if seat_method and token is not None and self._is_seat(request, token):
+            buckets, key_kind, key = self._seat, "seat", token_hash(token)
+        else:
+            buckets, key_kind, key = self._peer, "peer", None
+        if buckets is None:
+            return
+        peer = ""
+        if key is None:
+            peer = key = peer_ip(context.peer() or "")
+        verdict = buckets.take(key, self._clock())
+        if verdict.allowed:
+            return
+        self._metrics.child(self._metrics.rate_limited, method, key_kind).inc()
+        if verdict.streak == 1:
+            fields = {"peer": peer} if peer else {}
+            log.warning("rate_limited", method=method, key_kind=key_kind,
+                        retry_after_ms=round(verdict.delay * 1000, 1), **fields)
+        mapped = classify(RateLimited(verdict.delay, key_kind))
+        rpc = current_rpc()
+        rpc.reason, rpc.code = mapped.reason, mapped.code.name
+        await context.abort_with_status(to_status(mapped))
+
+    def _is_seat(self, request: Any, token: str) -> bool:
+        """Whether ``token`` is a seat token of the request's match (then noted on the RPC's
+        log line, which names the seat even when the call is refused)."""
+        try:
+            principal = self._service.authenticate(request.match_id, token)
+        except api.SessionError:
+            return False
+        if principal.kind != "seat":
+            return False
+        current_rpc().note(match_id=principal.match_id, seat=principal.seat)
+        return True
+
+
 class GrpcServer:
     """One grpc.aio server over a MatchService (see the module docstring)."""
 
     def __init__(self, service: api.MatchService, *, metrics: Metrics, admin_token: str | None,
                  host: str = "[::]", port: int = 0, limits: ServerLimits = ServerLimits(),
-                 tls: TlsFiles | None = None) -> None:
+                 tls: TlsFiles | None = None, rate_limits: RateLimits = RateLimits()) -> None:
         self.service = service
         self.metrics = metrics
         self.limits = limits
+        self.rate_limits = rate_limits
         self._address = f"{host}:{port}"
         self._tls = tls
         self._admin = AdminGate(admin_token)
@@ -149,8 +282,11 @@ class GrpcServer:
 
     async def start(self) -> int:
         """Bind, start serving, mark every service SERVING; return the bound port."""
-        server = grpc.aio.server(interceptors=[ObservabilityInterceptor(self.metrics)],
-                                 options=channel_options(self.limits))
+        interceptors: list[grpc.aio.ServerInterceptor] = [ObservabilityInterceptor(self.metrics)]
+        if self.rate_limits.enabled:  # off: not even a look at the call
+            interceptors.append(RateLimitInterceptor(self.rate_limits, self.service, self._admin,
+                                                     self.metrics))
+        server = grpc.aio.server(interceptors=interceptors, options=channel_options(self.limits))
         add_with_encoded_responses(card_games_pb2_grpc.add_CardGamesServiceServicer_to_server,
                                    CardGamesServicer(self.service, self._admin), server)
         admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(self.service, self._admin),
@@ -171,8 +307,11 @@ class GrpcServer:
         if not self._admin.enabled:
             log.warning("admin_api_disabled",
                         hint="set --admin-token or CARDGAMES_ADMIN_TOKEN to enable the admin API")
+        rl = self.rate_limits
         log.info("grpc_server_started", address=self._address, port=port,
-                 tls=self._tls is not None)
+                 tls=self._tls is not None,
+                 rate_limit_seat=f"{rl.seat.per_s:g}/s burst {rl.seat.capacity:g}" if rl.seat.enabled else "off",
+                 rate_limit_peer=f"{rl.peer.per_s:g}/s burst {rl.peer.capacity:g}" if rl.peer.enabled else "off")
         return port
 
     async def drain(self, grace_s: float = 10.0) -> None:

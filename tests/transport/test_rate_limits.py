@@ -1,0 +1,285 @@
+"""Request-rate limits over a real channel (engine_service/transport/server.py
+RateLimitInterceptor): the call beyond a seat token's burst is RESOURCE_EXHAUSTED with reason
+RATE_LIMITED and a RetryInfo, applies nothing, and succeeds once the announced delay has
+passed; a peer limit throttles CreateMatch and every call without a seat token (a made-up
+token included) but not seats, the admin token, health or reflection; refusals are counted on
+the metrics endpoint and logged once per run, without tokens; limits are off by default; the
+settings parse from flags and CARDGAMES_* variables."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import urllib.request
+from typing import Any, AsyncIterator
+
+import grpc
+import pytest
+import structlog
+from google.rpc import error_details_pb2, status_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from prometheus_client import start_http_server
+
+from engine_service import settings as S
+from engine_service.observability.metrics import Metrics
+from engine_service.sessions.config import SessionConfig
+from engine_service.sessions.manager import MatchManager
+from engine_service.store import MemoryStore
+from engine_service.transport.generated import admin_pb2, admin_pb2_grpc, card_games_pb2 as pb
+from engine_service.transport.generated import card_games_pb2_grpc
+from engine_service.transport.ratelimit import Rate, RateLimits
+from engine_service.transport.server import GrpcServer
+
+from .harness import ADMIN_TOKEN, Running, bearer, error_of, expect_error, run, running
+from .players import create_open_match
+from .test_edge import SEAT_TOKEN, ScriptedService, rpc_lines_logged
+
+GAMES = "/cardgames.v1.CardGamesService/"
+
+
+@contextlib.asynccontextmanager
+async def limited(service: Any, rate_limits: RateLimits, metrics: Metrics | None = None) -> AsyncIterator[Running]:
+    """harness.running, with request-rate limits."""
+    metrics = metrics if metrics is not None else Metrics()
+    server = GrpcServer(service, metrics=metrics, admin_token=ADMIN_TOKEN, host="127.0.0.1",
+                        port=0, rate_limits=rate_limits)
+    await server.start()
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.port}")
+    try:
+        yield Running(server, channel, card_games_pb2_grpc.CardGamesServiceStub(channel),
+                      admin_pb2_grpc.AdminServiceStub(channel), metrics)
+    finally:
+        await channel.close()
+        await server.drain(grace_s=1.0)
+
+
+async def refusal(call: Any) -> tuple[Any, float]:
+    """The error of a call that must be rate-limited, and its RetryInfo delay in seconds."""
+    try:
+        if isinstance(call, grpc.aio.UnaryStreamCall):
+            while await call.read() is not grpc.aio.EOF:
+                pass
+        else:
+            await call
+    except grpc.aio.AioRpcError as exc:
+        err = error_of(exc)
+        raw = next(v for k, v in exc.trailing_metadata() if k == "grpc-status-details-bin")
+        retry = [d for d in status_pb2.Status.FromString(raw).details
+                 if d.Is(error_details_pb2.RetryInfo.DESCRIPTOR)]
+        assert err.code == grpc.StatusCode.RESOURCE_EXHAUSTED, err
+        assert (err.reason, err.domain) == ("RATE_LIMITED", "cardgames.v1"), err
+        assert len(retry) == 1, "a RATE_LIMITED status carries one RetryInfo"
+        info = error_details_pb2.RetryInfo()
+        retry[0].Unpack(info)
+        return err, info.retry_delay.ToMilliseconds() / 1000
+    raise AssertionError("the call succeeded; RATE_LIMITED was expected")
+
+
+def _limited_count(metrics: Metrics, method: str, key_kind: str) -> float:
+    return metrics.value("cardgames_rate_limited_total", {"method": GAMES + method, "key_kind": key_kind})
+
+
+# ---- seat tokens -----------------------------------------------------------------------------
+
+@run
+async def test_the_call_beyond_a_seat_burst_is_refused_applies_nothing_and_succeeds_after_the_delay():
+    metrics = Metrics()
+    mgr = MatchManager(SessionConfig(db_path="memory:"), store=MemoryStore(), metrics=metrics,
+                       create_bot_host=False)
+    await mgr.start()
+    async with limited(mgr, RateLimits(seat=Rate(per_s=1, burst=3)), metrics) as srv:
+        stub = srv.games
+        match_id, tokens = await create_open_match(stub, "klaberjass")  # peer calls: no limit
+        public = (await stub.GetView(pb.GetViewRequest(match_id=match_id))).view  # a spectator
+        seat, seq = public.to_act, public.seq
+        token = tokens[seat]
+        # three calls of the burst: a view, then a bot's loop of refused actions
+        view = (await stub.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(token))).view
+        legal = view.legal_actions[0].notation
+        for _ in range(2):
+            err = await expect_error(stub.SubmitAction(
+                pb.SubmitActionRequest(match_id=match_id, action="play:1C"), metadata=bearer(token)))
+            assert err.code not in (grpc.StatusCode.OK, grpc.StatusCode.RESOURCE_EXHAUSTED)
+        request = pb.SubmitActionRequest(match_id=match_id, action=legal, expected_seq=seq,
+                                         client_action_id="after-the-burst")
+        err, delay = await refusal(stub.SubmitAction(request, metadata=bearer(token)))
+        assert err.metadata == {"key_kind": "seat"}
+        assert 0 < delay <= 1.0
+        # nothing was applied: the match did not move, no action was counted
+        assert (await stub.GetMatch(pb.GetMatchRequest(match_id=match_id))).match.seq == seq
+        assert metrics.value("cardgames_actions_total",
+                             {"game": "klaberjass", "by": "player", "result": "accepted"}) == 0
+        assert _limited_count(metrics, "SubmitAction", "seat") == 1
+        # another seat's token has its own bucket
+        other = tokens[(seat + 1) % len(tokens)]
+        await stub.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(other))
+        # after the announced delay the same call goes through
+        await asyncio.sleep(delay)
+        res = await stub.SubmitAction(request, metadata=bearer(token))
+        assert res.seq == seq + 1 and not res.duplicate and res.action.notation == legal
+        assert (await stub.GetMatch(pb.GetMatchRequest(match_id=match_id))).match.seq == seq + 1
+
+
+@run
+async def test_watch_opens_count_and_an_open_stream_is_not_cut():
+    service = ScriptedService()
+    async with limited(service, RateLimits(seat=Rate(per_s=0.5, burst=1))) as srv:
+        first = srv.games.WatchMatch(pb.WatchMatchRequest(match_id="m1"), metadata=bearer(SEAT_TOKEN))
+        await first.read()  # the snapshot
+        err, delay = await refusal(srv.games.WatchMatch(pb.WatchMatchRequest(match_id="m1"),
+                                                        metadata=bearer(SEAT_TOKEN)))
+        assert 1.0 < delay <= 2.0
+        assert sum(c[0] == "watch" for c in service.calls) == 1  # the second never opened
+        service.release.set()  # the open stream carries on: messages are not calls
+        assert (await first.read()).seq == 3
+        assert await first.read() == grpc.aio.EOF
+        assert _limited_count(srv.metrics, "WatchMatch", "seat") == 1
+
+
+# ---- peers -----------------------------------------------------------------------------------
+
+@run
+async def test_a_peer_limit_throttles_calls_without_a_seat_token_only():
+    service = ScriptedService()
+    async with limited(service, RateLimits(peer=Rate(per_s=0.2, burst=2))) as srv:
+        games = srv.games
+        with structlog.testing.capture_logs() as logs:
+            for _ in range(2):
+                await games.CreateMatch(pb.CreateMatchRequest(game="g"))
+            err, delay = await refusal(games.CreateMatch(pb.CreateMatchRequest(game="g")))
+            assert err.metadata == {"key_kind": "peer"} and 4.0 < delay <= 5.0
+            assert sum(c[0] == "create_match" for c in service.calls) == 2  # never reached
+            # every call of this address without a seat token shares the bucket, and a
+            # made-up token buys no fresh one
+            await refusal(games.ListGames(pb.ListGamesRequest()))
+            await refusal(games.GetView(pb.GetViewRequest(match_id="m1"), metadata=bearer("made-up")))
+            await refusal(games.WatchMatch(pb.WatchMatchRequest(match_id="m1")))  # a spectator
+            await refusal(srv.admin.ListMatches(admin_pb2.ListMatchesRequest(),
+                                                metadata=bearer("guessing-the-admin-token")))
+            await rpc_lines_logged(logs, 7)
+        # a seat's calls are its token's, not its address's
+        for _ in range(5):
+            await games.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="play:AS"),
+                                     metadata=bearer(SEAT_TOKEN))
+            await games.GetView(pb.GetViewRequest(match_id="m1"), metadata=bearer(SEAT_TOKEN))
+        # the admin token, health and reflection are never limited
+        for _ in range(5):
+            await games.CreateMatch(pb.CreateMatchRequest(game="g"), metadata=bearer(ADMIN_TOKEN))
+            await srv.admin.ListMatches(admin_pb2.ListMatchesRequest(), metadata=bearer(ADMIN_TOKEN))
+            await health_pb2_grpc.HealthStub(srv.channel).Check(health_pb2.HealthCheckRequest())
+        refl = reflection_pb2_grpc.ServerReflectionStub(srv.channel)
+        answers = [a async for a in refl.ServerReflectionInfo(
+            iter([reflection_pb2.ServerReflectionRequest(list_services="")]))]
+        assert answers[0].list_services_response.service
+
+        m = srv.metrics
+        assert _limited_count(m, "CreateMatch", "peer") == 1
+        assert _limited_count(m, "ListGames", "peer") == 1
+        assert _limited_count(m, "GetView", "peer") == 1
+        assert m.value("cardgames_rate_limited_total", {"method": "/cardgames.v1.AdminService/ListMatches",
+                                                         "key_kind": "peer"}) == 1
+        assert m.value("cardgames_rpc_requests_total",
+                       {"method": GAMES + "CreateMatch", "code": "RESOURCE_EXHAUSTED"}) == 1
+
+        # one warning for the run of refusals, then the RPC lines say the rest; no token
+        warnings = [e for e in logs if e["event"] == "rate_limited"]
+        assert len(warnings) == 1
+        assert warnings[0]["key_kind"] == "peer" and warnings[0]["peer"] == "127.0.0.1"
+        assert warnings[0]["method"] == GAMES + "CreateMatch" and warnings[0]["log_level"] == "warning"
+        limited_lines = [e for e in logs if e["event"] == "rpc" and e["code"] == "RESOURCE_EXHAUSTED"]
+        assert len(limited_lines) == 5 and {e["reason"] for e in limited_lines} == {"RATE_LIMITED"}
+        text = json.dumps(logs, default=str)
+        assert "made-up" not in text and "guessing-the-admin-token" not in text
+
+        # and the counter is on the metrics endpoint
+        http, thread = start_http_server(0, addr="127.0.0.1", registry=m.registry)
+        try:
+            url = f"http://127.0.0.1:{http.server_port}/metrics"
+            body = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=10).read().decode())
+        finally:
+            http.shutdown()
+            thread.join(5)
+        assert ('cardgames_rate_limited_total{key_kind="peer",method="/cardgames.v1.CardGamesService/'
+                'CreateMatch"} 1.0') in body
+
+
+@run
+async def test_a_seat_limit_alone_leaves_peers_unlimited_and_a_seat_alone_limited():
+    service = ScriptedService()
+    async with limited(service, RateLimits(seat=Rate(per_s=0.2, burst=1))) as srv:
+        for _ in range(20):
+            await srv.games.CreateMatch(pb.CreateMatchRequest(game="g"))
+            await srv.games.GetView(pb.GetViewRequest(match_id="m1"))  # a spectator
+        await srv.games.LeaveMatch(pb.LeaveMatchRequest(match_id="m1"), metadata=bearer(SEAT_TOKEN))
+        await refusal(srv.games.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="play:AS"),
+                                             metadata=bearer(SEAT_TOKEN)))
+        assert not [c for c in service.calls if c[0] == "submit_action"]
+        # a token of another match is no seat of this one: it is the (unlimited) peer's call,
+        # refused by the session layer as before
+        err = await expect_error(srv.games.GetView(pb.GetViewRequest(match_id="m1"),
+                                                   metadata=bearer("seat-token-of-another-match")))
+        assert err.reason == "WRONG_MATCH"
+
+
+# ---- off by default --------------------------------------------------------------------------
+
+@run
+async def test_limits_are_off_by_default():
+    """The benchmarks and the test suite play at machine speed: nothing is ever refused."""
+    assert S.Settings().rate_limit_seat_per_s == 0 and S.Settings().rate_limit_peer_per_s == 0
+    service = ScriptedService()
+    async with running(service) as srv:
+        assert not srv.server.rate_limits.enabled
+        for _ in range(100):  # any refusal raises (three at a time: streams per connection)
+            await asyncio.gather(
+                srv.games.CreateMatch(pb.CreateMatchRequest(game="g")),
+                srv.games.ListGames(pb.ListGamesRequest()),
+                srv.games.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="play:AS"),
+                                       metadata=bearer(SEAT_TOKEN)))
+        families = [f for f in srv.metrics.registry.collect() if f.name == "cardgames_rate_limited"]
+        assert families and not families[0].samples
+
+
+# ---- settings --------------------------------------------------------------------------------
+
+def _parse(argv: list[str], env: dict[str, str]) -> S.Settings:
+    parser = argparse.ArgumentParser()
+    S.add_arguments(parser, env)
+    return S.from_namespace(parser.parse_args(argv))
+
+
+def _limits(s: S.Settings) -> tuple:
+    return (s.rate_limit_seat_per_s, s.rate_limit_seat_burst, s.rate_limit_peer_per_s,
+            s.rate_limit_peer_burst)
+
+
+def test_rate_limit_settings_from_flags_and_environment():
+    assert _limits(_parse([], {})) == (0.0, 0, 0.0, 0)
+    env = {"CARDGAMES_RATE_LIMIT_SEAT_PER_S": "20", "CARDGAMES_RATE_LIMIT_SEAT_BURST": "40",
+           "CARDGAMES_RATE_LIMIT_PEER_PER_S": "10", "CARDGAMES_RATE_LIMIT_PEER_BURST": "50"}
+    assert _limits(_parse([], env)) == (20.0, 40, 10.0, 50)
+    s = _parse(["--rate-limit-seat-per-s", "2.5", "--rate-limit-peer-burst", "7"], env)
+    assert _limits(s) == (2.5, 40, 10.0, 7)
+    for name, bad in (("RATE_LIMIT_SEAT_PER_S", "-1"), ("RATE_LIMIT_PEER_PER_S", "inf"),
+                      ("RATE_LIMIT_PEER_PER_S", "nan"), ("RATE_LIMIT_SEAT_BURST", "1.5"),
+                      ("RATE_LIMIT_PEER_BURST", "-3")):
+        with pytest.raises(SystemExit, match="CARDGAMES_" + name):
+            _parse([], {"CARDGAMES_" + name: bad})
+    with pytest.raises(SystemExit):
+        _parse(["--rate-limit-seat-per-s", "-5"], {})
+
+
+def test_serve_help_lists_the_rate_limits():
+    from engine_service.serve_cli import add_parser
+
+    parser = argparse.ArgumentParser(prog="engine_service")
+    add_parser(parser.add_subparsers())
+    serve = parser._subparsers._group_actions[0].choices["serve"]
+    text = " ".join(serve.format_help().split())
+    for flag in ("--rate-limit-seat-per-s", "--rate-limit-seat-burst", "--rate-limit-peer-per-s",
+                 "--rate-limit-peer-burst"):
+        assert flag in text
+        assert "CARDGAMES_" + flag[2:].upper().replace("-", "_") in text

@@ -1,0 +1,111 @@
+"""Token buckets (engine_service/transport/ratelimit.py) with a fake clock: bursts, refill, the
+delay announced, refused calls taking nothing, idle buckets evicted, the key cap, peer keys."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine_service.transport.ratelimit import Rate, RateLimits, TokenBuckets, peer_ip
+
+
+def test_a_burst_then_one_call_per_interval():
+    buckets = TokenBuckets(Rate(per_s=2, burst=3))
+    assert [buckets.take("a", 10.0).allowed for _ in range(3)] == [True] * 3
+    refused = buckets.take("a", 10.0)
+    assert not refused.allowed and refused.delay == pytest.approx(0.5) and refused.streak == 1
+    # a quarter of a token later, three quarters are missing: 0.375 s at 2 tokens a second
+    again = buckets.take("a", 10.125)
+    assert again.delay == pytest.approx(0.375) and again.streak == 2
+    # waiting the announced delay is enough, and the run of refusals ends
+    assert buckets.take("a", 10.5).allowed
+    refused = buckets.take("a", 10.5)
+    assert refused.delay == pytest.approx(0.5) and refused.streak == 1  # a new run of refusals
+
+
+def test_a_refused_call_takes_nothing():
+    """A client hammering an empty bucket still gets per_s calls a second through."""
+    buckets = TokenBuckets(Rate(per_s=10, burst=1))
+    now, allowed = 0.0, 0
+    for _ in range(1000):  # 1000 calls in one second
+        allowed += buckets.take("bot", now).allowed
+        now += 0.001
+    assert 10 <= allowed <= 11  # the first token, then one every 100 ms
+
+
+def test_keys_have_their_own_buckets_and_the_bucket_never_overfills():
+    buckets = TokenBuckets(Rate(per_s=1, burst=2))
+    assert buckets.take("a", 0).allowed and buckets.take("a", 0).allowed
+    assert not buckets.take("a", 0).allowed
+    assert buckets.take("b", 0).allowed  # b is not a
+    # an hour of rest refills to the burst, no more
+    assert [buckets.take("a", 3600).allowed for _ in range(3)] == [True, True, False]
+
+
+def test_burst_zero_means_one_second_worth():
+    assert Rate(per_s=20).capacity == 20
+    assert Rate(per_s=2.5).capacity == 3
+    assert Rate(per_s=0.2).capacity == 1
+    assert Rate(per_s=20, burst=40).capacity == 40
+    buckets = TokenBuckets(Rate(per_s=0.5))
+    assert buckets.take("a", 0).allowed
+    assert buckets.take("a", 0).delay == pytest.approx(2.0)
+
+
+def test_idle_buckets_are_evicted():
+    """A bucket untouched for burst/per_s is full, the same as a new one: it is dropped."""
+    buckets = TokenBuckets(Rate(per_s=10, burst=50))
+    assert buckets.refill_s == 5.0
+    for i in range(1000):
+        buckets.take(f"10.0.{i // 256}.{i % 256}", i * 0.001)  # 1000 addresses in one second
+    assert len(buckets) == 1000
+    buckets.take("10.9.9.9", 5.5005)  # addresses last seen at or before 0.5 s are gone
+    assert len(buckets) == 1000 - 501 + 1
+    buckets.take("10.9.9.9", 60.0)
+    assert len(buckets) == 1  # only the caller itself
+
+
+def test_eviction_forgets_nothing_that_matters():
+    """An emptied bucket is kept until it has refilled: its caller stays limited."""
+    buckets = TokenBuckets(Rate(per_s=1, burst=2))
+    buckets.take("a", 0), buckets.take("a", 0)
+    assert buckets.take("b", 1.5).allowed  # b is new
+    assert buckets.take("a", 1.5).allowed  # 1.5 tokens refilled, one taken
+    assert not buckets.take("a", 1.5).allowed  # 0.5 left: still limited, not forgotten
+
+
+def test_the_key_cap_drops_the_least_recently_used():
+    buckets = TokenBuckets(Rate(per_s=1, burst=1), max_keys=3)
+    for key in "abc":
+        assert buckets.take(key, 0).allowed
+    assert not buckets.take("a", 0).allowed  # a is now the most recently used
+    assert buckets.take("d", 0).allowed  # b (least recently used) makes room
+    assert len(buckets) == 3
+    assert buckets.take("b", 0).allowed  # b forgot it was empty: lenient...
+    assert not buckets.take("a", 0).allowed  # ...never wrong about another caller
+
+
+def test_rates_are_validated():
+    for bad in (-1.0, float("inf"), float("nan")):
+        with pytest.raises(ValueError):
+            Rate(per_s=bad)
+    with pytest.raises(ValueError):
+        Rate(per_s=1, burst=-1)
+    with pytest.raises(ValueError):
+        TokenBuckets(Rate())  # 0: no limit, so no buckets either
+    assert not RateLimits().enabled
+    assert RateLimits(peer=Rate(1)).enabled and RateLimits(seat=Rate(1)).enabled
+
+
+@pytest.mark.parametrize("peer, ip", [
+    ("ipv4:203.0.113.7:51234", "203.0.113.7"),
+    ("ipv6:[2001:db8::1]:51234", "2001:db8::1"),
+    ("ipv6:%5B2001:db8::1%5D:51234", "2001:db8::1"),
+    ("ipv6:[::1]:443", "::1"),
+    ("ipv6:[::ffff:203.0.113.7]:51234", "203.0.113.7"),  # IPv4 through a dual-stack listener
+    ("ipv6:%5B::ffff:127.0.0.1%5D:1", "127.0.0.1"),
+    ("unix:/run/cardgames.sock", "unix:/run/cardgames.sock"),
+    ("ipv4:not-an-address:1", "ipv4:not-an-address:1"),
+    ("", ""),
+])
+def test_peer_ip(peer, ip):
+    assert peer_ip(peer) == ip
