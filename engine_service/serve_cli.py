@@ -76,10 +76,14 @@ def event_loop_factory(choice: str) -> tuple[Callable[[], asyncio.AbstractEventL
 
 
 def _summary(settings: Settings) -> dict:
-    """What the start-up line says about the settings (never the admin token itself)."""
+    """What the start-up line says about the settings (never the admin token itself, nor the
+    password of a PostgreSQL URL)."""
+    from .store import describe_location
+
     s = settings.session
-    return {"port": settings.port, "metrics_port": settings.metrics_port, "db": s.db_path,
-            "tls": settings.tls_cert is not None, "admin_api": settings.admin_token is not None,
+    return {"port": settings.port, "metrics_port": settings.metrics_port,
+            "db": describe_location(s.db_path), "tls": settings.tls_cert is not None,
+            "admin_api": settings.admin_token is not None,
             "max_matches": s.max_matches, "default_turn_time_s": s.default_turn_time_s,
             "reconnect_grace_s": s.reconnect_grace_s}
 
@@ -90,7 +94,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
 
     from .observability.metrics import get_metrics
     from .sessions.manager import MatchManager
-    from .store import StoreError
+    from .store import StoreError, describe_location
     from .transport.ratelimit import Rate, RateLimits
     from .transport.server import GrpcServer, ServerLimits, TlsFiles
 
@@ -110,7 +114,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
     try:
         await manager.start()
     except (StoreError, OSError, ValueError) as exc:
-        log.error("store_unavailable", db=settings.session.db_path, error=str(exc))
+        log.error("store_unavailable", db=describe_location(settings.session.db_path), error=str(exc))
         http.shutdown()
         return EXIT_CONFIG
 

@@ -173,7 +173,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("rate_limit_peer_burst", _nn_int, "calls a client IP address may make at once "
             "before --rate-limit-peer-per-s applies (0: one second's worth)", "N"),
     # ---- the session layer (engine_service.sessions.config.SessionConfig) ----
-    Setting("db", str, "SQLite database file (created if missing; 'memory:' keeps nothing)",
+    Setting("db", str, "SQLite file (created if missing), postgresql://user@host/db, 'memory:' (keeps nothing)",
             "PATH", "db_path"),
     Setting("default_turn_time_s", _nn_float, "decision deadline of Klaberjass / Jo-Jotte "
             "matches created without one (JJK-11; 0: none)", "SECONDS", "default_turn_time_s"),

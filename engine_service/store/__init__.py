@@ -1,5 +1,6 @@
 """Persistence behind one small interface (:class:`~.base.Store`): memory (tests), SQLite (the
-embedded default), later PostgreSQL (ARCHITECTURE.md sections 2 and 7)."""
+embedded default), PostgreSQL (the system of record past one machine; ARCHITECTURE.md sections 2
+and 7)."""
 
 from __future__ import annotations
 
@@ -14,14 +15,32 @@ from .sqlite import SqliteStore
 
 __all__ = ["ActionRecord", "DeckRecord", "DuplicateClientAction", "MatchExists", "MatchListing",
            "MatchRecord", "MemoryStore", "NotADatabase", "SeatRecord", "SequenceConflict",
-           "SqliteStore", "Store", "StoredMatch", "StoreError", "UnknownMatch", "open_store"]
+           "SqliteStore", "Store", "StoredMatch", "StoreError", "UnknownMatch", "describe_location",
+           "open_store"]
 
 MEMORY = "memory:"
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def _is_postgres(location: str | os.PathLike[str]) -> bool:
+    return str(location).lower().startswith(POSTGRES_SCHEMES)
 
 
 def open_store(location: str | os.PathLike[str], metrics: Metrics | None = None) -> Store:
-    """A store for ``location``: ``"memory:"`` for an in-process store, anything else is the
-    path of a SQLite file (created if missing). Call ``await store.open()`` before use."""
+    """A store for ``location``: ``"memory:"`` for an in-process store, a ``postgresql://``
+    (or ``postgres://``) URL for PostgreSQL, anything else is the path of a SQLite file
+    (created if missing). Call ``await store.open()`` before use."""
     if str(location) == MEMORY:
         return MemoryStore(metrics)
+    if _is_postgres(location):
+        from .postgres import PostgresStore  # psycopg is imported only by who uses it
+        return PostgresStore(str(location), metrics)
     return SqliteStore(location, metrics)
+
+
+def describe_location(location: str | os.PathLike[str]) -> str:
+    """``location`` as it may be logged: a PostgreSQL URL loses its password."""
+    if not _is_postgres(location):
+        return str(location)
+    from .postgres import redact
+    return redact(str(location))

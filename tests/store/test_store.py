@@ -1,5 +1,6 @@
-"""The store contract, run against every implementation (memory and SQLite), plus the SQLite
-specifics: durability across reopen, owner-only file, refusing garbage files."""
+"""The store contract, run against every implementation (memory, SQLite and PostgreSQL), plus
+the SQLite specifics: durability across reopen, owner-only file, refusing garbage files. The
+PostgreSQL specifics are in test_postgres.py."""
 
 from __future__ import annotations
 
@@ -15,14 +16,22 @@ from engine_service.observability.metrics import Metrics
 from engine_service.store import (ActionRecord, DeckRecord, DuplicateClientAction, MatchExists,
                                   MatchRecord, MemoryStore, NotADatabase, SeatRecord,
                                   SequenceConflict, SqliteStore, StoreError, UnknownMatch, open_store)
+from engine_service.store.postgres import PostgresStore
 
-KINDS = ["memory", "sqlite"]
+KINDS = ["memory", "sqlite", "postgres"]
 
 
-def make_store(kind: str, tmp_path, metrics=None):
-    if kind == "memory":
-        return MemoryStore(metrics)
-    return SqliteStore(tmp_path / "db.sqlite3", metrics)
+@pytest.fixture
+def make(request, tmp_path):
+    """``make(kind, metrics=None)``: a new store of that kind; within one test, every store of
+    a kind opens the same database (a SQLite file, or a PostgreSQL schema of its own)."""
+    def factory(kind: str, metrics=None):
+        if kind == "memory":
+            return MemoryStore(metrics)
+        if kind == "sqlite":
+            return SqliteStore(tmp_path / "db.sqlite3", metrics)
+        return PostgresStore(request.getfixturevalue("pg_url"), metrics)
+    return factory
 
 
 def record(match_id="m1", game="klaberjass", created_at=1.0, status="waiting", seats=2) -> MatchRecord:
@@ -42,9 +51,9 @@ def run(coro):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_round_trip_of_a_match(kind, tmp_path):
+def test_round_trip_of_a_match(kind, make):
     async def go():
-        st = make_store(kind, tmp_path)
+        st = make(kind)
         await st.open()
         await st.create_match(record(), [DECK0])
         await st.save_seat("m1", SeatRecord(seat=1, player_name="ann", token_hash="h1", joined_at=5.0))
@@ -67,9 +76,9 @@ def test_round_trip_of_a_match(kind, tmp_path):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_sequence_numbers_are_unique_and_contiguous(kind, tmp_path):
+def test_sequence_numbers_are_unique_and_contiguous(kind, make):
     async def go():
-        st = make_store(kind, tmp_path)
+        st = make(kind)
         await st.open()
         await st.create_match(record())
         await st.append_action("m1", ActionRecord(1, 0, "pass"))
@@ -86,9 +95,9 @@ def test_sequence_numbers_are_unique_and_contiguous(kind, tmp_path):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_client_action_id_is_unique_per_seat_and_match(kind, tmp_path):
+def test_client_action_id_is_unique_per_seat_and_match(kind, make):
     async def go():
-        st = make_store(kind, tmp_path)
+        st = make(kind)
         await st.open()
         await st.create_match(record())
         await st.create_match(record("m2", created_at=2.0))
@@ -109,10 +118,10 @@ def test_client_action_id_is_unique_per_seat_and_match(kind, tmp_path):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_failed_append_writes_nothing(kind, tmp_path):
+def test_a_failed_append_writes_nothing(kind, make):
     """One transaction per call: an action whose deck conflicts is not written either."""
     async def go():
-        st = make_store(kind, tmp_path)
+        st = make(kind)
         await st.open()
         await st.create_match(record(), [DECK0])
         with pytest.raises(StoreError):
@@ -126,9 +135,9 @@ def test_a_failed_append_writes_nothing(kind, tmp_path):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_unknown_and_duplicate_matches(kind, tmp_path):
+def test_unknown_and_duplicate_matches(kind, make):
     async def go():
-        st = make_store(kind, tmp_path)
+        st = make(kind)
         await st.open()
         assert await st.load_match("nope") is None
         await st.create_match(record())
@@ -145,9 +154,9 @@ def test_unknown_and_duplicate_matches(kind, tmp_path):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_token_hashes_are_unique_across_matches(kind, tmp_path):
+def test_token_hashes_are_unique_across_matches(kind, make):
     async def go():
-        st = make_store(kind, tmp_path)
+        st = make(kind)
         await st.open()
         await st.create_match(record())
         await st.create_match(record("m2", created_at=2.0))
@@ -162,9 +171,9 @@ def test_token_hashes_are_unique_across_matches(kind, tmp_path):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_listing_filters_and_orders(kind, tmp_path):
+def test_listing_filters_and_orders(kind, make):
     async def go():
-        st = make_store(kind, tmp_path)
+        st = make(kind)
         await st.open()
         await st.create_match(record("a", "klaberjass", 1.0))
         await st.create_match(record("b", "jojotte", 2.0))
@@ -189,11 +198,11 @@ def test_listing_filters_and_orders(kind, tmp_path):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_write_latency_and_errors_are_measured(kind, tmp_path):
+def test_write_latency_and_errors_are_measured(kind, make):
     metrics = Metrics()
 
     async def go():
-        st = make_store(kind, tmp_path, metrics)
+        st = make(kind, metrics)
         await st.open()
         await st.create_match(record())
         await st.append_action("m1", ActionRecord(1, 0, "pass"))
@@ -206,9 +215,9 @@ def test_write_latency_and_errors_are_measured(kind, tmp_path):
     assert metrics.value("cardgames_store_errors_total", {"operation": "append_action"}) == 1
 
 
-def test_closed_store_refuses_work(tmp_path):
+def test_closed_store_refuses_work(tmp_path, pg_url):
     async def go():
-        for st in (MemoryStore(), SqliteStore(tmp_path / "x.db")):
+        for st in (MemoryStore(), SqliteStore(tmp_path / "x.db"), PostgresStore(pg_url)):
             await st.open()
             await st.close()
             await st.close()  # idempotent
@@ -332,6 +341,10 @@ def test_missing_directory_is_a_clear_error(tmp_path):
 def test_open_store_picks_the_implementation(tmp_path):
     assert isinstance(open_store("memory:"), MemoryStore)
     assert isinstance(open_store(tmp_path / "x.db"), SqliteStore)
+    for url in ("postgresql://u@db.example:5432/cards", "postgres://u@db/cards", "PostgreSQL://db/x"):
+        store = open_store(url)
+        assert isinstance(store, PostgresStore) and store.dsn == url
+    assert isinstance(open_store(tmp_path / "postgresql:"), SqliteStore)  # a file name, not a URL
 
 
 def test_sqlite_group_commit_shares_fsyncs_and_isolates_failures(tmp_path):

@@ -1,0 +1,454 @@
+"""The PostgreSQL store: the system of record once the service outgrows one machine
+(ARCHITECTURE.md section 7), selected by a ``postgresql://`` (or ``postgres://``) location.
+
+It keeps the semantics of :class:`~.sqlite.SqliteStore` exactly (same tables, same errors, same
+metrics), with PostgreSQL doing what the SQLite store does by hand:
+
+* **Durable before acknowledged**: every call is one committed transaction, on connections
+  whose ``synchronous_commit`` is at least ``on`` (raised to it if the server says ``off`` or
+  ``local``), so a write returns only once its commit is flushed to the WAL.
+* **Never blocks the event loop**: psycopg 3's asyncio API, over a small connection pool;
+  concurrent writes of different matches commit in parallel and share WAL flushes (the
+  server's own group commit), where the SQLite store batches them on its thread.
+* **The constraints decide**: ``match_actions(match_id, seq)`` is the primary key and
+  ``(match_id, seat, client_action_id)`` a unique key, so two writers appending at the same
+  seq get :class:`~.base.SequenceConflict` from the database itself, not from a read that
+  could race. An action without a deck is one statement (one round trip, its own commit).
+* **Refuses what it does not own**: the schema (the database's default one, or the first of
+  the ``search_path`` given with ``?options=-csearch_path%3Dname``) carries
+  an ``engine_meta`` table with the application and schema version; a schema holding other
+  tables, another application's meta or a newer version is :class:`~.base.NotADatabase`.
+* **Secrets stay in**: seat tokens are stored as hashes only (the session layer hashes them);
+  decks are never put in an error message (server errors are reported by their primary
+  message, never the DETAIL that may quote a row); the DSN's password never appears in a
+  message (:func:`redact`).
+
+Only one service process may use a database: the event fan-out between replicas
+(LISTEN/NOTIFY) is not written yet (docs/operations.md).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Awaitable, Callable, Mapping, Sequence, TypeVar
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+
+from ..observability.metrics import Metrics
+from .base import (UNFINISHED, ActionRecord, DeckRecord, DuplicateClientAction, MatchExists,
+                   MatchListing, MatchRecord, NotADatabase, SeatRecord, SequenceConflict, Store,
+                   StoredMatch, StoreError, UnknownMatch)
+
+T = TypeVar("T")
+
+APPLICATION = "cardgames-engine"
+SCHEMA_VERSION = 1
+META_TABLE = "engine_meta"
+#: Serializes the schema check and creation of processes opening the same database at once.
+OPEN_LOCK_KEY = 0x43474531  # "CGE1", the SQLite store's application_id
+CONNECT_TIMEOUT_S = 10  # libpq's connect_timeout unless the DSN sets one
+POOL_TIMEOUT_S = 10.0  # a call waits this long for a free connection before failing
+
+SCHEMA = (
+    f"""CREATE TABLE {META_TABLE} (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    )""",
+    """CREATE TABLE matches (
+        match_id           TEXT PRIMARY KEY,
+        game               TEXT NOT NULL,
+        options            JSONB NOT NULL,          -- non-default table options
+        first_dealer       INTEGER NOT NULL,
+        turn_time_s        DOUBLE PRECISION NOT NULL,
+        reconnect_grace_s  DOUBLE PRECISION NOT NULL,
+        spectators_allowed BOOLEAN NOT NULL,
+        name               TEXT NOT NULL,
+        takeover_bot       TEXT NOT NULL,
+        created_at         DOUBLE PRECISION NOT NULL,  -- Unix time, seconds
+        status             TEXT NOT NULL CHECK (status IN ('waiting', 'active', 'finished', 'terminated')),
+        result             JSONB,                   -- once the match has ended
+        ended_at           DOUBLE PRECISION
+    )""",
+    "CREATE INDEX matches_by_status ON matches (status, created_at)",
+    "CREATE INDEX matches_by_creation ON matches (created_at, match_id)",
+    """CREATE TABLE seats (
+        match_id    TEXT NOT NULL REFERENCES matches (match_id),
+        seat        INTEGER NOT NULL,
+        kind        TEXT NOT NULL CHECK (kind IN ('open', 'bot')),
+        bot         TEXT NOT NULL,
+        player_name TEXT NOT NULL,
+        token_hash  TEXT,                            -- sha256 hex of the seat token (NULL: free)
+        joined_at   DOUBLE PRECISION,
+        left_match  BOOLEAN NOT NULL,
+        PRIMARY KEY (match_id, seat)
+    )""",
+    "CREATE UNIQUE INDEX seats_by_token ON seats (token_hash) WHERE token_hash IS NOT NULL",
+    """CREATE TABLE decks (
+        match_id TEXT NOT NULL REFERENCES matches (match_id),
+        deal     INTEGER NOT NULL,
+        cards    TEXT[] NOT NULL,                    -- card codes, top card first (secret)
+        PRIMARY KEY (match_id, deal)
+    )""",
+    """CREATE TABLE match_actions (
+        match_id         TEXT NOT NULL REFERENCES matches (match_id),
+        seq              INTEGER NOT NULL,
+        seat             INTEGER NOT NULL,
+        action           TEXT NOT NULL,
+        by_whom          TEXT NOT NULL,
+        client_action_id TEXT,                       -- NULL for bot and auto moves
+        reason           TEXT NOT NULL,
+        at               DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (match_id, seq)
+    )""",
+    """CREATE UNIQUE INDEX match_actions_by_client_id
+        ON match_actions (match_id, seat, client_action_id) WHERE client_action_id IS NOT NULL""",
+)
+
+
+_USERINFO_PASSWORD = re.compile(r"(://[^:/@?#]*):[^@/?#]*@")
+_PASSWORD_PARAMETER = re.compile(r"(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s]*)")
+
+
+def redact(dsn: str) -> str:
+    """``dsn`` without its password (``user:password@``, or a ``password=`` parameter of a URL
+    or of a ``key=value`` string): the form that may appear in logs and error messages."""
+    return _PASSWORD_PARAMETER.sub(r"\1***", _USERINFO_PASSWORD.sub(r"\1:***@", dsn))
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+def _json(obj: Mapping[str, Any] | None) -> Jsonb | None:
+    return None if obj is None else Jsonb(dict(obj), dumps=_dumps)
+
+
+def _reason(exc: psycopg.Error) -> str:
+    """What went wrong, without the server's DETAIL (which may quote a row: a deck)."""
+    return exc.diag.message_primary or str(exc) or type(exc).__name__
+
+
+class PostgresStore(Store):
+    """A store in a PostgreSQL database named by ``dsn`` (a ``postgresql://`` URL).
+
+    ``pool_size``: most connections held (concurrent writes of different matches proceed in
+    parallel up to this number; the calls of one match are serialized by its lock above).
+    """
+
+    def __init__(self, dsn: str, metrics: Metrics | None = None, pool_size: int = 8) -> None:
+        super().__init__(metrics)
+        self.dsn = str(dsn)
+        self.where = redact(self.dsn)
+        self.pool_size = max(1, pool_size)
+        self._pool: AsyncConnectionPool | None = None
+
+    # ---- plumbing ----------------------------------------------------------------------
+
+    def _conninfo(self) -> str:
+        try:
+            params = conninfo_to_dict(self.dsn)
+        except psycopg.ProgrammingError:  # its message may quote the DSN: not repeated
+            raise StoreError(f"{self.where} is not a valid PostgreSQL connection URL") from None
+        params.setdefault("connect_timeout", CONNECT_TIMEOUT_S)
+        params.setdefault("application_name", APPLICATION)
+        return make_conninfo(**params)
+
+    @asynccontextmanager
+    async def _connection(self, operation: str) -> AsyncIterator[psycopg.AsyncConnection]:
+        """A pooled autocommit connection; database and pool failures become StoreError."""
+        pool = self._pool
+        if pool is None:
+            raise StoreError("the store is not open")
+        try:
+            async with pool.connection() as conn:
+                yield conn
+        except StoreError:
+            raise
+        except psycopg.Error as exc:
+            raise StoreError(f"{operation} failed on {self.where}: {_reason(exc)}") from None
+        except Exception as exc:  # a value that cannot be adapted (as the SQLite store does)
+            raise StoreError(f"{operation} failed: {type(exc).__name__}: {exc}") from None
+
+    async def _write(self, operation: str, fn: Callable[[psycopg.AsyncConnection], Awaitable[T]]) -> T:
+        """Run ``fn(conn)``; it commits before returning (one statement in autocommit, or an
+        explicit transaction). The latency measured is what the caller waits for."""
+        with self._timer.write(operation):
+            async with self._connection(operation) as conn:
+                return await fn(conn)
+
+    async def _read(self, operation: str, fn: Callable[[psycopg.AsyncConnection], Awaitable[T]]) -> T:
+        """Run ``fn(conn)`` in a read-only snapshot (a match's decks and actions agree)."""
+        try:
+            async with self._connection(operation) as conn:
+                async with conn.transaction():
+                    await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    return await fn(conn)
+        except StoreError:
+            self._timer.error(operation)
+            raise
+
+    @staticmethod
+    async def _configure(conn: psycopg.AsyncConnection) -> None:
+        """Every pooled connection waits for its commits to be flushed (durability)."""
+        await conn.execute("SELECT set_config('synchronous_commit', 'on', false) "
+                           "WHERE current_setting('synchronous_commit') IN ('off', 'local')")
+
+    # ---- open / close ------------------------------------------------------------------
+
+    async def open(self) -> None:
+        if self._pool is not None:
+            return
+        conninfo = self._conninfo()
+        try:
+            conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot connect to {self.where}: {_reason(exc)}") from None
+        try:
+            async with conn.transaction():
+                await self._prepare_schema(conn)
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot prepare {self.where}: {_reason(exc)}") from None
+        finally:
+            await conn.close()
+        pool = AsyncConnectionPool(conninfo, min_size=1, max_size=self.pool_size, open=False,
+                                   kwargs={"autocommit": True}, configure=self._configure,
+                                   timeout=POOL_TIMEOUT_S, name="cardgames-store")
+        try:
+            await pool.open(wait=True, timeout=POOL_TIMEOUT_S)
+        except psycopg.Error as exc:
+            await pool.close()
+            raise StoreError(f"cannot open connections to {self.where}: {_reason(exc)}") from None
+        self._pool = pool
+
+    async def _prepare_schema(self, conn: psycopg.AsyncConnection) -> None:
+        """Inside the open transaction: create the tables in an empty schema, or check that
+        the schema is ours and not newer than this program."""
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (OPEN_LOCK_KEY,))
+        row = await (await conn.execute("SELECT current_schema(), current_setting('search_path')")).fetchone()
+        schema, search_path = row if row else (None, "")
+        if schema is None:
+            raise StoreError(f"{self.where}: no schema of the search_path ({search_path}) exists; "
+                             "create it first (CREATE SCHEMA ...)")
+        tables = {name for (name,) in await (await conn.execute(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')", (schema,))).fetchall()}
+        if not tables:
+            for statement in SCHEMA:
+                await conn.execute(statement)
+            await conn.execute(f"INSERT INTO {META_TABLE} (key, value) VALUES "
+                               "('application', %s), ('schema_version', %s)",
+                               (APPLICATION, str(SCHEMA_VERSION)))
+            return
+        if META_TABLE not in tables:
+            raise NotADatabase(
+                f"schema {schema!r} of {self.where} holds tables of another application "
+                f"({', '.join(sorted(tables)[:5])}); refusing to use it: give the service an "
+                "empty database, or a schema of its own (?options=-csearch_path%3Dname)")
+        meta = dict(await (await conn.execute(f"SELECT key, value FROM {META_TABLE}")).fetchall())
+        if meta.get("application") != APPLICATION:
+            raise NotADatabase(f"schema {schema!r} of {self.where} belongs to another application "
+                               f"({meta.get('application')!r}); refusing to use it")
+        try:
+            version = int(meta.get("schema_version", ""))
+        except ValueError:
+            raise NotADatabase(f"schema {schema!r} of {self.where} has no valid schema version") from None
+        if version > SCHEMA_VERSION:
+            raise NotADatabase(f"schema {schema!r} of {self.where} has schema version {version}, "
+                               f"newer than this program's {SCHEMA_VERSION}; upgrade the program")
+
+    async def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    # ---- writes ------------------------------------------------------------------------
+
+    async def create_match(self, record: MatchRecord, decks: Sequence[DeckRecord] = ()) -> None:
+        r = record
+
+        async def fn(conn: psycopg.AsyncConnection) -> None:
+            async with conn.transaction():
+                try:
+                    await conn.execute(
+                        "INSERT INTO matches (match_id, game, options, first_dealer, turn_time_s, "
+                        "reconnect_grace_s, spectators_allowed, name, takeover_bot, created_at, "
+                        "status, result, ended_at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                        (r.match_id, r.game, _json(r.options), r.first_dealer, r.turn_time_s,
+                         r.reconnect_grace_s, r.spectators_allowed, r.name, r.takeover_bot,
+                         r.created_at, r.status, _json(r.result), r.ended_at))
+                except pg_errors.UniqueViolation:
+                    raise MatchExists(f"match {r.match_id!r} exists") from None
+                for s in r.seats:
+                    await self._upsert_seat(conn, r.match_id, s)
+                await self._insert_decks(conn, r.match_id, decks)
+        await self._write("create_match", fn)
+
+    @staticmethod
+    async def _upsert_seat(conn: psycopg.AsyncConnection, match_id: str, s: SeatRecord) -> None:
+        try:
+            await conn.execute(
+                "INSERT INTO seats (match_id, seat, kind, bot, player_name, token_hash, joined_at, "
+                "left_match) VALUES (%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (match_id, seat) DO UPDATE "
+                "SET kind = excluded.kind, bot = excluded.bot, player_name = excluded.player_name, "
+                "token_hash = excluded.token_hash, joined_at = excluded.joined_at, "
+                "left_match = excluded.left_match",
+                (match_id, s.seat, s.kind, s.bot, s.player_name, s.token_hash or None, s.joined_at, s.left))
+        except pg_errors.ForeignKeyViolation:
+            raise UnknownMatch(f"no match {match_id!r}") from None
+        except pg_errors.IntegrityError as exc:
+            raise StoreError(f"seat {s.seat} of match {match_id!r}: {_reason(exc)}") from None
+
+    @staticmethod
+    async def _insert_decks(conn: psycopg.AsyncConnection, match_id: str, decks: Sequence[DeckRecord]) -> None:
+        if not decks:
+            return
+        try:
+            async with conn.cursor() as cur:
+                await cur.executemany("INSERT INTO decks (match_id, deal, cards) VALUES (%s,%s,%s)",
+                                      [(match_id, d.deal, list(d.cards)) for d in decks])
+        except pg_errors.ForeignKeyViolation:
+            raise UnknownMatch(f"no match {match_id!r}") from None
+        except pg_errors.UniqueViolation:
+            deals = ", ".join(str(d.deal) for d in decks)
+            raise StoreError(f"match {match_id!r} has a deck for deal {deals}") from None
+
+    async def save_seat(self, match_id: str, seat: SeatRecord) -> None:
+        await self._write("save_seat", lambda conn: self._upsert_seat(conn, match_id, seat))
+
+    async def set_status(self, match_id: str, status: str, result: Mapping[str, Any] | None = None,
+                         ended_at: float | None = None) -> None:
+        async def fn(conn: psycopg.AsyncConnection) -> None:
+            cur = await conn.execute(
+                "UPDATE matches SET status = %s, result = %s, ended_at = %s WHERE match_id = %s",
+                (status, _json(result), ended_at, match_id))
+            if cur.rowcount == 0:
+                raise UnknownMatch(f"no match {match_id!r}")
+        await self._write("set_status", fn)
+
+    _APPEND = (
+        "INSERT INTO match_actions (match_id, seq, seat, action, by_whom, client_action_id, reason, at) "
+        "SELECT %(m)s, %(seq)s, %(seat)s, %(action)s, %(by)s, %(cid)s, %(reason)s, %(at)s "
+        "WHERE %(seq)s = (SELECT coalesce(max(seq), 0) + 1 FROM match_actions WHERE match_id = %(m)s)")
+
+    async def append_action(self, match_id: str, action: ActionRecord,
+                            decks: Sequence[DeckRecord] = ()) -> None:
+        params = dict(m=match_id, seq=action.seq, seat=action.seat, action=action.action, by=action.by,
+                      cid=action.client_action_id or None, reason=action.reason, at=action.at)
+
+        async def insert(conn: psycopg.AsyncConnection) -> None:
+            """The action, at the next seq only (the WHERE), or the reason why not."""
+            try:
+                cur = await conn.execute(self._APPEND, params)
+            except pg_errors.ForeignKeyViolation:
+                raise UnknownMatch(f"no match {match_id!r}") from None
+            except pg_errors.UniqueViolation as exc:  # a concurrent writer took this seq / id
+                if exc.diag.constraint_name == "match_actions_by_client_id":
+                    raise DuplicateClientAction(f"client_action_id reused in match {match_id!r}") from None
+                raise SequenceConflict(f"match {match_id!r} has an action at seq {action.seq}") from None
+            if cur.rowcount == 1:
+                return
+            known, last = await (await conn.execute(
+                "SELECT (SELECT 1 FROM matches WHERE match_id = %(m)s), "
+                "(SELECT coalesce(max(seq), 0) FROM match_actions WHERE match_id = %(m)s)",
+                {"m": match_id})).fetchone()  # type: ignore[misc]
+            if known is None:
+                raise UnknownMatch(f"no match {match_id!r}")
+            if 1 <= action.seq <= last:
+                raise SequenceConflict(f"match {match_id!r} has an action at seq {action.seq}")
+            raise StoreError(f"match {match_id!r}: seq {action.seq} is not the next one")
+
+        async def fn(conn: psycopg.AsyncConnection) -> None:
+            if not decks:  # the common case: one statement, its own transaction
+                await insert(conn)
+                return
+            async with conn.transaction():
+                await insert(conn)
+                await self._insert_decks(conn, match_id, decks)
+        await self._write("append_action", fn)
+
+    async def append_decks(self, match_id: str, decks: Sequence[DeckRecord]) -> None:
+        async def fn(conn: psycopg.AsyncConnection) -> None:
+            if not decks:
+                cur = await conn.execute("SELECT 1 FROM matches WHERE match_id = %s", (match_id,))
+                if await cur.fetchone() is None:
+                    raise UnknownMatch(f"no match {match_id!r}")
+                return
+            async with conn.transaction():
+                await self._insert_decks(conn, match_id, decks)
+        await self._write("append_decks", fn)
+
+    # ---- reads -------------------------------------------------------------------------
+
+    _MATCH_COLUMNS = ("match_id, game, options, first_dealer, turn_time_s, reconnect_grace_s, "
+                      "spectators_allowed, name, takeover_bot, created_at, status, result, ended_at")
+
+    @staticmethod
+    async def _seats(conn: psycopg.AsyncConnection, match_ids: list[str]) -> dict[str, list[SeatRecord]]:
+        seats: dict[str, list[SeatRecord]] = {m: [] for m in match_ids}
+        cur = await conn.execute(
+            "SELECT match_id, seat, kind, bot, player_name, token_hash, joined_at, left_match FROM seats "
+            "WHERE match_id = ANY(%s) ORDER BY match_id, seat", (match_ids,))
+        for m, s, k, b, n, t, j, lm in await cur.fetchall():
+            seats[m].append(SeatRecord(seat=s, kind=k, bot=b, player_name=n, token_hash=t or "",
+                                       joined_at=j, left=lm))
+        return seats
+
+    @staticmethod
+    def _record(row: Sequence[Any], seats: list[SeatRecord]) -> MatchRecord:
+        (match_id, game, options, first_dealer, turn_time_s, grace, spectators, name, takeover,
+         created_at, status, result, ended_at) = row
+        return MatchRecord(
+            match_id=match_id, game=game, options=options, first_dealer=first_dealer,
+            seats=tuple(seats), turn_time_s=turn_time_s, reconnect_grace_s=grace,
+            spectators_allowed=spectators, name=name, takeover_bot=takeover, created_at=created_at,
+            status=status, result=result, ended_at=ended_at)
+
+    async def load_match(self, match_id: str) -> StoredMatch | None:
+        async def fn(conn: psycopg.AsyncConnection) -> StoredMatch | None:
+            row = await (await conn.execute(
+                f"SELECT {self._MATCH_COLUMNS} FROM matches WHERE match_id = %s", (match_id,))).fetchone()
+            if row is None:
+                return None
+            seats = await self._seats(conn, [match_id])
+            decks = tuple(DeckRecord(d, tuple(cards)) for d, cards in await (await conn.execute(
+                "SELECT deal, cards FROM decks WHERE match_id = %s ORDER BY deal", (match_id,))).fetchall())
+            actions = tuple(
+                ActionRecord(seq=q, seat=s, action=a, by=b, client_action_id=cid or "", reason=r, at=t)
+                for q, s, a, b, cid, r, t in await (await conn.execute(
+                    "SELECT seq, seat, action, by_whom, client_action_id, reason, at FROM match_actions "
+                    "WHERE match_id = %s ORDER BY seq", (match_id,))).fetchall())
+            return StoredMatch(self._record(row, seats[match_id]), decks, actions)
+        return await self._read("load_match", fn)
+
+    async def list_matches(self, statuses: Sequence[str] = (), game: str = "",
+                           limit: int = 100) -> list[MatchListing]:
+        where, args = [], []
+        if statuses:
+            where.append("status = ANY(%s)")
+            args.append(list(statuses))
+        if game:
+            where.append("game = %s")
+            args.append(game)
+        sql = (f"SELECT {self._MATCH_COLUMNS}, (SELECT coalesce(max(seq), 0) FROM match_actions a "
+               f"WHERE a.match_id = m.match_id) FROM matches m"
+               + (" WHERE " + " AND ".join(where) if where else "")
+               + " ORDER BY created_at DESC, match_id DESC LIMIT %s")
+
+        async def fn(conn: psycopg.AsyncConnection) -> list[MatchListing]:
+            rows = await (await conn.execute(sql, (*args, max(0, limit)))).fetchall()
+            seats = await self._seats(conn, [row[0] for row in rows]) if rows else {}
+            return [MatchListing(self._record(row[:-1], seats[row[0]]), row[-1]) for row in rows]
+        return await self._read("list_matches", fn)
+
+    async def unfinished_match_ids(self) -> list[str]:
+        async def fn(conn: psycopg.AsyncConnection) -> list[str]:
+            cur = await conn.execute("SELECT match_id FROM matches WHERE status = ANY(%s) "
+                                     "ORDER BY created_at, match_id", (list(UNFINISHED),))
+            return [r[0] for r in await cur.fetchall()]
+        return await self._read("unfinished_match_ids", fn)

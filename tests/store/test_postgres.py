@@ -1,0 +1,324 @@
+"""The PostgreSQL store's specifics (the contract itself runs in test_store.py): durability
+across a crash, synchronous commits, the single-writer guarantee coming from the database's
+keys, refusing a schema that is not ours or is newer, and no secret (a deck, the DSN's
+password) in an error message."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import replace
+
+import pytest
+
+from engine_service.store import (ActionRecord, DeckRecord, DuplicateClientAction, NotADatabase,
+                                  SeatRecord, SequenceConflict, StoreError, describe_location)
+from engine_service.store.postgres import SCHEMA_VERSION, PostgresStore, redact
+
+from .pg import connect, url_with
+from .test_store import DECK0, record, run
+
+TABLES = {"engine_meta", "matches", "seats", "decks", "match_actions"}
+
+
+def test_acknowledged_writes_survive_a_crash(pg_url):
+    async def write():
+        st = PostgresStore(pg_url)
+        await st.open()
+        await st.create_match(record(), [DECK0])
+        await st.append_action("m1", ActionRecord(1, 0, "pass", client_action_id="c"))
+        # no close(): the process dies right after the acknowledgement
+
+    async def read():
+        st = PostgresStore(pg_url)
+        await st.open()
+        try:
+            got = await st.load_match("m1")
+            with pytest.raises(DuplicateClientAction):  # idempotency survives the restart
+                await st.append_action("m1", ActionRecord(2, 0, "take", client_action_id="c"))
+            return got
+        finally:
+            await st.close()
+
+    run(write())
+    got = run(read())
+    assert [a.action for a in got.actions] == ["pass"] and got.decks == (DECK0,)
+
+
+def test_values_round_trip_exactly(pg_url):
+    """Unix times keep every bit of the float; JSON options and results keep their types."""
+    at = 1764452345.1234567
+    options = {"kl_target_score": 300, "ratio": 2.5, "flags": [True, None, "x"], "nested": {"k": [1]}}
+    result = {"winners": [0], "totals": [162, 0], "outcome": "completed"}
+
+    async def go():
+        st = PostgresStore(pg_url)
+        await st.open()
+        try:
+            await st.create_match(replace(record(), options=options, created_at=at))
+            await st.save_seat("m1", SeatRecord(seat=0, kind="bot", bot="search", joined_at=at, left=True))
+            await st.append_action("m1", ActionRecord(1, 0, "pass", at=at))
+            await st.set_status("m1", "finished", result, at + 1)
+            return await st.load_match("m1"), await st.list_matches()
+        finally:
+            await st.close()
+
+    got, listed = run(go())
+    assert got.record.created_at == at and got.actions[0].at == at and got.record.ended_at == at + 1
+    assert dict(got.record.options) == options and dict(got.record.result) == result
+    assert got.record.seats[0] == SeatRecord(seat=0, kind="bot", bot="search", joined_at=at, left=True)
+    assert listed[0].record == got.record and listed[0].seq == 1
+
+
+def test_listing_gives_each_match_its_own_seats(pg_url):
+    async def go():
+        st = PostgresStore(pg_url)
+        await st.open()
+        try:
+            for i, name in enumerate(["ann", "bob", "cy"]):
+                await st.create_match(record(f"m{i}", created_at=float(i)))
+                await st.save_seat(f"m{i}", SeatRecord(seat=1, player_name=name, token_hash=f"h{i}"))
+            return await st.list_matches()
+        finally:
+            await st.close()
+
+    listed = run(go())
+    assert [(m.record.match_id, m.record.seats[1].player_name, m.record.seats[1].token_hash)
+            for m in listed] == [("m2", "cy", "h2"), ("m1", "bob", "h1"), ("m0", "ann", "h0")]
+
+
+def test_commits_are_synchronous_even_when_the_server_says_off(pg_database, pg_schema):
+    """A role or server default of ``synchronous_commit=off`` would acknowledge writes that a
+    crash of the database loses: the store's connections raise it to ``on``."""
+    schema, _ = pg_schema
+    url = url_with(pg_database.url, options=f"-csearch_path%3D{schema}%20-csynchronous_commit%3Doff")
+    assert pg_database.execute("SHOW synchronous_commit") != [("off",)]
+    with connect(url) as conn:  # the URL does turn it off for an ordinary connection
+        assert conn.execute("SHOW synchronous_commit").fetchone() == ("off",)
+
+    async def go():
+        st = PostgresStore(url)
+        await st.open()
+        try:
+            await st.create_match(record())
+            settings = []
+            for _ in range(3):
+                async with st._connection("test") as conn:
+                    settings.append(await (await conn.execute("SHOW synchronous_commit")).fetchone())
+            return settings
+        finally:
+            await st.close()
+    assert run(go()) == [("on",)] * 3
+
+
+def test_two_writers_at_the_same_seq_one_wins(pg_url):
+    """Two processes appending to one match (ARCHITECTURE.md section 7): the primary key on
+    (match_id, seq) lets exactly one action in, the other writer gets SequenceConflict."""
+    async def go():
+        a, b = PostgresStore(pg_url), PostgresStore(pg_url)
+        await a.open()
+        await b.open()
+        try:
+            outcomes = []
+            for i in range(20):
+                await a.create_match(record(f"m{i}", created_at=float(i)))
+                results = await asyncio.gather(a.append_action(f"m{i}", ActionRecord(1, 0, "pass")),
+                                               b.append_action(f"m{i}", ActionRecord(1, 1, "take")),
+                                               return_exceptions=True)
+                outcomes.append(results)
+            stored = [await a.load_match(f"m{i}") for i in range(20)]
+            return outcomes, stored
+        finally:
+            await a.close()
+            await b.close()
+
+    outcomes, stored = run(go())
+    for results, match in zip(outcomes, stored):
+        winners = [r for r in results if r is None]
+        losers = [r for r in results if isinstance(r, SequenceConflict)]
+        assert len(winners) == 1 and len(losers) == 1, results
+        assert len(match.actions) == 1 and match.actions[0].seq == 1
+
+
+def test_concurrent_writes_of_many_matches(pg_url):
+    """Writes of different matches proceed in parallel on the pool; a failing one fails alone;
+    everything acknowledged is there after a reopen."""
+    async def go():
+        st = PostgresStore(pg_url)
+        await st.open()
+        await asyncio.gather(*(st.create_match(record(f"m{i}", created_at=float(i))) for i in range(40)))
+        writes = [st.append_action(f"m{i}", ActionRecord(1, 0, "pass"), [DeckRecord(0, ("JS",))])
+                  for i in range(40)]
+        writes.append(st.append_action("m0", ActionRecord(1, 1, "take")))
+        results = await asyncio.gather(*writes, return_exceptions=True)
+        await st.close()
+        st2 = PostgresStore(pg_url)
+        await st2.open()
+        loaded = [await st2.load_match(f"m{i}") for i in range(40)]
+        await st2.close()
+        return results, loaded
+
+    results, loaded = run(go())
+    assert sum(r is None for r in results) == 40
+    assert sum(isinstance(r, SequenceConflict) for r in results) == 1
+    assert all([a.action for a in m.actions] == ["pass"] for m in loaded[1:])
+    assert all(m.decks == (DeckRecord(0, ("JS",)),) for m in loaded[1:])
+    # m0: whichever came second is refused whole (the action and its deck)
+    expected_m0 = (["pass"], 1) if results[0] is None else (["take"], 0)
+    assert ([a.action for a in loaded[0].actions], len(loaded[0].decks)) == expected_m0
+
+
+def test_errors_never_quote_a_deck(pg_url):
+    """The server's DETAIL can quote a row; a deck's cards must not reach a log line."""
+    secret = ("QS", "KH", "9D")
+
+    async def go():
+        st = PostgresStore(pg_url)
+        await st.open()
+        try:
+            with pytest.raises(StoreError) as info:
+                await st.create_match(record(), [DeckRecord(0, secret), DeckRecord(0, secret)])
+            with pytest.raises(StoreError) as info2:
+                await st.create_match(record("m2"), [DeckRecord(0, ("QS\x00",))])
+            return str(info.value), str(info2.value), await st.load_match("m1")
+        finally:
+            await st.close()
+
+    message, message2, stored = run(go())
+    assert not any(card in message or card in message2 for card in secret)
+    assert "deck for deal" in message and stored is None  # and nothing was written
+
+
+def test_the_tables_are_created_in_the_schema_of_the_search_path(pg_database, pg_schema):
+    schema, url = pg_schema
+
+    async def go():
+        st = PostgresStore(url)
+        await st.open()
+        await st.close()
+    run(go())
+    tables = {t for (t,) in pg_database.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (schema,))}
+    assert tables == TABLES
+    assert pg_database.execute("SELECT table_name FROM information_schema.tables "
+                               "WHERE table_schema = 'public' AND table_name = 'matches'") == []
+    meta = dict(pg_database.execute("SELECT key, value FROM engine_meta", schema=schema))
+    assert meta == {"application": "cardgames-engine", "schema_version": str(SCHEMA_VERSION)}
+    seat_columns = {c for (c,) in pg_database.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = %s "
+        "AND table_name = 'seats'", (schema,))}
+    assert "token_hash" in seat_columns and "token" not in seat_columns
+
+
+def test_concurrent_first_opens_create_the_schema_once(pg_database, pg_schema):
+    schema, url = pg_schema
+
+    async def go():
+        stores = [PostgresStore(url) for _ in range(3)]
+        await asyncio.gather(*(s.open() for s in stores))
+        await stores[0].create_match(record())
+        got = await stores[2].load_match("m1")
+        for s in stores:
+            await s.close()
+        return got
+    assert run(go()).record.match_id == "m1"
+    assert pg_database.execute("SELECT count(*) FROM engine_meta", schema=schema) == [(2,)]
+
+
+def test_another_applications_schema_is_refused(pg_database, pg_schema):
+    schema, url = pg_schema
+    pg_database.execute("CREATE TABLE notes (body TEXT)", schema=schema)
+
+    async def go():
+        await PostgresStore(url).open()
+    with pytest.raises(NotADatabase, match="another application"):
+        run(go())
+    tables = {t for (t,) in pg_database.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (schema,))}
+    assert tables == {"notes"}  # untouched
+
+
+@pytest.mark.parametrize("key, value, message", [("schema_version", "99", "newer"),
+                                                 ("application", "something-else", "another application")])
+def test_a_newer_or_foreign_meta_is_refused(pg_database, pg_schema, key, value, message):
+    schema, url = pg_schema
+
+    async def create():
+        st = PostgresStore(url)
+        await st.open()
+        await st.close()
+    run(create())
+    pg_database.execute("UPDATE engine_meta SET value = %s WHERE key = %s", (value, key), schema=schema)
+    with pytest.raises(NotADatabase, match=message):
+        run(create())
+
+
+def test_a_missing_schema_is_a_clear_error(pg_database):
+    async def go():
+        await PostgresStore(url_with(pg_database.url, schema="no_such_schema")).open()
+    with pytest.raises(StoreError, match="create it first"):
+        run(go())
+
+
+def test_an_unreachable_server_fails_fast_without_the_password():
+    url = "postgresql://cards:s3cret-pw@127.0.0.1:1/cards"  # nothing listens on port 1
+
+    async def go():
+        await PostgresStore(url).open()
+    started = time.monotonic()
+    with pytest.raises(StoreError) as info:
+        run(go())
+    assert time.monotonic() - started < 10
+    assert "s3cret-pw" not in str(info.value) and "127.0.0.1:1/cards" in str(info.value)
+
+
+def test_passwords_are_redacted_for_logs():
+    assert redact("postgresql://u:pw@h:5432/db?sslmode=require") == "postgresql://u:***@h:5432/db?sslmode=require"
+    assert redact("postgres://h/db?password=pw&user=u") == "postgres://h/db?password=***&user=u"
+    assert redact("host=h password='p w' dbname=d") == "host=h password=*** dbname=d"
+    assert redact("postgresql://u@h/db") == "postgresql://u@h/db"
+    assert describe_location("postgresql://u:pw@h/db") == "postgresql://u:***@h/db"
+    assert describe_location("./cards:pw@x.sqlite3") == "./cards:pw@x.sqlite3"  # a file name
+
+
+def test_a_closed_store_refuses_work(pg_url):
+    async def go():
+        st = PostgresStore(pg_url)
+        await st.open()
+        await st.close()
+        await st.close()  # idempotent
+        for call in (st.create_match(record()), st.load_match("m1"), st.list_matches()):
+            with pytest.raises(StoreError, match="not open"):
+                await call
+    run(go())
+
+
+def test_connections_lost_with_a_database_restart_are_replaced(pg_database, pg_url):
+    """The server restarts (here: every connection of the store is terminated): a call on a
+    dead connection fails as a StoreError (the session layer answers UNAVAILABLE, retryable),
+    and the store then works again without being reopened."""
+    async def go():
+        st = PostgresStore(pg_url)
+        await st.open()
+        try:
+            await st.create_match(record())
+            killed = pg_database.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND application_name = 'cardgames-engine'")
+            outcomes = []
+            for seq in (1, 2, 3):
+                try:
+                    await st.append_action("m1", ActionRecord(seq, 0, "pass"))
+                    outcomes.append("ok")
+                except StoreError as exc:
+                    assert not isinstance(exc, SequenceConflict)
+                    outcomes.append("failed")
+                    await asyncio.sleep(0.2)  # the pool replaces the connection in the background
+                    await st.append_action("m1", ActionRecord(seq, 0, "pass"))
+            return killed, outcomes, await st.load_match("m1")
+        finally:
+            await st.close()
+
+    killed, outcomes, stored = run(go())
+    assert killed and outcomes[1:] == ["ok", "ok"], outcomes  # (the first call may fail)
+    assert [a.seq for a in stored.actions] == [1, 2, 3]

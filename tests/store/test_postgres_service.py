@@ -1,0 +1,128 @@
+"""Whole matches on the PostgreSQL store, above the store: the session layer and the real
+``serve`` process (``CARDGAMES_DB=postgresql://...``) crash and come back on the same database,
+resume every match at the same sequence number, recognise retried actions, and play on to the
+end; seat tokens are stored as hashes only, and the DSN's password never reaches a log line."""
+
+from __future__ import annotations
+
+import random
+
+import grpc
+import pytest
+
+from engine_service.observability.metrics import Metrics
+from engine_service.rules import transcript
+from engine_service.sessions.api import Principal
+from engine_service.sessions.manager import MatchManager
+from engine_service.sessions.tokens import token_hash
+from engine_service.store.postgres import PostgresStore
+from engine_service.transport.generated import card_games_pb2 as pb, match_pb2
+from tests.sessions.helpers import GAMES, config, play_random
+from tests.sessions.helpers import run as run_session
+from tests.sessions.test_restart import first_life
+from tests.transport.harness import bearer
+from tests.transport.harness import run as run_grpc
+from tests.transport.players import create_open_match, export_transcript
+from tests.transport.test_process import Service, _play, _stubs
+
+from .pg import url_with
+
+
+def pg_manager(url: str) -> MatchManager:
+    """A manager whose store comes from its configuration, as the service builds it."""
+    return MatchManager(config(db_path=url), metrics=Metrics(), create_bot_host=False)
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_a_crashed_manager_resumes_exactly_on_postgres(game_id, pg_database, pg_schema):
+    schema, url = pg_schema
+    half = {"georgian_joker": 150}.get(game_id, 60)
+    first = pg_manager(url)
+    assert isinstance(first._store, PostgresStore)
+    match_id, tokens, views, public, last = run_session(first_life(first, game_id, half))
+    assert views[0].seq == half
+
+    async def second_life():
+        mgr = pg_manager(url)
+        await mgr.start()
+        try:
+            ps = [mgr.authenticate(match_id, t) for t in tokens]
+            again = [await mgr.get_view(match_id, p) for p in ps]
+            public_again = await mgr.get_view(match_id, Principal("spectator", match_id))
+            retry = await mgr.submit_action(match_id, ps[last.seat], last.action, None, last.client_action_id)
+            await play_random(mgr, match_id, ps, random.Random(12))
+            return again, public_again, retry, await mgr.get_match(match_id), await mgr.export_transcript(match_id)
+        finally:
+            await mgr.close()
+
+    again, public_again, retry, final, data = run_session(second_life())
+    for before, after in zip(views, again):
+        assert (after.seq, after.seat, after.status, after.view) == (before.seq, before.seat, before.status, before.view)
+    assert public_again.view == public.view and public_again.seq == half
+    assert retry.duplicate and retry.seq == last.seq == half
+    assert final.status == "finished" and final.seq > half
+    diff, state = transcript.check(data)
+    assert diff is None and state.is_over()
+    rows = pg_database.execute("SELECT token_hash FROM seats WHERE match_id = %s ORDER BY seat",
+                               (match_id,), schema=schema)
+    assert [h for (h,) in rows] == [token_hash(t) for t in tokens]  # hashes, never the tokens
+    (count,) = pg_database.execute("SELECT count(*) FROM match_actions WHERE match_id = %s",
+                                   (match_id,), schema=schema)[0]
+    assert count == final.seq
+
+
+def test_serve_on_postgres_survives_kill_9(tmp_path, pg_database, pg_schema):
+    """``python -m engine_service serve`` with ``CARDGAMES_DB=postgresql://...``: killed with
+    SIGKILL mid-match, a new process on the same database resumes at the same seq."""
+    schema, _ = pg_schema
+    password = "pw-never-logged"  # the test server trusts local connections: never checked
+    url = url_with(pg_database.url.replace("://postgres@", f"://postgres:{password}@"), schema=schema)
+    assert password in url
+    first = Service(tmp_path, url, "first")  # type: ignore[arg-type]
+    acked: list[tuple[int, str, int]] = []
+    try:
+        async def before_crash():
+            async with grpc.aio.insecure_channel(first.target) as ch:
+                stub, _ = _stubs(ch)
+                match_id, tokens = await create_open_match(stub, "japanese_joker")
+                await _play(stub, match_id, tokens, random.Random(7), 40, acked)
+                views = [(await stub.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(t))).view
+                         for t in tokens]
+                return match_id, tokens, views
+        match_id, tokens, views_before = run_grpc(before_crash)()
+    finally:
+        first.proc.kill()  # kill -9: no drain, no close of the pool
+        first.proc.wait(10)
+        first._log.close()
+    assert acked[-1][0] == 40
+
+    second = Service(tmp_path, url, "second")  # type: ignore[arg-type]
+    try:
+        async def after_restart():
+            async with grpc.aio.insecure_channel(second.target) as ch:
+                stub, admin = _stubs(ch)
+                for token, before in zip(tokens, views_before):
+                    after = (await stub.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(token))).view
+                    assert after.seq == before.seq == 40
+                    assert [c.code for c in after.hand] == [c.code for c in before.hand]
+                    assert [a.notation for a in after.legal_actions] == [a.notation for a in before.legal_actions]
+                seq, action, seat = acked[-1]
+                retry = await stub.SubmitAction(pb.SubmitActionRequest(
+                    match_id=match_id, action=action, expected_seq=seq - 1,
+                    client_action_id=f"{seat}-{seq - 1}"), metadata=bearer(tokens[seat]))
+                assert (retry.duplicate, retry.seq) == (True, seq)
+                final = await _play(stub, match_id, tokens, random.Random(8), None, acked)
+                assert final.over and final.status == match_pb2.MATCH_STATUS_FINISHED
+                return await export_transcript(admin, match_id)
+        data = run_grpc(after_restart)()
+    finally:
+        assert second.stop() == 0
+    steps = [s["action"] for d in data["deals"] for s in d["steps"]]
+    assert [a for _, a, _ in acked] == steps
+    assert any(line.get("event") == "match_resumed" for line in second.lines())
+    started = [line for line in first.lines() + second.lines() if line.get("event") == "starting"]
+    assert len(started) == 2 and all(line["db"].startswith("postgresql://postgres:***@") for line in started)
+    for log in (first.log_path, second.log_path):
+        assert password not in log.read_text()
+    assert pg_database.execute("SELECT status FROM matches WHERE match_id = %s", (match_id,),
+                               schema=schema) == [("finished",)]
