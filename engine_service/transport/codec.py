@@ -560,18 +560,62 @@ def _encode_view(env: api.ViewEnvelope) -> bytes:
         head.seat = int(seat)
     if env.deadline is not None:
         _set_timestamp(head.deadline, env.deadline)
-    parts = [head.SerializeToString(), wire.field(_VIEW_TRICK, trick_bytes(v.get("trick")))]
+    middle, table = _shared_parts(v)
+    parts = [head.SerializeToString(), middle]
+    parts.extend(_hand_card_field(code) for code in v.get("hand") or ())
+    parts.extend(_legal_action_field(a) for a in v.get("legal") or ())
+    parts.append(table)
+    return b"".join(parts)
+
+
+#: The fields of a view that are not the audience's own (trick, last trick, trick history,
+#: scores, table), by content: in most games every audience of an action sees the same ones
+#: (only the hand and the legal actions differ), so all but the first are a lookup. The key
+#: is the ``marshal`` serialization of every view key those fields are computed from (exact,
+#: see :mod:`.wire`): equal content, so nothing crosses from one audience to another.
+_SHARED: "collections.OrderedDict[bytes, tuple[bytes, bytes]]" = collections.OrderedDict()
+_SHARED_MAX = 1024
+#: Per game, [lookups, hits] of the current window. Where audiences (almost) never share these
+#: fields (Japanese Joker: a seat's table lists the cards it took from its columns), the key
+#: costs more than it saves: the memo is bypassed for a while, then probed again.
+_SHARED_STATS: dict[str, list[int]] = {}
+_SHARED_PROBE, _SHARED_BYPASS = 512, 8192
+
+
+def _shared_parts(v: Mapping[str, Any]) -> tuple[bytes, bytes]:
+    stats = _SHARED_STATS.setdefault(str(v.get("game")), [0, 0])
+    stats[0] += 1
+    if stats[0] > _SHARED_PROBE and stats[1] * 8 < stats[0]:
+        if stats[0] < _SHARED_BYPASS:
+            return _encode_shared(v)
+        stats[0] = stats[1] = 0
+    try:
+        key = marshal.dumps((v.get("trick"), v.get("last_trick"), v.get("tricks"),
+                             len(v.get("hand_sizes") or ()), v.get("tricks_taken"), v.get("totals"),
+                             v.get("deal_results"), v.get("table")), 2)
+    except ValueError:  # not made of the core types: encoded without the memo
+        return _encode_shared(v)
+    parts = _SHARED.get(key)
+    if parts is None:
+        parts = _SHARED[key] = _encode_shared(v)
+        if len(_SHARED) > _SHARED_MAX:
+            _SHARED.popitem(last=False)
+    else:
+        _SHARED.move_to_end(key)
+        stats[1] += 1
+    return parts
+
+
+def _encode_shared(v: Mapping[str, Any]) -> tuple[bytes, bytes]:
+    """The trick, last trick, trick history and scores fields; the table field."""
+    parts = [wire.field(_VIEW_TRICK, trick_bytes(v.get("trick")))]
     last = v.get("last_trick")
     if last:
         parts.append(wire.field(_VIEW_LAST_TRICK, trick_bytes(last)))
     parts.extend(wire.field(_VIEW_TRICK_HISTORY, t) for t in trick_history_bytes(v))
     parts.append(wire.field(_VIEW_SCORES, scores_bytes(v)))
-    parts.extend(_hand_card_field(code) for code in v.get("hand") or ())
-    parts.extend(_legal_action_field(a) for a in v.get("legal") or ())
     table = v.get("table")
-    if table:
-        parts.append(wire.field(_VIEW_TABLE, wire.memo_struct_body(table)))
-    return b"".join(parts)
+    return b"".join(parts), wire.field(_VIEW_TABLE, wire.memo_struct_body(table)) if table else b""
 
 
 def _cards_of(value: Any) -> list[str]:

@@ -195,12 +195,14 @@ def list_value_payload(value: bytes) -> bytes:
 
 def _memo_value(v: Any, is_list: bool) -> bytes:
     try:
-        key = marshal.dumps(v)
+        # a list's key must not depend on reference counts (marshal 3+ marks objects
+        # referenced elsewhere): its prefix is looked up from a copy (see _grown_list)
+        key = marshal.dumps(v, 2) if is_list else marshal.dumps(v)
     except ValueError:  # not made of the core types: encoded as it is (the encoder decides)
         return value_bytes(v)
     value = _MEMO_VALUES.get(key)
     if value is None:
-        value = _MEMO_VALUES[key] = _memo_list(v) if is_list else value_bytes(v)
+        value = _MEMO_VALUES[key] = _grown_list(v) if is_list else value_bytes(v)
         if len(_MEMO_VALUES) > _MEMO_VALUES_MAX:
             _MEMO_VALUES.popitem(last=False)
     else:
@@ -208,33 +210,48 @@ def _memo_value(v: Any, is_list: bool) -> bytes:
     return value
 
 
+def _grown_list(items: list[Any]) -> bytes:
+    """A list's Value. A deal's log grows by one entry an action: when the list without its
+    last element was encoded (the previous action's view), its encoding is extended by that
+    element instead of walking the whole list again."""
+    if len(items) > 1:
+        previous = _MEMO_VALUES.get(marshal.dumps(items[:-1], 2))
+        if previous is not None:
+            return _list_value(list_value_payload(previous) + _memo_element(items[-1]))
+    return _memo_list(items)
+
+
 def _memo_list(items: list[Any]) -> bytes:
     """A list's Value, its container elements (a deal log's entries) memoized one by one."""
-    parts = []
-    append = parts.append
-    for v in items:
-        t = type(v)
-        value = None
-        if t is dict or t is list:
-            try:
-                key = marshal.dumps(v)
-            except ValueError:
-                key = None
-            if key is not None:
-                value = _MEMO_ELEMENTS.get(key)
-                if value is None:
-                    value = _MEMO_ELEMENTS[key] = value_bytes(v)
-                    if len(_MEMO_ELEMENTS) > _MEMO_ELEMENTS_MAX:
-                        _MEMO_ELEMENTS.popitem(last=False)
-                else:
-                    _MEMO_ELEMENTS.move_to_end(key)
-        if value is None:
-            value = value_bytes(v)
-        size = len(value)
-        append((_ENTRY_TAGS[size] if size < 128 else b"\x0a" + varint(size)) + value)
-    body = b"".join(parts)
+    return _list_value(b"".join([_memo_element(v) for v in items]))
+
+
+def _list_value(body: bytes) -> bytes:
     size = len(body)
     return (_LIST_TAGS[size] if size < 128 else b"\x32" + varint(size)) + body
+
+
+def _memo_element(v: Any) -> bytes:
+    """One ``values`` entry of a ListValue; a container element encoded once per content."""
+    t = type(v)
+    value = None
+    if t is dict or t is list:
+        try:
+            key = marshal.dumps(v)
+        except ValueError:
+            key = None
+        if key is not None:
+            value = _MEMO_ELEMENTS.get(key)
+            if value is None:
+                value = _MEMO_ELEMENTS[key] = value_bytes(v)
+                if len(_MEMO_ELEMENTS) > _MEMO_ELEMENTS_MAX:
+                    _MEMO_ELEMENTS.popitem(last=False)
+            else:
+                _MEMO_ELEMENTS.move_to_end(key)
+    if value is None:
+        value = value_bytes(v)
+    size = len(value)
+    return (_ENTRY_TAGS[size] if size < 128 else b"\x0a" + varint(size)) + value
 
 
 _LEAF_CACHE: dict[tuple[str, Any, type], bytes] = {}

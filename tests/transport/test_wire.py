@@ -4,6 +4,7 @@ reference built field by field with the protobuf API, over random play of every 
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 
@@ -222,3 +223,64 @@ def test_services_may_answer_with_encoded_bytes():
     assert pb.SubmitActionResponse.FromString(submit(raw)).view.phase == "play"
     with pytest.raises(RuntimeError):
         srv.add_with_encoded_responses(lambda servicer, server: None, object(), rec)
+
+
+def test_a_growing_list_extends_its_previous_encoding_exactly():
+    """A deal's log grows by one entry an action: its encoding extends the previous one
+    (wire._grown_list). Each step must equal a fresh encoding, also when the previous list
+    differs only by values Python finds equal (1, 1.0, True) or the list shrinks."""
+    log: list = []
+    for i, entry in enumerate([{"seat": 0, "action": "play:AS"}, {"seat": 1, "action": "play:KS", "winner": 0},
+                               {"seat": 0, "n": 1}, {"seat": 0, "n": True}, [1, 2.5, None], "x" * 200]):
+        log.append(entry)
+        for _ in range(2):  # from the prefix, then from the memo
+            got = struct_pb2.Struct.FromString(wire.memo_struct_body({"deal_actions": log}))
+            assert got == reference_struct({"deal_actions": log}), i
+    equal_looking = [{"seat": 0, "n": True}, {"seat": 0, "n": 1}]  # prefix [{n: True}] was encoded
+    wire.memo_struct_body({"l": equal_looking[:1]})
+    got = struct_pb2.Struct.FromString(wire.memo_struct_body({"l": equal_looking}))
+    assert got.fields["l"].list_value.values[1].struct_value.fields["n"].WhichOneof("kind") == "number_value"
+    assert got.fields["l"].list_value.values[0].struct_value.fields["n"].WhichOneof("kind") == "bool_value"
+    assert wire.memo_struct_body({"l": log[:2]}) == wire.struct_body({"l": log[:2]})
+
+
+def _env(view, seat):
+    return api.ViewEnvelope(match_id="m9", seq=3, status="active", view=view, seat=seat)
+
+
+def test_audiences_share_only_equal_fields():
+    """The trick, history, scores and table of a view are memoized by content across audiences
+    (codec._shared_parts): two seats of one action share them, their hands never cross, and
+    a table that differs only by 1 / True gets its own encoding."""
+    base = {"game": "test_shared", "phase": "play", "hand_sizes": [2, 2], "trick": [{"seat": 0, "card": "AS"}],
+            "tricks_taken": [1, 0], "totals": [10, 0], "table": {"deal_actions": [{"seat": 0, "action": "play:AS"}], "x": 1}}
+    views = [dict(base, seat=0, hand=["KS", "QS"], legal=["play:KS"]), dict(base, seat=1, hand=["7H", "8H"]),
+             dict(base, seat=1, hand=["7H", "8H"], table={**base["table"], "x": True})]
+    for i, v in enumerate(views):
+        msg = codec.view_message(_env(v, v["seat"]))
+        assert msg == reference_view(_env(v, v["seat"])), i
+        assert [c.code for c in msg.hand] == v["hand"]
+    assert codec.view_message(_env(views[2], 1)).table.fields["x"].WhichOneof("kind") == "bool_value"
+
+
+def test_the_shared_memo_steps_aside_where_audiences_never_share(monkeypatch):
+    """A game whose audiences' fields always differ stops paying for the memo's key after a probe
+    window, and probes again later; the bytes are the same either way."""
+    monkeypatch.setattr(codec, "_SHARED_PROBE", 4)
+    monkeypatch.setattr(codec, "_SHARED_BYPASS", 12)
+    monkeypatch.setitem(codec._SHARED_STATS, "test_bypass", [0, 0])
+    looked_up = []
+
+    class Counting(collections.OrderedDict):
+        def get(self, key, default=None):
+            looked_up.append(key)
+            return super().get(key, default)
+
+    monkeypatch.setattr(codec, "_SHARED", Counting())
+    for i in range(20):
+        v = {"game": "test_bypass", "phase": "play", "hand": ["AS"], "hand_sizes": [1, 1], "table": {"i": i}}
+        assert codec.view_message(_env(v, 0)) == reference_view(_env(v, 0))
+    # views 1-4 are looked up (the probe), 5-11 bypass it, 12 starts a new window: 12-16 looked
+    # up, 17-20 bypass
+    assert len(looked_up) == 9
+    assert codec._SHARED_STATS["test_bypass"] == [8, 0]
