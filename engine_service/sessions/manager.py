@@ -427,6 +427,8 @@ class MatchManager:
         if not isinstance(client_action_id, str) or len(client_action_id) > MAX_CLIENT_ACTION_ID_LENGTH:
             raise BadRequest(f"client_action_id is at most {MAX_CLIENT_ACTION_ID_LENGTH} characters",
                              reason="BAD_CLIENT_ACTION_ID")
+        if not client_action_id.isprintable():  # every store can keep it (PostgreSQL text: no NUL)
+            raise BadRequest("client_action_id holds control characters", reason="BAD_CLIENT_ACTION_ID")
         if client_action_id:
             first = m.client_ids.get((seat, client_action_id))
             if first is not None:

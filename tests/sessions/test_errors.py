@@ -146,6 +146,23 @@ def test_a_retried_client_action_id_returns_the_first_result_and_never_applies_t
     assert run(go()) == 2
 
 
+def test_a_client_action_id_with_control_characters_is_refused_and_changes_nothing():
+    """Every store must be able to keep the id (PostgreSQL text holds no NUL): a control
+    character is a malformed request, not a store failure that a retry would repeat."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, GAME)
+            seat, p, env = await to_act(mgr, match_id, ps)
+            for bad in ("a\x00b", "tab\there", "line\n"):
+                with pytest.raises(BadRequest) as info:
+                    await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, bad)
+                assert info.value.reason == "BAD_CLIENT_ACTION_ID" and info.value.code == "INVALID_ARGUMENT"
+            assert (await mgr.get_match(match_id)).seq == 0
+            res = await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "ok-id é 1")
+            assert res.seq == 1
+    run(go())
+
+
 @pytest.mark.parametrize("game_id", GAMES)
 def test_rejected_actions_change_nothing(game_id):
     async def go():
