@@ -583,6 +583,14 @@ def main(argv: list[str] | None = None) -> int:
         if "watchers" in parts:
             out["watchers"] = _loaded(bench_watchers(pool, workdir, args.clients, args.watchers, args.game))
             print("watchers", _fmt(out["watchers"]), flush=True)
+    for name in ("play", "floor"):
+        if "echo" in out and name in out:
+            share = out[name]["actions_per_s"] / out["echo"]["calls_per_s"]
+            out[name]["share_of_echo"] = share
+            met = share >= 0.5 and out[name]["p99_ms"] < 30
+            print(f"{name + ' vs echo':16s} {share:.1%} of the echo's calls/s, p99 {out[name]['p99_ms']:.1f} ms "
+                  f"(target: >= 50% and p99 < 30 ms at 64 in flight: {'met' if met else 'NOT met'}; "
+                  f"the echo's own p99: {out['echo']['p99_ms']:.1f} ms)", flush=True)
     if args.json:
         print(json.dumps(out))
     return 0
