@@ -15,8 +15,9 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(PY) -m engine_service serve
 
+# tests/postgres_env.sh: a PostgreSQL server for the PostgreSQL store's tests (see the file)
 test: $(STAMP)
-	$(PY) -m pytest -q -n 2
+	. tests/postgres_env.sh && $(PY) -m pytest -q -n 2
 
 bench: $(STAMP)
 	$(PY) bench/rules_playouts.py
