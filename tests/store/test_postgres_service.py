@@ -11,15 +11,13 @@ import grpc
 import pytest
 
 from engine_service.observability.metrics import Metrics
-from engine_service.rules import transcript
-from engine_service.sessions.api import Principal
 from engine_service.sessions.manager import MatchManager
 from engine_service.sessions.tokens import token_hash
 from engine_service.store.postgres import PostgresStore
 from engine_service.transport.generated import card_games_pb2 as pb, match_pb2
-from tests.sessions.helpers import GAMES, config, play_random
+from tests.sessions.helpers import GAMES, config
 from tests.sessions.helpers import run as run_session
-from tests.sessions.test_restart import first_life
+from tests.sessions.test_restart import assert_resumed_exactly, first_life, second_life
 from tests.transport.harness import bearer
 from tests.transport.harness import run as run_grpc
 from tests.transport.players import create_open_match, export_transcript
@@ -39,30 +37,12 @@ def test_a_crashed_manager_resumes_exactly_on_postgres(game_id, pg_database, pg_
     half = {"georgian_joker": 150}.get(game_id, 60)
     first = pg_manager(url)
     assert isinstance(first._store, PostgresStore)
-    match_id, tokens, views, public, last = run_session(first_life(first, game_id, half))
+    lived = run_session(first_life(first, game_id, half))
+    match_id, tokens, views, _, last = lived
     assert views[0].seq == half
-
-    async def second_life():
-        mgr = pg_manager(url)
-        await mgr.start()
-        try:
-            ps = [mgr.authenticate(match_id, t) for t in tokens]
-            again = [await mgr.get_view(match_id, p) for p in ps]
-            public_again = await mgr.get_view(match_id, Principal("spectator", match_id))
-            retry = await mgr.submit_action(match_id, ps[last.seat], last.action, None, last.client_action_id)
-            await play_random(mgr, match_id, ps, random.Random(12))
-            return again, public_again, retry, await mgr.get_match(match_id), await mgr.export_transcript(match_id)
-        finally:
-            await mgr.close()
-
-    again, public_again, retry, final, data = run_session(second_life())
-    for before, after in zip(views, again):
-        assert (after.seq, after.seat, after.status, after.view) == (before.seq, before.seat, before.status, before.view)
-    assert public_again.view == public.view and public_again.seq == half
-    assert retry.duplicate and retry.seq == last.seq == half
-    assert final.status == "finished" and final.seq > half
-    diff, state = transcript.check(data)
-    assert diff is None and state.is_over()
+    resumed = run_session(second_life(pg_manager(url), match_id, tokens, last))
+    assert_resumed_exactly(lived, resumed, half)
+    final = resumed[3]
     rows = pg_database.execute("SELECT token_hash FROM seats WHERE match_id = %s ORDER BY seat",
                                (match_id,), schema=schema)
     assert [h for (h,) in rows] == [token_hash(t) for t in tokens]  # hashes, never the tokens
