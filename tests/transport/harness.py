@@ -13,6 +13,7 @@ from google.rpc import error_details_pb2, status_pb2
 
 from engine_service.observability.metrics import Metrics
 from engine_service.transport.generated import (admin_pb2_grpc, card_games_pb2_grpc, match_pb2)
+from engine_service.transport.ratelimit import RateLimits
 from engine_service.transport.server import GrpcServer, ServerLimits
 
 ADMIN_TOKEN = "admin-secret-for-tests"
@@ -39,10 +40,11 @@ class Running:
 @contextlib.asynccontextmanager
 async def running(service: Any, *, admin_token: str | None = ADMIN_TOKEN,
                   limits: ServerLimits = ServerLimits(), drain: bool = True,
-                  metrics: Metrics | None = None) -> AsyncIterator[Running]:
+                  metrics: Metrics | None = None,
+                  rate_limits: RateLimits = RateLimits()) -> AsyncIterator[Running]:
     metrics = metrics if metrics is not None else Metrics()
     server = GrpcServer(service, metrics=metrics, admin_token=admin_token, host="127.0.0.1",
-                        port=0, limits=limits)
+                        port=0, limits=limits, rate_limits=rate_limits)
     await server.start()
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.port}")
     try:

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import urllib.request
-from typing import Any, AsyncIterator
+from typing import Any
 
 import grpc
 import pytest
@@ -28,32 +27,19 @@ from engine_service.observability.metrics import Metrics
 from engine_service.sessions.config import SessionConfig
 from engine_service.sessions.manager import MatchManager
 from engine_service.store import MemoryStore
-from engine_service.transport.generated import admin_pb2, admin_pb2_grpc, card_games_pb2 as pb
-from engine_service.transport.generated import card_games_pb2_grpc
+from engine_service.transport.generated import admin_pb2, card_games_pb2 as pb
 from engine_service.transport.ratelimit import Rate, RateLimits
-from engine_service.transport.server import GrpcServer
 
-from .harness import ADMIN_TOKEN, Running, bearer, error_of, expect_error, run, running
+from .harness import ADMIN_TOKEN, bearer, error_of, expect_error, run, running
 from .players import create_open_match
 from .test_edge import SEAT_TOKEN, ScriptedService, rpc_lines_logged
 
 GAMES = "/cardgames.v1.CardGamesService/"
 
 
-@contextlib.asynccontextmanager
-async def limited(service: Any, rate_limits: RateLimits, metrics: Metrics | None = None) -> AsyncIterator[Running]:
+def limited(service: Any, rate_limits: RateLimits, metrics: Metrics | None = None) -> Any:
     """harness.running, with request-rate limits."""
-    metrics = metrics if metrics is not None else Metrics()
-    server = GrpcServer(service, metrics=metrics, admin_token=ADMIN_TOKEN, host="127.0.0.1",
-                        port=0, rate_limits=rate_limits)
-    await server.start()
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.port}")
-    try:
-        yield Running(server, channel, card_games_pb2_grpc.CardGamesServiceStub(channel),
-                      admin_pb2_grpc.AdminServiceStub(channel), metrics)
-    finally:
-        await channel.close()
-        await server.drain(grace_s=1.0)
+    return running(service, metrics=metrics, rate_limits=rate_limits)
 
 
 async def refusal(call: Any) -> tuple[Any, float]:
