@@ -574,7 +574,9 @@ def _encode_view(env: api.ViewEnvelope) -> bytes:
 #: is the ``marshal`` serialization of every view key those fields are computed from (exact,
 #: see :mod:`.wire`): equal content, so nothing crosses from one audience to another.
 _SHARED: "collections.OrderedDict[bytes, tuple[bytes, bytes]]" = collections.OrderedDict()
-_SHARED_MAX = 1024
+#: The audiences of one action are encoded within a few loop turns of each other: a short
+#: memory is enough, and bounds the bytes kept (entries of long deals are several KB).
+_SHARED_MAX = 256
 #: Per game, [lookups, hits] of the current window. Where audiences (almost) never share these
 #: fields (Japanese Joker: a seat's table lists the cards it took from its columns), the key
 #: costs more than it saves: the memo is bypassed for a while, then probed again.
