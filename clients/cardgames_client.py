@@ -462,7 +462,8 @@ class SeatSession(_Audience):
         ``decide(view)`` returns a notation string from ``view.legal_actions``. The action is
         sent with ``expected_seq = view.seq``; on ABORTED (someone else acted first: a bot, a
         timeout's auto-move) ``decide`` is asked again on the fresh view the error carries.
-        Returns the reply, or None when it is no longer this seat's turn.
+        Returns the reply, or None when it is no longer this seat's turn (the match moved on,
+        or ended meanwhile: FAILED_PRECONDITION / MATCH_NOT_ACTIVE).
         """
         view = view if view is not None else await self.view()
         for _ in range(max_stale + 1):
@@ -475,6 +476,10 @@ class SeatSession(_Audience):
                 return await self.submit(choice, view.seq)
             except StaleSequence as stale:
                 view = stale.view if stale.view is not None and stale.view.match_id else await self.view()
+            except FailedPrecondition as refused:
+                if refused.reason == "MATCH_NOT_ACTIVE":
+                    return None
+                raise
         raise StaleSequence(grpc.StatusCode.ABORTED, f"the view was stale {max_stale + 1} times in a row",
                             "STALE_SEQUENCE", view=view)
 

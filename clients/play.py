@@ -34,7 +34,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.css.query import NoMatches
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 from textual.widgets import Footer, OptionList, RichLog, Static
 from textual.widgets.option_list import Option
 
@@ -206,15 +206,18 @@ async def autoplay(session: SeatSession, policy: str, console: Console, summary:
         legal = [a.notation for a in view.legal_actions]
         return legal[0] if policy == "first" else rng.choice(legal)
 
+    newest = -1  # the seq of this seat's last action: an older event's view is out of date
     async for event in session.watch(after_seq=None):
         line = render.event_text(event, summary, session.seat)
         if line is not None:
             console.print(line)
         if event.kind == match_pb2.EVENT_KIND_MATCH_ENDED:
             break
-        if event.HasField("view") and is_my_turn(event.view) and not is_finished(event.view.status):
-            # Only the newest view decides: a stale one would be refused (ABORTED) anyway.
-            await session.act(decide, event.view)
+        if (event.HasField("view") and event.view.seq >= newest and is_my_turn(event.view)
+                and not is_finished(event.view.status)):
+            reply = await session.act(decide, event.view)
+            if reply is not None:
+                newest = reply.seq
     return await session.summary()
 
 

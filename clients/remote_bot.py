@@ -40,8 +40,8 @@ from engine_service.plugins.runner import BotRunner
 from engine_service.rules import get_game
 from engine_service.transport.generated import cards_pb2, match_pb2
 
-from .cardgames_client import (CardGamesError, Client, SeatSession, StaleSequence, connect,
-                               is_finished, is_my_turn)
+from .cardgames_client import (CardGamesError, Client, FailedPrecondition, SeatSession, StaleSequence,
+                               connect, is_finished, is_my_turn)
 from .local_service import LocalService
 
 NETWORK_MARGIN_S = 0.25  # kept back from the server's deadline for the round trip
@@ -153,6 +153,7 @@ async def play_seat(session: SeatSession, runner: BotRunner, bot_name: str, game
     turn_time = summary.turn_time.ToTimedelta().total_seconds() if summary.HasField("turn_time") else 0.0
     started = False
     results_seen = 0
+    newest = -1  # the seq of this seat's last action: an older event's view is out of date
     async for event in session.watch(after_seq=None):
         if event.kind == match_pb2.EVENT_KIND_MATCH_ENDED:
             if event.HasField("view"):
@@ -168,7 +169,7 @@ async def play_seat(session: SeatSession, runner: BotRunner, bot_name: str, game
         if len(view["deal_results"]) > results_seen:
             results_seen = len(view["deal_results"])
             _call(bot, "on_deal_end", view)
-        if not is_my_turn(event.view) or is_finished(event.view.status):
+        if event.view.seq < newest or not is_my_turn(event.view) or is_finished(event.view.status):
             continue
         budget = budget_s
         if event.view.HasField("deadline"):
@@ -188,11 +189,15 @@ async def play_seat(session: SeatSession, runner: BotRunner, bot_name: str, game
                   file=sys.stderr)
             action = game.auto_move(view)
         try:
-            await session.submit(action, expected_seq=event.view.seq)
+            newest = (await session.submit(action, expected_seq=event.view.seq)).seq
             if verbose:
                 print(f"seq {event.view.seq}: {action}")
         except StaleSequence:
             stats.stale += 1  # the match moved on (e.g. the turn timer): the next event decides
+        except FailedPrecondition as refused:
+            if refused.reason != "MATCH_NOT_ACTIVE":
+                raise
+            stats.stale += 1  # the match ended meanwhile: its MATCH_ENDED event comes next
     return await session.summary(), stats
 
 

@@ -210,7 +210,8 @@ class Seat {
 
   /**
    * Decide on `view` and submit with expected_seq; on ABORTED decide again on the fresh view
-   * the error carries. Resolves to the reply, or null when it is no longer this seat's turn.
+   * the error carries. Resolves to the reply, or null when it is no longer this seat's turn
+   * (another seat or a timer moved on, or the match ended meanwhile: MATCH_NOT_ACTIVE).
    */
   async act(decide, view) {
     let current = view || (await this.view());
@@ -219,7 +220,9 @@ class Seat {
       try {
         return await this.submit(decide(current), current.seq || 0);
       } catch (error) {
-        if (!(error instanceof CardGamesError) || error.code !== 'ABORTED') throw error;
+        if (!(error instanceof CardGamesError)) throw error;
+        if (error.code === 'FAILED_PRECONDITION' && error.reason === 'MATCH_NOT_ACTIVE') return null;
+        if (error.code !== 'ABORTED') throw error;
         current = error.view || (await this.view());
       }
     }

@@ -115,15 +115,21 @@ async function main() {
       return args.policy === 'first' ? legal[0] : legal[Math.floor(random() * legal.length)];
     };
     let actions = 0;
+    // The newest seq this seat knows of. Events queue up while it decides (the bot answers at
+    // once), so an event older than its own last action carries a view that is out of date.
+    let newest = -1;
     for await (const event of me.watch()) {
       if (event.kind === 'EVENT_KIND_ACTION') {
         log(`${String(event.seq).padStart(4)} seat ${event.seat} (${event.by}): ${event.action.notation}`);
       }
       if (event.kind === 'EVENT_KIND_MATCH_ENDED') break;
       const view = event.view;
-      if (view && view.to_act === me.seat && !view.over) {
+      if (view && (view.seq || 0) >= newest && view.to_act === me.seat && !view.over) {
         const reply = await me.act(decide, view);
-        if (reply) actions += 1;
+        if (reply) {
+          actions += 1;
+          newest = Number(reply.seq || 0);
+        }
       }
     }
     const summary = await client.getMatch(match.match_id);

@@ -208,6 +208,35 @@ def test_act_redecides_on_the_view_a_stale_error_carries(engine):
     run(scenario())
 
 
+def test_act_on_a_view_from_before_the_end_answers_none(engine):
+    """A seat behind on its events may decide on a view from before the match ended: act()
+    answers None (MATCH_NOT_ACTIVE: no longer this seat's turn) instead of raising, which the
+    terminal, remote-bot and Node clients' loops rely on; other refusals still raise."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("japanese_joker", options=SHORT["japanese_joker"])
+            sessions = [await client.join(match.match_id, player_name=f"p{i}") for i in range(2)]
+            rng = random.Random(5)
+            old = None
+            while True:
+                view = await sessions[0].view()
+                if view.over:
+                    break
+                if cg.is_my_turn(view):
+                    old = view  # seat 0's turn, kept past the end
+                await sessions[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
+            assert old is not None and old.seq < view.seq
+            asked: list[int] = []
+            assert await sessions[0].act(lambda v: asked.append(v.seq) or v.legal_actions[0].notation, old) is None
+            assert asked == [old.seq]  # decided once on the old view, then told the match is over
+            with pytest.raises(cg.FailedPrecondition) as info:
+                await sessions[0].submit(old.legal_actions[0].notation, None)
+            assert info.value.reason == "MATCH_NOT_ACTIVE"
+
+    run(scenario())
+
+
 def test_watch_resumes_across_an_engine_crash(tmp_path):
     """kill -9 the engine mid-match and start it again on the same database and port: the
     watching client reconnects by itself and sees every action exactly once."""

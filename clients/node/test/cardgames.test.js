@@ -61,3 +61,19 @@ test('command-line arguments', () => {
   assert.deepStrictEqual(args.options, { deal_schedule: 'nines' });
   assert.throws(() => parseArgs(['--policy', 'clever']));
 });
+
+test('act() stops once the match has ended meanwhile, and re-decides on a stale view', async () => {
+  const { Seat } = require('../cardgames');
+  const calls = [];
+  const answers = [
+    new CardGamesError('ABORTED', 'stale', 'STALE_SEQUENCE', {}, { seq: 9, to_act: 0, over: false }),
+    new CardGamesError('FAILED_PRECONDITION', 'the match is over', 'MATCH_NOT_ACTIVE', {}, undefined),
+  ];
+  const client = { call: async (method, request) => { calls.push(request.expected_seq); throw answers.shift(); } };
+  const seat = new Seat(client, 'm1', 0, 'token');
+  const reply = await seat.act(() => 'play:AS', { seq: 7, to_act: 0, over: false });
+  assert.strictEqual(reply, null);
+  assert.deepStrictEqual(calls, [7, 9]);
+  const refused = new Seat({ call: async () => { throw new CardGamesError('FAILED_PRECONDITION', 'illegal', 'ILLEGAL_ACTION', {}); } }, 'm1', 0, 't');
+  await assert.rejects(refused.act(() => 'play:AS', { seq: 3, to_act: 0 }), /ILLEGAL_ACTION/);
+});
