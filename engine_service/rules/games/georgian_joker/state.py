@@ -143,6 +143,43 @@ class GeorgianJokerState(State):
             return A.TRUMP_IDS[:]
         return []
 
+    # ---- rollout helpers (fast path, pure: for search bots' playouts) -----------------------
+
+    def last_to_trick(self) -> bool:
+        """Whether the seat to act plays the fourth and last card of the trick in progress."""
+        return self.phase == PLAYING and self.nplayed == 3
+
+    def winning_ids(self, ids: list[int]) -> list[int]:
+        """The ids of ``ids`` (a follower's ``legal_ids()``) that would hold the trick in
+        progress if played now, i.e. take it when played last: a ``high`` joker (the last one
+        wins, GJ-6.1), never a ``low`` one (GJ-6.2); a normal card worth more than the card
+        holding the trick (a higher trump, GJ-6.2, or a higher card of the demand suit, GJ-6.3;
+        a discard never wins, GJ-6.5; with ``high_joker_lead_trumpable`` a trump beats a high
+        joker lead naming another suit, GJ-6.6)."""
+        best = self.best_val
+        values = self.values
+        out = []
+        for a in ids:
+            if a < 36:
+                if values[a] > best:
+                    out.append(a)
+            elif _ACTION_MODE[a] == A.HIGH:
+                out.append(a)
+        return out
+
+    def trick_rank(self, a: int) -> int:
+        """How dear the play id ``a`` of a follower is to give up (larger = dearer): a ``low``
+        joker, which never takes a trick (GJ-6.2), is the cheapest; then plain cards by rank
+        (GJ-1.2), then trumps by rank; a ``high`` joker (GJ-6.1) is the dearest."""
+        if a < 36:
+            return (10 if a // 9 == self.trump else 1) * 16 + 8 - a % 9
+        return 0 if _ACTION_MODE[a] == A.LOW else 1000
+
+    def wants_trick(self, seat: int) -> bool:
+        """Whether one more trick can help ``seat``: it has taken fewer tricks than it bid (a
+        deal scores for taking exactly the bid, GJ-7)."""
+        return self.taken[seat] < self.bids[seat]
+
     def _apply(self, action: int) -> None:
         phase = self.phase
         if phase == PLAYING:  # the hot path, inlined

@@ -105,6 +105,27 @@ class JapaneseJokerState(State):
         return [*CHUNK0[s & 4095], *CHUNK1[s >> 12 & 4095], *CHUNK2[s >> 24 & 4095],
                 *FOLLOW_JOKERS[s >> 36]]
 
+    # ---- rollout helpers (fast path, pure: for search bots' playouts) -----------------------
+
+    def last_to_trick(self) -> bool:
+        """Whether the seat to act plays the last card of the trick in progress: the follower
+        (two cards to a trick, JJK-6)."""
+        return self._phase == PLAY and self._lead >= 0
+
+    def winning_ids(self, ids: list[int]) -> list[int]:
+        """The ids of ``ids`` (the follower's ``legal_ids()``) that take the trick in progress:
+        a joker always (JJK-6.1), a normal card by JJK-6.2 / JJK-6.3."""
+        base = self._tbase + self._lead * 38
+        wins = FOLLOWER_WINS
+        return [a for a in ids if wins[base + a]]
+
+    def trick_rank(self, a: int) -> int:
+        """How dear the follower's play id ``a`` is to give up (larger = dearer): plain cards
+        by rank (JJK-1.2), then trumps by rank, then a joker, which always takes (JJK-6.1)."""
+        if a >= 36:
+            return 1000
+        return (10 if self._tmask >> a & 1 else 1) * 16 + 8 - a % 9
+
     def _apply(self, action: int) -> None:
         if action >= TRUMP_BASE:
             self._choose_trump(action - TRUMP_BASE)

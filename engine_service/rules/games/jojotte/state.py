@@ -263,6 +263,42 @@ class JojotteState(State):
             ids += self._exchange_ids(seat)
         return ids
 
+    # ---- rollout helpers (fast path, pure: for search bots' playouts) -----------------------
+
+    def last_to_trick(self) -> bool:
+        """Whether the seat to act plays the last card of the trick in progress: the follower
+        (two cards to a trick, JJ-6.2, JJ-6.6)."""
+        return self._phase == PH_PLAY and self._lead >= 0
+
+    def winning_ids(self, ids: list[int]) -> list[int]:
+        """The ids of ``ids`` (the follower's ``legal_ids()``) whose card takes the trick in
+        progress: a higher card of the led suit, or a trump on a plain lead (JJ-6.6, JJ-6.7).
+        Non-play ids (a late exchange, JJ-A10) never win."""
+        wins = self._wins[self._lead]
+        out = []
+        for a in ids:
+            c = a if a < A.JO else a - A.JO if a < A.JOTTE else a - A.JOTTE
+            if c < 36 and wins >> c & 1:
+                out.append(a)
+        return out
+
+    def trick_rank(self, a: int) -> int:
+        """How dear the card of play id ``a`` is to give up in the current deal (larger =
+        dearer): card value (JJ-8.1) first, then trumps above plain cards, then trick strength
+        (JJ-1.2, JJ-1.3); a jo / jotte announcement (JJ-7.2) ranks just below the same card without it,
+        so a rollout choosing the cheapest card announces. Non-play ids rank above every card."""
+        c = a if a < A.JO else a - A.JO if a < A.JOTTE else a - A.JOTTE
+        if c >= 36:
+            return 1 << 16
+        trump = self._trumps >> c & 1
+        r = (self._vals[c] << 5 | trump << 4 | (T.TRUMP_STRENGTH if trump else T.PLAIN_STRENGTH)[c % 9]) << 1
+        return r if a >= A.JO else r | 1
+
+    def wants_trick(self, seat: int) -> bool:
+        """Whether one more trick can help ``seat`` in the contract being played: false only
+        for the player who called nullo (he undertakes to win no trick, JJ-4.3)."""
+        return not (self._kind == NULLO and seat != self._decl)
+
     def _exchange_ids(self, seat: int) -> list[int]:
         """``exchange:7X`` for each exchangeable seven the seat holds (JJ-4.2), suit order."""
         m = self._exch_offer & self._h[seat]

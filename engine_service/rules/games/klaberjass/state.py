@@ -216,6 +216,43 @@ class KlaberjassState(State):
             return list(_MELD_STEP)
         return []
 
+    # ---- rollout helpers (fast path, pure: for search bots' playouts) -----------------------
+
+    def last_to_trick(self) -> bool:
+        """Whether the seat to act plays the last card of the trick in progress: the follower
+        (two cards to a trick, KL-6.2)."""
+        return self._phase == P_PLAY and self._lead >= 0
+
+    def winning_ids(self, ids: list[int]) -> list[int]:
+        """The ids of ``ids`` (the follower's ``legal_ids()``) whose card takes the trick in
+        progress: a higher card of the led suit, or a trump on a plain lead (KL-6.8). Non-play
+        ids (the in-play exchange) never win."""
+        lead = self._lead
+        ls = lead // 9
+        trump = self._trump
+        st = self._str
+        need = st[lead]
+        out = []
+        for a in ids:
+            c = a - BELLA if a >= BELLA else a
+            if c >= 36:
+                continue
+            cs = c // 9
+            if (st[c] > need) if cs == ls else cs == trump:
+                out.append(a)
+        return out
+
+    def trick_rank(self, a: int) -> int:
+        """How dear the card of play id ``a`` is to give up in the current deal (larger =
+        dearer): card points (KL-8.1) first, then trumps above plain cards, then trick strength
+        (KL-1.2, KL-1.3); the bella announcement ranks just below the same card without it, so
+        a rollout choosing the cheapest card announces. Non-play ids rank above every card."""
+        c = a - BELLA if a >= BELLA else a
+        if c >= 36:
+            return 1 << 16
+        r = (self._vals[c] << 5 | (16 if c // 9 == self._trump else 0) | self._str[c]) << 1
+        return r if a >= BELLA else r | 1
+
     def _add_bella_plays(self, out: list[int], p: int, legal_mask: int) -> None:
         """``kl_bella_announcement = required``: ``play:KX:bella`` right after ``play:KX`` when
         the trump king is playable and the marriage can still be completed by this player

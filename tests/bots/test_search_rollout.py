@@ -1,0 +1,304 @@
+"""The search bot's ``greedy`` rollout policy and the rules-core helpers it stands on
+(``last_to_trick``, ``winning_ids``, ``trick_rank``, ``wants_trick``: fast path, pure).
+
+The helpers are checked two ways: against the rules' own trick resolution over thousands of
+random positions under every option set (a play is in ``winning_ids`` exactly when applying
+it gives the trick to the player), and on hand-built tricks that name the rule deciding them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import random
+
+import pytest
+
+from bot_plugins.search import DEFAULT_ROLLOUT, SearchBot, SearchParams, greedy_playout
+from engine_service.plugins import DecisionRequest
+from engine_service.rules import CHANCE, TERMINAL, get_game
+from engine_service.rules.cards import card_id
+from tests.rules.playout import shuffled
+
+SEARCH_GAMES = ("klaberjass", "jojotte", "georgian_joker", "japanese_joker")
+
+
+def option_sets(game_id: str) -> list[dict]:
+    checks = importlib.import_module(f"tests.rules.checks_{game_id}")
+    return [{}] + list(getattr(checks, "OPTION_SETS", []))
+
+
+def _sum_taken(state) -> int:
+    return sum(state.view(0)["tricks_taken"])
+
+
+# ---- the helpers agree with the rules' trick resolution ----------------------------------
+
+@pytest.mark.parametrize("game_id", SEARCH_GAMES)
+def test_winning_ids_are_exactly_the_plays_that_take_the_trick(game_id):
+    """At every last card to a trick of random matches, ``winning_ids`` is the set of legal
+    plays after which the player leads the next trick, i.e. won this one (the rules decide,
+    not the helper);
+    anywhere else in trick play no card completes a trick."""
+    game = get_game(game_id)
+    checked = non_last = 0
+    for i, opts in enumerate(option_sets(game_id)):
+        rng = random.Random(1000 + i)
+        state = game.new_state(opts, first_dealer=0)
+        while checked < 300 * (i + 1):
+            who = state.to_act()
+            if who == TERMINAL:  # the next match under the same options
+                state = game.new_state(opts, first_dealer=rng.randrange(game.num_seats))
+                continue
+            if who == CHANCE:
+                state.deal(shuffled(game, rng))
+                continue
+            ids = state.legal_ids()
+            if state.last_to_trick():
+                wins = set(state.winning_ids(ids))
+                assert wins <= set(ids)
+                for a in ids:
+                    probe = state.clone()
+                    probe.apply_id(a)
+                    if not state.action_str(a).startswith("play:"):  # an exchange plays no card
+                        assert a not in wins
+                    elif probe.to_act() >= 0:  # the trick's winner leads the next one (KL-6.2,
+                        # JJ-6.2, GJ-5.9, JJK-6.4); the deal's last trick ends the deal instead
+                        assert (probe.to_act() == who) == (a in wins), \
+                            (game_id, opts, state.action_str(a), _names(state, wins))
+                        checked += 1
+                    assert isinstance(state.trick_rank(a), int)
+            elif state.action_str(ids[0]).startswith("play:"):
+                before = _sum_taken(state)
+                probe = state.clone()
+                probe.apply_id(ids[0])
+                assert probe.to_act() >= 0 and _sum_taken(probe) == before, \
+                    (game_id, "a trick ended before its last card")
+                non_last += 1
+            state.apply_id(ids[rng.randrange(len(ids))])
+    assert checked >= 300 * len(option_sets(game_id)) and non_last >= 100
+
+
+# ---- hand-built tricks --------------------------------------------------------------------
+
+def _cards(*codes: str) -> list[int]:
+    return [card_id(c) for c in codes]
+
+
+def _names(state, ids) -> list[str]:
+    return [state.action_str(a) for a in ids]
+
+
+def _klaberjass_play(trump: int, lead: str, hand: tuple[str, ...]):
+    """A Klaberjass state in trick play: seat 0 led ``lead``, seat 1 holds ``hand``."""
+    from engine_service.rules.games.klaberjass import state as K
+    from engine_service.rules.games.klaberjass.tables import STRENGTH, VALUES
+    st = get_game("klaberjass").new_state({}, first_dealer=1)
+    st._phase = K.P_PLAY
+    st._trump = trump
+    st._tmask = 0x1FF << (9 * trump)
+    st._vals = VALUES[10][trump]
+    st._str = STRENGTH[trump]
+    st._lead = card_id(lead)
+    st._leader = 0
+    st._to_act = 1
+    m = 0
+    for c in _cards(*hand):
+        m |= 1 << c
+    st._hands = [0, m]
+    return st
+
+
+def test_klaberjass_follower_takes_with_a_higher_card_of_the_suit_or_a_trump():
+    # KL-6.8: a higher card of the led suit wins (plain order A T K Q J 9 8 7, KL-1.3);
+    # any trump wins over a plain lead; a card of a third suit never wins.
+    st = _klaberjass_play(trump=1, lead="KS", hand=("AS", "TS", "QS", "7H", "JD"))  # trump H
+    ids = _cards("AS", "TS", "QS", "7H", "JD")
+    assert _names(st, st.winning_ids(ids)) == ["play:AS", "play:TS", "play:7H"]
+    assert st.last_to_trick()
+    # KL-1.2: in trumps J 9 A T K Q 8 7: the nine beats the ace, the queen does not
+    st = _klaberjass_play(trump=1, lead="AH", hand=("9H", "QH", "JH"))
+    assert _names(st, st.winning_ids(_cards("9H", "QH", "JH"))) == ["play:9H", "play:JH"]
+    # the cheapest winner by card points (KL-8.1): 9H (14) is dearer than... the jack (20)
+    assert st.trick_rank(card_id("9H")) < st.trick_rank(card_id("JH"))
+    # trumps are dearer than plain cards of equal points (7H vs 7S, both 0)
+    assert st.trick_rank(card_id("7H")) > st.trick_rank(card_id("7S"))
+
+
+def test_jojotte_follower_takes_by_jj_6_6_and_nullo_player_wants_no_trick():
+    from engine_service.rules.games.jojotte import state as J
+    from engine_service.rules.games.jojotte import tables as T
+    st = get_game("jojotte").new_state({}, first_dealer=1)
+    st._phase = J.PH_PLAY
+    st._pstrain = 2  # diamonds
+    st._wins = T.WINS_OVER[2]
+    st._vals = T.CARD_VALUE[2]
+    st._trumps = T.TRUMP_MASK[2]
+    st._lead = card_id("TS")
+    st._to_act = 1
+    ids = _cards("AS", "KS", "8D", "AC")
+    # JJ-6.6: the ace of the led suit beats the ten (JJ-1.3), the king does not, a trump wins,
+    # a card of a third suit never does
+    assert _names(st, st.winning_ids(ids)) == ["play:AS", "play:8D"]
+    assert st.last_to_trick()
+    # JJ-8.1 values: the 8 of trumps (0) is cheaper than the ace of spades (10)
+    assert st.trick_rank(card_id("8D")) < st.trick_rank(card_id("AS"))
+    # JJ-4.3: in nullo the defender who called it (not the contract holder) wants no trick
+    st._decl = 0
+    st._kind = J.NULLO
+    assert st.wants_trick(0) and not st.wants_trick(1)
+    st._kind = J.NORMAL
+    assert st.wants_trick(1)
+
+
+def test_georgian_joker_last_seat_takes_with_high_joker_or_better_card():
+    from engine_service.rules.games.georgian_joker import actions as A
+    from engine_service.rules.games.georgian_joker import state as G
+    game = get_game("georgian_joker")
+    st = game.new_state({}, first_dealer=3)
+    st.deal(list(game.pack))  # a one-card deal; the trick below is hand-built
+    st.phase = G.PLAYING
+    st.trump = 1  # hearts
+    st.nplayed = 3
+    st.cur = 3
+    st.values = G._CARD_VALUE[1 * 4 + 0]  # demand spades
+    st.best_val = st.values[card_id("QS")]  # the queen of spades holds the trick
+    ids = _cards("KS", "JS", "6H", "7D") + [A.follow_joker_id(36, A.HIGH), A.follow_joker_id(36, A.LOW)]
+    # GJ-6.3: a higher spade takes; GJ-6.2: any trump beats the demand suit; GJ-6.5: a discard
+    # never wins; GJ-6.1: a high joker wins; a low joker never does (GJ-6.2)
+    assert _names(st, st.winning_ids(ids)) == ["play:KS", "play:6H", "play:X1:high"]
+    assert st.last_to_trick()
+    rank = st.trick_rank
+    assert rank(A.follow_joker_id(36, A.LOW)) < rank(card_id("7D")) < rank(card_id("KS")) \
+        < rank(card_id("6H")) < rank(A.follow_joker_id(36, A.HIGH))
+    # GJ-7: a seat wants another trick only while it has taken fewer than it bid
+    st.bids = [1, 0, 2, 1]
+    st.taken = [1, 0, 1, 0]
+    assert [st.wants_trick(s) for s in range(4)] == [False, False, True, True]
+
+
+def test_japanese_joker_follower_takes_by_jjk_6():
+    from engine_service.rules.games.japanese_joker import state as S
+    from engine_service.rules.games.japanese_joker.tables import NUM_LEAD_KEYS, TRUMP_MASK
+    st = get_game("japanese_joker").new_state({}, first_dealer=0)
+    st._phase = S.PLAY
+    st._trump = 2  # diamonds
+    st._tbase = 2 * NUM_LEAD_KEYS * 38
+    st._tmask = TRUMP_MASK[2]
+    st._lead = card_id("JS")
+    st._to_act = 1
+    ids = _cards("QS", "9S", "6D", "AH") + [36]
+    # JJK-6.2: a higher spade or a trump wins, a lower spade or another suit does not;
+    # JJK-6.1: a following joker always wins
+    assert _names(st, st.winning_ids(ids)) == ["play:QS", "play:6D", "play:X1"]
+    # JJK-6.3: a joker lead naming spades is beaten only by a trump
+    st._lead = 36 + 0
+    assert _names(st, st.winning_ids(ids)) == ["play:6D", "play:X1"]
+    assert st.trick_rank(card_id("AH")) < st.trick_rank(card_id("6D")) < st.trick_rank(36)
+
+
+# ---- the policy ---------------------------------------------------------------------------
+
+def test_greedy_playout_takes_cheaply_or_throws_cheaply_when_epsilon_is_zero():
+    """With epsilon 0, every last card to a trick is the cheapest winner when one exists (and the
+    seat wants the trick), else the cheapest card; a seat that has made its bid (Georgian Joker)
+    ducks with its dearest losing card."""
+    for game_id in SEARCH_GAMES:
+        game = get_game(game_id)
+        rng = random.Random(3)
+        seen = ducked = 0
+        for m in range(30):
+            opts = {"deal_schedule": "nines"} if game_id == "georgian_joker" else {}  # 9 cards each
+            state = game.new_state(opts, first_dealer=0)
+            state.deal(shuffled(game, rng))
+            # replay the greedy playout step by step to compare each choice with the rule
+            trace = state.clone()
+            greedy_playout(state, random.Random(m), 0.0, game_id in ("georgian_joker", "jojotte"))
+            played = state.history()[len(trace.history()):]
+            for a in played:
+                if trace.to_act() >= 0 and trace.last_to_trick():
+                    ids = trace.legal_ids()
+                    if len(ids) > 1:
+                        who = trace.to_act()
+                        rank = trace.trick_rank
+                        wins = trace.winning_ids(ids)
+                        wants = game_id not in ("georgian_joker", "jojotte") or trace.wants_trick(who)
+                        if wants:
+                            assert rank(a) == rank(min(wins or ids, key=rank)), (game_id, trace.action_str(a))
+                            assert (a in wins) == bool(wins)
+                        else:
+                            losers = [b for b in ids if b not in wins]
+                            assert (a in wins) == (not losers)
+                            if losers:
+                                assert rank(a) == rank(max(losers, key=rank))
+                            ducked += 1
+                        seen += 1
+                trace.apply_id(a)
+            assert trace.to_act() < 0  # the playout finished the deal
+        assert seen > 30, game_id
+        if game_id == "georgian_joker":
+            assert ducked > 10  # seats that made their bid (GJ-7) were seen ducking
+
+
+def _decision_points(game_id: str, count: int, seed: int):
+    game = get_game(game_id)
+    rng = random.Random(seed)
+    state = game.new_state({}, first_dealer=0)
+    out = []
+    while len(out) < count and state.to_act() != TERMINAL:
+        who = state.to_act()
+        if who == CHANCE:
+            state.deal(shuffled(game, rng))
+            continue
+        view = state.view(who)
+        if len(view["legal"]) > 1:
+            out.append((who, view))
+        state.apply_id(rng.choice(state.legal_ids()))
+    return out
+
+
+@pytest.mark.parametrize("game_id", SEARCH_GAMES)
+def test_search_is_deterministic_for_a_seed_with_either_rollout(game_id):
+    """With a generous budget the iteration cap binds, so a seed replays the same answers."""
+    for rollout in ("greedy", "random"):
+        params = SearchParams(iterations=60, worlds=6, rollout=rollout)
+        answers = []
+        for _ in range(2):
+            bot = SearchBot(game_id, params)
+            run = []
+            for who, view in _decision_points(game_id, 8, 11):
+                req = DecisionRequest(game_id, who, view, tuple(view["legal"]), random.Random(5), 30.0)
+                run.append(bot.decide(req))
+                assert bot.last_iterations == 60
+            answers.append(run)
+        assert answers[0] == answers[1]
+        assert all(a in v["legal"] for a, (_, v) in zip(answers[0], _decision_points(game_id, 8, 11)))
+
+
+@pytest.mark.parametrize("game_id", SEARCH_GAMES)
+def test_greedy_search_answers_legally_within_its_budget(game_id):
+    """No iteration cap: only the 0.1 s budget stops the greedy search (as in
+    test_bots_play_legally.test_search_stops_at_its_budget, twice the budget for a loaded
+    machine), and the answer is legal at every sampled decision point."""
+    import time
+    bot = SearchBot(game_id, SearchParams(iterations=10**9, worlds=8, rollout="greedy"))
+    for who, view in _decision_points(game_id, 6, 21):
+        req = DecisionRequest(game_id, who, view, tuple(view["legal"]), random.Random(1), 0.1)
+        t = time.monotonic()
+        a = bot.decide(req)
+        spent = time.monotonic() - t
+        assert a in view["legal"]
+        assert spent < 0.2, (game_id, spent)
+        assert 0 < bot.last_iterations < 10**9
+
+
+def test_default_rollouts():
+    """The production bot searches with each game's measured default (docs/bots.md)."""
+    for game_id in SEARCH_GAMES:
+        assert SearchBot(game_id).rollout == DEFAULT_ROLLOUT[game_id]
+    assert DEFAULT_ROLLOUT["jojotte"] == "random"  # greedy lost head-to-head there
+    assert SearchBot("jojotte", SearchParams(rollout="greedy")).rollout == "greedy"
+
+
+def test_unknown_rollout_is_refused():
+    with pytest.raises(ValueError):
+        SearchBot("klaberjass", SearchParams(rollout="smart"))
