@@ -4,7 +4,9 @@ pyproject.toml, and uses nothing but :mod:`engine_service.plugins` and the publi
 
 * ``random`` (:mod:`bot_plugins.random_bot`): a uniformly random legal action, every game;
 * ``heuristic`` (:mod:`bot_plugins.heuristic`): hand-written strategy per game, from the view;
-* ``search`` (:mod:`bot_plugins.search`): Information Set MCTS over determinizations.
+* ``search`` (:mod:`bot_plugins.search`): Information Set MCTS over determinizations; the
+  same plugin offers ``search_random``, the search with uniformly random rollouts (the policy
+  before ``greedy``), to compare the two in the arena.
 
 :mod:`bot_plugins.arena` plays bots against each other in duplicate deals.
 """
