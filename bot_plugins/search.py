@@ -25,7 +25,8 @@ The rollout policy (``SearchParams.rollout``) runs on the fast path only (``lega
   to a trick, which (but for an ``epsilon`` = 10% of random choices) follows a rule: a seat
   that wants the trick never declines it when it can take it, and takes it with its cheapest
   winning card; when nothing wins it throws its cheapest card. Only a seat that has already
-  taken its bid in Georgian Joker (GJ-7), or the nullo player in Jo-Jotte (JJ-4.3), does not
+  taken its bid in Georgian Joker (GJ-7), or either player of a Jo-Jotte nullo (JJ-4.3,
+  JJ-9.7: the nullo player's opponent scores for the tricks the nullo player wins), does not
   want the trick: it plays its dearest losing card instead. Bidding, trump choice and leads
   stay random. It costs 10-20% more CPU per iteration than ``random``.
 * ``random``: uniformly random legal actions (the policy before ``greedy``; the bot

@@ -124,7 +124,7 @@ def test_klaberjass_follower_takes_with_a_higher_card_of_the_suit_or_a_trump():
     assert st.trick_rank(card_id("7H")) > st.trick_rank(card_id("7S"))
 
 
-def test_jojotte_follower_takes_by_jj_6_6_and_nullo_player_wants_no_trick():
+def test_jojotte_follower_takes_by_jj_6_6_and_nobody_wants_a_trick_in_nullo():
     from engine_service.rules.games.jojotte import state as J
     from engine_service.rules.games.jojotte import tables as T
     st = get_game("jojotte").new_state({}, first_dealer=1)
@@ -142,12 +142,13 @@ def test_jojotte_follower_takes_by_jj_6_6_and_nullo_player_wants_no_trick():
     assert st.last_to_trick()
     # JJ-8.1 values: the 8 of trumps (0) is cheaper than the ace of spades (10)
     assert st.trick_rank(card_id("8D")) < st.trick_rank(card_id("AS"))
-    # JJ-4.3: in nullo the defender who called it (not the contract holder) wants no trick
+    # JJ-4.3 / JJ-9.7: in nullo the defender who called it wants no trick, and neither does the
+    # declarer, who scores for every trick the nullo player wins
     st._decl = 0
     st._kind = J.NULLO
-    assert st.wants_trick(0) and not st.wants_trick(1)
+    assert not st.wants_trick(0) and not st.wants_trick(1)
     st._kind = J.NORMAL
-    assert st.wants_trick(1)
+    assert st.wants_trick(0) and st.wants_trick(1)
 
 
 def test_georgian_joker_last_seat_takes_with_high_joker_or_better_card():

@@ -295,9 +295,11 @@ class JojotteState(State):
         return r if a >= A.JO else r | 1
 
     def wants_trick(self, seat: int) -> bool:
-        """Whether one more trick can help ``seat`` in the contract being played: false only
-        for the player who called nullo (he undertakes to win no trick, JJ-4.3)."""
-        return not (self._kind == NULLO and seat != self._decl)
+        """Whether one more trick can help ``seat`` in the contract being played: in a nullo
+        nobody wants one (the nullo player undertakes to win no trick, JJ-4.3, and his
+        opponent scores for every trick the nullo player does win, JJ-9.7, so he ducks to
+        leave them to him); in the other contracts everybody does (trick points, JJ-7)."""
+        return self._kind != NULLO
 
     def _exchange_ids(self, seat: int) -> list[int]:
         """``exchange:7X`` for each exchangeable seven the seat holds (JJ-4.2), suit order."""
