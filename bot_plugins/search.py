@@ -60,9 +60,9 @@ SCALE = {"klaberjass": 160.0, "jojotte": 160.0, "georgian_joker": 300.0, "japane
 #: Joker, a nullo undertaking in Jo-Jotte): their states answer ``wants_trick(seat)``.
 WANTS_TRICK = frozenset({"georgian_joker", "jojotte"})
 #: The rollout policy each game searches with unless ``SearchParams.rollout`` says otherwise:
-#: ``greedy`` only where the arena did not find it weaker than ``random`` head-to-head
-#: (docs/bots.md; in Jo-Jotte it lost -13.4 [-26.5, -0.4] points per board).
-DEFAULT_ROLLOUT = {"klaberjass": "greedy", "jojotte": "random", "georgian_joker": "greedy",
+#: ``greedy`` where the arena did not find it weaker than ``random`` head-to-head: every game
+#: (docs/bots.md; Jo-Jotte once the nullo declarer ducked as he should).
+DEFAULT_ROLLOUT = {"klaberjass": "greedy", "jojotte": "greedy", "georgian_joker": "greedy",
                    "japanese_joker": "greedy"}
 ROLLOUTS = ("greedy", "random")
 
@@ -246,8 +246,7 @@ def make_random_rollout(game_id: str) -> SearchBot:
 def cardgames_bots() -> list[BotSpec]:
     return [BotSpec("search", make, games=("klaberjass", "jojotte", "georgian_joker", "japanese_joker"),
                     description="Information Set MCTS over sampled deals (determinization), "
-                                "greedy rollouts (the last card to a trick takes it cheaply; "
-                                "random in Jo-Jotte); "
+                                "greedy rollouts (the last card to a trick takes it cheaply); "
                                 "600 iterations or the time budget."),
             BotSpec("search_random", make_random_rollout,
                     games=("klaberjass", "jojotte", "georgian_joker", "japanese_joker"),

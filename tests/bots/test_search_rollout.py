@@ -296,8 +296,8 @@ def test_default_rollouts():
     """The production bot searches with each game's measured default (docs/bots.md)."""
     for game_id in SEARCH_GAMES:
         assert SearchBot(game_id).rollout == DEFAULT_ROLLOUT[game_id]
-    assert DEFAULT_ROLLOUT["jojotte"] == "random"  # greedy lost head-to-head there
-    assert SearchBot("jojotte", SearchParams(rollout="greedy")).rollout == "greedy"
+    assert set(DEFAULT_ROLLOUT.values()) == {"greedy"}  # not weaker than random anywhere
+    assert SearchBot("jojotte", SearchParams(rollout="random")).rollout == "random"
 
 
 def test_unknown_rollout_is_refused():
