@@ -91,8 +91,8 @@ def error_of(exc: grpc.aio.AioRpcError) -> CallError:
     return CallError(exc.code(), exc.details() or "", reason, domain, metadata, view)
 
 
-async def expect_error(call: Any) -> CallError:
-    """Await a unary call (or drain a stream) and return its error; fail if it succeeds."""
+async def expect_rpc_error(call: Any) -> grpc.aio.AioRpcError:
+    """Await a unary call (or drain a stream) and return the raw error; fail if it succeeds."""
     try:
         if isinstance(call, grpc.aio.UnaryStreamCall):
             while await call.read() is not grpc.aio.EOF:
@@ -100,8 +100,13 @@ async def expect_error(call: Any) -> CallError:
         else:
             await call
     except grpc.aio.AioRpcError as exc:
-        return error_of(exc)
+        return exc
     raise AssertionError("the call succeeded; an error was expected")
+
+
+async def expect_error(call: Any) -> CallError:
+    """Await a unary call (or drain a stream) and return its error; fail if it succeeds."""
+    return error_of(await expect_rpc_error(call))
 
 
 def run(coro_fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -30,7 +30,7 @@ from engine_service.store import MemoryStore
 from engine_service.transport.generated import admin_pb2, card_games_pb2 as pb
 from engine_service.transport.ratelimit import Rate, RateLimits
 
-from .harness import ADMIN_TOKEN, bearer, error_of, expect_error, run, running
+from .harness import ADMIN_TOKEN, bearer, error_of, expect_error, expect_rpc_error, run, running
 from .players import create_open_match
 from .test_edge import SEAT_TOKEN, ScriptedService, rpc_lines_logged
 
@@ -44,24 +44,17 @@ def limited(service: Any, rate_limits: RateLimits, metrics: Metrics | None = Non
 
 async def refusal(call: Any) -> tuple[Any, float]:
     """The error of a call that must be rate-limited, and its RetryInfo delay in seconds."""
-    try:
-        if isinstance(call, grpc.aio.UnaryStreamCall):
-            while await call.read() is not grpc.aio.EOF:
-                pass
-        else:
-            await call
-    except grpc.aio.AioRpcError as exc:
-        err = error_of(exc)
-        raw = next(v for k, v in exc.trailing_metadata() if k == "grpc-status-details-bin")
-        retry = [d for d in status_pb2.Status.FromString(raw).details
-                 if d.Is(error_details_pb2.RetryInfo.DESCRIPTOR)]
-        assert err.code == grpc.StatusCode.RESOURCE_EXHAUSTED, err
-        assert (err.reason, err.domain) == ("RATE_LIMITED", "cardgames.v1"), err
-        assert len(retry) == 1, "a RATE_LIMITED status carries one RetryInfo"
-        info = error_details_pb2.RetryInfo()
-        retry[0].Unpack(info)
-        return err, info.retry_delay.ToMilliseconds() / 1000
-    raise AssertionError("the call succeeded; RATE_LIMITED was expected")
+    exc = await expect_rpc_error(call)
+    err = error_of(exc)
+    raw = next(v for k, v in exc.trailing_metadata() if k == "grpc-status-details-bin")
+    retry = [d for d in status_pb2.Status.FromString(raw).details
+             if d.Is(error_details_pb2.RetryInfo.DESCRIPTOR)]
+    assert err.code == grpc.StatusCode.RESOURCE_EXHAUSTED, err
+    assert (err.reason, err.domain) == ("RATE_LIMITED", "cardgames.v1"), err
+    assert len(retry) == 1, "a RATE_LIMITED status carries one RetryInfo"
+    info = error_details_pb2.RetryInfo()
+    retry[0].Unpack(info)
+    return err, info.retry_delay.ToMilliseconds() / 1000
 
 
 def _limited_count(metrics: Metrics, method: str, key_kind: str) -> float:
