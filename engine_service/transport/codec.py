@@ -365,13 +365,9 @@ def trick_bytes(trick: Any) -> bytes:
         key = marshal.dumps(trick)
     except ValueError:  # not made of the core types
         return _build_trick(trick).SerializeToString()
-    data = _TRICKS.get(key)
+    data = wire.lru_get(_TRICKS, key)
     if data is None:
-        data = _TRICKS[key] = _build_trick(trick).SerializeToString()
-        if len(_TRICKS) > _TRICKS_MAX:
-            _TRICKS.popitem(last=False)
-    else:
-        _TRICKS.move_to_end(key)  # least recently used first out
+        data = wire.lru_put(_TRICKS, key, _build_trick(trick).SerializeToString(), _TRICKS_MAX)
     return data
 
 
@@ -597,14 +593,10 @@ def _shared_parts(v: Mapping[str, Any]) -> tuple[bytes, bytes]:
                              v.get("deal_results"), v.get("table")), 2)
     except ValueError:  # not made of the core types: encoded without the memo
         return _encode_shared(v)
-    parts = _SHARED.get(key)
+    parts = wire.lru_get(_SHARED, key)
     if parts is None:
-        parts = _SHARED[key] = _encode_shared(v)
-        if len(_SHARED) > _SHARED_MAX:
-            _SHARED.popitem(last=False)
-    else:
-        _SHARED.move_to_end(key)
-        stats[1] += 1
+        return wire.lru_put(_SHARED, key, _encode_shared(v), _SHARED_MAX)
+    stats[1] += 1
     return parts
 
 

@@ -164,6 +164,22 @@ _MEMO_VALUES_MAX = 4096
 _MEMO_ELEMENTS_MAX = 16384
 
 
+def lru_get(table: "OrderedDict[Any, Any]", key: Any) -> Any:
+    """``table[key]`` or None; a hit becomes the most recently used entry."""
+    value = table.get(key)
+    if value is not None:
+        table.move_to_end(key)
+    return value
+
+
+def lru_put(table: "OrderedDict[Any, Any]", key: Any, value: Any, limit: int) -> Any:
+    """Store ``value`` (returned) and drop the least recently used entry past ``limit``."""
+    table[key] = value
+    if len(table) > limit:
+        table.popitem(last=False)
+    return value
+
+
 def memo_struct_body(data: Mapping[Any, Any]) -> bytes:
     """:func:`struct_body`, its container values (and the containers in its lists) encoded
     once per content (see above)."""
@@ -200,13 +216,9 @@ def _memo_value(v: Any, is_list: bool) -> bytes:
         key = marshal.dumps(v, 2) if is_list else marshal.dumps(v)
     except ValueError:  # not made of the core types: encoded as it is (the encoder decides)
         return value_bytes(v)
-    value = _MEMO_VALUES.get(key)
+    value = lru_get(_MEMO_VALUES, key)
     if value is None:
-        value = _MEMO_VALUES[key] = _grown_list(v) if is_list else value_bytes(v)
-        if len(_MEMO_VALUES) > _MEMO_VALUES_MAX:
-            _MEMO_VALUES.popitem(last=False)
-    else:
-        _MEMO_VALUES.move_to_end(key)  # least recently used first out
+        value = lru_put(_MEMO_VALUES, key, _grown_list(v) if is_list else value_bytes(v), _MEMO_VALUES_MAX)
     return value
 
 
@@ -241,13 +253,9 @@ def _memo_element(v: Any) -> bytes:
         except ValueError:
             key = None
         if key is not None:
-            value = _MEMO_ELEMENTS.get(key)
+            value = lru_get(_MEMO_ELEMENTS, key)
             if value is None:
-                value = _MEMO_ELEMENTS[key] = value_bytes(v)
-                if len(_MEMO_ELEMENTS) > _MEMO_ELEMENTS_MAX:
-                    _MEMO_ELEMENTS.popitem(last=False)
-            else:
-                _MEMO_ELEMENTS.move_to_end(key)
+                value = lru_put(_MEMO_ELEMENTS, key, value_bytes(v), _MEMO_ELEMENTS_MAX)
     if value is None:
         value = value_bytes(v)
     size = len(value)
