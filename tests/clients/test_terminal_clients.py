@@ -140,10 +140,14 @@ def test_watch_plain_follows_a_match_live(engine):
                                 "--plain"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                cwd=ROOT, env=dict(os.environ, COLUMNS="160"))
     try:
+        # The watcher's first line is its snapshot ("0 joined the table"): it is connected.
+        # (A fixed sleep was not enough on a loaded machine: the match ended before it joined.)
+        first = watcher.stdout.readline()
+        assert "joined the table" in first, first + watcher.stderr.read()
+
         async def play():
             async with cg.connect(engine.target) as client:
                 sessions = [client.seat_session(match_id, seat, token) for seat, token in tokens]
-                await asyncio.sleep(1.0)  # the watcher is connected
                 rng = random.Random(11)
                 while True:
                     view = await sessions[0].view()
@@ -156,7 +160,7 @@ def test_watch_plain_follows_a_match_live(engine):
     finally:
         watcher.kill()
     assert watcher.returncode == 0, err
-    lines = out.splitlines()
+    lines = [first.rstrip("\n"), *out.splitlines()]
     seqs = [int(line.split()[0]) for line in lines if line.strip() and line.split()[0].isdigit()
             and ": " in line and "joined" not in line and "ended" not in line]
     assert seqs == list(range(1, final_seq + 1)) or seqs == list(range(seqs[0], final_seq + 1))

@@ -24,8 +24,13 @@ SPECTATOR = "spectator"
 ENDED = match_pb2.EVENT_KIND_MATCH_ENDED
 
 
+# Fields holding random url-safe identifiers: "KM-OYF4MYKODk_TC" names no ten of clubs.
+IDENTIFIER_FIELDS = frozenset({"match_id", "client_action_id", "seat_token"})
+
+
 def message_cards(msg: Any) -> set[int]:
-    """Every card code anywhere in a protobuf message (field values, Struct keys and values)."""
+    """Every card code anywhere in a protobuf message (field values, Struct keys and values),
+    except inside the random identifiers of IDENTIFIER_FIELDS."""
     data = json_format.MessageToDict(msg, preserving_proto_field_name=True,
                                      use_integers_for_enums=True)
     found: set[int] = set()
@@ -35,8 +40,9 @@ def message_cards(msg: Any) -> set[int]:
         if isinstance(o, str):
             found.update(card_id(m.group(1)) for m in CARD_RE.finditer(o))
         elif isinstance(o, dict):
-            stack.extend(o.keys())
-            stack.extend(o.values())
+            for key, value in o.items():
+                if key not in IDENTIFIER_FIELDS:
+                    stack.extend((key, value))
         elif isinstance(o, list):
             stack.extend(o)
     return found
