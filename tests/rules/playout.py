@@ -36,8 +36,13 @@ def random_match(game: Game, seed: int, options: dict | None = None, max_steps: 
     raise AssertionError(f"{game.id}: match did not end within {max_steps} steps (seed {seed})")
 
 
+# Keys whose values are random url-safe identifiers: "KM-OYF4MYKODk_TC" names no ten of clubs.
+IDENTIFIER_KEYS = frozenset({"match_id", "client_action_id", "seat_token", "token"})
+
+
 def cards_in(obj: Any) -> set[int]:
-    """Every card code mentioned anywhere in a JSON-like object (strings scanned for codes)."""
+    """Every card code mentioned anywhere in a JSON-like object (strings scanned for codes),
+    except in the values of IDENTIFIER_KEYS."""
     found: set[int] = set()
     stack = [obj]
     while stack:
@@ -46,8 +51,9 @@ def cards_in(obj: Any) -> set[int]:
             for m in CARD_RE.finditer(o):
                 found.add(card_id(m.group(1)))
         elif isinstance(o, dict):
-            stack.extend(o.keys())
-            stack.extend(o.values())
+            for key, value in o.items():
+                if key not in IDENTIFIER_KEYS:
+                    stack.extend((key, value))
         elif isinstance(o, (list, tuple)):
             stack.extend(o)
     return found

@@ -12,11 +12,10 @@ from typing import Any
 import grpc
 from google.protobuf import json_format
 
-from engine_service.rules.cards import card_id
 from engine_service.rules.game import CHANCE
 from engine_service.rules.registry import get_game
 from engine_service.transport.generated import admin_pb2, card_games_pb2 as pb, match_pb2
-from tests.rules.playout import CARD_RE
+from tests.rules.playout import cards_in
 
 from .harness import ADMIN_TOKEN, bearer, error_of
 
@@ -24,28 +23,11 @@ SPECTATOR = "spectator"
 ENDED = match_pb2.EVENT_KIND_MATCH_ENDED
 
 
-# Fields holding random url-safe identifiers: "KM-OYF4MYKODk_TC" names no ten of clubs.
-IDENTIFIER_FIELDS = frozenset({"match_id", "client_action_id", "seat_token"})
-
-
 def message_cards(msg: Any) -> set[int]:
     """Every card code anywhere in a protobuf message (field values, Struct keys and values),
-    except inside the random identifiers of IDENTIFIER_FIELDS."""
-    data = json_format.MessageToDict(msg, preserving_proto_field_name=True,
-                                     use_integers_for_enums=True)
-    found: set[int] = set()
-    stack = [data]
-    while stack:
-        o = stack.pop()
-        if isinstance(o, str):
-            found.update(card_id(m.group(1)) for m in CARD_RE.finditer(o))
-        elif isinstance(o, dict):
-            for key, value in o.items():
-                if key not in IDENTIFIER_FIELDS:
-                    stack.extend((key, value))
-        elif isinstance(o, list):
-            stack.extend(o)
-    return found
+    except in its random identifiers (match ids, client action ids, tokens)."""
+    return cards_in(json_format.MessageToDict(msg, preserving_proto_field_name=True,
+                                              use_integers_for_enums=True))
 
 
 @dataclass

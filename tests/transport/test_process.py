@@ -21,7 +21,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from engine_service.transport.generated import (admin_pb2_grpc, card_games_pb2 as pb,
                                                 card_games_pb2_grpc, match_pb2)
-from tests.rules.playout import CARD_RE
+from tests.rules.playout import cards_in
 
 from .harness import ADMIN_TOKEN, bearer, expect_error, run
 from .players import SPECTATOR, create_open_match, export_transcript, truth_by_seq
@@ -217,10 +217,8 @@ def test_lifecycle_health_reflection_metrics_logs_and_sigterm(tmp_path):
     for secret in (ADMIN_TOKEN, *seat_tokens):
         assert secret not in text, "a token reached the log"
     truth = truth_by_seq(transcript, [SPECTATOR])
-    from engine_service.rules.cards import card_id
     for line in lines:
-        named = {card_id(m.group(1)) for m in CARD_RE.finditer(
-            json.dumps({k: v for k, v in line.items() if k not in ("match_id", "action")}))}
+        named = cards_in({k: v for k, v in line.items() if k != "action"})
         if "seq" in line and line.get("match_id") == match_id and line["seq"] in truth:
             assert not named & truth[line["seq"]][SPECTATOR][1], line
         else:
