@@ -591,9 +591,27 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name + ' vs echo':16s} {share:.1%} of the echo's calls/s, p99 {out[name]['p99_ms']:.1f} ms "
                   f"(target: >= 50% and p99 < 30 ms at 64 in flight: {'met' if met else 'NOT met'}; "
                   f"the echo's own p99: {out['echo']['p99_ms']:.1f} ms)", flush=True)
+            print(f"{name + ' budget':16s} {_budget(out[name], out['echo'], args.matches)}", flush=True)
     if args.json:
         print(json.dumps(out))
     return 0
+
+
+def _budget(run: dict, echo: dict, in_flight: int) -> str:
+    """What the machine allows, from the run's own CPU figures: clients and server share the
+    cores, so ``cores / (server + client CPU per action)`` bounds the actions per second
+    whatever the scheduling; and with ``in_flight`` actions always in flight the mean latency
+    is ``in_flight / throughput`` (Little's law), so a p99 under 30 ms needs at least
+    ``in_flight / 30 ms`` actions per second."""
+    cores = os.cpu_count() or 1
+    per_action_ms = run["server_cpu_ms_per_action"] + run["client_cpu_ms_per_action"]
+    ceiling = cores * 1e3 / per_action_ms
+    needed = 0.5 * echo["calls_per_s"]
+    return (f"{cores} cores / ({run['server_cpu_ms_per_action']:.2f} server + "
+            f"{run['client_cpu_ms_per_action']:.2f} client ms of CPU per action) = at most "
+            f"{ceiling:,.0f} actions/s on this machine; 50% of the echo ({needed:,.0f}/s) needs "
+            f"<= {cores * 1e3 / needed:.2f} ms per action, clients included; p99 < 30 ms at "
+            f"{in_flight} in flight needs > {in_flight / 0.030:,.0f} actions/s (Little's law)")
 
 
 def _loaded(d: dict) -> dict:
