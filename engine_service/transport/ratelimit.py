@@ -7,7 +7,8 @@ bucket is empty (RESOURCE_EXHAUSTED, reason RATE_LIMITED, with a RetryInfo sayin
 token will be there: errors.py). Callers are
 
 * a seat token (its hash, never the token itself) for calls a seat token authenticates;
-* a peer address (the IP part of grpc's ``context.peer()``: :func:`peer_ip`) for the rest.
+* a peer address (the IP part of grpc's ``context.peer()``, an IPv6 address by its /64:
+  :func:`peer_key`) for the rest.
 
 A bucket holds at most ``burst`` tokens and gains ``per_s`` tokens a second; a call takes
 one. A refused call takes nothing, so a client that keeps hammering still gets ``per_s``
@@ -151,11 +152,14 @@ class TokenBuckets:
             del buckets[key]
 
 
-def peer_ip(peer: str) -> str:
-    """The IP address of a grpc peer string, the key of the per-peer limit.
+def peer_key(peer: str) -> str:
+    """The key of a grpc peer string for the per-peer limit: its IPv4 address, or the /64
+    network of its IPv6 address.
 
     ``ipv4:203.0.113.7:51234`` -> ``203.0.113.7``; ``ipv6:[2001:db8::1]:51234`` (or
-    percent-encoded, ``ipv6:%5B2001:db8::1%5D:51234``) -> ``2001:db8::1``; an IPv4 client of
+    percent-encoded, ``ipv6:%5B2001:db8::1%5D:51234``) -> ``2001:db8::/64``: a single IPv6
+    host is normally given a whole /64 and picks any address in it (privacy addresses), so a
+    per-address bucket would give one client as many buckets as it likes. An IPv4 client of
     a dual-stack listener (``[::ffff:203.0.113.7]``) is its IPv4 address, so it shares one
     bucket whichever way it connects. Other peers (``unix:...``) are their own key.
     """
@@ -168,4 +172,8 @@ def peer_ip(peer: str) -> str:
     except ValueError:
         return peer
     mapped = getattr(ip, "ipv4_mapped", None)
-    return str(mapped if mapped is not None else ip)
+    if mapped is not None:
+        return str(mapped)
+    if ip.version == 6 and not ip.is_loopback:
+        return str(ipaddress.ip_network((ip, 64), strict=False))
+    return str(ip)

@@ -46,7 +46,7 @@ from .auth import AdminGate, bearer_token
 from .errors import RateLimited, classify, to_status
 from .generated import admin_pb2, admin_pb2_grpc, card_games_pb2, card_games_pb2_grpc
 from .interceptors import ObservabilityInterceptor, current_rpc
-from .ratelimit import RateLimits, TokenBuckets, peer_ip
+from .ratelimit import RateLimits, TokenBuckets, peer_key
 from .servicers import AdminServicer, CardGamesServicer
 
 log = structlog.get_logger("cardgames.server")
@@ -235,7 +235,7 @@ class RateLimitInterceptor(grpc.aio.ServerInterceptor):
             return
         peer = ""
         if key is None:
-            peer = key = peer_ip(context.peer() or "")
+            peer = key = peer_key(context.peer() or "")
         verdict = buckets.take(key, self._clock())
         if verdict.allowed:
             return

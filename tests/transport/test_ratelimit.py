@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine_service.transport.ratelimit import Rate, RateLimits, TokenBuckets, peer_ip
+from engine_service.transport.ratelimit import Rate, RateLimits, TokenBuckets, peer_key
 
 
 def test_a_burst_then_one_call_per_interval():
@@ -98,8 +98,9 @@ def test_rates_are_validated():
 
 @pytest.mark.parametrize("peer, ip", [
     ("ipv4:203.0.113.7:51234", "203.0.113.7"),
-    ("ipv6:[2001:db8::1]:51234", "2001:db8::1"),
-    ("ipv6:%5B2001:db8::1%5D:51234", "2001:db8::1"),
+    ("ipv6:[2001:db8::1]:51234", "2001:db8::/64"),  # an IPv6 host picks any address of its /64
+    ("ipv6:%5B2001:db8:0:0:a:b:c:d%5D:51234", "2001:db8::/64"),
+    ("ipv6:[2001:db8:0:1::1]:51234", "2001:db8:0:1::/64"),  # the next /64 is another caller
     ("ipv6:[::1]:443", "::1"),
     ("ipv6:[::ffff:203.0.113.7]:51234", "203.0.113.7"),  # IPv4 through a dual-stack listener
     ("ipv6:%5B::ffff:127.0.0.1%5D:1", "127.0.0.1"),
@@ -107,5 +108,5 @@ def test_rates_are_validated():
     ("ipv4:not-an-address:1", "ipv4:not-an-address:1"),
     ("", ""),
 ])
-def test_peer_ip(peer, ip):
-    assert peer_ip(peer) == ip
+def test_peer_key(peer, ip):
+    assert peer_key(peer) == ip
