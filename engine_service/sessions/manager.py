@@ -658,17 +658,20 @@ class MatchManager:
         ``finished_retention_s`` (the store keeps them; they are read back on demand)."""
         while True:
             await asyncio.sleep(interval)
-            now, wall = asyncio.get_running_loop().time(), time.time()
-            timeout = self.config.waiting_timeout_s
-            for m in list(self._matches.values()):
-                if timeout and m.status == "waiting" and wall - m.created_at >= timeout:
-                    try:
-                        await self._exclusive(m, lambda m=m: self._expire_waiting(m))
-                    except SessionError as exc:
-                        log.error("waiting_expiry_failed", match_id=m.match_id, error=str(exc))
-                elif (m.over and not m.watchers and m.finished_mono is not None
-                        and now - m.finished_mono >= self.config.finished_retention_s):
-                    self._unregister(m)
+            await self._sweep_once()  # its locals (the last match looked at) end with it
+
+    async def _sweep_once(self) -> None:
+        now, wall = asyncio.get_running_loop().time(), time.time()
+        timeout = self.config.waiting_timeout_s
+        for m in list(self._matches.values()):
+            if timeout and m.status == "waiting" and wall - m.created_at >= timeout:
+                try:
+                    await self._exclusive(m, lambda m=m: self._expire_waiting(m))
+                except SessionError as exc:
+                    log.error("waiting_expiry_failed", match_id=m.match_id, error=str(exc))
+            elif (m.over and not m.watchers and m.finished_mono is not None
+                    and now - m.finished_mono >= self.config.finished_retention_s):
+                self._unregister(m)
 
     async def _expire_waiting(self, m: LiveMatch) -> None:
         if m.status == "waiting":

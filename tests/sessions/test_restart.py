@@ -327,3 +327,32 @@ def test_a_departed_georgian_joker_seat_stays_with_the_bot_after_a_restart(tmp_p
     summary, seat2 = run(after())
     assert summary.seats[2].replaced_by_bot and summary.status == "active"
     assert seat2 and {(a.by, a.reason) for a in seat2} == {("auto", "abandoned")}
+
+
+def test_the_sweeper_evicts_a_finished_match_and_lets_it_go():
+    """After finished_retention_s the sweeper drops a finished match from memory, and nothing
+    of the session layer keeps it alive (the store still answers for it)."""
+    import gc
+
+    from engine_service.sessions.match import LiveMatch
+
+    from .helpers import manager, open_match, until
+
+    def alive(match_id):
+        return any(isinstance(o, LiveMatch) and o.match_id == match_id for o in gc.get_objects())
+
+    async def go():
+        async with manager(config(finished_retention_s=0.2)) as mgr:
+            match_id, ps = await open_match(mgr, "japanese_joker")
+            await play_random(mgr, match_id, ps, random.Random(3))
+            assert alive(match_id)
+            await until(lambda: mgr.match_ids() == [], timeout=5)
+            await asyncio.sleep(0.1)  # one more sweep: its loop has moved past the match
+            gc.collect()
+            gone = not alive(match_id)
+            summary = await mgr.get_match(match_id)
+            return gone, summary.status
+
+    gone, status = run(go())
+    assert gone, "an evicted match is still referenced"
+    assert status == "finished"
