@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import random
 import sys
 import time
@@ -40,7 +41,7 @@ from textual.widgets.option_list import Option
 
 from . import render
 from .cardgames_client import (CardGamesError, Client, SeatSession, StaleSequence, connect,
-                               is_finished, is_my_turn)
+                               is_finished, is_my_turn, python_value)
 from .local_service import LocalService
 from engine_service.transport.generated import match_pb2
 
@@ -306,7 +307,8 @@ async def run(args: argparse.Namespace, target: str, console: Console) -> int:
         if args.list:
             for g in await client.list_games():
                 console.print(f"{g.id}: {g.name}, {g.num_seats} seats; options: "
-                              + ", ".join(f"{o.name} ({o.allowed_text})" for o in g.options))
+                              + ", ".join(f"{o.name} ({o.allowed_text}; default "
+                                          f"{json.dumps(python_value(o.default_value))})" for o in g.options))
             for b in await client.list_bots():
                 console.print(f"bot {b.name}: {', '.join(b.games)}: {b.description}")
             return 0

@@ -124,6 +124,9 @@ def test_quickstart_commands_work(tmp_path):
                 assert listing.returncode == 0, listing.stderr
                 for game in ("klaberjass", "jojotte", "georgian_joker", "japanese_joker"):
                     assert f"{game}:" in listing.stdout
+                flat = " ".join(listing.stdout.split())  # rich wraps long lines
+                assert 'kl_schmeiss (true, false; default false)' in flat  # the rulebook's defaults
+                assert 'khishti_penalty ("200", "500", "100_per_card"; default "200")' in flat
                 for bot in re.findall(r"--bots (\S+)", " ".join(commands))[0].split(","):
                     assert f"bot {bot}:" in listing.stdout, f"the quickstart's bot {bot} is not installed"
             elif "clients.play" in command:
