@@ -39,7 +39,7 @@ redaction and determinization; it is never sent to anyone.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from .cards import codes_of, parse_deck
 from .errors import DealRequired, IllegalAction, MatchOver, NotYourTurn
@@ -158,6 +158,14 @@ class State(ABC):
     @abstractmethod
     def public_view(self) -> dict[str, Any]:
         """What a spectator may know now: ``view`` without any hand or legal actions."""
+
+    def view_maker(self) -> Callable[[int | None], dict[str, Any]]:
+        """``make(seat)``: ``view(seat)`` (``public_view()`` for None) of the state as it is
+        now, for serving several audiences of one state. A game whose audiences' views differ
+        in a few keys (the hand, the legal actions) overrides it to build the rest once and
+        share it between the views it returns: views are read-only. Valid until the state
+        changes."""
+        return lambda seat: self.public_view() if seat is None else self.view(seat)
 
     @abstractmethod
     def secret_cards(self, seat: int | None) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import structlog
 
@@ -85,13 +85,21 @@ class StateMemo:
     """Values derived from one state object, kept while it is its match's state (a state is
     never changed once it is a match's state: the writer applies actions to a clone)."""
 
-    __slots__ = ("state", "views_at", "views", "scored")
+    __slots__ = ("state", "views_at", "views", "scored", "_make_view")
 
     def __init__(self, state: State) -> None:
         self.state = state
         self.views_at: tuple[Any, ...] | None = None  # (seq, status, deadline) of ``views``
         self.views: dict[Audience, ViewEnvelope] = {}  # the envelope of each audience
         self.scored: int | None = None  # len(state.deal_results())
+        self._make_view: Callable[[int | None], dict[str, Any]] | None = None
+
+    def view(self, audience: Audience) -> dict[str, Any]:
+        """The rules' view of the state for ``audience``: the audiences of one state share
+        what their views have in common (``State.view_maker``)."""
+        if self._make_view is None:
+            self._make_view = self.state.view_maker()
+        return view_for(self.state, audience, self._make_view)
 
 
 class LiveMatch:
@@ -217,8 +225,9 @@ class LiveMatch:
                 env = memo.views.get(audience)
                 if env is not None:
                     return env
-            env = memo.views[audience] = self._build_envelope(audience, self.state, self.seq,
-                                                               self.deadline)
+            env = memo.views[audience] = ViewEnvelope(
+                match_id=self.match_id, seq=self.seq, status=self.status, view=memo.view(audience),
+                deadline=self.deadline, seat=audience if isinstance(audience, int) else None)
             return env
         return self._build_envelope(audience, state, self.seq if seq is None else seq, deadline)
 

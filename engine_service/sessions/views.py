@@ -10,7 +10,7 @@ information rules. The admin view adds the omniscient card locations (``zones()`
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping, Union
+from typing import Any, Callable, Mapping, Union
 
 from ..rules.cards import CODES, codes_of
 from ..rules.game import State
@@ -35,11 +35,14 @@ def admin_view(state: State) -> dict[str, Any]:
     return view
 
 
-def view_for(state: State, audience: Audience) -> dict[str, Any]:
+def view_for(state: State, audience: Audience,
+             make: Callable[[int | None], dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The view of ``audience``; ``make``: the state's ``view_maker()``, for several audiences
+    of one state."""
     if isinstance(audience, int):
-        return state.view(audience)
+        return make(audience) if make is not None else state.view(audience)
     if audience == SPECTATOR:
-        return state.public_view()
+        return make(None) if make is not None else state.public_view()
     if audience == ADMIN:
         return admin_view(state)
     raise ValueError(f"unknown audience {audience!r}")

@@ -249,6 +249,29 @@ def test_views_carry_the_common_keys(game_id):
 
 
 @pytest.mark.parametrize("game_id", GAMES)
+def test_view_maker_gives_each_audience_exactly_its_view(game_id):
+    """``view_maker()`` (the session layer's way to serve several audiences of one state, the
+    public part built once) gives exactly ``view(seat)`` and ``public_view()``, key order
+    included, under every option set; a seat's own records (hand, legal actions, Jo-Jotte's
+    exchange offer) never reach another audience's view through what they share."""
+    game = get_game(game_id)
+    for options in option_sets(game_id):
+        for state in iter_states(game, 6100, options):
+            make = state.view_maker()
+            views = [make(seat) for seat in range(game.num_seats)]
+            public = make(None)
+            assert json.dumps(public) == json.dumps(state.public_view())
+            for seat, v in enumerate(views):
+                assert json.dumps(v) == json.dumps(state.view(seat)), (seat, state.to_act())
+            for seat in range(game.num_seats):  # built in any order, again: the same views
+                assert make(seat) == views[seat]
+            secret = {s: state.secret_cards(s) for s in range(game.num_seats)}
+            for seat, v in enumerate(views):
+                hidden = {c for c in range(38) if secret[seat] >> c & 1}
+                assert not cards_in(v) & hidden, (seat, mask_codes(sum(1 << c for c in cards_in(v) & hidden)))
+
+
+@pytest.mark.parametrize("game_id", GAMES)
 def test_determinize_reads_only_the_view(game_id):
     """Every game samples a state the seat cannot tell from the real one, from its view alone;
     a spectator's view (no seat) is refused with InconsistentView."""

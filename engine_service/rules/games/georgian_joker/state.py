@@ -452,6 +452,10 @@ class GeorgianJokerState(State):
         from .views import build_view
         return build_view(self, None)
 
+    def view_maker(self):
+        from .views import view_maker
+        return view_maker(self)
+
     def __repr__(self) -> str:
         return (f"<GeorgianJokerState deal {self.started}/{self.cfg.deals} {PHASE_NAMES[self.phase]} "
                 f"to_act={self.cur}>")

@@ -20,7 +20,7 @@ rules (:func:`.rules.trick_winner`), and assembles the common view keys of
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ...cards import CODES, STRAINS, SUITS, codes_of
 from . import actions as A
@@ -104,6 +104,30 @@ def deal_record(state: Any) -> DealRecord:
 
 def build_view(state: Any, seat: int | None) -> dict[str, Any]:
     """``state.view(seat)`` (``seat`` None: ``public_view()``)."""
+    common = _common_view(state)
+    return common if seat is None else _seat_view(state, common, seat)
+
+
+def view_maker(state: Any) -> Callable[[int | None], dict[str, Any]]:
+    """:meth:`State.view_maker`: every audience's view shares the public part, built once."""
+    common = _common_view(state)
+    return lambda seat: common if seat is None else _seat_view(state, common, seat)
+
+
+def _seat_view(state: Any, common: dict[str, Any], seat: int) -> dict[str, Any]:
+    """The public view with the seat's own hand and, on its turn, its legal actions."""
+    view = dict(common)
+    view["seat"] = seat
+    if state.phase not in (DEAL_SETUP, MATCH_OVER):
+        view["hand"] = codes_of(state.hands[seat])
+        if state.cur == seat:
+            view["legal"] = state.legal_actions()
+    return view
+
+
+def _common_view(state: Any) -> dict[str, Any]:
+    """The spectator's view: everything but a hand and legal actions, the same for every
+    audience (the seat-dependent keys in place, empty: every view has one key order)."""
     cfg = state.cfg
     phase = state.phase
     in_deal = phase not in (DEAL_SETUP, MATCH_OVER)
@@ -113,9 +137,7 @@ def build_view(state: Any, seat: int | None) -> dict[str, Any]:
     forehand = (state.dealer_seat + 1) & 3
     to_act = state.cur if state.cur >= 0 else None
     if in_deal:
-        hand = codes_of(state.hands[seat]) if seat is not None else []
         hand_sizes = [h.bit_count() for h in state.hands]
-        legal = state.legal_actions() if seat is not None and to_act == seat else []
         trick = [p.as_json() for p in rec.current]
         tricks_taken = list(state.taken)
         bids = list(rec.bids)
@@ -125,7 +147,7 @@ def build_view(state: Any, seat: int | None) -> dict[str, Any]:
         actions = [A.action_str(a) for a in state.log]
         leader = rec.leader
     else:
-        hand, hand_sizes, legal, trick = [], [0, 0, 0, 0], [], []
+        hand_sizes, trick = [0, 0, 0, 0], []
         tricks_taken, bids = [0, 0, 0, 0], [None] * 4
         trump = indicator = None
         tricks, actions, leader = [], [], forehand
@@ -159,10 +181,10 @@ def build_view(state: Any, seat: int | None) -> dict[str, Any]:
         "deal_number": index,  # 0-based index of the current deal (of the next one at deal_setup)
         "dealer": state.dealer_seat,
         "to_act": to_act,
-        "seat": seat,
-        "hand": hand,
+        "seat": None,
+        "hand": [],
         "hand_sizes": hand_sizes,
-        "legal": legal,
+        "legal": [],
         "trick": trick,
         "last_trick": last,
         "tricks_taken": tricks_taken,
@@ -175,4 +197,4 @@ def build_view(state: Any, seat: int | None) -> dict[str, Any]:
     }
 
 
-__all__ = ["Play", "Trick", "DealRecord", "deal_record", "build_view"]
+__all__ = ["Play", "Trick", "DealRecord", "deal_record", "build_view", "view_maker"]

@@ -783,3 +783,8 @@ class JojotteState(State):
         from .views import build_view
 
         return build_view(self, None)
+
+    def view_maker(self):
+        from .views import view_maker
+
+        return view_maker(self)

@@ -14,7 +14,7 @@ whole match context, so that :mod:`.determinize` can rebuild a consistent state 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ...cards import CODES, STRAINS, codes_of
 from . import actions as A
@@ -118,6 +118,34 @@ def exchange_offer(st: JojotteState, seat: int) -> list[str] | None:
 
 
 def build_view(st: JojotteState, seat: int | None) -> dict[str, Any]:
+    common = _common_view(st)
+    return common if seat is None else _seat_view(st, common, seat)
+
+
+def view_maker(st: JojotteState) -> Callable[[int | None], dict[str, Any]]:
+    """:meth:`State.view_maker`: every audience's view shares the public part, built once."""
+    common = _common_view(st)
+    return lambda seat: common if seat is None else _seat_view(st, common, seat)
+
+
+def _seat_view(st: JojotteState, common: dict[str, Any], seat: int) -> dict[str, Any]:
+    """The public view with the seat's own hand, its exchange offer and, on its turn, its
+    legal actions."""
+    view = dict(common)
+    view["seat"] = seat
+    if st._phase < PH_CHANCE:
+        view["hand"] = codes_of(st._h[seat])
+        if st._to_act == seat:
+            view["legal"] = st.legal_actions()
+        offer = exchange_offer(st, seat)
+        if offer is not None:
+            view["table"] = {**common["table"], "exchange_offer": offer}
+    return view
+
+
+def _common_view(st: JojotteState) -> dict[str, Any]:
+    """The spectator's view: everything but the seat's own records, the same for every
+    audience (the seat-dependent keys in place, empty: every view has one key order)."""
     ph = st._phase
     in_deal = ph < PH_CHANCE
     to_act = st._to_act if st._to_act >= 0 else None
@@ -134,7 +162,6 @@ def build_view(st: JojotteState, seat: int | None) -> dict[str, Any]:
         alen = st._alen if st._alen >= 0 else len(log)
         melds = meld_public(st)
         tricks = completed_tricks(st)
-        offer = exchange_offer(st, seat) if seat is not None else None
         table.update({
             "auction_state": AUCTION_STATES[ph] if ph <= PH_LATE_DBL else None,
             "turn_up": CODES[st._turn],
@@ -145,7 +172,7 @@ def build_view(st: JojotteState, seat: int | None) -> dict[str, Any]:
             "exchange_window": st._window,
             "exchange": ({"seat": st._exchange[0], "seven": CODES[st._exchange[1]],
                           "turn_up": CODES[st._exchange[2]]} if st._exchange else None),
-            "exchange_offer": offer,
+            "exchange_offer": None,
             "melds": ({"dialogue": melds[0],
                        "points": list(st._meld_pts) if st._settle is not None else None}
                       if melds is not None else None),
@@ -172,10 +199,10 @@ def build_view(st: JojotteState, seat: int | None) -> dict[str, Any]:
         "deal_number": len(st._results),
         "dealer": st._dealer,
         "to_act": to_act,
-        "seat": seat,
-        "hand": codes_of(st._h[seat]) if seat is not None and in_deal else [],
+        "seat": None,
+        "hand": [],
         "hand_sizes": [st._h[0].bit_count(), st._h[1].bit_count()] if in_deal else [0, 0],
-        "legal": st.legal_actions() if seat is not None and to_act == seat else [],
+        "legal": [],
         "trick": trick,
         "last_trick": tricks[-1] if tricks else None,
         "tricks_taken": list(st._tricks) if in_deal else [0, 0],

@@ -606,6 +606,10 @@ class KlaberjassState(State):
         from .views import build_view
         return build_view(self, None)
 
+    def view_maker(self):
+        from .views import view_maker
+        return view_maker(self)
+
     def hand_of(self, seat: int) -> list[str]:
         """Card codes of a hand in card order (omniscient; for tests and the admin view)."""
         return [CODES[c] for c in ids_of(self._hands[seat])]

@@ -13,7 +13,7 @@ the meld outcome, which the dialogue publishes only in part (:func:`.sequences.d
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ...cards import CODES
 from .sequences import dialogue, ranked, value_event
@@ -66,6 +66,31 @@ def _elder_statement(st: KlaberjassState) -> dict:
 
 
 def build_view(st: KlaberjassState, seat: int | None) -> dict[str, Any]:
+    common = _common_view(st)
+    return common if seat is None else _seat_view(st, common, seat)
+
+
+def view_maker(st: KlaberjassState) -> Callable[[int | None], dict[str, Any]]:
+    """:meth:`State.view_maker`: every audience's view shares the public part, built once."""
+    common = _common_view(st)
+    return lambda seat: common if seat is None else _seat_view(st, common, seat)
+
+
+def _seat_view(st: KlaberjassState, common: dict[str, Any], seat: int) -> dict[str, Any]:
+    """The public view with the seat's own hand and, on its turn, its legal actions."""
+    view = dict(common)
+    view["seat"] = seat
+    if st._phase not in (P_CHANCE, P_OVER):
+        view["hand"] = _codes(st._hands[seat])
+        if st._to_act == seat:
+            view["legal"] = st.legal_actions()
+    return view
+
+
+def _common_view(st: KlaberjassState) -> dict[str, Any]:
+    """The spectator's view: everything but a hand and legal actions, the same for every
+    audience (the seat-dependent keys are in place, empty, so that every view has one key
+    order)."""
     ph = st._phase
     in_deal = ph not in (P_CHANCE, P_OVER)
     to_act = st._to_act if st._to_act >= 0 else None
@@ -131,10 +156,10 @@ def build_view(st: KlaberjassState, seat: int | None) -> dict[str, Any]:
         "deal_number": st.deal_number,
         "dealer": st._dealer,
         "to_act": to_act,
-        "seat": seat,
-        "hand": _codes(hands[seat]) if seat is not None and in_deal else [],
+        "seat": None,
+        "hand": [],
         "hand_sizes": [hands[0].bit_count(), hands[1].bit_count()] if in_deal else [0, 0],
-        "legal": st.legal_actions() if seat is not None and to_act == seat else [],
+        "legal": [],
         "trick": trick,
         "last_trick": last_trick,
         "tricks_taken": [won[0].bit_count() // 2, won[1].bit_count() // 2] if in_deal else [0, 0],
