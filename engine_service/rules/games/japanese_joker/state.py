@@ -404,6 +404,10 @@ class JapaneseJokerState(State):
         from .views import build_view
         return build_view(self, None)
 
+    def view_maker(self):
+        from .views import view_maker
+        return view_maker(self)
+
     def deal_log(self) -> list[int]:
         """The action ids of the current (or just finished) deal, in order."""
         out = []

@@ -28,7 +28,7 @@ The game-specific ``table`` dict:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ...cards import CODES, STRAINS, SUITS, codes_of
 from .state import OVER, PHASE_NAMES, PLAY, TRUMP, JapaneseJokerState
@@ -42,9 +42,27 @@ def _play(seat: int, card: int, lead_key: int, leads: bool = True) -> dict[str, 
     return entry
 
 
-def deal_actions(st: JapaneseJokerState, seat: int | None) -> list[dict[str, Any]]:
-    """The public record of the current deal (plus the viewer's own moved cards)."""
+def _with_own_moves(public: list[dict[str, Any]], moves: list[tuple[int, list[str]]]) -> list[dict[str, Any]]:
+    """The public record with a seat's ``moved_cards`` in its own table plays (``moves``:
+    entry index and cards); the other entries are the public ones."""
+    if not moves:
+        return public
+    out = list(public)
+    for i, cards in moves:
+        entry: dict[str, Any] = {}
+        for key, value in out[i].items():
+            entry[key] = value
+            if key == "moved_public":
+                entry["moved_cards"] = cards
+        out[i] = entry
+    return out
+
+
+def _deal_record(st: JapaneseJokerState) -> tuple[list[dict[str, Any]], tuple[list, list]]:
+    """The public record of the current deal, and per seat the (entry index, down cards it
+    received) of its table plays."""
     out: list[dict[str, Any]] = []
+    own: tuple[list, list] = ([], [])
     cols = st._columns
     down_of = st._down_of
     ups = [[u for _, u in cols[0]], [u for _, u in cols[1]]]
@@ -70,8 +88,7 @@ def deal_actions(st: JapaneseJokerState, seat: int | None) -> list[dict[str, Any
             else:
                 entry["moved_hidden"] = 1
                 entry["moved_public"] = []
-            if p == seat:
-                entry["moved_cards"] = [CODES[m] for m in moved]
+            own[p].append((len(out), [CODES[m] for m in moved]))
         else:
             entry["from"] = "hand"
         if lead_key < 0:
@@ -83,10 +100,39 @@ def deal_actions(st: JapaneseJokerState, seat: int | None) -> list[dict[str, Any
             lead_key = -1
             to_move = w
         out.append(entry)
-    return out
+    return out, own
 
 
 def build_view(st: JapaneseJokerState, seat: int | None) -> dict[str, Any]:
+    common, own = _common_view(st)
+    return common if seat is None else _seat_view(st, common, own, seat)
+
+
+def view_maker(st: JapaneseJokerState) -> Callable[[int | None], dict[str, Any]]:
+    """:meth:`State.view_maker`: every audience's view shares the public part, built once."""
+    common, own = _common_view(st)
+    return lambda seat: common if seat is None else _seat_view(st, common, own, seat)
+
+
+def _seat_view(st: JapaneseJokerState, common: dict[str, Any], own: tuple[list, list],
+               seat: int) -> dict[str, Any]:
+    """The public view with the seat's own hand, legal actions on its turn, first three cards
+    and the down cards its table plays brought it (JJK-9.3)."""
+    view = dict(common)
+    view["seat"] = seat
+    if st._phase in (TRUMP, PLAY):
+        view["hand"] = codes_of(st._hand[seat])
+        if st._to_act == seat:
+            view["legal"] = st.legal_actions()
+        table = view["table"] = dict(common["table"])
+        table["deal_actions"] = _with_own_moves(table["deal_actions"], own[seat])
+        table["first_three"] = codes_of(st._first3[seat])
+    return view
+
+
+def _common_view(st: JapaneseJokerState) -> tuple[dict[str, Any], tuple[list, list]]:
+    """The spectator's view (the seat-dependent keys in place, empty: every view has one key
+    order), and what :func:`_seat_view` adds to the deal's record per seat."""
     phase = st._phase
     in_deal = phase in (TRUMP, PLAY)
     to_act = st._to_act if st._to_act >= 0 else None
@@ -123,19 +169,21 @@ def build_view(st: JapaneseJokerState, seat: int | None) -> dict[str, Any]:
         table["column_counts"] = [0, 0]
         table["played_any"] = [False, False]
         table["known_in_hand"] = [[], []]
-    table["deal_actions"] = deal_actions(st, seat) if in_deal else []
-    if seat is not None and in_deal:
-        table["first_three"] = codes_of(st._first3[seat])
+    own: tuple[list, list] = ([], [])
+    if in_deal:
+        table["deal_actions"], own = _deal_record(st)
+    else:
+        table["deal_actions"] = []
     return {
         "game": st.game.id,
         "phase": PHASE_NAMES[phase],
         "deal_number": len(st._results),  # 0-based index of this (or the next) deal
         "dealer": st._declarer,
         "to_act": to_act,
-        "seat": seat,
-        "hand": codes_of(st._hand[seat]) if seat is not None and in_deal else [],
+        "seat": None,
+        "hand": [],
         "hand_sizes": [st._hand[0].bit_count(), st._hand[1].bit_count()] if in_deal else [0, 0],
-        "legal": st.legal_actions() if seat is not None and to_act == seat else [],
+        "legal": [],
         "trick": trick,
         "last_trick": last_trick,
         "tricks_taken": list(st._taken) if in_deal else [0, 0],
@@ -145,4 +193,4 @@ def build_view(st: JapaneseJokerState, seat: int | None) -> dict[str, Any]:
         "over": phase == OVER,
         "winners": list(st._winners),
         "table": table,
-    }
+    }, own
