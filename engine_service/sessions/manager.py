@@ -151,14 +151,21 @@ class MatchManager:
         self._started = True
         now = asyncio.get_running_loop().time()
         for m in resumed:
-            if m.active:
-                for slot in m.seats:
-                    if slot.absent:  # nobody is connected after a restart
-                        self._clock.arm_grace(m, slot, start=now)
-                self._clock.schedule(m)
+            self._rearm(m, now)
         periods = [p / 4 for p in (self.config.finished_retention_s, self.config.waiting_timeout_s) if p > 0]
         interval = max(0.01, min([60.0, *periods]))
         self._sweeper = asyncio.create_task(self._sweep(interval), name="sessions-sweeper")
+
+    def _rearm(self, m: LiveMatch, now: float) -> None:
+        """Arm what a match read back from the store needs: nobody is connected to it, so
+        every joined player's grace window starts at ``now`` (event-loop time); then the
+        decision at hand (a turn deadline or a bot move)."""
+        if not m.active or self._clock.stopped:
+            return
+        for slot in m.seats:
+            if slot.absent:
+                self._clock.arm_grace(m, slot, start=now)
+        self._clock.schedule(m)
 
     async def drain(self) -> None:
         """Refuse new work (Unavailable), let in-flight actions finish, close every stream."""
@@ -274,19 +281,26 @@ class MatchManager:
             name=name, takeover_bot=takeover, created_at=time.time(),
             status="waiting" if has_open else "active")
         m = LiveMatch(record, decks, [])
-        self._creating[m.status] += 1
-        try:
-            await self._writer.store_call(self._store.create_match(record, decks), "create_match")
-        finally:
-            self._creating[m.status] -= 1
-        self._register(m)
-        self.metrics.matches_created.labels(game.id).inc()
-        m.log.info("match_created", status=m.status, seats=[s.kind for s in m.seats],
-                   bots=[s.bot for s in m.seats if s.bot], options=dict(options.non_default()),
-                   turn_time_s=turn, reconnect_grace_s=grace, spectators_allowed=m.spectators_allowed,
-                   admin_decks=len(request.decks or ()))
-        if m.active:
-            self._clock.schedule(m)
+        self._creating[m.status] += 1  # with the limit check above: no await in between
+
+        async def create() -> None:
+            try:
+                await self._writer.store_call(self._store.create_match(record, decks), "create_match")
+            finally:
+                self._creating[m.status] -= 1
+            self._register(m)
+            self.metrics.matches_created.labels(game.id).inc()
+            m.log.info("match_created", status=m.status, seats=[s.kind for s in m.seats],
+                       bots=[s.bot for s in m.seats if s.bot], options=dict(options.non_default()),
+                       turn_time_s=turn, reconnect_grace_s=grace,
+                       spectators_allowed=m.spectators_allowed, admin_decks=len(request.decks or ()))
+            if m.active:
+                self._clock.schedule(m)
+
+        # a caller that goes away while the match is being written leaves it a match of this
+        # server (registered, expired by the sweeper, counted by the limits), not a stored
+        # orphan that only a restart would find
+        await _uninterrupted(create(), f"create-{m.match_id}")
         return m.summary()
 
     def _seat_configs(self, game: Any, seats: Sequence[SeatConfig]) -> list[SeatConfig]:
@@ -376,7 +390,10 @@ class MatchManager:
         if game:
             get_game(game)
         limit = max(0, min(int(limit or 100), 1000))
-        listings = await self._store.list_matches([status] if status else (), game, limit)
+        try:
+            listings = await self._store.list_matches([status] if status else (), game, limit)
+        except StoreError as exc:
+            raise _store_unavailable("list_matches", exc) from exc
         return [self._matches[li.record.match_id].summary() if li.record.match_id in self._matches
                 else _summary_of(li) for li in listings]
 
@@ -429,15 +446,9 @@ class MatchManager:
                              reason="BAD_CLIENT_ACTION_ID")
         if not client_action_id.isprintable():  # every store can keep it (PostgreSQL text: no NUL)
             raise BadRequest("client_action_id holds control characters", reason="BAD_CLIENT_ACTION_ID")
-        if client_action_id:
-            first = m.client_ids.get((seat, client_action_id))
-            if first is not None:
-                if first.action != action:
-                    raise BadRequest("client_action_id was already used for another action",
-                                     reason="CLIENT_ACTION_ID_REUSED")
-                self.metrics.actions.labels(m.game.id, "player", "duplicate").inc()
-                return SubmitResult(seq=first.seq, action=first.action,
-                                    view=self._view_at(m, seat, first.seq), duplicate=True)
+        first = self._first_result(m, seat, action, client_action_id)
+        if first is not None:
+            return first
         if m.over:
             raise MatchNotActive("the match is over")
         if m.status == "waiting":
@@ -447,8 +458,33 @@ class MatchManager:
         if expected_seq is not None and expected_seq != m.seq:
             raise StaleSequence(f"expected_seq {expected_seq} is stale: the match is at seq {m.seq}",
                                 current=m.envelope(seat))
-        rec = await self._writer.apply(m, seat, action, by="player", client_action_id=client_action_id)
+        try:
+            rec = await self._writer.apply(m, seat, action, by="player", client_action_id=client_action_id)
+        except StaleSequence:
+            # the stored log was ahead of the match: the writer caught up with it. If it holds
+            # this very request (an earlier attempt was written but its answer was lost), that
+            # is its result; otherwise the caller decides again on the new state
+            first = self._first_result(m, seat, action, client_action_id)
+            if first is None:
+                raise
+            return first
         return SubmitResult(seq=rec.seq, action=rec.action, view=m.envelope(seat))
+
+    def _first_result(self, m: LiveMatch, seat: int, action: str,
+                      client_action_id: str) -> SubmitResult | None:
+        """The result of the seat's action with ``client_action_id``, if it is in the log (a
+        retry: ``duplicate``); None when the id is new."""
+        if not client_action_id:
+            return None
+        first = m.client_ids.get((seat, client_action_id))
+        if first is None:
+            return None
+        if first.action != action:
+            raise BadRequest("client_action_id was already used for another action",
+                             reason="CLIENT_ACTION_ID_REUSED")
+        self.metrics.actions.labels(m.game.id, "player", "duplicate").inc()
+        return SubmitResult(seq=first.seq, action=first.action,
+                            view=self._view_at(m, seat, first.seq), duplicate=True)
 
     async def leave_match(self, match_id: str, principal: Principal, resign: bool) -> MatchSummary:
         """Leave a seat. While the match waits for players the seat becomes free again (the
@@ -542,12 +578,13 @@ class MatchManager:
                                  view=self._view_at(m, audience, live_from),
                                  details={"seats": m.presence()})
             else:
-                for rec, state in m.states(after_seq, live_from):
+                for rec, state, details in m.replay(after_seq, live_from):
                     current = rec.seq == m.seq
                     env = (m.envelope(audience) if current
                            else m.envelope(audience, state, rec.seq))
                     yield MatchEvent(kind="action", seq=rec.seq, match_id=m.match_id, seat=rec.seat,
-                                     action=rec.action, by=rec.by, reason=rec.reason, view=env)
+                                     action=rec.action, by=rec.by, reason=rec.reason, view=env,
+                                     details=details)
             if ended:
                 yield ended_event(m, audience)
                 return
@@ -623,6 +660,13 @@ class MatchManager:
                 except CorruptLog as exc:
                     log.error("match_load_failed", match_id=match_id, error=str(exc))
                     raise SessionError("the match cannot be loaded", reason="MATCH_CORRUPT") from exc
+                except StoreError as exc:
+                    raise _store_unavailable("load_match", exc) from exc
+                if m is not None and not m.over:
+                    # unfinished but not resumed by start() (the store could not be read then)
+                    self.metrics.matches_resumed.labels(m.game.id).inc()
+                    m.log.info("match_resumed", seq=m.seq, status=m.status)
+                    self._rearm(m, asyncio.get_running_loop().time())
         if m is None:
             raise MatchNotFound("no such match")
         return m
@@ -694,9 +738,7 @@ class MatchManager:
         async def run() -> T:
             async with m.lock:
                 return await fn()
-        task = asyncio.get_running_loop().create_task(run(), name=f"write-{m.match_id}")
-        task.add_done_callback(_consume_result)
-        return await asyncio.shield(task)
+        return await _uninterrupted(run(), f"write-{m.match_id}")
 
     def _view_at(self, m: LiveMatch, audience: Audience, seq: int) -> ViewEnvelope:
         if seq == m.seq:
@@ -750,6 +792,14 @@ class MatchManager:
         return self._matches[match_id].state
 
 
+async def _uninterrupted(coro: Awaitable[T], name: str) -> T:
+    """Await ``coro`` in a task of its own that the caller's cancellation cannot interrupt
+    (the caller still gets CancelledError; the task runs to its end)."""
+    task = asyncio.get_running_loop().create_task(coro, name=name)  # type: ignore[arg-type]
+    task.add_done_callback(_consume_result)
+    return await asyncio.shield(task)
+
+
 def _consume_result(task: asyncio.Task) -> None:
     """The outcome of a write whose caller went away is nobody's to read: retrieve it so that
     asyncio does not report it as lost (rules and session errors are normal answers)."""
@@ -757,6 +807,13 @@ def _consume_result(task: asyncio.Task) -> None:
         exc = task.exception()
         if exc is not None and not isinstance(exc, (SessionError, RulesError)):
             log.error("session_write_failed", error=str(exc), error_type=type(exc).__name__)
+
+
+def _store_unavailable(operation: str, exc: StoreError) -> Unavailable:
+    """A failed store read, as the caller sees it: retryable, like a failed write (the store's
+    own message stays in the log)."""
+    log.error("store_read_failed", operation=operation, error=str(exc), error_type=type(exc).__name__)
+    return Unavailable("the match store cannot be read now; try again", reason="STORE_UNAVAILABLE")
 
 
 def _summary_of(listing: MatchListing) -> MatchSummary:

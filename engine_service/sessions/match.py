@@ -23,6 +23,12 @@ from .views import Audience, view_for
 from .watchers import Watcher
 
 
+def action_details(scored_before: int, scored_after: int) -> dict[str, Any]:
+    """The details of an ``action`` event, live or replayed: ``deal_scored`` (the index of the
+    deal it scored) when the action scored a deal."""
+    return {"deal_scored": scored_after - 1} if scored_after > scored_before else {}
+
+
 class CorruptLog(Exception):
     """A stored log does not replay through the rules (a deck or an action is refused)."""
 
@@ -196,13 +202,24 @@ class LiveMatch:
     def states(self, after_seq: int, upto_seq: int):
         """Yield ``(action record, state after it)`` for seq in (after_seq, upto_seq]; the
         same state object is advanced in place (copy what you keep)."""
+        for rec, state, _ in self.replay(after_seq, upto_seq, details=False):
+            yield rec, state
+
+    def replay(self, after_seq: int, upto_seq: int, details: bool = True):
+        """:meth:`states` with, third, the details its live ``action`` event carried
+        (:func:`action_details`; ``{}`` when ``details`` is False)."""
         state, dealt = self.fold(after_seq)
+        scored = len(state.deal_results()) if details else 0
         for rec in self.actions[after_seq:upto_seq]:
             state.apply(rec.action, rec.seat)
             if state.to_act() == CHANCE and dealt in self.decks:
                 state.deal(self.decks[dealt].cards)
                 dealt += 1
-            yield rec, state
+            extra: dict[str, Any] = {}
+            if details:
+                now = len(state.deal_results())
+                extra, scored = action_details(scored, now), now
+            yield rec, state, extra
 
     # ---- views --------------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ from ..store import DuplicateClientAction, SequenceConflict, Store, StoreError
 from ..store.base import ActionRecord, DeckRecord
 from .api import MatchEvent, StaleSequence, Unavailable, ViewEnvelope
 from .chance import random_deck
-from .match import LiveMatch, SeatSlot
+from .match import LiveMatch, SeatSlot, action_details
 from .views import Audience, public_or_none
 
 log = structlog.get_logger("engine_service.sessions")
@@ -79,7 +79,7 @@ class MatchWriter:
             # to this log: the log is the truth, so catch up with it and let the caller decide
             # again on the new state
             m.log.warning("log_conflict", seq=rec.seq, error_type=type(exc).__name__)
-            await self.catch_up(m)
+            await self.store_call(self.catch_up(m), "catch_up")
             raise StaleSequence(f"the match moved on to seq {m.seq}; decide again",
                                 current=m.envelope(seat)) from exc
         except StoreError as exc:
@@ -100,11 +100,10 @@ class MatchWriter:
         if by == "auto":
             self.metrics.child(self.metrics.auto_moves, m.game.id, reason or "policy").inc()
             m.log.info("auto_move", seat=seat, seq=rec.seq, action=action, reason=reason)
-        details: dict[str, Any] = {}
         results = state.deal_results()
         m.memo().scored = len(results)
-        if len(results) > scored:
-            details["deal_scored"] = len(results) - 1
+        details = action_details(scored, len(results))
+        if details:
             m.log.info("deal_scored", seq=rec.seq, deal=len(results) - 1,
                        result=public_or_none(results[-1], state), totals=state.result().get("totals"))
 

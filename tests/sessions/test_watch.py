@@ -10,7 +10,7 @@ import pytest
 
 from engine_service.sessions.api import BadRequest, CreateMatchRequest, Principal, Unavailable
 
-from .helpers import GAMES, collect, config, manager, open_match, play_random, run
+from .helpers import GAMES, Stream, collect, config, manager, open_match, play_random, run, until
 
 
 def actions_of(events):
@@ -218,3 +218,30 @@ def test_a_stream_cancelled_as_an_event_arrives_still_ends():
             return m.seats[0].present, m.seats[1].present, b.task.cancelled()
 
     assert run(go()) == (False, False, True)
+
+
+def test_replayed_actions_carry_the_details_of_the_live_events():
+    """A resumed stream replays each missed ACTION exactly as it was sent live, including its
+    event details (WatchMatchResponse.details: "a scored deal's result"). Replayed actions
+    that scored a deal used to come without ``deal_scored``."""
+    async def go():
+        async with manager(config(snapshot_threshold=100_000)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass", turn_time_s=0)
+            spectator = Principal("spectator", match_id)
+            live = Stream(mgr, match_id, spectator, 0)
+            await play_random(mgr, match_id, ps, random.Random(1), max_actions=120)
+            await until(lambda: len(live.actions()) == 120)
+            replayed = await collect(mgr.watch(match_id, spectator, 0),
+                                     until=lambda e: e.kind == "action" and e.seq == 120)
+            replayed_late = await collect(mgr.watch(match_id, spectator, 30),
+                                          until=lambda e: e.kind == "action" and e.seq == 120)
+            await live.close()
+            return live.actions(), replayed, replayed_late
+
+    live, replayed, replayed_late = run(go())
+    live_details = {e.seq: dict(e.details) for e in live}
+    assert sum(1 for d in live_details.values() if "deal_scored" in d) >= 2
+    for stream in (replayed, replayed_late):
+        for e in stream:
+            if e.kind == "action":
+                assert dict(e.details) == live_details[e.seq], f"seq {e.seq}"
