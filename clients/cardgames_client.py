@@ -10,9 +10,9 @@ never the engine's internals, and adds what every client otherwise writes by han
   reopen a dropped stream with ``after_seq`` = the last sequence number received, so no event is
   lost or seen twice (heartbeats and presence events carry no new number and are not replayed);
 * **submitting safely**: every action carries a ``client_action_id``, so a transport-level
-  retry (UNAVAILABLE) can never apply it twice; ``expected_seq`` guards against acting on a
-  stale view, and :meth:`SeatSession.act` re-decides on the fresh view an ABORTED error
-  carries;
+  retry (UNAVAILABLE, a timeout) can never apply it twice; ``expected_seq`` guards against
+  acting on a stale view, and :meth:`SeatSession.act` re-decides on the fresh view an ABORTED
+  error carries;
 * **clear errors**: a failed call raises a :class:`CardGamesError` subclass chosen by status
   code, carrying the code, the message, the google.rpc.ErrorInfo ``reason`` and ``metadata``
   and, for a stale sequence number, the current :class:`View`.
@@ -61,8 +61,9 @@ MatchStatus = match_pb2.MatchStatus
 DOMAIN = "cardgames.v1"
 _STATUS_DETAILS_KEY = "grpc-status-details-bin"
 #: Codes after which a call may be repeated as it was (nothing was applied, or the call is
-#: idempotent by its client_action_id).
-_TRANSIENT = frozenset({grpc.StatusCode.UNAVAILABLE})
+#: idempotent by its client_action_id): the call failed without an answer (docs/api.md,
+#: "Acting": UNAVAILABLE, or a timeout after which the action may or may not have been applied).
+_TRANSIENT = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
 #: Codes after which a watch stream is reopened with after_seq: the connection or the server
 #: went away, or the watcher fell behind (UNAVAILABLE, reason WATCH_OVERFLOW).
 _RESUMABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
@@ -71,6 +72,10 @@ _RESUMABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EX
 #: few times in a row, since a server bug would produce them forever.
 _MAYBE_RESUMABLE = frozenset({grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN})
 _MAX_UNCLEAR_FAILURES = 3
+#: Largest metadata (headers, trailers) accepted. An ABORTED status carries the caller's View in
+#: its trailer, and views grow past grpc's default limit (8 KiB, then 16 KiB hard: the call
+#: would fail with RESOURCE_EXHAUSTED and lose the view): allow as much as a response message.
+MAX_METADATA_BYTES = 4 * 1024 * 1024
 
 T = TypeVar("T")
 
@@ -84,13 +89,16 @@ class CardGamesError(Exception):
     status carried none, e.g. a network failure), ``metadata`` its public details."""
 
     def __init__(self, code: grpc.StatusCode, message: str, reason: str = "",
-                 metadata: Mapping[str, str] | None = None, view: View | None = None) -> None:
+                 metadata: Mapping[str, str] | None = None, view: View | None = None,
+                 retry_delay_s: float | None = None) -> None:
         super().__init__(f"{code.name}" + (f" {reason}" if reason else "") + f": {message}")
         self.code = code
         self.message = message
         self.reason = reason
         self.metadata = dict(metadata or {})
         self.view = view
+        #: RATE_LIMITED: the google.rpc.RetryInfo delay after which the same call is served.
+        self.retry_delay_s = retry_delay_s
 
 
 class InvalidArgument(CardGamesError):
@@ -151,7 +159,7 @@ def error_from_rpc(exc: grpc.RpcError) -> CardGamesError:
     """The :class:`CardGamesError` for a failed call, with the rich status details decoded."""
     code = exc.code() if callable(getattr(exc, "code", None)) else grpc.StatusCode.UNKNOWN
     message = exc.details() if callable(getattr(exc, "details", None)) else str(exc)
-    reason, metadata, view = "", {}, None
+    reason, metadata, view, retry_delay_s = "", {}, None, None
     trailers = exc.trailing_metadata() if callable(getattr(exc, "trailing_metadata", None)) else None
     for key, value in trailers or ():
         if key != _STATUS_DETAILS_KEY:
@@ -166,8 +174,12 @@ def error_from_rpc(exc: grpc.RpcError) -> CardGamesError:
             elif detail.Is(View.DESCRIPTOR):
                 view = View()
                 detail.Unpack(view)
+            elif detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+                retry = error_details_pb2.RetryInfo()
+                detail.Unpack(retry)
+                retry_delay_s = retry.retry_delay.ToNanoseconds() / 1e9
     cls = _ERROR_CLASSES.get(code, CardGamesError)
-    return cls(code, message or "", reason, metadata, view)
+    return cls(code, message or "", reason, metadata, view, retry_delay_s)
 
 
 # ---- values --------------------------------------------------------------------------------
@@ -264,7 +276,7 @@ class Client:
                    token: str | None = None, retry: bool = False) -> T:
         """One unary call with the token and timeout; errors become CardGamesError.
 
-        ``retry``: repeat it on UNAVAILABLE (only for calls that are safe to repeat).
+        ``retry``: repeat it on UNAVAILABLE or a timeout (only for calls that are safe to repeat).
         """
         metadata = (("authorization", f"Bearer {token}"),) if token else None
         attempts = self.retry.attempts if retry else 1
@@ -340,6 +352,8 @@ def connect(target: str, *, tls: bool = False, root_certificates: bytes | None =
         ("grpc.keepalive_time_ms", 30_000),
         ("grpc.keepalive_timeout_ms", 10_000),
         ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.max_metadata_size", MAX_METADATA_BYTES),
+        ("grpc.absolute_max_metadata_size", MAX_METADATA_BYTES),
     ]
     if tls or root_certificates:
         if server_name:
@@ -383,7 +397,8 @@ class _Audience:
         ``after_seq=None`` starts with a SNAPSHOT of the current view; a number replays what
         came after it. When the stream breaks (network, server restart, a watcher that fell
         behind) it is reopened with ``after_seq`` = the last sequence number received, after a
-        jittered backoff, so the caller sees every ACTION exactly once. The iterator ends after
+        jittered backoff (at least the RetryInfo delay when the reopening was rate limited),
+        so the caller sees every ACTION exactly once. The iterator ends after
         the MATCH_ENDED event (``stop_when_ended``) or raises CardGamesError for a failure
         that reconnecting cannot fix (no such match, bad token), when ``resume`` is False, or
         after ``max_failures`` reconnections in a row that delivered nothing (None: keep
@@ -393,6 +408,7 @@ class _Audience:
         failures = 0
         metadata = (("authorization", f"Bearer {self.token}"),) if self.token else None
         while True:
+            wait_s = 0.0  # at least this long before reopening (a RATE_LIMITED RetryInfo)
             request = card_games_pb2.WatchMatchRequest(match_id=self.match_id)
             if last is not None:
                 request.after_seq = last
@@ -415,13 +431,17 @@ class _Audience:
             except grpc.RpcError as exc:
                 error = error_from_rpc(exc)
                 unclear = error.code in _MAYBE_RESUMABLE and failures < _MAX_UNCLEAR_FAILURES
-                if not resume or not (error.code in _RESUMABLE or unclear):
+                # a reopening refused by a rate limit did nothing: open again after its delay
+                limited = error.reason == "RATE_LIMITED"
+                if not resume or not (error.code in _RESUMABLE or unclear or limited):
                     raise error from None
                 if max_failures is not None and failures >= max_failures:
                     raise error from None
+                if limited:
+                    wait_s = error.retry_delay_s or 0.0
             finally:
                 call.cancel()
-            await asyncio.sleep(self.client.retry.backoff(min(failures, 6)))
+            await asyncio.sleep(max(wait_s, self.client.retry.backoff(min(failures, 6))))
             failures += 1
 
 
@@ -445,8 +465,8 @@ class SeatSession(_Audience):
 
         ``expected_seq``: the seq of the view the action was decided on; if the match has moved
         on, :class:`StaleSequence` is raised with the current view (see :meth:`act`). The call
-        is retried on UNAVAILABLE with the same ``client_action_id`` (a fresh UUID unless
-        given), so a retry can never apply the action twice (the reply then has
+        is retried on UNAVAILABLE or a timeout with the same ``client_action_id`` (a fresh UUID
+        unless given), so a retry can never apply the action twice (the reply then has
         ``duplicate=True``).
         """
         request = card_games_pb2.SubmitActionRequest(

@@ -63,18 +63,29 @@ class CardGamesError extends Error {
    * @param {string} reason ErrorInfo reason (ILLEGAL_ACTION, STALE_SEQUENCE...), '' if none
    * @param {object} metadata ErrorInfo metadata
    * @param {object|undefined} view the caller's current View (ABORTED only)
+   * @param {number|undefined} retryDelayMs RATE_LIMITED: the RetryInfo delay before a retry
    */
-  constructor(code, message, reason, metadata, view) {
+  constructor(code, message, reason, metadata, view, retryDelayMs) {
     super(`${code}${reason ? ' ' + reason : ''}: ${message}`);
     this.name = 'CardGamesError';
     this.code = code;
     this.reason = reason;
     this.metadata = metadata;
     this.view = view;
+    this.retryDelayMs = retryDelayMs;
   }
 }
 
 const CODE_NAMES = Object.fromEntries(Object.entries(grpc.status).map(([name, value]) => [value, name]));
+
+/** The protobufjs type of a status detail, or null for one this client does not know. */
+function knownType(typeName) {
+  try {
+    return detailsRoot.lookupType(typeName);
+  } catch (error) {
+    return null;
+  }
+}
 
 /** A CardGamesError for a grpc-js error, with the rich status details decoded. */
 function toCardGamesError(error) {
@@ -82,25 +93,31 @@ function toCardGamesError(error) {
   let reason = '';
   let metadata = {};
   let view;
+  let retryDelayMs;
   const raw = error.metadata && error.metadata.get('grpc-status-details-bin')[0];
   if (raw) {
     const status = StatusType.toObject(StatusType.decode(raw), CONVERSION);
     for (const detail of status.details) {
       const typeName = detail.type_url.split('/').pop();
-      const type = detailsRoot.lookupType(typeName);
+      const type = knownType(typeName);
+      if (!type) continue; // a detail this client does not know (v1 may add some)
       const value = type.toObject(type.decode(detail.value), CONVERSION);
       if (typeName === 'google.rpc.ErrorInfo') {
         reason = value.reason || '';
         metadata = value.metadata || {};
       } else if (typeName === 'cardgames.v1.View') {
         view = value;
+      } else if (typeName === 'google.rpc.RetryInfo') {
+        const delay = value.retry_delay || {};
+        retryDelayMs = (delay.seconds || 0) * 1000 + (delay.nanos || 0) / 1e6;
       }
     }
   }
-  return new CardGamesError(code, error.details || error.message, reason, metadata, view);
+  return new CardGamesError(code, error.details || error.message, reason, metadata, view, retryDelayMs);
 }
 
-const TRANSIENT = new Set(['UNAVAILABLE']);
+// Failed without an answer: repeated as it was (a submit keeps its client_action_id).
+const TRANSIENT = new Set(['UNAVAILABLE', 'DEADLINE_EXCEEDED']);
 const RESUMABLE = new Set(['UNAVAILABLE', 'DEADLINE_EXCEEDED', 'CANCELLED']);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const backoff = (attempt) => Math.random() * Math.min(2000, 100 * 2 ** attempt);
@@ -123,7 +140,7 @@ class Client {
     this.stub.close();
   }
 
-  /** One unary call; retried on UNAVAILABLE when `retry` (only for calls safe to repeat). */
+  /** One unary call; retried on UNAVAILABLE or a timeout when `retry` (only for calls safe to repeat). */
   async call(method, request, { token, retry = false } = {}) {
     const metadata = new grpc.Metadata();
     if (token) metadata.set('authorization', `Bearer ${token}`);
@@ -201,7 +218,7 @@ class Seat {
     return (await this.client.call('GetView', { match_id: this.matchId }, { token: this.token, retry: true })).view;
   }
 
-  /** Submit one action; retried on UNAVAILABLE with the same client_action_id (applied once). */
+  /** Submit one action; retried on UNAVAILABLE or a timeout with the same client_action_id (applied once). */
   async submit(action, expectedSeq) {
     const request = { match_id: this.matchId, action, client_action_id: crypto.randomUUID() };
     if (expectedSeq !== undefined && expectedSeq !== null) request.expected_seq = expectedSeq;
@@ -235,12 +252,14 @@ class Seat {
 
   /**
    * The match's events for this seat as an async iterator, resumed with after_seq after a
-   * dropped stream (each ACTION exactly once); it ends after the MATCH_ENDED event.
+   * dropped stream (each ACTION exactly once; a rate-limited reopening waits its RetryInfo
+   * delay); it ends after the MATCH_ENDED event.
    */
   async *watch(afterSeq) {
     let last = afterSeq;
     let failures = 0;
     for (;;) {
+      let waitMs = 0;
       const metadata = new grpc.Metadata();
       metadata.set('authorization', `Bearer ${this.token}`);
       const request = { match_id: this.matchId };
@@ -259,11 +278,14 @@ class Seat {
         if (['MATCH_STATUS_FINISHED', 'MATCH_STATUS_TERMINATED'].includes(summary.status)) return;
       } catch (error) {
         const failure = error instanceof CardGamesError ? error : toCardGamesError(error);
-        if (!RESUMABLE.has(failure.code)) throw failure;
+        // a reopening refused by a rate limit did nothing: open again after its delay
+        const limited = failure.reason === 'RATE_LIMITED';
+        if (!RESUMABLE.has(failure.code) && !limited) throw failure;
+        if (limited) waitMs = failure.retryDelayMs || 0;
       } finally {
         call.cancel();
       }
-      await sleep(backoff(Math.min(failures, 6)));
+      await sleep(Math.max(waitMs, backoff(Math.min(failures, 6))));
       failures += 1;
     }
   }

@@ -115,8 +115,9 @@ def action_message(notation: str) -> cards_pb2.Action:
 
 
 def jsonable(value: Any) -> Any:
-    """``value`` with JSON types only (what Struct can hold): mapping keys become strings,
-    tuples and sets lists; a non-finite float or an unknown object is an error, never dropped."""
+    """``value`` with JSON types only (what Struct can hold): mapping keys become the strings
+    ``json.dumps`` writes (as in the tables, :mod:`.wire`: ``True`` -> ``"true"``), tuples and
+    sets lists; a non-finite float or an unknown object is an error, never dropped."""
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):
@@ -126,7 +127,7 @@ def jsonable(value: Any) -> Any:
             raise ValueError(f"non-finite number in a view: {value!r}")
         return value
     if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
+        return {wire.json_key(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
     if isinstance(value, (set, frozenset)):

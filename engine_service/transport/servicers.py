@@ -163,8 +163,9 @@ class CardGamesServicer(_Base, card_games_pb2_grpc.CardGamesServiceServicer):
         if len(request.action) > MAX_ACTION_CHARS:
             raise api.BadRequest("action is too long", reason="FIELD_TOO_LONG", field="action")
         if len(request.client_action_id) > MAX_CLIENT_ACTION_ID_CHARS:
-            raise api.BadRequest("client_action_id is too long", reason="FIELD_TOO_LONG",
-                                 field="client_action_id")
+            # docs/api.md: up to 128 printable characters, "anything else is BAD_CLIENT_ACTION_ID"
+            raise api.BadRequest(f"client_action_id is longer than {MAX_CLIENT_ACTION_ID_CHARS} "
+                                 "characters", reason="BAD_CLIENT_ACTION_ID", field="client_action_id")
         principal = self._seat_principal(match_id, context, "act")
         expected = request.expected_seq if request.HasField("expected_seq") else None
         result = await self._service.submit_action(match_id, principal, request.action, expected,
@@ -207,6 +208,8 @@ class AdminServicer(_Base, admin_pb2_grpc.AdminServiceServicer):
         if request.limit < 0:
             raise api.BadRequest("limit must not be negative", reason="BAD_LIMIT", field="limit")
         status = codec.STATUS_NAMES.get(request.status, "")
+        if request.status and not status:  # a value outside the enum is not "any status"
+            raise api.BadRequest(f"unknown status {request.status}", reason="BAD_STATUS", field="status")
         matches = await self._service.list_matches(status=status, game=request.game,
                                                    limit=request.limit or 100)
         return admin_pb2.ListMatchesResponse(matches=[codec.summary_message(m) for m in matches])

@@ -86,7 +86,7 @@ def _string_value(s: str) -> bytes:
     return b
 
 
-def _json_key(k: Any) -> str:
+def json_key(k: Any) -> str:
     """The key string ``json.dumps`` writes for a mapping key."""
     t = type(k)
     if t is str:
@@ -141,7 +141,7 @@ def _entry(key: Any, value: bytes) -> bytes:
     """One ``fields`` entry of a Struct: ``key`` and an encoded Value."""
     prefix = _KEY_CACHE.get(key) if type(key) is str else None
     if prefix is None:
-        prefix = _entry_prefix(key if type(key) is str else _json_key(key))
+        prefix = _entry_prefix(key if type(key) is str else json_key(key))
     size = len(value)
     entry = prefix + (_SMALL_VARINTS[size] if size < 128 else varint(size)) + value
     size = len(entry)

@@ -304,7 +304,6 @@ async def test_malformed_requests_are_invalid_argument():
             g.GetView(pb.GetViewRequest(), metadata=md),
             g.SubmitAction(pb.SubmitActionRequest(match_id="m1"), metadata=md),
             g.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="p" * 65), metadata=md),
-            g.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="pass", client_action_id="c" * 129), metadata=md),
             g.JoinMatch(pb.JoinMatchRequest(match_id="m1", player_name="n" * 65)),
             g.CreateMatch(pb.CreateMatchRequest()),
             g.WatchMatch(pb.WatchMatchRequest(), metadata=md),
@@ -312,6 +311,37 @@ async def test_malformed_requests_are_invalid_argument():
         for call in cases:
             err = await expect_error(call)
             assert err.code == grpc.StatusCode.INVALID_ARGUMENT and err.reason in ("MISSING_FIELD", "FIELD_TOO_LONG")
+
+
+@run
+async def test_a_client_action_id_over_128_characters_is_bad_client_action_id():
+    """docs/api.md: up to 128 printable characters; "anything else is INVALID_ARGUMENT /
+    BAD_CLIENT_ACTION_ID" (the reason the session layer gives a control character too)."""
+    service = ScriptedService()
+    async with running(service) as srv:
+        req = pb.SubmitActionRequest(match_id="m1", action="pass", client_action_id="c" * 129)
+        err = await expect_error(srv.games.SubmitAction(req, metadata=bearer(SEAT_TOKEN)))
+        assert (err.code, err.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "BAD_CLIENT_ACTION_ID")
+        assert err.metadata.get("field") == "client_action_id"
+        await srv.games.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="pass", client_action_id="c" * 128),
+                                     metadata=bearer(SEAT_TOKEN))
+        assert [c[4] for c in service.calls if c[0] == "submit_action"] == ["c" * 128]
+
+
+@run
+async def test_list_matches_refuses_a_status_outside_the_enum():
+    """An unknown MatchStatus value is a bad request (BAD_STATUS), not "any status": an admin
+    tool built against a newer enum must not get every match back as if unfiltered."""
+    service = ScriptedService()
+    async with running(service) as srv:
+        err = await expect_error(srv.admin.ListMatches(admin_pb2.ListMatchesRequest(status=99),
+                                                       metadata=bearer(ADMIN_TOKEN)))
+        assert (err.code, err.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "BAD_STATUS")
+        assert err.metadata.get("field") == "status"
+        assert not [c for c in service.calls if c[0] == "list_matches"]
+        await srv.admin.ListMatches(admin_pb2.ListMatchesRequest(status=match_pb2.MATCH_STATUS_UNSPECIFIED),
+                                    metadata=bearer(ADMIN_TOKEN))
+        assert ("list_matches", "", "", 100) in service.calls
 
 
 @run

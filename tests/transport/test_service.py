@@ -265,6 +265,18 @@ async def test_admin_decks_make_the_deal_and_inspect_is_omniscient():
         assert match_id in [m.match_id for m in listed.matches]
 
 
+@run
+async def test_an_unset_or_zero_turn_time_is_the_table_default():
+    """CreateMatchRequest.turn_time unset or zero is the table default (docs/operations.md,
+    --default-turn-time-s: "decision deadline of Klaberjass / Jo-Jotte matches created without
+    one"; the Joker games' turn_time_s option), not "no deadline"."""
+    async with served(SessionConfig(db_path="memory:", default_turn_time_s=45.0)) as (mgr, srv):
+        for game, default in (("klaberjass", 45), ("jojotte", 45), ("japanese_joker", 30), ("georgian_joker", 30)):
+            for req in (pb.CreateMatchRequest(game=game), pb.CreateMatchRequest(game=game, turn_time={"seconds": 0})):
+                created = (await srv.games.CreateMatch(req)).match
+                assert created.turn_time.seconds == default, game
+
+
 def _bot_host():
     from engine_service.plugins.host import BotHost
 

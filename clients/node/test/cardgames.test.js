@@ -77,3 +77,80 @@ test('act() stops once the match has ended meanwhile, and re-decides on a stale 
   const refused = new Seat({ call: async () => { throw new CardGamesError('FAILED_PRECONDITION', 'illegal', 'ILLEGAL_ACTION', {}); } }, 'm1', 0, 't');
   await assert.rejects(refused.act(() => 'play:AS', { seq: 3, to_act: 0 }), /ILLEGAL_ACTION/);
 });
+
+/** An Any of google.rpc.RetryInfo{retry_delay} encoded by hand (independent of proto/). */
+function retryInfoAny(seconds, nanos) {
+  const duration = protobuf.Writer.create().uint32(8).int64(seconds).uint32(16).int32(nanos).finish();
+  const value = protobuf.Writer.create().uint32(10).bytes(duration).finish();
+  return { type_url: 'type.googleapis.com/google.rpc.RetryInfo', value };
+}
+
+function rateLimitedMetadata(seconds, nanos, extra = []) {
+  const root = new protobuf.Root();
+  root.resolvePath = (origin, target) => (target.startsWith('google/protobuf/')
+    ? target : path.resolve(__dirname, '..', 'proto', target));
+  root.loadSync(['google/rpc/status.proto'], { keepCase: true });
+  const Status = root.lookupType('google.rpc.Status');
+  const ErrorInfo = root.lookupType('google.rpc.ErrorInfo');
+  const info = { type_url: 'type.googleapis.com/google.rpc.ErrorInfo',
+    value: ErrorInfo.encode(ErrorInfo.fromObject({ reason: 'RATE_LIMITED', domain: 'cardgames.v1', metadata: { key_kind: 'peer' } })).finish() };
+  const raw = Status.encode(Status.fromObject({ code: 8, message: 'too many requests',
+    details: [info, retryInfoAny(seconds, nanos), ...extra] })).finish();
+  const metadata = new grpc.Metadata();
+  metadata.set('grpc-status-details-bin', Buffer.from(raw));
+  return metadata;
+}
+
+test('a RATE_LIMITED error carries its reason and RetryInfo delay; unknown details are skipped', () => {
+  const unknown = { type_url: 'type.googleapis.com/google.rpc.DebugInfo', value: Buffer.from([10, 1, 120]) };
+  const error = toCardGamesError({ code: grpc.status.RESOURCE_EXHAUSTED, details: 'too many requests',
+    metadata: rateLimitedMetadata(1, 500000000, [unknown]) });
+  assert.ok(error instanceof CardGamesError);
+  assert.strictEqual(error.code, 'RESOURCE_EXHAUSTED');
+  assert.strictEqual(error.reason, 'RATE_LIMITED');
+  assert.deepStrictEqual(error.metadata, { key_kind: 'peer' });
+  assert.strictEqual(error.retryDelayMs, 1500);
+});
+
+test('a call that timed out is repeated, a submit with the same client_action_id', async () => {
+  const { Client } = require('../cardgames');
+  const client = new Client('127.0.0.1:9');
+  client.stub.close();
+  const requests = [];
+  client.stub = {
+    SubmitAction(request, metadata, options, callback) {
+      requests.push(request);
+      if (requests.length === 1) callback({ code: grpc.status.DEADLINE_EXCEEDED, details: 'Deadline exceeded', metadata: new grpc.Metadata() });
+      else callback(null, { seq: 4, duplicate: true });
+    },
+  };
+  const { Seat } = require('../cardgames');
+  const reply = await new Seat(client, 'm1', 0, 't').submit('play:AS', 3);
+  assert.deepStrictEqual(reply, { seq: 4, duplicate: true });
+  assert.strictEqual(requests.length, 2);
+  assert.ok(requests[0].client_action_id && requests[0].client_action_id === requests[1].client_action_id);
+});
+
+test('watch() reopens a rate-limited stream after the RetryInfo delay', async () => {
+  const { Client, Seat } = require('../cardgames');
+  const client = new Client('127.0.0.1:9');
+  client.stub.close();
+  const opened = [];
+  const stream = (events, error) => ({
+    cancel() {},
+    async* [Symbol.asyncIterator]() { for (const e of events) yield e; if (error) throw error; },
+  });
+  client.stub = {
+    WatchMatch(request) {
+      opened.push({ after: request.after_seq, at: Date.now() });
+      if (opened.length === 1) return stream([{ kind: 'EVENT_KIND_SNAPSHOT', seq: 3 }], { code: grpc.status.UNAVAILABLE, details: 'gone', metadata: new grpc.Metadata() });
+      if (opened.length === 2) return stream([], { code: grpc.status.RESOURCE_EXHAUSTED, details: 'too many requests', metadata: rateLimitedMetadata(0, 300000000) });
+      return stream([{ kind: 'EVENT_KIND_ACTION', seq: 4 }, { kind: 'EVENT_KIND_MATCH_ENDED', seq: 4 }]);
+    },
+  };
+  const seen = [];
+  for await (const event of new Seat(client, 'm1', 0, 't').watch()) seen.push([event.kind, event.seq]);
+  assert.deepStrictEqual(seen, [['EVENT_KIND_SNAPSHOT', 3], ['EVENT_KIND_ACTION', 4], ['EVENT_KIND_MATCH_ENDED', 4]]);
+  assert.deepStrictEqual(opened.map((o) => o.after), [undefined, 3, 3]);
+  assert.ok(opened[2].at - opened[1].at >= 290, 'the reopening waited the RetryInfo delay');
+});

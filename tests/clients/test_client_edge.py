@@ -1,0 +1,122 @@
+"""The Python client library (clients/cardgames_client.py) against an in-process server over a
+scripted MatchService (tests/transport/test_edge.py): what the library does at the edges a
+real engine rarely reaches on demand: a stale-sequence error whose View is large, a call whose
+answer never arrives, and a watch stream whose reopening is rate limited."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import pytest
+
+from clients import cardgames_client as cg
+from engine_service.sessions import api
+from engine_service.transport.generated import match_pb2
+from engine_service.transport.ratelimit import Rate, RateLimits
+from tests.transport.harness import running
+from tests.transport.test_edge import SEAT_TOKEN, ScriptedService, _view
+
+from .conftest import run
+
+
+def _large_view(seq: int, plays: int) -> api.ViewEnvelope:
+    """A seat's view with a long public deal log in its table, as late in a Georgian Joker
+    match (views of ~8.3 KB there: already past grpc's default 8 KiB metadata limit)."""
+    cards = ["AS", "KS", "QS", "JS", "TS", "9S", "8S", "7S", "6S"]
+    log = [{"seat": i % 4, "action": f"play:{cards[i % 9]}", "by": "player"} for i in range(plays)]
+    return api.ViewEnvelope("m1", seq, "active", dict(_view(seq).view, table={"deal_actions": log}), None, 0)
+
+
+def test_a_stale_error_brings_its_large_view_to_the_client():
+    """ABORTED / STALE_SEQUENCE carries the current View in the status trailer; the library
+    must accept a trailer as large as a view (grpc's default: 8 KiB soft, 16 KiB hard, after
+    which the call fails with RESOURCE_EXHAUSTED and the view is lost)."""
+
+    async def scenario():
+        service = ScriptedService()
+        for plays in (150, 600):  # views of ~9 KB (past the soft limit) and ~36 KB (past the hard one)
+            service.error = api.StaleSequence("expected_seq 3 is stale", _large_view(9, plays))
+            async with running(service) as srv, cg.connect(srv.target) as client:
+                me = client.seat_session("m1", 0, SEAT_TOKEN)
+                for _ in range(5):
+                    with pytest.raises(cg.StaleSequence) as caught:
+                        await me.submit("play:AS", expected_seq=3)
+                    assert caught.value.reason == "STALE_SEQUENCE"
+                    assert caught.value.view.seq == 9 and len(caught.value.view.table["deal_actions"]) == plays
+
+    run(scenario())
+
+
+class _SlowFirstAnswer(ScriptedService):
+    """The first SubmitAction is applied but its answer is lost (it outlives the client's
+    deadline); a repeat with the same client_action_id gets the first result."""
+
+    async def submit_action(self, match_id, principal, action, expected_seq, client_action_id=""):
+        self.calls.append(("submit_action", principal, action, expected_seq, client_action_id))
+        first = sum(c[0] == "submit_action" for c in self.calls) == 1
+        if first:
+            await asyncio.sleep(2.0)
+        return api.SubmitResult(4, action, _view(4), duplicate=not first)
+
+
+def test_submit_repeats_a_timed_out_call_with_the_same_client_action_id():
+    """docs/api.md: "If the call fails without an answer (UNAVAILABLE, a timeout), send it
+    again with the same id" -- and "The Python library does all of this"."""
+
+    async def scenario():
+        service = _SlowFirstAnswer()
+        async with running(service) as srv, cg.connect(srv.target, timeout_s=0.5) as client:
+            me = client.seat_session("m1", 0, SEAT_TOKEN)
+            reply = await me.submit("play:AS", expected_seq=3)
+            assert (reply.seq, reply.duplicate) == (4, True)
+        ids = [c[4] for c in service.calls if c[0] == "submit_action"]
+        assert len(ids) == 2 and ids[0] == ids[1] != ""
+
+    run(scenario())
+
+
+class _DropsTheFirstStream(ScriptedService):
+    """The first WatchMatch stream breaks after its snapshot; the next one replays the rest."""
+
+    async def watch(self, match_id, principal, after_seq):
+        self.calls.append(("watch", principal, after_seq))
+        opened = sum(c[0] == "watch" for c in self.calls)
+        if opened == 1:
+            yield api.MatchEvent("snapshot", 3, match_id, view=_view(seat=principal.seat))
+            raise api.Unavailable("fell behind", reason="WATCH_OVERFLOW")
+        yield api.MatchEvent("action", 4, match_id, seat=0, action="play:AS", by="player",
+                             view=_view(4, seat=principal.seat))
+        yield api.MatchEvent("match_ended", 4, match_id, reason="rules", view=_view(4, seat=principal.seat))
+
+
+def test_watch_waits_out_a_rate_limited_reopen():
+    """A resumed stream whose reopening is refused with RESOURCE_EXHAUSTED / RATE_LIMITED
+    ("wait its retry_delay, then send the same request again": nothing was done) is reopened
+    after the RetryInfo delay, not given up: every spectator behind one address reconnects at
+    once after a server restart."""
+
+    async def scenario():
+        service = _DropsTheFirstStream()
+        limits = RateLimits(peer=Rate(per_s=2.0, burst=1))  # the reopen comes within ~0.1 s
+        async with running(service, rate_limits=limits) as srv, cg.connect(srv.target) as client:
+            events = [(e.kind, e.seq) async for e in client.spectate("m1").watch()]
+        assert events == [(match_pb2.EVENT_KIND_SNAPSHOT, 3), (match_pb2.EVENT_KIND_ACTION, 4),
+                          (match_pb2.EVENT_KIND_MATCH_ENDED, 4)]
+        assert [c[2] for c in service.calls if c[0] == "watch"] == [-1, 3]
+
+    run(scenario())
+
+
+def test_rate_limited_errors_carry_the_retry_delay():
+    async def scenario():
+        service = ScriptedService()
+        limits = RateLimits(peer=Rate(per_s=1.0, burst=1))
+        async with running(service, rate_limits=limits) as srv, cg.connect(srv.target) as client:
+            await client.get_match("m1")
+            with pytest.raises(cg.ResourceExhausted) as caught:
+                await client.get_match("m1")
+        assert caught.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED and caught.value.reason == "RATE_LIMITED"
+        assert 0 < caught.value.retry_delay_s <= 1.0
+
+    run(scenario())
