@@ -66,7 +66,7 @@ def test_play_screen_plays_a_whole_japanese_joker_match(engine):
                         presses += 1
                 final = await me.summary()
             assert final.status == match_pb2.MATCH_STATUS_FINISHED, "the match did not end in time"
-            assert presses >= 20
+            assert presses >= 18  # a match to 11 may end after one deal: a card in each of its 18 tricks
             assert seen_hand and seen_columns and seen_countdown
 
     run(scenario(), timeout_s=200)
