@@ -7,7 +7,8 @@ tricks taken, scores and every action as it happens. The stream resumes by itsel
 network drop or a server restart (``after_seq``), so no action is missed or shown twice.
 
 ``--plain`` prints one line per event instead of the full-screen table (for logs and pipes);
-``--from-start`` replays the match from its first action before following it live.
+``--from-start`` replays the match from its first action before following it live (a match
+far along starts with a snapshot instead: the server's replay limit, docs/api.md).
 """
 
 from __future__ import annotations
@@ -137,7 +138,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--ca", metavar="FILE", help="PEM root certificate(s) for --tls")
     p.add_argument("--server-name", help="TLS name to verify instead of the target's host")
     p.add_argument("--plain", action="store_true", help="one line per event instead of the full screen")
-    p.add_argument("--from-start", action="store_true", help="replay the match from its first action")
+    p.add_argument("--from-start", action="store_true",
+                   help="replay the match from its first action (a snapshot first when the match "
+                   "is too far along for the server to replay)")
     args = p.parse_args(argv)
     console = Console(highlight=False)
     try:

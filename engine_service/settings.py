@@ -236,4 +236,18 @@ def from_namespace(ns: argparse.Namespace) -> Settings:
     settings = Settings(**server, session=replace(Settings().session, **session))
     if (settings.tls_cert is None) != (settings.tls_key is None):
         raise ValueError("--tls-cert and --tls-key go together")
+    for flag, path in (("--tls-cert", settings.tls_cert), ("--tls-key", settings.tls_key)):
+        if path is not None:
+            _check_pem(flag, path)
     return settings
+
+
+def _check_pem(flag: str, path: Path) -> None:
+    """A TLS file that cannot be read is a configuration error named by its flag (grpc would
+    only say that the port could not be bound)."""
+    try:
+        text = path.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"{flag} {path}: cannot read it ({exc.strerror})") from None
+    if b"-----BEGIN " not in text:
+        raise ValueError(f"{flag} {path}: not a PEM file")

@@ -702,7 +702,10 @@ class MatchManager:
         ``finished_retention_s`` (the store keeps them; they are read back on demand)."""
         while True:
             await asyncio.sleep(interval)
-            await self._sweep_once()  # its locals (the last match looked at) end with it
+            try:
+                await self._sweep_once()  # its locals (the last match looked at) end with it
+            except Exception as exc:  # housekeeping must outlive a bug in one pass
+                log.error("sweep_failed", error=str(exc), error_type=type(exc).__name__)
 
     async def _sweep_once(self) -> None:
         now, wall = asyncio.get_running_loop().time(), time.time()

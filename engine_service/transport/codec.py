@@ -222,9 +222,9 @@ def status_enum(status: str) -> int:
 
 
 def _set_duration(field, seconds: float) -> None:
-    whole = int(seconds)
-    field.seconds = whole
-    field.nanos = int(round((seconds - whole) * 1e9))
+    # from whole nanoseconds: rounding the fraction alone could give nanos = 1e9 (invalid)
+    whole, nanos = divmod(int(round(seconds * 1e9)), 1_000_000_000)
+    field.seconds, field.nanos = whole, nanos
 
 
 def _set_timestamp(field, unix: float) -> None:

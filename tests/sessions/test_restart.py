@@ -356,3 +356,26 @@ def test_the_sweeper_evicts_a_finished_match_and_lets_it_go():
     gone, status = run(go())
     assert gone, "an evicted match is still referenced"
     assert status == "finished"
+
+
+def test_the_sweeper_outlives_a_failing_pass():
+    """A housekeeping pass that raises is logged and the next one runs: eviction goes on."""
+    from .helpers import manager, open_match, until
+
+    async def go():
+        async with manager(config(finished_retention_s=0.2)) as mgr:
+            real, calls = mgr._sweep_once, []
+
+            async def failing_once():
+                calls.append(1)
+                if len(calls) == 1:
+                    raise RuntimeError("a bug in one pass")
+                await real()
+
+            mgr._sweep_once = failing_once
+            match_id, ps = await open_match(mgr, "japanese_joker")
+            await play_random(mgr, match_id, ps, random.Random(4))
+            await until(lambda: mgr.match_ids() == [], timeout=5)
+            return len(calls)
+
+    assert run(go()) >= 2

@@ -263,3 +263,15 @@ def test_shared_envelopes_convert_once_and_stay_independent():
     other = api.ViewEnvelope("m", 3, "active", {"phase": "play", "hand": ["KH"], "legal": [], "seat": 1}, seat=1)
     c_ = codec.event_message(api.MatchEvent(kind="action", seq=3, match_id="m", seat=1, action="pass", by="player", view=other))
     assert [x.code for x in c_.view.hand] == ["KH"] and c_.view.seat == 1
+
+
+@pytest.mark.parametrize("seconds, expected", [
+    (30.0, (30, 0)), (1.5, (1, 500_000_000)), (0.0, (0, 0)),
+    (29.9999999999, (30, 0)),  # the fraction alone rounds up to a whole second
+    (10.000000001, (10, 1)),
+])
+def test_a_turn_time_is_a_valid_duration(seconds, expected):
+    summary = api.MatchSummary(match_id="m", game="klaberjass", options={}, status="active", seq=0,
+                               seats=(), turn_time_s=seconds, spectators_allowed=True, created_at=0.0)
+    duration = codec.summary_message(summary).turn_time
+    assert (duration.seconds, duration.nanos) == expected and 0 <= duration.nanos < 1_000_000_000

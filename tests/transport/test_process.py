@@ -230,6 +230,13 @@ def test_bad_settings_and_busy_port_fail_clearly(tmp_path):
     done = subprocess.run([sys.executable, "-m", "engine_service", "serve"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and "CARDGAMES_PORT" in done.stderr
+    not_pem = tmp_path / "key.txt"
+    not_pem.write_text("hello\n")
+    for cert, key, named in ((tmp_path / "missing.pem", not_pem, "--tls-cert"), (not_pem, not_pem, "--tls-cert")):
+        done = subprocess.run([sys.executable, "-m", "engine_service", "serve", "--port", "0",
+                               "--tls-cert", str(cert), "--tls-key", str(key)], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode != 0 and named in done.stderr and str(cert) in done.stderr, done.stderr
     garbage = tmp_path / "garbage.sqlite3"
     garbage.write_text("this is not a database\n" * 100)
     done = subprocess.run([sys.executable, "-m", "engine_service", "serve", "--port", "0",
