@@ -1,8 +1,31 @@
-"""Helpers on views shared by the games' determinizers."""
+"""Helpers on views shared by the games: building the views of several audiences of one state,
+and comparing views (the determinizers)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
+
+ViewMaker = Callable[[Any], dict[str, Any]]
+
+
+def views_from(common: dict[str, Any], seat_view: Callable[[dict[str, Any], int], dict[str, Any]]) -> ViewMaker:
+    """A ``State.view_maker()`` over the public view ``common`` (what a spectator sees, the
+    seat-dependent keys empty) and ``seat_view(common, seat)``, which adds a seat's own records
+    to a copy of it: every view shares ``common``'s values (views are read-only)."""
+    return lambda seat: common if seat is None else seat_view(common, seat)
+
+
+def with_seat(common: dict[str, Any], seat: int, hand: list[str] | None,
+              legal: list[str] | None) -> dict[str, Any]:
+    """A copy of the public view ``common`` naming ``seat``, with its hand and legal actions
+    where given (None: the public view's empty ones)."""
+    view = dict(common)
+    view["seat"] = seat
+    if hand is not None:
+        view["hand"] = hand
+    if legal is not None:
+        view["legal"] = legal
+    return view
 
 
 def view_agrees(sample: Any, given: Any) -> bool:

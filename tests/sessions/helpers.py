@@ -150,3 +150,12 @@ async def until(predicate, timeout: float = 10.0, step: float = 0.005) -> None:
         if loop.time() > end:
             raise AssertionError("condition not reached in time")
         await asyncio.sleep(step)
+
+
+async def to_act(mgr: MatchManager, match_id: str, principals: list[Principal]):
+    """(seat, principal, envelope) of the seat to act."""
+    for seat, p in enumerate(principals):
+        env = await mgr.get_view(match_id, p)
+        if env.view["to_act"] == seat:
+            return seat, p, env
+    raise AssertionError("nobody to act")

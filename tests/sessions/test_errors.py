@@ -15,18 +15,9 @@ from engine_service.sessions.api import (BadRequest, CreateMatchRequest, LimitEx
                                          MatchNotFound, PermissionDenied, Principal, SeatConfig, SeatTaken,
                                          StaleSequence, Unauthenticated, Unavailable)
 
-from .helpers import GAMES, collect, config, manager, open_match, play_random, run
+from .helpers import GAMES, collect, config, manager, open_match, play_random, run, to_act
 
 GAME = "klaberjass"
-
-
-async def to_act(mgr, match_id, principals):
-    """(seat, principal, envelope) of the seat to act."""
-    for seat, p in enumerate(principals):
-        env = await mgr.get_view(match_id, p)
-        if env.view["to_act"] == seat:
-            return seat, p, env
-    raise AssertionError("nobody to act")
 
 
 # ---- tokens ---------------------------------------------------------------------------------

@@ -14,15 +14,7 @@ from engine_service.sessions.api import CreateMatchRequest, Principal, SessionEr
 from engine_service.sessions.manager import MatchManager
 from engine_service.store import MemoryStore, StoreError
 
-from .helpers import Stream, collect, config, manager, open_match, play_random, run, until
-
-
-async def to_act(mgr, match_id, ps):
-    for seat, p in enumerate(ps):
-        env = await mgr.get_view(match_id, p)
-        if env.view["to_act"] == seat:
-            return seat, p, env
-    raise AssertionError("nobody is to act")
+from .helpers import Stream, collect, config, manager, open_match, play_random, run, to_act, until
 
 
 class LosesAcknowledgements(MemoryStore):

@@ -20,9 +20,10 @@ rules (:func:`.rules.trick_winner`), and assembles the common view keys of
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ...cards import CODES, STRAINS, SUITS, codes_of
+from ...views import ViewMaker, views_from, with_seat
 from . import actions as A
 from . import rules as R
 from .state import BIDDING, DEAL_SETUP, MATCH_OVER, PHASE_NAMES
@@ -104,25 +105,19 @@ def deal_record(state: Any) -> DealRecord:
 
 def build_view(state: Any, seat: int | None) -> dict[str, Any]:
     """``state.view(seat)`` (``seat`` None: ``public_view()``)."""
-    common = _common_view(state)
-    return common if seat is None else _seat_view(state, common, seat)
+    return view_maker(state)(seat)
 
 
-def view_maker(state: Any) -> Callable[[int | None], dict[str, Any]]:
+def view_maker(state: Any) -> ViewMaker:
     """:meth:`State.view_maker`: every audience's view shares the public part, built once."""
-    common = _common_view(state)
-    return lambda seat: common if seat is None else _seat_view(state, common, seat)
+    return views_from(_common_view(state), lambda common, seat: _seat_view(state, common, seat))
 
 
 def _seat_view(state: Any, common: dict[str, Any], seat: int) -> dict[str, Any]:
     """The public view with the seat's own hand and, on its turn, its legal actions."""
-    view = dict(common)
-    view["seat"] = seat
-    if state.phase not in (DEAL_SETUP, MATCH_OVER):
-        view["hand"] = codes_of(state.hands[seat])
-        if state.cur == seat:
-            view["legal"] = state.legal_actions()
-    return view
+    in_deal = state.phase not in (DEAL_SETUP, MATCH_OVER)
+    return with_seat(common, seat, codes_of(state.hands[seat]) if in_deal else None,
+                     state.legal_actions() if in_deal and state.cur == seat else None)
 
 
 def _common_view(state: Any) -> dict[str, Any]:

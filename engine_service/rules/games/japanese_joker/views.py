@@ -28,9 +28,10 @@ The game-specific ``table`` dict:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from ...cards import CODES, STRAINS, SUITS, codes_of
+from ...views import ViewMaker, views_from, with_seat
 from .state import OVER, PHASE_NAMES, PLAY, TRUMP, JapaneseJokerState
 from .tables import ACTION_CARD, ACTION_LEAD_KEY, ACTION_STR, FOLLOWER_WINS, NUM_LEAD_KEYS, TRUMP_BASE
 
@@ -104,29 +105,26 @@ def _deal_record(st: JapaneseJokerState) -> tuple[list[dict[str, Any]], tuple[li
 
 
 def build_view(st: JapaneseJokerState, seat: int | None) -> dict[str, Any]:
-    common, own = _common_view(st)
-    return common if seat is None else _seat_view(st, common, own, seat)
+    return view_maker(st)(seat)
 
 
-def view_maker(st: JapaneseJokerState) -> Callable[[int | None], dict[str, Any]]:
+def view_maker(st: JapaneseJokerState) -> ViewMaker:
     """:meth:`State.view_maker`: every audience's view shares the public part, built once."""
     common, own = _common_view(st)
-    return lambda seat: common if seat is None else _seat_view(st, common, own, seat)
+    return views_from(common, lambda common, seat: _seat_view(st, common, own, seat))
 
 
 def _seat_view(st: JapaneseJokerState, common: dict[str, Any], own: tuple[list, list],
                seat: int) -> dict[str, Any]:
     """The public view with the seat's own hand, legal actions on its turn, first three cards
     and the down cards its table plays brought it (JJK-9.3)."""
-    view = dict(common)
-    view["seat"] = seat
-    if st._phase in (TRUMP, PLAY):
-        view["hand"] = codes_of(st._hand[seat])
-        if st._to_act == seat:
-            view["legal"] = st.legal_actions()
-        table = view["table"] = dict(common["table"])
-        table["deal_actions"] = _with_own_moves(table["deal_actions"], own[seat])
-        table["first_three"] = codes_of(st._first3[seat])
+    if st._phase not in (TRUMP, PLAY):
+        return with_seat(common, seat, None, None)
+    view = with_seat(common, seat, codes_of(st._hand[seat]),
+                     st.legal_actions() if st._to_act == seat else None)
+    table = view["table"] = dict(common["table"])
+    table["deal_actions"] = _with_own_moves(table["deal_actions"], own[seat])
+    table["first_three"] = codes_of(st._first3[seat])
     return view
 
 

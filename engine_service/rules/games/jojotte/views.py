@@ -14,9 +14,10 @@ whole match context, so that :mod:`.determinize` can rebuild a consistent state 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from ...cards import CODES, STRAINS, codes_of
+from ...views import ViewMaker, views_from, with_seat
 from . import actions as A
 from . import melds as M
 from . import tables as T
@@ -118,28 +119,24 @@ def exchange_offer(st: JojotteState, seat: int) -> list[str] | None:
 
 
 def build_view(st: JojotteState, seat: int | None) -> dict[str, Any]:
-    common = _common_view(st)
-    return common if seat is None else _seat_view(st, common, seat)
+    return view_maker(st)(seat)
 
 
-def view_maker(st: JojotteState) -> Callable[[int | None], dict[str, Any]]:
+def view_maker(st: JojotteState) -> ViewMaker:
     """:meth:`State.view_maker`: every audience's view shares the public part, built once."""
-    common = _common_view(st)
-    return lambda seat: common if seat is None else _seat_view(st, common, seat)
+    return views_from(_common_view(st), lambda common, seat: _seat_view(st, common, seat))
 
 
 def _seat_view(st: JojotteState, common: dict[str, Any], seat: int) -> dict[str, Any]:
     """The public view with the seat's own hand, its exchange offer and, on its turn, its
     legal actions."""
-    view = dict(common)
-    view["seat"] = seat
-    if st._phase < PH_CHANCE:
-        view["hand"] = codes_of(st._h[seat])
-        if st._to_act == seat:
-            view["legal"] = st.legal_actions()
-        offer = exchange_offer(st, seat)
-        if offer is not None:
-            view["table"] = {**common["table"], "exchange_offer": offer}
+    if st._phase >= PH_CHANCE:
+        return with_seat(common, seat, None, None)
+    view = with_seat(common, seat, codes_of(st._h[seat]),
+                     st.legal_actions() if st._to_act == seat else None)
+    offer = exchange_offer(st, seat)
+    if offer is not None:
+        view["table"] = {**common["table"], "exchange_offer": offer}
     return view
 
 

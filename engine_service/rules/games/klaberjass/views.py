@@ -13,9 +13,10 @@ the meld outcome, which the dialogue publishes only in part (:func:`.sequences.d
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from ...cards import CODES
+from ...views import ViewMaker, views_from, with_seat
 from .sequences import dialogue, ranked, value_event
 from .state import AUCTION_STATE_NAMES, P_AUCTION, P_CHANCE, P_MELD, P_OVER, P_PLAY, PHASE_NAMES, KlaberjassState
 from .tables import ACCEPT, BELLA, NAME, PASS, REFUSE, SCHMEISS, TAKE, ids_of
@@ -66,25 +67,19 @@ def _elder_statement(st: KlaberjassState) -> dict:
 
 
 def build_view(st: KlaberjassState, seat: int | None) -> dict[str, Any]:
-    common = _common_view(st)
-    return common if seat is None else _seat_view(st, common, seat)
+    return view_maker(st)(seat)
 
 
-def view_maker(st: KlaberjassState) -> Callable[[int | None], dict[str, Any]]:
+def view_maker(st: KlaberjassState) -> ViewMaker:
     """:meth:`State.view_maker`: every audience's view shares the public part, built once."""
-    common = _common_view(st)
-    return lambda seat: common if seat is None else _seat_view(st, common, seat)
+    return views_from(_common_view(st), lambda common, seat: _seat_view(st, common, seat))
 
 
 def _seat_view(st: KlaberjassState, common: dict[str, Any], seat: int) -> dict[str, Any]:
     """The public view with the seat's own hand and, on its turn, its legal actions."""
-    view = dict(common)
-    view["seat"] = seat
-    if st._phase not in (P_CHANCE, P_OVER):
-        view["hand"] = _codes(st._hands[seat])
-        if st._to_act == seat:
-            view["legal"] = st.legal_actions()
-    return view
+    in_deal = st._phase not in (P_CHANCE, P_OVER)
+    return with_seat(common, seat, _codes(st._hands[seat]) if in_deal else None,
+                     st.legal_actions() if in_deal and st._to_act == seat else None)
 
 
 def _common_view(st: KlaberjassState) -> dict[str, Any]:
