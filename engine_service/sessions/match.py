@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import structlog
 
+from ..rules.errors import RulesError
 from ..rules.game import CHANCE, Game, State
 from ..rules.registry import get_game
 from ..store.base import ActionRecord, DeckRecord, MatchRecord, SeatRecord
@@ -122,8 +123,11 @@ class LiveMatch:
 
     def __init__(self, record: MatchRecord, decks: list[DeckRecord], actions: list[ActionRecord]) -> None:
         self.match_id = record.match_id
-        self.game: Game = get_game(record.game)
-        self.options = self.game.options(record.options)
+        try:
+            self.game: Game = get_game(record.game)
+            self.options = self.game.options(record.options)
+        except RulesError as exc:  # a record this program cannot have written (or no longer knows)
+            raise CorruptLog(f"match {record.match_id}: {exc}") from exc
         self.first_dealer = record.first_dealer
         self.turn_time_s = record.turn_time_s
         self.reconnect_grace_s = record.reconnect_grace_s

@@ -379,3 +379,35 @@ def test_the_sweeper_outlives_a_failing_pass():
             return len(calls)
 
     assert run(go()) >= 2
+
+
+@pytest.mark.parametrize("tamper", [{"game": "no_such_game"}, {"options": {"kl_target_score": "many"}}])
+def test_a_stored_match_this_program_cannot_read_is_corrupt_not_a_bad_request(tamper):
+    """A stored record naming an unknown game or options the game refuses (written by another
+    program, or a game since removed) is skipped at start (match_resume_failed) and answered
+    INTERNAL / MATCH_CORRUPT when asked for, not as the caller's INVALID_ARGUMENT."""
+    import dataclasses
+
+    from engine_service.sessions.api import SessionError
+
+    store = MemoryStore()
+
+    async def go():
+        mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await mgr.start()
+        s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+        await mgr.close()
+        row = store._rows[s.match_id]
+        row.record = dataclasses.replace(row.record, **tamper)
+        again = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await again.start()
+        try:
+            assert again.match_ids() == []
+            with pytest.raises(SessionError) as info:
+                await again.get_match(s.match_id)
+            return info.value
+        finally:
+            await again.close()
+
+    error = run(go())
+    assert error.reason == "MATCH_CORRUPT" and type(error) is SessionError
