@@ -106,13 +106,23 @@ class MatchClock:
             if m.timer_key != key or m.seq != key[0] or not m.active:
                 return
             seat = key[1]
+            deadline = m.deadline
             self.disarm(m)
             self.metrics.turn_timeouts.labels(m.game.id).inc()
             action = m.game.auto_move(m.state.view(seat))
             try:
                 await self.writer.apply(m, seat, action, by="auto", reason="timeout")
             except Exception as exc:
-                self._retry_later(m, "timeout_move_failed", exc)
+                if isinstance(exc, StaleSequence):
+                    return  # the match caught up with another writer and re-armed itself
+                m.log.error("timeout_move_failed", error=str(exc), error_type=type(exc).__name__)
+                if self.stopped:
+                    return
+                # the deadline has passed: the move is tried again shortly, the seat gets no
+                # new turn (re-arming through schedule() would give it a whole turn time)
+                m.timer_key, m.deadline = key, deadline
+                m.timer_handle = asyncio.get_running_loop().call_later(
+                    RETRY_AFTER_STORE_FAILURE_S, self._on_deadline, m, key)
 
     async def _bot_move(self, m: LiveMatch, key: tuple[int, int], bot: str, view: dict[str, Any],
                         reason: str) -> None:
@@ -162,8 +172,8 @@ class MatchClock:
         return decision.action, None
 
     def _retry_later(self, m: LiveMatch, event: str, exc: Exception) -> None:
-        """A timed or bot move could not be applied: after a conflict with another writer the
-        match has caught up and re-armed itself; after a store failure, try again shortly."""
+        """A bot move could not be applied: after a conflict with another writer the match has
+        caught up and re-armed itself; after a store failure, try again shortly."""
         if isinstance(exc, StaleSequence):
             return
         m.log.error(event, error=str(exc), error_type=type(exc).__name__)

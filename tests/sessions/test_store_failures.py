@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 
 import pytest
 
@@ -28,6 +29,19 @@ class LosesAcknowledgements(MemoryStore):
         if self.lose_next:
             self.lose_next = False
             raise StoreError("connection lost after the commit")
+
+
+class FailingAppends(MemoryStore):
+    """A store whose next append fails before anything is written (``fail_next``)."""
+
+    fail_next = False
+    failed = False
+
+    async def append_action(self, match_id, action, decks=()):
+        if self.fail_next:
+            self.fail_next, self.failed = False, True
+            raise StoreError("the database is unreachable")
+        return await super().append_action(match_id, action, decks)
 
 
 class FailingReads(MemoryStore):
@@ -207,3 +221,34 @@ def test_a_retry_while_the_store_cannot_be_read_is_unavailable_then_gets_its_res
     assert isinstance(during, SessionError), repr(during)
     assert (during.code, during.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
     assert after.duplicate and after.seq == 1
+
+
+def test_a_timeout_move_the_store_refused_is_tried_again_without_a_new_turn(monkeypatch):
+    """The deadline passed and the auto-move could not be written: it is tried again shortly
+    (the seat's deadline stays the one that passed); re-arming the clock used to give the
+    seat a whole new turn time first."""
+    from engine_service.sessions import clock
+
+    monkeypatch.setattr(clock, "RETRY_AFTER_STORE_FAILURE_S", 0.2)
+    store = FailingAppends()
+
+    async def go():
+        async with manager(config(time_scale=0.05), store=store) as mgr:  # 30 s -> 1.5 s
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            streams = [Stream(mgr, match_id, p) for p in ps]
+            await until(lambda: all(s.present for s in m.seats))
+            first_deadline = m.deadline
+            store.fail_next = True
+            await until(lambda: store.failed, timeout=5)
+            during_retry = m.deadline
+            await until(lambda: m.seq == 1, timeout=5)
+            played = time.time()
+            for s in streams:
+                await s.close()
+            return first_deadline, during_retry, played, m.actions[0]
+
+    first_deadline, during_retry, played, action = run(go())
+    assert during_retry == first_deadline
+    assert (action.by, action.reason) == ("auto", "timeout")
+    assert played - first_deadline < 1.0  # the retry, not another 1.5 s turn
