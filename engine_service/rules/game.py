@@ -39,11 +39,12 @@ redaction and determinization; it is never sent to anyone.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Callable, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 from .cards import codes_of, parse_deck
 from .errors import DealRequired, IllegalAction, MatchOver, NotYourTurn
 from .options import Options, OptionSpec, validate_options
+from .views import ViewMaker
 
 CHANCE = -1
 """``to_act()`` value: the state waits for a deck (``deal``)."""
@@ -159,7 +160,7 @@ class State(ABC):
     def public_view(self) -> dict[str, Any]:
         """What a spectator may know now: ``view`` without any hand or legal actions."""
 
-    def view_maker(self) -> Callable[[int | None], dict[str, Any]]:
+    def view_maker(self) -> ViewMaker:
         """``make(seat)``: ``view(seat)`` (``public_view()`` for None) of the state as it is
         now, for serving several audiences of one state. A game whose audiences' views differ
         in a few keys (the hand, the legal actions) overrides it to build the rest once and

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-ViewMaker = Callable[[Any], dict[str, Any]]
+#: ``State.view_maker()``'s answer: seat (None: a spectator) -> that audience's view.
+ViewMaker = Callable[["int | None"], dict[str, Any]]
 
 
 def views_from(common: dict[str, Any], seat_view: Callable[[dict[str, Any], int], dict[str, Any]]) -> ViewMaker:
