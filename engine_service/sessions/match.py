@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import structlog
 
 from ..rules.errors import RulesError
 from ..rules.game import CHANCE, Game, State
 from ..rules.registry import get_game
+from ..rules.views import ViewMaker
 from ..store.base import ActionRecord, DeckRecord, MatchRecord, SeatRecord
 from .api import MatchStatus, MatchSummary, SeatInfo, ViewEnvelope
 from .policy import absence_policy
@@ -99,7 +100,7 @@ class StateMemo:
         self.views_at: tuple[Any, ...] | None = None  # (seq, status, deadline) of ``views``
         self.views: dict[Audience, ViewEnvelope] = {}  # the envelope of each audience
         self.scored: int | None = None  # len(state.deal_results())
-        self._make_view: Callable[[int | None], dict[str, Any]] | None = None
+        self._make_view: ViewMaker | None = None
 
     def view(self, audience: Audience) -> dict[str, Any]:
         """The rules' view of the state for ``audience``: the audiences of one state share
@@ -246,11 +247,11 @@ class LiveMatch:
                 env = memo.views.get(audience)
                 if env is not None:
                     return env
-            env = memo.views[audience] = ViewEnvelope(
-                match_id=self.match_id, seq=self.seq, status=self.status, view=memo.view(audience),
-                deadline=self.deadline, seat=audience if isinstance(audience, int) else None)
+            env = memo.views[audience] = self._envelope_of(audience, memo.view(audience), self.seq,
+                                                           self.deadline)
             return env
-        return self._build_envelope(audience, state, self.seq if seq is None else seq, deadline)
+        return self._envelope_of(audience, view_for(state, audience), self.seq if seq is None else seq,
+                                 deadline)
 
     def memo(self) -> "StateMemo":
         """The values derived from the current state object (replaced with it)."""
@@ -259,11 +260,10 @@ class LiveMatch:
             memo = self._memo = StateMemo(self.state)
         return memo
 
-    def _build_envelope(self, audience: Audience, state: State, seq: int,
-                        deadline: float | None) -> ViewEnvelope:
-        return ViewEnvelope(match_id=self.match_id, seq=seq, status=self.status,
-                            view=view_for(state, audience), deadline=deadline,
-                            seat=audience if isinstance(audience, int) else None)
+    def _envelope_of(self, audience: Audience, view: dict[str, Any], seq: int,
+                     deadline: float | None) -> ViewEnvelope:
+        return ViewEnvelope(match_id=self.match_id, seq=seq, status=self.status, view=view,
+                            deadline=deadline, seat=audience if isinstance(audience, int) else None)
 
     def presence(self) -> list[dict[str, Any]]:
         return [s.public() for s in self.seats]

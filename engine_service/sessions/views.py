@@ -10,10 +10,11 @@ information rules. The admin view adds the omniscient card locations (``zones()`
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Mapping, Union
+from typing import Any, Mapping, Union
 
 from ..rules.cards import CODES, codes_of
 from ..rules.game import State
+from ..rules.views import ViewMaker
 
 SPECTATOR = "spectator"
 ADMIN = "admin"
@@ -35,8 +36,7 @@ def admin_view(state: State) -> dict[str, Any]:
     return view
 
 
-def view_for(state: State, audience: Audience,
-             make: Callable[[int | None], dict[str, Any]] | None = None) -> dict[str, Any]:
+def view_for(state: State, audience: Audience, make: ViewMaker | None = None) -> dict[str, Any]:
     """The view of ``audience``; ``make``: the state's ``view_maker()``, for several audiences
     of one state."""
     if isinstance(audience, int):
