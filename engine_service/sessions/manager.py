@@ -550,6 +550,11 @@ class MatchManager:
         """
         self._require_running()
         m = await self._get(match_id)
+        # Again: reading the match may have awaited the store while drain() ended every stream
+        # it could see; a watcher registered now would stay open until the server cancelled
+        # it. From here to the registration below there is no await, so none registers once
+        # the drain has begun.
+        self._require_running()
         audience = self._audience(m, principal)
         if isinstance(after_seq, bool) or not isinstance(after_seq, int):
             raise BadRequest("after_seq must be an integer", reason="BAD_AFTER_SEQ")
