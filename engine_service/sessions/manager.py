@@ -116,6 +116,7 @@ class MatchManager:
         self._load_lock = asyncio.Lock()
         self._creating = {"waiting": 0, "active": 0}  # create_match calls awaiting the store
         self._tasks: set[asyncio.Task] = set()
+        self._writes: set[asyncio.Task] = set()  # accepted writes (_exclusive, creations) under way
         self._sweeper: asyncio.Task | None = None
         self._started = False
         self._draining = False
@@ -168,7 +169,13 @@ class MatchManager:
         self._clock.schedule(m)
 
     async def drain(self) -> None:
-        """Refuse new work (Unavailable), let in-flight actions finish, close every stream."""
+        """Refuse new work (Unavailable), let in-flight actions finish, close every stream.
+
+        In flight are the writes already accepted (:meth:`_exclusive`, a creation): each was
+        answered or will be, so each finishes against the open store, even one whose task has
+        not taken its match's lock yet (the lock alone would let the drain pass before it and
+        the close() that follows shut the store under it). A write that reaches
+        :meth:`_exclusive` from now on is refused (DRAINING) before it touches the store."""
         if self._draining:
             return
         self._draining = True
@@ -177,6 +184,8 @@ class MatchManager:
             self._sweeper.cancel()
         for m in self._matches.values():
             self._clock.stop(m)  # a timer or bot move that fires now finds itself disarmed
+        while self._writes:  # asyncio.wait: a cancelled drain does not cancel the writes
+            await asyncio.wait(list(self._writes))
         for m in list(self._matches.values()):
             async with m.lock:  # the write in flight, if any, finishes and is acknowledged
                 pass
@@ -196,7 +205,11 @@ class MatchManager:
         if self._closed:
             return
         await self.drain()
-        self._closed = True
+        self._closed = True  # no read starts now (_require_open)
+        # reads go on while draining: a match being read from the store may write its due
+        # deck or its derived end (_load), and must finish before the store closes
+        async with self._load_lock:
+            pass
         await self._store.close()
         if self._owns_host and self._host is not None:
             await self._host.close()
@@ -300,7 +313,7 @@ class MatchManager:
         # a caller that goes away while the match is being written leaves it a match of this
         # server (registered, expired by the sweeper, counted by the limits), not a stored
         # orphan that only a restart would find
-        await _uninterrupted(create(), f"create-{m.match_id}")
+        await _uninterrupted(create(), f"create-{m.match_id}", self._writes)
         return m.summary()
 
     def _seat_configs(self, game: Any, seats: Sequence[SeatConfig]) -> list[SeatConfig]:
@@ -742,11 +755,18 @@ class MatchManager:
         cancellation cannot interrupt: a client that goes away while its action is being
         written leaves the match exactly as if it had stayed (the write completes, the
         match's state follows it, watchers see it; a retry with the same client_action_id
-        gets the result)."""
+        gets the result).
+
+        Refused while draining: a caller that passed its own check before the drain began and
+        then awaited (reading the match from the store) must not write now (see :meth:`drain`).
+        From the check to the task's registration in ``_writes`` there is no await."""
+        if self._draining:
+            raise Unavailable("the service is shutting down", reason="DRAINING")
+
         async def run() -> T:
             async with m.lock:
                 return await fn()
-        return await _uninterrupted(run(), f"write-{m.match_id}")
+        return await _uninterrupted(run(), f"write-{m.match_id}", self._writes)
 
     def _view_at(self, m: LiveMatch, audience: Audience, seq: int) -> ViewEnvelope:
         if seq == m.seq:
@@ -800,11 +820,15 @@ class MatchManager:
         return self._matches[match_id].state
 
 
-async def _uninterrupted(coro: Awaitable[T], name: str) -> T:
+async def _uninterrupted(coro: Awaitable[T], name: str, track: set[asyncio.Task] | None = None) -> T:
     """Await ``coro`` in a task of its own that the caller's cancellation cannot interrupt
-    (the caller still gets CancelledError; the task runs to its end)."""
+    (the caller still gets CancelledError; the task runs to its end). ``track``: a set that
+    holds the task until it ends (the manager's drain waits for them)."""
     task = asyncio.get_running_loop().create_task(coro, name=name)  # type: ignore[arg-type]
     task.add_done_callback(_consume_result)
+    if track is not None:
+        track.add(task)
+        task.add_done_callback(track.discard)
     return await asyncio.shield(task)
 
 

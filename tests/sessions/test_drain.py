@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import asyncio
 
-from engine_service.sessions.api import Principal, Unavailable
+from engine_service.sessions.api import CreateMatchRequest, Principal, Unavailable
 from engine_service.store import MemoryStore
 
-from .helpers import Stream, manager, open_match, run, until
+from .helpers import Stream, manager, open_match, run, to_act, until
 
 GAME = "klaberjass"
 
@@ -31,6 +31,25 @@ class GatedLoads(MemoryStore):
             self.loading += 1
             await self.gate.wait()
         return await super().load_match(match_id)
+
+
+class GatedAppends(MemoryStore):
+    """A store whose appends wait for ``gate`` while it is set, and that records any call
+    made while it is closed."""
+
+    gate: asyncio.Event | None = None
+    used_while_closed: list[str] = []
+
+    async def close(self) -> None:
+        self.used_while_closed = []
+        await super().close()
+
+    async def append_action(self, match_id, action, decks=()):
+        if self.gate is not None:
+            await self.gate.wait()
+        if not self._open:
+            self.used_while_closed.append("append_action")
+        return await super().append_action(match_id, action, decks)
 
 
 async def _stored_but_not_loaded(store: GatedLoads) -> tuple[str, list[Principal]]:
@@ -67,3 +86,83 @@ def test_a_watch_loading_its_match_during_the_drain_ends_with_draining():
     assert events == []
     assert isinstance(error, Unavailable) and error.reason == "DRAINING"
     assert watchers == 0 and gauge == 0
+
+
+def test_a_write_accepted_just_before_the_drain_finishes_before_the_store_closes():
+    """A SubmitAction whose write task exists but does not hold the match's lock yet when the
+    drain begins: drain() passed the free lock, did not wait for it, and close() closed the
+    store under it; the write then reached the closed store and answered UNAVAILABLE."""
+    store = GatedAppends()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            match_id, ps = await open_match(mgr, GAME)
+            m = mgr._matches[match_id]
+            seat, p, env = await to_act(mgr, match_id, ps)
+            store.gate = asyncio.Event()
+            submit = asyncio.ensure_future(
+                mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "late"))
+            await asyncio.sleep(0)  # accepted: its write task is created, not yet running
+            assert not m.lock.locked()
+            asyncio.get_running_loop().call_later(0.05, store.gate.set)  # the store answers later
+            await mgr.drain()  # begins before the write task takes the lock
+            drained_first = m.seq == 0
+            await mgr.close()
+            result = (await asyncio.gather(submit, return_exceptions=True))[0]
+            await store.open()
+            stored = await store.load_match(match_id)
+            return drained_first, result, list(store.used_while_closed), stored.actions, m.seq
+
+    drained_first, result, used_while_closed, stored, seq = run(go())
+    assert not drained_first  # the drain waited for the accepted write
+    assert used_while_closed == []
+    assert result.seq == 1 and not result.duplicate
+    assert [(a.seq, a.client_action_id) for a in stored] == [(1, "late")] and seq == 1
+
+
+def test_a_write_that_reaches_the_manager_after_the_drain_began_is_refused_cleanly():
+    """A JoinMatch whose match was being read from the store when the drain began: its write
+    must be refused with DRAINING before it touches the store, and nothing is written."""
+    store = GatedLoads()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            waiting = await mgr.create_match(CreateMatchRequest(game=GAME))
+        store.hide = True
+        async with manager(store=store) as mgr:
+            store.gate = asyncio.Event()
+            join = asyncio.ensure_future(mgr.join_match(waiting.match_id, 0, "late"))
+            await until(lambda: store.loading == 1)
+            draining = asyncio.ensure_future(mgr.drain())
+            await asyncio.sleep(0.01)
+            store.gate.set()
+            await draining
+            outcome = (await asyncio.gather(join, return_exceptions=True))[0]
+            store.gate = None
+            stored = await store.load_match(waiting.match_id)
+            return outcome, stored.record.seats[0].token_hash
+
+    outcome, token_hash = run(go())
+    assert isinstance(outcome, Unavailable) and outcome.reason == "DRAINING"
+    assert token_hash == ""
+
+
+def test_a_match_being_read_when_the_service_closes_is_read_before_the_store_closes():
+    """Reads go on while draining. A GetView of a match not in memory was reading it (a load
+    may also write the deck of a deal that was due, or the end of a finished log) when
+    close() closed the store under it: the read failed with STORE_UNAVAILABLE."""
+    store = GatedLoads()
+
+    async def go():
+        match_id, ps = await _stored_but_not_loaded(store)
+        async with manager(store=store) as mgr:
+            store.gate = asyncio.Event()
+            read = asyncio.ensure_future(mgr.get_view(match_id, Principal("spectator", match_id)))
+            await until(lambda: store.loading == 1)
+            asyncio.get_running_loop().call_later(0.05, store.gate.set)
+            await mgr.close()
+            return (await asyncio.gather(read, return_exceptions=True))[0]
+
+    env = run(go())
+    assert not isinstance(env, BaseException), env
+    assert env.seq == 0 and env.seat is None
