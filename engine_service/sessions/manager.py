@@ -606,6 +606,10 @@ class MatchManager:
             if ended:
                 yield ended_event(m, audience)
                 return
+            # A heartbeat reports the seq of the last event this stream delivered, never the
+            # match's: an action of a higher seq may still be queued for it (a client that took
+            # the heartbeat for the stream's position and resumed after it would skip it).
+            delivered = live_from
             while True:
                 try:
                     item = w.queue.get_nowait()  # drain without a scheduling round per event
@@ -616,13 +620,18 @@ class MatchManager:
                         async with asyncio.timeout(self.config.heartbeat_interval_s):
                             item = await w.queue.get()
                     except TimeoutError:
-                        yield MatchEvent(kind="heartbeat", seq=m.seq, match_id=m.match_id,
-                                         details={"deadline": m.deadline})
+                        # an event queued in the step the wait timed out (a busy loop): the
+                        # stream is not idle, the event goes first (and the heartbeat's
+                        # deadline is then that of the seq it reports)
+                        if w.queue.empty():
+                            yield MatchEvent(kind="heartbeat", seq=delivered, match_id=m.match_id,
+                                             details={"deadline": m.deadline})
                         continue
                 if isinstance(item, _End):
                     if item.error is not None:
                         raise item.error
                     return
+                delivered = item.seq
                 yield item
         finally:
             m.watchers.discard(w)

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 
 import pytest
 
 from engine_service.sessions.api import BadRequest, CreateMatchRequest, Principal, Unavailable
 
-from .helpers import GAMES, Stream, collect, config, manager, open_match, play_random, run, until
+from .helpers import GAMES, Stream, collect, config, manager, open_match, play_random, run, to_act, until
 
 
 def actions_of(events):
@@ -245,3 +246,35 @@ def test_replayed_actions_carry_the_details_of_the_live_events():
         for e in stream:
             if e.kind == "action":
                 assert dict(e.details) == live_details[e.seq], f"seq {e.seq}"
+
+
+def test_a_heartbeat_is_never_ahead_of_the_events_the_stream_delivered():
+    """A heartbeat's seq must not pass an action still queued for the stream. When the loop
+    was busy past the heartbeat's deadline, the write and the deadline came due in one step:
+    the action was queued and the stream's wait timed out anyway, and the heartbeat reported
+    the match's new seq (1) before the action with that seq was delivered."""
+    async def go():
+        async with manager(config(heartbeat_interval_s=0.05)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass", turn_time_s=0)
+            seat, p, env = await to_act(mgr, match_id, ps)
+            stream = mgr.watch(match_id, Principal("spectator", match_id), -1)
+            events = [await stream.__anext__()]  # the snapshot (seq 0)
+            waiting = asyncio.ensure_future(stream.__anext__())
+            await asyncio.sleep(0)  # the stream waits for an event, its heartbeat timer armed
+            submit = asyncio.ensure_future(mgr.submit_action(match_id, p, env.view["legal"][0], env.seq))
+            time.sleep(0.1)  # the loop is busy past the deadline: both come due together
+            events.append(await waiting)
+            await submit
+            while events[-1].kind != "action":
+                events.append(await stream.__anext__())
+            await stream.aclose()
+            return events
+
+    events = run(go())
+    assert events[0].kind == "snapshot" and events[-1].kind == "action" and events[-1].seq == 1
+    delivered = 0
+    for e in events:
+        if e.kind == "heartbeat":
+            assert e.seq <= delivered, f"heartbeat at seq {e.seq} before the event of seq {e.seq}"
+        else:
+            delivered = e.seq
