@@ -81,10 +81,20 @@ class BotHostLike(Protocol):
 
 
 def _clean_name(text: str, limit: int, what: str) -> str:
-    """A display name: trimmed, printable, at most ``limit`` characters."""
+    """A display name: trimmed, printable, at most ``limit`` characters.
+
+    Runs of whitespace count as one space (``" ".join(text.split())``), so the raw length
+    alone cannot refuse a name. The split stops after ``limit`` words, though: a name with
+    more words than that is longer than ``limit`` whatever they are, and an enormous input
+    (the session API has no size limit of its own; the gRPC edge caps the raw field) costs
+    one scan and one copy, not a string per word (a 4 MB name took 0.2 s of event-loop CPU
+    and 90 MB before its refusal)."""
     if not isinstance(text, str):
         raise BadRequest(f"{what} must be a string", reason="BAD_NAME")
-    text = " ".join(text.split())
+    words = text.split(None, limit)  # the whole split unless there are more than ``limit`` words
+    if len(words) > limit:  # limit + 1 words or more: at least 2 * limit + 1 characters
+        raise BadRequest(f"{what} is longer than {limit} characters", reason="BAD_NAME")
+    text = " ".join(words)
     if len(text) > limit:
         raise BadRequest(f"{what} is longer than {limit} characters", reason="BAD_NAME")
     if any(unicodedata.category(ch).startswith("C") for ch in text):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
+import tracemalloc
 
 import pytest
 
@@ -14,6 +16,7 @@ from engine_service.rules.errors import (IllegalAction, InvalidDeck, InvalidOpti
 from engine_service.sessions.api import (BadRequest, CreateMatchRequest, LimitExceeded, MatchNotActive,
                                          MatchNotFound, PermissionDenied, Principal, SeatConfig, SeatTaken,
                                          StaleSequence, Unauthenticated, Unavailable)
+from engine_service.sessions.manager import _clean_name
 
 from .helpers import GAMES, collect, config, manager, open_match, play_random, run, to_act
 
@@ -207,6 +210,44 @@ def test_seat_taken_bot_seat_no_open_seat_and_bad_seat():
             with pytest.raises(BadRequest):
                 await mgr.join_match(s.match_id, None, "n" * 65)
     run(go())
+
+
+def test_an_enormous_name_is_refused_without_splitting_it_all():
+    """Names are collapsed (runs of whitespace to one space) and then held to
+    ``max_name_length``: the whole input used to be split into words first, so a 4 MB name
+    passed in-process (the gRPC edge caps the raw field) cost ~0.2 s of event-loop CPU and
+    ~90 MB before its refusal. The split now stops after ``limit`` words; names collapse
+    and are refused exactly as before."""
+    enormous = "ab " * 1_400_000
+    tracemalloc.start()
+    try:
+        with pytest.raises(BadRequest) as info:
+            _clean_name(enormous, 64, "the player name")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert info.value.reason == "BAD_NAME"
+    assert peak < 1.5 * len(enormous)  # at most one copy of it (it was 20 times its size)
+    # the limit still counts the collapsed name: surplus whitespace anywhere is fine
+    assert _clean_name(" \t ada  \n lovelace " + " " * 100_000, 12, "n") == "ada lovelace"
+    assert _clean_name("x" * 64, 64, "n") == "x" * 64
+    assert _clean_name("  " + "x y " * 16, 64, "n") == ("x y " * 16).strip()
+    assert _clean_name("", 64, "n") == "" and _clean_name(" \u3000\x1c ", 64, "n") == ""
+    for too_long in ("x" * 65, "x " * 32 + "y", " ".join(["x" * 30] * 3)):
+        with pytest.raises(BadRequest):
+            _clean_name(too_long, 64, "n")
+
+    async def go():
+        async with manager() as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game=GAME))
+            started = time.process_time()
+            with pytest.raises(BadRequest) as info:
+                await mgr.join_match(s.match_id, None, "ab " * 1_400_000)
+            return info.value.reason, time.process_time() - started, (await mgr.get_match(s.match_id)).seats
+
+    reason, cpu, seats = run(go())
+    assert reason == "BAD_NAME" and not any(seat.taken for seat in seats)
+    assert cpu < 0.1
 
 
 def test_first_open_seat_and_leaving_before_the_start_frees_the_seat():
