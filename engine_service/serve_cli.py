@@ -2,12 +2,16 @@
 
 Start-up: configure logs, start the Prometheus endpoint, open the store and resume every
 unfinished match (MatchManager.start), then serve gRPC (health SERVING). A bad setting, an
-unusable database or a busy port ends the process with exit status 2 and one clear log line.
+unusable database, a database that another engine process holds (after ``--db-lock-wait-s``:
+one engine per database) or a busy port ends the process with exit status 2 and one clear log
+line.
 
 Shutdown on SIGTERM or SIGINT (a second signal is ignored while draining): health
 NOT_SERVING, the session layer drains (new work gets UNAVAILABLE, in-flight actions finish,
 watch streams end), the grpc server stops with ``--drain-grace-s`` for the calls still
-running, the store is flushed and closed, and the process exits 0.
+running, the store is flushed and closed, and the process exits 0. The same shutdown, with
+exit status 1, when the store loses the ownership of its database to another engine (the
+PostgreSQL store's lock session ended and another process took the lock).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from .settings import Settings
 log = structlog.get_logger("cardgames.serve")
 
 EXIT_CONFIG = 2
+EXIT_OWNERSHIP_LOST = 1
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -94,7 +99,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
 
     from .observability.metrics import get_metrics
     from .sessions.manager import MatchManager
-    from .store import StoreError, describe_location
+    from .store import StoreError, StoreInUse, describe_location, open_store
     from .transport.ratelimit import Rate, RateLimits
     from .transport.server import GrpcServer, ServerLimits, TlsFiles
 
@@ -110,11 +115,27 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
         return EXIT_CONFIG
     log.info("metrics_server_started", port=http.server_port)
 
-    manager = MatchManager(settings.session, metrics=metrics)
+    db = describe_location(settings.session.db_path)
+    store = open_store(settings.session.db_path, metrics, lock_wait_s=settings.session.db_lock_wait_s)
+    manager = MatchManager(settings.session, store=store, metrics=metrics)
+    stop = asyncio.Event()
+    status = 0
+
+    def ownership_lost(message: str) -> None:
+        nonlocal status
+        log.error("stopping_ownership_lost", db=db, error=message)
+        status = EXIT_OWNERSHIP_LOST
+        stop.set()
+
+    store.on_ownership_lost = ownership_lost
     try:
         await manager.start()
+    except StoreInUse as exc:
+        log.error("db_in_use", db=db, error=str(exc))
+        http.shutdown()
+        return EXIT_CONFIG
     except (StoreError, OSError, ValueError) as exc:
-        log.error("store_unavailable", db=describe_location(settings.session.db_path), error=str(exc))
+        log.error("store_unavailable", db=db, error=str(exc))
         http.shutdown()
         return EXIT_CONFIG
 
@@ -139,7 +160,6 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
         http.shutdown()
         return EXIT_CONFIG
 
-    stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, _on_signal, stop, sig)
@@ -154,8 +174,8 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
         http.shutdown()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
-    log.info("exit", status=0)
-    return 0
+    log.info("exit", status=status)
+    return status
 
 
 #: Garbage-collector thresholds while serving (CPython's defaults: 700, 10, 10).

@@ -175,6 +175,9 @@ SETTINGS: tuple[Setting, ...] = (
     # ---- the session layer (engine_service.sessions.config.SessionConfig) ----
     Setting("db", str, "SQLite file (created if missing), postgresql://user@host/db, 'memory:' (keeps nothing)",
             "PATH", "db_path"),
+    Setting("db_lock_wait_s", _nn_float, "how long to wait at start for another engine process "
+            "holding the database to let go (one engine per database) before refusing to start",
+            "SECONDS", "db_lock_wait_s"),
     Setting("default_turn_time_s", _nn_float, "decision deadline of Klaberjass / Jo-Jotte "
             "matches created without one (JJK-11; 0: none)", "SECONDS", "default_turn_time_s"),
     Setting("reconnect_grace_s", _nn_float, "how long a disconnected player may be away before "

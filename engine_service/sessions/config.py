@@ -14,6 +14,10 @@ class SessionConfig:
     #: Where matches are stored: a SQLite file path (created if missing), or ``"memory:"`` for
     #: an in-process store that a restart loses.
     db_path: str = "cardgames.sqlite3"
+    #: One engine process per database: how long :meth:`MatchManager.start` waits for another
+    #: engine holding the database (a previous process still draining) before it refuses to
+    #: start (engine_service.store.ownership).
+    db_lock_wait_s: float = 10.0
 
     #: Per-decision deadline for games without a ``turn_time_s`` table option (Klaberjass,
     #: Jo-Jotte) when a CreateMatch request gives 0. NOTATION.md section 5 puts those games

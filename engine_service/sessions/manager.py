@@ -117,7 +117,8 @@ class MatchManager:
                  create_bot_host: bool = True) -> None:
         self.config = config or SessionConfig()
         self.metrics = metrics if metrics is not None else get_metrics()
-        self._store = store if store is not None else open_store(self.config.db_path, self.metrics)
+        self._store = store if store is not None else open_store(self.config.db_path, self.metrics,
+                                                                 lock_wait_s=self.config.db_lock_wait_s)
         self._host = bot_host
         self._create_host = bot_host is None and create_bot_host
         self._owns_host = False

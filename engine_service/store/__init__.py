@@ -8,14 +8,15 @@ import os
 
 from ..observability.metrics import Metrics
 from .base import (ActionRecord, DeckRecord, DuplicateClientAction, MatchExists, MatchListing,  # noqa: F401
-                   MatchRecord, NotADatabase, SeatRecord, SequenceConflict, Store, StoredMatch,
-                   StoreError, UnknownMatch)
+                   MatchRecord, NotADatabase, OwnershipLost, SeatRecord, SequenceConflict, Store,
+                   StoredMatch, StoreError, StoreInUse, UnknownMatch)
 from .memory import MemoryStore
 from .sqlite import SqliteStore
 
 __all__ = ["ActionRecord", "DeckRecord", "DuplicateClientAction", "MatchExists", "MatchListing",
-           "MatchRecord", "MemoryStore", "NotADatabase", "SeatRecord", "SequenceConflict",
-           "SqliteStore", "Store", "StoredMatch", "StoreError", "UnknownMatch", "describe_location",
+           "MatchRecord", "MemoryStore", "NotADatabase", "OwnershipLost", "SeatRecord",
+           "SequenceConflict", "SqliteStore", "Store", "StoredMatch", "StoreError", "StoreInUse",
+           "UnknownMatch", "describe_location",
            "open_store"]
 
 MEMORY = "memory:"
@@ -26,16 +27,18 @@ def _is_postgres(location: str | os.PathLike[str]) -> bool:
     return str(location).lower().startswith(POSTGRES_SCHEMES)
 
 
-def open_store(location: str | os.PathLike[str], metrics: Metrics | None = None) -> Store:
+def open_store(location: str | os.PathLike[str], metrics: Metrics | None = None,
+               lock_wait_s: float = 0.0) -> Store:
     """A store for ``location``: ``"memory:"`` for an in-process store, a ``postgresql://``
     (or ``postgres://``) URL for PostgreSQL, anything else is the path of a SQLite file
-    (created if missing). Call ``await store.open()`` before use."""
+    (created if missing). Call ``await store.open()`` before use; it waits up to
+    ``lock_wait_s`` for another engine process holding the database to let go."""
     if str(location) == MEMORY:
         return MemoryStore(metrics)
     if _is_postgres(location):
         from .postgres import PostgresStore  # psycopg is imported only by who uses it
-        return PostgresStore(str(location), metrics)
-    return SqliteStore(location, metrics)
+        return PostgresStore(str(location), metrics, lock_wait_s=lock_wait_s)
+    return SqliteStore(location, metrics, lock_wait_s=lock_wait_s)
 
 
 def describe_location(location: str | os.PathLike[str]) -> str:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..observability.metrics import Metrics
 
@@ -45,6 +45,17 @@ class StoreError(Exception):
 class NotADatabase(StoreError):
     """The database path does not hold a database of this service (garbage, another
     application's SQLite file, or a newer schema)."""
+
+
+class StoreInUse(StoreError):
+    """Another engine process holds the database (one engine per database:
+    :mod:`.ownership`, docs/operations.md)."""
+
+
+class OwnershipLost(StoreError):
+    """This engine no longer holds its database: another engine may be writing to it (the
+    PostgreSQL store's lock connection was lost and the lock taken meanwhile). The store
+    refuses every further write; the service stops."""
 
 
 class SequenceConflict(StoreError):
@@ -176,12 +187,18 @@ class Store(ABC):
     """Persistence of matches. Implementations: :class:`~.memory.MemoryStore` (tests),
     :class:`~.sqlite.SqliteStore` (the embedded default); later PostgreSQL."""
 
+    #: Called (once, on the event loop, with a message) when the store loses the ownership
+    #: of its database after :meth:`open` had it (:class:`OwnershipLost`); the service sets
+    #: it to stop itself. Stores whose ownership cannot be lost never call it.
+    on_ownership_lost: Callable[[str], None] | None = None
+
     def __init__(self, metrics: Metrics | None = None) -> None:
         self._timer = _Timer(metrics)
 
     @abstractmethod
     async def open(self) -> None:
-        """Open (and create or migrate) the store; NotADatabase if it is not one of ours."""
+        """Open (and create or migrate) the store; NotADatabase if it is not one of ours,
+        StoreInUse if another engine process holds it (after the store's lock wait)."""
 
     @abstractmethod
     async def close(self) -> None:

@@ -23,8 +23,10 @@ metrics), with PostgreSQL doing what the SQLite store does by hand:
   message, never the DETAIL that may quote a row); the DSN's password never appears in a
   message (:func:`redact`).
 
-Only one service process may use a database: the event fan-out between replicas
-(LISTEN/NOTIFY) is not written yet (docs/operations.md).
+* **One engine per database (schema)**: the store holds an advisory lock on a connection of
+  its own while it is open, watches it, and refuses writes while it is gone
+  (:mod:`.pg_ownership`). Several replicas on one database would need the event fan-out
+  between them (LISTEN/NOTIFY), which is not written yet (docs/operations.md).
 """
 
 from __future__ import annotations
@@ -42,8 +44,9 @@ from psycopg_pool import AsyncConnectionPool
 
 from ..observability.metrics import Metrics
 from .base import (UNFINISHED, ActionRecord, DeckRecord, DuplicateClientAction, MatchExists,
-                   MatchListing, MatchRecord, NotADatabase, SeatRecord, SequenceConflict, Store,
-                   StoredMatch, StoreError, UnknownMatch)
+                   MatchListing, MatchRecord, NotADatabase, OwnershipLost, SeatRecord,
+                   SequenceConflict, Store, StoredMatch, StoreError, UnknownMatch)
+from .pg_ownership import CHECK_S, AdvisoryOwnership
 
 T = TypeVar("T")
 
@@ -139,14 +142,24 @@ class PostgresStore(Store):
 
     ``pool_size``: most connections held (concurrent writes of different matches proceed in
     parallel up to this number; the calls of one match are serialized by its lock above).
+    ``lock_wait_s``: how long :meth:`open` waits for another engine holding the database (its
+    schema) to let go; ``ownership_check_s``: how often the ownership lock is checked.
+    ``exclusive=False``: no ownership lock, for what must work beside a running engine (tools
+    that only read, tests of the database's own guarantees); an engine never opens its store so.
     """
 
-    def __init__(self, dsn: str, metrics: Metrics | None = None, pool_size: int = 8) -> None:
+    def __init__(self, dsn: str, metrics: Metrics | None = None, pool_size: int = 8,
+                 lock_wait_s: float = 0.0, ownership_check_s: float = CHECK_S,
+                 exclusive: bool = True) -> None:
         super().__init__(metrics)
         self.dsn = str(dsn)
         self.where = redact(self.dsn)
         self.pool_size = max(1, pool_size)
+        self.lock_wait_s = lock_wait_s
+        self.ownership_check_s = ownership_check_s
+        self.exclusive = exclusive
         self._pool: AsyncConnectionPool | None = None
+        self._owner: AdvisoryOwnership | None = None
 
     # ---- plumbing ----------------------------------------------------------------------
 
@@ -177,7 +190,14 @@ class PostgresStore(Store):
 
     async def _write(self, operation: str, fn: Callable[[psycopg.AsyncConnection], Awaitable[T]]) -> T:
         """Run ``fn(conn)``; it commits before returning (one statement in autocommit, or an
-        explicit transaction). The latency measured is what the caller waits for."""
+        explicit transaction). The latency measured is what the caller waits for. Refused
+        while this store does not hold its database (:mod:`.pg_ownership`)."""
+        owner = self._owner
+        if owner is not None and not owner.held:
+            self._timer.error(operation)
+            if owner.lost:
+                raise OwnershipLost(f"{operation} refused: this engine lost {self.where} to another engine")
+            raise StoreError(f"{operation} refused: the ownership of {self.where} is being re-checked")
         with self._timer.write(operation):
             async with self._connection(operation) as conn:
                 return await fn(conn)
@@ -216,6 +236,11 @@ class PostgresStore(Store):
             raise StoreError(f"cannot prepare {self.where}: {_reason(exc)}") from None
         finally:
             await conn.close()
+        owner = None
+        if self.exclusive:
+            owner = AdvisoryOwnership(conninfo, self.where, wait_s=self.lock_wait_s,
+                                      check_s=self.ownership_check_s, on_lost=self._ownership_lost)
+            await owner.acquire()
         pool = AsyncConnectionPool(conninfo, min_size=1, max_size=self.pool_size, open=False,
                                    kwargs={"autocommit": True}, configure=self._configure,
                                    timeout=POOL_TIMEOUT_S, name="cardgames-store")
@@ -223,8 +248,14 @@ class PostgresStore(Store):
             await pool.open(wait=True, timeout=POOL_TIMEOUT_S)
         except psycopg.Error as exc:
             await pool.close()
+            if owner is not None:
+                await owner.release()
             raise StoreError(f"cannot open connections to {self.where}: {_reason(exc)}") from None
-        self._pool = pool
+        self._pool, self._owner = pool, owner
+
+    def _ownership_lost(self, message: str) -> None:
+        if self.on_ownership_lost is not None:
+            self.on_ownership_lost(message)
 
     async def _prepare_schema(self, conn: psycopg.AsyncConnection) -> None:
         """Inside the open transaction: create the tables in an empty schema, or check that
@@ -264,8 +295,11 @@ class PostgresStore(Store):
 
     async def close(self) -> None:
         pool, self._pool = self._pool, None
+        owner, self._owner = self._owner, None
         if pool is not None:
             await pool.close()
+        if owner is not None:  # after the last write
+            await owner.release()
 
     # ---- writes ------------------------------------------------------------------------
 

@@ -13,6 +13,9 @@
   version; garbage, another application's database or a newer schema is a
   :class:`~.base.NotADatabase` error naming the path, never a silent overwrite.
 * A new file is created readable by its owner only: it holds the decks (every hidden card).
+* **One engine per database**: the store holds ``<path>.lock`` exclusively while it is open
+  (:mod:`.ownership`); another engine process's store waits ``lock_wait_s`` for it, then
+  refuses with :class:`~.base.StoreInUse` naming the holder.
 
 The tables mirror the PostgreSQL layout of ARCHITECTURE.md section 7 (see :mod:`.base`).
 """
@@ -32,6 +35,7 @@ from ..observability.metrics import Metrics
 from .base import (UNFINISHED, ActionRecord, DeckRecord, DuplicateClientAction, MatchExists,
                    MatchListing, MatchRecord, NotADatabase, SeatRecord, SequenceConflict, Store,
                    StoredMatch, StoreError, UnknownMatch)
+from .ownership import FileOwnership
 
 T = TypeVar("T")
 
@@ -134,11 +138,19 @@ def _resolve_all(items: list[tuple[asyncio.Future, Any, BaseException | None]]) 
 
 
 class SqliteStore(Store):
-    """A store in one SQLite file at ``path`` (``":memory:"`` for a private in-memory db)."""
+    """A store in one SQLite file at ``path`` (``":memory:"`` for a private in-memory db).
 
-    def __init__(self, path: str | os.PathLike[str], metrics: Metrics | None = None) -> None:
+    ``lock_wait_s``: how long :meth:`open` waits for another engine process holding the
+    file to let go before it refuses (:class:`~.base.StoreInUse`). ``exclusive=False``: no
+    ownership lock, for what must work beside a running engine (tools that only read, tests
+    of the database's own guarantees); an engine never opens its store so."""
+
+    def __init__(self, path: str | os.PathLike[str], metrics: Metrics | None = None,
+                 lock_wait_s: float = 0.0, exclusive: bool = True) -> None:
         super().__init__(metrics)
         self.path = str(path)
+        self.lock_wait_s = lock_wait_s
+        self._ownership = FileOwnership(self.path) if self.path != ":memory:" and exclusive else None
         self._jobs: queue.SimpleQueue | None = None
         self._thread: threading.Thread | None = None
         self._conn: sqlite3.Connection | None = None
@@ -282,22 +294,31 @@ class SqliteStore(Store):
                 raise StoreError(f"cannot open database {path}: directory {parent} does not exist")
             if Path(path).is_dir():
                 raise NotADatabase(f"{path} is a directory, not a SQLite database")
+            if self._ownership is not None:
+                self._ownership.acquire(self.lock_wait_s)  # before the file is touched at all
             try:  # a new file: owner-only permissions before anything is written
                 os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
             except FileExistsError:
                 pass
             except OSError as exc:
+                self._release()
                 raise StoreError(f"cannot create database {path}: {exc.strerror}") from None
         try:
             conn = sqlite3.connect(path, isolation_level=None, check_same_thread=True)
         except sqlite3.Error as exc:
+            self._release()
             raise StoreError(f"cannot open database {path}: {exc}") from None
         try:
             self._init_sync(conn)
         except BaseException:
             conn.close()
+            self._release()
             raise
         self._conn = conn
+
+    def _release(self) -> None:
+        if self._ownership is not None:
+            self._ownership.release()
 
     def _init_sync(self, conn: sqlite3.Connection) -> None:
         path = self.path
@@ -342,6 +363,7 @@ class SqliteStore(Store):
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+        self._release()  # only once the last write is committed and the file closed
 
     # ---- writes ------------------------------------------------------------------------
 

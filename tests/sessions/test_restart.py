@@ -15,6 +15,8 @@ from engine_service.sessions.api import CreateMatchRequest, Principal
 from engine_service.sessions.manager import MatchManager
 from engine_service.store import MemoryStore, NotADatabase, SqliteStore
 
+from tests.crash import crash
+
 from .helpers import GAMES, collect, config, play_random, run
 
 
@@ -35,8 +37,8 @@ async def first_life(mgr, game_id, actions):
     views = [await mgr.get_view(summary.match_id, p) for p in ps]
     public = await mgr.get_view(summary.match_id, Principal("spectator", summary.match_id))
     last = max(mgr._matches[summary.match_id].actions, key=lambda a: a.seq)
+    crash(mgr._store)  # no close(): the process "crashes" here
     return summary.match_id, tokens, views, public, last
-    # no close(): the process "crashes" here
 
 
 async def second_life(mgr, match_id, tokens, last):
@@ -91,6 +93,7 @@ def test_timers_are_rearmed_after_a_restart(tmp_path):
         await mgr.start()
         s = await mgr.create_match(CreateMatchRequest(game="klaberjass", turn_time_s=0.25))
         tokens = [(await mgr.join_match(s.match_id, i, "x")).token for i in range(2)]
+        crash(mgr._store)
         return s.match_id, tokens
 
     match_id, tokens = run(before())
@@ -235,6 +238,7 @@ def test_a_bot_match_interrupted_by_a_crash_finishes_after_the_restart(tmp_path)
         m = mgr._matches[s.match_id]
         while m.seq < 20:
             await asyncio.sleep(0.001)
+        crash(mgr._store)
         return s.match_id  # the loop ends with a bot decision in flight: the crash
 
     match_id = run(before())
@@ -308,6 +312,7 @@ def test_a_departed_georgian_joker_seat_stays_with_the_bot_after_a_restart(tmp_p
         s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
         tokens = [(await mgr.join_match(s.match_id, i, "x")).token for i in range(4)]
         await mgr.leave_match(s.match_id, mgr.authenticate(s.match_id, tokens[2]), resign=True)
+        crash(mgr._store)
         return s.match_id, tokens
 
     match_id, tokens = run(before())

@@ -14,6 +14,7 @@ import pytest
 from engine_service.store import (ActionRecord, DeckRecord, DuplicateClientAction, NotADatabase,
                                   SeatRecord, SequenceConflict, StoreError, describe_location)
 from engine_service.store.postgres import SCHEMA_VERSION, PostgresStore, redact
+from tests.crash import crash
 
 from .pg import connect, url_with
 from .test_store import DECK0, record, run
@@ -27,7 +28,7 @@ def test_acknowledged_writes_survive_a_crash(pg_url):
         await st.open()
         await st.create_match(record(), [DECK0])
         await st.append_action("m1", ActionRecord(1, 0, "pass", client_action_id="c"))
-        # no close(): the process dies right after the acknowledgement
+        crash(st)  # no close(): the process dies right after the acknowledgement
 
     async def read():
         st = PostgresStore(pg_url)
@@ -113,9 +114,11 @@ def test_commits_are_synchronous_even_when_the_server_says_off(pg_database, pg_s
 
 def test_two_writers_at_the_same_seq_one_wins(pg_url):
     """Two processes appending to one match (ARCHITECTURE.md section 7): the primary key on
-    (match_id, seq) lets exactly one action in, the other writer gets SequenceConflict."""
+    (match_id, seq) lets exactly one action in, the other writer gets SequenceConflict. (An
+    engine never shares its database: the second store is opened without the ownership lock
+    to show what the database guarantees by itself.)"""
     async def go():
-        a, b = PostgresStore(pg_url), PostgresStore(pg_url)
+        a, b = PostgresStore(pg_url), PostgresStore(pg_url, exclusive=False)
         await a.open()
         await b.open()
         try:
@@ -214,7 +217,7 @@ def test_concurrent_first_opens_create_the_schema_once(pg_database, pg_schema):
     schema, url = pg_schema
 
     async def go():
-        stores = [PostgresStore(url) for _ in range(3)]
+        stores = [PostgresStore(url, exclusive=i == 0) for i in range(3)]  # one engine, two tools
         await asyncio.gather(*(s.open() for s in stores))
         await stores[0].create_match(record())
         got = await stores[2].load_match("m1")

@@ -24,6 +24,7 @@ from tests.transport.players import create_open_match, export_transcript
 from tests.transport.test_process import Service, _play, _stubs
 
 from .pg import url_with
+from .test_ownership import take_over
 
 
 def pg_manager(url: str) -> MatchManager:
@@ -106,3 +107,27 @@ def test_serve_on_postgres_survives_kill_9(tmp_path, pg_database, pg_schema):
         assert password not in log.read_text()
     assert pg_database.execute("SELECT status FROM matches WHERE match_id = %s", (match_id,),
                                schema=schema) == [("finished",)]
+
+
+def test_serve_stops_with_status_1_when_another_engine_takes_its_database(tmp_path, pg_database, pg_schema):
+    """The engine's lock session ends (here: terminated by an operator) and another engine takes
+    the lock before this one could take it again: it logs why, drains and exits 1, so that its
+    orchestrator restarts it into waiting for the lock (engine_service.store.pg_ownership)."""
+    schema, url = pg_schema
+    engine = Service(tmp_path, url, "engine")  # type: ignore[arg-type]
+    other = None
+    try:
+        other = take_over(pg_database, schema)
+        status = engine.proc.wait(30)
+    finally:
+        if engine.proc.poll() is None:
+            engine.proc.kill()
+            engine.proc.wait(10)
+        engine._log.close()
+        if other is not None:
+            other.close()
+    events = [line.get("event") for line in engine.lines()]
+    assert status == 1
+    assert "db_ownership_lost" in events and "stopping_ownership_lost" in events
+    assert events.index("stopping_ownership_lost") < events.index("sessions_drained") < events.index("exit")
+    assert engine.lines()[-1] == {**engine.lines()[-1], "event": "exit", "status": 1}

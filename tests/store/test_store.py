@@ -17,6 +17,7 @@ from engine_service.store import (ActionRecord, DeckRecord, DuplicateClientActio
                                   MatchRecord, MemoryStore, NotADatabase, SeatRecord,
                                   SequenceConflict, SqliteStore, StoreError, UnknownMatch, open_store)
 from engine_service.store.postgres import PostgresStore
+from tests.crash import crash
 
 KINDS = ["memory", "sqlite", "postgres"]
 
@@ -236,7 +237,7 @@ def test_sqlite_data_survives_reopen_and_uses_wal_full_sync(tmp_path):
         await st.open()
         await st.create_match(record(), [DECK0])
         await st.append_action("m1", ActionRecord(1, 0, "pass", client_action_id="c"))
-        # no close(): a crash right after the acknowledgement
+        crash(st)  # no close(): a crash right after the acknowledgement
 
     async def read():
         st = SqliteStore(path)

@@ -1,0 +1,140 @@
+"""One engine process per database: the ownership lock of a SQLite database file.
+
+An engine holds its matches' watchers, timers and bot seats in memory and is the single writer
+of their action logs (ARCHITECTURE.md section 4). A second engine on the same database would
+resume the same matches, arm the same timers and serve players who never see each other's
+actions live; the database's keys keep the logs consistent, but the matches would not be. So
+the store refuses to open a database that another engine process holds
+(:class:`~.base.StoreInUse`), after waiting ``wait_s`` for it to be released (a previous
+process still draining).
+
+For SQLite the lock is an exclusive ``flock`` on ``<database>.lock`` beside the database,
+held for the life of the store. The kernel releases it when the process ends, however it
+ends (``kill -9`` included), so a crashed engine never leaves a stale lock behind. It is a
+file of its own rather than the database file because SQLite takes POSIX record locks on the
+database, and mixing lock kinds on one file interacts badly on some filesystems; readers
+such as the online backup (docs/operations.md) never touch it. The file carries the
+holder's pid, host and start time, which the refusal quotes.
+
+The PostgreSQL store holds a session-level advisory lock instead (:mod:`.postgres`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from datetime import datetime, timezone
+
+from .base import StoreError, StoreInUse
+
+try:
+    import fcntl
+except ImportError:  # Windows: byte-range locking through msvcrt
+    fcntl = None  # type: ignore[assignment]
+    import msvcrt
+
+POLL_S = 0.1
+
+
+def holder_identity() -> dict[str, object]:
+    """Who this process is, as another engine's refusal names it."""
+    return {"pid": os.getpid(), "host": socket.gethostname(),
+            "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+
+def describe_holder(info: dict[str, object] | None) -> str:
+    if not info:
+        return "another engine process"
+    return f"another engine process (pid {info.get('pid', '?')} on {info.get('host', '?')} " \
+           f"since {info.get('since', '?')})"
+
+
+class FileOwnership:
+    """The exclusive lock of one SQLite database file (see the module docstring).
+
+    Blocking calls: the SQLite store runs them on its own thread."""
+
+    def __init__(self, db_path: str) -> None:
+        self.db_path = db_path
+        self.lock_path = f"{db_path}.lock"
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def acquire(self, wait_s: float = 0.0) -> None:
+        """Take the lock, waiting up to ``wait_s`` seconds for its holder to let go;
+        :class:`StoreInUse` naming the holder when it does not."""
+        if self._fd is not None:
+            return
+        deadline = time.monotonic() + max(0.0, wait_s)
+        while True:
+            fd = self._open()
+            if self._try_lock(fd):
+                if self._still_linked(fd):
+                    self._record_holder(fd)
+                    self._fd = fd
+                    return
+                os.close(fd)  # the file was replaced between open and lock: lock the new one
+                continue
+            holder = self._read_holder(fd)
+            os.close(fd)
+            if time.monotonic() >= deadline:
+                raise StoreInUse(f"database {self.db_path} is in use by {describe_holder(holder)}; "
+                                 "one engine per database: stop the other one first "
+                                 f"(lock file {self.lock_path})")
+            time.sleep(POLL_S)
+
+    def release(self) -> None:
+        """Let go (closing the file releases the lock; the file stays, harmless)."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    # ---- the operating system's part ---------------------------------------------------
+
+    def _open(self) -> int:
+        try:
+            return os.open(self.lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        except OSError as exc:
+            raise StoreError(f"cannot open the lock file {self.lock_path}: {exc.strerror}") from None
+
+    @staticmethod
+    def _try_lock(fd: int) -> bool:
+        try:
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            else:
+                os.lseek(fd, 0, os.SEEK_SET)
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:  # BlockingIOError (held elsewhere) or PermissionError (Windows)
+            return False
+        return True
+
+    def _still_linked(self, fd: int) -> bool:
+        try:
+            return os.path.samestat(os.fstat(fd), os.stat(self.lock_path))
+        except OSError:
+            return False
+
+    @staticmethod
+    def _record_holder(fd: int) -> None:
+        data = json.dumps(holder_identity()).encode() + b"\n"
+        try:
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.write(fd, data)
+        except OSError:
+            pass  # the description is a courtesy to the next process; the lock is what counts
+
+    @staticmethod
+    def _read_holder(fd: int) -> dict[str, object] | None:
+        try:
+            os.lseek(fd, 0, os.SEEK_SET)
+            info = json.loads(os.read(fd, 4096) or b"null")
+        except (OSError, ValueError):
+            return None
+        return info if isinstance(info, dict) else None

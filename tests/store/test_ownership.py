@@ -1,0 +1,315 @@
+"""One engine process per database (engine_service.store.ownership / pg_ownership): a second
+engine's store is refused, naming the holder, or waits for it to let go; the lock goes with
+the holder's process however it ends; the PostgreSQL lock session is watched, taken again
+after a lost connection, and a lock another engine took meanwhile stops writes for good."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from engine_service.store import OwnershipLost, SqliteStore, StoreError, StoreInUse
+from engine_service.store.postgres import PostgresStore
+from engine_service.store.pg_ownership import OWNER_LOCK_CLASS
+
+from .pg import connect, url_with
+from .test_store import DECK0, record, run
+from tests.crash import crash
+
+
+def _attempt(make) -> BaseException | None:
+    """Open (and close) a store; the exception, or None when it opened."""
+    async def go():
+        st = make()
+        try:
+            await st.open()
+        except StoreError as exc:
+            return exc
+        await st.close()
+        return None
+    return run(go())
+
+
+# ---- SQLite --------------------------------------------------------------------------------
+
+def test_a_second_store_on_a_sqlite_file_is_refused_naming_the_holder(tmp_path):
+    path = tmp_path / "db.sqlite3"
+
+    async def go():
+        first = SqliteStore(path)
+        await first.open()
+        await first.create_match(record(), [DECK0])
+        started = time.monotonic()
+        with pytest.raises(StoreInUse) as refused:
+            await SqliteStore(path).open()
+        assert time.monotonic() - started < 1.0  # no wait asked for: at once
+        await first.save_seat("m1", record().seats[0])  # the holder goes on undisturbed
+        await first.close()
+        second = SqliteStore(path)  # released by close()
+        await second.open()
+        got = await second.load_match("m1")
+        await second.close()
+        return str(refused.value), got
+
+    message, got = run(go())
+    assert f"pid {os.getpid()} on {socket.gethostname()}" in message
+    assert "one engine per database" in message and str(path) in message
+    assert got is not None and got.decks == (DECK0,)
+    assert stat.S_IMODE(os.stat(f"{path}.lock").st_mode) == 0o600
+
+
+def test_a_waiting_store_opens_once_the_holder_lets_go(tmp_path):
+    path = tmp_path / "db.sqlite3"
+
+    async def go():
+        first = SqliteStore(path)
+        await first.open()
+
+        async def let_go():
+            await asyncio.sleep(0.4)
+            await first.close()
+
+        releasing = asyncio.create_task(let_go())
+        started = time.monotonic()
+        second = SqliteStore(path, lock_wait_s=10)
+        await second.open()
+        waited = time.monotonic() - started
+        await releasing
+        await second.create_match(record())
+        await second.close()
+        return waited
+
+    waited = run(go())
+    assert 0.3 <= waited < 5
+
+
+def test_a_refused_wait_ends_after_lock_wait_s(tmp_path):
+    path = tmp_path / "db.sqlite3"
+
+    async def go():
+        first = SqliteStore(path)
+        await first.open()
+        started = time.monotonic()
+        try:
+            with pytest.raises(StoreInUse):
+                await SqliteStore(path, lock_wait_s=0.5).open()
+            return time.monotonic() - started
+        finally:
+            await first.close()
+
+    assert 0.45 <= run(go()) < 3
+
+
+def test_a_non_exclusive_reader_opens_beside_the_engine(tmp_path):
+    path = tmp_path / "db.sqlite3"
+
+    async def go():
+        engine = SqliteStore(path)
+        await engine.open()
+        await engine.create_match(record())
+        reader = SqliteStore(path, exclusive=False)
+        await reader.open()
+        listed = await reader.list_matches()
+        await reader.close()
+        await engine.append_action("m1", _action())  # the engine still owns it
+        await engine.close()
+        return listed
+
+    assert [li.record.match_id for li in run(go())] == ["m1"]
+
+
+_HOLDER = """
+import asyncio, sys
+from engine_service.store import SqliteStore
+
+async def main():
+    st = SqliteStore(sys.argv[1])
+    await st.open()
+    print("open", flush=True)
+    await asyncio.sleep(120)
+
+asyncio.run(main())
+"""
+
+
+def test_the_lock_goes_with_a_killed_process(tmp_path):
+    """kill -9 releases the lock at once: a crashed engine never blocks its successor."""
+    path = tmp_path / "db.sqlite3"
+    proc = subprocess.Popen([sys.executable, "-c", _HOLDER, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "open"
+        refused = _attempt(lambda: SqliteStore(path))
+        assert isinstance(refused, StoreInUse) and f"pid {proc.pid} " in str(refused)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    assert _attempt(lambda: SqliteStore(path)) is None
+
+
+def _action(seq: int = 1):
+    from engine_service.store import ActionRecord
+    return ActionRecord(seq, 0, "pass")
+
+
+# ---- PostgreSQL ----------------------------------------------------------------------------
+
+def _lock_backend(pg_database, schema: str) -> int | None:
+    """The server pid of the session holding ``schema``'s ownership lock."""
+    rows = pg_database.execute(
+        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = %s::oid "
+        "AND objid = hashtext(current_schema())::oid AND objsubid = 2", (OWNER_LOCK_CLASS,), schema=schema)
+    return rows[0][0] if rows else None
+
+
+def _terminate(pg_database, pid: int) -> None:
+    with connect(pg_database.url) as conn:
+        conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+
+
+def take_over(pg_database, schema: str):
+    """Another engine takes ``schema``'s lock the moment its holder's session ends: a session
+    queued on the lock (``pg_advisory_lock`` waits in line, ahead of any later try) before
+    the holder's session is terminated. Returns that session's connection (close it to let
+    go). Blocking: call it off the event loop."""
+    holder = _lock_backend(pg_database, schema)
+    assert holder is not None
+    conn = connect(url_with(pg_database.url, schema=schema, application_name="the-other-engine"))
+    waiter = threading.Thread(target=conn.execute, args=(
+        "SELECT pg_advisory_lock(%s, hashtext(current_schema()))", (OWNER_LOCK_CLASS,)))
+    waiter.start()
+    deadline = time.monotonic() + 10
+    while not pg_database.execute("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
+                                  "AND classid = %s::oid", (OWNER_LOCK_CLASS,), schema=schema):
+        assert time.monotonic() < deadline, "the waiter did not queue"
+        time.sleep(0.01)
+    _terminate(pg_database, holder)
+    waiter.join(10)
+    assert not waiter.is_alive() and _lock_backend(pg_database, schema) not in (None, holder)
+    return conn
+
+
+def test_a_second_store_on_a_postgres_schema_is_refused_naming_the_holder(pg_database, pg_schema):
+    schema, url = pg_schema
+    other_schema, other_url = pg_database.schema()
+
+    async def go():
+        first = PostgresStore(url)
+        await first.open()
+        try:
+            with pytest.raises(StoreInUse) as refused:
+                await PostgresStore(url).open()
+            neighbour = PostgresStore(other_url)  # another schema of the same database: its own
+            await neighbour.open()
+            await neighbour.create_match(record())
+            await neighbour.close()
+            await first.create_match(record())  # the holder goes on undisturbed
+        finally:
+            await first.close()
+        again = PostgresStore(url)
+        await again.open()
+        await again.close()
+        return str(refused.value)
+
+    message = run(go())
+    assert f"cardgames-engine owner pid {os.getpid()} on " in message
+    assert "one engine per database" in message
+    assert _lock_backend(pg_database, schema) is None  # closed: released
+    assert _lock_backend(pg_database, other_schema) is None
+
+
+def test_a_waiting_postgres_store_opens_once_the_holder_lets_go(pg_url):
+    async def go():
+        first = PostgresStore(pg_url)
+        await first.open()
+
+        async def let_go():
+            await asyncio.sleep(0.5)
+            await first.close()
+
+        releasing = asyncio.create_task(let_go())
+        started = time.monotonic()
+        second = PostgresStore(pg_url, lock_wait_s=10)
+        await second.open()
+        waited = time.monotonic() - started
+        await releasing
+        await second.create_match(record())
+        await second.close()
+        return waited
+
+    assert 0.4 <= run(go()) < 5
+
+
+def test_a_crashed_holders_session_releases_the_lock(pg_url):
+    async def go():
+        first = PostgresStore(pg_url)
+        await first.open()
+        crash(first)  # the process dies: the server ends its session
+        second = PostgresStore(pg_url, lock_wait_s=5)
+        await second.open()
+        await second.close()
+    run(go())
+
+
+def test_a_lost_lock_session_is_replaced_and_writes_go_on(pg_database, pg_schema):
+    """The server ended the lock session (a restart, a network failure, an operator): writes
+    are refused until the watchdog has the lock again, then go on; nobody is told to stop."""
+    schema, url = pg_schema
+    told: list[str] = []
+
+    async def go():
+        st = PostgresStore(url, ownership_check_s=0.1)
+        st.on_ownership_lost = told.append
+        await st.open()
+        try:
+            await st.create_match(record())
+            before = _lock_backend(pg_database, schema)
+            _terminate(pg_database, before)
+            deadline = time.monotonic() + 10
+            while (after := _lock_backend(pg_database, schema)) in (None, before):
+                assert time.monotonic() < deadline, "the lock was not taken again"
+                await asyncio.sleep(0.05)
+            while not st._owner.held:
+                await asyncio.sleep(0.05)
+            await st.append_action("m1", _action())
+            return before, after
+        finally:
+            await st.close()
+
+    before, after = run(go())
+    assert before != after and told == []
+
+
+def test_a_lock_taken_by_another_engine_meanwhile_stops_this_one(pg_database, pg_schema):
+    schema, url = pg_schema
+    told: list[str] = []
+
+    async def go():
+        first = PostgresStore(url, ownership_check_s=0.1)
+        first.on_ownership_lost = told.append
+        await first.open()
+        await first.create_match(record())
+        other = await asyncio.to_thread(take_over, pg_database, schema)
+        try:
+            deadline = time.monotonic() + 10
+            while not told:
+                assert time.monotonic() < deadline, "the first store was not told"
+                await asyncio.sleep(0.05)
+            with pytest.raises(OwnershipLost):
+                await first.append_action("m1", _action())
+            await first.close()
+            assert _lock_backend(pg_database, schema) is not None  # the other engine's, still
+        finally:
+            await first.close()
+            other.close()
+
+    run(go())
+    assert len(told) == 1 and "this engine stops" in told[0] and "(the-other-engine; server pid " in told[0]
