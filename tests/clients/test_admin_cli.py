@@ -1,0 +1,318 @@
+"""``python -m clients.admin`` against a real engine (tests/clients/conftest.py): matches are
+created and played a little through the client library, then the operator's command line
+lists, inspects, terminates and exports them as a subprocess, the way an operator runs it.
+Every run is checked for the admin token: it must never appear in the output."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import secrets
+import shutil
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from clients import cardgames_client as cg
+from clients import admin as admin_cli
+from clients import render
+from clients.local_service import LocalService, free_port
+from engine_service.transport.generated import match_pb2
+
+from .conftest import ADMIN_TOKEN, run
+
+ROOT = Path(__file__).resolve().parents[2]
+#: The keys of `list --json`: MatchSummary's field names, every one, in the proto's order.
+SUMMARY_KEYS = [f.name for f in match_pb2.MatchSummary.DESCRIPTOR.fields]
+SEAT_KEYS = [f.name for f in match_pb2.SeatInfo.DESCRIPTOR.fields]
+#: A well-formed match id that no match has.
+UNKNOWN_ID = "AAAAAAAAAAAAAAAA"
+
+
+#: clients.admin where rich cannot be imported (the container image installs no clients extra).
+WITHOUT_RICH = ["-c", "import sys; sys.modules['rich'] = None; from clients.admin import main; sys.exit(main())"]
+
+
+def admin(target: str | None, *args: str, token: str | None = ADMIN_TOKEN, stdin: str | None = None,
+          timeout: float = 60, without_rich: bool = False) -> subprocess.CompletedProcess:
+    """``python -m clients.admin [--target T] ARGS`` with the token in CARDGAMES_ADMIN_TOKEN
+    (``None``: none); fails the test if the real admin token shows up in its output."""
+    env = dict(os.environ, COLUMNS="250", PYTHONUNBUFFERED="1")
+    env.pop("CARDGAMES_ADMIN_TOKEN", None)
+    if token is not None:
+        env["CARDGAMES_ADMIN_TOKEN"] = token
+    module = WITHOUT_RICH if without_rich else ["-m", "clients.admin"]
+    argv = [sys.executable, *module, *(["--target", target] if target else []), *args]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env,
+                            input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL)
+    assert ADMIN_TOKEN not in result.stdout + result.stderr, "the admin token was printed"
+    if token is not None:
+        assert token not in result.stdout + result.stderr, "the token was printed"
+    return result
+
+
+def ok(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode == 0, f"exit {result.returncode}\nstdout: {result.stdout}\nstderr: {result.stderr}"
+    return result.stdout
+
+
+def refused(result: subprocess.CompletedProcess) -> str:
+    """An API error: exit 1, nothing on stdout, one line on stderr (returned)."""
+    assert result.returncode == 1, f"exit {result.returncode}\nstdout: {result.stdout}\nstderr: {result.stderr}"
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+async def play_a_little(client: cg.Client, actions: int = 3, name: str = "") -> tuple[str, list[cg.SeatSession]]:
+    """A Klaberjass match of two players (ada, bob) with ``actions`` actions played; no bot and
+    a long turn time, so its seq stays where the test left it."""
+    match = await client.create_match("klaberjass", seats=[None, None], turn_time_s=600, name=name)
+    seats = [await client.join(match.match_id, player_name=n) for n in ("ada", "bob")]
+    for _ in range(actions):
+        view = await seats[0].view()
+        mover = seats[view.to_act]
+        view = await mover.view()
+        await mover.submit(view.legal_actions[0].notation, expected_seq=view.seq)
+    return match.match_id, seats
+
+
+def table_row(stdout: str, match_id: str) -> str:
+    (line,) = [line for line in stdout.splitlines() if match_id in line]
+    return " ".join(cell.strip() for cell in line.strip("│ ").split("│"))
+
+
+def test_list_shows_played_and_waiting_matches(engine):
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            active, seats = await play_a_little(client, 3, name="table one")
+            waiting = (await client.create_match("georgian_joker", seats=[None, "random", "random", None],
+                                                 name="lobby")).match_id
+            # ada's watch stream is her presence: the listing shows her present, bob away
+            async with contextlib.aclosing(seats[0].watch()) as stream:
+                await anext(stream)
+                deadline = time.monotonic() + 10
+                while not (await client.get_match(active)).seats[0].present:
+                    assert time.monotonic() < deadline, "ada never became present"
+                    await asyncio.sleep(0.05)
+                table = ok(await asyncio.to_thread(admin, engine.target, "list"))
+                lines = ok(await asyncio.to_thread(admin, engine.target, "list", "--json"))
+        return active, waiting, table, lines
+
+    active, waiting, table, lines = run(scenario())
+
+    row = table_row(table, active)
+    assert re.match(rf"{active} klaberjass active 3 0 ada \(present\) \d{{4}}-\d\d-\d\d \d\d:\d\d:\d\dZ table one$",
+                    row), row
+    assert "1 bob (away)" in table
+    row = table_row(table, waiting)
+    assert re.match(rf"{waiting} georgian_joker waiting 0 0 free .* lobby$", row), row
+    for seat in ("1 bot random", "2 bot random", "3 free"):
+        assert seat in table
+    assert re.search(r"^\d+ match(es)?$", table.strip().splitlines()[-1])
+
+    listed = {m["match_id"]: m for m in map(json.loads, lines.splitlines())}
+    for m in listed.values():
+        assert list(m) == SUMMARY_KEYS, "every field, in the proto's order"
+        assert all(list(s) == SEAT_KEYS for s in m["seats"])
+    a, w = listed[active], listed[waiting]
+    assert (a["game"], a["status"], a["seq"], a["name"], a["turn_time"]) == ("klaberjass", "active", 3, "table one", 600)
+    assert [(s["seat"], s["kind"], s["player_name"], s["taken"], s["present"]) for s in a["seats"]] == [
+        (0, "open", "ada", True, True), (1, "open", "bob", True, False)]
+    assert a["created_at"].endswith("Z") and a["result"] is None
+    assert (w["status"], w["seq"]) == ("waiting", 0)
+    assert [(s["kind"], s["bot"], s["taken"]) for s in w["seats"]] == [
+        ("open", "", False), ("bot", "random", False), ("bot", "random", False), ("open", "", False)]
+
+    # the filters, with the options before or after the sub-command
+    only_waiting = [json.loads(x) for x in ok(admin(None, "list", "--status", "waiting", "--json",
+                                                    "--target", engine.target)).splitlines()]
+    ids = {m["match_id"] for m in only_waiting}
+    assert waiting in ids and active not in ids and {m["status"] for m in only_waiting} == {"waiting"}
+    only_klaberjass = [json.loads(x) for x in ok(admin(engine.target, "list", "--game", "klaberjass",
+                                                       "--json")).splitlines()]
+    assert active in {m["match_id"] for m in only_klaberjass}
+    assert {m["game"] for m in only_klaberjass} == {"klaberjass"}
+    newest = ok(admin(engine.target, "list", "--limit", "1", "--json")).splitlines()
+    assert len(newest) == 1
+    # no test of this module creates a Japanese Joker match
+    assert ok(admin(engine.target, "list", "--game", "japanese_joker")).strip() == "no matches"
+    assert ok(admin(engine.target, "list", "--game", "japanese_joker", "--json")) == ""
+    line = refused(admin(engine.target, "list", "--game", "no_such_game"))
+    assert line.startswith("error: INVALID_ARGUMENT (UNKNOWN_GAME)"), line
+
+
+def test_inspect_shows_every_hand(engine):
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match_id, seats = await play_a_little(client, 3)
+            hands = [[c.code for c in (await s.view()).hand] for s in seats]
+            return match_id, hands
+
+    match_id, hands = run(scenario())
+    assert all(len(h) > 0 for h in hands)
+
+    text = ok(admin(engine.target, "inspect", match_id))
+    assert text.startswith(f"match {match_id}") and "active  seq 3" in text
+    assert "hands (hidden cards)" in text
+    for seat, (name, hand) in enumerate(zip(("ada", "bob"), hands)):
+        assert f"{name} [{len(hand)}]: {render.cards_text(hand).plain}" in text, (seat, text)
+    assert "stock [" in text and "to act:" in text
+
+    full = json.loads(ok(admin(engine.target, "inspect", match_id, "--json")))
+    assert set(full) == {"match", "view", "hands", "zones", "first_dealer", "decks"}
+    assert [(h["seat"], h["cards"]) for h in full["hands"]] == [(0, hands[0]), (1, hands[1])]
+    assert full["match"]["seq"] == full["view"]["seq"] == 3
+    assert full["view"]["seat"] is None and full["view"]["phase"]
+    assert len(full["decks"]) == 1 and len(full["decks"][0]["cards"]) == 32
+    zones = {z["name"]: z["cards"] for z in full["zones"]}
+    assert zones["hand0"] == hands[0] and "stock" in zones
+
+    assert "HIDDEN" in ok(admin(None, "inspect", "--help"))
+    assert "hidden card" in ok(admin(None, "--help")).lower()
+
+
+def test_terminate_ends_the_match_once(engine):
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match_id, _ = await play_a_little(client, 2)
+            result = await asyncio.to_thread(admin, engine.target, "terminate", match_id,
+                                             "--reason", "stuck since the outage")
+            return match_id, result, await client.get_match(match_id)
+
+    match_id, result, after = run(scenario())
+    text = ok(result)
+    assert text.startswith(f"match {match_id}") and "terminated  seq 2" in text
+    assert "result: terminated (stuck since the outage)" in text
+    assert after.status == match_pb2.MATCH_STATUS_TERMINATED
+    assert render.struct_dict(after.result)["reason"] == "stuck since the outage"
+
+    again = refused(admin(engine.target, "terminate", match_id, "--reason", "again"))
+    assert again.startswith("error: FAILED_PRECONDITION (MATCH_NOT_ACTIVE)"), again
+
+    listed = [json.loads(x) for x in ok(admin(engine.target, "list", "--status", "terminated", "--json")).splitlines()]
+    assert match_id in {m["match_id"] for m in listed}
+
+
+def test_export_round_trips_through_replay_check(engine, tmp_path):
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            return (await play_a_little(client, 5))[0]
+
+    match_id = run(scenario())
+    out = tmp_path / "match.json"
+    out.write_text("an older file, world-readable\n")
+    out.chmod(0o644)
+    text = ok(admin(engine.target, "export", match_id, "-o", str(out)))
+    assert str(out) in text and "5 action(s)" in text
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["match.json"], "no temporary file left behind"
+
+    data = json.loads(out.read_text())
+    assert data["schema"] == "card-transcript/1" and data["game"] == "klaberjass"
+    assert sum(len(d["steps"]) for d in data["deals"]) == 5 and len(data["deals"][0]["deck"]) == 32
+    check = subprocess.run([sys.executable, "-m", "engine_service", "replay", "--check", str(out)],
+                           capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert check.returncode == 0 and check.stdout.strip() == f"{out}: ok", check.stdout + check.stderr
+
+    assert json.loads(ok(admin(engine.target, "export", match_id))) == data  # on stdout
+
+    # without rich (the container image): the JSON forms and export work, the table says why not
+    assert json.loads(ok(admin(engine.target, "export", match_id, without_rich=True))) == data
+    listed = [json.loads(x) for x in ok(admin(engine.target, "list", "--json", without_rich=True)).splitlines()]
+    assert match_id in {m["match_id"] for m in listed}
+    no_table = admin(engine.target, "list", without_rich=True)
+    assert no_table.returncode == 2 and "needs rich" in no_table.stderr and "--json" in no_table.stderr
+    refused_line = refused(admin(engine.target, "export", UNKNOWN_ID, "-o", str(tmp_path / "none.json")))
+    assert "NOT_FOUND" in refused_line and not (tmp_path / "none.json").exists()
+
+
+def test_unknown_match_is_not_found(engine):
+    for args in (["inspect", UNKNOWN_ID], ["terminate", UNKNOWN_ID, "--reason", "x"], ["export", UNKNOWN_ID]):
+        line = refused(admin(engine.target, *args))
+        assert line.startswith("error: NOT_FOUND (MATCH_NOT_FOUND)"), (args, line)
+
+
+def test_bad_or_missing_token_is_refused_and_never_shown(engine, tmp_path):
+    wrong = secrets.token_hex(16)
+    line = refused(admin(engine.target, "list", token=wrong))
+    assert "PERMISSION_DENIED" in line or "UNAUTHENTICATED" in line
+    assert "refused" in line
+
+    token_file = tmp_path / "token"
+    token_file.write_text(wrong + "\n")
+    line = refused(admin(engine.target, "--admin-token-file", str(token_file), "inspect", UNKNOWN_ID, token=None))
+    assert "PERMISSION_DENIED" in line or "UNAUTHENTICATED" in line
+
+    line = refused(admin(engine.target, "list", token=None))
+    assert line.startswith("error: UNAUTHENTICATED (ADMIN_TOKEN_REQUIRED)")
+    assert "--admin-token-file" in line and "CARDGAMES_ADMIN_TOKEN" in line
+
+    # the right token from a file (its newline ignored) wins over a wrong environment
+    token_file.write_text(ADMIN_TOKEN + "\n")
+    ok(admin(engine.target, "list", "--admin-token-file", str(token_file), token=wrong))
+    ok(admin(engine.target, "list", "--admin-token-file", "-", token=None, stdin=ADMIN_TOKEN + "\n"))
+
+def in_process(capsys, monkeypatch, *argv: str, token: str | None = None) -> tuple[int, str, str]:
+    """``clients.admin.main(argv)`` in this process (for what fails before any call)."""
+    monkeypatch.delenv("CARDGAMES_ADMIN_TOKEN", raising=False)
+    if token is not None:
+        monkeypatch.setenv("CARDGAMES_ADMIN_TOKEN", token)
+    try:
+        status = admin_cli.main(list(argv))
+    except SystemExit as exc:
+        status = exc.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_usage_errors_exit_2(capsys, monkeypatch, tmp_path):
+    for args in ([], ["list", "--status", "paused"], ["list", "--limit", "0"], ["inspect"], ["frobnicate"],
+                 ["terminate", UNKNOWN_ID]):  # --reason is required
+        status, out, err = in_process(capsys, monkeypatch, *args)
+        assert status == 2 and "usage:" in err, (args, out, err)
+
+    # never a token on the command line: refused without being echoed
+    secret = secrets.token_hex(16)
+    for args in (["--admin-token", secret, "list"], ["list", f"--admin-token={secret}"]):
+        status, out, err = in_process(capsys, monkeypatch, *args)
+        assert status == 2 and "--admin-token-file" in err and secret not in out + err
+
+    token_file = tmp_path / "token"
+    status, _, err = in_process(capsys, monkeypatch, "list", "--admin-token-file", str(token_file))
+    assert status == 2 and "cannot read the admin token file" in err
+    token_file.write_text("\n")
+    status, _, err = in_process(capsys, monkeypatch, "list", "--admin-token-file", str(token_file))
+    assert status == 2 and "is empty" in err
+    token_file.write_text("two words\n")
+    status, _, err = in_process(capsys, monkeypatch, "list", "--admin-token-file", str(token_file))
+    assert status == 2 and "cannot carry" in err and "two words" not in err
+    status, _, err = in_process(capsys, monkeypatch, "list", token="caf\u00e9-token")
+    assert status == 2 and "CARDGAMES_ADMIN_TOKEN" in err and "caf" not in err
+    status, _, err = in_process(capsys, monkeypatch, "list", "--ca", str(tmp_path / "none.pem"), token=secret)
+    assert status == 2 and "cannot read the CA file" in err and secret not in err
+
+
+def test_unreachable_engine(engine):
+    line = refused(admin(f"127.0.0.1:{free_port()}", "list", "--timeout", "3"))
+    assert line.startswith("error: UNAVAILABLE"), line
+
+
+def test_tls(tmp_path):
+    openssl = shutil.which("openssl")
+    assert openssl, "openssl is needed to make a test certificate"
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+                    "-out", str(cert), "-days", "1", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    with LocalService(admin_token=ADMIN_TOKEN, args=["--tls-cert", str(cert), "--tls-key", str(key)]) as service:
+        assert ok(admin(service.target, "list", "--tls", "--ca-file", str(cert), "--server-name", "localhost",
+                        "--json")) == ""
+        assert "no matches" in ok(admin(service.target, "list", "--tls", "--ca", str(cert)))
