@@ -300,14 +300,16 @@ class Client:
 
     async def create_match(self, game: str, *, options: Mapping[str, str | int | bool] | None = None,
                            seats: Sequence[str | None] = (), turn_time_s: float = 0.0,
-                           spectators_allowed: bool = True, name: str = "",
+                           spectators_allowed: bool = True, name: str = "", listed: bool = False,
                            decks: Sequence[Sequence[str]] = (), first_dealer: int | None = None) -> MatchSummary:
         """Create a match. ``seats``: one entry per seat, ``None``/``"open"`` for an open seat or
-        a bot name (empty: every seat open). ``decks`` and ``first_dealer`` need the admin token."""
+        a bot name (empty: every seat open). ``listed``: show it in the lobby
+        (:meth:`list_open_matches`) while it waits for players. ``decks`` and ``first_dealer``
+        need the admin token."""
         request = card_games_pb2.CreateMatchRequest(
             game=game, options={k: option_value(v) for k, v in (options or {}).items()},
             seats=[seat_spec(s) for s in seats], spectators_allowed=spectators_allowed, name=name,
-            decks=[card_games_pb2.Deck(cards=list(d)) for d in decks])
+            listed=listed, decks=[card_games_pb2.Deck(cards=list(d)) for d in decks])
         if turn_time_s:
             request.turn_time.CopyFrom(_duration(turn_time_s))
         if first_dealer is not None:
@@ -319,6 +321,13 @@ class Client:
         reply = await self.call(self.stub.GetMatch, card_games_pb2.GetMatchRequest(match_id=match_id),
                                 retry=True)
         return reply.match
+
+    async def list_open_matches(self, game: str = "", limit: int = 0) -> list[MatchSummary]:
+        """The lobby: listed matches waiting for players with a seat free, oldest first
+        (``game``: only that game; ``limit``: at most that many, 0: the server's 50)."""
+        reply = await self.call(self.stub.ListOpenMatches,
+                                card_games_pb2.ListOpenMatchesRequest(game=game, limit=limit), retry=True)
+        return list(reply.matches)
 
     async def join(self, match_id: str, *, seat: int | None = None, player_name: str = "") -> "SeatSession":
         """Take a seat (``None``: the first open one); the session holds the seat token."""

@@ -14,7 +14,9 @@ free seat and shows, from the server's view only:
 * the time left for the decision (the server plays the rulebook's auto-move after it);
 * every event of the match as it happens (the stream resumes by itself after a network drop).
 
-``--match ID`` joins an existing match instead (``--seat`` picks the seat). ``--autoplay
+``--match ID`` joins an existing match instead (``--seat`` picks the seat). ``--listed``
+shows the new match in the server's lobby while it waits for people (``--bots open,...``), and
+``--lobby`` lists the matches waiting there (then join one with ``--match ID``). ``--autoplay
 first|random`` plays without a screen (for scripts and demos): it prints the events and the
 result and exits 0 when the match is over.
 """
@@ -270,6 +272,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="seed of --autoplay random")
     p.add_argument("--db", default="memory:", help="database of the engine started without --target")
     p.add_argument("--list", action="store_true", help="list the games and bots, then exit")
+    p.add_argument("--listed", action="store_true",
+                   help="show the new match in the lobby while it waits for people (seats 'open' in --bots)")
+    p.add_argument("--lobby", action="store_true",
+                   help="list the matches waiting for people in the lobby (only --game's with --game), then exit")
     return p
 
 
@@ -292,8 +298,9 @@ async def open_seat(client: Client, args: argparse.Namespace, console: Console) 
     seats: list[str | None] = list(others)
     seats.insert(me, None)
     options = dict(parse_option(o, game) for o in args.option)
+    name = f"{args.name} vs bots" if None not in others and "open" not in others else f"{args.name}'s table"
     summary = await client.create_match(game.id, options=options, seats=seats, turn_time_s=args.turn_time,
-                                        name=f"{args.name} vs bots")
+                                        name=name, listed=args.listed)
     session = await client.join(summary.match_id, seat=me, player_name=args.name)
     console.print(f"match {summary.match_id}: {game.name}, you are seat {me}; spectators: "
                   f"python -m clients.watch {summary.match_id} --target {client.target}", style="dim")
@@ -312,6 +319,9 @@ async def run(args: argparse.Namespace, target: str, console: Console) -> int:
             for b in await client.list_bots():
                 console.print(f"bot {b.name}: {', '.join(b.games)}: {b.description}")
             return 0
+        if args.lobby:
+            print_lobby(await client.list_open_matches(args.game or "", limit=100), client.target, console)
+            return 0
         session, summary = await open_seat(client, args, console)
         if args.autoplay:
             final = await autoplay(session, args.autoplay, console, summary, args.seed)
@@ -321,6 +331,21 @@ async def run(args: argparse.Namespace, target: str, console: Console) -> int:
             final = await session.summary()
         print_result(final, session.seat, console)
         return 0
+
+
+def print_lobby(matches: Sequence[Any], target: str, console: Console) -> None:
+    """One line per match waiting in the lobby: id, game, name, who sits where, the options."""
+    if not matches:
+        console.print("no match is waiting for players in the lobby")
+        return
+    for m in matches:
+        seats = ", ".join(f"{s.seat}: " + (f"{s.bot} (bot)" if s.kind == match_pb2.SEAT_KIND_BOT
+                                           else (s.player_name or "taken") if s.taken else "open")
+                          for s in m.seats)
+        options = ", ".join(f"{k}={json.dumps(python_value(v))}" for k, v in sorted(m.options.items()))
+        console.print(f"{m.match_id}  {m.game}  {m.name!r}  seats {seats}"
+                      + (f"  options {options}" if options else ""), highlight=False)
+    console.print(f"join one: python -m clients.play --target {target} --match MATCH_ID", style="dim")
 
 
 def print_result(summary: Any, seat: int, console: Console) -> None:
@@ -334,8 +359,8 @@ def print_result(summary: Any, seat: int, console: Console) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if not args.game and not args.match and not args.list:
-        build_parser().error("give --game (a new match), --match ID (join one) or --list")
+    if not args.game and not args.match and not args.list and not args.lobby:
+        build_parser().error("give --game (a new match), --match ID (join one), --lobby or --list")
     console = Console(stderr=False, highlight=False)
     service = None
     try:

@@ -169,8 +169,10 @@ class Client {
 
   /**
    * @param {string} game
-   * @param {{seats?: (string|null)[], options?: object, turnTimeS?: number, name?: string}} spec
-   *   seats: null for an open seat, a bot name otherwise; options: {name: string|number|boolean}
+   * @param {{seats?: (string|null)[], options?: object, turnTimeS?: number, name?: string,
+   *   listed?: boolean}} spec
+   *   seats: null for an open seat, a bot name otherwise; options: {name: string|number|boolean};
+   *   listed: shown in the lobby (listOpenMatches) while it waits for players
    */
   async createMatch(game, spec = {}) {
     const options = {};
@@ -184,12 +186,18 @@ class Client {
       options,
       seats: (spec.seats || []).map((s) => (s === null || s === 'open' ? { open: {} } : { bot: { name: s } })),
       name: spec.name || '',
+      listed: Boolean(spec.listed),
     };
     if (spec.turnTimeS) {
       const seconds = Math.floor(spec.turnTimeS);
       request.turn_time = { seconds, nanos: Math.round((spec.turnTimeS - seconds) * 1e9) };
     }
     return (await this.call('CreateMatch', request)).match;
+  }
+
+  /** The lobby: listed matches waiting for players with a seat free, oldest first. */
+  async listOpenMatches(game = '', limit = 0) {
+    return (await this.call('ListOpenMatches', { game, limit }, { retry: true })).matches || [];
   }
 
   async getMatch(matchId) {

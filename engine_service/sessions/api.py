@@ -101,6 +101,9 @@ class CreateMatchRequest:
     turn_time_s: float = 0.0
     spectators_allowed: bool = True
     name: str = ""
+    # shown in the lobby (list_open_matches) while it waits for players; False: only who is
+    # given the match id finds it
+    listed: bool = False
     # admin only (the transport refuses them without the admin token):
     decks: Sequence[Sequence[str]] = ()  # explicit decks, used in order, then CSPRNG decks
     first_dealer: int | None = None  # None: the rulebook's draw, from the CSPRNG
@@ -165,6 +168,7 @@ class MatchSummary:
     created_at: float
     name: str = ""
     result: Mapping[str, Any] | None = None  # rules result when finished / terminated
+    listed: bool = False  # created for the lobby (shown there while it waits for players)
 
 
 @dataclass(frozen=True)
@@ -263,6 +267,9 @@ class MatchService(Protocol):
     async def leave_match(self, match_id: str, principal: Principal, resign: bool) -> MatchSummary: ...
 
     async def get_match(self, match_id: str) -> MatchSummary: ...
+
+    def list_open_matches(self, game: str = "", limit: int = 50) -> list[MatchSummary]:
+        """The lobby: listed matches waiting for players with a seat free, oldest first."""
 
     # admin
     async def list_matches(self, status: str = "", game: str = "", limit: int = 100) -> list[MatchSummary]: ...

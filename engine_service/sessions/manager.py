@@ -302,7 +302,7 @@ class MatchManager:
             match_id=new_match_id(), game=game.id, options=options.non_default(), first_dealer=fd,
             seats=tuple(SeatRecord(i, s.kind, s.bot if s.kind == "bot" else "") for i, s in enumerate(seats)),
             turn_time_s=turn, reconnect_grace_s=grace, spectators_allowed=bool(request.spectators_allowed),
-            name=name, takeover_bot=takeover, created_at=time.time(),
+            name=name, takeover_bot=takeover, listed=bool(request.listed), created_at=time.time(),
             status="waiting" if has_open else "active")
         m = LiveMatch(record, decks, [])
         self._creating[m.status] += 1  # with the limit check above: no await in between
@@ -317,7 +317,8 @@ class MatchManager:
             m.log.info("match_created", status=m.status, seats=[s.kind for s in m.seats],
                        bots=[s.bot for s in m.seats if s.bot], options=dict(options.non_default()),
                        turn_time_s=turn, reconnect_grace_s=grace,
-                       spectators_allowed=m.spectators_allowed, admin_decks=len(request.decks or ()))
+                       spectators_allowed=m.spectators_allowed, listed=m.listed,
+                       admin_decks=len(request.decks or ()))
             if m.active:
                 self._clock.schedule(m)
 
@@ -406,6 +407,21 @@ class MatchManager:
     async def get_match(self, match_id: str) -> MatchSummary:
         self._require_open()
         return (await self._get(match_id)).summary()
+
+    def list_open_matches(self, game: str = "", limit: int = 50) -> list[MatchSummary]:
+        """The lobby: matches created ``listed`` that wait for players and have a seat free,
+        oldest first (the table waiting longest fills first), at most ``limit`` (1..100).
+        Every waiting match is held in memory (start() resumes them), so this reads no store;
+        a summary holds only what any caller may know (GetMatch gives the same)."""
+        self._require_open()
+        if game:
+            get_game(game)
+        limit = max(1, min(int(limit or 50), 100))
+        open_tables = [m for m in self._matches.values()
+                       if m.listed and m.status == "waiting" and (not game or m.game.id == game)
+                       and m.open_seats()]
+        open_tables.sort(key=lambda m: (m.created_at, m.match_id))
+        return [m.summary() for m in open_tables[:limit]]
 
     async def list_matches(self, status: str = "", game: str = "", limit: int = 100) -> list[MatchSummary]:
         self._require_open()
@@ -877,5 +893,5 @@ def _summary_of(listing: MatchListing) -> MatchSummary:
                              taken=bool(s.token_hash), present=s.kind == "bot",
                              replaced_by_bot=s.kind == "open" and s.left) for s in r.seats),
         turn_time_s=r.turn_time_s, spectators_allowed=r.spectators_allowed, created_at=r.created_at,
-        name=r.name, result=dict(r.result) if r.result is not None else None)
+        name=r.name, result=dict(r.result) if r.result is not None else None, listed=r.listed)
 

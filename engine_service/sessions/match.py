@@ -21,7 +21,7 @@ from ..rules.views import ViewMaker
 from ..store.base import ActionRecord, DeckRecord, MatchRecord, SeatRecord
 from .api import MatchStatus, MatchSummary, SeatInfo, ViewEnvelope
 from .policy import absence_policy
-from .views import Audience, view_for
+from .views import ADMIN, SPECTATOR, Audience, before_start, view_for
 from .watchers import Watcher
 
 
@@ -117,7 +117,7 @@ class LiveMatch:
     compact (key-sharing) size would cost 1.3 KB more per match."""
 
     __slots__ = ("match_id", "game", "options", "first_dealer", "turn_time_s", "reconnect_grace_s",
-                 "spectators_allowed", "name", "takeover_bot", "created_at", "status", "result",
+                 "spectators_allowed", "name", "takeover_bot", "listed", "created_at", "status", "result",
                  "ended_at", "seats", "decks", "actions", "client_ids", "state", "deals_dealt",
                  "policy", "lock", "watchers", "timer_key", "timer_handle", "deadline", "bot_key",
                  "bot_task", "finished_mono", "_memo", "log")
@@ -135,6 +135,7 @@ class LiveMatch:
         self.spectators_allowed = record.spectators_allowed
         self.name = record.name
         self.takeover_bot = record.takeover_bot
+        self.listed = record.listed
         self.created_at = record.created_at
         self.status: MatchStatus = record.status  # type: ignore[assignment]
         self.result = dict(record.result) if record.result is not None else None
@@ -247,8 +248,11 @@ class LiveMatch:
                 env = memo.views.get(audience)
                 if env is not None:
                     return env
-            env = memo.views[audience] = self._envelope_of(audience, memo.view(audience), self.seq,
-                                                           self.deadline)
+            if self.status == "waiting" and audience != ADMIN:
+                view = before_start(memo.view(SPECTATOR), audience)
+            else:
+                view = memo.view(audience)
+            env = memo.views[audience] = self._envelope_of(audience, view, self.seq, self.deadline)
             return env
         return self._envelope_of(audience, view_for(state, audience), self.seq if seq is None else seq,
                                  deadline)
@@ -277,7 +281,7 @@ class LiveMatch:
             turn_time_s=self.turn_time_s, reconnect_grace_s=self.reconnect_grace_s,
             spectators_allowed=self.spectators_allowed, name=self.name,
             takeover_bot=self.takeover_bot, created_at=self.created_at, status=self.status,
-            result=self.result, ended_at=self.ended_at)
+            result=self.result, ended_at=self.ended_at, listed=self.listed)
 
     def summary(self) -> MatchSummary:
         return MatchSummary(
@@ -285,7 +289,7 @@ class LiveMatch:
             status=self.status, seq=self.seq, seats=tuple(s.info() for s in self.seats),
             turn_time_s=self.turn_time_s, spectators_allowed=self.spectators_allowed,
             created_at=self.created_at, name=self.name,
-            result=dict(self.result) if self.result is not None else None)
+            result=dict(self.result) if self.result is not None else None, listed=self.listed)
 
     def open_seats(self) -> list[SeatSlot]:
         return [s for s in self.seats if s.kind == "open" and not s.taken]

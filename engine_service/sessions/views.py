@@ -48,6 +48,23 @@ def view_for(state: State, audience: Audience, make: ViewMaker | None = None) ->
     raise ValueError(f"unknown audience {audience!r}")
 
 
+def before_start(public: Mapping[str, Any], audience: Audience) -> dict[str, Any]:
+    """The view of ``audience`` (a seat or a spectator) while the match waits for players: the
+    public view, with nobody to act.
+
+    Nothing private is shown before the start. A seat may be left and joined again while the
+    match waits (its token then stops working), so with its hand on show one player could look
+    at every hand in turn (join a seat, look, leave, join the next) and then play knowing them
+    all. And nobody may act yet (SubmitAction answers MATCH_WAITING), so there is no ``to_act``
+    and no legal action: a client that acts when ``to_act`` is its seat waits for the start.
+    """
+    view = dict(public)  # its hand and legal actions are empty: the public view's
+    view["to_act"] = None
+    if isinstance(audience, int):
+        view["seat"] = audience
+    return view
+
+
 _CARD_RE = re.compile(r"(?<![A-Za-z0-9])([AKQJT9876][SHDC]|X[12])(?![A-Za-z0-9])")
 
 

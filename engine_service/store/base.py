@@ -103,6 +103,7 @@ class MatchRecord:
     spectators_allowed: bool = True
     name: str = ""
     takeover_bot: str = ""  # bot for absent seats (GJ-12.4); "": the auto-move policy
+    listed: bool = False  # shown in the lobby (ListOpenMatches) while it waits for players
     created_at: float = 0.0
     status: str = "waiting"
     result: Mapping[str, Any] | None = None

@@ -128,6 +128,9 @@ class AdvisoryOwnership:
             self._conn = conn
             return True
         await conn.close()
+        if row and row[0] is None:  # hashtext(NULL): the search_path names no existing schema
+            raise StoreError(f"{self.where}: no schema of the search_path exists; create it "
+                             "first (CREATE SCHEMA ...)")
         return False
 
     async def _holder(self) -> str:

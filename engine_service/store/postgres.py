@@ -51,7 +51,7 @@ from .pg_ownership import CHECK_S, AdvisoryOwnership
 T = TypeVar("T")
 
 APPLICATION = "cardgames-engine"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 META_TABLE = "engine_meta"
 #: Serializes the schema check and creation of processes opening the same database at once.
 OPEN_LOCK_KEY = 0x43474531  # "CGE1", the SQLite store's application_id
@@ -76,7 +76,8 @@ SCHEMA = (
         created_at         DOUBLE PRECISION NOT NULL,  -- Unix time, seconds
         status             TEXT NOT NULL CHECK (status IN ('waiting', 'active', 'finished', 'terminated')),
         result             JSONB,                   -- once the match has ended
-        ended_at           DOUBLE PRECISION
+        ended_at           DOUBLE PRECISION,
+        listed             BOOLEAN NOT NULL DEFAULT false  -- in the lobby while waiting (schema 2)
     )""",
     "CREATE INDEX matches_by_status ON matches (status, created_at)",
     "CREATE INDEX matches_by_creation ON matches (created_at, match_id)",
@@ -112,6 +113,13 @@ SCHEMA = (
     """CREATE UNIQUE INDEX match_actions_by_client_id
         ON match_actions (match_id, seat, client_action_id) WHERE client_action_id IS NOT NULL""",
 )
+
+#: How a schema of an older version becomes the current one: the statements taking version
+#: ``n - 1`` to ``n``, applied in order inside the open transaction (docs/operations.md,
+#: Upgrades). An empty schema gets SCHEMA at once.
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    2: ("ALTER TABLE matches ADD COLUMN listed BOOLEAN NOT NULL DEFAULT false",),
+}
 
 
 _USERINFO_PASSWORD = re.compile(r"(://[^:/@?#]*):[^@/?#]*@")
@@ -160,6 +168,7 @@ class PostgresStore(Store):
         self.exclusive = exclusive
         self._pool: AsyncConnectionPool | None = None
         self._owner: AdvisoryOwnership | None = None
+        self.migrated_from: int | None = None  # the schema version open() upgraded, if any
 
     # ---- plumbing ----------------------------------------------------------------------
 
@@ -225,6 +234,21 @@ class PostgresStore(Store):
         if self._pool is not None:
             return
         conninfo = self._conninfo()
+        owner = None
+        if self.exclusive:  # first: an engine that does not own the schema must not migrate it
+            owner = AdvisoryOwnership(conninfo, self.where, wait_s=self.lock_wait_s,
+                                      check_s=self.ownership_check_s, on_lost=self._ownership_lost)
+            await owner.acquire()
+        try:
+            pool = await self._open_pool(conninfo)
+        except BaseException:
+            if owner is not None:
+                await owner.release()
+            raise
+        self._pool, self._owner = pool, owner
+
+    async def _open_pool(self, conninfo: str) -> AsyncConnectionPool:
+        """Prepare (create, check or migrate) the schema, then open the connection pool."""
         try:
             conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
         except psycopg.Error as exc:
@@ -236,11 +260,6 @@ class PostgresStore(Store):
             raise StoreError(f"cannot prepare {self.where}: {_reason(exc)}") from None
         finally:
             await conn.close()
-        owner = None
-        if self.exclusive:
-            owner = AdvisoryOwnership(conninfo, self.where, wait_s=self.lock_wait_s,
-                                      check_s=self.ownership_check_s, on_lost=self._ownership_lost)
-            await owner.acquire()
         pool = AsyncConnectionPool(conninfo, min_size=1, max_size=self.pool_size, open=False,
                                    kwargs={"autocommit": True}, configure=self._configure,
                                    timeout=POOL_TIMEOUT_S, name="cardgames-store")
@@ -248,10 +267,8 @@ class PostgresStore(Store):
             await pool.open(wait=True, timeout=POOL_TIMEOUT_S)
         except psycopg.Error as exc:
             await pool.close()
-            if owner is not None:
-                await owner.release()
             raise StoreError(f"cannot open connections to {self.where}: {_reason(exc)}") from None
-        self._pool, self._owner = pool, owner
+        return pool
 
     def _ownership_lost(self, message: str) -> None:
         if self.on_ownership_lost is not None:
@@ -292,6 +309,15 @@ class PostgresStore(Store):
         if version > SCHEMA_VERSION:
             raise NotADatabase(f"schema {schema!r} of {self.where} has schema version {version}, "
                                f"newer than this program's {SCHEMA_VERSION}; upgrade the program")
+        if version < 1:
+            raise NotADatabase(f"schema {schema!r} of {self.where} has no valid schema version")
+        if version < SCHEMA_VERSION:  # still inside the open transaction: all steps or none
+            for step in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[step]:
+                    await conn.execute(statement)
+            await conn.execute(f"UPDATE {META_TABLE} SET value = %s WHERE key = 'schema_version'",
+                               (str(SCHEMA_VERSION),))
+            self.migrated_from = version
 
     async def close(self) -> None:
         pool, self._pool = self._pool, None
@@ -312,10 +338,11 @@ class PostgresStore(Store):
                     await conn.execute(
                         "INSERT INTO matches (match_id, game, options, first_dealer, turn_time_s, "
                         "reconnect_grace_s, spectators_allowed, name, takeover_bot, created_at, "
-                        "status, result, ended_at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                        "status, result, ended_at, listed) "
+                        "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
                         (r.match_id, r.game, _json(r.options), r.first_dealer, r.turn_time_s,
                          r.reconnect_grace_s, r.spectators_allowed, r.name, r.takeover_bot,
-                         r.created_at, r.status, _json(r.result), r.ended_at))
+                         r.created_at, r.status, _json(r.result), r.ended_at, r.listed))
                 except pg_errors.UniqueViolation:
                     raise MatchExists(f"match {r.match_id!r} exists") from None
                 for s in r.seats:
@@ -420,7 +447,8 @@ class PostgresStore(Store):
     # ---- reads -------------------------------------------------------------------------
 
     _MATCH_COLUMNS = ("match_id, game, options, first_dealer, turn_time_s, reconnect_grace_s, "
-                      "spectators_allowed, name, takeover_bot, created_at, status, result, ended_at")
+                      "spectators_allowed, name, takeover_bot, created_at, status, result, ended_at, "
+                      "listed")
 
     @staticmethod
     async def _seats(conn: psycopg.AsyncConnection, match_ids: list[str]) -> dict[str, list[SeatRecord]]:
@@ -436,12 +464,12 @@ class PostgresStore(Store):
     @staticmethod
     def _record(row: Sequence[Any], seats: list[SeatRecord]) -> MatchRecord:
         (match_id, game, options, first_dealer, turn_time_s, grace, spectators, name, takeover,
-         created_at, status, result, ended_at) = row
+         created_at, status, result, ended_at, listed) = row
         return MatchRecord(
             match_id=match_id, game=game, options=options, first_dealer=first_dealer,
             seats=tuple(seats), turn_time_s=turn_time_s, reconnect_grace_s=grace,
             spectators_allowed=spectators, name=name, takeover_bot=takeover, created_at=created_at,
-            status=status, result=result, ended_at=ended_at)
+            status=status, result=result, ended_at=ended_at, listed=listed)
 
     async def load_match(self, match_id: str) -> StoredMatch | None:
         async def fn(conn: psycopg.AsyncConnection) -> StoredMatch | None:

@@ -40,7 +40,7 @@ from .ownership import FileOwnership
 T = TypeVar("T")
 
 APPLICATION_ID = 0x43474531  # "CGE1"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE matches (
@@ -56,7 +56,8 @@ CREATE TABLE matches (
     created_at         REAL NOT NULL,
     status             TEXT NOT NULL CHECK (status IN ('waiting', 'active', 'finished', 'terminated')),
     result             TEXT,                   -- JSON object once the match has ended
-    ended_at           REAL
+    ended_at           REAL,
+    listed             INTEGER NOT NULL DEFAULT 0  -- in the lobby while waiting (schema 2)
 );
 CREATE INDEX matches_by_status ON matches (status, created_at);
 
@@ -94,6 +95,14 @@ CREATE TABLE match_actions (
 CREATE UNIQUE INDEX match_actions_by_client_id
     ON match_actions (match_id, seat, client_action_id) WHERE client_action_id IS NOT NULL;
 """
+
+
+#: How a database of an older schema version becomes the current one: the statements taking
+#: version ``n - 1`` to ``n``, applied in order in one transaction when the store opens
+#: (docs/operations.md, Upgrades). A new file gets SCHEMA at once.
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    2: ("ALTER TABLE matches ADD COLUMN listed INTEGER NOT NULL DEFAULT 0",),
+}
 
 
 def _statements(script: str) -> list[str]:
@@ -155,6 +164,7 @@ class SqliteStore(Store):
         self._thread: threading.Thread | None = None
         self._conn: sqlite3.Connection | None = None
         self.commits = 0  # transactions committed (diagnostics: writes per commit)
+        self.migrated_from: int | None = None  # the schema version open() upgraded, if any
 
     # ---- plumbing: one thread owns the connection ------------------------------------------
 
@@ -348,8 +358,25 @@ class SqliteStore(Store):
                 conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
                 conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
                 conn.execute("COMMIT")
+            elif version < SCHEMA_VERSION:
+                self._migrate(conn, version)
         except sqlite3.DatabaseError as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise NotADatabase(f"{path} is not a usable SQLite database ({exc})") from None
+
+    def _migrate(self, conn: sqlite3.Connection, version: int) -> None:
+        """Bring a database of an older schema ``version`` to SCHEMA_VERSION: every step in one
+        transaction (a failure leaves the file as it was)."""
+        if version < 1:
+            raise NotADatabase(f"{self.path} has no schema version; refusing to use it")
+        conn.execute("BEGIN IMMEDIATE")
+        for step in range(version + 1, SCHEMA_VERSION + 1):
+            for statement in MIGRATIONS[step]:
+                conn.execute(statement)
+        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+        self.migrated_from = version
 
     async def close(self) -> None:
         if self._jobs is None:
@@ -375,11 +402,11 @@ class SqliteStore(Store):
             c.execute(
                 "INSERT INTO matches (match_id, game, options, first_dealer, turn_time_s, "
                 "reconnect_grace_s, spectators_allowed, name, takeover_bot, created_at, status, "
-                "result, ended_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "result, ended_at, listed) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (r.match_id, r.game, _dumps(dict(r.options)), r.first_dealer, r.turn_time_s,
                  r.reconnect_grace_s, int(r.spectators_allowed), r.name, r.takeover_bot,
                  r.created_at, r.status, None if r.result is None else _dumps(dict(r.result)),
-                 r.ended_at))
+                 r.ended_at, int(r.listed)))
         except sqlite3.IntegrityError:
             raise MatchExists(f"match {r.match_id!r} exists") from None
         for s in r.seats:
@@ -464,7 +491,7 @@ class SqliteStore(Store):
     @staticmethod
     def _record(c: sqlite3.Connection, row: tuple) -> MatchRecord:
         (match_id, game, options, first_dealer, turn_time_s, grace, spectators, name, takeover,
-         created_at, status, result, ended_at) = row
+         created_at, status, result, ended_at, listed) = row
         seats = tuple(
             SeatRecord(seat=s, kind=k, bot=b, player_name=n, token_hash=t or "", joined_at=j, left=bool(lm))
             for s, k, b, n, t, j, lm in c.execute(
@@ -475,10 +502,12 @@ class SqliteStore(Store):
             seats=seats, turn_time_s=turn_time_s, reconnect_grace_s=grace,
             spectators_allowed=bool(spectators), name=name, takeover_bot=takeover,
             created_at=created_at, status=status,
-            result=None if result is None else json.loads(result), ended_at=ended_at)
+            result=None if result is None else json.loads(result), ended_at=ended_at,
+            listed=bool(listed))
 
     _MATCH_COLUMNS = ("match_id, game, options, first_dealer, turn_time_s, reconnect_grace_s, "
-                      "spectators_allowed, name, takeover_bot, created_at, status, result, ended_at")
+                      "spectators_allowed, name, takeover_bot, created_at, status, result, ended_at, "
+                      "listed")
 
     async def load_match(self, match_id: str) -> StoredMatch | None:
         return await self._run(self._load_sync, match_id)

@@ -195,6 +195,13 @@ class CardGamesServicer(_Base, card_games_pb2_grpc.CardGamesServiceServicer):
         current_rpc().note(seq=summary.seq)
         return pb.LeaveMatchResponse(match=codec.summary_message(summary))
 
+    @unary
+    async def ListOpenMatches(self, request: pb.ListOpenMatchesRequest, context) -> pb.ListOpenMatchesResponse:
+        if request.limit < 0:
+            raise api.BadRequest("limit must not be negative", reason="BAD_LIMIT", field="limit")
+        matches = self._service.list_open_matches(game=request.game, limit=request.limit or 50)
+        return pb.ListOpenMatchesResponse(matches=[codec.summary_message(m) for m in matches])
+
 
 class AdminServicer(_Base, admin_pb2_grpc.AdminServiceServicer):
     """The operator API (proto/cardgames/v1/admin.proto); every call needs the admin token."""

@@ -165,6 +165,26 @@ def test_submit_retries_are_idempotent(engine):
     run(scenario())
 
 
+def test_a_listed_match_is_found_in_the_lobby_and_joined(engine):
+    """A frontend's lobby: create a listed match, find it with list_open_matches, join it from
+    there; full, it leaves the lobby."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("japanese_joker", listed=True, name="ada's table")
+            private = await client.create_match("japanese_joker")
+            lobby = await client.list_open_matches("japanese_joker", limit=100)
+            ids = [m.match_id for m in lobby]
+            assert match.listed and match.match_id in ids and private.match_id not in ids
+            table = next(m for m in lobby if m.match_id == match.match_id)
+            assert table.name == "ada's table" and [s.taken for s in table.seats] == [False, False]
+            for _ in table.seats:
+                await client.join(table.match_id, player_name="someone")
+            assert match.match_id not in [m.match_id for m in await client.list_open_matches(limit=100)]
+
+    run(scenario())
+
+
 def test_act_redecides_on_the_view_a_stale_error_carries(engine):
     """A decision made on a view the match has left (here: the turn timer auto-moved) is
     refused with ABORTED; act() asks decide() again on the fresh view and succeeds."""

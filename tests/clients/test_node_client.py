@@ -57,3 +57,26 @@ def test_node_unit_tests(node):
     result = subprocess.run([shutil.which("npm"), "test"], cwd=NODE_DIR, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "# fail 0" in result.stdout
+
+
+_LOBBY = """
+const { Client } = require('./cardgames');
+(async () => {
+  const client = new Client(process.argv[1]);
+  const listed = await client.createMatch('klaberjass', { listed: true, name: 'node table' });
+  const hidden = await client.createMatch('klaberjass', { name: 'private' });
+  const open = await client.listOpenMatches('klaberjass', 100);
+  console.log(JSON.stringify({ listed: listed.match_id, flag: listed.listed, hidden: hidden.match_id,
+                               ids: open.map((m) => m.match_id) }));
+  client.close();
+})().catch((e) => { console.error(e); process.exit(1); });
+"""
+
+
+def test_node_client_creates_a_listed_match_and_reads_the_lobby(engine, node):
+    result = subprocess.run([node, "-e", _LOBBY, engine.target], cwd=NODE_DIR, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["flag"] is True
+    assert out["listed"] in out["ids"] and out["hidden"] not in out["ids"]

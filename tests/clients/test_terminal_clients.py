@@ -119,6 +119,38 @@ def test_play_starts_its_own_engine_when_no_target_is_given():
     assert "finished: winners" in result.stdout.splitlines()[-1]
 
 
+def test_two_people_meet_through_the_lobby(engine):
+    """One player creates a listed table with an open seat (``--listed``); another finds it with
+    ``--lobby`` and joins it with ``--match``; both play it to the end."""
+    env = dict(os.environ, COLUMNS="160", PYTHONUNBUFFERED="1")
+    host = subprocess.Popen([sys.executable, "-m", "clients.play", "--target", engine.target, "--game",
+                             "japanese_joker", "--bots", "open", "--option", "target_score=11", "--listed",
+                             "--name", "ada", "--autoplay", "first"], cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        match_id, deadline = None, time.monotonic() + 60
+        while match_id is None:
+            assert time.monotonic() < deadline and host.poll() is None, "the table never reached the lobby"
+            lobby = cli("clients.play", "--target", engine.target, "--lobby", "--game", "japanese_joker")
+            assert lobby.returncode == 0, lobby.stderr
+            mine = [line for line in lobby.stdout.splitlines() if "'ada's table'" in line or "\"ada's table\"" in line]
+            if mine:
+                assert "seats 0: ada, 1: open" in mine[0] and "target_score=11" in mine[0]
+                match_id = mine[0].split()[0]
+            else:
+                time.sleep(0.3)
+        guest = cli("clients.play", "--target", engine.target, "--match", match_id, "--name", "bob",
+                    "--autoplay", "first")
+        out, err = host.communicate(timeout=180)
+    finally:
+        if host.poll() is None:
+            host.kill()
+    assert guest.returncode == 0 and host.returncode == 0, guest.stderr + err
+    assert "finished: winners" in guest.stdout.splitlines()[-1] and "finished: winners" in out.splitlines()[-1]
+    after = cli("clients.play", "--target", engine.target, "--lobby", "--game", "japanese_joker")
+    assert match_id not in after.stdout
+
+
 def test_play_refuses_a_wrong_seat_count(engine):
     result = cli("clients.play", "--target", engine.target, "--game", "georgian_joker", "--bots", "random")
     assert result.returncode != 0

@@ -9,6 +9,7 @@ import os
 import sqlite3
 import stat
 import threading
+from dataclasses import replace
 
 import pytest
 
@@ -74,6 +75,22 @@ def test_round_trip_of_a_match(kind, make):
     assert got.decks == (DECK0, DECK1)
     assert got.actions == (ActionRecord(1, 0, "pass", "player", "c1", "", 6.0),
                            ActionRecord(2, 1, "take", "auto", "", "timeout", 7.0))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_lobby_flag_round_trips(kind, make):
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(replace(record("listed"), listed=True))
+        await st.create_match(record("hidden", created_at=2.0))
+        got = [await st.load_match(m) for m in ("listed", "hidden")]
+        listed = {li.record.match_id: li.record.listed for li in await st.list_matches()}
+        await st.close()
+        return got, listed
+    got, listed = run(go())
+    assert [m.record.listed for m in got] == [True, False]
+    assert listed == {"listed": True, "hidden": False}
 
 
 @pytest.mark.parametrize("kind", KINDS)

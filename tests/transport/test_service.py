@@ -339,3 +339,32 @@ async def test_resign_ends_a_two_player_match_for_the_opponent():
         err = await expect_error(stub.LeaveMatch(pb.LeaveMatchRequest(match_id=match_id, resign=True),
                                                  metadata=bearer(tokens[1])))
         assert (err.code, err.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "MATCH_NOT_ACTIVE")
+
+
+@run
+async def test_the_lobby_lists_listed_waiting_matches_over_the_api():
+    """ListOpenMatches needs no token and shows only listed matches waiting for players with
+    a free seat; CreateMatch's ``listed`` comes back in every summary; bad arguments are
+    INVALID_ARGUMENT."""
+    async with served() as (_, srv):
+        s = srv.games
+        listed = (await s.CreateMatch(pb.CreateMatchRequest(game="japanese_joker", listed=True, name="lobby"))).match
+        hidden = (await s.CreateMatch(pb.CreateMatchRequest(game="japanese_joker"))).match
+        other = (await s.CreateMatch(pb.CreateMatchRequest(game="klaberjass", listed=True))).match
+        lobby = (await s.ListOpenMatches(pb.ListOpenMatchesRequest())).matches
+        assert [m.match_id for m in lobby] == [listed.match_id, other.match_id]
+        assert lobby[0].listed and lobby[0].name == "lobby" and lobby[0].status == match_pb2.MATCH_STATUS_WAITING
+        assert not hidden.listed
+        only = (await s.ListOpenMatches(pb.ListOpenMatchesRequest(game="klaberjass"))).matches
+        assert [m.match_id for m in only] == [other.match_id]
+        assert (await s.GetMatch(pb.GetMatchRequest(match_id=listed.match_id))).match.listed
+
+        for seat in (0, 1):  # full: it starts and leaves the lobby
+            await s.JoinMatch(pb.JoinMatchRequest(match_id=listed.match_id, seat=seat, player_name=f"p{seat}"))
+        lobby = (await s.ListOpenMatches(pb.ListOpenMatchesRequest(limit=10))).matches
+        assert [m.match_id for m in lobby] == [other.match_id]
+
+        bad_limit = await expect_error(s.ListOpenMatches(pb.ListOpenMatchesRequest(limit=-1)))
+        assert (bad_limit.code, bad_limit.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "BAD_LIMIT")
+        bad_game = await expect_error(s.ListOpenMatches(pb.ListOpenMatchesRequest(game="poker")))
+        assert bad_game.code == grpc.StatusCode.INVALID_ARGUMENT

@@ -34,6 +34,20 @@ class ListBotsResponse(_message.Message):
     bots: _containers.RepeatedCompositeFieldContainer[_match_pb2.BotInfo]
     def __init__(self, bots: _Optional[_Iterable[_Union[_match_pb2.BotInfo, _Mapping]]] = ...) -> None: ...
 
+class ListOpenMatchesRequest(_message.Message):
+    __slots__ = ("game", "limit")
+    GAME_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    game: str
+    limit: int
+    def __init__(self, game: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class ListOpenMatchesResponse(_message.Message):
+    __slots__ = ("matches",)
+    MATCHES_FIELD_NUMBER: _ClassVar[int]
+    matches: _containers.RepeatedCompositeFieldContainer[_match_pb2.MatchSummary]
+    def __init__(self, matches: _Optional[_Iterable[_Union[_match_pb2.MatchSummary, _Mapping]]] = ...) -> None: ...
+
 class Deck(_message.Message):
     __slots__ = ("cards",)
     CARDS_FIELD_NUMBER: _ClassVar[int]
@@ -41,7 +55,7 @@ class Deck(_message.Message):
     def __init__(self, cards: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class CreateMatchRequest(_message.Message):
-    __slots__ = ("game", "options", "seats", "turn_time", "spectators_allowed", "name", "decks", "first_dealer")
+    __slots__ = ("game", "options", "seats", "turn_time", "spectators_allowed", "name", "decks", "first_dealer", "listed")
     class OptionsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -57,6 +71,7 @@ class CreateMatchRequest(_message.Message):
     NAME_FIELD_NUMBER: _ClassVar[int]
     DECKS_FIELD_NUMBER: _ClassVar[int]
     FIRST_DEALER_FIELD_NUMBER: _ClassVar[int]
+    LISTED_FIELD_NUMBER: _ClassVar[int]
     game: str
     options: _containers.MessageMap[str, _match_pb2.OptionValue]
     seats: _containers.RepeatedCompositeFieldContainer[_match_pb2.SeatSpec]
@@ -65,7 +80,8 @@ class CreateMatchRequest(_message.Message):
     name: str
     decks: _containers.RepeatedCompositeFieldContainer[Deck]
     first_dealer: int
-    def __init__(self, game: _Optional[str] = ..., options: _Optional[_Mapping[str, _match_pb2.OptionValue]] = ..., seats: _Optional[_Iterable[_Union[_match_pb2.SeatSpec, _Mapping]]] = ..., turn_time: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., spectators_allowed: _Optional[bool] = ..., name: _Optional[str] = ..., decks: _Optional[_Iterable[_Union[Deck, _Mapping]]] = ..., first_dealer: _Optional[int] = ...) -> None: ...
+    listed: bool
+    def __init__(self, game: _Optional[str] = ..., options: _Optional[_Mapping[str, _match_pb2.OptionValue]] = ..., seats: _Optional[_Iterable[_Union[_match_pb2.SeatSpec, _Mapping]]] = ..., turn_time: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., spectators_allowed: _Optional[bool] = ..., name: _Optional[str] = ..., decks: _Optional[_Iterable[_Union[Deck, _Mapping]]] = ..., first_dealer: _Optional[int] = ..., listed: _Optional[bool] = ...) -> None: ...
 
 class CreateMatchResponse(_message.Message):
     __slots__ = ("match",)

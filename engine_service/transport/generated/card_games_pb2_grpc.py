@@ -80,6 +80,11 @@ class CardGamesServiceStub:
                 request_serializer=cardgames_dot_v1_dot_card__games__pb2.LeaveMatchRequest.SerializeToString,
                 response_deserializer=cardgames_dot_v1_dot_card__games__pb2.LeaveMatchResponse.FromString,
                 _registered_method=True)
+        self.ListOpenMatches = channel.unary_unary(
+                '/cardgames.v1.CardGamesService/ListOpenMatches',
+                request_serializer=cardgames_dot_v1_dot_card__games__pb2.ListOpenMatchesRequest.SerializeToString,
+                response_deserializer=cardgames_dot_v1_dot_card__games__pb2.ListOpenMatchesResponse.FromString,
+                _registered_method=True)
 
 
 class CardGamesServiceServicer:
@@ -150,6 +155,14 @@ class CardGamesServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListOpenMatches(self, request, context):
+        """The lobby: matches created with listed = true that wait for players and have a seat
+        free, oldest first. No token needed; a summary holds only public facts (as GetMatch).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CardGamesServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -197,6 +210,11 @@ def add_CardGamesServiceServicer_to_server(servicer, server):
                     servicer.LeaveMatch,
                     request_deserializer=cardgames_dot_v1_dot_card__games__pb2.LeaveMatchRequest.FromString,
                     response_serializer=cardgames_dot_v1_dot_card__games__pb2.LeaveMatchResponse.SerializeToString,
+            ),
+            'ListOpenMatches': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListOpenMatches,
+                    request_deserializer=cardgames_dot_v1_dot_card__games__pb2.ListOpenMatchesRequest.FromString,
+                    response_serializer=cardgames_dot_v1_dot_card__games__pb2.ListOpenMatchesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -443,6 +461,33 @@ class CardGamesService:
             '/cardgames.v1.CardGamesService/LeaveMatch',
             cardgames_dot_v1_dot_card__games__pb2.LeaveMatchRequest.SerializeToString,
             cardgames_dot_v1_dot_card__games__pb2.LeaveMatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListOpenMatches(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cardgames.v1.CardGamesService/ListOpenMatches',
+            cardgames_dot_v1_dot_card__games__pb2.ListOpenMatchesRequest.SerializeToString,
+            cardgames_dot_v1_dot_card__games__pb2.ListOpenMatchesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,127 @@
+"""The lobby (MatchManager.list_open_matches): a match created ``listed`` is shown while it
+waits for players with a seat free, oldest first, and leaves the lobby when it fills up,
+starts, is abandoned or terminated; unlisted matches are never shown; the flag survives a
+restart (it is part of the stored record)."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine_service.rules.errors import RulesError
+from engine_service.sessions.api import CreateMatchRequest
+from engine_service.store import SqliteStore
+
+from .helpers import config, manager, run
+
+
+def _ids(summaries) -> list[str]:
+    return [s.match_id for s in summaries]
+
+
+def test_listed_waiting_matches_with_a_free_seat_oldest_first():
+    async def go():
+        async with manager() as mgr:
+            first = await mgr.create_match(CreateMatchRequest(game="klaberjass", listed=True, name="one"))
+            hidden = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            second = await mgr.create_match(CreateMatchRequest(game="georgian_joker", listed=True))
+            lobby = mgr.list_open_matches()
+            only_gj = mgr.list_open_matches(game="georgian_joker")
+            limited = mgr.list_open_matches(limit=1)
+            return first, hidden, second, lobby, only_gj, limited
+
+    first, hidden, second, lobby, only_gj, limited = run(go())
+    assert _ids(lobby) == [first.match_id, second.match_id]  # created in that order
+    assert hidden.match_id not in _ids(lobby) and not hidden.listed
+    assert lobby[0].listed and lobby[0].name == "one" and lobby[0].status == "waiting"
+    assert _ids(only_gj) == [second.match_id]
+    assert _ids(limited) == [first.match_id]
+
+
+def test_a_match_leaves_the_lobby_when_it_fills_up_or_ends():
+    async def go():
+        async with manager() as mgr:
+            filled = await mgr.create_match(CreateMatchRequest(game="japanese_joker", listed=True))
+            abandoned = await mgr.create_match(CreateMatchRequest(game="klaberjass", listed=True))
+            ended = await mgr.create_match(CreateMatchRequest(game="georgian_joker", listed=True))
+            await mgr.join_match(filled.match_id, 0, "ann")
+            half = _ids(mgr.list_open_matches())  # one seat still free: still listed
+            await mgr.join_match(filled.match_id, 1, "bob")  # full: the match starts
+            await mgr.terminate_match(ended.match_id, "closed by the operator")
+            return filled, abandoned, half, _ids(mgr.list_open_matches()), await mgr.get_match(filled.match_id)
+
+    filled, abandoned, half, after, started = run(go())
+    assert filled.match_id in half
+    assert after == [abandoned.match_id]
+    assert started.status == "active" and started.listed  # the flag stays; the lobby shows waiting tables only
+
+
+def test_a_seat_left_before_the_start_is_free_again_in_the_lobby():
+    async def waiting_leave():
+        async with manager() as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="georgian_joker", listed=True))
+            tokens = [(await mgr.join_match(s.match_id, i, f"p{i}")).token for i in range(3)]
+            full_but_one = _ids(mgr.list_open_matches())
+            await mgr.leave_match(s.match_id, mgr.authenticate(s.match_id, tokens[0]), resign=False)
+            summary = (mgr.list_open_matches())[0]
+            return s.match_id, full_but_one, summary
+
+    match_id, before, summary = run(waiting_leave())
+    assert before == [match_id]
+    assert summary.match_id == match_id and not summary.seats[0].taken
+
+
+def test_an_unknown_game_is_refused():
+    async def go():
+        async with manager() as mgr:
+            mgr.list_open_matches(game="poker")
+    with pytest.raises(RulesError):
+        run(go())
+
+
+def test_the_listed_flag_survives_a_restart(tmp_path):
+    path = tmp_path / "lobby.sqlite3"
+
+    async def before():
+        async with manager(config(db_path=str(path)), store=SqliteStore(path)) as mgr:
+            listed = await mgr.create_match(CreateMatchRequest(game="klaberjass", listed=True))
+            hidden = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            return listed.match_id, hidden.match_id
+
+    async def after():
+        async with manager(config(db_path=str(path)), store=SqliteStore(path)) as mgr:
+            return _ids(mgr.list_open_matches())
+
+    listed, hidden = run(before())
+    assert run(after()) == [listed]
+
+
+def test_nothing_private_is_shown_before_the_start_and_nobody_is_to_act():
+    """While the match waits, a seat's view is the public one (plus its seat number): a player
+    who joins a seat, looks, leaves and joins the next never sees a hand; no to_act, no legal
+    action (SubmitAction would answer MATCH_WAITING). At the start the hand and the turn come."""
+    from engine_service.sessions.api import Principal
+    from engine_service.sessions.views import SPECTATOR
+
+    async def go():
+        async with manager() as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass", listed=True))
+            seen = []
+            for seat in (0, 1):  # the cherry-picker: each seat in turn
+                token = (await mgr.join_match(s.match_id, seat, "peeker")).token
+                principal = mgr.authenticate(s.match_id, token)
+                seen.append((await mgr.get_view(s.match_id, principal)).view)
+                await mgr.leave_match(s.match_id, principal, resign=False)
+            public = (await mgr.get_view(s.match_id, Principal("spectator", s.match_id))).view
+            tokens = [(await mgr.join_match(s.match_id, seat, f"p{seat}")).token for seat in (0, 1)]
+            started = (await mgr.get_view(s.match_id, mgr.authenticate(s.match_id, tokens[0]))).view
+            hands = [mgr.state_of(s.match_id).view(seat)["hand"] for seat in (0, 1)]
+            return seen, public, started, hands, SPECTATOR
+
+    seen, public, started, hands, _ = run(go())
+    for seat, view in enumerate(seen):
+        assert view["hand"] == [] and view["legal"] == [] and view["to_act"] is None
+        assert view["seat"] == seat
+        assert {**view, "seat": None} == public
+        text = repr(view)
+        assert not any(card in text for hand in hands for card in hand)
+    assert started["hand"] == hands[0] and started["to_act"] is not None

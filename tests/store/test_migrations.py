@@ -1,0 +1,155 @@
+"""Upgrades: a database made by the first release (schema 1) is migrated in place when the
+current store opens it, all steps in one transaction, keeping every match; the migration runs
+only in the engine that owns the database; a newer schema is refused (test_store.py,
+test_postgres.py)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import replace
+
+import pytest
+
+from engine_service.store import NotADatabase, StoreInUse
+from engine_service.store import sqlite as sqlite_store
+from engine_service.store.pg_ownership import OWNER_LOCK_CLASS
+from engine_service.store.postgres import SCHEMA_VERSION as PG_VERSION, PostgresStore
+from engine_service.store.sqlite import APPLICATION_ID, SCHEMA_VERSION, SqliteStore
+
+from .pg import connect, url_with
+from .test_store import record, run
+from .v1_schema import POSTGRES_V1, SQLITE_V1
+
+
+def _sqlite_v1(path) -> None:
+    """A database as the first release left it: one waiting match with a deck and an action."""
+    conn = sqlite3.connect(path)
+    conn.executescript(SQLITE_V1)
+    conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+    conn.execute("PRAGMA user_version=1")
+    conn.execute("INSERT INTO matches VALUES ('old', 'klaberjass', '{}', 1, 30.0, 60.0, 1, 'old table', '', "
+                 "1.0, 'active', NULL, NULL)")
+    for seat in (0, 1):
+        conn.execute("INSERT INTO seats VALUES ('old', ?, 'open', '', ?, ?, 2.0, 0)",
+                     (seat, f"p{seat}", f"hash{seat}"))
+    conn.execute("INSERT INTO decks VALUES ('old', 0, ?)", (json.dumps(["JS", "7H"]),))
+    conn.execute("INSERT INTO match_actions VALUES ('old', 1, 0, 'pass', 'player', 'c1', '', 3.0)")
+    conn.commit()
+    conn.close()
+
+
+def _columns(path) -> list[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return [row[1] for row in conn.execute("PRAGMA table_info(matches)")]
+    finally:
+        conn.close()
+
+
+def _user_version(path) -> int:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("PRAGMA user_version").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_a_sqlite_database_of_schema_1_is_migrated_keeping_its_matches(tmp_path):
+    path = tmp_path / "old.sqlite3"
+    _sqlite_v1(path)
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        migrated_from = st.migrated_from
+        old = await st.load_match("old")
+        await st.create_match(replace(record("new"), listed=True))
+        new = await st.load_match("new")
+        await st.close()
+        again = SqliteStore(path)
+        await again.open()
+        await again.close()
+        return migrated_from, old, new, again.migrated_from
+
+    migrated_from, old, new, second = run(go())
+    assert (migrated_from, second) == (1, None)
+    assert _user_version(path) == SCHEMA_VERSION == 2 and "listed" in _columns(path)
+    assert old.record.name == "old table" and old.record.listed is False and old.record.status == "active"
+    assert [a.action for a in old.actions] == ["pass"] and old.decks[0].cards == ("JS", "7H")
+    assert [s.token_hash for s in old.record.seats] == ["hash0", "hash1"]
+    assert new.record.listed is True
+
+
+def test_a_failing_sqlite_migration_leaves_the_file_as_it_was(tmp_path, monkeypatch):
+    path = tmp_path / "old.sqlite3"
+    _sqlite_v1(path)
+    monkeypatch.setitem(sqlite_store.MIGRATIONS, 2,
+                        (*sqlite_store.MIGRATIONS[2], "UPDATE no_such_table SET x = 1"))
+
+    async def go():
+        await SqliteStore(path).open()
+    with pytest.raises(NotADatabase):
+        run(go())
+    assert _user_version(path) == 1 and "listed" not in _columns(path)
+
+
+# ---- PostgreSQL ----------------------------------------------------------------------------
+
+def _postgres_v1(pg_database, schema: str) -> None:
+    for statement in POSTGRES_V1:
+        pg_database.execute(statement, schema=schema)
+    pg_database.execute("INSERT INTO engine_meta VALUES ('application', 'cardgames-engine'), "
+                        "('schema_version', '1')", schema=schema)
+    pg_database.execute("INSERT INTO matches VALUES ('old', 'klaberjass', '{}', 1, 30.0, 60.0, true, "
+                        "'old table', '', 1.0, 'waiting', NULL, NULL)", schema=schema)
+    pg_database.execute("INSERT INTO seats VALUES ('old', 0, 'open', '', '', NULL, NULL, false)", schema=schema)
+
+
+def _meta_version(pg_database, schema: str) -> str:
+    return pg_database.execute("SELECT value FROM engine_meta WHERE key = 'schema_version'", schema=schema)[0][0]
+
+
+def _has_listed(pg_database, schema: str) -> bool:
+    return bool(pg_database.execute(
+        "SELECT 1 FROM information_schema.columns WHERE table_schema = %s AND table_name = 'matches' "
+        "AND column_name = 'listed'", (schema,)))
+
+
+def test_a_postgres_schema_of_version_1_is_migrated_keeping_its_matches(pg_database, pg_schema):
+    schema, url = pg_schema
+    _postgres_v1(pg_database, schema)
+
+    async def go():
+        st = PostgresStore(url)
+        await st.open()
+        try:
+            old = await st.load_match("old")
+            waiting = await st.list_matches(["waiting"])
+            return st.migrated_from, old, waiting
+        finally:
+            await st.close()
+
+    migrated_from, old, waiting = run(go())
+    assert migrated_from == 1 and _meta_version(pg_database, schema) == str(PG_VERSION) == "2"
+    assert _has_listed(pg_database, schema)
+    assert old.record.name == "old table" and old.record.listed is False
+    assert [li.record.match_id for li in waiting] == ["old"]
+
+
+def test_only_the_owner_migrates(pg_database, pg_schema):
+    """An engine that waits for the lock touches nothing: a running older engine keeps its
+    schema until it has stopped."""
+    schema, url = pg_schema
+    _postgres_v1(pg_database, schema)
+    holder = connect(url_with(pg_database.url, schema=schema))  # the running engine's lock
+    try:
+        holder.execute("SELECT pg_advisory_lock(%s, hashtext(current_schema()))", (OWNER_LOCK_CLASS,))
+
+        async def go():
+            await PostgresStore(url).open()
+        with pytest.raises(StoreInUse):
+            run(go())
+        assert _meta_version(pg_database, schema) == "1" and not _has_listed(pg_database, schema)
+    finally:
+        holder.close()
