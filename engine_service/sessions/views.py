@@ -27,9 +27,11 @@ def audience_kind(audience: Audience) -> str:
 
 
 def admin_view(state: State) -> dict[str, Any]:
-    """The public view plus every card's location: ``hands`` (per seat) and ``zones`` (every
-    zone of ``State.zones()``: stock, turn-up, tricks...). Never sent to a player."""
+    """The public view plus the legal actions of the seat to act (as admin.proto promises) and
+    every card's location: ``hands`` (per seat) and ``zones`` (every zone of
+    ``State.zones()``: stock, turn-up, tricks...). Never sent to a player."""
     view = dict(state.public_view())
+    view["legal"] = state.legal_actions() if not state.is_over() else []
     zones = state.zones()
     view["zones"] = {name: codes_of(mask) for name, mask in zones.items()}
     view["hands"] = [codes_of(zones.get(f"hand{s}", 0)) for s in range(state.game.num_seats)]

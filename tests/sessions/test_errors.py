@@ -399,6 +399,8 @@ def test_admin_decks_and_first_dealer_are_used_and_stay_secret():
     assert sorted(inspected.view["hands"][0] + inspected.view["hands"][1]) == sorted(
         state.hand_codes(state.zones()["hand0"] | state.zones()["hand1"]))
     assert "decks" not in spectator.view and "hands" not in spectator.view
+    assert inspected.view["to_act"] == state.to_act() and inspected.view["legal"] == state.legal_actions()
+    assert inspected.view["legal"] and spectator.view["legal"] == []  # the seat to act's, for the admin only
 
 
 def test_turn_time_is_the_tables():
