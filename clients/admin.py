@@ -45,9 +45,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import grpc
-from google.protobuf import json_format
 
-from .cardgames_client import AdminClient, CardGamesError, MatchSummary, connect, python_value
+from .cardgames_client import AdminClient, CardGamesError, MatchSummary, connect, python_value, struct_value
 from engine_service.transport.generated import match_pb2
 
 if TYPE_CHECKING:
@@ -79,15 +78,6 @@ def console() -> "Console":
     return Console(highlight=False, width=width)
 
 
-def _ints(value: Any) -> Any:
-    """JSON numbers that are whole (a Struct holds only floats) as integers."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, list):
-        return [_ints(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _ints(v) for k, v in value.items()}
-    return value
 
 
 # ---- protobuf messages as plain JSON values ----------------------------------------------------
@@ -124,7 +114,7 @@ def jsonable(message: Any) -> Any:
     an OptionValue as its value."""
     name = message.DESCRIPTOR.full_name
     if name in ("google.protobuf.Struct", "google.protobuf.ListValue", "google.protobuf.Value"):
-        return _ints(json_format.MessageToDict(message))
+        return struct_value(message)
     if name == "google.protobuf.Timestamp":
         return iso_time(message)
     if name == "google.protobuf.Duration":

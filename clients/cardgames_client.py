@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Awaitable, Callable, Mapping, Sequence, TypeVar
 
 import grpc
-from google.protobuf import duration_pb2
+from google.protobuf import duration_pb2, json_format
 from google.rpc import error_details_pb2, status_pb2
 
 from engine_service.transport.generated import (admin_pb2, admin_pb2_grpc, card_games_pb2,
@@ -200,6 +200,23 @@ def python_value(value: match_pb2.OptionValue) -> str | int | bool | None:
     """The Python value of an OptionValue (None when unset)."""
     kind = value.WhichOneof("value")
     return None if kind is None else getattr(value, kind)
+
+
+def whole_numbers(value: Any) -> Any:
+    """``value`` with its integral floats as ints, recursively: google.protobuf.Struct holds
+    every number as a float, and the views' numbers are all integers."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [whole_numbers(v) for v in value]
+    if isinstance(value, dict):
+        return {k: whole_numbers(v) for k, v in value.items()}
+    return value
+
+
+def struct_value(message: Any) -> Any:
+    """A google.protobuf.Struct / ListValue / Value as plain Python (:func:`whole_numbers`)."""
+    return whole_numbers(json_format.MessageToDict(message))
 
 
 def seat_spec(seat: str | None) -> match_pb2.SeatSpec:

@@ -41,7 +41,7 @@ from engine_service.rules import get_game
 from engine_service.transport.generated import cards_pb2, match_pb2
 
 from .cardgames_client import (CardGamesError, Client, FailedPrecondition, SeatSession, StaleSequence,
-                               connect, is_finished, is_my_turn)
+                               connect, is_finished, is_my_turn, struct_value, whole_numbers)
 from .local_service import LocalService
 
 NETWORK_MARGIN_S = 0.25  # kept back from the server's deadline for the round trip
@@ -55,16 +55,6 @@ _SUIT = {cards_pb2.SUIT_SPADES: "S", cards_pb2.SUIT_HEARTS: "H", cards_pb2.SUIT_
 
 # ---- View (protobuf) -> the rules core's view dict ------------------------------------------
 
-def _ints(value: Any) -> Any:
-    """google.protobuf.Struct holds every number as a float: give integral numbers back their
-    int type (the views only hold integers), recursively."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, list):
-        return [_ints(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _ints(v) for k, v in value.items()}
-    return value
 
 
 def _play(p: Any) -> dict[str, Any]:
@@ -76,7 +66,7 @@ def _play(p: Any) -> dict[str, Any]:
     if p.announcement in _ANNOUNCEMENT:
         play["announce"] = _ANNOUNCEMENT[p.announcement]
     if p.HasField("details"):
-        play.update(_ints(json_format.MessageToDict(p.details)))
+        play.update(struct_value(p.details))
     return play
 
 
@@ -114,10 +104,10 @@ def view_dict(view: Any) -> dict[str, Any]:
         "last_trick": last,
         "tricks_taken": list(scores.tricks_taken),
         "totals": totals,
-        "deal_results": _ints(json_format.MessageToDict(scores.deal_results)) if scores.HasField("deal_results") else [],
+        "deal_results": struct_value(scores.deal_results) if scores.HasField("deal_results") else [],
         "over": view.over,
         "winners": list(view.winners),
-        "table": _ints(json_format.MessageToDict(view.table)) if view.HasField("table") else {},
+        "table": struct_value(view.table) if view.HasField("table") else {},
     }
 
 
@@ -260,7 +250,7 @@ async def run(args: argparse.Namespace, target: str) -> int:
     result = json_format.MessageToDict(final.result) if final.HasField("result") else {}
     status = match_pb2.MatchStatus.Name(final.status).removeprefix("MATCH_STATUS_").lower()
     print(f"match {final.match_id} {status}: seat {session.seat} ({args.bot}); winners "
-          f"{_ints(result.get('winners', []))}; totals {_ints(result.get('totals'))}; "
+          f"{whole_numbers(result.get('winners', []))}; totals {whole_numbers(result.get('totals'))}; "
           f"{stats.decisions} decisions, {stats.think_s:.1f}s thinking, failures {stats.failures or 'none'}")
     return 0
 

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from google.protobuf import json_format
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
 from engine_service.transport.generated import cards_pb2, match_pb2
+
+from .cardgames_client import struct_value
 
 SUIT_SYMBOLS = {"S": "♠", "H": "♥", "D": "♦", "C": "♣", "NT": "NT"}
 SUIT_STYLES = {"S": "bold white", "H": "bold red", "D": "bold red", "C": "bold white", "NT": "bold cyan"}
@@ -33,18 +34,9 @@ HIDDEN_CARD = "▒▒"
 
 def struct_dict(message: Any) -> dict[str, Any]:
     """A google.protobuf.Struct as a plain dict (integers stay integers where exact)."""
-    data = json_format.MessageToDict(message)
-    return _ints(data)
+    return struct_value(message)
 
 
-def _ints(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, list):
-        return [_ints(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _ints(v) for k, v in value.items()}
-    return value
 
 
 # ---- cards and actions --------------------------------------------------------------------
@@ -334,7 +326,7 @@ def deal_results_table(view: Any, summary: Any | None, last: int = 6) -> Table |
     me = view.seat if view.HasField("seat") else None
     if not view.scores.deal_results.values:
         return Text("")
-    results = _ints(json_format.MessageToDict(view.scores.deal_results))
+    results = struct_value(view.scores.deal_results)
     seats = len(view.hand_sizes)
     grid = Table(title="deals", box=None, show_header=True, header_style="bold")
     grid.add_column("#")

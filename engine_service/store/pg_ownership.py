@@ -48,9 +48,9 @@ _SERVER_KEEPALIVES = ("SELECT set_config('tcp_keepalives_idle', '10', false), "
                       "set_config('tcp_keepalives_count', '3', false)")
 _KEY = "%(cls)s, hashtext(current_schema())"
 _TRY_LOCK = f"SELECT pg_try_advisory_lock({_KEY})"
-_HOLDS = (f"SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory' "
-          f"AND granted AND classid = %(cls)s::oid AND objid = hashtext(current_schema())::oid "
-          f"AND objsubid = 2")
+_HOLDS = ("SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory' "
+          "AND granted AND classid = %(cls)s::oid AND objid = hashtext(current_schema())::oid "
+          "AND objsubid = 2")
 _HOLDER = ("SELECT a.pid, a.application_name, host(a.client_addr), a.backend_start "
            "FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid "
            "WHERE l.locktype = 'advisory' AND l.granted "
