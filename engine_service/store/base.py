@@ -186,7 +186,7 @@ class _WriteTimer:
 
 class Store(ABC):
     """Persistence of matches. Implementations: :class:`~.memory.MemoryStore` (tests),
-    :class:`~.sqlite.SqliteStore` (the embedded default); later PostgreSQL."""
+    :class:`~.sqlite.SqliteStore` (the embedded default), :class:`~.postgres.PostgresStore`."""
 
     #: Called (once, on the event loop, with a message) when the store loses the ownership
     #: of its database after :meth:`open` had it (:class:`OwnershipLost`); the service sets

@@ -16,7 +16,7 @@ database, and mixing lock kinds on one file interacts badly on some filesystems;
 such as the online backup (docs/operations.md) never touch it. The file carries the
 holder's pid, host and start time, which the refusal quotes.
 
-The PostgreSQL store holds a session-level advisory lock instead (:mod:`.postgres`).
+The PostgreSQL store holds a session-level advisory lock instead (:mod:`.pg_ownership`).
 """
 
 from __future__ import annotations
