@@ -124,6 +124,8 @@ class MatchManager:
         self._owns_host = False
         self._matches: dict[str, LiveMatch] = {}
         self._tokens: dict[str, tuple[str, int]] = {}  # token hash -> (match id, seat)
+        # listed matches registered while waiting (list_open_matches drops those that started)
+        self._lobby: dict[str, LiveMatch] = {}
         self._load_lock = asyncio.Lock()
         self._creating = {"waiting": 0, "active": 0}  # create_match calls awaiting the store
         self._tasks: set[asyncio.Task] = set()
@@ -411,15 +413,17 @@ class MatchManager:
     def list_open_matches(self, game: str = "", limit: int = 50) -> list[MatchSummary]:
         """The lobby: matches created ``listed`` that wait for players and have a seat free,
         oldest first (the table waiting longest fills first), at most ``limit`` (1..100).
-        Every waiting match is held in memory (start() resumes them), so this reads no store;
-        a summary holds only what any caller may know (GetMatch gives the same)."""
+        Every waiting match is held in memory (start() resumes them), so this reads no store,
+        and only the listed ones are looked at (``_lobby``); a summary holds only what any
+        caller may know (GetMatch gives the same)."""
         self._require_open()
         if game:
             get_game(game)
         limit = max(1, min(int(limit or 50), 100))
-        open_tables = [m for m in self._matches.values()
-                       if m.listed and m.status == "waiting" and (not game or m.game.id == game)
-                       and m.open_seats()]
+        for match_id in [i for i, m in self._lobby.items() if m.status != "waiting"]:
+            del self._lobby[match_id]  # a match never waits again once it has started or ended
+        open_tables = [m for m in self._lobby.values()
+                       if (not game or m.game.id == game) and m.open_seats()]
         open_tables.sort(key=lambda m: (m.created_at, m.match_id))
         return [m.summary() for m in open_tables[:limit]]
 
@@ -688,6 +692,8 @@ class MatchManager:
 
     def _register(self, m: LiveMatch) -> None:
         self._matches[m.match_id] = m
+        if m.listed and m.status == "waiting":
+            self._lobby[m.match_id] = m
         for slot in m.seats:
             if slot.token_hash:
                 self._tokens[slot.token_hash] = (m.match_id, slot.seat)
@@ -696,6 +702,7 @@ class MatchManager:
 
     def _unregister(self, m: LiveMatch) -> None:
         self._matches.pop(m.match_id, None)
+        self._lobby.pop(m.match_id, None)
         for slot in m.seats:
             if slot.token_hash and self._tokens.get(slot.token_hash, (None,))[0] == m.match_id:
                 del self._tokens[slot.token_hash]
