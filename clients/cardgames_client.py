@@ -13,6 +13,9 @@ never the engine's internals, and adds what every client otherwise writes by han
   retry (UNAVAILABLE, a timeout) can never apply it twice; ``expected_seq`` guards against
   acting on a stale view, and :meth:`SeatSession.act` re-decides on the fresh view an ABORTED
   error carries;
+* **fair dealing**: :meth:`Client.reveal_deals` (or a session's ``reveal_deals``) fetches the
+  decks once a match is over, and :func:`verify_deal` checks each against the commitment the
+  summaries published while it was played (docs/api.md, "Fair dealing");
 * **clear errors**: a failed call raises a :class:`CardGamesError` subclass chosen by status
   code, carrying the code, the message, the google.rpc.ErrorInfo ``reason`` and ``metadata``
   and, for a stale sequence number, the current :class:`View`.
@@ -38,6 +41,7 @@ are documented in proto/cardgames/v1 and docs/api.md.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import inspect
 import random
 import uuid
@@ -54,6 +58,7 @@ from engine_service.transport.generated import (admin_pb2, admin_pb2_grpc, card_
 View = match_pb2.View
 MatchSummary = match_pb2.MatchSummary
 Event = card_games_pb2.WatchMatchResponse
+DealReveal = card_games_pb2.DealReveal
 EventKind = match_pb2.EventKind
 MatchStatus = match_pb2.MatchStatus
 
@@ -239,6 +244,23 @@ def is_finished(status: int) -> bool:
     return status in (MatchStatus.MATCH_STATUS_FINISHED, MatchStatus.MATCH_STATUS_TERMINATED)
 
 
+def deal_commitment(salt: str, cards: Sequence[str]) -> str:
+    """The commitment to a deck (docs/api.md, "Fair dealing"): the lowercase hex SHA-256 of the
+    UTF-8 text ``"<salt>:<card codes top first, comma-separated>"``."""
+    return hashlib.sha256(f"{salt}:{','.join(cards)}".encode("utf-8")).hexdigest()
+
+
+def verify_deal(reveal: DealReveal, commitment: str | None = None) -> bool:
+    """Whether a revealed deal (RevealDeals) matches its commitment: ``commitment`` is the one
+    you saw in a MatchSummary while the match was played (``deal_commitments[reveal.deal]``;
+    None: the one the reveal carries). A deal without a salt (recorded before commitments
+    existed) has nothing to verify: False."""
+    expected = reveal.commitment if commitment is None else commitment
+    if not reveal.salt or not expected:
+        return False
+    return deal_commitment(reveal.salt, list(reveal.cards)) == expected.lower()
+
+
 # ---- the client ------------------------------------------------------------------------------
 
 
@@ -354,6 +376,15 @@ class Client:
         reply = await self.call(self.stub.JoinMatch, request)
         return SeatSession(self, reply.match_id, reply.seat, reply.seat_token)
 
+    async def reveal_deals(self, match_id: str, *, token: str | None = None) -> list[DealReveal]:
+        """Every deal's deck, salt and commitment of a match that is over (RevealDeals; before
+        the end FailedPrecondition, reason ``MATCH_NOT_OVER``). Sent with ``token`` (a seat
+        token), else the client's admin token, else none (a spectator: the match must allow
+        spectators). Check each with :func:`verify_deal`."""
+        reply = await self.call(self.stub.RevealDeals, card_games_pb2.RevealDealsRequest(match_id=match_id),
+                                token=token or self._admin_token, retry=True)
+        return list(reply.deals)
+
     def seat_session(self, match_id: str, seat: int, token: str) -> "SeatSession":
         """A session for a seat joined earlier (e.g. after a restart of the client)."""
         return SeatSession(self, match_id, seat, token)
@@ -415,6 +446,13 @@ class _Audience:
 
     async def summary(self) -> MatchSummary:
         return await self.client.get_match(self.match_id)
+
+    async def reveal_deals(self) -> list[DealReveal]:
+        """The match's decks once it is over, as this audience (:meth:`Client.reveal_deals`)."""
+        reply = await self.client.call(self.client.stub.RevealDeals,
+                                       card_games_pb2.RevealDealsRequest(match_id=self.match_id),
+                                       token=self.token, retry=True)
+        return list(reply.deals)
 
     async def watch(self, after_seq: int | None = None, *, resume: bool = True,
                     stop_when_ended: bool = True, max_failures: int | None = None) -> AsyncIterator[Event]:

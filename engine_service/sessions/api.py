@@ -74,6 +74,13 @@ class MatchNotActive(SessionError):
     code, reason = "FAILED_PRECONDITION", "MATCH_NOT_ACTIVE"
 
 
+class MatchNotOver(SessionError):
+    """The match is still waiting or being played: its decks stay secret (RevealDeals;
+    FAILED_PRECONDITION)."""
+
+    code, reason = "FAILED_PRECONDITION", "MATCH_NOT_OVER"
+
+
 class Unavailable(SessionError):
     """The service is draining for shutdown."""
 
@@ -169,6 +176,20 @@ class MatchSummary:
     name: str = ""
     result: Mapping[str, Any] | None = None  # rules result when finished / terminated
     listed: bool = False  # created for the lobby (shown there while it waits for players)
+    # the commitment of every deal dealt so far, in deal order ("" for a deal recorded before
+    # commitments existed); docs/api.md, "Fair dealing"
+    deal_commitments: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class DealReveal:
+    """One deal's deck, revealed once its match is over: the cards (top first), the salt and
+    the commitment published while the match was played (both "" for an unsalted deck)."""
+
+    deal: int
+    cards: Sequence[str]
+    salt: str
+    commitment: str
 
 
 @dataclass(frozen=True)
@@ -267,6 +288,11 @@ class MatchService(Protocol):
     async def leave_match(self, match_id: str, principal: Principal, resign: bool) -> MatchSummary: ...
 
     async def get_match(self, match_id: str) -> MatchSummary: ...
+
+    async def reveal_deals(self, match_id: str, principal: Principal) -> list[DealReveal]:
+        """Every deal's deck, salt and commitment, once the match is over (MatchNotOver
+        before); for whoever may view the match."""
+        ...
 
     def list_open_matches(self, game: str = "", limit: int = 50) -> list[MatchSummary]:
         """The lobby: listed matches waiting for players with a seat free, oldest first."""

@@ -10,10 +10,12 @@ a match is replayed from its decks, never from a seed.
 from __future__ import annotations
 
 import secrets
+from typing import Sequence
 
 from ..rules.cards import card_code
 from ..rules.game import Game
 from ..rules.options import Options
+from ..store.base import DeckRecord, new_salt
 
 _csprng = secrets.SystemRandom()
 
@@ -27,6 +29,18 @@ def shuffled_pack(game: Game) -> list[int]:
 def random_deck(game: Game) -> tuple[str, ...]:
     """A uniformly random permutation of the game's pack, as card codes (top card first)."""
     return tuple(card_code(c) for c in shuffled_pack(game))
+
+
+def salted_deck(deal: int, cards: Sequence[str]) -> DeckRecord:
+    """The record of a deck the server deals (random or given by the admin), with a fresh
+    secret salt from the CSPRNG: its commitment is public from the deal on, the salt and the
+    cards only once the match is over (docs/api.md, "Fair dealing")."""
+    return DeckRecord(deal, tuple(cards), new_salt())
+
+
+def random_deck_record(game: Game, deal: int) -> DeckRecord:
+    """A fresh CSPRNG deck for deal ``deal``, salted."""
+    return salted_deck(deal, random_deck(game))
 
 
 def draw_first_dealer(game: Game, options: Options) -> int:

@@ -44,12 +44,13 @@ from ..rules.errors import RulesError
 from ..rules.game import CHANCE
 from ..rules.registry import all_games, get_game
 from ..store import MatchListing, Store, StoreError, open_store
-from ..store.base import STATUSES, DeckRecord, MatchRecord, SeatRecord, StoredMatch
-from .api import (BadRequest, BotInfo, CreateMatchRequest, GameInfo, JoinResult, LimitExceeded,
-                  MatchEvent, MatchNotActive, MatchNotFound, MatchSummary, PermissionDenied,
-                  Principal, SeatConfig, SeatInfo, SeatTaken, SessionError, StaleSequence, SubmitResult,
-                  Unauthenticated, Unavailable, ViewEnvelope)
-from .chance import draw_first_dealer, random_deck
+from ..store.base import STATUSES, MatchRecord, SeatRecord, StoredMatch
+from .api import (BadRequest, BotInfo, CreateMatchRequest, DealReveal, GameInfo, JoinResult,
+                  LimitExceeded, MatchEvent, MatchNotActive, MatchNotFound, MatchNotOver,
+                  MatchSummary, PermissionDenied, Principal, SeatConfig, SeatInfo, SeatTaken,
+                  SessionError, StaleSequence, SubmitResult, Unauthenticated, Unavailable,
+                  ViewEnvelope)
+from .chance import draw_first_dealer, random_deck_record, salted_deck
 from .clock import MatchClock
 from .config import SessionConfig
 from .match import CorruptLog, LiveMatch
@@ -278,7 +279,7 @@ class MatchManager:
         takeover = requested_takeover or self.config.takeover_bot
         name = _clean_name(request.name or "", self.config.max_name_length, "the match name")
 
-        decks = [DeckRecord(i, tuple(card_code(c) for c in parse_deck(d, game.pack)))
+        decks = [salted_deck(i, [card_code(c) for c in parse_deck(d, game.pack)])
                  for i, d in enumerate(request.decks or ())]
         if request.first_dealer is not None:
             fd = request.first_dealer
@@ -288,7 +289,7 @@ class MatchManager:
         else:
             fd = draw_first_dealer(game, options)
         if not decks:
-            decks = [DeckRecord(0, random_deck(game))]
+            decks = [random_deck_record(game, 0)]
 
         # the limits count the matches being created too (their store write is in flight)
         unfinished = [m for m in self._matches.values() if not m.over]
@@ -440,6 +441,17 @@ class MatchManager:
             raise _store_unavailable("list_matches", exc) from exc
         return [self._matches[li.record.match_id].summary() if li.record.match_id in self._matches
                 else _summary_of(li) for li in listings]
+
+    async def reveal_deals(self, match_id: str, principal: Principal) -> list[DealReveal]:
+        """Every deal's deck with its salt and commitment, for whoever may view the match
+        (a seat, a spectator where allowed, the admin), once it is over: before that
+        MatchNotOver, so that nobody learns a card early (docs/api.md, "Fair dealing")."""
+        self._require_open()
+        m = await self._get(match_id)
+        self._audience(m, principal)  # who may not view the match may not see its decks
+        if not m.over:
+            raise MatchNotOver("the decks are revealed once the match is over")
+        return m.reveals()
 
     async def inspect_match(self, match_id: str) -> ViewEnvelope:
         """Omniscient view: every hand and zone, the first dealer and every deck."""
@@ -740,7 +752,7 @@ class MatchManager:
         m = LiveMatch(stored.record, list(stored.decks), list(stored.actions))
         if not m.over and m.state.to_act() == CHANCE:
             # a deal was due when the process stopped and its deck was never written
-            deck = DeckRecord(m.deals_dealt, random_deck(m.game))
+            deck = random_deck_record(m.game, m.deals_dealt)
             await self._store.append_decks(m.match_id, [deck])
             m.decks[deck.deal] = deck
             m.state.deal(deck.cards)

@@ -18,8 +18,8 @@ from ..rules.errors import RulesError
 from ..rules.game import CHANCE, Game, State
 from ..rules.registry import get_game
 from ..rules.views import ViewMaker
-from ..store.base import ActionRecord, DeckRecord, MatchRecord, SeatRecord
-from .api import MatchStatus, MatchSummary, SeatInfo, ViewEnvelope
+from ..store.base import ActionRecord, DeckRecord, MatchRecord, SeatRecord, deck_commitment
+from .api import DealReveal, MatchStatus, MatchSummary, SeatInfo, ViewEnvelope
 from .policy import absence_policy
 from .views import ADMIN, SPECTATOR, Audience, before_start, view_for
 from .watchers import Watcher
@@ -289,7 +289,24 @@ class LiveMatch:
             status=self.status, seq=self.seq, seats=tuple(s.info() for s in self.seats),
             turn_time_s=self.turn_time_s, spectators_allowed=self.spectators_allowed,
             created_at=self.created_at, name=self.name,
-            result=dict(self.result) if self.result is not None else None, listed=self.listed)
+            result=dict(self.result) if self.result is not None else None, listed=self.listed,
+            deal_commitments=self.deal_commitments())
+
+    def deal_commitments(self) -> tuple[str, ...]:
+        """The public commitment of every deal dealt so far, in deal order (decks given ahead,
+        by the admin, stay unannounced until dealt)."""
+        decks = self.decks
+        return tuple(deck_commitment(decks[d].salt, decks[d].cards) if d in decks else ""
+                     for d in range(self.deals_dealt))
+
+    def reveals(self) -> list[DealReveal]:
+        """Every deal dealt, with its cards and salt: only for a match that is over."""
+        if not self.over:
+            raise RuntimeError("the decks of a match are secret until it is over")
+        decks = self.decks
+        return [DealReveal(deal=d, cards=tuple(decks[d].cards), salt=decks[d].salt,
+                           commitment=deck_commitment(decks[d].salt, decks[d].cards))
+                for d in range(self.deals_dealt) if d in decks]
 
     def open_seats(self) -> list[SeatSlot]:
         return [s for s in self.seats if s.kind == "open" and not s.taken]

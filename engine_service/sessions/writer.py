@@ -20,7 +20,7 @@ from ..rules.game import CHANCE
 from ..store import DuplicateClientAction, SequenceConflict, Store, StoreError
 from ..store.base import ActionRecord, DeckRecord
 from .api import MatchEvent, StaleSequence, Unavailable, ViewEnvelope
-from .chance import random_deck
+from .chance import random_deck_record
 from .match import LiveMatch, SeatSlot, action_details
 from .views import Audience, public_or_none
 
@@ -66,7 +66,7 @@ class MatchWriter:
         if state.to_act() == CHANCE:
             deck = m.decks.get(dealt)
             if deck is None:
-                deck = DeckRecord(dealt, random_deck(m.game))
+                deck = random_deck_record(m.game, dealt)
                 new_decks.append(deck)
             state.deal(deck.cards)
             dealt += 1

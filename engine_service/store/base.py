@@ -24,6 +24,8 @@ returns (an accepted action is acknowledged only after that).
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -112,10 +114,28 @@ class MatchRecord:
 
 @dataclass(frozen=True)
 class DeckRecord:
-    """The deck of one deal (0-based deal index), card codes top card first. Secret."""
+    """The deck of one deal (0-based deal index), card codes top card first. Secret.
+
+    ``salt``: 32 lowercase hex digits (16 random bytes) that, with the cards, make the deal's
+    public commitment (:func:`deck_commitment`, docs/api.md "Fair dealing"); "" for decks
+    recorded before schema 3, which have no commitment. Secret until the match is over."""
 
     deal: int
     cards: tuple[str, ...]
+    salt: str = ""
+
+
+def new_salt() -> str:
+    """A fresh secret salt for a deck: 16 bytes of the CSPRNG, as 32 lowercase hex digits."""
+    return secrets.token_hex(16)
+
+
+def deck_commitment(salt: str, cards: Sequence[str]) -> str:
+    """The public commitment to a deck: the lowercase hex SHA-256 of the UTF-8 text
+    ``"<salt>:<card codes top first, comma-separated>"``; "" when the deck has no salt."""
+    if not salt:
+        return ""
+    return hashlib.sha256(f"{salt}:{','.join(cards)}".encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ from .pg_ownership import CHECK_S, AdvisoryOwnership
 T = TypeVar("T")
 
 APPLICATION = "cardgames-engine"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 META_TABLE = "engine_meta"
 #: Serializes the schema check and creation of processes opening the same database at once.
 OPEN_LOCK_KEY = 0x43474531  # "CGE1", the SQLite store's application_id
@@ -97,6 +97,7 @@ SCHEMA = (
         match_id TEXT NOT NULL REFERENCES matches (match_id),
         deal     INTEGER NOT NULL,
         cards    TEXT[] NOT NULL,                    -- card codes, top card first (secret)
+        salt     TEXT NOT NULL DEFAULT '',           -- commitment salt, 32 hex ('': none; schema 3)
         PRIMARY KEY (match_id, deal)
     )""",
     """CREATE TABLE match_actions (
@@ -119,6 +120,7 @@ SCHEMA = (
 #: Upgrades). An empty schema gets SCHEMA at once.
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     2: ("ALTER TABLE matches ADD COLUMN listed BOOLEAN NOT NULL DEFAULT false",),
+    3: ("ALTER TABLE decks ADD COLUMN salt TEXT NOT NULL DEFAULT ''",),
 }
 
 
@@ -371,8 +373,9 @@ class PostgresStore(Store):
             return
         try:
             async with conn.cursor() as cur:
-                await cur.executemany("INSERT INTO decks (match_id, deal, cards) VALUES (%s,%s,%s)",
-                                      [(match_id, d.deal, list(d.cards)) for d in decks])
+                await cur.executemany(
+                    "INSERT INTO decks (match_id, deal, cards, salt) VALUES (%s,%s,%s,%s)",
+                    [(match_id, d.deal, list(d.cards), d.salt) for d in decks])
         except pg_errors.ForeignKeyViolation:
             raise UnknownMatch(f"no match {match_id!r}") from None
         except pg_errors.UniqueViolation:
@@ -478,8 +481,9 @@ class PostgresStore(Store):
             if row is None:
                 return None
             seats = await self._seats(conn, [match_id])
-            decks = tuple(DeckRecord(d, tuple(cards)) for d, cards in await (await conn.execute(
-                "SELECT deal, cards FROM decks WHERE match_id = %s ORDER BY deal", (match_id,))).fetchall())
+            decks = tuple(DeckRecord(d, tuple(cards), salt) for d, cards, salt in await (await conn.execute(
+                "SELECT deal, cards, salt FROM decks WHERE match_id = %s ORDER BY deal",
+                (match_id,))).fetchall())
             actions = tuple(
                 ActionRecord(seq=q, seat=s, action=a, by=b, client_action_id=cid or "", reason=r, at=t)
                 for q, s, a, b, cid, r, t in await (await conn.execute(

@@ -40,7 +40,7 @@ from .ownership import FileOwnership
 T = TypeVar("T")
 
 APPLICATION_ID = 0x43474531  # "CGE1"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE matches (
@@ -78,6 +78,7 @@ CREATE TABLE decks (
     match_id TEXT NOT NULL REFERENCES matches (match_id),
     deal     INTEGER NOT NULL,
     cards    TEXT NOT NULL,                     -- JSON list of card codes, top card first
+    salt     TEXT NOT NULL DEFAULT '',          -- commitment salt, 32 hex ('': none; schema 3)
     PRIMARY KEY (match_id, deal)
 );
 
@@ -102,6 +103,7 @@ CREATE UNIQUE INDEX match_actions_by_client_id
 #: (docs/operations.md, Upgrades). A new file gets SCHEMA at once.
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     2: ("ALTER TABLE matches ADD COLUMN listed INTEGER NOT NULL DEFAULT 0",),
+    3: ("ALTER TABLE decks ADD COLUMN salt TEXT NOT NULL DEFAULT ''",),
 }
 
 
@@ -431,8 +433,8 @@ class SqliteStore(Store):
     def _insert_decks(c: sqlite3.Connection, match_id: str, decks: Sequence[DeckRecord]) -> None:
         for d in decks:
             try:
-                c.execute("INSERT INTO decks (match_id, deal, cards) VALUES (?,?,?)",
-                          (match_id, d.deal, _dumps(list(d.cards))))
+                c.execute("INSERT INTO decks (match_id, deal, cards, salt) VALUES (?,?,?,?)",
+                          (match_id, d.deal, _dumps(list(d.cards)), d.salt))
             except sqlite3.IntegrityError:
                 raise StoreError(f"match {match_id!r} has a deck for deal {d.deal}") from None
 
@@ -520,8 +522,8 @@ class SqliteStore(Store):
             if row is None:
                 return None
             record = self._record(c, row)
-            decks = tuple(DeckRecord(d, tuple(json.loads(cards))) for d, cards in c.execute(
-                "SELECT deal, cards FROM decks WHERE match_id = ? ORDER BY deal", (match_id,)))
+            decks = tuple(DeckRecord(d, tuple(json.loads(cards)), salt) for d, cards, salt in c.execute(
+                "SELECT deal, cards, salt FROM decks WHERE match_id = ? ORDER BY deal", (match_id,)))
             actions = tuple(
                 ActionRecord(seq=q, seat=s, action=a, by=b, client_action_id=cid or "", reason=r, at=t)
                 for q, s, a, b, cid, r, t in c.execute(

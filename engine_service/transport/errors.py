@@ -9,6 +9,7 @@ rules IllegalAction, NotYourTurn, MatchOver,       FAILED_PRECONDITION    the ru
 DealRequired
 session BadRequest                                 INVALID_ARGUMENT       BAD_REQUEST, ...
 session MatchNotActive                             FAILED_PRECONDITION    MATCH_NOT_ACTIVE
+session MatchNotOver (RevealDeals)                 FAILED_PRECONDITION    MATCH_NOT_OVER
 session StaleSequence (+ the caller's View)        ABORTED                STALE_SEQUENCE
 session MatchNotFound                              NOT_FOUND              MATCH_NOT_FOUND
 session Unauthenticated / PermissionDenied         UNAUTHENTICATED /      MISSING_OR_BAD_TOKEN /

@@ -202,6 +202,13 @@ class CardGamesServicer(_Base, card_games_pb2_grpc.CardGamesServiceServicer):
         matches = self._service.list_open_matches(game=request.game, limit=request.limit or 50)
         return pb.ListOpenMatchesResponse(matches=[codec.summary_message(m) for m in matches])
 
+    @unary
+    async def RevealDeals(self, request: pb.RevealDealsRequest, context) -> pb.RevealDealsResponse:
+        match_id = codec.require_match_id(request.match_id)
+        principal = self._principal(match_id, context)
+        reveals = await self._service.reveal_deals(match_id, principal)
+        return codec.reveal_deals_response(reveals)
+
 
 class AdminServicer(_Base, admin_pb2_grpc.AdminServiceServicer):
     """The operator API (proto/cardgames/v1/admin.proto); every call needs the admin token."""

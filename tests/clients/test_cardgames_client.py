@@ -185,6 +185,45 @@ def test_a_listed_match_is_found_in_the_lobby_and_joined(engine):
     run(scenario())
 
 
+def test_fair_dealing_reveal_and_verify(engine):
+    """Commit-reveal through the library: the commitments seen while playing are those the
+    reveal verifies against; before the end reveal_deals is FailedPrecondition MATCH_NOT_OVER;
+    a changed card or salt does not verify."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("japanese_joker", options=SHORT["japanese_joker"])
+            seats = [await client.join(match.match_id) for _ in range(2)]
+            with pytest.raises(cg.FailedPrecondition) as early:
+                await seats[0].reveal_deals()
+            assert early.value.reason == "MATCH_NOT_OVER"
+            seen: list[str] = list(match.deal_commitments)
+            rng = random.Random(4)
+            while not cg.is_finished((summary := await seats[1].summary()).status):
+                assert list(summary.deal_commitments[:len(seen)]) == seen  # never changed
+                seen = list(summary.deal_commitments)
+                view = await seats[0].view()
+                if view.HasField("to_act"):
+                    await seats[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
+            final = list(summary.deal_commitments)
+            assert final[:len(seen)] == seen
+            deals = await seats[0].reveal_deals()
+            assert [d.commitment for d in deals] == final
+            assert all(cg.verify_deal(d, final[d.deal]) for d in deals)
+            assert all(cg.verify_deal(d) for d in await client.spectate(match.match_id).reveal_deals())
+            assert [list(d.cards) for d in await client.reveal_deals(match.match_id)] == [list(d.cards) for d in deals]
+            forged = cg.DealReveal()
+            forged.CopyFrom(deals[0])
+            forged.cards[0], forged.cards[1] = forged.cards[1], forged.cards[0]
+            assert not cg.verify_deal(forged)
+            forged.CopyFrom(deals[0])
+            forged.salt = "0" * 32
+            assert not cg.verify_deal(forged)
+            assert not cg.verify_deal(deals[0], final[-1]) or len(final) == 1
+
+    run(scenario())
+
+
 def test_act_redecides_on_the_view_a_stale_error_carries(engine):
     """A decision made on a view the match has left (here: the turn timer auto-moved) is
     refused with ABORTED; act() asks decide() again on the fresh view and succeeds."""

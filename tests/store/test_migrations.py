@@ -1,5 +1,5 @@
-"""Upgrades: a database made by the first release (schema 1) is migrated in place when the
-current store opens it, all steps in one transaction, keeping every match; the migration runs
+"""Upgrades: a database made by the first release (schema 1) or the lobby's (schema 2: the
+decks have no salt yet) is migrated in place when the current store opens it, all steps in one transaction, keeping every match; the migration runs
 only in the engine that owns the database; a newer schema is refused (test_store.py,
 test_postgres.py)."""
 
@@ -18,8 +18,16 @@ from engine_service.store.postgres import SCHEMA_VERSION as PG_VERSION, Postgres
 from engine_service.store.sqlite import APPLICATION_ID, SCHEMA_VERSION, SqliteStore
 
 from .pg import connect, url_with
+from engine_service.store import DeckRecord
+from engine_service.store.base import new_salt
+
 from .test_store import record, run
 from .v1_schema import POSTGRES_V1, SQLITE_V1
+from .v2_schema import POSTGRES_V2, SQLITE_V2
+
+
+#: A deck recorded by the current release: its salt must be kept after a migration.
+SALTED = DeckRecord(0, ("AD", "JS", "7H"), new_salt())
 
 
 def _sqlite_v1(path) -> None:
@@ -39,10 +47,29 @@ def _sqlite_v1(path) -> None:
     conn.close()
 
 
-def _columns(path) -> list[str]:
+def _sqlite_v2(path) -> None:
+    """A database as the lobby's release (schema 2) left it: a listed match with two decks
+    (without salts: commitments came with schema 3) and an action."""
+    conn = sqlite3.connect(path)
+    conn.executescript(SQLITE_V2)
+    conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+    conn.execute("PRAGMA user_version=2")
+    conn.execute("INSERT INTO matches VALUES ('old', 'klaberjass', '{}', 1, 30.0, 60.0, 1, 'old table', '', "
+                 "1.0, 'active', NULL, NULL, 1)")
+    for seat in (0, 1):
+        conn.execute("INSERT INTO seats VALUES ('old', ?, 'open', '', ?, ?, 2.0, 0)",
+                     (seat, f"p{seat}", f"hash{seat}"))
+    conn.execute("INSERT INTO decks VALUES ('old', 0, ?)", (json.dumps(["JS", "7H"]),))
+    conn.execute("INSERT INTO decks VALUES ('old', 1, ?)", (json.dumps(["7H", "JS"]),))
+    conn.execute("INSERT INTO match_actions VALUES ('old', 1, 0, 'pass', 'player', 'c1', '', 3.0)")
+    conn.commit()
+    conn.close()
+
+
+def _columns(path, table: str = "matches") -> list[str]:
     conn = sqlite3.connect(path)
     try:
-        return [row[1] for row in conn.execute("PRAGMA table_info(matches)")]
+        return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
     finally:
         conn.close()
 
@@ -64,7 +91,7 @@ def test_a_sqlite_database_of_schema_1_is_migrated_keeping_its_matches(tmp_path)
         await st.open()
         migrated_from = st.migrated_from
         old = await st.load_match("old")
-        await st.create_match(replace(record("new"), listed=True))
+        await st.create_match(replace(record("new"), listed=True), [SALTED])
         new = await st.load_match("new")
         await st.close()
         again = SqliteStore(path)
@@ -74,11 +101,49 @@ def test_a_sqlite_database_of_schema_1_is_migrated_keeping_its_matches(tmp_path)
 
     migrated_from, old, new, second = run(go())
     assert (migrated_from, second) == (1, None)
-    assert _user_version(path) == SCHEMA_VERSION == 2 and "listed" in _columns(path)
+    assert _user_version(path) == SCHEMA_VERSION == 3 and "listed" in _columns(path)
+    assert "salt" in _columns(path, "decks")
     assert old.record.name == "old table" and old.record.listed is False and old.record.status == "active"
     assert [a.action for a in old.actions] == ["pass"] and old.decks[0].cards == ("JS", "7H")
+    assert old.decks[0].salt == ""  # a deck of before schema 3: no commitment
     assert [s.token_hash for s in old.record.seats] == ["hash0", "hash1"]
-    assert new.record.listed is True
+    assert new.record.listed is True and new.decks == (SALTED,)
+
+
+def test_a_sqlite_database_of_schema_2_is_migrated_keeping_its_matches(tmp_path):
+    path = tmp_path / "old.sqlite3"
+    _sqlite_v2(path)
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        migrated_from = st.migrated_from
+        old = await st.load_match("old")
+        await st.append_decks("old", [replace(SALTED, deal=2)])
+        after = await st.load_match("old")
+        await st.close()
+        return migrated_from, old, after
+
+    migrated_from, old, after = run(go())
+    assert migrated_from == 2
+    assert _user_version(path) == 3 and "salt" in _columns(path, "decks")
+    assert old.record.name == "old table" and old.record.listed is True and old.record.status == "active"
+    assert [a.action for a in old.actions] == ["pass"]
+    assert old.decks == (DeckRecord(0, ("JS", "7H")), DeckRecord(1, ("7H", "JS")))
+    assert after.decks[2] == replace(SALTED, deal=2)
+
+
+def test_a_failing_sqlite_migration_from_2_leaves_the_file_as_it_was(tmp_path, monkeypatch):
+    path = tmp_path / "old.sqlite3"
+    _sqlite_v2(path)
+    monkeypatch.setitem(sqlite_store.MIGRATIONS, 3,
+                        (*sqlite_store.MIGRATIONS[3], "UPDATE no_such_table SET x = 1"))
+
+    async def go():
+        await SqliteStore(path).open()
+    with pytest.raises(NotADatabase):
+        run(go())
+    assert _user_version(path) == 2 and "salt" not in _columns(path, "decks")
 
 
 def test_a_failing_sqlite_migration_leaves_the_file_as_it_was(tmp_path, monkeypatch):
@@ -92,6 +157,7 @@ def test_a_failing_sqlite_migration_leaves_the_file_as_it_was(tmp_path, monkeypa
     with pytest.raises(NotADatabase):
         run(go())
     assert _user_version(path) == 1 and "listed" not in _columns(path)
+    assert "salt" not in _columns(path, "decks")
 
 
 # ---- PostgreSQL ----------------------------------------------------------------------------
@@ -106,14 +172,29 @@ def _postgres_v1(pg_database, schema: str) -> None:
     pg_database.execute("INSERT INTO seats VALUES ('old', 0, 'open', '', '', NULL, NULL, false)", schema=schema)
 
 
+def _postgres_v2(pg_database, schema: str) -> None:
+    for statement in POSTGRES_V2:
+        pg_database.execute(statement, schema=schema)
+    pg_database.execute("INSERT INTO engine_meta VALUES ('application', 'cardgames-engine'), "
+                        "('schema_version', '2')", schema=schema)
+    pg_database.execute("INSERT INTO matches VALUES ('old', 'klaberjass', '{}', 1, 30.0, 60.0, true, "
+                        "'old table', '', 1.0, 'active', NULL, NULL, true)", schema=schema)
+    pg_database.execute("INSERT INTO seats VALUES ('old', 0, 'open', '', '', NULL, NULL, false)", schema=schema)
+    pg_database.execute("INSERT INTO decks VALUES ('old', 0, ARRAY['JS', '7H'])", schema=schema)
+
+
 def _meta_version(pg_database, schema: str) -> str:
     return pg_database.execute("SELECT value FROM engine_meta WHERE key = 'schema_version'", schema=schema)[0][0]
 
 
 def _has_listed(pg_database, schema: str) -> bool:
+    return _has_column(pg_database, schema, "matches", "listed")
+
+
+def _has_column(pg_database, schema: str, table: str, column: str) -> bool:
     return bool(pg_database.execute(
-        "SELECT 1 FROM information_schema.columns WHERE table_schema = %s AND table_name = 'matches' "
-        "AND column_name = 'listed'", (schema,)))
+        "SELECT 1 FROM information_schema.columns WHERE table_schema = %s AND table_name = %s "
+        "AND column_name = %s", (schema, table, column)))
 
 
 def test_a_postgres_schema_of_version_1_is_migrated_keeping_its_matches(pg_database, pg_schema):
@@ -131,10 +212,32 @@ def test_a_postgres_schema_of_version_1_is_migrated_keeping_its_matches(pg_datab
             await st.close()
 
     migrated_from, old, waiting = run(go())
-    assert migrated_from == 1 and _meta_version(pg_database, schema) == str(PG_VERSION) == "2"
-    assert _has_listed(pg_database, schema)
+    assert migrated_from == 1 and _meta_version(pg_database, schema) == str(PG_VERSION) == "3"
+    assert _has_listed(pg_database, schema) and _has_column(pg_database, schema, "decks", "salt")
     assert old.record.name == "old table" and old.record.listed is False
     assert [li.record.match_id for li in waiting] == ["old"]
+
+
+def test_a_postgres_schema_of_version_2_is_migrated_keeping_its_decks(pg_database, pg_schema):
+    schema, url = pg_schema
+    _postgres_v2(pg_database, schema)
+
+    async def go():
+        st = PostgresStore(url)
+        await st.open()
+        try:
+            old = await st.load_match("old")
+            await st.append_decks("old", [replace(SALTED, deal=1)])
+            return st.migrated_from, old, await st.load_match("old")
+        finally:
+            await st.close()
+
+    migrated_from, old, after = run(go())
+    assert migrated_from == 2 and _meta_version(pg_database, schema) == "3"
+    assert _has_column(pg_database, schema, "decks", "salt")
+    assert old.record.name == "old table" and old.record.listed is True and old.record.status == "active"
+    assert old.decks == (DeckRecord(0, ("JS", "7H")),)  # no salt: no commitment
+    assert after.decks[1] == replace(SALTED, deal=1)
 
 
 def test_only_the_owner_migrates(pg_database, pg_schema):

@@ -17,6 +17,7 @@ from engine_service.observability.metrics import Metrics
 from engine_service.store import (ActionRecord, DeckRecord, DuplicateClientAction, MatchExists,
                                   MatchRecord, MemoryStore, NotADatabase, SeatRecord,
                                   SequenceConflict, SqliteStore, StoreError, UnknownMatch, open_store)
+from engine_service.store.base import deck_commitment, new_salt
 from engine_service.store.postgres import PostgresStore
 from tests.crash import crash
 
@@ -91,6 +92,41 @@ def test_the_lobby_flag_round_trips(kind, make):
     got, listed = run(go())
     assert [m.record.listed for m in got] == [True, False]
     assert listed == {"listed": True, "hidden": False}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_deck_salts_round_trip(kind, make):
+    """Fair dealing: a deck's secret salt is stored with it (created, appended with an action,
+    appended alone) and read back unchanged; a deck without one keeps ""."""
+    salted = [DeckRecord(0, ("JS", "7H", "AD"), new_salt()), DeckRecord(1, ("7H", "JS", "AD"), new_salt()),
+              DeckRecord(2, ("AD", "JS", "7H"), new_salt())]
+
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record(), [salted[0]])
+        await st.append_action("m1", ActionRecord(1, 0, "pass"), [salted[1]])
+        await st.append_decks("m1", [salted[2]])
+        await st.create_match(record("plain", created_at=2.0), [DECK0])
+        got = await st.load_match("m1"), await st.load_match("plain")
+        await st.close()
+        return got
+
+    got, plain = run(go())
+    assert got.decks == tuple(salted)
+    assert all(len(d.salt) == 32 and int(d.salt, 16) >= 0 for d in got.decks)
+    assert len({d.salt for d in got.decks}) == 3
+    assert plain.decks == (DECK0,) and plain.decks[0].salt == ""
+
+
+def test_deck_commitment_formula():
+    """The formula of docs/api.md, "Fair dealing": sha256("<salt>:<cards, comma-separated>")."""
+    import hashlib
+    salt = "00112233445566778899aabbccddeeff"
+    expected = hashlib.sha256(b"00112233445566778899aabbccddeeff:JS,7H,AD").hexdigest()
+    assert deck_commitment(salt, ("JS", "7H", "AD")) == expected
+    assert deck_commitment("", ("JS", "7H", "AD")) == ""
+    assert deck_commitment(salt, ("7H", "JS", "AD")) != expected
 
 
 @pytest.mark.parametrize("kind", KINDS)

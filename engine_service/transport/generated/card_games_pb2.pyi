@@ -200,3 +200,27 @@ class LeaveMatchResponse(_message.Message):
     MATCH_FIELD_NUMBER: _ClassVar[int]
     match: _match_pb2.MatchSummary
     def __init__(self, match: _Optional[_Union[_match_pb2.MatchSummary, _Mapping]] = ...) -> None: ...
+
+class RevealDealsRequest(_message.Message):
+    __slots__ = ("match_id",)
+    MATCH_ID_FIELD_NUMBER: _ClassVar[int]
+    match_id: str
+    def __init__(self, match_id: _Optional[str] = ...) -> None: ...
+
+class DealReveal(_message.Message):
+    __slots__ = ("deal", "cards", "salt", "commitment")
+    DEAL_FIELD_NUMBER: _ClassVar[int]
+    CARDS_FIELD_NUMBER: _ClassVar[int]
+    SALT_FIELD_NUMBER: _ClassVar[int]
+    COMMITMENT_FIELD_NUMBER: _ClassVar[int]
+    deal: int
+    cards: _containers.RepeatedScalarFieldContainer[str]
+    salt: str
+    commitment: str
+    def __init__(self, deal: _Optional[int] = ..., cards: _Optional[_Iterable[str]] = ..., salt: _Optional[str] = ..., commitment: _Optional[str] = ...) -> None: ...
+
+class RevealDealsResponse(_message.Message):
+    __slots__ = ("deals",)
+    DEALS_FIELD_NUMBER: _ClassVar[int]
+    deals: _containers.RepeatedCompositeFieldContainer[DealReveal]
+    def __init__(self, deals: _Optional[_Iterable[_Union[DealReveal, _Mapping]]] = ...) -> None: ...

@@ -85,6 +85,11 @@ class CardGamesServiceStub:
                 request_serializer=cardgames_dot_v1_dot_card__games__pb2.ListOpenMatchesRequest.SerializeToString,
                 response_deserializer=cardgames_dot_v1_dot_card__games__pb2.ListOpenMatchesResponse.FromString,
                 _registered_method=True)
+        self.RevealDeals = channel.unary_unary(
+                '/cardgames.v1.CardGamesService/RevealDeals',
+                request_serializer=cardgames_dot_v1_dot_card__games__pb2.RevealDealsRequest.SerializeToString,
+                response_deserializer=cardgames_dot_v1_dot_card__games__pb2.RevealDealsResponse.FromString,
+                _registered_method=True)
 
 
 class CardGamesServiceServicer:
@@ -163,6 +168,15 @@ class CardGamesServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RevealDeals(self, request, context):
+        """Every deal's deck with the salt of its commitment (MatchSummary.deal_commitments), once
+        the match is finished or terminated (before: FAILED_PRECONDITION, MATCH_NOT_OVER). For
+        whoever may view the match: its seats, spectators where allowed, the admin.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CardGamesServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -215,6 +229,11 @@ def add_CardGamesServiceServicer_to_server(servicer, server):
                     servicer.ListOpenMatches,
                     request_deserializer=cardgames_dot_v1_dot_card__games__pb2.ListOpenMatchesRequest.FromString,
                     response_serializer=cardgames_dot_v1_dot_card__games__pb2.ListOpenMatchesResponse.SerializeToString,
+            ),
+            'RevealDeals': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevealDeals,
+                    request_deserializer=cardgames_dot_v1_dot_card__games__pb2.RevealDealsRequest.FromString,
+                    response_serializer=cardgames_dot_v1_dot_card__games__pb2.RevealDealsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -488,6 +507,33 @@ class CardGamesService:
             '/cardgames.v1.CardGamesService/ListOpenMatches',
             cardgames_dot_v1_dot_card__games__pb2.ListOpenMatchesRequest.SerializeToString,
             cardgames_dot_v1_dot_card__games__pb2.ListOpenMatchesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevealDeals(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cardgames.v1.CardGamesService/RevealDeals',
+            cardgames_dot_v1_dot_card__games__pb2.RevealDealsRequest.SerializeToString,
+            cardgames_dot_v1_dot_card__games__pb2.RevealDealsResponse.FromString,
             options,
             channel_credentials,
             insecure,

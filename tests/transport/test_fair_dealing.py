@@ -1,0 +1,157 @@
+"""Fair dealing over a real channel (docs/api.md "Fair dealing"): a whole match in which every
+MatchSummary (CreateMatch, ListOpenMatches, GetMatch for every audience) carries the commitment
+of every deal dealt so far, growing deal by deal and the same for everybody; RevealDeals is
+FAILED_PRECONDITION / MATCH_NOT_OVER for every audience until the end, then the revealed decks
+verify against the commitments and equal the admin's export; nothing before the end (no
+message to any audience, no log line) holds a salt or a deck; a spectator of a match without
+spectators is refused."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+import re
+
+import grpc
+import structlog
+from google.protobuf import json_format
+
+from clients.cardgames_client import verify_deal
+from engine_service.transport.generated import admin_pb2, card_games_pb2 as pb, match_pb2
+
+from .harness import ADMIN_TOKEN, bearer, error_of, expect_error, run
+from .players import (SPECTATOR, Inbox, check_no_leaks, export_transcript, message_cards, truth_by_seq,
+                      watch)
+from .test_service import served
+
+HEX64 = re.compile(r"[0-9a-f]{64}")
+OVER = (match_pb2.MATCH_STATUS_FINISHED, match_pb2.MATCH_STATUS_TERMINATED)
+
+
+def commitment(salt: str, cards) -> str:
+    """docs/api.md's formula, written out independently of the engine."""
+    return hashlib.sha256(f"{salt}:{','.join(cards)}".encode()).hexdigest()
+
+
+def deals_dealt_at(transcript: dict) -> list[int]:
+    """For each deal of an exported match, the seq after which it was dealt (deal 0: 0)."""
+    out, seq = [], 0
+    for deal in transcript["deals"]:
+        out.append(seq)
+        seq += len(deal["steps"])
+    return out
+
+
+@run
+async def test_a_whole_match_commits_to_every_deck_and_reveals_them_after_the_end():
+    sent: list[object] = []  # every message any audience received before the end
+    with structlog.testing.capture_logs() as logs:
+        async with served() as (mgr, srv):
+            stub = srv.games
+            created = (await stub.CreateMatch(pb.CreateMatchRequest(
+                game="klaberjass", listed=True, name="fair table"))).match
+            match_id = created.match_id
+            sent.append(created)
+            assert len(created.deal_commitments) == 1 and HEX64.fullmatch(created.deal_commitments[0])
+            lobby = [m for m in (await stub.ListOpenMatches(pb.ListOpenMatchesRequest())).matches
+                     if m.match_id == match_id]
+            assert [list(m.deal_commitments) for m in lobby] == [list(created.deal_commitments)]
+            sent.extend(lobby)
+            tokens = []
+            for seat in range(2):
+                joined = await stub.JoinMatch(pb.JoinMatchRequest(match_id=match_id, seat=seat))
+                tokens.append(joined.seat_token)
+            audiences = {0: bearer(tokens[0]), 1: bearer(tokens[1]), SPECTATOR: None,
+                         "admin": bearer(ADMIN_TOKEN)}
+            inboxes = {a: Inbox(a) for a in (0, 1, SPECTATOR)}
+            spectating = asyncio.ensure_future(watch(stub, match_id, inboxes[SPECTATOR], None))
+
+            rng = random.Random(7)
+            history: list[tuple[int, list[str]]] = []
+            refusals = 0
+            while True:
+                summaries = {a: (await stub.GetMatch(pb.GetMatchRequest(match_id=match_id), metadata=md)).match
+                             for a, md in audiences.items()}
+                summary = summaries[SPECTATOR]
+                assert all(s == summary for s in summaries.values())  # the same for every audience
+                history.append((summary.seq, list(summary.deal_commitments)))
+                if summary.status in OVER:
+                    break
+                sent.extend(summaries.values())
+                if len(history) == 1 or len(history[-1][1]) != len(history[-2][1]):  # each new deal
+                    for md in audiences.values():
+                        err = await expect_error(stub.RevealDeals(pb.RevealDealsRequest(match_id=match_id),
+                                                                  metadata=md))
+                        assert (err.code, err.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "MATCH_NOT_OVER")
+                        sent.append(err.message)
+                        refusals += 1
+                views = {s: (await stub.GetView(pb.GetViewRequest(match_id=match_id),
+                                                metadata=bearer(tokens[s]))).view for s in (0, 1)}
+                for s, v in views.items():
+                    inboxes[s].add(v.seq, v, "view")
+                seat = next(s for s, v in views.items() if v.HasField("to_act") and v.to_act == s)
+                action = rng.choice(list(views[seat].legal_actions)).notation
+                try:
+                    res = await stub.SubmitAction(pb.SubmitActionRequest(
+                        match_id=match_id, action=action, expected_seq=views[seat].seq,
+                        client_action_id=f"{seat}-{views[seat].seq}"), metadata=bearer(tokens[seat]))
+                except grpc.aio.AioRpcError as exc:  # the match ended meanwhile (cannot: no timer ran out)
+                    raise AssertionError(error_of(exc)) from exc
+                inboxes[seat].add(res.seq, res.view, "submit_view")
+            await asyncio.wait_for(spectating, 30)
+            sent.extend(msg for _, msg, _ in inboxes[SPECTATOR].items)
+            before_end = list(logs)
+
+            reveals = {a: (await stub.RevealDeals(pb.RevealDealsRequest(match_id=match_id), metadata=md)).deals
+                       for a, md in audiences.items()}
+            transcript = await export_transcript(srv.admin, match_id)
+            terminated = (await stub.CreateMatch(pb.CreateMatchRequest(
+                game="klaberjass", spectators_allowed=False))).match.match_id
+            await srv.admin.TerminateMatch(admin_pb2.TerminateMatchRequest(match_id=terminated, reason="test"),
+                                           metadata=bearer(ADMIN_TOKEN))
+            no_spectators = await expect_error(stub.RevealDeals(pb.RevealDealsRequest(match_id=terminated)))
+            by_admin = (await stub.RevealDeals(pb.RevealDealsRequest(match_id=terminated),
+                                               metadata=bearer(ADMIN_TOKEN))).deals
+
+    # the commitments grew deal by deal and never changed
+    final = history[-1][1]
+    assert len(final) == len(transcript["deals"]) >= 3 and refusals >= 4 * 3
+    dealt_at = deals_dealt_at(transcript)
+    for (seq, commitments), (_, later) in zip(history, history[1:]):
+        assert later[:len(commitments)] == commitments
+        assert len(commitments) == sum(1 for at in dealt_at if at <= seq), seq
+    # after the end: the same reveal for everybody, each verifies, the decks are the export's
+    deals = reveals[SPECTATOR]
+    assert all(list(r) == list(deals) for r in reveals.values())
+    assert [d.deal for d in deals] == list(range(len(final)))
+    assert [d.commitment for d in deals] == final
+    for d in deals:
+        assert commitment(d.salt, d.cards) == d.commitment and verify_deal(d)
+    assert [list(d.cards) for d in deals] == [d["deck"] for d in transcript["deals"]]
+    assert len({d.salt for d in deals}) == len(deals)
+    # nothing received or logged before the end holds a salt or a deck
+    secrets = [d.salt for d in deals] + [",".join(d.cards) for d in deals]
+    for msg in sent:
+        text = msg if isinstance(msg, str) else json_format.MessageToJson(msg) + repr(msg.SerializeToString())
+        assert not any(s in text for s in secrets), text[:200]
+        if isinstance(msg, match_pb2.MatchSummary):
+            assert not message_cards(msg)
+    logged = repr(before_end)
+    assert logged and not any(s in logged for s in secrets)
+    assert not any(s in repr(logs) for s in [d.salt for d in deals])  # nor after it
+    truth = truth_by_seq(transcript, [0, 1, SPECTATOR])
+    assert check_no_leaks(inboxes, truth) > len(history)
+    # spectators of a match without spectators are refused, its seats and the admin are not
+    assert (no_spectators.code, no_spectators.reason) == (grpc.StatusCode.PERMISSION_DENIED,
+                                                          "SPECTATORS_NOT_ALLOWED")
+    assert len(by_admin) == 1 and verify_deal(by_admin[0])
+
+
+@run
+async def test_reveal_deals_of_an_unknown_match_and_without_match_id():
+    async with served() as (mgr, srv):
+        missing = await expect_error(srv.games.RevealDeals(pb.RevealDealsRequest(match_id="nope")))
+        empty = await expect_error(srv.games.RevealDeals(pb.RevealDealsRequest()))
+    assert (missing.code, missing.reason) == (grpc.StatusCode.NOT_FOUND, "MATCH_NOT_FOUND")
+    assert (empty.code, empty.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "MISSING_FIELD")
