@@ -121,8 +121,8 @@ class DeckRecord:
     recorded before schema 3, which have no commitment. Secret until the match is over."""
 
     deal: int
-    cards: tuple[str, ...]
-    salt: str = ""
+    cards: tuple[str, ...] = field(repr=False)  # never in a repr that could reach a log line
+    salt: str = field(default="", repr=False)
 
 
 def new_salt() -> str:
