@@ -200,6 +200,15 @@ class Client {
     return (await this.call('ListOpenMatches', { game, limit }, { retry: true })).matches || [];
   }
 
+  /**
+   * Fair dealing: every deal's deck with its salt and commitment, once the match is over
+   * (before: CardGamesError FAILED_PRECONDITION / MATCH_NOT_OVER). `token`: a seat token, or
+   * none for a spectator. Check each with verifyDeal.
+   */
+  async revealDeals(matchId, token = undefined) {
+    return (await this.call('RevealDeals', { match_id: matchId }, { token, retry: true })).deals || [];
+  }
+
   async getMatch(matchId) {
     return (await this.call('GetMatch', { match_id: matchId }, { retry: true })).match;
   }
@@ -299,4 +308,15 @@ class Seat {
   }
 }
 
-module.exports = { Client, Seat, CardGamesError, toCardGamesError, api };
+/**
+ * Whether a revealed deal matches its commitment: the lowercase hex SHA-256 of
+ * "<salt>:<card codes top first, comma-separated>" (docs/api.md, "Fair dealing").
+ */
+function verifyDeal(reveal, commitment = reveal.commitment) {
+  if (!reveal.salt || !commitment) return false;
+  const digest = require('node:crypto').createHash('sha256')
+    .update(`${reveal.salt}:${(reveal.cards || []).join(',')}`, 'utf8').digest('hex');
+  return digest === commitment;
+}
+
+module.exports = { Client, Seat, CardGamesError, toCardGamesError, verifyDeal, api };

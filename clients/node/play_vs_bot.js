@@ -11,11 +11,13 @@
  * actions), answers each of its turns with SubmitAction (expected_seq + client_action_id), and
  * prints one JSON line at the end:
  *   {"match_id": ..., "game": ..., "status": "MATCH_STATUS_FINISHED", "seat": 0,
- *    "winners": [...], "totals": ..., "actions": N}
+ *    "winners": [...], "totals": ..., "actions": N, "deals_verified": D}
+ * where D is the number of deals whose revealed deck matched the commitment published when it
+ * was dealt (fair dealing, docs/api.md); a mismatch is an error.
  * Exit status 0 when the match finished, 1 on an error (printed with its code and reason).
  */
 
-const { Client, CardGamesError } = require('./cardgames');
+const { Client, CardGamesError, verifyDeal } = require('./cardgames');
 
 function parseArgs(argv) {
   const args = { target: '127.0.0.1:50051', game: 'klaberjass', bot: 'random', options: {}, policy: 'random', seed: 1, quiet: false };
@@ -134,9 +136,17 @@ async function main() {
     }
     const summary = await client.getMatch(match.match_id);
     const result = fromStruct(summary.result);
+    // fair dealing: every deck revealed now matches the commitment published when it was dealt
+    const reveals = await client.revealDeals(match.match_id, me.token);
+    const commitments = summary.deal_commitments || [];
+    const unfair = reveals.filter((r) => !verifyDeal(r, commitments[r.deal || 0]));
+    if (unfair.length || reveals.length !== commitments.length) {
+      throw new Error(`the revealed decks do not match their commitments (deals ${unfair.map((r) => r.deal || 0)})`);
+    }
     process.stdout.write(`${JSON.stringify({
       match_id: summary.match_id, game: summary.game, status: summary.status, seat: me.seat,
       winners: result.winners, totals: result.totals, reason: result.reason, actions,
+      deals_verified: reveals.length,
     })}\n`);
     return summary.status === 'MATCH_STATUS_FINISHED' ? 0 : 1;
   } catch (error) {

@@ -43,6 +43,7 @@ def test_node_client_plays_a_match_against_a_bot(engine, node, game, args):
     assert summary["status"] == "MATCH_STATUS_FINISHED" and summary["game"] == game
     assert summary["seat"] == 0 and summary["actions"] > 0
     assert summary["winners"] and isinstance(summary["totals"], (list, dict))
+    assert summary["deals_verified"] >= 1  # every revealed deck matched its commitment
 
 
 def test_node_client_reports_errors_with_code_and_reason(engine, node):
@@ -60,23 +61,29 @@ def test_node_unit_tests(node):
 
 
 _LOBBY = """
-const { Client } = require('./cardgames');
+const { Client, verifyDeal } = require('./cardgames');
 (async () => {
   const client = new Client(process.argv[1]);
   const listed = await client.createMatch('klaberjass', { listed: true, name: 'node table' });
   const hidden = await client.createMatch('klaberjass', { name: 'private' });
   const open = await client.listOpenMatches('klaberjass', 100);
+  let early = '';
+  try { await client.revealDeals(listed.match_id); } catch (e) { early = `${e.code} ${e.reason}`; }
   console.log(JSON.stringify({ listed: listed.match_id, flag: listed.listed, hidden: hidden.match_id,
-                               ids: open.map((m) => m.match_id) }));
+                               ids: open.map((m) => m.match_id), commitments: listed.deal_commitments,
+                               early, forged: verifyDeal({ salt: 'ab', cards: ['JS'] }, 'cd') }));
   client.close();
 })().catch((e) => { console.error(e); process.exit(1); });
 """
 
 
-def test_node_client_creates_a_listed_match_and_reads_the_lobby(engine, node):
+def test_node_client_lobby_and_fair_dealing(engine, node):
     result = subprocess.run([node, "-e", _LOBBY, engine.target], cwd=NODE_DIR, capture_output=True, text=True,
                             timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
     out = json.loads(result.stdout.strip().splitlines()[-1])
     assert out["flag"] is True
     assert out["listed"] in out["ids"] and out["hidden"] not in out["ids"]
+    # fair dealing: deal 0's commitment from the creation on, the decks only after the end
+    assert len(out["commitments"]) == 1 and len(out["commitments"][0]) == 64
+    assert out["early"] == "FAILED_PRECONDITION MATCH_NOT_OVER" and out["forged"] is False
