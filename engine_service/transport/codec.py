@@ -243,7 +243,7 @@ def summary_message(s: api.MatchSummary) -> match_pb2.MatchSummary:
     msg = match_pb2.MatchSummary(
         match_id=s.match_id, game=s.game, status=status_enum(s.status), seq=s.seq,
         seats=[seat_info_message(x) for x in s.seats], spectators_allowed=s.spectators_allowed,
-        name=s.name, listed=s.listed, deal_commitments=list(s.deal_commitments))
+        name=s.name, listed=s.listed)
     for name, value in s.options.items():
         msg.options[name].CopyFrom(option_value(value))
     _set_duration(msg.turn_time, s.turn_time_s)
@@ -312,7 +312,6 @@ _PLAY_KEYS = frozenset({"seat", "card", "joker_mode", "mode", "named_suit", "ann
 # tags of the length-delimited fields assembled as bytes (field number << 3 | 2)
 _VIEW_HAND, _VIEW_LEGAL, _VIEW_TRICK, _VIEW_LAST_TRICK = 11 << 3 | 2, 13 << 3 | 2, 14 << 3 | 2, 15 << 3 | 2
 _VIEW_TRICK_HISTORY, _VIEW_SCORES, _VIEW_TABLE = 16 << 3 | 2, 17 << 3 | 2, 20 << 3 | 2
-_VIEW_DEADLINE, _SCORES_TOTALS = 10 << 3 | 2, 1 << 3 | 2
 _SCORES_DEAL_RESULTS = 3 << 3 | 2
 _EVENT_ACTION, _EVENT_VIEW, _EVENT_DETAILS = 5 << 3 | 2, 8 << 3 | 2, 9 << 3 | 2
 _SUBMIT_ACTION, _SUBMIT_VIEW = 2 << 3 | 2, 3 << 3 | 2
@@ -477,26 +476,19 @@ def scores_message(view: Mapping[str, Any]) -> match_pb2.Scores:
 def scores_bytes(view: Mapping[str, Any]) -> bytes:
     """The serialized ``Scores`` of a view: tricks taken, totals (one row, or Jo-Jotte's named
     rows) and the deal results."""
-    parts = []  # the fields in protobuf's order, written straight to bytes (see _view_head)
+    msg = match_pb2.Scores(tricks_taken=[int(t) for t in view.get("tricks_taken") or ()])
     totals = view.get("totals")
     if isinstance(totals, Mapping):  # Jo-Jotte: {"below": [...], "above": [...], ...}
         for name, values in totals.items():
             if isinstance(values, (list, tuple)):
-                parts.append(_score_row(str(name), values))
+                msg.totals.add(name=str(name), values=[int(v) for v in values])
     elif totals:
-        parts.append(_score_row("total", totals))
-    parts.append(wire.packed_int32_field(2, [int(t) for t in view.get("tricks_taken") or ()]))
-    out = b"".join(parts)
+        msg.totals.add(name="total", values=[int(v) for v in totals])
+    out = msg.SerializeToString()
     results = view.get("deal_results")
     if results:
         out += _deal_results_field(results)
     return out
-
-
-def _score_row(name: str, values: Any) -> bytes:
-    """One ``totals`` field: a ``ScoreRow`` (its name, its values packed)."""
-    return wire.field(_SCORES_TOTALS, wire.string_field(1, name)
-                      + wire.packed_int64_field(2, [int(v) for v in values]))
 
 
 def _deal_results_field(results: Any) -> bytes:
@@ -553,40 +545,25 @@ def view_bytes(env: api.ViewEnvelope) -> bytes:
 
 def _encode_view(env: api.ViewEnvelope) -> bytes:
     v = env.view
+    head = match_pb2.View(
+        match_id=env.match_id, seq=env.seq, status=status_enum(env.status),
+        game=str(v.get("game") or ""), phase=str(v.get("phase") or ""),
+        deal_number=int(v.get("deal_number") or 0), dealer=int(v.get("dealer") or 0),
+        hand_sizes=[int(n) for n in v.get("hand_sizes") or ()],
+        over=bool(v.get("over")), winners=[int(w) for w in v.get("winners") or ()])
+    if v.get("to_act") is not None:
+        head.to_act = int(v["to_act"])
+    seat = env.seat if env.seat is not None else v.get("seat")
+    if seat is not None:
+        head.seat = int(seat)
+    if env.deadline is not None:
+        _set_timestamp(head.deadline, env.deadline)
     middle, table = _shared_parts(v)
-    parts = [_view_head(env), middle]
+    parts = [head.SerializeToString(), middle]
     parts.extend(_hand_card_field(code) for code in v.get("hand") or ())
     parts.extend(_legal_action_field(a) for a in v.get("legal") or ())
     parts.append(table)
     return b"".join(parts)
-
-
-def _view_head(env: api.ViewEnvelope) -> bytes:
-    """The View's scalar fields (1-10, 12, 18, 19), as protobuf serializes them: in field
-    order, written straight to bytes (:mod:`.wire`: a View message built field by field for
-    every view sent cost more than its bytes)."""
-    v = env.view
-    to_act = v.get("to_act")
-    seat = env.seat if env.seat is not None else v.get("seat")
-    parts = [
-        wire.string_field(1, env.match_id), wire.int64_field(2, env.seq),
-        wire.int32_field(3, status_enum(env.status)), wire.string_field(4, str(v.get("game") or "")),
-        wire.present_int32_field(5, int(seat)) if seat is not None else b"",
-        wire.string_field(6, str(v.get("phase") or "")),
-        wire.int32_field(7, int(v.get("deal_number") or 0)), wire.int32_field(8, int(v.get("dealer") or 0)),
-        wire.present_int32_field(9, int(to_act)) if to_act is not None else b"",
-        wire.field(_VIEW_DEADLINE, _timestamp_bytes(env.deadline)) if env.deadline is not None else b"",
-        wire.packed_int32_field(12, [int(n) for n in v.get("hand_sizes") or ()]),
-        wire.bool_field(18, bool(v.get("over"))),
-        wire.packed_int32_field(19, [int(w) for w in v.get("winners") or ()]),
-    ]
-    return b"".join(parts)
-
-
-def _timestamp_bytes(unix: float) -> bytes:
-    """A serialized ``google.protobuf.Timestamp`` (the values of :func:`_set_timestamp`)."""
-    whole = math.floor(unix)
-    return wire.int64_field(1, whole) + wire.int32_field(2, min(int(round((unix - whole) * 1e9)), 999_999_999))
 
 
 #: The fields of a view that are not the audience's own (trick, last trick, trick history,
@@ -694,12 +671,12 @@ def event_bytes(ev: api.MatchEvent) -> bytes:
 
 
 def _encode_event(ev: api.MatchEvent) -> bytes:
-    # the scalar fields (1-4, 6, 7) straight to bytes, in protobuf's order (see _view_head)
-    parts = [wire.int32_field(1, _EVENT_KIND.get(ev.kind, match_pb2.EVENT_KIND_UNSPECIFIED)),
-             wire.int64_field(2, ev.seq), wire.string_field(3, ev.match_id),
-             wire.present_int32_field(4, ev.seat) if ev.seat is not None else b"",
-             wire.int32_field(6, _ACTOR.get(ev.by, match_pb2.ACTOR_UNSPECIFIED)),
-             wire.string_field(7, ev.reason)]
+    head = pb.WatchMatchResponse(kind=_EVENT_KIND.get(ev.kind, match_pb2.EVENT_KIND_UNSPECIFIED),
+                                 seq=ev.seq, match_id=ev.match_id, reason=ev.reason,
+                                 by=_ACTOR.get(ev.by, match_pb2.ACTOR_UNSPECIFIED))
+    if ev.seat is not None:
+        head.seat = ev.seat
+    parts = [head.SerializeToString()]
     if ev.action:
         parts.append(wire.field(_EVENT_ACTION, action_bytes(ev.action)))
     if ev.view is not None:
@@ -715,14 +692,6 @@ def submit_response(res: api.SubmitResult) -> pb.SubmitActionResponse:
 
 def submit_response_bytes(res: api.SubmitResult) -> bytes:
     """The serialized SubmitActionResponse (its view encoded once, shared with the streams)."""
-    # seq and duplicate (fields 1 and 4) straight to bytes, in protobuf's order (see _view_head)
-    head = wire.int64_field(1, res.seq) + wire.bool_field(4, res.duplicate)
+    head = pb.SubmitActionResponse(seq=res.seq, duplicate=res.duplicate).SerializeToString()
     return (head + wire.field(_SUBMIT_ACTION, action_bytes(res.action))
             + wire.field(_SUBMIT_VIEW, view_bytes(res.view)))
-
-
-def reveal_deals_response(reveals: Sequence[api.DealReveal]) -> pb.RevealDealsResponse:
-    """RevealDeals' answer: every deal's deck, salt and commitment (a match that is over)."""
-    return pb.RevealDealsResponse(deals=[
-        pb.DealReveal(deal=r.deal, cards=list(r.cards), salt=r.salt, commitment=r.commitment)
-        for r in reveals])

@@ -68,68 +68,6 @@ def field(tag: int, payload: bytes) -> bytes:
 
 _TAGS: dict[int, bytes] = {}
 
-# ---- scalar fields of the API's own messages ---------------------------------------------------
-#
-# The heads of the hot messages (View, WatchMatchResponse, SubmitActionResponse, Scores) are a
-# handful of scalar fields each, for every view and event sent: building a protobuf message
-# object field by field and serializing it cost more than the fields' bytes themselves. These
-# write them directly, with proto3's rules: a field with implicit presence is not written at
-# its default (0, "", False, empty), an ``optional`` one (``present_int``) whenever it is set;
-# negative integers are 10-byte varints (two's complement on 64 bits); repeated integers are
-# packed. Out-of-range values are a ValueError, as protobuf's setters make them.
-
-_INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
-_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
-
-
-def _int_varint(value: int, lo: int, hi: int) -> bytes:
-    if value < 0:
-        if value < lo:
-            raise ValueError(f"value out of range: {value}")
-        return varint(value + (1 << 64))
-    if value > hi:
-        raise ValueError(f"value out of range: {value}")
-    return _SMALL_VARINTS[value] if value < 128 else varint(value)
-
-
-def int32_field(number: int, value: int) -> bytes:
-    """An int32 (or enum) field; nothing at 0 (implicit presence)."""
-    return _tag_bytes(number << 3) + _int_varint(value, _INT32_MIN, _INT32_MAX) if value else b""
-
-
-def int64_field(number: int, value: int) -> bytes:
-    """An int64 field; nothing at 0 (implicit presence)."""
-    return _tag_bytes(number << 3) + _int_varint(value, _INT64_MIN, _INT64_MAX) if value else b""
-
-
-def present_int32_field(number: int, value: int) -> bytes:
-    """An ``optional int32`` field that is set: written even at 0."""
-    return _tag_bytes(number << 3) + _int_varint(value, _INT32_MIN, _INT32_MAX)
-
-
-def bool_field(number: int, value: bool) -> bytes:
-    """A bool field; nothing when False (implicit presence)."""
-    return _tag_bytes(number << 3) + b"\x01" if value else b""
-
-
-def string_field(number: int, text: str) -> bytes:
-    """A string field; nothing when empty (implicit presence)."""
-    return field(number << 3 | 2, text.encode("utf-8")) if text else b""
-
-
-def packed_int32_field(number: int, values: Any) -> bytes:
-    """A repeated int32 field, packed; nothing when empty."""
-    if not values:
-        return b""
-    return field(number << 3 | 2, b"".join([_int_varint(v, _INT32_MIN, _INT32_MAX) for v in values]))
-
-
-def packed_int64_field(number: int, values: Any) -> bytes:
-    """A repeated int64 field, packed; nothing when empty."""
-    if not values:
-        return b""
-    return field(number << 3 | 2, b"".join([_int_varint(v, _INT64_MIN, _INT64_MAX) for v in values]))
-
 
 def _tag_bytes(tag: int) -> bytes:
     b = _TAGS.get(tag)
