@@ -243,7 +243,7 @@ def summary_message(s: api.MatchSummary) -> match_pb2.MatchSummary:
     msg = match_pb2.MatchSummary(
         match_id=s.match_id, game=s.game, status=status_enum(s.status), seq=s.seq,
         seats=[seat_info_message(x) for x in s.seats], spectators_allowed=s.spectators_allowed,
-        name=s.name, listed=s.listed)
+        name=s.name, listed=s.listed, deal_commitments=list(s.deal_commitments))
     for name, value in s.options.items():
         msg.options[name].CopyFrom(option_value(value))
     _set_duration(msg.turn_time, s.turn_time_s)
@@ -695,3 +695,10 @@ def submit_response_bytes(res: api.SubmitResult) -> bytes:
     head = pb.SubmitActionResponse(seq=res.seq, duplicate=res.duplicate).SerializeToString()
     return (head + wire.field(_SUBMIT_ACTION, action_bytes(res.action))
             + wire.field(_SUBMIT_VIEW, view_bytes(res.view)))
+
+
+def reveal_deals_response(reveals: Sequence[api.DealReveal]) -> pb.RevealDealsResponse:
+    """RevealDeals' answer: every deal's deck, salt and commitment (a match that is over)."""
+    return pb.RevealDealsResponse(deals=[
+        pb.DealReveal(deal=r.deal, cards=list(r.cards), salt=r.salt, commitment=r.commitment)
+        for r in reveals])
