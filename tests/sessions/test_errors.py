@@ -558,3 +558,16 @@ def test_a_client_that_goes_away_mid_write_leaves_a_consistent_match(tmp_path):
     seq, retry, stored, events = run(go())
     assert seq == 1 and stored == 1 and retry.duplicate and retry.seq == 1
     assert [e.seq for e in events] == [1]
+
+
+def test_match_ids_are_letters_and_digits_never_an_option_to_a_command():
+    """``clients.watch MATCH_ID``: an id starting with "-" read as an option (a URL-safe
+    base64 id starts so once in 64: the README's quickstart test met one)."""
+    import re
+
+    from engine_service.sessions.tokens import new_match_id
+
+    ids = {new_match_id() for _ in range(20_000)}
+    assert len(ids) == 20_000
+    assert all(re.fullmatch(r"[A-Za-z0-9]{16}", i) for i in ids)
+    assert {i[0] for i in ids} >= set("aZ09")  # every kind of first character still occurs

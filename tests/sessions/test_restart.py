@@ -26,14 +26,22 @@ def sqlite_manager(path, **cfg) -> MatchManager:
 
 
 async def first_life(mgr, game_id, actions):
-    """Create, join and play ``actions`` actions; return what the clients hold."""
+    """Create, join and play ``actions`` actions; return what the clients hold. The decks are
+    random (the CSPRNG's), and a match can end by the rules before ``actions`` actions (a
+    Jo-Jotte rubber of two big deals): then another match is played, until one is still
+    going at ``actions``."""
     await mgr.start()
-    summary = await mgr.create_match(CreateMatchRequest(game=game_id))
-    tokens = []
-    for seat in range(len(summary.seats)):
-        tokens.append((await mgr.join_match(summary.match_id, seat, f"p{seat}")).token)
-    ps = [mgr.authenticate(summary.match_id, t) for t in tokens]
-    await play_random(mgr, summary.match_id, ps, random.Random(11), max_actions=actions)
+    for attempt in range(20):
+        summary = await mgr.create_match(CreateMatchRequest(game=game_id))
+        tokens = []
+        for seat in range(len(summary.seats)):
+            tokens.append((await mgr.join_match(summary.match_id, seat, f"p{seat}")).token)
+        ps = [mgr.authenticate(summary.match_id, t) for t in tokens]
+        await play_random(mgr, summary.match_id, ps, random.Random(11 + attempt), max_actions=actions)
+        if (await mgr.get_match(summary.match_id)).status == "active":
+            break
+    else:
+        raise AssertionError(f"20 {game_id} matches all ended before {actions} actions")
     views = [await mgr.get_view(summary.match_id, p) for p in ps]
     public = await mgr.get_view(summary.match_id, Principal("spectator", summary.match_id))
     last = max(mgr._matches[summary.match_id].actions, key=lambda a: a.seq)
