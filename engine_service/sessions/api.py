@@ -209,6 +209,7 @@ class ViewEnvelope:
     view: Mapping[str, Any]  # the rules core's view(seat) / public_view() / admin view
     deadline: float | None = None  # unix time of the current decision's deadline
     seat: int | None = None  # the audience's seat; None for spectators and the admin
+    deal_commitment: str = ""  # the commitment to the deck of the view's deal (fair dealing)
 
 
 @dataclass(frozen=True)

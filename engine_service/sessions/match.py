@@ -120,7 +120,7 @@ class LiveMatch:
                  "spectators_allowed", "name", "takeover_bot", "listed", "created_at", "status", "result",
                  "ended_at", "seats", "decks", "actions", "client_ids", "state", "deals_dealt",
                  "policy", "lock", "watchers", "timer_key", "timer_handle", "deadline", "bot_key",
-                 "bot_task", "finished_mono", "_memo", "log")
+                 "bot_task", "finished_mono", "_memo", "_commitments", "log")
 
     def __init__(self, record: MatchRecord, decks: list[DeckRecord], actions: list[ActionRecord]) -> None:
         self.match_id = record.match_id
@@ -159,6 +159,7 @@ class LiveMatch:
         self.finished_mono: float | None = None  # event-loop time of the end (eviction)
         # what was derived from the current state (envelopes, deals scored), made on first use
         self._memo: StateMemo | None = None
+        self._commitments: dict[int, str] = {}  # deal -> its deck's commitment, once computed
         self.log = structlog.get_logger("engine_service.sessions").bind(
             match_id=self.match_id, game=self.game.id)
 
@@ -267,7 +268,22 @@ class LiveMatch:
     def _envelope_of(self, audience: Audience, view: dict[str, Any], seq: int,
                      deadline: float | None) -> ViewEnvelope:
         return ViewEnvelope(match_id=self.match_id, seq=seq, status=self.status, view=view,
-                            deadline=deadline, seat=audience if isinstance(audience, int) else None)
+                            deadline=deadline, seat=audience if isinstance(audience, int) else None,
+                            deal_commitment=self.commitment_of(int(view.get("deal_number") or 0)))
+
+    def commitment_of(self, deal: int) -> str:
+        """The public commitment to the deck of ``deal``: "" for a deal not dealt yet (an
+        admin's deck given ahead stays unannounced; a finished match's view may name the deal
+        after its last) or for a deck recorded before commitments existed."""
+        if deal >= self.deals_dealt:
+            return ""
+        known = self._commitments.get(deal)
+        if known is None:
+            deck = self.decks.get(deal)
+            if deck is None:
+                return ""
+            known = self._commitments[deal] = deck_commitment(deck.salt, deck.cards)
+        return known
 
     def presence(self) -> list[dict[str, Any]]:
         return [s.public() for s in self.seats]
@@ -295,9 +311,7 @@ class LiveMatch:
     def deal_commitments(self) -> tuple[str, ...]:
         """The public commitment of every deal dealt so far, in deal order (decks given ahead,
         by the admin, stay unannounced until dealt)."""
-        decks = self.decks
-        return tuple(deck_commitment(decks[d].salt, decks[d].cards) if d in decks else ""
-                     for d in range(self.deals_dealt))
+        return tuple(self.commitment_of(d) for d in range(self.deals_dealt))
 
     def reveals(self) -> list[DealReveal]:
         """Every deal dealt, with its cards and salt: only for a match that is over."""

@@ -312,6 +312,7 @@ _PLAY_KEYS = frozenset({"seat", "card", "joker_mode", "mode", "named_suit", "ann
 # tags of the length-delimited fields assembled as bytes (field number << 3 | 2)
 _VIEW_HAND, _VIEW_LEGAL, _VIEW_TRICK, _VIEW_LAST_TRICK = 11 << 3 | 2, 13 << 3 | 2, 14 << 3 | 2, 15 << 3 | 2
 _VIEW_TRICK_HISTORY, _VIEW_SCORES, _VIEW_TABLE = 16 << 3 | 2, 17 << 3 | 2, 20 << 3 | 2
+_VIEW_DEAL_COMMITMENT = 21 << 3 | 2
 _SCORES_DEAL_RESULTS = 3 << 3 | 2
 _EVENT_ACTION, _EVENT_VIEW, _EVENT_DETAILS = 5 << 3 | 2, 8 << 3 | 2, 9 << 3 | 2
 _SUBMIT_ACTION, _SUBMIT_VIEW = 2 << 3 | 2, 3 << 3 | 2
@@ -563,6 +564,8 @@ def _encode_view(env: api.ViewEnvelope) -> bytes:
     parts.extend(_hand_card_field(code) for code in v.get("hand") or ())
     parts.extend(_legal_action_field(a) for a in v.get("legal") or ())
     parts.append(table)
+    if env.deal_commitment:
+        parts.append(wire.field(_VIEW_DEAL_COMMITMENT, env.deal_commitment.encode()))
     return b"".join(parts)
 
 

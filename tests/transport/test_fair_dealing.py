@@ -90,6 +90,8 @@ async def test_a_whole_match_commits_to_every_deck_and_reveals_them_after_the_en
                                                 metadata=bearer(tokens[s]))).view for s in (0, 1)}
                 for s, v in views.items():
                     inboxes[s].add(v.seq, v, "view")
+                    # each view names the commitment of its deal, the one the summary published
+                    assert v.deal_commitment == summary.deal_commitments[v.deal_number]
                 seat = next(s for s, v in views.items() if v.HasField("to_act") and v.to_act == s)
                 action = rng.choice(list(views[seat].legal_actions)).notation
                 try:
@@ -142,6 +144,10 @@ async def test_a_whole_match_commits_to_every_deck_and_reveals_them_after_the_en
     assert not any(s in repr(logs) for s in [d.salt for d in deals])  # nor after it
     truth = truth_by_seq(transcript, [0, 1, SPECTATOR])
     assert check_no_leaks(inboxes, truth) > len(history)
+    # the spectator's stream carried every deal's commitment in its views, as published
+    streamed = {(m.view.deal_number, m.view.deal_commitment) for _, m, _ in inboxes[SPECTATOR].items
+                if isinstance(m, pb.WatchMatchResponse) and m.HasField("view") and m.view.deal_commitment}
+    assert streamed == set(enumerate(final))
     # spectators of a match without spectators are refused, its seats and the admin are not
     assert (no_spectators.code, no_spectators.reason) == (grpc.StatusCode.PERMISSION_DENIED,
                                                           "SPECTATORS_NOT_ALLOWED")

@@ -248,7 +248,7 @@ class Scores(_message.Message):
     def __init__(self, totals: _Optional[_Iterable[_Union[ScoreRow, _Mapping]]] = ..., tricks_taken: _Optional[_Iterable[int]] = ..., deal_results: _Optional[_Union[_struct_pb2.ListValue, _Mapping]] = ...) -> None: ...
 
 class View(_message.Message):
-    __slots__ = ("match_id", "seq", "status", "game", "seat", "phase", "deal_number", "dealer", "to_act", "deadline", "hand", "hand_sizes", "legal_actions", "trick", "last_trick", "trick_history", "scores", "over", "winners", "table")
+    __slots__ = ("match_id", "seq", "status", "game", "seat", "phase", "deal_number", "dealer", "to_act", "deadline", "hand", "hand_sizes", "legal_actions", "trick", "last_trick", "trick_history", "scores", "over", "winners", "table", "deal_commitment")
     MATCH_ID_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -269,6 +269,7 @@ class View(_message.Message):
     OVER_FIELD_NUMBER: _ClassVar[int]
     WINNERS_FIELD_NUMBER: _ClassVar[int]
     TABLE_FIELD_NUMBER: _ClassVar[int]
+    DEAL_COMMITMENT_FIELD_NUMBER: _ClassVar[int]
     match_id: str
     seq: int
     status: MatchStatus
@@ -289,7 +290,8 @@ class View(_message.Message):
     over: bool
     winners: _containers.RepeatedScalarFieldContainer[int]
     table: _struct_pb2.Struct
-    def __init__(self, match_id: _Optional[str] = ..., seq: _Optional[int] = ..., status: _Optional[_Union[MatchStatus, str]] = ..., game: _Optional[str] = ..., seat: _Optional[int] = ..., phase: _Optional[str] = ..., deal_number: _Optional[int] = ..., dealer: _Optional[int] = ..., to_act: _Optional[int] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., hand: _Optional[_Iterable[_Union[_cards_pb2.Card, _Mapping]]] = ..., hand_sizes: _Optional[_Iterable[int]] = ..., legal_actions: _Optional[_Iterable[_Union[_cards_pb2.Action, _Mapping]]] = ..., trick: _Optional[_Union[Trick, _Mapping]] = ..., last_trick: _Optional[_Union[Trick, _Mapping]] = ..., trick_history: _Optional[_Iterable[_Union[Trick, _Mapping]]] = ..., scores: _Optional[_Union[Scores, _Mapping]] = ..., over: _Optional[bool] = ..., winners: _Optional[_Iterable[int]] = ..., table: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    deal_commitment: str
+    def __init__(self, match_id: _Optional[str] = ..., seq: _Optional[int] = ..., status: _Optional[_Union[MatchStatus, str]] = ..., game: _Optional[str] = ..., seat: _Optional[int] = ..., phase: _Optional[str] = ..., deal_number: _Optional[int] = ..., dealer: _Optional[int] = ..., to_act: _Optional[int] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., hand: _Optional[_Iterable[_Union[_cards_pb2.Card, _Mapping]]] = ..., hand_sizes: _Optional[_Iterable[int]] = ..., legal_actions: _Optional[_Iterable[_Union[_cards_pb2.Action, _Mapping]]] = ..., trick: _Optional[_Union[Trick, _Mapping]] = ..., last_trick: _Optional[_Union[Trick, _Mapping]] = ..., trick_history: _Optional[_Iterable[_Union[Trick, _Mapping]]] = ..., scores: _Optional[_Union[Scores, _Mapping]] = ..., over: _Optional[bool] = ..., winners: _Optional[_Iterable[int]] = ..., table: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., deal_commitment: _Optional[str] = ...) -> None: ...
 
 class Zone(_message.Message):
     __slots__ = ("name", "cards")
