@@ -319,7 +319,7 @@ class LiveMatch:
             raise RuntimeError("the decks of a match are secret until it is over")
         decks = self.decks
         return [DealReveal(deal=d, cards=tuple(decks[d].cards), salt=decks[d].salt,
-                           commitment=deck_commitment(decks[d].salt, decks[d].cards))
+                           commitment=self.commitment_of(d))
                 for d in range(self.deals_dealt) if d in decks]
 
     def open_seats(self) -> list[SeatSlot]:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import shutil
+import subprocess
+from pathlib import Path
 from typing import Any, Awaitable, Iterator
 
 import pytest
@@ -38,3 +41,15 @@ def pytest_runtest_makereport(item, call):
     if report.failed and "engine" in getattr(item, "funcargs", {}):
         report.sections.append(("engine log (tail)", item.funcargs["engine"].log_tail(40)))
     return report
+
+
+def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
+    """A throw-away TLS certificate for localhost / 127.0.0.1 and its key: (cert, key)."""
+    openssl = shutil.which("openssl")
+    assert openssl, "openssl is needed to make a test certificate"
+    key, cert = folder / "key.pem", folder / "cert.pem"
+    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+                    "-out", str(cert), "-days", "1", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    return cert, key

@@ -11,7 +11,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 import stat
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from clients import render
 from clients.local_service import LocalService, free_port
 from engine_service.transport.generated import match_pb2
 
-from .conftest import ADMIN_TOKEN, run
+from .conftest import ADMIN_TOKEN, run, self_signed_certificate
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The keys of `list --json`: MatchSummary's field names, every one, in the proto's order.
@@ -305,13 +304,7 @@ def test_unreachable_engine(engine):
 
 
 def test_tls(tmp_path):
-    openssl = shutil.which("openssl")
-    assert openssl, "openssl is needed to make a test certificate"
-    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
-                    "-out", str(cert), "-days", "1", "-subj", "/CN=localhost",
-                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
-                   check=True, capture_output=True)
+    cert, key = self_signed_certificate(tmp_path)
     with LocalService(admin_token=ADMIN_TOKEN, args=["--tls-cert", str(cert), "--tls-key", str(key)]) as service:
         assert ok(admin(service.target, "list", "--tls", "--ca-file", str(cert), "--server-name", "localhost",
                         "--json")) == ""

@@ -17,7 +17,7 @@ from clients.local_service import LocalService, free_port
 from clients.render import struct_dict
 from engine_service.transport.generated import match_pb2
 
-from .conftest import ADMIN_TOKEN, run
+from .conftest import ADMIN_TOKEN, run, self_signed_certificate
 
 #: Table options that keep a whole match short (the games' own option names).
 SHORT = {"japanese_joker": {"target_score": 11}, "jojotte": {"jj_game_target": 20},
@@ -345,16 +345,7 @@ def test_watch_resumes_across_an_engine_crash(tmp_path):
 
 def test_tls_connection(tmp_path):
     """The engine serves TLS with --tls-cert/--tls-key; the client verifies it with the CA."""
-    import shutil
-    import subprocess
-
-    openssl = shutil.which("openssl")
-    assert openssl, "openssl is needed to make a test certificate"
-    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
-                    "-out", str(cert), "-days", "1", "-subj", "/CN=localhost",
-                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
-                   check=True, capture_output=True)
+    cert, key = self_signed_certificate(tmp_path)
     with LocalService(args=["--tls-cert", str(cert), "--tls-key", str(key)]) as service:
         async def scenario():
             async with cg.connect(service.target, tls=True, root_certificates=cert.read_bytes(),

@@ -100,7 +100,6 @@ def test_nothing_private_is_shown_before_the_start_and_nobody_is_to_act():
     who joins a seat, looks, leaves and joins the next never sees a hand; no to_act, no legal
     action (SubmitAction would answer MATCH_WAITING). At the start the hand and the turn come."""
     from engine_service.sessions.api import Principal
-    from engine_service.sessions.views import SPECTATOR
 
     async def go():
         async with manager() as mgr:
@@ -115,9 +114,9 @@ def test_nothing_private_is_shown_before_the_start_and_nobody_is_to_act():
             tokens = [(await mgr.join_match(s.match_id, seat, f"p{seat}")).token for seat in (0, 1)]
             started = (await mgr.get_view(s.match_id, mgr.authenticate(s.match_id, tokens[0]))).view
             hands = [mgr.state_of(s.match_id).view(seat)["hand"] for seat in (0, 1)]
-            return seen, public, started, hands, SPECTATOR
+            return seen, public, started, hands
 
-    seen, public, started, hands, _ = run(go())
+    seen, public, started, hands = run(go())
     for seat, view in enumerate(seen):
         assert view["hand"] == [] and view["legal"] == [] and view["to_act"] is None
         assert view["seat"] == seat

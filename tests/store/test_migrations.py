@@ -133,30 +133,21 @@ def test_a_sqlite_database_of_schema_2_is_migrated_keeping_its_matches(tmp_path)
     assert after.decks[2] == replace(SALTED, deal=2)
 
 
-def test_a_failing_sqlite_migration_from_2_leaves_the_file_as_it_was(tmp_path, monkeypatch):
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_failing_sqlite_migration_leaves_the_file_as_it_was(tmp_path, monkeypatch, version):
+    """The step after ``version`` fails: the file keeps its version and columns."""
     path = tmp_path / "old.sqlite3"
-    _sqlite_v2(path)
-    monkeypatch.setitem(sqlite_store.MIGRATIONS, 3,
-                        (*sqlite_store.MIGRATIONS[3], "UPDATE no_such_table SET x = 1"))
+    (_sqlite_v1 if version == 1 else _sqlite_v2)(path)
+    step = version + 1
+    monkeypatch.setitem(sqlite_store.MIGRATIONS, step,
+                        (*sqlite_store.MIGRATIONS[step], "UPDATE no_such_table SET x = 1"))
 
     async def go():
         await SqliteStore(path).open()
     with pytest.raises(NotADatabase):
         run(go())
-    assert _user_version(path) == 2 and "salt" not in _columns(path, "decks")
-
-
-def test_a_failing_sqlite_migration_leaves_the_file_as_it_was(tmp_path, monkeypatch):
-    path = tmp_path / "old.sqlite3"
-    _sqlite_v1(path)
-    monkeypatch.setitem(sqlite_store.MIGRATIONS, 2,
-                        (*sqlite_store.MIGRATIONS[2], "UPDATE no_such_table SET x = 1"))
-
-    async def go():
-        await SqliteStore(path).open()
-    with pytest.raises(NotADatabase):
-        run(go())
-    assert _user_version(path) == 1 and "listed" not in _columns(path)
+    assert _user_version(path) == version
+    assert ("listed" in _columns(path)) == (version == 2)
     assert "salt" not in _columns(path, "decks")
 
 

@@ -67,28 +67,31 @@ def test_a_second_store_on_a_sqlite_file_is_refused_naming_the_holder(tmp_path):
     assert stat.S_IMODE(os.stat(f"{path}.lock").st_mode) == 0o600
 
 
-def test_a_waiting_store_opens_once_the_holder_lets_go(tmp_path):
-    path = tmp_path / "db.sqlite3"
-
+def _waited_for_the_holder(make, release_after_s: float) -> float:
+    """Open a store, and a second one with a lock wait while the first closes after
+    ``release_after_s``: how long the second waited (it then writes, as the owner)."""
     async def go():
-        first = SqliteStore(path)
+        first = make()
         await first.open()
 
         async def let_go():
-            await asyncio.sleep(0.4)
+            await asyncio.sleep(release_after_s)
             await first.close()
 
         releasing = asyncio.create_task(let_go())
         started = time.monotonic()
-        second = SqliteStore(path, lock_wait_s=10)
+        second = make(lock_wait_s=10)
         await second.open()
         waited = time.monotonic() - started
         await releasing
         await second.create_match(record())
         await second.close()
         return waited
+    return run(go())
 
-    waited = run(go())
+
+def test_a_waiting_store_opens_once_the_holder_lets_go(tmp_path):
+    waited = _waited_for_the_holder(lambda **kw: SqliteStore(tmp_path / "db.sqlite3", **kw), 0.4)
     assert 0.3 <= waited < 5
 
 
@@ -171,8 +174,7 @@ def _lock_backend(pg_database, schema: str) -> int | None:
 
 
 def _terminate(pg_database, pid: int) -> None:
-    with connect(pg_database.url) as conn:
-        conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    pg_database.execute("SELECT pg_terminate_backend(%s)", (pid,))
 
 
 def take_over(pg_database, schema: str):
@@ -227,25 +229,7 @@ def test_a_second_store_on_a_postgres_schema_is_refused_naming_the_holder(pg_dat
 
 
 def test_a_waiting_postgres_store_opens_once_the_holder_lets_go(pg_url):
-    async def go():
-        first = PostgresStore(pg_url)
-        await first.open()
-
-        async def let_go():
-            await asyncio.sleep(0.5)
-            await first.close()
-
-        releasing = asyncio.create_task(let_go())
-        started = time.monotonic()
-        second = PostgresStore(pg_url, lock_wait_s=10)
-        await second.open()
-        waited = time.monotonic() - started
-        await releasing
-        await second.create_match(record())
-        await second.close()
-        return waited
-
-    assert 0.4 <= run(go()) < 5
+    assert 0.4 <= _waited_for_the_holder(lambda **kw: PostgresStore(pg_url, **kw), 0.5) < 5
 
 
 def test_a_crashed_holders_session_releases_the_lock(pg_url):
