@@ -193,6 +193,15 @@ class DealReveal:
 
 
 @dataclass(frozen=True)
+class Inspection:
+    """The admin's look at a match: its summary and its omniscient view, of the same moment
+    (one read: no action lands between them)."""
+
+    summary: MatchSummary
+    envelope: "ViewEnvelope"
+
+
+@dataclass(frozen=True)
 class JoinResult:
     match_id: str
     seat: int
@@ -301,8 +310,9 @@ class MatchService(Protocol):
     # admin
     async def list_matches(self, status: str = "", game: str = "", limit: int = 100) -> list[MatchSummary]: ...
 
-    async def inspect_match(self, match_id: str) -> ViewEnvelope:
-        """Omniscient view for the admin (every hand, the stock: never sent to players)."""
+    async def inspect_match(self, match_id: str) -> Inspection:
+        """The summary and the omniscient view for the admin (every hand, the stock: never
+        sent to players), of the same sequence number."""
 
     async def terminate_match(self, match_id: str, reason: str) -> MatchSummary: ...
 

@@ -7,8 +7,9 @@ For the decision at hand the clock arms exactly one of:
   loop, under a deadline; any failure falls back to the auto-move policy;
 * a **turn deadline** (GJ-12.1, JJK-10.3) for a player: on expiry one move by the game's
   auto-move policy, recorded as an ordinary action with ``by="auto"``;
-* nothing, when the table has no deadline or a two-player game waits for its absent player
-  (JJK-10.2).
+* nothing, when the table has no deadline or a player of a two-player game is away (JJK-10.2:
+  no turn timer runs during the wait, not even for the connected player, who may still make
+  the decisions that are theirs).
 
 Absence: a joined seat whose last watch stream closed gets a grace window
 (``reconnect_grace_s``); when it expires the rulebook's policy applies (:mod:`.policy`).
@@ -67,8 +68,8 @@ class MatchClock:
                                          f"bot-{m.match_id}-{key[0]}")
             return
         m.bot_key = None
-        if m.policy == FORFEIT and slot.absent:  # JJK-10.2: no clock while the player is away
-            self.disarm(m)
+        if m.policy == FORFEIT and any(s.absent for s in m.seats):  # JJK-10.2 (D)
+            self.disarm(m)  # no turn timer during the wait, whoever is to act
             return
         delay = m.turn_time_s * self.config.time_scale
         if delay <= 0:

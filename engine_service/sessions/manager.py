@@ -45,8 +45,8 @@ from ..rules.game import CHANCE
 from ..rules.registry import all_games, get_game
 from ..store import MatchListing, Store, StoreError, open_store
 from ..store.base import STATUSES, MatchRecord, SeatRecord, StoredMatch
-from .api import (BadRequest, BotInfo, CreateMatchRequest, DealReveal, GameInfo, JoinResult,
-                  LimitExceeded, MatchEvent, MatchNotActive, MatchNotFound, MatchNotOver,
+from .api import (BadRequest, BotInfo, CreateMatchRequest, DealReveal, GameInfo, Inspection,
+                  JoinResult, LimitExceeded, MatchEvent, MatchNotActive, MatchNotFound, MatchNotOver,
                   MatchSummary, PermissionDenied, Principal, SeatConfig, SeatInfo, SeatTaken,
                   SessionError, StaleSequence, SubmitResult, Unauthenticated, Unavailable,
                   ViewEnvelope)
@@ -453,8 +453,9 @@ class MatchManager:
             raise MatchNotOver("the decks are revealed once the match is over")
         return m.reveals()
 
-    async def inspect_match(self, match_id: str) -> ViewEnvelope:
-        """Omniscient view: every hand and zone, the first dealer and every deck."""
+    async def inspect_match(self, match_id: str) -> Inspection:
+        """The summary and the omniscient view (every hand and zone, the first dealer and
+        every deck), read together: nothing awaits between them, so both show one seq."""
         self._require_open()
         m = await self._get(match_id)
         env = m.envelope(ADMIN)
@@ -462,7 +463,7 @@ class MatchManager:
         view["first_dealer"] = m.first_dealer
         view["decks"] = [list(m.decks[d].cards) for d in sorted(m.decks)]
         view["seats"] = m.presence()
-        return ViewEnvelope(env.match_id, env.seq, env.status, view, env.deadline, None)
+        return Inspection(m.summary(), replace(env, view=view))
 
     async def export_transcript(self, match_id: str) -> dict[str, Any]:
         """The match as a card-transcript/1 object (decks included: admin only)."""

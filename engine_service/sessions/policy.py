@@ -10,8 +10,10 @@
   the rulebook's policy:
 
   - two-player games (Japanese Joker, Klaberjass, Jo-Jotte: JJK-10.2 via NOTATION section 5):
-    :data:`FORFEIT`, the absent player loses the match. While the absent player is to act no
-    turn timer runs: the match waits for the player or the end of the grace period. When both
+    :data:`FORFEIT`, the absent player loses the match. During the wait no turn timer runs
+    (JJK-10.2 (D)): the connected player may still make the decisions that are theirs, with no
+    deadline, and the match stops at the absent player's next decision until the player
+    returns (each decision then gets a fresh timer) or the grace period ends. When both
     are absent, the first window to expire decides; windows expiring at the same instant
     (both started together, e.g. by a server restart) end the match without a winner;
   - four-player games (Georgian Joker, GJ-12.3/12.4): :data:`BOT_TAKEOVER`, turn timers run

@@ -624,12 +624,13 @@ def _cards_of(value: Any) -> list[str]:
     return [str(c) for c in value or ()]
 
 
-def inspect_message(summary: api.MatchSummary, env: api.ViewEnvelope) -> admin_pb2.InspectMatchResponse:
+def inspect_message(inspection: api.Inspection) -> admin_pb2.InspectMatchResponse:
     """The admin's omniscient answer: the view plus every hand, every zone and the decks. The
     session layer's admin view carries ``hands`` (per seat), ``zones`` (name -> codes or
     bitmask), ``first_dealer`` and ``decks``."""
+    env = inspection.envelope
     v = env.view
-    msg = admin_pb2.InspectMatchResponse(match=summary_message(summary), view=view_message(env))
+    msg = admin_pb2.InspectMatchResponse(match=summary_message(inspection.summary), view=view_message(env))
     hands = v.get("hands")
     if isinstance(hands, Mapping):
         hands = [hands[k] for k in sorted(hands, key=int)]

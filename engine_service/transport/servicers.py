@@ -233,10 +233,9 @@ class AdminServicer(_Base, admin_pb2_grpc.AdminServiceServicer):
         self._require_admin(context)
         match_id = codec.require_match_id(request.match_id)
         current_rpc().note(match_id=match_id)
-        env = await self._service.inspect_match(match_id)
-        summary = await self._service.get_match(match_id)
-        current_rpc().note(seq=env.seq)
-        return codec.inspect_message(summary, env)
+        inspection = await self._service.inspect_match(match_id)
+        current_rpc().note(seq=inspection.envelope.seq)
+        return codec.inspect_message(inspection)
 
     @unary
     async def TerminateMatch(self, request: admin_pb2.TerminateMatchRequest, context) -> admin_pb2.TerminateMatchResponse:

@@ -389,7 +389,7 @@ def test_admin_decks_and_first_dealer_are_used_and_stay_secret():
             random.Random(5).shuffle(deck)
             s = await mgr.create_match(CreateMatchRequest(game=GAME, decks=[deck], first_dealer=1), admin=True)
             state = mgr.state_of(s.match_id)
-            inspected = await mgr.inspect_match(s.match_id)
+            inspected = (await mgr.inspect_match(s.match_id)).envelope
             spectator = await mgr.get_view(s.match_id, Principal("spectator", s.match_id))
             return s, state, inspected, spectator, deck
 

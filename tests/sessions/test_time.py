@@ -125,6 +125,40 @@ def test_two_player_reconnection_in_time_gets_a_fresh_deadline():
     assert events[0].kind == "snapshot" and events[0].view.deadline == rearmed
 
 
+@pytest.mark.parametrize("game_id", ["japanese_joker", "klaberjass"])
+def test_two_player_no_timer_runs_for_the_connected_player_during_the_wait(game_id):
+    """JJK-10.2 (D), NOTATION 5: "During the wait no turn timer runs; the connected player may
+    still make a decision that is theirs": the opponent's disconnection stops the deadline of
+    the player to act, who may still move; the reconnection re-arms a fresh one."""
+    async def go():
+        # time_scale: 10 s of turn time last 0.3 s (the Joker options take whole seconds)
+        async with manager(config(reconnect_grace_s=100.0, time_scale=0.03)) as mgr:
+            match_id, ps = await open_match(mgr, game_id, turn_time_s=10)
+            m = mgr._matches[match_id]
+            streams = await connect_all(mgr, match_id, ps)
+            actor = m.state.to_act()
+            armed = m.deadline
+            await streams[1 - actor].close()
+            await until(lambda: not m.seats[1 - actor].present)
+            paused = m.deadline
+            seq = m.seq
+            await asyncio.sleep(0.6)  # twice the turn time: no auto-move may happen
+            auto_moved = m.seq != seq
+            view = await mgr.get_view(match_id, ps[actor])
+            moved = await mgr.submit_action(match_id, ps[actor], view.view["legal"][0], view.seq)
+            deadline_after_move = m.deadline
+            back = Stream(mgr, match_id, ps[1 - actor])
+            await until(lambda: m.seats[1 - actor].present)
+            rearmed, now = m.deadline, time.time()
+            await close_all(streams + [back])
+            return armed, paused, auto_moved, moved, deadline_after_move, rearmed, now
+
+    armed, paused, auto_moved, moved, after_move, rearmed, now = run(go())
+    assert armed is not None and paused is None and not auto_moved
+    assert moved.seq >= 1 and after_move is None, "the connected player moves; still no timer"
+    assert rearmed is not None and 0.2 < rearmed - now <= 0.31, "a fresh turn time on reconnection"
+
+
 def test_two_player_first_grace_window_to_expire_decides():
     async def go():
         async with manager(config(reconnect_grace_s=0.4)) as mgr:

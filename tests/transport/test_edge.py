@@ -122,7 +122,7 @@ class ScriptedService:
     async def inspect_match(self, match_id):
         env = _view(seat=None)
         view = dict(env.view, hands=[["AS"], ["KH"]], zones={"hand0": 1, "hand1": 1 << 10})
-        return api.ViewEnvelope("m1", 3, "active", view)
+        return api.Inspection(_summary(), api.ViewEnvelope("m1", 3, "active", view))
 
     async def terminate_match(self, match_id, reason):
         return _summary("terminated")

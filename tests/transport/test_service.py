@@ -257,6 +257,8 @@ async def test_admin_decks_make_the_deal_and_inspect_is_omniscient():
         inspected = await srv.admin.InspectMatch(admin_pb2.InspectMatchRequest(match_id=match_id), metadata=bearer(ADMIN_TOKEN))
         assert inspected.first_dealer == 1 and list(inspected.decks[0].cards) == deck
         assert inspected.view.dealer == 1
+        assert inspected.match.seq == inspected.view.seq and inspected.match.match_id == match_id
+        assert list(inspected.match.deal_commitments) == [inspected.view.deal_commitment]
         zones = {z.name: {c.code for c in z.cards} for z in inspected.zones}
         assert set().union(*zones.values()) == set(deck), "the zones cover the pack"
         for hand in inspected.hands:
