@@ -14,8 +14,8 @@ never the engine's internals, and adds what every client otherwise writes by han
   acting on a stale view, and :meth:`SeatSession.act` re-decides on the fresh view an ABORTED
   error carries;
 * **fair dealing**: :meth:`Client.reveal_deals` (or a session's ``reveal_deals``) fetches the
-  decks once a match is over, and :func:`verify_deal` checks each against the commitment the
-  summaries published while it was played (docs/api.md, "Fair dealing");
+  cards the table saw of every deck once a match is over, and :func:`verify_deal` checks each
+  against the commitment published while it was played (docs/api.md, "Fair dealing");
 * **clear errors**: a failed call raises a :class:`CardGamesError` subclass chosen by status
   code, carrying the code, the message, the google.rpc.ErrorInfo ``reason`` and ``metadata``
   and, for a stale sequence number, the current :class:`View`.
@@ -244,21 +244,40 @@ def is_finished(status: int) -> bool:
     return status in (MatchStatus.MATCH_STATUS_FINISHED, MatchStatus.MATCH_STATUS_TERMINATED)
 
 
-def deal_commitment(salt: str, cards: Sequence[str]) -> str:
-    """The commitment to a deck (docs/api.md, "Fair dealing"): the lowercase hex SHA-256 of the
-    UTF-8 text ``"<salt>:<card codes top first, comma-separated>"``."""
-    return hashlib.sha256(f"{salt}:{','.join(cards)}".encode("utf-8")).hexdigest()
+def card_hash(salt: str, card: str) -> str:
+    """The hash of one card of a committed deck (docs/api.md, "Fair dealing"): the lowercase
+    hex SHA-256 of the UTF-8 text ``"<card salt>:<card code>"``."""
+    return hashlib.sha256(f"{salt}:{card}".encode("utf-8")).hexdigest()
+
+
+def _is_hex(text: str, digits: int) -> bool:
+    return len(text) == digits and all(c in "0123456789abcdef" for c in text)
 
 
 def verify_deal(reveal: DealReveal, commitment: str | None = None) -> bool:
-    """Whether a revealed deal (RevealDeals) matches its commitment: ``commitment`` is the one
-    you saw in a MatchSummary while the match was played (``deal_commitments[reveal.deal]``;
-    None: the one the reveal carries). A deal without a salt (recorded before commitments
-    existed) has nothing to verify: False."""
-    expected = reveal.commitment if commitment is None else commitment
-    if not reveal.salt or not expected:
+    """Whether a revealed deal (RevealDeals) opens its commitment: ``commitment`` is the one you
+    saw while the match was played (``deal_commitments[reveal.deal]`` of a MatchSummary, or a
+    View's ``deal_commitment``; None: the one the reveal carries). Every shown card is hashed
+    with its salt, every hidden position taken as its hash, and the SHA-256 of the hashes
+    (comma-separated, top first) must be the commitment. False as well for a deal that cannot
+    be opened card by card (recorded before commitments existed, or before schema 4). Then
+    check that the cards you held and saw played are the revealed ones at their places."""
+    expected = (reveal.commitment if commitment is None else commitment).lower()
+    cards, salts, hashes = list(reveal.cards), list(reveal.card_salts), list(reveal.card_hashes)
+    if not expected or not cards or not (len(cards) == len(salts) == len(hashes)):
         return False
-    return deal_commitment(reveal.salt, list(reveal.cards)) == expected.lower()
+    shown = [c for c in cards if c]
+    if len(set(shown)) != len(shown):
+        return False
+    opened = []
+    for card, salt, digest in zip(cards, salts, hashes):
+        if card and _is_hex(salt, 32) and not digest:
+            opened.append(card_hash(salt, card))
+        elif not card and not salt and _is_hex(digest, 64):
+            opened.append(digest)
+        else:
+            return False
+    return hashlib.sha256(",".join(opened).encode("ascii")).hexdigest() == expected
 
 
 # ---- the client ------------------------------------------------------------------------------
@@ -377,10 +396,10 @@ class Client:
         return SeatSession(self, reply.match_id, reply.seat, reply.seat_token)
 
     async def reveal_deals(self, match_id: str, *, token: str | None = None) -> list[DealReveal]:
-        """Every deal's deck, salt and commitment of a match that is over (RevealDeals; before
-        the end FailedPrecondition, reason ``MATCH_NOT_OVER``). Sent with ``token`` (a seat
-        token), else the client's admin token, else none (a spectator: the match must allow
-        spectators). Check each with :func:`verify_deal`."""
+        """Every deal's commitment opened for the cards the table saw, of a match that is over
+        (RevealDeals; before the end FailedPrecondition, reason ``MATCH_NOT_OVER``). Sent with
+        ``token`` (a seat token), else the client's admin token, else none (a spectator: the
+        match must allow spectators). Check each with :func:`verify_deal`."""
         reply = await self.call(self.stub.RevealDeals, card_games_pb2.RevealDealsRequest(match_id=match_id),
                                 token=token or self._admin_token, retry=True)
         return list(reply.deals)
@@ -448,7 +467,8 @@ class _Audience:
         return await self.client.get_match(self.match_id)
 
     async def reveal_deals(self) -> list[DealReveal]:
-        """The match's decks once it is over, as this audience (:meth:`Client.reveal_deals`)."""
+        """The match's decks, opened for the cards shown, once it is over, as this audience
+        (:meth:`Client.reveal_deals`)."""
         reply = await self.client.call(self.client.stub.RevealDeals,
                                        card_games_pb2.RevealDealsRequest(match_id=self.match_id),
                                        token=self.token, retry=True)

@@ -201,7 +201,7 @@ class Client {
   }
 
   /**
-   * Fair dealing: every deal's deck with its salt and commitment, once the match is over
+   * Fair dealing: every deal's commitment opened for the cards shown, once the match is over
    * (before: CardGamesError FAILED_PRECONDITION / MATCH_NOT_OVER). `token`: a seat token, or
    * none for a spectator. Check each with verifyDeal.
    */
@@ -309,14 +309,27 @@ class Seat {
 }
 
 /**
- * Whether a revealed deal matches its commitment: the lowercase hex SHA-256 of
- * "<salt>:<card codes top first, comma-separated>" (docs/api.md, "Fair dealing").
+ * Whether a revealed deal opens its commitment (docs/api.md, "Fair dealing"): every shown card
+ * is hashed with its salt (SHA-256 of "<card salt>:<card>"), every hidden position is taken as
+ * its hash, and the SHA-256 of those hashes, top first and comma-separated, must be the
+ * commitment seen while the match was played. False for a deal that cannot be opened card by
+ * card (recorded before commitments existed, or before schema 4).
  */
 function verifyDeal(reveal, commitment = reveal.commitment) {
-  if (!reveal.salt || !commitment) return false;
-  const digest = require('node:crypto').createHash('sha256')
-    .update(`${reveal.salt}:${(reveal.cards || []).join(',')}`, 'utf8').digest('hex');
-  return digest === commitment;
+  const sha256 = (text) => require('node:crypto').createHash('sha256').update(text, 'utf8').digest('hex');
+  const cards = reveal.cards || [];
+  const salts = reveal.card_salts || [];
+  const hashes = reveal.card_hashes || [];
+  if (!commitment || !cards.length || cards.length !== salts.length || cards.length !== hashes.length) return false;
+  const shown = cards.filter((c) => c);
+  if (new Set(shown).size !== shown.length) return false;
+  const opened = [];
+  for (let i = 0; i < cards.length; i += 1) {
+    if (cards[i] && /^[0-9a-f]{32}$/.test(salts[i]) && !hashes[i]) opened.push(sha256(`${salts[i]}:${cards[i]}`));
+    else if (!cards[i] && !salts[i] && /^[0-9a-f]{64}$/.test(hashes[i])) opened.push(hashes[i]);
+    else return false;
+  }
+  return sha256(opened.join(',')) === commitment.toLowerCase();
 }
 
 module.exports = { Client, Seat, CardGamesError, toCardGamesError, verifyDeal, api };

@@ -183,13 +183,16 @@ class MatchSummary:
 
 @dataclass(frozen=True)
 class DealReveal:
-    """One deal's deck, revealed once its match is over: the cards (top first), the salt and
-    the commitment published while the match was played (both "" for an unsalted deck)."""
+    """What is revealed of one deal's deck once its match is over (:mod:`.fairness`): per
+    position top first, the card and its salt when the table saw it, else "" and the card's
+    hash; and the commitment published while the match was played ("" for an unsalted deck,
+    whose reveal has the shown cards only, like a deck committed as a whole)."""
 
     deal: int
-    cards: Sequence[str]
-    salt: str
+    cards: Sequence[str]  # "" where the card stayed hidden
     commitment: str
+    card_salts: Sequence[str]  # the salt of each shown card; "" elsewhere
+    card_hashes: Sequence[str]  # the hash of each hidden card; "" elsewhere
 
 
 @dataclass(frozen=True)
@@ -300,8 +303,8 @@ class MatchService(Protocol):
     async def get_match(self, match_id: str) -> MatchSummary: ...
 
     async def reveal_deals(self, match_id: str, principal: Principal) -> list[DealReveal]:
-        """Every deal's deck, salt and commitment, once the match is over (MatchNotOver
-        before); for whoever may view the match."""
+        """Every deal's commitment opened for the cards the table saw, once the match is over
+        (MatchNotOver before); for whoever may view the match."""
         ...
 
     def list_open_matches(self, game: str = "", limit: int = 50) -> list[MatchSummary]:

@@ -443,14 +443,17 @@ class MatchManager:
                 else _summary_of(li) for li in listings]
 
     async def reveal_deals(self, match_id: str, principal: Principal) -> list[DealReveal]:
-        """Every deal's deck with its salt and commitment, for whoever may view the match
-        (a seat, a spectator where allowed, the admin), once it is over: before that
-        MatchNotOver, so that nobody learns a card early (docs/api.md, "Fair dealing")."""
+        """Every deal's commitment opened for the cards the table saw (never the others:
+        KL-2.10, JJ-2.8, JJK-9.7), for whoever may view the match (a seat, a spectator where
+        allowed, the admin), once it is over: before that MatchNotOver, so that nobody learns
+        a card early (docs/api.md, "Fair dealing")."""
         self._require_open()
         m = await self._get(match_id)
         self._audience(m, principal)  # who may not view the match may not see its decks
         if not m.over:
             raise MatchNotOver("the decks are revealed once the match is over")
+        if m.shown is None:  # a replay of the match: off the event loop, once
+            m.shown = await asyncio.to_thread(m.shown_cards)
         return m.reveals()
 
     async def inspect_match(self, match_id: str) -> Inspection:

@@ -18,8 +18,9 @@ from ..rules.errors import RulesError
 from ..rules.game import CHANCE, Game, State
 from ..rules.registry import get_game
 from ..rules.views import ViewMaker
-from ..store.base import ActionRecord, DeckRecord, MatchRecord, SeatRecord, deck_commitment
+from ..store.base import ActionRecord, DeckRecord, MatchRecord, SeatRecord
 from .api import DealReveal, MatchStatus, MatchSummary, SeatInfo, ViewEnvelope
+from .fairness import deck_commitment, reveal, shown_cards
 from .policy import absence_policy
 from .views import ADMIN, SPECTATOR, Audience, before_start, view_for
 from .watchers import Watcher
@@ -120,7 +121,7 @@ class LiveMatch:
                  "spectators_allowed", "name", "takeover_bot", "listed", "created_at", "status", "result",
                  "ended_at", "seats", "decks", "actions", "client_ids", "state", "deals_dealt",
                  "policy", "lock", "watchers", "timer_key", "timer_handle", "deadline", "bot_key",
-                 "bot_task", "finished_mono", "_memo", "_commitments", "log")
+                 "bot_task", "finished_mono", "_memo", "_commitments", "shown", "log")
 
     def __init__(self, record: MatchRecord, decks: list[DeckRecord], actions: list[ActionRecord]) -> None:
         self.match_id = record.match_id
@@ -160,6 +161,8 @@ class LiveMatch:
         # what was derived from the current state (envelopes, deals scored), made on first use
         self._memo: StateMemo | None = None
         self._commitments: dict[int, str] = {}  # deal -> its deck's commitment, once computed
+        # deal -> the cards the table saw (fairness.shown_cards), once the match is over
+        self.shown: dict[int, frozenset[str]] | None = None
         self.log = structlog.get_logger("engine_service.sessions").bind(
             match_id=self.match_id, game=self.game.id)
 
@@ -282,7 +285,7 @@ class LiveMatch:
             deck = self.decks.get(deal)
             if deck is None:
                 return ""
-            known = self._commitments[deal] = deck_commitment(deck.salt, deck.cards)
+            known = self._commitments[deal] = deck_commitment(deck)
         return known
 
     def presence(self) -> list[dict[str, Any]]:
@@ -313,13 +316,20 @@ class LiveMatch:
         by the admin, stay unannounced until dealt)."""
         return tuple(self.commitment_of(d) for d in range(self.deals_dealt))
 
-    def reveals(self) -> list[DealReveal]:
-        """Every deal dealt, with its cards and salt: only for a match that is over."""
+    def shown_cards(self) -> dict[int, frozenset[str]]:
+        """Per deal dealt, the cards the table saw (:func:`.fairness.shown_cards`): a replay of
+        the whole match, for a match that is over (its log no longer changes)."""
         if not self.over:
             raise RuntimeError("the decks of a match are secret until it is over")
-        decks = self.decks
-        return [DealReveal(deal=d, cards=tuple(decks[d].cards), salt=decks[d].salt,
-                           commitment=self.commitment_of(d))
+        return shown_cards(self.game, self.options, self.first_dealer, self.decks, self.actions)
+
+    def reveals(self) -> list[DealReveal]:
+        """Every deal dealt, its commitment opened for the cards the table saw (``shown``,
+        computed first): only for a match that is over."""
+        if not self.over or self.shown is None:
+            raise RuntimeError("the decks of a match are secret until it is over")
+        decks, shown = self.decks, self.shown
+        return [reveal(decks[d], shown.get(d, frozenset()), self.commitment_of(d))
                 for d in range(self.deals_dealt) if d in decks]
 
     def open_seats(self) -> list[SeatSlot]:

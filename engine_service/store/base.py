@@ -24,7 +24,6 @@ returns (an accepted action is acknowledged only after that).
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 import time
 from abc import ABC, abstractmethod
@@ -112,30 +111,31 @@ class MatchRecord:
     ended_at: float | None = None
 
 
+#: Commitment schemes of a deck (``DeckRecord.scheme``; the formulas are in
+#: ``sessions/fairness.py`` and docs/api.md "Fair dealing"): one hash of the whole deck
+#: (decks recorded under schema 3), or one hash per card, so that the cards the table saw can
+#: be revealed without the others (schema 4 on).
+SCHEME_WHOLE_DECK = 1
+SCHEME_PER_CARD = 2
+
+
 @dataclass(frozen=True)
 class DeckRecord:
     """The deck of one deal (0-based deal index), card codes top card first. Secret.
 
-    ``salt``: 32 lowercase hex digits (16 random bytes) that, with the cards, make the deal's
-    public commitment (:func:`deck_commitment`, docs/api.md "Fair dealing"); "" for decks
-    recorded before schema 3, which have no commitment. Secret until the match is over."""
+    ``salt``: 32 lowercase hex digits (16 random bytes) from which the deal's public
+    commitment is made under ``scheme`` (docs/api.md "Fair dealing"); "" for decks recorded
+    before schema 3, which have no commitment. Never revealed."""
 
     deal: int
     cards: tuple[str, ...] = field(repr=False)  # never in a repr that could reach a log line
     salt: str = field(default="", repr=False)
+    scheme: int = SCHEME_PER_CARD
 
 
 def new_salt() -> str:
     """A fresh secret salt for a deck: 16 bytes of the CSPRNG, as 32 lowercase hex digits."""
     return secrets.token_hex(16)
-
-
-def deck_commitment(salt: str, cards: Sequence[str]) -> str:
-    """The public commitment to a deck: the lowercase hex SHA-256 of the UTF-8 text
-    ``"<salt>:<card codes top first, comma-separated>"``; "" when the deck has no salt."""
-    if not salt:
-        return ""
-    return hashlib.sha256(f"{salt}:{','.join(cards)}".encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)

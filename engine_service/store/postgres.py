@@ -51,7 +51,7 @@ from .pg_ownership import CHECK_S, AdvisoryOwnership
 T = TypeVar("T")
 
 APPLICATION = "cardgames-engine"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 META_TABLE = "engine_meta"
 #: Serializes the schema check and creation of processes opening the same database at once.
 OPEN_LOCK_KEY = 0x43474531  # "CGE1", the SQLite store's application_id
@@ -98,6 +98,7 @@ SCHEMA = (
         deal     INTEGER NOT NULL,
         cards    TEXT[] NOT NULL,                    -- card codes, top card first (secret)
         salt     TEXT NOT NULL DEFAULT '',           -- commitment salt, 32 hex ('': none; schema 3)
+        scheme   INTEGER NOT NULL DEFAULT 1,         -- commitment scheme (schema 4; 1: whole deck)
         PRIMARY KEY (match_id, deal)
     )""",
     """CREATE TABLE match_actions (
@@ -121,6 +122,7 @@ SCHEMA = (
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     2: ("ALTER TABLE matches ADD COLUMN listed BOOLEAN NOT NULL DEFAULT false",),
     3: ("ALTER TABLE decks ADD COLUMN salt TEXT NOT NULL DEFAULT ''",),
+    4: ("ALTER TABLE decks ADD COLUMN scheme INTEGER NOT NULL DEFAULT 1",),
 }
 
 
@@ -374,8 +376,8 @@ class PostgresStore(Store):
         try:
             async with conn.cursor() as cur:
                 await cur.executemany(
-                    "INSERT INTO decks (match_id, deal, cards, salt) VALUES (%s,%s,%s,%s)",
-                    [(match_id, d.deal, list(d.cards), d.salt) for d in decks])
+                    "INSERT INTO decks (match_id, deal, cards, salt, scheme) VALUES (%s,%s,%s,%s,%s)",
+                    [(match_id, d.deal, list(d.cards), d.salt, d.scheme) for d in decks])
         except pg_errors.ForeignKeyViolation:
             raise UnknownMatch(f"no match {match_id!r}") from None
         except pg_errors.UniqueViolation:
@@ -481,9 +483,9 @@ class PostgresStore(Store):
             if row is None:
                 return None
             seats = await self._seats(conn, [match_id])
-            decks = tuple(DeckRecord(d, tuple(cards), salt) for d, cards, salt in await (await conn.execute(
-                "SELECT deal, cards, salt FROM decks WHERE match_id = %s ORDER BY deal",
-                (match_id,))).fetchall())
+            decks = tuple(DeckRecord(d, tuple(cards), salt, scheme) for d, cards, salt, scheme in await (
+                await conn.execute("SELECT deal, cards, salt, scheme FROM decks WHERE match_id = %s ORDER BY deal",
+                                   (match_id,))).fetchall())
             actions = tuple(
                 ActionRecord(seq=q, seat=s, action=a, by=b, client_action_id=cid or "", reason=r, at=t)
                 for q, s, a, b, cid, r, t in await (await conn.execute(

@@ -40,7 +40,7 @@ from .ownership import FileOwnership
 T = TypeVar("T")
 
 APPLICATION_ID = 0x43474531  # "CGE1"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 SCHEMA = """
 CREATE TABLE matches (
@@ -79,6 +79,7 @@ CREATE TABLE decks (
     deal     INTEGER NOT NULL,
     cards    TEXT NOT NULL,                     -- JSON list of card codes, top card first
     salt     TEXT NOT NULL DEFAULT '',          -- commitment salt, 32 hex ('': none; schema 3)
+    scheme   INTEGER NOT NULL DEFAULT 1,        -- commitment scheme (schema 4; 1: whole deck)
     PRIMARY KEY (match_id, deal)
 );
 
@@ -104,6 +105,7 @@ CREATE UNIQUE INDEX match_actions_by_client_id
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     2: ("ALTER TABLE matches ADD COLUMN listed INTEGER NOT NULL DEFAULT 0",),
     3: ("ALTER TABLE decks ADD COLUMN salt TEXT NOT NULL DEFAULT ''",),
+    4: ("ALTER TABLE decks ADD COLUMN scheme INTEGER NOT NULL DEFAULT 1",),
 }
 
 
@@ -433,8 +435,8 @@ class SqliteStore(Store):
     def _insert_decks(c: sqlite3.Connection, match_id: str, decks: Sequence[DeckRecord]) -> None:
         for d in decks:
             try:
-                c.execute("INSERT INTO decks (match_id, deal, cards, salt) VALUES (?,?,?,?)",
-                          (match_id, d.deal, _dumps(list(d.cards)), d.salt))
+                c.execute("INSERT INTO decks (match_id, deal, cards, salt, scheme) VALUES (?,?,?,?,?)",
+                          (match_id, d.deal, _dumps(list(d.cards)), d.salt, d.scheme))
             except sqlite3.IntegrityError:
                 raise StoreError(f"match {match_id!r} has a deck for deal {d.deal}") from None
 
@@ -522,8 +524,8 @@ class SqliteStore(Store):
             if row is None:
                 return None
             record = self._record(c, row)
-            decks = tuple(DeckRecord(d, tuple(json.loads(cards)), salt) for d, cards, salt in c.execute(
-                "SELECT deal, cards, salt FROM decks WHERE match_id = ? ORDER BY deal", (match_id,)))
+            decks = tuple(DeckRecord(d, tuple(json.loads(cards)), salt, scheme) for d, cards, salt, scheme in c.execute(
+                "SELECT deal, cards, salt, scheme FROM decks WHERE match_id = ? ORDER BY deal", (match_id,)))
             actions = tuple(
                 ActionRecord(seq=q, seat=s, action=a, by=b, client_action_id=cid or "", reason=r, at=t)
                 for q, s, a, b, cid, r, t in c.execute(

@@ -702,7 +702,9 @@ def submit_response_bytes(res: api.SubmitResult) -> bytes:
 
 
 def reveal_deals_response(reveals: Sequence[api.DealReveal]) -> pb.RevealDealsResponse:
-    """RevealDeals' answer: every deal's deck, salt and commitment (a match that is over)."""
+    """RevealDeals' answer: every deal's commitment opened for the cards shown (a match that
+    is over)."""
     return pb.RevealDealsResponse(deals=[
-        pb.DealReveal(deal=r.deal, cards=list(r.cards), salt=r.salt, commitment=r.commitment)
+        pb.DealReveal(deal=r.deal, cards=list(r.cards), commitment=r.commitment,
+                      card_salts=list(r.card_salts), card_hashes=list(r.card_hashes))
         for r in reveals])

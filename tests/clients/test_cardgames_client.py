@@ -188,7 +188,7 @@ def test_a_listed_match_is_found_in_the_lobby_and_joined(engine):
 def test_fair_dealing_reveal_and_verify(engine):
     """Commit-reveal through the library: the commitments seen while playing are those the
     reveal verifies against; before the end reveal_deals is FailedPrecondition MATCH_NOT_OVER;
-    a changed card or salt does not verify."""
+    a changed card, salt or hash does not verify."""
 
     async def scenario():
         async with cg.connect(engine.target) as client:
@@ -217,8 +217,18 @@ def test_fair_dealing_reveal_and_verify(engine):
             forged.cards[0], forged.cards[1] = forged.cards[1], forged.cards[0]
             assert not cg.verify_deal(forged)
             forged.CopyFrom(deals[0])
-            forged.salt = "0" * 32
+            forged.card_salts[0] = "0" * 32
             assert not cg.verify_deal(forged)
+            # a position given by its hash instead of its card opens the same commitment (the
+            # reveal of a card the table did not see); a wrong hash does not
+            assert all(deals[0].cards), "a deal played to its end showed every card"
+            hidden = cg.DealReveal()
+            hidden.CopyFrom(deals[0])
+            hidden.card_hashes[5] = cg.card_hash(hidden.card_salts[5], hidden.cards[5])
+            hidden.cards[5], hidden.card_salts[5] = "", ""
+            assert cg.verify_deal(hidden)
+            hidden.card_hashes[5] = cg.card_hash("1" * 32, deals[0].cards[5])
+            assert not cg.verify_deal(hidden)
             assert not cg.verify_deal(deals[0], final[-1]) or len(final) == 1
 
     run(scenario())

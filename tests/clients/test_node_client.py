@@ -71,7 +71,7 @@ const { Client, verifyDeal } = require('./cardgames');
   try { await client.revealDeals(listed.match_id); } catch (e) { early = `${e.code} ${e.reason}`; }
   console.log(JSON.stringify({ listed: listed.match_id, flag: listed.listed, hidden: hidden.match_id,
                                ids: open.map((m) => m.match_id), commitments: listed.deal_commitments,
-                               early, forged: verifyDeal({ salt: 'ab', cards: ['JS'] }, 'cd') }));
+                               early, forged: verifyDeal({ cards: ['JS'], card_salts: ['0'.repeat(32)], card_hashes: [''] }, 'cd') }));
   client.close();
 })().catch((e) => { console.error(e); process.exit(1); });
 """
@@ -87,3 +87,30 @@ def test_node_client_lobby_and_fair_dealing(engine, node):
     # fair dealing: deal 0's commitment from the creation on, the decks only after the end
     assert len(out["commitments"]) == 1 and len(out["commitments"][0]) == 64
     assert out["early"] == "FAILED_PRECONDITION MATCH_NOT_OVER" and out["forged"] is False
+
+
+_VERIFY = """
+const { verifyDeal } = require('./cardgames');
+const reveals = JSON.parse(process.argv[1]);
+console.log(JSON.stringify(reveals.map((r) => verifyDeal(r))));
+"""
+
+
+def test_node_verify_deal_agrees_with_the_server_on_partial_reveals(node):
+    """The Node client opens the server's card-by-card commitments (docs/api.md, "Fair
+    dealing"): a reveal with hidden positions verifies, a moved card or a changed hash does
+    not."""
+    from engine_service.sessions.fairness import deck_commitment, reveal
+    from engine_service.store.base import DeckRecord
+
+    deck = DeckRecord(0, ("JS", "7H", "AD", "X1", "TC"), "00112233445566778899aabbccddeeff")
+    shown = reveal(deck, frozenset({"JS", "AD", "TC"}), deck_commitment(deck))
+    as_json = {"deal": 0, "cards": list(shown.cards), "commitment": shown.commitment,
+               "card_salts": list(shown.card_salts), "card_hashes": list(shown.card_hashes)}
+    moved = dict(as_json, cards=["AD", "", "JS", "", "TC"])
+    changed = dict(as_json, card_hashes=["", "0" * 64, "", shown.card_hashes[3], ""])
+    result = subprocess.run([node, "-e", _VERIFY, json.dumps([as_json, moved, changed])], cwd=NODE_DIR,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert shown.cards == ("JS", "", "AD", "", "TC")
+    assert json.loads(result.stdout) == [True, False, False]

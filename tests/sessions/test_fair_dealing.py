@@ -1,36 +1,55 @@
 """Fair dealing (commit-reveal, docs/api.md "Fair dealing"): every deck the server records has a
-fresh secret salt; summaries carry the commitment of every deal dealt so far; the decks and
-salts are revealed (reveal_deals) only once the match is over, to whoever may view it; the
+fresh secret salt and is committed card by card; summaries carry the commitment of every deal
+dealt so far; once the match is over (and only then, to whoever may view it) reveal_deals opens
+each commitment for the cards the table saw and for no other (KL-2.10, JJ-2.8, JJK-9.7); the
 salts are stored, so a restart changes no commitment; explicit (admin) decks and a deck dealt
-on resume are salted too."""
+on resume are salted too; decks of older schemas keep their commitments and reveal no more."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import hmac
 import random
 import re
 
 import pytest
 
+from clients.cardgames_client import verify_deal
 from engine_service.observability.metrics import Metrics
+from engine_service.rules.cards import card_code
 from engine_service.rules.registry import get_game
 from engine_service.sessions.api import (CreateMatchRequest, MatchNotOver, PermissionDenied,
                                          Principal)
 from engine_service.sessions.chance import random_deck
 from engine_service.sessions.manager import MatchManager
 from engine_service.store import MatchRecord, MemoryStore, SeatRecord, SqliteStore
+from engine_service.store.base import SCHEME_WHOLE_DECK, ActionRecord, DeckRecord
 from tests.crash import crash
 
-from .helpers import config, manager, open_match, play_random, run
+from .helpers import GAMES, Stream, config, manager, open_match, play_random, run
 
 ADMIN = Principal("admin")
 HEX64 = re.compile(r"[0-9a-f]{64}")
 HEX32 = re.compile(r"[0-9a-f]{32}")
 
 
-def commitment(salt: str, cards) -> str:
-    """docs/api.md's formula, written out independently of the engine."""
-    return hashlib.sha256(f"{salt}:{','.join(cards)}".encode()).hexdigest()
+def commitment(deck_salt: str, cards) -> str:
+    """docs/api.md's formula, written out independently of the engine: per card an HMAC-derived
+    salt and a hash, then the hash of the hashes."""
+    hashes = []
+    for i, card in enumerate(cards):
+        salt = hmac.new(bytes.fromhex(deck_salt), str(i).encode(), "sha256").hexdigest()[:32]
+        hashes.append(hashlib.sha256(f"{salt}:{card}".encode()).hexdigest())
+    return hashlib.sha256(",".join(hashes).encode()).hexdigest()
+
+
+def opened(reveal) -> str:
+    """The commitment a reveal opens to (shown cards hashed with their salts, hidden hashes
+    as given), computed here rather than by the client library."""
+    hashes = [hashlib.sha256(f"{salt}:{card}".encode()).hexdigest() if card else digest
+              for card, salt, digest in zip(reveal.cards, reveal.card_salts, reveal.card_hashes)]
+    return hashlib.sha256(",".join(hashes).encode()).hexdigest()
 
 
 def spectator(match_id: str) -> Principal:
@@ -41,9 +60,13 @@ def check_reveals(reveals, commitments) -> None:
     assert [r.deal for r in reveals] == list(range(len(commitments)))
     assert [r.commitment for r in reveals] == list(commitments)
     for r in reveals:
-        assert HEX32.fullmatch(r.salt) and HEX64.fullmatch(r.commitment)
-        assert commitment(r.salt, r.cards) == r.commitment
-    assert len({r.salt for r in reveals}) == len(reveals)  # a fresh salt per deck
+        assert HEX64.fullmatch(r.commitment)
+        assert len(r.cards) == len(r.card_salts) == len(r.card_hashes)
+        for card, salt, digest in zip(r.cards, r.card_salts, r.card_hashes):
+            assert (HEX32.fullmatch(salt) and not digest) if card else (not salt and HEX64.fullmatch(digest))
+        assert opened(r) == r.commitment and verify_deal(r)
+    salts = [s for r in reveals for s in r.card_salts if s]
+    assert len(set(salts)) == len(salts)  # a salt of its own per card and per deck
 
 
 def test_commitments_grow_deal_by_deal_and_are_revealed_only_after_the_end():
@@ -74,7 +97,8 @@ def test_commitments_grow_deal_by_deal_and_are_revealed_only_after_the_end():
     assert len(set(len(s) for s in seen)) >= 3  # they appeared one deal at a time
     assert all(r == reveals[0] for r in reveals.values())  # the same for every audience
     check_reveals(reveals[0], final)
-    assert [list(r.cards) for r in reveals[0]] == [d["deck"] for d in data["deals"]]
+    for r, deal in zip(reveals[0], data["deals"]):  # each shown card at its place in the deck
+        assert [c for c in r.cards if c] and all(c in ("", d) for c, d in zip(r.cards, deal["deck"]))
 
 
 def test_only_who_may_view_the_match_gets_the_reveal():
@@ -112,7 +136,7 @@ def test_explicit_decks_are_salted_and_committed_when_dealt():
     first, reveals = run(go())
     assert len(first) == 1  # the decks given for later deals are not announced before they are dealt
     check_reveals(reveals, first)
-    assert list(reveals[0].cards) == decks[0]
+    assert all(c in ("", d) for c, d in zip(reveals[0].cards, decks[0]))
 
 
 def test_a_restart_keeps_every_salt_and_commitment(tmp_path):
@@ -173,4 +197,117 @@ def test_a_deck_dealt_on_resume_is_salted():
     assert len(summary.deal_commitments) >= 1
     assert list(summary.deal_commitments) == [r.commitment for r in reveals]
     check_reveals(reveals, summary.deal_commitments)
-    assert stored.decks[0].salt == reveals[0].salt != ""
+    assert stored.decks[0].salt and commitment(stored.decks[0].salt, stored.decks[0].cards) == reveals[0].commitment
+
+
+def card_codes(value, pack: frozenset[str]) -> set[str]:
+    """Every card code in a JSON-like value."""
+    if isinstance(value, str):
+        return {value} & pack
+    if isinstance(value, dict):
+        return set().union(*(card_codes(v, pack) for v in value.values()))
+    if isinstance(value, (list, tuple)):
+        return set().union(*(card_codes(v, pack) for v in value))
+    return set()
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_reveal_opens_only_what_the_spectators_saw(game_id, seed):
+    """No leak through the reveal (KL-2.10, JJ-2.8, JJK-9.7, GJ-11.3): of a match ended at a
+    random point (terminated, or resigned in a two-player game), every revealed card is a card
+    the spectators' stream showed in that deal (in a view of it, or named by one of its
+    actions), and every card an action of the deal named is revealed."""
+    game = get_game(game_id)
+    pack = frozenset(card_code(c) for c in game.pack)
+
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, game_id)
+            watcher = Stream(mgr, match_id, spectator(match_id))
+            rng = random.Random(seed)
+            await play_random(mgr, match_id, ps, rng, max_actions=rng.randrange(40, 160))
+            if (await mgr.get_match(match_id)).status == "active":
+                if len(ps) == 2 and seed == 1:
+                    await mgr.leave_match(match_id, ps[rng.randrange(2)], resign=True)
+                else:
+                    await mgr.terminate_match(match_id, "test")
+            final = await mgr.get_match(match_id)
+            while not watcher.events or watcher.events[-1].kind != "match_ended":
+                await asyncio.sleep(0.01)
+            await watcher.close()
+            return final, watcher.events, await mgr.reveal_deals(match_id, ps[0])
+
+    final, events, reveals = run(go())
+    check_reveals(reveals, final.deal_commitments)
+    seen: dict[int, set[str]] = {}
+    named: dict[int, set[str]] = {}
+    deal = 0
+    for e in events:
+        if e.kind == "action":  # the action belongs to the deal of the view before it
+            named.setdefault(deal, set()).update(t for t in e.action.split(":") if t in pack)
+        if e.view is not None:
+            deal = int(e.view.view.get("deal_number") or 0)
+            view = {k: v for k, v in e.view.view.items() if k != "deal_results"}
+            seen.setdefault(deal, set()).update(card_codes(view, pack))
+    for r in reveals:
+        shown = {c for c in r.cards if c}
+        assert shown <= seen.get(r.deal, set()) | named.get(r.deal, set()), f"deal {r.deal} reveals unseen cards"
+        assert named.get(r.deal, set()) <= shown, f"deal {r.deal} hides a card its actions named"
+    if game_id in ("klaberjass", "jojotte"):  # KL-2.10, JJ-2.8: D[19..30] are never revealed
+        assert all(not any(r.cards[19:31]) for r in reveals)
+
+
+def test_a_resigned_japanese_joker_deal_reveals_no_hidden_card():
+    """JJK-9.7: "When a match ends early (JJK-10), unplayed hidden cards (hands, down cards) are
+    not revealed"; a deal played to its end has shown every card."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "japanese_joker")
+            rng = random.Random(4)
+            while len((await mgr.get_match(match_id)).deal_commitments) < 2:
+                assert await play_random(mgr, match_id, ps, rng, max_actions=1) == 1
+            await play_random(mgr, match_id, ps, rng, max_actions=5)
+            m = mgr._matches[match_id]
+            hidden = set(m.state.hand_codes(m.state.secret_cards(None)))
+            await mgr.leave_match(match_id, ps[0], resign=True)
+            return hidden, await mgr.reveal_deals(match_id, ps[1])
+
+    hidden, reveals = run(go())
+    assert len(reveals) == 2 and all(reveals[0].cards), "the finished deal showed all 36 cards"
+    unfinished = reveals[1]
+    assert hidden and not hidden & set(unfinished.cards)
+    assert sum(1 for c in unfinished.cards if not c) == len(hidden)
+    assert verify_deal(unfinished)
+
+
+def test_decks_of_older_schemas_keep_their_commitments_and_reveal_only_shown_cards():
+    """A deck committed as a whole (schema 3) keeps its published commitment; one recorded
+    before commitments has none. Their reveals carry the shown cards, no salt, no proof."""
+    game = get_game("klaberjass")
+    decks = [list(random_deck(game)) for _ in range(2)]
+    whole_salt = "00112233445566778899aabbccddeeff"
+    store = MemoryStore()
+
+    async def go():
+        await store.open()
+        record = MatchRecord(match_id="old", game="klaberjass", options={}, first_dealer=0,
+                             seats=(SeatRecord(0, player_name="a", token_hash="x" * 64),
+                                    SeatRecord(1, player_name="b", token_hash="y" * 64)),
+                             status="active", created_at=1.0)
+        await store.create_match(record, [DeckRecord(0, tuple(decks[0]), whole_salt, SCHEME_WHOLE_DECK),
+                                          DeckRecord(1, tuple(decks[1]))])
+        for seq, (seat, action) in enumerate([(1, "pass"), (0, "pass"), (1, "pass"), (0, "pass")], 1):
+            await store.append_action("old", ActionRecord(seq, seat, action))  # deal 0 thrown in
+        async with manager(store=store) as mgr:
+            summary = await mgr.terminate_match("old", "test")
+            return summary, await mgr.reveal_deals("old", ADMIN)
+
+    summary, reveals = run(go())
+    whole = hashlib.sha256(f"{whole_salt}:{','.join(decks[0])}".encode()).hexdigest()
+    assert list(summary.deal_commitments) == [whole, ""]
+    assert [r.commitment for r in reveals] == [whole, ""]
+    for r, deck in zip(reveals, decks):
+        assert not any(r.card_salts) and not any(r.card_hashes) and not verify_deal(r)
+        assert [c for c in r.cards if c] and all(c in ("", d) for c, d in zip(r.cards, deck))
+        assert not any(r.cards[19:31])

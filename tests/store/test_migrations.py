@@ -1,7 +1,8 @@
-"""Upgrades: a database made by the first release (schema 1) or the lobby's (schema 2: the
-decks have no salt yet) is migrated in place when the current store opens it, all steps in one transaction, keeping every match; the migration runs
-only in the engine that owns the database; a newer schema is refused (test_store.py,
-test_postgres.py)."""
+"""Upgrades: a database made by the first release (schema 1), the lobby's (schema 2: the decks
+have no salt yet) or fair dealing's (schema 3: decks committed as a whole) is migrated in place
+when the current store opens it, all steps in one transaction, keeping every match and every
+deck's commitment scheme; the migration runs only in the engine that owns the database; a newer
+schema is refused (test_store.py, test_postgres.py)."""
 
 from __future__ import annotations
 
@@ -19,11 +20,12 @@ from engine_service.store.sqlite import APPLICATION_ID, SCHEMA_VERSION, SqliteSt
 
 from .pg import connect, url_with
 from engine_service.store import DeckRecord
-from engine_service.store.base import new_salt
+from engine_service.store.base import SCHEME_WHOLE_DECK, new_salt
 
 from .test_store import record, run
 from .v1_schema import POSTGRES_V1, SQLITE_V1
 from .v2_schema import POSTGRES_V2, SQLITE_V2
+from .v3_schema import POSTGRES_V3, SQLITE_V3
 
 
 #: A deck recorded by the current release: its salt must be kept after a migration.
@@ -101,8 +103,8 @@ def test_a_sqlite_database_of_schema_1_is_migrated_keeping_its_matches(tmp_path)
 
     migrated_from, old, new, second = run(go())
     assert (migrated_from, second) == (1, None)
-    assert _user_version(path) == SCHEMA_VERSION == 3 and "listed" in _columns(path)
-    assert "salt" in _columns(path, "decks")
+    assert _user_version(path) == SCHEMA_VERSION == 4 and "listed" in _columns(path)
+    assert {"salt", "scheme"} <= set(_columns(path, "decks"))
     assert old.record.name == "old table" and old.record.listed is False and old.record.status == "active"
     assert [a.action for a in old.actions] == ["pass"] and old.decks[0].cards == ("JS", "7H")
     assert old.decks[0].salt == ""  # a deck of before schema 3: no commitment
@@ -126,10 +128,11 @@ def test_a_sqlite_database_of_schema_2_is_migrated_keeping_its_matches(tmp_path)
 
     migrated_from, old, after = run(go())
     assert migrated_from == 2
-    assert _user_version(path) == 3 and "salt" in _columns(path, "decks")
+    assert _user_version(path) == 4 and {"salt", "scheme"} <= set(_columns(path, "decks"))
     assert old.record.name == "old table" and old.record.listed is True and old.record.status == "active"
     assert [a.action for a in old.actions] == ["pass"]
-    assert old.decks == (DeckRecord(0, ("JS", "7H")), DeckRecord(1, ("7H", "JS")))
+    assert old.decks == (DeckRecord(0, ("JS", "7H"), "", SCHEME_WHOLE_DECK),
+                         DeckRecord(1, ("7H", "JS"), "", SCHEME_WHOLE_DECK))
     assert after.decks[2] == replace(SALTED, deal=2)
 
 
@@ -174,6 +177,33 @@ def _postgres_v2(pg_database, schema: str) -> None:
     pg_database.execute("INSERT INTO decks VALUES ('old', 0, ARRAY['JS', '7H'])", schema=schema)
 
 
+#: A deck as fair dealing's first release (schema 3) recorded it: salted, committed as a whole.
+WHOLE = DeckRecord(0, ("JS", "7H"), "00112233445566778899aabbccddeeff", SCHEME_WHOLE_DECK)
+
+
+def _sqlite_v3(path) -> None:
+    conn = sqlite3.connect(path)
+    conn.executescript(SQLITE_V3)
+    conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+    conn.execute("PRAGMA user_version=3")
+    conn.execute("INSERT INTO matches VALUES ('old', 'klaberjass', '{}', 1, 30.0, 60.0, 1, 'old table', '', "
+                 "1.0, 'active', NULL, NULL, 0)")
+    conn.execute("INSERT INTO decks VALUES ('old', 0, ?, ?)", (json.dumps(list(WHOLE.cards)), WHOLE.salt))
+    conn.commit()
+    conn.close()
+
+
+def _postgres_v3(pg_database, schema: str) -> None:
+    for statement in POSTGRES_V3:
+        pg_database.execute(statement, schema=schema)
+    pg_database.execute("INSERT INTO engine_meta VALUES ('application', 'cardgames-engine'), "
+                        "('schema_version', '3')", schema=schema)
+    pg_database.execute("INSERT INTO matches VALUES ('old', 'klaberjass', '{}', 1, 30.0, 60.0, true, "
+                        "'old table', '', 1.0, 'active', NULL, NULL, false)", schema=schema)
+    pg_database.execute("INSERT INTO decks VALUES ('old', 0, ARRAY['JS', '7H'], %s)", (WHOLE.salt,),
+                        schema=schema)
+
+
 def _meta_version(pg_database, schema: str) -> str:
     return pg_database.execute("SELECT value FROM engine_meta WHERE key = 'schema_version'", schema=schema)[0][0]
 
@@ -203,7 +233,7 @@ def test_a_postgres_schema_of_version_1_is_migrated_keeping_its_matches(pg_datab
             await st.close()
 
     migrated_from, old, waiting = run(go())
-    assert migrated_from == 1 and _meta_version(pg_database, schema) == str(PG_VERSION) == "3"
+    assert migrated_from == 1 and _meta_version(pg_database, schema) == str(PG_VERSION) == "4"
     assert _has_listed(pg_database, schema) and _has_column(pg_database, schema, "decks", "salt")
     assert old.record.name == "old table" and old.record.listed is False
     assert [li.record.match_id for li in waiting] == ["old"]
@@ -224,10 +254,10 @@ def test_a_postgres_schema_of_version_2_is_migrated_keeping_its_decks(pg_databas
             await st.close()
 
     migrated_from, old, after = run(go())
-    assert migrated_from == 2 and _meta_version(pg_database, schema) == "3"
-    assert _has_column(pg_database, schema, "decks", "salt")
+    assert migrated_from == 2 and _meta_version(pg_database, schema) == "4"
+    assert _has_column(pg_database, schema, "decks", "salt") and _has_column(pg_database, schema, "decks", "scheme")
     assert old.record.name == "old table" and old.record.listed is True and old.record.status == "active"
-    assert old.decks == (DeckRecord(0, ("JS", "7H")),)  # no salt: no commitment
+    assert old.decks == (DeckRecord(0, ("JS", "7H"), "", SCHEME_WHOLE_DECK),)  # no salt: no commitment
     assert after.decks[1] == replace(SALTED, deal=1)
 
 
@@ -247,3 +277,44 @@ def test_only_the_owner_migrates(pg_database, pg_schema):
         assert _meta_version(pg_database, schema) == "1" and not _has_listed(pg_database, schema)
     finally:
         holder.close()
+
+
+def test_a_sqlite_database_of_schema_3_keeps_its_decks_committed_as_a_whole(tmp_path):
+    """Schema 4 records each deck's commitment scheme: the decks of schema 3 stay scheme 1 (the
+    commitments already published must not change), new decks are committed card by card."""
+    path = tmp_path / "old.sqlite3"
+    _sqlite_v3(path)
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        old = await st.load_match("old")
+        await st.append_decks("old", [replace(SALTED, deal=1)])
+        after = await st.load_match("old")
+        await st.close()
+        return st.migrated_from, old, after
+
+    migrated_from, old, after = run(go())
+    assert migrated_from == 3 and _user_version(path) == 4 and "scheme" in _columns(path, "decks")
+    assert old.decks == (WHOLE,)
+    assert after.decks == (WHOLE, replace(SALTED, deal=1)) and after.decks[1].scheme == 2
+
+
+def test_a_postgres_schema_of_version_3_keeps_its_decks_committed_as_a_whole(pg_database, pg_schema):
+    schema, url = pg_schema
+    _postgres_v3(pg_database, schema)
+
+    async def go():
+        st = PostgresStore(url)
+        await st.open()
+        try:
+            old = await st.load_match("old")
+            await st.append_decks("old", [replace(SALTED, deal=1)])
+            return st.migrated_from, old, await st.load_match("old")
+        finally:
+            await st.close()
+
+    migrated_from, old, after = run(go())
+    assert migrated_from == 3 and _meta_version(pg_database, schema) == "4"
+    assert old.decks == (WHOLE,)
+    assert after.decks == (WHOLE, replace(SALTED, deal=1)) and after.decks[1].scheme == 2

@@ -17,7 +17,7 @@ from engine_service.observability.metrics import Metrics
 from engine_service.store import (ActionRecord, DeckRecord, DuplicateClientAction, MatchExists,
                                   MatchRecord, MemoryStore, NotADatabase, SeatRecord,
                                   SequenceConflict, SqliteStore, StoreError, UnknownMatch, open_store)
-from engine_service.store.base import deck_commitment, new_salt
+from engine_service.store.base import SCHEME_WHOLE_DECK, new_salt
 from engine_service.store.postgres import PostgresStore
 from tests.crash import crash
 
@@ -96,9 +96,11 @@ def test_the_lobby_flag_round_trips(kind, make):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_deck_salts_round_trip(kind, make):
-    """Fair dealing: a deck's secret salt is stored with it (created, appended with an action,
-    appended alone) and read back unchanged; a deck without one keeps ""."""
-    salted = [DeckRecord(0, ("JS", "7H", "AD"), new_salt()), DeckRecord(1, ("7H", "JS", "AD"), new_salt()),
+    """Fair dealing: a deck's secret salt and commitment scheme are stored with it (created,
+    appended with an action, appended alone) and read back unchanged; a deck without a salt
+    keeps ""."""
+    salted = [DeckRecord(0, ("JS", "7H", "AD"), new_salt()),
+              DeckRecord(1, ("7H", "JS", "AD"), new_salt(), SCHEME_WHOLE_DECK),
               DeckRecord(2, ("AD", "JS", "7H"), new_salt())]
 
     async def go():
@@ -116,17 +118,8 @@ def test_deck_salts_round_trip(kind, make):
     assert got.decks == tuple(salted)
     assert all(len(d.salt) == 32 and int(d.salt, 16) >= 0 for d in got.decks)
     assert len({d.salt for d in got.decks}) == 3
+    assert [d.scheme for d in got.decks] == [2, 1, 2]
     assert plain.decks == (DECK0,) and plain.decks[0].salt == ""
-
-
-def test_deck_commitment_formula():
-    """The formula of docs/api.md, "Fair dealing": sha256("<salt>:<cards, comma-separated>")."""
-    import hashlib
-    salt = "00112233445566778899aabbccddeeff"
-    expected = hashlib.sha256(b"00112233445566778899aabbccddeeff:JS,7H,AD").hexdigest()
-    assert deck_commitment(salt, ("JS", "7H", "AD")) == expected
-    assert deck_commitment("", ("JS", "7H", "AD")) == ""
-    assert deck_commitment(salt, ("7H", "JS", "AD")) != expected
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -1,10 +1,11 @@
 """Fair dealing over a real channel (docs/api.md "Fair dealing"): a whole match in which every
 MatchSummary (CreateMatch, ListOpenMatches, GetMatch for every audience) carries the commitment
 of every deal dealt so far, growing deal by deal and the same for everybody; RevealDeals is
-FAILED_PRECONDITION / MATCH_NOT_OVER for every audience until the end, then the revealed decks
-verify against the commitments and equal the admin's export; nothing before the end (no
-message to any audience, no log line) holds a salt or a deck; a spectator of a match without
-spectators is refused."""
+FAILED_PRECONDITION / MATCH_NOT_OVER for every audience until the end, then the reveals open
+the commitments, their shown cards are the admin's export's at their places and the unused
+cards stay hidden (KL-2.10); nothing before the end (no message to any audience, no log line)
+holds a card salt, a card hash or a deck, and no log line ever holds one; a spectator of a
+match without spectators is refused."""
 
 from __future__ import annotations
 
@@ -29,9 +30,13 @@ HEX64 = re.compile(r"[0-9a-f]{64}")
 OVER = (match_pb2.MATCH_STATUS_FINISHED, match_pb2.MATCH_STATUS_TERMINATED)
 
 
-def commitment(salt: str, cards) -> str:
-    """docs/api.md's formula, written out independently of the engine."""
-    return hashlib.sha256(f"{salt}:{','.join(cards)}".encode()).hexdigest()
+def opened(reveal) -> str:
+    """The commitment a reveal opens to, by docs/api.md's formula written out independently of
+    the engine and of the client library: shown cards hashed with their salts, hidden hashes
+    as given, the SHA-256 of the list."""
+    hashes = [hashlib.sha256(f"{salt}:{card}".encode()).hexdigest() if card else digest
+              for card, salt, digest in zip(reveal.cards, reveal.card_salts, reveal.card_hashes)]
+    return hashlib.sha256(",".join(hashes).encode()).hexdigest()
 
 
 def deals_dealt_at(transcript: dict) -> list[int]:
@@ -128,12 +133,15 @@ async def test_a_whole_match_commits_to_every_deck_and_reveals_them_after_the_en
     assert all(list(r) == list(deals) for r in reveals.values())
     assert [d.deal for d in deals] == list(range(len(final)))
     assert [d.commitment for d in deals] == final
-    for d in deals:
-        assert commitment(d.salt, d.cards) == d.commitment and verify_deal(d)
-    assert [list(d.cards) for d in deals] == [d["deck"] for d in transcript["deals"]]
-    assert len({d.salt for d in deals}) == len(deals)
-    # nothing received or logged before the end holds a salt or a deck
-    secrets = [d.salt for d in deals] + [",".join(d.cards) for d in deals]
+    for d, exported in zip(deals, transcript["deals"]):
+        assert opened(d) == d.commitment and verify_deal(d) and not d.salt
+        assert all(c in ("", e) for c, e in zip(d.cards, exported["deck"])) and len(d.cards) == 32
+        assert not any(d.cards[19:31]), "KL-2.10: the unused cards are never revealed"
+    salts = [s for d in deals for s in d.card_salts if s]
+    hashes = [h for d in deals for h in d.card_hashes if h]
+    assert len(set(salts)) == len(salts) and len(hashes) >= 12 * len(deals)  # D[19..30] at least
+    # nothing received or logged before the end holds a salt, a hash or a deck
+    secrets = salts + hashes + [",".join(d["deck"]) for d in transcript["deals"]]
     for msg in sent:
         text = msg if isinstance(msg, str) else json_format.MessageToJson(msg) + repr(msg.SerializeToString())
         assert not any(s in text for s in secrets), text[:200]
@@ -141,7 +149,7 @@ async def test_a_whole_match_commits_to_every_deck_and_reveals_them_after_the_en
             assert not message_cards(msg)
     logged = repr(before_end)
     assert logged and not any(s in logged for s in secrets)
-    assert not any(s in repr(logs) for s in [d.salt for d in deals])  # nor after it
+    assert not any(s in repr(logs) for s in salts + hashes)  # nor after it
     truth = truth_by_seq(transcript, [0, 1, SPECTATOR])
     assert check_no_leaks(inboxes, truth) > len(history)
     # the spectator's stream carried every deal's commitment in its views, as published

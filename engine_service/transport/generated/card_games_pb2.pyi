@@ -208,16 +208,20 @@ class RevealDealsRequest(_message.Message):
     def __init__(self, match_id: _Optional[str] = ...) -> None: ...
 
 class DealReveal(_message.Message):
-    __slots__ = ("deal", "cards", "salt", "commitment")
+    __slots__ = ("deal", "cards", "salt", "commitment", "card_salts", "card_hashes")
     DEAL_FIELD_NUMBER: _ClassVar[int]
     CARDS_FIELD_NUMBER: _ClassVar[int]
     SALT_FIELD_NUMBER: _ClassVar[int]
     COMMITMENT_FIELD_NUMBER: _ClassVar[int]
+    CARD_SALTS_FIELD_NUMBER: _ClassVar[int]
+    CARD_HASHES_FIELD_NUMBER: _ClassVar[int]
     deal: int
     cards: _containers.RepeatedScalarFieldContainer[str]
     salt: str
     commitment: str
-    def __init__(self, deal: _Optional[int] = ..., cards: _Optional[_Iterable[str]] = ..., salt: _Optional[str] = ..., commitment: _Optional[str] = ...) -> None: ...
+    card_salts: _containers.RepeatedScalarFieldContainer[str]
+    card_hashes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, deal: _Optional[int] = ..., cards: _Optional[_Iterable[str]] = ..., salt: _Optional[str] = ..., commitment: _Optional[str] = ..., card_salts: _Optional[_Iterable[str]] = ..., card_hashes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RevealDealsResponse(_message.Message):
     __slots__ = ("deals",)

@@ -169,7 +169,7 @@ class CardGamesServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def RevealDeals(self, request, context):
-        """Every deal's deck with the salt of its commitment (MatchSummary.deal_commitments), once
+        """Every deal's commitment (MatchSummary.deal_commitments) opened for the cards shown, once
         the match is finished or terminated (before: FAILED_PRECONDITION, MATCH_NOT_OVER). For
         whoever may view the match: its seats, spectators where allowed, the admin.
         """
