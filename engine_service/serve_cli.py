@@ -107,6 +107,10 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
     loop_type = type(asyncio.get_running_loop())
     log.info("starting", **_summary(settings),
              event_loop="uvloop" if loop_type.__module__.startswith("uvloop") else "asyncio")
+    if 0 < settings.session.bot_pace_s < settings.session.bot_deadline_s:
+        log.warning("bot_pace_below_deadline", bot_pace_s=settings.session.bot_pace_s,
+                    bot_deadline_s=settings.session.bot_deadline_s,
+                    note="a bot that thinks longer than the pace plays later than a forced move (GJ-11.8)")
     try:
         http, _ = start_http_server(settings.metrics_port, addr=settings.metrics_host,
                                     registry=metrics.registry)

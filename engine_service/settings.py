@@ -198,6 +198,9 @@ SETTINGS: tuple[Setting, ...] = (
             "max_watchers_per_match"),
     Setting("bot_deadline_s", float, "time a bot has for one decision", "SECONDS",
             "bot_deadline_s"),
+    Setting("bot_pace_s", _nn_float, "every bot move is played this long after its decision came "
+            "up, forced or not (GJ-11.8; keep it >= the bot deadline; 0: at once)", "SECONDS",
+            "bot_pace_s"),
     Setting("bot_workers", int, "bot worker processes", "N", "bot_workers"),
     Setting("takeover_bot", str, "bot playing for an absent Georgian Joker player (empty: the "
             "rulebook's auto-move policy, GJ-12.2)", "NAME", "takeover_bot"),

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import structlog
+
+# Engines started by the tests (subprocesses inherit this) play bot moves at once: the pacing
+# that hides forced moves (GJ-11.8) has tests of its own, and whole matches against bots
+# would otherwise take minutes.
+os.environ.setdefault("CARDGAMES_BOT_PACE_S", "0")
 
 
 @pytest.fixture(autouse=True)

@@ -127,8 +127,13 @@ class MatchClock:
 
     async def _bot_move(self, m: LiveMatch, key: tuple[int, int], bot: str, view: dict[str, Any],
                         reason: str) -> None:
-        """One decision for a bot-driven seat, from that seat's view only (GJ-11.7)."""
+        """One decision for a bot-driven seat, from that seat's view only (GJ-11.7), played
+        ``bot_pace_s`` after the decision came up whatever the bot took, so that a forced move
+        looks like any other (GJ-11.8, JJK-9.7). The auto-move policy standing in for an absent
+        player (no bot named) plays at once: it costs the same for every decision."""
         seat = key[1]
+        loop = asyncio.get_running_loop()
+        due = loop.time() + self.config.bot_pace_s * self.config.time_scale
         legal = list(view.get("legal") or [])
         action: str | None = None
         if not bot:  # the table's takeover "bot" is the rulebook's auto-move policy
@@ -140,6 +145,8 @@ class MatchClock:
                 self.metrics.bot_failures.labels(bot, failure).inc()
                 m.log.warning("bot_failed", seat=seat, seq=key[0], bot=bot, reason=failure)
                 by, why = "auto", "bot_failed"
+            if due > loop.time():
+                await asyncio.sleep(due - loop.time())
         async with m.lock:
             if m.bot_key != key or m.seq != key[0] or not m.active:
                 return  # the seat's player came back, or the match moved on or ended

@@ -47,6 +47,11 @@ class SessionConfig:
 
     #: Wall-clock budget of one bot decision (the bot host kills a decision past it).
     bot_deadline_s: float = 2.0
+    #: Every bot move is played this long after its decision came up (or when the bot answers,
+    #: if later), forced or not: a move's timing must not show that it was the only legal one
+    #: (GJ-11.8, JJK-9.7). At or above ``bot_deadline_s`` every bot move takes the same time;
+    #: below it, a bot that thinks longer than the pace may still be told apart. 0: no pacing.
+    bot_pace_s: float = 2.0
     #: Worker processes of the bot host when the manager creates it.
     bot_workers: int = 2
     #: The bot that plays an absent or departed seat of a four-player game (GJ-12.4):
@@ -66,7 +71,8 @@ class SessionConfig:
 
     def __post_init__(self) -> None:
         problems = []
-        for name in ("default_turn_time_s", "reconnect_grace_s", "finished_retention_s", "waiting_timeout_s"):
+        for name in ("default_turn_time_s", "reconnect_grace_s", "finished_retention_s", "waiting_timeout_s",
+                     "bot_pace_s"):
             if getattr(self, name) < 0:
                 problems.append(f"{name} must be >= 0")
         for name in ("time_scale", "heartbeat_interval_s", "bot_deadline_s"):

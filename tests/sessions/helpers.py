@@ -26,7 +26,7 @@ def run(coro, timeout: float = 120.0):
 
 
 def config(**overrides: Any) -> SessionConfig:
-    values = dict(db_path="memory:", heartbeat_interval_s=5.0)
+    values = dict(db_path="memory:", heartbeat_interval_s=5.0, bot_pace_s=0.0)  # bots at once
     values.update(overrides)
     return SessionConfig(**values)
 

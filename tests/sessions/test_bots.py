@@ -17,7 +17,7 @@ from engine_service.plugins.host import BotHost
 from engine_service.rules import get_game
 from engine_service.sessions.api import BotInfo, CreateMatchRequest, SeatConfig
 
-from .helpers import GAMES, manager, open_match, run, until
+from .helpers import GAMES, config, manager, open_match, run, until
 
 FAILURES = ["timeout", "exception", "illegal", "crash", "unknown_bot"]
 
@@ -148,3 +148,68 @@ def test_bots_never_block_the_server_or_another_match():
     assert max(latencies) < 0.25, max(latencies)
     assert bot_seq >= 1
     assert metrics.value("cardgames_bot_decision_seconds_count", {"bot": "search"}) >= 1
+
+
+class ThinkingHost:
+    """A bot host whose bot answers at once when it has a single legal action and thinks
+    ``think_s`` otherwise: the timing of the bundled search bot, which a forced move would give
+    away (GJ-11.8)."""
+
+    def __init__(self, think_s: float) -> None:
+        self.think_s = think_s
+
+    def bots(self):
+        return [BotInfo("thinker", tuple(GAMES), "test double")]
+
+    def plays(self, bot, game_id):
+        return bot == "thinker"
+
+    async def decide(self, bot, game_id, seat, view, legal, seed, deadline_s):
+        if len(legal) > 1:
+            await asyncio.sleep(self.think_s)
+        return SimpleNamespace(action=legal[0], failure=None, elapsed_s=0.0)
+
+    async def close(self):
+        pass
+
+
+def test_a_forced_bot_move_takes_as_long_as_any_other():
+    """GJ-11.8: "the server must not play a player's forced move automatically or with a timing
+    that differs observably from a normal move" (JJK-9.7 likewise): every bot move is played
+    bot_pace_s after its decision came up, whether the bot had one legal action or thought."""
+    pace = 0.12
+
+    async def go():
+        async with manager(config(bot_pace_s=pace), host=ThinkingHost(0.04)) as mgr:
+            seats = [SeatConfig("bot", "thinker")] * 4
+            summary = await mgr.create_match(CreateMatchRequest(game="georgian_joker", seats=seats))
+            m = mgr._matches[summary.match_id]
+            await until(lambda: m.seq >= 40 or not m.active, timeout=30)
+            # the server's own times: decision i comes up when action i - 1 is applied
+            return [(m.actions[i].at - m.actions[i - 1].at, len(m.fold(i)[0].legal_actions()) == 1)
+                    for i in range(1, min(m.seq, 40))]
+
+    delays = run(go())
+    forced = [d for d, f in delays if f]
+    free = [d for d, f in delays if not f]
+    assert forced and free, "the first deals of Georgian Joker have forced and free decisions"
+    assert min(forced + free) >= pace - 0.005, "no bot move before the pace"
+    assert max(forced + free) < pace + 0.25, "the thinking hides inside the pace"
+    assert abs(sum(forced) / len(forced) - sum(free) / len(free)) < 0.06
+
+
+def test_without_pacing_a_forced_bot_move_is_immediate():
+    """bot_pace_s = 0 (tests, bot-only tables): a move is played when the bot answers, so the
+    pacing above is what hides a forced move."""
+    async def go():
+        async with manager(config(bot_pace_s=0.0), host=ThinkingHost(0.08)) as mgr:
+            summary = await mgr.create_match(CreateMatchRequest(
+                game="georgian_joker", seats=[SeatConfig("bot", "thinker")] * 4))
+            m = mgr._matches[summary.match_id]
+            start = asyncio.get_running_loop().time()
+            forced_first = len(m.state.legal_actions()) == 1
+            await until(lambda: m.seq >= 1, timeout=5, step=0.001)
+            return forced_first, asyncio.get_running_loop().time() - start
+
+    forced_first, elapsed = run(go())
+    assert elapsed < 0.06 if forced_first else elapsed >= 0.075

@@ -38,7 +38,7 @@ def test_every_game_is_registered():
 async def served(config: SessionConfig | None = None, *, bot_host: Any = None,
                  admin_token: str | None = ADMIN_TOKEN) -> AsyncIterator[Any]:
     metrics = Metrics()
-    mgr = MatchManager(config or SessionConfig(db_path="memory:"), store=MemoryStore(),
+    mgr = MatchManager(config or SessionConfig(db_path="memory:", bot_pace_s=0.0), store=MemoryStore(),
                        bot_host=bot_host, metrics=metrics, create_bot_host=False)
     await mgr.start()
     async with running(mgr, admin_token=admin_token, metrics=metrics) as srv:
@@ -294,7 +294,8 @@ async def test_whole_match_against_bots_with_a_spectator(game):
     try:
         # a generous bot deadline: on a loaded machine a decision that times out is played by
         # the auto-move policy (ACTOR_AUTO), and this test is about bots playing through the API
-        async with served(SessionConfig(db_path="memory:", bot_deadline_s=20.0), bot_host=host) as (mgr, srv):
+        async with served(SessionConfig(db_path="memory:", bot_deadline_s=20.0, bot_pace_s=0.0),
+                          bot_host=host) as (mgr, srv):
             stub = srv.games
             bots = (await stub.ListBots(pb.ListBotsRequest(game=game))).bots
             names = [b.name for b in bots]
