@@ -145,7 +145,7 @@ async function main() {
     }
     process.stdout.write(`${JSON.stringify({
       match_id: summary.match_id, game: summary.game, status: summary.status, seat: me.seat,
-      winners: result.winners, totals: result.totals, reason: result.reason, actions,
+      winners: result.winners, totals: result.totals, outcome: result.outcome, actions,
       deals_verified: reveals.length,
     })}\n`);
     return summary.status === 'MATCH_STATUS_FINISHED' ? 0 : 1;
