@@ -239,21 +239,24 @@ def test_a_postgres_schema_of_version_1_is_migrated_keeping_its_matches(pg_datab
     assert [li.record.match_id for li in waiting] == ["old"]
 
 
+async def _migrate_and_append(url: str):
+    """Open (migrating) a PostgreSQL schema of an older version, read its match, append a deck
+    of this release: (migrated_from, the match as read, the match after the append)."""
+    st = PostgresStore(url)
+    await st.open()
+    try:
+        old = await st.load_match("old")
+        await st.append_decks("old", [replace(SALTED, deal=1)])
+        return st.migrated_from, old, await st.load_match("old")
+    finally:
+        await st.close()
+
+
 def test_a_postgres_schema_of_version_2_is_migrated_keeping_its_decks(pg_database, pg_schema):
     schema, url = pg_schema
     _postgres_v2(pg_database, schema)
 
-    async def go():
-        st = PostgresStore(url)
-        await st.open()
-        try:
-            old = await st.load_match("old")
-            await st.append_decks("old", [replace(SALTED, deal=1)])
-            return st.migrated_from, old, await st.load_match("old")
-        finally:
-            await st.close()
-
-    migrated_from, old, after = run(go())
+    migrated_from, old, after = run(_migrate_and_append(url))
     assert migrated_from == 2 and _meta_version(pg_database, schema) == "4"
     assert _has_column(pg_database, schema, "decks", "salt") and _has_column(pg_database, schema, "decks", "scheme")
     assert old.record.name == "old table" and old.record.listed is True and old.record.status == "active"
@@ -304,17 +307,7 @@ def test_a_postgres_schema_of_version_3_keeps_its_decks_committed_as_a_whole(pg_
     schema, url = pg_schema
     _postgres_v3(pg_database, schema)
 
-    async def go():
-        st = PostgresStore(url)
-        await st.open()
-        try:
-            old = await st.load_match("old")
-            await st.append_decks("old", [replace(SALTED, deal=1)])
-            return st.migrated_from, old, await st.load_match("old")
-        finally:
-            await st.close()
-
-    migrated_from, old, after = run(go())
+    migrated_from, old, after = run(_migrate_and_append(url))
     assert migrated_from == 3 and _meta_version(pg_database, schema) == "4"
     assert old.decks == (WHOLE,)
     assert after.decks == (WHOLE, replace(SALTED, deal=1)) and after.decks[1].scheme == 2
