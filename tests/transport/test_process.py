@@ -149,7 +149,8 @@ def test_kill_9_then_restart_on_the_same_database_loses_nothing(tmp_path):
 
 
 def test_lifecycle_health_reflection_metrics_logs_and_sigterm(tmp_path):
-    service = Service(tmp_path, tmp_path / "db.sqlite3", "svc", CARDGAMES_MAX_MATCHES="50")
+    service = Service(tmp_path, tmp_path / "db.sqlite3", "svc", CARDGAMES_MAX_MATCHES="50",
+                      CARDGAMES_BOT_PACE_S="0.5")  # below the 2 s bot deadline: a warning
     seat_tokens: list[str] = []
     try:
         async def session():
@@ -206,6 +207,8 @@ def test_lifecycle_health_reflection_metrics_logs_and_sigterm(tmp_path):
     events = [line["event"] for line in lines]
     for needed in ("starting", "serving", "signal_received", "draining", "stopped", "exit"):
         assert needed in events, needed
+    paced = [line for line in lines if line["event"] == "bot_pace_below_deadline"]
+    assert [(w["level"], w["bot_pace_s"], w["bot_deadline_s"]) for w in paced] == [("warning", 0.5, 2.0)]
     assert all({"timestamp", "level", "event"} <= line.keys() for line in lines)
     rpcs = [line for line in lines if line["event"] == "rpc"]
     submits = [line for line in rpcs if line["method"].endswith("/SubmitAction")]

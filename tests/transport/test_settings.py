@@ -55,6 +55,17 @@ def test_bad_values_are_errors():
         _parse(["--max-matches", "0"], {})  # SessionConfig refuses it
 
 
+def test_bot_pace_defaults_to_the_bot_deadline_and_is_never_negative():
+    """GJ-11.8: by default a bot move is played no earlier than the bot deadline, so that no
+    move's timing shows it was forced; 0 turns the pacing off; a negative pace is refused."""
+    s = _parse([], {})
+    assert s.session.bot_pace_s == s.session.bot_deadline_s == 2.0
+    assert _parse([], {"CARDGAMES_BOT_PACE_S": "0"}).session.bot_pace_s == 0.0
+    assert _parse(["--bot-pace-s", "5"], {"CARDGAMES_BOT_PACE_S": "0"}).session.bot_pace_s == 5.0
+    with pytest.raises(SystemExit, match="CARDGAMES_BOT_PACE_S"):
+        _parse([], {"CARDGAMES_BOT_PACE_S": "-1"})
+
+
 def test_event_loop_choice():
     """--event-loop: uvloop by default where installed (a dependency off Windows), asyncio on
     request; an unknown loop is an error naming the variable."""
