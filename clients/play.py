@@ -353,8 +353,9 @@ def print_result(summary: Any, seat: int, console: Console) -> None:
     status = match_pb2.MatchStatus.Name(summary.status).removeprefix("MATCH_STATUS_").lower()
     winners = result.get("winners", [])
     names = ", ".join(render.seat_name(summary, w, seat) for w in winners) or "none"
+    how = [str(result[k]) for k in ("outcome", "reason") if result.get(k) and result[k] != "completed"]
     console.print(f"match {summary.match_id} {status}: winners {names}; totals {result.get('totals')}"
-                  + (f" ({result['reason']})" if result.get("reason") else ""))
+                  + (f" ({': '.join(how)})" if how else ""))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

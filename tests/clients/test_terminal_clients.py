@@ -252,3 +252,24 @@ def render_result(summary):
     from clients.render import struct_dict
 
     return struct_dict(summary.result)
+
+
+def test_the_result_line_says_how_the_match_ended():
+    """clients.play's last line names the outcome of a match that did not end by the rules
+    (resigned, forfeit, terminated with its reason), and nothing extra for a completed one."""
+    from google.protobuf import json_format
+    from rich.console import Console
+
+    from clients.play import print_result
+
+    def line(result):
+        summary = match_pb2.MatchSummary(match_id="m1", status=match_pb2.MATCH_STATUS_FINISHED)
+        json_format.ParseDict(result, summary.result)
+        console = Console(record=True, width=200)
+        print_result(summary, 0, console)
+        return console.export_text().strip()
+
+    assert line({"winners": [1], "totals": [0, 3], "outcome": "resigned", "resigned": 0}).endswith("(resigned)")
+    assert line({"winners": [], "totals": [0, 0], "outcome": "terminated", "reason": "stuck"}).endswith(
+        "(terminated: stuck)")
+    assert line({"winners": [0], "totals": [21, 3], "outcome": "completed"}).endswith("totals [21, 3]")
