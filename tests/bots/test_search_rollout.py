@@ -278,8 +278,10 @@ def test_search_is_deterministic_for_a_seed_with_either_rollout(game_id):
 @pytest.mark.parametrize("game_id", SEARCH_GAMES)
 def test_greedy_search_answers_legally_within_its_budget(game_id):
     """No iteration cap: only the 0.1 s budget stops the greedy search (as in
-    test_bots_play_legally.test_search_stops_at_its_budget, twice the budget for a loaded
-    machine), and the answer is legal at every sampled decision point."""
+    test_bots_play_legally.test_search_stops_at_its_budget), and the answer is legal at every
+    sampled decision point. The wall-clock bound leaves 0.5 s for a loaded machine (CI's other
+    test worker can hold this process off the CPU: 0.2 s was overrun once, at 0.26 s); that the
+    budget stopped the search is ``last_iterations < 10**9``."""
     import time
     bot = SearchBot(game_id, SearchParams(iterations=10**9, worlds=8, rollout="greedy"))
     for who, view in _decision_points(game_id, 6, 21):
@@ -288,7 +290,7 @@ def test_greedy_search_answers_legally_within_its_budget(game_id):
         a = bot.decide(req)
         spent = time.monotonic() - t
         assert a in view["legal"]
-        assert spent < 0.2, (game_id, spent)
+        assert spent < 0.1 + 0.5, (game_id, spent)
         assert 0 < bot.last_iterations < 10**9
 
 
