@@ -194,8 +194,8 @@ def test_a_forced_bot_move_takes_as_long_as_any_other():
     free = [d for d, f in delays if not f]
     assert forced and free, "the first deals of Georgian Joker have forced and free decisions"
     assert min(forced + free) >= pace - 0.005, "no bot move before the pace"
-    assert max(forced + free) < pace + 0.25, "the thinking hides inside the pace"
-    assert abs(sum(forced) / len(forced) - sum(free) / len(free)) < 0.06
+    assert max(forced + free) < pace + 0.5, "the thinking hides inside the pace (room for a loaded machine)"
+    assert abs(sum(forced) / len(forced) - sum(free) / len(free)) < 0.08
 
 
 def test_without_pacing_a_forced_bot_move_is_immediate():
