@@ -212,4 +212,4 @@ def test_without_pacing_a_forced_bot_move_is_immediate():
             return forced_first, asyncio.get_running_loop().time() - start
 
     forced_first, elapsed = run(go())
-    assert elapsed < 0.4 if forced_first else elapsed >= 0.5
+    assert elapsed < 0.3 if forced_first else elapsed >= 0.4  # the bot may start before "start"
