@@ -154,3 +154,29 @@ test('watch() reopens a rate-limited stream after the RetryInfo delay', async ()
   assert.deepStrictEqual(opened.map((o) => o.after), [undefined, 3, 3]);
   assert.ok(opened[2].at - opened[1].at >= 290, 'the reopening waited the RetryInfo delay');
 });
+
+test('verifyDeal opens a card-by-card commitment with hidden positions (docs/api.md, "Fair dealing")', () => {
+  const { verifyDeal } = require('../cardgames');
+  const crypto = require('node:crypto');
+  const sha256 = (text) => crypto.createHash('sha256').update(text, 'utf8').digest('hex');
+  const deckSalt = Buffer.from('00112233445566778899aabbccddeeff', 'hex');
+  const deck = ['JS', '7H', 'AD', 'X1', 'TC'];
+  const salts = deck.map((_, i) => crypto.createHmac('sha256', deckSalt).update(String(i), 'ascii').digest('hex').slice(0, 32));
+  const hashes = deck.map((card, i) => sha256(`${salts[i]}:${card}`));
+  const commitment = sha256(hashes.join(','));
+  const hidden = new Set([1, 3]);
+  const reveal = {
+    deal: 0,
+    commitment,
+    cards: deck.map((c, i) => (hidden.has(i) ? '' : c)),
+    card_salts: salts.map((s, i) => (hidden.has(i) ? '' : s)),
+    card_hashes: hashes.map((h, i) => (hidden.has(i) ? h : '')),
+  };
+  assert.strictEqual(verifyDeal(reveal), true);
+  assert.strictEqual(verifyDeal(reveal, commitment.toUpperCase()), true);
+  assert.strictEqual(verifyDeal({ ...reveal, cards: ['AD', '', 'JS', '', 'TC'] }), false, 'cards moved');
+  assert.strictEqual(verifyDeal({ ...reveal, card_hashes: ['', '0'.repeat(64), '', hashes[3], ''] }), false);
+  assert.strictEqual(verifyDeal(reveal, sha256('another deck')), false);
+  assert.strictEqual(verifyDeal({ ...reveal, card_salts: reveal.card_salts.slice(1) }), false, 'lists of unequal length');
+  assert.strictEqual(verifyDeal({ deal: 0, commitment: '', cards: ['JS'], card_salts: [''], card_hashes: [''] }), false);
+});
