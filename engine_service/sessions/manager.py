@@ -764,7 +764,7 @@ class MatchManager:
         if not m.over and m.state.is_over():
             # the last action was written but not the status: derive the end again
             result = self._writer.result(m, "completed")
-            await self._store.set_status(m.match_id, "finished", result, time.time())
+            await self._store.set_status(m.match_id, "finished", result, time.time(), m.deal_commitments())
             m.status, m.result, m.ended_at = "finished", result, time.time()
             self.metrics.matches_finished.labels(m.game.id, "completed").inc()
         if m.over:
@@ -916,5 +916,6 @@ def _summary_of(listing: MatchListing) -> MatchSummary:
                              taken=bool(s.token_hash), present=s.kind == "bot",
                              replaced_by_bot=s.kind == "open" and s.left) for s in r.seats),
         turn_time_s=r.turn_time_s, spectators_allowed=r.spectators_allowed, created_at=r.created_at,
-        name=r.name, result=dict(r.result) if r.result is not None else None, listed=r.listed)
+        name=r.name, result=dict(r.result) if r.result is not None else None, listed=r.listed,
+        deal_commitments=r.deal_commitments)
 

@@ -113,7 +113,7 @@ class MatchWriter:
             self.mark_over(m, "finished", result, "completed")
             self.publish(m, "action", **event)
             try:
-                await self.store.set_status(m.match_id, "finished", result, m.ended_at)
+                await self.store.set_status(m.match_id, "finished", result, m.ended_at, m.deal_commitments())
             except StoreError as exc:  # the log is durable: a restart derives the end again
                 m.log.error("store_status_failed", error=str(exc))
             self.announce_end(m)
@@ -150,7 +150,7 @@ class MatchWriter:
             result = self.result(m, "completed")
             self.mark_over(m, "finished", result, "completed")
             try:
-                await self.store.set_status(m.match_id, "finished", result, m.ended_at)
+                await self.store.set_status(m.match_id, "finished", result, m.ended_at, m.deal_commitments())
             except StoreError as exc:
                 m.log.error("store_status_failed", error=str(exc))
             self.announce_end(m)
@@ -181,7 +181,8 @@ class MatchWriter:
         result = self.result(m, outcome, winners, **info)
         status = "terminated" if outcome == "terminated" else "finished"
         ended_at = time.time()
-        await self.store_call(self.store.set_status(m.match_id, status, result, ended_at), "set_status")
+        await self.store_call(self.store.set_status(m.match_id, status, result, ended_at, m.deal_commitments()),
+                              "set_status")
         self.mark_over(m, status, result, outcome, ended_at)
         self.announce_end(m)
 

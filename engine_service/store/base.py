@@ -109,6 +109,9 @@ class MatchRecord:
     status: str = "waiting"
     result: Mapping[str, Any] | None = None
     ended_at: float | None = None
+    # the public commitment of every deal dealt, recorded with the result when the match ends
+    # (schema 4; empty before): a listing of ended matches shows them without a replay
+    deal_commitments: tuple[str, ...] = ()
 
 
 #: Commitment schemes of a deck (``DeckRecord.scheme``; the formulas are in
@@ -235,8 +238,9 @@ class Store(ABC):
 
     @abstractmethod
     async def set_status(self, match_id: str, status: str, result: Mapping[str, Any] | None = None,
-                         ended_at: float | None = None) -> None:
-        """Change a match's status (and record its result when it ends)."""
+                         ended_at: float | None = None, deal_commitments: Sequence[str] = ()) -> None:
+        """Change a match's status (and record its result and its deals' commitments when it
+        ends)."""
 
     @abstractmethod
     async def append_action(self, match_id: str, action: ActionRecord,

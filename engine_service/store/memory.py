@@ -85,11 +85,12 @@ class MemoryStore(Store):
             row.record = replace(row.record, seats=tuple(seats))
 
     async def set_status(self, match_id: str, status: str, result: Mapping[str, Any] | None = None,
-                         ended_at: float | None = None) -> None:
+                         ended_at: float | None = None, deal_commitments: Sequence[str] = ()) -> None:
         with self._timer.write("set_status"):
             self._check()
             row = self._row(match_id)
-            row.record = replace(row.record, status=status, result=_frozen(result), ended_at=ended_at)
+            row.record = replace(row.record, status=status, result=_frozen(result), ended_at=ended_at,
+                                 deal_commitments=tuple(deal_commitments))
 
     async def append_action(self, match_id: str, action: ActionRecord,
                             decks: Sequence[DeckRecord] = ()) -> None:

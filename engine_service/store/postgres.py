@@ -77,7 +77,8 @@ SCHEMA = (
         status             TEXT NOT NULL CHECK (status IN ('waiting', 'active', 'finished', 'terminated')),
         result             JSONB,                   -- once the match has ended
         ended_at           DOUBLE PRECISION,
-        listed             BOOLEAN NOT NULL DEFAULT false  -- in the lobby while waiting (schema 2)
+        listed             BOOLEAN NOT NULL DEFAULT false,  -- in the lobby while waiting (schema 2)
+        deal_commitments   TEXT[]                  -- recorded at the end (schema 4)
     )""",
     "CREATE INDEX matches_by_status ON matches (status, created_at)",
     "CREATE INDEX matches_by_creation ON matches (created_at, match_id)",
@@ -122,7 +123,8 @@ SCHEMA = (
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     2: ("ALTER TABLE matches ADD COLUMN listed BOOLEAN NOT NULL DEFAULT false",),
     3: ("ALTER TABLE decks ADD COLUMN salt TEXT NOT NULL DEFAULT ''",),
-    4: ("ALTER TABLE decks ADD COLUMN scheme INTEGER NOT NULL DEFAULT 1",),
+    4: ("ALTER TABLE decks ADD COLUMN scheme INTEGER NOT NULL DEFAULT 1",
+        "ALTER TABLE matches ADD COLUMN deal_commitments TEXT[]"),
 }
 
 
@@ -342,11 +344,12 @@ class PostgresStore(Store):
                     await conn.execute(
                         "INSERT INTO matches (match_id, game, options, first_dealer, turn_time_s, "
                         "reconnect_grace_s, spectators_allowed, name, takeover_bot, created_at, "
-                        "status, result, ended_at, listed) "
-                        "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                        "status, result, ended_at, listed, deal_commitments) "
+                        "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
                         (r.match_id, r.game, _json(r.options), r.first_dealer, r.turn_time_s,
                          r.reconnect_grace_s, r.spectators_allowed, r.name, r.takeover_bot,
-                         r.created_at, r.status, _json(r.result), r.ended_at, r.listed))
+                         r.created_at, r.status, _json(r.result), r.ended_at, r.listed,
+                         list(r.deal_commitments) or None))
                 except pg_errors.UniqueViolation:
                     raise MatchExists(f"match {r.match_id!r} exists") from None
                 for s in r.seats:
@@ -388,11 +391,11 @@ class PostgresStore(Store):
         await self._write("save_seat", lambda conn: self._upsert_seat(conn, match_id, seat))
 
     async def set_status(self, match_id: str, status: str, result: Mapping[str, Any] | None = None,
-                         ended_at: float | None = None) -> None:
+                         ended_at: float | None = None, deal_commitments: Sequence[str] = ()) -> None:
         async def fn(conn: psycopg.AsyncConnection) -> None:
             cur = await conn.execute(
-                "UPDATE matches SET status = %s, result = %s, ended_at = %s WHERE match_id = %s",
-                (status, _json(result), ended_at, match_id))
+                "UPDATE matches SET status = %s, result = %s, ended_at = %s, deal_commitments = %s "
+                "WHERE match_id = %s", (status, _json(result), ended_at, list(deal_commitments) or None, match_id))
             if cur.rowcount == 0:
                 raise UnknownMatch(f"no match {match_id!r}")
         await self._write("set_status", fn)
@@ -453,7 +456,7 @@ class PostgresStore(Store):
 
     _MATCH_COLUMNS = ("match_id, game, options, first_dealer, turn_time_s, reconnect_grace_s, "
                       "spectators_allowed, name, takeover_bot, created_at, status, result, ended_at, "
-                      "listed")
+                      "listed, deal_commitments")
 
     @staticmethod
     async def _seats(conn: psycopg.AsyncConnection, match_ids: list[str]) -> dict[str, list[SeatRecord]]:
@@ -469,12 +472,13 @@ class PostgresStore(Store):
     @staticmethod
     def _record(row: Sequence[Any], seats: list[SeatRecord]) -> MatchRecord:
         (match_id, game, options, first_dealer, turn_time_s, grace, spectators, name, takeover,
-         created_at, status, result, ended_at, listed) = row
+         created_at, status, result, ended_at, listed, commitments) = row
         return MatchRecord(
             match_id=match_id, game=game, options=options, first_dealer=first_dealer,
             seats=tuple(seats), turn_time_s=turn_time_s, reconnect_grace_s=grace,
             spectators_allowed=spectators, name=name, takeover_bot=takeover, created_at=created_at,
-            status=status, result=result, ended_at=ended_at, listed=listed)
+            status=status, result=result, ended_at=ended_at, listed=listed,
+            deal_commitments=tuple(commitments or ()))
 
     async def load_match(self, match_id: str) -> StoredMatch | None:
         async def fn(conn: psycopg.AsyncConnection) -> StoredMatch | None:

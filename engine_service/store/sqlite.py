@@ -57,7 +57,8 @@ CREATE TABLE matches (
     status             TEXT NOT NULL CHECK (status IN ('waiting', 'active', 'finished', 'terminated')),
     result             TEXT,                   -- JSON object once the match has ended
     ended_at           REAL,
-    listed             INTEGER NOT NULL DEFAULT 0  -- in the lobby while waiting (schema 2)
+    listed             INTEGER NOT NULL DEFAULT 0,  -- in the lobby while waiting (schema 2)
+    deal_commitments   TEXT                    -- JSON list, recorded at the end (schema 4)
 );
 CREATE INDEX matches_by_status ON matches (status, created_at);
 
@@ -105,7 +106,8 @@ CREATE UNIQUE INDEX match_actions_by_client_id
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     2: ("ALTER TABLE matches ADD COLUMN listed INTEGER NOT NULL DEFAULT 0",),
     3: ("ALTER TABLE decks ADD COLUMN salt TEXT NOT NULL DEFAULT ''",),
-    4: ("ALTER TABLE decks ADD COLUMN scheme INTEGER NOT NULL DEFAULT 1",),
+    4: ("ALTER TABLE decks ADD COLUMN scheme INTEGER NOT NULL DEFAULT 1",
+        "ALTER TABLE matches ADD COLUMN deal_commitments TEXT"),
 }
 
 
@@ -406,11 +408,11 @@ class SqliteStore(Store):
             c.execute(
                 "INSERT INTO matches (match_id, game, options, first_dealer, turn_time_s, "
                 "reconnect_grace_s, spectators_allowed, name, takeover_bot, created_at, status, "
-                "result, ended_at, listed) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "result, ended_at, listed, deal_commitments) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (r.match_id, r.game, _dumps(dict(r.options)), r.first_dealer, r.turn_time_s,
                  r.reconnect_grace_s, int(r.spectators_allowed), r.name, r.takeover_bot,
                  r.created_at, r.status, None if r.result is None else _dumps(dict(r.result)),
-                 r.ended_at, int(r.listed)))
+                 r.ended_at, int(r.listed), _dumps(list(r.deal_commitments)) if r.deal_commitments else None))
         except sqlite3.IntegrityError:
             raise MatchExists(f"match {r.match_id!r} exists") from None
         for s in r.seats:
@@ -452,10 +454,12 @@ class SqliteStore(Store):
         await self._write("save_seat", fn)
 
     async def set_status(self, match_id: str, status: str, result: Mapping[str, Any] | None = None,
-                         ended_at: float | None = None) -> None:
+                         ended_at: float | None = None, deal_commitments: Sequence[str] = ()) -> None:
         def fn(c: sqlite3.Connection) -> None:
-            cur = c.execute("UPDATE matches SET status = ?, result = ?, ended_at = ? WHERE match_id = ?",
-                            (status, None if result is None else _dumps(dict(result)), ended_at, match_id))
+            cur = c.execute("UPDATE matches SET status = ?, result = ?, ended_at = ?, deal_commitments = ? "
+                            "WHERE match_id = ?",
+                            (status, None if result is None else _dumps(dict(result)), ended_at,
+                             _dumps(list(deal_commitments)) if deal_commitments else None, match_id))
             if cur.rowcount == 0:
                 raise UnknownMatch(f"no match {match_id!r}")
         await self._write("set_status", fn)
@@ -495,7 +499,7 @@ class SqliteStore(Store):
     @staticmethod
     def _record(c: sqlite3.Connection, row: tuple) -> MatchRecord:
         (match_id, game, options, first_dealer, turn_time_s, grace, spectators, name, takeover,
-         created_at, status, result, ended_at, listed) = row
+         created_at, status, result, ended_at, listed, commitments) = row
         seats = tuple(
             SeatRecord(seat=s, kind=k, bot=b, player_name=n, token_hash=t or "", joined_at=j, left=bool(lm))
             for s, k, b, n, t, j, lm in c.execute(
@@ -507,11 +511,11 @@ class SqliteStore(Store):
             spectators_allowed=bool(spectators), name=name, takeover_bot=takeover,
             created_at=created_at, status=status,
             result=None if result is None else json.loads(result), ended_at=ended_at,
-            listed=bool(listed))
+            listed=bool(listed), deal_commitments=tuple(json.loads(commitments)) if commitments else ())
 
     _MATCH_COLUMNS = ("match_id, game, options, first_dealer, turn_time_s, reconnect_grace_s, "
                       "spectators_allowed, name, takeover_bot, created_at, status, result, ended_at, "
-                      "listed")
+                      "listed, deal_commitments")
 
     async def load_match(self, match_id: str) -> StoredMatch | None:
         return await self._run(self._load_sync, match_id)

@@ -205,9 +205,9 @@ def test_finished_matches_are_read_back_after_eviction(tmp_path):
             before = await mgr.get_match(s.match_id)
             view_before = await mgr.get_view(s.match_id, Principal("spectator", s.match_id))
             assert mgr.evict_finished() == 1 and mgr.match_ids() == []
+            listed = await mgr.list_matches(status="finished")  # from the store's rows alone
             after = await mgr.get_match(s.match_id)
             view_after = await mgr.get_view(s.match_id, Principal("spectator", s.match_id))
-            listed = await mgr.list_matches(status="finished")
             return before, after, view_before, view_after, listed
         finally:
             await mgr.close()
@@ -215,6 +215,8 @@ def test_finished_matches_are_read_back_after_eviction(tmp_path):
     before, after, vb, va, listed = run(go())
     assert after == before and va.view == vb.view
     assert [m.match_id for m in listed] == [before.match_id] and listed[0].result == before.result
+    # the deals' commitments were recorded with the result: the listing has them (schema 4)
+    assert len(before.deal_commitments) >= 3 and listed[0].deal_commitments == before.deal_commitments
 
 
 class _FirstLegal:

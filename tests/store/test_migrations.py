@@ -103,7 +103,7 @@ def test_a_sqlite_database_of_schema_1_is_migrated_keeping_its_matches(tmp_path)
 
     migrated_from, old, new, second = run(go())
     assert (migrated_from, second) == (1, None)
-    assert _user_version(path) == SCHEMA_VERSION == 4 and "listed" in _columns(path)
+    assert _user_version(path) == SCHEMA_VERSION == 4 and {"listed", "deal_commitments"} <= set(_columns(path))
     assert {"salt", "scheme"} <= set(_columns(path, "decks"))
     assert old.record.name == "old table" and old.record.listed is False and old.record.status == "active"
     assert [a.action for a in old.actions] == ["pass"] and old.decks[0].cards == ("JS", "7H")
@@ -309,5 +309,6 @@ def test_a_postgres_schema_of_version_3_keeps_its_decks_committed_as_a_whole(pg_
 
     migrated_from, old, after = run(_migrate_and_append(url))
     assert migrated_from == 3 and _meta_version(pg_database, schema) == "4"
+    assert _has_column(pg_database, schema, "matches", "deal_commitments")
     assert old.decks == (WHOLE,)
     assert after.decks == (WHOLE, replace(SALTED, deal=1)) and after.decks[1].scheme == 2

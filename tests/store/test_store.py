@@ -226,7 +226,7 @@ def test_listing_filters_and_orders(kind, make):
         await st.create_match(record("b", "jojotte", 2.0))
         await st.create_match(record("c", "klaberjass", 3.0))
         await st.append_action("c", ActionRecord(1, 0, "pass"))
-        await st.set_status("a", "finished", {"winners": [1]}, 9.0)
+        await st.set_status("a", "finished", {"winners": [1]}, 9.0, ("c0" * 32, "c1" * 32))
         everything = await st.list_matches()
         kl = await st.list_matches(game="klaberjass")
         finished = await st.list_matches(statuses=["finished"])
@@ -240,6 +240,8 @@ def test_listing_filters_and_orders(kind, make):
     assert [m.seq for m in everything] == [1, 0, 0]
     assert [m.record.match_id for m in kl] == ["c", "a"]
     assert [(m.record.match_id, dict(m.record.result), m.record.ended_at) for m in finished] == [("a", {"winners": [1]}, 9.0)]
+    assert finished[0].record.deal_commitments == ("c0" * 32, "c1" * 32)  # recorded with the end
+    assert [m.record.deal_commitments for m in everything[:2]] == [(), ()]
     assert [m.record.match_id for m in one] == ["c"]
     assert unfinished == ["b", "c"]
 
