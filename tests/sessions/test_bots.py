@@ -94,7 +94,8 @@ def test_a_failing_bot_falls_back_to_the_auto_move(failure):
     entry = failed[0]
     assert (entry["seat"], entry["seq"], entry["bot"], entry["reason"]) == (seat, 0, "scripted", expected_reason)
     assert entry["match_id"] and entry["game"] == "georgian_joker"
-    assert "X9" not in str(entry) and "action" not in entry  # never the bot's answer
+    # never the bot's answer (the match id is random letters and digits: it may hold "X9")
+    assert "X9" not in str({k: v for k, v in entry.items() if k != "match_id"}) and "action" not in entry
     if failure != "raise":
         assert metrics.value("cardgames_bot_decision_seconds_count", {"bot": "scripted"}) == 1
 
