@@ -22,7 +22,7 @@ from ..store.base import ActionRecord, DeckRecord, MatchRecord, SeatRecord
 from .api import DealReveal, MatchStatus, MatchSummary, SeatInfo, ViewEnvelope
 from .fairness import deck_commitment, reveal, shown_cards
 from .policy import absence_policy
-from .views import ADMIN, SPECTATOR, Audience, before_start, view_for
+from .views import ADMIN, SPECTATOR, Audience, after_end, before_start, view_for
 from .watchers import Watcher
 
 
@@ -256,10 +256,19 @@ class LiveMatch:
                 view = before_start(memo.view(SPECTATOR), audience)
             else:
                 view = memo.view(audience)
+                if self.over and view.get("to_act") is not None:
+                    view = after_end(view)
             env = memo.views[audience] = self._envelope_of(audience, view, self.seq, self.deadline)
             return env
-        return self._envelope_of(audience, view_for(state, audience), self.seq if seq is None else seq,
-                                 deadline)
+        # a view of the past: the match was active then (actions happen only in an active
+        # match); at the last seq of a match that is over, as it ended
+        seq = self.seq if seq is None else seq
+        view = view_for(state, audience)
+        if seq < self.seq:
+            return self._envelope_of(audience, view, seq, deadline, "active")
+        if self.over and view.get("to_act") is not None:
+            view = after_end(view)
+        return self._envelope_of(audience, view, seq, deadline)
 
     def memo(self) -> "StateMemo":
         """The values derived from the current state object (replaced with it)."""
@@ -269,8 +278,8 @@ class LiveMatch:
         return memo
 
     def _envelope_of(self, audience: Audience, view: dict[str, Any], seq: int,
-                     deadline: float | None) -> ViewEnvelope:
-        return ViewEnvelope(match_id=self.match_id, seq=seq, status=self.status, view=view,
+                     deadline: float | None, status: MatchStatus | None = None) -> ViewEnvelope:
+        return ViewEnvelope(match_id=self.match_id, seq=seq, status=status or self.status, view=view,
                             deadline=deadline, seat=audience if isinstance(audience, int) else None,
                             deal_commitment=self.commitment_of(int(view.get("deal_number") or 0)))
 

@@ -67,6 +67,17 @@ def before_start(public: Mapping[str, Any], audience: Audience) -> dict[str, Any
     return view
 
 
+def after_end(view: Mapping[str, Any]) -> dict[str, Any]:
+    """The view of a match ended by the session (a resignation, a forfeit, a termination) in a
+    state where the rules still name a seat to act: nobody may act any more (SubmitAction
+    answers MATCH_NOT_ACTIVE), so no ``to_act`` and no legal action, as at an end by the
+    rules."""
+    view = dict(view)
+    view["to_act"] = None
+    view["legal"] = []
+    return view
+
+
 _CARD_RE = re.compile(r"(?<![A-Za-z0-9])([AKQJT9876][SHDC]|X[12])(?![A-Za-z0-9])")
 
 

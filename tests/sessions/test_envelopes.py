@@ -10,7 +10,7 @@ import random
 from engine_service.sessions.api import Principal
 from engine_service.sessions.views import SPECTATOR, view_for
 
-from .helpers import Stream, config, manager, open_match, run, until
+from .helpers import Stream, collect, config, manager, open_match, play_random, run, until
 
 
 def test_one_envelope_per_audience_and_state():
@@ -50,3 +50,36 @@ def test_one_envelope_per_audience_and_state():
                 await stream.close()
 
     run(go())
+
+
+def test_a_match_ended_early_names_nobody_to_act_and_its_past_views_were_active():
+    """After a resignation or a termination nobody may act (SubmitAction answers
+    MATCH_NOT_ACTIVE), so no view names a seat to act or offers a legal action, although the
+    rules' state still has a player to act; a view replayed from before the end has the status
+    the match had then (active), not today's."""
+
+    async def go():
+        async with manager() as mgr:
+            out = {}
+            for how in ("resign", "terminate"):
+                match_id, ps = await open_match(mgr, "japanese_joker")
+                m = mgr._matches[match_id]
+                await play_random(mgr, match_id, ps, random.Random(2), max_actions=6)
+                assert m.state.to_act() >= 0
+                if how == "resign":
+                    await mgr.leave_match(match_id, ps[0], resign=True)
+                else:
+                    await mgr.terminate_match(match_id, "test")
+                spectator = Principal(kind="spectator", match_id=match_id)
+                views = [await mgr.get_view(match_id, p) for p in (*ps, spectator)]
+                replayed = await collect(mgr.watch(match_id, ps[1], 0))
+                out[how] = views, replayed, m.seq
+            return out
+
+    for how, (views, replayed, last) in run(go()).items():
+        assert all(v.view["to_act"] is None and not v.view["legal"] for v in views), how
+        assert {v.status for v in views} == {"finished" if how == "resign" else "terminated"}
+        actions = [e for e in replayed if e.kind == "action"]
+        assert [e.seq for e in actions] == list(range(1, last + 1))
+        assert {e.view.status for e in actions if e.seq < last} == {"active"}
+        assert replayed[-1].kind == "match_ended" and replayed[-1].view.view["to_act"] is None
