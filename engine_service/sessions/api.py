@@ -283,6 +283,10 @@ class MatchService(Protocol):
         """Resolve a bearer token (None: spectator) for ``match_id``; Unauthenticated for an
         unknown token, PermissionDenied for a token of another match or seat."""
 
+    async def recall(self, match_id: str) -> bool:
+        """Bring a stored match back into memory if it is not held (an ended match past its
+        retention), so that its seat tokens are known again; whether it was brought back."""
+
     async def create_match(self, request: CreateMatchRequest, *, admin: bool = False) -> MatchSummary: ...
 
     async def join_match(self, match_id: str, seat: int | None, player_name: str) -> JoinResult:

@@ -243,8 +243,10 @@ class MatchManager:
         """Resolve a bearer token for ``match_id`` (see api.MatchService.authenticate).
 
         ``admin``: the transport has verified the admin token. No token: a spectator. A seat
-        token is valid while its match is held in memory (unfinished, or finished less than
-        ``finished_retention_s`` ago).
+        token is known while its match is held in memory (unfinished, or finished less than
+        ``finished_retention_s`` ago); for a token it does not know the transport recalls an
+        ended match from the store (:meth:`recall`), so a seat token works for as long as the
+        match is stored.
         """
         if admin:
             return Principal(kind="admin", match_id=match_id)
@@ -257,6 +259,17 @@ class MatchManager:
         if match_id and owner != match_id:
             raise PermissionDenied("this seat token belongs to another match", reason="WRONG_MATCH")
         return Principal(kind="seat", match_id=owner, seat=seat)
+
+    async def recall(self, match_id: str) -> bool:
+        """See api.MatchService.recall: True when ``match_id`` was stored but not held."""
+        self._require_open()
+        if match_id in self._matches:
+            return False
+        try:
+            await self._get(match_id)
+        except MatchNotFound:
+            return False
+        return True
 
     # ---- creating and joining -------------------------------------------------------------
 

@@ -77,22 +77,30 @@ class _Base:
         self._service = service
         self._admin = admin
 
-    def _principal(self, match_id: str, context: grpc.aio.ServicerContext) -> api.Principal:
+    async def _principal(self, match_id: str, context: grpc.aio.ServicerContext) -> api.Principal:
         """The caller for ``match_id``: admin (admin token), a seat (seat token) or a
-        spectator (no token); the session layer resolves seat tokens."""
+        spectator (no token); the session layer resolves seat tokens. A token it does not know
+        may belong to an ended match no longer held in memory: the match is recalled from the
+        store once, and the token asked again (a player can still reveal and verify the deals
+        of a match that ended long ago)."""
         token = bearer_token(context.invocation_metadata())
         if self._admin.is_admin(token):
             principal = self._service.authenticate(match_id, None, admin=True)
         else:
-            principal = self._service.authenticate(match_id, token)
+            try:
+                principal = self._service.authenticate(match_id, token)
+            except api.Unauthenticated:
+                if not match_id or not await self._service.recall(match_id):
+                    raise
+                principal = self._service.authenticate(match_id, token)
         current_rpc().note(match_id=match_id, seat=principal.seat)
         return principal
 
-    def _seat_principal(self, match_id: str, context: grpc.aio.ServicerContext,
-                        what: str) -> api.Principal:
+    async def _seat_principal(self, match_id: str, context: grpc.aio.ServicerContext,
+                              what: str) -> api.Principal:
         """The caller, who must hold a seat token: no token is UNAUTHENTICATED, the admin or a
         spectator PERMISSION_DENIED (they have no seat to act for)."""
-        principal = self._principal(match_id, context)
+        principal = await self._principal(match_id, context)
         if principal.kind != "seat":
             if bearer_token(context.invocation_metadata()) is None:
                 raise api.Unauthenticated(f"a seat token is required to {what}")
@@ -149,7 +157,7 @@ class CardGamesServicer(_Base, card_games_pb2_grpc.CardGamesServiceServicer):
     @unary
     async def GetView(self, request: pb.GetViewRequest, context) -> pb.GetViewResponse:
         match_id = codec.require_match_id(request.match_id)
-        principal = self._principal(match_id, context)
+        principal = await self._principal(match_id, context)
         env = await self._service.get_view(match_id, principal)
         current_rpc().note(seq=env.seq)
         return pb.GetViewResponse(view=codec.view_message(env))
@@ -166,7 +174,7 @@ class CardGamesServicer(_Base, card_games_pb2_grpc.CardGamesServiceServicer):
             # docs/api.md: up to 128 printable characters, "anything else is BAD_CLIENT_ACTION_ID"
             raise api.BadRequest(f"client_action_id is longer than {MAX_CLIENT_ACTION_ID_CHARS} "
                                  "characters", reason="BAD_CLIENT_ACTION_ID", field="client_action_id")
-        principal = self._seat_principal(match_id, context, "act")
+        principal = await self._seat_principal(match_id, context, "act")
         expected = request.expected_seq if request.HasField("expected_seq") else None
         result = await self._service.submit_action(match_id, principal, request.action, expected,
                                                    request.client_action_id)
@@ -178,7 +186,7 @@ class CardGamesServicer(_Base, card_games_pb2_grpc.CardGamesServiceServicer):
         """Yields each message's wire bytes, encoded once for every watcher of an audience
         (see server.add_with_encoded_responses)."""
         match_id = codec.require_match_id(request.match_id)
-        principal = self._principal(match_id, context)
+        principal = await self._principal(match_id, context)
         after = request.after_seq if request.HasField("after_seq") else -1
         rpc = current_rpc()
         events = self._service.watch(match_id, principal, after)
@@ -190,7 +198,7 @@ class CardGamesServicer(_Base, card_games_pb2_grpc.CardGamesServiceServicer):
     @unary
     async def LeaveMatch(self, request: pb.LeaveMatchRequest, context) -> pb.LeaveMatchResponse:
         match_id = codec.require_match_id(request.match_id)
-        principal = self._seat_principal(match_id, context, "leave or resign")
+        principal = await self._seat_principal(match_id, context, "leave or resign")
         summary = await self._service.leave_match(match_id, principal, request.resign)
         current_rpc().note(seq=summary.seq)
         return pb.LeaveMatchResponse(match=codec.summary_message(summary))
@@ -205,7 +213,7 @@ class CardGamesServicer(_Base, card_games_pb2_grpc.CardGamesServiceServicer):
     @unary
     async def RevealDeals(self, request: pb.RevealDealsRequest, context) -> pb.RevealDealsResponse:
         match_id = codec.require_match_id(request.match_id)
-        principal = self._principal(match_id, context)
+        principal = await self._principal(match_id, context)
         reveals = await self._service.reveal_deals(match_id, principal)
         return codec.reveal_deals_response(reveals)
 

@@ -80,6 +80,10 @@ class ScriptedService:
             raise api.PermissionDenied("this token is for another match", reason="WRONG_MATCH")
         raise api.Unauthenticated("unknown token")
 
+    async def recall(self, match_id):
+        self.calls.append(("recall", match_id))
+        return False
+
     async def create_match(self, request, *, admin=False):
         self.calls.append(("create_match", request, admin))
         self._maybe_fail()

@@ -169,3 +169,31 @@ async def test_reveal_deals_of_an_unknown_match_and_without_match_id():
         empty = await expect_error(srv.games.RevealDeals(pb.RevealDealsRequest()))
     assert (missing.code, missing.reason) == (grpc.StatusCode.NOT_FOUND, "MATCH_NOT_FOUND")
     assert (empty.code, empty.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "MISSING_FIELD")
+
+
+@run
+async def test_a_seat_token_still_reveals_the_deals_after_the_match_left_memory():
+    """An ended match leaves memory after finished_retention_s; its seat tokens keep working
+    (the match is recalled from the store for a token the service does not know), so a player
+    can verify the deals long after the end. An unknown token stays UNAUTHENTICATED, a token
+    of another match PERMISSION_DENIED."""
+    async with served() as (mgr, srv):
+        stub = srv.games
+        match_id = (await stub.CreateMatch(pb.CreateMatchRequest(game="klaberjass",
+                                                                 spectators_allowed=False))).match.match_id
+        tokens = [(await stub.JoinMatch(pb.JoinMatchRequest(match_id=match_id))).seat_token for _ in range(2)]
+        other = (await stub.CreateMatch(pb.CreateMatchRequest(game="klaberjass"))).match.match_id
+        other_token = (await stub.JoinMatch(pb.JoinMatchRequest(match_id=other))).seat_token
+        await stub.LeaveMatch(pb.LeaveMatchRequest(match_id=match_id, resign=True), metadata=bearer(tokens[0]))
+        before = (await stub.RevealDeals(pb.RevealDealsRequest(match_id=match_id), metadata=bearer(tokens[1]))).deals
+        assert mgr.evict_finished() == 1 and match_id not in mgr.match_ids()
+        after = (await stub.RevealDeals(pb.RevealDealsRequest(match_id=match_id), metadata=bearer(tokens[1]))).deals
+        view = (await stub.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(tokens[0]))).view
+        mgr.evict_finished()
+        unknown = await expect_error(stub.RevealDeals(pb.RevealDealsRequest(match_id=match_id),
+                                                      metadata=bearer("x" * 43)))
+        foreign = await expect_error(stub.RevealDeals(pb.RevealDealsRequest(match_id=match_id),
+                                                      metadata=bearer(other_token)))
+    assert list(after) == list(before) and all(verify_deal(d) for d in after)
+    assert view.seat == 0 and not view.HasField("to_act")
+    assert (unknown.code, foreign.code) == (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED)
