@@ -925,8 +925,9 @@ def _summary_of(listing: MatchListing) -> MatchSummary:
     return MatchSummary(
         match_id=r.match_id, game=r.game, options=dict(r.options), status=r.status,  # type: ignore[arg-type]
         seq=listing.seq,
-        seats=tuple(SeatInfo(seat=s.seat, kind=s.kind, bot=s.bot, player_name=s.player_name,  # type: ignore[arg-type]
-                             taken=bool(s.token_hash), present=s.kind == "bot",
+        seats=tuple(SeatInfo(seat=s.seat, kind=s.kind,  # type: ignore[arg-type]
+                             bot=s.bot or (r.takeover_bot if s.kind == "open" and s.left else ""),
+                             player_name=s.player_name, taken=bool(s.token_hash), present=s.kind == "bot",
                              replaced_by_bot=s.kind == "open" and s.left) for s in r.seats),
         turn_time_s=r.turn_time_s, spectators_allowed=r.spectators_allowed, created_at=r.created_at,
         name=r.name, result=dict(r.result) if r.result is not None else None, listed=r.listed,

@@ -78,10 +78,14 @@ class SeatSlot:
     def bot_driven(self) -> bool:
         return self.kind == "bot" or self.left or self.taken_over
 
-    def info(self) -> SeatInfo:
-        return SeatInfo(seat=self.seat, kind=self.kind, bot=self.bot,  # type: ignore[arg-type]
+    def info(self, takeover_bot: str = "") -> SeatInfo:
+        """The public seat; ``takeover_bot``: the match's bot for absent players (GJ-12.4),
+        named as the seat's bot while it plays the seat ("": the auto-move policy)."""
+        replaced = self.kind == "open" and (self.left or self.taken_over)
+        return SeatInfo(seat=self.seat, kind=self.kind,  # type: ignore[arg-type]
+                        bot=self.bot or (takeover_bot if replaced else ""),
                         player_name=self.player_name, taken=self.taken, present=self.present,
-                        replaced_by_bot=self.kind == "open" and (self.left or self.taken_over))
+                        replaced_by_bot=replaced)
 
     def public(self) -> dict[str, Any]:
         """Seat facts every audience may know (GJ-11.1: names, connection status)."""
@@ -314,7 +318,7 @@ class LiveMatch:
     def summary(self) -> MatchSummary:
         return MatchSummary(
             match_id=self.match_id, game=self.game.id, options=self.options.non_default(),
-            status=self.status, seq=self.seq, seats=tuple(s.info() for s in self.seats),
+            status=self.status, seq=self.seq, seats=tuple(s.info(self.takeover_bot) for s in self.seats),
             turn_time_s=self.turn_time_s, spectators_allowed=self.spectators_allowed,
             created_at=self.created_at, name=self.name,
             result=dict(self.result) if self.result is not None else None, listed=self.listed,

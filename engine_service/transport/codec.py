@@ -181,7 +181,8 @@ def option_spec_message(spec: OptionSpec) -> match_pb2.OptionSpec:
     msg = match_pb2.OptionSpec(
         name=spec.name, type=_OPTION_TYPE.get(spec.kind, match_pb2.OPTION_TYPE_UNSPECIFIED),
         default_value=option_value(spec.default),
-        allowed_values=[option_value(v) for v in spec.values],
+        # a bool's values go without saying (match.proto): the same for every game
+        allowed_values=[] if spec.kind == BOOL else [option_value(v) for v in spec.values],
         help=spec.help, rule_ids=list(spec.rules), allowed_text=spec.allowed_text())
     if spec.minimum is not None:
         msg.minimum = spec.minimum

@@ -299,6 +299,8 @@ def test_georgian_joker_leaving_hands_the_seat_to_the_named_bot_for_good():
 
     leaver, summary, actions, final = run(go(), timeout=120)
     assert summary.seats[leaver].replaced_by_bot and summary.status == "active"
+    # SeatInfo.bot names the takeover bot playing the seat (match.proto), only there
+    assert [s.bot for s in summary.seats] == ["first" if s == leaver else "" for s in range(4)]
     assert actions[0].seat == leaver and actions[0].by == "bot"
     assert {a.by for a in actions} == {"bot"}
     assert final.status == "finished" and final.result["outcome"] == "completed"

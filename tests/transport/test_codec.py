@@ -114,6 +114,9 @@ def test_option_spec_message():
     rng = codec.option_spec_message(OptionSpec("n", INT, 3, minimum=1, maximum=9))
     assert (rng.minimum, rng.maximum) == (1, 9)
     assert codec.option_spec_message(OptionSpec("b", BOOL, False)).type == m.OPTION_TYPE_BOOL
+    # a bool has no allowed_values (match.proto), whether its spec lists both values or not
+    listed = codec.option_spec_message(OptionSpec("b", BOOL, True, values=(True, False)))
+    assert listed.type == m.OPTION_TYPE_BOOL and not listed.allowed_values and listed.default_value.bool_value
     e = codec.option_spec_message(OptionSpec("e", ENUM, "x", values=("x", "y")))
     assert [v.string_value for v in e.allowed_values] == ["x", "y"]
 
