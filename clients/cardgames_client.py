@@ -8,7 +8,9 @@ never the engine's internals, and adds what every client otherwise writes by han
   token (``authorization: Bearer ...``) on every call;
 * **watching with automatic resume**: :meth:`SeatSession.watch` / :meth:`Spectator.watch`
   reopen a dropped stream with ``after_seq`` = the last sequence number received, so no event is
-  lost or seen twice (heartbeats and presence events carry no new number and are not replayed);
+  seen twice and none is lost unless the gap outgrew the server's snapshot threshold (then a
+  SNAPSHOT stands for the missed actions; heartbeats and presence events carry no new number
+  and are not replayed);
 * **submitting safely**: every action carries a ``client_action_id``, so a transport-level
   retry (UNAVAILABLE, a timeout) can never apply it twice; ``expected_seq`` guards against
   acting on a stale view, and :meth:`SeatSession.act` re-decides on the fresh view an ABORTED
@@ -23,14 +25,15 @@ never the engine's internals, and adds what every client otherwise writes by han
 Everything is asynchronous (grpc.aio)::
 
     import asyncio
-    from clients.cardgames_client import connect
+    from clients.cardgames_client import connect, is_my_turn
 
     async def main():
         async with connect("127.0.0.1:50051") as client:
             match = await client.create_match("klaberjass", seats=[None, "random"])
             me = await client.join(match.match_id, player_name="ada")
-            view = await me.view()
-            await me.submit(view.legal_actions[0].notation, expected_seq=view.seq)
+            async for event in me.watch():  # every event's view; the bot may move first
+                if is_my_turn(event.view):  # act() decides again when the view was stale
+                    await me.act(lambda view: view.legal_actions[0].notation, event.view)
 
     asyncio.run(main())
 
@@ -479,10 +482,12 @@ class _Audience:
         """The match's events for this audience, resuming a dropped stream where it stopped.
 
         ``after_seq=None`` starts with a SNAPSHOT of the current view; a number replays what
-        came after it. When the stream breaks (network, server restart, a watcher that fell
-        behind) it is reopened with ``after_seq`` = the last sequence number received, after a
-        jittered backoff (at least the RetryInfo delay when the reopening was rate limited),
-        so the caller sees every ACTION exactly once. The iterator ends after
+        came after it (or starts with a SNAPSHOT when that is more actions than the server
+        replays, its snapshot threshold, 100 by default: docs/api.md). When the stream breaks
+        (network, server restart, a watcher that fell behind) it is reopened with ``after_seq``
+        = the last sequence number received, after a jittered backoff (at least the RetryInfo
+        delay when the reopening was rate limited), so the caller sees no ACTION twice, and
+        every one unless the break outlasted the snapshot threshold. The iterator ends after
         the MATCH_ENDED event (``stop_when_ended``) or raises CardGamesError for a failure
         that reconnecting cannot fix (no such match, bad token), when ``resume`` is False, or
         after ``max_failures`` reconnections in a row that delivered nothing (None: keep

@@ -69,3 +69,14 @@ def test_rules_index_links_exist():
         if link.startswith("http"):
             continue
         assert (ROOT / "docs" / link).exists(), link
+
+
+def test_the_client_librarys_example_plays_a_match(engine):
+    """The example in clients/cardgames_client.py's docstring plays a whole match against a
+    bot (the bot may move first, PRESENCE events repeat a view: act() copes with both)."""
+    import clients.cardgames_client as cg
+
+    (example,) = re.findall(r"Everything is asynchronous \(grpc\.aio\)::\n\n(.*?)\n\n(?=\S)", cg.__doc__, re.DOTALL)
+    code = "\n".join(line[4:] for line in example.splitlines()).replace("127.0.0.1:50051", engine.target)
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr

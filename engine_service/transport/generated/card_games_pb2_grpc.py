@@ -154,7 +154,8 @@ class CardGamesServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def LeaveMatch(self, request, context):
-        """Leaves the match (resign = true: resign it; see the game's rules on leaving).
+        """Leaves the match: in an active match leaving counts as resigning (see
+        LeaveMatchRequest.resign); while it waits, the seat is freed.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
