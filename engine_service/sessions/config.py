@@ -63,8 +63,8 @@ class SessionConfig:
     #: ``abandoned``, reason ``waiting_timeout``) so that the lobby does not fill up with
     #: tables that will never start. 0: never.
     waiting_timeout_s: float = 3600.0
-    #: How long a finished match stays in memory (its seat tokens keep working, watchers can
-    #: still attach); afterwards it is read back from the store on demand.
+    #: How long a finished match stays in memory; afterwards it is read back from the store
+    #: on demand (a GetMatch, a watcher, or one of its seat tokens: they keep working).
     finished_retention_s: float = 3600.0
     #: Longest accepted player name / match name (characters).
     max_name_length: int = 64
