@@ -47,13 +47,13 @@ from ..store import MatchListing, Store, StoreError, open_store
 from ..store.base import STATUSES, MatchRecord, SeatRecord, StoredMatch
 from .api import (BadRequest, BotInfo, CreateMatchRequest, DealReveal, GameInfo, Inspection,
                   JoinResult, LimitExceeded, MatchEvent, MatchNotActive, MatchNotFound, MatchNotOver,
-                  MatchSummary, PermissionDenied, Principal, SeatConfig, SeatInfo, SeatTaken,
+                  MatchSummary, PermissionDenied, Principal, SeatConfig, SeatTaken,
                   SessionError, StaleSequence, SubmitResult, Unauthenticated, Unavailable,
                   ViewEnvelope)
 from .chance import draw_first_dealer, random_deck_record, salted_deck
 from .clock import MatchClock
 from .config import SessionConfig
-from .match import CorruptLog, LiveMatch
+from .match import CorruptLog, LiveMatch, SeatSlot
 from .policy import FORFEIT, merge_turn_time, reconnect_grace, turn_time
 from .tokens import new_match_id, new_token, token_hash
 from .views import ADMIN, SPECTATOR, Audience, audience_kind
@@ -925,10 +925,7 @@ def _summary_of(listing: MatchListing) -> MatchSummary:
     return MatchSummary(
         match_id=r.match_id, game=r.game, options=dict(r.options), status=r.status,  # type: ignore[arg-type]
         seq=listing.seq,
-        seats=tuple(SeatInfo(seat=s.seat, kind=s.kind,  # type: ignore[arg-type]
-                             bot=s.bot or (r.takeover_bot if s.kind == "open" and s.left else ""),
-                             player_name=s.player_name, taken=bool(s.token_hash), present=s.kind == "bot",
-                             replaced_by_bot=s.kind == "open" and s.left) for s in r.seats),
+        seats=tuple(SeatSlot.from_record(s).info(r.takeover_bot) for s in r.seats),  # no stream open
         turn_time_s=r.turn_time_s, spectators_allowed=r.spectators_allowed, created_at=r.created_at,
         name=r.name, result=dict(r.result) if r.result is not None else None, listed=r.listed,
         deal_commitments=r.deal_commitments)

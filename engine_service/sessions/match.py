@@ -259,9 +259,7 @@ class LiveMatch:
             if self.status == "waiting" and audience != ADMIN:
                 view = before_start(memo.view(SPECTATOR), audience)
             else:
-                view = memo.view(audience)
-                if self.over and view.get("to_act") is not None:
-                    view = after_end(view)
+                view = self._as_ended(memo.view(audience))
             env = memo.views[audience] = self._envelope_of(audience, view, self.seq, self.deadline)
             return env
         # a view of the past: the match was active then (actions happen only in an active
@@ -270,9 +268,12 @@ class LiveMatch:
         view = view_for(state, audience)
         if seq < self.seq:
             return self._envelope_of(audience, view, seq, deadline, "active")
-        if self.over and view.get("to_act") is not None:
-            view = after_end(view)
-        return self._envelope_of(audience, view, seq, deadline)
+        return self._envelope_of(audience, self._as_ended(view), seq, deadline)
+
+    def _as_ended(self, view: dict[str, Any]) -> dict[str, Any]:
+        """``view`` of the current seq; once the match is over, nobody to act in it, however
+        the match ended (:func:`.views.after_end`)."""
+        return after_end(view) if self.over and view.get("to_act") is not None else view
 
     def memo(self) -> "StateMemo":
         """The values derived from the current state object (replaced with it)."""
