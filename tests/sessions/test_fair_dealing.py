@@ -201,9 +201,15 @@ def test_a_deck_dealt_on_resume_is_salted():
 
 
 def card_codes(value, pack: frozenset[str]) -> set[str]:
-    """Every card code in a JSON-like value."""
+    """Every card code in a JSON-like value, and the four cards of every quartet a Jo-Jotte
+    meld statement names by its rank ("quartet T", a scoring line's "quartets": JJ-5.9)."""
     if isinstance(value, str):
+        if value.startswith("quartet ") and value != "quartet none":
+            return {value[8:] + suit for suit in "SHDC"} & pack
         return {value} & pack
+    if isinstance(value, dict) and "quartets" in value:
+        quartets = {r + suit for r in value["quartets"] for suit in "SHDC"} & pack
+        return quartets | card_codes({k: v for k, v in value.items() if k != "quartets"}, pack)
     if isinstance(value, dict):
         return set().union(*(card_codes(v, pack) for v in value.values()))
     if isinstance(value, (list, tuple)):
@@ -246,13 +252,17 @@ def test_a_reveal_opens_only_what_the_spectators_saw(game_id, seed):
     for e in events:
         if e.kind == "action":  # the action belongs to the deal of the view before it
             named.setdefault(deal, set()).update(t for t in e.action.split(":") if t in pack)
+            if e.action.startswith("play:") and e.action.endswith(":jo"):
+                # JJ-7.2: "jo" on the trump king says its player holds the trump queen
+                seen.setdefault(deal, set()).add("Q" + e.action.split(":")[1][1])
         if e.view is not None:
             deal = int(e.view.view.get("deal_number") or 0)
             view = {k: v for k, v in e.view.view.items() if k != "deal_results"}
             seen.setdefault(deal, set()).update(card_codes(view, pack))
     for r in reveals:
         shown = {c for c in r.cards if c}
-        assert shown <= seen.get(r.deal, set()) | named.get(r.deal, set()), f"deal {r.deal} reveals unseen cards"
+        unseen = shown - seen.get(r.deal, set()) - named.get(r.deal, set())
+        assert not unseen, f"deal {r.deal} reveals unseen cards {sorted(unseen)}"
         assert named.get(r.deal, set()) <= shown, f"deal {r.deal} hides a card its actions named"
     if game_id in ("klaberjass", "jojotte"):  # KL-2.10, JJ-2.8: D[19..30] are never revealed
         assert all(not any(r.cards[19:31]) for r in reveals)
