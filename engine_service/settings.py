@@ -194,8 +194,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_matches", int, "most unfinished matches held at once", "N", "max_matches"),
     Setting("max_waiting_matches", int, "most matches waiting for players", "N",
             "max_waiting_matches"),
-    Setting("max_watchers_per_match", int, "most open WatchMatch streams per match", "N",
-            "max_watchers_per_match"),
+    Setting("max_watchers_per_match", int, "most open spectator and admin WatchMatch streams per "
+            "match (a seat's own streams do not count)", "N", "max_watchers_per_match"),
+    Setting("max_streams_per_seat", int, "most open WatchMatch streams per seat token", "N",
+            "max_streams_per_seat"),
+    Setting("max_watchers", int, "most open spectator and admin WatchMatch streams in the "
+            "process (seats' streams do not count)", "N", "max_watchers"),
     Setting("bot_deadline_s", float, "time a bot has for one decision", "SECONDS",
             "bot_deadline_s"),
     Setting("bot_pace_s", _nn_float, "every bot move is played this long after its decision came "

@@ -42,8 +42,14 @@ class SessionConfig:
     max_matches: int = 10_000
     #: Matches still waiting for players (open seats not all taken): protects the lobby.
     max_waiting_matches: int = 1_000
-    #: Open watch streams per match (all audiences together).
+    #: Open spectator and admin watch streams per match. A seat's own streams do not count
+    #: (they are its presence, JJK-10.2, GJ-12.3): strangers filling the match's slots must
+    #: not keep its players out and make them forfeit.
     max_watchers_per_match: int = 64
+    #: Open watch streams per seat (a player's devices and tabs): bounds what one token holds.
+    max_streams_per_seat: int = 8
+    #: Open spectator and admin watch streams in the whole process (seats excluded, as above).
+    max_watchers: int = 10_000
 
     #: Wall-clock budget of one bot decision (the bot host kills a decision past it).
     bot_deadline_s: float = 2.0
@@ -79,7 +85,8 @@ class SessionConfig:
             if not getattr(self, name) > 0:
                 problems.append(f"{name} must be > 0")
         for name in ("snapshot_threshold", "watcher_queue_size", "max_matches",
-                     "max_waiting_matches", "max_watchers_per_match", "bot_workers", "max_name_length"):
+                     "max_waiting_matches", "max_watchers_per_match", "max_streams_per_seat",
+                     "max_watchers", "bot_workers", "max_name_length"):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be >= 1")
         if problems:

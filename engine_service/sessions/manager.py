@@ -128,6 +128,7 @@ class MatchManager:
         # listed matches registered while waiting (list_open_matches drops those that started)
         self._lobby: dict[str, LiveMatch] = {}
         self._load_lock = asyncio.Lock()
+        self._spectator_streams = 0  # open spectator and admin streams (config.max_watchers)
         self._creating = {"waiting": 0, "active": 0}  # create_match calls awaiting the store
         self._tasks: set[asyncio.Task] = set()
         self._writes: set[asyncio.Task] = set()  # accepted writes (_exclusive, creations) under way
@@ -634,8 +635,15 @@ class MatchManager:
         if after_seq > m.seq:
             raise BadRequest(f"after_seq {after_seq} is ahead of the match (seq {m.seq})",
                              reason="BAD_AFTER_SEQ")
-        if len(m.watchers) >= self.config.max_watchers_per_match:
-            raise LimitExceeded("too many watchers on this match", reason="MAX_WATCHERS")
+        slot = m.seats[audience] if isinstance(audience, int) else None
+        if slot is not None:
+            if slot.streams >= self.config.max_streams_per_seat:
+                raise LimitExceeded(f"this seat has {slot.streams} open watch streams already",
+                                    reason="MAX_SEAT_STREAMS")
+        elif len(m.watchers) - sum(s.streams for s in m.seats) >= self.config.max_watchers_per_match:
+            raise LimitExceeded("too many spectators on this match", reason="MAX_WATCHERS")
+        elif self._spectator_streams >= self.config.max_watchers:
+            raise LimitExceeded("too many spectators on this server", reason="MAX_WATCHERS")
 
         # Registration and the replay boundary are read together, without an await between:
         # every action after ``live_from`` reaches the queue, every one up to it the replay.
@@ -644,11 +652,12 @@ class MatchManager:
         m.watchers.add(w)
         kind = audience_kind(audience)
         self.metrics.watchers.labels(kind).inc()
-        slot = m.seats[audience] if isinstance(audience, int) else None
         if slot is not None:
             slot.streams += 1
             if slot.streams == 1:
                 self._clock.connected(m, slot)
+        else:
+            self._spectator_streams += 1
         try:
             if after_seq < 0 or live_from - after_seq > self.config.snapshot_threshold:
                 self.metrics.watch_snapshots.inc()
@@ -703,6 +712,8 @@ class MatchManager:
                 slot.streams -= 1
                 if slot.streams == 0:
                     self._clock.disconnected(m, slot)
+            else:
+                self._spectator_streams -= 1
 
     # ---- internals: bookkeeping -----------------------------------------------------------
 

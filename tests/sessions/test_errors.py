@@ -18,6 +18,8 @@ from engine_service.sessions.api import (BadRequest, CreateMatchRequest, LimitEx
                                          StaleSequence, Unauthenticated, Unavailable)
 from engine_service.sessions.manager import _clean_name
 
+ADMIN = Principal("admin")
+
 from .helpers import GAMES, collect, config, manager, open_match, play_random, run, to_act
 
 GAME = "klaberjass"
@@ -460,18 +462,70 @@ def test_watcher_limit():
     async def go():
         async with manager(config(max_watchers_per_match=2)) as mgr:
             match_id, ps = await open_match(mgr, GAME)
-            streams = [mgr.watch(match_id, ps[0], -1), mgr.watch(match_id, ps[1], -1)]
+            spectator = Principal("spectator", match_id)
+            streams = [mgr.watch(match_id, spectator, -1), mgr.watch(match_id, ADMIN, -1)]
             firsts = [await s.__anext__() for s in streams]
             assert all(e.kind == "snapshot" for e in firsts)
             with pytest.raises(LimitExceeded) as info:
-                await mgr.watch(match_id, Principal("spectator", match_id), -1).__anext__()
+                await mgr.watch(match_id, spectator, -1).__anext__()
             assert info.value.reason == "MAX_WATCHERS"
             await streams[0].aclose()
-            third = mgr.watch(match_id, Principal("spectator", match_id), -1)
+            third = mgr.watch(match_id, spectator, -1)
             assert (await third.__anext__()).kind == "snapshot"
             await third.aclose()
             await streams[1].aclose()
     run(go())
+
+
+def test_strangers_filling_the_watch_slots_do_not_keep_a_player_out():
+    """A seat's presence stream (JJK-10.2, GJ-12.3) never competes with spectators for the
+    match's slots: with every spectator slot taken, and the opponent holding every stream its
+    own token may open, the player still connects (and so does not forfeit)."""
+    async def go():
+        async with manager(config(max_watchers_per_match=3, max_streams_per_seat=2)) as mgr:
+            match_id, ps = await open_match(mgr, GAME)
+            spectator = Principal("spectator", match_id)
+            held = [mgr.watch(match_id, spectator, -1) for _ in range(3)]
+            held += [mgr.watch(match_id, ps[0], -1) for _ in range(2)]
+            for s in held:
+                await s.__anext__()
+            refused = []
+            for principal in (spectator, ps[0]):
+                with pytest.raises(LimitExceeded) as info:
+                    await mgr.watch(match_id, principal, -1).__anext__()
+                refused.append(info.value.reason)
+            player = mgr.watch(match_id, ps[1], -1)
+            first = await player.__anext__()
+            summary = await mgr.get_match(match_id)
+            for s in held + [player]:
+                await s.aclose()
+            return refused, first, summary
+
+    refused, first, summary = run(go())
+    assert refused == ["MAX_WATCHERS", "MAX_SEAT_STREAMS"]
+    assert first.kind == "snapshot" and [s.present for s in summary.seats] == [True, True]
+
+
+def test_the_server_wide_spectator_limit():
+    async def go():
+        async with manager(config(max_watchers=2)) as mgr:
+            a, pa = await open_match(mgr, GAME)
+            b, pb = await open_match(mgr, GAME)
+            held = [mgr.watch(a, Principal("spectator", a), -1), mgr.watch(b, ADMIN, -1)]
+            for s in held:
+                await s.__anext__()
+            with pytest.raises(LimitExceeded) as info:
+                await mgr.watch(b, Principal("spectator", b), -1).__anext__()
+            seat = mgr.watch(b, pb[0], -1)  # seats are not counted
+            assert (await seat.__anext__()).kind == "snapshot"
+            await held[0].aclose()
+            again = mgr.watch(b, Principal("spectator", b), -1)  # a slot came free
+            assert (await again.__anext__()).kind == "snapshot"
+            for s in (held[1], seat, again):
+                await s.aclose()
+            return info.value.reason
+
+    assert run(go()) == "MAX_WATCHERS"
 
 
 def test_drain_refuses_new_work_finishes_in_flight_and_closes_streams():
