@@ -137,7 +137,7 @@ def check(data: Mapping[str, Any]) -> tuple[Difference | None, State | None]:
                 return Difference(swhere, "seat", step["seat"], who), state
             if "legal" in step:
                 actual_legal = state.legal_actions()
-                if set(step["legal"]) != set(actual_legal) or len(step["legal"]) != len(set(step["legal"])):
+                if set(step["legal"]) != set(actual_legal):  # NOTATION.md: "compare legal actions as sets"
                     return Difference(swhere, "legal", step["legal"], actual_legal), state
             try:
                 state.apply(step["action"], who)

@@ -199,6 +199,17 @@ def test_transcript_round_trip(game_id, tmp_path):
     bad["result"]["over"] = False
     diff, _ = transcript.check(bad)
     assert diff is not None and diff.where == "match result"
+    # legal sets compare as sets (NOTATION.md): order and repeats do not matter
+    same = copy.deepcopy(base)
+    step = same["deals"][0]["steps"][3]
+    step["legal"] = step["legal"][::-1] + step["legal"][:1]
+    assert transcript.check(same)[0] is None
+    # a first dealer that is no seat is a setup difference, never an exception
+    for fd in (game.num_seats, -1, True):
+        bad = copy.deepcopy(base)
+        bad["first_dealer"] = fd
+        diff, _ = transcript.check(bad)
+        assert diff is not None and (diff.where, diff.what) == ("transcript", "setup"), (fd, diff)
 
 
 @pytest.mark.parametrize("game_id", GAMES)

@@ -8,6 +8,7 @@ from typing import Any, Mapping, Sequence
 
 from ...cards import PACK36_JOKERS, PACK36_JOKERS_MASK, SUIT_INDEX, card_id, mask_of, parse_deck
 from ...game import Game
+from ...errors import InvalidOptions
 from ...options import INT, Options, OptionSpec
 from .state import PLAY, JapaneseJokerState
 from .tables import ACTION_LEAD_KEY, TRUMP_MASK
@@ -42,6 +43,9 @@ class JapaneseJokerGame(Game):
 
     def new_state(self, options: Mapping[str, Any] | Options | None = None,
                   first_dealer: int = 0) -> JapaneseJokerState:
+        if first_dealer not in (0, 1) or isinstance(first_dealer, bool):  # the first declarer, JJK-2.2
+            raise InvalidOptions(f"first_dealer must be seat 0 or 1, got {first_dealer!r}",
+                                 option="first_dealer", allowed="0, 1")
         return JapaneseJokerState(self, self.options(options), first_dealer)
 
     def draw_first_dealer(self, shuffled_pack: Sequence[int] | Sequence[str],
