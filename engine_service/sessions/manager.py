@@ -594,6 +594,9 @@ class MatchManager:
                     self._store.save_seat(m.match_id, replace(slot.record(), left=True)), "save_seat")
                 slot.left = True
                 self._clock.cancel_grace(slot)
+                for w in list(m.watchers):
+                    if w.audience == seat:
+                        w.end(PermissionDenied("you left this match", reason="SEAT_LEFT"), drop_pending=True)
                 m.log.info("seat_resigned", seat=seat)
                 self._writer.presence(m, slot, "left")
                 self._clock.schedule(m)
@@ -863,8 +866,14 @@ class MatchManager:
         if principal.kind == "seat":
             if principal.match_id != m.match_id or principal.seat is None:
                 raise PermissionDenied("this seat token belongs to another match", reason="WRONG_MATCH")
-            if m.seats[principal.seat].token_hash == "":
+            slot = m.seats[principal.seat]
+            if slot.token_hash == "":
                 raise Unauthenticated("unknown or expired seat token")
+            if slot.left and not m.over:
+                # GJ-12.4: the seat is the takeover bot's now; its player is no longer present
+                # and does not follow the hand the bot plays (after the end: the result, the
+                # reveal)
+                raise PermissionDenied("you have left this match", reason="SEAT_LEFT")
             return principal.seat
         if not m.spectators_allowed:
             raise PermissionDenied("this match does not allow spectators", reason="SPECTATORS_NOT_ALLOWED")

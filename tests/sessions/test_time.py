@@ -286,15 +286,28 @@ def test_georgian_joker_leaving_hands_the_seat_to_the_named_bot_for_good():
             match_id, ps = await open_match(mgr, "georgian_joker", takeover_bot="first")
             m = mgr._matches[match_id]
             leaver = m.state.to_act()
+            stream = Stream(mgr, match_id, ps[leaver])
+            await until(lambda: stream.events)
             summary = await mgr.leave_match(match_id, ps[leaver], resign=False)
             await until(lambda: m.seq >= 1)
             with pytest.raises(PermissionDenied):
                 await mgr.submit_action(match_id, ps[leaver], "bid:0", None)
+            # the leaver no longer follows the hand the bot plays, nor counts as present
+            await until(lambda: stream.task.done())
+            refused = [stream.error]
+            for call in (mgr.get_view(match_id, ps[leaver]), mgr.watch(match_id, ps[leaver], -1).__anext__()):
+                with pytest.raises(PermissionDenied) as info:
+                    await call
+                refused.append(info.value)
+            assert [e.reason for e in refused] == ["SEAT_LEFT"] * 3
+            assert not (await mgr.get_match(match_id)).seats[leaver].present
             # the others leave too: the bots finish the match
             for seat in range(4):
                 if seat != leaver:
                     await mgr.leave_match(match_id, ps[seat], resign=True)
             await until(lambda: m.over, timeout=60)
+            after_end = await mgr.get_view(match_id, ps[leaver])  # the result is theirs to see
+            assert after_end.view["seat"] == leaver
             return leaver, summary, m.actions, await mgr.get_match(match_id)
 
     leaver, summary, actions, final = run(go(), timeout=120)
