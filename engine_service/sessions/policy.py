@@ -3,8 +3,8 @@
 * **Turn time** (GJ-12.1, JJK-10.3): every decision of a player has a deadline; on expiry the
   server plays one move by the game's auto-move policy (``Game.auto_move``). Games whose
   rulebook makes it a table option (``turn_time_s``: Georgian and Japanese Joker) take it from
-  the options; the 32-card games follow JJK-10 (NOTATION section 5) with the session's
-  default.
+  the options; the 32-card games follow JJK-10 (NOTATION section 5): a match's turn time is
+  within JJK-11's range (10-120 s), or the session's default.
 * **Absence** (a joined seat with no open watch stream) has a grace period
   (``reconnect_grace_s``, an option of the Joker games, a session setting otherwise), then
   the rulebook's policy:
@@ -38,7 +38,10 @@ BOT_TAKEOVER = "bot_takeover"
 
 TURN_TIME_OPTION = "turn_time_s"
 GRACE_OPTION = "reconnect_grace_s"
-MAX_TURN_TIME_S = 24 * 3600.0
+#: JJK-11's values of ``turn_time_s``, which the 32-card games follow too (NOTATION.md section
+#: 5 puts them under JJK-10): a shorter deadline would let the server play a match by itself
+#: at any speed (its auto-moves are no client's calls, so no rate limit applies).
+TURN_TIME_RANGE_S = (10.0, 120.0)
 
 
 def absence_policy(game: Game) -> str:
@@ -53,8 +56,12 @@ def merge_turn_time(game: Game, options: Mapping[str, Any], requested: float) ->
     """The raw options with a requested turn time folded into the game's ``turn_time_s``
     option where the game has one (the option then validates the value, e.g. 10-120 s)."""
     raw = dict(options)
-    if requested < 0 or requested > MAX_TURN_TIME_S:
-        raise BadRequest(f"turn_time_s must be between 0 and {MAX_TURN_TIME_S:.0f}", reason="BAD_TURN_TIME")
+    if not requested >= 0:  # NaN too
+        raise BadRequest("turn_time_s must not be negative", reason="BAD_TURN_TIME")
+    low, high = TURN_TIME_RANGE_S
+    if requested and not has_option(game, TURN_TIME_OPTION) and not low <= requested <= high:
+        raise BadRequest(f"turn_time_s must be {low:.0f} to {high:.0f} seconds (JJK-11, NOTATION.md "
+                         f"section 5), or 0 for the server's default", reason="BAD_TURN_TIME")
     if requested and has_option(game, TURN_TIME_OPTION):
         if TURN_TIME_OPTION in raw and raw[TURN_TIME_OPTION] != requested:
             raise BadRequest(f"turn_time_s is given twice with different values ({requested} and "

@@ -281,10 +281,14 @@ def create_request(msg: pb.CreateMatchRequest) -> api.CreateMatchRequest:
             seats.append(api.SeatConfig(kind="bot", bot=spec.bot.name))
         else:
             seats.append(api.SeatConfig(kind="open"))
-    turn = msg.turn_time.seconds + msg.turn_time.nanos / 1e9
-    if turn < 0:
+    seconds, nanos = msg.turn_time.seconds, msg.turn_time.nanos
+    if seconds < 0 or nanos < 0:
         raise api.BadRequest("turn_time must not be negative", reason="BAD_DURATION",
                              field="turn_time")
+    if nanos > 999_999_999:  # google.protobuf.Duration: nanos is the fraction of a second
+        raise api.BadRequest("turn_time.nanos must be below one second", reason="BAD_DURATION",
+                             field="turn_time")
+    turn = seconds + nanos / 1e9
     return api.CreateMatchRequest(
         game=_check_text("game", msg.game, MAX_ID_CHARS),
         options=options_from_message(msg.options),

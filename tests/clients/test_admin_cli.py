@@ -72,7 +72,7 @@ def refused(result: subprocess.CompletedProcess) -> str:
 async def play_a_little(client: cg.Client, actions: int = 3, name: str = "") -> tuple[str, list[cg.SeatSession]]:
     """A Klaberjass match of two players (ada, bob) with ``actions`` actions played; no bot and
     a long turn time, so its seq stays where the test left it."""
-    match = await client.create_match("klaberjass", seats=[None, None], turn_time_s=600, name=name)
+    match = await client.create_match("klaberjass", seats=[None, None], turn_time_s=120, name=name)
     seats = [await client.join(match.match_id, player_name=n) for n in ("ada", "bob")]
     for _ in range(actions):
         view = await seats[0].view()

@@ -240,7 +240,7 @@ def test_act_redecides_on_the_view_a_stale_error_carries(engine):
 
     async def scenario():
         async with cg.connect(engine.target) as client:
-            match = await client.create_match("klaberjass", seats=[None, "random"], turn_time_s=1.0)
+            match = await client.create_match("klaberjass", seats=[None, "random"], turn_time_s=10)
             me = await client.join(match.match_id)
             seen_seqs: list[int] = []
 

@@ -356,8 +356,11 @@ def test_bad_create_requests():
             assert info.value.reason == "UNKNOWN_BOT"
             with pytest.raises(BadRequest):
                 await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig(), SeatConfig("robot")]))
-            with pytest.raises(BadRequest):
-                await mgr.create_match(CreateMatchRequest(game=GAME, turn_time_s=-1))
+            # the 32-card games follow JJK-11's values too (NOTATION.md section 5)
+            for turn in (-1, 0.001, 9.9, 120.5, float("nan"), float("inf")):
+                with pytest.raises(BadRequest) as info:
+                    await mgr.create_match(CreateMatchRequest(game=GAME, turn_time_s=turn))
+                assert info.value.reason == "BAD_TURN_TIME", turn
             with pytest.raises(BadRequest):
                 await mgr.create_match(CreateMatchRequest(game=GAME, name="n" * 65))
             # explicit decks and first dealer are for the admin only

@@ -99,7 +99,7 @@ def test_timers_are_rearmed_after_a_restart(tmp_path):
     async def before():
         mgr = sqlite_manager(path)
         await mgr.start()
-        s = await mgr.create_match(CreateMatchRequest(game="klaberjass", turn_time_s=0.25))
+        s = await mgr.create_match(CreateMatchRequest(game="klaberjass", turn_time_s=10))  # x 0.025 below: 0.25 s
         tokens = [(await mgr.join_match(s.match_id, i, "x")).token for i in range(2)]
         crash(mgr._store)
         return s.match_id, tokens
@@ -107,7 +107,7 @@ def test_timers_are_rearmed_after_a_restart(tmp_path):
     match_id, tokens = run(before())
 
     async def after():
-        mgr = sqlite_manager(path, reconnect_grace_s=60)
+        mgr = sqlite_manager(path, reconnect_grace_s=2400, time_scale=0.025)
         await mgr.start()
         try:
             ps = [mgr.authenticate(match_id, t) for t in tokens]

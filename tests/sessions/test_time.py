@@ -73,8 +73,9 @@ def test_two_player_absence_pauses_the_clock_then_forfeits():
     """JJK-10.2 (and Klaberjass by NOTATION 5): while the absent player is to act no timer
     runs; when the grace period ends the absent player loses the match."""
     async def go():
-        async with manager(config(reconnect_grace_s=1.0)) as mgr:
-            match_id, ps = await open_match(mgr, "klaberjass", turn_time_s=0.2)
+        # turn time 10 s and grace 50 s, both x 0.02: the timer would fire five times in the grace
+        async with manager(config(reconnect_grace_s=50, time_scale=0.02)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass", turn_time_s=10)
             m = mgr._matches[match_id]
             streams = await connect_all(mgr, match_id, ps)
             spectator = Stream(mgr, match_id, Principal("spectator", match_id))

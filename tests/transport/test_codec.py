@@ -140,6 +140,13 @@ def test_create_request_conversion_and_checks():
     nameless.seats.add().bot.SetInParent()
     with pytest.raises(api.BadRequest, match="bot's name"):
         codec.create_request(nameless)
+    # a Duration's nanos is a fraction of a second, of the seconds' sign
+    for seconds, nanos in ((9, 2_000_000_000), (-1, 0), (0, -5), (11, -1)):
+        bad = pb.CreateMatchRequest(game="klaberjass")
+        bad.turn_time.seconds, bad.turn_time.nanos = seconds, nanos
+        with pytest.raises(api.BadRequest) as info:
+            codec.create_request(bad)
+        assert info.value.reason == "BAD_DURATION", (seconds, nanos)
 
 
 def test_view_message_copies_the_common_keys():
