@@ -19,6 +19,7 @@ Timers live on the event loop only: after a restart they are armed afresh.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import secrets
 import time
 from typing import Any, Awaitable, Callable
@@ -80,7 +81,8 @@ class MatchClock:
         self.disarm(m)
         m.timer_key = key
         m.deadline = time.time() + delay
-        m.timer_handle = asyncio.get_running_loop().call_later(delay, self._on_deadline, m, key)
+        m.timer_handle = asyncio.get_running_loop().call_later(delay, self._on_deadline, m, key,
+                                                                 context=contextvars.Context())
 
     def disarm(self, m: LiveMatch) -> None:
         if m.timer_handle is not None:
@@ -123,7 +125,7 @@ class MatchClock:
                 # new turn (re-arming through schedule() would give it a whole turn time)
                 m.timer_key, m.deadline = key, deadline
                 m.timer_handle = asyncio.get_running_loop().call_later(
-                    RETRY_AFTER_STORE_FAILURE_S, self._on_deadline, m, key)
+                    RETRY_AFTER_STORE_FAILURE_S, self._on_deadline, m, key, context=contextvars.Context())
 
     async def _bot_move(self, m: LiveMatch, key: tuple[int, int], bot: str, view: dict[str, Any],
                         reason: str) -> None:
@@ -186,7 +188,8 @@ class MatchClock:
             return
         m.log.error(event, error=str(exc), error_type=type(exc).__name__)
         if not self.stopped:
-            asyncio.get_running_loop().call_later(RETRY_AFTER_STORE_FAILURE_S, self.schedule, m)
+            asyncio.get_running_loop().call_later(RETRY_AFTER_STORE_FAILURE_S, self.schedule, m,
+                                                  context=contextvars.Context())
 
     # ---- presence and absence -----------------------------------------------------------
 
@@ -217,7 +220,7 @@ class MatchClock:
         loop = asyncio.get_running_loop()
         at = (loop.time() if start is None else start) + m.reconnect_grace_s * self.config.time_scale
         slot.grace_deadline = at
-        slot.grace_handle = loop.call_at(at, self._on_grace, m, slot.seat, at)
+        slot.grace_handle = loop.call_at(at, self._on_grace, m, slot.seat, at, context=contextvars.Context())
 
     @staticmethod
     def cancel_grace(slot: SeatSlot) -> None:
@@ -249,7 +252,8 @@ class MatchClock:
                     m.log.error("grace_policy_failed", seat=seat, error=str(exc))
                     if not self.stopped:  # try again shortly: still the same window
                         slot.grace_handle = asyncio.get_running_loop().call_later(
-                            RETRY_AFTER_STORE_FAILURE_S, self._on_grace, m, seat, at)
+                            RETRY_AFTER_STORE_FAILURE_S, self._on_grace, m, seat, at,
+                            context=contextvars.Context())
                 return
             slot.grace_deadline = None
             slot.taken_over = True

@@ -30,6 +30,7 @@ requests of MatchService, watch streams and the lifecycle. Changes of a match go
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 import unicodedata
 from dataclasses import replace
@@ -721,7 +722,11 @@ class MatchManager:
     # ---- internals: bookkeeping -----------------------------------------------------------
 
     def _spawn(self, coro: Awaitable[Any], name: str) -> asyncio.Task:
-        task = asyncio.get_running_loop().create_task(coro, name=name)  # type: ignore[arg-type]
+        """A background task of the sessions (a bot move, a timeout, a grace expiry): it runs in
+        a context of its own, so its log lines never carry the fields (rpc, seat...) of the
+        request that happened to arm it."""
+        task = asyncio.get_running_loop().create_task(coro, name=name,  # type: ignore[arg-type]
+                                                      context=contextvars.Context())
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
         return task

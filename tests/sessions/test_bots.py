@@ -214,3 +214,38 @@ def test_without_pacing_a_forced_bot_move_is_immediate():
 
     forced_first, elapsed = run(go())
     assert elapsed < 0.3 if forced_first else elapsed >= 0.4  # the bot may start before "start"
+
+
+def test_background_moves_do_not_log_the_fields_of_the_request_that_armed_them():
+    """A bot move and a timeout move run in tasks of their own: their log lines carry the
+    match's fields, never the rpc / seat of whichever call happened to schedule them (a
+    CreateMatch's fields used to tag every line of a bot match)."""
+    import structlog
+    from structlog.testing import LogCapture
+
+    capture = LogCapture()
+    previous = structlog.get_config()
+    structlog.configure(processors=[structlog.contextvars.merge_contextvars, capture])
+    try:
+        async def go():
+            async with manager(config(time_scale=0.01), host=ScriptedHost("legal")) as mgr:
+                structlog.contextvars.bind_contextvars(rpc="/test/CreateMatch", seat=7)
+                try:
+                    summary = await mgr.create_match(CreateMatchRequest(
+                        game="klaberjass", seats=[SeatConfig(), SeatConfig("bot", "scripted")], turn_time_s=10))
+                    p = await mgr.join_match(summary.match_id, 0, "p")
+                    principal = mgr.authenticate(summary.match_id, p.token)
+                    stream = mgr.watch(summary.match_id, principal, -1)  # present: the timer runs
+                    m = mgr._matches[summary.match_id]
+                    await stream.__anext__()
+                    await until(lambda: {"bot", "auto"} <= {a.by for a in m.actions}, timeout=20)
+                    await stream.aclose()
+                finally:
+                    structlog.contextvars.clear_contextvars()
+        run(go())
+    finally:
+        structlog.configure(**previous)
+    moves = [e for e in capture.entries if e["event"] in ("action_applied", "auto_move", "bot_move")]
+    assert {e.get("by") for e in moves if e["event"] == "action_applied"} >= {"bot", "auto"}
+    assert all("rpc" not in e and e.get("seat") != 7 for e in moves), moves
+    assert all(e.get("match_id") for e in moves)
