@@ -147,7 +147,7 @@ class BotHost:
         legal = list(legal)
         request = (bot, game_id, seat, view, legal, int(seed), bot_budget(deadline - time.monotonic()))
         try:
-            reply = await self._pool.run(request, deadline)
+            reply = await self._pool.run(request, deadline, budget=bot_budget)
         except Exception as exc:  # the pool's own fault: still never the caller's problem
             log.exception("bot_host_error", bot=bot, game=game_id)
             reply = Reply(None, CRASH, f"bot host error: {type(exc).__name__}")

@@ -135,6 +135,22 @@ def _zygote(control: socket.socket, catalog: Any) -> None:
             theirs.close()
 
 
+#: The engine's own variables a worker keeps: the plugin selection. Every other
+#: ``CARDGAMES_*`` variable (the admin token, the database URL with its password...) and
+#: libpq's ``PG*`` stay with the engine: a worker gets its settings over its socket.
+WORKER_ENV_KEPT = ("CARDGAMES_BOT_PLUGINS", "CARDGAMES_DISABLE_PLUGIN_AUTOLOAD")
+
+
+def worker_environment(env: dict[str, str] | os._Environ) -> dict[str, str]:
+    """The environment of the bot processes: the engine's without its secrets, so that a bot
+    cannot read the admin token and use the admin API to see every hand (docs/bots.md:
+    plugins are still trusted code, running as the engine's user)."""
+    out = {k: v for k, v in env.items()
+           if not (k.startswith("CARDGAMES_") or k.startswith("PG")) or k in WORKER_ENV_KEPT}
+    out["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    return out
+
+
 def _spawn_process(role: str, settings: PluginSettings) -> tuple[subprocess.Popen, socket.socket]:
     """Start ``python -m engine_service.plugins.pool ROLE FD`` with one end of a socket pair;
     return the process and our end (the settings already sent)."""
@@ -143,7 +159,7 @@ def _spawn_process(role: str, settings: PluginSettings) -> tuple[subprocess.Pope
         proc = subprocess.Popen(
             [sys.executable, "-m", "engine_service.plugins.pool", role, str(theirs.fileno())],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, close_fds=True,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+            env=worker_environment(os.environ),
             start_new_session=True)  # a terminal's Ctrl-C goes to the parent only
     finally:
         theirs.close()
@@ -404,8 +420,13 @@ class WorkerPool:
             await asyncio.sleep(0.02)
         return True
 
-    async def run(self, request: tuple, deadline: float) -> Reply:
-        """Run one request on an idle worker; a ``timeout`` Reply if none frees up in time."""
+    async def run(self, request: tuple, deadline: float,
+                  budget: Callable[[float], float] | None = None) -> Reply:
+        """Run one request on an idle worker; a ``timeout`` Reply if none frees up in time.
+        ``budget``: the time the bot is told it has (the request's last item), computed from
+        the time left when a worker takes the request: a decision that queued for a worker has
+        less than it had when it was asked for, and a bot told otherwise would be killed at
+        the deadline while it searched."""
         idle = self._ensure_started()
         loop = asyncio.get_running_loop()
         slots = self._bot_slots.get(request[0])
@@ -425,6 +446,8 @@ class WorkerPool:
                 if isinstance(exc, TimeoutError):
                     return Reply(None, TIMEOUT, "no bot worker was free before the deadline")
                 raise
+            if budget is not None:
+                request = (*request[:-1], budget(deadline - time.monotonic()))
             done = self._threads.submit(worker.call, request, deadline)
             # Release when the *thread* is done, not when this coroutine is: a cancelled
             # decision must not hand out a worker (or a slot) that is still busy.

@@ -52,6 +52,18 @@ class Polite:
         return request.legal[-1]
 
 
+class Snoop:
+    """Looks for the engine's secrets in its environment: answers the last legal action if it
+    finds one, the second if the plugin selection did not reach it, else the first."""
+
+    def decide(self, request):
+        if any(k in os.environ for k in ("CARDGAMES_ADMIN_TOKEN", "CARDGAMES_DB", "PGPASSWORD")):
+            return request.legal[-1]
+        if "CARDGAMES_BOT_PLUGINS" not in os.environ:
+            return request.legal[1]
+        return request.legal[0]
+
+
 def _spec(name, cls):
     return BotSpec(name, lambda game_id: cls(), description=f"misbehaves: {name}")
 
@@ -60,5 +72,5 @@ def _spec(name, cls):
 def cardgames_bots():
     return [_spec("garbage", Garbage), _spec("illegal", Illegal), _spec("raises", Raises),
             _spec("sleeps", Sleeps), _spec("exits", Exits), _spec("sys-exits", SysExits),
-            _spec("polite", Polite),
+            _spec("polite", Polite), _spec("snoop", Snoop),
             BotSpec("bad-factory", lambda game_id: 1 / 0, description="its factory raises")]

@@ -133,6 +133,31 @@ def test_a_polite_bot_that_uses_its_whole_budget_is_not_killed():
     run(with_host(body))
 
 
+def test_a_queued_decision_is_told_the_time_it_has_left():
+    """With two workers a bot has one decision slot: its second decision waits for the first,
+    and must then be told the time left, not the time it had when asked (a bot using its whole
+    budget was killed at the deadline)."""
+    async def body(host):
+        return await asyncio.gather(*(host.decide("polite", "klaberjass", 0, VIEW, LEGAL, s, 1.0)
+                                      for s in range(2)))
+    first, second = run(with_host(body))
+    assert (first.failure, second.failure) == (None, None), (first, second)
+    assert second.action == LEGAL[-1] and second.elapsed_s < 1.0
+
+
+def test_bot_processes_do_not_inherit_the_engines_secrets(monkeypatch):
+    """A bot holding the admin token could read every hand through the admin API: the
+    workers' environment keeps the plugin selection and drops the engine's other settings."""
+    monkeypatch.setenv("CARDGAMES_ADMIN_TOKEN", "s3cret")
+    monkeypatch.setenv("CARDGAMES_DB", "postgresql://u:pw@db/x")
+    monkeypatch.setenv("PGPASSWORD", "pw")
+    monkeypatch.setenv("CARDGAMES_BOT_PLUGINS", "random")
+
+    async def body(host):
+        return await host.decide("snoop", "klaberjass", 0, VIEW, LEGAL, 1, 5.0)
+    assert run(with_host(body)).action == LEGAL[0]
+
+
 def test_decisions_queue_for_a_free_worker_within_their_deadline():
     async def body(host):
         # two slow bots occupy both workers; a third decision cannot start before its deadline
