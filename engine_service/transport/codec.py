@@ -165,11 +165,15 @@ def option_value(value: Any) -> match_pb2.OptionValue:
 
 
 def option_from_message(name: str, msg: match_pb2.OptionValue) -> Any:
+    _check_text("an option name", name, MAX_ID_CHARS)
     which = msg.WhichOneof("value")
     if which is None:
         raise api.BadRequest(f"option {name!r} has no value", reason="BAD_OPTION_VALUE",
                              option=name)
-    return getattr(msg, which)
+    value = getattr(msg, which)
+    if isinstance(value, str):  # no option value is longer; the message repeats it
+        _check_text(f"option {name!r}", value, MAX_ID_CHARS)
+    return value
 
 
 def options_from_message(options: Mapping[str, match_pb2.OptionValue]) -> dict[str, Any]:
@@ -261,6 +265,11 @@ def _check_text(field: str, value: str, limit: int) -> str:
     return value
 
 
+def game_filter(game: str) -> str:
+    """The optional ``game`` filter of the listing calls (ListBots, ListOpenMatches, ListMatches)."""
+    return _check_text("game", game, MAX_ID_CHARS)
+
+
 def require_match_id(match_id: str) -> str:
     if not match_id:
         raise api.BadRequest("match_id is required", reason="MISSING_FIELD", field="match_id")
@@ -278,6 +287,7 @@ def create_request(msg: pb.CreateMatchRequest) -> api.CreateMatchRequest:
             if not spec.bot.name:
                 raise api.BadRequest(f"seat {i}: a bot seat needs the bot's name",
                                      reason="MISSING_FIELD", field=f"seats[{i}].bot.name")
+            _check_text(f"seats[{i}].bot.name", spec.bot.name, MAX_ID_CHARS)
             seats.append(api.SeatConfig(kind="bot", bot=spec.bot.name))
         else:
             seats.append(api.SeatConfig(kind="open"))

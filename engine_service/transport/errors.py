@@ -84,6 +84,10 @@ def retry_info(delay_s: float) -> error_details_pb2.RetryInfo:
 
 #: Metadata values longer than this are cut (statuses travel in trailers: keep them small).
 _MAX_METADATA_CHARS = 200
+#: A status message goes in the response's trailing metadata (twice: grpc-message and the
+#: google.rpc.Status), where clients allow 8-16 KB in all: a message quoting a long request
+#: field is cut so that the client gets the error, not a metadata-size failure.
+_MAX_MESSAGE_CHARS = 500
 
 
 @dataclass(frozen=True)
@@ -139,6 +143,9 @@ def to_status(mapped: MappedError) -> grpc.Status:
         packed = any_pb2.Any()
         packed.Pack(message)
         details.append(packed)
-    st = status_pb2.Status(code=getattr(code_pb2, mapped.code.name), message=mapped.message,
+    message = mapped.message
+    if len(message) > _MAX_MESSAGE_CHARS:
+        message = message[:_MAX_MESSAGE_CHARS - 3] + "..."
+    st = status_pb2.Status(code=getattr(code_pb2, mapped.code.name), message=message,
                            details=details)
     return rpc_status.to_status(st)

@@ -117,7 +117,8 @@ class CardGamesServicer(_Base, card_games_pb2_grpc.CardGamesServiceServicer):
 
     @unary
     async def ListBots(self, request: pb.ListBotsRequest, context) -> pb.ListBotsResponse:
-        bots = [b for b in self._service.list_bots() if not request.game or request.game in b.games]
+        game = codec.game_filter(request.game)
+        bots = [b for b in self._service.list_bots() if not game or game in b.games]
         return pb.ListBotsResponse(bots=[codec.bot_message(b) for b in bots])
 
     @unary
@@ -207,7 +208,8 @@ class CardGamesServicer(_Base, card_games_pb2_grpc.CardGamesServiceServicer):
     async def ListOpenMatches(self, request: pb.ListOpenMatchesRequest, context) -> pb.ListOpenMatchesResponse:
         if request.limit < 0:
             raise api.BadRequest("limit must not be negative", reason="BAD_LIMIT", field="limit")
-        matches = self._service.list_open_matches(game=request.game, limit=request.limit or 50)
+        game = codec.game_filter(request.game)
+        matches = self._service.list_open_matches(game=game, limit=request.limit or 50)
         return pb.ListOpenMatchesResponse(matches=[codec.summary_message(m) for m in matches])
 
     @unary
@@ -232,7 +234,7 @@ class AdminServicer(_Base, admin_pb2_grpc.AdminServiceServicer):
         status = codec.STATUS_NAMES.get(request.status, "")
         if request.status and not status:  # a value outside the enum is not "any status"
             raise api.BadRequest(f"unknown status {request.status}", reason="BAD_STATUS", field="status")
-        matches = await self._service.list_matches(status=status, game=request.game,
+        matches = await self._service.list_matches(status=status, game=codec.game_filter(request.game),
                                                    limit=request.limit or 100)
         return admin_pb2.ListMatchesResponse(matches=[codec.summary_message(m) for m in matches])
 

@@ -318,6 +318,38 @@ async def test_malformed_requests_are_invalid_argument():
 
 
 @run
+async def test_every_free_text_field_is_capped_before_it_is_quoted():
+    """A long bot name, option name or value, or game filter is FIELD_TOO_LONG, which a client
+    receives: quoted in a status message whole, 9,000 characters overflowed the client's
+    metadata limit and the caller got RESOURCE_EXHAUSTED from its own channel instead."""
+    service = ScriptedService()
+    long = "B" * 9000
+    async with running(service, admin_token=ADMIN_TOKEN) as srv:
+        g = srv.games
+        bot_seat = pb.CreateMatchRequest(game="klaberjass")
+        bot_seat.seats.add().open.SetInParent()
+        bot_seat.seats.add().bot.name = long
+        option_name = pb.CreateMatchRequest(game="klaberjass")
+        option_name.options[long].int_value = 1
+        option_value = pb.CreateMatchRequest(game="klaberjass")
+        option_value.options["kl_target_score"].string_value = long
+        cases = [g.CreateMatch(bot_seat), g.CreateMatch(option_name), g.CreateMatch(option_value),
+                 g.ListBots(pb.ListBotsRequest(game=long)), g.ListOpenMatches(pb.ListOpenMatchesRequest(game=long)),
+                 srv.admin.ListMatches(admin_pb2.ListMatchesRequest(game=long), metadata=bearer(ADMIN_TOKEN))]
+        for call in cases:
+            err = await expect_error(call)
+            assert (err.code, err.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "FIELD_TOO_LONG")
+            assert len(err.message) < 200 and long not in err.message
+    assert not [c for c in service.calls if c[0] in ("create_match", "list_matches")]
+
+
+def test_a_status_message_is_cut_to_fit_the_trailing_metadata():
+    from engine_service.transport.errors import MappedError, to_status
+    status = to_status(MappedError(grpc.StatusCode.INVALID_ARGUMENT, "x" * 20_000, "BAD_REQUEST", {}, True))
+    assert len(status.details) < 1_000 and status.details.endswith("...")
+
+
+@run
 async def test_a_client_action_id_over_128_characters_is_bad_client_action_id():
     """docs/api.md: up to 128 printable characters; "anything else is INVALID_ARGUMENT /
     BAD_CLIENT_ACTION_ID" (the reason the session layer gives a control character too)."""
