@@ -31,6 +31,7 @@ import grpc
 import structlog
 
 from ..observability.metrics import Metrics
+from .errors import MappedError, to_status
 
 log = structlog.get_logger("cardgames.rpc")
 
@@ -115,7 +116,7 @@ class ObservabilityInterceptor(grpc.aio.ServerInterceptor):
         if handler.unary_unary is not None:
             return grpc.unary_unary_rpc_method_handler(
                 self._wrap_unary(method, handler.unary_unary),
-                request_deserializer=handler.request_deserializer,
+                request_deserializer=_lenient(handler.request_deserializer),
                 response_serializer=handler.response_serializer)
         if handler.unary_stream is not None:
             behavior = handler.unary_stream
@@ -124,7 +125,7 @@ class ObservabilityInterceptor(grpc.aio.ServerInterceptor):
             wrap = self._wrap_stream if inspect.isasyncgenfunction(behavior) else self._wrap_unary
             return grpc.unary_stream_rpc_method_handler(
                 wrap(method, behavior),
-                request_deserializer=handler.request_deserializer,
+                request_deserializer=_lenient(handler.request_deserializer),
                 response_serializer=handler.response_serializer)
         return handler  # client/bidi streaming: the API has none
 
@@ -135,6 +136,8 @@ class ObservabilityInterceptor(grpc.aio.ServerInterceptor):
             rpc, started = _begin(method)
             code = "OK"
             try:
+                if type(request) is Undecodable:
+                    await _refuse(request, rpc, context)
                 return await behavior(request, context)
             except asyncio.CancelledError:
                 code = "CANCELLED"
@@ -157,6 +160,8 @@ class ObservabilityInterceptor(grpc.aio.ServerInterceptor):
             code = "OK"
             messages = 0
             try:
+                if type(request) is Undecodable:
+                    await _refuse(request, rpc, context)
                 async for message in behavior(request, context):
                     yield message
                     messages += 1
@@ -173,6 +178,38 @@ class ObservabilityInterceptor(grpc.aio.ServerInterceptor):
                 _end(method, rpc, started, code, messages)
 
         return stream
+
+
+class Undecodable:
+    """A request whose bytes do not parse as the method's message. grpc would answer UNKNOWN
+    (naming the parser's exception class) and log a traceback at ERROR level for each; the
+    wrappers answer INVALID_ARGUMENT (MALFORMED_REQUEST) with the usual rpc line instead."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: str) -> None:
+        self.error = error
+
+
+def _lenient(deserialize: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
+    if deserialize is None:
+        return None
+
+    def parse(data: bytes) -> Any:
+        try:
+            return deserialize(data)
+        except Exception as exc:  # DecodeError, and bad UTF-8 in a string field
+            return Undecodable(type(exc).__name__)
+
+    return parse
+
+
+async def _refuse(request: Undecodable, rpc: RpcContext, context: grpc.aio.ServicerContext) -> None:
+    mapped = MappedError(grpc.StatusCode.INVALID_ARGUMENT, "the request is not a valid message of "
+                         "this method (protobuf wire format, UTF-8 strings)", reason="MALFORMED_REQUEST",
+                         metadata={}, expected=True)
+    rpc.reason, rpc.code = mapped.reason, mapped.code.name
+    await context.abort_with_status(to_status(mapped))
 
 
 def _begin(method: _Method) -> tuple[RpcContext, float]:

@@ -343,6 +343,32 @@ async def test_every_free_text_field_is_capped_before_it_is_quoted():
     assert not [c for c in service.calls if c[0] in ("create_match", "list_matches")]
 
 
+@run
+async def test_request_bytes_that_do_not_parse_are_invalid_argument():
+    """Garbage bytes, or a string field holding bad UTF-8, are INVALID_ARGUMENT with an
+    ErrorInfo (MALFORMED_REQUEST) and the usual rpc line; grpc alone answered UNKNOWN, named
+    its parser's exception class and logged a traceback at ERROR level for each call."""
+    service = ScriptedService()
+    bad_utf8 = b"\x0a\x02\xff\xfe"  # field 1 (a string), two bytes that are not UTF-8
+    with structlog.testing.capture_logs() as logs:
+        async with running(service, admin_token=ADMIN_TOKEN) as srv:
+            errors = []
+            for method, payload in (("/cardgames.v1.CardGamesService/GetView", b"\xff" * 16),
+                                    ("/cardgames.v1.CardGamesService/CreateMatch", bad_utf8),
+                                    ("/cardgames.v1.AdminService/ListMatches", b"\xff" * 16)):
+                call = srv.channel.unary_unary(method)(payload, metadata=bearer(ADMIN_TOKEN))
+                errors.append(await expect_error(call))
+            stream = srv.channel.unary_stream("/cardgames.v1.CardGamesService/WatchMatch")(b"\xff" * 16)
+            errors.append(await expect_error(stream))
+    for err in errors:
+        assert (err.code, err.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "MALFORMED_REQUEST"), err
+        assert "DecodeError" not in err.message
+    assert not service.calls
+    assert not [e for e in logs if e["log_level"] in ("error", "critical")]
+    lines = [e for e in logs if e["event"] == "rpc"]
+    assert len(lines) == 4 and {e["reason"] for e in lines} == {"MALFORMED_REQUEST"}
+
+
 def test_a_status_message_is_cut_to_fit_the_trailing_metadata():
     from engine_service.transport.errors import MappedError, to_status
     status = to_status(MappedError(grpc.StatusCode.INVALID_ARGUMENT, "x" * 20_000, "BAD_REQUEST", {}, True))
