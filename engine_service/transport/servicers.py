@@ -177,6 +177,9 @@ class CardGamesServicer(_Base, card_games_pb2_grpc.CardGamesServiceServicer):
                                  "characters", reason="BAD_CLIENT_ACTION_ID", field="client_action_id")
         principal = await self._seat_principal(match_id, context, "act")
         expected = request.expected_seq if request.HasField("expected_seq") else None
+        if expected is not None and expected < 0:
+            raise api.BadRequest("expected_seq is a match's seq: 0 or more", reason="BAD_EXPECTED_SEQ",
+                                 field="expected_seq")
         result = await self._service.submit_action(match_id, principal, request.action, expected,
                                                    request.client_action_id)
         current_rpc().note(seq=result.seq)
@@ -189,6 +192,9 @@ class CardGamesServicer(_Base, card_games_pb2_grpc.CardGamesServiceServicer):
         match_id = codec.require_match_id(request.match_id)
         principal = await self._principal(match_id, context)
         after = request.after_seq if request.HasField("after_seq") else -1
+        if request.HasField("after_seq") and after < 0:
+            raise api.BadRequest("after_seq is the seq of an event received: 0 or more (unset: a "
+                                 "snapshot first)", reason="BAD_AFTER_SEQ", field="after_seq")
         rpc = current_rpc()
         events = self._service.watch(match_id, principal, after)
         async with contextlib.aclosing(events):  # ends the seat's presence on disconnect

@@ -185,6 +185,21 @@ async def test_idempotent_retry_and_stale_sequence():
         assert (err.code, err.reason) == (grpc.StatusCode.ABORTED, "STALE_SEQUENCE")
         assert err.view.seq == now.seq and err.view.seat == now.seat
         assert [a.notation for a in err.view.legal_actions] == [a.notation for a in now.legal_actions]
+        # a seq ahead of the match (a database restored from a backup) is ABORTED too: the view
+        # re-synchronises the client; a negative one is no seq at all
+        ahead = await expect_error(stub.SubmitAction(pb.SubmitActionRequest(
+            match_id=match_id, action=now.legal_actions[0].notation, expected_seq=now.seq + 5),
+            metadata=bearer(tokens[now.seat])))
+        assert (ahead.code, ahead.reason, ahead.view.seq) == (grpc.StatusCode.ABORTED, "STALE_SEQUENCE", now.seq)
+        assert "stale" not in ahead.message
+        negative = await expect_error(stub.SubmitAction(pb.SubmitActionRequest(
+            match_id=match_id, action=now.legal_actions[0].notation, expected_seq=-1),
+            metadata=bearer(tokens[now.seat])))
+        assert (negative.code, negative.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "BAD_EXPECTED_SEQ")
+        for after in (-1, -(2 ** 63)):
+            err = await expect_error(stub.WatchMatch(pb.WatchMatchRequest(match_id=match_id, after_seq=after)))
+            assert (err.code, err.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "BAD_AFTER_SEQ")
+        assert (await stub.GetMatch(pb.GetMatchRequest(match_id=match_id))).match.seq == now.seq
 
 
 @run
