@@ -9,6 +9,17 @@ from typing import Any, Callable
 ViewMaker = Callable[["int | None"], dict[str, Any]]
 
 
+def json_copy(value: Any) -> Any:
+    """A copy of a JSON-like value (dicts, lists, tuples as lists, scalars) that shares no
+    container with it: a view is its reader's to change, and the state's own records (deal
+    results, which ``deal_results()`` shares read-only) must not be handed out inside one."""
+    if isinstance(value, dict):
+        return {k: json_copy(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_copy(v) for v in value]
+    return value
+
+
 def views_from(common: dict[str, Any], seat_view: Callable[[dict[str, Any], int], dict[str, Any]]) -> ViewMaker:
     """A ``State.view_maker()`` over the public view ``common`` (what a spectator sees, the
     seat-dependent keys empty) and ``seat_view(common, seat)``, which adds a seat's own records

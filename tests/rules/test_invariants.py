@@ -340,3 +340,33 @@ def test_thousands_of_seeded_deals(game_id):
         assert state.result()["over"] and state.result()["winners"]
         checks(game_id).check_scores(state)
     assert matches >= 10
+
+
+def _scribble(value) -> None:
+    """Mutate every list and dict inside ``value`` in place."""
+    if isinstance(value, dict):
+        for v in list(value.values()):
+            _scribble(v)
+        value["scribbled"] = True
+    elif isinstance(value, list):
+        for v in value:
+            _scribble(v)
+        value.append("scribbled")
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_a_view_shares_nothing_with_the_state(game_id):
+    """A view is the caller's to keep or change: scribbling over every list and dict of one
+    (as an in-process bot of the arena might) changes neither the state nor its later views
+    (Klaberjass's previous_deal and Jo-Jotte's last deal were the state's own result records,
+    which deal_results() shares read-only by contract)."""
+    game = get_game(game_id)
+    for seed in range(3):
+        for i, state in enumerate(iter_states(game, 7000 + seed, option_sets(game_id)[seed % len(option_sets(game_id))])):
+            if i % 7:
+                continue
+            before = snapshot(state)
+            for seat in range(game.num_seats):
+                _scribble(state.view(seat))
+            _scribble(state.public_view())
+            assert snapshot(state) == before, (game_id, seed, i)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...cards import CODES, STRAINS, codes_of
-from ...views import ViewMaker, views_from, with_seat
+from ...views import ViewMaker, json_copy, views_from, with_seat
 from . import actions as A
 from . import melds as M
 from . import tables as T
@@ -151,7 +151,7 @@ def _common_view(st: JojotteState) -> dict[str, Any]:
         "first_dealer": st.first_dealer,
         "non_dealer": 1 - st._dealer,
         "match": _match(st),
-        "last_deal": dict(st._last_detail) if st._last_detail else None,
+        "last_deal": json_copy(st._last_detail) if st._last_detail else None,
     }
     tricks: list[dict[str, Any]] = []
     if in_deal:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...cards import CODES
-from ...views import ViewMaker, views_from, with_seat
+from ...views import ViewMaker, json_copy, views_from, with_seat
 from .sequences import dialogue, ranked, value_event
 from .state import AUCTION_STATE_NAMES, P_AUCTION, P_CHANCE, P_MELD, P_OVER, P_PLAY, PHASE_NAMES, KlaberjassState
 from .tables import ACCEPT, BELLA, NAME, PASS, REFUSE, SCHMEISS, TAKE, ids_of
@@ -112,7 +112,7 @@ def _common_view(st: KlaberjassState) -> dict[str, Any]:
         "revealed": [[], []],
         "stock_size": 0,
         "deal_actions": [],
-        "previous_deal": st._details[-1] if st._details else None,
+        "previous_deal": json_copy(st._details[-1]) if st._details else None,
     }
     if in_deal:
         calls = []
