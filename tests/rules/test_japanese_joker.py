@@ -787,7 +787,8 @@ def test_session_options_are_exposed_and_session_events_are_never_actions():
 
 
 def test_bad_seat_and_first_dealer():
-    with pytest.raises(ValueError):
-        GAME.new_state(first_dealer=2)
+    for bad in (2, -1, True):  # the first declarer is a seat (JJK-2.2), as in the other games
+        with pytest.raises(InvalidOptions):
+            GAME.new_state(first_dealer=bad)
     with pytest.raises(ValueError):
         seed_state().view(2)
