@@ -94,8 +94,9 @@ class _Method:
 class ObservabilityInterceptor(grpc.aio.ServerInterceptor):
     """Logs and measures every RPC (see the module docstring)."""
 
-    def __init__(self, metrics: Metrics) -> None:
+    def __init__(self, metrics: Metrics, max_send_bytes: int = 0) -> None:
         self._metrics = metrics
+        self._max_send = max_send_bytes  # 0: no check (grpc's own limit still applies)
         # method -> (the handler grpc found, its wrapped handler): built once per method
         self._handlers: dict[str, tuple[Any, Any]] = {}
 
@@ -132,13 +133,17 @@ class ObservabilityInterceptor(grpc.aio.ServerInterceptor):
     # ---- wrappers ----------------------------------------------------------------------
 
     def _wrap_unary(self, method: _Method, behavior: Callable) -> Callable:
+        limit = self._max_send
         async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
             rpc, started = _begin(method)
             code = "OK"
             try:
                 if type(request) is Undecodable:
                     await _refuse(request, rpc, context)
-                return await behavior(request, context)
+                response = await behavior(request, context)
+                if limit and response is not None and _size(response) > limit:
+                    await _too_large(_size(response), limit, rpc, context)
+                return response
             except asyncio.CancelledError:
                 code = "CANCELLED"
                 raise
@@ -153,6 +158,7 @@ class ObservabilityInterceptor(grpc.aio.ServerInterceptor):
         return unary
 
     def _wrap_stream(self, method: _Method, behavior: Callable) -> Callable:
+        limit = self._max_send
         sent = method.sent
 
         async def stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
@@ -163,6 +169,8 @@ class ObservabilityInterceptor(grpc.aio.ServerInterceptor):
                 if type(request) is Undecodable:
                     await _refuse(request, rpc, context)
                 async for message in behavior(request, context):
+                    if limit and _size(message) > limit:
+                        await _too_large(_size(message), limit, rpc, context)
                     yield message
                     messages += 1
                     sent.inc()
@@ -208,6 +216,21 @@ async def _refuse(request: Undecodable, rpc: RpcContext, context: grpc.aio.Servi
     mapped = MappedError(grpc.StatusCode.INVALID_ARGUMENT, "the request is not a valid message of "
                          "this method (protobuf wire format, UTF-8 strings)", reason="MALFORMED_REQUEST",
                          metadata={}, expected=True)
+    rpc.reason, rpc.code = mapped.reason, mapped.code.name
+    await context.abort_with_status(to_status(mapped))
+
+
+def _size(message: Any) -> int:
+    """The wire size of a response: the codec's pre-encoded bytes, or a message's ByteSize."""
+    return len(message) if isinstance(message, (bytes, bytearray)) else message.ByteSize()
+
+
+async def _too_large(size: int, limit: int, rpc: RpcContext, context: grpc.aio.ServicerContext) -> None:
+    """A response over ``--max-send-message-bytes``: grpc would fail the call with a bare
+    RESOURCE_EXHAUSTED after the handler returned, and the rpc line would say OK."""
+    mapped = MappedError(grpc.StatusCode.RESOURCE_EXHAUSTED, f"the response would be {size} bytes, "
+                         f"more than this server sends ({limit})", reason="RESPONSE_TOO_LARGE",
+                         metadata={"size": str(size), "limit": str(limit)}, expected=True)
     rpc.reason, rpc.code = mapped.reason, mapped.code.name
     await context.abort_with_status(to_status(mapped))
 

@@ -282,7 +282,8 @@ class GrpcServer:
 
     async def start(self) -> int:
         """Bind, start serving, mark every service SERVING; return the bound port."""
-        interceptors: list[grpc.aio.ServerInterceptor] = [ObservabilityInterceptor(self.metrics)]
+        interceptors: list[grpc.aio.ServerInterceptor] = [
+            ObservabilityInterceptor(self.metrics, max_send_bytes=self.limits.max_send_message_bytes)]
         if self.rate_limits.enabled:  # off: not even a look at the call
             interceptors.append(RateLimitInterceptor(self.rate_limits, self.service, self._admin,
                                                      self.metrics))
