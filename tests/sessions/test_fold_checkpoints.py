@@ -1,0 +1,66 @@
+"""LiveMatch.fold from checkpoints: a past position (a resumed watch, a retried action) is
+folded from the nearest saved copy, and gives exactly what a fold from the start gives."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from engine_service.rules import CHANCE, TERMINAL, get_game
+from engine_service.rules.cards import card_code
+from engine_service.sessions.match import CHECKPOINT_EVERY, LiveMatch
+from engine_service.store.base import ActionRecord, DeckRecord, MatchRecord, SeatRecord
+
+from .helpers import GAMES
+
+
+def long_match(game_id: str, seed: int) -> tuple[MatchRecord, list[DeckRecord], list[ActionRecord]]:
+    """A random match's record, decks and log: a whole match, or 1,500 actions (mostly passes
+    where passing is legal: thrown-in deals make long 32-card matches)."""
+    game = get_game(game_id)
+    rng = random.Random(seed)
+    state = game.new_state({}, first_dealer=0)
+    decks: list[DeckRecord] = []
+    actions: list[ActionRecord] = []
+    while len(actions) < 1500 and state.to_act() != TERMINAL:
+        if state.to_act() == CHANCE:
+            deck = [card_code(c) for c in game.pack]
+            rng.shuffle(deck)
+            decks.append(DeckRecord(len(decks), tuple(deck)))
+            state.deal(deck)
+            continue
+        seat = state.to_act()
+        legal = state.legal_actions()
+        action = "pass" if "pass" in legal and rng.random() < 0.97 else rng.choice(legal)  # long matches
+        state.apply(action, seat)
+        actions.append(ActionRecord(seq=len(actions) + 1, seat=seat, action=action, by="player"))
+    record = MatchRecord(match_id="m", game=game_id, options={}, first_dealer=0,
+                         seats=tuple(SeatRecord(i) for i in range(game.num_seats)), status="active",
+                         created_at=0.0)
+    return record, decks, actions
+
+
+def observed(state, dealt: int) -> str:
+    n = state.game.num_seats
+    return json.dumps([state.to_act(), state.legal_actions(), state.deal_results(), state.result(),
+                       [state.view(s) for s in range(n)], dealt], sort_keys=True, default=str)
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_a_fold_from_a_checkpoint_is_the_fold_from_the_start(game_id):
+    record, decks, actions = long_match(game_id, 11)
+    n = len(actions)
+    assert n > CHECKPOINT_EVERY + 10
+    live = LiveMatch(record, decks, actions)
+    assert live._checkpoints == {}  # loading a match keeps no copies
+    reference = LiveMatch(record, decks, actions)
+    for seq in (n - 1, 0, 1, CHECKPOINT_EVERY - 1, CHECKPOINT_EVERY, CHECKPOINT_EVERY + 1, n // 2, n, n - 2):
+        state, dealt = live.fold(seq)
+        assert observed(state, dealt) == observed(*reference.fold(seq, checkpoints=False)), seq
+        if state.to_act() >= 0:  # the caller may advance the state it got: no checkpoint is it
+            state.apply(state.legal_actions()[0], state.to_act())
+    assert sorted(live._checkpoints) == list(range(CHECKPOINT_EVERY, n, CHECKPOINT_EVERY))[:len(live._checkpoints)]
+    assert len(live._checkpoints) == (n - 1) // CHECKPOINT_EVERY
+    assert observed(*live.fold(n)) == observed(live.state, live.deals_dealt)
