@@ -24,6 +24,8 @@ import secrets
 import time
 from typing import Any, Awaitable, Callable
 
+import structlog
+
 from ..observability.metrics import Metrics
 from .api import StaleSequence
 from .config import SessionConfig
@@ -134,6 +136,8 @@ class MatchClock:
         looks like any other (GJ-11.8, JJK-9.7). The auto-move policy standing in for an absent
         player (no bot named) plays at once: it costs the same for every decision."""
         seat = key[1]
+        # this task's own context (MatchManager._spawn): the bot host's lines name the decision
+        structlog.contextvars.bind_contextvars(match_id=m.match_id, seat=seat)
         loop = asyncio.get_running_loop()
         due = loop.time() + self.config.bot_pace_s * self.config.time_scale
         legal = list(view.get("legal") or [])

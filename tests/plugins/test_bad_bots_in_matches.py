@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import asyncio
 
-from structlog.testing import capture_logs
-
 from engine_service.observability.metrics import Metrics
 from engine_service.plugins.host import BENCH_AFTER, BotHost
 from engine_service.rules import transcript
 from engine_service.sessions.api import CreateMatchRequest, SeatConfig
-from tests.sessions.helpers import collect, config, manager, run
+from tests.sessions.helpers import capture_logs_with_context, collect, config, manager, run
 
 
 def play_bot_matches(seatings: list[list[str]], deadline: float):
@@ -39,7 +37,7 @@ def play_bot_matches(seatings: list[list[str]], deadline: float):
         finally:
             await host.close()
 
-    with capture_logs() as logs:
+    with capture_logs_with_context() as logs:
         matches = run(go(), timeout=280)
     return matches, metrics, logs
 
@@ -81,3 +79,6 @@ def test_raising_and_garbage_bots_fall_back_and_are_counted():
     assert metrics.value("cardgames_bot_worker_restarts_total", {"bot": "raises", "reason": "exception"}) == 0
     decided = [e for e in logs if e["event"] == "bot_decision_failed"]
     assert decided and "AS" not in repr(decided)  # what the bot said is never logged
+    # the host's line names the decision: its match and seat (bound by the bot move's task)
+    matches = {m1[1].match_id: 0, m2[1].match_id: 1}
+    assert all(matches[e["match_id"]] == e["seat"] for e in decided)

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import random
-from contextlib import aclosing, asynccontextmanager
-from typing import Any, AsyncIterator
+from contextlib import aclosing, asynccontextmanager, contextmanager
+from typing import Any, AsyncIterator, Iterator
+
+import structlog
+from structlog.testing import LogCapture
 
 from engine_service.observability.metrics import Metrics
 from engine_service.rules import all_game_ids
@@ -159,3 +162,16 @@ async def to_act(mgr: MatchManager, match_id: str, principals: list[Principal]):
         if env.view["to_act"] == seat:
             return seat, p, env
     raise AssertionError("nobody to act")
+
+
+@contextmanager
+def capture_logs_with_context() -> Iterator[list[dict[str, Any]]]:
+    """Like ``structlog.testing.capture_logs``, with the fields bound to structlog's
+    contextvars merged in as the service's logging does (the rpc and match fields)."""
+    capture = LogCapture()
+    previous = structlog.get_config()
+    structlog.configure(processors=[structlog.contextvars.merge_contextvars, capture])
+    try:
+        yield capture.entries
+    finally:
+        structlog.configure(**previous)

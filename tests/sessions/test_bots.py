@@ -17,7 +17,7 @@ from engine_service.plugins.host import BotHost
 from engine_service.rules import get_game
 from engine_service.sessions.api import BotInfo, CreateMatchRequest, SeatConfig
 
-from .helpers import GAMES, config, manager, open_match, run, until
+from .helpers import GAMES, capture_logs_with_context, config, manager, open_match, run, until
 
 FAILURES = ["timeout", "exception", "illegal", "crash", "unknown_bot"]
 
@@ -221,12 +221,8 @@ def test_background_moves_do_not_log_the_fields_of_the_request_that_armed_them()
     match's fields, never the rpc / seat of whichever call happened to schedule them (a
     CreateMatch's fields used to tag every line of a bot match)."""
     import structlog
-    from structlog.testing import LogCapture
 
-    capture = LogCapture()
-    previous = structlog.get_config()
-    structlog.configure(processors=[structlog.contextvars.merge_contextvars, capture])
-    try:
+    with capture_logs_with_context() as entries:
         async def go():
             async with manager(config(time_scale=0.01), host=ScriptedHost("legal")) as mgr:
                 structlog.contextvars.bind_contextvars(rpc="/test/CreateMatch", seat=7)
@@ -243,9 +239,7 @@ def test_background_moves_do_not_log_the_fields_of_the_request_that_armed_them()
                 finally:
                     structlog.contextvars.clear_contextvars()
         run(go())
-    finally:
-        structlog.configure(**previous)
-    moves = [e for e in capture.entries if e["event"] in ("action_applied", "auto_move", "bot_move")]
+    moves = [e for e in entries if e["event"] in ("action_applied", "auto_move", "bot_move")]
     assert {e.get("by") for e in moves if e["event"] == "action_applied"} >= {"bot", "auto"}
     assert all("rpc" not in e and e.get("seat") != 7 for e in moves), moves
     assert all(e.get("match_id") for e in moves)
