@@ -20,11 +20,13 @@ every rotation). In the two-player games every board is the first deal of a matc
 
 Bots run in-process in each arena worker (``--workers`` processes, one board at a time), each
 seat with its own bot object (so the optional match callbacks work). A failure (exception,
-illegal answer; with ``--strict-time`` also an answer later than the budget) is replaced by the
-rulebook's auto-move and counted. Every match is written to ``--out`` as a
-``card-transcript/1`` file that ``python -m engine_service replay`` checks. ``--seed`` fixes the
-decks, the first dealers and every bot's RNG, so a run of seeded bots with an iteration budget
-(``random``, ``heuristic``, ``search``) repeats exactly.
+illegal answer, ``sys.exit``; with ``--strict-time`` also an answer later than the budget, and a
+bot still running a second past it is interrupted) is replaced by the rulebook's auto-move and
+counted; a bot that calls ``os._exit`` or hangs without ``--strict-time`` still stops the
+arena. Every match is written to ``--out`` as a ``card-transcript/1`` file that ``python -m
+engine_service replay`` checks. ``--seed`` fixes the decks, the first dealers and every bot's
+RNG, so a run of seeded bots with an iteration budget (``random``, ``heuristic``, ``search``)
+repeats exactly.
 """
 
 from __future__ import annotations
@@ -181,7 +183,7 @@ def play_board(board: int) -> dict[str, Any]:
             name = seats[seat]
             reply = runners[seat].decide(name, cfg.game, seat, view, view["legal"],
                                          _mix("decision", cfg.seed, board, r, step),
-                                         cfg.budget_s, enforce_budget=cfg.strict_time)
+                                         cfg.budget_s, enforce_budget=cfg.strict_time, in_process=True)
             times.setdefault(name, []).append(reply.elapsed_s)
             cpu.setdefault(name, []).append(reply.cpu_s)
             action = reply.action

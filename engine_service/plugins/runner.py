@@ -13,6 +13,8 @@ exception type and the bot code location, or by the answer's type.
 from __future__ import annotations
 
 import random
+import signal
+import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -27,6 +29,22 @@ ILLEGAL = "illegal"
 CRASH = "crash"
 UNKNOWN_BOT = "unknown_bot"
 FAILURES = (TIMEOUT, EXCEPTION, ILLEGAL, CRASH, UNKNOWN_BOT)
+
+#: An in-process bot still running this long past its budget is interrupted (see decide).
+INTERRUPT_AFTER = 1.0
+
+
+class _Interrupted(BaseException):
+    """Raised in a bot that overran its budget (BaseException: a bot's ``except Exception``
+    must not swallow it)."""
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise _Interrupted()
+
+
+def _can_alarm() -> bool:
+    return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
 
 
 @dataclass(frozen=True)
@@ -81,10 +99,13 @@ class BotRunner:
 
     def decide(self, name: str, game_id: str, seat: int, view: Mapping[str, Any],
                legal: Sequence[str], seed: int, budget_s: float, *,
-               enforce_budget: bool = False) -> Reply:
+               enforce_budget: bool = False, in_process: bool = False) -> Reply:
         """Ask bot ``name`` for a decision. ``enforce_budget``: an answer that took longer
-        than ``budget_s`` is a timeout (in-process hosts cannot interrupt a bot; the worker
-        pool kills it instead)."""
+        than ``budget_s`` is a timeout. ``in_process`` (the arena: no worker to lose): a
+        ``sys.exit`` in the bot is a ``crash`` answer instead of the end of the host, and with
+        ``enforce_budget`` a bot still running :data:`INTERRUPT_AFTER` past its budget is
+        interrupted (SIGALRM; main thread on Unix only) and answers ``timeout``; the worker pool
+        kills its workers instead."""
         started = time.monotonic()
         try:
             bot = self.bot(name, game_id)
@@ -96,8 +117,26 @@ class BotRunner:
         request = DecisionRequest(game_id=game_id, seat=seat, view=view, legal=legal_t,
                                   rng=random.Random(seed), budget_s=budget_s, started=started)
         cpu0 = time.thread_time()
+        alarm = in_process and enforce_budget and _can_alarm()
         try:
-            answer = bot.decide(request)
+            if alarm:
+                previous = signal.signal(signal.SIGALRM, _interrupt)
+                signal.setitimer(signal.ITIMER_REAL, max(0.001, budget_s) + INTERRUPT_AFTER)
+            try:
+                answer = bot.decide(request)
+            finally:
+                if alarm:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                    signal.signal(signal.SIGALRM, previous)
+        except _Interrupted:
+            return Reply(None, TIMEOUT, f"still running {INTERRUPT_AFTER:.1f}s past its budget "
+                         f"({budget_s:.3f}s): interrupted", time.monotonic() - started,
+                         time.thread_time() - cpu0)
+        except SystemExit as exc:
+            if not in_process:
+                raise  # a worker process ends: the pool reports a crash
+            return Reply(None, CRASH, f"SystemExit({exc.code!r})", time.monotonic() - started,
+                         time.thread_time() - cpu0)
         except Exception as exc:
             return Reply(None, EXCEPTION, describe_exception(exc), time.monotonic() - started,
                          time.thread_time() - cpu0)

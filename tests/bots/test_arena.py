@@ -97,6 +97,20 @@ def test_failures_fall_back_to_the_auto_move_and_are_counted():
     assert by["garbage"].failures.get("illegal") == by["garbage"].decisions > 0
 
 
+def test_a_bot_that_exits_or_hangs_does_not_stop_the_arena(monkeypatch):
+    """In-process bots: sys.exit is a crash answer, and under --strict-time a bot running past
+    its budget is interrupted (a timeout); the arena used to end silently, or hang."""
+    from engine_service.plugins import runner
+    monkeypatch.setattr(runner, "INTERRUPT_AFTER", 0.05)
+    report = run_arena(ArenaConfig(game="klaberjass", bots=("sys-exits", "sleeps"), deals=1, seed=1,
+                                   progress=False, plugins=("tests.plugins.bad_bots",),
+                                   budget_s=0.05, strict_time=True))
+    by = {b.name: b for b in report.bots}
+    assert by["sys-exits"].failures.get("crash") == by["sys-exits"].decisions > 0
+    assert by["sleeps"].failures.get("timeout") == by["sleeps"].decisions > 0
+    assert by["sleeps"].time_ms["max"] < 1000
+
+
 def test_command_line(tmp_path, capsys):
     out = tmp_path / "report.json"
     assert arena.main(["--game", "japanese_joker", "--bots", "heuristic,random", "--deals", "4",
