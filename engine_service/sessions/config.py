@@ -3,8 +3,11 @@ environment variables; every field has an embedded default that runs a sane serv
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from typing import Any
+
+from ..store.base import MAX_PRUNE_BATCH
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,17 @@ class SessionConfig:
     #: Longest accepted player name / match name (characters).
     max_name_length: int = 64
 
+    #: Retention: a match that ended more than this many days ago is deleted from the store
+    #: with everything stored for it (actions, decks, seats); afterwards every call about it
+    #: answers MatchNotFound (docs/operations.md, Retention). 0: ended matches are kept forever.
+    keep_finished_days: float = 0.0
+    #: How often the engine deletes the matches past ``keep_finished_days`` (the first pass
+    #: runs at start-up).
+    prune_interval_s: float = 600.0
+    #: Matches deleted per store transaction: short transactions, so that an action never
+    #: waits long behind one (the SQLite store has one writer).
+    prune_batch: int = 100
+
     def __post_init__(self) -> None:
         problems = []
         for name in ("default_turn_time_s", "reconnect_grace_s", "finished_retention_s", "waiting_timeout_s",
@@ -82,6 +96,12 @@ class SessionConfig:
                      "max_waiting_matches", "max_watchers_per_match", "bot_workers", "max_name_length"):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be >= 1")
+        if not (math.isfinite(self.keep_finished_days) and self.keep_finished_days >= 0):
+            problems.append("keep_finished_days must be a finite number >= 0 (0: keep forever)")
+        if not (math.isfinite(self.prune_interval_s) and self.prune_interval_s > 0):
+            problems.append("prune_interval_s must be > 0")
+        if not 1 <= self.prune_batch <= MAX_PRUNE_BATCH:
+            problems.append(f"prune_batch must be 1..{MAX_PRUNE_BATCH}")
         if problems:
             raise ValueError("invalid session settings: " + "; ".join(problems))
 
