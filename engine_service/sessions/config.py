@@ -80,8 +80,9 @@ class SessionConfig:
     #: runs at start-up).
     prune_interval_s: float = 600.0
     #: Matches deleted per store transaction: short transactions, so that an action never
-    #: waits long behind one (the SQLite store has one writer).
-    prune_batch: int = 100
+    #: waits long behind one (the SQLite store has one writer). 10 matches of ~35 KB took
+    #: ~8 ms on SQLite and left the action writes' p99 as it was (bench/prune_batches.py).
+    prune_batch: int = 10
 
     def __post_init__(self) -> None:
         problems = []

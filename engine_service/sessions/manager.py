@@ -834,8 +834,8 @@ class MatchManager:
     async def prune_finished(self, ended_before: float | None = None) -> PruneCounts:
         """Delete from the store the matches that ended before ``ended_before`` (Unix time;
         default: ``keep_finished_days`` ago) with everything stored for them, in batches of
-        ``prune_batch`` matches, each one short transaction with a pause after it (the action
-        path writes between batches); then forget those still held in memory. Afterwards
+        ``prune_batch`` matches, each one short transaction followed by a pause at least as
+        long (the action path writes between batches), and forget those still held in memory. Afterwards
         every call about a pruned match, seat tokens included, finds no such match. Returns
         what was deleted; one ``matches_pruned`` log line per batch."""
         if ended_before is None:
@@ -862,7 +862,8 @@ class MatchManager:
                      duration_ms=round((time.perf_counter() - started) * 1000, 1))
             if len(batch.match_ids) < self.config.prune_batch:
                 break
-            await asyncio.sleep(PRUNE_PAUSE_S)
+            # at most half of the store's time while a backlog is cleared
+            await asyncio.sleep(max(PRUNE_PAUSE_S, time.perf_counter() - started))
         return total
 
     def evict_finished(self) -> int:
