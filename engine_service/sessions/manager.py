@@ -835,18 +835,22 @@ class MatchManager:
         """Delete from the store the matches that ended before ``ended_before`` (Unix time;
         default: ``keep_finished_days`` ago) with everything stored for them, in batches of
         ``prune_batch`` matches, each one short transaction followed by a pause at least as
-        long (the action path writes between batches), and forget those still held in memory. Afterwards
-        every call about a pruned match, seat tokens included, finds no such match. Returns
-        what was deleted; one ``matches_pruned`` log line per batch."""
+        long (the action path writes between batches), and forget those still held in
+        memory. Afterwards every call about a pruned match, seat tokens included, finds no
+        such match. Returns what was deleted; one ``matches_pruned`` log line per batch."""
         if ended_before is None:
             ended_before = time.time() - self.config.keep_finished_days * 86400.0
         total = PruneCounts()
         while not self._draining:
             started = time.perf_counter()
-            # a batch handed to the store finishes even if the pass is cancelled (the drain
-            # waits for it among the writes before the store closes)
-            batch = await _uninterrupted(self._store.prune_finished(ended_before, self.config.prune_batch),
-                                         "prune-batch", self._writes)
+            # a batch handed to the store finishes even if the pass is cancelled: the drain
+            # waits for it among the writes before the store closes
+            task = asyncio.get_running_loop().create_task(
+                self._store.prune_finished(ended_before, self.config.prune_batch), name="prune-batch")
+            self._writes.add(task)
+            task.add_done_callback(_prune_batch_done)
+            task.add_done_callback(self._writes.discard)
+            batch = await asyncio.shield(task)
             if not batch.match_ids:
                 break
             async with self._load_lock:  # a load under way registers first, then is forgotten
@@ -970,6 +974,13 @@ def _store_unavailable(operation: str, exc: StoreError) -> Unavailable:
     own message stays in the log)."""
     log.error("store_read_failed", operation=operation, error=str(exc), error_type=type(exc).__name__)
     return Unavailable("the match store cannot be read now; try again", reason="STORE_UNAVAILABLE")
+
+
+def _prune_batch_done(task: asyncio.Task) -> None:
+    """A prune batch's failure is its pass's to report (``prune_failed``); once the pass is
+    cancelled (the drain), nobody's: retrieved here so that asyncio does not report it."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _iso(unix_time: float) -> str:

@@ -147,6 +147,7 @@ def test_a_failed_pass_is_logged_and_the_next_one_runs():
     logs = run(go())
     failed = [e for e in logs if e["event"] == "prune_failed"]
     assert len(failed) == 1 and failed[0]["log_level"] == "error"
+    assert [e["event"] for e in logs if e["log_level"] == "error"] == ["prune_failed"]  # once
     assert "unreachable" in failed[0]["error"] and metrics.value(PRUNED) == 1
 
 
@@ -188,3 +189,22 @@ def test_bad_retention_settings_are_refused():
         SessionConfig(prune_interval_s=0)
     with pytest.raises(ValueError, match="prune_batch"):
         SessionConfig(prune_batch=0)
+
+
+def test_the_setting_is_a_flag_and_an_environment_variable():
+    import argparse
+
+    from engine_service import settings as S
+
+    def parse(argv, env):
+        parser = argparse.ArgumentParser()
+        S.add_arguments(parser, env)
+        return S.from_namespace(parser.parse_args(argv))
+
+    assert parse([], {}).session.keep_finished_days == 0
+    assert parse([], {"CARDGAMES_KEEP_FINISHED_DAYS": "30"}).session.keep_finished_days == 30.0
+    assert parse(["--keep-finished-days", "0.5"], {"CARDGAMES_KEEP_FINISHED_DAYS": "30"}).session.keep_finished_days == 0.5
+    with pytest.raises(SystemExit, match="CARDGAMES_KEEP_FINISHED_DAYS"):
+        parse([], {"CARDGAMES_KEEP_FINISHED_DAYS": "-1"})
+    with pytest.raises(ValueError, match="keep_finished_days must be a finite number"):
+        parse(["--keep-finished-days", "inf"], {})
