@@ -7,8 +7,6 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ..store.base import MAX_PRUNE_BATCH
-
 
 @dataclass(frozen=True)
 class SessionConfig:
@@ -80,8 +78,9 @@ class SessionConfig:
     #: runs at start-up).
     prune_interval_s: float = 600.0
     #: Matches deleted per store transaction: short transactions, so that an action never
-    #: waits long behind one (the SQLite store has one writer). 10 matches of ~35 KB took
-    #: ~8 ms on SQLite and left the action writes' p99 as it was (bench/prune_batches.py).
+    #: waits long behind one (the SQLite store has one writer; at most the store's
+    #: MAX_PRUNE_BATCH, 500, are deleted at once). 10 matches of ~35 KB take ~10 ms on SQLite
+    #: (bench/prune_batches.py).
     prune_batch: int = 10
 
     def __post_init__(self) -> None:
@@ -94,15 +93,14 @@ class SessionConfig:
             if not getattr(self, name) > 0:
                 problems.append(f"{name} must be > 0")
         for name in ("snapshot_threshold", "watcher_queue_size", "max_matches",
-                     "max_waiting_matches", "max_watchers_per_match", "bot_workers", "max_name_length"):
+                     "max_waiting_matches", "max_watchers_per_match", "bot_workers", "max_name_length",
+                     "prune_batch"):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be >= 1")
         if not (math.isfinite(self.keep_finished_days) and self.keep_finished_days >= 0):
             problems.append("keep_finished_days must be a finite number >= 0 (0: keep forever)")
         if not (math.isfinite(self.prune_interval_s) and self.prune_interval_s > 0):
             problems.append("prune_interval_s must be > 0")
-        if not 1 <= self.prune_batch <= MAX_PRUNE_BATCH:
-            problems.append(f"prune_batch must be 1..{MAX_PRUNE_BATCH}")
         if problems:
             raise ValueError("invalid session settings: " + "; ".join(problems))
 

@@ -45,7 +45,7 @@ from ..rules.errors import RulesError
 from ..rules.game import CHANCE
 from ..rules.registry import all_games, get_game
 from ..store import MatchListing, Store, StoreError, open_store
-from ..store.base import STATUSES, MatchRecord, PruneCounts, SeatRecord, StoredMatch
+from ..store.base import MAX_PRUNE_BATCH, STATUSES, MatchRecord, PruneCounts, SeatRecord, StoredMatch
 from .api import (BadRequest, BotInfo, CreateMatchRequest, DealReveal, GameInfo, Inspection,
                   JoinResult, LimitExceeded, MatchEvent, MatchNotActive, MatchNotFound, MatchNotOver,
                   MatchSummary, PermissionDenied, Principal, SeatConfig, SeatTaken,
@@ -840,13 +840,13 @@ class MatchManager:
         such match. Returns what was deleted; one ``matches_pruned`` log line per batch."""
         if ended_before is None:
             ended_before = time.time() - self.config.keep_finished_days * 86400.0
-        total = PruneCounts()
+        total, limit = PruneCounts(), min(self.config.prune_batch, MAX_PRUNE_BATCH)
         while not self._draining:
             started = time.perf_counter()
             # a batch handed to the store finishes even if the pass is cancelled: the drain
             # waits for it among the writes before the store closes
             task = asyncio.get_running_loop().create_task(
-                self._store.prune_finished(ended_before, self.config.prune_batch), name="prune-batch")
+                self._store.prune_finished(ended_before, limit), name="prune-batch")
             self._writes.add(task)
             task.add_done_callback(_prune_batch_done)
             task.add_done_callback(self._writes.discard)
@@ -864,7 +864,7 @@ class MatchManager:
                      decks=batch.counts.decks, seats=batch.counts.seats,
                      ended_before=_iso(ended_before),
                      duration_ms=round((time.perf_counter() - started) * 1000, 1))
-            if len(batch.match_ids) < self.config.prune_batch:
+            if len(batch.match_ids) < limit:
                 break
             # at most half of the store's time while a backlog is cleared
             await asyncio.sleep(max(PRUNE_PAUSE_S, time.perf_counter() - started))
