@@ -1,4 +1,4 @@
-"""Command line: ``python -m engine_service {serve,replay,demo} ...``."""
+"""Command line: ``python -m engine_service {serve,replay,prune,demo} ...``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import sys
 
 #: Sub-command modules; each has ``add_parser(subparsers)``. A module that is not present in
 #: this build is skipped so that the rules-only tools work on their own.
-COMMANDS = ("engine_service.serve_cli", "engine_service.replay_cli", "engine_service.demo_cli")
+COMMANDS = ("engine_service.serve_cli", "engine_service.replay_cli", "engine_service.prune_cli",
+            "engine_service.demo_cli")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -210,6 +210,9 @@ SETTINGS: tuple[Setting, ...] = (
             "rulebook's auto-move policy, GJ-12.2)", "NAME", "takeover_bot"),
     Setting("finished_retention_s", _nn_float, "how long a finished match stays in memory",
             "SECONDS", "finished_retention_s"),
+    Setting("keep_finished_days", _nn_float, "delete from the database, with everything stored "
+            "for them, the matches that ended more than this many days ago (checked every 10 "
+            "minutes, in small batches); 0: keep them forever", "DAYS", "keep_finished_days"),
 )
 
 

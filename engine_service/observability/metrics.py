@@ -73,6 +73,9 @@ class Metrics:
         self.matches_resumed = Counter(
             "matches_resumed", "Unfinished matches rebuilt from the store at start-up.",
             ["game"], namespace=ns, registry=r)
+        self.matches_pruned = Counter(
+            "matches_pruned", "Ended matches deleted from the store by retention "
+            "(--keep-finished-days), with everything stored for them.", namespace=ns, registry=r)
 
         # ---- actions ------------------------------------------------------------------
         self.actions = Counter(

@@ -285,7 +285,9 @@ class MatchService(Protocol):
 
     async def recall(self, match_id: str) -> bool:
         """Bring a stored match back into memory if it is not held (an ended match past its
-        retention), so that its seat tokens are known again; whether it was brought back."""
+        retention), so that its seat tokens are known again; whether it was brought back.
+        MatchNotFound when there is no such match (never created, or deleted by retention):
+        a seat token of a deleted match gets NOT_FOUND, not a token error."""
 
     async def create_match(self, request: CreateMatchRequest, *, admin: bool = False) -> MatchSummary: ...
 

@@ -3,6 +3,7 @@ environment variables; every field has an embedded default that runs a sane serv
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -75,6 +76,19 @@ class SessionConfig:
     #: Longest accepted player name / match name (characters).
     max_name_length: int = 64
 
+    #: Retention: a match that ended more than this many days ago is deleted from the store
+    #: with everything stored for it (actions, decks, seats); afterwards every call about it
+    #: answers MatchNotFound (docs/operations.md, Retention). 0: ended matches are kept forever.
+    keep_finished_days: float = 0.0
+    #: How often the engine deletes the matches past ``keep_finished_days`` (the first pass
+    #: runs at start-up).
+    prune_interval_s: float = 600.0
+    #: Matches deleted per store transaction: short transactions, so that an action never
+    #: waits long behind one (the SQLite store has one writer; at most the store's
+    #: MAX_PRUNE_BATCH, 500, are deleted at once). 10 matches of ~35 KB take ~10 ms on SQLite
+    #: (bench/prune_batches.py).
+    prune_batch: int = 10
+
     def __post_init__(self) -> None:
         problems = []
         for name in ("default_turn_time_s", "reconnect_grace_s", "finished_retention_s", "waiting_timeout_s",
@@ -86,9 +100,13 @@ class SessionConfig:
                 problems.append(f"{name} must be > 0")
         for name in ("snapshot_threshold", "watcher_queue_size", "max_matches",
                      "max_waiting_matches", "max_watchers_per_match", "max_streams_per_seat",
-                     "max_watchers", "bot_workers", "max_name_length"):
+                     "max_watchers", "bot_workers", "max_name_length", "prune_batch"):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be >= 1")
+        if not (math.isfinite(self.keep_finished_days) and self.keep_finished_days >= 0):
+            problems.append("keep_finished_days must be a finite number >= 0 (0: keep forever)")
+        if not (math.isfinite(self.prune_interval_s) and self.prune_interval_s > 0):
+            problems.append("prune_interval_s must be > 0")
         if problems:
             raise ValueError("invalid session settings: " + "; ".join(problems))
 

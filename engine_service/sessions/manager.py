@@ -34,6 +34,7 @@ import contextvars
 import time
 import unicodedata
 from dataclasses import replace
+from datetime import datetime, timezone
 from typing import Any, AsyncIterator, Awaitable, Callable, Protocol, Sequence, TypeVar
 
 import structlog
@@ -45,7 +46,7 @@ from ..rules.errors import RulesError
 from ..rules.game import CHANCE
 from ..rules.registry import all_games, get_game
 from ..store import MatchListing, Store, StoreError, open_store
-from ..store.base import STATUSES, MatchRecord, SeatRecord, StoredMatch
+from ..store.base import MAX_PRUNE_BATCH, STATUSES, MatchRecord, PruneCounts, SeatRecord, StoredMatch
 from .api import (BadRequest, BotInfo, CreateMatchRequest, DealReveal, GameInfo, Inspection,
                   JoinResult, LimitExceeded, MatchEvent, MatchNotActive, MatchNotFound, MatchNotOver,
                   MatchSummary, PermissionDenied, Principal, SeatConfig, SeatTaken,
@@ -67,6 +68,8 @@ T = TypeVar("T")
 MAX_ACTION_LENGTH = 64
 MAX_CLIENT_ACTION_ID_LENGTH = 128
 MAX_MATCH_ID_LENGTH = 64
+#: Retention: the pause after each batch of a prune pass (other writes go first).
+PRUNE_PAUSE_S = 0.05
 
 
 class BotHostLike(Protocol):
@@ -134,6 +137,7 @@ class MatchManager:
         self._tasks: set[asyncio.Task] = set()
         self._writes: set[asyncio.Task] = set()  # accepted writes (_exclusive, creations) under way
         self._sweeper: asyncio.Task | None = None
+        self._pruner: asyncio.Task | None = None
         self._started = False
         self._draining = False
         self._closed = False
@@ -172,6 +176,10 @@ class MatchManager:
         periods = [p / 4 for p in (self.config.finished_retention_s, self.config.waiting_timeout_s) if p > 0]
         interval = max(0.01, min([60.0, *periods]))
         self._sweeper = asyncio.create_task(self._sweep(interval), name="sessions-sweeper")
+        if self.config.keep_finished_days > 0:
+            log.info("retention_enabled", keep_finished_days=self.config.keep_finished_days,
+                     interval_s=self.config.prune_interval_s, batch=self.config.prune_batch)
+            self._pruner = asyncio.create_task(self._prune_periodically(), name="sessions-pruner")
 
     def _rearm(self, m: LiveMatch, now: float) -> None:
         """Arm what a match read back from the store needs: nobody is connected to it, so
@@ -196,8 +204,9 @@ class MatchManager:
             return
         self._draining = True
         self._clock.stopped = True
-        if self._sweeper is not None:
-            self._sweeper.cancel()
+        for housekeeping in (self._sweeper, self._pruner):
+            if housekeeping is not None:
+                housekeeping.cancel()
         for m in self._matches.values():
             self._clock.stop(m)  # a timer or bot move that fires now finds itself disarmed
         while self._writes:  # asyncio.wait: a cancelled drain does not cancel the writes
@@ -213,8 +222,8 @@ class MatchManager:
         for t in pending:
             t.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
-        if self._sweeper is not None:
-            await asyncio.gather(self._sweeper, return_exceptions=True)
+        await asyncio.gather(*(t for t in (self._sweeper, self._pruner) if t is not None),
+                             return_exceptions=True)
         log.info("sessions_drained", matches=len(self._matches))
 
     async def close(self) -> None:
@@ -248,7 +257,7 @@ class MatchManager:
         token is known while its match is held in memory (unfinished, or finished less than
         ``finished_retention_s`` ago); for a token it does not know the transport recalls an
         ended match from the store (:meth:`recall`), so a seat token works for as long as the
-        match is stored.
+        match is stored (``keep_finished_days``; then the match is not found).
         """
         if admin:
             return Principal(kind="admin", match_id=match_id)
@@ -263,14 +272,12 @@ class MatchManager:
         return Principal(kind="seat", match_id=owner, seat=seat)
 
     async def recall(self, match_id: str) -> bool:
-        """See api.MatchService.recall: True when ``match_id`` was stored but not held."""
+        """See api.MatchService.recall: True when ``match_id`` was stored but not held;
+        MatchNotFound when no match has this id (never created, or deleted by retention)."""
         self._require_open()
         if match_id in self._matches:
             return False
-        try:
-            await self._get(match_id)
-        except MatchNotFound:
-            return False
+        await self._get(match_id)
         return True
 
     # ---- creating and joining -------------------------------------------------------------
@@ -833,6 +840,55 @@ class MatchManager:
         if m.status == "waiting":
             await self._writer.end(m, "abandoned", winners=[], reason="waiting_timeout")
 
+    async def _prune_periodically(self) -> None:
+        """Retention: a pass of :meth:`prune_finished` at start-up, then every
+        ``prune_interval_s``; a failed pass is logged and the next one runs as planned."""
+        while True:
+            try:
+                await self.prune_finished()
+            except Exception as exc:  # StoreError, or a bug: housekeeping outlives it
+                log.error("prune_failed", error=str(exc), error_type=type(exc).__name__)
+            await asyncio.sleep(self.config.prune_interval_s)
+
+    async def prune_finished(self, ended_before: float | None = None) -> PruneCounts:
+        """Delete from the store the matches that ended before ``ended_before`` (Unix time;
+        default: ``keep_finished_days`` ago) with everything stored for them, in batches of
+        ``prune_batch`` matches, each one short transaction followed by a pause at least as
+        long (the action path writes between batches), and forget those still held in
+        memory. Afterwards every call about a pruned match, seat tokens included, finds no
+        such match. Returns what was deleted; one ``matches_pruned`` log line per batch."""
+        if ended_before is None:
+            ended_before = time.time() - self.config.keep_finished_days * 86400.0
+        total, limit = PruneCounts(), min(self.config.prune_batch, MAX_PRUNE_BATCH)
+        while not self._draining:
+            started = time.perf_counter()
+            # a batch handed to the store finishes even if the pass is cancelled: the drain
+            # waits for it among the writes before the store closes
+            task = asyncio.get_running_loop().create_task(
+                self._store.prune_finished(ended_before, limit), name="prune-batch")
+            self._writes.add(task)
+            task.add_done_callback(_prune_batch_done)
+            task.add_done_callback(self._writes.discard)
+            batch = await asyncio.shield(task)
+            if not batch.match_ids:
+                break
+            async with self._load_lock:  # a load under way registers first, then is forgotten
+                for match_id in batch.match_ids:
+                    m = self._matches.get(match_id)
+                    if m is not None and m.over:
+                        self._unregister(m)
+            total += batch.counts
+            self.metrics.matches_pruned.inc(len(batch.match_ids))
+            log.info("matches_pruned", matches=batch.counts.matches, actions=batch.counts.actions,
+                     decks=batch.counts.decks, seats=batch.counts.seats,
+                     ended_before=_iso(ended_before),
+                     duration_ms=round((time.perf_counter() - started) * 1000, 1))
+            if len(batch.match_ids) < limit:
+                break
+            # at most half of the store's time while a backlog is cleared
+            await asyncio.sleep(max(PRUNE_PAUSE_S, time.perf_counter() - started))
+        return total
+
     def evict_finished(self) -> int:
         """Evict every finished match without watchers now (operations, tests). Returns how
         many were evicted."""
@@ -943,6 +999,17 @@ def _store_unavailable(operation: str, exc: StoreError) -> Unavailable:
     own message stays in the log)."""
     log.error("store_read_failed", operation=operation, error=str(exc), error_type=type(exc).__name__)
     return Unavailable("the match store cannot be read now; try again", reason="STORE_UNAVAILABLE")
+
+
+def _prune_batch_done(task: asyncio.Task) -> None:
+    """A prune batch's failure is its pass's to report (``prune_failed``); once the pass is
+    cancelled (the drain), nobody's: retrieved here so that asyncio does not report it."""
+    if not task.cancelled():
+        task.exception()
+
+
+def _iso(unix_time: float) -> str:
+    return datetime.fromtimestamp(unix_time, timezone.utc).isoformat(timespec="seconds")
 
 
 def _summary_of(listing: MatchListing) -> MatchSummary:

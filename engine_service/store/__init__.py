@@ -8,13 +8,14 @@ import os
 
 from ..observability.metrics import Metrics
 from .base import (ActionRecord, DeckRecord, DuplicateClientAction, MatchExists, MatchListing,  # noqa: F401
-                   MatchRecord, NotADatabase, OwnershipLost, SeatRecord, SequenceConflict, Store,
-                   StoredMatch, StoreError, StoreInUse, UnknownMatch)
+                   MatchRecord, NotADatabase, OwnershipLost, PruneCounts, PrunedBatch, SeatRecord,
+                   SequenceConflict, Store, StoredMatch, StoreError, StoreInUse, UnknownMatch)
 from .memory import MemoryStore
 from .sqlite import SqliteStore
 
 __all__ = ["ActionRecord", "DeckRecord", "DuplicateClientAction", "MatchExists", "MatchListing",
-           "MatchRecord", "MemoryStore", "NotADatabase", "OwnershipLost", "SeatRecord",
+           "MatchRecord", "MemoryStore", "NotADatabase", "OwnershipLost", "PruneCounts",
+           "PrunedBatch", "SeatRecord",
            "SequenceConflict", "SqliteStore", "Store", "StoredMatch", "StoreError", "StoreInUse",
            "UnknownMatch", "describe_location",
            "open_store"]

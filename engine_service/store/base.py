@@ -171,6 +171,32 @@ class MatchListing:
     seq: int = 0
 
 
+@dataclass(frozen=True)
+class PruneCounts:
+    """What a prune deleted (or would delete): matches, and the rows stored for them."""
+
+    matches: int = 0
+    actions: int = 0
+    decks: int = 0
+    seats: int = 0
+
+    def __add__(self, other: "PruneCounts") -> "PruneCounts":
+        return PruneCounts(self.matches + other.matches, self.actions + other.actions,
+                           self.decks + other.decks, self.seats + other.seats)
+
+
+@dataclass(frozen=True)
+class PrunedBatch:
+    """One batch of :meth:`Store.prune_finished`: the ids of the matches deleted, and counts."""
+
+    match_ids: tuple[str, ...] = ()
+    counts: PruneCounts = PruneCounts()
+
+
+#: Most matches one :meth:`Store.prune_finished` call deletes (one transaction).
+MAX_PRUNE_BATCH = 500
+
+
 @dataclass
 class _Timer:
     """Records write latency and errors of store operations in the metrics."""
@@ -267,3 +293,18 @@ class Store(ABC):
     @abstractmethod
     async def unfinished_match_ids(self) -> list[str]:
         """Ids of every match whose status is waiting or active (oldest first)."""
+
+    # ---- retention (docs/operations.md, Retention) --------------------------------------
+
+    @abstractmethod
+    async def prune_finished(self, ended_before: float, limit: int = 100) -> PrunedBatch:
+        """Delete at most ``limit`` (capped at :data:`MAX_PRUNE_BATCH`) matches that ended
+        (status finished or terminated) before ``ended_before`` (Unix time), with everything
+        stored for them (actions, decks, seats and their token hashes), in one short
+        transaction. An unfinished match is never touched, nor an ended one whose
+        ``ended_at`` is unknown. Fewer than ``limit`` deleted: there are no more."""
+
+    @abstractmethod
+    async def count_finished(self, ended_before: float) -> PruneCounts:
+        """What :meth:`prune_finished` calls with ``ended_before`` would delete, all batches
+        together; changes nothing (a dry run)."""

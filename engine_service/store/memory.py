@@ -12,9 +12,9 @@ from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from ..observability.metrics import Metrics
-from .base import (UNFINISHED, ActionRecord, DeckRecord, DuplicateClientAction, MatchExists,
-                   MatchListing, MatchRecord, SeatRecord, SequenceConflict, Store, StoredMatch,
-                   StoreError, UnknownMatch)
+from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, DeckRecord, DuplicateClientAction, MatchExists,
+                   MatchListing, MatchRecord, PruneCounts, PrunedBatch, SeatRecord,
+                   SequenceConflict, Store, StoredMatch, StoreError, UnknownMatch)
 
 
 @dataclass
@@ -143,3 +143,28 @@ class MemoryStore(Store):
         rows = [r for r in self._rows.values() if r.record.status in UNFINISHED]
         rows.sort(key=lambda r: (r.record.created_at, r.record.match_id))
         return [r.record.match_id for r in rows]
+
+    # ---- retention ---------------------------------------------------------------------
+
+    def _prunable(self, ended_before: float) -> list[_Row]:
+        return [r for r in self._rows.values() if r.record.status in FINISHED
+                and r.record.ended_at is not None and r.record.ended_at < ended_before]
+
+    @staticmethod
+    def _counts(rows: list[_Row]) -> PruneCounts:
+        return PruneCounts(len(rows), sum(len(r.actions) for r in rows), sum(len(r.decks) for r in rows),
+                           sum(len(r.record.seats) for r in rows))
+
+    async def prune_finished(self, ended_before: float, limit: int = 100) -> PrunedBatch:
+        self._check()
+        rows = self._prunable(ended_before)[:max(0, min(limit, MAX_PRUNE_BATCH))]
+        for r in rows:
+            del self._rows[r.record.match_id]
+            for s in r.record.seats:
+                if s.token_hash and self._tokens.get(s.token_hash, ("",))[0] == r.record.match_id:
+                    del self._tokens[s.token_hash]
+        return PrunedBatch(tuple(r.record.match_id for r in rows), self._counts(rows))
+
+    async def count_finished(self, ended_before: float) -> PruneCounts:
+        self._check()
+        return self._counts(self._prunable(ended_before))

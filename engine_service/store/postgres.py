@@ -43,9 +43,10 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from ..observability.metrics import Metrics
-from .base import (UNFINISHED, ActionRecord, DeckRecord, DuplicateClientAction, MatchExists,
-                   MatchListing, MatchRecord, NotADatabase, OwnershipLost, SeatRecord,
-                   SequenceConflict, Store, StoredMatch, StoreError, UnknownMatch)
+from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, DeckRecord,
+                   DuplicateClientAction, MatchExists, MatchListing, MatchRecord, NotADatabase,
+                   OwnershipLost, PruneCounts, PrunedBatch, SeatRecord, SequenceConflict, Store,
+                   StoredMatch, StoreError, UnknownMatch)
 from .pg_ownership import CHECK_S, AdvisoryOwnership
 
 T = TypeVar("T")
@@ -203,16 +204,25 @@ class PostgresStore(Store):
         except Exception as exc:  # a value that cannot be adapted (as the SQLite store does)
             raise StoreError(f"{operation} failed: {type(exc).__name__}: {exc}") from None
 
-    async def _write(self, operation: str, fn: Callable[[psycopg.AsyncConnection], Awaitable[T]]) -> T:
+    async def _write(self, operation: str, fn: Callable[[psycopg.AsyncConnection], Awaitable[T]],
+                     *, timed: bool = True) -> T:
         """Run ``fn(conn)``; it commits before returning (one statement in autocommit, or an
-        explicit transaction). The latency measured is what the caller waits for. Refused
-        while this store does not hold its database (:mod:`.pg_ownership`)."""
+        explicit transaction). The latency measured is what the caller waits for (``timed``
+        False: only failures are counted). Refused while this store does not hold its
+        database (:mod:`.pg_ownership`)."""
         owner = self._owner
         if owner is not None and not owner.held:
             self._timer.error(operation)
             if owner.lost:
                 raise OwnershipLost(f"{operation} refused: this engine lost {self.where} to another engine")
             raise StoreError(f"{operation} refused: the ownership of {self.where} is being re-checked")
+        if not timed:
+            try:
+                async with self._connection(operation) as conn:
+                    return await fn(conn)
+            except StoreError:
+                self._timer.error(operation)
+                raise
         with self._timer.write(operation):
             async with self._connection(operation) as conn:
                 return await fn(conn)
@@ -524,3 +534,41 @@ class PostgresStore(Store):
                                      "ORDER BY created_at, match_id", (list(UNFINISHED),))
             return [r[0] for r in await cur.fetchall()]
         return await self._read("unfinished_match_ids", fn)
+
+    # ---- retention (docs/operations.md, Retention) -------------------------------------------
+
+    #: The ended matches a prune may delete. ``created_at < %(t)s`` changes nothing (a match
+    #: ends after it is created) but lets the server range-scan ``matches_by_status``.
+    _PRUNABLE = ("status = ANY(%(ended)s) AND created_at < %(t)s AND ended_at IS NOT NULL "
+                 "AND ended_at < %(t)s")
+
+    async def prune_finished(self, ended_before: float, limit: int = 100) -> PrunedBatch:
+        params = {"ended": list(FINISHED), "t": ended_before, "n": max(0, min(int(limit), MAX_PRUNE_BATCH))}
+
+        async def fn(conn: psycopg.AsyncConnection) -> PrunedBatch:
+            async with conn.transaction():
+                ids = [r[0] for r in await (await conn.execute(
+                    f"SELECT match_id FROM matches WHERE {self._PRUNABLE} LIMIT %(n)s "
+                    "FOR UPDATE SKIP LOCKED", params)).fetchall()]
+                if not ids:
+                    return PrunedBatch()
+                counts = []
+                for table in ("match_actions", "decks", "seats", "matches"):
+                    cur = await conn.execute(f"DELETE FROM {table} WHERE match_id = ANY(%s)", (ids,))
+                    counts.append(cur.rowcount)
+            actions, decks, seats, matches = counts
+            return PrunedBatch(tuple(ids), PruneCounts(matches, actions, decks, seats))
+        # not in store_write_seconds: a batch deletes thousands of rows, and the latency that
+        # alerts watch is that of the actions
+        return await self._write("prune_finished", fn, timed=False)
+
+    async def count_finished(self, ended_before: float) -> PruneCounts:
+        async def fn(conn: psycopg.AsyncConnection) -> PruneCounts:
+            row = await (await conn.execute(
+                "SELECT count(*), "
+                "coalesce(sum((SELECT count(*) FROM match_actions a WHERE a.match_id = m.match_id)), 0), "
+                "coalesce(sum((SELECT count(*) FROM decks d WHERE d.match_id = m.match_id)), 0), "
+                "coalesce(sum((SELECT count(*) FROM seats s WHERE s.match_id = m.match_id)), 0) "
+                f"FROM matches m WHERE {self._PRUNABLE}", {"ended": list(FINISHED), "t": ended_before})).fetchone()
+            return PruneCounts(*(int(v) for v in row))  # type: ignore[union-attr]
+        return await self._read("count_finished", fn)

@@ -28,13 +28,15 @@ import os
 import queue
 import sqlite3
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from ..observability.metrics import Metrics
-from .base import (UNFINISHED, ActionRecord, DeckRecord, DuplicateClientAction, MatchExists,
-                   MatchListing, MatchRecord, NotADatabase, SeatRecord, SequenceConflict, Store,
-                   StoredMatch, StoreError, UnknownMatch)
+from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, DeckRecord,
+                   DuplicateClientAction, MatchExists, MatchListing, MatchRecord, NotADatabase,
+                   PruneCounts, PrunedBatch, SeatRecord, SequenceConflict, Store, StoredMatch,
+                   StoreError, UnknownMatch)
 from .ownership import FileOwnership
 
 T = TypeVar("T")
@@ -567,3 +569,90 @@ class SqliteStore(Store):
                 f"SELECT match_id FROM matches WHERE status IN ({','.join('?' * len(UNFINISHED))}) "
                 "ORDER BY created_at, match_id", UNFINISHED)]
         return await self._run(fn)
+
+    # ---- retention (docs/operations.md, Retention) -------------------------------------------
+
+    #: The ended matches a prune may delete. ``created_at < ?`` changes nothing (a match ends
+    #: after it is created) but lets SQLite range-scan ``matches_by_status (status,
+    #: created_at)`` instead of reading every ended match (there is no index on ended_at).
+    _PRUNABLE = (f"status IN ({','.join('?' * len(FINISHED))}) AND created_at < ? "
+                 "AND ended_at IS NOT NULL AND ended_at < ?")
+
+    async def prune_finished(self, ended_before: float, limit: int = 100) -> PrunedBatch:
+        limit = max(0, min(int(limit), MAX_PRUNE_BATCH))
+
+        def fn(c: sqlite3.Connection) -> PrunedBatch:
+            ids = [r[0] for r in c.execute(f"SELECT match_id FROM matches WHERE {self._PRUNABLE} LIMIT ?",
+                                           (*FINISHED, ended_before, ended_before, limit))]
+            if not ids:
+                return PrunedBatch()
+            among = f"match_id IN ({','.join('?' * len(ids))})"
+            actions = c.execute(f"DELETE FROM match_actions WHERE {among}", ids).rowcount
+            decks = c.execute(f"DELETE FROM decks WHERE {among}", ids).rowcount
+            seats = c.execute(f"DELETE FROM seats WHERE {among}", ids).rowcount
+            matches = c.execute(f"DELETE FROM matches WHERE {among}", ids).rowcount
+            return PrunedBatch(tuple(ids), PruneCounts(matches, actions, decks, seats))
+
+        # one write among the others (group commit), but not in store_write_seconds: a batch
+        # deletes thousands of rows, and the latency that alerts watch is that of the actions
+        try:
+            return await self._submit(fn, write=True)
+        except StoreError:
+            self._timer.error("prune_finished")
+            raise
+
+    async def count_finished(self, ended_before: float) -> PruneCounts:
+        def fn() -> PruneCounts:
+            c = self._db()
+            row = c.execute(
+                "SELECT count(*), "
+                "coalesce(sum((SELECT count(*) FROM match_actions a WHERE a.match_id = m.match_id)), 0), "
+                "coalesce(sum((SELECT count(*) FROM decks d WHERE d.match_id = m.match_id)), 0), "
+                "coalesce(sum((SELECT count(*) FROM seats s WHERE s.match_id = m.match_id)), 0) "
+                f"FROM matches m WHERE {self._PRUNABLE}", (*FINISHED, ended_before, ended_before)).fetchone()
+            return PruneCounts(*row)
+        return await self._run(fn)
+
+    async def space(self) -> "SqliteSpace":
+        """How the database file uses the disk (the offline prune's VACUUM decision)."""
+        def fn() -> SqliteSpace:
+            c = self._db()
+            page_size = c.execute("PRAGMA page_size").fetchone()[0]
+            pages = c.execute("PRAGMA page_count").fetchone()[0]
+            free = c.execute("PRAGMA freelist_count").fetchone()[0]
+            return SqliteSpace(_size(self.path), _size(self.path + "-wal"), pages * page_size, free * page_size)
+        return await self._run(fn)
+
+    async def vacuum(self) -> None:
+        """Rebuild the file without its free pages (``VACUUM``), then empty the WAL. Blocks
+        every other call of this store while it runs: for a store no engine serves from."""
+        def fn() -> None:
+            c = self._db()
+            c.execute("VACUUM")
+            c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        try:
+            await self._run(fn)
+        except sqlite3.Error as exc:
+            raise StoreError(f"VACUUM of {self.path} failed: {exc}") from None
+
+
+@dataclass(frozen=True)
+class SqliteSpace:
+    """Bytes: the database file and its WAL on disk; the database's pages, and those of them
+    on the free list (reused by new rows; only VACUUM gives them back to the filesystem)."""
+
+    file_bytes: int
+    wal_bytes: int
+    database_bytes: int
+    free_bytes: int
+
+    @property
+    def live_bytes(self) -> int:
+        return self.database_bytes - self.free_bytes
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0

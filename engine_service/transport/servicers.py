@@ -82,7 +82,8 @@ class _Base:
         spectator (no token); the session layer resolves seat tokens. A token it does not know
         may belong to an ended match no longer held in memory: the match is recalled from the
         store once, and the token asked again (a player can still reveal and verify the deals
-        of a match that ended long ago)."""
+        of a match that ended long ago). A match that is not stored (any more: retention)
+        is NOT_FOUND whatever the token."""
         token = bearer_token(context.invocation_metadata())
         if self._admin.is_admin(token):
             principal = self._service.authenticate(match_id, None, admin=True)

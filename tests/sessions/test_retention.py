@@ -1,0 +1,210 @@
+"""Retention in the session layer (``keep_finished_days``): the engine deletes, periodically and
+in small batches, the matches that ended long enough ago, forgets those it still holds, and
+afterwards every call about one finds no such match. Days are tiny fractions here (0.3 s), and
+the pass interval is 50 ms."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from structlog.testing import capture_logs
+
+from engine_service.observability.metrics import Metrics
+from engine_service.sessions.api import (CreateMatchRequest, MatchNotFound, Principal,
+                                         Unauthenticated)
+from engine_service.sessions.config import SessionConfig
+from engine_service.store import MemoryStore, SqliteStore, StoreError
+
+from .helpers import config, manager, run, to_act, until
+
+SECOND_IN_DAYS = 1 / 86400
+PRUNED = "cardgames_matches_pruned_total"
+
+
+async def ended_match(mgr, game="klaberjass") -> tuple[str, list[str]]:
+    """A match that two players joined, played one action of and ended when the first
+    resigned: its id and the seat tokens."""
+    s = await mgr.create_match(CreateMatchRequest(game=game))
+    tokens = [(await mgr.join_match(s.match_id, seat, f"p{seat}")).token for seat in range(2)]
+    principals = [mgr.authenticate(s.match_id, t) for t in tokens]
+    seat, p, env = await to_act(mgr, s.match_id, principals)
+    await mgr.submit_action(s.match_id, p, env.view["legal"][0], env.seq)
+    await mgr.leave_match(s.match_id, principals[0], resign=True)
+    assert (await mgr.get_match(s.match_id)).status == "finished"
+    return s.match_id, tokens
+
+
+def store_of(kind, tmp_path):
+    return MemoryStore() if kind == "memory" else SqliteStore(tmp_path / "db.sqlite3")
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_ended_matches_are_pruned_periodically_and_are_not_found_afterwards(kind, tmp_path):
+    store, metrics = store_of(kind, tmp_path), Metrics()
+    cfg = config(keep_finished_days=0.3 * SECOND_IN_DAYS, prune_interval_s=0.05)
+
+    async def go():
+        async with manager(cfg, store=store, metrics=metrics) as mgr:
+            with capture_logs() as logs:
+                ended, tokens = await ended_match(mgr)
+                waiting = (await mgr.create_match(CreateMatchRequest(game="klaberjass"))).match_id
+                active, _ = await ended_match(mgr)  # ends later: pruned later
+                assert ended in mgr.match_ids()  # held (finished_retention_s is an hour)
+                await until(lambda: ended not in mgr.match_ids(), timeout=5)
+                assert await store.load_match(ended) is None
+                spectator = Principal("spectator", ended)
+                for call in (mgr.get_match(ended), mgr.recall(ended),
+                             mgr.get_view(ended, spectator), mgr.reveal_deals(ended, spectator),
+                             mgr.inspect_match(ended), mgr.export_transcript(ended),
+                             mgr.join_match(ended, None, "late")):
+                    with pytest.raises(MatchNotFound):
+                        await call
+                with pytest.raises(Unauthenticated):  # the token is unknown; recall says why
+                    mgr.authenticate(ended, tokens[1])
+                listed = [m.match_id for m in await mgr.list_matches()]
+                assert ended not in listed and waiting in listed
+                assert (await mgr.get_match(waiting)).status == "waiting"  # never pruned
+                await until(lambda: active not in mgr.match_ids(), timeout=5)
+            pruned_lines = [e for e in logs if e["event"] == "matches_pruned"]
+            return pruned_lines
+
+    lines = run(go())
+    assert sum(e["matches"] for e in lines) == 2 and metrics.value(PRUNED) == 2
+    for e in lines:  # one line per batch: counts, the cutoff and the time; never a match id
+        assert e["log_level"] == "info" and e["actions"] >= 1 and e["seats"] == 2 * e["matches"]
+        assert e["decks"] >= 1 and "ended_before" in e and "duration_ms" in e
+        assert not any("match" in k and k != "matches" for k in e)
+
+
+def test_no_retention_by_default_keeps_every_ended_match():
+    store, metrics = MemoryStore(), Metrics()
+    assert SessionConfig().keep_finished_days == 0
+
+    async def go():
+        async with manager(config(prune_interval_s=0.01), store=store, metrics=metrics) as mgr:
+            with capture_logs() as logs:
+                ended, _ = await ended_match(mgr)
+                await asyncio.sleep(0.1)
+                assert mgr.evict_finished() == 1
+                assert (await mgr.get_match(ended)).status == "finished"
+            return logs
+    logs = run(go())
+    assert not [e for e in logs if e["event"] in ("matches_pruned", "retention_enabled")]
+    assert metrics.value(PRUNED) == 0
+
+
+def test_a_pass_deletes_in_batches_of_prune_batch():
+    """An explicit pass (the cutoff given) deletes everything that ended before it, in
+    transactions of ``prune_batch`` matches each, a log line each."""
+    store, metrics = MemoryStore(), Metrics()
+    batches = []
+
+    class Recording(MemoryStore):
+        async def prune_finished(self, ended_before, limit=100):
+            batch = await super().prune_finished(ended_before, limit)
+            batches.append(len(batch.match_ids))
+            return batch
+
+    store = Recording()
+
+    async def go():
+        async with manager(config(prune_batch=2), store=store, metrics=metrics) as mgr:
+            ids = [(await ended_match(mgr))[0] for _ in range(5)]
+            kept = (await mgr.create_match(CreateMatchRequest(game="klaberjass"))).match_id
+            with capture_logs() as logs:
+                total = await mgr.prune_finished(ended_before=time.time() + 1)
+            assert [m for m in mgr.match_ids()] == [kept]
+            left = [m.match_id for m in await mgr.list_matches()]
+            return ids, total, logs, left, kept
+    ids, total, logs, left, kept = run(go())
+    assert batches == [2, 2, 1]  # the last one is short: no further batch is asked for
+    assert total.matches == 5 and total.seats == 10 and metrics.value(PRUNED) == 5
+    assert [e["matches"] for e in logs if e["event"] == "matches_pruned"] == [2, 2, 1]
+    assert left == [kept]
+
+
+def test_a_failed_pass_is_logged_and_the_next_one_runs():
+    class FailsOnce(MemoryStore):
+        failures = 0
+
+        async def prune_finished(self, ended_before, limit=100):
+            if not self.failures:
+                self.failures += 1
+                raise StoreError("the database is unreachable")
+            return await super().prune_finished(ended_before, limit)
+
+    store, metrics = FailsOnce(), Metrics()
+
+    async def go():
+        cfg = config(keep_finished_days=0.1 * SECOND_IN_DAYS, prune_interval_s=0.05)
+        with capture_logs() as logs:
+            async with manager(cfg, store=store, metrics=metrics) as mgr:
+                ended, _ = await ended_match(mgr)
+                await until(lambda: ended not in mgr.match_ids(), timeout=5)
+        return logs
+    logs = run(go())
+    failed = [e for e in logs if e["event"] == "prune_failed"]
+    assert len(failed) == 1 and failed[0]["log_level"] == "error"
+    assert [e["event"] for e in logs if e["log_level"] == "error"] == ["prune_failed"]  # once
+    assert "unreachable" in failed[0]["error"] and metrics.value(PRUNED) == 1
+
+
+def test_the_drain_waits_for_a_batch_in_flight_before_the_store_closes():
+    """A batch already handed to the store is not abandoned by the drain: the store closes
+    after it (a SQLite transaction never sees its connection closed under it)."""
+    entered, release = asyncio.Event(), asyncio.Event()
+    order = []
+
+    class SlowPrunes(MemoryStore):
+        async def prune_finished(self, ended_before, limit=100):
+            entered.set()
+            await release.wait()
+            order.append("prune done")
+            return await super().prune_finished(ended_before, limit)
+
+        async def close(self):
+            order.append("store closed")
+            await super().close()
+
+    async def go():
+        store = SlowPrunes()
+        cfg = config(keep_finished_days=1.0, prune_interval_s=0.05)
+        async with manager(cfg, store=store) as mgr:
+            await asyncio.wait_for(entered.wait(), 5)
+            closing = asyncio.ensure_future(mgr.close())
+            await asyncio.sleep(0.05)
+            release.set()
+            await closing
+    run(go())
+    assert order == ["prune done", "store closed"]
+
+
+def test_bad_retention_settings_are_refused():
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="keep_finished_days"):
+            SessionConfig(keep_finished_days=bad)
+    with pytest.raises(ValueError, match="prune_interval_s"):
+        SessionConfig(prune_interval_s=0)
+    with pytest.raises(ValueError, match="prune_batch"):
+        SessionConfig(prune_batch=0)
+
+
+def test_the_setting_is_a_flag_and_an_environment_variable():
+    import argparse
+
+    from engine_service import settings as S
+
+    def parse(argv, env):
+        parser = argparse.ArgumentParser()
+        S.add_arguments(parser, env)
+        return S.from_namespace(parser.parse_args(argv))
+
+    assert parse([], {}).session.keep_finished_days == 0
+    assert parse([], {"CARDGAMES_KEEP_FINISHED_DAYS": "30"}).session.keep_finished_days == 30.0
+    assert parse(["--keep-finished-days", "0.5"], {"CARDGAMES_KEEP_FINISHED_DAYS": "30"}).session.keep_finished_days == 0.5
+    with pytest.raises(SystemExit, match="CARDGAMES_KEEP_FINISHED_DAYS"):
+        parse([], {"CARDGAMES_KEEP_FINISHED_DAYS": "-1"})
+    with pytest.raises(ValueError, match="keep_finished_days must be a finite number"):
+        parse(["--keep-finished-days", "inf"], {})

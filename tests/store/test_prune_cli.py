@@ -1,0 +1,232 @@
+"""``python -m engine_service prune`` (docs/operations.md, Retention): the dry run counts and
+changes nothing, the real run deletes what the dry run counted and VACUUMs a SQLite file (or
+says why not), on SQLite and PostgreSQL; it refuses, exit status 2 and nothing changed, while
+an engine holds the database; and an engine started with CARDGAMES_KEEP_FINISHED_DAYS prunes
+by itself at start-up."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import subprocess
+import sys
+import time
+from collections import namedtuple
+
+import grpc
+import pytest
+
+from engine_service import prune_cli
+from engine_service.__main__ import main
+from engine_service.store import ActionRecord, DeckRecord, PruneCounts, SeatRecord, SqliteStore
+from engine_service.store.postgres import PostgresStore
+from engine_service.transport.generated import card_games_pb2 as pb, card_games_pb2_grpc
+from tests.transport.test_process import Service
+
+from .test_store import record
+
+DAY = 86400.0
+OLD = ("old-1", "old-2", "old-3", "old-terminated")  # ended 40 days ago
+KEPT = ("recent", "active")  # ended a day ago; unfinished since 50 days
+ACTIONS = 300  # per match: with its decks, ~30 KB in SQLite, as a real match
+
+
+async def populate(st, actions: int = ACTIONS) -> None:
+    """Four matches that ended 40 days ago, one that ended yesterday, one still active; each
+    with 8 decks of 32 cards, ``actions`` actions and two joined seats."""
+    now = time.time()
+    for i, mid in enumerate(OLD + KEPT):
+        await st.create_match(record(mid, created_at=now - 50 * DAY + i),
+                              [DeckRecord(d, ("JS", "7H", "AD", "KC") * 8) for d in range(8)])
+        for seat in range(2):
+            await st.save_seat(mid, SeatRecord(seat=seat, player_name=f"p{seat}", token_hash=f"{mid}-{seat}",
+                                               joined_at=now - 50 * DAY))
+        for seq in range(1, actions + 1):
+            await st.append_action(mid, ActionRecord(seq, seq % 2, "play:JS", "player", f"c{seq}", "", now - 45 * DAY))
+        if mid == "active":
+            await st.set_status(mid, "active")
+        else:
+            ended = now - (DAY if mid == "recent" else 40 * DAY)
+            await st.set_status(mid, "terminated" if mid == "old-terminated" else "finished",
+                                {"winners": [0]}, ended)
+
+
+def populate_sqlite(path, actions: int = ACTIONS) -> None:
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        await populate(st, actions)
+        await st.close()
+    asyncio.run(go())
+
+
+def stored(location) -> tuple[set[str], PruneCounts]:
+    """The match ids a store holds, and what would be pruned after 30 days."""
+    async def go():
+        st = SqliteStore(location, exclusive=False) if not str(location).startswith("postgresql") \
+            else PostgresStore(str(location), exclusive=False)
+        await st.open()
+        try:
+            return ({li.record.match_id for li in await st.list_matches(limit=1000)},
+                    await st.count_finished(time.time() - 30 * DAY))
+        finally:
+            await st.close()
+    return asyncio.run(go())
+
+
+def prune(capsys, *args: str) -> tuple[int, str, str]:
+    status = main(["prune", *args])
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def file_size(path) -> int:
+    return sum(os.path.getsize(p) for p in (str(path), f"{path}-wal") if os.path.exists(p))
+
+
+EVERYTHING_OLD = f"4 matches ({4 * ACTIONS} actions, 32 decks, 8 seats)"
+
+
+def test_dry_run_then_real_run_on_sqlite(tmp_path, capsys):
+    db = tmp_path / "cards.sqlite3"
+    populate_sqlite(db)
+    size = file_size(db)
+
+    status, out, err = prune(capsys, "--db", str(db), "--older-than-days", "30", "--dry-run")
+    assert status == 0 and err == ""
+    assert re.match(rf"{re.escape(str(db))}: matches that ended before \d{{4}}-\d\d-\d\dT\S+ "
+                    r"\(more than 30 days ago\)\n", out)
+    assert f"dry run: would delete {EVERYTHING_OLD}; nothing changed" in out
+    assert stored(db) == (set(OLD + KEPT), PruneCounts(4, 4 * ACTIONS, 32, 8))  # nothing changed
+
+    status, out, err = prune(capsys, "--db", str(db), "--older-than-days", "30")
+    assert status == 0 and err == ""
+    assert f"deleted {EVERYTHING_OLD} (1 transaction)" in out
+    assert len(out.splitlines()) == 3  # the cutoff, the counts, the space: plain lines for scripts
+    assert re.search(r"VACUUM: [\d.]+ [KMG]iB -> [\d.]+ [KMG]iB in [\d.]+ s", out), out
+    assert stored(db) == (set(KEPT), PruneCounts())
+    assert file_size(db) < size * 0.6  # two matches of six are left
+
+    # again: nothing to delete, no free pages, nothing to VACUUM
+    status, out, _ = prune(capsys, "--db", str(db), "--older-than-days", "30")
+    assert status == 0 and "deleted 0 matches (0 actions, 0 decks, 0 seats) (0 transactions)" in out
+    assert "no free pages: nothing to VACUUM" in out
+    # 0 days: every ended match, never the active one
+    status, out, _ = prune(capsys, "--db", str(db), "--older-than-days", "0")
+    assert status == 0 and "deleted 1 matches" in out and stored(db)[0] == {"active"}
+
+
+def test_vacuum_is_skipped_without_room_on_the_volume_or_on_request(tmp_path, capsys, monkeypatch):
+    db = tmp_path / "cards.sqlite3"
+    populate_sqlite(db)
+    size = file_size(db)
+    Usage = namedtuple("Usage", "total used free")
+    monkeypatch.setattr(prune_cli.shutil, "disk_usage", lambda path: Usage(10**9, 10**9 - 1000, 1000))
+    status, out, _ = prune(capsys, "--db", str(db), "--older-than-days", "30")
+    assert status == 0 and f"deleted {EVERYTHING_OLD}" in out
+    assert re.search(r"VACUUM skipped: it needs about [\d.]+ [KMG]iB free on the volume, which has 1000 bytes", out), out
+    assert "Make room and run the command again" in out
+    assert file_size(db) >= size * 0.9  # the pages are free inside the file, not given back
+    monkeypatch.undo()
+    status, out, _ = prune(capsys, "--db", str(db), "--older-than-days", "30", "--no-vacuum")
+    assert status == 0 and re.search(r"of which [\d.]+ [KMG]iB free pages, kept for new matches \(--no-vacuum\)", out)
+    status, out, _ = prune(capsys, "--db", str(db), "--older-than-days", "30", "--dry-run")
+    assert re.search(r"file: [\d.]+ [KMG]iB, of which [1-9][\d.]* [KMG]iB free pages now", out), out
+    status, out, _ = prune(capsys, "--db", str(db), "--older-than-days", "30")  # room now
+    assert "VACUUM: " in out and file_size(db) < size * 0.6
+
+
+def test_usage_errors_exit_2_and_touch_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("CARDGAMES_DB", raising=False)
+    missing = tmp_path / "nope.sqlite3"
+    assert prune(capsys, "--db", str(missing), "--older-than-days", "1") == \
+        (2, "", f"error: no database file at {missing}\n")
+    assert not missing.exists() and not (tmp_path / "nope.sqlite3.lock").exists()
+    assert prune(capsys, "--db", "memory:", "--older-than-days", "1")[0] == 2
+    assert prune(capsys, "--older-than-days", "1")[2] == "error: --db is required (or set CARDGAMES_DB)\n"
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"not a database " * 100)
+    status, _, err = prune(capsys, "--db", str(garbage), "--older-than-days", "1")
+    assert status == 2 and "not a SQLite database" in err
+    for bad in ("-1", "nan", "inf", "soon"):
+        with pytest.raises(SystemExit) as exc:
+            main(["prune", "--db", str(garbage), "--older-than-days", bad])
+        assert exc.value.code == 2
+    assert "--older-than-days" in capsys.readouterr().err
+
+
+def test_the_database_from_cardgames_db(tmp_path, capsys, monkeypatch):
+    db = tmp_path / "cards.sqlite3"
+    populate_sqlite(db, actions=2)
+    monkeypatch.setenv("CARDGAMES_DB", str(db))
+    status, out, _ = prune(capsys, "--older-than-days", "30", "--dry-run")
+    assert status == 0 and out.startswith(f"{db}: ")
+
+
+def test_an_engine_prunes_by_itself_and_the_command_refuses_its_database(tmp_path, capsys):
+    """The engine, started with CARDGAMES_KEEP_FINISHED_DAYS=30 on a database holding matches
+    that ended 40 days ago, deletes them in its first pass at start-up (a log line per batch;
+    the API then answers NOT_FOUND); meanwhile the offline command refuses the database (exit 2,
+    naming the engine's pid) and changes nothing. Once the engine has stopped, the command
+    runs: nothing is left to delete, and VACUUM gives back the pages the engine freed."""
+    db = tmp_path / "cards.sqlite3"
+    populate_sqlite(db)
+    size = file_size(db)
+    engine = Service(tmp_path, db, "engine", CARDGAMES_KEEP_FINISHED_DAYS="30")
+    try:
+        deadline = time.monotonic() + 30
+        while not [e for e in engine.lines() if e.get("event") == "matches_pruned"]:
+            assert time.monotonic() < deadline, engine.log_path.read_text()
+            time.sleep(0.05)
+        status, out, err = prune(capsys, "--db", str(db), "--older-than-days", "0")
+        assert status == 2 and out == ""
+        assert f"in use by another engine process (pid {engine.proc.pid} " in err
+        assert "Nothing was changed: stop the engine first" in err
+
+        async def get_match(match_id):
+            async with grpc.aio.insecure_channel(engine.target) as ch:
+                stub = card_games_pb2_grpc.CardGamesServiceStub(ch)
+                try:
+                    await stub.GetMatch(pb.GetMatchRequest(match_id=match_id))
+                except grpc.aio.AioRpcError as exc:
+                    return exc.code()
+        assert asyncio.run(get_match("old-1")) == grpc.StatusCode.NOT_FOUND
+    finally:
+        assert engine.stop() == 0
+    lines = engine.lines()
+    enabled = [e for e in lines if e["event"] == "retention_enabled"]
+    pruned = [e for e in lines if e["event"] == "matches_pruned"]
+    assert len(enabled) == 1 and enabled[0]["keep_finished_days"] == 30
+    assert len(pruned) == 1 and {k: pruned[0][k] for k in ("matches", "actions", "decks", "seats")} == \
+        {"matches": 4, "actions": 4 * ACTIONS, "decks": 32, "seats": 8}
+    assert stored(db)[0] == set(KEPT)  # the engine also closed the file cleanly
+
+    status, out, _ = prune(capsys, "--db", str(db), "--older-than-days", "30")
+    assert status == 0 and "deleted 0 matches" in out and "VACUUM: " in out
+    assert file_size(db) < size * 0.6
+
+
+def test_postgres_dry_run_real_run_and_refusal(pg_url, capsys):
+    async def setup_and_refuse():
+        st = PostgresStore(pg_url)  # holds the schema, as an engine does
+        await st.open()
+        await populate(st)
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "engine_service", "prune", "--db", pg_url, "--older-than-days", "30",
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = await proc.communicate()
+        await st.close()
+        return proc.returncode, out.decode(), err.decode()
+
+    status, out, err = asyncio.run(setup_and_refuse())
+    assert status == 2 and out == "" and "is in use by another engine process" in err, err
+    assert stored(pg_url) == (set(OLD + KEPT), PruneCounts(4, 4 * ACTIONS, 32, 8))
+
+    status, out, _ = prune(capsys, "--db", pg_url, "--older-than-days", "30", "--dry-run")
+    assert status == 0 and f"dry run: would delete {EVERYTHING_OLD}; nothing changed" in out
+    assert stored(pg_url)[0] == set(OLD + KEPT)
+    status, out, _ = prune(capsys, "--db", pg_url, "--older-than-days", "30")
+    assert status == 0 and f"deleted {EVERYTHING_OLD} (1 transaction)" in out and "autovacuum" in out
+    assert stored(pg_url) == (set(KEPT), PruneCounts())
+
