@@ -2,9 +2,11 @@
 
 Start-up: configure logs, start the Prometheus endpoint, open the store and resume every
 unfinished match (MatchManager.start), then serve gRPC (health SERVING). A bad setting, an
-unusable database, a database that another engine process holds (after ``--db-lock-wait-s``:
-one engine per database) or a busy port ends the process with exit status 2 and one clear log
-line.
+unusable or corrupt database (the SQLite store's integrity check at open), a database error
+while the unfinished matches are resumed, a database that another engine process holds (after
+``--db-lock-wait-s``: one engine per database) or a busy port ends the process with exit
+status 2 and one clear log line: an engine that cannot read its database must not report
+SERVING.
 
 Shutdown on SIGTERM or SIGINT (a second signal is ignored while draining): health
 NOT_SERVING, the session layer drains (new work gets UNAVAILABLE, in-flight actions finish,

@@ -143,10 +143,25 @@ class MatchManager:
     # ---- lifecycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Open the store, rebuild every unfinished match from its log, re-arm its timers."""
+        """Open the store, rebuild every unfinished match from its log, re-arm its timers.
+
+        A match this program cannot replay (an unknown game, options or a log the rules
+        refuse: CorruptLog, RulesError) is skipped with ``match_resume_failed`` and answered
+        MATCH_CORRUPT when asked for: the other matches go on. A **store** error while
+        resuming (I/O, a damaged file) is not the match's fault and would hit every later
+        read and write too, so it fails the start (StoreError; the service exits 2) instead
+        of serving with health SERVING while every write fails UNAVAILABLE. A failed start
+        closes what it opened (the store and its lock, the bot workers)."""
         if self._started:
             return
         await self._store.open()
+        try:
+            await self._start_opened()
+        except BaseException:
+            await self._abort_start()
+            raise
+
+    async def _start_opened(self) -> None:
         if self._create_host and self._host is None:
             from ..plugins.host import BotHost
 
@@ -156,9 +171,11 @@ class MatchManager:
         for match_id in await self._store.unfinished_match_ids():
             try:
                 m = await self._load(match_id)
-            except (CorruptLog, StoreError, RulesError) as exc:
+            except (CorruptLog, RulesError) as exc:
                 log.error("match_resume_failed", match_id=match_id, error=str(exc))
                 continue
+            except StoreError as exc:
+                raise type(exc)(f"resuming the unfinished matches failed: {exc}") from exc
             if m is not None and not m.over:
                 resumed.append(m)
                 self.metrics.matches_resumed.labels(m.game.id).inc()
@@ -170,6 +187,25 @@ class MatchManager:
         periods = [p / 4 for p in (self.config.finished_retention_s, self.config.waiting_timeout_s) if p > 0]
         interval = max(0.01, min([60.0, *periods]))
         self._sweeper = asyncio.create_task(self._sweep(interval), name="sessions-sweeper")
+
+    async def _abort_start(self) -> None:
+        """Undo a start that failed after the store opened: the matches registered so far
+        are dropped and the store (with its ownership lock) and an owned bot host closed."""
+        self._started = False
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        self._clock.stopped = True
+        for m in list(self._matches.values()):
+            self._clock.stop(m)
+        self._matches.clear()
+        self._tokens.clear()
+        self._lobby.clear()
+        try:
+            await self._store.close()
+        finally:
+            if self._owns_host and self._host is not None:
+                await self._host.close()
+                self._host, self._owns_host = None, False
 
     def _rearm(self, m: LiveMatch, now: float) -> None:
         """Arm what a match read back from the store needs: nobody is connected to it, so

@@ -48,6 +48,12 @@ class NotADatabase(StoreError):
     application's SQLite file, or a newer schema)."""
 
 
+class CorruptDatabase(NotADatabase):
+    """The database is ours but damaged (SQLite: ``PRAGMA quick_check`` found a problem, or
+    reading it says "database disk image is malformed"): the engine must not start on it;
+    the operator restores a backup."""
+
+
 class StoreInUse(StoreError):
     """Another engine process holds the database (one engine per database:
     :mod:`.ownership`, docs/operations.md)."""

@@ -251,3 +251,27 @@ def test_bad_settings_and_busy_port_fail_clearly(tmp_path):
                                capture_output=True, text=True, timeout=60, env={**os.environ, "CARDGAMES_ADMIN_TOKEN": "s3cret"})
     assert "CARDGAMES_ADMIN_TOKEN" in help_text.stdout and "s3cret" not in help_text.stdout
     assert "--port" in help_text.stdout and "default: 50051" in help_text.stdout
+
+
+def test_a_corrupt_database_stops_the_start_with_exit_2(tmp_path):
+    """A database of ours with a damaged page (3: an index's root, as a failing disk leaves
+    it) used to be accepted: the match's resume failed (match_resume_failed), health said
+    SERVING and every write failed UNAVAILABLE. Now the engine refuses to start: exit 2 and
+    one store_unavailable line naming the file and SQLite's report, and it never serves."""
+    from tests.store.test_store import overwrite_page, sqlite_with_matches
+
+    db = tmp_path / "cards.sqlite3"
+    sqlite_with_matches(db)
+    overwrite_page(db, 3)
+    env = {**os.environ, "CARDGAMES_DB": str(db), "CARDGAMES_PORT": "0", "CARDGAMES_METRICS_PORT": "0",
+           "CARDGAMES_HOST": "127.0.0.1", "CARDGAMES_METRICS_HOST": "127.0.0.1",
+           "CARDGAMES_LOG_FORMAT": "json", "CARDGAMES_BOT_WORKERS": "1"}
+    done = subprocess.run([sys.executable, "-m", "engine_service", "serve"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    lines = [json.loads(raw) for raw in done.stderr.splitlines() if raw.startswith("{")]
+    errors = [line for line in lines if line["level"] == "error"]
+    assert done.returncode == 2, done.stderr
+    assert [e["event"] for e in errors] == ["store_unavailable"], errors
+    assert errors[0]["db"] == str(db)
+    assert "is corrupt" in errors[0]["error"] and "Page 3" in errors[0]["error"], errors[0]
+    assert not any(line["event"] in ("serving", "match_resume_failed") for line in lines)
