@@ -40,7 +40,7 @@ import structlog
 
 from ..observability.metrics import Metrics
 from .base import (UNFINISHED, ActionRecord, CorruptDatabase, DeckRecord, DuplicateClientAction,
-                   MatchExists, MatchListing, MatchRecord, NotADatabase, SeatRecord,
+                   MatchExists, MatchListing, MatchRecord, MigrationFailed, NotADatabase, SeatRecord,
                    SequenceConflict, Store, StoredMatch, StoreError, UnknownMatch)
 from .ownership import FileOwnership
 
@@ -438,16 +438,29 @@ class SqliteStore(Store):
 
     def _migrate(self, conn: sqlite3.Connection, version: int) -> None:
         """Bring a database of an older schema ``version`` to SCHEMA_VERSION: every step in one
-        transaction (a failure leaves the file as it was)."""
+        transaction (a failure leaves the file as it was, and says that the migration failed:
+        it is the upgrade that went wrong, not a file that is not a database). A migration is
+        logged (``db_migrated``): the operator sees when a file changed schema, and from
+        which version, which rolling back needs."""
         if version < 1:
             raise NotADatabase(f"{self.path} has no schema version; refusing to use it")
         conn.execute("BEGIN IMMEDIATE")
-        for step in range(version + 1, SCHEMA_VERSION + 1):
-            for statement in MIGRATIONS[step]:
-                conn.execute(statement)
-        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-        conn.execute("COMMIT")
+        step = version + 1
+        try:
+            for step in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[step]:
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            conn.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise MigrationFailed(
+                f"{self.path}: migrating the database from schema version {version} to "
+                f"{SCHEMA_VERSION} failed at step {step} ({exc}); the file was left as it was "
+                f"(schema version {version})") from None
         self.migrated_from = version
+        log.info("db_migrated", db=self.path, from_version=version, to_version=SCHEMA_VERSION)
 
     async def close(self) -> None:
         if self._jobs is None:
