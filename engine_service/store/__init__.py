@@ -8,13 +8,15 @@ import os
 
 from ..observability.metrics import Metrics
 from .base import (ActionRecord, CorruptDatabase, DeckRecord, DuplicateClientAction,  # noqa: F401
-                   MatchExists, MatchListing, MatchRecord, MigrationFailed, NotADatabase, OwnershipLost, SeatRecord, SequenceConflict, Store,
-                   StoredMatch, StoreError, StoreInUse, UnknownMatch)
+                   MatchExists, MatchListing, MatchRecord, MigrationFailed, NotADatabase,
+                   OwnershipLost, SeatRecord, SequenceConflict, Store, StoredMatch, StoreError,
+                   StoreInUse, UnknownMatch)
 from .memory import MemoryStore
 from .sqlite import SqliteStore
 
 __all__ = ["ActionRecord", "CorruptDatabase", "DeckRecord", "DuplicateClientAction", "MatchExists",
-           "MatchListing", "MatchRecord", "MemoryStore", "MigrationFailed", "NotADatabase", "OwnershipLost", "SeatRecord",
+           "MatchListing", "MatchRecord", "MemoryStore", "MigrationFailed", "NotADatabase",
+           "OwnershipLost", "SeatRecord",
            "SequenceConflict", "SqliteStore", "Store", "StoredMatch", "StoreError", "StoreInUse",
            "UnknownMatch", "describe_location",
            "open_store"]
