@@ -19,6 +19,7 @@ import argparse
 import math
 import os
 import re
+import ssl
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -343,9 +344,8 @@ def from_namespace(ns: argparse.Namespace, env: Mapping[str, str] | None = None)
     cert, key = BY_FIELD["tls_cert"], BY_FIELD["tls_key"]
     if (settings.tls_cert is None) != (settings.tls_key is None):
         raise ValueError(f"{cert.names} and {key.names} go together: give both, or neither")
-    for setting, path in ((cert, settings.tls_cert), (key, settings.tls_key)):
-        if path is not None:
-            _check_pem(setting.names, path)
+    if settings.tls_cert is not None and settings.tls_key is not None:
+        _check_tls_pair(cert.names, settings.tls_cert, key.names, settings.tls_key)
     return settings
 
 
@@ -355,12 +355,46 @@ def _name_fields(message: str) -> str:
     return re.sub(rf"\b({names})\b", lambda m: BY_FIELD[m.group(1)].names, message)
 
 
-def _check_pem(flag: str, path: Path) -> None:
-    """A TLS file that cannot be read is a configuration error named by its flag and variable
-    (grpc would only say that the port could not be bound)."""
+def _check_pem(flag: str, path: Path, block: bytes, what: str, shown: str) -> bytes:
+    """A TLS file that cannot be read, or does not hold a PEM block of the kind its flag
+    needs, is a configuration error named by its flag and variable (grpc would only say that
+    the port could not be bound)."""
     try:
         text = path.read_bytes()
     except OSError as exc:
         raise ValueError(f"{flag} {path}: cannot read it ({exc.strerror})") from None
     if b"-----BEGIN " not in text:
         raise ValueError(f"{flag} {path}: not a PEM file")
+    if block not in text:
+        raise ValueError(f"{flag} {path}: holds no {what} (no {shown} block)")
+    return text
+
+
+def _check_tls_pair(cert_flag: str, cert: Path, key_flag: str, key: Path) -> None:
+    """The certificate and its key must make a TLS server: a key of another certificate (or
+    the certificate given as the key) passed the PEM check, and then the server only logged
+    ``grpc_port_unavailable`` ("Failed to bind"), the real cause being a line of gRPC core on
+    stderr. Python's ssl module loads the pair the way a TLS server does and says what is
+    wrong. gRPC takes no passphrase, so an encrypted key is refused here too."""
+    _check_pem(cert_flag, cert, b"CERTIFICATE-----", "certificate", "'-----BEGIN CERTIFICATE-----'")
+    key_text = _check_pem(key_flag, key, b"PRIVATE KEY-----", "private key",
+                          "'-----BEGIN ... PRIVATE KEY-----'")
+    if b"ENCRYPTED" in key_text:
+        raise ValueError(f"{key_flag} {key}: the private key is encrypted; gRPC needs it "
+                         "unencrypted (openssl pkey -in KEY -out PLAIN_KEY)")
+
+    def no_passphrase() -> bytes:
+        raise ValueError("encrypted")
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(cert, key, password=no_passphrase)
+    except ssl.SSLError as exc:
+        if exc.reason == "KEY_VALUES_MISMATCH":
+            raise ValueError(f"{key_flag} {key} is not the private key of the certificate of "
+                             f"{cert_flag} {cert} (the key does not match it)") from None
+        raise ValueError(f"{cert_flag} {cert} and {key_flag} {key}: not a usable certificate "
+                         f"and private key ({exc})") from None
+    except ValueError:
+        raise ValueError(f"{key_flag} {key}: the private key is encrypted; gRPC needs it "
+                         "unencrypted") from None

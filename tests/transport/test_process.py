@@ -240,6 +240,17 @@ def test_bad_settings_and_busy_port_fail_clearly(tmp_path):
                                "--tls-cert", str(cert), "--tls-key", str(key)], cwd=tmp_path,
                               capture_output=True, text=True, timeout=60)
         assert done.returncode != 0 and named in done.stderr and str(cert) in done.stderr, done.stderr
+    from .test_settings import _certificate
+
+    cert, _ = _certificate(tmp_path, "one")
+    _, other_key = _certificate(tmp_path, "two")
+    done = subprocess.run([sys.executable, "-m", "engine_service", "serve", "--port", "0", "--metrics-port", "0",
+                           "--tls-cert", str(cert), "--tls-key", str(other_key)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr  # a key of another certificate: refused before the bind
+    assert done.stderr.strip() == (f"error: --tls-key / CARDGAMES_TLS_KEY {other_key} is not the private key "
+                                   f"of the certificate of --tls-cert / CARDGAMES_TLS_CERT {cert} "
+                                   "(the key does not match it)")
     garbage = tmp_path / "garbage.sqlite3"
     garbage.write_text("this is not a database\n" * 100)
     done = subprocess.run([sys.executable, "-m", "engine_service", "serve", "--port", "0",

@@ -214,6 +214,45 @@ def test_serving_tunes_the_garbage_collector():
         gc.set_threshold(*saved)
 
 
+def _certificate(folder, name: str, *extra: str):
+    """A throw-away self-signed certificate and its key (PEM): (cert, key)."""
+    import subprocess
+
+    cert, key = folder / f"{name}-cert.pem", folder / f"{name}-key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-days", "1", "-subj", "/CN=localhost",
+                    "-keyout", str(key), "-out", str(cert), *(extra or ("-nodes",))],
+                   check=True, capture_output=True, timeout=60)
+    return cert, key
+
+
+def test_the_tls_certificate_and_key_must_belong_together(tmp_path):
+    """A key of another certificate, or the certificate given as the key, passed the PEM check
+    and the server then failed to bind with only grpc_port_unavailable in the log (the cause
+    was a line of gRPC core on stderr). The pair is now loaded as a TLS server would at
+    start, and the error names both flags and both variables."""
+    cert, key = _certificate(tmp_path, "a")
+    other_cert, other_key = _certificate(tmp_path, "b")
+    _, locked_key = _certificate(tmp_path, "c", "-passout", "pass:secret")
+    good = _parse(["--tls-cert", str(cert), "--tls-key", str(key)], {})
+    assert (good.tls_cert, good.tls_key) == (cert, key)
+
+    def refused(cert_file, key_file) -> str:
+        with pytest.raises(ValueError) as info:
+            _parse([], {"CARDGAMES_TLS_CERT": str(cert_file), "CARDGAMES_TLS_KEY": str(key_file)})
+        return str(info.value)
+
+    assert refused(cert, other_key) == (
+        f"--tls-key / CARDGAMES_TLS_KEY {other_key} is not the private key of the certificate of "
+        f"--tls-cert / CARDGAMES_TLS_CERT {cert} (the key does not match it)")
+    assert refused(cert, cert) == (f"--tls-key / CARDGAMES_TLS_KEY {cert}: holds no private key "
+                                   "(no '-----BEGIN ... PRIVATE KEY-----' block)")
+    assert refused(key, key) == (f"--tls-cert / CARDGAMES_TLS_CERT {key}: holds no certificate "
+                                 "(no '-----BEGIN CERTIFICATE-----' block)")
+    assert refused(cert, locked_key).startswith(
+        f"--tls-key / CARDGAMES_TLS_KEY {locked_key}: the private key is encrypted")
+    assert other_cert.exists()
+
+
 def test_help_never_shows_the_admin_token():
     """--help shows the values in force, the admin token as 'set' only, whatever its text (a
     token beginning with 'invalid' must not be taken for the marker of a bad variable)."""
