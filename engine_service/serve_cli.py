@@ -100,7 +100,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
     from prometheus_client import start_http_server
 
     from .observability.metrics import get_metrics
-    from .sessions.manager import MatchManager
+    from .sessions.manager import MatchManager, TakeoverBotUnavailable
     from .store import StoreError, StoreInUse, describe_location, open_store
     from .transport.ratelimit import Rate, RateLimits
     from .transport.server import GrpcServer, ServerLimits, TlsFiles
@@ -136,6 +136,11 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
     store.on_ownership_lost = ownership_lost
     try:
         await manager.start()
+    except TakeoverBotUnavailable as exc:
+        log.error("takeover_bot_unavailable", bot=exc.bot, installed=exc.installed,
+                  error=f"{settings_mod.BY_FIELD['takeover_bot'].names} {exc}")
+        http.shutdown()
+        return EXIT_CONFIG
     except StoreInUse as exc:
         log.error("db_in_use", db=db, error=str(exc))
         http.shutdown()

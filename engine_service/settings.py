@@ -134,6 +134,15 @@ def _text(*, empty: bool = False) -> Callable[[str], str]:
     return parse
 
 
+def _bot_name(text: str) -> str:
+    """Any name here; whether that bot is installed (and plays a four-player game) is known
+    only once the plugins are loaded: MatchManager.start checks it (exit 2 otherwise)."""
+    return text.strip()
+
+
+_bot_name.allowed = "empty, or an installed bot (checked at start)"  # type: ignore[attr-defined]
+
+
 def _path(text: str) -> Path:
     if not text.strip():
         raise ValueError("must not be empty")
@@ -273,8 +282,9 @@ SETTINGS: tuple[Setting, ...] = (
             "forced or not (GJ-11.8; keep it >= the bot deadline; 0: at once)", "SECONDS",
             "bot_pace_s"),
     Setting("bot_workers", _int(1, 256), "bot worker processes", "N", "bot_workers"),
-    Setting("takeover_bot", _text(empty=True), "bot playing for an absent Georgian Joker player "
-            "(empty: the rulebook's auto-move policy, GJ-12.2)", "NAME", "takeover_bot"),
+    Setting("takeover_bot", _bot_name, "bot playing for an absent Georgian Joker player (empty: "
+            "the rulebook's auto-move policy, GJ-12.2); the engine refuses to start with a bot "
+            "that is not installed", "NAME", "takeover_bot"),
     Setting("finished_retention_s", _float(0.0, 30 * DAY_S, "seconds"), "how long a finished "
             "match stays in memory", "SECONDS", "finished_retention_s"),
 )

@@ -54,7 +54,8 @@ from .chance import draw_first_dealer, random_deck_record, salted_deck
 from .clock import MatchClock
 from .config import SessionConfig
 from .match import CorruptLog, LiveMatch, SeatSlot
-from .policy import FORFEIT, merge_turn_time, reconnect_grace, turn_time
+from .policy import (BOT_TAKEOVER, FORFEIT, absence_policy, merge_turn_time, reconnect_grace,
+                     turn_time)
 from .tokens import new_match_id, new_token, token_hash
 from .views import ADMIN, SPECTATOR, Audience, audience_kind
 from .watchers import Watcher, _End
@@ -66,6 +67,23 @@ T = TypeVar("T")
 MAX_ACTION_LENGTH = 64
 MAX_CLIENT_ACTION_ID_LENGTH = 128
 MAX_MATCH_ID_LENGTH = 64
+
+
+class TakeoverBotUnavailable(ValueError):
+    """``SessionConfig.takeover_bot`` names a bot that is not installed, or that plays none
+    of the games where a bot takes an absent player's seat (GJ-12.4). Refused at start: it
+    used to show only later, as ``unknown_bot`` bot failures in every such match."""
+
+    def __init__(self, bot: str, installed: Sequence[BotInfo], games: Sequence[str]) -> None:
+        self.bot = bot
+        self.installed = [b.name for b in installed]
+        able = [b.name for b in installed if any(g in b.games for g in games)]
+        if bot not in self.installed:
+            problem = "is not an installed bot"
+        else:
+            problem = f"plays none of the games where a bot takes an absent seat ({', '.join(games)})"
+        super().__init__(f"{bot!r} {problem}; installed bots: {', '.join(self.installed) or 'none'}"
+                         f"; able to take a seat over: {', '.join(able) or 'none'}")
 
 
 class BotHostLike(Protocol):
@@ -167,6 +185,7 @@ class MatchManager:
 
             self._host = BotHost(workers=self.config.bot_workers, metrics=self.metrics)
             self._owns_host = True
+        self._check_takeover_bot()
         resumed: list[LiveMatch] = []
         for match_id in await self._store.unfinished_match_ids():
             try:
@@ -187,6 +206,17 @@ class MatchManager:
         periods = [p / 4 for p in (self.config.finished_retention_s, self.config.waiting_timeout_s) if p > 0]
         interval = max(0.01, min([60.0, *periods]))
         self._sweeper = asyncio.create_task(self._sweep(interval), name="sessions-sweeper")
+
+    def _check_takeover_bot(self) -> None:
+        """The session's takeover bot (GJ-12.4) must be installed and play a game where a
+        bot takes an absent seat (the four-player games: policy BOT_TAKEOVER). Without a bot
+        host there are no bots to check (bot seats are refused then)."""
+        bot = self.config.takeover_bot
+        if not bot or self._host is None:
+            return
+        games = [g.id for g in all_games() if absence_policy(g) == BOT_TAKEOVER]
+        if not any(self._host.plays(bot, g) for g in games):
+            raise TakeoverBotUnavailable(bot, self.list_bots(), games)
 
     async def _abort_start(self) -> None:
         """Undo a start that failed after the store opened: the matches registered so far

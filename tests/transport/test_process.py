@@ -286,3 +286,21 @@ def test_a_corrupt_database_stops_the_start_with_exit_2(tmp_path):
     assert errors[0]["db"] == str(db)
     assert "is corrupt" in errors[0]["error"] and "Page 3" in errors[0]["error"], errors[0]
     assert not any(line["event"] in ("serving", "match_resume_failed") for line in lines)
+
+
+def test_a_takeover_bot_that_is_not_installed_stops_the_start_with_exit_2(tmp_path):
+    """--takeover-bot naming a bot that is not installed started without a word; it now
+    exits 2 with one error line naming the flag, the variable and the installed bots."""
+    env = {**os.environ, "CARDGAMES_PORT": "0", "CARDGAMES_METRICS_PORT": "0", "CARDGAMES_DB": "memory:",
+           "CARDGAMES_HOST": "127.0.0.1", "CARDGAMES_METRICS_HOST": "127.0.0.1",
+           "CARDGAMES_LOG_FORMAT": "json", "CARDGAMES_BOT_WORKERS": "1", "CARDGAMES_TAKEOVER_BOT": "nosuch"}
+    done = subprocess.run([sys.executable, "-m", "engine_service", "serve"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    lines = [json.loads(raw) for raw in done.stderr.splitlines() if raw.startswith("{")]
+    errors = [line for line in lines if line["level"] == "error"]
+    assert done.returncode == 2, done.stderr
+    assert [e["event"] for e in errors] == ["takeover_bot_unavailable"], errors
+    assert errors[0]["error"].startswith("--takeover-bot / CARDGAMES_TAKEOVER_BOT 'nosuch' is not an installed "
+                                         "bot; installed bots: "), errors[0]
+    assert "random" in errors[0]["installed"]
+    assert not any(line["event"] == "serving" for line in lines)
