@@ -186,6 +186,9 @@ class MatchManager:
             self._host = BotHost(workers=self.config.bot_workers, metrics=self.metrics)
             self._owns_host = True
         self._check_takeover_bot()
+        # every game's and bot's series at 0 from the start: alerts on increase() see the
+        # first failure (observability.metrics)
+        self.metrics.declare(games=[g.id for g in all_games()], bots=[b.name for b in self.list_bots()])
         resumed: list[LiveMatch] = []
         for match_id in await self._store.unfinished_match_ids():
             try:

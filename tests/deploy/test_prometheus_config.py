@@ -37,9 +37,13 @@ def test_check_rules(promtool):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_alert_unit_tests(promtool):
-    """Every alert fires on its synthetic failure, with its labels and text, and not before."""
-    result = run(promtool, "test", "rules", "alerts_test.yml")
+@pytest.mark.parametrize("tests", ["alerts_test.yml", "first_failure_test.yml"])
+def test_alert_unit_tests(promtool, tests):
+    """Every alert fires on its synthetic failure, with its labels and text, and not before;
+    first_failure_test.yml: the alerts on increase() see a first failure, on series exported
+    at 0 from the start (as the engine does now) and on a series whose first sample already
+    counts it."""
+    result = run(promtool, "test", "rules", tests)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS" in result.stdout
 
