@@ -241,8 +241,8 @@ def test_ports_and_grpc_probes_use_the_real_ports(k8s):
     assert ports == {"grpc": DEFAULTS.port, "metrics": DEFAULTS.metrics_port}
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         assert c[probe]["grpc"]["port"] == ports["grpc"], probe
-    annotations = k8s["Deployment"]["spec"]["template"]["metadata"]["annotations"]
-    assert annotations["prometheus.io/port"] == str(ports["metrics"])
+    # scraped by the cardgames-engine job (test_prometheus_config.py), not by annotation
+    assert "annotations" not in k8s["Deployment"]["spec"]["template"]["metadata"]
     service_ports = {p["name"]: p["targetPort"] for p in k8s["Service"]["spec"]["ports"]}
     assert service_ports == {"grpc": "grpc", "metrics": "metrics"}
 
@@ -312,3 +312,4 @@ def test_kustomization_builds():
     (c,) = deployment["spec"]["template"]["spec"]["containers"]
     assert c["image"] == "cardgames-engine:0.1.0"
     assert all(d["metadata"]["labels"]["app.kubernetes.io/part-of"] == "cardgames" for d in docs)
+
