@@ -2,9 +2,11 @@
 
 Start-up: configure logs, start the Prometheus endpoint, open the store and resume every
 unfinished match (MatchManager.start), then serve gRPC (health SERVING). A bad setting, an
-unusable database, a database that another engine process holds (after ``--db-lock-wait-s``:
-one engine per database) or a busy port ends the process with exit status 2 and one clear log
-line.
+unusable or corrupt database (the SQLite store's integrity check at open), a database error
+while the unfinished matches are resumed, a database that another engine process holds (after
+``--db-lock-wait-s``: one engine per database) or a busy port ends the process with exit
+status 2 and one clear log line: an engine that cannot read its database must not report
+SERVING.
 
 Shutdown on SIGTERM or SIGINT (a second signal is ignored while draining): health
 NOT_SERVING, the session layer drains (new work gets UNAVAILABLE, in-flight actions finish,
@@ -98,7 +100,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
     from prometheus_client import start_http_server
 
     from .observability.metrics import get_metrics
-    from .sessions.manager import MatchManager
+    from .sessions.manager import MatchManager, TakeoverBotUnavailable
     from .store import StoreError, StoreInUse, describe_location, open_store
     from .transport.ratelimit import Rate, RateLimits
     from .transport.server import GrpcServer, ServerLimits, TlsFiles
@@ -134,6 +136,11 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
     store.on_ownership_lost = ownership_lost
     try:
         await manager.start()
+    except TakeoverBotUnavailable as exc:
+        log.error("takeover_bot_unavailable", bot=exc.bot, installed=exc.installed,
+                  error=f"{settings_mod.BY_FIELD['takeover_bot'].names} {exc}")
+        http.shutdown()
+        return EXIT_CONFIG
     except StoreInUse as exc:
         log.error("db_in_use", db=db, error=str(exc))
         http.shutdown()

@@ -6,8 +6,11 @@ its embedded default and its help. Precedence: flag > environment > default, so 
 :func:`add_arguments` turns the table into argparse flags, :func:`from_namespace` the parsed
 flags into an immutable :class:`Settings`, which the server and the session layer read.
 
-A bad environment value (``CARDGAMES_PORT=http``) is an error naming the variable, not a
-silent fall-back to the default.
+A bad value is an error, never a silent fall-back to the default: every setting has a range
+(:attr:`Setting.allowed`; finite numbers only, gRPC's channel arguments within a C int), a bad
+flag is argparse's error with that reason, and a bad environment value (``CARDGAMES_PORT=http``)
+a ValueError naming the variable and its flag, raised only when ``serve`` builds its settings
+(exit status 2 either way; other commands never read them).
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
+import ssl
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -65,53 +70,107 @@ class Settings:
     session: SessionConfig = field(default_factory=lambda: SessionConfig(db_path=DEFAULT_DB))
 
 
-def _bool(text: str) -> bool:
-    low = text.strip().lower()
-    if low in ("1", "true", "yes", "on"):
-        return True
-    if low in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"not a boolean: {text!r}")
+#: The largest value a gRPC channel argument can hold (a C ``int``): larger ones made the
+#: server's start fail with a traceback (OverflowError), not a configuration error.
+C_INT_MAX = 2**31 - 1
+#: Upper bound of the durations in seconds: a day is far beyond any sensible deadline,
+#: grace or wait, and keeps ``seconds * 1000`` a valid gRPC millisecond argument.
+DAY_S = 86_400.0
 
 
-def _non_negative(kind: Callable[[str], Any]) -> Callable[[str], Any]:
-    def parse(text: str) -> Any:
-        value = kind(text)
-        if value < 0:
-            raise ValueError(f"must not be negative: {text!r}")
+def _number(text: str, kind: Callable[[str], Any], what: str) -> Any:
+    try:
+        return kind(text)
+    except ValueError:
+        raise ValueError(f"not {what}: {text!r}") from None
+
+
+def _plain(x: float) -> str:
+    """1000000.0 -> "1000000" (not "1e+06"), 0.5 -> "0.5"."""
+    return str(int(x)) if x == int(x) else repr(x)
+
+
+def _int(lo: int, hi: int, unit: str = "") -> Callable[[str], int]:
+    """A whole number from ``lo`` to ``hi`` inclusive."""
+    allowed = f"{lo} to {hi}" + (f" {unit}" if unit else "")
+
+    def parse(text: str) -> int:
+        value = _number(text, int, "a whole number")
+        if not lo <= value <= hi:
+            raise ValueError(f"must be {allowed}, not {text!r}")
         return value
 
-    parse.__name__ = kind.__name__
+    parse.__name__, parse.allowed = "int", allowed  # type: ignore[attr-defined]
     return parse
 
 
-def _rate(text: str) -> float:
-    """Calls a second: a finite number >= 0 (``inf`` or ``nan`` would make no bucket)."""
-    value = float(text)
-    if not (math.isfinite(value) and value >= 0):
-        raise ValueError(f"must be a finite number >= 0: {text!r}")
-    return value
+def _float(lo: float, hi: float, unit: str = "", *,
+           above_lo: bool = False) -> Callable[[str], float]:
+    """A finite number from ``lo`` (exclusive when ``above_lo``) to ``hi`` inclusive: ``nan``
+    and ``inf`` are refused (a nan drain grace crashed the shutdown, a nan turn time made every
+    CreateMatch INTERNAL, an infinite keepalive crashed the start)."""
+    allowed = (f"more than {_plain(lo)} and at most {_plain(hi)}" if above_lo
+               else f"{_plain(lo)} to {_plain(hi)}") + (f" {unit}" if unit else "")
+
+    def parse(text: str) -> float:
+        value = _number(text, float, "a number")
+        if not math.isfinite(value) or value < lo or (above_lo and value == lo) or value > hi:
+            raise ValueError(f"must be {allowed}, not {text!r}")
+        return value
+
+    parse.__name__, parse.allowed = "float", allowed  # type: ignore[attr-defined]
+    return parse
 
 
-_rate.__name__ = "float"
+def _text(*, empty: bool = False) -> Callable[[str], str]:
+    """A string; an empty one only where it means something (``--takeover-bot ''``)."""
+    def parse(text: str) -> str:
+        if not empty and not text.strip():
+            raise ValueError("must not be empty")
+        return text
+
+    parse.__name__ = "str"
+    parse.allowed = "any text" if empty else "not empty"  # type: ignore[attr-defined]
+    return parse
 
 
-def _port(text: str) -> int:
-    value = int(text)
-    if not 0 <= value <= 65535:
-        raise ValueError(f"not a port number: {text!r}")
-    return value
+def _bot_name(text: str) -> str:
+    """Any name here; whether that bot is installed (and plays a four-player game) is known
+    only once the plugins are loaded: MatchManager.start checks it (exit 2 otherwise)."""
+    return text.strip()
+
+
+_bot_name.allowed = "empty, or an installed bot (checked at start)"  # type: ignore[attr-defined]
+
+
+def _path(text: str) -> Path:
+    if not text.strip():
+        raise ValueError("must not be empty")
+    return Path(text)
+
+
+_path.allowed = "a file"  # type: ignore[attr-defined]
 
 
 def _choice(*allowed: str) -> Callable[[str], str]:
     def parse(text: str) -> str:
         low = text.strip().lower()
         if low not in allowed:
-            raise ValueError(f"{text!r}; allowed: {', '.join(allowed)}")
+            raise ValueError(f"must be one of {', '.join(allowed)}, not {text!r}")
         return low
 
-    parse.__name__ = "choice"
+    parse.__name__, parse.allowed = "choice", ", ".join(allowed)  # type: ignore[attr-defined]
     return parse
+
+
+_port = _int(0, 65535)
+_seconds = _float(0.0, DAY_S, "seconds")  # 0 has a meaning (none, at once, no wait)
+_hour = _float(0.0, 3600.0, "seconds")
+_positive_hour = _float(0.0, 3600.0, "seconds", above_lo=True)
+_rate = _float(0.0, 1_000_000.0)  # calls a second; 0: no limit
+_burst = _int(0, 1_000_000)
+_bytes = _int(1024, C_INT_MAX)
+_count = _int(1, 1_000_000)
 
 
 @dataclass(frozen=True)
@@ -137,130 +196,223 @@ class Setting:
     def env(self) -> str:
         return ENV_PREFIX + self.name.upper()
 
+    @property
+    def names(self) -> str:
+        """Both ways to give the setting, for messages: ``--port / CARDGAMES_PORT``."""
+        return f"{self.flag} / {self.env}"
 
-_nn_int, _nn_float = _non_negative(int), _non_negative(float)
+    @property
+    def allowed(self) -> str:
+        """The values accepted, in words (``--help`` and docs/operations.md show it)."""
+        return getattr(self.parse, "allowed", "")
+
+    def from_flag(self, text: str) -> Any:
+        """The flag's argparse type: the same reason as the environment path, not argparse's
+        "invalid float value: '-1'" (argparse shows an ArgumentTypeError's message as is)."""
+        try:
+            return self.parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("host", str, "address to listen on for gRPC", "HOST"),
+    Setting("host", _text(), "address to listen on for gRPC", "HOST"),
     Setting("port", _port, "gRPC port (0: any free port, logged at start)", "PORT"),
-    Setting("metrics_host", str, "address of the Prometheus /metrics endpoint", "HOST"),
+    Setting("metrics_host", _text(), "address of the Prometheus /metrics endpoint", "HOST"),
     Setting("metrics_port", _port, "Prometheus metrics port (0: any free port, logged)", "PORT"),
-    Setting("tls_cert", Path, "PEM certificate chain: serve TLS only (needs --tls-key)", "FILE"),
-    Setting("tls_key", Path, "PEM private key of --tls-cert", "FILE"),
+    Setting("tls_cert", _path, "PEM certificate chain: serve TLS only (needs --tls-key)", "FILE"),
+    Setting("tls_key", _path, "PEM private key of --tls-cert", "FILE"),
     Setting("log_format", _choice(*LOG_FORMATS), "log format: json, console, or auto (json "
             "unless stderr is a terminal)", "FORMAT"),
     Setting("log_level", _choice(*LOG_LEVELS), "lowest level logged", "LEVEL"),
     Setting("event_loop", _choice(*EVENT_LOOPS), "event loop: uvloop (libuv, less CPU per "
             "request), asyncio (the standard library's), or auto (uvloop where installed)", "LOOP"),
-    Setting("admin_token", str, "bearer token of the admin API (unset: the admin API refuses "
+    Setting("admin_token", _text(), "bearer token of the admin API (unset: the admin API refuses "
             "every call); prefer the environment variable to a flag", "TOKEN"),
-    Setting("max_receive_message_bytes", _nn_int, "largest request accepted", "BYTES"),
-    Setting("max_send_message_bytes", _nn_int, "largest response sent", "BYTES"),
-    Setting("max_concurrent_streams", _nn_int, "concurrent calls per HTTP/2 connection", "N"),
-    Setting("keepalive_time_s", _nn_float, "ping idle connections this often", "SECONDS"),
-    Setting("keepalive_timeout_s", _nn_float, "drop a connection whose ping is not answered "
-            "within this time", "SECONDS"),
-    Setting("max_pending_requests", _nn_int, "calls queued for the application in a burst", "N"),
-    Setting("drain_grace_s", _nn_float, "on SIGTERM/SIGINT, time left to running calls", "SECONDS"),
+    # gRPC channel arguments: C ints (milliseconds for the keepalive times)
+    Setting("max_receive_message_bytes", _bytes, "largest request accepted", "BYTES"),
+    Setting("max_send_message_bytes", _bytes, "largest response sent", "BYTES"),
+    Setting("max_concurrent_streams", _int(1, C_INT_MAX), "concurrent calls per HTTP/2 "
+            "connection", "N"),
+    Setting("keepalive_time_s", _float(1.0, DAY_S, "seconds"), "ping idle connections this "
+            "often", "SECONDS"),
+    Setting("keepalive_timeout_s", _float(1.0, 3600.0, "seconds"), "drop a connection whose ping "
+            "is not answered within this time", "SECONDS"),
+    # the hard limit is twice this (transport/server.py)
+    Setting("max_pending_requests", _int(1, C_INT_MAX // 2), "calls queued for the application "
+            "in a burst", "N"),
+    Setting("drain_grace_s", _hour, "on SIGTERM/SIGINT, time left to running calls", "SECONDS"),
     Setting("rate_limit_seat_per_s", _rate, "calls a second allowed per seat token (SubmitAction, "
             "GetView, LeaveMatch, WatchMatch opens); more: RESOURCE_EXHAUSTED RATE_LIMITED "
             "(0: no limit)", "N"),
-    Setting("rate_limit_seat_burst", _nn_int, "calls a seat token may make at once before "
+    Setting("rate_limit_seat_burst", _burst, "calls a seat token may make at once before "
             "--rate-limit-seat-per-s applies (0: one second's worth)", "N"),
     Setting("rate_limit_peer_per_s", _rate, "calls a second allowed per client IP address for "
             "calls without a seat token (CreateMatch, JoinMatch, ListGames, spectators...; "
             "never the admin token); 0: no limit", "N"),
-    Setting("rate_limit_peer_burst", _nn_int, "calls a client IP address may make at once "
+    Setting("rate_limit_peer_burst", _burst, "calls a client IP address may make at once "
             "before --rate-limit-peer-per-s applies (0: one second's worth)", "N"),
     # ---- the session layer (engine_service.sessions.config.SessionConfig) ----
-    Setting("db", str, "SQLite file (created if missing), postgresql://user@host/db, 'memory:' (keeps nothing)",
-            "PATH", "db_path"),
-    Setting("db_lock_wait_s", _nn_float, "how long to wait at start for another engine process "
+    Setting("db", _text(), "SQLite file (created if missing), postgresql://user@host/db, 'memory:' "
+            "(keeps nothing)", "PATH", "db_path"),
+    Setting("db_lock_wait_s", _seconds, "how long to wait at start for another engine process "
             "holding the database to let go (one engine per database) before refusing to start",
             "SECONDS", "db_lock_wait_s"),
-    Setting("default_turn_time_s", _nn_float, "decision deadline of Klaberjass / Jo-Jotte "
+    Setting("default_turn_time_s", _seconds, "decision deadline of Klaberjass / Jo-Jotte "
             "matches created without one (JJK-11; 0: none)", "SECONDS", "default_turn_time_s"),
-    Setting("reconnect_grace_s", _nn_float, "how long a disconnected player may be away before "
+    Setting("reconnect_grace_s", _seconds, "how long a disconnected player may be away before "
             "the rulebook's absence policy applies (games without the table option)", "SECONDS",
             "reconnect_grace_s"),
-    Setting("time_scale", float, "multiply every deadline and grace period (demos, tests)",
-            "FACTOR", "time_scale"),
-    Setting("heartbeat_interval_s", float, "heartbeat interval of idle watch streams", "SECONDS",
-            "heartbeat_interval_s"),
-    Setting("snapshot_threshold", int, "a watcher further behind than this many actions starts "
+    # tests and benchmarks shrink time (0.005) or stretch it (100000: no deadline ever expires)
+    Setting("time_scale", _float(0.0, 1_000_000.0, above_lo=True), "multiply every deadline and "
+            "grace period (demos, tests)", "FACTOR", "time_scale"),
+    Setting("heartbeat_interval_s", _positive_hour, "heartbeat interval of idle watch streams",
+            "SECONDS", "heartbeat_interval_s"),
+    Setting("snapshot_threshold", _count, "a watcher further behind than this many actions starts "
             "from a snapshot", "N", "snapshot_threshold"),
-    Setting("watcher_queue_size", int, "events buffered per watcher before its stream is closed",
+    Setting("watcher_queue_size", _count, "events buffered per watcher before its stream is closed",
             "N", "watcher_queue_size"),
-    Setting("max_matches", int, "most unfinished matches held at once", "N", "max_matches"),
-    Setting("max_waiting_matches", int, "most matches waiting for players", "N",
+    Setting("max_matches", _count, "most unfinished matches held at once", "N", "max_matches"),
+    Setting("max_waiting_matches", _count, "most matches waiting for players", "N",
             "max_waiting_matches"),
-    Setting("max_watchers_per_match", int, "most open spectator and admin WatchMatch streams per "
-            "match (a seat's own streams do not count)", "N", "max_watchers_per_match"),
-    Setting("max_streams_per_seat", int, "most open WatchMatch streams per seat token", "N",
+    Setting("max_watchers_per_match", _int(1, 100_000), "most open spectator and admin WatchMatch "
+            "streams per match (a seat's own streams do not count)", "N", "max_watchers_per_match"),
+    Setting("max_streams_per_seat", _int(1, 1_000), "most open WatchMatch streams per seat token", "N",
             "max_streams_per_seat"),
-    Setting("max_watchers", int, "most open spectator and admin WatchMatch streams in the "
-            "process (seats' streams do not count)", "N", "max_watchers"),
-    Setting("bot_deadline_s", float, "time a bot has for one decision", "SECONDS",
+    Setting("max_watchers", _int(1, 1_000_000), "most open spectator and admin WatchMatch streams in "
+            "the process (seats' streams do not count)", "N", "max_watchers"),
+    Setting("bot_deadline_s", _positive_hour, "time a bot has for one decision", "SECONDS",
             "bot_deadline_s"),
-    Setting("bot_pace_s", _nn_float, "every bot move is played this long after its decision came "
-            "up, forced or not (GJ-11.8; keep it >= the bot deadline; 0: at once)", "SECONDS",
+    Setting("bot_pace_s", _hour, "every bot move is played this long after its decision came up, "
+            "forced or not (GJ-11.8; keep it >= the bot deadline; 0: at once)", "SECONDS",
             "bot_pace_s"),
-    Setting("bot_workers", int, "bot worker processes", "N", "bot_workers"),
-    Setting("takeover_bot", str, "bot playing for an absent Georgian Joker player (empty: the "
-            "rulebook's auto-move policy, GJ-12.2)", "NAME", "takeover_bot"),
-    Setting("finished_retention_s", _nn_float, "how long a finished match stays in memory",
-            "SECONDS", "finished_retention_s"),
-    Setting("keep_finished_days", _nn_float, "delete from the database, with everything stored "
-            "for them, the matches that ended more than this many days ago (checked every 10 "
-            "minutes, in small batches); 0: keep them forever", "DAYS", "keep_finished_days"),
+    Setting("bot_workers", _int(1, 256), "bot worker processes", "N", "bot_workers"),
+    Setting("takeover_bot", _bot_name, "bot playing for an absent Georgian Joker player (empty: "
+            "the rulebook's auto-move policy, GJ-12.2); the engine refuses to start with a bot "
+            "that is not installed", "NAME", "takeover_bot"),
+    Setting("finished_retention_s", _float(0.0, 30 * DAY_S, "seconds"), "how long a finished "
+            "match stays in memory", "SECONDS", "finished_retention_s"),
+    Setting("keep_finished_days", _float(0.0, 100 * 365.0, "days"), "delete from the database, with "
+            "everything stored for them, the matches that ended more than this many days ago "
+            "(checked every 10 minutes, in small batches); 0: keep them forever", "DAYS",
+            "keep_finished_days"),
 )
 
+#: Setting by the name of the field it sets (Settings or SessionConfig), for messages.
+BY_FIELD: dict[str, Setting] = {(s.session_field or s.name): s for s in SETTINGS}
 
-def _env_default(setting: Setting, env: Mapping[str, str], default: Any) -> Any:
+_FROM_ENVIRONMENT = object()  # a flag not given: the environment, else the default, decides
+_ENV_DEST = "_cardgames_environment"
+
+
+def _env_value(setting: Setting, env: Mapping[str, str], default: Any) -> Any:
+    """The setting's environment value (empty: unset), else ``default``; a bad value is a
+    ValueError naming the variable, with the same reason as the flag's."""
     raw = env.get(setting.env)
     if raw is None or raw == "":
         return default
     try:
         return setting.parse(raw)
     except ValueError as exc:
-        raise SystemExit(f"error: environment variable {setting.env}: {exc}") from None
+        raise ValueError(f"environment variable {setting.env} ({setting.flag}): {exc}") from None
 
 
 def add_arguments(parser: argparse.ArgumentParser, env: Mapping[str, str] | None = None) -> None:
-    """One flag per setting, defaulting to its environment variable, else the embedded default."""
+    """One flag per setting. The environment is read by :func:`from_namespace`, not here: a
+    bad ``CARDGAMES_*`` value must stop ``serve`` (exit 2), not every command whose parser is
+    built beside it (``replay`` used to fail on it). ``--help`` shows the value in force."""
     env = os.environ if env is None else env
     defaults = Settings()
     for s in SETTINGS:
-        default = _env_default(s, env, s.default(defaults))
-        shown = "unset" if default is None else default
-        if s.name == "admin_token" and default is not None:
-            shown = "set"  # never echo a secret in --help
-        parser.add_argument(s.flag, dest=s.name, type=s.parse, default=default,
+        try:
+            shown = _env_value(s, env, s.default(defaults))
+            if shown is None:
+                shown = "unset"
+            elif s.name == "admin_token":
+                shown = "set"  # never echo a secret in --help
+        except ValueError:
+            shown = f"invalid {s.env}"
+        parser.add_argument(s.flag, dest=s.name, type=s.from_flag, default=_FROM_ENVIRONMENT,
                             metavar=s.metavar or None,
-                            help=f"{s.help} [env {s.env}; default: {shown}]")
+                            help=f"{s.help} [env {s.env}; default: {shown}; allowed: {s.allowed}]")
+    parser.set_defaults(**{_ENV_DEST: env})
 
 
-def from_namespace(ns: argparse.Namespace) -> Settings:
-    """Settings from parsed flags; inconsistent values raise ValueError naming them."""
+def from_namespace(ns: argparse.Namespace, env: Mapping[str, str] | None = None) -> Settings:
+    """Settings from parsed flags, then the environment (``env``, else the one given to
+    :func:`add_arguments`, else ``os.environ``), then the defaults. A bad environment value or
+    an inconsistent pair raises ValueError naming the flag and the variable (the service exits
+    2 on it, as argparse does for a bad flag)."""
+    if env is None:
+        env = getattr(ns, _ENV_DEST, None)
+    env = os.environ if env is None else env
+    defaults = Settings()
+    values: dict[str, Any] = {}
+    for s in SETTINGS:
+        given = getattr(ns, s.name, _FROM_ENVIRONMENT)
+        if given is _FROM_ENVIRONMENT:
+            given = _env_value(s, env, s.default(defaults))
+        values[s.name] = given
     own = {f.name for f in fields(Settings)} - {"session"}
-    server = {s.name: getattr(ns, s.name) for s in SETTINGS if s.name in own and hasattr(ns, s.name)}
-    session = {s.session_field: getattr(ns, s.name) for s in SETTINGS
-               if s.session_field and hasattr(ns, s.name)}
-    settings = Settings(**server, session=replace(Settings().session, **session))
+    server = {name: value for name, value in values.items() if name in own}
+    session = {s.session_field: values[s.name] for s in SETTINGS if s.session_field}
+    try:
+        settings = Settings(**server, session=replace(defaults.session, **session))
+    except ValueError as exc:  # SessionConfig's own checks name its fields
+        raise ValueError(_name_fields(str(exc))) from None
+    cert, key = BY_FIELD["tls_cert"], BY_FIELD["tls_key"]
     if (settings.tls_cert is None) != (settings.tls_key is None):
-        raise ValueError("--tls-cert and --tls-key go together")
-    for flag, path in (("--tls-cert", settings.tls_cert), ("--tls-key", settings.tls_key)):
-        if path is not None:
-            _check_pem(flag, path)
+        raise ValueError(f"{cert.names} and {key.names} go together: give both, or neither")
+    if settings.tls_cert is not None and settings.tls_key is not None:
+        _check_tls_pair(cert.names, settings.tls_cert, key.names, settings.tls_key)
     return settings
 
 
-def _check_pem(flag: str, path: Path) -> None:
-    """A TLS file that cannot be read is a configuration error named by its flag (grpc would
-    only say that the port could not be bound)."""
+def _name_fields(message: str) -> str:
+    """``time_scale must be > 0`` -> ``--time-scale / CARDGAMES_TIME_SCALE must be > 0``."""
+    names = "|".join(sorted(BY_FIELD, key=len, reverse=True))
+    return re.sub(rf"\b({names})\b", lambda m: BY_FIELD[m.group(1)].names, message)
+
+
+def _check_pem(flag: str, path: Path, block: bytes, what: str, shown: str) -> bytes:
+    """A TLS file that cannot be read, or does not hold a PEM block of the kind its flag
+    needs, is a configuration error named by its flag and variable (grpc would only say that
+    the port could not be bound)."""
     try:
         text = path.read_bytes()
     except OSError as exc:
         raise ValueError(f"{flag} {path}: cannot read it ({exc.strerror})") from None
     if b"-----BEGIN " not in text:
         raise ValueError(f"{flag} {path}: not a PEM file")
+    if block not in text:
+        raise ValueError(f"{flag} {path}: holds no {what} (no {shown} block)")
+    return text
+
+
+def _check_tls_pair(cert_flag: str, cert: Path, key_flag: str, key: Path) -> None:
+    """The certificate and its key must make a TLS server: a key of another certificate (or
+    the certificate given as the key) passed the PEM check, and then the server only logged
+    ``grpc_port_unavailable`` ("Failed to bind"), the real cause being a line of gRPC core on
+    stderr. Python's ssl module loads the pair the way a TLS server does and says what is
+    wrong. gRPC takes no passphrase, so an encrypted key is refused here too."""
+    _check_pem(cert_flag, cert, b"CERTIFICATE-----", "certificate", "'-----BEGIN CERTIFICATE-----'")
+    key_text = _check_pem(key_flag, key, b"PRIVATE KEY-----", "private key",
+                          "'-----BEGIN ... PRIVATE KEY-----'")
+    if b"ENCRYPTED" in key_text:
+        raise ValueError(f"{key_flag} {key}: the private key is encrypted; gRPC needs it "
+                         "unencrypted (openssl pkey -in KEY -out PLAIN_KEY)")
+
+    def no_passphrase() -> bytes:
+        raise ValueError("encrypted")
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(cert, key, password=no_passphrase)
+    except ssl.SSLError as exc:
+        if exc.reason == "KEY_VALUES_MISMATCH":
+            raise ValueError(f"{key_flag} {key} is not the private key of the certificate of "
+                             f"{cert_flag} {cert} (the key does not match it)") from None
+        raise ValueError(f"{cert_flag} {cert} and {key_flag} {key}: not a usable certificate "
+                         f"and private key ({exc})") from None
+    except ValueError:
+        raise ValueError(f"{key_flag} {key}: the private key is encrypted; gRPC needs it "
+                         "unencrypted") from None

@@ -24,7 +24,7 @@ Who records what:
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Iterable
 
 from prometheus_client import (CollectorRegistry, Counter, Gauge, GCCollector, Histogram,
                                PlatformCollector, ProcessCollector)
@@ -38,6 +38,37 @@ OUTCOMES = ("completed", "resigned", "forfeit", "abandoned", "terminated")
 #: idempotent retry), ``stale`` (expected_seq), or the rules/session error's reason in lower
 #: case (``illegal_action``, ``not_your_turn``, ``malformed_action``, ``match_not_active``...).
 ACTION_RESULTS = ("accepted", "duplicate", "stale")
+
+# The closed label sets below are created at 0 when the metrics are (or, for games and bots,
+# when :meth:`Metrics.declare` is told them at start-up): a labelled series that only appears
+# at its first increment has no earlier sample, so ``increase(...[5m])`` over it sees nothing
+# and an alert on the first failure (CardgamesStoreErrors, CardgamesBotWorkerCrashed) misses
+# it. Label values outside these sets (an action's rejection reason, an RPC method) still
+# appear at their first use.
+
+#: Who made an action (``actions_total{by}``).
+ACTORS = ("player", "bot", "auto")
+#: ``matches_active{status}``: the statuses of an unfinished match.
+ACTIVE_STATUSES = ("waiting", "active")
+#: ``watchers{audience}``.
+AUDIENCES = ("seat", "spectator", "admin")
+#: ``events_published{kind}``: the events queued to watchers.
+EVENT_KINDS = ("action", "presence", "match_ended")
+#: ``presence_changes{change}``.
+PRESENCE_CHANGES = ("joined", "connected", "disconnected", "bot_took_over", "returned", "left")
+#: ``auto_moves{reason}``: a turn timeout, a bot that failed, the rulebook's policy playing a
+#: seat taken over (absent player) or abandoned (a player who left).
+AUTO_MOVE_REASONS = ("timeout", "bot_failed", "takeover", "abandoned")
+#: ``grace_expired{policy}``.
+GRACE_POLICIES = ("forfeit", "bot_takeover", "abandoned")
+#: ``bot_failures{reason}`` (engine_service.plugins.runner and the session's own checks).
+BOT_FAILURE_REASONS = ("timeout", "exception", "illegal", "crash", "unknown_bot")
+#: ``bot_worker_restarts{reason}``.
+WORKER_RESTART_REASONS = ("timeout", "crash")
+#: ``store_errors{operation}``: every operation of the store interface (engine_service.store)
+#: that counts its failures.
+STORE_OPERATIONS = ("create_match", "save_seat", "set_status", "append_action", "append_decks",
+                    "load_match", "list_matches", "unfinished_match_ids")
 
 # Latency buckets: actions and store writes are sub-millisecond to tens of milliseconds (an
 # fsync); RPCs add the network; bot decisions go up to the bot deadline (seconds).
@@ -102,8 +133,8 @@ class Metrics:
             "events_published", "Events queued to watchers, by kind.", ["kind"],
             namespace=ns, registry=r)
         self.presence_changes = Counter(
-            "presence_changes", "Seat presence changes (connected, disconnected, bot_took_over, "
-            "returned, left).", ["game", "change"], namespace=ns, registry=r)
+            "presence_changes", "Seat presence changes (joined, connected, disconnected, "
+            "bot_took_over, returned, left).", ["game", "change"], namespace=ns, registry=r)
 
         # ---- time and absence -----------------------------------------------------------
         self.turn_timeouts = Counter(
@@ -111,7 +142,7 @@ class Metrics:
             namespace=ns, registry=r)
         self.auto_moves = Counter(
             "auto_moves", "Moves made by the rulebook's auto-move policy, by reason (timeout, "
-            "bot_failed, takeover).", ["game", "reason"], namespace=ns, registry=r)
+            "bot_failed, takeover, abandoned).", ["game", "reason"], namespace=ns, registry=r)
         self.grace_expired = Counter(
             "grace_expired", "Disconnections that outlasted the grace period, by the policy "
             "applied (forfeit, bot_takeover, abandoned).", ["game", "policy"],
@@ -155,6 +186,41 @@ class Metrics:
             "rate_limited", "Calls refused by a request-rate limit (RESOURCE_EXHAUSTED, reason "
             "RATE_LIMITED), by full method name and the bucket's key kind (seat: a seat token; "
             "peer: a client address).", ["method", "key_kind"], namespace=ns, registry=r)
+
+        for operation in STORE_OPERATIONS:
+            self.store_errors.labels(operation)
+        for audience in AUDIENCES:
+            self.watchers.labels(audience)
+        for kind in EVENT_KINDS:
+            self.events_published.labels(kind)
+
+    def declare(self, games: Iterable[str] = (), bots: Iterable[str] = ()) -> None:
+        """Create at 0 every series of the installed games and bots with a closed label set
+        (the start-up calls it once the bot plugins are loaded; see the note above
+        ACTORS). Idempotent: a series that exists keeps its value."""
+        for game in games:
+            for metric in (self.matches_created, self.matches_resumed, self.turn_timeouts):
+                metric.labels(game)
+            for status in ACTIVE_STATUSES:
+                self.matches_active.labels(game, status)
+            for outcome in OUTCOMES:
+                self.matches_finished.labels(game, outcome)
+            for by in ACTORS:
+                self.actions.labels(game, by, "accepted")
+            for result in ACTION_RESULTS[1:]:  # duplicate, stale: only a player's
+                self.actions.labels(game, "player", result)
+            for change in PRESENCE_CHANGES:
+                self.presence_changes.labels(game, change)
+            for reason in AUTO_MOVE_REASONS:
+                self.auto_moves.labels(game, reason)
+            for policy in GRACE_POLICIES:
+                self.grace_expired.labels(game, policy)
+        for bot in bots:
+            self.bot_decision_seconds.labels(bot)  # the denominator of CardgamesBotFailures
+            for reason in BOT_FAILURE_REASONS:
+                self.bot_failures.labels(bot, reason)
+            for reason in WORKER_RESTART_REASONS:
+                self.bot_worker_restarts.labels(bot, reason)
 
     def child(self, metric: Any, *labels: str) -> Any:
         """``metric.labels(*labels)``, memoized: prometheus_client validates, converts and

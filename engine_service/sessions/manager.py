@@ -56,7 +56,8 @@ from .chance import draw_first_dealer, random_deck_record, salted_deck
 from .clock import MatchClock
 from .config import SessionConfig
 from .match import CorruptLog, LiveMatch, SeatSlot
-from .policy import FORFEIT, merge_turn_time, reconnect_grace, turn_time
+from .policy import (BOT_TAKEOVER, FORFEIT, absence_policy, merge_turn_time, reconnect_grace,
+                     turn_time)
 from .tokens import new_match_id, new_token, token_hash
 from .views import ADMIN, SPECTATOR, Audience, audience_kind
 from .watchers import Watcher, _End
@@ -70,6 +71,23 @@ MAX_CLIENT_ACTION_ID_LENGTH = 128
 MAX_MATCH_ID_LENGTH = 64
 #: Retention: the pause after each batch of a prune pass (other writes go first).
 PRUNE_PAUSE_S = 0.05
+
+
+class TakeoverBotUnavailable(ValueError):
+    """``SessionConfig.takeover_bot`` names a bot that is not installed, or that plays none
+    of the games where a bot takes an absent player's seat (GJ-12.4). Refused at start: it
+    used to show only later, as ``unknown_bot`` bot failures in every such match."""
+
+    def __init__(self, bot: str, installed: Sequence[BotInfo], games: Sequence[str]) -> None:
+        self.bot = bot
+        self.installed = [b.name for b in installed]
+        able = [b.name for b in installed if any(g in b.games for g in games)]
+        if bot not in self.installed:
+            problem = "is not an installed bot"
+        else:
+            problem = f"plays none of the games where a bot takes an absent seat ({', '.join(games)})"
+        super().__init__(f"{bot!r} {problem}; installed bots: {', '.join(self.installed) or 'none'}"
+                         f"; able to take a seat over: {', '.join(able) or 'none'}")
 
 
 class BotHostLike(Protocol):
@@ -149,22 +167,43 @@ class MatchManager:
     # ---- lifecycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Open the store, rebuild every unfinished match from its log, re-arm its timers."""
+        """Open the store, rebuild every unfinished match from its log, re-arm its timers.
+
+        A match this program cannot replay (an unknown game, options or a log the rules
+        refuse: CorruptLog, RulesError) is skipped with ``match_resume_failed`` and answered
+        MATCH_CORRUPT when asked for: the other matches go on. A **store** error while
+        resuming (I/O, a damaged file) is not the match's fault and would hit every later
+        read and write too, so it fails the start (StoreError; the service exits 2) instead
+        of serving with health SERVING while every write fails UNAVAILABLE. A failed start
+        closes what it opened (the store and its lock, the bot workers)."""
         if self._started:
             return
         await self._store.open()
+        try:
+            await self._start_opened()
+        except BaseException:
+            await self._abort_start()
+            raise
+
+    async def _start_opened(self) -> None:
         if self._create_host and self._host is None:
             from ..plugins.host import BotHost
 
             self._host = BotHost(workers=self.config.bot_workers, metrics=self.metrics)
             self._owns_host = True
+        self._check_takeover_bot()
+        # every game's and bot's series at 0 from the start: alerts on increase() see the
+        # first failure (observability.metrics)
+        self.metrics.declare(games=[g.id for g in all_games()], bots=[b.name for b in self.list_bots()])
         resumed: list[LiveMatch] = []
         for match_id in await self._store.unfinished_match_ids():
             try:
                 m = await self._load(match_id)
-            except (CorruptLog, StoreError, RulesError) as exc:
+            except (CorruptLog, RulesError) as exc:
                 log.error("match_resume_failed", match_id=match_id, error=str(exc))
                 continue
+            except StoreError as exc:
+                raise type(exc)(f"resuming the unfinished matches failed: {exc}") from exc
             if m is not None and not m.over:
                 resumed.append(m)
                 self.metrics.matches_resumed.labels(m.game.id).inc()
@@ -180,6 +219,36 @@ class MatchManager:
             log.info("retention_enabled", keep_finished_days=self.config.keep_finished_days,
                      interval_s=self.config.prune_interval_s, batch=self.config.prune_batch)
             self._pruner = asyncio.create_task(self._prune_periodically(), name="sessions-pruner")
+
+    def _check_takeover_bot(self) -> None:
+        """The session's takeover bot (GJ-12.4) must be installed and play a game where a
+        bot takes an absent seat (the four-player games: policy BOT_TAKEOVER). Without a bot
+        host there are no bots to check (bot seats are refused then)."""
+        bot = self.config.takeover_bot
+        if not bot or self._host is None:
+            return
+        games = [g.id for g in all_games() if absence_policy(g) == BOT_TAKEOVER]
+        if not any(self._host.plays(bot, g) for g in games):
+            raise TakeoverBotUnavailable(bot, self.list_bots(), games)
+
+    async def _abort_start(self) -> None:
+        """Undo a start that failed after the store opened: the matches registered so far
+        are dropped and the store (with its ownership lock) and an owned bot host closed."""
+        self._started = False
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        self._clock.stopped = True
+        for m in list(self._matches.values()):
+            self._clock.stop(m)
+        self._matches.clear()
+        self._tokens.clear()
+        self._lobby.clear()
+        try:
+            await self._store.close()
+        finally:
+            if self._owns_host and self._host is not None:
+                await self._host.close()
+                self._host, self._owns_host = None, False
 
     def _rearm(self, m: LiveMatch, now: float) -> None:
         """Arm what a match read back from the store needs: nobody is connected to it, so

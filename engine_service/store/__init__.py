@@ -7,15 +7,16 @@ from __future__ import annotations
 import os
 
 from ..observability.metrics import Metrics
-from .base import (ActionRecord, DeckRecord, DuplicateClientAction, MatchExists, MatchListing,  # noqa: F401
-                   MatchRecord, NotADatabase, OwnershipLost, PruneCounts, PrunedBatch, SeatRecord,
-                   SequenceConflict, Store, StoredMatch, StoreError, StoreInUse, UnknownMatch)
+from .base import (ActionRecord, CorruptDatabase, DeckRecord, DuplicateClientAction,  # noqa: F401
+                   MatchExists, MatchListing, MatchRecord, MigrationFailed, NotADatabase,
+                   OwnershipLost, PruneCounts, PrunedBatch, SeatRecord, SequenceConflict, Store,
+                   StoredMatch, StoreError, StoreInUse, UnknownMatch)
 from .memory import MemoryStore
 from .sqlite import SqliteStore
 
-__all__ = ["ActionRecord", "DeckRecord", "DuplicateClientAction", "MatchExists", "MatchListing",
-           "MatchRecord", "MemoryStore", "NotADatabase", "OwnershipLost", "PruneCounts",
-           "PrunedBatch", "SeatRecord",
+__all__ = ["ActionRecord", "CorruptDatabase", "DeckRecord", "DuplicateClientAction", "MatchExists",
+           "MatchListing", "MatchRecord", "MemoryStore", "MigrationFailed", "NotADatabase",
+           "OwnershipLost", "PruneCounts", "PrunedBatch", "SeatRecord",
            "SequenceConflict", "SqliteStore", "Store", "StoredMatch", "StoreError", "StoreInUse",
            "UnknownMatch", "describe_location",
            "open_store"]

@@ -48,6 +48,19 @@ class NotADatabase(StoreError):
     application's SQLite file, or a newer schema)."""
 
 
+class CorruptDatabase(NotADatabase):
+    """The database is ours but damaged (SQLite: ``PRAGMA quick_check`` found a problem, or
+    reading it says "database disk image is malformed"): the engine must not start on it;
+    the operator restores a backup."""
+
+
+class MigrationFailed(NotADatabase):
+    """Bringing a database of an older schema to this program's failed (a statement of a
+    migration step was refused); the transaction rolled back and the database keeps its old
+    schema. Named apart from a file that is not a database: the operator's next step differs
+    (the upgrade notes, or restoring the backup taken before it)."""
+
+
 class StoreInUse(StoreError):
     """Another engine process holds the database (one engine per database:
     :mod:`.ownership`, docs/operations.md)."""

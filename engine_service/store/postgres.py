@@ -41,15 +41,17 @@ from psycopg import errors as pg_errors
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
+import structlog
 
 from ..observability.metrics import Metrics
 from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, DeckRecord,
-                   DuplicateClientAction, MatchExists, MatchListing, MatchRecord, NotADatabase,
-                   OwnershipLost, PruneCounts, PrunedBatch, SeatRecord, SequenceConflict, Store,
-                   StoredMatch, StoreError, UnknownMatch)
+                   DuplicateClientAction, MatchExists, MatchListing, MatchRecord, MigrationFailed,
+                   NotADatabase, OwnershipLost, PruneCounts, PrunedBatch, SeatRecord,
+                   SequenceConflict, Store, StoredMatch, StoreError, UnknownMatch)
 from .pg_ownership import CHECK_S, AdvisoryOwnership
 
 T = TypeVar("T")
+log = structlog.get_logger("engine_service.store")
 
 APPLICATION = "cardgames-engine"
 SCHEMA_VERSION = 4
@@ -276,6 +278,9 @@ class PostgresStore(Store):
             raise StoreError(f"cannot prepare {self.where}: {_reason(exc)}") from None
         finally:
             await conn.close()
+        if self.migrated_from is not None:  # the migration's transaction has committed
+            log.info("db_migrated", db=self.where, from_version=self.migrated_from,
+                     to_version=SCHEMA_VERSION)
         pool = AsyncConnectionPool(conninfo, min_size=1, max_size=self.pool_size, open=False,
                                    kwargs={"autocommit": True}, configure=self._configure,
                                    timeout=POOL_TIMEOUT_S, name="cardgames-store")
@@ -328,11 +333,18 @@ class PostgresStore(Store):
         if version < 1:
             raise NotADatabase(f"schema {schema!r} of {self.where} has no valid schema version")
         if version < SCHEMA_VERSION:  # still inside the open transaction: all steps or none
-            for step in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in MIGRATIONS[step]:
-                    await conn.execute(statement)
-            await conn.execute(f"UPDATE {META_TABLE} SET value = %s WHERE key = 'schema_version'",
-                               (str(SCHEMA_VERSION),))
+            step = version + 1
+            try:
+                for step in range(version + 1, SCHEMA_VERSION + 1):
+                    for statement in MIGRATIONS[step]:
+                        await conn.execute(statement)
+                await conn.execute(f"UPDATE {META_TABLE} SET value = %s WHERE key = 'schema_version'",
+                                   (str(SCHEMA_VERSION),))
+            except psycopg.Error as exc:  # the transaction rolls back as this leaves it
+                raise MigrationFailed(
+                    f"schema {schema!r} of {self.where}: migrating from schema version {version} "
+                    f"to {SCHEMA_VERSION} failed at step {step} ({_reason(exc)}); it was left as "
+                    f"it was (schema version {version})") from None
             self.migrated_from = version
 
     async def close(self) -> None:

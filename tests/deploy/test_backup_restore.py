@@ -1,12 +1,14 @@
 """The backup and restore procedure of docs/operations.md, executed as written: an online
-backup taken while the engine serves is a consistent database, and an engine started on the
-restored file resumes the match at the sequence number it had at backup time."""
+backup taken while the engine serves is a consistent database readable by its owner only, and
+an engine started on the restored file resumes the match at the sequence number it had at
+backup time."""
 
 from __future__ import annotations
 
 import asyncio
 import random
 import re
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -49,10 +51,13 @@ def test_documented_backup_and_restore(tmp_path):
     try:
         match_id, tokens, seq_at_backup = asyncio.run(play(engine.target, None, [], 20, 1))
         assert seq_at_backup >= 20
-        # Online backup, the documented command, while the engine is running.
+        # Online backup, the documented command, while the engine is running, from a process
+        # whose umask would leave the copy readable by everyone (kubectl exec: no shell to set
+        # one): the copy holds every deck, so the program itself makes it owner-only.
         result = subprocess.run([sys.executable, "-c", documented_backup_script(), str(db), str(backup)],
-                                capture_output=True, text=True, timeout=60)
+                                capture_output=True, text=True, timeout=60, umask=0o022)
         assert result.returncode == 0, result.stderr
+        assert stat.S_IMODE(backup.stat().st_mode) == 0o600
         _, _, seq_after = asyncio.run(play(engine.target, match_id, tokens, 10, 2))
         assert seq_after > seq_at_backup
     finally:

@@ -241,8 +241,8 @@ def test_ports_and_grpc_probes_use_the_real_ports(k8s):
     assert ports == {"grpc": DEFAULTS.port, "metrics": DEFAULTS.metrics_port}
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         assert c[probe]["grpc"]["port"] == ports["grpc"], probe
-    annotations = k8s["Deployment"]["spec"]["template"]["metadata"]["annotations"]
-    assert annotations["prometheus.io/port"] == str(ports["metrics"])
+    # scraped by the cardgames-engine job (test_prometheus_config.py), not by annotation
+    assert "annotations" not in k8s["Deployment"]["spec"]["template"]["metadata"]
     service_ports = {p["name"]: p["targetPort"] for p in k8s["Service"]["spec"]["ports"]}
     assert service_ports == {"grpc": "grpc", "metrics": "metrics"}
 
@@ -312,3 +312,26 @@ def test_kustomization_builds():
     (c,) = deployment["spec"]["template"]["spec"]["containers"]
     assert c["image"] == "cardgames-engine:0.1.0"
     assert all(d["metadata"]["labels"]["app.kubernetes.io/part-of"] == "cardgames" for d in docs)
+
+
+def test_the_restore_pod_mounts_the_engines_volume_as_its_user(k8s):
+    """deploy/k8s/tools/restore-pod.yaml (docs/operations.md, Backup and restore): the claim,
+    mount path, user and image of the engine, and a valid Pod."""
+    pod = yaml.safe_load((K8S / "tools" / "restore-pod.yaml").read_text())
+    engine = k8s["Deployment"]["spec"]["template"]["spec"]
+    (c,) = pod["spec"]["containers"]
+    assert pod["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] == \
+        k8s["PersistentVolumeClaim"]["metadata"]["name"]
+    assert c["volumeMounts"][0]["mountPath"] == container(k8s)["volumeMounts"][0]["mountPath"]
+    assert k8s["ConfigMap"]["data"]["CARDGAMES_DB"].startswith(c["volumeMounts"][0]["mountPath"] + "/")
+    assert pod["spec"]["securityContext"] == engine["securityContext"]
+    images = yaml.safe_load((K8S / "kustomization.yaml").read_text())["images"]
+    assert c["image"] == f"{images[0]['name']}:{images[0]['newTag']}"
+    # not the engine's labels: the Service and the PodDisruptionBudget must not select it
+    assert pod["metadata"]["labels"]["app.kubernetes.io/name"] != "cardgames-engine"
+    validate = shutil.which("kubernetes-validate", path=str(Path(sys.executable).parent)) or \
+        shutil.which("kubernetes-validate")
+    assert validate, "kubernetes-validate is missing: it comes with the dev extra"
+    result = subprocess.run([validate, "--strict", "-k", "1.30.0", str(K8S / "tools" / "restore-pod.yaml")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "passed" in result.stdout, result.stdout + result.stderr

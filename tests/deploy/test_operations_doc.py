@@ -17,6 +17,15 @@ def test_every_setting_is_documented_with_flag_and_variable():
         assert f"`{s.flag}`" in DOC and f"`{s.env}`" in DOC, s.name
 
 
+def test_every_setting_row_shows_its_allowed_values():
+    """The configuration table's `allowed` column is the code's range (settings.py), so the
+    documentation cannot promise a value that the engine refuses, or the reverse."""
+    rows = {row.split("|")[1].strip(): [c.strip() for c in row.split("|")[1:-1]]
+            for row in DOC.splitlines() if row.startswith("| `--")}
+    for s in SETTINGS:
+        assert rows[f"`{s.flag}`"][3] == s.allowed, s.name
+
+
 def test_no_unknown_setting_is_documented():
     known = {s.env for s in SETTINGS} | {"CARDGAMES_DISABLE_PLUGIN_AUTOLOAD", "CARDGAMES_BOT_PLUGINS"}
     documented = set(re.findall(r"CARDGAMES_[A-Z_]+", DOC))

@@ -3,6 +3,7 @@ own unit tests (alerts_test.yml: synthetic series -> exactly these alerts) pass.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 
@@ -37,9 +38,13 @@ def test_check_rules(promtool):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_alert_unit_tests(promtool):
-    """Every alert fires on its synthetic failure, with its labels and text, and not before."""
-    result = run(promtool, "test", "rules", "alerts_test.yml")
+@pytest.mark.parametrize("tests", ["alerts_test.yml", "first_failure_test.yml"])
+def test_alert_unit_tests(promtool, tests):
+    """Every alert fires on its synthetic failure, with its labels and text, and not before;
+    first_failure_test.yml: the alerts on increase() see a first failure, on series exported
+    at 0 from the start (as the engine does now) and on a series whose first sample already
+    counts it."""
+    result = run(promtool, "test", "rules", tests)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS" in result.stdout
 
@@ -71,3 +76,49 @@ def test_scrape_target_is_the_engines_metrics_port():
     config = yaml.safe_load((PROMETHEUS / "prometheus.yml").read_text())
     job = next(j for j in config["scrape_configs"] if j["job_name"] == "cardgames-engine")
     assert job["static_configs"][0]["targets"] == [f"engine:{Settings().metrics_port}"]
+
+
+def _alerted_job() -> str:
+    """The job CardgamesEngineDown watches."""
+    rules = yaml.safe_load((PROMETHEUS / "alerts.yml").read_text())["groups"][0]["rules"]
+    expr = next(r["expr"] for r in rules if r["alert"] == "CardgamesEngineDown")
+    (job,) = set(re.findall(r'up\{job="([^"]+)"\}', expr))
+    return job
+
+
+def test_the_kubernetes_scrape_job_is_the_one_the_alerts_watch(promtool, tmp_path):
+    """CardgamesEngineDown watches up{job="cardgames-engine"}, while the Kubernetes manifests
+    had only prometheus.io annotations, which a generic annotation job scrapes under its own
+    job name: the alert saw the engine as absent while it was up. The shipped scrape job
+    (kubernetes.yml) and ServiceMonitor give the series that job, select the engine's pods on
+    their "metrics" port, and the pods carry no annotations that a second job would scrape."""
+    from .test_manifests import K8S
+
+    job = _alerted_job()
+    config = yaml.safe_load((PROMETHEUS / "kubernetes.yml").read_text())
+    (scrape,) = config["scrape_configs"]
+    assert scrape["job_name"] == job and config["rule_files"] == ["alerts.yml"]
+    keeps = {tuple(r["source_labels"]): r["regex"] for r in scrape["relabel_configs"] if r.get("action") == "keep"}
+    deployment = yaml.safe_load((K8S / "deployment.yaml").read_text())
+    template = deployment["spec"]["template"]
+    (container,) = template["spec"]["containers"]
+    assert keeps[("__meta_kubernetes_pod_label_app_kubernetes_io_name",)] == \
+        template["metadata"]["labels"]["app.kubernetes.io/name"]
+    assert keeps[("__meta_kubernetes_pod_container_port_name",)] in {p["name"] for p in container["ports"]}
+    assert keeps[("__meta_kubernetes_pod_container_port_name",)] == "metrics"
+    assert not template["metadata"].get("annotations")
+    # the Prometheus Operator names the job after the Service the ServiceMonitor selects
+    monitor = yaml.safe_load((K8S / "tools" / "servicemonitor.yaml").read_text())
+    service = yaml.safe_load((K8S / "service.yaml").read_text())
+    assert service["metadata"]["name"] == job
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    assert monitor["spec"]["endpoints"][0]["port"] in {p["name"] for p in service["spec"]["ports"]}
+    # promtool as packaged here has no Kubernetes service discovery: check the rest of the
+    # configuration (relabelling included) with the discovery swapped for a static target
+    scrape["static_configs"] = [{"targets": ["engine:9464"]}]
+    del scrape["kubernetes_sd_configs"]
+    (tmp_path / "alerts.yml").write_text((PROMETHEUS / "alerts.yml").read_text())
+    (tmp_path / "kubernetes.yml").write_text(yaml.safe_dump(config))
+    result = subprocess.run([promtool, "check", "config", "kubernetes.yml"], capture_output=True, text=True,
+                            cwd=tmp_path, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr

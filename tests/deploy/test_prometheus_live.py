@@ -123,7 +123,17 @@ def test_prometheus_scrapes_the_engine_and_evaluates_the_rules(prometheus_binary
         # Every dashboard query runs against the real series.
         for query in dashboard_queries():
             api(base, "/api/v1/query", query=query.expr)
-        assert query_value(base, 'sum by (game) (cardgames_matches_created_total{game=~".*"})') >= 1
+        assert query_value(base, 'sum by (game) (cardgames_matches_created_total{game="japanese_joker"})') >= 1
+        # the closed label sets are exported at 0 before their first increment (increase()
+        # alerts see the first failure): every game, every store operation, every bot
+        from engine_service.observability.metrics import BOT_FAILURE_REASONS, STORE_OPERATIONS
+        from engine_service.rules import all_game_ids
+
+        assert query_value(base, "count(cardgames_matches_created_total)") == len(all_game_ids())
+        assert query_value(base, 'cardgames_store_errors_total{operation="append_action"}') == 0
+        assert query_value(base, "count(cardgames_store_errors_total)") == len(STORE_OPERATIONS)
+        assert query_value(base, 'cardgames_bot_failures_total{bot="heuristic", reason="crash"}') == 0
+        assert query_value(base, 'count(cardgames_bot_failures_total{bot="random"})') == len(BOT_FAILURE_REASONS)
 
         # The engine dies: the down alert goes pending (it fires after its 1m "for").
         engine.kill()

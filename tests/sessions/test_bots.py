@@ -243,3 +243,49 @@ def test_background_moves_do_not_log_the_fields_of_the_request_that_armed_them()
     assert {e.get("by") for e in moves if e["event"] == "action_applied"} >= {"bot", "auto"}
     assert all("rpc" not in e and e.get("seat") != 7 for e in moves), moves
     assert all(e.get("match_id") for e in moves)
+
+
+class CatalogHost(ScriptedHost):
+    """Installed bots and the games each plays, nothing more."""
+
+    def __init__(self, plays: dict[str, tuple[str, ...]]):
+        super().__init__("first")
+        self.catalog = plays
+
+    def bots(self):
+        return [BotInfo(name, games, "test double") for name, games in sorted(self.catalog.items())]
+
+    def plays(self, bot, game_id):
+        return game_id in self.catalog.get(bot, ())
+
+
+def test_a_takeover_bot_that_is_not_installed_refuses_the_start():
+    """The session's takeover bot (GJ-12.4) used to be accepted whatever its name, and only
+    showed as unknown_bot bot failures once a Georgian Joker player went away. The start now
+    refuses a bot that is not installed, or that plays no game where a bot takes a seat
+    over, listing the installed bots; an installed one that does starts as before."""
+    from engine_service.sessions.manager import MatchManager, TakeoverBotUnavailable
+    from engine_service.observability.metrics import Metrics
+    from engine_service.store import MemoryStore
+
+    host = CatalogHost({"random": tuple(GAMES), "duel": ("klaberjass", "jojotte")})
+
+    async def start(bot):
+        store = MemoryStore()
+        mgr = MatchManager(config(takeover_bot=bot), store=store, bot_host=host, metrics=Metrics())
+        try:
+            await mgr.start()
+        except TakeoverBotUnavailable as exc:
+            return exc, store._open
+        await mgr.close()
+        return None, store._open
+
+    missing, left_open = run(start("nosuch"))
+    assert str(missing) == ("'nosuch' is not an installed bot; installed bots: duel, random; able to "
+                            "take a seat over: random")
+    assert (missing.bot, missing.installed, left_open) == ("nosuch", ["duel", "random"], False)
+    wrong_game, _ = run(start("duel"))
+    assert str(wrong_game).startswith("'duel' plays none of the games where a bot takes an absent seat "
+                                      "(georgian_joker)")
+    assert run(start("random")) == (None, False)
+    assert run(start("")) == (None, False)  # the rulebook's auto-move policy (GJ-12.2)

@@ -184,3 +184,50 @@ def test_a_log_line_that_cannot_be_written_fails_nobody():
         root.handlers[:] = saved[0]
         root.setLevel(saved[1])
         structlog.reset_defaults()
+
+
+def test_the_closed_label_sets_exist_at_0_once_the_manager_has_started():
+    """A labelled counter used to appear only at its first increment, so Prometheus first saw
+    it at 1 or 2 and ``increase()`` (CardgamesStoreErrors, CardgamesBotWorkerCrashed) never
+    fired on the first failure. Every store operation, every installed game and bot, with
+    their closed label sets, now has its series at 0 from the start."""
+    from engine_service.observability import metrics as M
+    from engine_service.rules import all_game_ids
+
+    from .test_bots import CatalogHost
+
+    metrics = Metrics()
+    assert metrics.registry.get_sample_value("cardgames_store_errors_total", {"operation": "append_action"}) == 0
+    host = CatalogHost({"random": tuple(all_game_ids()), "duel": ("klaberjass",)})
+
+    async def go():
+        async with manager(host=host, metrics=metrics):
+            pass
+    run(go())
+
+    def zero(name, **labels):
+        return metrics.registry.get_sample_value(name, labels) == 0.0
+
+    for operation in M.STORE_OPERATIONS:
+        assert zero("cardgames_store_errors_total", operation=operation), operation
+    for bot in ("random", "duel"):
+        for reason in M.BOT_FAILURE_REASONS:
+            assert zero("cardgames_bot_failures_total", bot=bot, reason=reason), (bot, reason)
+        for reason in M.WORKER_RESTART_REASONS:
+            assert zero("cardgames_bot_worker_restarts_total", bot=bot, reason=reason), (bot, reason)
+        assert zero("cardgames_bot_decision_seconds_count", bot=bot)
+    for game in all_game_ids():
+        assert zero("cardgames_matches_created_total", game=game)
+        assert zero("cardgames_turn_timeouts_total", game=game)
+        for outcome in M.OUTCOMES:
+            assert zero("cardgames_matches_finished_total", game=game, outcome=outcome)
+        for change in M.PRESENCE_CHANGES:
+            assert zero("cardgames_presence_changes_total", game=game, change=change)
+        for reason in M.AUTO_MOVE_REASONS:
+            assert zero("cardgames_auto_moves_total", game=game, reason=reason)
+        for policy in M.GRACE_POLICIES:
+            assert zero("cardgames_grace_expired_total", game=game, policy=policy)
+        for by in M.ACTORS:
+            assert zero("cardgames_actions_total", game=game, by=by, result="accepted")
+    for audience in M.AUDIENCES:
+        assert zero("cardgames_watchers", audience=audience)

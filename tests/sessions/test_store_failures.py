@@ -1,6 +1,7 @@
 """The session layer when the store fails or a caller goes away: a write whose answer was
-lost, reads that fail, a creation whose caller left, a match the start could not resume. Each
-test names the guarantee it checks (ARCHITECTURE.md section 4) and the failure it once showed."""
+lost, reads that fail, a creation whose caller left, a store that fails while the start
+resumes the matches. Each test names the guarantee it checks (ARCHITECTURE.md section 4) and
+the failure it once showed."""
 
 from __future__ import annotations
 
@@ -158,12 +159,22 @@ def test_a_creation_whose_caller_went_away_is_still_a_match_of_the_server():
     assert listings[0].record.result["reason"] == "waiting_timeout"
 
 
-def test_a_match_that_could_not_be_resumed_at_start_gets_its_timers_when_read_later():
-    """A restart re-arms every unfinished match's timers (section 4, "Timers"; JJK-10.2's
-    grace windows). A match that start() could not read (the store was briefly down) is read
-    back on first use instead; it used to come back without any timer: no grace window, no
-    turn deadline, no bot move, so it never went on by itself."""
-    store = FailingReads()
+def test_a_store_error_while_resuming_fails_the_start_and_closes_the_store():
+    """A store error while start() resumes the unfinished matches (a damaged file: "database
+    disk image is malformed", I/O) is not one match's problem: every later read and write
+    would fail too. It used to be logged (match_resume_failed) and skipped, and the service
+    served with health SERVING while every write failed UNAVAILABLE; now start() raises
+    (the service exits 2), saying what failed, and closes the store it opened. Once the
+    store is sound again, the next start resumes the match with its timers (section 4,
+    "Timers"; JJK-10.2's grace windows)."""
+    class ClosesToo(FailingReads):
+        closed = 0
+
+        async def close(self):
+            self.closed += 1
+            await super().close()
+
+    store = ClosesToo()
 
     async def go():
         first = MatchManager(config(time_scale=0.005), store=store, metrics=Metrics(),
@@ -176,17 +187,24 @@ def test_a_match_that_could_not_be_resumed_at_start_gets_its_timers_when_read_la
         store.broken = True
         second = MatchManager(config(time_scale=0.005), store=store, metrics=Metrics(),
                               create_bot_host=False)
-        await second.start()
+        with pytest.raises(StoreError) as failed:
+            await second.start()
+        closed = store.closed
         store.broken = False
+        third = MatchManager(config(time_scale=0.005), store=store, metrics=Metrics(),
+                             create_bot_host=False)
+        await third.start()
         try:
-            assert (await second.get_match(s.match_id)).status == "active"
+            assert third.match_ids() == [s.match_id]
             # 60 s grace scaled to 0.3 s: nobody came back, the match ends without a winner
-            await until(lambda: second._matches[s.match_id].over, timeout=5)
-            return await second.get_match(s.match_id)
+            await until(lambda: third._matches[s.match_id].over, timeout=5)
+            return failed.value, closed, second.match_ids(), await third.get_match(s.match_id)
         finally:
-            await second.close()
+            await third.close()
 
-    summary = run(go())
+    error, closed, held, summary = run(go())
+    assert str(error) == "resuming the unfinished matches failed: the database is unreachable"
+    assert closed == 1 and held == []
     assert summary.status == "finished" and summary.result["outcome"] == "abandoned"
 
 

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import pytest
 
-from engine_service.store import NotADatabase, StoreInUse
+from engine_service.store import MigrationFailed, NotADatabase, StoreInUse
 from engine_service.store import sqlite as sqlite_store
 from engine_service.store.pg_ownership import OWNER_LOCK_CLASS
 from engine_service.store.postgres import SCHEMA_VERSION as PG_VERSION, PostgresStore
@@ -147,11 +147,58 @@ def test_a_failing_sqlite_migration_leaves_the_file_as_it_was(tmp_path, monkeypa
 
     async def go():
         await SqliteStore(path).open()
-    with pytest.raises(NotADatabase):
+    with pytest.raises(MigrationFailed) as info:
         run(go())
+    assert isinstance(info.value, NotADatabase)
+    assert str(info.value).startswith(
+        f"{path}: migrating the database from schema version {version} to {SCHEMA_VERSION} "
+        f"failed at step {step} (no such table: no_such_table)"), str(info.value)
     assert _user_version(path) == version
     assert ("listed" in _columns(path)) == (version == 2)
     assert "salt" not in _columns(path, "decks")
+
+
+def test_a_migration_that_cannot_apply_says_the_migration_failed(tmp_path):
+    """A file whose recorded version is behind its tables (here schema 2 with schema 3's
+    decks.salt already there: a hand-made fix, a backup restored over a half-done upgrade)
+    used to be refused as "... is not a usable SQLite database (duplicate column name: salt)",
+    which sends the operator after the wrong problem. The error says the migration failed, from
+    which version to which, and that the file is unchanged."""
+    path = tmp_path / "old.sqlite3"
+    _sqlite_v2(path)
+    conn = sqlite3.connect(path)
+    conn.execute("ALTER TABLE decks ADD COLUMN salt TEXT NOT NULL DEFAULT ''")
+    conn.commit()
+    conn.close()
+
+    async def go():
+        await SqliteStore(path).open()
+    with pytest.raises(MigrationFailed) as info:
+        run(go())
+    assert str(info.value) == (
+        f"{path}: migrating the database from schema version 2 to {SCHEMA_VERSION} failed at "
+        "step 3 (duplicate column name: salt); the file was left as it was (schema version 2)")
+    assert _user_version(path) == 2 and "scheme" not in _columns(path, "decks")
+
+
+def test_a_migration_is_logged_once_with_both_versions_and_the_file(tmp_path):
+    """Operators see when (and from which version) a database changed schema: rolling back
+    across it means restoring the backup taken before (docs/operations.md, Upgrades)."""
+    from structlog.testing import capture_logs
+
+    path = tmp_path / "old.sqlite3"
+    _sqlite_v1(path)
+
+    async def open_twice():
+        for _ in range(2):
+            st = SqliteStore(path)
+            await st.open()
+            await st.close()
+    with capture_logs() as logs:
+        run(open_twice())
+    migrated = [e for e in logs if e["event"] == "db_migrated"]
+    assert migrated == [{"event": "db_migrated", "log_level": "info", "db": str(path),
+                         "from_version": 1, "to_version": SCHEMA_VERSION}]
 
 
 # ---- PostgreSQL ----------------------------------------------------------------------------
@@ -232,7 +279,11 @@ def test_a_postgres_schema_of_version_1_is_migrated_keeping_its_matches(pg_datab
         finally:
             await st.close()
 
-    migrated_from, old, waiting = run(go())
+    from structlog.testing import capture_logs
+
+    with capture_logs() as logs:
+        migrated_from, old, waiting = run(go())
+    assert [(e["from_version"], e["to_version"]) for e in logs if e["event"] == "db_migrated"] == [(1, PG_VERSION)]
     assert migrated_from == 1 and _meta_version(pg_database, schema) == str(PG_VERSION) == "4"
     assert _has_listed(pg_database, schema) and _has_column(pg_database, schema, "decks", "salt")
     assert old.record.name == "old table" and old.record.listed is False
@@ -262,6 +313,22 @@ def test_a_postgres_schema_of_version_2_is_migrated_keeping_its_decks(pg_databas
     assert old.record.name == "old table" and old.record.listed is True and old.record.status == "active"
     assert old.decks == (DeckRecord(0, ("JS", "7H"), "", SCHEME_WHOLE_DECK),)  # no salt: no commitment
     assert after.decks[1] == replace(SALTED, deal=1)
+
+
+def test_a_failing_postgres_migration_says_so_and_leaves_the_schema_as_it_was(pg_database, pg_schema):
+    """As on SQLite: a step the server refuses (schema 2 whose decks already have a salt)
+    rolls the whole migration back and the error says that the migration failed."""
+    schema, url = pg_schema
+    _postgres_v2(pg_database, schema)
+    pg_database.execute("ALTER TABLE decks ADD COLUMN salt TEXT NOT NULL DEFAULT ''", schema=schema)
+
+    async def go():
+        await PostgresStore(url).open()
+    with pytest.raises(MigrationFailed, match=r"migrating from schema version 2 to 4 failed at step 3 "
+                                                r"\(.*salt.*\); it was left as it was \(schema version 2\)"):
+        run(go())
+    assert _meta_version(pg_database, schema) == "2"
+    assert not _has_column(pg_database, schema, "decks", "scheme")
 
 
 def test_only_the_owner_migrates(pg_database, pg_schema):

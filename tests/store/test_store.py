@@ -14,7 +14,7 @@ from dataclasses import replace
 import pytest
 
 from engine_service.observability.metrics import Metrics
-from engine_service.store import (ActionRecord, DeckRecord, DuplicateClientAction, MatchExists,
+from engine_service.store import (ActionRecord, CorruptDatabase, DeckRecord, DuplicateClientAction, MatchExists,
                                   MatchRecord, MemoryStore, NotADatabase, SeatRecord,
                                   SequenceConflict, SqliteStore, StoreError, UnknownMatch, open_store)
 from engine_service.store.base import SCHEME_WHOLE_DECK, new_salt
@@ -378,6 +378,69 @@ def test_newer_schema_is_refused(tmp_path):
     conn.close()
     with pytest.raises(NotADatabase, match="newer"):
         run(create())
+
+
+def sqlite_with_matches(path, count: int = 30) -> None:
+    """A database of this program holding ``count`` matches, closed (no -wal left)."""
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        for i in range(count):
+            await st.create_match(record(f"m{i}", created_at=float(i)), [DECK0])
+            await st.append_action(f"m{i}", ActionRecord(1, 0, "pass", "player", "c1", "", 6.0))
+        await st.close()
+    run(go())
+
+
+def overwrite_page(path, page: int, page_size: int = 4096) -> None:
+    """Garbage over one whole page (1-based), as a failing disk or a bad copy leaves it."""
+    with open(path, "r+b") as f:
+        f.seek((page - 1) * page_size)
+        f.write(bytes([0xDE, 0xAD, 0xBE, 0xEF]) * (page_size // 4))
+
+
+def test_a_corrupt_database_is_refused_at_open(tmp_path):
+    """A database of ours with page 3 (an index's root) overwritten: its header and schema
+    read fine, so it used to open, the engine served, and every write failed "database disk
+    image is malformed". quick_check at open refuses it, naming the file and SQLite's
+    report, and leaves the file as it was."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path)
+    overwrite_page(path, 3)
+    before = path.read_bytes()
+
+    async def go():
+        await SqliteStore(path).open()
+    with pytest.raises(CorruptDatabase) as info:
+        run(go())
+    message = str(info.value)
+    assert str(path) in message and "is corrupt" in message and "Page 3" in message, message
+    assert isinstance(info.value, NotADatabase)
+    assert path.read_bytes() == before
+
+
+def test_the_integrity_check_is_abandoned_past_its_budget(tmp_path):
+    """The check reads the whole file; past its budget the store opens anyway (and warns) so
+    that a large database does not hold the start-up hostage. A sound file is checked in
+    full otherwise."""
+    from structlog.testing import capture_logs
+
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path)
+
+    async def open_close(budget_s):
+        st = SqliteStore(path)
+        if budget_s is not None:
+            st.check_budget_s = budget_s
+        await st.open()
+        await st.close()
+        return st.check_s
+
+    assert run(open_close(None)) is not None  # checked
+    with capture_logs() as logs:
+        assert run(open_close(-1.0)) is None  # abandoned at once
+    skipped = [e for e in logs if e["event"] == "db_check_skipped"]
+    assert len(skipped) == 1 and skipped[0]["db"] == str(path) and skipped[0]["log_level"] == "warning"
 
 
 def test_missing_directory_is_a_clear_error(tmp_path):

@@ -240,6 +240,17 @@ def test_bad_settings_and_busy_port_fail_clearly(tmp_path):
                                "--tls-cert", str(cert), "--tls-key", str(key)], cwd=tmp_path,
                               capture_output=True, text=True, timeout=60)
         assert done.returncode != 0 and named in done.stderr and str(cert) in done.stderr, done.stderr
+    from .test_settings import _certificate
+
+    cert, _ = _certificate(tmp_path, "one")
+    _, other_key = _certificate(tmp_path, "two")
+    done = subprocess.run([sys.executable, "-m", "engine_service", "serve", "--port", "0", "--metrics-port", "0",
+                           "--tls-cert", str(cert), "--tls-key", str(other_key)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr  # a key of another certificate: refused before the bind
+    assert done.stderr.strip() == (f"error: --tls-key / CARDGAMES_TLS_KEY {other_key} is not the private key "
+                                   f"of the certificate of --tls-cert / CARDGAMES_TLS_CERT {cert} "
+                                   "(the key does not match it)")
     garbage = tmp_path / "garbage.sqlite3"
     garbage.write_text("this is not a database\n" * 100)
     done = subprocess.run([sys.executable, "-m", "engine_service", "serve", "--port", "0",
@@ -251,3 +262,45 @@ def test_bad_settings_and_busy_port_fail_clearly(tmp_path):
                                capture_output=True, text=True, timeout=60, env={**os.environ, "CARDGAMES_ADMIN_TOKEN": "s3cret"})
     assert "CARDGAMES_ADMIN_TOKEN" in help_text.stdout and "s3cret" not in help_text.stdout
     assert "--port" in help_text.stdout and "default: 50051" in help_text.stdout
+
+
+def test_a_corrupt_database_stops_the_start_with_exit_2(tmp_path):
+    """A database of ours with a damaged page (3: an index's root, as a failing disk leaves
+    it) used to be accepted: the match's resume failed (match_resume_failed), health said
+    SERVING and every write failed UNAVAILABLE. Now the engine refuses to start: exit 2 and
+    one store_unavailable line naming the file and SQLite's report, and it never serves."""
+    from tests.store.test_store import overwrite_page, sqlite_with_matches
+
+    db = tmp_path / "cards.sqlite3"
+    sqlite_with_matches(db)
+    overwrite_page(db, 3)
+    env = {**os.environ, "CARDGAMES_DB": str(db), "CARDGAMES_PORT": "0", "CARDGAMES_METRICS_PORT": "0",
+           "CARDGAMES_HOST": "127.0.0.1", "CARDGAMES_METRICS_HOST": "127.0.0.1",
+           "CARDGAMES_LOG_FORMAT": "json", "CARDGAMES_BOT_WORKERS": "1"}
+    done = subprocess.run([sys.executable, "-m", "engine_service", "serve"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    lines = [json.loads(raw) for raw in done.stderr.splitlines() if raw.startswith("{")]
+    errors = [line for line in lines if line["level"] == "error"]
+    assert done.returncode == 2, done.stderr
+    assert [e["event"] for e in errors] == ["store_unavailable"], errors
+    assert errors[0]["db"] == str(db)
+    assert "is corrupt" in errors[0]["error"] and "Page 3" in errors[0]["error"], errors[0]
+    assert not any(line["event"] in ("serving", "match_resume_failed") for line in lines)
+
+
+def test_a_takeover_bot_that_is_not_installed_stops_the_start_with_exit_2(tmp_path):
+    """--takeover-bot naming a bot that is not installed started without a word; it now
+    exits 2 with one error line naming the flag, the variable and the installed bots."""
+    env = {**os.environ, "CARDGAMES_PORT": "0", "CARDGAMES_METRICS_PORT": "0", "CARDGAMES_DB": "memory:",
+           "CARDGAMES_HOST": "127.0.0.1", "CARDGAMES_METRICS_HOST": "127.0.0.1",
+           "CARDGAMES_LOG_FORMAT": "json", "CARDGAMES_BOT_WORKERS": "1", "CARDGAMES_TAKEOVER_BOT": "nosuch"}
+    done = subprocess.run([sys.executable, "-m", "engine_service", "serve"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    lines = [json.loads(raw) for raw in done.stderr.splitlines() if raw.startswith("{")]
+    errors = [line for line in lines if line["level"] == "error"]
+    assert done.returncode == 2, done.stderr
+    assert [e["event"] for e in errors] == ["takeover_bot_unavailable"], errors
+    assert errors[0]["error"].startswith("--takeover-bot / CARDGAMES_TAKEOVER_BOT 'nosuch' is not an installed "
+                                         "bot; installed bots: "), errors[0]
+    assert "random" in errors[0]["installed"]
+    assert not any(line["event"] == "serving" for line in lines)

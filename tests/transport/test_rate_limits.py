@@ -245,7 +245,7 @@ def test_rate_limit_settings_from_flags_and_environment():
     for name, bad in (("RATE_LIMIT_SEAT_PER_S", "-1"), ("RATE_LIMIT_PEER_PER_S", "inf"),
                       ("RATE_LIMIT_PEER_PER_S", "nan"), ("RATE_LIMIT_SEAT_BURST", "1.5"),
                       ("RATE_LIMIT_PEER_BURST", "-3")):
-        with pytest.raises(SystemExit, match="CARDGAMES_" + name):
+        with pytest.raises(ValueError, match="CARDGAMES_" + name):
             _parse([], {"CARDGAMES_" + name: bad})
     with pytest.raises(SystemExit):
         _parse(["--rate-limit-seat-per-s", "-5"], {})

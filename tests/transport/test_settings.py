@@ -1,4 +1,5 @@
-"""Settings: flag > CARDGAMES_* environment > embedded default; bad values name their source."""
+"""Settings: flag > CARDGAMES_* environment > embedded default; every setting has a range; bad
+values name their source and why, and stop only ``serve`` (exit 2)."""
 
 from __future__ import annotations
 
@@ -45,14 +46,119 @@ def test_every_setting_has_a_flag_and_an_environment_name():
 
 
 def test_bad_values_are_errors():
-    with pytest.raises(SystemExit, match="CARDGAMES_PORT"):
+    with pytest.raises(ValueError, match="CARDGAMES_PORT"):
         _parse([], {"CARDGAMES_PORT": "99999"})
     with pytest.raises(SystemExit):
         _parse(["--log-format", "xml"], {})
     with pytest.raises(ValueError, match="tls"):
         _parse(["--tls-cert", "c.pem"], {})
-    with pytest.raises(ValueError):
-        _parse(["--max-matches", "0"], {})  # SessionConfig refuses it
+    with pytest.raises(SystemExit):
+        _parse(["--max-matches", "0"], {})
+
+
+def _flag_error(capsys, argv: list[str]) -> str:
+    with pytest.raises(SystemExit) as exited:
+        _parse(argv, {})
+    assert exited.value.code == 2
+    return capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_a_bad_flag_says_why(capsys):
+    """argparse used to hide the reason ("invalid float value: '-1'", "invalid _port value");
+    a flag now gets the same reason as its environment variable."""
+    assert _flag_error(capsys, ["--drain-grace-s", "-1"]).endswith(
+        "error: argument --drain-grace-s: must be 0 to 3600 seconds, not '-1'")
+    assert _flag_error(capsys, ["--port", "70000"]).endswith(
+        "error: argument --port: must be 0 to 65535, not '70000'")
+    assert _flag_error(capsys, ["--port", "http"]).endswith("error: argument --port: not a whole number: 'http'")
+    assert _flag_error(capsys, ["--log-format", "xml"]).endswith(
+        "error: argument --log-format: must be one of auto, json, console, not 'xml'")
+    with pytest.raises(ValueError) as env_error:
+        _parse([], {"CARDGAMES_DRAIN_GRACE_S": "-1"})
+    assert str(env_error.value) == ("environment variable CARDGAMES_DRAIN_GRACE_S (--drain-grace-s): "
+                                    "must be 0 to 3600 seconds, not '-1'")
+
+
+#: Values refused for every setting of a kind: not finite, or beyond the setting's range.
+NOT_FINITE = ("nan", "inf", "-inf", "NaN", "1e999")
+
+
+@pytest.mark.parametrize("setting", [s for s in S.SETTINGS if s.parse.__name__ == "float"], ids=lambda s: s.name)
+def test_every_number_setting_refuses_nan_and_infinity(setting, capsys):
+    """``--drain-grace-s nan`` crashed the shutdown, ``--default-turn-time-s nan`` /
+    ``--reconnect-grace-s nan`` made every CreateMatch INTERNAL, ``--keepalive-time-s inf``
+    crashed the start with a traceback (exit 1)."""
+    for bad in NOT_FINITE:
+        with pytest.raises(ValueError, match=f"environment variable {setting.env} \\({setting.flag}\\): must be"):
+            _parse([], {setting.env: bad})
+        assert f"argument {setting.flag}: must be" in _flag_error(capsys, [f"{setting.flag}={bad}"])
+
+
+@pytest.mark.parametrize("setting", S.SETTINGS, ids=lambda s: s.name)
+def test_every_setting_has_a_range_that_holds_its_default(setting):
+    """Every setting says what it accepts (--help, docs/operations.md), and its embedded
+    default is within it."""
+    assert setting.allowed, setting.name
+    default = setting.default(S.Settings())
+    if default is not None:
+        assert setting.parse(str(default)) == default
+
+
+@pytest.mark.parametrize("flag, bad", [
+    ("--max-receive-message-bytes", "99999999999"), ("--max-send-message-bytes", str(2**31)),
+    ("--max-concurrent-streams", str(2**31)), ("--max-pending-requests", str(2**30)),
+    ("--keepalive-time-s", "86401"), ("--keepalive-timeout-s", "0"), ("--max-concurrent-streams", "0"),
+    ("--time-scale", "0"), ("--heartbeat-interval-s", "0"), ("--bot-deadline-s", "0"),
+    ("--snapshot-threshold", "0"), ("--watcher-queue-size", "-1"), ("--bot-workers", "0"),
+    ("--bot-workers", "1000"), ("--max-matches", "1.5"), ("--rate-limit-seat-burst", "-1"),
+    ("--finished-retention-s", "-5"), ("--default-turn-time-s", "1e9"), ("--host", ""),
+    ("--admin-token", ""), ("--db", " "),
+])
+def test_out_of_range_values_are_refused(flag, bad, capsys):
+    """gRPC's channel arguments are C ints (99999999999 bytes was an OverflowError traceback
+    at start), and the session settings that used to take any int or float have ranges."""
+    assert f"argument {flag}: " in _flag_error(capsys, [f"{flag}={bad}"])
+    setting = next(s for s in S.SETTINGS if s.flag == flag)
+    if bad:  # an empty variable is an unset one
+        with pytest.raises(ValueError, match=setting.env):
+            _parse([], {setting.env: bad})
+
+
+def test_environment_errors_name_the_flag_and_the_variable(tmp_path):
+    """Messages that named only the flag while the value came from the environment
+    (CARDGAMES_TLS_CERT alone: "--tls-cert and --tls-key go together") name both."""
+    with pytest.raises(ValueError) as info:
+        _parse([], {"CARDGAMES_TLS_CERT": str(tmp_path / "c.pem")})
+    assert str(info.value) == ("--tls-cert / CARDGAMES_TLS_CERT and --tls-key / CARDGAMES_TLS_KEY "
+                               "go together: give both, or neither")
+    with pytest.raises(ValueError) as info:
+        _parse([], {"CARDGAMES_TLS_CERT": str(tmp_path / "c.pem"), "CARDGAMES_TLS_KEY": str(tmp_path / "k.pem")})
+    assert str(info.value).startswith(f"--tls-cert / CARDGAMES_TLS_CERT {tmp_path / 'c.pem'}: cannot read it")
+    with pytest.raises(ValueError, match=r"CARDGAMES_TIME_SCALE \(--time-scale\): must be more than 0"):
+        _parse([], {"CARDGAMES_TIME_SCALE": "0"})
+    assert S._name_fields("invalid session settings: time_scale must be > 0; db_path must be set") == (
+        "invalid session settings: --time-scale / CARDGAMES_TIME_SCALE must be > 0; "
+        "--db / CARDGAMES_DB must be set")
+
+
+def test_a_bad_environment_value_exits_2_and_only_stops_serve(monkeypatch, capsys):
+    """A bad CARDGAMES_* value exited 1 (SystemExit with a message) while a bad flag exits 2;
+    and it broke every command, replay included, because the serve flags read the environment
+    when the parser was built. Now serve exits 2 and the other commands never read it."""
+    from engine_service.__main__ import main
+    from tests.shared_paths import transcripts
+
+    monkeypatch.setenv("CARDGAMES_PORT", "http")
+    assert main(["serve"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: environment variable CARDGAMES_PORT (--port): not a whole number: 'http'")
+    sample = str(transcripts("klaberjass")[0])
+    assert main(["replay", "--check", sample]) == 0
+    assert capsys.readouterr().out.strip() == f"{sample}: ok"
+    with pytest.raises(SystemExit) as helped:
+        main(["serve", "--help"])  # --help still shows what is in force, without failing
+    assert helped.value.code == 0
+    assert "default: invalid CARDGAMES_PORT" in " ".join(capsys.readouterr().out.split())
 
 
 def test_bot_pace_defaults_to_the_bot_deadline_and_is_never_negative():
@@ -62,7 +168,7 @@ def test_bot_pace_defaults_to_the_bot_deadline_and_is_never_negative():
     assert s.session.bot_pace_s == s.session.bot_deadline_s == 2.0
     assert _parse([], {"CARDGAMES_BOT_PACE_S": "0"}).session.bot_pace_s == 0.0
     assert _parse(["--bot-pace-s", "5"], {"CARDGAMES_BOT_PACE_S": "0"}).session.bot_pace_s == 5.0
-    with pytest.raises(SystemExit, match="CARDGAMES_BOT_PACE_S"):
+    with pytest.raises(ValueError, match="CARDGAMES_BOT_PACE_S"):
         _parse([], {"CARDGAMES_BOT_PACE_S": "-1"})
 
 
@@ -76,7 +182,7 @@ def test_event_loop_choice():
     assert _parse([], {}).event_loop == "auto"
     assert _parse([], {"CARDGAMES_EVENT_LOOP": "asyncio"}).event_loop == "asyncio"
     assert _parse(["--event-loop", "uvloop"], {"CARDGAMES_EVENT_LOOP": "asyncio"}).event_loop == "uvloop"
-    with pytest.raises(SystemExit, match="CARDGAMES_EVENT_LOOP"):
+    with pytest.raises(ValueError, match="CARDGAMES_EVENT_LOOP"):
         _parse([], {"CARDGAMES_EVENT_LOOP": "trio"})
     assert event_loop_factory("asyncio") == (None, "asyncio")
     for choice in ("auto", "uvloop"):
@@ -106,3 +212,52 @@ def test_serving_tunes_the_garbage_collector():
     finally:
         gc.unfreeze()
         gc.set_threshold(*saved)
+
+
+def _certificate(folder, name: str, *extra: str):
+    """A throw-away self-signed certificate and its key (PEM): (cert, key)."""
+    import subprocess
+
+    cert, key = folder / f"{name}-cert.pem", folder / f"{name}-key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-days", "1", "-subj", "/CN=localhost",
+                    "-keyout", str(key), "-out", str(cert), *(extra or ("-nodes",))],
+                   check=True, capture_output=True, timeout=60)
+    return cert, key
+
+
+def test_the_tls_certificate_and_key_must_belong_together(tmp_path):
+    """A key of another certificate, or the certificate given as the key, passed the PEM check
+    and the server then failed to bind with only grpc_port_unavailable in the log (the cause
+    was a line of gRPC core on stderr). The pair is now loaded as a TLS server would at
+    start, and the error names both flags and both variables."""
+    cert, key = _certificate(tmp_path, "a")
+    other_cert, other_key = _certificate(tmp_path, "b")
+    _, locked_key = _certificate(tmp_path, "c", "-passout", "pass:secret")
+    good = _parse(["--tls-cert", str(cert), "--tls-key", str(key)], {})
+    assert (good.tls_cert, good.tls_key) == (cert, key)
+
+    def refused(cert_file, key_file) -> str:
+        with pytest.raises(ValueError) as info:
+            _parse([], {"CARDGAMES_TLS_CERT": str(cert_file), "CARDGAMES_TLS_KEY": str(key_file)})
+        return str(info.value)
+
+    assert refused(cert, other_key) == (
+        f"--tls-key / CARDGAMES_TLS_KEY {other_key} is not the private key of the certificate of "
+        f"--tls-cert / CARDGAMES_TLS_CERT {cert} (the key does not match it)")
+    assert refused(cert, cert) == (f"--tls-key / CARDGAMES_TLS_KEY {cert}: holds no private key "
+                                   "(no '-----BEGIN ... PRIVATE KEY-----' block)")
+    assert refused(key, key) == (f"--tls-cert / CARDGAMES_TLS_CERT {key}: holds no certificate "
+                                 "(no '-----BEGIN CERTIFICATE-----' block)")
+    assert refused(cert, locked_key).startswith(
+        f"--tls-key / CARDGAMES_TLS_KEY {locked_key}: the private key is encrypted")
+    assert other_cert.exists()
+
+
+def test_help_never_shows_the_admin_token():
+    """--help shows the values in force, the admin token as 'set' only, whatever its text (a
+    token beginning with 'invalid' must not be taken for the marker of a bad variable)."""
+    for token in ("s3cret", "invalid-looking-s3cret"):
+        parser = argparse.ArgumentParser()
+        S.add_arguments(parser, {"CARDGAMES_ADMIN_TOKEN": token})
+        text = " ".join(parser.format_help().split())
+        assert token not in text and "CARDGAMES_ADMIN_TOKEN; default: set;" in text
