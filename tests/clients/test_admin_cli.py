@@ -121,7 +121,7 @@ def test_list_shows_played_and_waiting_matches(engine):
         assert list(m) == SUMMARY_KEYS, "every field, in the proto's order"
         assert all(list(s) == SEAT_KEYS for s in m["seats"])
     a, w = listed[active], listed[waiting]
-    assert (a["game"], a["status"], a["seq"], a["name"], a["turn_time"]) == ("klaberjass", "active", 3, "table one", 600)
+    assert (a["game"], a["status"], a["seq"], a["name"], a["turn_time"]) == ("klaberjass", "active", 3, "table one", 120)
     assert [(s["seat"], s["kind"], s["player_name"], s["taken"], s["present"]) for s in a["seats"]] == [
         (0, "open", "ada", True, True), (1, "open", "bob", True, False)]
     assert a["created_at"].endswith("Z") and a["result"] is None
