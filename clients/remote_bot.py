@@ -36,7 +36,7 @@ from typing import Any, Sequence
 from google.protobuf import json_format
 
 from engine_service.plugins.manager import PluginSettings, load_catalog
-from engine_service.plugins.runner import BotRunner
+from engine_service.plugins.runner import TIMEOUT, BotRunner, Reply
 from engine_service.rules import get_game
 from engine_service.transport.generated import cards_pb2, match_pb2
 
@@ -168,8 +168,8 @@ async def play_seat(session: SeatSession, runner: BotRunner, bot_name: str, game
         elif turn_time > 0:
             budget = min(budget, turn_time - NETWORK_MARGIN_S)
         budget = max(0.0, budget)
-        reply = await asyncio.to_thread(runner.decide, bot_name, game_id, session.seat, view, view["legal"],
-                                        seed * 1_000_003 + event.view.seq, budget)
+        reply = await _decide(runner, bot_name, game_id, session.seat, view,
+                              seed * 1_000_003 + event.view.seq, budget)
         stats.decisions += 1
         stats.think_s += reply.elapsed_s
         action = reply.action
@@ -189,6 +189,20 @@ async def play_seat(session: SeatSession, runner: BotRunner, bot_name: str, game
                 raise
             stats.stale += 1  # the match ended meanwhile: its MATCH_ENDED event comes next
     return await session.summary(), stats
+
+
+async def _decide(runner: BotRunner, bot_name: str, game_id: str, seat: int, view: dict[str, Any],
+                  seed: int, budget: float) -> Reply:
+    """One decision in a thread, as a worker of the service would make it: a bot's
+    ``sys.exit`` is a ``crash`` answer, and a bot still thinking half the network margin past
+    its budget is a ``timeout`` (the auto-move is sent in time). A thread cannot be killed: an
+    overrunning bot's thread runs on, and its answer is dropped."""
+    thinking = asyncio.ensure_future(asyncio.to_thread(
+        runner.decide, bot_name, game_id, seat, view, view["legal"], seed, budget, in_process=True))
+    try:
+        return await asyncio.wait_for(asyncio.shield(thinking), budget + NETWORK_MARGIN_S / 2)
+    except TimeoutError:
+        return Reply(None, TIMEOUT, f"no answer within its budget ({budget:.2f}s)", budget)
 
 
 # ---- command line ------------------------------------------------------------------------------

@@ -99,6 +99,26 @@ def test_command_line_creates_a_match_and_plays_it(engine, capsys):
     assert "finished" in out and "(heuristic)" in out and "failures none" in out
 
 
+@pytest.mark.parametrize("bot, failure", [("sys-exits", "crash"), ("overruns", "timeout")])
+def test_a_failing_remote_bot_falls_back_to_the_auto_move(engine, bot, failure):
+    """As in the service: a bot's sys.exit is a crash and a bot past its budget a timeout; the
+    seat plays the auto-move and the client goes on (sys.exit ended it; an overrunning bot
+    made it miss the turn timer)."""
+    runner = BotRunner(load_catalog(PluginSettings.resolve(extra=["tests.plugins.bad_bots"], environ={})))
+
+    async def go():
+        async with connect(engine.target) as client:
+            await client.wait_ready()
+            summary = await client.create_match("klaberjass", options={"kl_target_score": 1},
+                                                seats=[None, "random"])
+            session = await client.join(summary.match_id, seat=0, player_name="failing")
+            return await remote_bot.play_seat(session, runner, bot, "klaberjass", budget_s=0.2)
+
+    final, stats = asyncio.run(asyncio.wait_for(go(), 300))
+    assert final.status == remote_bot.match_pb2.MATCH_STATUS_FINISHED
+    assert stats.decisions > 0 and stats.failures == {failure: stats.decisions}
+
+
 def test_a_turn_timer_shortens_the_budget(engine):
     """With a 10 s turn timer (the Japanese Joker minimum) the bot is told at most 9.75 s,
     whatever its own budget, and plays every decision in time."""

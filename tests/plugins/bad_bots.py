@@ -52,6 +52,14 @@ class Polite:
         return request.legal[-1]
 
 
+class Overruns:
+    """Answers half a second after its budget ran out (a host that cannot kill it must not wait)."""
+
+    def decide(self, request):
+        time.sleep(request.budget_s + 0.5)
+        return request.legal[0]
+
+
 class Snoop:
     """Looks for the engine's secrets in its environment: answers the last legal action if it
     finds one, the second if the plugin selection did not reach it, else the first."""
@@ -72,5 +80,5 @@ def _spec(name, cls):
 def cardgames_bots():
     return [_spec("garbage", Garbage), _spec("illegal", Illegal), _spec("raises", Raises),
             _spec("sleeps", Sleeps), _spec("exits", Exits), _spec("sys-exits", SysExits),
-            _spec("polite", Polite), _spec("snoop", Snoop),
+            _spec("polite", Polite), _spec("snoop", Snoop), _spec("overruns", Overruns),
             BotSpec("bad-factory", lambda game_id: 1 / 0, description="its factory raises")]
