@@ -264,6 +264,19 @@ def test_bad_settings_and_busy_port_fail_clearly(tmp_path):
     assert "--port" in help_text.stdout and "default: 50051" in help_text.stdout
 
 
+def serve_refused(cwd, **settings: str) -> tuple[list[dict], list[dict]]:
+    """Run ``serve`` (JSON logs, ports 0 on 127.0.0.1) with ``settings`` as environment
+    variables, expecting it to refuse the start: its log lines and its error lines."""
+    env = {**os.environ, "CARDGAMES_PORT": "0", "CARDGAMES_METRICS_PORT": "0", "CARDGAMES_HOST": "127.0.0.1",
+           "CARDGAMES_METRICS_HOST": "127.0.0.1", "CARDGAMES_LOG_FORMAT": "json", "CARDGAMES_BOT_WORKERS": "1",
+           **settings}
+    done = subprocess.run([sys.executable, "-m", "engine_service", "serve"], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    lines = [json.loads(raw) for raw in done.stderr.splitlines() if raw.startswith("{")]
+    return lines, [line for line in lines if line["level"] == "error"]
+
+
 def test_a_corrupt_database_stops_the_start_with_exit_2(tmp_path):
     """A database of ours with a damaged page (3: an index's root, as a failing disk leaves
     it) used to be accepted: the match's resume failed (match_resume_failed), health said
@@ -274,14 +287,7 @@ def test_a_corrupt_database_stops_the_start_with_exit_2(tmp_path):
     db = tmp_path / "cards.sqlite3"
     sqlite_with_matches(db)
     overwrite_page(db, 3)
-    env = {**os.environ, "CARDGAMES_DB": str(db), "CARDGAMES_PORT": "0", "CARDGAMES_METRICS_PORT": "0",
-           "CARDGAMES_HOST": "127.0.0.1", "CARDGAMES_METRICS_HOST": "127.0.0.1",
-           "CARDGAMES_LOG_FORMAT": "json", "CARDGAMES_BOT_WORKERS": "1"}
-    done = subprocess.run([sys.executable, "-m", "engine_service", "serve"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=60)
-    lines = [json.loads(raw) for raw in done.stderr.splitlines() if raw.startswith("{")]
-    errors = [line for line in lines if line["level"] == "error"]
-    assert done.returncode == 2, done.stderr
+    lines, errors = serve_refused(tmp_path, CARDGAMES_DB=str(db))
     assert [e["event"] for e in errors] == ["store_unavailable"], errors
     assert errors[0]["db"] == str(db)
     assert "is corrupt" in errors[0]["error"] and "Page 3" in errors[0]["error"], errors[0]
@@ -291,14 +297,7 @@ def test_a_corrupt_database_stops_the_start_with_exit_2(tmp_path):
 def test_a_takeover_bot_that_is_not_installed_stops_the_start_with_exit_2(tmp_path):
     """--takeover-bot naming a bot that is not installed started without a word; it now
     exits 2 with one error line naming the flag, the variable and the installed bots."""
-    env = {**os.environ, "CARDGAMES_PORT": "0", "CARDGAMES_METRICS_PORT": "0", "CARDGAMES_DB": "memory:",
-           "CARDGAMES_HOST": "127.0.0.1", "CARDGAMES_METRICS_HOST": "127.0.0.1",
-           "CARDGAMES_LOG_FORMAT": "json", "CARDGAMES_BOT_WORKERS": "1", "CARDGAMES_TAKEOVER_BOT": "nosuch"}
-    done = subprocess.run([sys.executable, "-m", "engine_service", "serve"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=60)
-    lines = [json.loads(raw) for raw in done.stderr.splitlines() if raw.startswith("{")]
-    errors = [line for line in lines if line["level"] == "error"]
-    assert done.returncode == 2, done.stderr
+    _, errors = serve_refused(tmp_path, CARDGAMES_DB="memory:", CARDGAMES_TAKEOVER_BOT="nosuch")
     assert [e["event"] for e in errors] == ["takeover_bot_unavailable"], errors
     assert errors[0]["error"].startswith("--takeover-bot / CARDGAMES_TAKEOVER_BOT 'nosuch' is not an installed "
                                          "bot; installed bots: "), errors[0]
