@@ -297,7 +297,7 @@ def test_a_corrupt_database_stops_the_start_with_exit_2(tmp_path):
 def test_a_takeover_bot_that_is_not_installed_stops_the_start_with_exit_2(tmp_path):
     """--takeover-bot naming a bot that is not installed started without a word; it now
     exits 2 with one error line naming the flag, the variable and the installed bots."""
-    _, errors = serve_refused(tmp_path, CARDGAMES_DB="memory:", CARDGAMES_TAKEOVER_BOT="nosuch")
+    lines, errors = serve_refused(tmp_path, CARDGAMES_DB="memory:", CARDGAMES_TAKEOVER_BOT="nosuch")
     assert [e["event"] for e in errors] == ["takeover_bot_unavailable"], errors
     assert errors[0]["error"].startswith("--takeover-bot / CARDGAMES_TAKEOVER_BOT 'nosuch' is not an installed "
                                          "bot; installed bots: "), errors[0]
