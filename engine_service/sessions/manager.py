@@ -379,12 +379,15 @@ class MatchManager:
                                  reason="BAD_FIRST_DEALER")
         else:
             fd = draw_first_dealer(game, options)
-        if not decks:
+        # A table with open seats is dealt when its last seat is taken (_activate): the first
+        # deal's public cards (a turn-up, a trump indicator) must not be on show to a player
+        # still choosing a seat. The commitment is published then, before anyone sees a card.
+        has_open = any(s.kind == "open" for s in seats)
+        if not decks and not has_open:
             decks = [random_deck_record(game, 0)]
 
         # the limits count the matches being created too (their store write is in flight)
         unfinished = [m for m in self._matches.values() if not m.over]
-        has_open = any(s.kind == "open" for s in seats)
         if len(unfinished) + sum(self._creating.values()) >= self.config.max_matches:
             raise LimitExceeded(f"this server holds its maximum of {self.config.max_matches} matches",
                                 reason="MAX_MATCHES")
@@ -480,6 +483,8 @@ class MatchManager:
         return await self._exclusive(m, locked)
 
     async def _activate(self, m: LiveMatch) -> None:
+        """The last seat is taken: deal the first deck (see create_match) and start."""
+        await self._writer.store_call(self._deal_due(m), "append_decks")
         await self._writer.store_call(self._store.set_status(m.match_id, "active"), "set_status")
         self.metrics.matches_active.labels(m.game.id, "waiting").dec()
         self.metrics.matches_active.labels(m.game.id, "active").inc()
@@ -862,13 +867,10 @@ class MatchManager:
         if stored is None:
             return None
         m = LiveMatch(stored.record, list(stored.decks), list(stored.actions))
-        if not m.over and m.state.to_act() == CHANCE:
-            # a deal was due when the process stopped and its deck was never written
-            deck = random_deck_record(m.game, m.deals_dealt)
-            await self._store.append_decks(m.match_id, [deck])
-            m.decks[deck.deal] = deck
-            m.state.deal(deck.cards)
-            m.deals_dealt += 1
+        if m.active:
+            # a deal was due when the process stopped and its deck was never written (or the
+            # last seat was taken just before: _activate)
+            await self._deal_due(m)
         if not m.over and m.state.is_over():
             # the last action was written but not the status: derive the end again
             result = self._writer.result(m, "completed")
@@ -879,6 +881,17 @@ class MatchManager:
             m.finished_mono = asyncio.get_running_loop().time()
         self._register(m)
         return m
+
+    async def _deal_due(self, m: LiveMatch) -> None:
+        """Deal a fresh deck if the match waits for one (CHANCE), storing it first."""
+        if m.state.to_act() != CHANCE:
+            return
+        deck = random_deck_record(m.game, m.deals_dealt)
+        await self._store.append_decks(m.match_id, [deck])
+        state = m.state.clone()  # a new state object: what was derived from the old one goes
+        state.deal(deck.cards)
+        m.decks[deck.deal] = deck
+        m.state, m.deals_dealt = state, m.deals_dealt + 1
 
     async def _sweep(self, interval: float) -> None:
         """Housekeeping every ``interval`` seconds: end the matches that waited for players

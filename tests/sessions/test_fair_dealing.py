@@ -183,7 +183,7 @@ def test_a_deck_dealt_on_resume_is_salted():
     async def go():
         await store.open()
         record = MatchRecord(match_id="resumed", game="klaberjass", options={}, first_dealer=0,
-                             seats=(SeatRecord(0), SeatRecord(1)), status="waiting",
+                             seats=(SeatRecord(0), SeatRecord(1)), status="active",
                              created_at=1.0)
         await store.create_match(record, [])  # deal 0 due, no deck yet
         async with manager(store=store) as mgr:
@@ -321,3 +321,38 @@ def test_decks_of_older_schemas_keep_their_commitments_and_reveal_only_shown_car
         assert not any(r.card_salts) and not any(r.card_hashes) and not verify_deal(r)
         assert [c for c in r.cards if c] and all(c in ("", d) for c, d in zip(r.cards, deck))
         assert not any(r.cards[19:31])
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_a_table_is_dealt_when_its_last_seat_is_taken(game_id):
+    """Nobody choosing a seat sees a card of the first deal (a turn-up, a trump indicator:
+    with it on show a player could pick the seat it favours): a table with open seats has no
+    deck until its last seat is taken; then the deck is dealt, stored and committed to before
+    any view shows a card of it."""
+    game = get_game(game_id)
+    pack = frozenset(card_code(c) for c in game.pack)
+
+    async def go():
+        async with manager() as mgr:
+            summary = await mgr.create_match(CreateMatchRequest(game=game_id))
+            match_id = summary.match_id
+            waiting = [await mgr.get_view(match_id, Principal("spectator", match_id))]
+            tokens = []
+            for seat in range(game.num_seats):
+                if tokens:  # a seat's view before the start
+                    waiting.append(await mgr.get_view(match_id, mgr.authenticate(match_id, tokens[-1])))
+                before = await mgr.get_match(match_id)
+                tokens.append((await mgr.join_match(match_id, seat, f"p{seat}")).token)
+            started = await mgr.get_match(match_id)
+            view = await mgr.get_view(match_id, mgr.authenticate(match_id, tokens[0]))
+            stored = await mgr._store.load_match(match_id)
+            return summary, before, waiting, started, view, stored
+
+    summary, before, waiting, started, view, stored = run(go())
+    assert summary.deal_commitments == () and before.deal_commitments == () and before.status == "waiting"
+    assert all(not card_codes({k: v for k, v in w.view.items() if k != "game"}, pack) for w in waiting)
+    assert all(w.deal_commitment == "" for w in waiting)
+    assert started.status == "active" and len(started.deal_commitments) == 1
+    assert [d.deal for d in stored.decks] == [0]
+    assert view.deal_commitment == started.deal_commitments[0] == commitment(stored.decks[0].salt, stored.decks[0].cards)
+    assert view.view["hand"]

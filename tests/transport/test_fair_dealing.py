@@ -58,15 +58,19 @@ async def test_a_whole_match_commits_to_every_deck_and_reveals_them_after_the_en
                 game="klaberjass", listed=True, name="fair table"))).match
             match_id = created.match_id
             sent.append(created)
-            assert len(created.deal_commitments) == 1 and HEX64.fullmatch(created.deal_commitments[0])
+            # a table with open seats is dealt when its last seat is taken: no deck, no
+            # commitment, no card on show to a player choosing a seat
+            assert list(created.deal_commitments) == []
             lobby = [m for m in (await stub.ListOpenMatches(pb.ListOpenMatchesRequest())).matches
                      if m.match_id == match_id]
-            assert [list(m.deal_commitments) for m in lobby] == [list(created.deal_commitments)]
+            assert [list(m.deal_commitments) for m in lobby] == [[]]
             sent.extend(lobby)
             tokens = []
             for seat in range(2):
                 joined = await stub.JoinMatch(pb.JoinMatchRequest(match_id=match_id, seat=seat))
                 tokens.append(joined.seat_token)
+            started = (await stub.GetMatch(pb.GetMatchRequest(match_id=match_id))).match
+            assert len(started.deal_commitments) == 1 and HEX64.fullmatch(started.deal_commitments[0])
             audiences = {0: bearer(tokens[0]), 1: bearer(tokens[1]), SPECTATOR: None,
                          "admin": bearer(ADMIN_TOKEN)}
             inboxes = {a: Inbox(a) for a in (0, 1, SPECTATOR)}
@@ -115,6 +119,8 @@ async def test_a_whole_match_commits_to_every_deck_and_reveals_them_after_the_en
             transcript = await export_transcript(srv.admin, match_id)
             terminated = (await stub.CreateMatch(pb.CreateMatchRequest(
                 game="klaberjass", spectators_allowed=False))).match.match_id
+            for seat in range(2):  # started: its first deck is dealt
+                await stub.JoinMatch(pb.JoinMatchRequest(match_id=terminated, seat=seat))
             await srv.admin.TerminateMatch(admin_pb2.TerminateMatchRequest(match_id=terminated, reason="test"),
                                            metadata=bearer(ADMIN_TOKEN))
             no_spectators = await expect_error(stub.RevealDeals(pb.RevealDealsRequest(match_id=terminated)))
