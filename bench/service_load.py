@@ -486,7 +486,7 @@ async def _drain(call) -> None:
 
 def bench_watchers(pool, workdir: Path, clients: int, watchers: int, game: str) -> dict:
     service = ServiceProcess(workdir, CARDGAMES_MAX_WATCHERS_PER_MATCH=str(watchers + 10),
-                             CARDGAMES_LOG_LEVEL="warning")
+                             CARDGAMES_MAX_WATCHERS=str(watchers + 10), CARDGAMES_LOG_LEVEL="warning")
     try:
         async def setup():
             async with grpc.aio.insecure_channel(service.target) as ch:
