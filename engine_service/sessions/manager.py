@@ -613,7 +613,7 @@ class MatchManager:
             raise PermissionDenied("you have left this match", reason="SEAT_LEFT")
         if expected_seq is not None and expected_seq != m.seq:
             raise StaleSequence(f"expected_seq {expected_seq} is not the match's seq {m.seq}",
-                                current=m.envelope(seat))
+                                current=m.envelope(seat), expected_seq=str(expected_seq), seq=str(m.seq))
         try:
             rec = await self._writer.apply(m, seat, action, by="player", client_action_id=client_action_id)
         except StaleSequence:

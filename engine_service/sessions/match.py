@@ -293,9 +293,11 @@ class LiveMatch:
         return self._envelope_of(audience, self._as_ended(view), seq, deadline)
 
     def _as_ended(self, view: dict[str, Any]) -> dict[str, Any]:
-        """``view`` of the current seq; once the match is over, nobody to act in it, however
-        the match ended (:func:`.views.after_end`)."""
-        return after_end(view) if self.over and view.get("to_act") is not None else view
+        """``view`` of the current seq; once the match is over, over with its winners and
+        nobody to act in it, however the match ended (:func:`.views.after_end`)."""
+        if not self.over or (view.get("over") and view.get("to_act") is None):
+            return view  # not over, or over by the rules: the rules' view says it all
+        return after_end(view, (self.result or {}).get("winners") or ())
 
     def memo(self) -> "StateMemo":
         """The values derived from the current state object (replaced with it)."""

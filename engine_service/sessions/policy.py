@@ -57,11 +57,11 @@ def merge_turn_time(game: Game, options: Mapping[str, Any], requested: float) ->
     option where the game has one (the option then validates the value, e.g. 10-120 s)."""
     raw = dict(options)
     if not requested >= 0:  # NaN too
-        raise BadRequest("turn_time_s must not be negative", reason="BAD_TURN_TIME")
+        raise BadRequest("the turn time must not be negative", reason="BAD_TURN_TIME")
     low, high = TURN_TIME_RANGE_S
     if requested and not has_option(game, TURN_TIME_OPTION) and not low <= requested <= high:
-        raise BadRequest(f"turn_time_s must be {low:.0f} to {high:.0f} seconds (JJK-11, NOTATION.md "
-                         f"section 5), or 0 for the server's default", reason="BAD_TURN_TIME")
+        raise BadRequest(f"the turn time must be {low:.0f} to {high:.0f} seconds (JJK-11, NOTATION.md "
+                         f"section 5), or unset for the server's default", reason="BAD_TURN_TIME")
     if requested and has_option(game, TURN_TIME_OPTION):
         if TURN_TIME_OPTION in raw and raw[TURN_TIME_OPTION] != requested:
             raise BadRequest(f"turn_time_s is given twice with different values ({requested} and "

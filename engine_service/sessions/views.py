@@ -10,7 +10,7 @@ information rules. The admin view adds the omniscient card locations (``zones()`
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping, Union
+from typing import Any, Mapping, Sequence, Union
 
 from ..rules.cards import CODES, codes_of
 from ..rules.game import State
@@ -67,14 +67,17 @@ def before_start(public: Mapping[str, Any], audience: Audience) -> dict[str, Any
     return view
 
 
-def after_end(view: Mapping[str, Any]) -> dict[str, Any]:
-    """The view of a match ended by the session (a resignation, a forfeit, a termination) in a
-    state where the rules still name a seat to act: nobody may act any more (SubmitAction
-    answers MATCH_NOT_ACTIVE), so no ``to_act`` and no legal action, as at an end by the
-    rules."""
+def after_end(view: Mapping[str, Any], winners: Sequence[int]) -> dict[str, Any]:
+    """The view of a match ended by the session (a resignation, a forfeit, an abandonment, a
+    termination) before the rules ended it: nobody may act any more (SubmitAction answers
+    MATCH_NOT_ACTIVE), so no ``to_act`` and no legal action, and the match is ``over`` with
+    the session's ``winners`` (the result's), as at an end by the rules: a frontend reads the
+    end and the winner from the view's typed fields however the match ended."""
     view = dict(view)
     view["to_act"] = None
     view["legal"] = []
+    view["over"] = True
+    view["winners"] = list(winners)
     return view
 
 

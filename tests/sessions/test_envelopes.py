@@ -55,7 +55,8 @@ def test_one_envelope_per_audience_and_state():
 def test_a_match_ended_early_names_nobody_to_act_and_its_past_views_were_active():
     """After a resignation or a termination nobody may act (SubmitAction answers
     MATCH_NOT_ACTIVE), so no view names a seat to act or offers a legal action, although the
-    rules' state still has a player to act; a view replayed from before the end has the status
+    rules' state still has a player to act, and every view says the match is over, with the
+    session's winners (a frontend used to see over=false, winners=[]); a view replayed from before the end has the status
     the match had then (active), not today's."""
 
     async def go():
@@ -78,6 +79,10 @@ def test_a_match_ended_early_names_nobody_to_act_and_its_past_views_were_active(
 
     for how, (views, replayed, last) in run(go()).items():
         assert all(v.view["to_act"] is None and not v.view["legal"] for v in views), how
+        # over, with the session's winners: the resigner's opponent, nobody after a termination
+        assert all(v.view["over"] is True for v in views), how
+        assert {tuple(v.view["winners"]) for v in views} == {(1,) if how == "resign" else ()}, how
+        assert all(e.view.view["over"] is False for e in replayed if e.kind == "action" and e.seq < last)
         assert {v.status for v in views} == {"finished" if how == "resign" else "terminated"}
         actions = [e for e in replayed if e.kind == "action"]
         assert [e.seq for e in actions] == list(range(1, last + 1))

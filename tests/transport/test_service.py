@@ -191,6 +191,7 @@ async def test_idempotent_retry_and_stale_sequence():
             match_id=match_id, action=now.legal_actions[0].notation, expected_seq=now.seq + 5),
             metadata=bearer(tokens[now.seat])))
         assert (ahead.code, ahead.reason, ahead.view.seq) == (grpc.StatusCode.ABORTED, "STALE_SEQUENCE", now.seq)
+        assert ahead.metadata == {"expected_seq": str(now.seq + 5), "seq": str(now.seq)}
         assert "stale" not in ahead.message
         negative = await expect_error(stub.SubmitAction(pb.SubmitActionRequest(
             match_id=match_id, action=now.legal_actions[0].notation, expected_seq=-1),
