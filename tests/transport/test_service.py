@@ -387,3 +387,36 @@ async def test_the_lobby_lists_listed_waiting_matches_over_the_api():
         assert (bad_limit.code, bad_limit.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "BAD_LIMIT")
         bad_game = await expect_error(s.ListOpenMatches(pb.ListOpenMatchesRequest(game="poker")))
         assert bad_game.code == grpc.StatusCode.INVALID_ARGUMENT
+
+
+@run
+async def test_the_error_metadata_docs_api_md_promises():
+    """docs/api.md's table of ErrorInfo.metadata keys, reason by reason, over a real channel."""
+    async with served(SessionConfig(db_path="memory:")) as (mgr, srv):
+        stub = srv.games
+        match_id, tokens = await create_open_match(stub, "klaberjass")
+        view = (await stub.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(tokens[0]))).view
+        mover, waiter = view.to_act, 1 - view.to_act
+        legal = [a.notation for a in view.legal_actions]
+        illegal = next(a for a in ("take", "pass", "keep", "exchange") if a not in legal)
+        bad_option = pb.CreateMatchRequest(game="klaberjass")
+        bad_option.options["kl_target_score"].int_value = 0
+        bot = pb.CreateMatchRequest(game="klaberjass")
+        bot.seats.add().open.SetInParent()
+        bot.seats.add().bot.name = "nobody"
+        errors = {
+            "INVALID_OPTIONS": await expect_error(stub.CreateMatch(bad_option)),
+            "UNKNOWN_BOT": await expect_error(stub.CreateMatch(bot)),
+            "ILLEGAL_ACTION": await expect_error(stub.SubmitAction(pb.SubmitActionRequest(
+                match_id=match_id, action=illegal), metadata=bearer(tokens[mover]))),
+            "NOT_YOUR_TURN": await expect_error(stub.SubmitAction(pb.SubmitActionRequest(
+                match_id=match_id, action=legal[0]), metadata=bearer(tokens[waiter]))),
+            "BAD_EXPECTED_SEQ": await expect_error(stub.SubmitAction(pb.SubmitActionRequest(
+                match_id=match_id, action=legal[0], expected_seq=-2), metadata=bearer(tokens[mover]))),
+        }
+    assert {reason: err.reason for reason, err in errors.items()} == {r: r for r in errors}
+    assert errors["INVALID_OPTIONS"].metadata["option"] == "kl_target_score" and errors["INVALID_OPTIONS"].metadata["allowed"]
+    assert errors["UNKNOWN_BOT"].metadata["bot"] == "nobody"
+    assert errors["ILLEGAL_ACTION"].metadata["action"] == illegal
+    assert errors["NOT_YOUR_TURN"].metadata["to_act"] == str(mover)
+    assert errors["BAD_EXPECTED_SEQ"].metadata["field"] == "expected_seq"
