@@ -135,9 +135,13 @@ class BotCatalog:
 
 
 def _describe(exc: BaseException) -> str:
-    """Exception type and message for plugin *loading* failures (no game data involved)."""
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    """Exception type and message for plugin *loading* failures (no game data involved): the
+    whole message on one line, capped (pluggy says *why* a hook is refused on its later
+    lines: "Argument(s) {'x'} are declared in the hookimpl but can not be found...")."""
+    text = " | ".join(line.strip() for line in str(exc).strip().splitlines() if line.strip())
+    if len(text) > 500:
+        text = text[:497] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _entry_points() -> list[importlib.metadata.EntryPoint]:

@@ -76,6 +76,9 @@ def test_broken_plugins_are_logged_and_left_out():
     assert len(logged) == len(catalog.failures)
     assert all(e["log_level"] == "error" and e["plugin"] and e["error"] for e in logged)
     assert any("not installed" in e["error"] for e in logged)  # the import error says why
+    # and so does pluggy's refusal, whose reason is on its message's later lines
+    wrong = next(f.error for f in catalog.failures if f.plugin == "WrongArguments")
+    assert "nonsense" in wrong and "\n" not in wrong, wrong
 
 
 def test_a_factory_that_makes_no_bot_is_an_exception_failure():
