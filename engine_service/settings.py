@@ -163,6 +163,17 @@ def _choice(*allowed: str) -> Callable[[str], str]:
     return parse
 
 
+def _turn_time(text: str) -> float:
+    """A Klaberjass / Jo-Jotte default turn time: JJK-11's values (10-120 s), which a match's
+    own turn time must take too (NOTATION.md section 5), or 0 for none."""
+    value = _number(text, float, "a number")
+    if not (value == 0 or 10.0 <= value <= 120.0):
+        raise ValueError(f"must be 0 (none) or 10 to 120 seconds, not {text!r}")
+    return value
+
+
+_turn_time.allowed = "0, or 10 to 120 seconds (JJK-11)"  # type: ignore[attr-defined]
+
 _port = _int(0, 65535)
 _seconds = _float(0.0, DAY_S, "seconds")  # 0 has a meaning (none, at once, no wait)
 _hour = _float(0.0, 3600.0, "seconds")
@@ -257,7 +268,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("db_lock_wait_s", _seconds, "how long to wait at start for another engine process "
             "holding the database to let go (one engine per database) before refusing to start",
             "SECONDS", "db_lock_wait_s"),
-    Setting("default_turn_time_s", _seconds, "decision deadline of Klaberjass / Jo-Jotte "
+    Setting("default_turn_time_s", _turn_time, "decision deadline of Klaberjass / Jo-Jotte "
             "matches created without one (JJK-11; 0: none)", "SECONDS", "default_turn_time_s"),
     Setting("reconnect_grace_s", _seconds, "how long a disconnected player may be away before "
             "the rulebook's absence policy applies (games without the table option)", "SECONDS",

@@ -111,7 +111,8 @@ def test_every_setting_has_a_range_that_holds_its_default(setting):
     ("--time-scale", "0"), ("--heartbeat-interval-s", "0"), ("--bot-deadline-s", "0"),
     ("--snapshot-threshold", "0"), ("--watcher-queue-size", "-1"), ("--bot-workers", "0"),
     ("--bot-workers", "1000"), ("--max-matches", "1.5"), ("--rate-limit-seat-burst", "-1"),
-    ("--finished-retention-s", "-5"), ("--default-turn-time-s", "1e9"), ("--host", ""),
+    ("--finished-retention-s", "-5"), ("--default-turn-time-s", "1e9"), ("--default-turn-time-s", "5"),
+    ("--default-turn-time-s", "121"), ("--default-turn-time-s", "nan"), ("--host", ""),
     ("--admin-token", ""), ("--db", " "),
 ])
 def test_out_of_range_values_are_refused(flag, bad, capsys):
