@@ -300,7 +300,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.target:
             target = args.target
         else:
-            service = LocalService(db=args.db).start()
+            # an engine of its own, where every player is a program: its bots need not be
+            # paced (--bot-pace-s hides a forced move's timing from people, GJ-11.8)
+            service = LocalService(db=args.db, args=["--bot-pace-s", "0"]).start()
             target = service.target
         return asyncio.run(run(args, target))
     except CardGamesError as exc:

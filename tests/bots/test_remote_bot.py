@@ -140,3 +140,20 @@ def test_a_turn_timer_shortens_the_budget(engine):
     assert stats.decisions == len(recorder.BUDGETS) > 10 and stats.failures == {}
     assert max(recorder.BUDGETS) <= 10.0 - remote_bot.NETWORK_MARGIN_S + 0.05
     assert min(recorder.BUDGETS) > 5.0  # the timer restarts for every decision
+
+
+def test_its_own_engine_plays_bots_unpaced(monkeypatch):
+    """Without --target remote_bot starts an engine where every player is a program: bot moves
+    are not paced there (a local Japanese Joker match took minutes at the 2 s pace)."""
+    started = []
+
+    class Recorder:
+        def __init__(self, **kwargs):
+            started.append(kwargs)
+
+        def start(self):
+            raise KeyboardInterrupt  # stop before anything runs
+
+    monkeypatch.setattr(remote_bot, "LocalService", Recorder)
+    remote_bot.main(["--bot", "random", "--game", "klaberjass"])
+    assert started and list(started[0]["args"]) == ["--bot-pace-s", "0"]
