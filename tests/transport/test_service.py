@@ -395,9 +395,11 @@ async def test_the_error_metadata_docs_api_md_promises():
     async with served(SessionConfig(db_path="memory:")) as (mgr, srv):
         stub = srv.games
         match_id, tokens = await create_open_match(stub, "klaberjass")
-        view = (await stub.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(tokens[0]))).view
-        mover, waiter = view.to_act, 1 - view.to_act
+        mover = (await stub.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(tokens[0]))).view.to_act
+        waiter = 1 - mover
+        view = (await stub.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(tokens[mover]))).view
         legal = [a.notation for a in view.legal_actions]
+        assert legal  # the mover's own view lists them
         illegal = next(a for a in ("take", "pass", "keep", "exchange") if a not in legal)
         bad_option = pb.CreateMatchRequest(game="klaberjass")
         bad_option.options["kl_target_score"].int_value = 0
