@@ -237,7 +237,7 @@ async def _seat(stub, match_id: str, seat: int, token: str, plan: dict, rng: ran
                     except grpc.aio.AioRpcError as exc:
                         if exc.code() != grpc.StatusCode.FAILED_PRECONDITION:  # already over
                             _error(stats, "leave", exc)
-                    continue  # a departed seat keeps watching until the end
+                    continue  # a departed Georgian Joker seat's stream ends (GJ-12.4: SEAT_LEFT)
                 if left or not v.HasField("to_act") or v.to_act != seat or v.seq <= acted:
                     continue
                 acted = v.seq
@@ -265,6 +265,8 @@ async def _seat(stub, match_id: str, seat: int, token: str, plan: dict, rng: ran
                         _error(stats, "submit", exc)
             return  # the stream ended without MATCH_ENDED (the server is stopping)
         except grpc.aio.AioRpcError as exc:
+            if left and exc.code() == grpc.StatusCode.PERMISSION_DENIED:
+                return  # the seat it left is the bot's now: its stream ends (SEAT_LEFT)
             if exc.code() != grpc.StatusCode.UNAVAILABLE:
                 _error(stats, "seat_watch", exc)
                 return
