@@ -47,7 +47,8 @@ class SessionConfig:
     #: (they are its presence, JJK-10.2, GJ-12.3): strangers filling the match's slots must
     #: not keep its players out and make them forfeit.
     max_watchers_per_match: int = 64
-    #: Open watch streams per seat (a player's devices and tabs): bounds what one token holds.
+    #: Open watch streams per seat (a player's devices and tabs): bounds what one token holds;
+    #: a stream past it closes the seat's oldest (a reconnect always gets through).
     max_streams_per_seat: int = 8
     #: Open spectator and admin watch streams in the whole process (seats excluded, as above).
     max_watchers: int = 10_000

@@ -723,8 +723,15 @@ class MatchManager:
         slot = m.seats[audience] if isinstance(audience, int) else None
         if slot is not None:
             if slot.streams >= self.config.max_streams_per_seat:
-                raise LimitExceeded(f"this seat has {slot.streams} open watch streams already",
-                                    reason="MAX_SEAT_STREAMS")
+                # the newest stream wins: a client reconnecting over connections the server
+                # has not seen die yet (keepalive) must get through, or its player would be
+                # absent and lose; the seat's oldest open stream ends instead
+                oldest = min((w for w in m.watchers if w.audience == audience and not w.closed),
+                             key=lambda w: w.opened, default=None)
+                if oldest is not None:
+                    oldest.end(LimitExceeded(f"this seat opened more than {self.config.max_streams_per_seat} "
+                                             "watch streams: the oldest one was closed",
+                                             reason="MAX_SEAT_STREAMS"), drop_pending=True)
         elif len(m.watchers) - sum(s.streams for s in m.seats) >= self.config.max_watchers_per_match:
             raise LimitExceeded("too many spectators on this match", reason="MAX_WATCHERS")
         elif self._spectator_streams >= self.config.max_watchers:

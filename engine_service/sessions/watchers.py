@@ -10,6 +10,7 @@ lost).
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Union
 
 from .api import MatchEvent, SessionError, Unavailable
@@ -29,10 +30,11 @@ Item = Union[MatchEvent, _End]
 
 
 class Watcher:
-    __slots__ = ("audience", "queue", "closed", "overflowed")
+    __slots__ = ("audience", "queue", "closed", "overflowed", "opened")
 
     def __init__(self, audience: Audience, maxsize: int) -> None:
         self.audience = audience
+        self.opened = time.monotonic()  # the oldest of a seat's streams gives way first
         self.queue: asyncio.Queue[Item] = asyncio.Queue(maxsize + 1)  # +1: room for the end marker
         self.closed = False
         self.overflowed = False

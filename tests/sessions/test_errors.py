@@ -20,7 +20,7 @@ from engine_service.sessions.manager import _clean_name
 
 ADMIN = Principal("admin")
 
-from .helpers import GAMES, collect, config, manager, open_match, play_random, run, to_act
+from .helpers import GAMES, Stream, collect, config, manager, open_match, play_random, run, to_act, until
 
 GAME = "klaberjass"
 
@@ -492,21 +492,41 @@ def test_strangers_filling_the_watch_slots_do_not_keep_a_player_out():
             held += [mgr.watch(match_id, ps[0], -1) for _ in range(2)]
             for s in held:
                 await s.__anext__()
-            refused = []
-            for principal in (spectator, ps[0]):
-                with pytest.raises(LimitExceeded) as info:
-                    await mgr.watch(match_id, principal, -1).__anext__()
-                refused.append(info.value.reason)
+            with pytest.raises(LimitExceeded) as info:
+                await mgr.watch(match_id, spectator, -1).__anext__()
             player = mgr.watch(match_id, ps[1], -1)
             first = await player.__anext__()
             summary = await mgr.get_match(match_id)
             for s in held + [player]:
                 await s.aclose()
-            return refused, first, summary
+            return info.value.reason, first, summary
 
     refused, first, summary = run(go())
-    assert refused == ["MAX_WATCHERS", "MAX_SEAT_STREAMS"]
+    assert refused == "MAX_WATCHERS"
     assert first.kind == "snapshot" and [s.present for s in summary.seats] == [True, True]
+
+
+def test_a_seat_past_its_stream_limit_keeps_its_newest_streams():
+    """One token's streams are bounded (--max-streams-per-seat), and the newest wins: a client
+    reconnecting while the server has not yet seen its dead connections go (keepalive) gets
+    through, and the seat's oldest stream ends with MAX_SEAT_STREAMS."""
+    async def go():
+        async with manager(config(max_streams_per_seat=2)) as mgr:
+            match_id, ps = await open_match(mgr, GAME)
+            streams = [Stream(mgr, match_id, ps[0]) for _ in range(2)]
+            await until(lambda: all(s.events for s in streams))
+            newest = Stream(mgr, match_id, ps[0])
+            await until(lambda: newest.events and streams[0].task.done())
+            m = mgr._matches[match_id]
+            open_now = m.seats[0].streams
+            for s in streams + [newest]:
+                await s.close()
+            return streams, newest, open_now
+
+    streams, newest, open_now = run(go())
+    assert isinstance(streams[0].error, LimitExceeded) and streams[0].error.reason == "MAX_SEAT_STREAMS"
+    assert streams[1].error is None and newest.error is None and newest.events[0].kind == "snapshot"
+    assert open_now == 2
 
 
 def test_the_server_wide_spectator_limit():
