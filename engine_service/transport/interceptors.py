@@ -134,6 +134,7 @@ class ObservabilityInterceptor(grpc.aio.ServerInterceptor):
 
     def _wrap_unary(self, method: _Method, behavior: Callable) -> Callable:
         limit = self._max_send
+
         async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
             rpc, started = _begin(method)
             code = "OK"
@@ -141,8 +142,8 @@ class ObservabilityInterceptor(grpc.aio.ServerInterceptor):
                 if type(request) is Undecodable:
                     await _refuse(request, rpc, context)
                 response = await behavior(request, context)
-                if limit and response is not None and _size(response) > limit:
-                    await _too_large(_size(response), limit, rpc, context)
+                if limit and response is not None:
+                    await _check_size(response, limit, rpc, context)
                 return response
             except asyncio.CancelledError:
                 code = "CANCELLED"
@@ -169,8 +170,8 @@ class ObservabilityInterceptor(grpc.aio.ServerInterceptor):
                 if type(request) is Undecodable:
                     await _refuse(request, rpc, context)
                 async for message in behavior(request, context):
-                    if limit and _size(message) > limit:
-                        await _too_large(_size(message), limit, rpc, context)
+                    if limit:
+                        await _check_size(message, limit, rpc, context)
                     yield message
                     messages += 1
                     sent.inc()
@@ -225,9 +226,12 @@ def _size(message: Any) -> int:
     return len(message) if isinstance(message, (bytes, bytearray)) else message.ByteSize()
 
 
-async def _too_large(size: int, limit: int, rpc: RpcContext, context: grpc.aio.ServicerContext) -> None:
-    """A response over ``--max-send-message-bytes``: grpc would fail the call with a bare
-    RESOURCE_EXHAUSTED after the handler returned, and the rpc line would say OK."""
+async def _check_size(message: Any, limit: int, rpc: RpcContext, context: grpc.aio.ServicerContext) -> None:
+    """Refuse a response over ``--max-send-message-bytes``: grpc would fail the call with a
+    bare RESOURCE_EXHAUSTED after the handler returned, and the rpc line would say OK."""
+    size = _size(message)
+    if size <= limit:
+        return
     mapped = MappedError(grpc.StatusCode.RESOURCE_EXHAUSTED, f"the response would be {size} bytes, "
                          f"more than this server sends ({limit})", reason="RESPONSE_TOO_LARGE",
                          metadata={"size": str(size), "limit": str(limit)}, expected=True)

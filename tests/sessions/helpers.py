@@ -21,6 +21,10 @@ from engine_service.store import MemoryStore, Store
 GAMES = all_game_ids()
 
 
+#: The admin's principal (an admin-token call).
+ADMIN = Principal("admin")
+
+
 def run(coro, timeout: float = 120.0):
     """Run a coroutine on a fresh event loop with an overall timeout."""
     async def bounded():

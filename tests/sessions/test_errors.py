@@ -18,9 +18,7 @@ from engine_service.sessions.api import (BadRequest, CreateMatchRequest, LimitEx
                                          StaleSequence, Unauthenticated, Unavailable)
 from engine_service.sessions.manager import _clean_name
 
-ADMIN = Principal("admin")
-
-from .helpers import GAMES, Stream, collect, config, manager, open_match, play_random, run, to_act, until
+from .helpers import ADMIN, GAMES, Stream, collect, config, manager, open_match, play_random, run, to_act, until
 
 GAME = "klaberjass"
 

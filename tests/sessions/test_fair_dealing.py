@@ -27,9 +27,8 @@ from engine_service.store import MatchRecord, MemoryStore, SeatRecord, SqliteSto
 from engine_service.store.base import SCHEME_WHOLE_DECK, ActionRecord, DeckRecord
 from tests.crash import crash
 
-from .helpers import GAMES, Stream, config, manager, open_match, play_random, run
+from .helpers import ADMIN, GAMES, Stream, config, manager, open_match, play_random, run
 
-ADMIN = Principal("admin")
 HEX64 = re.compile(r"[0-9a-f]{64}")
 HEX32 = re.compile(r"[0-9a-f]{32}")
 

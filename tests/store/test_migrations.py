@@ -203,23 +203,24 @@ def test_a_migration_is_logged_once_with_both_versions_and_the_file(tmp_path):
 
 # ---- PostgreSQL ----------------------------------------------------------------------------
 
-def _postgres_v1(pg_database, schema: str) -> None:
-    for statement in POSTGRES_V1:
+def _postgres_schema(pg_database, schema: str, statements, version: int, match_row: str) -> None:
+    """A PostgreSQL schema of an earlier version, its meta rows and one match ``'old'``."""
+    for statement in statements:
         pg_database.execute(statement, schema=schema)
     pg_database.execute("INSERT INTO engine_meta VALUES ('application', 'cardgames-engine'), "
-                        "('schema_version', '1')", schema=schema)
-    pg_database.execute("INSERT INTO matches VALUES ('old', 'klaberjass', '{}', 1, 30.0, 60.0, true, "
-                        "'old table', '', 1.0, 'waiting', NULL, NULL)", schema=schema)
+                        f"('schema_version', '{version}')", schema=schema)
+    pg_database.execute(f"INSERT INTO matches VALUES ({match_row})", schema=schema)
+
+
+def _postgres_v1(pg_database, schema: str) -> None:
+    _postgres_schema(pg_database, schema, POSTGRES_V1, 1, "'old', 'klaberjass', '{}', 1, 30.0, 60.0, true, "
+                     "'old table', '', 1.0, 'waiting', NULL, NULL")
     pg_database.execute("INSERT INTO seats VALUES ('old', 0, 'open', '', '', NULL, NULL, false)", schema=schema)
 
 
 def _postgres_v2(pg_database, schema: str) -> None:
-    for statement in POSTGRES_V2:
-        pg_database.execute(statement, schema=schema)
-    pg_database.execute("INSERT INTO engine_meta VALUES ('application', 'cardgames-engine'), "
-                        "('schema_version', '2')", schema=schema)
-    pg_database.execute("INSERT INTO matches VALUES ('old', 'klaberjass', '{}', 1, 30.0, 60.0, true, "
-                        "'old table', '', 1.0, 'active', NULL, NULL, true)", schema=schema)
+    _postgres_schema(pg_database, schema, POSTGRES_V2, 2, "'old', 'klaberjass', '{}', 1, 30.0, 60.0, true, "
+                     "'old table', '', 1.0, 'active', NULL, NULL, true")
     pg_database.execute("INSERT INTO seats VALUES ('old', 0, 'open', '', '', NULL, NULL, false)", schema=schema)
     pg_database.execute("INSERT INTO decks VALUES ('old', 0, ARRAY['JS', '7H'])", schema=schema)
 
@@ -241,12 +242,8 @@ def _sqlite_v3(path) -> None:
 
 
 def _postgres_v3(pg_database, schema: str) -> None:
-    for statement in POSTGRES_V3:
-        pg_database.execute(statement, schema=schema)
-    pg_database.execute("INSERT INTO engine_meta VALUES ('application', 'cardgames-engine'), "
-                        "('schema_version', '3')", schema=schema)
-    pg_database.execute("INSERT INTO matches VALUES ('old', 'klaberjass', '{}', 1, 30.0, 60.0, true, "
-                        "'old table', '', 1.0, 'active', NULL, NULL, false)", schema=schema)
+    _postgres_schema(pg_database, schema, POSTGRES_V3, 3, "'old', 'klaberjass', '{}', 1, 30.0, 60.0, true, "
+                     "'old table', '', 1.0, 'active', NULL, NULL, false")
     pg_database.execute("INSERT INTO decks VALUES ('old', 0, ARRAY['JS', '7H'], %s)", (WHOLE.salt,),
                         schema=schema)
 
