@@ -23,6 +23,8 @@ Who records what:
 
 from __future__ import annotations
 
+import math
+import os
 import threading
 from typing import Any, Iterable
 
@@ -69,6 +71,13 @@ WORKER_RESTART_REASONS = ("timeout", "crash")
 #: that counts its failures.
 STORE_OPERATIONS = ("create_match", "save_seat", "set_status", "append_action", "append_decks",
                     "load_match", "list_matches", "unfinished_match_ids")
+
+#: ``rpc_requests{code}``: every gRPC status code name, created at 0 for every method of the
+#: service's own API and health service when the server starts (:meth:`Metrics.declare_rpcs`).
+RPC_CODES = ("OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+             "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+             "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
+             "UNAUTHENTICATED")
 
 # Latency buckets: actions and store writes are sub-millisecond to tens of milliseconds (an
 # fsync); RPCs add the network; bot decisions go up to the bot deadline (seconds).
@@ -168,6 +177,18 @@ class Metrics:
         self.store_errors = Counter(
             "store_errors", "Store operations that failed.", ["operation"], namespace=ns,
             registry=r)
+        # registered by watch_database_file (a SQLite store): a store without a file of its
+        # own (memory, PostgreSQL) exports none rather than a free space of 0
+        self.store_database_bytes = Gauge(
+            "store_database_bytes", "Size of the SQLite database file and its write-ahead log.",
+            namespace=ns, registry=None)
+        self.store_volume_free_bytes = Gauge(
+            "store_volume_free_bytes", "Bytes the engine may still write on the filesystem "
+            "holding the SQLite database (statvfs f_bavail).", namespace=ns, registry=None)
+        self.store_volume_size_bytes = Gauge(
+            "store_volume_size_bytes", "Size of the filesystem holding the SQLite database.",
+            namespace=ns, registry=None)
+        self._database_file: str | None = None
 
         # ---- RPCs (recorded by the transport's interceptor) -----------------------------
         self.rpc_requests = Counter(
@@ -221,6 +242,61 @@ class Metrics:
                 self.bot_failures.labels(bot, reason)
             for reason in WORKER_RESTART_REASONS:
                 self.bot_worker_restarts.labels(bot, reason)
+
+    def declare_rpcs(self, methods: Iterable[str], streaming: Iterable[str] = (),
+                     rate_limited: Iterable[tuple[str, str]] = ()) -> None:
+        """Create at 0 the RPC series of the server's methods (full names), as
+        :meth:`declare` does for games: ``rpc_requests`` for every status code, the duration
+        histogram and the in-flight gauge; ``rpc_stream_messages`` for the ``streaming``
+        ones; ``rate_limited`` for each ``(method, key_kind)`` a rate limit may refuse. A
+        dashboard or an alert on the first ``RESOURCE_EXHAUSTED`` of a method then has an
+        earlier sample to compare with. Idempotent."""
+        for method in methods:
+            for code in RPC_CODES:
+                self.rpc_requests.labels(method, code)
+            self.rpc_duration.labels(method)
+            self.rpc_in_flight.labels(method)
+        for method in streaming:
+            self.rpc_stream_messages.labels(method)
+        for method, key_kind in rate_limited:
+            self.rate_limited.labels(method, key_kind)
+
+    def watch_database_file(self, path: str) -> None:
+        """Export the size of the database at ``path`` and the free space of its filesystem,
+        read at each scrape (``os.stat`` / ``os.statvfs``: microseconds, off the event loop on
+        the metrics server's thread). The SQLite store calls it when it opens a file; a later
+        call moves the gauges to the new path. A file that cannot be read then reads NaN
+        rather than failing the scrape."""
+        first = self._database_file is None
+        self._database_file = path
+        if not first:
+            return
+        self.store_database_bytes.set_function(self._database_bytes)
+        self.store_volume_free_bytes.set_function(lambda: self._volume(free=True))
+        self.store_volume_size_bytes.set_function(lambda: self._volume(free=False))
+        for gauge in (self.store_database_bytes, self.store_volume_free_bytes,
+                      self.store_volume_size_bytes):
+            self.registry.register(gauge)
+
+    def _database_bytes(self) -> float:
+        path = self._database_file or ""
+        total = 0
+        for name in (path, path + "-wal"):
+            try:
+                total += os.stat(name).st_size
+            except FileNotFoundError:
+                if name == path:
+                    return math.nan
+            except OSError:
+                return math.nan
+        return float(total)
+
+    def _volume(self, *, free: bool) -> float:
+        try:
+            st = os.statvfs(os.path.dirname(os.path.abspath(self._database_file or ".")))
+        except OSError:
+            return math.nan
+        return float((st.f_bavail if free else st.f_blocks) * st.f_frsize)
 
     def child(self, metric: Any, *labels: str) -> Any:
         """``metric.labels(*labels)``, memoized: prometheus_client validates, converts and

@@ -315,6 +315,9 @@ class SqliteStore(Store):
         except BaseException:
             await self._stop()
             raise
+        if self.path != ":memory:" and self._timer.metrics is not None:
+            # the size of the file and the space left beside it (CardgamesStoreVolume* alerts)
+            self._timer.metrics.watch_database_file(os.path.abspath(self.path))
 
     async def _stop(self) -> None:
         jobs, thread = self._jobs, self._thread

@@ -77,15 +77,18 @@ class _Method:
     """What the interceptor needs of one RPC method: its name and metric children, resolved once
     (prometheus_client's ``labels()`` validates and locks on every call)."""
 
-    __slots__ = ("name", "quiet", "in_flight", "duration", "sent", "_metrics")
+    __slots__ = ("name", "quiet", "in_flight", "duration", "_metrics")
 
     def __init__(self, name: str, metrics: Metrics) -> None:
         self.name = name
         self.quiet = name.startswith(_QUIET_PREFIXES)
         self.in_flight = metrics.rpc_in_flight.labels(name)
         self.duration = metrics.rpc_duration.labels(name)
-        self.sent = metrics.rpc_stream_messages.labels(name)
         self._metrics = metrics
+
+    def sent(self) -> Any:
+        """``rpc_stream_messages{method}``: resolved for server-streaming methods only."""
+        return self._metrics.rpc_stream_messages.labels(self.name)
 
     def requests(self, code: str) -> Any:
         return self._metrics.child(self._metrics.rpc_requests, self.name, code)
@@ -160,7 +163,7 @@ class ObservabilityInterceptor(grpc.aio.ServerInterceptor):
 
     def _wrap_stream(self, method: _Method, behavior: Callable) -> Callable:
         limit = self._max_send
-        sent = method.sent
+        sent = method.sent()
 
         async def stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
             rpc, started = _begin(method)

@@ -148,6 +148,37 @@ SEAT_METHODS = frozenset(f"/{CARD_GAMES_SERVICE}/{name}"
 _LIMITED_PREFIXES = tuple(f"/{name}/" for name in SERVICE_NAMES)  # not health, not reflection
 
 
+def _descriptor_methods() -> list[tuple[str, bool]]:
+    """(full method name, server-streaming) of every method the interceptors observe: the
+    API's two services and the health service (reflection is a bidirectional stream, which
+    they pass through unobserved)."""
+    services = (card_games_pb2.DESCRIPTOR.services_by_name["CardGamesService"],
+                admin_pb2.DESCRIPTOR.services_by_name["AdminService"],
+                health_pb2.DESCRIPTOR.services_by_name["Health"])
+    return [(f"/{service.full_name}/{m.name}", m.server_streaming and service.full_name in SERVICE_NAMES)
+            for service in services for m in service.methods
+            if not m.client_streaming]
+
+
+def declare_rpc_series(metrics: Metrics, rate_limits: RateLimits) -> None:
+    """Create the RPC series of every observed method at 0 (:meth:`Metrics.declare_rpcs`):
+    the health service's stream writes its messages itself, so only the API's server streams
+    count messages; ``rate_limited`` for the buckets that are on (seat buckets: the seat
+    methods; peer buckets: every API method)."""
+    methods = _descriptor_methods()
+    limited: list[tuple[str, str]] = []
+    for name, _ in methods:
+        if not name.startswith(_LIMITED_PREFIXES):
+            continue
+        if rate_limits.seat.enabled and name in SEAT_METHODS:
+            limited.append((name, "seat"))
+        if rate_limits.peer.enabled:
+            limited.append((name, "peer"))
+    metrics.declare_rpcs([name for name, _ in methods],
+                         streaming=[name for name, streams in methods if streams],
+                         rate_limited=limited)
+
+
 class RateLimitInterceptor(grpc.aio.ServerInterceptor):
     """Refuses calls beyond the request-rate limits (module docstring, ratelimit.py).
 
@@ -303,6 +334,7 @@ class GrpcServer:
             raise OSError(f"cannot bind {self._address}")
         await server.start()
         self._server, self.port = server, port
+        declare_rpc_series(self.metrics, self.rate_limits)
         for name in ("", *SERVICE_NAMES):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         if not self._admin.enabled:

@@ -264,6 +264,54 @@ def test_write_latency_and_errors_are_measured(kind, make):
     assert metrics.value("cardgames_store_errors_total", {"operation": "append_action"}) == 1
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_database_file_and_its_volume_are_measured_for_sqlite_only(kind, make, tmp_path):
+    """cardgames_store_database_bytes (file + WAL) and the free / total bytes of its
+    filesystem, read at each scrape, for the CardgamesStoreVolume* alerts. A store without a
+    file of its own exports none of them (a free space of 0 would fire the alerts)."""
+    import math
+
+    from prometheus_client import generate_latest
+
+    metrics = Metrics()
+    names = ("cardgames_store_database_bytes", "cardgames_store_volume_free_bytes",
+             "cardgames_store_volume_size_bytes")
+
+    def sample(name):
+        return metrics.registry.get_sample_value(name)
+
+    async def go():
+        st = make(kind, metrics)
+        await st.open()
+        if kind != "sqlite":
+            assert [sample(n) for n in names] == [None, None, None]
+            await st.close()
+            return
+        path = str(tmp_path / "db.sqlite3")
+        before = sample("cardgames_store_database_bytes")
+        assert before == os.stat(path).st_size + (os.stat(path + "-wal").st_size
+                                                 if os.path.exists(path + "-wal") else 0)
+        for i in range(200):
+            await st.create_match(record(match_id=f"m{i}"), [DECK0])
+        assert sample("cardgames_store_database_bytes") > before + 200 * 100
+        vfs = os.statvfs(tmp_path)
+        assert sample("cardgames_store_volume_size_bytes") == vfs.f_blocks * vfs.f_frsize
+        free = sample("cardgames_store_volume_free_bytes")
+        assert 0 < free <= vfs.f_blocks * vfs.f_frsize
+        assert abs(free - vfs.f_bavail * vfs.f_frsize) < 64 << 20  # other writers meanwhile
+        await st.close()
+        os.rename(path, path + ".moved")  # unreadable: NaN, and the scrape still works
+        assert math.isnan(sample("cardgames_store_database_bytes"))
+        assert b"cardgames_store_volume_free_bytes" in generate_latest(metrics.registry)
+        again = SqliteStore(tmp_path / "other.sqlite3", metrics)  # a later store: moves the gauges
+        await again.open()
+        assert sample("cardgames_store_database_bytes") == os.stat(tmp_path / "other.sqlite3").st_size + (
+            os.stat(str(tmp_path / "other.sqlite3") + "-wal").st_size
+            if os.path.exists(str(tmp_path / "other.sqlite3") + "-wal") else 0)
+        await again.close()
+    run(go())
+
+
 def test_closed_store_refuses_work(tmp_path, pg_url):
     async def go():
         for st in (MemoryStore(), SqliteStore(tmp_path / "x.db"), PostgresStore(pg_url)):

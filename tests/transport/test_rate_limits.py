@@ -262,3 +262,47 @@ def test_serve_help_lists_the_rate_limits():
                  "--rate-limit-peer-burst"):
         assert flag in text
         assert "CARDGAMES_" + flag[2:].upper().replace("-", "_") in text
+
+
+# ---- series at 0 -----------------------------------------------------------------------------
+
+@run
+async def test_every_rpc_series_exists_at_0_once_the_server_has_started():
+    """As for the session's closed label sets (tests/sessions/test_observability.py): an RPC
+    series that only appeared at its first use had no earlier sample, so ``increase()`` or a
+    ratio over it missed the first refusal of a method. The server creates, for every API and
+    health method, ``rpc_requests`` for every status code, the duration histogram and the
+    in-flight gauge; ``rpc_stream_messages`` for WatchMatch only; ``rate_limited`` for the
+    buckets that are on. The first real call then counts on the declared series."""
+    from engine_service.observability import metrics as M
+
+    metrics = Metrics()
+    async with limited(ScriptedService(), RateLimits(seat=Rate(per_s=5, burst=5)), metrics) as srv:
+        methods = ([GAMES + m.name for m in pb.DESCRIPTOR.services_by_name["CardGamesService"].methods]
+                   + ["/cardgames.v1.AdminService/" + m.name
+                      for m in admin_pb2.DESCRIPTOR.services_by_name["AdminService"].methods]
+                   + ["/grpc.health.v1.Health/Check", "/grpc.health.v1.Health/Watch"])
+        assert GAMES + "WatchMatch" in methods and len(methods) > 15
+
+        def sample(name: str, **labels: str) -> float | None:
+            return metrics.registry.get_sample_value(name, labels)
+
+        for method in methods:
+            for code in M.RPC_CODES:
+                assert sample("cardgames_rpc_requests_total", method=method, code=code) == 0, (method, code)
+            assert sample("cardgames_rpc_duration_seconds_count", method=method) == 0, method
+            assert sample("cardgames_rpc_in_flight", method=method) == 0, method
+            streams = method == GAMES + "WatchMatch"
+            assert (sample("cardgames_rpc_stream_messages_sent_total", method=method) == 0) is streams, method
+            seat = method.rsplit("/", 1)[1] in ("SubmitAction", "GetView", "LeaveMatch", "WatchMatch")
+            assert (_limited_count(metrics, method.rsplit("/", 1)[1], "seat") == 0 if seat
+                    else sample("cardgames_rate_limited_total", method=method, key_kind="seat") is None)
+            assert sample("cardgames_rate_limited_total", method=method, key_kind="peer") is None  # off
+        assert len(grpc.StatusCode) == len(M.RPC_CODES)
+        assert {c.name for c in grpc.StatusCode} == set(M.RPC_CODES)
+
+        await health_pb2_grpc.HealthStub(srv.channel).Check(health_pb2.HealthCheckRequest())
+        assert sample("cardgames_rpc_requests_total", method="/grpc.health.v1.Health/Check", code="OK") == 1
+        await srv.games.ListGames(pb.ListGamesRequest())
+        assert sample("cardgames_rpc_requests_total", method=GAMES + "ListGames", code="OK") == 1
+        assert sample("cardgames_rpc_stream_messages_sent_total", method=GAMES + "ListGames") is None
