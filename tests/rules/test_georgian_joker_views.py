@@ -10,7 +10,7 @@ from engine_service.rules import CHANCE, TERMINAL
 from engine_service.rules.cards import CODES, PACK36_JOKERS_MASK, card_id
 
 from .checks_georgian_joker import GAME, deck_for, state_at_deal
-from .playout import cards_in, iter_states, shuffled
+from .playout import cards_in, iter_states, shuffled, without_previous_deal_trick
 
 COMMON_KEYS = {"game", "phase", "deal_number", "dealer", "to_act", "seat", "hand", "hand_sizes", "legal",
                "trick", "last_trick", "tricks_taken", "totals", "deal_results", "over", "winners", "table"}
@@ -53,15 +53,16 @@ def test_view_is_public_view_plus_own_hand_and_legal_gj_11_1_gj_11_2(options):
 @pytest.mark.parametrize("options", [{}, {"deal_schedule": "nines"}])
 def test_secret_cards_are_exact_gj_11_3(options):
     """secret_cards(seat) is exactly the pack minus the seat's hand and the public cards, and a
-    view names exactly the cards that are not secret to its audience."""
+    view names exactly the cards that are not secret to its audience (but for the previous
+    deal's final trick in last_trick before the deal's first trick is complete: GJ-11.5)."""
     for state in all_states(options):
         public = public_cards(state)
         assert state.secret_cards(None) == PACK36_JOKERS_MASK & ~public
-        assert mask(cards_in(state.public_view())) == public
+        assert mask(cards_in(without_previous_deal_trick(state.public_view()))) == public
         for seat in range(4):
             own = state.zones()[f"hand{seat}"]
             assert state.secret_cards(seat) == PACK36_JOKERS_MASK & ~(public | own)
-            assert mask(cards_in(state.view(seat))) == public | own
+            assert mask(cards_in(without_previous_deal_trick(state.view(seat)))) == public | own
 
 
 def test_stock_and_phase_b_never_shown_gj_3_4_gj_3_6():
@@ -84,13 +85,15 @@ def test_stock_and_phase_b_never_shown_gj_3_4_gj_3_6():
             z = state.zones()
             hidden = stock | {c for c in range(38) if z.get("undealt", 0) >> c & 1}
             for v in [state.public_view()] + [state.view(s) for s in range(4)]:
-                assert not cards_in(v) & hidden
+                assert not cards_in(without_previous_deal_trick(v)) & hidden
             if state.public_view()["phase"] == "trump_choice":
                 for s in range(4):
                     assert len(state.view(s)["hand"]) == 3
             state.apply_id(rng.choice(state.legal_ids()))
         for v in [state.public_view()] + [state.view(s) for s in range(4)]:
-            assert cards_in(v) == set(), "after the match nothing of the last deal is shown"
+            final = {card_id(p["card"]) for p in v["last_trick"]["plays"]}
+            assert len(final) == 4 and not final & stock
+            assert cards_in(v) == final, "after the match only the last deal's final trick is shown"
 
 
 def test_view_timeline_in_a_three_card_deal_gj_11_4():
