@@ -313,8 +313,9 @@ def board(view: Any, summary: Any | None, now: float) -> Group:
     parts: list[Any] = [header_text(view, summary, now), Text(""), seats_table(view, summary, now), Text("")]
     parts.extend(table_lines(view, summary))
     parts.append(_labelled("trick", trick_text(view.trick, summary, me) if view.trick.plays else Text("—")))
-    if view.last_trick.plays:
-        parts.append(_labelled("last trick", trick_text(view.last_trick, summary, me)))
+    if view.last_trick.plays:  # with an empty trick_history: the previous deal's final trick
+        label = "last trick" if view.trick_history else "last trick (previous deal)"
+        parts.append(_labelled(label, trick_text(view.last_trick, summary, me)))
     if me is not None:
         parts.extend([Text(""), _labelled("your hand", hand_text(view))])
     return Group(*parts)

@@ -26,8 +26,13 @@ upcoming one between deals: the number of deals completed, thrown-in deals inclu
 ``to_act`` (seat or None), ``seat`` (the viewer, None for a spectator), ``hand`` (the viewer's
 cards, ``[]`` for a spectator), ``hand_sizes`` (per seat), ``legal`` (the viewer's legal
 actions when it is to act, else ``[]``), ``trick`` (plays of the trick in progress, each
-``{"seat", "card", ...}``), ``last_trick`` (the previous trick with ``winner``, or None),
-``tricks_taken`` (per seat, this deal), ``totals`` (per seat, the match score as in NOTATION
+``{"seat", "card", ...}``), ``last_trick`` (the match's most recent complete trick with
+``winner``, in one shape per game: the deal's previous complete trick; from the end of a deal
+until the next deal's first trick is complete, also between deals and once the match is over,
+the final trick of the deal that just ended, so a view whose deal has no complete trick --
+``tricks_taken`` all 0 -- shows a previous deal's; None before the match's first trick and
+after a thrown-in deal, never an earlier deal's trick; states keep it as an immutable record
+shared by clones), ``tricks_taken`` (per seat, this deal), ``totals`` (per seat, the match score as in NOTATION
 section 4), ``deal_results`` (results of the deals already scored), ``over``, ``winners``,
 ``table`` (game-specific public information: trump, turn-up, bids, melds, columns...).
 

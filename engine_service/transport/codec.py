@@ -457,7 +457,10 @@ def trick_history_bytes(view: Mapping[str, Any]) -> list[bytes]:
     a log, the ``play:`` actions are cut into tricks of one card per seat; a trick's winner is
     the entry's own ``winner`` where the game records it, else the leader of the next trick
     (the winner of a trick leads the next one in all four games), else ``last_trick.winner``.
-    Nothing is inferred that the view does not already say.
+    A view with no log gives ``last_trick`` alone. Both only while ``tricks_taken`` counts a
+    trick in the deal: until the deal's first trick is complete, ``last_trick`` is the previous
+    deal's final trick (engine_service/rules/game.py), never one of this deal's. Nothing is
+    inferred that the view does not already say.
     """
     table = view.get("table") or {}
     for tricks in (view.get("tricks"), table.get("tricks") if isinstance(table, Mapping) else None):
@@ -466,7 +469,7 @@ def trick_history_bytes(view: Mapping[str, Any]) -> list[bytes]:
     log = table.get("deal_actions") if isinstance(table, Mapping) else None
     seats = len(view.get("hand_sizes") or ())
     if not isinstance(log, (list, tuple)) or not seats:
-        last = view.get("last_trick")
+        last = _deal_last_trick(view)
         return [trick_bytes(last)] if last else []
     entries = [e for e in log if type(e) is dict or isinstance(e, Mapping)]
     plays = [e for e in entries if isinstance(a := e.get("action"), str) and a[:5] == "play:"
@@ -480,9 +483,18 @@ def trick_history_bytes(view: Mapping[str, Any]) -> list[bytes]:
         if winner is None and end < len(plays):
             winner = pairs[end][0]
         if winner is None and i == complete - 1:
-            winner = (view.get("last_trick") or {}).get("winner")
+            winner = (_deal_last_trick(view) or {}).get("winner")
         out.append(_logged_trick_bytes(tuple(pairs[end - seats:end]), winner))
     return out
+
+
+def _deal_last_trick(view: Mapping[str, Any]) -> Any:
+    """``last_trick`` when it is a trick of the view's deal (``tricks_taken`` counts one), else
+    None: before the deal's first complete trick it is the previous deal's final trick."""
+    taken = view.get("tricks_taken")
+    if not isinstance(taken, (list, tuple)) or not any(taken):
+        return None
+    return view.get("last_trick")
 
 
 def scores_message(view: Mapping[str, Any]) -> match_pb2.Scores:

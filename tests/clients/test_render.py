@@ -47,6 +47,19 @@ def test_actions_are_labelled_from_their_structured_fields():
         == "no exchange"
 
 
+def test_a_previous_deals_final_trick_is_labelled_so():
+    """docs/api.md: last_trick is the previous deal's final trick exactly when trick_history is
+    empty (the server has dealt the next deck already)."""
+    trick = match_pb2.Trick(winner=1)
+    trick.plays.add(seat=0, card=cards_pb2.Card(code="AS"))
+    trick.plays.add(seat=1, card=cards_pb2.Card(code="JS"))
+    view = match_pb2.View(game="klaberjass", hand_sizes=[6, 6], last_trick=trick)
+    assert "last trick (previous deal)" in plain(render.board(view, None, 0.0))
+    view.trick_history.append(trick)
+    text = plain(render.board(view, None, 0.0))
+    assert "last trick" in text and "previous deal" not in text
+
+
 def test_every_legal_action_of_real_matches_has_a_label(engine):
     """Random play through every game: each legal action the server sends gets a label that
     mentions its card (if any), and each view renders without error."""

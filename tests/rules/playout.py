@@ -59,6 +59,27 @@ def cards_in(obj: Any) -> set[int]:
     return found
 
 
+def without_previous_deal_trick(obj: Any) -> Any:
+    """``obj`` (a JSON-like object: a rules view, or a protobuf message as a dict) without
+    the ``last_trick`` of every view in it that is the previous deal's final trick: the view's
+    deal has no complete trick (a rules view's ``tricks_taken`` are all 0; a View message's
+    ``trick_history`` is empty, docs/api.md). Its cards were played face up in a deal that
+    is over, and may lie in a hidden hand of the current one: naming them there says nothing
+    about where they are now, so the no-leak checks of the current deal's secrets skip it (the
+    rules tests check that it is exactly that trick). Everything else is kept as it is."""
+    if isinstance(obj, dict):
+        out = {k: without_previous_deal_trick(v) for k, v in obj.items()}
+        if out.get("last_trick"):
+            taken = out.get("tricks_taken")
+            previous = not any(taken) if isinstance(taken, list) else not out.get("trick_history")
+            if previous:
+                del out["last_trick"]
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [without_previous_deal_trick(v) for v in obj]
+    return obj
+
+
 def mask_codes(mask: int) -> list[str]:
     return [CODES[i] for i in range(len(CODES)) if mask >> i & 1]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
 
 import pytest
 
@@ -10,7 +11,8 @@ from engine_service.rules import CHANCE, TERMINAL
 from engine_service.rules.cards import CODES, PACK36_JOKERS_MASK, card_id
 
 from .checks_georgian_joker import GAME, deck_for, state_at_deal
-from .playout import cards_in, iter_states, shuffled
+from .last_trick import check_deal_boundaries
+from .playout import cards_in, iter_states, shuffled, without_previous_deal_trick
 
 COMMON_KEYS = {"game", "phase", "deal_number", "dealer", "to_act", "seat", "hand", "hand_sizes", "legal",
                "trick", "last_trick", "tricks_taken", "totals", "deal_results", "over", "winners", "table"}
@@ -53,15 +55,16 @@ def test_view_is_public_view_plus_own_hand_and_legal_gj_11_1_gj_11_2(options):
 @pytest.mark.parametrize("options", [{}, {"deal_schedule": "nines"}])
 def test_secret_cards_are_exact_gj_11_3(options):
     """secret_cards(seat) is exactly the pack minus the seat's hand and the public cards, and a
-    view names exactly the cards that are not secret to its audience."""
+    view names exactly the cards that are not secret to its audience (but for the previous
+    deal's final trick in last_trick before the deal's first trick is complete: GJ-11.5)."""
     for state in all_states(options):
         public = public_cards(state)
         assert state.secret_cards(None) == PACK36_JOKERS_MASK & ~public
-        assert mask(cards_in(state.public_view())) == public
+        assert mask(cards_in(without_previous_deal_trick(state.public_view()))) == public
         for seat in range(4):
             own = state.zones()[f"hand{seat}"]
             assert state.secret_cards(seat) == PACK36_JOKERS_MASK & ~(public | own)
-            assert mask(cards_in(state.view(seat))) == public | own
+            assert mask(cards_in(without_previous_deal_trick(state.view(seat)))) == public | own
 
 
 def test_stock_and_phase_b_never_shown_gj_3_4_gj_3_6():
@@ -84,13 +87,15 @@ def test_stock_and_phase_b_never_shown_gj_3_4_gj_3_6():
             z = state.zones()
             hidden = stock | {c for c in range(38) if z.get("undealt", 0) >> c & 1}
             for v in [state.public_view()] + [state.view(s) for s in range(4)]:
-                assert not cards_in(v) & hidden
+                assert not cards_in(without_previous_deal_trick(v)) & hidden
             if state.public_view()["phase"] == "trump_choice":
                 for s in range(4):
                     assert len(state.view(s)["hand"]) == 3
             state.apply_id(rng.choice(state.legal_ids()))
         for v in [state.public_view()] + [state.view(s) for s in range(4)]:
-            assert cards_in(v) == set(), "after the match nothing of the last deal is shown"
+            final = {card_id(p["card"]) for p in v["last_trick"]["plays"]}
+            assert len(final) == 4 and not final & stock
+            assert cards_in(v) == final, "after the match only the last deal's final trick is shown"
 
 
 def test_view_timeline_in_a_three_card_deal_gj_11_4():
@@ -155,3 +160,37 @@ def test_zones_cover_the_pack_and_name_the_places():
     z = state.zones()
     assert set(z) == {"hand0", "hand1", "hand2", "hand3", "trick", "played", "turn_up", "stock"}
     assert sum(z.values()) == PACK36_JOKERS_MASK
+
+
+# ---- last_trick across deals (game.py's view keys; GJ-11.5, GJ-6, GJ-5.9) ---------------------------
+
+def _gj_play(seat: int, action: str) -> dict:
+    parts = action.split(":")  # the final card follows: a joker has a mode, never a named suit
+    play = {"seat": seat, "card": parts[1]}
+    if len(parts) > 2:
+        play["joker_mode"] = parts[2]
+    return play
+
+
+def _gj_final(state, before: dict, last: dict) -> None:
+    """The final trick's leader is the seat that led it (GJ-5.9: the view's leader)."""
+    assert last["leader"] == last["plays"][0]["seat"] == before["table"]["leader"]
+
+
+@pytest.mark.parametrize("options", [{}, {"deal_schedule": "nines"}])
+def test_last_trick_is_the_previous_deals_final_trick_until_the_first_trick_gj_11_5(options):
+    """GJ-11.5 (the winners of completed tricks are public): every audience's ``last_trick``
+    after the final card of a deal, while the next deck is due, after it is dealt (trump
+    choice, bidding: no trick in ``table.tricks``) and in the final views of the match is the
+    deal's final trick, its plays and its winner (GJ-6: from the deal's ``taken`` against the
+    counts before the final card); the next deal's first complete trick replaces it.
+    Determinization at a deal's start restores it (also from the plays alone)."""
+    seen = Counter()
+    for seed in range(2):
+        seen += check_deal_boundaries(GAME, 800 + seed, options, play_of=_gj_play,
+                                      taken_after=lambda st: st.deal_results()[-1]["taken"],
+                                      deal_has_no_trick=lambda v: v["table"]["tricks"] == [],
+                                      check_final=_gj_final, determinize_every=5)
+    # (a one-card deal's first trick is its final one)
+    assert seen["final_tricks"] == seen["deals"] >= 32 and seen["first_tricks"] >= 32, seen
+    assert seen["determinized"] >= 6

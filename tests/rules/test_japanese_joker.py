@@ -7,6 +7,7 @@ import json
 import random
 import subprocess
 import sys
+from collections import Counter
 
 import pytest
 
@@ -17,7 +18,8 @@ from engine_service.rules.games.japanese_joker import GAME, OPTION_SPECS, deal_s
 from tests.shared_paths import ROOT, transcripts, vectors
 
 from .checks_japanese_joker import deck_for, legal_cards, play, play_match_deal
-from .playout import iter_states, random_match, shuffled
+from .last_trick import check_deal_boundaries
+from .playout import iter_states, random_match, shuffled, without_previous_deal_trick
 
 VECTORS = vectors("japanese_joker")
 INFORMATIVE = ("notes", "comment", "columns_format")
@@ -641,7 +643,8 @@ def test_down_cards_are_hidden_from_everyone_and_secret_cards_is_exact():
                 o = 1 - seat
                 known = st.known_in_hand(o)
                 assert st.secret_cards(seat) == downs | (z[f"hand{o}"] & ~known)
-                text = json.dumps(st.view(seat))
+                # (last_trick before the deal's first complete trick: the previous deal's final one)
+                text = json.dumps(without_previous_deal_trick(st.view(seat)))
                 assert not any(f'"{CODES[c]}"' in text for c in range(38) if downs >> c & 1)
             assert st.secret_cards(None) == downs | ((z["hand0"] | z["hand1"]) & ~(st.known_in_hand(0) | st.known_in_hand(1)))
 
@@ -792,3 +795,26 @@ def test_bad_seat_and_first_dealer():
             GAME.new_state(first_dealer=bad)
     with pytest.raises(ValueError):
         seed_state().view(2)
+
+
+# ---- last_trick across deals (game.py's view keys; JJK-6, JJK-9.1) ------------------------------------
+
+def _jjk_no_trick(view: dict) -> bool:
+    return view["table"]["tricks_played"] == 0 and not any("winner" in e for e in view["table"]["deal_actions"])
+
+
+def test_last_trick_is_the_previous_deals_18th_until_the_first_trick_jjk_6_jjk_9_1():
+    """JJK-9.1 (every played card and the trick's winner are public): every audience's
+    ``last_trick`` after the 18th card pair of a deal, while the next deck is due, after it is
+    dealt (the trump choice, the first lead: ``tricks_played`` 0, no winner in the log) and in
+    the final views of the match is the deal's final trick, its plays and its winner (JJK-6:
+    from the deal's ``taken`` against the counts before the final card); the next deal's first
+    complete trick replaces it. Determinization at a deal's start restores it (also from the
+    plays alone)."""
+    seen = Counter()
+    for seed in range(4):
+        seen += check_deal_boundaries(GAME, 700 + seed, {}, play_of=lambda s, a: {"seat": s, "card": a.split(":")[1]},
+                                      taken_after=lambda st: st.deal_results()[-1]["taken"],
+                                      deal_has_no_trick=_jjk_no_trick, determinize_every=2)
+    assert seen["final_tricks"] == seen["deals"] >= 10 and seen["first_tricks"] == seen["deals"], seen
+    assert seen["determinized"] >= 4

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 
 import pytest
 
@@ -13,7 +14,8 @@ from engine_service.rules import (CHANCE, DealRequired, IllegalAction, InvalidDe
 from engine_service.rules.cards import PACK32, card_id
 from engine_service.rules.games.jojotte import actions as A
 
-from .checks_jojotte import GAME, act, auto_finish_deal, deal, table
+from .checks_jojotte import GAME, OPTION_SETS, act, auto_finish_deal, deal, table
+from .last_trick import check_deal_boundaries
 from .playout import cards_in, iter_states, random_match
 from .test_jojotte_rules import EXCH_DEAL, JO_DEAL, MELD_LOSER_DEAL, PLAY_DEAL, STRONG_DEAL, to_play
 
@@ -254,3 +256,42 @@ def test_auto_move_finishes_deals_after_any_auction():
     for _ in range(4):
         state.apply(GAME.auto_move(state.view(state.to_act())))
     assert state.deal_results() == [{"thrown_in": True}]
+
+
+# ---- last_trick across deals (game.py's view keys; JJ-6.6, JJ-7.3, JJ-8.2, JJ-3.6) -----------------
+
+def _jj_play(seat: int, action: str) -> dict:
+    play = {"seat": seat, "card": action.split(":")[1]}
+    if action.count(":") == 2:
+        play["announce"] = action.split(":")[2]
+    return play
+
+
+def _jj_final(state, before: dict, last: dict) -> None:
+    """The ninth trick: its leader, and its value (JJ-8.2, with JJ-7.3's 10 for the last
+    trick) in the winner's trick points of the deal's breakdown against the view before the
+    final card (a nullo deal scores no trick points)."""
+    w = last["winner"]
+    assert last["leader"] == last["plays"][0]["seat"]
+    after = state.public_view()["table"]["last_deal"]["trick_points"]
+    if before["table"]["contract"]["kind"] != "nullo":
+        assert last["value"] == after[w] - before["table"]["trick_points"][w]
+        assert last["value"] >= 10
+
+
+@pytest.mark.parametrize("options", [{}] + OPTION_SETS)
+def test_JJ_7_3_last_trick_is_the_previous_deals_ninth_until_the_first_trick_and_none_after_JJ_3_6(options):
+    """Every audience's ``last_trick`` after the final card of a deal, while the next deck is
+    due, after it is dealt (auction, windows, melds: no trick in ``table.tricks``) and in the
+    final views of the match is the deal's ninth trick: its plays, its winner (JJ-6.6: from the
+    deal's trick counts), its value; after a thrown-in deal (JJ-3.6) it is None, never an
+    earlier deal's; the next deal's first complete trick replaces it. Determinization at a
+    deal's start restores it (also from the plays alone, as a remote bot rebuilds the view)."""
+    seen = Counter()
+    for seed in range(4):
+        seen += check_deal_boundaries(GAME, 600 + seed, options, play_of=_jj_play,
+                                      taken_after=lambda st: st.public_view()["table"]["last_deal"]["tricks"],
+                                      deal_has_no_trick=lambda v: v["table"]["tricks"] == [],
+                                      check_final=_jj_final, determinize_every=3, pass_bias=0.5)
+    assert seen["final_tricks"] >= 10 and seen["first_tricks"] >= 10 and seen["thrown_in"] >= 1, seen
+    assert seen["determinized"] >= 3

@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+from collections import Counter
 
 import pytest
 
@@ -16,7 +17,8 @@ from engine_service.rules.cards import card_id
 from engine_service.rules.games.klaberjass.notation import ACTION_STRINGS
 from tests.shared_paths import shared_dir, transcripts
 
-from .checks_klaberjass import deck_from_hands, play_out
+from .checks_klaberjass import OPTION_SETS, deck_from_hands, play_out
+from .last_trick import check_deal_boundaries
 
 GAME = get_game("klaberjass")
 ELDER = "AS TS 7S QH AD KD QC JC 9C"
@@ -299,3 +301,45 @@ def test_kqj_bonus_is_not_public_before_the_deal_ends():
     t = state.public_view()["table"]
     assert t["previous_deal"] is None and "kqj" not in json.dumps(t) and t["bella"] == [0, 0]
     assert state.public_view()["table"]["card_points"] == [11, 0]
+
+
+# ---- last_trick across deals (game.py's view keys; KL-6.2, KL-7.3, KL-3.5) ------------------------
+
+def _kl_play(seat: int, action: str) -> dict:
+    play = {"seat": seat, "card": action.split(":")[1]}
+    if action.endswith(":bella"):
+        play["announce"] = "bella"
+    return play
+
+
+def _kl_no_trick(view: dict) -> bool:
+    return view["table"]["trick_number"] == 0 and not any(
+        e["action"].startswith("play:") for e in view["table"]["deal_actions"])
+
+
+def _kl_final(state, before: dict, last: dict) -> None:
+    """The ninth trick: its leader, and KL-7.3's 10 for the last trick with its card points
+    (KL-8.1) to its winner, from the deal's breakdown and card points against the view before
+    the final card."""
+    w = last["winner"]
+    assert last["number"] == 9 and last["leader"] == last["plays"][0]["seat"]
+    assert state.deal_details()[-1]["last_trick"] == [10 if s == w else 0 for s in (0, 1)]
+    assert last["points"] == state.deal_results()[-1]["card_points"][w] - before["table"]["card_points"][w]
+
+
+@pytest.mark.parametrize("options", [{}] + OPTION_SETS)
+def test_kl_last_trick_is_the_previous_deals_ninth_until_the_first_trick_kl_6_2_kl_7_3_kl_3_5(options):
+    """Every audience's ``last_trick`` after the final card of a deal, while the next deck is
+    due, after it is dealt (auction, window, melds: trick_number 0, no play in the log) and in
+    the final views of the match is the deal's ninth trick: its plays, its winner (KL-7.3's 10
+    in the deal's breakdown), its points; after a thrown-in deal (KL-3.5) it is None, never an
+    earlier deal's; the next deal's first complete trick replaces it. Determinization at a deal's
+    start restores it (also from the plays alone, as a remote bot rebuilds the view)."""
+    seen = Counter()
+    for seed in range(8):
+        seen += check_deal_boundaries(GAME, 500 + seed, options, play_of=_kl_play,
+                                      taken_after=lambda st: st.deal_details()[-1]["tricks"],
+                                      deal_has_no_trick=_kl_no_trick, check_final=_kl_final,
+                                      determinize_every=3, pass_bias=0.3)
+    assert seen["final_tricks"] >= 10 and seen["first_tricks"] >= 10 and seen["thrown_in"] >= 1, seen
+    assert seen["determinized"] >= 3

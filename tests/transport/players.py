@@ -15,7 +15,7 @@ from google.protobuf import json_format
 from engine_service.rules.game import CHANCE
 from engine_service.rules.registry import get_game
 from engine_service.transport.generated import admin_pb2, card_games_pb2 as pb, match_pb2
-from tests.rules.playout import cards_in
+from tests.rules.playout import cards_in, without_previous_deal_trick
 
 from .harness import ADMIN_TOKEN, bearer, error_of
 
@@ -28,6 +28,13 @@ def message_cards(msg: Any) -> set[int]:
     except in its random identifiers (match ids, client action ids, tokens)."""
     return cards_in(json_format.MessageToDict(msg, preserving_proto_field_name=True,
                                               use_integers_for_enums=True))
+
+
+def current_deal_cards(msg: Any) -> set[int]:
+    """:func:`message_cards` but for a previous deal's final trick in a View's ``last_trick``
+    (its deal is over; :func:`tests.rules.playout.without_previous_deal_trick`)."""
+    return cards_in(without_previous_deal_trick(json_format.MessageToDict(
+        msg, preserving_proto_field_name=True, use_integers_for_enums=True)))
 
 
 @dataclass
@@ -186,7 +193,7 @@ def check_no_leaks(inboxes: dict[Any, Inbox], truth: dict) -> int:
                 view = msg.view if msg.HasField("view") else None
             else:
                 copy, view = msg, msg
-            leaked = message_cards(copy) & secret
+            leaked = current_deal_cards(copy) & secret
             assert not leaked, f"{aud} got hidden cards {sorted(leaked)} at seq {seq} ({kind})"
             if view is not None:
                 assert [c.code for c in view.hand] == list(expected.get("hand") or []), (aud, seq)

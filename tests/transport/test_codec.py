@@ -285,3 +285,39 @@ def test_a_turn_time_is_a_valid_duration(seconds, expected):
                                seats=(), turn_time_s=seconds, spectators_allowed=True, created_at=0.0)
     duration = codec.summary_message(summary).turn_time
     assert (duration.seconds, duration.nanos) == expected and 0 <= duration.nanos < 1_000_000_000
+
+
+def test_trick_history_never_counts_the_previous_deals_trick():
+    """Until a deal's first trick is complete, ``last_trick`` is the previous deal's final trick
+    (game.py): ``trick_history`` (the deal's tricks) stays empty, with or without a deal log,
+    and View.last_trick carries it with its winner. Over random matches of every game, at every
+    view: one history entry per trick taken this deal."""
+    import random
+
+    from engine_service.rules.game import CHANCE, TERMINAL
+    from engine_service.rules.registry import all_games
+
+    previous = {"plays": [{"seat": 1, "card": "9H"}, {"seat": 0, "card": "8H"}], "winner": 0}
+    no_log = {"hand_sizes": [9, 9], "tricks_taken": [0, 0], "trick": [], "last_trick": previous}
+    assert codec.trick_history(no_log) == []
+    (only,) = codec.trick_history(dict(no_log, tricks_taken=[0, 1]))  # a trick of this deal
+    assert only.winner == 0
+    msg = codec.view_message(api.ViewEnvelope("m", 3, "active", no_log))
+    assert not msg.trick_history and msg.last_trick.winner == 0 and len(msg.last_trick.plays) == 2
+    for game in all_games():
+        rng = random.Random(11)
+        state = game.new_state()
+        boundaries = 0
+        while state.to_act() != TERMINAL:
+            if state.to_act() == CHANCE:
+                deck = list(game.pack)
+                rng.shuffle(deck)
+                state.deal(deck)
+            else:
+                state.apply(rng.choice(state.legal_actions()), state.to_act())
+            view = state.public_view()
+            history = codec.trick_history(view)
+            assert len(history) == sum(view["tricks_taken"]), (game.id, view["phase"])
+            if view["last_trick"] and not history:
+                boundaries += 1
+        assert boundaries > 10, game.id

@@ -106,6 +106,46 @@ async def test_whole_match_by_clients_one_per_seat(game):
 
 
 @pytest.mark.parametrize("game", GAMES)
+@run
+async def test_the_action_completing_a_deal_carries_its_final_trick_with_the_winner(game):
+    """The server deals the next deck at once, so the ACTION event of a deal's final card
+    carries the next deal's view: its View.last_trick is the finished deal's final trick (the
+    previous view's trick plus the event's card) with its winner, and its trick_history is
+    empty (no trick of the new deal yet), for each seat and a spectator; after a thrown-in
+    deal (KL-3.5, JJ-3.6) it is unset. The final event carries the match's final trick. The
+    winner is the rules' (GJ-11.5, JJK-9.1: a trick's winner is public)."""
+    async with served() as (mgr, srv):
+        out = await _play_whole_match(srv, game, seed=21, cut_probability=0.0, retry_probability=0.0)
+        inboxes = out["inboxes"]
+        truth = truth_by_seq(out["transcript"], list(inboxes))
+        results = out["summary"].result
+        checked = 0
+        for aud, inbox in inboxes.items():
+            events = [ev for _, ev, kind in inbox.items if kind == "event" and ev.HasField("view")]
+            for before, ev in zip(events, events[1:]):
+                if ev.kind != match_pb2.EVENT_KIND_ACTION or "deal_scored" not in ev.details:
+                    continue
+                scored = int(ev.details["deal_scored"])
+                view = ev.view
+                assert not view.trick.plays and not view.trick_history and not any(view.scores.tricks_taken)
+                assert view.over or view.deal_number == scored + 1, "the next deal's view"
+                expected = truth[ev.seq][aud][0]["last_trick"]
+                if expected is None:  # a thrown-in deal: no trick, none of an earlier deal
+                    assert view.scores.deal_results[scored]["thrown_in"] is True
+                    assert not view.HasField("last_trick")
+                    continue
+                plays = [(p.seat, p.card.code) for p in view.last_trick.plays]
+                assert plays[:-1] == [(p.seat, p.card.code) for p in before.view.trick.plays]
+                assert plays[-1] == (ev.seat, ev.action.notation.split(":")[1])
+                assert view.last_trick.HasField("winner") and view.last_trick.winner == expected["winner"]
+                assert plays == [(p["seat"], p["card"]) for p in expected["plays"]]
+                checked += 1
+            final = events[-1].view
+            assert final.over and final.last_trick.HasField("winner") and not final.trick_history, aud
+        assert checked >= len(inboxes) and results["over"]
+
+
+@pytest.mark.parametrize("game", GAMES)
 @pytest.mark.parametrize("seed", [3])
 @run
 async def test_no_audience_receives_a_hidden_card(game, seed):

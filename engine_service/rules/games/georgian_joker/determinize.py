@@ -28,7 +28,7 @@ import math
 import random
 from typing import Any, Mapping
 
-from ...cards import PACK36_JOKERS_MASK, SUIT_MASK, card_id, cards_of
+from ...cards import PACK36_JOKERS_MASK, SUIT_MASK, SUITS, card_id, cards_of
 from ...errors import InconsistentView
 from ...game import TERMINAL
 from . import actions as A
@@ -214,6 +214,7 @@ def determinize(game: Any, view: Mapping[str, Any], rng: random.Random):
     state.results = results
     state.totals = list(view["totals"])
     state.dealer_seat = view["dealer"]
+    state.prev_trick = _previous_deal_trick(view)
     phase = view["phase"]
     if phase == "match_over":
         state.started = len(results)
@@ -261,6 +262,27 @@ def determinize(game: Any, view: Mapping[str, Any], rng: random.Random):
         if _replay(candidate, actions):
             return candidate
     raise InconsistentView("no consistent deal found for this view")
+
+
+def _previous_deal_trick(view: Mapping[str, Any]) -> tuple[int, tuple[int, ...]] | None:
+    """The state's record of the previous deal's final trick, from ``last_trick`` while the
+    view's deal has no complete trick (then ``last_trick`` is that trick). Its leader and plays
+    only: the winner follows from that deal's trump. Its cards say nothing about the current
+    deal, whose replay never sees them."""
+    last = view.get("last_trick")
+    if not last or any(view["tricks_taken"]):
+        return None
+    actions = []
+    for p in last["plays"]:
+        card = card_id(p["card"])
+        if card < 36:
+            actions.append(card)
+        else:
+            mode = A.MODES.index(p["joker_mode"])
+            named = p.get("named_suit")
+            actions.append(A.follow_joker_id(card, mode) if named is None
+                           else A.lead_joker_id(card, mode, SUITS.index(named)))
+    return last["plays"][0]["seat"], tuple(actions)
 
 
 def _build_deck(original: list[int], rest: list[int], ind: int, n: int, forehand: int, before_trump: bool,

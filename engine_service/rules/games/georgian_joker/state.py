@@ -62,7 +62,7 @@ class GeorgianJokerState(State):
     __slots__ = (
         "game", "options", "first_dealer", "_history", "cfg",
         # match
-        "started", "dealer_seat", "totals", "results",
+        "started", "dealer_seat", "totals", "results", "prev_trick",
         # deal
         "phase", "cur", "n", "forehand", "trump", "indicator", "deck", "hands", "bids", "bid_sum",
         "nbids", "taken", "tricks_done", "log",
@@ -80,6 +80,10 @@ class GeorgianJokerState(State):
         self.dealer_seat = first_dealer
         self.totals = [0, 0, 0, 0]
         self.results: list[dict[str, Any]] = []
+        # The final trick of the last deal that ended: (its leader, its four play ids), None
+        # before the first deal ends. What ``last_trick`` shows until the current deal's first
+        # trick is complete. Immutable, shared by clones.
+        self.prev_trick: tuple[int, tuple[int, ...]] | None = None
         self.phase = DEAL_SETUP
         self.cur = CHANCE
         self._reset_deal(cfg.cards[0])
@@ -217,6 +221,7 @@ class GeorgianJokerState(State):
                 self.taken[winner] += 1
                 self.tricks_done += 1
                 if self.tricks_done == self.n:
+                    self.prev_trick = (self.leader, tuple(self.log[-4:]))
                     self._score_deal()
                     return
                 self.nplayed = 0
@@ -312,6 +317,7 @@ class GeorgianJokerState(State):
         c.dealer_seat = self.dealer_seat
         c.totals = self.totals  # replaced, never mutated in place
         c.results = self.results  # replaced, never mutated in place
+        c.prev_trick = self.prev_trick
         c.phase = self.phase
         c.cur = self.cur
         c.n = self.n

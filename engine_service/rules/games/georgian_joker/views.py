@@ -103,6 +103,20 @@ def deal_record(state: Any) -> DealRecord:
     return DealRecord(choice, tuple(bids), tuple(tricks), tuple(plays), leader)
 
 
+def previous_deal_trick(state: Any) -> dict[str, Any] | None:
+    """The final trick of the last deal that ended, in ``last_trick``'s shape, its winner by
+    that deal's trump (its result, GJ-6); None before the first deal ends."""
+    prev = state.prev_trick
+    if prev is None:
+        return None
+    leader, actions = prev
+    trump = STRAINS.index(state.results[-1]["trump"])
+    plays = tuple(Play((leader + i) & 3, A.ACTION_CARD[a], A.ACTION_MODE[a], A.ACTION_SUIT[a], a)
+                  for i, a in enumerate(actions))
+    winner = R.trick_winner([(p.seat, p.card, p.mode, p.named) for p in plays], trump, state.cfg.trumpable)
+    return Trick(leader, plays, winner).as_json()
+
+
 def build_view(state: Any, seat: int | None) -> dict[str, Any]:
     """``state.view(seat)`` (``seat`` None: ``public_view()``)."""
     return view_maker(state)(seat)
@@ -146,7 +160,8 @@ def _common_view(state: Any) -> dict[str, Any]:
         tricks_taken, bids = [0, 0, 0, 0], [None] * 4
         trump = indicator = None
         tricks, actions, leader = [], [], forehand
-    last = rec.tricks[-1].as_json() if in_deal and rec.tricks else None
+    # no complete trick in this deal yet (or between deals): the previous deal's final one
+    last = rec.tricks[-1].as_json() if in_deal and rec.tricks else previous_deal_trick(state)
     forbidden = None
     if phase == BIDDING and state.nbids == 3:
         forbidden = R.forbidden_bid(n, [b for b in rec.bids if b is not None])
@@ -192,4 +207,4 @@ def _common_view(state: Any) -> dict[str, Any]:
     }
 
 
-__all__ = ["Play", "Trick", "DealRecord", "deal_record", "build_view", "view_maker"]
+__all__ = ["Play", "Trick", "DealRecord", "deal_record", "previous_deal_trick", "build_view", "view_maker"]

@@ -37,10 +37,11 @@ from functools import lru_cache
 from math import comb
 from typing import Any, Iterator, Mapping
 
-from ...cards import CODES, SUIT_MASK, card_id
+from ...cards import CODES, STRAINS, SUIT_MASK, card_id
 from ...errors import InconsistentView
 from ...game import TERMINAL
 from .state import OVER, JapaneseJokerState
+from .tables import FOLLOWER_WINS, NUM_LEAD_KEYS
 
 INFINITY = 10 ** 9
 
@@ -59,6 +60,7 @@ def determinize(game, view: Mapping[str, Any], rng: random.Random) -> JapaneseJo
     st._totals = list(view["totals"])
     st._results = tuple({"trump": r["trump"], "taken": list(r["taken"]), "scores": list(r["scores"])}
                         for r in view["deal_results"])
+    st._last = _previous_deal_trick(view)
     phase = view["phase"]
     if phase not in ("trump_choice", "playing"):
         st._origin = (st._declarer, -1)
@@ -74,6 +76,25 @@ def determinize(game, view: Mapping[str, Any], rng: random.Random) -> JapaneseJo
             raise InconsistentView(f"action {entry['action']} of seat {entry['seat']} does not replay")
         st.apply_id(a)
     return st
+
+
+def _previous_deal_trick(view: Mapping[str, Any]) -> tuple[int, int, int, int, int] | None:
+    """The state's record of the previous deal's final trick, from ``last_trick`` while the
+    view's deal has no complete trick (then ``last_trick`` is that trick; a complete trick of
+    the deal replaces it in the replay). Its cards say nothing about the current deal, whose
+    replay never sees them. A view rebuilt without the winner: JJK-6 by that deal's trump."""
+    last = view.get("last_trick")
+    if not last or any(view["tricks_taken"]):
+        return None
+    lead, follow = last["plays"]
+    leader, lcard, fcard = lead["seat"], card_id(lead["card"]), card_id(follow["card"])
+    named = lead.get("named_suit")
+    lkey = 36 + "SHDC".index(named) if named else lcard
+    winner = last.get("winner")
+    if winner is None:
+        trump = STRAINS.index(view["deal_results"][-1]["trump"])
+        winner = 1 - leader if FOLLOWER_WINS[(trump * NUM_LEAD_KEYS + lkey) * 38 + fcard] else leader
+    return leader, lcard, lkey, fcard, winner
 
 
 def _sample_deck(game, view: Mapping[str, Any], seat: int, rng: random.Random) -> list[int]:

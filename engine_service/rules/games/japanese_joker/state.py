@@ -53,6 +53,11 @@ class JapaneseJokerState(State):
         self._totals = [0, 0]
         self._results: tuple[dict[str, Any], ...] = ()
         self._winners: tuple[int, ...] = ()
+        # The last complete trick of the match (leader, lead card, lead key, follower's card,
+        # winner): of this deal once its first trick is complete, until then (and between
+        # deals) the final trick of the previous deal; None before the first trick. A new deal
+        # keeps it (``last_trick``). Immutable, shared by clones.
+        self._last: tuple[int, int, int, int, int] | None = None
         self._reset_deal()
 
     def _reset_deal(self) -> None:
@@ -75,7 +80,6 @@ class JapaneseJokerState(State):
         self._lead_card = -1
         self._leader = -1
         self._ntricks = 0
-        self._last: tuple[int, int, int, int, int] | None = None
         self._log: tuple | None = None  # cons list of this deal's action ids
         self._origin = (self._declarer, -1)  # who moves first in the log, and the lead key then
 

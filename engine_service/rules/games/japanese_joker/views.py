@@ -157,16 +157,16 @@ def _common_view(st: JapaneseJokerState) -> tuple[dict[str, Any], tuple[list, li
         table["known_in_hand"] = [codes_of(st.known_in_hand(0)), codes_of(st.known_in_hand(1))]
         if st._lead >= 0:
             trick = [_play(st._leader, st._lead_card, st._lead)]
-        if st._last is not None:
-            leader, lcard, lkey, fcard, winner = st._last
-            last_trick = {"plays": [_play(leader, lcard, lkey), _play(1 - leader, fcard, lkey, False)],
-                          "winner": winner}
     else:
         table["columns"] = [[], []]
         table["columns_up"] = [[], []]
         table["column_counts"] = [0, 0]
         table["played_any"] = [False, False]
         table["known_in_hand"] = [[], []]
+    if st._last is not None:  # before the deal's first complete trick: the previous deal's final one
+        leader, lcard, lkey, fcard, winner = st._last
+        last_trick = {"plays": [_play(leader, lcard, lkey), _play(1 - leader, fcard, lkey, False)],
+                      "winner": winner}
     own: tuple[list, list] = ([], [])
     if in_deal:
         table["deal_actions"], own = _deal_record(st)

@@ -64,11 +64,27 @@ def _restore_match(game: Any, view: Mapping[str, Any]) -> JojotteState:
     st._rtotals = tuple(tuple(t) for t in m["rubber_totals"])
     st._pot = m["pot"]
     st._last_detail = _copy(table["last_deal"]) if table["last_deal"] else None
+    st._prev_trick = _previous_deal_trick(view)
     if view["over"]:
         st._winners = tuple(view["winners"])
         st._phase = PH_OVER
         st._to_act = -2
     return st
+
+
+_ANNOUNCE = {"jo": A.JO, "jotte": A.JOTTE}
+
+
+def _previous_deal_trick(view: Mapping[str, Any]) -> tuple[int, ...] | None:
+    """The state's record of the previous deal's final trick, from ``last_trick`` while the
+    view's deal has no complete trick (then ``last_trick`` is that trick, or None after a
+    thrown-in deal). Its plays only: the winner and value follow from that deal's contract.
+    Its cards say nothing about the current deal, whose replay never sees them."""
+    last = view.get("last_trick")
+    if not last or any(view["tricks_taken"]):
+        return None
+    return tuple(p["seat"] << 8 | (card_id(p["card"]) + _ANNOUNCE.get(p.get("announce"), 0))
+                 for p in last["plays"])
 
 
 def _copy(obj: Any) -> Any:

@@ -64,7 +64,7 @@ class JojotteState(State):
         # match
         "game", "options", "cfg", "first_dealer", "_history", "_dealer", "_results", "_below",
         "_above", "_games", "_gpts", "_rgames", "_rseq", "_rsum", "_rubbers", "_rtotals", "_pot",
-        "_winners", "_last_detail",
+        "_winners", "_last_detail", "_prev_trick",
         # deal
         "_deck", "_phase", "_to_act", "_h", "_turn", "_turn0", "_info", "_bidder", "_strain",
         "_mult", "_accepted", "_decl", "_kind", "_pstrain", "_window", "_exch_seat", "_exch_offer",
@@ -93,6 +93,11 @@ class JojotteState(State):
         self._pot = 0
         self._winners: tuple[int, ...] | None = None
         self._last_detail: dict[str, Any] | None = None
+        # The final trick of the last deal that ended, as its two (seat << 8 | play id) log
+        # entries (None before the first deal ends and after a thrown-in deal): what
+        # ``last_trick`` shows until the current deal's first trick is complete. Immutable,
+        # shared by clones.
+        self._prev_trick: tuple[int, int] | None = None
         self._phase = PH_CHANCE
         self._to_act = CHANCE
         self._reset_deal((), 0, 0)
@@ -162,6 +167,7 @@ class JojotteState(State):
         n._pot = self._pot
         n._winners = self._winners
         n._last_detail = self._last_detail
+        n._prev_trick = self._prev_trick
         n._deck = self._deck
         n._phase = self._phase
         n._to_act = self._to_act
@@ -372,6 +378,11 @@ class JojotteState(State):
                 best[i + 1] = v
             self._lead = -1
             if n == 9:
+                log = self._log
+                i = len(log) - 2
+                while (log[i] & 255) >= A.ACCEPT:  # a non-play between the two cards
+                    i -= 1
+                self._prev_trick = (log[i], log[-1])
                 self._end_of_play()
                 return
             self._leader = w
@@ -474,6 +485,7 @@ class JojotteState(State):
     def _throw_in(self) -> None:
         """JJ-3.6: void deal; the same dealer (or, by option, the other) deals again."""
         self._results = self._results + ({"thrown_in": True},)
+        self._prev_trick = None  # no trick in this deal: last_trick shows none
         if not self.cfg.redeal_same:
             self._dealer = 1 - self._dealer
         self._phase = PH_CHANCE

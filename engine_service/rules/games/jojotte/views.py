@@ -53,26 +53,43 @@ def _play(seat: int, a: int) -> dict[str, Any]:
 
 def completed_tricks(st: JojotteState) -> list[dict[str, Any]]:
     """The finished tricks of the current deal: leader, plays, winner, JJ-8.2 value."""
-    out: list[dict[str, Any]] = []
     if st._phase != PH_PLAY:
-        return out
+        return []
     plays = [(e >> 8, e & 255) for e in st._log if (e & 255) < A.ACCEPT]
-    vals = st._vals
-    tv = st._tv
+    return _tricks(plays, st._wins, st._vals, st._tv, st._kind)
+
+
+def _tricks(plays: list[tuple[int, int]], wins, vals, tv: int, kind: int, before: int = 0) -> list[dict[str, Any]]:
+    """The complete tricks of ``plays`` ((seat, play id), in order; ``before``: the deal's plays
+    before them) under a deal's winning and value tables (JJ-6.6, JJ-7.3, JJ-8.2)."""
+    out: list[dict[str, Any]] = []
     for i in range(0, len(plays) - 1, 2):
         (s1, a1), (s2, a2) = plays[i], plays[i + 1]
         c1, c2 = A.card_of_play(a1), A.card_of_play(a2)
-        w = s2 if st._wins[c1] >> c2 & 1 else s1
+        w = s2 if wins[c1] >> c2 & 1 else s1
         if tv == 0:
             v = max(vals[c1], vals[c2])
         elif tv == 1:
             v = vals[c1] + vals[c2]
         else:
             v = vals[c2] if w == s2 else vals[c1]
-        if i == 16 and st._kind != NULLO:
+        if before + i == 16 and kind != NULLO:  # the ninth trick
             v += 10
         out.append({"leader": s1, "plays": [_play(s1, a1), _play(s2, a2)], "winner": w, "value": v})
     return out
+
+
+def previous_deal_trick(st: JojotteState) -> dict[str, Any] | None:
+    """The final (ninth) trick of the last deal that ended, in ``last_trick``'s shape, under
+    that deal's contract (its result); None after a thrown-in deal and before the first deal."""
+    prev = st._prev_trick
+    if prev is None:
+        return None
+    contract = st._results[-1]["contract"]
+    ps = STRAINS.index(contract["strain"])
+    kind = KIND_NAMES.index(contract["kind"])
+    plays = [(e >> 8, e & 255) for e in prev]
+    return _tricks(plays, T.WINS_OVER[ps], T.CARD_VALUE[ps], st.cfg.trick_value, kind, 16)[0]
 
 
 def _contract(st: JojotteState) -> dict[str, Any] | None:
@@ -201,7 +218,8 @@ def _common_view(st: JojotteState) -> dict[str, Any]:
         "hand_sizes": [st._h[0].bit_count(), st._h[1].bit_count()] if in_deal else [0, 0],
         "legal": [],
         "trick": trick,
-        "last_trick": tricks[-1] if tricks else None,
+        # no complete trick in this deal yet: the previous deal's final one
+        "last_trick": tricks[-1] if tricks else previous_deal_trick(st),
         "tricks_taken": list(st._tricks) if in_deal else [0, 0],
         "totals": {"below": list(st._below), "above": list(st._above), "games_won": list(st._games)},
         "deal_results": [_copy_result(r) for r in st._results],

@@ -65,7 +65,20 @@ def _context(game, view: Mapping[str, Any]) -> KlaberjassState:
         details.append(dict(table["previous_deal"]))
     st._details = details
     st._winners = list(view["winners"])
+    st._prev_trick = _previous_deal_trick(view)
     return st
+
+
+def _previous_deal_trick(view: Mapping[str, Any]) -> tuple[int, int] | None:
+    """The state's record of the previous deal's final trick, from ``last_trick`` while the
+    view's deal has no complete trick (then ``last_trick`` is that trick, or None after a
+    thrown-in deal). Its plays only: the winner and points follow from that deal's trump. Its
+    cards say nothing about the current deal, whose replay never sees them."""
+    last = view.get("last_trick")
+    if not last or any(view["tricks_taken"]):
+        return None
+    return tuple(p["seat"] << 8 | (card_id(p["card"]) + (BELLA if p.get("announce") == "bella" else 0))
+                 for p in last["plays"])
 
 
 def determinize(game, view: Mapping[str, Any], rng: random.Random) -> KlaberjassState:

@@ -50,7 +50,7 @@ class KlaberjassState(State):
     __slots__ = (
         "game", "options", "first_dealer", "_cfg", "_history",
         # match
-        "_dealer", "_totals", "_results", "_details", "_winners",
+        "_dealer", "_totals", "_results", "_details", "_winners", "_prev_trick",
         # deal
         "_phase", "_to_act", "_deck", "_elder", "_hands", "_turn", "_turn0", "_info", "_astate",
         "_sch", "_trump", "_maker", "_tmask", "_vals", "_str", "_dix", "_xok", "_xseat", "_xtrick",
@@ -69,6 +69,10 @@ class KlaberjassState(State):
         self._results: list[dict[str, Any]] = []
         self._details: list[dict[str, Any]] = []
         self._winners: list[int] = []
+        # The final trick of the last deal that ended, as its two (seat << 8 | play id) entries
+        # (None before the first deal ends and after a thrown-in deal): what ``last_trick``
+        # shows until the current deal's first trick is complete. Immutable, shared by clones.
+        self._prev_trick: tuple[int, int] | None = None
         self._phase = P_CHANCE
         self._to_act = CHANCE
         self._reset_deal()
@@ -118,6 +122,7 @@ class KlaberjassState(State):
         n._results = self._results[:]
         n._details = self._details[:]
         n._winners = self._winners[:]
+        n._prev_trick = self._prev_trick
         n._phase = self._phase
         n._to_act = self._to_act
         n._deck = self._deck
@@ -331,6 +336,10 @@ class KlaberjassState(State):
         self._lead = -1
         self._leader = win
         if n == 9:
+            node = self._acts[0]  # the follower's entry is on top; the lead is the play before
+            while node[1] & 0xFF >= TAKE:  # an in-play exchange between the two cards
+                node = node[0]
+            self._prev_trick = (node[1], self._acts[1])
             self._score_deal()
         else:
             self._to_act = win  # KL-6.2
@@ -446,6 +455,7 @@ class KlaberjassState(State):
         """KL-3.5: the deal is void; KL-2.2 / ``kl_throw_in_redealer``: who deals again."""
         self._results.append({"thrown_in": True})
         self._details.append({"thrown_in": True})
+        self._prev_trick = None  # no trick in this deal: last_trick shows none
         if not self._cfg.throw_in_same:
             self._dealer = 1 - self._dealer
         self._phase = P_CHANCE

@@ -19,7 +19,7 @@ from ...cards import CODES
 from ...views import ViewMaker, json_copy, views_from, with_seat
 from .sequences import dialogue, ranked, value_event
 from .state import AUCTION_STATE_NAMES, P_AUCTION, P_CHANCE, P_MELD, P_OVER, P_PLAY, PHASE_NAMES, KlaberjassState
-from .tables import ACCEPT, BELLA, NAME, PASS, REFUSE, SCHMEISS, TAKE, ids_of
+from .tables import ACCEPT, BELLA, NAME, PASS, REFUSE, SCHMEISS, STRENGTH, TAKE, ids_of
 
 _AUCTION_CALLS = frozenset((TAKE, PASS, NAME, NAME + 1, NAME + 2, NAME + 3, SCHMEISS, ACCEPT, REFUSE))
 
@@ -28,14 +28,13 @@ def _codes(mask: int) -> list[str]:
     return [CODES[c] for c in ids_of(mask)]
 
 
-def _tricks(st: KlaberjassState, actions: list[tuple[int, int]]) -> tuple[list[dict], dict | None]:
-    """The trick in progress and the last completed trick, from the public plays."""
-    trump = st._trump
-    strength = st._str
-    vals = st._vals
+def _tricks(actions: list[tuple[int, int]], trump: int, strength, vals,
+            done: int = 0) -> tuple[list[dict], dict | None]:
+    """The trick in progress and the last completed trick, from public plays (``done``:
+    the tricks of the deal completed before the first of them)."""
     current: list[dict] = []
     last = None
-    n = 0
+    n = done
     for seat, a in actions:
         if a >= TAKE:  # calls, window steps, exchange, declarations
             continue
@@ -55,6 +54,17 @@ def _tricks(st: KlaberjassState, actions: list[tuple[int, int]]) -> tuple[list[d
                     "points": vals[lc] + vals[fc] + (10 if n == 9 else 0)}
             current = []
     return [p for _, _, p in current], last
+
+
+def previous_deal_trick(st: KlaberjassState) -> dict | None:
+    """The final (ninth) trick of the last deal that ended, in ``last_trick``'s shape, with
+    that deal's trump (its result); None after a thrown-in deal and before the first deal."""
+    prev = st._prev_trick
+    if prev is None:
+        return None
+    trump = "SHDC".index(st._results[-1]["trump"])
+    _, last = _tricks([(e >> 8, e & 0xFF) for e in prev], trump, STRENGTH[trump], st._cfg.values[trump], 8)
+    return last
 
 
 def _elder_statement(st: KlaberjassState) -> dict:
@@ -90,7 +100,9 @@ def _common_view(st: KlaberjassState) -> dict[str, Any]:
     in_deal = ph not in (P_CHANCE, P_OVER)
     to_act = st._to_act if st._to_act >= 0 else None
     acts = st.deal_actions() if in_deal else []
-    trick, last_trick = _tricks(st, acts) if ph == P_PLAY else ([], None)
+    trick, last_trick = _tricks(acts, st._trump, st._str, st._vals) if ph == P_PLAY else ([], None)
+    if last_trick is None:  # no complete trick in this deal yet: the previous deal's final one
+        last_trick = previous_deal_trick(st)
     cfg = st._cfg
     table: dict[str, Any] = {
         "options": st.options.non_default(),
