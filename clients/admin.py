@@ -5,6 +5,7 @@
     python -m clients.admin inspect MATCH_ID
     python -m clients.admin terminate MATCH_ID --reason "stuck since the outage"
     python -m clients.admin export MATCH_ID -o match.json
+    python -m clients.admin reissue-token MATCH_ID SEAT -o seat.token
 
 Sub-commands:
 
@@ -16,7 +17,10 @@ Sub-commands:
   with the reason); it asks nothing and prints the final summary;
 * ``export``: the match as a ``card-transcript/1`` JSON document (every deck included), on
   stdout or in a file (``-o``) readable by its owner only; ``python -m engine_service replay
-  --check FILE`` replays it.
+  --check FILE`` replays it;
+* ``reissue-token``: a new seat token for a player's seat of an unfinished match (the player
+  lost it, or it leaked); the old token stops working and its streams end. The new token goes
+  to stdout alone (for a script), or to a file readable by its owner only (``-o``).
 
 The admin token comes from ``--admin-token-file PATH`` (``-``: standard input) or the
 environment variable ``CARDGAMES_ADMIN_TOKEN``, never from a flag's value (which ``ps``
@@ -364,8 +368,28 @@ async def cmd_export(admin: AdminClient, args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_reissue_token(admin: AdminClient, args: argparse.Namespace) -> int:
+    reply = await admin.reissue_seat_token(args.match_id, args.seat)
+    note = (f"match {args.match_id}, seat {reply.seat}: new seat token; the old one no longer "
+            "works. Give it to the player by a private channel.")
+    if args.output in (None, "-"):
+        print(reply.seat_token)
+        print(note, file=sys.stderr)
+        return 0
+    path = Path(args.output)
+    if path.is_dir():
+        raise UsageError(f"{path} is a directory")
+    try:
+        write_private(path, reply.seat_token + "\n")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    print(f"{note} Written to {path} (mode 0600).")
+    return 0
+
+
 COMMANDS: dict[str, Callable[..., Any]] = {"list": cmd_list, "inspect": cmd_inspect,
-                                           "terminate": cmd_terminate, "export": cmd_export}
+                                           "terminate": cmd_terminate, "export": cmd_export,
+                                           "reissue-token": cmd_reissue_token}
 
 
 # ---- the admin token -----------------------------------------------------------------------
@@ -490,6 +514,16 @@ def build_parser() -> argparse.ArgumentParser:
                 "by its owner only (mode 0600).")
     c.add_argument("match_id", metavar="MATCH_ID")
     c.add_argument("-o", "--output", metavar="FILE", help="write it to FILE (mode 0600) instead of stdout")
+
+    c = command("reissue-token", "give a player's seat a new token (the old one stops working)",
+                "A new seat token for a seat a player has taken in an unfinished match, for a "
+                "player who lost theirs or whose token leaked. The old token is refused from now "
+                "on (UNAUTHENTICATED) and its open streams end (TOKEN_REVOKED); the seat is "
+                "absent until the player connects with the new one. Prints the token alone on "
+                "stdout, or writes it to a file readable by its owner only (-o).")
+    c.add_argument("match_id", metavar="MATCH_ID")
+    c.add_argument("seat", type=int, metavar="SEAT", help="the seat number (0-based)")
+    c.add_argument("-o", "--output", metavar="FILE", help="write the token to FILE (mode 0600) instead of stdout")
     return p
 
 

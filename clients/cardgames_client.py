@@ -634,6 +634,11 @@ class AdminClient:
                                  admin_pb2.TerminateMatchRequest(match_id=match_id, reason=reason))
         return reply.match
 
+    async def reissue_seat_token(self, match_id: str, seat: int) -> admin_pb2.ReissueSeatTokenResponse:
+        """A new token for a player's seat; the old one stops working (admin.proto)."""
+        return await self._call(self.stub.ReissueSeatToken,
+                                admin_pb2.ReissueSeatTokenRequest(match_id=match_id, seat=seat))
+
     async def export_transcript(self, match_id: str) -> str:
         reply = await self._call(self.stub.ExportTranscript, admin_pb2.ExportTranscriptRequest(match_id=match_id))
         return reply.transcript_json

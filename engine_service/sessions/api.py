@@ -74,6 +74,12 @@ class MatchNotActive(SessionError):
     code, reason = "FAILED_PRECONDITION", "MATCH_NOT_ACTIVE"
 
 
+class FailedPrecondition(SessionError):
+    """The request is well formed but the match is not in a state that allows it."""
+
+    code, reason = "FAILED_PRECONDITION", "FAILED_PRECONDITION"
+
+
 class MatchNotOver(SessionError):
     """The match is still waiting or being played: its decks stay secret (RevealDeals;
     FAILED_PRECONDITION)."""
@@ -324,5 +330,11 @@ class MatchService(Protocol):
         sent to players), of the same sequence number."""
 
     async def terminate_match(self, match_id: str, reason: str) -> MatchSummary: ...
+
+    async def reissue_seat_token(self, match_id: str, seat: int) -> tuple[JoinResult, MatchSummary]:
+        """A new token for a player's seat of an unfinished match; the old one is revoked (its
+        calls fail, its streams end with TOKEN_REVOKED). BadRequest (BAD_SEAT) for a seat out
+        of range, FailedPrecondition for an open seat, a bot seat or a player who left,
+        MatchNotActive once the match is over."""
 
     async def export_transcript(self, match_id: str) -> dict[str, Any]: ...

@@ -48,7 +48,8 @@ from ..rules.registry import all_games, get_game
 from ..store import MatchListing, Store, StoreError, open_store
 from ..store.base import MAX_PRUNE_BATCH, STATUSES, MatchRecord, PruneCounts, SeatRecord, StoredMatch
 from .api import (BadRequest, BotInfo, CreateMatchRequest, DealReveal, GameInfo, Inspection,
-                  JoinResult, LimitExceeded, MatchEvent, MatchNotActive, MatchNotFound, MatchNotOver,
+                  FailedPrecondition, JoinResult, LimitExceeded, MatchEvent, MatchNotActive,
+                  MatchNotFound, MatchNotOver,
                   MatchSummary, PermissionDenied, Principal, SeatConfig, SeatTaken,
                   SessionError, StaleSequence, SubmitResult, Unauthenticated, Unavailable,
                   ViewEnvelope)
@@ -696,6 +697,45 @@ class MatchManager:
                 raise MatchNotActive("the match is over")
             await self._writer.end(m, "terminated", winners=[], reason=reason)
             return m.summary()
+
+        return await self._exclusive(m, locked)
+
+    async def reissue_seat_token(self, match_id: str, seat: int) -> tuple[JoinResult, MatchSummary]:
+        """Admin: replace a player's seat token (api.MatchService.reissue_seat_token). The new
+        hash is durable before the answer, so the new token survives a restart and the old
+        one never works again; the old token's streams end (the seat is then absent until the
+        player connects with the new token: the usual grace applies)."""
+        self._require_running()
+        m = await self._get(match_id)
+
+        async def locked() -> tuple[JoinResult, MatchSummary]:
+            if m.over:
+                raise MatchNotActive("the match is over")
+            if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < m.num_seats:
+                raise BadRequest(f"seat must be 0..{m.num_seats - 1}", reason="BAD_SEAT")
+            slot = m.seats[seat]
+            if slot.kind == "bot":
+                raise FailedPrecondition(f"seat {seat} is played by a bot: it has no token",
+                                         reason="BOT_SEAT")
+            if not slot.taken:
+                raise FailedPrecondition(f"seat {seat} is open: a player takes it with JoinMatch",
+                                         reason="SEAT_OPEN")
+            if slot.left:
+                raise FailedPrecondition(f"the player of seat {seat} left the match",
+                                         reason="SEAT_LEFT")
+            token = new_token()
+            digest = token_hash(token)
+            await self._writer.store_call(
+                self._store.save_seat(m.match_id, replace(slot.record(), token_hash=digest)), "save_seat")
+            self._tokens.pop(slot.token_hash, None)
+            slot.token_hash = digest
+            self._tokens[digest] = (m.match_id, seat)
+            for w in list(m.watchers):
+                if w.audience == seat:
+                    w.end(Unauthenticated("this seat token was replaced by the operator",
+                                          reason="TOKEN_REVOKED"), drop_pending=True)
+            m.log.info("seat_token_reissued", seat=seat)
+            return JoinResult(match_id=m.match_id, seat=seat, token=token), m.summary()
 
         return await self._exclusive(m, locked)
 

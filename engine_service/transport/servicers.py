@@ -267,6 +267,16 @@ class AdminServicer(_Base, admin_pb2_grpc.AdminServiceServicer):
         return admin_pb2.TerminateMatchResponse(match=codec.summary_message(summary))
 
     @unary
+    async def ReissueSeatToken(self, request: admin_pb2.ReissueSeatTokenRequest,
+                               context) -> admin_pb2.ReissueSeatTokenResponse:
+        self._require_admin(context)
+        match_id = codec.require_match_id(request.match_id)
+        current_rpc().note(match_id=match_id)
+        joined, summary = await self._service.reissue_seat_token(match_id, request.seat)
+        return admin_pb2.ReissueSeatTokenResponse(seat=joined.seat, seat_token=joined.token,
+                                                  match=codec.summary_message(summary))
+
+    @unary
     async def ExportTranscript(self, request: admin_pb2.ExportTranscriptRequest, context) -> admin_pb2.ExportTranscriptResponse:
         self._require_admin(context)
         match_id = codec.require_match_id(request.match_id)

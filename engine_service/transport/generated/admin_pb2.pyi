@@ -80,3 +80,21 @@ class ExportTranscriptResponse(_message.Message):
     TRANSCRIPT_JSON_FIELD_NUMBER: _ClassVar[int]
     transcript_json: str
     def __init__(self, transcript_json: _Optional[str] = ...) -> None: ...
+
+class ReissueSeatTokenRequest(_message.Message):
+    __slots__ = ("match_id", "seat")
+    MATCH_ID_FIELD_NUMBER: _ClassVar[int]
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    match_id: str
+    seat: int
+    def __init__(self, match_id: _Optional[str] = ..., seat: _Optional[int] = ...) -> None: ...
+
+class ReissueSeatTokenResponse(_message.Message):
+    __slots__ = ("seat", "seat_token", "match")
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    SEAT_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    MATCH_FIELD_NUMBER: _ClassVar[int]
+    seat: int
+    seat_token: str
+    match: _match_pb2.MatchSummary
+    def __init__(self, seat: _Optional[int] = ..., seat_token: _Optional[str] = ..., match: _Optional[_Union[_match_pb2.MatchSummary, _Mapping]] = ...) -> None: ...

@@ -26,7 +26,7 @@ if _version_not_supported:
 
 
 class AdminServiceStub:
-    """Listing, omniscient inspection, termination and export of matches.
+    """Listing, omniscient inspection, termination and export of matches; seat token recovery.
     """
 
     def __init__(self, channel):
@@ -55,10 +55,15 @@ class AdminServiceStub:
                 request_serializer=cardgames_dot_v1_dot_admin__pb2.ExportTranscriptRequest.SerializeToString,
                 response_deserializer=cardgames_dot_v1_dot_admin__pb2.ExportTranscriptResponse.FromString,
                 _registered_method=True)
+        self.ReissueSeatToken = channel.unary_unary(
+                '/cardgames.v1.AdminService/ReissueSeatToken',
+                request_serializer=cardgames_dot_v1_dot_admin__pb2.ReissueSeatTokenRequest.SerializeToString,
+                response_deserializer=cardgames_dot_v1_dot_admin__pb2.ReissueSeatTokenResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
-    """Listing, omniscient inspection, termination and export of matches.
+    """Listing, omniscient inspection, termination and export of matches; seat token recovery.
     """
 
     def ListMatches(self, request, context):
@@ -89,6 +94,16 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReissueSeatToken(self, request, context):
+        """A new seat token for a player's seat of an unfinished match (a player who lost theirs,
+        or whose token leaked). The old token stops working at once: its calls fail
+        UNAUTHENTICATED and its open WatchMatch streams end with UNAUTHENTICATED, reason
+        TOKEN_REVOKED. Hand the new token to the player by your own channel.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -112,6 +127,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     request_deserializer=cardgames_dot_v1_dot_admin__pb2.ExportTranscriptRequest.FromString,
                     response_serializer=cardgames_dot_v1_dot_admin__pb2.ExportTranscriptResponse.SerializeToString,
             ),
+            'ReissueSeatToken': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReissueSeatToken,
+                    request_deserializer=cardgames_dot_v1_dot_admin__pb2.ReissueSeatTokenRequest.FromString,
+                    response_serializer=cardgames_dot_v1_dot_admin__pb2.ReissueSeatTokenResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'cardgames.v1.AdminService', rpc_method_handlers)
@@ -121,7 +141,7 @@ def add_AdminServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class AdminService:
-    """Listing, omniscient inspection, termination and export of matches.
+    """Listing, omniscient inspection, termination and export of matches; seat token recovery.
     """
 
     @staticmethod
@@ -222,6 +242,33 @@ class AdminService:
             '/cardgames.v1.AdminService/ExportTranscript',
             cardgames_dot_v1_dot_admin__pb2.ExportTranscriptRequest.SerializeToString,
             cardgames_dot_v1_dot_admin__pb2.ExportTranscriptResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReissueSeatToken(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/cardgames.v1.AdminService/ReissueSeatToken',
+            cardgames_dot_v1_dot_admin__pb2.ReissueSeatTokenRequest.SerializeToString,
+            cardgames_dot_v1_dot_admin__pb2.ReissueSeatTokenResponse.FromString,
             options,
             channel_credentials,
             insecure,

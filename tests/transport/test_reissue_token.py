@@ -1,0 +1,202 @@
+"""AdminService.ReissueSeatToken over a real channel: a player who lost a seat token (or whose
+token leaked) gets a new one from the operator; the old token is refused from then on, its open
+stream ends with UNAUTHENTICATED / TOKEN_REVOKED, the new token plays on, and the change is
+durable (a restarted engine on the same SQLite database knows only the new token). Every
+refusal: admin token missing or wrong, unknown match, a seat out of range, an open seat, a bot
+seat, a Georgian Joker player who left, a match over. The admin command line prints the token
+or writes it to a private file."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import stat
+from typing import Any, AsyncIterator
+
+import grpc
+
+from engine_service.observability.metrics import Metrics
+from engine_service.sessions.config import SessionConfig
+from engine_service.sessions.manager import MatchManager
+from engine_service.store import MemoryStore, SqliteStore
+from engine_service.transport.generated import admin_pb2, card_games_pb2 as pb, match_pb2
+
+from .harness import ADMIN_TOKEN, bearer, expect_error, run, running
+from .players import create_open_match
+
+
+@contextlib.asynccontextmanager
+async def served(store: Any = None) -> AsyncIterator[Any]:
+    from tests.sessions.test_bots import CatalogHost
+
+    metrics = Metrics()
+    mgr = MatchManager(SessionConfig(db_path="memory:", bot_pace_s=0.0), store=store or MemoryStore(),
+                       metrics=metrics, create_bot_host=False,
+                       bot_host=CatalogHost({"first": ("klaberjass",)}))
+    await mgr.start()
+    try:
+        async with running(mgr, metrics=metrics) as srv:
+            yield mgr, srv
+    finally:
+        await mgr.close()
+
+
+def reissue(srv: Any, match_id: str, seat: int, token: str | None = ADMIN_TOKEN) -> Any:
+    return srv.admin.ReissueSeatToken(admin_pb2.ReissueSeatTokenRequest(match_id=match_id, seat=seat),
+                                      metadata=bearer(token) if token else None)
+
+
+async def view_of(srv: Any, match_id: str, token: str) -> Any:
+    return (await srv.games.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(token))).view
+
+
+@run
+async def test_the_new_token_plays_the_old_one_is_refused_and_its_stream_ends():
+    async with served() as (mgr, srv):
+        match_id, tokens = await create_open_match(srv.games, "klaberjass")
+        seat = (await view_of(srv, match_id, tokens[0])).to_act
+        old = tokens[seat]
+        stream = srv.games.WatchMatch(pb.WatchMatchRequest(match_id=match_id),
+                                      metadata=bearer(old))
+        first = await stream.read()
+        assert first.kind == match_pb2.EVENT_KIND_SNAPSHOT
+
+        reply = await reissue(srv, match_id, seat)
+        new = reply.seat_token
+        assert reply.seat == seat and new and new != old
+        assert reply.match.match_id == match_id
+
+        # the old token's stream ends: UNAUTHENTICATED, TOKEN_REVOKED
+        while True:
+            try:
+                await stream.read()
+            except grpc.aio.AioRpcError as exc:
+                assert exc.code() == grpc.StatusCode.UNAUTHENTICATED
+                break
+        err = await expect_error(srv.games.GetView(pb.GetViewRequest(match_id=match_id),
+                                                   metadata=bearer(old)))
+        assert err.code == grpc.StatusCode.UNAUTHENTICATED
+
+        # the old token can act no more; the new one can, at the same seq
+        view = await view_of(srv, match_id, new)
+        assert view.seat == seat and view.to_act == seat and view.seq == 0
+        action = view.legal_actions[0].notation
+        err = await expect_error(srv.games.SubmitAction(
+            pb.SubmitActionRequest(match_id=match_id, action=action, expected_seq=view.seq), metadata=bearer(old)))
+        assert err.code == grpc.StatusCode.UNAUTHENTICATED
+        done = await srv.games.SubmitAction(
+            pb.SubmitActionRequest(match_id=match_id, action=action, expected_seq=view.seq), metadata=bearer(new))
+        assert done.seq == 1
+        # the other seat's token is untouched
+        assert (await view_of(srv, match_id, tokens[1 - seat])).seq == 1
+
+
+@run
+async def test_a_revoked_stream_carries_the_reason():
+    async with served() as (mgr, srv):
+        match_id, tokens = await create_open_match(srv.games, "japanese_joker")
+        stream = srv.games.WatchMatch(pb.WatchMatchRequest(match_id=match_id),
+                                      metadata=bearer(tokens[1]))
+        await stream.read()
+        await reissue(srv, match_id, 1)
+
+        async def drain() -> None:
+            while True:
+                await stream.read()
+        err = await expect_error(drain())
+        assert (err.code, err.reason) == (grpc.StatusCode.UNAUTHENTICATED, "TOKEN_REVOKED")
+        summary = (await srv.games.GetMatch(pb.GetMatchRequest(match_id=match_id))).match
+        assert not summary.seats[1].present  # absent until the player comes back with the new token
+
+
+@run
+async def test_every_refusal_changes_nothing():
+    async with served() as (mgr, srv):
+        match_id, tokens = await create_open_match(srv.games, "klaberjass")
+        err = await expect_error(reissue(srv, match_id, 0, token=None))
+        assert err.code == grpc.StatusCode.UNAUTHENTICATED
+        err = await expect_error(reissue(srv, match_id, 0, token=tokens[0]))
+        assert err.code == grpc.StatusCode.PERMISSION_DENIED
+        err = await expect_error(reissue(srv, "no-such-match", 0))
+        assert (err.code, err.reason) == (grpc.StatusCode.NOT_FOUND, "MATCH_NOT_FOUND")
+        for seat in (-1, 2):
+            err = await expect_error(reissue(srv, match_id, seat))
+            assert (err.code, err.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "BAD_SEAT"), seat
+        # an open seat (a table waiting for its second player)
+        waiting = await srv.games.CreateMatch(pb.CreateMatchRequest(game="klaberjass"))
+        wid = waiting.match.match_id
+        await srv.games.JoinMatch(pb.JoinMatchRequest(match_id=wid, seat=0, player_name="a"))
+        err = await expect_error(reissue(srv, wid, 1))
+        assert (err.code, err.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "SEAT_OPEN")
+        # a bot seat
+        with_bot = pb.CreateMatchRequest(game="klaberjass")
+        with_bot.seats.add().open.SetInParent()
+        with_bot.seats.add().bot.name = "first"
+        bid = (await srv.games.CreateMatch(with_bot)).match.match_id
+        err = await expect_error(reissue(srv, bid, 1))
+        assert (err.code, err.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "BOT_SEAT")
+        # a Georgian Joker player who left
+        gid, gtokens = await create_open_match(srv.games, "georgian_joker")
+        await srv.games.LeaveMatch(pb.LeaveMatchRequest(match_id=gid, resign=True), metadata=bearer(gtokens[2]))
+        err = await expect_error(reissue(srv, gid, 2))
+        assert (err.code, err.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "SEAT_LEFT")
+        # a match over
+        await srv.admin.TerminateMatch(admin_pb2.TerminateMatchRequest(match_id=match_id, reason="t"),
+                                       metadata=bearer(ADMIN_TOKEN))
+        err = await expect_error(reissue(srv, match_id, 0))
+        assert (err.code, err.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "MATCH_NOT_ACTIVE")
+        # every token still works as before (views of the ended match)
+        for token in tokens:
+            await view_of(srv, match_id, token)
+        await view_of(srv, gid, gtokens[0])
+
+
+@run
+async def test_the_new_token_survives_a_restart_and_the_old_one_does_not():
+    import tempfile
+
+    path = os.path.join(tempfile.mkdtemp(), "reissue.db")
+    async with served(SqliteStore(path)) as (mgr, srv):
+        match_id, tokens = await create_open_match(srv.games, "klaberjass")
+        new = (await reissue(srv, match_id, 0)).seat_token
+    async with served(SqliteStore(path)) as (mgr, srv):
+        assert (await view_of(srv, match_id, new)).seat == 0
+        err = await expect_error(srv.games.GetView(pb.GetViewRequest(match_id=match_id),
+                                                   metadata=bearer(tokens[0])))
+        assert err.code == grpc.StatusCode.UNAUTHENTICATED
+        assert (await view_of(srv, match_id, tokens[1])).seat == 1
+
+
+def test_the_admin_command_prints_or_writes_the_token(tmp_path, capsys):
+    from clients import admin as cli
+
+    async def go() -> None:
+        async with served() as (mgr, srv):
+            match_id, tokens = await create_open_match(srv.games, "japanese_joker")
+            base = ["--target", srv.target]
+            code = await cli.run(cli.build_parser().parse_args([*base, "reissue-token", match_id, "1"]),
+                                 ADMIN_TOKEN)
+            assert code == 0
+            printed = capsys.readouterr()
+            *logged, token = printed.out.strip().splitlines()  # the engine's log lines, then the token
+            assert len(token) >= 32 and " " not in token
+            assert token not in "\n".join(logged) + printed.err  # never logged
+            assert (await view_of(srv, match_id, token)).seat == 1
+            out = tmp_path / "seat.token"
+            code = await cli.run(cli.build_parser().parse_args(
+                [*base, "reissue-token", match_id, "1", "-o", str(out)]), ADMIN_TOKEN)
+            assert code == 0
+            written = out.read_text().strip()
+            assert written != token and stat.S_IMODE(out.stat().st_mode) == 0o600
+            printed = capsys.readouterr()
+            assert written not in printed.out + printed.err
+            assert (await view_of(srv, match_id, written)).seat == 1
+            try:
+                await cli.run(cli.build_parser().parse_args([*base, "reissue-token", match_id, "7"]), ADMIN_TOKEN)
+            except cli.CardGamesError as exc:
+                assert "INVALID_ARGUMENT (BAD_SEAT)" in cli.error_line(exc, ADMIN_TOKEN)
+            else:
+                raise AssertionError("seat 7 of a two-player match was accepted")
+
+    asyncio.run(go())
