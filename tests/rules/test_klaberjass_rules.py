@@ -234,6 +234,7 @@ def test_kl_3_3_name_in_round_two():
 
 
 def test_kl_3_4_no_other_calls():
+    """KL-3.4: no schmeiss (default), no suit named in round 1, no no-trump or double."""
     from engine_service.rules import IllegalAction, MalformedAction
     state = deal(ELDER, DEALER, "8H")
     for bad in ("schmeiss", "name:S", "accept"):
@@ -423,6 +424,7 @@ def test_kl_a20_optional_declaration_conceal():
 
 
 def test_kl_5_7_meld_points_count_in_the_deal_total():
+    """KL-5.7: meld points count in the deal total (KL-9.1)."""
     state = to_play("AS KS JS KH JH 8H 7H 9C 7C", "9S 8S QH TH 9H AD KD QD TC", "QS",
                     calls=("pass", "pass", "name:C"), window=("exchange", "keep"))
     while state.to_act() >= 0:
@@ -714,6 +716,7 @@ def test_kl_a19_simultaneous_target_deal_winner():
 
 
 def test_kl_10_3_match_is_over_no_more_deals():
+    """KL-10.3: the match is one game: once it is won, no deal and no action is accepted."""
     from engine_service.rules import MatchOver
     state = sample_deal({"kl_target_score": 100})
     with pytest.raises(MatchOver):

@@ -79,7 +79,7 @@ class KlaberjassState(State):
 
     def _reset_deal(self) -> None:
         self._deck: tuple[int, ...] = ()
-        self._elder = 1 - self._dealer
+        self._elder = 1 - self._dealer  # KL-2.6: the dealer is the younger hand, the other the elder
         self._hands = [0, 0]
         self._turn = self._turn0 = self._info = -1
         self._astate = R1_ELDER
@@ -199,7 +199,7 @@ class KlaberjassState(State):
             if self._xok and h & BIT[self._dix] and self._cfg.dix_in_play:  # KL-4.2 during play
                 out.append(EXCHANGE)
             return out
-        if ph == P_AUCTION:
+        if ph == P_AUCTION:  # KL-3.1; KL-3.4: no no-trump, overcall, double, nullo or slam call
             st = self._astate
             sch = self._cfg.schmeiss
             if st <= R1_DEALER:
@@ -413,7 +413,8 @@ class KlaberjassState(State):
             self._end_auction(p, a - NAME)
 
     def _end_auction(self, maker: int, trump: int) -> None:
-        """KL-3.2, then the second deal (KL-2.8) and the information card (KL-2.9)."""
+        """KL-3.2, then the second deal (KL-2.8; KL-2.7: only now that trump is fixed) and the
+        information card (KL-2.9); KL-3.7: the dix window follows, then the melds, then play."""
         cfg = self._cfg
         self._maker = maker
         self._trump = trump
@@ -441,7 +442,9 @@ class KlaberjassState(State):
             self._resolve_melds()
 
     def _resolve_melds(self) -> None:
-        """KL-4.5, KL-5: melds judged on the hands after the window; then trick play (KL-6.1)."""
+        """KL-4.5, KL-5: melds judged on the hands after the window; their points are credited
+        at once (KL-5.7: ``table.meld_points`` from here on, and in the deal total of
+        ``_score_deal``); then trick play (KL-6.1, KL-3.7)."""
         cfg = self._cfg
         self._meld = resolve(self._hands, self._elder, self._trump, (self._decl[0], self._decl[1]),
                              cfg.split_runs, cfg.length_compare, cfg.best_plus_one)
@@ -452,7 +455,8 @@ class KlaberjassState(State):
     # ---- scoring (KL-9, KL-10) -------------------------------------------------------------
 
     def _throw_in(self) -> None:
-        """KL-3.5: the deal is void; KL-2.2 / ``kl_throw_in_redealer``: who deals again."""
+        """KL-3.5: the deal is void, with no second deal (KL-2.7); KL-2.2 /
+        ``kl_throw_in_redealer``: who deals again."""
         self._results.append({"thrown_in": True})
         self._details.append({"thrown_in": True})
         self._prev_trick = None  # no trick in this deal: last_trick shows none
@@ -468,7 +472,7 @@ class KlaberjassState(State):
         meld = self._meld.points if self._meld is not None else (0, 0)
         pts = self._pts
         bonus = [self._bella[0] + self._kqj[0], self._bella[1] + self._kqj[1]]
-        own = [meld[0] + bonus[0], meld[1] + bonus[1]]  # melds and bonuses (KL-9.1)
+        own = [meld[0] + bonus[0], meld[1] + bonus[1]]  # melds (KL-5.7) and bonuses (KL-9.1)
         total = [own[0] + pts[0], own[1] + pts[1]]
         scored = [0, 0]
         if total[m] > total[o]:  # KL-9.2
@@ -506,7 +510,7 @@ class KlaberjassState(State):
             "bella": self._bella[:], "trump_kqj": self._kqj[:], "deal_totals": total, "outcome": outcome,
         })
         self._check_end(scored)
-        if self._winners:
+        if self._winners:  # KL-10.3: a match is one game; it is over once that game is won
             self._phase = P_OVER
             self._to_act = TERMINAL
         else:
