@@ -180,7 +180,7 @@ def settle(hands: tuple[int, int] | list[int], strain: int, defender: int, *,
     q1 = hand_quartets(qh[1], order) if d1[0] else ()
     qw: int | None = None
     qpts = (0, 0)
-    if q0 or q1:
+    if q0 or q1:  # JJ-5.5: the higher best quartet scores 100 for each of its owner's quartets
         qw = 0 if not q1 or (q0 and order[q0[0]] > order[q1[0]]) else 1
         if qw == 0:
             qpts = (100 * len(q0), 0)

@@ -59,7 +59,7 @@ def score_deal(cfg: Config, kind: int, declarer: int, mult: int, melds: tuple[in
         else:
             above[seat] += value
 
-    if kind == NULLO:  # JJ-9.7
+    if kind == NULLO:  # JJ-9.7; JJ-8.4: trick points are not counted, the pot is untouched
         nullo_player = 1 - declarer
         k = tricks[nullo_player]
         if k == 0:

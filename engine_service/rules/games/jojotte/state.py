@@ -368,7 +368,7 @@ class JojotteState(State):
                 v += 10  # JJ-7.3
             self._won[w] |= bit | (1 << lead)
             self._tricks[w] += 1
-            self._tp[w] += v
+            self._tp[w] += v  # JJ-8.3: the sum of the values of the tricks won (JJ-8.4: unused in nullo)
             best = self._best
             i = w + w
             if v > best[i]:
@@ -475,6 +475,8 @@ class JojotteState(State):
             self._contract(a - A.NAME, seat, False)
 
     def _contract(self, strain: int, bidder: int, accepted: bool) -> None:
+        """JJ-3.1 contract bid -> ``RESP``; JJ-3.4: no round call follows, the auction ends
+        from ``RESP`` or ``REDBL``."""
         self._strain = strain
         self._bidder = bidder
         self._mult = 1
@@ -667,7 +669,7 @@ class JojotteState(State):
             if not cfg.pot_carry:  # JJ-9.5 (D): a pending pot lapses with the rubber
                 self._pot = 0
         holder = 1 - decl if kind == NULLO else decl
-        trick_points = [0, 0] if kind == NULLO else [self._tp[0], self._tp[1]]
+        trick_points = [0, 0] if kind == NULLO else [self._tp[0], self._tp[1]]  # JJ-8.4
         self._results = self._results + ({
             "thrown_in": False,
             "contract": {"kind": S.KIND_NAMES[kind], "strain": ("S", "H", "D", "C", "NT")[self._pstrain],
@@ -704,7 +706,9 @@ class JojotteState(State):
 
     def _deal(self, deck: tuple[int, ...]) -> None:
         """JJ-2.4, JJ-2.5: the first deal from D[0] and the turn-up D[12]; the second deal and
-        the information card wait for the end of the auction (JJ-2.6, JJ-2.7)."""
+        the information card wait for the end of the auction (JJ-2.6, JJ-2.7). ``deck`` is the
+        shuffled and cut permutation D[0..31] chosen outside the rules (JJ-2.3: the session's
+        CSPRNG, a transcript, or a seeded generator in tests and tools)."""
         cfg = self.cfg
         dl = self._dealer
         nd_hand = 0

@@ -195,7 +195,7 @@ def _common_view(st: JojotteState) -> dict[str, Any]:
             "jo": [s for s in (0, 1) if (st._jo >> s & 1 if st.cfg.jo_required else st._jj[s])],
             "jo_jotte": list(st._jj),
             "tricks": tricks,
-            "trick_points": [0, 0] if st._kind == NULLO else list(st._tp),
+            "trick_points": [0, 0] if st._kind == NULLO else list(st._tp),  # JJ-8.3, JJ-8.4
             "deal_actions": [{"seat": e >> 8, "action": A.ACTION_STRINGS[e & 255]} for e in log],
         })
     else:
