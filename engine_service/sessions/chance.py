@@ -1,5 +1,7 @@
 """Server-side chance: every deck and the draw for the first dealer come from the operating
-system's CSPRNG (``secrets.SystemRandom``), one fresh shuffle per deal.
+system's CSPRNG (``secrets.SystemRandom``), one fresh shuffle per deal (JJK-3.1; the shuffle of
+KL-2.3 / JJ-2.3, whose "seedable generator" is any generator a test or tool hands the rules core:
+docs/games/jojotte.md and klaberjass.md, documented choices).
 
 Nothing here is seeded or reproducible on purpose: a deck is unpredictable to anybody who
 knows earlier decks (servers.md section 4, item 1: the RNG seed in a filtered state revealed

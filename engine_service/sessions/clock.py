@@ -106,7 +106,8 @@ class MatchClock:
             self._spawn(self._timeout_move(m, key), f"timeout-{m.match_id}-{key[0]}")
 
     async def _timeout_move(self, m: LiveMatch, key: tuple[int, int]) -> None:
-        """GJ-12.1 / JJK-10.3: the deadline passed; play one move by the auto-move policy."""
+        """GJ-12.1 / JJK-10.3: the deadline passed; play one move by the auto-move policy,
+        recorded as the ordinary action it made (JJK-10.5: the timeout itself is no action)."""
         async with m.lock:
             if m.timer_key != key or m.seq != key[0] or not m.active:
                 return
@@ -237,7 +238,8 @@ class MatchClock:
         self._spawn(self._grace_expired(m, seat, at), f"grace-{m.match_id}-{seat}")
 
     async def _grace_expired(self, m: LiveMatch, seat: int, at: float) -> None:
-        """The absent player's grace window is over: the rulebook's policy applies."""
+        """The absent player's grace window is over: the rulebook's policy applies (two
+        players: a disconnection forfeit ends the match, JJK-10.2, JJK-8.4)."""
         async with m.lock:
             slot = m.seats[seat]
             if not m.active or not slot.absent or slot.grace_deadline != at:

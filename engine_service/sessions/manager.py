@@ -646,7 +646,7 @@ class MatchManager:
     async def leave_match(self, match_id: str, principal: Principal, resign: bool) -> MatchSummary:
         """Leave a seat. While the match waits for players the seat becomes free again (the
         token stops working). Once it has started, leaving counts as resigning whatever
-        ``resign`` says (JJK-10.1, GJ-12.4): a two-player match ends and the opponent wins;
+        ``resign`` says (JJK-10.1, JJK-8.4, GJ-12.4): a two-player match ends and the opponent wins;
         in a four-player match a bot plays the seat to the end and the result lists it under
         ``abandoned``."""
         self._require_running()
@@ -745,7 +745,8 @@ class MatchManager:
         """Events after ``after_seq``: the missed actions replayed from the log (or one
         snapshot when ``after_seq`` < 0 or the gap exceeds ``snapshot_threshold``), then live
         events, heartbeats while idle, and ``match_ended`` last. A seat's open streams are its
-        presence. Consume it with ``contextlib.aclosing`` so that presence ends with the stream.
+        presence; a seat reconnecting with ``after_seq`` < 0 gets its complete private view
+        again in the snapshot and play continues from the same position (JJK-9.6). Consume it with ``contextlib.aclosing`` so that presence ends with the stream.
         """
         self._require_running()
         m = await self._get(match_id)

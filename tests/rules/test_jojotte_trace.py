@@ -2,7 +2,7 @@
 (JJ-2.3, JJ-3.4, JJ-5.5, JJ-8.3, JJ-8.4), each failing if the rule broke.
 
 Seat 0 is the non-dealer of the first deal (``first_dealer=1``), as in the rulebook's examples;
-``make_deck`` (checks_jojotte) places the named cards where JJ-2.4-2.8 deal them.
+``deal`` (checks_jojotte, through ``make_deck``) places the named cards where JJ-2.4-2.8 deal them.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import random
 
 import pytest
 
-from engine_service.rules import InvalidDeck, RulesError, get_game
+from engine_service.rules import InvalidDeck, RulesError
 from engine_service.sessions.chance import random_deck
 
-from .checks_jojotte import GAME, act, auto_finish_deal, deal, make_deck, table
+from .checks_jojotte import GAME, act, auto_finish_deal, deal, table
 
 PACK = [r + s for s in "SHDC" for r in "AKQJT987"]
 

@@ -32,7 +32,7 @@ class JapaneseJokerGame(Game):
     id = "japanese_joker"
     name = "Japanese Joker"
     rulebook = "japanese_joker.md"
-    num_seats = 2
+    num_seats = 2  # JJK-2.1: exactly two players
     pack = PACK36_JOKERS
     pack_mask = PACK36_JOKERS_MASK
     pack_set = frozenset(PACK36_JOKERS)

@@ -211,7 +211,8 @@ class JapaneseJokerState(State):
         self._down_of = tuple(down_of)
 
     def _end_deal(self) -> None:
-        """JJK-7.1, 7.2, 8.2, 8.3, 2.3: score, check the target, pass the declaration."""
+        """JJK-7.1 score the deal; JJK-7.2 the points reach the match totals at once; JJK-8.2
+        check the target; JJK-8.3 / JJK-2.3 otherwise the other player declares the next deal."""
         taken = (self._taken[0], self._taken[1])
         scores = deal_scores(taken)
         totals = self._totals
@@ -230,7 +231,9 @@ class JapaneseJokerState(State):
             self._to_act = CHANCE
 
     def _deal(self, deck: tuple[int, ...]) -> None:
-        """JJK-3.2: phase A, ``deck[k]`` to the declarer for even k, to the opponent for odd k."""
+        """JJK-3.2: phase A, ``deck[k]`` to the declarer for even k, to the opponent for odd k.
+        ``deck`` is the fresh permutation the session drew for this deal (JJK-3.1). There is no
+        bidding (JJK-2.4): the declarer's trump choice is the deal's first decision."""
         self._reset_deal()
         self._deck = deck
         d = self._declarer

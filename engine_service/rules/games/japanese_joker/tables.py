@@ -79,7 +79,7 @@ def follower_wins(trump: int, lead_key: int, card: int) -> bool:
     ls = lead_key // 9  # JJK-6.2: both normal
     if fs == ls:
         return card < lead_key  # lower id = higher rank in the same suit
-    return fs == trump
+    return fs == trump  # JJK-1.4: no suit outranks another except the trump
 
 
 def _win_table() -> bytes:

@@ -5,7 +5,9 @@ Built at the API edge, never in the fast path. A view is a pure function of the 
 identity of each of its former down cards from the moment it reached the hand. Nothing else:
 no down card on the table (not even the owner's), no card of the other hand except the up card
 moved there by the two-column clearing rule, no phase-B card during the trump choice, no deck
-(JJK-9.4). That is what makes :mod:`.determinize` possible: it rebuilds a state from a view.
+(JJK-9.4). Each moment of JJK-9.8's timeline (trump choice, after the choice, play, deal over)
+shows exactly its row. That is what makes :mod:`.determinize` possible: it rebuilds a state
+from a view.
 
 The game-specific ``table`` dict:
 
@@ -139,7 +141,7 @@ def _common_view(st: JapaneseJokerState) -> tuple[dict[str, Any], tuple[list, li
         "first_declarer": st.first_dealer,
         "options": dict(st.options),
         "target_score": st._target,
-        "trump": STRAINS[st._trump] if in_deal and st._trump >= 0 else None,
+        "trump": STRAINS[st._trump] if in_deal and st._trump >= 0 else None,  # public, JJK-3.6
         "tricks_played": st._ntricks if in_deal else 0,
     }
     trick: list[dict[str, Any]] = []
