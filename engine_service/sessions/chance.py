@@ -1,5 +1,6 @@
 """Server-side chance: every deck and the draw for the first dealer come from the operating
-system's CSPRNG (``secrets.SystemRandom``), one fresh shuffle per deal.
+system's CSPRNG (``secrets.SystemRandom``), one fresh shuffle per deal (GJ-3.1: a fresh,
+uniformly random permutation of the pack before each deal, server-only).
 
 Nothing here is seeded or reproducible on purpose: a deck is unpredictable to anybody who
 knows earlier decks (servers.md section 4, item 1: the RNG seed in a filtered state revealed
