@@ -1,5 +1,6 @@
 """Server-side chance: every deck and the draw for the first dealer come from the operating
-system's CSPRNG (``secrets.SystemRandom``), one fresh shuffle per deal (JJK-3.1; the shuffle of
+system's CSPRNG (``secrets.SystemRandom``), one fresh shuffle per deal (GJ-3.1: a fresh,
+uniformly random permutation of the pack before each deal, server-only; JJK-3.1; the shuffle of
 KL-2.3 / JJ-2.3, whose "seedable generator" is any generator a test or tool hands the rules core:
 docs/games/jojotte.md and klaberjass.md, documented choices).
 

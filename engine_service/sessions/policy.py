@@ -23,6 +23,11 @@
 * **Leaving** an active match counts as resigning (JJK-10.1): a two-player match ends and the
   opponent wins; in Georgian Joker the bot keeps the seat for the rest of the match and the
   result lists the seat as ``abandoned`` (GJ-12.4).
+
+So no operational event ends a Georgian Joker match early (GJ-9.4 allows an early end only
+through GJ-12, and GJ-12 gives none: timeouts never end it, GJ-12.1; leavers are replaced,
+GJ-12.4, even all four): it runs to its last deal. The operator's ``TerminateMatch`` is the
+one exception, outside the rules (status ``terminated``, no winners).
 """
 
 from __future__ import annotations

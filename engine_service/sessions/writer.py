@@ -5,6 +5,14 @@ match's watchers, redacted per audience.
 An action is validated on a copy of the state, written to the store together with the deck
 of a deal it makes due, and only then becomes the match's state and gets its sequence number:
 nothing a client has seen can be lost by a crash, and a failed write changes nothing.
+
+Rulebook links (Georgian Joker's wording; the other games alike): every event carries the
+match's sequence number, which never goes back; each action raises it by one, other events
+carry the current value (GJ-10.2). The action that completes a deal is published with
+``deal_scored`` and a view holding the result, the next deal already dealt: the internal
+states take no action of their own (GJ-10.1). A move of the auto-move policy or of a bot is
+recorded as the ordinary action it made (``by`` and ``reason`` only annotate it); timeouts,
+presence changes and leaving are events, never actions (GJ-12.5).
 """
 
 from __future__ import annotations

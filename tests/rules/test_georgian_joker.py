@@ -102,6 +102,7 @@ def test_pack_gj_1_1():
 
 
 def test_x1_and_x2_behave_identically_gj_1_4():
+    """GJ-1.4: the same two joker plays with the labels swapped leave the same position."""
     hands = fill_hands({0: "X1 AS", 1: "X2 KS"}, 9)
     a = nines_deal(hands, "H")
     swapped = [[{"X1": "X2", "X2": "X1"}.get(c, c) for c in h] for h in hands]
@@ -216,6 +217,7 @@ def test_nine_card_deal_two_phases_gj_3_5_gj_3_6():
 # ---- GJ-4 bidding --------------------------------------------------------------------------------
 
 def test_bids_are_public_and_once_each_gj_4_1_gj_4_6():
+    """GJ-4.6: a bid is public at once; GJ-4.1: each seat bids once."""
     state = state_at_deal(3, {}, first_dealer=0)  # deal 3: dealer 2, forehand 3
     state.deal(shuffled(GAME, random.Random(2)))
     state.apply("bid:2", seat=3)

@@ -891,7 +891,7 @@ def test_moshla_never_adds_back_a_negative_best_gj_8_3_gj_a4(options):
 ])
 def test_schedule_dealer_rotation_and_pulka_ends_gj_2_3_gj_2_4_gj_2_5_gj_2_6(options, table):
     """Per deal: pulka and n as the rulebook's tables, every hand of n cards, dealer rotating
-    clockwise without reset (so each seat deals 6 or 4 times), forehand left of the dealer;
+    clockwise without reset (so each seat deals 6 or 4 times, GJ-2.6), forehand left of the dealer;
     premium and moshla only in the result of each pulka's last deal; the match ends after the
     last deal (GJ-9.1)."""
     rng = random.Random(2)

@@ -99,6 +99,7 @@ def test_stock_and_phase_b_never_shown_gj_3_4_gj_3_6():
 
 
 def test_view_timeline_in_a_three_card_deal_gj_11_4():
+    """GJ-11.4's timeline in a three-card deal (the nine-card one: test_georgian_joker_trace)."""
     state = state_at_deal(3, {}, first_dealer=1)
     hands = [["AS", "KH", "7C"], ["8S", "9H", "JC"], ["X1", "QS", "6H"], ["TS", "8C", "9D"]]
     state.deal(deck_for(hands, 3, "TD"))

@@ -133,7 +133,8 @@ def parse_action(text: str) -> int:
     """Action id of a notation string; :class:`MalformedAction` with the reason otherwise.
 
     Well-formed but illegal actions parse (``bid:12``, ``play:X1:high:S`` when following):
-    legality is the state's business.
+    legality is the state's business. There is no verb for leaving, disconnecting, reconnecting
+    or a timeout: those are session events, never actions (GJ-12.5).
     """
     if not isinstance(text, str):
         raise MalformedAction(f"an action is a string, got {type(text).__name__}")

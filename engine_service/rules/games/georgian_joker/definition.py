@@ -47,7 +47,7 @@ class GeorgianJokerGame(Game):
     id = "georgian_joker"
     name = "Georgian Joker"
     rulebook = "georgian_joker.md"
-    num_seats = 4
+    num_seats = 4  # GJ-2.1: four players, each scoring for themselves (per-seat results)
     pack = PACK36_JOKERS
     option_specs = OPTION_SPECS
     description = ("Four players each for themselves bid the exact number of tricks over a 24-deal "

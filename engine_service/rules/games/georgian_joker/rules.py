@@ -53,7 +53,11 @@ def follow_mask(hand: int, demand: int, lead_kind: int, trump: int) -> int:
     """Legal cards (mask) of a follower holding ``hand`` (GJ-5.3 .. GJ-5.5, GJ-5.8).
 
     Jokers are always legal; else the demand suit (only its highest card after a ``high``
-    joker lead: the lowest id is the highest rank), else any trump, else anything.
+    joker lead: the lowest id is the highest rank), else any trump, else anything. A joker has
+    no suit (GJ-1.3): it is in no ``SUIT_MASK``, so it never counts as a card of the demand
+    suit or a trump. The answer depends on the lead (``demand``, ``lead_kind``) and ``trump``
+    only, never on the cards played since (GJ-5.6), and asks for any card of the suit or any
+    trump: never to win, to beat a card, to play a joker or a mode (GJ-5.7).
     """
     jokers = hand & JOKER_MASK
     own = hand & SUIT_MASK[demand]
@@ -77,7 +81,9 @@ def follow_mask(hand: int, demand: int, lead_kind: int, trump: int) -> int:
 # ``high_joker_lead_trumpable`` when it names a non-trump suit in a trump deal (GJ-6.6): then a
 # trump (200+) beats it, the named suit (100+) does not, a later high joker (301+) still does.
 # A leading ``low`` joker is 0: the leader keeps the trick unless a card of the named suit, a
-# trump or a high joker is played (GJ-6.4).
+# trump or a high joker is played (GJ-6.4). Both jokers get the same values (GJ-1.4: X1 and X2
+# behave identically), and a normal card's value depends only on whether its suit is the trump,
+# the demand suit or neither, never on which suit it is (GJ-1.5: suits have no order).
 
 #: ``CARD_VALUE[trump * 4 + demand][card]`` for the 36 normal card ids.
 CARD_VALUE: tuple[tuple[int, ...], ...] = tuple(
@@ -156,8 +162,9 @@ MOSHLA_MODES = ("all_others", "single_premium_only", "off")
 def settle_pulka(scores: Sequence[Sequence[int]], made: Sequence[Sequence[bool]], premium_on: bool = True,
                  moshla: str = "all_others") -> tuple[list[int], list[int], list[int]]:
     """Premium and moshla of one pulka from its deals' scores and made flags (per deal, per
-    seat). Returns ``(qualifiers, premium, moshla)`` with per-seat premium (>= 0) and moshla
-    (<= 0) entries (GJ-8.1 .. GJ-8.6, GJ-A1 .. GJ-A5)."""
+    seat; made = tricks equal to the bid, GJ-7.6, whatever the score). Returns ``(qualifiers,
+    premium, moshla)`` with per-seat premium (>= 0) and moshla (<= 0) entries (GJ-8.1 ..
+    GJ-8.6, GJ-A1 .. GJ-A5); with no qualifier both are all zeros (GJ-8.5)."""
     seats = range(len(scores[0]))
     zeros = [0 for _ in seats]
     if not premium_on:

@@ -19,7 +19,9 @@ from ...options import Options
 from . import actions as A
 from . import rules as R
 
-# phases (the rulebook's states, GJ-10)
+# phases (the rulebook's states, GJ-10). The internal states (trick resolution, DEAL_SCORED,
+# PULKA_SETTLED) take no player action and are no phases: the action that completes a trick,
+# a deal or a pulka passes through them (GJ-10.1); DEAL_SETUP waits for the deck, a chance step.
 DEAL_SETUP = 0  # waiting for the deck (chance step)
 TRUMP_CHOICE = 1
 BIDDING = 2
@@ -124,6 +126,8 @@ class GeorgianJokerState(State):
                         + _LEAD_J[hand >> 36])
             demand = self.demand
             own = (hand >> (9 * demand)) & 511
+            # GJ-5.6: from the lead (demand, lead_kind) and the trump only; jokers are in no
+            # suit (GJ-1.3); any card of the suit, any trump: no duty to beat (GJ-5.7)
             if own:  # GJ-5.3 step 2, GJ-5.4 (highest only after a high joker lead), GJ-5.5
                 if self.lead_kind == 1:
                     own &= -own
@@ -216,7 +220,8 @@ class GeorgianJokerState(State):
                     self.values = _CARD_VALUE[self.trump * 4 + demand]
                     self.best_val = R.joker_lead_value(mode, demand, self.trump, self.cfg.trumpable)
                     self.best_seat = seat
-            if nplayed == 3:  # trick complete (GJ-6); the winner leads the next (GJ-5.9)
+            if nplayed == 3:  # trick complete (GJ-6); the winner leads the next (GJ-5.9) at
+                # once: resolving a trick, scoring a deal, settling a pulka take no action (GJ-10.1)
                 winner = self.best_seat
                 self.taken[winner] += 1
                 self.tricks_done += 1
@@ -282,7 +287,11 @@ class GeorgianJokerState(State):
             hands[(f + i) & 3] |= m
 
     def _score_deal(self) -> None:
-        """GJ-7 scores, GJ-8 pulka settlement, then the next deal's dealer or match end."""
+        """GJ-7 scores, entered as soon as the last trick is complete (GJ-7.7); GJ-8 pulka
+        settlement (made = ``taken == bid``, GJ-7.6); the totals are deal scores plus premiums
+        plus moshla (GJ-9.2); then the next deal's dealer or the match end, which comes only
+        after the last scheduled deal: no end by score (GJ-9.1), the rules have no early end
+        (GJ-9.4: only the session's operational rules, GJ-12)."""
         cfg = self.cfg
         n, bids, taken = self.n, self.bids, self.taken
         scores = [R.deal_score(bids[p], taken[p], n, cfg.khishti) for p in range(4)]
@@ -304,7 +313,8 @@ class GeorgianJokerState(State):
         self.phase = MATCH_OVER if self.started == cfg.deals else DEAL_SETUP
         self.cur = TERMINAL if self.phase == MATCH_OVER else CHANCE
         if self.phase == DEAL_SETUP:
-            self.dealer_seat = (self.dealer_seat + 1) & 3  # GJ-2.3: continuous rotation
+            # GJ-2.3: continuous rotation, so every seat deals 6 (standard) or 4 (nines) times (GJ-2.6)
+            self.dealer_seat = (self.dealer_seat + 1) & 3
 
     def clone(self) -> "GeorgianJokerState":
         c = object.__new__(GeorgianJokerState)

@@ -7,14 +7,18 @@ rules (:func:`.rules.trick_winner`), and assembles the common view keys of
 
 * public (GJ-11.1): options, first dealer, schedule, deal and pulka numbers, ``n``, dealer,
   forehand, the trump indicator (``n <= 8``) or the declared trump (``n = 9``) once fixed, the
-  trump chooser, every bid, the dealer's forbidden bid while the dealer is to bid, every played
-  card with its player, mode and named suit, the winners of completed tricks (GJ-11.5), tricks
-  won, hand sizes, all results and totals, and ``deal_actions`` (the deal's public actions in
-  notation, from which a search bot rebuilds the deal: :mod:`.determinize`);
+  trump chooser, every bid as soon as it is made (GJ-4.6), the dealer's forbidden bid while the
+  dealer is to bid, every played card with its player, mode and named suit, the winners of
+  completed tricks (GJ-11.5), tricks won, hand sizes, all results and totals, and
+  ``deal_actions`` (the deal's public actions in notation, from which a search bot rebuilds
+  the deal: :mod:`.determinize`);
 * private (GJ-11.2): the seat's own hand (only its three phase-A cards during the trump
   choice, GJ-3.6) and, on its turn, its legal actions;
 * never (GJ-11.3): other hands, the stock, phase-B cards before the trump is chosen, other
   seats' legal actions.
+
+``trump`` and ``trump_indicator`` are shown from the moment the trump is fixed to the deal's
+last card (GJ-3.7); moment by moment a seat sees what GJ-11.4's timeline says.
 """
 
 from __future__ import annotations
