@@ -469,6 +469,19 @@ def fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
     return slope, (sxy * sxy / (sxx * syy) if syy else 1.0)
 
 
+def _logged_errors(log: Path | None) -> int:
+    """Lines of the server's JSON log at level error or above (``rpc_internal_error`` with its
+    traceback, a store failure...)."""
+    if log is None or not log.exists():
+        return 0
+    count = 0
+    with log.open(encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if '"level": "error"' in line or '"level": "critical"' in line:
+                count += 1
+    return count
+
+
 def verdict(samples: list[dict]) -> dict:
     """Growth per 1,000 finished matches over the second half of the run, per figure."""
     run = [s for s in samples if s["phase"] == "run"]
@@ -619,13 +632,19 @@ def main(argv: list[str] | None = None) -> int:
                 take("cool")
         finally:
             service.stop()
-            if args.keep is not None:
+            keep = args.keep
+            if keep is None and _logged_errors(service.log):
+                # a server error (an INTERNAL's traceback) must outlive the temp dir
+                keep = Path(tempfile.mkdtemp(prefix="cardgames-soak-"))
+                print(f"the server logged errors: its log and database are kept in {keep}",
+                      file=sys.stderr)
+            if keep is not None:
                 import shutil
 
-                args.keep.mkdir(parents=True, exist_ok=True)
+                keep.mkdir(parents=True, exist_ok=True)
                 for path in (service.log, db, Path(f"{probe}.err") if probe else None):
                     if path is not None and path.exists():
-                        shutil.copy(path, args.keep / path.name)
+                        shutil.copy(path, keep / path.name)
 
     clients = _new_stats()
     for r in results:
