@@ -574,7 +574,8 @@ def _encode_view(env: api.ViewEnvelope) -> bytes:
         head.seat = int(seat)
     if env.deadline is not None:
         _set_timestamp(head.deadline, env.deadline)
-    middle, table = _shared_parts(v)
+    scope = env.encodings
+    middle, table = _shared_parts(v) if scope is None else _scoped_shared_parts(v, scope)
     parts = [head.SerializeToString(), middle]
     parts.extend(_hand_card_field(code) for code in v.get("hand") or ())
     parts.extend(_legal_action_field(a) for a in v.get("legal") or ())
@@ -600,22 +601,25 @@ _SHARED_STATS: dict[str, list[int]] = {}
 _SHARED_PROBE, _SHARED_BYPASS = 512, 8192
 
 
-def _shared_parts(v: Mapping[str, Any]) -> tuple[bytes, bytes]:
+def _shared_parts(v: Mapping[str, Any], scope: dict[Any, Any] | None = None) -> tuple[bytes, bytes]:
+    """The shared fields by content; ``scope``: the state's encodings by identity (see
+    :func:`_scoped_shared_parts`), for the parts of a miss."""
     stats = _SHARED_STATS.setdefault(str(v.get("game")), [0, 0])
     stats[0] += 1
     if stats[0] > _SHARED_PROBE and stats[1] * 8 < stats[0]:
         if stats[0] < _SHARED_BYPASS:
-            return _encode_shared(v)
+            return _encode_shared(v) if scope is None else _encode_scoped(v, scope)
         stats[0] = stats[1] = 0
     try:
         key = marshal.dumps((v.get("trick"), v.get("last_trick"), v.get("tricks"),
                              len(v.get("hand_sizes") or ()), v.get("tricks_taken"), v.get("totals"),
                              v.get("deal_results"), v.get("table")), 2)
     except ValueError:  # not made of the core types: encoded without the memo
-        return _encode_shared(v)
+        return _encode_shared(v) if scope is None else _encode_scoped(v, scope)
     parts = wire.lru_get(_SHARED, key)
     if parts is None:
-        return wire.lru_put(_SHARED, key, _encode_shared(v), _SHARED_MAX)
+        parts = _encode_shared(v) if scope is None else _encode_scoped(v, scope)
+        return wire.lru_put(_SHARED, key, parts, _SHARED_MAX)
     stats[1] += 1
     return parts
 
@@ -630,6 +634,83 @@ def _encode_shared(v: Mapping[str, Any]) -> tuple[bytes, bytes]:
     parts.append(wire.field(_VIEW_SCORES, scores_bytes(v)))
     table = v.get("table")
     return b"".join(parts), wire.field(_VIEW_TABLE, wire.memo_struct_body(table)) if table else b""
+
+
+# ---- the audiences of one state --------------------------------------------------------------
+#
+# The session layer builds every audience's view of a state from one public part
+# (``State.view_maker``): the views share most of their objects (the trick, the scores, the
+# table's columns...), and neither the state nor those views change while the state is current.
+# Their envelopes carry one dict for that state (``ViewEnvelope.encodings``), where what was
+# encoded of an object is kept by the object's identity: the next audience finds it with a
+# dict lookup instead of a content key. Each entry holds the objects it was computed from, so
+# an id cannot be reused by another object while the entry lives; the dict goes with the state.
+# Identity, not content: an entry serves the very objects it was computed from, which are in
+# the views of every audience that has them, so nothing crosses from one audience to another.
+
+_SCOPE_SHARED, _SCOPE_TRICK, _SCOPE_LAST, _SCOPE_HISTORY, _SCOPE_SCORES, _SCOPE_VALUES = range(6)
+
+
+def _scoped_shared_parts(v: Mapping[str, Any], scope: dict[Any, Any]) -> tuple[bytes, bytes]:
+    objs = (v.get("trick"), v.get("last_trick"), v.get("tricks"), v.get("hand_sizes"),
+            v.get("tricks_taken"), v.get("totals"), v.get("deal_results"), v.get("table"))
+    key = (_SCOPE_SHARED, *map(id, objs))
+    hit = scope.get(key)
+    if hit is not None:
+        return hit[1]
+    parts = _shared_parts(v, scope)
+    scope[key] = (objs, parts)
+    return parts
+
+
+def _encode_scoped(v: Mapping[str, Any], scope: dict[Any, Any]) -> tuple[bytes, bytes]:
+    """:func:`_encode_shared`, each part looked up by the identity of what it is computed from
+    first (audiences whose views differ in a few table values share the others)."""
+    trick = v.get("trick")
+    key = (_SCOPE_TRICK, id(trick))
+    hit = scope.get(key)
+    if hit is None:
+        hit = scope[key] = (trick, wire.field(_VIEW_TRICK, trick_bytes(trick)))
+    parts = [hit[1]]
+    last = v.get("last_trick")
+    if last:
+        key = (_SCOPE_LAST, id(last))
+        hit = scope.get(key)
+        if hit is None:
+            hit = scope[key] = (last, wire.field(_VIEW_LAST_TRICK, trick_bytes(last)))
+        parts.append(hit[1])
+    table = v.get("table")
+    is_map = isinstance(table, Mapping)
+    objs = (v.get("tricks"), table.get("tricks") if is_map else None,
+            table.get("deal_actions") if is_map else None, v.get("hand_sizes"), last)
+    key = (_SCOPE_HISTORY, *map(id, objs))
+    hit = scope.get(key)
+    if hit is None:
+        hit = scope[key] = (objs, b"".join([wire.field(_VIEW_TRICK_HISTORY, t)
+                                            for t in trick_history_bytes(v)]))
+    parts.append(hit[1])
+    objs = (v.get("tricks_taken"), v.get("totals"), v.get("deal_results"))
+    key = (_SCOPE_SCORES, *map(id, objs))
+    hit = scope.get(key)
+    if hit is None:
+        hit = scope[key] = (objs, wire.field(_VIEW_SCORES, scores_bytes(v)))
+    parts.append(hit[1])
+    if not table:
+        return b"".join(parts), b""
+    if type(table) is not dict:
+        return b"".join(parts), wire.field(_VIEW_TABLE, wire.memo_struct_body(table))
+    entries = []
+    for k, value in table.items():
+        t = type(value)
+        if t is dict or t is list:
+            key = (_SCOPE_VALUES, id(value))
+            hit = scope.get(key)
+            if hit is None:
+                hit = scope[key] = (value, wire.memo_value_bytes(value))
+            entries.append(wire.map_entry(k, hit[1]))
+        else:
+            entries.append(wire.struct_body({k: value}))
+    return b"".join(parts), wire.field(_VIEW_TABLE, b"".join(entries))
 
 
 def _cards_of(value: Any) -> list[str]:

@@ -148,6 +148,9 @@ def _entry(key: Any, value: bytes) -> bytes:
     return (_ENTRY_TAGS[size] if size < 128 else b"\x0a" + varint(size)) + entry
 
 
+map_entry = _entry  # the codec assembles tables from entries too
+
+
 # ---- encodings memoized by content -----------------------------------------------------------
 #
 # A view's table is mostly what it was for the previous audience and the previous action (the
