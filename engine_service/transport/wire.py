@@ -221,18 +221,29 @@ def _memo_value(v: Any, is_list: bool) -> bytes:
         return value_bytes(v)
     value = lru_get(_MEMO_VALUES, key)
     if value is None:
-        value = lru_put(_MEMO_VALUES, key, _grown_list(v) if is_list else value_bytes(v), _MEMO_VALUES_MAX)
+        value = lru_put(_MEMO_VALUES, key, _grown_list(v, key) if is_list else value_bytes(v), _MEMO_VALUES_MAX)
     return value
 
 
-def _grown_list(items: list[Any]) -> bytes:
-    """A list's Value. A deal's log grows by one entry an action: when the list without its
-    last element was encoded (the previous action's view), its encoding is extended by that
-    element instead of walking the whole list again."""
-    if len(items) > 1:
-        previous = _MEMO_VALUES.get(marshal.dumps(items[:-1], 2))
+_pack_count = _struct.Struct("<i").pack
+
+
+def _grown_list(items: list[Any], key: bytes) -> bytes:
+    """A list's Value (``key``: its version-2 marshal). A deal's log grows by one entry an
+    action: when the list without its last element was encoded (the previous action's view),
+    its encoding is extended by that element instead of walking the whole list again.
+
+    The key of that shorter list is cut from ``key`` rather than computed again: in version 2
+    a list is ``[``, its count (4 bytes) and its items' own serializations one after another,
+    so ``marshal.dumps(items[:-1], 2)`` is ``[``, the count less one, and ``key`` without the
+    header and the last item's bytes."""
+    n = len(items)
+    if n > 1:
+        last = items[-1]
+        last_key = marshal.dumps(last, 2)
+        previous = _MEMO_VALUES.get(b"[" + _pack_count(n - 1) + key[5:len(key) - len(last_key)])
         if previous is not None:
-            return _list_value(list_value_payload(previous) + _memo_element(items[-1]))
+            return _list_value(list_value_payload(previous) + _memo_element(last))
     return _memo_list(items)
 
 
