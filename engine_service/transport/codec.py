@@ -468,10 +468,32 @@ def trick_history_bytes(view: Mapping[str, Any]) -> list[bytes]:
     if not isinstance(log, (list, tuple)) or not seats:
         last = view.get("last_trick")
         return [trick_bytes(last)] if last else []
-    entries = [e for e in log if type(e) is dict or isinstance(e, Mapping)]
-    plays = [e for e in entries if isinstance(a := e.get("action"), str) and a[:5] == "play:"
-             and _is_card_play(a)]
-    pairs = [(e.get("seat"), e["action"]) for e in plays]  # (seat, play action)
+    plays = []  # the card plays' entries
+    pairs = []  # (seat, play action)
+    card_plays = _CARD_PLAYS
+    for e in log:  # one pass: a view's log is walked for every audience of every action
+        if type(e) is dict:
+            a = e.get("action")
+        elif isinstance(e, Mapping):
+            a = e.get("action")
+            if isinstance(a, str) and a[:5] == "play:" and _is_card_play(a):
+                plays.append(e)
+                pairs.append((e.get("seat"), e["action"]))
+            continue
+        else:
+            continue
+        if type(a) is str and a[:5] == "play:":
+            known = card_plays.get(a)
+            if known is None:
+                known = _is_card_play(a)
+                if len(card_plays) < 4096:
+                    card_plays[a] = known
+            if known:
+                plays.append(e)
+                pairs.append((e.get("seat"), a))
+        elif isinstance(a, str) and a[:5] == "play:" and _is_card_play(a):  # a str subclass
+            plays.append(e)
+            pairs.append((e.get("seat"), a))
     complete = len(plays) // seats
     out = []
     for i in range(complete):
@@ -481,8 +503,16 @@ def trick_history_bytes(view: Mapping[str, Any]) -> list[bytes]:
             winner = pairs[end][0]
         if winner is None and i == complete - 1:
             winner = (view.get("last_trick") or {}).get("winner")
-        out.append(_logged_trick_bytes(tuple(pairs[end - seats:end]), winner))
+        trick = tuple(pairs[end - seats:end])
+        try:
+            out.append(_cached_logged_trick(trick, winner))
+        except TypeError:  # an unhashable seat or winner: not from a rules view, build it as is
+            out.append(_build_logged_trick(trick, winner))
     return out
+
+
+#: play action -> whether it plays a card (``_is_card_play``), for the logs' single pass
+_CARD_PLAYS: dict[str, bool] = {}
 
 
 def scores_message(view: Mapping[str, Any]) -> match_pb2.Scores:
@@ -709,7 +739,7 @@ def _encode_scoped(v: Mapping[str, Any], scope: dict[Any, Any]) -> tuple[bytes, 
                 hit = scope[key] = (value, wire.memo_value_bytes(value))
             entries.append(wire.map_entry(k, hit[1]))
         else:
-            entries.append(wire.struct_body({k: value}))
+            entries.append(wire.scalar_entry(k, value))
     return b"".join(parts), wire.field(_VIEW_TABLE, b"".join(entries))
 
 

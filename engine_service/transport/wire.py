@@ -151,6 +151,16 @@ def _entry(key: Any, value: bytes) -> bytes:
 map_entry = _entry  # the codec assembles tables from entries too
 
 
+def scalar_entry(k: Any, v: Any) -> bytes:
+    """``struct_body({k: v})`` of a value that is not a dict or a list, without the dict."""
+    t = type(v)
+    if type(k) is str and (t is str or t is bool or v is None or (t is int and -1024 <= v <= 1024)):
+        leaf = (k, v, t)
+        entry = _LEAF_CACHE.get(leaf)
+        return entry if entry is not None else _leaf_entry(leaf)
+    return _entry(k, value_bytes(v))
+
+
 # ---- encodings memoized by content -----------------------------------------------------------
 #
 # A view's table is mostly what it was for the previous audience and the previous action (the
@@ -193,7 +203,7 @@ def memo_struct_body(data: Mapping[Any, Any]) -> bytes:
         if t is dict or t is list:
             append(_entry(k, _memo_value(v, t is list)))
         else:
-            append(struct_body({k: v}))
+            append(scalar_entry(k, v))
     return b"".join(parts)
 
 
