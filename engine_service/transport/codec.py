@@ -591,6 +591,9 @@ def view_bytes(env: api.ViewEnvelope) -> bytes:
 
 def _encode_view(env: api.ViewEnvelope) -> bytes:
     v = env.view
+    scope = env.encodings
+    if scope is not None:
+        return _encode_scoped_view(env, v, scope)
     head = match_pb2.View(
         match_id=env.match_id, seq=env.seq, status=status_enum(env.status),
         game=str(v.get("game") or ""), phase=str(v.get("phase") or ""),
@@ -604,15 +607,81 @@ def _encode_view(env: api.ViewEnvelope) -> bytes:
         head.seat = int(seat)
     if env.deadline is not None:
         _set_timestamp(head.deadline, env.deadline)
-    scope = env.encodings
-    middle, table = _shared_parts(v) if scope is None else _scoped_shared_parts(v, scope)
-    parts = [head.SerializeToString(), middle]
+    middle, table = _shared_parts(v)
+    return _assemble(env, v, head.SerializeToString(), middle, table)
+
+
+def _assemble(env: api.ViewEnvelope, v: Mapping[str, Any], head: bytes, middle: bytes, table: bytes) -> bytes:
+    parts = [head, middle]
     parts.extend(_hand_card_field(code) for code in v.get("hand") or ())
     parts.extend(_legal_action_field(a) for a in v.get("legal") or ())
     parts.append(table)
     if env.deal_commitment:
         parts.append(wire.field(_VIEW_DEAL_COMMITMENT, env.deal_commitment.encode()))
     return b"".join(parts)
+
+
+def _encode_scoped_view(env: api.ViewEnvelope, v: Mapping[str, Any], scope: dict[Any, Any]) -> bytes:
+    """:func:`_encode_view` of an envelope with its state's ``encodings``: the View's scalar
+    fields but the seat (5) are those of every audience of the state with the same values, so
+    they are serialized once, split around the seat, and the seat's own field put between."""
+    sizes, winners = v.get("hand_sizes"), v.get("winners")
+    game, phase, deal, dealer = v.get("game"), v.get("phase"), v.get("deal_number"), v.get("dealer")
+    over, to_act, deadline = v.get("over"), v.get("to_act"), env.deadline
+    key = (_SCOPE_HEAD, env.match_id, env.seq, env.status, id(sizes), id(winners),
+           game, type(game), phase, type(phase), deal, type(deal), dealer, type(dealer),
+           over, type(over), to_act, type(to_act), deadline, type(deadline))
+    hit = scope.get(key)
+    if hit is None:
+        head = match_pb2.View(
+            match_id=env.match_id, seq=env.seq, status=status_enum(env.status),
+            game=str(game or ""), phase=str(phase or ""), deal_number=int(deal or 0),
+            dealer=int(dealer or 0), hand_sizes=[int(n) for n in sizes or ()], over=bool(over),
+            winners=[int(w) for w in winners or ()])
+        if to_act is not None:
+            head.to_act = int(to_act)
+        if deadline is not None:
+            _set_timestamp(head.deadline, deadline)
+        full = head.SerializeToString()
+        before = match_pb2.View(match_id=head.match_id, seq=head.seq, status=head.status,
+                                game=head.game).SerializeToString()
+        split = (before, full[len(before):]) if _SEAT_SPLITS and full.startswith(before) else None
+        hit = scope[key] = (sizes, winners, split, head)
+    seat = env.seat if env.seat is not None else v.get("seat")
+    split = hit[2]
+    if split is None:  # not in field order: the whole head for this audience
+        head = match_pb2.View()
+        head.CopyFrom(hit[3])
+        if seat is not None:
+            head.seat = int(seat)
+        data = head.SerializeToString()
+    elif seat is None:
+        data = split[0] + split[1]
+    else:
+        data = split[0] + _seat_field(int(seat)) + split[1]
+    middle, table = _scoped_shared_parts(v, scope)
+    return _assemble(env, v, data, middle, table)
+
+
+@functools.lru_cache(maxsize=64)
+def _seat_field(seat: int) -> bytes:
+    return match_pb2.View(seat=seat).SerializeToString()
+
+
+def _seat_splits() -> bool:
+    """Whether this protobuf runtime writes a View's scalar fields in field-number order (upb
+    does), so that a head without its seat can be split around it (checked once)."""
+    fields = dict(match_id="m", seq=7, status=1, game="g", phase="p", deal_number=2, dealer=1,
+                  to_act=0, hand_sizes=[3, 4], over=True, winners=[1])
+    full = match_pb2.View(**fields).SerializeToString()
+    before = match_pb2.View(match_id="m", seq=7, status=1, game="g").SerializeToString()
+    if not full.startswith(before):
+        return False
+    return all(before + _seat_field(s) + full[len(before):] == match_pb2.View(**fields, seat=s).SerializeToString()
+               for s in (0, 3, -1))
+
+
+_SEAT_SPLITS = _seat_splits()
 
 
 #: The fields of a view that are not the audience's own (trick, last trick, trick history,
@@ -678,7 +747,7 @@ def _encode_shared(v: Mapping[str, Any]) -> tuple[bytes, bytes]:
 # Identity, not content: an entry serves the very objects it was computed from, which are in
 # the views of every audience that has them, so nothing crosses from one audience to another.
 
-_SCOPE_SHARED, _SCOPE_TRICK, _SCOPE_LAST, _SCOPE_HISTORY, _SCOPE_SCORES, _SCOPE_VALUES = range(6)
+_SCOPE_SHARED, _SCOPE_TRICK, _SCOPE_LAST, _SCOPE_HISTORY, _SCOPE_SCORES, _SCOPE_VALUES, _SCOPE_HEAD = range(7)
 
 
 def _scoped_shared_parts(v: Mapping[str, Any], scope: dict[Any, Any]) -> tuple[bytes, bytes]:
