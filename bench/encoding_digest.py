@@ -92,6 +92,10 @@ def digest_game(game, matches: int, seed: int, counts: dict) -> str:
                 h.update(codec.event_bytes(ev))
                 h.update(codec.submit_response_bytes(api.SubmitResult(seq=seq, action=action, view=env,
                                                                       duplicate=step % 7 == 0)))
+                # the same event for every audience (as the session publishes an action)
+                h.update(codec.event_bytes(api.MatchEvent(kind="action", seq=seq, match_id=match_id,
+                                                          seat=seq % game.num_seats, action=action,
+                                                          by="player", view=env)))
                 counts["envelopes"] += 1
                 if isinstance(aud, int) and step % 3 == 0:  # the single-audience path
                     own = state.view(aud)
