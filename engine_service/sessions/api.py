@@ -228,6 +228,10 @@ class ViewEnvelope:
     deadline: float | None = None  # unix time of the current decision's deadline
     seat: int | None = None  # the audience's seat; None for spectators and the admin
     deal_commitment: str = ""  # the commitment to the deck of the view's deal (fair dealing)
+    #: The envelopes of the audiences of one state share this dict (None: an envelope of its
+    #: own), and share the objects of their views: the transport keeps there what it encoded of
+    #: those objects, by identity (the state and its views never change while it is current).
+    encodings: dict[Any, Any] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

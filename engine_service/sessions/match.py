@@ -102,10 +102,12 @@ class StateMemo:
     """Values derived from one state object, kept while it is its match's state (a state is
     never changed once it is a match's state: the writer applies actions to a clone)."""
 
-    __slots__ = ("state", "views_at", "views", "scored", "_make_view")
+    __slots__ = ("state", "views_at", "views", "scored", "encodings", "_make_view")
 
     def __init__(self, state: State) -> None:
         self.state = state
+        # what the transport encoded of the state's views, by object (ViewEnvelope.encodings)
+        self.encodings: dict[Any, Any] = {}
         self.views_at: tuple[Any, ...] | None = None  # (seq, status, deadline) of ``views``
         self.views: dict[Audience, ViewEnvelope] = {}  # the envelope of each audience
         self.scored: int | None = None  # len(state.deal_results())
@@ -282,7 +284,8 @@ class LiveMatch:
                 view = before_start(memo.view(SPECTATOR), audience)
             else:
                 view = self._as_ended(memo.view(audience))
-            env = memo.views[audience] = self._envelope_of(audience, view, self.seq, self.deadline)
+            env = memo.views[audience] = self._envelope_of(audience, view, self.seq, self.deadline,
+                                                           encodings=memo.encodings)
             return env
         # a view of the past: the match was active then (actions happen only in an active
         # match); at the last seq of a match that is over, as it ended
@@ -307,10 +310,12 @@ class LiveMatch:
         return memo
 
     def _envelope_of(self, audience: Audience, view: dict[str, Any], seq: int,
-                     deadline: float | None, status: MatchStatus | None = None) -> ViewEnvelope:
+                     deadline: float | None, status: MatchStatus | None = None,
+                     encodings: dict[Any, Any] | None = None) -> ViewEnvelope:
         return ViewEnvelope(match_id=self.match_id, seq=seq, status=status or self.status, view=view,
                             deadline=deadline, seat=audience if isinstance(audience, int) else None,
-                            deal_commitment=self.commitment_of(int(view.get("deal_number") or 0)))
+                            deal_commitment=self.commitment_of(int(view.get("deal_number") or 0)),
+                            encodings=encodings)
 
     def commitment_of(self, deal: int) -> str:
         """The public commitment to the deck of ``deal``: "" for a deal not dealt yet (an

@@ -421,14 +421,6 @@ def _play_from_action(seat: Any, notation: str) -> dict[str, Any]:
     return play
 
 
-def _logged_trick_bytes(plays: tuple[tuple[Any, str], ...], winner: Any) -> bytes:
-    """A trick cut from a deal's log: ``(seat, play action)`` pairs and the winner."""
-    try:
-        return _cached_logged_trick(plays, winner)
-    except TypeError:  # an unhashable seat or winner: not from a rules view, build it as is
-        return _build_logged_trick(plays, winner)
-
-
 def _build_logged_trick(plays: tuple[tuple[Any, str], ...], winner: Any) -> bytes:
     return _build_trick({"plays": [_play_from_action(s, a) for s, a in plays],
                          "winner": winner}).SerializeToString()
@@ -471,10 +463,32 @@ def trick_history_bytes(view: Mapping[str, Any]) -> list[bytes]:
     if not isinstance(log, (list, tuple)) or not seats:
         last = _deal_last_trick(view)
         return [trick_bytes(last)] if last else []
-    entries = [e for e in log if type(e) is dict or isinstance(e, Mapping)]
-    plays = [e for e in entries if isinstance(a := e.get("action"), str) and a[:5] == "play:"
-             and _is_card_play(a)]
-    pairs = [(e.get("seat"), e["action"]) for e in plays]  # (seat, play action)
+    plays = []  # the card plays' entries
+    pairs = []  # (seat, play action)
+    card_plays = _CARD_PLAYS
+    for e in log:  # one pass: a view's log is walked for every audience of every action
+        if type(e) is dict:
+            a = e.get("action")
+        elif isinstance(e, Mapping):
+            a = e.get("action")
+            if isinstance(a, str) and a[:5] == "play:" and _is_card_play(a):
+                plays.append(e)
+                pairs.append((e.get("seat"), e["action"]))
+            continue
+        else:
+            continue
+        if type(a) is str and a[:5] == "play:":
+            known = card_plays.get(a)
+            if known is None:
+                known = _is_card_play(a)
+                if len(card_plays) < 4096:
+                    card_plays[a] = known
+            if known:
+                plays.append(e)
+                pairs.append((e.get("seat"), a))
+        elif isinstance(a, str) and a[:5] == "play:" and _is_card_play(a):  # a str subclass
+            plays.append(e)
+            pairs.append((e.get("seat"), a))
     complete = len(plays) // seats
     out = []
     for i in range(complete):
@@ -484,7 +498,11 @@ def trick_history_bytes(view: Mapping[str, Any]) -> list[bytes]:
             winner = pairs[end][0]
         if winner is None and i == complete - 1:
             winner = (_deal_last_trick(view) or {}).get("winner")
-        out.append(_logged_trick_bytes(tuple(pairs[end - seats:end]), winner))
+        trick = tuple(pairs[end - seats:end])
+        try:
+            out.append(_cached_logged_trick(trick, winner))
+        except TypeError:  # an unhashable seat or winner: not from a rules view, build it as is
+            out.append(_build_logged_trick(trick, winner))
     return out
 
 
@@ -495,6 +513,10 @@ def _deal_last_trick(view: Mapping[str, Any]) -> Any:
     if not isinstance(taken, (list, tuple)) or not any(taken):
         return None
     return view.get("last_trick")
+
+
+#: play action -> whether it plays a card (``_is_card_play``), for the logs' single pass
+_CARD_PLAYS: dict[str, bool] = {}
 
 
 def scores_message(view: Mapping[str, Any]) -> match_pb2.Scores:
@@ -573,6 +595,9 @@ def view_bytes(env: api.ViewEnvelope) -> bytes:
 
 def _encode_view(env: api.ViewEnvelope) -> bytes:
     v = env.view
+    scope = env.encodings
+    if scope is not None:
+        return _encode_scoped_view(env, v, scope)
     head = match_pb2.View(
         match_id=env.match_id, seq=env.seq, status=status_enum(env.status),
         game=str(v.get("game") or ""), phase=str(v.get("phase") or ""),
@@ -587,13 +612,80 @@ def _encode_view(env: api.ViewEnvelope) -> bytes:
     if env.deadline is not None:
         _set_timestamp(head.deadline, env.deadline)
     middle, table = _shared_parts(v)
-    parts = [head.SerializeToString(), middle]
+    return _assemble(env, v, head.SerializeToString(), middle, table)
+
+
+def _assemble(env: api.ViewEnvelope, v: Mapping[str, Any], head: bytes, middle: bytes, table: bytes) -> bytes:
+    parts = [head, middle]
     parts.extend(_hand_card_field(code) for code in v.get("hand") or ())
     parts.extend(_legal_action_field(a) for a in v.get("legal") or ())
     parts.append(table)
     if env.deal_commitment:
         parts.append(wire.field(_VIEW_DEAL_COMMITMENT, env.deal_commitment.encode()))
     return b"".join(parts)
+
+
+def _encode_scoped_view(env: api.ViewEnvelope, v: Mapping[str, Any], scope: dict[Any, Any]) -> bytes:
+    """:func:`_encode_view` of an envelope with its state's ``encodings``: the View's scalar
+    fields but the seat (5) are those of every audience of the state with the same values, so
+    they are serialized once, split around the seat, and the seat's own field put between."""
+    sizes, winners = v.get("hand_sizes"), v.get("winners")
+    game, phase, deal, dealer = v.get("game"), v.get("phase"), v.get("deal_number"), v.get("dealer")
+    over, to_act, deadline = v.get("over"), v.get("to_act"), env.deadline
+    key = (_SCOPE_HEAD, env.match_id, env.seq, env.status, id(sizes), id(winners),
+           game, type(game), phase, type(phase), deal, type(deal), dealer, type(dealer),
+           over, type(over), to_act, type(to_act), deadline, type(deadline))
+    hit = scope.get(key)
+    if hit is None:
+        head = match_pb2.View(
+            match_id=env.match_id, seq=env.seq, status=status_enum(env.status),
+            game=str(game or ""), phase=str(phase or ""), deal_number=int(deal or 0),
+            dealer=int(dealer or 0), hand_sizes=[int(n) for n in sizes or ()], over=bool(over),
+            winners=[int(w) for w in winners or ()])
+        if to_act is not None:
+            head.to_act = int(to_act)
+        if deadline is not None:
+            _set_timestamp(head.deadline, deadline)
+        full = head.SerializeToString()
+        before = match_pb2.View(match_id=head.match_id, seq=head.seq, status=head.status,
+                                game=head.game).SerializeToString()
+        split = (before, full[len(before):]) if _SEAT_SPLITS and full.startswith(before) else None
+        hit = scope[key] = (sizes, winners, split, head)
+    seat = env.seat if env.seat is not None else v.get("seat")
+    split = hit[2]
+    if split is None:  # not in field order: the whole head for this audience
+        head = match_pb2.View()
+        head.CopyFrom(hit[3])
+        if seat is not None:
+            head.seat = int(seat)
+        data = head.SerializeToString()
+    elif seat is None:
+        data = split[0] + split[1]
+    else:
+        data = split[0] + _seat_field(int(seat)) + split[1]
+    middle, table = _scoped_shared_parts(v, scope)
+    return _assemble(env, v, data, middle, table)
+
+
+@functools.lru_cache(maxsize=64)
+def _seat_field(seat: int) -> bytes:
+    return match_pb2.View(seat=seat).SerializeToString()
+
+
+def _seat_splits() -> bool:
+    """Whether this protobuf runtime writes a View's scalar fields in field-number order (upb
+    does), so that a head without its seat can be split around it (checked once)."""
+    fields = dict(match_id="m", seq=7, status=1, game="g", phase="p", deal_number=2, dealer=1,
+                  to_act=0, hand_sizes=[3, 4], over=True, winners=[1])
+    full = match_pb2.View(**fields).SerializeToString()
+    before = match_pb2.View(match_id="m", seq=7, status=1, game="g").SerializeToString()
+    if not full.startswith(before):
+        return False
+    return all(before + _seat_field(s) + full[len(before):] == match_pb2.View(**fields, seat=s).SerializeToString()
+               for s in (0, 3, -1))
+
+
+_SEAT_SPLITS = _seat_splits()
 
 
 #: The fields of a view that are not the audience's own (trick, last trick, trick history,
@@ -612,22 +704,25 @@ _SHARED_STATS: dict[str, list[int]] = {}
 _SHARED_PROBE, _SHARED_BYPASS = 512, 8192
 
 
-def _shared_parts(v: Mapping[str, Any]) -> tuple[bytes, bytes]:
+def _shared_parts(v: Mapping[str, Any], scope: dict[Any, Any] | None = None) -> tuple[bytes, bytes]:
+    """The shared fields by content; ``scope``: the state's encodings by identity (see
+    :func:`_scoped_shared_parts`), for the parts of a miss."""
     stats = _SHARED_STATS.setdefault(str(v.get("game")), [0, 0])
     stats[0] += 1
     if stats[0] > _SHARED_PROBE and stats[1] * 8 < stats[0]:
         if stats[0] < _SHARED_BYPASS:
-            return _encode_shared(v)
+            return _encode_shared(v) if scope is None else _encode_scoped(v, scope)
         stats[0] = stats[1] = 0
     try:
         key = marshal.dumps((v.get("trick"), v.get("last_trick"), v.get("tricks"),
                              len(v.get("hand_sizes") or ()), v.get("tricks_taken"), v.get("totals"),
                              v.get("deal_results"), v.get("table")), 2)
     except ValueError:  # not made of the core types: encoded without the memo
-        return _encode_shared(v)
+        return _encode_shared(v) if scope is None else _encode_scoped(v, scope)
     parts = wire.lru_get(_SHARED, key)
     if parts is None:
-        return wire.lru_put(_SHARED, key, _encode_shared(v), _SHARED_MAX)
+        parts = _encode_shared(v) if scope is None else _encode_scoped(v, scope)
+        return wire.lru_put(_SHARED, key, parts, _SHARED_MAX)
     stats[1] += 1
     return parts
 
@@ -642,6 +737,83 @@ def _encode_shared(v: Mapping[str, Any]) -> tuple[bytes, bytes]:
     parts.append(wire.field(_VIEW_SCORES, scores_bytes(v)))
     table = v.get("table")
     return b"".join(parts), wire.field(_VIEW_TABLE, wire.memo_struct_body(table)) if table else b""
+
+
+# ---- the audiences of one state --------------------------------------------------------------
+#
+# The session layer builds every audience's view of a state from one public part
+# (``State.view_maker``): the views share most of their objects (the trick, the scores, the
+# table's columns...), and neither the state nor those views change while the state is current.
+# Their envelopes carry one dict for that state (``ViewEnvelope.encodings``), where what was
+# encoded of an object is kept by the object's identity: the next audience finds it with a
+# dict lookup instead of a content key. Each entry holds the objects it was computed from, so
+# an id cannot be reused by another object while the entry lives; the dict goes with the state.
+# Identity, not content: an entry serves the very objects it was computed from, which are in
+# the views of every audience that has them, so nothing crosses from one audience to another.
+
+_SCOPE_SHARED, _SCOPE_TRICK, _SCOPE_LAST, _SCOPE_HISTORY, _SCOPE_SCORES, _SCOPE_VALUES, _SCOPE_HEAD = range(7)
+
+
+def _scoped_shared_parts(v: Mapping[str, Any], scope: dict[Any, Any]) -> tuple[bytes, bytes]:
+    objs = (v.get("trick"), v.get("last_trick"), v.get("tricks"), v.get("hand_sizes"),
+            v.get("tricks_taken"), v.get("totals"), v.get("deal_results"), v.get("table"))
+    key = (_SCOPE_SHARED, *map(id, objs))
+    hit = scope.get(key)
+    if hit is not None:
+        return hit[1]
+    parts = _shared_parts(v, scope)
+    scope[key] = (objs, parts)
+    return parts
+
+
+def _encode_scoped(v: Mapping[str, Any], scope: dict[Any, Any]) -> tuple[bytes, bytes]:
+    """:func:`_encode_shared`, each part looked up by the identity of what it is computed from
+    first (audiences whose views differ in a few table values share the others)."""
+    trick = v.get("trick")
+    key = (_SCOPE_TRICK, id(trick))
+    hit = scope.get(key)
+    if hit is None:
+        hit = scope[key] = (trick, wire.field(_VIEW_TRICK, trick_bytes(trick)))
+    parts = [hit[1]]
+    last = v.get("last_trick")
+    if last:
+        key = (_SCOPE_LAST, id(last))
+        hit = scope.get(key)
+        if hit is None:
+            hit = scope[key] = (last, wire.field(_VIEW_LAST_TRICK, trick_bytes(last)))
+        parts.append(hit[1])
+    table = v.get("table")
+    is_map = isinstance(table, Mapping)
+    objs = (v.get("tricks"), table.get("tricks") if is_map else None,
+            table.get("deal_actions") if is_map else None, v.get("hand_sizes"), last)
+    key = (_SCOPE_HISTORY, *map(id, objs))
+    hit = scope.get(key)
+    if hit is None:
+        hit = scope[key] = (objs, b"".join([wire.field(_VIEW_TRICK_HISTORY, t)
+                                            for t in trick_history_bytes(v)]))
+    parts.append(hit[1])
+    objs = (v.get("tricks_taken"), v.get("totals"), v.get("deal_results"))
+    key = (_SCOPE_SCORES, *map(id, objs))
+    hit = scope.get(key)
+    if hit is None:
+        hit = scope[key] = (objs, wire.field(_VIEW_SCORES, scores_bytes(v)))
+    parts.append(hit[1])
+    if not table:
+        return b"".join(parts), b""
+    if type(table) is not dict:
+        return b"".join(parts), wire.field(_VIEW_TABLE, wire.memo_struct_body(table))
+    entries = []
+    for k, value in table.items():
+        t = type(value)
+        if t is dict or t is list:
+            key = (_SCOPE_VALUES, id(value))
+            hit = scope.get(key)
+            if hit is None:
+                hit = scope[key] = (value, wire.memo_value_bytes(value))
+            entries.append(wire.map_entry(k, hit[1]))
+        else:
+            entries.append(wire.scalar_entry(k, value))
+    return b"".join(parts), wire.field(_VIEW_TABLE, b"".join(entries))
 
 
 def _cards_of(value: Any) -> list[str]:

@@ -148,6 +148,19 @@ def _entry(key: Any, value: bytes) -> bytes:
     return (_ENTRY_TAGS[size] if size < 128 else b"\x0a" + varint(size)) + entry
 
 
+map_entry = _entry  # the codec assembles tables from entries too
+
+
+def scalar_entry(k: Any, v: Any) -> bytes:
+    """``struct_body({k: v})`` of a value that is not a dict or a list, without the dict."""
+    t = type(v)
+    if type(k) is str and (t is str or t is bool or v is None or (t is int and -1024 <= v <= 1024)):
+        leaf = (k, v, t)
+        entry = _LEAF_CACHE.get(leaf)
+        return entry if entry is not None else _leaf_entry(leaf)
+    return _entry(k, value_bytes(v))
+
+
 # ---- encodings memoized by content -----------------------------------------------------------
 #
 # A view's table is mostly what it was for the previous audience and the previous action (the
@@ -190,7 +203,7 @@ def memo_struct_body(data: Mapping[Any, Any]) -> bytes:
         if t is dict or t is list:
             append(_entry(k, _memo_value(v, t is list)))
         else:
-            append(struct_body({k: v}))
+            append(scalar_entry(k, v))
     return b"".join(parts)
 
 
@@ -218,18 +231,29 @@ def _memo_value(v: Any, is_list: bool) -> bytes:
         return value_bytes(v)
     value = lru_get(_MEMO_VALUES, key)
     if value is None:
-        value = lru_put(_MEMO_VALUES, key, _grown_list(v) if is_list else value_bytes(v), _MEMO_VALUES_MAX)
+        value = lru_put(_MEMO_VALUES, key, _grown_list(v, key) if is_list else value_bytes(v), _MEMO_VALUES_MAX)
     return value
 
 
-def _grown_list(items: list[Any]) -> bytes:
-    """A list's Value. A deal's log grows by one entry an action: when the list without its
-    last element was encoded (the previous action's view), its encoding is extended by that
-    element instead of walking the whole list again."""
-    if len(items) > 1:
-        previous = _MEMO_VALUES.get(marshal.dumps(items[:-1], 2))
+_pack_count = _struct.Struct("<i").pack
+
+
+def _grown_list(items: list[Any], key: bytes) -> bytes:
+    """A list's Value (``key``: its version-2 marshal). A deal's log grows by one entry an
+    action: when the list without its last element was encoded (the previous action's view),
+    its encoding is extended by that element instead of walking the whole list again.
+
+    The key of that shorter list is cut from ``key`` rather than computed again: in version 2
+    a list is ``[``, its count (4 bytes) and its items' own serializations one after another,
+    so ``marshal.dumps(items[:-1], 2)`` is ``[``, the count less one, and ``key`` without the
+    header and the last item's bytes."""
+    n = len(items)
+    if n > 1:
+        last = items[-1]
+        last_key = marshal.dumps(last, 2)
+        previous = _MEMO_VALUES.get(b"[" + _pack_count(n - 1) + key[5:len(key) - len(last_key)])
         if previous is not None:
-            return _list_value(list_value_payload(previous) + _memo_element(items[-1]))
+            return _list_value(list_value_payload(previous) + _memo_element(last))
     return _memo_list(items)
 
 

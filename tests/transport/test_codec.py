@@ -275,6 +275,39 @@ def test_shared_envelopes_convert_once_and_stay_independent():
     assert [x.code for x in c_.view.hand] == ["KH"] and c_.view.seat == 1
 
 
+def test_the_audiences_of_one_state_encode_as_on_their_own():
+    """Envelopes that share a state's ``encodings`` (the session layer's, one dict per state):
+    every audience's bytes are those of its envelope encoded alone, over random play of every
+    game; the audiences' views share objects, never an encoding of another audience's."""
+    import random
+
+    from engine_service.rules.game import CHANCE
+    from engine_service.rules.registry import all_games
+    from engine_service.sessions.views import ADMIN, SPECTATOR, view_for
+
+    for game in all_games():
+        rng = random.Random(11)
+        state = game.new_state()
+        for seq in range(300):
+            who = state.to_act()
+            if who == CHANCE:
+                deck = list(game.pack)
+                rng.shuffle(deck)
+                state.deal(deck)
+                continue
+            if who < 0:
+                break
+            make, scope = state.view_maker(), {}
+            for audience in [*range(game.num_seats), SPECTATOR, ADMIN]:
+                view = view_for(state, audience, make)
+                seat = audience if isinstance(audience, int) else None
+                shared = codec.view_bytes(api.ViewEnvelope("m", seq, "active", view, seat=seat, encodings=scope))
+                alone = codec.view_bytes(api.ViewEnvelope("m", seq, "active", view_for(state, audience),
+                                                          seat=seat))
+                assert shared == alone, (game.id, seq, audience)
+            state.apply(rng.choice(state.legal_actions()), who)
+
+
 @pytest.mark.parametrize("seconds, expected", [
     (30.0, (30, 0)), (1.5, (1, 500_000_000)), (0.0, (0, 0)),
     (29.9999999999, (30, 0)),  # the fraction alone rounds up to a whole second

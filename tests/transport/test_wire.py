@@ -271,6 +271,18 @@ def test_a_growing_list_extends_its_previous_encoding_exactly():
     assert wire.memo_struct_body({"l": log[:2]}) == wire.struct_body({"l": log[:2]})
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_json, min_size=2, max_size=8))
+def test_the_key_of_a_list_without_its_last_item_is_cut_from_its_own(items):
+    """wire._grown_list cuts the version-2 marshal of ``items[:-1]`` from that of ``items``
+    (marshal's format for a list: ``[``, a 4-byte count, the items one after another)."""
+    import marshal
+
+    key, last = marshal.dumps(items, 2), marshal.dumps(items[-1], 2)
+    assert key.endswith(last)
+    assert b"[" + wire._pack_count(len(items) - 1) + key[5:len(key) - len(last)] == marshal.dumps(items[:-1], 2)
+
+
 def _env(view, seat):
     return api.ViewEnvelope(match_id="m9", seq=3, status="active", view=view, seat=seat)
 

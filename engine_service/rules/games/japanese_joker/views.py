@@ -38,6 +38,9 @@ from .state import OVER, PHASE_NAMES, PLAY, TRUMP, JapaneseJokerState
 from .tables import ACTION_CARD, ACTION_LEAD_KEY, ACTION_STR, FOLLOWER_WINS, NUM_LEAD_KEYS, TRUMP_BASE
 
 
+_CARD_BITS = (1 << 38) - 1  # card ids 0-37
+
+
 def _play(seat: int, card: int, lead_key: int, leads: bool = True) -> dict[str, Any]:
     entry: dict[str, Any] = {"seat": seat, "card": CODES[card]}
     if leads and card >= 36 and lead_key >= 36:
@@ -147,14 +150,11 @@ def _common_view(st: JapaneseJokerState) -> tuple[dict[str, Any], tuple[list, li
     trick: list[dict[str, Any]] = []
     last_trick = None
     if phase == PLAY:
-        up_cards = [set(), set()]
-        for s in (0, 1):
-            m = st._up[s]
-            up_cards[s] = {c for c in range(38) if m >> c & 1}
-        table["columns"] = [[{"up": CODES[u], "on_table": u in up_cards[s]} for _, u in st._columns[s]]
+        up = (st._up[0] & _CARD_BITS, st._up[1] & _CARD_BITS)  # the up cards on the table
+        table["columns"] = [[{"up": CODES[u], "on_table": up[s] >> u & 1 == 1} for _, u in st._columns[s]]
                             for s in (0, 1)]
-        table["columns_up"] = [[CODES[u] for _, u in st._columns[s] if u in up_cards[s]] for s in (0, 1)]
-        table["column_counts"] = [len(up_cards[0]), len(up_cards[1])]
+        table["columns_up"] = [[CODES[u] for _, u in st._columns[s] if up[s] >> u & 1] for s in (0, 1)]
+        table["column_counts"] = [up[0].bit_count(), up[1].bit_count()]
         table["played_any"] = [bool(st._open[0]), bool(st._open[1])]
         table["known_in_hand"] = [codes_of(st.known_in_hand(0)), codes_of(st.known_in_hand(1))]
         if st._lead >= 0:
