@@ -785,7 +785,8 @@ def _encode_scoped(v: Mapping[str, Any], scope: dict[Any, Any]) -> tuple[bytes, 
     table = v.get("table")
     is_map = isinstance(table, Mapping)
     objs = (v.get("tricks"), table.get("tricks") if is_map else None,
-            table.get("deal_actions") if is_map else None, v.get("hand_sizes"), last)
+            table.get("deal_actions") if is_map else None, v.get("hand_sizes"), last,
+            v.get("tricks_taken"))  # trick_history_bytes reads it (_deal_last_trick)
     key = (_SCOPE_HISTORY, *map(id, objs))
     hit = scope.get(key)
     if hit is None:
