@@ -134,6 +134,9 @@ class Principal:
     kind: Literal["seat", "spectator", "admin"]
     match_id: str = ""
     seat: int | None = None
+    #: the hash of the seat token it was resolved from: a call under way when the operator
+    #: replaced that token (ReissueSeatToken) is refused when it reaches the match
+    token_hash: str = ""
 
 
 @dataclass(frozen=True)

@@ -126,6 +126,14 @@ def _clean_name(text: str, limit: int, what: str) -> str:
     return text
 
 
+def _current_token(m: LiveMatch, principal: Principal) -> None:
+    """A seat principal's token is still its seat's: the operator may have replaced it
+    (ReissueSeatToken) while the call waited for the match (a store read, the match's lock)."""
+    if principal.kind == "seat" and principal.token_hash and principal.seat is not None \
+            and m.seats[principal.seat].token_hash != principal.token_hash:
+        raise Unauthenticated("this seat token was replaced by the operator", reason="TOKEN_REVOKED")
+
+
 class MatchManager:
     """Holds every live match of this process. See the module docstring.
 
@@ -333,13 +341,14 @@ class MatchManager:
             return Principal(kind="admin", match_id=match_id)
         if not token:
             return Principal(kind="spectator", match_id=match_id)
-        entry = self._tokens.get(token_hash(token))
+        digest = token_hash(token)
+        entry = self._tokens.get(digest)
         if entry is None:
             raise Unauthenticated("unknown or expired seat token")
         owner, seat = entry
         if match_id and owner != match_id:
             raise PermissionDenied("this seat token belongs to another match", reason="WRONG_MATCH")
-        return Principal(kind="seat", match_id=owner, seat=seat)
+        return Principal(kind="seat", match_id=owner, seat=seat, token_hash=digest)
 
     async def recall(self, match_id: str) -> bool:
         """See api.MatchService.recall: True when ``match_id`` was stored but not held;
@@ -582,6 +591,7 @@ class MatchManager:
         client_action_id = client_action_id or ""
 
         async def locked() -> SubmitResult:
+            _current_token(m, principal)
             try:
                 return await self._submit(m, seat, action, expected_seq, client_action_id)
             except StaleSequence:
@@ -654,6 +664,7 @@ class MatchManager:
         m = await self._get(match_id)
 
         async def locked() -> MatchSummary:
+            _current_token(m, principal)
             slot = m.seats[seat]
             if m.over:
                 raise MatchNotActive("the match is over")
@@ -1060,6 +1071,7 @@ class MatchManager:
             slot = m.seats[principal.seat]
             if slot.token_hash == "":
                 raise Unauthenticated("unknown or expired seat token")
+            _current_token(m, principal)
             if slot.left and not m.over:
                 # GJ-12.4: the seat is the takeover bot's now; its player is no longer present
                 # and does not follow the hand the bot plays (after the end: the result, the

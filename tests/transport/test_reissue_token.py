@@ -200,3 +200,33 @@ def test_the_admin_command_prints_or_writes_the_token(tmp_path, capsys):
                 raise AssertionError("seat 7 of a two-player match was accepted")
 
     asyncio.run(go())
+
+
+@run
+async def test_a_call_under_way_with_the_old_token_is_refused_when_it_reaches_the_match():
+    """A call authenticated just before the reissue (it then waited for the match's lock or a
+    store read) must not act with the replaced token: the session layer checks the token's
+    hash again where it acts (submit, leave, view, watch): UNAUTHENTICATED, TOKEN_REVOKED."""
+    from engine_service.sessions.api import Unauthenticated
+
+    async with served() as (mgr, srv):
+        match_id, tokens = await create_open_match(srv.games, "klaberjass")
+        seat = (await view_of(srv, match_id, tokens[0])).to_act
+        principal = mgr.authenticate(match_id, tokens[seat])  # resolved before the reissue
+        await reissue(srv, match_id, seat)
+        view = await mgr.get_view(match_id, mgr.authenticate(match_id, tokens[1 - seat]))
+        calls = {
+            "submit": lambda: mgr.submit_action(match_id, principal, "pass", view.seq),
+            "view": lambda: mgr.get_view(match_id, principal),
+            "leave": lambda: mgr.leave_match(match_id, principal, resign=True),
+            "watch": lambda: mgr.watch(match_id, principal, -1).__anext__(),
+        }
+        for name, call in calls.items():
+            try:
+                await call()
+            except Unauthenticated as exc:
+                assert exc.reason == "TOKEN_REVOKED", name
+            else:
+                raise AssertionError(f"{name} with the replaced token was accepted")
+        summary = (await srv.games.GetMatch(pb.GetMatchRequest(match_id=match_id))).match
+        assert summary.seq == 0 and summary.status == match_pb2.MATCH_STATUS_ACTIVE

@@ -96,9 +96,9 @@ class AdminServiceServicer:
 
     def ReissueSeatToken(self, request, context):
         """A new seat token for a player's seat of an unfinished match (a player who lost theirs,
-        or whose token leaked). The old token stops working at once: its calls fail
-        UNAUTHENTICATED and its open WatchMatch streams end with UNAUTHENTICATED, reason
-        TOKEN_REVOKED. Hand the new token to the player by your own channel.
+        or whose token leaked). The old token stops working at once: its open WatchMatch streams
+        and any call under way with it end with UNAUTHENTICATED, reason TOKEN_REVOKED; later calls
+        with it fail UNAUTHENTICATED. Hand the new token to the player by your own channel.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
