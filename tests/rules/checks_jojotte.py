@@ -183,6 +183,16 @@ def act(state, *actions):
     return state
 
 
+def to_play(state, *auction):
+    """Run ``auction``, then every window by the auto-move policy (pass / no exchange) until
+    trick play starts; return the state."""
+    act(state, *auction)
+    while state.public_view()["phase"] != "play":
+        seat = state.to_act()
+        state.apply(GAME.auto_move(state.view(seat)), seat)
+    return state
+
+
 def legal(state) -> list[str]:
     return state.legal_actions()
 

@@ -14,7 +14,7 @@ from engine_service.rules.cards import card_id
 from engine_service.rules.games.jojotte import melds as M
 from engine_service.rules.games.jojotte import tables as T
 
-from .checks_jojotte import GAME, act, auto_finish_deal, deal, hand, legal, make_deck, plays, table
+from .checks_jojotte import GAME, act, auto_finish_deal, deal, hand, legal, make_deck, plays, table, to_play
 
 
 def mask(*codes):
@@ -38,15 +38,6 @@ PLAY_DEAL = dict(nd=("JS", "9S", "7S", "AH", "7H", "AD"), nd2=("KD", "QD", "JD")
 STRONG_DEAL = dict(nd=("JS", "9S", "AS", "TS", "KS", "QS"), nd2=("8S", "7S", "AH"),
                    dl=("KH", "QH", "JH", "TH", "9H", "AD"), dl2=("KD", "QD", "JD"), turn="7D",
                    info="7C")
-
-
-def to_play(state, *auction):
-    """Run the auction and pass every window until trick play starts."""
-    act(state, *auction)
-    while state.public_view()["phase"] != "play":
-        seat = state.to_act()
-        state.apply(GAME.auto_move(state.view(seat)), seat)
-    return state
 
 
 # ---- 1. Deck and card order ----------------------------------------------------------------

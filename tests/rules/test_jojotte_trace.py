@@ -14,18 +14,9 @@ import pytest
 from engine_service.rules import InvalidDeck, RulesError
 from engine_service.sessions.chance import random_deck
 
-from .checks_jojotte import GAME, act, auto_finish_deal, deal, table
+from .checks_jojotte import GAME, act, auto_finish_deal, deal, table, to_play
 
 PACK = [r + s for s in "SHDC" for r in "AKQJT987"]
-
-
-def to_play(state, *auction):
-    """Run ``auction`` and then every window by the auto-move policy until trick play."""
-    act(state, *auction)
-    while state.public_view()["phase"] != "play":
-        seat = state.to_act()
-        state.apply(GAME.auto_move(state.view(seat)), seat)
-    return state
 
 
 # ---- JJ-2.3: the deck is a uniformly random permutation, reproducible from its seed -----------
