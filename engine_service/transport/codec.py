@@ -429,9 +429,15 @@ def _build_logged_trick(plays: tuple[tuple[Any, str], ...], winner: Any) -> byte
 _cached_logged_trick = functools.lru_cache(maxsize=4096)(_build_logged_trick)
 
 
-@functools.lru_cache(maxsize=1024)
 def _is_card_play(action: str) -> bool:
-    return action.split(":")[1] in _CARD_CODES
+    """Whether a ``play:`` action plays a card, memoized in ``_CARD_PLAYS`` (a log is walked
+    for every audience of every action)."""
+    known = _CARD_PLAYS.get(action)
+    if known is None:
+        known = action.split(":")[1] in _CARD_CODES
+        if len(_CARD_PLAYS) < 4096:
+            _CARD_PLAYS[action] = known
+    return known
 
 
 def trick_history(view: Mapping[str, Any]) -> list[match_pb2.Trick]:
@@ -465,28 +471,11 @@ def trick_history_bytes(view: Mapping[str, Any]) -> list[bytes]:
         return [trick_bytes(last)] if last else []
     plays = []  # the card plays' entries
     pairs = []  # (seat, play action)
-    card_plays = _CARD_PLAYS
     for e in log:  # one pass: a view's log is walked for every audience of every action
-        if type(e) is dict:
-            a = e.get("action")
-        elif isinstance(e, Mapping):
-            a = e.get("action")
-            if isinstance(a, str) and a[:5] == "play:" and _is_card_play(a):
-                plays.append(e)
-                pairs.append((e.get("seat"), e["action"]))
+        if type(e) is not dict and not isinstance(e, Mapping):
             continue
-        else:
-            continue
-        if type(a) is str and a[:5] == "play:":
-            known = card_plays.get(a)
-            if known is None:
-                known = _is_card_play(a)
-                if len(card_plays) < 4096:
-                    card_plays[a] = known
-            if known:
-                plays.append(e)
-                pairs.append((e.get("seat"), a))
-        elif isinstance(a, str) and a[:5] == "play:" and _is_card_play(a):  # a str subclass
+        a = e.get("action")
+        if isinstance(a, str) and a[:5] == "play:" and _is_card_play(a):
             plays.append(e)
             pairs.append((e.get("seat"), a))
     complete = len(plays) // seats
@@ -515,7 +504,7 @@ def _deal_last_trick(view: Mapping[str, Any]) -> Any:
     return view.get("last_trick")
 
 
-#: play action -> whether it plays a card (``_is_card_play``), for the logs' single pass
+#: play action -> whether it plays a card (:func:`_is_card_play`), at most 4,096 entries
 _CARD_PLAYS: dict[str, bool] = {}
 
 
@@ -707,22 +696,24 @@ _SHARED_PROBE, _SHARED_BYPASS = 512, 8192
 def _shared_parts(v: Mapping[str, Any], scope: dict[Any, Any] | None = None) -> tuple[bytes, bytes]:
     """The shared fields by content; ``scope``: the state's encodings by identity (see
     :func:`_scoped_shared_parts`), for the parts of a miss."""
+    def encode() -> tuple[bytes, bytes]:
+        return _encode_shared(v) if scope is None else _encode_scoped(v, scope)
+
     stats = _SHARED_STATS.setdefault(str(v.get("game")), [0, 0])
     stats[0] += 1
     if stats[0] > _SHARED_PROBE and stats[1] * 8 < stats[0]:
         if stats[0] < _SHARED_BYPASS:
-            return _encode_shared(v) if scope is None else _encode_scoped(v, scope)
+            return encode()
         stats[0] = stats[1] = 0
     try:
         key = marshal.dumps((v.get("trick"), v.get("last_trick"), v.get("tricks"),
                              len(v.get("hand_sizes") or ()), v.get("tricks_taken"), v.get("totals"),
                              v.get("deal_results"), v.get("table")), 2)
     except ValueError:  # not made of the core types: encoded without the memo
-        return _encode_shared(v) if scope is None else _encode_scoped(v, scope)
+        return encode()
     parts = wire.lru_get(_SHARED, key)
     if parts is None:
-        parts = _encode_shared(v) if scope is None else _encode_scoped(v, scope)
-        return wire.lru_put(_SHARED, key, parts, _SHARED_MAX)
+        return wire.lru_put(_SHARED, key, encode(), _SHARED_MAX)
     stats[1] += 1
     return parts
 

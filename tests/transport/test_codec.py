@@ -216,29 +216,39 @@ def test_trick_history_from_a_deal_log():
     assert trick.winner == 0 and trick.plays[0].named_suit == c.SUIT_SPADES and trick.plays[0].card.rank == c.RANK_JOKER
 
 
-def test_trick_history_agrees_with_the_rules_views_of_every_game():
-    """Over random play of every registered game: one history entry per trick taken this deal,
-    the last one equal to ``last_trick``, every card a card the view has shown publicly."""
+def _decision_states(game, seed: int, turns: int):
+    """``(state, seat to act)`` at each decision of one random match of ``game``, for at most
+    ``turns`` steps (deals included); the live state, advanced by a random legal action once
+    the caller is done with it."""
     import random
 
     from engine_service.rules.game import CHANCE
+
+    rng = random.Random(seed)
+    state = game.new_state()
+    for _ in range(turns):
+        who = state.to_act()
+        if who == CHANCE:
+            deck = list(game.pack)
+            rng.shuffle(deck)
+            state.deal(deck)
+            continue
+        if who < 0:
+            return
+        yield state, who
+        state.apply(rng.choice(state.legal_actions()), who)
+
+
+def test_trick_history_agrees_with_the_rules_views_of_every_game():
+    """Over random play of every registered game: one history entry per trick taken this deal,
+    the last one equal to ``last_trick``, every card a card the view has shown publicly."""
     from engine_service.rules.registry import all_games
 
     games = all_games()
     assert games, "no game is registered"
     for game in games:
-        rng = random.Random(7)
-        state = game.new_state()
         checked = 0
-        for _ in range(600):
-            who = state.to_act()
-            if who == CHANCE:
-                deck = list(game.pack)
-                rng.shuffle(deck)
-                state.deal(deck)
-                continue
-            if who < 0:
-                break
+        for state, who in _decision_states(game, seed=7, turns=600):
             view = state.view(who)
             history = codec.trick_history(view)
             if view["phase"] in ("play", "playing") and view.get("tricks_taken") is not None:
@@ -249,7 +259,6 @@ def test_trick_history_agrees_with_the_rules_views_of_every_game():
                     assert [(p.seat, p.card.code) for p in history[-1].plays] == \
                         [(p.seat, p.card.code) for p in last.plays], game.id
                 checked += 1
-            state.apply(rng.choice(state.legal_actions()), who)
         assert checked > 10, game.id
 
 
@@ -279,24 +288,11 @@ def test_the_audiences_of_one_state_encode_as_on_their_own():
     """Envelopes that share a state's ``encodings`` (the session layer's, one dict per state):
     every audience's bytes are those of its envelope encoded alone, over random play of every
     game; the audiences' views share objects, never an encoding of another audience's."""
-    import random
-
-    from engine_service.rules.game import CHANCE
     from engine_service.rules.registry import all_games
     from engine_service.sessions.views import ADMIN, SPECTATOR, view_for
 
     for game in all_games():
-        rng = random.Random(11)
-        state = game.new_state()
-        for seq in range(300):
-            who = state.to_act()
-            if who == CHANCE:
-                deck = list(game.pack)
-                rng.shuffle(deck)
-                state.deal(deck)
-                continue
-            if who < 0:
-                break
+        for seq, (state, _) in enumerate(_decision_states(game, seed=11, turns=300)):
             make, scope = state.view_maker(), {}
             for audience in [*range(game.num_seats), SPECTATOR, ADMIN]:
                 view = view_for(state, audience, make)
@@ -305,7 +301,6 @@ def test_the_audiences_of_one_state_encode_as_on_their_own():
                 alone = codec.view_bytes(api.ViewEnvelope("m", seq, "active", view_for(state, audience),
                                                           seat=seat))
                 assert shared == alone, (game.id, seq, audience)
-            state.apply(rng.choice(state.legal_actions()), who)
 
 
 @pytest.mark.parametrize("seconds, expected", [
