@@ -118,6 +118,8 @@ class MatchRecord:
     name: str = ""
     takeover_bot: str = ""  # bot for absent seats (GJ-12.4); "": the auto-move policy
     listed: bool = False  # shown in the lobby (ListOpenMatches) while it waits for players
+    # spectators see the match this many actions late while it is played (schema 5; 0 before)
+    spectator_delay_actions: int = 0
     created_at: float = 0.0
     status: str = "waiting"
     result: Mapping[str, Any] | None = None

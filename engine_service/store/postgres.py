@@ -54,7 +54,7 @@ T = TypeVar("T")
 log = structlog.get_logger("engine_service.store")
 
 APPLICATION = "cardgames-engine"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 META_TABLE = "engine_meta"
 #: Serializes the schema check and creation of processes opening the same database at once.
 OPEN_LOCK_KEY = 0x43474531  # "CGE1", the SQLite store's application_id
@@ -81,7 +81,8 @@ SCHEMA = (
         result             JSONB,                   -- once the match has ended
         ended_at           DOUBLE PRECISION,
         listed             BOOLEAN NOT NULL DEFAULT false,  -- in the lobby while waiting (schema 2)
-        deal_commitments   TEXT[]                  -- recorded at the end (schema 4)
+        deal_commitments   TEXT[],                 -- recorded at the end (schema 4)
+        spectator_delay_actions INTEGER NOT NULL DEFAULT 0  -- spectators' lag in actions (schema 5)
     )""",
     "CREATE INDEX matches_by_status ON matches (status, created_at)",
     "CREATE INDEX matches_by_creation ON matches (created_at, match_id)",
@@ -128,6 +129,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     3: ("ALTER TABLE decks ADD COLUMN salt TEXT NOT NULL DEFAULT ''",),
     4: ("ALTER TABLE decks ADD COLUMN scheme INTEGER NOT NULL DEFAULT 1",
         "ALTER TABLE matches ADD COLUMN deal_commitments TEXT[]"),
+    5: ("ALTER TABLE matches ADD COLUMN spectator_delay_actions INTEGER NOT NULL DEFAULT 0",),
 }
 
 
@@ -366,12 +368,12 @@ class PostgresStore(Store):
                     await conn.execute(
                         "INSERT INTO matches (match_id, game, options, first_dealer, turn_time_s, "
                         "reconnect_grace_s, spectators_allowed, name, takeover_bot, created_at, "
-                        "status, result, ended_at, listed, deal_commitments) "
-                        "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                        "status, result, ended_at, listed, deal_commitments, spectator_delay_actions) "
+                        "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
                         (r.match_id, r.game, _json(r.options), r.first_dealer, r.turn_time_s,
                          r.reconnect_grace_s, r.spectators_allowed, r.name, r.takeover_bot,
                          r.created_at, r.status, _json(r.result), r.ended_at, r.listed,
-                         list(r.deal_commitments) or None))
+                         list(r.deal_commitments) or None, r.spectator_delay_actions))
                 except pg_errors.UniqueViolation:
                     raise MatchExists(f"match {r.match_id!r} exists") from None
                 for s in r.seats:
@@ -478,7 +480,7 @@ class PostgresStore(Store):
 
     _MATCH_COLUMNS = ("match_id, game, options, first_dealer, turn_time_s, reconnect_grace_s, "
                       "spectators_allowed, name, takeover_bot, created_at, status, result, ended_at, "
-                      "listed, deal_commitments")
+                      "listed, deal_commitments, spectator_delay_actions")
 
     @staticmethod
     async def _seats(conn: psycopg.AsyncConnection, match_ids: list[str]) -> dict[str, list[SeatRecord]]:
@@ -494,13 +496,13 @@ class PostgresStore(Store):
     @staticmethod
     def _record(row: Sequence[Any], seats: list[SeatRecord]) -> MatchRecord:
         (match_id, game, options, first_dealer, turn_time_s, grace, spectators, name, takeover,
-         created_at, status, result, ended_at, listed, commitments) = row
+         created_at, status, result, ended_at, listed, commitments, spectator_delay) = row
         return MatchRecord(
             match_id=match_id, game=game, options=options, first_dealer=first_dealer,
             seats=tuple(seats), turn_time_s=turn_time_s, reconnect_grace_s=grace,
             spectators_allowed=spectators, name=name, takeover_bot=takeover, created_at=created_at,
             status=status, result=result, ended_at=ended_at, listed=listed,
-            deal_commitments=tuple(commitments or ()))
+            deal_commitments=tuple(commitments or ()), spectator_delay_actions=spectator_delay)
 
     async def load_match(self, match_id: str) -> StoredMatch | None:
         async def fn(conn: psycopg.AsyncConnection) -> StoredMatch | None:

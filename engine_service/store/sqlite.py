@@ -60,7 +60,7 @@ CHECK_BUDGET_S = 10.0
 CHECK_REPORT_LINES = 3
 
 APPLICATION_ID = 0x43474531  # "CGE1"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 SCHEMA = """
 CREATE TABLE matches (
@@ -78,7 +78,8 @@ CREATE TABLE matches (
     result             TEXT,                   -- JSON object once the match has ended
     ended_at           REAL,
     listed             INTEGER NOT NULL DEFAULT 0,  -- in the lobby while waiting (schema 2)
-    deal_commitments   TEXT                    -- JSON list, recorded at the end (schema 4)
+    deal_commitments   TEXT,                   -- JSON list, recorded at the end (schema 4)
+    spectator_delay_actions INTEGER NOT NULL DEFAULT 0  -- spectators' lag in actions (schema 5)
 );
 CREATE INDEX matches_by_status ON matches (status, created_at);
 
@@ -128,6 +129,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     3: ("ALTER TABLE decks ADD COLUMN salt TEXT NOT NULL DEFAULT ''",),
     4: ("ALTER TABLE decks ADD COLUMN scheme INTEGER NOT NULL DEFAULT 1",
         "ALTER TABLE matches ADD COLUMN deal_commitments TEXT"),
+    5: ("ALTER TABLE matches ADD COLUMN spectator_delay_actions INTEGER NOT NULL DEFAULT 0",),
 }
 
 
@@ -491,11 +493,13 @@ class SqliteStore(Store):
             c.execute(
                 "INSERT INTO matches (match_id, game, options, first_dealer, turn_time_s, "
                 "reconnect_grace_s, spectators_allowed, name, takeover_bot, created_at, status, "
-                "result, ended_at, listed, deal_commitments) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "result, ended_at, listed, deal_commitments, spectator_delay_actions) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (r.match_id, r.game, _dumps(dict(r.options)), r.first_dealer, r.turn_time_s,
                  r.reconnect_grace_s, int(r.spectators_allowed), r.name, r.takeover_bot,
                  r.created_at, r.status, None if r.result is None else _dumps(dict(r.result)),
-                 r.ended_at, int(r.listed), _dumps(list(r.deal_commitments)) if r.deal_commitments else None))
+                 r.ended_at, int(r.listed), _dumps(list(r.deal_commitments)) if r.deal_commitments else None,
+                 r.spectator_delay_actions))
         except sqlite3.IntegrityError:
             raise MatchExists(f"match {r.match_id!r} exists") from None
         for s in r.seats:
@@ -582,7 +586,7 @@ class SqliteStore(Store):
     @staticmethod
     def _record(c: sqlite3.Connection, row: tuple) -> MatchRecord:
         (match_id, game, options, first_dealer, turn_time_s, grace, spectators, name, takeover,
-         created_at, status, result, ended_at, listed, commitments) = row
+         created_at, status, result, ended_at, listed, commitments, spectator_delay) = row
         seats = tuple(
             SeatRecord(seat=s, kind=k, bot=b, player_name=n, token_hash=t or "", joined_at=j, left=bool(lm))
             for s, k, b, n, t, j, lm in c.execute(
@@ -594,11 +598,12 @@ class SqliteStore(Store):
             spectators_allowed=bool(spectators), name=name, takeover_bot=takeover,
             created_at=created_at, status=status,
             result=None if result is None else json.loads(result), ended_at=ended_at,
-            listed=bool(listed), deal_commitments=tuple(json.loads(commitments)) if commitments else ())
+            listed=bool(listed), deal_commitments=tuple(json.loads(commitments)) if commitments else (),
+            spectator_delay_actions=spectator_delay)
 
     _MATCH_COLUMNS = ("match_id, game, options, first_dealer, turn_time_s, reconnect_grace_s, "
                       "spectators_allowed, name, takeover_bot, created_at, status, result, ended_at, "
-                      "listed, deal_commitments")
+                      "listed, deal_commitments, spectator_delay_actions")
 
     async def load_match(self, match_id: str) -> StoredMatch | None:
         return await self._run(self._load_sync, match_id)

@@ -1,8 +1,9 @@
 """Upgrades: a database made by the first release (schema 1), the lobby's (schema 2: the decks
-have no salt yet) or fair dealing's (schema 3: decks committed as a whole) is migrated in place
-when the current store opens it, all steps in one transaction, keeping every match and every
-deck's commitment scheme; the migration runs only in the engine that owns the database; a newer
-schema is refused (test_store.py, test_postgres.py)."""
+have no salt yet), fair dealing's (schema 3: decks committed as a whole) or per-card fair
+dealing's (schema 4: no spectator delay yet) is migrated in place when the current store opens
+it, all steps in one transaction, keeping every match and every deck's commitment scheme (and
+the matches of before schema 5 keep spectators 0 actions behind); the migration runs only in
+the engine that owns the database; a newer schema is refused (test_store.py, test_postgres.py)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from .test_store import record, run
 from .v1_schema import POSTGRES_V1, SQLITE_V1
 from .v2_schema import POSTGRES_V2, SQLITE_V2
 from .v3_schema import POSTGRES_V3, SQLITE_V3
+from .v4_schema import POSTGRES_V4, SQLITE_V4
 
 
 #: A deck recorded by the current release: its salt must be kept after a migration.
@@ -103,9 +105,11 @@ def test_a_sqlite_database_of_schema_1_is_migrated_keeping_its_matches(tmp_path)
 
     migrated_from, old, new, second = run(go())
     assert (migrated_from, second) == (1, None)
-    assert _user_version(path) == SCHEMA_VERSION == 4 and {"listed", "deal_commitments"} <= set(_columns(path))
+    assert _user_version(path) == SCHEMA_VERSION == 5
+    assert {"listed", "deal_commitments", "spectator_delay_actions"} <= set(_columns(path))
     assert {"salt", "scheme"} <= set(_columns(path, "decks"))
     assert old.record.name == "old table" and old.record.listed is False and old.record.status == "active"
+    assert old.record.spectator_delay_actions == 0
     assert [a.action for a in old.actions] == ["pass"] and old.decks[0].cards == ("JS", "7H")
     assert old.decks[0].salt == ""  # a deck of before schema 3: no commitment
     assert [s.token_hash for s in old.record.seats] == ["hash0", "hash1"]
@@ -128,7 +132,7 @@ def test_a_sqlite_database_of_schema_2_is_migrated_keeping_its_matches(tmp_path)
 
     migrated_from, old, after = run(go())
     assert migrated_from == 2
-    assert _user_version(path) == 4 and {"salt", "scheme"} <= set(_columns(path, "decks"))
+    assert _user_version(path) == 5 and {"salt", "scheme"} <= set(_columns(path, "decks"))
     assert old.record.name == "old table" and old.record.listed is True and old.record.status == "active"
     assert [a.action for a in old.actions] == ["pass"]
     assert old.decks == (DeckRecord(0, ("JS", "7H"), "", SCHEME_WHOLE_DECK),
@@ -281,7 +285,7 @@ def test_a_postgres_schema_of_version_1_is_migrated_keeping_its_matches(pg_datab
     with capture_logs() as logs:
         migrated_from, old, waiting = run(go())
     assert [(e["from_version"], e["to_version"]) for e in logs if e["event"] == "db_migrated"] == [(1, PG_VERSION)]
-    assert migrated_from == 1 and _meta_version(pg_database, schema) == str(PG_VERSION) == "4"
+    assert migrated_from == 1 and _meta_version(pg_database, schema) == str(PG_VERSION) == "5"
     assert _has_listed(pg_database, schema) and _has_column(pg_database, schema, "decks", "salt")
     assert old.record.name == "old table" and old.record.listed is False
     assert [li.record.match_id for li in waiting] == ["old"]
@@ -305,7 +309,7 @@ def test_a_postgres_schema_of_version_2_is_migrated_keeping_its_decks(pg_databas
     _postgres_v2(pg_database, schema)
 
     migrated_from, old, after = run(_migrate_and_append(url))
-    assert migrated_from == 2 and _meta_version(pg_database, schema) == "4"
+    assert migrated_from == 2 and _meta_version(pg_database, schema) == "5"
     assert _has_column(pg_database, schema, "decks", "salt") and _has_column(pg_database, schema, "decks", "scheme")
     assert old.record.name == "old table" and old.record.listed is True and old.record.status == "active"
     assert old.decks == (DeckRecord(0, ("JS", "7H"), "", SCHEME_WHOLE_DECK),)  # no salt: no commitment
@@ -321,7 +325,7 @@ def test_a_failing_postgres_migration_says_so_and_leaves_the_schema_as_it_was(pg
 
     async def go():
         await PostgresStore(url).open()
-    with pytest.raises(MigrationFailed, match=r"migrating from schema version 2 to 4 failed at step 3 "
+    with pytest.raises(MigrationFailed, match=r"migrating from schema version 2 to 5 failed at step 3 "
                                                 r"\(.*salt.*\); it was left as it was \(schema version 2\)"):
         run(go())
     assert _meta_version(pg_database, schema) == "2"
@@ -362,7 +366,7 @@ def test_a_sqlite_database_of_schema_3_keeps_its_decks_committed_as_a_whole(tmp_
         return st.migrated_from, old, after
 
     migrated_from, old, after = run(go())
-    assert migrated_from == 3 and _user_version(path) == 4 and "scheme" in _columns(path, "decks")
+    assert migrated_from == 3 and _user_version(path) == 5 and "scheme" in _columns(path, "decks")
     assert old.decks == (WHOLE,)
     assert after.decks == (WHOLE, replace(SALTED, deal=1)) and after.decks[1].scheme == 2
 
@@ -372,7 +376,98 @@ def test_a_postgres_schema_of_version_3_keeps_its_decks_committed_as_a_whole(pg_
     _postgres_v3(pg_database, schema)
 
     migrated_from, old, after = run(_migrate_and_append(url))
-    assert migrated_from == 3 and _meta_version(pg_database, schema) == "4"
+    assert migrated_from == 3 and _meta_version(pg_database, schema) == "5"
     assert _has_column(pg_database, schema, "matches", "deal_commitments")
     assert old.decks == (WHOLE,)
     assert after.decks == (WHOLE, replace(SALTED, deal=1)) and after.decks[1].scheme == 2
+
+
+# ---- schema 4 -> 5: the spectator delay -----------------------------------------------------
+
+#: The deals' commitments recorded with the result of a match that ended under schema 4.
+COMMITMENTS = ("aa" * 32, "bb" * 32)
+
+
+def _sqlite_v4(path) -> None:
+    """A database as per-card fair dealing's release (schema 4) left it: a finished match with
+    its commitments, and an active listed one with seats, a deck committed card by card and an
+    action."""
+    conn = sqlite3.connect(path)
+    conn.executescript(SQLITE_V4)
+    conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+    conn.execute("PRAGMA user_version=4")
+    conn.execute("INSERT INTO matches VALUES ('ended', 'klaberjass', '{}', 0, 30.0, 60.0, 1, 'ended table', '', "
+                 "1.0, 'finished', '{\"winners\":[0]}', 4.0, 0, ?)", (json.dumps(list(COMMITMENTS)),))
+    conn.execute("INSERT INTO matches VALUES ('old', 'klaberjass', '{}', 1, 30.0, 60.0, 1, 'old table', '', "
+                 "2.0, 'active', NULL, NULL, 1, NULL)")
+    for seat in (0, 1):
+        conn.execute("INSERT INTO seats VALUES ('old', ?, 'open', '', ?, ?, 2.0, 0)",
+                     (seat, f"p{seat}", f"hash{seat}"))
+    conn.execute("INSERT INTO decks VALUES ('old', 0, ?, ?, 2)", (json.dumps(list(SALTED.cards)), SALTED.salt))
+    conn.execute("INSERT INTO match_actions VALUES ('old', 1, 0, 'pass', 'player', 'c1', '', 3.0)")
+    conn.commit()
+    conn.close()
+
+
+def _postgres_v4(pg_database, schema: str) -> None:
+    _postgres_schema(pg_database, schema, POSTGRES_V4, 4, "'old', 'klaberjass', '{}', 1, 30.0, 60.0, true, "
+                     "'old table', '', 2.0, 'active', NULL, NULL, true, NULL")
+    pg_database.execute("INSERT INTO matches VALUES ('ended', 'klaberjass', '{}', 0, 30.0, 60.0, true, "
+                        "'ended table', '', 1.0, 'finished', '{\"winners\": [0]}', 4.0, false, %s)",
+                        (list(COMMITMENTS),), schema=schema)
+    for seat in (0, 1):
+        pg_database.execute("INSERT INTO seats VALUES ('old', %s, 'open', '', %s, %s, 2.0, false)",
+                            (seat, f"p{seat}", f"hash{seat}"), schema=schema)
+    pg_database.execute("INSERT INTO decks VALUES ('old', 0, %s, %s, 2)", (list(SALTED.cards), SALTED.salt),
+                        schema=schema)
+    pg_database.execute("INSERT INTO match_actions VALUES ('old', 1, 0, 'pass', 'player', 'c1', '', 3.0)",
+                        schema=schema)
+
+
+async def _migrate_v4(st):
+    """Open (migrating) a store of schema 4, read its matches, then create a match delayed by
+    7 actions: (migrated_from, the old matches as loaded, the new one as loaded, the listing)."""
+    await st.open()
+    try:
+        old = {m: await st.load_match(m) for m in ("ended", "old")}
+        await st.create_match(replace(record("new", created_at=3.0), spectator_delay_actions=7), [SALTED])
+        return st.migrated_from, old, await st.load_match("new"), await st.list_matches()
+    finally:
+        await st.close()
+
+
+def _check_v4_migrated(old, new, listing) -> None:
+    ended, active = old["ended"].record, old["old"].record
+    assert ended.status == "finished" and dict(ended.result) == {"winners": [0]} and ended.ended_at == 4.0
+    assert ended.deal_commitments == COMMITMENTS and ended.listed is False
+    assert active.name == "old table" and active.listed is True and active.status == "active"
+    assert [s.token_hash for s in active.seats] == ["hash0", "hash1"]
+    assert old["old"].decks == (SALTED,) and [a.action for a in old["old"].actions] == ["pass"]
+    assert ended.spectator_delay_actions == active.spectator_delay_actions == 0  # the column's default
+    assert new.record == replace(record("new", created_at=3.0), spectator_delay_actions=7)
+    assert new.decks == (SALTED,)
+    assert [(li.record.match_id, li.record.spectator_delay_actions, li.seq) for li in listing] == [
+        ("new", 7, 0), ("old", 0, 1), ("ended", 0, 0)]
+    assert listing[0].record == new.record
+
+
+def test_a_sqlite_database_of_schema_4_is_migrated_keeping_its_matches(tmp_path):
+    """Schema 5 adds matches.spectator_delay_actions: the matches of schema 4 keep every field
+    and get 0 (spectators not delayed, as before); a new match records its delay."""
+    path = tmp_path / "old.sqlite3"
+    _sqlite_v4(path)
+
+    migrated_from, old, new, listing = run(_migrate_v4(SqliteStore(path)))
+    assert migrated_from == 4 and _user_version(path) == SCHEMA_VERSION == 5
+    assert "spectator_delay_actions" in _columns(path)
+    _check_v4_migrated(old, new, listing)
+
+
+def test_a_postgres_schema_of_version_4_is_migrated_keeping_its_matches(pg_database, pg_schema):
+    schema, url = pg_schema
+    _postgres_v4(pg_database, schema)
+
+    migrated_from, old, new, listing = run(_migrate_v4(PostgresStore(url)))
+    assert migrated_from == 4 and _meta_version(pg_database, schema) == str(PG_VERSION) == "5"
+    assert _has_column(pg_database, schema, "matches", "spectator_delay_actions")
+    _check_v4_migrated(old, new, listing)
