@@ -211,6 +211,8 @@ def summary_lines(summary: MatchSummary) -> list["Text"]:
     turn = summary.turn_time.ToNanoseconds() / 1e9
     details = [f"created {created_text(summary)}", f"turn time {turn:g} s" if turn else "no turn time",
                "spectators allowed" if summary.spectators_allowed else "no spectators"]
+    if summary.spectators_allowed and summary.spectator_delay_actions:
+        details[-1] += f" ({summary.spectator_delay_actions} actions late)"
     if summary.options:
         details.append("options " + ", ".join(f"{k}={python_value(v)}" for k, v in sorted(summary.options.items())))
     lines.append(Text(", ".join(details)))

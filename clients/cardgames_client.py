@@ -362,15 +362,18 @@ class Client:
     async def create_match(self, game: str, *, options: Mapping[str, str | int | bool] | None = None,
                            seats: Sequence[str | None] = (), turn_time_s: float = 0.0,
                            spectators_allowed: bool = True, name: str = "", listed: bool = False,
+                           spectator_delay_actions: int = 0,
                            decks: Sequence[Sequence[str]] = (), first_dealer: int | None = None) -> MatchSummary:
         """Create a match. ``seats``: one entry per seat, ``None``/``"open"`` for an open seat or
         a bot name (empty: every seat open). ``listed``: show it in the lobby
-        (:meth:`list_open_matches`) while it waits for players. ``decks`` and ``first_dealer``
-        need the admin token."""
+        (:meth:`list_open_matches`) while it waits for players. ``spectator_delay_actions``:
+        spectators see the match that many actions late while it is played (0: live).
+        ``decks`` and ``first_dealer`` need the admin token."""
         request = card_games_pb2.CreateMatchRequest(
             game=game, options={k: option_value(v) for k, v in (options or {}).items()},
             seats=[seat_spec(s) for s in seats], spectators_allowed=spectators_allowed, name=name,
-            listed=listed, decks=[card_games_pb2.Deck(cards=list(d)) for d in decks])
+            listed=listed, spectator_delay_actions=spectator_delay_actions,
+            decks=[card_games_pb2.Deck(cards=list(d)) for d in decks])
         if turn_time_s:
             request.turn_time.CopyFrom(_duration(turn_time_s))
         if first_dealer is not None:

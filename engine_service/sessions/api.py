@@ -117,6 +117,9 @@ class CreateMatchRequest:
     # shown in the lobby (list_open_matches) while it waits for players; False: only who is
     # given the match id finds it
     listed: bool = False
+    # spectators see the match this many actions late while it is played (0: live; at most
+    # sessions.delay.MAX_SPECTATOR_DELAY); seats and the admin are never delayed
+    spectator_delay_actions: int = 0
     # admin only (the transport refuses them without the admin token):
     decks: Sequence[Sequence[str]] = ()  # explicit decks, used in order, then CSPRNG decks
     first_dealer: int | None = None  # None: the rulebook's draw, from the CSPRNG
@@ -188,6 +191,7 @@ class MatchSummary:
     # the commitment of every deal dealt so far, in deal order ("" for a deal recorded before
     # commitments existed); docs/api.md, "Fair dealing"
     deal_commitments: Sequence[str] = ()
+    spectator_delay_actions: int = 0  # how many actions spectators are kept behind (0: live)
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,7 @@ from .api import (BadRequest, BotInfo, CreateMatchRequest, DealReveal, GameInfo,
 from .chance import draw_first_dealer, random_deck_record, salted_deck
 from .clock import MatchClock
 from .config import SessionConfig
+from .delay import MAX_SPECTATOR_DELAY
 from .match import CorruptLog, LiveMatch, SeatSlot
 from .policy import (BOT_TAKEOVER, FORFEIT, absence_policy, merge_turn_time, reconnect_grace,
                      turn_time)
@@ -379,6 +380,10 @@ class MatchManager:
         # over to the auto-move policy like any failing bot
         takeover = requested_takeover or self.config.takeover_bot
         name = _clean_name(request.name or "", self.config.max_name_length, "the match name")
+        delay = request.spectator_delay_actions
+        if isinstance(delay, bool) or not isinstance(delay, int) or not 0 <= delay <= MAX_SPECTATOR_DELAY:
+            raise BadRequest(f"spectator_delay_actions must be 0..{MAX_SPECTATOR_DELAY} actions",
+                             reason="BAD_SPECTATOR_DELAY")
 
         decks = [salted_deck(i, [card_code(c) for c in parse_deck(d, game.pack)])
                  for i, d in enumerate(request.decks or ())]
@@ -410,7 +415,7 @@ class MatchManager:
             seats=tuple(SeatRecord(i, s.kind, s.bot if s.kind == "bot" else "") for i, s in enumerate(seats)),
             turn_time_s=turn, reconnect_grace_s=grace, spectators_allowed=bool(request.spectators_allowed),
             name=name, takeover_bot=takeover, listed=bool(request.listed), created_at=time.time(),
-            status="waiting" if has_open else "active")
+            status="waiting" if has_open else "active", spectator_delay_actions=delay)
         m = LiveMatch(record, decks, [])
         self._creating[m.status] += 1  # with the limit check above: no await in between
 
@@ -425,7 +430,7 @@ class MatchManager:
                        bots=[s.bot for s in m.seats if s.bot], options=dict(options.non_default()),
                        turn_time_s=turn, reconnect_grace_s=grace,
                        spectators_allowed=m.spectators_allowed, listed=m.listed,
-                       admin_decks=len(request.decks or ()))
+                       spectator_delay_actions=delay, admin_decks=len(request.decks or ()))
             if m.active:
                 self._clock.schedule(m)
 
@@ -769,9 +774,11 @@ class MatchManager:
         audience = self._audience(m, principal)
         if isinstance(after_seq, bool) or not isinstance(after_seq, int):
             raise BadRequest("after_seq must be an integer", reason="BAD_AFTER_SEQ")
-        if after_seq > m.seq:
-            raise BadRequest(f"after_seq {after_seq} is ahead of the match (seq {m.seq})",
-                             reason="BAD_AFTER_SEQ")
+        # a spectator of a delayed match follows it at the spectators' horizon (.delay)
+        live = m.seq if audience != SPECTATOR else m.spectator_horizon()
+        if after_seq > live:
+            raise BadRequest(f"after_seq {after_seq} is ahead of the match (seq {live}"
+                             f"{' for spectators' if live < m.seq else ''})", reason="BAD_AFTER_SEQ")
         slot = m.seats[audience] if isinstance(audience, int) else None
         if slot is not None:
             if slot.streams >= self.config.max_streams_per_seat:
@@ -792,7 +799,8 @@ class MatchManager:
         # Registration and the replay boundary are read together, without an await between:
         # every action after ``live_from`` reaches the queue, every one up to it the replay.
         w = Watcher(audience, self.config.watcher_queue_size)
-        live_from, ended = m.seq, m.over
+        live_from, ended = live, m.over
+        delayed = live < m.seq
         m.watchers.add(w)
         kind = audience_kind(audience)
         self.metrics.watchers.labels(kind).inc()
@@ -837,8 +845,10 @@ class MatchManager:
                         # stream is not idle, the event goes first (and the heartbeat's
                         # deadline is then that of the seq it reports)
                         if w.queue.empty():
+                            # a delayed spectator's position has no deadline
+                            deadline = None if delayed and not m.over else m.deadline
                             yield MatchEvent(kind="heartbeat", seq=delivered, match_id=m.match_id,
-                                             details={"deadline": m.deadline})
+                                             details={"deadline": deadline})
                         continue
                 if isinstance(item, _End):
                     if item.error is not None:
@@ -935,6 +945,7 @@ class MatchManager:
             result = self._writer.result(m, "completed")
             await self._store.set_status(m.match_id, "finished", result, time.time(), m.deal_commitments())
             m.status, m.result, m.ended_at = "finished", result, time.time()
+            m.spectators_seen = m.seq  # nothing is withheld from spectators after the end
             self.metrics.matches_finished.labels(m.game.id, "completed").inc()
         if m.over:
             m.finished_mono = asyncio.get_running_loop().time()
@@ -1057,7 +1068,7 @@ class MatchManager:
         return await _uninterrupted(run(), f"write-{m.match_id}", self._writes)
 
     def _view_at(self, m: LiveMatch, audience: Audience, seq: int) -> ViewEnvelope:
-        if seq == m.seq:
+        if seq == m.seq or (audience == SPECTATOR and seq == m.spectator_horizon()):
             return m.envelope(audience)
         state, _ = m.fold(seq)
         return m.envelope(audience, state, seq)
@@ -1162,5 +1173,5 @@ def _summary_of(listing: MatchListing) -> MatchSummary:
         seats=tuple(SeatSlot.from_record(s).info(r.takeover_bot) for s in r.seats),  # no stream open
         turn_time_s=r.turn_time_s, spectators_allowed=r.spectators_allowed, created_at=r.created_at,
         name=r.name, result=dict(r.result) if r.result is not None else None, listed=r.listed,
-        deal_commitments=r.deal_commitments)
+        deal_commitments=r.deal_commitments, spectator_delay_actions=r.spectator_delay_actions)
 

@@ -20,6 +20,7 @@ from ..rules.registry import get_game
 from ..rules.views import ViewMaker
 from ..store.base import ActionRecord, DeckRecord, MatchRecord, SeatRecord
 from .api import DealReveal, MatchStatus, MatchSummary, SeatInfo, ViewEnvelope
+from .delay import SpectatorCursor, cursor_at, horizon, released
 from .fairness import deck_commitment, reveal, shown_cards
 from .policy import absence_policy
 from .views import ADMIN, SPECTATOR, Audience, after_end, before_start, view_for
@@ -131,7 +132,8 @@ class LiveMatch:
                  "spectators_allowed", "name", "takeover_bot", "listed", "created_at", "status", "result",
                  "ended_at", "seats", "decks", "actions", "client_ids", "state", "deals_dealt",
                  "policy", "lock", "watchers", "timer_key", "timer_handle", "deadline", "bot_key",
-                 "bot_task", "finished_mono", "_memo", "_commitments", "shown", "log", "_checkpoints")
+                 "bot_task", "finished_mono", "_memo", "_commitments", "shown", "log", "_checkpoints",
+                 "spectator_delay", "spectators_seen", "_cursor")
 
     def __init__(self, record: MatchRecord, decks: list[DeckRecord], actions: list[ActionRecord]) -> None:
         self.match_id = record.match_id
@@ -144,6 +146,7 @@ class LiveMatch:
         self.turn_time_s = record.turn_time_s
         self.reconnect_grace_s = record.reconnect_grace_s
         self.spectators_allowed = record.spectators_allowed
+        self.spectator_delay = record.spectator_delay_actions
         self.name = record.name
         self.takeover_bot = record.takeover_bot
         self.listed = record.listed
@@ -161,6 +164,9 @@ class LiveMatch:
         self._checkpoints: dict[int, tuple[State, int]] = {}
         self.state, self.deals_dealt = self.fold(len(self.actions), checkpoints=False)
         self.policy = absence_policy(self.game)
+        # delayed spectators (.delay): the last seq released to them, and their position
+        self.spectators_seen = self.spectator_horizon()
+        self._cursor: SpectatorCursor | None = None
 
         self.lock = asyncio.Lock()
         self.watchers: set[Watcher] = set()
@@ -271,6 +277,8 @@ class LiveMatch:
         encodes once. Its ``view`` is shared too: readers must not mutate it (copy it first).
         """
         if state is None:
+            if audience == SPECTATOR and self.spectator_delay and self.spectator_horizon() < self.seq:
+                return self._delayed_envelope()
             memo = self.memo()
             at = (self.seq, self.status, self.deadline)
             if memo.views_at != at:
@@ -294,6 +302,44 @@ class LiveMatch:
         if seq < self.seq:
             return self._envelope_of(audience, view, seq, deadline, "active")
         return self._envelope_of(audience, self._as_ended(view), seq, deadline)
+
+    # ---- delayed spectators (.delay) -----------------------------------------------------
+
+    def spectator_horizon(self) -> int:
+        """The last seq spectators may see now (:func:`.delay.horizon`)."""
+        return horizon(self.seq, self.spectator_delay, self.active)
+
+    def _delayed_envelope(self) -> ViewEnvelope:
+        """The spectators' view of a delayed match: the public view at the horizon, built
+        once per position for every spectator."""
+        seq = self.spectator_horizon()
+        c = self._cursor = cursor_at(self, self._cursor, seq)
+        if c.envelope is None:
+            c.envelope = self.envelope(SPECTATOR, c.state, seq)
+        return c.envelope
+
+    def spectator_releases(self, build: bool = True) -> list[tuple[ActionRecord, ViewEnvelope, dict[str, Any]]]:
+        """The actions spectators may see now and have not been shown (seq in
+        (``spectators_seen``, horizon]), in order, each with the spectators' view after it and
+        its event's details; marks them shown. ``build`` False (nobody watches as a
+        spectator): only marked."""
+        upto, after = self.spectator_horizon(), self.spectators_seen
+        if upto <= after:
+            return []
+        self.spectators_seen = upto
+        if not build:
+            return []
+        out: list[tuple[ActionRecord, ViewEnvelope, dict[str, Any]]] = []
+        for rec, c, details in released(self, self._cursor, after, upto):
+            self._cursor = c
+            if rec.seq == self.seq:  # the match is over: its last view, as it ended
+                env = self.envelope(SPECTATOR)
+            else:
+                env = c.envelope = self.envelope(SPECTATOR, c.state, rec.seq)
+            out.append((rec, env, details))
+        if self.over:
+            self._cursor = None  # nothing is delayed any more
+        return out
 
     def _as_ended(self, view: dict[str, Any]) -> dict[str, Any]:
         """``view`` of the current seq; once the match is over, over with its winners and
@@ -343,7 +389,8 @@ class LiveMatch:
             turn_time_s=self.turn_time_s, reconnect_grace_s=self.reconnect_grace_s,
             spectators_allowed=self.spectators_allowed, name=self.name,
             takeover_bot=self.takeover_bot, created_at=self.created_at, status=self.status,
-            result=self.result, ended_at=self.ended_at, listed=self.listed)
+            result=self.result, ended_at=self.ended_at, listed=self.listed,
+            spectator_delay_actions=self.spectator_delay)
 
     def summary(self) -> MatchSummary:
         return MatchSummary(
@@ -352,7 +399,7 @@ class LiveMatch:
             turn_time_s=self.turn_time_s, spectators_allowed=self.spectators_allowed,
             created_at=self.created_at, name=self.name,
             result=dict(self.result) if self.result is not None else None, listed=self.listed,
-            deal_commitments=self.deal_commitments())
+            deal_commitments=self.deal_commitments(), spectator_delay_actions=self.spectator_delay)
 
     def deal_commitments(self) -> tuple[str, ...]:
         """The public commitment of every deal dealt so far, in deal order (decks given ahead,

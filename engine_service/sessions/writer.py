@@ -30,7 +30,7 @@ from ..store.base import ActionRecord, DeckRecord
 from .api import MatchEvent, StaleSequence, Unavailable, ViewEnvelope
 from .chance import random_deck_record
 from .match import LiveMatch, SeatSlot, action_details
-from .views import Audience, public_or_none
+from .views import SPECTATOR, Audience, public_or_none
 
 log = structlog.get_logger("engine_service.sessions")
 
@@ -213,19 +213,46 @@ class MatchWriter:
         """Queue one event to every watcher, with its audience's view. The event (an immutable
         value) is built once per audience and shared by its watchers, and so is the view: only
         the audiences somebody watches are built. Never waits: a full queue closes that
-        watcher's stream."""
+        watcher's stream.
+
+        Spectators of a delayed match (:mod:`.delay`) get, instead of an action, the actions
+        it releases to them, and the other events at their own position."""
+        delayed = bool(m.spectator_delay)
+        if delayed:
+            self.release_to_spectators(m)
         if not m.watchers:
             return
         events: dict[Any, MatchEvent] = {}
         details = dict(details or {})
+        offered = 0
         for w in list(m.watchers):
             event = events.get(w.audience)
             if event is None:
+                at = seq
+                if delayed and w.audience == SPECTATOR:
+                    if kind == "action":
+                        continue  # released above
+                    at = m.spectators_seen
                 event = events[w.audience] = MatchEvent(
-                    kind=kind, seq=seq, match_id=m.match_id, seat=seat, action=action,  # type: ignore[arg-type]
+                    kind=kind, seq=at, match_id=m.match_id, seat=seat, action=action,  # type: ignore[arg-type]
                     by=by, reason=reason, view=m.envelope(w.audience), details=details)
             w.offer(event)
-        self.metrics.child(self.metrics.events_published, kind).inc(len(m.watchers))
+            offered += 1
+        if offered:
+            self.metrics.child(self.metrics.events_published, kind).inc(offered)
+
+    def release_to_spectators(self, m: LiveMatch) -> None:
+        """Queue to the spectators of a delayed match every action they may see now and have
+        not been shown (:meth:`LiveMatch.spectator_releases`), each once, in order. Called
+        wherever the horizon moves: after every accepted action and at the end."""
+        spectators = [w for w in m.watchers if w.audience == SPECTATOR]
+        for rec, env, details in m.spectator_releases(build=bool(spectators)):
+            event = MatchEvent(kind="action", seq=rec.seq, match_id=m.match_id, seat=rec.seat,
+                               action=rec.action, by=rec.by, reason=rec.reason, view=env,  # type: ignore[arg-type]
+                               details=details)
+            for w in spectators:
+                w.offer(event)
+            self.metrics.child(self.metrics.events_published, "action").inc(len(spectators))
 
     def presence(self, m: LiveMatch, slot: SeatSlot, change: str) -> None:
         """A seat's presence changed (joined, connected, disconnected, bot_took_over,
@@ -236,7 +263,10 @@ class MatchWriter:
                      details={"change": change, "seats": m.presence()})
 
     def announce_end(self, m: LiveMatch) -> None:
-        """``match_ended`` to every watcher, then the end of each stream."""
+        """``match_ended`` to every watcher, then the end of each stream (the spectators of a
+        delayed match first get what was withheld from them)."""
+        if m.spectator_delay:
+            self.release_to_spectators(m)
         cache: dict[Any, ViewEnvelope] = {}
         for w in list(m.watchers):
             if w.audience not in cache:

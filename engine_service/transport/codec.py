@@ -248,7 +248,8 @@ def summary_message(s: api.MatchSummary) -> match_pb2.MatchSummary:
     msg = match_pb2.MatchSummary(
         match_id=s.match_id, game=s.game, status=status_enum(s.status), seq=s.seq,
         seats=[seat_info_message(x) for x in s.seats], spectators_allowed=s.spectators_allowed,
-        name=s.name, listed=s.listed, deal_commitments=list(s.deal_commitments))
+        name=s.name, listed=s.listed, deal_commitments=list(s.deal_commitments),
+        spectator_delay_actions=s.spectator_delay_actions)
     for name, value in s.options.items():
         msg.options[name].CopyFrom(option_value(value))
     _set_duration(msg.turn_time, s.turn_time_s)
@@ -307,6 +308,7 @@ def create_request(msg: pb.CreateMatchRequest) -> api.CreateMatchRequest:
         spectators_allowed=msg.spectators_allowed if msg.HasField("spectators_allowed") else True,
         name=_check_text("name", msg.name, MAX_NAME_CHARS),
         listed=msg.listed,
+        spectator_delay_actions=msg.spectator_delay_actions,
         decks=tuple(tuple(d.cards) for d in msg.decks),
         first_dealer=msg.first_dealer if msg.HasField("first_dealer") else None,
     )

@@ -69,10 +69,12 @@ def refused(result: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
-async def play_a_little(client: cg.Client, actions: int = 3, name: str = "") -> tuple[str, list[cg.SeatSession]]:
+async def play_a_little(client: cg.Client, actions: int = 3, name: str = "",
+                        spectator_delay_actions: int = 0) -> tuple[str, list[cg.SeatSession]]:
     """A Klaberjass match of two players (ada, bob) with ``actions`` actions played; no bot and
     a long turn time, so its seq stays where the test left it."""
-    match = await client.create_match("klaberjass", seats=[None, None], turn_time_s=120, name=name)
+    match = await client.create_match("klaberjass", seats=[None, None], turn_time_s=120, name=name,
+                                      spectator_delay_actions=spectator_delay_actions)
     seats = [await client.join(match.match_id, player_name=n) for n in ("ada", "bob")]
     for _ in range(actions):
         view = await seats[0].view()
@@ -150,7 +152,7 @@ def test_list_shows_played_and_waiting_matches(engine):
 def test_inspect_shows_every_hand(engine):
     async def scenario():
         async with cg.connect(engine.target) as client:
-            match_id, seats = await play_a_little(client, 3)
+            match_id, seats = await play_a_little(client, 3, spectator_delay_actions=2)
             hands = [[c.code for c in (await s.view()).hand] for s in seats]
             return match_id, hands
 
@@ -159,6 +161,7 @@ def test_inspect_shows_every_hand(engine):
 
     text = ok(admin(engine.target, "inspect", match_id))
     assert text.startswith(f"match {match_id}") and "active  seq 3" in text
+    assert "spectators allowed (2 actions late)" in text  # the admin is never delayed: seq 3
     assert "hands (hidden cards)" in text
     for seat, (name, hand) in enumerate(zip(("ada", "bob"), hands)):
         assert f"{name} [{len(hand)}]: {render.cards_text(hand).plain}" in text, (seat, text)

@@ -185,6 +185,26 @@ def test_a_listed_match_is_found_in_the_lobby_and_joined(engine):
     run(scenario())
 
 
+def test_a_delayed_spectator_sees_the_match_late(engine):
+    """create_match(spectator_delay_actions=N): the spectator's view stays N actions behind
+    a seat's (docs/api.md, "Spectators")."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("klaberjass", seats=[None, None], spectator_delay_actions=2)
+            assert match.spectator_delay_actions == 2
+            seats = [await client.join(match.match_id) for _ in range(2)]
+            spectator = client.spectate(match.match_id)
+            rng = random.Random(2)
+            for n in range(1, 6):
+                view = await seats[0].view()
+                await seats[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
+                assert (await seats[0].view()).seq == n
+                assert (await spectator.view()).seq == max(0, n - 2)
+
+    run(scenario())
+
+
 def test_fair_dealing_reveal_and_verify(engine):
     """Commit-reveal through the library: the commitments seen while playing are those the
     reveal verifies against; before the end reveal_deals is FailedPrecondition MATCH_NOT_OVER;

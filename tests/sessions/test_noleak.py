@@ -31,9 +31,9 @@ def secret_set(mask: int) -> set[int]:
     return {i for i in range(38) if mask >> i & 1}
 
 
-async def play_and_watch(mgr, game_id, seed):
+async def play_and_watch(mgr, game_id, seed, delay=0):
     rng = random.Random(seed)
-    match_id, ps = await open_match(mgr, game_id)
+    match_id, ps = await open_match(mgr, game_id, spectator_delay_actions=delay)
     audiences = list(range(len(ps))) + [SPECTATOR]
     principals = {a: (ps[a] if a != SPECTATOR else Principal("spectator", match_id)) for a in audiences}
     received = {a: [] for a in audiences}     # watch events
@@ -55,10 +55,12 @@ async def play_and_watch(mgr, game_id, seed):
 
     tasks = [asyncio.ensure_future(watcher(a)) for a in audiences]
     await asyncio.sleep(0)
-    while (await mgr.get_match(match_id)).status == "active":
+    while (summary := await mgr.get_match(match_id)).status == "active":
         for aud in audiences:
             env = await mgr.get_view(match_id, principals[aud])
             answers[aud].append((env.seq, env))
+        # a delayed spectator sees the match ``delay`` actions late (sessions/delay.py)
+        assert answers[SPECTATOR][-1][0] == max(0, summary.seq - delay)
         seat = next(s for s in range(len(ps)) if answers[s][-1][1].view["to_act"] == s)
         env = answers[seat][-1][1]
         p = ps[seat]
@@ -87,12 +89,14 @@ async def play_and_watch(mgr, game_id, seed):
 
 
 @pytest.mark.parametrize("game_id", GAMES)
-@pytest.mark.parametrize("seed", [1, 2])
-def test_no_audience_ever_receives_a_hidden_card(game_id, seed):
+@pytest.mark.parametrize("seed,delay", [(1, 0), (2, 0), (3, 6)])
+def test_no_audience_ever_receives_a_hidden_card(game_id, seed, delay):
+    """``delay``: spectators kept that many actions behind (their events and views are then
+    checked against the moment they show)."""
     async def go():
         with capture_logs() as logs:
             async with manager(config(snapshot_threshold=15)) as mgr:
-                match_id, received, answers, messages = await play_and_watch(mgr, game_id, seed)
+                match_id, received, answers, messages = await play_and_watch(mgr, game_id, seed, delay)
                 m = mgr._matches[match_id]
                 truth = {}
                 state, _ = m.fold(0)

@@ -28,7 +28,7 @@ from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x63\x61rdgames/v1/card_games.proto\x12\x0c\x63\x61rdgames.v1\x1a\x18\x63\x61rdgames/v1/cards.proto\x1a\x18\x63\x61rdgames/v1/match.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\"\x12\n\x10ListGamesRequest\":\n\x11ListGamesResponse\x12%\n\x05games\x18\x01 \x03(\x0b\x32\x16.cardgames.v1.GameInfo\"\x1f\n\x0fListBotsRequest\x12\x0c\n\x04game\x18\x01 \x01(\t\"7\n\x10ListBotsResponse\x12#\n\x04\x62ots\x18\x01 \x03(\x0b\x32\x15.cardgames.v1.BotInfo\"5\n\x16ListOpenMatchesRequest\x12\x0c\n\x04game\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\"F\n\x17ListOpenMatchesResponse\x12+\n\x07matches\x18\x01 \x03(\x0b\x32\x1a.cardgames.v1.MatchSummary\"\x15\n\x04\x44\x65\x63k\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\"\xa7\x03\n\x12\x43reateMatchRequest\x12\x0c\n\x04game\x18\x01 \x01(\t\x12>\n\x07options\x18\x02 \x03(\x0b\x32-.cardgames.v1.CreateMatchRequest.OptionsEntry\x12%\n\x05seats\x18\x03 \x03(\x0b\x32\x16.cardgames.v1.SeatSpec\x12,\n\tturn_time\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x1f\n\x12spectators_allowed\x18\x05 \x01(\x08H\x00\x88\x01\x01\x12\x0c\n\x04name\x18\x06 \x01(\t\x12!\n\x05\x64\x65\x63ks\x18\x07 \x03(\x0b\x32\x12.cardgames.v1.Deck\x12\x19\n\x0c\x66irst_dealer\x18\x08 \x01(\x05H\x01\x88\x01\x01\x12\x0e\n\x06listed\x18\t \x01(\x08\x1aI\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12(\n\x05value\x18\x02 \x01(\x0b\x32\x19.cardgames.v1.OptionValue:\x02\x38\x01\x42\x15\n\x13_spectators_allowedB\x0f\n\r_first_dealer\"@\n\x13\x43reateMatchResponse\x12)\n\x05match\x18\x01 \x01(\x0b\x32\x1a.cardgames.v1.MatchSummary\"#\n\x0fGetMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"=\n\x10GetMatchResponse\x12)\n\x05match\x18\x01 \x01(\x0b\x32\x1a.cardgames.v1.MatchSummary\"U\n\x10JoinMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x11\n\x04seat\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x0bplayer_name\x18\x03 \x01(\tB\x07\n\x05_seat\"G\n\x11JoinMatchResponse\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\x05\x12\x12\n\nseat_token\x18\x03 \x01(\t\"\"\n\x0eGetViewRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"3\n\x0fGetViewResponse\x12 \n\x04view\x18\x01 \x01(\x0b\x32\x12.cardgames.v1.View\"}\n\x13SubmitActionRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x02 \x01(\t\x12\x19\n\x0c\x65xpected_seq\x18\x03 \x01(\x03H\x00\x88\x01\x01\x12\x18\n\x10\x63lient_action_id\x18\x04 \x01(\tB\x0f\n\r_expected_seq\"~\n\x14SubmitActionResponse\x12\x0b\n\x03seq\x18\x01 \x01(\x03\x12$\n\x06\x61\x63tion\x18\x02 \x01(\x0b\x32\x14.cardgames.v1.Action\x12 \n\x04view\x18\x03 \x01(\x0b\x32\x12.cardgames.v1.View\x12\x11\n\tduplicate\x18\x04 \x01(\x08\"K\n\x11WatchMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x16\n\tafter_seq\x18\x02 \x01(\x03H\x00\x88\x01\x01\x42\x0c\n\n_after_seq\"\x99\x02\n\x12WatchMatchResponse\x12%\n\x04kind\x18\x01 \x01(\x0e\x32\x17.cardgames.v1.EventKind\x12\x0b\n\x03seq\x18\x02 \x01(\x03\x12\x10\n\x08match_id\x18\x03 \x01(\t\x12\x11\n\x04seat\x18\x04 \x01(\x05H\x00\x88\x01\x01\x12$\n\x06\x61\x63tion\x18\x05 \x01(\x0b\x32\x14.cardgames.v1.Action\x12\x1f\n\x02\x62y\x18\x06 \x01(\x0e\x32\x13.cardgames.v1.Actor\x12\x0e\n\x06reason\x18\x07 \x01(\t\x12 \n\x04view\x18\x08 \x01(\x0b\x32\x12.cardgames.v1.View\x12(\n\x07\x64\x65tails\x18\t \x01(\x0b\x32\x17.google.protobuf.StructB\x07\n\x05_seat\"5\n\x11LeaveMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0e\n\x06resign\x18\x02 \x01(\x08\"?\n\x12LeaveMatchResponse\x12)\n\x05match\x18\x01 \x01(\x0b\x32\x1a.cardgames.v1.MatchSummary\"&\n\x12RevealDealsRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"x\n\nDealReveal\x12\x0c\n\x04\x64\x65\x61l\x18\x01 \x01(\x05\x12\r\n\x05\x63\x61rds\x18\x02 \x03(\t\x12\x10\n\x04salt\x18\x03 \x01(\tB\x02\x18\x01\x12\x12\n\ncommitment\x18\x04 \x01(\t\x12\x12\n\ncard_salts\x18\x05 \x03(\t\x12\x13\n\x0b\x63\x61rd_hashes\x18\x06 \x03(\t\">\n\x13RevealDealsResponse\x12\'\n\x05\x64\x65\x61ls\x18\x01 \x03(\x0b\x32\x18.cardgames.v1.DealReveal2\x8f\x07\n\x10\x43\x61rdGamesService\x12L\n\tListGames\x12\x1e.cardgames.v1.ListGamesRequest\x1a\x1f.cardgames.v1.ListGamesResponse\x12I\n\x08ListBots\x12\x1d.cardgames.v1.ListBotsRequest\x1a\x1e.cardgames.v1.ListBotsResponse\x12R\n\x0b\x43reateMatch\x12 .cardgames.v1.CreateMatchRequest\x1a!.cardgames.v1.CreateMatchResponse\x12I\n\x08GetMatch\x12\x1d.cardgames.v1.GetMatchRequest\x1a\x1e.cardgames.v1.GetMatchResponse\x12L\n\tJoinMatch\x12\x1e.cardgames.v1.JoinMatchRequest\x1a\x1f.cardgames.v1.JoinMatchResponse\x12\x46\n\x07GetView\x12\x1c.cardgames.v1.GetViewRequest\x1a\x1d.cardgames.v1.GetViewResponse\x12U\n\x0cSubmitAction\x12!.cardgames.v1.SubmitActionRequest\x1a\".cardgames.v1.SubmitActionResponse\x12Q\n\nWatchMatch\x12\x1f.cardgames.v1.WatchMatchRequest\x1a .cardgames.v1.WatchMatchResponse0\x01\x12O\n\nLeaveMatch\x12\x1f.cardgames.v1.LeaveMatchRequest\x1a .cardgames.v1.LeaveMatchResponse\x12^\n\x0fListOpenMatches\x12$.cardgames.v1.ListOpenMatchesRequest\x1a%.cardgames.v1.ListOpenMatchesResponse\x12R\n\x0bRevealDeals\x12 .cardgames.v1.RevealDealsRequest\x1a!.cardgames.v1.RevealDealsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x63\x61rdgames/v1/card_games.proto\x12\x0c\x63\x61rdgames.v1\x1a\x18\x63\x61rdgames/v1/cards.proto\x1a\x18\x63\x61rdgames/v1/match.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\"\x12\n\x10ListGamesRequest\":\n\x11ListGamesResponse\x12%\n\x05games\x18\x01 \x03(\x0b\x32\x16.cardgames.v1.GameInfo\"\x1f\n\x0fListBotsRequest\x12\x0c\n\x04game\x18\x01 \x01(\t\"7\n\x10ListBotsResponse\x12#\n\x04\x62ots\x18\x01 \x03(\x0b\x32\x15.cardgames.v1.BotInfo\"5\n\x16ListOpenMatchesRequest\x12\x0c\n\x04game\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\"F\n\x17ListOpenMatchesResponse\x12+\n\x07matches\x18\x01 \x03(\x0b\x32\x1a.cardgames.v1.MatchSummary\"\x15\n\x04\x44\x65\x63k\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\"\xc8\x03\n\x12\x43reateMatchRequest\x12\x0c\n\x04game\x18\x01 \x01(\t\x12>\n\x07options\x18\x02 \x03(\x0b\x32-.cardgames.v1.CreateMatchRequest.OptionsEntry\x12%\n\x05seats\x18\x03 \x03(\x0b\x32\x16.cardgames.v1.SeatSpec\x12,\n\tturn_time\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x1f\n\x12spectators_allowed\x18\x05 \x01(\x08H\x00\x88\x01\x01\x12\x0c\n\x04name\x18\x06 \x01(\t\x12!\n\x05\x64\x65\x63ks\x18\x07 \x03(\x0b\x32\x12.cardgames.v1.Deck\x12\x19\n\x0c\x66irst_dealer\x18\x08 \x01(\x05H\x01\x88\x01\x01\x12\x0e\n\x06listed\x18\t \x01(\x08\x12\x1f\n\x17spectator_delay_actions\x18\n \x01(\r\x1aI\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12(\n\x05value\x18\x02 \x01(\x0b\x32\x19.cardgames.v1.OptionValue:\x02\x38\x01\x42\x15\n\x13_spectators_allowedB\x0f\n\r_first_dealer\"@\n\x13\x43reateMatchResponse\x12)\n\x05match\x18\x01 \x01(\x0b\x32\x1a.cardgames.v1.MatchSummary\"#\n\x0fGetMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"=\n\x10GetMatchResponse\x12)\n\x05match\x18\x01 \x01(\x0b\x32\x1a.cardgames.v1.MatchSummary\"U\n\x10JoinMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x11\n\x04seat\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x0bplayer_name\x18\x03 \x01(\tB\x07\n\x05_seat\"G\n\x11JoinMatchResponse\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\x05\x12\x12\n\nseat_token\x18\x03 \x01(\t\"\"\n\x0eGetViewRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"3\n\x0fGetViewResponse\x12 \n\x04view\x18\x01 \x01(\x0b\x32\x12.cardgames.v1.View\"}\n\x13SubmitActionRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x02 \x01(\t\x12\x19\n\x0c\x65xpected_seq\x18\x03 \x01(\x03H\x00\x88\x01\x01\x12\x18\n\x10\x63lient_action_id\x18\x04 \x01(\tB\x0f\n\r_expected_seq\"~\n\x14SubmitActionResponse\x12\x0b\n\x03seq\x18\x01 \x01(\x03\x12$\n\x06\x61\x63tion\x18\x02 \x01(\x0b\x32\x14.cardgames.v1.Action\x12 \n\x04view\x18\x03 \x01(\x0b\x32\x12.cardgames.v1.View\x12\x11\n\tduplicate\x18\x04 \x01(\x08\"K\n\x11WatchMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x16\n\tafter_seq\x18\x02 \x01(\x03H\x00\x88\x01\x01\x42\x0c\n\n_after_seq\"\x99\x02\n\x12WatchMatchResponse\x12%\n\x04kind\x18\x01 \x01(\x0e\x32\x17.cardgames.v1.EventKind\x12\x0b\n\x03seq\x18\x02 \x01(\x03\x12\x10\n\x08match_id\x18\x03 \x01(\t\x12\x11\n\x04seat\x18\x04 \x01(\x05H\x00\x88\x01\x01\x12$\n\x06\x61\x63tion\x18\x05 \x01(\x0b\x32\x14.cardgames.v1.Action\x12\x1f\n\x02\x62y\x18\x06 \x01(\x0e\x32\x13.cardgames.v1.Actor\x12\x0e\n\x06reason\x18\x07 \x01(\t\x12 \n\x04view\x18\x08 \x01(\x0b\x32\x12.cardgames.v1.View\x12(\n\x07\x64\x65tails\x18\t \x01(\x0b\x32\x17.google.protobuf.StructB\x07\n\x05_seat\"5\n\x11LeaveMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0e\n\x06resign\x18\x02 \x01(\x08\"?\n\x12LeaveMatchResponse\x12)\n\x05match\x18\x01 \x01(\x0b\x32\x1a.cardgames.v1.MatchSummary\"&\n\x12RevealDealsRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"x\n\nDealReveal\x12\x0c\n\x04\x64\x65\x61l\x18\x01 \x01(\x05\x12\r\n\x05\x63\x61rds\x18\x02 \x03(\t\x12\x10\n\x04salt\x18\x03 \x01(\tB\x02\x18\x01\x12\x12\n\ncommitment\x18\x04 \x01(\t\x12\x12\n\ncard_salts\x18\x05 \x03(\t\x12\x13\n\x0b\x63\x61rd_hashes\x18\x06 \x03(\t\">\n\x13RevealDealsResponse\x12\'\n\x05\x64\x65\x61ls\x18\x01 \x03(\x0b\x32\x18.cardgames.v1.DealReveal2\x8f\x07\n\x10\x43\x61rdGamesService\x12L\n\tListGames\x12\x1e.cardgames.v1.ListGamesRequest\x1a\x1f.cardgames.v1.ListGamesResponse\x12I\n\x08ListBots\x12\x1d.cardgames.v1.ListBotsRequest\x1a\x1e.cardgames.v1.ListBotsResponse\x12R\n\x0b\x43reateMatch\x12 .cardgames.v1.CreateMatchRequest\x1a!.cardgames.v1.CreateMatchResponse\x12I\n\x08GetMatch\x12\x1d.cardgames.v1.GetMatchRequest\x1a\x1e.cardgames.v1.GetMatchResponse\x12L\n\tJoinMatch\x12\x1e.cardgames.v1.JoinMatchRequest\x1a\x1f.cardgames.v1.JoinMatchResponse\x12\x46\n\x07GetView\x12\x1c.cardgames.v1.GetViewRequest\x1a\x1d.cardgames.v1.GetViewResponse\x12U\n\x0cSubmitAction\x12!.cardgames.v1.SubmitActionRequest\x1a\".cardgames.v1.SubmitActionResponse\x12Q\n\nWatchMatch\x12\x1f.cardgames.v1.WatchMatchRequest\x1a .cardgames.v1.WatchMatchResponse0\x01\x12O\n\nLeaveMatch\x12\x1f.cardgames.v1.LeaveMatchRequest\x1a .cardgames.v1.LeaveMatchResponse\x12^\n\x0fListOpenMatches\x12$.cardgames.v1.ListOpenMatchesRequest\x1a%.cardgames.v1.ListOpenMatchesResponse\x12R\n\x0bRevealDeals\x12 .cardgames.v1.RevealDealsRequest\x1a!.cardgames.v1.RevealDealsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -54,41 +54,41 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_DECK']._serialized_start=458
   _globals['_DECK']._serialized_end=479
   _globals['_CREATEMATCHREQUEST']._serialized_start=482
-  _globals['_CREATEMATCHREQUEST']._serialized_end=905
-  _globals['_CREATEMATCHREQUEST_OPTIONSENTRY']._serialized_start=792
-  _globals['_CREATEMATCHREQUEST_OPTIONSENTRY']._serialized_end=865
-  _globals['_CREATEMATCHRESPONSE']._serialized_start=907
-  _globals['_CREATEMATCHRESPONSE']._serialized_end=971
-  _globals['_GETMATCHREQUEST']._serialized_start=973
-  _globals['_GETMATCHREQUEST']._serialized_end=1008
-  _globals['_GETMATCHRESPONSE']._serialized_start=1010
-  _globals['_GETMATCHRESPONSE']._serialized_end=1071
-  _globals['_JOINMATCHREQUEST']._serialized_start=1073
-  _globals['_JOINMATCHREQUEST']._serialized_end=1158
-  _globals['_JOINMATCHRESPONSE']._serialized_start=1160
-  _globals['_JOINMATCHRESPONSE']._serialized_end=1231
-  _globals['_GETVIEWREQUEST']._serialized_start=1233
-  _globals['_GETVIEWREQUEST']._serialized_end=1267
-  _globals['_GETVIEWRESPONSE']._serialized_start=1269
-  _globals['_GETVIEWRESPONSE']._serialized_end=1320
-  _globals['_SUBMITACTIONREQUEST']._serialized_start=1322
-  _globals['_SUBMITACTIONREQUEST']._serialized_end=1447
-  _globals['_SUBMITACTIONRESPONSE']._serialized_start=1449
-  _globals['_SUBMITACTIONRESPONSE']._serialized_end=1575
-  _globals['_WATCHMATCHREQUEST']._serialized_start=1577
-  _globals['_WATCHMATCHREQUEST']._serialized_end=1652
-  _globals['_WATCHMATCHRESPONSE']._serialized_start=1655
-  _globals['_WATCHMATCHRESPONSE']._serialized_end=1936
-  _globals['_LEAVEMATCHREQUEST']._serialized_start=1938
-  _globals['_LEAVEMATCHREQUEST']._serialized_end=1991
-  _globals['_LEAVEMATCHRESPONSE']._serialized_start=1993
-  _globals['_LEAVEMATCHRESPONSE']._serialized_end=2056
-  _globals['_REVEALDEALSREQUEST']._serialized_start=2058
-  _globals['_REVEALDEALSREQUEST']._serialized_end=2096
-  _globals['_DEALREVEAL']._serialized_start=2098
-  _globals['_DEALREVEAL']._serialized_end=2218
-  _globals['_REVEALDEALSRESPONSE']._serialized_start=2220
-  _globals['_REVEALDEALSRESPONSE']._serialized_end=2282
-  _globals['_CARDGAMESSERVICE']._serialized_start=2285
-  _globals['_CARDGAMESSERVICE']._serialized_end=3196
+  _globals['_CREATEMATCHREQUEST']._serialized_end=938
+  _globals['_CREATEMATCHREQUEST_OPTIONSENTRY']._serialized_start=825
+  _globals['_CREATEMATCHREQUEST_OPTIONSENTRY']._serialized_end=898
+  _globals['_CREATEMATCHRESPONSE']._serialized_start=940
+  _globals['_CREATEMATCHRESPONSE']._serialized_end=1004
+  _globals['_GETMATCHREQUEST']._serialized_start=1006
+  _globals['_GETMATCHREQUEST']._serialized_end=1041
+  _globals['_GETMATCHRESPONSE']._serialized_start=1043
+  _globals['_GETMATCHRESPONSE']._serialized_end=1104
+  _globals['_JOINMATCHREQUEST']._serialized_start=1106
+  _globals['_JOINMATCHREQUEST']._serialized_end=1191
+  _globals['_JOINMATCHRESPONSE']._serialized_start=1193
+  _globals['_JOINMATCHRESPONSE']._serialized_end=1264
+  _globals['_GETVIEWREQUEST']._serialized_start=1266
+  _globals['_GETVIEWREQUEST']._serialized_end=1300
+  _globals['_GETVIEWRESPONSE']._serialized_start=1302
+  _globals['_GETVIEWRESPONSE']._serialized_end=1353
+  _globals['_SUBMITACTIONREQUEST']._serialized_start=1355
+  _globals['_SUBMITACTIONREQUEST']._serialized_end=1480
+  _globals['_SUBMITACTIONRESPONSE']._serialized_start=1482
+  _globals['_SUBMITACTIONRESPONSE']._serialized_end=1608
+  _globals['_WATCHMATCHREQUEST']._serialized_start=1610
+  _globals['_WATCHMATCHREQUEST']._serialized_end=1685
+  _globals['_WATCHMATCHRESPONSE']._serialized_start=1688
+  _globals['_WATCHMATCHRESPONSE']._serialized_end=1969
+  _globals['_LEAVEMATCHREQUEST']._serialized_start=1971
+  _globals['_LEAVEMATCHREQUEST']._serialized_end=2024
+  _globals['_LEAVEMATCHRESPONSE']._serialized_start=2026
+  _globals['_LEAVEMATCHRESPONSE']._serialized_end=2089
+  _globals['_REVEALDEALSREQUEST']._serialized_start=2091
+  _globals['_REVEALDEALSREQUEST']._serialized_end=2129
+  _globals['_DEALREVEAL']._serialized_start=2131
+  _globals['_DEALREVEAL']._serialized_end=2251
+  _globals['_REVEALDEALSRESPONSE']._serialized_start=2253
+  _globals['_REVEALDEALSRESPONSE']._serialized_end=2315
+  _globals['_CARDGAMESSERVICE']._serialized_start=2318
+  _globals['_CARDGAMESSERVICE']._serialized_end=3229
 # @@protoc_insertion_point(module_scope)

@@ -169,7 +169,7 @@ class SeatInfo(_message.Message):
     def __init__(self, seat: _Optional[int] = ..., kind: _Optional[_Union[SeatKind, str]] = ..., bot: _Optional[str] = ..., player_name: _Optional[str] = ..., taken: _Optional[bool] = ..., present: _Optional[bool] = ..., replaced_by_bot: _Optional[bool] = ...) -> None: ...
 
 class MatchSummary(_message.Message):
-    __slots__ = ("match_id", "game", "options", "status", "seq", "seats", "turn_time", "spectators_allowed", "created_at", "name", "result", "listed", "deal_commitments")
+    __slots__ = ("match_id", "game", "options", "status", "seq", "seats", "turn_time", "spectators_allowed", "created_at", "name", "result", "listed", "deal_commitments", "spectator_delay_actions")
     class OptionsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -190,6 +190,7 @@ class MatchSummary(_message.Message):
     RESULT_FIELD_NUMBER: _ClassVar[int]
     LISTED_FIELD_NUMBER: _ClassVar[int]
     DEAL_COMMITMENTS_FIELD_NUMBER: _ClassVar[int]
+    SPECTATOR_DELAY_ACTIONS_FIELD_NUMBER: _ClassVar[int]
     match_id: str
     game: str
     options: _containers.MessageMap[str, OptionValue]
@@ -203,7 +204,8 @@ class MatchSummary(_message.Message):
     result: _struct_pb2.Struct
     listed: bool
     deal_commitments: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, match_id: _Optional[str] = ..., game: _Optional[str] = ..., options: _Optional[_Mapping[str, OptionValue]] = ..., status: _Optional[_Union[MatchStatus, str]] = ..., seq: _Optional[int] = ..., seats: _Optional[_Iterable[_Union[SeatInfo, _Mapping]]] = ..., turn_time: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., spectators_allowed: _Optional[bool] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., name: _Optional[str] = ..., result: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., listed: _Optional[bool] = ..., deal_commitments: _Optional[_Iterable[str]] = ...) -> None: ...
+    spectator_delay_actions: int
+    def __init__(self, match_id: _Optional[str] = ..., game: _Optional[str] = ..., options: _Optional[_Mapping[str, OptionValue]] = ..., status: _Optional[_Union[MatchStatus, str]] = ..., seq: _Optional[int] = ..., seats: _Optional[_Iterable[_Union[SeatInfo, _Mapping]]] = ..., turn_time: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., spectators_allowed: _Optional[bool] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., name: _Optional[str] = ..., result: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., listed: _Optional[bool] = ..., deal_commitments: _Optional[_Iterable[str]] = ..., spectator_delay_actions: _Optional[int] = ...) -> None: ...
 
 class TrickPlay(_message.Message):
     __slots__ = ("seat", "card", "joker_mode", "named_suit", "announcement", "details")

@@ -1,0 +1,189 @@
+"""Delayed spectators (engine_service/sessions/delay.py; ARCHITECTURE.md section 4): a match
+created with ``spectator_delay_actions`` = D shows spectators, while it is played, exactly the
+match as it was D actions ago (events, views, snapshots, resumes), each action once and in
+order; everything withheld arrives before ``match_ended``; seats are never delayed; the delay
+survives a restart; a delay out of range is refused."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from engine_service.sessions.api import BadRequest, CreateMatchRequest, Principal
+from engine_service.sessions.delay import MAX_SPECTATOR_DELAY
+from engine_service.store import SqliteStore
+
+from .helpers import GAMES, Stream, config, manager, open_match, run, to_act, until
+
+DELAY = 5
+
+
+def public_at(mgr, match_id: str, seq: int) -> dict:
+    """The rules' public view after the first ``seq`` actions (a fold of the log)."""
+    state, _ = mgr._matches[match_id].fold(seq)
+    return state.public_view()
+
+
+async def act_once(mgr, match_id, ps, rng) -> int:
+    seat, p, env = await to_act(mgr, match_id, ps)
+    res = await mgr.submit_action(match_id, p, rng.choice(list(env.view["legal"])), env.seq)
+    return res.seq
+
+
+async def settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_spectators_follow_the_match_delay_actions_late(game_id):
+    """After every action the spectator's stream holds exactly the actions up to seq - D, each
+    with the public view of that moment and no deadline, while a seat's stream holds them all;
+    the spectator's GetView is the same position; at the end the withheld actions arrive in
+    order before match_ended, and the last view is the match's final one."""
+    async def go():
+        async with manager(config(heartbeat_interval_s=60)) as mgr:
+            match_id, ps = await open_match(mgr, game_id, spectator_delay_actions=DELAY, turn_time_s=60)
+            spectator = Principal("spectator", match_id)
+            spec, seat = Stream(mgr, match_id, spectator, 0), Stream(mgr, match_id, ps[0], 0)
+            rng = random.Random(game_id)
+            checks = 0
+            while (await mgr.get_match(match_id)).status == "active":
+                seq = await act_once(mgr, match_id, ps, rng)
+                await settle()
+                if (await mgr.get_match(match_id)).status != "active":
+                    break
+                horizon = max(0, seq - DELAY)
+                assert [e.seq for e in spec.actions()] == list(range(1, horizon + 1)), seq
+                assert [e.seq for e in seat.actions()] == list(range(1, seq + 1))
+                env = await mgr.get_view(match_id, spectator)
+                assert (env.seq, env.status, env.deadline, env.seat) == (horizon, "active", None, None)
+                assert env.view == public_at(mgr, match_id, horizon)
+                if spec.actions():
+                    assert spec.actions()[-1].view == env
+                checks += 1
+            await until(lambda: spec.task.done() and seat.task.done())
+            final = await mgr.get_view(match_id, spectator)
+            live_final = mgr._matches[match_id].envelope(0)
+            views = {e.seq: public_at(mgr, match_id, e.seq) for e in spec.actions()[:-1]}
+            return spec, seat, final, live_final, views, checks
+
+    spec, seat, final, live_final, views, checks = run(go(), timeout=300)
+    assert checks > 20 and spec.error is None and seat.error is None
+    final_seq = final.seq
+    assert final_seq == live_final.seq and final.status == "finished"
+    assert [e.seq for e in spec.actions()] == list(range(1, final_seq + 1))
+    assert [(e.seat, e.action, e.by) for e in spec.actions()] == [(e.seat, e.action, e.by) for e in seat.actions()]
+    # the deals scored are announced where they happened
+    assert [e.details for e in spec.actions()] == [e.details for e in seat.actions()]
+    for e in spec.actions()[:-1]:
+        assert e.view.view == views[e.seq] and e.view.deadline is None and e.view.status == "active"
+    assert spec.actions()[-1].view.view == final.view and final.view["over"]
+    assert spec.events[-1].kind == "match_ended" and spec.events[-1].seq == final_seq
+    assert not any(e.kind == "snapshot" for e in spec.events)  # watched from after_seq 0
+    presence = [e for e in spec.events if e.kind == "presence"]  # seat 0 connecting, at seq 0
+    assert presence and all(e.seq == 0 for e in presence)
+
+
+def test_snapshots_resumes_and_presence_of_a_delayed_spectator():
+    """A late spectator gets a snapshot at the horizon; one resuming from the horizon gets
+    the rest without a gap or a repeat; after_seq beyond the horizon is refused; presence
+    events and heartbeats carry the spectator's position and no deadline."""
+    async def go():
+        async with manager(config(heartbeat_interval_s=0.05, snapshot_threshold=3)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass", spectator_delay_actions=DELAY,
+                                            turn_time_s=60)
+            spectator = Principal("spectator", match_id)
+            rng = random.Random(3)
+            for _ in range(12):
+                await act_once(mgr, match_id, ps, rng)
+            assert (await mgr.get_match(match_id)).seq == 12
+            late = Stream(mgr, match_id, spectator, -1)
+            resumed = Stream(mgr, match_id, spectator, 5)
+            await settle()
+            with pytest.raises(BadRequest) as ahead:
+                agen = mgr.watch(match_id, spectator, 8)
+                await agen.__anext__()
+            seat_stream = Stream(mgr, match_id, ps[1], -1)  # a presence change of seat 1
+            await until(lambda: any(e.kind == "presence" for e in late.events))
+            await until(lambda: any(e.kind == "heartbeat" for e in late.events))
+            for _ in range(4):
+                await act_once(mgr, match_id, ps, rng)
+            await settle()
+            await seat_stream.close()
+            for s in (late, resumed):
+                await s.close()
+            return late, resumed, ahead.value, public_at(mgr, match_id, 7)
+
+    late, resumed, ahead, view7 = run(go())
+    assert ahead.reason == "BAD_AFTER_SEQ" and "for spectators" in ahead.message
+    assert late.events[0].kind == "snapshot" and late.events[0].seq == 7
+    assert late.events[0].view.view == view7 and late.events[0].view.deadline is None
+    assert [e.seq for e in late.actions()] == [8, 9, 10, 11]
+    presence = next(e for e in late.events if e.kind == "presence")
+    assert presence.seq == 7 and presence.view.seq == 7 and presence.view.view == view7
+    beats = [e for e in late.events if e.kind == "heartbeat"]
+    assert beats and all(b.details["deadline"] is None for b in beats)
+    assert [e.seq for e in resumed.actions()] == [6, 7, 8, 9, 10, 11]
+
+
+def test_a_resignation_releases_what_was_withheld():
+    """A two-player match ended by a resignation (JJK-10.1): the spectator gets every withheld
+    action, then match_ended, nothing twice."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "japanese_joker", spectator_delay_actions=DELAY)
+            spec = Stream(mgr, match_id, Principal("spectator", match_id), 0)
+            rng = random.Random(5)
+            for _ in range(9):
+                await act_once(mgr, match_id, ps, rng)
+            await settle()
+            withheld = [e.seq for e in spec.actions()]
+            await mgr.leave_match(match_id, ps[1], resign=True)
+            await until(lambda: spec.task.done())
+            return withheld, spec
+
+    withheld, spec = run(go())
+    assert withheld == [1, 2, 3, 4]
+    assert [e.seq for e in spec.actions()] == list(range(1, 10))
+    assert spec.events[-1].kind == "match_ended" and spec.events[-1].view.view["over"]
+    assert spec.actions()[-1].view.view["over"]  # the last action's view: the match as it ended
+
+
+def test_the_delay_survives_a_restart(tmp_path):
+    """The delay is part of the stored match: after a restart the spectator is still D
+    actions behind, and the summary says so."""
+    db = str(tmp_path / "m.db")
+
+    async def first():
+        async with manager(store=SqliteStore(db)) as mgr:
+            match_id, ps = await open_match(mgr, "georgian_joker", spectator_delay_actions=DELAY)
+            rng = random.Random(8)
+            for _ in range(11):
+                await act_once(mgr, match_id, ps, rng)
+            return match_id
+
+    async def second(match_id):
+        async with manager(store=SqliteStore(db)) as mgr:
+            summary = await mgr.get_match(match_id)
+            env = await mgr.get_view(match_id, Principal("spectator", match_id))
+            return summary, env, public_at(mgr, match_id, 11 - DELAY)
+
+    match_id = run(first())
+    summary, env, expected = run(second(match_id))
+    assert summary.spectator_delay_actions == DELAY and summary.seq == 11
+    assert env.seq == 11 - DELAY and env.view == expected
+
+
+@pytest.mark.parametrize("delay", [-1, MAX_SPECTATOR_DELAY + 1, True, 2.5])
+def test_a_delay_out_of_range_is_refused(delay):
+    async def go():
+        async with manager() as mgr:
+            with pytest.raises(BadRequest) as err:
+                await mgr.create_match(CreateMatchRequest(game="klaberjass", spectator_delay_actions=delay))
+            return err.value, mgr.match_ids()
+
+    err, held = run(go())
+    assert err.reason == "BAD_SPECTATOR_DELAY" and held == []
