@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from .sessions.config import SessionConfig
+from .sessions.delay import MAX_SPECTATOR_DELAY
 
 DEFAULT_DB = "./cardgames.sqlite3"
 ENV_PREFIX = "CARDGAMES_"
@@ -300,6 +301,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("takeover_bot", _bot_name, "bot playing for an absent Georgian Joker player (empty: "
             "the rulebook's auto-move policy, GJ-12.2); the engine refuses to start with a bot "
             "that is not installed", "NAME", "takeover_bot"),
+    Setting("min_spectator_delay_actions", _int(0, MAX_SPECTATOR_DELAY), "spectators of every "
+            "match see it at least this many actions late while it is played (a match may ask "
+            "for more: CreateMatch spectator_delay_actions); 0: as each match asks",
+            "N", "min_spectator_delay_actions"),
     Setting("finished_retention_s", _float(0.0, 30 * DAY_S, "seconds"), "how long a finished "
             "match stays in memory", "SECONDS", "finished_retention_s"),
     Setting("keep_finished_days", _float(0.0, 100 * 365.0, "days"), "delete from the database, with "

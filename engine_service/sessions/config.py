@@ -7,6 +7,8 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any
 
+from .delay import MAX_SPECTATOR_DELAY
+
 
 @dataclass(frozen=True)
 class SessionConfig:
@@ -66,6 +68,9 @@ class SessionConfig:
     #: ``""`` is the rulebook's default, the auto-move policy GJ-12.2; a bot name (e.g.
     #: ``"random"``) uses that bot plugin. A CreateMatch request may name another.
     takeover_bot: str = ""
+    #: Spectators of every match are kept at least this many actions behind while it is
+    #: played (a tournament's floor, :mod:`.delay`); a CreateMatch request may ask for more.
+    min_spectator_delay_actions: int = 0
 
     #: A match still waiting for players this long after its creation is ended (outcome
     #: ``abandoned``, reason ``waiting_timeout``) so that the lobby does not fill up with
@@ -104,6 +109,8 @@ class SessionConfig:
                      "max_watchers", "bot_workers", "max_name_length", "prune_batch"):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be >= 1")
+        if not 0 <= self.min_spectator_delay_actions <= MAX_SPECTATOR_DELAY:
+            problems.append(f"min_spectator_delay_actions must be 0..{MAX_SPECTATOR_DELAY}")
         if not (math.isfinite(self.keep_finished_days) and self.keep_finished_days >= 0):
             problems.append("keep_finished_days must be a finite number >= 0 (0: keep forever)")
         if not (math.isfinite(self.prune_interval_s) and self.prune_interval_s > 0):

@@ -384,6 +384,7 @@ class MatchManager:
         if isinstance(delay, bool) or not isinstance(delay, int) or not 0 <= delay <= MAX_SPECTATOR_DELAY:
             raise BadRequest(f"spectator_delay_actions must be 0..{MAX_SPECTATOR_DELAY} actions",
                              reason="BAD_SPECTATOR_DELAY")
+        delay = max(delay, self.config.min_spectator_delay_actions)  # the operator's floor
 
         decks = [salted_deck(i, [card_code(c) for c in parse_deck(d, game.pack)])
                  for i, d in enumerate(request.decks or ())]

@@ -187,3 +187,21 @@ def test_a_delay_out_of_range_is_refused(delay):
 
     err, held = run(go())
     assert err.reason == "BAD_SPECTATOR_DELAY" and held == []
+
+
+def test_the_operator_floor_raises_every_delay():
+    """--min-spectator-delay-actions: a match asking for less (or nothing) gets the floor, one
+    asking for more keeps its own; the spectator's view follows the effective delay."""
+    async def go():
+        async with manager(config(min_spectator_delay_actions=4)) as mgr:
+            live_id, ps = await open_match(mgr, "japanese_joker")
+            longer = await mgr.create_match(CreateMatchRequest(game="japanese_joker",
+                                                               spectator_delay_actions=9))
+            rng = random.Random(1)
+            for _ in range(6):
+                await act_once(mgr, live_id, ps, rng)
+            env = await mgr.get_view(live_id, Principal("spectator", live_id))
+            return (await mgr.get_match(live_id)).spectator_delay_actions, longer.spectator_delay_actions, env.seq
+
+    floor, longer, seen = run(go())
+    assert (floor, longer, seen) == (4, 9, 2)
