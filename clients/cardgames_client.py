@@ -94,12 +94,18 @@ T = TypeVar("T")
 class CardGamesError(Exception):
     """A call failed. ``code`` is the gRPC status, ``reason`` the engine's machine-readable
     ErrorInfo reason (``ILLEGAL_ACTION``, ``STALE_SEQUENCE``, ``SEAT_TAKEN``...; ``""`` when the
-    status carried none, e.g. a network failure), ``metadata`` its public details."""
+    status carried none, e.g. a network failure), ``metadata`` its public details,
+    ``request_id`` the call's id in the engine's logs (its google.rpc.RequestInfo; quote it when
+    reporting a problem: an INTERNAL error's text names it)."""
 
     def __init__(self, code: grpc.StatusCode, message: str, reason: str = "",
                  metadata: Mapping[str, str] | None = None, view: View | None = None,
-                 retry_delay_s: float | None = None) -> None:
-        super().__init__(f"{code.name}" + (f" {reason}" if reason else "") + f": {message}")
+                 retry_delay_s: float | None = None, request_id: str = "") -> None:
+        text = f"{code.name}" + (f" {reason}" if reason else "") + f": {message}"
+        if request_id and code == grpc.StatusCode.INTERNAL:
+            text += f" (request {request_id})"
+        super().__init__(text)
+        self.request_id = request_id
         self.code = code
         self.message = message
         self.reason = reason
@@ -167,7 +173,7 @@ def error_from_rpc(exc: grpc.RpcError) -> CardGamesError:
     """The :class:`CardGamesError` for a failed call, with the rich status details decoded."""
     code = exc.code() if callable(getattr(exc, "code", None)) else grpc.StatusCode.UNKNOWN
     message = exc.details() if callable(getattr(exc, "details", None)) else str(exc)
-    reason, metadata, view, retry_delay_s = "", {}, None, None
+    reason, metadata, view, retry_delay_s, request_id = "", {}, None, None, ""
     trailers = exc.trailing_metadata() if callable(getattr(exc, "trailing_metadata", None)) else None
     for key, value in trailers or ():
         if key != _STATUS_DETAILS_KEY:
@@ -186,8 +192,12 @@ def error_from_rpc(exc: grpc.RpcError) -> CardGamesError:
                 retry = error_details_pb2.RetryInfo()
                 detail.Unpack(retry)
                 retry_delay_s = retry.retry_delay.ToNanoseconds() / 1e9
+            elif detail.Is(error_details_pb2.RequestInfo.DESCRIPTOR):
+                info = error_details_pb2.RequestInfo()
+                detail.Unpack(info)
+                request_id = info.request_id
     cls = _ERROR_CLASSES.get(code, CardGamesError)
-    return cls(code, message or "", reason, metadata, view, retry_delay_s)
+    return cls(code, message or "", reason, metadata, view, retry_delay_s, request_id)
 
 
 # ---- values --------------------------------------------------------------------------------

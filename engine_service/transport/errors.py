@@ -27,7 +27,9 @@ here. Every status carries a ``google.rpc.ErrorInfo`` (domain ``cardgames.v1``) 
 ``reason`` a client can switch on and whose ``metadata`` holds the error's public details
 (the option name, the seat to act...). A RATE_LIMITED status also carries a
 ``google.rpc.RetryInfo`` with the delay until the caller's bucket has a token (ratelimit.py):
-a client that waits that long is served. Messages are written by the layers that know what the
+a client that waits that long is served. Every status ends with a ``google.rpc.RequestInfo``
+holding the call's request id (interceptors.py), which its log lines carry: a user quotes it,
+the operator finds the call. Messages are written by the layers that know what the
 caller may know (rules messages name only the caller's own action, NOTATION-safe); an
 unexpected exception's text never reaches the client.
 """
@@ -134,12 +136,16 @@ def _metadata(values: dict[str, Any]) -> dict[str, str]:
     return {str(k): str(v)[:_MAX_METADATA_CHARS] for k, v in (values or {}).items()}
 
 
-def to_status(mapped: MappedError) -> grpc.Status:
-    """A grpc.Status with a google.rpc.Status (ErrorInfo first, then the extra details)."""
+def to_status(mapped: MappedError, request_id: str = "") -> grpc.Status:
+    """A grpc.Status with a google.rpc.Status (ErrorInfo first, then the extra details, then
+    a google.rpc.RequestInfo with ``request_id``, the call's id in the server's log lines)."""
     info = error_details_pb2.ErrorInfo(reason=mapped.reason, domain=DOMAIN,
                                        metadata=mapped.metadata)
+    messages: tuple[Any, ...] = (info, *mapped.details)
+    if request_id:
+        messages += (error_details_pb2.RequestInfo(request_id=request_id),)
     details = []
-    for message in (info, *mapped.details):
+    for message in messages:
         packed = any_pb2.Any()
         packed.Pack(message)
         details.append(packed)

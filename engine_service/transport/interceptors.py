@@ -11,9 +11,16 @@ For each call it
 * counts the call in flight, then records ``rpc_requests{method, code}``,
   ``rpc_duration_seconds{method}`` (a server stream: until it ends) and
   ``rpc_stream_messages_sent{method}``;
-* logs one line ``rpc`` with ``method``, ``code``, ``duration_ms``, and ``match_id``, ``seat``,
-  ``seq``, ``reason`` when known. Never a token, a request body or a view: those may hold
-  hidden cards.
+* logs one line ``rpc`` with ``method``, ``code``, ``duration_ms``, ``request_id``, and
+  ``match_id``, ``seat``, ``seq``, ``reason`` when known. Never a token, a request body or a
+  view: those may hold hidden cards.
+
+Every call has a **request id**: the caller's ``x-request-id`` metadata when it is a plain
+token of 1 to 64 characters (a proxy such as Envoy sets one; a client may too), else 16 hex
+digits drawn here. It is bound to structlog's contextvars, so the ``rpc`` line and every
+domain event logged on the call's behalf (``action_applied``, ``deal_scored``...) carry it,
+and every error status carries it back to the caller as a ``google.rpc.RequestInfo``: a user
+quotes it, the operator greps the log for it.
 
 Health checks are logged at debug level (probes every few seconds would drown the log).
 """
@@ -23,6 +30,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
+import random
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
@@ -43,6 +52,7 @@ class RpcContext:
     """What the log line of one RPC says about it (filled by the servicer)."""
 
     method: str
+    request_id: str = ""
     match_id: str | None = None
     seat: int | None = None
     seq: int | None = None
@@ -139,7 +149,7 @@ class ObservabilityInterceptor(grpc.aio.ServerInterceptor):
         limit = self._max_send
 
         async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            rpc, started = _begin(method)
+            rpc, started = _begin(method, context)
             code = "OK"
             try:
                 if type(request) is Undecodable:
@@ -166,7 +176,7 @@ class ObservabilityInterceptor(grpc.aio.ServerInterceptor):
         sent = method.sent()
 
         async def stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            rpc, started = _begin(method)
+            rpc, started = _begin(method, context)
             code = "OK"
             messages = 0
             try:
@@ -221,7 +231,7 @@ async def _refuse(request: Undecodable, rpc: RpcContext, context: grpc.aio.Servi
                          "this method (protobuf wire format, UTF-8 strings)", reason="MALFORMED_REQUEST",
                          metadata={}, expected=True)
     rpc.reason, rpc.code = mapped.reason, mapped.code.name
-    await context.abort_with_status(to_status(mapped))
+    await context.abort_with_status(to_status(mapped, rpc.request_id))
 
 
 def _size(message: Any) -> int:
@@ -239,14 +249,32 @@ async def _check_size(message: Any, limit: int, rpc: RpcContext, context: grpc.a
                          f"more than this server sends ({limit})", reason="RESPONSE_TOO_LARGE",
                          metadata={"size": str(size), "limit": str(limit)}, expected=True)
     rpc.reason, rpc.code = mapped.reason, mapped.code.name
-    await context.abort_with_status(to_status(mapped))
+    await context.abort_with_status(to_status(mapped, rpc.request_id))
 
 
-def _begin(method: _Method) -> tuple[RpcContext, float]:
+#: A caller's ``x-request-id`` is used as given when it is a plain token (it goes into log
+#: lines and statuses); anything else is replaced by an id drawn here.
+_REQUEST_ID_RE = re.compile(r"[A-Za-z0-9._:/+=-]{1,64}")
+REQUEST_ID_HEADER = "x-request-id"
+#: Request ids only tell calls apart in the logs (no secret rides on them): a seeded generator,
+#: without a system call per RPC.
+_IDS = random.Random()
+
+
+def request_id(metadata: Any) -> str:
+    """The call's request id: the caller's ``x-request-id`` if usable, else a new one."""
+    for key, value in metadata or ():
+        if key == REQUEST_ID_HEADER and isinstance(value, str) and _REQUEST_ID_RE.fullmatch(value):
+            return value
+    return f"{_IDS.getrandbits(64):016x}"
+
+
+def _begin(method: _Method, context: grpc.aio.ServicerContext) -> tuple[RpcContext, float]:
     # each grpc.aio RPC runs in its own task (its own context copy): nothing to reset after
-    rpc = RpcContext(method=method.name)
+    rid = request_id(context.invocation_metadata())
+    rpc = RpcContext(method=method.name, request_id=rid)
     _current.set(rpc)
-    structlog.contextvars.bind_contextvars(rpc=method.name)
+    structlog.contextvars.bind_contextvars(rpc=method.name, request_id=rid)
     method.in_flight.inc()
     return rpc, time.perf_counter()
 
@@ -257,7 +285,7 @@ def _end(method: _Method, rpc: RpcContext, started: float, code: str, messages: 
     method.requests(code).inc()
     method.duration.observe(elapsed)
     fields: dict[str, Any] = {"method": rpc.method, "code": code,
-                              "duration_ms": round(elapsed * 1000, 3)}
+                              "duration_ms": round(elapsed * 1000, 3), "request_id": rpc.request_id}
     if rpc.match_id is not None:
         fields["match_id"] = rpc.match_id
     if rpc.seat is not None:
@@ -269,7 +297,7 @@ def _end(method: _Method, rpc: RpcContext, started: float, code: str, messages: 
     if messages:
         fields["messages"] = messages
     # the line itself names match_id/seat: drop the bound copies to avoid duplicates
-    structlog.contextvars.unbind_contextvars("rpc", "match_id", "seat")
+    structlog.contextvars.unbind_contextvars("rpc", "request_id", "match_id", "seat")
     (log.debug if method.quiet else log.info)("rpc", **fields)
 
 

@@ -278,7 +278,7 @@ class RateLimitInterceptor(grpc.aio.ServerInterceptor):
         mapped = classify(RateLimited(verdict.delay, key_kind))
         rpc = current_rpc()
         rpc.reason, rpc.code = mapped.reason, mapped.code.name
-        await context.abort_with_status(to_status(mapped))
+        await context.abort_with_status(to_status(mapped, rpc.request_id))
 
     def _is_seat(self, request: Any, token: str) -> bool:
         """Whether ``token`` is a seat token of the request's match (then noted on the RPC's

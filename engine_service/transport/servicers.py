@@ -37,7 +37,7 @@ async def _fail(exc: BaseException, context: grpc.aio.ServicerContext) -> None:
     rpc.reason, rpc.code = mapped.reason, mapped.code.name
     if not mapped.expected:
         log.error("rpc_internal_error", method=rpc.method, exc_info=exc)
-    await context.abort_with_status(to_status(mapped))
+    await context.abort_with_status(to_status(mapped, rpc.request_id))
 
 
 def unary(fn: Callable) -> Callable:

@@ -96,6 +96,7 @@ def test_errors_carry_status_code_and_reason(engine):
             with pytest.raises(cg.NotFound) as missing:
                 await client.get_match("no-such-match")
             assert missing.value.reason == "MATCH_NOT_FOUND"
+            assert len(missing.value.request_id) == 16  # the engine's id of the call (RequestInfo)
 
             match = await client.create_match("japanese_joker", seats=[None, None])
             me = await client.join(match.match_id, seat=0)
@@ -417,3 +418,37 @@ def test_error_from_rpc_without_details():
 
     error = cg.error_from_rpc(Failure())
     assert isinstance(error, cg.Unavailable) and error.reason == "" and "connection refused" in str(error)
+
+
+def test_an_internal_error_names_its_request_id():
+    """The RequestInfo of a status becomes ``request_id``; an INTERNAL error's text names it,
+    so that a user's report leads the operator to the call's log lines."""
+    from google.protobuf import any_pb2
+    from google.rpc import error_details_pb2, status_pb2
+
+    def failure(code: grpc.StatusCode):
+        details = []
+        for message in (error_details_pb2.ErrorInfo(reason="INTERNAL", domain=cg.DOMAIN),
+                        error_details_pb2.RequestInfo(request_id="0123456789abcdef")):
+            packed = any_pb2.Any()
+            packed.Pack(message)
+            details.append(packed)
+        status = status_pb2.Status(code=code.value[0], message="internal error", details=details)
+
+        class Failure(grpc.RpcError):
+            def code(self):
+                return code
+
+            def details(self):
+                return "internal error"
+
+            def trailing_metadata(self):
+                return (("grpc-status-details-bin", status.SerializeToString()),)
+
+        return cg.error_from_rpc(Failure())
+
+    internal = failure(grpc.StatusCode.INTERNAL)
+    assert isinstance(internal, cg.Internal) and internal.request_id == "0123456789abcdef"
+    assert str(internal) == "INTERNAL INTERNAL: internal error (request 0123456789abcdef)"
+    other = failure(grpc.StatusCode.NOT_FOUND)
+    assert other.request_id == "0123456789abcdef" and "request" not in str(other)

@@ -75,6 +75,7 @@ class CallError:
     domain: str
     metadata: dict[str, str]
     view: match_pb2.View | None
+    request_id: str = ""  # the status's google.rpc.RequestInfo
 
 
 def error_of(exc: grpc.aio.AioRpcError) -> CallError:
@@ -84,6 +85,7 @@ def error_of(exc: grpc.aio.AioRpcError) -> CallError:
     reason = domain = ""
     metadata: dict[str, str] = {}
     view = None
+    request_id = ""
     if raw is not None:
         status = status_pb2.Status.FromString(raw)
         assert status.code == exc.code().value[0]
@@ -95,7 +97,11 @@ def error_of(exc: grpc.aio.AioRpcError) -> CallError:
             elif detail.Is(match_pb2.View.DESCRIPTOR):
                 view = match_pb2.View()
                 detail.Unpack(view)
-    return CallError(exc.code(), exc.details() or "", reason, domain, metadata, view)
+            elif detail.Is(error_details_pb2.RequestInfo.DESCRIPTOR):
+                info = error_details_pb2.RequestInfo()
+                detail.Unpack(info)
+                request_id = info.request_id
+    return CallError(exc.code(), exc.details() or "", reason, domain, metadata, view, request_id)
 
 
 async def expect_rpc_error(call: Any) -> grpc.aio.AioRpcError:

@@ -509,6 +509,30 @@ async def test_one_log_line_and_metrics_per_rpc_without_secrets():
 
 
 @run
+async def test_every_call_has_a_request_id_in_its_log_line_and_its_error():
+    """x-request-id: a usable one is kept, anything else (too long, spaces, empty) replaced by
+    16 hex digits; the rpc line carries it, and an error status returns it as its last detail,
+    a google.rpc.RequestInfo, after the ErrorInfo."""
+    service = ScriptedService()
+    async with running(service) as srv:
+        with structlog.testing.capture_logs() as logs:
+            given = await expect_error(srv.games.GetView(
+                pb.GetViewRequest(match_id="m1"), metadata=(("x-request-id", "web-42:a/b"), *bearer("nope"))))
+            drawn = await expect_error(srv.games.GetView(pb.GetViewRequest(match_id="m1"),
+                                                         metadata=bearer("nope")))
+            refused = [await expect_error(srv.games.GetView(
+                pb.GetViewRequest(match_id="m1"), metadata=(("x-request-id", bad), *bearer("nope"))))
+                for bad in ("x" * 65, "two words", "")]
+            await srv.games.ListGames(pb.ListGamesRequest(), metadata=(("x-request-id", "ok-1"),))
+            await rpc_lines_logged(logs, 6)
+        lines = [e for e in logs if e["event"] == "rpc"]
+        assert given.request_id == "web-42:a/b" and given.reason == "MISSING_OR_BAD_TOKEN"
+        ids = [drawn.request_id] + [r.request_id for r in refused]
+        assert all(len(i) == 16 and int(i, 16) >= 0 for i in ids) and len(set(ids)) == 4
+        assert [line["request_id"] for line in lines] == ["web-42:a/b", *ids, "ok-1"]
+
+
+@run
 async def test_stream_metrics_and_drain_closes_streams():
     service = ScriptedService()
     async with running(service, drain=False) as srv:

@@ -462,3 +462,31 @@ async def test_the_error_metadata_docs_api_md_promises():
     assert errors["ILLEGAL_ACTION"].metadata["action"] == illegal
     assert errors["NOT_YOUR_TURN"].metadata["to_act"] == str(mover)
     assert errors["BAD_EXPECTED_SEQ"].metadata["field"] == "expected_seq"
+
+
+@run
+async def test_domain_events_carry_the_request_id_of_the_call_they_belong_to():
+    """The request id (x-request-id, else drawn) is bound for the whole call: the match's own
+    log lines written on its behalf (action_applied) carry it, those of another call do not."""
+    from tests.sessions.helpers import capture_logs_with_context
+
+    with capture_logs_with_context() as logs:  # first: a match binds its logger when created
+        async with served() as (mgr, srv):
+            stub = srv.games
+            match_id, tokens = await create_open_match(stub, "japanese_joker")
+            views = [(await stub.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(t))).view
+                     for t in tokens]
+            seat = next(v.seat for v in views if v.HasField("to_act") and v.to_act == v.seat)
+            del logs[:]
+            await stub.SubmitAction(pb.SubmitActionRequest(
+                match_id=match_id, action=views[seat].legal_actions[0].notation, expected_seq=views[seat].seq),
+                metadata=(("x-request-id", "act-1"), *bearer(tokens[seat])))
+            await stub.GetMatch(pb.GetMatchRequest(match_id=match_id))
+            for _ in range(100):
+                if sum(e["event"] == "rpc" for e in logs) == 2:
+                    break
+                await asyncio.sleep(0.01)
+    applied = [e for e in logs if e["event"] == "action_applied"]
+    assert len(applied) == 1 and applied[0]["request_id"] == "act-1" and applied[0]["seq"] == 1
+    rpc = [e for e in logs if e["event"] == "rpc"]
+    assert [e["request_id"] == "act-1" for e in rpc] == [True, False]
