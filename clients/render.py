@@ -304,6 +304,10 @@ def header_text(view: Any, summary: Any | None, now: float) -> Text:
         if countdown.plain:
             out.append("  ")
             out.append_text(countdown)
+    delay = summary.spectator_delay_actions if summary is not None else 0
+    if me is None and delay and view.status == match_pb2.MATCH_STATUS_ACTIVE:
+        # a spectator of a delayed match sees it as it was (docs/api.md, "Spectators")
+        out.append(f"  ({delay} actions behind the table)", style="yellow")
     return out
 
 

@@ -60,6 +60,20 @@ def test_a_previous_deals_final_trick_is_labelled_so():
     assert "last trick" in text and "previous deal" not in text
 
 
+def test_a_delayed_spectator_is_told_so():
+    """A spectator of a match with spectator_delay_actions sees how far behind it is while
+    the match is played; a seat (never delayed) and a finished match say nothing."""
+    summary = match_pb2.MatchSummary(spectator_delay_actions=4)
+    view = match_pb2.View(game="klaberjass", hand_sizes=[6, 6], status=match_pb2.MATCH_STATUS_ACTIVE)
+    assert "(4 actions behind the table)" in plain(render.board(view, summary, 0.0))
+    assert "behind" not in plain(render.board(view, match_pb2.MatchSummary(), 0.0))
+    view.seat = 0
+    assert "behind" not in plain(render.board(view, summary, 0.0))
+    view.ClearField("seat")
+    view.status = match_pb2.MATCH_STATUS_FINISHED
+    assert "behind" not in plain(render.board(view, summary, 0.0))
+
+
 def test_every_legal_action_of_real_matches_has_a_label(engine):
     """Random play through every game: each legal action the server sends gets a label that
     mentions its card (if any), and each view renders without error."""
