@@ -15,6 +15,7 @@ one match after another, cycling through the four games (short and default table
   (LeaveMatch resign: a two-player match ends, a Georgian Joker seat is played by the
   auto-move policy to the end) or a seat's client vanishes (its stream closes; after the
   reconnect grace the match is forfeited or its seat taken over);
+* some matches keep their spectators a few actions behind (``spectator_delay_actions``);
 * some matches have spectators that drop their stream mid-match and resume with
   ``after_seq``; every stream is checked for gaps and repeats.
 
@@ -161,8 +162,8 @@ PROBE = textwrap.dedent('''
 def _new_stats() -> dict:
     return {"matches": 0, "ended": {}, "submitted": 0, "stale": 0, "not_active": 0, "duplicates": 0,
             "duplicate_mismatch": 0, "timeouts_let": 0, "leaves": 0, "vanished": 0,
-            "spectators": 0, "spectator_resumes": 0, "overflow_resumes": 0, "gaps": 0, "errors": {},
-            "error_samples": []}
+            "spectators": 0, "delayed_matches": 0, "spectator_resumes": 0, "overflow_resumes": 0, "gaps": 0,
+            "errors": {}, "error_samples": []}
 
 
 def _error(stats: dict, where: str, exc: grpc.aio.AioRpcError) -> None:
@@ -184,8 +185,10 @@ def _continuity(stats: dict, last: int | None, ev) -> int | None:
     return last
 
 
-async def _create(stub, game: str, options: dict, turn_time_s: float) -> tuple[str, list[str]]:
-    req = pb.CreateMatchRequest(game=game, name="soak", turn_time=duration_pb2.Duration(seconds=int(turn_time_s)))
+async def _create(stub, game: str, options: dict, turn_time_s: float,
+                  spectator_delay: int = 0) -> tuple[str, list[str]]:
+    req = pb.CreateMatchRequest(game=game, name="soak", turn_time=duration_pb2.Duration(seconds=int(turn_time_s)),
+                                spectator_delay_actions=spectator_delay)
     for name, value in options.items():
         if isinstance(value, bool):
             req.options[name].bool_value = value
@@ -347,13 +350,16 @@ def soak_worker(target: str, tables: int, stop: float, seed: int, cfg: dict) -> 
             while time.time() < stop:
                 game = GAMES[n % len(GAMES)]
                 n += 1
+                delay = rng.randint(1, 8) if rng.random() < cfg["delay_share"] else 0
                 try:
-                    match_id, tokens = await _create(stub, game, rng.choice(VARIANTS[game]), cfg["turn_time_s"])
+                    match_id, tokens = await _create(stub, game, rng.choice(VARIANTS[game]), cfg["turn_time_s"],
+                                                     delay)
                 except grpc.aio.AioRpcError as exc:
                     _error(stats, "create", exc)
                     await asyncio.sleep(1.0)
                     continue
                 stats["matches"] += 1
+                stats["delayed_matches"] += bool(delay)
                 plans, spectators = _plan(rng, game, len(tokens), cfg)
                 await asyncio.gather(
                     *(_seat(stub, match_id, s, t, plans[s], random.Random(rng.random()), stop, stats)
@@ -566,6 +572,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--abandon-share", type=float, default=0.1, help="matches a seat leaves (resigns)")
     ap.add_argument("--vanish-share", type=float, default=0.05, help="matches a seat's client vanishes from")
     ap.add_argument("--watch-share", type=float, default=0.3, help="matches with spectators that drop and resume")
+    ap.add_argument("--delay-share", type=float, default=0.3,
+                    help="matches whose spectators are 1-8 actions behind (spectator_delay_actions)")
     ap.add_argument("--retry-share", type=float, default=0.02, help="submits sent twice (client_action_id)")
     ap.add_argument("--cooldown-s", type=float, default=30.0, help="sampling after the clients left")
     ap.add_argument("--log-level", default="warning", help="server log level (the log stays in the temp dir)")
@@ -578,7 +586,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="copy the server log and database here, and write soak.json (every sample)")
     ap.add_argument("--json", action="store_true", help="print one JSON object at the end")
     args = ap.parse_args(argv)
-    cfg = {k: getattr(args, k) for k in ("timeout_share", "abandon_share", "vanish_share", "watch_share",
+    cfg = {k: getattr(args, k) for k in ("timeout_share", "abandon_share", "vanish_share", "watch_share", "delay_share",
                                          "retry_share", "turn_time_s")}
 
     with tempfile.TemporaryDirectory() as tmp, \

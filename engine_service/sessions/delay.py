@@ -8,7 +8,9 @@ Each accepted action releases the one that is now D actions old to them, as an o
 ``action`` event with the public view after it; once the match is over, whatever was
 withheld is released at once, in order, before ``match_ended`` (there is nothing left to
 protect). What spectators see is still only public information (GJ-11.6, JJK-9.5): the delay
-hides *when* it became public. A delayed view has no deadline (the decision it shows was
+hides *when* it became public, which matters where the same public play is worth knowing
+elsewhere (a duplicate tournament deals the same decks at several tables: one table's play
+reveals another's hands). A delayed view has no deadline (the decision it shows was
 taken long ago); seats and the admin are never delayed.
 
 The unit is the match's own sequence number, which every game shares and every client
