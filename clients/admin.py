@@ -471,7 +471,7 @@ def _positive(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m clients.admin", allow_abbrev=False,
                                 description="Operator commands over the engine's admin API: list, "
-                                "inspect, terminate and export matches.",
+                                "inspect, terminate and export matches; reissue a seat token.",
                                 epilog="The admin token: --admin-token-file PATH or the environment "
                                 f"variable {TOKEN_ENV}. Exit status: 0 done, 1 the API refused or "
                                 "failed (gRPC status and reason on stderr), 2 usage error.")
