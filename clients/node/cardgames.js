@@ -64,15 +64,19 @@ class CardGamesError extends Error {
    * @param {object} metadata ErrorInfo metadata
    * @param {object|undefined} view the caller's current View (ABORTED only)
    * @param {number|undefined} retryDelayMs RATE_LIMITED: the RetryInfo delay before a retry
+   * @param {string} requestId the call's id in the engine's logs (RequestInfo), '' if none;
+   *   an INTERNAL error's message names it
    */
-  constructor(code, message, reason, metadata, view, retryDelayMs) {
-    super(`${code}${reason ? ' ' + reason : ''}: ${message}`);
+  constructor(code, message, reason, metadata, view, retryDelayMs, requestId = '') {
+    super(`${code}${reason ? ' ' + reason : ''}: ${message}`
+      + (requestId && code === 'INTERNAL' ? ` (request ${requestId})` : ''));
     this.name = 'CardGamesError';
     this.code = code;
     this.reason = reason;
     this.metadata = metadata;
     this.view = view;
     this.retryDelayMs = retryDelayMs;
+    this.requestId = requestId;
   }
 }
 
@@ -94,6 +98,7 @@ function toCardGamesError(error) {
   let metadata = {};
   let view;
   let retryDelayMs;
+  let requestId = '';
   const raw = error.metadata && error.metadata.get('grpc-status-details-bin')[0];
   if (raw) {
     const status = StatusType.toObject(StatusType.decode(raw), CONVERSION);
@@ -110,10 +115,13 @@ function toCardGamesError(error) {
       } else if (typeName === 'google.rpc.RetryInfo') {
         const delay = value.retry_delay || {};
         retryDelayMs = (delay.seconds || 0) * 1000 + (delay.nanos || 0) / 1e6;
+      } else if (typeName === 'google.rpc.RequestInfo') {
+        requestId = value.request_id || '';
       }
     }
   }
-  return new CardGamesError(code, error.details || error.message, reason, metadata, view, retryDelayMs);
+  return new CardGamesError(code, error.details || error.message, reason, metadata, view, retryDelayMs,
+    requestId);
 }
 
 // Failed without an answer: repeated as it was (a submit keeps its client_action_id).

@@ -89,7 +89,8 @@ class MatchWriter:
             m.log.warning("log_conflict", seq=rec.seq, error_type=type(exc).__name__)
             await self.store_call(self.catch_up(m), "catch_up")
             raise StaleSequence(f"the match moved on to seq {m.seq}; decide again",
-                                current=m.envelope(seat)) from exc
+                                current=m.envelope(seat), expected_seq=str(rec.seq - 1),
+                                seq=str(m.seq)) from exc
         except StoreError as exc:
             log.error("store_write_failed", operation="append_action", error=str(exc),
                       error_type=type(exc).__name__)

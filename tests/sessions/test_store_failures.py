@@ -12,7 +12,7 @@ import time
 import pytest
 
 from engine_service.observability.metrics import Metrics
-from engine_service.sessions.api import CreateMatchRequest, Principal, SessionError
+from engine_service.sessions.api import CreateMatchRequest, Principal, SessionError, StaleSequence
 from engine_service.sessions.manager import MatchManager
 from engine_service.store import MemoryStore, StoreError
 
@@ -239,6 +239,29 @@ def test_a_retry_while_the_store_cannot_be_read_is_unavailable_then_gets_its_res
     assert isinstance(during, SessionError), repr(during)
     assert (during.code, during.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
     assert after.duplicate and after.seq == 1
+
+
+def test_a_log_found_ahead_is_a_stale_sequence_with_both_numbers():
+    """An action whose write finds the stored log ahead (an earlier write answered with an
+    error, or another writer) is refused like any stale decision: ABORTED STALE_SEQUENCE with
+    the current view and, as docs/api.md's metadata table says, the expected and the current
+    seq (they were missing on this path)."""
+    store = LosesAcknowledgements()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            seat, p, env = await to_act(mgr, match_id, ps)
+            store.lose_next = True
+            with pytest.raises(SessionError):
+                await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "first")
+            with pytest.raises(StaleSequence) as stale:  # another decision on the same view
+                await mgr.submit_action(match_id, p, env.view["legal"][-1], env.seq, "second")
+            return env.seq, stale.value
+
+    seq, stale = run(go())
+    assert stale.metadata == {"expected_seq": str(seq), "seq": str(seq + 1)}
+    assert stale.current.seq == seq + 1
 
 
 def test_a_timeout_move_the_store_refused_is_tried_again_without_a_new_turn(monkeypatch):

@@ -112,6 +112,23 @@ test('a RATE_LIMITED error carries its reason and RetryInfo delay; unknown detai
   assert.strictEqual(error.retryDelayMs, 1500);
 });
 
+test('the RequestInfo of an error is its requestId, named in an INTERNAL error\'s message', () => {
+  const root = new protobuf.Root();
+  root.resolvePath = (origin, target) => (target.startsWith('google/protobuf/')
+    ? target : path.resolve(__dirname, '..', 'proto', target));
+  root.loadSync(['google/rpc/status.proto'], { keepCase: true });
+  const RequestInfo = root.lookupType('google.rpc.RequestInfo');
+  const request = { type_url: 'type.googleapis.com/google.rpc.RequestInfo',
+    value: RequestInfo.encode(RequestInfo.fromObject({ request_id: '0123456789abcdef' })).finish() };
+  const limited = toCardGamesError({ code: grpc.status.RESOURCE_EXHAUSTED, details: 'too many requests',
+    metadata: rateLimitedMetadata(1, 0, [request]) });
+  assert.strictEqual(limited.requestId, '0123456789abcdef');
+  assert.ok(!limited.message.includes('request 0123'));
+  const internal = new CardGamesError('INTERNAL', 'internal error', 'INTERNAL', {}, undefined, undefined,
+    '0123456789abcdef');
+  assert.strictEqual(internal.message, 'INTERNAL INTERNAL: internal error (request 0123456789abcdef)');
+});
+
 test('a call that timed out is repeated, a submit with the same client_action_id', async () => {
   const { Client } = require('../cardgames');
   const client = new Client('127.0.0.1:9');
