@@ -37,7 +37,28 @@ async def _fail(exc: BaseException, context: grpc.aio.ServicerContext) -> None:
     rpc.reason, rpc.code = mapped.reason, mapped.code.name
     if not mapped.expected:
         log.error("rpc_internal_error", method=rpc.method, exc_info=exc)
+    _drop_tracebacks(exc)
     await context.abort_with_status(to_status(mapped, rpc.request_id))
+
+
+def _drop_tracebacks(exc: BaseException | None) -> None:
+    """Forget the frames an answered error went through (its chain's tracebacks).
+
+    grpc keeps the AbortError of an aborted call on the call's state, which the servicer's
+    frames reference: a reference cycle, freed only by the garbage collector. Through the
+    answered error's traceback that cycle reached the session layer's frames and with them a
+    whole match (its log, its states): a match evicted from memory stayed in it until a full
+    collection, which a busy server runs rarely (a soak's RSS grew by 7 MB per 1,000
+    matches). The traceback has served its purpose once the error is mapped and logged."""
+    seen: set[int] = set()
+    stack = [exc]
+    while stack:
+        e = stack.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        e.__traceback__ = None
+        stack.extend((e.__cause__, e.__context__))
 
 
 def unary(fn: Callable) -> Callable:
