@@ -115,7 +115,21 @@ PROBE = textwrap.dedent('''
         def _sample(state):
             import asyncio, collections, gc, json, sys, time
             tasks = [t for t in list(asyncio.tasks._all_tasks) if not t.done()]
-            collected = gc.collect() if os.environ.get("CARDGAMES_SOAK_PROBE_COLLECT") else None
+            collected, garbage = None, None
+            if os.path.exists(_OUT + ".garbage"):
+                # the cooldown of --gc-garbage: what the server's own collections left, by type
+                # (the young generations first: their garbage would go at the next collection)
+                gc.collect(1)
+                gc.set_debug(gc.DEBUG_SAVEALL)
+                try:
+                    collected = gc.collect()
+                    garbage = dict(collections.Counter(
+                        f"{type(o).__module__}.{type(o).__qualname__}" for o in gc.garbage).most_common(20))
+                finally:
+                    gc.set_debug(0)
+                    gc.garbage.clear()
+            elif os.environ.get("CARDGAMES_SOAK_PROBE_COLLECT"):
+                collected = gc.collect()
             objs = gc.get_objects()
             types = collections.Counter(type(o).__qualname__ for o in objs
                                         if type(o).__module__.startswith("engine_service"))
@@ -132,7 +146,7 @@ PROBE = textwrap.dedent('''
                 _containers("MatchManager.", vars(state["manager"]), sizes, caps)
             out = {"t": time.time(), "tasks": len(tasks), "gc_objects": len(objs),
                    "gc_collections": [g["collections"] for g in gc.get_stats()],
-                   "gc_collected_now": collected,
+                   "gc_collected_now": collected, "gc_garbage": garbage,
                    "types": dict(types), "sizes": sizes, "caps": caps,
                    "task_names": dict(collections.Counter(t.get_name().split("-")[0] for t in tasks))}
             del objs
@@ -430,7 +444,8 @@ def sample(service: ServiceProcess, metrics_url: str, db: Path, probe: Path | No
         p = json.loads(probe.read_text())
         s.update({"probe_age_s": round(time.time() - p["t"], 1), "tasks": p["tasks"],
                   "gc_objects": p["gc_objects"], "gc_collections": p["gc_collections"],
-                  "gc_collected_now": p["gc_collected_now"], "task_names": p["task_names"],
+                  "gc_collected_now": p["gc_collected_now"], "gc_garbage": p.get("gc_garbage"),
+                  "task_names": p["task_names"],
                   "types": p["types"], "sizes": p["sizes"], "caps": p["caps"],
                   "matches_in_memory": p["sizes"].get("MatchManager._matches")})
     return s
@@ -582,6 +597,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gc-collect", action="store_true", help="the probe runs a full gc.collect() "
                     "before counting: live objects only, not cyclic garbage that the server's gc "
                     "thresholds let wait (changes the server's gc behaviour: for investigations)")
+    ap.add_argument("--gc-garbage", action="store_true", help="in the cooldown, the probe "
+                    "collects the whole heap and reports the types of the cyclic garbage the "
+                    "server's own collections had left (printed at the end)")
     ap.add_argument("--keep", type=Path, default=None,
                     help="copy the server log and database here, and write soak.json (every sample)")
     ap.add_argument("--json", action="store_true", help="print one JSON object at the end")
@@ -634,6 +652,8 @@ def main(argv: list[str] | None = None) -> int:
                     take("run")
                     next_at += args.sample_s
             results = [f.result() for f in futures]
+            if args.gc_garbage and probe is not None:
+                Path(str(probe) + ".garbage").touch()
             cool_end = time.time() + args.cooldown_s
             while time.time() < cool_end:
                 time.sleep(min(args.sample_s, max(0.0, cool_end - time.time())))
@@ -683,6 +703,11 @@ def main(argv: list[str] | None = None) -> int:
         print("summary:", "  ".join(f"{k}={x:,.1f}" if isinstance(x, float) else f"{k}={x}"
                                     for k, x in summary.items()))
         print("clients:", json.dumps(clients))
+        garbage = next((x["gc_garbage"] for x in cool if x.get("gc_garbage")), None)
+        if garbage:
+            first = next(x for x in cool if x.get("gc_garbage"))
+            print(f"garbage the server's collections left ({first['gc_collected_now']} objects), "
+                  "by type:", json.dumps(garbage))
         _print_verdict(v, cool[-1] if cool else None, run[0] if run else None)
     bad = clients["gaps"] or clients["duplicate_mismatch"] or clients["errors"]
     return 1 if bad or v.get("growing") else 0
