@@ -216,6 +216,10 @@ def tune_gc(thresholds: tuple[int, int, int] = GC_THRESHOLDS) -> None:
     """
     gc.collect()
     gc.freeze()
+    # CPython runs a full collection only once the objects promoted since the last one exceed
+    # a quarter of those it left, and that count still included everything just frozen: a
+    # collection of the (now empty) heap starts it again from the objects actually collectable
+    gc.collect()
     gc.set_threshold(*thresholds)
 
 
