@@ -190,7 +190,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
 
 
 #: Garbage-collector thresholds while serving (CPython's defaults: 700, 10, 10).
-GC_THRESHOLDS = (10_000, 50, 10)
+GC_THRESHOLDS = (10_000, 50, 100)
 
 
 def tune_gc(thresholds: tuple[int, int, int] = GC_THRESHOLDS) -> None:
@@ -205,21 +205,15 @@ def tune_gc(thresholds: tuple[int, int, int] = GC_THRESHOLDS) -> None:
     run after 10,000 net allocations (a few milliseconds each) rather than 700. Cycles are
     still collected; they just wait a little longer.
 
-    Not much longer for the old ones: a full collection comes every 10 collections of the
-    middle generation (every ~500 young ones: minutes apart at a few hundred actions a
-    second; it walks only what was not frozen, the live matches and the garbage, ~10-30 ms).
-    Cyclic garbage does reach the old generation: grpc.aio leaves a reference cycle per call
-    (its method lookup's closure, six objects with the call's metadata), and a 12-minute soak
-    of the served process found 17,000 of them (104,000 objects) there. With full
-    collections 10 times rarer (threshold 100) none came in the first hour and the soak's RSS
-    grew by 10-15 MB per 1,000 matches (bench/README.md, "Soak").
+    Some cyclic garbage does reach the old generation, where it waits for a full collection:
+    grpc.aio leaves a reference cycle per call (its method lookup's closure, six objects with
+    the call's metadata), and soaks of the served process found 17,000-33,000 of them there
+    after 12-14 minutes, with no full collection in 40 minutes (nor with a third threshold of
+    10: CPython also waits until the objects promoted since the last full collection exceed a
+    quarter of those it kept). bench/README.md, "Soak", has the figures.
     """
     gc.collect()
     gc.freeze()
-    # CPython runs a full collection only once the objects promoted since the last one exceed
-    # a quarter of those it left, and that count still included everything just frozen: a
-    # collection of the (now empty) heap starts it again from the objects actually collectable
-    gc.collect()
     gc.set_threshold(*thresholds)
 
 
