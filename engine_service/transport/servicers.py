@@ -48,8 +48,8 @@ def _drop_tracebacks(exc: BaseException | None) -> None:
     frames reference: a reference cycle, freed only by the garbage collector. Through the
     answered error's traceback that cycle reached the session layer's frames and with them a
     whole match (its log, its states): a match evicted from memory stayed in it until a full
-    collection, which a busy server runs rarely (a soak's RSS grew by 7 MB per 1,000
-    matches). The traceback has served its purpose once the error is mapped and logged."""
+    collection, which a busy server runs rarely (a soak counted up to 20 such matches). The
+    traceback has served its purpose once the error is mapped and logged."""
     seen: set[int] = set()
     stack = [exc]
     while stack:

@@ -496,7 +496,7 @@ def test_an_answered_error_does_not_keep_its_match_in_memory():
     """grpc keeps an aborted call's AbortError on the call's state, which the servicer's frames
     reference: a reference cycle, freed only by the garbage collector. Through the answered
     error's traceback it used to reach the session layer's frames and so a whole match, which
-    then outlived its eviction until a full collection (a soak's RSS grew 7 MB per 1,000
+    then outlived its eviction until a full collection (a soak counted up to 20 such
     matches). With the collector off, an evicted match must be freed at once."""
     import gc
 
