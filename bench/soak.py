@@ -288,6 +288,9 @@ async def _seat(stub, match_id: str, seat: int, token: str, plan: dict, rng: ran
                 _error(stats, "seat_watch", exc)
                 return
             stats["overflow_resumes"] += 1
+            if time.time() > stop:
+                return  # the server went away at the end of the run (or was stopped)
+            await asyncio.sleep(rng.uniform(0.05, 0.2))  # never a tight loop of failing calls
         finally:
             call.cancel()
 
