@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterator
 
-from ..rules.game import CHANCE, State
+from ..rules.game import State
 from ..store.base import ActionRecord
 
 if TYPE_CHECKING:
@@ -58,14 +58,11 @@ class SpectatorCursor:
     def step(self, m: "LiveMatch", rec: ActionRecord) -> dict[str, Any]:
         """Apply the next action of the log (and deal the deck it makes due, as the writer
         did); returns the details of its ``action`` event (``deal_scored``)."""
-        from .match import action_details
+        from .match import action_details, play_logged
 
         # a copy: the views already queued for spectators may share the old state's parts
         state = self.state = self.state.clone()
-        state.apply(rec.action, rec.seat)
-        if state.to_act() == CHANCE and self.dealt in m.decks:
-            state.deal(m.decks[self.dealt].cards)
-            self.dealt += 1
+        self.dealt = play_logged(state, rec, m.decks, self.dealt)
         self.seq = rec.seq
         self.envelope = None
         before, self.scored = self.scored, len(state.deal_results())

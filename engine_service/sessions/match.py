@@ -33,6 +33,16 @@ def action_details(scored_before: int, scored_after: int) -> dict[str, Any]:
     return {"deal_scored": scored_after - 1} if scored_after > scored_before else {}
 
 
+def play_logged(state: State, rec: ActionRecord, decks: dict[int, DeckRecord], dealt: int) -> int:
+    """Apply a logged action to ``state`` and deal the deck it makes due, when that deck is
+    known, as the writer did; returns how many decks are dealt now."""
+    state.apply(rec.action, rec.seat)
+    if state.to_act() == CHANCE and dealt in decks:
+        state.deal(decks[dealt].cards)
+        dealt += 1
+    return dealt
+
+
 class CorruptLog(Exception):
     """A stored log does not replay through the rules (a deck or an action is refused)."""
 
@@ -229,10 +239,7 @@ class LiveMatch:
             for rec in self.actions[start:seq]:
                 if state.to_act() == CHANCE:
                     raise CorruptLog(f"no deck for deal {dealt} before seq {rec.seq}")
-                state.apply(rec.action, rec.seat)
-                if state.to_act() == CHANCE and dealt in self.decks:
-                    state.deal(self.decks[dealt].cards)
-                    dealt += 1
+                dealt = play_logged(state, rec, self.decks, dealt)
                 # not while a deal waits for its deck: the deck may be known later
                 if (checkpoints and rec.seq % CHECKPOINT_EVERY == 0 and rec.seq not in self._checkpoints
                         and state.to_act() != CHANCE):
@@ -255,10 +262,7 @@ class LiveMatch:
         state, dealt = self.fold(after_seq)
         scored = len(state.deal_results()) if details else 0
         for rec in self.actions[after_seq:upto_seq]:
-            state.apply(rec.action, rec.seat)
-            if state.to_act() == CHANCE and dealt in self.decks:
-                state.deal(self.decks[dealt].cards)
-                dealt += 1
+            dealt = play_logged(state, rec, self.decks, dealt)
             extra: dict[str, Any] = {}
             if details:
                 now = len(state.deal_results())

@@ -29,7 +29,7 @@ from ..store import DuplicateClientAction, SequenceConflict, Store, StoreError
 from ..store.base import ActionRecord, DeckRecord
 from .api import MatchEvent, StaleSequence, Unavailable, ViewEnvelope
 from .chance import random_deck_record
-from .match import LiveMatch, SeatSlot, action_details
+from .match import LiveMatch, SeatSlot, action_details, play_logged
 from .views import SPECTATOR, Audience, public_or_none
 
 log = structlog.get_logger("engine_service.sessions")
@@ -143,10 +143,7 @@ class MatchWriter:
         new = [a for a in stored.actions if a.seq > m.seq]
         for rec in new:
             state = m.state.clone()
-            state.apply(rec.action, rec.seat)
-            if state.to_act() == CHANCE and m.deals_dealt in m.decks:
-                state.deal(m.decks[m.deals_dealt].cards)
-                m.deals_dealt += 1
+            m.deals_dealt = play_logged(state, rec, m.decks, m.deals_dealt)
             m.state = state
             m.actions.append(rec)
             if rec.client_action_id:
