@@ -48,7 +48,7 @@ sys.path.insert(0, str(REPO))
 
 from engine_service.observability.logging import configure_logging  # noqa: E402
 from engine_service.observability.metrics import Metrics  # noqa: E402
-from engine_service.serve_cli import tune_gc  # noqa: E402
+from engine_service.gc_policy import tune_gc  # noqa: E402
 from engine_service.sessions import chance  # noqa: E402
 from engine_service.sessions.api import CreateMatchRequest, MatchNotActive, StaleSequence  # noqa: E402
 from engine_service.sessions.config import SessionConfig  # noqa: E402
@@ -295,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     # the service's JSON log lines (domain events such as action_applied), written to nowhere
     configure_logging("json", "info", stream=open(os.devnull, "w"))
-    tune_gc()  # the service's collector settings (serve_cli): collections are part of the cost
+    tune_gc()  # the service's collector settings (gc_policy): collections are part of the cost
     games = args.game or ["klaberjass", "jojotte", "georgian_joker", "japanese_joker"]
     if args.actions:
         args.db = args.db or "memory:"  # no store thread: one deterministic schedule

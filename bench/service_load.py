@@ -457,9 +457,25 @@ def bench_play(pool, workdir: Path, clients: int, matches: int, game: str, durat
             "wall_s": elapsed}
 
 
+def _full_collections(metrics_port: int) -> tuple[float, float]:
+    """(count, sum of pauses) of the server's full garbage collections (its metrics endpoint)."""
+    import urllib.request
+
+    text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).read().decode()
+    values = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+              if line.startswith("cardgames_gc_pause_seconds_")}
+    return (values['cardgames_gc_pause_seconds_count{generation="2"}'],
+            values['cardgames_gc_pause_seconds_sum{generation="2"}'])
+
+
 def bench_idle(pool, workdir: Path, clients: int, count: int, game: str) -> dict:
+    """Memory per open idle match, and the pause of a full garbage collection with them all
+    in memory (the server's timed collection, every 3 s here: engine_service.gc_policy)."""
+    metrics_port = _free_port()
     service = ServiceProcess(workdir, CARDGAMES_TIME_SCALE="100000",
-                             CARDGAMES_MAX_MATCHES=str(count + 1000), CARDGAMES_LOG_LEVEL="warning")
+                             CARDGAMES_MAX_MATCHES=str(count + 1000), CARDGAMES_LOG_LEVEL="warning",
+                             CARDGAMES_METRICS_PORT=str(metrics_port),
+                             CARDGAMES_GC_FULL_COLLECTION_INTERVAL_S="3")
     try:
         list(pool.map(create_worker, [service.target] * clients, [game] * clients, [100] * clients,
                       [8] * clients))  # warm up: imports, caches, store pages
@@ -472,10 +488,14 @@ def bench_idle(pool, workdir: Path, clients: int, count: int, game: str) -> dict
         elapsed = time.perf_counter() - t0
         time.sleep(2.0)
         after = service.rss_kb()
+        collections, paused = _full_collections(metrics_port)
+        time.sleep(6.5)  # two timed collections, nothing else running
+        collections2, paused2 = _full_collections(metrics_port)
     finally:
         service.stop()
     return {"game": game, "matches": made, "rss_before_mb": before / 1024, "rss_after_mb": after / 1024,
-            "kb_per_match": (after - before) / made, "create_and_join_per_s": made / elapsed}
+            "kb_per_match": (after - before) / made, "create_and_join_per_s": made / elapsed,
+            "full_gc_pause_ms": 1000 * (paused2 - paused) / max(1.0, collections2 - collections)}
 
 
 async def _drain(call) -> None:

@@ -406,7 +406,7 @@ def _metrics(url: str) -> dict[str, float]:
     for family in text_string_to_metric_families(text):
         for s in family.samples:
             out[s.name] = out.get(s.name, 0.0) + s.value
-            for label in ("result", "audience", "status"):
+            for label in ("result", "audience", "status", "generation"):
                 if label in s.labels:
                     key = f"{s.name}{{{label}={s.labels[label]}}}"
                     out[key] = out.get(key, 0.0) + s.value
@@ -442,6 +442,9 @@ def sample(service: ServiceProcess, metrics_url: str, db: Path, probe: Path | No
         "overflows": int(m.get("cardgames_watch_overflows_total", 0)),
         "process_rss_kb": round(m.get("process_resident_memory_bytes", 0) / 1024),
         "process_open_fds": int(m.get("process_open_fds", 0)),
+        # full garbage collections (the server's timed ones and CPython's) and their pauses
+        "gc_full": int(m.get("cardgames_gc_pause_seconds_count{generation=2}", 0)),
+        "gc_full_pause_s": m.get("cardgames_gc_pause_seconds_sum{generation=2}", 0.0),
     })
     if probe is not None and probe.exists():
         p = json.loads(probe.read_text())
@@ -457,7 +460,8 @@ def sample(service: ServiceProcess, metrics_url: str, db: Path, probe: Path | No
 COLUMNS = [("t_s", "t(s)", 6), ("phase", "phase", 5), ("finished", "done", 6), ("active", "active", 6),
            ("watchers", "watch", 5), ("actions_per_s", "act/s", 6), ("rss_kb", "RSS(MB)", 7),
            ("fds", "fds", 4), ("threads", "thr", 4), ("tasks", "tasks", 5),
-           ("matches_in_memory", "inmem", 5), ("gc_objects", "gc_objs", 8), ("db_kb", "db(MB)", 7),
+           ("matches_in_memory", "inmem", 5), ("gc_objects", "gc_objs", 8), ("gc_full", "fullgc", 6),
+           ("db_kb", "db(MB)", 7),
            ("wal_kb", "wal(MB)", 7), ("loadavg_1m", "load", 5)]
 
 
@@ -549,6 +553,20 @@ def verdict(samples: list[dict]) -> dict:
     return out
 
 
+def _full_collections(run: list[dict]) -> dict:
+    """The server's full garbage collections during the run (the first sample's count
+    includes start-up's) and their mean pause; the longest mean pause between two samples."""
+    if len(run) < 2:
+        return {}
+    pairs = [(b["gc_full"] - a["gc_full"], b["gc_full_pause_s"] - a["gc_full_pause_s"])
+             for a, b in zip(run, run[1:])]
+    count = sum(n for n, _ in pairs)
+    return {"full_collections": count,
+            "full_collection_mean_pause_ms": round(1000 * sum(p for _, p in pairs) / count, 1) if count else None,
+            "full_collection_longest_mean_pause_ms":
+                round(max(1000 * p / n for n, p in pairs if n), 1) if count else None}
+
+
 def _print_verdict(v: dict, cooldown: dict | None, baseline: dict | None) -> None:
     print()
     if "error" in v:
@@ -628,6 +646,7 @@ def main(argv: list[str] | None = None) -> int:
         service = ServiceProcess(workdir, **env)
         metrics_url = f"http://127.0.0.1:{env['CARDGAMES_METRICS_PORT']}/metrics"
         samples: list[dict] = []
+        died: int | None = None  # the server's exit status when it exited during the run
         try:
             t0 = time.time()
             stop = t0 + args.minutes * 60
@@ -651,20 +670,25 @@ def main(argv: list[str] | None = None) -> int:
             next_at = time.time() + args.sample_s
             while not all(f.done() for f in futures):
                 time.sleep(min(1.0, max(0.0, next_at - time.time())))
+                if service.proc.poll() is not None:  # nothing left to sample: say so, keep its log
+                    died = service.proc.returncode
+                    print(f"the server exited with status {died} during the run "
+                          "(its clients stop at the end of the run)", file=sys.stderr, flush=True)
+                    break
                 if time.time() >= next_at and time.time() < stop + args.sample_s:
                     take("run")
                     next_at += args.sample_s
             results = [f.result() for f in futures]
             if args.gc_garbage and probe is not None:
                 Path(str(probe) + ".garbage").touch()
-            cool_end = time.time() + args.cooldown_s
+            cool_end = time.time() + (args.cooldown_s if died is None else 0)
             while time.time() < cool_end:
                 time.sleep(min(args.sample_s, max(0.0, cool_end - time.time())))
                 take("cool")
         finally:
             service.stop()
             keep = args.keep
-            if keep is None and _logged_errors(service.log):
+            if keep is None and (died is not None or _logged_errors(service.log)):
                 # a server error (an INTERNAL's traceback) must outlive the temp dir
                 keep = Path(tempfile.mkdtemp(prefix="cardgames-soak-"))
                 print(f"the server logged errors: its log and database are kept in {keep}",
@@ -695,7 +719,8 @@ def main(argv: list[str] | None = None) -> int:
                "actions_accepted": run[-1]["accepted"] if run else 0,
                "actions_per_s": (run[-1]["accepted"] / run[-1]["t_s"]) if run else 0.0,
                "turn_timeouts": run[-1]["timeouts"] if run else 0,
-               "server_cpu_s": run[-1]["cpu_s"] if run else 0.0}
+               "server_cpu_s": run[-1]["cpu_s"] if run else 0.0,
+               **_full_collections(run)}
     report = {"summary": summary, "clients": clients, "verdict": v, "samples": samples}
     if args.keep is not None:
         (args.keep / "soak.json").write_text(json.dumps(report))
@@ -713,7 +738,9 @@ def main(argv: list[str] | None = None) -> int:
                   "by type:", json.dumps(garbage))
         _print_verdict(v, cool[-1] if cool else None, run[0] if run else None)
     bad = clients["gaps"] or clients["duplicate_mismatch"] or clients["errors"]
-    return 1 if bad or v.get("growing") else 0
+    if died is not None:
+        print(f"FAILED: the server exited with status {died} during the run")
+    return 1 if bad or v.get("growing") or died is not None else 0
 
 
 if __name__ == "__main__":

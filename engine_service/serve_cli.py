@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import signal
 import sys
 from typing import Callable
@@ -99,6 +98,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
     """Run until a signal (or ``stop()`` on the returned server); returns the exit status."""
     from prometheus_client import start_http_server
 
+    from .gc_policy import collect_periodically, tune_gc
     from .observability.metrics import get_metrics
     from .sessions.manager import MatchManager, TakeoverBotUnavailable
     from .store import StoreError, StoreInUse, describe_location, open_store
@@ -175,10 +175,15 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, _on_signal, stop, sig)
     tune_gc()
+    collector = (asyncio.create_task(collect_periodically(settings.gc_full_collection_interval_s),
+                                     name="gc-full-collections")
+                 if settings.gc_full_collection_interval_s > 0 else None)
     if ready is not None:
         ready.set()
     log.info("serving", port=server.port, metrics_port=http.server_port)
     await stop.wait()
+    if collector is not None:
+        collector.cancel()
     try:
         await server.drain(settings.drain_grace_s)
     finally:
@@ -187,34 +192,6 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
             loop.remove_signal_handler(sig)
     log.info("exit", status=status)
     return status
-
-
-#: Garbage-collector thresholds while serving (CPython's defaults: 700, 10, 10).
-GC_THRESHOLDS = (10_000, 50, 100)
-
-
-def tune_gc(thresholds: tuple[int, int, int] = GC_THRESHOLDS) -> None:
-    """Make the cyclic garbage collector cheap while serving.
-
-    Every action allocates thousands of container objects (views, events, records), nearly all
-    freed by reference counting; with CPython's default thresholds they still trigger a young
-    collection every few actions, and the older generations are traversed often enough that
-    full collections, each walking the whole heap, took ~15 % of the server's CPU and paused
-    it for up to 170 ms in bench/service_load.py. So: what start-up built (modules, rules
-    tables, plugins, resumed matches) is frozen out of the collector's view, and collections
-    run after 10,000 net allocations (a few milliseconds each) rather than 700. Cycles are
-    still collected; they just wait a little longer.
-
-    Some cyclic garbage does reach the old generation, where it waits for a full collection:
-    grpc.aio leaves a reference cycle per call (its method lookup's closure, six objects with
-    the call's metadata), and soaks of the served process found 17,000-33,000 of them there
-    after 12-14 minutes, with no full collection in 40 minutes (nor with a third threshold of
-    10: CPython also waits until the objects promoted since the last full collection exceed a
-    quarter of those it kept). bench/README.md, "Soak", has the figures.
-    """
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*thresholds)
 
 
 def _on_signal(stop: asyncio.Event, sig: signal.Signals) -> None:

@@ -31,6 +31,8 @@ from typing import Any, Iterable
 from prometheus_client import (CollectorRegistry, Counter, Gauge, GCCollector, Histogram,
                                PlatformCollector, ProcessCollector)
 
+from .gc_pauses import GcPauseCollector
+
 NAMESPACE = "cardgames"
 
 #: Match outcomes (``matches_finished_total{outcome}``).
@@ -99,6 +101,7 @@ class Metrics:
             ProcessCollector(registry=r)
             PlatformCollector(registry=r)
             GCCollector(registry=r)
+            GcPauseCollector(registry=r)  # cardgames_gc_pause_seconds{generation}
 
         # ---- matches ------------------------------------------------------------------
         self.matches_active = Gauge(

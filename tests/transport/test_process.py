@@ -150,7 +150,8 @@ def test_kill_9_then_restart_on_the_same_database_loses_nothing(tmp_path):
 
 def test_lifecycle_health_reflection_metrics_logs_and_sigterm(tmp_path):
     service = Service(tmp_path, tmp_path / "db.sqlite3", "svc", CARDGAMES_MAX_MATCHES="50",
-                      CARDGAMES_BOT_PACE_S="0.5")  # below the 2 s bot deadline: a warning
+                      CARDGAMES_BOT_PACE_S="0.5",  # below the 2 s bot deadline: a warning
+                      CARDGAMES_GC_FULL_COLLECTION_INTERVAL_S="0.3")
     seat_tokens: list[str] = []
     try:
         async def session():
@@ -180,6 +181,10 @@ def test_lifecycle_health_reflection_metrics_logs_and_sigterm(tmp_path):
                 assert (await watch.read()).kind == match_pb2.EVENT_KIND_SNAPSHOT
                 hw = health.Watch(health_pb2.HealthCheckRequest(service="cardgames.v1.CardGamesService"))
                 assert (await hw.read()).status == health_pb2.HealthCheckResponse.SERVING
+                for _ in range(100):  # the timed full collection (gc_policy), every 0.3 s here
+                    if '"gc_full_collection"' in service.log_path.read_text():
+                        break
+                    await asyncio.sleep(0.1)
                 metrics = urllib.request.urlopen(f"http://127.0.0.1:{service.metrics_port}/metrics", timeout=10).read().decode()
                 service.proc.send_signal(signal.SIGTERM)
                 assert (await hw.read()).status == health_pb2.HealthCheckResponse.NOT_SERVING
@@ -202,11 +207,18 @@ def test_lifecycle_health_reflection_metrics_logs_and_sigterm(tmp_path):
     assert samples['cardgames_matches_created_total{game="japanese_joker"}'] == 1
     assert samples['cardgames_rpc_duration_seconds_count{method="/cardgames.v1.CardGamesService/SubmitAction"}'] == 40
     assert "process_resident_memory_bytes" in samples
+    # tune_gc's collection at start-up and the timed ones: full collections, timed
+    assert samples['cardgames_gc_pause_seconds_count{generation="2"}'] >= 2
+    assert samples['cardgames_gc_pause_seconds_sum{generation="2"}'] > 0
 
     lines = service.lines()
     events = [line["event"] for line in lines]
-    for needed in ("starting", "serving", "signal_received", "draining", "stopped", "exit"):
+    for needed in ("starting", "serving", "gc_full_collection", "signal_received", "draining",
+                   "stopped", "exit"):
         assert needed in events, needed
+    collections = [line for line in lines if line["event"] == "gc_full_collection"]
+    assert all(line["level"] == "info" and line["pause_ms"] >= 0 and line["collected"] >= 0
+               and line["uncollectable"] == 0 for line in collections)
     paced = [line for line in lines if line["event"] == "bot_pace_below_deadline"]
     assert [(w["level"], w["bot_pace_s"], w["bot_deadline_s"]) for w in paced] == [("warning", 0.5, 2.0)]
     assert all({"timestamp", "level", "event"} <= line.keys() for line in lines)

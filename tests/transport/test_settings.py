@@ -194,27 +194,6 @@ def test_event_loop_choice():
             assert type(runner.get_loop()).__module__.startswith("uvloop")
 
 
-def test_serving_tunes_the_garbage_collector():
-    """What start-up built is frozen out of the collector's view and collections wait for
-    10,000 net allocations (bench/README.md: full collections cost ~15 % of the CPU)."""
-    import gc
-
-    from engine_service.serve_cli import GC_THRESHOLDS, tune_gc
-
-    saved = gc.get_threshold()
-    try:
-        tune_gc()
-        assert gc.get_threshold() == GC_THRESHOLDS
-        assert gc.get_freeze_count() > 0
-        cycle: list = []
-        cycle.append(cycle)
-        del cycle
-        assert gc.collect() >= 1  # cycles are still collected
-    finally:
-        gc.unfreeze()
-        gc.set_threshold(*saved)
-
-
 def _certificate(folder, name: str, *extra: str):
     """A throw-away self-signed certificate and its key (PEM): (cert, key)."""
     import subprocess
