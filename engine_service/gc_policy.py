@@ -15,8 +15,8 @@ and tools keep CPython's defaults):
   soaks found 17,000-33,000 calls' worth there after 12-14 minutes and no full collection in
   40 minutes under the thresholds above (CPython also waits until the objects promoted since
   the last full collection exceed a quarter of those it kept), so RSS kept rising for an hour
-  and more. A timed collection bounds it; its pause grows with the live heap (~20-30 us per
-  open match: about 0.25 s with 10,000 open idle matches; bench/README.md, "Soak"), which is
+  and more. A timed collection bounds it; its pause grows with the live heap (~20 us per
+  open match: 211 ms with 10,000 open idle matches; bench/README.md, "Soak"), which is
   why the interval is an operator's setting and 0 leaves the old generation to CPython.
 """
 

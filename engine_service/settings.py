@@ -240,7 +240,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("event_loop", _choice(*EVENT_LOOPS), "event loop: uvloop (libuv, less CPU per "
             "request), asyncio (the standard library's), or auto (uvloop where installed)", "LOOP"),
     Setting("gc_full_collection_interval_s", _seconds, "run a full garbage collection when this "
-            "long went by without one, logged as gc_full_collection with its pause (about 25 us "
+            "long went by without one, logged as gc_full_collection with its pause (about 20 us "
             "per open match); 0: only when CPython decides", "SECONDS"),
     Setting("admin_token", _text(), "bearer token of the admin API (unset: the admin API refuses "
             "every call); prefer the environment variable to a flag", "TOKEN"),
