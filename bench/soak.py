@@ -74,6 +74,8 @@ VARIANTS: dict[str, list[dict]] = {
 GAMES = list(VARIANTS)
 
 #: Noise floors of the verdict: growth projected over the fitted window below these is noise.
+#: The probe's heap figures: shown with their growth to explain RSS, never flagged themselves.
+DIAGNOSTICS = ("py_blocks", "malloc_in_use_kb", "malloc_free_kb")
 FLOORS = {"rss_kb": 4096, "fds": 3, "threads": 2, "tasks": 20, "watchers": 20,
           "matches_in_memory": 20, "gc_objects": 20_000, "wal_kb": 4096}
 
@@ -112,6 +114,24 @@ PROBE = textwrap.dedent('''
                 if isinstance(cap, int):
                     caps[prefix + name] = cap
 
+        def _heap():
+            # where RSS goes: Python's small-object allocator (blocks in use) and the C heap
+            # (glibc's mallinfo2 over all its arenas: in use, and free but kept by malloc)
+            import ctypes, sys
+            out = {"py_blocks": sys.getallocatedblocks()}
+            try:
+                class _Mallinfo2(ctypes.Structure):
+                    _fields_ = [(n, ctypes.c_size_t) for n in (
+                        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+                        "uordblks", "fordblks", "keepcost")]
+                mallinfo2 = ctypes.CDLL(None).mallinfo2
+                mallinfo2.restype = _Mallinfo2
+                m = mallinfo2()
+            except (AttributeError, OSError):  # not glibc >= 2.33
+                return out
+            out.update(malloc_in_use_kb=(m.uordblks + m.hblkhd) // 1024, malloc_free_kb=m.fordblks // 1024)
+            return out
+
         def _sample(state):
             import asyncio, collections, gc, json, sys, time
             tasks = [t for t in list(asyncio.tasks._all_tasks) if not t.done()]
@@ -144,7 +164,7 @@ PROBE = textwrap.dedent('''
                     _containers(name.replace("engine_service.", "") + ".", vars(module), sizes, caps)
             if state["manager"] is not None:
                 _containers("MatchManager.", vars(state["manager"]), sizes, caps)
-            out = {"t": time.time(), "tasks": len(tasks), "gc_objects": len(objs),
+            out = {"t": time.time(), "tasks": len(tasks), "gc_objects": len(objs), **_heap(),
                    "gc_collections": [g["collections"] for g in gc.get_stats()],
                    "gc_collected_now": collected, "gc_garbage": garbage,
                    "types": dict(types), "sizes": sizes, "caps": caps,
@@ -448,6 +468,7 @@ def sample(service: ServiceProcess, metrics_url: str, db: Path, probe: Path | No
     })
     if probe is not None and probe.exists():
         p = json.loads(probe.read_text())
+        s.update({k: p[k] for k in ("py_blocks", "malloc_in_use_kb", "malloc_free_kb") if k in p})
         s.update({"probe_age_s": round(time.time() - p["t"], 1), "tasks": p["tasks"],
                   "gc_objects": p["gc_objects"], "gc_collections": p["gc_collections"],
                   "gc_collected_now": p["gc_collected_now"], "gc_garbage": p.get("gc_garbage"),
@@ -523,7 +544,8 @@ def verdict(samples: list[dict]) -> dict:
     out["window_matches_finished"] = span
     figures = {}
     series = {k: [s.get(k) for s in half] for k in ("rss_kb", "fds", "threads", "tasks", "watchers",
-                                                      "matches_in_memory", "gc_objects", "db_kb", "wal_kb")}
+                                                      "matches_in_memory", "gc_objects", "db_kb", "wal_kb",
+                                                      *DIAGNOSTICS)}
     for key in sorted({k for s in half for k in s.get("types", {})}):
         series[f"types.{key}"] = [s.get("types", {}).get(key, 0) for s in half]
     for key in sorted({k for s in half for k in s.get("sizes", {})}):
@@ -540,7 +562,9 @@ def verdict(samples: list[dict]) -> dict:
         name = key[len("sizes."):].removesuffix(".kb") if key.startswith("sizes.") else None
         cap = half[-1].get("caps", {}).get(name) if name else None
         count = series.get(f"sizes.{name}") if name else None
-        if key == "db_kb":
+        if key in DIAGNOSTICS:
+            entry["note"] = "where RSS goes (not judged)"
+        elif key == "db_kb":
             entry["note"] = "the store keeps every match (by design): KB per match = per_1000/1000"
         elif r2 >= 0.5 and growth > floor:
             if cap is not None and count is not None and max(count) <= cap:
@@ -574,8 +598,8 @@ def _print_verdict(v: dict, cooldown: dict | None, baseline: dict | None) -> Non
         return
     print(f"growth per 1,000 finished matches over the second half "
           f"({v['window_matches_finished']} matches, {v['window_samples']} samples):")
-    keys = ["rss_kb", "fds", "threads", "tasks", "watchers", "matches_in_memory", "gc_objects",
-            "db_kb", "wal_kb"]
+    keys = ["rss_kb", *DIAGNOSTICS, "fds", "threads", "tasks", "watchers", "matches_in_memory",
+            "gc_objects", "db_kb", "wal_kb"]
     shown = [k for k in keys if k in v["figures"]] + [
         k for k, e in v["figures"].items() if k not in keys and (e.get("flag") or e.get("note"))]
     for k in shown:
@@ -584,7 +608,7 @@ def _print_verdict(v: dict, cooldown: dict | None, baseline: dict | None) -> Non
               f"{e['first']} -> {e['last']}  {e.get('flag', '')}{e.get('note', '')}")
     if cooldown is not None and baseline is not None:
         print("after the clients left (cooldown) vs the first sample of the run:")
-        for k in ("active", "watchers", "tasks", "matches_in_memory", "fds", "threads", "rss_kb"):
+        for k in ("active", "watchers", "tasks", "matches_in_memory", "fds", "threads", "rss_kb", *DIAGNOSTICS):
             print(f"  {k:<20} {baseline.get(k)} -> {cooldown.get(k)}")
     print("VERDICT:", "GROWING: " + ", ".join(v["growing"]) if v["growing"] else
           "bounded (no figure keeps growing with finished matches)")
