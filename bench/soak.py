@@ -715,7 +715,8 @@ def main(argv: list[str] | None = None) -> int:
             if keep is None and (died is not None or _logged_errors(service.log)):
                 # a server error (an INTERNAL's traceback) must outlive the temp dir
                 keep = Path(tempfile.mkdtemp(prefix="cardgames-soak-"))
-                print(f"the server logged errors: its log and database are kept in {keep}",
+                why = "exited during the run" if died is not None else "logged errors"
+                print(f"the server {why}: its log and database are kept in {keep}",
                       file=sys.stderr)
             if keep is not None:
                 import shutil
