@@ -218,8 +218,7 @@ def test_lifecycle_health_reflection_metrics_logs_and_sigterm(tmp_path):
         assert needed in events, needed
     collections = [line for line in lines if line["event"] == "gc_full_collection"]
     assert all(line["level"] == "info" and line["pause_ms"] >= 0 and line["collected"] >= 0
-               and line["uncollectable"] == 0 and line["trim_ms"] >= 0
-               and line["rss_released_kb"] >= 0 for line in collections)
+               and line["uncollectable"] == 0 for line in collections)
     paced = [line for line in lines if line["event"] == "bot_pace_below_deadline"]
     assert [(w["level"], w["bot_pace_s"], w["bot_deadline_s"]) for w in paced] == [("warning", 0.5, 2.0)]
     assert all({"timestamp", "level", "event"} <= line.keys() for line in lines)
