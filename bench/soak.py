@@ -73,9 +73,9 @@ VARIANTS: dict[str, list[dict]] = {
 }
 GAMES = list(VARIANTS)
 
-#: Noise floors of the verdict: growth projected over the fitted window below these is noise.
 #: The probe's heap figures: shown with their growth to explain RSS, never flagged themselves.
 DIAGNOSTICS = ("py_blocks", "malloc_in_use_kb", "malloc_free_kb")
+#: Noise floors of the verdict: growth projected over the fitted window below these is noise.
 FLOORS = {"rss_kb": 4096, "fds": 3, "threads": 2, "tasks": 20, "watchers": 20,
           "matches_in_memory": 20, "gc_objects": 20_000, "wal_kb": 4096}
 

@@ -16,8 +16,9 @@ and tools keep CPython's defaults):
   40 minutes under the thresholds above (CPython also waits until the objects promoted since
   the last full collection exceed a quarter of those it kept), so RSS kept rising for an hour
   and more. A timed collection bounds it; its pause grows with the live heap (~20 us per
-  open match: 211 ms with 10,000 open idle matches; bench/README.md, "Soak"), which is
-  why the interval is an operator's setting and 0 leaves the old generation to CPython.
+  open match: 211 ms with 10,000 open idle matches; bench/README.md, "Service" and "Soak"),
+  which is why the interval is an operator's setting and 0 leaves the old generation to
+  CPython.
 """
 
 from __future__ import annotations
