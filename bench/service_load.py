@@ -495,7 +495,9 @@ def bench_idle(pool, workdir: Path, clients: int, count: int, game: str) -> dict
         service.stop()
     return {"game": game, "matches": made, "rss_before_mb": before / 1024, "rss_after_mb": after / 1024,
             "kb_per_match": (after - before) / made, "create_and_join_per_s": made / elapsed,
-            "full_gc_pause_ms": 1000 * (paused2 - paused) / max(1.0, collections2 - collections)}
+            # None: no timed collection came in the window (the figure would be a false 0)
+            "full_gc_pause_ms": (1000 * (paused2 - paused) / (collections2 - collections)
+                                 if collections2 > collections else None)}
 
 
 async def _drain(call) -> None:

@@ -77,8 +77,9 @@ async def collect_periodically(interval_s: float) -> None:
     seen = full_collections()
     while True:
         await asyncio.sleep(interval_s)
-        if full_collections() != seen:  # CPython ran one meanwhile: the interval starts again
-            seen = full_collections()
+        now = full_collections()
+        if now != seen:  # CPython ran one meanwhile: the interval starts again
+            seen = now
             continue
         done = collect_full()
         seen = full_collections()
