@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, TypeVar
 
 from .errors import InvalidOptions
 
@@ -107,8 +107,24 @@ class Options(Mapping[str, Any]):
         return {k: v for k, v in self._values.items() if self._defaults.get(k) != v}
 
 
+#: How many option sets (and compiled forms of them) are kept for sharing; past it the caches
+#: start again (a server sees a handful of distinct sets: the defaults and its tables' house rules).
+_SHARED_LIMIT = 256
+
+#: (id of the specs, the values in spec order) -> (the specs, their Options). The specs are kept
+#: so that their id cannot be reused while the entry lives.
+_INTERNED: dict[tuple[int, tuple[Any, ...]], tuple[Any, Options]] = {}
+
+
 def validate_options(specs: tuple[OptionSpec, ...], raw: Mapping[str, Any] | None) -> Options:
-    """Validate ``raw`` against ``specs``; fill defaults; raise on anything unknown or invalid."""
+    """Validate ``raw`` against ``specs``; fill defaults; raise on anything unknown or invalid.
+
+    Equal option sets of the same specs come back as one shared :class:`Options` (it is
+    immutable): every open match holds its options for its whole life, and a full garbage
+    collection visits each object an open match keeps (docs/operations.md, "Memory and garbage
+    collection"), so thousands of matches at the default options share one set instead of
+    keeping five objects each.
+    """
     raw = dict(raw or {})
     by_name = {s.name: s for s in specs}
     unknown = sorted(k for k in raw if k not in by_name)
@@ -118,5 +134,36 @@ def validate_options(specs: tuple[OptionSpec, ...], raw: Mapping[str, Any] | Non
             option=unknown[0],
         )
     values = {s.name: s.check(raw[s.name]) if s.name in raw else s.default for s in specs}
+    # a spec fixes its value's type (a bool option takes only bools, an int option no bool),
+    # so equal tuples here are equal option sets: no True == 1 confusion
+    key = (id(specs), tuple(values.values()))
+    hit = _INTERNED.get(key)
+    if hit is not None and hit[0] is specs:
+        return hit[1]
     defaults = {s.name: s.default for s in specs}
-    return Options(MappingProxyType(values), MappingProxyType(defaults))
+    options = Options(MappingProxyType(values), MappingProxyType(defaults))
+    if len(_INTERNED) >= _SHARED_LIMIT:
+        _INTERNED.clear()
+    _INTERNED[key] = (specs, options)
+    return options
+
+
+T = TypeVar("T")
+
+#: (id of the options, the factory) -> (the options, what the factory made of them)
+_COMPILED: dict[tuple[int, Any], tuple[Options, Any]] = {}
+
+
+def compiled(options: Options, factory: Callable[[Options], T]) -> T:
+    """``factory(options)`` made once per option set and shared: a game's hot-path form of its
+    options (plain attributes instead of mapping lookups), which the states of every match at
+    those options and all their clones read and never change."""
+    key = (id(options), factory)
+    hit = _COMPILED.get(key)
+    if hit is not None and hit[0] is options:
+        return hit[1]
+    made = factory(options)
+    if len(_COMPILED) >= _SHARED_LIMIT:
+        _COMPILED.clear()
+    _COMPILED[key] = (options, made)
+    return made

@@ -14,12 +14,14 @@ import copy
 import importlib
 import json
 import random
+from types import MappingProxyType
 
 import pytest
 
 from engine_service.rules import (CHANCE, TERMINAL, IllegalAction, InconsistentView, MalformedAction, NotYourTurn,
                                   RulesError, all_game_ids, get_game, transcript)
 from engine_service.rules.cards import popcount
+from engine_service.rules.options import Options
 
 from .playout import cards_in, iter_states, mask_codes, random_match, shuffled, without_previous_deal_trick
 
@@ -44,6 +46,32 @@ def snapshot(state) -> str:
 
 def test_registry_has_the_first_games():
     assert "klaberjass" in GAMES and "jojotte" in GAMES
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_equal_option_sets_are_one_shared_immutable_object(game_id):
+    """Every open match keeps its options (and a game's compiled form of them) for its whole
+    life, so equal sets are shared (rules/options.py): one object however they were spelled,
+    a different set another one, and matches that share it play exactly as unshared ones."""
+    game = get_game(game_id)
+    defaults = game.options()
+    assert game.options({}) is defaults and game.options(None) is defaults
+    spelled_out = {s.name: s.default for s in game.option_specs}
+    assert game.options(spelled_out) is defaults and defaults.non_default() == {}
+    for other in option_sets(game_id)[1:]:
+        opts = game.options(other)
+        assert opts is game.options(dict(other)) and opts is not defaults
+        assert opts.non_default() == other
+    with pytest.raises(TypeError):
+        defaults._values["x"] = 1  # type: ignore[index]
+    # states of one option set share it; they play exactly as a state with a private copy
+    unshared = Options(MappingProxyType(dict(defaults)), MappingProxyType(dict(defaults._defaults)))
+    for seed in (3, 11):
+        shared = random_match(game, seed, {})
+        assert shared.options is defaults
+        private = random_match(game, seed, unshared)
+        assert private.options is unshared
+        assert transcript.export(shared) == transcript.export(private)
 
 
 @pytest.mark.parametrize("game_id", GAMES)

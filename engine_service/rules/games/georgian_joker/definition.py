@@ -9,7 +9,7 @@ from typing import Any, Mapping, Sequence
 from ...cards import JOKER1, PACK36_JOKERS, RANK_INDEX, SUIT_INDEX, parse_deck
 from ...errors import InvalidOptions
 from ...game import Game
-from ...options import BOOL, ENUM, INT, Options, OptionSpec
+from ...options import BOOL, ENUM, INT, Options, OptionSpec, compiled
 from . import rules as R
 from .state import Config, GeorgianJokerState
 
@@ -57,7 +57,7 @@ class GeorgianJokerGame(Game):
                   first_dealer: int = 0) -> GeorgianJokerState:
         if isinstance(first_dealer, bool) or not isinstance(first_dealer, int) or not 0 <= first_dealer < 4:
             raise InvalidOptions(f"first_dealer must be a seat 0..3, got {first_dealer!r}", option="first_dealer")
-        return GeorgianJokerState(self, Config(self.options(options)), first_dealer)
+        return GeorgianJokerState(self, compiled(self.options(options), Config), first_dealer)
 
     def draw_first_dealer(self, shuffled_pack: Sequence[int], options: Options | None = None) -> int:
         """GJ-2.2 / GJ-A10: the first dealer is uniformly random. From a shuffled pack, deal

@@ -7,7 +7,7 @@ booleans and tables the state machine reads, so the inner loop never looks an op
 
 from __future__ import annotations
 
-from ...options import BOOL, ENUM, INT, Options, OptionSpec
+from ...options import BOOL, ENUM, INT, Options, OptionSpec, compiled
 from . import tables as T
 
 
@@ -206,16 +206,7 @@ class Config:
         self.game_target = o["jj_game_target"]
 
 
-_CONFIGS: dict[tuple, Config] = {}
-
-
 def config_for(options: Options) -> Config:
-    """The compiled :class:`Config` of a validated option set (cached: matches and their
-    clones under the same options share one)."""
-    key = tuple(options[s.name] for s in OPTION_SPECS)
-    cfg = _CONFIGS.get(key)
-    if cfg is None:
-        if len(_CONFIGS) >= 256:
-            _CONFIGS.clear()
-        cfg = _CONFIGS[key] = Config(options)
-    return cfg
+    """The compiled :class:`Config` of a validated option set (shared: matches and their clones
+    under the same options use one)."""
+    return compiled(options, Config)

@@ -18,7 +18,7 @@ from typing import Any
 
 from ...cards import CODES
 from ...game import CHANCE, TERMINAL, State
-from ...options import Options
+from ...options import Options, compiled
 from .config import BELLA_ANY, BELLA_KING_FIRST, BELLA_QUEEN_FIRST, Config
 from .notation import action_str as _action_str
 from .notation import parse_action as _parse_action
@@ -62,7 +62,7 @@ class KlaberjassState(State):
         self.game = game
         self.options = options
         self.first_dealer = first_dealer
-        self._cfg = Config(options)
+        self._cfg = compiled(options, Config)  # one per option set, shared by its matches
         self._history = None
         self._dealer = first_dealer
         self._totals = [0, 0]
