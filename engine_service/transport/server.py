@@ -6,7 +6,8 @@
   :class:`~engine_service.sessions.api.MatchService`;
 * the standard ``grpc.health.v1.Health`` service: SERVING once started, NOT_SERVING while
   draining (per service and overall ``""``), so a load balancer stops routing first;
-* server reflection (v1alpha), so ``buf curl`` / grpcurl-style tools list and call the API.
+* server reflection, so ``buf curl`` / grpcurl-style tools list and call the API: v1alpha,
+  and v1 too (:func:`add_reflection_v1`), which tools ask for first and some insist on.
 
 Limits (:class:`ServerLimits`) are grpc channel arguments: message sizes both ways, HTTP/2
 concurrent streams per connection, keepalive pings (dead watchers are noticed, so a vanished
@@ -37,7 +38,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 import grpc
 import structlog
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2
 
 from ..observability.metrics import Metrics
 from ..sessions import api
@@ -54,6 +55,29 @@ log = structlog.get_logger("cardgames.server")
 CARD_GAMES_SERVICE = card_games_pb2.DESCRIPTOR.services_by_name["CardGamesService"].full_name
 ADMIN_SERVICE = admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
 SERVICE_NAMES = (CARD_GAMES_SERVICE, ADMIN_SERVICE)
+
+
+#: The reflection service's stable name (grpc/reflection/v1/reflection.proto).
+REFLECTION_V1_SERVICE = "grpc.reflection.v1.ServerReflection"
+
+
+def add_reflection_v1(service_names: tuple[str, ...], server: grpc.aio.Server) -> None:
+    """Serve ``grpc.reflection.v1.ServerReflection`` as well as grpcio-reflection's v1alpha.
+
+    grpcio-reflection ships v1alpha only, while clients try v1 first: ``buf curl`` and
+    grpcurl fall back to v1alpha, but a client told to use v1 (``buf curl --reflect-protocol
+    grpc-v1``, libraries that know only the stable name) got UNIMPLEMENTED. v1 is v1alpha
+    under a new package name, the messages field for field the same on the wire, so the
+    package's own servicer answers both. The list of services names v1alpha only, since the
+    v1 file's descriptors are not in this process's pool to be described.
+    """
+    servicer = reflection.aio.ReflectionServicer(service_names)
+    handlers = {"ServerReflectionInfo": grpc.stream_stream_rpc_method_handler(
+        servicer.ServerReflectionInfo,
+        request_deserializer=reflection_pb2.ServerReflectionRequest.FromString,
+        response_serializer=reflection_pb2.ServerReflectionResponse.SerializeToString)}
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(REFLECTION_V1_SERVICE, handlers),))
 
 
 @dataclass(frozen=True)
@@ -324,8 +348,9 @@ class GrpcServer:
         admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(self.service, self._admin),
                                                           server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
-        reflection.enable_server_reflection(
-            (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+        reflected = (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME)
+        reflection.enable_server_reflection(reflected, server)
+        add_reflection_v1(reflected, server)
         if self._tls is not None:
             port = server.add_secure_port(self._address, self._tls.credentials())
         else:

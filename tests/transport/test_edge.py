@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
+from pathlib import Path
 
 import grpc
 import pytest
@@ -483,6 +485,44 @@ async def test_health_and_reflection():
         answers = [a async for a in refl.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]))]
         names = {s.name for s in answers[0].list_services_response.service}
         assert {"cardgames.v1.CardGamesService", "cardgames.v1.AdminService", "grpc.health.v1.Health"} <= names
+
+
+@run
+async def test_reflection_v1_answers_as_v1alpha_does():
+    """grpc.reflection.v1 (the stable name tools try first) is served beside grpcio-reflection's
+    v1alpha with the same answers, byte for byte: a client told to use v1 used to get
+    UNIMPLEMENTED."""
+    requests = [reflection_pb2.ServerReflectionRequest(list_services=""),
+                reflection_pb2.ServerReflectionRequest(file_containing_symbol="cardgames.v1.CardGamesService"),
+                reflection_pb2.ServerReflectionRequest(file_containing_symbol="no.such.Symbol")]
+    async with running(ScriptedService()) as srv:
+        answers = {}
+        for version in ("v1alpha", "v1"):
+            call = srv.channel.stream_stream(f"/grpc.reflection.{version}.ServerReflection/ServerReflectionInfo")
+            answers[version] = [raw async for raw in call(iter([r.SerializeToString() for r in requests]))]
+        assert answers["v1"] == answers["v1alpha"] and len(answers["v1"]) == 3
+        listed, described, missing = (reflection_pb2.ServerReflectionResponse.FromString(a) for a in answers["v1"])
+        assert "cardgames.v1.CardGamesService" in {s.name for s in listed.list_services_response.service}
+        assert described.file_descriptor_response.file_descriptor_proto
+        assert missing.error_response.error_code == grpc.StatusCode.NOT_FOUND.value[0]
+
+
+@run
+async def test_buf_curl_lists_and_calls_through_either_reflection_protocol():
+    """The tool docs/api.md shows (buf curl, from the buf-bin package the lint uses), with each
+    reflection protocol forced: it lists the API's methods and calls one by name."""
+    buf = Path(sys.executable).with_name("buf")
+    async with running(ScriptedService()) as srv:
+        url = f"http://127.0.0.1:{srv.server.port}"
+        for protocol in ("grpc-v1", "grpc-v1alpha"):
+            base = [str(buf), "curl", "--protocol", "grpc", "--http2-prior-knowledge", "--reflect-protocol", protocol]
+            for args, expected in ((["--list-methods", url], "cardgames.v1.CardGamesService/SubmitAction"),
+                                   ([f"{url}/cardgames.v1.CardGamesService/ListGames"], '"numSeats": 2')):
+                proc = await asyncio.create_subprocess_exec(*base, *args, stdout=asyncio.subprocess.PIPE,
+                                                            stderr=asyncio.subprocess.PIPE)
+                out, err = await asyncio.wait_for(proc.communicate(), 60)
+                assert proc.returncode == 0, (protocol, args, err.decode())
+                assert expected in out.decode(), (protocol, args, out.decode())
 
 
 @run
