@@ -71,3 +71,35 @@ def test_protos_are_buf_formatted() -> None:
     done = subprocess.run([_buf(), "format", "--diff", "--exit-code"], cwd=REPO, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, "run `buf format -w`:\n" + done.stdout + done.stderr
+
+
+BASELINE = REPO / "proto" / "published" / "cardgames_v1.json"
+
+
+def _breaking(cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([_buf(), "breaking", "--against", str(BASELINE)], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_api_changes_since_the_published_baseline_are_additive() -> None:
+    """docs/api.md promises that changes within v1 are additive only: ``buf breaking``
+    (WIRE_JSON, buf.yaml) holds the protos to the API as published (``make api-baseline``), so
+    a renumbered, retyped or removed field, message, enum value or method fails here before a
+    client built from the old .proto files meets it."""
+    done = _breaking(REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_breaking_check_refuses_a_break_and_lets_an_addition_through(tmp_path: Path) -> None:
+    shutil.copy(REPO / "buf.yaml", tmp_path / "buf.yaml")
+    shutil.copytree(REPO / "proto", tmp_path / "proto")
+    cards = tmp_path / "proto" / "cardgames" / "v1" / "cards.proto"
+    original = cards.read_text()
+    assert "  SUIT_NO_TRUMP = 5;\n" in original
+    cards.write_text(original.replace("  SUIT_NO_TRUMP = 5;\n", "  SUIT_NO_TRUMP = 5;\n  // Added.\n  SUIT_ADDED = 6;\n"))
+    added = _breaking(tmp_path)
+    assert added.returncode == 0, added.stdout + added.stderr
+    cards.write_text(original.replace("  SUIT_NO_TRUMP = 5;\n", "  SUIT_NO_TRUMP = 7;\n"))
+    renumbered = _breaking(tmp_path)
+    assert renumbered.returncode != 0
+    assert "cards.proto" in renumbered.stdout + renumbered.stderr
