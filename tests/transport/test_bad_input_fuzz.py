@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
+import logging
 import random
 import re
 import unicodedata
@@ -52,6 +53,7 @@ from google.protobuf import message_factory
 from google.protobuf.message import DecodeError
 from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from grpc_status import rpc_status
 
 from engine_service.rules import CHANCE
@@ -65,7 +67,7 @@ from engine_service.transport.generated import admin_pb2, card_games_pb2 as pb, 
 from tests.rules.playout import cards_in
 from tests.shared_paths import ROOT
 
-from .harness import ADMIN_TOKEN, bearer, run
+from .harness import ADMIN_TOKEN, bearer, error_of, run
 from .players import SPECTATOR, create_open_match, export_transcript
 from .test_service import served
 
@@ -119,6 +121,7 @@ class Method:
     request: Any  # the request message class
     streaming: bool
     admin: bool
+    bidi: bool = False
 
 
 def _methods() -> dict[str, Method]:
@@ -133,6 +136,9 @@ def _methods() -> dict[str, Method]:
 
 METHODS = _methods()
 HEALTH_CHECK = Method("Check", "/grpc.health.v1.Health/Check", health_pb2.HealthCheckRequest, False, False)
+REFLECTION = Method("ServerReflectionInfo", "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+                    reflection_pb2.ServerReflectionRequest, True, False, bidi=True)
+OTHER_SERVICES = (HEALTH_CHECK, REFLECTION)  # docs/api.md "Connecting": health and server reflection
 SEAT_ONLY = ("LeaveMatch", "SubmitAction")  # a seat token is required
 VIEWERS = ("GetView", "RevealDeals", "WatchMatch")  # a seat, a spectator (no token) or the admin
 READ_ONLY = {"ListGames", "ListBots", "ListOpenMatches", "GetMatch", "GetView", "RevealDeals",
@@ -468,7 +474,14 @@ async def _serving(t: Table) -> None:
 async def _send(t: Table, bad: Bad) -> grpc.aio.AioRpcError | None:
     """The call's error; None when it succeeded (a stream: its first message came)."""
     try:
-        if bad.method.streaming:
+        if bad.method.bidi:
+            call = t.srv.channel.stream_stream(bad.method.path, request_serializer=None, response_deserializer=None)(
+                metadata=bad.metadata, timeout=10)
+            await call.write(bad.body)
+            await call.done_writing()
+            async for _ in call:
+                pass
+        elif bad.method.streaming:
             call = t.stream(bad.method.path)(bad.body, metadata=bad.metadata, timeout=10)
             try:
                 await call.read()
@@ -877,7 +890,7 @@ def garbage_body(t: Table, method: Method | None = None) -> Bad | None:
     for a read-only call, answered) like any other."""
     rng = t.rng
     if method is None:
-        method = HEALTH_CHECK if rng.random() < 0.04 else METHODS[rng.choice(sorted(METHODS))]
+        method = rng.choice(OTHER_SERVICES) if rng.random() < 0.06 else METHODS[rng.choice(sorted(METHODS))]
     pick = rng.random()
     if pick < 0.1:  # well-formed fields the method does not have: a request with nothing in it
         body = _unknown_fields(rng, method.request)
@@ -911,7 +924,7 @@ def garbage_body(t: Table, method: Method | None = None) -> Bad | None:
         parses = True
     except DecodeError:  # bad wire format, bad UTF-8 in a string field
         parses = False
-    if parses and (method is HEALTH_CHECK or pick >= 0.4):
+    if parses and (method in OTHER_SERVICES or pick >= 0.4):
         return None  # only random bytes are sent as a random request
     metadata = rng.choice([(), bearer(rng.choice(t.tokens)), bearer(ADMIN_TOKEN), bearer(_token_like(rng, 43))])
     audience = ADMIN if metadata == bearer(ADMIN_TOKEN) else SPECTATOR
@@ -925,10 +938,10 @@ def garbage_body(t: Table, method: Method | None = None) -> Bad | None:
 
 
 def garbage_to_every_method(t: Table) -> list[Bad]:
-    """Bytes that are no message of the method, once to each method of both services and the
-    health check."""
+    """Bytes that are no message of the method, once to each method of both services, the health
+    check and server reflection."""
     out = []
-    for method in [*METHODS.values(), HEALTH_CHECK]:
+    for method in [*METHODS.values(), *OTHER_SERVICES]:
         bad = None
         while bad is None or bad.kind != "garbage request body":
             bad = garbage_body(t, method)
@@ -1121,8 +1134,13 @@ def bad_field(t: Table) -> Bad | None:
 def not_now(t: Table) -> Bad:
     """Calls the match's state forbids: RevealDeals before the end (FAILED_PRECONDITION /
     MATCH_NOT_OVER: the decks are secret until then), JoinMatch at a full table
-    (ALREADY_EXISTS / SEAT_TAKEN)."""
+    (ALREADY_EXISTS / SEAT_TAKEN), a spectator of the other match, created without spectators
+    (PERMISSION_DENIED / SPECTATORS_NOT_ALLOWED)."""
     rng = t.rng
+    if rng.random() < 0.2:
+        name = rng.choice(VIEWERS)
+        return _bad("not allowed now", name, METHODS[name].request(match_id=t.other_id),
+                    {(DENIED, "SPECTATORS_NOT_ALLOWED")})
     if rng.random() < 0.5:
         who = rng.choice([None, ADMIN, rng.randrange(t.n)])
         md = () if who is None else bearer(ADMIN_TOKEN) if who == ADMIN else bearer(t.tokens[who])
@@ -1179,11 +1197,44 @@ def _next_bad(t: Table) -> Bad:
         bad = t.queue.pop(0) if t.queue else t.rng.choices(makers, weights)[0](t)
         if bad is not None:
             assert len(bad.body) <= MAX_REQUEST_BYTES or bad.expected == {OVERSIZE}
-            assert bad.method.name in METHODS or bad.method is HEALTH_CHECK or bad.expected == {UNIMPLEMENTED}
+            assert bad.method.name in METHODS or bad.method in OTHER_SERVICES or bad.expected == {UNIMPLEMENTED}
             return bad
 
 
 # ---- the test ------------------------------------------------------------------------------------
+
+@run
+async def test_garbage_sent_to_server_reflection_is_a_malformed_request(caplog):
+    """Regression: server reflection (docs/api.md "Connecting") is a bidirectional stream, which
+    the interceptor passed through untouched: bytes that are no ServerReflectionRequest got
+    grpc's own UNKNOWN, naming the parser's exception ("Unexpected <class
+    'google.protobuf.message.DecodeError'>: ..."), and a traceback logged at ERROR level for
+    each call (anyone could fill the log). Now INVALID_ARGUMENT / MALFORMED_REQUEST with its
+    ErrorInfo and RequestInfo, as for the API's methods, after the answers to the valid
+    messages before it; reflection still answers."""
+    valid = reflection_pb2.ServerReflectionRequest(list_services="").SerializeToString()
+    caplog.set_level(logging.WARNING)
+    async with served(SessionConfig(db_path="memory:")) as (_, srv):
+        for i, messages in enumerate(([b"\xff\xff\xff"], [b"\x0a\x02\xff\xfe"], [valid, b"\x12\x05ab"])):
+            call = srv.channel.stream_stream(REFLECTION.path, request_serializer=None, response_deserializer=None)(
+                metadata=(("x-request-id", f"reflection-{i}"),))
+            for message in messages:
+                await call.write(message)
+            await call.done_writing()
+            answers = []
+            with pytest.raises(grpc.aio.AioRpcError) as raised:
+                async for answer in call:
+                    answers.append(answer)
+            err = error_of(raised.value)
+            assert (err.code, err.reason, err.domain, err.request_id) == \
+                (grpc.StatusCode.INVALID_ARGUMENT, "MALFORMED_REQUEST", DOMAIN, f"reflection-{i}")
+            assert len(answers) == len(messages) - 1
+        stub = reflection_pb2_grpc.ServerReflectionStub(srv.channel)
+        answers = [a async for a in stub.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(
+            list_services="")]))]
+        assert "cardgames.v1.CardGamesService" in [s.name for s in answers[0].list_services_response.service]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], "a traceback was logged"
+
 
 def _check_refusals_read_alike(t: Table) -> int:
     """Refusing play:<card> of cards the sender may not know reads the same for every such card:
@@ -1223,7 +1274,8 @@ async def _after_the_end(t: Table) -> None:
 
 async def _table(srv: Any, mgr: Any, game: str, rng: random.Random) -> Table:
     """The match under test (its decks the admin's, drawn from ``rng``: the test is deterministic),
-    every seat joined, one seat's token replaced; and another match, its tokens another match's."""
+    every seat joined, one seat's token replaced; and another match, its tokens another match's,
+    created without spectators."""
     pack = [CODES[c] for c in get_game(game).pack]
     req = pb.CreateMatchRequest(game=game, first_dealer=rng.randrange(get_game(game).num_seats))
     for _ in range(DECKS):
@@ -1233,7 +1285,7 @@ async def _table(srv: Any, mgr: Any, game: str, rng: random.Random) -> Table:
     for s in range(get_game(game).num_seats):
         joined = await srv.games.JoinMatch(pb.JoinMatchRequest(match_id=match_id, seat=s, player_name=f"player {s}"))
         tokens.append(joined.seat_token)
-    other_id, other_tokens = await create_open_match(srv.games, game)
+    other_id, other_tokens = await create_open_match(srv.games, game, spectators_allowed=False)
     seat = rng.randrange(len(tokens))  # the operator gives this seat a new token: the old one is revoked
     reissued = await srv.admin.ReissueSeatToken(admin_pb2.ReissueSeatTokenRequest(match_id=match_id, seat=seat),
                                                 metadata=bearer(ADMIN_TOKEN))
