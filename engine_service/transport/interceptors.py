@@ -141,7 +141,15 @@ class ObservabilityInterceptor(grpc.aio.ServerInterceptor):
                 wrap(method, behavior),
                 request_deserializer=_lenient(handler.request_deserializer),
                 response_serializer=handler.response_serializer)
-        return handler  # client/bidi streaming: the API has none
+        if handler.stream_stream is not None and inspect.isasyncgenfunction(handler.stream_stream):
+            # server reflection, the one bidirectional stream: not observed, but a message that
+            # does not parse is refused as the API's are (grpc answered UNKNOWN, naming the
+            # parser's exception, and logged a traceback at ERROR level for each)
+            return grpc.stream_stream_rpc_method_handler(
+                _refusing_undecodable(method.name, handler.stream_stream),
+                request_deserializer=_lenient(handler.request_deserializer),
+                response_serializer=handler.response_serializer)
+        return handler  # client streaming: the API has none
 
     # ---- wrappers ----------------------------------------------------------------------
 
@@ -224,6 +232,25 @@ def _lenient(deserialize: Callable[[bytes], Any] | None) -> Callable[[bytes], An
             return Undecodable(type(exc).__name__)
 
     return parse
+
+
+def _refusing_undecodable(name: str, behavior: Callable) -> Callable:
+    """A bidirectional stream's handler that ends the call INVALID_ARGUMENT (MALFORMED_REQUEST)
+    at the first request message that does not parse, as the wrappers do for the API's calls."""
+
+    async def bidi(requests: Any, context: grpc.aio.ServicerContext) -> Any:
+        rpc = RpcContext(method=name, request_id=request_id(context.invocation_metadata()))
+
+        async def checked() -> Any:
+            async for request in requests:
+                if type(request) is Undecodable:
+                    await _refuse(request, rpc, context)
+                yield request
+
+        async for response in behavior(checked(), context):
+            yield response
+
+    return bidi
 
 
 async def _refuse(request: Undecodable, rpc: RpcContext, context: grpc.aio.ServicerContext) -> None:
