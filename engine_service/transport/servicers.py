@@ -17,6 +17,7 @@ from typing import Any, AsyncIterator, Callable
 import grpc
 import structlog
 
+from ..rules.errors import UnknownGame
 from ..sessions import api
 from . import codec
 from .auth import AdminGate, bearer_token
@@ -140,6 +141,10 @@ class CardGamesServicer(_Base, card_games_pb2_grpc.CardGamesServiceServicer):
     @unary
     async def ListBots(self, request: pb.ListBotsRequest, context) -> pb.ListBotsResponse:
         game = codec.game_filter(request.game)
+        if game:  # an unknown id is refused, as by ListOpenMatches and ListMatches
+            known = [g.id for g in self._service.list_games()]
+            if game not in known:
+                raise UnknownGame(f"unknown game {game!r}; known games: {', '.join(known)}", game=game)
         bots = [b for b in self._service.list_bots() if not game or game in b.games]
         return pb.ListBotsResponse(bots=[codec.bot_message(b) for b in bots])
 

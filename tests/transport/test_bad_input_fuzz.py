@@ -1002,8 +1002,11 @@ def out_of_range(t: Table) -> Bad | None:
         game = rng.choice([t.game.id.upper(), " " + t.game.id, "poker", _unicode(rng, rng.randint(1, 20)),
                            _printable(rng, rng.randint(129, 300))])
         expected = {(INVALID, "FIELD_TOO_LONG" if len(game) > 128 else "UNKNOWN_GAME")}
-        if rng.random() < 0.5:
+        which = rng.random()
+        if which < 1 / 3:
             return _bad("unknown name", "ListOpenMatches", pb.ListOpenMatchesRequest(game=game), expected)
+        if which < 2 / 3:
+            return _bad("unknown name", "ListBots", pb.ListBotsRequest(game=game), expected)
         return _bad("unknown name", "ListMatches", admin_pb2.ListMatchesRequest(game=game), expected,
                     bearer(ADMIN_TOKEN), ADMIN)
     req = pb.CreateMatchRequest(game=t.game.id)
@@ -1215,8 +1218,10 @@ async def test_garbage_sent_to_server_reflection_is_a_malformed_request(caplog):
     valid = reflection_pb2.ServerReflectionRequest(list_services="").SerializeToString()
     caplog.set_level(logging.WARNING)
     async with served(SessionConfig(db_path="memory:")) as (_, srv):
-        for i, messages in enumerate(([b"\xff\xff\xff"], [b"\x0a\x02\xff\xfe"], [valid, b"\x12\x05ab"])):
-            call = srv.channel.stream_stream(REFLECTION.path, request_serializer=None, response_deserializer=None)(
+        cases = [(path, messages) for path in (REFLECTION.path, REFLECTION.path.replace(".v1alpha.", ".v1."))
+                 for messages in ([b"\xff\xff\xff"], [b"\x0a\x02\xff\xfe"], [valid, b"\x12\x05ab"])]
+        for i, (path, messages) in enumerate(cases):  # both versions of the protocol (server.py)
+            call = srv.channel.stream_stream(path, request_serializer=None, response_deserializer=None)(
                 metadata=(("x-request-id", f"reflection-{i}"),))
             for message in messages:
                 await call.write(message)

@@ -469,6 +469,10 @@ async def test_catalogue():
         assert [(x.id, x.num_seats, x.options[0].name, x.options[0].help) for x in games.games] == [("g", 2, "x", "h")]
         assert [b.name for b in (await srv.games.ListBots(pb.ListBotsRequest())).bots] == ["random", "hx"]
         assert [b.name for b in (await srv.games.ListBots(pb.ListBotsRequest(game="g"))).bots] == ["random"]
+        # an unknown game is refused, as by the other listings (not an empty list)
+        err = await expect_error(srv.games.ListBots(pb.ListBotsRequest(game="poker")))
+        assert (err.code, err.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "UNKNOWN_GAME")
+        assert "known games: g" in err.message
         summary = (await srv.games.GetMatch(pb.GetMatchRequest(match_id="m1"))).match
         assert summary.seats[1].kind == match_pb2.SEAT_KIND_BOT and summary.options["x"].bool_value is True
 
