@@ -551,8 +551,13 @@ class MatchManager:
             listings = await self._store.list_matches([status] if status else (), game, limit)
         except StoreError as exc:
             raise _store_unavailable("list_matches", exc) from exc
-        return [self._matches[li.record.match_id].summary() if li.record.match_id in self._matches
-                else _summary_of(li) for li in listings]
+        summaries = [self._matches[li.record.match_id].summary() if li.record.match_id in self._matches
+                     else _summary_of(li) for li in listings]
+        # The store filtered its rows, but a match held in memory is summarised as it is now:
+        # one that changed state since (it started, ended or was terminated while the store
+        # was read) would be listed under a status it no longer has. The summary is what the
+        # caller sees, so the filter applies to it.
+        return [s for s in summaries if not status or s.status == status]
 
     async def reveal_deals(self, match_id: str, principal: Principal) -> list[DealReveal]:
         """Every deal's commitment opened for the cards the table saw (never the others:

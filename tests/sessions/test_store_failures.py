@@ -293,3 +293,40 @@ def test_a_timeout_move_the_store_refused_is_tried_again_without_a_new_turn(monk
     assert during_retry == first_deadline
     assert (action.by, action.reason) == ("auto", "timeout")
     assert played - first_deadline < 1.0  # the retry, not another 1.5 s turn
+
+
+class SlowListing(MemoryStore):
+    """A store whose list_matches reads its rows, then awaits ``during`` before answering (a
+    database round trip during which the matches go on)."""
+
+    during = None
+
+    async def list_matches(self, statuses=(), game="", limit=100):
+        listings = await super().list_matches(statuses, game, limit)
+        if self.during is not None:
+            during, self.during = self.during, None
+            await during()
+        return listings
+
+
+def test_list_matches_by_status_never_lists_a_match_under_another_status():
+    """ListMatches(status=...) filters the store's rows, but a match held in memory is
+    summarised as it is at the answer: one that ended while the store was read (terminated
+    here; a last action or a resignation alike) used to be listed as ``terminated`` in the
+    answer to ``status=active``. The summaries are filtered by the status asked for."""
+    store = SlowListing()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            ending, _ = await open_match(mgr, "klaberjass")
+            staying, _ = await open_match(mgr, "klaberjass")
+            store.during = lambda: mgr.terminate_match(ending, "ended while listed")
+            active = await mgr.list_matches(status="active")
+            terminated = await mgr.list_matches(status="terminated")
+            everything = await mgr.list_matches()
+            return ending, staying, active, terminated, everything
+
+    ending, staying, active, terminated, everything = run(go())
+    assert [(s.match_id, s.status) for s in active] == [(staying, "active")]
+    assert [(s.match_id, s.status) for s in terminated] == [(ending, "terminated")]
+    assert {(s.match_id, s.status) for s in everything} == {(ending, "terminated"), (staying, "active")}
