@@ -786,6 +786,7 @@ class MatchManager:
             raise BadRequest(f"after_seq {after_seq} is ahead of the match (seq {live}"
                              f"{' for spectators' if live < m.seq else ''})", reason="BAD_AFTER_SEQ")
         slot = m.seats[audience] if isinstance(audience, int) else None
+        evicted = False
         if slot is not None:
             if slot.streams >= self.config.max_streams_per_seat:
                 # the newest stream wins: a client reconnecting over connections the server
@@ -797,6 +798,13 @@ class MatchManager:
                     oldest.end(LimitExceeded(f"this seat opened more than {self.config.max_streams_per_seat} "
                                              "watch streams: the oldest one was closed",
                                              reason="MAX_SEAT_STREAMS"), drop_pending=True)
+                    # It stops counting now, not when its generator closes: that may be much
+                    # later (its last write stuck on a dead connection), and meanwhile it kept
+                    # the seat at its limit, so that the seat's next stream evicted a live one
+                    # (RESOURCE_EXHAUSTED) with fewer than the limit open. The stream
+                    # registered below takes its place: the seat stays present throughout.
+                    self._uncount(m, oldest, slot)
+                    evicted = True
         elif len(m.watchers) - sum(s.streams for s in m.seats) >= self.config.max_watchers_per_match:
             raise LimitExceeded("too many spectators on this match", reason="MAX_WATCHERS")
         elif self._spectator_streams >= self.config.max_watchers:
@@ -812,7 +820,7 @@ class MatchManager:
         self.metrics.watchers.labels(kind).inc()
         if slot is not None:
             slot.streams += 1
-            if slot.streams == 1:
+            if slot.streams == 1 and not evicted:
                 self._clock.connected(m, slot)
         else:
             self._spectator_streams += 1
@@ -863,17 +871,24 @@ class MatchManager:
                 delivered = item.seq
                 yield item
         finally:
-            m.watchers.discard(w)
             self.metrics.watchers.labels(kind).dec()
             if w.overflowed:
                 self.metrics.watch_overflows.inc()
                 m.log.warning("watch_overflow", audience=kind, seat=audience if slot else None)
-            if slot is not None:
-                slot.streams -= 1
-                if slot.streams == 0:
+            if w.counted:  # else an eviction uncounted it already
+                self._uncount(m, w, slot)
+                if slot is not None and slot.streams == 0:
                     self._clock.disconnected(m, slot)
-            else:
-                self._spectator_streams -= 1
+
+    def _uncount(self, m: LiveMatch, w: Watcher, slot: SeatSlot | None) -> None:
+        """``w`` no longer counts among the match's streams (its limits, the seat's presence);
+        the caller tells the clock when a seat's last stream is gone."""
+        w.counted = False
+        m.watchers.discard(w)
+        if slot is not None:
+            slot.streams -= 1
+        else:
+            self._spectator_streams -= 1
 
     # ---- internals: bookkeeping -----------------------------------------------------------
 

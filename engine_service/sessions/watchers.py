@@ -30,7 +30,7 @@ Item = Union[MatchEvent, _End]
 
 
 class Watcher:
-    __slots__ = ("audience", "queue", "closed", "overflowed", "opened")
+    __slots__ = ("audience", "queue", "closed", "overflowed", "opened", "counted")
 
     def __init__(self, audience: Audience, maxsize: int) -> None:
         self.audience = audience
@@ -38,6 +38,9 @@ class Watcher:
         self.queue: asyncio.Queue[Item] = asyncio.Queue(maxsize + 1)  # +1: room for the end marker
         self.closed = False
         self.overflowed = False
+        #: among the match's streams (its limits, a seat's presence): from its registration
+        #: until its generator closes, or until it gives way to a newer stream of its seat
+        self.counted = True
 
     @property
     def limit(self) -> int:

@@ -527,6 +527,49 @@ def test_a_seat_past_its_stream_limit_keeps_its_newest_streams():
     assert open_now == 2
 
 
+def test_a_stream_that_gave_way_stops_counting_at_once():
+    """A stream evicted for a newer one of its seat (MAX_SEAT_STREAMS) stops counting against
+    the seat's limit, and for its presence, when it is evicted, not when its generator is
+    closed: that may be much later (the transport's last write stuck on the dead connection
+    the client reconnected over). It used to count until then, so that with a live stream
+    closed meanwhile the seat's next stream evicted another live one (RESOURCE_EXHAUSTED)
+    with fewer than the limit open, and the seat stayed present with no stream left."""
+    async def go():
+        async with manager(config(max_streams_per_seat=2)) as mgr:
+            match_id, ps = await open_match(mgr, GAME)
+            m = mgr._matches[match_id]
+            stuck, closing = mgr.watch(match_id, ps[0], -1), mgr.watch(match_id, ps[0], -1)
+            for g in (stuck, closing):
+                assert (await g.__anext__()).kind == "snapshot"
+            live = Stream(mgr, match_id, ps[0])  # the third: ``stuck`` gives way, unread
+            await until(lambda: live.events)
+            counted_after_eviction = m.seats[0].streams
+            await closing.aclose()  # a live stream closes normally: one stream open
+            reconnect = Stream(mgr, match_id, ps[0])
+            await until(lambda: reconnect.events)
+            await asyncio.sleep(0.01)
+            counted_with_two = m.seats[0].streams
+            live_error = live.error
+            await live.close()
+            await reconnect.close()
+            summary = await mgr.get_match(match_id)  # ``stuck`` is still not closed
+            try:
+                await stuck.__anext__()
+            except LimitExceeded as exc:
+                stuck_error = exc
+            else:
+                stuck_error = None
+            await stuck.aclose()
+            return counted_after_eviction, counted_with_two, live_error, reconnect, summary, stuck_error
+
+    counted_after_eviction, counted_with_two, live_error, reconnect, summary, stuck_error = run(go())
+    assert counted_after_eviction == 2
+    assert live_error is None and reconnect.error is None  # nobody gave way to the reconnect
+    assert counted_with_two == 2
+    assert [s.present for s in summary.seats] == [False, False]
+    assert stuck_error is not None and stuck_error.reason == "MAX_SEAT_STREAMS"
+
+
 def test_the_server_wide_spectator_limit():
     async def go():
         async with manager(config(max_watchers=2)) as mgr:
