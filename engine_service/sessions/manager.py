@@ -685,11 +685,11 @@ class MatchManager:
                 await self._writer.store_call(self._store.save_seat(m.match_id, SeatRecord(seat)), "save_seat")
                 self._tokens.pop(slot.token_hash, None)
                 slot.player_name, slot.token_hash, slot.joined_at = "", "", None
-                for w in list(m.watchers):
-                    if w.audience == seat:
-                        w.end(PermissionDenied("you left this match", reason="SEAT_LEFT"), drop_pending=True)
+                gone = self._end_seat_streams(m, slot, PermissionDenied("you left this match", reason="SEAT_LEFT"))
                 m.log.info("seat_left", seat=seat, resign=resign)
                 self._writer.presence(m, slot, "left")
+                if gone:
+                    self._clock.disconnected(m, slot)
             elif m.policy == FORFEIT:
                 m.log.info("seat_resigned", seat=seat)
                 await self._writer.end(m, "resigned", winners=[s.seat for s in m.seats if s.seat != seat],
@@ -699,11 +699,11 @@ class MatchManager:
                     self._store.save_seat(m.match_id, replace(slot.record(), left=True)), "save_seat")
                 slot.left = True
                 self._clock.cancel_grace(slot)
-                for w in list(m.watchers):
-                    if w.audience == seat:
-                        w.end(PermissionDenied("you left this match", reason="SEAT_LEFT"), drop_pending=True)
+                gone = self._end_seat_streams(m, slot, PermissionDenied("you left this match", reason="SEAT_LEFT"))
                 m.log.info("seat_resigned", seat=seat)
                 self._writer.presence(m, slot, "left")
+                if gone:
+                    self._clock.disconnected(m, slot)
                 self._clock.schedule(m)
             return m.summary()
 
@@ -752,10 +752,9 @@ class MatchManager:
             self._tokens.pop(slot.token_hash, None)
             slot.token_hash = digest
             self._tokens[digest] = (m.match_id, seat)
-            for w in list(m.watchers):
-                if w.audience == seat:
-                    w.end(Unauthenticated("this seat token was replaced by the operator",
-                                          reason="TOKEN_REVOKED"), drop_pending=True)
+            if self._end_seat_streams(m, slot, Unauthenticated("this seat token was replaced by the operator",
+                                                               reason="TOKEN_REVOKED")):
+                self._clock.disconnected(m, slot)  # absent until the player connects with the new token
             m.log.info("seat_token_reissued", seat=seat)
             return JoinResult(match_id=m.match_id, seat=seat, token=token), m.summary()
 
@@ -875,10 +874,23 @@ class MatchManager:
             if w.overflowed:
                 self.metrics.watch_overflows.inc()
                 m.log.warning("watch_overflow", audience=kind, seat=audience if slot else None)
-            if w.counted:  # else an eviction uncounted it already
+            if w.counted:  # else the server that ended it uncounted it already
                 self._uncount(m, w, slot)
                 if slot is not None and slot.streams == 0:
                     self._clock.disconnected(m, slot)
+
+    def _end_seat_streams(self, m: LiveMatch, slot: SeatSlot, error: SessionError) -> bool:
+        """End every open stream of ``slot``'s seat with ``error`` (its player left, its token
+        was replaced). They stop counting now (the seat's presence and stream limit), not when
+        their generators close: the generator of a dead connection's stream closes only when
+        keepalive notices, and meanwhile the seat would stay present and its new player's
+        streams would count the old ones against the limit. Whether the seat had streams and
+        has none now: the caller tells the clock (``disconnected``) after its own events."""
+        had = slot.streams > 0
+        for w in [w for w in m.watchers if w.audience == slot.seat]:
+            w.end(error, drop_pending=True)
+            self._uncount(m, w, slot)
+        return had and slot.streams == 0
 
     def _uncount(self, m: LiveMatch, w: Watcher, slot: SeatSlot | None) -> None:
         """``w`` no longer counts among the match's streams (its limits, the seat's presence);

@@ -39,7 +39,8 @@ class Watcher:
         self.closed = False
         self.overflowed = False
         #: among the match's streams (its limits, a seat's presence): from its registration
-        #: until its generator closes, or until it gives way to a newer stream of its seat
+        #: until its generator closes, or until the server ends it for its seat (it gave way to
+        #: a newer stream of the seat, the player left, the seat's token was replaced)
         self.counted = True
 
     @property

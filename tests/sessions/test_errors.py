@@ -570,6 +570,54 @@ def test_a_stream_that_gave_way_stops_counting_at_once():
     assert stuck_error is not None and stuck_error.reason == "MAX_SEAT_STREAMS"
 
 
+@pytest.mark.parametrize("how", ["reissued", "left_waiting"])
+def test_streams_the_server_ends_for_a_seat_stop_counting_at_once(how):
+    """The streams of a seat's old player that the server ends (ReissueSeatToken: TOKEN_REVOKED;
+    leaving a match that waits: SEAT_LEFT) stop counting for the seat when they are ended, as an
+    evicted one does, not when their generators close: those of a dead connection close only
+    when keepalive notices (tens of seconds). They used to count until then: the seat stayed
+    present, so docs/api.md's "the seat counts as absent until the player connects with the new
+    token" was false (no grace period ran), and the new player's second stream evicted its first
+    (RESOURCE_EXHAUSTED / MAX_SEAT_STREAMS) with the seat's limit of 2 not reached."""
+    async def go():
+        async with manager(config(max_streams_per_seat=2)) as mgr:
+            if how == "reissued":
+                match_id, ps = await open_match(mgr, GAME)
+            else:
+                summary = await mgr.create_match(CreateMatchRequest(game=GAME))
+                match_id = summary.match_id
+                ps = [mgr.authenticate(match_id, (await mgr.join_match(match_id, 0, "ada")).token)]
+            m = mgr._matches[match_id]
+            stuck = [mgr.watch(match_id, ps[0], -1) for _ in range(2)]  # never read again
+            for g in stuck:
+                await g.__anext__()
+            if how == "reissued":
+                joined, _ = await mgr.reissue_seat_token(match_id, 0)
+            else:
+                await mgr.leave_match(match_id, ps[0], resign=False)
+                joined = await mgr.join_match(match_id, 0, "bea")
+                await mgr.join_match(match_id, 1, "cy")  # the match starts
+            counted, present = m.seats[0].streams, (await mgr.get_match(match_id)).seats[0].present
+            grace = m.seats[0].grace_deadline is not None
+            new = mgr.authenticate(match_id, joined.token)
+            first = Stream(mgr, match_id, new)
+            await until(lambda: first.events)
+            second = Stream(mgr, match_id, new)
+            await until(lambda: second.events)
+            await asyncio.sleep(0.01)
+            result = counted, present, grace, first.error, second.error, m.seats[0].streams
+            for s in (first, second):
+                await s.close()
+            for g in stuck:
+                await g.aclose()
+            return result
+
+    counted, present, grace, first_error, second_error, streams = run(go())
+    assert (counted, present, grace) == (0, False, True)  # absent: the grace period runs
+    assert first_error is None and second_error is None
+    assert streams == 2
+
+
 def test_the_server_wide_spectator_limit():
     async def go():
         async with manager(config(max_watchers=2)) as mgr:
