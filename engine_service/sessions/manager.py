@@ -11,10 +11,11 @@ How a match runs:
 * **One writer per match**: every change of a match (player actions, timeouts, bot moves,
   joins, leaving, forfeits, termination) runs under the match's ``asyncio.Lock``. Readers
   (views, watchers) never take it.
-* **Idempotent and ordered**: ``client_action_id`` (per seat) makes a retry return the first
-  result with ``duplicate=True``; the ids are rebuilt from the durable log after a restart.
-  ``expected_seq`` rejects a decision taken on a stale view (StaleSequence carries the
-  current one).
+* **Idempotent and ordered**: ``client_action_id`` (per seat) makes a retry return the seq
+  and action of its one application with ``duplicate=True`` (and the seat's view at that seq
+  as the match stands now, see docs/api.md "Acting"); the ids are rebuilt from the durable
+  log after a restart. ``expected_seq`` rejects a decision taken on a stale view
+  (StaleSequence carries the current one).
 * **Redacted at the source**: every view and event is built for its audience by
   :mod:`.views` from the rules core's own views.
 * **Time and absence** follow the rulebooks (:mod:`.policy`, :mod:`.clock`); timers are
