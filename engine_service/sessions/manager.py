@@ -970,6 +970,14 @@ class MatchManager:
         if stored is None:
             return None
         m = LiveMatch(stored.record, list(stored.decks), list(stored.actions))
+        if m.status == "waiting" and not m.open_seats():
+            # the last seat was taken (join_match writes it first) and the process stopped
+            # before _activate: start the match as the join would have, or it would wait with
+            # no open seat until the waiting timeout abandoned it
+            await self._deal_due(m)
+            await self._store.set_status(m.match_id, "active")
+            m.status = "active"
+            m.log.info("match_started", seq=m.seq)
         if m.active:
             # a deal was due when the process stopped and its deck was never written (or the
             # last seat was taken just before: _activate)

@@ -180,6 +180,62 @@ def test_a_deal_due_at_the_crash_is_dealt_on_resume():
     assert transcript.check(data)[0] is None
 
 
+class Died(Exception):
+    """The process dies at this write (it never happens)."""
+
+
+@pytest.mark.parametrize("dies_at", ["append_decks", "set_status"])
+def test_a_match_whose_last_seat_was_taken_just_before_a_crash_starts_on_resume(dies_at, tmp_path):
+    """The last JoinMatch writes the seat, then deals the first deck and marks the match
+    active: two more writes. A crash in between left the match waiting after the restart with
+    no open seat: it never started (nor showed in the lobby) until the waiting timeout ended it
+    an hour later, abandoned. It resumes as the join would have left it: started, dealt, timers
+    and grace windows armed. (The last player's answer, the token, died with the process: the
+    operator reissues it, as for any lost token.)"""
+    path = tmp_path / "m.sqlite3"
+
+    async def before():
+        mgr = sqlite_manager(path)
+        await mgr.start()
+        s = await mgr.create_match(CreateMatchRequest(game="japanese_joker", listed=True, name="t"))
+        first = (await mgr.join_match(s.match_id, 0, "a")).token
+
+        async def dies(*args, **kwargs):
+            raise Died
+
+        setattr(mgr._store, dies_at, dies)
+        with pytest.raises(Died):
+            await mgr.join_match(s.match_id, 1, "b")
+        crash(mgr._store)
+        return s.match_id, first
+
+    match_id, first = run(before())
+
+    async def after():
+        mgr = sqlite_manager(path)
+        await mgr.start()
+        try:
+            summary = await mgr.get_match(match_id)
+            assert summary.status == "active" and len(summary.deal_commitments) == 1
+            assert all(seat.taken for seat in summary.seats) and not mgr.list_open_matches()
+            # nobody is connected after a restart: the players' grace windows run (JJK-10.2)
+            assert all(slot.grace_handle is not None for slot in mgr._matches[match_id].seats)
+            second = (await mgr.reissue_seat_token(match_id, 1))[0].token
+            ps = [mgr.authenticate(match_id, t) for t in (first, second)]
+            view = await mgr.get_view(match_id, ps[0])
+            assert view.view["hand"] and view.view["to_act"] is not None and view.deadline is None
+            assert view.deal_commitment == summary.deal_commitments[0]
+            await play_random(mgr, match_id, ps, random.Random(5))
+            return await mgr.get_match(match_id), await mgr.export_transcript(match_id)
+        finally:
+            await mgr.close()
+
+    final, data = run(after())
+    assert final.status == "finished" and final.result["outcome"] == "completed"
+    diff, state = transcript.check(data)
+    assert diff is None and state.is_over()
+
+
 def test_a_garbage_database_file_is_a_clear_error(tmp_path):
     path = tmp_path / "garbage.db"
     path.write_bytes(b"\x00\x01 definitely not sqlite " * 100)

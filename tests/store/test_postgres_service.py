@@ -21,7 +21,8 @@ from tests.sessions.test_restart import assert_resumed_exactly, first_life, seco
 from tests.transport.harness import bearer
 from tests.transport.harness import run as run_grpc
 from tests.transport.players import create_open_match, export_transcript
-from tests.transport.test_process import Service, _play, _stubs
+from tests.transport.engine_process import Service
+from tests.transport.test_process import _play, _stubs
 
 from .pg import url_with
 from .test_ownership import take_over

@@ -22,7 +22,7 @@ from engine_service.__main__ import main
 from engine_service.store import ActionRecord, DeckRecord, PruneCounts, SeatRecord, SqliteStore
 from engine_service.store.postgres import PostgresStore
 from engine_service.transport.generated import card_games_pb2 as pb, card_games_pb2_grpc
-from tests.transport.test_process import Service
+from tests.transport.engine_process import Service
 
 from .test_store import record
 

@@ -11,7 +11,6 @@ import random
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -23,55 +22,11 @@ from engine_service.transport.generated import (admin_pb2_grpc, card_games_pb2 a
                                                 card_games_pb2_grpc, match_pb2)
 from tests.rules.playout import cards_in
 
+from .engine_process import Service
 from .harness import ADMIN_TOKEN, bearer, expect_error, run
 from .players import SPECTATOR, create_open_match, export_transcript, truth_by_seq
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-class Service:
-    """One ``serve`` process on a temp database; its stderr (JSON logs) goes to a file."""
-
-    def __init__(self, tmp: Path, db: Path, name: str, **env: str) -> None:
-        self.log_path = tmp / f"{name}.log"
-        environ = {**os.environ, "CARDGAMES_PORT": "0", "CARDGAMES_METRICS_PORT": "0",
-                   "CARDGAMES_METRICS_HOST": "127.0.0.1", "CARDGAMES_HOST": "127.0.0.1",
-                   "CARDGAMES_DB": str(db), "CARDGAMES_LOG_FORMAT": "json",
-                   "CARDGAMES_ADMIN_TOKEN": ADMIN_TOKEN, "CARDGAMES_BOT_WORKERS": "1",
-                   "CARDGAMES_DRAIN_GRACE_S": "5", "PYTHONUNBUFFERED": "1", **env}
-        self._log = open(self.log_path, "w")
-        self.proc = subprocess.Popen([sys.executable, "-m", "engine_service", "serve"], cwd=tmp,
-                                     env=environ, stdout=self._log, stderr=subprocess.STDOUT)
-        self.port, self.metrics_port = self._wait_serving()
-
-    def lines(self) -> list[dict]:
-        out = []
-        for raw in self.log_path.read_text().splitlines():
-            out.append(json.loads(raw))  # every line is one JSON object
-        return out
-
-    def _wait_serving(self, timeout: float = 60.0) -> tuple[int, int]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"serve exited with {self.proc.returncode}:\n{self.log_path.read_text()}")
-            for line in self.lines() if self.log_path.stat().st_size else []:
-                if line.get("event") == "serving":
-                    return line["port"], line["metrics_port"]
-            time.sleep(0.1)
-        self.proc.kill()
-        raise AssertionError(f"serve did not start:\n{self.log_path.read_text()}")
-
-    @property
-    def target(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
-        self.proc.send_signal(sig)
-        try:
-            return self.proc.wait(timeout)
-        finally:
-            self._log.close()
 
 
 def _stubs(channel):
