@@ -266,7 +266,15 @@ class SqliteStore(Store):
             except sqlite3.Error:
                 pass
             return job, None, exc if isinstance(exc, StoreError) else StoreError(f"write failed: {exc}")
-        conn.execute("RELEASE write")
+        try:
+            conn.execute("RELEASE write")
+        except sqlite3.Error as exc:  # the writer thread must outlive any one write
+            try:
+                conn.execute("ROLLBACK TO write")
+                conn.execute("RELEASE write")
+            except sqlite3.Error:
+                pass
+            return job, None, StoreError(f"write failed: {exc}")
         return job, result, None
 
     def _commit(self, pending: list[tuple[_Job, Any, BaseException | None]]) -> None:

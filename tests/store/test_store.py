@@ -555,3 +555,47 @@ def test_sqlite_reads_see_only_committed_writes(tmp_path):
 
     got = run(go())
     assert [a.action for a in got.actions] == ["pass"]
+
+
+def test_sqlite_a_failed_savepoint_release_fails_that_write_alone(tmp_path):
+    """A write whose savepoint cannot be released is refused and rolled back; the writer
+    thread lives on and the next writes are acknowledged and durable."""
+    path = tmp_path / "db.sqlite3"
+
+    class FailingRelease:
+        """The store's connection, but the first ``RELEASE write`` after arming fails."""
+
+        def __init__(self, conn):
+            self._conn, self.armed = conn, False
+
+        def execute(self, sql, *args):
+            if self.armed and sql == "RELEASE write":
+                self.armed = False
+                raise sqlite3.OperationalError("disk I/O error")
+            return self._conn.execute(sql, *args)
+
+        def __getattr__(self, name):
+            return getattr(self._conn, name)
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        await st.create_match(record())
+        proxy = FailingRelease(st._conn)
+        st._conn = proxy
+        proxy.armed = True
+        with pytest.raises(StoreError, match="write failed: disk I/O error"):
+            await asyncio.wait_for(st.append_action("m1", ActionRecord(1, 0, "pass")), 10)
+        # a dead writer thread would leave these waiting forever
+        await asyncio.wait_for(st.append_action("m1", ActionRecord(1, 0, "take")), 10)
+        await asyncio.wait_for(st.append_action("m1", ActionRecord(2, 1, "pass")), 10)
+        st._conn = proxy._conn
+        await st.close()
+        st2 = SqliteStore(path)
+        await st2.open()
+        got = await st2.load_match("m1")
+        await st2.close()
+        return got
+
+    got = run(go())
+    assert [(a.seq, a.action) for a in got.actions] == [(1, "take"), (2, "pass")]
