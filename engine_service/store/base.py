@@ -101,6 +101,9 @@ class SeatRecord:
     token_hash: str = ""  # sha256 hex of the seat token; "" while the seat is free
     joined_at: float | None = None
     left: bool = False  # the player resigned / left; a bot plays the seat (GJ-12.4)
+    # sha256 hex of the client_join_id its player joined with (sessions/tokens.py
+    # join_id_hash; schema 6): a retried JoinMatch with that id gets the seat back; "": none
+    join_hash: str = ""
 
 
 @dataclass(frozen=True)

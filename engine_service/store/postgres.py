@@ -54,7 +54,7 @@ T = TypeVar("T")
 log = structlog.get_logger("engine_service.store")
 
 APPLICATION = "cardgames-engine"
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 META_TABLE = "engine_meta"
 #: Serializes the schema check and creation of processes opening the same database at once.
 OPEN_LOCK_KEY = 0x43474531  # "CGE1", the SQLite store's application_id
@@ -95,6 +95,7 @@ SCHEMA = (
         token_hash  TEXT,                            -- sha256 hex of the seat token (NULL: free)
         joined_at   DOUBLE PRECISION,
         left_match  BOOLEAN NOT NULL,
+        join_hash   TEXT,                            -- sha256 hex of the client_join_id (NULL: none; schema 6)
         PRIMARY KEY (match_id, seat)
     )""",
     "CREATE UNIQUE INDEX seats_by_token ON seats (token_hash) WHERE token_hash IS NOT NULL",
@@ -130,6 +131,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     4: ("ALTER TABLE decks ADD COLUMN scheme INTEGER NOT NULL DEFAULT 1",
         "ALTER TABLE matches ADD COLUMN deal_commitments TEXT[]"),
     5: ("ALTER TABLE matches ADD COLUMN spectator_delay_actions INTEGER NOT NULL DEFAULT 0",),
+    6: ("ALTER TABLE seats ADD COLUMN join_hash TEXT",),
 }
 
 
@@ -386,11 +388,12 @@ class PostgresStore(Store):
         try:
             await conn.execute(
                 "INSERT INTO seats (match_id, seat, kind, bot, player_name, token_hash, joined_at, "
-                "left_match) VALUES (%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (match_id, seat) DO UPDATE "
-                "SET kind = excluded.kind, bot = excluded.bot, player_name = excluded.player_name, "
+                "left_match, join_hash) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (match_id, seat) "
+                "DO UPDATE SET kind = excluded.kind, bot = excluded.bot, player_name = excluded.player_name, "
                 "token_hash = excluded.token_hash, joined_at = excluded.joined_at, "
-                "left_match = excluded.left_match",
-                (match_id, s.seat, s.kind, s.bot, s.player_name, s.token_hash or None, s.joined_at, s.left))
+                "left_match = excluded.left_match, join_hash = excluded.join_hash",
+                (match_id, s.seat, s.kind, s.bot, s.player_name, s.token_hash or None, s.joined_at, s.left,
+                 s.join_hash or None))
         except pg_errors.ForeignKeyViolation:
             raise UnknownMatch(f"no match {match_id!r}") from None
         except pg_errors.IntegrityError as exc:
@@ -486,11 +489,11 @@ class PostgresStore(Store):
     async def _seats(conn: psycopg.AsyncConnection, match_ids: list[str]) -> dict[str, list[SeatRecord]]:
         seats: dict[str, list[SeatRecord]] = {m: [] for m in match_ids}
         cur = await conn.execute(
-            "SELECT match_id, seat, kind, bot, player_name, token_hash, joined_at, left_match FROM seats "
-            "WHERE match_id = ANY(%s) ORDER BY match_id, seat", (match_ids,))
-        for m, s, k, b, n, t, j, lm in await cur.fetchall():
+            "SELECT match_id, seat, kind, bot, player_name, token_hash, joined_at, left_match, join_hash "
+            "FROM seats WHERE match_id = ANY(%s) ORDER BY match_id, seat", (match_ids,))
+        for m, s, k, b, n, t, j, lm, jh in await cur.fetchall():
             seats[m].append(SeatRecord(seat=s, kind=k, bot=b, player_name=n, token_hash=t or "",
-                                       joined_at=j, left=lm))
+                                       joined_at=j, left=lm, join_hash=jh or ""))
         return seats
 
     @staticmethod

@@ -60,7 +60,7 @@ CHECK_BUDGET_S = 10.0
 CHECK_REPORT_LINES = 3
 
 APPLICATION_ID = 0x43474531  # "CGE1"
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 SCHEMA = """
 CREATE TABLE matches (
@@ -92,6 +92,7 @@ CREATE TABLE seats (
     token_hash  TEXT,                           -- sha256 hex of the seat token (NULL: free)
     joined_at   REAL,
     left_match  INTEGER NOT NULL,
+    join_hash   TEXT,                           -- sha256 hex of the client_join_id (NULL: none; schema 6)
     PRIMARY KEY (match_id, seat)
 );
 CREATE UNIQUE INDEX seats_by_token ON seats (token_hash) WHERE token_hash IS NOT NULL;
@@ -130,6 +131,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     4: ("ALTER TABLE decks ADD COLUMN scheme INTEGER NOT NULL DEFAULT 1",
         "ALTER TABLE matches ADD COLUMN deal_commitments TEXT"),
     5: ("ALTER TABLE matches ADD COLUMN spectator_delay_actions INTEGER NOT NULL DEFAULT 0",),
+    6: ("ALTER TABLE seats ADD COLUMN join_hash TEXT",),
 }
 
 
@@ -519,12 +521,12 @@ class SqliteStore(Store):
         try:
             c.execute(
                 "INSERT INTO seats (match_id, seat, kind, bot, player_name, token_hash, joined_at, "
-                "left_match) VALUES (?,?,?,?,?,?,?,?) ON CONFLICT (match_id, seat) DO UPDATE SET "
+                "left_match, join_hash) VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT (match_id, seat) DO UPDATE SET "
                 "kind = excluded.kind, bot = excluded.bot, player_name = excluded.player_name, "
                 "token_hash = excluded.token_hash, joined_at = excluded.joined_at, "
-                "left_match = excluded.left_match",
+                "left_match = excluded.left_match, join_hash = excluded.join_hash",
                 (match_id, s.seat, s.kind, s.bot, s.player_name, s.token_hash or None, s.joined_at,
-                 int(s.left)))
+                 int(s.left), s.join_hash or None))
         except sqlite3.IntegrityError as exc:
             raise StoreError(f"seat {s.seat} of match {match_id!r}: {exc}") from None
 
@@ -596,9 +598,10 @@ class SqliteStore(Store):
         (match_id, game, options, first_dealer, turn_time_s, grace, spectators, name, takeover,
          created_at, status, result, ended_at, listed, commitments, spectator_delay) = row
         seats = tuple(
-            SeatRecord(seat=s, kind=k, bot=b, player_name=n, token_hash=t or "", joined_at=j, left=bool(lm))
-            for s, k, b, n, t, j, lm in c.execute(
-                "SELECT seat, kind, bot, player_name, token_hash, joined_at, left_match FROM seats "
+            SeatRecord(seat=s, kind=k, bot=b, player_name=n, token_hash=t or "", joined_at=j, left=bool(lm),
+                       join_hash=jh or "")
+            for s, k, b, n, t, j, lm, jh in c.execute(
+                "SELECT seat, kind, bot, player_name, token_hash, joined_at, left_match, join_hash FROM seats "
                 "WHERE match_id = ? ORDER BY seat", (match_id,)))
         return MatchRecord(
             match_id=match_id, game=game, options=json.loads(options), first_dealer=first_dealer,

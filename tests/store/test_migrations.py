@@ -1,9 +1,11 @@
 """Upgrades: a database made by the first release (schema 1), the lobby's (schema 2: the decks
-have no salt yet), fair dealing's (schema 3: decks committed as a whole) or per-card fair
-dealing's (schema 4: no spectator delay yet) is migrated in place when the current store opens
-it, all steps in one transaction, keeping every match and every deck's commitment scheme (and
-the matches of before schema 5 keep spectators 0 actions behind); the migration runs only in
-the engine that owns the database; a newer schema is refused (test_store.py, test_postgres.py)."""
+have no salt yet), fair dealing's (schema 3: decks committed as a whole), per-card fair
+dealing's (schema 4: no spectator delay yet) or the spectator delay's (schema 5: no join
+retries yet) is migrated in place when the current store opens it, all steps in one
+transaction, keeping every match and every deck's commitment scheme (the matches of before
+schema 5 keep spectators 0 actions behind, the seats of before schema 6 have no client join id
+to retry with); the migration runs only in the engine that owns the database; a newer schema is
+refused (test_store.py, test_postgres.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from engine_service.store.postgres import SCHEMA_VERSION as PG_VERSION, Postgres
 from engine_service.store.sqlite import APPLICATION_ID, SCHEMA_VERSION, SqliteStore
 
 from .pg import connect, url_with
-from engine_service.store import DeckRecord
+from engine_service.store import DeckRecord, SeatRecord
 from engine_service.store.base import SCHEME_WHOLE_DECK, new_salt
 
 from .test_store import record, run
@@ -28,6 +30,7 @@ from .v1_schema import POSTGRES_V1, SQLITE_V1
 from .v2_schema import POSTGRES_V2, SQLITE_V2
 from .v3_schema import POSTGRES_V3, SQLITE_V3
 from .v4_schema import POSTGRES_V4, SQLITE_V4
+from .v5_schema import POSTGRES_V5, SQLITE_V5
 
 
 #: A deck recorded by the current release: its salt must be kept after a migration.
@@ -105,14 +108,16 @@ def test_a_sqlite_database_of_schema_1_is_migrated_keeping_its_matches(tmp_path)
 
     migrated_from, old, new, second = run(go())
     assert (migrated_from, second) == (1, None)
-    assert _user_version(path) == SCHEMA_VERSION == 5
+    assert _user_version(path) == SCHEMA_VERSION == 6
     assert {"listed", "deal_commitments", "spectator_delay_actions"} <= set(_columns(path))
+    assert "join_hash" in _columns(path, "seats")
     assert {"salt", "scheme"} <= set(_columns(path, "decks"))
     assert old.record.name == "old table" and old.record.listed is False and old.record.status == "active"
     assert old.record.spectator_delay_actions == 0
     assert [a.action for a in old.actions] == ["pass"] and old.decks[0].cards == ("JS", "7H")
     assert old.decks[0].salt == ""  # a deck of before schema 3: no commitment
     assert [s.token_hash for s in old.record.seats] == ["hash0", "hash1"]
+    assert [s.join_hash for s in old.record.seats] == ["", ""]
     assert new.record.listed is True and new.decks == (SALTED,)
 
 
@@ -132,7 +137,7 @@ def test_a_sqlite_database_of_schema_2_is_migrated_keeping_its_matches(tmp_path)
 
     migrated_from, old, after = run(go())
     assert migrated_from == 2
-    assert _user_version(path) == 5 and {"salt", "scheme"} <= set(_columns(path, "decks"))
+    assert _user_version(path) == 6 and {"salt", "scheme"} <= set(_columns(path, "decks"))
     assert old.record.name == "old table" and old.record.listed is True and old.record.status == "active"
     assert [a.action for a in old.actions] == ["pass"]
     assert old.decks == (DeckRecord(0, ("JS", "7H"), "", SCHEME_WHOLE_DECK),
@@ -285,7 +290,7 @@ def test_a_postgres_schema_of_version_1_is_migrated_keeping_its_matches(pg_datab
     with capture_logs() as logs:
         migrated_from, old, waiting = run(go())
     assert [(e["from_version"], e["to_version"]) for e in logs if e["event"] == "db_migrated"] == [(1, PG_VERSION)]
-    assert migrated_from == 1 and _meta_version(pg_database, schema) == str(PG_VERSION) == "5"
+    assert migrated_from == 1 and _meta_version(pg_database, schema) == str(PG_VERSION) == "6"
     assert _has_listed(pg_database, schema) and _has_column(pg_database, schema, "decks", "salt")
     assert old.record.name == "old table" and old.record.listed is False
     assert [li.record.match_id for li in waiting] == ["old"]
@@ -309,7 +314,7 @@ def test_a_postgres_schema_of_version_2_is_migrated_keeping_its_decks(pg_databas
     _postgres_v2(pg_database, schema)
 
     migrated_from, old, after = run(_migrate_and_append(url))
-    assert migrated_from == 2 and _meta_version(pg_database, schema) == "5"
+    assert migrated_from == 2 and _meta_version(pg_database, schema) == "6"
     assert _has_column(pg_database, schema, "decks", "salt") and _has_column(pg_database, schema, "decks", "scheme")
     assert old.record.name == "old table" and old.record.listed is True and old.record.status == "active"
     assert old.decks == (DeckRecord(0, ("JS", "7H"), "", SCHEME_WHOLE_DECK),)  # no salt: no commitment
@@ -325,7 +330,7 @@ def test_a_failing_postgres_migration_says_so_and_leaves_the_schema_as_it_was(pg
 
     async def go():
         await PostgresStore(url).open()
-    with pytest.raises(MigrationFailed, match=r"migrating from schema version 2 to 5 failed at step 3 "
+    with pytest.raises(MigrationFailed, match=r"migrating from schema version 2 to 6 failed at step 3 "
                                                 r"\(.*salt.*\); it was left as it was \(schema version 2\)"):
         run(go())
     assert _meta_version(pg_database, schema) == "2"
@@ -366,7 +371,7 @@ def test_a_sqlite_database_of_schema_3_keeps_its_decks_committed_as_a_whole(tmp_
         return st.migrated_from, old, after
 
     migrated_from, old, after = run(go())
-    assert migrated_from == 3 and _user_version(path) == 5 and "scheme" in _columns(path, "decks")
+    assert migrated_from == 3 and _user_version(path) == 6 and "scheme" in _columns(path, "decks")
     assert old.decks == (WHOLE,)
     assert after.decks == (WHOLE, replace(SALTED, deal=1)) and after.decks[1].scheme == 2
 
@@ -376,7 +381,7 @@ def test_a_postgres_schema_of_version_3_keeps_its_decks_committed_as_a_whole(pg_
     _postgres_v3(pg_database, schema)
 
     migrated_from, old, after = run(_migrate_and_append(url))
-    assert migrated_from == 3 and _meta_version(pg_database, schema) == "5"
+    assert migrated_from == 3 and _meta_version(pg_database, schema) == "6"
     assert _has_column(pg_database, schema, "matches", "deal_commitments")
     assert old.decks == (WHOLE,)
     assert after.decks == (WHOLE, replace(SALTED, deal=1)) and after.decks[1].scheme == 2
@@ -458,7 +463,7 @@ def test_a_sqlite_database_of_schema_4_is_migrated_keeping_its_matches(tmp_path)
     _sqlite_v4(path)
 
     migrated_from, old, new, listing = run(_migrate_v4(SqliteStore(path)))
-    assert migrated_from == 4 and _user_version(path) == SCHEMA_VERSION == 5
+    assert migrated_from == 4 and _user_version(path) == SCHEMA_VERSION == 6
     assert "spectator_delay_actions" in _columns(path)
     _check_v4_migrated(old, new, listing)
 
@@ -468,6 +473,113 @@ def test_a_postgres_schema_of_version_4_is_migrated_keeping_its_matches(pg_datab
     _postgres_v4(pg_database, schema)
 
     migrated_from, old, new, listing = run(_migrate_v4(PostgresStore(url)))
-    assert migrated_from == 4 and _meta_version(pg_database, schema) == str(PG_VERSION) == "5"
+    assert migrated_from == 4 and _meta_version(pg_database, schema) == str(PG_VERSION) == "6"
     assert _has_column(pg_database, schema, "matches", "spectator_delay_actions")
     _check_v4_migrated(old, new, listing)
+
+
+# ---- schema 5 -> 6: retried joins -------------------------------------------------------------
+
+#: The hash of a client_join_id recorded with a seat by the current release.
+JOIN_HASH = "cd" * 32
+
+
+def _sqlite_v5(path) -> None:
+    """A database as the spectator delay's release (schema 5) left it: a finished match, an
+    active one with both seats taken, and a waiting one with a seat taken and a seat open."""
+    conn = sqlite3.connect(path)
+    conn.executescript(SQLITE_V5)
+    conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+    conn.execute("PRAGMA user_version=5")
+    conn.execute("INSERT INTO matches VALUES ('ended', 'klaberjass', '{}', 0, 30.0, 60.0, 1, 'ended table', '', "
+                 "1.0, 'finished', '{\"winners\":[0]}', 4.0, 0, ?, 3)", (json.dumps(list(COMMITMENTS)),))
+    conn.execute("INSERT INTO matches VALUES ('old', 'klaberjass', '{}', 1, 30.0, 60.0, 1, 'old table', '', "
+                 "2.0, 'active', NULL, NULL, 1, NULL, 5)")
+    conn.execute("INSERT INTO matches VALUES ('wait', 'klaberjass', '{}', 0, 30.0, 60.0, 1, 'waiting table', '', "
+                 "2.5, 'waiting', NULL, NULL, 1, NULL, 0)")
+    for seat in (0, 1):
+        conn.execute("INSERT INTO seats VALUES ('old', ?, 'open', '', ?, ?, 2.0, 0)",
+                     (seat, f"p{seat}", f"hash{seat}"))
+    conn.execute("INSERT INTO seats VALUES ('wait', 0, 'open', '', 'w0', 'hashw', 2.5, 0)")
+    conn.execute("INSERT INTO seats VALUES ('wait', 1, 'open', '', '', NULL, NULL, 0)")
+    conn.execute("INSERT INTO decks VALUES ('old', 0, ?, ?, 2)", (json.dumps(list(SALTED.cards)), SALTED.salt))
+    conn.execute("INSERT INTO match_actions VALUES ('old', 1, 0, 'pass', 'player', 'c1', '', 3.0)")
+    conn.commit()
+    conn.close()
+
+
+def _postgres_v5(pg_database, schema: str) -> None:
+    _postgres_schema(pg_database, schema, POSTGRES_V5, 5, "'old', 'klaberjass', '{}', 1, 30.0, 60.0, true, "
+                     "'old table', '', 2.0, 'active', NULL, NULL, true, NULL, 5")
+    pg_database.execute("INSERT INTO matches VALUES ('ended', 'klaberjass', '{}', 0, 30.0, 60.0, true, "
+                        "'ended table', '', 1.0, 'finished', '{\"winners\": [0]}', 4.0, false, %s, 3)",
+                        (list(COMMITMENTS),), schema=schema)
+    pg_database.execute("INSERT INTO matches VALUES ('wait', 'klaberjass', '{}', 0, 30.0, 60.0, true, "
+                        "'waiting table', '', 2.5, 'waiting', NULL, NULL, true, NULL, 0)", schema=schema)
+    for seat in (0, 1):
+        pg_database.execute("INSERT INTO seats VALUES ('old', %s, 'open', '', %s, %s, 2.0, false)",
+                            (seat, f"p{seat}", f"hash{seat}"), schema=schema)
+    pg_database.execute("INSERT INTO seats VALUES ('wait', 0, 'open', '', 'w0', 'hashw', 2.5, false)", schema=schema)
+    pg_database.execute("INSERT INTO seats VALUES ('wait', 1, 'open', '', '', NULL, NULL, false)", schema=schema)
+    pg_database.execute("INSERT INTO decks VALUES ('old', 0, %s, %s, 2)", (list(SALTED.cards), SALTED.salt),
+                        schema=schema)
+    pg_database.execute("INSERT INTO match_actions VALUES ('old', 1, 0, 'pass', 'player', 'c1', '', 3.0)",
+                        schema=schema)
+
+
+async def _migrate_v5(st):
+    """Open (migrating) a store of schema 5, read its matches, then take the waiting match's
+    open seat with a client join id and create a match whose seat 0 has one: (migrated_from,
+    the old matches as loaded, the waiting one after the join, the new one, the listing)."""
+    await st.open()
+    try:
+        old = {m: await st.load_match(m) for m in ("ended", "old", "wait")}
+        await st.save_seat("wait", SeatRecord(1, player_name="w1", token_hash="hashw1", joined_at=3.0,
+                                              join_hash=JOIN_HASH))
+        joined = await st.load_match("wait")
+        seats = (SeatRecord(0, player_name="n0", token_hash="hashn0", joined_at=3.5, join_hash="ef" * 32),
+                 SeatRecord(1))
+        await st.create_match(replace(record("new", created_at=3.0), seats=seats), [SALTED])
+        return st.migrated_from, old, joined, await st.load_match("new"), await st.list_matches()
+    finally:
+        await st.close()
+
+
+def _check_v5_migrated(old, joined, new, listing) -> None:
+    ended, active, waiting = old["ended"].record, old["old"].record, old["wait"].record
+    assert ended.status == "finished" and dict(ended.result) == {"winners": [0]} and ended.ended_at == 4.0
+    assert ended.deal_commitments == COMMITMENTS and ended.spectator_delay_actions == 3
+    assert active.name == "old table" and active.listed is True and active.status == "active"
+    assert active.spectator_delay_actions == 5
+    assert [s.token_hash for s in active.seats] == ["hash0", "hash1"]
+    assert old["old"].decks == (SALTED,) and [a.action for a in old["old"].actions] == ["pass"]
+    assert waiting.status == "waiting" and [s.token_hash for s in waiting.seats] == ["hashw", ""]
+    # the seats of schema 5 have no client join id: nothing to retry with
+    assert {s.join_hash for m in old.values() for s in m.record.seats} == {""}
+    assert joined.record.seats == (waiting.seats[0], SeatRecord(1, player_name="w1", token_hash="hashw1",
+                                                                  joined_at=3.0, join_hash=JOIN_HASH))
+    assert [s.join_hash for s in new.record.seats] == ["ef" * 32, ""]
+    assert [(li.record.match_id, li.seq) for li in listing] == [("new", 0), ("wait", 0), ("old", 1), ("ended", 0)]
+    assert listing[0].record == new.record and listing[1].record == joined.record
+
+
+def test_a_sqlite_database_of_schema_5_is_migrated_keeping_its_matches(tmp_path):
+    """Schema 6 adds seats.join_hash: the seats of schema 5 keep every field and have no client
+    join id (NULL, read as ""); a seat taken after the upgrade records the hash of its id."""
+    path = tmp_path / "old.sqlite3"
+    _sqlite_v5(path)
+
+    migrated_from, old, joined, new, listing = run(_migrate_v5(SqliteStore(path)))
+    assert migrated_from == 5 and _user_version(path) == SCHEMA_VERSION == 6
+    assert "join_hash" in _columns(path, "seats")
+    _check_v5_migrated(old, joined, new, listing)
+
+
+def test_a_postgres_schema_of_version_5_is_migrated_keeping_its_matches(pg_database, pg_schema):
+    schema, url = pg_schema
+    _postgres_v5(pg_database, schema)
+
+    migrated_from, old, joined, new, listing = run(_migrate_v5(PostgresStore(url)))
+    assert migrated_from == 5 and _meta_version(pg_database, schema) == str(PG_VERSION) == "6"
+    assert _has_column(pg_database, schema, "seats", "join_hash")
+    _check_v5_migrated(old, joined, new, listing)

@@ -48,7 +48,7 @@ def test_acknowledged_writes_survive_a_crash(pg_url):
 
 def test_values_round_trip_exactly(pg_url):
     """Unix times keep every bit of the float; JSON options and results keep their types; the
-    spectator delay is read back as it was written."""
+    spectator delay and a seat's join hash are read back as they were written."""
     at = 1764452345.1234567
     options = {"kl_target_score": 300, "ratio": 2.5, "flags": [True, None, "x"], "nested": {"k": [1]}}
     result = {"winners": [0], "totals": [162, 0], "outcome": "completed"}
@@ -59,6 +59,8 @@ def test_values_round_trip_exactly(pg_url):
         try:
             await st.create_match(replace(record(), options=options, created_at=at, spectator_delay_actions=7))
             await st.save_seat("m1", SeatRecord(seat=0, kind="bot", bot="search", joined_at=at, left=True))
+            await st.save_seat("m1", SeatRecord(seat=1, player_name="ann", token_hash="t1", joined_at=at,
+                                                join_hash="ab" * 32))
             await st.append_action("m1", ActionRecord(1, 0, "pass", at=at))
             await st.set_status("m1", "finished", result, at + 1)
             return await st.load_match("m1"), await st.list_matches()
@@ -69,6 +71,8 @@ def test_values_round_trip_exactly(pg_url):
     assert got.record.created_at == at and got.actions[0].at == at and got.record.ended_at == at + 1
     assert dict(got.record.options) == options and dict(got.record.result) == result
     assert got.record.seats[0] == SeatRecord(seat=0, kind="bot", bot="search", joined_at=at, left=True)
+    assert got.record.seats[1] == SeatRecord(seat=1, player_name="ann", token_hash="t1", joined_at=at,
+                                             join_hash="ab" * 32)
     assert got.record.spectator_delay_actions == 7
     assert listed[0].record == got.record and listed[0].seq == 1
 

@@ -59,7 +59,8 @@ def test_round_trip_of_a_match(kind, make):
         st = make(kind)
         await st.open()
         await st.create_match(replace(record(), spectator_delay_actions=7), [DECK0])
-        await st.save_seat("m1", SeatRecord(seat=1, player_name="ann", token_hash="h1", joined_at=5.0))
+        await st.save_seat("m1", SeatRecord(seat=1, player_name="ann", token_hash="h1", joined_at=5.0,
+                                            join_hash="j1"))
         await st.append_action("m1", ActionRecord(1, 0, "pass", "player", "c1", "", 6.0))
         await st.append_action("m1", ActionRecord(2, 1, "take", "auto", "", "timeout", 7.0), [DECK1])
         await st.set_status("m1", "active")
@@ -74,11 +75,46 @@ def test_round_trip_of_a_match(kind, make):
     assert (r.turn_time_s, r.reconnect_grace_s, r.spectators_allowed, r.name, r.status) == (12.5, 30.0, False, "table one", "active")
     assert r.spectator_delay_actions == 7
     assert [(li.record, li.seq) for li in listing] == [(r, 2)]
-    assert r.seats[1] == SeatRecord(seat=1, player_name="ann", token_hash="h1", joined_at=5.0)
+    assert r.seats[1] == SeatRecord(seat=1, player_name="ann", token_hash="h1", joined_at=5.0, join_hash="j1")
     assert r.seats[0] == SeatRecord(seat=0)
     assert got.decks == (DECK0, DECK1)
     assert got.actions == (ActionRecord(1, 0, "pass", "player", "c1", "", 6.0),
                            ActionRecord(2, 1, "take", "auto", "", "timeout", 7.0))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_seats_client_join_hash_is_replaced_and_cleared_with_the_seat(kind, make):
+    """A seat's join hash (schema 6) is written with it and read back by load_match and
+    list_matches; the next save of the seat replaces it (a new token keeps it, a freed seat
+    has none), and it survives a reopen of the store."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record())
+        taken = SeatRecord(seat=0, player_name="ann", token_hash="t1", joined_at=5.0, join_hash="j0")
+        await st.save_seat("m1", taken)
+        await st.save_seat("m1", replace(taken, token_hash="t2"))  # a retried join: a new token
+        kept = await st.load_match("m1")
+        await st.save_seat("m1", SeatRecord(seat=1, player_name="bob", token_hash="t3", joined_at=6.0))
+        await st.save_seat("m1", SeatRecord(seat=0))  # left while waiting: free again
+        freed = await st.load_match("m1")
+        await st.save_seat("m1", replace(taken, token_hash="t4", join_hash="j9"))
+        listing = await st.list_matches()
+        if kind != "memory":
+            await st.close()
+            st = make(kind)
+            await st.open()
+        again = await st.load_match("m1")
+        await st.close()
+        return kept, freed, listing, again
+
+    kept, freed, listing, again = run(go())
+    assert kept.record.seats[0] == SeatRecord(seat=0, player_name="ann", token_hash="t2", joined_at=5.0,
+                                              join_hash="j0")
+    assert freed.record.seats == (SeatRecord(seat=0), SeatRecord(seat=1, player_name="bob", token_hash="t3",
+                                                                 joined_at=6.0))
+    assert [s.join_hash for s in listing[0].record.seats] == ["j9", ""]
+    assert again.record == listing[0].record
 
 
 @pytest.mark.parametrize("kind", KINDS)
