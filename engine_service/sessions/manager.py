@@ -47,7 +47,7 @@ from ..rules.errors import RulesError
 from ..rules.game import CHANCE
 from ..rules.registry import all_games, get_game
 from ..store import MatchListing, Store, StoreError, open_store
-from ..store.base import MAX_PRUNE_BATCH, STATUSES, MatchRecord, PruneCounts, SeatRecord, StoredMatch
+from ..store.base import MAX_PRUNE_BATCH, STATUSES, DeckRecord, MatchRecord, PruneCounts, SeatRecord, StoredMatch
 from .api import (BadRequest, BotInfo, CreateMatchRequest, DealReveal, GameInfo, Inspection,
                   FailedPrecondition, JoinResult, LimitExceeded, MatchEvent, MatchNotActive,
                   MatchNotFound, MatchNotOver,
@@ -499,14 +499,14 @@ class MatchManager:
 
         return await self._exclusive(m, locked)
 
-    async def _activate(self, m: LiveMatch) -> None:
-        """The last seat is taken: deal the first deck (see create_match) and start."""
-        await self._writer.store_call(self._deal_due(m), "append_decks")
-        await self._writer.store_call(self._store.set_status(m.match_id, "active"), "set_status")
+    async def _activate(self, m: LiveMatch, *, recovering: bool = False) -> None:
+        """The last seat is taken: deal the first deck (see create_match) and start
+        (:meth:`_start`). A store failure is UNAVAILABLE / STORE_UNAVAILABLE and leaves the
+        match waiting with every seat taken: :meth:`_start_stalled` starts it later.
+        ``recovering``: such a later attempt (see :meth:`_start`)."""
+        await self._writer.store_call(self._start(m, reread=recovering), "start_match")
         self.metrics.matches_active.labels(m.game.id, "waiting").dec()
         self.metrics.matches_active.labels(m.game.id, "active").inc()
-        m.status = "active"
-        m.log.info("match_started", seq=m.seq)
         now = asyncio.get_running_loop().time()
         for slot in m.seats:
             if slot.absent:
@@ -974,10 +974,7 @@ class MatchManager:
             # the last seat was taken (join_match writes it first) and the process stopped
             # before _activate: start the match as the join would have, or it would wait with
             # no open seat until the waiting timeout abandoned it
-            await self._deal_due(m)
-            await self._store.set_status(m.match_id, "active")
-            m.status = "active"
-            m.log.info("match_started", seq=m.seq)
+            await self._start(m)
         if m.active:
             # a deal was due when the process stopped and its deck was never written (or the
             # last seat was taken just before: _activate)
@@ -994,22 +991,57 @@ class MatchManager:
         self._register(m)
         return m
 
+    async def _start(self, m: LiveMatch, *, reread: bool = False) -> None:
+        """Start a waiting match whose every seat is taken: its first deck (unless dealt) and
+        then its status are written, and only then is the deck dealt and the match active in
+        memory. A StoreError leaves it waiting as it was (a deck written stays in the store,
+        undealt: no view shows a card of it while a seat may still be left and chosen again).
+
+        The join that takes the last seat starts the match (:meth:`_activate`); so does the
+        recovery of a start whose writes did not all happen: :meth:`_load` after a crash, and
+        on a running engine the sweeper or a retried join (:meth:`_start_stalled`).
+        ``reread``: look in the store first for the deck, which an earlier attempt may have
+        written though its write answered with an error (dealing another would be refused)."""
+        deck = await self._due_deck(m, reread=reread)
+        await self._store.set_status(m.match_id, "active")
+        if deck is not None:
+            self._deal(m, deck)
+        m.status = "active"
+        m.log.info("match_started", seq=m.seq)
+
     async def _deal_due(self, m: LiveMatch) -> None:
         """Deal a fresh deck if the match waits for one (CHANCE), storing it first."""
+        deck = await self._due_deck(m)
+        if deck is not None:
+            self._deal(m, deck)
+
+    async def _due_deck(self, m: LiveMatch, *, reread: bool = False) -> DeckRecord | None:
+        """The deck of the deal the match waits for (CHANCE; None if it waits for none), stored:
+        the match's own, else (``reread``) the store's, else a fresh one, written here."""
         if m.state.to_act() != CHANCE:
-            return
-        deck = random_deck_record(m.game, m.deals_dealt)
-        await self._store.append_decks(m.match_id, [deck])
+            return None
+        deck = m.decks.get(m.deals_dealt)
+        if deck is None and reread:
+            stored = await self._store.load_match(m.match_id)
+            deck = next((d for d in stored.decks if d.deal == m.deals_dealt), None) if stored else None
+        if deck is None:
+            deck = random_deck_record(m.game, m.deals_dealt)
+            await self._store.append_decks(m.match_id, [deck])
+        return deck
+
+    @staticmethod
+    def _deal(m: LiveMatch, deck: DeckRecord) -> None:
         state = m.state.clone()  # a new state object: what was derived from the old one goes
         state.deal(deck.cards)
         m.decks[deck.deal] = deck
         m.state, m.deals_dealt = state, m.deals_dealt + 1
 
     async def _sweep(self, interval: float) -> None:
-        """Housekeeping every ``interval`` seconds: end the matches that waited for players
-        longer than ``waiting_timeout_s`` (outcome ``abandoned``: a lobby must not fill up with
-        tables that will never start), and evict finished matches from memory after
-        ``finished_retention_s`` (the store keeps them; they are read back on demand)."""
+        """Housekeeping every ``interval`` seconds: start the matches whose every seat is taken
+        but whose start failed (:meth:`_start_stalled`), end the matches that waited for
+        players longer than ``waiting_timeout_s`` (outcome ``abandoned``: a lobby must not
+        fill up with tables that will never start), and evict finished matches from memory
+        after ``finished_retention_s`` (the store keeps them; they are read back on demand)."""
         while True:
             await asyncio.sleep(interval)
             try:
@@ -1021,7 +1053,12 @@ class MatchManager:
         now, wall = asyncio.get_running_loop().time(), time.time()
         timeout = self.config.waiting_timeout_s
         for m in list(self._matches.values()):
-            if timeout and m.status == "waiting" and wall - m.created_at >= timeout:
+            if m.status == "waiting" and not m.open_seats():  # first: such a match is not stale
+                try:
+                    await self._exclusive(m, lambda m=m: self._start_stalled(m, by="sweeper"))
+                except SessionError as exc:  # the store still fails: the next pass tries again
+                    log.error("match_start_failed", match_id=m.match_id, error=str(exc))
+            elif timeout and m.status == "waiting" and wall - m.created_at >= timeout:
                 try:
                     await self._exclusive(m, lambda m=m: self._expire_waiting(m))
                 except SessionError as exc:
@@ -1029,6 +1066,25 @@ class MatchManager:
             elif (m.over and not m.watchers and m.finished_mono is not None
                     and now - m.finished_mono >= self.config.finished_retention_s):
                 self._unregister(m)
+
+    async def _start_stalled(self, m: LiveMatch, *, by: str, joined: SeatSlot | None = None) -> bool:
+        """Start a match (under its lock) that waits with every seat taken: the join that took
+        the last seat wrote it, then failed to write the first deck or the status (a store
+        error; that join was answered UNAVAILABLE / STORE_UNAVAILABLE), which would otherwise
+        leave the match waiting until a restart (:meth:`_load` starts it then) or the waiting
+        timeout. It starts as that join would have started it (:meth:`_activate`: the deck the
+        store may hold already, the status, the grace windows and timers), and its watchers
+        get the ``joined`` event that the failed join did not publish, with the started views:
+        of ``joined`` (a retried join's seat), else of the seat taken last. ``by``: who starts
+        it (logged: ``sweeper``, ``join_retry``). False when there was nothing to start."""
+        if m.status != "waiting" or m.open_seats():
+            return False
+        await self._activate(m, recovering=True)
+        m.log.warning("match_start_recovered", by=by)
+        if joined is None:
+            joined = max((s for s in m.seats if s.kind == "open"), key=lambda s: s.joined_at or 0.0)
+        self._writer.presence(m, joined, "joined")
+        return True
 
     async def _expire_waiting(self, m: LiveMatch) -> None:
         if m.status == "waiting":

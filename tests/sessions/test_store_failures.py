@@ -10,6 +10,7 @@ import random
 import time
 
 import pytest
+from structlog.testing import capture_logs
 
 from engine_service.observability.metrics import Metrics
 from engine_service.sessions.api import CreateMatchRequest, Principal, SessionError, StaleSequence
@@ -330,3 +331,91 @@ def test_list_matches_by_status_never_lists_a_match_under_another_status():
     assert [(s.match_id, s.status) for s in active] == [(staying, "active")]
     assert [(s.match_id, s.status) for s in terminated] == [(ending, "terminated")]
     assert {(s.match_id, s.status) for s in everything} == {(ending, "terminated"), (staying, "active")}
+
+
+class FailingStart(MemoryStore):
+    """A store whose next write of the first deck (``append_decks``) or of the status
+    ``active`` fails (``fail``, for ``times`` writes); ``ack_lost``: the deck write is durable
+    but answers with an error (PostgreSQL: the connection dropped after the COMMIT)."""
+
+    fail = ""
+    times = 1
+    ack_lost = False
+
+    def _failing(self, what: str) -> bool:
+        if self.fail != what:
+            return False
+        self.times -= 1
+        if self.times <= 0:
+            self.fail = ""
+        return True
+
+    async def append_decks(self, match_id, decks):
+        if self._failing("append_decks"):
+            if self.ack_lost:
+                await super().append_decks(match_id, decks)
+            raise StoreError("the database is unreachable")
+        return await super().append_decks(match_id, decks)
+
+    async def set_status(self, match_id, status, result=None, ended_at=None, deal_commitments=()):
+        if status == "active" and self._failing("set_status"):
+            raise StoreError("the database is unreachable")
+        return await super().set_status(match_id, status, result, ended_at, deal_commitments)
+
+
+@pytest.mark.parametrize("fails, times, ack_lost", [("append_decks", 1, False), ("append_decks", 1, True),
+                                                    ("set_status", 1, False), ("set_status", 2, False)])
+def test_a_match_whose_start_failed_is_started_by_the_sweeper_and_plays(fails, times, ack_lost):
+    """The join that takes the last seat writes the seat, then the first deck, then the status
+    active. A store error on either of the last two answered the join UNAVAILABLE /
+    STORE_UNAVAILABLE (retry) but left the match WAITING with every seat taken: it never
+    started on a running engine (only _load's recovery after a restart started it), was not
+    in the lobby, and the waiting timeout abandoned it an hour later. The sweeper now starts
+    it as the join would have (before it would expire it, even past the waiting timeout; a
+    pass whose start fails again logs match_start_failed and the next one tries again), with
+    the deck the store may hold already (a deck write whose answer was lost is not dealt
+    twice), and the waiting seat's stream gets the "joined" event with its hand; until then
+    no view shows a card of the deck. The match then plays to its end."""
+    store = FailingStart()
+    store.fail, store.times, store.ack_lost = fails, times, ack_lost
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(config(waiting_timeout_s=3600.0, finished_retention_s=3600.0), store=store) as mgr:
+                s = await mgr.create_match(CreateMatchRequest(game="klaberjass", listed=True, name="t"))
+                first = mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, 0, "a")).token)
+                stream = Stream(mgr, s.match_id, first)
+                store.fail = fails
+                with pytest.raises(SessionError) as failed:
+                    await mgr.join_match(s.match_id, 1, "b")
+                m = mgr._matches[s.match_id]
+                stalled = await mgr.get_match(s.match_id)
+                view = await mgr.get_view(s.match_id, first)
+                assert not view.view.get("hand") and view.view.get("to_act") is None
+                assert not mgr.list_open_matches()
+                m.created_at -= 2 * 3600.0  # past the waiting timeout too: it starts all the same
+                passes = 0
+                while m.status == "waiting":
+                    passes += 1
+                    await mgr._sweep_once()
+                await until(lambda: any(e.kind == "presence" and e.view.view.get("hand") for e in stream.events))
+                # the second player's answer (the token) was lost with the failed join
+                second = mgr.authenticate(s.match_id, (await mgr.reissue_seat_token(s.match_id, 1))[0].token)
+                await play_random(mgr, s.match_id, [first, second], random.Random(3))
+                await stream.close()
+                return (failed.value, stalled, passes, await mgr.get_match(s.match_id),
+                        await store.load_match(s.match_id), stream.events, logs, m)
+
+    failed, stalled, passes, final, stored, events, logs, m = run(go())
+    assert (failed.code, failed.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
+    assert stalled.status == "waiting" and all(seat.taken for seat in stalled.seats)
+    assert passes == times
+    assert [e["by"] for e in logs if e["event"] == "match_start_recovered"] == ["sweeper"]
+    assert len([e for e in logs if e["event"] == "match_start_failed"]) == times - 1
+    assert [e for e in logs if e["event"] == "match_started"][-1]["seq"] == 0
+    joined = [e for e in events if e.kind == "presence" and e.details["change"] == "joined"]
+    assert [e.seat for e in joined] == [1] and joined[0].view.status == "active"
+    assert final.status == "finished" and final.result["outcome"] == "completed"
+    assert stored.record.status == "finished"
+    assert stored.decks[0] == m.decks[0]  # the deck written is the one dealt, once
+    assert not stalled.deal_commitments and len(final.deal_commitments) >= 1
