@@ -222,6 +222,7 @@ class JoinResult:
     match_id: str
     seat: int
     token: str  # the seat token: sent as "authorization: Bearer <token>"
+    retry: bool = False  # a retried client_join_id: the seat it took, with a new token
 
 
 @dataclass(frozen=True)
@@ -308,8 +309,12 @@ class MatchService(Protocol):
 
     async def create_match(self, request: CreateMatchRequest, *, admin: bool = False) -> MatchSummary: ...
 
-    async def join_match(self, match_id: str, seat: int | None, player_name: str) -> JoinResult:
-        """Take ``seat`` (None: the first open seat): SeatTaken when it is taken or a bot."""
+    async def join_match(self, match_id: str, seat: int | None, player_name: str,
+                         client_join_id: str = "") -> JoinResult:
+        """Take ``seat`` (None: the first open seat): SeatTaken when it is taken or a bot.
+        ``client_join_id`` (16..128 printable characters, else BadRequest BAD_CLIENT_JOIN_ID;
+        "": none): a retry with the id of a seat its player still holds gets that seat back
+        with a new token (the previous one revoked), whatever ``seat`` says."""
 
     async def get_view(self, match_id: str, principal: Principal) -> ViewEnvelope: ...
 

@@ -61,7 +61,8 @@ from .delay import MAX_SPECTATOR_DELAY
 from .match import CorruptLog, LiveMatch, SeatSlot
 from .policy import (BOT_TAKEOVER, FORFEIT, absence_policy, merge_turn_time, reconnect_grace,
                      turn_time)
-from .tokens import new_match_id, new_token, token_hash
+from .tokens import (MAX_CLIENT_JOIN_ID_LENGTH, MIN_CLIENT_JOIN_ID_LENGTH, join_id_hash, new_match_id,
+                     new_token, token_hash)
 from .views import ADMIN, SPECTATOR, Audience, audience_kind
 from .watchers import Watcher, _End
 from .writer import MatchWriter, ended_event
@@ -128,12 +129,26 @@ def _clean_name(text: str, limit: int, what: str) -> str:
     return text
 
 
+def _check_client_join_id(client_join_id: Any) -> str:
+    """JoinMatch's ``client_join_id``: "" (none), or 16..128 printable characters (a secret
+    the client chose: shorter is too easy to guess; printable: every store keeps it)."""
+    client_join_id = client_join_id or ""
+    if not isinstance(client_join_id, str) or (client_join_id and not (
+            MIN_CLIENT_JOIN_ID_LENGTH <= len(client_join_id) <= MAX_CLIENT_JOIN_ID_LENGTH
+            and client_join_id.isprintable())):
+        raise BadRequest(f"client_join_id is {MIN_CLIENT_JOIN_ID_LENGTH} to {MAX_CLIENT_JOIN_ID_LENGTH} "
+                         "printable characters (a random UUID, say)", reason="BAD_CLIENT_JOIN_ID",
+                         field="client_join_id")
+    return client_join_id
+
+
 def _current_token(m: LiveMatch, principal: Principal) -> None:
     """A seat principal's token is still its seat's: the operator may have replaced it
     (ReissueSeatToken) while the call waited for the match (a store read, the match's lock)."""
     if principal.kind == "seat" and principal.token_hash and principal.seat is not None \
             and m.seats[principal.seat].token_hash != principal.token_hash:
-        raise Unauthenticated("this seat token was replaced by the operator", reason="TOKEN_REVOKED")
+        raise Unauthenticated("this seat token was replaced (by the operator, or by a retried JoinMatch)",
+                              reason="TOKEN_REVOKED")
 
 
 class MatchManager:
@@ -464,22 +479,34 @@ class MatchManager:
             raise BadRequest(f"no bot {bot!r} plays {game_id}; available: {', '.join(known) or 'none'}",
                              reason="UNKNOWN_BOT", bot=bot)
 
-    async def join_match(self, match_id: str, seat: int | None, player_name: str) -> JoinResult:
+    async def join_match(self, match_id: str, seat: int | None, player_name: str,
+                         client_join_id: str = "") -> JoinResult:
+        """Take a seat (api.MatchService.join_match). With a ``client_join_id`` the seat keeps
+        the id's hash (durable with the seat, so it survives a restart), and a join whose
+        answer was lost (UNAVAILABLE, a timeout, a crash after the seat was written) is retried
+        safely: a join with that id gets the same seat back (:meth:`_join_again`)."""
         self._require_running()
+        client_join_id = _check_client_join_id(client_join_id)
         m = await self._get(match_id)
         name = _clean_name(player_name or "", self.config.max_name_length, "the player name")
+        join_hash = join_id_hash(m.match_id, client_join_id) if client_join_id else ""
 
         async def locked() -> JoinResult:
             if m.over:
                 raise MatchNotActive("the match is over")
+            if seat is not None and (isinstance(seat, bool) or not isinstance(seat, int)
+                                     or not 0 <= seat < m.num_seats):
+                raise BadRequest(f"seat must be 0..{m.num_seats - 1}", reason="BAD_SEAT")
+            if join_hash:
+                mine = next((s for s in m.seats if s.join_hash == join_hash and s.taken and not s.left), None)
+                if mine is not None:
+                    return await self._join_again(m, mine)
             if seat is None:
                 free = m.open_seats()
                 if not free:
                     raise SeatTaken("no open seat is left in this match")
                 slot = free[0]
             else:
-                if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < m.num_seats:
-                    raise BadRequest(f"seat must be 0..{m.num_seats - 1}", reason="BAD_SEAT")
                 slot = m.seats[seat]
                 if slot.kind == "bot":
                     raise SeatTaken(f"seat {seat} is played by a bot")
@@ -487,17 +514,50 @@ class MatchManager:
                     raise SeatTaken(f"seat {seat} is taken")
             token = new_token()
             digest = token_hash(token)
-            rec = SeatRecord(slot.seat, "open", "", name, digest, time.time(), False)
+            rec = SeatRecord(slot.seat, "open", "", name, digest, time.time(), False, join_hash)
             await self._writer.store_call(self._store.save_seat(m.match_id, rec), "save_seat")
             slot.player_name, slot.token_hash, slot.joined_at, slot.left = name, digest, rec.joined_at, False
+            slot.join_hash = join_hash
             self._tokens[digest] = (m.match_id, slot.seat)
-            m.log.info("seat_joined", seat=slot.seat)
+            m.log.info("seat_joined", seat=slot.seat, retry=False)
             if m.status == "waiting" and not m.open_seats():
                 await self._activate(m)
             self._writer.presence(m, slot, "joined")
             return JoinResult(match_id=m.match_id, seat=slot.seat, token=token)
 
         return await self._exclusive(m, locked)
+
+    async def _join_again(self, m: LiveMatch, slot: SeatSlot) -> JoinResult:
+        """A retried join (under the match's lock): its ``client_join_id`` took ``slot``, whose
+        player has not left. The answer of that join was lost, and with it the token: the seat
+        gets a new one exactly as ReissueSeatToken gives it (:meth:`_replace_token`: durable
+        first, the previous token refused from now on, its streams ended with TOKEN_REVOKED),
+        keeping its player, name and id. A match whose start failed after that join wrote the
+        seat (every seat taken, still waiting) starts now (:meth:`_start_stalled`)."""
+        token = await self._replace_token(m, slot, slot.join_hash, "a retried JoinMatch of this seat")
+        m.log.info("seat_joined", seat=slot.seat, retry=True)
+        await self._start_stalled(m, by="join_retry", joined=slot)
+        return JoinResult(match_id=m.match_id, seat=slot.seat, token=token, retry=True)
+
+    async def _replace_token(self, m: LiveMatch, slot: SeatSlot, join_hash: str, by: str) -> str:
+        """Give ``slot``'s player a new seat token (under the match's lock) and return it: the
+        new hash is durable before the answer, so the new token survives a restart and the old
+        one never works again; the old token's streams end with TOKEN_REVOKED (the seat is
+        then absent until the player connects with the new token: the usual grace applies).
+        ``join_hash``: the client join id the seat keeps ("": none from now on); ``by``: who
+        replaced it, for the old token's streams."""
+        token = new_token()
+        digest = token_hash(token)
+        await self._writer.store_call(
+            self._store.save_seat(m.match_id, replace(slot.record(), token_hash=digest, join_hash=join_hash)),
+            "save_seat")
+        self._tokens.pop(slot.token_hash, None)
+        slot.token_hash, slot.join_hash = digest, join_hash
+        self._tokens[digest] = (m.match_id, slot.seat)
+        if self._end_seat_streams(m, slot, Unauthenticated(f"this seat token was replaced by {by}",
+                                                           reason="TOKEN_REVOKED")):
+            self._clock.disconnected(m, slot)  # absent until the player connects with the new token
+        return token
 
     async def _activate(self, m: LiveMatch, *, recovering: bool = False) -> None:
         """The last seat is taken: deal the first deck (see create_match) and start
@@ -685,7 +745,8 @@ class MatchManager:
             if m.status == "waiting":
                 await self._writer.store_call(self._store.save_seat(m.match_id, SeatRecord(seat)), "save_seat")
                 self._tokens.pop(slot.token_hash, None)
-                slot.player_name, slot.token_hash, slot.joined_at = "", "", None
+                # free again: its client join id no longer matches (a retry would take it again)
+                slot.player_name, slot.token_hash, slot.joined_at, slot.join_hash = "", "", None, ""
                 gone = self._end_seat_streams(m, slot, PermissionDenied("you left this match", reason="SEAT_LEFT"))
                 m.log.info("seat_left", seat=seat, resign=resign)
                 self._writer.presence(m, slot, "left")
@@ -724,10 +785,9 @@ class MatchManager:
         return await self._exclusive(m, locked)
 
     async def reissue_seat_token(self, match_id: str, seat: int) -> tuple[JoinResult, MatchSummary]:
-        """Admin: replace a player's seat token (api.MatchService.reissue_seat_token). The new
-        hash is durable before the answer, so the new token survives a restart and the old
-        one never works again; the old token's streams end (the seat is then absent until the
-        player connects with the new token: the usual grace applies)."""
+        """Admin: replace a player's seat token (api.MatchService.reissue_seat_token,
+        :meth:`_replace_token`). The seat's client join id stops matching: the operator's new
+        token is its only proof from now on (a leaked token may have leaked with its id)."""
         self._require_running()
         m = await self._get(match_id)
 
@@ -746,16 +806,7 @@ class MatchManager:
             if slot.left:
                 raise FailedPrecondition(f"the player of seat {seat} left the match",
                                          reason="SEAT_LEFT")
-            token = new_token()
-            digest = token_hash(token)
-            await self._writer.store_call(
-                self._store.save_seat(m.match_id, replace(slot.record(), token_hash=digest)), "save_seat")
-            self._tokens.pop(slot.token_hash, None)
-            slot.token_hash = digest
-            self._tokens[digest] = (m.match_id, seat)
-            if self._end_seat_streams(m, slot, Unauthenticated("this seat token was replaced by the operator",
-                                                               reason="TOKEN_REVOKED")):
-                self._clock.disconnected(m, slot)  # absent until the player connects with the new token
+            token = await self._replace_token(m, slot, "", "the operator")
             m.log.info("seat_token_reissued", seat=seat)
             return JoinResult(match_id=m.match_id, seat=seat, token=token), m.summary()
 

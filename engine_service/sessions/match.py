@@ -58,6 +58,7 @@ class SeatSlot:
     token_hash: str = ""
     joined_at: float | None = None
     left: bool = False
+    join_hash: str = ""  # of the client_join_id its player joined with (tokens.join_id_hash)
     # volatile: rebuilt from nothing after a restart
     streams: int = 0
     taken_over: bool = False  # absent past the grace period: a bot plays it (GJ-12.4)
@@ -66,11 +67,11 @@ class SeatSlot:
 
     @classmethod
     def from_record(cls, r: SeatRecord) -> "SeatSlot":
-        return cls(r.seat, r.kind, r.bot, r.player_name, r.token_hash, r.joined_at, r.left)
+        return cls(r.seat, r.kind, r.bot, r.player_name, r.token_hash, r.joined_at, r.left, r.join_hash)
 
     def record(self) -> SeatRecord:
         return SeatRecord(self.seat, self.kind, self.bot, self.player_name, self.token_hash,
-                          self.joined_at, self.left)
+                          self.joined_at, self.left, self.join_hash)
 
     @property
     def taken(self) -> bool:

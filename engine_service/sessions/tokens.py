@@ -22,6 +22,19 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
+#: JoinMatch's ``client_join_id``: a secret the client chooses (a UUID), this long.
+MIN_CLIENT_JOIN_ID_LENGTH = 16
+MAX_CLIENT_JOIN_ID_LENGTH = 128
+
+
+def join_id_hash(match_id: str, client_join_id: str) -> str:
+    """What a seat keeps of the ``client_join_id`` its player joined with (SeatRecord.join_hash):
+    the SHA-256 of the id salted with its match's id (95 random bits) under a prefix of its
+    own. Unlike a token, the id is the client's choice and may be weak: the salt makes each
+    guess good for one match only, and the prefix keeps the hash apart from the token hashes."""
+    return hashlib.sha256(f"cardgames-join-id:{match_id}:{client_join_id}".encode("utf-8")).hexdigest()
+
+
 #: Match ids are letters and digits only: an id is typed into commands (``clients.watch
 #: MATCH_ID``) and URLs, and one starting with "-" (as a URL-safe base64 id may) reads as an
 #: option to a command line.

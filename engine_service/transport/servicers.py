@@ -177,7 +177,7 @@ class CardGamesServicer(_Base, card_games_pb2_grpc.CardGamesServiceServicer):
             raise api.BadRequest(f"player_name is longer than {codec.MAX_NAME_CHARS} characters",
                                  reason="FIELD_TOO_LONG", field="player_name")
         seat = request.seat if request.HasField("seat") else None
-        joined = await self._service.join_match(match_id, seat, name)
+        joined = await self._service.join_match(match_id, seat, name, request.client_join_id)
         current_rpc().note(seat=joined.seat)
         return pb.JoinMatchResponse(match_id=joined.match_id, seat=joined.seat,
                                     seat_token=joined.token)

@@ -102,7 +102,7 @@ DOCUMENTED = _documented_errors()
 METADATA_KEYS = {"INVALID_OPTIONS": {"option"}, "ILLEGAL_ACTION": {"action"}, "NOT_YOUR_TURN": {"to_act"},
                  "STALE_SEQUENCE": {"expected_seq", "seq"}, "UNKNOWN_BOT": {"bot"},
                  "MISSING_FIELD": {"field"}, "FIELD_TOO_LONG": {"field"}, "BAD_LIMIT": {"field"},
-                 "BAD_EXPECTED_SEQ": {"field"}, "BAD_DURATION": {"field"}}
+                 "BAD_EXPECTED_SEQ": {"field"}, "BAD_DURATION": {"field"}, "BAD_CLIENT_JOIN_ID": {"field"}}
 
 
 def test_the_error_table_is_read_from_the_docs():
@@ -264,6 +264,7 @@ class Table:
     other_tokens: list[str]
     revoked: str  # seat ``revoked_seat``'s first token, replaced by the admin
     revoked_seat: int
+    join_ids: list[str] = field(default_factory=list)  # each seat's client_join_id (the revoked seat's: stale)
     state: Any = None  # the rules state replayed from the admin's transcript
     views: list[Any] = field(default_factory=list)  # each seat's current View
     notations: list[str] = field(default_factory=list)  # this game's well-formed actions
@@ -1074,11 +1075,21 @@ def bad_field(t: Table) -> Bad | None:
         req, md = _submit(t, seat, other, client_action_id=cid)
         return _bad("bad client_action_id", "SubmitAction", req, {(INVALID, "CLIENT_ACTION_ID_REUSED")}, md, seat)
     if pick == 4:
-        if rng.random() < 0.5:
+        which = rng.random()
+        if which < 1 / 3:
             req = pb.JoinMatchRequest(match_id=t.match_id, player_name=_unicode(rng, rng.randint(65, 500)))
             return _bad("missing or overlong field", "JoinMatch", req, {(INVALID, "FIELD_TOO_LONG")})
-        req = pb.JoinMatchRequest(match_id=t.match_id, player_name=_unprintable_text(rng, 64))
-        return _bad("unprintable name", "JoinMatch", req, {(INVALID, "BAD_NAME")})
+        if which < 2 / 3:
+            req = pb.JoinMatchRequest(match_id=t.match_id, player_name=_unprintable_text(rng, 64))
+            return _bad("unprintable name", "JoinMatch", req, {(INVALID, "BAD_NAME")})
+        # a client_join_id that is not 16 to 128 printable characters, even a real one's near miss
+        cid = rng.choice([_printable(rng, rng.randint(1, 15)), _token_like(rng, rng.randint(129, 3000)),
+                          _unprintable_text(rng, 128), rng.choice(t.join_ids)[:rng.randint(1, 15)],
+                          rng.choice(t.join_ids) + rng.choice(UNPRINTABLE)])
+        req = pb.JoinMatchRequest(match_id=t.match_id, player_name="fuzz", client_join_id=cid)
+        if rng.random() < 0.5:
+            req.seat = rng.randrange(t.n)
+        return _bad("bad client_join_id", "JoinMatch", req, {(INVALID, "BAD_CLIENT_JOIN_ID")})
     if pick == 5:
         long = rng.random() < 0.5
         reason = _printable(rng, rng.randint(201, 3000)) if long else _unprintable_text(rng, 200)
@@ -1134,10 +1145,22 @@ def bad_field(t: Table) -> Bad | None:
     return _bad(kind, "CreateMatch", req, {expected}, metadata, ADMIN if metadata else SPECTATOR)
 
 
+def _near_miss(rng: random.Random, join_id: str) -> str:
+    """Another valid client_join_id one edit away from ``join_id`` (16 to 128 printable)."""
+    while True:
+        i = rng.randrange(len(join_id))
+        other = rng.choice([join_id[:i] + rng.choice("aZ0-_~") + join_id[i + 1:], join_id[:i] + join_id[i + 1:],
+                            join_id + rng.choice("a0 "), " " + join_id, join_id.swapcase(), join_id[::-1]])
+        if other != join_id:
+            return other
+
+
 def not_now(t: Table) -> Bad:
     """Calls the match's state forbids: RevealDeals before the end (FAILED_PRECONDITION /
     MATCH_NOT_OVER: the decks are secret until then), JoinMatch at a full table
-    (ALREADY_EXISTS / SEAT_TAKEN), a spectator of the other match, created without spectators
+    (ALREADY_EXISTS / SEAT_TAKEN; also with a client_join_id that is no seat's: a fresh one, a
+    near miss of a seat's, the id of the seat whose token the operator reissued, which no longer
+    gets it back), a spectator of the other match, created without spectators
     (PERMISSION_DENIED / SPECTATORS_NOT_ALLOWED)."""
     rng = t.rng
     if rng.random() < 0.2:
@@ -1152,6 +1175,10 @@ def not_now(t: Table) -> Bad:
     req = pb.JoinMatchRequest(match_id=t.match_id, player_name=rng.choice(["", "late", "Ada  Lovelace", "Jos\u00e9"]))
     if rng.random() < 0.6:
         req.seat = rng.randrange(t.n)
+    if rng.random() < 0.5:  # not a retry of any seat's join: a retry would take its seat back
+        holders = [i for i in t.join_ids if i != t.join_ids[t.revoked_seat]]
+        req.client_join_id = rng.choice([_token_like(rng, rng.randint(16, 128)), t.join_ids[t.revoked_seat],
+                                         _near_miss(rng, rng.choice(holders))])
     return _bad("not allowed now", "JoinMatch", req, {("ALREADY_EXISTS", "SEAT_TAKEN")})
 
 
@@ -1287,15 +1314,18 @@ async def _table(srv: Any, mgr: Any, game: str, rng: random.Random) -> Table:
         req.decks.add(cards=rng.sample(pack, len(pack)))
     match_id = (await srv.games.CreateMatch(req, metadata=bearer(ADMIN_TOKEN))).match.match_id
     tokens = []
+    ids = random.Random(f"join ids {game}")  # apart from ``rng``: the bad requests stay as they were
+    join_ids = [_token_like(ids, 32) for _ in range(get_game(game).num_seats)]
     for s in range(get_game(game).num_seats):
-        joined = await srv.games.JoinMatch(pb.JoinMatchRequest(match_id=match_id, seat=s, player_name=f"player {s}"))
+        joined = await srv.games.JoinMatch(pb.JoinMatchRequest(match_id=match_id, seat=s, player_name=f"player {s}",
+                                                               client_join_id=join_ids[s]))
         tokens.append(joined.seat_token)
     other_id, other_tokens = await create_open_match(srv.games, game, spectators_allowed=False)
     seat = rng.randrange(len(tokens))  # the operator gives this seat a new token: the old one is revoked
     reissued = await srv.admin.ReissueSeatToken(admin_pb2.ReissueSeatTokenRequest(match_id=match_id, seat=seat),
                                                 metadata=bearer(ADMIN_TOKEN))
     revoked, tokens[seat] = tokens[seat], reissued.seat_token
-    t = Table(srv, mgr, get_game(game), rng, match_id, tokens, other_id, other_tokens, revoked, seat)
+    t = Table(srv, mgr, get_game(game), rng, match_id, tokens, other_id, other_tokens, revoked, seat, join_ids)
     await _refresh(t)
     return t
 

@@ -91,7 +91,8 @@ class ScriptedService:
         self._maybe_fail()
         return _summary("waiting")
 
-    async def join_match(self, match_id, seat, player_name):
+    async def join_match(self, match_id, seat, player_name, client_join_id=""):
+        self.calls.append(("join_match", match_id, seat, player_name, client_join_id))
         self._maybe_fail()
         return api.JoinResult(match_id, 0 if seat is None else seat, SEAT_TOKEN)
 
@@ -390,6 +391,19 @@ async def test_a_client_action_id_over_128_characters_is_bad_client_action_id():
         await srv.games.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="pass", client_action_id="c" * 128),
                                      metadata=bearer(SEAT_TOKEN))
         assert [c[4] for c in service.calls if c[0] == "submit_action"] == ["c" * 128]
+
+
+@run
+async def test_join_match_hands_its_client_join_id_to_the_session_layer():
+    """JoinMatchRequest.client_join_id (the idempotency key of a join: docs/api.md) reaches
+    the session layer as it was sent ("" when unset), with the seat and the name."""
+    service = ScriptedService()
+    async with running(service) as srv:
+        await srv.games.JoinMatch(pb.JoinMatchRequest(match_id="m1", seat=1, player_name="ada",
+                                                      client_join_id="0123456789abcdef-join"))
+        await srv.games.JoinMatch(pb.JoinMatchRequest(match_id="m1"))
+    assert [c[1:] for c in service.calls if c[0] == "join_match"] == [
+        ("m1", 1, "ada", "0123456789abcdef-join"), ("m1", None, "", "")]
 
 
 @run

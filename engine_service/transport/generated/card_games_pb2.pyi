@@ -104,14 +104,16 @@ class GetMatchResponse(_message.Message):
     def __init__(self, match: _Optional[_Union[_match_pb2.MatchSummary, _Mapping]] = ...) -> None: ...
 
 class JoinMatchRequest(_message.Message):
-    __slots__ = ("match_id", "seat", "player_name")
+    __slots__ = ("match_id", "seat", "player_name", "client_join_id")
     MATCH_ID_FIELD_NUMBER: _ClassVar[int]
     SEAT_FIELD_NUMBER: _ClassVar[int]
     PLAYER_NAME_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_JOIN_ID_FIELD_NUMBER: _ClassVar[int]
     match_id: str
     seat: int
     player_name: str
-    def __init__(self, match_id: _Optional[str] = ..., seat: _Optional[int] = ..., player_name: _Optional[str] = ...) -> None: ...
+    client_join_id: str
+    def __init__(self, match_id: _Optional[str] = ..., seat: _Optional[int] = ..., player_name: _Optional[str] = ..., client_join_id: _Optional[str] = ...) -> None: ...
 
 class JoinMatchResponse(_message.Message):
     __slots__ = ("match_id", "seat", "seat_token")
