@@ -5,7 +5,9 @@ never the engine's internals, and adds what every client otherwise writes by han
 
 * **connecting** plainly or with TLS (``connect("host:50051", tls=True)``);
 * **seat sessions**: :meth:`Client.join` returns a :class:`SeatSession` that sends its seat
-  token (``authorization: Bearer ...``) on every call;
+  token (``authorization: Bearer ...``) on every call; the join carries a ``client_join_id``,
+  so that a join whose answer was lost (UNAVAILABLE, a timeout) is retried into the seat it
+  took (with a new token) instead of failing with SEAT_TAKEN or taking a second seat;
 * **watching with automatic resume**: :meth:`SeatSession.watch` / :meth:`Spectator.watch`
   reopen a dropped stream with ``after_seq`` = the last sequence number received, so no event is
   seen twice and none is lost unless the gap outgrew the server's snapshot threshold (then a
@@ -403,12 +405,20 @@ class Client:
                                 card_games_pb2.ListOpenMatchesRequest(game=game, limit=limit), retry=True)
         return list(reply.matches)
 
-    async def join(self, match_id: str, *, seat: int | None = None, player_name: str = "") -> "SeatSession":
-        """Take a seat (``None``: the first open one); the session holds the seat token."""
-        request = card_games_pb2.JoinMatchRequest(match_id=match_id, player_name=player_name)
+    async def join(self, match_id: str, *, seat: int | None = None, player_name: str = "",
+                   client_join_id: str | None = None) -> "SeatSession":
+        """Take a seat (``None``: the first open one); the session holds the seat token.
+
+        The call is retried on UNAVAILABLE or a timeout with the same ``client_join_id`` (a
+        fresh UUID unless given; 16 to 128 printable characters, a secret like the token): a
+        retry gets the seat the lost attempt took, with a new token, and never a second seat
+        (docs/api.md, "Reconnecting without losing anything"). Give your own id to retry a
+        join after the client itself restarted."""
+        request = card_games_pb2.JoinMatchRequest(match_id=match_id, player_name=player_name,
+                                                  client_join_id=client_join_id or str(uuid.uuid4()))
         if seat is not None:
             request.seat = seat
-        reply = await self.call(self.stub.JoinMatch, request)
+        reply = await self.call(self.stub.JoinMatch, request, retry=True)
         return SeatSession(self, reply.match_id, reply.seat, reply.seat_token)
 
     async def reveal_deals(self, match_id: str, *, token: str | None = None) -> list[DealReveal]:

@@ -5,6 +5,7 @@
  *
  * What it adds to the raw stubs, as the Python library does (docs/api.md):
  *  - promises for the unary calls, with the seat token sent as "authorization: Bearer ...";
+ *  - joins and submits retried safely after a lost answer (client_join_id, client_action_id);
  *  - errors as CardGamesError with the status code name, the google.rpc.ErrorInfo reason and,
  *    for ABORTED (stale sequence), the caller's current View decoded from the status details;
  *  - watch(): the WatchMatch stream as an async iterator that reopens itself with after_seq
@@ -221,11 +222,16 @@ class Client {
     return (await this.call('GetMatch', { match_id: matchId }, { retry: true })).match;
   }
 
-  /** Takes a seat (the first open one unless `seat`); the returned Seat holds the token. */
-  async join(matchId, { seat, playerName = '' } = {}) {
-    const request = { match_id: matchId, player_name: playerName };
+  /**
+   * Takes a seat (the first open one unless `seat`); the returned Seat holds the token.
+   * Retried on UNAVAILABLE or a timeout with the same client_join_id (a fresh UUID unless
+   * `clientJoinId`: 16 to 128 printable characters, a secret like the token): a retry gets the
+   * seat the lost attempt took, with a new token, never a second seat.
+   */
+  async join(matchId, { seat, playerName = '', clientJoinId } = {}) {
+    const request = { match_id: matchId, player_name: playerName, client_join_id: clientJoinId || crypto.randomUUID() };
     if (seat !== undefined && seat !== null) request.seat = seat;
-    const reply = await this.call('JoinMatch', request);
+    const reply = await this.call('JoinMatch', request, { retry: true });
     // Zero is not sent for a plain proto3 int32: an absent seat is seat 0.
     return new Seat(this, reply.match_id, reply.seat || 0, reply.seat_token);
   }

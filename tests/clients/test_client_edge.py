@@ -76,6 +76,41 @@ def test_submit_repeats_a_timed_out_call_with_the_same_client_action_id():
     run(scenario())
 
 
+class _LosesTheFirstJoin(ScriptedService):
+    """The first JoinMatch takes its seat but its answer is lost (it outlives the client's
+    deadline; then UNAVAILABLE once); a repeat with the same client_join_id gets the seat."""
+
+    async def join_match(self, match_id, seat, player_name, client_join_id=""):
+        self.calls.append(("join_match", match_id, seat, player_name, client_join_id))
+        attempt = len(self.calls)
+        if attempt == 1:
+            await asyncio.sleep(2.0)
+        if attempt == 2:
+            raise api.Unavailable("the match could not be saved; try again", reason="STORE_UNAVAILABLE")
+        return api.JoinResult(match_id, 1, SEAT_TOKEN, retry=attempt > 1)
+
+
+def test_join_repeats_a_failed_call_with_the_same_client_join_id():
+    """docs/api.md "Joining": a join that failed without an answer (UNAVAILABLE, a timeout)
+    is sent again with the same client_join_id, which gets the seat it took back; the library
+    sends a fresh id with every join unless given one."""
+
+    async def scenario():
+        service = _LosesTheFirstJoin()
+        async with running(service) as srv, cg.connect(srv.target, timeout_s=0.5) as client:
+            me = await client.join("m1", seat=1, player_name="ada")
+            assert (me.match_id, me.seat, me.token) == ("m1", 1, SEAT_TOKEN)
+            await client.join("m1")
+            await client.join("m1", client_join_id="my-own-join-id-0001")
+        return service.calls
+
+    calls = run(scenario())
+    ids = [c[4] for c in calls]
+    assert len(ids) == 5 and ids[4] == "my-own-join-id-0001"
+    assert ids[0] == ids[1] == ids[2] != ids[3] and len(ids[0]) == len(ids[3]) == 36  # UUIDs
+    assert [c[2:4] for c in calls[:4]] == [(1, "ada")] * 3 + [(None, "")]
+
+
 class _DropsTheFirstStream(ScriptedService):
     """The first WatchMatch stream breaks after its snapshot; the next one replays the rest."""
 

@@ -148,6 +148,29 @@ test('a call that timed out is repeated, a submit with the same client_action_id
   assert.ok(requests[0].client_action_id && requests[0].client_action_id === requests[1].client_action_id);
 });
 
+test('a join that failed without an answer is repeated with the same client_join_id', async () => {
+  const { Client } = require('../cardgames');
+  const client = new Client('127.0.0.1:9');
+  client.stub.close();
+  const requests = [];
+  client.stub = {
+    JoinMatch(request, metadata, options, callback) {
+      requests.push(request);
+      if (requests.length === 1) callback({ code: grpc.status.UNAVAILABLE, details: 'connection reset', metadata: new grpc.Metadata() });
+      else callback(null, { match_id: 'm1', seat: 1, seat_token: 'new' });
+    },
+  };
+  const seat = await client.join('m1', { seat: 1, playerName: 'ada' });
+  assert.deepStrictEqual([seat.matchId, seat.seat, seat.token], ['m1', 1, 'new']);
+  assert.strictEqual(requests.length, 2);
+  assert.match(requests[0].client_join_id, /^[0-9a-f-]{36}$/);
+  assert.strictEqual(requests[0].client_join_id, requests[1].client_join_id);
+  await client.join('m1', { clientJoinId: 'my-own-join-id-0001' });
+  await client.join('m1');
+  assert.strictEqual(requests[2].client_join_id, 'my-own-join-id-0001');
+  assert.notStrictEqual(requests[3].client_join_id, requests[0].client_join_id);
+});
+
 test('watch() reopens a rate-limited stream after the RetryInfo delay', async () => {
   const { Client, Seat } = require('../cardgames');
   const client = new Client('127.0.0.1:9');
