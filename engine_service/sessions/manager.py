@@ -559,12 +559,11 @@ class MatchManager:
             self._clock.disconnected(m, slot)  # absent until the player connects with the new token
         return token
 
-    async def _activate(self, m: LiveMatch, *, recovering: bool = False) -> None:
+    async def _activate(self, m: LiveMatch) -> None:
         """The last seat is taken: deal the first deck (see create_match) and start
         (:meth:`_start`). A store failure is UNAVAILABLE / STORE_UNAVAILABLE and leaves the
-        match waiting with every seat taken: :meth:`_start_stalled` starts it later.
-        ``recovering``: such a later attempt (see :meth:`_start`)."""
-        await self._writer.store_call(self._start(m, reread=recovering), "start_match")
+        match waiting with every seat taken: :meth:`_start_stalled` starts it later."""
+        await self._writer.store_call(self._start(m), "start_match")
         self.metrics.matches_active.labels(m.game.id, "waiting").dec()
         self.metrics.matches_active.labels(m.game.id, "active").inc()
         now = asyncio.get_running_loop().time()
@@ -1042,7 +1041,7 @@ class MatchManager:
         self._register(m)
         return m
 
-    async def _start(self, m: LiveMatch, *, reread: bool = False) -> None:
+    async def _start(self, m: LiveMatch) -> None:
         """Start a waiting match whose every seat is taken: its first deck (unless dealt) and
         then its status are written, and only then is the deck dealt and the match active in
         memory. A StoreError leaves it waiting as it was (a deck written stays in the store,
@@ -1050,10 +1049,8 @@ class MatchManager:
 
         The join that takes the last seat starts the match (:meth:`_activate`); so does the
         recovery of a start whose writes did not all happen: :meth:`_load` after a crash, and
-        on a running engine the sweeper or a retried join (:meth:`_start_stalled`).
-        ``reread``: look in the store first for the deck, which an earlier attempt may have
-        written though its write answered with an error (dealing another would be refused)."""
-        deck = await self._due_deck(m, reread=reread)
+        on a running engine the sweeper or a retried join (:meth:`_start_stalled`)."""
+        deck = await self._due_deck(m)
         await self._store.set_status(m.match_id, "active")
         if deck is not None:
             self._deal(m, deck)
@@ -1066,18 +1063,27 @@ class MatchManager:
         if deck is not None:
             self._deal(m, deck)
 
-    async def _due_deck(self, m: LiveMatch, *, reread: bool = False) -> DeckRecord | None:
+    async def _due_deck(self, m: LiveMatch) -> DeckRecord | None:
         """The deck of the deal the match waits for (CHANCE; None if it waits for none), stored:
-        the match's own, else (``reread``) the store's, else a fresh one, written here."""
+        the match's own, else a fresh one, written here. When that write fails, the store may
+        hold the deal's deck all the same (this write's or an earlier attempt's, durable though
+        answered with an error: the store refuses a second deck for a deal), and that one is the
+        deal's; else the write's StoreError stands."""
         if m.state.to_act() != CHANCE:
             return None
         deck = m.decks.get(m.deals_dealt)
-        if deck is None and reread:
-            stored = await self._store.load_match(m.match_id)
-            deck = next((d for d in stored.decks if d.deal == m.deals_dealt), None) if stored else None
         if deck is None:
             deck = random_deck_record(m.game, m.deals_dealt)
-            await self._store.append_decks(m.match_id, [deck])
+            try:
+                await self._store.append_decks(m.match_id, [deck])
+            except StoreError as failed:
+                try:
+                    stored = await self._store.load_match(m.match_id)
+                except StoreError:
+                    raise failed from None
+                deck = next((d for d in stored.decks if d.deal == m.deals_dealt), None) if stored else None
+                if deck is None:
+                    raise
         return deck
 
     @staticmethod
@@ -1130,7 +1136,7 @@ class MatchManager:
         it (logged: ``sweeper``, ``join_retry``). False when there was nothing to start."""
         if m.status != "waiting" or m.open_seats():
             return False
-        await self._activate(m, recovering=True)
+        await self._activate(m)
         m.log.warning("match_start_recovered", by=by)
         if joined is None:
             joined = max((s for s in m.seats if s.kind == "open"), key=lambda s: s.joined_at or 0.0)
