@@ -15,7 +15,8 @@ How a match runs:
   and action of its one application with ``duplicate=True`` (and the seat's view at that seq
   as the match stands now, see docs/api.md "Acting"); the ids are rebuilt from the durable
   log after a restart. ``expected_seq`` rejects a decision taken on a stale view
-  (StaleSequence carries the current one).
+  (StaleSequence carries the current one). A join is idempotent by its ``client_join_id``
+  (its hash is stored with the seat): a retry gets the seat it took, with a new token.
 * **Redacted at the source**: every view and event is built for its audience by
   :mod:`.views` from the rules core's own views.
 * **Time and absence** follow the rulebooks (:mod:`.policy`, :mod:`.clock`); timers are
@@ -1083,7 +1084,7 @@ class MatchManager:
                     raise failed from None
                 deck = next((d for d in stored.decks if d.deal == m.deals_dealt), None) if stored else None
                 if deck is None:
-                    raise
+                    raise failed
         return deck
 
     @staticmethod
