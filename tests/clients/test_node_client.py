@@ -7,6 +7,7 @@ once when clients/node/node_modules is missing or older than the lock file.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import shutil
 import subprocess
@@ -23,10 +24,14 @@ def node() -> str:
     assert node and npm, "Node.js and npm are needed for the Node client (Debian/NodeSource package nodejs)"
     modules = NODE_DIR / "node_modules"
     stamp = modules / ".package-lock.json"
-    if not stamp.exists() or stamp.stat().st_mtime < (NODE_DIR / "package-lock.json").stat().st_mtime:
-        result = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, capture_output=True,
-                                text=True, timeout=300)
-        assert result.returncode == 0, result.stdout + result.stderr
+    # One installer at a time: `npm ci` first deletes node_modules, so a second xdist worker
+    # installing while the first runs its tests pulled the modules from under them.
+    with open(NODE_DIR / ".npm-ci.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not stamp.exists() or stamp.stat().st_mtime < (NODE_DIR / "package-lock.json").stat().st_mtime:
+            result = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, capture_output=True,
+                                    text=True, timeout=300)
+            assert result.returncode == 0, result.stdout + result.stderr
     return node
 
 
