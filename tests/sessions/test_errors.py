@@ -157,6 +157,30 @@ def test_a_client_action_id_with_control_characters_is_refused_and_changes_nothi
     run(go())
 
 
+def test_bad_names_and_termination_reasons_say_which_field_and_change_nothing():
+    """A name or a termination reason with a control character is refused with the reason of
+    its own field (BAD_NAME for the match and player names, BAD_TERMINATE_REASON for
+    TerminateMatch's reason) and the field named in the metadata; nothing changes."""
+    async def go():
+        async with manager() as mgr:
+            with pytest.raises(BadRequest) as info:
+                await mgr.create_match(CreateMatchRequest(game=GAME, name="bell\x07"))
+            assert (info.value.reason, info.value.metadata) == ("BAD_NAME", {"field": "name"})
+            match_id, ps = await open_match(mgr, GAME)
+            with pytest.raises(BadRequest) as info:
+                await mgr.join_match(match_id, None, "nul\x00")
+            assert (info.value.reason, info.value.metadata) == ("BAD_NAME", {"field": "player_name"})
+            for bad in ("line\nbreak\x1b[31m", "\u200bzero width", "del\x7f"):
+                with pytest.raises(BadRequest) as info:
+                    await mgr.terminate_match(match_id, bad)
+                assert info.value.code == "INVALID_ARGUMENT"
+                assert (info.value.reason, info.value.metadata) == ("BAD_TERMINATE_REASON", {"field": "reason"})
+                assert (await mgr.get_match(match_id)).status == "active"
+            summary = await mgr.terminate_match(match_id, "  server \t maintenance ")
+            assert summary.status == "terminated" and summary.result["reason"] == "server maintenance"
+    run(go())
+
+
 @pytest.mark.parametrize("game_id", GAMES)
 def test_rejected_actions_change_nothing(game_id):
     async def go():

@@ -1094,8 +1094,8 @@ def bad_field(t: Table) -> Bad | None:
         long = rng.random() < 0.5
         reason = _printable(rng, rng.randint(201, 3000)) if long else _unprintable_text(rng, 200)
         req = admin_pb2.TerminateMatchRequest(match_id=t.match_id, reason=reason)
-        expected = (INVALID, "FIELD_TOO_LONG") if long else (INVALID, "BAD_NAME")
-        return _bad("missing or overlong field" if long else "unprintable name", "TerminateMatch", req,
+        expected = (INVALID, "FIELD_TOO_LONG") if long else (INVALID, "BAD_TERMINATE_REASON")
+        return _bad("missing or overlong field" if long else "unprintable reason", "TerminateMatch", req,
                     {expected}, bearer(ADMIN_TOKEN), ADMIN)
     req = pb.CreateMatchRequest(game=t.game.id)
     metadata: tuple = ()
