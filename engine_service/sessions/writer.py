@@ -224,6 +224,8 @@ class MatchWriter:
         details = dict(details or {})
         offered = 0
         for w in list(m.watchers):
+            if w.closed:  # ended (overflowed, say) and not yet gone: no view built for it
+                continue
             event = events.get(w.audience)
             if event is None:
                 at = seq
@@ -234,8 +236,7 @@ class MatchWriter:
                 event = events[w.audience] = MatchEvent(
                     kind=kind, seq=at, match_id=m.match_id, seat=seat, action=action,  # type: ignore[arg-type]
                     by=by, reason=reason, view=m.envelope(w.audience), details=details)
-            w.offer(event)
-            offered += 1
+            offered += w.offer(event)
         if offered:
             self.metrics.child(self.metrics.events_published, kind).inc(offered)
 
@@ -243,14 +244,14 @@ class MatchWriter:
         """Queue to the spectators of a delayed match every action they may see now and have
         not been shown (:meth:`LiveMatch.spectator_releases`), each once, in order. Called
         wherever the horizon moves: after every accepted action and at the end."""
-        spectators = [w for w in m.watchers if w.audience == SPECTATOR]
+        spectators = [w for w in m.watchers if w.audience == SPECTATOR and not w.closed]
         for rec, env, details in m.spectator_releases(build=bool(spectators)):
             event = MatchEvent(kind="action", seq=rec.seq, match_id=m.match_id, seat=rec.seat,
                                action=rec.action, by=rec.by, reason=rec.reason, view=env,  # type: ignore[arg-type]
                                details=details)
-            for w in spectators:
-                w.offer(event)
-            self.metrics.child(self.metrics.events_published, "action").inc(len(spectators))
+            offered = sum(w.offer(event) for w in spectators)
+            if offered:
+                self.metrics.child(self.metrics.events_published, "action").inc(offered)
 
     def presence(self, m: LiveMatch, slot: SeatSlot, change: str) -> None:
         """A seat's presence changed (joined, connected, disconnected, bot_took_over,
@@ -266,13 +267,16 @@ class MatchWriter:
         if m.spectator_delay:
             self.release_to_spectators(m)
         cache: dict[Any, ViewEnvelope] = {}
+        offered = 0
         for w in list(m.watchers):
+            if w.closed:
+                continue
             if w.audience not in cache:
                 cache[w.audience] = m.envelope(w.audience)
-            w.offer(ended_event(m, w.audience, cache[w.audience]))
+            offered += w.offer(ended_event(m, w.audience, cache[w.audience]))
             w.end()
-        if m.watchers:
-            self.metrics.events_published.labels("match_ended").inc(len(m.watchers))
+        if offered:
+            self.metrics.events_published.labels("match_ended").inc(offered)
 
 
 def _deals_scored(m: LiveMatch) -> int:

@@ -120,17 +120,19 @@ def test_a_slow_watcher_is_cut_off_without_blocking_the_match_and_resumes():
             first = await slow.__anext__()  # registered; now it stops reading
             await play_random(mgr, match_id, ps, random.Random(3), max_actions=10)
             assert (await mgr.get_match(match_id)).seq == 10  # the writer never waited
+            # queued: the 3 actions that fit; none was offered to it once it was closed
+            queued = mgr.metrics.value("cardgames_events_published_total", {"kind": "action"})
             with pytest.raises(Unavailable) as info:
                 async for _ in slow:
                     pass
             resumed = await collect(mgr.watch(match_id, spectator, 0), until=lambda e: e.seq >= 10)
-            return first, info.value, resumed, mgr.metrics.value("cardgames_watch_overflows_total")
+            return first, info.value, resumed, mgr.metrics.value("cardgames_watch_overflows_total"), queued
 
-    first, error, resumed, overflows = run(go())
+    first, error, resumed, overflows, queued = run(go())
     assert first.kind == "snapshot" and first.seq == 0
     assert error.reason == "WATCH_OVERFLOW"
     assert [e.seq for e in actions_of(resumed)] == list(range(1, 11))
-    assert overflows == 1
+    assert overflows == 1 and queued == 3
 
 
 def test_presence_follows_open_streams():
