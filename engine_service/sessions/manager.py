@@ -548,8 +548,8 @@ class MatchManager:
         player has not left. The answer of that join was lost, and with it the token: the seat
         gets a new one exactly as ReissueSeatToken gives it (:meth:`_replace_token`: durable
         first, the previous token refused from now on, its streams ended with TOKEN_REVOKED),
-        keeping its player, name and id. A match whose start failed after that join wrote the
-        seat (every seat taken, still waiting) starts now (:meth:`_start_stalled`)."""
+        keeping its player, name and id. A match whose start by that join is in doubt (every
+        seat taken, still waiting: :meth:`_activate`) starts now (:meth:`_start_stalled`)."""
         token = await self._replace_token(m, slot, slot.join_hash, "a retried JoinMatch of this seat")
         m.log.info("seat_joined", seat=slot.seat, retry=True)
         await self._start_stalled(m, by="join_retry", joined=slot)
@@ -1192,7 +1192,8 @@ class MatchManager:
 
     async def _sweep(self, interval: float) -> None:
         """Housekeeping every ``interval`` seconds: start the matches whose every seat is taken
-        but whose start failed (:meth:`_start_stalled`), end the matches that waited for
+        but whose start is in doubt (:meth:`_start_stalled`; their own retries,
+        :meth:`_retry_start`, usually come first), end the matches that waited for
         players longer than ``waiting_timeout_s`` (outcome ``abandoned``: a lobby must not
         fill up with tables that will never start), and evict finished matches from memory
         after ``finished_retention_s`` (the store keeps them; they are read back on demand)."""

@@ -16,7 +16,8 @@ module:
   restarts (the id is scoped per seat because each seat's client picks its own ids: two
   clients choosing the same id must not see each other's results);
 * a unique seat-token hash across all matches (tokens themselves are never stored);
-* one transaction per call: an action and the deck it makes necessary are written together.
+* one transaction per call: an action and the deck it makes necessary are written together,
+  and so are a match's start, its last seat and its first deck (:meth:`Store.start_match`).
 
 Every method is a coroutine and must not block the event loop; every write is durable when it
 returns (an accepted action is acknowledged only after that).
