@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import uuid
+from dataclasses import replace
 
 import pytest
 from structlog.testing import capture_logs
@@ -17,6 +18,7 @@ from structlog.testing import capture_logs
 from engine_service.observability.metrics import Metrics
 from engine_service.sessions import manager as manager_module
 from engine_service.sessions.api import CreateMatchRequest, Principal, SessionError
+from engine_service.sessions.chance import random_deck_record
 from engine_service.sessions.tokens import token_hash
 
 from .helpers import Stream, config, manager, play_random, run, until
@@ -227,3 +229,58 @@ def test_leaving_a_match_whose_start_is_in_doubt_starts_it_first(ack_lost):
     assert [e["by"] for e in logs if e["event"] == "match_start_recovered"] == ["leave"]
     assert len([e for e in logs if e["event"] == "match_started"]) == 1
     assert presence(events) == [("joined", 0), ("joined", 1), ("joined", 2), ("joined", 3), ("left", 1)]
+
+
+def test_a_join_that_finds_an_earlier_start_in_the_store_follows_it():
+    """The store holds the match started with another player in the last seat (an earlier
+    start whose write was judged not to have happened, then committed: PostgreSQL can report
+    a COMMIT lost before it is applied). The last seat's next join is refused by the store
+    (MatchNotWaiting), reads the match back and follows it: the match is active with the
+    stored seat and deck, the join is ALREADY_EXISTS / SEAT_TAKEN, the watchers see the stored
+    player join, and the store and the memory agree."""
+    store = FailingStart()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            first = mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, 0, "a")).token)
+            stream = Stream(mgr, s.match_id, first)
+            await until(lambda: stream.events)
+            m = mgr._matches[s.match_id]
+            earlier = replace(m.seats[1].record(), player_name="earlier", token_hash=token_hash("lost"),
+                              joined_at=1.0)
+            deck = random_deck_record(m.game, 0)
+            await store.start_match(s.match_id, [m.seats[0].record(), earlier], [deck])
+            taken = await refused(mgr.join_match(s.match_id, 1, "b"))
+            await agree(mgr, store, s.match_id)
+            view = await mgr.get_view(s.match_id, first)
+            await until(lambda: ("joined", 1) in presence(stream.events))
+            await stream.close()
+            return taken, m, deck, view, stream.events
+
+    taken, m, deck, view, events = run(go())
+    assert (taken.code, taken.reason) == ("ALREADY_EXISTS", "SEAT_TAKEN")
+    assert m.status == "active" and m.decks == {0: deck} and m.seats[1].player_name == "earlier"
+    assert view.view["hand"] and [p for p in presence(events) if p[0] == "joined"] == [("joined", 1)]
+
+
+def test_a_server_closes_while_a_start_in_doubt_is_retried(monkeypatch):
+    """The store keeps failing: the start's retries go on (match_start_failed each time) until
+    the drain, which ends them without a hang or a failed task."""
+    monkeypatch.setattr(manager_module, "START_RETRY_FIRST_S", 0.01)
+    store = FailingStart()
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+                await mgr.join_match(s.match_id, 0, "a")
+                store.fail, store.times, store.unreadable = True, 10**6, 1
+                await refused(mgr.join_match(s.match_id, 1, "b"))
+                await until(lambda: len([e for e in logs if e["event"] == "match_start_failed"]) >= 3)
+                m = mgr._matches[s.match_id]
+            return logs, m, dict(mgr._start_retries)
+
+    logs, m, retries = run(go())
+    assert m.status == "waiting" and retries == {}
+    assert not [e for e in logs if e["event"] in ("session_task_failed", "session_write_failed")]
