@@ -21,7 +21,7 @@ from engine_service.sessions.api import CreateMatchRequest, Principal, SessionEr
 from engine_service.sessions.chance import random_deck_record
 from engine_service.sessions.tokens import token_hash
 
-from .helpers import Stream, config, manager, play_random, run, until
+from .helpers import Stream, manager, play_random, run, until
 from .test_store_failures import FailingStart
 
 
