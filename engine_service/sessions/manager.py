@@ -76,6 +76,14 @@ MAX_CLIENT_ACTION_ID_LENGTH = 128
 MAX_MATCH_ID_LENGTH = 64
 #: Retention: the pause after each batch of a prune pass (other writes go first).
 PRUNE_PAUSE_S = 0.05
+#: A start whose outcome is not known (:class:`_StartInDoubt`) is tried again after this
+#: long, then after twice as long each time, up to the sweeper's interval.
+START_RETRY_FIRST_S = 0.5
+
+
+class _StartInDoubt(StoreError):
+    """A start's write failed and reading the match back failed too: the store may hold the
+    match started or not (:meth:`MatchManager._activate` says what is done meanwhile)."""
 
 
 class TakeoverBotUnavailable(ValueError):
@@ -184,6 +192,8 @@ class MatchManager:
         self._tasks: set[asyncio.Task] = set()
         self._writes: set[asyncio.Task] = set()  # accepted writes (_exclusive, creations) under way
         self._sweeper: asyncio.Task | None = None
+        self._sweep_interval = 60.0  # set by start(): the retries of a start wait at most that
+        self._start_retries: dict[str, asyncio.Task] = {}  # match id -> its retries (_retry_start)
         self._pruner: asyncio.Task | None = None
         self._started = False
         self._draining = False
@@ -242,7 +252,7 @@ class MatchManager:
         for m in resumed:
             self._rearm(m, now)
         periods = [p / 4 for p in (self.config.finished_retention_s, self.config.waiting_timeout_s) if p > 0]
-        interval = max(0.01, min([60.0, *periods]))
+        interval = self._sweep_interval = max(0.01, min([60.0, *periods]))
         self._sweeper = asyncio.create_task(self._sweep(interval), name="sessions-sweeper")
         if self.config.keep_finished_days > 0:
             log.info("retention_enabled", keep_finished_days=self.config.keep_finished_days,
@@ -519,13 +529,18 @@ class MatchManager:
             token = new_token()
             digest = token_hash(token)
             rec = SeatRecord(slot.seat, "open", "", name, digest, time.time(), False, join_hash)
-            await self._writer.store_call(self._store.save_seat(m.match_id, rec), "save_seat")
-            slot.player_name, slot.token_hash, slot.joined_at, slot.left = name, digest, rec.joined_at, False
-            slot.join_hash = join_hash
-            self._tokens[digest] = (m.match_id, slot.seat)
+            if m.status == "waiting" and m.open_seats() == [slot]:
+                # the last seat: taken and the match started by one write (_activate)
+                await self._activate(m, [rec if s is slot else s.record() for s in m.seats if s.kind == "open"])
+                if slot.token_hash != digest:
+                    # the store held a start of this match whose answer was lost (MatchNotWaiting):
+                    # the match follows it, and this seat is that earlier join's
+                    self._writer.presence(m, slot, "joined")
+                    raise SeatTaken(f"seat {slot.seat} is taken")
+            else:
+                await self._writer.store_call(self._store.save_seat(m.match_id, rec), "save_seat")
+                self._take_seat(m, slot, rec)
             m.log.info("seat_joined", seat=slot.seat, retry=False)
-            if m.status == "waiting" and not m.open_seats():
-                await self._activate(m)
             self._writer.presence(m, slot, "joined")
             return JoinResult(match_id=m.match_id, seat=slot.seat, token=token)
 
@@ -536,8 +551,8 @@ class MatchManager:
         player has not left. The answer of that join was lost, and with it the token: the seat
         gets a new one exactly as ReissueSeatToken gives it (:meth:`_replace_token`: durable
         first, the previous token refused from now on, its streams ended with TOKEN_REVOKED),
-        keeping its player, name and id. A match whose start failed after that join wrote the
-        seat (every seat taken, still waiting) starts now (:meth:`_start_stalled`)."""
+        keeping its player, name and id. A match whose start by that join is in doubt (every
+        seat taken, still waiting: :meth:`_activate`) starts now (:meth:`_start_stalled`)."""
         token = await self._replace_token(m, slot, slot.join_hash, "a retried JoinMatch of this seat")
         m.log.info("seat_joined", seat=slot.seat, retry=True)
         await self._start_stalled(m, by="join_retry", joined=slot)
@@ -563,11 +578,37 @@ class MatchManager:
             self._clock.disconnected(m, slot)  # absent until the player connects with the new token
         return token
 
-    async def _activate(self, m: LiveMatch) -> None:
-        """The last seat is taken: deal the first deck (see create_match) and start
-        (:meth:`_start`). A store failure is UNAVAILABLE / STORE_UNAVAILABLE and leaves the
-        match waiting with every seat taken: :meth:`_start_stalled` starts it later."""
-        await self._writer.store_call(self._start(m), "start_match")
+    def _take_seat(self, m: LiveMatch, slot: SeatSlot, rec: SeatRecord) -> None:
+        """``slot`` holds what ``rec`` says (written, or found in the store): its player, token
+        and client join id."""
+        if slot.token_hash and slot.token_hash != rec.token_hash:
+            self._tokens.pop(slot.token_hash, None)
+        slot.player_name, slot.token_hash, slot.joined_at = rec.player_name, rec.token_hash, rec.joined_at
+        slot.left, slot.join_hash = rec.left, rec.join_hash
+        if rec.token_hash:
+            self._tokens[rec.token_hash] = (m.match_id, slot.seat)
+
+    async def _activate(self, m: LiveMatch, seats: Sequence[SeatRecord]) -> None:
+        """The last seat is taken: write ``seats`` (every player's seat, the last one's
+        included), deal the first deck (see create_match) and start, by one write
+        (:meth:`_start`). A store failure is UNAVAILABLE / STORE_UNAVAILABLE. When the store
+        says the start did not happen, the match is as it was (the last seat open: the join
+        may be retried, or the seat taken by another player). When nobody can tell (the write
+        and the read-back both failed: :class:`_StartInDoubt`), the seats are taken in memory
+        as written, because the store may hold them, and the match waits with every seat taken
+        until a start settles it: retried at once with a short backoff
+        (:meth:`_retry_start`), by the sweeper, or by a retried join (:meth:`_start_stalled`).
+        Nobody else gets such a seat meanwhile, and nobody leaves such a match before it has
+        started (:meth:`leave_match`): a freed seat in a match the store holds as started
+        would be a store no restart could make sense of."""
+        try:
+            await self._writer.store_call(self._start(m, seats), "start_match")
+        except Unavailable as exc:
+            if isinstance(exc.__cause__, _StartInDoubt):
+                for rec in seats:
+                    self._take_seat(m, m.seats[rec.seat], rec)
+                self._retry_start(m)
+            raise
         self.metrics.matches_active.labels(m.game.id, "waiting").dec()
         self.metrics.matches_active.labels(m.game.id, "active").inc()
         now = asyncio.get_running_loop().time()
@@ -745,6 +786,11 @@ class MatchManager:
                 raise MatchNotActive("the match is over")
             if slot.left:
                 raise PermissionDenied("you have left this match", reason="SEAT_LEFT")
+            # Every seat taken and still waiting: the last join's start may be in the store
+            # (_activate). Freeing a seat of a match stored as started would leave the store
+            # inconsistent, so the start is settled first (UNAVAILABLE while it cannot be),
+            # and leaving the started match is resigning, as it would be a moment later.
+            await self._start_stalled(m, by="leave")
             if m.status == "waiting":
                 await self._writer.store_call(self._store.save_seat(m.match_id, SeatRecord(seat)), "save_seat")
                 self._tokens.pop(slot.token_hash, None)
@@ -1025,9 +1071,10 @@ class MatchManager:
             return None
         m = LiveMatch(stored.record, list(stored.decks), list(stored.actions))
         if m.status == "waiting" and not m.open_seats():
-            # the last seat was taken (join_match writes it first) and the process stopped
-            # before _activate: start the match as the join would have, or it would wait with
-            # no open seat until the waiting timeout abandoned it
+            # the last seat was written and the match not started: an older version, which
+            # wrote a start in three writes, stopped between them (this one writes it in one).
+            # Start it as the join would have, or it would wait with no open seat until the
+            # waiting timeout abandoned it
             await self._start(m)
         if m.active:
             # a deal was due when the process stopped and its deck was never written (or the
@@ -1045,21 +1092,70 @@ class MatchManager:
         self._register(m)
         return m
 
-    async def _start(self, m: LiveMatch) -> None:
-        """Start a waiting match whose every seat is taken: its first deck (unless dealt) and
-        then its status are written, and only then is the deck dealt and the match active in
-        memory. A StoreError leaves it waiting as it was (a deck written stays in the store,
-        undealt: no view shows a card of it while a seat may still be left and chosen again).
+    async def _start(self, m: LiveMatch, seats: Sequence[SeatRecord] = ()) -> None:
+        """Start a waiting match whose every seat is taken (in memory, or with ``seats``):
+        ``seats``, its first deck (unless known already) and its status are written in one
+        transaction (:meth:`Store.start_match`), and only then do the seats, the deal and the
+        status change in memory.
+
+        A start used to be three writes (the seat, the deck, the status), and a failure
+        between them left a match waiting with every seat taken in the store. A failed write
+        now leaves nothing, but its error may hide a commit (PostgreSQL: the connection
+        dropped after the COMMIT reached the server), so the match is read back, as
+        :meth:`_due_deck` reads back a deck: still waiting, the write did not happen (all or
+        nothing) and the StoreError stands, the match in memory unchanged (the deal's deck, if
+        the store holds one, is the one to deal later: it refuses a second); active, it did
+        (this write or an earlier one whose answer was lost, which MatchNotWaiting reports)
+        and the match follows the store (:meth:`_follow_start`). The read failing too is
+        :class:`_StartInDoubt`.
 
         The join that takes the last seat starts the match (:meth:`_activate`); so does the
-        recovery of a start whose writes did not all happen: :meth:`_load` after a crash, and
-        on a running engine the sweeper or a retried join (:meth:`_start_stalled`)."""
-        deck = await self._due_deck(m)
-        await self._store.set_status(m.match_id, "active")
+        recovery of a start that did not happen for sure: :meth:`_load` (a match whose last
+        seat an older version wrote before it stopped), and on a running engine the retries,
+        the sweeper or a retried join (:meth:`_start_stalled`)."""
+        deck, new = None, []
+        if m.state.to_act() == CHANCE:
+            deck = m.decks.get(m.deals_dealt)
+            if deck is None:
+                deck = random_deck_record(m.game, m.deals_dealt)
+                new = [deck]
+        try:
+            await self._store.start_match(m.match_id, seats, new)
+        except StoreError as failed:
+            try:
+                stored = await self._store.load_match(m.match_id)
+            except StoreError as unread:
+                raise _StartInDoubt(f"{failed} (and reading the match back: {unread})") from failed
+            if stored is None or stored.record.status != "active":
+                held = next((d for d in stored.decks if d.deal == m.deals_dealt), None) if stored else None
+                if held is not None and deck is not None:
+                    m.decks[held.deal] = held
+                raise failed
+            await self._follow_start(m, stored)
+            return
+        for rec in seats:
+            self._take_seat(m, m.seats[rec.seat], rec)
         if deck is not None:
             self._deal(m, deck)
         m.status = "active"
         m.log.info("match_started", seq=m.seq)
+
+    async def _follow_start(self, m: LiveMatch, stored: StoredMatch) -> None:
+        """The store holds this waiting match as started: a start whose error hid its commit.
+        Who holds each player's seat is the store's word then (the seats that start wrote:
+        this process's own, or, after an earlier lost answer, that join's), and so is the
+        deal's deck (one missing, which no version writes, is written first: :meth:`_due_deck`)."""
+        deck = None
+        if m.state.to_act() == CHANCE:
+            deck = next((d for d in stored.decks if d.deal == m.deals_dealt), None) or await self._due_deck(m)
+        for rec in stored.record.seats:
+            slot = m.seats[rec.seat]
+            if slot.kind == "open" and slot.record() != rec:
+                self._take_seat(m, slot, rec)
+        if deck is not None:
+            self._deal(m, deck)
+        m.status = "active"
+        m.log.info("match_started", seq=m.seq, found_in_store=True)
 
     async def _deal_due(self, m: LiveMatch) -> None:
         """Deal a fresh deck if the match waits for one (CHANCE), storing it first."""
@@ -1099,7 +1195,8 @@ class MatchManager:
 
     async def _sweep(self, interval: float) -> None:
         """Housekeeping every ``interval`` seconds: start the matches whose every seat is taken
-        but whose start failed (:meth:`_start_stalled`), end the matches that waited for
+        but whose start is in doubt (:meth:`_start_stalled`; their own retries,
+        :meth:`_retry_start`, usually come first), end the matches that waited for
         players longer than ``waiting_timeout_s`` (outcome ``abandoned``: a lobby must not
         fill up with tables that will never start), and evict finished matches from memory
         after ``finished_retention_s`` (the store keeps them; they are read back on demand)."""
@@ -1129,23 +1226,54 @@ class MatchManager:
                 self._unregister(m)
 
     async def _start_stalled(self, m: LiveMatch, *, by: str, joined: SeatSlot | None = None) -> bool:
-        """Start a match (under its lock) that waits with every seat taken: the join that took
-        the last seat wrote it, then failed to write the first deck or the status (a store
-        error; that join was answered UNAVAILABLE / STORE_UNAVAILABLE), which would otherwise
-        leave the match waiting until a restart (:meth:`_load` starts it then) or the waiting
-        timeout. It starts as that join would have started it (:meth:`_activate`: the deck the
-        store may hold already, the status, the grace windows and timers), and its watchers
-        get the ``joined`` event that the failed join did not publish, with the started views:
-        of ``joined`` (a retried join's seat), else of the seat taken last. ``by``: who starts
-        it (logged: ``sweeper``, ``join_retry``). False when there was nothing to start."""
+        """Start a match (under its lock) that waits with every seat taken: the start by the
+        join that took the last seat failed and nobody could tell whether the store holds it
+        (:meth:`_activate`; that join was answered UNAVAILABLE / STORE_UNAVAILABLE), which
+        would otherwise leave the match waiting until a restart (:meth:`_load` starts it then)
+        or the waiting timeout. It starts as that join would have started it (one write of
+        every player's seat as held in memory, the deck unless the store holds one, and the
+        status; or, when the store says the earlier start happened, as the store has it), and
+        its watchers get the ``joined`` event that the failed join did not publish, with the
+        started views: of ``joined`` (a retried join's seat), else of the seat taken last.
+        ``by``: who starts it (logged: ``retry``, ``sweeper``, ``join_retry``, ``leave``).
+        False when there was nothing to start."""
         if m.status != "waiting" or m.open_seats():
             return False
-        await self._activate(m)
+        await self._activate(m, [s.record() for s in m.seats if s.kind == "open"])
         m.log.warning("match_start_recovered", by=by)
         if joined is None:
             joined = max((s for s in m.seats if s.kind == "open"), key=lambda s: s.joined_at or 0.0)
         self._writer.presence(m, joined, "joined")
         return True
+
+    def _retry_start(self, m: LiveMatch) -> None:
+        """Retry the start of a match left waiting with every seat taken (:meth:`_activate`)
+        soon: after :data:`START_RETRY_FIRST_S`, then twice as long each time up to the
+        sweeper's interval, until it starts, a retried join or the sweeper starts it, or it
+        ends: its players (the last one's retried join aside) would otherwise wait for the
+        sweeper, up to its interval (60 s at most), to see it start once the store works
+        again. The sweeper stays the backstop. One series per match."""
+        if m.match_id in self._start_retries or self._draining:
+            return
+        self._start_retries[m.match_id] = self._spawn(self._retry_start_until_started(m),
+                                                      f"start-retry-{m.match_id}")
+
+    async def _retry_start_until_started(self, m: LiveMatch) -> None:
+        delay = START_RETRY_FIRST_S
+        try:
+            while self._matches.get(m.match_id) is m:
+                await asyncio.sleep(delay)
+                try:
+                    await self._exclusive(m, lambda: self._start_stalled(m, by="retry"))
+                except SessionError as exc:  # the store still fails: tried again later
+                    if self._draining:
+                        return
+                    delay = min(delay * 2, self._sweep_interval)
+                    log.error("match_start_failed", match_id=m.match_id, error=str(exc), retry_in_s=delay)
+                    continue
+                return  # started, or nothing left to start (started or ended meanwhile)
+        finally:
+            self._start_retries.pop(m.match_id, None)
 
     async def _expire_waiting(self, m: LiveMatch) -> None:
         if m.status == "waiting":

@@ -8,14 +8,14 @@ import os
 
 from ..observability.metrics import Metrics
 from .base import (ActionRecord, CorruptDatabase, DeckRecord, DuplicateClientAction,  # noqa: F401
-                   MatchExists, MatchListing, MatchRecord, MigrationFailed, NotADatabase,
+                   MatchExists, MatchListing, MatchNotWaiting, MatchRecord, MigrationFailed, NotADatabase,
                    OwnershipLost, PruneCounts, PrunedBatch, SeatRecord, SequenceConflict, Store,
                    StoredMatch, StoreError, StoreInUse, UnknownMatch)
 from .memory import MemoryStore
 from .sqlite import SqliteStore
 
 __all__ = ["ActionRecord", "CorruptDatabase", "DeckRecord", "DuplicateClientAction", "MatchExists",
-           "MatchListing", "MatchRecord", "MemoryStore", "MigrationFailed", "NotADatabase",
+           "MatchListing", "MatchNotWaiting", "MatchRecord", "MemoryStore", "MigrationFailed", "NotADatabase",
            "OwnershipLost", "PruneCounts", "PrunedBatch", "SeatRecord",
            "SequenceConflict", "SqliteStore", "Store", "StoredMatch", "StoreError", "StoreInUse",
            "UnknownMatch", "describe_location",

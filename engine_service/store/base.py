@@ -16,7 +16,8 @@ module:
   restarts (the id is scoped per seat because each seat's client picks its own ids: two
   clients choosing the same id must not see each other's results);
 * a unique seat-token hash across all matches (tokens themselves are never stored);
-* one transaction per call: an action and the deck it makes necessary are written together.
+* one transaction per call: an action and the deck it makes necessary are written together,
+  and so are a match's start, its last seat and its first deck (:meth:`Store.start_match`).
 
 Every method is a coroutine and must not block the event loop; every write is durable when it
 returns (an accepted action is acknowledged only after that).
@@ -86,6 +87,11 @@ class MatchExists(StoreError):
 
 class UnknownMatch(StoreError):
     """No match with this id in the store."""
+
+
+class MatchNotWaiting(StoreError):
+    """:meth:`Store.start_match` found the match's status other than ``waiting``: it started
+    (or ended) already, by a write whose answer may have been lost. Nothing was written."""
 
 
 # ---- records -----------------------------------------------------------------------------
@@ -285,6 +291,24 @@ class Store(ABC):
                          ended_at: float | None = None, deal_commitments: Sequence[str] = ()) -> None:
         """Change a match's status (and record its result and its deals' commitments when it
         ends)."""
+
+    @abstractmethod
+    async def start_match(self, match_id: str, seats: Sequence[SeatRecord] = (),
+                          decks: Sequence[DeckRecord] = ()) -> None:
+        """Start a waiting match in one transaction: replace ``seats`` (the join of the last
+        seat writes that seat here, not with :meth:`save_seat`), add ``decks`` (the first
+        deal's, when one is due and not stored yet) and set the status ``active``; all of it
+        or nothing.
+
+        A start used to be three writes (the seat, the deck, the status): a failure between
+        them left a match waiting with every seat taken, which only a later recovery could
+        start. Now a failure leaves the match exactly as it was, and the caller may tell
+        whether a write answered with an error happened after all by reading the match back
+        (status ``active``: it did).
+
+        MatchNotWaiting when the status is not ``waiting`` (a start landed already);
+        UnknownMatch; StoreError for a deck the deal has already or a seat token hash that
+        another seat holds."""
 
     @abstractmethod
     async def append_action(self, match_id: str, action: ActionRecord,

@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from ..observability.metrics import Metrics
 from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, DeckRecord, DuplicateClientAction, MatchExists,
-                   MatchListing, MatchRecord, PruneCounts, PrunedBatch, SeatRecord,
+                   MatchListing, MatchNotWaiting, MatchRecord, PruneCounts, PrunedBatch, SeatRecord,
                    SequenceConflict, Store, StoredMatch, StoreError, UnknownMatch)
 
 
@@ -75,14 +75,16 @@ class MemoryStore(Store):
     async def save_seat(self, match_id: str, seat: SeatRecord) -> None:
         with self._timer.write("save_seat"):
             self._check()
-            row = self._row(match_id)
-            old = row.record.seats[seat.seat]
-            self._claim_token(match_id, seat)
-            if old.token_hash and old.token_hash != seat.token_hash:
-                self._tokens.pop(old.token_hash, None)
-            seats = list(row.record.seats)
-            seats[seat.seat] = seat
-            row.record = replace(row.record, seats=tuple(seats))
+            self._put_seat(match_id, self._row(match_id), seat)
+
+    def _put_seat(self, match_id: str, row: _Row, seat: SeatRecord) -> None:
+        old = row.record.seats[seat.seat]
+        self._claim_token(match_id, seat)
+        if old.token_hash and old.token_hash != seat.token_hash:
+            self._tokens.pop(old.token_hash, None)
+        seats = list(row.record.seats)
+        seats[seat.seat] = seat
+        row.record = replace(row.record, seats=tuple(seats))
 
     async def set_status(self, match_id: str, status: str, result: Mapping[str, Any] | None = None,
                          ended_at: float | None = None, deal_commitments: Sequence[str] = ()) -> None:
@@ -91,6 +93,26 @@ class MemoryStore(Store):
             row = self._row(match_id)
             row.record = replace(row.record, status=status, result=_frozen(result), ended_at=ended_at,
                                  deal_commitments=tuple(deal_commitments))
+
+    async def start_match(self, match_id: str, seats: Sequence[SeatRecord] = (),
+                          decks: Sequence[DeckRecord] = ()) -> None:
+        with self._timer.write("start_match"):
+            self._check()
+            row = self._row(match_id)
+            if row.record.status != "waiting":
+                raise MatchNotWaiting(f"match {match_id!r} is {row.record.status}, not waiting")
+            for d in decks:  # every refusal before the first change: all or nothing
+                if d.deal in row.decks:
+                    raise StoreError(f"match {match_id!r} has a deck for deal {d.deal}")
+            for s in seats:
+                owner = self._tokens.get(s.token_hash) if s.token_hash else None
+                if owner is not None and owner != (match_id, s.seat):
+                    raise StoreError("seat token hash collision")
+            for s in seats:
+                self._put_seat(match_id, row, s)
+            for d in decks:
+                row.decks[d.deal] = d
+            row.record = replace(row.record, status="active")
 
     async def append_action(self, match_id: str, action: ActionRecord,
                             decks: Sequence[DeckRecord] = ()) -> None:

@@ -45,8 +45,8 @@ import structlog
 
 from ..observability.metrics import Metrics
 from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, DeckRecord,
-                   DuplicateClientAction, MatchExists, MatchListing, MatchRecord, MigrationFailed,
-                   NotADatabase, OwnershipLost, PruneCounts, PrunedBatch, SeatRecord,
+                   DuplicateClientAction, MatchExists, MatchListing, MatchNotWaiting, MatchRecord,
+                   MigrationFailed, NotADatabase, OwnershipLost, PruneCounts, PrunedBatch, SeatRecord,
                    SequenceConflict, Store, StoredMatch, StoreError, UnknownMatch)
 from .pg_ownership import CHECK_S, AdvisoryOwnership
 
@@ -426,6 +426,24 @@ class PostgresStore(Store):
             if cur.rowcount == 0:
                 raise UnknownMatch(f"no match {match_id!r}")
         await self._write("set_status", fn)
+
+    async def start_match(self, match_id: str, seats: Sequence[SeatRecord] = (),
+                          decks: Sequence[DeckRecord] = ()) -> None:
+        async def fn(conn: psycopg.AsyncConnection) -> None:
+            async with conn.transaction():
+                # the row lock orders this start after any other write of the match's status
+                cur = await conn.execute("SELECT status FROM matches WHERE match_id = %s FOR UPDATE",
+                                         (match_id,))
+                row = await cur.fetchone()
+                if row is None:
+                    raise UnknownMatch(f"no match {match_id!r}")
+                if row[0] != "waiting":
+                    raise MatchNotWaiting(f"match {match_id!r} is {row[0]}, not waiting")
+                for s in seats:
+                    await self._upsert_seat(conn, match_id, s)
+                await self._insert_decks(conn, match_id, decks)
+                await conn.execute("UPDATE matches SET status = 'active' WHERE match_id = %s", (match_id,))
+        await self._write("start_match", fn)
 
     _APPEND = (
         "INSERT INTO match_actions (match_id, seq, seat, action, by_whom, client_action_id, reason, at) "

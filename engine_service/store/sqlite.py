@@ -41,7 +41,7 @@ import structlog
 
 from ..observability.metrics import Metrics
 from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, CorruptDatabase, DeckRecord,
-                   DuplicateClientAction, MatchExists, MatchListing, MatchRecord, MigrationFailed,
+                   DuplicateClientAction, MatchExists, MatchListing, MatchNotWaiting, MatchRecord, MigrationFailed,
                    NotADatabase, PruneCounts, PrunedBatch, SeatRecord, SequenceConflict, Store,
                    StoredMatch, StoreError, UnknownMatch)
 from .ownership import FileOwnership
@@ -560,6 +560,20 @@ class SqliteStore(Store):
             if cur.rowcount == 0:
                 raise UnknownMatch(f"no match {match_id!r}")
         await self._write("set_status", fn)
+
+    async def start_match(self, match_id: str, seats: Sequence[SeatRecord] = (),
+                          decks: Sequence[DeckRecord] = ()) -> None:
+        def fn(c: sqlite3.Connection) -> None:  # in the write's savepoint: a refusal undoes it all
+            row = c.execute("SELECT status FROM matches WHERE match_id = ?", (match_id,)).fetchone()
+            if row is None:
+                raise UnknownMatch(f"no match {match_id!r}")
+            if row[0] != "waiting":
+                raise MatchNotWaiting(f"match {match_id!r} is {row[0]}, not waiting")
+            for s in seats:
+                self._upsert_seat(c, match_id, s)
+            self._insert_decks(c, match_id, decks)
+            c.execute("UPDATE matches SET status = 'active' WHERE match_id = ?", (match_id,))
+        await self._write("start_match", fn)
 
     async def append_action(self, match_id: str, action: ActionRecord,
                             decks: Sequence[DeckRecord] = ()) -> None:

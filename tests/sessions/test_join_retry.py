@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 import uuid
 
 import pytest
@@ -18,8 +19,8 @@ from structlog.testing import capture_logs
 from engine_service.observability.metrics import Metrics
 from engine_service.sessions.api import CreateMatchRequest, Principal, SessionError
 from engine_service.sessions.manager import MatchManager
-from engine_service.sessions.tokens import join_id_hash, token_hash
-from engine_service.store import SqliteStore
+from engine_service.sessions.tokens import join_id_hash, new_token, token_hash
+from engine_service.store import SeatRecord, SqliteStore
 
 from tests.crash import crash
 
@@ -128,14 +129,13 @@ def test_a_retry_of_the_join_that_started_the_match_returns_its_seat_and_plays()
 
 def test_a_retry_after_a_restart_gets_the_seat_back(tmp_path):
     """The id's hash is durable with the seat: after a crash a retry still matches, whether
-    the match waited, started with that join, or the process died between the last seat's
-    write and the match's start (6502f54: the restart starts it; its last player's answer
-    died with the process, and the retry now recovers the token without the operator)."""
+    the match waited, started with that join, or an older version died between the last
+    seat's write and the match's start (6502f54: the restart starts it; its last player's
+    answer died with the process, and the retry now recovers the token without the
+    operator). This version writes the last seat and the start together (Store.start_match):
+    the older version's database is written here by hand."""
     path = tmp_path / "m.sqlite3"
     keys = [join_id(), join_id(), join_id()]
-
-    class Died(Exception):
-        pass
 
     async def first_life():
         mgr = sqlite_manager(path)
@@ -147,13 +147,8 @@ def test_a_retry_after_a_restart_gets_the_seat_back(tmp_path):
         await mgr.join_match(active.match_id, 1, "a1", keys[1])
         died = await mgr.create_match(CreateMatchRequest(game="japanese_joker"))
         await mgr.join_match(died.match_id, 0, "d0")
-
-        async def dies(*args, **kwargs):
-            raise Died
-
-        mgr._store.append_decks = dies
-        with pytest.raises(Died):
-            await mgr.join_match(died.match_id, 1, "d1", keys[2])
+        await mgr._store.save_seat(died.match_id, SeatRecord(1, "open", "", "d1", token_hash(new_token()),
+                                                             time.time(), False, join_id_hash(died.match_id, keys[2])))
         crash(mgr._store)
         return waiting.match_id, active.match_id, died.match_id
 
@@ -263,9 +258,11 @@ def test_a_bad_client_join_id_is_refused_and_changes_nothing(bad):
 
 def test_a_retry_starts_a_match_whose_start_failed():
     """The join that took the last seat was answered UNAVAILABLE / STORE_UNAVAILABLE: its
-    seat was written, the first deck (or the status) not. Its retry with the same id gets the
-    seat with a new token and starts the match then and there (match_start_recovered, by
-    join_retry), with the "joined" event the failed join did not publish; it plays."""
+    start (the seat, the first deck and the status in one write) failed, and so did reading
+    the match back, so the seat is held for it (the store might hold it). Its retry with the
+    same id gets the seat with a new token and starts the match then and there
+    (match_start_recovered, by join_retry), with the "joined" event the failed join did not
+    publish; it plays."""
     store = FailingStart()
 
     async def go():
@@ -274,7 +271,7 @@ def test_a_retry_starts_a_match_whose_start_failed():
                 s = await mgr.create_match(CreateMatchRequest(game="japanese_joker"))
                 first = mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, 0, "a")).token)
                 stream = Stream(mgr, s.match_id, first)
-                store.fail, key = "append_decks", join_id()
+                store.fail, store.unreadable, key = True, 1, join_id()
                 failed = await refused(mgr.join_match(s.match_id, 1, "b", key))
                 waiting = await mgr.get_match(s.match_id)
                 again = await mgr.join_match(s.match_id, 1, "b", key)

@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 
 import pytest
 
 from engine_service.observability.metrics import Metrics
 from engine_service.rules import transcript
 from engine_service.sessions.api import CreateMatchRequest, Principal
+from engine_service.rules.registry import get_game
+from engine_service.sessions.chance import random_deck_record
 from engine_service.sessions.manager import MatchManager
-from engine_service.store import MemoryStore, NotADatabase, SqliteStore
+from engine_service.sessions.tokens import new_token, token_hash
+from engine_service.store import MemoryStore, NotADatabase, SeatRecord, SqliteStore
 
 from tests.crash import crash
 
@@ -180,18 +184,16 @@ def test_a_deal_due_at_the_crash_is_dealt_on_resume():
     assert transcript.check(data)[0] is None
 
 
-class Died(Exception):
-    """The process dies at this write (it never happens)."""
-
-
-@pytest.mark.parametrize("dies_at", ["append_decks", "set_status"])
-def test_a_match_whose_last_seat_was_taken_just_before_a_crash_starts_on_resume(dies_at, tmp_path):
-    """The last JoinMatch writes the seat, then deals the first deck and marks the match
-    active: two more writes. A crash in between left the match waiting after the restart with
-    no open seat: it never started (nor showed in the lobby) until the waiting timeout ended it
-    an hour later, abandoned. It resumes as the join would have left it: started, dealt, timers
-    and grace windows armed. (The last player's answer, the token, died with the process: the
-    operator reissues it, as for any lost token.)"""
+@pytest.mark.parametrize("written", ["seat", "seat_and_deck"])
+def test_a_match_whose_last_seat_was_taken_just_before_a_crash_starts_on_resume(written, tmp_path):
+    """An older version's last JoinMatch wrote the seat, then dealt the first deck and marked
+    the match active: two more writes (this version writes the three in one transaction:
+    Store.start_match). A crash in between left the match waiting after the restart with no
+    open seat: it never started (nor showed in the lobby) until the waiting timeout ended it
+    an hour later, abandoned. Such a database (the seat written, with or without the deck)
+    resumes as the join would have left it: started, dealt (the stored deck if there is one),
+    timers and grace windows armed. (The last player's answer, the token, died with the
+    process: the operator reissues it, as for any lost token.)"""
     path = tmp_path / "m.sqlite3"
 
     async def before():
@@ -199,17 +201,15 @@ def test_a_match_whose_last_seat_was_taken_just_before_a_crash_starts_on_resume(
         await mgr.start()
         s = await mgr.create_match(CreateMatchRequest(game="japanese_joker", listed=True, name="t"))
         first = (await mgr.join_match(s.match_id, 0, "a")).token
-
-        async def dies(*args, **kwargs):
-            raise Died
-
-        setattr(mgr._store, dies_at, dies)
-        with pytest.raises(Died):
-            await mgr.join_match(s.match_id, 1, "b")
+        # what the older version had written when it died
+        await mgr._store.save_seat(s.match_id, SeatRecord(1, "open", "", "b", token_hash(new_token()), time.time()))
+        deck = random_deck_record(get_game("japanese_joker"), 0)
+        if written == "seat_and_deck":
+            await mgr._store.append_decks(s.match_id, [deck])
         crash(mgr._store)
-        return s.match_id, first
+        return s.match_id, first, deck
 
-    match_id, first = run(before())
+    match_id, first, deck = run(before())
 
     async def after():
         mgr = sqlite_manager(path)
@@ -225,12 +225,14 @@ def test_a_match_whose_last_seat_was_taken_just_before_a_crash_starts_on_resume(
             view = await mgr.get_view(match_id, ps[0])
             assert view.view["hand"] and view.view["to_act"] is not None and view.deadline is None
             assert view.deal_commitment == summary.deal_commitments[0]
+            dealt = mgr._matches[match_id].decks[0]
             await play_random(mgr, match_id, ps, random.Random(5))
-            return await mgr.get_match(match_id), await mgr.export_transcript(match_id)
+            return await mgr.get_match(match_id), await mgr.export_transcript(match_id), dealt
         finally:
             await mgr.close()
 
-    final, data = run(after())
+    final, data, dealt = run(after())
+    assert (dealt == deck) == (written == "seat_and_deck")
     assert final.status == "finished" and final.result["outcome"] == "completed"
     diff, state = transcript.check(data)
     assert diff is None and state.is_over()

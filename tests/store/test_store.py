@@ -15,7 +15,7 @@ import pytest
 
 from engine_service.observability.metrics import Metrics
 from engine_service.store import (ActionRecord, CorruptDatabase, DeckRecord, DuplicateClientAction, MatchExists,
-                                  MatchRecord, MemoryStore, NotADatabase, SeatRecord,
+                                  MatchNotWaiting, MatchRecord, MemoryStore, NotADatabase, SeatRecord,
                                   SequenceConflict, SqliteStore, StoreError, UnknownMatch, open_store)
 from engine_service.store.base import SCHEME_WHOLE_DECK, new_salt
 from engine_service.store.postgres import PostgresStore
@@ -218,6 +218,112 @@ def test_a_failed_append_writes_nothing(kind, make):
 
     got = run(go())
     assert got.actions == () and got.decks == (DECK0,)
+
+
+LAST = SeatRecord(seat=1, player_name="bob", token_hash="t-last", joined_at=6.0, join_hash="j-last")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_start_match_writes_the_last_seat_the_first_deck_and_the_status_together(kind, make):
+    """The join that takes the last seat starts the match with one write: the seat, the first
+    deal's deck and the status, read back together (and after a reopen); a seat already
+    written and a deck already stored (a match of an older version whose start stopped
+    half-way) are started with no seat and no deck given."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record())
+        await st.create_match(record("m2", created_at=2.0))
+        await st.save_seat("m1", SeatRecord(seat=0, player_name="ann", token_hash="t0", joined_at=5.0))
+        await st.start_match("m1", [LAST], [DECK0])
+        await st.save_seat("m2", SeatRecord(seat=0, token_hash="u0"))
+        await st.save_seat("m2", SeatRecord(seat=1, token_hash="u1"))
+        await st.append_decks("m2", [DECK0])
+        await st.start_match("m2")
+        started = await st.load_match("m1")
+        if kind != "memory":
+            await st.close()
+            st = make(kind)
+            await st.open()
+        again, legacy = await st.load_match("m1"), await st.load_match("m2")
+        await st.close()
+        return started, again, legacy
+
+    started, again, legacy = run(go())
+    assert started.record.status == "active" and started.decks == (DECK0,)
+    assert started.record.seats == (SeatRecord(seat=0, player_name="ann", token_hash="t0", joined_at=5.0), LAST)
+    assert again == started
+    assert legacy.record.status == "active" and legacy.decks == (DECK0,)
+    assert [s.token_hash for s in legacy.record.seats] == ["u0", "u1"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_failed_start_match_writes_nothing(kind, make):
+    """All or nothing: a start refused for its deck (the deal has one), its seat (a token hash
+    another seat holds), an unknown match, or a match that started already (MatchNotWaiting:
+    a start whose answer was lost landed) leaves the match as it was: no seat, no deck, no
+    status written."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record(), [DECK0])
+        await st.create_match(record("m2", created_at=2.0))
+        await st.save_seat("m2", SeatRecord(seat=0, token_hash="t-last"))
+        before = await st.load_match("m1")
+        errors = []
+        for call in (lambda: st.start_match("m1", [LAST], [replace(DECK0, cards=("AS",))]),
+                     lambda: st.start_match("m1", [replace(LAST, token_hash="t-last")], [DECK1]),
+                     lambda: st.start_match("nope", [LAST], [DECK1])):
+            with pytest.raises(StoreError) as info:
+                await call()
+            errors.append(info.value)
+        refused = await st.load_match("m1")
+        await st.start_match("m1", [replace(LAST, token_hash="t-ok")])
+        started = await st.load_match("m1")
+        with pytest.raises(MatchNotWaiting):
+            await st.start_match("m1", [SeatRecord(seat=1)], [DECK1])
+        after = await st.load_match("m1")
+        await st.close()
+        return before, errors, refused, started, after
+
+    before, errors, refused, started, after = run(go())
+    assert not isinstance(errors[0], (MatchNotWaiting, UnknownMatch))
+    assert not isinstance(errors[1], (MatchNotWaiting, UnknownMatch))
+    assert isinstance(errors[2], UnknownMatch)
+    assert refused == before and refused.record.status == "waiting" and refused.decks == (DECK0,)
+    assert started.record.status == "active" and started.record.seats[1].token_hash == "t-ok"
+    assert after == started
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_start_match_failing_at_its_status_undoes_the_seat_and_the_deck(kind, make, request):
+    """A database that refuses the last statement of the start (here a trigger on the status;
+    in life a lost connection, a full disk) rolls back the seat and the deck written before it
+    in the same transaction: the match stays waiting with the seat open and no deck."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record())
+        refuse = "the status may not change"
+        if kind == "sqlite":
+            await st._run(lambda: st._db().execute(
+                "CREATE TRIGGER no_start BEFORE UPDATE OF status ON matches WHEN NEW.status = 'active' "
+                f"BEGIN SELECT RAISE(ABORT, '{refuse}'); END"))
+        else:
+            db, (schema, _) = request.getfixturevalue("pg_database"), request.getfixturevalue("pg_schema")
+            db.execute("CREATE FUNCTION no_start() RETURNS trigger LANGUAGE plpgsql AS "
+                       f"$$ BEGIN RAISE EXCEPTION '{refuse}'; END $$", schema=schema)
+            db.execute("CREATE TRIGGER no_start BEFORE UPDATE OF status ON matches FOR EACH ROW "
+                       "WHEN (NEW.status = 'active') EXECUTE FUNCTION no_start()", schema=schema)
+        with pytest.raises(StoreError, match=refuse):
+            await st.start_match("m1", [LAST], [DECK0])
+        got = await st.load_match("m1")
+        await st.close()
+        return got
+
+    got = run(go())
+    assert got.record.status == "waiting" and got.decks == ()
+    assert got.record.seats == (SeatRecord(seat=0), SeatRecord(seat=1))
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -29,12 +29,17 @@ from .players import Inbox, RandomPlayer, watch
 
 
 class SlowSeats(MemoryStore):
-    """A store whose seat writes are durable at once but answer ``delay`` seconds late."""
+    """A store whose seat writes (a seat alone, or the last seat with the match's start) are
+    durable at once but answer ``delay`` seconds late."""
 
     delay = 0.0
 
     async def save_seat(self, match_id, seat):
         await super().save_seat(match_id, seat)
+        await asyncio.sleep(self.delay)
+
+    async def start_match(self, match_id, seats=(), decks=()):
+        await super().start_match(match_id, seats, decks)
         await asyncio.sleep(self.delay)
 
 

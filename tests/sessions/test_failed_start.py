@@ -1,0 +1,286 @@
+"""The join that takes the last seat starts the match with one store write (the seat, the
+first deck, the status: Store.start_match). These tests hold what a failure of that write
+leaves: a start that did not happen leaves the seat open in memory and in the store; one
+whose outcome nobody can tell holds the seat and is retried within a second, not at the
+sweeper's next pass; and players leaving and joining around a failed start end with the
+store and the memory agreeing, the match started once, every seat's token working and every
+watcher seeing each change once."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from dataclasses import replace
+
+import pytest
+from structlog.testing import capture_logs
+
+from engine_service.observability.metrics import Metrics
+from engine_service.sessions import manager as manager_module
+from engine_service.sessions.api import CreateMatchRequest, Principal, SessionError
+from engine_service.sessions.chance import random_deck_record
+from engine_service.sessions.tokens import token_hash
+
+from .helpers import Stream, manager, play_random, run, until
+from .test_store_failures import FailingStart
+
+
+def join_id() -> str:
+    return str(uuid.uuid4())
+
+
+async def refused(call) -> SessionError:
+    with pytest.raises(SessionError) as info:
+        await call
+    return info.value
+
+
+async def agree(mgr, store, match_id: str) -> None:
+    """The store holds the match as the memory does: status, every seat, every deck."""
+    m = mgr._matches[match_id]
+    stored = await store.load_match(match_id)
+    assert stored.record.status == m.status
+    assert stored.record.seats == tuple(s.record() for s in m.seats)
+    assert {d.deal: d for d in stored.decks} == m.decks
+
+
+def presence(events) -> list[tuple[str, int]]:
+    return [(e.details["change"], e.seat) for e in events if e.kind == "presence"]
+
+
+def test_a_start_that_did_not_happen_leaves_the_last_seat_open_in_memory_and_in_the_store():
+    """The start's write failed and the store, read back, holds the match waiting: nothing of
+    it was written (one transaction). The join is UNAVAILABLE / STORE_UNAVAILABLE and the match
+    is exactly as before it, in memory and in the store: the seat open (in the lobby again),
+    no deck, no token, no "joined" event, no retries scheduled. The join retried with its id
+    takes the seat as a first join would and starts the match."""
+    store = FailingStart()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass", listed=True, name="t"))
+            first = await mgr.join_match(s.match_id, 0, "a", join_id())
+            spectator = Stream(mgr, s.match_id, Principal("spectator", s.match_id))
+            await until(lambda: spectator.events)
+            store.fail, key = True, join_id()
+            failed = await refused(mgr.join_match(s.match_id, 1, "b", key))
+            m = mgr._matches[s.match_id]
+            before = (m.seats[1].record(), m.status, dict(m.decks), len(mgr._tokens),
+                      [t.match_id for t in mgr.list_open_matches()], dict(mgr._start_retries))
+            await agree(mgr, store, s.match_id)
+            stored = await store.load_match(s.match_id)
+            again = await mgr.join_match(s.match_id, 1, "b", key)
+            await agree(mgr, store, s.match_id)
+            views = [await mgr.get_view(s.match_id, mgr.authenticate(s.match_id, t))
+                     for t in (first.token, again.token)]
+            await until(lambda: ("joined", 1) in presence(spectator.events))
+            await spectator.close()
+            return s, failed, before, stored, again, views, spectator.events
+
+    s, failed, before, stored, again, views, events = run(go())
+    assert (failed.code, failed.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
+    seat, status, decks, tokens, lobby, retries = before
+    assert (seat.token_hash, seat.player_name, seat.join_hash, status, decks) == ("", "", "", "waiting", {})
+    assert tokens == 1 and lobby == [s.match_id] and retries == {}
+    assert stored.record.status == "waiting" and stored.decks == () and not stored.record.seats[1].token_hash
+    assert (again.seat, again.retry) == (1, False)
+    assert [v.seat for v in views] == [0, 1] and all(v.view["hand"] for v in views)
+    assert presence(events) == [("joined", 1)]  # the retried join's only (the stream opened after seat 0's)
+
+
+@pytest.mark.parametrize("ack_lost", [False, True])
+def test_a_start_in_doubt_is_retried_soon_with_a_doubling_backoff(ack_lost, monkeypatch):
+    """The start's write failed and so did reading the match back: the seat is held (the
+    store may hold it) and the start is tried again after START_RETRY_FIRST_S, then after
+    twice as long each time, capped at the sweeper's interval, without waiting for the
+    sweeper: each failure logs match_start_failed with the next delay, the success
+    match_start_recovered by=retry. A start that had landed (``ack_lost``) is found at the
+    first retry and followed. The seat's stream gets its "joined" event once."""
+    monkeypatch.setattr(manager_module, "START_RETRY_FIRST_S", 0.05)
+    store = FailingStart()
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                mgr._sweep_interval = 0.15
+                s = await mgr.create_match(CreateMatchRequest(game="japanese_joker"))
+                first = mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, 0, "a")).token)
+                stream = Stream(mgr, s.match_id, first)
+                await until(lambda: stream.events)
+                store.fail, store.times, store.ack_lost, store.unreadable = True, 3, ack_lost, 1
+                failed = await refused(mgr.join_match(s.match_id, 1, "b"))
+                m = mgr._matches[s.match_id]
+                held = (m.status, [slot.taken for slot in m.seats], s.match_id in mgr._start_retries)
+                await until(lambda: m.status == "active", timeout=5.0)
+                await until(lambda: ("joined", 1) in presence(stream.events))
+                await until(lambda: s.match_id not in mgr._start_retries)
+                await agree(mgr, store, s.match_id)
+                await stream.close()
+                return failed, held, logs, stream.events
+
+    failed, held, logs, events = run(go())
+    assert (failed.code, failed.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
+    assert held == ("waiting", [True, True], True)
+    delays = [e["retry_in_s"] for e in logs if e["event"] == "match_start_failed"]
+    assert delays == ([] if ack_lost else [0.1, 0.15])
+    assert [e["by"] for e in logs if e["event"] == "match_start_recovered"] == ["retry"]
+    assert len([e for e in logs if e["event"] == "match_started"]) == 1
+    joined = [e for e in events if e.kind == "presence" and e.details["change"] == "joined"]
+    assert [e.seat for e in joined] == [1] and joined[0].view.view["hand"]
+
+
+def test_leaving_and_joining_again_after_a_failed_start():
+    """The last seat's join failed (nothing written); then a seated player leaves (the match
+    waits: the seat is free again), the failed join is retried and another player takes the
+    freed seat, which starts the match. The store and the memory agree at every step, the
+    match starts once (one write, one match_started), every seat's token works (the one who
+    left has none), the watchers see each join and the leave once and nothing of the failed
+    join, and the match is played to its end."""
+    store = FailingStart()
+    metrics = Metrics()
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(store=store, metrics=metrics) as mgr:
+                s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+                spectator = Stream(mgr, s.match_id, Principal("spectator", s.match_id))
+                await until(lambda: spectator.events)
+                leaver = await mgr.join_match(s.match_id, 0, "leaver", join_id())
+                store.fail, key = True, join_id()
+                await refused(mgr.join_match(s.match_id, 1, "b", key))
+                await agree(mgr, store, s.match_id)
+                await mgr.leave_match(s.match_id, mgr.authenticate(s.match_id, leaver.token), resign=False)
+                await agree(mgr, store, s.match_id)
+                gone = await refused(mgr.get_view(s.match_id, Principal("seat", s.match_id, 0,
+                                                                        token_hash(leaver.token))))
+                retried = await mgr.join_match(s.match_id, 1, "b", key)
+                await agree(mgr, store, s.match_id)
+                waiting = await mgr.get_match(s.match_id)
+                newcomer = await mgr.join_match(s.match_id, None, "c", join_id())
+                await agree(mgr, store, s.match_id)
+                started = await mgr.get_match(s.match_id)
+                ps = [mgr.authenticate(s.match_id, t) for t in (newcomer.token, retried.token)]
+                unknown = None
+                try:
+                    mgr.authenticate(s.match_id, leaver.token)
+                except SessionError as exc:
+                    unknown = exc
+                await play_random(mgr, s.match_id, ps, random.Random(7))
+                await until(lambda: any(e.kind == "match_ended" for e in spectator.events))
+                await agree(mgr, store, s.match_id)
+                await spectator.close()
+                return (gone, retried, waiting, newcomer, started, unknown, await mgr.get_match(s.match_id),
+                        spectator.events, logs)
+
+    gone, retried, waiting, newcomer, started, unknown, final, events, logs = run(go())
+    assert gone.code == "UNAUTHENTICATED" and unknown is not None
+    assert (retried.seat, retried.retry, newcomer.seat) == (1, False, 0)
+    assert waiting.status == "waiting" and [x.taken for x in waiting.seats] == [False, True]
+    assert started.status == "active" and len(started.deal_commitments) == 1
+    assert presence(events) == [("joined", 0), ("left", 0), ("joined", 1), ("joined", 0)]
+    assert len([e for e in logs if e["event"] == "match_started"]) == 1
+    assert not [e for e in logs if e["event"] in ("match_start_recovered", "match_start_failed")]
+    seqs = [e.seq for e in events if e.kind == "action"]
+    assert seqs == list(range(1, len(seqs) + 1))  # every action once, in order
+    assert final.status == "finished" and final.result["outcome"] == "completed"
+    assert metrics.value("cardgames_matches_active", {"game": "klaberjass", "status": "waiting"}) == 0
+
+
+@pytest.mark.parametrize("ack_lost", [False, True])
+def test_leaving_a_match_whose_start_is_in_doubt_starts_it_first(ack_lost):
+    """The last seat's start failed and nobody could tell whether the store holds it (``ack_lost``:
+    it does): the match waits with every seat taken. A seated player who leaves then would
+    free a seat of a match the store may hold as started, so the leave settles the start first
+    (match_start_recovered by=leave, the held seat's "joined" event) and is then a leave of the
+    started match (Georgian Joker: a bot plays the seat). The failed join's retry gets its seat
+    back with a working token; the store and the memory agree; the match started once."""
+    store = FailingStart()
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
+                spectator = Stream(mgr, s.match_id, Principal("spectator", s.match_id))
+                await until(lambda: spectator.events)
+                tokens = [(await mgr.join_match(s.match_id, seat, f"p{seat}", join_id())).token for seat in range(3)]
+                store.fail, store.ack_lost, store.unreadable, key = True, ack_lost, 1, join_id()
+                await refused(mgr.join_match(s.match_id, 3, "p3", key))
+                stalled = await mgr.get_match(s.match_id)
+                left = await mgr.leave_match(s.match_id, mgr.authenticate(s.match_id, tokens[1]), resign=False)
+                await agree(mgr, store, s.match_id)
+                retried = await mgr.join_match(s.match_id, None, "p3", key)
+                await agree(mgr, store, s.match_id)
+                tokens.append(retried.token)
+                views = {}
+                for seat, token in enumerate(tokens):
+                    try:
+                        views[seat] = (await mgr.get_view(s.match_id, mgr.authenticate(s.match_id, token))).seat
+                    except SessionError as exc:
+                        views[seat] = exc.reason
+                await until(lambda: ("left", 1) in presence(spectator.events))
+                await spectator.close()
+                return stalled, left, retried, views, spectator.events, logs
+
+    stalled, left, retried, views, events, logs = run(go())
+    assert stalled.status == "waiting" and all(x.taken for x in stalled.seats)
+    assert left.status == "active" and left.seats[1].replaced_by_bot
+    assert (retried.seat, retried.retry) == (3, True)
+    assert views == {0: 0, 1: "SEAT_LEFT", 2: 2, 3: 3}
+    assert [e["by"] for e in logs if e["event"] == "match_start_recovered"] == ["leave"]
+    assert len([e for e in logs if e["event"] == "match_started"]) == 1
+    assert presence(events) == [("joined", 0), ("joined", 1), ("joined", 2), ("joined", 3), ("left", 1)]
+
+
+def test_a_join_that_finds_an_earlier_start_in_the_store_follows_it():
+    """The store holds the match started with another player in the last seat (an earlier
+    start whose write was judged not to have happened, then committed: PostgreSQL can report
+    a COMMIT lost before it is applied). The last seat's next join is refused by the store
+    (MatchNotWaiting), reads the match back and follows it: the match is active with the
+    stored seat and deck, the join is ALREADY_EXISTS / SEAT_TAKEN, the watchers see the stored
+    player join, and the store and the memory agree."""
+    store = FailingStart()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            first = mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, 0, "a")).token)
+            stream = Stream(mgr, s.match_id, first)
+            await until(lambda: stream.events)
+            m = mgr._matches[s.match_id]
+            earlier = replace(m.seats[1].record(), player_name="earlier", token_hash=token_hash("lost"),
+                              joined_at=1.0)
+            deck = random_deck_record(m.game, 0)
+            await store.start_match(s.match_id, [m.seats[0].record(), earlier], [deck])
+            taken = await refused(mgr.join_match(s.match_id, 1, "b"))
+            await agree(mgr, store, s.match_id)
+            view = await mgr.get_view(s.match_id, first)
+            await until(lambda: ("joined", 1) in presence(stream.events))
+            await stream.close()
+            return taken, m, deck, view, stream.events
+
+    taken, m, deck, view, events = run(go())
+    assert (taken.code, taken.reason) == ("ALREADY_EXISTS", "SEAT_TAKEN")
+    assert m.status == "active" and m.decks == {0: deck} and m.seats[1].player_name == "earlier"
+    assert view.view["hand"] and [p for p in presence(events) if p[0] == "joined"] == [("joined", 1)]
+
+
+def test_a_server_closes_while_a_start_in_doubt_is_retried(monkeypatch):
+    """The store keeps failing: the start's retries go on (match_start_failed each time) until
+    the drain, which ends them without a hang or a failed task."""
+    monkeypatch.setattr(manager_module, "START_RETRY_FIRST_S", 0.01)
+    store = FailingStart()
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+                await mgr.join_match(s.match_id, 0, "a")
+                store.fail, store.times, store.unreadable = True, 10**6, 1
+                await refused(mgr.join_match(s.match_id, 1, "b"))
+                await until(lambda: len([e for e in logs if e["event"] == "match_start_failed"]) >= 3)
+                m = mgr._matches[s.match_id]
+            return logs, m, dict(mgr._start_retries)
+
+    logs, m, retries = run(go())
+    assert m.status == "waiting" and retries == {}
+    assert not [e for e in logs if e["event"] in ("session_task_failed", "session_write_failed")]
