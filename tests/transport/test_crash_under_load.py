@@ -19,7 +19,8 @@ the database taken after the kill is the ground truth of what was durable. Then:
   the view of an in-process replay of the transcript;
 * every in-doubt submit is retried with the same client_action_id and expected_seq: a durable
   one answers ``duplicate`` with the seq it got before the crash; one that was not durable is
-  applied now (seq expected + 1) or refused ABORTED / STALE_SEQUENCE; never applied twice;
+  applied now (seq expected + 1) or refused ABORTED / STALE_SEQUENCE (FAILED_PRECONDITION /
+  MATCH_NOT_ACTIVE when the action that took its seq ended the match); never applied twice;
 * each seat's stream resumed with after_seq = the last seq it saw gets every later action
   once, in order, with the replayed views; so does a spectator's, resumed only after its
   table has played on for a while;
@@ -605,12 +606,15 @@ async def restart_and_check(load: Load, service: Service, at_crash: dict[str, li
     await load.connect(service)
 
     to_act = {}
+    over = set()  # the matches over when their submits in doubt are retried
     for t in load.tables:
         rows = at_crash[t.match_id]
         exported = await export_transcript(load.admin, t.match_id)
         assert steps_of(exported) == [(r.seat, r.action) for r in rows], f"{t.name}: the export is not the stored log"
         state = rules_transcript.replay(exported)  # raises on any difference (legal sets, results)
         to_act[t.match_id] = state.to_act()
+        if state.is_over():
+            over.add(t.match_id)
         for st in t.streams:
             view = await load.view_of(t, st.seat)
             assert view.seq == len(rows)
@@ -652,8 +656,10 @@ async def restart_and_check(load: Load, service: Service, at_crash: dict[str, li
             f"the timer fired {back + turn - ev.at:.3f} s before a whole turn from the players' return")
         if view.seq == crash_seq:
             assert ev.at >= deadline - 0.05, f"the timeout came {deadline - ev.at:.3f} s before its deadline"
+        if ev.view.status == match_pb2.MATCH_STATUS_FINISHED:  # that timeout was the match's last move
+            over.add(timed.match_id)
     await asyncio.gather(*(load.retry(s) for s in doubts if s.table.timed))
-    judge_retries(doubts, at_crash)
+    judge_retries(doubts, at_crash, over)
     if idle_check:
         await load.kick(timed)
 
@@ -669,10 +675,11 @@ async def deadline_of(load: Load, t: Table) -> tuple[match_pb2.View, float]:
         await asyncio.sleep(0.01)
 
 
-def judge_retries(doubts: list[Submit], at_crash: dict[str, list[Row]]) -> None:
+def judge_retries(doubts: list[Submit], at_crash: dict[str, list[Row]], over: set[str]) -> None:
     """A durable submit in doubt is retried as its duplicate, at the seq it got before the
     crash; one that was not durable is applied now, once (the others of its id answer as its
-    duplicates), or refused STALE_SEQUENCE, all of its id alike."""
+    duplicates), or refused STALE_SEQUENCE, all of its id alike; MATCH_NOT_ACTIVE instead when
+    the action that took its seq ended the match (``over``: the matches over at the retries)."""
     durable_at = {(m, r.seat, r.cid): r for m, rows in at_crash.items() for r in rows if r.cid}
     groups: dict[tuple[str, int, str], list[Submit]] = defaultdict(list)
     for s in doubts:
@@ -688,9 +695,12 @@ def judge_retries(doubts: list[Submit], at_crash: dict[str, list[Row]]) -> None:
         answers = {s.retry[0] for s in group}
         assert len(answers) == 1, f"{name}: retries of one client_action_id answered {[s.retry for s in group]}"
         if answers == {"refused"}:  # another action took its seq (checked at the end)
+            refusal = (("refused", "FAILED_PRECONDITION", "MATCH_NOT_ACTIVE") if key[0] in over
+                       else ("refused", "ABORTED", "STALE_SEQUENCE"))
             for s in group:
-                assert s.retry == ("refused", "ABORTED", "STALE_SEQUENCE"), f"{name}: {s.action} retried: {s.retry}"
+                assert s.retry == refusal, f"{name}: {s.action} retried: {s.retry}"
         else:
+            assert key[0] not in over, f"{name}: {group[0].action} applied {group[0].retry} after the end"
             assert sorted(s.retry[2] for s in group) == [False] + [True] * (len(group) - 1), (
                 f"{name}: {group[0].action} applied {[s.retry for s in group]}")
             for s in group:  # its seq was free at the crash
