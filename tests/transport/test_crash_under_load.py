@@ -1,6 +1,6 @@
 """kill -9 of ``python -m engine_service serve`` under concurrent load, then a restart on the
-same SQLite database (docs/operations.md: "a crash loses nothing that was acknowledged";
-docs/api.md, Reconnecting without losing anything).
+same database, SQLite or PostgreSQL (docs/operations.md: "a crash loses nothing that was
+acknowledged"; docs/api.md, Reconnecting without losing anything).
 
 One match of each game plus a Klaberjass match with a short turn time (its timer is armed at
 the crash) are played at once by one client per seat: each acts on its own WatchMatch stream
@@ -10,8 +10,11 @@ that many submits are in flight. After a seeded amount of play a killer process 
 database and sends SIGKILL the instant the next commit becomes visible there: an action is
 then durable while its answer, and the submits queued behind it, are still on their way.
 
-Every submit is recorded as acknowledged (an answer came) or in doubt (none came). A copy of
-the database taken after the kill is the ground truth of what was durable. Then:
+Every submit is recorded as acknowledged (an answer came) or in doubt (none came). The database
+as the kill left it is the ground truth of what was durable: on SQLite a copy of the file and its
+WAL; on PostgreSQL its tables, read once the server has ended every session of the dead engine
+(a statement it had sent may still commit after the kill: that action is durable, in doubt).
+Then:
 
 * every acknowledged action and every action a watch stream saw is in it at its seq, the log
   is contiguous from 1, and a refused submit is not in it;
@@ -47,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import pytest
 from google.protobuf import duration_pb2
 
 from engine_service.rules import transcript as rules_transcript
@@ -56,6 +60,8 @@ from engine_service.sessions.api import ViewEnvelope
 from engine_service.transport.codec import view_message
 from engine_service.transport.generated import (admin_pb2_grpc, card_games_pb2 as pb,
                                                 card_games_pb2_grpc, match_pb2)
+
+from tests.store import pg
 
 from .engine_process import Service
 from .harness import CHANNEL_OPTIONS, bearer, error_of
@@ -74,13 +80,21 @@ ACTION, SNAPSHOT = match_pb2.EVENT_KIND_ACTION, match_pb2.EVENT_KIND_SNAPSHOT
 ENDED, HEARTBEAT = match_pb2.EVENT_KIND_MATCH_ENDED, match_pb2.EVENT_KIND_HEARTBEAT
 
 #: Sends SIGKILL to the engine (argv[2]) the instant a new action is committed in its database
-#: (argv[1]) after "go" on stdin: a reader sees a commit only once it is synced, and the engine
-#: answers only after that, so the kill lands between durability and the answer (or, with a
-#: bug that answers first, after answers whose actions were never written).
+#: (argv[1]: a SQLite file URI or a PostgreSQL URL) after "go" on stdin: a reader sees a commit
+#: only once it is synced (PostgreSQL: flushed, the store asks for synchronous_commit), and the
+#: engine answers only after that, so the kill lands between durability and the answer (or,
+#: with a bug that answers first, after answers whose actions were never written).
 KILLER = r"""
-import os, signal, sqlite3, sys, time
-conn = sqlite3.connect(sys.argv[1] + "?mode=ro", uri=True, isolation_level=None)
-newest = lambda: conn.execute("SELECT coalesce(max(rowid), 0) FROM match_actions").fetchone()[0]
+import os, signal, sys, time
+if sys.argv[1].startswith("postgresql:"):
+    import psycopg  # autocommit: every poll is a statement of its own, seeing the newest commits
+    conn = psycopg.connect(sys.argv[1], autocommit=True)
+    query = "SELECT count(*) FROM match_actions"  # rows are only appended here
+else:
+    import sqlite3
+    conn = sqlite3.connect(sys.argv[1] + "?mode=ro", uri=True, isolation_level=None)
+    query = "SELECT coalesce(max(rowid), 0) FROM match_actions"
+newest = lambda: conn.execute(query).fetchone()[0]
 print("ready", flush=True)
 if sys.stdin.readline().strip() != "go":
     sys.exit()
@@ -332,27 +346,83 @@ class Load:
         self.open_stream(t, st)
 
 
-# ---- helpers -------------------------------------------------------------------------------
+# ---- the databases -------------------------------------------------------------------------
 
-def stored_actions(db: Path, tmp: Path) -> dict[str, list[Row]]:
-    """Every match's stored log, read from a copy of the database and its WAL (the engine's
-    own recovery on restart is then the one that touches the file first)."""
-    copy = tmp / "copy"
-    shutil.rmtree(copy, ignore_errors=True)
-    copy.mkdir()
-    for suffix in ("", "-wal"):
-        if Path(f"{db}{suffix}").exists():
-            shutil.copy(f"{db}{suffix}", copy / f"{db.name}{suffix}")
-    conn = sqlite3.connect(copy / db.name)
-    try:
-        rows = conn.execute("SELECT match_id, seq, seat, action, by_whom, client_action_id, reason, at "
-                            "FROM match_actions ORDER BY match_id, seq").fetchall()
-    finally:
-        conn.close()
+ACTIONS = ("SELECT match_id, seq, seat, action, by_whom, client_action_id, reason, at "
+           "FROM match_actions ORDER BY match_id, seq")
+
+
+def rows_by_match(rows: list[tuple]) -> dict[str, list[Row]]:
     out: dict[str, list[Row]] = defaultdict(list)
     for match_id, *rest in rows:
         out[match_id].append(Row(*rest))
     return out
+
+
+class SqliteDatabase:
+    """The engines' SQLite file."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.path = tmp / "matches.sqlite3"
+        self.location = str(self.path)  # CARDGAMES_DB
+        self.killer_target = self.path.as_uri()
+
+    def settle(self, dead_pid: int) -> None:
+        """Nothing of a dead engine writes to its file any more."""
+
+    def stored_actions(self) -> dict[str, list[Row]]:
+        """Every match's stored log, read from a copy of the database and its WAL (the engine's
+        own recovery on restart is then the one that touches the file first)."""
+        db, copy = self.path, self.tmp / "copy"
+        shutil.rmtree(copy, ignore_errors=True)
+        copy.mkdir()
+        for suffix in ("", "-wal"):
+            if Path(f"{db}{suffix}").exists():
+                shutil.copy(f"{db}{suffix}", copy / f"{db.name}{suffix}")
+        conn = sqlite3.connect(copy / db.name)
+        try:
+            return rows_by_match(conn.execute(ACTIONS).fetchall())
+        finally:
+            conn.close()
+
+
+class PostgresDatabase:
+    """The engines' PostgreSQL schema (tests/store/pg.py): ``url`` selects it by its search_path.
+    The engines' pooled sessions carry ``application_name`` TAG (their URL's), their ownership
+    lock session names their pid (engine_service.store.pg_ownership); the test's own do not."""
+
+    TAG = "cardgames-crash-test-engine"
+
+    def __init__(self, url: str) -> None:
+        self.url = self.killer_target = url
+        self.location = pg.url_with(url, application_name=self.TAG)
+
+    def settle(self, dead_pid: int, timeout: float = 30.0) -> None:
+        """Wait until the server has ended every session of the dead engine (each ends when its
+        backend sees the connection closed, after finishing a statement already sent, maybe a
+        commit): then nobody writes, and the ownership lock is free for the restart."""
+        end = time.monotonic() + timeout
+        with pg.connect(self.url) as conn:
+            while True:
+                (left,) = conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND (application_name = %s OR application_name LIKE %s)",
+                    (self.TAG, f"cardgames-engine owner pid {dead_pid} %")).fetchone()
+                if not left:
+                    return
+                assert time.monotonic() < end, f"{left} sessions of the killed engine are still open"
+                time.sleep(0.01)
+
+    def stored_actions(self) -> dict[str, list[Row]]:
+        with pg.connect(self.url) as conn:
+            return rows_by_match(conn.execute(ACTIONS).fetchall())
+
+
+Database = SqliteDatabase | PostgresDatabase
+
+
+# ---- helpers -------------------------------------------------------------------------------
 
 
 def comparable(view: match_pb2.View) -> match_pb2.View:
@@ -423,15 +493,20 @@ async def until(load: Load, cond, timeout: float, what: str) -> None:
 
 # ---- the test ------------------------------------------------------------------------------
 
-def test_kill_9_under_concurrent_load_loses_nothing_acknowledged_and_applies_nothing_twice(tmp_path):
-    asyncio.run(asyncio.wait_for(scenario(tmp_path), timeout=120))
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_kill_9_under_concurrent_load_loses_nothing_acknowledged_and_applies_nothing_twice(
+        tmp_path, backend, request):
+    if backend == "sqlite":
+        db: Database = SqliteDatabase(tmp_path)
+    else:
+        db = PostgresDatabase(request.getfixturevalue("pg_url"))
+    asyncio.run(asyncio.wait_for(scenario(tmp_path, db), timeout=120))
 
 
-async def scenario(tmp: Path) -> None:
+async def scenario(tmp: Path, db: Database) -> None:
     rng = random.Random(SEED)
-    db = tmp / "matches.sqlite3"
     load = Load(rng)
-    service = await asyncio.to_thread(Service, tmp, db, "engine-0", **ENV)
+    service = await asyncio.to_thread(Service, tmp, db.location, "engine-0", **ENV)
     logs = [service.log_path]
     try:
         await load.connect(service)
@@ -457,10 +532,10 @@ async def scenario(tmp: Path) -> None:
 
         durable_doubts = lost_doubts = 0
         for crash in range(MAX_CRASHES):
-            at_crash, durable, lost = await crash_and_check(load, service, db, tmp, rng)
+            at_crash, durable, lost = await crash_and_check(load, service, db, rng)
             durable_doubts += durable
             lost_doubts += lost
-            service = await asyncio.to_thread(Service, tmp, db, f"engine-{crash + 1}", **ENV)
+            service = await asyncio.to_thread(Service, tmp, db.location, f"engine-{crash + 1}", **ENV)
             logs.append(service.log_path)
             await restart_and_check(load, service, at_crash, idle_check=crash == 0)
             if durable_doubts and lost_doubts:
@@ -486,7 +561,7 @@ async def scenario(tmp: Path) -> None:
     finally:
         stopped = service.stop() if service.proc.poll() is None else None
     assert stopped == 0, "the last engine did not drain and exit 0 on SIGTERM"
-    check_the_end(load, finals, stored_actions(db, tmp))
+    check_the_end(load, finals, db.stored_actions())
     for path in logs:
         errors = [line for line in log_lines(path) if line.get("level") in ("error", "critical")]
         assert not errors, (path.name, errors[:3])
@@ -525,14 +600,15 @@ async def create_table(load: Load, game: str, seats: int, timed: bool, request: 
                              [-1] * seats))
 
 
-async def crash_and_check(load: Load, service: Service, db: Path, tmp: Path,
+async def crash_and_check(load: Load, service: Service, db: Database,
                           rng: random.Random) -> tuple[dict[str, list[Row]], int, int]:
     """Play on until a seeded number of actions is acknowledged, kill the engine at its next
     commit with submits in flight, check the database against what the clients were told.
     Returns the stored logs and how many submits in doubt were durable and not."""
     threshold = rng.randint(40, 100)
-    killer = await asyncio.create_subprocess_exec(sys.executable, "-c", KILLER, db.as_uri(), str(service.proc.pid),
-                                                  stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+    killer = await asyncio.create_subprocess_exec(sys.executable, "-c", KILLER, db.killer_target,
+                                                  str(service.proc.pid), stdin=asyncio.subprocess.PIPE,
+                                                  stdout=asyncio.subprocess.PIPE)
     try:
         assert (await killer.stdout.readline()).strip() == b"ready"
         await until(load, lambda: load.acked_in_life >= threshold and all(task.done() for task in load.late), 30,
@@ -550,6 +626,7 @@ async def crash_and_check(load: Load, service: Service, db: Path, tmp: Path,
             await killer.wait()
     assert await asyncio.to_thread(service.proc.wait, 10) == -9
     service._log.close()
+    await asyncio.to_thread(db.settle, service.proc.pid)
     deadlines = {t.match_id: max((st.view.deadline.ToNanoseconds() / 1e9 for st in t.streams
                                   if st.view is not None and st.view.HasField("deadline")), default=None)
                  for t in load.tables}
@@ -558,7 +635,7 @@ async def crash_and_check(load: Load, service: Service, db: Path, tmp: Path,
     assert not load.tasks, "a submit still waits for an engine that is dead"
     assert not load.failures, load.failures
 
-    stored = stored_actions(db, tmp)
+    stored = db.stored_actions()
     life = load.life
     keys = {s.key for s in load.submits}
     for t in load.tables:
