@@ -368,6 +368,10 @@ class SqliteDatabase:
         self.location = str(self.path)  # CARDGAMES_DB
         self.killer_target = self.path.as_uri()
 
+    def sessions(self, pid: int) -> int | None:
+        """The engine's connections are not counted."""
+        return None
+
     def settle(self, dead_pid: int) -> None:
         """Nothing of a dead engine writes to its file any more."""
 
@@ -398,21 +402,23 @@ class PostgresDatabase:
         self.url = self.killer_target = url
         self.location = pg.url_with(url, application_name=self.TAG)
 
+    def sessions(self, pid: int) -> int:
+        """How many sessions the engine (the only one running) has open on the server."""
+        with pg.connect(self.url) as conn:
+            (count,) = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND (application_name = %s OR application_name LIKE %s)",
+                (self.TAG, f"cardgames-engine owner pid {pid} %")).fetchone()
+        return count
+
     def settle(self, dead_pid: int, timeout: float = 30.0) -> None:
         """Wait until the server has ended every session of the dead engine (each ends when its
         backend sees the connection closed, after finishing a statement already sent, maybe a
         commit): then nobody writes, and the ownership lock is free for the restart."""
         end = time.monotonic() + timeout
-        with pg.connect(self.url) as conn:
-            while True:
-                (left,) = conn.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND (application_name = %s OR application_name LIKE %s)",
-                    (self.TAG, f"cardgames-engine owner pid {dead_pid} %")).fetchone()
-                if not left:
-                    return
-                assert time.monotonic() < end, f"{left} sessions of the killed engine are still open"
-                time.sleep(0.01)
+        while left := self.sessions(dead_pid):
+            assert time.monotonic() < end, f"{left} sessions of the killed engine are still open"
+            time.sleep(0.01)
 
     def stored_actions(self) -> dict[str, list[Row]]:
         with pg.connect(self.url) as conn:
@@ -611,6 +617,7 @@ async def crash_and_check(load: Load, service: Service, db: Database,
                                                   stdout=asyncio.subprocess.PIPE)
     try:
         assert (await killer.stdout.readline()).strip() == b"ready"
+        assert db.sessions(service.proc.pid) != 0, "the engine's sessions are not told apart: nothing to settle"
         await until(load, lambda: load.acked_in_life >= threshold and all(task.done() for task in load.late), 30,
                     "play before the crash")
         await until(load, lambda: load.pending >= 2, 10, "submits in flight")
