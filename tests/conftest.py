@@ -1,4 +1,6 @@
-"""Suite-wide fixtures."""
+"""Suite-wide fixtures, among them the PostgreSQL ones (tests/store/pg.py): a database per test
+session (per pytest-xdist worker), a schema per test; the store tests and the transport tests
+that run the engine on PostgreSQL use them."""
 
 from __future__ import annotations
 
@@ -6,6 +8,8 @@ import os
 
 import pytest
 import structlog
+
+from tests.store.pg import TestDatabase
 
 # Engines started by the tests (subprocesses inherit this) play bot moves at once: the pacing
 # that hides forced moves (GJ-11.8) has tests of its own, and whole matches against bots
@@ -21,3 +25,23 @@ def _restore_structlog_configuration():
     saved = structlog.get_config()
     yield
     structlog.configure(**saved)
+
+
+@pytest.fixture(scope="session")
+def pg_database():
+    db = TestDatabase()  # fails (no skip) when the server is not there
+    try:
+        yield db
+    finally:
+        db.drop()
+
+
+@pytest.fixture
+def pg_schema(pg_database) -> tuple[str, str]:
+    """A fresh, empty schema of the session's database: (name, URL with that search_path)."""
+    return pg_database.schema()
+
+
+@pytest.fixture
+def pg_url(pg_schema) -> str:
+    return pg_schema[1]

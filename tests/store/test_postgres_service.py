@@ -60,7 +60,7 @@ def test_serve_on_postgres_survives_kill_9(tmp_path, pg_database, pg_schema):
     password = "pw-never-logged"  # the test server trusts local connections: never checked
     url = url_with(pg_database.url.replace("://postgres@", f"://postgres:{password}@"), schema=schema)
     assert password in url
-    first = Service(tmp_path, url, "first")  # type: ignore[arg-type]
+    first = Service(tmp_path, url, "first")
     acked: list[tuple[int, str, int]] = []
     try:
         async def before_crash():
@@ -78,7 +78,7 @@ def test_serve_on_postgres_survives_kill_9(tmp_path, pg_database, pg_schema):
         first._log.close()
     assert acked[-1][0] == 40
 
-    second = Service(tmp_path, url, "second")  # type: ignore[arg-type]
+    second = Service(tmp_path, url, "second")
     try:
         async def after_restart():
             async with grpc.aio.insecure_channel(second.target) as ch:
@@ -115,7 +115,7 @@ def test_serve_stops_with_status_1_when_another_engine_takes_its_database(tmp_pa
     the lock before this one could take it again: it logs why, drains and exits 1, so that its
     orchestrator restarts it into waiting for the lock (engine_service.store.pg_ownership)."""
     schema, url = pg_schema
-    engine = Service(tmp_path, url, "engine")  # type: ignore[arg-type]
+    engine = Service(tmp_path, url, "engine")
     other = None
     try:
         other = take_over(pg_database, schema)

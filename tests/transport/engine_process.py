@@ -1,6 +1,6 @@
 """``python -m engine_service serve`` as a child process of a test: on ports 0, with JSON logs
-in a file, the tests' admin token and the database given (test_process, test_crash_under_load,
-the PostgreSQL and retention tests)."""
+in a file, the tests' admin token and the database given: a SQLite file or a ``postgresql://`` URL
+(test_process, test_crash_under_load, the PostgreSQL and retention tests)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ from .harness import ADMIN_TOKEN
 
 
 class Service:
-    """One ``serve`` process on a temp database; its stderr (JSON logs) goes to a file."""
+    """One ``serve`` process on a temp database (a path, or a PostgreSQL URL); its stderr (JSON
+    logs) goes to a file."""
 
-    def __init__(self, tmp: Path, db: Path, name: str, **env: str) -> None:
+    def __init__(self, tmp: Path, db: Path | str, name: str, **env: str) -> None:
         self.log_path = tmp / f"{name}.log"
         environ = {**os.environ, "CARDGAMES_PORT": "0", "CARDGAMES_METRICS_PORT": "0",
                    "CARDGAMES_METRICS_HOST": "127.0.0.1", "CARDGAMES_HOST": "127.0.0.1",

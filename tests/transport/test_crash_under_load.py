@@ -1,6 +1,6 @@
 """kill -9 of ``python -m engine_service serve`` under concurrent load, then a restart on the
-same SQLite database (docs/operations.md: "a crash loses nothing that was acknowledged";
-docs/api.md, Reconnecting without losing anything).
+same database, SQLite or PostgreSQL (docs/operations.md: "a crash loses nothing that was
+acknowledged"; docs/api.md, Reconnecting without losing anything).
 
 One match of each game plus a Klaberjass match with a short turn time (its timer is armed at
 the crash) are played at once by one client per seat: each acts on its own WatchMatch stream
@@ -10,8 +10,11 @@ that many submits are in flight. After a seeded amount of play a killer process 
 database and sends SIGKILL the instant the next commit becomes visible there: an action is
 then durable while its answer, and the submits queued behind it, are still on their way.
 
-Every submit is recorded as acknowledged (an answer came) or in doubt (none came). A copy of
-the database taken after the kill is the ground truth of what was durable. Then:
+Every submit is recorded as acknowledged (an answer came) or in doubt (none came). The database
+as the kill left it is the ground truth of what was durable: on SQLite a copy of the file and its
+WAL; on PostgreSQL its tables, read once the server has ended every session of the dead engine
+(a statement it had sent may still commit after the kill: that action is durable, in doubt).
+Then:
 
 * every acknowledged action and every action a watch stream saw is in it at its seq, the log
   is contiguous from 1, and a refused submit is not in it;
@@ -19,7 +22,8 @@ the database taken after the kill is the ground truth of what was durable. Then:
   the view of an in-process replay of the transcript;
 * every in-doubt submit is retried with the same client_action_id and expected_seq: a durable
   one answers ``duplicate`` with the seq it got before the crash; one that was not durable is
-  applied now (seq expected + 1) or refused ABORTED / STALE_SEQUENCE; never applied twice;
+  applied now (seq expected + 1) or refused ABORTED / STALE_SEQUENCE (FAILED_PRECONDITION /
+  MATCH_NOT_ACTIVE when the action that took its seq ended the match); never applied twice;
 * each seat's stream resumed with after_seq = the last seq it saw gets every later action
   once, in order, with the replayed views; so does a spectator's, resumed only after its
   table has played on for a while;
@@ -46,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import pytest
 from google.protobuf import duration_pb2
 
 from engine_service.rules import transcript as rules_transcript
@@ -55,6 +60,8 @@ from engine_service.sessions.api import ViewEnvelope
 from engine_service.transport.codec import view_message
 from engine_service.transport.generated import (admin_pb2_grpc, card_games_pb2 as pb,
                                                 card_games_pb2_grpc, match_pb2)
+
+from tests.store import pg
 
 from .engine_process import Service
 from .harness import CHANNEL_OPTIONS, bearer, error_of
@@ -73,13 +80,21 @@ ACTION, SNAPSHOT = match_pb2.EVENT_KIND_ACTION, match_pb2.EVENT_KIND_SNAPSHOT
 ENDED, HEARTBEAT = match_pb2.EVENT_KIND_MATCH_ENDED, match_pb2.EVENT_KIND_HEARTBEAT
 
 #: Sends SIGKILL to the engine (argv[2]) the instant a new action is committed in its database
-#: (argv[1]) after "go" on stdin: a reader sees a commit only once it is synced, and the engine
-#: answers only after that, so the kill lands between durability and the answer (or, with a
-#: bug that answers first, after answers whose actions were never written).
+#: (argv[1]: a SQLite file URI or a PostgreSQL URL) after "go" on stdin: a reader sees a commit
+#: only once it is synced (PostgreSQL: flushed, the store asks for synchronous_commit), and the
+#: engine answers only after that, so the kill lands between durability and the answer (or,
+#: with a bug that answers first, after answers whose actions were never written).
 KILLER = r"""
-import os, signal, sqlite3, sys, time
-conn = sqlite3.connect(sys.argv[1] + "?mode=ro", uri=True, isolation_level=None)
-newest = lambda: conn.execute("SELECT coalesce(max(rowid), 0) FROM match_actions").fetchone()[0]
+import os, signal, sys, time
+if sys.argv[1].startswith("postgresql:"):
+    import psycopg  # autocommit: every poll is a statement of its own, seeing the newest commits
+    conn = psycopg.connect(sys.argv[1], autocommit=True)
+    query = "SELECT count(*) FROM match_actions"  # rows are only appended here
+else:
+    import sqlite3
+    conn = sqlite3.connect(sys.argv[1] + "?mode=ro", uri=True, isolation_level=None)
+    query = "SELECT coalesce(max(rowid), 0) FROM match_actions"
+newest = lambda: conn.execute(query).fetchone()[0]
 print("ready", flush=True)
 if sys.stdin.readline().strip() != "go":
     sys.exit()
@@ -331,27 +346,89 @@ class Load:
         self.open_stream(t, st)
 
 
-# ---- helpers -------------------------------------------------------------------------------
+# ---- the databases -------------------------------------------------------------------------
 
-def stored_actions(db: Path, tmp: Path) -> dict[str, list[Row]]:
-    """Every match's stored log, read from a copy of the database and its WAL (the engine's
-    own recovery on restart is then the one that touches the file first)."""
-    copy = tmp / "copy"
-    shutil.rmtree(copy, ignore_errors=True)
-    copy.mkdir()
-    for suffix in ("", "-wal"):
-        if Path(f"{db}{suffix}").exists():
-            shutil.copy(f"{db}{suffix}", copy / f"{db.name}{suffix}")
-    conn = sqlite3.connect(copy / db.name)
-    try:
-        rows = conn.execute("SELECT match_id, seq, seat, action, by_whom, client_action_id, reason, at "
-                            "FROM match_actions ORDER BY match_id, seq").fetchall()
-    finally:
-        conn.close()
+ACTIONS = ("SELECT match_id, seq, seat, action, by_whom, client_action_id, reason, at "
+           "FROM match_actions ORDER BY match_id, seq")
+
+
+def rows_by_match(rows: list[tuple]) -> dict[str, list[Row]]:
     out: dict[str, list[Row]] = defaultdict(list)
     for match_id, *rest in rows:
         out[match_id].append(Row(*rest))
     return out
+
+
+class SqliteDatabase:
+    """The engines' SQLite file."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.path = tmp / "matches.sqlite3"
+        self.location = str(self.path)  # CARDGAMES_DB
+        self.killer_target = self.path.as_uri()
+
+    def sessions(self, pid: int) -> int | None:
+        """The engine's connections are not counted."""
+        return None
+
+    def settle(self, dead_pid: int) -> None:
+        """Nothing of a dead engine writes to its file any more."""
+
+    def stored_actions(self) -> dict[str, list[Row]]:
+        """Every match's stored log, read from a copy of the database and its WAL (the engine's
+        own recovery on restart is then the one that touches the file first)."""
+        db, copy = self.path, self.tmp / "copy"
+        shutil.rmtree(copy, ignore_errors=True)
+        copy.mkdir()
+        for suffix in ("", "-wal"):
+            if Path(f"{db}{suffix}").exists():
+                shutil.copy(f"{db}{suffix}", copy / f"{db.name}{suffix}")
+        conn = sqlite3.connect(copy / db.name)
+        try:
+            return rows_by_match(conn.execute(ACTIONS).fetchall())
+        finally:
+            conn.close()
+
+
+class PostgresDatabase:
+    """The engines' PostgreSQL schema (tests/store/pg.py): ``url`` selects it by its search_path.
+    The engines' pooled sessions carry ``application_name`` TAG (their URL's), their ownership
+    lock session names their pid (engine_service.store.pg_ownership); the test's own do not."""
+
+    TAG = "cardgames-crash-test-engine"
+
+    def __init__(self, url: str) -> None:
+        self.url = self.killer_target = url
+        self.location = pg.url_with(url, application_name=self.TAG)
+
+    def sessions(self, pid: int) -> int:
+        """How many sessions the engine (the only one running) has open on the server."""
+        with pg.connect(self.url) as conn:
+            (count,) = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND (application_name = %s OR application_name LIKE %s)",
+                (self.TAG, f"cardgames-engine owner pid {pid} %")).fetchone()
+        return count
+
+    def settle(self, dead_pid: int, timeout: float = 30.0) -> None:
+        """Wait until the server has ended every session of the dead engine (each ends when its
+        backend sees the connection closed, after finishing a statement already sent, maybe a
+        commit): then nobody writes, and the ownership lock is free for the restart."""
+        end = time.monotonic() + timeout
+        while left := self.sessions(dead_pid):
+            assert time.monotonic() < end, f"{left} sessions of the killed engine are still open"
+            time.sleep(0.01)
+
+    def stored_actions(self) -> dict[str, list[Row]]:
+        with pg.connect(self.url) as conn:
+            return rows_by_match(conn.execute(ACTIONS).fetchall())
+
+
+Database = SqliteDatabase | PostgresDatabase
+
+
+# ---- helpers -------------------------------------------------------------------------------
 
 
 def comparable(view: match_pb2.View) -> match_pb2.View:
@@ -422,15 +499,20 @@ async def until(load: Load, cond, timeout: float, what: str) -> None:
 
 # ---- the test ------------------------------------------------------------------------------
 
-def test_kill_9_under_concurrent_load_loses_nothing_acknowledged_and_applies_nothing_twice(tmp_path):
-    asyncio.run(asyncio.wait_for(scenario(tmp_path), timeout=120))
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_kill_9_under_concurrent_load_loses_nothing_acknowledged_and_applies_nothing_twice(
+        tmp_path, backend, request):
+    if backend == "sqlite":
+        db: Database = SqliteDatabase(tmp_path)
+    else:
+        db = PostgresDatabase(request.getfixturevalue("pg_url"))
+    asyncio.run(asyncio.wait_for(scenario(tmp_path, db), timeout=120))
 
 
-async def scenario(tmp: Path) -> None:
+async def scenario(tmp: Path, db: Database) -> None:
     rng = random.Random(SEED)
-    db = tmp / "matches.sqlite3"
     load = Load(rng)
-    service = await asyncio.to_thread(Service, tmp, db, "engine-0", **ENV)
+    service = await asyncio.to_thread(Service, tmp, db.location, "engine-0", **ENV)
     logs = [service.log_path]
     try:
         await load.connect(service)
@@ -456,10 +538,10 @@ async def scenario(tmp: Path) -> None:
 
         durable_doubts = lost_doubts = 0
         for crash in range(MAX_CRASHES):
-            at_crash, durable, lost = await crash_and_check(load, service, db, tmp, rng)
+            at_crash, durable, lost = await crash_and_check(load, service, db, rng)
             durable_doubts += durable
             lost_doubts += lost
-            service = await asyncio.to_thread(Service, tmp, db, f"engine-{crash + 1}", **ENV)
+            service = await asyncio.to_thread(Service, tmp, db.location, f"engine-{crash + 1}", **ENV)
             logs.append(service.log_path)
             await restart_and_check(load, service, at_crash, idle_check=crash == 0)
             if durable_doubts and lost_doubts:
@@ -485,7 +567,7 @@ async def scenario(tmp: Path) -> None:
     finally:
         stopped = service.stop() if service.proc.poll() is None else None
     assert stopped == 0, "the last engine did not drain and exit 0 on SIGTERM"
-    check_the_end(load, finals, stored_actions(db, tmp))
+    check_the_end(load, finals, db.stored_actions())
     for path in logs:
         errors = [line for line in log_lines(path) if line.get("level") in ("error", "critical")]
         assert not errors, (path.name, errors[:3])
@@ -524,16 +606,18 @@ async def create_table(load: Load, game: str, seats: int, timed: bool, request: 
                              [-1] * seats))
 
 
-async def crash_and_check(load: Load, service: Service, db: Path, tmp: Path,
+async def crash_and_check(load: Load, service: Service, db: Database,
                           rng: random.Random) -> tuple[dict[str, list[Row]], int, int]:
     """Play on until a seeded number of actions is acknowledged, kill the engine at its next
     commit with submits in flight, check the database against what the clients were told.
     Returns the stored logs and how many submits in doubt were durable and not."""
     threshold = rng.randint(40, 100)
-    killer = await asyncio.create_subprocess_exec(sys.executable, "-c", KILLER, db.as_uri(), str(service.proc.pid),
-                                                  stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+    killer = await asyncio.create_subprocess_exec(sys.executable, "-c", KILLER, db.killer_target,
+                                                  str(service.proc.pid), stdin=asyncio.subprocess.PIPE,
+                                                  stdout=asyncio.subprocess.PIPE)
     try:
         assert (await killer.stdout.readline()).strip() == b"ready"
+        assert db.sessions(service.proc.pid) != 0, "the engine's sessions are not told apart: nothing to settle"
         await until(load, lambda: load.acked_in_life >= threshold and all(task.done() for task in load.late), 30,
                     "play before the crash")
         await until(load, lambda: load.pending >= 2, 10, "submits in flight")
@@ -549,6 +633,7 @@ async def crash_and_check(load: Load, service: Service, db: Path, tmp: Path,
             await killer.wait()
     assert await asyncio.to_thread(service.proc.wait, 10) == -9
     service._log.close()
+    await asyncio.to_thread(db.settle, service.proc.pid)
     deadlines = {t.match_id: max((st.view.deadline.ToNanoseconds() / 1e9 for st in t.streams
                                   if st.view is not None and st.view.HasField("deadline")), default=None)
                  for t in load.tables}
@@ -557,7 +642,7 @@ async def crash_and_check(load: Load, service: Service, db: Path, tmp: Path,
     assert not load.tasks, "a submit still waits for an engine that is dead"
     assert not load.failures, load.failures
 
-    stored = stored_actions(db, tmp)
+    stored = db.stored_actions()
     life = load.life
     keys = {s.key for s in load.submits}
     for t in load.tables:
@@ -605,12 +690,15 @@ async def restart_and_check(load: Load, service: Service, at_crash: dict[str, li
     await load.connect(service)
 
     to_act = {}
+    over = set()  # the matches over when their submits in doubt are retried
     for t in load.tables:
         rows = at_crash[t.match_id]
         exported = await export_transcript(load.admin, t.match_id)
         assert steps_of(exported) == [(r.seat, r.action) for r in rows], f"{t.name}: the export is not the stored log"
         state = rules_transcript.replay(exported)  # raises on any difference (legal sets, results)
         to_act[t.match_id] = state.to_act()
+        if state.is_over():
+            over.add(t.match_id)
         for st in t.streams:
             view = await load.view_of(t, st.seat)
             assert view.seq == len(rows)
@@ -652,8 +740,10 @@ async def restart_and_check(load: Load, service: Service, at_crash: dict[str, li
             f"the timer fired {back + turn - ev.at:.3f} s before a whole turn from the players' return")
         if view.seq == crash_seq:
             assert ev.at >= deadline - 0.05, f"the timeout came {deadline - ev.at:.3f} s before its deadline"
+        if ev.view.status == match_pb2.MATCH_STATUS_FINISHED:  # that timeout was the match's last move
+            over.add(timed.match_id)
     await asyncio.gather(*(load.retry(s) for s in doubts if s.table.timed))
-    judge_retries(doubts, at_crash)
+    judge_retries(doubts, at_crash, over)
     if idle_check:
         await load.kick(timed)
 
@@ -669,10 +759,11 @@ async def deadline_of(load: Load, t: Table) -> tuple[match_pb2.View, float]:
         await asyncio.sleep(0.01)
 
 
-def judge_retries(doubts: list[Submit], at_crash: dict[str, list[Row]]) -> None:
+def judge_retries(doubts: list[Submit], at_crash: dict[str, list[Row]], over: set[str]) -> None:
     """A durable submit in doubt is retried as its duplicate, at the seq it got before the
     crash; one that was not durable is applied now, once (the others of its id answer as its
-    duplicates), or refused STALE_SEQUENCE, all of its id alike."""
+    duplicates), or refused STALE_SEQUENCE, all of its id alike; MATCH_NOT_ACTIVE instead when
+    the action that took its seq ended the match (``over``: the matches over at the retries)."""
     durable_at = {(m, r.seat, r.cid): r for m, rows in at_crash.items() for r in rows if r.cid}
     groups: dict[tuple[str, int, str], list[Submit]] = defaultdict(list)
     for s in doubts:
@@ -688,9 +779,12 @@ def judge_retries(doubts: list[Submit], at_crash: dict[str, list[Row]]) -> None:
         answers = {s.retry[0] for s in group}
         assert len(answers) == 1, f"{name}: retries of one client_action_id answered {[s.retry for s in group]}"
         if answers == {"refused"}:  # another action took its seq (checked at the end)
+            refusal = (("refused", "FAILED_PRECONDITION", "MATCH_NOT_ACTIVE") if key[0] in over
+                       else ("refused", "ABORTED", "STALE_SEQUENCE"))
             for s in group:
-                assert s.retry == ("refused", "ABORTED", "STALE_SEQUENCE"), f"{name}: {s.action} retried: {s.retry}"
+                assert s.retry == refusal, f"{name}: {s.action} retried: {s.retry}"
         else:
+            assert key[0] not in over, f"{name}: {group[0].action} applied {group[0].retry} after the end"
             assert sorted(s.retry[2] for s in group) == [False] + [True] * (len(group) - 1), (
                 f"{name}: {group[0].action} applied {[s.retry for s in group]}")
             for s in group:  # its seq was free at the crash
