@@ -823,7 +823,8 @@ class MatchManager:
     async def terminate_match(self, match_id: str, reason: str) -> MatchSummary:
         self._require_running()
         m = await self._get(match_id)
-        reason = _clean_name(reason or "", 200, "the reason", "BAD_TERMINATE_REASON", "reason")
+        reason = (_clean_name(reason or "", 200, "the reason", "BAD_TERMINATE_REASON", "reason")
+                  or "terminated by the admin")  # blank: the default, not an empty reason
 
         async def locked() -> MatchSummary:
             if m.over:
@@ -868,8 +869,8 @@ class MatchManager:
         snapshot when ``after_seq`` < 0 or the gap exceeds ``snapshot_threshold``), then live
         events, heartbeats while idle, and ``match_ended`` last. A seat's open streams are its
         presence; a seat reconnecting with ``after_seq`` < 0 gets its complete private view
-        again in the snapshot and play continues from the same position (JJK-9.6). Consume it with ``contextlib.aclosing`` so that presence ends with the stream.
-        """
+        again in the snapshot and play continues from the same position (JJK-9.6). Consume it
+        with ``contextlib.aclosing`` so that presence ends with the stream."""
         self._require_running()
         m = await self._get(match_id)
         # Again: reading the match may have awaited the store while drain() ended every stream

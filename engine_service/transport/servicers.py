@@ -281,14 +281,15 @@ class AdminServicer(_Base, admin_pb2_grpc.AdminServiceServicer):
         return codec.inspect_message(inspection)
 
     @unary
-    async def TerminateMatch(self, request: admin_pb2.TerminateMatchRequest, context) -> admin_pb2.TerminateMatchResponse:
+    async def TerminateMatch(self, request: admin_pb2.TerminateMatchRequest,
+                             context) -> admin_pb2.TerminateMatchResponse:
         self._require_admin(context)
         match_id = codec.require_match_id(request.match_id)
         current_rpc().note(match_id=match_id)
         if len(request.reason) > 200:
             raise api.BadRequest("reason is longer than 200 characters", reason="FIELD_TOO_LONG",
                                  field="reason")
-        summary = await self._service.terminate_match(match_id, request.reason or "terminated by the admin")
+        summary = await self._service.terminate_match(match_id, request.reason)
         current_rpc().note(seq=summary.seq)
         return admin_pb2.TerminateMatchResponse(match=codec.summary_message(summary))
 
@@ -303,7 +304,8 @@ class AdminServicer(_Base, admin_pb2_grpc.AdminServiceServicer):
                                                   match=codec.summary_message(summary))
 
     @unary
-    async def ExportTranscript(self, request: admin_pb2.ExportTranscriptRequest, context) -> admin_pb2.ExportTranscriptResponse:
+    async def ExportTranscript(self, request: admin_pb2.ExportTranscriptRequest,
+                               context) -> admin_pb2.ExportTranscriptResponse:
         self._require_admin(context)
         match_id = codec.require_match_id(request.match_id)
         current_rpc().note(match_id=match_id)

@@ -178,6 +178,9 @@ def test_bad_names_and_termination_reasons_say_which_field_and_change_nothing():
                 assert (await mgr.get_match(match_id)).status == "active"
             summary = await mgr.terminate_match(match_id, "  server \t maintenance ")
             assert summary.status == "terminated" and summary.result["reason"] == "server maintenance"
+            match_id, _ = await open_match(mgr, GAME)
+            summary = await mgr.terminate_match(match_id, " \t ")  # blank: the default reason
+            assert summary.result["reason"] == "terminated by the admin"
     run(go())
 
 
