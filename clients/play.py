@@ -47,6 +47,13 @@ from .cardgames_client import (CardGamesError, Client, SeatSession, StaleSequenc
 from .local_service import LocalService
 from engine_service.transport.generated import match_pb2
 
+#: Where a seat's event stream starts: a seat is taken while its match waits at seq 0 (a match
+#: starts when its last seat is taken, and a started match has no open seat), so after_seq 0
+#: shows every action of the player's match, the ones made before the stream opened included
+#: (a bot choosing trump the instant the last seat was taken). A match further along than the
+#: server replays (docs/api.md) starts with a snapshot instead.
+FROM_THE_START = 0
+
 
 # ---- the screen ----------------------------------------------------------------------------
 
@@ -104,7 +111,7 @@ class PlayApp(App):
     async def follow(self) -> None:
         log = self.query_one("#log", RichLog)
         try:
-            async for event in self.session.watch(after_seq=None):
+            async for event in self.session.watch(after_seq=FROM_THE_START):
                 if event.kind == match_pb2.EVENT_KIND_PRESENCE:
                     with contextlib.suppress(CardGamesError):
                         self.summary = await self.session.summary()
@@ -210,7 +217,7 @@ async def autoplay(session: SeatSession, policy: str, console: Console, summary:
         return legal[0] if policy == "first" else rng.choice(legal)
 
     newest = -1  # the seq of this seat's last action: an older event's view is out of date
-    async for event in session.watch(after_seq=None):
+    async for event in session.watch(after_seq=FROM_THE_START):
         line = render.event_text(event, summary, session.seat)
         if line is not None:
             console.print(line)

@@ -107,7 +107,12 @@ def test_play_autoplay_against_a_running_engine(engine):
                  "--option", "target_score=11", "--autoplay", "random", "--seed", "7", "--name", "ada")
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    assert any("you: trump" in line or "random bot (seat 1) (bot): trump" in line for line in lines)
+    # every action from the first is printed, the ones made before the stream opened included
+    # (the bot may choose trump the instant the client's join starts the match)
+    numbered = [int(line.split()[0]) for line in lines
+                if line.split() and line.split()[0].isdigit() and "match ended" not in line]
+    assert numbered == list(range(1, len(numbered) + 1))
+    assert any("you: trump" in line or "random bot (seat 1): trump" in line for line in lines)
     assert "finished: winners" in lines[-1]
     assert any("match ended" in line for line in lines)
 
