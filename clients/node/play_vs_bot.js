@@ -120,7 +120,9 @@ async function main() {
     // The newest seq this seat knows of. Events queue up while it decides (the bot answers at
     // once), so an event older than its own last action carries a view that is out of date.
     let newest = -1;
-    for await (const event of me.watch()) {
+    // From seq 0: the seat was taken at seq 0 (a match starts when its last seat is taken), so
+    // the log shows every action, a bot's first move before this stream opened included.
+    for await (const event of me.watch(0)) {
       if (event.kind === 'EVENT_KIND_ACTION') {
         log(`${String(event.seq).padStart(4)} seat ${event.seat} (${event.by}): ${event.action.notation}`);
       }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -42,8 +43,12 @@ def node() -> str:
 ])
 def test_node_client_plays_a_match_against_a_bot(engine, node, game, args):
     result = subprocess.run([node, "play_vs_bot.js", "--target", engine.target, "--game", game, "--bot", "random",
-                             "--quiet", *args], cwd=NODE_DIR, capture_output=True, text=True, timeout=180)
+                             *args], cwd=NODE_DIR, capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stdout + result.stderr
+    # its log shows every action once, in order, from the first (a bot's opening move made
+    # before the stream opened included: it watches from seq 0)
+    logged = [int(m.group(1)) for m in re.finditer(r"^\s*(\d+) seat \d", result.stderr, re.M)]
+    assert logged == list(range(1, len(logged) + 1)) and logged
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["status"] == "MATCH_STATUS_FINISHED" and summary["game"] == game
     assert summary["seat"] == 0 and summary["actions"] > 0
