@@ -31,13 +31,16 @@ metrics), with PostgreSQL doing what the SQLite store does by hand:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
-from contextlib import asynccontextmanager
+from collections import Counter
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, AsyncIterator, Awaitable, Callable, Mapping, Sequence, TypeVar
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg.pq import TransactionStatus
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
@@ -60,6 +63,14 @@ META_TABLE = "engine_meta"
 OPEN_LOCK_KEY = 0x43474531  # "CGE1", the SQLite store's application_id
 CONNECT_TIMEOUT_S = 10  # libpq's connect_timeout unless the DSN sets one
 POOL_TIMEOUT_S = 10.0  # a call waits this long for a free connection before failing
+#: How long a commit whose answer was lost is asked about (``pg_xact_status``) before it is
+#: reported in doubt: the fresh connection's set-up and the polls of an 'in progress' one.
+RESOLVE_S = 3.0
+RESOLVE_POLL_S = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5)  # the waits between polls, the last repeated
+MIN_SERVER_VERSION = 130000  # pg_current_xact_id() and pg_xact_status(xid8)
+PIPELINE = psycopg.Pipeline.is_supported()  # libpq 14 or newer (psycopg's binary package has it)
+#: The transaction id, as the last column of a write's first statement (see _Transaction).
+XID = "pg_current_xact_id()::text"
 
 SCHEMA = (
     f"""CREATE TABLE {META_TABLE} (
@@ -158,6 +169,96 @@ def _reason(exc: psycopg.Error) -> str:
     return exc.diag.message_primary or str(exc) or type(exc).__name__
 
 
+class _Transaction:
+    """One write's transaction on its pooled connection, which learns its transaction id
+    (:attr:`xid`, from :data:`XID` returned by its first statement) before it commits, so that
+    :meth:`PostgresStore._transaction` can resolve a commit whose answer was lost. Two kinds:
+
+    * :meth:`write`: a write of one statement (an action without a deck, a seat, a status) in
+      pipeline mode without ``BEGIN``: the statement runs in the implicit transaction of the
+      extended query protocol, its rows come back at a Flush (the first round trip), and the
+      Sync that ends the pipeline commits it (the second; the autocommitted statement it
+      replaces cost one). The statement stays prepared on the connection when repeated.
+    * :meth:`begin`: an explicit transaction of several statements: ``BEGIN`` and the first
+      statement in one round trip (the simple query protocol, the values bound by the
+      client), the next ones on :attr:`conn` as usual, then ``COMMIT``.
+
+    A function given to :meth:`PostgresStore._write` opens one of them or neither (then it ran
+    in autocommit: nothing to commit)."""
+
+    __slots__ = ("conn", "xid", "_pipeline", "_explicit")
+
+    def __init__(self, conn: psycopg.AsyncConnection) -> None:
+        self.conn = conn
+        self.xid: str | None = None  # pg_current_xact_id(), once the transaction has one
+        self._pipeline: AsyncExitStack | None = None
+        self._explicit = False
+
+    @property
+    def open(self) -> bool:
+        return self._pipeline is not None or self._explicit
+
+    async def write(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+        """The transaction's only statement (committed by :meth:`commit`); its rows without
+        their last column (:data:`XID`, kept as :attr:`xid`: a statement that returns no row
+        wrote nothing). Its errors are raised here, as without the pipeline."""
+        if not PIPELINE:  # a libpq older than 14: the same in an explicit transaction
+            return await self.begin(sql, params)
+        stack = AsyncExitStack()
+        await stack.enter_async_context(self.conn.pipeline())
+        self._pipeline = stack
+        return self._xid(await (await self.conn.execute(sql, params)).fetchall())
+
+    async def begin(self, sql: str = f"SELECT {XID}", params: Any = None) -> list[tuple[Any, ...]]:
+        """Open an explicit transaction with ``sql``; its rows as :meth:`write` returns them."""
+        cur = psycopg.AsyncClientCursor(self.conn)
+        self._explicit = True
+        await cur.execute("BEGIN; " + sql, params)
+        cur.nextset()  # BEGIN's result, then the statement's
+        return self._xid(await cur.fetchall())
+
+    def _xid(self, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        if rows:
+            self.xid = rows[0][-1]
+        return [row[:-1] for row in rows]
+
+    async def commit(self) -> bool:
+        """Commit (psycopg.Error if that fails); False if the server rolled back instead."""
+        conn = self.conn
+        if self._pipeline is not None:
+            stack, self._pipeline = self._pipeline, None
+            await stack.aclose()  # the Sync: the server commits the implicit transaction
+            return True
+        self._explicit = False
+        if conn.info.transaction_status == TransactionStatus.IDLE:
+            return True  # nothing opened after all
+        if self.xid is None:  # a statement wrote without returning the id: ask (a round trip)
+            self.xid = (await (await conn.execute(
+                "SELECT pg_current_xact_id_if_assigned()::text")).fetchone())[0]  # type: ignore[index]
+        cur = await conn.execute("COMMIT")
+        return cur.statusmessage == "COMMIT"  # "ROLLBACK": the transaction had failed
+
+    async def abort(self, exc: BaseException) -> None:
+        """End the transaction without committing (``exc``: what the write raised)."""
+        conn = self.conn
+        pipeline, self._pipeline = self._pipeline, None
+        explicit, self._explicit = self._explicit, False
+        if pipeline is None and not explicit:
+            return
+        if not isinstance(exc, Exception):
+            await conn.close()  # cancelled mid-call: closing the session is the sure rollback
+            return
+        try:
+            if pipeline is not None:
+                if self.xid is not None and not conn.broken:  # the statement wrote: undo it
+                    await conn.execute("ROLLBACK")  # (else the Sync commits a transaction of no write)
+                await pipeline.__aexit__(type(exc), exc, exc.__traceback__)
+            elif conn.info.transaction_status in (TransactionStatus.INTRANS, TransactionStatus.INERROR):
+                await conn.execute("ROLLBACK")
+        except psycopg.Error:
+            pass  # the connection is gone, and the transaction with it; the pool drops it
+
+
 class PostgresStore(Store):
     """A store in a PostgreSQL database named by ``dsn`` (a ``postgresql://`` URL).
 
@@ -182,6 +283,9 @@ class PostgresStore(Store):
         self._pool: AsyncConnectionPool | None = None
         self._owner: AdvisoryOwnership | None = None
         self.migrated_from: int | None = None  # the schema version open() upgraded, if any
+        self.resolve_s = RESOLVE_S
+        #: Commits whose answer was lost, by (operation, outcome): committed, aborted, unknown.
+        self.commits_resolved: Counter[tuple[str, str]] = Counter()
 
     # ---- plumbing ----------------------------------------------------------------------
 
@@ -210,12 +314,12 @@ class PostgresStore(Store):
         except Exception as exc:  # a value that cannot be adapted (as the SQLite store does)
             raise StoreError(f"{operation} failed: {type(exc).__name__}: {exc}") from None
 
-    async def _write(self, operation: str, fn: Callable[[psycopg.AsyncConnection], Awaitable[T]],
+    async def _write(self, operation: str, fn: Callable[[_Transaction], Awaitable[T]],
                      *, timed: bool = True) -> T:
-        """Run ``fn(conn)``; it commits before returning (one statement in autocommit, or an
-        explicit transaction). The latency measured is what the caller waits for (``timed``
-        False: only failures are counted). Refused while this store does not hold its
-        database (:mod:`.pg_ownership`)."""
+        """Run ``fn(tx)`` in the transaction it opens (:meth:`_Transaction.begin`) and commit
+        it (``fn`` that opens none ran in autocommit: nothing to commit). The latency measured
+        is what the caller waits for (``timed`` False: only failures are counted). Refused
+        while this store does not hold its database (:mod:`.pg_ownership`)."""
         owner = self._owner
         if owner is not None and not owner.held:
             self._timer.error(operation)
@@ -224,14 +328,83 @@ class PostgresStore(Store):
             raise StoreError(f"{operation} refused: the ownership of {self.where} is being re-checked")
         if not timed:
             try:
-                async with self._connection(operation) as conn:
-                    return await fn(conn)
+                return await self._transaction(operation, fn)
             except StoreError:
                 self._timer.error(operation)
                 raise
         with self._timer.write(operation):
-            async with self._connection(operation) as conn:
-                return await fn(conn)
+            return await self._transaction(operation, fn)
+
+    async def _transaction(self, operation: str, fn: Callable[[_Transaction], Awaitable[T]]) -> T:
+        """``fn``'s transaction, committed. A commit whose answer is lost with the connection
+        is resolved by its transaction id (:meth:`_resolve`) once the connection is back in
+        the pool: a commit that happened returns normally, one that did not (or whose outcome
+        stays unknown) raises StoreError as any failed write does. A commit the server refused
+        (an error on a live connection) is a StoreError at once."""
+        lost: tuple[str | None, str] | None = None
+        async with self._connection(operation) as conn:
+            tx = _Transaction(conn)
+            try:
+                result = await fn(tx)
+            except BaseException as exc:
+                await tx.abort(exc)
+                raise
+            if not tx.open:
+                return result  # it ran in autocommit: nothing to commit
+            try:
+                committed = await tx.commit()
+            except psycopg.Error as exc:
+                if not (isinstance(exc, psycopg.OperationalError) or conn.broken or conn.closed
+                        or conn.info.transaction_status != TransactionStatus.IDLE):
+                    raise  # refused, and said so: nothing written
+                lost = (tx.xid, _reason(exc))
+            except BaseException:  # cancelled while committing: in doubt, as it always was
+                await conn.close()
+                raise
+            else:
+                if not committed:
+                    raise StoreError(f"{operation} failed on {self.where}: the transaction was rolled back")
+        if lost is None:
+            return result
+        await self._resolve(operation, *lost)
+        return result
+
+    async def _resolve(self, operation: str, xid: str | None, reason: str) -> None:
+        """The COMMIT of transaction ``xid`` was sent and its answer lost (``reason``): ask a
+        fresh connection whether it committed (``pg_xact_status``), polling one still 'in
+        progress' (its commit being applied, or its session not yet ended) for up to
+        :data:`RESOLVE_S`. Returns if it committed; raises StoreError if it did not, or if that
+        is still unknown (no id, the question failed, in progress throughout)."""
+        status: str | None = None
+        if xid is not None:
+            try:
+                async with asyncio.timeout(self.resolve_s):
+                    status = await self._xact_status(xid)
+            except (psycopg.Error, OSError, TimeoutError):
+                pass
+        outcome = status if status in ("committed", "aborted") else "unknown"
+        self.commits_resolved[(operation, outcome)] += 1
+        log.warning("store_commit_resolved", db=self.where, operation=operation, outcome=outcome,
+                    error=reason)
+        if outcome == "committed":
+            return
+        if outcome == "aborted":
+            raise StoreError(f"{operation} failed on {self.where}: {reason} (not committed)")
+        raise StoreError(f"{operation} failed on {self.where}: {reason}")
+
+    async def _xact_status(self, xid: str) -> str | None:
+        """``pg_xact_status(xid)`` on a connection of its own, polled while 'in progress'."""
+        conn = await psycopg.AsyncConnection.connect(self._conninfo(), autocommit=True)
+        async with conn:
+            polls = iter(RESOLVE_POLL_S)
+            wait = 0.0
+            while True:
+                row = await (await conn.execute("SELECT pg_xact_status(%s::xid8)", (xid,))).fetchone()
+                status = row[0] if row else None
+                if status != "in progress":
+                    return status
+                wait = next(polls, wait)
+                await asyncio.sleep(wait)
 
     async def _read(self, operation: str, fn: Callable[[psycopg.AsyncConnection], Awaitable[T]]) -> T:
         """Run ``fn(conn)`` in a read-only snapshot (a match's decks and actions agree)."""
@@ -276,6 +449,9 @@ class PostgresStore(Store):
         except psycopg.Error as exc:
             raise StoreError(f"cannot connect to {self.where}: {_reason(exc)}") from None
         try:
+            if conn.info.server_version < MIN_SERVER_VERSION:
+                raise StoreError(f"{self.where} is PostgreSQL {conn.info.server_version // 10000}; "
+                                 "the engine needs PostgreSQL 13 or newer")
             async with conn.transaction():
                 await self._prepare_schema(conn)
         except psycopg.Error as exc:
@@ -364,36 +540,41 @@ class PostgresStore(Store):
     async def create_match(self, record: MatchRecord, decks: Sequence[DeckRecord] = ()) -> None:
         r = record
 
-        async def fn(conn: psycopg.AsyncConnection) -> None:
-            async with conn.transaction():
-                try:
-                    await conn.execute(
-                        "INSERT INTO matches (match_id, game, options, first_dealer, turn_time_s, "
-                        "reconnect_grace_s, spectators_allowed, name, takeover_bot, created_at, "
-                        "status, result, ended_at, listed, deal_commitments, spectator_delay_actions) "
-                        "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
-                        (r.match_id, r.game, _json(r.options), r.first_dealer, r.turn_time_s,
-                         r.reconnect_grace_s, r.spectators_allowed, r.name, r.takeover_bot,
-                         r.created_at, r.status, _json(r.result), r.ended_at, r.listed,
-                         list(r.deal_commitments) or None, r.spectator_delay_actions))
-                except pg_errors.UniqueViolation:
-                    raise MatchExists(f"match {r.match_id!r} exists") from None
-                for s in r.seats:
-                    await self._upsert_seat(conn, r.match_id, s)
-                await self._insert_decks(conn, r.match_id, decks)
+        async def fn(tx: _Transaction) -> None:
+            try:
+                await tx.begin(
+                    "INSERT INTO matches (match_id, game, options, first_dealer, turn_time_s, "
+                    "reconnect_grace_s, spectators_allowed, name, takeover_bot, created_at, "
+                    "status, result, ended_at, listed, deal_commitments, spectator_delay_actions) "
+                    f"VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING {XID}",
+                    (r.match_id, r.game, _json(r.options), r.first_dealer, r.turn_time_s,
+                     r.reconnect_grace_s, r.spectators_allowed, r.name, r.takeover_bot,
+                     r.created_at, r.status, _json(r.result), r.ended_at, r.listed,
+                     list(r.deal_commitments) or None, r.spectator_delay_actions))
+            except pg_errors.UniqueViolation:
+                raise MatchExists(f"match {r.match_id!r} exists") from None
+            for s in r.seats:
+                await self._upsert_seat(tx, r.match_id, s)
+            await self._insert_decks(tx.conn, r.match_id, decks)
         await self._write("create_match", fn)
 
-    @staticmethod
-    async def _upsert_seat(conn: psycopg.AsyncConnection, match_id: str, s: SeatRecord) -> None:
+    _UPSERT_SEAT = (
+        "INSERT INTO seats (match_id, seat, kind, bot, player_name, token_hash, joined_at, "
+        "left_match, join_hash) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (match_id, seat) "
+        "DO UPDATE SET kind = excluded.kind, bot = excluded.bot, player_name = excluded.player_name, "
+        "token_hash = excluded.token_hash, joined_at = excluded.joined_at, "
+        "left_match = excluded.left_match, join_hash = excluded.join_hash")
+
+    @classmethod
+    async def _upsert_seat(cls, tx: _Transaction, match_id: str, s: SeatRecord, *, alone: bool = False) -> None:
+        """The seat, in the open transaction (``alone``: the write's only statement)."""
+        params = (match_id, s.seat, s.kind, s.bot, s.player_name, s.token_hash or None, s.joined_at, s.left,
+                  s.join_hash or None)
         try:
-            await conn.execute(
-                "INSERT INTO seats (match_id, seat, kind, bot, player_name, token_hash, joined_at, "
-                "left_match, join_hash) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (match_id, seat) "
-                "DO UPDATE SET kind = excluded.kind, bot = excluded.bot, player_name = excluded.player_name, "
-                "token_hash = excluded.token_hash, joined_at = excluded.joined_at, "
-                "left_match = excluded.left_match, join_hash = excluded.join_hash",
-                (match_id, s.seat, s.kind, s.bot, s.player_name, s.token_hash or None, s.joined_at, s.left,
-                 s.join_hash or None))
+            if alone:
+                await tx.write(f"{cls._UPSERT_SEAT} RETURNING {XID}", params)
+            else:
+                await tx.conn.execute(cls._UPSERT_SEAT, params)
         except pg_errors.ForeignKeyViolation:
             raise UnknownMatch(f"no match {match_id!r}") from None
         except pg_errors.IntegrityError as exc:
@@ -415,34 +596,32 @@ class PostgresStore(Store):
             raise StoreError(f"match {match_id!r} has a deck for deal {deals}") from None
 
     async def save_seat(self, match_id: str, seat: SeatRecord) -> None:
-        await self._write("save_seat", lambda conn: self._upsert_seat(conn, match_id, seat))
+        await self._write("save_seat", lambda tx: self._upsert_seat(tx, match_id, seat, alone=True))
 
     async def set_status(self, match_id: str, status: str, result: Mapping[str, Any] | None = None,
                          ended_at: float | None = None, deal_commitments: Sequence[str] = ()) -> None:
-        async def fn(conn: psycopg.AsyncConnection) -> None:
-            cur = await conn.execute(
-                "UPDATE matches SET status = %s, result = %s, ended_at = %s, deal_commitments = %s "
-                "WHERE match_id = %s", (status, _json(result), ended_at, list(deal_commitments) or None, match_id))
-            if cur.rowcount == 0:
+        async def fn(tx: _Transaction) -> None:
+            if not await tx.write(
+                    "UPDATE matches SET status = %s, result = %s, ended_at = %s, deal_commitments = %s "
+                    f"WHERE match_id = %s RETURNING {XID}",
+                    (status, _json(result), ended_at, list(deal_commitments) or None, match_id)):
                 raise UnknownMatch(f"no match {match_id!r}")
         await self._write("set_status", fn)
 
     async def start_match(self, match_id: str, seats: Sequence[SeatRecord] = (),
                           decks: Sequence[DeckRecord] = ()) -> None:
-        async def fn(conn: psycopg.AsyncConnection) -> None:
-            async with conn.transaction():
-                # the row lock orders this start after any other write of the match's status
-                cur = await conn.execute("SELECT status FROM matches WHERE match_id = %s FOR UPDATE",
-                                         (match_id,))
-                row = await cur.fetchone()
-                if row is None:
-                    raise UnknownMatch(f"no match {match_id!r}")
-                if row[0] != "waiting":
-                    raise MatchNotWaiting(f"match {match_id!r} is {row[0]}, not waiting")
-                for s in seats:
-                    await self._upsert_seat(conn, match_id, s)
-                await self._insert_decks(conn, match_id, decks)
-                await conn.execute("UPDATE matches SET status = 'active' WHERE match_id = %s", (match_id,))
+        async def fn(tx: _Transaction) -> None:
+            # the row lock orders this start after any other write of the match's status
+            rows = await tx.begin(f"SELECT status, {XID} FROM matches WHERE match_id = %s FOR UPDATE",
+                                  (match_id,))
+            if not rows:
+                raise UnknownMatch(f"no match {match_id!r}")
+            if rows[0][0] != "waiting":
+                raise MatchNotWaiting(f"match {match_id!r} is {rows[0][0]}, not waiting")
+            for s in seats:
+                await self._upsert_seat(tx, match_id, s)
+            await self._insert_decks(tx.conn, match_id, decks)
+            await tx.conn.execute("UPDATE matches SET status = 'active' WHERE match_id = %s", (match_id,))
         await self._write("start_match", fn)
 
     _APPEND = (
@@ -455,46 +634,40 @@ class PostgresStore(Store):
         params = dict(m=match_id, seq=action.seq, seat=action.seat, action=action.action, by=action.by,
                       cid=action.client_action_id or None, reason=action.reason, at=action.at)
 
-        async def insert(conn: psycopg.AsyncConnection) -> None:
-            """The action, at the next seq only (the WHERE), or the reason why not."""
+        async def fn(tx: _Transaction) -> None:
+            """The action, at the next seq only (the WHERE), or the reason why not; then the
+            decks. The common case (no deck) is that statement and the COMMIT."""
             try:
-                cur = await conn.execute(self._APPEND, params)
+                opening = tx.begin if decks else tx.write  # with a deck: more statements follow
+                inserted = await opening(f"{self._APPEND} RETURNING {XID}", params)
             except pg_errors.ForeignKeyViolation:
                 raise UnknownMatch(f"no match {match_id!r}") from None
             except pg_errors.UniqueViolation as exc:  # a concurrent writer took this seq / id
                 if exc.diag.constraint_name == "match_actions_by_client_id":
                     raise DuplicateClientAction(f"client_action_id reused in match {match_id!r}") from None
                 raise SequenceConflict(f"match {match_id!r} has an action at seq {action.seq}") from None
-            if cur.rowcount == 1:
-                return
-            known, last = await (await conn.execute(
-                "SELECT (SELECT 1 FROM matches WHERE match_id = %(m)s), "
-                "(SELECT coalesce(max(seq), 0) FROM match_actions WHERE match_id = %(m)s)",
-                {"m": match_id})).fetchone()  # type: ignore[misc]
-            if known is None:
-                raise UnknownMatch(f"no match {match_id!r}")
-            if 1 <= action.seq <= last:
-                raise SequenceConflict(f"match {match_id!r} has an action at seq {action.seq}")
-            raise StoreError(f"match {match_id!r}: seq {action.seq} is not the next one")
-
-        async def fn(conn: psycopg.AsyncConnection) -> None:
-            if not decks:  # the common case: one statement, its own transaction
-                await insert(conn)
-                return
-            async with conn.transaction():
-                await insert(conn)
-                await self._insert_decks(conn, match_id, decks)
+            if not inserted:
+                known, last = await (await tx.conn.execute(
+                    "SELECT (SELECT 1 FROM matches WHERE match_id = %(m)s), "
+                    "(SELECT coalesce(max(seq), 0) FROM match_actions WHERE match_id = %(m)s)",
+                    {"m": match_id})).fetchone()  # type: ignore[misc]
+                if known is None:
+                    raise UnknownMatch(f"no match {match_id!r}")
+                if 1 <= action.seq <= last:
+                    raise SequenceConflict(f"match {match_id!r} has an action at seq {action.seq}")
+                raise StoreError(f"match {match_id!r}: seq {action.seq} is not the next one")
+            await self._insert_decks(tx.conn, match_id, decks)
         await self._write("append_action", fn)
 
     async def append_decks(self, match_id: str, decks: Sequence[DeckRecord]) -> None:
-        async def fn(conn: psycopg.AsyncConnection) -> None:
-            if not decks:
-                cur = await conn.execute("SELECT 1 FROM matches WHERE match_id = %s", (match_id,))
+        async def fn(tx: _Transaction) -> None:
+            if not decks:  # autocommit: nothing to commit
+                cur = await tx.conn.execute("SELECT 1 FROM matches WHERE match_id = %s", (match_id,))
                 if await cur.fetchone() is None:
                     raise UnknownMatch(f"no match {match_id!r}")
                 return
-            async with conn.transaction():
-                await self._insert_decks(conn, match_id, decks)
+            await tx.begin()
+            await self._insert_decks(tx.conn, match_id, decks)
         await self._write("append_decks", fn)
 
     # ---- reads -------------------------------------------------------------------------
@@ -580,17 +753,17 @@ class PostgresStore(Store):
     async def prune_finished(self, ended_before: float, limit: int = 100) -> PrunedBatch:
         params = {"ended": list(FINISHED), "t": ended_before, "n": max(0, min(int(limit), MAX_PRUNE_BATCH))}
 
-        async def fn(conn: psycopg.AsyncConnection) -> PrunedBatch:
-            async with conn.transaction():
-                ids = [r[0] for r in await (await conn.execute(
-                    f"SELECT match_id FROM matches WHERE {self._PRUNABLE} LIMIT %(n)s "
-                    "FOR UPDATE SKIP LOCKED", params)).fetchall()]
-                if not ids:
-                    return PrunedBatch()
-                counts = []
-                for table in ("match_actions", "decks", "seats", "matches"):
-                    cur = await conn.execute(f"DELETE FROM {table} WHERE match_id = ANY(%s)", (ids,))
-                    counts.append(cur.rowcount)
+        async def fn(tx: _Transaction) -> PrunedBatch:
+            # the id is taken (its column evaluated) only when there is a row to delete
+            ids = [r[0] for r in await tx.begin(
+                f"SELECT match_id, {XID} FROM matches WHERE {self._PRUNABLE} LIMIT %(n)s "
+                "FOR UPDATE SKIP LOCKED", params)]
+            if not ids:
+                return PrunedBatch()
+            counts = []
+            for table in ("match_actions", "decks", "seats", "matches"):
+                cur = await tx.conn.execute(f"DELETE FROM {table} WHERE match_id = ANY(%s)", (ids,))
+                counts.append(cur.rowcount)
             actions, decks, seats, matches = counts
             return PrunedBatch(tuple(ids), PruneCounts(matches, actions, decks, seats))
         # not in store_write_seconds: a batch deletes thousands of rows, and the latency that
