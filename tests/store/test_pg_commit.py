@@ -1,0 +1,299 @@
+"""The PostgreSQL store resolves a commit whose answer was lost with its connection: each write
+learns its transaction id before it commits, and asks a fresh connection ``pg_xact_status``.
+
+The connection is lost for real (its socket shut down under libpq: the next read sees the
+server close it, as when the network or the server goes). "Committed, answer lost": a
+deferred constraint trigger of the test's schema makes the COMMIT wait on an advisory lock that
+the test holds, the socket is shut while it waits, then the lock is let go and the server
+commits. "Not committed": the socket is shut (or the session terminated) before the COMMIT is
+sent, and the server rolls the open transaction back."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import time
+
+import psycopg
+import pytest
+from structlog.testing import capture_logs
+
+from engine_service.store import ActionRecord, DeckRecord, SeatRecord, StoreError
+from engine_service.store import postgres
+from engine_service.store.postgres import PostgresStore
+
+from .test_store import DECK0, record
+
+LOCK = 4242  # the advisory lock the trigger waits on at COMMIT
+TABLES = ("matches", "seats", "match_actions")
+
+
+def _trigger_sql(schema: str) -> list[str]:
+    """A deferred constraint trigger on the tables the writes touch: at COMMIT, each row
+    written waits for the shared advisory lock LOCK (free unless the test holds it)."""
+    sql = [f'CREATE FUNCTION "{schema}".wait_at_commit() RETURNS trigger LANGUAGE plpgsql AS '
+           f"$$BEGIN PERFORM pg_advisory_xact_lock_shared({LOCK}); RETURN NULL; END$$"]
+    for table in TABLES:
+        sql.append(f'CREATE CONSTRAINT TRIGGER wait_at_commit AFTER INSERT OR UPDATE ON "{schema}".{table} '
+                   f'DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION "{schema}".wait_at_commit()')
+    return sql
+
+
+def _shut(conn: psycopg.AsyncConnection) -> None:
+    """Lose the connection: its socket shut down both ways under libpq."""
+    s = socket.socket(fileno=os.dup(conn.pgconn.socket))
+    try:
+        s.shutdown(socket.SHUT_RDWR)
+    finally:
+        s.close()
+
+
+class _Harness:
+    """A store of the test's schema (open, with the trigger), an admin connection, and the
+    ``_Transaction.commit`` wrapped so that a test can act on the connection of the next
+    write's commit (``on_commit``: ``before``, ``during`` or None)."""
+
+    def __init__(self, pg_database, pg_schema, monkeypatch) -> None:
+        self.db, (self.schema, self.url) = pg_database, pg_schema
+        self.monkeypatch = monkeypatch
+        self.on_commit: str | None = None
+        self.pid: int | None = None
+        self.commits: list[int] = []
+
+    async def __aenter__(self) -> "_Harness":
+        self.store = PostgresStore(self.url)
+        self.store.resolve_s = 2.0
+        await self.store.open()
+        self.admin = await psycopg.AsyncConnection.connect(self.db.url, autocommit=True)
+        for statement in _trigger_sql(self.schema):
+            await self.admin.execute(statement)
+        original = postgres._Transaction.commit
+        harness = self
+
+        async def commit(tx):
+            how, harness.on_commit = harness.on_commit, None
+            harness.commits.append(tx.conn.info.backend_pid)
+            if how == "before":
+                _shut(tx.conn)
+            elif how == "terminate":
+                await harness.admin.execute("SELECT pg_terminate_backend(%s, 5000)", (tx.conn.info.backend_pid,))
+            elif how == "during":
+                harness.pid = tx.conn.info.backend_pid
+                watcher = asyncio.create_task(harness._shut_when_waiting(tx.conn))
+                try:
+                    return await original(tx)
+                finally:
+                    await watcher
+            return await original(tx)
+
+        self.monkeypatch.setattr(postgres._Transaction, "commit", commit)
+        return self
+
+    async def _shut_when_waiting(self, conn: psycopg.AsyncConnection) -> None:
+        """Shut ``conn`` once its session waits for LOCK inside its COMMIT."""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            row = await (await self.admin.execute(
+                "SELECT wait_event FROM pg_stat_activity WHERE pid = %s", (self.pid,))).fetchone()
+            if row and row[0] == "advisory":
+                _shut(conn)
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError("the COMMIT never waited for the lock")
+
+    async def __aexit__(self, *exc) -> None:
+        await self.admin.close()
+        await self.store.close()
+
+    async def hold(self) -> None:
+        await self.admin.execute("SELECT pg_advisory_lock(%s)", (LOCK,))
+
+    async def release(self) -> None:
+        await self.admin.execute("SELECT pg_advisory_unlock(%s)", (LOCK,))
+
+    async def session_gone(self) -> None:
+        """Wait until the write's server session has ended (it committed or rolled back)."""
+        for _ in range(500):
+            row = await (await self.admin.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (self.commits[-1],))).fetchone()
+            if row[0] == 0:
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError("the write's session did not end")
+
+    def rows(self, sql: str, *params) -> list[tuple]:
+        return self.db.execute(sql, params, schema=self.schema)
+
+
+SEAT = SeatRecord(seat=1, player_name="ann", token_hash="t1", joined_at=2.0)
+
+
+async def _setup(h: _Harness, operation: str) -> None:
+    """The match each operation writes to: waiting, active for an action."""
+    if operation == "create_match":
+        return
+    await h.store.create_match(record(status="active" if operation == "append_action" else "waiting"))
+
+
+async def _write(h: _Harness, operation: str) -> None:
+    st = h.store
+    if operation == "create_match":
+        await st.create_match(record(), [DECK0])
+    elif operation == "append_action":
+        await st.append_action("m1", ActionRecord(1, 0, "pass", client_action_id="c1"))
+    elif operation == "append_action_with_deck":
+        await st.append_action("m1", ActionRecord(1, 0, "pass", client_action_id="c1"), [DeckRecord(1, ("7H",))])
+    elif operation == "start_match":
+        await st.start_match("m1", [SEAT], [DECK0])
+    elif operation == "save_seat":
+        await st.save_seat("m1", SEAT)
+    elif operation == "set_status":
+        await st.set_status("m1", "terminated", {"outcome": "terminated"}, 3.0)
+
+
+def _written(h: _Harness, operation: str) -> bool:
+    """Whether the write landed, checking it landed once (the key's rows)."""
+    if operation == "create_match":
+        matches = h.rows("SELECT count(*) FROM matches")[0][0]
+        assert (h.rows("SELECT count(*) FROM seats")[0][0], h.rows("SELECT count(*) FROM decks")[0][0]) == (
+            2 * matches, matches)
+        return matches == 1
+    if operation.startswith("append_action"):
+        rows = h.rows("SELECT seq, client_action_id FROM match_actions WHERE match_id = 'm1'")
+        assert rows in ([], [(1, "c1")]), rows
+        if operation == "append_action_with_deck":
+            assert len(h.rows("SELECT deal FROM decks WHERE match_id = 'm1'")) == len(rows)
+        return bool(rows)
+    if operation == "start_match":
+        status = h.rows("SELECT status FROM matches WHERE match_id = 'm1'")[0][0]
+        seat = h.rows("SELECT token_hash FROM seats WHERE match_id = 'm1' AND seat = 1")
+        decks = h.rows("SELECT deal FROM decks WHERE match_id = 'm1'")
+        started = status == "active"
+        assert (seat == [("t1",)] and decks == [(0,)]) == started, (status, seat, decks)
+        return started
+    if operation == "save_seat":
+        return h.rows("SELECT token_hash FROM seats WHERE match_id = 'm1' AND seat = 1") == [("t1",)]
+    status = h.rows("SELECT status, ended_at FROM matches WHERE match_id = 'm1'")
+    assert status in ([("waiting", None)], [("terminated", 3.0)]), status
+    return status[0][0] == "terminated"
+
+
+OPERATIONS = ["create_match", "append_action", "append_action_with_deck", "start_match", "save_seat", "set_status"]
+
+
+@pytest.mark.parametrize("operation", OPERATIONS)
+def test_a_commit_that_happened_but_whose_answer_was_lost_returns_normally(
+        operation, pg_database, pg_schema, monkeypatch):
+    """The COMMIT waits (the trigger), the connection is lost meanwhile, then the server
+    commits: the store asks, sees 'in progress' then 'committed', and the write returns."""
+    async def go():
+        async with _Harness(pg_database, pg_schema, monkeypatch) as h:
+            await _setup(h, operation)
+            await h.hold()
+            h.on_commit = "during"
+            write = asyncio.create_task(_write(h, operation))
+            while h.pid is None or not h.commits:
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.3)  # the store is polling: 'in progress'
+            assert not write.done()
+            with capture_logs() as logs:
+                await h.release()
+                await asyncio.wait_for(write, 5)  # no StoreError: it committed
+            await h.session_gone()
+            return h, logs
+    h, logs = asyncio.run(go())
+    assert _written(h, operation)
+    assert h.store.commits_resolved == {(operation.removesuffix("_with_deck"), "committed"): 1}
+    resolved = [e for e in logs if e["event"] == "store_commit_resolved"]
+    assert len(resolved) == 1 and resolved[0]["log_level"] == "warning"
+    assert resolved[0]["operation"] == operation.removesuffix("_with_deck")
+    assert resolved[0]["outcome"] == "committed"
+
+
+@pytest.mark.parametrize("operation", OPERATIONS)
+@pytest.mark.parametrize("how", ["before", "terminate"])
+def test_a_commit_that_did_not_happen_is_a_store_error_with_nothing_written(
+        operation, how, pg_database, pg_schema, monkeypatch):
+    """The connection is lost (shut, or its session terminated) with the transaction open,
+    before the COMMIT: the server rolls it back, the store learns 'aborted' and raises."""
+    async def go():
+        async with _Harness(pg_database, pg_schema, monkeypatch) as h:
+            await _setup(h, operation)
+            h.on_commit = how
+            with pytest.raises(StoreError, match="not committed"):
+                await _write(h, operation)
+            await h.session_gone()
+            return h
+    h = asyncio.run(go())
+    assert not _written(h, operation)
+    assert h.store.commits_resolved == {(operation.removesuffix("_with_deck"), "aborted"): 1}
+
+
+def test_a_commit_still_in_progress_is_polled_for_a_bounded_time(pg_database, pg_schema, monkeypatch):
+    """The COMMIT waits longer than the store asks: after ``resolve_s`` the write is a
+    StoreError (in doubt, as before), and the commit may still land later (it does here)."""
+    async def go():
+        async with _Harness(pg_database, pg_schema, monkeypatch) as h:
+            h.store.resolve_s = 0.5
+            await _setup(h, "append_action")
+            await h.hold()
+            h.on_commit = "during"
+            started = time.monotonic()
+            with pytest.raises(StoreError) as failed:
+                await _write(h, "append_action")
+            elapsed = time.monotonic() - started
+            landed_before = _written(h, "append_action")
+            await h.release()
+            await h.session_gone()
+            return h, elapsed, failed.value, landed_before
+    h, elapsed, failed, landed_before = asyncio.run(go())
+    assert 0.5 <= elapsed < 2.0, elapsed
+    assert "not committed" not in str(failed)
+    assert not landed_before and _written(h, "append_action")  # in doubt indeed: it landed after
+    assert h.store.commits_resolved == {("append_action", "unknown"): 1}
+
+
+def test_a_status_question_that_fails_leaves_the_store_error(pg_database, pg_schema, monkeypatch):
+    """The fresh connection cannot be made (the server is unreachable): StoreError, as before
+    the store resolved anything."""
+    async def go():
+        async with _Harness(pg_database, pg_schema, monkeypatch) as h:
+            await _setup(h, "set_status")
+            h.on_commit = "before"
+            monkeypatch.setattr(h.store, "_conninfo", lambda: "host=127.0.0.1 port=1 connect_timeout=2")
+            started = time.monotonic()
+            with pytest.raises(StoreError, match="set_status failed"):
+                await _write(h, "set_status")
+            return h, time.monotonic() - started
+    h, elapsed = asyncio.run(go())
+    assert elapsed < 3.0, elapsed
+    assert h.store.commits_resolved == {("set_status", "unknown"): 1}
+    assert not _written(h, "set_status")
+
+
+def test_refusals_are_not_resolved(pg_database, pg_schema, monkeypatch):
+    """A write the server refuses (a key taken, no such match) raises as before, without
+    asking anything: its connection is fine and the refusal definite."""
+    from engine_service.store import DuplicateClientAction, MatchNotWaiting, SequenceConflict, UnknownMatch
+
+    async def go():
+        async with _Harness(pg_database, pg_schema, monkeypatch) as h:
+            st = h.store
+            await st.create_match(record(status="active"))
+            await st.append_action("m1", ActionRecord(1, 0, "pass", client_action_id="c1"))
+            with pytest.raises(DuplicateClientAction):
+                await st.append_action("m1", ActionRecord(2, 0, "pass", client_action_id="c1"))
+            with pytest.raises(SequenceConflict):
+                await st.append_action("m1", ActionRecord(1, 0, "take"))
+            with pytest.raises(UnknownMatch):
+                await st.set_status("nope", "finished")
+            with pytest.raises(UnknownMatch):
+                await st.save_seat("nope", SEAT)
+            with pytest.raises(MatchNotWaiting):
+                await st.start_match("m1", [SEAT])
+            await st.append_action("m1", ActionRecord(2, 0, "take"))  # the connection still serves
+            return h
+    h = asyncio.run(go())
+    assert h.store.commits_resolved == {}
+    assert h.rows("SELECT seq FROM match_actions ORDER BY seq") == [(1,), (2,)]
