@@ -13,7 +13,15 @@ metrics), with PostgreSQL doing what the SQLite store does by hand:
 * **The constraints decide**: ``match_actions(match_id, seq)`` is the primary key and
   ``(match_id, seat, client_action_id)`` a unique key, so two writers appending at the same
   seq get :class:`~.base.SequenceConflict` from the database itself, not from a read that
-  could race. An action without a deck is one statement (one round trip, its own commit).
+  could race. An action without a deck is one statement and its commit (two round trips).
+* **Knows what its lost commits did**: every write learns its transaction id
+  (``pg_current_xact_id()``, returned by the write's own statement) before it commits. When
+  the connection is lost while the commit is in flight, the store asks a fresh connection
+  ``pg_xact_status`` (polling one still 'in progress' for up to :data:`RESOLVE_S`): a commit
+  that happened returns normally (logged ``store_commit_resolved``), one that did not, or whose
+  outcome stays unknown, is a :class:`~.base.StoreError` as before (the caller's own in-doubt
+  handling: the client's retry with its ``client_action_id``, the session layer's read-back
+  of a start). Hence PostgreSQL 13 or newer.
 * **Refuses what it does not own**: the schema (the database's default one, or the first of
   the ``search_path`` given with ``?options=-csearch_path%3Dname``) carries
   an ``engine_meta`` table with the application and schema version; a schema holding other

@@ -297,3 +297,33 @@ def test_refusals_are_not_resolved(pg_database, pg_schema, monkeypatch):
     h = asyncio.run(go())
     assert h.store.commits_resolved == {}
     assert h.rows("SELECT seq FROM match_actions ORDER BY seq") == [(1,), (2,)]
+
+
+def test_without_pipeline_mode_a_lost_commit_is_resolved_the_same(pg_database, pg_schema, monkeypatch):
+    """With a libpq older than 14 (no pipeline mode) a one-statement write is an explicit
+    transaction: its lost commit is resolved the same way."""
+    monkeypatch.setattr(postgres, "PIPELINE", False)
+    test_a_commit_that_happened_but_whose_answer_was_lost_returns_normally(
+        "set_status", pg_database, pg_schema, monkeypatch)
+
+
+def test_a_write_failing_after_its_statement_wrote_is_rolled_back(pg_database, pg_schema, monkeypatch):
+    """A one-statement write whose function fails after the statement wrote (a bug; the
+    Sync alone would commit the implicit transaction) is rolled back."""
+    original = postgres._Transaction._xid
+
+    def failing(tx, rows):
+        original(tx, rows)
+        raise RuntimeError("after the statement")
+
+    async def go():
+        async with _Harness(pg_database, pg_schema, monkeypatch) as h:
+            await _setup(h, "set_status")
+            monkeypatch.setattr(postgres._Transaction, "_xid", failing)
+            with pytest.raises(StoreError, match="after the statement"):
+                await _write(h, "set_status")
+            monkeypatch.setattr(postgres._Transaction, "_xid", original)
+            await h.store.save_seat("m1", SEAT)  # the connection still serves
+            return h
+    h = asyncio.run(go())
+    assert not _written(h, "set_status") and _written(h, "save_seat")
