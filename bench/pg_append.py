@@ -72,7 +72,8 @@ async def main(dsn: str, n: int, matches: int) -> None:
     times.sort()
     ms = [t * 1000 for t in times]
     print(f"append_action x{n} ({matches} matches): p50 {statistics.median(ms):.3f} ms, "
-          f"p99 {ms[int(len(ms) * 0.99) - 1]:.3f} ms, max {ms[-1]:.3f} ms, mean {statistics.fmean(ms):.3f} ms; "
+          f"p99 {ms[int(len(ms) * 0.99) - 1]:.3f} ms, max {ms[-1]:.3f} ms, "
+          f"mean {statistics.fmean(ms):.3f} ms; "
           f"round trips per append: {trips}")
 
 

@@ -574,7 +574,8 @@ class PostgresStore(Store):
         "left_match = excluded.left_match, join_hash = excluded.join_hash")
 
     @classmethod
-    async def _upsert_seat(cls, tx: _Transaction, match_id: str, s: SeatRecord, *, alone: bool = False) -> None:
+    async def _upsert_seat(cls, tx: _Transaction, match_id: str, s: SeatRecord, *,
+                           alone: bool = False) -> None:
         """The seat, in the open transaction (``alone``: the write's only statement)."""
         params = (match_id, s.seat, s.kind, s.bot, s.player_name, s.token_hash or None, s.joined_at, s.left,
                   s.join_hash or None)

@@ -77,7 +77,8 @@ class _Harness:
             if how == "before":
                 _shut(tx.conn)
             elif how == "terminate":
-                await harness.admin.execute("SELECT pg_terminate_backend(%s, 5000)", (tx.conn.info.backend_pid,))
+                await harness.admin.execute("SELECT pg_terminate_backend(%s, 5000)",
+                                            (tx.conn.info.backend_pid,))
             elif how == "during":
                 harness.pid = tx.conn.info.backend_pid
                 watcher = asyncio.create_task(harness._shut_when_waiting(tx.conn))
@@ -143,7 +144,8 @@ async def _write(h: _Harness, operation: str) -> None:
     elif operation == "append_action":
         await st.append_action("m1", ActionRecord(1, 0, "pass", client_action_id="c1"))
     elif operation == "append_action_with_deck":
-        await st.append_action("m1", ActionRecord(1, 0, "pass", client_action_id="c1"), [DeckRecord(1, ("7H",))])
+        await st.append_action("m1", ActionRecord(1, 0, "pass", client_action_id="c1"),
+                               [DeckRecord(1, ("7H",))])
     elif operation == "start_match":
         await st.start_match("m1", [SEAT], [DECK0])
     elif operation == "save_seat":
@@ -179,7 +181,8 @@ def _written(h: _Harness, operation: str) -> bool:
     return status[0][0] == "terminated"
 
 
-OPERATIONS = ["create_match", "append_action", "append_action_with_deck", "start_match", "save_seat", "set_status"]
+OPERATIONS = ["create_match", "append_action", "append_action_with_deck", "start_match", "save_seat",
+              "set_status"]
 
 
 @pytest.mark.parametrize("operation", OPERATIONS)
