@@ -180,6 +180,11 @@ class Metrics:
         self.store_errors = Counter(
             "store_errors", "Store operations that failed.", ["operation"], namespace=ns,
             registry=r)
+        self.store_commits_resolved = Counter(
+            "store_commits_resolved", "PostgreSQL writes whose COMMIT answer was lost with the "
+            "connection, by what asking the server afterwards found (committed: the write "
+            "stood; aborted: it did not; unknown: no answer, counted in store_errors too).",
+            ["operation", "outcome"], namespace=ns, registry=r)
         # registered by watch_database_file (a SQLite store): a store without a file of its
         # own (memory, PostgreSQL) exports none rather than a free space of 0
         self.store_database_bytes = Gauge(

@@ -392,6 +392,9 @@ class PostgresStore(Store):
                 pass
         outcome = status if status in ("committed", "aborted") else "unknown"
         self.commits_resolved[(operation, outcome)] += 1
+        metrics = self._timer.metrics
+        if metrics is not None:
+            metrics.child(metrics.store_commits_resolved, operation, outcome).inc()
         log.warning("store_commit_resolved", db=self.where, operation=operation, outcome=outcome,
                     error=reason)
         if outcome == "committed":

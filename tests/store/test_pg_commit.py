@@ -19,6 +19,7 @@ import psycopg
 import pytest
 from structlog.testing import capture_logs
 
+from engine_service.observability.metrics import Metrics
 from engine_service.store import ActionRecord, DeckRecord, SeatRecord, StoreError
 from engine_service.store import postgres
 from engine_service.store.postgres import PostgresStore
@@ -62,7 +63,7 @@ class _Harness:
         self.commits: list[int] = []
 
     async def __aenter__(self) -> "_Harness":
-        self.store = PostgresStore(self.url)
+        self.store = PostgresStore(self.url, Metrics())
         self.store.resolve_s = 2.0
         await self.store.open()
         self.admin = await psycopg.AsyncConnection.connect(self.db.url, autocommit=True)
@@ -185,6 +186,13 @@ OPERATIONS = ["create_match", "append_action", "append_action_with_deck", "start
               "set_status"]
 
 
+def _resolved_metric(h: _Harness, operation: str, outcome: str) -> float:
+    """cardgames_store_commits_resolved_total{operation, outcome}, as the metrics port shows it."""
+    metrics = h.store._timer.metrics
+    return metrics.value("cardgames_store_commits_resolved_total",
+                         {"operation": operation.removesuffix("_with_deck"), "outcome": outcome})
+
+
 @pytest.mark.parametrize("operation", OPERATIONS)
 def test_a_commit_that_happened_but_whose_answer_was_lost_returns_normally(
         operation, pg_database, pg_schema, monkeypatch):
@@ -208,6 +216,7 @@ def test_a_commit_that_happened_but_whose_answer_was_lost_returns_normally(
     h, logs = asyncio.run(go())
     assert _written(h, operation)
     assert h.store.commits_resolved == {(operation.removesuffix("_with_deck"), "committed"): 1}
+    assert _resolved_metric(h, operation, "committed") == 1
     resolved = [e for e in logs if e["event"] == "store_commit_resolved"]
     assert len(resolved) == 1 and resolved[0]["log_level"] == "warning"
     assert resolved[0]["operation"] == operation.removesuffix("_with_deck")
@@ -231,6 +240,7 @@ def test_a_commit_that_did_not_happen_is_a_store_error_with_nothing_written(
     h = asyncio.run(go())
     assert not _written(h, operation)
     assert h.store.commits_resolved == {(operation.removesuffix("_with_deck"), "aborted"): 1}
+    assert _resolved_metric(h, operation, "aborted") == 1
 
 
 def test_a_commit_still_in_progress_is_polled_for_a_bounded_time(pg_database, pg_schema, monkeypatch):
