@@ -551,11 +551,12 @@ class MatchManager:
         player has not left. The answer of that join was lost, and with it the token: the seat
         gets a new one exactly as ReissueSeatToken gives it (:meth:`_replace_token`: durable
         first, the previous token refused from now on, its streams ended with TOKEN_REVOKED),
-        keeping its player, name and id. A match whose start by that join is in doubt (every
-        seat taken, still waiting: :meth:`_activate`) starts now (:meth:`_start_stalled`)."""
+        keeping its player, name and id. A match whose start is in doubt (every seat taken,
+        still waiting: :meth:`_activate`) starts now (:meth:`_start_stalled`), whichever seat's
+        player retried: the one whose join took the last seat, or any other."""
         token = await self._replace_token(m, slot, slot.join_hash, "a retried JoinMatch of this seat")
         m.log.info("seat_joined", seat=slot.seat, retry=True)
-        await self._start_stalled(m, by="join_retry", joined=slot)
+        await self._start_stalled(m, by="join_retry")
         return JoinResult(match_id=m.match_id, seat=slot.seat, token=token, retry=True)
 
     async def _replace_token(self, m: LiveMatch, slot: SeatSlot, join_hash: str, by: str) -> str:
@@ -1226,7 +1227,7 @@ class MatchManager:
                     and now - m.finished_mono >= self.config.finished_retention_s):
                 self._unregister(m)
 
-    async def _start_stalled(self, m: LiveMatch, *, by: str, joined: SeatSlot | None = None) -> bool:
+    async def _start_stalled(self, m: LiveMatch, *, by: str) -> bool:
         """Start a match (under its lock) that waits with every seat taken: the start by the
         join that took the last seat failed and nobody could tell whether the store holds it
         (:meth:`_activate`; that join was answered UNAVAILABLE / STORE_UNAVAILABLE), which
@@ -1235,15 +1236,15 @@ class MatchManager:
         every player's seat as held in memory, the deck unless the store holds one, and the
         status; or, when the store says the earlier start happened, as the store has it), and
         its watchers get the ``joined`` event that the failed join did not publish, with the
-        started views: of ``joined`` (a retried join's seat), else of the seat taken last.
-        ``by``: who starts it (logged: ``retry``, ``sweeper``, ``join_retry``, ``leave``).
-        False when there was nothing to start."""
+        started views: of the seat taken last, the failed join's (not of the seat whose
+        player's retried join starts it: that may be another seat, whose ``joined`` its
+        watchers saw when it was taken). ``by``: who starts it (logged: ``retry``,
+        ``sweeper``, ``join_retry``, ``leave``). False when there was nothing to start."""
         if m.status != "waiting" or m.open_seats():
             return False
         await self._activate(m, [s.record() for s in m.seats if s.kind == "open"])
         m.log.warning("match_start_recovered", by=by)
-        if joined is None:
-            joined = max((s for s in m.seats if s.kind == "open"), key=lambda s: s.joined_at or 0.0)
+        joined = max((s for s in m.seats if s.kind == "open"), key=lambda s: s.joined_at or 0.0)
         self._writer.presence(m, joined, "joined")
         return True
 

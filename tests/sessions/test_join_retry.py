@@ -290,6 +290,36 @@ def test_a_retry_starts_a_match_whose_start_failed():
     assert final.status == "finished"
 
 
+def test_a_retry_of_another_seat_starts_a_match_whose_start_failed_with_the_last_seats_joined_event():
+    """The start by the join of the last seat (3) is in doubt; the player of seat 1, who
+    joined long before (its "joined" published then), retries its join (its answer was lost)
+    and so starts the match. The "joined" event the failed join did not publish is seat 3's:
+    the fuzz (test_seat_lifecycle_fuzz) found it published for the retrying seat instead, so
+    that watchers saw seat 1 join twice and seat 3 never."""
+    store = FailingStart()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
+            keys = [join_id() for _ in range(4)]
+            spectator = Stream(mgr, s.match_id, Principal("spectator", s.match_id))
+            await until(lambda: spectator.events)
+            for seat in range(3):
+                await mgr.join_match(s.match_id, seat, f"p{seat}", keys[seat])
+            await until(lambda: len(spectator.events) == 4)
+            store.fail, store.unreadable = True, 1
+            await refused(mgr.join_match(s.match_id, 3, "p3", keys[3]))
+            again = await mgr.join_match(s.match_id, 1, "p1", keys[1])
+            await until(lambda: len([e for e in spectator.events if e.kind == "presence"]) == 4)
+            await spectator.close()
+            return again, await mgr.get_match(s.match_id), spectator.events
+
+    again, summary, events = run(go())
+    assert (again.seat, again.retry, summary.status) == (1, True, "active")
+    joined = [e.seat for e in events if e.kind == "presence" and e.details["change"] == "joined"]
+    assert joined == [0, 1, 2, 3]
+
+
 def test_concurrent_retries_leave_one_valid_token():
     """Two retries of one join at once (a client that gave up waiting on the first) are
     serialised by the match's lock: each gets the seat, the later one's token is the seat's."""
