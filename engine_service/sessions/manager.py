@@ -601,7 +601,8 @@ class MatchManager:
         (:meth:`_retry_start`), by the sweeper, or by a retried join (:meth:`_start_stalled`).
         Nobody else gets such a seat meanwhile, and nobody leaves such a match before it has
         started (:meth:`leave_match`): a freed seat in a match the store holds as started
-        would be a store no restart could make sense of."""
+        would be a store no restart could make sense of. Nor does the admin end it before
+        (:meth:`terminate_match`): the store might hold it started and dealt."""
         try:
             await self._writer.store_call(self._start(m, seats), "start_match")
         except Unavailable as exc:
@@ -830,6 +831,11 @@ class MatchManager:
         async def locked() -> MatchSummary:
             if m.over:
                 raise MatchNotActive("the match is over")
+            # Every seat taken and still waiting: the last join's start may be in the store
+            # (_activate), with the first deck. Ended as it stands in memory, the match would
+            # stay unstarted there and started in the store (the deck, the status before the
+            # end), so the start is settled first, as leave_match settles it.
+            await self._start_stalled(m, by="terminate")
             await self._writer.end(m, "terminated", winners=[], reason=reason)
             return m.summary()
 
@@ -1239,7 +1245,7 @@ class MatchManager:
         started views: of the seat taken last, the failed join's (not of the seat whose
         player's retried join starts it: that may be another seat, whose ``joined`` its
         watchers saw when it was taken). ``by``: who starts it (logged: ``retry``,
-        ``sweeper``, ``join_retry``, ``leave``). False when there was nothing to start."""
+        ``sweeper``, ``join_retry``, ``leave``, ``terminate``). False when there was nothing to start."""
         if m.status != "waiting" or m.open_seats():
             return False
         await self._activate(m, [s.record() for s in m.seats if s.kind == "open"])

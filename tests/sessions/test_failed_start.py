@@ -231,6 +231,33 @@ def test_leaving_a_match_whose_start_is_in_doubt_starts_it_first(ack_lost):
     assert presence(events) == [("joined", 0), ("joined", 1), ("joined", 2), ("joined", 3), ("left", 1)]
 
 
+@pytest.mark.parametrize("ack_lost", [False, True])
+def test_terminating_a_match_whose_start_is_in_doubt_starts_it_first(ack_lost):
+    """The admin terminates a match whose start is in doubt (``ack_lost``: the store holds it,
+    dealt). It used to be ended as the memory held it, never started: the store kept the
+    start's deck (and had it active before the end) while the memory had none, so the match
+    read back later (evicted, a restart) was dealt and the one served until then was not
+    (found by the seat lifecycle fuzz). The termination settles the start first, as a leave
+    does: the store and the memory agree, the match started once."""
+    store = FailingStart()
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                s = await mgr.create_match(CreateMatchRequest(game="japanese_joker"))
+                await mgr.join_match(s.match_id, 0, "a", join_id())
+                store.fail, store.ack_lost, store.unreadable = True, ack_lost, 1
+                await refused(mgr.join_match(s.match_id, 1, "b", join_id()))
+                ended = await mgr.terminate_match(s.match_id, "test")
+                await agree(mgr, store, s.match_id)
+                return ended, mgr._matches[s.match_id].deals_dealt, logs
+
+    ended, dealt, logs = run(go())
+    assert ended.status == "terminated" and dealt == 1
+    assert [e["by"] for e in logs if e["event"] == "match_start_recovered"] == ["terminate"]
+    assert len([e for e in logs if e["event"] == "match_started"]) == 1
+
+
 def test_a_join_that_finds_an_earlier_start_in_the_store_follows_it():
     """The store holds the match started with another player in the last seat (an earlier
     start whose write was judged not to have happened, then committed: PostgreSQL can report
