@@ -48,7 +48,7 @@ from ..rules.errors import RulesError
 from ..rules.game import CHANCE
 from ..rules.registry import all_games, get_game
 from ..store import MatchListing, Store, StoreError, open_store
-from ..store.base import MAX_PRUNE_BATCH, STATUSES, DeckRecord, MatchRecord, PruneCounts, SeatRecord, StoredMatch
+from ..store.base import FINISHED, MAX_PRUNE_BATCH, STATUSES, DeckRecord, MatchRecord, PruneCounts, SeatRecord, StoredMatch
 from .api import (BadRequest, BotInfo, CreateMatchRequest, DealReveal, GameInfo, Inspection,
                   FailedPrecondition, JoinResult, LimitExceeded, MatchEvent, MatchNotActive,
                   MatchNotFound, MatchNotOver,
@@ -1114,8 +1114,9 @@ class MatchManager:
         nothing) and the StoreError stands, the match in memory unchanged (the deal's deck, if
         the store holds one, is the one to deal later: it refuses a second); active, it did
         (this write or an earlier one whose answer was lost, which MatchNotWaiting reports)
-        and the match follows the store (:meth:`_follow_start`). The read failing too is
-        :class:`_StartInDoubt`.
+        and the match follows the store (:meth:`_follow_start`); ended, it ended before this
+        start (a TerminateMatch whose answer was lost) and the match follows that end
+        (:meth:`_follow_end`: MatchNotActive). The read failing too is :class:`_StartInDoubt`.
 
         The join that takes the last seat starts the match (:meth:`_activate`); so does the
         recovery of a start that did not happen for sure: :meth:`_load` (a match whose last
@@ -1134,6 +1135,9 @@ class MatchManager:
                 stored = await self._store.load_match(m.match_id)
             except StoreError as unread:
                 raise _StartInDoubt(f"{failed} (and reading the match back: {unread})") from failed
+            if stored is not None and stored.record.status in FINISHED:
+                await self._follow_end(m, stored)
+                raise MatchNotActive("the match is over") from failed
             if stored is None or stored.record.status != "active":
                 held = next((d for d in stored.decks if d.deal == m.deals_dealt), None) if stored else None
                 if held is not None and deck is not None:
@@ -1164,6 +1168,30 @@ class MatchManager:
             self._deal(m, deck)
         m.status = "active"
         m.log.info("match_started", seq=m.seq, found_in_store=True)
+
+    async def _follow_end(self, m: LiveMatch, stored: StoredMatch) -> None:
+        """The store holds this waiting match as ended: an end written but answered with an
+        error (TerminateMatch, the waiting timeout; the caller was answered UNAVAILABLE and
+        has not retried yet). The match ends in memory as the store has it: its seats, the
+        first deck if a start landed before the end, the status and the result; its watchers
+        get ``match_ended``. Its start used to be refused for good instead (the store said
+        "not waiting", the read-back "not active": the error stood), so that a match whose
+        start was in doubt waited with every seat taken, each retry, sweep, leave and
+        TerminateMatch answered UNAVAILABLE, until a restart (found by the seat lifecycle
+        fuzz)."""
+        rec = stored.record
+        for seat in rec.seats:
+            slot = m.seats[seat.seat]
+            if slot.kind == "open" and slot.record() != seat:
+                self._take_seat(m, slot, seat)
+        deck = next((d for d in stored.decks if d.deal == m.deals_dealt), None)
+        if deck is not None and m.state.to_act() == CHANCE:
+            self._deal(m, deck)
+        result = dict(rec.result or {})
+        m.log.warning("match_end_found_in_store", status=rec.status)
+        self._writer.mark_over(m, rec.status, result, str(result.get("outcome", rec.status)),
+                               rec.ended_at if rec.ended_at is not None else time.time())
+        self._writer.announce_end(m)
 
     async def _deal_due(self, m: LiveMatch) -> None:
         """Deal a fresh deck if the match waits for one (CHANCE), storing it first."""

@@ -20,6 +20,7 @@ from engine_service.sessions import manager as manager_module
 from engine_service.sessions.api import CreateMatchRequest, Principal, SessionError
 from engine_service.sessions.chance import random_deck_record
 from engine_service.sessions.tokens import token_hash
+from engine_service.store import StoreError
 
 from .helpers import Stream, manager, play_random, run, until
 from .test_store_failures import FailingStart
@@ -256,6 +257,59 @@ def test_terminating_a_match_whose_start_is_in_doubt_starts_it_first(ack_lost):
     assert ended.status == "terminated" and dealt == 1
     assert [e["by"] for e in logs if e["event"] == "match_start_recovered"] == ["terminate"]
     assert len([e for e in logs if e["event"] == "match_started"]) == 1
+
+
+class LosesTheEnd(FailingStart):
+    """FailingStart whose next set_status is durable but answers with an error (``lose_end``)."""
+
+    lose_end = False
+
+    async def set_status(self, match_id, status, result=None, ended_at=None, deal_commitments=()):
+        await super().set_status(match_id, status, result, ended_at, deal_commitments)
+        if self.lose_end:
+            self.lose_end = False
+            raise StoreError("connection lost after the commit")
+
+
+@pytest.mark.parametrize("in_doubt", [False, True])
+def test_a_start_that_finds_the_match_ended_in_the_store_follows_the_end(in_doubt):
+    """The admin's TerminateMatch of a waiting match was written but answered UNAVAILABLE; before
+    its retry, a join takes the last seat: its start finds the match ended in the store
+    (MatchNotWaiting, read back: terminated). The match follows that end (MATCH_NOT_ACTIVE,
+    ``match_ended`` to its watchers, the memory as the store has it), and the admin's retry is
+    MATCH_NOT_ACTIVE. With the read-back failing too (``in_doubt``) the seat is held and the
+    start retried: the retry finds the end. It used to treat "not active" as "did not
+    happen": the join was UNAVAILABLE again and again, and a match whose start was in doubt
+    waited with every seat taken, every retry, sweep, leave and TerminateMatch answered
+    UNAVAILABLE, until a restart (found by the seat lifecycle fuzz)."""
+    store = LosesTheEnd()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            mgr._sweep_interval = 0.05
+            s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
+            spectator = Stream(mgr, s.match_id, Principal("spectator", s.match_id))
+            await until(lambda: spectator.events)
+            for seat in range(3):
+                await mgr.join_match(s.match_id, seat, f"p{seat}", join_id())
+            store.lose_end = True
+            lost = await refused(mgr.terminate_match(s.match_id, "closing the table"))
+            store.unreadable = 1 if in_doubt else 0
+            join = await refused(mgr.join_match(s.match_id, 3, "p3", join_id()))
+            m = mgr._matches[s.match_id]
+            await until(lambda: m.over, timeout=3.0)
+            again = await refused(mgr.terminate_match(s.match_id, "closing the table"))
+            await agree(mgr, store, s.match_id)
+            await until(lambda: spectator.task.done())
+            return lost, join, again, m, spectator.events
+
+    lost, join, again, m, events = run(go())
+    assert lost.code == "UNAVAILABLE"
+    assert join.reason == ("STORE_UNAVAILABLE" if in_doubt else "MATCH_NOT_ACTIVE")
+    assert again.reason == "MATCH_NOT_ACTIVE"
+    assert m.status == "terminated" and m.result["reason"] == "closing the table" and m.deals_dealt == 0
+    assert [e.kind for e in events][-1] == "match_ended"
+    assert presence(events) == [("joined", 0), ("joined", 1), ("joined", 2)]
 
 
 def test_a_join_that_finds_an_earlier_start_in_the_store_follows_it():
