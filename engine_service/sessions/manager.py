@@ -194,6 +194,7 @@ class MatchManager:
         self._sweeper: asyncio.Task | None = None
         self._sweep_interval = 60.0  # set by start(): the retries of a start wait at most that
         self._start_retries: dict[str, asyncio.Task] = {}  # match id -> its retries (_retry_start)
+        self._seat_resyncs: dict[tuple[str, int], asyncio.Task] = {}  # (match id, seat) -> _resync_seat
         self._pruner: asyncio.Task | None = None
         self._started = False
         self._draining = False
@@ -538,7 +539,7 @@ class MatchManager:
                     self._writer.presence(m, slot, "joined")
                     raise SeatTaken(f"seat {slot.seat} is taken")
             else:
-                await self._writer.store_call(self._store.save_seat(m.match_id, rec), "save_seat")
+                await self._writer.store_call(self._save_seat(m, rec), "save_seat")
                 self._take_seat(m, slot, rec)
             m.log.info("seat_joined", seat=slot.seat, retry=False)
             self._writer.presence(m, slot, "joined")
@@ -569,8 +570,7 @@ class MatchManager:
         token = new_token()
         digest = token_hash(token)
         await self._writer.store_call(
-            self._store.save_seat(m.match_id, replace(slot.record(), token_hash=digest, join_hash=join_hash)),
-            "save_seat")
+            self._save_seat(m, replace(slot.record(), token_hash=digest, join_hash=join_hash)), "save_seat")
         self._tokens.pop(slot.token_hash, None)
         slot.token_hash, slot.join_hash = digest, join_hash
         self._tokens[digest] = (m.match_id, slot.seat)
@@ -578,6 +578,75 @@ class MatchManager:
                                                            reason="TOKEN_REVOKED")):
             self._clock.disconnected(m, slot)  # absent until the player connects with the new token
         return token
+
+    async def _save_seat(self, m: LiveMatch, rec: SeatRecord) -> None:
+        """Write one seat of ``m`` (under its lock: a join, a leave, a new token); the caller
+        changes the seat in memory once this returns. A StoreError means the write did not
+        happen, or may not have.
+
+        A write answered with an error may be durable all the same (PostgreSQL: the
+        connection dropped after the COMMIT), so the seat is read back, as a start is
+        (:meth:`_start`): the store holds ``rec``, it happened (logged
+        ``seat_write_found_in_store``) and the caller goes on as after an answer; the store
+        holds the seat as before, it did not and the StoreError stands. When the read fails
+        too, nobody can tell: the StoreError stands (the seat stays in memory as it was) and
+        the seat's row is written again as the memory holds it (:meth:`_resync_seat`). A
+        seat written but answered with an error used to stay so in the store while the memory
+        kept the seat as before: a new token nobody had been given (ReissueSeatToken, a
+        retried join) in place of the one its player held, a player who left still seated, a
+        seat taken by a join answered UNAVAILABLE; unless a later write of the seat (a retry,
+        another join, the start) replaced it, the match read back after its end or a restart
+        was not the one served (found by the seat lifecycle fuzz)."""
+        try:
+            await self._store.save_seat(m.match_id, rec)
+            return
+        except StoreError as failed:
+            try:
+                stored = await self._store.load_match(m.match_id)
+            except StoreError:
+                self._resync_seat(m, rec.seat)
+                raise failed
+            held = stored.record.seats[rec.seat] if stored is not None else None
+            if held == rec:
+                m.log.warning("seat_write_found_in_store", seat=rec.seat)
+                return
+            if held is not None and held != m.seats[rec.seat].record():
+                self._resync_seat(m, rec.seat)  # neither: an earlier write's in doubt
+            raise failed
+
+    def _resync_seat(self, m: LiveMatch, seat: int) -> None:
+        """Write ``seat``'s row again as the memory holds it, soon (after
+        :data:`START_RETRY_FIRST_S`, doubling up to the sweeper's interval, as a start's
+        retries) and until it is written: a write of it whose outcome nobody could tell
+        (:meth:`_save_seat`) may have changed it in the store. One series per seat; it ends
+        with the drain or when the match is no longer held."""
+        key = (m.match_id, seat)
+        if key in self._seat_resyncs or self._draining:
+            return
+        self._seat_resyncs[key] = self._spawn(self._resync_seat_until_written(m, seat),
+                                              f"seat-resync-{m.match_id}-{seat}")
+
+    async def _resync_seat_until_written(self, m: LiveMatch, seat: int) -> None:
+        async def write() -> None:
+            await self._writer.store_call(self._store.save_seat(m.match_id, m.seats[seat].record()), "save_seat")
+
+        delay = START_RETRY_FIRST_S
+        try:
+            while self._matches.get(m.match_id) is m:
+                await asyncio.sleep(delay)
+                try:
+                    await self._exclusive(m, write)
+                except SessionError as exc:  # the store still fails: written again later
+                    if self._draining:
+                        return
+                    delay = min(delay * 2, self._sweep_interval)
+                    log.error("seat_resync_failed", match_id=m.match_id, seat=seat, error=str(exc),
+                              retry_in_s=delay)
+                    continue
+                m.log.info("seat_resynced", seat=seat)
+                return
+        finally:
+            self._seat_resyncs.pop((m.match_id, seat), None)
 
     def _take_seat(self, m: LiveMatch, slot: SeatSlot, rec: SeatRecord) -> None:
         """``slot`` holds what ``rec`` says (written, or found in the store): its player, token
@@ -794,7 +863,7 @@ class MatchManager:
             # and leaving the started match is resigning, as it would be a moment later.
             await self._start_stalled(m, by="leave")
             if m.status == "waiting":
-                await self._writer.store_call(self._store.save_seat(m.match_id, SeatRecord(seat)), "save_seat")
+                await self._writer.store_call(self._save_seat(m, SeatRecord(seat)), "save_seat")
                 self._tokens.pop(slot.token_hash, None)
                 # free again: its client join id no longer matches (a retry would take it again)
                 slot.player_name, slot.token_hash, slot.joined_at, slot.join_hash = "", "", None, ""
@@ -808,8 +877,7 @@ class MatchManager:
                 await self._writer.end(m, "resigned", winners=[s.seat for s in m.seats if s.seat != seat],
                                        resigned=seat)
             else:
-                await self._writer.store_call(
-                    self._store.save_seat(m.match_id, replace(slot.record(), left=True)), "save_seat")
+                await self._writer.store_call(self._save_seat(m, replace(slot.record(), left=True)), "save_seat")
                 slot.left = True
                 self._clock.cancel_grace(slot)
                 gone = self._end_seat_streams(m, slot, PermissionDenied("you left this match", reason="SEAT_LEFT"))
