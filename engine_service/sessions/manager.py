@@ -553,11 +553,19 @@ class MatchManager:
         gets a new one exactly as ReissueSeatToken gives it (:meth:`_replace_token`: durable
         first, the previous token refused from now on, its streams ended with TOKEN_REVOKED),
         keeping its player, name and id. A match whose start is in doubt (every seat taken,
-        still waiting: :meth:`_activate`) starts now (:meth:`_start_stalled`), whichever seat's
-        player retried: the one whose join took the last seat, or any other."""
+        still waiting: :meth:`_activate`) is started first (:meth:`_start_stalled`), whichever
+        seat's player retried: the one whose join took the last seat, or any other. When it
+        cannot be yet, the retry is UNAVAILABLE with nothing changed: the token was replaced
+        before the start used to be tried, so that a retry answered UNAVAILABLE had revoked
+        the token its player held for one it was never given (found by the seat lifecycle
+        fuzz), and a player whose match then ended had no token for it."""
+        key = slot.join_hash
+        await self._start_stalled(m, by="join_retry")
+        if slot.join_hash != key or not slot.taken or slot.left:
+            # the start followed the store, which holds the seat otherwise (_follow_start)
+            raise SeatTaken(f"seat {slot.seat} is taken")
         token = await self._replace_token(m, slot, slot.join_hash, "a retried JoinMatch of this seat")
         m.log.info("seat_joined", seat=slot.seat, retry=True)
-        await self._start_stalled(m, by="join_retry")
         return JoinResult(match_id=m.match_id, seat=slot.seat, token=token, retry=True)
 
     async def _replace_token(self, m: LiveMatch, slot: SeatSlot, join_hash: str, by: str) -> str:
