@@ -634,6 +634,15 @@ class MatchManager:
         self._seat_resyncs[key] = self._spawn(self._resync_seat_until_written(m, seat),
                                               f"seat-resync-{m.match_id}-{seat}")
 
+    def _resyncing(self, m: LiveMatch, seat: int) -> bool:
+        """Whether ``seat``'s row is to be written again as the memory holds it
+        (:meth:`_resync_seat`): what the store holds of it may be a write whose request was
+        answered UNAVAILABLE (a new token never given, a seat taken by a join that failed), so
+        a start or an end found in the store (:meth:`_follow_start`, :meth:`_follow_end`) does
+        not take it from there: it did so, and a player lost the token it held to one nobody
+        was given (found by the seat lifecycle fuzz)."""
+        return (m.match_id, seat) in self._seat_resyncs
+
     async def _resync_seat_until_written(self, m: LiveMatch, seat: int) -> None:
         async def write() -> None:
             await self._writer.store_call(self._store.save_seat(m.match_id, m.seats[seat].record()), "save_seat")
@@ -1232,13 +1241,15 @@ class MatchManager:
         """The store holds this waiting match as started: a start whose error hid its commit.
         Who holds each player's seat is the store's word then (the seats that start wrote:
         this process's own, or, after an earlier lost answer, that join's), and so is the
-        deal's deck (one missing, which no version writes, is written first: :meth:`_due_deck`)."""
+        deal's deck (one missing, which no version writes, is written first: :meth:`_due_deck`).
+        Not of a seat whose last write nobody could tell (:meth:`_resyncing`): that request was
+        answered UNAVAILABLE and the memory kept the seat as it was, which is written again."""
         deck = None
         if m.state.to_act() == CHANCE:
             deck = next((d for d in stored.decks if d.deal == m.deals_dealt), None) or await self._due_deck(m)
         for rec in stored.record.seats:
             slot = m.seats[rec.seat]
-            if slot.kind == "open" and slot.record() != rec:
+            if slot.kind == "open" and slot.record() != rec and not self._resyncing(m, rec.seat):
                 self._take_seat(m, slot, rec)
         if deck is not None:
             self._deal(m, deck)
@@ -1250,7 +1261,8 @@ class MatchManager:
         error (TerminateMatch, the waiting timeout; the caller was answered UNAVAILABLE and
         has not retried yet). The match ends in memory as the store has it: its seats, the
         first deck if a start landed before the end, the status and the result; its watchers
-        get ``match_ended``. Its start used to be refused for good instead (the store said
+        get ``match_ended`` (a seat whose last write nobody could tell stays as the memory
+        holds it, as in :meth:`_follow_start`). Its start used to be refused for good instead (the store said
         "not waiting", the read-back "not active": the error stood), so that a match whose
         start was in doubt waited with every seat taken, each retry, sweep, leave and
         TerminateMatch answered UNAVAILABLE, until a restart (found by the seat lifecycle
@@ -1258,7 +1270,7 @@ class MatchManager:
         rec = stored.record
         for seat in rec.seats:
             slot = m.seats[seat.seat]
-            if slot.kind == "open" and slot.record() != seat:
+            if slot.kind == "open" and slot.record() != seat and not self._resyncing(m, seat.seat):
                 self._take_seat(m, slot, seat)
         deck = next((d for d in stored.decks if d.deal == m.deals_dealt), None)
         if deck is not None and m.state.to_act() == CHANCE:
