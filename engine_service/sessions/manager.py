@@ -1228,7 +1228,7 @@ class MatchManager:
                 if held is not None and deck is not None:
                     m.decks[held.deal] = held
                 raise failed
-            await self._follow_start(m, stored)
+            await self._follow_start(m, stored, seats)
             return
         for rec in seats:
             self._take_seat(m, m.seats[rec.seat], rec)
@@ -1237,19 +1237,24 @@ class MatchManager:
         m.status = "active"
         m.log.info("match_started", seq=m.seq)
 
-    async def _follow_start(self, m: LiveMatch, stored: StoredMatch) -> None:
+    async def _follow_start(self, m: LiveMatch, stored: StoredMatch, written: Sequence[SeatRecord] = ()) -> None:
         """The store holds this waiting match as started: a start whose error hid its commit.
         Who holds each player's seat is the store's word then (the seats that start wrote:
         this process's own, or, after an earlier lost answer, that join's), and so is the
         deal's deck (one missing, which no version writes, is written first: :meth:`_due_deck`).
         Not of a seat whose last write nobody could tell (:meth:`_resyncing`): that request was
-        answered UNAVAILABLE and the memory kept the seat as it was, which is written again."""
+        answered UNAVAILABLE and the memory kept the seat as it was, which is written again;
+        unless the store holds that seat as this start wrote it (``written``): then the start
+        is what landed, after that write (a seat left open in memory in a match followed as
+        started was taken again by the next join, its "joined" published twice)."""
+        mine = {rec.seat: rec for rec in written}
         deck = None
         if m.state.to_act() == CHANCE:
             deck = next((d for d in stored.decks if d.deal == m.deals_dealt), None) or await self._due_deck(m)
         for rec in stored.record.seats:
             slot = m.seats[rec.seat]
-            if slot.kind == "open" and slot.record() != rec and not self._resyncing(m, rec.seat):
+            if slot.kind == "open" and slot.record() != rec and (
+                    mine.get(rec.seat) == rec or not self._resyncing(m, rec.seat)):
                 self._take_seat(m, slot, rec)
         if deck is not None:
             self._deal(m, deck)

@@ -351,6 +351,50 @@ def test_an_end_found_in_the_store_keeps_a_seat_whose_write_nobody_could_tell(mo
     assert held == 1
 
 
+def test_a_start_found_in_the_store_takes_the_last_seat_even_while_its_earlier_write_is_in_doubt(monkeypatch):
+    """An earlier join of seat 0 was written but answered UNAVAILABLE with the read-back failing
+    (the seat stays open in memory, its row to be written again). Another player's join then
+    takes it as the last seat, and that start is durable but answered with an error: the
+    match follows the store, where seat 0 is as this start wrote it, so the join gets it. The
+    start followed the store for every seat but that one, the match went on active with seat
+    0 open in memory, the join was SEAT_TAKEN with a "joined" event, and the next join took
+    the seat in the started match, a second "joined" (found by the seat lifecycle fuzz)."""
+    monkeypatch.setattr(manager_module, "START_RETRY_FIRST_S", 0.2)
+
+    class Store(FailingStart):
+        lose_seat = False
+
+        async def save_seat(self, match_id, seat):
+            await super().save_seat(match_id, seat)
+            if self.lose_seat:
+                self.lose_seat = False
+                raise StoreError("connection lost after the commit")
+
+    store = Store()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            spectator = Stream(mgr, s.match_id, Principal("spectator", s.match_id))
+            await until(lambda: spectator.events)
+            store.lose_seat, store.unreadable = True, 1
+            await refused(mgr.join_match(s.match_id, 0, "a"))
+            await mgr.join_match(s.match_id, 1, "b")
+            store.fail, store.ack_lost = True, True
+            joined = await mgr.join_match(s.match_id, 0, "c")
+            await until(lambda: not mgr._seat_resyncs)
+            await agree(mgr, store, s.match_id)
+            await until(lambda: len(presence(spectator.events)) == 2)
+            await spectator.close()
+            return joined, mgr.authenticate(s.match_id, joined.token).seat, mgr._matches[s.match_id], \
+                spectator.events
+
+    joined, seat, m, events = run(go())
+    assert joined.seat == seat == 0 and m.status == "active" and not m.open_seats()
+    assert m.seats[0].player_name == "c"
+    assert presence(events) == [("joined", 1), ("joined", 0)]
+
+
 def test_a_join_that_finds_an_earlier_start_in_the_store_follows_it():
     """The store holds the match started with another player in the last seat (an earlier
     start whose write was judged not to have happened, then committed: PostgreSQL can report
