@@ -48,7 +48,8 @@ from ..rules.errors import RulesError
 from ..rules.game import CHANCE
 from ..rules.registry import all_games, get_game
 from ..store import MatchListing, Store, StoreError, open_store
-from ..store.base import FINISHED, MAX_PRUNE_BATCH, STATUSES, DeckRecord, MatchRecord, PruneCounts, SeatRecord, StoredMatch
+from ..store.base import (FINISHED, MAX_PRUNE_BATCH, STATUSES, DeckRecord, MatchRecord, PruneCounts,
+                          SeatRecord, StoredMatch)
 from .api import (BadRequest, BotInfo, CreateMatchRequest, DealReveal, GameInfo, Inspection,
                   FailedPrecondition, JoinResult, LimitExceeded, MatchEvent, MatchNotActive,
                   MatchNotFound, MatchNotOver,
@@ -645,7 +646,8 @@ class MatchManager:
 
     async def _resync_seat_until_written(self, m: LiveMatch, seat: int) -> None:
         async def write() -> None:
-            await self._writer.store_call(self._store.save_seat(m.match_id, m.seats[seat].record()), "save_seat")
+            await self._writer.store_call(self._store.save_seat(m.match_id, m.seats[seat].record()),
+                                          "save_seat")
 
         delay = START_RETRY_FIRST_S
         try:
@@ -894,7 +896,8 @@ class MatchManager:
                 await self._writer.end(m, "resigned", winners=[s.seat for s in m.seats if s.seat != seat],
                                        resigned=seat)
             else:
-                await self._writer.store_call(self._save_seat(m, replace(slot.record(), left=True)), "save_seat")
+                await self._writer.store_call(self._save_seat(m, replace(slot.record(), left=True)),
+                                              "save_seat")
                 slot.left = True
                 self._clock.cancel_grace(slot)
                 gone = self._end_seat_streams(m, slot, PermissionDenied("you left this match", reason="SEAT_LEFT"))
@@ -1237,7 +1240,8 @@ class MatchManager:
         m.status = "active"
         m.log.info("match_started", seq=m.seq)
 
-    async def _follow_start(self, m: LiveMatch, stored: StoredMatch, written: Sequence[SeatRecord] = ()) -> None:
+    async def _follow_start(self, m: LiveMatch, stored: StoredMatch,
+                            written: Sequence[SeatRecord] = ()) -> None:
         """The store holds this waiting match as started: a start whose error hid its commit.
         Who holds each player's seat is the store's word then (the seats that start wrote:
         this process's own, or, after an earlier lost answer, that join's), and so is the
@@ -1267,11 +1271,11 @@ class MatchManager:
         has not retried yet). The match ends in memory as the store has it: its seats, the
         first deck if a start landed before the end, the status and the result; its watchers
         get ``match_ended`` (a seat whose last write nobody could tell stays as the memory
-        holds it, as in :meth:`_follow_start`). Its start used to be refused for good instead (the store said
-        "not waiting", the read-back "not active": the error stood), so that a match whose
-        start was in doubt waited with every seat taken, each retry, sweep, leave and
-        TerminateMatch answered UNAVAILABLE, until a restart (found by the seat lifecycle
-        fuzz)."""
+        holds it, as in :meth:`_follow_start`). Its start used to be refused for good instead
+        (the store said "not waiting", the read-back "not active": the error stood), so that
+        a match whose start was in doubt waited with every seat taken, each retry, sweep,
+        leave and TerminateMatch answered UNAVAILABLE, until a restart (found by the seat
+        lifecycle fuzz)."""
         rec = stored.record
         for seat in rec.seats:
             slot = m.seats[seat.seat]
@@ -1366,7 +1370,8 @@ class MatchManager:
         started views: of the seat taken last, the failed join's (not of the seat whose
         player's retried join starts it: that may be another seat, whose ``joined`` its
         watchers saw when it was taken). ``by``: who starts it (logged: ``retry``,
-        ``sweeper``, ``join_retry``, ``leave``, ``terminate``). False when there was nothing to start."""
+        ``sweeper``, ``join_retry``, ``leave``, ``terminate``). False when there was nothing
+        to start."""
         if m.status != "waiting" or m.open_seats():
             return False
         await self._activate(m, [s.record() for s in m.seats if s.kind == "open"])
