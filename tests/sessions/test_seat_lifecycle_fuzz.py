@@ -557,21 +557,23 @@ async def play_out(fz: Fuzz, tables: list[Table]) -> int:
 
 
 async def reload_and_compare(fz: Fuzz, inner, cfg) -> None:
-    """A fresh manager on the same store rebuilds every match as the first one held it."""
-    snapshot = {t.match_id: (fz.mgr._matches[t.match_id].status,
-                             tuple(s.record() for s in fz.mgr._matches[t.match_id].seats),
-                             dict(fz.mgr._matches[t.match_id].decks), fz.mgr._matches[t.match_id].seq)
-                for t in fz.tables}
+    """A fresh manager on the same store rebuilds every match as the first one held it when it
+    closed (a match whose seats bots play goes on until then)."""
     await fz.mgr.close()
+    snapshot = {}
+    for t in fz.tables:
+        m = fz.mgr._matches[t.match_id]
+        snapshot[t.match_id] = (m.status, tuple(s.record() for s in m.seats), dict(m.decks), m.seq)
     again = MatchManager(cfg, store=inner, bot_host=RandomBots(0), metrics=Metrics())
     await again.start()
     try:
         for t in fz.tables:
-            m = await again._get(t.match_id)
-            now = (m.status, tuple(s.record() for s in m.seats), dict(m.decks), m.seq)
-            if now[:3] != snapshot[t.match_id][:3] or now[3] < snapshot[t.match_id][3]:
-                fz.problem(t, f"reloaded as {now[0]} seq {now[3]}, held as {snapshot[t.match_id][0]} "
-                              f"seq {snapshot[t.match_id][3]}")
+            m = await again._get(t.match_id)  # (its bots play on from here)
+            status, seats, decks, seq = snapshot[t.match_id]
+            if (tuple(s.record() for s in m.seats) != seats or m.seq < seq
+                    or any(m.decks.get(deal) != deck for deal, deck in decks.items())
+                    or (m.status != status and (status, m.status) != ("active", "finished"))):
+                fz.problem(t, f"reloaded as {m.status} seq {m.seq}, held as {status} seq {seq}")
         check_tokens(fz, again)  # the tokens are as durable as the seats
     finally:
         await again.close()
