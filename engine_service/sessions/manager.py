@@ -48,7 +48,8 @@ from ..rules.errors import RulesError
 from ..rules.game import CHANCE
 from ..rules.registry import all_games, get_game
 from ..store import MatchListing, Store, StoreError, open_store
-from ..store.base import MAX_PRUNE_BATCH, STATUSES, DeckRecord, MatchRecord, PruneCounts, SeatRecord, StoredMatch
+from ..store.base import (FINISHED, MAX_PRUNE_BATCH, STATUSES, DeckRecord, MatchRecord, PruneCounts,
+                          SeatRecord, StoredMatch)
 from .api import (BadRequest, BotInfo, CreateMatchRequest, DealReveal, GameInfo, Inspection,
                   FailedPrecondition, JoinResult, LimitExceeded, MatchEvent, MatchNotActive,
                   MatchNotFound, MatchNotOver,
@@ -194,6 +195,7 @@ class MatchManager:
         self._sweeper: asyncio.Task | None = None
         self._sweep_interval = 60.0  # set by start(): the retries of a start wait at most that
         self._start_retries: dict[str, asyncio.Task] = {}  # match id -> its retries (_retry_start)
+        self._seat_resyncs: dict[tuple[str, int], asyncio.Task] = {}  # (match id, seat) -> _resync_seat
         self._pruner: asyncio.Task | None = None
         self._started = False
         self._draining = False
@@ -538,7 +540,7 @@ class MatchManager:
                     self._writer.presence(m, slot, "joined")
                     raise SeatTaken(f"seat {slot.seat} is taken")
             else:
-                await self._writer.store_call(self._store.save_seat(m.match_id, rec), "save_seat")
+                await self._writer.store_call(self._save_seat(m, rec), "save_seat")
                 self._take_seat(m, slot, rec)
             m.log.info("seat_joined", seat=slot.seat, retry=False)
             self._writer.presence(m, slot, "joined")
@@ -551,11 +553,20 @@ class MatchManager:
         player has not left. The answer of that join was lost, and with it the token: the seat
         gets a new one exactly as ReissueSeatToken gives it (:meth:`_replace_token`: durable
         first, the previous token refused from now on, its streams ended with TOKEN_REVOKED),
-        keeping its player, name and id. A match whose start by that join is in doubt (every
-        seat taken, still waiting: :meth:`_activate`) starts now (:meth:`_start_stalled`)."""
+        keeping its player, name and id. A match whose start is in doubt (every seat taken,
+        still waiting: :meth:`_activate`) is started first (:meth:`_start_stalled`), whichever
+        seat's player retried: the one whose join took the last seat, or any other. When it
+        cannot be yet, the retry is UNAVAILABLE with nothing changed: the token was replaced
+        before the start used to be tried, so that a retry answered UNAVAILABLE had revoked
+        the token its player held for one it was never given (found by the seat lifecycle
+        fuzz), and a player whose match then ended had no token for it."""
+        key = slot.join_hash
+        await self._start_stalled(m, by="join_retry")
+        if slot.join_hash != key or not slot.taken or slot.left:
+            # the start followed the store, which holds the seat otherwise (_follow_start)
+            raise SeatTaken(f"seat {slot.seat} is taken")
         token = await self._replace_token(m, slot, slot.join_hash, "a retried JoinMatch of this seat")
         m.log.info("seat_joined", seat=slot.seat, retry=True)
-        await self._start_stalled(m, by="join_retry", joined=slot)
         return JoinResult(match_id=m.match_id, seat=slot.seat, token=token, retry=True)
 
     async def _replace_token(self, m: LiveMatch, slot: SeatSlot, join_hash: str, by: str) -> str:
@@ -568,8 +579,7 @@ class MatchManager:
         token = new_token()
         digest = token_hash(token)
         await self._writer.store_call(
-            self._store.save_seat(m.match_id, replace(slot.record(), token_hash=digest, join_hash=join_hash)),
-            "save_seat")
+            self._save_seat(m, replace(slot.record(), token_hash=digest, join_hash=join_hash)), "save_seat")
         self._tokens.pop(slot.token_hash, None)
         slot.token_hash, slot.join_hash = digest, join_hash
         self._tokens[digest] = (m.match_id, slot.seat)
@@ -577,6 +587,85 @@ class MatchManager:
                                                            reason="TOKEN_REVOKED")):
             self._clock.disconnected(m, slot)  # absent until the player connects with the new token
         return token
+
+    async def _save_seat(self, m: LiveMatch, rec: SeatRecord) -> None:
+        """Write one seat of ``m`` (under its lock: a join, a leave, a new token); the caller
+        changes the seat in memory once this returns. A StoreError means the write did not
+        happen, or may not have.
+
+        A write answered with an error may be durable all the same (PostgreSQL: the
+        connection dropped after the COMMIT), so the seat is read back, as a start is
+        (:meth:`_start`): the store holds ``rec``, it happened (logged
+        ``seat_write_found_in_store``) and the caller goes on as after an answer; the store
+        holds the seat as before, it did not and the StoreError stands. When the read fails
+        too, nobody can tell: the StoreError stands (the seat stays in memory as it was) and
+        the seat's row is written again as the memory holds it (:meth:`_resync_seat`). A
+        seat written but answered with an error used to stay so in the store while the memory
+        kept the seat as before: a new token nobody had been given (ReissueSeatToken, a
+        retried join) in place of the one its player held, a player who left still seated, a
+        seat taken by a join answered UNAVAILABLE; unless a later write of the seat (a retry,
+        another join, the start) replaced it, the match read back after its end or a restart
+        was not the one served (found by the seat lifecycle fuzz)."""
+        try:
+            await self._store.save_seat(m.match_id, rec)
+            return
+        except StoreError as failed:
+            try:
+                stored = await self._store.load_match(m.match_id)
+            except StoreError:
+                self._resync_seat(m, rec.seat)
+                raise failed
+            held = stored.record.seats[rec.seat] if stored is not None else None
+            if held == rec:
+                m.log.warning("seat_write_found_in_store", seat=rec.seat)
+                return
+            if held is not None and held != m.seats[rec.seat].record():
+                self._resync_seat(m, rec.seat)  # neither: an earlier write's in doubt
+            raise failed
+
+    def _resync_seat(self, m: LiveMatch, seat: int) -> None:
+        """Write ``seat``'s row again as the memory holds it, soon (after
+        :data:`START_RETRY_FIRST_S`, doubling up to the sweeper's interval, as a start's
+        retries) and until it is written: a write of it whose outcome nobody could tell
+        (:meth:`_save_seat`) may have changed it in the store. One series per seat; it ends
+        with the drain or when the match is no longer held."""
+        key = (m.match_id, seat)
+        if key in self._seat_resyncs or self._draining:
+            return
+        self._seat_resyncs[key] = self._spawn(self._resync_seat_until_written(m, seat),
+                                              f"seat-resync-{m.match_id}-{seat}")
+
+    def _resyncing(self, m: LiveMatch, seat: int) -> bool:
+        """Whether ``seat``'s row is to be written again as the memory holds it
+        (:meth:`_resync_seat`): what the store holds of it may be a write whose request was
+        answered UNAVAILABLE (a new token never given, a seat taken by a join that failed), so
+        a start or an end found in the store (:meth:`_follow_start`, :meth:`_follow_end`) does
+        not take it from there: it did so, and a player lost the token it held to one nobody
+        was given (found by the seat lifecycle fuzz)."""
+        return (m.match_id, seat) in self._seat_resyncs
+
+    async def _resync_seat_until_written(self, m: LiveMatch, seat: int) -> None:
+        async def write() -> None:
+            await self._writer.store_call(self._store.save_seat(m.match_id, m.seats[seat].record()),
+                                          "save_seat")
+
+        delay = START_RETRY_FIRST_S
+        try:
+            while self._matches.get(m.match_id) is m:
+                await asyncio.sleep(delay)
+                try:
+                    await self._exclusive(m, write)
+                except SessionError as exc:  # the store still fails: written again later
+                    if self._draining:
+                        return
+                    delay = min(delay * 2, self._sweep_interval)
+                    log.error("seat_resync_failed", match_id=m.match_id, seat=seat, error=str(exc),
+                              retry_in_s=delay)
+                    continue
+                m.log.info("seat_resynced", seat=seat)
+                return
+        finally:
+            self._seat_resyncs.pop((m.match_id, seat), None)
 
     def _take_seat(self, m: LiveMatch, slot: SeatSlot, rec: SeatRecord) -> None:
         """``slot`` holds what ``rec`` says (written, or found in the store): its player, token
@@ -600,7 +689,8 @@ class MatchManager:
         (:meth:`_retry_start`), by the sweeper, or by a retried join (:meth:`_start_stalled`).
         Nobody else gets such a seat meanwhile, and nobody leaves such a match before it has
         started (:meth:`leave_match`): a freed seat in a match the store holds as started
-        would be a store no restart could make sense of."""
+        would be a store no restart could make sense of. Nor does the admin end it before
+        (:meth:`terminate_match`): the store might hold it started and dealt."""
         try:
             await self._writer.store_call(self._start(m, seats), "start_match")
         except Unavailable as exc:
@@ -792,7 +882,7 @@ class MatchManager:
             # and leaving the started match is resigning, as it would be a moment later.
             await self._start_stalled(m, by="leave")
             if m.status == "waiting":
-                await self._writer.store_call(self._store.save_seat(m.match_id, SeatRecord(seat)), "save_seat")
+                await self._writer.store_call(self._save_seat(m, SeatRecord(seat)), "save_seat")
                 self._tokens.pop(slot.token_hash, None)
                 # free again: its client join id no longer matches (a retry would take it again)
                 slot.player_name, slot.token_hash, slot.joined_at, slot.join_hash = "", "", None, ""
@@ -806,8 +896,8 @@ class MatchManager:
                 await self._writer.end(m, "resigned", winners=[s.seat for s in m.seats if s.seat != seat],
                                        resigned=seat)
             else:
-                await self._writer.store_call(
-                    self._store.save_seat(m.match_id, replace(slot.record(), left=True)), "save_seat")
+                await self._writer.store_call(self._save_seat(m, replace(slot.record(), left=True)),
+                                              "save_seat")
                 slot.left = True
                 self._clock.cancel_grace(slot)
                 gone = self._end_seat_streams(m, slot, PermissionDenied("you left this match", reason="SEAT_LEFT"))
@@ -829,6 +919,11 @@ class MatchManager:
         async def locked() -> MatchSummary:
             if m.over:
                 raise MatchNotActive("the match is over")
+            # Every seat taken and still waiting: the last join's start may be in the store
+            # (_activate), with the first deck. Ended as it stands in memory, the match would
+            # stay unstarted there and started in the store (the deck, the status before the
+            # end), so the start is settled first, as leave_match settles it.
+            await self._start_stalled(m, by="terminate")
             await self._writer.end(m, "terminated", winners=[], reason=reason)
             return m.summary()
 
@@ -1107,8 +1202,9 @@ class MatchManager:
         nothing) and the StoreError stands, the match in memory unchanged (the deal's deck, if
         the store holds one, is the one to deal later: it refuses a second); active, it did
         (this write or an earlier one whose answer was lost, which MatchNotWaiting reports)
-        and the match follows the store (:meth:`_follow_start`). The read failing too is
-        :class:`_StartInDoubt`.
+        and the match follows the store (:meth:`_follow_start`); ended, it ended before this
+        start (a TerminateMatch whose answer was lost) and the match follows that end
+        (:meth:`_follow_end`: MatchNotActive). The read failing too is :class:`_StartInDoubt`.
 
         The join that takes the last seat starts the match (:meth:`_activate`); so does the
         recovery of a start that did not happen for sure: :meth:`_load` (a match whose last
@@ -1127,12 +1223,15 @@ class MatchManager:
                 stored = await self._store.load_match(m.match_id)
             except StoreError as unread:
                 raise _StartInDoubt(f"{failed} (and reading the match back: {unread})") from failed
+            if stored is not None and stored.record.status in FINISHED:
+                await self._follow_end(m, stored)
+                raise MatchNotActive("the match is over") from failed
             if stored is None or stored.record.status != "active":
                 held = next((d for d in stored.decks if d.deal == m.deals_dealt), None) if stored else None
                 if held is not None and deck is not None:
                     m.decks[held.deal] = held
                 raise failed
-            await self._follow_start(m, stored)
+            await self._follow_start(m, stored, seats)
             return
         for rec in seats:
             self._take_seat(m, m.seats[rec.seat], rec)
@@ -1141,22 +1240,55 @@ class MatchManager:
         m.status = "active"
         m.log.info("match_started", seq=m.seq)
 
-    async def _follow_start(self, m: LiveMatch, stored: StoredMatch) -> None:
+    async def _follow_start(self, m: LiveMatch, stored: StoredMatch,
+                            written: Sequence[SeatRecord] = ()) -> None:
         """The store holds this waiting match as started: a start whose error hid its commit.
         Who holds each player's seat is the store's word then (the seats that start wrote:
         this process's own, or, after an earlier lost answer, that join's), and so is the
-        deal's deck (one missing, which no version writes, is written first: :meth:`_due_deck`)."""
+        deal's deck (one missing, which no version writes, is written first: :meth:`_due_deck`).
+        Not of a seat whose last write nobody could tell (:meth:`_resyncing`): that request was
+        answered UNAVAILABLE and the memory kept the seat as it was, which is written again;
+        unless the store holds that seat as this start wrote it (``written``): then the start
+        is what landed, after that write (a seat left open in memory in a match followed as
+        started was taken again by the next join, its "joined" published twice)."""
+        mine = {rec.seat: rec for rec in written}
         deck = None
         if m.state.to_act() == CHANCE:
             deck = next((d for d in stored.decks if d.deal == m.deals_dealt), None) or await self._due_deck(m)
         for rec in stored.record.seats:
             slot = m.seats[rec.seat]
-            if slot.kind == "open" and slot.record() != rec:
+            if slot.kind == "open" and slot.record() != rec and (
+                    mine.get(rec.seat) == rec or not self._resyncing(m, rec.seat)):
                 self._take_seat(m, slot, rec)
         if deck is not None:
             self._deal(m, deck)
         m.status = "active"
         m.log.info("match_started", seq=m.seq, found_in_store=True)
+
+    async def _follow_end(self, m: LiveMatch, stored: StoredMatch) -> None:
+        """The store holds this waiting match as ended: an end written but answered with an
+        error (TerminateMatch, the waiting timeout; the caller was answered UNAVAILABLE and
+        has not retried yet). The match ends in memory as the store has it: its seats, the
+        first deck if a start landed before the end, the status and the result; its watchers
+        get ``match_ended`` (a seat whose last write nobody could tell stays as the memory
+        holds it, as in :meth:`_follow_start`). Its start used to be refused for good instead
+        (the store said "not waiting", the read-back "not active": the error stood), so that
+        a match whose start was in doubt waited with every seat taken, each retry, sweep,
+        leave and TerminateMatch answered UNAVAILABLE, until a restart (found by the seat
+        lifecycle fuzz)."""
+        rec = stored.record
+        for seat in rec.seats:
+            slot = m.seats[seat.seat]
+            if slot.kind == "open" and slot.record() != seat and not self._resyncing(m, seat.seat):
+                self._take_seat(m, slot, seat)
+        deck = next((d for d in stored.decks if d.deal == m.deals_dealt), None)
+        if deck is not None and m.state.to_act() == CHANCE:
+            self._deal(m, deck)
+        result = dict(rec.result or {})
+        m.log.warning("match_end_found_in_store", status=rec.status)
+        self._writer.mark_over(m, rec.status, result, str(result.get("outcome", rec.status)),
+                               rec.ended_at if rec.ended_at is not None else time.time())
+        self._writer.announce_end(m)
 
     async def _deal_due(self, m: LiveMatch) -> None:
         """Deal a fresh deck if the match waits for one (CHANCE), storing it first."""
@@ -1226,7 +1358,7 @@ class MatchManager:
                     and now - m.finished_mono >= self.config.finished_retention_s):
                 self._unregister(m)
 
-    async def _start_stalled(self, m: LiveMatch, *, by: str, joined: SeatSlot | None = None) -> bool:
+    async def _start_stalled(self, m: LiveMatch, *, by: str) -> bool:
         """Start a match (under its lock) that waits with every seat taken: the start by the
         join that took the last seat failed and nobody could tell whether the store holds it
         (:meth:`_activate`; that join was answered UNAVAILABLE / STORE_UNAVAILABLE), which
@@ -1235,15 +1367,16 @@ class MatchManager:
         every player's seat as held in memory, the deck unless the store holds one, and the
         status; or, when the store says the earlier start happened, as the store has it), and
         its watchers get the ``joined`` event that the failed join did not publish, with the
-        started views: of ``joined`` (a retried join's seat), else of the seat taken last.
-        ``by``: who starts it (logged: ``retry``, ``sweeper``, ``join_retry``, ``leave``).
-        False when there was nothing to start."""
+        started views: of the seat taken last, the failed join's (not of the seat whose
+        player's retried join starts it: that may be another seat, whose ``joined`` its
+        watchers saw when it was taken). ``by``: who starts it (logged: ``retry``,
+        ``sweeper``, ``join_retry``, ``leave``, ``terminate``). False when there was nothing
+        to start."""
         if m.status != "waiting" or m.open_seats():
             return False
         await self._activate(m, [s.record() for s in m.seats if s.kind == "open"])
         m.log.warning("match_start_recovered", by=by)
-        if joined is None:
-            joined = max((s for s in m.seats if s.kind == "open"), key=lambda s: s.joined_at or 0.0)
+        joined = max((s for s in m.seats if s.kind == "open"), key=lambda s: s.joined_at or 0.0)
         self._writer.presence(m, joined, "joined")
         return True
 

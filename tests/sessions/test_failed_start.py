@@ -20,6 +20,7 @@ from engine_service.sessions import manager as manager_module
 from engine_service.sessions.api import CreateMatchRequest, Principal, SessionError
 from engine_service.sessions.chance import random_deck_record
 from engine_service.sessions.tokens import token_hash
+from engine_service.store import StoreError
 
 from .helpers import Stream, manager, play_random, run, until
 from .test_store_failures import FailingStart
@@ -229,6 +230,169 @@ def test_leaving_a_match_whose_start_is_in_doubt_starts_it_first(ack_lost):
     assert [e["by"] for e in logs if e["event"] == "match_start_recovered"] == ["leave"]
     assert len([e for e in logs if e["event"] == "match_started"]) == 1
     assert presence(events) == [("joined", 0), ("joined", 1), ("joined", 2), ("joined", 3), ("left", 1)]
+
+
+@pytest.mark.parametrize("ack_lost", [False, True])
+def test_terminating_a_match_whose_start_is_in_doubt_starts_it_first(ack_lost):
+    """The admin terminates a match whose start is in doubt (``ack_lost``: the store holds it,
+    dealt). It used to be ended as the memory held it, never started: the store kept the
+    start's deck (and had it active before the end) while the memory had none, so the match
+    read back later (evicted, a restart) was dealt and the one served until then was not
+    (found by the seat lifecycle fuzz). The termination settles the start first, as a leave
+    does: the store and the memory agree, the match started once."""
+    store = FailingStart()
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                s = await mgr.create_match(CreateMatchRequest(game="japanese_joker"))
+                await mgr.join_match(s.match_id, 0, "a", join_id())
+                store.fail, store.ack_lost, store.unreadable = True, ack_lost, 1
+                await refused(mgr.join_match(s.match_id, 1, "b", join_id()))
+                ended = await mgr.terminate_match(s.match_id, "test")
+                await agree(mgr, store, s.match_id)
+                return ended, mgr._matches[s.match_id].deals_dealt, logs
+
+    ended, dealt, logs = run(go())
+    assert ended.status == "terminated" and dealt == 1
+    assert [e["by"] for e in logs if e["event"] == "match_start_recovered"] == ["terminate"]
+    assert len([e for e in logs if e["event"] == "match_started"]) == 1
+
+
+class LosesTheEnd(FailingStart):
+    """FailingStart whose next set_status is durable but answers with an error (``lose_end``)."""
+
+    lose_end = False
+
+    async def set_status(self, match_id, status, result=None, ended_at=None, deal_commitments=()):
+        await super().set_status(match_id, status, result, ended_at, deal_commitments)
+        if self.lose_end:
+            self.lose_end = False
+            raise StoreError("connection lost after the commit")
+
+
+@pytest.mark.parametrize("in_doubt", [False, True])
+def test_a_start_that_finds_the_match_ended_in_the_store_follows_the_end(in_doubt):
+    """The admin's TerminateMatch of a waiting match was written but answered UNAVAILABLE; before
+    its retry, a join takes the last seat: its start finds the match ended in the store
+    (MatchNotWaiting, read back: terminated). The match follows that end (MATCH_NOT_ACTIVE,
+    ``match_ended`` to its watchers, the memory as the store has it), and the admin's retry is
+    MATCH_NOT_ACTIVE. With the read-back failing too (``in_doubt``) the seat is held and the
+    start retried: the retry finds the end. It used to treat "not active" as "did not
+    happen": the join was UNAVAILABLE again and again, and a match whose start was in doubt
+    waited with every seat taken, every retry, sweep, leave and TerminateMatch answered
+    UNAVAILABLE, until a restart (found by the seat lifecycle fuzz)."""
+    store = LosesTheEnd()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            mgr._sweep_interval = 0.05
+            s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
+            spectator = Stream(mgr, s.match_id, Principal("spectator", s.match_id))
+            await until(lambda: spectator.events)
+            for seat in range(3):
+                await mgr.join_match(s.match_id, seat, f"p{seat}", join_id())
+            store.lose_end = True
+            lost = await refused(mgr.terminate_match(s.match_id, "closing the table"))
+            store.unreadable = 1 if in_doubt else 0
+            join = await refused(mgr.join_match(s.match_id, 3, "p3", join_id()))
+            m = mgr._matches[s.match_id]
+            await until(lambda: m.over, timeout=3.0)
+            again = await refused(mgr.terminate_match(s.match_id, "closing the table"))
+            await agree(mgr, store, s.match_id)
+            await until(lambda: spectator.task.done())
+            return lost, join, again, m, spectator.events
+
+    lost, join, again, m, events = run(go())
+    assert lost.code == "UNAVAILABLE"
+    assert join.reason == ("STORE_UNAVAILABLE" if in_doubt else "MATCH_NOT_ACTIVE")
+    assert again.reason == "MATCH_NOT_ACTIVE"
+    assert m.status == "terminated" and m.result["reason"] == "closing the table" and m.deals_dealt == 0
+    assert [e.kind for e in events][-1] == "match_ended"
+    assert presence(events) == [("joined", 0), ("joined", 1), ("joined", 2)]
+
+
+def test_an_end_found_in_the_store_keeps_a_seat_whose_write_nobody_could_tell(monkeypatch):
+    """A TerminateMatch was written but answered UNAVAILABLE; then the operator's new token for
+    seat 1 was written but answered UNAVAILABLE with the read-back failing (nobody can tell:
+    the seat keeps its token in memory, its row is to be written again). The join of the last
+    seat finds the end in the store and the match follows it, but not that seat's row: seat 1
+    keeps the token its player holds, and the store gets it back. The end took the seat from
+    the store, the new token nobody was given (found by the seat lifecycle fuzz)."""
+    monkeypatch.setattr(manager_module, "START_RETRY_FIRST_S", 0.2)
+
+    class Store(LosesTheEnd):
+        lose_seat = False
+
+        async def save_seat(self, match_id, seat):
+            await super().save_seat(match_id, seat)
+            if self.lose_seat:
+                self.lose_seat = False
+                raise StoreError("connection lost after the commit")
+
+    store = Store()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
+            tokens = [(await mgr.join_match(s.match_id, seat, f"p{seat}")).token for seat in range(3)]
+            store.lose_end = True
+            await refused(mgr.terminate_match(s.match_id, "closing the table"))
+            store.lose_seat, store.unreadable = True, 1
+            await refused(mgr.reissue_seat_token(s.match_id, 1))
+            joined = await refused(mgr.join_match(s.match_id, 3, "p3"))
+            held = mgr.authenticate(s.match_id, tokens[1]).seat
+            await until(lambda: not mgr._seat_resyncs)
+            await agree(mgr, store, s.match_id)
+            return joined, held, mgr._matches[s.match_id].status
+
+    joined, held, status = run(go())
+    assert joined.reason == "MATCH_NOT_ACTIVE" and status == "terminated"
+    assert held == 1
+
+
+def test_a_start_found_in_the_store_takes_the_last_seat_even_while_its_earlier_write_is_in_doubt(monkeypatch):
+    """An earlier join of seat 0 was written but answered UNAVAILABLE with the read-back failing
+    (the seat stays open in memory, its row to be written again). Another player's join then
+    takes it as the last seat, and that start is durable but answered with an error: the
+    match follows the store, where seat 0 is as this start wrote it, so the join gets it. The
+    start followed the store for every seat but that one, the match went on active with seat
+    0 open in memory, the join was SEAT_TAKEN with a "joined" event, and the next join took
+    the seat in the started match, a second "joined" (found by the seat lifecycle fuzz)."""
+    monkeypatch.setattr(manager_module, "START_RETRY_FIRST_S", 0.2)
+
+    class Store(FailingStart):
+        lose_seat = False
+
+        async def save_seat(self, match_id, seat):
+            await super().save_seat(match_id, seat)
+            if self.lose_seat:
+                self.lose_seat = False
+                raise StoreError("connection lost after the commit")
+
+    store = Store()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            spectator = Stream(mgr, s.match_id, Principal("spectator", s.match_id))
+            await until(lambda: spectator.events)
+            store.lose_seat, store.unreadable = True, 1
+            await refused(mgr.join_match(s.match_id, 0, "a"))
+            await mgr.join_match(s.match_id, 1, "b")
+            store.fail, store.ack_lost = True, True
+            joined = await mgr.join_match(s.match_id, 0, "c")
+            await until(lambda: not mgr._seat_resyncs)
+            await agree(mgr, store, s.match_id)
+            await until(lambda: len(presence(spectator.events)) == 2)
+            await spectator.close()
+            return joined, mgr.authenticate(s.match_id, joined.token).seat, mgr._matches[s.match_id], \
+                spectator.events
+
+    joined, seat, m, events = run(go())
+    assert joined.seat == seat == 0 and m.status == "active" and not m.open_seats()
+    assert m.seats[0].player_name == "c"
+    assert presence(events) == [("joined", 1), ("joined", 0)]
 
 
 def test_a_join_that_finds_an_earlier_start_in_the_store_follows_it():

@@ -290,6 +290,65 @@ def test_a_retry_starts_a_match_whose_start_failed():
     assert final.status == "finished"
 
 
+def test_a_retry_of_another_seat_starts_a_match_whose_start_failed_with_the_last_seats_joined_event():
+    """The start by the join of the last seat (3) is in doubt; the player of seat 1, who
+    joined long before (its "joined" published then), retries its join (its answer was lost)
+    and so starts the match. The "joined" event the failed join did not publish is seat 3's:
+    the fuzz (test_seat_lifecycle_fuzz) found it published for the retrying seat instead, so
+    that watchers saw seat 1 join twice and seat 3 never."""
+    store = FailingStart()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
+            keys = [join_id() for _ in range(4)]
+            spectator = Stream(mgr, s.match_id, Principal("spectator", s.match_id))
+            await until(lambda: spectator.events)
+            for seat in range(3):
+                await mgr.join_match(s.match_id, seat, f"p{seat}", keys[seat])
+            await until(lambda: len(spectator.events) == 4)
+            store.fail, store.unreadable = True, 1
+            await refused(mgr.join_match(s.match_id, 3, "p3", keys[3]))
+            again = await mgr.join_match(s.match_id, 1, "p1", keys[1])
+            await until(lambda: len([e for e in spectator.events if e.kind == "presence"]) == 4)
+            await spectator.close()
+            return again, await mgr.get_match(s.match_id), spectator.events
+
+    again, summary, events = run(go())
+    assert (again.seat, again.retry, summary.status) == (1, True, "active")
+    joined = [e.seat for e in events if e.kind == "presence" and e.details["change"] == "joined"]
+    assert joined == [0, 1, 2, 3]
+
+
+def test_a_retry_that_cannot_start_a_match_whose_start_failed_changes_nothing():
+    """The start by the last seat's join is in doubt, and the retried join of the other seat
+    (its player's answer was lost earlier) cannot start it either (the store still fails): it
+    is UNAVAILABLE, and the token its player held still works, in memory and in the store. The
+    token used to be replaced before the start was tried: the retry answered UNAVAILABLE had
+    revoked the player's token for one nobody was given (found by the seat lifecycle fuzz)."""
+    store = FailingStart()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="japanese_joker"))
+            key = join_id()
+            first = await mgr.join_match(s.match_id, 0, "a", key)
+            store.fail, store.times, store.unreadable = True, 2, 2
+            await refused(mgr.join_match(s.match_id, 1, "b", join_id()))
+            retry = await refused(mgr.join_match(s.match_id, 0, "a", key))
+            m = mgr._matches[s.match_id]
+            stored = await store.load_match(s.match_id)
+            held = mgr.authenticate(s.match_id, first.token).seat
+            in_memory = m.seats[0].token_hash
+            again = await mgr.join_match(s.match_id, 0, "a", key)  # the store works again
+            return retry, held, in_memory, stored.record.seats[0].token_hash, again, m.status
+
+    retry, held, in_memory, in_store, again, status = run(go())
+    assert (retry.code, retry.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
+    assert held == 0 and in_memory == in_store
+    assert (again.seat, again.retry, status) == (0, True, "active")
+
+
 def test_concurrent_retries_leave_one_valid_token():
     """Two retries of one join at once (a client that gave up waiting on the first) are
     serialised by the match's lock: each gets the seat, the later one's token is the seat's."""

@@ -442,3 +442,118 @@ def test_a_start_written_though_its_write_failed_is_the_one_followed():
     assert summary.status == "active" and not store.fail
     assert stored.decks == (m.decks[0],) and m.deals_dealt == 1
     assert stored.record.seats[3] == m.seats[3].record() and view.seat == 3 and view.view["hand"]
+
+
+class LosesSeatAnswers(MemoryStore):
+    """A store whose next seat write (``lose``) is durable but answers with an error; then
+    ``unreadable`` reads of a match fail (nobody can tell whether the write happened)."""
+
+    lose = False
+    unreadable = 0
+
+    async def save_seat(self, match_id, seat):
+        await super().save_seat(match_id, seat)
+        if self.lose:
+            self.lose = False
+            raise StoreError("connection lost after the commit")
+
+    async def load_match(self, match_id):
+        if self.unreadable > 0:
+            self.unreadable -= 1
+            raise StoreError("the database is unreachable")
+        return await super().load_match(match_id)
+
+
+async def _seats_agree(mgr, store, match_id):
+    m = mgr._matches[match_id]
+    stored = await store.load_match(match_id)
+    assert (stored.record.status, stored.record.seats) == (m.status, tuple(s.record() for s in m.seats))
+
+
+@pytest.mark.parametrize("request_kind", ["join", "leave", "reissue", "join_retry", "resign"])
+def test_a_seat_write_whose_answer_was_lost_is_read_back_and_followed(request_kind):
+    """A seat write (a join, a leave, a reissued token, a retried join, a resignation of a
+    four-player match) is durable but answered with an error: the seat is read back, the write
+    found there, and the request is answered as if its answer had come (the token given works,
+    the store and the memory agree). It used to be UNAVAILABLE with the memory as before and
+    the store as written: a new token nobody had been given in place of the one its player
+    held, a seat taken by nobody's token, a player who left still seated in memory. When the
+    match ended before a retry (a two-player match resigned, terminated), it stayed so, and
+    the match read back after its end or a restart was not the one served (found by the seat
+    lifecycle fuzz)."""
+    store = LosesSeatAnswers()
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
+                key = "k" * 20
+                first = await mgr.join_match(s.match_id, 0, "a", key)
+                if request_kind == "resign":
+                    for seat in (1, 2, 3):
+                        await mgr.join_match(s.match_id, seat, f"p{seat}")
+                store.lose = True
+                if request_kind == "join":
+                    answer = await mgr.join_match(s.match_id, 1, "b")
+                    token = answer.token
+                elif request_kind == "join_retry":
+                    answer = await mgr.join_match(s.match_id, 0, "a", key)
+                    token = answer.token
+                elif request_kind == "reissue":
+                    answer, _ = await mgr.reissue_seat_token(s.match_id, 0)
+                    token = answer.token
+                else:
+                    answer = await mgr.leave_match(s.match_id, mgr.authenticate(s.match_id, first.token), False)
+                    token = None
+                await _seats_agree(mgr, store, s.match_id)
+                await mgr.terminate_match(s.match_id, "test")
+                await _seats_agree(mgr, store, s.match_id)
+                mgr.evict_finished()
+                reached = None
+                if token is not None:
+                    await mgr.recall(s.match_id)
+                    reached = mgr.authenticate(s.match_id, token).seat
+                return answer, reached, first.token, mgr, logs
+
+    answer, reached, old, mgr, logs = run(go())
+    assert [e["seat"] for e in logs if e["event"] == "seat_write_found_in_store"] == [
+        1 if request_kind == "join" else 0]
+    if request_kind in ("join", "join_retry", "reissue"):
+        assert reached == answer.seat
+    if request_kind in ("join_retry", "reissue"):
+        with pytest.raises(SessionError):
+            mgr.authenticate(answer.match_id, old)
+    if request_kind == "resign":
+        assert answer.status == "active" and answer.seats[0].replaced_by_bot
+
+
+def test_a_seat_write_nobody_can_tell_is_written_again_as_the_memory_holds_it(monkeypatch):
+    """A join's seat write is durable but answered with an error, and reading the match back
+    fails too: the join is UNAVAILABLE and the seat stays open in memory, and its row, which
+    the store may hold taken, is written again as the memory holds it soon after
+    (``seat_resynced``), even once the match has ended (terminated before the join was
+    retried): the store and the memory agree. It used to keep the seat taken in the store by
+    a token nobody had."""
+    from engine_service.sessions import manager as manager_module
+
+    monkeypatch.setattr(manager_module, "START_RETRY_FIRST_S", 0.02)
+    store = LosesSeatAnswers()
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                mgr._sweep_interval = 0.1
+                s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
+                store.lose, store.unreadable = True, 1
+                with pytest.raises(SessionError) as failed:
+                    await mgr.join_match(s.match_id, 2, "b")
+                stored_at_once = (await store.load_match(s.match_id)).record.seats[2]
+                await mgr.terminate_match(s.match_id, "test")
+                await until(lambda: not mgr._seat_resyncs)
+                await _seats_agree(mgr, store, s.match_id)
+                return failed.value, stored_at_once, logs
+
+    failed, stored_at_once, logs = run(go())
+    assert (failed.code, failed.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
+    assert stored_at_once.token_hash  # the write was durable
+    assert [e["seat"] for e in logs if e["event"] == "seat_resynced"] == [2]
