@@ -48,6 +48,7 @@ _SERVER_KEEPALIVES = ("SELECT set_config('tcp_keepalives_idle', '10', false), "
                       "set_config('tcp_keepalives_count', '3', false)")
 _KEY = "%(cls)s, hashtext(current_schema())"
 _TRY_LOCK = f"SELECT pg_try_advisory_lock({_KEY})"
+_UNLOCK = f"SELECT pg_advisory_unlock({_KEY})"
 _HOLDS = ("SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory' "
           "AND granted AND classid = %(cls)s::oid AND objid = hashtext(current_schema())::oid "
           "AND objsubid = 2")
@@ -108,7 +109,16 @@ class AdvisoryOwnership:
         if watchdog is not None:
             watchdog.cancel()
             await asyncio.gather(watchdog, return_exceptions=True)
-        await self._close()  # ending the session releases its lock
+        # Unlocked first, then closed: a closing session releases its lock only when its
+        # backend has exited, a moment after the client has gone, and a successor opening the
+        # database at once (a restart, a test reopening it) found it still held (StoreInUse).
+        conn = self._conn
+        if conn is not None and not conn.closed:
+            try:
+                await conn.execute(_UNLOCK, {"cls": OWNER_LOCK_CLASS})
+            except psycopg.Error:
+                pass  # the session is gone already, and its lock with it
+        await self._close()
 
     # ---- internals ------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ import pytest
 
 from engine_service.store import OwnershipLost, SqliteStore, StoreError, StoreInUse
 from engine_service.store.postgres import PostgresStore
+from engine_service.store import pg_ownership
 from engine_service.store.pg_ownership import OWNER_LOCK_CLASS
 
 from .pg import connect, url_with
@@ -226,6 +227,37 @@ def test_a_second_store_on_a_postgres_schema_is_refused_naming_the_holder(pg_dat
     assert "one engine per database" in message
     assert _lock_backend(pg_database, schema) is None  # closed: released
     assert _lock_backend(pg_database, other_schema) is None
+
+
+def test_a_closed_postgres_store_has_let_go_when_close_returns(pg_database, pg_schema, monkeypatch):
+    """close() unlocks before it ends the lock session: the server releases a closing
+    session's locks only once its backend has exited, a moment after the client has gone, and
+    a successor opening the schema at once (no lock wait: a restart, a reopen) was refused
+    now and then under load. Here the sessions linger a second after close() (their closing
+    deferred), and every successor still opens at once."""
+    schema, url = pg_schema
+    lingering: list = []
+
+    async def close_later(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            lingering.append(asyncio.get_running_loop().call_later(
+                1.0, lambda: lingering.append(asyncio.ensure_future(conn.close()))))
+
+    monkeypatch.setattr(pg_ownership.AdvisoryOwnership, "_close", close_later)
+
+    async def go():
+        left = []
+        for _ in range(5):
+            store = PostgresStore(url)  # lock_wait_s 0: refused at once if still held
+            await store.open()
+            await store.close()
+            left.append(_lock_backend(pg_database, schema))
+        await asyncio.sleep(1.2)  # the lingering sessions end
+        await asyncio.gather(*(t for t in lingering if isinstance(t, asyncio.Future)))
+        return left
+
+    assert run(go()) == [None] * 5
 
 
 def test_a_waiting_postgres_store_opens_once_the_holder_lets_go(pg_url):
