@@ -181,18 +181,18 @@ class Seating:
 
     async def activate(self, m: LiveMatch, seats: Sequence[SeatRecord]) -> None:
         """The last seat is taken: write ``seats`` (every player's seat, the last one's
-        included), deal the first deck (see create_match) and start, by one write
-        (:meth:`start`). A store failure is UNAVAILABLE / STORE_UNAVAILABLE. When the store
-        says the start did not happen, the match is as it was (the last seat open: the join
-        may be retried, or the seat taken by another player). When nobody can tell (the write
-        and the read-back both failed: :class:`_StartInDoubt`), the seats are taken in memory
-        as written, because the store may hold them, and the match waits with every seat taken
-        until a start settles it: retried at once with a short backoff
+        included), deal the first deck (see :meth:`~.manager.MatchManager.create_match`) and
+        start, by one write (:meth:`start`). A store failure is UNAVAILABLE / STORE_UNAVAILABLE.
+        When the store says the start did not happen, the match is as it was (the last seat
+        open: the join may be retried, or the seat taken by another player). When nobody can
+        tell (the write and the read-back both failed: :class:`_StartInDoubt`), the seats are
+        taken in memory as written, because the store may hold them, and the match waits with
+        every seat taken until a start settles it: retried at once with a short backoff
         (:meth:`_retry_start`), by the sweeper, or by a retried join (:meth:`start_stalled`).
         Nobody else gets such a seat meanwhile, and nobody leaves such a match before it has
         started (:meth:`~.manager.MatchManager.leave_match`): a freed seat in a match the store
-        holds as started would be a store no restart could make sense of. Nor does the admin
-        end it before (:meth:`~.manager.MatchManager.terminate_match`): the store might hold it
+        holds as started would be a store no restart could make sense of. Nor does the admin end
+        it before (:meth:`~.manager.MatchManager.terminate_match`): the store might hold it
         started and dealt."""
         try:
             await self._writer.store_call(self.start(m, seats), "start_match")
