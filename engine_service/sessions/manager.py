@@ -26,7 +26,9 @@ How a match runs:
 
 This module is the service's facade: the registry of live matches, authentication, the
 requests of MatchService, watch streams and the lifecycle. Changes of a match go through
-:class:`~.writer.MatchWriter`; what happens with time through :class:`~.clock.MatchClock`.
+:class:`~.writer.MatchWriter`; what happens with time through :class:`~.clock.MatchClock`;
+the durable writes of a seat and of a match's start, and their recovery when a write's outcome
+is not known, through :class:`~.seating.Seating`.
 """
 
 from __future__ import annotations
@@ -45,11 +47,9 @@ from ..observability.metrics import Metrics, get_metrics
 from ..rules import transcript
 from ..rules.cards import card_code, parse_deck
 from ..rules.errors import RulesError
-from ..rules.game import CHANCE
 from ..rules.registry import all_games, get_game
 from ..store import MatchListing, Store, StoreError, open_store
-from ..store.base import (FINISHED, MAX_PRUNE_BATCH, STATUSES, DeckRecord, MatchRecord, PruneCounts,
-                          SeatRecord, StoredMatch)
+from ..store.base import MAX_PRUNE_BATCH, STATUSES, MatchRecord, PruneCounts, SeatRecord, StoredMatch
 from .api import (BadRequest, BotInfo, CreateMatchRequest, DealReveal, GameInfo, Inspection,
                   FailedPrecondition, JoinResult, LimitExceeded, MatchEvent, MatchNotActive,
                   MatchNotFound, MatchNotOver,
@@ -63,6 +63,7 @@ from .delay import MAX_SPECTATOR_DELAY
 from .match import CorruptLog, LiveMatch, SeatSlot
 from .policy import (BOT_TAKEOVER, FORFEIT, absence_policy, merge_turn_time, reconnect_grace,
                      turn_time)
+from .seating import Seating
 from .tokens import (MAX_CLIENT_JOIN_ID_LENGTH, MIN_CLIENT_JOIN_ID_LENGTH, join_id_hash, new_match_id,
                      new_token, token_hash)
 from .views import ADMIN, SPECTATOR, Audience, audience_kind
@@ -77,16 +78,6 @@ MAX_CLIENT_ACTION_ID_LENGTH = 128
 MAX_MATCH_ID_LENGTH = 64
 #: Retention: the pause after each batch of a prune pass (other writes go first).
 PRUNE_PAUSE_S = 0.05
-#: A start whose outcome is not known (:class:`_StartInDoubt`) is tried again after this
-#: long, then after twice as long each time, up to the sweeper's interval.
-START_RETRY_FIRST_S = 0.5
-
-
-class _StartInDoubt(StoreError):
-    """A start's write failed and reading the match back failed too: the store may hold the
-    match started or not (:meth:`MatchManager._activate` says what is done meanwhile)."""
-
-
 class TakeoverBotUnavailable(ValueError):
     """``SessionConfig.takeover_bot`` names a bot that is not installed, or that plays none
     of the games where a bot takes an absent player's seat (GJ-12.4). Refused at start: it
@@ -194,8 +185,6 @@ class MatchManager:
         self._writes: set[asyncio.Task] = set()  # accepted writes (_exclusive, creations) under way
         self._sweeper: asyncio.Task | None = None
         self._sweep_interval = 60.0  # set by start(): the retries of a start wait at most that
-        self._start_retries: dict[str, asyncio.Task] = {}  # match id -> its retries (_retry_start)
-        self._seat_resyncs: dict[tuple[str, int], asyncio.Task] = {}  # (match id, seat) -> _resync_seat
         self._pruner: asyncio.Task | None = None
         self._started = False
         self._draining = False
@@ -204,6 +193,11 @@ class MatchManager:
         self._clock = MatchClock(self.config, self.metrics, self._writer, self._spawn, lambda: self._host)
         self._writer.schedule = self._clock.schedule
         self._writer.stop = self._clock.stop
+        self._seating = Seating(self._store, self.metrics, self._writer, self._clock, self._tokens,
+                                spawn=self._spawn, exclusive=self._exclusive,
+                                held=lambda match_id: self._matches.get(match_id),
+                                draining=lambda: self._draining,
+                                sweep_interval=lambda: self._sweep_interval)
 
     # ---- lifecycle ------------------------------------------------------------------------
 
@@ -426,7 +420,7 @@ class MatchManager:
                                  reason="BAD_FIRST_DEALER")
         else:
             fd = draw_first_dealer(game, options)
-        # A table with open seats is dealt when its last seat is taken (_activate): the first
+        # A table with open seats is dealt when its last seat is taken (Seating.activate): the first
         # deal's public cards (a turn-up, a trump indicator) must not be on show to a player
         # still choosing a seat. The commitment is published then, before anyone sees a card.
         has_open = any(s.kind == "open" for s in seats)
@@ -532,16 +526,17 @@ class MatchManager:
             digest = token_hash(token)
             rec = SeatRecord(slot.seat, "open", "", name, digest, time.time(), False, join_hash)
             if m.status == "waiting" and m.open_seats() == [slot]:
-                # the last seat: taken and the match started by one write (_activate)
-                await self._activate(m, [rec if s is slot else s.record() for s in m.seats if s.kind == "open"])
+                # the last seat: taken and the match started by one write (Seating.activate)
+                await self._seating.activate(
+                    m, [rec if s is slot else s.record() for s in m.seats if s.kind == "open"])
                 if slot.token_hash != digest:
                     # the store held a start of this match whose answer was lost (MatchNotWaiting):
                     # the match follows it, and this seat is that earlier join's
                     self._writer.presence(m, slot, "joined")
                     raise SeatTaken(f"seat {slot.seat} is taken")
             else:
-                await self._writer.store_call(self._save_seat(m, rec), "save_seat")
-                self._take_seat(m, slot, rec)
+                await self._writer.store_call(self._seating.save_seat(m, rec), "save_seat")
+                self._seating.take_seat(m, slot, rec)
             m.log.info("seat_joined", seat=slot.seat, retry=False)
             self._writer.presence(m, slot, "joined")
             return JoinResult(match_id=m.match_id, seat=slot.seat, token=token)
@@ -554,16 +549,17 @@ class MatchManager:
         gets a new one exactly as ReissueSeatToken gives it (:meth:`_replace_token`: durable
         first, the previous token refused from now on, its streams ended with TOKEN_REVOKED),
         keeping its player, name and id. A match whose start is in doubt (every seat taken,
-        still waiting: :meth:`_activate`) is started first (:meth:`_start_stalled`), whichever
-        seat's player retried: the one whose join took the last seat, or any other. When it
+        still waiting: :meth:`.seating.Seating.activate`) is started first
+        (:meth:`.seating.Seating.start_stalled`), whichever seat's player retried: the one
+        whose join took the last seat, or any other. When it
         cannot be yet, the retry is UNAVAILABLE with nothing changed: the token was replaced
         before the start used to be tried, so that a retry answered UNAVAILABLE had revoked
         the token its player held for one it was never given (found by the seat lifecycle
         fuzz), and a player whose match then ended had no token for it."""
         key = slot.join_hash
-        await self._start_stalled(m, by="join_retry")
+        await self._seating.start_stalled(m, by="join_retry")
         if slot.join_hash != key or not slot.taken or slot.left:
-            # the start followed the store, which holds the seat otherwise (_follow_start)
+            # the start followed the store, which holds the seat otherwise (Seating._follow_start)
             raise SeatTaken(f"seat {slot.seat} is taken")
         token = await self._replace_token(m, slot, slot.join_hash, "a retried JoinMatch of this seat")
         m.log.info("seat_joined", seat=slot.seat, retry=True)
@@ -579,7 +575,8 @@ class MatchManager:
         token = new_token()
         digest = token_hash(token)
         await self._writer.store_call(
-            self._save_seat(m, replace(slot.record(), token_hash=digest, join_hash=join_hash)), "save_seat")
+            self._seating.save_seat(m, replace(slot.record(), token_hash=digest, join_hash=join_hash)),
+            "save_seat")
         self._tokens.pop(slot.token_hash, None)
         slot.token_hash, slot.join_hash = digest, join_hash
         self._tokens[digest] = (m.match_id, slot.seat)
@@ -587,125 +584,6 @@ class MatchManager:
                                                            reason="TOKEN_REVOKED")):
             self._clock.disconnected(m, slot)  # absent until the player connects with the new token
         return token
-
-    async def _save_seat(self, m: LiveMatch, rec: SeatRecord) -> None:
-        """Write one seat of ``m`` (under its lock: a join, a leave, a new token); the caller
-        changes the seat in memory once this returns. A StoreError means the write did not
-        happen, or may not have.
-
-        A write answered with an error may be durable all the same (PostgreSQL: the
-        connection dropped after the COMMIT), so the seat is read back, as a start is
-        (:meth:`_start`): the store holds ``rec``, it happened (logged
-        ``seat_write_found_in_store``) and the caller goes on as after an answer; the store
-        holds the seat as before, it did not and the StoreError stands. When the read fails
-        too, nobody can tell: the StoreError stands (the seat stays in memory as it was) and
-        the seat's row is written again as the memory holds it (:meth:`_resync_seat`). A
-        seat written but answered with an error used to stay so in the store while the memory
-        kept the seat as before: a new token nobody had been given (ReissueSeatToken, a
-        retried join) in place of the one its player held, a player who left still seated, a
-        seat taken by a join answered UNAVAILABLE; unless a later write of the seat (a retry,
-        another join, the start) replaced it, the match read back after its end or a restart
-        was not the one served (found by the seat lifecycle fuzz)."""
-        try:
-            await self._store.save_seat(m.match_id, rec)
-            return
-        except StoreError as failed:
-            try:
-                stored = await self._store.load_match(m.match_id)
-            except StoreError:
-                self._resync_seat(m, rec.seat)
-                raise failed
-            held = stored.record.seats[rec.seat] if stored is not None else None
-            if held == rec:
-                m.log.warning("seat_write_found_in_store", seat=rec.seat)
-                return
-            if held is not None and held != m.seats[rec.seat].record():
-                self._resync_seat(m, rec.seat)  # neither: an earlier write's in doubt
-            raise failed
-
-    def _resync_seat(self, m: LiveMatch, seat: int) -> None:
-        """Write ``seat``'s row again as the memory holds it, soon (after
-        :data:`START_RETRY_FIRST_S`, doubling up to the sweeper's interval, as a start's
-        retries) and until it is written: a write of it whose outcome nobody could tell
-        (:meth:`_save_seat`) may have changed it in the store. One series per seat; it ends
-        with the drain or when the match is no longer held."""
-        key = (m.match_id, seat)
-        if key in self._seat_resyncs or self._draining:
-            return
-        self._seat_resyncs[key] = self._spawn(self._resync_seat_until_written(m, seat),
-                                              f"seat-resync-{m.match_id}-{seat}")
-
-    def _resyncing(self, m: LiveMatch, seat: int) -> bool:
-        """Whether ``seat``'s row is to be written again as the memory holds it
-        (:meth:`_resync_seat`): what the store holds of it may be a write whose request was
-        answered UNAVAILABLE (a new token never given, a seat taken by a join that failed), so
-        a start or an end found in the store (:meth:`_follow_start`, :meth:`_follow_end`) does
-        not take it from there: it did so, and a player lost the token it held to one nobody
-        was given (found by the seat lifecycle fuzz)."""
-        return (m.match_id, seat) in self._seat_resyncs
-
-    async def _resync_seat_until_written(self, m: LiveMatch, seat: int) -> None:
-        async def write() -> None:
-            await self._writer.store_call(self._store.save_seat(m.match_id, m.seats[seat].record()),
-                                          "save_seat")
-
-        delay = START_RETRY_FIRST_S
-        try:
-            while self._matches.get(m.match_id) is m:
-                await asyncio.sleep(delay)
-                try:
-                    await self._exclusive(m, write)
-                except SessionError as exc:  # the store still fails: written again later
-                    if self._draining:
-                        return
-                    delay = min(delay * 2, self._sweep_interval)
-                    log.error("seat_resync_failed", match_id=m.match_id, seat=seat, error=str(exc),
-                              retry_in_s=delay)
-                    continue
-                m.log.info("seat_resynced", seat=seat)
-                return
-        finally:
-            self._seat_resyncs.pop((m.match_id, seat), None)
-
-    def _take_seat(self, m: LiveMatch, slot: SeatSlot, rec: SeatRecord) -> None:
-        """``slot`` holds what ``rec`` says (written, or found in the store): its player, token
-        and client join id."""
-        if slot.token_hash and slot.token_hash != rec.token_hash:
-            self._tokens.pop(slot.token_hash, None)
-        slot.player_name, slot.token_hash, slot.joined_at = rec.player_name, rec.token_hash, rec.joined_at
-        slot.left, slot.join_hash = rec.left, rec.join_hash
-        if rec.token_hash:
-            self._tokens[rec.token_hash] = (m.match_id, slot.seat)
-
-    async def _activate(self, m: LiveMatch, seats: Sequence[SeatRecord]) -> None:
-        """The last seat is taken: write ``seats`` (every player's seat, the last one's
-        included), deal the first deck (see create_match) and start, by one write
-        (:meth:`_start`). A store failure is UNAVAILABLE / STORE_UNAVAILABLE. When the store
-        says the start did not happen, the match is as it was (the last seat open: the join
-        may be retried, or the seat taken by another player). When nobody can tell (the write
-        and the read-back both failed: :class:`_StartInDoubt`), the seats are taken in memory
-        as written, because the store may hold them, and the match waits with every seat taken
-        until a start settles it: retried at once with a short backoff
-        (:meth:`_retry_start`), by the sweeper, or by a retried join (:meth:`_start_stalled`).
-        Nobody else gets such a seat meanwhile, and nobody leaves such a match before it has
-        started (:meth:`leave_match`): a freed seat in a match the store holds as started
-        would be a store no restart could make sense of. Nor does the admin end it before
-        (:meth:`terminate_match`): the store might hold it started and dealt."""
-        try:
-            await self._writer.store_call(self._start(m, seats), "start_match")
-        except Unavailable as exc:
-            if isinstance(exc.__cause__, _StartInDoubt):
-                for rec in seats:
-                    self._take_seat(m, m.seats[rec.seat], rec)
-                self._retry_start(m)
-            raise
-        self.metrics.matches_active.labels(m.game.id, "waiting").dec()
-        self.metrics.matches_active.labels(m.game.id, "active").inc()
-        now = asyncio.get_running_loop().time()
-        for slot in m.seats:
-            if slot.absent:
-                self._clock.arm_grace(m, slot, start=now)
-        self._clock.schedule(m)
 
     # ---- reading --------------------------------------------------------------------------
 
@@ -877,12 +755,12 @@ class MatchManager:
             if slot.left:
                 raise PermissionDenied("you have left this match", reason="SEAT_LEFT")
             # Every seat taken and still waiting: the last join's start may be in the store
-            # (_activate). Freeing a seat of a match stored as started would leave the store
+            # (Seating.activate). Freeing a seat of a match stored as started would leave the store
             # inconsistent, so the start is settled first (UNAVAILABLE while it cannot be),
             # and leaving the started match is resigning, as it would be a moment later.
-            await self._start_stalled(m, by="leave")
+            await self._seating.start_stalled(m, by="leave")
             if m.status == "waiting":
-                await self._writer.store_call(self._save_seat(m, SeatRecord(seat)), "save_seat")
+                await self._writer.store_call(self._seating.save_seat(m, SeatRecord(seat)), "save_seat")
                 self._tokens.pop(slot.token_hash, None)
                 # free again: its client join id no longer matches (a retry would take it again)
                 slot.player_name, slot.token_hash, slot.joined_at, slot.join_hash = "", "", None, ""
@@ -896,7 +774,7 @@ class MatchManager:
                 await self._writer.end(m, "resigned", winners=[s.seat for s in m.seats if s.seat != seat],
                                        resigned=seat)
             else:
-                await self._writer.store_call(self._save_seat(m, replace(slot.record(), left=True)),
+                await self._writer.store_call(self._seating.save_seat(m, replace(slot.record(), left=True)),
                                               "save_seat")
                 slot.left = True
                 self._clock.cancel_grace(slot)
@@ -920,10 +798,10 @@ class MatchManager:
             if m.over:
                 raise MatchNotActive("the match is over")
             # Every seat taken and still waiting: the last join's start may be in the store
-            # (_activate), with the first deck. Ended as it stands in memory, the match would
+            # (Seating.activate), with the first deck. Ended as it stands in memory, the match would
             # stay unstarted there and started in the store (the deck, the status before the
             # end), so the start is settled first, as leave_match settles it.
-            await self._start_stalled(m, by="terminate")
+            await self._seating.start_stalled(m, by="terminate")
             await self._writer.end(m, "terminated", winners=[], reason=reason)
             return m.summary()
 
@@ -1171,11 +1049,11 @@ class MatchManager:
             # wrote a start in three writes, stopped between them (this one writes it in one).
             # Start it as the join would have, or it would wait with no open seat until the
             # waiting timeout abandoned it
-            await self._start(m)
+            await self._seating.start(m)
         if m.active:
             # a deal was due when the process stopped and its deck was never written (or the
-            # last seat was taken just before: _activate)
-            await self._deal_due(m)
+            # last seat was taken just before: Seating.activate)
+            await self._seating.deal_due(m)
         if not m.over and m.state.is_over():
             # the last action was written but not the status: derive the end again
             result = self._writer.result(m, "completed")
@@ -1188,148 +1066,10 @@ class MatchManager:
         self._register(m)
         return m
 
-    async def _start(self, m: LiveMatch, seats: Sequence[SeatRecord] = ()) -> None:
-        """Start a waiting match whose every seat is taken (in memory, or with ``seats``):
-        ``seats``, its first deck (unless known already) and its status are written in one
-        transaction (:meth:`Store.start_match`), and only then do the seats, the deal and the
-        status change in memory.
-
-        A start used to be three writes (the seat, the deck, the status), and a failure
-        between them left a match waiting with every seat taken in the store. A failed write
-        now leaves nothing, but its error may hide a commit (PostgreSQL: the connection
-        dropped after the COMMIT reached the server), so the match is read back, as
-        :meth:`_due_deck` reads back a deck: still waiting, the write did not happen (all or
-        nothing) and the StoreError stands, the match in memory unchanged (the deal's deck, if
-        the store holds one, is the one to deal later: it refuses a second); active, it did
-        (this write or an earlier one whose answer was lost, which MatchNotWaiting reports)
-        and the match follows the store (:meth:`_follow_start`); ended, it ended before this
-        start (a TerminateMatch whose answer was lost) and the match follows that end
-        (:meth:`_follow_end`: MatchNotActive). The read failing too is :class:`_StartInDoubt`.
-
-        The join that takes the last seat starts the match (:meth:`_activate`); so does the
-        recovery of a start that did not happen for sure: :meth:`_load` (a match whose last
-        seat an older version wrote before it stopped), and on a running engine the retries,
-        the sweeper or a retried join (:meth:`_start_stalled`)."""
-        deck, new = None, []
-        if m.state.to_act() == CHANCE:
-            deck = m.decks.get(m.deals_dealt)
-            if deck is None:
-                deck = random_deck_record(m.game, m.deals_dealt)
-                new = [deck]
-        try:
-            await self._store.start_match(m.match_id, seats, new)
-        except StoreError as failed:
-            try:
-                stored = await self._store.load_match(m.match_id)
-            except StoreError as unread:
-                raise _StartInDoubt(f"{failed} (and reading the match back: {unread})") from failed
-            if stored is not None and stored.record.status in FINISHED:
-                await self._follow_end(m, stored)
-                raise MatchNotActive("the match is over") from failed
-            if stored is None or stored.record.status != "active":
-                held = next((d for d in stored.decks if d.deal == m.deals_dealt), None) if stored else None
-                if held is not None and deck is not None:
-                    m.decks[held.deal] = held
-                raise failed
-            await self._follow_start(m, stored, seats)
-            return
-        for rec in seats:
-            self._take_seat(m, m.seats[rec.seat], rec)
-        if deck is not None:
-            self._deal(m, deck)
-        m.status = "active"
-        m.log.info("match_started", seq=m.seq)
-
-    async def _follow_start(self, m: LiveMatch, stored: StoredMatch,
-                            written: Sequence[SeatRecord] = ()) -> None:
-        """The store holds this waiting match as started: a start whose error hid its commit.
-        Who holds each player's seat is the store's word then (the seats that start wrote:
-        this process's own, or, after an earlier lost answer, that join's), and so is the
-        deal's deck (one missing, which no version writes, is written first: :meth:`_due_deck`).
-        Not of a seat whose last write nobody could tell (:meth:`_resyncing`): that request was
-        answered UNAVAILABLE and the memory kept the seat as it was, which is written again;
-        unless the store holds that seat as this start wrote it (``written``): then the start
-        is what landed, after that write (a seat left open in memory in a match followed as
-        started was taken again by the next join, its "joined" published twice)."""
-        mine = {rec.seat: rec for rec in written}
-        deck = None
-        if m.state.to_act() == CHANCE:
-            deck = next((d for d in stored.decks if d.deal == m.deals_dealt), None) or await self._due_deck(m)
-        for rec in stored.record.seats:
-            slot = m.seats[rec.seat]
-            if slot.kind == "open" and slot.record() != rec and (
-                    mine.get(rec.seat) == rec or not self._resyncing(m, rec.seat)):
-                self._take_seat(m, slot, rec)
-        if deck is not None:
-            self._deal(m, deck)
-        m.status = "active"
-        m.log.info("match_started", seq=m.seq, found_in_store=True)
-
-    async def _follow_end(self, m: LiveMatch, stored: StoredMatch) -> None:
-        """The store holds this waiting match as ended: an end written but answered with an
-        error (TerminateMatch, the waiting timeout; the caller was answered UNAVAILABLE and
-        has not retried yet). The match ends in memory as the store has it: its seats, the
-        first deck if a start landed before the end, the status and the result; its watchers
-        get ``match_ended`` (a seat whose last write nobody could tell stays as the memory
-        holds it, as in :meth:`_follow_start`). Its start used to be refused for good instead
-        (the store said "not waiting", the read-back "not active": the error stood), so that
-        a match whose start was in doubt waited with every seat taken, each retry, sweep,
-        leave and TerminateMatch answered UNAVAILABLE, until a restart (found by the seat
-        lifecycle fuzz)."""
-        rec = stored.record
-        for seat in rec.seats:
-            slot = m.seats[seat.seat]
-            if slot.kind == "open" and slot.record() != seat and not self._resyncing(m, seat.seat):
-                self._take_seat(m, slot, seat)
-        deck = next((d for d in stored.decks if d.deal == m.deals_dealt), None)
-        if deck is not None and m.state.to_act() == CHANCE:
-            self._deal(m, deck)
-        result = dict(rec.result or {})
-        m.log.warning("match_end_found_in_store", status=rec.status)
-        self._writer.mark_over(m, rec.status, result, str(result.get("outcome", rec.status)),
-                               rec.ended_at if rec.ended_at is not None else time.time())
-        self._writer.announce_end(m)
-
-    async def _deal_due(self, m: LiveMatch) -> None:
-        """Deal a fresh deck if the match waits for one (CHANCE), storing it first."""
-        deck = await self._due_deck(m)
-        if deck is not None:
-            self._deal(m, deck)
-
-    async def _due_deck(self, m: LiveMatch) -> DeckRecord | None:
-        """The deck of the deal the match waits for (CHANCE; None if it waits for none), stored:
-        the match's own, else a fresh one, written here. When that write fails, the store may
-        hold the deal's deck all the same (this write's or an earlier attempt's, durable though
-        answered with an error: the store refuses a second deck for a deal), and that one is the
-        deal's; else the write's StoreError stands."""
-        if m.state.to_act() != CHANCE:
-            return None
-        deck = m.decks.get(m.deals_dealt)
-        if deck is None:
-            deck = random_deck_record(m.game, m.deals_dealt)
-            try:
-                await self._store.append_decks(m.match_id, [deck])
-            except StoreError as failed:
-                try:
-                    stored = await self._store.load_match(m.match_id)
-                except StoreError:
-                    raise failed from None
-                deck = next((d for d in stored.decks if d.deal == m.deals_dealt), None) if stored else None
-                if deck is None:
-                    raise failed
-        return deck
-
-    @staticmethod
-    def _deal(m: LiveMatch, deck: DeckRecord) -> None:
-        state = m.state.clone()  # a new state object: what was derived from the old one goes
-        state.deal(deck.cards)
-        m.decks[deck.deal] = deck
-        m.state, m.deals_dealt = state, m.deals_dealt + 1
-
     async def _sweep(self, interval: float) -> None:
         """Housekeeping every ``interval`` seconds: start the matches whose every seat is taken
-        but whose start is in doubt (:meth:`_start_stalled`; their own retries,
-        :meth:`_retry_start`, usually come first), end the matches that waited for
+        but whose start is in doubt (:meth:`.seating.Seating.start_stalled`; their own retries,
+        :meth:`.seating.Seating._retry_start`, usually come first), end the matches that waited for
         players longer than ``waiting_timeout_s`` (outcome ``abandoned``: a lobby must not
         fill up with tables that will never start), and evict finished matches from memory
         after ``finished_retention_s`` (the store keeps them; they are read back on demand)."""
@@ -1346,7 +1086,7 @@ class MatchManager:
         for m in list(self._matches.values()):
             if m.status == "waiting" and not m.open_seats():  # first: such a match is not stale
                 try:
-                    await self._exclusive(m, lambda m=m: self._start_stalled(m, by="sweeper"))
+                    await self._exclusive(m, lambda m=m: self._seating.start_stalled(m, by="sweeper"))
                 except SessionError as exc:  # the store still fails: the next pass tries again
                     log.error("match_start_failed", match_id=m.match_id, error=str(exc))
             elif timeout and m.status == "waiting" and wall - m.created_at >= timeout:
@@ -1357,57 +1097,6 @@ class MatchManager:
             elif (m.over and not m.watchers and m.finished_mono is not None
                     and now - m.finished_mono >= self.config.finished_retention_s):
                 self._unregister(m)
-
-    async def _start_stalled(self, m: LiveMatch, *, by: str) -> bool:
-        """Start a match (under its lock) that waits with every seat taken: the start by the
-        join that took the last seat failed and nobody could tell whether the store holds it
-        (:meth:`_activate`; that join was answered UNAVAILABLE / STORE_UNAVAILABLE), which
-        would otherwise leave the match waiting until a restart (:meth:`_load` starts it then)
-        or the waiting timeout. It starts as that join would have started it (one write of
-        every player's seat as held in memory, the deck unless the store holds one, and the
-        status; or, when the store says the earlier start happened, as the store has it), and
-        its watchers get the ``joined`` event that the failed join did not publish, with the
-        started views: of the seat taken last, the failed join's (not of the seat whose
-        player's retried join starts it: that may be another seat, whose ``joined`` its
-        watchers saw when it was taken). ``by``: who starts it (logged: ``retry``,
-        ``sweeper``, ``join_retry``, ``leave``, ``terminate``). False when there was nothing
-        to start."""
-        if m.status != "waiting" or m.open_seats():
-            return False
-        await self._activate(m, [s.record() for s in m.seats if s.kind == "open"])
-        m.log.warning("match_start_recovered", by=by)
-        joined = max((s for s in m.seats if s.kind == "open"), key=lambda s: s.joined_at or 0.0)
-        self._writer.presence(m, joined, "joined")
-        return True
-
-    def _retry_start(self, m: LiveMatch) -> None:
-        """Retry the start of a match left waiting with every seat taken (:meth:`_activate`)
-        soon: after :data:`START_RETRY_FIRST_S`, then twice as long each time up to the
-        sweeper's interval, until it starts, a retried join or the sweeper starts it, or it
-        ends: its players (the last one's retried join aside) would otherwise wait for the
-        sweeper, up to its interval (60 s at most), to see it start once the store works
-        again. The sweeper stays the backstop. One series per match."""
-        if m.match_id in self._start_retries or self._draining:
-            return
-        self._start_retries[m.match_id] = self._spawn(self._retry_start_until_started(m),
-                                                      f"start-retry-{m.match_id}")
-
-    async def _retry_start_until_started(self, m: LiveMatch) -> None:
-        delay = START_RETRY_FIRST_S
-        try:
-            while self._matches.get(m.match_id) is m:
-                await asyncio.sleep(delay)
-                try:
-                    await self._exclusive(m, lambda: self._start_stalled(m, by="retry"))
-                except SessionError as exc:  # the store still fails: tried again later
-                    if self._draining:
-                        return
-                    delay = min(delay * 2, self._sweep_interval)
-                    log.error("match_start_failed", match_id=m.match_id, error=str(exc), retry_in_s=delay)
-                    continue
-                return  # started, or nothing left to start (started or ended meanwhile)
-        finally:
-            self._start_retries.pop(m.match_id, None)
 
     async def _expire_waiting(self, m: LiveMatch) -> None:
         if m.status == "waiting":

@@ -16,7 +16,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from engine_service.observability.metrics import Metrics
-from engine_service.sessions import manager as manager_module
+from engine_service.sessions import seating as seating_module
 from engine_service.sessions.api import CreateMatchRequest, Principal, SessionError
 from engine_service.sessions.chance import random_deck_record
 from engine_service.sessions.tokens import token_hash
@@ -67,7 +67,7 @@ def test_a_start_that_did_not_happen_leaves_the_last_seat_open_in_memory_and_in_
             failed = await refused(mgr.join_match(s.match_id, 1, "b", key))
             m = mgr._matches[s.match_id]
             before = (m.seats[1].record(), m.status, dict(m.decks), len(mgr._tokens),
-                      [t.match_id for t in mgr.list_open_matches()], dict(mgr._start_retries))
+                      [t.match_id for t in mgr.list_open_matches()], dict(mgr._seating.start_retries))
             await agree(mgr, store, s.match_id)
             stored = await store.load_match(s.match_id)
             again = await mgr.join_match(s.match_id, 1, "b", key)
@@ -97,7 +97,7 @@ def test_a_start_in_doubt_is_retried_soon_with_a_doubling_backoff(ack_lost, monk
     sweeper: each failure logs match_start_failed with the next delay, the success
     match_start_recovered by=retry. A start that had landed (``ack_lost``) is found at the
     first retry and followed. The seat's stream gets its "joined" event once."""
-    monkeypatch.setattr(manager_module, "START_RETRY_FIRST_S", 0.05)
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 0.05)
     store = FailingStart()
 
     async def go():
@@ -111,10 +111,10 @@ def test_a_start_in_doubt_is_retried_soon_with_a_doubling_backoff(ack_lost, monk
                 store.fail, store.times, store.ack_lost, store.unreadable = True, 3, ack_lost, 1
                 failed = await refused(mgr.join_match(s.match_id, 1, "b"))
                 m = mgr._matches[s.match_id]
-                held = (m.status, [slot.taken for slot in m.seats], s.match_id in mgr._start_retries)
+                held = (m.status, [slot.taken for slot in m.seats], s.match_id in mgr._seating.start_retries)
                 await until(lambda: m.status == "active", timeout=5.0)
                 await until(lambda: ("joined", 1) in presence(stream.events))
-                await until(lambda: s.match_id not in mgr._start_retries)
+                await until(lambda: s.match_id not in mgr._seating.start_retries)
                 await agree(mgr, store, s.match_id)
                 await stream.close()
                 return failed, held, logs, stream.events
@@ -319,7 +319,7 @@ def test_an_end_found_in_the_store_keeps_a_seat_whose_write_nobody_could_tell(mo
     seat finds the end in the store and the match follows it, but not that seat's row: seat 1
     keeps the token its player holds, and the store gets it back. The end took the seat from
     the store, the new token nobody was given (found by the seat lifecycle fuzz)."""
-    monkeypatch.setattr(manager_module, "START_RETRY_FIRST_S", 0.2)
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 0.2)
 
     class Store(LosesTheEnd):
         lose_seat = False
@@ -342,7 +342,7 @@ def test_an_end_found_in_the_store_keeps_a_seat_whose_write_nobody_could_tell(mo
             await refused(mgr.reissue_seat_token(s.match_id, 1))
             joined = await refused(mgr.join_match(s.match_id, 3, "p3"))
             held = mgr.authenticate(s.match_id, tokens[1]).seat
-            await until(lambda: not mgr._seat_resyncs)
+            await until(lambda: not mgr._seating.seat_resyncs)
             await agree(mgr, store, s.match_id)
             return joined, held, mgr._matches[s.match_id].status
 
@@ -359,7 +359,7 @@ def test_a_start_found_in_the_store_takes_the_last_seat_even_while_its_earlier_w
     start followed the store for every seat but that one, the match went on active with seat
     0 open in memory, the join was SEAT_TAKEN with a "joined" event, and the next join took
     the seat in the started match, a second "joined" (found by the seat lifecycle fuzz)."""
-    monkeypatch.setattr(manager_module, "START_RETRY_FIRST_S", 0.2)
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 0.2)
 
     class Store(FailingStart):
         lose_seat = False
@@ -382,7 +382,7 @@ def test_a_start_found_in_the_store_takes_the_last_seat_even_while_its_earlier_w
             await mgr.join_match(s.match_id, 1, "b")
             store.fail, store.ack_lost = True, True
             joined = await mgr.join_match(s.match_id, 0, "c")
-            await until(lambda: not mgr._seat_resyncs)
+            await until(lambda: not mgr._seating.seat_resyncs)
             await agree(mgr, store, s.match_id)
             await until(lambda: len(presence(spectator.events)) == 2)
             await spectator.close()
@@ -431,7 +431,7 @@ def test_a_join_that_finds_an_earlier_start_in_the_store_follows_it():
 def test_a_server_closes_while_a_start_in_doubt_is_retried(monkeypatch):
     """The store keeps failing: the start's retries go on (match_start_failed each time) until
     the drain, which ends them without a hang or a failed task."""
-    monkeypatch.setattr(manager_module, "START_RETRY_FIRST_S", 0.01)
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 0.01)
     store = FailingStart()
 
     async def go():
@@ -443,7 +443,7 @@ def test_a_server_closes_while_a_start_in_doubt_is_retried(monkeypatch):
                 await refused(mgr.join_match(s.match_id, 1, "b"))
                 await until(lambda: len([e for e in logs if e["event"] == "match_start_failed"]) >= 3)
                 m = mgr._matches[s.match_id]
-            return logs, m, dict(mgr._start_retries)
+            return logs, m, dict(mgr._seating.start_retries)
 
     logs, m, retries = run(go())
     assert m.status == "waiting" and retries == {}

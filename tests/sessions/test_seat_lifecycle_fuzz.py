@@ -51,7 +51,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from engine_service.observability.metrics import Metrics
-from engine_service.sessions import manager as manager_module
+from engine_service.sessions import seating as seating_module
 from engine_service.sessions.api import (BotInfo, CreateMatchRequest, JoinResult, Principal, SeatConfig,
                                          SessionError)
 from engine_service.sessions.manager import MatchManager
@@ -416,8 +416,8 @@ class Fuzz:
         stalled = lambda: [m for m in self.mgr._matches.values()  # noqa: E731
                            if m.status == "waiting" and not m.open_seats()]
         try:
-            await until(lambda: not stalled() and not self.mgr._start_retries and not self.mgr._seat_resyncs,
-                        timeout=5.0)
+            await until(lambda: (not stalled() and not self.mgr._seating.start_retries
+                                 and not self.mgr._seating.seat_resyncs), timeout=5.0)
         except AssertionError:
             self.problems.append(f"starts never settled: {[m.match_id for m in stalled()]}")
         await asyncio.sleep(0.05)  # bot moves and events of the starts
@@ -618,7 +618,7 @@ async def fuzz(seed: int, inner, matches: int, steps: int) -> tuple[Fuzz, dict]:
 def test_racing_joins_leaves_and_reissues_under_store_faults_leave_every_match_consistent(
         kind, seed, tmp_path, monkeypatch):
     # the start retries and seat rewrites come before or after the next requests, as the seed says
-    monkeypatch.setattr(manager_module, "START_RETRY_FIRST_S", (0.002, 0.01, 0.05)[seed % 3])
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", (0.002, 0.01, 0.05)[seed % 3])
     inner = MemoryStore() if kind == "memory" else SqliteStore(tmp_path / "fuzz.sqlite3")
     fz, stats = run(fuzz(seed, inner, matches=16, steps=30), timeout=60)
     if fz.problems:

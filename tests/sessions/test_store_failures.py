@@ -534,9 +534,9 @@ def test_a_seat_write_nobody_can_tell_is_written_again_as_the_memory_holds_it(mo
     (``seat_resynced``), even once the match has ended (terminated before the join was
     retried): the store and the memory agree. It used to keep the seat taken in the store by
     a token nobody had."""
-    from engine_service.sessions import manager as manager_module
+    from engine_service.sessions import seating as seating_module
 
-    monkeypatch.setattr(manager_module, "START_RETRY_FIRST_S", 0.02)
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 0.02)
     store = LosesSeatAnswers()
 
     async def go():
@@ -549,7 +549,7 @@ def test_a_seat_write_nobody_can_tell_is_written_again_as_the_memory_holds_it(mo
                     await mgr.join_match(s.match_id, 2, "b")
                 stored_at_once = (await store.load_match(s.match_id)).record.seats[2]
                 await mgr.terminate_match(s.match_id, "test")
-                await until(lambda: not mgr._seat_resyncs)
+                await until(lambda: not mgr._seating.seat_resyncs)
                 await _seats_agree(mgr, store, s.match_id)
                 return failed.value, stored_at_once, logs
 
