@@ -187,10 +187,28 @@ class MatchWriter:
         result = self.result(m, outcome, winners, **info)
         status = "terminated" if outcome == "terminated" else "finished"
         ended_at = time.time()
-        await self.store_call(self.store.set_status(m.match_id, status, result, ended_at, m.deal_commitments()),
-                              "set_status")
+        await self.store_call(self._write_end(m, status, result, ended_at), "set_status")
         self.mark_over(m, status, result, outcome, ended_at)
         self.announce_end(m)
+
+    async def _write_end(self, m: LiveMatch, status: str, result: dict[str, Any], ended_at: float) -> None:
+        """Write the end; one answered with an error is read back. A write answered with an
+        error may have landed all the same (PostgreSQL: the connection dropped after the
+        COMMIT), and the match would then run on in memory, refusing nothing, while the store
+        held it ended (its read-back after an eviction or a restart not the match served).
+        Found with this very end (its status and its ``ended_at``, unique to this call), it
+        happened and the match ends as after an answer (logged ``match_end_found_in_store``);
+        else, or when the read fails too, the StoreError stands, as before."""
+        try:
+            await self.store.set_status(m.match_id, status, result, ended_at, m.deal_commitments())
+        except StoreError as failed:
+            try:
+                stored = await self.store.load_match(m.match_id)
+            except StoreError:
+                raise failed from None
+            if stored is None or (stored.record.status, stored.record.ended_at) != (status, ended_at):
+                raise failed
+            m.log.warning("match_end_found_in_store", status=status)
 
     def mark_over(self, m: LiveMatch, status: str, result: dict[str, Any], outcome: str,
                   ended_at: float | None = None) -> None:

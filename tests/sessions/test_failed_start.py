@@ -273,7 +273,8 @@ class LosesTheEnd(FailingStart):
 
 @pytest.mark.parametrize("in_doubt", [False, True])
 def test_a_start_that_finds_the_match_ended_in_the_store_follows_the_end(in_doubt):
-    """The admin's TerminateMatch of a waiting match was written but answered UNAVAILABLE; before
+    """The admin's TerminateMatch of a waiting match was written but answered UNAVAILABLE (its
+    read-back failed too, or the end would have been found and followed at once); before
     its retry, a join takes the last seat: its start finds the match ended in the store
     (MatchNotWaiting, read back: terminated). The match follows that end (MATCH_NOT_ACTIVE,
     ``match_ended`` to its watchers, the memory as the store has it), and the admin's retry is
@@ -292,7 +293,7 @@ def test_a_start_that_finds_the_match_ended_in_the_store_follows_the_end(in_doub
             await until(lambda: spectator.events)
             for seat in range(3):
                 await mgr.join_match(s.match_id, seat, f"p{seat}", join_id())
-            store.lose_end = True
+            store.lose_end, store.unreadable = True, 1  # its read-back fails: the end in doubt
             lost = await refused(mgr.terminate_match(s.match_id, "closing the table"))
             store.unreadable = 1 if in_doubt else 0
             join = await refused(mgr.join_match(s.match_id, 3, "p3", join_id()))
@@ -313,7 +314,8 @@ def test_a_start_that_finds_the_match_ended_in_the_store_follows_the_end(in_doub
 
 
 def test_an_end_found_in_the_store_keeps_a_seat_whose_write_nobody_could_tell(monkeypatch):
-    """A TerminateMatch was written but answered UNAVAILABLE; then the operator's new token for
+    """A TerminateMatch was written but answered UNAVAILABLE (its read-back failing too); then the
+    operator's new token for
     seat 1 was written but answered UNAVAILABLE with the read-back failing (nobody can tell:
     the seat keeps its token in memory, its row is to be written again). The join of the last
     seat finds the end in the store and the match follows it, but not that seat's row: seat 1
@@ -336,7 +338,7 @@ def test_an_end_found_in_the_store_keeps_a_seat_whose_write_nobody_could_tell(mo
         async with manager(store=store) as mgr:
             s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
             tokens = [(await mgr.join_match(s.match_id, seat, f"p{seat}")).token for seat in range(3)]
-            store.lose_end = True
+            store.lose_end, store.unreadable = True, 1  # its read-back fails: the end in doubt
             await refused(mgr.terminate_match(s.match_id, "closing the table"))
             store.lose_seat, store.unreadable = True, 1
             await refused(mgr.reissue_seat_token(s.match_id, 1))

@@ -557,3 +557,66 @@ def test_a_seat_write_nobody_can_tell_is_written_again_as_the_memory_holds_it(mo
     assert (failed.code, failed.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
     assert stored_at_once.token_hash  # the write was durable
     assert [e["seat"] for e in logs if e["event"] == "seat_resynced"] == [2]
+
+
+class EndsInDoubt(MemoryStore):
+    """A store whose next status write fails: ``landed`` (durable, but answered with an
+    error) or not; ``unreadable``: the read-back after it fails too."""
+
+    fail_next = False
+    landed = True
+    unreadable = False
+
+    async def set_status(self, match_id, status, result=None, ended_at=None, deal_commitments=()):
+        if not self.fail_next:
+            return await super().set_status(match_id, status, result, ended_at, deal_commitments)
+        self.fail_next = False
+        if self.landed:
+            await super().set_status(match_id, status, result, ended_at, deal_commitments)
+        self.reads_fail = self.unreadable
+        raise StoreError("connection lost at the commit")
+
+    async def load_match(self, match_id):
+        if getattr(self, "reads_fail", False):
+            self.reads_fail = False
+            raise StoreError("the database is unreachable")
+        return await super().load_match(match_id)
+
+
+@pytest.mark.parametrize("landed, unreadable", [(True, False), (False, False), (True, True)])
+def test_an_end_whose_answer_was_lost_is_read_back(landed, unreadable):
+    """TerminateMatch's status write answered with an error: found written (this end, by its
+    ended_at), the match ends as after an answer (match_end_found_in_store, watchers get
+    match_ended); not written, or not readable, UNAVAILABLE and the match runs on in memory
+    (it used to run on whenever the write failed, while the store might hold it ended)."""
+    store = EndsInDoubt()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+            await until(lambda: spectator.events)  # its snapshot: registered
+            store.fail_next, store.landed, store.unreadable = True, landed, unreadable
+            with capture_logs() as logs:
+                try:
+                    summary = await mgr.terminate_match(match_id, "maintenance")
+                    error = None
+                except SessionError as exc:
+                    summary, error = None, exc
+            live = (await mgr.get_match(match_id)).status
+            stored = (await store.load_match(match_id)).record.status
+            if error is None:
+                await until(lambda: spectator.events[-1].kind == "match_ended")
+            events = [e.kind for e in spectator.events[1:]]
+            await spectator.close()
+            return summary, error, live, stored, events, logs
+
+    summary, error, live, stored, events, logs = run(go())
+    found = [e for e in logs if e["event"] == "match_end_found_in_store"]
+    if landed and not unreadable:
+        assert error is None and summary.status == live == stored == "terminated"
+        assert events == ["match_ended"] and len(found) == 1
+    else:
+        assert error is not None and error.reason == "STORE_UNAVAILABLE" and not found
+        assert live == "active" and stored == ("terminated" if landed else "active")
+        assert "match_ended" not in events
