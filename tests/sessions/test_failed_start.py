@@ -274,8 +274,8 @@ class LosesTheEnd(FailingStart):
 @pytest.mark.parametrize("in_doubt", [False, True])
 def test_a_start_that_finds_the_match_ended_in_the_store_follows_the_end(in_doubt):
     """The admin's TerminateMatch of a waiting match was written but answered UNAVAILABLE (its
-    read-back failed too, or the end would have been found and followed at once); before
-    its retry, a join takes the last seat: its start finds the match ended in the store
+    read-back failed too, or the end would have been found and followed at once); before its
+    retry, a join takes the last seat: its start finds the match ended in the store
     (MatchNotWaiting, read back: terminated). The match follows that end (MATCH_NOT_ACTIVE,
     ``match_ended`` to its watchers, the memory as the store has it), and the admin's retry is
     MATCH_NOT_ACTIVE. With the read-back failing too (``in_doubt``) the seat is held and the
@@ -314,25 +314,16 @@ def test_a_start_that_finds_the_match_ended_in_the_store_follows_the_end(in_doub
 
 
 def test_an_end_found_in_the_store_keeps_a_seat_whose_write_nobody_could_tell(monkeypatch):
-    """A TerminateMatch was written but answered UNAVAILABLE (its read-back failing too); then the
-    operator's new token for
-    seat 1 was written but answered UNAVAILABLE with the read-back failing (nobody can tell:
+    """A TerminateMatch was written but answered UNAVAILABLE (its read-back failing too); then
+    the operator's new token for seat 1 was written but answered UNAVAILABLE with the
+    read-back failing (nobody can tell:
     the seat keeps its token in memory, its row is to be written again). The join of the last
     seat finds the end in the store and the match follows it, but not that seat's row: seat 1
     keeps the token its player holds, and the store gets it back. The end took the seat from
     the store, the new token nobody was given (found by the seat lifecycle fuzz)."""
     monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 0.2)
 
-    class Store(LosesTheEnd):
-        lose_seat = False
-
-        async def save_seat(self, match_id, seat):
-            await super().save_seat(match_id, seat)
-            if self.lose_seat:
-                self.lose_seat = False
-                raise StoreError("connection lost after the commit")
-
-    store = Store()
+    store = LosesTheEnd()
 
     async def go():
         async with manager(store=store) as mgr:
@@ -363,16 +354,7 @@ def test_a_start_found_in_the_store_takes_the_last_seat_even_while_its_earlier_w
     the seat in the started match, a second "joined" (found by the seat lifecycle fuzz)."""
     monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 0.2)
 
-    class Store(FailingStart):
-        lose_seat = False
-
-        async def save_seat(self, match_id, seat):
-            await super().save_seat(match_id, seat)
-            if self.lose_seat:
-                self.lose_seat = False
-                raise StoreError("connection lost after the commit")
-
-    store = Store()
+    store = FailingStart()
 
     async def go():
         async with manager(store=store) as mgr:

@@ -338,12 +338,20 @@ class FailingStart(MemoryStore):
     the status in one write) fails (``fail``, for ``times`` starts); ``ack_lost``: the start
     is durable but answers with an error (PostgreSQL: the connection dropped after the
     COMMIT); ``unreadable``: that many reads of a match fail after it (nobody can tell then
-    whether the start happened)."""
+    whether the start happened); ``lose_seat``: the next seat write is durable but answers
+    with an error."""
 
     fail = False
     times = 1
     ack_lost = False
     unreadable = 0
+    lose_seat = False
+
+    async def save_seat(self, match_id, seat):
+        await super().save_seat(match_id, seat)
+        if self.lose_seat:
+            self.lose_seat = False
+            raise StoreError("connection lost after the commit")
 
     async def start_match(self, match_id, seats=(), decks=()):
         if self.fail:
