@@ -119,8 +119,10 @@ class MatchClock:
             try:
                 await self.writer.apply(m, seat, action, by="auto", reason="timeout")
             except Exception as exc:
-                if isinstance(exc, StaleSequence):
-                    return  # the match caught up with another writer and re-armed itself
+                if isinstance(exc, StaleSequence) or m.over:
+                    # the match caught up with another writer and re-armed itself, or an end
+                    # in doubt was found in the store (MatchWriter.settle_end)
+                    return
                 m.log.error("timeout_move_failed", error=str(exc), error_type=type(exc).__name__)
                 if self.stopped:
                     return
@@ -188,8 +190,9 @@ class MatchClock:
 
     def _retry_later(self, m: LiveMatch, event: str, exc: Exception) -> None:
         """A bot move could not be applied: after a conflict with another writer the match has
-        caught up and re-armed itself; after a store failure, try again shortly."""
-        if isinstance(exc, StaleSequence):
+        caught up and re-armed itself; the match ended (an end in doubt found in the store):
+        nothing; after a store failure, try again shortly."""
+        if isinstance(exc, StaleSequence) or m.over:
             return
         m.log.error(event, error=str(exc), error_type=type(exc).__name__)
         if not self.stopped:
@@ -255,6 +258,8 @@ class MatchClock:
                 try:
                     await self.writer.end(m, outcome, winners, **info)
                 except Exception as exc:
+                    if m.over:  # an end in doubt was found in the store (MatchWriter.settle_end)
+                        return
                     m.log.error("grace_policy_failed", seat=seat, error=str(exc))
                     if not self.stopped:  # try again shortly: still the same window
                         slot.grace_handle = asyncio.get_running_loop().call_later(

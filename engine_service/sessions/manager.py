@@ -198,6 +198,7 @@ class MatchManager:
                                 held=lambda match_id: self._matches.get(match_id),
                                 draining=lambda: self._draining,
                                 sweep_interval=lambda: self._sweep_interval)
+        self._writer.settle_soon = self._seating.settle_end_soon
 
     # ---- lifecycle ------------------------------------------------------------------------
 
@@ -1168,12 +1169,16 @@ class MatchManager:
 
         Refused while draining: a caller that passed its own check before the drain began and
         then awaited (reading the match from the store) must not write now (see :meth:`drain`).
-        From the check to the task's registration in ``_writes`` there is no await."""
+        From the check to the task's registration in ``_writes`` there is no await.
+
+        An end in doubt is settled first (:meth:`.writer.MatchWriter.settle_end`; UNAVAILABLE
+        while it cannot be): ``fn`` then sees the match as the store has it."""
         if self._draining:
             raise Unavailable("the service is shutting down", reason="DRAINING")
 
         async def run() -> T:
             async with m.lock:
+                await self._writer.settle_end(m)
                 return await fn()
         return await _uninterrupted(run(), f"write-{m.match_id}", self._writes)
 

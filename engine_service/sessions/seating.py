@@ -16,7 +16,9 @@ an end, landed whose answer was lost: :meth:`Seating._follow_start`,
 written again as the memory holds it until it is (:meth:`Seating._resync_seat`), and a start
 in doubt (:class:`_StartInDoubt`) keeps the match waiting with every seat taken and is
 retried (:meth:`Seating._retry_start`, the manager's sweeper, a retried join, a leave or a
-TerminateMatch: :meth:`Seating.start_stalled`) until a start settles it.
+TerminateMatch: :meth:`Seating.start_stalled`) until a start settles it. An end in doubt
+(:meth:`~.writer.MatchWriter.settle_end`, the writer's) is settled by the same kind of
+series (:meth:`Seating.settle_end_soon`).
 
 Every method that changes a match runs under the match's lock (the manager's requests, or
 its ``exclusive`` for the retries). The public entry points (JoinMatch, LeaveMatch,
@@ -27,7 +29,6 @@ in here.
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any, Awaitable, Callable, Sequence
 
 import structlog
@@ -68,8 +69,9 @@ class Seating:
     service is shutting down: no retry starts or goes on then) and ``sweep_interval`` (the
     sweeper's interval, set when the manager starts: the retries back off up to it).
 
-    ``start_retries`` (match id -> its retries: :meth:`_retry_start`) and ``seat_resyncs``
-    ((match id, seat) -> its rewrites: :meth:`_resync_seat`) are the series under way."""
+    ``start_retries`` (match id -> its retries: :meth:`_retry_start`), ``seat_resyncs``
+    ((match id, seat) -> its rewrites: :meth:`_resync_seat`) and ``end_settlements`` (match
+    id -> :meth:`settle_end_soon`) are the series under way."""
 
     def __init__(self, store: Store, metrics: Metrics, writer: MatchWriter, clock: MatchClock,
                  tokens: dict[str, tuple[str, int]], *,
@@ -89,6 +91,7 @@ class Seating:
         self._sweep_interval = sweep_interval
         self.start_retries: dict[str, asyncio.Task] = {}  # match id -> its retries (_retry_start)
         self.seat_resyncs: dict[tuple[str, int], asyncio.Task] = {}  # (match id, seat) -> _resync_seat
+        self.end_settlements: dict[str, asyncio.Task] = {}  # match id -> settle_end_soon
 
     async def save_seat(self, m: LiveMatch, rec: SeatRecord) -> None:
         """Write one seat of ``m`` (under its lock: a join, a leave, a new token); the caller
@@ -126,16 +129,17 @@ class Seating:
             raise failed
 
     def _resync_seat(self, m: LiveMatch, seat: int) -> None:
-        """Write ``seat``'s row again as the memory holds it, soon (after
-        :data:`START_RETRY_FIRST_S`, doubling up to the sweeper's interval, as a start's
-        retries) and until it is written: a write of it whose outcome nobody could tell
-        (:meth:`save_seat`) may have changed it in the store. One series per seat; it ends
-        with the drain or when the match is no longer held."""
-        key = (m.match_id, seat)
-        if key in self.seat_resyncs or self._draining():
-            return
-        self.seat_resyncs[key] = self._spawn(self._resync_seat_until_written(m, seat),
-                                             f"seat-resync-{m.match_id}-{seat}")
+        """Write ``seat``'s row again as the memory holds it, soon and until it is written
+        (:meth:`_retry`): a write of it whose outcome nobody could tell (:meth:`save_seat`)
+        may have changed it in the store. One series per seat."""
+        async def write() -> None:
+            await self._writer.store_call(self._store.save_seat(m.match_id, m.seats[seat].record()),
+                                          "save_seat")
+            m.log.info("seat_resynced", seat=seat)
+
+        self._retry(self.seat_resyncs, (m.match_id, seat), m, write, f"seat-resync-{m.match_id}-{seat}",
+                    lambda error, delay: log.error("seat_resync_failed", match_id=m.match_id, seat=seat,
+                                                   error=error, retry_in_s=delay))
 
     def _resyncing(self, m: LiveMatch, seat: int) -> bool:
         """Whether ``seat``'s row is to be written again as the memory holds it
@@ -146,28 +150,45 @@ class Seating:
         was given (found by the seat lifecycle fuzz)."""
         return (m.match_id, seat) in self.seat_resyncs
 
-    async def _resync_seat_until_written(self, m: LiveMatch, seat: int) -> None:
-        async def write() -> None:
-            await self._writer.store_call(self._store.save_seat(m.match_id, m.seats[seat].record()),
-                                          "save_seat")
+    def settle_end_soon(self, m: LiveMatch) -> None:
+        """Settle an end in doubt (:meth:`.writer.MatchWriter.settle_end`) soon and until it
+        is (:meth:`_retry`): a match nobody writes to (no turn timer, nobody playing) would
+        otherwise stay in doubt, and served as running, until its next request. One series
+        per match."""
+        self._retry(self.end_settlements, m.match_id, m, lambda: self._writer.settle_end(m),
+                    f"end-settle-{m.match_id}",
+                    lambda error, delay: log.error("match_end_settle_failed", match_id=m.match_id,
+                                                   error=error, retry_in_s=delay))
 
+    def _retry(self, series: dict[Any, asyncio.Task], key: Any, m: LiveMatch,
+               attempt: Callable[[], Awaitable[Any]], name: str,
+               failed: Callable[[str, float], None]) -> None:
+        """Run ``attempt`` under the match's lock after :data:`START_RETRY_FIRST_S`, then
+        after twice as long each time it fails (a SessionError, told to ``failed`` with the
+        next delay) up to the sweeper's interval, until it succeeds, the match is no longer
+        held or the service drains. ``series`` holds the one series under way per ``key``."""
+        if key in series or self._draining():
+            return
+        series[key] = self._spawn(self._retry_until_done(series, key, m, attempt, failed), name)
+
+    async def _retry_until_done(self, series: dict[Any, asyncio.Task], key: Any, m: LiveMatch,
+                                attempt: Callable[[], Awaitable[Any]],
+                                failed: Callable[[str, float], None]) -> None:
         delay = START_RETRY_FIRST_S
         try:
             while self._held(m.match_id) is m:
                 await asyncio.sleep(delay)
                 try:
-                    await self._exclusive(m, write)
-                except SessionError as exc:  # the store still fails: written again later
+                    await self._exclusive(m, attempt)
+                except SessionError as exc:  # the store still fails: tried again later
                     if self._draining():
                         return
                     delay = min(delay * 2, self._sweep_interval())
-                    log.error("seat_resync_failed", match_id=m.match_id, seat=seat, error=str(exc),
-                              retry_in_s=delay)
+                    failed(str(exc), delay)
                     continue
-                m.log.info("seat_resynced", seat=seat)
                 return
         finally:
-            self.seat_resyncs.pop((m.match_id, seat), None)
+            series.pop(key, None)
 
     def take_seat(self, m: LiveMatch, slot: SeatSlot, rec: SeatRecord) -> None:
         """``slot`` holds what ``rec`` says (written, or found in the store): its player, token
@@ -306,11 +327,7 @@ class Seating:
         deck = next((d for d in stored.decks if d.deal == m.deals_dealt), None)
         if deck is not None and m.state.to_act() == CHANCE:
             self._deal(m, deck)
-        result = dict(rec.result or {})
-        m.log.warning("match_end_found_in_store", status=rec.status)
-        self._writer.mark_over(m, rec.status, result, str(result.get("outcome", rec.status)),
-                               rec.ended_at if rec.ended_at is not None else time.time())
-        self._writer.announce_end(m)
+        self._writer.follow_end(m, stored)
 
     async def deal_due(self, m: LiveMatch) -> None:
         """Deal a fresh deck if the match waits for one (CHANCE), storing it first."""
@@ -371,29 +388,11 @@ class Seating:
 
     def _retry_start(self, m: LiveMatch) -> None:
         """Retry the start of a match left waiting with every seat taken (:meth:`activate`)
-        soon: after :data:`START_RETRY_FIRST_S`, then twice as long each time up to the
-        sweeper's interval, until it starts, a retried join or the sweeper starts it, or it
-        ends: its players (the last one's retried join aside) would otherwise wait for the
-        sweeper, up to its interval (60 s at most), to see it start once the store works
+        soon and until it starts (:meth:`_retry`), a retried join or the sweeper starts it,
+        or it ends: its players (the last one's retried join aside) would otherwise wait for
+        the sweeper, up to its interval (60 s at most), to see it start once the store works
         again. The sweeper stays the backstop. One series per match."""
-        if m.match_id in self.start_retries or self._draining():
-            return
-        self.start_retries[m.match_id] = self._spawn(self._retry_start_until_started(m),
-                                                     f"start-retry-{m.match_id}")
-
-    async def _retry_start_until_started(self, m: LiveMatch) -> None:
-        delay = START_RETRY_FIRST_S
-        try:
-            while self._held(m.match_id) is m:
-                await asyncio.sleep(delay)
-                try:
-                    await self._exclusive(m, lambda: self.start_stalled(m, by="retry"))
-                except SessionError as exc:  # the store still fails: tried again later
-                    if self._draining():
-                        return
-                    delay = min(delay * 2, self._sweep_interval())
-                    log.error("match_start_failed", match_id=m.match_id, error=str(exc), retry_in_s=delay)
-                    continue
-                return  # started, or nothing left to start (started or ended meanwhile)
-        finally:
-            self.start_retries.pop(m.match_id, None)
+        self._retry(self.start_retries, m.match_id, m, lambda: self.start_stalled(m, by="retry"),
+                    f"start-retry-{m.match_id}",
+                    lambda error, delay: log.error("match_start_failed", match_id=m.match_id,
+                                                   error=error, retry_in_s=delay))

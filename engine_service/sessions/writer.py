@@ -26,8 +26,8 @@ import structlog
 from ..observability.metrics import Metrics
 from ..rules.game import CHANCE
 from ..store import DuplicateClientAction, SequenceConflict, Store, StoreError
-from ..store.base import ActionRecord, DeckRecord
-from .api import MatchEvent, StaleSequence, Unavailable, ViewEnvelope
+from ..store.base import FINISHED, ActionRecord, DeckRecord, StoredMatch
+from .api import MatchEvent, MatchNotActive, StaleSequence, Unavailable, ViewEnvelope
 from .chance import random_deck_record
 from .match import LiveMatch, SeatSlot, action_details, play_logged
 from .views import SPECTATOR, Audience, public_or_none
@@ -42,7 +42,9 @@ class MatchWriter:
     """Applies actions and ends matches; publishes events. The caller holds ``m.lock``.
 
     ``schedule(m)`` (set by the manager: the match clock) arms what the next decision needs
-    after every accepted action; ``stop(m)`` disarms everything when a match ends.
+    after every accepted action; ``stop(m)`` disarms everything when a match ends;
+    ``settle_soon(m)`` (the manager: :meth:`.seating.Seating.settle_end_soon`) settles an end
+    whose write nobody could tell, in the background (:meth:`settle_end`).
     """
 
     def __init__(self, store: Store, metrics: Metrics) -> None:
@@ -50,6 +52,7 @@ class MatchWriter:
         self.metrics = metrics
         self.schedule: Callable[[LiveMatch], None] = lambda m: None
         self.stop: Callable[[LiveMatch], None] = lambda m: None
+        self.settle_soon: Callable[[LiveMatch], None] = lambda m: None
 
     async def store_call(self, op: Awaitable[Any], what: str) -> Any:
         """Await a store write; a store failure becomes UNAVAILABLE (retryable: a retry with
@@ -66,6 +69,7 @@ class MatchWriter:
                     client_action_id: str = "") -> ActionRecord:
         """Validate, persist and publish one action. RulesError or Unavailable: nothing changed."""
         started = time.perf_counter()
+        await self._settled(m)
         scored = _deals_scored(m)
         state = m.state.clone()
         state.apply(action, seat)
@@ -184,6 +188,7 @@ class MatchWriter:
     async def end(self, m: LiveMatch, outcome: str, winners: list[int], **info: Any) -> None:
         """End a match for a session reason (resignation, forfeit, abandonment, termination):
         durable first, then announced."""
+        await self._settled(m)
         result = self.result(m, outcome, winners, **info)
         status = "terminated" if outcome == "terminated" else "finished"
         ended_at = time.time()
@@ -198,17 +203,66 @@ class MatchWriter:
         held it ended (its read-back after an eviction or a restart not the match served).
         Found with this very end (its status and its ``ended_at``, unique to this call), it
         happened and the match ends as after an answer (logged ``match_end_found_in_store``);
-        else, or when the read fails too, the StoreError stands, as before."""
+        not found, the StoreError stands. When the read fails too, nobody can tell: the
+        StoreError stands and the end is in doubt (:meth:`settle_end`)."""
         try:
             await self.store.set_status(m.match_id, status, result, ended_at, m.deal_commitments())
         except StoreError as failed:
             try:
                 stored = await self.store.load_match(m.match_id)
             except StoreError:
+                m.end_in_doubt = True
+                m.log.error("match_end_in_doubt", status=status)
+                self.settle_soon(m)
                 raise failed from None
             if stored is None or (stored.record.status, stored.record.ended_at) != (status, ended_at):
                 raise failed
             m.log.warning("match_end_found_in_store", status=status)
+
+    async def _settled(self, m: LiveMatch) -> None:
+        """Before a write (an action, an end): settle an end in doubt; MatchNotActive when it
+        had landed."""
+        if m.end_in_doubt:
+            await self.settle_end(m)
+            if m.over:
+                raise MatchNotActive("the match is over")
+
+    async def settle_end(self, m: LiveMatch) -> None:
+        """Settle an end in doubt (:meth:`_write_end`: its write and the read-back both failed)
+        by reading the match back: ended in the store, the match ends as the store has it
+        (``match_end_found_in_store``, watchers get ``match_ended``); not ended, it did not
+        happen and the match goes on (``match_end_not_in_store``). Unreadable again:
+        UNAVAILABLE / STORE_UNAVAILABLE, still in doubt.
+
+        Until it is settled nothing is written to the match (every write settles it first:
+        the requests through the manager's lock, the clock's moves and ends here; and a
+        series in the background, ``settle_soon``), because the store may hold the match
+        ended: an action accepted meanwhile would be written after the end, a match no
+        restart could make sense of. The match used to run on in memory while the store held
+        it ended, until a restart, which then served it ended with the actions played since."""
+        if not m.end_in_doubt:
+            return
+        try:
+            stored = await self.store.load_match(m.match_id)
+        except StoreError as exc:
+            log.error("store_read_failed", operation="settle_end", match_id=m.match_id, error=str(exc),
+                      error_type=type(exc).__name__)
+            raise Unavailable("the match could not be read; try again", reason="STORE_UNAVAILABLE") from exc
+        m.end_in_doubt = False
+        if stored is not None and stored.record.status in FINISHED:
+            self.follow_end(m, stored)
+        else:
+            m.log.info("match_end_not_in_store")
+
+    def follow_end(self, m: LiveMatch, stored: StoredMatch) -> None:
+        """End ``m`` as the store has it ended (an end written but answered with an error):
+        its status, result and end time; watchers get ``match_ended``."""
+        rec = stored.record
+        result = dict(rec.result or {})
+        m.log.warning("match_end_found_in_store", status=rec.status)
+        self.mark_over(m, rec.status, result, str(result.get("outcome", rec.status)),
+                       rec.ended_at if rec.ended_at is not None else time.time())
+        self.announce_end(m)
 
     def mark_over(self, m: LiveMatch, status: str, result: dict[str, Any], outcome: str,
                   ended_at: float | None = None) -> None:

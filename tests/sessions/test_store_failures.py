@@ -569,11 +569,13 @@ def test_a_seat_write_nobody_can_tell_is_written_again_as_the_memory_holds_it(mo
 
 class EndsInDoubt(MemoryStore):
     """A store whose next status write fails: ``landed`` (durable, but answered with an
-    error) or not; ``unreadable``: the read-back after it fails too."""
+    error) or not; ``unreadable``: the read-back after it fails too (and as many reads after
+    it as ``unreadable`` counts); ``appended``: the actions written since."""
 
     fail_next = False
     landed = True
-    unreadable = False
+    unreadable: int = 0
+    reads_failing = 0
 
     async def set_status(self, match_id, status, result=None, ended_at=None, deal_commitments=()):
         if not self.fail_next:
@@ -581,12 +583,12 @@ class EndsInDoubt(MemoryStore):
         self.fail_next = False
         if self.landed:
             await super().set_status(match_id, status, result, ended_at, deal_commitments)
-        self.reads_fail = self.unreadable
+        self.reads_failing = int(self.unreadable)
         raise StoreError("connection lost at the commit")
 
     async def load_match(self, match_id):
-        if getattr(self, "reads_fail", False):
-            self.reads_fail = False
+        if self.reads_failing:
+            self.reads_failing -= 1
             raise StoreError("the database is unreachable")
         return await super().load_match(match_id)
 
@@ -628,3 +630,58 @@ def test_an_end_whose_answer_was_lost_is_read_back(landed, unreadable):
         assert error is not None and error.reason == "STORE_UNAVAILABLE" and not found
         assert live == "active" and stored == ("terminated" if landed else "active")
         assert "match_ended" not in events
+
+
+@pytest.mark.parametrize("landed", [True, False])
+def test_an_end_nobody_could_tell_is_settled_before_anything_is_written(landed):
+    """A TerminateMatch whose status write and read-back both failed leaves the end in doubt:
+    until a read-back settles it nothing is written to the match (a player's action is
+    UNAVAILABLE and nothing is appended: it would follow an end the store may hold), then
+    the background series settles it: landed, the match ends as the store has it (watchers
+    get match_ended; the next action is MATCH_NOT_ACTIVE); not landed, the match goes on and the
+    action is accepted. It used to run on in memory, accepting actions the store appended
+    after its end."""
+    store = EndsInDoubt()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+            await until(lambda: spectator.events)
+            store.fail_next, store.landed, store.unreadable = True, landed, 2
+            with capture_logs() as logs:
+                with pytest.raises(SessionError) as ended:
+                    await mgr.terminate_match(match_id, "maintenance")
+                seq = (await mgr.get_match(match_id)).seq
+                seat, p, env = await to_act(mgr, match_id, ps)
+                with pytest.raises(SessionError) as refused:  # the second failing read
+                    await mgr.submit_action(match_id, p, env.view["legal"][0], seq, "a1")
+                appended = len((await MemoryStore.load_match(store, match_id)).actions)
+                await until(lambda: not mgr._seating.end_settlements)  # the series settled it
+                live = (await mgr.get_match(match_id)).status
+                try:
+                    result = await mgr.submit_action(match_id, p, env.view["legal"][0], seq, "a1")
+                except SessionError as exc:
+                    result = exc
+            if landed:
+                await until(lambda: spectator.events[-1].kind == "match_ended")
+            events = [e.kind for e in spectator.events[1:]]
+            stored = await store.load_match(match_id)
+            await spectator.close()
+            return ended.value, refused.value, seq, appended, live, result, events, stored, logs
+
+    ended, refused, seq, appended, live, result, events, stored, logs = run(go())
+    assert (ended.reason, refused.reason) == ("STORE_UNAVAILABLE", "STORE_UNAVAILABLE")
+    assert appended == seq  # the refused action was not written
+    names = [e["event"] for e in logs]
+    assert names.count("match_end_in_doubt") == 1
+    if landed:
+        assert live == stored.record.status == "terminated"
+        assert isinstance(result, SessionError) and result.reason == "MATCH_NOT_ACTIVE"
+        assert events == ["match_ended"] and names.count("match_end_found_in_store") == 1
+        assert len(stored.actions) == seq
+    else:
+        assert live == "active" and stored.record.status == "active"
+        assert not isinstance(result, SessionError) and result.seq == seq + 1
+        assert "match_ended" not in events and "match_end_not_in_store" in names
+        assert len(stored.actions) == seq + 1
