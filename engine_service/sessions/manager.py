@@ -27,8 +27,8 @@ How a match runs:
 This module is the service's facade: the registry of live matches, authentication, the
 requests of MatchService, watch streams and the lifecycle. Changes of a match go through
 :class:`~.writer.MatchWriter`; what happens with time through :class:`~.clock.MatchClock`;
-the durable writes of a seat and of a match's start, and their recovery when a write's outcome
-is not known, through :class:`~.seating.Seating`.
+the durable writes of a match's creation, of a seat and of a match's start, and their recovery
+when a write's outcome is not known, through :class:`~.seating.Seating`.
 """
 
 from __future__ import annotations
@@ -196,7 +196,7 @@ class MatchManager:
         self._seating = Seating(self._store, self.metrics, self._writer, self._clock, self._tokens,
                                 spawn=self._spawn, exclusive=self._exclusive,
                                 held=lambda match_id: self._matches.get(match_id),
-                                draining=lambda: self._draining,
+                                loading=self._load_lock, draining=lambda: self._draining,
                                 sweep_interval=lambda: self._sweep_interval)
         self._writer.settle_soon = self._seating.settle_end_soon
 
@@ -448,7 +448,7 @@ class MatchManager:
 
         async def create() -> None:
             try:
-                await self._writer.store_call(self._store.create_match(record, decks), "create_match")
+                await self._writer.store_call(self._seating.create(m, record, decks), "create_match")
             finally:
                 self._creating[m.status] -= 1
             self._register(m)

@@ -5,7 +5,8 @@ does :class:`~.clock.MatchClock` and :class:`~.writer.MatchWriter`).
 It owns writing one seat (a join, a leave, a new token: :meth:`Seating.save_seat`), starting
 a match whose last seat is taken in one write of its seats, its first deck and its status
 (:meth:`Seating.activate`, :meth:`Seating.start`), dealing a deck that is due, and recovering
-from the writes whose outcome is not known.
+from the writes whose outcome is not known, a match's creation among them
+(:meth:`Seating.create`).
 
 Why a module of its own: the in-doubt write model. A write answered with an error may have
 landed all the same (PostgreSQL: the connection dropped after the COMMIT reached the server),
@@ -29,6 +30,7 @@ in here.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any, Awaitable, Callable, Sequence
 
 import structlog
@@ -36,7 +38,7 @@ import structlog
 from ..observability.metrics import Metrics
 from ..rules.game import CHANCE
 from ..store import Store, StoreError
-from ..store.base import FINISHED, DeckRecord, SeatRecord, StoredMatch
+from ..store.base import FINISHED, DeckRecord, MatchRecord, SeatRecord, StoredMatch
 from .api import MatchNotActive, SessionError, Unavailable
 from .chance import random_deck_record
 from .clock import MatchClock
@@ -65,20 +67,22 @@ class Seating:
     map of seat token hash to (match id, seat), shared and changed in place), ``spawn`` (a
     background task of the sessions), ``exclusive`` (run a function under a match's lock, as
     an accepted write the drain waits for), ``held`` (the match registered under an id, None
-    if none: a retry ends when its match is no longer held), ``draining`` (whether the
+    if none: a retry ends when its match is no longer held), ``loading`` (the lock under which
+    a match is read from the store and registered), ``draining`` (whether the
     service is shutting down: no retry starts or goes on then) and ``sweep_interval`` (the
     sweeper's interval, set when the manager starts: the retries back off up to it).
 
     ``start_retries`` (match id -> its retries: :meth:`_retry_start`), ``seat_resyncs``
-    ((match id, seat) -> its rewrites: :meth:`_resync_seat`) and ``end_settlements`` (match
-    id -> :meth:`settle_end_soon`) are the series under way."""
+    ((match id, seat) -> its rewrites: :meth:`_resync_seat`), ``end_settlements`` (match id
+    -> :meth:`settle_end_soon`) and ``create_checks`` (match id -> its read-backs:
+    :meth:`_abandon_unacknowledged`) are the series under way."""
 
     def __init__(self, store: Store, metrics: Metrics, writer: MatchWriter, clock: MatchClock,
                  tokens: dict[str, tuple[str, int]], *,
                  spawn: Callable[[Awaitable[Any], str], asyncio.Task],
                  exclusive: Callable[[LiveMatch, Callable[[], Awaitable[Any]]], Awaitable[Any]],
-                 held: Callable[[str], LiveMatch | None], draining: Callable[[], bool],
-                 sweep_interval: Callable[[], float]) -> None:
+                 held: Callable[[str], LiveMatch | None], loading: asyncio.Lock,
+                 draining: Callable[[], bool], sweep_interval: Callable[[], float]) -> None:
         self._store = store
         self._metrics = metrics
         self._writer = writer
@@ -87,11 +91,70 @@ class Seating:
         self._spawn = spawn
         self._exclusive = exclusive
         self._held = held
+        self._loading = loading
         self._draining = draining
         self._sweep_interval = sweep_interval
         self.start_retries: dict[str, asyncio.Task] = {}  # match id -> its retries (_retry_start)
         self.seat_resyncs: dict[tuple[str, int], asyncio.Task] = {}  # (match id, seat) -> _resync_seat
         self.end_settlements: dict[str, asyncio.Task] = {}  # match id -> settle_end_soon
+        self.create_checks: dict[str, asyncio.Task] = {}  # match id -> _abandon_unacknowledged
+
+    async def create(self, m: LiveMatch, record: MatchRecord, decks: Sequence[DeckRecord]) -> None:
+        """Write the new match ``m`` (``record`` and its first ``decks``); the caller registers
+        it once this returns. A StoreError means the match was not created, or may have been.
+
+        A create answered with an error may be durable all the same, so the match is read
+        back: found with this ``created_at`` (unique to this call), it was created and the
+        caller goes on as after an answer (logged ``match_create_found_in_store``); not found,
+        the StoreError stands. Without the read-back, a creation that landed lived on in the
+        store, unknown to this process, while its creator was told it had failed and never
+        learned its id: resumed at the next start, waiting for players nobody sent, or played
+        by its bots for nobody. When the read fails too, nobody can tell: the StoreError
+        stands, and the match is read back later until the store answers, then ended if it is
+        there (:meth:`_abandon_unacknowledged`)."""
+        try:
+            await self._store.create_match(record, decks)
+            return
+        except StoreError as failed:
+            try:
+                stored = await self._store.load_match(record.match_id)
+            except StoreError:
+                self._abandon_unacknowledged(m)
+                raise failed from None
+            if stored is None or stored.record.created_at != record.created_at:
+                raise failed
+            m.log.warning("match_create_found_in_store", status=record.status)
+
+    def _abandon_unacknowledged(self, m: LiveMatch) -> None:
+        """Read back the match ``m`` whose creation nobody could tell (:meth:`create`), after
+        :data:`START_RETRY_FIRST_S`, doubling up to the sweeper's interval, until the store
+        answers; not there, nothing was created; there, it ends (status ``finished``, outcome
+        ``abandoned``, reason ``create_unacknowledged``, logged ``match_create_abandoned``) as
+        the waiting timeout ends a table: its creator was answered UNAVAILABLE. The series
+        stops with the drain. It also stops when the match is held by then: read by its id
+        (the admin's ListMatches lists it), it is a match of this server like any other.
+
+        If the process stops first, the next start resumes the match from the store like any
+        unfinished one and nothing ends it for being unacknowledged: a table waiting for
+        players is ended by the waiting timeout (``waiting_timeout_s``; never when 0) unless
+        players fill it (a ``listed`` one is in the lobby), a table of bots plays to its end."""
+        async def check() -> None:
+            async with self._loading:  # no read of the match by its id registers it meanwhile
+                if self._held(m.match_id) is not None:
+                    return
+                stored = await self._store.load_match(m.match_id)
+                if stored is None or stored.record.created_at != m.created_at:
+                    return
+                if stored.record.status not in FINISHED:  # else: this series' own write landed
+                    result = self._writer.result(m, "abandoned", [], reason="create_unacknowledged")
+                    await self._store.set_status(m.match_id, "finished", result, time.time(),
+                                                 m.deal_commitments())
+                m.log.warning("match_create_abandoned", status=stored.record.status)
+
+        self._retry(self.create_checks, m.match_id, m, check, f"create-check-{m.match_id}",
+                    lambda error, delay: log.error("match_create_check_failed", match_id=m.match_id,
+                                                   error=error, retry_in_s=delay),
+                    going_on=lambda: True)  # the match is not held: check() sees to that
 
     async def save_seat(self, m: LiveMatch, rec: SeatRecord) -> None:
         """Write one seat of ``m`` (under its lock: a join, a leave, a new token); the caller
@@ -162,25 +225,27 @@ class Seating:
 
     def _retry(self, series: dict[Any, asyncio.Task], key: Any, m: LiveMatch,
                attempt: Callable[[], Awaitable[Any]], name: str,
-               failed: Callable[[str, float], None]) -> None:
-        """Run ``attempt`` under the match's lock after :data:`START_RETRY_FIRST_S`, then
-        after twice as long each time it fails (a SessionError, told to ``failed`` with the
-        next delay) up to the sweeper's interval, until it succeeds, the match is no longer
-        held or the service drains. ``series`` holds the one series under way per ``key``."""
+               failed: Callable[[str, float], None], going_on: Callable[[], bool] | None = None) -> None:
+        """Run ``attempt`` under the match's lock (an accepted write: the drain waits for it)
+        after :data:`START_RETRY_FIRST_S`, then after twice as long each time it fails (a
+        SessionError or a StoreError, told to ``failed`` with the next delay) up to the
+        sweeper's interval, until it succeeds, ``going_on`` says no (default: while the match
+        is held) or the service drains. ``series`` holds the one series under way per ``key``."""
         if key in series or self._draining():
             return
-        series[key] = self._spawn(self._retry_until_done(series, key, m, attempt, failed), name)
+        held = going_on or (lambda: self._held(m.match_id) is m)
+        series[key] = self._spawn(self._retry_until_done(series, key, m, attempt, failed, held), name)
 
     async def _retry_until_done(self, series: dict[Any, asyncio.Task], key: Any, m: LiveMatch,
                                 attempt: Callable[[], Awaitable[Any]],
-                                failed: Callable[[str, float], None]) -> None:
+                                failed: Callable[[str, float], None], going_on: Callable[[], bool]) -> None:
         delay = START_RETRY_FIRST_S
         try:
-            while self._held(m.match_id) is m:
+            while going_on():
                 await asyncio.sleep(delay)
                 try:
                     await self._exclusive(m, attempt)
-                except SessionError as exc:  # the store still fails: tried again later
+                except (SessionError, StoreError) as exc:  # the store still fails: tried again later
                     if self._draining():
                         return
                     delay = min(delay * 2, self._sweep_interval())

@@ -17,7 +17,7 @@ from engine_service.sessions.api import CreateMatchRequest, Principal, SessionEr
 from engine_service.sessions.manager import MatchManager
 from engine_service.store import MemoryStore, StoreError
 
-from .helpers import Stream, collect, config, manager, open_match, play_random, run, to_act, until
+from .helpers import Stream, collect, config, join_all, manager, open_match, play_random, run, to_act, until
 
 
 class LosesAcknowledgements(MemoryStore):
@@ -685,3 +685,124 @@ def test_an_end_nobody_could_tell_is_settled_before_anything_is_written(landed):
         assert not isinstance(result, SessionError) and result.seq == seq + 1
         assert "match_ended" not in events and "match_end_not_in_store" in names
         assert len(stored.actions) == seq + 1
+
+
+class CreatesInDoubt(MemoryStore):
+    """A store whose next creation fails (``fail_next``): ``landed`` (durable, but answered
+    with an error) or not; then ``unreadable`` reads of a match fail. ``reads``: the match ids
+    read."""
+
+    fail_next = False
+    landed = True
+    unreadable = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: list[str] = []
+
+    async def create_match(self, record, decks=()):
+        if not self.fail_next:
+            return await super().create_match(record, decks)
+        self.fail_next = False
+        if self.landed:
+            await super().create_match(record, decks)
+        raise StoreError("connection lost at the commit")
+
+    async def load_match(self, match_id):
+        self.reads.append(match_id)
+        if self.unreadable > 0:
+            self.unreadable -= 1
+            raise StoreError("the database is unreachable")
+        return await super().load_match(match_id)
+
+
+@pytest.mark.parametrize("landed, unreadable",
+                         [(True, 0), (False, 0), (True, 1), (True, 3), (False, 1), (False, 3)])
+def test_a_creation_whose_answer_was_lost_is_read_back(monkeypatch, landed, unreadable):
+    """CreateMatch's write answered with an error: the match is read back. Found (this very
+    creation, by its created_at), it was created: the caller gets its summary and the match is
+    one of this server's, joined and played as any (match_create_found_in_store). Not found,
+    UNAVAILABLE, nothing anywhere. When the read fails too, UNAVAILABLE, and the match is read
+    back until the store answers (match_create_check_failed meanwhile): there, it is ended
+    (finished, abandoned, reason create_unacknowledged), since nobody was given its id; not
+    there, nothing is written. It used to be UNAVAILABLE whatever the store held: a match
+    created though its creator was told otherwise lived on in the store, unknown to the
+    process, until a restart resumed it for nobody."""
+    from engine_service.sessions import seating as seating_module
+
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 0.02)
+    store = CreatesInDoubt()
+    metrics = Metrics()
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(store=store, metrics=metrics) as mgr:
+                mgr._sweep_interval = 0.1
+                store.fail_next, store.landed, store.unreadable = True, landed, unreadable
+                try:
+                    summary = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+                    error = None
+                except SessionError as exc:
+                    summary, error = None, exc
+                checking = dict(mgr._seating.create_checks)
+                await until(lambda: not mgr._seating.create_checks)
+                played = 0
+                if summary is not None:
+                    _, ps = await join_all(mgr, summary.match_id)
+                    played = await play_random(mgr, summary.match_id, ps, random.Random(5), max_actions=4)
+                return (summary, error, checking, played, list(mgr.match_ids()), dict(mgr._creating),
+                        await store.list_matches(), logs)
+
+    summary, error, checking, played, held, creating, listings, logs = run(go())
+    events = [e["event"] for e in logs]
+    created = metrics.matches_created.labels("klaberjass")._value.get()
+    assert creating == {"waiting": 0, "active": 0}
+    assert events.count("match_create_check_failed") == max(0, unreadable - 1)
+    if landed and not unreadable:
+        assert error is None and summary.status == "waiting" and held == [summary.match_id]
+        assert played == 4 and events.count("match_create_found_in_store") == 1 and created == 1
+        assert [li.record.status for li in listings] == ["active"]
+        return
+    assert (error.code, error.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
+    assert held == [] and created == 0 and "match_create_found_in_store" not in events
+    assert len(store.reads) == 1 + unreadable  # read back at once, then by the series
+    assert bool(checking) == bool(unreadable)
+    if landed:
+        assert [(li.record.status, li.record.result["outcome"], li.record.result["reason"])
+                for li in listings] == [("finished", "abandoned", "create_unacknowledged")]
+        assert listings[0].record.result["winners"] == [] and listings[0].record.ended_at
+        assert events.count("match_create_abandoned") == 1
+    else:
+        assert listings == [] and "match_create_abandoned" not in events
+
+
+def test_a_creation_nobody_can_tell_is_checked_until_the_drain_and_resumed_by_a_restart(monkeypatch):
+    """The series that reads back a creation nobody could tell stops with the drain (no
+    failed task, nothing written); a start before it settled resumes the match from the store
+    like any unfinished one (docs/operations.md says so)."""
+    from engine_service.sessions import seating as seating_module
+
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 0.01)
+    store = CreatesInDoubt()
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                mgr._sweep_interval = 0.02
+                store.fail_next, store.unreadable = True, 10**6
+                with pytest.raises(SessionError):
+                    await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+                await until(lambda: [e for e in logs if e["event"] == "match_create_check_failed"])
+                seating = mgr._seating
+            left = dict(seating.create_checks)
+            store.unreadable = 0
+            async with manager(store=store) as again:
+                stored = await store.list_matches()
+                resumed = list(again.match_ids())
+            return left, stored, resumed, logs
+
+    left, stored, resumed, logs = run(go())
+    assert left == {}
+    assert not [e for e in logs if e["event"] == "session_task_failed"]
+    assert [li.record.status for li in stored] == ["waiting"]
+    assert resumed == [stored[0].record.match_id]
