@@ -193,6 +193,7 @@ class MatchManager:
         self._clock = MatchClock(self.config, self.metrics, self._writer, self._spawn, lambda: self._host)
         self._writer.schedule = self._clock.schedule
         self._writer.stop = self._clock.stop
+        self._writer.overflowed = self._overflowed
         self._seating = Seating(self._store, self.metrics, self._writer, self._clock, self._tokens,
                                 spawn=self._spawn, exclusive=self._exclusive,
                                 held=lambda match_id: self._matches.get(match_id),
@@ -947,10 +948,7 @@ class MatchManager:
                 yield item
         finally:
             self.metrics.watchers.labels(kind).dec()
-            if w.overflowed:
-                self.metrics.watch_overflows.inc()
-                m.log.warning("watch_overflow", audience=kind, seat=audience if slot else None)
-            if w.counted:  # else the server that ended it uncounted it already
+            if w.counted:  # else the server that ended it (or its overflow) uncounted it already
                 self._uncount(m, w, slot)
                 if slot is not None and slot.streams == 0:
                     self._clock.disconnected(m, slot)
@@ -967,6 +965,33 @@ class MatchManager:
             w.end(error, drop_pending=True)
             self._uncount(m, w, slot)
         return had and slot.streams == 0
+
+    def _overflowed(self, m: LiveMatch, watchers: list[Watcher]) -> None:
+        """Streams that fell too far behind (:meth:`Watcher.offer` closed them with
+        WATCH_OVERFLOW) stop counting now (a seat's presence, the seat's and the spectators'
+        limits), as :meth:`_end_seat_streams` does, not when their generators close: a stream
+        overflows because its connection is slow or dead, and a dead one's generator closes
+        only when keepalive notices. Meanwhile its seat received nothing yet showed present,
+        and its grace window did not start. A seat left without a stream is ``disconnected``
+        (its grace starts); not once the match is over, which has no presence left to follow
+        (the final action's overflow would put a ``disconnected`` between that action and
+        ``match_ended``). Called by the writer on the loop's next turn
+        (:meth:`MatchWriter._overflowed`): the stream's generator may have closed first and
+        uncounted it.
+
+        Counted (``watch_overflows``) and logged here, when it happens. The ``watchers`` gauge
+        (open streams) still drops only when the generator closes, as after
+        :meth:`_end_seat_streams`: until then the stream holds its call and its buffers."""
+        for w in watchers:
+            slot = m.seats[w.audience] if isinstance(w.audience, int) else None
+            self.metrics.watch_overflows.inc()
+            m.log.warning("watch_overflow", audience=audience_kind(w.audience),
+                          seat=w.audience if slot is not None else None)
+            if not w.counted:
+                continue
+            self._uncount(m, w, slot)
+            if slot is not None and slot.streams == 0 and not m.over:
+                self._clock.disconnected(m, slot)
 
     def _uncount(self, m: LiveMatch, w: Watcher, slot: SeatSlot | None) -> None:
         """``w`` no longer counts among the match's streams (its limits, the seat's presence);

@@ -4,7 +4,8 @@ The writer never waits for a reader (slow watchers must not block a match): it o
 event with ``put_nowait``; when the queue is full the watcher is *overflowed*: its pending
 events are dropped and the stream ends with an error telling the client to resume with the
 last ``seq`` it received (``watch(after_seq)`` replays from the durable log, so nothing is
-lost).
+lost). An overflowed stream stops counting at once (its seat's presence, the limits:
+``MatchManager._overflowed``), however late its generator closes.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ class Watcher:
         self.overflowed = False
         #: among the match's streams (its limits, a seat's presence): from its registration
         #: until its generator closes, or until the server ends it for its seat (it gave way to
-        #: a newer stream of the seat, the player left, the seat's token was replaced)
+        #: a newer stream of the seat, the player left, the seat's token was replaced) or it
+        #: overflows
         self.counted = True
 
     @property

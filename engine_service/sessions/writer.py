@@ -18,6 +18,7 @@ presence changes and leaving are events, never actions (GJ-12.5).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 from typing import Any, Awaitable, Callable, Mapping
 
@@ -31,6 +32,7 @@ from .api import MatchEvent, MatchNotActive, StaleSequence, Unavailable, ViewEnv
 from .chance import random_deck_record
 from .match import LiveMatch, SeatSlot, action_details, play_logged
 from .views import SPECTATOR, Audience, public_or_none
+from .watchers import Watcher
 
 log = structlog.get_logger("engine_service.sessions")
 
@@ -44,7 +46,9 @@ class MatchWriter:
     ``schedule(m)`` (set by the manager: the match clock) arms what the next decision needs
     after every accepted action; ``stop(m)`` disarms everything when a match ends;
     ``settle_soon(m)`` (the manager: :meth:`.seating.Seating.settle_end_soon`) settles an end
-    whose write nobody could tell, in the background (:meth:`settle_end`).
+    whose write nobody could tell, in the background (:meth:`settle_end`);
+    ``overflowed(m, watchers)`` (set by the manager, which counts the streams) takes the
+    streams a publication closed because they fell too far behind (:meth:`_overflowed`).
     """
 
     def __init__(self, store: Store, metrics: Metrics) -> None:
@@ -53,6 +57,7 @@ class MatchWriter:
         self.schedule: Callable[[LiveMatch], None] = lambda m: None
         self.stop: Callable[[LiveMatch], None] = lambda m: None
         self.settle_soon: Callable[[LiveMatch], None] = lambda m: None
+        self.overflowed: Callable[[LiveMatch, list[Watcher]], None] = lambda m, watchers: None
 
     async def store_call(self, op: Awaitable[Any], what: str) -> Any:
         """Await a store write; a store failure becomes UNAVAILABLE (retryable: a retry with
@@ -295,9 +300,9 @@ class MatchWriter:
         events: dict[Any, MatchEvent] = {}
         details = dict(details or {})
         offered = 0
-        for w in list(m.watchers):
-            if w.closed:  # ended (overflowed, say) and not yet gone: no view built for it
-                continue
+        # the closed ones (ended, not yet gone): no view built for them
+        targets = [w for w in m.watchers if not w.closed]
+        for w in targets:
             event = events.get(w.audience)
             if event is None:
                 at = seq
@@ -311,6 +316,7 @@ class MatchWriter:
             offered += w.offer(event)
         if offered:
             self.metrics.child(self.metrics.events_published, kind).inc(offered)
+        self._overflowed(m, targets)
 
     def release_to_spectators(self, m: LiveMatch) -> None:
         """Queue to the spectators of a delayed match every action they may see now and have
@@ -324,6 +330,7 @@ class MatchWriter:
             offered = sum(w.offer(event) for w in spectators)
             if offered:
                 self.metrics.child(self.metrics.events_published, "action").inc(offered)
+        self._overflowed(m, spectators)
 
     def presence(self, m: LiveMatch, slot: SeatSlot, change: str) -> None:
         """A seat's presence changed (joined, connected, disconnected, bot_took_over,
@@ -340,15 +347,38 @@ class MatchWriter:
             self.release_to_spectators(m)
         cache: dict[Any, ViewEnvelope] = {}
         offered = 0
-        for w in list(m.watchers):
-            if w.closed:
-                continue
+        targets = [w for w in m.watchers if not w.closed]
+        for w in targets:
             if w.audience not in cache:
                 cache[w.audience] = m.envelope(w.audience)
             offered += w.offer(ended_event(m, w.audience, cache[w.audience]))
             w.end()
         if offered:
             self.metrics.events_published.labels("match_ended").inc(offered)
+        self._overflowed(m, targets)
+
+    def _overflowed(self, m: LiveMatch, offered_to: list[Watcher]) -> None:
+        """Hand the watchers of ``offered_to`` (each open when the publication began) that it
+        overflowed to ``overflowed``, which stops counting them (a seat's presence, the
+        limits), on the event loop's next turn (``call_soon``), not here.
+
+        A publication is part of a change of the match, under its lock: an action is published
+        between arming its clock and answering, a caught-up log one action after the other,
+        and a presence event may overflow a stream too. Told here that a seat's last stream is
+        gone, the clock would re-arm and publish ``disconnected`` in the middle of that change:
+        between two actions of a catch-up, at a seq the match is leaving, the clock armed for a
+        decision already past; inside the publication of another presence event. On the next
+        turn the publication is over and so is what its caller does up to its next await: the
+        match is at a point where a stream's close is handled today anyway (a generator's
+        ``finally`` runs in its stream's own task, so at an await of the change at the
+        earliest). The action event goes first, then ``disconnected``, and nothing comes
+        between them that could not come between a stream's last event and its close today.
+        Meanwhile the stream is closed and offered nothing, so its seat misses nothing it would
+        have had. The handler runs in a context of its own, like the clock's timers: its log
+        lines do not carry the fields of the request whose event overflowed another stream."""
+        gone = [w for w in offered_to if w.overflowed]
+        if gone:
+            asyncio.get_running_loop().call_soon(self.overflowed, m, gone, context=contextvars.Context())
 
 
 def _deals_scored(m: LiveMatch) -> int:

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from engine_service.sessions.api import BadRequest, CreateMatchRequest, Principal, Unavailable
+from engine_service.sessions.views import SPECTATOR
 
 from .helpers import GAMES, Stream, collect, config, manager, open_match, play_random, run, to_act, until
 
@@ -281,3 +282,154 @@ def test_a_heartbeat_is_never_ahead_of_the_events_the_stream_delivered():
             assert e.seq <= delivered, f"heartbeat at seq {e.seq} before the event of seq {e.seq}"
         else:
             delivered = e.seq
+
+
+# ---- an overflowed stream stops counting at once ----------------------------------------------
+# A stream overflows because its connection is slow or dead; the generator of a dead one closes
+# only when keepalive notices. Until then it used to keep its seat present (receiving nothing,
+# its grace window not started) and to hold its place under the stream limits.
+
+def _watcher_of(m, audience):
+    """The newest open watcher of ``audience`` (registered by the stream just opened)."""
+    return max((w for w in m.watchers if w.audience == audience and not w.closed), key=lambda w: w.opened)
+
+
+async def _stall(mgr, match_id, principal):
+    """A stream that delivered its snapshot and is never read again (a consumer stalled)."""
+    stream = mgr.watch(match_id, principal, -1)
+    assert (await stream.__anext__()).kind == "snapshot"
+    audience = principal.seat if principal.kind == "seat" else SPECTATOR
+    return stream, _watcher_of(mgr._matches[match_id], audience)
+
+
+async def _play_until_overflowed(mgr, match_id, ps, watcher, rng):
+    """Play one action at a time until ``watcher`` overflows; the seq of the action that did."""
+    m = mgr._matches[match_id]
+    for _ in range(50):
+        await play_random(mgr, match_id, ps, rng, max_actions=1)
+        if watcher.overflowed:
+            return m.seq
+    raise AssertionError("the stalled stream never overflowed")
+
+
+def _disconnections(events, seat):
+    return [i for i, e in enumerate(events)
+            if e.kind == "presence" and e.seat == seat and e.reason == "disconnected"]
+
+
+def test_a_seat_whose_only_stream_overflows_is_absent_at_once_and_forfeits_after_the_grace():
+    """The action that overflowed the stalled seat's only stream is followed at once by its
+    ``disconnected`` event; the seat counts no stream, its grace window runs, and the
+    two-player match is forfeited when it ends (JJK-10.2), the stalled generator still open.
+    The overflow is counted once; the ``watchers`` gauge drops when the generator closes."""
+    async def go():
+        async with manager(config(watcher_queue_size=3, reconnect_grace_s=0.5)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            stalled, w = await _stall(mgr, match_id, ps[0])
+            other = Stream(mgr, match_id, ps[1])
+            await until(lambda: m.seats[1].present)
+            seq = await _play_until_overflowed(mgr, match_id, ps, w, random.Random(5))
+            t0 = asyncio.get_running_loop().time()
+            await until(lambda: _disconnections(other.events, 0), timeout=2)
+            at_once = dict(streams=m.seats[0].streams, present=m.seats[0].present,
+                           grace=m.seats[0].grace_handle is not None, deadline=m.deadline,
+                           overflows=mgr.metrics.value("cardgames_watch_overflows_total"),
+                           gauge=mgr.metrics.value("cardgames_watchers", {"audience": "seat"}))
+            await until(lambda: m.over, timeout=5)
+            elapsed = asyncio.get_running_loop().time() - t0
+            await until(lambda: other.task.done())  # ended with the match: only the stalled one is open
+            open_ = mgr.metrics.value("cardgames_watchers", {"audience": "seat"})
+            with pytest.raises(Unavailable) as info:  # read again at last: the overflow, nothing else
+                await stalled.__anext__()
+            after_close = dict(streams=m.seats[0].streams, open=open_,
+                               overflows=mgr.metrics.value("cardgames_watch_overflows_total"),
+                               gauge=mgr.metrics.value("cardgames_watchers", {"audience": "seat"}))
+            return seq, other.events, at_once, elapsed, info.value, after_close, m.result
+
+    seq, events, at_once, elapsed, error, after_close, result = run(go())
+    first = _disconnections(events, 0)[0]
+    assert (events[first - 1].kind, events[first - 1].seq) == ("action", seq), "right after the action"
+    assert events[first].seq == seq and events[first].details["seats"][0]["present"] is False
+    assert at_once == dict(streams=0, present=False, grace=True, deadline=None, overflows=1, gauge=2)
+    assert 0.4 < elapsed < 2.0
+    assert result["outcome"] == "forfeit" and result["forfeited"] == 0 and result["winners"] == [1]
+    assert error.reason == "WATCH_OVERFLOW"
+    assert after_close == dict(streams=0, open=1, overflows=1, gauge=0), "uncounted and counted once"
+
+
+def test_a_seat_back_after_its_stream_overflowed_is_connected_again():
+    """The overflowed stream no longer counts: the seat's next stream is its first one again,
+    so it gets ``connected`` and its grace window ends, the stalled generator still open."""
+    async def go():
+        async with manager(config(watcher_queue_size=3, reconnect_grace_s=60)) as mgr:
+            match_id, ps = await open_match(mgr, "japanese_joker")
+            m = mgr._matches[match_id]
+            stalled, w = await _stall(mgr, match_id, ps[0])
+            other = Stream(mgr, match_id, ps[1])
+            await until(lambda: m.seats[1].present)
+            await _play_until_overflowed(mgr, match_id, ps, w, random.Random(6))
+            await until(lambda: _disconnections(other.events, 0), timeout=2)
+            back = Stream(mgr, match_id, ps[0])
+            await until(lambda: m.seats[0].present)
+            connected = [e for e in other.events[_disconnections(other.events, 0)[0]:]
+                         if e.kind == "presence" and e.seat == 0 and e.reason == "connected"]
+            state = dict(streams=m.seats[0].streams, grace=m.seats[0].grace_handle)
+            await stalled.aclose()
+            closed = m.seats[0].streams, m.seats[0].present
+            await back.close()
+            await other.close()
+            return connected, state, closed
+
+    connected, state, closed = run(go())
+    assert len(connected) == 1
+    assert state == dict(streams=1, grace=None)
+    assert closed == (1, True), "the stalled generator's close uncounts nothing more"
+
+
+def test_a_seat_with_another_live_stream_stays_present_when_one_overflows():
+    """Another stream of the seat still delivers its events: the seat stays present, no
+    ``disconnected`` event, no grace window; the overflowed stream no longer counts."""
+    async def go():
+        async with manager(config(watcher_queue_size=3, reconnect_grace_s=0.2)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            stalled, w = await _stall(mgr, match_id, ps[0])
+            live = Stream(mgr, match_id, ps[0])
+            other = Stream(mgr, match_id, ps[1])
+            await until(lambda: m.seats[0].streams == 2 and m.seats[1].present)
+            seq = await _play_until_overflowed(mgr, match_id, ps, w, random.Random(7))
+            await until(lambda: any(e.seq == seq for e in live.actions()) and not w.counted, timeout=2)
+            await asyncio.sleep(0.3)  # past the grace window, were one armed
+            state = dict(streams=m.seats[0].streams, present=m.seats[0].present,
+                         grace=m.seats[0].grace_handle, status=m.status)
+            disconnections = _disconnections(other.events, 0)
+            await stalled.aclose()
+            for s in (live, other):
+                await s.close()
+            return state, disconnections
+
+    state, disconnections = run(go())
+    assert state == dict(streams=1, present=True, grace=None, status="active")
+    assert disconnections == []
+
+
+@pytest.mark.parametrize("limit", ["max_watchers_per_match", "max_watchers"])
+def test_an_overflowed_spectator_stream_frees_its_slot(limit):
+    """A stalled spectator stream that overflowed gives its place under the spectator limits
+    back at once, not when its generator closes: the next spectator gets in."""
+    async def go():
+        async with manager(config(watcher_queue_size=3, **{limit: 1})) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            spectator = Principal("spectator", match_id)
+            stalled, w = await _stall(mgr, match_id, spectator)
+            await _play_until_overflowed(mgr, match_id, ps, w, random.Random(8))
+            await until(lambda: not w.counted, timeout=2)
+            spectators = mgr._spectator_streams
+            first = await collect(mgr.watch(match_id, spectator, -1), until=lambda e: True)
+            await stalled.aclose()
+            return spectators, first, mgr._spectator_streams
+
+    spectators, first, after = run(go())
+    assert spectators == 0 and after == 0
+    assert [e.kind for e in first] == ["snapshot"]
