@@ -159,7 +159,8 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
         max_pending_requests=settings.max_pending_requests)
     tls = TlsFiles(settings.tls_cert, settings.tls_key) if settings.tls_cert and settings.tls_key else None
     rate_limits = RateLimits(seat=Rate(settings.rate_limit_seat_per_s, settings.rate_limit_seat_burst),
-                             peer=Rate(settings.rate_limit_peer_per_s, settings.rate_limit_peer_burst))
+                             peer=Rate(settings.rate_limit_peer_per_s, settings.rate_limit_peer_burst),
+                             trusted_proxies=settings.trusted_proxies)
     server = GrpcServer(manager, metrics=metrics, admin_token=settings.admin_token,
                         host=settings.host, port=settings.port, limits=limits, tls=tls,
                         rate_limits=rate_limits)

@@ -26,6 +26,7 @@ from typing import Any, Callable, Mapping
 
 from .sessions.config import SessionConfig
 from .sessions.delay import MAX_SPECTATOR_DELAY
+from .transport.ratelimit import Network, parse_networks
 
 DEFAULT_DB = "./cardgames.sqlite3"
 ENV_PREFIX = "CARDGAMES_"
@@ -68,6 +69,7 @@ class Settings:
     rate_limit_seat_burst: int = 0
     rate_limit_peer_per_s: float = 0.0
     rate_limit_peer_burst: int = 0
+    trusted_proxies: tuple[Network, ...] = ()  # their x-forwarded-for names the client
     # the session layer (match store, timers, limits, bots)
     session: SessionConfig = field(default_factory=lambda: SessionConfig(db_path=DEFAULT_DB))
 
@@ -176,6 +178,12 @@ def _turn_time(text: str) -> float:
 
 _turn_time.allowed = "0, or 10 to 120 seconds (JJK-11)"  # type: ignore[attr-defined]
 
+def _networks(text: str) -> tuple[Network, ...]:
+    return parse_networks(text)
+
+
+_networks.allowed = "empty, or IP addresses and CIDR networks, comma-separated"  # type: ignore[attr-defined]
+
 _port = _int(0, 65535)
 _seconds = _float(0.0, DAY_S, "seconds")  # 0 has a meaning (none, at once, no wait)
 _hour = _float(0.0, 3600.0, "seconds")
@@ -267,6 +275,9 @@ SETTINGS: tuple[Setting, ...] = (
             "never the admin token); 0: no limit", "N"),
     Setting("rate_limit_peer_burst", _burst, "calls a client IP address may make at once "
             "before --rate-limit-peer-per-s applies (0: one second's worth)", "N"),
+    Setting("trusted_proxies", _networks, "proxies in front of the engine (a gRPC-web proxy, a "
+            "load balancer) whose x-forwarded-for header names the client's address for "
+            "--rate-limit-peer-*; empty: the connection's address is the client's", "CIDRS"),
     # ---- the session layer (engine_service.sessions.config.SessionConfig) ----
     Setting("db", _text(), "SQLite file (created if missing), postgresql://user@host/db, 'memory:' "
             "(keeps nothing)", "PATH", "db_path"),
@@ -347,6 +358,8 @@ def add_arguments(parser: argparse.ArgumentParser, env: Mapping[str, str] | None
             shown = _env_value(s, env, s.default(defaults))
             if shown is None:
                 shown = "unset"
+            elif isinstance(shown, tuple):
+                shown = ",".join(map(str, shown)) or "none"
             elif s.name == "admin_token":
                 shown = "set"  # never echo a secret in --help
         except ValueError:

@@ -8,7 +8,8 @@ token will be there: errors.py). Callers are
 
 * a seat token (its hash, never the token itself) for calls a seat token authenticates;
 * a peer address (the IP part of grpc's ``context.peer()``, an IPv6 address by its /64:
-  :func:`peer_key`) for the rest.
+  :func:`peer_key`) for the rest; behind a proxy the operator trusts (``trusted_proxies``),
+  the client's address that the proxy appended to ``x-forwarded-for`` (:func:`client_key`).
 
 A bucket holds at most ``burst`` tokens and gains ``per_s`` tokens a second; a call takes
 one. A refused call takes nothing, so a client that keeps hammering still gets ``per_s``
@@ -28,12 +29,15 @@ import ipaddress
 import math
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Hashable, NamedTuple
+from typing import Hashable, Iterable, NamedTuple, Union
 from urllib.parse import unquote
 
 #: Most buckets held per key kind before the least recently used is dropped early. A bucket is
 #: ~150 bytes with its key: 65,536 of them stay under ~10 MB.
 DEFAULT_MAX_KEYS = 65_536
+
+Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
+Address = Union[ipaddress.IPv4Address, ipaddress.IPv6Address]
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,8 @@ class RateLimits:
 
     seat: Rate = Rate()
     peer: Rate = Rate()
+    #: the proxies whose ``x-forwarded-for`` names the caller (:func:`client_key`)
+    trusted_proxies: tuple[Network, ...] = ()
 
     @property
     def enabled(self) -> bool:
@@ -163,17 +169,89 @@ def peer_key(peer: str) -> str:
     a dual-stack listener (``[::ffff:203.0.113.7]``) is its IPv4 address, so it shares one
     bucket whichever way it connects. Other peers (``unix:...``) are their own key.
     """
+    ip = _peer_address(peer)
+    return peer if ip is None else _address_key(ip)
+
+
+def client_key(peer: str, metadata: Iterable[tuple[str, str | bytes]],
+               trusted_proxies: tuple[Network, ...]) -> str:
+    """The per-peer key of a call's client: :func:`peer_key` of the connection, unless the
+    connection comes from a proxy in ``trusted_proxies``; then of the address that proxy
+    appended to ``x-forwarded-for``.
+
+    Behind a proxy (a gRPC-web proxy in front of browsers, a load balancer) every call comes
+    from the proxy's address, so all its clients shared one bucket. The header's entries are
+    read from the right, the proxies' own end: each trusted address is a further proxy of
+    the operator's, and the first one that is not is the client. What a client wrote to the
+    left of it is never read, so a client cannot pick its bucket by sending the header
+    itself; nor does the header count from a connection that is not a trusted proxy. An
+    entry that is not an address (a misconfigured proxy) stops the walk at the last proxy
+    reached, whose key it is then. Multiple ``x-forwarded-for`` headers read as one list, in
+    their order."""
+    ip = _peer_address(peer)
+    if ip is None:
+        return peer
+    if not trusted_proxies or not _within(ip, trusted_proxies):
+        return _address_key(ip)
+    hops = [hop.strip() for key, value in metadata if key == "x-forwarded-for"
+            for hop in (value.decode("latin-1") if isinstance(value, bytes) else value).split(",")]
+    for hop in reversed(hops):
+        forwarded = _hop_address(hop)
+        if forwarded is None:
+            break
+        ip = forwarded
+        if not _within(ip, trusted_proxies):
+            break
+    return _address_key(ip)
+
+
+def parse_networks(text: str) -> tuple[Network, ...]:
+    """``"10.0.0.0/8, 192.0.2.7, fd00::/8"`` -> its networks (an address alone is a network of
+    one); empty: none. ValueError naming the entry that is neither."""
+    networks = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(part, strict=False))
+        except ValueError:
+            raise ValueError(f"not an IP address or network: {part!r}") from None
+    return tuple(networks)
+
+
+def _peer_address(peer: str) -> Address | None:
+    """The IP address of a grpc peer string (an IPv4-mapped one as IPv4); None for others."""
     kind, _, rest = peer.partition(":")
     if kind not in ("ipv4", "ipv6"):
-        return peer
-    host = unquote(rest).rpartition(":")[0].strip("[]")
+        return None
+    return _plain_address(unquote(rest).rpartition(":")[0].strip("[]"))
+
+
+def _hop_address(hop: str) -> Address | None:
+    """An ``x-forwarded-for`` entry: an address, and from some proxies ``[v6]:port`` or
+    ``v4:port``."""
+    if hop.startswith("["):
+        hop = hop[1:].partition("]")[0]
+    elif hop.count(":") == 1:
+        hop = hop.partition(":")[0]
+    return _plain_address(hop)
+
+
+def _plain_address(text: str) -> Address | None:
     try:
-        ip = ipaddress.ip_address(host)
+        ip = ipaddress.ip_address(text)
     except ValueError:
-        return peer
+        return None
     mapped = getattr(ip, "ipv4_mapped", None)
-    if mapped is not None:
-        return str(mapped)
+    return mapped if mapped is not None else ip
+
+
+def _within(ip: Address, networks: tuple[Network, ...]) -> bool:
+    return any(ip.version == net.version and ip in net for net in networks)
+
+
+def _address_key(ip: Address) -> str:
     if ip.version == 6 and not ip.is_loopback:
         return str(ipaddress.ip_network((ip, 64), strict=False))
     return str(ip)

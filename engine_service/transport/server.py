@@ -47,7 +47,7 @@ from .auth import AdminGate, bearer_token
 from .errors import RateLimited, classify, to_status
 from .generated import admin_pb2, admin_pb2_grpc, card_games_pb2, card_games_pb2_grpc
 from .interceptors import ObservabilityInterceptor, current_rpc
-from .ratelimit import RateLimits, TokenBuckets, peer_key
+from .ratelimit import RateLimits, TokenBuckets, client_key
 from .servicers import AdminServicer, CardGamesServicer
 
 log = structlog.get_logger("cardgames.server")
@@ -224,6 +224,7 @@ class RateLimitInterceptor(grpc.aio.ServerInterceptor):
                  metrics: Metrics, clock: Callable[[], float] = time.monotonic) -> None:
         self._seat = TokenBuckets(limits.seat) if limits.seat.enabled else None
         self._peer = TokenBuckets(limits.peer) if limits.peer.enabled else None
+        self._trusted_proxies = limits.trusted_proxies
         self._service = service
         self._admin = admin
         self._metrics = metrics
@@ -290,7 +291,8 @@ class RateLimitInterceptor(grpc.aio.ServerInterceptor):
             return
         peer = ""
         if key is None:
-            peer = key = peer_key(context.peer() or "")
+            peer = key = client_key(context.peer() or "", context.invocation_metadata() or (),
+                                    self._trusted_proxies)
         verdict = buckets.take(key, self._clock())
         if verdict.allowed:
             return
@@ -369,7 +371,8 @@ class GrpcServer:
         log.info("grpc_server_started", address=self._address, port=port,
                  tls=self._tls is not None,
                  rate_limit_seat=f"{rl.seat.per_s:g}/s burst {rl.seat.capacity:g}" if rl.seat.enabled else "off",
-                 rate_limit_peer=f"{rl.peer.per_s:g}/s burst {rl.peer.capacity:g}" if rl.peer.enabled else "off")
+                 rate_limit_peer=f"{rl.peer.per_s:g}/s burst {rl.peer.capacity:g}" if rl.peer.enabled else "off",
+                 trusted_proxies=[str(n) for n in rl.trusted_proxies])
         return port
 
     async def drain(self, grace_s: float = 10.0) -> None:

@@ -28,7 +28,7 @@ from engine_service.sessions.config import SessionConfig
 from engine_service.sessions.manager import MatchManager
 from engine_service.store import MemoryStore
 from engine_service.transport.generated import admin_pb2, card_games_pb2 as pb
-from engine_service.transport.ratelimit import Rate, RateLimits
+from engine_service.transport.ratelimit import Rate, RateLimits, parse_networks
 
 from .harness import ADMIN_TOKEN, bearer, error_of, expect_error, expect_rpc_error, run, running
 from .players import create_open_match
@@ -203,6 +203,40 @@ async def test_a_seat_limit_alone_leaves_peers_unlimited_and_a_seat_alone_limite
         assert err.reason == "WRONG_MATCH"
 
 
+@run
+async def test_behind_a_trusted_proxy_each_forwarded_client_has_its_own_bucket():
+    """Behind a proxy (the gRPC-web proxy of deploy/envoy) every call comes from the proxy's
+    address. Trusted (``trusted_proxies``), the address it appended to x-forwarded-for is the
+    client's bucket; what a client wrote to the header itself (to the left) is not read; a
+    connection that is not a trusted proxy has its header ignored, so sending one picks no
+    bucket."""
+    def forwarded(*hops: str) -> tuple[tuple[str, str], ...]:
+        return (("x-forwarded-for", ", ".join(hops)),)
+
+    service = ScriptedService()
+    proxy = RateLimits(peer=Rate(per_s=0.2, burst=1), trusted_proxies=parse_networks("127.0.0.0/8"))
+    async with limited(service, proxy) as srv:
+        games = srv.games
+        with structlog.testing.capture_logs() as logs:
+            await games.ListGames(pb.ListGamesRequest(), metadata=forwarded("203.0.113.7"))
+            await refusal(games.ListGames(pb.ListGamesRequest(), metadata=forwarded("203.0.113.7")))
+            # another browser behind the same proxy: its own bucket
+            await games.ListGames(pb.ListGamesRequest(), metadata=forwarded("198.51.100.2"))
+            # a client's own header entries, left of the proxy's, pick nothing
+            await refusal(games.ListGames(pb.ListGamesRequest(),
+                                          metadata=forwarded("192.0.2.99", "203.0.113.7")))
+            # no header: the proxy's own address (its bucket is still full)
+            await games.ListGames(pb.ListGamesRequest())
+            await refusal(games.ListGames(pb.ListGamesRequest()))
+        warnings = [e["peer"] for e in logs if e["event"] == "rate_limited"]
+        assert warnings == ["203.0.113.7", "127.0.0.1"]
+
+    untrusted = RateLimits(peer=Rate(per_s=0.2, burst=1))
+    async with limited(service, untrusted) as srv:
+        await srv.games.ListGames(pb.ListGamesRequest(), metadata=forwarded("203.0.113.7"))
+        await refusal(srv.games.ListGames(pb.ListGamesRequest(), metadata=forwarded("198.51.100.2")))
+
+
 # ---- off by default --------------------------------------------------------------------------
 
 @run
@@ -251,6 +285,18 @@ def test_rate_limit_settings_from_flags_and_environment():
         _parse(["--rate-limit-seat-per-s", "-5"], {})
 
 
+def test_trusted_proxies_from_flags_and_environment():
+    assert _parse([], {}).trusted_proxies == ()
+    env = {"CARDGAMES_TRUSTED_PROXIES": "10.0.0.0/8, 192.0.2.7,fd00::/8"}
+    assert [str(n) for n in _parse([], env).trusted_proxies] == ["10.0.0.0/8", "192.0.2.7/32", "fd00::/8"]
+    assert [str(n) for n in _parse(["--trusted-proxies", "172.30.0.10"], env).trusted_proxies] == [
+        "172.30.0.10/32"]
+    with pytest.raises(ValueError, match="CARDGAMES_TRUSTED_PROXIES.*'proxy.internal'"):
+        _parse([], {"CARDGAMES_TRUSTED_PROXIES": "10.0.0.0/8,proxy.internal"})
+    with pytest.raises(SystemExit):
+        _parse(["--trusted-proxies", "10.0.0.0/33"], {})
+
+
 def test_serve_help_lists_the_rate_limits():
     from engine_service.serve_cli import add_parser
 
@@ -259,7 +305,7 @@ def test_serve_help_lists_the_rate_limits():
     serve = parser._subparsers._group_actions[0].choices["serve"]
     text = " ".join(serve.format_help().split())
     for flag in ("--rate-limit-seat-per-s", "--rate-limit-seat-burst", "--rate-limit-peer-per-s",
-                 "--rate-limit-peer-burst"):
+                 "--rate-limit-peer-burst", "--trusted-proxies"):
         assert flag in text
         assert "CARDGAMES_" + flag[2:].upper().replace("-", "_") in text
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine_service.transport.ratelimit import Rate, RateLimits, TokenBuckets, peer_key
+from engine_service.transport.ratelimit import (Rate, RateLimits, TokenBuckets, client_key, parse_networks,
+                                                 peer_key)
 
 
 def test_a_burst_then_one_call_per_interval():
@@ -110,3 +111,43 @@ def test_rates_are_validated():
 ])
 def test_peer_key(peer, ip):
     assert peer_key(peer) == ip
+
+
+PROXIES = parse_networks("10.0.0.0/8, fd00::/8")
+
+
+@pytest.mark.parametrize("peer, forwarded, key", [
+    # not a trusted proxy: its header is ignored
+    ("ipv4:203.0.113.7:5000", ["192.0.2.1"], "203.0.113.7"),
+    # a trusted proxy: the address it appended
+    ("ipv4:10.0.0.5:5000", ["192.0.2.1"], "192.0.2.1"),
+    # a client's own entries are left of the proxy's: never read
+    ("ipv4:10.0.0.5:5000", ["6.6.6.6, 192.0.2.1"], "192.0.2.1"),
+    # a chain of the operator's proxies is skipped from the right
+    ("ipv4:10.0.0.5:5000", ["6.6.6.6, 192.0.2.1, 10.1.2.3"], "192.0.2.1"),
+    # two headers read as one list, in order
+    ("ipv4:10.0.0.5:5000", ["6.6.6.6", "192.0.2.1"], "192.0.2.1"),
+    # no header, or only proxies in it: the last proxy reached
+    ("ipv4:10.0.0.5:5000", [], "10.0.0.5"),
+    ("ipv4:10.0.0.5:5000", ["10.9.9.9"], "10.9.9.9"),
+    # not an address (a misconfigured proxy): the walk stops at the last proxy reached
+    ("ipv4:10.0.0.5:5000", ["192.0.2.1, unknown"], "10.0.0.5"),
+    # a forwarded IPv6 client is its /64; ports and brackets some proxies write
+    ("ipv6:[fd00::1]:5000", ["2001:db8::1"], "2001:db8::/64"),
+    ("ipv4:10.0.0.5:5000", ["[2001:db8::1]:443"], "2001:db8::/64"),
+    ("ipv4:10.0.0.5:5000", ["192.0.2.1:51234"], "192.0.2.1"),
+    # a dual-stack listener's mapped IPv4 proxy is trusted as IPv4; a mapped client is IPv4
+    ("ipv6:[::ffff:10.0.0.5]:5000", ["::ffff:192.0.2.1"], "192.0.2.1"),
+    ("unix:/run/proxy.sock", ["192.0.2.1"], "unix:/run/proxy.sock"),
+])
+def test_client_key_behind_trusted_proxies(peer, forwarded, key):
+    metadata = [("x-forwarded-for", value) for value in forwarded] + [("authorization", "Bearer t")]
+    assert client_key(peer, metadata, PROXIES) == key
+    assert client_key(peer, metadata, ()) == peer_key(peer)  # nobody trusted: the connection
+
+
+def test_trusted_proxies_parse():
+    assert parse_networks("") == () and parse_networks(" , ") == ()
+    assert [str(n) for n in parse_networks("10.1.2.3/8, ::1")] == ["10.0.0.0/8", "::1/128"]
+    with pytest.raises(ValueError, match="'10.0.0.0/33'"):
+        parse_networks("10.0.0.0/33")
