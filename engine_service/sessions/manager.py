@@ -1203,7 +1203,8 @@ class MatchManager:
 
         async def run() -> T:
             async with m.lock:
-                await self._writer.settle_end(m)
+                if m.end_in_doubt:
+                    await self._writer.settle_end(m)
                 return await fn()
         return await _uninterrupted(run(), f"write-{m.match_id}", self._writes)
 

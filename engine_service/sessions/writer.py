@@ -74,7 +74,8 @@ class MatchWriter:
                     client_action_id: str = "") -> ActionRecord:
         """Validate, persist and publish one action. RulesError or Unavailable: nothing changed."""
         started = time.perf_counter()
-        await self._settled(m)
+        if m.end_in_doubt:
+            await self._settled(m)
         scored = _deals_scored(m)
         state = m.state.clone()
         state.apply(action, seat)
@@ -193,7 +194,8 @@ class MatchWriter:
     async def end(self, m: LiveMatch, outcome: str, winners: list[int], **info: Any) -> None:
         """End a match for a session reason (resignation, forfeit, abandonment, termination):
         durable first, then announced."""
-        await self._settled(m)
+        if m.end_in_doubt:
+            await self._settled(m)
         result = self.result(m, outcome, winners, **info)
         status = "terminated" if outcome == "terminated" else "finished"
         ended_at = time.time()
@@ -225,12 +227,11 @@ class MatchWriter:
             m.log.warning("match_end_found_in_store", status=status)
 
     async def _settled(self, m: LiveMatch) -> None:
-        """Before a write (an action, an end): settle an end in doubt; MatchNotActive when it
-        had landed."""
-        if m.end_in_doubt:
-            await self.settle_end(m)
-            if m.over:
-                raise MatchNotActive("the match is over")
+        """Before a write (an action, an end) of a match whose end is in doubt: settle it;
+        MatchNotActive when it had landed."""
+        await self.settle_end(m)
+        if m.over:
+            raise MatchNotActive("the match is over")
 
     async def settle_end(self, m: LiveMatch) -> None:
         """Settle an end in doubt (:meth:`_write_end`: its write and the read-back both failed)
