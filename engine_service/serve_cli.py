@@ -1,7 +1,9 @@
 """``python -m engine_service serve``: run the gRPC service until SIGTERM / SIGINT.
 
-Start-up: configure logs, start the Prometheus endpoint, open the store and resume every
-unfinished match (MatchManager.start), then serve gRPC (health SERVING). A bad setting, an
+Start-up: configure logs, open the store (waiting ``--db-lock-wait-s`` for its ownership
+lock) and resume every unfinished match (MatchManager.start), then start the Prometheus
+endpoint and serve gRPC (health SERVING): both ports are bound only once the database is held,
+so a second engine on the same host and database is refused with ``db_in_use``, not a busy port. A bad setting, an
 unusable or corrupt database (the SQLite store's integrity check at open), a database error
 while the unfinished matches are resumed, a database that another engine process holds (after
 ``--db-lock-wait-s``: one engine per database) or a busy port ends the process with exit
@@ -113,14 +115,6 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
         log.warning("bot_pace_below_deadline", bot_pace_s=settings.session.bot_pace_s,
                     bot_deadline_s=settings.session.bot_deadline_s,
                     note="a bot that thinks longer than the pace plays later than a forced move (GJ-11.8)")
-    try:
-        http, _ = start_http_server(settings.metrics_port, addr=settings.metrics_host,
-                                    registry=metrics.registry)
-    except OSError as exc:
-        log.error("metrics_port_unavailable", port=settings.metrics_port, error=str(exc))
-        return EXIT_CONFIG
-    log.info("metrics_server_started", port=http.server_port)
-
     db = describe_location(settings.session.db_path)
     store = open_store(settings.session.db_path, metrics, lock_wait_s=settings.session.db_lock_wait_s)
     manager = MatchManager(settings.session, store=store, metrics=metrics)
@@ -139,16 +133,24 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
     except TakeoverBotUnavailable as exc:
         log.error("takeover_bot_unavailable", bot=exc.bot, installed=exc.installed,
                   error=f"{settings_mod.BY_FIELD['takeover_bot'].names} {exc}")
-        http.shutdown()
         return EXIT_CONFIG
     except StoreInUse as exc:
         log.error("db_in_use", db=db, error=str(exc))
-        http.shutdown()
         return EXIT_CONFIG
     except (StoreError, OSError, ValueError) as exc:
         log.error("store_unavailable", db=db, error=str(exc))
-        http.shutdown()
         return EXIT_CONFIG
+    # The metrics port is bound once the database is held: a second engine on the same
+    # host, ports and database (a forgotten `make run`) then waits --db-lock-wait-s and is
+    # refused with db_in_use naming the first, instead of failing at once on the port.
+    try:
+        http, _ = start_http_server(settings.metrics_port, addr=settings.metrics_host,
+                                    registry=metrics.registry)
+    except OSError as exc:
+        log.error("metrics_port_unavailable", port=settings.metrics_port, error=str(exc))
+        await manager.close()
+        return EXIT_CONFIG
+    log.info("metrics_server_started", port=http.server_port)
 
     limits = ServerLimits(
         max_receive_message_bytes=settings.max_receive_message_bytes,

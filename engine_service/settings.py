@@ -359,7 +359,9 @@ def add_arguments(parser: argparse.ArgumentParser, env: Mapping[str, str] | None
             if shown is None:
                 shown = "unset"
             elif isinstance(shown, tuple):
-                shown = ",".join(map(str, shown)) or "none"
+                shown = ",".join(map(str, shown)) or "empty"
+            elif shown == "":
+                shown = "empty"  # --takeover-bot: "default: ;" read as a glitch
             elif s.name == "admin_token":
                 shown = "set"  # never echo a secret in --help
         except ValueError:

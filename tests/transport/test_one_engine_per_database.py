@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -43,3 +45,52 @@ def test_a_second_engine_on_the_same_database_exits_2_naming_the_holder(tmp_path
         assert run(health)() == health_pb2.HealthCheckResponse.SERVING  # undisturbed
     finally:
         assert first.stop() == 0
+
+
+def test_a_forgotten_second_engine_on_the_same_ports_is_refused_for_the_database(tmp_path):
+    """docs/operations.md names "a forgotten `make run`" among the second engines refused with
+    db_in_use: the same host, the same database, and so the same ports. The metrics port used
+    to be bound before the database's lock was tried, so that engine failed at once with
+    metrics_port_unavailable ("Address already in use"), never saying which engine held the
+    database; the ports are now bound only once the database is held."""
+    db = tmp_path / "cards.sqlite3"
+    first = Service(tmp_path, db, "first")
+    try:
+        env = {**os.environ, "CARDGAMES_DB": str(db), "CARDGAMES_PORT": str(first.port),
+               "CARDGAMES_METRICS_PORT": str(first.metrics_port), "CARDGAMES_HOST": "127.0.0.1",
+               "CARDGAMES_METRICS_HOST": "127.0.0.1", "CARDGAMES_LOG_FORMAT": "json",
+               "CARDGAMES_DB_LOCK_WAIT_S": "0.5", "CARDGAMES_BOT_WORKERS": "1"}
+        second = subprocess.run([sys.executable, "-m", "engine_service", "serve"], cwd=tmp_path, env=env,
+                                capture_output=True, text=True, timeout=60)
+        lines = [json.loads(raw) for raw in second.stderr.splitlines() if raw.startswith("{")]
+        errors = [line["event"] for line in lines if line["level"] == "error"]
+        assert second.returncode == 2, second.stderr
+        assert errors == ["db_in_use"], errors
+        assert f"pid {first.proc.pid} " in lines[-1]["error"]
+        assert not any(line["event"] == "metrics_server_started" for line in lines)
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{first.metrics_port}/metrics", timeout=10).read()
+        assert b"cardgames_rpc_requests_total" in metrics  # the first one's endpoint, undisturbed
+    finally:
+        assert first.stop() == 0
+
+
+def test_a_busy_metrics_port_still_stops_the_start_and_lets_the_database_go(tmp_path):
+    """The metrics port bound after the database: a busy one still stops the start with exit
+    status 2 and metrics_port_unavailable, and the database's lock goes with it (the next
+    engine starts at once)."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        db = tmp_path / "cards.sqlite3"
+        env = {**os.environ, "CARDGAMES_DB": str(db), "CARDGAMES_PORT": "0",
+               "CARDGAMES_METRICS_PORT": str(busy.getsockname()[1]), "CARDGAMES_HOST": "127.0.0.1",
+               "CARDGAMES_METRICS_HOST": "127.0.0.1", "CARDGAMES_LOG_FORMAT": "json",
+               "CARDGAMES_BOT_WORKERS": "1"}
+        done = subprocess.run([sys.executable, "-m", "engine_service", "serve"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=60)
+    lines = [json.loads(raw) for raw in done.stderr.splitlines() if raw.startswith("{")]
+    assert done.returncode == 2, done.stderr
+    assert [line["event"] for line in lines if line["level"] == "error"] == ["metrics_port_unavailable"]
+    assert not any(line["event"] == "serving" for line in lines)
+    after = Service(tmp_path, db, "after", CARDGAMES_DB_LOCK_WAIT_S="0")
+    assert after.stop() == 0

@@ -100,8 +100,9 @@ def test_every_setting_has_a_range_that_holds_its_default(setting):
     default is within it."""
     assert setting.allowed, setting.name
     default = setting.default(S.Settings())
-    if default is not None:
-        assert setting.parse(str(default)) == default
+    if default is not None:  # a list (--trusted-proxies) is written comma-separated
+        text = ",".join(map(str, default)) if isinstance(default, tuple) else str(default)
+        assert setting.parse(text) == default
 
 
 @pytest.mark.parametrize("flag, bad", [
@@ -241,3 +242,19 @@ def test_help_never_shows_the_admin_token():
         S.add_arguments(parser, {"CARDGAMES_ADMIN_TOKEN": token})
         text = " ".join(parser.format_help().split())
         assert token not in text and "CARDGAMES_ADMIN_TOKEN; default: set;" in text
+
+
+def test_help_shows_an_empty_default_as_the_docs_do():
+    """docs/operations.md's default column says `empty` for --takeover-bot and
+    --trusted-proxies, and --help prints the same table: it showed "default: ;" and
+    "default: none"."""
+    parser = argparse.ArgumentParser()
+    S.add_arguments(parser, {})
+    text = " ".join(parser.format_help().split())
+    assert "CARDGAMES_TAKEOVER_BOT; default: empty;" in text
+    assert "CARDGAMES_TRUSTED_PROXIES; default: empty;" in text
+    parser = argparse.ArgumentParser()
+    S.add_arguments(parser, {"CARDGAMES_TRUSTED_PROXIES": "10.0.0.0/8", "CARDGAMES_TAKEOVER_BOT": "heuristic"})
+    text = " ".join(parser.format_help().split())
+    assert "CARDGAMES_TRUSTED_PROXIES; default: 10.0.0.0/8;" in text
+    assert "CARDGAMES_TAKEOVER_BOT; default: heuristic;" in text
