@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from rich.text import Text
 
 TOKEN_ENV = "CARDGAMES_ADMIN_TOKEN"
-DEFAULT_TARGET = "127.0.0.1:50051"
+DEFAULT_PORT = 50051
 STATUSES = ("waiting", "active", "finished", "terminated")
 #: Width of the output when it is not a terminal (a pipe, a file): wide enough that a table row
 #: is never folded into several lines.
@@ -440,12 +440,20 @@ class _RefusePlainToken(argparse.Action):
 # ---- the command line -----------------------------------------------------------------------
 
 
+def default_target() -> str:
+    """The engine beside this command: ``kubectl exec`` into its pod, or a shell with its
+    environment, reaches it on the port it listens on (``CARDGAMES_PORT``), as the health
+    check (clients/health.py) does; it used to be 50051 whatever the engine's port."""
+    return f"127.0.0.1:{os.environ.get('CARDGAMES_PORT') or DEFAULT_PORT}"
+
+
 def _connection_options(p: argparse.ArgumentParser, top: bool) -> None:
     """The options of every sub-command, accepted before or after its name (the sub-command's
     copies default to nothing, so they never hide one given before it)."""
     default: Callable[[Any], Any] = (lambda v: v) if top else (lambda v: argparse.SUPPRESS)
-    p.add_argument("--target", default=default(DEFAULT_TARGET),
-                   help=f"host:port of the engine (default {DEFAULT_TARGET})")
+    p.add_argument("--target", default=default(default_target()),
+                   help="host:port of the engine (default: 127.0.0.1:$CARDGAMES_PORT, or "
+                   f"{DEFAULT_PORT} when unset)")
     p.add_argument("--tls", action="store_true", default=default(False), help="connect with TLS")
     p.add_argument("--ca", "--ca-file", dest="ca", metavar="FILE", default=default(None),
                    help="PEM root certificate(s) for --tls (default: the system's)")

@@ -207,16 +207,18 @@ def client_key(peer: str, metadata: Iterable[tuple[str, str | bytes]],
 
 def parse_networks(text: str) -> tuple[Network, ...]:
     """``"10.0.0.0/8, 192.0.2.7, fd00::/8"`` -> its networks (an address alone is a network of
-    one); empty: none. ValueError naming the entry that is neither."""
+    one); empty: none. ValueError naming the entry that is neither, or a network with host
+    bits set (``10.0.0.1/8``: a typo of an address or of a prefix; widened, it would trust
+    far more than meant)."""
     networks = []
     for part in text.split(","):
         part = part.strip()
         if not part:
             continue
         try:
-            networks.append(ipaddress.ip_network(part, strict=False))
-        except ValueError:
-            raise ValueError(f"not an IP address or network: {part!r}") from None
+            networks.append(ipaddress.ip_network(part))
+        except ValueError as exc:
+            raise ValueError(f"not an IP address or network: {part!r} ({exc})") from None
     return tuple(networks)
 
 

@@ -312,3 +312,15 @@ def test_tls(tmp_path):
         assert ok(admin(service.target, "list", "--tls", "--ca-file", str(cert), "--server-name", "localhost",
                         "--json")) == ""
         assert "no matches" in ok(admin(service.target, "list", "--tls", "--ca", str(cert)))
+
+
+def test_the_default_target_is_the_port_the_engine_beside_it_listens_on(monkeypatch):
+    """Run in the engine's pod or shell, the command finds the engine on CARDGAMES_PORT (the
+    ConfigMap may change it), as the health check does; 50051 when unset."""
+    from clients import admin
+
+    monkeypatch.setenv("CARDGAMES_PORT", "50099")
+    assert admin.build_parser().parse_args(["list"]).target == "127.0.0.1:50099"
+    assert admin.build_parser().parse_args(["list", "--target", "h:1"]).target == "h:1"
+    monkeypatch.delenv("CARDGAMES_PORT")
+    assert admin.build_parser().parse_args(["list"]).target == "127.0.0.1:50051"

@@ -148,6 +148,8 @@ def test_client_key_behind_trusted_proxies(peer, forwarded, key):
 
 def test_trusted_proxies_parse():
     assert parse_networks("") == () and parse_networks(" , ") == ()
-    assert [str(n) for n in parse_networks("10.1.2.3/8, ::1")] == ["10.0.0.0/8", "::1/128"]
+    assert [str(n) for n in parse_networks("10.0.0.0/8, ::1")] == ["10.0.0.0/8", "::1/128"]
     with pytest.raises(ValueError, match="'10.0.0.0/33'"):
         parse_networks("10.0.0.0/33")
+    with pytest.raises(ValueError, match="'10.1.2.3/8'.*host bits"):  # not silently 10.0.0.0/8
+        parse_networks("10.1.2.3/8")
