@@ -1171,14 +1171,15 @@ class MatchManager:
         then awaited (reading the match from the store) must not write now (see :meth:`drain`).
         From the check to the task's registration in ``_writes`` there is no await.
 
-        An end in doubt is settled first (:meth:`.writer.MatchWriter.settle_end`; UNAVAILABLE
-        while it cannot be): ``fn`` then sees the match as the store has it."""
+        What an earlier write left in doubt (an end, an action) is settled first
+        (:meth:`.writer.MatchWriter.settle`; UNAVAILABLE while it cannot be): ``fn`` then
+        sees the match as the store has it."""
         if self._draining:
             raise Unavailable("the service is shutting down", reason="DRAINING")
 
         async def run() -> T:
             async with m.lock:
-                await self._writer.settle_end(m)
+                await self._writer.settle(m)
                 return await fn()
         return await _uninterrupted(run(), f"write-{m.match_id}", self._writes)
 

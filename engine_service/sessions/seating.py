@@ -19,7 +19,8 @@ in doubt (:class:`_StartInDoubt`) keeps the match waiting with every seat taken 
 retried (:meth:`Seating._retry_start`, the manager's sweeper, a retried join, a leave or a
 TerminateMatch: :meth:`Seating.start_stalled`) until a start settles it. An end in doubt
 (:meth:`~.writer.MatchWriter.settle_end`, the writer's) is settled by the same kind of
-series (:meth:`Seating.settle_end_soon`).
+series (:meth:`Seating.settle_end_soon`), and so is an action whose append was answered with
+an error (:meth:`~.writer.MatchWriter.settle_log`).
 
 Every method that changes a match runs under the match's lock (the manager's requests, or
 its ``exclusive`` for the retries). The public entry points (JoinMatch, LeaveMatch,
@@ -214,14 +215,20 @@ class Seating:
         return (m.match_id, seat) in self.seat_resyncs
 
     def settle_end_soon(self, m: LiveMatch) -> None:
-        """Settle an end in doubt (:meth:`.writer.MatchWriter.settle_end`) soon and until it
-        is (:meth:`_retry`): a match nobody writes to (no turn timer, nobody playing) would
-        otherwise stay in doubt, and served as running, until its next request. One series
-        per match."""
-        self._retry(self.end_settlements, m.match_id, m, lambda: self._writer.settle_end(m),
-                    f"end-settle-{m.match_id}",
-                    lambda error, delay: log.error("match_end_settle_failed", match_id=m.match_id,
-                                                   error=error, retry_in_s=delay))
+        """Settle what a write left in doubt, an end (:meth:`.writer.MatchWriter.settle_end`)
+        or an action (:meth:`.writer.MatchWriter.settle_log`), soon and until it is
+        (:meth:`_retry`): a match nobody writes to (no turn timer, nobody playing) would
+        otherwise stay in doubt, and served as running (or a seq behind the store), until its
+        next request. One series per match (``end_settlements``); while it fails it logs
+        ``match_end_settle_failed`` for an end, ``action_settle_failed`` for an action."""
+        def failed(error: str, delay: float) -> None:
+            if m.end_in_doubt:
+                log.error("match_end_settle_failed", match_id=m.match_id, error=error, retry_in_s=delay)
+            else:
+                log.error("action_settle_failed", match_id=m.match_id, error=error, retry_in_s=delay)
+
+        self._retry(self.end_settlements, m.match_id, m, lambda: self._writer.settle(m),
+                    f"end-settle-{m.match_id}", failed)
 
     def _retry(self, series: dict[Any, asyncio.Task], key: Any, m: LiveMatch,
                attempt: Callable[[], Awaitable[Any]], name: str,

@@ -67,9 +67,16 @@ class MatchWriter:
 
     async def apply(self, m: LiveMatch, seat: int, action: str, *, by: str, reason: str = "",
                     client_action_id: str = "") -> ActionRecord:
-        """Validate, persist and publish one action. RulesError or Unavailable: nothing changed."""
+        """Validate, persist and publish one action. RulesError or Unavailable: nothing changed.
+
+        An append answered with an error may have been written all the same: the match's log
+        is then in doubt (``log_in_doubt``) until it is read back (:meth:`settle_log`), which
+        every later write does first. StaleSequence when that read-back finds the action of an
+        earlier attempt (the caller, a timeout or a bot move, decides again)."""
         started = time.perf_counter()
-        await self._settled(m)
+        if await self._settled(m):
+            raise StaleSequence(f"the match moved on to seq {m.seq}; decide again",
+                                current=m.envelope(seat), seq=str(m.seq))
         scored = _deals_scored(m)
         state = m.state.clone()
         state.apply(action, seat)
@@ -98,6 +105,10 @@ class MatchWriter:
         except StoreError as exc:
             log.error("store_write_failed", operation="append_action", error=str(exc),
                       error_type=type(exc).__name__)
+            # it may have been written all the same (PostgreSQL: the connection dropped after
+            # the COMMIT): the log is read back before anything else is written (settle_log)
+            m.log_in_doubt = True
+            self.settle_soon(m)
             raise Unavailable("the match could not be saved; try again", reason="STORE_UNAVAILABLE") from exc
 
         m.state = state
@@ -219,13 +230,49 @@ class MatchWriter:
                 raise failed
             m.log.warning("match_end_found_in_store", status=status)
 
-    async def _settled(self, m: LiveMatch) -> None:
-        """Before a write (an action, an end): settle an end in doubt; MatchNotActive when it
-        had landed."""
-        if m.end_in_doubt:
-            await self.settle_end(m)
-            if m.over:
-                raise MatchNotActive("the match is over")
+    async def settle(self, m: LiveMatch) -> None:
+        """Settle whatever an earlier write left in doubt (:meth:`settle_end`,
+        :meth:`settle_log`; UNAVAILABLE while the store cannot be read): the match is then as
+        the store has it, and may be written to."""
+        await self.settle_end(m)
+        await self.settle_log(m)
+
+    async def _settled(self, m: LiveMatch) -> bool:
+        """Before a write (an action, an end): settle what is in doubt (:meth:`settle`);
+        MatchNotActive when the match turns out to be over. True when the log moved on."""
+        if not (m.end_in_doubt or m.log_in_doubt):
+            return False
+        seq = m.seq
+        await self.settle(m)
+        if m.over:
+            raise MatchNotActive("the match is over")
+        return m.seq != seq
+
+    async def settle_log(self, m: LiveMatch) -> None:
+        """Settle an action in doubt (:meth:`apply`: its append answered with an error, and may
+        have been written all the same) by reading the log back (:meth:`catch_up`): the
+        actions found are folded in and published (``log_caught_up``; one that ends the match
+        by the rules ends it), none found and it did not happen (``action_not_in_store``).
+        Unreadable: UNAVAILABLE / STORE_UNAVAILABLE, still in doubt.
+
+        Until it is settled nothing is written to the match but an action, which the store
+        refuses at a seq it holds already (every write settles it first, and a series in the
+        background, ``settle_soon``). An end (a resignation, a forfeit, a termination) used to
+        be written at once, the memory a seq behind: the store then held an action after the
+        end the watchers had been told (a restart served one more action than the match had
+        ended with), the end's result missed it, and the retry of that action, which the store
+        held, was answered MATCH_NOT_ACTIVE (found by the play fuzz)."""
+        if not m.log_in_doubt:
+            return
+        try:
+            found = await self.catch_up(m)
+        except StoreError as exc:
+            log.error("store_read_failed", operation="settle_log", match_id=m.match_id, error=str(exc),
+                      error_type=type(exc).__name__)
+            raise Unavailable("the match could not be read; try again", reason="STORE_UNAVAILABLE") from exc
+        m.log_in_doubt = False
+        if not found:
+            m.log.info("action_not_in_store", seq=m.seq)
 
     async def settle_end(self, m: LiveMatch) -> None:
         """Settle an end in doubt (:meth:`_write_end`: its write and the read-back both failed)

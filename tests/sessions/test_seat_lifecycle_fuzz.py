@@ -349,7 +349,10 @@ class Fuzz:
 async def check_agreement(fz: Fuzz, inner) -> None:
     for t in fz.tables:
         m = fz.mgr._matches[t.match_id]
-        stored = await inner.load_match(t.match_id)
+        # under the match's lock: its bots play on, and a move's write may be under way (the
+        # store ahead of the memory for a moment); no await from here to the next match
+        async with m.lock:
+            stored = await inner.load_match(t.match_id)
         if (stored.record.status, m.status) == ("active", "finished") and m.result["outcome"] == "completed" \
                 and len(stored.actions) == m.seq:
             pass  # the last action's status write failed: a restart derives the end (writer.apply)

@@ -806,3 +806,64 @@ def test_a_creation_nobody_can_tell_is_checked_until_the_drain_and_resumed_by_a_
     assert not [e for e in logs if e["event"] == "session_task_failed"]
     assert [li.record.status for li in stored] == ["waiting"]
     assert resumed == [stored[0].record.match_id]
+
+
+@pytest.mark.parametrize("end, last", [("resign", False), ("terminate", False), ("resign", True),
+                                       ("terminate", True)])
+def test_an_end_after_an_action_whose_answer_was_lost_follows_the_stored_log(end, last):
+    """A player's action was written but answered UNAVAILABLE (the memory does not hold it),
+    and before anything else is written the opponent resigns, or the admin terminates the
+    match. The end used to be written at once: the store then held an action after the end
+    the memory had announced (a restart served one more action than the match had ended
+    with), and the retry of the action, which the store held, was answered MATCH_NOT_ACTIVE.
+    Now the stored log is read first (MatchWriter.settle): the match ends after that action,
+    the retry gets its result, and an action that ended the match by the rules (``last``)
+    makes the end MATCH_NOT_ACTIVE, the match completed (found by the play fuzz)."""
+    store = LosesAcknowledgements()
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                match_id, ps = await open_match(mgr, "klaberjass", options={"kl_target_score": 1})
+                spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+                await until(lambda: spectator.events)
+                while True:
+                    seat, p, env = await to_act(mgr, match_id, ps)
+                    action = env.view["legal"][0]
+                    state = mgr.state_of(match_id).clone()
+                    state.apply(action, seat)
+                    if state.is_over() == last:
+                        break
+                    await mgr.submit_action(match_id, p, action, env.seq, f"a{env.seq}")
+                store.lose_next = True
+                with pytest.raises(SessionError) as lost:
+                    await mgr.submit_action(match_id, p, action, env.seq, "lost")
+                try:
+                    if end == "resign":
+                        summary = await mgr.leave_match(match_id, ps[1 - seat], resign=True)
+                    else:
+                        summary = await mgr.terminate_match(match_id, "maintenance")
+                except SessionError as exc:
+                    summary = exc
+                retry = await mgr.submit_action(match_id, p, action, env.seq, "lost")
+                await until(lambda: spectator.events[-1].kind == "match_ended")
+                m = mgr._matches[match_id]
+                stored = await store.load_match(match_id)
+                await spectator.close()
+                return lost.value, summary, retry, m, stored, spectator.events[1:], env.seq, logs
+
+    lost, summary, retry, m, stored, events, seq, logs = run(go())
+    assert lost.reason == "STORE_UNAVAILABLE"
+    assert retry.duplicate and retry.seq == seq + 1
+    assert m.seq == len(stored.actions) == seq + 1
+    assert [(e.kind, e.seq) for e in events if e.kind != "presence" and e.seq > seq] == [
+        ("action", seq + 1), ("match_ended", seq + 1)]
+    ended = [e for e in logs if e["event"] == "match_ended"]
+    assert len(ended) == 1 and ended[0]["seq"] == seq + 1
+    if last:
+        assert isinstance(summary, SessionError) and summary.reason == "MATCH_NOT_ACTIVE"
+        assert m.result["outcome"] == stored.record.result["outcome"] == "completed"
+    else:
+        assert summary.status == stored.record.status == ("finished" if end == "resign" else "terminated")
+        assert stored.record.result["outcome"] == ("resigned" if end == "resign" else "terminated")
+
