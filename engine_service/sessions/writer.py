@@ -148,8 +148,12 @@ class MatchWriter:
         return rec
 
     async def catch_up(self, m: LiveMatch) -> int:
-        """Fold into ``m`` the actions another writer appended to its stored log, publishing
-        them as ordinary events; returns how many there were."""
+        """Fold into ``m`` the actions appended to its stored log that it does not hold
+        (another writer's, or this one's whose append was answered with an error), publishing
+        them as ordinary events (an action that scored a deal with ``deal_scored``, as
+        :meth:`apply` publishes it and a resumed stream replays it: they used to come without,
+        so that a client following its stream never saw that deal scored; found by the play
+        fuzz) and logging them as applied; returns how many there were."""
         stored = await self.store.load_match(m.match_id)
         if stored is None:
             return 0
@@ -157,14 +161,24 @@ class MatchWriter:
             m.decks.setdefault(d.deal, d)
         new = [a for a in stored.actions if a.seq > m.seq]
         for rec in new:
+            scored = _deals_scored(m)
             state = m.state.clone()
             m.deals_dealt = play_logged(state, rec, m.decks, m.deals_dealt)
             m.state = state
             m.actions.append(rec)
             if rec.client_action_id:
                 m.client_ids[(rec.seat, rec.client_action_id)] = rec
+            self.metrics.child(self.metrics.actions, m.game.id, rec.by, "accepted").inc()
+            m.log.info("action_applied", seat=rec.seat, seq=rec.seq, action=rec.action, by=rec.by,
+                       found_in_store=True, **({"reason": rec.reason} if rec.reason else {}))
+            results = state.deal_results()
+            m.memo().scored = len(results)
+            details = action_details(scored, len(results))
+            if details:
+                m.log.info("deal_scored", seq=rec.seq, deal=len(results) - 1,
+                           result=public_or_none(results[-1], state), totals=state.result().get("totals"))
             self.publish(m, "action", seq=rec.seq, seat=rec.seat, action=rec.action, by=rec.by,
-                         reason=rec.reason)
+                         reason=rec.reason, details=details)
         if new:
             m.log.warning("log_caught_up", seq=m.seq, actions=len(new))
         if m.state.is_over() and not m.over:

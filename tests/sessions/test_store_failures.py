@@ -867,3 +867,40 @@ def test_an_end_after_an_action_whose_answer_was_lost_follows_the_stored_log(end
         assert summary.status == stored.record.status == ("finished" if end == "resign" else "terminated")
         assert stored.record.result["outcome"] == ("resigned" if end == "resign" else "terminated")
 
+
+def test_an_action_found_in_the_store_is_published_as_it_was_applied():
+    """The action that scores a deal was written but answered UNAVAILABLE; its retry finds it
+    in the store (the writer's catch-up) and publishes it. Watchers used to get it without
+    ``deal_scored`` (which a live action and a resumed stream's replay carry), so that a
+    client following its stream never saw the deal scored (found by the play fuzz)."""
+    store = LosesAcknowledgements()
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                match_id, ps = await open_match(mgr, "klaberjass")
+                spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+                await until(lambda: spectator.events)
+                while True:
+                    seat, p, env = await to_act(mgr, match_id, ps)
+                    action = env.view["legal"][0]
+                    state = mgr.state_of(match_id).clone()
+                    state.apply(action, seat)
+                    if state.deal_results():
+                        break
+                    await mgr.submit_action(match_id, p, action, env.seq, f"a{env.seq}")
+                store.lose_next = True
+                with pytest.raises(SessionError):
+                    await mgr.submit_action(match_id, p, action, env.seq, "scores")
+                retry = await mgr.submit_action(match_id, p, action, env.seq, "scores")
+                await until(lambda: spectator.actions() and spectator.actions()[-1].seq == retry.seq)
+                replayed = await collect(mgr.watch(match_id, Principal("spectator", match_id), retry.seq - 1),
+                                         until=lambda e: e.kind == "action")
+                await spectator.close()
+                return retry, spectator.actions()[-1], replayed[-1], logs
+
+    retry, live, replayed, logs = run(go())
+    assert retry.duplicate
+    assert live.seq == replayed.seq == retry.seq
+    assert live.details == replayed.details == {"deal_scored": 0}
+    assert [e["seq"] for e in logs if e["event"] == "deal_scored"] == [retry.seq]
