@@ -10,28 +10,31 @@ started, then played at once by their clients, one request at a time each, as th
 says: SubmitAction with a fresh ``client_action_id`` and the ``expected_seq`` of the
 client's last view (from its answers and its watch streams), now and then the same submit
 sent twice at once, or sent again as if its answer had been lost; resigning (LeaveMatch);
-the admin's TerminateMatch; watch streams opened, closed and resumed with ``after_seq`` set
-to the last seq seen; spectators doing the same. Turn times are short (10 s of turn time
-last 30 ms), so timeouts auto-move while a client idles, and a client that closes all its
-streams and wanders off past its grace window forfeits (two players) or has its seat taken
-over (Georgian Joker) until it comes back. Every request resolves the client's token as the
-transport does; on odd seeds a match that ended is evicted at once, so that the next request
-about it (a token, a retry, a stream) reads it back from the store.
+the operator's new token for a player who lost its own (ReissueSeatToken: its streams end,
+it watches again with the new one); the admin's TerminateMatch; watch streams opened,
+closed and resumed with ``after_seq`` set to the last seq seen; spectators doing the same.
+Turn times are short (10 s of turn time last 30 ms), so timeouts auto-move while a client
+idles, and a client that closes all its streams and wanders off past its grace window
+forfeits (two players) or has its seat taken over (Georgian Joker) until it comes back.
+Every request resolves the client's token as the transport does; on odd seeds a match that
+ended is evicted at once, so that the next request about it (a token, a retry, a stream)
+reads it back from the store.
 
 Meanwhile a store wrapper fails chosen writes (``append_action`` above all, ``set_status``,
 ``save_seat``; ``append_decks`` too, which play reaches only when a match is read back with
 a deal due): before the write (nothing written) or after it (durable, answered with an
 error), and now and then the reads after it (``load_match``: a read-back, a catch-up) fail
-too. A client answered UNAVAILABLE retries with the same ``client_action_id`` (a leave, the
-same leave); ABORTED / STALE_SEQUENCE takes the view it carries; FAILED_PRECONDITION /
-MATCH_NOT_ACTIVE stops.
+too. A client answered UNAVAILABLE retries with the same ``client_action_id`` (a leave or a
+reissue: the same request); ABORTED / STALE_SEQUENCE takes the view it carries;
+FAILED_PRECONDITION / MATCH_NOT_ACTIVE stops.
 
 Once the faults stop, the clients' retries, the settle series and the clock's retries finish,
 each client sends one of its acknowledged actions again, the manager drains, and then:
 
 * memory and store agree on every match (status, outcome, the log seq by seq, the decks, the
   seats), and a fresh MatchManager on the same store rebuilds the same matches (seq, status,
-  outcome, the view of every seat and of a spectator);
+  outcome, the view of every seat and of a spectator); in both, every client's last token
+  reaches its seat and every token the operator replaced is refused;
 * every action acknowledged to a client is in the log at its seq with its
   ``client_action_id``, exactly once; no ``client_action_id`` appears twice in a log; every
   answer for one id names the same seq, and only the first is not ``duplicate``; an id sent
@@ -102,8 +105,9 @@ NOT_ACTIVE = ("FAILED_PRECONDITION", "MATCH_NOT_ACTIVE")
 STALE = ("ABORTED", "STALE_SEQUENCE")
 SEAT_LEFT = ("PERMISSION_DENIED", "SEAT_LEFT")
 #: How a watch stream may end besides the match's end: the player left, its seat opened one
-#: stream too many (the oldest gives way), it fell behind, the service drained.
-STREAM_ENDS = {"SEAT_LEFT", "MAX_SEAT_STREAMS", "WATCH_OVERFLOW", "DRAINING"}
+#: stream too many (the oldest gives way), it fell behind, the service drained, its token was
+#: replaced.
+STREAM_ENDS = {"SEAT_LEFT", "MAX_SEAT_STREAMS", "WATCH_OVERFLOW", "DRAINING", "TOKEN_REVOKED"}
 #: ... or, opened on a match evicted after its end, the store could not be read.
 STREAM_FAILS = {"STORE_UNAVAILABLE"}
 ORDER = {"waiting": 0, "active": 1, "finished": 2, "terminated": 2}
@@ -147,6 +151,8 @@ class Client:
     sent: dict[str, Sent] = field(default_factory=dict)
     pending: Sent | None = None  # answered UNAVAILABLE: retried with the same id
     pending_leave: bool = False
+    pending_reissue: bool = False
+    revoked: list[str] = field(default_factory=list)  # its tokens the operator replaced
     leaves: int = 0
     left: bool = False  # its leave was answered OK
     done: bool = False
@@ -268,10 +274,33 @@ class Fuzz:
         c.pending_leave, c.left, c.done = False, True, True
         if SEATS[t.game] == 2:
             result = summary.result or {}
-            if summary.status != "finished" or (result.get("outcome"), result.get("resigned")) != ("resigned", c.seat):
+            ended = (summary.status, result.get("outcome"), result.get("resigned"))
+            if ended != ("finished", "resigned", c.seat):
                 self.problem(t, f"{c.name}'s resignation answered OK with {summary.status} {result}")
         elif not summary.seats[c.seat].replaced_by_bot and summary.status == "active":
             self.problem(t, f"{c.name} left, and a bot does not play its seat")
+
+    async def reissue(self, t: Table, c: Client) -> None:
+        """The player lost its token: the operator gives its seat a new one (its streams end,
+        TOKEN_REVOKED: absent until it watches again with the new token, at once)."""
+        try:
+            result, _ = await self.mgr.reissue_seat_token(t.match_id, c.seat)
+        except Exception as exc:  # noqa: BLE001 - classified
+            code = self.answer(t, "reissue", exc)
+            t.trace.append(f"{c.name} reissue: {code}")
+            c.pending_reissue = code == UNAVAILABLE
+            if code == NOT_ACTIVE:
+                c.done = True
+            elif code != UNAVAILABLE:
+                self.problem(t, f"{c.name}'s reissue answered {code}")
+            return
+        self.ops["reissue", "ok"] += 1
+        t.trace.append(f"{c.name} reissue: OK")
+        if result.seat != c.seat:
+            self.problem(t, f"{c.name}'s seat {c.seat} reissued as seat {result.seat}")
+        c.revoked.append(c.token)
+        c.token, c.pending_reissue, c.wandered = result.token, False, True
+        await self.watch(t, c)
 
     async def get_view(self, t: Table, c: Client) -> None:
         try:
@@ -350,6 +379,9 @@ class Fuzz:
         if c.pending_leave:
             await self.leave(t, c)
             return True
+        if c.pending_reissue:
+            await self.reissue(t, c)
+            return True
         if c.pending is not None:
             await self.submit(t, c, c.pending, why="(retry: UNAVAILABLE)")
             return True
@@ -371,6 +403,8 @@ class Fuzz:
             await self.leave(t, c)
         elif r < 0.015:
             await self.wander(t, c)
+        elif r < 0.02:
+            await self.reissue(t, c)
         elif r < 0.06 and acked:
             await self.submit(t, c, self.rng.choice(acked), why="(again: its answer lost)")
         elif r < 0.1:
@@ -495,7 +529,8 @@ class Fuzz:
         """The faults are over: every request answered UNAVAILABLE is retried until it gets
         another answer, the settle series and the clock's retries finish."""
         for _ in range(50):
-            pending = [(t, c) for t in self.tables for c in t.clients if c.pending or c.pending_leave]
+            pending = [(t, c) for t in self.tables for c in t.clients
+                       if c.pending or c.pending_leave or c.pending_reissue]
             if not pending:
                 break
             await asyncio.gather(*(self.step(t, c) for t, c in pending))
@@ -544,9 +579,11 @@ async def check_agreement(fz: Fuzz, inner, logs: list[dict]) -> dict:
         if mine != theirs:
             first = next((i for i, (a, b) in enumerate(zip(mine, theirs)) if a != b), min(len(mine), len(theirs)))
             fz.problem(t, f"{m.status} match, log: memory {len(mine)} actions, store {len(theirs)}, "
-                          f"first difference at seq {first + 1}: {mine[first:first + 1]} / {theirs[first:first + 1]}")
+                          f"first difference at seq {first + 1}: "
+                          f"{mine[first:first + 1]} / {theirs[first:first + 1]}")
         if {d.deal: d for d in stored.decks} != m.decks:
-            fz.problem(t, f"decks: memory deals {sorted(m.decks)}, store deals {sorted(d.deal for d in stored.decks)}")
+            fz.problem(t, f"decks: memory deals {sorted(m.decks)}, "
+                          f"store deals {sorted(d.deal for d in stored.decks)}")
         for a, b in zip((s.record() for s in m.seats), rec.seats):
             if a != b:
                 fz.problem(t, f"seat {a.seat}: memory {a}, store {b}")
@@ -624,7 +661,8 @@ def check_ends(fz: Fuzz, logs: list[dict]) -> None:
             c = by_seat.get(result.get("forfeited"))
             if c is None or not (c.wandered or overflowed(c)) or result.get("winners") != others(c.seat):
                 fz.problem(t, f"forfeit: {result}, and that seat's player never wandered off")
-        if outcome == "abandoned" and not all(by_seat.get(s) and by_seat[s].wandered for s in result.get("absent", [])):
+        absent = result.get("absent", [])
+        if outcome == "abandoned" and not all(by_seat.get(s) and by_seat[s].wandered for s in absent):
             fz.problem(t, f"abandoned: {result}")
         if SEATS[t.game] == 2:
             for c in t.clients:
@@ -679,6 +717,25 @@ def check_streams(fz: Fuzz, stored_matches: dict) -> None:
                 fz.problem(t, f"{story}: still open at the drain, the match had ended ({m.status})")
 
 
+def check_tokens(fz: Fuzz, mgr: MatchManager) -> None:
+    """Every client's last token reaches its seat; every token the operator replaced is
+    refused. (Every match is held: read back if it was evicted.)"""
+    for t in fz.tables:
+        for c in t.clients:
+            try:
+                seat = mgr.authenticate(t.match_id, c.token).seat
+            except SessionError as exc:
+                seat = exc
+            if seat != c.seat:
+                fz.problem(t, f"{c.name}'s token (seat {c.seat}) reaches {seat!r}")
+            for token in c.revoked:
+                try:
+                    mgr.authenticate(t.match_id, token)
+                except SessionError:
+                    continue
+                fz.problem(t, f"{c.name}'s replaced token still works")
+
+
 def check_logs(fz: Fuzz, logs: list[dict]) -> None:
     for e in logs:
         if e.get("event") in ("session_task_failed", "session_write_failed", "sweep_failed"):
@@ -695,7 +752,9 @@ async def reload_and_compare(fz: Fuzz, inner, cfg) -> None:
     drained: compared as soon as it has started (its timers and bots have not run yet), the
     ended matches then, read back one by one."""
     held = {t.match_id: snapshot(fz.final[t.match_id]) for t in fz.tables}
-    again = MatchManager(cfg, store=inner, bot_host=RandomBots(0), metrics=Metrics())
+    # keeps what it reads back (its sweeper would evict an ended match while the next is read)
+    again = MatchManager(replace(cfg, finished_retention_s=3600.0), store=inner, bot_host=RandomBots(0),
+                         metrics=Metrics())
     await again.start()
     try:
         def compare(t, m) -> None:
@@ -713,6 +772,7 @@ async def reload_and_compare(fz: Fuzz, inner, cfg) -> None:
         for t in fz.tables:
             if t not in unfinished:
                 compare(t, await again._get(t.match_id))
+        check_tokens(fz, again)  # as durable as the seats
     finally:
         await again.close()
 
@@ -744,6 +804,7 @@ async def fuzz(seed: int, inner, matches: int, steps: int, within: float) -> tup
         check_ends(fz, logs)
         check_streams(fz, stored)
         check_logs(fz, logs)
+        check_tokens(fz, mgr)
         await mgr.close()
         await reload_and_compare(fz, inner, cfg)
     auto = collections.Counter((e.get("by"), e.get("reason")) for e in logs if e.get("event") == "action_applied")
@@ -751,7 +812,8 @@ async def fuzz(seed: int, inner, matches: int, steps: int, within: float) -> tup
     stats = dict(faults=dict(store.faults), ops=dict(fz.ops), moves=dict(auto), ended=dict(ended),
                  events=dict(collections.Counter(e["event"] for e in logs
                                                  if e.get("log_level") in ("warning", "error"))),
-                 takeovers=sum(e.get("change") == "bot_took_over" for e in logs if e.get("event") == "presence_changed"))
+                 takeovers=sum(e.get("change") == "bot_took_over" for e in logs
+                               if e.get("event") == "presence_changed"))
     return fz, stats
 
 
