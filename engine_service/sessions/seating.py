@@ -246,12 +246,28 @@ class Seating:
     async def _retry_until_done(self, series: dict[Any, asyncio.Task], key: Any, m: LiveMatch,
                                 attempt: Callable[[], Awaitable[Any]],
                                 failed: Callable[[str, float], None], going_on: Callable[[], bool]) -> None:
+        """The series of :meth:`_retry`. It leaves ``series`` when an attempt succeeds, under
+        the match's lock: a write that needs the series again from then on (a new doubt)
+        starts a new one. It used to leave only once its task had resumed after the lock, and
+        a write in between (a request waiting for the lock behind the attempt) found it still
+        there and started none: an action in doubt was then left to the match's next write
+        (found looking into a failure of the play fuzz that did not repeat)."""
+        me = asyncio.current_task()
+
+        def leave() -> None:
+            if series.get(key) is me:
+                del series[key]
+
+        async def settle() -> None:
+            await attempt()
+            leave()
+
         delay = START_RETRY_FIRST_S
         try:
             while going_on():
                 await asyncio.sleep(delay)
                 try:
-                    await self._exclusive(m, attempt)
+                    await self._exclusive(m, settle)
                 except (SessionError, StoreError) as exc:  # the store still fails: tried again later
                     if self._draining():
                         return
@@ -260,7 +276,7 @@ class Seating:
                     continue
                 return
         finally:
-            series.pop(key, None)
+            leave()
 
     def take_seat(self, m: LiveMatch, slot: SeatSlot, rec: SeatRecord) -> None:
         """``slot`` holds what ``rec`` says (written, or found in the store): its player, token

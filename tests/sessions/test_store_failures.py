@@ -904,3 +904,55 @@ def test_an_action_found_in_the_store_is_published_as_it_was_applied():
     assert live.seq == replayed.seq == retry.seq
     assert live.details == replayed.details == {"deal_scored": 0}
     assert [e["seq"] for e in logs if e["event"] == "deal_scored"] == [retry.seq]
+
+
+def test_an_action_in_doubt_while_the_last_series_ends_gets_a_series_of_its_own(monkeypatch):
+    """An action's append answered with an error leaves the log in doubt, and a series reads
+    it back in the background (Seating.settle_end_soon). A second such append, by the request
+    that waited for the match's lock behind the series' read-back, came after the read-back
+    but before the series had ended: it found the series still registered and started none,
+    so that the match stayed an action behind the store, its views stale, until something
+    else was written to it (found looking into a play fuzz failure). The series now ends
+    under the match's lock, so the next doubt starts a new one."""
+    from engine_service.sessions import seating as seating_module
+
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 0.01)
+
+    class SlowReadBack(LosesAcknowledgements):
+        hold: asyncio.Event | None = None
+        reading = False
+
+        async def load_match(self, match_id):
+            if self.hold is not None:
+                self.reading = True
+                await self.hold.wait()
+                self.hold = None
+            return await super().load_match(match_id)
+
+    store = SlowReadBack()
+
+    async def go():
+        async with manager(config(default_turn_time_s=0), store=store) as mgr:  # no timer writes
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            seat, p, env = await to_act(mgr, match_id, ps)
+            first = env.view["legal"][0]
+            after = m.state.clone()
+            after.apply(first, seat)
+            second_seat = after.to_act()
+            second = after.view(second_seat)["legal"][0]
+            store.lose_next, store.hold = True, asyncio.Event()
+            with pytest.raises(SessionError):  # written, answered with an error: in doubt
+                await mgr.submit_action(match_id, p, first, env.seq, "first")
+            await until(lambda: store.reading)  # the series reads the log back, under the lock
+            store.lose_next = True  # the next request's append: written, answered with an error
+            call = asyncio.ensure_future(mgr.submit_action(match_id, ps[second_seat], second,
+                                                           env.seq + 1, "second"))
+            await asyncio.sleep(0.01)  # it waits for the lock
+            store.hold.set()
+            with pytest.raises(SessionError):
+                await call
+            await until(lambda: m.seq == 2 and not mgr._seating.end_settlements, timeout=2)
+            return m.seq, len((await store.load_match(match_id)).actions)
+
+    assert run(go()) == (2, 2)
