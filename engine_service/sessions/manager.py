@@ -1073,7 +1073,8 @@ class MatchManager:
         :meth:`.seating.Seating._retry_start`, usually come first), end the matches that waited for
         players longer than ``waiting_timeout_s`` (outcome ``abandoned``: a lobby must not
         fill up with tables that will never start), and evict finished matches from memory
-        after ``finished_retention_s`` (the store keeps them; they are read back on demand)."""
+        after ``finished_retention_s`` (the store keeps them; they are read back on demand),
+        unless a retry series of theirs is under way (:meth:`.seating.Seating.busy`)."""
         while True:
             await asyncio.sleep(interval)
             try:
@@ -1096,7 +1097,8 @@ class MatchManager:
                 except SessionError as exc:
                     log.error("waiting_expiry_failed", match_id=m.match_id, error=str(exc))
             elif (m.over and not m.watchers and m.finished_mono is not None
-                    and now - m.finished_mono >= self.config.finished_retention_s):
+                    and now - m.finished_mono >= self.config.finished_retention_s
+                    and not self._seating.busy(m.match_id)):  # its rewrites end with it
                 self._unregister(m)
 
     async def _expire_waiting(self, m: LiveMatch) -> None:
@@ -1153,9 +1155,11 @@ class MatchManager:
         return total
 
     def evict_finished(self) -> int:
-        """Evict every finished match without watchers now (operations, tests). Returns how
-        many were evicted."""
-        victims = [m for m in self._matches.values() if m.over and not m.watchers]
+        """Evict every finished match without watchers and without a retry series under way
+        (:meth:`.seating.Seating.busy`) now (operations, tests). Returns how many were
+        evicted."""
+        victims = [m for m in self._matches.values()
+                   if m.over and not m.watchers and not self._seating.busy(m.match_id)]
         for m in victims:
             self._unregister(m)
         return len(victims)

@@ -214,6 +214,16 @@ class Seating:
         was given (found by the seat lifecycle fuzz)."""
         return (m.match_id, seat) in self.seat_resyncs
 
+    def busy(self, match_id: str) -> bool:
+        """Whether a series of the match is under way (its start, its end or an action in
+        doubt, a seat's row to write again): an ended match stays in memory until it is over
+        (:meth:`~.manager.MatchManager._sweep_once`), since a series ends with its match's
+        eviction. It did not: an ended match was evicted with a seat write in doubt (a token
+        reissued nobody was given), its rewrite stopped, and the store kept that token while
+        the player's own was refused once the match was read back (found by the play fuzz)."""
+        return (match_id in self.start_retries or match_id in self.end_settlements
+                or any(key[0] == match_id for key in self.seat_resyncs))
+
     def settle_end_soon(self, m: LiveMatch) -> None:
         """Settle what a write left in doubt, an end (:meth:`.writer.MatchWriter.settle_end`)
         or an action (:meth:`.writer.MatchWriter.settle_log`), soon and until it is

@@ -956,3 +956,47 @@ def test_an_action_in_doubt_while_the_last_series_ends_gets_a_series_of_its_own(
             return m.seq, len((await store.load_match(match_id)).actions)
 
     assert run(go()) == (2, 2)
+
+
+def test_an_ended_match_is_kept_in_memory_until_its_seat_is_written_again(monkeypatch):
+    """A reissued token's seat write is durable but answered with an error, and the read-back
+    fails too: the seat's row is to be written again as the memory holds it (the player's
+    token), but the store still refuses seat writes when the match ends (terminated). The
+    sweeper used to evict the ended match all the same, which ended the series that was to
+    write the seat: the store kept the token nobody had been given, and the player's own was
+    refused once the match was read back (found by the play fuzz). An ended match stays in
+    memory while a series of it is under way."""
+    from engine_service.sessions import seating as seating_module
+
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 0.01)
+
+    class SeatWritesFail(LosesSeatAnswers):
+        failing = False
+
+        async def save_seat(self, match_id, seat):
+            if self.failing:
+                raise StoreError("the database is unreachable")
+            await super().save_seat(match_id, seat)
+
+    store = SeatWritesFail()
+
+    async def go():
+        async with manager(config(finished_retention_s=0.02), store=store) as mgr:  # evicted at once
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            joined = await mgr.join_match(s.match_id, 0, "a")
+            await mgr.join_match(s.match_id, 1, "b")
+            store.lose, store.unreadable = True, 1
+            with pytest.raises(SessionError):
+                await mgr.reissue_seat_token(s.match_id, 0)
+            store.failing = True
+            await mgr.terminate_match(s.match_id, "test")
+            await asyncio.sleep(0.2)  # past the retention: the sweeper looks at it many times
+            store.failing = False
+            await until(lambda: not mgr._seating.seat_resyncs)
+            await until(lambda: s.match_id not in mgr.match_ids())  # evicted once written
+            await mgr.recall(s.match_id)
+            return mgr.authenticate(s.match_id, joined.token).seat, await store.load_match(s.match_id)
+
+    seat, stored = run(go())
+    assert seat == 0
+    assert stored.record.status == "terminated"
