@@ -1098,7 +1098,8 @@ class MatchManager:
         :meth:`.seating.Seating._retry_start`, usually come first), end the matches that waited for
         players longer than ``waiting_timeout_s`` (outcome ``abandoned``: a lobby must not
         fill up with tables that will never start), and evict finished matches from memory
-        after ``finished_retention_s`` (the store keeps them; they are read back on demand)."""
+        after ``finished_retention_s`` (the store keeps them; they are read back on demand),
+        unless a retry series of theirs is under way (:meth:`.seating.Seating.busy`)."""
         while True:
             await asyncio.sleep(interval)
             try:
@@ -1121,7 +1122,8 @@ class MatchManager:
                 except SessionError as exc:
                     log.error("waiting_expiry_failed", match_id=m.match_id, error=str(exc))
             elif (m.over and not m.watchers and m.finished_mono is not None
-                    and now - m.finished_mono >= self.config.finished_retention_s):
+                    and now - m.finished_mono >= self.config.finished_retention_s
+                    and not self._seating.busy(m.match_id)):  # its rewrites end with it
                 self._unregister(m)
 
     async def _expire_waiting(self, m: LiveMatch) -> None:
@@ -1178,9 +1180,11 @@ class MatchManager:
         return total
 
     def evict_finished(self) -> int:
-        """Evict every finished match without watchers now (operations, tests). Returns how
-        many were evicted."""
-        victims = [m for m in self._matches.values() if m.over and not m.watchers]
+        """Evict every finished match without watchers and without a retry series under way
+        (:meth:`.seating.Seating.busy`) now (operations, tests). Returns how many were
+        evicted."""
+        victims = [m for m in self._matches.values()
+                   if m.over and not m.watchers and not self._seating.busy(m.match_id)]
         for m in victims:
             self._unregister(m)
         return len(victims)
@@ -1196,15 +1200,16 @@ class MatchManager:
         then awaited (reading the match from the store) must not write now (see :meth:`drain`).
         From the check to the task's registration in ``_writes`` there is no await.
 
-        An end in doubt is settled first (:meth:`.writer.MatchWriter.settle_end`; UNAVAILABLE
-        while it cannot be): ``fn`` then sees the match as the store has it."""
+        What an earlier write left in doubt (an end, an action) is settled first
+        (:meth:`.writer.MatchWriter.settle`; UNAVAILABLE while it cannot be): ``fn`` then
+        sees the match as the store has it."""
         if self._draining:
             raise Unavailable("the service is shutting down", reason="DRAINING")
 
         async def run() -> T:
             async with m.lock:
-                if m.end_in_doubt:
-                    await self._writer.settle_end(m)
+                if m.end_in_doubt or m.log_in_doubt:
+                    await self._writer.settle(m)
                 return await fn()
         return await _uninterrupted(run(), f"write-{m.match_id}", self._writes)
 

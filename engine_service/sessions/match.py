@@ -144,7 +144,7 @@ class LiveMatch:
                  "ended_at", "seats", "decks", "actions", "client_ids", "state", "deals_dealt",
                  "policy", "lock", "watchers", "timer_key", "timer_handle", "deadline", "bot_key",
                  "bot_task", "finished_mono", "_memo", "_commitments", "shown", "log", "_checkpoints",
-                 "spectator_delay", "spectators_seen", "_cursor", "end_in_doubt")
+                 "spectator_delay", "spectators_seen", "_cursor", "end_in_doubt", "log_in_doubt")
 
     def __init__(self, record: MatchRecord, decks: list[DeckRecord], actions: list[ActionRecord]) -> None:
         self.match_id = record.match_id
@@ -189,6 +189,7 @@ class LiveMatch:
         self.bot_task: asyncio.Task | None = None
         self.finished_mono: float | None = None  # event-loop time of the end (eviction)
         self.end_in_doubt = False  # an end's write and its read-back failed (MatchWriter.settle_end)
+        self.log_in_doubt = False  # an append answered with an error, not read back (MatchWriter.settle_log)
         # what was derived from the current state (envelopes, deals scored), made on first use
         self._memo: StateMemo | None = None
         self._commitments: dict[int, str] = {}  # deal -> its deck's commitment, once computed

@@ -19,7 +19,8 @@ in doubt (:class:`_StartInDoubt`) keeps the match waiting with every seat taken 
 retried (:meth:`Seating._retry_start`, the manager's sweeper, a retried join, a leave or a
 TerminateMatch: :meth:`Seating.start_stalled`) until a start settles it. An end in doubt
 (:meth:`~.writer.MatchWriter.settle_end`, the writer's) is settled by the same kind of
-series (:meth:`Seating.settle_end_soon`).
+series (:meth:`Seating.settle_end_soon`), and so is an action whose append was answered with
+an error (:meth:`~.writer.MatchWriter.settle_log`).
 
 Every method that changes a match runs under the match's lock (the manager's requests, or
 its ``exclusive`` for the retries). The public entry points (JoinMatch, LeaveMatch,
@@ -213,15 +214,31 @@ class Seating:
         was given (found by the seat lifecycle fuzz)."""
         return (m.match_id, seat) in self.seat_resyncs
 
+    def busy(self, match_id: str) -> bool:
+        """Whether a series of the match is under way (its start, its end or an action in
+        doubt, a seat's row to write again): an ended match stays in memory until it is over
+        (:meth:`~.manager.MatchManager._sweep_once`), since a series ends with its match's
+        eviction. It did not: an ended match was evicted with a seat write in doubt (a token
+        reissued nobody was given), its rewrite stopped, and the store kept that token while
+        the player's own was refused once the match was read back (found by the play fuzz)."""
+        return (match_id in self.start_retries or match_id in self.end_settlements
+                or any(key[0] == match_id for key in self.seat_resyncs))
+
     def settle_end_soon(self, m: LiveMatch) -> None:
-        """Settle an end in doubt (:meth:`.writer.MatchWriter.settle_end`) soon and until it
-        is (:meth:`_retry`): a match nobody writes to (no turn timer, nobody playing) would
-        otherwise stay in doubt, and served as running, until its next request. One series
-        per match."""
-        self._retry(self.end_settlements, m.match_id, m, lambda: self._writer.settle_end(m),
-                    f"end-settle-{m.match_id}",
-                    lambda error, delay: log.error("match_end_settle_failed", match_id=m.match_id,
-                                                   error=error, retry_in_s=delay))
+        """Settle what a write left in doubt, an end (:meth:`.writer.MatchWriter.settle_end`)
+        or an action (:meth:`.writer.MatchWriter.settle_log`), soon and until it is
+        (:meth:`_retry`): a match nobody writes to (no turn timer, nobody playing) would
+        otherwise stay in doubt, and served as running (or a seq behind the store), until its
+        next request. One series per match (``end_settlements``); while it fails it logs
+        ``match_end_settle_failed`` for an end, ``action_settle_failed`` for an action."""
+        def failed(error: str, delay: float) -> None:
+            if m.end_in_doubt:
+                log.error("match_end_settle_failed", match_id=m.match_id, error=error, retry_in_s=delay)
+            else:
+                log.error("action_settle_failed", match_id=m.match_id, error=error, retry_in_s=delay)
+
+        self._retry(self.end_settlements, m.match_id, m, lambda: self._writer.settle(m),
+                    f"end-settle-{m.match_id}", failed)
 
     def _retry(self, series: dict[Any, asyncio.Task], key: Any, m: LiveMatch,
                attempt: Callable[[], Awaitable[Any]], name: str,
@@ -239,12 +256,28 @@ class Seating:
     async def _retry_until_done(self, series: dict[Any, asyncio.Task], key: Any, m: LiveMatch,
                                 attempt: Callable[[], Awaitable[Any]],
                                 failed: Callable[[str, float], None], going_on: Callable[[], bool]) -> None:
+        """The series of :meth:`_retry`. It leaves ``series`` when an attempt succeeds, under
+        the match's lock: a write that needs the series again from then on (a new doubt)
+        starts a new one. It used to leave only once its task had resumed after the lock, and
+        a write in between (a request waiting for the lock behind the attempt) found it still
+        there and started none: an action in doubt was then left to the match's next write
+        (found looking into a failure of the play fuzz that did not repeat)."""
+        me = asyncio.current_task()
+
+        def leave() -> None:
+            if series.get(key) is me:
+                del series[key]
+
+        async def settle() -> None:
+            await attempt()
+            leave()
+
         delay = START_RETRY_FIRST_S
         try:
             while going_on():
                 await asyncio.sleep(delay)
                 try:
-                    await self._exclusive(m, attempt)
+                    await self._exclusive(m, settle)
                 except (SessionError, StoreError) as exc:  # the store still fails: tried again later
                     if self._draining():
                         return
@@ -253,7 +286,7 @@ class Seating:
                     continue
                 return
         finally:
-            series.pop(key, None)
+            leave()
 
     def take_seat(self, m: LiveMatch, slot: SeatSlot, rec: SeatRecord) -> None:
         """``slot`` holds what ``rec`` says (written, or found in the store): its player, token

@@ -72,10 +72,16 @@ class MatchWriter:
 
     async def apply(self, m: LiveMatch, seat: int, action: str, *, by: str, reason: str = "",
                     client_action_id: str = "") -> ActionRecord:
-        """Validate, persist and publish one action. RulesError or Unavailable: nothing changed."""
+        """Validate, persist and publish one action. RulesError or Unavailable: nothing changed.
+
+        An append answered with an error may have been written all the same: the match's log
+        is then in doubt (``log_in_doubt``) until it is read back (:meth:`settle_log`), which
+        every later write does first. StaleSequence when that read-back finds the action of an
+        earlier attempt (the caller, a timeout or a bot move, decides again)."""
         started = time.perf_counter()
-        if m.end_in_doubt:
-            await self._settled(m)
+        if (m.end_in_doubt or m.log_in_doubt) and await self._settled(m):
+            raise StaleSequence(f"the match moved on to seq {m.seq}; decide again",
+                                current=m.envelope(seat), seq=str(m.seq))
         scored = _deals_scored(m)
         state = m.state.clone()
         state.apply(action, seat)
@@ -104,6 +110,10 @@ class MatchWriter:
         except StoreError as exc:
             log.error("store_write_failed", operation="append_action", error=str(exc),
                       error_type=type(exc).__name__)
+            # it may have been written all the same (PostgreSQL: the connection dropped after
+            # the COMMIT): the log is read back before anything else is written (settle_log)
+            m.log_in_doubt = True
+            self.settle_soon(m)
             raise Unavailable("the match could not be saved; try again", reason="STORE_UNAVAILABLE") from exc
 
         m.state = state
@@ -143,8 +153,12 @@ class MatchWriter:
         return rec
 
     async def catch_up(self, m: LiveMatch) -> int:
-        """Fold into ``m`` the actions another writer appended to its stored log, publishing
-        them as ordinary events; returns how many there were."""
+        """Fold into ``m`` the actions appended to its stored log that it does not hold
+        (another writer's, or this one's whose append was answered with an error), publishing
+        them as ordinary events (an action that scored a deal with ``deal_scored``, as
+        :meth:`apply` publishes it and a resumed stream replays it: they used to come without,
+        so that a client following its stream never saw that deal scored; found by the play
+        fuzz) and logging them as applied; returns how many there were."""
         stored = await self.store.load_match(m.match_id)
         if stored is None:
             return 0
@@ -152,14 +166,24 @@ class MatchWriter:
             m.decks.setdefault(d.deal, d)
         new = [a for a in stored.actions if a.seq > m.seq]
         for rec in new:
+            scored = _deals_scored(m)
             state = m.state.clone()
             m.deals_dealt = play_logged(state, rec, m.decks, m.deals_dealt)
             m.state = state
             m.actions.append(rec)
             if rec.client_action_id:
                 m.client_ids[(rec.seat, rec.client_action_id)] = rec
+            self.metrics.child(self.metrics.actions, m.game.id, rec.by, "accepted").inc()
+            m.log.info("action_applied", seat=rec.seat, seq=rec.seq, action=rec.action, by=rec.by,
+                       found_in_store=True, **({"reason": rec.reason} if rec.reason else {}))
+            results = state.deal_results()
+            m.memo().scored = len(results)
+            details = action_details(scored, len(results))
+            if details:
+                m.log.info("deal_scored", seq=rec.seq, deal=len(results) - 1,
+                           result=public_or_none(results[-1], state), totals=state.result().get("totals"))
             self.publish(m, "action", seq=rec.seq, seat=rec.seat, action=rec.action, by=rec.by,
-                         reason=rec.reason)
+                         reason=rec.reason, details=details)
         if new:
             m.log.warning("log_caught_up", seq=m.seq, actions=len(new))
         if m.state.is_over() and not m.over:
@@ -194,7 +218,7 @@ class MatchWriter:
     async def end(self, m: LiveMatch, outcome: str, winners: list[int], **info: Any) -> None:
         """End a match for a session reason (resignation, forfeit, abandonment, termination):
         durable first, then announced."""
-        if m.end_in_doubt:
+        if m.end_in_doubt or m.log_in_doubt:
             await self._settled(m)
         result = self.result(m, outcome, winners, **info)
         status = "terminated" if outcome == "terminated" else "finished"
@@ -226,12 +250,49 @@ class MatchWriter:
                 raise failed
             m.log.warning("match_end_found_in_store", status=status)
 
-    async def _settled(self, m: LiveMatch) -> None:
-        """Before a write (an action, an end) of a match whose end is in doubt: settle it;
-        MatchNotActive when it had landed."""
+    async def settle(self, m: LiveMatch) -> None:
+        """Settle whatever an earlier write left in doubt (:meth:`settle_end`,
+        :meth:`settle_log`; UNAVAILABLE while the store cannot be read): the match is then as
+        the store has it, and may be written to."""
         await self.settle_end(m)
+        await self.settle_log(m)
+
+    async def _settled(self, m: LiveMatch) -> bool:
+        """Before a write (an action, an end): settle what is in doubt (:meth:`settle`);
+        MatchNotActive when the match turns out to be over. True when the log moved on."""
+        if not (m.end_in_doubt or m.log_in_doubt):
+            return False
+        seq = m.seq
+        await self.settle(m)
         if m.over:
             raise MatchNotActive("the match is over")
+        return m.seq != seq
+
+    async def settle_log(self, m: LiveMatch) -> None:
+        """Settle an action in doubt (:meth:`apply`: its append answered with an error, and may
+        have been written all the same) by reading the log back (:meth:`catch_up`): the
+        actions found are folded in and published (``log_caught_up``; one that ends the match
+        by the rules ends it), none found and it did not happen (``action_not_in_store``).
+        Unreadable: UNAVAILABLE / STORE_UNAVAILABLE, still in doubt.
+
+        Until it is settled nothing is written to the match but an action, which the store
+        refuses at a seq it holds already (every write settles it first, and a series in the
+        background, ``settle_soon``). An end (a resignation, a forfeit, a termination) used to
+        be written at once, the memory a seq behind: the store then held an action after the
+        end the watchers had been told (a restart served one more action than the match had
+        ended with), the end's result missed it, and the retry of that action, which the store
+        held, was answered MATCH_NOT_ACTIVE (found by the play fuzz)."""
+        if not m.log_in_doubt:
+            return
+        try:
+            found = await self.catch_up(m)
+        except StoreError as exc:
+            log.error("store_read_failed", operation="settle_log", match_id=m.match_id, error=str(exc),
+                      error_type=type(exc).__name__)
+            raise Unavailable("the match could not be read; try again", reason="STORE_UNAVAILABLE") from exc
+        m.log_in_doubt = False
+        if not found:
+            m.log.info("action_not_in_store", seq=m.seq)
 
     async def settle_end(self, m: LiveMatch) -> None:
         """Settle an end in doubt (:meth:`_write_end`: its write and the read-back both failed)

@@ -45,19 +45,18 @@ import collections
 import random
 import uuid
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 
 import pytest
 from structlog.testing import capture_logs
 
 from engine_service.observability.metrics import Metrics
 from engine_service.sessions import seating as seating_module
-from engine_service.sessions.api import (BotInfo, CreateMatchRequest, JoinResult, Principal, SeatConfig,
-                                         SessionError)
+from engine_service.sessions.api import CreateMatchRequest, JoinResult, Principal, SeatConfig, SessionError
 from engine_service.sessions.manager import MatchManager
 from engine_service.sessions.tokens import join_id_hash, token_hash
-from engine_service.store import MemoryStore, SqliteStore, StoreError
+from engine_service.store import MemoryStore, SqliteStore
 
+from .faults import FaultyStore, RandomBots
 from .helpers import GAMES, Stream, config, play_random, run, until
 
 SEATS = {"klaberjass": 2, "jojotte": 2, "japanese_joker": 2, "georgian_joker": 4}
@@ -66,84 +65,6 @@ assert set(SEATS) == set(GAMES)
 #: Answers a seat-lifecycle request may get besides success (code, reason).
 CLEAR = {("ALREADY_EXISTS", "SEAT_TAKEN"), ("FAILED_PRECONDITION", "MATCH_NOT_ACTIVE")}
 UNAVAILABLE = ("UNAVAILABLE", "STORE_UNAVAILABLE")
-
-
-class FaultyStore:
-    """A store that fails chosen writes while ``active``: before the write, or after it
-    (durable, answered with an error); either way, now and then the next one or two reads
-    (``load_match``: the read-back) fail too. Every call yields to the event loop a random
-    number of times before and after, so that requests interleave."""
-
-    WRITES = ("save_seat", "start_match", "set_status", "append_decks")
-
-    def __init__(self, inner, rng: random.Random, p: float = 0.3) -> None:
-        self.inner, self.rng, self.p = inner, rng, p
-        self.active = False
-        self.unreadable = 0
-        self.faults: collections.Counter = collections.Counter()
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-    async def _jitter(self) -> None:
-        for _ in range(self.rng.randrange(3)):
-            await asyncio.sleep(0)
-
-    async def _write(self, name, call):
-        await self._jitter()
-        if self.active and self.rng.random() < (self.p * 1.5 if name == "start_match" else self.p):
-            mode = self.rng.choice(("before", "after"))
-            if self.rng.random() < 0.4:
-                self.unreadable = self.rng.randint(1, 2)
-            self.faults[name, mode, self.unreadable > 0] += 1
-            if mode == "after":
-                await call()
-            await self._jitter()
-            raise StoreError(f"injected failure of {name} ({mode} the write)")
-        result = await call()
-        await self._jitter()
-        return result
-
-    async def save_seat(self, match_id, seat):
-        return await self._write("save_seat", lambda: self.inner.save_seat(match_id, seat))
-
-    async def start_match(self, match_id, seats=(), decks=()):
-        return await self._write("start_match", lambda: self.inner.start_match(match_id, seats, decks))
-
-    async def set_status(self, match_id, status, result=None, ended_at=None, deal_commitments=()):
-        return await self._write("set_status", lambda: self.inner.set_status(
-            match_id, status, result, ended_at, deal_commitments))
-
-    async def append_decks(self, match_id, decks):
-        return await self._write("append_decks", lambda: self.inner.append_decks(match_id, decks))
-
-    async def load_match(self, match_id):
-        await self._jitter()
-        if self.active and self.unreadable > 0:
-            self.unreadable -= 1
-            self.faults["load_match", "read", True] += 1
-            raise StoreError("injected failure of load_match")
-        return await self.inner.load_match(match_id)
-
-
-class RandomBots:
-    """A bot host whose bot ``rnd`` plays a random legal action (seeded)."""
-
-    def __init__(self, seed: int) -> None:
-        self.rng = random.Random(seed)
-
-    def bots(self):
-        return [BotInfo("rnd", tuple(GAMES), "random legal actions")]
-
-    def plays(self, bot, game_id):
-        return bot == "rnd"
-
-    async def decide(self, bot, game_id, seat, view, legal, seed, deadline_s):
-        await asyncio.sleep(0)
-        return SimpleNamespace(action=self.rng.choice(list(legal)), failure=None, elapsed_s=0.001)
-
-    async def close(self):
-        pass
 
 
 @dataclass
@@ -428,7 +349,10 @@ class Fuzz:
 async def check_agreement(fz: Fuzz, inner) -> None:
     for t in fz.tables:
         m = fz.mgr._matches[t.match_id]
-        stored = await inner.load_match(t.match_id)
+        # under the match's lock: its bots play on, and a move's write may be under way (the
+        # store ahead of the memory for a moment); no await from here to the next match
+        async with m.lock:
+            stored = await inner.load_match(t.match_id)
         if (stored.record.status, m.status) == ("active", "finished") and m.result["outcome"] == "completed" \
                 and len(stored.actions) == m.seq:
             pass  # the last action's status write failed: a restart derives the end (writer.apply)

@@ -806,3 +806,197 @@ def test_a_creation_nobody_can_tell_is_checked_until_the_drain_and_resumed_by_a_
     assert not [e for e in logs if e["event"] == "session_task_failed"]
     assert [li.record.status for li in stored] == ["waiting"]
     assert resumed == [stored[0].record.match_id]
+
+
+@pytest.mark.parametrize("end, last", [("resign", False), ("terminate", False), ("resign", True),
+                                       ("terminate", True)])
+def test_an_end_after_an_action_whose_answer_was_lost_follows_the_stored_log(end, last):
+    """A player's action was written but answered UNAVAILABLE (the memory does not hold it),
+    and before anything else is written the opponent resigns, or the admin terminates the
+    match. The end used to be written at once: the store then held an action after the end
+    the memory had announced (a restart served one more action than the match had ended
+    with), and the retry of the action, which the store held, was answered MATCH_NOT_ACTIVE.
+    Now the stored log is read first (MatchWriter.settle): the match ends after that action,
+    the retry gets its result, and an action that ended the match by the rules (``last``)
+    makes the end MATCH_NOT_ACTIVE, the match completed (found by the play fuzz)."""
+    store = LosesAcknowledgements()
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                match_id, ps = await open_match(mgr, "klaberjass", options={"kl_target_score": 1})
+                spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+                await until(lambda: spectator.events)
+                while True:
+                    seat, p, env = await to_act(mgr, match_id, ps)
+                    action = env.view["legal"][0]
+                    state = mgr.state_of(match_id).clone()
+                    state.apply(action, seat)
+                    if state.is_over() == last:
+                        break
+                    await mgr.submit_action(match_id, p, action, env.seq, f"a{env.seq}")
+                store.lose_next = True
+                with pytest.raises(SessionError) as lost:
+                    await mgr.submit_action(match_id, p, action, env.seq, "lost")
+                try:
+                    if end == "resign":
+                        summary = await mgr.leave_match(match_id, ps[1 - seat], resign=True)
+                    else:
+                        summary = await mgr.terminate_match(match_id, "maintenance")
+                except SessionError as exc:
+                    summary = exc
+                retry = await mgr.submit_action(match_id, p, action, env.seq, "lost")
+                await until(lambda: spectator.events[-1].kind == "match_ended")
+                m = mgr._matches[match_id]
+                stored = await store.load_match(match_id)
+                await spectator.close()
+                return lost.value, summary, retry, m, stored, spectator.events[1:], env.seq, logs
+
+    lost, summary, retry, m, stored, events, seq, logs = run(go())
+    assert lost.reason == "STORE_UNAVAILABLE"
+    assert retry.duplicate and retry.seq == seq + 1
+    assert m.seq == len(stored.actions) == seq + 1
+    assert [(e.kind, e.seq) for e in events if e.kind != "presence" and e.seq > seq] == [
+        ("action", seq + 1), ("match_ended", seq + 1)]
+    ended = [e for e in logs if e["event"] == "match_ended"]
+    assert len(ended) == 1 and ended[0]["seq"] == seq + 1
+    if last:
+        assert isinstance(summary, SessionError) and summary.reason == "MATCH_NOT_ACTIVE"
+        assert m.result["outcome"] == stored.record.result["outcome"] == "completed"
+    else:
+        assert summary.status == stored.record.status == ("finished" if end == "resign" else "terminated")
+        assert stored.record.result["outcome"] == ("resigned" if end == "resign" else "terminated")
+
+
+def test_an_action_found_in_the_store_is_published_as_it_was_applied():
+    """The action that scores a deal was written but answered UNAVAILABLE; its retry finds it
+    in the store (the writer's catch-up) and publishes it. Watchers used to get it without
+    ``deal_scored`` (which a live action and a resumed stream's replay carry), so that a
+    client following its stream never saw the deal scored (found by the play fuzz)."""
+    store = LosesAcknowledgements()
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                match_id, ps = await open_match(mgr, "klaberjass")
+                spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+                await until(lambda: spectator.events)
+                while True:
+                    seat, p, env = await to_act(mgr, match_id, ps)
+                    action = env.view["legal"][0]
+                    state = mgr.state_of(match_id).clone()
+                    state.apply(action, seat)
+                    if state.deal_results():
+                        break
+                    await mgr.submit_action(match_id, p, action, env.seq, f"a{env.seq}")
+                store.lose_next = True
+                with pytest.raises(SessionError):
+                    await mgr.submit_action(match_id, p, action, env.seq, "scores")
+                retry = await mgr.submit_action(match_id, p, action, env.seq, "scores")
+                await until(lambda: spectator.actions() and spectator.actions()[-1].seq == retry.seq)
+                replayed = await collect(mgr.watch(match_id, Principal("spectator", match_id), retry.seq - 1),
+                                         until=lambda e: e.kind == "action")
+                await spectator.close()
+                return retry, spectator.actions()[-1], replayed[-1], logs
+
+    retry, live, replayed, logs = run(go())
+    assert retry.duplicate
+    assert live.seq == replayed.seq == retry.seq
+    assert live.details == replayed.details == {"deal_scored": 0}
+    assert [e["seq"] for e in logs if e["event"] == "deal_scored"] == [retry.seq]
+
+
+def test_an_action_in_doubt_while_the_last_series_ends_gets_a_series_of_its_own(monkeypatch):
+    """An action's append answered with an error leaves the log in doubt, and a series reads
+    it back in the background (Seating.settle_end_soon). A second such append, by the request
+    that waited for the match's lock behind the series' read-back, came after the read-back
+    but before the series had ended: it found the series still registered and started none,
+    so that the match stayed an action behind the store, its views stale, until something
+    else was written to it (found looking into a play fuzz failure). The series now ends
+    under the match's lock, so the next doubt starts a new one."""
+    from engine_service.sessions import seating as seating_module
+
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 0.01)
+
+    class SlowReadBack(LosesAcknowledgements):
+        hold: asyncio.Event | None = None
+        reading = False
+
+        async def load_match(self, match_id):
+            if self.hold is not None:
+                self.reading = True
+                await self.hold.wait()
+                self.hold = None
+            return await super().load_match(match_id)
+
+    store = SlowReadBack()
+
+    async def go():
+        async with manager(config(default_turn_time_s=0), store=store) as mgr:  # no timer writes
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            seat, p, env = await to_act(mgr, match_id, ps)
+            first = env.view["legal"][0]
+            after = m.state.clone()
+            after.apply(first, seat)
+            second_seat = after.to_act()
+            second = after.view(second_seat)["legal"][0]
+            store.lose_next, store.hold = True, asyncio.Event()
+            with pytest.raises(SessionError):  # written, answered with an error: in doubt
+                await mgr.submit_action(match_id, p, first, env.seq, "first")
+            await until(lambda: store.reading)  # the series reads the log back, under the lock
+            store.lose_next = True  # the next request's append: written, answered with an error
+            call = asyncio.ensure_future(mgr.submit_action(match_id, ps[second_seat], second,
+                                                           env.seq + 1, "second"))
+            await asyncio.sleep(0.01)  # it waits for the lock
+            store.hold.set()
+            with pytest.raises(SessionError):
+                await call
+            await until(lambda: m.seq == 2 and not mgr._seating.end_settlements, timeout=2)
+            return m.seq, len((await store.load_match(match_id)).actions)
+
+    assert run(go()) == (2, 2)
+
+
+def test_an_ended_match_is_kept_in_memory_until_its_seat_is_written_again(monkeypatch):
+    """A reissued token's seat write is durable but answered with an error, and the read-back
+    fails too: the seat's row is to be written again as the memory holds it (the player's
+    token), but the store still refuses seat writes when the match ends (terminated). The
+    sweeper used to evict the ended match all the same, which ended the series that was to
+    write the seat: the store kept the token nobody had been given, and the player's own was
+    refused once the match was read back (found by the play fuzz). An ended match stays in
+    memory while a series of it is under way."""
+    from engine_service.sessions import seating as seating_module
+
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 0.01)
+
+    class SeatWritesFail(LosesSeatAnswers):
+        failing = False
+
+        async def save_seat(self, match_id, seat):
+            if self.failing:
+                raise StoreError("the database is unreachable")
+            await super().save_seat(match_id, seat)
+
+    store = SeatWritesFail()
+
+    async def go():
+        async with manager(config(finished_retention_s=0.02), store=store) as mgr:  # evicted at once
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            joined = await mgr.join_match(s.match_id, 0, "a")
+            await mgr.join_match(s.match_id, 1, "b")
+            store.lose, store.unreadable = True, 1
+            with pytest.raises(SessionError):
+                await mgr.reissue_seat_token(s.match_id, 0)
+            store.failing = True
+            await mgr.terminate_match(s.match_id, "test")
+            await asyncio.sleep(0.2)  # past the retention: the sweeper looks at it many times
+            store.failing = False
+            await until(lambda: not mgr._seating.seat_resyncs)
+            await until(lambda: s.match_id not in mgr.match_ids())  # evicted once written
+            await mgr.recall(s.match_id)
+            return mgr.authenticate(s.match_id, joined.token).seat, await store.load_match(s.match_id)
+
+    seat, stored = run(go())
+    assert seat == 0
+    assert stored.record.status == "terminated"
