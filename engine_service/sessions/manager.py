@@ -200,6 +200,7 @@ class MatchManager:
                                 loading=self._load_lock, draining=lambda: self._draining,
                                 sweep_interval=lambda: self._sweep_interval)
         self._writer.settle_soon = self._seating.settle_end_soon
+        self._writer.status_soon = self._seating.write_status_soon
 
     # ---- lifecycle ------------------------------------------------------------------------
 

@@ -75,8 +75,9 @@ class Seating:
 
     ``start_retries`` (match id -> its retries: :meth:`_retry_start`), ``seat_resyncs``
     ((match id, seat) -> its rewrites: :meth:`_resync_seat`), ``end_settlements`` (match id
-    -> :meth:`settle_end_soon`) and ``create_checks`` (match id -> its read-backs:
-    :meth:`_abandon_unacknowledged`) are the series under way."""
+    -> :meth:`settle_end_soon`), ``status_writes`` (match id -> :meth:`write_status_soon`)
+    and ``create_checks`` (match id -> its read-backs: :meth:`_abandon_unacknowledged`) are
+    the series under way."""
 
     def __init__(self, store: Store, metrics: Metrics, writer: MatchWriter, clock: MatchClock,
                  tokens: dict[str, tuple[str, int]], *,
@@ -98,6 +99,7 @@ class Seating:
         self.start_retries: dict[str, asyncio.Task] = {}  # match id -> its retries (_retry_start)
         self.seat_resyncs: dict[tuple[str, int], asyncio.Task] = {}  # (match id, seat) -> _resync_seat
         self.end_settlements: dict[str, asyncio.Task] = {}  # match id -> settle_end_soon
+        self.status_writes: dict[str, asyncio.Task] = {}  # match id -> write_status_soon
         self.create_checks: dict[str, asyncio.Task] = {}  # match id -> _abandon_unacknowledged
 
     async def create(self, m: LiveMatch, record: MatchRecord, decks: Sequence[DeckRecord]) -> None:
@@ -222,7 +224,21 @@ class Seating:
         reissued nobody was given), its rewrite stopped, and the store kept that token while
         the player's own was refused once the match was read back (found by the play fuzz)."""
         return (match_id in self.start_retries or match_id in self.end_settlements
-                or any(key[0] == match_id for key in self.seat_resyncs))
+                or match_id in self.status_writes or any(key[0] == match_id for key in self.seat_resyncs))
+
+    def write_status_soon(self, m: LiveMatch) -> None:
+        """Write the status (finished, its result and end time) of a match its last action
+        completed, whose status write failed (:meth:`.writer.MatchWriter._store_completion`),
+        soon and until it is written (:meth:`_retry`; ``match_status_written`` once done,
+        ``match_status_write_failed`` while the store fails). One series per match."""
+        async def write() -> None:
+            await self._writer.store_call(self._store.set_status(
+                m.match_id, m.status, m.result, m.ended_at, m.deal_commitments()), "set_status")
+            m.log.info("match_status_written", status=m.status)
+
+        self._retry(self.status_writes, m.match_id, m, write, f"status-write-{m.match_id}",
+                    lambda error, delay: log.error("match_status_write_failed", match_id=m.match_id,
+                                                   error=error, retry_in_s=delay))
 
     def settle_end_soon(self, m: LiveMatch) -> None:
         """Settle what a write left in doubt, an end (:meth:`.writer.MatchWriter.settle_end`)

@@ -46,7 +46,8 @@ class MatchWriter:
     ``schedule(m)`` (set by the manager: the match clock) arms what the next decision needs
     after every accepted action; ``stop(m)`` disarms everything when a match ends;
     ``settle_soon(m)`` (the manager: :meth:`.seating.Seating.settle_end_soon`) settles an end
-    whose write nobody could tell, in the background (:meth:`settle_end`);
+    whose write nobody could tell, in the background (:meth:`settle_end`); ``status_soon(m)``
+    (:meth:`.seating.Seating.write_status_soon`) writes a completed match's status again;
     ``overflowed(m, watchers)`` (set by the manager, which counts the streams) takes the
     streams a publication closed because they fell too far behind (:meth:`_overflowed`).
     """
@@ -57,6 +58,7 @@ class MatchWriter:
         self.schedule: Callable[[LiveMatch], None] = lambda m: None
         self.stop: Callable[[LiveMatch], None] = lambda m: None
         self.settle_soon: Callable[[LiveMatch], None] = lambda m: None
+        self.status_soon: Callable[[LiveMatch], None] = lambda m: None
         self.overflowed: Callable[[LiveMatch, list[Watcher]], None] = lambda m, watchers: None
 
     async def store_call(self, op: Awaitable[Any], what: str) -> Any:
@@ -141,16 +143,26 @@ class MatchWriter:
             result = self.result(m, "completed")
             self.mark_over(m, "finished", result, "completed")
             self.publish(m, "action", **event)
-            try:
-                await self.store.set_status(m.match_id, "finished", result, m.ended_at, m.deal_commitments())
-            except StoreError as exc:  # the log is durable: a restart derives the end again
-                m.log.error("store_status_failed", error=str(exc))
+            await self._store_completion(m)
             self.announce_end(m)
         else:
             self.schedule(m)  # first: the events carry the new deadline
             self.publish(m, "action", **event)
         self.metrics.child(self.metrics.action_latency, m.game.id).observe(time.perf_counter() - started)
         return rec
+
+    async def _store_completion(self, m: LiveMatch) -> None:
+        """Write the status of a match its last action completed. The log is durable already,
+        so the match is over whatever this write does; a failed one is written again in the
+        background (``status_soon``: :meth:`.seating.Seating.write_status_soon`), the match
+        kept in memory until it is. It was only logged: the store held the match active until
+        it was read back (a restart, or a call after its eviction, derives the end again), so
+        meanwhile the admin's listing showed it active and retention never deleted it."""
+        try:
+            await self.store.set_status(m.match_id, "finished", m.result, m.ended_at, m.deal_commitments())
+        except StoreError as exc:
+            m.log.error("store_status_failed", error=str(exc))
+            self.status_soon(m)
 
     async def catch_up(self, m: LiveMatch) -> int:
         """Fold into ``m`` the actions appended to its stored log that it does not hold
@@ -189,10 +201,7 @@ class MatchWriter:
         if m.state.is_over() and not m.over:
             result = self.result(m, "completed")
             self.mark_over(m, "finished", result, "completed")
-            try:
-                await self.store.set_status(m.match_id, "finished", result, m.ended_at, m.deal_commitments())
-            except StoreError as exc:
-                m.log.error("store_status_failed", error=str(exc))
+            await self._store_completion(m)
             self.announce_end(m)
         else:
             self.schedule(m)

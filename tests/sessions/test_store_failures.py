@@ -14,6 +14,7 @@ from structlog.testing import capture_logs
 
 from engine_service.observability.metrics import Metrics
 from engine_service.sessions.api import CreateMatchRequest, Principal, SessionError, StaleSequence
+from engine_service.sessions import seating as seating_module
 from engine_service.sessions.manager import MatchManager
 from engine_service.store import MemoryStore, StoreError
 
@@ -1000,3 +1001,43 @@ def test_an_ended_match_is_kept_in_memory_until_its_seat_is_written_again(monkey
     seat, stored = run(go())
     assert seat == 0
     assert stored.record.status == "terminated"
+
+
+class FailsCompletionStatus(MemoryStore):
+    """A store whose status writes of completed matches fail ``failures`` times."""
+
+    failures = 2
+
+    async def set_status(self, match_id, status, result=None, ended_at=None, deal_commitments=()):
+        if result and result.get("outcome") == "completed" and self.failures:
+            self.failures -= 1
+            raise StoreError("the database is unreachable")
+        return await super().set_status(match_id, status, result, ended_at, deal_commitments)
+
+
+def test_a_completed_matchs_failed_status_write_is_written_again(monkeypatch):
+    """The last action is durable, the status write after it fails: the match is over in
+    memory at once, and its status is written again until the store has it (it stayed active
+    in the store until the match was read back: listed active, never pruned); the match stays
+    in memory meanwhile (evict_finished skips it)."""
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 0.05)
+    store = FailsCompletionStatus()
+
+    async def go():
+        async with manager(config(finished_retention_s=0), store=store) as mgr:
+            match_id, ps = await open_match(mgr, "japanese_joker")
+            with capture_logs() as logs:
+                await play_random(mgr, match_id, ps, random.Random(3))
+                live = (await mgr.get_match(match_id)).status
+                at_once = (await store.load_match(match_id)).record.status
+                evicted_while_due = mgr.evict_finished()
+                await until(lambda: not mgr._seating.status_writes, timeout=10)
+            stored = (await store.load_match(match_id)).record
+            return live, at_once, evicted_while_due, stored, mgr._matches[match_id].result, logs
+
+    live, at_once, evicted_while_due, stored, result, logs = run(go())
+    names = [e["event"] for e in logs]
+    assert live == "finished" and at_once == "active" and evicted_while_due == 0
+    assert stored.status == "finished" and stored.result == result and result["outcome"] == "completed"
+    assert names.count("store_status_failed") == 1 and names.count("match_status_write_failed") == 1
+    assert names.count("match_status_written") == 1
