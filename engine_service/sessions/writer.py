@@ -131,12 +131,7 @@ class MatchWriter:
         if by == "auto":
             self.metrics.child(self.metrics.auto_moves, m.game.id, reason or "policy").inc()
             m.log.info("auto_move", seat=seat, seq=rec.seq, action=action, reason=reason)
-        results = state.deal_results()
-        m.memo().scored = len(results)
-        details = action_details(scored, len(results))
-        if details:
-            m.log.info("deal_scored", seq=rec.seq, deal=len(results) - 1,
-                       result=public_or_none(results[-1], state), totals=state.result().get("totals"))
+        details = _scored_details(m, state, rec.seq, scored)
 
         event = dict(seq=rec.seq, seat=seat, action=action, by=by, reason=reason, details=details)
         if state.is_over():
@@ -188,12 +183,7 @@ class MatchWriter:
             self.metrics.child(self.metrics.actions, m.game.id, rec.by, "accepted").inc()
             m.log.info("action_applied", seat=rec.seat, seq=rec.seq, action=rec.action, by=rec.by,
                        found_in_store=True, **({"reason": rec.reason} if rec.reason else {}))
-            results = state.deal_results()
-            m.memo().scored = len(results)
-            details = action_details(scored, len(results))
-            if details:
-                m.log.info("deal_scored", seq=rec.seq, deal=len(results) - 1,
-                           result=public_or_none(results[-1], state), totals=state.result().get("totals"))
+            details = _scored_details(m, state, rec.seq, scored)
             self.publish(m, "action", seq=rec.seq, seat=rec.seat, action=rec.action, by=rec.by,
                          reason=rec.reason, details=details)
         if new:
@@ -450,6 +440,19 @@ class MatchWriter:
         gone = [w for w in offered_to if w.overflowed]
         if gone:
             asyncio.get_running_loop().call_soon(self.overflowed, m, gone, context=contextvars.Context())
+
+
+def _scored_details(m: LiveMatch, state: Any, seq: int, scored_before: int) -> dict[str, Any]:
+    """The details of the action at ``seq`` that led to ``state`` (``m``'s state now), the
+    deals scored before it being ``scored_before``: ``deal_scored`` when it completed a deal,
+    then logged with the deal's public result."""
+    results = state.deal_results()
+    m.memo().scored = len(results)
+    details = action_details(scored_before, len(results))
+    if details:
+        m.log.info("deal_scored", seq=seq, deal=len(results) - 1,
+                   result=public_or_none(results[-1], state), totals=state.result().get("totals"))
+    return details
 
 
 def _deals_scored(m: LiveMatch) -> int:
