@@ -178,6 +178,7 @@ def _turn_time(text: str) -> float:
 
 _turn_time.allowed = "0, or 10 to 120 seconds (JJK-11)"  # type: ignore[attr-defined]
 
+
 def _networks(text: str) -> tuple[Network, ...]:
     return parse_networks(text)
 

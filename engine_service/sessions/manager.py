@@ -1209,7 +1209,7 @@ class MatchManager:
 
         async def run() -> T:
             async with m.lock:
-                if m.end_in_doubt or m.log_in_doubt:
+                if m.in_doubt:
                     await self._writer.settle(m)
                 return await fn()
         return await _uninterrupted(run(), f"write-{m.match_id}", self._writes)

@@ -355,6 +355,12 @@ class LiveMatch:
             return view  # not over, or over by the rules: the rules' view says it all
         return after_end(view, (self.result or {}).get("winners") or ())
 
+    @property
+    def in_doubt(self) -> bool:
+        """Whether a write of this match left its outcome unknown (an end, an action): settled
+        by MatchWriter.settle before anything else is written."""
+        return self.end_in_doubt or self.log_in_doubt
+
     def memo(self) -> "StateMemo":
         """The values derived from the current state object (replaced with it)."""
         memo = self._memo

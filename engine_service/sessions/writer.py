@@ -81,7 +81,7 @@ class MatchWriter:
         every later write does first. StaleSequence when that read-back finds the action of an
         earlier attempt (the caller, a timeout or a bot move, decides again)."""
         started = time.perf_counter()
-        if (m.end_in_doubt or m.log_in_doubt) and await self._settled(m):
+        if m.in_doubt and await self._settled(m):
             raise StaleSequence(f"the match moved on to seq {m.seq}; decide again",
                                 current=m.envelope(seat), seq=str(m.seq))
         scored = _deals_scored(m)
@@ -217,7 +217,7 @@ class MatchWriter:
     async def end(self, m: LiveMatch, outcome: str, winners: list[int], **info: Any) -> None:
         """End a match for a session reason (resignation, forfeit, abandonment, termination):
         durable first, then announced."""
-        if m.end_in_doubt or m.log_in_doubt:
+        if m.in_doubt:
             await self._settled(m)
         result = self.result(m, outcome, winners, **info)
         status = "terminated" if outcome == "terminated" else "finished"
@@ -259,7 +259,7 @@ class MatchWriter:
     async def _settled(self, m: LiveMatch) -> bool:
         """Before a write (an action, an end): settle what is in doubt (:meth:`settle`);
         MatchNotActive when the match turns out to be over. True when the log moved on."""
-        if not (m.end_in_doubt or m.log_in_doubt):
+        if not m.in_doubt:
             return False
         seq = m.seq
         await self.settle(m)
