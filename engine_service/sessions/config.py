@@ -19,8 +19,10 @@ class SessionConfig:
     db_path: str = "cardgames.sqlite3"
     #: One engine process per database: how long :meth:`MatchManager.start` waits for another
     #: engine holding the database (a previous process still draining) before it refuses to
-    #: start (engine_service.store.ownership).
-    db_lock_wait_s: float = 10.0
+    #: start (engine_service.store.ownership). Longer than a whole drain (the serve command's
+    #: 10 s grace, then the store's flush and close), so that a successor started while its
+    #: predecessor drains for the whole grace does not give up just before the lock goes.
+    db_lock_wait_s: float = 30.0
 
     #: Per-decision deadline for games without a ``turn_time_s`` table option (Klaberjass,
     #: Jo-Jotte) when a CreateMatch request gives 0. NOTATION.md section 5 puts those games

@@ -27,6 +27,8 @@ import socket
 import time
 from datetime import datetime, timezone
 
+import structlog
+
 from .base import StoreError, StoreInUse
 
 try:
@@ -36,6 +38,8 @@ except ImportError:  # Windows: byte-range locking through msvcrt
     import msvcrt
 
 POLL_S = 0.1
+
+log = structlog.get_logger("engine_service.store")
 
 
 def holder_identity() -> dict[str, object]:
@@ -71,6 +75,7 @@ class FileOwnership:
         if self._fd is not None:
             return
         deadline = time.monotonic() + max(0.0, wait_s)
+        waiting = False  # said once, so that a silent start-up is not taken for a hang
         while True:
             fd = self._open()
             if self._try_lock(fd):
@@ -86,6 +91,10 @@ class FileOwnership:
                 raise StoreInUse(f"database {self.db_path} is in use by {describe_holder(holder)}; "
                                  "one engine per database: stop the other one first "
                                  f"(lock file {self.lock_path})")
+            if not waiting:
+                waiting = True
+                log.warning("db_lock_waiting", db=self.db_path, holder=describe_holder(holder),
+                            wait_s=round(deadline - time.monotonic(), 1))
             time.sleep(POLL_S)
 
     def release(self) -> None:

@@ -97,10 +97,15 @@ class AdvisoryOwnership:
         let go. Then watch it."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.wait_s
+        waiting = False  # said once, so that a silent start-up is not taken for a hang
         while not await self._try_take():
             if loop.time() >= deadline:
                 raise StoreInUse(f"{self.where} is in use by {await self._holder()}; one engine per "
                                  "database (or schema): stop the other one first")
+            if not waiting:
+                waiting = True
+                log.warning("db_lock_waiting", db=self.where, holder=await self._holder(),
+                            wait_s=round(deadline - loop.time(), 1))
             await asyncio.sleep(POLL_S)
         self._watchdog = loop.create_task(self._watch(), name="store-ownership")
 

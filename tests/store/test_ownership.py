@@ -16,6 +16,8 @@ import threading
 import time
 
 import pytest
+import structlog
+import structlog.testing
 
 from engine_service.store import OwnershipLost, SqliteStore, StoreError, StoreInUse
 from engine_service.store.postgres import PostgresStore
@@ -70,7 +72,9 @@ def test_a_second_store_on_a_sqlite_file_is_refused_naming_the_holder(tmp_path):
 
 def _waited_for_the_holder(make, release_after_s: float) -> float:
     """Open a store, and a second one with a lock wait while the first closes after
-    ``release_after_s``: how long the second waited (it then writes, as the owner)."""
+    ``release_after_s``: how long the second waited (it then writes, as the owner). The
+    second says once that it waits, and for whom (db_lock_waiting), so that an engine
+    waiting out a draining predecessor is not taken for a hung one."""
     async def go():
         first = make()
         await first.open()
@@ -82,8 +86,12 @@ def _waited_for_the_holder(make, release_after_s: float) -> float:
         releasing = asyncio.create_task(let_go())
         started = time.monotonic()
         second = make(lock_wait_s=10)
-        await second.open()
+        with structlog.testing.capture_logs() as logs:
+            await second.open()
         waited = time.monotonic() - started
+        waiting = [line for line in logs if line["event"] == "db_lock_waiting"]
+        assert len(waiting) == 1 and waiting[0]["log_level"] == "warning", logs
+        assert f"pid {os.getpid()} " in waiting[0]["holder"] and 9 <= waiting[0]["wait_s"] <= 10
         await releasing
         await second.create_match(record())
         await second.close()

@@ -38,6 +38,9 @@ def test_a_second_engine_on_the_same_database_exits_2_naming_the_holder(tmp_path
         assert f"pid {first.proc.pid} " in refusal[0]["error"] and refusal[0]["db"] == str(db)
         assert not any(line.get("event") == "serving" for line in lines)
         assert took >= 0.5
+        waiting = [line for line in lines if line.get("event") == "db_lock_waiting"]
+        assert len(waiting) == 1 and waiting[0]["level"] == "warning"  # said at once, not at the end
+        assert f"pid {first.proc.pid} " in waiting[0]["holder"] and lines.index(waiting[0]) < lines.index(refusal[0])
 
         async def health():
             async with grpc.aio.insecure_channel(first.target) as ch:
