@@ -100,3 +100,33 @@ class RandomBots:
 
     async def close(self):
         pass
+
+
+class FuzzBase:
+    """What the session fuzzes share: the manager under test, its faulty store, one seeded
+    random source for every choice, the problems found and the operations counted, and the
+    interleaving of the clients' loops."""
+
+    def __init__(self, mgr, store: FaultyStore, rng: random.Random) -> None:
+        self.mgr, self.store, self.rng = mgr, store, rng
+        self.problems: list[str] = []
+        self.ops: collections.Counter = collections.Counter()
+
+    def problem(self, t, text: str) -> None:
+        self.problems.append(f"{t.game} {t.match_id}: {text}")
+
+    async def step(self, t, c) -> bool:
+        """One request of client ``c`` at table ``t``; False ends its loop."""
+        raise NotImplementedError
+
+    async def pause(self, most: int) -> None:
+        """Let the others go first a random number of times (event-loop steps, not time: the
+        interleaving follows the seed, not the machine's speed, on the memory store)."""
+        for _ in range(self.rng.randrange(most)):
+            await asyncio.sleep(0)
+
+    async def client_loop(self, t, c, steps: int) -> None:
+        for _ in range(steps):
+            await self.pause(4)
+            if not await self.step(t, c):
+                return

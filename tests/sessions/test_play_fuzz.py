@@ -82,7 +82,7 @@ from engine_service.sessions.match import LiveMatch
 from engine_service.sessions.views import SPECTATOR
 from engine_service.store import MemoryStore, SqliteStore
 
-from .faults import FaultyStore, RandomBots
+from .faults import FaultyStore, FuzzBase, RandomBots
 from .helpers import GAMES, Stream, config, run, until
 
 SEATS = {"klaberjass": 2, "jojotte": 2, "japanese_joker": 2, "georgian_joker": 4}
@@ -182,17 +182,12 @@ def newer(a: ViewEnvelope | None, b: ViewEnvelope | None) -> ViewEnvelope | None
     return b if (b.seq, ORDER[b.status]) > (a.seq, ORDER[a.status]) else a
 
 
-class Fuzz:
+class Fuzz(FuzzBase):
     def __init__(self, mgr: MatchManager, store: FaultyStore, rng: random.Random) -> None:
-        self.mgr, self.store, self.rng = mgr, store, rng
-        self.problems: list[str] = []
+        super().__init__(mgr, store, rng)
         self.tables: list[Table] = []
-        self.ops: collections.Counter = collections.Counter()
         self.ids = itertools.count(1)
         self.final: dict[str, LiveMatch] = {}  # each match as the drained manager holds it
-
-    def problem(self, t: Table, text: str) -> None:
-        self.problems.append(f"{t.game} {t.match_id}: {text}")
 
     def answer(self, t: Table, what: str, exc: BaseException) -> tuple[str, str]:
         if isinstance(exc, RulesError):
@@ -423,16 +418,6 @@ class Fuzz:
         else:
             await asyncio.sleep(self.rng.uniform(0, 0.004))  # waits for the others
         return True
-
-    async def pause(self, most: int) -> None:
-        for _ in range(self.rng.randrange(most)):
-            await asyncio.sleep(0)
-
-    async def client_loop(self, t: Table, c: Client, steps: int) -> None:
-        for _ in range(steps):
-            await self.pause(4)
-            if not await self.step(t, c):
-                return
 
     async def admin_loop(self, t: Table, within: float) -> None:
         await asyncio.sleep(self.rng.uniform(0.05, within))

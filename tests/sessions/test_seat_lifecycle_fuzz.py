@@ -56,7 +56,7 @@ from engine_service.sessions.manager import MatchManager
 from engine_service.sessions.tokens import join_id_hash, token_hash
 from engine_service.store import MemoryStore, SqliteStore
 
-from .faults import FaultyStore, RandomBots
+from .faults import FaultyStore, FuzzBase, RandomBots
 from .helpers import GAMES, Stream, config, play_random, run, until
 
 SEATS = {"klaberjass": 2, "jojotte": 2, "japanese_joker": 2, "georgian_joker": 4}
@@ -97,16 +97,11 @@ class Table:
     trace: list[str] = field(default_factory=list)  # what each client was answered (a failure's story)
 
 
-class Fuzz:
+class Fuzz(FuzzBase):
     def __init__(self, mgr: MatchManager, store: FaultyStore, rng: random.Random) -> None:
-        self.mgr, self.store, self.rng = mgr, store, rng
-        self.problems: list[str] = []
+        super().__init__(mgr, store, rng)
         self.tables: list[Table] = []
-        self.ops: collections.Counter = collections.Counter()
         self.logs: list[dict] = []
-
-    def problem(self, t: Table, text: str) -> None:
-        self.problems.append(f"{t.game} {t.match_id}: {text}")
 
     def answer(self, t: Table, what: str, exc: BaseException) -> tuple[str, str]:
         if not isinstance(exc, SessionError):
@@ -259,18 +254,6 @@ class Fuzz:
         elif r < leaving + 0.6:
             await self.close_a_stream(t)
         return True
-
-    async def pause(self, most: int) -> None:
-        """Let the others go first a random number of times (event-loop steps, not time: the
-        interleaving follows the seed, not the machine's speed, on the memory store)."""
-        for _ in range(self.rng.randrange(most)):
-            await asyncio.sleep(0)
-
-    async def client_loop(self, t: Table, c: Client, steps: int) -> None:
-        for _ in range(steps):
-            await self.pause(4)
-            if not await self.step(t, c):
-                return
 
     async def admin_loop(self, t: Table) -> None:
         await self.pause(300)
