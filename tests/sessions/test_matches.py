@@ -42,6 +42,29 @@ def test_whole_match_played_by_seat_clients(game_id):
     check_transcript(data, n)
 
 
+@pytest.mark.parametrize("game_id", ["klaberjass", "japanese_joker"])
+def test_a_resigned_match_exports_the_play_only(game_id):
+    """NOTATION.md section 2 (JJK-10.5): a resignation is a session event, not an action. The
+    transcript of a resigned match holds the actions played and the rules' result (the match
+    is not over by the rules, nobody won by them) and replays as such; how it ended is the
+    summary's (JJK-8.4, JJK-10.1: the resigner's opponent wins)."""
+    async def go():
+        async with manager() as mgr:
+            match_id, principals = await open_match(mgr, game_id)
+            n = await play_random(mgr, match_id, principals, random.Random(5), max_actions=15)
+            await mgr.leave_match(match_id, principals[0], resign=True)
+            return n, await mgr.get_match(match_id), await mgr.export_transcript(match_id)
+
+    n, summary, data = run(go())
+    assert summary.status == "finished" and summary.result["outcome"] == "resigned"
+    assert summary.result["resigned"] == 0 and summary.result["winners"] == [1]
+    assert data["result"]["over"] is False and data["result"]["winners"] == []
+    assert sum(len(d["steps"]) for d in data["deals"]) == n == summary.seq
+    diff, state = transcript.check(data)
+    assert diff is None, str(diff)
+    assert not state.is_over()
+
+
 @pytest.mark.parametrize("game_id", GAMES)
 def test_whole_match_played_by_bots(game_id):
     """Every seat a bot: the session drives the match to its end on its own; a spectator
