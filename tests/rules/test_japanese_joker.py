@@ -237,6 +237,39 @@ def test_a_changed_sample_step_is_reported():
     assert diff is not None and diff.where == "deal 0 step 2" and diff.what == "legal"
 
 
+def test_sample_transcript_results_and_seats_are_compared_in_full():
+    """NOTATION sections 3-4: the sample's deal results equal the engine's exactly (JJK-7.1
+    ``trump``, ``taken``, ``scores``, no other key), and a change to any result field, to an
+    extra or missing result key, to a step's seat, or to the match totals is the reported
+    difference."""
+    data = transcript.load(transcripts("japanese_joker")[0])
+    diff, state = transcript.check(data)
+    assert diff is None, str(diff)
+    assert [d["result"] for d in data["deals"] if "result" in d] == state.deal_results()
+    assert state.result() == data["result"]
+    for key, value in (("trump", "NT"), ("taken", [10, 8]), ("scores", [2, 0])):
+        bad = json.loads(json.dumps(data))
+        bad["deals"][1]["result"][key] = value
+        diff, _ = transcript.check(bad)
+        assert diff is not None and (diff.where, diff.what) == ("deal 1 result", f"result.{key}")
+    bad = json.loads(json.dumps(data))
+    bad["deals"][0]["result"]["thrown_in"] = False  # not a Japanese Joker result field
+    diff, _ = transcript.check(bad)
+    assert diff is not None and diff.what == "result.thrown_in"
+    bad = json.loads(json.dumps(data))
+    del bad["deals"][0]["result"]["scores"]
+    diff, _ = transcript.check(bad)
+    assert diff is not None and diff.what == "result.scores"
+    bad = json.loads(json.dumps(data))
+    bad["deals"][1]["steps"][5]["seat"] ^= 1
+    diff, _ = transcript.check(bad)
+    assert diff is not None and (diff.where, diff.what) == ("deal 1 step 5", "seat")
+    bad = json.loads(json.dumps(data))
+    bad["result"]["totals"] = [2, 0]
+    diff, _ = transcript.check(bad)
+    assert diff is not None and diff.what == "result.totals"
+
+
 # ---- JJK-1: deck -----------------------------------------------------------------------------
 
 def test_pack_is_34_normal_cards_and_two_jokers():
