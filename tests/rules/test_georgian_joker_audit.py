@@ -458,6 +458,34 @@ def test_reference_matches_with_qualifiers_check_out_gj_8(options):
     assert bool(seen["moshla"]) == (premium_on and options.get("moshla", "all_others") != "off")
 
 
+def every_option_combination() -> list[dict[str, Any]]:
+    """Every combination of the rule-affecting options of GJ-13 (2 x 3 x 2 x 3 x 2 = 72), each
+    written as a transcript writes it: only the values that differ from the defaults."""
+    values = {"deal_schedule": ("standard", "nines"), "khishti_penalty": ("200", "500", "100_per_card"),
+              "pulka_premium": (True, False), "moshla": ("all_others", "single_premium_only", "off"),
+              "high_joker_lead_trumpable": (False, True)}
+    combos: list[dict[str, Any]] = [{}]
+    for name, allowed in values.items():
+        combos = [{**c, **({} if v == DEFAULTS[name] else {name: v})} for c in combos for v in allowed]
+    return combos
+
+
+def test_reference_matches_check_out_under_every_option_combination_gj_13():
+    """GJ-13: the options are independent house rules, so every combination of them must play
+    exactly as the rulebook says (the interactions: khishti penalties inside the premium and
+    moshla bests, GJ-8.4 over GJ-8.3, GJ-6.6 under both schedules). One whole match per
+    combination, alternately random and planned (qualifiers in every pulka but the first),
+    against the reference model."""
+    combos = every_option_combination()
+    assert len(combos) == 72 and combos[0] == {}
+    for i, options in enumerate(combos):
+        seed = 5000 + i
+        policy = PlannedPolicy(seed, hero_plan(heroes_by_pulka(i))) if i % 2 else random_policy
+        data, ref = write_transcript(options, seed=seed, policy=policy)
+        state = assert_checks_out(data)
+        assert state.is_over() and state.result() == ref.match_result(), options
+
+
 def test_reference_partial_transcripts_check_out_notation_3():
     """NOTATION 3: a transcript stopping inside a deal has no result for that deal and the
     match totals are those of the deals already scored; ``winners`` stays empty."""
