@@ -649,6 +649,53 @@ def test_engine_matches_the_literal_referee_step_by_step(options):
         assert om.over and state.result() == om.result()
 
 
+def _random_option_mix(rng):
+    """A random mix of section 11's options (each changed with probability 0.35), so that
+    options meet in combinations the fixed sets above do not list (JJ-A8 with JJ-A10, JJ-A13
+    with JJ-A28 and JJ-A29, JJ-A27 with JJ-A32, ...)."""
+    from engine_service.rules.games.jojotte.options import OPTION_SPECS
+
+    from .jojotte_oracle import DEFAULTS
+
+    out = {}
+    for spec in OPTION_SPECS:
+        if spec.name not in DEFAULTS or rng.random() >= 0.35:
+            continue
+        if spec.name == "jj_match_rubbers":
+            out[spec.name] = rng.choice([1, 2, 3])
+        elif spec.name == "jj_game_target":
+            out[spec.name] = rng.choice([30, 80, 150])
+        else:
+            out[spec.name] = rng.choice(list(spec.values))
+    return out
+
+
+def test_engine_matches_the_literal_referee_under_random_option_mixes():
+    """Every option the referee models, mixed at random per match (seeded): every legal set,
+    deal result and match result agree (JJ-3 to JJ-10, NOTATION 3 and 4)."""
+    for seed in range(60):
+        rng = random.Random(10_000 + seed)
+        options = _random_option_mix(rng)
+        first = rng.randrange(2)
+        state, om = new(options, first), OracleMatch(options, first)
+        while state.to_act() != TERMINAL:
+            if state.to_act() == CHANCE:
+                assert om.needs_deal and state.dealer() == om.dealer, (seed, options)
+                deck = list(ALL_CODES)
+                rng.shuffle(deck)
+                state.deal(deck)
+                om.deal(deck)
+                continue
+            assert state.to_act() == om.to_act, (seed, options, om.phase)
+            legal = state.legal_actions()
+            assert set(legal) == om.legal(), (seed, options, om.phase, legal)
+            action = biased_choice(rng, legal)
+            state.apply(action)
+            om.apply(action)
+            assert state.deal_results() == om.results, (seed, options)
+        assert om.over and state.result() == om.result(), (seed, options)
+
+
 def _biased_meld_hands(rng):
     """Two nine-card hands rich in quartets and long runs (random deals rarely have them)."""
     from .jojotte_oracle import NATURAL
