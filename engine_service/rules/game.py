@@ -69,9 +69,15 @@ class Game(ABC):
     description: ClassVar[str] = ""
 
     def options(self, raw: Mapping[str, Any] | Options | None = None) -> Options:
-        """Validated options with defaults filled in (InvalidOptions on anything unknown)."""
+        """Validated options with defaults filled in (InvalidOptions on anything unknown).
+
+        A complete set of this game's options comes back as it is; another game's set is
+        validated as any mapping would be, so that it is refused as unknown options rather
+        than failing later on a missing one."""
         if isinstance(raw, Options):
-            return raw
+            if raw.keys() == {spec.name for spec in self.option_specs}:
+                return raw
+            raw = dict(raw)
         return validate_options(self.option_specs, raw)
 
     @abstractmethod

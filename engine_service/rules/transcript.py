@@ -93,12 +93,24 @@ def validate(data: Any) -> dict[str, Any]:
 
 # ---- replay and check --------------------------------------------------------------------
 
-def _first_result_difference(where: str, expected: Mapping[str, Any], actual: Mapping[str, Any]) -> Difference | None:
+def _same_winners(expected: Any, actual: Any) -> bool:
+    """``winners`` names a set of seats (NOTATION.md section 3): the engine lists them in seat
+    order, and a transcript listing tied winners in another order says the same thing."""
+    try:
+        return sorted(expected) == sorted(actual) and len(set(expected)) == len(expected)
+    except TypeError:  # not a list of seats: compared as it is
+        return expected == actual
+
+
+def _first_result_difference(where: str, expected: Mapping[str, Any], actual: Mapping[str, Any],
+                             match: bool = False) -> Difference | None:
     for key in list(expected) + [k for k in actual if k not in expected]:
         if key not in actual:
             return Difference(where, f"result.{key}", expected[key], None)
         if key not in expected:
             return Difference(where, f"result.{key}", None, actual[key])
+        if match and key == "winners" and _same_winners(expected[key], actual[key]):
+            continue
         if expected[key] != actual[key]:
             return Difference(where, f"result.{key}", expected[key], actual[key])
     return None
@@ -153,7 +165,7 @@ def check(data: Mapping[str, Any]) -> tuple[Difference | None, State | None]:
         elif len(results) > done and di != len(data["deals"]) - 1:
             return Difference(f"{where} result", "result", None, results[done]), state
     if data.get("result") is not None:
-        diff = _first_result_difference("match result", data["result"], state.result())
+        diff = _first_result_difference("match result", data["result"], state.result(), match=True)
         if diff:
             return diff, state
     return None, state

@@ -55,3 +55,19 @@ def test_exported_whole_match_checks_out(options):
     diff, replayed = transcript.check(data)
     assert diff is None, str(diff)
     assert replayed.result() == state.result()
+
+
+def test_tied_winners_check_out_in_any_order():
+    """NOTATION.md section 3: `winners` names the seats sharing first place (GJ-9.3), a set:
+    a transcript listing them in another order than the engine's seat order checks out; a
+    missing, extra or repeated seat does not."""
+    state = random_match(GAME, 186, {"deal_schedule": "nines"})  # a seeded match ending in a tie
+    assert state.result()["winners"] == [0, 2]
+    data = transcript.export(state)
+    for winners, differs in (([2, 0], False), ([0, 2], False), ([0], True), ([0, 2, 1], True),
+                             ([0, 0, 2], True), ([2, 2], True)):
+        told = copy.deepcopy(data)
+        told["result"]["winners"] = winners
+        diff, _ = transcript.check(told)
+        assert (diff is not None) == differs, (winners, diff)
+        assert diff is None or (diff.where, diff.what) == ("match result", "result.winners")

@@ -400,3 +400,21 @@ def test_a_view_shares_nothing_with_the_state(game_id):
                 _scribble(state.view(seat))
             _scribble(state.public_view())
             assert snapshot(state) == before, (game_id, seed, i)
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_another_games_option_set_is_refused_as_unknown_options(game_id):
+    """A game takes its own validated option set as it is, and refuses another game's with
+    InvalidOptions naming an option it does not know (not a KeyError later in play)."""
+    from engine_service.rules.errors import InvalidOptions
+    game = get_game(game_id)
+    own = game.options({})
+    assert game.options(own) is own
+    for other_id in GAMES:
+        if other_id == game_id:
+            continue
+        foreign = get_game(other_id).options({})
+        with pytest.raises(InvalidOptions) as refused:
+            game.new_state(foreign)
+        named = refused.value.details["option"]
+        assert named in foreign and named not in own and "unknown option" in refused.value.message
