@@ -4,7 +4,9 @@ A transcript is a replay file and a conformance test at once: the decks that wer
 decision with the full legal set at that moment, and what the engine must report after each
 deal and at the end. :func:`check` replays one through the engine and reports the **first**
 difference (step or result, with expected and actual values); :func:`export` writes any match
-state, finished or not, as a transcript that checks out.
+state, finished or not, as a transcript that checks out. What is a set is compared as a set
+(a step's legal actions, the match's winners); everything else exactly, key by key, an extra
+key included.
 """
 
 from __future__ import annotations
