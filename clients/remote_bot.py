@@ -15,7 +15,8 @@ the service's bot host runs here unchanged, and one object plays the whole match
 optional callbacks (``on_match_start``, ``on_deal_end``, ``on_match_end``) are called. Each
 decision runs in a thread (the event stream stays served) with a budget of ``--budget-ms``,
 shortened to the server's deadline when the match has a turn timer. A bot failure (exception,
-illegal answer) is replaced by the rulebook's auto-move, computed here from the same view, and
+illegal answer) is replaced by the rulebook's auto-move, computed here from the same event's
+view (rebuilt: the bot's copy is its own to change), and
 reported on stderr. Every action is submitted with ``expected_seq``, so an action decided on a
 view that is no longer current is refused by the server and the bot decides again on the next
 event.
