@@ -190,7 +190,7 @@ def play_board(board: int) -> dict[str, Any]:
             if action is None:
                 per = failures.setdefault(name, {})
                 per[reply.failure or "unknown"] = per.get(reply.failure or "unknown", 0) + 1
-                action = game.auto_move(view)
+                action = game.auto_move(state.view(seat))  # the bot's view is its own to change
             state.apply(action, seat)
             step += 1
         result = state.deal_results()[done]

@@ -15,7 +15,8 @@ the service's bot host runs here unchanged, and one object plays the whole match
 optional callbacks (``on_match_start``, ``on_deal_end``, ``on_match_end``) are called. Each
 decision runs in a thread (the event stream stays served) with a budget of ``--budget-ms``,
 shortened to the server's deadline when the match has a turn timer. A bot failure (exception,
-illegal answer) is replaced by the rulebook's auto-move, computed here from the same view, and
+illegal answer) is replaced by the rulebook's auto-move, computed here from the same event's
+view (rebuilt: the bot's copy is its own to change), and
 reported on stderr. Every action is submitted with ``expected_seq``, so an action decided on a
 view that is no longer current is refused by the server and the bot decides again on the next
 event.
@@ -151,14 +152,16 @@ async def play_seat(session: SeatSession, runner: BotRunner, bot_name: str, game
             break
         if not event.HasField("view"):
             continue
+        # every call gets a view of its own (docs/bots.md: the bot may change it), and the
+        # auto-move reads a fresh one: a failed bot may have wrecked its copy
         view = view_dict(event.view)
         if not started:
             started = True
             results_seen = len(view["deal_results"])
-            _call(bot, "on_match_start", game_id, session.seat, view)
+            _call(bot, "on_match_start", game_id, session.seat, view_dict(event.view))
         if len(view["deal_results"]) > results_seen:
             results_seen = len(view["deal_results"])
-            _call(bot, "on_deal_end", view)
+            _call(bot, "on_deal_end", view_dict(event.view))
         if event.view.seq < newest or not is_my_turn(event.view) or is_finished(event.view.status):
             continue
         budget = budget_s
@@ -177,7 +180,7 @@ async def play_seat(session: SeatSession, runner: BotRunner, bot_name: str, game
             stats.failures[reply.failure or "?"] = stats.failures.get(reply.failure or "?", 0) + 1
             print(f"remote_bot: {bot_name} failed ({reply.failure}: {reply.detail}); auto-move",
                   file=sys.stderr)
-            action = game.auto_move(view)
+            action = game.auto_move(view_dict(event.view))
         try:
             newest = (await session.submit(action, expected_seq=event.view.seq)).seq
             if verbose:

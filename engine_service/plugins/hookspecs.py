@@ -9,7 +9,8 @@ A plugin is any Python module or object with functions marked ``@hookimpl`` (fro
     mybot = "mybot_package.plugin"
 
 The entry-point name is the *plugin* name: the one ``CARDGAMES_BOT_PLUGINS=a,b`` (an allowlist)
-selects. ``CARDGAMES_DISABLE_PLUGIN_AUTOLOAD=1`` loads no entry point at all. A plugin that
+selects. ``CARDGAMES_DISABLE_PLUGIN_AUTOLOAD=1`` loads no entry point but the essential
+``random`` (which the allowlist never leaves out either). A plugin that
 fails to import, fails validation or raises from a hook is logged (``bot_plugin_failed``) and
 left out; the service runs without it.
 
@@ -39,8 +40,11 @@ def cardgames_bots() -> Sequence[BotSpec]:
     """Register bots: return the :class:`~engine_service.plugins.protocol.BotSpec` values this
     plugin offers (one plugin may offer several bots, or none).
 
-    Called once per host process at start-up (in the service, in each bot worker process, in
-    the arena). A spec's ``factory(game_id)`` makes a
+    Called once per host process at start-up: in the service itself (to list the bots: the
+    module and this hook run in the engine's process, with its whole environment), in the bot
+    workers' zygote (the workers are its forks, or fresh processes that call it again), in each
+    arena worker process and in ``clients/remote_bot.py``; so it must return the same bots in
+    every process. A spec's ``factory(game_id)`` makes a
     :class:`~engine_service.plugins.protocol.Bot`, an object with
     ``decide(request) -> str``: ``request`` carries one seat's view, its legal actions, a
     seeded ``random.Random`` and a time budget; the answer must be one of the legal action
@@ -48,7 +52,7 @@ def cardgames_bots() -> Sequence[BotSpec]:
 
     A bot must not: read anything but its request (no access to the full state, other seats'
     views or the network), keep running past its budget (the host kills the worker process at
-    the deadline), write to stdout or stdin, or use the global ``random`` module (use
+    the deadline), write to stdout or read stdin, or use the global ``random`` module (use
     ``request.rng`` so that a seed replays a match). A timeout, an exception, an answer that
     is not a legal action string or a crash of the worker all have the same consequence: the
     seat plays the rulebook's auto-move for that decision, and the failure is logged and

@@ -6,11 +6,11 @@ This is where the plugin *policy* lives (pytest's model, aesthetics.md section 2
   (``autoload=False`` or ``CARDGAMES_DISABLE_PLUGIN_AUTOLOAD=1``);
 * an allowlist (``allowlist=`` or ``CARDGAMES_BOT_PLUGINS=a,b``) restricts which entry points
   load, by entry-point name;
-* *essential* plugins (:data:`ESSENTIAL_PLUGINS`, the ``random`` bot that a Georgian Joker
-  session needs to take over an absent player's seat) are loaded from their entry point even
-  when autoloading is off or the allowlist leaves them out;
-* ``extra`` names modules (or passes objects) to register directly: the ``--bot-plugin`` flag
-  of tools, and tests;
+* *essential* plugins (:data:`ESSENTIAL_PLUGINS`: the ``random`` bot, always there for a bot
+  seat or ``--takeover-bot random``) are loaded from their entry point even when autoloading
+  is off or the allowlist leaves them out;
+* ``extra`` names modules (or passes objects) to register directly: the ``--plugin`` flag of
+  the arena and ``clients/remote_bot.py``, and tests;
 * every plugin is loaded, validated (``check_pending`` per plugin, so that a misspelled hook is
   caught and blamed on its plugin) and asked for its bots on its own: one that fails to
   import, fails validation, raises, or returns something that is not a list of

@@ -47,7 +47,9 @@ class DecisionRequest:
 
 @runtime_checkable
 class Bot(Protocol):
-    """A bot plays one game (its factory is called once per game id and host process).
+    """A bot plays one game. The service's workers call its factory once per game id and
+    worker process (that object then serves every match and seat the worker gets); the arena
+    makes one object per seat of each match it plays, ``clients/remote_bot.py`` one per match.
 
     Required: :meth:`decide`. Optional callbacks, called only by hosts that keep one bot
     object for a whole match in one place (the arena and ``clients/remote_bot.py``):
@@ -59,7 +61,7 @@ class Bot(Protocol):
     The service's bot host runs decisions in a pool of worker processes where one bot object
     serves many matches, so ``decide`` must depend only on its request: the view carries the
     public history a bot needs (trick history, scores, deal results). A callback that raises
-    is logged and otherwise ignored.
+    is ignored (``remote_bot`` reports it on stderr, the arena says nothing).
     """
 
     def decide(self, request: DecisionRequest) -> str:
@@ -76,10 +78,11 @@ class BotSpec:
     """A bot offered by a plugin (returned from the ``cardgames_bots`` hook).
 
     ``name`` is what a match's seat configuration and the ``ListBots`` RPC use: lower-case
-    letters, digits, ``-`` and ``_``. ``games`` lists the game ids the bot plays, or
+    letters, digits, ``-`` and ``_``, starting with a letter or a digit, at most 64
+    characters. ``games`` lists the game ids the bot plays, or
     ``("*",)`` for every registered game. ``factory(game_id)`` makes a bot for one game; it
-    must be importable by name from the plugin's module (worker processes import the plugin
-    themselves, nothing is pickled but the request).
+    is never pickled (a lambda is fine): worker processes import the plugin and call its hook
+    themselves, and only the request and the reply cross the process boundary.
     """
 
     name: str

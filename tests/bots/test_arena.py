@@ -97,6 +97,15 @@ def test_failures_fall_back_to_the_auto_move_and_are_counted():
     assert by["garbage"].failures.get("illegal") == by["garbage"].decisions > 0
 
 
+def test_a_bot_that_wrecks_its_view_and_fails_still_gets_the_auto_move():
+    """The view is the bot's own copy (docs/bots.md): the auto-move that replaces a failed
+    decision is made from a fresh view, not from the one the bot emptied."""
+    report = run_arena(ArenaConfig(game="klaberjass", bots=("wrecks", "random"), deals=2, seed=1,
+                                   progress=False, plugins=("tests.plugins.bad_bots",)))
+    by = {b.name: b for b in report.bots}
+    assert by["wrecks"].failures.get("exception") == by["wrecks"].decisions > 0
+
+
 def test_a_bot_that_exits_or_hangs_does_not_stop_the_arena(monkeypatch):
     """In-process bots: sys.exit is a crash answer, and under --strict-time a bot running past
     its budget is interrupted (a timeout); the arena used to end silently, or hang."""

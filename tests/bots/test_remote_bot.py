@@ -99,7 +99,8 @@ def test_command_line_creates_a_match_and_plays_it(engine, capsys):
     assert "finished" in out and "(heuristic)" in out and "failures none" in out
 
 
-@pytest.mark.parametrize("bot, failure", [("sys-exits", "crash"), ("overruns", "timeout")])
+@pytest.mark.parametrize("bot, failure", [("sys-exits", "crash"), ("overruns", "timeout"),
+                                          ("wrecks", "exception")])
 def test_a_failing_remote_bot_falls_back_to_the_auto_move(engine, bot, failure):
     """As in the service: a bot's sys.exit is a crash and a bot past its budget a timeout; the
     seat plays the auto-move and the client goes on (sys.exit ended it; an overrunning bot

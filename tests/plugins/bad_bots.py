@@ -60,6 +60,24 @@ class Overruns:
         return request.legal[0]
 
 
+class Wrecks:
+    """Empties every list and dict of its view (the view is the bot's own copy, docs/bots.md),
+    then raises: the host's auto-move must not read the wrecked view."""
+
+    def decide(self, request):
+        def wreck(value):
+            if isinstance(value, dict):
+                for item in value.values():
+                    wreck(item)
+                value.clear()
+            elif isinstance(value, list):
+                for item in value:
+                    wreck(item)
+                value.clear()
+        wreck(request.view)
+        raise ValueError("wrecked my view")
+
+
 class Snoop:
     """Looks for the engine's secrets in its environment: answers the last legal action if it
     finds one, the second if the plugin selection did not reach it, else the first."""
@@ -81,4 +99,5 @@ def cardgames_bots():
     return [_spec("garbage", Garbage), _spec("illegal", Illegal), _spec("raises", Raises),
             _spec("sleeps", Sleeps), _spec("exits", Exits), _spec("sys-exits", SysExits),
             _spec("polite", Polite), _spec("snoop", Snoop), _spec("overruns", Overruns),
+            _spec("wrecks", Wrecks),
             BotSpec("bad-factory", lambda game_id: 1 / 0, description="its factory raises")]

@@ -33,7 +33,7 @@ def test_environment_switches():
 def test_autoload_disabled_keeps_only_essential_plugins_and_extras():
     settings = PluginSettings.resolve(extra=["tests.plugins.bad_bots"], environ={ENV_DISABLE_AUTOLOAD: "1"})
     catalog = load_catalog(settings)
-    assert "random" in catalog.names()  # essential: a Georgian Joker takeover needs it
+    assert "random" in catalog.names()  # essential: always there for a bot seat or a takeover
     assert "sleeps" in catalog.names()
 
 
