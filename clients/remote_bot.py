@@ -226,9 +226,12 @@ async def open_seat(client: Client, args: argparse.Namespace, num_seats: int) ->
     if args.match:
         return await client.join(args.match, seat=args.seat, player_name=args.name)
     me = 0 if args.seat is None else args.seat
-    others = [b.strip() for b in args.opponents.split(",") if b.strip()] or ["random"] * (num_seats - 1)
+    others = [b.strip() for b in args.opponents.split(",") if b.strip()] or ["random"]
+    if len(others) == 1:
+        others *= num_seats - 1  # one name plays every other seat
     if len(others) != num_seats - 1:
-        raise SystemExit(f"{args.game} has {num_seats} seats: give {num_seats - 1} opponents")
+        raise SystemExit(f"{args.game} has {num_seats} seats: give one opponent for every seat "
+                         f"or {num_seats - 1}, comma-separated")
     seats: list[str | None] = list(others)
     seats.insert(me, None)
     summary = await client.create_match(args.game, options=dict(_option(o) for o in args.option),
@@ -281,8 +284,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--match", help="join this match (else create one with --game)")
     p.add_argument("--seat", type=int, help="seat to take (default: the first open one / 0)")
     p.add_argument("--game", help="game of a new match")
-    p.add_argument("--opponents", default="", help="bots in the other seats of a new match, in seat order "
-                   "('open' leaves a seat for someone else; default: random)")
+    p.add_argument("--opponents", default="", help="bots in the other seats of a new match, in seat order, "
+                   "or one for all of them ('open' leaves a seat for someone else; default: random)")
     p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE", help="table option")
     p.add_argument("--turn-time", type=float, default=0.0, help="per-decision timer of a new match")
     p.add_argument("--name", default="remote bot", help="player name")

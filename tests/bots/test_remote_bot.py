@@ -158,3 +158,29 @@ def test_its_own_engine_plays_bots_unpaced(monkeypatch):
     monkeypatch.setattr(remote_bot, "LocalService", Recorder)
     remote_bot.main(["--bot", "random", "--game", "klaberjass"])
     assert started and list(started[0]["args"]) == ["--bot-pace-s", "0"]
+
+
+@pytest.mark.parametrize("opponents, seats", [("heuristic", ["heuristic"] * 3),
+                                              ("random,open,heuristic", ["random", "", "heuristic"])])
+def test_one_opponent_name_plays_every_other_seat(engine, opponents, seats):
+    """`--opponents NAME` fills every other seat of a four-seat game with that bot (it used to
+    be refused with "give 3 opponents"); a list names them seat by seat ('open': a player's)."""
+    args = remote_bot.build_parser().parse_args(["--target", engine.target, "--bot", "heuristic",
+                                                 "--game", "georgian_joker", "--opponents", opponents])
+
+    async def go():
+        async with connect(engine.target) as client:
+            await client.wait_ready()
+            session = await remote_bot.open_seat(client, args, 4)
+            summary = await client.get_match(session.match_id)
+            return session.seat, [s.bot for s in summary.seats]
+
+    seat, bots = asyncio.run(asyncio.wait_for(go(), 60))
+    assert seat == 0 and bots == [""] + seats
+
+
+def test_a_wrong_number_of_opponents_is_refused():
+    args = remote_bot.build_parser().parse_args(["--bot", "heuristic", "--game", "georgian_joker",
+                                                 "--opponents", "random,random"])
+    with pytest.raises(SystemExit, match="give one opponent for every seat or 3"):
+        asyncio.run(remote_bot.open_seat(None, args, 4))
