@@ -34,6 +34,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import pluggy
 import structlog
 
+from ..rules import all_game_ids
 from . import hookspecs
 from .hookspecs import ENTRY_POINT_GROUP, PROJECT
 from .protocol import ALL_GAMES, BotSpec
@@ -239,6 +240,7 @@ def load_catalog(settings: PluginSettings) -> BotCatalog:
 
     pm.check_pending()  # every registered plugin passed it individually; keeps the invariant
 
+    registered = all_game_ids()
     for impl in pm.hook.cardgames_bots.get_hookimpls():
         plugin = impl.plugin_name
         try:
@@ -257,6 +259,14 @@ def load_catalog(settings: PluginSettings) -> BotCatalog:
                 fail(plugin, "spec", f"bot name {spec.name!r} already registered by plugin "
                                      f"{catalog.entries[spec.name].plugin!r}")
                 continue
+            unknown = [g for g in spec.games if g != ALL_GAMES and g not in registered]
+            if unknown and len(unknown) == len(spec.games):  # a bot for no game at all: a typo
+                fail(plugin, "spec", f"bot {spec.name!r} plays no registered game: "
+                                     f"{', '.join(unknown)} (registered: {', '.join(registered)})")
+                continue
+            if unknown:
+                log.warning("bot_unknown_games", plugin=plugin, bot=spec.name, games=unknown,
+                            registered=list(registered))
             catalog.entries[spec.name] = CatalogEntry(spec, plugin, catalog.plugins.get(plugin, ""))
     log.info("bot_plugins_loaded", plugins=sorted(catalog.plugins), bots=catalog.names(),
              failed=sorted({f.plugin for f in catalog.failures}))

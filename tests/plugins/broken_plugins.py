@@ -22,7 +22,9 @@ class ReturnsGarbage:
     def cardgames_bots(self):
         return ["not a spec", BotSpec("Bad Name", lambda g: None),
                 BotSpec("no-games", lambda g: None, games=()),
-                BotSpec("fine-one", lambda g: None, games=("klaberjass",))]
+                BotSpec("fine-one", lambda g: None, games=("klaberjass",)),
+                BotSpec("misspelt", lambda g: None, games=("klaberjas",)),
+                BotSpec("half-known", lambda g: None, games=("jojotte", "skat"))]
 
 
 class DuplicateRandom:

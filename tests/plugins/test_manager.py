@@ -67,7 +67,12 @@ def test_broken_plugins_are_logged_and_left_out():
     assert ("MisspelledHook", "validate") in stages
     assert ("HookRaises", "hook") in stages
     assert ("WrongArguments", "register") in stages
-    assert sum(1 for f in catalog.failures if f.plugin == "ReturnsGarbage" and f.stage == "spec") == 3
+    assert sum(1 for f in catalog.failures if f.plugin == "ReturnsGarbage" and f.stage == "spec") == 4
+    # a bot for no registered game is refused, naming it; unknown ids beside known ones are said
+    assert any("'misspelt' plays no registered game: klaberjas" in f.error for f in catalog.failures)
+    assert catalog.entries["half-known"].spec.games == ("jojotte", "skat")
+    unknown = [e for e in logs if e["event"] == "bot_unknown_games"]
+    assert [(e["bot"], e["games"], e["log_level"]) for e in unknown] == [("half-known", ["skat"], "warning")]
     assert any(f.plugin == "DuplicateRandom" and "already registered" in f.error for f in catalog.failures)
     # the good ones still load, and the impostor did not replace the real random bot
     assert {"random", "fine-one", "sleeps"} <= set(catalog.names())
