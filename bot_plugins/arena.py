@@ -322,21 +322,27 @@ def summarize(config: ArenaConfig, boards: Iterable[Mapping[str, Any]], seconds:
 
 def format_report(report: ArenaReport) -> str:
     c = report.config
-    lines = [f"{c.game}: {report.boards} boards (duplicate), bots {','.join(c.bots)}, seed {c.seed}, "
-             f"budget {c.budget_s * 1000:.0f} ms, {report.seconds:.1f} s",
-             f"{'bot':<14}{'mean score':>11}  {'score diff [95% CI]':<28}{'win rate [95% CI]':<24}"
-             f"{'decisions':>10}  {'wall ms p50/p90/p99/max':<26}{'cpu ms p50/p90/p99/max':<26}failures"]
+    header = ["bot", "mean score", "score diff [95% CI]", "win rate [95% CI]", "decisions",
+              "wall ms p50/p90/p99/max", "cpu ms p50/p90/p99/max", "failures"]
+    numeric = {1, 4}  # right-aligned columns
 
     def pct(t: dict[str, float]) -> str:
         return f"{t['p50']:.1f}/{t['p90']:.1f}/{t['p99']:.1f}/{t['max']:.1f}"
 
+    rows = [header]
     for b in report.bots:
         wr = b.win_rate
-        lines.append(
-            f"{b.name:<14}{b.mean_score:>11.2f}  {str(b.score_diff):<28}"
-            f"{f'{wr.mean:.3f} [{wr.low:.3f}, {wr.high:.3f}]':<24}{b.decisions:>10}  "
-            f"{pct(b.time_ms):<26}{pct(b.cpu_ms):<26}"
-            f"{json.dumps(b.failures, sort_keys=True) if b.failures else '-'}")
+        rows.append([b.name, f"{b.mean_score:.2f}", str(b.score_diff),
+                     f"{wr.mean:.3f} [{wr.low:.3f}, {wr.high:.3f}]", str(b.decisions),
+                     pct(b.time_ms), pct(b.cpu_ms),
+                     json.dumps(b.failures, sort_keys=True) if b.failures else "-"])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = [f"{c.game}: {report.boards} boards (duplicate), bots {','.join(c.bots)}, seed {c.seed}, "
+             f"budget {c.budget_s * 1000:.0f} ms, {report.seconds:.1f} s"]
+    for row in rows:  # columns as wide as their widest cell, two spaces apart
+        cells = [cell.rjust(w) if i in numeric else cell.ljust(w)
+                 for i, (cell, w) in enumerate(zip(row, widths))]
+        lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
 
 
