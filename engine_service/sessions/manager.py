@@ -891,7 +891,6 @@ class MatchManager:
         # every action after ``live_from`` reaches the queue, every one up to it the replay.
         w = Watcher(audience, self.config.watcher_queue_size)
         live_from, ended = live, m.over
-        delayed = live < m.seq
         m.watchers.add(w)
         kind = audience_kind(audience)
         self.metrics.watchers.labels(kind).inc()
@@ -936,8 +935,10 @@ class MatchManager:
                         # stream is not idle, the event goes first (and the heartbeat's
                         # deadline is then that of the seq it reports)
                         if w.queue.empty():
-                            # a delayed spectator's position has no deadline
-                            deadline = None if delayed and not m.over else m.deadline
+                            # a delayed spectator's position has no deadline (asked now: a
+                            # stream opened before the first action was not behind then)
+                            behind = audience == SPECTATOR and m.spectator_horizon() < m.seq
+                            deadline = None if behind else m.deadline
                             yield MatchEvent(kind="heartbeat", seq=delivered, match_id=m.match_id,
                                              details={"deadline": deadline})
                         continue
