@@ -697,9 +697,10 @@ class MatchManager:
                              reason="BAD_ACTION")
         if not isinstance(client_action_id, str) or len(client_action_id) > MAX_CLIENT_ACTION_ID_LENGTH:
             raise BadRequest(f"client_action_id is at most {MAX_CLIENT_ACTION_ID_LENGTH} characters",
-                             reason="BAD_CLIENT_ACTION_ID")
+                             reason="BAD_CLIENT_ACTION_ID", field="client_action_id")
         if not client_action_id.isprintable():  # every store can keep it (PostgreSQL text: no NUL)
-            raise BadRequest("client_action_id holds control characters", reason="BAD_CLIENT_ACTION_ID")
+            raise BadRequest("client_action_id holds control characters", reason="BAD_CLIENT_ACTION_ID",
+                             field="client_action_id")
         first = self._first_result(m, seat, action, client_action_id)
         if first is not None:
             return first
