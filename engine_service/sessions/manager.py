@@ -697,9 +697,10 @@ class MatchManager:
                              reason="BAD_ACTION")
         if not isinstance(client_action_id, str) or len(client_action_id) > MAX_CLIENT_ACTION_ID_LENGTH:
             raise BadRequest(f"client_action_id is at most {MAX_CLIENT_ACTION_ID_LENGTH} characters",
-                             reason="BAD_CLIENT_ACTION_ID")
+                             reason="BAD_CLIENT_ACTION_ID", field="client_action_id")
         if not client_action_id.isprintable():  # every store can keep it (PostgreSQL text: no NUL)
-            raise BadRequest("client_action_id holds control characters", reason="BAD_CLIENT_ACTION_ID")
+            raise BadRequest("client_action_id holds control characters", reason="BAD_CLIENT_ACTION_ID",
+                             field="client_action_id")
         first = self._first_result(m, seat, action, client_action_id)
         if first is not None:
             return first
@@ -891,7 +892,6 @@ class MatchManager:
         # every action after ``live_from`` reaches the queue, every one up to it the replay.
         w = Watcher(audience, self.config.watcher_queue_size)
         live_from, ended = live, m.over
-        delayed = live < m.seq
         m.watchers.add(w)
         kind = audience_kind(audience)
         self.metrics.watchers.labels(kind).inc()
@@ -936,8 +936,10 @@ class MatchManager:
                         # stream is not idle, the event goes first (and the heartbeat's
                         # deadline is then that of the seq it reports)
                         if w.queue.empty():
-                            # a delayed spectator's position has no deadline
-                            deadline = None if delayed and not m.over else m.deadline
+                            # a delayed spectator's position has no deadline (asked now: a
+                            # stream opened before the first action was not behind then)
+                            behind = audience == SPECTATOR and m.spectator_horizon() < m.seq
+                            deadline = None if behind else m.deadline
                             yield MatchEvent(kind="heartbeat", seq=delivered, match_id=m.match_id,
                                              details={"deadline": deadline})
                         continue

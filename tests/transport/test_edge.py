@@ -394,6 +394,21 @@ async def test_a_client_action_id_over_128_characters_is_bad_client_action_id():
 
 
 @run
+async def test_a_client_action_id_with_a_control_character_names_its_field():
+    """The session layer's BAD_CLIENT_ACTION_ID (a control character) carries the ErrorInfo
+    metadata ``field`` as the transport's (too long) does (docs/api.md, the metadata table)."""
+    from .players import create_open_match
+    from .test_service import served
+
+    async with served() as (_, srv):
+        match_id, tokens = await create_open_match(srv.games, "klaberjass")
+        req = pb.SubmitActionRequest(match_id=match_id, action="pass", client_action_id="id\x07")
+        err = await expect_error(srv.games.SubmitAction(req, metadata=bearer(tokens[0])))
+        assert (err.code, err.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "BAD_CLIENT_ACTION_ID")
+        assert err.metadata.get("field") == "client_action_id"
+
+
+@run
 async def test_join_match_hands_its_client_join_id_to_the_session_layer():
     """JoinMatchRequest.client_join_id (the idempotency key of a join: docs/api.md) reaches
     the session layer as it was sent ("" when unset), with the seat and the name."""

@@ -465,6 +465,48 @@ async def test_the_error_metadata_docs_api_md_promises():
 
 
 @run
+async def test_the_start_reaches_a_waiting_watcher_as_the_last_joined_presence_events_view():
+    """docs/api.md (WatchMatch): no action starts a match, so a seat that watches while it
+    waits gets its hand, ``to_act`` and the first deal's commitment in the view of the
+    PRESENCE event (``joined``) of the last seat taken, at seq 0; a spectator gets the public
+    view of the start the same way. Every event but a heartbeat carries a view."""
+    async with served() as (_, srv):
+        stub = srv.games
+        created = (await stub.CreateMatch(pb.CreateMatchRequest(game="georgian_joker"))).match
+        match_id = created.match_id
+        first = await stub.JoinMatch(pb.JoinMatchRequest(match_id=match_id, seat=0))
+        seat_stream = stub.WatchMatch(pb.WatchMatchRequest(match_id=match_id), metadata=bearer(first.seat_token))
+        spectator = stub.WatchMatch(pb.WatchMatchRequest(match_id=match_id))
+        for stream in (seat_stream, spectator):
+            snapshot = await stream.read()
+            assert snapshot.kind == match_pb2.EVENT_KIND_SNAPSHOT
+            assert snapshot.view.status == match_pb2.MATCH_STATUS_WAITING and not snapshot.view.hand
+        for seat in (1, 2, 3):
+            await stub.JoinMatch(pb.JoinMatchRequest(match_id=match_id, seat=seat))
+
+        async def until_active(stream) -> list:
+            events = []
+            while not events or events[-1].view.status != match_pb2.MATCH_STATUS_ACTIVE:
+                events.append(await asyncio.wait_for(stream.read(), 5))
+            return events
+
+        for stream, audience in ((seat_stream, 0), (spectator, None)):
+            events = await until_active(stream)
+            assert all(e.kind == match_pb2.EVENT_KIND_PRESENCE and e.HasField("view") for e in events)
+            start = events[-1]
+            assert (start.reason, start.seat, start.seq) == ("joined", 3, 0)
+            assert start.details["change"] == "joined"
+            view = start.view
+            assert view.HasField("to_act") and view.deal_commitment
+            if audience is None:
+                assert not view.HasField("seat") and not view.hand
+            else:
+                assert view.seat == 0 and view.hand
+        seat_stream.cancel()
+        spectator.cancel()
+
+
+@run
 async def test_domain_events_carry_the_request_id_of_the_call_they_belong_to():
     """The request id (x-request-id, else drawn) is bound for the whole call: the match's own
     log lines written on its behalf (action_applied) carry it, those of another call do not."""

@@ -10,6 +10,7 @@ import random
 
 import grpc
 
+from engine_service.sessions.config import SessionConfig
 from engine_service.sessions.delay import MAX_SPECTATOR_DELAY
 from engine_service.transport.generated import card_games_pb2 as pb, match_pb2
 
@@ -66,3 +67,41 @@ async def test_a_spectator_sees_the_match_delay_actions_late():
         too_long = await expect_error(stub.CreateMatch(pb.CreateMatchRequest(
             game="klaberjass", spectator_delay_actions=MAX_SPECTATOR_DELAY + 1)))
         assert (too_long.code, too_long.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "BAD_SPECTATOR_DELAY")
+
+
+@run
+async def test_a_delayed_spectators_heartbeats_carry_no_deadline():
+    """docs/api.md: a delayed spectator's heartbeats carry no deadline, also on a stream opened
+    before the first action (when the spectators' position was still the match's): the match's
+    deadline is that of a decision the spectator is not shown yet."""
+    config = SessionConfig(db_path="memory:", bot_pace_s=0.0, heartbeat_interval_s=0.05)
+    async with served(config) as (mgr, srv):
+        stub = srv.games
+        match_id, tokens = await create_open_match(stub, "japanese_joker", spectator_delay_actions=DELAY)
+        # both seats present: a two-player game runs its turn timer only then (JJK-10.2)
+        seat_streams = [stub.WatchMatch(pb.WatchMatchRequest(match_id=match_id), metadata=bearer(t))
+                        for t in tokens]
+        spectator = stub.WatchMatch(pb.WatchMatchRequest(match_id=match_id))  # at seq 0: not behind yet
+        assert (await spectator.read()).kind == match_pb2.EVENT_KIND_SNAPSHOT
+        rng = random.Random(5)
+        for _ in range(DELAY + 2):
+            views = [(await stub.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(t))).view
+                     for t in tokens]
+            seat = next(v.seat for v in views if v.HasField("to_act") and v.to_act == v.seat)
+            await stub.SubmitAction(pb.SubmitActionRequest(
+                match_id=match_id, action=rng.choice(views[seat].legal_actions).notation,
+                expected_seq=views[seat].seq), metadata=bearer(tokens[seat]))
+        live = (await stub.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(tokens[0]))).view
+        assert live.HasField("deadline")  # the match has one: the spectator must not see it
+        heartbeats = 0
+        while heartbeats < 3:
+            ev = await asyncio.wait_for(spectator.read(), 5)
+            if ev.kind == match_pb2.EVENT_KIND_ACTION:
+                assert not ev.view.HasField("deadline")
+            elif ev.kind == match_pb2.EVENT_KIND_HEARTBEAT:
+                assert ev.seq <= live.seq - DELAY
+                assert ev.details["deadline"] is None, ev.details
+                heartbeats += 1
+        spectator.cancel()
+        for s in seat_streams:
+            s.cancel()
