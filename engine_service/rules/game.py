@@ -47,7 +47,7 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Mapping, Sequence
 
 from .cards import codes_of, parse_deck
-from .errors import DealRequired, IllegalAction, MatchOver, NotYourTurn
+from .errors import DealRequired, IllegalAction, MalformedAction, MatchOver, NotYourTurn
 from .options import Options, OptionSpec, validate_options
 from .views import ViewMaker
 
@@ -234,7 +234,10 @@ class State(ABC):
             raise DealRequired("the next deal has not been dealt yet")
         if seat is not None and seat != who:
             raise NotYourTurn(f"it is seat {who}'s turn, not seat {seat}'s", to_act=who)
-        a = self.parse_action(action)
+        try:
+            a = self.parse_action(action)
+        except MalformedAction as exc:  # every game's refusal names what was sent, as IllegalAction does
+            raise MalformedAction(exc.message, **{**exc.details, "action": str(action)}) from None
         if a not in self.legal_ids():
             raise IllegalAction(self._why_illegal(a, action), action=action)
         self.apply_id(a)

@@ -464,6 +464,20 @@ async def test_the_error_metadata_docs_api_md_promises():
     assert errors["BAD_EXPECTED_SEQ"].metadata["field"] == "expected_seq"
 
 
+@pytest.mark.parametrize("game", GAMES)
+@run
+async def test_a_malformed_action_names_what_was_sent_in_every_game(game):
+    """docs/api.md: MALFORMED_ACTION carries `action` (what you sent), as ILLEGAL_ACTION does,
+    in every game (only Klaberjass's parser named it)."""
+    async with served() as (_, srv):
+        match_id, tokens = await create_open_match(srv.games, game)
+        mover = (await srv.games.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(tokens[0]))).view.to_act
+        err = await expect_error(srv.games.SubmitAction(pb.SubmitActionRequest(
+            match_id=match_id, action="fold:everything"), metadata=bearer(tokens[mover])))
+    assert (err.code, err.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "MALFORMED_ACTION")
+    assert err.metadata == {"action": "fold:everything"}
+
+
 @run
 async def test_the_start_reaches_a_waiting_watcher_as_the_last_joined_presence_events_view():
     """docs/api.md (WatchMatch): no action starts a match, so a seat that watches while it
