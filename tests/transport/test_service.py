@@ -479,6 +479,21 @@ async def test_a_malformed_action_names_what_was_sent_in_every_game(game):
 
 
 @run
+async def test_the_admins_view_is_the_public_one_with_the_legal_actions_of_the_seat_to_act():
+    """docs/api.md: GetView with the admin token is the public view plus the legal actions of
+    the seat to act; no hand (the hands are InspectMatch's)."""
+    async with served() as (_, srv):
+        match_id, tokens = await create_open_match(srv.games, "japanese_joker")
+        admin = (await srv.games.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(ADMIN_TOKEN))).view
+        mover = (await srv.games.GetView(pb.GetViewRequest(match_id=match_id), metadata=bearer(tokens[admin.to_act]))).view
+        public = (await srv.games.GetView(pb.GetViewRequest(match_id=match_id))).view
+    assert [a.notation for a in admin.legal_actions] == [a.notation for a in mover.legal_actions] != []
+    assert not admin.hand and not admin.HasField("seat") and len(mover.hand) > 0
+    del admin.legal_actions[:]
+    assert admin == public
+
+
+@run
 async def test_the_start_reaches_a_waiting_watcher_as_the_last_joined_presence_events_view():
     """docs/api.md (WatchMatch): no action starts a match, so a seat that watches while it
     waits gets its hand, ``to_act`` and the first deal's commitment in the view of the
