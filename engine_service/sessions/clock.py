@@ -213,8 +213,10 @@ class MatchClock:
         self.writer.presence(m, slot, change)
 
     def disconnected(self, m: LiveMatch, slot: SeatSlot) -> None:
-        """The seat's last stream closed: the grace window starts (for a joined player)."""
-        if self.stopped:
+        """The seat's last stream closed: the grace window starts (for a joined player). A
+        seat whose player left (GJ-12.4: the takeover bot's now) has nothing to announce: its
+        "left" already said the player is gone."""
+        if self.stopped or slot.left:
             return
         if m.active and slot.absent:
             self.arm_grace(m, slot)

@@ -288,7 +288,8 @@ def test_georgian_joker_leaving_hands_the_seat_to_the_named_bot_for_good():
             m = mgr._matches[match_id]
             leaver = m.state.to_act()
             stream = Stream(mgr, match_id, ps[leaver])
-            await until(lambda: stream.events)
+            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+            await until(lambda: stream.events and spectator.events)
             summary = await mgr.leave_match(match_id, ps[leaver], resign=False)
             await until(lambda: m.seq >= 1)
             with pytest.raises(PermissionDenied):
@@ -302,6 +303,12 @@ def test_georgian_joker_leaving_hands_the_seat_to_the_named_bot_for_good():
                 refused.append(info.value)
             assert [e.reason for e in refused] == ["SEAT_LEFT"] * 3
             assert not (await mgr.get_match(match_id)).seats[leaver].present
+            # watchers learn it once: "left" (the seat is the bot's now), no "disconnected" after
+            await until(lambda: any(e.kind == "action" for e in spectator.events))
+            changes = [(e.details["change"], [s["present"] for s in e.details["seats"]][leaver])
+                       for e in spectator.events if e.kind == "presence" and e.seat == leaver]
+            assert changes == [("left", False)], changes
+            await spectator.close()
             # the others leave too: the bots finish the match
             for seat in range(4):
                 if seat != leaver:
