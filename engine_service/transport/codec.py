@@ -165,14 +165,14 @@ def option_value(value: Any) -> match_pb2.OptionValue:
 
 
 def option_from_message(name: str, msg: match_pb2.OptionValue) -> Any:
-    _check_text("an option name", name, MAX_ID_CHARS)
+    _check_text("options", name, MAX_ID_CHARS, "an option name")
     which = msg.WhichOneof("value")
     if which is None:
         raise api.BadRequest(f"option {name!r} has no value", reason="BAD_OPTION_VALUE",
                              option=name)
     value = getattr(msg, which)
     if isinstance(value, str):  # no option value is longer; the message repeats it
-        _check_text(f"option {name!r}", value, MAX_ID_CHARS)
+        _check_text(f"options[{name}]", value, MAX_ID_CHARS, f"option {name!r}")
     return value
 
 
@@ -259,9 +259,11 @@ def summary_message(s: api.MatchSummary) -> match_pb2.MatchSummary:
     return msg
 
 
-def _check_text(field: str, value: str, limit: int) -> str:
+def _check_text(field: str, value: str, limit: int, what: str = "") -> str:
+    """``value`` of the request field ``field`` (FIELD_TOO_LONG's metadata), at most ``limit``
+    characters; ``what``: how the message names it, when not by the field's path."""
     if len(value) > limit:
-        raise api.BadRequest(f"{field} is longer than {limit} characters", reason="FIELD_TOO_LONG",
+        raise api.BadRequest(f"{what or field} is longer than {limit} characters", reason="FIELD_TOO_LONG",
                              field=field)
     return value
 

@@ -479,6 +479,22 @@ async def test_a_malformed_action_names_what_was_sent_in_every_game(game):
 
 
 @run
+async def test_an_overlong_option_names_its_request_field():
+    """docs/api.md: FIELD_TOO_LONG's `field` is the request field: `options` for an option's
+    name, `options[NAME]` for its value (not a phrase)."""
+    long_name = pb.CreateMatchRequest(game="georgian_joker")
+    long_name.options["x" * 200].string_value = "nines"
+    long_value = pb.CreateMatchRequest(game="georgian_joker")
+    long_value.options["deal_schedule"].string_value = "n" * 200
+    async with served() as (_, srv):
+        errors = [await expect_error(srv.games.CreateMatch(req)) for req in (long_name, long_value)]
+    assert [(e.reason, e.metadata["field"]) for e in errors] == [("FIELD_TOO_LONG", "options"),
+                                                                 ("FIELD_TOO_LONG", "options[deal_schedule]")]
+    assert errors[0].message.startswith("an option name is longer than")
+    assert errors[1].message.startswith("option 'deal_schedule' is longer than")
+
+
+@run
 async def test_the_admins_view_is_the_public_one_with_the_legal_actions_of_the_seat_to_act():
     """docs/api.md: GetView with the admin token is the public view plus the legal actions of
     the seat to act; no hand (the hands are InspectMatch's)."""
