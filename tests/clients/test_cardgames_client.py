@@ -1,7 +1,8 @@
 """The Python client library (clients/cardgames_client.py) against a real engine process:
 whole matches of every game, every error class with its status code and ErrorInfo reason,
-idempotent submission, re-deciding on a stale view, and a watch stream that survives the
-engine being killed and restarted."""
+idempotent submission, re-deciding on a stale view, a watch stream that survives the engine
+being killed and restarted, and one cut while its match waits (through a proxy) that resumes
+on the started view."""
 
 from __future__ import annotations
 

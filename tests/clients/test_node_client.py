@@ -1,5 +1,6 @@
 """The Node.js client (clients/node) against a real engine: it creates a match against a bot,
-plays it to the end and prints the result; its own offline unit tests pass too.
+plays it to the end and prints the result; a watch stream cut while its match waits resumes
+on the started view; its own offline unit tests pass too.
 
 Its dependencies come from the npm registry with ``npm ci`` (package-lock.json), run here
 once when clients/node/node_modules is missing or older than the lock file.
