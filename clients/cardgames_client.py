@@ -12,7 +12,9 @@ never the engine's internals, and adds what every client otherwise writes by han
   reopen a dropped stream with ``after_seq`` = the last sequence number received, so no event is
   seen twice and none is lost unless the gap outgrew the server's snapshot threshold (then a
   SNAPSHOT stands for the missed actions; heartbeats and presence events carry no new number
-  and are not replayed);
+  and are not replayed); a stream that dropped while the view it delivered was still WAITING
+  is reopened without ``after_seq`` (a SNAPSHOT first), since the match's start is no action
+  and would not be replayed;
 * **submitting safely**: every action carries a ``client_action_id``, so a transport-level
   retry (UNAVAILABLE, a timeout) can never apply it twice; ``expected_seq`` guards against
   acting on a stale view, and :meth:`SeatSession.act` re-decides on the fresh view an ABORTED
@@ -510,36 +512,67 @@ class _Audience:
         (network, server restart, a watcher that fell behind) it is reopened with ``after_seq``
         = the last sequence number received, after a jittered backoff (at least the RetryInfo
         delay when the reopening was rate limited), so the caller sees no ACTION twice, and
-        every one unless the break outlasted the snapshot threshold. The iterator ends after
-        the MATCH_ENDED event (``stop_when_ended``) or raises CardGamesError for a failure
-        that reconnecting cannot fix (no such match, bad token), when ``resume`` is False, or
-        after ``max_failures`` reconnections in a row that delivered nothing (None: keep
-        trying while the server is unreachable).
+        every one unless the break outlasted the snapshot threshold.
+
+        A resumed stream replays actions only, and the match's start is no action (seq 0
+        before and after it; it reaches watchers as the PRESENCE event of the last seat's
+        join). So while the view last delivered is still WAITING (or none was delivered and
+        the last sequence number is 0), the stream is reopened *without* ``after_seq``: it
+        starts with a SNAPSHOT of the current view, the started one if the match started
+        meanwhile, instead of staying on the waiting view until the first action. That
+        SNAPSHOT is delivered only when it is at the last sequence number received (no action
+        came in between); else the stream is opened again with ``after_seq``, and the actions
+        played meanwhile come as ACTION events, each once, as after any other break.
+
+        The iterator ends after the MATCH_ENDED event (``stop_when_ended``) or raises
+        CardGamesError for a failure that reconnecting cannot fix (no such match, bad token),
+        when ``resume`` is False, or after ``max_failures`` reconnections in a row that
+        delivered nothing (None: keep trying while the server is unreachable).
         """
         last = after_seq
+        # Whether replaying after ``last`` shows the match as it is: the view last delivered is
+        # past WAITING, or actions came after it (a match with actions, last > 0, started too).
+        started = False
+        first = True  # the first stream opens as asked
         failures = 0
         metadata = (("authorization", f"Bearer {self.token}"),) if self.token else None
         while True:
             wait_s = 0.0  # at least this long before reopening (a RATE_LIMITED RetryInfo)
             request = card_games_pb2.WatchMatchRequest(match_id=self.match_id)
-            if last is not None:
+            if last is not None and (first or started or last > 0):
                 request.after_seq = last
+            # reopened without after_seq on a waiting view: its SNAPSHOT must not skip actions
+            checking = last is not None and not request.HasField("after_seq")
+            behind = False
+            first = False
             call = self.client.stub.WatchMatch(request, metadata=metadata)
             try:
                 async for event in call:
                     failures = 0
+                    if checking:
+                        checking = False
+                        if event.kind == EventKind.EVENT_KIND_SNAPSHOT and event.seq > last:
+                            # actions were played meanwhile: replay them, each an ACTION event
+                            started = behind = True
+                            break
                     if event.kind in (EventKind.EVENT_KIND_ACTION, EventKind.EVENT_KIND_SNAPSHOT,
                                       EventKind.EVENT_KIND_MATCH_ENDED):
                         if event.kind == EventKind.EVENT_KIND_ACTION and last is not None and event.seq <= last:
                             continue  # already delivered before a reconnect
                         last = event.seq
+                    if event.HasField("view"):
+                        started = event.view.status != MatchStatus.MATCH_STATUS_WAITING
                     yield event
                     if stop_when_ended and event.kind == EventKind.EVENT_KIND_MATCH_ENDED:
                         return
-                # The server ended the stream cleanly: it is draining (resume on its successor),
-                # or the match is over and its end was already seen before a reconnect.
-                if not resume or is_finished((await self.client.get_match(self.match_id)).status):
-                    return
+                else:
+                    # The server ended the stream cleanly: it is draining (resume on its
+                    # successor), or the match is over and its end was already seen before a
+                    # reconnect.
+                    if not resume or is_finished((await self.client.get_match(self.match_id)).status):
+                        return
+                if behind:
+                    continue  # reopened at once, with after_seq (no failure)
             except grpc.RpcError as exc:
                 error = error_from_rpc(exc)
                 unclear = error.code in _MAYBE_RESUMABLE and failures < _MAX_UNCLEAR_FAILURES

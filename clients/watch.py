@@ -4,7 +4,9 @@
 
 A spectator sees exactly the public view (no hand, no legal actions): the table, the trick,
 tricks taken, scores and every action as it happens. The stream resumes by itself after a
-network drop or a server restart (``after_seq``), so no action is missed or shown twice.
+network drop or a server restart (``after_seq``), so no action is missed or shown twice; one
+that dropped while the match waited reopens with a snapshot, so a match that started meanwhile
+is shown started at once.
 
 ``--plain`` prints one line per event instead of the full-screen table (for logs and pipes);
 ``--from-start`` replays the match from its first action before following it live (a match

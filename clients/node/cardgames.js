@@ -9,7 +9,9 @@
  *  - errors as CardGamesError with the status code name, the google.rpc.ErrorInfo reason and,
  *    for ABORTED (stale sequence), the caller's current View decoded from the status details;
  *  - watch(): the WatchMatch stream as an async iterator that reopens itself with after_seq
- *    after a dropped connection, so every ACTION event is seen exactly once.
+ *    after a dropped connection, so every ACTION event is seen exactly once; a stream that
+ *    dropped while its view was still WAITING is reopened without after_seq (a SNAPSHOT
+ *    first), since the match's start is no action and would not be replayed.
  */
 
 const path = require('node:path');
@@ -285,26 +287,55 @@ class Seat {
    * The match's events for this seat as an async iterator, resumed with after_seq after a
    * dropped stream (each ACTION exactly once; a rate-limited reopening waits its RetryInfo
    * delay); it ends after the MATCH_ENDED event.
+   *
+   * A resumed stream replays actions only, and the match's start is no action (seq 0 before
+   * and after it; watchers get it as the PRESENCE event of the last seat's join). So while the
+   * view last delivered is still WAITING (or none was delivered and the last seq is 0), the
+   * stream is reopened without after_seq: it starts with a SNAPSHOT of the current view, the
+   * started one if the match started meanwhile, instead of staying on the waiting view until
+   * the first action. That SNAPSHOT is delivered only when it is at the last seq received (no
+   * action in between); else the stream is opened again with after_seq and the actions played
+   * meanwhile come as ACTION events, each once.
    */
   async *watch(afterSeq) {
     let last = afterSeq;
+    const known = () => last !== undefined && last !== null;
+    // Whether replaying after `last` shows the match as it is: the view last delivered is past
+    // WAITING, or actions came after it (a match with actions, last > 0, has started too).
+    let started = false;
+    let first = true; // the first stream opens as asked
     let failures = 0;
     for (;;) {
       let waitMs = 0;
       const metadata = new grpc.Metadata();
       metadata.set('authorization', `Bearer ${this.token}`);
       const request = { match_id: this.matchId };
-      if (last !== undefined && last !== null) request.after_seq = last;
+      if (known() && (first || started || last > 0)) request.after_seq = last;
+      // reopened without after_seq on a waiting view: its SNAPSHOT must not skip actions
+      let checking = known() && request.after_seq === undefined;
+      let behind = false;
+      first = false;
       const call = this.client.stub.WatchMatch(request, metadata);
       try {
         for await (const event of call) {
           failures = 0;
           event.seq = event.seq || 0; // proto3 does not send a zero int64
-          if (event.kind === 'EVENT_KIND_ACTION' && last !== undefined && last !== null && event.seq <= last) continue;
+          if (checking) {
+            checking = false;
+            if (event.kind === 'EVENT_KIND_SNAPSHOT' && event.seq > last) {
+              // actions were played meanwhile: replay them, each an ACTION event
+              started = true;
+              behind = true;
+              break;
+            }
+          }
+          if (event.kind === 'EVENT_KIND_ACTION' && known() && event.seq <= last) continue;
           if (['EVENT_KIND_ACTION', 'EVENT_KIND_SNAPSHOT', 'EVENT_KIND_MATCH_ENDED'].includes(event.kind)) last = event.seq;
+          if (event.view) started = event.view.status !== 'MATCH_STATUS_WAITING';
           yield event;
           if (event.kind === 'EVENT_KIND_MATCH_ENDED') return;
         }
+        if (behind) continue; // reopened at once, with after_seq (no failure)
         const summary = await this.client.getMatch(this.matchId);
         if (['MATCH_STATUS_FINISHED', 'MATCH_STATUS_TERMINATED'].includes(summary.status)) return;
       } catch (error) {

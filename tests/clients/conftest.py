@@ -53,3 +53,84 @@ def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
                     "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
                    check=True, capture_output=True)
     return cert, key
+
+
+class CuttableProxy:
+    """A TCP proxy in front of the engine whose connections a test can cut (the client sees its
+    streams fail as after a network drop, UNAVAILABLE) and whose new connections it can
+    :meth:`hold` until :meth:`release`: a client that reconnects meanwhile reaches the engine
+    only after whatever the test did in between (a join that starts the match, an action)."""
+
+    def __init__(self, upstream: str) -> None:
+        host, _, port = upstream.rpartition(":")
+        self.upstream = (host, int(port))
+        self.server: asyncio.AbstractServer | None = None
+        self.port = 0
+        self.connections = 0  # accepted so far (each reconnection is one more)
+        self._open = asyncio.Event()
+        self._open.set()
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._handlers: set[asyncio.Task] = set()
+
+    @property
+    def target(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    async def __aenter__(self) -> "CuttableProxy":
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = self.server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.server is not None
+        self.server.close()
+        self.release()
+        self.cut()
+        for task in list(self._handlers):
+            task.cancel()
+        await asyncio.gather(*self._handlers, return_exceptions=True)
+
+    def hold(self) -> None:
+        """New connections wait (accepted, nothing forwarded) until :meth:`release`."""
+        self._open.clear()
+
+    def release(self) -> None:
+        self._open.set()
+
+    def cut(self) -> None:
+        """Reset every connection open through the proxy (held ones too)."""
+        for writer in list(self._writers):
+            writer.transport.abort()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        self._writers.add(writer)
+        task = asyncio.current_task()
+        assert task is not None
+        self._handlers.add(task)
+        upstream: asyncio.StreamWriter | None = None
+        try:
+            await self._open.wait()
+            if writer.transport.is_closing():
+                return
+            up_reader, upstream = await asyncio.open_connection(*self.upstream)
+            self._writers.add(upstream)
+            await asyncio.gather(self._pipe(reader, upstream), self._pipe(up_reader, writer),
+                                 return_exceptions=True)
+        except (OSError, asyncio.CancelledError):
+            pass  # the engine went away, or the proxy is closing: the connection ends
+        finally:
+            self._handlers.discard(task)
+            for w in (writer, upstream):
+                if w is not None:
+                    self._writers.discard(w)
+                    w.transport.abort()
+
+    @staticmethod
+    async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        finally:
+            writer.transport.abort()  # one side gone: the connection is over both ways

@@ -1,13 +1,15 @@
 """The Python client library (clients/cardgames_client.py) against a real engine process:
 whole matches of every game, every error class with its status code and ErrorInfo reason,
-idempotent submission, re-deciding on a stale view, and a watch stream that survives the
-engine being killed and restarted."""
+idempotent submission, re-deciding on a stale view, a watch stream that survives the engine
+being killed and restarted, and one cut while its match waits (through a proxy) that resumes
+on the started view."""
 
 from __future__ import annotations
 
 import asyncio
 import random
 import time
+from typing import Callable
 
 import grpc
 import pytest
@@ -17,7 +19,7 @@ from clients.local_service import LocalService, free_port
 from clients.render import struct_dict
 from engine_service.transport.generated import match_pb2
 
-from .conftest import ADMIN_TOKEN, run, self_signed_certificate
+from .conftest import ADMIN_TOKEN, CuttableProxy, run, self_signed_certificate
 
 #: Table options that keep a whole match short (the games' own option names).
 SHORT = {"japanese_joker": {"target_score": 11}, "jojotte": {"jj_game_target": 20},
@@ -372,6 +374,107 @@ def test_watch_resumes_across_an_engine_crash(tmp_path):
         first.kill()
         if second is not None:
             assert second.stop() == 0
+
+
+async def _until(predicate, timeout_s: float = 10.0, what: str | Callable[[], str] = "") -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout_s:g} s: {what() if callable(what) else what}")
+        await asyncio.sleep(0.02)
+
+
+def _kinds(events: list[cg.Event]) -> list[tuple[str, int, str]]:
+    return [(cg.EventKind.Name(e.kind), e.seq,
+             cg.MatchStatus.Name(e.view.status) if e.HasField("view") else "") for e in events]
+
+
+def test_a_watch_cut_while_the_match_waits_resumes_on_the_started_view(engine):
+    """docs/api.md, "Reconnecting without losing anything": a resumed watch replays actions
+    only, and the start is none (seq 0 before and after it). A spectator's stream and a seat's
+    second stream (the seat stays present on its first: no presence event when it reconnects),
+    cut while their match waits and reopened only after the last seat's join started it, show
+    the started view (ACTIVE, a seat to act, the seat's hand) before any action is played, not
+    the waiting one until the first action. A second match that started and saw its first
+    action meanwhile shows that action (replayed once, not a snapshot standing for it). Then
+    every watcher sees every action exactly once."""
+
+    async def scenario():
+        async with cg.connect(engine.target, admin_token=ADMIN_TOKEN) as client, \
+                CuttableProxy(engine.target) as proxy, \
+                cg.connect(proxy.target, retry=cg.RetryPolicy(max_backoff_s=0.3)) as proxied:
+            tables = []
+            for _ in range(2):  # [0]: only started while cut off; [1]: started and played on
+                match = await client.create_match("klaberjass", seats=[None, None])
+                first = await client.join(match.match_id)
+                seen: dict[str, list[cg.Event]] = {"present": [], "spectator": [], "seat": []}
+
+                async def follow(name, audience, after_seq, seen=seen):
+                    async for event in audience.watch(after_seq=after_seq):
+                        seen[name].append(event)
+
+                # the seat's first stream, not cut: it keeps the seat present throughout
+                tasks = [asyncio.create_task(follow("present", first, 0))]
+                await _until(lambda seen=seen: seen["present"], what="the seat's first stream")
+                tasks += [asyncio.create_task(follow("spectator", proxied.spectate(match.match_id), None)),
+                          asyncio.create_task(follow("seat", proxied.seat_session(match.match_id, first.seat,
+                                                                                   first.token), None))]
+                tables.append((match, first, seen, tasks))
+            for _, _, seen, _ in tables:
+                await _until(lambda seen=seen: seen["spectator"] and seen["seat"], what="the streams to open")
+                statuses = {e.view.status for e in seen["spectator"] + seen["seat"]}
+                assert statuses == {match_pb2.MATCH_STATUS_WAITING}
+            proxy.hold()
+            proxy.cut()
+            cut = {(match.match_id, name): len(events) for match, _, seen, _ in tables
+                   for name, events in seen.items()}
+            sessions = []
+            for match, first, _, _ in tables:
+                second = await client.join(match.match_id)  # the last seat: the match starts
+                sessions.append([first, second] if first.seat == 0 else [second, first])
+            view = await sessions[1][0].view()
+            assert view.status == match_pb2.MATCH_STATUS_ACTIVE and view.seq == 0
+            played = await sessions[1][view.to_act].act(lambda v: v.legal_actions[0].notation)
+            assert played is not None and played.seq == 1
+            proxy.release()
+
+            (match, _, seen, _), (other, _, other_seen, _) = tables
+            for name in ("spectator", "seat"):
+                after_cut = lambda: seen[name][cut[match.match_id, name]:]  # noqa: E731
+                # before the first action (none is played): heartbeats alone would come meanwhile
+                await _until(lambda: any(e.HasField("view") and e.view.status == match_pb2.MATCH_STATUS_ACTIVE
+                                         for e in after_cut()),
+                             timeout_s=8,
+                             what=lambda: f"the {name}'s started view; after the cut: {_kinds(after_cut())}")
+                resumed = [e for e in after_cut() if e.HasField("view")]
+                assert resumed[0].kind == match_pb2.EVENT_KIND_SNAPSHOT and resumed[0].seq == 0, _kinds(resumed)
+                assert resumed[0].view.status == match_pb2.MATCH_STATUS_ACTIVE
+                assert resumed[0].view.HasField("to_act")
+                if name == "seat":
+                    assert len(resumed[0].view.hand) > 0
+            for name in ("spectator", "seat"):
+                await _until(lambda: any(e.kind == match_pb2.EVENT_KIND_ACTION
+                                         for e in other_seen[name][cut[other.match_id, name]:]),
+                             what=f"the {name}'s replayed action")
+                resumed = [e for e in other_seen[name][cut[other.match_id, name]:] if e.HasField("view")]
+                # the action played meanwhile comes as itself, with its view: no snapshot at seq 1
+                assert _kinds(resumed)[0] == ("EVENT_KIND_ACTION", 1, "MATCH_STATUS_ACTIVE"), _kinds(resumed)
+
+            # play on: every action reaches every watcher once, in order, then the end
+            for (match, _, _, _), seats in zip(tables, sessions):
+                for _ in range(2):
+                    view = await seats[0].view()
+                    await seats[view.to_act].act(lambda v: v.legal_actions[0].notation)
+                await client.admin.terminate(match.match_id, "test over")
+            for match, _, seen, tasks in tables:
+                await asyncio.wait_for(asyncio.gather(*tasks), 30)
+                final = await client.get_match(match.match_id)
+                for name, events in seen.items():
+                    actions = [e.seq for e in events if e.kind == match_pb2.EVENT_KIND_ACTION]
+                    assert actions == list(range(1, final.seq + 1)), (name, _kinds(events))
+                    assert events[-1].kind == match_pb2.EVENT_KIND_MATCH_ENDED
+
+    run(scenario(), timeout_s=90)
 
 
 def test_tls_connection(tmp_path):

@@ -1,5 +1,6 @@
 """The Node.js client (clients/node) against a real engine: it creates a match against a bot,
-plays it to the end and prints the result; its own offline unit tests pass too.
+plays it to the end and prints the result; a watch stream cut while its match waits resumes
+on the started view; its own offline unit tests pass too.
 
 Its dependencies come from the npm registry with ``npm ci`` (package-lock.json), run here
 once when clients/node/node_modules is missing or older than the lock file.
@@ -7,6 +8,7 @@ once when clients/node/node_modules is missing or older than the lock file.
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import json
 import re
@@ -15,6 +17,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
+from clients import cardgames_client as cg
+from engine_service.transport.generated import match_pb2
+
+from .conftest import ADMIN_TOKEN, CuttableProxy, run
 
 NODE_DIR = Path(__file__).resolve().parents[2] / "clients" / "node"
 
@@ -125,3 +132,88 @@ def test_node_verify_deal_agrees_with_the_server_on_partial_reveals(node):
     assert result.returncode == 0, result.stdout + result.stderr
     assert shown.cards == ("JS", "", "AD", "", "TC")
     assert json.loads(result.stdout) == [True, False, False]
+
+
+_WATCH = """
+const { Client, Seat } = require('./cardgames');
+const [target, matchId, seat, token] = process.argv.slice(1);
+(async () => {
+  const client = new Client(target);
+  for await (const event of new Seat(client, matchId, Number(seat), token).watch()) {
+    const view = event.view || {};
+    process.stdout.write(`${JSON.stringify({ kind: event.kind, seq: event.seq, status: view.status || null,
+                                             to_act: view.to_act === undefined ? null : view.to_act,
+                                             hand: (view.hand || []).length })}\n`);
+  }
+  client.close();
+})().catch((e) => { console.error(e); process.exit(1); });
+"""
+
+
+def test_node_watch_cut_while_the_match_waits_resumes_on_the_started_view(engine, node):
+    """docs/api.md, "Reconnecting without losing anything": the start is no action, and a
+    resumed stream replays actions only. A seat's second stream in the Node client (the seat
+    stays present on its first: no presence event when it reconnects), cut while the match
+    waits and reopened only after the last seat's join started it, shows the started view
+    (ACTIVE, a seat to act, the hand) before any action is played; then each action once."""
+
+    async def scenario():
+        async with cg.connect(engine.target, admin_token=ADMIN_TOKEN) as client, \
+                CuttableProxy(engine.target) as proxy:
+            match = await client.create_match("klaberjass", seats=[None, None])
+            first = await client.join(match.match_id)
+            present: list[cg.Event] = []
+
+            async def keep_present():
+                async for event in first.watch(after_seq=0):
+                    present.append(event)
+
+            task = asyncio.create_task(keep_present())
+            while not present:
+                await asyncio.sleep(0.02)
+            watcher = await asyncio.create_subprocess_exec(
+                node, "-e", _WATCH, proxy.target, match.match_id, str(first.seat), first.token, cwd=NODE_DIR,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            events: list[dict] = []
+
+            async def next_event(timeout_s: float = 10.0) -> dict:
+                try:
+                    line = await asyncio.wait_for(watcher.stdout.readline(), timeout_s)
+                except asyncio.TimeoutError:
+                    raise AssertionError(f"no event within {timeout_s:g} s; so far {events}") from None
+                assert line, (await watcher.stderr.read()).decode()
+                events.append(json.loads(line))
+                return events[-1]
+
+            try:
+                assert (await next_event()) == {"kind": "EVENT_KIND_SNAPSHOT", "seq": 0,
+                                                 "status": "MATCH_STATUS_WAITING", "to_act": None, "hand": 0}
+                proxy.hold()
+                proxy.cut()
+                second = await client.join(match.match_id)  # the last seat: the match starts
+                seats = [first, second] if first.seat == 0 else [second, first]
+                assert (await client.get_match(match.match_id)).status == match_pb2.MATCH_STATUS_ACTIVE
+                proxy.release()
+                # before the first action (none is played): heartbeats alone would come meanwhile
+                deadline = asyncio.get_running_loop().time() + 8.0
+                event = await next_event(8.0)
+                while event["kind"] == "EVENT_KIND_HEARTBEAT":
+                    event = await next_event(max(0.0, deadline - asyncio.get_running_loop().time()))
+                assert event["kind"] == "EVENT_KIND_SNAPSHOT" and event["seq"] == 0, events
+                assert event["status"] == "MATCH_STATUS_ACTIVE" and event["to_act"] is not None, events
+                assert event["hand"] > 0, events
+                for _ in range(2):
+                    view = await seats[0].view()
+                    await seats[view.to_act].act(lambda v: v.legal_actions[0].notation)
+                await client.admin.terminate(match.match_id, "test over")
+                while events[-1]["kind"] != "EVENT_KIND_MATCH_ENDED":
+                    await next_event()
+                assert await asyncio.wait_for(watcher.wait(), 30) == 0
+            finally:
+                if watcher.returncode is None:
+                    watcher.kill()
+                    await watcher.wait()
+            await asyncio.wait_for(task, 30)
+            assert [e["seq"] for e in events if e["kind"] == "EVENT_KIND_ACTION"] == [1, 2]
+
+    run(scenario(), timeout_s=90)

@@ -195,6 +195,72 @@ test('watch() reopens a rate-limited stream after the RetryInfo delay', async ()
   assert.ok(opened[2].at - opened[1].at >= 290, 'the reopening waited the RetryInfo delay');
 });
 
+test('watch() reopens a stream cut while the match waited without after_seq: the started view, then each action once', async () => {
+  // docs/api.md, "Reconnecting without losing anything": a resumed stream replays actions only
+  // and the start is none (seq 0 before and after it). A fake server: WatchMatch without
+  // after_seq starts with a snapshot of the match as it stands, with after_seq it replays the
+  // actions after it; the first stream breaks while the match waits.
+  const { Client, Seat } = require('../cardgames');
+  const unavailable = { code: grpc.status.UNAVAILABLE, details: 'connection reset', metadata: new grpc.Metadata() };
+  const stream = (events, error) => ({
+    cancel() {},
+    async* [Symbol.asyncIterator]() { for (const e of events) yield e; if (error) throw error; },
+  });
+  const view = (seq, status, toAct) => ({ seq, status, ...(toAct === undefined ? {} : { to_act: toAct }) });
+  async function resume(playedMeanwhile) {
+    const client = new Client('127.0.0.1:9');
+    client.stub.close();
+    const opened = [];
+    const match = { seq: 0, status: 'MATCH_STATUS_WAITING' };
+    const action = (seq) => ({ kind: 'EVENT_KIND_ACTION', seq, view: view(seq, 'MATCH_STATUS_ACTIVE', seq % 2) });
+    client.stub = {
+      WatchMatch(request) {
+        opened.push(request.after_seq);
+        if (opened.length === 1) {
+          const snapshot = { kind: 'EVENT_KIND_SNAPSHOT', view: view(0, match.status) }; // seq 0: not sent
+          // cut while the match waits; meanwhile the last seat joins (and maybe some play)
+          Object.assign(match, { seq: playedMeanwhile, status: 'MATCH_STATUS_ACTIVE' });
+          return stream([snapshot], unavailable);
+        }
+        const replayed = [];
+        if (request.after_seq === undefined) {
+          replayed.push({ kind: 'EVENT_KIND_SNAPSHOT', seq: match.seq, view: view(match.seq, match.status, match.seq % 2) });
+        } else {
+          for (let seq = request.after_seq + 1; seq <= match.seq; seq += 1) replayed.push(action(seq));
+        }
+        // then live: one more action, and the end
+        const next = match.seq + 1;
+        return stream([...replayed, action(next), { kind: 'EVENT_KIND_MATCH_ENDED', seq: next, view: view(next, 'MATCH_STATUS_FINISHED') }]);
+      },
+    };
+    const seen = [];
+    for await (const event of new Seat(client, 'm1', 0, 't').watch()) {
+      seen.push([event.kind, event.seq, event.view && event.view.status, event.view && event.view.to_act]);
+    }
+    return { opened, seen };
+  }
+
+  // only the start happened meanwhile: the started view at once, not the waiting one until the first action
+  const started = await resume(0);
+  assert.deepStrictEqual(started.opened, [undefined, undefined]);
+  assert.deepStrictEqual(started.seen, [
+    ['EVENT_KIND_SNAPSHOT', 0, 'MATCH_STATUS_WAITING', undefined],
+    ['EVENT_KIND_SNAPSHOT', 0, 'MATCH_STATUS_ACTIVE', 0],
+    ['EVENT_KIND_ACTION', 1, 'MATCH_STATUS_ACTIVE', 1],
+    ['EVENT_KIND_MATCH_ENDED', 1, 'MATCH_STATUS_FINISHED', undefined],
+  ]);
+  // two actions too: they come as themselves, once each (not as a snapshot standing for them)
+  const played = await resume(2);
+  assert.deepStrictEqual(played.opened, [undefined, undefined, 0]);
+  assert.deepStrictEqual(played.seen, [
+    ['EVENT_KIND_SNAPSHOT', 0, 'MATCH_STATUS_WAITING', undefined],
+    ['EVENT_KIND_ACTION', 1, 'MATCH_STATUS_ACTIVE', 1],
+    ['EVENT_KIND_ACTION', 2, 'MATCH_STATUS_ACTIVE', 0],
+    ['EVENT_KIND_ACTION', 3, 'MATCH_STATUS_ACTIVE', 1],
+    ['EVENT_KIND_MATCH_ENDED', 3, 'MATCH_STATUS_FINISHED', undefined],
+  ]);
+});
+
 test('verifyDeal opens a card-by-card commitment with hidden positions (docs/api.md, "Fair dealing")', () => {
   const { verifyDeal } = require('../cardgames');
   const crypto = require('node:crypto');
