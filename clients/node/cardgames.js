@@ -32,7 +32,9 @@ const LOADER_OPTIONS = {
   keepCase: true, // field names as in the .proto files: match_id, legal_actions...
   longs: Number, // int64 seq numbers fit in a double for any real match
   enums: String, // enum values by name: "EVENT_KIND_ACTION"
-  defaults: false, // unset optional fields stay undefined (to_act, seat, winner)
+  // proto3 `optional` fields (to_act, seat, winner) are undefined when unset and 0 when set to 0;
+  // without defaults a zero in a plain field (seq 0) comes back undefined too: read it as `?? 0`
+  defaults: false,
   arrays: true, // ... but repeated fields are always arrays
   oneofs: true,
   includeDirs: PROTO_DIRS,
