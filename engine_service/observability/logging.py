@@ -21,7 +21,11 @@ so that lines of both paths never interleave.
 What a log line may hold is a security matter: never a card a log reader may not see (hands,
 decks, views), never a token. Accepted actions are public and may be logged; a *rejected*
 action string is not logged (``play:AS`` refused for not following suit names a card of the
-sender's hand), nor the answer of a failed bot.
+sender's hand), nor the answer of a failed bot. A logged exception carries its traceback
+without the frames' local variables: structlog renders them by default (``show_locals``), and a
+frame of a call holds its bearer token, its request (a client join id, the admin's decks), the
+records of a match (client action ids) and views; an unexpected error in such a call, a match
+whose stored log does not replay for one, wrote the caller's seat token into the log.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import threading
 from typing import Any, Literal, TextIO
 
 import structlog
+import structlog.tracebacks
 
 LogFormat = Literal["json", "console", "auto"]
 LEVELS = ("debug", "info", "warning", "error", "critical")
@@ -99,6 +104,16 @@ def _caller_module() -> str:
     return "root"
 
 
+def _console_tracebacks() -> Any:
+    """The console renderer's exception formatter, without the frames' locals (the module
+    docstring): rich's when installed (its default shows them), else the plain one."""
+    try:
+        import rich  # noqa: F401
+    except ImportError:
+        return structlog.dev.plain_traceback
+    return structlog.dev.RichTracebackFormatter(show_locals=False)
+
+
 def configure_logging(fmt: LogFormat = "auto", level: str = "info", stream: TextIO | None = None,
                       *, force: bool = False) -> str:
     """Configure structlog and the standard library's root logger once per process.
@@ -123,9 +138,13 @@ def configure_logging(fmt: LogFormat = "auto", level: str = "info", stream: Text
     numeric = getattr(logging, level.upper())
     if fmt == "json":
         renderer = structlog.processors.JSONRenderer()
-        tail = [structlog.processors.dict_tracebacks]
+        # tracebacks as data, never with the frames' locals (tokens, requests, hands: above)
+        tail = [structlog.processors.ExceptionRenderer(
+            structlog.tracebacks.ExceptionDictTransformer(show_locals=False))]
     else:
-        renderer = structlog.dev.ConsoleRenderer(colors=getattr(stream, "isatty", lambda: False)())
+        renderer = structlog.dev.ConsoleRenderer(
+            colors=getattr(stream, "isatty", lambda: False)(),
+            exception_formatter=_console_tracebacks())
         tail = []
 
     # the standard library's records (grpc, asyncio): their own processor chain, same renderer

@@ -655,3 +655,51 @@ async def test_tls_only_when_certificate_and_key_are_given(tmp_path):
             assert err.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
     finally:
         await server.drain(grace_s=1)
+
+
+@pytest.mark.parametrize("fmt", ["json", "console"])
+def test_an_internal_error_logs_no_local_variable_of_its_frames(fmt):
+    """An unexpected error is logged with its traceback (``rpc_internal_error``), but not with
+    the locals of its frames, which structlog renders by default: the servicer's frame holds
+    the caller's bearer token (and other frames requests, client join ids, views). A match
+    whose stored log no longer replays did it for every seat-token call (seen on a real
+    server: the seat token in the JSON line)."""
+    import io
+    import logging
+
+    from engine_service.observability.logging import configure_logging
+
+    secret = "seat-token-that-must-never-be-logged-0123456789"
+
+    class Failing(ScriptedService):
+        def authenticate(self, match_id, token, *, admin=False):
+            if token == secret:
+                raise RuntimeError("the stored log does not replay")
+            return super().authenticate(match_id, token, admin=admin)
+
+    stream = io.StringIO()
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    try:
+        configure_logging(fmt, "info", stream, force=True)
+
+        @run
+        async def go():
+            async with running(Failing()) as srv:
+                err = await expect_error(srv.games.GetView(pb.GetViewRequest(match_id="m1"),
+                                                           metadata=bearer(secret)))
+                assert err.code == grpc.StatusCode.INTERNAL
+                for _ in range(200):  # the rpc line is written after the answer
+                    if '"rpc"' in stream.getvalue() or " rpc " in stream.getvalue():
+                        break
+                    await asyncio.sleep(0.01)
+
+        go()
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+        structlog.reset_defaults()
+    text = stream.getvalue()
+    assert "rpc_internal_error" in text and "the stored log does not replay" in text
+    assert "_principal" in text  # the traceback is there, with its frames
+    assert secret not in text
