@@ -243,6 +243,14 @@ class State(ABC):
         self.apply_id(a)
         return a
 
+    def public_action(self, action: int) -> int:
+        """The id the public record shows for ``action``, a legal action of the seat to act,
+        before it is applied: ``action`` itself, unless the game records it as another action
+        of the same effect so that the choice tells the table nothing the rules keep private
+        (Klaberjass and Jo-Jotte record a ``declare`` that states nothing as ``conceal``). The
+        session publishes and stores this form, never the string the player sent."""
+        return action
+
     def _why_illegal(self, action: int, text: str) -> str:
         """The message of an IllegalAction for ``text`` (id ``action``). Games override it to
         name the rule that forbids the action; the message may use only what the acting seat

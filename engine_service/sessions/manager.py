@@ -49,7 +49,7 @@ from ..rules.cards import card_code, parse_deck
 from ..rules.errors import RulesError
 from ..rules.registry import all_games, get_game
 from ..store import MatchListing, Store, StoreError, open_store
-from ..store.base import MAX_PRUNE_BATCH, STATUSES, MatchRecord, PruneCounts, SeatRecord, StoredMatch
+from ..store.base import MAX_PRUNE_BATCH, STATUSES, ActionRecord, MatchRecord, PruneCounts, SeatRecord, StoredMatch
 from .api import (BadRequest, BotInfo, CreateMatchRequest, DealReveal, GameInfo, Inspection,
                   FailedPrecondition, JoinResult, LimitExceeded, MatchEvent, MatchNotActive,
                   MatchNotFound, MatchNotOver,
@@ -734,12 +734,25 @@ class MatchManager:
         first = m.client_ids.get((seat, client_action_id))
         if first is None:
             return None
-        if first.action != action:
+        if first.action != action and not self._recorded_as(m, first, action):
             raise BadRequest("client_action_id was already used for another action",
                              reason="CLIENT_ACTION_ID_REUSED")
         self.metrics.actions.labels(m.game.id, "player", "duplicate").inc()
         return SubmitResult(seq=first.seq, action=first.action,
                             view=self._view_at(m, seat, first.seq), duplicate=True)
+
+    @staticmethod
+    def _recorded_as(m: LiveMatch, first: ActionRecord, action: str) -> bool:
+        """Whether ``action``, sent at ``first``'s position, is recorded as ``first.action``:
+        the log keeps the public form of an action (``State.public_action``: a ``declare``
+        that states nothing is a ``conceal``), so a retry of the string the player sent
+        differs from it."""
+        try:
+            state, _ = m.fold(first.seq - 1)
+            a = state.parse_action(action)
+            return a in state.legal_ids() and state.action_str(state.public_action(a)) == first.action
+        except Exception:  # not an action of that position: another action
+            return False
 
     async def leave_match(self, match_id: str, principal: Principal, resign: bool) -> MatchSummary:
         """Leave a seat. While the match waits for players the seat becomes free again (the

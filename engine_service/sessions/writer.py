@@ -86,7 +86,13 @@ class MatchWriter:
                                 current=m.envelope(seat), seq=str(m.seq))
         scored = _deals_scored(m)
         state = m.state.clone()
-        state.apply(action, seat)
+        applied = state.apply(action, seat)
+        public = m.state.public_action(applied)
+        if public != applied:
+            # the rules record this choice as another of the same effect (a ``declare`` that
+            # states nothing is a ``conceal``): the string the player sent would tell every
+            # audience (events, replays, logs) what that record keeps private
+            action = m.state.action_str(public)
         new_decks: list[DeckRecord] = []
         dealt = m.deals_dealt
         if state.to_act() == CHANCE:

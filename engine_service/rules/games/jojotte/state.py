@@ -570,21 +570,29 @@ class JojotteState(State):
         else:
             self._to_act = 1 - seat
 
+    def public_action(self, a: int) -> int:
+        """The public trace of the seat to act's legal action ``a`` (:meth:`_normalized_meld_action`)."""
+        if self._phase == PH_MELD and a >= A.DECLARE:
+            return self._normalized_meld_action(self._to_act, a)
+        return a
+
     def _normalized_meld_action(self, seat: int, a: int) -> int:
-        """The public trace of a meld step: ``declare`` when a meld is stated, else ``conceal``
-        (concealing and holding nothing look the same to the opponent, and score the same, so
-        the state records them the same way)."""
+        """The public trace of a meld step: ``declare`` when it changes what the dialogue of
+        its category says (JJ-5.9), else ``conceal``. Declaring nothing, or a quartet or
+        sequence that loses (the declarer's ``good``), states what concealing states, and
+        scores the same: recorded as ``declare`` it told the opponent that the player holds
+        nothing, or nothing good enough, which concealing must leave open (JJ-A21)."""
         if a != A.DECLARE:
             return a
         step = self._meld_step
-        flags = self._declared[:]
-        flags[2 * seat + (step >> 1)] = True
-        st = self._settlement(flags)
-        if step >> 1 == 0:
-            held = st.quartets[seat]
-        else:
-            held = st.sequences[seat]
-        return A.DECLARE if held else A.CONCEAL
+        cat = step >> 1
+        parts = []
+        for flag in (True, False):
+            flags = self._declared[:]
+            flags[2 * seat + cat] = flag
+            st = self._settlement(flags)
+            parts.append((M.dialogue_parts(st)[cat], st.points))
+        return A.DECLARE if parts[0] != parts[1] else A.CONCEAL
 
     def _settlement(self, flags: list[bool]) -> M.Settlement:
         cfg = self.cfg

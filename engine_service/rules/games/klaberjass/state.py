@@ -22,7 +22,7 @@ from ...options import Options, compiled
 from .config import BELLA_ANY, BELLA_KING_FIRST, BELLA_QUEEN_FIRST, Config
 from .notation import action_str as _action_str
 from .notation import parse_action as _parse_action
-from .sequences import MeldOutcome, resolve
+from .sequences import MeldOutcome, dialogue, ranked, resolve
 from .tables import (ACCEPT, BEATS_AS_TRUMP, BELLA, BIT, CONCEAL, DECLARE, EXCHANGE, IDS, JACK, KEEP, KING,
                      NAME, NAMES_EXCEPT, PACK_MASK, PASS, QUEEN, REFUSE, RUNS, SCHMEISS, SEVEN, STRENGTH,
                      SUIT_MASK_OF, TAKE, ids_of)
@@ -273,8 +273,31 @@ class KlaberjassState(State):
                 (order == BELLA_ANY and (played or held)):
             out.insert(out.index(king) + 1, BELLA + king)
 
+    def public_action(self, a: int) -> int:
+        """KL-A20: a ``declare`` that states nothing a ``conceal`` would not state (the elder
+        without a sequence; a dealer whose answer, and so the whole dialogue, comes out the
+        same) is recorded as ``conceal``: the public record must not tell the opponent that
+        the player has no sequence, or none good enough (docs/games/klaberjass.md: "the
+        choice itself reveals nothing")."""
+        if self._phase != P_MELD or a != DECLARE:
+            return a
+        p = self._to_act
+        cfg = self._cfg
+        if p == self._elder:
+            return DECLARE if ranked(self._hands[p], self._trump, cfg.split_runs, cfg.length_compare) else CONCEAL
+        outcomes = []
+        for flag in (True, False):
+            decl = [self._decl[0], self._decl[1]]
+            decl[p] = flag
+            o = resolve(self._hands, self._elder, self._trump, (decl[0], decl[1]),
+                        cfg.split_runs, cfg.length_compare, cfg.best_plus_one)
+            outcomes.append((dialogue(o, True), o.points, o.revealed_mask))
+        return CONCEAL if outcomes[0] == outcomes[1] else DECLARE
+
     def _apply(self, a: int) -> None:
         p = self._to_act
+        if self._phase == P_MELD:
+            a = self.public_action(a)
         self._acts = (self._acts, p << 8 | a)
         ph = self._phase
         if ph == P_PLAY:
