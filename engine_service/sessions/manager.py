@@ -1245,11 +1245,14 @@ class MatchManager:
             if slot.token_hash == "":
                 raise Unauthenticated("unknown or expired seat token")
             _current_token(m, principal)
-            if slot.left and not m.over:
+            if slot.left:
                 # GJ-12.4: the seat is the takeover bot's now; its player is no longer present
-                # and does not follow the hand the bot plays (after the end: the result, the
-                # reveal)
-                raise PermissionDenied("you have left this match", reason="SEAT_LEFT")
+                # and does not follow the hand the bot plays. After the end: the result and the
+                # reveal, as a spectator sees them (a match terminated mid-deal would otherwise
+                # show them the bot's unplayed hand, which stays hidden from everyone, GJ-11.3)
+                if not m.over:
+                    raise PermissionDenied("you have left this match", reason="SEAT_LEFT")
+                return SPECTATOR
             return principal.seat
         if not m.spectators_allowed:
             raise PermissionDenied("this match does not allow spectators", reason="SPECTATORS_NOT_ALLOWED")

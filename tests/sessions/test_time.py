@@ -5,6 +5,8 @@ Georgian Joker, resignation."""
 from __future__ import annotations
 
 import asyncio
+import json
+import random
 import time
 
 import pytest
@@ -277,6 +279,35 @@ class _FirstLegalHost:
         pass
 
 
+def test_a_georgian_joker_leaver_sees_the_public_view_after_a_termination_mid_deal():
+    """GJ-12.4, GJ-11.3: after the end a player who left sees the result as a spectator does,
+    not the seat's hand: a match terminated mid-deal would have shown them the unplayed cards
+    the bot was dealt after they left, which stay hidden from everyone."""
+    async def go():
+        async with manager(host=_FirstLegalHost()) as mgr:
+            match_id, ps = await open_match(mgr, "georgian_joker", takeover_bot="first")
+            m = mgr._matches[match_id]
+            leaver = 0
+            await mgr.leave_match(match_id, ps[leaver], resign=False)
+            rng = random.Random(4)
+            while not (m.deals_dealt >= 2 and m.state.view(leaver)["hand"]):
+                seat = m.state.to_act()
+                if seat == leaver or seat < 0:
+                    await asyncio.sleep(0.001)  # the bot's move
+                    continue
+                env = await mgr.get_view(match_id, ps[seat])
+                await mgr.submit_action(match_id, ps[seat], rng.choice(env.view["legal"]), env.seq)
+            hidden = m.state.view(leaver)["hand"]
+            await mgr.terminate_match(match_id, "test")
+            mine = (await mgr.get_view(match_id, ps[leaver])).view
+            public = (await mgr.get_view(match_id, Principal("spectator", match_id))).view
+            return hidden, mine, public
+
+    hidden, mine, public = run(go())
+    assert hidden and mine == public and not mine["hand"]
+    assert not [code for code in hidden if f'"{code}"' in json.dumps(mine)]  # unplayed: nowhere
+
+
 def test_georgian_joker_leaving_hands_the_seat_to_the_named_bot_for_good():
     """GJ-12.4: a player who leaves is replaced by the table's bot for the rest of the match;
     the result lists the seat as abandoned; the seat's token can no longer act."""
@@ -315,7 +346,7 @@ def test_georgian_joker_leaving_hands_the_seat_to_the_named_bot_for_good():
                     await mgr.leave_match(match_id, ps[seat], resign=True)
             await until(lambda: m.over, timeout=60)
             after_end = await mgr.get_view(match_id, ps[leaver])  # the result is theirs to see
-            assert after_end.view["seat"] == leaver
+            assert after_end.view["over"] and after_end.view["winners"]  # as a spectator sees it
             return leaver, summary, m.actions, await mgr.get_match(match_id)
 
     leaver, summary, actions, final = run(go(), timeout=120)

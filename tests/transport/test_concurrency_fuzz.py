@@ -742,7 +742,9 @@ async def _check_round(r: Round) -> None:
     assert inspection.match.seq == inspection.view.seq == final and inspection.match.status == status, where
     public = None
     for audience, view in views.items():
-        expected = state.public_view() if audience == SPECTATOR else state.view(audience)
+        # a seat whose player left (GJ-12.4) sees the end as a spectator does: the hand the bot
+        # was dealt is not theirs
+        expected = state.public_view() if audience == SPECTATOR or audience in r.left else state.view(audience)
         who = f"{where}: {audience}'s view"
         assert view.seq == final and view.status == status and view.over, who
         assert not view.HasField("to_act") and not view.legal_actions, who
