@@ -31,7 +31,9 @@ go back to idle.
 Verdict: each figure is fitted (least squares) against matches finished over the second half
 of the run (the first half is warm-up: caches fill, the allocator settles) and reported as
 growth per 1,000 finished matches; a figure is flagged GROWING when the fit explains most of
-its variation (r^2 >= 0.5) and projects more than a noise floor over the window.
+its variation (r^2 >= 0.5) and projects more than a noise floor over the window. The
+gc-tracked objects are judged only when the window holds two or more of the server's timed full
+collections: between two of them cyclic garbage only accumulates.
 """
 
 from __future__ import annotations
@@ -541,6 +543,7 @@ def verdict(samples: list[dict]) -> dict:
         return out
     xs = [s["finished"] for s in half]
     span = xs[-1] - xs[0]
+    collections = half[-1].get("gc_full", 0) - half[0].get("gc_full", 0)
     out["window_matches_finished"] = span
     figures = {}
     series = {k: [s.get(k) for s in half] for k in ("rss_kb", "fds", "threads", "tasks", "watchers",
@@ -564,6 +567,11 @@ def verdict(samples: list[dict]) -> dict:
         count = series.get(f"sizes.{name}") if name else None
         if key in DIAGNOSTICS:
             entry["note"] = "where RSS goes (not judged)"
+        elif key == "gc_objects" and collections < 2:
+            # cyclic garbage waits in the old generation for the server's timed full collection
+            # (--gc-full-collection-interval-s): between two of them it only rises
+            entry["note"] = (f"not judged: {collections} full collection(s) in the window; run "
+                             "longer than twice the server's --gc-full-collection-interval-s")
         elif key == "db_kb":
             entry["note"] = "the store keeps every match (by design): KB per match = per_1000/1000"
         elif r2 >= 0.5 and growth > floor:
