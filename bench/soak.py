@@ -570,8 +570,9 @@ def verdict(samples: list[dict]) -> dict:
         elif key == "gc_objects" and collections < 2:
             # cyclic garbage waits in the old generation for the server's timed full collection
             # (--gc-full-collection-interval-s): between two of them it only rises
-            entry["note"] = (f"not judged: {collections} full collection(s) in the window; run "
-                             "longer than twice the server's --gc-full-collection-interval-s")
+            entry["note"] = (f"not judged: {collections} full collection(s) in the window (the "
+                             "run's second half); run longer (the server collects every "
+                             "--gc-full-collection-interval-s, 300 s by default)")
         elif key == "db_kb":
             entry["note"] = "the store keeps every match (by design): KB per match = per_1000/1000"
         elif r2 >= 0.5 and growth > floor:
