@@ -10,6 +10,8 @@ import random
 from types import SimpleNamespace
 from typing import Mapping
 
+import pytest
+
 from engine_service.sessions.api import BotInfo
 from engine_service.store import StoreError
 
@@ -110,6 +112,7 @@ class FuzzBase:
     def __init__(self, mgr, store: FaultyStore, rng: random.Random) -> None:
         self.mgr, self.store, self.rng = mgr, store, rng
         self.problems: list[str] = []
+        self.tables: list = []  # the subclass's tables: each has match_id and trace
         self.ops: collections.Counter = collections.Counter()
 
     def problem(self, t, text: str) -> None:
@@ -130,3 +133,19 @@ class FuzzBase:
             await self.pause(4)
             if not await self.step(t, c):
                 return
+
+    def fail_on_problems(self, stats: dict) -> None:
+        """Fail the test with the problems found, the run's figures and the requests of the
+        first problem's match (its last 40)."""
+        if self.problems:
+            first = next((t for t in self.tables if t.match_id in self.problems[0]), None)
+            story = "\n".join(first.trace[-40:]) if first else ""
+            pytest.fail("\n".join(self.problems[:30]) + f"\n{stats}\nthe first one's requests:\n{story}")
+
+
+def faults_by_write(stats: dict) -> collections.Counter:
+    """The faults injected, per (write, before / after), whatever their read-backs did."""
+    faults: collections.Counter = collections.Counter()
+    for (name, mode, _unreadable), n in stats["faults"].items():
+        faults[name, mode] += n
+    return faults

@@ -82,7 +82,7 @@ from engine_service.sessions.match import LiveMatch
 from engine_service.sessions.views import SPECTATOR
 from engine_service.store import MemoryStore, SqliteStore
 
-from .faults import FaultyStore, FuzzBase, RandomBots
+from .faults import FaultyStore, FuzzBase, RandomBots, faults_by_write
 from .helpers import GAMES, Stream, config, run, until
 
 SEATS = {"klaberjass": 2, "jojotte": 2, "japanese_joker": 2, "georgian_joker": 4}
@@ -185,7 +185,6 @@ def newer(a: ViewEnvelope | None, b: ViewEnvelope | None) -> ViewEnvelope | None
 class Fuzz(FuzzBase):
     def __init__(self, mgr: MatchManager, store: FaultyStore, rng: random.Random) -> None:
         super().__init__(mgr, store, rng)
-        self.tables: list[Table] = []
         self.ids = itertools.count(1)
         self.final: dict[str, LiveMatch] = {}  # each match as the drained manager holds it
 
@@ -810,14 +809,9 @@ def test_matches_played_under_store_faults_stay_consistent(kind, seed, tmp_path,
     monkeypatch.setattr(clock_module, "RETRY_AFTER_STORE_FAILURE_S", 0.02)
     inner = MemoryStore() if kind == "memory" else SqliteStore(tmp_path / "fuzz.sqlite3")
     fz, stats = run(fuzz(seed, inner, matches=16, steps=120, within=1.5), timeout=60)
-    if fz.problems:
-        first = next((t for t in fz.tables if t.match_id in fz.problems[0]), None)
-        story = "\n".join(first.trace[-40:]) if first else ""
-        pytest.fail("\n".join(fz.problems[:30]) + f"\n{stats}\nthe first one's requests:\n{story}")
+    fz.fail_on_problems(stats)
     # the fuzz did what it is for
-    faults = collections.Counter()
-    for (name, mode, unreadable), n in stats["faults"].items():
-        faults[name, mode] += n
+    faults = faults_by_write(stats)
     assert faults["append_action", "after"] and faults["append_action", "before"], stats
     assert faults["set_status", "after"] + faults["set_status", "before"], stats
     assert stats["events"].get("log_caught_up"), stats  # actions found written after an error

@@ -56,7 +56,7 @@ from engine_service.sessions.manager import MatchManager
 from engine_service.sessions.tokens import join_id_hash, token_hash
 from engine_service.store import MemoryStore, SqliteStore
 
-from .faults import FaultyStore, FuzzBase, RandomBots
+from .faults import FaultyStore, FuzzBase, RandomBots, faults_by_write
 from .helpers import GAMES, Stream, config, play_random, run, until
 
 SEATS = {"klaberjass": 2, "jojotte": 2, "japanese_joker": 2, "georgian_joker": 4}
@@ -100,7 +100,6 @@ class Table:
 class Fuzz(FuzzBase):
     def __init__(self, mgr: MatchManager, store: FaultyStore, rng: random.Random) -> None:
         super().__init__(mgr, store, rng)
-        self.tables: list[Table] = []
         self.logs: list[dict] = []
 
     def answer(self, t: Table, what: str, exc: BaseException) -> tuple[str, str]:
@@ -528,14 +527,9 @@ def test_racing_joins_leaves_and_reissues_under_store_faults_leave_every_match_c
     monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", (0.002, 0.01, 0.05)[seed % 3])
     inner = MemoryStore() if kind == "memory" else SqliteStore(tmp_path / "fuzz.sqlite3")
     fz, stats = run(fuzz(seed, inner, matches=16, steps=30), timeout=60)
-    if fz.problems:
-        first = next((t for t in fz.tables if t.match_id in fz.problems[0]), None)
-        story = "\n".join(first.trace[-40:]) if first else ""
-        pytest.fail("\n".join(fz.problems[:30]) + f"\n{stats}\nthe first one's requests:\n{story}")
+    fz.fail_on_problems(stats)
     # the fuzz did what it is for
-    faults = collections.Counter()
-    for (name, mode, unreadable), n in stats["faults"].items():
-        faults[name, mode] += n
+    faults = faults_by_write(stats)
     assert faults["start_match", "after"] + faults["start_match", "before"], stats
     assert faults["save_seat", "after"] and faults["save_seat", "before"], stats
     assert stats["ops"].get(("join", "retry")), stats
