@@ -751,7 +751,7 @@ class MatchManager:
             state, _ = m.fold(first.seq - 1)
             a = state.parse_action(action)
             return a in state.legal_ids() and state.action_str(state.public_action(a)) == first.action
-        except Exception:  # not an action of that position: another action
+        except RulesError:  # not an action of that position: another action
             return False
 
     async def leave_match(self, match_id: str, principal: Principal, resign: bool) -> MatchSummary:
