@@ -105,7 +105,8 @@ class _Base:
         may belong to an ended match no longer held in memory: the match is recalled from the
         store once, and the token asked again (a player can still reveal and verify the deals
         of a match that ended long ago). A match that is not stored (any more: retention)
-        is NOT_FOUND whatever the token."""
+        is NOT_FOUND whatever the token: another match's seat token on an id that names no
+        match is NOT_FOUND too (the error table's "unknown match"), not WRONG_MATCH."""
         token = bearer_token(context.invocation_metadata())
         if self._admin.is_admin(token):
             principal = self._service.authenticate(match_id, None, admin=True)
@@ -116,6 +117,10 @@ class _Base:
                 if not match_id or not await self._service.recall(match_id):
                     raise
                 principal = self._service.authenticate(match_id, token)
+            except api.PermissionDenied as exc:
+                if exc.reason == "WRONG_MATCH" and match_id:
+                    await self._service.recall(match_id)  # MatchNotFound when no match has the id
+                raise
         current_rpc().note(match_id=match_id, seat=principal.seat)
         return principal
 

@@ -265,7 +265,8 @@ async def test_error_paths_with_the_session_layer():
             (submit(tokens[seat], "name:" + "SHDC"[0]), grpc.StatusCode.FAILED_PRECONDITION, "ILLEGAL_ACTION"),
             (submit(tokens[waiting], views[waiting].hand and f"play:{views[waiting].hand[0].code}"),
              grpc.StatusCode.FAILED_PRECONDITION, "NOT_YOUR_TURN"),
-            (submit(tokens[seat], "pass", mid="no-such-match"), grpc.StatusCode.PERMISSION_DENIED, "WRONG_MATCH"),
+            # a seat token on an id that names no match: the match is unknown, not the token
+            (submit(tokens[seat], "pass", mid="no-such-match"), grpc.StatusCode.NOT_FOUND, "MATCH_NOT_FOUND"),
             (submit(other_tokens[0], "pass"), grpc.StatusCode.PERMISSION_DENIED, "WRONG_MATCH"),
             (submit("not-a-token", "pass"), grpc.StatusCode.UNAUTHENTICATED, "MISSING_OR_BAD_TOKEN"),
             (stub.GetView(pb.GetViewRequest(match_id="no-such-match")), grpc.StatusCode.NOT_FOUND, "MATCH_NOT_FOUND"),
