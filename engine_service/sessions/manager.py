@@ -24,11 +24,13 @@ How a match runs:
 * **Bots** are called through the bot host off the event loop with only their seat's view;
   any failure falls back to the auto-move policy (:mod:`.clock`).
 
-This module is the service's facade: the registry of live matches, authentication, the
-requests of MatchService, watch streams and the lifecycle. Changes of a match go through
+This module is the service's facade: the registry of live matches, the requests of
+MatchService, watch streams and the lifecycle. Changes of a match go through
 :class:`~.writer.MatchWriter`; what happens with time through :class:`~.clock.MatchClock`;
 the durable writes of a match's creation, of a seat and of a match's start, and their recovery
-when a write's outcome is not known, through :class:`~.seating.Seating`.
+when a write's outcome is not known, through :class:`~.seating.Seating`. Who may do what (a
+token's principal, the audience it sees a match as, the seat it acts for) is
+:mod:`.access`'s to say.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from ..rules.errors import RulesError
 from ..rules.registry import all_games, get_game
 from ..store import MatchListing, Store, StoreError, open_store
 from ..store.base import MAX_PRUNE_BATCH, STATUSES, ActionRecord, MatchRecord, PruneCounts, SeatRecord, StoredMatch
+from .access import acting_seat, audience_of, authenticate, require_current_token
 from .api import (BadRequest, BotInfo, CreateMatchRequest, DealReveal, GameInfo, Inspection,
                   FailedPrecondition, JoinResult, LimitExceeded, MatchEvent, MatchNotActive,
                   MatchNotFound, MatchNotOver,
@@ -143,15 +146,6 @@ def _check_client_join_id(client_join_id: Any) -> str:
                          "printable characters (a random UUID, say)", reason="BAD_CLIENT_JOIN_ID",
                          field="client_join_id")
     return client_join_id
-
-
-def _current_token(m: LiveMatch, principal: Principal) -> None:
-    """A seat principal's token is still its seat's: the operator may have replaced it
-    (ReissueSeatToken) while the call waited for the match (a store read, the match's lock)."""
-    if principal.kind == "seat" and principal.token_hash and principal.seat is not None \
-            and m.seats[principal.seat].token_hash != principal.token_hash:
-        raise Unauthenticated("this seat token was replaced (by the operator, or by a retried JoinMatch)",
-                              reason="TOKEN_REVOKED")
 
 
 class MatchManager:
@@ -366,18 +360,7 @@ class MatchManager:
         ended match from the store (:meth:`recall`), so a seat token works for as long as the
         match is stored (``keep_finished_days``; then the match is not found).
         """
-        if admin:
-            return Principal(kind="admin", match_id=match_id)
-        if not token:
-            return Principal(kind="spectator", match_id=match_id)
-        digest = token_hash(token)
-        entry = self._tokens.get(digest)
-        if entry is None:
-            raise Unauthenticated("unknown or expired seat token")
-        owner, seat = entry
-        if match_id and owner != match_id:
-            raise PermissionDenied("this seat token belongs to another match", reason="WRONG_MATCH")
-        return Principal(kind="seat", match_id=owner, seat=seat, token_hash=digest)
+        return authenticate(self._tokens, match_id, token, admin=admin)
 
     async def recall(self, match_id: str) -> bool:
         """See api.MatchService.recall: True when ``match_id`` was stored but not held;
@@ -593,7 +576,7 @@ class MatchManager:
     async def get_view(self, match_id: str, principal: Principal) -> ViewEnvelope:
         self._require_open()
         m = await self._get(match_id)
-        return m.envelope(self._audience(m, principal))
+        return m.envelope(audience_of(m, principal))
 
     async def get_match(self, match_id: str) -> MatchSummary:
         self._require_open()
@@ -642,7 +625,7 @@ class MatchManager:
         a card early (docs/api.md, "Fair dealing")."""
         self._require_open()
         m = await self._get(match_id)
-        self._audience(m, principal)  # who may not view the match may not see its decks
+        audience_of(m, principal)  # who may not view the match may not see its decks
         if not m.over:
             raise MatchNotOver("the decks are revealed once the match is over")
         if m.shown is None:  # a replay of the match: off the event loop, once
@@ -673,12 +656,12 @@ class MatchManager:
     async def submit_action(self, match_id: str, principal: Principal, action: str,
                             expected_seq: int | None, client_action_id: str = "") -> SubmitResult:
         self._require_running()
-        seat = self._acting_seat(principal, match_id)
+        seat = acting_seat(principal, match_id)
         m = await self._get(match_id)
         client_action_id = client_action_id or ""
 
         async def locked() -> SubmitResult:
-            _current_token(m, principal)
+            require_current_token(m, principal)
             try:
                 return await self._submit(m, seat, action, expected_seq, client_action_id)
             except StaleSequence:
@@ -761,11 +744,11 @@ class MatchManager:
         in a four-player match a bot plays the seat to the end and the result lists it under
         ``abandoned``."""
         self._require_running()
-        seat = self._acting_seat(principal, match_id)
+        seat = acting_seat(principal, match_id)
         m = await self._get(match_id)
 
         async def locked() -> MatchSummary:
-            _current_token(m, principal)
+            require_current_token(m, principal)
             slot = m.seats[seat]
             if m.over:
                 raise MatchNotActive("the match is over")
@@ -868,7 +851,7 @@ class MatchManager:
         # it. From here to the registration below there is no await, so none registers once
         # the drain has begun.
         self._require_running()
-        audience = self._audience(m, principal)
+        audience = audience_of(m, principal)
         if isinstance(after_seq, bool) or not isinstance(after_seq, int):
             raise BadRequest("after_seq must be an integer", reason="BAD_AFTER_SEQ")
         # a spectator of a delayed match follows it at the spectators' horizon (.delay)
@@ -1234,39 +1217,6 @@ class MatchManager:
             return m.envelope(audience)
         state, _ = m.fold(seq)
         return m.envelope(audience, state, seq)
-
-    def _audience(self, m: LiveMatch, principal: Principal) -> Audience:
-        if principal.kind == "admin":
-            return ADMIN
-        if principal.kind == "seat":
-            if principal.match_id != m.match_id or principal.seat is None:
-                raise PermissionDenied("this seat token belongs to another match", reason="WRONG_MATCH")
-            slot = m.seats[principal.seat]
-            if slot.token_hash == "":
-                raise Unauthenticated("unknown or expired seat token")
-            _current_token(m, principal)
-            if slot.left:
-                # GJ-12.4: the seat is the takeover bot's now; its player is no longer present
-                # and does not follow the hand the bot plays. After the end: the result and the
-                # reveal, as a spectator sees them (a match terminated mid-deal would otherwise
-                # show them the bot's unplayed hand, which stays hidden from everyone, GJ-11.3)
-                if not m.over:
-                    raise PermissionDenied("you have left this match", reason="SEAT_LEFT")
-                return SPECTATOR
-            return principal.seat
-        if not m.spectators_allowed:
-            raise PermissionDenied("this match does not allow spectators", reason="SPECTATORS_NOT_ALLOWED")
-        return SPECTATOR
-
-    @staticmethod
-    def _acting_seat(principal: Principal, match_id: str) -> int:
-        if principal.kind == "spectator":
-            raise Unauthenticated("a seat token is required")
-        if principal.kind != "seat" or principal.seat is None:
-            raise PermissionDenied("only a seat's player may do this", reason="NOT_A_SEAT")
-        if principal.match_id != match_id:
-            raise PermissionDenied("this seat token belongs to another match", reason="WRONG_MATCH")
-        return principal.seat
 
     def _require_open(self) -> None:
         if self._closed:
