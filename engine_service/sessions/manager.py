@@ -25,12 +25,12 @@ How a match runs:
   any failure falls back to the auto-move policy (:mod:`.clock`).
 
 This module is the service's facade: the registry of live matches, the requests of
-MatchService, watch streams and the lifecycle. Changes of a match go through
-:class:`~.writer.MatchWriter`; what happens with time through :class:`~.clock.MatchClock`;
-the durable writes of a match's creation, of a seat and of a match's start, and their recovery
-when a write's outcome is not known, through :class:`~.seating.Seating`. Who may do what (a
-token's principal, the audience it sees a match as, the seat it acts for) is
-:mod:`.access`'s to say.
+MatchService and the lifecycle. Changes of a match go through :class:`~.writer.MatchWriter`;
+what happens with time through :class:`~.clock.MatchClock`; the durable writes of a match's
+creation, of a seat and of a match's start, and their recovery when a write's outcome is not
+known, through :class:`~.seating.Seating`; watch streams (opened, counted as a seat's
+presence, ended) through :class:`~.streams.WatchStreams`. Who may do what (a token's
+principal, the audience it sees a match as, the seat it acts for) is :mod:`.access`'s to say.
 """
 
 from __future__ import annotations
@@ -67,11 +67,11 @@ from .match import CorruptLog, LiveMatch, SeatSlot
 from .policy import (BOT_TAKEOVER, FORFEIT, absence_policy, merge_turn_time, reconnect_grace,
                      turn_time)
 from .seating import Seating
+from .streams import WatchStreams
 from .tokens import (MAX_CLIENT_JOIN_ID_LENGTH, MIN_CLIENT_JOIN_ID_LENGTH, join_id_hash, new_match_id,
                      new_token, token_hash)
-from .views import ADMIN, SPECTATOR, Audience, audience_kind
-from .watchers import Watcher, _End
-from .writer import MatchWriter, ended_event
+from .views import ADMIN
+from .writer import MatchWriter
 
 log = structlog.get_logger("engine_service.sessions")
 T = TypeVar("T")
@@ -173,7 +173,6 @@ class MatchManager:
         # listed matches registered while waiting (list_open_matches drops those that started)
         self._lobby: dict[str, LiveMatch] = {}
         self._load_lock = asyncio.Lock()
-        self._spectator_streams = 0  # open spectator and admin streams (config.max_watchers)
         self._creating = {"waiting": 0, "active": 0}  # create_match calls awaiting the store
         self._tasks: set[asyncio.Task] = set()
         self._writes: set[asyncio.Task] = set()  # accepted writes (_exclusive, creations) under way
@@ -187,7 +186,9 @@ class MatchManager:
         self._clock = MatchClock(self.config, self.metrics, self._writer, self._spawn, lambda: self._host)
         self._writer.schedule = self._clock.schedule
         self._writer.stop = self._clock.stop
-        self._writer.overflowed = self._overflowed
+        self._streams = WatchStreams(self.config, self.metrics, self._clock, get=self._get,
+                                     running=self._require_running)
+        self._writer.overflowed = self._streams.overflowed
         self._seating = Seating(self._store, self.metrics, self._writer, self._clock, self._tokens,
                                 spawn=self._spawn, exclusive=self._exclusive,
                                 held=lambda match_id: self._matches.get(match_id),
@@ -566,7 +567,7 @@ class MatchManager:
         self._tokens.pop(slot.token_hash, None)
         slot.token_hash, slot.join_hash = digest, join_hash
         self._tokens[digest] = (m.match_id, slot.seat)
-        if self._end_seat_streams(m, slot, Unauthenticated(f"this seat token was replaced by {by}",
+        if self._streams.end_seat(m, slot, Unauthenticated(f"this seat token was replaced by {by}",
                                                            reason="TOKEN_REVOKED")):
             self._clock.disconnected(m, slot)  # absent until the player connects with the new token
         return token
@@ -722,7 +723,7 @@ class MatchManager:
                              reason="CLIENT_ACTION_ID_REUSED")
         self.metrics.actions.labels(m.game.id, "player", "duplicate").inc()
         return SubmitResult(seq=first.seq, action=first.action,
-                            view=self._view_at(m, seat, first.seq), duplicate=True)
+                            view=m.view_at(seat, first.seq), duplicate=True)
 
     @staticmethod
     def _recorded_as(m: LiveMatch, first: ActionRecord, action: str) -> bool:
@@ -764,7 +765,7 @@ class MatchManager:
                 self._tokens.pop(slot.token_hash, None)
                 # free again: its client join id no longer matches (a retry would take it again)
                 slot.player_name, slot.token_hash, slot.joined_at, slot.join_hash = "", "", None, ""
-                gone = self._end_seat_streams(m, slot, PermissionDenied("you left this match", reason="SEAT_LEFT"))
+                gone = self._streams.end_seat(m, slot, PermissionDenied("you left this match", reason="SEAT_LEFT"))
                 m.log.info("seat_left", seat=seat, resign=resign)
                 self._writer.presence(m, slot, "left")
                 if gone:
@@ -778,7 +779,7 @@ class MatchManager:
                                               "save_seat")
                 slot.left = True
                 self._clock.cancel_grace(slot)
-                gone = self._end_seat_streams(m, slot, PermissionDenied("you left this match", reason="SEAT_LEFT"))
+                gone = self._streams.end_seat(m, slot, PermissionDenied("you left this match", reason="SEAT_LEFT"))
                 m.log.info("seat_resigned", seat=seat)
                 self._writer.presence(m, slot, "left")
                 if gone:
@@ -837,170 +838,10 @@ class MatchManager:
 
     # ---- watching -------------------------------------------------------------------------
 
-    async def watch(self, match_id: str, principal: Principal, after_seq: int) -> AsyncIterator[MatchEvent]:
-        """Events after ``after_seq``: the missed actions replayed from the log (or one
-        snapshot when ``after_seq`` < 0 or the gap exceeds ``snapshot_threshold``), then live
-        events, heartbeats while idle, and ``match_ended`` last. A seat's open streams are its
-        presence; a seat reconnecting with ``after_seq`` < 0 gets its complete private view
-        again in the snapshot and play continues from the same position (JJK-9.6). Consume it
-        with ``contextlib.aclosing`` so that presence ends with the stream."""
-        self._require_running()
-        m = await self._get(match_id)
-        # Again: reading the match may have awaited the store while drain() ended every stream
-        # it could see; a watcher registered now would stay open until the server cancelled
-        # it. From here to the registration below there is no await, so none registers once
-        # the drain has begun.
-        self._require_running()
-        audience = audience_of(m, principal)
-        if isinstance(after_seq, bool) or not isinstance(after_seq, int):
-            raise BadRequest("after_seq must be an integer", reason="BAD_AFTER_SEQ")
-        # a spectator of a delayed match follows it at the spectators' horizon (.delay)
-        live = m.seq if audience != SPECTATOR else m.spectator_horizon()
-        if after_seq > live:
-            raise BadRequest(f"after_seq {after_seq} is ahead of the match (seq {live}"
-                             f"{' for spectators' if live < m.seq else ''})", reason="BAD_AFTER_SEQ")
-        slot = m.seats[audience] if isinstance(audience, int) else None
-        evicted = False
-        if slot is not None:
-            if slot.streams >= self.config.max_streams_per_seat:
-                # the newest stream wins: a client reconnecting over connections the server
-                # has not seen die yet (keepalive) must get through, or its player would be
-                # absent and lose; the seat's oldest open stream ends instead
-                oldest = min((w for w in m.watchers if w.audience == audience and not w.closed),
-                             key=lambda w: w.opened, default=None)
-                if oldest is not None:
-                    oldest.end(LimitExceeded(f"this seat opened more than {self.config.max_streams_per_seat} "
-                                             "watch streams: the oldest one was closed",
-                                             reason="MAX_SEAT_STREAMS"), drop_pending=True)
-                    # It stops counting now, not when its generator closes: that may be much
-                    # later (its last write stuck on a dead connection), and meanwhile it kept
-                    # the seat at its limit, so that the seat's next stream evicted a live one
-                    # (RESOURCE_EXHAUSTED) with fewer than the limit open. The stream
-                    # registered below takes its place: the seat stays present throughout.
-                    self._uncount(m, oldest, slot)
-                    evicted = True
-        elif len(m.watchers) - sum(s.streams for s in m.seats) >= self.config.max_watchers_per_match:
-            raise LimitExceeded("too many spectators on this match", reason="MAX_WATCHERS")
-        elif self._spectator_streams >= self.config.max_watchers:
-            raise LimitExceeded("too many spectators on this server", reason="MAX_WATCHERS")
-
-        # Registration and the replay boundary are read together, without an await between:
-        # every action after ``live_from`` reaches the queue, every one up to it the replay.
-        w = Watcher(audience, self.config.watcher_queue_size)
-        live_from, ended = live, m.over
-        m.watchers.add(w)
-        kind = audience_kind(audience)
-        self.metrics.watchers.labels(kind).inc()
-        if slot is not None:
-            slot.streams += 1
-            if slot.streams == 1 and not evicted:
-                self._clock.connected(m, slot)
-        else:
-            self._spectator_streams += 1
-        try:
-            if after_seq < 0 or live_from - after_seq > self.config.snapshot_threshold:
-                self.metrics.watch_snapshots.inc()
-                yield MatchEvent(kind="snapshot", seq=live_from, match_id=m.match_id,
-                                 view=self._view_at(m, audience, live_from),
-                                 details={"seats": m.presence()})
-            else:
-                for rec, state, details in m.replay(after_seq, live_from):
-                    current = rec.seq == m.seq
-                    env = (m.envelope(audience) if current
-                           else m.envelope(audience, state, rec.seq))
-                    yield MatchEvent(kind="action", seq=rec.seq, match_id=m.match_id, seat=rec.seat,
-                                     action=rec.action, by=rec.by, reason=rec.reason, view=env,
-                                     details=details)
-            if ended:
-                yield ended_event(m, audience)
-                return
-            # A heartbeat reports the seq of the last event this stream delivered, never the
-            # match's: an action of a higher seq may still be queued for it (a client that took
-            # the heartbeat for the stream's position and resumed after it would skip it).
-            delivered = live_from
-            while True:
-                try:
-                    item = w.queue.get_nowait()  # drain without a scheduling round per event
-                except asyncio.QueueEmpty:
-                    try:
-                        # not asyncio.wait_for: before Python 3.12 it can swallow the
-                        # cancellation of a stream whose event arrives at the same moment
-                        async with asyncio.timeout(self.config.heartbeat_interval_s):
-                            item = await w.queue.get()
-                    except TimeoutError:
-                        # an event queued in the step the wait timed out (a busy loop): the
-                        # stream is not idle, the event goes first (and the heartbeat's
-                        # deadline is then that of the seq it reports)
-                        if w.queue.empty():
-                            # a delayed spectator's position has no deadline (asked now: a
-                            # stream opened before the first action was not behind then)
-                            behind = audience == SPECTATOR and m.spectator_horizon() < m.seq
-                            deadline = None if behind else m.deadline
-                            yield MatchEvent(kind="heartbeat", seq=delivered, match_id=m.match_id,
-                                             details={"deadline": deadline})
-                        continue
-                if isinstance(item, _End):
-                    if item.error is not None:
-                        raise item.error
-                    return
-                delivered = item.seq
-                yield item
-        finally:
-            self.metrics.watchers.labels(kind).dec()
-            if w.counted:  # else the server that ended it (or its overflow) uncounted it already
-                self._uncount(m, w, slot)
-                if slot is not None and slot.streams == 0:
-                    self._clock.disconnected(m, slot)
-
-    def _end_seat_streams(self, m: LiveMatch, slot: SeatSlot, error: SessionError) -> bool:
-        """End every open stream of ``slot``'s seat with ``error`` (its player left, its token
-        was replaced). They stop counting now (the seat's presence and stream limit), not when
-        their generators close: the generator of a dead connection's stream closes only when
-        keepalive notices, and meanwhile the seat would stay present and its new player's
-        streams would count the old ones against the limit. Whether the seat had streams and
-        has none now: the caller tells the clock (``disconnected``) after its own events."""
-        had = slot.streams > 0
-        for w in [w for w in m.watchers if w.audience == slot.seat]:
-            w.end(error, drop_pending=True)
-            self._uncount(m, w, slot)
-        return had and slot.streams == 0
-
-    def _overflowed(self, m: LiveMatch, watchers: list[Watcher]) -> None:
-        """Streams that fell too far behind (:meth:`Watcher.offer` closed them with
-        WATCH_OVERFLOW) stop counting now (a seat's presence, the seat's and the spectators'
-        limits), as :meth:`_end_seat_streams` does, not when their generators close: a stream
-        overflows because its connection is slow or dead, and a dead one's generator closes
-        only when keepalive notices. Meanwhile its seat received nothing yet showed present,
-        and its grace window did not start. A seat left without a stream is ``disconnected``
-        (its grace starts); not once the match is over, which has no presence left to follow
-        (the final action's overflow would put a ``disconnected`` between that action and
-        ``match_ended``). Called by the writer on the loop's next turn
-        (:meth:`MatchWriter._overflowed`): the stream's generator may have closed first and
-        uncounted it.
-
-        Counted (``watch_overflows``) and logged here, when it happens. The ``watchers`` gauge
-        (open streams) still drops only when the generator closes, as after
-        :meth:`_end_seat_streams`: until then the stream holds its call and its buffers."""
-        for w in watchers:
-            slot = m.seats[w.audience] if isinstance(w.audience, int) else None
-            self.metrics.watch_overflows.inc()
-            m.log.warning("watch_overflow", audience=audience_kind(w.audience),
-                          seat=w.audience if slot is not None else None)
-            if not w.counted:
-                continue
-            self._uncount(m, w, slot)
-            if slot is not None and slot.streams == 0 and not m.over:
-                self._clock.disconnected(m, slot)
-
-    def _uncount(self, m: LiveMatch, w: Watcher, slot: SeatSlot | None) -> None:
-        """``w`` no longer counts among the match's streams (its limits, the seat's presence);
-        the caller tells the clock when a seat's last stream is gone."""
-        w.counted = False
-        m.watchers.discard(w)
-        if slot is not None:
-            slot.streams -= 1
-        else:
-            self._spectator_streams -= 1
+    def watch(self, match_id: str, principal: Principal, after_seq: int) -> AsyncIterator[MatchEvent]:
+        """Events after ``after_seq``, then live ones (:meth:`.streams.WatchStreams.watch`).
+        Consume it with ``contextlib.aclosing`` so that presence ends with the stream."""
+        return self._streams.watch(match_id, principal, after_seq)
 
     # ---- internals: bookkeeping -----------------------------------------------------------
 
@@ -1211,12 +1052,6 @@ class MatchManager:
                     await self._writer.settle(m)
                 return await fn()
         return await _uninterrupted(run(), f"write-{m.match_id}", self._writes)
-
-    def _view_at(self, m: LiveMatch, audience: Audience, seq: int) -> ViewEnvelope:
-        if seq == m.seq or (audience == SPECTATOR and seq == m.spectator_horizon()):
-            return m.envelope(audience)
-        state, _ = m.fold(seq)
-        return m.envelope(audience, state, seq)
 
     def _require_open(self) -> None:
         if self._closed:
