@@ -29,8 +29,9 @@ MatchService and the lifecycle. Changes of a match go through :class:`~.writer.M
 what happens with time through :class:`~.clock.MatchClock`; the durable writes of a match's
 creation, of a seat and of a match's start, and their recovery when a write's outcome is not
 known, through :class:`~.seating.Seating`; watch streams (opened, counted as a seat's
-presence, ended) through :class:`~.streams.WatchStreams`. Who may do what (a token's
-principal, the audience it sees a match as, the seat it acts for) is :mod:`.access`'s to say.
+presence, ended) through :class:`~.streams.WatchStreams`; the sweeper's pass and retention
+through :class:`~.housekeeping.Housekeeping`. Who may do what (a token's principal, the
+audience it sees a match as, the seat it acts for) is :mod:`.access`'s to say.
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ import contextvars
 import time
 import unicodedata
 from dataclasses import replace
-from datetime import datetime, timezone
 from typing import Any, AsyncIterator, Awaitable, Callable, Protocol, Sequence, TypeVar
 
 import structlog
@@ -51,7 +51,7 @@ from ..rules.cards import card_code, parse_deck
 from ..rules.errors import RulesError
 from ..rules.registry import all_games, get_game
 from ..store import MatchListing, Store, StoreError, open_store
-from ..store.base import MAX_PRUNE_BATCH, STATUSES, ActionRecord, MatchRecord, PruneCounts, SeatRecord, StoredMatch
+from ..store.base import STATUSES, ActionRecord, MatchRecord, PruneCounts, SeatRecord, StoredMatch
 from .access import acting_seat, audience_of, authenticate, require_current_token
 from .api import (BadRequest, BotInfo, CreateMatchRequest, DealReveal, GameInfo, Inspection,
                   FailedPrecondition, JoinResult, LimitExceeded, MatchEvent, MatchNotActive,
@@ -63,6 +63,7 @@ from .chance import draw_first_dealer, random_deck_record, salted_deck
 from .clock import MatchClock
 from .config import SessionConfig
 from .delay import MAX_SPECTATOR_DELAY
+from .housekeeping import Housekeeping
 from .match import CorruptLog, LiveMatch, SeatSlot
 from .policy import (BOT_TAKEOVER, FORFEIT, absence_policy, merge_turn_time, reconnect_grace,
                      turn_time)
@@ -79,8 +80,6 @@ T = TypeVar("T")
 MAX_ACTION_LENGTH = 64
 MAX_CLIENT_ACTION_ID_LENGTH = 128
 MAX_MATCH_ID_LENGTH = 64
-#: Retention: the pause after each batch of a prune pass (other writes go first).
-PRUNE_PAUSE_S = 0.05
 class TakeoverBotUnavailable(ValueError):
     """``SessionConfig.takeover_bot`` names a bot that is not installed, or that plays none
     of the games where a bot takes an absent player's seat (GJ-12.4). Refused at start: it
@@ -196,6 +195,10 @@ class MatchManager:
                                 sweep_interval=lambda: self._sweep_interval)
         self._writer.settle_soon = self._seating.settle_end_soon
         self._writer.status_soon = self._seating.write_status_soon
+        self._housekeeping = Housekeeping(self.config, self.metrics, self._store, self._writer,
+                                          self._seating, self._matches, exclusive=self._exclusive,
+                                          unregister=self._unregister, writes=self._writes,
+                                          loading=self._load_lock, draining=lambda: self._draining)
 
     # ---- lifecycle ------------------------------------------------------------------------
 
@@ -247,11 +250,12 @@ class MatchManager:
             self._rearm(m, now)
         periods = [p / 4 for p in (self.config.finished_retention_s, self.config.waiting_timeout_s) if p > 0]
         interval = self._sweep_interval = max(0.01, min([60.0, *periods]))
-        self._sweeper = asyncio.create_task(self._sweep(interval), name="sessions-sweeper")
+        self._sweeper = asyncio.create_task(self._housekeeping.sweep(interval), name="sessions-sweeper")
         if self.config.keep_finished_days > 0:
             log.info("retention_enabled", keep_finished_days=self.config.keep_finished_days,
                      interval_s=self.config.prune_interval_s, batch=self.config.prune_batch)
-            self._pruner = asyncio.create_task(self._prune_periodically(), name="sessions-pruner")
+            self._pruner = asyncio.create_task(self._housekeeping.prune_periodically(),
+                                               name="sessions-pruner")
 
     def _check_takeover_bot(self) -> None:
         """The session's takeover bot (GJ-12.4) must be installed and play a game where a
@@ -932,102 +936,17 @@ class MatchManager:
         self._register(m)
         return m
 
-    async def _sweep(self, interval: float) -> None:
-        """Housekeeping every ``interval`` seconds: start the matches whose every seat is taken
-        but whose start is in doubt (:meth:`.seating.Seating.start_stalled`; their own retries,
-        :meth:`.seating.Seating._retry_start`, usually come first), end the matches that waited for
-        players longer than ``waiting_timeout_s`` (outcome ``abandoned``: a lobby must not
-        fill up with tables that will never start), and evict finished matches from memory
-        after ``finished_retention_s`` (the store keeps them; they are read back on demand),
-        unless a retry series of theirs is under way (:meth:`.seating.Seating.busy`)."""
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                await self._sweep_once()  # its locals (the last match looked at) end with it
-            except Exception as exc:  # housekeeping must outlive a bug in one pass
-                log.error("sweep_failed", error=str(exc), error_type=type(exc).__name__)
-
-    async def _sweep_once(self) -> None:
-        now, wall = asyncio.get_running_loop().time(), time.time()
-        timeout = self.config.waiting_timeout_s
-        for m in list(self._matches.values()):
-            if m.status == "waiting" and not m.open_seats():  # first: such a match is not stale
-                try:
-                    await self._exclusive(m, lambda m=m: self._seating.start_stalled(m, by="sweeper"))
-                except SessionError as exc:  # the store still fails: the next pass tries again
-                    log.error("match_start_failed", match_id=m.match_id, error=str(exc))
-            elif timeout and m.status == "waiting" and wall - m.created_at >= timeout:
-                try:
-                    await self._exclusive(m, lambda m=m: self._expire_waiting(m))
-                except SessionError as exc:
-                    log.error("waiting_expiry_failed", match_id=m.match_id, error=str(exc))
-            elif (m.over and not m.watchers and m.finished_mono is not None
-                    and now - m.finished_mono >= self.config.finished_retention_s
-                    and not self._seating.busy(m.match_id)):  # its rewrites end with it
-                self._unregister(m)
-
-    async def _expire_waiting(self, m: LiveMatch) -> None:
-        if m.status == "waiting":
-            await self._writer.end(m, "abandoned", winners=[], reason="waiting_timeout")
-
-    async def _prune_periodically(self) -> None:
-        """Retention: a pass of :meth:`prune_finished` at start-up, then every
-        ``prune_interval_s``; a failed pass is logged and the next one runs as planned."""
-        while True:
-            try:
-                await self.prune_finished()
-            except Exception as exc:  # StoreError, or a bug: housekeeping outlives it
-                log.error("prune_failed", error=str(exc), error_type=type(exc).__name__)
-            await asyncio.sleep(self.config.prune_interval_s)
-
     async def prune_finished(self, ended_before: float | None = None) -> PruneCounts:
         """Delete from the store the matches that ended before ``ended_before`` (Unix time;
-        default: ``keep_finished_days`` ago) with everything stored for them, in batches of
-        ``prune_batch`` matches, each one short transaction followed by a pause at least as
-        long (the action path writes between batches), and forget those still held in
-        memory. Afterwards every call about a pruned match, seat tokens included, finds no
-        such match. Returns what was deleted; one ``matches_pruned`` log line per batch."""
-        if ended_before is None:
-            ended_before = time.time() - self.config.keep_finished_days * 86400.0
-        total, limit = PruneCounts(), min(self.config.prune_batch, MAX_PRUNE_BATCH)
-        while not self._draining:
-            started = time.perf_counter()
-            # a batch handed to the store finishes even if the pass is cancelled: the drain
-            # waits for it among the writes before the store closes
-            task = asyncio.get_running_loop().create_task(
-                self._store.prune_finished(ended_before, limit), name="prune-batch")
-            self._writes.add(task)
-            task.add_done_callback(_prune_batch_done)
-            task.add_done_callback(self._writes.discard)
-            batch = await asyncio.shield(task)
-            if not batch.match_ids:
-                break
-            async with self._load_lock:  # a load under way registers first, then is forgotten
-                for match_id in batch.match_ids:
-                    m = self._matches.get(match_id)
-                    if m is not None and m.over:
-                        self._unregister(m)
-            total += batch.counts
-            self.metrics.matches_pruned.inc(len(batch.match_ids))
-            log.info("matches_pruned", matches=batch.counts.matches, actions=batch.counts.actions,
-                     decks=batch.counts.decks, seats=batch.counts.seats,
-                     ended_before=_iso(ended_before),
-                     duration_ms=round((time.perf_counter() - started) * 1000, 1))
-            if len(batch.match_ids) < limit:
-                break
-            # at most half of the store's time while a backlog is cleared
-            await asyncio.sleep(max(PRUNE_PAUSE_S, time.perf_counter() - started))
-        return total
+        default: ``keep_finished_days`` ago), in batches, and forget those still held in
+        memory (:meth:`.housekeeping.Housekeeping.prune_finished`). Returns what was deleted."""
+        return await self._housekeeping.prune_finished(ended_before)
 
     def evict_finished(self) -> int:
         """Evict every finished match without watchers and without a retry series under way
-        (:meth:`.seating.Seating.busy`) now (operations, tests). Returns how many were
-        evicted."""
-        victims = [m for m in self._matches.values()
-                   if m.over and not m.watchers and not self._seating.busy(m.match_id)]
-        for m in victims:
-            self._unregister(m)
-        return len(victims)
+        now (operations, tests: :meth:`.housekeeping.Housekeeping.evict_finished`). Returns
+        how many were evicted."""
+        return self._housekeeping.evict_finished()
 
     async def _exclusive(self, m: LiveMatch, fn: Callable[[], Awaitable[T]]) -> T:
         """Run ``fn`` under the match's lock in a task of its own that the caller's
@@ -1102,17 +1021,6 @@ def _store_unavailable(operation: str, exc: StoreError) -> Unavailable:
     own message stays in the log)."""
     log.error("store_read_failed", operation=operation, error=str(exc), error_type=type(exc).__name__)
     return Unavailable("the match store cannot be read now; try again", reason="STORE_UNAVAILABLE")
-
-
-def _prune_batch_done(task: asyncio.Task) -> None:
-    """A prune batch's failure is its pass's to report (``prune_failed``); once the pass is
-    cancelled (the drain), nobody's: retrieved here so that asyncio does not report it."""
-    if not task.cancelled():
-        task.exception()
-
-
-def _iso(unix_time: float) -> str:
-    return datetime.fromtimestamp(unix_time, timezone.utc).isoformat(timespec="seconds")
 
 
 def _summary_of(listing: MatchListing) -> MatchSummary:
