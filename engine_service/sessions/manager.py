@@ -31,7 +31,8 @@ creation, of a seat and of a match's start, and their recovery when a write's ou
 known, through :class:`~.seating.Seating`; watch streams (opened, counted as a seat's
 presence, ended) through :class:`~.streams.WatchStreams`; the sweeper's pass and retention
 through :class:`~.housekeeping.Housekeeping`. Who may do what (a token's principal, the
-audience it sees a match as, the seat it acts for) is :mod:`.access`'s to say.
+audience it sees a match as, the seat it acts for) is :mod:`.access`'s to say; whether what a
+caller names is acceptable (display names, join ids, seats and bots) :mod:`.validation`'s.
 """
 
 from __future__ import annotations
@@ -39,9 +40,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import time
-import unicodedata
 from dataclasses import replace
-from typing import Any, AsyncIterator, Awaitable, Callable, Protocol, Sequence, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, Protocol, TypeVar
 
 import structlog
 
@@ -56,7 +56,7 @@ from .access import acting_seat, audience_of, authenticate, require_current_toke
 from .api import (BadRequest, BotInfo, CreateMatchRequest, DealReveal, GameInfo, Inspection,
                   FailedPrecondition, JoinResult, LimitExceeded, MatchEvent, MatchNotActive,
                   MatchNotFound, MatchNotOver,
-                  MatchSummary, PermissionDenied, Principal, SeatConfig, SeatTaken,
+                  MatchSummary, PermissionDenied, Principal, SeatTaken,
                   SessionError, StaleSequence, SubmitResult, Unauthenticated, Unavailable,
                   ViewEnvelope)
 from .chance import draw_first_dealer, random_deck_record, salted_deck
@@ -65,12 +65,12 @@ from .config import SessionConfig
 from .delay import MAX_SPECTATOR_DELAY
 from .housekeeping import Housekeeping
 from .match import CorruptLog, LiveMatch, SeatSlot
-from .policy import (BOT_TAKEOVER, FORFEIT, absence_policy, merge_turn_time, reconnect_grace,
-                     turn_time)
+from .policy import FORFEIT, merge_turn_time, reconnect_grace, turn_time
 from .seating import Seating
 from .streams import WatchStreams
-from .tokens import (MAX_CLIENT_JOIN_ID_LENGTH, MIN_CLIENT_JOIN_ID_LENGTH, join_id_hash, new_match_id,
-                     new_token, token_hash)
+from .tokens import join_id_hash, new_match_id, new_token, token_hash
+from .validation import TakeoverBotUnavailable  # noqa: F401 (raised by start(); imported from here)
+from .validation import check_bot, check_client_join_id, check_takeover_bot, clean_name, seat_configs
 from .views import ADMIN
 from .writer import MatchWriter
 
@@ -80,21 +80,6 @@ T = TypeVar("T")
 MAX_ACTION_LENGTH = 64
 MAX_CLIENT_ACTION_ID_LENGTH = 128
 MAX_MATCH_ID_LENGTH = 64
-class TakeoverBotUnavailable(ValueError):
-    """``SessionConfig.takeover_bot`` names a bot that is not installed, or that plays none
-    of the games where a bot takes an absent player's seat (GJ-12.4). Refused at start: it
-    used to show only later, as ``unknown_bot`` bot failures in every such match."""
-
-    def __init__(self, bot: str, installed: Sequence[BotInfo], games: Sequence[str]) -> None:
-        self.bot = bot
-        self.installed = [b.name for b in installed]
-        able = [b.name for b in installed if any(g in b.games for g in games)]
-        if bot not in self.installed:
-            problem = "is not an installed bot"
-        else:
-            problem = f"plays none of the games where a bot takes an absent seat ({', '.join(games)})"
-        super().__init__(f"{bot!r} {problem}; installed bots: {', '.join(self.installed) or 'none'}"
-                         f"; able to take a seat over: {', '.join(able) or 'none'}")
 
 
 class BotHostLike(Protocol):
@@ -108,43 +93,6 @@ class BotHostLike(Protocol):
                      seed: int, deadline_s: float) -> Any: ...
 
     async def close(self) -> None: ...
-
-
-def _clean_name(text: str, limit: int, what: str, code: str = "BAD_NAME", field: str = "") -> str:
-    """A display name: trimmed, printable, at most ``limit`` characters; refused as
-    INVALID_ARGUMENT with the ErrorInfo reason ``code`` naming the request's ``field``.
-
-    Runs of whitespace count as one space (``" ".join(text.split())``), so the raw length
-    alone cannot refuse a name. The split stops after ``limit`` words, though: a name with
-    more words than that is longer than ``limit`` whatever they are, and an enormous input
-    (the session API has no size limit of its own; the gRPC edge caps the raw field) costs
-    one scan and one copy, not a string per word (a 4 MB name took 0.2 s of event-loop CPU
-    and 90 MB before its refusal)."""
-    meta = {"field": field} if field else {}
-    if not isinstance(text, str):
-        raise BadRequest(f"{what} must be a string", reason=code, **meta)
-    words = text.split(None, limit)  # the whole split unless there are more than ``limit`` words
-    if len(words) > limit:  # limit + 1 words or more: at least 2 * limit + 1 characters
-        raise BadRequest(f"{what} is longer than {limit} characters", reason=code, **meta)
-    text = " ".join(words)
-    if len(text) > limit:
-        raise BadRequest(f"{what} is longer than {limit} characters", reason=code, **meta)
-    if any(unicodedata.category(ch).startswith("C") for ch in text):
-        raise BadRequest(f"{what} contains control characters", reason=code, **meta)
-    return text
-
-
-def _check_client_join_id(client_join_id: Any) -> str:
-    """JoinMatch's ``client_join_id``: "" (none), or 16..128 printable characters (a secret
-    the client chose: shorter is too easy to guess; printable: every store keeps it)."""
-    client_join_id = client_join_id or ""
-    if not isinstance(client_join_id, str) or (client_join_id and not (
-            MIN_CLIENT_JOIN_ID_LENGTH <= len(client_join_id) <= MAX_CLIENT_JOIN_ID_LENGTH
-            and client_join_id.isprintable())):
-        raise BadRequest(f"client_join_id is {MIN_CLIENT_JOIN_ID_LENGTH} to {MAX_CLIENT_JOIN_ID_LENGTH} "
-                         "printable characters (a random UUID, say)", reason="BAD_CLIENT_JOIN_ID",
-                         field="client_join_id")
-    return client_join_id
 
 
 class MatchManager:
@@ -227,7 +175,7 @@ class MatchManager:
 
             self._host = BotHost(workers=self.config.bot_workers, metrics=self.metrics)
             self._owns_host = True
-        self._check_takeover_bot()
+        check_takeover_bot(self.config.takeover_bot, self._host)
         # every game's and bot's series at 0 from the start: alerts on increase() see the
         # first failure (observability.metrics)
         self.metrics.declare(games=[g.id for g in all_games()], bots=[b.name for b in self.list_bots()])
@@ -256,17 +204,6 @@ class MatchManager:
                      interval_s=self.config.prune_interval_s, batch=self.config.prune_batch)
             self._pruner = asyncio.create_task(self._housekeeping.prune_periodically(),
                                                name="sessions-pruner")
-
-    def _check_takeover_bot(self) -> None:
-        """The session's takeover bot (GJ-12.4) must be installed and play a game where a
-        bot takes an absent seat (the four-player games: policy BOT_TAKEOVER). Without a bot
-        host there are no bots to check (bot seats are refused then)."""
-        bot = self.config.takeover_bot
-        if not bot or self._host is None:
-            return
-        games = [g.id for g in all_games() if absence_policy(g) == BOT_TAKEOVER]
-        if not any(self._host.plays(bot, g) for g in games):
-            raise TakeoverBotUnavailable(bot, self.list_bots(), games)
 
     async def _abort_start(self) -> None:
         """Undo a start that failed after the store opened: the matches registered so far
@@ -388,14 +325,14 @@ class MatchManager:
         options = game.options(raw)
         turn = turn_time(game, options, float(request.turn_time_s or 0), self.config)
         grace = reconnect_grace(game, options, self.config)
-        seats = self._seat_configs(game, request.seats)
+        seats = seat_configs(game, request.seats, self._host)
         requested_takeover = getattr(request, "takeover_bot", "") or ""
         if requested_takeover:
-            self._check_bot(requested_takeover, game.id)
+            check_bot(requested_takeover, game.id, self._host)
         # the session default is checked when used: a bot that does not play this game fails
         # over to the auto-move policy like any failing bot
         takeover = requested_takeover or self.config.takeover_bot
-        name = _clean_name(request.name or "", self.config.max_name_length, "the match name", field="name")
+        name = clean_name(request.name or "", self.config.max_name_length, "the match name", field="name")
         delay = request.spectator_delay_actions
         if isinstance(delay, bool) or not isinstance(delay, int) or not 0 <= delay <= MAX_SPECTATOR_DELAY:
             raise BadRequest(f"spectator_delay_actions must be 0..{MAX_SPECTATOR_DELAY} actions",
@@ -457,28 +394,6 @@ class MatchManager:
         await _uninterrupted(create(), f"create-{m.match_id}", self._writes)
         return m.summary()
 
-    def _seat_configs(self, game: Any, seats: Sequence[SeatConfig]) -> list[SeatConfig]:
-        seats = list(seats or [])
-        if not seats:
-            return [SeatConfig()] * game.num_seats
-        if len(seats) != game.num_seats:
-            raise BadRequest(f"{game.id} has {game.num_seats} seats, {len(seats)} were configured",
-                             reason="BAD_SEATS")
-        for i, s in enumerate(seats):
-            if s.kind not in ("open", "bot"):
-                raise BadRequest(f"seat {i}: kind must be open or bot", reason="BAD_SEATS")
-            if s.kind == "bot":
-                self._check_bot(s.bot, game.id)
-        return seats
-
-    def _check_bot(self, bot: str, game_id: str) -> None:
-        if not bot:
-            raise BadRequest("a bot seat needs a bot name", reason="UNKNOWN_BOT")
-        if self._host is None or not self._host.plays(bot, game_id):
-            known = sorted(b.name for b in self.list_bots() if game_id in b.games)
-            raise BadRequest(f"no bot {bot!r} plays {game_id}; available: {', '.join(known) or 'none'}",
-                             reason="UNKNOWN_BOT", bot=bot)
-
     async def join_match(self, match_id: str, seat: int | None, player_name: str,
                          client_join_id: str = "") -> JoinResult:
         """Take a seat (api.MatchService.join_match). With a ``client_join_id`` the seat keeps
@@ -486,9 +401,9 @@ class MatchManager:
         answer was lost (UNAVAILABLE, a timeout, a crash after the seat was written) is retried
         safely: a join with that id gets the same seat back (:meth:`_join_again`)."""
         self._require_running()
-        client_join_id = _check_client_join_id(client_join_id)
+        client_join_id = check_client_join_id(client_join_id)
         m = await self._get(match_id)
-        name = _clean_name(player_name or "", self.config.max_name_length, "the player name",
+        name = clean_name(player_name or "", self.config.max_name_length, "the player name",
                            field="player_name")
         join_hash = join_id_hash(m.match_id, client_join_id) if client_join_id else ""
 
@@ -796,7 +711,7 @@ class MatchManager:
     async def terminate_match(self, match_id: str, reason: str) -> MatchSummary:
         self._require_running()
         m = await self._get(match_id)
-        reason = (_clean_name(reason or "", 200, "the reason", "BAD_TERMINATE_REASON", "reason")
+        reason = (clean_name(reason or "", 200, "the reason", "BAD_TERMINATE_REASON", "reason")
                   or "terminated by the admin")  # blank: the default, not an empty reason
 
         async def locked() -> MatchSummary:
