@@ -25,14 +25,20 @@ How a match runs:
   any failure falls back to the auto-move policy (:mod:`.clock`).
 
 This module is the service's facade: the registry of live matches, the requests of
-MatchService and the lifecycle. Changes of a match go through :class:`~.writer.MatchWriter`;
-what happens with time through :class:`~.clock.MatchClock`; the durable writes of a match's
-creation, of a seat and of a match's start, and their recovery when a write's outcome is not
-known, through :class:`~.seating.Seating`; watch streams (opened, counted as a seat's
-presence, ended) through :class:`~.streams.WatchStreams`; the sweeper's pass and retention
-through :class:`~.housekeeping.Housekeeping`. Who may do what (a token's principal, the
-audience it sees a match as, the seat it acts for) is :mod:`.access`'s to say; whether what a
-caller names is acceptable (display names, join ids, seats and bots) :mod:`.validation`'s.
+MatchService and the lifecycle. Its collaborators own the rest:
+
+* :class:`~.writer.MatchWriter`: every change of a match's log or status, published;
+* :class:`~.actions.PlayerActions`: a player's action (its checks, the answer to a retry);
+* :class:`~.clock.MatchClock`: what happens with time (deadlines, absence, bot moves);
+* :class:`~.seating.Seating`: the durable writes of a match's creation, of a seat and of a
+  match's start, and their recovery when a write's outcome is not known;
+* :class:`~.streams.WatchStreams`: the watch streams (opened, counted as a seat's presence,
+  ended);
+* :class:`~.housekeeping.Housekeeping`: the sweeper's pass and retention;
+* :mod:`.access`: who may do what (a token's principal, the audience it sees a match as, the
+  seat it acts for);
+* :mod:`.validation`: whether what a caller names is acceptable (display names, join ids,
+  seats and bots).
 """
 
 from __future__ import annotations
@@ -51,13 +57,14 @@ from ..rules.cards import card_code, parse_deck
 from ..rules.errors import RulesError
 from ..rules.registry import all_games, get_game
 from ..store import MatchListing, Store, StoreError, open_store
-from ..store.base import STATUSES, ActionRecord, MatchRecord, PruneCounts, SeatRecord, StoredMatch
+from ..store.base import STATUSES, MatchRecord, PruneCounts, SeatRecord, StoredMatch
 from .access import acting_seat, audience_of, authenticate, require_current_token
+from .actions import PlayerActions
 from .api import (BadRequest, BotInfo, CreateMatchRequest, DealReveal, GameInfo, Inspection,
                   FailedPrecondition, JoinResult, LimitExceeded, MatchEvent, MatchNotActive,
                   MatchNotFound, MatchNotOver,
                   MatchSummary, PermissionDenied, Principal, SeatTaken,
-                  SessionError, StaleSequence, SubmitResult, Unauthenticated, Unavailable,
+                  SessionError, SubmitResult, Unauthenticated, Unavailable,
                   ViewEnvelope)
 from .chance import draw_first_dealer, random_deck_record, salted_deck
 from .clock import MatchClock
@@ -77,8 +84,6 @@ from .writer import MatchWriter
 log = structlog.get_logger("engine_service.sessions")
 T = TypeVar("T")
 
-MAX_ACTION_LENGTH = 64
-MAX_CLIENT_ACTION_ID_LENGTH = 128
 MAX_MATCH_ID_LENGTH = 64
 
 
@@ -143,6 +148,7 @@ class MatchManager:
                                 sweep_interval=lambda: self._sweep_interval)
         self._writer.settle_soon = self._seating.settle_end_soon
         self._writer.status_soon = self._seating.write_status_soon
+        self._actions = PlayerActions(self._writer, self.metrics)
         self._housekeeping = Housekeeping(self.config, self.metrics, self._store, self._writer,
                                           self._seating, self._matches, exclusive=self._exclusive,
                                           unregister=self._unregister, writes=self._writes,
@@ -582,80 +588,9 @@ class MatchManager:
 
         async def locked() -> SubmitResult:
             require_current_token(m, principal)
-            try:
-                return await self._submit(m, seat, action, expected_seq, client_action_id)
-            except StaleSequence:
-                self.metrics.actions.labels(m.game.id, "player", "stale").inc()
-                raise
-            except (SessionError, RulesError) as exc:
-                self.metrics.actions.labels(m.game.id, "player", exc.reason.lower()).inc()
-                raise
+            return await self._actions.submit(m, seat, action, expected_seq, client_action_id)
 
         return await self._exclusive(m, locked)
-
-    async def _submit(self, m: LiveMatch, seat: int, action: str, expected_seq: int | None,
-                      client_action_id: str) -> SubmitResult:
-        if not isinstance(action, str) or not action or len(action) > MAX_ACTION_LENGTH:
-            raise BadRequest(f"an action is a notation string of 1..{MAX_ACTION_LENGTH} characters",
-                             reason="BAD_ACTION")
-        if not isinstance(client_action_id, str) or len(client_action_id) > MAX_CLIENT_ACTION_ID_LENGTH:
-            raise BadRequest(f"client_action_id is at most {MAX_CLIENT_ACTION_ID_LENGTH} characters",
-                             reason="BAD_CLIENT_ACTION_ID", field="client_action_id")
-        if not client_action_id.isprintable():  # every store can keep it (PostgreSQL text: no NUL)
-            raise BadRequest("client_action_id holds control characters", reason="BAD_CLIENT_ACTION_ID",
-                             field="client_action_id")
-        first = self._first_result(m, seat, action, client_action_id)
-        if first is not None:
-            return first
-        if m.over:
-            raise MatchNotActive("the match is over")
-        if m.status == "waiting":
-            raise MatchNotActive("the match is waiting for players", reason="MATCH_WAITING")
-        if m.seats[seat].left:
-            raise PermissionDenied("you have left this match", reason="SEAT_LEFT")
-        if expected_seq is not None and expected_seq != m.seq:
-            raise StaleSequence(f"expected_seq {expected_seq} is not the match's seq {m.seq}",
-                                current=m.envelope(seat), expected_seq=str(expected_seq), seq=str(m.seq))
-        try:
-            rec = await self._writer.apply(m, seat, action, by="player", client_action_id=client_action_id)
-        except StaleSequence:
-            # the stored log was ahead of the match: the writer caught up with it. If it holds
-            # this very request (an earlier attempt was written but its answer was lost), that
-            # is its result; otherwise the caller decides again on the new state
-            first = self._first_result(m, seat, action, client_action_id)
-            if first is None:
-                raise
-            return first
-        return SubmitResult(seq=rec.seq, action=rec.action, view=m.envelope(seat))
-
-    def _first_result(self, m: LiveMatch, seat: int, action: str,
-                      client_action_id: str) -> SubmitResult | None:
-        """The result of the seat's action with ``client_action_id``, if it is in the log (a
-        retry: ``duplicate``); None when the id is new."""
-        if not client_action_id:
-            return None
-        first = m.client_ids.get((seat, client_action_id))
-        if first is None:
-            return None
-        if first.action != action and not self._recorded_as(m, first, action):
-            raise BadRequest("client_action_id was already used for another action",
-                             reason="CLIENT_ACTION_ID_REUSED")
-        self.metrics.actions.labels(m.game.id, "player", "duplicate").inc()
-        return SubmitResult(seq=first.seq, action=first.action,
-                            view=m.view_at(seat, first.seq), duplicate=True)
-
-    @staticmethod
-    def _recorded_as(m: LiveMatch, first: ActionRecord, action: str) -> bool:
-        """Whether ``action``, sent at ``first``'s position, is recorded as ``first.action``:
-        the log keeps the public form of an action (``State.public_action``: a ``declare``
-        that states nothing is a ``conceal``), so a retry of the string the player sent
-        differs from it."""
-        try:
-            state, _ = m.fold(first.seq - 1)
-            a = state.parse_action(action)
-            return a in state.legal_ids() and state.action_str(state.public_action(a)) == first.action
-        except RulesError:  # not an action of that position: another action
-            return False
 
     async def leave_match(self, match_id: str, principal: Principal, resign: bool) -> MatchSummary:
         """Leave a seat. While the match waits for players the seat becomes free again (the
