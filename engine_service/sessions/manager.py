@@ -35,6 +35,7 @@ MatchService and the lifecycle. Its collaborators own the rest:
 * :class:`~.streams.WatchStreams`: the watch streams (opened, counted as a seat's presence,
   ended);
 * :class:`~.housekeeping.Housekeeping`: the sweeper's pass and retention;
+* :mod:`.terms`: what a new match is made of (a CreateMatchRequest, checked and completed);
 * :mod:`.access`: who may do what (a token's principal, the audience it sees a match as, the
   seat it acts for);
 * :mod:`.validation`: whether what a caller names is acceptable (display names, join ids,
@@ -53,31 +54,27 @@ import structlog
 
 from ..observability.metrics import Metrics, get_metrics
 from ..rules import transcript
-from ..rules.cards import card_code, parse_deck
 from ..rules.errors import RulesError
 from ..rules.registry import all_games, get_game
 from ..store import MatchListing, Store, StoreError, open_store
-from ..store.base import STATUSES, MatchRecord, PruneCounts, SeatRecord, StoredMatch
+from ..store.base import STATUSES, PruneCounts, SeatRecord, StoredMatch
 from .access import acting_seat, audience_of, authenticate, require_current_token
 from .actions import PlayerActions
-from .api import (BadRequest, BotInfo, CreateMatchRequest, DealReveal, GameInfo, Inspection,
-                  FailedPrecondition, JoinResult, LimitExceeded, MatchEvent, MatchNotActive,
-                  MatchNotFound, MatchNotOver,
-                  MatchSummary, PermissionDenied, Principal, SeatTaken,
-                  SessionError, SubmitResult, Unauthenticated, Unavailable,
-                  ViewEnvelope)
-from .chance import draw_first_dealer, random_deck_record, salted_deck
+from .api import (BadRequest, BotInfo, CreateMatchRequest, DealReveal, FailedPrecondition, GameInfo,
+                  Inspection, JoinResult, LimitExceeded, MatchEvent, MatchNotActive, MatchNotFound,
+                  MatchNotOver, MatchSummary, PermissionDenied, Principal, SeatTaken, SessionError,
+                  SubmitResult, Unauthenticated, Unavailable, ViewEnvelope)
 from .clock import MatchClock
 from .config import SessionConfig
-from .delay import MAX_SPECTATOR_DELAY
 from .housekeeping import Housekeeping
 from .match import CorruptLog, LiveMatch, SeatSlot
-from .policy import FORFEIT, merge_turn_time, reconnect_grace, turn_time
+from .policy import FORFEIT
 from .seating import Seating
 from .streams import WatchStreams
+from .terms import match_terms
 from .tokens import join_id_hash, new_match_id, new_token, token_hash
 from .validation import TakeoverBotUnavailable  # noqa: F401 (raised by start(); imported from here)
-from .validation import check_bot, check_client_join_id, check_takeover_bot, clean_name, seat_configs
+from .validation import check_client_join_id, check_takeover_bot, clean_name
 from .views import ADMIN
 from .writer import MatchWriter
 
@@ -323,74 +320,34 @@ class MatchManager:
 
     async def create_match(self, request: CreateMatchRequest, *, admin: bool = False) -> MatchSummary:
         self._require_running()
-        game = get_game(request.game)
-        if not admin and (request.decks or request.first_dealer is not None):
-            raise PermissionDenied("explicit decks and first_dealer need the admin token",
-                                   reason="ADMIN_ONLY")
-        raw = merge_turn_time(game, request.options or {}, float(request.turn_time_s or 0))
-        options = game.options(raw)
-        turn = turn_time(game, options, float(request.turn_time_s or 0), self.config)
-        grace = reconnect_grace(game, options, self.config)
-        seats = seat_configs(game, request.seats, self._host)
-        requested_takeover = getattr(request, "takeover_bot", "") or ""
-        if requested_takeover:
-            check_bot(requested_takeover, game.id, self._host)
-        # the session default is checked when used: a bot that does not play this game fails
-        # over to the auto-move policy like any failing bot
-        takeover = requested_takeover or self.config.takeover_bot
-        name = clean_name(request.name or "", self.config.max_name_length, "the match name", field="name")
-        delay = request.spectator_delay_actions
-        if isinstance(delay, bool) or not isinstance(delay, int) or not 0 <= delay <= MAX_SPECTATOR_DELAY:
-            raise BadRequest(f"spectator_delay_actions must be 0..{MAX_SPECTATOR_DELAY} actions",
-                             reason="BAD_SPECTATOR_DELAY")
-        delay = max(delay, self.config.min_spectator_delay_actions)  # the operator's floor
-
-        decks = [salted_deck(i, [card_code(c) for c in parse_deck(d, game.pack)])
-                 for i, d in enumerate(request.decks or ())]
-        if request.first_dealer is not None:
-            fd = request.first_dealer
-            if isinstance(fd, bool) or not isinstance(fd, int) or not 0 <= fd < game.num_seats:
-                raise BadRequest(f"first_dealer must be a seat number 0..{game.num_seats - 1}",
-                                 reason="BAD_FIRST_DEALER")
-        else:
-            fd = draw_first_dealer(game, options)
-        # A table with open seats is dealt when its last seat is taken (Seating.activate): the first
-        # deal's public cards (a turn-up, a trump indicator) must not be on show to a player
-        # still choosing a seat. The commitment is published then, before anyone sees a card.
-        has_open = any(s.kind == "open" for s in seats)
-        if not decks and not has_open:
-            decks = [random_deck_record(game, 0)]
+        terms = match_terms(request, admin=admin, config=self.config, host=self._host)
 
         # the limits count the matches being created too (their store write is in flight)
         unfinished = [m for m in self._matches.values() if not m.over]
         if len(unfinished) + sum(self._creating.values()) >= self.config.max_matches:
             raise LimitExceeded(f"this server holds its maximum of {self.config.max_matches} matches",
                                 reason="MAX_MATCHES")
-        if has_open and (sum(m.status == "waiting" for m in unfinished) + self._creating["waiting"]
-                         >= self.config.max_waiting_matches):
+        if terms.has_open and (sum(m.status == "waiting" for m in unfinished) + self._creating["waiting"]
+                               >= self.config.max_waiting_matches):
             raise LimitExceeded("too many matches are waiting for players", reason="MAX_WAITING_MATCHES")
 
-        record = MatchRecord(
-            match_id=new_match_id(), game=game.id, options=options.non_default(), first_dealer=fd,
-            seats=tuple(SeatRecord(i, s.kind, s.bot if s.kind == "bot" else "") for i, s in enumerate(seats)),
-            turn_time_s=turn, reconnect_grace_s=grace, spectators_allowed=bool(request.spectators_allowed),
-            name=name, takeover_bot=takeover, listed=bool(request.listed), created_at=time.time(),
-            status="waiting" if has_open else "active", spectator_delay_actions=delay)
-        m = LiveMatch(record, decks, [])
+        record = terms.record(new_match_id(), time.time())
+        m = LiveMatch(record, terms.decks, [])
         self._creating[m.status] += 1  # with the limit check above: no await in between
 
         async def create() -> None:
             try:
-                await self._writer.store_call(self._seating.create(m, record, decks), "create_match")
+                await self._writer.store_call(self._seating.create(m, record, terms.decks), "create_match")
             finally:
                 self._creating[m.status] -= 1
             self._register(m)
-            self.metrics.matches_created.labels(game.id).inc()
+            self.metrics.matches_created.labels(terms.game.id).inc()
             m.log.info("match_created", status=m.status, seats=[s.kind for s in m.seats],
-                       bots=[s.bot for s in m.seats if s.bot], options=dict(options.non_default()),
-                       turn_time_s=turn, reconnect_grace_s=grace,
+                       bots=[s.bot for s in m.seats if s.bot], options=dict(terms.options.non_default()),
+                       turn_time_s=terms.turn_time_s, reconnect_grace_s=terms.reconnect_grace_s,
                        spectators_allowed=m.spectators_allowed, listed=m.listed,
-                       spectator_delay_actions=delay, admin_decks=len(request.decks or ()))
+                       spectator_delay_actions=terms.spectator_delay_actions,
+                       admin_decks=len(request.decks or ()))
             if m.active:
                 self._clock.schedule(m)
 
