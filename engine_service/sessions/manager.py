@@ -654,6 +654,20 @@ class MatchManager:
         Consume it with ``contextlib.aclosing`` so that presence ends with the stream."""
         return self._streams.watch(match_id, principal, after_seq)
 
+    # ---- retention ------------------------------------------------------------------------
+
+    async def prune_finished(self, ended_before: float | None = None) -> PruneCounts:
+        """Delete from the store the matches that ended before ``ended_before`` (Unix time;
+        default: ``keep_finished_days`` ago), in batches, and forget those still held in
+        memory (:meth:`.housekeeping.Housekeeping.prune_finished`). Returns what was deleted."""
+        return await self._housekeeping.prune_finished(ended_before)
+
+    def evict_finished(self) -> int:
+        """Evict every finished match without watchers and without a retry series under way
+        now (operations, tests: :meth:`.housekeeping.Housekeeping.evict_finished`). Returns
+        how many were evicted."""
+        return self._housekeeping.evict_finished()
+
     # ---- internals: bookkeeping -----------------------------------------------------------
 
     def _spawn(self, coro: Awaitable[Any], name: str) -> asyncio.Task:
@@ -742,18 +756,6 @@ class MatchManager:
             m.finished_mono = asyncio.get_running_loop().time()
         self._register(m)
         return m
-
-    async def prune_finished(self, ended_before: float | None = None) -> PruneCounts:
-        """Delete from the store the matches that ended before ``ended_before`` (Unix time;
-        default: ``keep_finished_days`` ago), in batches, and forget those still held in
-        memory (:meth:`.housekeeping.Housekeeping.prune_finished`). Returns what was deleted."""
-        return await self._housekeeping.prune_finished(ended_before)
-
-    def evict_finished(self) -> int:
-        """Evict every finished match without watchers and without a retry series under way
-        now (operations, tests: :meth:`.housekeeping.Housekeeping.evict_finished`). Returns
-        how many were evicted."""
-        return self._housekeeping.evict_finished()
 
     async def _exclusive(self, m: LiveMatch, fn: Callable[[], Awaitable[T]]) -> T:
         """Run ``fn`` under the match's lock in a task of its own that the caller's
