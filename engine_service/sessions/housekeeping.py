@@ -1,11 +1,13 @@
 """The housekeeping of the live matches: :class:`Housekeeping`, a collaborator that
 :class:`~.manager.MatchManager` builds and wires in its ``__init__`` (as it does
-:class:`~.seating.Seating` and :class:`~.streams.WatchStreams`) and whose two loops it runs as
-tasks from :meth:`~.manager.MatchManager.start` to its drain.
+:class:`~.seating.Seating` and :class:`~.streams.WatchStreams`). The manager runs its passes
+on two loops, the sweeper and the pruner, from :meth:`~.manager.MatchManager.start` to its
+drain.
 
-It owns the sweeper's pass (:meth:`Housekeeping.sweep_once`: a start in doubt settled, a table
-that waited too long abandoned, a finished match evicted from memory) and retention
-(:meth:`Housekeeping.prune_finished`: ended matches deleted from the store in short batches).
+It owns what a pass does: the sweeper's (:meth:`Housekeeping.sweep_once`: a start in doubt
+settled, a table that waited too long abandoned, a finished match evicted from memory) and
+retention's (:meth:`Housekeeping.prune_finished`: ended matches deleted from the store in
+short batches).
 
 Why a module of its own: none of this answers a request. It runs on timers, against every
 match the manager holds, and must outlive its own failures (a failed pass is logged and the
@@ -70,22 +72,14 @@ class Housekeeping:
         self._loading = loading
         self._draining = draining
 
-    async def sweep(self, interval: float) -> None:
-        """Housekeeping every ``interval`` seconds: start the matches whose every seat is taken
-        but whose start is in doubt (:meth:`.seating.Seating.start_stalled`; their own retries,
-        :meth:`.seating.Seating._retry_start`, usually come first), end the matches that waited for
-        players longer than ``waiting_timeout_s`` (outcome ``abandoned``: a lobby must not
+    async def sweep_once(self) -> None:
+        """One pass of the sweeper: start the matches whose every seat is taken but whose start
+        is in doubt (:meth:`.seating.Seating.start_stalled`; their own retries,
+        :meth:`.seating.Seating._retry_start`, usually come first), end the matches that waited
+        for players longer than ``waiting_timeout_s`` (outcome ``abandoned``: a lobby must not
         fill up with tables that will never start), and evict finished matches from memory
         after ``finished_retention_s`` (the store keeps them; they are read back on demand),
         unless a retry series of theirs is under way (:meth:`.seating.Seating.busy`)."""
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                await self.sweep_once()  # its locals (the last match looked at) end with it
-            except Exception as exc:  # housekeeping must outlive a bug in one pass
-                log.error("sweep_failed", error=str(exc), error_type=type(exc).__name__)
-
-    async def sweep_once(self) -> None:
         now, wall = asyncio.get_running_loop().time(), time.time()
         timeout = self._config.waiting_timeout_s
         for m in list(self._matches.values()):
@@ -107,16 +101,6 @@ class Housekeeping:
     async def _expire_waiting(self, m: LiveMatch) -> None:
         if m.status == "waiting":
             await self._writer.end(m, "abandoned", winners=[], reason="waiting_timeout")
-
-    async def prune_periodically(self) -> None:
-        """Retention: a pass of :meth:`prune_finished` at start-up, then every
-        ``prune_interval_s``; a failed pass is logged and the next one runs as planned."""
-        while True:
-            try:
-                await self.prune_finished()
-            except Exception as exc:  # StoreError, or a bug: housekeeping outlives it
-                log.error("prune_failed", error=str(exc), error_type=type(exc).__name__)
-            await asyncio.sleep(self._config.prune_interval_s)
 
     async def prune_finished(self, ended_before: float | None = None) -> PruneCounts:
         """Delete from the store the matches that ended before ``ended_before`` (Unix time;

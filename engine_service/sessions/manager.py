@@ -201,12 +201,11 @@ class MatchManager:
             self._rearm(m, now)
         periods = [p / 4 for p in (self.config.finished_retention_s, self.config.waiting_timeout_s) if p > 0]
         interval = self._sweep_interval = max(0.01, min([60.0, *periods]))
-        self._sweeper = asyncio.create_task(self._housekeeping.sweep(interval), name="sessions-sweeper")
+        self._sweeper = asyncio.create_task(self._sweep(interval), name="sessions-sweeper")
         if self.config.keep_finished_days > 0:
             log.info("retention_enabled", keep_finished_days=self.config.keep_finished_days,
                      interval_s=self.config.prune_interval_s, batch=self.config.prune_batch)
-            self._pruner = asyncio.create_task(self._housekeeping.prune_periodically(),
-                                               name="sessions-pruner")
+            self._pruner = asyncio.create_task(self._prune_periodically(), name="sessions-pruner")
 
     async def _abort_start(self) -> None:
         """Undo a start that failed after the store opened: the matches registered so far
@@ -654,7 +653,28 @@ class MatchManager:
         Consume it with ``contextlib.aclosing`` so that presence ends with the stream."""
         return self._streams.watch(match_id, principal, after_seq)
 
-    # ---- retention ------------------------------------------------------------------------
+    # ---- housekeeping ---------------------------------------------------------------------
+
+    async def _sweep(self, interval: float) -> None:
+        """The sweeper: a pass of :meth:`.housekeeping.Housekeeping.sweep_once` every
+        ``interval`` seconds. The loop is the manager's, whose task it is (and bench/soak.py's
+        probe finds the manager as this coroutine's ``self``)."""
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self._housekeeping.sweep_once()  # its locals (the last match looked at) end with it
+            except Exception as exc:  # housekeeping must outlive a bug in one pass
+                log.error("sweep_failed", error=str(exc), error_type=type(exc).__name__)
+
+    async def _prune_periodically(self) -> None:
+        """Retention: a pass of :meth:`prune_finished` at start-up, then every
+        ``prune_interval_s``; a failed pass is logged and the next one runs as planned."""
+        while True:
+            try:
+                await self.prune_finished()
+            except Exception as exc:  # StoreError, or a bug: housekeeping outlives it
+                log.error("prune_failed", error=str(exc), error_type=type(exc).__name__)
+            await asyncio.sleep(self.config.prune_interval_s)
 
     async def prune_finished(self, ended_before: float | None = None) -> PruneCounts:
         """Delete from the store the matches that ended before ``ended_before`` (Unix time;
