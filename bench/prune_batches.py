@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from engine_service.sessions.config import SessionConfig
-from engine_service.sessions.manager import PRUNE_PAUSE_S
+from engine_service.sessions.housekeeping import PRUNE_PAUSE_S
 from engine_service.store import ActionRecord, SqliteStore
 from engine_service.store.base import new_salt
 

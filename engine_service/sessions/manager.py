@@ -24,11 +24,22 @@ How a match runs:
 * **Bots** are called through the bot host off the event loop with only their seat's view;
   any failure falls back to the auto-move policy (:mod:`.clock`).
 
-This module is the service's facade: the registry of live matches, authentication, the
-requests of MatchService, watch streams and the lifecycle. Changes of a match go through
-:class:`~.writer.MatchWriter`; what happens with time through :class:`~.clock.MatchClock`;
-the durable writes of a match's creation, of a seat and of a match's start, and their recovery
-when a write's outcome is not known, through :class:`~.seating.Seating`.
+This module is the service's facade: the registry of live matches, the requests of
+MatchService and the lifecycle. Its collaborators own the rest:
+
+* :class:`~.writer.MatchWriter`: every change of a match's log or status, published;
+* :class:`~.actions.PlayerActions`: a player's action (its checks, the answer to a retry);
+* :class:`~.clock.MatchClock`: what happens with time (deadlines, absence, bot moves);
+* :class:`~.seating.Seating`: the durable writes of a match's creation, of a seat and of a
+  match's start, and their recovery when a write's outcome is not known;
+* :class:`~.streams.WatchStreams`: the watch streams (opened, counted as a seat's presence,
+  ended);
+* :class:`~.housekeeping.Housekeeping`: the sweeper's pass and retention;
+* :mod:`.terms`: what a new match is made of (a CreateMatchRequest, checked and completed);
+* :mod:`.access`: who may do what (a token's principal, the audience it sees a match as, the
+  seat it acts for);
+* :mod:`.validation`: whether what a caller names is acceptable (display names, join ids,
+  seats and bots).
 """
 
 from __future__ import annotations
@@ -36,63 +47,41 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import time
-import unicodedata
 from dataclasses import replace
-from datetime import datetime, timezone
-from typing import Any, AsyncIterator, Awaitable, Callable, Protocol, Sequence, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, Protocol, TypeVar
 
 import structlog
 
 from ..observability.metrics import Metrics, get_metrics
 from ..rules import transcript
-from ..rules.cards import card_code, parse_deck
 from ..rules.errors import RulesError
 from ..rules.registry import all_games, get_game
 from ..store import MatchListing, Store, StoreError, open_store
-from ..store.base import MAX_PRUNE_BATCH, STATUSES, ActionRecord, MatchRecord, PruneCounts, SeatRecord, StoredMatch
-from .api import (BadRequest, BotInfo, CreateMatchRequest, DealReveal, GameInfo, Inspection,
-                  FailedPrecondition, JoinResult, LimitExceeded, MatchEvent, MatchNotActive,
-                  MatchNotFound, MatchNotOver,
-                  MatchSummary, PermissionDenied, Principal, SeatConfig, SeatTaken,
-                  SessionError, StaleSequence, SubmitResult, Unauthenticated, Unavailable,
-                  ViewEnvelope)
-from .chance import draw_first_dealer, random_deck_record, salted_deck
+from ..store.base import STATUSES, PruneCounts, SeatRecord, StoredMatch
+from .access import acting_seat, audience_of, authenticate, require_current_token
+from .actions import PlayerActions
+from .api import (BadRequest, BotInfo, CreateMatchRequest, DealReveal, FailedPrecondition, GameInfo,
+                  Inspection, JoinResult, LimitExceeded, MatchEvent, MatchNotActive, MatchNotFound,
+                  MatchNotOver, MatchSummary, PermissionDenied, Principal, SeatTaken, SessionError,
+                  SubmitResult, Unauthenticated, Unavailable, ViewEnvelope)
 from .clock import MatchClock
 from .config import SessionConfig
-from .delay import MAX_SPECTATOR_DELAY
+from .housekeeping import Housekeeping
 from .match import CorruptLog, LiveMatch, SeatSlot
-from .policy import (BOT_TAKEOVER, FORFEIT, absence_policy, merge_turn_time, reconnect_grace,
-                     turn_time)
+from .policy import FORFEIT
 from .seating import Seating
-from .tokens import (MAX_CLIENT_JOIN_ID_LENGTH, MIN_CLIENT_JOIN_ID_LENGTH, join_id_hash, new_match_id,
-                     new_token, token_hash)
-from .views import ADMIN, SPECTATOR, Audience, audience_kind
-from .watchers import Watcher, _End
-from .writer import MatchWriter, ended_event
+from .streams import WatchStreams
+from .terms import match_terms
+from .tokens import join_id_hash, new_match_id, new_token, token_hash
+from .validation import TakeoverBotUnavailable  # noqa: F401 (raised by start(); imported from here)
+from .validation import check_client_join_id, check_takeover_bot, clean_name
+from .views import ADMIN
+from .writer import MatchWriter
 
 log = structlog.get_logger("engine_service.sessions")
 T = TypeVar("T")
 
-MAX_ACTION_LENGTH = 64
-MAX_CLIENT_ACTION_ID_LENGTH = 128
 MAX_MATCH_ID_LENGTH = 64
-#: Retention: the pause after each batch of a prune pass (other writes go first).
-PRUNE_PAUSE_S = 0.05
-class TakeoverBotUnavailable(ValueError):
-    """``SessionConfig.takeover_bot`` names a bot that is not installed, or that plays none
-    of the games where a bot takes an absent player's seat (GJ-12.4). Refused at start: it
-    used to show only later, as ``unknown_bot`` bot failures in every such match."""
-
-    def __init__(self, bot: str, installed: Sequence[BotInfo], games: Sequence[str]) -> None:
-        self.bot = bot
-        self.installed = [b.name for b in installed]
-        able = [b.name for b in installed if any(g in b.games for g in games)]
-        if bot not in self.installed:
-            problem = "is not an installed bot"
-        else:
-            problem = f"plays none of the games where a bot takes an absent seat ({', '.join(games)})"
-        super().__init__(f"{bot!r} {problem}; installed bots: {', '.join(self.installed) or 'none'}"
-                         f"; able to take a seat over: {', '.join(able) or 'none'}")
 
 
 class BotHostLike(Protocol):
@@ -106,52 +95,6 @@ class BotHostLike(Protocol):
                      seed: int, deadline_s: float) -> Any: ...
 
     async def close(self) -> None: ...
-
-
-def _clean_name(text: str, limit: int, what: str, code: str = "BAD_NAME", field: str = "") -> str:
-    """A display name: trimmed, printable, at most ``limit`` characters; refused as
-    INVALID_ARGUMENT with the ErrorInfo reason ``code`` naming the request's ``field``.
-
-    Runs of whitespace count as one space (``" ".join(text.split())``), so the raw length
-    alone cannot refuse a name. The split stops after ``limit`` words, though: a name with
-    more words than that is longer than ``limit`` whatever they are, and an enormous input
-    (the session API has no size limit of its own; the gRPC edge caps the raw field) costs
-    one scan and one copy, not a string per word (a 4 MB name took 0.2 s of event-loop CPU
-    and 90 MB before its refusal)."""
-    meta = {"field": field} if field else {}
-    if not isinstance(text, str):
-        raise BadRequest(f"{what} must be a string", reason=code, **meta)
-    words = text.split(None, limit)  # the whole split unless there are more than ``limit`` words
-    if len(words) > limit:  # limit + 1 words or more: at least 2 * limit + 1 characters
-        raise BadRequest(f"{what} is longer than {limit} characters", reason=code, **meta)
-    text = " ".join(words)
-    if len(text) > limit:
-        raise BadRequest(f"{what} is longer than {limit} characters", reason=code, **meta)
-    if any(unicodedata.category(ch).startswith("C") for ch in text):
-        raise BadRequest(f"{what} contains control characters", reason=code, **meta)
-    return text
-
-
-def _check_client_join_id(client_join_id: Any) -> str:
-    """JoinMatch's ``client_join_id``: "" (none), or 16..128 printable characters (a secret
-    the client chose: shorter is too easy to guess; printable: every store keeps it)."""
-    client_join_id = client_join_id or ""
-    if not isinstance(client_join_id, str) or (client_join_id and not (
-            MIN_CLIENT_JOIN_ID_LENGTH <= len(client_join_id) <= MAX_CLIENT_JOIN_ID_LENGTH
-            and client_join_id.isprintable())):
-        raise BadRequest(f"client_join_id is {MIN_CLIENT_JOIN_ID_LENGTH} to {MAX_CLIENT_JOIN_ID_LENGTH} "
-                         "printable characters (a random UUID, say)", reason="BAD_CLIENT_JOIN_ID",
-                         field="client_join_id")
-    return client_join_id
-
-
-def _current_token(m: LiveMatch, principal: Principal) -> None:
-    """A seat principal's token is still its seat's: the operator may have replaced it
-    (ReissueSeatToken) while the call waited for the match (a store read, the match's lock)."""
-    if principal.kind == "seat" and principal.token_hash and principal.seat is not None \
-            and m.seats[principal.seat].token_hash != principal.token_hash:
-        raise Unauthenticated("this seat token was replaced (by the operator, or by a retried JoinMatch)",
-                              reason="TOKEN_REVOKED")
 
 
 class MatchManager:
@@ -179,7 +122,6 @@ class MatchManager:
         # listed matches registered while waiting (list_open_matches drops those that started)
         self._lobby: dict[str, LiveMatch] = {}
         self._load_lock = asyncio.Lock()
-        self._spectator_streams = 0  # open spectator and admin streams (config.max_watchers)
         self._creating = {"waiting": 0, "active": 0}  # create_match calls awaiting the store
         self._tasks: set[asyncio.Task] = set()
         self._writes: set[asyncio.Task] = set()  # accepted writes (_exclusive, creations) under way
@@ -193,7 +135,9 @@ class MatchManager:
         self._clock = MatchClock(self.config, self.metrics, self._writer, self._spawn, lambda: self._host)
         self._writer.schedule = self._clock.schedule
         self._writer.stop = self._clock.stop
-        self._writer.overflowed = self._overflowed
+        self._streams = WatchStreams(self.config, self.metrics, self._clock, get=self._get,
+                                     running=self._require_running)
+        self._writer.overflowed = self._streams.overflowed
         self._seating = Seating(self._store, self.metrics, self._writer, self._clock, self._tokens,
                                 spawn=self._spawn, exclusive=self._exclusive,
                                 held=lambda match_id: self._matches.get(match_id),
@@ -201,6 +145,11 @@ class MatchManager:
                                 sweep_interval=lambda: self._sweep_interval)
         self._writer.settle_soon = self._seating.settle_end_soon
         self._writer.status_soon = self._seating.write_status_soon
+        self._actions = PlayerActions(self._writer, self.metrics)
+        self._housekeeping = Housekeeping(self.config, self.metrics, self._store, self._writer,
+                                          self._seating, self._matches, exclusive=self._exclusive,
+                                          unregister=self._unregister, writes=self._writes,
+                                          loading=self._load_lock, draining=lambda: self._draining)
 
     # ---- lifecycle ------------------------------------------------------------------------
 
@@ -229,7 +178,7 @@ class MatchManager:
 
             self._host = BotHost(workers=self.config.bot_workers, metrics=self.metrics)
             self._owns_host = True
-        self._check_takeover_bot()
+        check_takeover_bot(self.config.takeover_bot, self._host)
         # every game's and bot's series at 0 from the start: alerts on increase() see the
         # first failure (observability.metrics)
         self.metrics.declare(games=[g.id for g in all_games()], bots=[b.name for b in self.list_bots()])
@@ -257,17 +206,6 @@ class MatchManager:
             log.info("retention_enabled", keep_finished_days=self.config.keep_finished_days,
                      interval_s=self.config.prune_interval_s, batch=self.config.prune_batch)
             self._pruner = asyncio.create_task(self._prune_periodically(), name="sessions-pruner")
-
-    def _check_takeover_bot(self) -> None:
-        """The session's takeover bot (GJ-12.4) must be installed and play a game where a
-        bot takes an absent seat (the four-player games: policy BOT_TAKEOVER). Without a bot
-        host there are no bots to check (bot seats are refused then)."""
-        bot = self.config.takeover_bot
-        if not bot or self._host is None:
-            return
-        games = [g.id for g in all_games() if absence_policy(g) == BOT_TAKEOVER]
-        if not any(self._host.plays(bot, g) for g in games):
-            raise TakeoverBotUnavailable(bot, self.list_bots(), games)
 
     async def _abort_start(self) -> None:
         """Undo a start that failed after the store opened: the matches registered so far
@@ -366,18 +304,7 @@ class MatchManager:
         ended match from the store (:meth:`recall`), so a seat token works for as long as the
         match is stored (``keep_finished_days``; then the match is not found).
         """
-        if admin:
-            return Principal(kind="admin", match_id=match_id)
-        if not token:
-            return Principal(kind="spectator", match_id=match_id)
-        digest = token_hash(token)
-        entry = self._tokens.get(digest)
-        if entry is None:
-            raise Unauthenticated("unknown or expired seat token")
-        owner, seat = entry
-        if match_id and owner != match_id:
-            raise PermissionDenied("this seat token belongs to another match", reason="WRONG_MATCH")
-        return Principal(kind="seat", match_id=owner, seat=seat, token_hash=digest)
+        return authenticate(self._tokens, match_id, token, admin=admin)
 
     async def recall(self, match_id: str) -> bool:
         """See api.MatchService.recall: True when ``match_id`` was stored but not held;
@@ -392,74 +319,34 @@ class MatchManager:
 
     async def create_match(self, request: CreateMatchRequest, *, admin: bool = False) -> MatchSummary:
         self._require_running()
-        game = get_game(request.game)
-        if not admin and (request.decks or request.first_dealer is not None):
-            raise PermissionDenied("explicit decks and first_dealer need the admin token",
-                                   reason="ADMIN_ONLY")
-        raw = merge_turn_time(game, request.options or {}, float(request.turn_time_s or 0))
-        options = game.options(raw)
-        turn = turn_time(game, options, float(request.turn_time_s or 0), self.config)
-        grace = reconnect_grace(game, options, self.config)
-        seats = self._seat_configs(game, request.seats)
-        requested_takeover = getattr(request, "takeover_bot", "") or ""
-        if requested_takeover:
-            self._check_bot(requested_takeover, game.id)
-        # the session default is checked when used: a bot that does not play this game fails
-        # over to the auto-move policy like any failing bot
-        takeover = requested_takeover or self.config.takeover_bot
-        name = _clean_name(request.name or "", self.config.max_name_length, "the match name", field="name")
-        delay = request.spectator_delay_actions
-        if isinstance(delay, bool) or not isinstance(delay, int) or not 0 <= delay <= MAX_SPECTATOR_DELAY:
-            raise BadRequest(f"spectator_delay_actions must be 0..{MAX_SPECTATOR_DELAY} actions",
-                             reason="BAD_SPECTATOR_DELAY")
-        delay = max(delay, self.config.min_spectator_delay_actions)  # the operator's floor
-
-        decks = [salted_deck(i, [card_code(c) for c in parse_deck(d, game.pack)])
-                 for i, d in enumerate(request.decks or ())]
-        if request.first_dealer is not None:
-            fd = request.first_dealer
-            if isinstance(fd, bool) or not isinstance(fd, int) or not 0 <= fd < game.num_seats:
-                raise BadRequest(f"first_dealer must be a seat number 0..{game.num_seats - 1}",
-                                 reason="BAD_FIRST_DEALER")
-        else:
-            fd = draw_first_dealer(game, options)
-        # A table with open seats is dealt when its last seat is taken (Seating.activate): the first
-        # deal's public cards (a turn-up, a trump indicator) must not be on show to a player
-        # still choosing a seat. The commitment is published then, before anyone sees a card.
-        has_open = any(s.kind == "open" for s in seats)
-        if not decks and not has_open:
-            decks = [random_deck_record(game, 0)]
+        terms = match_terms(request, admin=admin, config=self.config, host=self._host)
 
         # the limits count the matches being created too (their store write is in flight)
         unfinished = [m for m in self._matches.values() if not m.over]
         if len(unfinished) + sum(self._creating.values()) >= self.config.max_matches:
             raise LimitExceeded(f"this server holds its maximum of {self.config.max_matches} matches",
                                 reason="MAX_MATCHES")
-        if has_open and (sum(m.status == "waiting" for m in unfinished) + self._creating["waiting"]
-                         >= self.config.max_waiting_matches):
+        if terms.has_open and (sum(m.status == "waiting" for m in unfinished) + self._creating["waiting"]
+                               >= self.config.max_waiting_matches):
             raise LimitExceeded("too many matches are waiting for players", reason="MAX_WAITING_MATCHES")
 
-        record = MatchRecord(
-            match_id=new_match_id(), game=game.id, options=options.non_default(), first_dealer=fd,
-            seats=tuple(SeatRecord(i, s.kind, s.bot if s.kind == "bot" else "") for i, s in enumerate(seats)),
-            turn_time_s=turn, reconnect_grace_s=grace, spectators_allowed=bool(request.spectators_allowed),
-            name=name, takeover_bot=takeover, listed=bool(request.listed), created_at=time.time(),
-            status="waiting" if has_open else "active", spectator_delay_actions=delay)
-        m = LiveMatch(record, decks, [])
+        record = terms.record(new_match_id(), time.time())
+        m = LiveMatch(record, terms.decks, [])
         self._creating[m.status] += 1  # with the limit check above: no await in between
 
         async def create() -> None:
             try:
-                await self._writer.store_call(self._seating.create(m, record, decks), "create_match")
+                await self._writer.store_call(self._seating.create(m, record, terms.decks), "create_match")
             finally:
                 self._creating[m.status] -= 1
             self._register(m)
-            self.metrics.matches_created.labels(game.id).inc()
+            self.metrics.matches_created.labels(terms.game.id).inc()
             m.log.info("match_created", status=m.status, seats=[s.kind for s in m.seats],
-                       bots=[s.bot for s in m.seats if s.bot], options=dict(options.non_default()),
-                       turn_time_s=turn, reconnect_grace_s=grace,
+                       bots=[s.bot for s in m.seats if s.bot], options=dict(terms.options.non_default()),
+                       turn_time_s=terms.turn_time_s, reconnect_grace_s=terms.reconnect_grace_s,
                        spectators_allowed=m.spectators_allowed, listed=m.listed,
-                       spectator_delay_actions=delay, admin_decks=len(request.decks or ()))
+                       spectator_delay_actions=terms.spectator_delay_actions,
+                       admin_decks=len(request.decks or ()))
             if m.active:
                 self._clock.schedule(m)
 
@@ -469,28 +356,6 @@ class MatchManager:
         await _uninterrupted(create(), f"create-{m.match_id}", self._writes)
         return m.summary()
 
-    def _seat_configs(self, game: Any, seats: Sequence[SeatConfig]) -> list[SeatConfig]:
-        seats = list(seats or [])
-        if not seats:
-            return [SeatConfig()] * game.num_seats
-        if len(seats) != game.num_seats:
-            raise BadRequest(f"{game.id} has {game.num_seats} seats, {len(seats)} were configured",
-                             reason="BAD_SEATS")
-        for i, s in enumerate(seats):
-            if s.kind not in ("open", "bot"):
-                raise BadRequest(f"seat {i}: kind must be open or bot", reason="BAD_SEATS")
-            if s.kind == "bot":
-                self._check_bot(s.bot, game.id)
-        return seats
-
-    def _check_bot(self, bot: str, game_id: str) -> None:
-        if not bot:
-            raise BadRequest("a bot seat needs a bot name", reason="UNKNOWN_BOT")
-        if self._host is None or not self._host.plays(bot, game_id):
-            known = sorted(b.name for b in self.list_bots() if game_id in b.games)
-            raise BadRequest(f"no bot {bot!r} plays {game_id}; available: {', '.join(known) or 'none'}",
-                             reason="UNKNOWN_BOT", bot=bot)
-
     async def join_match(self, match_id: str, seat: int | None, player_name: str,
                          client_join_id: str = "") -> JoinResult:
         """Take a seat (api.MatchService.join_match). With a ``client_join_id`` the seat keeps
@@ -498,9 +363,9 @@ class MatchManager:
         answer was lost (UNAVAILABLE, a timeout, a crash after the seat was written) is retried
         safely: a join with that id gets the same seat back (:meth:`_join_again`)."""
         self._require_running()
-        client_join_id = _check_client_join_id(client_join_id)
+        client_join_id = check_client_join_id(client_join_id)
         m = await self._get(match_id)
-        name = _clean_name(player_name or "", self.config.max_name_length, "the player name",
+        name = clean_name(player_name or "", self.config.max_name_length, "the player name",
                            field="player_name")
         join_hash = join_id_hash(m.match_id, client_join_id) if client_join_id else ""
 
@@ -583,7 +448,7 @@ class MatchManager:
         self._tokens.pop(slot.token_hash, None)
         slot.token_hash, slot.join_hash = digest, join_hash
         self._tokens[digest] = (m.match_id, slot.seat)
-        if self._end_seat_streams(m, slot, Unauthenticated(f"this seat token was replaced by {by}",
+        if self._streams.end_seat(m, slot, Unauthenticated(f"this seat token was replaced by {by}",
                                                            reason="TOKEN_REVOKED")):
             self._clock.disconnected(m, slot)  # absent until the player connects with the new token
         return token
@@ -593,7 +458,7 @@ class MatchManager:
     async def get_view(self, match_id: str, principal: Principal) -> ViewEnvelope:
         self._require_open()
         m = await self._get(match_id)
-        return m.envelope(self._audience(m, principal))
+        return m.envelope(audience_of(m, principal))
 
     async def get_match(self, match_id: str) -> MatchSummary:
         self._require_open()
@@ -642,7 +507,7 @@ class MatchManager:
         a card early (docs/api.md, "Fair dealing")."""
         self._require_open()
         m = await self._get(match_id)
-        self._audience(m, principal)  # who may not view the match may not see its decks
+        audience_of(m, principal)  # who may not view the match may not see its decks
         if not m.over:
             raise MatchNotOver("the decks are revealed once the match is over")
         if m.shown is None:  # a replay of the match: off the event loop, once
@@ -673,86 +538,15 @@ class MatchManager:
     async def submit_action(self, match_id: str, principal: Principal, action: str,
                             expected_seq: int | None, client_action_id: str = "") -> SubmitResult:
         self._require_running()
-        seat = self._acting_seat(principal, match_id)
+        seat = acting_seat(principal, match_id)
         m = await self._get(match_id)
         client_action_id = client_action_id or ""
 
         async def locked() -> SubmitResult:
-            _current_token(m, principal)
-            try:
-                return await self._submit(m, seat, action, expected_seq, client_action_id)
-            except StaleSequence:
-                self.metrics.actions.labels(m.game.id, "player", "stale").inc()
-                raise
-            except (SessionError, RulesError) as exc:
-                self.metrics.actions.labels(m.game.id, "player", exc.reason.lower()).inc()
-                raise
+            require_current_token(m, principal)
+            return await self._actions.submit(m, seat, action, expected_seq, client_action_id)
 
         return await self._exclusive(m, locked)
-
-    async def _submit(self, m: LiveMatch, seat: int, action: str, expected_seq: int | None,
-                      client_action_id: str) -> SubmitResult:
-        if not isinstance(action, str) or not action or len(action) > MAX_ACTION_LENGTH:
-            raise BadRequest(f"an action is a notation string of 1..{MAX_ACTION_LENGTH} characters",
-                             reason="BAD_ACTION")
-        if not isinstance(client_action_id, str) or len(client_action_id) > MAX_CLIENT_ACTION_ID_LENGTH:
-            raise BadRequest(f"client_action_id is at most {MAX_CLIENT_ACTION_ID_LENGTH} characters",
-                             reason="BAD_CLIENT_ACTION_ID", field="client_action_id")
-        if not client_action_id.isprintable():  # every store can keep it (PostgreSQL text: no NUL)
-            raise BadRequest("client_action_id holds control characters", reason="BAD_CLIENT_ACTION_ID",
-                             field="client_action_id")
-        first = self._first_result(m, seat, action, client_action_id)
-        if first is not None:
-            return first
-        if m.over:
-            raise MatchNotActive("the match is over")
-        if m.status == "waiting":
-            raise MatchNotActive("the match is waiting for players", reason="MATCH_WAITING")
-        if m.seats[seat].left:
-            raise PermissionDenied("you have left this match", reason="SEAT_LEFT")
-        if expected_seq is not None and expected_seq != m.seq:
-            raise StaleSequence(f"expected_seq {expected_seq} is not the match's seq {m.seq}",
-                                current=m.envelope(seat), expected_seq=str(expected_seq), seq=str(m.seq))
-        try:
-            rec = await self._writer.apply(m, seat, action, by="player", client_action_id=client_action_id)
-        except StaleSequence:
-            # the stored log was ahead of the match: the writer caught up with it. If it holds
-            # this very request (an earlier attempt was written but its answer was lost), that
-            # is its result; otherwise the caller decides again on the new state
-            first = self._first_result(m, seat, action, client_action_id)
-            if first is None:
-                raise
-            return first
-        return SubmitResult(seq=rec.seq, action=rec.action, view=m.envelope(seat))
-
-    def _first_result(self, m: LiveMatch, seat: int, action: str,
-                      client_action_id: str) -> SubmitResult | None:
-        """The result of the seat's action with ``client_action_id``, if it is in the log (a
-        retry: ``duplicate``); None when the id is new."""
-        if not client_action_id:
-            return None
-        first = m.client_ids.get((seat, client_action_id))
-        if first is None:
-            return None
-        if first.action != action and not self._recorded_as(m, first, action):
-            raise BadRequest("client_action_id was already used for another action",
-                             reason="CLIENT_ACTION_ID_REUSED")
-        self.metrics.actions.labels(m.game.id, "player", "duplicate").inc()
-        return SubmitResult(seq=first.seq, action=first.action,
-                            view=self._view_at(m, seat, first.seq), duplicate=True)
-
-    @staticmethod
-    def _recorded_as(m: LiveMatch, first: ActionRecord, action: str) -> bool:
-        """Whether ``action``, sent at ``first``'s position, is recorded as ``first.action``:
-        the log keeps the public form of an action (``State.public_action``: a ``declare``
-        that states nothing is a ``conceal``), so a retry of the string the player sent
-        differs from it."""
-        try:
-            state, _ = m.fold(first.seq - 1)
-            a = state.parse_action(action)
-            return a in state.legal_ids() and state.action_str(state.public_action(a)) == first.action
-        except RulesError:  # not an action of that position: another action
-            return False
 
     async def leave_match(self, match_id: str, principal: Principal, resign: bool) -> MatchSummary:
         """Leave a seat. While the match waits for players the seat becomes free again (the
@@ -761,11 +555,11 @@ class MatchManager:
         in a four-player match a bot plays the seat to the end and the result lists it under
         ``abandoned``."""
         self._require_running()
-        seat = self._acting_seat(principal, match_id)
+        seat = acting_seat(principal, match_id)
         m = await self._get(match_id)
 
         async def locked() -> MatchSummary:
-            _current_token(m, principal)
+            require_current_token(m, principal)
             slot = m.seats[seat]
             if m.over:
                 raise MatchNotActive("the match is over")
@@ -781,7 +575,7 @@ class MatchManager:
                 self._tokens.pop(slot.token_hash, None)
                 # free again: its client join id no longer matches (a retry would take it again)
                 slot.player_name, slot.token_hash, slot.joined_at, slot.join_hash = "", "", None, ""
-                gone = self._end_seat_streams(m, slot, PermissionDenied("you left this match", reason="SEAT_LEFT"))
+                gone = self._streams.end_seat(m, slot, PermissionDenied("you left this match", reason="SEAT_LEFT"))
                 m.log.info("seat_left", seat=seat, resign=resign)
                 self._writer.presence(m, slot, "left")
                 if gone:
@@ -795,7 +589,7 @@ class MatchManager:
                                               "save_seat")
                 slot.left = True
                 self._clock.cancel_grace(slot)
-                gone = self._end_seat_streams(m, slot, PermissionDenied("you left this match", reason="SEAT_LEFT"))
+                gone = self._streams.end_seat(m, slot, PermissionDenied("you left this match", reason="SEAT_LEFT"))
                 m.log.info("seat_resigned", seat=seat)
                 self._writer.presence(m, slot, "left")
                 if gone:
@@ -808,7 +602,7 @@ class MatchManager:
     async def terminate_match(self, match_id: str, reason: str) -> MatchSummary:
         self._require_running()
         m = await self._get(match_id)
-        reason = (_clean_name(reason or "", 200, "the reason", "BAD_TERMINATE_REASON", "reason")
+        reason = (clean_name(reason or "", 200, "the reason", "BAD_TERMINATE_REASON", "reason")
                   or "terminated by the admin")  # blank: the default, not an empty reason
 
         async def locked() -> MatchSummary:
@@ -854,170 +648,45 @@ class MatchManager:
 
     # ---- watching -------------------------------------------------------------------------
 
-    async def watch(self, match_id: str, principal: Principal, after_seq: int) -> AsyncIterator[MatchEvent]:
-        """Events after ``after_seq``: the missed actions replayed from the log (or one
-        snapshot when ``after_seq`` < 0 or the gap exceeds ``snapshot_threshold``), then live
-        events, heartbeats while idle, and ``match_ended`` last. A seat's open streams are its
-        presence; a seat reconnecting with ``after_seq`` < 0 gets its complete private view
-        again in the snapshot and play continues from the same position (JJK-9.6). Consume it
-        with ``contextlib.aclosing`` so that presence ends with the stream."""
-        self._require_running()
-        m = await self._get(match_id)
-        # Again: reading the match may have awaited the store while drain() ended every stream
-        # it could see; a watcher registered now would stay open until the server cancelled
-        # it. From here to the registration below there is no await, so none registers once
-        # the drain has begun.
-        self._require_running()
-        audience = self._audience(m, principal)
-        if isinstance(after_seq, bool) or not isinstance(after_seq, int):
-            raise BadRequest("after_seq must be an integer", reason="BAD_AFTER_SEQ")
-        # a spectator of a delayed match follows it at the spectators' horizon (.delay)
-        live = m.seq if audience != SPECTATOR else m.spectator_horizon()
-        if after_seq > live:
-            raise BadRequest(f"after_seq {after_seq} is ahead of the match (seq {live}"
-                             f"{' for spectators' if live < m.seq else ''})", reason="BAD_AFTER_SEQ")
-        slot = m.seats[audience] if isinstance(audience, int) else None
-        evicted = False
-        if slot is not None:
-            if slot.streams >= self.config.max_streams_per_seat:
-                # the newest stream wins: a client reconnecting over connections the server
-                # has not seen die yet (keepalive) must get through, or its player would be
-                # absent and lose; the seat's oldest open stream ends instead
-                oldest = min((w for w in m.watchers if w.audience == audience and not w.closed),
-                             key=lambda w: w.opened, default=None)
-                if oldest is not None:
-                    oldest.end(LimitExceeded(f"this seat opened more than {self.config.max_streams_per_seat} "
-                                             "watch streams: the oldest one was closed",
-                                             reason="MAX_SEAT_STREAMS"), drop_pending=True)
-                    # It stops counting now, not when its generator closes: that may be much
-                    # later (its last write stuck on a dead connection), and meanwhile it kept
-                    # the seat at its limit, so that the seat's next stream evicted a live one
-                    # (RESOURCE_EXHAUSTED) with fewer than the limit open. The stream
-                    # registered below takes its place: the seat stays present throughout.
-                    self._uncount(m, oldest, slot)
-                    evicted = True
-        elif len(m.watchers) - sum(s.streams for s in m.seats) >= self.config.max_watchers_per_match:
-            raise LimitExceeded("too many spectators on this match", reason="MAX_WATCHERS")
-        elif self._spectator_streams >= self.config.max_watchers:
-            raise LimitExceeded("too many spectators on this server", reason="MAX_WATCHERS")
+    def watch(self, match_id: str, principal: Principal, after_seq: int) -> AsyncIterator[MatchEvent]:
+        """Events after ``after_seq``, then live ones (:meth:`.streams.WatchStreams.watch`).
+        Consume it with ``contextlib.aclosing`` so that presence ends with the stream."""
+        return self._streams.watch(match_id, principal, after_seq)
 
-        # Registration and the replay boundary are read together, without an await between:
-        # every action after ``live_from`` reaches the queue, every one up to it the replay.
-        w = Watcher(audience, self.config.watcher_queue_size)
-        live_from, ended = live, m.over
-        m.watchers.add(w)
-        kind = audience_kind(audience)
-        self.metrics.watchers.labels(kind).inc()
-        if slot is not None:
-            slot.streams += 1
-            if slot.streams == 1 and not evicted:
-                self._clock.connected(m, slot)
-        else:
-            self._spectator_streams += 1
-        try:
-            if after_seq < 0 or live_from - after_seq > self.config.snapshot_threshold:
-                self.metrics.watch_snapshots.inc()
-                yield MatchEvent(kind="snapshot", seq=live_from, match_id=m.match_id,
-                                 view=self._view_at(m, audience, live_from),
-                                 details={"seats": m.presence()})
-            else:
-                for rec, state, details in m.replay(after_seq, live_from):
-                    current = rec.seq == m.seq
-                    env = (m.envelope(audience) if current
-                           else m.envelope(audience, state, rec.seq))
-                    yield MatchEvent(kind="action", seq=rec.seq, match_id=m.match_id, seat=rec.seat,
-                                     action=rec.action, by=rec.by, reason=rec.reason, view=env,
-                                     details=details)
-            if ended:
-                yield ended_event(m, audience)
-                return
-            # A heartbeat reports the seq of the last event this stream delivered, never the
-            # match's: an action of a higher seq may still be queued for it (a client that took
-            # the heartbeat for the stream's position and resumed after it would skip it).
-            delivered = live_from
-            while True:
-                try:
-                    item = w.queue.get_nowait()  # drain without a scheduling round per event
-                except asyncio.QueueEmpty:
-                    try:
-                        # not asyncio.wait_for: before Python 3.12 it can swallow the
-                        # cancellation of a stream whose event arrives at the same moment
-                        async with asyncio.timeout(self.config.heartbeat_interval_s):
-                            item = await w.queue.get()
-                    except TimeoutError:
-                        # an event queued in the step the wait timed out (a busy loop): the
-                        # stream is not idle, the event goes first (and the heartbeat's
-                        # deadline is then that of the seq it reports)
-                        if w.queue.empty():
-                            # a delayed spectator's position has no deadline (asked now: a
-                            # stream opened before the first action was not behind then)
-                            behind = audience == SPECTATOR and m.spectator_horizon() < m.seq
-                            deadline = None if behind else m.deadline
-                            yield MatchEvent(kind="heartbeat", seq=delivered, match_id=m.match_id,
-                                             details={"deadline": deadline})
-                        continue
-                if isinstance(item, _End):
-                    if item.error is not None:
-                        raise item.error
-                    return
-                delivered = item.seq
-                yield item
-        finally:
-            self.metrics.watchers.labels(kind).dec()
-            if w.counted:  # else the server that ended it (or its overflow) uncounted it already
-                self._uncount(m, w, slot)
-                if slot is not None and slot.streams == 0:
-                    self._clock.disconnected(m, slot)
+    # ---- housekeeping ---------------------------------------------------------------------
 
-    def _end_seat_streams(self, m: LiveMatch, slot: SeatSlot, error: SessionError) -> bool:
-        """End every open stream of ``slot``'s seat with ``error`` (its player left, its token
-        was replaced). They stop counting now (the seat's presence and stream limit), not when
-        their generators close: the generator of a dead connection's stream closes only when
-        keepalive notices, and meanwhile the seat would stay present and its new player's
-        streams would count the old ones against the limit. Whether the seat had streams and
-        has none now: the caller tells the clock (``disconnected``) after its own events."""
-        had = slot.streams > 0
-        for w in [w for w in m.watchers if w.audience == slot.seat]:
-            w.end(error, drop_pending=True)
-            self._uncount(m, w, slot)
-        return had and slot.streams == 0
+    async def _sweep(self, interval: float) -> None:
+        """The sweeper: a pass of :meth:`.housekeeping.Housekeeping.sweep_once` every
+        ``interval`` seconds. The loop is the manager's, whose task it is (and bench/soak.py's
+        probe finds the manager as this coroutine's ``self``)."""
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self._housekeeping.sweep_once()  # its locals (the last match looked at) end with it
+            except Exception as exc:  # housekeeping must outlive a bug in one pass
+                log.error("sweep_failed", error=str(exc), error_type=type(exc).__name__)
 
-    def _overflowed(self, m: LiveMatch, watchers: list[Watcher]) -> None:
-        """Streams that fell too far behind (:meth:`Watcher.offer` closed them with
-        WATCH_OVERFLOW) stop counting now (a seat's presence, the seat's and the spectators'
-        limits), as :meth:`_end_seat_streams` does, not when their generators close: a stream
-        overflows because its connection is slow or dead, and a dead one's generator closes
-        only when keepalive notices. Meanwhile its seat received nothing yet showed present,
-        and its grace window did not start. A seat left without a stream is ``disconnected``
-        (its grace starts); not once the match is over, which has no presence left to follow
-        (the final action's overflow would put a ``disconnected`` between that action and
-        ``match_ended``). Called by the writer on the loop's next turn
-        (:meth:`MatchWriter._overflowed`): the stream's generator may have closed first and
-        uncounted it.
+    async def _prune_periodically(self) -> None:
+        """Retention: a pass of :meth:`prune_finished` at start-up, then every
+        ``prune_interval_s``; a failed pass is logged and the next one runs as planned."""
+        while True:
+            try:
+                await self.prune_finished()
+            except Exception as exc:  # StoreError, or a bug: housekeeping outlives it
+                log.error("prune_failed", error=str(exc), error_type=type(exc).__name__)
+            await asyncio.sleep(self.config.prune_interval_s)
 
-        Counted (``watch_overflows``) and logged here, when it happens. The ``watchers`` gauge
-        (open streams) still drops only when the generator closes, as after
-        :meth:`_end_seat_streams`: until then the stream holds its call and its buffers."""
-        for w in watchers:
-            slot = m.seats[w.audience] if isinstance(w.audience, int) else None
-            self.metrics.watch_overflows.inc()
-            m.log.warning("watch_overflow", audience=audience_kind(w.audience),
-                          seat=w.audience if slot is not None else None)
-            if not w.counted:
-                continue
-            self._uncount(m, w, slot)
-            if slot is not None and slot.streams == 0 and not m.over:
-                self._clock.disconnected(m, slot)
+    async def prune_finished(self, ended_before: float | None = None) -> PruneCounts:
+        """Delete from the store the matches that ended before ``ended_before`` (Unix time;
+        default: ``keep_finished_days`` ago), in batches, and forget those still held in
+        memory (:meth:`.housekeeping.Housekeeping.prune_finished`). Returns what was deleted."""
+        return await self._housekeeping.prune_finished(ended_before)
 
-    def _uncount(self, m: LiveMatch, w: Watcher, slot: SeatSlot | None) -> None:
-        """``w`` no longer counts among the match's streams (its limits, the seat's presence);
-        the caller tells the clock when a seat's last stream is gone."""
-        w.counted = False
-        m.watchers.discard(w)
-        if slot is not None:
-            slot.streams -= 1
-        else:
-            self._spectator_streams -= 1
+    def evict_finished(self) -> int:
+        """Evict every finished match without watchers and without a retry series under way
+        now (operations, tests: :meth:`.housekeeping.Housekeeping.evict_finished`). Returns
+        how many were evicted."""
+        return self._housekeeping.evict_finished()
 
     # ---- internals: bookkeeping -----------------------------------------------------------
 
@@ -1108,103 +777,6 @@ class MatchManager:
         self._register(m)
         return m
 
-    async def _sweep(self, interval: float) -> None:
-        """Housekeeping every ``interval`` seconds: start the matches whose every seat is taken
-        but whose start is in doubt (:meth:`.seating.Seating.start_stalled`; their own retries,
-        :meth:`.seating.Seating._retry_start`, usually come first), end the matches that waited for
-        players longer than ``waiting_timeout_s`` (outcome ``abandoned``: a lobby must not
-        fill up with tables that will never start), and evict finished matches from memory
-        after ``finished_retention_s`` (the store keeps them; they are read back on demand),
-        unless a retry series of theirs is under way (:meth:`.seating.Seating.busy`)."""
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                await self._sweep_once()  # its locals (the last match looked at) end with it
-            except Exception as exc:  # housekeeping must outlive a bug in one pass
-                log.error("sweep_failed", error=str(exc), error_type=type(exc).__name__)
-
-    async def _sweep_once(self) -> None:
-        now, wall = asyncio.get_running_loop().time(), time.time()
-        timeout = self.config.waiting_timeout_s
-        for m in list(self._matches.values()):
-            if m.status == "waiting" and not m.open_seats():  # first: such a match is not stale
-                try:
-                    await self._exclusive(m, lambda m=m: self._seating.start_stalled(m, by="sweeper"))
-                except SessionError as exc:  # the store still fails: the next pass tries again
-                    log.error("match_start_failed", match_id=m.match_id, error=str(exc))
-            elif timeout and m.status == "waiting" and wall - m.created_at >= timeout:
-                try:
-                    await self._exclusive(m, lambda m=m: self._expire_waiting(m))
-                except SessionError as exc:
-                    log.error("waiting_expiry_failed", match_id=m.match_id, error=str(exc))
-            elif (m.over and not m.watchers and m.finished_mono is not None
-                    and now - m.finished_mono >= self.config.finished_retention_s
-                    and not self._seating.busy(m.match_id)):  # its rewrites end with it
-                self._unregister(m)
-
-    async def _expire_waiting(self, m: LiveMatch) -> None:
-        if m.status == "waiting":
-            await self._writer.end(m, "abandoned", winners=[], reason="waiting_timeout")
-
-    async def _prune_periodically(self) -> None:
-        """Retention: a pass of :meth:`prune_finished` at start-up, then every
-        ``prune_interval_s``; a failed pass is logged and the next one runs as planned."""
-        while True:
-            try:
-                await self.prune_finished()
-            except Exception as exc:  # StoreError, or a bug: housekeeping outlives it
-                log.error("prune_failed", error=str(exc), error_type=type(exc).__name__)
-            await asyncio.sleep(self.config.prune_interval_s)
-
-    async def prune_finished(self, ended_before: float | None = None) -> PruneCounts:
-        """Delete from the store the matches that ended before ``ended_before`` (Unix time;
-        default: ``keep_finished_days`` ago) with everything stored for them, in batches of
-        ``prune_batch`` matches, each one short transaction followed by a pause at least as
-        long (the action path writes between batches), and forget those still held in
-        memory. Afterwards every call about a pruned match, seat tokens included, finds no
-        such match. Returns what was deleted; one ``matches_pruned`` log line per batch."""
-        if ended_before is None:
-            ended_before = time.time() - self.config.keep_finished_days * 86400.0
-        total, limit = PruneCounts(), min(self.config.prune_batch, MAX_PRUNE_BATCH)
-        while not self._draining:
-            started = time.perf_counter()
-            # a batch handed to the store finishes even if the pass is cancelled: the drain
-            # waits for it among the writes before the store closes
-            task = asyncio.get_running_loop().create_task(
-                self._store.prune_finished(ended_before, limit), name="prune-batch")
-            self._writes.add(task)
-            task.add_done_callback(_prune_batch_done)
-            task.add_done_callback(self._writes.discard)
-            batch = await asyncio.shield(task)
-            if not batch.match_ids:
-                break
-            async with self._load_lock:  # a load under way registers first, then is forgotten
-                for match_id in batch.match_ids:
-                    m = self._matches.get(match_id)
-                    if m is not None and m.over:
-                        self._unregister(m)
-            total += batch.counts
-            self.metrics.matches_pruned.inc(len(batch.match_ids))
-            log.info("matches_pruned", matches=batch.counts.matches, actions=batch.counts.actions,
-                     decks=batch.counts.decks, seats=batch.counts.seats,
-                     ended_before=_iso(ended_before),
-                     duration_ms=round((time.perf_counter() - started) * 1000, 1))
-            if len(batch.match_ids) < limit:
-                break
-            # at most half of the store's time while a backlog is cleared
-            await asyncio.sleep(max(PRUNE_PAUSE_S, time.perf_counter() - started))
-        return total
-
-    def evict_finished(self) -> int:
-        """Evict every finished match without watchers and without a retry series under way
-        (:meth:`.seating.Seating.busy`) now (operations, tests). Returns how many were
-        evicted."""
-        victims = [m for m in self._matches.values()
-                   if m.over and not m.watchers and not self._seating.busy(m.match_id)]
-        for m in victims:
-            self._unregister(m)
-        return len(victims)
-
     async def _exclusive(self, m: LiveMatch, fn: Callable[[], Awaitable[T]]) -> T:
         """Run ``fn`` under the match's lock in a task of its own that the caller's
         cancellation cannot interrupt: a client that goes away while its action is being
@@ -1228,45 +800,6 @@ class MatchManager:
                     await self._writer.settle(m)
                 return await fn()
         return await _uninterrupted(run(), f"write-{m.match_id}", self._writes)
-
-    def _view_at(self, m: LiveMatch, audience: Audience, seq: int) -> ViewEnvelope:
-        if seq == m.seq or (audience == SPECTATOR and seq == m.spectator_horizon()):
-            return m.envelope(audience)
-        state, _ = m.fold(seq)
-        return m.envelope(audience, state, seq)
-
-    def _audience(self, m: LiveMatch, principal: Principal) -> Audience:
-        if principal.kind == "admin":
-            return ADMIN
-        if principal.kind == "seat":
-            if principal.match_id != m.match_id or principal.seat is None:
-                raise PermissionDenied("this seat token belongs to another match", reason="WRONG_MATCH")
-            slot = m.seats[principal.seat]
-            if slot.token_hash == "":
-                raise Unauthenticated("unknown or expired seat token")
-            _current_token(m, principal)
-            if slot.left:
-                # GJ-12.4: the seat is the takeover bot's now; its player is no longer present
-                # and does not follow the hand the bot plays. After the end: the result and the
-                # reveal, as a spectator sees them (a match terminated mid-deal would otherwise
-                # show them the bot's unplayed hand, which stays hidden from everyone, GJ-11.3)
-                if not m.over:
-                    raise PermissionDenied("you have left this match", reason="SEAT_LEFT")
-                return SPECTATOR
-            return principal.seat
-        if not m.spectators_allowed:
-            raise PermissionDenied("this match does not allow spectators", reason="SPECTATORS_NOT_ALLOWED")
-        return SPECTATOR
-
-    @staticmethod
-    def _acting_seat(principal: Principal, match_id: str) -> int:
-        if principal.kind == "spectator":
-            raise Unauthenticated("a seat token is required")
-        if principal.kind != "seat" or principal.seat is None:
-            raise PermissionDenied("only a seat's player may do this", reason="NOT_A_SEAT")
-        if principal.match_id != match_id:
-            raise PermissionDenied("this seat token belongs to another match", reason="WRONG_MATCH")
-        return principal.seat
 
     def _require_open(self) -> None:
         if self._closed:
@@ -1317,17 +850,6 @@ def _store_unavailable(operation: str, exc: StoreError) -> Unavailable:
     own message stays in the log)."""
     log.error("store_read_failed", operation=operation, error=str(exc), error_type=type(exc).__name__)
     return Unavailable("the match store cannot be read now; try again", reason="STORE_UNAVAILABLE")
-
-
-def _prune_batch_done(task: asyncio.Task) -> None:
-    """A prune batch's failure is its pass's to report (``prune_failed``); once the pass is
-    cancelled (the drain), nobody's: retrieved here so that asyncio does not report it."""
-    if not task.cancelled():
-        task.exception()
-
-
-def _iso(unix_time: float) -> str:
-    return datetime.fromtimestamp(unix_time, timezone.utc).isoformat(timespec="seconds")
 
 
 def _summary_of(listing: MatchListing) -> MatchSummary:

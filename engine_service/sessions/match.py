@@ -310,6 +310,14 @@ class LiveMatch:
             return self._envelope_of(audience, view, seq, deadline, "active")
         return self._envelope_of(audience, self._as_ended(view), seq, deadline)
 
+    def view_at(self, audience: Audience, seq: int) -> ViewEnvelope:
+        """``audience``'s envelope at ``seq``: the current one (shared) where it is that seq's,
+        else a fold of the log up to ``seq``."""
+        if seq == self.seq or (audience == SPECTATOR and seq == self.spectator_horizon()):
+            return self.envelope(audience)
+        state, _ = self.fold(seq)
+        return self.envelope(audience, state, seq)
+
     # ---- delayed spectators (.delay) -----------------------------------------------------
 
     def spectator_horizon(self) -> int:

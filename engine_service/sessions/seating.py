@@ -219,7 +219,7 @@ class Seating:
     def busy(self, match_id: str) -> bool:
         """Whether a series of the match is under way (its start, its end or an action in
         doubt, a seat's row to write again): an ended match stays in memory until it is over
-        (:meth:`~.manager.MatchManager._sweep_once`), since a series ends with its match's
+        (:meth:`~.housekeeping.Housekeeping.sweep_once`), since a series ends with its match's
         eviction. It did not: an ended match was evicted with a seat write in doubt (a token
         reissued nobody was given), its rewrite stopped, and the store kept that token while
         the player's own was refused once the match was read back (found by the play fuzz)."""

@@ -5,7 +5,7 @@ event with ``put_nowait``; when the queue is full the watcher is *overflowed*: i
 events are dropped and the stream ends with an error telling the client to resume with the
 last ``seq`` it received (``watch(after_seq)`` replays from the durable log, so nothing is
 lost). An overflowed stream stops counting at once (its seat's presence, the limits:
-``MatchManager._overflowed``), however late its generator closes.
+:meth:`.streams.WatchStreams.overflowed`), however late its generator closes.
 """
 
 from __future__ import annotations

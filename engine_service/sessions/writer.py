@@ -48,8 +48,9 @@ class MatchWriter:
     ``settle_soon(m)`` (the manager: :meth:`.seating.Seating.settle_end_soon`) settles an end
     whose write nobody could tell, in the background (:meth:`settle_end`); ``status_soon(m)``
     (:meth:`.seating.Seating.write_status_soon`) writes a completed match's status again;
-    ``overflowed(m, watchers)`` (set by the manager, which counts the streams) takes the
-    streams a publication closed because they fell too far behind (:meth:`_overflowed`).
+    ``overflowed(m, watchers)`` (set by the manager: :meth:`.streams.WatchStreams.overflowed`,
+    which counts the streams) takes the streams a publication closed because they fell too far
+    behind (:meth:`_overflowed`).
     """
 
     def __init__(self, store: Store, metrics: Metrics) -> None:

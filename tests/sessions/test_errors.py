@@ -16,7 +16,7 @@ from engine_service.rules.errors import (IllegalAction, InvalidDeck, InvalidOpti
 from engine_service.sessions.api import (BadRequest, CreateMatchRequest, LimitExceeded, MatchNotActive,
                                          MatchNotFound, PermissionDenied, Principal, SeatConfig, SeatTaken,
                                          StaleSequence, Unauthenticated, Unavailable)
-from engine_service.sessions.manager import _clean_name
+from engine_service.sessions.validation import clean_name
 
 from .helpers import ADMIN, GAMES, Stream, collect, config, manager, open_match, play_random, run, to_act, until
 
@@ -249,20 +249,20 @@ def test_an_enormous_name_is_refused_without_splitting_it_all():
     tracemalloc.start()
     try:
         with pytest.raises(BadRequest) as info:
-            _clean_name(enormous, 64, "the player name")
+            clean_name(enormous, 64, "the player name")
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     assert info.value.reason == "BAD_NAME"
     assert peak < 1.5 * len(enormous)  # at most one copy of it (it was 20 times its size)
     # the limit still counts the collapsed name: surplus whitespace anywhere is fine
-    assert _clean_name(" \t ada  \n lovelace " + " " * 100_000, 12, "n") == "ada lovelace"
-    assert _clean_name("x" * 64, 64, "n") == "x" * 64
-    assert _clean_name("  " + "x y " * 16, 64, "n") == ("x y " * 16).strip()
-    assert _clean_name("", 64, "n") == "" and _clean_name(" \u3000\x1c ", 64, "n") == ""
+    assert clean_name(" \t ada  \n lovelace " + " " * 100_000, 12, "n") == "ada lovelace"
+    assert clean_name("x" * 64, 64, "n") == "x" * 64
+    assert clean_name("  " + "x y " * 16, 64, "n") == ("x y " * 16).strip()
+    assert clean_name("", 64, "n") == "" and clean_name(" \u3000\x1c ", 64, "n") == ""
     for too_long in ("x" * 65, "x " * 32 + "y", " ".join(["x" * 30] * 3)):
         with pytest.raises(BadRequest):
-            _clean_name(too_long, 64, "n")
+            clean_name(too_long, 64, "n")
 
     async def go():
         async with manager() as mgr:

@@ -437,7 +437,7 @@ def test_the_sweeper_outlives_a_failing_pass():
 
     async def go():
         async with manager(config(finished_retention_s=0.2)) as mgr:
-            real, calls = mgr._sweep_once, []
+            real, calls = mgr._housekeeping.sweep_once, []
 
             async def failing_once():
                 calls.append(1)
@@ -445,7 +445,7 @@ def test_the_sweeper_outlives_a_failing_pass():
                     raise RuntimeError("a bug in one pass")
                 await real()
 
-            mgr._sweep_once = failing_once
+            mgr._housekeeping.sweep_once = failing_once
             match_id, ps = await open_match(mgr, "japanese_joker")
             await play_random(mgr, match_id, ps, random.Random(4))
             await until(lambda: mgr.match_ids() == [], timeout=5)

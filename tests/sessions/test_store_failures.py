@@ -405,7 +405,7 @@ def test_a_match_whose_start_failed_is_started_by_the_sweeper_and_plays(ack_lost
                 passes = 0
                 while m.status == "waiting":
                     passes += 1
-                    await mgr._sweep_once()
+                    await mgr._housekeeping.sweep_once()
                 await until(lambda: any(e.kind == "presence" and e.view.view.get("hand") for e in stream.events))
                 # the second player's answer (the token) was lost with the failed join
                 second = mgr.authenticate(s.match_id, (await mgr.reissue_seat_token(s.match_id, 1))[0].token)

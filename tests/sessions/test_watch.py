@@ -425,10 +425,10 @@ def test_an_overflowed_spectator_stream_frees_its_slot(limit):
             stalled, w = await _stall(mgr, match_id, spectator)
             await _play_until_overflowed(mgr, match_id, ps, w, random.Random(8))
             await until(lambda: not w.counted, timeout=2)
-            spectators = mgr._spectator_streams
+            spectators = mgr._streams.spectators
             first = await collect(mgr.watch(match_id, spectator, -1), until=lambda e: True)
             await stalled.aclose()
-            return spectators, first, mgr._spectator_streams
+            return spectators, first, mgr._streams.spectators
 
     spectators, first, after = run(go())
     assert spectators == 0 and after == 0
