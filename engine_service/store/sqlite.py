@@ -166,6 +166,32 @@ _STOP = object()
 MAX_BATCH = 256
 
 
+def _reason(exc: BaseException) -> str:
+    """SQLite's message with its error code's name, e.g. "database or disk is full
+    (SQLITE_FULL)": the code tells apart what the messages word alike (SQLITE_IOERR_WRITE
+    from SQLITE_IOERR_FSYNC, SQLITE_READONLY_DIRECTORY from a read-only file), and it is
+    what SQLite's documentation and docs/operations.md are searched for."""
+    name = getattr(exc, "sqlite_errorname", None)
+    return f"{exc} ({name})" if name else str(exc)
+
+
+def _rolled_back(pending: list[tuple[_Job, Any, BaseException | None]],
+                 cause: BaseException) -> list[tuple[_Job, Any, BaseException | None]]:
+    """The writes of a transaction that SQLite rolled back as a whole, each with its error.
+
+    A failing statement is normally undone alone (its write's savepoint then), but on
+    SQLITE_FULL, SQLITE_IOERR or SQLITE_NOMEM SQLite may have to roll back the whole
+    transaction (sqlite.org/lang_transaction.html, "Response To Errors Within A
+    Transaction"): every write of the batch before the failing one is gone with it. They
+    used to be acknowledged all the same at the end of the batch (the commit found no
+    transaction, so it failed nothing): a full disk that refused one match's write lost
+    the actions of the other matches written with it, and their matches ran on in memory
+    ahead of the database. Now each of them is answered with the error; nothing of them
+    was written, and their callers retry."""
+    error = StoreError(f"write rolled back with its transaction: {cause}")
+    return [(job, result, err or error) for job, result, err in pending]
+
+
 def _resolve_all(items: list[tuple[asyncio.Future, Any, BaseException | None]]) -> None:
     for future, result, error in items:
         if future.done():  # the caller was cancelled
@@ -239,7 +265,13 @@ class SqliteStore(Store):
             pending: list[tuple[_Job, Any, BaseException | None]] = []
             for job in batch:
                 if job.write:
-                    pending.append(self._write_in_transaction(job, begin=not pending))
+                    outcome = self._write_in_transaction(job, begin=not pending)
+                    if outcome[2] is not None and not self._in_transaction():
+                        # SQLite undid the whole transaction, not just this write's savepoint
+                        self._deliver(_rolled_back(pending, outcome[2]) + [outcome])
+                        pending = []
+                        continue
+                    pending.append(outcome)
                     continue
                 self._commit(pending)  # a read sees only committed writes
                 pending = []
@@ -250,6 +282,11 @@ class SqliteStore(Store):
             self._commit(pending)
 
     def _write_in_transaction(self, job: _Job, begin: bool) -> tuple[_Job, Any, BaseException | None]:
+        """Run one write in its own savepoint of the batch's transaction (``begin``: the
+        batch's first write, which opens it). A write that fails is undone alone when SQLite
+        lets it be; when SQLite has rolled back the whole transaction instead, or its
+        savepoint cannot be undone, the transaction is gone when this returns, and
+        :meth:`_serve` fails the batch's earlier writes too (:func:`_rolled_back`)."""
         conn = self._conn
         if conn is None:
             return job, None, StoreError("the store is closed")
@@ -258,26 +295,41 @@ class SqliteStore(Store):
                 conn.execute("BEGIN IMMEDIATE")
             conn.execute("SAVEPOINT write")
         except sqlite3.Error as exc:
-            return job, None, StoreError(f"cannot start a transaction: {exc}")
+            return job, None, StoreError(f"cannot start a transaction: {_reason(exc)}")
         try:
             result = job.fn(conn)
         except BaseException as exc:
-            try:
-                conn.execute("ROLLBACK TO write")
-                conn.execute("RELEASE write")
-            except sqlite3.Error:
-                pass
-            return job, None, exc if isinstance(exc, StoreError) else StoreError(f"write failed: {exc}")
+            self._undo_write(conn)
+            return job, None, exc if isinstance(exc, StoreError) else StoreError(f"write failed: {_reason(exc)}")
         try:
             conn.execute("RELEASE write")
         except sqlite3.Error as exc:  # the writer thread must outlive any one write
+            self._undo_write(conn)
+            return job, None, StoreError(f"write failed: {_reason(exc)}")
+        return job, result, None
+
+    def _undo_write(self, conn: sqlite3.Connection) -> None:
+        """Undo a failed write's savepoint; the whole transaction when that fails (a write
+        half done must never be committed with the others)."""
+        if not conn.in_transaction:  # SQLite rolled it all back already (SQLITE_FULL, ...)
+            return
+        try:
+            conn.execute("ROLLBACK TO write")
+            conn.execute("RELEASE write")
+        except sqlite3.Error:
+            self._abandon(conn)
+
+    @staticmethod
+    def _abandon(conn: sqlite3.Connection) -> None:
+        """Roll back whatever transaction is open (none: nothing to do)."""
+        if conn.in_transaction:
             try:
-                conn.execute("ROLLBACK TO write")
-                conn.execute("RELEASE write")
+                conn.execute("ROLLBACK")
             except sqlite3.Error:
                 pass
-            return job, None, StoreError(f"write failed: {exc}")
-        return job, result, None
+
+    def _in_transaction(self) -> bool:
+        return self._conn is not None and self._conn.in_transaction
 
     def _commit(self, pending: list[tuple[_Job, Any, BaseException | None]]) -> None:
         if not pending:
@@ -289,11 +341,8 @@ class SqliteStore(Store):
                 conn.execute("COMMIT")
                 self.commits += 1
             except sqlite3.Error as exc:
-                failure = StoreError(f"commit failed: {exc}")
-                try:
-                    conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
+                failure = StoreError(f"commit failed: {_reason(exc)}")
+                self._abandon(conn)
         if failure is not None:
             pending = [(job, result, error or failure) for job, result, error in pending]
         self._deliver(pending)
@@ -650,7 +699,7 @@ class SqliteStore(Store):
                     "WHERE match_id = ? ORDER BY seq", (match_id,)))
         except sqlite3.DatabaseError as exc:
             self._timer.error("load_match")
-            raise StoreError(f"cannot read match {match_id!r}: {exc}") from None
+            raise StoreError(f"cannot read match {match_id!r}: {_reason(exc)}") from None
         return StoredMatch(record, decks, actions)
 
     async def list_matches(self, statuses: Sequence[str] = (), game: str = "",
@@ -744,7 +793,7 @@ class SqliteStore(Store):
         try:
             await self._run(fn)
         except sqlite3.Error as exc:
-            raise StoreError(f"VACUUM of {self.path} failed: {exc}") from None
+            raise StoreError(f"VACUUM of {self.path} failed: {_reason(exc)}") from None
 
 
 @dataclass(frozen=True)

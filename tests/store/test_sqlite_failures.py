@@ -1,0 +1,199 @@
+"""The SQLite store when SQLite itself fails underneath it (tests/store/sqlite_faults.py): a
+full disk (SQLITE_FULL at a statement, ENOSPC at the commit), a commit refused after every
+write of its batch succeeded. What is acknowledged is durable, what failed changed nothing,
+and the store's one writer thread goes on (docs/operations.md, "When the database fails")."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import replace
+
+import pytest
+
+from engine_service.observability.metrics import Metrics
+from engine_service.store import ActionRecord, DeckRecord, SeatRecord, SqliteStore, StoreError
+
+from .sqlite_faults import LimitedSqliteStore, fill_volume, held, small_volume
+from .test_store import record
+
+FULL = "database or disk is full (SQLITE_FULL)"
+BIG = 20_000  # characters: a value that needs pages the file does not have
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, 60))
+
+
+async def stored(path, *match_ids):
+    """What a new store on ``path`` reads: each match's (status, seat names, decks, actions)."""
+    st = SqliteStore(path, exclusive=False)
+    await st.open()
+    try:
+        out = {}
+        for match_id in match_ids:
+            m = await st.load_match(match_id)
+            out[match_id] = None if m is None else (
+                m.record.status, [s.player_name for s in m.record.seats], [d.deal for d in m.decks],
+                [(a.seq, a.action) for a in m.actions])
+        return out
+    finally:
+        await st.close()
+
+
+def test_a_full_disk_refuses_each_kind_of_write_and_changes_nothing(tmp_path):
+    """Every write that needs room the file cannot get fails with SQLite's SQLITE_FULL named
+    in its error (the operator's log says "disk is full"), is counted in
+    cardgames_store_errors_total and leaves the database as it was; the same writes succeed
+    once there is room, and a write that fits succeeds meanwhile (nothing is wedged)."""
+    path = tmp_path / "db.sqlite3"
+    metrics = Metrics()
+    big_deck = DeckRecord(1, tuple(f"C{i}" for i in range(4000)))
+
+    async def go():
+        st = LimitedSqliteStore(path, metrics)
+        await st.open()
+        await st.create_match(record("m1"))
+        await st.create_match(record("m2", created_at=2.0))
+        await st.start_match("m2", [SeatRecord(0, player_name="ann", token_hash="a" * 64)],
+                             [DeckRecord(0, ("JS", "7H"))])
+        await st.append_action("m2", ActionRecord(1, 0, "pass"))
+        before = await stored(path, "m1", "m2", "m3")
+        await st.fill_up()
+        writes = {
+            "create_match": lambda: st.create_match(replace(record("m3", created_at=3.0), name="n" * BIG)),
+            "save_seat": lambda: st.save_seat("m1", SeatRecord(0, player_name="p" * BIG, token_hash="b" * 64)),
+            "start_match": lambda: st.start_match("m1", [SeatRecord(1, player_name="q" * BIG)], [DeckRecord(0, ("JS",))]),
+            "append_action": lambda: st.append_action("m2", ActionRecord(2, 0, "x" * BIG)),
+            "append_decks": lambda: st.append_decks("m2", [big_deck]),
+        }
+        errors = {}
+        for operation, write in writes.items():
+            with pytest.raises(StoreError) as failed:
+                await write()
+            errors[operation] = str(failed.value)
+        # a write that fits in the pages the file has is written (the writer thread lives on)
+        await st.set_status("m1", "waiting")
+        during = await stored(path, "m1", "m2", "m3")
+        await st.make_room()
+        for write in writes.values():
+            await write()
+        await st.close()
+        return before, errors, during, await stored(path, "m1", "m2", "m3")
+
+    before, errors, during, after = run(go())
+    for operation, error in errors.items():
+        assert FULL in error, (operation, error)
+        assert metrics.value("cardgames_store_errors_total", {"operation": operation}) == 1, operation
+    assert during == before
+    assert after["m3"] is not None and after["m1"][0] == "active" and len(after["m1"][1][0]) == BIG
+    assert after["m2"][2] == [0, 1] and after["m2"][3] == [(1, "pass"), (2, "x" * BIG)]
+
+
+def test_a_write_that_fills_the_disk_fails_the_writes_committed_with_it(tmp_path):
+    """SQLITE_FULL in the middle of a statement may make SQLite roll back the whole
+    transaction, not only the failing write's savepoint: the writes of the same group commit
+    before it are gone too. They used to be acknowledged all the same (the commit found no
+    transaction and failed nothing): m1's action was answered as written and was not in
+    the database. Now each of them is answered with the error, the writes after the failing
+    one go on in a new transaction, and every acknowledged write is durable."""
+    path = tmp_path / "db.sqlite3"
+
+    async def go():
+        st = LimitedSqliteStore(path)
+        await st.open()
+        for i in range(1, 4):
+            await st.create_match(record(f"m{i}", created_at=float(i)))
+        await st.fill_up()
+        async with held(st):
+            first = asyncio.ensure_future(st.append_action("m1", ActionRecord(1, 0, "pass")))
+            filling = asyncio.ensure_future(st.append_action("m2", ActionRecord(1, 0, "x" * BIG)))
+            after = asyncio.ensure_future(st.append_action("m3", ActionRecord(1, 0, "take")))
+            await asyncio.sleep(0.05)
+        results = await asyncio.gather(first, filling, after, return_exceptions=True)
+        acknowledged = await stored(path, "m1", "m2", "m3")
+        # the retry of the refused write: it fits, so it is written now
+        await st.append_action("m1", ActionRecord(1, 0, "pass"))
+        await st.close()
+        return results, acknowledged, await stored(path, "m1", "m2", "m3")
+
+    (first, filling, after), acknowledged, final = run(go())
+    assert isinstance(filling, StoreError) and FULL in str(filling)
+    assert isinstance(first, StoreError), "acknowledged, but rolled back with the write that filled the disk"
+    assert "rolled back with its transaction" in str(first) and FULL in str(first)
+    assert after is None
+    assert [acknowledged[m][3] for m in ("m1", "m2", "m3")] == [[], [], [(1, "take")]]
+    assert [final[m][3] for m in ("m1", "m2", "m3")] == [[(1, "pass")], [], [(1, "take")]]
+
+
+def test_a_commit_that_fails_after_every_write_of_its_batch_succeeded_fails_them_all(tmp_path):
+    """Three writes of one group commit, each released from its savepoint, and then SQLite
+    refuses the COMMIT (here a deferred foreign key that the third broke: a real refusal of
+    the commit by SQLite, as ENOSPC writing the WAL is, test below): each of the three is
+    answered with the commit's error, none is in the database, and the next writes commit."""
+    path = tmp_path / "db.sqlite3"
+    metrics = Metrics()
+
+    def orphan(conn):  # checked at the COMMIT, not at the statement
+        conn.execute("PRAGMA defer_foreign_keys=ON")
+        conn.execute("INSERT INTO decks (match_id, deal, cards) VALUES ('nobody', 0, '[]')")
+
+    async def go():
+        st = LimitedSqliteStore(path, metrics)
+        await st.open()
+        await st.create_match(record("m1"))
+        await st.create_match(record("m2", created_at=2.0))
+        commits = st.commits
+        async with held(st):
+            writes = [asyncio.ensure_future(st.append_action("m1", ActionRecord(1, 0, "pass"))),
+                      asyncio.ensure_future(st.append_action("m2", ActionRecord(1, 0, "take"))),
+                      asyncio.ensure_future(st._submit(orphan, write=True))]
+            await asyncio.sleep(0.05)
+        results = await asyncio.gather(*writes, return_exceptions=True)
+        failed_commits = st.commits - commits
+        await st.append_action("m1", ActionRecord(1, 0, "take"))
+        await st.close()
+        return results, failed_commits, await stored(path, "m1", "m2")
+
+    results, failed_commits, final = run(go())
+    assert failed_commits == 0
+    for result in results:
+        assert isinstance(result, StoreError) and "commit failed: FOREIGN KEY constraint failed" in str(result)
+    assert final["m1"][3] == [(1, "take")] and final["m2"][3] == []
+    assert metrics.value("cardgames_store_errors_total", {"operation": "append_action"}) == 2
+
+
+def test_no_space_left_on_the_volume_fails_the_commit_and_loses_nothing(tmp_path):
+    """A real full volume (a tmpfs filled with a ballast file): SQLite cannot append the batch
+    to its WAL, so the COMMIT fails with SQLITE_FULL; both writes of the batch are answered
+    with it and neither is written; reads go on; once the ballast is deleted the same writes
+    are written, and the file holds exactly what was acknowledged."""
+    with small_volume(tmp_path / "volume") as volume:
+        path = volume / "db.sqlite3"
+
+        async def go():
+            st = SqliteStore(path)
+            await st.open()
+            await st.create_match(record("m1"))
+            await st.create_match(record("m2", created_at=2.0))
+            for seq in range(1, 4):
+                await st.append_action("m1", ActionRecord(seq, seq % 2, "pass"))
+            ballast = fill_volume(volume)
+            async with held(st):
+                writes = [asyncio.ensure_future(st.append_action("m1", ActionRecord(4, 0, "take"))),
+                          asyncio.ensure_future(st.append_action("m2", ActionRecord(1, 0, "take")))]
+                await asyncio.sleep(0.05)
+            refused = await asyncio.gather(*writes, return_exceptions=True)
+            read = [a.seq for a in (await st.load_match("m1")).actions]
+            again = await asyncio.gather(st.append_action("m1", ActionRecord(4, 0, "take")), return_exceptions=True)
+            os.remove(ballast)
+            await st.append_action("m1", ActionRecord(4, 0, "take"))
+            await st.append_action("m2", ActionRecord(1, 0, "take"))
+            await st.close()
+            return refused, read, again, await stored(path, "m1", "m2")
+
+        refused, read, again, final = run(go())
+    for result in [*refused, *again]:
+        assert isinstance(result, StoreError) and FULL in str(result), result
+    assert read == [1, 2, 3]
+    assert [a for a, _ in final["m1"][3]] == [1, 2, 3, 4] and final["m2"][3] == [(1, "take")]
