@@ -62,6 +62,12 @@ class MigrationFailed(NotADatabase):
     (the upgrade notes, or restoring the backup taken before it)."""
 
 
+class DatabaseReadOnly(StoreError):
+    """The database cannot be written by this process (SQLite: SQLITE_READONLY; the file or
+    its directory not writable by the engine's user, a read-only filesystem): refused when
+    the store opens, not served with every write failing (:meth:`Store.open`)."""
+
+
 class StoreInUse(StoreError):
     """Another engine process holds the database (one engine per database:
     :mod:`.ownership`, docs/operations.md)."""
@@ -272,7 +278,8 @@ class Store(ABC):
     @abstractmethod
     async def open(self) -> None:
         """Open (and create or migrate) the store; NotADatabase if it is not one of ours,
-        StoreInUse if another engine process holds it (after the store's lock wait)."""
+        DatabaseReadOnly if this process cannot write it, StoreInUse if another engine process
+        holds it (after the store's lock wait)."""
 
     @abstractmethod
     async def close(self) -> None:

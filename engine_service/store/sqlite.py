@@ -40,9 +40,9 @@ from typing import Any, Callable, Mapping, Sequence, TypeVar
 import structlog
 
 from ..observability.metrics import Metrics
-from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, CorruptDatabase, DeckRecord,
-                   DuplicateClientAction, MatchExists, MatchListing, MatchNotWaiting, MatchRecord, MigrationFailed,
-                   NotADatabase, PruneCounts, PrunedBatch, SeatRecord, SequenceConflict, Store,
+from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, CorruptDatabase, DatabaseReadOnly,
+                   DeckRecord, DuplicateClientAction, MatchExists, MatchListing, MatchNotWaiting, MatchRecord,
+                   MigrationFailed, NotADatabase, PruneCounts, PrunedBatch, SeatRecord, SequenceConflict, Store,
                    StoredMatch, StoreError, UnknownMatch)
 from .ownership import FileOwnership
 
@@ -429,6 +429,10 @@ class SqliteStore(Store):
             app_id = conn.execute("PRAGMA application_id").fetchone()[0]
             version = conn.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.DatabaseError as exc:
+            self._refuse_unwritable(exc)
+            if str(getattr(exc, "sqlite_errorname", "")).startswith("SQLITE_CANTOPEN"):
+                # not the file's fault (no right to read it, or to make its WAL index)
+                raise StoreError(f"cannot open database {path}: {_reason(exc)}") from None
             raise NotADatabase(f"{path} is not a SQLite database ({exc})") from None
         if schema_objects and app_id != APPLICATION_ID:
             raise NotADatabase(f"{path} is a SQLite database of another application "
@@ -457,7 +461,43 @@ class SqliteStore(Store):
         except sqlite3.DatabaseError as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
+            self._refuse_unwritable(exc)
             raise NotADatabase(f"{path} is not a usable SQLite database ({exc})") from None
+        self._check_writable(conn)
+
+    def _check_writable(self, conn: sqlite3.Connection) -> None:
+        """Refuse a database this process cannot write (:class:`~.base.DatabaseReadOnly`).
+
+        SQLite opens a file it may not write read-only, without a word: a database restored
+        as root and left owned by root, a file made read-only, a directory the engine cannot
+        create the WAL in once the last one is gone. The engine used to start on it, resume
+        its matches and answer health SERVING, and then every write (every action, join and
+        new match) failed UNAVAILABLE with "attempt to write a readonly database". A write of
+        nothing new (the schema version it holds, in a transaction rolled back) tells at once."""
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        except sqlite3.DatabaseError as exc:
+            self._refuse_unwritable(exc)
+            raise StoreError(f"cannot write to {self.path}: {_reason(exc)}") from None
+        finally:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+
+    def _refuse_unwritable(self, exc: sqlite3.DatabaseError) -> None:
+        """Raise :class:`~.base.DatabaseReadOnly` when SQLite said it cannot write (any
+        SQLITE_READONLY), rather than calling the file no database of ours: with the
+        directory not writable, even reading a database in WAL mode fails so
+        (SQLITE_READONLY_DIRECTORY), and the engine refused to start saying that the file
+        "is not a SQLite database", which sent the operator after a damaged file."""
+        if not str(getattr(exc, "sqlite_errorname", "") or "").startswith("SQLITE_READONLY"):
+            return
+        uid = os.getuid() if hasattr(os, "getuid") else None
+        user = f" (uid {uid})" if uid is not None else ""
+        raise DatabaseReadOnly(
+            f"{self.path} cannot be written by this process{user}: {_reason(exc)}; refusing to serve "
+            "from it: make the file and its directory writable by the engine's user, and check that "
+            "the filesystem is not mounted read-only (docs/operations.md, When the database fails)") from None
 
     def _check_integrity(self, conn: sqlite3.Connection, budget_s: float | None = None) -> None:
         """``PRAGMA quick_check`` of the whole file, before anything is written to it.
@@ -521,6 +561,7 @@ class SqliteStore(Store):
         except sqlite3.DatabaseError as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
+            self._refuse_unwritable(exc)
             raise MigrationFailed(
                 f"{self.path}: migrating the database from schema version {version} to "
                 f"{SCHEMA_VERSION} failed at step {step} ({exc}); the file was left as it was "

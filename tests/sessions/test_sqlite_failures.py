@@ -18,9 +18,11 @@ from engine_service.observability.metrics import Metrics
 from engine_service.rules.cards import card_code
 from engine_service.rules.registry import get_game
 from engine_service.sessions.api import CreateMatchRequest, Principal, SessionError
+from engine_service.sessions.manager import MatchManager
+from engine_service.store import DatabaseReadOnly
 
 from ..store.sqlite_faults import LimitedSqliteStore, held, until_queued
-from .helpers import Stream, manager, open_match, run, to_act, until
+from .helpers import Stream, config, manager, open_match, run, to_act, until
 
 FULL = "database or disk is full (SQLITE_FULL)"
 
@@ -238,3 +240,24 @@ def test_a_read_only_database_refuses_writes_until_it_is_writable_again(tmp_path
     assert sorted(op for op, _ in failures(logs)) == ["append_action", "create_match"]
     assert all("attempt to write a readonly database (SQLITE_READONLY)" in e for _, e in failures(logs))
     assert at == read_seq == 0 and done_seq == 1 and matches == 1
+
+
+def test_the_engine_does_not_start_on_a_database_it_cannot_write(tmp_path):
+    """A database the engine's process cannot write (a file restored as root and left
+    root's, a read-only file; here PRAGMA query_only): the start fails with
+    DatabaseReadOnly (the service exits 2 with ``store_unavailable`` naming it) instead of
+    resuming its matches and answering health SERVING while every write fails."""
+    path = tmp_path / "db.sqlite3"
+
+    async def go():
+        async with manager(store=LimitedSqliteStore(path)) as mgr:
+            await open_match(mgr, "klaberjass")
+        mgr = MatchManager(config(), store=LimitedSqliteStore(path, read_only=True), metrics=Metrics(),
+                           create_bot_host=False)
+        with pytest.raises(DatabaseReadOnly) as refused:
+            await mgr.start()
+        async with manager(store=LimitedSqliteStore(path)) as again:  # the file was let go of
+            return str(refused.value), len((await again.list_matches("", "", 10)))
+
+    error, listed = run(go())
+    assert "SQLITE_READONLY" in error and listed == 1

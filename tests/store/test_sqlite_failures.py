@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 from dataclasses import replace
 
 import pytest
 
 from engine_service.observability.metrics import Metrics
-from engine_service.store import ActionRecord, DeckRecord, SeatRecord, SqliteStore, StoreError
+from engine_service.store import (ActionRecord, DatabaseReadOnly, DeckRecord, NotADatabase, SeatRecord, SqliteStore,
+                                  StoreError)
 
 from .sqlite_faults import LimitedSqliteStore, fill_volume, held, small_volume
 from .test_store import record
@@ -197,3 +199,64 @@ def test_no_space_left_on_the_volume_fails_the_commit_and_loses_nothing(tmp_path
         assert isinstance(result, StoreError) and FULL in str(result), result
     assert read == [1, 2, 3]
     assert [a for a, _ in final["m1"][3]] == [1, 2, 3, 4] and final["m2"][3] == [(1, "take")]
+
+
+@pytest.mark.parametrize("new_file", [False, True])
+def test_a_database_this_process_cannot_write_is_refused_at_open(tmp_path, new_file):
+    """SQLite opens a file it may not write read-only, without a word (a database restored as
+    root and left root's, a file made read-only: here PRAGMA query_only, since as root no
+    permission stops SQLite). The store used to open it, and the engine served with every
+    write failing UNAVAILABLE; a new file that could not be written was refused as "not a
+    usable SQLite database". Now both are DatabaseReadOnly naming the file, SQLite's reason
+    and what to check, and the store lets go of the file (its ownership lock too)."""
+    path = tmp_path / "db.sqlite3"
+
+    async def go():
+        if not new_file:
+            st = SqliteStore(path)
+            await st.open()
+            await st.create_match(record("m1"))
+            await st.close()
+        with pytest.raises(DatabaseReadOnly) as refused:
+            await LimitedSqliteStore(path, read_only=True).open()
+        st = SqliteStore(path)  # nothing held, nothing changed
+        await st.open()
+        held_match = await st.load_match("m1")
+        await st.close()
+        return str(refused.value), held_match
+
+    error, held_match = run(go())
+    assert str(path) in error and "attempt to write a readonly database (SQLITE_READONLY)" in error
+    assert "writable by the engine's user" in error and "read-only" in error
+    assert (held_match is None) == new_file
+
+
+def test_a_read_only_filesystem_is_a_clear_error_at_open(tmp_path):
+    """The database on a filesystem mounted read-only (a tmpfs remounted so): the engine's
+    store cannot take its ownership lock and says so; a store without the lock (a tool)
+    says it cannot open the database (SQLITE_CANTOPEN), not that the file is no database."""
+    with small_volume(tmp_path / "volume") as volume:
+        path = volume / "db.sqlite3"
+
+        async def create():
+            st = SqliteStore(path)
+            await st.open()
+            await st.create_match(record("m1"))
+            await st.close()
+        run(create())
+        remounted = subprocess.run(["mount", "-o", "remount,ro", str(volume)], capture_output=True, text=True)
+        if remounted.returncode != 0:
+            pytest.skip(f"cannot remount read-only: {remounted.stderr.strip()}")
+
+        async def refusals():
+            errors = []
+            for exclusive in (True, False):
+                with pytest.raises(StoreError) as refused:
+                    await SqliteStore(path, exclusive=exclusive).open()
+                errors.append(refused.value)
+            return errors
+
+        engine, tool = run(refusals())
+    assert "cannot open the lock file" in str(engine) and "Read-only file system" in str(engine)
+    assert not isinstance(tool, NotADatabase)
+    assert str(tool) == f"cannot open database {path}: unable to open database file (SQLITE_CANTOPEN)"
