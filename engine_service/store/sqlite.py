@@ -223,6 +223,11 @@ class SqliteStore(Store):
         self.migrated_from: int | None = None  # the schema version open() upgraded, if any
         self.check_s: float | None = None  # how long open()'s integrity check took, if it ran
         self.check_budget_s = CHECK_BUDGET_S
+        # the inode numbers of the file and its WAL as opened (_file_moved), and how the file
+        # was found changed under the store (None: it was not)
+        self._inode: int | None = None
+        self._wal_inode: int | None = None
+        self._moved: str | None = None
 
     # ---- plumbing: one thread owns the connection ------------------------------------------
 
@@ -337,15 +342,113 @@ class SqliteStore(Store):
         conn = self._conn
         failure: BaseException | None = None
         if conn is not None and conn.in_transaction:
-            try:
-                conn.execute("COMMIT")
-                self.commits += 1
-            except sqlite3.Error as exc:
-                failure = StoreError(f"commit failed: {_reason(exc)}")
+            moved = self._file_moved()
+            if moved is not None:
                 self._abandon(conn)
+                failure = self._refuse_moved(conn, moved)
+            else:
+                try:
+                    conn.execute("COMMIT")
+                    self.commits += 1
+                except sqlite3.Error as exc:
+                    failure = StoreError(f"commit failed: {_reason(exc)}")
+                    self._abandon(conn)
+                else:
+                    if self._wal_inode is not None and _inode(self.path + "-wal") != self._wal_inode:
+                        failure = self._make_wal_again(conn)
         if failure is not None:
             pending = [(job, result, error or failure) for job, result, error in pending]
         self._deliver(pending)
+
+    def _file_moved(self) -> str | None:
+        """Whether the database file at :attr:`path` is still the one this store opened:
+        None if it is, "deleted" or "replaced" if not (the inode number at the path, as
+        SQLite's own check compares it; one ``stat`` per commit, next to its fsync).
+
+        The store writes through the file it opened, whatever the path names now. Deleted
+        by mistake (a cleanup of the volume, ``rm`` of the wrong file) or replaced under the
+        running engine (a backup restored without stopping it), every write went on being
+        acknowledged into a file nobody will ever open again: a restart found an empty
+        database, or the file put in its place. SQLite does not say: it only leaves its WAL
+        behind at close, to be replayed onto whatever file the path then names."""
+        if self._inode is None:
+            return None
+        try:
+            inode = os.stat(self.path).st_ino
+        except FileNotFoundError:
+            return "deleted"
+        except OSError:  # cannot tell (the directory unreadable): not a reason to refuse
+            return None
+        return None if inode == self._inode else "replaced"
+
+    def _refuse_moved(self, conn: sqlite3.Connection, moved: str) -> StoreError:
+        """The error of every write while the file is :meth:`_file_moved` (nothing is
+        committed; reads go on from the file the store holds). The first time, everything
+        the store holds is copied to ``<path>.rescued-<UTC time>`` (``VACUUM INTO``, owner-
+        only like the database) and ``db_file_moved`` is logged with where: that copy is the
+        only one left of the writes acknowledged since the last backup once the engine stops
+        (docs/operations.md, When the database fails). A file put back (moved back to the
+        path) is written to again."""
+        if self._moved != moved:
+            self._moved = moved
+            rescued, error = self._rescue(conn)
+            log.error("db_file_moved", db=self.path, change=moved, rescued=rescued,
+                      **({"rescue_error": error} if error else {}),
+                      hint="stop the engine, put the rescued copy in place of the database "
+                           "(docs/operations.md, When the database fails), start it")
+        return StoreError(f"the database file {self.path} was {moved} while the engine had it open: "
+                          "writes are refused (they would go to a file no restart reads)")
+
+    def _rescue(self, conn: sqlite3.Connection) -> tuple[str, str]:
+        """Copy the database as this store holds it beside its path; (the copy's path, "") or
+        ("", why it could not be made)."""
+        target = f"{self.path}.rescued-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+        try:
+            os.close(os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            conn.execute("VACUUM INTO ?", (target,))
+            return target, ""
+        except (OSError, sqlite3.Error) as exc:
+            try:
+                os.remove(target)
+            except OSError:
+                pass
+            return "", _reason(exc) if isinstance(exc, sqlite3.Error) else f"{target}: {exc.strerror}"
+
+    def _make_wal_again(self, conn: sqlite3.Connection) -> StoreError | None:
+        """The WAL beside the path is gone (deleted: "a temporary file", to free space) or
+        not the one this store writes. SQLite goes on appending commits to the WAL it has
+        open, which nothing can read after a crash: every write since its last checkpoint
+        was acknowledged and would be lost by a ``kill -9`` or a power cut (a clean stop
+        still copied them into the database). Leaving WAL mode and entering it again
+        copies them into the database file and makes a new WAL at the path
+        (``db_wal_made_again``). Failing that, the batch just committed is answered with an
+        error (``db_wal_lost``): it may be lost in a crash, and a write answered with an
+        error is one whose outcome the session layer reads back."""
+        try:
+            conn.execute("PRAGMA journal_mode=DELETE")
+            conn.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.Error as exc:
+            log.error("db_wal_lost", db=self.path, error=_reason(exc))
+            return StoreError(f"the WAL of {self.path} was deleted and cannot be made again "
+                              f"({_reason(exc)}): the write may be lost in a crash")
+        self._wal_inode = _inode(self.path + "-wal")
+        log.warning("db_wal_made_again", db=self.path)
+        return None
+
+    def _forget_moved_wal(self) -> None:
+        """At close, when the file was :meth:`_file_moved`: delete the WAL (and its index)
+        that this store wrote beside the path. SQLite leaves it there for a moved file, and
+        the next start would read it as the WAL of the file the path now names: the frames of
+        the file that is gone replayed onto a restored backup (a corrupt database), or onto
+        a new one. Only the WAL this store opened (its inode number) is deleted."""
+        wal = self.path + "-wal"
+        try:
+            if self._wal_inode is None or os.stat(wal).st_ino != self._wal_inode:
+                return
+            os.remove(wal)
+            os.remove(self.path + "-shm")
+        except OSError:
+            pass
 
     @staticmethod
     def _deliver(outcomes: list[tuple[_Job, Any, BaseException | None]]) -> None:
@@ -417,6 +520,8 @@ class SqliteStore(Store):
             self._release()
             raise
         self._conn = conn
+        if path != ":memory:":
+            self._inode, self._wal_inode = _inode(path), _inode(path + "-wal")
 
     def _release(self) -> None:
         if self._ownership is not None:
@@ -579,8 +684,11 @@ class SqliteStore(Store):
 
     def _close_sync(self) -> None:
         if self._conn is not None:
+            moved = self._file_moved() is not None
             self._conn.close()
             self._conn = None
+            if moved:
+                self._forget_moved_wal()
         self._release()  # only once the last write is committed and the file closed
 
     # ---- writes ------------------------------------------------------------------------
@@ -850,6 +958,13 @@ class SqliteSpace:
     @property
     def live_bytes(self) -> int:
         return self.database_bytes - self.free_bytes
+
+
+def _inode(path: str) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
 
 
 def _size(path: str) -> int:

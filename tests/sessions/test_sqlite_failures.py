@@ -9,6 +9,7 @@ client_join_id) is applied once (docs/operations.md, "When the database fails").
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 
 import pytest
@@ -261,3 +262,47 @@ def test_the_engine_does_not_start_on_a_database_it_cannot_write(tmp_path):
 
     error, listed = run(go())
     assert "SQLITE_READONLY" in error and listed == 1
+
+
+def test_a_database_file_deleted_under_the_engine_is_rescued_and_the_match_goes_on_from_it(tmp_path):
+    """The database file is deleted under the running engine (its WAL left beside it). The
+    engine used to acknowledge every later action into the deleted file, and the restart
+    found an empty database. Now the next action is refused UNAVAILABLE, the match stays
+    where the store has it, and ``db_file_moved`` names a rescued copy holding everything
+    the engine held. The operator's steps (docs/operations.md): stop the engine, move the
+    copy into place, start it: the match resumes at the same seq, and the retry of the
+    refused action (same client_action_id) is applied once."""
+    path = tmp_path / "db.sqlite3"
+
+    async def go():
+        async with manager(store=LimitedSqliteStore(path)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            for _ in range(3):
+                seat, p, env = await to_act(mgr, match_id, ps)
+                await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, f"c{env.seq}")
+            seat, p, env = await to_act(mgr, match_id, ps)
+            action, seq, cid = env.view["legal"][0], env.seq, f"c{env.seq}"
+            path.unlink()
+            with capture_logs() as logs:
+                with pytest.raises(SessionError) as refused:
+                    await mgr.submit_action(match_id, p, action, seq, cid)
+                with pytest.raises(SessionError) as refused_too:
+                    await mgr.submit_action(match_id, p, action, seq, cid)
+            rescued, = [e["rescued"] for e in logs if e["event"] == "db_file_moved"]
+            rescue = LimitedSqliteStore(rescued, exclusive=False)
+            await rescue.open()
+            at = await agrees_with_the_store(mgr, rescue, match_id)
+            await rescue.close()
+        os.replace(rescued, path)
+        async with manager(store=LimitedSqliteStore(path)) as mgr:
+            resumed = (await mgr.get_match(match_id)).seq
+            done = await mgr.submit_action(match_id, p, action, seq, cid)
+            again = await mgr.submit_action(match_id, p, action, seq, cid)
+            return refused.value, refused_too.value, seq, at, resumed, done, again, failures(logs)
+
+    refused, refused_too, seq, at, resumed, done, again, failed = run(go())
+    refused_unavailable(refused)
+    refused_unavailable(refused_too)
+    assert all("was deleted while the engine had it open" in error for _, error in failed)
+    assert at == resumed == seq
+    assert (done.seq, done.duplicate, again.seq, again.duplicate) == (seq + 1, False, seq + 1, True)

@@ -7,16 +7,21 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
+import sqlite3
+import stat
 import subprocess
 from dataclasses import replace
 
 import pytest
+from structlog.testing import capture_logs
 
 from engine_service.observability.metrics import Metrics
 from engine_service.store import (ActionRecord, DatabaseReadOnly, DeckRecord, NotADatabase, SeatRecord, SqliteStore,
                                   StoreError)
 
 from .sqlite_faults import LimitedSqliteStore, fill_volume, held, small_volume
+from ..crash import crash
 from .test_store import record
 
 FULL = "database or disk is full (SQLITE_FULL)"
@@ -260,3 +265,87 @@ def test_a_read_only_filesystem_is_a_clear_error_at_open(tmp_path):
     assert "cannot open the lock file" in str(engine) and "Read-only file system" in str(engine)
     assert not isinstance(tool, NotADatabase)
     assert str(tool) == f"cannot open database {path}: unable to open database file (SQLITE_CANTOPEN)"
+
+
+def _copy_as_a_crash_leaves_it(path, into):
+    """The database file, its WAL and WAL index as they are on disk now (the store still
+    open): what a restart after a kill -9 or a power cut would find."""
+    into.mkdir()
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(f"{path}{suffix}"):
+            shutil.copyfile(f"{path}{suffix}", into / f"db.sqlite3{suffix}")
+    return into / "db.sqlite3"
+
+
+@pytest.mark.parametrize("change", ["deleted", "replaced"])
+def test_a_database_file_deleted_or_replaced_under_the_store_is_refused_and_rescued(tmp_path, change):
+    """The database file deleted (rm by mistake) or replaced (a backup restored without
+    stopping the engine) under an open store. The store writes through the file it opened,
+    so every write went on being acknowledged into a file no restart reads: after the
+    restart the matches were gone (deleted), or the engine's WAL, left at the path by
+    SQLite, was replayed onto the restored file. Now the next commit is refused, everything
+    the store held is copied to ``<path>.rescued-<time>`` (owner-only; ``db_file_moved``
+    says where), reads go on, and the store's own WAL does not outlive it at the path."""
+    path = tmp_path / "db.sqlite3"
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        await st.create_match(record("m1"))
+        await st.append_action("m1", ActionRecord(1, 0, "pass"))
+        backup = tmp_path / "backup.sqlite3"
+        with sqlite3.connect(path) as src, sqlite3.connect(backup) as dst:
+            src.backup(dst)
+        await st.append_action("m1", ActionRecord(2, 1, "pass"))  # in the engine's WAL only
+        if change == "deleted":
+            os.remove(path)
+        else:
+            os.replace(backup, path)
+        with capture_logs() as logs:
+            refused = await asyncio.gather(st.append_action("m1", ActionRecord(3, 0, "take")),
+                                           st.create_match(record("m2", created_at=2.0)), return_exceptions=True)
+        again = await asyncio.gather(st.append_action("m1", ActionRecord(3, 0, "take")), return_exceptions=True)
+        read = [a.seq for a in (await st.load_match("m1")).actions]
+        await st.close()
+        rescued = [e["rescued"] for e in logs if e["event"] == "db_file_moved"]
+        return refused + again, logs, read, rescued, await stored(rescued[0], "m1", "m2"), \
+            await stored(path, "m1") if path.exists() else None, sorted(p.name for p in tmp_path.iterdir())
+
+    refused, logs, read, rescued, in_rescue, at_path, left = run(go())
+    for error in refused:
+        assert isinstance(error, StoreError) and f"was {change} while the engine had it open" in str(error)
+    assert [(e["event"], e["change"]) for e in logs if e["event"] == "db_file_moved"] == [("db_file_moved", change)]
+    assert read == [1, 2]
+    assert stat.S_IMODE(os.stat(rescued[0]).st_mode) == 0o600
+    assert in_rescue == {"m1": ("waiting", ["", ""], [], [(1, "pass"), (2, "pass")]), "m2": None}
+    if change == "deleted":
+        assert at_path is None and "db.sqlite3-wal" not in left
+    else:  # the file put in its place, as it was: no frame of the engine's WAL replayed onto it
+        assert at_path == {"m1": ("waiting", ["", ""], [], [(1, "pass")])}
+
+
+def test_a_deleted_wal_is_made_again_and_what_was_acknowledged_survives_a_crash(tmp_path):
+    """The WAL and its index deleted under an open store ("temporary files"): SQLite goes on
+    appending commits to the WAL it holds open, which a restart after a crash cannot read,
+    so the writes acknowledged since were lost by a kill -9. Now the first commit after it
+    copies them into the database file and makes a new WAL at the path (db_wal_made_again),
+    and a crash keeps every acknowledged write."""
+    path = tmp_path / "db.sqlite3"
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        await st.create_match(record("m1"))
+        await st.append_action("m1", ActionRecord(1, 0, "pass"))
+        os.remove(f"{path}-wal")
+        os.remove(f"{path}-shm")
+        with capture_logs() as logs:
+            await st.append_action("m1", ActionRecord(2, 1, "pass"))
+            await st.append_action("m1", ActionRecord(3, 0, "take"))
+        crashed = _copy_as_a_crash_leaves_it(path, tmp_path / "crashed")
+        crash(st)
+        return [e["event"] for e in logs], os.path.exists(f"{path}-wal"), await stored(crashed, "m1")
+
+    events, wal_back, after_crash = run(go())
+    assert events == ["db_wal_made_again"] and wal_back
+    assert after_crash["m1"][3] == [(1, "pass"), (2, "pass"), (3, "take")]
