@@ -228,6 +228,7 @@ class SqliteStore(Store):
         self._inode: int | None = None
         self._wal_inode: int | None = None
         self._moved: str | None = None
+        self._rescued = ""  # the copy made of the database once it was found moved
 
     # ---- plumbing: one thread owns the connection ------------------------------------------
 
@@ -347,6 +348,7 @@ class SqliteStore(Store):
                 self._abandon(conn)
                 failure = self._refuse_moved(conn, moved)
             else:
+                self._moved, self._rescued = None, ""  # (put back: written to again)
                 try:
                     conn.execute("COMMIT")
                     self.commits += 1
@@ -383,19 +385,23 @@ class SqliteStore(Store):
 
     def _refuse_moved(self, conn: sqlite3.Connection, moved: str) -> StoreError:
         """The error of every write while the file is :meth:`_file_moved` (nothing is
-        committed; reads go on from the file the store holds). The first time, everything
+        committed; reads go on from the file the store holds). The first time (and at each
+        refused commit while that failed: a full volume, the directory gone), everything
         the store holds is copied to ``<path>.rescued-<UTC time>`` (``VACUUM INTO``, owner-
         only like the database) and ``db_file_moved`` is logged with where: that copy is the
         only one left of the writes acknowledged since the last backup once the engine stops
         (docs/operations.md, When the database fails). A file put back (moved back to the
         path) is written to again."""
-        if self._moved != moved:
-            self._moved = moved
+        first = self._moved != moved
+        self._moved = moved
+        if first or not self._rescued:  # a copy that failed (a full volume) is tried again
             rescued, error = self._rescue(conn)
-            log.error("db_file_moved", db=self.path, change=moved, rescued=rescued,
-                      **({"rescue_error": error} if error else {}),
-                      hint="stop the engine, put the rescued copy in place of the database "
-                           "(docs/operations.md, When the database fails), start it")
+            self._rescued = rescued
+            if first or rescued:
+                log.error("db_file_moved", db=self.path, change=moved, rescued=rescued,
+                          **({"rescue_error": error} if error else {}),
+                          hint="stop the engine, put the rescued copy in place of the database "
+                               "(docs/operations.md, When the database fails), start it")
         return StoreError(f"the database file {self.path} was {moved} while the engine had it open: "
                           "writes are refused (they would go to a file no restart reads)")
 

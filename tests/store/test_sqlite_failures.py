@@ -349,3 +349,31 @@ def test_a_deleted_wal_is_made_again_and_what_was_acknowledged_survives_a_crash(
     events, wal_back, after_crash = run(go())
     assert events == ["db_wal_made_again"] and wal_back
     assert after_crash["m1"][3] == [(1, "pass"), (2, "pass"), (3, "take")]
+
+
+def test_a_rescue_that_could_not_be_written_is_tried_again(tmp_path):
+    """The database's whole directory deleted under the store: the rescued copy cannot be
+    written there (db_file_moved with rescue_error); once the directory is back, the next
+    refused write makes it (db_file_moved with rescued)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    path = data / "db.sqlite3"
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        await st.create_match(record("m1"))
+        shutil.rmtree(data)
+        with capture_logs() as logs:
+            first = await asyncio.gather(st.append_action("m1", ActionRecord(1, 0, "pass")), return_exceptions=True)
+            data.mkdir()
+            second = await asyncio.gather(st.append_action("m1", ActionRecord(1, 0, "pass")), return_exceptions=True)
+            third = await asyncio.gather(st.append_action("m1", ActionRecord(1, 0, "pass")), return_exceptions=True)
+        await st.close()
+        moved = [e for e in logs if e["event"] == "db_file_moved"]
+        return first + second + third, moved, await stored(moved[-1]["rescued"], "m1")
+
+    refused, moved, rescued = run(go())
+    assert all(isinstance(e, StoreError) and "was deleted" in str(e) for e in refused)
+    assert [bool(e["rescued"]) for e in moved] == [False, True] and "rescue_error" in moved[0]
+    assert rescued["m1"] is not None
