@@ -65,7 +65,7 @@ class PlayApp(App):
     TITLE = "cardgames"
     CSS = """
     #board { height: auto; padding: 0 1; }
-    #lower { height: 1fr; }
+    #lower { height: 1fr; min-height: 5; }
     #actions { width: 40%; border: round $accent; }
     #log { width: 60%; border: round $panel; }
     #deals { height: auto; padding: 0 1; }
@@ -77,6 +77,10 @@ class PlayApp(App):
         *[Binding(str(n), f"choose({n})", show=False) for n in range(1, 10)],
     ]
 
+    #: Rows the legal actions keep on a short terminal (their box, three options; the rest
+    #: scroll): the deal results below the board give way to them (see :meth:`fit_deals`).
+    MIN_ACTION_ROWS = 5
+
     def __init__(self, session: SeatSession, summary: Any | None = None, view: Any | None = None) -> None:
         super().__init__()
         self.session = session
@@ -87,6 +91,7 @@ class PlayApp(App):
         self.board: Any = None  # the renderables on screen (for tests and screenshots)
         self.deals: Any = None
         self._shown_actions: list[str] = []
+        self._fitted_size: Any = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="board")
@@ -139,6 +144,9 @@ class PlayApp(App):
         if self.view_msg is not None and self.view_msg.HasField("deadline"):
             with contextlib.suppress(NoMatches):
                 self.draw_board()
+        if self.size != self._fitted_size:  # the terminal was resized (the app gets no Resize)
+            with contextlib.suppress(NoMatches):
+                self.fit_deals()
 
     def draw_board(self) -> None:
         self.board = render.board(self.view_msg, self.summary, time.time())
@@ -155,6 +163,7 @@ class PlayApp(App):
         self.draw_board()
         self.deals = render.deal_results_table(view, self.summary)
         self.query_one("#deals", Static).update(self.deals)
+        self.fit_deals()
         actions = self.query_one("#actions", OptionList)
         notations = [a.notation for a in view.legal_actions] if is_my_turn(view) else []
         if notations != self._shown_actions:
@@ -166,6 +175,21 @@ class PlayApp(App):
             if notations:
                 actions.highlighted = 0
                 actions.focus()
+
+    def fit_deals(self) -> None:
+        """Show the deal results only where the legal actions keep :attr:`MIN_ACTION_ROWS`
+        below them: on an 80x24 terminal, late in a Georgian Joker match, board and deals
+        filled the screen and pushed the actions below its bottom edge."""
+        if self.board is None:
+            return
+        self._fitted_size = self.size
+        options = self.console.options.update_width(max(1, self.size.width - 2))  # the padding
+
+        def rows(renderable: Any) -> int:
+            return len(self.console.render_lines(renderable, options, pad=False)) if renderable else 0
+
+        spare = self.size.height - 2 - rows(self.board)  # less the status line and the footer
+        self.query_one("#deals", Static).display = rows(self.deals) + self.MIN_ACTION_ROWS <= spare
 
     # -- choosing -----------------------------------------------------------------------------
 

@@ -278,3 +278,43 @@ def test_the_result_line_says_how_the_match_ended():
     assert line({"winners": [], "totals": [0, 0], "outcome": "terminated", "reason": "stuck"}).endswith(
         "(terminated: stuck)")
     assert line({"winners": [0], "totals": [21, 3], "outcome": "completed"}).endswith("totals [21, 3]")
+
+
+def test_play_screen_keeps_the_legal_actions_in_view_on_a_small_terminal(engine):
+    """On an 80x24 terminal, late in a Georgian Joker match (four seats, a trick and the last
+    trick wrapping, six scored deals), the legal actions stay on screen: the deal results give
+    way to them (the actions were pushed below the bottom edge, where no key reached them)."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("georgian_joker", seats=[None, None, None, None])
+            seats = [await client.join(match.match_id, player_name=f"player {n}") for n in range(4)]
+            rng = random.Random(3)
+            while True:
+                view = await seats[0].view()
+                if (len(view.scores.deal_results.values) >= 6 and cg.is_my_turn(view)
+                        and view.phase == "playing" and len(view.legal_actions) >= 2):
+                    break
+                await seats[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
+            app = PlayApp(seats[0], await seats[0].summary())
+            async with app.run_test(size=(80, 24)) as pilot:
+                for _ in range(40):
+                    await pilot.pause(0.05)
+                    if app._shown_actions:
+                        break
+                await pilot.pause(0.2)
+                actions = app.query_one("#actions")
+                shown = actions.content_region  # the options' rows on screen, borders excluded
+                assert app._shown_actions, "the legal actions never showed"
+                assert shown.y + shown.height <= 24 - 2, f"the actions end below the screen: {shown}"
+                assert shown.height >= min(3, len(app._shown_actions)), f"too few rows for the actions: {shown}"
+                status = app.query_one("#status").region  # the refusals and "match over" are shown there
+                assert status.y + status.height <= 24 - 1, f"the status line is off the screen: {status}"
+                await pilot.resize_terminal(120, 45)  # room enough: the deal results are back
+                for _ in range(40):
+                    await pilot.pause(0.05)
+                    if app.query_one("#deals").display:
+                        break
+                assert app.query_one("#deals").display and "deals" in screen_text(app)
+
+    run(scenario(), timeout_s=120)
