@@ -104,7 +104,13 @@ class PlayApp(App):
 
     async def on_mount(self) -> None:
         self.query_one("#actions", OptionList).border_title = "your actions"
-        self.query_one("#log", RichLog).border_title = "events"
+        log = self.query_one("#log", RichLog)
+        log.border_title = "events"
+        # The match id, for a spectator (README): the line printed before the screen opened is
+        # hidden behind it until the player quits.
+        log.border_subtitle = f"match {self.session.match_id}"
+        log.write(Text(f"spectators: python -m clients.watch {self.session.match_id} --target "
+                       f"{self.session.client.target}", style="dim"))
         if self.view_msg is None:
             self.view_msg = await self.session.view()
         self.redraw()

@@ -318,3 +318,24 @@ def test_play_screen_keeps_the_legal_actions_in_view_on_a_small_terminal(engine)
                 assert app.query_one("#deals").display and "deals" in screen_text(app)
 
     run(scenario(), timeout_s=120)
+
+
+def test_play_screen_shows_the_match_id_for_spectators(engine):
+    """README: clients.play "prints the match id, which a spectator passes to clients.watch"
+    to follow the match live; the line printed before the screen opened stays hidden behind it
+    until the player quits, so the screen shows the id and the command."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("klaberjass", seats=[None, "random"])
+            me = await client.join(match.match_id)
+            app = PlayApp(me, await me.summary())
+            async with app.run_test(size=(160, 50)) as pilot:
+                await pilot.pause(0.3)
+                log = app.query_one("#log")
+                lines = [strip.text for strip in log.lines]
+                assert match.match_id in str(log.border_subtitle)
+                assert any(f"python -m clients.watch {match.match_id} --target {engine.target}" in line
+                           for line in lines), lines
+
+    run(scenario())
