@@ -388,6 +388,14 @@ def print_lobby(matches: Sequence[Any], target: str, console: Console) -> None:
 def print_result(summary: Any, seat: int, console: Console) -> None:
     result = render.struct_dict(summary.result) if summary.HasField("result") else {}
     status = match_pb2.MatchStatus.Name(summary.status).removeprefix("MATCH_STATUS_").lower()
+    if not is_finished(summary.status):
+        # quit (q) before the end: it read "active: winners none; totals None", as if the match
+        # had ended without a result, though it goes on and the player's absence counts
+        console.print(f"match {summary.match_id} is still {status} (seq {summary.seq}): you quit without "
+                      "resigning, so your seat counts as away; after the grace period the rulebook's "
+                      "absence policy applies (a forfeit in a two-player game, a bot for your seat in "
+                      "Georgian Joker)")
+        return
     winners = result.get("winners", [])
     names = ", ".join(render.seat_name(summary, w, seat) for w in winners) or "none"
     how = [str(result[k]) for k in ("outcome", "reason") if result.get(k) and result[k] != "completed"]

@@ -339,3 +339,18 @@ def test_play_screen_shows_the_match_id_for_spectators(engine):
                            for line in lines), lines
 
     run(scenario())
+
+
+def test_the_result_line_of_a_match_quit_before_its_end():
+    """Quitting the screen (q) before the end: the last line says the match goes on and what
+    the absence means, not "active: winners none; totals None"."""
+    from rich.console import Console
+
+    from clients.play import print_result
+
+    summary = match_pb2.MatchSummary(match_id="m1", status=match_pb2.MATCH_STATUS_ACTIVE, seq=12)
+    console = Console(record=True, width=300)
+    print_result(summary, 0, console)
+    text = console.export_text().strip()
+    assert text.startswith("match m1 is still active (seq 12): you quit without resigning")
+    assert "forfeit" in text and "None" not in text and "winners" not in text
