@@ -345,7 +345,10 @@ async def open_seat(client: Client, args: argparse.Namespace, console: Console) 
 
 
 async def run(args: argparse.Namespace, target: str, console: Console) -> int:
-    roots = open(args.ca, "rb").read() if args.ca else None
+    try:
+        roots = open(args.ca, "rb").read() if args.ca else None
+    except OSError as exc:  # one line, not a traceback (as clients.admin)
+        raise SystemExit(f"cannot read the CA file {args.ca}: {exc.strerror or exc}") from None
     async with connect(target, tls=args.tls, root_certificates=roots, server_name=args.server_name) as client:
         await client.wait_ready()
         if args.list:

@@ -354,3 +354,16 @@ def test_the_result_line_of_a_match_quit_before_its_end():
     text = console.export_text().strip()
     assert text.startswith("match m1 is still active (seq 12): you quit without resigning")
     assert "forfeit" in text and "None" not in text and "winners" not in text
+
+
+def test_an_unreadable_ca_file_is_one_line(engine, tmp_path):
+    """--ca names a file that cannot be read: one line naming it, exit status 1, no traceback
+    (clients.play, clients.watch and clients.health; clients.admin already did so)."""
+    missing = str(tmp_path / "missing.pem")
+    for args in (["clients.play", "--target", engine.target, "--game", "klaberjass", "--autoplay", "first"],
+                 ["clients.watch", "m1", "--target", engine.target, "--plain"],
+                 ["clients.health", "--target", engine.target]):
+        result = cli(*args, "--tls", "--ca", missing, timeout=60)
+        assert result.returncode == 1, (args[0], result.stdout, result.stderr)
+        assert "Traceback" not in result.stderr
+        assert result.stderr.strip() == f"cannot read the CA file {missing}: No such file or directory", args[0]
