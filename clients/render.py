@@ -231,10 +231,18 @@ def table_lines(view: Any, summary: Any | None) -> list[Text]:
                 calls.append(f"{seat_name(summary, call['seat'], me)} {call['call'].replace(':', ' ')}")
             lines.append(_labelled("auction", calls))
         contract = table.get("contract") or {}
-        if contract.get("kind"):
+        if contract.get("kind"):  # Jo-Jotte, once the nullo window is over (docs/games/jojotte.md)
             mult = {1: "", 2: " doubled", 4: " redoubled"}.get(contract.get("multiplier", 1), "")
-            lines.append(_labelled("contract", f"{contract['kind']} {contract.get('strain', '')}{mult}, "
-                                               f"declarer {seat_name(summary, contract.get('declarer', 0), me)}"))
+            # the strain played and the seat that holds the contract: a nullo is the defender's,
+            # played at no trump by default, and a slam may be at no trump (the auction's strain
+            # and declarer named the wrong trump and player there)
+            strain = contract.get("play_strain") or contract.get("strain", "")
+            kind = contract["kind"]
+            holder = contract.get("holder", contract.get("declarer", 0))
+            trump = _trump({"trump": strain})
+            lines.append(_labelled("contract", f"{kind} {strain}{mult}, "
+                                               f"{'nullo player' if kind == 'nullo' else 'declarer'} "
+                                               f"{seat_name(summary, holder, me)}"))
         if table.get("maker") is not None:
             lines.append(_labelled("maker", seat_name(summary, table["maker"], me)))
         melds = table.get("meld_points")

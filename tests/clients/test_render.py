@@ -149,3 +149,24 @@ def test_event_lines():
     assert render.event_text(action, None, 0).plain == "  12 seat 1 (auto): bid 2"
     ended = card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_MATCH_ENDED, seq=40, reason="resigned")
     assert "match ended (resigned)" in render.event_text(ended, None, None).plain
+
+
+def test_jojotte_contract_names_the_strain_played_and_its_holder():
+    """A Jo-Jotte nullo is the defender's and is played at no trump (jj_nullo_strain): the
+    board named the auction's strain and declarer ("nullo H doubled, declarer <bot>") and no
+    trump at all (docs/games/jojotte.md: play_strain, holder)."""
+    from google.protobuf import json_format
+
+    view = match_pb2.View(game="jojotte", seat=0, hand_sizes=[9, 9])
+    json_format.ParseDict({"contract": {"strain": "H", "bidder": 1, "multiplier": 2, "declarer": 1,
+                                        "defender": 0, "kind": "nullo", "holder": 0, "play_strain": "NT"}},
+                          view.table)
+    text = plain(render.board(view, None, 0.0))
+    assert "trump: no trump" in text
+    assert "contract: nullo NT doubled, nullo player you" in text
+    json_format.ParseDict({"contract": {"strain": "S", "bidder": 1, "multiplier": 1, "declarer": 1,
+                                        "defender": 0, "kind": "normal", "holder": 1, "play_strain": "S"}},
+                          view.table)
+    text = plain(render.board(view, None, 0.0))
+    assert "trump: ♠" in text and "contract: normal S, declarer seat 1" in text
+
