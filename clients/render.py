@@ -360,6 +360,10 @@ def _deal_cell(result: Mapping[str, Any], seat: int) -> str:
     for key in ("scores", "scored", "below"):
         if isinstance(result.get(key), list) and seat < len(result[key]):
             value = result[key][seat]
+            above = result.get("above")
+            if key == "below" and isinstance(above, list) and seat < len(above) and above[seat]:
+                # Jo-Jotte's premiums (nullo, slam, rubber bonus) are scored above the line
+                return f"{value} (+{above[seat]} above)"
             bids, taken = result.get("bids"), result.get("taken")
             if isinstance(bids, list) and isinstance(taken, list):
                 return f"{value} ({taken[seat]}/{bids[seat]})"

@@ -170,3 +170,14 @@ def test_jojotte_contract_names_the_strain_played_and_its_holder():
     text = plain(render.board(view, None, 0.0))
     assert "trump: ♠" in text and "contract: normal S, declarer seat 1" in text
 
+
+def test_jojotte_deal_results_show_the_points_above_the_line():
+    """The deal results showed Jo-Jotte's points below the line only, so a deal scored above
+    (a nullo, a slam, the rubber bonus) read 0 for both players."""
+    from google.protobuf import json_format
+
+    view = match_pb2.View(game="jojotte", seat=0, hand_sizes=[9, 9])
+    json_format.ParseDict([{"thrown_in": False, "below": [20, 170], "above": [0, 0]},
+                           {"thrown_in": False, "below": [0, 0], "above": [0, 700]}], view.scores.deal_results)
+    rows = [line.split() for line in plain(render.deal_results_table(view, None)).splitlines()]
+    assert ["1", "20", "170"] in rows and ["2", "0", "0", "(+700", "above)"] in rows
