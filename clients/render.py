@@ -297,10 +297,13 @@ def deadline_text(view: Any, now: float) -> Text:
 def header_text(view: Any, summary: Any | None, now: float) -> Text:
     me = view.seat if view.HasField("seat") else None
     out = Text(GAME_NAMES.get(view.game, view.game), style="bold")
-    # The deal in progress is the one after the deals already scored (thrown-in deals included).
-    out.append(f"  deal {len(view.scores.deal_results.values) + 1}  phase {view.phase}  seq {view.seq}",
-               style="dim")
-    if view.over or view.status in (match_pb2.MATCH_STATUS_FINISHED, match_pb2.MATCH_STATUS_TERMINATED):
+    over = view.over or view.status in (match_pb2.MATCH_STATUS_FINISHED, match_pb2.MATCH_STATUS_TERMINATED)
+    scored = len(view.scores.deal_results.values)
+    # The deal in progress is the one after the deals already scored (thrown-in deals included);
+    # once the match is over there is none (a 24-deal Georgian Joker match ended on "deal 25").
+    deal = f"{scored} deal(s) scored" if over else f"deal {scored + 1}"
+    out.append(f"  {deal}  phase {view.phase}  seq {view.seq}", style="dim")
+    if over:
         winners = ", ".join(seat_name(summary, w, me) for w in view.winners)
         out.append(f"  match over: {winners or 'no winner'}", style="bold green")
     elif view.HasField("to_act"):

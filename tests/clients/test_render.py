@@ -181,3 +181,17 @@ def test_jojotte_deal_results_show_the_points_above_the_line():
                            {"thrown_in": False, "below": [0, 0], "above": [0, 700]}], view.scores.deal_results)
     rows = [line.split() for line in plain(render.deal_results_table(view, None)).splitlines()]
     assert ["1", "20", "170"] in rows and ["2", "0", "0", "(+700", "above)"] in rows
+
+
+def test_the_header_names_no_deal_after_the_end():
+    """The deal in progress is the one after those scored; once the match is over there is
+    none (a 24-deal Georgian Joker match ended on "deal 25")."""
+    from google.protobuf import json_format
+
+    view = match_pb2.View(game="georgian_joker", seat=0, hand_sizes=[0, 0, 0, 0], phase="match_over",
+                          status=match_pb2.MATCH_STATUS_FINISHED, over=True, winners=[1])
+    json_format.ParseDict([{"scores": [0, 0, 0, 0]}] * 24, view.scores.deal_results)
+    header = render.header_text(view, None, 0.0).plain
+    assert "24 deal(s) scored" in header and "deal 25" not in header and "match over" in header
+    view.over, view.status, view.phase = False, match_pb2.MATCH_STATUS_ACTIVE, "playing"
+    assert "deal 25" in render.header_text(view, None, 0.0).plain
