@@ -148,7 +148,9 @@ def seats_table(view: Any, summary: Any | None, now: float) -> Table:
         name = Text(seat_name(summary, seat, me), style="bold" if seat == me else "")
         if summary is not None and seat < len(summary.seats):
             info = summary.seats[seat]
-            if info.kind == match_pb2.SEAT_KIND_OPEN and info.taken and not info.present:
+            # not the viewer's own seat: once the match is over its stream has ended, and the
+            # final screen read "you (away)" to the player looking at it
+            if info.kind == match_pb2.SEAT_KIND_OPEN and info.taken and not info.present and seat != me:
                 name.append(" (away)", style="yellow")
         bids = table.get("bids")
         bid = _per_seat(bids, seat, "")

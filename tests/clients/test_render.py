@@ -195,3 +195,16 @@ def test_the_header_names_no_deal_after_the_end():
     assert "24 deal(s) scored" in header and "deal 25" not in header and "match over" in header
     view.over, view.status, view.phase = False, match_pb2.MATCH_STATUS_ACTIVE, "playing"
     assert "deal 25" in render.header_text(view, None, 0.0).plain
+
+
+def test_the_viewer_is_never_away_on_its_own_screen():
+    """A seat whose player has no stream open is "(away)"; the viewer's own seat is not (once
+    the match was over its stream had ended, and the player read "you (away)")."""
+    summary = match_pb2.MatchSummary()
+    for seat in range(2):
+        summary.seats.add(seat=seat, kind=match_pb2.SEAT_KIND_OPEN, player_name=f"p{seat}", taken=True,
+                          present=False)
+    view = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[0, 0], status=match_pb2.MATCH_STATUS_FINISHED)
+    lines = plain(render.seats_table(view, summary, 0.0)).splitlines()
+    assert any("you" in line and "(away)" not in line for line in lines)
+    assert any("p1 (away)" in line for line in lines)
