@@ -73,6 +73,9 @@ class PlayApp(App):
     """
     BINDINGS = [
         Binding("q", "quit", "Quit"),
+        # a player's Ctrl-C ends the program, as in any terminal program (textual's own
+        # binding only showed "press ctrl+q to quit")
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
         Binding("R", "resign", "Resign"),
         *[Binding(str(n), f"choose({n})", show=False) for n in range(1, 10)],
     ]

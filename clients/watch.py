@@ -42,7 +42,9 @@ class WatchApp(App):
     #deals { height: auto; padding: 0 1; }
     #log { height: 1fr; border: round $panel; }
     """
-    BINDINGS = [Binding("q", "quit", "Quit")]
+    BINDINGS = [Binding("q", "quit", "Quit"),
+                # Ctrl-C ends the program (textual's own binding only showed "press ctrl+q")
+                Binding("ctrl+c", "quit", "Quit", show=False, priority=True)]
 
     def __init__(self, spectator: Spectator, after_seq: int | None = None) -> None:
         super().__init__()

@@ -367,3 +367,24 @@ def test_an_unreadable_ca_file_is_one_line(engine, tmp_path):
         assert result.returncode == 1, (args[0], result.stdout, result.stderr)
         assert "Traceback" not in result.stderr
         assert result.stderr.strip() == f"cannot read the CA file {missing}: No such file or directory", args[0]
+
+
+def test_ctrl_c_quits_the_screens(engine):
+    """Ctrl-C ends clients.play and clients.watch as it ends any terminal program (textual's
+    default binding only showed "press ctrl+q to quit the app")."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("japanese_joker", seats=[None, "random"])
+            me = await client.join(match.match_id)
+            for app in (PlayApp(me, await me.summary()), WatchApp(client.spectate(match.match_id))):
+                async with app.run_test(size=(120, 40)) as pilot:
+                    await pilot.pause(0.3)
+                    await pilot.press("ctrl+c")
+                    for _ in range(40):
+                        await pilot.pause(0.05)
+                        if app._exit:
+                            break
+                    assert app._exit, f"{type(app).__name__} did not quit on ctrl+c"
+
+    run(scenario())
