@@ -44,7 +44,7 @@ from textual.widgets.option_list import Option
 from . import render
 from .cardgames_client import (CardGamesError, Client, SeatSession, StaleSequence, connect,
                                is_finished, is_my_turn, python_value)
-from .local_service import LocalService
+from .local_service import LocalService, ServiceFailed
 from engine_service.transport.generated import match_pb2
 
 #: Where a seat's event stream starts: a seat is taken while its match waits at seq 0 (a match
@@ -419,11 +419,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.target:
             target = args.target
         else:
-            service = LocalService(db=args.db).start()
+            service = LocalService(db=args.db)
+            service.start()
             target = service.target
         return asyncio.run(run(args, target, console))
     except CardGamesError as exc:
         console.print(f"error: {exc}", style="bold red")
+        return 1
+    except ServiceFailed as exc:  # the engine of its own (e.g. a --db it cannot open): no traceback
+        assert service is not None
+        errors = [line for line in service.logs() if line.get("level") in ("error", "critical")]
+        why = (errors[-1].get("error") or errors[-1].get("event")) if errors else str(exc).splitlines()[0]
+        print(f"error: the engine did not start: {why}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

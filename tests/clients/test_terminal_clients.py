@@ -388,3 +388,14 @@ def test_ctrl_c_quits_the_screens(engine):
                     assert app._exit, f"{type(app).__name__} did not quit on ctrl+c"
 
     run(scenario())
+
+
+def test_an_engine_of_its_own_that_cannot_start_is_one_line(tmp_path):
+    """Without --target clients.play starts an engine; one that cannot start (a --db in a
+    folder that does not exist) is one line saying why, exit status 1, not a traceback."""
+    db = tmp_path / "missing" / "x.sqlite3"
+    result = cli("clients.play", "--game", "klaberjass", "--db", str(db), "--autoplay", "first", timeout=60)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.splitlines() == [f"error: the engine did not start: cannot open database {db}: "
+                                          f"directory {db.parent} does not exist"]
