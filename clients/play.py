@@ -424,7 +424,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             target = service.target
         return asyncio.run(run(args, target, console))
     except CardGamesError as exc:
-        console.print(f"error: {exc}", style="bold red")
+        # on stderr, unfolded: a script reading the output (--autoplay, --plain) gets no error
+        # among it, and a log one line per error (the console folds at 80 columns in a pipe)
+        Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {exc}", style="bold red")
         return 1
     except ServiceFailed as exc:  # the engine of its own (e.g. a --db it cannot open): no traceback
         assert service is not None

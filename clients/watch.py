@@ -153,7 +153,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return asyncio.run(run(args, console))
     except CardGamesError as exc:
-        console.print(f"error: {exc}", style="bold red")
+        # on stderr, unfolded: a script reading the output (--autoplay, --plain) gets no error
+        # among it, and a log one line per error (the console folds at 80 columns in a pipe)
+        Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {exc}", style="bold red")
         return 1
     except KeyboardInterrupt:
         return 130

@@ -399,3 +399,19 @@ def test_an_engine_of_its_own_that_cannot_start_is_one_line(tmp_path):
     assert "Traceback" not in result.stderr
     assert result.stderr.splitlines() == [f"error: the engine did not start: cannot open database {db}: "
                                           f"directory {db.parent} does not exist"]
+
+
+def test_api_errors_are_one_line_on_stderr(engine):
+    """An error the API answers is one line on stderr (it went to stdout among a script's
+    output, folded at 80 columns in a pipe), exit status 1."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env.pop("COLUMNS", None)
+    for args, start in ((["clients.play", "--target", engine.target, "--game", "klaberjass", "--bots",
+                          "no_such_bot_with_a_long_name", "--autoplay", "first"], "error: INVALID_ARGUMENT UNKNOWN_BOT: "),
+                        (["clients.watch", "no_such_match", "--target", engine.target, "--plain"],
+                         "error: NOT_FOUND MATCH_NOT_FOUND: ")):
+        result = subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, timeout=60,
+                                cwd=ROOT, env=env, stdin=subprocess.DEVNULL)
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "error" not in result.stdout, result.stdout
+        assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith(start), result.stderr
