@@ -346,7 +346,10 @@ def deal_results_table(view: Any, summary: Any | None, last: int = 6) -> Table |
         return Text("")
     results = struct_value(view.scores.deal_results)
     seats = len(view.hand_sizes)
-    grid = Table(title="deals", box=None, show_header=True, header_style="bold")
+    # Georgian Joker's cells read "points (a/b)": say which number is the bid
+    bidding = any(isinstance(r.get("bids"), list) and isinstance(r.get("taken"), list) for r in results)
+    grid = Table(title="deals: points (tricks taken/bid)" if bidding else "deals", box=None, show_header=True,
+                 header_style="bold")
     grid.add_column("#")
     for seat in range(seats):
         grid.add_column(seat_name(summary, seat, me))

@@ -208,3 +208,19 @@ def test_the_viewer_is_never_away_on_its_own_screen():
     lines = plain(render.seats_table(view, summary, 0.0)).splitlines()
     assert any("you" in line and "(away)" not in line for line in lines)
     assert any("p1 (away)" in line for line in lines)
+
+
+def test_georgian_joker_deal_results_say_which_number_is_the_bid():
+    """A Georgian Joker deal reads "points (a/b)": the table's title says a is the tricks
+    taken and b the bid (a player who bid 3 and took 1 read "10 (1/3)", which way round?)."""
+    from google.protobuf import json_format
+
+    view = match_pb2.View(game="georgian_joker", seat=0, hand_sizes=[1, 1, 1, 1])
+    json_format.ParseDict([{"trump": "S", "bids": [3, 1, 0, 0], "taken": [1, 0, 0, 0],
+                            "scores": [10, -200, 50, 50]}], view.scores.deal_results)
+    text = plain(render.deal_results_table(view, None))
+    assert "deals: points (tricks taken/bid)" in text and "10 (1/3)" in text
+    view = match_pb2.View(game="japanese_joker", seat=0, hand_sizes=[0, 0])
+    json_format.ParseDict([{"trump": "D", "taken": [8, 10], "scores": [0, 2]}], view.scores.deal_results)
+    text = plain(render.deal_results_table(view, None))
+    assert "taken/bid" not in text and "8 tricks" in text
