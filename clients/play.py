@@ -14,7 +14,8 @@ free seat and shows, from the server's view only:
 * the time left for the decision (the server plays the rulebook's auto-move after it);
 * every event of the match as it happens (the stream resumes by itself after a network drop).
 
-``--match ID`` joins an existing match instead (``--seat`` picks the seat). ``--listed``
+``--match ID`` joins an existing match instead (``--seat`` picks the seat); with ``--token-file
+PATH`` it returns to the seat of that seat token (one the operator reissued). ``--listed``
 shows the new match in the server's lobby while it waits for people (``--bots open,...``), and
 ``--lobby`` lists the matches waiting there (then join one with ``--match ID``). ``--autoplay
 first|random`` plays without a screen (for scripts and demos): it prints the events and the
@@ -306,6 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--turn-time", type=float, default=0.0, metavar="SECONDS",
                    help="time per decision before the server auto-moves (default: the game's)")
     p.add_argument("--match", metavar="MATCH_ID", help="join this match instead of creating one")
+    p.add_argument("--token-file", metavar="PATH",
+                   help="with --match: return to your seat with its seat token, e.g. the one the operator "
+                   "gave you (python -m clients.admin reissue-token MATCH_ID SEAT -o PATH)")
     p.add_argument("--name", default="you", help="your player name")
     p.add_argument("--autoplay", choices=("first", "random"),
                    help="no screen: play by this policy, print the events and the result")
@@ -321,6 +325,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 async def open_seat(client: Client, args: argparse.Namespace, console: Console) -> tuple[SeatSession, Any]:
     """Create the match (or use --match) and join it."""
+    if args.match and args.token_file:
+        # back to a seat taken before (docs/operations.md, "A player lost their seat token"): a
+        # join would take another seat, or none in a started match
+        try:
+            token = open(args.token_file, encoding="utf-8").read().strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SystemExit(f"cannot read the seat token file {args.token_file}: "
+                             f"{getattr(exc, 'strerror', None) or type(exc).__name__}") from None
+        session = client.seat_session(args.match, -1, token)
+        session.seat = (await session.view()).seat
+        return session, await session.summary()
     if args.match:
         session = await client.join(args.match, seat=args.seat, player_name=args.name)
         return session, await session.summary()
@@ -413,6 +428,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not args.game and not args.match and not args.list and not args.lobby:
         build_parser().error("give --game (a new match), --match ID (join one), --lobby or --list")
+    if args.token_file and not args.match:
+        build_parser().error("--token-file returns to a seat of --match ID: give both")
     console = Console(stderr=False, highlight=False)
     service = None
     try:

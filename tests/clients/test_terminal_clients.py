@@ -415,3 +415,30 @@ def test_api_errors_are_one_line_on_stderr(engine):
         assert result.returncode == 1, result.stdout + result.stderr
         assert "error" not in result.stdout, result.stdout
         assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith(start), result.stderr
+
+
+def test_play_returns_to_a_seat_with_a_reissued_token(engine, tmp_path):
+    """docs/operations.md, "A player lost their seat token": the operator reissues it
+    (clients.admin reissue-token -o FILE) and the player returns to the seat with
+    ``--match ID --token-file FILE`` (there was no way back: --match joins another seat, and
+    a started match has none free); a --token-file without --match is a usage error."""
+    from .conftest import ADMIN_TOKEN
+
+    async def create():
+        async with cg.connect(engine.target, admin_token=ADMIN_TOKEN) as client:
+            match = await client.create_match("japanese_joker", seats=[None, "random"],
+                                              options={"target_score": 11})
+            await client.join(match.match_id, player_name="ada")  # the token is lost
+            reply = await client.admin.reissue_seat_token(match.match_id, 0)
+            return match.match_id, reply.seat_token
+
+    match_id, token = run(create())
+    token_file = tmp_path / "seat.token"
+    token_file.write_text(token + "\n")
+    result = cli("clients.play", "--target", engine.target, "--match", match_id, "--token-file", str(token_file),
+                 "--autoplay", "first")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert any(" you: " in line for line in result.stdout.splitlines())
+    assert "finished: winners" in result.stdout.splitlines()[-1]
+    usage = cli("clients.play", "--target", engine.target, "--token-file", str(token_file), "--list")
+    assert usage.returncode == 2 and "--token-file" in usage.stderr
