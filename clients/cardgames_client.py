@@ -303,9 +303,14 @@ def verify_deal(reveal: DealReveal, commitment: str | None = None) -> bool:
 @dataclass(frozen=True)
 class RetryPolicy:
     """How transient failures are retried: ``attempts`` tries in all, exponential backoff with
-    full jitter between ``initial_backoff_s`` and ``max_backoff_s``."""
+    full jitter between ``initial_backoff_s`` and ``max_backoff_s``.
 
-    attempts: int = 4
+    The default outlasts a restart of the engine (docs/api.md, "Restarts": a crash or an
+    upgrade, about a second or two without an engine, then gRPC's own reconnection delay):
+    ten tries wait about 5 s in all (rarely under 3 s), where four gave up within half a
+    second and a bot's submit or GetView during the restart failed while its watch resumed."""
+
+    attempts: int = 10
     initial_backoff_s: float = 0.1
     max_backoff_s: float = 2.0
 
@@ -351,7 +356,9 @@ class Client:
                    token: str | None = None, retry: bool = False) -> T:
         """One unary call with the token and timeout; errors become CardGamesError.
 
-        ``retry``: repeat it on UNAVAILABLE or a timeout (only for calls that are safe to repeat).
+        ``retry``: repeat it on UNAVAILABLE or a timeout (only for calls that are safe to repeat),
+        DRAINING included: a draining engine is going away, and the repeat reaches its successor
+        (docs/api.md: "retry with backoff").
         """
         metadata = (("authorization", f"Bearer {token}"),) if token else None
         attempts = self.retry.attempts if retry else 1
@@ -360,7 +367,7 @@ class Client:
                 return await method(request, timeout=self.timeout_s, metadata=metadata)
             except grpc.RpcError as exc:
                 error = error_from_rpc(exc)
-                if error.code not in _TRANSIENT or attempt == attempts - 1 or error.reason == "DRAINING":
+                if error.code not in _TRANSIENT or attempt == attempts - 1:
                     raise error from None
             await asyncio.sleep(self.retry.backoff(attempt))
         raise AssertionError("unreachable")

@@ -58,7 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     credentials = None
     if args.tls or args.ca:
-        roots = open(args.ca, "rb").read() if args.ca else None
+        try:
+            roots = open(args.ca, "rb").read() if args.ca else None
+        except OSError as exc:  # one line, not a traceback
+            print(f"cannot read the CA file {args.ca}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
         credentials = grpc.ssl_channel_credentials(root_certificates=roots)
     try:
         status = check(args.target, args.service, args.timeout, credentials, args.server_name)

@@ -14,7 +14,8 @@ free seat and shows, from the server's view only:
 * the time left for the decision (the server plays the rulebook's auto-move after it);
 * every event of the match as it happens (the stream resumes by itself after a network drop).
 
-``--match ID`` joins an existing match instead (``--seat`` picks the seat). ``--listed``
+``--match ID`` joins an existing match instead (``--seat`` picks the seat); with ``--token-file
+PATH`` it returns to the seat of that seat token (one the operator reissued). ``--listed``
 shows the new match in the server's lobby while it waits for people (``--bots open,...``), and
 ``--lobby`` lists the matches waiting there (then join one with ``--match ID``). ``--autoplay
 first|random`` plays without a screen (for scripts and demos): it prints the events and the
@@ -44,7 +45,7 @@ from textual.widgets.option_list import Option
 from . import render
 from .cardgames_client import (CardGamesError, Client, SeatSession, StaleSequence, connect,
                                is_finished, is_my_turn, python_value)
-from .local_service import LocalService
+from .local_service import LocalService, ServiceFailed
 from engine_service.transport.generated import match_pb2
 
 #: Where a seat's event stream starts: a seat is taken while its match waits at seq 0 (a match
@@ -65,7 +66,7 @@ class PlayApp(App):
     TITLE = "cardgames"
     CSS = """
     #board { height: auto; padding: 0 1; }
-    #lower { height: 1fr; }
+    #lower { height: 1fr; min-height: 5; }
     #actions { width: 40%; border: round $accent; }
     #log { width: 60%; border: round $panel; }
     #deals { height: auto; padding: 0 1; }
@@ -73,9 +74,16 @@ class PlayApp(App):
     """
     BINDINGS = [
         Binding("q", "quit", "Quit"),
+        # a player's Ctrl-C ends the program, as in any terminal program (textual's own
+        # binding only showed "press ctrl+q to quit")
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
         Binding("R", "resign", "Resign"),
         *[Binding(str(n), f"choose({n})", show=False) for n in range(1, 10)],
     ]
+
+    #: Rows the legal actions keep on a short terminal (their box, three options; the rest
+    #: scroll): the deal results below the board give way to them (see :meth:`fit_deals`).
+    MIN_ACTION_ROWS = 5
 
     def __init__(self, session: SeatSession, summary: Any | None = None, view: Any | None = None) -> None:
         super().__init__()
@@ -87,6 +95,7 @@ class PlayApp(App):
         self.board: Any = None  # the renderables on screen (for tests and screenshots)
         self.deals: Any = None
         self._shown_actions: list[str] = []
+        self._fitted_size: Any = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="board")
@@ -99,7 +108,13 @@ class PlayApp(App):
 
     async def on_mount(self) -> None:
         self.query_one("#actions", OptionList).border_title = "your actions"
-        self.query_one("#log", RichLog).border_title = "events"
+        log = self.query_one("#log", RichLog)
+        log.border_title = "events"
+        # The match id, for a spectator (README): the line printed before the screen opened is
+        # hidden behind it until the player quits.
+        log.border_subtitle = f"match {self.session.match_id}"
+        log.write(Text(f"spectators: python -m clients.watch {self.session.match_id} --target "
+                       f"{self.session.client.target}", style="dim"))
         if self.view_msg is None:
             self.view_msg = await self.session.view()
         self.redraw()
@@ -139,6 +154,9 @@ class PlayApp(App):
         if self.view_msg is not None and self.view_msg.HasField("deadline"):
             with contextlib.suppress(NoMatches):
                 self.draw_board()
+        if self.size != self._fitted_size:  # the terminal was resized (the app gets no Resize)
+            with contextlib.suppress(NoMatches):
+                self.fit_deals()
 
     def draw_board(self) -> None:
         self.board = render.board(self.view_msg, self.summary, time.time())
@@ -155,6 +173,7 @@ class PlayApp(App):
         self.draw_board()
         self.deals = render.deal_results_table(view, self.summary)
         self.query_one("#deals", Static).update(self.deals)
+        self.fit_deals()
         actions = self.query_one("#actions", OptionList)
         notations = [a.notation for a in view.legal_actions] if is_my_turn(view) else []
         if notations != self._shown_actions:
@@ -166,6 +185,21 @@ class PlayApp(App):
             if notations:
                 actions.highlighted = 0
                 actions.focus()
+
+    def fit_deals(self) -> None:
+        """Show the deal results only where the legal actions keep :attr:`MIN_ACTION_ROWS`
+        below them: on an 80x24 terminal, late in a Georgian Joker match, board and deals
+        filled the screen and pushed the actions below its bottom edge."""
+        if self.board is None:
+            return
+        self._fitted_size = self.size
+        options = self.console.options.update_width(max(1, self.size.width - 2))  # the padding
+
+        def rows(renderable: Any) -> int:
+            return len(self.console.render_lines(renderable, options, pad=False)) if renderable else 0
+
+        spare = self.size.height - 2 - rows(self.board)  # less the status line and the footer
+        self.query_one("#deals", Static).display = rows(self.deals) + self.MIN_ACTION_ROWS <= spare
 
     # -- choosing -----------------------------------------------------------------------------
 
@@ -273,6 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--turn-time", type=float, default=0.0, metavar="SECONDS",
                    help="time per decision before the server auto-moves (default: the game's)")
     p.add_argument("--match", metavar="MATCH_ID", help="join this match instead of creating one")
+    p.add_argument("--token-file", metavar="PATH",
+                   help="with --match: return to your seat with its seat token, e.g. the one the operator "
+                   "gave you (python -m clients.admin reissue-token MATCH_ID SEAT -o PATH)")
     p.add_argument("--name", default="you", help="your player name")
     p.add_argument("--autoplay", choices=("first", "random"),
                    help="no screen: play by this policy, print the events and the result")
@@ -288,6 +325,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 async def open_seat(client: Client, args: argparse.Namespace, console: Console) -> tuple[SeatSession, Any]:
     """Create the match (or use --match) and join it."""
+    if args.match and args.token_file:
+        # back to a seat taken before (docs/operations.md, "A player lost their seat token"): a
+        # join would take another seat, or none in a started match
+        try:
+            token = open(args.token_file, encoding="utf-8").read().strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SystemExit(f"cannot read the seat token file {args.token_file}: "
+                             f"{getattr(exc, 'strerror', None) or type(exc).__name__}") from None
+        session = client.seat_session(args.match, -1, token)
+        session.seat = (await session.view()).seat
+        return session, await session.summary()
     if args.match:
         session = await client.join(args.match, seat=args.seat, player_name=args.name)
         return session, await session.summary()
@@ -315,7 +363,10 @@ async def open_seat(client: Client, args: argparse.Namespace, console: Console) 
 
 
 async def run(args: argparse.Namespace, target: str, console: Console) -> int:
-    roots = open(args.ca, "rb").read() if args.ca else None
+    try:
+        roots = open(args.ca, "rb").read() if args.ca else None
+    except OSError as exc:  # one line, not a traceback (as clients.admin)
+        raise SystemExit(f"cannot read the CA file {args.ca}: {exc.strerror or exc}") from None
     async with connect(target, tls=args.tls, root_certificates=roots, server_name=args.server_name) as client:
         await client.wait_ready()
         if args.list:
@@ -358,6 +409,14 @@ def print_lobby(matches: Sequence[Any], target: str, console: Console) -> None:
 def print_result(summary: Any, seat: int, console: Console) -> None:
     result = render.struct_dict(summary.result) if summary.HasField("result") else {}
     status = match_pb2.MatchStatus.Name(summary.status).removeprefix("MATCH_STATUS_").lower()
+    if not is_finished(summary.status):
+        # quit (q) before the end: it read "active: winners none; totals None", as if the match
+        # had ended without a result, though it goes on and the player's absence counts
+        console.print(f"match {summary.match_id} is still {status} (seq {summary.seq}): you quit without "
+                      "resigning, so your seat counts as away; after the grace period the rulebook's "
+                      "absence policy applies (a forfeit in a two-player game, a bot for your seat in "
+                      "Georgian Joker)")
+        return
     winners = result.get("winners", [])
     names = ", ".join(render.seat_name(summary, w, seat) for w in winners) or "none"
     how = [str(result[k]) for k in ("outcome", "reason") if result.get(k) and result[k] != "completed"]
@@ -369,17 +428,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not args.game and not args.match and not args.list and not args.lobby:
         build_parser().error("give --game (a new match), --match ID (join one), --lobby or --list")
+    if args.token_file and not args.match:
+        build_parser().error("--token-file returns to a seat of --match ID: give both")
     console = Console(stderr=False, highlight=False)
     service = None
     try:
         if args.target:
             target = args.target
         else:
-            service = LocalService(db=args.db).start()
+            service = LocalService(db=args.db)
+            service.start()
             target = service.target
         return asyncio.run(run(args, target, console))
     except CardGamesError as exc:
-        console.print(f"error: {exc}", style="bold red")
+        # on stderr, unfolded: a script reading the output (--autoplay, --plain) gets no error
+        # among it, and a log one line per error (the console folds at 80 columns in a pipe)
+        Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {exc}", style="bold red")
+        return 1
+    except ServiceFailed as exc:  # the engine of its own (e.g. a --db it cannot open): no traceback
+        assert service is not None
+        errors = [line for line in service.logs() if line.get("level") in ("error", "critical")]
+        why = (errors[-1].get("error") or errors[-1].get("event")) if errors else str(exc).splitlines()[0]
+        print(f"error: the engine did not start: {why}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -148,7 +148,9 @@ def seats_table(view: Any, summary: Any | None, now: float) -> Table:
         name = Text(seat_name(summary, seat, me), style="bold" if seat == me else "")
         if summary is not None and seat < len(summary.seats):
             info = summary.seats[seat]
-            if info.kind == match_pb2.SEAT_KIND_OPEN and info.taken and not info.present:
+            # not the viewer's own seat: once the match is over its stream has ended, and the
+            # final screen read "you (away)" to the player looking at it
+            if info.kind == match_pb2.SEAT_KIND_OPEN and info.taken and not info.present and seat != me:
                 name.append(" (away)", style="yellow")
         bids = table.get("bids")
         bid = _per_seat(bids, seat, "")
@@ -231,10 +233,18 @@ def table_lines(view: Any, summary: Any | None) -> list[Text]:
                 calls.append(f"{seat_name(summary, call['seat'], me)} {call['call'].replace(':', ' ')}")
             lines.append(_labelled("auction", calls))
         contract = table.get("contract") or {}
-        if contract.get("kind"):
+        if contract.get("kind"):  # Jo-Jotte, once the nullo window is over (docs/games/jojotte.md)
             mult = {1: "", 2: " doubled", 4: " redoubled"}.get(contract.get("multiplier", 1), "")
-            lines.append(_labelled("contract", f"{contract['kind']} {contract.get('strain', '')}{mult}, "
-                                               f"declarer {seat_name(summary, contract.get('declarer', 0), me)}"))
+            # the strain played and the seat that holds the contract: a nullo is the defender's,
+            # played at no trump by default, and a slam may be at no trump (the auction's strain
+            # and declarer named the wrong trump and player there)
+            strain = contract.get("play_strain") or contract.get("strain", "")
+            kind = contract["kind"]
+            holder = contract.get("holder", contract.get("declarer", 0))
+            trump = _trump({"trump": strain})
+            lines.append(_labelled("contract", f"{kind} {strain}{mult}, "
+                                               f"{'nullo player' if kind == 'nullo' else 'declarer'} "
+                                               f"{seat_name(summary, holder, me)}"))
         if table.get("maker") is not None:
             lines.append(_labelled("maker", seat_name(summary, table["maker"], me)))
         melds = table.get("meld_points")
@@ -289,10 +299,13 @@ def deadline_text(view: Any, now: float) -> Text:
 def header_text(view: Any, summary: Any | None, now: float) -> Text:
     me = view.seat if view.HasField("seat") else None
     out = Text(GAME_NAMES.get(view.game, view.game), style="bold")
-    # The deal in progress is the one after the deals already scored (thrown-in deals included).
-    out.append(f"  deal {len(view.scores.deal_results.values) + 1}  phase {view.phase}  seq {view.seq}",
-               style="dim")
-    if view.over or view.status in (match_pb2.MATCH_STATUS_FINISHED, match_pb2.MATCH_STATUS_TERMINATED):
+    over = view.over or view.status in (match_pb2.MATCH_STATUS_FINISHED, match_pb2.MATCH_STATUS_TERMINATED)
+    scored = len(view.scores.deal_results.values)
+    # The deal in progress is the one after the deals already scored (thrown-in deals included);
+    # once the match is over there is none (a 24-deal Georgian Joker match ended on "deal 25").
+    deal = f"{scored} deal(s) scored" if over else f"deal {scored + 1}"
+    out.append(f"  {deal}  phase {view.phase}  seq {view.seq}", style="dim")
+    if over:
         winners = ", ".join(seat_name(summary, w, me) for w in view.winners)
         out.append(f"  match over: {winners or 'no winner'}", style="bold green")
     elif view.HasField("to_act"):
@@ -333,7 +346,10 @@ def deal_results_table(view: Any, summary: Any | None, last: int = 6) -> Table |
         return Text("")
     results = struct_value(view.scores.deal_results)
     seats = len(view.hand_sizes)
-    grid = Table(title="deals", box=None, show_header=True, header_style="bold")
+    # Georgian Joker's cells read "points (a/b)": say which number is the bid
+    bidding = any(isinstance(r.get("bids"), list) and isinstance(r.get("taken"), list) for r in results)
+    grid = Table(title="deals: points (tricks taken/bid)" if bidding else "deals", box=None, show_header=True,
+                 header_style="bold")
     grid.add_column("#")
     for seat in range(seats):
         grid.add_column(seat_name(summary, seat, me))
@@ -352,6 +368,10 @@ def _deal_cell(result: Mapping[str, Any], seat: int) -> str:
     for key in ("scores", "scored", "below"):
         if isinstance(result.get(key), list) and seat < len(result[key]):
             value = result[key][seat]
+            above = result.get("above")
+            if key == "below" and isinstance(above, list) and seat < len(above) and above[seat]:
+                # Jo-Jotte's premiums (nullo, slam, rubber bonus) are scored above the line
+                return f"{value} (+{above[seat]} above)"
             bids, taken = result.get("bids"), result.get("taken")
             if isinstance(bids, list) and isinstance(taken, list):
                 return f"{value} ({taken[seat]}/{bids[seat]})"

@@ -42,7 +42,9 @@ class WatchApp(App):
     #deals { height: auto; padding: 0 1; }
     #log { height: 1fr; border: round $panel; }
     """
-    BINDINGS = [Binding("q", "quit", "Quit")]
+    BINDINGS = [Binding("q", "quit", "Quit"),
+                # Ctrl-C ends the program (textual's own binding only showed "press ctrl+q")
+                Binding("ctrl+c", "quit", "Quit", show=False, priority=True)]
 
     def __init__(self, spectator: Spectator, after_seq: int | None = None) -> None:
         super().__init__()
@@ -115,7 +117,10 @@ async def follow_plain(spectator: Spectator, console: Console, after_seq: int | 
 
 
 async def run(args: argparse.Namespace, console: Console) -> int:
-    roots = open(args.ca, "rb").read() if args.ca else None
+    try:
+        roots = open(args.ca, "rb").read() if args.ca else None
+    except OSError as exc:  # one line, not a traceback (as clients.admin)
+        raise SystemExit(f"cannot read the CA file {args.ca}: {exc.strerror or exc}") from None
     async with connect(args.target, tls=args.tls, root_certificates=roots, server_name=args.server_name) as client:
         spectator = client.spectate(args.match_id)
         after = 0 if args.from_start else None
@@ -148,7 +153,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return asyncio.run(run(args, console))
     except CardGamesError as exc:
-        console.print(f"error: {exc}", style="bold red")
+        # on stderr, unfolded: a script reading the output (--autoplay, --plain) gets no error
+        # among it, and a log one line per error (the console folds at 80 columns in a pipe)
+        Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {exc}", style="bold red")
         return 1
     except KeyboardInterrupt:
         return 130

@@ -129,8 +129,13 @@ function toCardGamesError(error) {
     requestId);
 }
 
-// Failed without an answer: repeated as it was (a submit keeps its client_action_id).
+// Failed without an answer: repeated as it was (a submit keeps its client_action_id), DRAINING
+// included (docs/api.md: "retry with backoff"; the draining engine's successor serves it).
 const TRANSIENT = new Set(['UNAVAILABLE', 'DEADLINE_EXCEEDED']);
+// Tries of a call that is safe to repeat: enough to outlast an engine restart (about 5 s of
+// backoff in all, as the Python library's RetryPolicy; 4 gave up within 0.7 s, so a submit
+// during a restart failed while watch() resumed).
+const ATTEMPTS = 10;
 const RESUMABLE = new Set(['UNAVAILABLE', 'DEADLINE_EXCEEDED', 'CANCELLED']);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const backoff = (attempt) => Math.random() * Math.min(2000, 100 * 2 ** attempt);
@@ -157,7 +162,7 @@ class Client {
   async call(method, request, { token, retry = false } = {}) {
     const metadata = new grpc.Metadata();
     if (token) metadata.set('authorization', `Bearer ${token}`);
-    const attempts = retry ? 4 : 1;
+    const attempts = retry ? ATTEMPTS : 1;
     for (let attempt = 0; ; attempt += 1) {
       try {
         return await new Promise((resolve, reject) => {
@@ -166,7 +171,7 @@ class Client {
         });
       } catch (error) {
         const failure = toCardGamesError(error);
-        if (!TRANSIENT.has(failure.code) || attempt + 1 >= attempts || failure.reason === 'DRAINING') throw failure;
+        if (!TRANSIENT.has(failure.code) || attempt + 1 >= attempts) throw failure;
         await sleep(backoff(attempt));
       }
     }

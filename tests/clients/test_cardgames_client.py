@@ -376,6 +376,52 @@ def test_watch_resumes_across_an_engine_crash(tmp_path):
             assert second.stop() == 0
 
 
+
+class _LateProxy(CuttableProxy):
+    """A proxy that listens on a given port, opened only when the test says: until then the
+    port refuses connections, as while an engine restarts."""
+
+    def __init__(self, upstream: str, port: int) -> None:
+        super().__init__(upstream)
+        self.port = port
+
+    async def __aenter__(self) -> "_LateProxy":
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
+        return self
+
+
+def test_a_submit_while_the_engine_restarts_goes_through_with_the_default_retry(engine):
+    """docs/api.md, "Restarts": the match continues after a crash or an upgrade. A decision
+    sent while the engine is away (here 0.8 s of refused connections, less than a restart
+    takes) reaches the engine once it is back: the default RetryPolicy outlasts the outage
+    (it gave up within 0.7 s, and a bot's act() raised Unavailable while its watch resumed)."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("japanese_joker", seats=[None, None], options={"target_score": 11})
+            sessions = [await client.join(match.match_id) for _ in range(2)]
+            view = await sessions[0].view()
+            mover = sessions[view.to_act]
+            view = await mover.view()
+            port = free_port()
+            async with cg.connect(f"127.0.0.1:{port}") as away:  # the default RetryPolicy
+                me = away.seat_session(match.match_id, mover.seat, mover.token)
+
+                async def engine_back() -> _LateProxy:
+                    await asyncio.sleep(0.8)
+                    return await _LateProxy(engine.target, port).__aenter__()
+
+                back = asyncio.create_task(engine_back())
+                try:
+                    reply = await me.act(lambda v: v.legal_actions[0].notation, view)
+                finally:
+                    await (await back).__aexit__(None, None, None)
+            assert reply is not None and reply.seq == 1 and not reply.duplicate
+            assert (await client.get_match(match.match_id)).seq == 1
+
+    run(scenario(), timeout_s=60)
+
+
 async def _until(predicate, timeout_s: float = 10.0, what: str | Callable[[], str] = "") -> None:
     deadline = time.monotonic() + timeout_s
     while not predicate():

@@ -76,6 +76,34 @@ def test_submit_repeats_a_timed_out_call_with_the_same_client_action_id():
     run(scenario())
 
 
+
+class _DrainsOnce(ScriptedService):
+    """The engine drains while a submit arrives (UNAVAILABLE / DRAINING: nothing applied);
+    its successor applies the repeat."""
+
+    async def submit_action(self, match_id, principal, action, expected_seq, client_action_id=""):
+        self.calls.append(("submit_action", principal, action, expected_seq, client_action_id))
+        if sum(c[0] == "submit_action" for c in self.calls) == 1:
+            raise api.Unavailable("the service is shutting down", reason="DRAINING")
+        return api.SubmitResult(4, action, _view(4))
+
+
+def test_submit_repeats_a_call_refused_by_a_draining_engine():
+    """docs/api.md: UNAVAILABLE / DRAINING is "retry with backoff" (an upgrade: the draining
+    engine's successor serves the repeat); the library raised it at once, so a bot's submit
+    during a graceful restart failed."""
+
+    async def scenario():
+        service = _DrainsOnce()
+        async with running(service) as srv, cg.connect(srv.target) as client:
+            reply = await client.seat_session("m1", 0, SEAT_TOKEN).submit("play:AS", expected_seq=3)
+            assert reply.seq == 4
+        ids = [c[4] for c in service.calls if c[0] == "submit_action"]
+        assert len(ids) == 2 and ids[0] == ids[1] != ""
+
+    run(scenario())
+
+
 class _LosesTheFirstJoin(ScriptedService):
     """The first JoinMatch takes its seat but its answer is lost (it outlives the client's
     deadline; then UNAVAILABLE once); a repeat with the same client_join_id gets the seat."""

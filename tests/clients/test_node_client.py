@@ -217,3 +217,45 @@ def test_node_watch_cut_while_the_match_waits_resumes_on_the_started_view(engine
             assert [e["seq"] for e in events if e["kind"] == "EVENT_KIND_ACTION"] == [1, 2]
 
     run(scenario(), timeout_s=90)
+
+
+_ACT = """
+const { Client, Seat } = require('./cardgames');
+const [target, matchId, seat, token, seq] = process.argv.slice(1);
+(async () => {
+  const client = new Client(target);
+  const me = new Seat(client, matchId, Number(seat), token);
+  const view = { seq: Number(seq), to_act: Number(seat), legal_actions: [{ notation: 'trump:S' }] };
+  const reply = await me.act((v) => v.legal_actions[0].notation, view);
+  process.stdout.write(`${JSON.stringify({ seq: reply.seq, duplicate: Boolean(reply.duplicate) })}\n`);
+  client.close();
+})().catch((e) => { console.error(e.message); process.exit(1); });
+"""
+
+
+def test_node_submit_while_the_engine_restarts_goes_through(engine, node):
+    """docs/api.md, "Restarts": a decision sent while the engine is away (0.8 s of refused
+    connections, less than a restart takes) reaches it once it is back, as with the Python
+    library; four tries gave up within 0.7 s."""
+    from .test_cardgames_client import _LateProxy
+    from clients.local_service import free_port
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("japanese_joker", seats=[None, None], options={"target_score": 11})
+            sessions = [await client.join(match.match_id) for _ in range(2)]
+            view = await sessions[0].view()
+            mover = sessions[view.to_act]
+            assert "trump:S" in cg.legal_notations(await mover.view())
+            port = free_port()
+            acting = await asyncio.create_subprocess_exec(
+                node, "-e", _ACT, f"127.0.0.1:{port}", match.match_id, str(mover.seat), mover.token,
+                str(view.seq), cwd=NODE_DIR, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            await asyncio.sleep(0.8)
+            async with _LateProxy(engine.target, port):
+                out, err = await asyncio.wait_for(acting.communicate(), 30)
+            assert acting.returncode == 0, err.decode()
+            assert json.loads(out) == {"seq": 1, "duplicate": False}
+            assert (await client.get_match(match.match_id)).seq == 1
+
+    run(scenario(), timeout_s=60)

@@ -149,3 +149,78 @@ def test_event_lines():
     assert render.event_text(action, None, 0).plain == "  12 seat 1 (auto): bid 2"
     ended = card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_MATCH_ENDED, seq=40, reason="resigned")
     assert "match ended (resigned)" in render.event_text(ended, None, None).plain
+
+
+def test_jojotte_contract_names_the_strain_played_and_its_holder():
+    """A Jo-Jotte nullo is the defender's and is played at no trump (jj_nullo_strain): the
+    board named the auction's strain and declarer ("nullo H doubled, declarer <bot>") and no
+    trump at all (docs/games/jojotte.md: play_strain, holder)."""
+    from google.protobuf import json_format
+
+    view = match_pb2.View(game="jojotte", seat=0, hand_sizes=[9, 9])
+    json_format.ParseDict({"contract": {"strain": "H", "bidder": 1, "multiplier": 2, "declarer": 1,
+                                        "defender": 0, "kind": "nullo", "holder": 0, "play_strain": "NT"}},
+                          view.table)
+    text = plain(render.board(view, None, 0.0))
+    assert "trump: no trump" in text
+    assert "contract: nullo NT doubled, nullo player you" in text
+    json_format.ParseDict({"contract": {"strain": "S", "bidder": 1, "multiplier": 1, "declarer": 1,
+                                        "defender": 0, "kind": "normal", "holder": 1, "play_strain": "S"}},
+                          view.table)
+    text = plain(render.board(view, None, 0.0))
+    assert "trump: ♠" in text and "contract: normal S, declarer seat 1" in text
+
+
+def test_jojotte_deal_results_show_the_points_above_the_line():
+    """The deal results showed Jo-Jotte's points below the line only, so a deal scored above
+    (a nullo, a slam, the rubber bonus) read 0 for both players."""
+    from google.protobuf import json_format
+
+    view = match_pb2.View(game="jojotte", seat=0, hand_sizes=[9, 9])
+    json_format.ParseDict([{"thrown_in": False, "below": [20, 170], "above": [0, 0]},
+                           {"thrown_in": False, "below": [0, 0], "above": [0, 700]}], view.scores.deal_results)
+    rows = [line.split() for line in plain(render.deal_results_table(view, None)).splitlines()]
+    assert ["1", "20", "170"] in rows and ["2", "0", "0", "(+700", "above)"] in rows
+
+
+def test_the_header_names_no_deal_after_the_end():
+    """The deal in progress is the one after those scored; once the match is over there is
+    none (a 24-deal Georgian Joker match ended on "deal 25")."""
+    from google.protobuf import json_format
+
+    view = match_pb2.View(game="georgian_joker", seat=0, hand_sizes=[0, 0, 0, 0], phase="match_over",
+                          status=match_pb2.MATCH_STATUS_FINISHED, over=True, winners=[1])
+    json_format.ParseDict([{"scores": [0, 0, 0, 0]}] * 24, view.scores.deal_results)
+    header = render.header_text(view, None, 0.0).plain
+    assert "24 deal(s) scored" in header and "deal 25" not in header and "match over" in header
+    view.over, view.status, view.phase = False, match_pb2.MATCH_STATUS_ACTIVE, "playing"
+    assert "deal 25" in render.header_text(view, None, 0.0).plain
+
+
+def test_the_viewer_is_never_away_on_its_own_screen():
+    """A seat whose player has no stream open is "(away)"; the viewer's own seat is not (once
+    the match was over its stream had ended, and the player read "you (away)")."""
+    summary = match_pb2.MatchSummary()
+    for seat in range(2):
+        summary.seats.add(seat=seat, kind=match_pb2.SEAT_KIND_OPEN, player_name=f"p{seat}", taken=True,
+                          present=False)
+    view = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[0, 0], status=match_pb2.MATCH_STATUS_FINISHED)
+    lines = plain(render.seats_table(view, summary, 0.0)).splitlines()
+    assert any("you" in line and "(away)" not in line for line in lines)
+    assert any("p1 (away)" in line for line in lines)
+
+
+def test_georgian_joker_deal_results_say_which_number_is_the_bid():
+    """A Georgian Joker deal reads "points (a/b)": the table's title says a is the tricks
+    taken and b the bid (a player who bid 3 and took 1 read "10 (1/3)", which way round?)."""
+    from google.protobuf import json_format
+
+    view = match_pb2.View(game="georgian_joker", seat=0, hand_sizes=[1, 1, 1, 1])
+    json_format.ParseDict([{"trump": "S", "bids": [3, 1, 0, 0], "taken": [1, 0, 0, 0],
+                            "scores": [10, -200, 50, 50]}], view.scores.deal_results)
+    text = plain(render.deal_results_table(view, None))
+    assert "deals: points (tricks taken/bid)" in text and "10 (1/3)" in text
+    view = match_pb2.View(game="japanese_joker", seat=0, hand_sizes=[0, 0])
+    json_format.ParseDict([{"trump": "D", "taken": [8, 10], "scores": [0, 2]}], view.scores.deal_results)
+    text = plain(render.deal_results_table(view, None))
+    assert "taken/bid" not in text and "8 tricks" in text

@@ -278,3 +278,167 @@ def test_the_result_line_says_how_the_match_ended():
     assert line({"winners": [], "totals": [0, 0], "outcome": "terminated", "reason": "stuck"}).endswith(
         "(terminated: stuck)")
     assert line({"winners": [0], "totals": [21, 3], "outcome": "completed"}).endswith("totals [21, 3]")
+
+
+def test_play_screen_keeps_the_legal_actions_in_view_on_a_small_terminal(engine):
+    """On an 80x24 terminal, late in a Georgian Joker match (four seats, a trick and the last
+    trick wrapping, six scored deals), the legal actions stay on screen: the deal results give
+    way to them (the actions were pushed below the bottom edge, where no key reached them)."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("georgian_joker", seats=[None, None, None, None])
+            seats = [await client.join(match.match_id, player_name=f"player {n}") for n in range(4)]
+            rng = random.Random(3)
+            while True:
+                view = await seats[0].view()
+                if (len(view.scores.deal_results.values) >= 6 and cg.is_my_turn(view)
+                        and view.phase == "playing" and len(view.legal_actions) >= 2):
+                    break
+                await seats[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
+            app = PlayApp(seats[0], await seats[0].summary())
+            async with app.run_test(size=(80, 24)) as pilot:
+                for _ in range(40):
+                    await pilot.pause(0.05)
+                    if app._shown_actions:
+                        break
+                await pilot.pause(0.2)
+                actions = app.query_one("#actions")
+                shown = actions.content_region  # the options' rows on screen, borders excluded
+                assert app._shown_actions, "the legal actions never showed"
+                assert shown.y + shown.height <= 24 - 2, f"the actions end below the screen: {shown}"
+                assert shown.height >= min(3, len(app._shown_actions)), f"too few rows for the actions: {shown}"
+                status = app.query_one("#status").region  # the refusals and "match over" are shown there
+                assert status.y + status.height <= 24 - 1, f"the status line is off the screen: {status}"
+                await pilot.resize_terminal(120, 45)  # room enough: the deal results are back
+                for _ in range(40):
+                    await pilot.pause(0.05)
+                    if app.query_one("#deals").display:
+                        break
+                assert app.query_one("#deals").display and "deals" in screen_text(app)
+
+    run(scenario(), timeout_s=120)
+
+
+def test_play_screen_shows_the_match_id_for_spectators(engine):
+    """README: clients.play "prints the match id, which a spectator passes to clients.watch"
+    to follow the match live; the line printed before the screen opened stays hidden behind it
+    until the player quits, so the screen shows the id and the command."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("klaberjass", seats=[None, "random"])
+            me = await client.join(match.match_id)
+            app = PlayApp(me, await me.summary())
+            async with app.run_test(size=(160, 50)) as pilot:
+                await pilot.pause(0.3)
+                log = app.query_one("#log")
+                lines = [strip.text for strip in log.lines]
+                assert match.match_id in str(log.border_subtitle)
+                assert any(f"python -m clients.watch {match.match_id} --target {engine.target}" in line
+                           for line in lines), lines
+
+    run(scenario())
+
+
+def test_the_result_line_of_a_match_quit_before_its_end():
+    """Quitting the screen (q) before the end: the last line says the match goes on and what
+    the absence means, not "active: winners none; totals None"."""
+    from rich.console import Console
+
+    from clients.play import print_result
+
+    summary = match_pb2.MatchSummary(match_id="m1", status=match_pb2.MATCH_STATUS_ACTIVE, seq=12)
+    console = Console(record=True, width=300)
+    print_result(summary, 0, console)
+    text = console.export_text().strip()
+    assert text.startswith("match m1 is still active (seq 12): you quit without resigning")
+    assert "forfeit" in text and "None" not in text and "winners" not in text
+
+
+def test_an_unreadable_ca_file_is_one_line(engine, tmp_path):
+    """--ca names a file that cannot be read: one line naming it, exit status 1, no traceback
+    (clients.play, clients.watch and clients.health; clients.admin already did so)."""
+    missing = str(tmp_path / "missing.pem")
+    for args in (["clients.play", "--target", engine.target, "--game", "klaberjass", "--autoplay", "first"],
+                 ["clients.watch", "m1", "--target", engine.target, "--plain"],
+                 ["clients.health", "--target", engine.target]):
+        result = cli(*args, "--tls", "--ca", missing, timeout=60)
+        assert result.returncode == 1, (args[0], result.stdout, result.stderr)
+        assert "Traceback" not in result.stderr
+        assert result.stderr.strip() == f"cannot read the CA file {missing}: No such file or directory", args[0]
+
+
+def test_ctrl_c_quits_the_screens(engine):
+    """Ctrl-C ends clients.play and clients.watch as it ends any terminal program (textual's
+    default binding only showed "press ctrl+q to quit the app")."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("japanese_joker", seats=[None, "random"])
+            me = await client.join(match.match_id)
+            for app in (PlayApp(me, await me.summary()), WatchApp(client.spectate(match.match_id))):
+                async with app.run_test(size=(120, 40)) as pilot:
+                    await pilot.pause(0.3)
+                    await pilot.press("ctrl+c")
+                    for _ in range(40):
+                        await pilot.pause(0.05)
+                        if app._exit:
+                            break
+                    assert app._exit, f"{type(app).__name__} did not quit on ctrl+c"
+
+    run(scenario())
+
+
+def test_an_engine_of_its_own_that_cannot_start_is_one_line(tmp_path):
+    """Without --target clients.play starts an engine; one that cannot start (a --db in a
+    folder that does not exist) is one line saying why, exit status 1, not a traceback."""
+    db = tmp_path / "missing" / "x.sqlite3"
+    result = cli("clients.play", "--game", "klaberjass", "--db", str(db), "--autoplay", "first", timeout=60)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.splitlines() == [f"error: the engine did not start: cannot open database {db}: "
+                                          f"directory {db.parent} does not exist"]
+
+
+def test_api_errors_are_one_line_on_stderr(engine):
+    """An error the API answers is one line on stderr (it went to stdout among a script's
+    output, folded at 80 columns in a pipe), exit status 1."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env.pop("COLUMNS", None)
+    for args, start in ((["clients.play", "--target", engine.target, "--game", "klaberjass", "--bots",
+                          "no_such_bot_with_a_long_name", "--autoplay", "first"], "error: INVALID_ARGUMENT UNKNOWN_BOT: "),
+                        (["clients.watch", "no_such_match", "--target", engine.target, "--plain"],
+                         "error: NOT_FOUND MATCH_NOT_FOUND: ")):
+        result = subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, timeout=60,
+                                cwd=ROOT, env=env, stdin=subprocess.DEVNULL)
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "error" not in result.stdout, result.stdout
+        assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith(start), result.stderr
+
+
+def test_play_returns_to_a_seat_with_a_reissued_token(engine, tmp_path):
+    """docs/operations.md, "A player lost their seat token": the operator reissues it
+    (clients.admin reissue-token -o FILE) and the player returns to the seat with
+    ``--match ID --token-file FILE`` (there was no way back: --match joins another seat, and
+    a started match has none free); a --token-file without --match is a usage error."""
+    from .conftest import ADMIN_TOKEN
+
+    async def create():
+        async with cg.connect(engine.target, admin_token=ADMIN_TOKEN) as client:
+            match = await client.create_match("japanese_joker", seats=[None, "random"],
+                                              options={"target_score": 11})
+            await client.join(match.match_id, player_name="ada")  # the token is lost
+            reply = await client.admin.reissue_seat_token(match.match_id, 0)
+            return match.match_id, reply.seat_token
+
+    match_id, token = run(create())
+    token_file = tmp_path / "seat.token"
+    token_file.write_text(token + "\n")
+    result = cli("clients.play", "--target", engine.target, "--match", match_id, "--token-file", str(token_file),
+                 "--autoplay", "first")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert any(" you: " in line for line in result.stdout.splitlines())
+    assert "finished: winners" in result.stdout.splitlines()[-1]
+    usage = cli("clients.play", "--target", engine.target, "--token-file", str(token_file), "--list")
+    assert usage.returncode == 2 and "--token-file" in usage.stderr
