@@ -194,11 +194,12 @@ class _Transaction:
     A function given to :meth:`PostgresStore._write` opens one of them or neither (then it ran
     in autocommit: nothing to commit)."""
 
-    __slots__ = ("conn", "xid", "_pipeline", "_explicit")
+    __slots__ = ("conn", "xid", "refused", "_pipeline", "_explicit")
 
     def __init__(self, conn: psycopg.AsyncConnection) -> None:
         self.conn = conn
         self.xid: str | None = None  # pg_current_xact_id(), once the transaction has one
+        self.refused = False  # the server answered the commit with an error (commit())
         self._pipeline: AsyncExitStack | None = None
         self._explicit = False
 
@@ -231,11 +232,35 @@ class _Transaction:
         return [row[:-1] for row in rows]
 
     async def commit(self) -> bool:
-        """Commit (psycopg.Error if that fails); False if the server rolled back instead."""
+        """Commit (psycopg.Error if that fails); False if the server rolled back instead.
+
+        The server may answer a pipeline's Sync with an error (a deferred constraint, a
+        trigger run at commit): it refused the commit. psycopg then raises only that it
+        "cannot exit pipeline mode while busy", the refusal as its context, the connection
+        left in the pipeline: the refusal is raised instead (:attr:`refused`: definite,
+        nothing to resolve) and the connection, of no further use, is closed. Now and then
+        psycopg loses count of that answer instead and raises an IndexError ("pop from an
+        empty deque"): the connection is closed and the commit, whose answer was not read, is
+        resolved as a lost one (an OperationalError: the server is asked what happened)."""
         conn = self.conn
         if self._pipeline is not None:
             stack, self._pipeline = self._pipeline, None
-            await stack.aclose()  # the Sync: the server commits the implicit transaction
+            try:
+                await stack.aclose()  # the Sync: the server commits the implicit transaction
+            except psycopg.OperationalError as exc:
+                refusal = exc.__context__
+                if (not isinstance(refusal, psycopg.DatabaseError) or isinstance(refusal, psycopg.OperationalError)
+                        or conn.broken):
+                    raise  # the connection lost (or a shutdown's message): the commit in doubt
+                self.refused = True
+                await conn.close()
+                raise refusal from None
+            except Exception as exc:  # psycopg's own confusion, the connection not lost
+                if conn.broken:
+                    raise
+                await conn.close()
+                raise psycopg.OperationalError(
+                    f"the commit's answer could not be read ({type(exc).__name__}: {exc})") from None
             return True
         self._explicit = False
         if conn.info.transaction_status == TransactionStatus.IDLE:
@@ -362,6 +387,8 @@ class PostgresStore(Store):
             try:
                 committed = await tx.commit()
             except psycopg.Error as exc:
+                if tx.refused:  # said so by the server, its connection closed on purpose: not lost
+                    raise StoreError(f"{operation} failed on {self.where}: {_reason(exc)}") from None
                 if not (isinstance(exc, psycopg.OperationalError) or conn.broken or conn.closed
                         or conn.info.transaction_status != TransactionStatus.IDLE):
                     raise  # refused, and said so: nothing written

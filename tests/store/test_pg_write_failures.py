@@ -124,3 +124,52 @@ def test_a_write_killed_mid_transaction_leaves_nothing_and_other_writes_stand(
         assert after.actions == ()
         assert [a.client_action_id for a in again.actions] == ["c1"]
 
+
+@pytest.mark.parametrize("pipeline", [True, False])
+@pytest.mark.parametrize("write", ["set_status", "save_seat", "append_action"])
+def test_a_commit_the_server_refuses_is_a_store_error_saying_why(write, pipeline, pg_database, pg_schema,
+                                                                  monkeypatch):
+    """The server refuses the COMMIT itself, on a live connection (here a deferred constraint
+    trigger of the test's, run at commit): the write is a StoreError with the server's reason,
+    not resolved (the refusal is definite), nothing is stored, and the next write goes through
+    at once. A one-statement write, committed by the Sync that ends its pipeline, used to fail
+    with psycopg's "cannot exit pipeline mode while busy" (its connection left stuck in the
+    pipeline, the reason lost), or now and then with an IndexError of psycopg's; that one is
+    now resolved as a commit whose answer was lost (the server says 'aborted')."""
+    monkeypatch.setattr(postgres, "PIPELINE", pipeline)
+    schema, url = pg_schema
+    table = {"set_status": "matches", "save_seat": "seats", "append_action": "match_actions"}[write]
+
+    async def go():
+        st = PostgresStore(url)
+        await st.open()
+        try:
+            await st.create_match(record(status="active"))
+            pg_database.execute("CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
+                                "$$BEGIN RAISE EXCEPTION 'refused at commit'; END$$", schema=schema)
+            pg_database.execute(f"CREATE CONSTRAINT TRIGGER refuse AFTER INSERT OR UPDATE ON {table} "
+                                "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse()",
+                                schema=schema)
+            call = {"set_status": lambda: st.set_status("m1", "terminated", {"outcome": "terminated"}, 3.0),
+                    "save_seat": lambda: st.save_seat("m1", LAST),
+                    "append_action": lambda: st.append_action("m1", ActionRecord(1, 0, "pass"))}[write]
+            with pytest.raises(StoreError) as refused:
+                await call()
+            refused_stored = await st.load_match("m1")
+            pg_database.execute(f"DROP TRIGGER refuse ON {table}", schema=schema)
+            await call()  # at once: no lost connection to look into
+            return refused.value, refused_stored, await st.load_match("m1"), st.commits_resolved
+        finally:
+            await st.close()
+
+    refused, refused_stored, stored, resolved = asyncio.run(go())
+    assert type(refused) is StoreError
+    if resolved:  # psycopg lost count of the Sync's answer (now and then): the server was asked
+        assert resolved == {(write, "aborted"): 1} and str(refused).endswith("(not committed)"), refused
+    else:
+        assert str(refused).endswith(": refused at commit"), refused
+    assert (refused_stored.record.status, refused_stored.record.seats[1], refused_stored.actions) == (
+        "active", SeatRecord(seat=1), ())
+    assert (stored.record.status, stored.record.seats[1], len(stored.actions)) == {
+        "set_status": ("terminated", SeatRecord(seat=1), 0), "save_seat": ("active", LAST, 0),
+        "append_action": ("active", SeatRecord(seat=1), 1)}[write]
