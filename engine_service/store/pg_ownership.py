@@ -18,6 +18,17 @@ the store's tables are per schema), held on a connection of its own for the life
   engine took it meanwhile, the ownership is **lost for good**: every write is refused with
   :class:`~.base.OwnershipLost` and ``on_lost`` tells the service, which stops (its
   orchestrator restarts it, and the new process waits for the lock like any other).
+* **Doubted at once**: a connection of the store lost (:meth:`AdvisoryOwnership.doubt`) is
+  the sign of a server restart before the next check: writes are refused from then on and the
+  check runs now. A restarted server has no locks, and the store's pool reconnects by itself:
+  its writes used to go on over new connections, the lock held by nobody (or taken by a second
+  engine waiting for it) until the next check, up to ``check_s`` later.
+* **Knows when the server is unreachable**: while the lock cannot be taken again because the
+  server cannot be reached (down, restarting, in recovery, refusing connections),
+  :attr:`~AdvisoryOwnership.unreachable` says why, and the store refuses every call at once
+  with that reason instead of letting each wait for a connection; the server is tried again
+  every :data:`RETRY_S`, and once back the store's idle connections are checked
+  (``on_restored``) before writes resume.
 """
 
 from __future__ import annotations
@@ -25,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from typing import Callable
+from typing import Awaitable, Callable
 
 import psycopg
 import structlog
@@ -39,6 +50,8 @@ log = structlog.get_logger("engine_service.store")
 OWNER_LOCK_CLASS = 0x43474532
 CHECK_S = 2.0
 POLL_S = 0.2
+#: How often a lock not held is tried again (the server unreachable, a lost connection).
+RETRY_S = 0.5
 #: libpq's keepalives on the lock connection (client side).
 CLIENT_KEEPALIVES = {"keepalives": "1", "keepalives_idle": "10", "keepalives_interval": "5",
                      "keepalives_count": "3"}
@@ -69,11 +82,14 @@ class AdvisoryOwnership:
     """The ownership lock of the schema that ``conninfo`` selects (module docstring).
 
     ``where``: the database as it may be logged (no password). ``on_lost``: called once, with
-    a message, when another engine has taken the lock after this one lost it.
+    a message, when another engine has taken the lock after this one lost it. ``on_restored``:
+    awaited when the lock is confirmed or taken again after a loss or a doubt, before writes
+    resume (the store checks its idle connections: a restarted server's are all dead).
     """
 
     def __init__(self, conninfo: str, where: str, *, wait_s: float = 0.0, check_s: float = CHECK_S,
-                 on_lost: Callable[[str], None] | None = None) -> None:
+                 on_lost: Callable[[str], None] | None = None,
+                 on_restored: Callable[[], Awaitable[None]] | None = None) -> None:
         params = conninfo_to_dict(conninfo)
         for key, value in CLIENT_KEEPALIVES.items():
             params.setdefault(key, value)
@@ -83,14 +99,47 @@ class AdvisoryOwnership:
         self.wait_s = max(0.0, wait_s)
         self.check_s = check_s
         self.on_lost = on_lost
+        self.on_restored = on_restored
         self._conn: psycopg.AsyncConnection | None = None
         self._watchdog: asyncio.Task | None = None
         self.lost = False  # another engine took the lock: final
+        #: Why the server cannot be reached (the last attempt to take the lock again), or None.
+        self.unreachable: str | None = None
+        self._doubts = 0  # doubt() calls so far
+        self._cleared = 0  # how many of them a check has answered
+        self._wake = asyncio.Event()  # a doubt: check now
+        self._verdict = asyncio.Event()  # set unless a loss or a doubt awaits the watchdog's check
+        self._verdict.set()
+        self._since: float | None = None  # when writes began to be refused (loss or doubt)
+        self._restoring = False  # on_restored under way: writes wait for it
 
     @property
     def held(self) -> bool:
-        """True while this store's session holds the lock (as far as the last check knows)."""
-        return self._conn is not None and not self.lost
+        """True while this store's session holds the lock (as far as the last check knows)
+        and no lost connection has put it in doubt since."""
+        return (self._conn is not None and not self.lost and not self._restoring
+                and self._cleared == self._doubts)
+
+    def doubt(self) -> None:
+        """A connection of the store was lost: the lock session may have gone with it (a
+        server restart ends every session, and its locks). Writes are refused until the
+        watchdog, woken now, has found the lock still held or taken it again."""
+        if self.lost or self._watchdog is None:
+            return
+        self._doubts += 1
+        self._refusing()
+        self._wake.set()
+
+    async def verdict(self, timeout: float) -> None:
+        """Wait (up to ``timeout``) for the check a loss or a doubt started: the lock held
+        again, the server found unreachable (:attr:`unreachable`), or the lock lost."""
+        if self._verdict.is_set():
+            return
+        try:
+            async with asyncio.timeout(timeout):
+                await self._verdict.wait()
+        except TimeoutError:
+            pass
 
     async def acquire(self) -> None:
         """Take the lock, waiting up to ``wait_s`` for its holder; StoreInUse when it does not
@@ -181,22 +230,70 @@ class AdvisoryOwnership:
             except psycopg.Error:
                 pass
 
+    def _refusing(self) -> None:
+        """Writes are refused from now (a loss or a doubt) until the watchdog's verdict."""
+        self._verdict.clear()
+        if self._since is None:
+            self._since = asyncio.get_running_loop().time()
+
+    async def _restored(self, doubts: int) -> float | None:
+        """The lock is held (confirmed or taken again): the store checks its connections, then
+        writes resume (the doubts raised up to ``doubts`` answered). How long writes were
+        refused, once they resume."""
+        if self.on_restored is not None:
+            self._restoring = True
+            try:
+                await self.on_restored()
+            except Exception as exc:  # writes resume all the same: a dead connection fails its call
+                log.warning("db_pool_check_failed", db=self.where, error=str(exc))
+            finally:
+                self._restoring = False
+        self._cleared = doubts
+        if not self.held:  # doubted again meanwhile: the next check answers
+            return None
+        self._verdict.set()
+        since, self._since = self._since, None
+        return None if since is None else round(asyncio.get_running_loop().time() - since, 2)
+
+    async def _sleep(self) -> None:
+        """Until the next check: ``check_s``, :data:`RETRY_S` while writes are refused, or a
+        doubt (:meth:`doubt`)."""
+        interval = self.check_s if self.held else min(self.check_s, RETRY_S)
+        try:
+            async with asyncio.timeout(interval):
+                await self._wake.wait()
+        except TimeoutError:
+            pass
+        self._wake.clear()
+
     async def _watch(self) -> None:
         while True:
-            await asyncio.sleep(self.check_s)
+            await self._sleep()
+            doubts = self._doubts
             if await self._still_held():
+                if self._cleared != doubts:
+                    refused_s = await self._restored(doubts)
+                    log.info("db_ownership_confirmed", db=self.where, refused_s=refused_s)
                 continue
             if self._conn is not None:
                 log.warning("db_ownership_connection_lost", db=self.where)
+                self._refusing()
                 await self._close()  # writes are refused from here on
             try:
                 taken = await self._try_take()
-            except StoreError:  # the database cannot be reached: writes fail anyway; next tick
+            except StoreError as exc:  # the database cannot be reached: say so; try again soon
+                if self.unreachable is None:
+                    log.error("db_unreachable", db=self.where, error=str(exc))
+                self.unreachable = str(exc)
+                self._verdict.set()
                 continue
+            self.unreachable = None
             if taken:
-                log.info("db_ownership_reacquired", db=self.where)
+                refused_s = await self._restored(doubts)
+                log.info("db_ownership_reacquired", db=self.where, refused_s=refused_s)
                 continue
             self.lost = True
+            self._verdict.set()
             holder = await self._holder()
             message = f"{self.where} is now held by {holder}; this engine stops"
             log.error("db_ownership_lost", db=self.where, holder=holder)

@@ -35,6 +35,13 @@ metrics), with PostgreSQL doing what the SQLite store does by hand:
   its own while it is open, watches it, and refuses writes while it is gone
   (:mod:`.pg_ownership`). Several replicas on one database would need the event fan-out
   between them (LISTEN/NOTIFY), which is not written yet (docs/operations.md).
+* **Rides out a server restart**: a call whose connection was lost puts the ownership in
+  doubt (writes refused until the lock is confirmed or taken again: a restarted server holds
+  no lock); while the server cannot be reached every call fails at once, saying why, instead
+  of waiting :data:`POOL_TIMEOUT_S` for a connection (clients with shorter deadlines got
+  DEADLINE_EXCEEDED, not UNAVAILABLE); once it is back the idle connections, dead with the
+  old server, are checked before writes resume, and the pool reconnects within
+  :data:`RECONNECT_S`. No engine restart is needed.
 """
 
 from __future__ import annotations
@@ -71,6 +78,14 @@ META_TABLE = "engine_meta"
 OPEN_LOCK_KEY = 0x43474531  # "CGE1", the SQLite store's application_id
 CONNECT_TIMEOUT_S = 10  # libpq's connect_timeout unless the DSN sets one
 POOL_TIMEOUT_S = 10.0  # a call waits this long for a free connection before failing
+#: How long the pool tries to replace a lost connection before giving up (the next call that
+#: finds no connection starts again at once). psycopg_pool's default, 5 minutes of attempts
+#: backing off exponentially, left an engine whose server came back after an outage waiting
+#: for the next attempt, as long again as the outage had lasted (a 45 s restart: 14 s more).
+RECONNECT_S = 2.0
+#: How long a call waits for the ownership's check after a lost connection (pg_ownership)
+#: to learn whether the server can be reached, before trying the pool all the same.
+VERDICT_WAIT_S = 1.0
 #: How long a commit whose answer was lost is asked about (``pg_xact_status``) before it is
 #: reported in doubt: the fresh connection's set-up and the polls of an 'in progress' one.
 RESOLVE_S = 3.0
@@ -194,11 +209,12 @@ class _Transaction:
     A function given to :meth:`PostgresStore._write` opens one of them or neither (then it ran
     in autocommit: nothing to commit)."""
 
-    __slots__ = ("conn", "xid", "_pipeline", "_explicit")
+    __slots__ = ("conn", "xid", "refused", "_pipeline", "_explicit")
 
     def __init__(self, conn: psycopg.AsyncConnection) -> None:
         self.conn = conn
         self.xid: str | None = None  # pg_current_xact_id(), once the transaction has one
+        self.refused = False  # the server answered the commit with an error (commit())
         self._pipeline: AsyncExitStack | None = None
         self._explicit = False
 
@@ -231,11 +247,35 @@ class _Transaction:
         return [row[:-1] for row in rows]
 
     async def commit(self) -> bool:
-        """Commit (psycopg.Error if that fails); False if the server rolled back instead."""
+        """Commit (psycopg.Error if that fails); False if the server rolled back instead.
+
+        The server may answer a pipeline's Sync with an error (a deferred constraint, a
+        trigger run at commit): it refused the commit. psycopg then raises only that it
+        "cannot exit pipeline mode while busy", the refusal as its context, the connection
+        left in the pipeline: the refusal is raised instead (:attr:`refused`: definite,
+        nothing to resolve) and the connection, of no further use, is closed. Now and then
+        psycopg loses count of that answer instead and raises an IndexError ("pop from an
+        empty deque"): the connection is closed and the commit, whose answer was not read, is
+        resolved as a lost one (an OperationalError: the server is asked what happened)."""
         conn = self.conn
         if self._pipeline is not None:
             stack, self._pipeline = self._pipeline, None
-            await stack.aclose()  # the Sync: the server commits the implicit transaction
+            try:
+                await stack.aclose()  # the Sync: the server commits the implicit transaction
+            except psycopg.OperationalError as exc:
+                refusal = exc.__context__
+                if (not isinstance(refusal, psycopg.DatabaseError) or isinstance(refusal, psycopg.OperationalError)
+                        or conn.broken):
+                    raise  # the connection lost (or a shutdown's message): the commit in doubt
+                self.refused = True
+                await conn.close()
+                raise refusal from None
+            except Exception as exc:  # psycopg's own confusion, the connection not lost
+                if conn.broken:
+                    raise
+                await conn.close()
+                raise psycopg.OperationalError(
+                    f"the commit's answer could not be read ({type(exc).__name__}: {exc})") from None
             return True
         self._explicit = False
         if conn.info.transaction_status == TransactionStatus.IDLE:
@@ -308,19 +348,48 @@ class PostgresStore(Store):
 
     @asynccontextmanager
     async def _connection(self, operation: str) -> AsyncIterator[psycopg.AsyncConnection]:
-        """A pooled autocommit connection; database and pool failures become StoreError."""
+        """A pooled autocommit connection; database and pool failures become StoreError, at
+        once while the server is known to be unreachable (:mod:`.pg_ownership`). A connection
+        lost on the way puts the ownership in doubt (:meth:`_connection_lost`)."""
         pool = self._pool
         if pool is None:
             raise StoreError("the store is not open")
+        owner = self._owner
+        if owner is not None and not owner.held:
+            # a lost connection is being looked into: learn whether the server is there (a
+            # call would otherwise wait for a connection the pool cannot make)
+            await owner.verdict(VERDICT_WAIT_S)
+            if owner.unreachable:
+                raise StoreError(f"{operation} failed: {owner.unreachable}")
+        conn: psycopg.AsyncConnection | None = None
         try:
             async with pool.connection() as conn:
                 yield conn
         except StoreError:
             raise
         except psycopg.Error as exc:
+            if conn is not None and (conn.broken or conn.closed):
+                self._connection_lost()
             raise StoreError(f"{operation} failed on {self.where}: {_reason(exc)}") from None
         except Exception as exc:  # a value that cannot be adapted (as the SQLite store does)
             raise StoreError(f"{operation} failed: {type(exc).__name__}: {exc}") from None
+
+    def _connection_lost(self) -> None:
+        """One of the pool's connections was lost (the server restarted or went away, the
+        network failed, an operator ended it): the lock session may be gone too, so writes
+        stop until it is checked (:meth:`.pg_ownership.AdvisoryOwnership.doubt`)."""
+        if self._owner is not None:
+            self._owner.doubt()
+
+    async def _restored(self) -> None:
+        """The lock is held again after a loss or a doubt: the idle connections are checked
+        (each a round trip; a dead one is replaced) before writes resume, so that the first
+        writes after a server restart do not each fail on a connection of the old server, and
+        the pool, if it has none, starts connecting now."""
+        pool = self._pool
+        if pool is not None:
+            async with asyncio.timeout(POOL_TIMEOUT_S):
+                await pool.check()
 
     async def _write(self, operation: str, fn: Callable[[_Transaction], Awaitable[T]],
                      *, timed: bool = True) -> T:
@@ -333,7 +402,10 @@ class PostgresStore(Store):
             self._timer.error(operation)
             if owner.lost:
                 raise OwnershipLost(f"{operation} refused: this engine lost {self.where} to another engine")
-            raise StoreError(f"{operation} refused: the ownership of {self.where} is being re-checked")
+            if owner.unreachable:
+                raise StoreError(f"{operation} refused: {owner.unreachable}")
+            raise StoreError(f"{operation} refused: the ownership of {self.where} is being re-checked "
+                             "(a connection to it was lost)")
         if not timed:
             try:
                 return await self._transaction(operation, fn)
@@ -350,6 +422,7 @@ class PostgresStore(Store):
         stays unknown) raises StoreError as any failed write does. A commit the server refused
         (an error on a live connection) is a StoreError at once."""
         lost: tuple[str | None, str] | None = None
+        broken = False  # the connection itself was lost (not closed by the store on purpose)
         async with self._connection(operation) as conn:
             tx = _Transaction(conn)
             try:
@@ -362,10 +435,13 @@ class PostgresStore(Store):
             try:
                 committed = await tx.commit()
             except psycopg.Error as exc:
+                if tx.refused:  # said so by the server, its connection closed on purpose: not lost
+                    raise StoreError(f"{operation} failed on {self.where}: {_reason(exc)}") from None
                 if not (isinstance(exc, psycopg.OperationalError) or conn.broken or conn.closed
                         or conn.info.transaction_status != TransactionStatus.IDLE):
                     raise  # refused, and said so: nothing written
                 lost = (tx.xid, _reason(exc))
+                broken = conn.broken
             except BaseException:  # cancelled while committing: in doubt, as it always was
                 await conn.close()
                 raise
@@ -374,6 +450,8 @@ class PostgresStore(Store):
                     raise StoreError(f"{operation} failed on {self.where}: the transaction was rolled back")
         if lost is None:
             return result
+        if broken:
+            self._connection_lost()
         await self._resolve(operation, *lost)
         return result
 
@@ -443,7 +521,8 @@ class PostgresStore(Store):
         owner = None
         if self.exclusive:  # first: an engine that does not own the schema must not migrate it
             owner = AdvisoryOwnership(conninfo, self.where, wait_s=self.lock_wait_s,
-                                      check_s=self.ownership_check_s, on_lost=self._ownership_lost)
+                                      check_s=self.ownership_check_s, on_lost=self._ownership_lost,
+                                      on_restored=self._restored)
             await owner.acquire()
         try:
             pool = await self._open_pool(conninfo)
@@ -474,7 +553,8 @@ class PostgresStore(Store):
                      to_version=SCHEMA_VERSION)
         pool = AsyncConnectionPool(conninfo, min_size=1, max_size=self.pool_size, open=False,
                                    kwargs={"autocommit": True}, configure=self._configure,
-                                   timeout=POOL_TIMEOUT_S, name="cardgames-store")
+                                   timeout=POOL_TIMEOUT_S, reconnect_timeout=RECONNECT_S,
+                                   name="cardgames-store")
         try:
             await pool.open(wait=True, timeout=POOL_TIMEOUT_S)
         except psycopg.Error as exc:

@@ -1,0 +1,90 @@
+"""A PostgreSQL server of a test's own, for the tests that stop, restart or crash the server
+under a running store or engine: the suite's shared server (tests/store/pg.py, perhaps the
+machine's, used by other test runs) must never be. Made as tests/postgres_env.sh makes the
+suite's private cluster: Debian's ``initdb`` and ``pg_ctl`` (as the postgres user when run as
+root: initdb refuses root), trust authentication, a free port on 127.0.0.1 and a temp
+directory, stopped and deleted by :meth:`PrivateCluster.close`."""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+
+def _bindir() -> Path:
+    """Where initdb and pg_ctl are: Debian's newest /usr/lib/postgresql/N/bin, or the PATH."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+                   key=lambda p: int(Path(p).parts[-3]) if Path(p).parts[-3].isdigit() else 0)
+    if found:
+        return Path(found[-1]).parent
+    initdb = shutil.which("initdb")
+    if initdb:
+        return Path(initdb).parent
+    raise AssertionError("these tests start a PostgreSQL server of their own: install PostgreSQL's "
+                         "server programs (Debian's postgresql package), as tests/postgres_env.sh does")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class PrivateCluster:
+    """A throw-away PostgreSQL cluster: ``url()`` names its ``postgres`` database; ``stop``,
+    ``start`` and ``restart`` take pg_ctl's shutdown modes (``fast``, ``immediate``)."""
+
+    def __init__(self) -> None:
+        self.bin = _bindir()
+        self.dir = Path(tempfile.mkdtemp(prefix="cardgames-pg-"))
+        self.data = self.dir / "data"
+        self.log = self.dir / "log"
+        self._as: list[str] = []
+        if os.getuid() == 0:
+            os.chown(self.dir, pwd.getpwnam("postgres").pw_uid, -1)
+            self._as = ["runuser", "-u", "postgres", "--"]
+        self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres")
+        for attempt in range(5):  # a free port may be taken before the server binds it
+            self.port = _free_port()
+            try:
+                self.start()
+                break
+            except AssertionError:
+                if attempt == 4:
+                    raise
+
+    def _run(self, program: str, *args: str) -> None:
+        done = subprocess.run([*self._as, str(self.bin / program), *args], capture_output=True, text=True,
+                              timeout=60)
+        if done.returncode:
+            log = self.log.read_text()[-2000:] if self.log.exists() else ""
+            raise AssertionError(f"{program} {' '.join(args)} failed: {done.stderr}\n{log}")
+
+    def url(self, user: str = "postgres", password: str = "") -> str:
+        auth = f"{user}:{password}" if password else user
+        return f"postgresql://{auth}@127.0.0.1:{self.port}/postgres"
+
+    def start(self) -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-o",
+                  f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1", "start")
+
+    def stop(self, mode: str = "fast") -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop")
+
+    def restart(self, mode: str = "fast", down_s: float = 0.0) -> None:
+        self.stop(mode)
+        time.sleep(down_s)
+        self.start()
+
+    def close(self) -> None:
+        if (self.data / "postmaster.pid").exists():
+            subprocess.run([*self._as, str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate",
+                            "-w", "stop"], capture_output=True, timeout=60)
+        shutil.rmtree(self.dir, ignore_errors=True)

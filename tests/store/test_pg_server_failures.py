@@ -1,0 +1,227 @@
+"""The PostgreSQL server stopped, restarted or crashed under a running store and under the real
+``serve`` process (a private cluster of the test's own, tests/store/pg_cluster.py: the suite's
+shared server is never touched). While the server is down every call fails at once (the
+session layer answers UNAVAILABLE, never a deadline that ran out), saying why; nothing
+acknowledged is lost; the store reconnects by itself once the server is back, at once and not
+after a backoff as long as the outage; a lost connection stops writes until the ownership lock
+is checked, so that a second engine that took the lock at the restart is not written beside."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+
+import grpc
+import psycopg
+import pytest
+from structlog.testing import capture_logs
+
+from engine_service.observability.metrics import Metrics
+from engine_service.store import ActionRecord, OwnershipLost, StoreError
+from engine_service.store.postgres import PostgresStore
+from engine_service.transport.generated import card_games_pb2 as pb, match_pb2
+from tests.transport.engine_process import Service
+from tests.transport.harness import bearer
+from tests.transport.players import create_open_match, export_transcript
+from tests.transport.test_process import _stubs
+
+from .pg_cluster import PrivateCluster
+from .test_store import record
+
+
+@pytest.fixture
+def cluster():
+    c = PrivateCluster()
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def _action(seq: int) -> ActionRecord:
+    return ActionRecord(seq, 0, "pass", client_action_id=f"c{seq}")
+
+
+async def _until_written(st: PostgresStore, seq: int, within_s: float) -> float:
+    """Append the action at ``seq`` until it is written; how long that took."""
+    started = time.monotonic()
+    while True:
+        try:
+            await st.append_action("m1", _action(seq))
+            return time.monotonic() - started
+        except StoreError:
+            assert time.monotonic() - started < within_s, f"not written within {within_s} s"
+            await asyncio.sleep(0.05)
+
+
+def test_a_stopped_server_fails_calls_at_once_and_the_store_reconnects_when_it_is_back(cluster):
+    """The server stops (fast shutdown) for 8 s under an open store. The write on the dead
+    connection fails; from then on every call, a read too, fails at once (it used to wait 10 s
+    for a connection the pool could not make: a client with a shorter deadline got
+    DEADLINE_EXCEEDED), naming the reason. Once the server is back the store writes again
+    within a second or two, without being reopened (the pool used to wait out its exponential
+    backoff, 1, 2, 4, 8 s...: 7 s more here, minutes after a long outage)."""
+    async def go():
+        st = PostgresStore(cluster.url(), Metrics())
+        await st.open()
+        try:
+            await st.create_match(record(status="active"))
+            await st.append_action("m1", _action(1))
+            with capture_logs() as logs:
+                await asyncio.to_thread(cluster.stop, "fast")
+                stopped = time.monotonic()
+                calls = []
+                while time.monotonic() - stopped < 8:
+                    for call in (lambda: st.append_action("m1", _action(2)), lambda: st.load_match("m1")):
+                        started = time.monotonic()
+                        with pytest.raises(StoreError) as failed:
+                            await call()
+                        calls.append((time.monotonic() - started, str(failed.value)))
+                    await asyncio.sleep(0.2)
+                await asyncio.to_thread(cluster.start)
+                recovered_s = await _until_written(st, 2, 6)
+            stored = await st.load_match("m1")
+            return calls, recovered_s, stored, logs
+        finally:
+            await st.close()
+
+    calls, recovered_s, stored, logs = asyncio.run(go())
+    assert max(s for s, _ in calls) < 1.5, calls
+    assert all("127.0.0.1" in m for _, m in calls)
+    assert "cannot connect to" in calls[-1][1] and "Connection refused" in calls[-1][1], calls[-1]
+    assert recovered_s < 3, recovered_s
+    assert [a.seq for a in stored.actions] == [1, 2]
+    events = [e["event"] for e in logs]
+    assert events.count("db_unreachable") == 1 and "db_ownership_reacquired" in events, events
+    reacquired = next(e for e in logs if e["event"] == "db_ownership_reacquired")
+    assert reacquired["refused_s"] >= 8
+
+
+def test_after_a_server_restart_a_second_engine_that_took_the_lock_is_not_written_beside(cluster):
+    """The server restarts (every session ends, the ownership lock with them) and a second
+    engine, waiting for the lock, takes it first. The first engine's next write fails on its
+    dead connection, and every write after it is refused until the lock is checked: it is the
+    other engine's, so the first is told to stop (OwnershipLost). It used to write on over the
+    pool's new connections until its watchdog's next check (here set to 60 s, 2 s by
+    default), beside the engine that now held the database."""
+    told: list[str] = []
+
+    async def go():
+        first = PostgresStore(cluster.url(), ownership_check_s=60)
+        first.on_ownership_lost = told.append
+        await first.open()
+        second = None
+        try:
+            await first.create_match(record(status="active"))
+            await first.append_action("m1", _action(1))
+            await asyncio.to_thread(cluster.restart, "fast")
+            second = PostgresStore(cluster.url(), lock_wait_s=10)
+            await second.open()  # the restarted server has no lock: it is the second's now
+            outcomes = []
+            deadline = time.monotonic() + 5
+            while not told and time.monotonic() < deadline:
+                try:
+                    await first.append_action("m1", _action(2))
+                    outcomes.append("written")
+                except OwnershipLost:
+                    outcomes.append("lost")
+                except StoreError:
+                    outcomes.append("refused")
+                await asyncio.sleep(0.05)
+            with pytest.raises(OwnershipLost):
+                await first.append_action("m1", _action(2))
+            stored = await second.load_match("m1")
+            return outcomes, stored
+        finally:
+            await first.close()
+            if second is not None:
+                await second.close()
+
+    outcomes, stored = asyncio.run(go())
+    assert "written" not in outcomes, outcomes
+    assert len(told) == 1 and "this engine stops" in told[0]
+    assert [a.seq for a in stored.actions] == [1]
+
+
+@pytest.mark.parametrize("mode", ["fast", "immediate"])
+def test_serve_rides_out_a_server_restart(tmp_path, cluster, mode):
+    """The real service with two matches in play; the server is stopped (``fast``: sessions
+    told; ``immediate``: a crash, recovery at start) for 2 s and started again. Clients that
+    retry a failed call as it was (the same client_action_id) get UNAVAILABLE at once while it
+    is down, never a deadline run out; no action acknowledged is lost, none applied twice, the
+    matches go on from the same seq, and the engine is the same process throughout (it
+    reconnected by itself). The DSN's password is in no log line."""
+    password = "pw-not-logged"
+    engine = Service(tmp_path, cluster.url(password=password), "engine")
+    failures: list[tuple[str, float]] = []
+    outage: dict[str, float] = {}
+
+    async def call(method, request, token):
+        while True:
+            started = time.monotonic()
+            try:
+                return await method(request, metadata=bearer(token), timeout=5)
+            except grpc.aio.AioRpcError as exc:
+                failures.append((exc.code().name, time.monotonic() - started))
+                assert exc.code() == grpc.StatusCode.UNAVAILABLE, (exc.code(), exc.details())
+                await asyncio.sleep(0.1)
+
+    async def play(stub, match_id, tokens, rng, acked, until):
+        while not until():
+            view = (await call(stub.GetView, pb.GetViewRequest(match_id=match_id), tokens[0])).view
+            if view.status != match_pb2.MATCH_STATUS_ACTIVE:
+                return
+            seat = view.to_act
+            mine = (await call(stub.GetView, pb.GetViewRequest(match_id=match_id), tokens[seat])).view
+            action = rng.choice(list(mine.legal_actions)).notation
+            res = await call(stub.SubmitAction, pb.SubmitActionRequest(
+                match_id=match_id, action=action, expected_seq=mine.seq,
+                client_action_id=f"{seat}-{mine.seq}"), tokens[seat])
+            acked.append((res.seq, action, seat, time.monotonic()))
+
+    def restart():
+        time.sleep(0.5)
+        cluster.stop(mode)
+        outage["down"] = time.monotonic()
+        time.sleep(2)
+        cluster.start()
+        outage["up"] = time.monotonic()
+
+    async def go():
+        async with grpc.aio.insecure_channel(engine.target) as ch:
+            stub, admin = _stubs(ch)
+            matches = [await create_open_match(stub, "japanese_joker") for _ in range(2)]
+            acked: dict[str, list] = {m: [] for m, _ in matches}
+            server = threading.Thread(target=restart)
+            server.start()
+            back = lambda: "up" in outage and time.monotonic() - outage["up"] > 1.5  # noqa: E731
+            await asyncio.gather(*(play(stub, m, t, random.Random(i), acked[m], back)
+                                   for i, (m, t) in enumerate(matches)))
+            await asyncio.to_thread(server.join)
+            for m, tokens in matches:  # a retry of the last acknowledged action: the same answer
+                seq, action, seat, _ = acked[m][-1]
+                retry = await call(stub.SubmitAction, pb.SubmitActionRequest(
+                    match_id=m, action=action, expected_seq=seq - 1, client_action_id=f"{seat}-{seq - 1}"),
+                    tokens[seat])
+                assert (retry.duplicate, retry.seq) == (True, seq)
+            transcripts = {m: await export_transcript(admin, m) for m, _ in matches}
+            return acked, transcripts
+
+    try:
+        acked, transcripts = asyncio.run(asyncio.wait_for(go(), 60))
+        assert engine.proc.poll() is None  # the same process throughout
+    finally:
+        status = engine.stop()
+    assert status == 0
+    for m, steps in acked.items():
+        assert [s for s, *_ in steps] == list(range(1, len(steps) + 1)), steps  # no seq skipped or repeated
+        stored = [s["action"] for d in transcripts[m]["deals"] for s in d["steps"]]
+        assert stored == [a for _, a, _, _ in steps]  # every acknowledged action, each once
+    assert failures and all(code == "UNAVAILABLE" and s < 2 for code, s in failures), failures
+    for steps in acked.values():  # the matches went on after the restart
+        assert sum(1 for *_, at in steps if at > outage["up"]) >= 3
+    events = [line.get("event") for line in engine.lines()]
+    assert "db_unreachable" in events and "db_ownership_reacquired" in events
+    assert password not in engine.log_path.read_text()
