@@ -9,9 +9,10 @@
  *  - errors as CardGamesError with the status code name, the google.rpc.ErrorInfo reason and,
  *    for ABORTED (stale sequence), the caller's current View decoded from the status details;
  *  - watch(): the WatchMatch stream as an async iterator that reopens itself with after_seq
- *    after a dropped connection, so every ACTION event is seen exactly once; a stream that
- *    dropped while its view was still WAITING is reopened without after_seq (a SNAPSHOT
- *    first), since the match's start is no action and would not be replayed.
+ *    after a dropped connection (INTERNAL or UNKNOWN too, 3 times in a row at most), so every
+ *    ACTION event is seen exactly once; a stream that dropped while its view was still WAITING
+ *    is reopened without after_seq (a SNAPSHOT first), since the match's start is no action
+ *    and would not be replayed.
  */
 
 const path = require('node:path');
@@ -137,6 +138,11 @@ const TRANSIENT = new Set(['UNAVAILABLE', 'DEADLINE_EXCEEDED']);
 // during a restart failed while watch() resumed).
 const ATTEMPTS = 10;
 const RESUMABLE = new Set(['UNAVAILABLE', 'DEADLINE_EXCEEDED', 'CANCELLED']);
+// Codes that a broken HTTP/2 stream (RST_STREAM) can also end with: resumed too, but only 3
+// times in a row without an event in between (as the Python library), since a server bug
+// would produce them forever.
+const MAYBE_RESUMABLE = new Set(['INTERNAL', 'UNKNOWN']);
+const MAX_UNCLEAR_FAILURES = 3;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const backoff = (attempt) => Math.random() * Math.min(2000, 100 * 2 ** attempt);
 
@@ -295,6 +301,12 @@ class Seat {
    * dropped stream (each ACTION exactly once; a rate-limited reopening waits its RetryInfo
    * delay); it ends after the MATCH_ENDED event.
    *
+   * A dropped stream is one that failed with UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED, and
+   * also INTERNAL or UNKNOWN (what a broken HTTP/2 stream, RST_STREAM, can end with), the latter
+   * reopened at most 3 times in a row without an event in between: the fourth such failure is
+   * thrown (a server fault would fail forever), as in the Python library. Each reopening waits
+   * a jittered backoff (up to 100 ms, 200 ms, 400 ms... 2 s; an event received starts it over).
+   *
    * A resumed stream replays actions only, and the match's start is no action (seq 0 before
    * and after it; watchers get it as the PRESENCE event of the last seat's join). So while the
    * view last delivered is still WAITING (or none was delivered and the last seq is 0), the
@@ -347,9 +359,13 @@ class Seat {
         if (['MATCH_STATUS_FINISHED', 'MATCH_STATUS_TERMINATED'].includes(summary.status)) return;
       } catch (error) {
         const failure = error instanceof CardGamesError ? error : toCardGamesError(error);
+        // the stream's own INTERNAL or UNKNOWN status (not a bug of this code, not a failed
+        // getMatch): perhaps a broken connection, reopened while failures stay below the limit
+        const unclear = Number.isInteger(error.code) && MAYBE_RESUMABLE.has(failure.code)
+          && failures < MAX_UNCLEAR_FAILURES;
         // a reopening refused by a rate limit did nothing: open again after its delay
         const limited = failure.reason === 'RATE_LIMITED';
-        if (!RESUMABLE.has(failure.code) && !limited) throw failure;
+        if (!RESUMABLE.has(failure.code) && !unclear && !limited) throw failure;
         if (limited) waitMs = failure.retryDelayMs || 0;
       } finally {
         call.cancel();

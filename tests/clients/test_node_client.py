@@ -1,6 +1,7 @@
 """The Node.js client (clients/node) against a real engine: it creates a match against a bot,
 plays it to the end and prints the result; a watch stream cut while its match waits resumes
-on the started view; its own offline unit tests pass too.
+on the started view; one that fails with INTERNAL or UNKNOWN is reopened as by the Python
+library (a fake engine); its own offline unit tests pass too.
 
 Its dependencies come from the npm registry with ``npm ci`` (package-lock.json), run here
 once when clients/node/node_modules is missing or older than the lock file.
@@ -16,6 +17,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import grpc
 import pytest
 
 from clients import cardgames_client as cg
@@ -257,5 +259,114 @@ def test_node_submit_while_the_engine_restarts_goes_through(engine, node):
             assert acting.returncode == 0, err.decode()
             assert json.loads(out) == {"seq": 1, "duplicate": False}
             assert (await client.get_match(match.match_id)).seq == 1
+
+    run(scenario(), timeout_s=60)
+
+
+_WATCH_ERRORS = """
+const { Client, Seat } = require('./cardgames');
+const [target, matchId] = process.argv.slice(1);
+(async () => {
+  const client = new Client(target);
+  try {
+    for await (const event of new Seat(client, matchId, 0, 'token').watch()) {
+      process.stdout.write(`${JSON.stringify({ kind: event.kind, seq: event.seq })}\\n`);
+    }
+  } catch (e) {
+    process.stdout.write(`${JSON.stringify({ error: e.code || String(e) })}\\n`);
+  }
+  client.close();
+})().catch((e) => { console.error(e); process.exit(1); });
+"""
+
+
+class _FailingWatches:
+    """A fake engine whose WatchMatch streams end with INTERNAL or UNKNOWN, as a broken HTTP/2
+    stream (RST_STREAM) can: match "mid" fails twice mid-match, each time after some events
+    (a resumed stream replays the actions after ``after_seq``); match "broken" fails at once,
+    every time, after the first stream's snapshot. ``opened`` records each stream's
+    ``after_seq`` (None without one)."""
+
+    def __init__(self) -> None:
+        from engine_service.transport.generated import card_games_pb2, card_games_pb2_grpc
+
+        self.opened: dict[str, list[int | None]] = {"mid": [], "broken": []}
+        opened = self.opened
+        K = match_pb2
+
+        def event(kind: int, seq: int, status: int = match_pb2.MATCH_STATUS_ACTIVE) -> cg.Event:
+            return card_games_pb2.WatchMatchResponse(kind=kind, seq=seq, match_id="m",
+                                                      view=match_pb2.View(match_id="m", seq=seq, status=status))
+
+        class Servicer(card_games_pb2_grpc.CardGamesServiceServicer):
+            async def WatchMatch(self, request, context):
+                after = request.after_seq if request.HasField("after_seq") else None
+                calls = opened[request.match_id]
+                calls.append(after)
+                if request.match_id == "mid":
+                    if after is None:
+                        yield event(K.EVENT_KIND_SNAPSHOT, 0)
+                    for seq in range((after or 0) + 1, min(len(calls) + 1, 4) + 1):
+                        yield event(K.EVENT_KIND_ACTION, seq)
+                    if len(calls) < 3:
+                        await context.abort((grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN)[len(calls) - 1],
+                                            "Received RST_STREAM with code 2")
+                    yield event(K.EVENT_KIND_MATCH_ENDED, 4, match_pb2.MATCH_STATUS_FINISHED)
+                    return
+                if len(calls) == 1:
+                    yield event(K.EVENT_KIND_SNAPSHOT, 5)
+                await context.abort(grpc.StatusCode.INTERNAL, "Received RST_STREAM with code 2")
+
+        self.server = grpc.aio.server()
+        card_games_pb2_grpc.add_CardGamesServiceServicer_to_server(Servicer(), self.server)
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+
+    @property
+    def target(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+def test_node_watch_reopens_after_internal_and_unknown_as_python_does(node):
+    """A WatchMatch stream that fails with INTERNAL or UNKNOWN (what a broken HTTP/2 stream
+    can end with) is reopened with after_seq by the Node client as by the Python library:
+    mid-match, every event once; a stream that keeps failing without an event, 3 reopenings
+    and then the error (a server fault would fail forever)."""
+
+    async def node_watch(target: str, match_id: str) -> list[dict]:
+        watcher = await asyncio.create_subprocess_exec(
+            node, "-e", _WATCH_ERRORS, target, match_id, cwd=NODE_DIR,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(watcher.communicate(), 30)
+        assert watcher.returncode == 0, err.decode()
+        return [json.loads(line) for line in out.decode().splitlines()]
+
+    async def python_watch(target: str, match_id: str) -> list[dict]:
+        seen: list[dict] = []
+        async with cg.connect(target) as client:
+            try:
+                async for event in cg.SeatSession(client, match_id, 0, "token").watch():
+                    seen.append({"kind": match_pb2.EventKind.Name(event.kind), "seq": event.seq})
+            except cg.CardGamesError as exc:
+                seen.append({"error": exc.code.name})
+        return seen
+
+    async def scenario():
+        fake = _FailingWatches()
+        await fake.server.start()
+        try:
+            results = {}
+            for name, watch in (("node", node_watch), ("python", python_watch)):
+                for match_id in ("mid", "broken"):
+                    fake.opened[match_id].clear()
+                    results[name, match_id] = (await watch(fake.target, match_id), list(fake.opened[match_id]))
+        finally:
+            await fake.server.stop(None)
+        mid = [{"kind": "EVENT_KIND_SNAPSHOT", "seq": 0}] \
+            + [{"kind": "EVENT_KIND_ACTION", "seq": seq} for seq in (1, 2, 3, 4)] \
+            + [{"kind": "EVENT_KIND_MATCH_ENDED", "seq": 4}]
+        for name in ("node", "python"):
+            assert results[name, "mid"] == (mid, [None, 2, 3]), name
+            assert results[name, "broken"] == ([{"kind": "EVENT_KIND_SNAPSHOT", "seq": 5}, {"error": "INTERNAL"}],
+                                               [None, 5, 5, 5]), name
 
     run(scenario(), timeout_s=60)

@@ -195,6 +195,51 @@ test('watch() reopens a rate-limited stream after the RetryInfo delay', async ()
   assert.ok(opened[2].at - opened[1].at >= 290, 'the reopening waited the RetryInfo delay');
 });
 
+test('watch() reopens a stream that failed with INTERNAL or UNKNOWN, 3 times in a row at most (as Python)', async () => {
+  // A broken HTTP/2 stream (RST_STREAM) can end as INTERNAL or UNKNOWN: the Python library
+  // reopens it with after_seq like a dropped one, but gives up on the fourth such failure in a
+  // row without an event in between (a server fault would fail forever).
+  const { Client, Seat } = require('../cardgames');
+  const failure = (code) => ({ code: grpc.status[code], details: 'Received RST_STREAM with code 2', metadata: new grpc.Metadata() });
+  const stream = (events, error) => ({
+    cancel() {},
+    async* [Symbol.asyncIterator]() { for (const e of events) yield e; if (error) throw error; },
+  });
+  const active = (seq) => ({ seq, status: 'MATCH_STATUS_ACTIVE' });
+  const action = (seq) => ({ kind: 'EVENT_KIND_ACTION', seq, view: active(seq) });
+  const fake = (streams) => {
+    const client = new Client('127.0.0.1:9');
+    client.stub.close();
+    const opened = [];
+    client.stub = { WatchMatch(request) { opened.push(request.after_seq); return streams(opened.length, request); } };
+    return { client, opened };
+  };
+
+  // mid-match: each failure follows events, so the watch goes on; every event once, in order
+  const live = fake((n, request) => {
+    if (n === 1) return stream([{ kind: 'EVENT_KIND_SNAPSHOT', view: active(0) }, action(1), action(2)], failure('INTERNAL'));
+    if (n === 2) return stream([action(request.after_seq + 1)], failure('UNKNOWN'));
+    if (n === 3) return stream([action(3), action(4)], failure('INTERNAL')); // 3 again: a replay too many
+    return stream([action(5), { kind: 'EVENT_KIND_MATCH_ENDED', seq: 5, view: { seq: 5, status: 'MATCH_STATUS_FINISHED' } }]);
+  });
+  const seen = [];
+  for await (const event of new Seat(live.client, 'm1', 0, 't').watch()) seen.push([event.kind, event.seq]);
+  assert.deepStrictEqual(live.opened, [undefined, 2, 3, 4]);
+  assert.deepStrictEqual(seen, [['EVENT_KIND_SNAPSHOT', 0], ['EVENT_KIND_ACTION', 1], ['EVENT_KIND_ACTION', 2],
+    ['EVENT_KIND_ACTION', 3], ['EVENT_KIND_ACTION', 4], ['EVENT_KIND_ACTION', 5], ['EVENT_KIND_MATCH_ENDED', 5]]);
+
+  // a stream that keeps failing without an event: 3 reopenings, then the fourth failure is thrown
+  for (const code of ['INTERNAL', 'UNKNOWN']) {
+    const broken = fake((n) => stream(n === 1 ? [action(7)] : [], failure(code)));
+    const got = [];
+    await assert.rejects((async () => {
+      for await (const event of new Seat(broken.client, 'm1', 0, 't').watch(6)) got.push(event.seq);
+    })(), (error) => error instanceof CardGamesError && error.code === code);
+    assert.deepStrictEqual(got, [7]);
+    assert.deepStrictEqual(broken.opened, [6, 7, 7, 7]);
+  }
+});
+
 test('watch() reopens a stream cut while the match waited without after_seq: the started view, then each action once', async () => {
   // docs/api.md, "Reconnecting without losing anything": a resumed stream replays actions only
   // and the start is none (seq 0 before and after it). A fake server: WatchMatch without
