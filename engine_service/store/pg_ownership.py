@@ -29,6 +29,13 @@ the store's tables are per schema), held on a connection of its own for the life
   with that reason instead of letting each wait for a connection; the server is tried again
   every :data:`RETRY_S`, and once back the store's idle connections are checked
   (``on_restored``) before writes resume.
+* **Never waits on a hung server**: a server whose processes are stopped (SIGSTOP, a frozen
+  VM) or a host gone without resetting its connections leaves the kernel acknowledging (or
+  nobody answering) while nothing comes back, and keepalives do not help while a query waits.
+  The check of the lock and the taking of it again are each bounded (:func:`sever`): a check
+  without an answer within its bound is a lost lock session (writes refused, the lock taken
+  again on a new connection), an attempt to take it without an answer within ``timeout_s``
+  is a server that cannot be reached (:attr:`~AdvisoryOwnership.unreachable`).
 """
 
 from __future__ import annotations
@@ -36,7 +43,8 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from typing import Awaitable, Callable
+from contextlib import contextmanager
+from typing import Awaitable, Callable, Iterator
 
 import psycopg
 import structlog
@@ -49,6 +57,11 @@ log = structlog.get_logger("engine_service.store")
 #: The first key of the two-key advisory lock (``"CGE2"``); the second is the schema's hash.
 OWNER_LOCK_CLASS = 0x43474532
 CHECK_S = 2.0
+#: The longest an attempt to take the lock (its connection included) waits for the server
+#: before the server is taken for unreachable: a server that accepts TCP connections but does
+#: not answer (stopped, frozen) would otherwise hold the watchdog until libpq's
+#: ``connect_timeout``, and a statement on a connection made forever.
+TIMEOUT_S = 10.0
 POLL_S = 0.2
 #: How often a lock not held is tried again (the server unreachable, a lost connection).
 RETRY_S = 0.5
@@ -73,6 +86,50 @@ _HOLDER = ("SELECT a.pid, a.application_name, host(a.client_addr), a.backend_sta
            "AND l.objsubid = 2")
 
 
+def sever(conn: psycopg.AsyncConnection) -> None:
+    """Cut ``conn``'s socket (``shutdown``, both ways) under whatever waits on it: the call
+    fails at once as on a lost connection (libpq: "server closed the connection
+    unexpectedly"), and the connection is broken (the pool discards it). Unlike cancelling the
+    awaiting task, which makes psycopg send the server a cancel request and wait for it (up to
+    10 s more) on a server that does not answer; the fd stays libpq's to close."""
+    try:
+        fd = conn.pgconn.socket
+    except psycopg.Error:
+        return  # closed already
+    try:
+        dup = socket.socket(fileno=os.dup(fd))
+    except OSError:
+        return
+    try:
+        dup.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    finally:
+        dup.close()  # the duplicate only: the socket is libpq's
+
+
+class Bound:
+    """How a call on one connection is bounded: :meth:`on` severs the connection (:func:`sever`)
+    if it is still in use ``seconds`` later; :attr:`fired` says that it was."""
+
+    __slots__ = ("seconds", "fired")
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.fired = False
+
+    @contextmanager
+    def on(self, conn: psycopg.AsyncConnection, seconds: float | None = None) -> Iterator[None]:
+        def fire() -> None:
+            self.fired = True
+            sever(conn)
+        handle = asyncio.get_running_loop().call_later(self.seconds if seconds is None else seconds, fire)
+        try:
+            yield
+        finally:
+            handle.cancel()
+
+
 def application_name() -> str:
     """The lock connection's name in ``pg_stat_activity`` (at most 63 bytes)."""
     return f"cardgames-engine owner pid {os.getpid()} on {socket.gethostname()}"[:63]
@@ -85,11 +142,14 @@ class AdvisoryOwnership:
     a message, when another engine has taken the lock after this one lost it. ``on_restored``:
     awaited when the lock is confirmed or taken again after a loss or a doubt, before writes
     resume (the store checks its idle connections: a restarted server's are all dead).
+    ``timeout_s``: the longest an attempt to take the lock (connection included) or to ask who
+    holds it waits for the server; a check of the lock waits ``max(check_s, 1)`` at most.
     """
 
     def __init__(self, conninfo: str, where: str, *, wait_s: float = 0.0, check_s: float = CHECK_S,
                  on_lost: Callable[[str], None] | None = None,
-                 on_restored: Callable[[], Awaitable[None]] | None = None) -> None:
+                 on_restored: Callable[[], Awaitable[None]] | None = None,
+                 timeout_s: float = TIMEOUT_S) -> None:
         params = conninfo_to_dict(conninfo)
         for key, value in CLIENT_KEEPALIVES.items():
             params.setdefault(key, value)
@@ -100,7 +160,12 @@ class AdvisoryOwnership:
         self.check_s = check_s
         self.on_lost = on_lost
         self.on_restored = on_restored
+        self.timeout_s = timeout_s
         self._conn: psycopg.AsyncConnection | None = None
+        #: The server pids of the lock sessions this store closed: one may still hold the lock
+        #: a moment (its backend not yet gone: a hung server resumed) and is not another engine.
+        self._old_pids: set[int] = set()
+        self._pid = 0  # the lock session's server pid
         self._watchdog: asyncio.Task | None = None
         self.lost = False  # another engine took the lock: final
         #: Why the server cannot be reached (the last attempt to take the lock again), or None.
@@ -169,7 +234,8 @@ class AdvisoryOwnership:
         conn = self._conn
         if conn is not None and not conn.closed:
             try:
-                await conn.execute(_UNLOCK, {"cls": OWNER_LOCK_CLASS})
+                with Bound(self.timeout_s).on(conn):  # a hung server: closed without it
+                    await conn.execute(_UNLOCK, {"cls": OWNER_LOCK_CLASS})
             except psycopg.Error:
                 pass  # the session is gone already, and its lock with it
         await self._close()
@@ -178,18 +244,30 @@ class AdvisoryOwnership:
 
     async def _try_take(self) -> bool:
         """A new lock session, and True if it got the lock (else it is closed again)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout_s
         try:
-            conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
+            async with asyncio.timeout(self.timeout_s):
+                conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
         except psycopg.Error as exc:
             raise StoreError(f"cannot connect to {self.where}: {exc.diag.message_primary or exc}") from None
+        except TimeoutError:
+            raise StoreError(f"cannot connect to {self.where}: no answer within {self.timeout_s:g} s") from None
+        bound = Bound(max(0.0, deadline - loop.time()))
         try:
-            await conn.execute(_SERVER_KEEPALIVES)
-            row = await (await conn.execute(_TRY_LOCK, {"cls": OWNER_LOCK_CLASS})).fetchone()
+            with bound.on(conn):
+                await conn.execute(_SERVER_KEEPALIVES)
+                row = await (await conn.execute(_TRY_LOCK, {"cls": OWNER_LOCK_CLASS})).fetchone()
+        except psycopg.Error as exc:
+            await conn.close()
+            if bound.fired:
+                raise StoreError(f"{self.where} gave no answer within {self.timeout_s:g} s") from None
+            raise StoreError(f"cannot take the lock of {self.where}: {exc.diag.message_primary or exc}") from None
         except BaseException:
             await conn.close()
             raise
         if row and row[0]:
-            self._conn = conn
+            self._conn, self._pid = conn, conn.info.backend_pid
             return True
         await conn.close()
         if row and row[0] is None:  # hashtext(NULL): the search_path names no existing schema
@@ -199,11 +277,7 @@ class AdvisoryOwnership:
 
     async def _holder(self) -> str:
         """Who holds the lock, as far as this database role may see (best effort)."""
-        try:
-            async with await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True) as conn:
-                row = await (await conn.execute(_HOLDER, {"cls": OWNER_LOCK_CLASS})).fetchone()
-        except psycopg.Error:
-            row = None
+        row = await self._holder_row()
         if not row:
             return "another engine process"
         pid, name, addr, started = row
@@ -211,20 +285,42 @@ class AdvisoryOwnership:
                 + (f", from {addr}" if addr else "")
                 + (f", since {started.isoformat(timespec='seconds')}" if started else "") + ")")
 
+    async def _holder_row(self) -> tuple | None:
+        """The lock holder's pid, application_name, address and start (None: unknown), asked
+        within ``timeout_s``."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout_s
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
+        except (psycopg.Error, TimeoutError):
+            return None
+        try:
+            with Bound(max(0.0, deadline - loop.time())).on(conn):
+                return await (await conn.execute(_HOLDER, {"cls": OWNER_LOCK_CLASS})).fetchone()
+        except psycopg.Error:
+            return None
+        finally:
+            await conn.close()
+
     async def _still_held(self) -> bool:
+        """Whether the lock session still holds the lock; False too when it gives no answer
+        within ``max(check_s, 1)`` seconds (its connection is then severed, not left waiting:
+        a hung server), so that writes are refused and the lock taken again."""
         conn = self._conn
         if conn is None:
             return False
         try:
-            async with asyncio.timeout(max(self.check_s, 1.0)):
+            with Bound(max(self.check_s, 1.0)).on(conn):
                 row = await (await conn.execute(_HOLDS, {"cls": OWNER_LOCK_CLASS})).fetchone()
-        except (psycopg.Error, TimeoutError):
+        except psycopg.Error:
             return False
         return bool(row and row[0])
 
     async def _close(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
+            self._old_pids.add(self._pid)
             try:
                 await conn.close()
             except psycopg.Error:
@@ -292,6 +388,10 @@ class AdvisoryOwnership:
                 refused_s = await self._restored(doubts)
                 log.info("db_ownership_reacquired", db=self.where, refused_s=refused_s)
                 continue
+            row = await self._holder_row()
+            if row and row[0] in self._old_pids:  # this store's own session, still ending
+                log.warning("db_lock_held_by_old_session", db=self.where, server_pid=row[0])
+                continue  # writes stay refused; tried again in RETRY_S
             self.lost = True
             self._verdict.set()
             holder = await self._holder()

@@ -42,6 +42,15 @@ metrics), with PostgreSQL doing what the SQLite store does by hand:
   DEADLINE_EXCEEDED, not UNAVAILABLE); once it is back the idle connections, dead with the
   old server, are checked before writes resume, and the pool reconnects within
   :data:`RECONNECT_S`. No engine restart is needed.
+* **Never hangs on a hung server**: every call is bounded by :data:`CALL_TIMEOUT_S` on the
+  client's side (a server whose processes are stopped, or a host gone without resetting its
+  connections, leaves the kernel acknowledging, or nobody answering, while no answer comes:
+  neither keepalives nor libpq notice). A call without an answer by then has its connection
+  severed (:func:`.pg_ownership.sever`: closed, never returned to the pool) and fails with a
+  StoreError; a write whose COMMIT may have been sent goes through the resolution of a lost
+  commit (itself bounded by :data:`RESOLVE_S`) and is acknowledged only if it committed. The
+  pool's connections also ask libpq for TCP keepalives and ``tcp_user_timeout``, unless the
+  DSN sets them.
 """
 
 from __future__ import annotations
@@ -66,7 +75,7 @@ from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, DeckReco
                    DuplicateClientAction, MatchExists, MatchListing, MatchNotWaiting, MatchRecord,
                    MigrationFailed, NotADatabase, OwnershipLost, PruneCounts, PrunedBatch, SeatRecord,
                    SequenceConflict, Store, StoredMatch, StoreError, UnknownMatch)
-from .pg_ownership import CHECK_S, AdvisoryOwnership
+from .pg_ownership import CHECK_S, CLIENT_KEEPALIVES, TIMEOUT_S as OWNER_TIMEOUT_S, AdvisoryOwnership, Bound
 
 T = TypeVar("T")
 log = structlog.get_logger("engine_service.store")
@@ -78,6 +87,19 @@ META_TABLE = "engine_meta"
 OPEN_LOCK_KEY = 0x43474531  # "CGE1", the SQLite store's application_id
 CONNECT_TIMEOUT_S = 10  # libpq's connect_timeout unless the DSN sets one
 POOL_TIMEOUT_S = 10.0  # a call waits this long for a free connection before failing
+#: The longest a store call waits for the server, its wait for a connection included (the
+#: store's ``call_timeout_s``). A server that stopped answering without closing its
+#: connections (its processes stopped or frozen, a host gone without a reset, a network
+#: silently dropping packets) left a call waiting for ever, the kernel acknowledging the
+#: packets or nobody answering, and every later call on that match waiting behind it (the
+#: match's lock). Past this bound the call's connection is severed and discarded, and the call
+#: is a StoreError (``UNAVAILABLE``); a write whose COMMIT may have been sent is asked about
+#: first (:data:`RESOLVE_S` more at most). Well above any write's normal latency (a few ms; a
+#: retention batch of thousands of rows, well under a second).
+CALL_TIMEOUT_S = 20.0
+#: libpq's ``tcp_user_timeout`` (ms) on the pool's connections unless the DSN sets one: data
+#: sent and not acknowledged for this long (a host gone, a network cut) ends the connection.
+TCP_USER_TIMEOUT_MS = 20_000
 #: How long the pool tries to replace a lost connection before giving up (the next call that
 #: finds no connection starts again at once). psycopg_pool's default, 5 minutes of attempts
 #: backing off exponentially, left an engine whose server came back after an outage waiting
@@ -316,11 +338,12 @@ class PostgresStore(Store):
     schema) to let go; ``ownership_check_s``: how often the ownership lock is checked.
     ``exclusive=False``: no ownership lock, for what must work beside a running engine (tools
     that only read, tests of the database's own guarantees); an engine never opens its store so.
+    ``call_timeout_s``: the longest a call waits for the server (:data:`CALL_TIMEOUT_S`).
     """
 
     def __init__(self, dsn: str, metrics: Metrics | None = None, pool_size: int = 8,
                  lock_wait_s: float = 0.0, ownership_check_s: float = CHECK_S,
-                 exclusive: bool = True) -> None:
+                 exclusive: bool = True, call_timeout_s: float = CALL_TIMEOUT_S) -> None:
         super().__init__(metrics)
         self.dsn = str(dsn)
         self.where = redact(self.dsn)
@@ -328,6 +351,7 @@ class PostgresStore(Store):
         self.lock_wait_s = lock_wait_s
         self.ownership_check_s = ownership_check_s
         self.exclusive = exclusive
+        self.call_timeout_s = call_timeout_s
         self._pool: AsyncConnectionPool | None = None
         self._owner: AdvisoryOwnership | None = None
         self.migrated_from: int | None = None  # the schema version open() upgraded, if any
@@ -344,16 +368,25 @@ class PostgresStore(Store):
             raise StoreError(f"{self.where} is not a valid PostgreSQL connection URL") from None
         params.setdefault("connect_timeout", CONNECT_TIMEOUT_S)
         params.setdefault("application_name", APPLICATION)
+        for key, value in CLIENT_KEEPALIVES.items():  # an idle connection to a vanished host ends
+            params.setdefault(key, value)
+        params.setdefault("tcp_user_timeout", TCP_USER_TIMEOUT_MS)
         return make_conninfo(**params)
 
     @asynccontextmanager
-    async def _connection(self, operation: str) -> AsyncIterator[psycopg.AsyncConnection]:
+    async def _connection(self, operation: str,
+                          bound: Bound | None = None) -> AsyncIterator[psycopg.AsyncConnection]:
         """A pooled autocommit connection; database and pool failures become StoreError, at
         once while the server is known to be unreachable (:mod:`.pg_ownership`). A connection
-        lost on the way puts the ownership in doubt (:meth:`_connection_lost`)."""
+        lost on the way puts the ownership in doubt (:meth:`_connection_lost`). The call is
+        bounded by ``call_timeout_s`` (``bound``, made here if not given): past it the
+        connection is severed, then closed (never back in the pool in an unknown state)."""
         pool = self._pool
         if pool is None:
             raise StoreError("the store is not open")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.call_timeout_s
+        bound = bound or Bound(self.call_timeout_s)
         owner = self._owner
         if owner is not None and not owner.held:
             # a lost connection is being looked into: learn whether the server is there (a
@@ -363,16 +396,27 @@ class PostgresStore(Store):
                 raise StoreError(f"{operation} failed: {owner.unreachable}")
         conn: psycopg.AsyncConnection | None = None
         try:
-            async with pool.connection() as conn:
-                yield conn
+            async with pool.connection(timeout=max(0.0, min(POOL_TIMEOUT_S, deadline - loop.time()))) as conn:
+                try:
+                    with bound.on(conn, max(0.0, deadline - loop.time())):
+                        yield conn
+                finally:
+                    if bound.fired and not conn.closed:
+                        await conn.close()  # the pool discards it
         except StoreError:
             raise
         except psycopg.Error as exc:
             if conn is not None and (conn.broken or conn.closed):
                 self._connection_lost()
+            if bound.fired:
+                raise StoreError(f"{operation} failed on {self.where}: "
+                                 f"{self._no_answer()} (the connection was closed)") from None
             raise StoreError(f"{operation} failed on {self.where}: {_reason(exc)}") from None
         except Exception as exc:  # a value that cannot be adapted (as the SQLite store does)
             raise StoreError(f"{operation} failed: {type(exc).__name__}: {exc}") from None
+
+    def _no_answer(self) -> str:
+        return f"no answer from the server within {self.call_timeout_s:g} s"
 
     def _connection_lost(self) -> None:
         """One of the pool's connections was lost (the server restarted or went away, the
@@ -423,7 +467,8 @@ class PostgresStore(Store):
         (an error on a live connection) is a StoreError at once."""
         lost: tuple[str | None, str] | None = None
         broken = False  # the connection itself was lost (not closed by the store on purpose)
-        async with self._connection(operation) as conn:
+        bound = Bound(self.call_timeout_s)
+        async with self._connection(operation, bound) as conn:
             tx = _Transaction(conn)
             try:
                 result = await fn(tx)
@@ -440,7 +485,12 @@ class PostgresStore(Store):
                 if not (isinstance(exc, psycopg.OperationalError) or conn.broken or conn.closed
                         or conn.info.transaction_status != TransactionStatus.IDLE):
                     raise  # refused, and said so: nothing written
-                lost = (tx.xid, _reason(exc))
+                lost = (tx.xid, self._no_answer() if bound.fired else _reason(exc))
+                broken = conn.broken
+            except Exception as exc:  # psycopg's confusion on a severed or lost connection
+                if not (bound.fired or conn.broken):
+                    raise
+                lost = (tx.xid, self._no_answer() if bound.fired else f"{type(exc).__name__}: {exc}")
                 broken = conn.broken
             except BaseException:  # cancelled while committing: in doubt, as it always was
                 await conn.close()
@@ -464,8 +514,7 @@ class PostgresStore(Store):
         status: str | None = None
         if xid is not None:
             try:
-                async with asyncio.timeout(self.resolve_s):
-                    status = await self._xact_status(xid)
+                status = await self._xact_status(xid, asyncio.get_running_loop().time() + self.resolve_s)
             except (psycopg.Error, OSError, TimeoutError):
                 pass
         outcome = status if status in ("committed", "aborted") else "unknown"
@@ -481,19 +530,26 @@ class PostgresStore(Store):
             raise StoreError(f"{operation} failed on {self.where}: {reason} (not committed)")
         raise StoreError(f"{operation} failed on {self.where}: {reason}")
 
-    async def _xact_status(self, xid: str) -> str | None:
-        """``pg_xact_status(xid)`` on a connection of its own, polled while 'in progress'."""
-        conn = await psycopg.AsyncConnection.connect(self._conninfo(), autocommit=True)
+    async def _xact_status(self, xid: str, deadline: float) -> str | None:
+        """``pg_xact_status(xid)`` on a connection of its own, polled while 'in progress',
+        until the loop's time ``deadline`` (TimeoutError while connecting, psycopg.Error once
+        connected: the connection is severed then, a hung server never waited for)."""
+        loop = asyncio.get_running_loop()
+        async with asyncio.timeout_at(deadline):
+            conn = await psycopg.AsyncConnection.connect(self._conninfo(), autocommit=True)
         async with conn:
-            polls = iter(RESOLVE_POLL_S)
-            wait = 0.0
-            while True:
-                row = await (await conn.execute("SELECT pg_xact_status(%s::xid8)", (xid,))).fetchone()
-                status = row[0] if row else None
-                if status != "in progress":
-                    return status
-                wait = next(polls, wait)
-                await asyncio.sleep(wait)
+            with Bound(0.0).on(conn, max(0.0, deadline - loop.time())):
+                polls = iter(RESOLVE_POLL_S)
+                wait = 0.0
+                while True:
+                    row = await (await conn.execute("SELECT pg_xact_status(%s::xid8)", (xid,))).fetchone()
+                    status = row[0] if row else None
+                    if status != "in progress":
+                        return status
+                    if loop.time() >= deadline:
+                        return status
+                    wait = next(polls, wait)
+                    await asyncio.sleep(wait)
 
     async def _read(self, operation: str, fn: Callable[[psycopg.AsyncConnection], Awaitable[T]]) -> T:
         """Run ``fn(conn)`` in a read-only snapshot (a match's decks and actions agree)."""
@@ -522,7 +578,8 @@ class PostgresStore(Store):
         if self.exclusive:  # first: an engine that does not own the schema must not migrate it
             owner = AdvisoryOwnership(conninfo, self.where, wait_s=self.lock_wait_s,
                                       check_s=self.ownership_check_s, on_lost=self._ownership_lost,
-                                      on_restored=self._restored)
+                                      on_restored=self._restored,
+                                      timeout_s=min(OWNER_TIMEOUT_S, self.call_timeout_s))
             await owner.acquire()
         try:
             pool = await self._open_pool(conninfo)
