@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
+
 
 def _bindir() -> Path:
     """Where initdb and pg_ctl are: Debian's newest /usr/lib/postgresql/N/bin, or the PATH."""
@@ -88,3 +90,13 @@ class PrivateCluster:
             subprocess.run([*self._as, str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate",
                             "-w", "stop"], capture_output=True, timeout=60)
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture
+def cluster():
+    """A private cluster for one test, stopped and removed after it."""
+    c = PrivateCluster()
+    try:
+        yield c
+    finally:
+        c.close()

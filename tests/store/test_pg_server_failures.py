@@ -27,17 +27,9 @@ from tests.transport.harness import bearer
 from tests.transport.players import create_open_match, export_transcript
 from tests.transport.test_process import _stubs
 
-from .pg_cluster import PrivateCluster
+from .pg_cluster import cluster  # noqa: F401 - the fixture
 from .test_store import record
 
-
-@pytest.fixture
-def cluster():
-    c = PrivateCluster()
-    try:
-        yield c
-    finally:
-        c.close()
 
 
 def _action(seq: int) -> ActionRecord:

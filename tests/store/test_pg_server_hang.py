@@ -17,27 +17,18 @@ import subprocess
 import time
 
 import psycopg
-import pytest
 from structlog.testing import capture_logs
 
 from engine_service.observability.metrics import Metrics
 from engine_service.store import ActionRecord, DuplicateClientAction, SequenceConflict, StoreError
 from engine_service.store.postgres import PostgresStore
 
-from .pg_cluster import PrivateCluster
+from .pg_cluster import PrivateCluster, cluster  # noqa: F401 - the fixture
 from .test_store import record
 
 BOUND_S = 1.5  # the store's call_timeout_s in these tests
 RESOLVE_S = 1.0
 
-
-@pytest.fixture
-def cluster():
-    c = PrivateCluster()
-    try:
-        yield c
-    finally:
-        c.close()
 
 
 def _server_pids(cluster: PrivateCluster) -> list[int]:
