@@ -59,13 +59,15 @@ class CuttableProxy:
     """A TCP proxy in front of the engine whose connections a test can cut (the client sees its
     streams fail as after a network drop, UNAVAILABLE) and whose new connections it can
     :meth:`hold` until :meth:`release`: a client that reconnects meanwhile reaches the engine
-    only after whatever the test did in between (a join that starts the match, an action)."""
+    only after whatever the test did in between (a join that starts the match, an action).
+    ``port``: listen there (0: any free port); a port the test opens only later refuses
+    connections until then, as while an engine restarts."""
 
-    def __init__(self, upstream: str) -> None:
-        host, _, port = upstream.rpartition(":")
-        self.upstream = (host, int(port))
+    def __init__(self, upstream: str, port: int = 0) -> None:
+        host, _, upstream_port = upstream.rpartition(":")
+        self.upstream = (host, int(upstream_port))
         self.server: asyncio.AbstractServer | None = None
-        self.port = 0
+        self.port = port
         self.connections = 0  # accepted so far (each reconnection is one more)
         self._open = asyncio.Event()
         self._open.set()
@@ -77,7 +79,7 @@ class CuttableProxy:
         return f"127.0.0.1:{self.port}"
 
     async def __aenter__(self) -> "CuttableProxy":
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
         self.port = self.server.sockets[0].getsockname()[1]
         return self
 
@@ -134,3 +136,12 @@ class CuttableProxy:
                 await writer.drain()
         finally:
             writer.transport.abort()  # one side gone: the connection is over both ways
+
+
+async def two_seats(client: Any) -> tuple[Any, list[Any], Any]:
+    """A Japanese Joker match (target 11) with both seats joined by ``client``: the match, the
+    two seat sessions, and the one whose turn it is."""
+    match = await client.create_match("japanese_joker", seats=[None, None], options={"target_score": 11})
+    sessions = [await client.join(match.match_id) for _ in range(2)]
+    view = await sessions[0].view()
+    return match, sessions, sessions[view.to_act]

@@ -19,7 +19,7 @@ from clients.local_service import LocalService, free_port
 from clients.render import struct_dict
 from engine_service.transport.generated import match_pb2
 
-from .conftest import ADMIN_TOKEN, CuttableProxy, run, self_signed_certificate
+from .conftest import ADMIN_TOKEN, CuttableProxy, run, self_signed_certificate, two_seats
 
 #: Table options that keep a whole match short (the games' own option names).
 SHORT = {"japanese_joker": {"target_score": 11}, "jojotte": {"jj_game_target": 20},
@@ -377,19 +377,6 @@ def test_watch_resumes_across_an_engine_crash(tmp_path):
 
 
 
-class _LateProxy(CuttableProxy):
-    """A proxy that listens on a given port, opened only when the test says: until then the
-    port refuses connections, as while an engine restarts."""
-
-    def __init__(self, upstream: str, port: int) -> None:
-        super().__init__(upstream)
-        self.port = port
-
-    async def __aenter__(self) -> "_LateProxy":
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
-        return self
-
-
 def test_a_submit_while_the_engine_restarts_goes_through_with_the_default_retry(engine):
     """docs/api.md, "Restarts": the match continues after a crash or an upgrade. A decision
     sent while the engine is away (here 0.8 s of refused connections, less than a restart
@@ -398,18 +385,15 @@ def test_a_submit_while_the_engine_restarts_goes_through_with_the_default_retry(
 
     async def scenario():
         async with cg.connect(engine.target) as client:
-            match = await client.create_match("japanese_joker", seats=[None, None], options={"target_score": 11})
-            sessions = [await client.join(match.match_id) for _ in range(2)]
-            view = await sessions[0].view()
-            mover = sessions[view.to_act]
+            match, _, mover = await two_seats(client)
             view = await mover.view()
             port = free_port()
             async with cg.connect(f"127.0.0.1:{port}") as away:  # the default RetryPolicy
                 me = away.seat_session(match.match_id, mover.seat, mover.token)
 
-                async def engine_back() -> _LateProxy:
+                async def engine_back() -> CuttableProxy:
                     await asyncio.sleep(0.8)
-                    return await _LateProxy(engine.target, port).__aenter__()
+                    return await CuttableProxy(engine.target, port).__aenter__()
 
                 back = asyncio.create_task(engine_back())
                 try:

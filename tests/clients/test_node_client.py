@@ -23,7 +23,7 @@ import pytest
 from clients import cardgames_client as cg
 from engine_service.transport.generated import match_pb2
 
-from .conftest import ADMIN_TOKEN, CuttableProxy, run
+from .conftest import ADMIN_TOKEN, CuttableProxy, run, two_seats
 
 NODE_DIR = Path(__file__).resolve().parents[2] / "clients" / "node"
 
@@ -239,22 +239,19 @@ def test_node_submit_while_the_engine_restarts_goes_through(engine, node):
     """docs/api.md, "Restarts": a decision sent while the engine is away (0.8 s of refused
     connections, less than a restart takes) reaches it once it is back, as with the Python
     library; four tries gave up within 0.7 s."""
-    from .test_cardgames_client import _LateProxy
     from clients.local_service import free_port
 
     async def scenario():
         async with cg.connect(engine.target) as client:
-            match = await client.create_match("japanese_joker", seats=[None, None], options={"target_score": 11})
-            sessions = [await client.join(match.match_id) for _ in range(2)]
+            match, sessions, mover = await two_seats(client)
             view = await sessions[0].view()
-            mover = sessions[view.to_act]
             assert "trump:S" in cg.legal_notations(await mover.view())
             port = free_port()
             acting = await asyncio.create_subprocess_exec(
                 node, "-e", _ACT, f"127.0.0.1:{port}", match.match_id, str(mover.seat), mover.token,
                 str(view.seq), cwd=NODE_DIR, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
             await asyncio.sleep(0.8)
-            async with _LateProxy(engine.target, port):
+            async with CuttableProxy(engine.target, port):
                 out, err = await asyncio.wait_for(acting.communicate(), 30)
             assert acting.returncode == 0, err.decode()
             assert json.loads(out) == {"seq": 1, "duplicate": False}
