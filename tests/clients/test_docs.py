@@ -1,20 +1,27 @@
 """docs/api.md and docs/rules.md stay true: every error reason the engine can send is
-documented, every RPC is described, the Python example runs against a real engine, and the
-rules index names every game, rulebook section and documented choice."""
+documented, every RPC is described, the Python example and the Node.js snippets run against a
+real engine, and the rules index names every game, rulebook section and documented choice."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from engine_service.rules import registry
 from tests.shared_paths import shared_dir
 
+from .test_node_client import NODE_DIR, node  # noqa: F401 (the fixture: Node.js, npm ci once)
+
 ROOT = Path(__file__).resolve().parents[2]
 API = (ROOT / "docs" / "api.md").read_text()
 RULES = (ROOT / "docs" / "rules.md").read_text()
+NODE_MODULES = NODE_DIR / "node_modules"
 
 #: Reasons that never reach a client: the abstract base class, and the determinization error
 #: that only bots see.
@@ -80,3 +87,124 @@ def test_the_client_librarys_example_plays_a_match(engine):
     code = "\n".join(line[4:] for line in example.splitlines()).replace("127.0.0.1:50051", engine.target)
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
+
+
+#: What the Node.js snippets of docs/api.md are run with: a match of four open seats, each
+#: played through the snippets' client, until a deal is scored, then a stale action.
+_NODE_DRIVER = r"""
+const crypto = require('crypto');
+const call = (method, req, meta) => new Promise((resolve, reject) =>
+  api[method](req, meta || new grpc.Metadata(), (err, res) => (err ? reject(err) : resolve(res))));
+const bearer = (token, extra = {}) => {
+  const m = new grpc.Metadata();
+  m.set('authorization', `Bearer ${token}`);
+  for (const [k, v] of Object.entries(extra)) m.set(k, v);
+  return m;
+};
+(async () => {
+  const out = {};
+  const created = await call('CreateMatch', { game: 'georgian_joker', options: { khishti_penalty: { string_value: '500' } } });
+  const matchId = created.match.match_id;
+  const tokens = [];
+  for (let i = 0; i < 4; i++) tokens.push((await call('JoinMatch', { match_id: matchId, seat: i, player_name: `p${i}` })).seat_token);
+  const first = (await call('GetView', { match_id: matchId }, bearer(tokens[0]))).view;
+  out.first = { seat: first.seat, seq: first.seq, status: first.status, to_act_type: typeof first.to_act,
+                deal_results: (first.scores.deal_results?.values ?? []).map(fromValue),
+                options: fromStruct(first.table).options };
+  const events = [];
+  const stream = api.WatchMatch({ match_id: matchId }, bearer(tokens[0]));
+  stream.on('data', (ev) => events.push(ev));
+  stream.on('error', () => {});
+  for (let n = 0; n < 40 && !events.some((ev) => fromStruct(ev.details)?.deal_scored !== undefined); n++) {
+    const pub = (await call('GetView', { match_id: matchId })).view;
+    if (pub.to_act === undefined) { await new Promise((r) => setTimeout(r, 50)); continue; }
+    const mine = (await call('GetView', { match_id: matchId }, bearer(tokens[pub.to_act]))).view;
+    await call('SubmitAction', { match_id: matchId, action: mine.legal_actions[0].notation,
+                                 expected_seq: mine.seq, client_action_id: crypto.randomUUID() }, bearer(tokens[pub.to_act]));
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  stream.cancel();
+  const scored = events.find((ev) => fromStruct(ev.details)?.deal_scored !== undefined);
+  const d = fromStruct(scored.details);
+  out.scored = { kind: scored.kind, deal_scored: d.deal_scored, deal_number: scored.view.deal_number,
+                 result: (scored.view.scores.deal_results?.values ?? []).map(fromValue)[d.deal_scored],
+                 last_trick_winner: scored.view.last_trick && scored.view.last_trick.winner,
+                 history: scored.view.trick_history.length };
+  const now = (await call('GetView', { match_id: matchId })).view;
+  const seat = now.to_act;
+  try {
+    await call('SubmitAction', { match_id: matchId, action: 'bid:0', expected_seq: now.seq + 5 },
+               bearer(tokens[seat], { 'x-request-id': 'docs-node-1' }));
+    out.stale = 'accepted';
+  } catch (err) {
+    const d2 = errorDetails(err);
+    out.stale = { code: err.code, message: err.details, reason: d2.reason, metadata: d2.metadata,
+                  view_seq: d2.view && d2.view.seq, view_seat: d2.view && d2.view.seat,
+                  view_trump: d2.view && fromStruct(d2.view.table).trump, request_id: d2.requestId, seat };
+  }
+  out.now_seq = now.seq;
+  console.log(JSON.stringify(out));
+  process.exit(0);
+})().catch((err) => { console.error(err); process.exit(1); });
+"""
+
+
+def node_snippet_program(target: str) -> str:
+    """docs/api.md's three Node.js snippets as one program against ``target``, then the
+    driver: the snippets run as written, except the one-line call of the first, replaced by
+    the driver's calls, and the googleapis file list cut to clients/node/proto's one file, as
+    the page says to."""
+    section = API[API.index("### Node.js with @grpc/proto-loader"):]
+    setup, structs, errors = re.findall(r"```js\n(.*?)```", section, re.DOTALL)[:3]
+    example_call = re.search(r"^api\.GetView\(.*$", setup, re.MULTILINE)
+    assert example_call, "the first Node.js snippet no longer ends with its GetView example"
+    setup = setup.replace(example_call.group(0), "").replace("127.0.0.1:50051", target)
+    assert "'google/rpc/error_details.proto', " in errors
+    errors = errors.replace("'google/rpc/error_details.proto', ", "")
+    # the names the snippets take as given (the driver sends its own tokens)
+    given = "const PROTO_DIR = 'proto'; const seatToken = ''; const matchId = '';\n"
+    return given + setup + structs + errors + _NODE_DRIVER
+
+
+def run_node_snippets(node: str, node_modules: Path, target: str, workdir: Path) -> dict:
+    """Runs :func:`node_snippet_program` in ``workdir`` (proto/ with the API and
+    clients/node/proto's google.rpc file) and returns what the driver printed."""
+    shutil.copytree(ROOT / "proto" / "cardgames", workdir / "proto" / "cardgames")
+    shutil.copytree(ROOT / "clients" / "node" / "proto" / "google", workdir / "proto" / "google")
+    (workdir / "docs_node.js").write_text(node_snippet_program(target))
+    result = subprocess.run([node, "docs_node.js"], cwd=workdir, capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "NODE_PATH": str(node_modules)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def check_node_snippets(out: dict) -> None:
+    """What docs/api.md says a Node.js client gets with its loader options and helpers."""
+    first = out["first"]
+    # defaults: true fills the zeros of plain fields; longs: Number; enums: String
+    assert first["seat"] == 0 and first["seq"] == 0 and first["status"] == "MATCH_STATUS_ACTIVE"
+    assert first["to_act_type"] == "number"
+    assert first["deal_results"] == []  # unset until the first deal is scored, read as empty
+    assert first["options"]["khishti_penalty"] == "500"  # fromStruct on View.table
+    scored = out["scored"]
+    # a deal's end: one ACTION event with details.deal_scored; its view is the next deal's
+    assert scored["kind"] == "EVENT_KIND_ACTION" and scored["deal_scored"] == 0
+    assert scored["deal_number"] == 1 and scored["history"] == 0
+    assert set(scored["result"]) >= {"trump", "bids", "taken", "scores"}
+    assert scored["last_trick_winner"] in range(4)
+    assert scored["result"]["taken"][scored["last_trick_winner"]] == 1  # deal 0: one card each
+    stale = out["stale"]
+    assert stale["code"] == 10 and stale["reason"] == "STALE_SEQUENCE"  # grpc.status.ABORTED
+    assert stale["message"].startswith("expected_seq")  # err.details is the message text
+    assert stale["metadata"] == {"expected_seq": str(out["now_seq"] + 5), "seq": str(out["now_seq"])}
+    assert stale["view_seq"] == out["now_seq"] and stale["view_seat"] == stale["seat"]
+    assert stale["request_id"] == "docs-node-1"
+
+
+def test_node_snippets_run(engine, node):
+    """The Node.js snippets of docs/api.md (loader options, Struct to JSON, error details) run
+    as written with @grpc/grpc-js and @grpc/proto-loader (clients/node's), and give what the
+    page says: zero values filled, presence kept, Structs and a STALE_SEQUENCE's View read."""
+    with tempfile.TemporaryDirectory() as workdir:
+        out = run_node_snippets(node, NODE_MODULES, engine.target, Path(workdir))
+    check_node_snippets(out)
