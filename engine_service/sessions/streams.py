@@ -53,7 +53,8 @@ class WatchStreams:
 
     async def watch(self, match_id: str, principal: Principal, after_seq: int) -> AsyncIterator[MatchEvent]:
         """Events after ``after_seq``: the missed actions replayed from the log (or one
-        snapshot when ``after_seq`` < 0 or the gap exceeds ``snapshot_threshold``), then live
+        snapshot when ``after_seq`` < 0, when the gap exceeds ``snapshot_threshold``, or when
+        ``after_seq`` is 0 on a match that has started with no action yet), then live
         events, heartbeats while idle, and ``match_ended`` last. A seat's open streams are its
         presence; a seat reconnecting with ``after_seq`` < 0 gets its complete private view
         again in the snapshot and play continues from the same position (JJK-9.6). Consume it
@@ -112,7 +113,12 @@ class WatchStreams:
         else:
             self.spectators += 1
         try:
-            if after_seq < 0 or live_from - after_seq > self._config.snapshot_threshold:
+            # The start of a match is no action (seq 0 before and after it): a stream resumed
+            # at 0 on a match that has started would otherwise show its watcher nothing until
+            # the first action, holding the view of a match still waiting for players.
+            started_unseen = after_seq == 0 == live_from and m.status != "waiting"
+            if (after_seq < 0 or started_unseen
+                    or live_from - after_seq > self._config.snapshot_threshold):
                 self._metrics.watch_snapshots.inc()
                 yield MatchEvent(kind="snapshot", seq=live_from, match_id=m.match_id,
                                  view=m.view_at(audience, live_from),

@@ -674,6 +674,9 @@ def check_streams(fz: Fuzz, stored_matches: dict) -> None:
                 if e.kind == "snapshot":
                     if i:
                         fz.problem(t, f"{story}: a snapshot as its event {i}")
+                    elif w.after_seq == 0 == e.seq:  # the start's: a started match, no action yet
+                        if e.view is None or e.view.status == "waiting":
+                            fz.problem(t, f"{story}: a snapshot at 0 of a match not started")
                     elif 0 <= w.after_seq and e.seq - w.after_seq <= fz.mgr.config.snapshot_threshold:
                         fz.problem(t, f"{story}: a snapshot at {e.seq}, not the missed actions")
                     pos = e.seq

@@ -367,7 +367,7 @@ def test_a_second_writer_on_the_same_log_is_caught_up_not_overwritten():
 
     error, caught_up, seen, res, actions = run(go())
     assert caught_up == 1 and error.current.seq == 1
-    assert [(e.kind, e.seq) for e in seen] == [("action", 1)]
+    assert [(e.kind, e.seq) for e in seen] == [("snapshot", 0), ("action", 1)]  # the start's snapshot
     assert res.seq == 2 and [a.seq for a in actions] == [1, 2]
 
 

@@ -82,7 +82,9 @@ def test_spectators_follow_the_match_delay_actions_late(game_id):
         assert e.view.view == views[e.seq] and e.view.deadline is None and e.view.status == "active"
     assert spec.actions()[-1].view.view == final.view and final.view["over"]
     assert spec.events[-1].kind == "match_ended" and spec.events[-1].seq == final_seq
-    assert not any(e.kind == "snapshot" for e in spec.events)  # watched from after_seq 0
+    # watched from after_seq 0 on a started match: the start's snapshot, then only actions
+    assert [(e.kind, e.seq) for e in spec.events if e.kind == "snapshot"] == [("snapshot", 0)]
+    assert spec.events[0].kind == "snapshot"
     presence = [e for e in spec.events if e.kind == "presence"]  # seat 0 connecting, at seq 0
     assert presence and all(e.seq == 0 for e in presence)
 

@@ -203,6 +203,35 @@ def test_watchers_of_a_waiting_match_see_it_start():
     assert events[-1].view.status == "active"
 
 
+def test_a_stream_resumed_at_zero_after_the_start_begins_with_a_snapshot():
+    """The start is no action (seq 0 before and after it): a watcher that held the waiting
+    match's view and resumes with after_seq 0 gets the started view at once, not only at the
+    first action. A match still waiting, or one past its first action, replays as before."""
+    async def go():
+        async with manager() as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            spectator = Principal("spectator", s.match_id)
+            waiting = asyncio.ensure_future(collect(mgr.watch(s.match_id, spectator, 0),
+                                                    until=lambda e: e.kind == "presence"))
+            await asyncio.sleep(0)
+            joined = [await mgr.join_match(s.match_id, 0, "a")]
+            before = await waiting
+            joined.append(await mgr.join_match(s.match_id, 1, "b"))
+            ps = [mgr.authenticate(s.match_id, j.token) for j in joined]
+            started = [await collect(mgr.watch(s.match_id, who, 0), until=lambda e: True)
+                       for who in (spectator, ps[0])]
+            await play_random(mgr, s.match_id, ps, random.Random(1), max_actions=1)
+            after_first = await collect(mgr.watch(s.match_id, spectator, 0), until=lambda e: True)
+            return before, started, after_first
+
+    before, started, after_first = run(go())
+    assert [(e.kind, e.reason) for e in before] == [("presence", "joined")]  # still waiting: no snapshot
+    for events, has_hand in zip(started, (False, True)):
+        assert (events[0].kind, events[0].seq, events[0].view.status) == ("snapshot", 0, "active")
+        assert bool(events[0].view.view.get("hand")) == has_hand
+    assert (after_first[0].kind, after_first[0].seq) == ("action", 1)
+
+
 def test_a_stream_cancelled_as_an_event_arrives_still_ends():
     """The transport cancels a stream when its client goes away. If an event reaches the
     stream's queue in the same instant, the cancellation must still win (presence ends),
