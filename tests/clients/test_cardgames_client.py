@@ -693,3 +693,47 @@ def test_watch_tells_its_hook_when_the_stream_drops_comes_back_and_is_given_up()
             await client.close()
 
     run(scenario(), timeout_s=10)
+
+
+def test_a_watch_comes_back_soon_after_a_long_outage(engine):
+    """After 10 s of refused connections (grpc's own reconnection backoff has grown to ~4 s
+    and more by then, to 2 minutes at most) the stream is back within ~2 s of the engine,
+    the library's own backoff: the channel's is capped to it (the stream came back 6 s after
+    the engine, the screen still saying 'reconnecting', its tries used up meanwhile)."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as direct:
+            match, sessions, mover = await two_seats(direct)
+            proxy = CuttableProxy(engine.target)
+            await proxy.__aenter__()
+            port = proxy.port
+            client = cg.connect(proxy.target)
+            heard: list[tuple[str, float]] = []
+            seen: list[int] = []
+
+            async def follow():
+                async for event in client.spectate(match.match_id).watch(
+                        on_connection=lambda s: heard.append((s.state, time.monotonic()))):
+                    seen.append(event.seq)
+
+            task = asyncio.create_task(follow())
+            try:
+                while not seen:
+                    await asyncio.sleep(0.02)
+                await proxy.__aexit__(None, None, None)  # refused from now on
+                await asyncio.sleep(10)
+                await mover.act(lambda v: v.legal_actions[0].notation)  # an event to come back with
+                proxy = CuttableProxy(engine.target, port=port)
+                await proxy.__aenter__()
+                restored = time.monotonic()
+                while not any(state == cg.RESUMED for state, _ in heard):
+                    assert time.monotonic() - restored < 3.0, f"not back within 3 s of the engine: {heard[-3:]}"
+                    await asyncio.sleep(0.02)
+                assert [state for state, _ in heard].count(cg.RECONNECTING) >= 5
+            finally:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                await client.close()
+                await proxy.__aexit__(None, None, None)
+
+    run(scenario(), timeout_s=30)
