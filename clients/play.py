@@ -15,9 +15,10 @@ free seat and shows, from the server's view only:
 * every event of the match as it happens (the stream resumes by itself after a network drop);
 * while that stream is down, a red line at the top, "connection lost — reconnecting (try 3 of
   30)…", and your actions greyed out (a move is not sent); when it is back the line goes and the
-  missed events are shown. After ``--reconnect-tries`` failed reopenings in a row it gives up: the
-  screen closes with one line on stderr saying how to return to your seat (``--match ID
-  --token-file PATH``: the seat token is saved to a file of its own for that) and exit status 3.
+  missed events are shown. After ``--reconnect-tries`` failed reopenings in a row it gives up
+  (or you quit with q meanwhile): the screen closes with one line on stderr saying how to return
+  to your seat (``--match ID --token-file PATH``: the seat token is saved to a file of its own
+  for that) and exit status 3.
 
 ``--match ID`` joins an existing match instead (``--seat`` picks the seat); with ``--token-file
 PATH`` it returns to the seat of that seat token (one the operator reissued). ``--listed``
@@ -463,23 +464,27 @@ async def run(args: argparse.Namespace, target: str, console: Console) -> int:
         else:
             app = PlayApp(session, summary, reconnect_tries=args.reconnect_tries)
             await app.run_async()
-            if app.lost is not None:
-                print(connection_lost_line(app.lost, app.reconnect_tries, session, args, target), file=sys.stderr)
+            if app.lost is not None or app.connection is not None:  # given up, or quit (q) while down
+                print(connection_lost_line(app, session, args, target), file=sys.stderr)
                 return EXIT_CONNECTION_LOST
             final = await session.summary()
         print_result(final, session.seat, console)
         return 0
 
 
-def connection_lost_line(error: CardGamesError, tries: int | None, session: SeatSession,
-                         args: argparse.Namespace, target: str) -> str:
-    """The one line printed once the event stream is given up: why, and the command that
-    returns to the seat (its token saved to a file only the user can read, unless it came
-    from ``--token-file``): the screen is gone, and a join would take another seat."""
-    why = f"{error.code.name}: {error.message}" + (f", {tries} tries in a row" if tries else "")
+def connection_lost_line(app: PlayApp, session: SeatSession, args: argparse.Namespace, target: str) -> str:
+    """The one line printed once the event stream is given up, or the screen quit while it
+    was down: why, and the command that returns to the seat (its token saved to a file only
+    the user can read, unless it came from ``--token-file``): the screen is gone, and a join
+    would take another seat."""
+    error = app.lost or (app.connection.error if app.connection is not None else None)
+    why = f"{error.code.name}: {error.message}" if error is not None else "the stream ended"
+    if app.lost is not None and app.reconnect_tries:
+        why += f", {app.reconnect_tries} tries in a row"
+    what = ("the connection to the engine is lost for good" if app.lost is not None
+            else "you quit while the connection to the engine was lost")
     if not args.target:  # the engine of its own stops with the program, and the match with it
-        return (f"error: the connection to this program's own engine is lost for good ({why}); "
-                f"the match cannot be resumed without it")
+        return f"error: {what} ({why}); the match was on this program's own engine and ends with it"
     token_file = args.token_file or save_token(session)
     command = ["python", "-m", "clients.play", "--target", target]
     if args.tls:
@@ -489,8 +494,7 @@ def connection_lost_line(error: CardGamesError, tries: int | None, session: Seat
     if args.server_name:
         command += ["--server-name", args.server_name]
     command += ["--match", session.match_id, "--token-file", token_file]
-    return (f"error: the connection to the engine is lost for good ({why}); to return to your seat: "
-            f"{shlex.join(command)}")
+    return f"error: {what} ({why}); to return to your seat: {shlex.join(command)}"
 
 
 def save_token(session: SeatSession) -> str:

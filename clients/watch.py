@@ -8,8 +8,8 @@ network drop or a server restart (``after_seq``), so no action is missed or show
 that dropped while the match waited reopens with a snapshot, so a match that started meanwhile
 is shown started at once. While the stream is down the screen says so in a red line at the
 top ("connection lost — reconnecting (try 3 of 30)…"), and the missed events follow once it is
-back; after ``--reconnect-tries`` failed reopenings in a row it closes with one line on stderr
-saying how to watch again, exit status 3.
+back; after ``--reconnect-tries`` failed reopenings in a row (or q meanwhile) it closes with one
+line on stderr saying how to watch again, exit status 3.
 
 ``--plain`` prints one line per event instead of the full-screen table (for logs and pipes);
 ``--from-start`` replays the match from its first action before following it live (a match
@@ -155,6 +155,22 @@ async def follow_plain(spectator: Spectator, console: Console, after_seq: int | 
     return await spectator.summary()
 
 
+def connection_lost_line(app: WatchApp, args: argparse.Namespace) -> str:
+    """The one line printed once the event stream is given up, or the screen quit while it
+    was down (asking the engine for the final result would only fail): why, and the command
+    that watches again."""
+    error = app.lost or (app.connection.error if app.connection is not None else None)
+    why = f"{error.code.name}: {error.message}" if error is not None else "the stream ended"
+    if app.lost is not None and app.reconnect_tries:
+        why += f", {app.reconnect_tries} tries in a row"
+    what = ("the connection to the engine is lost for good" if app.lost is not None
+            else "you quit while the connection to the engine was lost")
+    command = ["python", "-m", "clients.watch", args.match_id, "--target", args.target]
+    command += ["--tls"] * args.tls + ["--ca", args.ca] * bool(args.ca)
+    command += ["--server-name", args.server_name] * bool(args.server_name)
+    return f"error: {what} ({why}); to watch again: {shlex.join(command)}"
+
+
 async def run(args: argparse.Namespace, console: Console) -> int:
     try:
         roots = open(args.ca, "rb").read() if args.ca else None
@@ -171,13 +187,8 @@ async def run(args: argparse.Namespace, console: Console) -> int:
             summary = await spectator.summary()
             app = WatchApp(spectator, after, summary=summary, reconnect_tries=args.reconnect_tries)
             await app.run_async()
-            if app.lost is not None:
-                command = ["python", "-m", "clients.watch", args.match_id, "--target", args.target]
-                command += ["--tls"] * args.tls + ["--ca", args.ca] * bool(args.ca)
-                command += ["--server-name", args.server_name] * bool(args.server_name)
-                tries = f", {app.reconnect_tries} tries in a row" if app.reconnect_tries else ""
-                print(f"error: the connection to the engine is lost for good ({app.lost.code.name}: "
-                      f"{app.lost.message}{tries}); to watch again: {shlex.join(command)}", file=sys.stderr)
+            if app.lost is not None or app.connection is not None:  # given up, or quit (q) while down
+                print(connection_lost_line(app, args), file=sys.stderr)
                 return EXIT_CONNECTION_LOST
             final = await spectator.summary()
     result = render.struct_dict(final.result) if final.HasField("result") else {}

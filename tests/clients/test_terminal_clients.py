@@ -694,3 +694,72 @@ def test_watch_screen_gives_up_a_lost_connection_with_the_way_back(engine):
                                      f"{match.match_id} --target {proxy.target}"), lines
 
     run(scenario(), timeout_s=60)
+
+
+def test_quitting_a_screen_while_the_connection_is_lost(engine, tmp_path, monkeypatch, capsys):
+    """q while the stream is down: no final result asked of an engine that cannot be reached
+    (its retries held the terminal for seconds, then an UNAVAILABLE line), but at once the one
+    line with the way back to the seat (the player) or the command that watches again (the
+    spectator), exit status 3."""
+    import argparse
+    import io
+
+    from rich.console import Console
+
+    from clients import play, watch
+
+    from .conftest import CuttableProxy
+
+    async def quit_once_cut(app, proxy, direct, match_id):
+        async with app.run_test(size=(160, 50)) as pilot:
+            deadline = time.monotonic() + 10
+            while not (app.view_msg is not None and (isinstance(app, WatchApp) or
+                                                     (await direct.get_match(match_id)).seats[0].present)):
+                assert time.monotonic() < deadline, "the screen never followed the match"
+                await pilot.pause(0.05)
+            await pilot.pause(0.2)
+            proxy.hold()
+            proxy.cut()
+            await wait_for(pilot, lambda: banner(app)[0], "the connection-lost line")
+            await pilot.press("q")
+
+    async def scenario():
+        async with cg.connect(engine.target) as direct, CuttableProxy(engine.target) as proxy:
+            match = await direct.create_match("japanese_joker", seats=[None, "random"], options={"target_score": 11})
+            token_file = tmp_path / "seat.token"
+            token_file.write_text((await direct.join(match.match_id)).token)
+            console = Console(file=io.StringIO())
+
+            async def player_run_async(app):
+                await quit_once_cut(app, proxy, direct, match.match_id)
+
+            monkeypatch.setattr(PlayApp, "run_async", player_run_async)
+            args = play.build_parser().parse_args(["--target", proxy.target, "--match", match.match_id,
+                                                   "--token-file", str(token_file)])
+            started = time.monotonic()
+            assert await play.run(args, proxy.target, console) == 3
+            assert time.monotonic() - started < 8
+            err = capsys.readouterr().err.splitlines()
+            assert len(err) == 1 and err[0].startswith(
+                "error: you quit while the connection to the engine was lost (UNAVAILABLE: "), err
+            assert err[0].endswith(f"); to return to your seat: python -m clients.play --target {proxy.target} "
+                                   f"--match {match.match_id} --token-file {token_file}"), err
+
+            proxy.release()
+
+            async def spectator_run_async(app):
+                await quit_once_cut(app, proxy, direct, match.match_id)
+
+            monkeypatch.setattr(WatchApp, "run_async", spectator_run_async)
+            args = argparse.Namespace(match_id=match.match_id, target=proxy.target, tls=False, ca=None,
+                                      server_name=None, plain=False, from_start=False, reconnect_tries=30)
+            started = time.monotonic()
+            assert await watch.run(args, console) == 3
+            assert time.monotonic() - started < 8
+            err = capsys.readouterr().err.splitlines()
+            assert len(err) == 1 and err[0].startswith(
+                "error: you quit while the connection to the engine was lost (UNAVAILABLE: "), err
+            assert err[0].endswith(f"); to watch again: python -m clients.watch {match.match_id} "
+                                   f"--target {proxy.target}"), err
+
+    run(scenario(), timeout_s=60)
