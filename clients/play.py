@@ -25,7 +25,8 @@ PATH`` it returns to the seat of that seat token (one the operator reissued). ``
 shows the new match in the server's lobby while it waits for people (``--bots open,...``), and
 ``--lobby`` lists the matches waiting there (then join one with ``--match ID``). ``--autoplay
 first|random`` plays without a screen (for scripts and demos): it prints the events and the
-result and exits 0 when the match is over.
+result and exits 0 when the match is over; a dropped connection is one line on stderr, and its
+return another (it keeps trying).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ import shlex
 import sys
 import tempfile
 import time
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import grpc
 from rich.console import Console
@@ -314,7 +315,7 @@ async def autoplay(session: SeatSession, policy: str, console: Console, summary:
         return legal[0] if policy == "first" else rng.choice(legal)
 
     newest = -1  # the seq of this seat's last action: an older event's view is out of date
-    async for event in session.watch(after_seq=FROM_THE_START):
+    async for event in session.watch(after_seq=FROM_THE_START, on_connection=stderr_notices()):
         line = render.event_text(event, summary, session.seat)
         if line is not None:
             console.print(line)
@@ -326,6 +327,23 @@ async def autoplay(session: SeatSession, policy: str, console: Console, summary:
             if reply is not None:
                 newest = reply.seq
     return await session.summary()
+
+
+def stderr_notices() -> Callable[[StreamState], None]:
+    """An ``on_connection`` hook for the modes without a screen (--autoplay, clients.watch
+    --plain): the drop and the return, one line each on stderr, so that stdout stays the
+    events' and a log shows why they paused."""
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    down = False
+
+    def notice(state: StreamState) -> None:
+        nonlocal down
+        line = render.connection_log_text(state, down)
+        down = state.state != RESUMED
+        if line is not None:
+            console.print(line.plain.strip(), markup=False)
+
+    return notice
 
 
 # ---- command line --------------------------------------------------------------------------

@@ -11,7 +11,8 @@ top ("connection lost — reconnecting (try 3 of 30)…"), and the missed events
 back; after ``--reconnect-tries`` failed reopenings in a row (or q meanwhile) it closes with one
 line on stderr saying how to watch again, exit status 3.
 
-``--plain`` prints one line per event instead of the full-screen table (for logs and pipes);
+``--plain`` prints one line per event instead of the full-screen table (for logs and pipes;
+a dropped connection and its return are a line each on stderr);
 ``--from-start`` replays the match from its first action before following it live (a match
 far along starts with a snapshot instead: the server's replay limit, docs/api.md).
 """
@@ -33,7 +34,7 @@ from textual.css.query import NoMatches
 from textual.widgets import Footer, RichLog, Static
 
 from . import render
-from .play import positive_int
+from .play import positive_int, stderr_notices
 from .cardgames_client import GAVE_UP, RESUMED, CardGamesError, Spectator, StreamState, connect
 from engine_service.transport.generated import match_pb2
 
@@ -141,7 +142,7 @@ async def follow_plain(spectator: Spectator, console: Console, after_seq: int | 
     ends; returns the final MatchSummary."""
     summary = await spectator.summary()
     deals_seen: int | None = None
-    async for event in spectator.watch(after_seq=after_seq):
+    async for event in spectator.watch(after_seq=after_seq, on_connection=stderr_notices()):
         if event.kind == match_pb2.EVENT_KIND_PRESENCE:
             summary = await spectator.summary()
         line = render.event_text(event, summary, None)

@@ -511,7 +511,7 @@ def test_play_screen_says_the_connection_is_lost_and_catches_up(engine):
                 assert str(app.query_one("#status").content) == \
                     "not sent: the connection is lost — choose again once it is back"
                 assert (await mine.view()).seq == seq, "a move was sent while the connection was lost"
-                assert any("connection lost (UNAVAILABLE" in line for line in log_lines(app))
+                assert any(line.strip().startswith("connection lost (") for line in log_lines(app))
 
                 while True:  # my seat (on another connection) and the opponent play on
                     view = await mine.view()
@@ -761,5 +761,45 @@ def test_quitting_a_screen_while_the_connection_is_lost(engine, tmp_path, monkey
                 "error: you quit while the connection to the engine was lost (UNAVAILABLE: "), err
             assert err[0].endswith(f"); to watch again: python -m clients.watch {match.match_id} "
                                    f"--target {proxy.target}"), err
+
+    run(scenario(), timeout_s=60)
+
+
+def test_watch_plain_notes_a_dropped_connection_on_stderr(engine):
+    """clients.watch --plain (for logs and pipes) keeps trying, and says why the events paused:
+    one line on stderr when the stream drops, one when it is back; stdout stays the events',
+    each action once."""
+    from .conftest import ADMIN_TOKEN, CuttableProxy, two_seats
+
+    async def scenario():
+        async with cg.connect(engine.target, admin_token=ADMIN_TOKEN) as direct, \
+                CuttableProxy(engine.target) as proxy:
+            match, sessions, _ = await two_seats(direct)
+            watcher = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "clients.watch", match.match_id, "--target", proxy.target, "--plain",
+                cwd=ROOT, env=dict(os.environ, COLUMNS="160", PYTHONUNBUFFERED="1"),
+                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            try:
+                first = await asyncio.wait_for(watcher.stdout.readline(), 15)
+                assert b"joined the table" in first, first
+                proxy.hold()
+                proxy.cut()
+                for _ in range(3):
+                    view = await sessions[0].view()
+                    await sessions[view.to_act].act(lambda v: v.legal_actions[0].notation)
+                await asyncio.sleep(0.5)
+                proxy.release()
+                await asyncio.sleep(1.0)
+                await direct.admin.terminate(match.match_id, "test over")
+                out, err = await asyncio.wait_for(watcher.communicate(), 20)
+            finally:
+                if watcher.returncode is None:
+                    watcher.kill()
+                    await watcher.wait()
+            assert watcher.returncode == 0, (out, err)
+            notes = err.decode().splitlines()
+            assert len(notes) == 2 and notes[0].startswith("connection lost ("), notes
+            assert notes[0].endswith("): reconnecting") and notes[1] == "connection back after 1 try: catching up", notes
+            assert action_seqs(out.decode().splitlines()) == [1, 2, 3]
 
     run(scenario(), timeout_s=60)
