@@ -76,6 +76,21 @@ NOT_SENT = "not sent: the connection is lost — choose again once it is back"
 SENDING_LOST = "the connection was lost while sending your move: once it is back the table shows whether it was played"
 
 
+#: How long the event stream waits for the match's summary after a presence event.
+SUMMARY_WAIT_S = 2.0
+
+
+async def summary_now(audience: Any, current: Any) -> Any:
+    """The match's summary for a presence event (the names, who is away), or ``current`` when
+    it cannot be had within :data:`SUMMARY_WAIT_S`: the event stream waits for it, and a call
+    caught by a lost connection held the stream for a minute of retries, its failure (which
+    says "connection lost" on the screen) unnoticed meanwhile."""
+    try:
+        return await asyncio.wait_for(audience.summary(), SUMMARY_WAIT_S)
+    except (CardGamesError, asyncio.TimeoutError):
+        return current
+
+
 # ---- the screen ----------------------------------------------------------------------------
 
 
@@ -115,10 +130,8 @@ class PlayApp(App):
         self.reconnect_tries = reconnect_tries
         self.submitting = False
         self.result: Any | None = None
-        #: The event stream's last connection change while it is down (None: up).
+        #: The event stream's last connection change while it is down or given up (None: up).
         self.connection: StreamState | None = None
-        #: The error the event stream was given up on (the screen then closes; see run()).
-        self.lost: CardGamesError | None = None
         self.board: Any = None  # the renderables on screen (for tests and screenshots)
         self.deals: Any = None
         self._shown_actions: list[str] = []
@@ -158,8 +171,7 @@ class PlayApp(App):
             async for event in self.session.watch(after_seq=FROM_THE_START, max_failures=self.reconnect_tries,
                                                   on_connection=self.on_connection):
                 if event.kind == match_pb2.EVENT_KIND_PRESENCE:
-                    with contextlib.suppress(CardGamesError):
-                        self.summary = await self.session.summary()
+                    self.summary = await summary_now(self.session, self.summary)
                 line = render.event_text(event, self.summary, self.session.seat)
                 if line is not None:
                     log.write(line)
@@ -172,25 +184,33 @@ class PlayApp(App):
                     self.redraw()
                     self.status("match over — press q to quit")
         except CardGamesError as exc:
-            if self.lost is not None:
+            if self.lost:
                 self.exit(return_code=EXIT_CONNECTION_LOST)  # run() says how to come back
-            else:
+            else:  # an error that reconnecting cannot fix (a revoked token): no longer "reconnecting"
+                self.connection = None
+                self.show_connection()
                 self.status(f"the stream failed: {exc}")
+
+    @property
+    def lost(self) -> bool:
+        """Whether the event stream was given up (the screen then closes; see run())."""
+        return self.connection is not None and self.connection.state == GAVE_UP
 
     def on_connection(self, state: StreamState) -> None:
         """The event stream dropped, came back or was given up (the library's hook): say so
         at the top, and grey out the actions while no move can be sent."""
-        was_down = self.connection is not None
+        line = render.connection_log_text(state, self.connection is not None)
         self.connection = None if state.state == RESUMED else state
-        if state.state == GAVE_UP:
-            self.lost = state.error
+        with contextlib.suppress(NoMatches):
+            if line is not None:
+                self.query_one("#log", RichLog).write(line)
+        self.show_connection()
+
+    def show_connection(self) -> None:
         with contextlib.suppress(NoMatches):
             banner = self.query_one("#connection", Static)
             banner.update(render.connection_text(self.connection))
             banner.display = self.connection is not None
-            line = render.connection_log_text(state, was_down)
-            if line is not None:
-                self.query_one("#log", RichLog).write(line)
             actions = self.query_one("#actions", OptionList)
             actions.disabled = self.connection is not None
             actions.border_title = "your actions" if self.connection is None else "your actions: wait for the connection"
@@ -482,7 +502,7 @@ async def run(args: argparse.Namespace, target: str, console: Console) -> int:
         else:
             app = PlayApp(session, summary, reconnect_tries=args.reconnect_tries)
             await app.run_async()
-            if app.lost is not None or app.connection is not None:  # given up, or quit (q) while down
+            if app.connection is not None:  # given up, or quit (q) while down
                 print(connection_lost_line(app, session, args, target), file=sys.stderr)
                 return EXIT_CONNECTION_LOST
             final = await session.summary()
@@ -495,11 +515,9 @@ def connection_lost_line(app: PlayApp, session: SeatSession, args: argparse.Name
     was down: why, and the command that returns to the seat (its token saved to a file only
     the user can read, unless it came from ``--token-file``): the screen is gone, and a join
     would take another seat."""
-    error = app.lost or (app.connection.error if app.connection is not None else None)
-    why = f"{error.code.name}: {error.message}" if error is not None else "the stream ended"
-    if app.lost is not None and app.reconnect_tries:
-        why += f", {app.reconnect_tries} tries in a row"
-    what = ("the connection to the engine is lost for good" if app.lost is not None
+    assert app.connection is not None
+    why = render.connection_lost_reason(app.connection)
+    what = ("the connection to the engine is lost for good" if app.lost
             else "you quit while the connection to the engine was lost")
     if not args.target:  # the engine of its own stops with the program, and the match with it
         return f"error: {what} ({why}); the match was on this program's own engine and ends with it"

@@ -422,6 +422,13 @@ def connection_text(state: StreamState | None) -> str:
     return ""
 
 
+def connection_lost_reason(state: StreamState) -> str:
+    """Why a screen closed without its stream: the error (none: the server ended it), and the
+    tries made once it was given up."""
+    why = f"{state.error.code.name}: {state.error.message}" if state.error is not None else "the stream ended"
+    return why + (f", {state.attempt} tries in a row" if state.state == GAVE_UP else "")
+
+
 def connection_log_text(state: StreamState, was_down: bool) -> Text | None:
     """The event log's line for a connection change: the drop (its first try only, with the
     error), the return; None for the other tries and the end (the screen closes then)."""

@@ -34,7 +34,7 @@ from textual.css.query import NoMatches
 from textual.widgets import Footer, RichLog, Static
 
 from . import render
-from .play import positive_int, stderr_notices
+from .play import positive_int, stderr_notices, summary_now
 from .cardgames_client import GAVE_UP, RESUMED, CardGamesError, Spectator, StreamState, connect
 from engine_service.transport.generated import match_pb2
 
@@ -65,10 +65,8 @@ class WatchApp(App):
         self.spectator = spectator
         self.after_seq = after_seq
         self.reconnect_tries = reconnect_tries
-        #: The event stream's last connection change while it is down (None: up).
+        #: The event stream's last connection change while it is down or given up (None: up).
         self.connection: StreamState | None = None
-        #: The error the event stream was given up on (the screen then closes; see run()).
-        self.lost: CardGamesError | None = None
         self.view_msg: Any | None = None
         self.summary = summary
         self.ended = False
@@ -95,8 +93,7 @@ class WatchApp(App):
             async for event in self.spectator.watch(after_seq=self.after_seq, max_failures=self.reconnect_tries,
                                                     on_connection=self.on_connection):
                 if event.kind == match_pb2.EVENT_KIND_PRESENCE:
-                    with contextlib.suppress(CardGamesError):
-                        self.summary = await self.spectator.summary()
+                    self.summary = await summary_now(self.spectator, self.summary)
                 line = render.event_text(event, self.summary, None)
                 if line is not None:
                     log.write(line)
@@ -107,25 +104,33 @@ class WatchApp(App):
                     self.ended = True
                 self.redraw()
         except CardGamesError as exc:
-            if self.lost is not None:
+            if self.lost:
                 self.exit(return_code=EXIT_CONNECTION_LOST)  # run() says how to watch again
-            else:
+            else:  # an error that reconnecting cannot fix: no longer "reconnecting"
+                self.connection = None
+                self.show_connection()
                 log.write(f"the stream failed: {exc}")
+
+    @property
+    def lost(self) -> bool:
+        """Whether the event stream was given up (the screen then closes; see run())."""
+        return self.connection is not None and self.connection.state == GAVE_UP
 
     def on_connection(self, state: StreamState) -> None:
         """The event stream dropped, came back or was given up (the library's hook): say so
         at the top, since a frozen table looks like one where nobody moves."""
-        was_down = self.connection is not None
+        line = render.connection_log_text(state, self.connection is not None)
         self.connection = None if state.state == RESUMED else state
-        if state.state == GAVE_UP:
-            self.lost = state.error
+        with contextlib.suppress(NoMatches):
+            if line is not None:
+                self.query_one("#log", RichLog).write(line)
+        self.show_connection()
+
+    def show_connection(self) -> None:
         with contextlib.suppress(NoMatches):
             banner = self.query_one("#connection", Static)
             banner.update(render.connection_text(self.connection))
             banner.display = self.connection is not None
-            line = render.connection_log_text(state, was_down)
-            if line is not None:
-                self.query_one("#log", RichLog).write(line)
 
     def redraw(self) -> None:
         if self.view_msg is None:
@@ -144,7 +149,7 @@ async def follow_plain(spectator: Spectator, console: Console, after_seq: int | 
     deals_seen: int | None = None
     async for event in spectator.watch(after_seq=after_seq, on_connection=stderr_notices()):
         if event.kind == match_pb2.EVENT_KIND_PRESENCE:
-            summary = await spectator.summary()
+            summary = await summary_now(spectator, summary)
         line = render.event_text(event, summary, None)
         if line is not None:
             console.print(line)
@@ -160,11 +165,9 @@ def connection_lost_line(app: WatchApp, args: argparse.Namespace) -> str:
     """The one line printed once the event stream is given up, or the screen quit while it
     was down (asking the engine for the final result would only fail): why, and the command
     that watches again."""
-    error = app.lost or (app.connection.error if app.connection is not None else None)
-    why = f"{error.code.name}: {error.message}" if error is not None else "the stream ended"
-    if app.lost is not None and app.reconnect_tries:
-        why += f", {app.reconnect_tries} tries in a row"
-    what = ("the connection to the engine is lost for good" if app.lost is not None
+    assert app.connection is not None
+    why = render.connection_lost_reason(app.connection)
+    what = ("the connection to the engine is lost for good" if app.lost
             else "you quit while the connection to the engine was lost")
     command = ["python", "-m", "clients.watch", args.match_id, "--target", args.target]
     command += ["--tls"] * args.tls + ["--ca", args.ca] * bool(args.ca)
@@ -188,7 +191,7 @@ async def run(args: argparse.Namespace, console: Console) -> int:
             summary = await spectator.summary()
             app = WatchApp(spectator, after, summary=summary, reconnect_tries=args.reconnect_tries)
             await app.run_async()
-            if app.lost is not None or app.connection is not None:  # given up, or quit (q) while down
+            if app.connection is not None:  # given up, or quit (q) while down
                 print(connection_lost_line(app, args), file=sys.stderr)
                 return EXIT_CONNECTION_LOST
             final = await spectator.summary()

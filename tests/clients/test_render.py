@@ -235,3 +235,12 @@ def test_the_connection_line_of_the_screens():
     assert render.connection_text(cg.StreamState(cg.RECONNECTING, 4, None)) == "connection lost — reconnecting (try 4)…"
     assert render.connection_text(cg.StreamState(cg.RESUMED, 2, 30)) == ""
     assert render.connection_text(cg.StreamState(cg.GAVE_UP, 30, 30)) == "connection lost for good after 30 tries"
+
+
+def test_the_reason_a_screen_closed_without_its_stream():
+    """The error and, once given up, the tries; a stream the server ended has no error."""
+    error = cg.Unavailable(cg.grpc.StatusCode.UNAVAILABLE, "Socket closed")
+    assert render.connection_lost_reason(cg.StreamState(cg.GAVE_UP, 30, 30, error)) == \
+        "UNAVAILABLE: Socket closed, 30 tries in a row"
+    assert render.connection_lost_reason(cg.StreamState(cg.RECONNECTING, 4, 30, error)) == "UNAVAILABLE: Socket closed"
+    assert render.connection_lost_reason(cg.StreamState(cg.RECONNECTING, 1, 30)) == "the stream ended"

@@ -469,6 +469,16 @@ async def wait_for(pilot, condition, what: str, timeout_s: float = 8.0) -> None:
         await pilot.pause(0.02)
 
 
+async def first_action_shown(pilot, app, seat: cg.SeatSession) -> None:
+    """An action played (by ``seat``, on its own connection, if it is its turn) and shown on
+    the screen: its event stream is open and delivering (the screen's first view comes from a
+    GetView, and its stream may not be open yet), so that a cut then is a stream that fails."""
+    view = await seat.view()
+    if view.seq == 0 and cg.is_my_turn(view):
+        await seat.act(lambda v: v.legal_actions[0].notation)
+    await wait_for(pilot, lambda: action_seqs(log_lines(app)), "the first action on screen")
+
+
 def test_play_screen_says_the_connection_is_lost_and_catches_up(engine):
     """The player's stream is cut (the proxy holds the reconnection): a red line at the top
     says "connection lost — reconnecting (try 1 of 30)…", the actions are greyed out and a
@@ -481,7 +491,7 @@ def test_play_screen_says_the_connection_is_lost_and_catches_up(engine):
         async with cg.connect(engine.target) as direct, CuttableProxy(engine.target) as proxy, \
                 cg.connect(proxy.target) as via_proxy:
             match, sessions, mover = await two_seats(direct)
-            mine, other = sessions[0], sessions[1]
+            mine = sessions[0]
             me = via_proxy.seat_session(match.match_id, mine.seat, mine.token)
             app = PlayApp(me, await me.summary())
             banners = []
@@ -494,9 +504,12 @@ def test_play_screen_says_the_connection_is_lost_and_catches_up(engine):
             app.on_connection = recording
             async with app.run_test(size=(160, 50)) as pilot:
                 rng = random.Random(5)
-                while not cg.is_my_turn(await mine.view()):  # the opponent moves until it is my turn
-                    await other.act(lambda v: rng.choice(cg.legal_notations(v)))
-                seq = (await mine.view()).seq
+                while True:  # an action or more (the stream has delivered something), then my turn
+                    view = await mine.view()
+                    if view.seq >= 1 and cg.is_my_turn(view):
+                        break
+                    await sessions[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
+                seq = view.seq
                 await wait_for(pilot, lambda: app.view_msg.seq == seq and app._shown_actions, "my turn on screen")
                 assert banner(app) == (False, "")
 
@@ -710,14 +723,12 @@ def test_quitting_a_screen_while_the_connection_is_lost(engine, tmp_path, monkey
 
     from .conftest import CuttableProxy
 
-    async def quit_once_cut(app, proxy, direct, match_id):
+    async def quit_once_cut(app, proxy, seat):
         async with app.run_test(size=(160, 50)) as pilot:
-            deadline = time.monotonic() + 10
-            while not (app.view_msg is not None and (isinstance(app, WatchApp) or
-                                                     (await direct.get_match(match_id)).seats[0].present)):
-                assert time.monotonic() < deadline, "the screen never followed the match"
-                await pilot.pause(0.05)
-            await pilot.pause(0.2)
+            if isinstance(app, WatchApp):  # its stream starts with a snapshot
+                await wait_for(pilot, lambda: app.view_msg is not None, "the snapshot on screen")
+            else:
+                await first_action_shown(pilot, app, seat)
             proxy.hold()
             proxy.cut()
             await wait_for(pilot, lambda: banner(app)[0], "the connection-lost line")
@@ -727,11 +738,12 @@ def test_quitting_a_screen_while_the_connection_is_lost(engine, tmp_path, monkey
         async with cg.connect(engine.target) as direct, CuttableProxy(engine.target) as proxy:
             match = await direct.create_match("japanese_joker", seats=[None, "random"], options={"target_score": 11})
             token_file = tmp_path / "seat.token"
-            token_file.write_text((await direct.join(match.match_id)).token)
+            mine = await direct.join(match.match_id)
+            token_file.write_text(mine.token)
             console = Console(file=io.StringIO())
 
             async def player_run_async(app):
-                await quit_once_cut(app, proxy, direct, match.match_id)
+                await quit_once_cut(app, proxy, mine)
 
             monkeypatch.setattr(PlayApp, "run_async", player_run_async)
             args = play.build_parser().parse_args(["--target", proxy.target, "--match", match.match_id,
@@ -748,7 +760,7 @@ def test_quitting_a_screen_while_the_connection_is_lost(engine, tmp_path, monkey
             proxy.release()
 
             async def spectator_run_async(app):
-                await quit_once_cut(app, proxy, direct, match.match_id)
+                await quit_once_cut(app, proxy, mine)
 
             monkeypatch.setattr(WatchApp, "run_async", spectator_run_async)
             args = argparse.Namespace(match_id=match.match_id, target=proxy.target, tls=False, ca=None,
@@ -801,5 +813,78 @@ def test_watch_plain_notes_a_dropped_connection_on_stderr(engine):
             assert len(notes) == 2 and notes[0].startswith("connection lost ("), notes
             assert notes[0].endswith("): reconnecting") and notes[1] == "connection back after 1 try: catching up", notes
             assert action_seqs(out.decode().splitlines()) == [1, 2, 3]
+
+    run(scenario(), timeout_s=60)
+
+
+def test_play_screen_drops_the_reconnecting_line_for_an_error_it_cannot_fix(engine):
+    """The seat's token is reissued by the operator while the stream is down: the reopened
+    stream is refused (UNAUTHENTICATED / TOKEN_REVOKED), which no reconnection fixes, so the
+    line stops saying "reconnecting" and the status line says why the stream failed."""
+    from .conftest import ADMIN_TOKEN, CuttableProxy
+
+    async def scenario():
+        async with cg.connect(engine.target, admin_token=ADMIN_TOKEN) as direct, \
+                CuttableProxy(engine.target) as proxy, cg.connect(proxy.target) as via_proxy:
+            match = await direct.create_match("japanese_joker", seats=[None, "random"])
+            mine = await direct.join(match.match_id)
+            me = via_proxy.seat_session(match.match_id, mine.seat, mine.token)
+            app = PlayApp(me, await me.summary())
+            async with app.run_test(size=(160, 50)) as pilot:
+                await first_action_shown(pilot, app, mine)
+                proxy.hold()
+                proxy.cut()
+                await wait_for(pilot, lambda: banner(app)[0], "the connection-lost line")
+                await direct.admin.reissue_seat_token(match.match_id, mine.seat)
+                proxy.release()
+                await wait_for(pilot, lambda: not banner(app)[0], "the line gone")
+                status = str(app.query_one("#status").content)
+                assert status.startswith("the stream failed: UNAUTHENTICATED"), status
+                assert not app.query_one("#actions").disabled and app.connection is None
+
+    run(scenario(), timeout_s=60)
+
+
+def test_play_screen_notices_a_drop_while_it_asks_for_the_summary(engine):
+    """A presence event makes the screen ask for the match's summary (names, who is away);
+    the connection drops while that call is on its way. The screen still says "connection
+    lost" within seconds: the event stream waited for the call, which held it through a
+    minute of retries before the stream's own failure could be noticed."""
+    from .conftest import CuttableProxy, two_seats
+
+    async def scenario():
+        async with cg.connect(engine.target) as direct, CuttableProxy(engine.target) as proxy, \
+                cg.connect(proxy.target) as via_proxy:
+            match, sessions, _ = await two_seats(direct)
+            me = via_proxy.seat_session(match.match_id, sessions[0].seat, sessions[0].token)
+            app = PlayApp(me, await me.summary())
+            asked = asyncio.Event()
+            real_summary = me.summary
+
+            async def summary_cut_on_its_way():
+                asked.set()
+                proxy.hold()
+                proxy.cut()
+                return await real_summary()
+
+            async def opponent_present():
+                async for _ in sessions[1].watch():
+                    pass
+
+            async with app.run_test(size=(160, 50)) as pilot:
+                await first_action_shown(pilot, app, sessions[0])
+                me.summary = summary_cut_on_its_way
+                opponent = asyncio.create_task(opponent_present())  # a presence event on my stream
+                try:
+                    await wait_for(pilot, asked.is_set, "the summary asked for")
+                    started = time.monotonic()
+                    await wait_for(pilot, lambda: banner(app)[0], "the connection-lost line", timeout_s=6)
+                    assert time.monotonic() - started < 4
+                    me.summary = real_summary
+                    proxy.release()
+                    await wait_for(pilot, lambda: not banner(app)[0], "the connection back")
+                finally:
+                    opponent.cancel()
+                    await asyncio.gather(opponent, return_exceptions=True)
 
     run(scenario(), timeout_s=60)
