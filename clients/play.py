@@ -218,6 +218,7 @@ class PlayApp(App):
                 actions.focus()
             if self.connection is None and self._status_text.startswith((NOT_SENT, SENDING_LOST)):
                 self.status("")  # said while the connection was lost: the move can be made now
+            self.fit_deals()
 
     # -- drawing ------------------------------------------------------------------------------
 
@@ -274,7 +275,8 @@ class PlayApp(App):
         def rows(renderable: Any) -> int:
             return len(self.console.render_lines(renderable, options, pad=False)) if renderable else 0
 
-        spare = self.size.height - 2 - rows(self.board)  # less the status line and the footer
+        # less the status line and the footer, and the connection line while it shows
+        spare = self.size.height - 2 - (self.connection is not None) - rows(self.board)
         self.query_one("#deals", Static).display = rows(self.deals) + self.MIN_ACTION_ROWS <= spare
 
     # -- choosing -----------------------------------------------------------------------------

@@ -310,6 +310,13 @@ def test_play_screen_keeps_the_legal_actions_in_view_on_a_small_terminal(engine)
                 assert shown.height >= min(3, len(app._shown_actions)), f"too few rows for the actions: {shown}"
                 status = app.query_one("#status").region  # the refusals and "match over" are shown there
                 assert status.y + status.height <= 24 - 1, f"the status line is off the screen: {status}"
+                app.on_connection(cg.StreamState(cg.RECONNECTING, 1, 30))  # the connection line takes a row
+                await pilot.pause(0.2)
+                assert app.query_one("#connection").region.y == 0
+                shown = actions.content_region
+                assert shown.y + shown.height <= 24 - 2 and shown.height >= min(3, len(app._shown_actions)), shown
+                app.on_connection(cg.StreamState(cg.RESUMED, 1, 30))
+                await pilot.pause(0.1)
                 await pilot.resize_terminal(120, 45)  # room enough: the deal results are back
                 for _ in range(40):
                     await pilot.pause(0.05)
