@@ -14,7 +14,9 @@ never the engine's internals, and adds what every client otherwise writes by han
   SNAPSHOT stands for the missed actions; heartbeats and presence events carry no new number
   and are not replayed); a stream that dropped while the view it delivered was still WAITING
   is reopened without ``after_seq`` (a SNAPSHOT first), since the match's start is no action
-  and would not be replayed;
+  and would not be replayed; ``on_connection`` tells the caller while that happens (the
+  stream is down and reopened, it is back, it was given up: :class:`StreamState`), so that a
+  screen can say "connection lost" instead of looking like a table where nobody moves;
 * **submitting safely**: every action carries a ``client_action_id``, so a transport-level
   retry (UNAVAILABLE, a timeout) can never apply it twice; ``expected_seq`` guards against
   acting on a stale view, and :meth:`SeatSession.act` re-decides on the fresh view an ABORTED
@@ -297,6 +299,55 @@ def verify_deal(reveal: DealReveal, commitment: str | None = None) -> bool:
     return hashlib.sha256(",".join(opened).encode("ascii")).hexdigest() == expected
 
 
+# ---- the watch stream's connection -------------------------------------------------------
+
+#: :attr:`StreamState.state` values.
+RECONNECTING = "reconnecting"
+RESUMED = "resumed"
+GAVE_UP = "gave_up"
+
+
+@dataclass(frozen=True)
+class StreamState:
+    """A change of a watch stream's connection, passed to the ``on_connection`` hook of
+    :meth:`_Audience.watch` (the stream itself says nothing while it is down: no event comes,
+    exactly as when nobody moves).
+
+    ``state``:
+
+    * :data:`RECONNECTING`: the stream dropped (or a reopening failed) and is about to be
+      reopened after ``delay_s``; ``attempt`` is the number of that reopening (1, 2, ... in a
+      row without an event in between), ``max_attempts`` the watch's ``max_failures`` (None:
+      no limit) and ``error`` why it dropped. The events meanwhile are not lost: the
+      reopened stream replays them.
+    * :data:`RESUMED`: a reopened stream delivered its first event (the replay of what was
+      missed follows, or it is that); ``attempt`` is the reopening that succeeded. On an idle
+      match that first event may be the server's heartbeat (every 5 s by default), so the
+      stream can be back a few seconds before it says so.
+    * :data:`GAVE_UP`: the reopenings failed ``max_failures`` times in a row (or a stream
+      ended INTERNAL / UNKNOWN a fourth time): ``error`` is raised by the iterator right
+      after the hook returns. Not sent for errors that reconnecting cannot fix (no such
+      match, a revoked token): those are raised as at the first opening.
+    """
+
+    state: str
+    attempt: int
+    max_attempts: int | None = None
+    error: "CardGamesError | None" = None
+    delay_s: float = 0.0
+
+
+ConnectionHook = Callable[[StreamState], "None | Awaitable[None]"]
+
+
+async def _tell(hook: ConnectionHook | None, state: StreamState) -> None:
+    if hook is None:
+        return
+    outcome = hook(state)
+    if inspect.isawaitable(outcome):
+        await outcome
+
+
 # ---- the client ------------------------------------------------------------------------------
 
 
@@ -465,6 +516,11 @@ def connect(target: str, *, tls: bool = False, root_certificates: bytes | None =
         ("grpc.keepalive_permit_without_calls", 1),
         ("grpc.max_metadata_size", MAX_METADATA_BYTES),
         ("grpc.absolute_max_metadata_size", MAX_METADATA_BYTES),
+        # While the engine is unreachable the channel waits between its own connection
+        # attempts, growing to 2 minutes, and every call fails at once meanwhile: after a 20 s
+        # outage the watch stream came back 6 s after the engine (its reopenings used up
+        # meanwhile). Capped as the library's own backoff, it comes back within about 2 s.
+        ("grpc.max_reconnect_backoff_ms", max(1000, int(retry.max_backoff_s * 1000))),
     ]
     if tls or root_certificates:
         if server_name:
@@ -510,7 +566,8 @@ class _Audience:
         return list(reply.deals)
 
     async def watch(self, after_seq: int | None = None, *, resume: bool = True,
-                    stop_when_ended: bool = True, max_failures: int | None = None) -> AsyncIterator[Event]:
+                    stop_when_ended: bool = True, max_failures: int | None = None,
+                    on_connection: ConnectionHook | None = None) -> AsyncIterator[Event]:
         """The match's events for this audience, resuming a dropped stream where it stopped.
 
         ``after_seq=None`` starts with a SNAPSHOT of the current view; a number replays what
@@ -535,6 +592,12 @@ class _Audience:
         CardGamesError for a failure that reconnecting cannot fix (no such match, bad token),
         when ``resume`` is False, or after ``max_failures`` reconnections in a row that
         delivered nothing (None: keep trying while the server is unreachable).
+
+        ``on_connection(state)`` (a function or a coroutine function, awaited before the
+        iterator goes on) is told each :class:`StreamState` change: ``reconnecting`` before
+        every reopening after a drop, ``resumed`` just before the first event of the stream
+        that came back, ``gave_up`` just before the error is raised. Without it nothing tells
+        a caller that the stream is down: the iterator just waits, as on a quiet table.
         """
         last = after_seq
         # Whether replaying after ``last`` shows the match as it is: the view last delivered is
@@ -542,9 +605,11 @@ class _Audience:
         started = False
         first = True  # the first stream opens as asked
         failures = 0
+        down = False  # a drop was reported (reconnecting) and no event has come since
         metadata = (("authorization", f"Bearer {self.token}"),) if self.token else None
         while True:
             wait_s = 0.0  # at least this long before reopening (a RATE_LIMITED RetryInfo)
+            error: CardGamesError | None = None  # why the stream dropped (None: ended cleanly)
             request = card_games_pb2.WatchMatchRequest(match_id=self.match_id)
             if last is not None and (first or started or last > 0):
                 request.after_seq = last
@@ -555,6 +620,9 @@ class _Audience:
             call = self.client.stub.WatchMatch(request, metadata=metadata)
             try:
                 async for event in call:
+                    if down:
+                        down = False
+                        await _tell(on_connection, StreamState(RESUMED, failures, max_failures))
                     failures = 0
                     if checking:
                         checking = False
@@ -586,14 +654,20 @@ class _Audience:
                 # a reopening refused by a rate limit did nothing: open again after its delay
                 limited = error.reason == "RATE_LIMITED"
                 if not resume or not (error.code in _RESUMABLE or unclear or limited):
+                    if resume and error.code in _MAYBE_RESUMABLE:  # the unclear ones ran out
+                        await _tell(on_connection, StreamState(GAVE_UP, failures, max_failures, error))
                     raise error from None
                 if max_failures is not None and failures >= max_failures:
+                    await _tell(on_connection, StreamState(GAVE_UP, failures, max_failures, error))
                     raise error from None
                 if limited:
                     wait_s = error.retry_delay_s or 0.0
             finally:
                 call.cancel()
-            await asyncio.sleep(max(wait_s, self.client.retry.backoff(min(failures, 6))))
+            delay_s = max(wait_s, self.client.retry.backoff(min(failures, 6)))
+            down = True
+            await _tell(on_connection, StreamState(RECONNECTING, failures + 1, max_failures, error, delay_s))
+            await asyncio.sleep(delay_s)
             failures += 1
 
 

@@ -12,14 +12,21 @@ free seat and shows, from the server's view only:
   trick in progress and the last trick; tricks taken; the scores and the last deals;
 * your legal actions, chosen with the arrow keys and Enter or their number keys;
 * the time left for the decision (the server plays the rulebook's auto-move after it);
-* every event of the match as it happens (the stream resumes by itself after a network drop).
+* every event of the match as it happens (the stream resumes by itself after a network drop);
+* while that stream is down, a red line at the top, "connection lost — reconnecting (try 3 of
+  30)…", and your actions greyed out (a move is not sent); when it is back the line goes and the
+  missed events are shown. After ``--reconnect-tries`` failed reopenings in a row it gives up
+  (or you quit with q meanwhile): the screen closes with one line on stderr saying how to return
+  to your seat (``--match ID --token-file PATH``: the seat token is saved to a file of its own
+  for that) and exit status 3.
 
 ``--match ID`` joins an existing match instead (``--seat`` picks the seat); with ``--token-file
 PATH`` it returns to the seat of that seat token (one the operator reissued). ``--listed``
 shows the new match in the server's lobby while it waits for people (``--bots open,...``), and
 ``--lobby`` lists the matches waiting there (then join one with ``--match ID``). ``--autoplay
 first|random`` plays without a screen (for scripts and demos): it prints the events and the
-result and exits 0 when the match is over.
+result and exits 0 when the match is over; a dropped connection is one line on stderr, and its
+return another (it keeps trying).
 """
 
 from __future__ import annotations
@@ -28,11 +35,15 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import random
+import shlex
 import sys
+import tempfile
 import time
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
+import grpc
 from rich.console import Console
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -43,8 +54,8 @@ from textual.widgets import Footer, OptionList, RichLog, Static
 from textual.widgets.option_list import Option
 
 from . import render
-from .cardgames_client import (CardGamesError, Client, SeatSession, StaleSequence, connect,
-                               is_finished, is_my_turn, python_value)
+from .cardgames_client import (GAVE_UP, RESUMED, CardGamesError, Client, SeatSession, StaleSequence,
+                               StreamState, connect, is_finished, is_my_turn, python_value)
 from .local_service import LocalService, ServiceFailed
 from engine_service.transport.generated import match_pb2
 
@@ -54,6 +65,30 @@ from engine_service.transport.generated import match_pb2
 #: (a bot choosing trump the instant the last seat was taken). A match further along than the
 #: server replays (docs/api.md) starts with a snapshot instead.
 FROM_THE_START = 0
+#: Reopenings of a dropped event stream in a row before the screen gives up (the library's
+#: backoff waits up to 2 s between them: about half a minute; an engine restart takes seconds).
+RECONNECT_TRIES = 30
+#: Exit status once the connection is lost for good (1: an error the API answered).
+EXIT_CONNECTION_LOST = 3
+#: The status line for a move chosen while the connection is lost, and for one whose sending
+#: lost it (no answer: it may have been played).
+NOT_SENT = "not sent: the connection is lost — choose again once it is back"
+SENDING_LOST = "the connection was lost while sending your move: once it is back the table shows whether it was played"
+
+
+#: How long the event stream waits for the match's summary after a presence event.
+SUMMARY_WAIT_S = 2.0
+
+
+async def summary_now(audience: Any, current: Any) -> Any:
+    """The match's summary for a presence event (the names, who is away), or ``current`` when
+    it cannot be had within :data:`SUMMARY_WAIT_S`: the event stream waits for it, and a call
+    caught by a lost connection held the stream for a minute of retries, its failure (which
+    says "connection lost" on the screen) unnoticed meanwhile."""
+    try:
+        return await asyncio.wait_for(audience.summary(), SUMMARY_WAIT_S)
+    except (CardGamesError, asyncio.TimeoutError):
+        return current
 
 
 # ---- the screen ----------------------------------------------------------------------------
@@ -65,6 +100,7 @@ class PlayApp(App):
 
     TITLE = "cardgames"
     CSS = """
+    #connection { display: none; height: 1; padding: 0 1; background: $error; color: $text; text-style: bold; }
     #board { height: auto; padding: 0 1; }
     #lower { height: 1fr; min-height: 5; }
     #actions { width: 40%; border: round $accent; }
@@ -85,19 +121,25 @@ class PlayApp(App):
     #: scroll): the deal results below the board give way to them (see :meth:`fit_deals`).
     MIN_ACTION_ROWS = 5
 
-    def __init__(self, session: SeatSession, summary: Any | None = None, view: Any | None = None) -> None:
+    def __init__(self, session: SeatSession, summary: Any | None = None, view: Any | None = None, *,
+                 reconnect_tries: int | None = RECONNECT_TRIES) -> None:
         super().__init__()
         self.session = session
         self.summary = summary
         self.view_msg = view
+        self.reconnect_tries = reconnect_tries
         self.submitting = False
         self.result: Any | None = None
+        #: The event stream's last connection change while it is down or given up (None: up).
+        self.connection: StreamState | None = None
         self.board: Any = None  # the renderables on screen (for tests and screenshots)
         self.deals: Any = None
         self._shown_actions: list[str] = []
         self._fitted_size: Any = None
+        self._status_text = ""
 
     def compose(self) -> ComposeResult:
+        yield Static(id="connection")
         yield Static(id="board")
         yield Static(id="deals")
         with Horizontal(id="lower"):
@@ -126,10 +168,10 @@ class PlayApp(App):
     async def follow(self) -> None:
         log = self.query_one("#log", RichLog)
         try:
-            async for event in self.session.watch(after_seq=FROM_THE_START):
+            async for event in self.session.watch(after_seq=FROM_THE_START, max_failures=self.reconnect_tries,
+                                                  on_connection=self.on_connection):
                 if event.kind == match_pb2.EVENT_KIND_PRESENCE:
-                    with contextlib.suppress(CardGamesError):
-                        self.summary = await self.session.summary()
+                    self.summary = await summary_now(self.session, self.summary)
                 line = render.event_text(event, self.summary, self.session.seat)
                 if line is not None:
                     log.write(line)
@@ -142,11 +184,46 @@ class PlayApp(App):
                     self.redraw()
                     self.status("match over — press q to quit")
         except CardGamesError as exc:
-            self.status(f"the stream failed: {exc}")
+            if self.lost:
+                self.exit(return_code=EXIT_CONNECTION_LOST)  # run() says how to come back
+            else:  # an error that reconnecting cannot fix (a revoked token): no longer "reconnecting"
+                self.connection = None
+                self.show_connection()
+                self.status(f"the stream failed: {exc}")
+
+    @property
+    def lost(self) -> bool:
+        """Whether the event stream was given up (the screen then closes; see run())."""
+        return self.connection is not None and self.connection.state == GAVE_UP
+
+    def on_connection(self, state: StreamState) -> None:
+        """The event stream dropped, came back or was given up (the library's hook): say so
+        at the top, and grey out the actions while no move can be sent."""
+        line = render.connection_log_text(state, self.connection is not None)
+        self.connection = None if state.state == RESUMED else state
+        with contextlib.suppress(NoMatches):
+            if line is not None:
+                self.query_one("#log", RichLog).write(line)
+        self.show_connection()
+
+    def show_connection(self) -> None:
+        with contextlib.suppress(NoMatches):
+            banner = self.query_one("#connection", Static)
+            banner.update(render.connection_text(self.connection))
+            banner.display = self.connection is not None
+            actions = self.query_one("#actions", OptionList)
+            actions.disabled = self.connection is not None
+            actions.border_title = "your actions" if self.connection is None else "your actions: wait for the connection"
+            if self.connection is None and self._shown_actions:
+                actions.focus()
+            if self.connection is None and self._status_text.startswith((NOT_SENT, SENDING_LOST)):
+                self.status("")  # said while the connection was lost: the move can be made now
+            self.fit_deals()
 
     # -- drawing ------------------------------------------------------------------------------
 
     def status(self, text: str) -> None:
+        self._status_text = text
         with contextlib.suppress(NoMatches):
             self.query_one("#status", Static).update(text)
 
@@ -198,7 +275,8 @@ class PlayApp(App):
         def rows(renderable: Any) -> int:
             return len(self.console.render_lines(renderable, options, pad=False)) if renderable else 0
 
-        spare = self.size.height - 2 - rows(self.board)  # less the status line and the footer
+        # less the status line and the footer, and the connection line while it shows
+        spare = self.size.height - 2 - (self.connection is not None) - rows(self.board)
         self.query_one("#deals", Static).display = rows(self.deals) + self.MIN_ACTION_ROWS <= spare
 
     # -- choosing -----------------------------------------------------------------------------
@@ -214,6 +292,10 @@ class PlayApp(App):
         view = self.view_msg
         if notation is None or self.submitting or not is_my_turn(view):
             return
+        if self.connection is not None:
+            # the view may be out of date, and the move would only wait in the library's retries
+            self.status(NOT_SENT)
+            return
         self.submitting = True
         try:
             reply = await self.session.submit(notation, expected_seq=view.seq)
@@ -225,7 +307,11 @@ class PlayApp(App):
                 self.view_msg = exc.view
             self.status("the table moved on before your action arrived: choose again")
         except CardGamesError as exc:
-            self.status(f"refused: {exc.reason or exc.code.name}: {exc.message}")
+            if exc.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) and not exc.reason:
+                # no answer: the move may have been played; the events say so once they come
+                self.status(SENDING_LOST)
+            else:
+                self.status(f"refused: {exc.reason or exc.code.name}: {exc.message}")
         finally:
             self.submitting = False
             self.redraw()
@@ -251,7 +337,7 @@ async def autoplay(session: SeatSession, policy: str, console: Console, summary:
         return legal[0] if policy == "first" else rng.choice(legal)
 
     newest = -1  # the seq of this seat's last action: an older event's view is out of date
-    async for event in session.watch(after_seq=FROM_THE_START):
+    async for event in session.watch(after_seq=FROM_THE_START, on_connection=stderr_notices()):
         line = render.event_text(event, summary, session.seat)
         if line is not None:
             console.print(line)
@@ -263,6 +349,23 @@ async def autoplay(session: SeatSession, policy: str, console: Console, summary:
             if reply is not None:
                 newest = reply.seq
     return await session.summary()
+
+
+def stderr_notices() -> Callable[[StreamState], None]:
+    """An ``on_connection`` hook for the modes without a screen (--autoplay, clients.watch
+    --plain): the drop and the return, one line each on stderr, so that stdout stays the
+    events' and a log shows why they paused."""
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    down = False
+
+    def notice(state: StreamState) -> None:
+        nonlocal down
+        line = render.connection_log_text(state, down)
+        down = state.state != RESUMED
+        if line is not None:
+            console.print(line.plain.strip(), markup=False)
+
+    return notice
 
 
 # ---- command line --------------------------------------------------------------------------
@@ -289,6 +392,16 @@ def parse_option(text: str, game: Any) -> tuple[str, str | int | bool]:
     return name, raw
 
 
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"a whole number of 1 or more, not {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m clients.play", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -308,9 +421,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="time per decision before the server auto-moves (default: the game's)")
     p.add_argument("--match", metavar="MATCH_ID", help="join this match instead of creating one")
     p.add_argument("--token-file", metavar="PATH",
-                   help="with --match: return to your seat with its seat token, e.g. the one the operator "
-                   "gave you (python -m clients.admin reissue-token MATCH_ID SEAT -o PATH)")
+                   help="with --match: return to your seat with its seat token: the file named when the screen "
+                   "lost its connection for good, or one the operator gave you (python -m clients.admin "
+                   "reissue-token MATCH_ID SEAT -o PATH)")
     p.add_argument("--name", default="you", help="your player name")
+    p.add_argument("--reconnect-tries", type=positive_int, default=RECONNECT_TRIES, metavar="N",
+                   help="the screen gives up a lost connection after N reopenings of the event stream in a "
+                   f"row (default {RECONNECT_TRIES}, about half a minute), then prints how to return to your "
+                   f"seat and exits with status {EXIT_CONNECTION_LOST}")
     p.add_argument("--autoplay", choices=("first", "random"),
                    help="no screen: play by this policy, print the events and the result")
     p.add_argument("--seed", type=int, help="seed of --autoplay random")
@@ -384,11 +502,45 @@ async def run(args: argparse.Namespace, target: str, console: Console) -> int:
         if args.autoplay:
             final = await autoplay(session, args.autoplay, console, summary, args.seed)
         else:
-            app = PlayApp(session, summary)
+            app = PlayApp(session, summary, reconnect_tries=args.reconnect_tries)
             await app.run_async()
+            if app.connection is not None:  # given up, or quit (q) while down
+                print(connection_lost_line(app, session, args, target), file=sys.stderr)
+                return EXIT_CONNECTION_LOST
             final = await session.summary()
         print_result(final, session.seat, console)
         return 0
+
+
+def connection_lost_line(app: PlayApp, session: SeatSession, args: argparse.Namespace, target: str) -> str:
+    """The one line printed once the event stream is given up, or the screen quit while it
+    was down: why, and the command that returns to the seat (its token saved to a file only
+    the user can read, unless it came from ``--token-file``): the screen is gone, and a join
+    would take another seat."""
+    assert app.connection is not None
+    why = render.connection_lost_reason(app.connection)
+    what = ("the connection to the engine is lost for good" if app.lost
+            else "you quit while the connection to the engine was lost")
+    if not args.target:  # the engine of its own stops with the program, and the match with it
+        return f"error: {what} ({why}); the match was on this program's own engine and ends with it"
+    token_file = args.token_file or save_token(session)
+    command = ["python", "-m", "clients.play", "--target", target]
+    if args.tls:
+        command.append("--tls")
+    if args.ca:
+        command += ["--ca", args.ca]
+    if args.server_name:
+        command += ["--server-name", args.server_name]
+    command += ["--match", session.match_id, "--token-file", token_file]
+    return f"error: {what} ({why}); to return to your seat: {shlex.join(command)}"
+
+
+def save_token(session: SeatSession) -> str:
+    """The seat token in a new file readable by the user only (mkstemp: mode 0600); its path."""
+    fd, path = tempfile.mkstemp(prefix=f"cardgames-{session.match_id}-seat{session.seat}-", suffix=".token")
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(session.token + "\n")
+    return path
 
 
 def print_lobby(matches: Sequence[Any], target: str, console: Console) -> None:

@@ -21,7 +21,7 @@ from rich.text import Text
 
 from engine_service.transport.generated import cards_pb2, match_pb2
 
-from .cardgames_client import struct_value
+from .cardgames_client import GAVE_UP, RECONNECTING, RESUMED, StreamState, struct_value
 
 SUIT_SYMBOLS = {"S": "♠", "H": "♥", "D": "♦", "C": "♣", "NT": "NT"}
 SUIT_STYLES = {"S": "bold white", "H": "bold red", "D": "bold red", "C": "bold white", "NT": "bold cyan"}
@@ -409,3 +409,33 @@ def event_text(event: Any, summary: Any | None, me: int | None) -> Text | None:
     return Text(f"{event.seq:>4} {match_pb2.EventKind.Name(kind)}")
 
 
+def connection_text(state: StreamState | None) -> str:
+    """The screens' banner for the watch stream's connection (``""`` while it is up): a
+    frozen table must not pass for one where nobody moves."""
+    if state is None:
+        return ""
+    if state.state == RECONNECTING:
+        tries = f"try {state.attempt}" + (f" of {state.max_attempts}" if state.max_attempts else "")
+        return f"connection lost — reconnecting ({tries})…"
+    if state.state == GAVE_UP:
+        return f"connection lost for good after {state.attempt} tries"
+    return ""
+
+
+def connection_lost_reason(state: StreamState) -> str:
+    """Why a screen closed without its stream: the error (none: the server ended it), and the
+    tries made once it was given up."""
+    why = f"{state.error.code.name}: {state.error.message}" if state.error is not None else "the stream ended"
+    return why + (f", {state.attempt} tries in a row" if state.state == GAVE_UP else "")
+
+
+def connection_log_text(state: StreamState, was_down: bool) -> Text | None:
+    """The event log's line for a connection change: the drop (its first try only, with the
+    error), the return; None for the other tries and the end (the screen closes then)."""
+    if state.state == RECONNECTING and not was_down:
+        why = f" ({state.error.code.name}: {state.error.message})" if state.error else ""
+        return Text(f"     connection lost{why}: reconnecting", style="bold red")
+    if state.state == RESUMED:
+        tries = f"{state.attempt} tr{'y' if state.attempt == 1 else 'ies'}"
+        return Text(f"     connection back after {tries}: catching up", style="bold green")
+    return None

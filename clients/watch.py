@@ -6,9 +6,13 @@ A spectator sees exactly the public view (no hand, no legal actions): the table,
 tricks taken, scores and every action as it happens. The stream resumes by itself after a
 network drop or a server restart (``after_seq``), so no action is missed or shown twice; one
 that dropped while the match waited reopens with a snapshot, so a match that started meanwhile
-is shown started at once.
+is shown started at once. While the stream is down the screen says so in a red line at the
+top ("connection lost — reconnecting (try 3 of 30)…"), and the missed events follow once it is
+back; after ``--reconnect-tries`` failed reopenings in a row (or q meanwhile) it closes with one
+line on stderr saying how to watch again, exit status 3.
 
-``--plain`` prints one line per event instead of the full-screen table (for logs and pipes);
+``--plain`` prints one line per event instead of the full-screen table (for logs and pipes;
+a dropped connection and its return are a line each on stderr);
 ``--from-start`` replays the match from its first action before following it live (a match
 far along starts with a snapshot instead: the server's replay limit, docs/api.md).
 """
@@ -18,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import shlex
 import sys
 import time
 from typing import Any, Sequence
@@ -29,8 +34,15 @@ from textual.css.query import NoMatches
 from textual.widgets import Footer, RichLog, Static
 
 from . import render
-from .cardgames_client import CardGamesError, Spectator, connect
+from .play import positive_int, stderr_notices, summary_now
+from .cardgames_client import GAVE_UP, RESUMED, CardGamesError, Spectator, StreamState, connect
 from engine_service.transport.generated import match_pb2
+
+
+#: Reopenings of a dropped event stream in a row before the screen gives up (as clients.play).
+RECONNECT_TRIES = 30
+#: Exit status once the connection is lost for good (1: an error the API answered).
+EXIT_CONNECTION_LOST = 3
 
 
 class WatchApp(App):
@@ -38,6 +50,7 @@ class WatchApp(App):
 
     TITLE = "cardgames spectator"
     CSS = """
+    #connection { display: none; height: 1; padding: 0 1; background: $error; color: $text; text-style: bold; }
     #board { height: auto; padding: 0 1; }
     #deals { height: auto; padding: 0 1; }
     #log { height: 1fr; border: round $panel; }
@@ -46,17 +59,22 @@ class WatchApp(App):
                 # Ctrl-C ends the program (textual's own binding only showed "press ctrl+q")
                 Binding("ctrl+c", "quit", "Quit", show=False, priority=True)]
 
-    def __init__(self, spectator: Spectator, after_seq: int | None = None) -> None:
+    def __init__(self, spectator: Spectator, after_seq: int | None = None, *, summary: Any | None = None,
+                 reconnect_tries: int | None = RECONNECT_TRIES) -> None:
         super().__init__()
         self.spectator = spectator
         self.after_seq = after_seq
+        self.reconnect_tries = reconnect_tries
+        #: The event stream's last connection change while it is down or given up (None: up).
+        self.connection: StreamState | None = None
         self.view_msg: Any | None = None
-        self.summary: Any | None = None
+        self.summary = summary
         self.ended = False
         self.board: Any = None  # the renderables on screen (for tests and screenshots)
         self.deals: Any = None
 
     def compose(self) -> ComposeResult:
+        yield Static(id="connection")
         yield Static(id="board")
         yield Static(id="deals")
         yield RichLog(id="log", wrap=True, markup=False)
@@ -64,17 +82,18 @@ class WatchApp(App):
 
     async def on_mount(self) -> None:
         self.query_one("#log", RichLog).border_title = "events"
-        self.summary = await self.spectator.summary()
+        if self.summary is None:
+            self.summary = await self.spectator.summary()
         self.set_interval(0.5, self.redraw)
         self.run_worker(self.follow(), exclusive=True)
 
     async def follow(self) -> None:
         log = self.query_one("#log", RichLog)
         try:
-            async for event in self.spectator.watch(after_seq=self.after_seq):
+            async for event in self.spectator.watch(after_seq=self.after_seq, max_failures=self.reconnect_tries,
+                                                    on_connection=self.on_connection):
                 if event.kind == match_pb2.EVENT_KIND_PRESENCE:
-                    with contextlib.suppress(CardGamesError):
-                        self.summary = await self.spectator.summary()
+                    self.summary = await summary_now(self.spectator, self.summary)
                 line = render.event_text(event, self.summary, None)
                 if line is not None:
                     log.write(line)
@@ -85,7 +104,33 @@ class WatchApp(App):
                     self.ended = True
                 self.redraw()
         except CardGamesError as exc:
-            log.write(f"the stream failed: {exc}")
+            if self.lost:
+                self.exit(return_code=EXIT_CONNECTION_LOST)  # run() says how to watch again
+            else:  # an error that reconnecting cannot fix: no longer "reconnecting"
+                self.connection = None
+                self.show_connection()
+                log.write(f"the stream failed: {exc}")
+
+    @property
+    def lost(self) -> bool:
+        """Whether the event stream was given up (the screen then closes; see run())."""
+        return self.connection is not None and self.connection.state == GAVE_UP
+
+    def on_connection(self, state: StreamState) -> None:
+        """The event stream dropped, came back or was given up (the library's hook): say so
+        at the top, since a frozen table looks like one where nobody moves."""
+        line = render.connection_log_text(state, self.connection is not None)
+        self.connection = None if state.state == RESUMED else state
+        with contextlib.suppress(NoMatches):
+            if line is not None:
+                self.query_one("#log", RichLog).write(line)
+        self.show_connection()
+
+    def show_connection(self) -> None:
+        with contextlib.suppress(NoMatches):
+            banner = self.query_one("#connection", Static)
+            banner.update(render.connection_text(self.connection))
+            banner.display = self.connection is not None
 
     def redraw(self) -> None:
         if self.view_msg is None:
@@ -102,9 +147,9 @@ async def follow_plain(spectator: Spectator, console: Console, after_seq: int | 
     ends; returns the final MatchSummary."""
     summary = await spectator.summary()
     deals_seen: int | None = None
-    async for event in spectator.watch(after_seq=after_seq):
+    async for event in spectator.watch(after_seq=after_seq, on_connection=stderr_notices()):
         if event.kind == match_pb2.EVENT_KIND_PRESENCE:
-            summary = await spectator.summary()
+            summary = await summary_now(spectator, summary)
         line = render.event_text(event, summary, None)
         if line is not None:
             console.print(line)
@@ -114,6 +159,20 @@ async def follow_plain(spectator: Spectator, console: Console, after_seq: int | 
                 console.print(render.deal_results_table(event.view, summary, last=scored - deals_seen))
             deals_seen = scored
     return await spectator.summary()
+
+
+def connection_lost_line(app: WatchApp, args: argparse.Namespace) -> str:
+    """The one line printed once the event stream is given up, or the screen quit while it
+    was down (asking the engine for the final result would only fail): why, and the command
+    that watches again."""
+    assert app.connection is not None
+    why = render.connection_lost_reason(app.connection)
+    what = ("the connection to the engine is lost for good" if app.lost
+            else "you quit while the connection to the engine was lost")
+    command = ["python", "-m", "clients.watch", args.match_id, "--target", args.target]
+    command += ["--tls"] * args.tls + ["--ca", args.ca] * bool(args.ca)
+    command += ["--server-name", args.server_name] * bool(args.server_name)
+    return f"error: {what} ({why}); to watch again: {shlex.join(command)}"
 
 
 async def run(args: argparse.Namespace, console: Console) -> int:
@@ -127,7 +186,14 @@ async def run(args: argparse.Namespace, console: Console) -> int:
         if args.plain:
             final = await follow_plain(spectator, console, after)
         else:
-            await WatchApp(spectator, after).run_async()
+            # asked before the screen opens: an engine that cannot be reached, or no such match,
+            # is then one line (from the screen's start it came with textual's traceback)
+            summary = await spectator.summary()
+            app = WatchApp(spectator, after, summary=summary, reconnect_tries=args.reconnect_tries)
+            await app.run_async()
+            if app.connection is not None:  # given up, or quit (q) while down
+                print(connection_lost_line(app, args), file=sys.stderr)
+                return EXIT_CONNECTION_LOST
             final = await spectator.summary()
     result = render.struct_dict(final.result) if final.HasField("result") else {}
     status = match_pb2.MatchStatus.Name(final.status).removeprefix("MATCH_STATUS_").lower()
@@ -145,6 +211,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--ca", metavar="FILE", help="PEM root certificate(s) for --tls")
     p.add_argument("--server-name", help="TLS name to verify instead of the target's host")
     p.add_argument("--plain", action="store_true", help="one line per event instead of the full screen")
+    p.add_argument("--reconnect-tries", type=positive_int, default=RECONNECT_TRIES, metavar="N",
+                   help="the screen gives up a lost connection after N reopenings of the event stream in a "
+                   f"row (default {RECONNECT_TRIES}, about half a minute), then prints how to watch again and "
+                   f"exits with status {EXIT_CONNECTION_LOST} (--plain keeps trying)")
     p.add_argument("--from-start", action="store_true",
                    help="replay the match from its first action (a snapshot first when the match "
                    "is too far along for the server to replay)")

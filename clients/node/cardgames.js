@@ -12,7 +12,8 @@
  *    after a dropped connection (INTERNAL or UNKNOWN too, 3 times in a row at most), so every
  *    ACTION event is seen exactly once; a stream that dropped while its view was still WAITING
  *    is reopened without after_seq (a SNAPSHOT first), since the match's start is no action
- *    and would not be replayed.
+ *    and would not be replayed; its onConnection hook tells the caller while the stream is
+ *    down ('reconnecting'), back ('resumed') or given up ('gave_up'), as the Python library's.
  */
 
 const path = require('node:path');
@@ -144,6 +145,10 @@ const RESUMABLE = new Set(['UNAVAILABLE', 'DEADLINE_EXCEEDED', 'CANCELLED']);
 const MAYBE_RESUMABLE = new Set(['INTERNAL', 'UNKNOWN']);
 const MAX_UNCLEAR_FAILURES = 3;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+/** The states of watch()'s onConnection hook (clients/cardgames_client.py's StreamState). */
+const RECONNECTING = 'reconnecting';
+const RESUMED = 'resumed';
+const GAVE_UP = 'gave_up';
 const backoff = (attempt) => Math.random() * Math.min(2000, 100 * 2 ** attempt);
 
 class Client {
@@ -155,7 +160,14 @@ class Client {
     const credentials = options.tls || options.rootCertificates
       ? grpc.credentials.createSsl(options.rootCertificates || null)
       : grpc.credentials.createInsecure();
-    const channelOptions = { 'grpc.keepalive_time_ms': 30000, 'grpc.keepalive_timeout_ms': 10000 };
+    const channelOptions = {
+      'grpc.keepalive_time_ms': 30000,
+      'grpc.keepalive_timeout_ms': 10000,
+      // the channel's own wait between connection attempts grows to 2 minutes while the engine
+      // is unreachable (calls fail at once meanwhile): capped as watch()'s backoff, a stream is
+      // back within about 2 s of the engine (as the Python library)
+      'grpc.max_reconnect_backoff_ms': 2000,
+    };
     this.stub = new api.CardGamesService(target, credentials, channelOptions);
     this.timeoutMs = options.timeoutMs || 10000;
   }
@@ -315,8 +327,19 @@ class Seat {
    * the first action. That SNAPSHOT is delivered only when it is at the last seq received (no
    * action in between); else the stream is opened again with after_seq and the actions played
    * meanwhile come as ACTION events, each once.
+   *
+   * Options: `maxFailures`, the reopenings in a row without an event after which the failure
+   * is thrown (undefined: keep trying while the server is unreachable); `onConnection(change)`,
+   * awaited when it returns a promise, told what the stream itself cannot say (while it is
+   * down no event comes, as on a quiet table): `{state: 'reconnecting', attempt, maxAttempts,
+   * error, delayMs}` before every reopening (attempt 1, 2... in a row; error undefined when the
+   * server ended the stream cleanly), `{state: 'resumed', attempt, maxAttempts}` just before
+   * the first event of the stream that came back (the missed ones follow), `{state: 'gave_up',
+   * attempt, maxAttempts, error}` just before the error is thrown (after maxFailures
+   * reopenings, or a fourth INTERNAL / UNKNOWN; not for errors that reconnecting cannot fix).
+   * On an idle match the first event back may be the server's heartbeat (every 5 s by default).
    */
-  async *watch(afterSeq) {
+  async *watch(afterSeq, { maxFailures, onConnection } = {}) {
     let last = afterSeq;
     const known = () => last !== undefined && last !== null;
     // Whether replaying after `last` shows the match as it is: the view last delivered is past
@@ -324,8 +347,11 @@ class Seat {
     let started = false;
     let first = true; // the first stream opens as asked
     let failures = 0;
+    let down = false; // a drop was reported (reconnecting) and no event has come since
+    const tell = async (change) => { if (onConnection) await onConnection({ maxAttempts: maxFailures, ...change }); };
     for (;;) {
       let waitMs = 0;
+      let failure; // why the stream dropped (undefined: it ended cleanly)
       const metadata = new grpc.Metadata();
       metadata.set('authorization', `Bearer ${this.token}`);
       const request = { match_id: this.matchId };
@@ -337,6 +363,10 @@ class Seat {
       const call = this.client.stub.WatchMatch(request, metadata);
       try {
         for await (const event of call) {
+          if (down) {
+            down = false;
+            await tell({ state: RESUMED, attempt: failures });
+          }
           failures = 0;
           event.seq = event.seq || 0; // proto3 does not send a zero int64
           if (checking) {
@@ -358,19 +388,31 @@ class Seat {
         const summary = await this.client.getMatch(this.matchId);
         if (['MATCH_STATUS_FINISHED', 'MATCH_STATUS_TERMINATED'].includes(summary.status)) return;
       } catch (error) {
-        const failure = error instanceof CardGamesError ? error : toCardGamesError(error);
+        failure = error instanceof CardGamesError ? error : toCardGamesError(error);
         // the stream's own INTERNAL or UNKNOWN status (not a bug of this code, not a failed
         // getMatch): perhaps a broken connection, reopened while failures stay below the limit
         const unclear = Number.isInteger(error.code) && MAYBE_RESUMABLE.has(failure.code)
           && failures < MAX_UNCLEAR_FAILURES;
         // a reopening refused by a rate limit did nothing: open again after its delay
         const limited = failure.reason === 'RATE_LIMITED';
-        if (!RESUMABLE.has(failure.code) && !unclear && !limited) throw failure;
+        if (!RESUMABLE.has(failure.code) && !unclear && !limited) {
+          if (MAYBE_RESUMABLE.has(failure.code) && Number.isInteger(error.code)) {
+            await tell({ state: GAVE_UP, attempt: failures, error: failure }); // the unclear ones ran out
+          }
+          throw failure;
+        }
+        if (maxFailures !== undefined && maxFailures !== null && failures >= maxFailures) {
+          await tell({ state: GAVE_UP, attempt: failures, error: failure });
+          throw failure;
+        }
         if (limited) waitMs = failure.retryDelayMs || 0;
       } finally {
         call.cancel();
       }
-      await sleep(Math.max(waitMs, backoff(Math.min(failures, 6))));
+      const delayMs = Math.max(waitMs, backoff(Math.min(failures, 6)));
+      down = true;
+      await tell({ state: RECONNECTING, attempt: failures + 1, error: failure, delayMs });
+      await sleep(delayMs);
       failures += 1;
     }
   }
@@ -400,4 +442,6 @@ function verifyDeal(reveal, commitment = reveal.commitment) {
   return sha256(opened.join(',')) === commitment.toLowerCase();
 }
 
-module.exports = { Client, Seat, CardGamesError, toCardGamesError, verifyDeal, api };
+module.exports = {
+  Client, Seat, CardGamesError, toCardGamesError, verifyDeal, api, RECONNECTING, RESUMED, GAVE_UP,
+};

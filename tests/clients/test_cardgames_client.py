@@ -585,3 +585,155 @@ def test_an_internal_error_names_its_request_id():
     assert str(internal) == "INTERNAL INTERNAL: internal error (request 0123456789abcdef)"
     other = failure(grpc.StatusCode.NOT_FOUND)
     assert other.request_id == "0123456789abcdef" and "request" not in str(other)
+
+
+class _Dropped(grpc.RpcError):
+    """A stream's failure as grpc raises it (code, details, no rich status)."""
+
+    def __init__(self, code: grpc.StatusCode = grpc.StatusCode.UNAVAILABLE) -> None:
+        self._code = code
+
+    def code(self):
+        return self._code
+
+    def details(self):
+        return "Socket closed"
+
+    def trailing_metadata(self):
+        return ()
+
+
+class _ScriptedStreams:
+    """A stub whose n-th WatchMatch call yields the n-th script's events, then raises its
+    failure (None: ends cleanly); records each request's after_seq."""
+
+    def __init__(self, scripts: list[tuple[list, grpc.RpcError | None]]) -> None:
+        self.scripts = scripts
+        self.opened: list[int | None] = []
+
+    def WatchMatch(self, request, metadata=None):
+        self.opened.append(request.after_seq if request.HasField("after_seq") else None)
+        events, failure = self.scripts[len(self.opened) - 1]
+
+        class Call:
+            def cancel(self):
+                pass
+
+            async def __aiter__(self):
+                for event in events:
+                    yield event
+                if failure is not None:
+                    raise failure
+
+        return Call()
+
+
+def _event(kind: int, seq: int) -> cg.Event:
+    return cg.Event(kind=kind, seq=seq, view=cg.View(seq=seq, status=match_pb2.MATCH_STATUS_ACTIVE))
+
+
+def test_watch_tells_its_hook_when_the_stream_drops_comes_back_and_is_given_up():
+    """``on_connection`` hears ``reconnecting`` (try n of max, the error) before each
+    reopening, ``resumed`` just before the first event of the stream that came back (the
+    replayed actions after it, each once), and ``gave_up`` before the error is raised; a
+    watch without the hook works as before (the same events)."""
+    action, ended = match_pb2.EVENT_KIND_ACTION, match_pb2.EVENT_KIND_MATCH_ENDED
+
+    async def scenario():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"), retry=cg.RetryPolicy(initial_backoff_s=0.001,
+                                                                                          max_backoff_s=0.002))
+        try:
+            heard: list = []
+            client.stub = _ScriptedStreams([
+                ([_event(match_pb2.EVENT_KIND_SNAPSHOT, 2), _event(action, 3)], _Dropped()),
+                ([], _Dropped()),  # the first reopening fails too
+                ([_event(action, 3), _event(action, 4), _event(action, 5)], _Dropped()),  # 3: a replay too many
+                ([_event(action, 6), _event(ended, 6)], None),
+            ])
+            stream = client.spectate("m1").watch(on_connection=heard.append, max_failures=5)
+            seen = []
+            async for event in stream:
+                seen.append((event.kind, event.seq))
+                heard.append(("event", event.seq))
+            assert client.stub.opened == [None, 3, 3, 5]
+            assert [(h.state, h.attempt, h.max_attempts, h.error.code if h.error else None)
+                    if isinstance(h, cg.StreamState) else h for h in heard] == [
+                ("event", 2), ("event", 3),
+                (cg.RECONNECTING, 1, 5, grpc.StatusCode.UNAVAILABLE),
+                (cg.RECONNECTING, 2, 5, grpc.StatusCode.UNAVAILABLE),
+                (cg.RESUMED, 2, 5, None), ("event", 4), ("event", 5),
+                (cg.RECONNECTING, 1, 5, grpc.StatusCode.UNAVAILABLE),
+                (cg.RESUMED, 1, 5, None), ("event", 6), ("event", 6)]
+            assert all(h.delay_s >= 0 for h in heard if isinstance(h, cg.StreamState))
+
+            # given up: the hook hears it (after max_failures reopenings), then the error is raised
+            heard.clear()
+            client.stub = _ScriptedStreams([([_event(action, 7)], _Dropped())] + [([], _Dropped())] * 3)
+
+            async def hook(state):  # a coroutine function is awaited
+                await asyncio.sleep(0)
+                heard.append((state.state, state.attempt))
+
+            with pytest.raises(cg.Unavailable):
+                async for event in client.spectate("m1").watch(6, on_connection=hook, max_failures=2):
+                    heard.append(("event", event.seq))
+            assert heard == [("event", 7), (cg.RECONNECTING, 1), (cg.RECONNECTING, 2), (cg.GAVE_UP, 2)]
+            assert client.stub.opened == [6, 7, 7]
+
+            # INTERNAL four times in a row: given up as well; NOT_FOUND is no drop (no hook call)
+            for code, expected in ((grpc.StatusCode.INTERNAL, [cg.RECONNECTING] * 3 + [cg.GAVE_UP]),
+                                   (grpc.StatusCode.NOT_FOUND, [])):
+                heard.clear()
+                client.stub = _ScriptedStreams([([], _Dropped(code))] * 4)
+                with pytest.raises(cg.CardGamesError) as caught:
+                    async for _ in client.spectate("m1").watch(on_connection=lambda s: heard.append(s.state)):
+                        pass
+                assert caught.value.code == code and heard == expected
+        finally:
+            await client.close()
+
+    run(scenario(), timeout_s=10)
+
+
+def test_a_watch_comes_back_soon_after_a_long_outage(engine):
+    """After 10 s of refused connections (grpc's own reconnection backoff has grown to ~4 s
+    and more by then, to 2 minutes at most) the stream is back within ~2 s of the engine,
+    the library's own backoff: the channel's is capped to it (the stream came back 6 s after
+    the engine, the screen still saying 'reconnecting', its tries used up meanwhile)."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as direct:
+            match, sessions, mover = await two_seats(direct)
+            proxy = CuttableProxy(engine.target)
+            await proxy.__aenter__()
+            port = proxy.port
+            client = cg.connect(proxy.target)
+            heard: list[tuple[str, float]] = []
+            seen: list[int] = []
+
+            async def follow():
+                async for event in client.spectate(match.match_id).watch(
+                        on_connection=lambda s: heard.append((s.state, time.monotonic()))):
+                    seen.append(event.seq)
+
+            task = asyncio.create_task(follow())
+            try:
+                while not seen:
+                    await asyncio.sleep(0.02)
+                await proxy.__aexit__(None, None, None)  # refused from now on
+                await asyncio.sleep(10)
+                await mover.act(lambda v: v.legal_actions[0].notation)  # an event to come back with
+                proxy = CuttableProxy(engine.target, port=port)
+                await proxy.__aenter__()
+                restored = time.monotonic()
+                while not any(state == cg.RESUMED for state, _ in heard):
+                    assert time.monotonic() - restored < 3.0, f"not back within 3 s of the engine: {heard[-3:]}"
+                    await asyncio.sleep(0.02)
+                assert [state for state, _ in heard].count(cg.RECONNECTING) >= 5
+            finally:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                await client.close()
+                await proxy.__aexit__(None, None, None)
+
+    run(scenario(), timeout_s=30)

@@ -1,7 +1,8 @@
 """The Node.js client (clients/node) against a real engine: it creates a match against a bot,
 plays it to the end and prints the result; a watch stream cut while its match waits resumes
 on the started view; one that fails with INTERNAL or UNKNOWN is reopened as by the Python
-library (a fake engine); its own offline unit tests pass too.
+library (a fake engine); its watch hook hears a long outage and the return within ~2 s of the
+engine; its own offline unit tests pass too.
 
 Its dependencies come from the npm registry with ``npm ci`` (package-lock.json), run here
 once when clients/node/node_modules is missing or older than the lock file.
@@ -365,5 +366,81 @@ def test_node_watch_reopens_after_internal_and_unknown_as_python_does(node):
             assert results[name, "mid"] == (mid, [None, 2, 3]), name
             assert results[name, "broken"] == ([{"kind": "EVENT_KIND_SNAPSHOT", "seq": 5}, {"error": "INTERNAL"}],
                                                [None, 5, 5, 5]), name
+
+    run(scenario(), timeout_s=60)
+
+
+_WATCH_WITH_HOOK = """
+const { Client, Seat } = require('./cardgames');
+const [target, matchId, seat, token] = process.argv.slice(1);
+(async () => {
+  const client = new Client(target);
+  const say = (line) => process.stdout.write(`${JSON.stringify(line)}\\n`);
+  const onConnection = (c) => say({ state: c.state, attempt: c.attempt, max: c.maxAttempts,
+                                    code: c.error ? c.error.code : null });
+  for await (const event of new Seat(client, matchId, Number(seat), token).watch(0, { onConnection, maxFailures: 40 })) {
+    if (event.kind === 'EVENT_KIND_ACTION') say({ seq: event.seq });
+  }
+  client.close();
+})().catch((e) => { console.error(e.message); process.exit(1); });
+"""
+
+
+def test_node_watch_hook_through_a_long_outage(engine, node):
+    """The Node client's watch() tells its onConnection hook that the stream dropped
+    (reconnecting, try 1, 2... of maxFailures, UNAVAILABLE) and that it is back (resumed) within
+    ~2 s of the engine after 10 s of refused connections (grpc-js's own reconnection backoff
+    capped as the library's), then the actions played meanwhile, each once."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match, sessions, mover = await two_seats(client)
+            proxy = CuttableProxy(engine.target)
+            await proxy.__aenter__()
+            port = proxy.port
+            spectator = sessions[0] if mover is not sessions[0] else sessions[1]
+            watcher = await asyncio.create_subprocess_exec(
+                node, "-e", _WATCH_WITH_HOOK, proxy.target, match.match_id, str(spectator.seat), spectator.token,
+                cwd=NODE_DIR, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            lines: list[dict] = []
+
+            async def read_until(done, timeout_s: float) -> None:
+                deadline = asyncio.get_running_loop().time() + timeout_s
+                while not done():
+                    left = deadline - asyncio.get_running_loop().time()
+                    try:
+                        line = await asyncio.wait_for(watcher.stdout.readline(), max(0.0, left))
+                    except asyncio.TimeoutError:
+                        raise AssertionError(f"not within {timeout_s:g} s; so far {lines}") from None
+                    assert line, (await watcher.stderr.read()).decode()
+                    lines.append(json.loads(line))
+
+            try:
+                await mover.act(lambda v: v.legal_actions[0].notation)
+                await read_until(lambda: {"seq": 1} in lines, 10)
+                await proxy.__aexit__(None, None, None)  # refused from now on
+                await read_until(lambda: any(l.get("state") == "reconnecting" for l in lines), 5)
+                await asyncio.sleep(10)
+                played = []
+                for _ in range(2):
+                    view = await sessions[0].view()
+                    reply = await sessions[view.to_act].act(lambda v: v.legal_actions[0].notation)
+                    played.append(reply.seq)
+                proxy = CuttableProxy(engine.target, port=port)
+                await proxy.__aenter__()
+                await read_until(lambda: any(l.get("state") == "resumed" for l in lines), 3)
+                await read_until(lambda: {"seq": played[-1]} in lines, 3)
+            finally:
+                watcher.kill()
+                await watcher.wait()
+                await proxy.__aexit__(None, None, None)
+            states = [l for l in lines if "state" in l]
+            tries = [l["attempt"] for l in states if l["state"] == "reconnecting"]
+            assert tries == list(range(1, len(tries) + 1)) and len(tries) >= 5, states
+            assert all(l["max"] == 40 and l["code"] == "UNAVAILABLE" for l in states if l["state"] == "reconnecting")
+            assert states[-1] == {"state": "resumed", "attempt": len(tries), "max": 40, "code": None}
+            assert [l["seq"] for l in lines if "seq" in l] == [1, *played]
+            after = lines.index(states[-1])
+            assert all("seq" in l for l in lines[after + 1:]), "an event came before 'resumed'"
 
     run(scenario(), timeout_s=60)

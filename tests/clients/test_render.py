@@ -224,3 +224,23 @@ def test_georgian_joker_deal_results_say_which_number_is_the_bid():
     json_format.ParseDict([{"trump": "D", "taken": [8, 10], "scores": [0, 2]}], view.scores.deal_results)
     text = plain(render.deal_results_table(view, None))
     assert "taken/bid" not in text and "8 tricks" in text
+
+
+def test_the_connection_line_of_the_screens():
+    """The red line while the watch stream is down: the try of max_failures (or alone when
+    there is no limit), then given up; nothing while the stream is up or back."""
+    assert render.connection_text(None) == ""
+    assert render.connection_text(cg.StreamState(cg.RECONNECTING, 3, 30)) == \
+        "connection lost — reconnecting (try 3 of 30)…"
+    assert render.connection_text(cg.StreamState(cg.RECONNECTING, 4, None)) == "connection lost — reconnecting (try 4)…"
+    assert render.connection_text(cg.StreamState(cg.RESUMED, 2, 30)) == ""
+    assert render.connection_text(cg.StreamState(cg.GAVE_UP, 30, 30)) == "connection lost for good after 30 tries"
+
+
+def test_the_reason_a_screen_closed_without_its_stream():
+    """The error and, once given up, the tries; a stream the server ended has no error."""
+    error = cg.Unavailable(cg.grpc.StatusCode.UNAVAILABLE, "Socket closed")
+    assert render.connection_lost_reason(cg.StreamState(cg.GAVE_UP, 30, 30, error)) == \
+        "UNAVAILABLE: Socket closed, 30 tries in a row"
+    assert render.connection_lost_reason(cg.StreamState(cg.RECONNECTING, 4, 30, error)) == "UNAVAILABLE: Socket closed"
+    assert render.connection_lost_reason(cg.StreamState(cg.RECONNECTING, 1, 30)) == "the stream ended"

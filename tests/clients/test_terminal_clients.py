@@ -310,6 +310,13 @@ def test_play_screen_keeps_the_legal_actions_in_view_on_a_small_terminal(engine)
                 assert shown.height >= min(3, len(app._shown_actions)), f"too few rows for the actions: {shown}"
                 status = app.query_one("#status").region  # the refusals and "match over" are shown there
                 assert status.y + status.height <= 24 - 1, f"the status line is off the screen: {status}"
+                app.on_connection(cg.StreamState(cg.RECONNECTING, 1, 30))  # the connection line takes a row
+                await pilot.pause(0.2)
+                assert app.query_one("#connection").region.y == 0
+                shown = actions.content_region
+                assert shown.y + shown.height <= 24 - 2 and shown.height >= min(3, len(app._shown_actions)), shown
+                app.on_connection(cg.StreamState(cg.RESUMED, 1, 30))
+                await pilot.pause(0.1)
                 await pilot.resize_terminal(120, 45)  # room enough: the deal results are back
                 for _ in range(40):
                     await pilot.pause(0.05)
@@ -442,3 +449,449 @@ def test_play_returns_to_a_seat_with_a_reissued_token(engine, tmp_path):
     assert "finished: winners" in result.stdout.splitlines()[-1]
     usage = cli("clients.play", "--target", engine.target, "--token-file", str(token_file), "--list")
     assert usage.returncode == 2 and "--token-file" in usage.stderr
+
+
+# ---- a lost connection -----------------------------------------------------------------------
+
+
+def log_lines(app) -> list[str]:
+    return [strip.text for strip in app.query_one("#log").lines]
+
+
+def action_seqs(lines: list[str]) -> list[int]:
+    """The seq numbers of the action lines of the event log, in the order shown."""
+    return [int(line.split()[0]) for line in lines if line.split() and line.split()[0].isdigit()
+            and ": " in line and "joined" not in line and "ended" not in line]
+
+
+def banner(app) -> tuple[bool, str]:
+    widget = app.query_one("#connection")
+    return bool(widget.display), str(widget.content)
+
+
+async def wait_for(pilot, condition, what: str, timeout_s: float = 8.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not within {timeout_s:g} s"
+        await pilot.pause(0.02)
+
+
+async def first_action_shown(pilot, app, seat: cg.SeatSession) -> None:
+    """An action played (by ``seat``, on its own connection, if it is its turn) and shown on
+    the screen: its event stream is open and delivering (the screen's first view comes from a
+    GetView, and its stream may not be open yet), so that a cut then is a stream that fails."""
+    view = await seat.view()
+    if view.seq == 0 and cg.is_my_turn(view):
+        await seat.act(lambda v: v.legal_actions[0].notation)
+    await wait_for(pilot, lambda: action_seqs(log_lines(app)), "the first action on screen")
+
+
+def test_play_screen_says_the_connection_is_lost_and_catches_up(engine):
+    """The player's stream is cut (the proxy holds the reconnection): a red line at the top
+    says "connection lost — reconnecting (try 1 of 30)…", the actions are greyed out and a
+    move chosen then is not sent; the match goes on meanwhile (the player's own seat acts on
+    another connection, then the opponent). Restored: the line goes, the missed actions are
+    shown, each once and in order, and the table is the server's."""
+    from .conftest import CuttableProxy, two_seats
+
+    async def scenario():
+        async with cg.connect(engine.target) as direct, CuttableProxy(engine.target) as proxy, \
+                cg.connect(proxy.target) as via_proxy:
+            match, sessions, mover = await two_seats(direct)
+            mine = sessions[0]
+            me = via_proxy.seat_session(match.match_id, mine.seat, mine.token)
+            app = PlayApp(me, await me.summary())
+            banners = []
+            original = app.on_connection
+
+            def recording(state):
+                original(state)
+                banners.append(banner(app))
+
+            app.on_connection = recording
+            async with app.run_test(size=(160, 50)) as pilot:
+                rng = random.Random(5)
+                while True:  # an action or more (the stream has delivered something), then my turn
+                    view = await mine.view()
+                    if view.seq >= 1 and cg.is_my_turn(view):
+                        break
+                    await sessions[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
+                seq = view.seq
+                await wait_for(pilot, lambda: app.view_msg.seq == seq and app._shown_actions, "my turn on screen")
+                assert banner(app) == (False, "")
+
+                proxy.hold()
+                proxy.cut()
+                await wait_for(pilot, lambda: banner(app)[0], "the connection-lost line")
+                assert banner(app) == (True, "connection lost — reconnecting (try 1 of 30)…")
+                actions = app.query_one("#actions")
+                assert actions.disabled and "wait for the connection" in str(actions.border_title)
+                await pilot.press("1")
+                await pilot.pause(0.2)
+                assert str(app.query_one("#status").content) == \
+                    "not sent: the connection is lost — choose again once it is back"
+                assert (await mine.view()).seq == seq, "a move was sent while the connection was lost"
+                assert any(line.strip().startswith("connection lost (") for line in log_lines(app))
+
+                while True:  # my seat (on another connection) and the opponent play on
+                    view = await mine.view()
+                    if view.seq >= seq + 2 and cg.is_my_turn(view):
+                        break
+                    await sessions[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
+                missed = view.seq
+                await pilot.pause(0.3)
+                assert app.view_msg.seq == seq and banner(app)[0], "the screen moved while cut"
+
+                proxy.release()
+                await wait_for(pilot, lambda: not banner(app)[0] and app.view_msg.seq == missed, "catching up")
+                assert banner(app) == (False, "")
+                assert not actions.disabled and app._shown_actions
+                assert str(app.query_one("#status").content) == "", "the 'not sent' line outlived the outage"
+                lines = log_lines(app)
+                assert action_seqs(lines) == list(range(1, missed + 1)), lines
+                assert any(line.strip().startswith("connection back after 1 try") for line in lines), lines
+                assert banners[0] == (True, "connection lost — reconnecting (try 1 of 30)…")
+                assert banners[-1] == (False, "")
+
+                await pilot.press("1")  # and a move goes through again
+                await wait_for(pilot, lambda: app.view_msg.seq == missed + 1, "my move after the restore")
+                assert (await mine.view()).seq == missed + 1
+
+    run(scenario(), timeout_s=60)
+
+
+def test_watch_screen_counts_its_tries_and_catches_up(engine):
+    """The spectator's engine refuses connections for a while (the proxy's port closed, as
+    during a restart): the line counts the reopenings (try 1, 2, ... of 30); opened again,
+    the line goes and the actions played meanwhile are shown, each once."""
+    from .conftest import CuttableProxy, two_seats
+
+    async def scenario():
+        async with cg.connect(engine.target) as direct:
+            match, sessions, _ = await two_seats(direct)
+            rng = random.Random(8)
+
+            async def play(n: int) -> int:
+                for _ in range(n):
+                    view = await sessions[0].view()
+                    await sessions[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
+                return (await sessions[0].view()).seq
+
+            proxy = CuttableProxy(engine.target)
+            await proxy.__aenter__()
+            port = proxy.port
+            client = cg.connect(proxy.target)
+            try:
+                app = WatchApp(client.spectate(match.match_id), after_seq=0)
+                shown = []
+                original = app.on_connection
+
+                def recording(state):
+                    original(state)
+                    shown.append(banner(app))
+
+                app.on_connection = recording
+                async with app.run_test(size=(160, 50)) as pilot:
+                    seq = await play(2)
+                    await wait_for(pilot, lambda: app.view_msg is not None and app.view_msg.seq == seq,
+                                   "the first actions")
+                    await proxy.__aexit__(None, None, None)  # the port refuses, the stream is cut
+                    await wait_for(pilot, lambda: len(shown) >= 3, "three tries")
+                    seq = await play(3)
+                    assert shown[:3] == [(True, f"connection lost — reconnecting (try {n} of 30)…")
+                                         for n in (1, 2, 3)]
+                    proxy = CuttableProxy(engine.target, port=port)
+                    await proxy.__aenter__()
+                    await wait_for(pilot, lambda: not banner(app)[0] and app.view_msg.seq == seq,
+                                   "catching up", timeout_s=12)
+                    assert shown[-1] == (False, "")
+                    lines = log_lines(app)
+                    assert action_seqs(lines) == list(range(1, seq + 1)), lines
+                    assert sum(line.strip().startswith("connection lost") for line in lines) == 1, lines
+                    assert "connection back after" in "\n".join(lines)
+                    assert "Japanese Joker" in screen_text(app)
+            finally:
+                await client.close()
+                await proxy.__aexit__(None, None, None)
+
+    run(scenario(), timeout_s=60)
+
+
+HEADLESS = "textual.drivers.headless_driver:HeadlessDriver"  # the real screen, without a terminal
+
+
+async def screen_cli(*args: str) -> asyncio.subprocess.Process:
+    env = dict(os.environ, COLUMNS="160", PYTHONUNBUFFERED="1", TEXTUAL_DRIVER=HEADLESS)
+    return await asyncio.create_subprocess_exec(sys.executable, "-m", *args, cwd=ROOT, env=env,
+                                                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.PIPE)
+
+
+def test_play_screen_gives_up_a_lost_connection_with_the_way_back(engine, tmp_path):
+    """The engine stays unreachable past --reconnect-tries: clients.play closes its screen
+    and prints one line on stderr, no traceback, exit status 3, naming the way back to the
+    seat with its token saved to a file only the user can read; that very command (the engine
+    reachable again) returns to the seat and plays the match to its end."""
+    from .conftest import CuttableProxy
+
+    async def scenario():
+        async with cg.connect(engine.target) as direct, CuttableProxy(engine.target) as proxy:
+            match = await direct.create_match("japanese_joker", seats=[None, "random"], options={"target_score": 11})
+            port = proxy.port
+            player = await screen_cli("clients.play", "--target", proxy.target, "--match", match.match_id,
+                                      "--reconnect-tries", "3")
+            try:
+                deadline = time.monotonic() + 10
+                while not (await direct.get_match(match.match_id)).seats[0].present:  # its stream is open
+                    assert time.monotonic() < deadline and player.returncode is None, "the screen never connected"
+                    await asyncio.sleep(0.05)
+                proxy.server.close()  # the engine refuses connections from now on
+                proxy.cut()
+                out, err = await asyncio.wait_for(player.communicate(), 12)
+            finally:
+                if player.returncode is None:
+                    player.kill()
+                    await player.wait()
+            assert player.returncode == 3, (out, err)
+            lines = err.decode().splitlines()
+            assert len(lines) == 1 and "Traceback" not in err.decode(), lines
+            assert lines[0].startswith("error: the connection to the engine is lost for good (UNAVAILABLE: "), lines
+            why, _, back = lines[0].partition("; to return to your seat: ")
+            assert why.endswith(", 3 tries in a row)"), lines
+            command = back.split()
+            assert command[:5] == ["python", "-m", "clients.play", "--target", f"127.0.0.1:{port}"], command
+            assert command[5:7] == ["--match", match.match_id] and command[7] == "--token-file", command
+            token_file = command[8]
+            assert os.stat(token_file).st_mode & 0o777 == 0o600
+            try:
+                token = open(token_file, encoding="utf-8").read().strip()
+                assert (await direct.seat_session(match.match_id, 0, token).view()).seat == 0
+
+                async with CuttableProxy(engine.target, port=port):  # the engine is back at that address
+                    back = await asyncio.create_subprocess_exec(
+                        sys.executable, *command[1:], "--autoplay", "first", cwd=ROOT,
+                        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+                        stderr=asyncio.subprocess.PIPE)
+                    out, err = await asyncio.wait_for(back.communicate(), 60)
+            finally:
+                os.unlink(token_file)
+            assert back.returncode == 0, (out, err)
+            assert "finished: winners" in out.decode().splitlines()[-1]
+
+    run(scenario(), timeout_s=90)
+
+
+def test_watch_screen_gives_up_a_lost_connection_with_the_way_back(engine):
+    """clients.watch past --reconnect-tries: one line on stderr with the command that watches
+    again, no traceback, exit status 3."""
+    from .conftest import CuttableProxy, two_seats
+
+    async def scenario():
+        async with cg.connect(engine.target) as direct, CuttableProxy(engine.target) as proxy:
+            match, _, _ = await two_seats(direct)
+            watcher = await screen_cli("clients.watch", match.match_id, "--target", proxy.target,
+                                       "--reconnect-tries", "2")
+            try:
+                deadline = time.monotonic() + 10
+                # the match asked for before the screen opens (then its stream opens, or fails
+                # and is retried: a spectator has no presence to wait for)
+                while not [line for line in engine.find_log("rpc") if line.get("match_id") == match.match_id
+                           and line.get("method", "").endswith("/GetMatch")]:
+                    assert time.monotonic() < deadline and watcher.returncode is None, "the screen never connected"
+                    await asyncio.sleep(0.05)
+                proxy.server.close()
+                proxy.cut()
+                out, err = await asyncio.wait_for(watcher.communicate(), 12)
+            finally:
+                if watcher.returncode is None:
+                    watcher.kill()
+                    await watcher.wait()
+            assert watcher.returncode == 3, (out, err)
+            lines = err.decode().splitlines()
+            assert len(lines) == 1 and "Traceback" not in err.decode(), lines
+            assert lines[0].startswith("error: the connection to the engine is lost for good (UNAVAILABLE: "), lines
+            assert lines[0].endswith(f", 2 tries in a row); to watch again: python -m clients.watch "
+                                     f"{match.match_id} --target {proxy.target}"), lines
+
+    run(scenario(), timeout_s=60)
+
+
+def test_quitting_a_screen_while_the_connection_is_lost(engine, tmp_path, monkeypatch, capsys):
+    """q while the stream is down: no final result asked of an engine that cannot be reached
+    (its retries held the terminal for seconds, then an UNAVAILABLE line), but at once the one
+    line with the way back to the seat (the player) or the command that watches again (the
+    spectator), exit status 3."""
+    import argparse
+    import io
+
+    from rich.console import Console
+
+    from clients import play, watch
+
+    from .conftest import CuttableProxy
+
+    async def quit_once_cut(app, proxy, seat):
+        async with app.run_test(size=(160, 50)) as pilot:
+            if isinstance(app, WatchApp):  # its stream starts with a snapshot
+                await wait_for(pilot, lambda: app.view_msg is not None, "the snapshot on screen")
+            else:
+                await first_action_shown(pilot, app, seat)
+            proxy.hold()
+            proxy.cut()
+            await wait_for(pilot, lambda: banner(app)[0], "the connection-lost line")
+            await pilot.press("q")
+
+    async def scenario():
+        async with cg.connect(engine.target) as direct, CuttableProxy(engine.target) as proxy:
+            match = await direct.create_match("japanese_joker", seats=[None, "random"], options={"target_score": 11})
+            token_file = tmp_path / "seat.token"
+            mine = await direct.join(match.match_id)
+            token_file.write_text(mine.token)
+            console = Console(file=io.StringIO())
+
+            async def player_run_async(app):
+                await quit_once_cut(app, proxy, mine)
+
+            monkeypatch.setattr(PlayApp, "run_async", player_run_async)
+            args = play.build_parser().parse_args(["--target", proxy.target, "--match", match.match_id,
+                                                   "--token-file", str(token_file)])
+            started = time.monotonic()
+            assert await play.run(args, proxy.target, console) == 3
+            assert time.monotonic() - started < 8
+            err = capsys.readouterr().err.splitlines()
+            assert len(err) == 1 and err[0].startswith(
+                "error: you quit while the connection to the engine was lost (UNAVAILABLE: "), err
+            assert err[0].endswith(f"); to return to your seat: python -m clients.play --target {proxy.target} "
+                                   f"--match {match.match_id} --token-file {token_file}"), err
+
+            proxy.release()
+
+            async def spectator_run_async(app):
+                await quit_once_cut(app, proxy, mine)
+
+            monkeypatch.setattr(WatchApp, "run_async", spectator_run_async)
+            args = argparse.Namespace(match_id=match.match_id, target=proxy.target, tls=False, ca=None,
+                                      server_name=None, plain=False, from_start=False, reconnect_tries=30)
+            started = time.monotonic()
+            assert await watch.run(args, console) == 3
+            assert time.monotonic() - started < 8
+            err = capsys.readouterr().err.splitlines()
+            assert len(err) == 1 and err[0].startswith(
+                "error: you quit while the connection to the engine was lost (UNAVAILABLE: "), err
+            assert err[0].endswith(f"); to watch again: python -m clients.watch {match.match_id} "
+                                   f"--target {proxy.target}"), err
+
+    run(scenario(), timeout_s=60)
+
+
+def test_watch_plain_notes_a_dropped_connection_on_stderr(engine):
+    """clients.watch --plain (for logs and pipes) keeps trying, and says why the events paused:
+    one line on stderr when the stream drops, one when it is back; stdout stays the events',
+    each action once."""
+    from .conftest import ADMIN_TOKEN, CuttableProxy, two_seats
+
+    async def scenario():
+        async with cg.connect(engine.target, admin_token=ADMIN_TOKEN) as direct, \
+                CuttableProxy(engine.target) as proxy:
+            match, sessions, _ = await two_seats(direct)
+            watcher = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "clients.watch", match.match_id, "--target", proxy.target, "--plain",
+                cwd=ROOT, env=dict(os.environ, COLUMNS="160", PYTHONUNBUFFERED="1"),
+                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            try:
+                first = await asyncio.wait_for(watcher.stdout.readline(), 15)
+                assert b"joined the table" in first, first
+                proxy.hold()
+                proxy.cut()
+                for _ in range(3):
+                    view = await sessions[0].view()
+                    await sessions[view.to_act].act(lambda v: v.legal_actions[0].notation)
+                await asyncio.sleep(0.5)
+                proxy.release()
+                await asyncio.sleep(1.0)
+                await direct.admin.terminate(match.match_id, "test over")
+                out, err = await asyncio.wait_for(watcher.communicate(), 20)
+            finally:
+                if watcher.returncode is None:
+                    watcher.kill()
+                    await watcher.wait()
+            assert watcher.returncode == 0, (out, err)
+            notes = err.decode().splitlines()
+            assert len(notes) == 2 and notes[0].startswith("connection lost ("), notes
+            assert notes[0].endswith("): reconnecting") and notes[1] == "connection back after 1 try: catching up", notes
+            assert action_seqs(out.decode().splitlines()) == [1, 2, 3]
+
+    run(scenario(), timeout_s=60)
+
+
+def test_play_screen_drops_the_reconnecting_line_for_an_error_it_cannot_fix(engine):
+    """The seat's token is reissued by the operator while the stream is down: the reopened
+    stream is refused (UNAUTHENTICATED / TOKEN_REVOKED), which no reconnection fixes, so the
+    line stops saying "reconnecting" and the status line says why the stream failed."""
+    from .conftest import ADMIN_TOKEN, CuttableProxy
+
+    async def scenario():
+        async with cg.connect(engine.target, admin_token=ADMIN_TOKEN) as direct, \
+                CuttableProxy(engine.target) as proxy, cg.connect(proxy.target) as via_proxy:
+            match = await direct.create_match("japanese_joker", seats=[None, "random"])
+            mine = await direct.join(match.match_id)
+            me = via_proxy.seat_session(match.match_id, mine.seat, mine.token)
+            app = PlayApp(me, await me.summary())
+            async with app.run_test(size=(160, 50)) as pilot:
+                await first_action_shown(pilot, app, mine)
+                proxy.hold()
+                proxy.cut()
+                await wait_for(pilot, lambda: banner(app)[0], "the connection-lost line")
+                await direct.admin.reissue_seat_token(match.match_id, mine.seat)
+                proxy.release()
+                await wait_for(pilot, lambda: not banner(app)[0], "the line gone")
+                status = str(app.query_one("#status").content)
+                assert status.startswith("the stream failed: UNAUTHENTICATED"), status
+                assert not app.query_one("#actions").disabled and app.connection is None
+
+    run(scenario(), timeout_s=60)
+
+
+def test_play_screen_notices_a_drop_while_it_asks_for_the_summary(engine):
+    """A presence event makes the screen ask for the match's summary (names, who is away);
+    the connection drops while that call is on its way. The screen still says "connection
+    lost" within seconds: the event stream waited for the call, which held it through a
+    minute of retries before the stream's own failure could be noticed."""
+    from .conftest import CuttableProxy, two_seats
+
+    async def scenario():
+        async with cg.connect(engine.target) as direct, CuttableProxy(engine.target) as proxy, \
+                cg.connect(proxy.target) as via_proxy:
+            match, sessions, _ = await two_seats(direct)
+            me = via_proxy.seat_session(match.match_id, sessions[0].seat, sessions[0].token)
+            app = PlayApp(me, await me.summary())
+            asked = asyncio.Event()
+            real_summary = me.summary
+
+            async def summary_cut_on_its_way():
+                asked.set()
+                proxy.hold()
+                proxy.cut()
+                return await real_summary()
+
+            async def opponent_present():
+                async for _ in sessions[1].watch():
+                    pass
+
+            async with app.run_test(size=(160, 50)) as pilot:
+                await first_action_shown(pilot, app, sessions[0])
+                me.summary = summary_cut_on_its_way
+                opponent = asyncio.create_task(opponent_present())  # a presence event on my stream
+                try:
+                    await wait_for(pilot, asked.is_set, "the summary asked for")
+                    started = time.monotonic()
+                    await wait_for(pilot, lambda: banner(app)[0], "the connection-lost line", timeout_s=6)
+                    assert time.monotonic() - started < 4
+                    me.summary = real_summary
+                    proxy.release()
+                    await wait_for(pilot, lambda: not banner(app)[0], "the connection back")
+                finally:
+                    opponent.cancel()
+                    await asyncio.gather(opponent, return_exceptions=True)
+
+    run(scenario(), timeout_s=60)

@@ -9,6 +9,8 @@ const path = require('node:path');
 const { toCardGamesError, CardGamesError } = require('../cardgames');
 const { fromStruct, parseArgs } = require('../play_vs_bot');
 
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
 function statusDetails(root, details) {
   const Status = root.lookupType('google.rpc.Status');
   const any = details.map(([type, value]) => ({
@@ -237,6 +239,71 @@ test('watch() reopens a stream that failed with INTERNAL or UNKNOWN, 3 times in 
     })(), (error) => error instanceof CardGamesError && error.code === code);
     assert.deepStrictEqual(got, [7]);
     assert.deepStrictEqual(broken.opened, [6, 7, 7, 7]);
+  }
+});
+
+test('watch() tells onConnection when the stream drops, comes back and is given up (as Python)', async () => {
+  // A screen cannot tell a dropped stream from a quiet table: the hook says 'reconnecting'
+  // (try n of maxFailures) before each reopening, 'resumed' just before the first event of the
+  // stream that came back, 'gave_up' before the error is thrown.
+  const { Client, Seat, RECONNECTING, RESUMED, GAVE_UP } = require('../cardgames');
+  const dropped = (code = 'UNAVAILABLE') => ({ code: grpc.status[code], details: 'Socket closed', metadata: new grpc.Metadata() });
+  const stream = (events, error) => ({
+    cancel() {},
+    async* [Symbol.asyncIterator]() { for (const e of events) yield e; if (error) throw error; },
+  });
+  const action = (seq) => ({ kind: 'EVENT_KIND_ACTION', seq, view: { seq, status: 'MATCH_STATUS_ACTIVE' } });
+  const fake = (scripts) => {
+    const client = new Client('127.0.0.1:9');
+    client.stub.close();
+    const opened = [];
+    client.stub = { WatchMatch(request) { opened.push(request.after_seq); return stream(...scripts[opened.length - 1]); } };
+    return { client, opened };
+  };
+  const brief = (c) => [c.state, c.attempt, c.maxAttempts, c.error ? c.error.code : undefined];
+
+  const live = fake([
+    [[{ kind: 'EVENT_KIND_SNAPSHOT', seq: 2, view: { seq: 2, status: 'MATCH_STATUS_ACTIVE' } }, action(3)], dropped()],
+    [[], dropped()], // the first reopening fails too
+    [[action(3), action(4), action(5)], dropped()], // 3: a replay too many
+    [[action(6), { kind: 'EVENT_KIND_MATCH_ENDED', seq: 6 }]],
+  ]);
+  const heard = [];
+  const changes = [];
+  const onConnection = (change) => { changes.push(change); heard.push(brief(change)); };
+  for await (const event of new Seat(live.client, 'm1', 0, 't').watch(undefined, { onConnection, maxFailures: 5 })) {
+    heard.push(['event', event.seq]);
+  }
+  assert.deepStrictEqual(live.opened, [undefined, 3, 3, 5]);
+  assert.deepStrictEqual(heard, [
+    ['event', 2], ['event', 3],
+    [RECONNECTING, 1, 5, 'UNAVAILABLE'], [RECONNECTING, 2, 5, 'UNAVAILABLE'],
+    [RESUMED, 2, 5, undefined], ['event', 4], ['event', 5],
+    [RECONNECTING, 1, 5, 'UNAVAILABLE'], [RESUMED, 1, 5, undefined], ['event', 6], ['event', 6]]);
+  assert.ok(changes.filter((c) => c.state === RECONNECTING).every((c) => c.delayMs >= 0 && c.delayMs <= 2000));
+
+  // given up after maxFailures reopenings (an async hook is awaited), then the error is thrown
+  const lost = fake([[[action(7)], dropped()], [[], dropped()], [[], dropped()]]);
+  const told = [];
+  await assert.rejects((async () => {
+    const hook = async (change) => { await sleep(1); told.push([change.state, change.attempt]); };
+    for await (const event of new Seat(lost.client, 'm1', 0, 't').watch(6, { onConnection: hook, maxFailures: 2 })) {
+      told.push(['event', event.seq]);
+    }
+  })(), (error) => error instanceof CardGamesError && error.code === 'UNAVAILABLE');
+  assert.deepStrictEqual(told, [['event', 7], [RECONNECTING, 1], [RECONNECTING, 2], [GAVE_UP, 2]]);
+  assert.deepStrictEqual(lost.opened, [6, 7, 7]);
+
+  // INTERNAL four times in a row is given up too; NOT_FOUND is no drop (the hook hears nothing)
+  for (const [code, expected] of [['INTERNAL', [RECONNECTING, RECONNECTING, RECONNECTING, GAVE_UP]], ['NOT_FOUND', []]]) {
+    const broken = fake(Array(4).fill([[], dropped(code)]));
+    const states = [];
+    await assert.rejects((async () => {
+      for await (const event of new Seat(broken.client, 'm1', 0, 't').watch(undefined, { onConnection: (c) => states.push(c.state) })) {
+        states.push(event.seq);
+      }
+    })(), (error) => error.code === code);
+    assert.deepStrictEqual(states, expected);
   }
 });
 
