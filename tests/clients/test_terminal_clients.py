@@ -862,7 +862,7 @@ def test_play_screen_notices_a_drop_while_it_asks_for_the_summary(engine):
     async def scenario():
         async with cg.connect(engine.target) as direct, CuttableProxy(engine.target) as proxy, \
                 cg.connect(proxy.target) as via_proxy:
-            match, sessions, _ = await two_seats(direct)
+            match, sessions, mover = await two_seats(direct)
             me = via_proxy.seat_session(match.match_id, sessions[0].seat, sessions[0].token)
             app = PlayApp(me, await me.summary())
             asked = asyncio.Event()
@@ -879,7 +879,7 @@ def test_play_screen_notices_a_drop_while_it_asks_for_the_summary(engine):
                     pass
 
             async with app.run_test(size=(160, 50)) as pilot:
-                await first_action_shown(pilot, app, sessions[0])
+                await first_action_shown(pilot, app, mover)  # whoever's turn: no bot here
                 me.summary = summary_cut_on_its_way
                 opponent = asyncio.create_task(opponent_present())  # a presence event on my stream
                 try:
