@@ -98,19 +98,25 @@ def _summary(settings: Settings) -> dict:
 
 async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> int:
     """Run until a signal (or ``stop()`` on the returned server); returns the exit status."""
-    from prometheus_client import start_http_server
-
     from .gc_policy import collect_periodically, tune_gc
     from .observability.metrics import get_metrics
     from .sessions.manager import MatchManager, TakeoverBotUnavailable
     from .store import StoreError, StoreInUse, describe_location, open_store
+    from .transport.fdlimits import (LOW_OPEN_FILES, open_files_fields, raise_open_files_limit,
+                                     start_metrics_server)
     from .transport.ratelimit import Rate, RateLimits
     from .transport.server import GrpcServer, ServerLimits, TlsFiles
 
     metrics = get_metrics()
     loop_type = type(asyncio.get_running_loop())
-    log.info("starting", **_summary(settings),
+    open_files = raise_open_files_limit()  # one descriptor per client connection
+    log.info("starting", **_summary(settings), **open_files_fields(*open_files),
              event_loop="uvloop" if loop_type.__module__.startswith("uvloop") else "asyncio")
+    if open_files[0] < LOW_OPEN_FILES:
+        log.warning("open_files_limit_low", **open_files_fields(*open_files),
+                    note="the engine holds one file descriptor per client connection: raise "
+                         "the hard RLIMIT_NOFILE (ulimit -Hn, systemd LimitNOFILE=, docker "
+                         "--ulimit nofile=) to serve more")
     if 0 < settings.session.bot_pace_s < settings.session.bot_deadline_s:
         log.warning("bot_pace_below_deadline", bot_pace_s=settings.session.bot_pace_s,
                     bot_deadline_s=settings.session.bot_deadline_s,
@@ -144,8 +150,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
     # host, ports and database (a forgotten `make run`) then waits --db-lock-wait-s and is
     # refused with db_in_use naming the first, instead of failing at once on the port.
     try:
-        http, _ = start_http_server(settings.metrics_port, addr=settings.metrics_host,
-                                    registry=metrics.registry)
+        http = start_metrics_server(settings.metrics_port, settings.metrics_host, metrics.registry)
     except OSError as exc:
         log.error("metrics_port_unavailable", port=settings.metrics_port, error=str(exc))
         await manager.close()
