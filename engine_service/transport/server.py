@@ -11,10 +11,12 @@
 
 Limits (:class:`ServerLimits`) are grpc channel arguments: message sizes both ways, HTTP/2
 concurrent streams per connection, keepalive pings (dead watchers are noticed, so a vanished
-player's presence ends) and the pending-request queue (a reconnect storm of thousands of
-watchers is queued rather than dropped; design/research/ecosystem.md measured 5-12 % losses
-with grpc's defaults). ``grpc.so_reuseport`` is off: a second server on a busy port fails
-loudly instead of silently sharing it.
+player's presence ends), the time a new connection has for its TLS handshake and HTTP/2
+preface (one that sends nothing is closed instead of holding a descriptor for 1-2 minutes)
+and the pending-request queue (a reconnect storm of thousands of watchers is queued rather
+than dropped; design/research/ecosystem.md measured 5-12 % losses with grpc's defaults).
+``grpc.so_reuseport`` is off: a second server on a busy port fails loudly instead of silently
+sharing it.
 
 Request-rate limits (:class:`~.ratelimit.RateLimits`, off by default) are applied by
 :class:`RateLimitInterceptor` before a call reaches its servicer: per seat token for the calls
@@ -89,6 +91,7 @@ class ServerLimits:
     max_concurrent_streams: int = 100  # per HTTP/2 connection
     keepalive_time_s: float = 30.0  # ping an idle connection this often
     keepalive_timeout_s: float = 10.0  # ...and drop it if the ping is not answered
+    handshake_timeout_s: float = 20.0  # a new connection's TLS handshake and HTTP/2 preface
     max_pending_requests: int = 10_000  # calls waiting for the application (burst buffer)
     max_connection_idle_s: float = 0.0  # 0: never close idle connections
 
@@ -112,6 +115,10 @@ def channel_options(limits: ServerLimits) -> list[tuple[str, int]]:
         ("grpc.keepalive_time_ms", int(limits.keepalive_time_s * 1000)),
         ("grpc.keepalive_timeout_ms", int(limits.keepalive_timeout_s * 1000)),
         ("grpc.keepalive_permit_without_calls", 1),
+        # a connection that never finishes its handshake (a port scanner, a slowloris, a
+        # plaintext client that sent half a preface) is dropped after this; grpc's default,
+        # 120 s, let a few connections a second hold every file descriptor
+        ("grpc.server_handshake_timeout_ms", int(limits.handshake_timeout_s * 1000)),
         # clients may ping idle watch streams every 10 s without being sent GOAWAY
         ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
         ("grpc.http2.max_pings_without_data", 0),

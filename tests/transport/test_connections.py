@@ -143,3 +143,77 @@ def test_out_of_file_descriptors_the_engine_serves_its_connections_without_spinn
         held.close()
         if svc.proc.poll() is None:
             svc.proc.kill()
+
+
+# ---- connections that never become a call -----------------------------------------------------
+
+def _certificate(folder: Path) -> TlsFiles:
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True, timeout=60)
+    return TlsFiles(cert, key)
+
+
+async def _closed_after(port: int, data: bytes, within: float) -> tuple[float, bytes]:
+    """Connect, send ``data``, read until the server closes: (seconds it took, bytes read).
+    TimeoutError if the connection is still open after ``within`` seconds."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    started = time.monotonic()
+    try:
+        if data:
+            writer.write(data)
+            await writer.drain()
+        received = await asyncio.wait_for(reader.read(), within)  # until EOF
+        return time.monotonic() - started, received
+    finally:
+        writer.close()
+
+
+def test_the_handshake_timeout_is_a_channel_argument():
+    assert ("grpc.server_handshake_timeout_ms", 20_000) in channel_options(ServerLimits())
+    assert ("grpc.server_handshake_timeout_ms", 1_500) in \
+        channel_options(ServerLimits(handshake_timeout_s=1.5))
+
+
+def test_serve_applies_the_handshake_timeout_setting(tmp_path):
+    svc = Service(tmp_path, tmp_path / "e.db", "engine", CARDGAMES_HANDSHAKE_TIMEOUT_S="1")
+    try:
+        elapsed, _ = asyncio.run(_closed_after(svc.port, b"", within=8.0))
+        assert 0.5 < elapsed < 5.0, elapsed
+        assert svc.stop() == 0
+    finally:
+        if svc.proc.poll() is None:
+            svc.proc.kill()
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["plaintext", "tls"])
+@run
+async def test_a_connection_that_never_finishes_its_handshake_is_closed(tls, tmp_path):
+    """A client that connects and sends nothing, or half of what it must (an HTTP/2 preface,
+    a TLS ClientHello), is closed after --handshake-timeout-s: gRPC's default held each one
+    60 s (plaintext) or 120 s (TLS), so a few connections a second held every descriptor.
+    Meanwhile the server answers others."""
+    server = GrpcServer(ScriptedService(), metrics=Metrics(), admin_token=None, host="127.0.0.1",
+                        port=0, limits=ServerLimits(handshake_timeout_s=1.0),
+                        tls=_certificate(tmp_path) if tls else None)
+    port = await server.start()
+    try:
+        # the start of what the port expects, the rest never sent: a TLS record's header, or
+        # the HTTP/2 preface (anything else is refused at once: the tests below)
+        partial = bytes.fromhex("160301") if tls else PREFACE[:10]
+        stalled = [asyncio.ensure_future(_closed_after(port, data, within=8.0))
+                   for data in (b"", partial)]
+        if tls:
+            creds = grpc.ssl_channel_credentials(root_certificates=server._tls.cert.read_bytes())
+            channel = grpc.aio.secure_channel(f"localhost:{port}", creds)
+        else:
+            channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+        async with channel:
+            games = await card_games_pb2_grpc.CardGamesServiceStub(channel).ListGames(
+                pb.ListGamesRequest(), timeout=5)
+            assert [g.id for g in games.games] == ["g"]
+        for elapsed, _ in await asyncio.gather(*stalled):
+            assert 0.5 < elapsed < 5.0, elapsed
+    finally:
+        await server.drain(grace_s=1)
