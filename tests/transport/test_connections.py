@@ -245,3 +245,41 @@ async def test_request_headers_have_one_limit_and_a_larger_call_is_refused_every
         assert srv.metrics.value("cardgames_rpc_requests_total", {"method": method, "code": "OK"}) == 31
         assert srv.metrics.value("cardgames_rpc_requests_total",
                                  {"method": method, "code": "RESOURCE_EXHAUSTED"}) == 0
+
+
+# ---- bytes that are not HTTP/2 ----------------------------------------------------------------
+
+#: A TLS 1.2 ClientHello (record header, handshake header, version, random, no session id,
+#: two cipher suites, no compression, no extension), as a TLS client sends first.
+CLIENT_HELLO = (bytes.fromhex("16030100" "2f" "01" "00002b" "0303") + bytes(32)
+                + bytes.fromhex("00" "0004c02fc030" "0100"))
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["plaintext", "tls"])
+@run
+async def test_bytes_that_are_not_what_the_port_speaks_are_refused_at_once(tls, tmp_path):
+    """Random bytes, an HTTP/1.1 request, a TLS ClientHello to the plaintext port, an HTTP/2
+    preface to the TLS port: the connection is closed at once,
+    and calls on other connections are answered meanwhile and afterwards."""
+    server = GrpcServer(ScriptedService(), metrics=Metrics(), admin_token=None, host="127.0.0.1",
+                        port=0, tls=_certificate(tmp_path) if tls else None)
+    port = await server.start()
+    try:
+        garbage = [bytes(range(256)) * 16, b"GET / HTTP/1.1\r\nHost: engine\r\n\r\n",
+                   PREFACE + bytes.fromhex("000000040000000000") if tls else CLIENT_HELLO]
+        results = await asyncio.gather(*(_closed_after(port, data, within=5.0) for data in garbage))
+        for (elapsed, received), data in zip(results, garbage):
+            assert elapsed < 2.0, (elapsed, data[:20])
+            if not tls:  # the server's HTTP/2 SETTINGS frame (type 4), nothing else
+                assert received[3] == 4 and len(received) < 100, received
+        if tls:
+            creds = grpc.ssl_channel_credentials(root_certificates=server._tls.cert.read_bytes())
+            channel = grpc.aio.secure_channel(f"localhost:{port}", creds)
+        else:
+            channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+        async with channel:
+            games = await card_games_pb2_grpc.CardGamesServiceStub(channel).ListGames(
+                pb.ListGamesRequest(), timeout=5)
+            assert [g.id for g in games.games] == ["g"]
+    finally:
+        await server.drain(grace_s=1)
