@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 from typing import Callable
@@ -59,9 +60,23 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     from .observability.logging import configure_logging
 
+    quiet_grpc_core()
     configure_logging(settings.log_format, settings.log_level)
     with asyncio.Runner(loop_factory=loop_factory) as runner:
         return runner.run(serve(settings))
+
+
+def quiet_grpc_core() -> None:
+    """Have gRPC's C core write only its errors (``GRPC_VERBOSITY=ERROR``) unless the
+    environment says otherwise, before grpc is imported.
+
+    The core writes its own plain lines on stderr, among the engine's JSON ones; at its default
+    verbosity that was one ``Handshake failed`` line for every connection to a TLS port that
+    was not TLS (a load balancer's TCP health check, a port scanner, a plaintext client): log
+    volume and parse errors that anyone who can connect could cause. Its errors (``File
+    descriptor limit reached``) are still written; ``GRPC_VERBOSITY=INFO`` brings the rest back.
+    """
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 
 def event_loop_factory(choice: str) -> tuple[Callable[[], asyncio.AbstractEventLoop] | None, str]:

@@ -61,7 +61,7 @@ class Service:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError(f"serve exited with {self.proc.returncode}:\n{self.log_path.read_text()}")
-            for line in self.lines() if self.log_path.stat().st_size else []:
+            for line in self.lines(grpc_core=True) if self.log_path.stat().st_size else []:
                 if line.get("event") == "serving":
                     return line["port"], line["metrics_port"]
             time.sleep(0.1)

@@ -283,3 +283,41 @@ async def test_bytes_that_are_not_what_the_port_speaks_are_refused_at_once(tls, 
             assert [g.id for g in games.games] == ["g"]
     finally:
         await server.drain(grace_s=1)
+
+
+def _knock(port: int, times: int) -> None:
+    """Connections that speak HTTP/1.1 to the port, each closed once the server has closed it
+    (a TLS port refuses them at once)."""
+    for _ in range(times):
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: engine\r\n\r\n")
+            s.settimeout(5)
+            while s.recv(4096):
+                pass
+
+
+@pytest.mark.parametrize("verbosity", [None, "INFO"])
+def test_connections_refused_by_the_tls_port_write_no_plain_lines_in_the_json_log(verbosity, tmp_path,
+                                                                                  monkeypatch):
+    """gRPC's C core wrote one plain "Handshake failed" line on stderr for every connection to
+    the TLS port that was not TLS (a TCP health check, a port scanner): lines anyone could add
+    to the JSON log. serve runs the core at GRPC_VERBOSITY=ERROR unless the environment says
+    otherwise (INFO: the lines are back)."""
+    monkeypatch.delenv("GRPC_VERBOSITY", raising=False)
+    tls = _certificate(tmp_path)
+    env = {"CARDGAMES_TLS_CERT": str(tls.cert), "CARDGAMES_TLS_KEY": str(tls.key)}
+    if verbosity is not None:
+        env["GRPC_VERBOSITY"] = verbosity
+    svc = Service(tmp_path, tmp_path / "e.db", "engine", **env)
+    try:
+        _knock(svc.port, 5)
+        assert svc.stop() == 0
+        core = svc.grpc_core_lines()
+        if verbosity is None:
+            assert core == []
+            assert svc.lines()[-1]["event"] == "exit"  # every line one JSON object
+        else:
+            assert sum("Handshake failed" in line for line in core) == 5, core
+    finally:
+        if svc.proc.poll() is None:
+            svc.proc.kill()
