@@ -52,6 +52,7 @@ from .generated import admin_pb2, admin_pb2_grpc, card_games_pb2, card_games_pb2
 from .interceptors import ObservabilityInterceptor, current_rpc
 from .ratelimit import RateLimits, TokenBuckets, client_key
 from .servicers import AdminServicer, CardGamesServicer
+from .tls import CertificateFiles
 
 log = structlog.get_logger("cardgames.server")
 
@@ -100,13 +101,16 @@ class ServerLimits:
 
 @dataclass(frozen=True)
 class TlsFiles:
-    """PEM certificate chain and private key; the server then only speaks TLS."""
+    """PEM certificate chain and private key; the server then only speaks TLS, with the pair
+    the files hold when a connection is made (renewals taken without a restart)."""
 
     cert: Path
     key: Path
 
     def credentials(self) -> grpc.ServerCredentials:
-        return grpc.ssl_server_credentials([(self.key.read_bytes(), self.cert.read_bytes())])
+        """Credentials that follow the files: a renewed certificate is served to new
+        connections without a restart (tls.py)."""
+        return CertificateFiles(self.cert, self.key).credentials()
 
 
 def channel_options(limits: ServerLimits) -> list[tuple[str, int]]:

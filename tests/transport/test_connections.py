@@ -321,3 +321,121 @@ def test_connections_refused_by_the_tls_port_write_no_plain_lines_in_the_json_lo
     finally:
         if svc.proc.poll() is None:
             svc.proc.kill()
+
+
+# ---- TLS certificates renewed while the engine runs ---------------------------------------------
+
+def _pair(folder: Path, name: str) -> tuple[bytes, bytes]:
+    """A new self-signed certificate for localhost and its key (PEM)."""
+    cert, key = folder / f"{name}.crt", folder / f"{name}.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-days", "1", "-subj", f"/CN=localhost/O={name}",
+                    "-addext", "subjectAltName=DNS:localhost", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True, timeout=60)
+    return cert.read_bytes(), key.read_bytes()
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Write a file the way renewals do: a new file renamed into place."""
+    tmp = path.with_suffix(".new")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+async def _presented(port: int) -> bytes:
+    """The certificate (DER) the server presents to a new connection."""
+    import ssl
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    context.set_alpn_protocols(["h2"])
+    _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context, server_hostname="localhost")
+    try:
+        return writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+    finally:
+        writer.close()
+
+
+def _der(pem: bytes) -> bytes:
+    import ssl
+
+    return ssl.PEM_cert_to_DER_cert(pem.decode())
+
+
+async def _list_games(port: int, trusted: bytes) -> list[str]:
+    creds = grpc.ssl_channel_credentials(root_certificates=trusted)
+    async with grpc.aio.secure_channel(f"localhost:{port}", creds) as channel:
+        answer = await card_games_pb2_grpc.CardGamesServiceStub(channel).ListGames(pb.ListGamesRequest(), timeout=5)
+        return [g.id for g in answer.games]
+
+
+@run
+async def test_a_renewed_certificate_is_served_to_new_connections_without_a_restart(tmp_path):
+    """The files were read once: a certificate renewed on disk (cert-manager, certbot) was
+    served only after a restart, the old one until it expired. New connections now get the
+    files' pair; a pair that does not match (the certificate written before its key) is not
+    taken, and the engine serves on with the pair it has, saying so once."""
+    from tests.sessions.helpers import capture_logs_with_context
+
+    old_cert, old_key = _pair(tmp_path, "old")
+    new_cert, new_key = _pair(tmp_path, "new")
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert.write_bytes(old_cert)
+    key.write_bytes(old_key)
+    with capture_logs_with_context() as logs:
+        server = GrpcServer(ScriptedService(), metrics=Metrics(), admin_token=None, host="127.0.0.1",
+                            port=0, tls=TlsFiles(cert, key))
+        port = await server.start()
+        try:
+            assert await _presented(port) == _der(old_cert)
+            creds = grpc.ssl_channel_credentials(root_certificates=old_cert)
+            async with grpc.aio.secure_channel(f"localhost:{port}", creds) as opened_before:
+                games = card_games_pb2_grpc.CardGamesServiceStub(opened_before)
+                await games.ListGames(pb.ListGamesRequest(), timeout=5)
+
+                _replace(cert, new_cert)  # its key not yet: not a pair
+                for _ in range(3):
+                    assert await _presented(port) == _der(old_cert)
+                assert await _list_games(port, old_cert) == ["g"]
+                refused = [e for e in logs if e["event"] == "tls_reload_failed"]
+                assert len(refused) == 1 and refused[0]["log_level"] == "warning", refused
+
+                _replace(key, new_key)
+                assert await _presented(port) == _der(new_cert)
+                assert await _list_games(port, new_cert) == ["g"]
+                async with grpc.aio.secure_channel(f"localhost:{port}", creds) as trusting_the_old:
+                    err = await expect_error(card_games_pb2_grpc.CardGamesServiceStub(
+                        trusting_the_old).ListGames(pb.ListGamesRequest(), timeout=5))
+                assert err.code == grpc.StatusCode.UNAVAILABLE  # the old certificate is no longer served
+                # a connection made before the renewal goes on
+                assert [g.id for g in (await games.ListGames(pb.ListGamesRequest(), timeout=5)).games] == ["g"]
+            assert [e["event"] for e in logs if e["event"].startswith("tls_")] == \
+                ["tls_reload_failed", "tls_certificate_reloaded"]
+        finally:
+            await server.drain(grace_s=1)
+
+
+def test_a_certificate_file_missing_for_a_moment_keeps_the_pair_in_force(tmp_path):
+    """A renewal that removes a file before writing the new one: fetch() keeps the pair in
+    force (None), warns once for as long as the file is missing, and takes the new pair."""
+    from engine_service.transport.tls import CertificateFiles
+    from tests.sessions.helpers import capture_logs_with_context
+
+    old_cert, old_key = _pair(tmp_path, "old")
+    new_cert, new_key = _pair(tmp_path, "new")
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert.write_bytes(old_cert)
+    key.write_bytes(old_key)
+    files = CertificateFiles(cert, key)
+    with capture_logs_with_context() as logs:
+        assert files.fetch() is None  # nothing changed
+        cert.unlink()
+        assert files.fetch() is None and files.fetch() is None
+        assert [e["event"] for e in logs] == ["tls_reload_failed"]
+        assert "cannot read" in logs[0]["error"]
+        cert.write_bytes(new_cert)
+        assert files.fetch() is None  # the certificate back, with another key: refused
+        _replace(key, new_key)
+        assert isinstance(files.fetch(), grpc.ServerCertificateConfiguration)
+        assert files.fetch() is None
+    assert [e["event"] for e in logs] == ["tls_reload_failed", "tls_reload_failed", "tls_certificate_reloaded"]
