@@ -1,5 +1,5 @@
 """File descriptors: the soft limit raised at start, and a metrics endpoint that waits when
-they run out instead of spinning.
+they run out instead of spinning, and closes connections that send nothing.
 
 Every client connection holds one file descriptor for as long as it is open (a player's
 ``WatchMatch`` stream: the whole match), so the process's ``RLIMIT_NOFILE`` is the most
@@ -26,6 +26,7 @@ from __future__ import annotations
 import errno
 import resource
 import socket
+import sys
 import threading
 import time
 from socketserver import ThreadingMixIn
@@ -43,6 +44,12 @@ LOW_OPEN_FILES = 4096
 #: How long the metrics endpoint waits before it accepts again after running out of
 #: descriptors (gRPC's listener waits 1 s).
 ACCEPT_RETRY_S = 0.5
+#: How long the metrics endpoint waits for a request's bytes before closing its connection.
+#: prometheus_client's handler waited for ever, holding a thread and a descriptor per
+#: connection that sent nothing: the port listens on every address by default, so anyone
+#: who could reach it could take every descriptor the gRPC port needs. A scrape sends its
+#: request at once.
+METRICS_READ_TIMEOUT_S = 10.0
 #: accept(2) errors that mean "no descriptor (or kernel memory) for a new socket": the
 #: listening socket stays readable, so trying again at once only spins.
 OUT_OF_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
@@ -72,7 +79,10 @@ def open_files_fields(soft: int, hard: int) -> dict[str, Any]:
 
 
 class _SilentHandler(WSGIRequestHandler):
-    """No access log line per scrape (prometheus_client's handler does the same)."""
+    """No access log line per scrape (prometheus_client's handler does the same), and a
+    connection whose request does not come within ``timeout`` seconds is closed."""
+
+    timeout = METRICS_READ_TIMEOUT_S
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -83,6 +93,7 @@ class MetricsHttpServer(ThreadingMixIn, WSGIServer):
     is out of descriptors (module docstring)."""
 
     daemon_threads = True  # a scrape in progress never holds the process at exit
+    request_queue_size = 128  # socketserver's 5 made a burst of connections wait for SYN retries
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -115,22 +126,34 @@ class MetricsHttpServer(ThreadingMixIn, WSGIServer):
                              "new gRPC connections and scrapes wait until some close")
         self._stopping.wait(ACCEPT_RETRY_S)
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A connection that timed out or went away ends quietly; anything else is one log
+        line, not socketserver's traceback on stderr among the JSON lines."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (TimeoutError, ConnectionError)):
+            return
+        log.warning("metrics_request_failed", error=str(exc), error_type=type(exc).__name__)
+
     def shutdown(self) -> None:
         self._stopping.set()  # a pause in progress does not hold the shutdown
         super().shutdown()
 
 
-def start_metrics_server(port: int, addr: str, registry: CollectorRegistry) -> MetricsHttpServer:
+def start_metrics_server(port: int, addr: str, registry: CollectorRegistry, *,
+                         read_timeout_s: float = METRICS_READ_TIMEOUT_S) -> MetricsHttpServer:
     """Serve ``registry`` at ``/metrics`` (any path, as prometheus_client does) on a daemon
     thread; ``server_port`` is the bound port, ``shutdown()`` stops it. OSError if the address
-    cannot be bound."""
+    cannot be bound. A connection is closed when its request's bytes stop coming for
+    ``read_timeout_s`` seconds (:data:`METRICS_READ_TIMEOUT_S`)."""
     family, _, _, _, sockaddr = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM,
                                                    flags=socket.AI_PASSIVE)[0]
 
     class Server(MetricsHttpServer):
         address_family = family
 
-    httpd = make_server(sockaddr[0], port, make_wsgi_app(registry), Server,
-                        handler_class=_SilentHandler)
+    class Handler(_SilentHandler):
+        timeout = read_timeout_s
+
+    httpd = make_server(sockaddr[0], port, make_wsgi_app(registry), Server, handler_class=Handler)
     threading.Thread(target=httpd.serve_forever, name="metrics-http", daemon=True).start()
     return httpd

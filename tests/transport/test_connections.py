@@ -439,3 +439,44 @@ def test_a_certificate_file_missing_for_a_moment_keeps_the_pair_in_force(tmp_pat
         assert isinstance(files.fetch(), grpc.ServerCertificateConfiguration)
         assert files.fetch() is None
     assert [e["event"] for e in logs] == ["tls_reload_failed", "tls_reload_failed", "tls_certificate_reloaded"]
+
+
+# ---- the metrics endpoint ---------------------------------------------------------------------
+
+def test_the_metrics_endpoint_closes_a_connection_that_sends_nothing(capsys):
+    """prometheus_client's handler waited for a request for ever, a thread and a descriptor
+    held per silent connection on a port that listens on every address by default. The
+    connection is now closed after the read timeout, quietly (socketserver printed a
+    traceback on stderr for each), and scrapes are answered meanwhile."""
+    import threading
+
+    from prometheus_client import CollectorRegistry, Counter
+
+    from engine_service.transport.fdlimits import start_metrics_server
+    from tests.sessions.helpers import capture_logs_with_context
+
+    registry = CollectorRegistry()
+    Counter("probe", "a sample", registry=registry).inc()
+    httpd = start_metrics_server(0, "127.0.0.1", registry, read_timeout_s=0.5)
+    threads = threading.active_count()
+    with capture_logs_with_context() as logs:
+        try:
+            silent = [socket.create_connection(("127.0.0.1", httpd.server_port)) for _ in range(5)]
+            started = time.monotonic()
+            with socket.create_connection(("127.0.0.1", httpd.server_port)) as scrape:
+                scrape.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+                scrape.settimeout(5)
+                answer = b""
+                while chunk := scrape.recv(65536):
+                    answer += chunk
+            assert answer.startswith(b"HTTP/1.0 200") and b"probe_total 1.0" in answer
+            for s in silent:
+                s.settimeout(5)
+                assert s.recv(10) == b""  # closed by the server
+                s.close()
+            assert time.monotonic() - started < 3.0
+            _until(lambda: threading.active_count() <= threads, timeout=3)
+        finally:
+            httpd.shutdown()
+    assert "Traceback" not in capsys.readouterr().err
+    assert logs == []  # a timed-out connection is nothing to report
