@@ -117,8 +117,8 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
     from .observability.metrics import get_metrics
     from .sessions.manager import MatchManager, TakeoverBotUnavailable
     from .store import StoreError, StoreInUse, describe_location, open_store
-    from .transport.fdlimits import (LOW_OPEN_FILES, open_files_fields, raise_open_files_limit,
-                                     start_metrics_server)
+    from .transport.fdlimits import (open_files_fields, raise_open_files_limit,
+                                     start_metrics_server, too_few_open_files)
     from .transport.ratelimit import Rate, RateLimits
     from .transport.server import GrpcServer, ServerLimits, TlsFiles
 
@@ -127,7 +127,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
     open_files = raise_open_files_limit()  # one descriptor per client connection
     log.info("starting", **_summary(settings), **open_files_fields(*open_files),
              event_loop="uvloop" if loop_type.__module__.startswith("uvloop") else "asyncio")
-    if open_files[0] < LOW_OPEN_FILES:
+    if too_few_open_files(open_files[0]):
         log.warning("open_files_limit_low", **open_files_fields(*open_files),
                     note="the engine holds one file descriptor per client connection: raise "
                          "the hard RLIMIT_NOFILE (ulimit -Hn, systemd LimitNOFILE=, docker "

@@ -71,6 +71,12 @@ def raise_open_files_limit() -> tuple[int, int]:
     return soft, hard
 
 
+def too_few_open_files(soft: int) -> bool:
+    """Whether a soft limit leaves fewer than :data:`LOW_OPEN_FILES` descriptors ("unlimited"
+    is RLIM_INFINITY, -1 on Linux: not a low number)."""
+    return soft != resource.RLIM_INFINITY and soft < LOW_OPEN_FILES
+
+
 def open_files_fields(soft: int, hard: int) -> dict[str, Any]:
     """The limits as log fields (-1: unlimited)."""
     unlimited = resource.RLIM_INFINITY

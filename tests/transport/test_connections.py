@@ -480,3 +480,14 @@ def test_the_metrics_endpoint_closes_a_connection_that_sends_nothing(capsys):
             httpd.shutdown()
     assert "Traceback" not in capsys.readouterr().err
     assert logs == []  # a timed-out connection is nothing to report
+
+
+def test_an_unlimited_open_files_limit_is_not_low():
+    import resource
+
+    from engine_service.transport.fdlimits import open_files_fields, too_few_open_files
+
+    assert too_few_open_files(1024) and too_few_open_files(4095)
+    assert not too_few_open_files(4096) and not too_few_open_files(resource.RLIM_INFINITY)
+    assert open_files_fields(resource.RLIM_INFINITY, resource.RLIM_INFINITY) == \
+        {"max_open_files": -1, "max_open_files_hard": -1}
