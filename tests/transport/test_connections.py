@@ -491,3 +491,26 @@ def test_an_unlimited_open_files_limit_is_not_low():
     assert not too_few_open_files(4096) and not too_few_open_files(resource.RLIM_INFINITY)
     assert open_files_fields(resource.RLIM_INFINITY, resource.RLIM_INFINITY) == \
         {"max_open_files": -1, "max_open_files_hard": -1}
+
+
+def _frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
+    """One HTTP/2 frame (RFC 9113 section 4.1)."""
+    return len(payload).to_bytes(3, "big") + bytes([kind, flags]) + stream.to_bytes(4, "big") + payload
+
+
+@run
+async def test_a_ping_flood_is_sent_away_and_others_are_served():
+    """PING frames as fast as a client can send them: the engine answers GOAWAY
+    (too_many_pings: grpc.http2.min_ping_interval_without_data_ms, two strikes) and closes
+    the connection, and serves the other connections."""
+    async with running(ScriptedService()) as srv:
+        reader, writer = await asyncio.open_connection("127.0.0.1", srv.server.port)
+        writer.write(PREFACE + _frame(4, 0, 0) + _frame(4, 1, 0))  # SETTINGS, SETTINGS ACK
+        writer.write(_frame(6, 0, 0, b"pingping") * 500)
+        await writer.drain()
+        received = await asyncio.wait_for(reader.read(), 5)  # until the server closes
+        writer.close()
+        goaway = received.find(b"\x07\x00\x00\x00\x00\x00")  # a GOAWAY frame on stream 0
+        assert goaway >= 3 and b"too_many_pings" in received[goaway:], received[-80:]
+        answer = await srv.games.ListGames(pb.ListGamesRequest(), timeout=5)
+        assert [g.id for g in answer.games] == ["g"]
