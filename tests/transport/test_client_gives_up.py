@@ -1,7 +1,7 @@
 """Clients that give up mid-call, over a real channel against the real session layer: a
 WatchMatch the client cancels ends the seat's presence and every gauge it raised; a resign
 and a CreateMatch whose deadline passes while their write is under way are applied once,
-the call's log line says CANCELLED, and nothing is left behind (no lock, no task, no error
+the call's log line says DEADLINE_EXCEEDED, and nothing is left behind (no lock, no task, no error
 logged). SubmitAction and JoinMatch are covered by test_concurrency_fuzz (the "cancel" race)
 and test_join_retry."""
 
@@ -15,7 +15,7 @@ import grpc
 from engine_service.transport.generated import card_games_pb2 as pb, match_pb2
 from tests.sessions.helpers import capture_logs_with_context
 
-from .harness import bearer, expect_error, run
+from .harness import bearer, expect_error, run, running
 from .test_join_retry import SlowSeats, served
 
 WATCH = "/cardgames.v1.CardGamesService/WatchMatch"
@@ -114,7 +114,7 @@ async def test_a_resign_whose_deadline_passes_mid_write_is_applied_once():
             assert not mgr._writes, "the write the client gave up on is over"
             assert not [t for t in asyncio.all_tasks() if t.get_name().startswith("write-")]
     leave = [e for e in logs if e.get("event") == "rpc" and e.get("method", "").endswith("/LeaveMatch")]
-    assert [e["code"] for e in leave] == ["CANCELLED", "FAILED_PRECONDITION"]
+    assert [e["code"] for e in leave] == ["DEADLINE_EXCEEDED", "FAILED_PRECONDITION"]
     assert len([e for e in logs if e.get("event") == "match_ended"]) == 1
     assert not _errors(logs), _errors(logs)
 
@@ -136,5 +136,39 @@ async def test_a_create_whose_deadline_passes_mid_write_leaves_one_listed_match(
             assert len(lobby) == 1 and lobby[0].status == match_pb2.MATCH_STATUS_WAITING
             assert srv.metrics.value("cardgames_matches_created_total", {"game": "klaberjass"}) == 1
     create = [e for e in logs if e.get("event") == "rpc" and e.get("method", "").endswith("/CreateMatch")]
-    assert [e["code"] for e in create] == ["CANCELLED"]
+    assert [e["code"] for e in create] == ["DEADLINE_EXCEEDED"]
     assert not _errors(logs), _errors(logs)
+
+
+@run
+async def test_a_call_whose_deadline_passed_is_logged_and_counted_as_deadline_exceeded():
+    """grpc cancels the handler of a call whose deadline passed as it cancels one whose client
+    went away; the rpc line and rpc_requests said CANCELLED for both, so an engine too slow for
+    its clients looked like impatient clients. They now say what the client saw."""
+    from .test_edge import ScriptedService
+
+    class Slow(ScriptedService):
+        async def get_match(self, match_id):
+            await asyncio.sleep(2)
+            return await super().get_match(match_id)
+
+    method = "/cardgames.v1.CardGamesService/GetMatch"
+    with capture_logs_with_context() as logs:
+        async with running(Slow()) as srv:
+            for _ in range(3):
+                err = await expect_error(srv.games.GetMatch(pb.GetMatchRequest(match_id="m1"), timeout=0.2))
+                assert err.code == grpc.StatusCode.DEADLINE_EXCEEDED
+            call = srv.games.GetMatch(pb.GetMatchRequest(match_id="m1"), timeout=30)
+            await asyncio.sleep(0.2)
+            call.cancel()
+            watch = srv.games.WatchMatch(pb.WatchMatchRequest(match_id="m1"), timeout=0.3)
+            assert (await watch.read()).kind == match_pb2.EVENT_KIND_SNAPSHOT
+            assert (await expect_error(watch)).code == grpc.StatusCode.DEADLINE_EXCEEDED
+            await _until(lambda: srv.metrics.value("cardgames_rpc_in_flight", {"method": method}) == 0
+                         and srv.metrics.value("cardgames_rpc_in_flight", {"method": WATCH}) == 0)
+            count = srv.metrics.value
+            assert count("cardgames_rpc_requests_total", {"method": method, "code": "DEADLINE_EXCEEDED"}) == 3
+            assert count("cardgames_rpc_requests_total", {"method": method, "code": "CANCELLED"}) == 1
+            assert count("cardgames_rpc_requests_total", {"method": WATCH, "code": "DEADLINE_EXCEEDED"}) == 1
+    codes = [(e["method"], e["code"]) for e in logs if e.get("event") == "rpc"]
+    assert codes == [(method, "DEADLINE_EXCEEDED")] * 3 + [(method, "CANCELLED"), (WATCH, "DEADLINE_EXCEEDED")]
