@@ -8,6 +8,7 @@ and test_join_retry."""
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 
 import grpc
@@ -172,3 +173,37 @@ async def test_a_call_whose_deadline_passed_is_logged_and_counted_as_deadline_ex
             assert count("cardgames_rpc_requests_total", {"method": WATCH, "code": "DEADLINE_EXCEEDED"}) == 1
     codes = [(e["method"], e["code"]) for e in logs if e.get("event") == "rpc"]
     assert codes == [(method, "DEADLINE_EXCEEDED")] * 3 + [(method, "CANCELLED"), (WATCH, "DEADLINE_EXCEEDED")]
+
+
+@run
+async def test_a_call_that_finds_no_file_descriptor_free_is_unavailable_not_internal():
+    """Out of file descriptors, a call that needed one failed INTERNAL with a traceback (seen
+    for real: a GetView importing its game's views module on first use, EMFILE), which
+    clients do not retry and operators read as a bug. It is UNAVAILABLE, reason
+    OUT_OF_FILE_DESCRIPTORS, logged as such; the next call is served."""
+    import errno
+
+    import structlog
+
+    from .test_edge import SEAT_TOKEN, ScriptedService
+
+    service = ScriptedService()
+    async with running(service) as srv:
+        for number in (errno.EMFILE, errno.ENFILE):
+            service.error = OSError(number, os.strerror(number), "views.py")
+            with structlog.testing.capture_logs() as logs:
+                err = await expect_error(srv.games.GetView(pb.GetViewRequest(match_id="m1"),
+                                                           metadata=bearer(SEAT_TOKEN)))
+                await _until(lambda: any(e["event"] == "rpc" for e in logs))
+            assert (err.code, err.reason) == (grpc.StatusCode.UNAVAILABLE, "OUT_OF_FILE_DESCRIPTORS")
+            assert "file descriptor" in err.message and "views.py" not in err.message
+            assert [e["event"] for e in logs] == ["rpc_out_of_file_descriptors", "rpc"]
+            assert logs[0]["log_level"] == "warning" and "exc_info" not in logs[0]
+            assert (logs[1]["code"], logs[1]["reason"]) == ("UNAVAILABLE", "OUT_OF_FILE_DESCRIPTORS")
+        service.error = OSError(errno.EACCES, "Permission denied")  # any other OSError: a bug
+        err = await expect_error(srv.games.GetView(pb.GetViewRequest(match_id="m1"),
+                                                   metadata=bearer(SEAT_TOKEN)))
+        assert err.code == grpc.StatusCode.INTERNAL
+        service.error = None
+        view = await srv.games.GetView(pb.GetViewRequest(match_id="m1"), metadata=bearer(SEAT_TOKEN))
+        assert view.view.seq == 3
