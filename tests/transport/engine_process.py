@@ -40,7 +40,14 @@ class Service:
         self.proc = subprocess.Popen([sys.executable, "-m", "engine_service", "serve"], cwd=tmp,
                                      env=environ, stdout=self._log, stderr=subprocess.STDOUT,
                                      preexec_fn=limit)
-        self.port, self.metrics_port = self._wait_serving()
+        try:
+            self.port, self.metrics_port = self._wait_serving()
+        except BaseException:  # a start that fails any way leaves no process behind
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait(10)
+            self._log.close()
+            raise
 
     def lines(self, *, grpc_core: bool = False) -> list[dict]:
         """The JSON log lines. ``grpc_core``: skip the plain lines gRPC's C core writes on
