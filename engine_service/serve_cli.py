@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 from typing import Callable
@@ -59,9 +60,23 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     from .observability.logging import configure_logging
 
+    quiet_grpc_core()
     configure_logging(settings.log_format, settings.log_level)
     with asyncio.Runner(loop_factory=loop_factory) as runner:
         return runner.run(serve(settings))
+
+
+def quiet_grpc_core() -> None:
+    """Have gRPC's C core write only its errors (``GRPC_VERBOSITY=ERROR``) unless the
+    environment says otherwise, before grpc is imported.
+
+    The core writes its own plain lines on stderr, among the engine's JSON ones; at its default
+    verbosity that was one ``Handshake failed`` line for every connection to a TLS port that
+    was not TLS (a load balancer's TCP health check, a port scanner, a plaintext client): log
+    volume and parse errors that anyone who can connect could cause. Its errors (``File
+    descriptor limit reached``) are still written; ``GRPC_VERBOSITY=INFO`` brings the rest back.
+    """
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 
 def event_loop_factory(choice: str) -> tuple[Callable[[], asyncio.AbstractEventLoop] | None, str]:
@@ -98,19 +113,25 @@ def _summary(settings: Settings) -> dict:
 
 async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> int:
     """Run until a signal (or ``stop()`` on the returned server); returns the exit status."""
-    from prometheus_client import start_http_server
-
     from .gc_policy import collect_periodically, tune_gc
     from .observability.metrics import get_metrics
     from .sessions.manager import MatchManager, TakeoverBotUnavailable
     from .store import StoreError, StoreInUse, describe_location, open_store
+    from .transport.fdlimits import (open_files_fields, raise_open_files_limit,
+                                     start_metrics_server, too_few_open_files)
     from .transport.ratelimit import Rate, RateLimits
     from .transport.server import GrpcServer, ServerLimits, TlsFiles
 
     metrics = get_metrics()
     loop_type = type(asyncio.get_running_loop())
-    log.info("starting", **_summary(settings),
+    open_files = raise_open_files_limit()  # one descriptor per client connection
+    log.info("starting", **_summary(settings), **open_files_fields(*open_files),
              event_loop="uvloop" if loop_type.__module__.startswith("uvloop") else "asyncio")
+    if too_few_open_files(open_files[0]):
+        log.warning("open_files_limit_low", **open_files_fields(*open_files),
+                    note="the engine holds one file descriptor per client connection: raise "
+                         "the hard RLIMIT_NOFILE (ulimit -Hn, systemd LimitNOFILE=, docker "
+                         "--ulimit nofile=) to serve more")
     if 0 < settings.session.bot_pace_s < settings.session.bot_deadline_s:
         log.warning("bot_pace_below_deadline", bot_pace_s=settings.session.bot_pace_s,
                     bot_deadline_s=settings.session.bot_deadline_s,
@@ -144,8 +165,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
     # host, ports and database (a forgotten `make run`) then waits --db-lock-wait-s and is
     # refused with db_in_use naming the first, instead of failing at once on the port.
     try:
-        http, _ = start_http_server(settings.metrics_port, addr=settings.metrics_host,
-                                    registry=metrics.registry)
+        http = start_metrics_server(settings.metrics_port, settings.metrics_host, metrics.registry)
     except OSError as exc:
         log.error("metrics_port_unavailable", port=settings.metrics_port, error=str(exc))
         await manager.close()
@@ -158,6 +178,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
         max_concurrent_streams=settings.max_concurrent_streams,
         keepalive_time_s=settings.keepalive_time_s,
         keepalive_timeout_s=settings.keepalive_timeout_s,
+        handshake_timeout_s=settings.handshake_timeout_s,
         max_pending_requests=settings.max_pending_requests)
     tls = TlsFiles(settings.tls_cert, settings.tls_key) if settings.tls_cert and settings.tls_key else None
     rate_limits = RateLimits(seat=Rate(settings.rate_limit_seat_per_s, settings.rate_limit_seat_burst),

@@ -62,6 +62,7 @@ class Settings:
     max_concurrent_streams: int = 100
     keepalive_time_s: float = 30.0
     keepalive_timeout_s: float = 10.0
+    handshake_timeout_s: float = 20.0
     max_pending_requests: int = 10_000
     drain_grace_s: float = 10.0
     # request-rate limits (transport/ratelimit.py): calls a second and burst, 0: no limit
@@ -262,6 +263,10 @@ SETTINGS: tuple[Setting, ...] = (
             "often", "SECONDS"),
     Setting("keepalive_timeout_s", _float(1.0, 3600.0, "seconds"), "drop a connection whose ping "
             "is not answered within this time", "SECONDS"),
+    Setting("handshake_timeout_s", _float(1.0, 3600.0, "seconds"), "drop a new connection "
+            "that has not finished its TLS handshake and HTTP/2 preface within this time (a "
+            "client that connects and sends nothing holds a file descriptor until then)",
+            "SECONDS"),
     # the hard limit is twice this (transport/server.py)
     Setting("max_pending_requests", _int(1, C_INT_MAX // 2), "calls queued for the application "
             "in a burst", "N"),

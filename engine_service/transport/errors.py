@@ -18,6 +18,7 @@ session SeatTaken                                  ALREADY_EXISTS         SEAT_T
 session LimitExceeded                              RESOURCE_EXHAUSTED     LIMIT_EXCEEDED
 transport RateLimited (+ RetryInfo)                RESOURCE_EXHAUSTED     RATE_LIMITED
 session Unavailable (draining)                     UNAVAILABLE            DRAINING
+OSError EMFILE / ENFILE (no file descriptor free)  UNAVAILABLE            OUT_OF_FILE_DESCRIPTORS
 anything else                                      INTERNAL               INTERNAL (logged with
                                                                           its traceback)
 =================================================  =====================  =====================
@@ -36,6 +37,7 @@ unexpected exception's text never reaches the client.
 
 from __future__ import annotations
 
+import errno
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +51,9 @@ from ..rules import errors as rules_errors
 from ..sessions import api
 
 DOMAIN = "cardgames.v1"
+OUT_OF_FILE_DESCRIPTORS = "OUT_OF_FILE_DESCRIPTORS"
+#: errno values of "no file descriptor free": the process's limit (EMFILE), the system's (ENFILE).
+OUT_OF_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE})
 
 _RULES_CODES: dict[type[rules_errors.RulesError], grpc.StatusCode] = {
     rules_errors.MalformedAction: grpc.StatusCode.INVALID_ARGUMENT,
@@ -119,6 +124,11 @@ def classify(exc: BaseException) -> MappedError:
             extra = (retry_info(exc.retry_after_s),)
         return MappedError(code, exc.message, exc.reason, _metadata(exc.metadata),
                            code is not grpc.StatusCode.INTERNAL, extra)
+    if isinstance(exc, OSError) and exc.errno in OUT_OF_DESCRIPTORS:
+        # the process is out of file descriptors (every connection holds one): a call that
+        # needed one (a module imported on first use, a file) is retryable, not a bug
+        return MappedError(grpc.StatusCode.UNAVAILABLE, "the server has no file descriptor free "
+                           "for this call; try again", OUT_OF_FILE_DESCRIPTORS, {}, True)
     if isinstance(exc, rules_errors.RulesError):
         for cls in type(exc).__mro__:
             if cls in _RULES_CODES:

@@ -167,7 +167,7 @@ class ObservabilityInterceptor(grpc.aio.ServerInterceptor):
                     await _check_size(response, limit, rpc, context)
                 return response
             except asyncio.CancelledError:
-                code = "CANCELLED"
+                code = _gave_up(context)
                 raise
             except BaseException:
                 code = _code_of(rpc, context, "UNKNOWN")
@@ -197,7 +197,7 @@ class ObservabilityInterceptor(grpc.aio.ServerInterceptor):
                     messages += 1
                     sent.inc()
             except (asyncio.CancelledError, GeneratorExit):
-                code = "CANCELLED"
+                code = _gave_up(context)
                 raise
             except BaseException:
                 code = _code_of(rpc, context, "UNKNOWN")
@@ -326,6 +326,19 @@ def _end(method: _Method, rpc: RpcContext, started: float, code: str, messages: 
     # the line itself names match_id/seat: drop the bound copies to avoid duplicates
     structlog.contextvars.unbind_contextvars("rpc", "request_id", "match_id", "seat")
     (log.debug if method.quiet else log.info)("rpc", **fields)
+
+
+def _gave_up(context: grpc.aio.ServicerContext) -> str:
+    """The code of a call grpc cancelled under its handler: DEADLINE_EXCEEDED when the
+    client's deadline had passed (what the client saw: the engine was too slow for it), else
+    CANCELLED (the client cancelled or went away, or the server stopped). Both were CANCELLED,
+    so a slow engine looked like impatient clients in the log and rpc_requests."""
+    try:
+        remaining = context.time_remaining()
+    except Exception:  # pragma: no cover - a context without a deadline API
+        return "CANCELLED"
+    # grpc's deadline timer may fire a hair early: within 10 ms of it is the deadline
+    return "DEADLINE_EXCEEDED" if remaining is not None and remaining < 0.01 else "CANCELLED"
 
 
 def _code_of(rpc: RpcContext, context: grpc.aio.ServicerContext, default: str) -> str:

@@ -9,12 +9,15 @@
 * server reflection, so ``buf curl`` / grpcurl-style tools list and call the API: v1alpha,
   and v1 too (:func:`add_reflection_v1`), which tools ask for first and some insist on.
 
-Limits (:class:`ServerLimits`) are grpc channel arguments: message sizes both ways, HTTP/2
-concurrent streams per connection, keepalive pings (dead watchers are noticed, so a vanished
-player's presence ends) and the pending-request queue (a reconnect storm of thousands of
-watchers is queued rather than dropped; design/research/ecosystem.md measured 5-12 % losses
-with grpc's defaults). ``grpc.so_reuseport`` is off: a second server on a busy port fails
-loudly instead of silently sharing it.
+Limits (:class:`ServerLimits`) are grpc channel arguments: message sizes both ways, request
+headers (one limit, 16 KiB: grpc's defaults refuse calls between 8 and 16 KiB at random),
+HTTP/2 concurrent streams per connection, keepalive pings (dead watchers are noticed, so a
+vanished player's presence ends), the time a new connection has for its TLS handshake and HTTP/2
+preface (one that sends nothing is closed instead of holding a descriptor for 1-2 minutes)
+and the pending-request queue (a reconnect storm of thousands of watchers is queued rather
+than dropped; design/research/ecosystem.md measured 5-12 % losses with grpc's defaults).
+``grpc.so_reuseport`` is off: a second server on a busy port fails loudly instead of silently
+sharing it.
 
 Request-rate limits (:class:`~.ratelimit.RateLimits`, off by default) are applied by
 :class:`RateLimitInterceptor` before a call reaches its servicer: per seat token for the calls
@@ -49,6 +52,7 @@ from .generated import admin_pb2, admin_pb2_grpc, card_games_pb2, card_games_pb2
 from .interceptors import ObservabilityInterceptor, current_rpc
 from .ratelimit import RateLimits, TokenBuckets, client_key
 from .servicers import AdminServicer, CardGamesServicer
+from .tls import CertificateFiles
 
 log = structlog.get_logger("cardgames.server")
 
@@ -89,19 +93,24 @@ class ServerLimits:
     max_concurrent_streams: int = 100  # per HTTP/2 connection
     keepalive_time_s: float = 30.0  # ping an idle connection this often
     keepalive_timeout_s: float = 10.0  # ...and drop it if the ping is not answered
+    handshake_timeout_s: float = 20.0  # a new connection's TLS handshake and HTTP/2 preface
     max_pending_requests: int = 10_000  # calls waiting for the application (burst buffer)
+    max_metadata_bytes: int = 16 * 1024  # a request's headers: every one smaller is accepted
     max_connection_idle_s: float = 0.0  # 0: never close idle connections
 
 
 @dataclass(frozen=True)
 class TlsFiles:
-    """PEM certificate chain and private key; the server then only speaks TLS."""
+    """PEM certificate chain and private key; the server then only speaks TLS, with the pair
+    the files hold when a connection is made (renewals taken without a restart)."""
 
     cert: Path
     key: Path
 
     def credentials(self) -> grpc.ServerCredentials:
-        return grpc.ssl_server_credentials([(self.key.read_bytes(), self.cert.read_bytes())])
+        """Credentials that follow the files: a renewed certificate is served to new
+        connections without a restart (tls.py)."""
+        return CertificateFiles(self.cert, self.key).credentials()
 
 
 def channel_options(limits: ServerLimits) -> list[tuple[str, int]]:
@@ -112,9 +121,19 @@ def channel_options(limits: ServerLimits) -> list[tuple[str, int]]:
         ("grpc.keepalive_time_ms", int(limits.keepalive_time_s * 1000)),
         ("grpc.keepalive_timeout_ms", int(limits.keepalive_timeout_s * 1000)),
         ("grpc.keepalive_permit_without_calls", 1),
+        # a connection that never finishes its handshake (a port scanner, a slowloris, a
+        # plaintext client that sent half a preface) is dropped after this; grpc's default,
+        # 120 s, let a few connections a second hold every file descriptor
+        ("grpc.server_handshake_timeout_ms", int(limits.handshake_timeout_s * 1000)),
         # clients may ping idle watch streams every 10 s without being sent GOAWAY
         ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
         ("grpc.http2.max_pings_without_data", 0),
+        # a request's headers (metadata): one limit, not grpc's two. Between its soft limit (8
+        # KiB) and its hard one (16 KiB) grpc refuses a call at random, the more often the
+        # larger its headers (12 KiB: one call in two): a proxy adding a browser's cookies
+        # would make some calls fail RESOURCE_EXHAUSTED, and the same call succeed again
+        ("grpc.max_metadata_size", limits.max_metadata_bytes),
+        ("grpc.absolute_max_metadata_size", limits.max_metadata_bytes),
         ("grpc.server.max_pending_requests", limits.max_pending_requests),
         ("grpc.server.max_pending_requests_hard_limit", 2 * limits.max_pending_requests),
         ("grpc.so_reuseport", 0),

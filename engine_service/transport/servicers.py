@@ -21,7 +21,7 @@ from ..rules.errors import UnknownGame
 from ..sessions import api
 from . import codec
 from .auth import AdminGate, bearer_token
-from .errors import classify, to_status
+from .errors import OUT_OF_FILE_DESCRIPTORS, classify, to_status
 from .generated import admin_pb2, admin_pb2_grpc, card_games_pb2 as pb, card_games_pb2_grpc
 from .interceptors import current_rpc
 
@@ -38,6 +38,8 @@ async def _fail(exc: BaseException, context: grpc.aio.ServicerContext) -> None:
     rpc.reason, rpc.code = mapped.reason, mapped.code.name
     if not mapped.expected:
         log.error("rpc_internal_error", method=rpc.method, exc_info=exc)
+    elif mapped.reason == OUT_OF_FILE_DESCRIPTORS:
+        log.warning("rpc_out_of_file_descriptors", method=rpc.method, error=str(exc))
     _drop_tracebacks(exc)
     await context.abort_with_status(to_status(mapped, rpc.request_id))
 

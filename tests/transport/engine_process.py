@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import resource
 import signal
 import subprocess
 import sys
@@ -15,11 +17,17 @@ from pathlib import Path
 from .harness import ADMIN_TOKEN
 
 
+#: A line of gRPC's C core (absl log format: severity, date, time, thread, file:line).
+GRPC_CORE_LINE = re.compile(r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w./-]+:\d+\] ")
+
+
 class Service:
     """One ``serve`` process on a temp database (a path, or a PostgreSQL URL); its stderr (JSON
     logs) goes to a file."""
 
-    def __init__(self, tmp: Path, db: Path | str, name: str, **env: str) -> None:
+    def __init__(self, tmp: Path, db: Path | str, name: str, *,
+                 open_files: tuple[int, int] | None = None, **env: str) -> None:
+        """``open_files``: the (soft, hard) RLIMIT_NOFILE the process starts with."""
         self.log_path = tmp / f"{name}.log"
         environ = {**os.environ, "CARDGAMES_PORT": "0", "CARDGAMES_METRICS_PORT": "0",
                    "CARDGAMES_METRICS_HOST": "127.0.0.1", "CARDGAMES_HOST": "127.0.0.1",
@@ -27,22 +35,40 @@ class Service:
                    "CARDGAMES_ADMIN_TOKEN": ADMIN_TOKEN, "CARDGAMES_BOT_WORKERS": "1",
                    "CARDGAMES_DRAIN_GRACE_S": "5", "PYTHONUNBUFFERED": "1", **env}
         self._log = open(self.log_path, "w")
+        limit = None if open_files is None else \
+            (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, open_files))
         self.proc = subprocess.Popen([sys.executable, "-m", "engine_service", "serve"], cwd=tmp,
-                                     env=environ, stdout=self._log, stderr=subprocess.STDOUT)
-        self.port, self.metrics_port = self._wait_serving()
+                                     env=environ, stdout=self._log, stderr=subprocess.STDOUT,
+                                     preexec_fn=limit)
+        try:
+            self.port, self.metrics_port = self._wait_serving()
+        except BaseException:  # a start that fails any way leaves no process behind
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait(10)
+            self._log.close()
+            raise
 
-    def lines(self) -> list[dict]:
+    def lines(self, *, grpc_core: bool = False) -> list[dict]:
+        """The JSON log lines. ``grpc_core``: skip the plain lines gRPC's C core writes on
+        stderr itself (``E1203 16:23:44.119190 7212 file.cc:164] text``), which only come
+        from faults the test provoked; otherwise every line must be one JSON object."""
         out = []
         for raw in self.log_path.read_text().splitlines():
-            out.append(json.loads(raw))  # every line is one JSON object
+            if grpc_core and GRPC_CORE_LINE.match(raw):
+                continue
+            out.append(json.loads(raw))
         return out
+
+    def grpc_core_lines(self) -> list[str]:
+        return [raw for raw in self.log_path.read_text().splitlines() if GRPC_CORE_LINE.match(raw)]
 
     def _wait_serving(self, timeout: float = 60.0) -> tuple[int, int]:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError(f"serve exited with {self.proc.returncode}:\n{self.log_path.read_text()}")
-            for line in self.lines() if self.log_path.stat().st_size else []:
+            for line in self.lines(grpc_core=True) if self.log_path.stat().st_size else []:
                 if line.get("event") == "serving":
                     return line["port"], line["metrics_port"]
             time.sleep(0.1)

@@ -37,6 +37,12 @@ def test_environment_then_flags():
     assert "tok" not in repr(s), "the admin token is never printed"
 
 
+def test_the_handshake_timeout_from_the_environment_or_a_flag():
+    assert _parse([], {}).handshake_timeout_s == 20.0
+    assert _parse([], {"CARDGAMES_HANDSHAKE_TIMEOUT_S": "5"}).handshake_timeout_s == 5.0
+    assert _parse(["--handshake-timeout-s", "2.5"], {"CARDGAMES_HANDSHAKE_TIMEOUT_S": "5"}).handshake_timeout_s == 2.5
+
+
 def test_every_setting_has_a_flag_and_an_environment_name():
     names = {s.env for s in S.SETTINGS}
     assert len(names) == len(S.SETTINGS)
@@ -109,6 +115,7 @@ def test_every_setting_has_a_range_that_holds_its_default(setting):
     ("--max-receive-message-bytes", "99999999999"), ("--max-send-message-bytes", str(2**31)),
     ("--max-concurrent-streams", str(2**31)), ("--max-pending-requests", str(2**30)),
     ("--keepalive-time-s", "86401"), ("--keepalive-timeout-s", "0"), ("--max-concurrent-streams", "0"),
+    ("--handshake-timeout-s", "0"), ("--handshake-timeout-s", "3601"),
     ("--time-scale", "0"), ("--heartbeat-interval-s", "0"), ("--bot-deadline-s", "0"),
     ("--snapshot-threshold", "0"), ("--watcher-queue-size", "-1"), ("--bot-workers", "0"),
     ("--bot-workers", "1000"), ("--max-matches", "1.5"), ("--rate-limit-seat-burst", "-1"),

@@ -1,0 +1,516 @@
+"""Connections as a production port meets them: a process out of file descriptors, clients
+that connect and never finish the handshake, bytes that are not HTTP/2, oversized headers.
+
+The engine must keep serving the connections it has, never spin a core, recover by itself,
+close what will never become a call within a bounded time, and tell the operator (logs,
+metrics) instead of failing silently. docs/operations.md, "Connections and file descriptors".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from engine_service.observability.metrics import Metrics
+from engine_service.transport.generated import card_games_pb2 as pb, card_games_pb2_grpc
+from engine_service.transport.server import GrpcServer, ServerLimits, TlsFiles, channel_options
+
+from .engine_process import Service
+from .harness import expect_error, run, running
+from .test_edge import ScriptedService
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU time of a process, in seconds (/proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _open_fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def _limits(pid: int) -> tuple[int, int]:
+    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+        if line.startswith("Max open files"):
+            soft, hard = line.split()[3:5]
+            return int(soft), int(hard)
+    raise AssertionError("no 'Max open files' line")
+
+
+def _health(target: str, timeout: float = 3.0, channel: grpc.Channel | None = None) -> object:
+    """SERVING (1) or the error code of a health check, on ``channel`` or a new connection."""
+    own = channel is None
+    channel = channel or grpc.insecure_channel(target, options=[("grpc.use_local_subchannel_pool", 1)])
+    try:
+        return health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(),
+                                                         timeout=timeout).status
+    except grpc.RpcError as exc:
+        return exc.code()
+    finally:
+        if own:
+            channel.close()
+
+
+def _until(predicate, timeout: float = 10.0, step: float = 0.05) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(step)
+
+
+# ---- file descriptors -----------------------------------------------------------------------
+
+def test_the_soft_open_files_limit_is_raised_to_the_hard_one_and_logged(tmp_path):
+    """Every connection holds a descriptor: a process started with systemd's or Docker's soft
+    limit of 1024 (hard 524288) stopped accepting near a thousand players. The engine lifts
+    the soft limit to the hard one, says what it got, and warns when even that is low."""
+    svc = Service(tmp_path, tmp_path / "e.db", "engine", open_files=(256, 2048))
+    try:
+        assert _limits(svc.proc.pid) == (2048, 2048)
+        lines = svc.lines()
+        starting = next(line for line in lines if line["event"] == "starting")
+        assert (starting["max_open_files"], starting["max_open_files_hard"]) == (2048, 2048)
+        low = [line for line in lines if line["event"] == "open_files_limit_low"]
+        assert len(low) == 1 and low[0]["level"] == "warning" and low[0]["max_open_files"] == 2048
+        assert svc.stop() == 0
+    finally:
+        if svc.proc.poll() is None:
+            svc.proc.kill()
+
+
+def test_out_of_file_descriptors_the_engine_serves_its_connections_without_spinning(tmp_path):
+    """More connections than the process may open: the calls on connections already open go
+    on, new ones wait in the kernel's queue, nothing spins a core, the operator is told, and
+    everything is back once connections close.
+
+    gRPC's own listener retries accept once a second (its plain "File descriptor limit
+    reached" line). The Prometheus endpoint did not: a scrape waiting while no descriptor was
+    free made its accept loop spin a whole core (3.99 s of CPU in 4 s), without a word."""
+    limit = 96
+    svc = Service(tmp_path, tmp_path / "e.db", "engine", open_files=(limit, limit))
+    held = grpc.insecure_channel(svc.target, options=[("grpc.use_local_subchannel_pool", 1)])
+    flood: list[socket.socket] = []
+    scrape = None
+    try:
+        assert _health(svc.target, channel=held) == health_pb2.HealthCheckResponse.SERVING
+        for _ in range(limit + 16):  # the kernel accepts them all (backlog); the engine cannot
+            flood.append(socket.create_connection(("127.0.0.1", svc.port)))
+        _until(lambda: _open_fds(svc.proc.pid) >= limit)
+        scrape = socket.create_connection(("127.0.0.1", svc.metrics_port))
+        scrape.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")  # waits in the queue too
+        time.sleep(0.5)
+        before = _cpu_s(svc.proc.pid)
+        time.sleep(2.0)
+        spent = _cpu_s(svc.proc.pid) - before
+        assert spent < 0.5, f"{spent:.2f} s of CPU in 2 s while out of descriptors"
+        # the connection already open is served; a new one waits (here: its deadline)
+        assert _health(svc.target, channel=held) == health_pb2.HealthCheckResponse.SERVING
+        assert _health(svc.target, timeout=1.0) == grpc.StatusCode.DEADLINE_EXCEEDED
+        exhausted = [line for line in svc.lines(grpc_core=True) if line["event"] == "open_files_exhausted"]
+        assert len(exhausted) == 1 and exhausted[0]["level"] == "warning"
+        assert exhausted[0]["max_open_files"] == limit
+        assert any("File descriptor limit reached" in raw for raw in svc.grpc_core_lines())
+
+        for s in flood:
+            s.close()
+        flood.clear()
+        scrape.settimeout(10)
+        answer = b""
+        while chunk := scrape.recv(65536):
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.0 200") and b"process_open_fds" in answer
+        assert _health(svc.target) == health_pb2.HealthCheckResponse.SERVING
+        available = [line for line in svc.lines(grpc_core=True) if line["event"] == "open_files_available"]
+        assert len(available) == 1 and available[0]["failed_accepts"] >= 1
+        held.close()
+        assert svc.stop() == 0
+    finally:
+        for s in flood:
+            s.close()
+        if scrape is not None:
+            scrape.close()
+        held.close()
+        if svc.proc.poll() is None:
+            svc.proc.kill()
+
+
+# ---- connections that never become a call -----------------------------------------------------
+
+def _certificate(folder: Path) -> TlsFiles:
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True, timeout=60)
+    return TlsFiles(cert, key)
+
+
+async def _closed_after(port: int, data: bytes, within: float) -> tuple[float, bytes]:
+    """Connect, send ``data``, read until the server closes: (seconds it took, bytes read).
+    TimeoutError if the connection is still open after ``within`` seconds."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    started = time.monotonic()
+    try:
+        if data:
+            writer.write(data)
+            await writer.drain()
+        received = await asyncio.wait_for(reader.read(), within)  # until EOF
+        return time.monotonic() - started, received
+    finally:
+        writer.close()
+
+
+def test_the_handshake_timeout_is_a_channel_argument():
+    assert ("grpc.server_handshake_timeout_ms", 20_000) in channel_options(ServerLimits())
+    assert ("grpc.server_handshake_timeout_ms", 1_500) in \
+        channel_options(ServerLimits(handshake_timeout_s=1.5))
+
+
+def test_serve_applies_the_handshake_timeout_setting(tmp_path):
+    svc = Service(tmp_path, tmp_path / "e.db", "engine", CARDGAMES_HANDSHAKE_TIMEOUT_S="1")
+    try:
+        elapsed, _ = asyncio.run(_closed_after(svc.port, b"", within=8.0))
+        assert 0.5 < elapsed < 5.0, elapsed
+        assert svc.stop() == 0
+    finally:
+        if svc.proc.poll() is None:
+            svc.proc.kill()
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["plaintext", "tls"])
+@run
+async def test_a_connection_that_never_finishes_its_handshake_is_closed(tls, tmp_path):
+    """A client that connects and sends nothing, or half of what it must (an HTTP/2 preface,
+    a TLS ClientHello), is closed after --handshake-timeout-s: gRPC's default held each one
+    60 s (plaintext) or 120 s (TLS), so a few connections a second held every descriptor.
+    Meanwhile the server answers others."""
+    server = GrpcServer(ScriptedService(), metrics=Metrics(), admin_token=None, host="127.0.0.1",
+                        port=0, limits=ServerLimits(handshake_timeout_s=1.0),
+                        tls=_certificate(tmp_path) if tls else None)
+    port = await server.start()
+    try:
+        # the start of what the port expects, the rest never sent: a TLS record's header, or
+        # the HTTP/2 preface (anything else is refused at once: the tests below)
+        partial = bytes.fromhex("160301") if tls else PREFACE[:10]
+        stalled = [asyncio.ensure_future(_closed_after(port, data, within=8.0))
+                   for data in (b"", partial)]
+        if tls:
+            creds = grpc.ssl_channel_credentials(root_certificates=server._tls.cert.read_bytes())
+            channel = grpc.aio.secure_channel(f"localhost:{port}", creds)
+        else:
+            channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+        async with channel:
+            games = await card_games_pb2_grpc.CardGamesServiceStub(channel).ListGames(
+                pb.ListGamesRequest(), timeout=5)
+            assert [g.id for g in games.games] == ["g"]
+        for elapsed, _ in await asyncio.gather(*stalled):
+            assert 0.5 < elapsed < 5.0, elapsed
+    finally:
+        await server.drain(grace_s=1)
+
+
+# ---- request headers ------------------------------------------------------------------------
+
+@run
+async def test_request_headers_have_one_limit_and_a_larger_call_is_refused_every_time():
+    """Headers up to 16 KiB are accepted every time, larger ones refused every time with
+    RESOURCE_EXHAUSTED, before the call reaches the engine; the connection serves on. With
+    grpc's defaults a call with 12 KiB of headers (a proxy forwarding a browser's cookies)
+    failed one time in two and succeeded when retried."""
+    async with running(ScriptedService()) as srv:
+        async with srv.channel_for() as channel:
+            games = card_games_pb2_grpc.CardGamesServiceStub(channel)
+            for _ in range(30):
+                answer = await games.ListGames(pb.ListGamesRequest(), timeout=5,
+                                               metadata=(("x-cookies", "c" * 12_000),))
+                assert [g.id for g in answer.games] == ["g"]
+            for _ in range(5):
+                err = await expect_error(games.ListGames(pb.ListGamesRequest(), timeout=5,
+                                                         metadata=(("x-cookies", "c" * 17_000),)))
+                assert err.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+                assert "metadata size exceeds" in err.message
+            answer = await games.ListGames(pb.ListGamesRequest(), timeout=5)
+            assert [g.id for g in answer.games] == ["g"]
+        method = "/cardgames.v1.CardGamesService/ListGames"
+        assert srv.metrics.value("cardgames_rpc_requests_total", {"method": method, "code": "OK"}) == 31
+        assert srv.metrics.value("cardgames_rpc_requests_total",
+                                 {"method": method, "code": "RESOURCE_EXHAUSTED"}) == 0
+
+
+# ---- bytes that are not HTTP/2 ----------------------------------------------------------------
+
+#: A TLS 1.2 ClientHello (record header, handshake header, version, random, no session id,
+#: two cipher suites, no compression, no extension), as a TLS client sends first.
+CLIENT_HELLO = (bytes.fromhex("16030100" "2f" "01" "00002b" "0303") + bytes(32)
+                + bytes.fromhex("00" "0004c02fc030" "0100"))
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["plaintext", "tls"])
+@run
+async def test_bytes_that_are_not_what_the_port_speaks_are_refused_at_once(tls, tmp_path):
+    """Random bytes, an HTTP/1.1 request, a TLS ClientHello to the plaintext port, an HTTP/2
+    preface to the TLS port: the connection is closed at once,
+    and calls on other connections are answered meanwhile and afterwards."""
+    server = GrpcServer(ScriptedService(), metrics=Metrics(), admin_token=None, host="127.0.0.1",
+                        port=0, tls=_certificate(tmp_path) if tls else None)
+    port = await server.start()
+    try:
+        garbage = [bytes(range(256)) * 16, b"GET / HTTP/1.1\r\nHost: engine\r\n\r\n",
+                   PREFACE + bytes.fromhex("000000040000000000") if tls else CLIENT_HELLO]
+        results = await asyncio.gather(*(_closed_after(port, data, within=5.0) for data in garbage))
+        for (elapsed, received), data in zip(results, garbage):
+            assert elapsed < 2.0, (elapsed, data[:20])
+            if not tls:  # the server's HTTP/2 SETTINGS frame (type 4), nothing else
+                assert received[3] == 4 and len(received) < 100, received
+        if tls:
+            creds = grpc.ssl_channel_credentials(root_certificates=server._tls.cert.read_bytes())
+            channel = grpc.aio.secure_channel(f"localhost:{port}", creds)
+        else:
+            channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+        async with channel:
+            games = await card_games_pb2_grpc.CardGamesServiceStub(channel).ListGames(
+                pb.ListGamesRequest(), timeout=5)
+            assert [g.id for g in games.games] == ["g"]
+    finally:
+        await server.drain(grace_s=1)
+
+
+def _knock(port: int, times: int) -> None:
+    """Connections that speak HTTP/1.1 to the port, each closed once the server has closed it
+    (a TLS port refuses them at once)."""
+    for _ in range(times):
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: engine\r\n\r\n")
+            s.settimeout(5)
+            while s.recv(4096):
+                pass
+
+
+@pytest.mark.parametrize("verbosity", [None, "INFO"])
+def test_connections_refused_by_the_tls_port_write_no_plain_lines_in_the_json_log(verbosity, tmp_path,
+                                                                                  monkeypatch):
+    """gRPC's C core wrote one plain "Handshake failed" line on stderr for every connection to
+    the TLS port that was not TLS (a TCP health check, a port scanner): lines anyone could add
+    to the JSON log. serve runs the core at GRPC_VERBOSITY=ERROR unless the environment says
+    otherwise (INFO: the lines are back)."""
+    monkeypatch.delenv("GRPC_VERBOSITY", raising=False)
+    tls = _certificate(tmp_path)
+    env = {"CARDGAMES_TLS_CERT": str(tls.cert), "CARDGAMES_TLS_KEY": str(tls.key)}
+    if verbosity is not None:
+        env["GRPC_VERBOSITY"] = verbosity
+    svc = Service(tmp_path, tmp_path / "e.db", "engine", **env)
+    try:
+        _knock(svc.port, 5)
+        assert svc.stop() == 0
+        core = svc.grpc_core_lines()
+        if verbosity is None:
+            assert core == []
+            assert svc.lines()[-1]["event"] == "exit"  # every line one JSON object
+        else:
+            assert sum("Handshake failed" in line for line in core) == 5, core
+    finally:
+        if svc.proc.poll() is None:
+            svc.proc.kill()
+
+
+# ---- TLS certificates renewed while the engine runs ---------------------------------------------
+
+def _pair(folder: Path, name: str) -> tuple[bytes, bytes]:
+    """A new self-signed certificate for localhost and its key (PEM)."""
+    cert, key = folder / f"{name}.crt", folder / f"{name}.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-days", "1", "-subj", f"/CN=localhost/O={name}",
+                    "-addext", "subjectAltName=DNS:localhost", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True, timeout=60)
+    return cert.read_bytes(), key.read_bytes()
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Write a file the way renewals do: a new file renamed into place."""
+    tmp = path.with_suffix(".new")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+async def _presented(port: int) -> bytes:
+    """The certificate (DER) the server presents to a new connection."""
+    import ssl
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    context.set_alpn_protocols(["h2"])
+    _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context, server_hostname="localhost")
+    try:
+        return writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+    finally:
+        writer.close()
+
+
+def _der(pem: bytes) -> bytes:
+    import ssl
+
+    return ssl.PEM_cert_to_DER_cert(pem.decode())
+
+
+async def _list_games(port: int, trusted: bytes) -> list[str]:
+    creds = grpc.ssl_channel_credentials(root_certificates=trusted)
+    async with grpc.aio.secure_channel(f"localhost:{port}", creds) as channel:
+        answer = await card_games_pb2_grpc.CardGamesServiceStub(channel).ListGames(pb.ListGamesRequest(), timeout=5)
+        return [g.id for g in answer.games]
+
+
+@run
+async def test_a_renewed_certificate_is_served_to_new_connections_without_a_restart(tmp_path):
+    """The files were read once: a certificate renewed on disk (cert-manager, certbot) was
+    served only after a restart, the old one until it expired. New connections now get the
+    files' pair; a pair that does not match (the certificate written before its key) is not
+    taken, and the engine serves on with the pair it has, saying so once."""
+    from tests.sessions.helpers import capture_logs_with_context
+
+    old_cert, old_key = _pair(tmp_path, "old")
+    new_cert, new_key = _pair(tmp_path, "new")
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert.write_bytes(old_cert)
+    key.write_bytes(old_key)
+    with capture_logs_with_context() as logs:
+        server = GrpcServer(ScriptedService(), metrics=Metrics(), admin_token=None, host="127.0.0.1",
+                            port=0, tls=TlsFiles(cert, key))
+        port = await server.start()
+        try:
+            assert await _presented(port) == _der(old_cert)
+            creds = grpc.ssl_channel_credentials(root_certificates=old_cert)
+            async with grpc.aio.secure_channel(f"localhost:{port}", creds) as opened_before:
+                games = card_games_pb2_grpc.CardGamesServiceStub(opened_before)
+                await games.ListGames(pb.ListGamesRequest(), timeout=5)
+
+                _replace(cert, new_cert)  # its key not yet: not a pair
+                for _ in range(3):
+                    assert await _presented(port) == _der(old_cert)
+                assert await _list_games(port, old_cert) == ["g"]
+                refused = [e for e in logs if e["event"] == "tls_reload_failed"]
+                assert len(refused) == 1 and refused[0]["log_level"] == "warning", refused
+
+                _replace(key, new_key)
+                assert await _presented(port) == _der(new_cert)
+                assert await _list_games(port, new_cert) == ["g"]
+                async with grpc.aio.secure_channel(f"localhost:{port}", creds) as trusting_the_old:
+                    err = await expect_error(card_games_pb2_grpc.CardGamesServiceStub(
+                        trusting_the_old).ListGames(pb.ListGamesRequest(), timeout=5))
+                assert err.code == grpc.StatusCode.UNAVAILABLE  # the old certificate is no longer served
+                # a connection made before the renewal goes on
+                assert [g.id for g in (await games.ListGames(pb.ListGamesRequest(), timeout=5)).games] == ["g"]
+            assert [e["event"] for e in logs if e["event"].startswith("tls_")] == \
+                ["tls_reload_failed", "tls_certificate_reloaded"]
+        finally:
+            await server.drain(grace_s=1)
+
+
+def test_a_certificate_file_missing_for_a_moment_keeps_the_pair_in_force(tmp_path):
+    """A renewal that removes a file before writing the new one: fetch() keeps the pair in
+    force (None), warns once for as long as the file is missing, and takes the new pair."""
+    from engine_service.transport.tls import CertificateFiles
+    from tests.sessions.helpers import capture_logs_with_context
+
+    old_cert, old_key = _pair(tmp_path, "old")
+    new_cert, new_key = _pair(tmp_path, "new")
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert.write_bytes(old_cert)
+    key.write_bytes(old_key)
+    files = CertificateFiles(cert, key)
+    with capture_logs_with_context() as logs:
+        assert files.fetch() is None  # nothing changed
+        cert.unlink()
+        assert files.fetch() is None and files.fetch() is None
+        assert [e["event"] for e in logs] == ["tls_reload_failed"]
+        assert "cannot read" in logs[0]["error"]
+        cert.write_bytes(new_cert)
+        assert files.fetch() is None  # the certificate back, with another key: refused
+        _replace(key, new_key)
+        assert isinstance(files.fetch(), grpc.ServerCertificateConfiguration)
+        assert files.fetch() is None
+    assert [e["event"] for e in logs] == ["tls_reload_failed", "tls_reload_failed", "tls_certificate_reloaded"]
+
+
+# ---- the metrics endpoint ---------------------------------------------------------------------
+
+def test_the_metrics_endpoint_closes_a_connection_that_sends_nothing(capsys):
+    """prometheus_client's handler waited for a request for ever, a thread and a descriptor
+    held per silent connection on a port that listens on every address by default. The
+    connection is now closed after the read timeout, quietly (socketserver printed a
+    traceback on stderr for each), and scrapes are answered meanwhile."""
+    import threading
+
+    from prometheus_client import CollectorRegistry, Counter
+
+    from engine_service.transport.fdlimits import start_metrics_server
+    from tests.sessions.helpers import capture_logs_with_context
+
+    registry = CollectorRegistry()
+    Counter("probe", "a sample", registry=registry).inc()
+    httpd = start_metrics_server(0, "127.0.0.1", registry, read_timeout_s=0.5)
+    threads = threading.active_count()
+    with capture_logs_with_context() as logs:
+        try:
+            silent = [socket.create_connection(("127.0.0.1", httpd.server_port)) for _ in range(5)]
+            started = time.monotonic()
+            with socket.create_connection(("127.0.0.1", httpd.server_port)) as scrape:
+                scrape.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+                scrape.settimeout(5)
+                answer = b""
+                while chunk := scrape.recv(65536):
+                    answer += chunk
+            assert answer.startswith(b"HTTP/1.0 200") and b"probe_total 1.0" in answer
+            for s in silent:
+                s.settimeout(5)
+                assert s.recv(10) == b""  # closed by the server
+                s.close()
+            assert time.monotonic() - started < 3.0
+            _until(lambda: threading.active_count() <= threads, timeout=3)
+        finally:
+            httpd.shutdown()
+    assert "Traceback" not in capsys.readouterr().err
+    assert logs == []  # a timed-out connection is nothing to report
+
+
+def test_an_unlimited_open_files_limit_is_not_low():
+    import resource
+
+    from engine_service.transport.fdlimits import open_files_fields, too_few_open_files
+
+    assert too_few_open_files(1024) and too_few_open_files(4095)
+    assert not too_few_open_files(4096) and not too_few_open_files(resource.RLIM_INFINITY)
+    assert open_files_fields(resource.RLIM_INFINITY, resource.RLIM_INFINITY) == \
+        {"max_open_files": -1, "max_open_files_hard": -1}
+
+
+def _frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
+    """One HTTP/2 frame (RFC 9113 section 4.1)."""
+    return len(payload).to_bytes(3, "big") + bytes([kind, flags]) + stream.to_bytes(4, "big") + payload
+
+
+@run
+async def test_a_ping_flood_is_sent_away_and_others_are_served():
+    """PING frames as fast as a client can send them: the engine answers GOAWAY
+    (too_many_pings: grpc.http2.min_ping_interval_without_data_ms, two strikes) and closes
+    the connection, and serves the other connections."""
+    async with running(ScriptedService()) as srv:
+        reader, writer = await asyncio.open_connection("127.0.0.1", srv.server.port)
+        writer.write(PREFACE + _frame(4, 0, 0) + _frame(4, 1, 0))  # SETTINGS, SETTINGS ACK
+        writer.write(_frame(6, 0, 0, b"pingping") * 500)
+        await writer.drain()
+        received = await asyncio.wait_for(reader.read(), 5)  # until the server closes
+        writer.close()
+        goaway = received.find(b"\x07\x00\x00\x00\x00\x00")  # a GOAWAY frame on stream 0
+        assert goaway >= 3 and b"too_many_pings" in received[goaway:], received[-80:]
+        answer = await srv.games.ListGames(pb.ListGamesRequest(), timeout=5)
+        assert [g.id for g in answer.games] == ["g"]
