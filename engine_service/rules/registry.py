@@ -1,10 +1,17 @@
 """The registry of games by id (``klaberjass``, ``jojotte``, ``georgian_joker``,
 ``japanese_joker``). Games register themselves when their module is imported; :func:`get_game`
-imports the built-in game modules lazily so that ``import engine_service.rules`` stays cheap."""
+imports the built-in game modules lazily so that ``import engine_service.rules`` stays cheap.
+
+The first use of the registry imports each built-in game's package whole, the modules its
+code imports inside functions (views, determinization) included: a module imported at its
+first use in a running service is a file opened in the middle of a call, which fails when the
+process is out of file descriptors (a GetView answered ``OUT_OF_FILE_DESCRIPTORS`` although
+the game was in use), and a first call slower than the rest."""
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 
 from .errors import UnknownGame
 from .game import Game
@@ -33,10 +40,13 @@ def _load_builtins() -> None:
     _loaded = True
     for name in BUILTIN_MODULES:
         try:
-            importlib.import_module(name)
+            package = importlib.import_module(name)
         except ModuleNotFoundError as exc:  # a game not written yet is simply absent
             if exc.name != name:
                 raise
+            continue
+        for sub in pkgutil.iter_modules(getattr(package, "__path__", ()), name + "."):
+            importlib.import_module(sub.name)
 
 
 def get_game(game_id: str) -> Game:

@@ -48,6 +48,28 @@ def test_registry_has_the_first_games():
     assert "klaberjass" in GAMES and "jojotte" in GAMES
 
 
+def test_the_registry_loads_every_module_of_the_games_at_once():
+    """In a fresh interpreter, the registry's first use imports each game's package whole: a
+    module its code imports inside a function (views, determinization) is not left to be
+    opened in the middle of a call, which fails when the service is out of file descriptors."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import engine_service.rules.games as games
+
+    root = Path(games.__file__).parent
+    expected = sorted(f"engine_service.rules.games.{p.parent.name}.{p.stem}"
+                      for p in root.glob("*/*.py") if p.stem != "__init__")
+    assert len(expected) >= 4 * 5
+    code = ("import sys; from engine_service.rules import get_game; get_game('klaberjass'); "
+            "print('\\n'.join(sorted(m for m in sys.modules if m.count('.') == 4 "
+            "and m.startswith('engine_service.rules.games.'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(games.__file__).parents[3]).stdout.split()
+    assert out == expected
+
+
 @pytest.mark.parametrize("game_id", GAMES)
 def test_equal_option_sets_are_one_shared_immutable_object(game_id):
     """Every open match keeps its options (and a game's compiled form of them) for its whole
