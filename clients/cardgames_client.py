@@ -322,8 +322,8 @@ class StreamState:
       reopened stream replays them.
     * :data:`RESUMED`: a reopened stream delivered its first event (the replay of what was
       missed follows, or it is that); ``attempt`` is the reopening that succeeded. On an idle
-      match that first event may be the server's heartbeat (every 5 s by default), so the
-      stream can be back a few seconds before it says so.
+      match that first event is the heartbeat the server sends at once when there is nothing
+      to replay (an older server sent it only after its heartbeat interval, 5 s by default).
     * :data:`GAVE_UP`: the reopenings failed ``max_failures`` times in a row (or a stream
       ended INTERNAL / UNKNOWN a fourth time): ``error`` is raised by the iterator right
       after the hook returns. Not sent for errors that reconnecting cannot fix (no such

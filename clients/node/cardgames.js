@@ -337,7 +337,8 @@ class Seat {
    * the first event of the stream that came back (the missed ones follow), `{state: 'gave_up',
    * attempt, maxAttempts, error}` just before the error is thrown (after maxFailures
    * reopenings, or a fourth INTERNAL / UNKNOWN; not for errors that reconnecting cannot fix).
-   * On an idle match the first event back may be the server's heartbeat (every 5 s by default).
+   * On an idle match the first event back is the heartbeat the server sends at once when
+   * there is nothing to replay.
    */
   async *watch(afterSeq, { maxFailures, onConnection } = {}) {
     let last = afterSeq;

@@ -54,8 +54,9 @@ class WatchStreams:
     async def watch(self, match_id: str, principal: Principal, after_seq: int) -> AsyncIterator[MatchEvent]:
         """Events after ``after_seq``: the missed actions replayed from the log (or one
         snapshot when ``after_seq`` < 0, when the gap exceeds ``snapshot_threshold``, or when
-        ``after_seq`` is 0 on a match that has started with no action yet), then live
-        events, heartbeats while idle, and ``match_ended`` last. A seat's open streams are its
+        ``after_seq`` is 0 on a match that has started with no action yet; a heartbeat at once
+        when there is nothing to replay), then live events, heartbeats while idle, and
+        ``match_ended`` last. A seat's open streams are its
         presence; a seat reconnecting with ``after_seq`` < 0 gets its complete private view
         again in the snapshot and play continues from the same position (JJK-9.6). Consume it
         with ``contextlib.aclosing`` so that presence ends with the stream."""
@@ -124,6 +125,12 @@ class WatchStreams:
                                  view=m.view_at(audience, live_from),
                                  details={"seats": m.presence()})
             else:
+                if after_seq == live_from and not ended:
+                    # Nothing to replay: a heartbeat at once says the stream is open and where
+                    # it stands. A client reopening a dropped stream on a quiet match would
+                    # otherwise learn that it is back only from the next event, up to a
+                    # heartbeat interval later (its "reconnecting" sign stayed up meanwhile).
+                    yield self._heartbeat(m, audience, live_from)
                 for rec, state, details in m.replay(after_seq, live_from):
                     current = rec.seq == m.seq
                     env = (m.envelope(audience) if current
@@ -152,12 +159,7 @@ class WatchStreams:
                         # stream is not idle, the event goes first (and the heartbeat's
                         # deadline is then that of the seq it reports)
                         if w.queue.empty():
-                            # a delayed spectator's position has no deadline (asked now: a
-                            # stream opened before the first action was not behind then)
-                            behind = audience == SPECTATOR and m.spectator_horizon() < m.seq
-                            deadline = None if behind else m.deadline
-                            yield MatchEvent(kind="heartbeat", seq=delivered, match_id=m.match_id,
-                                             details={"deadline": deadline})
+                            yield self._heartbeat(m, audience, delivered)
                         continue
                 if isinstance(item, _End):
                     if item.error is not None:
@@ -211,6 +213,15 @@ class WatchStreams:
             self._uncount(m, w, slot)
             if slot is not None and slot.streams == 0 and not m.over:
                 self._clock.disconnected(m, slot)
+
+    @staticmethod
+    def _heartbeat(m: LiveMatch, audience, delivered: int) -> MatchEvent:
+        """A heartbeat at ``delivered``, the seq of the last event the stream delivered. A
+        delayed spectator's position has no deadline (asked now: a stream opened before the
+        first action was not behind then)."""
+        behind = audience == SPECTATOR and m.spectator_horizon() < m.seq
+        return MatchEvent(kind="heartbeat", seq=delivered, match_id=m.match_id,
+                          details={"deadline": None if behind else m.deadline})
 
     def _uncount(self, m: LiveMatch, w: Watcher, slot: SeatSlot | None) -> None:
         """``w`` no longer counts among the match's streams (its limits, the seat's presence);

@@ -232,6 +232,37 @@ def test_a_stream_resumed_at_zero_after_the_start_begins_with_a_snapshot():
     assert (after_first[0].kind, after_first[0].seq) == ("action", 1)
 
 
+def test_a_stream_with_nothing_to_replay_starts_with_a_heartbeat_at_once():
+    """A stream resumed at the match's seq (a client back after a drop on a quiet match) gets a
+    heartbeat at once, at that seq with the decision's deadline: the client knows the stream
+    is open without waiting a heartbeat interval. A stream with actions to replay starts with
+    them, and a live action after the heartbeat comes as usual."""
+    async def go():
+        async with manager(config(heartbeat_interval_s=600)) as mgr:
+            match_id, ps = await open_match(mgr, "japanese_joker", turn_time_s=60)
+            await play_random(mgr, match_id, ps, random.Random(3), max_actions=3)
+            seq = (await mgr.get_match(match_id)).seq
+            deadline = mgr._matches[match_id].deadline
+            started = time.monotonic()
+            first = await collect(mgr.watch(match_id, ps[0], seq), until=lambda e: True,
+                                  skip_heartbeats=False)
+            waited = time.monotonic() - started
+            behind = await collect(mgr.watch(match_id, ps[0], seq - 2), until=lambda e: True,
+                                   skip_heartbeats=False)
+            live = asyncio.ensure_future(collect(mgr.watch(match_id, ps[1], seq),
+                                                 until=lambda e: e.kind == "action",
+                                                 skip_heartbeats=False))
+            await asyncio.sleep(0.05)
+            await play_random(mgr, match_id, ps, random.Random(4), max_actions=1)
+            return seq, deadline, first, waited, behind, await live
+
+    seq, deadline, first, waited, behind, live = run(go())
+    assert [(e.kind, e.seq, e.details) for e in first] == [("heartbeat", seq, {"deadline": deadline})]
+    assert waited < 5
+    assert [(e.kind, e.seq) for e in behind] == [("action", seq - 1)]
+    assert [(e.kind, e.seq) for e in live if e.kind != "presence"] == [("heartbeat", seq), ("action", seq + 1)]
+
+
 def test_a_stream_cancelled_as_an_event_arrives_still_ends():
     """The transport cancels a stream when its client goes away. If an event reaches the
     stream's queue in the same instant, the cancellation must still win (presence ends),
