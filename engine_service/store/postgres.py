@@ -50,7 +50,9 @@ metrics), with PostgreSQL doing what the SQLite store does by hand:
   StoreError; a write whose COMMIT may have been sent goes through the resolution of a lost
   commit (itself bounded by :data:`RESOLVE_S`) and is acknowledged only if it committed. The
   pool's connections also ask libpq for TCP keepalives and ``tcp_user_timeout``, unless the
-  DSN sets them.
+  DSN sets them. What the store does between calls is bounded too: the check of the pool's
+  idle connections once the lock is taken again (:class:`_Pool`, :meth:`PostgresStore._restored`)
+  and, at :meth:`~PostgresStore.open`, the preparation of the schema (``call_timeout_s``).
 """
 
 from __future__ import annotations
@@ -329,6 +331,24 @@ class _Transaction:
             pass  # the connection is gone, and the transaction with it; the pool drops it
 
 
+class _Pool(AsyncConnectionPool):
+    """The store's pool, whose :meth:`check` (of every idle connection, a round trip each) ends
+    by :attr:`check_deadline` (the loop's time) whatever the server does: a connection without
+    an answer by then is severed (:func:`.pg_ownership.sever`) and replaced, as a dead one is.
+    The check used to be cancelled instead after POOL_TIMEOUT_S: psycopg then waited for its
+    cancel request on a hung server (the check took over a minute, every write refused
+    meanwhile and the lock unwatched), and the connections the check had taken out of the pool
+    and not yet checked were dropped without the pool knowing (fewer connections for good)."""
+
+    check_deadline: float | None = None
+
+    async def check_connection(self, conn: psycopg.AsyncConnection) -> None:  # type: ignore[override]
+        loop = asyncio.get_running_loop()
+        left = POOL_TIMEOUT_S if self.check_deadline is None else self.check_deadline - loop.time()
+        with Bound(max(0.0, left)).on(conn):
+            await conn.execute("")
+
+
 class PostgresStore(Store):
     """A store in a PostgreSQL database named by ``dsn`` (a ``postgresql://`` URL).
 
@@ -429,11 +449,17 @@ class PostgresStore(Store):
         """The lock is held again after a loss or a doubt: the idle connections are checked
         (each a round trip; a dead one is replaced) before writes resume, so that the first
         writes after a server restart do not each fail on a connection of the old server, and
-        the pool, if it has none, starts connecting now."""
+        the pool, if it has none, starts connecting now. Bounded by the ownership's timeout (a
+        server that hangs now: its connections severed and replaced, :class:`_Pool`), and
+        never cancelled (which would drop connections from the pool's count)."""
         pool = self._pool
-        if pool is not None:
-            async with asyncio.timeout(POOL_TIMEOUT_S):
-                await pool.check()
+        if isinstance(pool, _Pool):
+            pool.check_deadline = asyncio.get_running_loop().time() + self._owner_timeout_s()
+            await pool.check()
+
+    def _owner_timeout_s(self) -> float:
+        """The longest a step of the ownership's waits for the server (pg_ownership)."""
+        return min(OWNER_TIMEOUT_S, self.call_timeout_s)
 
     async def _write(self, operation: str, fn: Callable[[_Transaction], Awaitable[T]],
                      *, timed: bool = True) -> T:
@@ -579,7 +605,7 @@ class PostgresStore(Store):
             owner = AdvisoryOwnership(conninfo, self.where, wait_s=self.lock_wait_s,
                                       check_s=self.ownership_check_s, on_lost=self._ownership_lost,
                                       on_restored=self._restored,
-                                      timeout_s=min(OWNER_TIMEOUT_S, self.call_timeout_s))
+                                      timeout_s=self._owner_timeout_s())
             await owner.acquire()
         try:
             pool = await self._open_pool(conninfo)
@@ -590,25 +616,41 @@ class PostgresStore(Store):
         self._pool, self._owner = pool, owner
 
     async def _open_pool(self, conninfo: str) -> AsyncConnectionPool:
-        """Prepare (create, check or migrate) the schema, then open the connection pool."""
+        """Prepare (create, check or migrate) the schema, then open the connection pool. The
+        preparation, its connection included, is bounded by ``call_timeout_s`` as a call is: a
+        server that hangs then (or a migration waiting that long for a lock on the tables)
+        used to hold the start for ever, the ownership lock taken."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.call_timeout_s
         try:
-            conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
+            async with asyncio.timeout(self.call_timeout_s):
+                conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
         except psycopg.Error as exc:
             raise StoreError(f"cannot connect to {self.where}: {_reason(exc)}") from None
+        except TimeoutError:
+            raise StoreError(f"cannot connect to {self.where}: {self._no_answer()}") from None
+        bound = Bound(max(0.0, deadline - loop.time()))
         try:
-            if conn.info.server_version < MIN_SERVER_VERSION:
-                raise StoreError(f"{self.where} is PostgreSQL {conn.info.server_version // 10000}; "
-                                 "the engine needs PostgreSQL 13 or newer")
-            async with conn.transaction():
-                await self._prepare_schema(conn)
-        except psycopg.Error as exc:
+            with bound.on(conn):
+                if conn.info.server_version < MIN_SERVER_VERSION:
+                    raise StoreError(f"{self.where} is PostgreSQL {conn.info.server_version // 10000}; "
+                                     "the engine needs PostgreSQL 13 or newer")
+                async with conn.transaction():
+                    await self._prepare_schema(conn)
+        except (psycopg.Error, MigrationFailed) as exc:
+            if bound.fired:  # severed: nothing of the preparation was committed
+                raise StoreError(
+                    f"cannot prepare {self.where}: {self._no_answer()} (a server that hangs, or tables "
+                    "locked by another session that a migration waited for: retry once it is done)") from None
+            if isinstance(exc, MigrationFailed):
+                raise
             raise StoreError(f"cannot prepare {self.where}: {_reason(exc)}") from None
         finally:
             await conn.close()
         if self.migrated_from is not None:  # the migration's transaction has committed
             log.info("db_migrated", db=self.where, from_version=self.migrated_from,
                      to_version=SCHEMA_VERSION)
-        pool = AsyncConnectionPool(conninfo, min_size=1, max_size=self.pool_size, open=False,
+        pool = _Pool(conninfo, min_size=1, max_size=self.pool_size, open=False,
                                    kwargs={"autocommit": True}, configure=self._configure,
                                    timeout=POOL_TIMEOUT_S, reconnect_timeout=RECONNECT_S,
                                    name="cardgames-store")
