@@ -114,6 +114,12 @@ VERDICT_WAIT_S = 1.0
 #: reported in doubt: the fresh connection's set-up and the polls of an 'in progress' one.
 RESOLVE_S = 3.0
 RESOLVE_POLL_S = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5)  # the waits between polls, the last repeated
+#: The share of ``call_timeout_s`` each statement of a retention batch may take, by the
+#: server's own ``statement_timeout`` (4 deletes: half the bound at most, the commit and the
+#: selection well within the rest). A batch of 500 matches of long logs on a slow server took
+#: longer than the bound: cut off there, its connection severed, rolled back, and retried as
+#: it was at the next pass, the prune never progressed.
+PRUNE_STATEMENT_SHARE = 1 / 8
 MIN_SERVER_VERSION = 130000  # pg_current_xact_id() and pg_xact_status(xid8)
 PIPELINE = psycopg.Pipeline.is_supported()  # libpq 14 or newer (psycopg's binary package has it)
 #: The transaction id, as the last column of a write's first statement (see _Transaction).
@@ -331,6 +337,11 @@ class _Transaction:
             pass  # the connection is gone, and the transaction with it; the pool drops it
 
 
+class _PruneTooSlow(StoreError):
+    """A retention batch the server cancelled at its ``statement_timeout`` (rolled back whole,
+    the connection well): split, not a failure."""
+
+
 class _Pool(AsyncConnectionPool):
     """The store's pool, whose :meth:`check` (of every idle connection, a round trip each) ends
     by :attr:`check_deadline` (the loop's time) whatever the server does: a connection without
@@ -376,6 +387,9 @@ class PostgresStore(Store):
         self._owner: AdvisoryOwnership | None = None
         self.migrated_from: int | None = None  # the schema version open() upgraded, if any
         self.resolve_s = RESOLVE_S
+        #: How many matches one retention transaction deletes at most (:meth:`prune_finished`),
+        #: learnt from the server's pace: halved when a batch could not be deleted in time.
+        self.prune_size = MAX_PRUNE_BATCH
         #: Commits whose answer was lost, by (operation, outcome): committed, aborted, unknown.
         self.commits_resolved: Counter[tuple[str, str]] = Counter()
 
@@ -479,6 +493,8 @@ class PostgresStore(Store):
         if not timed:
             try:
                 return await self._transaction(operation, fn)
+            except _PruneTooSlow:
+                raise  # split and tried again, not an error
             except StoreError:
                 self._timer.error(operation)
                 raise
@@ -942,7 +958,48 @@ class PostgresStore(Store):
                  "AND ended_at < %(t)s")
 
     async def prune_finished(self, ended_before: float, limit: int = 100) -> PrunedBatch:
-        params = {"ended": list(FINISHED), "t": ended_before, "n": max(0, min(int(limit), MAX_PRUNE_BATCH))}
+        """The base class's contract, the batch deleted in one transaction or several: each
+        bounded by the server (:data:`PRUNE_STATEMENT_SHARE` of ``call_timeout_s`` a
+        statement), well within the call's bound however slow the server, so that a large
+        batch on a slow but healthy server is never cut off (its connection severed, its work
+        rolled back, the same batch failing at every pass). A transaction the server cancels
+        is rolled back and split in two (:attr:`prune_size`, kept for the next calls, doubled
+        again after a batch done in well under its bound), down to one match; a later one that fails ends the call with what was deleted (committed:
+        the caller forgets those), the error counted and logged (``store_prune_stopped``)."""
+        limit = max(0, min(int(limit), MAX_PRUNE_BATCH))
+        ids: list[str] = []
+        counts = PruneCounts()
+        while len(ids) < limit:
+            size = max(1, min(self.prune_size, limit - len(ids)))
+            started = asyncio.get_running_loop().time()
+            try:
+                batch = await self._prune_batch(ended_before, size)
+            except _PruneTooSlow as exc:
+                if size == 1:
+                    self._timer.error("prune_finished")
+                    raise StoreError(f"prune_finished failed on {self.where}: {exc}") from None
+                self.prune_size = size // 2
+                log.info("store_prune_split", db=self.where, matches=size, now=self.prune_size)
+                continue
+            except StoreError as exc:
+                if not ids:
+                    raise
+                log.warning("store_prune_stopped", db=self.where, deleted=len(ids), error=str(exc))
+                break
+            ids += batch.match_ids
+            counts += batch.counts
+            quick = asyncio.get_running_loop().time() - started < self.call_timeout_s * PRUNE_STATEMENT_SHARE / 2
+            if quick and size == self.prune_size < MAX_PRUNE_BATCH:  # the server keeps up again
+                self.prune_size = min(MAX_PRUNE_BATCH, 2 * size)
+            if len(batch.match_ids) < size:
+                break  # no more
+        return PrunedBatch(tuple(ids), counts)
+
+    async def _prune_batch(self, ended_before: float, size: int) -> PrunedBatch:
+        """At most ``size`` ended matches deleted in one transaction, each statement cancelled
+        by the server past its share of the bound (:class:`_PruneTooSlow`)."""
+        params = {"ended": list(FINISHED), "t": ended_before, "n": size}
+        statement_ms = max(1, int(self.call_timeout_s * PRUNE_STATEMENT_SHARE * 1000))
 
         async def fn(tx: _Transaction) -> PrunedBatch:
             # the id is taken (its column evaluated) only when there is a row to delete
@@ -952,9 +1009,14 @@ class PostgresStore(Store):
             if not ids:
                 return PrunedBatch()
             counts = []
-            for table in ("match_actions", "decks", "seats", "matches"):
-                cur = await tx.conn.execute(f"DELETE FROM {table} WHERE match_id = ANY(%s)", (ids,))
-                counts.append(cur.rowcount)
+            try:
+                await tx.conn.execute("SELECT set_config('statement_timeout', %s, true)", (f"{statement_ms}ms",))
+                for table in ("match_actions", "decks", "seats", "matches"):
+                    cur = await tx.conn.execute(f"DELETE FROM {table} WHERE match_id = ANY(%s)", (ids,))
+                    counts.append(cur.rowcount)
+            except pg_errors.QueryCanceled:
+                raise _PruneTooSlow(f"{len(ids)} matches could not be deleted within "
+                                    f"{statement_ms} ms a statement") from None
             actions, decks, seats, matches = counts
             return PrunedBatch(tuple(ids), PruneCounts(matches, actions, decks, seats))
         # not in store_write_seconds: a batch deletes thousands of rows, and the latency that
