@@ -144,13 +144,21 @@ def sever(conn: psycopg.AsyncConnection) -> None:
 
 class Bound:
     """How a call on one connection is bounded: :meth:`on` severs the connection (:func:`sever`)
-    if it is still in use ``seconds`` later; :attr:`fired` says that it was."""
+    if it is still in use ``seconds`` later; :attr:`fired` says that it was (:attr:`why`: a
+    reason other than the bound, given to :meth:`cut`)."""
 
-    __slots__ = ("seconds", "fired")
+    __slots__ = ("seconds", "fired", "why")
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.fired = False
+        self.why: str | None = None
+
+    def cut(self, conn: psycopg.AsyncConnection, why: str) -> None:
+        """Sever ``conn`` now, before the bound, for ``why``."""
+        if not self.fired:
+            self.fired, self.why = True, why
+            sever(conn)
 
     @contextmanager
     def on(self, conn: psycopg.AsyncConnection, seconds: float | None = None) -> Iterator[None]:
@@ -178,12 +186,16 @@ class AdvisoryOwnership:
     resume (the store checks its idle connections: a restarted server's are all dead).
     ``timeout_s``: the longest an attempt to take the lock (connection included) or to ask who
     holds it waits for the server; a check of the lock waits ``max(check_s, 1)`` at most.
+    ``on_silent``: called with that bound when a check got no answer within it (a server that
+    hangs, a partition): the store severs the calls waiting for the server, which is taken for
+    unreachable (:attr:`unreachable`) until the lock is held again.
     """
 
     def __init__(self, conninfo: str, where: str, *, wait_s: float = 0.0, check_s: float = CHECK_S,
                  on_lost: Callable[[str], None] | None = None,
                  on_restored: Callable[[], Awaitable[None]] | None = None,
-                 timeout_s: float = TIMEOUT_S) -> None:
+                 timeout_s: float = TIMEOUT_S,
+                 on_silent: Callable[[float], None] | None = None) -> None:
         params = conninfo_to_dict(conninfo)
         for key, value in CLIENT_KEEPALIVES.items():
             params.setdefault(key, value)
@@ -194,6 +206,7 @@ class AdvisoryOwnership:
         self.check_s = check_s
         self.on_lost = on_lost
         self.on_restored = on_restored
+        self.on_silent = on_silent
         self.timeout_s = timeout_s
         self._conn: psycopg.AsyncConnection | None = None
         #: Every lock session this store opened, by server pid: its start (None until known).
@@ -213,6 +226,7 @@ class AdvisoryOwnership:
         self._verdict.set()
         self._since: float | None = None  # when writes began to be refused (loss or doubt)
         self._restoring = False  # on_restored under way: writes wait for it
+        self._silence: str | None = None  # the last check got no answer: why
 
     @property
     def held(self) -> bool:
@@ -394,10 +408,15 @@ class AdvisoryOwnership:
         conn = self._conn
         if conn is None:
             return False
+        bound = Bound(max(self.check_s, 1.0))
         try:
-            with Bound(max(self.check_s, 1.0)).on(conn):
+            with bound.on(conn):
                 row = await (await conn.execute(_HOLDS, {"cls": OWNER_LOCK_CLASS})).fetchone()
         except psycopg.Error:
+            if bound.fired:
+                self._silence = f"{self.where} gave no answer within {bound.seconds:g} s to the check of the lock"
+                if self.on_silent is not None:
+                    self.on_silent(bound.seconds)
             return False
         return bool(row and row[0])
 
@@ -414,6 +433,13 @@ class AdvisoryOwnership:
         self._verdict.clear()
         if self._since is None:
             self._since = asyncio.get_running_loop().time()
+
+    def _unreachable(self, why: str) -> None:
+        """The server cannot be reached (``why``): said once, until the lock is held again."""
+        if self.unreachable is None:
+            log.error("db_unreachable", db=self.where, error=why)
+        self.unreachable = why
+        self._verdict.set()
 
     async def _restored(self, doubts: int) -> float | None:
         """The lock is held (confirmed or taken again): the store checks its connections, then
@@ -458,13 +484,17 @@ class AdvisoryOwnership:
                 log.warning("db_ownership_connection_lost", db=self.where)
                 self._refusing()
                 await self._close()  # writes are refused from here on
+            silence, self._silence = self._silence, None
+            if silence is not None:
+                # no answer at all: the server is unreachable until it answers again, and
+                # every call fails at once meanwhile, instead of waiting for the attempt to
+                # take the lock to give up (timeout_s more: 10 s) on a connection, or for an
+                # idle connection of the pool that will not answer either
+                self._unreachable(silence)
             try:
                 taken = await self._try_take()
             except StoreError as exc:  # the database cannot be reached: say so; try again soon
-                if self.unreachable is None:
-                    log.error("db_unreachable", db=self.where, error=str(exc))
-                self.unreachable = str(exc)
-                self._verdict.set()
+                self._unreachable(str(exc))
                 continue
             self.unreachable = None
             if taken:

@@ -390,6 +390,8 @@ class PostgresStore(Store):
         #: How many matches one retention transaction deletes at most (:meth:`prune_finished`),
         #: learnt from the server's pace: halved when a batch could not be deleted in time.
         self.prune_size = MAX_PRUNE_BATCH
+        #: The calls waiting for the server: their bound, connection and start (loop time).
+        self._calls: set[tuple[Bound, psycopg.AsyncConnection, float]] = set()
         #: Commits whose answer was lost, by (operation, outcome): committed, aborted, unknown.
         self.commits_resolved: Counter[tuple[str, str]] = Counter()
 
@@ -431,10 +433,13 @@ class PostgresStore(Store):
         conn: psycopg.AsyncConnection | None = None
         try:
             async with pool.connection(timeout=max(0.0, min(POOL_TIMEOUT_S, deadline - loop.time()))) as conn:
+                call = (bound, conn, loop.time())
+                self._calls.add(call)
                 try:
                     with bound.on(conn, max(0.0, deadline - loop.time())):
                         yield conn
                 finally:
+                    self._calls.discard(call)
                     if bound.fired and not conn.closed:
                         await conn.close()  # the pool discards it
         except StoreError:
@@ -444,13 +449,27 @@ class PostgresStore(Store):
                 self._connection_lost()
             if bound.fired:
                 raise StoreError(f"{operation} failed on {self.where}: "
-                                 f"{self._no_answer()} (the connection was closed)") from None
+                                 f"{self._no_answer(bound)} (the connection was closed)") from None
             raise StoreError(f"{operation} failed on {self.where}: {_reason(exc)}") from None
         except Exception as exc:  # a value that cannot be adapted (as the SQLite store does)
             raise StoreError(f"{operation} failed: {type(exc).__name__}: {exc}") from None
 
-    def _no_answer(self) -> str:
+    def _no_answer(self, bound: Bound | None = None) -> str:
+        if bound is not None and bound.why:
+            return bound.why
         return f"no answer from the server within {self.call_timeout_s:g} s"
+
+    def _silent(self, waited_s: float) -> None:
+        """The ownership's check got no answer within ``waited_s`` (a server that hangs, a
+        network partition): the server is taken for unreachable (pg_ownership), and every call
+        waiting for it is severed now rather than at its own bound (20 s), which held its match
+        (every later call on it waiting behind) and left its clients a deadline run out while
+        the other matches' got UNAVAILABLE at once. A write whose COMMIT may have been sent is
+        resolved as any lost commit is; one severed on a server that was only slow (the check
+        alone unanswered) is resolved by it, or fails and is retried by its client."""
+        why = f"no answer from the server (nor within {waited_s:g} s to the check of this engine's lock)"
+        for bound, conn, _ in list(self._calls):
+            bound.cut(conn, why)
 
     def _connection_lost(self) -> None:
         """One of the pool's connections was lost (the server restarted or went away, the
@@ -527,12 +546,12 @@ class PostgresStore(Store):
                 if not (isinstance(exc, psycopg.OperationalError) or conn.broken or conn.closed
                         or conn.info.transaction_status != TransactionStatus.IDLE):
                     raise  # refused, and said so: nothing written
-                lost = (tx.xid, self._no_answer() if bound.fired else _reason(exc))
+                lost = (tx.xid, self._no_answer(bound) if bound.fired else _reason(exc))
                 broken = conn.broken
             except Exception as exc:  # psycopg's confusion on a severed or lost connection
                 if not (bound.fired or conn.broken):
                     raise
-                lost = (tx.xid, self._no_answer() if bound.fired else f"{type(exc).__name__}: {exc}")
+                lost = (tx.xid, self._no_answer(bound) if bound.fired else f"{type(exc).__name__}: {exc}")
                 broken = conn.broken
             except BaseException:  # cancelled while committing: in doubt, as it always was
                 await conn.close()
@@ -621,7 +640,7 @@ class PostgresStore(Store):
             owner = AdvisoryOwnership(conninfo, self.where, wait_s=self.lock_wait_s,
                                       check_s=self.ownership_check_s, on_lost=self._ownership_lost,
                                       on_restored=self._restored,
-                                      timeout_s=self._owner_timeout_s())
+                                      timeout_s=self._owner_timeout_s(), on_silent=self._silent)
             await owner.acquire()
         try:
             pool = await self._open_pool(conninfo)

@@ -322,6 +322,92 @@ def test_the_lock_session_asks_the_server_to_end_it_within_the_window(cluster):
         finally:
             await st.close()
 
-    assert asyncio.run(go()) == {"tcp_keepalives_idle": "10s", "tcp_keepalives_interval": "5s",
-                                 "tcp_keepalives_count": "3", "tcp_user_timeout": "25s"}
+    assert asyncio.run(go()) == {"tcp_keepalives_idle": "10", "tcp_keepalives_interval": "5",
+                                 "tcp_keepalives_count": "3", "tcp_user_timeout": "25000"}
     assert pg_ownership.SERVER_WINDOW_S == 25
+
+
+def test_serve_rides_out_a_partition_and_takes_its_lock_back(tmp_path, cluster):
+    """The real service, its database behind the proxy, a match in play; the link is cut for
+    PARTITION_S (production intervals: the lock checked every 2 s, its check bounded at 2 s,
+    an attempt to take it at 10 s) and comes back. Once the check of the lock has gone
+    unanswered (4 s at most) the server is taken for unreachable and the calls waiting on it
+    are severed: clients that retry see UNAVAILABLE at once (a call waiting on the server when
+    the link went may run out its own deadline first; its match used to stay held, every retry
+    running out its deadline too, until the call's own bound, 20 s), the engine
+    is the same process throughout (no db_ownership_lost, no exit 1), takes its lock back
+    (db_ownership_reacquired) and the match goes on; every acknowledged action is stored once."""
+    from tests.transport.engine_process import Service
+    from tests.transport.harness import bearer
+    from tests.transport.players import create_open_match, export_transcript
+    from tests.transport.test_process import _stubs
+    from engine_service.transport.generated import card_games_pb2 as pb, match_pb2
+    import grpc
+    import random
+
+    partition_s = 8.0
+    with PartitionProxy(("127.0.0.1", cluster.port)) as proxy:
+        engine = Service(tmp_path, proxy.url(), "engine")
+        codes: list[tuple[str, float]] = []
+        phases: dict[str, float] = {}
+
+        async def call(method, request, token):
+            while True:
+                started = time.monotonic()
+                try:
+                    return await method(request, metadata=bearer(token), timeout=3)
+                except grpc.aio.AioRpcError as exc:
+                    codes.append((exc.code().name, started, time.monotonic() - started))
+                    assert exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED), (
+                        exc.code(), exc.details())
+                    await asyncio.sleep(0.1)
+
+        async def play(stub, match_id, tokens, acked, until):
+            rng = random.Random(1)
+            while not until():
+                view = (await call(stub.GetView, pb.GetViewRequest(match_id=match_id), tokens[0])).view
+                if view.status != match_pb2.MATCH_STATUS_ACTIVE:
+                    return
+                seat = view.to_act
+                mine = (await call(stub.GetView, pb.GetViewRequest(match_id=match_id), tokens[seat])).view
+                action = rng.choice(list(mine.legal_actions)).notation
+                res = await call(stub.SubmitAction, pb.SubmitActionRequest(
+                    match_id=match_id, action=action, expected_seq=mine.seq,
+                    client_action_id=f"{seat}-{mine.seq}"), tokens[seat])
+                acked.append((res.seq, action, time.monotonic()))
+
+        async def partition():
+            await asyncio.sleep(1.0)
+            proxy.blackhole()
+            phases["cut"] = time.monotonic()
+            await asyncio.sleep(partition_s)
+            proxy.heal()
+            phases["healed"] = time.monotonic()
+
+        async def go():
+            async with grpc.aio.insecure_channel(engine.target) as ch:
+                stub, admin = _stubs(ch)
+                match_id, tokens = await create_open_match(stub, "japanese_joker")
+                acked: list = []
+                cut = asyncio.ensure_future(partition())
+                back = lambda: "healed" in phases and time.monotonic() - phases["healed"] > 4  # noqa: E731
+                await play(stub, match_id, tokens, acked, back)
+                await cut
+                return acked, await export_transcript(admin, match_id)
+
+        try:
+            acked, transcript = asyncio.run(asyncio.wait_for(go(), 45))
+            assert engine.proc.poll() is None  # the same process throughout
+        finally:
+            status = engine.stop()
+    assert status == 0
+    assert [s for s, *_ in acked] == list(range(1, len(acked) + 1))
+    assert [s["action"] for d in transcript["deals"] for s in d["steps"]] == [a for _, a, _ in acked]
+    assert sum(1 for *_, at in acked if at > phases["healed"]) >= 3, acked  # it went on
+    # once the check of the lock got no answer (2 s, checked every 2 s), every call fails at
+    # once; only one waiting on the server before that may run out its client's deadline
+    late = [(code, took) for code, at, took in codes if phases["cut"] + 4.5 <= at < phases["healed"]]
+    assert late and all(code == "UNAVAILABLE" and took < 2.5 for code, took in late), codes
+    events = [line.get("event") for line in engine.lines()]
+    assert "db_ownership_lost" not in events and "db_ownership_reacquired" in events, events
+    assert "db_unreachable" in events, events
