@@ -77,9 +77,15 @@ from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, DeckReco
                    DuplicateClientAction, MatchExists, MatchListing, MatchNotWaiting, MatchRecord,
                    MigrationFailed, NotADatabase, OwnershipLost, PruneCounts, PrunedBatch, SeatRecord,
                    SequenceConflict, Store, StoredMatch, StoreError, UnknownMatch)
-from .pg_ownership import CHECK_S, CLIENT_KEEPALIVES, TIMEOUT_S as OWNER_TIMEOUT_S, AdvisoryOwnership, Bound
+from .pg_ownership import (CHECK_S, CLIENT_KEEPALIVES, SERVER_KEEPALIVES, SERVER_WINDOW_S,
+                           TIMEOUT_S as OWNER_TIMEOUT_S, AdvisoryOwnership, Bound)
 
 T = TypeVar("T")
+#: The server's settings that end the session of an engine gone or cut off (pg_ownership).
+_SERVER_KEEPALIVE_SETTINGS = (("tcp_keepalives_idle", str(SERVER_KEEPALIVES[0])),
+                              ("tcp_keepalives_interval", str(SERVER_KEEPALIVES[1])),
+                              ("tcp_keepalives_count", str(SERVER_KEEPALIVES[2])),
+                              ("tcp_user_timeout", str(SERVER_WINDOW_S * 1000)))
 log = structlog.get_logger("engine_service.store")
 
 APPLICATION = "cardgames-engine"
@@ -120,6 +126,9 @@ RESOLVE_POLL_S = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5)  # the waits between polls, t
 #: longer than the bound: cut off there, its connection severed, rolled back, and retried as
 #: it was at the next pass, the prune never progressed.
 PRUNE_STATEMENT_SHARE = 1 / 8
+#: ``idle_in_transaction_session_timeout`` of the pool's sessions, in ``call_timeout_s``
+#: (:meth:`PostgresStore._configure`): 30 s by default.
+IDLE_IN_TRANSACTION_FACTOR = 1.5
 MIN_SERVER_VERSION = 130000  # pg_current_xact_id() and pg_xact_status(xid8)
 PIPELINE = psycopg.Pipeline.is_supported()  # libpq 14 or newer (psycopg's binary package has it)
 #: The transaction id, as the last column of a write's first statement (see _Transaction).
@@ -392,6 +401,10 @@ class PostgresStore(Store):
         self.prune_size = MAX_PRUNE_BATCH
         #: The calls waiting for the server: their bound, connection and start (loop time).
         self._calls: set[tuple[Bound, psycopg.AsyncConnection, float]] = set()
+        #: The pool's sessions by server pid: their start (their identity with the pid), and
+        #: those of the connections severed since the lock was last confirmed (_end_severed).
+        self._starts: dict[int, Any] = {}
+        self._severed: dict[int, Any] = {}
         #: Commits whose answer was lost, by (operation, outcome): committed, aborted, unknown.
         self.commits_resolved: Counter[tuple[str, str]] = Counter()
 
@@ -435,13 +448,17 @@ class PostgresStore(Store):
             async with pool.connection(timeout=max(0.0, min(POOL_TIMEOUT_S, deadline - loop.time()))) as conn:
                 call = (bound, conn, loop.time())
                 self._calls.add(call)
+                pid = conn.info.backend_pid
                 try:
                     with bound.on(conn, max(0.0, deadline - loop.time())):
                         yield conn
                 finally:
                     self._calls.discard(call)
-                    if bound.fired and not conn.closed:
-                        await conn.close()  # the pool discards it
+                    if bound.fired:
+                        if pid in self._starts:  # its session may stay on the server
+                            self._severed[pid] = self._starts[pid]
+                        if not conn.closed:
+                            await conn.close()  # the pool discards it
         except StoreError:
             raise
         except psycopg.Error as exc:
@@ -489,6 +506,39 @@ class PostgresStore(Store):
         if isinstance(pool, _Pool):
             pool.check_deadline = asyncio.get_running_loop().time() + self._owner_timeout_s()
             await pool.check()
+        await self._end_severed()
+
+    async def _end_severed(self) -> None:
+        """End the sessions of the connections this store severed that the server still keeps
+        waiting for the engine (``ClientRead``; identified by pid and start): a partition kept
+        the engine's FIN from the server, and a write cut after its statement ran and before
+        its COMMIT (in a pipeline: no idle_in_transaction_session_timeout applies) kept its
+        transaction open, holding what it wrote, so that the next write of its match (the
+        client's retry) waited behind it and failed at the call's bound until the server's
+        keepalives ended it (25 s; never behind a proxy). Once the lock is held again, before
+        writes resume (``store_sessions_ended``); a session still running something is left to
+        finish (its commit, resolved by the write, must not be undone)."""
+        severed, self._severed = self._severed, {}
+        pool = self._pool
+        if not severed or pool is None:
+            return
+        try:
+            async with pool.connection(timeout=self._owner_timeout_s()) as conn:
+                with Bound(self._owner_timeout_s()).on(conn):
+                    row = await (await conn.execute(
+                        "SELECT coalesce(array_agg(a.pid) FILTER (WHERE pg_terminate_backend(a.pid)), '{}') "
+                        "FROM pg_stat_activity a JOIN unnest(%s::int[], %s::timestamptz[]) s(pid, start) "
+                        "ON a.pid = s.pid AND a.backend_start = s.start WHERE a.wait_event = 'ClientRead'",
+                        (list(severed), list(severed.values())))).fetchone()
+        except psycopg.Error as exc:  # the pool's wait too (PoolTimeout)
+            log.warning("store_sessions_end_failed", db=self.where, server_pids=sorted(severed),
+                        error=_reason(exc))
+            return
+        ended = list(row[0]) if row else []
+        for pid in severed:
+            self._starts.pop(pid, None)
+        if ended:
+            log.warning("store_sessions_ended", db=self.where, server_pids=sorted(ended))
 
     def _owner_timeout_s(self) -> float:
         """The longest a step of the ownership's waits for the server (pg_ownership)."""
@@ -623,11 +673,30 @@ class PostgresStore(Store):
             self._timer.error(operation)
             raise
 
-    @staticmethod
-    async def _configure(conn: psycopg.AsyncConnection) -> None:
-        """Every pooled connection waits for its commits to be flushed (durability)."""
-        await conn.execute("SELECT set_config('synchronous_commit', 'on', false) "
-                           "WHERE current_setting('synchronous_commit') IN ('off', 'local')")
+    async def _configure(self, conn: psycopg.AsyncConnection) -> None:
+        """Every pooled connection waits for its commits to be flushed (durability), and its
+        session is ended by the server once the engine is gone or cut off, unless the server's
+        configuration (or the role's) says otherwise: TCP keepalives and ``tcp_user_timeout``
+        as on the lock session (pg_ownership), and ``idle_in_transaction_session_timeout``
+        (:data:`IDLE_IN_TRANSACTION_FACTOR` times ``call_timeout_s``: the engine never leaves
+        a transaction idle that long, its calls are severed first). A write whose connection a
+        partition cut after its statement ran, before its COMMIT, left its transaction open on
+        the server, holding what it wrote: every later write of that match (its next action,
+        the client's retry) waited behind it and failed at the call's bound, for as long as the
+        server kept the session (the operating system's two hours of keepalives; for ever
+        behind a proxy). One round trip, at the connection's start."""
+        idle_ms = max(1, int(self.call_timeout_s * IDLE_IN_TRANSACTION_FACTOR * 1000))
+        row = await (await conn.execute(
+            "SELECT (SELECT backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()), "
+            "CASE WHEN current_setting('synchronous_commit') IN ('off', 'local') "
+            "THEN set_config('synchronous_commit', 'on', false) END, "
+            + ", ".join(f"CASE WHEN (SELECT source FROM pg_settings WHERE name = '{name}') = 'default' "
+                        f"THEN set_config('{name}', '{value}', false) END"
+                        for name, value in (*_SERVER_KEEPALIVE_SETTINGS,
+                                            ("idle_in_transaction_session_timeout", str(idle_ms)))))).fetchone()
+        self._starts[conn.info.backend_pid] = row[0] if row else None
+        while len(self._starts) > 4 * self.pool_size + 64:  # the oldest: long closed
+            del self._starts[next(iter(self._starts))]
 
     # ---- open / close ------------------------------------------------------------------
 

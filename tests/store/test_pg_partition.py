@@ -304,26 +304,40 @@ def test_a_new_process_is_told_its_predecessors_session_is_stale_and_how_to_end_
     assert re.search(r"no query for \d+ s", message) and "most likely gone" in message, message
 
 
-def test_the_lock_session_asks_the_server_to_end_it_within_the_window(cluster):
+def test_the_engines_sessions_ask_the_server_to_end_them_within_the_window(cluster):
     """The server's keepalives and tcp_user_timeout on the lock session: an engine cut off
     from the server loses its lock SERVER_WINDOW_S (25 s) after the server's last packet from
     it, whether the session was idle (keepalives) or its answer in flight (retransmissions,
-    which keepalives do not cover: the kernel's default is some fifteen minutes)."""
+    which keepalives do not cover: the kernel's default is some fifteen minutes). The pool's
+    sessions too, where the server's configuration and the role leave them unset, and an open
+    transaction left idle is ended after 1.5 call bounds: a write cut by a partition before its
+    COMMIT held its rows, and every later write of its match waited behind it, for as long as
+    the server kept the session (the operating system's two hours of keepalives)."""
+    names = ("tcp_keepalives_idle", "tcp_keepalives_interval", "tcp_keepalives_count", "tcp_user_timeout",
+             "idle_in_transaction_session_timeout")
+
+    async def show(conn) -> dict[str, str]:
+        return {name: (await (await conn.execute(f"SHOW {name}")).fetchone())[0] for name in names}
+
     async def go():
         st = PostgresStore(cluster.url())
         await st.open()
         try:
-            conn = st._owner._conn
-            settings = {}
-            for name in ("tcp_keepalives_idle", "tcp_keepalives_interval", "tcp_keepalives_count",
-                         "tcp_user_timeout"):
-                settings[name] = (await (await conn.execute(f"SHOW {name}")).fetchone())[0]
-            return settings
+            lock = await show(st._owner._conn)
+            async with st._pool.connection() as conn:
+                pooled = await show(conn)
+            return lock, pooled
         finally:
             await st.close()
 
-    assert asyncio.run(go()) == {"tcp_keepalives_idle": "10", "tcp_keepalives_interval": "5",
-                                 "tcp_keepalives_count": "3", "tcp_user_timeout": "25000"}
+    with psycopg.connect(cluster.url(), autocommit=True) as conn:  # the role's own, kept
+        conn.execute("ALTER ROLE postgres SET tcp_keepalives_idle = 60")
+    lock, pooled = asyncio.run(go())
+    keepalives = {"tcp_keepalives_idle": "10", "tcp_keepalives_interval": "5", "tcp_keepalives_count": "3",
+                  "tcp_user_timeout": "25000"}
+    assert lock == {**keepalives, "idle_in_transaction_session_timeout": "0"}
+    # the pool's sessions too, unless the server or the role says otherwise
+    assert pooled == {**keepalives, "tcp_keepalives_idle": "60", "idle_in_transaction_session_timeout": "30s"}
     assert pg_ownership.SERVER_WINDOW_S == 25
 
 
@@ -332,7 +346,7 @@ def test_serve_rides_out_a_partition_and_takes_its_lock_back(tmp_path, cluster):
     PARTITION_S (production intervals: the lock checked every 2 s, its check bounded at 2 s,
     an attempt to take it at 10 s) and comes back. Once the check of the lock has gone
     unanswered (4 s at most) the server is taken for unreachable and the calls waiting on it
-    are severed: clients that retry see UNAVAILABLE at once (a call waiting on the server when
+    are severed: clients that retry see UNAVAILABLE (a call waiting on the server when
     the link went may run out its own deadline first; its match used to stay held, every retry
     running out its deadline too, until the call's own bound, 20 s), the engine
     is the same process throughout (no db_ownership_lost, no exit 1), takes its lock back
@@ -404,10 +418,49 @@ def test_serve_rides_out_a_partition_and_takes_its_lock_back(tmp_path, cluster):
     assert [s for s, *_ in acked] == list(range(1, len(acked) + 1))
     assert [s["action"] for d in transcript["deals"] for s in d["steps"]] == [a for _, a, _ in acked]
     assert sum(1 for *_, at in acked if at > phases["healed"]) >= 3, acked  # it went on
-    # once the check of the lock got no answer (2 s, checked every 2 s), every call fails at
-    # once; only one waiting on the server before that may run out its client's deadline
-    late = [(code, took) for code, at, took in codes if phases["cut"] + 4.5 <= at < phases["healed"]]
-    assert late and all(code == "UNAVAILABLE" and took < 2.5 for code, took in late), codes
+    # once the check of the lock got no answer (2 s, checked every 2 s), every call fails
+    # with UNAVAILABLE (a retried action within 2 s: the session layer's read-back of its
+    # match, tried again after 1 s); only one waiting on the server before that may run out
+    # its client's deadline
+    late = [(code, round(took, 1)) for code, at, took in codes if phases["cut"] + 5 <= at < phases["healed"]]
+    assert late and all(code == "UNAVAILABLE" for code, _ in late), (late, codes)
     events = [line.get("event") for line in engine.lines()]
     assert "db_ownership_lost" not in events and "db_ownership_reacquired" in events, events
     assert "db_unreachable" in events, events
+
+
+def test_a_write_cut_before_its_commit_does_not_hold_its_match_after_the_heal(cluster):
+    """The partition begins as a write's statement has run on the server, before its COMMIT
+    (an action, in a pipeline: no idle_in_transaction_session_timeout applies): the call is
+    severed and fails, and its session stays on the server, its transaction open, holding the
+    row it wrote (the engine's FIN never arrived). Once the link is back the store ends the
+    sessions it severed that still wait for it (``store_sessions_ended``) before writes resume,
+    and the client's retry of the action is written at once; it used to wait behind that
+    transaction and fail at the call's bound, again and again, for as long as the server kept
+    the session (its keepalives' window; for ever behind a proxy)."""
+    async def go():
+        with PartitionProxy(("127.0.0.1", cluster.port)) as proxy:
+            st = await _opened(proxy)
+            try:
+                with capture_logs() as logs:
+                    proxy.blackhole_after(b"INSERT INTO match_actions")
+                    with pytest.raises(StoreError):
+                        await st.append_action("m1", _action(2))
+                    with psycopg.connect(cluster.url(), autocommit=True) as conn:
+                        stale = [pid for (pid,) in conn.execute(
+                            "SELECT pid FROM pg_stat_activity WHERE wait_event = 'ClientRead' "
+                            "AND backend_xid IS NOT NULL").fetchall()]
+                    assert len(stale) == 1, stale  # its transaction open, waiting for the engine
+                    proxy.forget_engine_side()
+                    proxy.heal()
+                    took = await _until_written(st, 2, 3 * BOUND_S)
+                stored = await st.load_match("m1")
+                assert not _alive(cluster, stale[0])
+                return took, logs, stale[0], [a.seq for a in stored.actions]
+            finally:
+                await st.close()
+
+    took, logs, stale, seqs = asyncio.run(go())
+    assert seqs == [1, 2]
+    ended = [e for e in logs if e["event"] == "store_sessions_ended"]
+    assert len(ended) == 1 and stale in ended[0]["server_pids"], ended
