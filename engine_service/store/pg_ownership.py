@@ -361,7 +361,9 @@ class AdvisoryOwnership:
         if row[0] not in self._sessions:
             return False
         mine = self._sessions[row[0]]
-        return mine is None or row[3] is None or mine == row[3]
+        if mine is None or row[3] is None:  # its start unknown: its name, this process's, says
+            return row[1] == application_name()
+        return mine == row[3]
 
     async def _end_old(self, row: tuple) -> None:
         """The lock is held by a session this store gave up (:meth:`_own`): end it, once (its
