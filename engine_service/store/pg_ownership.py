@@ -41,7 +41,10 @@ the store's tables are per schema), held on a connection of its own for the life
   The check of the lock and the taking of it again are each bounded (:func:`sever`): a check
   without an answer within its bound is a lost lock session (writes refused, the lock taken
   again on a new connection), an attempt to take it without an answer within ``timeout_s``
-  is a server that cannot be reached (:attr:`~AdvisoryOwnership.unreachable`).
+  is a server that cannot be reached (:attr:`~AdvisoryOwnership.unreachable`). So is a check
+  without an answer, at once (``on_silent``: the store severs the calls waiting on the
+  server), so that every call fails at once within two checks of a hang or a partition, not
+  only once the attempt to take the lock has given up.
 * **Knows its own sessions after a partition**: every lock session the store opened is
   remembered by its server pid and start (a session given up as lost, or whose attempt to take
   the lock got no answer, may still hold the lock on a server that never learnt that the

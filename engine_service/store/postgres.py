@@ -50,7 +50,12 @@ metrics), with PostgreSQL doing what the SQLite store does by hand:
   StoreError; a write whose COMMIT may have been sent goes through the resolution of a lost
   commit (itself bounded by :data:`RESOLVE_S`) and is acknowledged only if it committed. The
   pool's connections also ask libpq for TCP keepalives and ``tcp_user_timeout``, unless the
-  DSN sets them. What the store does between calls is bounded too: the check of the pool's
+  DSN sets them, and the server for the lock session's keepalives, ``tcp_user_timeout`` and an
+  ``idle_in_transaction_session_timeout`` unless its configuration sets them; once the lock is
+  held again after a hang or a partition, the sessions of the calls it severed that the server
+  still keeps waiting for it are ended (:meth:`PostgresStore._end_severed`), and a check of the
+  lock without an answer severs every call waiting on the server at once
+  (:meth:`PostgresStore._silent`). What the store does between calls is bounded too: the check of the pool's
   idle connections once the lock is taken again (:class:`_Pool`, :meth:`PostgresStore._restored`)
   and, at :meth:`~PostgresStore.open`, the preparation of the schema (``call_timeout_s``).
 """
