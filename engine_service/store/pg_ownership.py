@@ -230,6 +230,7 @@ class AdvisoryOwnership:
         self._since: float | None = None  # when writes began to be refused (loss or doubt)
         self._restoring = False  # on_restored under way: writes wait for it
         self._silence: str | None = None  # the last check got no answer: why
+        self._said_unreachable = False  # db_unreachable logged for this outage
 
     @property
     def held(self) -> bool:
@@ -420,6 +421,7 @@ class AdvisoryOwnership:
         except psycopg.Error:
             if bound.fired:
                 self._silence = f"{self.where} gave no answer within {bound.seconds:g} s to the check of the lock"
+                self.unreachable = self.unreachable or self._silence  # before the calls are cut
                 if self.on_silent is not None:
                     self.on_silent(bound.seconds)
             return False
@@ -441,7 +443,8 @@ class AdvisoryOwnership:
 
     def _unreachable(self, why: str) -> None:
         """The server cannot be reached (``why``): said once, until the lock is held again."""
-        if self.unreachable is None:
+        if not self._said_unreachable:
+            self._said_unreachable = True
             log.error("db_unreachable", db=self.where, error=why)
         self.unreachable = why
         self._verdict.set()
@@ -501,7 +504,7 @@ class AdvisoryOwnership:
             except StoreError as exc:  # the database cannot be reached: say so; try again soon
                 self._unreachable(str(exc))
                 continue
-            self.unreachable = None
+            self.unreachable, self._said_unreachable = None, False
             if taken:
                 refused_s = await self._restored(doubts)
                 log.info("db_ownership_reacquired", db=self.where, refused_s=refused_s)

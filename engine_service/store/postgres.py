@@ -626,9 +626,12 @@ class PostgresStore(Store):
         fresh connection whether it committed (``pg_xact_status``), polling one still 'in
         progress' (its commit being applied, or its session not yet ended) for up to
         :data:`RESOLVE_S`. Returns if it committed; raises StoreError if it did not, or if that
-        is still unknown (no id, the question failed, in progress throughout)."""
+        is still unknown (no id, the question failed, in progress throughout, or the server
+        known to be unreachable: not asked, so that a write cut by a partition does not hold its
+        match :data:`RESOLVE_S` more for a question that cannot be answered)."""
         status: str | None = None
-        if xid is not None:
+        owner = self._owner
+        if xid is not None and not (owner is not None and owner.unreachable):  # else: no one to ask
             try:
                 status = await self._xact_status(xid, asyncio.get_running_loop().time() + self.resolve_s)
             except (psycopg.Error, OSError, TimeoutError):
