@@ -223,7 +223,7 @@ class PrunedBatch:
     counts: PruneCounts = PruneCounts()
 
 
-#: Most matches one :meth:`Store.prune_finished` call deletes (one transaction).
+#: Most matches one :meth:`Store.prune_finished` call deletes.
 MAX_PRUNE_BATCH = 500
 
 
@@ -350,7 +350,8 @@ class Store(ABC):
         """Delete at most ``limit`` (capped at :data:`MAX_PRUNE_BATCH`) matches that ended
         (status finished or terminated) before ``ended_before`` (Unix time), with everything
         stored for them (actions, decks, seats and their token hashes), in one short
-        transaction. An unfinished match is never touched, nor an ended one whose
+        transaction (PostgreSQL: in several if the server cannot delete them within its
+        bound in one; a failure after some committed returns those). An unfinished match is never touched, nor an ended one whose
         ``ended_at`` is unknown. Fewer than ``limit`` deleted: there are no more."""
 
     @abstractmethod

@@ -5,9 +5,15 @@ advisory lock, ``(OWNER_LOCK_CLASS, hashtext(current_schema()))`` (one engine pe
 the store's tables are per schema), held on a connection of its own for the life of the store:
 
 * **Released by the server** when that session ends, so an engine that crashes or is killed
-  leaves nothing stale behind. The session asks the server for TCP keepalives (and libpq for
-  its own), so that even a vanished machine's session, and its lock, end within about half a
-  minute instead of the operating system's two hours.
+  leaves nothing stale behind. The session asks the server for TCP keepalives and a
+  ``tcp_user_timeout`` (:data:`SERVER_WINDOW_S`, and libpq for its own keepalives), so that
+  even the session of a vanished machine, or of an engine cut off by a network partition, and
+  its lock, end within about half a minute of the last packet the server got from it, instead
+  of the operating system's two hours (keepalives: an idle connection) or fifteen minutes
+  (retransmissions: the server's answer to a check in flight when the link went, which
+  keepalives do not cover). Only the server's kernel can end it so: behind a TCP proxy or load
+  balancer the server's keepalives reach the proxy, and a session whose engine is gone lasts
+  as long as the proxy keeps its side open.
 * **Named in refusals**: the lock connection's ``application_name`` says which process holds
   it (pid and host), and :class:`~.base.StoreInUse` quotes it with its address and start time
   from ``pg_stat_activity``.
@@ -35,7 +41,22 @@ the store's tables are per schema), held on a connection of its own for the life
   The check of the lock and the taking of it again are each bounded (:func:`sever`): a check
   without an answer within its bound is a lost lock session (writes refused, the lock taken
   again on a new connection), an attempt to take it without an answer within ``timeout_s``
-  is a server that cannot be reached (:attr:`~AdvisoryOwnership.unreachable`).
+  is a server that cannot be reached (:attr:`~AdvisoryOwnership.unreachable`). So is a check
+  without an answer, at once (``on_silent``: the store severs the calls waiting on the
+  server), so that every call fails at once within two checks of a hang or a partition, not
+  only once the attempt to take the lock has given up.
+* **Knows its own sessions after a partition**: every lock session the store opened is
+  remembered by its server pid and start (a session given up as lost, or whose attempt to take
+  the lock got no answer, may still hold the lock on a server that never learnt that the
+  engine left: a network partition, the engine's FIN lost with it). When the lock is found
+  held by one of them, it is this engine's own (``db_lock_held_by_old_session``), not another
+  engine's: the store ends it (``pg_terminate_backend``, allowed on the role's own sessions)
+  and takes the lock again, instead of stopping (``db_ownership_lost``, exit 1) or waiting for
+  the server's keepalives. A lock found held by nobody by the time the holder is asked (the
+  old session ended meanwhile) is tried again, never taken for lost. A new engine process
+  cannot know its predecessor's sessions: it waits ``wait_s`` like any other, and its refusal
+  says how long the holder has not checked its lock (a running engine does every
+  :data:`CHECK_S`) and how to end a session left behind (:class:`~.base.StoreInUse`).
 """
 
 from __future__ import annotations
@@ -68,17 +89,33 @@ RETRY_S = 0.5
 #: libpq's keepalives on the lock connection (client side).
 CLIENT_KEEPALIVES = {"keepalives": "1", "keepalives_idle": "10", "keepalives_interval": "5",
                      "keepalives_count": "3"}
-#: The server's keepalives on the lock session (ignored on Unix-domain sockets).
-_SERVER_KEEPALIVES = ("SELECT set_config('tcp_keepalives_idle', '10', false), "
-                      "set_config('tcp_keepalives_interval', '5', false), "
-                      "set_config('tcp_keepalives_count', '3', false)")
+#: The server's keepalives on the lock session (idle, interval, count: ignored on Unix-domain
+#: sockets), and the window after which the server's kernel ends the session of an engine it
+#: no longer hears from (idle + interval x count): its ``tcp_user_timeout`` too, so that an
+#: answer in flight when the link went (retransmitted, not probed) ends it as soon.
+SERVER_KEEPALIVES = (10, 5, 3)
+SERVER_WINDOW_S = SERVER_KEEPALIVES[0] + SERVER_KEEPALIVES[1] * SERVER_KEEPALIVES[2]
+#: Set on each new lock session, which also learns its own start (its identity beside its
+#: pid: a server pid is reused by later sessions).
+_SERVER_SETTINGS = (f"SELECT set_config('tcp_keepalives_idle', '{SERVER_KEEPALIVES[0]}', false), "
+                    f"set_config('tcp_keepalives_interval', '{SERVER_KEEPALIVES[1]}', false), "
+                    f"set_config('tcp_keepalives_count', '{SERVER_KEEPALIVES[2]}', false), "
+                    f"set_config('tcp_user_timeout', '{SERVER_WINDOW_S * 1000}', false), "
+                    "(SELECT backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid())")
 _KEY = "%(cls)s, hashtext(current_schema())"
 _TRY_LOCK = f"SELECT pg_try_advisory_lock({_KEY})"
 _UNLOCK = f"SELECT pg_advisory_unlock({_KEY})"
+#: Ends one of this store's own old sessions: its pid and start both (never a reused pid).
+_END_OLD = ("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = %(pid)s "
+            "AND backend_start IS NOT DISTINCT FROM %(start)s")
 _HOLDS = ("SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory' "
           "AND granted AND classid = %(cls)s::oid AND objid = hashtext(current_schema())::oid "
           "AND objsubid = 2")
-_HOLDER = ("SELECT a.pid, a.application_name, host(a.client_addr), a.backend_start "
+#: The holder's pid (pg_locks': pg_stat_activity may not show a session ending), name,
+#: address, start, and for how long it has sent no query (seconds; NULL unless the role may
+#: see it): a running engine checks its lock every CHECK_S.
+_HOLDER = ("SELECT l.pid, a.application_name, host(a.client_addr), a.backend_start, "
+           "CASE WHEN a.state = 'idle' THEN extract(epoch FROM now() - a.state_change)::float8 END "
            "FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid "
            "WHERE l.locktype = 'advisory' AND l.granted "
            "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
@@ -110,13 +147,21 @@ def sever(conn: psycopg.AsyncConnection) -> None:
 
 class Bound:
     """How a call on one connection is bounded: :meth:`on` severs the connection (:func:`sever`)
-    if it is still in use ``seconds`` later; :attr:`fired` says that it was."""
+    if it is still in use ``seconds`` later; :attr:`fired` says that it was (:attr:`why`: a
+    reason other than the bound, given to :meth:`cut`)."""
 
-    __slots__ = ("seconds", "fired")
+    __slots__ = ("seconds", "fired", "why")
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.fired = False
+        self.why: str | None = None
+
+    def cut(self, conn: psycopg.AsyncConnection, why: str) -> None:
+        """Sever ``conn`` now, before the bound, for ``why``."""
+        if not self.fired:
+            self.fired, self.why = True, why
+            sever(conn)
 
     @contextmanager
     def on(self, conn: psycopg.AsyncConnection, seconds: float | None = None) -> Iterator[None]:
@@ -144,12 +189,16 @@ class AdvisoryOwnership:
     resume (the store checks its idle connections: a restarted server's are all dead).
     ``timeout_s``: the longest an attempt to take the lock (connection included) or to ask who
     holds it waits for the server; a check of the lock waits ``max(check_s, 1)`` at most.
+    ``on_silent``: called with that bound when a check got no answer within it (a server that
+    hangs, a partition): the store severs the calls waiting for the server, which is taken for
+    unreachable (:attr:`unreachable`) until the lock is held again.
     """
 
     def __init__(self, conninfo: str, where: str, *, wait_s: float = 0.0, check_s: float = CHECK_S,
                  on_lost: Callable[[str], None] | None = None,
                  on_restored: Callable[[], Awaitable[None]] | None = None,
-                 timeout_s: float = TIMEOUT_S) -> None:
+                 timeout_s: float = TIMEOUT_S,
+                 on_silent: Callable[[float], None] | None = None) -> None:
         params = conninfo_to_dict(conninfo)
         for key, value in CLIENT_KEEPALIVES.items():
             params.setdefault(key, value)
@@ -160,11 +209,14 @@ class AdvisoryOwnership:
         self.check_s = check_s
         self.on_lost = on_lost
         self.on_restored = on_restored
+        self.on_silent = on_silent
         self.timeout_s = timeout_s
         self._conn: psycopg.AsyncConnection | None = None
-        #: The server pids of the lock sessions this store closed: one may still hold the lock
-        #: a moment (its backend not yet gone: a hung server resumed) and is not another engine.
-        self._old_pids: set[int] = set()
+        #: Every lock session this store opened, by server pid: its start (None until known).
+        #: One given up may still hold the lock (its backend not yet gone: a hung server
+        #: resumed, a partition that kept its end from the server) and is not another engine.
+        self._sessions: dict[int, object] = {}
+        self._ended: set[int] = set()  # old sessions this store has ended (said once)
         self._pid = 0  # the lock session's server pid
         self._watchdog: asyncio.Task | None = None
         self.lost = False  # another engine took the lock: final
@@ -177,6 +229,8 @@ class AdvisoryOwnership:
         self._verdict.set()
         self._since: float | None = None  # when writes began to be refused (loss or doubt)
         self._restoring = False  # on_restored under way: writes wait for it
+        self._silence: str | None = None  # the last check got no answer: why
+        self._said_unreachable = False  # db_unreachable logged for this outage
 
     @property
     def held(self) -> bool:
@@ -214,8 +268,7 @@ class AdvisoryOwnership:
         waiting = False  # said once, so that a silent start-up is not taken for a hang
         while not await self._try_take():
             if loop.time() >= deadline:
-                raise StoreInUse(f"{self.where} is in use by {await self._holder()}; one engine per "
-                                 "database (or schema): stop the other one first")
+                raise StoreInUse(self._refusal(await self._holder_row()))
             if not waiting:
                 waiting = True
                 log.warning("db_lock_waiting", db=self.where, holder=await self._holder(),
@@ -253,10 +306,13 @@ class AdvisoryOwnership:
             raise StoreError(f"cannot connect to {self.where}: {exc.diag.message_primary or exc}") from None
         except TimeoutError:
             raise StoreError(f"cannot connect to {self.where}: no answer within {self.timeout_s:g} s") from None
+        pid = conn.info.backend_pid
+        self._sessions[pid] = None  # from now on the lock may be granted to it, the answer lost
         bound = Bound(max(0.0, deadline - loop.time()))
         try:
             with bound.on(conn):
-                await conn.execute(_SERVER_KEEPALIVES)
+                settings = await (await conn.execute(_SERVER_SETTINGS)).fetchone()
+                self._sessions[pid] = settings[-1] if settings else None
                 row = await (await conn.execute(_TRY_LOCK, {"cls": OWNER_LOCK_CLASS})).fetchone()
         except psycopg.Error as exc:
             await conn.close()
@@ -267,27 +323,75 @@ class AdvisoryOwnership:
             await conn.close()
             raise
         if row and row[0]:
-            self._conn, self._pid = conn, conn.info.backend_pid
+            self._conn, self._pid = conn, pid
             return True
+        del self._sessions[pid]  # answered: it does not hold the lock
         await conn.close()
         if row and row[0] is None:  # hashtext(NULL): the search_path names no existing schema
             raise StoreError(f"{self.where}: no schema of the search_path exists; create it "
                              "first (CREATE SCHEMA ...)")
         return False
 
-    async def _holder(self) -> str:
-        """Who holds the lock, as far as this database role may see (best effort)."""
-        row = await self._holder_row()
+    @staticmethod
+    def _describe(row: tuple | None) -> str:
+        """Who holds the lock (a :data:`_HOLDER` row), as far as this database role may see."""
         if not row:
             return "another engine process"
-        pid, name, addr, started = row
+        pid, name, addr, started, idle_s = row
         return (f"another engine process ({name or 'no application_name'}; server pid {pid}"
                 + (f", from {addr}" if addr else "")
-                + (f", since {started.isoformat(timespec='seconds')}" if started else "") + ")")
+                + (f", since {started.isoformat(timespec='seconds')}" if started else "")
+                + (f", no query for {idle_s:.0f} s" if idle_s is not None else "") + ")")
+
+    async def _holder(self) -> str:
+        return self._describe(await self._holder_row())
+
+    def _refusal(self, row: tuple | None) -> str:
+        """The refusal of a lock still held after ``wait_s``: stop the other engine, or, if its
+        session has sent no query for several checks' time, end the session it left behind."""
+        message = f"{self.where} is in use by {self._describe(row)}; one engine per database (or schema)"
+        idle_s = row[4] if row else None
+        if idle_s is None or idle_s < 3 * CHECK_S:
+            return message + ": stop the other one first"
+        return (message + f". That session has not checked the lock for {idle_s:.0f} s (a running engine "
+                f"does every {CHECK_S:g} s): its engine is most likely gone (stopped or crashed while cut "
+                f"off from the server, a network partition). The server ends it {SERVER_WINDOW_S} s after "
+                "the last packet it got from that engine, unless a proxy or load balancer between them "
+                "keeps it open: wait longer (--db-lock-wait-s), or, once sure that engine no longer "
+                f"runs, end it: SELECT pg_terminate_backend({row[0]})")
+
+    def _own(self, row: tuple) -> bool:
+        """Whether the holder (a :data:`_HOLDER` row) is a session this store opened."""
+        if row[0] not in self._sessions:
+            return False
+        mine = self._sessions[row[0]]
+        if mine is None or row[3] is None:  # its start unknown: its name, this process's, says
+            return row[1] == application_name()
+        return mine == row[3]
+
+    async def _end_old(self, row: tuple) -> None:
+        """The lock is held by a session this store gave up (:meth:`_own`): end it, once (its
+        backend exits, and the lock with it, in a moment)."""
+        pid = row[0]
+        if pid in self._ended:
+            return
+        self._ended.add(pid)
+        ended = await self._ask(_END_OLD, {"pid": pid, "start": self._sessions.get(pid) or row[3]})
+        log.warning("db_lock_held_by_old_session", db=self.where, server_pid=pid, idle_s=row[4],
+                    ended=bool(ended and ended[0]),
+                    **({} if ended and ended[0] else {
+                        "action": "writes are refused until it ends: the server ends it within "
+                                  f"{SERVER_WINDOW_S} s of the last packet it got from this engine (unless "
+                                  "a proxy between them keeps it open); to end it now, as a role allowed "
+                                  f"to: SELECT pg_terminate_backend({pid})"}))
 
     async def _holder_row(self) -> tuple | None:
-        """The lock holder's pid, application_name, address and start (None: unknown), asked
-        within ``timeout_s``."""
+        """The lock holder (a :data:`_HOLDER` row; None: nobody, or unknown)."""
+        return await self._ask(_HOLDER, {"cls": OWNER_LOCK_CLASS})
+
+    async def _ask(self, sql: str, params: dict) -> tuple | None:
+        """``sql``'s first row on a connection of its own (None: no row, or no answer within
+        ``timeout_s``)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout_s
         try:
@@ -297,7 +401,7 @@ class AdvisoryOwnership:
             return None
         try:
             with Bound(max(0.0, deadline - loop.time())).on(conn):
-                return await (await conn.execute(_HOLDER, {"cls": OWNER_LOCK_CLASS})).fetchone()
+                return await (await conn.execute(sql, params)).fetchone()
         except psycopg.Error:
             return None
         finally:
@@ -310,17 +414,22 @@ class AdvisoryOwnership:
         conn = self._conn
         if conn is None:
             return False
+        bound = Bound(max(self.check_s, 1.0))
         try:
-            with Bound(max(self.check_s, 1.0)).on(conn):
+            with bound.on(conn):
                 row = await (await conn.execute(_HOLDS, {"cls": OWNER_LOCK_CLASS})).fetchone()
         except psycopg.Error:
+            if bound.fired:
+                self._silence = f"{self.where} gave no answer within {bound.seconds:g} s to the check of the lock"
+                self.unreachable = self.unreachable or self._silence  # before the calls are cut
+                if self.on_silent is not None:
+                    self.on_silent(bound.seconds)
             return False
         return bool(row and row[0])
 
     async def _close(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
-            self._old_pids.add(self._pid)
             try:
                 await conn.close()
             except psycopg.Error:
@@ -331,6 +440,14 @@ class AdvisoryOwnership:
         self._verdict.clear()
         if self._since is None:
             self._since = asyncio.get_running_loop().time()
+
+    def _unreachable(self, why: str) -> None:
+        """The server cannot be reached (``why``): said once, until the lock is held again."""
+        if not self._said_unreachable:
+            self._said_unreachable = True
+            log.error("db_unreachable", db=self.where, error=why)
+        self.unreachable = why
+        self._verdict.set()
 
     async def _restored(self, doubts: int) -> float | None:
         """The lock is held (confirmed or taken again): the store checks its connections, then
@@ -375,26 +492,32 @@ class AdvisoryOwnership:
                 log.warning("db_ownership_connection_lost", db=self.where)
                 self._refusing()
                 await self._close()  # writes are refused from here on
+            silence, self._silence = self._silence, None
+            if silence is not None:
+                # no answer at all: the server is unreachable until it answers again, and
+                # every call fails at once meanwhile, instead of waiting for the attempt to
+                # take the lock to give up (timeout_s more: 10 s) on a connection, or for an
+                # idle connection of the pool that will not answer either
+                self._unreachable(silence)
             try:
                 taken = await self._try_take()
             except StoreError as exc:  # the database cannot be reached: say so; try again soon
-                if self.unreachable is None:
-                    log.error("db_unreachable", db=self.where, error=str(exc))
-                self.unreachable = str(exc)
-                self._verdict.set()
+                self._unreachable(str(exc))
                 continue
-            self.unreachable = None
+            self.unreachable, self._said_unreachable = None, False
             if taken:
                 refused_s = await self._restored(doubts)
                 log.info("db_ownership_reacquired", db=self.where, refused_s=refused_s)
                 continue
             row = await self._holder_row()
-            if row and row[0] in self._old_pids:  # this store's own session, still ending
-                log.warning("db_lock_held_by_old_session", db=self.where, server_pid=row[0])
+            if row is None:  # the holder ended meanwhile (or the server did not say): again soon
+                continue
+            if self._own(row):  # this store's own session, still there: ended, then taken again
+                await self._end_old(row)
                 continue  # writes stay refused; tried again in RETRY_S
             self.lost = True
             self._verdict.set()
-            holder = await self._holder()
+            holder = self._describe(row)
             message = f"{self.where} is now held by {holder}; this engine stops"
             log.error("db_ownership_lost", db=self.where, holder=holder)
             if self.on_lost is not None:

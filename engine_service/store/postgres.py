@@ -50,7 +50,14 @@ metrics), with PostgreSQL doing what the SQLite store does by hand:
   StoreError; a write whose COMMIT may have been sent goes through the resolution of a lost
   commit (itself bounded by :data:`RESOLVE_S`) and is acknowledged only if it committed. The
   pool's connections also ask libpq for TCP keepalives and ``tcp_user_timeout``, unless the
-  DSN sets them.
+  DSN sets them, and the server for the lock session's keepalives, ``tcp_user_timeout`` and an
+  ``idle_in_transaction_session_timeout`` unless its configuration sets them; once the lock is
+  held again after a hang or a partition, the sessions of the calls it severed that the server
+  still keeps waiting for it are ended (:meth:`PostgresStore._end_severed`), and a check of the
+  lock without an answer severs every call waiting on the server at once
+  (:meth:`PostgresStore._silent`). What the store does between calls is bounded too: the check of the pool's
+  idle connections once the lock is taken again (:class:`_Pool`, :meth:`PostgresStore._restored`)
+  and, at :meth:`~PostgresStore.open`, the preparation of the schema (``call_timeout_s``).
 """
 
 from __future__ import annotations
@@ -75,9 +82,15 @@ from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, DeckReco
                    DuplicateClientAction, MatchExists, MatchListing, MatchNotWaiting, MatchRecord,
                    MigrationFailed, NotADatabase, OwnershipLost, PruneCounts, PrunedBatch, SeatRecord,
                    SequenceConflict, Store, StoredMatch, StoreError, UnknownMatch)
-from .pg_ownership import CHECK_S, CLIENT_KEEPALIVES, TIMEOUT_S as OWNER_TIMEOUT_S, AdvisoryOwnership, Bound
+from .pg_ownership import (CHECK_S, CLIENT_KEEPALIVES, SERVER_KEEPALIVES, SERVER_WINDOW_S,
+                           TIMEOUT_S as OWNER_TIMEOUT_S, AdvisoryOwnership, Bound)
 
 T = TypeVar("T")
+#: The server's settings that end the session of an engine gone or cut off (pg_ownership).
+_SERVER_KEEPALIVE_SETTINGS = (("tcp_keepalives_idle", str(SERVER_KEEPALIVES[0])),
+                              ("tcp_keepalives_interval", str(SERVER_KEEPALIVES[1])),
+                              ("tcp_keepalives_count", str(SERVER_KEEPALIVES[2])),
+                              ("tcp_user_timeout", str(SERVER_WINDOW_S * 1000)))
 log = structlog.get_logger("engine_service.store")
 
 APPLICATION = "cardgames-engine"
@@ -112,6 +125,15 @@ VERDICT_WAIT_S = 1.0
 #: reported in doubt: the fresh connection's set-up and the polls of an 'in progress' one.
 RESOLVE_S = 3.0
 RESOLVE_POLL_S = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5)  # the waits between polls, the last repeated
+#: The share of ``call_timeout_s`` each statement of a retention batch may take, by the
+#: server's own ``statement_timeout`` (4 deletes: half the bound at most, the commit and the
+#: selection well within the rest). A batch of 500 matches of long logs on a slow server took
+#: longer than the bound: cut off there, its connection severed, rolled back, and retried as
+#: it was at the next pass, the prune never progressed.
+PRUNE_STATEMENT_SHARE = 1 / 8
+#: ``idle_in_transaction_session_timeout`` of the pool's sessions, in ``call_timeout_s``
+#: (:meth:`PostgresStore._configure`): 30 s by default.
+IDLE_IN_TRANSACTION_FACTOR = 1.5
 MIN_SERVER_VERSION = 130000  # pg_current_xact_id() and pg_xact_status(xid8)
 PIPELINE = psycopg.Pipeline.is_supported()  # libpq 14 or newer (psycopg's binary package has it)
 #: The transaction id, as the last column of a write's first statement (see _Transaction).
@@ -329,6 +351,29 @@ class _Transaction:
             pass  # the connection is gone, and the transaction with it; the pool drops it
 
 
+class _PruneTooSlow(StoreError):
+    """A retention batch the server cancelled at its ``statement_timeout`` (rolled back whole,
+    the connection well): split, not a failure."""
+
+
+class _Pool(AsyncConnectionPool):
+    """The store's pool, whose :meth:`check` (of every idle connection, a round trip each) ends
+    by :attr:`check_deadline` (the loop's time) whatever the server does: a connection without
+    an answer by then is severed (:func:`.pg_ownership.sever`) and replaced, as a dead one is.
+    The check used to be cancelled instead after POOL_TIMEOUT_S: psycopg then waited for its
+    cancel request on a hung server (the check took over a minute, every write refused
+    meanwhile and the lock unwatched), and the connections the check had taken out of the pool
+    and not yet checked were dropped without the pool knowing (fewer connections for good)."""
+
+    check_deadline: float | None = None
+
+    async def check_connection(self, conn: psycopg.AsyncConnection) -> None:  # type: ignore[override]
+        loop = asyncio.get_running_loop()
+        left = POOL_TIMEOUT_S if self.check_deadline is None else self.check_deadline - loop.time()
+        with Bound(max(0.0, left)).on(conn):
+            await conn.execute("")
+
+
 class PostgresStore(Store):
     """A store in a PostgreSQL database named by ``dsn`` (a ``postgresql://`` URL).
 
@@ -356,6 +401,15 @@ class PostgresStore(Store):
         self._owner: AdvisoryOwnership | None = None
         self.migrated_from: int | None = None  # the schema version open() upgraded, if any
         self.resolve_s = RESOLVE_S
+        #: How many matches one retention transaction deletes at most (:meth:`prune_finished`),
+        #: learnt from the server's pace: halved when a batch could not be deleted in time.
+        self.prune_size = MAX_PRUNE_BATCH
+        #: The calls waiting for the server: their bound, connection and start (loop time).
+        self._calls: set[tuple[Bound, psycopg.AsyncConnection, float]] = set()
+        #: The pool's sessions by server pid: their start (their identity with the pid), and
+        #: those of the connections severed since the lock was last confirmed (_end_severed).
+        self._starts: dict[int, Any] = {}
+        self._severed: dict[int, Any] = {}
         #: Commits whose answer was lost, by (operation, outcome): committed, aborted, unknown.
         self.commits_resolved: Counter[tuple[str, str]] = Counter()
 
@@ -397,12 +451,19 @@ class PostgresStore(Store):
         conn: psycopg.AsyncConnection | None = None
         try:
             async with pool.connection(timeout=max(0.0, min(POOL_TIMEOUT_S, deadline - loop.time()))) as conn:
+                call = (bound, conn, loop.time())
+                self._calls.add(call)
+                pid = conn.info.backend_pid
                 try:
                     with bound.on(conn, max(0.0, deadline - loop.time())):
                         yield conn
                 finally:
-                    if bound.fired and not conn.closed:
-                        await conn.close()  # the pool discards it
+                    self._calls.discard(call)
+                    if bound.fired:
+                        if pid in self._starts:  # its session may stay on the server
+                            self._severed[pid] = self._starts[pid]
+                        if not conn.closed:
+                            await conn.close()  # the pool discards it
         except StoreError:
             raise
         except psycopg.Error as exc:
@@ -410,13 +471,27 @@ class PostgresStore(Store):
                 self._connection_lost()
             if bound.fired:
                 raise StoreError(f"{operation} failed on {self.where}: "
-                                 f"{self._no_answer()} (the connection was closed)") from None
+                                 f"{self._no_answer(bound)} (the connection was closed)") from None
             raise StoreError(f"{operation} failed on {self.where}: {_reason(exc)}") from None
         except Exception as exc:  # a value that cannot be adapted (as the SQLite store does)
             raise StoreError(f"{operation} failed: {type(exc).__name__}: {exc}") from None
 
-    def _no_answer(self) -> str:
+    def _no_answer(self, bound: Bound | None = None) -> str:
+        if bound is not None and bound.why:
+            return bound.why
         return f"no answer from the server within {self.call_timeout_s:g} s"
+
+    def _silent(self, waited_s: float) -> None:
+        """The ownership's check got no answer within ``waited_s`` (a server that hangs, a
+        network partition): the server is taken for unreachable (pg_ownership), and every call
+        waiting for it is severed now rather than at its own bound (20 s), which held its match
+        (every later call on it waiting behind) and left its clients a deadline run out while
+        the other matches' got UNAVAILABLE at once. A write whose COMMIT may have been sent is
+        resolved as any lost commit is; one severed on a server that was only slow (the check
+        alone unanswered) is resolved by it, or fails and is retried by its client."""
+        why = f"no answer from the server (nor within {waited_s:g} s to the check of this engine's lock)"
+        for bound, conn, _ in list(self._calls):
+            bound.cut(conn, why)
 
     def _connection_lost(self) -> None:
         """One of the pool's connections was lost (the server restarted or went away, the
@@ -429,11 +504,50 @@ class PostgresStore(Store):
         """The lock is held again after a loss or a doubt: the idle connections are checked
         (each a round trip; a dead one is replaced) before writes resume, so that the first
         writes after a server restart do not each fail on a connection of the old server, and
-        the pool, if it has none, starts connecting now."""
+        the pool, if it has none, starts connecting now. Bounded by the ownership's timeout (a
+        server that hangs now: its connections severed and replaced, :class:`_Pool`), and
+        never cancelled (which would drop connections from the pool's count)."""
         pool = self._pool
-        if pool is not None:
-            async with asyncio.timeout(POOL_TIMEOUT_S):
-                await pool.check()
+        if isinstance(pool, _Pool):
+            pool.check_deadline = asyncio.get_running_loop().time() + self._owner_timeout_s()
+            await pool.check()
+        await self._end_severed()
+
+    async def _end_severed(self) -> None:
+        """End the sessions of the connections this store severed that the server still keeps
+        waiting for the engine (``ClientRead``; identified by pid and start): a partition kept
+        the engine's FIN from the server, and a write cut after its statement ran and before
+        its COMMIT (in a pipeline: no idle_in_transaction_session_timeout applies) kept its
+        transaction open, holding what it wrote, so that the next write of its match (the
+        client's retry) waited behind it and failed at the call's bound until the server's
+        keepalives ended it (25 s; never behind a proxy). Once the lock is held again, before
+        writes resume (``store_sessions_ended``); a session still running something is left to
+        finish (its commit, resolved by the write, must not be undone)."""
+        severed, self._severed = self._severed, {}
+        pool = self._pool
+        if not severed or pool is None:
+            return
+        try:
+            async with pool.connection(timeout=self._owner_timeout_s()) as conn:
+                with Bound(self._owner_timeout_s()).on(conn):
+                    row = await (await conn.execute(
+                        "SELECT coalesce(array_agg(a.pid) FILTER (WHERE pg_terminate_backend(a.pid)), '{}') "
+                        "FROM pg_stat_activity a JOIN unnest(%s::int[], %s::timestamptz[]) s(pid, start) "
+                        "ON a.pid = s.pid AND a.backend_start = s.start WHERE a.wait_event = 'ClientRead'",
+                        (list(severed), list(severed.values())))).fetchone()
+        except psycopg.Error as exc:  # the pool's wait too (PoolTimeout)
+            log.warning("store_sessions_end_failed", db=self.where, server_pids=sorted(severed),
+                        error=_reason(exc))
+            return
+        ended = list(row[0]) if row else []
+        for pid in severed:
+            self._starts.pop(pid, None)
+        if ended:
+            log.warning("store_sessions_ended", db=self.where, server_pids=sorted(ended))
+
+    def _owner_timeout_s(self) -> float:
+        """The longest a step of the ownership's waits for the server (pg_ownership)."""
+        return min(OWNER_TIMEOUT_S, self.call_timeout_s)
 
     async def _write(self, operation: str, fn: Callable[[_Transaction], Awaitable[T]],
                      *, timed: bool = True) -> T:
@@ -453,6 +567,8 @@ class PostgresStore(Store):
         if not timed:
             try:
                 return await self._transaction(operation, fn)
+            except _PruneTooSlow:
+                raise  # split and tried again, not an error
             except StoreError:
                 self._timer.error(operation)
                 raise
@@ -485,12 +601,12 @@ class PostgresStore(Store):
                 if not (isinstance(exc, psycopg.OperationalError) or conn.broken or conn.closed
                         or conn.info.transaction_status != TransactionStatus.IDLE):
                     raise  # refused, and said so: nothing written
-                lost = (tx.xid, self._no_answer() if bound.fired else _reason(exc))
+                lost = (tx.xid, self._no_answer(bound) if bound.fired else _reason(exc))
                 broken = conn.broken
             except Exception as exc:  # psycopg's confusion on a severed or lost connection
                 if not (bound.fired or conn.broken):
                     raise
-                lost = (tx.xid, self._no_answer() if bound.fired else f"{type(exc).__name__}: {exc}")
+                lost = (tx.xid, self._no_answer(bound) if bound.fired else f"{type(exc).__name__}: {exc}")
                 broken = conn.broken
             except BaseException:  # cancelled while committing: in doubt, as it always was
                 await conn.close()
@@ -510,9 +626,12 @@ class PostgresStore(Store):
         fresh connection whether it committed (``pg_xact_status``), polling one still 'in
         progress' (its commit being applied, or its session not yet ended) for up to
         :data:`RESOLVE_S`. Returns if it committed; raises StoreError if it did not, or if that
-        is still unknown (no id, the question failed, in progress throughout)."""
+        is still unknown (no id, the question failed, in progress throughout, or the server
+        known to be unreachable: not asked, so that a write cut by a partition does not hold its
+        match :data:`RESOLVE_S` more for a question that cannot be answered)."""
         status: str | None = None
-        if xid is not None:
+        owner = self._owner
+        if xid is not None and not (owner is not None and owner.unreachable):  # else: no one to ask
             try:
                 status = await self._xact_status(xid, asyncio.get_running_loop().time() + self.resolve_s)
             except (psycopg.Error, OSError, TimeoutError):
@@ -562,11 +681,30 @@ class PostgresStore(Store):
             self._timer.error(operation)
             raise
 
-    @staticmethod
-    async def _configure(conn: psycopg.AsyncConnection) -> None:
-        """Every pooled connection waits for its commits to be flushed (durability)."""
-        await conn.execute("SELECT set_config('synchronous_commit', 'on', false) "
-                           "WHERE current_setting('synchronous_commit') IN ('off', 'local')")
+    async def _configure(self, conn: psycopg.AsyncConnection) -> None:
+        """Every pooled connection waits for its commits to be flushed (durability), and its
+        session is ended by the server once the engine is gone or cut off, unless the server's
+        configuration (or the role's) says otherwise: TCP keepalives and ``tcp_user_timeout``
+        as on the lock session (pg_ownership), and ``idle_in_transaction_session_timeout``
+        (:data:`IDLE_IN_TRANSACTION_FACTOR` times ``call_timeout_s``: the engine never leaves
+        a transaction idle that long, its calls are severed first). A write whose connection a
+        partition cut after its statement ran, before its COMMIT, left its transaction open on
+        the server, holding what it wrote: every later write of that match (its next action,
+        the client's retry) waited behind it and failed at the call's bound, for as long as the
+        server kept the session (the operating system's two hours of keepalives; for ever
+        behind a proxy). One round trip, at the connection's start."""
+        idle_ms = max(1, int(self.call_timeout_s * IDLE_IN_TRANSACTION_FACTOR * 1000))
+        row = await (await conn.execute(
+            "SELECT (SELECT backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()), "
+            "CASE WHEN current_setting('synchronous_commit') IN ('off', 'local') "
+            "THEN set_config('synchronous_commit', 'on', false) END, "
+            + ", ".join(f"CASE WHEN (SELECT source FROM pg_settings WHERE name = '{name}') = 'default' "
+                        f"THEN set_config('{name}', '{value}', false) END"
+                        for name, value in (*_SERVER_KEEPALIVE_SETTINGS,
+                                            ("idle_in_transaction_session_timeout", str(idle_ms)))))).fetchone()
+        self._starts[conn.info.backend_pid] = row[0] if row else None
+        while len(self._starts) > 4 * self.pool_size + 64:  # the oldest: long closed
+            del self._starts[next(iter(self._starts))]
 
     # ---- open / close ------------------------------------------------------------------
 
@@ -579,7 +717,7 @@ class PostgresStore(Store):
             owner = AdvisoryOwnership(conninfo, self.where, wait_s=self.lock_wait_s,
                                       check_s=self.ownership_check_s, on_lost=self._ownership_lost,
                                       on_restored=self._restored,
-                                      timeout_s=min(OWNER_TIMEOUT_S, self.call_timeout_s))
+                                      timeout_s=self._owner_timeout_s(), on_silent=self._silent)
             await owner.acquire()
         try:
             pool = await self._open_pool(conninfo)
@@ -590,25 +728,41 @@ class PostgresStore(Store):
         self._pool, self._owner = pool, owner
 
     async def _open_pool(self, conninfo: str) -> AsyncConnectionPool:
-        """Prepare (create, check or migrate) the schema, then open the connection pool."""
+        """Prepare (create, check or migrate) the schema, then open the connection pool. The
+        preparation, its connection included, is bounded by ``call_timeout_s`` as a call is: a
+        server that hangs then (or a migration waiting that long for a lock on the tables)
+        used to hold the start for ever, the ownership lock taken."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.call_timeout_s
         try:
-            conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
+            async with asyncio.timeout(self.call_timeout_s):
+                conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
         except psycopg.Error as exc:
             raise StoreError(f"cannot connect to {self.where}: {_reason(exc)}") from None
+        except TimeoutError:
+            raise StoreError(f"cannot connect to {self.where}: {self._no_answer()}") from None
+        bound = Bound(max(0.0, deadline - loop.time()))
         try:
-            if conn.info.server_version < MIN_SERVER_VERSION:
-                raise StoreError(f"{self.where} is PostgreSQL {conn.info.server_version // 10000}; "
-                                 "the engine needs PostgreSQL 13 or newer")
-            async with conn.transaction():
-                await self._prepare_schema(conn)
-        except psycopg.Error as exc:
+            with bound.on(conn):
+                if conn.info.server_version < MIN_SERVER_VERSION:
+                    raise StoreError(f"{self.where} is PostgreSQL {conn.info.server_version // 10000}; "
+                                     "the engine needs PostgreSQL 13 or newer")
+                async with conn.transaction():
+                    await self._prepare_schema(conn)
+        except (psycopg.Error, MigrationFailed) as exc:
+            if bound.fired:  # severed: nothing of the preparation was committed
+                raise StoreError(
+                    f"cannot prepare {self.where}: {self._no_answer()} (a server that hangs, or tables "
+                    "locked by another session that a migration waited for: retry once it is done)") from None
+            if isinstance(exc, MigrationFailed):
+                raise
             raise StoreError(f"cannot prepare {self.where}: {_reason(exc)}") from None
         finally:
             await conn.close()
         if self.migrated_from is not None:  # the migration's transaction has committed
             log.info("db_migrated", db=self.where, from_version=self.migrated_from,
                      to_version=SCHEMA_VERSION)
-        pool = AsyncConnectionPool(conninfo, min_size=1, max_size=self.pool_size, open=False,
+        pool = _Pool(conninfo, min_size=1, max_size=self.pool_size, open=False,
                                    kwargs={"autocommit": True}, configure=self._configure,
                                    timeout=POOL_TIMEOUT_S, reconnect_timeout=RECONNECT_S,
                                    name="cardgames-store")
@@ -900,7 +1054,48 @@ class PostgresStore(Store):
                  "AND ended_at < %(t)s")
 
     async def prune_finished(self, ended_before: float, limit: int = 100) -> PrunedBatch:
-        params = {"ended": list(FINISHED), "t": ended_before, "n": max(0, min(int(limit), MAX_PRUNE_BATCH))}
+        """The base class's contract, the batch deleted in one transaction or several: each
+        bounded by the server (:data:`PRUNE_STATEMENT_SHARE` of ``call_timeout_s`` a
+        statement), well within the call's bound however slow the server, so that a large
+        batch on a slow but healthy server is never cut off (its connection severed, its work
+        rolled back, the same batch failing at every pass). A transaction the server cancels
+        is rolled back and split in two (:attr:`prune_size`, kept for the next calls, doubled
+        again after a batch done in well under its bound), down to one match; a later one that fails ends the call with what was deleted (committed:
+        the caller forgets those), the error counted and logged (``store_prune_stopped``)."""
+        limit = max(0, min(int(limit), MAX_PRUNE_BATCH))
+        ids: list[str] = []
+        counts = PruneCounts()
+        while len(ids) < limit:
+            size = max(1, min(self.prune_size, limit - len(ids)))
+            started = asyncio.get_running_loop().time()
+            try:
+                batch = await self._prune_batch(ended_before, size)
+            except _PruneTooSlow as exc:
+                if size == 1:
+                    self._timer.error("prune_finished")
+                    raise StoreError(f"prune_finished failed on {self.where}: {exc}") from None
+                self.prune_size = size // 2
+                log.info("store_prune_split", db=self.where, matches=size, now=self.prune_size)
+                continue
+            except StoreError as exc:
+                if not ids:
+                    raise
+                log.warning("store_prune_stopped", db=self.where, deleted=len(ids), error=str(exc))
+                break
+            ids += batch.match_ids
+            counts += batch.counts
+            quick = asyncio.get_running_loop().time() - started < self.call_timeout_s * PRUNE_STATEMENT_SHARE / 2
+            if quick and size == self.prune_size < MAX_PRUNE_BATCH:  # the server keeps up again
+                self.prune_size = min(MAX_PRUNE_BATCH, 2 * size)
+            if len(batch.match_ids) < size:
+                break  # no more
+        return PrunedBatch(tuple(ids), counts)
+
+    async def _prune_batch(self, ended_before: float, size: int) -> PrunedBatch:
+        """At most ``size`` ended matches deleted in one transaction, each statement cancelled
+        by the server past its share of the bound (:class:`_PruneTooSlow`)."""
+        params = {"ended": list(FINISHED), "t": ended_before, "n": size}
+        statement_ms = max(1, int(self.call_timeout_s * PRUNE_STATEMENT_SHARE * 1000))
 
         async def fn(tx: _Transaction) -> PrunedBatch:
             # the id is taken (its column evaluated) only when there is a row to delete
@@ -910,9 +1105,14 @@ class PostgresStore(Store):
             if not ids:
                 return PrunedBatch()
             counts = []
-            for table in ("match_actions", "decks", "seats", "matches"):
-                cur = await tx.conn.execute(f"DELETE FROM {table} WHERE match_id = ANY(%s)", (ids,))
-                counts.append(cur.rowcount)
+            try:
+                await tx.conn.execute("SELECT set_config('statement_timeout', %s, true)", (f"{statement_ms}ms",))
+                for table in ("match_actions", "decks", "seats", "matches"):
+                    cur = await tx.conn.execute(f"DELETE FROM {table} WHERE match_id = ANY(%s)", (ids,))
+                    counts.append(cur.rowcount)
+            except pg_errors.QueryCanceled:
+                raise _PruneTooSlow(f"{len(ids)} matches could not be deleted within "
+                                    f"{statement_ms} ms a statement") from None
             actions, decks, seats, matches = counts
             return PrunedBatch(tuple(ids), PruneCounts(matches, actions, decks, seats))
         # not in store_write_seconds: a batch deletes thousands of rows, and the latency that

@@ -184,3 +184,99 @@ def test_a_commit_without_an_answer_within_the_bound_is_resolved_not_reported_un
         finally:
             await st.close()
     asyncio.run(go())
+
+
+def test_a_server_that_hangs_as_the_lock_is_taken_back_holds_the_store_no_longer_than_the_bound(cluster):
+    """The lock session is lost; the server hangs just as the lock has been taken again, while
+    the store checks its idle connections before writes resume. That check ends within the
+    ownership's bound (its connections without an answer severed and replaced), not after the
+    minute and more it took while psycopg waited for its cancel request, writes refused and
+    the lock unwatched; and once the server resumes the store serves again with its whole pool
+    (the connections that check had taken out of the pool were lost to it for good)."""
+    pool_size = 4
+
+    async def go():
+        st = PostgresStore(cluster.url(), Metrics(), call_timeout_s=BOUND_S, ownership_check_s=0.5,
+                           pool_size=pool_size)
+        await st.open()
+        try:
+            await st.create_match(record(status="active"))
+            await st.append_action("m1", _action(1))
+            started = time.monotonic()
+            while st._pool.get_stats().get("pool_available", 0) < pool_size:  # type: ignore[union-attr]
+                assert time.monotonic() - started < 5
+                await asyncio.gather(*(st.load_match("m1") for _ in range(2 * pool_size)))
+            owner = st._owner
+            assert owner is not None
+            check = owner.on_restored
+            timed: dict[str, float] = {}
+
+            async def hang_then_check() -> None:  # the first time only
+                owner.on_restored = check
+                with _Frozen(cluster):
+                    timed["took"], _ = await _timed(check())
+            owner.on_restored = hang_then_check
+            with capture_logs() as logs:
+                with psycopg.connect(cluster.url(), autocommit=True) as conn:
+                    conn.execute("SELECT pg_terminate_backend(%s)", (owner._pid,))
+                started = time.monotonic()
+                while "took" not in timed:
+                    assert time.monotonic() - started < 4 * BOUND_S + 2, "the check of the pool hangs"
+                    await asyncio.sleep(0.05)
+                started = time.monotonic()
+                while True:  # the server resumed when the check returned: writes go on
+                    try:
+                        await st.append_action("m1", _action(2))
+                        break
+                    except StoreError:
+                        assert time.monotonic() - started < 8, "not written again within 8 s"
+                        await asyncio.sleep(0.1)
+            # the whole pool: pool_size calls at once, each holding its connection a moment
+            loads = await asyncio.gather(*(st.load_match("m1") for _ in range(pool_size)))
+            stats = st._pool.get_stats()  # type: ignore[union-attr]
+            return timed["took"], loads, stats, [e["event"] for e in logs]
+        finally:
+            await st.close()
+
+    took, loads, stats, events = asyncio.run(go())
+    assert took < BOUND_S + 1, took
+    assert all(m is not None and [a.seq for a in m.actions] == [1, 2] for m in loads)
+    assert stats["pool_size"] <= pool_size and stats.get("requests_waiting", 0) == 0, stats
+    assert "db_ownership_lost" not in events, events
+
+
+def test_a_server_that_hangs_while_the_schema_is_prepared_fails_the_open_within_the_bound(cluster, monkeypatch):
+    """The server hangs once the store has its lock, while the schema is checked: the open
+    fails within call_timeout_s, saying the server gave no answer, and lets go of the lock
+    (the start used to hang for ever: the statements of the preparation had no bound, only
+    its connection, libpq's connect_timeout)."""
+    prepare = PostgresStore._prepare_schema
+    frozen: list[_Frozen] = []
+
+    async def hang_then_prepare(self, conn):
+        frozen.append(_Frozen(cluster))
+        return await prepare(self, conn)
+
+    monkeypatch.setattr(PostgresStore, "_prepare_schema", hang_then_prepare)
+
+    async def go():
+        st = PostgresStore(cluster.url(), Metrics(), call_timeout_s=BOUND_S)
+        try:
+            async with asyncio.timeout(4 * BOUND_S + 5):  # the test's own guard
+                return await _timed(st.open())
+        finally:
+            for f in frozen:
+                f.thaw()
+
+    took, err = asyncio.run(go())
+    assert isinstance(err, StoreError), err
+    assert "cannot prepare" in str(err) and "no answer from the server within 1.5 s" in str(err), err
+    assert took < 2 * BOUND_S + 1, took
+    monkeypatch.undo()
+
+    async def reopen():  # the lock was let go, the schema prepared on the resumed server
+        st = PostgresStore(cluster.url(), Metrics())
+        await st.open()
+        await st.create_match(record(status="active"))
+        await st.close()
+    asyncio.run(reopen())

@@ -1,0 +1,84 @@
+"""A retention batch on a PostgreSQL server that is slow but works: a batch of many matches
+with long logs may take longer than the bound on one call (``call_timeout_s``, 20 s), past
+which its connection was severed and the transaction lost: the prune never progressed (each
+pass deleted the same rows again and rolled them back) and every batch cost the engine a lost
+connection, its writes refused while the lock was checked. Each transaction of a prune is now
+bounded well below the call's bound by the server itself (``statement_timeout``), a batch the
+server cannot delete in time is split (the server rolls it back, the connection stays), and
+the call deletes its ``limit`` matches in as many transactions as it takes."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import psycopg
+from structlog.testing import capture_logs
+
+from engine_service.observability.metrics import Metrics
+from engine_service.store import PruneCounts
+from engine_service.store.postgres import PostgresStore
+
+BOUND_S = 1.0  # call_timeout_s here
+MATCHES, ACTIONS = 60, 20
+ROW_S = 0.001  # each action row's delete sleeps this long: 1.2 s for all of them
+
+
+def _fill(url: str) -> None:
+    """MATCHES ended matches of ACTIONS actions each, and a slow delete of actions."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO matches (match_id, game, options, first_dealer, turn_time_s, reconnect_grace_s, "
+            "spectators_allowed, name, takeover_bot, created_at, status, ended_at) "
+            "SELECT 'p' || i, 'klaberjass', '{}', 0, 10, 30, false, 'x', '', 1.0, 'finished', 2.0 "
+            "FROM generate_series(1, %s) i", (MATCHES,))
+        conn.execute(
+            "INSERT INTO seats (match_id, seat, kind, bot, player_name, left_match) "
+            "SELECT 'p' || i, s, 'open', '', 'x', false FROM generate_series(1, %s) i, generate_series(0, 1) s",
+            (MATCHES,))
+        conn.execute(
+            "INSERT INTO match_actions (match_id, seq, seat, action, by_whom, reason, at) "
+            "SELECT 'p' || i, s, 0, 'pass', 'player', '', 3.0 "
+            "FROM generate_series(1, %s) i, generate_series(1, %s) s", (MATCHES, ACTIONS))
+        conn.execute("CREATE FUNCTION slow_delete() RETURNS trigger LANGUAGE plpgsql AS "
+                     f"$$BEGIN PERFORM pg_sleep({ROW_S}); RETURN OLD; END$$")
+        conn.execute("CREATE TRIGGER slow_delete BEFORE DELETE ON match_actions FOR EACH ROW "
+                     "EXECUTE FUNCTION slow_delete()")
+
+
+def test_a_batch_longer_than_the_bound_on_a_slow_server_is_split_not_cut_off(pg_url):
+    """MATCHES ended matches whose deletion takes longer than the bound in one transaction: one
+    prune call with that limit deletes them all, in transactions that each end well within the
+    bound, on the same healthy connections (none severed, the lock never doubted, no store
+    error counted), and reports every match and row deleted."""
+    async def go():
+        metrics = Metrics()
+        st = PostgresStore(pg_url, metrics, call_timeout_s=BOUND_S, ownership_check_s=0.5)
+        await st.open()
+        try:
+            _fill(pg_url)
+            before = await st.count_finished(10.0)
+            owner = st._owner
+            assert owner is not None
+            with capture_logs() as logs:
+                started = time.monotonic()
+                batch = await st.prune_finished(10.0, MATCHES)
+                took = time.monotonic() - started
+                assert owner.held
+            after = await st.count_finished(10.0)
+            errors = metrics.registry.get_sample_value("cardgames_store_errors_total",
+                                                       {"operation": "prune_finished"})
+            return before, batch, took, after, logs, st._pool.get_stats(), errors  # type: ignore[union-attr]
+        finally:
+            await st.close()
+
+    before, batch, took, after, logs, stats, errors = asyncio.run(go())
+    assert before == PruneCounts(MATCHES, MATCHES * ACTIONS, 0, 2 * MATCHES)
+    assert len(set(batch.match_ids)) == MATCHES and batch.counts == before
+    assert after == PruneCounts()
+    assert took < 4 * MATCHES * ACTIONS * ROW_S + 2, took
+    events = [e["event"] for e in logs]
+    assert "db_ownership_connection_lost" not in events and "store_commit_resolved" not in events, events
+    assert stats.get("connections_lost", 0) == 0, stats
+    assert "store_prune_split" in events, events  # the server's pace learnt, not the bound hit
+    assert not errors, errors
