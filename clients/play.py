@@ -54,7 +54,8 @@ from textual.widgets import Footer, OptionList, RichLog, Static
 from textual.widgets.option_list import Option
 
 from . import render
-from .cardgames_client import (GAVE_UP, RESUMED, CardGamesError, Client, SeatSession, StaleSequence,
+from .connection_sign import ConnectionSign
+from .cardgames_client import (RESUMED, CardGamesError, Client, SeatSession, StaleSequence,
                                StreamState, connect, is_finished, is_my_turn, python_value)
 from .local_service import LocalService, ServiceFailed
 from engine_service.transport.generated import match_pb2
@@ -94,7 +95,7 @@ async def summary_now(audience: Any, current: Any) -> Any:
 # ---- the screen ----------------------------------------------------------------------------
 
 
-class PlayApp(App):
+class PlayApp(ConnectionSign, App):
     """One seat's table. The view shown is always the last one the server sent (events carry
     the view after each action), so the screen never disagrees with the server."""
 
@@ -191,26 +192,10 @@ class PlayApp(App):
                 self.show_connection()
                 self.status(f"the stream failed: {exc}")
 
-    @property
-    def lost(self) -> bool:
-        """Whether the event stream was given up (the screen then closes; see run())."""
-        return self.connection is not None and self.connection.state == GAVE_UP
-
-    def on_connection(self, state: StreamState) -> None:
-        """The event stream dropped, came back or was given up (the library's hook): say so
-        at the top, and grey out the actions while no move can be sent."""
-        line = render.connection_log_text(state, self.connection is not None)
-        self.connection = None if state.state == RESUMED else state
-        with contextlib.suppress(NoMatches):
-            if line is not None:
-                self.query_one("#log", RichLog).write(line)
-        self.show_connection()
-
     def show_connection(self) -> None:
+        """The red line, and the actions greyed out while no move can be sent."""
+        super().show_connection()
         with contextlib.suppress(NoMatches):
-            banner = self.query_one("#connection", Static)
-            banner.update(render.connection_text(self.connection))
-            banner.display = self.connection is not None
             actions = self.query_one("#actions", OptionList)
             actions.disabled = self.connection is not None
             actions.border_title = "your actions" if self.connection is None else "your actions: wait for the connection"

@@ -34,8 +34,9 @@ from textual.css.query import NoMatches
 from textual.widgets import Footer, RichLog, Static
 
 from . import render
+from .connection_sign import ConnectionSign
 from .play import positive_int, stderr_notices, summary_now
-from .cardgames_client import GAVE_UP, RESUMED, CardGamesError, Spectator, StreamState, connect
+from .cardgames_client import CardGamesError, Spectator, StreamState, connect
 from engine_service.transport.generated import match_pb2
 
 
@@ -45,7 +46,7 @@ RECONNECT_TRIES = 30
 EXIT_CONNECTION_LOST = 3
 
 
-class WatchApp(App):
+class WatchApp(ConnectionSign, App):
     """The spectator's screen: the public board and the event log."""
 
     TITLE = "cardgames spectator"
@@ -110,27 +111,6 @@ class WatchApp(App):
                 self.connection = None
                 self.show_connection()
                 log.write(f"the stream failed: {exc}")
-
-    @property
-    def lost(self) -> bool:
-        """Whether the event stream was given up (the screen then closes; see run())."""
-        return self.connection is not None and self.connection.state == GAVE_UP
-
-    def on_connection(self, state: StreamState) -> None:
-        """The event stream dropped, came back or was given up (the library's hook): say so
-        at the top, since a frozen table looks like one where nobody moves."""
-        line = render.connection_log_text(state, self.connection is not None)
-        self.connection = None if state.state == RESUMED else state
-        with contextlib.suppress(NoMatches):
-            if line is not None:
-                self.query_one("#log", RichLog).write(line)
-        self.show_connection()
-
-    def show_connection(self) -> None:
-        with contextlib.suppress(NoMatches):
-            banner = self.query_one("#connection", Static)
-            banner.update(render.connection_text(self.connection))
-            banner.display = self.connection is not None
 
     def redraw(self) -> None:
         if self.view_msg is None:
