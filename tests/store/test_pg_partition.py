@@ -33,7 +33,7 @@ from engine_service.store.postgres import PostgresStore
 from engine_service.transport.generated import card_games_pb2 as pb, match_pb2
 from tests.transport.engine_process import Service
 from tests.transport.harness import bearer
-from tests.transport.players import create_open_match, export_transcript
+from tests.transport.players import create_open_match, export_transcript, play_through_outage
 from tests.transport.test_process import _stubs
 
 from .partition import PartitionProxy
@@ -375,20 +375,6 @@ def test_serve_rides_out_a_partition_and_takes_its_lock_back(tmp_path, cluster):
                         exc.code(), exc.details())
                     await asyncio.sleep(0.1)
 
-        async def play(stub, match_id, tokens, acked, until):
-            rng = random.Random(1)
-            while not until():
-                view = (await call(stub.GetView, pb.GetViewRequest(match_id=match_id), tokens[0])).view
-                if view.status != match_pb2.MATCH_STATUS_ACTIVE:
-                    return
-                seat = view.to_act
-                mine = (await call(stub.GetView, pb.GetViewRequest(match_id=match_id), tokens[seat])).view
-                action = rng.choice(list(mine.legal_actions)).notation
-                res = await call(stub.SubmitAction, pb.SubmitActionRequest(
-                    match_id=match_id, action=action, expected_seq=mine.seq,
-                    client_action_id=f"{seat}-{mine.seq}"), tokens[seat])
-                acked.append((res.seq, action, time.monotonic()))
-
         async def partition():
             await asyncio.sleep(1.0)
             proxy.blackhole()
@@ -404,7 +390,7 @@ def test_serve_rides_out_a_partition_and_takes_its_lock_back(tmp_path, cluster):
                 acked: list = []
                 cut = asyncio.ensure_future(partition())
                 back = lambda: "healed" in phases and time.monotonic() - phases["healed"] > 4  # noqa: E731
-                await play(stub, match_id, tokens, acked, back)
+                await play_through_outage(stub, match_id, tokens, call, random.Random(1), acked, back)
                 await cut
                 return acked, await export_transcript(admin, match_id)
 
@@ -415,7 +401,7 @@ def test_serve_rides_out_a_partition_and_takes_its_lock_back(tmp_path, cluster):
             status = engine.stop()
     assert status == 0
     assert [s for s, *_ in acked] == list(range(1, len(acked) + 1))
-    assert [s["action"] for d in transcript["deals"] for s in d["steps"]] == [a for _, a, _ in acked]
+    assert [s["action"] for d in transcript["deals"] for s in d["steps"]] == [a for _, a, *_ in acked]
     assert sum(1 for *_, at in acked if at > phases["healed"]) >= 3, acked  # it went on
     # once the check of the lock got no answer (2 s, checked every 2 s), every call fails
     # with UNAVAILABLE (a retried action within 2 s: the session layer's read-back of its

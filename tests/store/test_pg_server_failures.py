@@ -24,7 +24,7 @@ from engine_service.store.postgres import PostgresStore
 from engine_service.transport.generated import card_games_pb2 as pb, match_pb2
 from tests.transport.engine_process import Service
 from tests.transport.harness import bearer
-from tests.transport.players import create_open_match, export_transcript
+from tests.transport.players import create_open_match, export_transcript, play_through_outage
 from tests.transport.test_process import _stubs
 
 from .pg_cluster import cluster  # noqa: F401 - the fixture
@@ -160,19 +160,6 @@ def test_serve_rides_out_a_server_restart(tmp_path, cluster, mode):
                 assert exc.code() == grpc.StatusCode.UNAVAILABLE, (exc.code(), exc.details())
                 await asyncio.sleep(0.1)
 
-    async def play(stub, match_id, tokens, rng, acked, until):
-        while not until():
-            view = (await call(stub.GetView, pb.GetViewRequest(match_id=match_id), tokens[0])).view
-            if view.status != match_pb2.MATCH_STATUS_ACTIVE:
-                return
-            seat = view.to_act
-            mine = (await call(stub.GetView, pb.GetViewRequest(match_id=match_id), tokens[seat])).view
-            action = rng.choice(list(mine.legal_actions)).notation
-            res = await call(stub.SubmitAction, pb.SubmitActionRequest(
-                match_id=match_id, action=action, expected_seq=mine.seq,
-                client_action_id=f"{seat}-{mine.seq}"), tokens[seat])
-            acked.append((res.seq, action, seat, time.monotonic()))
-
     def restart():
         time.sleep(0.5)
         cluster.stop(mode)
@@ -189,7 +176,7 @@ def test_serve_rides_out_a_server_restart(tmp_path, cluster, mode):
             server = threading.Thread(target=restart)
             server.start()
             back = lambda: "up" in outage and time.monotonic() - outage["up"] > 1.5  # noqa: E731
-            await asyncio.gather(*(play(stub, m, t, random.Random(i), acked[m], back)
+            await asyncio.gather(*(play_through_outage(stub, m, t, call, random.Random(i), acked[m], back)
                                    for i, (m, t) in enumerate(matches)))
             await asyncio.to_thread(server.join)
             for m, tokens in matches:  # a retry of the last acknowledged action: the same answer

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,6 +139,26 @@ class RandomPlayer:
             again = await self.stub.SubmitAction(req, metadata=bearer(self.token))
             assert again.duplicate and again.seq == res.seq and again.action.notation == action
             self.inbox.add(again.seq, again.view, "submit_view")
+
+
+async def play_through_outage(stub, match_id: str, tokens: list[str], call, rng: random.Random,
+                              acked: list, until) -> None:
+    """Play random legal actions until ``until()`` or the match is no longer active, every call
+    made through ``call(method, request, token)`` (the caller's retrying wrapper: the outage
+    tests put the store or the network down meanwhile). Each acknowledged action is appended
+    to ``acked`` as ``(seq, action, seat, monotonic time)``. The ``client_action_id`` names
+    the seat and the seq, so that a retry of an action whose answer was lost is a duplicate."""
+    while not until():
+        view = (await call(stub.GetView, pb.GetViewRequest(match_id=match_id), tokens[0])).view
+        if view.status != match_pb2.MATCH_STATUS_ACTIVE:
+            return
+        seat = view.to_act
+        mine = (await call(stub.GetView, pb.GetViewRequest(match_id=match_id), tokens[seat])).view
+        action = rng.choice(list(mine.legal_actions)).notation
+        res = await call(stub.SubmitAction, pb.SubmitActionRequest(
+            match_id=match_id, action=action, expected_seq=mine.seq,
+            client_action_id=f"{seat}-{mine.seq}"), tokens[seat])
+        acked.append((res.seq, action, seat, time.monotonic()))
 
 
 async def export_transcript(stub_admin, match_id: str) -> dict:
