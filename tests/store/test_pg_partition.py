@@ -27,7 +27,7 @@ import psycopg
 import pytest
 from structlog.testing import capture_logs
 
-from engine_service.store import ActionRecord, StoreError, StoreInUse
+from engine_service.store import StoreError, StoreInUse
 from engine_service.store import pg_ownership
 from engine_service.store.postgres import PostgresStore
 from engine_service.transport.generated import card_games_pb2 as pb, match_pb2
@@ -38,14 +38,11 @@ from tests.transport.test_process import _stubs
 
 from .partition import PartitionProxy
 from .pg_cluster import PrivateCluster, cluster  # noqa: F401 - the fixture
+from .test_pg_server_failures import _action, _until_written
 from .test_store import record
 
 BOUND_S = 1.5  # call_timeout_s, and the bound of an attempt to take the lock
 CHECK_S = 0.5
-
-
-def _action(seq: int) -> ActionRecord:
-    return ActionRecord(seq, 0, "pass", client_action_id=f"c{seq}")
 
 
 def _lock_holders(cluster: PrivateCluster) -> list[int]:
@@ -67,17 +64,6 @@ async def _until(predicate, within_s: float, what: str) -> float:
         assert time.monotonic() - started < within_s, f"{what}: not within {within_s} s"
         await asyncio.sleep(0.05)
     return time.monotonic() - started
-
-
-async def _until_written(st: PostgresStore, seq: int, within_s: float) -> float:
-    started = time.monotonic()
-    while True:
-        try:
-            await st.append_action("m1", _action(seq))
-            return time.monotonic() - started
-        except StoreError:
-            assert time.monotonic() - started < within_s, f"not written within {within_s} s"
-            await asyncio.sleep(0.05)
 
 
 async def _opened(proxy: PartitionProxy) -> PostgresStore:

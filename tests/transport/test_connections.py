@@ -170,6 +170,20 @@ async def _closed_after(port: int, data: bytes, within: float) -> tuple[float, b
         writer.close()
 
 
+async def _serves_a_call(server, port: int, tls: bool) -> None:
+    """A client of the port (TLS or not) is answered: the connections being refused or closed
+    meanwhile did not stop the server."""
+    if tls:
+        creds = grpc.ssl_channel_credentials(root_certificates=server._tls.cert.read_bytes())
+        channel = grpc.aio.secure_channel(f"localhost:{port}", creds)
+    else:
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+    async with channel:
+        games = await card_games_pb2_grpc.CardGamesServiceStub(channel).ListGames(
+            pb.ListGamesRequest(), timeout=5)
+        assert [g.id for g in games.games] == ["g"]
+
+
 def test_the_handshake_timeout_is_a_channel_argument():
     assert ("grpc.server_handshake_timeout_ms", 20_000) in channel_options(ServerLimits())
     assert ("grpc.server_handshake_timeout_ms", 1_500) in \
@@ -204,15 +218,7 @@ async def test_a_connection_that_never_finishes_its_handshake_is_closed(tls, tmp
         partial = bytes.fromhex("160301") if tls else PREFACE[:10]
         stalled = [asyncio.ensure_future(_closed_after(port, data, within=8.0))
                    for data in (b"", partial)]
-        if tls:
-            creds = grpc.ssl_channel_credentials(root_certificates=server._tls.cert.read_bytes())
-            channel = grpc.aio.secure_channel(f"localhost:{port}", creds)
-        else:
-            channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
-        async with channel:
-            games = await card_games_pb2_grpc.CardGamesServiceStub(channel).ListGames(
-                pb.ListGamesRequest(), timeout=5)
-            assert [g.id for g in games.games] == ["g"]
+        await _serves_a_call(server, port, tls)
         for elapsed, _ in await asyncio.gather(*stalled):
             assert 0.5 < elapsed < 5.0, elapsed
     finally:
@@ -272,15 +278,7 @@ async def test_bytes_that_are_not_what_the_port_speaks_are_refused_at_once(tls, 
             assert elapsed < 2.0, (elapsed, data[:20])
             if not tls:  # the server's HTTP/2 SETTINGS frame (type 4), nothing else
                 assert received[3] == 4 and len(received) < 100, received
-        if tls:
-            creds = grpc.ssl_channel_credentials(root_certificates=server._tls.cert.read_bytes())
-            channel = grpc.aio.secure_channel(f"localhost:{port}", creds)
-        else:
-            channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
-        async with channel:
-            games = await card_games_pb2_grpc.CardGamesServiceStub(channel).ListGames(
-                pb.ListGamesRequest(), timeout=5)
-            assert [g.id for g in games.games] == ["g"]
+        await _serves_a_call(server, port, tls)
     finally:
         await server.drain(grace_s=1)
 
