@@ -340,6 +340,38 @@ class StreamState:
 ConnectionHook = Callable[[StreamState], "None | Awaitable[None]"]
 
 
+class _Silent(Exception):
+    """A watch stream delivered nothing for longer than its silence limit."""
+
+    def __init__(self, limit_s: float) -> None:
+        super().__init__()
+        self.error = CardGamesError(
+            grpc.StatusCode.UNAVAILABLE,
+            f"no message for {limit_s:g} s (heartbeats included): the stream is taken for lost",
+            "STREAM_SILENT")
+
+
+async def _messages(call, limit_s: Callable[[], float | None]) -> AsyncIterator[Any]:
+    """The messages of a server-streaming ``call``; :class:`_Silent` when none comes within
+    ``limit_s()`` (asked before each read; None: wait as long as it takes). Only the reads are
+    timed: a caller slow to take the next message does not count against the stream."""
+    messages = call.__aiter__()
+    while True:
+        limit = limit_s()
+        try:
+            if limit is None:
+                message = await anext(messages)
+            else:
+                try:
+                    async with asyncio.timeout(limit):
+                        message = await anext(messages)
+                except TimeoutError:
+                    raise _Silent(limit) from None
+        except StopAsyncIteration:
+            return
+        yield message
+
+
 async def _tell(hook: ConnectionHook | None, state: StreamState) -> None:
     if hook is None:
         return
@@ -567,7 +599,8 @@ class _Audience:
 
     async def watch(self, after_seq: int | None = None, *, resume: bool = True,
                     stop_when_ended: bool = True, max_failures: int | None = None,
-                    on_connection: ConnectionHook | None = None) -> AsyncIterator[Event]:
+                    on_connection: ConnectionHook | None = None,
+                    silence_timeout_s: float | None = None) -> AsyncIterator[Event]:
         """The match's events for this audience, resuming a dropped stream where it stopped.
 
         ``after_seq=None`` starts with a SNAPSHOT of the current view; a number replays what
@@ -598,6 +631,15 @@ class _Audience:
         every reopening after a drop, ``resumed`` just before the first event of the stream
         that came back, ``gave_up`` just before the error is raised. Without it nothing tells
         a caller that the stream is down: the iterator just waits, as on a quiet table.
+
+        A stream that delivers nothing, not even a heartbeat, for ``silence_timeout_s`` is
+        taken for lost and reopened as after a drop (its ``reconnecting`` error: UNAVAILABLE,
+        reason ``STREAM_SILENT``). A network that drops every packet without a reset ends no
+        call by itself: keepalive notices after up to 40 s, and not at all where a proxy
+        answers the pings while its own way to the engine is cut. None (the default): three of
+        the heartbeat intervals the server names in its HEARTBEAT events (``interval_s``) plus
+        1 s, 16 s at the server's default 5 s, from the first heartbeat on (a server that names
+        none, before 2026-12-03: no limit); 0: no limit.
         """
         last = after_seq
         # Whether replaying after ``last`` shows the match as it is: the view last delivered is
@@ -606,6 +648,8 @@ class _Audience:
         first = True  # the first stream opens as asked
         failures = 0
         down = False  # a drop was reported (reconnecting) and no event has come since
+        # the longest wait for a message before the stream counts as lost (None: no limit)
+        silence_s = silence_timeout_s or None
         metadata = (("authorization", f"Bearer {self.token}"),) if self.token else None
         while True:
             wait_s = 0.0  # at least this long before reopening (a RATE_LIMITED RetryInfo)
@@ -619,7 +663,11 @@ class _Audience:
             first = False
             call = self.client.stub.WatchMatch(request, metadata=metadata)
             try:
-                async for event in call:
+                async for event in _messages(call, lambda: silence_s):
+                    if silence_timeout_s is None and event.kind == EventKind.EVENT_KIND_HEARTBEAT:
+                        interval = event.details.fields.get("interval_s")
+                        if interval is not None and interval.number_value > 0:
+                            silence_s = 3 * interval.number_value + 1
                     if down:
                         down = False
                         await _tell(on_connection, StreamState(RESUMED, failures, max_failures))
@@ -648,8 +696,8 @@ class _Audience:
                         return
                 if behind:
                     continue  # reopened at once, with after_seq (no failure)
-            except grpc.RpcError as exc:
-                error = error_from_rpc(exc)
+            except (grpc.RpcError, _Silent) as exc:
+                error = exc.error if isinstance(exc, _Silent) else error_from_rpc(exc)
                 unclear = error.code in _MAYBE_RESUMABLE and failures < _MAX_UNCLEAR_FAILURES
                 # a reopening refused by a rate limit did nothing: open again after its delay
                 limited = error.reason == "RATE_LIMITED"

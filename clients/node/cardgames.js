@@ -339,8 +339,17 @@ class Seat {
    * reopenings, or a fourth INTERNAL / UNKNOWN; not for errors that reconnecting cannot fix).
    * On an idle match the first event back is the heartbeat the server sends at once when
    * there is nothing to replay.
+   *
+   * `silenceTimeoutMs`: a stream that delivers nothing, not even a heartbeat, for that long is
+   * taken for lost and reopened as after a drop (its 'reconnecting' error: UNAVAILABLE,
+   * reason STREAM_SILENT). A network that drops every packet without a reset ends no call:
+   * keepalive notices late, and not at all where a proxy answers the pings. Undefined (the
+   * default): three of the heartbeat intervals the server names in its HEARTBEAT events
+   * (details.interval_s) plus 1 s, 16 s at the server's default 5 s, from the first heartbeat
+   * on (a server that names none: no limit); 0: no limit. Only the waits for the next message
+   * count, not the time the caller takes between events.
    */
-  async *watch(afterSeq, { maxFailures, onConnection } = {}) {
+  async *watch(afterSeq, { maxFailures, onConnection, silenceTimeoutMs } = {}) {
     let last = afterSeq;
     const known = () => last !== undefined && last !== null;
     // Whether replaying after `last` shows the match as it is: the view last delivered is past
@@ -349,6 +358,8 @@ class Seat {
     let first = true; // the first stream opens as asked
     let failures = 0;
     let down = false; // a drop was reported (reconnecting) and no event has come since
+    const learn = silenceTimeoutMs === undefined || silenceTimeoutMs === null;
+    let silenceMs = silenceTimeoutMs || undefined; // the longest wait for a message (undefined: none)
     const tell = async (change) => { if (onConnection) await onConnection({ maxAttempts: maxFailures, ...change }); };
     for (;;) {
       let waitMs = 0;
@@ -362,34 +373,58 @@ class Seat {
       let behind = false;
       first = false;
       const call = this.client.stub.WatchMatch(request, metadata);
-      try {
-        for await (const event of call) {
-          if (down) {
-            down = false;
-            await tell({ state: RESUMED, attempt: failures });
-          }
-          failures = 0;
-          event.seq = event.seq || 0; // proto3 does not send a zero int64
-          if (checking) {
-            checking = false;
-            if (event.kind === 'EVENT_KIND_SNAPSHOT' && event.seq > last) {
-              // actions were played meanwhile: replay them, each an ACTION event
-              started = true;
-              behind = true;
-              break;
-            }
-          }
-          if (event.kind === 'EVENT_KIND_ACTION' && known() && event.seq <= last) continue;
-          if (['EVENT_KIND_ACTION', 'EVENT_KIND_SNAPSHOT', 'EVENT_KIND_MATCH_ENDED'].includes(event.kind)) last = event.seq;
-          if (event.view) started = event.view.status !== 'MATCH_STATUS_WAITING';
-          yield event;
-          if (event.kind === 'EVENT_KIND_MATCH_ENDED') return;
+      let silent; // the limit that ran out, when the stream was cancelled for its silence
+      let timer;
+      const arm = () => {
+        clearTimeout(timer);
+        if (silenceMs) {
+          const limit = silenceMs;
+          timer = setTimeout(() => { silent = limit; call.cancel(); }, limit);
         }
+      };
+      try {
+        arm();
+        for await (const event of call) {
+          clearTimeout(timer);
+          try {
+            if (learn && event.kind === 'EVENT_KIND_HEARTBEAT') {
+              // a Struct's Value keeps protobufjs' camelCase names (numberValue)
+              const interval = event.details && event.details.fields && event.details.fields.interval_s;
+              if (interval && interval.numberValue > 0) silenceMs = (3 * interval.numberValue + 1) * 1000;
+            }
+            if (down) {
+              down = false;
+              await tell({ state: RESUMED, attempt: failures });
+            }
+            failures = 0;
+            event.seq = event.seq || 0; // proto3 does not send a zero int64
+            if (checking) {
+              checking = false;
+              if (event.kind === 'EVENT_KIND_SNAPSHOT' && event.seq > last) {
+                // actions were played meanwhile: replay them, each an ACTION event
+                started = true;
+                behind = true;
+                break;
+              }
+            }
+            if (event.kind === 'EVENT_KIND_ACTION' && known() && event.seq <= last) continue;
+            if (['EVENT_KIND_ACTION', 'EVENT_KIND_SNAPSHOT', 'EVENT_KIND_MATCH_ENDED'].includes(event.kind)) last = event.seq;
+            if (event.view) started = event.view.status !== 'MATCH_STATUS_WAITING';
+            yield event;
+            if (event.kind === 'EVENT_KIND_MATCH_ENDED') return;
+          } finally {
+            arm(); // the wait for the next message starts now
+          }
+        }
+        clearTimeout(timer); // the stream is over: nothing more to wait for
         if (behind) continue; // reopened at once, with after_seq (no failure)
         const summary = await this.client.getMatch(this.matchId);
         if (['MATCH_STATUS_FINISHED', 'MATCH_STATUS_TERMINATED'].includes(summary.status)) return;
       } catch (error) {
-        failure = error instanceof CardGamesError ? error : toCardGamesError(error);
+        failure = silent !== undefined
+          ? new CardGamesError('UNAVAILABLE', `no message for ${silent / 1000} s (heartbeats included): the stream is taken for lost`,
+            'STREAM_SILENT', {})
+          : error instanceof CardGamesError ? error : toCardGamesError(error);
         // the stream's own INTERNAL or UNKNOWN status (not a bug of this code, not a failed
         // getMatch): perhaps a broken connection, reopened while failures stay below the limit
         const unclear = Number.isInteger(error.code) && MAYBE_RESUMABLE.has(failure.code)
@@ -408,6 +443,7 @@ class Seat {
         }
         if (limited) waitMs = failure.retryDelayMs || 0;
       } finally {
+        clearTimeout(timer);
         call.cancel();
       }
       const delayMs = Math.max(waitMs, backoff(Math.min(failures, 6)));

@@ -214,14 +214,16 @@ class WatchStreams:
             if slot is not None and slot.streams == 0 and not m.over:
                 self._clock.disconnected(m, slot)
 
-    @staticmethod
-    def _heartbeat(m: LiveMatch, audience, delivered: int) -> MatchEvent:
+    def _heartbeat(self, m: LiveMatch, audience, delivered: int) -> MatchEvent:
         """A heartbeat at ``delivered``, the seq of the last event the stream delivered. A
         delayed spectator's position has no deadline (asked now: a stream opened before the
-        first action was not behind then)."""
+        first action was not behind then). ``interval_s`` is the longest this stream stays
+        silent: a client that hears nothing for a few of them knows its stream is dead end to
+        end, where keepalive pings only test the hop to the nearest proxy, and later."""
         behind = audience == SPECTATOR and m.spectator_horizon() < m.seq
         return MatchEvent(kind="heartbeat", seq=delivered, match_id=m.match_id,
-                          details={"deadline": None if behind else m.deadline})
+                          details={"deadline": None if behind else m.deadline,
+                                   "interval_s": self._config.heartbeat_interval_s})
 
     def _uncount(self, m: LiveMatch, w: Watcher, slot: SeatSlot | None) -> None:
         """``w`` no longer counts among the match's streams (its limits, the seat's presence);

@@ -71,6 +71,8 @@ class CuttableProxy:
         self.connections = 0  # accepted so far (each reconnection is one more)
         self._open = asyncio.Event()
         self._open.set()
+        self._flowing = asyncio.Event()  # cleared: bytes are held, both ways (freeze)
+        self._flowing.set()
         self._writers: set[asyncio.StreamWriter] = set()
         self._handlers: set[asyncio.Task] = set()
 
@@ -98,6 +100,15 @@ class CuttableProxy:
 
     def release(self) -> None:
         self._open.set()
+
+    def freeze(self) -> None:
+        """Hold every byte, both ways, on the connections open and to come, and close none:
+        a network that drops every packet (no reset, no FIN), until :meth:`thaw` delivers
+        what was held."""
+        self._flowing.clear()
+
+    def thaw(self) -> None:
+        self._flowing.set()
 
     def cut(self) -> None:
         """Reset every connection open through the proxy (held ones too)."""
@@ -128,10 +139,10 @@ class CuttableProxy:
                     self._writers.discard(w)
                     w.transport.abort()
 
-    @staticmethod
-    async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while data := await reader.read(65536):
+                await self._flowing.wait()
                 writer.write(data)
                 await writer.drain()
         finally:

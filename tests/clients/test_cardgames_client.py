@@ -603,9 +603,15 @@ class _Dropped(grpc.RpcError):
         return ()
 
 
+#: A script's failure that is none: the stream goes silent (no message, no end) once its
+#: events are out, as through a network that drops every packet.
+SILENT = "silent"
+
+
 class _ScriptedStreams:
     """A stub whose n-th WatchMatch call yields the n-th script's events, then raises its
-    failure (None: ends cleanly); records each request's after_seq."""
+    failure (None: ends cleanly; :data:`SILENT`: waits forever); records each request's
+    after_seq."""
 
     def __init__(self, scripts: list[tuple[list, grpc.RpcError | None]]) -> None:
         self.scripts = scripts
@@ -622,6 +628,8 @@ class _ScriptedStreams:
             async def __aiter__(self):
                 for event in events:
                     yield event
+                if failure == SILENT:
+                    await asyncio.Event().wait()
                 if failure is not None:
                     raise failure
 
@@ -693,6 +701,118 @@ def test_watch_tells_its_hook_when_the_stream_drops_comes_back_and_is_given_up()
             await client.close()
 
     run(scenario(), timeout_s=10)
+
+
+def _heartbeat(seq: int, interval_s: float | None) -> cg.Event:
+    event = cg.Event(kind=match_pb2.EVENT_KIND_HEARTBEAT, seq=seq)
+    event.details.update({"deadline": None} | ({} if interval_s is None else {"interval_s": interval_s}))
+    return event
+
+
+def test_a_silent_watch_stream_is_taken_for_lost_after_three_heartbeat_intervals():
+    """A stream on which nothing comes, not even a heartbeat, for three of the intervals the
+    server names in its heartbeats plus 1 s is reopened as after a drop (UNAVAILABLE,
+    STREAM_SILENT), after the last sequence number received; before any heartbeat, or with a
+    server that names no interval, the stream waits as long as it takes (a quiet table is not
+    a lost one), and ``silence_timeout_s`` overrides the limit (0: none)."""
+    action, ended = match_pb2.EVENT_KIND_ACTION, match_pb2.EVENT_KIND_MATCH_ENDED
+
+    async def watch(client, scripts, **kwargs):
+        client.stub = _ScriptedStreams(scripts)
+        heard, seen = [], []
+        started = time.monotonic()
+        async for event in client.spectate("m1").watch(
+                4, on_connection=lambda s: heard.append((s.state, s.error and s.error.reason,
+                                                         round(time.monotonic() - started, 1))), **kwargs):
+            seen.append((event.kind, event.seq))
+        return heard, seen
+
+    async def scenario():
+        client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"), retry=cg.RetryPolicy(initial_backoff_s=0.001,
+                                                                                          max_backoff_s=0.002))
+        try:
+            # interval 0.1 s: silent for 1.3 s -> lost, reopened after seq 5
+            heard, seen = await watch(client, [([_heartbeat(4, 0.1), _event(action, 5)], SILENT),
+                                               ([_event(action, 6), _event(ended, 6)], None)])
+            assert client.stub.opened == [4, 5]
+            assert seen == [(match_pb2.EVENT_KIND_HEARTBEAT, 4), (action, 5), (action, 6), (ended, 6)]
+            assert [h[:2] for h in heard] == [(cg.RECONNECTING, "STREAM_SILENT"), (cg.RESUMED, None)]
+            assert 1.2 <= heard[0][2] <= 2.0, heard
+
+            # given explicitly: it applies from the start, heartbeat or not
+            heard, seen = await watch(client, [([_event(action, 5)], SILENT), ([_event(ended, 5)], None)],
+                                      silence_timeout_s=0.3)
+            assert client.stub.opened == [4, 5] and [h[:2] for h in heard] == [
+                (cg.RECONNECTING, "STREAM_SILENT"), (cg.RESUMED, None)]
+            assert 0.2 <= heard[0][2] <= 0.8, heard
+
+            # no interval named (an older server), none learned yet, or 0: the stream is waited on
+            for events, kwargs in (([_heartbeat(4, None)], {}), ([_event(action, 5)], {}),
+                                   ([_heartbeat(4, 0.1)], {"silence_timeout_s": 0})):
+                with pytest.raises(TimeoutError):
+                    async with asyncio.timeout(2.0):
+                        await watch(client, [(events, SILENT), ([], None)], **kwargs)
+                assert client.stub.opened == [4]
+        finally:
+            await client.close()
+
+    run(scenario(), timeout_s=30)
+
+
+def test_a_watch_through_a_network_that_drops_every_packet_says_so_and_comes_back(tmp_path):
+    """Through a proxy that holds every byte and closes nothing (keepalive would take 40 s to
+    notice, and never where a proxy answers its pings), the watch of an engine sending
+    heartbeats every 0.3 s reports ``reconnecting`` (STREAM_SILENT) within about 3 intervals
+    + 1 s, and keeps reopening while the network stays silent; once the bytes flow again it
+    resumes, and the action played meanwhile comes once."""
+    service = LocalService(log_path=tmp_path / "engine.log", args=["--heartbeat-interval-s", "0.3"])
+    service.start()
+
+    async def scenario():
+        async with cg.connect(service.target) as direct, CuttableProxy(service.target) as proxy:
+            match, sessions, mover = await two_seats(direct)
+            client = cg.connect(proxy.target)
+            heard: list[tuple[str, str | None, float]] = []
+            seen: list[tuple[int, int]] = []
+
+            async def follow():
+                async for event in client.spectate(match.match_id).watch(on_connection=lambda s: heard.append(
+                        (s.state, s.error and s.error.reason, time.monotonic()))):
+                    seen.append((event.kind, event.seq))
+
+            task = asyncio.create_task(follow())
+            try:
+                while (match_pb2.EVENT_KIND_HEARTBEAT, 0) not in seen:
+                    await asyncio.sleep(0.02)
+                proxy.freeze()
+                frozen = time.monotonic()
+                await mover.act(lambda v: v.legal_actions[0].notation)
+                while sum(state == cg.RECONNECTING for state, _, _ in heard) < 2:
+                    assert time.monotonic() - frozen < 8, heard
+                    await asyncio.sleep(0.02)
+                assert {(state, reason) for state, reason, _ in heard} == {(cg.RECONNECTING, "STREAM_SILENT")}
+                # 1.9 s after the last message, which came up to an interval before the freeze
+                assert 1.5 <= heard[0][2] - frozen <= 3.5, heard[0][2] - frozen
+                proxy.thaw()
+                while (match_pb2.EVENT_KIND_ACTION, 1) not in seen:
+                    assert time.monotonic() - frozen < 20, (heard, seen)
+                    await asyncio.sleep(0.02)
+                await mover.act(lambda v: v.legal_actions[0].notation)  # live again
+                while (match_pb2.EVENT_KIND_ACTION, 2) not in seen:
+                    assert time.monotonic() - frozen < 25, (heard, seen)
+                    await asyncio.sleep(0.02)
+                assert heard[-1][0] == cg.RESUMED
+                actions = [seq for kind, seq in seen if kind == match_pb2.EVENT_KIND_ACTION]
+                assert actions == [1, 2]
+            finally:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                await client.close()
+
+    try:
+        run(scenario(), timeout_s=60)
+    finally:
+        assert service.stop() == 0, service.log_tail()
 
 
 def test_a_watch_comes_back_soon_after_a_long_outage(engine):

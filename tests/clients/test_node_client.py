@@ -22,6 +22,7 @@ import grpc
 import pytest
 
 from clients import cardgames_client as cg
+from clients.local_service import LocalService
 from engine_service.transport.generated import match_pb2
 
 from .conftest import ADMIN_TOKEN, CuttableProxy, run, two_seats
@@ -377,7 +378,7 @@ const [target, matchId, seat, token] = process.argv.slice(1);
   const client = new Client(target);
   const say = (line) => process.stdout.write(`${JSON.stringify(line)}\\n`);
   const onConnection = (c) => say({ state: c.state, attempt: c.attempt, max: c.maxAttempts,
-                                    code: c.error ? c.error.code : null });
+                                    code: c.error ? c.error.code : null, reason: c.error ? c.error.reason : null });
   for await (const event of new Seat(client, matchId, Number(seat), token).watch(0, { onConnection, maxFailures: 40 })) {
     if (event.kind === 'EVENT_KIND_ACTION') say({ seq: event.seq });
   }
@@ -438,9 +439,62 @@ def test_node_watch_hook_through_a_long_outage(engine, node):
             tries = [l["attempt"] for l in states if l["state"] == "reconnecting"]
             assert tries == list(range(1, len(tries) + 1)) and len(tries) >= 5, states
             assert all(l["max"] == 40 and l["code"] == "UNAVAILABLE" for l in states if l["state"] == "reconnecting")
-            assert states[-1] == {"state": "resumed", "attempt": len(tries), "max": 40, "code": None}
+            assert states[-1] == {"state": "resumed", "attempt": len(tries), "max": 40, "code": None, "reason": None}
             assert [l["seq"] for l in lines if "seq" in l] == [1, *played]
             after = lines.index(states[-1])
             assert all("seq" in l for l in lines[after + 1:]), "an event came before 'resumed'"
 
     run(scenario(), timeout_s=60)
+
+
+def test_node_watch_through_a_network_that_drops_every_packet(node, tmp_path):
+    """Through a proxy that holds every byte and closes nothing, the Node client's watch() of
+    an engine sending heartbeats every 0.3 s tells its hook ``reconnecting`` (UNAVAILABLE,
+    STREAM_SILENT) within about 3 intervals + 1 s (keepalive alone: up to 40 s), and once the
+    bytes flow again ``resumed``, then the action played meanwhile, once."""
+    service = LocalService(log_path=tmp_path / "engine.log", args=["--heartbeat-interval-s", "0.3"])
+    service.start()
+
+    async def scenario():
+        async with cg.connect(service.target) as client, CuttableProxy(service.target) as proxy:
+            match, sessions, mover = await two_seats(client)
+            watching = sessions[0] if mover is not sessions[0] else sessions[1]
+            watcher = await asyncio.create_subprocess_exec(
+                node, "-e", _WATCH_WITH_HOOK, proxy.target, match.match_id, str(watching.seat), watching.token,
+                cwd=NODE_DIR, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            lines: list[dict] = []
+
+            async def read_until(done, timeout_s: float) -> None:
+                deadline = asyncio.get_running_loop().time() + timeout_s
+                while not done():
+                    left = deadline - asyncio.get_running_loop().time()
+                    try:
+                        line = await asyncio.wait_for(watcher.stdout.readline(), max(0.0, left))
+                    except asyncio.TimeoutError:
+                        raise AssertionError(f"not within {timeout_s:g} s; so far {lines}") from None
+                    assert line, (await watcher.stderr.read()).decode()
+                    lines.append(json.loads(line))
+
+            try:
+                await mover.act(lambda v: v.legal_actions[0].notation)
+                await read_until(lambda: {"seq": 1} in lines, 10)
+                await asyncio.sleep(0.5)  # a heartbeat has named the interval
+                proxy.freeze()
+                await read_until(lambda: any(l.get("state") == "reconnecting" for l in lines), 4)
+                view = await sessions[0].view()
+                played = (await sessions[view.to_act].act(lambda v: v.legal_actions[0].notation)).seq
+                proxy.thaw()
+                await read_until(lambda: {"seq": played} in lines, 15)
+            finally:
+                watcher.kill()
+                await watcher.wait()
+            states = [l for l in lines if "state" in l]
+            assert all(l["code"] == "UNAVAILABLE" and l["reason"] == "STREAM_SILENT"
+                       for l in states if l["state"] == "reconnecting"), states
+            assert states[-1]["state"] == "resumed", states
+            assert [l["seq"] for l in lines if "seq" in l] == [1, played]
+
+    try:
+        run(scenario(), timeout_s=60)
+    finally:
+        assert service.stop() == 0, service.log_tail()

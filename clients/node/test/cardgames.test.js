@@ -307,6 +307,54 @@ test('watch() tells onConnection when the stream drops, comes back and is given 
   }
 });
 
+test('watch() takes a stream silent for 3 heartbeat intervals + 1 s for lost and reopens it (as Python)', async () => {
+  // No message, not even a heartbeat, for 3 intervals (as the server names them) + 1 s: the
+  // stream is cancelled and reopened after the last seq, the hook told 'reconnecting' with
+  // UNAVAILABLE / STREAM_SILENT. No interval named yet, or silenceTimeoutMs 0: it waits on.
+  const { Client, Seat, RECONNECTING, RESUMED } = require('../cardgames');
+  const SILENT = 'silent';
+  const stream = (events, end) => {
+    let cancelled;
+    const gone = new Promise((resolve, reject) => { cancelled = () => reject({ code: grpc.status.CANCELLED, details: 'Cancelled on client', metadata: new grpc.Metadata() }); });
+    gone.catch(() => {});
+    return {
+      cancel() { cancelled(); },
+      async* [Symbol.asyncIterator]() { for (const e of events) yield e; if (end === SILENT) await gone; },
+    };
+  };
+  const heartbeat = (seq, interval) => ({ kind: 'EVENT_KIND_HEARTBEAT', seq,
+    details: { fields: interval === undefined ? {} : { interval_s: { numberValue: interval, kind: 'numberValue' } } } });
+  const action = (seq) => ({ kind: 'EVENT_KIND_ACTION', seq, view: { seq, status: 'MATCH_STATUS_ACTIVE' } });
+  const ended = (seq) => ({ kind: 'EVENT_KIND_MATCH_ENDED', seq });
+  const watch = async (scripts, options = {}) => {
+    const client = new Client('127.0.0.1:9');
+    client.stub.close();
+    const opened = [];
+    client.stub = { WatchMatch(request) { opened.push(request.after_seq); return stream(...scripts[opened.length - 1]); } };
+    const heard = [];
+    const seen = [];
+    const started = Date.now();
+    const onConnection = (c) => heard.push([c.state, c.error ? `${c.error.code} ${c.error.reason}` : undefined, Date.now() - started]);
+    for await (const event of new Seat(client, 'm1', 0, 't').watch(4, { onConnection, ...options })) seen.push([event.kind, event.seq]);
+    return { opened, heard, seen };
+  };
+
+  const lost = await watch([[[heartbeat(4, 0.1), action(5)], SILENT], [[action(6), ended(6)]]]);
+  assert.deepStrictEqual(lost.opened, [4, 5]);
+  assert.deepStrictEqual(lost.seen, [['EVENT_KIND_HEARTBEAT', 4], ['EVENT_KIND_ACTION', 5], ['EVENT_KIND_ACTION', 6], ['EVENT_KIND_MATCH_ENDED', 6]]);
+  assert.deepStrictEqual(lost.heard.map((h) => h.slice(0, 2)), [[RECONNECTING, 'UNAVAILABLE STREAM_SILENT'], [RESUMED, undefined]]);
+  assert.ok(lost.heard[0][2] >= 1200 && lost.heard[0][2] <= 2000, `${lost.heard[0][2]} ms`);
+
+  const given = await watch([[[action(5)], SILENT], [[ended(5)]]], { silenceTimeoutMs: 300 });
+  assert.deepStrictEqual(given.opened, [4, 5]);
+  assert.ok(given.heard[0][1] === 'UNAVAILABLE STREAM_SILENT' && given.heard[0][2] >= 250 && given.heard[0][2] <= 800, `${given.heard}`);
+
+  for (const [events, options] of [[[heartbeat(4)], {}], [[action(5)], {}], [[heartbeat(4, 0.1)], { silenceTimeoutMs: 0 }]]) {
+    const outcome = await Promise.race([watch([[events, SILENT], [[]]], options).then(() => 'ended'), sleep(2000).then(() => 'waiting')]);
+    assert.strictEqual(outcome, 'waiting');
+  }
+});
+
 test('watch() reopens a stream cut while the match waited without after_seq: the started view, then each action once', async () => {
   // docs/api.md, "Reconnecting without losing anything": a resumed stream replays actions only
   // and the start is none (seq 0 before and after it). A fake server: WatchMatch without
