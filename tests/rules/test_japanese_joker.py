@@ -46,6 +46,7 @@ def own_action(st, seat: int, index: int = -1) -> dict:
 # ---- vectors ---------------------------------------------------------------------------------
 
 def test_vector_files_have_known_kinds_and_schema():
+    """JJK-0.4: every vector file has the common fields of the schema and one of its kinds."""
     kinds = set()
     for name, vec in VECTORS:
         assert vec["schema"] == "card-rules-vector/1", name
