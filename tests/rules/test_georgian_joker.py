@@ -622,3 +622,84 @@ def test_auto_move_ties_break_by_suit_order():
     state.deal(deck_for(hands, 3, "7D"))
     play_all(state, "bid:0 bid:0 bid:0 bid:0")
     assert GAME.auto_move(state.view(0)) == "play:9S"
+
+
+# ---- GJ-6.7: the joker-case summary, row by row (trump diamonds, seat 0 leads) ------------------
+
+_SUIT = {"S": 0, "H": 1, "D": 2, "C": 3}
+
+
+def _trick(plays: str):
+    """``(seat, card, mode, named)`` tuples of R.trick_winner from "7S X1:high X2:low:H ..."."""
+    out = []
+    for seat, p in enumerate(plays.split()):
+        card, *rest = p.split(":")
+        mode = {"high": 0, "low": 1}[rest[0]] if rest else -1
+        named = _SUIT[rest[1]] if len(rest) > 1 else -1
+        out.append((seat, card_id(card), mode, named))
+    return out
+
+
+# row of the GJ-6.7 table -> (plays, winner by default, winner with high_joker_lead_trumpable)
+GJ_6_7_ROWS = [
+    ("normal lead, no joker: highest trump", "7S 8S 9D AS", 2, 2),
+    ("normal lead, no joker, no trump: highest of the lead suit", "7S AS 8S 9H", 1, 1),
+    ("normal lead, one high joker", "7S X1:high AS 9D", 1, 1),
+    ("normal lead, two high jokers: the later", "7S X1:high X2:high 9D", 2, 2),
+    ("normal lead, high then low joker: the high one", "7S X1:high X2:low AD", 1, 1),
+    ("normal lead, low then high joker: the high one", "7S X1:low X2:high AD", 2, 2),
+    ("normal lead, low joker only: as if absent, trump", "7S X1:low AS 9D", 3, 3),
+    ("normal lead, low joker only: as if absent, lead suit", "7S X1:low AS 8H", 2, 2),
+    ("high joker lead naming Q != T, nothing else: the joker (option: the trump)", "X1:high:S AS 9D 8S", 0, 2),
+    ("high joker lead naming the trump: the joker either way", "X1:high:D AD 9D 8S", 0, 0),
+    ("high joker lead, second joker high: the second", "X1:high:S X2:high AS 9D", 1, 1),
+    ("high joker lead naming Q, second low, a trump: the leader (option: the trump)", "X1:high:S X2:low AS 9D", 0, 3),
+    ("high joker lead naming Q, second low, no trump: the leader", "X1:high:S X2:low AS 8H", 0, 0),
+    ("low joker lead naming Q: highest trump", "X1:low:S AS 9D 8S", 2, 2),
+    ("low joker lead naming Q: else highest Q", "X1:low:S 8S AS 7H", 2, 2),
+    ("low joker lead naming Q: else the leader", "X1:low:S 7H 8H 9C", 0, 0),
+    ("low joker lead, second joker high: the second", "X1:low:S X2:high AS 9D", 1, 1),
+    ("low joker lead, second low: highest trump", "X1:low:S X2:low AS 9D", 3, 3),
+    ("low joker lead, second low: else highest Q", "X1:low:S X2:low 8S AS", 3, 3),
+    ("low joker lead, second low: else the leader", "X1:low:S X2:low 7H 8C", 0, 0),
+]
+
+
+@pytest.mark.parametrize("row,plays,default,trumpable", GJ_6_7_ROWS, ids=[r[0] for r in GJ_6_7_ROWS])
+def test_gj_6_7_joker_cases_summary(row, plays, default, trumpable):
+    """GJ-6.7 (the summary of GJ-6.1 to GJ-6.6): every row of the joker-case table, trump D,
+    under both values of ``high_joker_lead_trumpable``."""
+    trump = _SUIT["D"]
+    assert R.trick_winner(_trick(plays), trump) == default
+    assert R.trick_winner(_trick(plays), trump, False) == default
+    assert R.trick_winner(_trick(plays), trump, True) == trumpable
+
+
+def test_gj_6_7_joker_cases_in_a_played_trick():
+    """GJ-6.7, last row of the high-joker lead: in a real deal (deal 4, trump D) a high joker
+    lead naming hearts followed by a low joker keeps the trick although a trump was played —
+    unless high_joker_lead_trumpable (GJ-6.6)."""
+    for trumpable, winner in ((False, 0), (True, 2)):
+        state = state_at_deal(4, {"high_joker_lead_trumpable": trumpable})
+        assert state.dealer() == 3
+        hands = ["X1 7S 8S 9S", "X2 AS KS QS", "9D 8D 7C 9C", "8H 7H 6H JS"]
+        state.deal(deck_for(dict(enumerate(hands)), dealer=3, indicator="TD"))
+        for _ in range(4):
+            state.apply(GAME.auto_move(state.view(state.to_act())))
+        assert state.to_act() == 0
+        for action in ("play:X1:high:H", "play:X2:low", "play:9D", "play:8H"):
+            state.apply(action)
+        assert state.public_view()["last_trick"]["winner"] == winner, trumpable
+
+
+def test_gj_0_2_card_codes_jokers_X1_X2_and_NT():
+    """GJ-0.2: normal cards are rank + suit (A K Q J T 9 8 7 6; S H D C), the jokers X1 and X2;
+    "no trump" is NT. The pack is these 36 codes without 6S and 6C (GJ-1)."""
+    from engine_service.rules.cards import card_code
+    codes = sorted(card_code(c) for c in GAME.pack)
+    assert codes == sorted([r + s for r in "AKQJT9876" for s in "SHDC" if r + s not in ("6S", "6C")] + ["X1", "X2"])
+    state = GAME.new_state({"deal_schedule": "nines"}, first_dealer=0)
+    state.deal([CODES[c] for c in GAME.pack])
+    assert "trump:NT" in state.legal_actions()
+    state.apply("trump:NT")
+    assert state.public_view()["table"]["trump"] == "NT"

@@ -195,3 +195,61 @@ def test_last_trick_is_the_previous_deals_final_trick_until_the_first_trick_gj_1
     # (a one-card deal's first trick is its final one)
     assert seen["final_tricks"] == seen["deals"] >= 32 and seen["first_tricks"] >= 32, seen
     assert seen["determinized"] >= 6
+
+
+# ---- GJ-11.2 and GJ-11.6 as scenarios on an explicit deck --------------------------------------
+
+def _nines_state():
+    """Deal 1 of a ``nines`` match, first dealer 0, so the forehand (seat 1) chooses the trump;
+    deck[k] goes to seat (1 + k) mod 4 (GJ-3.5)."""
+    deck = [CODES[c] for c in GAME.pack]  # pack order, top card first
+    state = GAME.new_state({"deal_schedule": "nines"}, first_dealer=0)
+    state.deal(deck)
+    return state, deck
+
+
+def test_gj_11_2_own_cards_and_own_legal_actions_are_private_to_each_seat():
+    """GJ-11.2: each player sees exactly their own cards — the three phase-A cards while the
+    trump is chosen, all nine after it — and their legal actions only on their own turn; no
+    other player's card or legal set appears in their view."""
+    from engine_service.rules.cards import codes_of
+    state, deck = _nines_state()
+    assert state.public_view()["phase"] == "trump_choice" and state.to_act() == 1
+    for seat in range(4):
+        own_a = [deck[k] for k in range(12) if (1 + k) % 4 == seat]
+        v = state.view(seat)
+        assert sorted(v["hand"]) == sorted(own_a)
+        others = set(deck) - set(own_a)
+        assert not {CODES[c] for c in cards_in(v)} & others, seat
+        assert v["legal"] == (["trump:S", "trump:H", "trump:D", "trump:C", "trump:NT"] if seat == 1 else [])
+    state.apply("trump:H")
+    for seat in range(4):
+        own = [deck[k] for k in range(36) if (1 + k) % 4 == seat]
+        v = state.view(seat)
+        assert sorted(v["hand"]) == sorted(own) == sorted(codes_of(state.zones()[f"hand{seat}"]))
+        assert not {CODES[c] for c in cards_in(v)} & (set(deck) - set(own)), seat
+        assert v["legal"] == (state.legal_actions() if seat == state.to_act() else [])
+    bidder = state.to_act()
+    assert state.view(bidder)["legal"] and all(state.view(s)["legal"] == [] for s in range(4) if s != bidder)
+
+
+def test_gj_11_6_spectators_receive_exactly_the_public_view():
+    """GJ-11.6: the spectator audience (the rules core's ``view_maker()(None)`` and the session
+    layer's SPECTATOR view) is the public view: no hand, no legal actions, no seat, and no card
+    but the played ones; it equals every seat's view with that seat's private keys removed."""
+    from engine_service.sessions.views import SPECTATOR, view_for
+    state, deck = _nines_state()
+    state.apply("trump:S")
+    for _ in range(4):
+        state.apply(GAME.auto_move(state.view(state.to_act())))  # the four bids
+    state.apply(GAME.auto_move(state.view(state.to_act())))  # the first card
+    played = {CODES[c] for c in cards_in(state.public_view()["trick"])}
+    assert len(played) == 1
+    for spectator in (state.view_maker()(None), view_for(state, SPECTATOR), view_for(state, SPECTATOR, state.view_maker())):
+        assert spectator == state.public_view()
+        assert spectator["hand"] == [] and spectator["legal"] == [] and spectator["seat"] is None
+        assert {CODES[c] for c in cards_in(spectator)} == played
+        for seat in range(4):
+            v = state.view(seat)
+            assert {k: v[k] for k in v if k not in PRIVATE} == {k: spectator[k] for k in spectator if k not in PRIVATE}
+    assert state.secret_cards(None) == PACK36_JOKERS_MASK & ~mask(card_id(c) for c in played)

@@ -46,6 +46,7 @@ def own_action(st, seat: int, index: int = -1) -> dict:
 # ---- vectors ---------------------------------------------------------------------------------
 
 def test_vector_files_have_known_kinds_and_schema():
+    """JJK-0.4: every vector file has the common fields of the schema and one of its kinds."""
     kinds = set()
     for name, vec in VECTORS:
         assert vec["schema"] == "card-rules-vector/1", name
@@ -851,3 +852,40 @@ def test_last_trick_is_the_previous_deals_18th_until_the_first_trick_jjk_6_jjk_9
                                       deal_has_no_trick=_jjk_no_trick, determinize_every=2)
     assert seen["final_tricks"] == seen["deals"] >= 10 and seen["first_tricks"] == seen["deals"], seen
     assert seen["determinized"] >= 4
+
+
+# ---- JJK-1.2: the order within a suit; JJK-0.2 / JJK-0.3 conventions ---------------------------
+
+JJK_ORDER = "A K Q J T 9 8 7 6".split()
+
+
+@pytest.mark.parametrize("suit", ["S", "H", "D", "C"])
+@pytest.mark.parametrize("trump", ["NT", "S", "H"])
+def test_jjk_1_2_order_within_a_suit_A_K_Q_J_T_9_8_7_6(suit, trump):
+    """JJK-1.2: within a suit, trump included (no jack or nine is promoted as in the 32-card
+    games), A K Q J T 9 8 7 6 from high to low: of two cards of the led suit the higher one
+    takes the trick, whoever played it. (6S and 6C are jokers in this pack, JJK-1.1.)"""
+    ranks = [r for r in JJK_ORDER if r + suit in {CODES[c] for c in GAME.pack}]
+    assert len(ranks) == (8 if suit in "SC" else 9)
+    for i, high in enumerate(ranks):
+        for low in ranks[i + 1:]:
+            for lead, follow, winner in ((low, high, 1), (high, low, 0)):
+                st = GAME.position(trump=trump, hands=[[], [follow + suit]], to_act=1, lead=(lead + suit, None))
+                play(st, follow + suit)
+                assert st.public_view()["last_trick"]["winner"] == winner, (lead + suit, follow + suit, trump)
+
+
+def test_jjk_0_2_card_codes_and_jjk_0_3_declarer_chooses_trump_and_leads():
+    """JJK-0.2: rank + suit codes (A K Q J T 9 8 7 6; S H D C), jokers X1 X2, no trump NT.
+    JJK-0.3: the declarer chooses the trump (NT included) and leads the first trick; opp(s) = 1 - s
+    is the other seat."""
+    codes = sorted(CODES[c] for c in GAME.pack)
+    assert codes == sorted([r + s for r in "AKQJT9876" for s in "SHDC" if r + s not in ("6S", "6C")] + ["X1", "X2"])
+    for declarer in (0, 1):
+        st = GAME.new_state(first_dealer=declarer)
+        st.deal([CODES[c] for c in GAME.pack])
+        assert st.to_act() == declarer and st.legal_actions()[-1] == "trump:NT"
+        st.apply("trump:NT")
+        assert st.public_view()["table"]["trump"] == "NT" and st.to_act() == declarer
+        st.apply(st.legal_actions()[0])
+        assert st.to_act() == 1 - declarer

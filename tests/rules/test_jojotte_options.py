@@ -455,3 +455,37 @@ def test_optional_melds_with_late_exchange_keep_stated_quartets():
     import random
     view = state.view(0)
     assert GAME.determinize(view, random.Random(0)).view(0) == view
+
+
+# ---- scoring options end to end that test_jojotte_scoring covers only on the pure functions ----
+
+@pytest.mark.parametrize("options,below", [
+    ({}, [45, 50]),  # JJ-9.3b: the defender's two most valuable tricks (30 + 15)
+    ({"jj_defender_win_award": "both_trick_points"}, [75 + 15, 50]),
+    ({"jj_defender_win_award": "own_trick_points"}, [75, 50]),
+    ({"jj_undoubled_scoring": "each_scores_own"}, [75, 15 + 50]),
+])
+def test_jj_defender_win_award_and_undoubled_scoring_in_a_deal(options, below):
+    """JJ-A25 / JJ-A24 end to end: the dealer (seat 1) names spades; seat 0 defends, wins 6
+    tricks worth 75 against 15 + 50 melds and so wins the comparison (JJ-9.2). What each enters
+    below the line depends on ``jj_defender_win_award`` and ``jj_undoubled_scoring``."""
+    state = to_play(deal(options, **MELD_LOSER_DEAL), "pass", "name:S", "pass")
+    r = auto_finish_deal(state)
+    detail = table(state)["last_deal"]
+    assert detail["outcome"] == "defender_more" and detail["trick_points"] == [75, 15]
+    assert detail["melds"] == [0, 50]
+    assert r["below"] == below and r["pot"] == 0
+
+
+@pytest.mark.parametrize("options,winner", [({}, 1), ({"jj_simultaneous_game": "deal_winner"}, 0)])
+def test_jj_simultaneous_game_in_a_deal(options, winner):
+    """JJ-A32 end to end: both players reach 80 below the line in one deal. Seat 0 (the
+    declarer) enters 80 this deal and ends on 80; seat 1 enters his 50 melds and ends on 129.
+    ``higher_total`` gives the game to seat 1, ``deal_winner`` to seat 0, who added more."""
+    state = deal(options, **MELD_LOSER_DEAL)
+    set_match(state, gpts=(0, 79))
+    to_play(state, "name:S", "pass")
+    r = auto_finish_deal(state)
+    assert r["below"] == [80, 50]
+    m = table(state)["match"]
+    assert m["rubber_game_winners"] == [winner] and m["games_won"] == [1 - winner, winner]

@@ -545,3 +545,174 @@ def test_JJ_10_5_one_rubber_winner_wins_even_with_fewer_points():
     to_play(state, "name:S", "pass")
     auto_finish_deal(state)
     assert state.result()["winners"] == [0]
+
+
+# ---- rule ids no other scenario cited literally -------------------------------------------------
+
+def test_JJ_0_2_card_codes_and_the_NT_strain():
+    """JJ-0.2: cards are rank + suit (A K Q J T 9 8 7; S H D C), the no-trump strain is ``NT``
+    in the contract the views and results report."""
+    from engine_service.rules.cards import card_code
+    assert sorted(card_code(c) for c in GAME.pack) == sorted(r + s for r in "AKQJT987" for s in "SHDC")
+    state = to_play(deal(**PLAY_DEAL), "pass", "pass", "no_trump", "pass")
+    assert table(state)["contract"]["strain"] == "NT"
+    assert auto_finish_deal(state)["contract"]["strain"] == "NT"
+
+
+def test_JJ_1_6_draw_uses_the_natural_order_A_K_Q_J_T_9_8_7():
+    """JJ-1.6: at the draw the king ranks above the ten and the jack above the nine (the natural
+    order, not the plain trick order A T K Q J 9 8 7); suits are ignored. JJ-2.1: the higher card
+    deals."""
+    ids = lambda *cs: [card_id(c) for c in cs]  # noqa: E731
+    assert GAME.draw_first_dealer(ids("TS", "KH")) == 1  # K > T: seat 1 drew higher
+    assert GAME.draw_first_dealer(ids("KH", "TS")) == 0
+    assert GAME.draw_first_dealer(ids("9C", "JD")) == 1  # J > 9
+    assert GAME.draw_first_dealer(ids("JD", "9C")) == 0
+    assert GAME.draw_first_dealer(ids("8S", "7S")) == 0
+    assert GAME.draw_first_dealer(ids("AC", "KS")) == 0
+
+
+def test_JJ_2_1_higher_card_deals_equal_ranks_draw_again_until_they_differ():
+    """JJ-2.1: the higher card deals; equal ranks (any suits) make both draw again, as often as
+    needed, and the first unequal pair decides."""
+    ids = lambda *cs: [card_id(c) for c in cs]  # noqa: E731
+    assert GAME.draw_first_dealer(ids("QS", "QH", "7D", "8C")) == 1
+    assert GAME.draw_first_dealer(ids("QS", "QH", "8D", "8C", "AC", "TD")) == 0
+    assert GAME.draw_first_dealer(ids("7S", "7H", "9D", "9C", "TS", "TH", "KD", "JC")) == 0
+
+
+# Seat 0 (non-dealer) holds four jacks and A-K-Q-J-T-9 of spades; seat 1 two heart runs and
+# A-K-Q of diamonds. Turn-up 7D, so naming spades opens no exchange window.
+QUARTET_DEAL = dict(nd=("JS", "JH", "JD", "JC", "AS", "KS"), nd2=("QS", "TS", "9S"),
+                    dl=("AH", "KH", "QH", "TH", "9H", "8H"), dl2=("AD", "KD", "QD"), turn="7D",
+                    info="7C")
+
+
+def test_JJ_4_6_meld_phase_after_the_nullo_window_and_skipped_in_nullo():
+    """JJ-4.6: the meld phase comes after the nullo window and before trick play; in a nullo
+    contract it is skipped: seat 0's quartet of jacks and six-card trump run score nothing."""
+    state = deal(**QUARTET_DEAL)
+    act(state, "name:S", "pass")
+    assert state.public_view()["phase"] == "nullo" and table(state)["melds"] is None
+    act(state, "pass")
+    assert state.public_view()["phase"] == "play" and table(state)["tricks"] == []
+    assert table(state)["melds"]["points"] == [150, 0]
+    state = deal(**QUARTET_DEAL)
+    act(state, "name:S", "pass", "nullo", "pass")
+    assert table(state)["contract"]["kind"] == "nullo"
+    assert state.public_view()["phase"] == "play" and table(state)["melds"] is None
+    r = auto_finish_deal(state)
+    assert r["below"] == [0, 0] and table(state)["last_deal"]["melds"] == [0, 0]
+
+
+def test_JJ_5_4_quartets_first_then_sequences_defender_speaks_first_in_each():
+    """JJ-5.4: the quartet statements are all made before the first sequence statement, and in
+    each category the defender speaks first, whichever seat deals."""
+    def dialogue(*auction):
+        state = to_play(deal(**QUARTET_DEAL), *auction)
+        return table(state)["contract"]["defender"], table(state)["melds"]["dialogue"]
+
+    for auction in (("name:S", "pass"), ("pass", "name:H", "pass")):
+        defender, lines = dialogue(*auction)
+        says = [d["say"].split()[0] for d in lines]
+        quartet_lines = [i for i, d in enumerate(lines) if d["say"].startswith("quartet")
+                         or "quartets" in d]
+        first_seq = says.index("length")
+        assert quartet_lines and max(quartet_lines) < first_seq, lines
+        assert lines[0]["seat"] == defender and lines[0]["say"].startswith("quartet")
+        assert lines[first_seq]["seat"] == defender
+    assert dialogue("pass", "name:H", "pass")[0] == 0  # the non-dealer defends here
+    assert dialogue("name:S", "pass")[0] == 1
+
+
+# Seat 0 declares spades holding every trump and AC; seat 1 holds only hearts and diamonds.
+VOID_DEAL = dict(nd=("JS", "9S", "AS", "TS", "KS", "QS"), nd2=("8S", "7S", "AC"),
+                 dl=("KH", "QH", "JH", "TH", "9H", "AD"), dl2=("KD", "QD", "JD"), turn="7D",
+                 info="7C")
+
+
+def test_JJ_6_5_suit_contract_void_in_the_led_suit_and_without_trumps_plays_anything():
+    """JJ-6.5: with a trump suit, a follower with no card of the led suit and no trump may play
+    any card (no duty to trump or to beat)."""
+    state = to_play(deal(**VOID_DEAL), "name:S", "pass")
+    act(state, "play:KH")
+    assert set(plays(state)) == {"JS", "9S", "AS", "TS", "KS", "QS", "8S", "7S"}  # JJ-6.4: trump
+    act(state, "play:7S")  # seat 0 trumps and leads the club
+    act(state, "play:AC")
+    assert sorted(plays(state)) == sorted(hand(state, 1)) and len(plays(state)) == 8
+
+
+def test_JJ_7_1_jo_jotte_scores_whoever_wins_the_tricks_and_needs_a_trump_suit():
+    """JJ-7.1: king first ("jo"), queen later ("jotte") scores 20 even when the king's trick is
+    lost; it exists in any contract with a trump suit (normal or slam) and never at no trump."""
+    state = to_play(deal(**JO_DEAL), "name:S", "pass")
+    act(state, "play:AC", "play:JS")  # seat 0 trumps and wins, then leads the king
+    act(state, "play:KS:jo")
+    assert "play:KS:jo" not in legal(state)
+    act(state, "play:AS")  # seat 1 must beat the trump king and takes it
+    assert table(state)["tricks"][-1]["winner"] == 1 and table(state)["jo_jotte"] == [0, 0]
+    act(state, "play:KC")
+    assert "play:QS:jotte" in legal(state)
+    act(state, "play:QS:jotte")
+    assert table(state)["jo_jotte"] == [20, 0]
+    # a slam contract keeps its trump suit: jo is offered
+    state = to_play(deal(**JO_DEAL), "name:S", "pass", "nullo", "slam:S")
+    act(state, "play:AC")
+    assert "play:KS:jo" in legal(state)
+    # no trump: no jo, no jotte
+    state = to_play(deal(**JO_DEAL), "pass", "pass", "no_trump", "pass")
+    act(state, "play:AC")
+    assert "play:KS" in legal(state) and not any(a.endswith((":jo", ":jotte")) for a in legal(state))
+    auto_finish_deal(state)
+    assert table(state)["last_deal"]["jo_jotte"] == [0, 0]
+
+
+def test_JJ_9_0_only_below_the_line_counts_towards_the_game():
+    """JJ-9.0: a made nullo enters 200 above the line: more than the game target of 80, yet no
+    game is won and the game count stays at 0; the 200 is on the above-the-line sheet."""
+    state = to_play(deal(**STRONG_DEAL), "name:S", "pass", "nullo", "pass")
+    r = auto_finish_deal(state)
+    assert r["above"] == [0, 200] and r["below"] == [0, 0]
+    m = table(state)["match"]
+    assert m["games_won"] == [0, 0] and m["game_points"] == [0, 0] and m["above"] == [0, 200]
+    # the single-column sheet (jj_scoresheet, JJ-A27) is the contrast: the 200 wins a game
+    state = to_play(deal({"jj_scoresheet": "single_column"}, **STRONG_DEAL), "name:S", "pass", "nullo", "pass")
+    auto_finish_deal(state)
+    assert table(state)["match"]["games_won"] == [0, 1]
+
+
+def _play_strong_deal_for(state, seat):
+    """Deal STRONG_DEAL's strong cards to ``seat`` (whoever deals), let it name spades, and play
+    the deal out; return the deal's result."""
+    if state.dealer() == seat:
+        cards = dict(nd=STRONG_DEAL["dl"], nd2=STRONG_DEAL["dl2"], dl=STRONG_DEAL["nd"],
+                     dl2=STRONG_DEAL["nd2"], turn="7D", info="7C")
+        auction = ("pass", "name:S", "pass")
+    else:
+        cards, auction = STRONG_DEAL, ("name:S", "pass")
+    state.deal(make_deck(**cards))
+    to_play(state, *auction)
+    return auto_finish_deal(state)
+
+
+def test_JJ_10_4_and_JJ_10_6_rubber_points_and_the_deal_alternating_across_games_and_rubbers():
+    """Two rubbers: seat 0 wins 2-0, then 2-1 (seat 1 wins the middle game). JJ-10.4: each
+    rubber's points result is each player's sum of every entry, above and below the line, made in
+    that rubber only, reported with the games and rubbers won. JJ-10.6: the dealer alternates
+    after every deal, across the game and rubber boundaries."""
+    state = GAME.new_state({"jj_match_rubbers": 2}, first_dealer=1)
+    dealers, results = [], []
+    for strong in (0, 0, 0, 1, 0):
+        dealers.append(state.dealer())
+        results.append(_play_strong_deal_for(state, strong))
+    assert dealers == [1, 0, 1, 0, 1]
+    assert state.result()["over"] is True and state.result()["winners"] == [0]
+
+    def rubber_sum(rs):
+        return [sum(r["below"][s] + r["above"][s] for r in rs) for s in (0, 1)]
+
+    m = table(state)["match"]
+    assert m["rubbers_won"] == [2, 0] and m["games_won"] == [4, 1]
+    assert m["rubber_totals"] == [rubber_sum(results[:2]), rubber_sum(results[2:])]
+    assert m["rubber_totals"][1][1] > 0  # seat 1's game in the second rubber counts there
+    assert m["rubber_totals"][0] != [sum(r["below"][s] for r in results[:2]) for s in (0, 1)]

@@ -762,3 +762,125 @@ def test_kl_a12_winner_sequences_in_a_deal(options, points):
     state = to_play("AS KS QS 9H 8H 7H JD TD 9D", "QC JC 8C KH QH AD KD 8S 7S", "TH", options=options)
     assert table(state)["meld_points"] == points
     assert len(table(state)["melds"][-1]["sequences"]) == points[0] // 20
+
+
+# ---- rule ids no other scenario cited: KL-0.2, KL-1.1, KL-2.3, KL-3.6, KL-5.8, KL-6.7 ------------
+
+def test_KL_0_2_card_codes_rank_then_suit():
+    """KL-0.2: a card is rank + suit, ranks A K Q J T 9 8 7 (T = ten), suits S H D C; every
+    action and view uses these codes, and nothing else names a card."""
+    from engine_service.rules import MalformedAction
+    from engine_service.rules.cards import card_id, card_code
+    assert sorted(card_code(c) for c in GAME.pack) == sorted(r + s for r in "AKQJT987" for s in "SHDC")
+    state = to_play(ELDER, DEALER, "8H")
+    assert state.view(0)["hand"] and all(c in PACK_CODES for c in state.view(0)["hand"])
+    for bad in ("play:10S", "play:1S", "play:6S", "play:ts"):
+        with pytest.raises(MalformedAction):
+            state.apply(bad)
+    state.apply("play:TS")  # the ten is T
+    assert table(state)["turn_up"] == "8H" and card_id("TS") in GAME.pack
+
+
+def test_KL_1_1_the_pack_is_A_K_Q_J_T_9_8_7_in_four_suits():
+    """KL-1.1: 32 cards, A K Q J T 9 8 7 of each suit; a deck missing one or holding a six is
+    refused (the chance step takes only a permutation of this pack)."""
+    from engine_service.rules.errors import InvalidDeck
+    assert sorted(PACK_CODES) == sorted(r + s for r in "AKQJT987" for s in "SHDC")
+    assert len(GAME.pack) == 32
+    state = GAME.new_state({}, first_dealer=1)
+    with pytest.raises(InvalidDeck):
+        state.deal(PACK_CODES[:31])
+    with pytest.raises(InvalidDeck):
+        state.deal(PACK_CODES[:31] + ["6S"])
+
+
+def test_KL_2_3_a_new_shuffled_and_cut_deck_before_every_deal_including_a_redeal():
+    """KL-2.3: before each deal, a re-deal after a throw-in included, the rules wait for a new
+    deck (the chance step): a permutation D[0..31] of the 32 cards in which the elder's cut is
+    already made; the engine deals it exactly as given, from D[0]. Anything else is refused."""
+    from engine_service.rules import DealRequired
+    from engine_service.rules.errors import InvalidDeck
+    base = deck_from_hands(DEALER.split(), ELDER.split(), "8H", info_card="7C")
+    state = GAME.new_state({}, first_dealer=1)
+    assert state.to_act() == CHANCE and state.legal_actions() == []
+    for bad in (base[:31], base[:31] + [base[0]], base + ["AS"]):
+        with pytest.raises(InvalidDeck):
+            state.deal(bad)
+        assert state.to_act() == CHANCE
+    # a cut is a rotation of the shuffled deck: the engine applies no cut of its own
+    for k in (0, 7, 19):
+        cut = base[k:] + base[:k]
+        s = GAME.new_state({}, first_dealer=1)
+        s.deal(cut)
+        assert table(s)["turn_up"] == cut[12]
+        assert sorted(s.hand_of(1)) == sorted(cut[0:3] + cut[6:9])  # dealer served first
+        assert sorted(s.hand_of(0)) == sorted(cut[3:6] + cut[9:12])
+    # the re-deal after four passes needs a fresh deck, by the same dealer (KL-3.5)
+    state.deal(base)
+    play_out(state, ["pass", "pass", "pass", "pass"])
+    assert state.to_act() == CHANCE and state.dealer() == 1
+    with pytest.raises(DealRequired):
+        state.apply("take")
+    other = base[7:] + base[:7]
+    state.deal(other)
+    assert table(state)["turn_up"] == other[12] and sorted(state.hand_of(1)) == sorted(other[0:3] + other[6:9])
+    # and after a played deal
+    play_out(state, ["take", "keep", "keep"])
+    while state.to_act() >= 0:
+        state.apply(GAME.auto_move(state.view(state.to_act())))
+    assert state.to_act() == CHANCE and state.dealer() == 0
+
+
+def test_KL_3_6_no_schmeiss_in_any_auction_state_by_default():
+    """KL-3.6: the default game has no schmeiss: in none of the four states of KL-3.1 is it a
+    legal call (it is refused as illegal); kl_schmeiss = true adds it to every state (KL-A7)."""
+    from engine_service.rules import IllegalAction
+    for opts, offered in (({}, False), ({"kl_schmeiss": True}, True)):
+        state = deal(ELDER, DEALER, "8H", options=opts)
+        for expected_state in ("R1_ELDER", "R1_DEALER", "R2_ELDER", "R2_DEALER"):
+            assert table(state)["auction_state"] == expected_state
+            assert ("schmeiss" in state.legal_actions()) is offered, (opts, expected_state)
+            if not offered:
+                with pytest.raises(IllegalAction):
+                    state.apply("schmeiss")
+            state.apply("pass")
+        assert state.to_act() == CHANCE  # thrown in (KL-3.5)
+
+
+# The elder holds A-K-Q of diamonds (20); the dealer holds no sequence. Trump hearts (take 8H).
+MELD_ELDER = "AD KD QD AS TS 7S QH 8C 9C"
+MELD_DEALER = "KS 9S JH 9H AH TD 8D 7D JC"
+
+
+def test_KL_5_8_meld_statements_are_automatic_a_sequence_cannot_be_concealed():
+    """KL-5.8: by default the engine states the melds from the hands: after the dix window the
+    phase goes straight to trick play, nobody has a declare / conceal choice, and the elder's
+    A-K-Q scores 20 (KL-5.5 dialogue). With kl_meld_declaration = optional (KL-A20) the same
+    hand may be concealed and then scores nothing."""
+    state = deal(MELD_ELDER, MELD_DEALER, "8H", info="7C")
+    play_out(state, ["take", "keep", "keep"])
+    assert state.public_view()["phase"] == "play" and state.to_act() == 0
+    assert not {"declare", "conceal"} & set(state.legal_actions())
+    t = table(state)
+    assert t["melds"][:2] == [{"seat": 0, "say": "value", "value": 20}, {"seat": 1, "say": "good"}]
+    assert t["melds"][-1]["say"] == "scores" and t["meld_points"] == [20, 0]
+    optional = deal(MELD_ELDER, MELD_DEALER, "8H", info="7C", options={"kl_meld_declaration": "optional"})
+    play_out(optional, ["take", "keep", "keep"])
+    assert optional.legal_actions() == ["declare", "conceal"]
+    play_out(optional, ["conceal", "declare"])
+    assert table(optional)["meld_points"] == [0, 0]
+
+
+def test_KL_6_7_no_obligation_to_beat_a_plain_lead():
+    """KL-6.7: on a plain-suit lead any card of the led suit is legal: the dealer, holding the
+    ace (which beats the king) and the nine (which does not), may play either; the nine loses."""
+    elder, dealer = "KS 7S QH AD KD QD QC JC 9C", "AS 9S JH 9H AH TD 8D 7D 8C"
+    state = to_play(elder, dealer, "8H", info="7C")
+    state.apply("play:KS")
+    assert legal_cards(state) == ["9S", "AS"]
+    state.apply("play:9S")
+    assert state.to_act() == 0 and table(state)["card_points"] == [4, 0]  # the leader's king wins
+    # a trump lead, by contrast, must be beaten when possible (KL-6.4)
+    state = to_play(elder, dealer, "8H", info="7C")
+    state.apply("play:QH")
+    assert legal_cards(state) == ["9H", "AH", "JH"]
