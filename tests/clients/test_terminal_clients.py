@@ -826,6 +826,56 @@ def test_watch_plain_notes_a_dropped_connection_on_stderr(engine):
     run(scenario(), timeout_s=60)
 
 
+def test_play_autoplay_notes_a_dropped_connection_on_stderr(engine):
+    """clients.play --autoplay (no screen) keeps playing across a drop, and says why it paused:
+    one line on stderr when its stream drops, one when it is back (the same hook as watch
+    --plain); stdout stays the events', each action once, and its moves go on after it."""
+    from .conftest import ADMIN_TOKEN, CuttableProxy
+
+    async def scenario():
+        async with cg.connect(engine.target, admin_token=ADMIN_TOKEN) as direct, \
+                CuttableProxy(engine.target) as proxy:
+            match = await direct.create_match("japanese_joker", seats=[None, None], options={"target_score": 11})
+            mine = await direct.join(match.match_id)
+            player = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "clients.play", "--target", proxy.target, "--match", match.match_id,
+                "--autoplay", "first", cwd=ROOT, env=dict(os.environ, COLUMNS="160", PYTHONUNBUFFERED="1"),
+                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            try:
+                await asyncio.wait_for(player.stdout.readline(), 15)
+                # the autoplay's seat has moved or must move: wait until the direct seat is to act
+                while (view := await mine.view()).to_act != mine.seat:
+                    await asyncio.sleep(0.05)
+                proxy.hold()
+                proxy.cut()
+                await mine.act(lambda v: v.legal_actions[0].notation)
+                await asyncio.sleep(0.5)
+                proxy.release()
+                moved_at = view.seq + 1
+                # the autoplay answers once it is back: the match goes past the direct seat's move
+                for _ in range(200):
+                    if (await mine.view()).seq > moved_at + 1:
+                        break
+                    current = await mine.view()
+                    if current.to_act == mine.seat:
+                        await mine.act(lambda v: v.legal_actions[0].notation)
+                    await asyncio.sleep(0.05)
+                await direct.admin.terminate(match.match_id, "test over")
+                out, err = await asyncio.wait_for(player.communicate(), 20)
+            finally:
+                if player.returncode is None:
+                    player.kill()
+                    await player.wait()
+            assert player.returncode == 0, (out, err)
+            notes = err.decode().splitlines()
+            assert len(notes) == 2 and notes[0].startswith("connection lost ("), notes
+            assert notes[0].endswith("): reconnecting") and notes[1].startswith("connection back after "), notes
+            seqs = action_seqs(out.decode().splitlines())
+            assert seqs == list(range(1, len(seqs) + 1)) and len(seqs) > moved_at + 1, seqs
+
+    run(scenario(), timeout_s=60)
+
+
 def test_play_screen_drops_the_reconnecting_line_for_an_error_it_cannot_fix(engine):
     """The seat's token is reissued by the operator while the stream is down: the reopened
     stream is refused (UNAUTHENTICATED / TOKEN_REVOKED), which no reconnection fixes, so the
