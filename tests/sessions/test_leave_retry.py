@@ -10,6 +10,8 @@ and a retry of a resignation whose end was left in doubt by the store settles it
 
 from __future__ import annotations
 
+from typing import Callable
+
 import pytest
 from structlog.testing import capture_logs
 
@@ -143,30 +145,27 @@ def test_a_retried_leave_of_a_waiting_match_is_unauthenticated():
     assert now == left
 
 
-def test_a_repeated_resignation_after_a_restart_answers_ok(tmp_path):
-    path = tmp_path / "m.sqlite3"
-
-    def sqlite_manager(metrics):
-        return MatchManager(config(db_path=str(path)), store=SqliteStore(path), metrics=metrics,
-                            create_bot_host=False)
-
+def repeated_leaves_after_a_restart(make_manager: Callable[[Metrics], MatchManager]) -> None:
+    """A resignation that ended a two-player match and a Georgian Joker seat's leave, their
+    answers lost with the process (a crash): against a new manager on the same store, each
+    retry is answered OK from the stored match (its result, the seat's ``left``), without an
+    end or a leave of its own; the opponent's leave is still MATCH_NOT_ACTIVE. Shared with the
+    PostgreSQL store's tests (tests/store/test_postgres_service.py)."""
     async def before():
-        mgr = sqlite_manager(Metrics())
+        mgr = make_manager(Metrics())
         await mgr.start()
-        two = await mgr.create_match(CreateMatchRequest(game="japanese_joker"))
-        two_tokens = [(await mgr.join_match(two.match_id, i, f"p{i}")).token for i in range(2)]
-        four = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
-        four_tokens = [(await mgr.join_match(four.match_id, i, f"p{i}")).token for i in range(4)]
-        ended = await mgr.leave_match(two.match_id, mgr.authenticate(two.match_id, two_tokens[1]), True)
-        await mgr.leave_match(four.match_id, mgr.authenticate(four.match_id, four_tokens[3]), False)
+        two_id, two_tokens = await _seated(mgr, "japanese_joker")
+        four_id, four_tokens = await _seated(mgr, "georgian_joker")
+        ended = await mgr.leave_match(two_id, mgr.authenticate(two_id, two_tokens[1]), True)
+        await mgr.leave_match(four_id, mgr.authenticate(four_id, four_tokens[3]), False)
         crash(mgr._store)  # the answers were lost with the process
-        return two.match_id, two_tokens, ended, four.match_id, four_tokens
+        return two_id, two_tokens, ended, four_id, four_tokens
 
     two_id, two_tokens, ended, four_id, four_tokens = run(before())
     metrics = Metrics()
 
     async def after():
-        mgr = sqlite_manager(metrics)
+        mgr = make_manager(metrics)
         await mgr.start()
         try:
             with capture_logs() as logs:
@@ -191,6 +190,12 @@ def test_a_repeated_resignation_after_a_restart_answers_ok(tmp_path):
         (two_id, 1), (four_id, 3)]
     assert not [e for e in logs if e["event"] in ("match_ended", "seat_resigned")]
     assert _finished(metrics, "japanese_joker", "resigned") == 0
+
+
+def test_a_repeated_leave_after_a_restart_answers_ok_on_sqlite(tmp_path):
+    path = tmp_path / "m.sqlite3"
+    repeated_leaves_after_a_restart(lambda metrics: MatchManager(
+        config(db_path=str(path)), store=SqliteStore(path), metrics=metrics, create_bot_host=False))
 
 
 def test_a_retried_resignation_whose_end_was_in_doubt_settles_it_and_answers_ok():
