@@ -179,6 +179,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
         keepalive_time_s=settings.keepalive_time_s,
         keepalive_timeout_s=settings.keepalive_timeout_s,
         handshake_timeout_s=settings.handshake_timeout_s,
+        max_connection_idle_s=settings.max_connection_idle_s,
         max_pending_requests=settings.max_pending_requests)
     tls = TlsFiles(settings.tls_cert, settings.tls_key) if settings.tls_cert and settings.tls_key else None
     rate_limits = RateLimits(seat=Rate(settings.rate_limit_seat_per_s, settings.rate_limit_seat_burst),

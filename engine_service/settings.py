@@ -63,6 +63,7 @@ class Settings:
     keepalive_time_s: float = 30.0
     keepalive_timeout_s: float = 10.0
     handshake_timeout_s: float = 20.0
+    max_connection_idle_s: float = 0.0  # 0: idle connections are never closed
     max_pending_requests: int = 10_000
     drain_grace_s: float = 10.0
     # request-rate limits (transport/ratelimit.py): calls a second and burst, 0: no limit
@@ -122,6 +123,25 @@ def _float(lo: float, hi: float, unit: str = "", *,
         if not math.isfinite(value) or value < lo or (above_lo and value == lo) or value > hi:
             raise ValueError(f"must be {allowed}, not {text!r}")
         return value
+
+    parse.__name__, parse.allowed = "float", allowed  # type: ignore[attr-defined]
+    return parse
+
+
+def _off_or_float(lo: float, hi: float, unit: str = "") -> Callable[[str], float]:
+    """0 (off), or a finite number from ``lo`` to ``hi`` inclusive (:func:`_float`): for a
+    limit that is off by default and would make no sense below ``lo``."""
+    inner = _float(lo, hi, unit)
+    allowed = f"0 (off), or {inner.allowed}"  # type: ignore[attr-defined]
+
+    def parse(text: str) -> float:
+        value = _number(text, float, "a number")
+        if value == 0:
+            return 0.0
+        try:
+            return inner(text)
+        except ValueError:
+            raise ValueError(f"must be {allowed}, not {text!r}") from None
 
     parse.__name__, parse.allowed = "float", allowed  # type: ignore[attr-defined]
     return parse
@@ -267,6 +287,9 @@ SETTINGS: tuple[Setting, ...] = (
             "that has not finished its TLS handshake and HTTP/2 preface within this time (a "
             "client that connects and sends nothing holds a file descriptor until then)",
             "SECONDS"),
+    Setting("max_connection_idle_s", _off_or_float(1.0, DAY_S, "seconds"), "close a connection "
+            "that has had no call for this long (GOAWAY: the client reconnects on its next call; "
+            "an open WatchMatch stream is a call); 0: never, as gRPC does", "SECONDS"),
     # the hard limit is twice this (transport/server.py)
     Setting("max_pending_requests", _int(1, C_INT_MAX // 2), "calls queued for the application "
             "in a burst", "N"),

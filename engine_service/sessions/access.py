@@ -1,7 +1,8 @@
 """Who may do what with a match: a bearer token resolved to a :class:`~.api.Principal`
 (:func:`authenticate`), the audience a principal sees a match as (:func:`audience_of`), the
 seat a principal acts for (:func:`acting_seat`), and whether a seat token is still its
-seat's (:func:`require_current_token`).
+seat's (:func:`require_current_token`), and whether a seat's leave already took effect
+(:func:`left_already`).
 
 Why a module of its own: every request of :class:`~.manager.MatchManager` that names a match
 asks one of these questions, and the answers are the service's access rules (docs/api.md,
@@ -80,3 +81,18 @@ def acting_seat(principal: Principal, match_id: str) -> int:
     if principal.match_id != match_id:
         raise PermissionDenied("this seat token belongs to another match", reason="WRONG_MATCH")
     return principal.seat
+
+
+def left_already(m: LiveMatch, seat: int) -> bool:
+    """Whether ``seat``'s own leave of the started match already took effect, so that a
+    LeaveMatch of that seat is a repeat (:meth:`.manager.MatchManager.leave_match`): the match
+    ended by this seat's resignation (two players: ``outcome`` ``resigned``, ``resigned`` the
+    seat), or the seat left a four-player match, which went on (``left``; whether or not it
+    has ended since). Both are in the match's durable record (its result, the seat's record),
+    so the answer is the same after a restart. Not after any other end (the rules', another
+    seat's resignation, a forfeit, a termination) nor for a seat freed in a waiting match
+    (its token is void)."""
+    if m.seats[seat].left:
+        return True
+    result = m.result or {}
+    return m.over and result.get("outcome") == "resigned" and result.get("resigned") == seat

@@ -58,7 +58,7 @@ from ..rules.errors import RulesError
 from ..rules.registry import all_games, get_game
 from ..store import MatchListing, Store, StoreError, open_store
 from ..store.base import STATUSES, PruneCounts, SeatRecord, StoredMatch
-from .access import acting_seat, audience_of, authenticate, require_current_token
+from .access import acting_seat, audience_of, authenticate, left_already, require_current_token
 from .actions import PlayerActions
 from .api import (BadRequest, BotInfo, CreateMatchRequest, DealReveal, FailedPrecondition, GameInfo,
                   Inspection, JoinResult, LimitExceeded, MatchEvent, MatchNotActive, MatchNotFound,
@@ -553,7 +553,16 @@ class MatchManager:
         token stops working). Once it has started, leaving counts as resigning whatever
         ``resign`` says (JJK-10.1, JJK-8.4, GJ-12.4): a two-player match ends and the opponent wins;
         in a four-player match a bot plays the seat to the end and the result lists it under
-        ``abandoned``."""
+        ``abandoned``.
+
+        A repeated leave (a retry whose first answer was lost) is answered as the first was:
+        when the seat's own leave already took effect (:func:`left_already`: the match ended
+        by this seat's resignation, or the seat left a four-player match, which went on), the
+        answer is the match's summary as it stands now and nothing changes (no event, no seq,
+        no metric; logged ``leave_repeated``). Derived from the match's durable record (its
+        result, the seat's ``left``), so a retry after a restart is answered so too. A leave
+        of a waiting match frees the seat and voids its token: a retry with that token is
+        UNAUTHENTICATED (the server keeps nothing of a void token)."""
         self._require_running()
         seat = acting_seat(principal, match_id)
         m = await self._get(match_id)
@@ -561,6 +570,16 @@ class MatchManager:
         async def locked() -> MatchSummary:
             require_current_token(m, principal)
             slot = m.seats[seat]
+            if m.in_doubt and m.policy == FORFEIT:
+                # the end of an earlier leave (a resignation) answered with an error may be in
+                # the store: settled first, so that a retry of that leave sees its end
+                # (UNAVAILABLE while the store cannot be read; the resignation's write would
+                # settle it first anyway, MatchWriter.end)
+                await self._writer.settle(m)
+            if left_already(m, seat):
+                m.log.info("leave_repeated", seat=seat, resign=resign, status=m.status,
+                           outcome=(m.result or {}).get("outcome"))
+                return m.summary()
             if m.over:
                 raise MatchNotActive("the match is over")
             if slot.left:

@@ -17,6 +17,7 @@ from engine_service.store.postgres import PostgresStore
 from engine_service.transport.generated import card_games_pb2 as pb, match_pb2
 from tests.sessions.helpers import GAMES, config
 from tests.sessions.helpers import run as run_session
+from tests.sessions.test_leave_retry import repeated_leaves_after_a_restart
 from tests.sessions.test_restart import assert_resumed_exactly, first_life, second_life
 from tests.transport.harness import bearer
 from tests.transport.harness import run as run_grpc
@@ -51,6 +52,14 @@ def test_a_crashed_manager_resumes_exactly_on_postgres(game_id, pg_database, pg_
     (count,) = pg_database.execute("SELECT count(*) FROM match_actions WHERE match_id = %s",
                                    (match_id,), schema=schema)[0]
     assert count == final.seq
+
+
+def test_a_repeated_leave_after_a_restart_answers_ok_on_postgres(pg_schema):
+    """tests/sessions/test_leave_retry.py: a resignation's and a Georgian Joker leave's
+    retries after a crash are answered OK from what the PostgreSQL store kept."""
+    _, url = pg_schema
+    repeated_leaves_after_a_restart(
+        lambda metrics: MatchManager(config(db_path=url), metrics=metrics, create_bot_host=False))
 
 
 def test_serve_on_postgres_survives_kill_9(tmp_path, pg_database, pg_schema):

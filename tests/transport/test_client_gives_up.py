@@ -1,6 +1,7 @@
 """Clients that give up mid-call, over a real channel against the real session layer: a
 WatchMatch the client cancels ends the seat's presence and every gauge it raised; a resign
-and a CreateMatch whose deadline passes while their write is under way are applied once,
+(its retry answered OK, as a repeat) and a CreateMatch whose deadline passes while their
+write is under way are applied once,
 the call's log line says DEADLINE_EXCEEDED, and nothing is left behind (no lock, no task, no error
 logged). SubmitAction and JoinMatch are covered by test_concurrency_fuzz (the "cancel" race)
 and test_join_retry."""
@@ -105,18 +106,24 @@ async def test_a_resign_whose_deadline_passes_mid_write_is_applied_once():
             summary = (await srv.games.GetMatch(pb.GetMatchRequest(match_id=match_id))).match
             assert summary.status == match_pb2.MATCH_STATUS_FINISHED
             assert summary.result["outcome"] == "resigned"
-            # the retry learns that the match is over, and the match ended once
-            again = await expect_error(srv.games.LeaveMatch(
-                pb.LeaveMatchRequest(match_id=match_id, resign=True), metadata=bearer(tokens[0])))
-            assert (again.code, again.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "MATCH_NOT_ACTIVE")
+            # the retry learns that its resignation took effect (OK, the match as it ended),
+            # and the match ended once
+            again = (await srv.games.LeaveMatch(
+                pb.LeaveMatchRequest(match_id=match_id, resign=True), metadata=bearer(tokens[0]))).match
+            assert again == summary
+            # the opponent did not resign: its leave is refused, the match is over
+            other = await expect_error(srv.games.LeaveMatch(
+                pb.LeaveMatchRequest(match_id=match_id, resign=True), metadata=bearer(tokens[1])))
+            assert (other.code, other.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "MATCH_NOT_ACTIVE")
             assert srv.metrics.value("cardgames_matches_finished_total",
                                      {"game": "klaberjass", "outcome": "resigned"}) == 1
             assert not mgr._matches[match_id].lock.locked()
             assert not mgr._writes, "the write the client gave up on is over"
             assert not [t for t in asyncio.all_tasks() if t.get_name().startswith("write-")]
     leave = [e for e in logs if e.get("event") == "rpc" and e.get("method", "").endswith("/LeaveMatch")]
-    assert [e["code"] for e in leave] == ["DEADLINE_EXCEEDED", "FAILED_PRECONDITION"]
+    assert [e["code"] for e in leave] == ["DEADLINE_EXCEEDED", "OK", "FAILED_PRECONDITION"]
     assert len([e for e in logs if e.get("event") == "match_ended"]) == 1
+    assert [e["seat"] for e in logs if e.get("event") == "leave_repeated"] == [0]
     assert not _errors(logs), _errors(logs)
 
 

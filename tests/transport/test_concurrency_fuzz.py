@@ -16,11 +16,13 @@ while every move is one of these races, drawn from a seeded ``random.Random``:
   or not at all, and a retry with the same client_action_id settles it (``duplicate`` when
   the first call's answer came back);
 * and once per match, the end: TerminateMatch (admin), LeaveMatch (a resignation in the
-  two-player games) or both, racing the seat on turn's submit (sometimes doubled): the match
-  ends exactly once, a submit landing after the end is FAILED_PRECONDITION / MATCH_NOT_ACTIVE
-  and was not applied, the action applied iff the match ended after it. In Georgian Joker a
-  player first leaves racing a submit (the seat is the auto-move policy's from then on: its
-  moves come in between), then the match is played on and terminated.
+  two-player games; sometimes sent twice, its retry racing it) or both, racing the seat on
+  turn's submit (sometimes doubled): the match ends exactly once (one ender: a resignation's
+  repeat is answered OK with the same summary, not as a second end), a submit landing after
+  the end is FAILED_PRECONDITION / MATCH_NOT_ACTIVE and was not applied, the action applied
+  iff the match ended after it. In Georgian Joker a player first leaves racing a submit (the
+  seat is the auto-move policy's from then on: its moves come in between; a retry of the
+  leave is answered OK), then the match is played on and terminated.
 
 The admin's ListMatches(status) races the end and many moves, above all a deal's last card
 (which may end the match, changing its status in memory before the store's row on the SQLite
@@ -38,8 +40,9 @@ After each match: GetMatch's seq equals the accepted actions observed (the seqs 
 submits and of the auto-moves, each once), every audience saw every action once and in order
 across its reconnects, each as the transcript has it, and MATCH_ENDED once; the admin's
 transcript export replays (rules core) to the state every seat's and the spectator's view show;
-the seats' views agree on the public state; every later submit is MATCH_NOT_ACTIVE; a retry of
-the last applied id still answers its seq; ListMatches lists the match under its final status
+the seats' views agree on the public state; every later submit is MATCH_NOT_ACTIVE; a later
+LeaveMatch is a repeat (OK, the ended match) for the seat that resigned or left and
+MATCH_NOT_ACTIVE for the others; a retry of the last applied id still answers its seq; ListMatches lists the match under its final status
 only; the matches_finished metric counted one end; health is SERVING.
 
 Known, deliberate behaviours the test accepts: a duplicate retry that arrives after the match
@@ -597,7 +600,8 @@ async def _end_race(r: Round, view: match_pb2.View, enders: list[tuple]) -> None
     else:
         assert not applied and all(_code(e) == NOT_ACTIVE for e in refused), f"{where}: {refused}"
         env.stats["end: the end first"] += 1
-    # exactly one end
+    # exactly one end: one ender won; a leave sent twice (a retry racing its first send) is
+    # one ender, both copies answered OK when it won (the second a repeat: the same summary)
     outcome = _result(summary).get("outcome")
     won = [(e, res) for e, (res, _) in zip(enders, ends) if res is not None]
     for e, (_, err) in zip(enders, ends):
@@ -606,8 +610,12 @@ async def _end_race(r: Round, view: match_pb2.View, enders: list[tuple]) -> None
         assert not won and final > q, where
         env.stats["end: by the rules first"] += 1
     else:
-        assert len(won) == 1, f"{where}: {len(won)} calls ended the match"
+        assert len({e for e, _ in won}) == 1, f"{where}: {len(won)} calls ended the match"
         e, res = won[0]
+        assert len(won) == enders.count(e), f"{where}: a copy of the winning {e} was refused"
+        if len(won) > 1:
+            assert all(_ended_alike(other.match, res.match) for _, other in won), where
+            env.stats["end: a repeated resignation answered OK"] += 1
         assert res.match.seq == final and res.match.status == summary.status, where
         if e[0] == "terminate":
             assert summary.status == match_pb2.MATCH_STATUS_TERMINATED and outcome == "terminated", where
@@ -617,6 +625,11 @@ async def _end_race(r: Round, view: match_pb2.View, enders: list[tuple]) -> None
             assert _result(summary).get("resigned") == e[1], where
             assert _result(summary).get("winners") == [s for s in range(r.n) if s != e[1]], where
     r.hint = (await r.get_view(r.present()[0]))
+
+
+def _ended_alike(a: match_pb2.MatchSummary, b: match_pb2.MatchSummary) -> bool:
+    """Two summaries of the match show the same end (the seats' presence may differ)."""
+    return (a.seq, a.status, a.result, a.deal_commitments) == (b.seq, b.status, b.result, b.deal_commitments)
 
 
 async def _leave_race(r: Round, view: match_pb2.View) -> None:
@@ -638,6 +651,10 @@ async def _leave_race(r: Round, view: match_pb2.View) -> None:
         r.accept(seat, action, q, cid, res)
     else:
         assert leaver == seat and _code(err) == SEAT_LEFT, f"{where}: {err}"
+    # a retry of the leave (its answer lost) is a repeat: OK, the match goes on
+    again, again_err = await _call(leave())
+    assert again_err is None and again.match.status == ACTIVE and again.match.seats[leaver].replaced_by_bot, \
+        f"{where}: the repeated leave: {again_err}"
     # the seat is the bot's now: its player neither sees nor acts until the end
     _, err = await _call(r.get_view(leaver))
     assert _code(err) == SEAT_LEFT, f"{where}: GetView {err}"
@@ -648,9 +665,12 @@ async def _leave_race(r: Round, view: match_pb2.View) -> None:
 
 
 def _enders(r: Round) -> list[tuple]:
+    """The calls that race to end the match; a resignation is sometimes sent twice (its retry,
+    as if the first answer were lost, racing it: a repeat is answered OK, changing nothing)."""
     leave = ("leave", r.rng.randrange(r.n), r.rng.random() < 0.5)
-    return {"terminate": [("terminate",)], "resign": [leave], "leave_then_terminate": [("terminate",)],
-            "resign_or_terminate": r.rng.sample([("terminate",), leave], 2)}[r.mode]
+    leaves = [leave] * (2 if r.rng.random() < 0.5 else 1)
+    return {"terminate": [("terminate",)], "resign": leaves, "leave_then_terminate": [("terminate",)],
+            "resign_or_terminate": r.rng.sample([("terminate",), *leaves], 1 + len(leaves))}[r.mode]
 
 
 # ---- after the end -------------------------------------------------------------------------------
@@ -676,11 +696,18 @@ async def _after_the_end(r: Round) -> None:
         else:
             assert not res.view.HasField("deadline"), where
     terminate = admin_pb2.TerminateMatchRequest(match_id=r.match_id, reason="again")
-    for call in (lambda: r.env.admin.TerminateMatch(terminate, metadata=bearer(ADMIN_TOKEN)),
-                 lambda: r.device(0).LeaveMatch(pb.LeaveMatchRequest(match_id=r.match_id, resign=True),
-                                                metadata=bearer(r.tokens[0]))):
-        _, err = await _call(call())
-        assert _code(err) == NOT_ACTIVE, f"{where}: {err}"
+    _, err = await _call(r.env.admin.TerminateMatch(terminate, metadata=bearer(ADMIN_TOKEN)))
+    assert _code(err) == NOT_ACTIVE, f"{where}: {err}"
+    # a leave now: a repeat (OK, the match as it ended) for the seat whose resignation ended it
+    # or that left it (Georgian Joker), MATCH_NOT_ACTIVE for every other seat
+    result = _result(summary)
+    for seat in range(r.n):
+        res, err = await _call(r.device(seat).LeaveMatch(pb.LeaveMatchRequest(match_id=r.match_id, resign=True),
+                                                         metadata=bearer(r.tokens[seat])))
+        if seat in r.left or (result.get("outcome"), result.get("resigned")) == ("resigned", seat):
+            assert err is None and _ended_alike(res.match, summary), f"{where}: seat {seat}'s repeated leave: {err}"
+        else:
+            assert _code(err) == NOT_ACTIVE, f"{where}: seat {seat}: {err}"
     again = await r.summary()
     assert again.seq == final and again.status == summary.status and _result(again) == _result(summary), where
 

@@ -225,6 +225,97 @@ async def test_a_connection_that_never_finishes_its_handshake_is_closed(tls, tmp
         await server.drain(grace_s=1)
 
 
+# ---- idle connections -----------------------------------------------------------------------
+
+def test_the_max_connection_idle_is_a_channel_argument_only_when_set():
+    assert not [k for k, _ in channel_options(ServerLimits()) if k == "grpc.max_connection_idle_ms"]
+    assert ("grpc.max_connection_idle_ms", 1_500) in channel_options(ServerLimits(max_connection_idle_s=1.5))
+
+
+async def _state_within(channel: grpc.aio.Channel, wanted: grpc.ChannelConnectivity,
+                        within: float) -> grpc.ChannelConnectivity:
+    """The channel's state once it is ``wanted``, or as it is after ``within`` seconds."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + within
+    state = channel.get_state()
+    while state != wanted and loop.time() < end:
+        try:
+            await asyncio.wait_for(channel.wait_for_state_change(state), end - loop.time())
+        except TimeoutError:
+            break
+        state = channel.get_state()
+    return state
+
+
+@pytest.mark.parametrize("idle_s", [1.0, 0.0], ids=["closed", "never"])
+@run
+async def test_an_idle_connection_is_sent_away_after_max_connection_idle(idle_s):
+    """--max-connection-idle-s: a connection without a call for that long gets GOAWAY (the
+    client's channel goes IDLE, and its next call reconnects); with 0 (the default) the
+    connection stays up. The engine's default keepalive pings (30 s) do not come into it."""
+    server = GrpcServer(ScriptedService(), metrics=Metrics(), admin_token=None, host="127.0.0.1",
+                        port=0, limits=ServerLimits(max_connection_idle_s=idle_s))
+    port = await server.start()
+    try:
+        # a channel of its own: no other test's connection shares the subchannel
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}",
+                                             options=[("grpc.use_local_subchannel_pool", 1)]) as channel:
+            stub = card_games_pb2_grpc.CardGamesServiceStub(channel)
+            await stub.ListGames(pb.ListGamesRequest(), timeout=5)
+            assert channel.get_state() == grpc.ChannelConnectivity.READY
+            started = time.monotonic()
+            state = await _state_within(channel, grpc.ChannelConnectivity.IDLE, within=6.0 if idle_s else 2.5)
+            if idle_s:
+                assert state == grpc.ChannelConnectivity.IDLE, state
+                assert time.monotonic() - started >= idle_s * 0.5
+            else:
+                assert state == grpc.ChannelConnectivity.READY, state
+            # either way the next call is served (over a new connection when sent away)
+            games = await stub.ListGames(pb.ListGamesRequest(), timeout=5)
+            assert [g.id for g in games.games] == ["g"]
+            assert channel.get_state() == grpc.ChannelConnectivity.READY
+    finally:
+        await server.drain(grace_s=1)
+
+
+async def _goaway_within(port: int, within: float) -> float | None:
+    """Open an HTTP/2 connection that makes no call: the seconds until the server's GOAWAY
+    frame, None when none came within ``within`` seconds (the frames are read one by one)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    started = time.monotonic()
+    try:
+        writer.write(PREFACE + _frame(4, 0, 0) + _frame(4, 1, 0))  # SETTINGS, SETTINGS ACK
+        await writer.drain()
+        while True:
+            left = within - (time.monotonic() - started)
+            if left <= 0:
+                return None
+            try:
+                head = await asyncio.wait_for(reader.readexactly(9), left)
+            except (TimeoutError, asyncio.IncompleteReadError):
+                return None
+            await reader.readexactly(int.from_bytes(head[:3], "big"))
+            if head[3] == 7:
+                return time.monotonic() - started
+    finally:
+        writer.close()
+
+
+@pytest.mark.parametrize("idle", ["1", "0"])
+def test_serve_applies_the_max_connection_idle_setting(idle, tmp_path):
+    svc = Service(tmp_path, tmp_path / "e.db", "engine", CARDGAMES_MAX_CONNECTION_IDLE_S=idle)
+    try:
+        elapsed = asyncio.run(_goaway_within(svc.port, within=6.0 if idle != "0" else 2.5))
+        if idle != "0":
+            assert elapsed is not None and 0.5 < elapsed < 5.0, elapsed
+        else:
+            assert elapsed is None, elapsed
+        assert svc.stop() == 0
+    finally:
+        if svc.proc.poll() is None:
+            svc.proc.kill()
+
+
 # ---- request headers ------------------------------------------------------------------------
 
 @run

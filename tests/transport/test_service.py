@@ -399,6 +399,11 @@ async def test_resign_ends_a_two_player_match_for_the_opponent():
         err = await expect_error(stub.LeaveMatch(pb.LeaveMatchRequest(match_id=match_id, resign=True),
                                                  metadata=bearer(tokens[1])))
         assert (err.code, err.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "MATCH_NOT_ACTIVE")
+        # the resigner's retry (its answer lost) is a repeat: OK, the match as it ended
+        again = await stub.LeaveMatch(pb.LeaveMatchRequest(match_id=match_id, resign=True),
+                                      metadata=bearer(tokens[0]))
+        assert (again.match.seq, again.match.status, again.match.result) == (
+            left.match.seq, left.match.status, left.match.result)  # presence may have changed
 
 
 @run

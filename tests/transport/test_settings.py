@@ -43,6 +43,16 @@ def test_the_handshake_timeout_from_the_environment_or_a_flag():
     assert _parse(["--handshake-timeout-s", "2.5"], {"CARDGAMES_HANDSHAKE_TIMEOUT_S": "5"}).handshake_timeout_s == 2.5
 
 
+def test_the_max_connection_idle_from_the_environment_or_a_flag():
+    assert _parse([], {}).max_connection_idle_s == 0.0  # off, as in gRPC
+    assert _parse([], {"CARDGAMES_MAX_CONNECTION_IDLE_S": "300"}).max_connection_idle_s == 300.0
+    assert _parse(["--max-connection-idle-s", "1.5"],
+                  {"CARDGAMES_MAX_CONNECTION_IDLE_S": "300"}).max_connection_idle_s == 1.5
+    assert _parse(["--max-connection-idle-s", "0"],
+                  {"CARDGAMES_MAX_CONNECTION_IDLE_S": "300"}).max_connection_idle_s == 0.0
+    assert S.BY_FIELD["max_connection_idle_s"].allowed == "0 (off), or 1 to 86400 seconds"
+
+
 def test_every_setting_has_a_flag_and_an_environment_name():
     names = {s.env for s in S.SETTINGS}
     assert len(names) == len(S.SETTINGS)
@@ -116,6 +126,9 @@ def test_every_setting_has_a_range_that_holds_its_default(setting):
     ("--max-concurrent-streams", str(2**31)), ("--max-pending-requests", str(2**30)),
     ("--keepalive-time-s", "86401"), ("--keepalive-timeout-s", "0"), ("--max-concurrent-streams", "0"),
     ("--handshake-timeout-s", "0"), ("--handshake-timeout-s", "3601"),
+    ("--max-connection-idle-s", "-1"), ("--max-connection-idle-s", "0.5"),
+    ("--max-connection-idle-s", "86401"), ("--max-connection-idle-s", "nan"),
+    ("--max-connection-idle-s", "inf"), ("--max-connection-idle-s", "soon"),
     ("--time-scale", "0"), ("--heartbeat-interval-s", "0"), ("--bot-deadline-s", "0"),
     ("--snapshot-threshold", "0"), ("--watcher-queue-size", "-1"), ("--bot-workers", "0"),
     ("--bot-workers", "1000"), ("--max-matches", "1.5"), ("--rate-limit-seat-burst", "-1"),

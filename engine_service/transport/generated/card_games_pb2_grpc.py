@@ -155,7 +155,11 @@ class CardGamesServiceServicer:
 
     def LeaveMatch(self, request, context):
         """Leaves the match: in an active match leaving counts as resigning (see
-        LeaveMatchRequest.resign); while it waits, the seat is freed.
+        LeaveMatchRequest.resign); while it waits, the seat is freed. Safe to retry: once the
+        seat's own leave took effect (its resignation ended the match, or the seat left a
+        Georgian Joker match), a repeat answers OK with the match as it stands and changes
+        nothing; any other end is FAILED_PRECONDITION / MATCH_NOT_ACTIVE. A seat freed while the
+        match waited has a void token (UNAUTHENTICATED).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
