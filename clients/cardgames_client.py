@@ -778,9 +778,25 @@ class SeatSession(_Audience):
                             "STALE_SEQUENCE", view=view)
 
     async def leave(self, resign: bool = False) -> MatchSummary:
-        reply = await self.client.call(self.client.stub.LeaveMatch,
-                                       card_games_pb2.LeaveMatchRequest(match_id=self.match_id, resign=resign),
-                                       token=self.token)
+        """Leave the match: free the seat while it waits; in an active match, resign (``resign``
+        says the caller means it; leaving an active match counts as resigning either way).
+
+        Repeated on UNAVAILABLE or a timeout: the server answers a repeat after the seat's own
+        leave took effect with OK and the match as it stands (docs/api.md, "Leaving"). A
+        waiting match's freed seat has a void token, so there a repeat is UNAUTHENTICATED:
+        after a lost answer that means the first leave went through, and the match's public
+        summary is returned instead."""
+        request = card_games_pb2.LeaveMatchRequest(match_id=self.match_id, resign=resign)
+        try:
+            reply = await self.client.call(self.client.stub.LeaveMatch, request, token=self.token)
+        except CardGamesError as first:
+            if first.code not in _TRANSIENT:
+                raise
+            await asyncio.sleep(self.client.retry.backoff(0))
+            try:
+                reply = await self.client.call(self.client.stub.LeaveMatch, request, token=self.token, retry=True)
+            except Unauthenticated:
+                return await self.client.get_match(self.match_id)  # the lost leave freed the seat
         return reply.match
 
 

@@ -304,8 +304,27 @@ class Seat {
     throw new CardGamesError('ABORTED', 'the view was stale six times in a row', 'STALE_SEQUENCE', {}, current);
   }
 
+  /**
+   * Leaves the match: frees the seat while it waits; in an active match, resigns. Repeated on
+   * UNAVAILABLE or a timeout: the server answers a repeat after the seat's own leave took
+   * effect with OK and the match as it stands (docs/api.md, "Leaving"). A waiting match's
+   * freed seat has a void token, so there a repeat is UNAUTHENTICATED: after a lost answer
+   * that means the first leave went through, and the match's public summary is returned.
+   */
   async leave(resign = false) {
-    return (await this.client.call('LeaveMatch', { match_id: this.matchId, resign }, { token: this.token })).match;
+    const request = { match_id: this.matchId, resign };
+    try {
+      return (await this.client.call('LeaveMatch', request, { token: this.token })).match;
+    } catch (first) {
+      if (!TRANSIENT.has(first.code)) throw first;
+    }
+    await sleep(backoff(0));
+    try {
+      return (await this.client.call('LeaveMatch', request, { token: this.token, retry: true })).match;
+    } catch (error) {
+      if (error.code !== 'UNAUTHENTICATED') throw error;
+      return this.client.getMatch(this.matchId); // the lost leave freed the seat
+    }
   }
 
   /**

@@ -168,6 +168,55 @@ def test_submit_retries_are_idempotent(engine):
     run(scenario())
 
 
+class _LostAnswers:
+    """Wraps a stub: the first ``lost`` LeaveMatch calls reach the engine, but their answers are
+    lost (UNAVAILABLE), as across a connection cut after the server applied them."""
+
+    def __init__(self, stub, lost: int = 1) -> None:
+        self._stub, self.lost, self.calls = stub, lost, 0
+
+    def __getattr__(self, name):
+        return getattr(self._stub, name)
+
+    async def LeaveMatch(self, request, **kwargs):
+        self.calls += 1
+        reply = await self._stub.LeaveMatch(request, **kwargs)
+        if self.lost:
+            self.lost -= 1
+            raise _Dropped()
+        return reply
+
+
+def test_a_leave_whose_answer_was_lost_is_repeated_and_answers_the_match(engine):
+    """SeatSession.leave repeats a LeaveMatch whose answer was lost: a resignation that ended
+    the match comes back OK with the resigned result (the server answers the seat's own repeat
+    so); a waiting match's leave, whose repeat the void token makes UNAUTHENTICATED, gives the
+    match's summary with the seat free. An error that is no lost answer is raised as it is."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match, sessions, _ = await two_seats(client)
+            stub = client.stub = _LostAnswers(client.stub)
+            summary = await sessions[0].leave(resign=True)
+            assert stub.calls == 2 and summary.status == match_pb2.MATCH_STATUS_FINISHED
+            assert struct_dict(summary.result)["outcome"] == "resigned", summary.result
+            stub.lost = 1
+            with pytest.raises(cg.FailedPrecondition):  # not its own leave: no repeat
+                await sessions[1].leave(resign=True)
+            assert stub.calls == 3
+
+            waiting = await client.create_match("japanese_joker", seats=[None, None])
+            seat = await client.join(waiting.match_id)
+            stub.lost = 1
+            summary = await seat.leave()
+            assert summary.match_id == waiting.match_id and summary.status == match_pb2.MATCH_STATUS_WAITING
+            assert not any(s.taken for s in summary.seats), summary.seats
+            with pytest.raises(cg.Unauthenticated):  # the token is void: no lost answer this time
+                await seat.leave()
+
+    run(scenario())
+
+
 def test_a_listed_match_is_found_in_the_lobby_and_joined(engine):
     """A frontend's lobby: create a listed match, find it with list_open_matches, join it from
     there; full, it leaves the lobby."""

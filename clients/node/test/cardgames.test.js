@@ -173,6 +173,43 @@ test('a join that failed without an answer is repeated with the same client_join
   assert.notStrictEqual(requests[3].client_join_id, requests[0].client_join_id);
 });
 
+test('a leave whose answer was lost is repeated; a void token after it means the seat was freed (as Python)', async () => {
+  const { Client, Seat } = require('../cardgames');
+  const lost = (callback) => callback({ code: grpc.status.UNAVAILABLE, details: 'connection reset', metadata: new grpc.Metadata() });
+  const fake = (second) => {
+    const client = new Client('127.0.0.1:9');
+    client.stub.close();
+    const calls = [];
+    client.stub = {
+      LeaveMatch(request, metadata, options, callback) {
+        calls.push(['LeaveMatch', request.resign]);
+        if (calls.length === 1) lost(callback); else second(callback);
+      },
+      GetMatch(request, metadata, options, callback) {
+        calls.push(['GetMatch']);
+        callback(null, { match: { match_id: request.match_id, status: 'MATCH_STATUS_WAITING' } });
+      },
+    };
+    return { seat: new Seat(client, 'm1', 0, 't'), calls };
+  };
+  // a resignation: the server answers the seat's own repeat OK with the ended match
+  const resigned = fake((callback) => callback(null, { match: { match_id: 'm1', status: 'MATCH_STATUS_FINISHED' } }));
+  assert.strictEqual((await resigned.seat.leave(true)).status, 'MATCH_STATUS_FINISHED');
+  assert.deepStrictEqual(resigned.calls, [['LeaveMatch', true], ['LeaveMatch', true]]);
+  // a waiting match's leave: the repeat's token is void, so the public summary is the answer
+  const freed = fake((callback) => callback({ code: grpc.status.UNAUTHENTICATED, details: 'bad token', metadata: new grpc.Metadata() }));
+  assert.strictEqual((await freed.seat.leave()).status, 'MATCH_STATUS_WAITING');
+  assert.deepStrictEqual(freed.calls, [['LeaveMatch', false], ['LeaveMatch', false], ['GetMatch']]);
+  // no lost answer: an error is thrown as it is, once
+  const refused = fake(() => assert.fail('no repeat'));
+  refused.seat.client.stub.LeaveMatch = (request, metadata, options, callback) => {
+    refused.calls.push(['LeaveMatch']);
+    callback({ code: grpc.status.FAILED_PRECONDITION, details: 'not active', metadata: new grpc.Metadata() });
+  };
+  await assert.rejects(refused.seat.leave(true), (error) => error.code === 'FAILED_PRECONDITION');
+  assert.deepStrictEqual(refused.calls, [['LeaveMatch']]);
+});
+
 test('watch() reopens a rate-limited stream after the RetryInfo delay', async () => {
   const { Client, Seat } = require('../cardgames');
   const client = new Client('127.0.0.1:9');
