@@ -8,6 +8,9 @@ never the engine's internals, and adds what every client otherwise writes by han
   token (``authorization: Bearer ...``) on every call; the join carries a ``client_join_id``,
   so that a join whose answer was lost (UNAVAILABLE, a timeout) is retried into the seat it
   took (with a new token) instead of failing with SEAT_TAKEN or taking a second seat;
+* **creating safely**: :meth:`Client.create_match` carries a ``client_create_id``, so that a
+  create whose answer was lost (UNAVAILABLE, a timeout) is retried into the match it created
+  instead of leaving that one an orphan and making a second;
 * **watching with automatic resume**: :meth:`SeatSession.watch` / :meth:`Spectator.watch`
   reopen a dropped stream with ``after_seq`` = the last sequence number received, so no event is
   seen twice and none is lost unless the gap outgrew the server's snapshot threshold (then a
@@ -467,22 +470,31 @@ class Client:
                            seats: Sequence[str | None] = (), turn_time_s: float = 0.0,
                            spectators_allowed: bool = True, name: str = "", listed: bool = False,
                            spectator_delay_actions: int = 0,
-                           decks: Sequence[Sequence[str]] = (), first_dealer: int | None = None) -> MatchSummary:
+                           decks: Sequence[Sequence[str]] = (), first_dealer: int | None = None,
+                           client_create_id: str | None = None) -> MatchSummary:
         """Create a match. ``seats``: one entry per seat, ``None``/``"open"`` for an open seat or
         a bot name (empty: every seat open). ``listed``: show it in the lobby
         (:meth:`list_open_matches`) while it waits for players. ``spectator_delay_actions``:
         spectators see the match that many actions late while it is played (0: live).
-        ``decks`` and ``first_dealer`` need the admin token."""
+        ``decks`` and ``first_dealer`` need the admin token.
+
+        The call is retried on UNAVAILABLE or a timeout with the same ``client_create_id`` (a
+        fresh UUID unless given; 16 to 128 printable characters, a secret): a retry gets the
+        match the lost attempt created, never a second match (docs/api.md, "Reconnecting
+        without losing anything"). Give your own id to retry a create after the client itself
+        restarted, with the same arguments (another request with the id is ALREADY_EXISTS,
+        reason ``CLIENT_CREATE_ID_IN_USE``)."""
         request = card_games_pb2.CreateMatchRequest(
             game=game, options={k: option_value(v) for k, v in (options or {}).items()},
             seats=[seat_spec(s) for s in seats], spectators_allowed=spectators_allowed, name=name,
             listed=listed, spectator_delay_actions=spectator_delay_actions,
-            decks=[card_games_pb2.Deck(cards=list(d)) for d in decks])
+            decks=[card_games_pb2.Deck(cards=list(d)) for d in decks],
+            client_create_id=client_create_id or str(uuid.uuid4()))
         if turn_time_s:
             request.turn_time.CopyFrom(_duration(turn_time_s))
         if first_dealer is not None:
             request.first_dealer = first_dealer
-        reply = await self.call(self.stub.CreateMatch, request, token=self._admin_token)
+        reply = await self.call(self.stub.CreateMatch, request, token=self._admin_token, retry=True)
         return reply.match
 
     async def get_match(self, match_id: str) -> MatchSummary:

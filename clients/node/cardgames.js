@@ -5,7 +5,8 @@
  *
  * What it adds to the raw stubs, as the Python library does (docs/api.md):
  *  - promises for the unary calls, with the seat token sent as "authorization: Bearer ...";
- *  - joins and submits retried safely after a lost answer (client_join_id, client_action_id);
+ *  - creates, joins and submits retried safely after a lost answer (client_create_id,
+ *    client_join_id, client_action_id);
  *  - errors as CardGamesError with the status code name, the google.rpc.ErrorInfo reason and,
  *    for ABORTED (stale sequence), the caller's current View decoded from the status details;
  *  - watch(): the WatchMatch stream as an async iterator that reopens itself with after_seq
@@ -206,9 +207,13 @@ class Client {
   /**
    * @param {string} game
    * @param {{seats?: (string|null)[], options?: object, turnTimeS?: number, name?: string,
-   *   listed?: boolean}} spec
+   *   listed?: boolean, clientCreateId?: string}} spec
    *   seats: null for an open seat, a bot name otherwise; options: {name: string|number|boolean};
-   *   listed: shown in the lobby (listOpenMatches) while it waits for players
+   *   listed: shown in the lobby (listOpenMatches) while it waits for players.
+   * Retried on UNAVAILABLE or a timeout with the same client_create_id (a fresh UUID unless
+   * `clientCreateId`: 16 to 128 printable characters, a secret): a retry gets the match the
+   * lost attempt created, never a second match; the same id with another spec is
+   * ALREADY_EXISTS (CLIENT_CREATE_ID_IN_USE).
    */
   async createMatch(game, spec = {}) {
     const options = {};
@@ -223,12 +228,13 @@ class Client {
       seats: (spec.seats || []).map((s) => (s === null || s === 'open' ? { open: {} } : { bot: { name: s } })),
       name: spec.name || '',
       listed: Boolean(spec.listed),
+      client_create_id: spec.clientCreateId || crypto.randomUUID(),
     };
     if (spec.turnTimeS) {
       const seconds = Math.floor(spec.turnTimeS);
       request.turn_time = { seconds, nanos: Math.round((spec.turnTimeS - seconds) * 1e9) };
     }
-    return (await this.call('CreateMatch', request)).match;
+    return (await this.call('CreateMatch', request, { retry: true })).match;
   }
 
   /** The lobby: listed matches waiting for players with a seat free, oldest first. */

@@ -53,6 +53,13 @@ class SeatTaken(SessionError):
     code, reason = "ALREADY_EXISTS", "SEAT_TAKEN"
 
 
+class CreateIdInUse(SessionError):
+    """CreateMatch's ``client_create_id`` created a match with a request that differs from
+    this one (ALREADY_EXISTS); the message says only that."""
+
+    code, reason = "ALREADY_EXISTS", "CLIENT_CREATE_ID_IN_USE"
+
+
 class StaleSequence(SessionError):
     """``expected_seq`` is not the match's current sequence number; carries the caller's
     current view so that it can re-decide without another round trip."""
@@ -127,6 +134,10 @@ class CreateMatchRequest:
     # four-player game (GJ-12.4 "the bot the table names"); "": the session default
     # (SessionConfig.takeover_bot, itself "" = the rulebook's auto-move policy)
     takeover_bot: str = ""
+    # the idempotency key (16..128 printable characters, else BadRequest BAD_CLIENT_CREATE_ID;
+    # "": none): a retry with it gets the match it created, never a second one; with a request
+    # that differs otherwise, CreateIdInUse. Kept only as a hash (tokens.create_id_hash)
+    client_create_id: str = field(default="", repr=False)
 
 
 @dataclass(frozen=True)
@@ -307,7 +318,10 @@ class MatchService(Protocol):
         MatchNotFound when there is no such match (never created, or deleted by retention):
         a seat token of a deleted match gets NOT_FOUND, not a token error."""
 
-    async def create_match(self, request: CreateMatchRequest, *, admin: bool = False) -> MatchSummary: ...
+    async def create_match(self, request: CreateMatchRequest, *, admin: bool = False) -> MatchSummary:
+        """Create a match and return its summary. With ``request.client_create_id``: a retry
+        with the id of a match still stored returns that match's current summary (never a
+        second match); the same id with a request that differs otherwise is CreateIdInUse."""
 
     async def join_match(self, match_id: str, seat: int | None, player_name: str,
                          client_join_id: str = "") -> JoinResult:

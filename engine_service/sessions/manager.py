@@ -16,7 +16,9 @@ How a match runs:
   as the match stands now, see docs/api.md "Acting"); the ids are rebuilt from the durable
   log after a restart. ``expected_seq`` rejects a decision taken on a stale view
   (StaleSequence carries the current one). A join is idempotent by its ``client_join_id``
-  (its hash is stored with the seat): a retry gets the seat it took, with a new token.
+  (its hash is stored with the seat): a retry gets the seat it took, with a new token. A
+  creation is idempotent by its ``client_create_id`` (its hash is stored with the match,
+  unique): a retry gets the match it created.
 * **Redacted at the source**: every view and event is built for its audience by
   :mod:`.views` from the rules core's own views.
 * **Time and absence** follow the rulebooks (:mod:`.policy`, :mod:`.clock`); timers are
@@ -57,10 +59,10 @@ from ..rules import transcript
 from ..rules.errors import RulesError
 from ..rules.registry import all_games, get_game
 from ..store import MatchListing, Store, StoreError, open_store
-from ..store.base import STATUSES, PruneCounts, SeatRecord, StoredMatch
+from ..store.base import STATUSES, CreateIdTaken, PruneCounts, SeatRecord, StoredMatch
 from .access import acting_seat, audience_of, authenticate, left_already, require_current_token
 from .actions import PlayerActions
-from .api import (BadRequest, BotInfo, CreateMatchRequest, DealReveal, FailedPrecondition, GameInfo,
+from .api import (BadRequest, BotInfo, CreateIdInUse, CreateMatchRequest, DealReveal, FailedPrecondition, GameInfo,
                   Inspection, JoinResult, LimitExceeded, MatchEvent, MatchNotActive, MatchNotFound,
                   MatchNotOver, MatchSummary, PermissionDenied, Principal, SeatTaken, SessionError,
                   SubmitResult, Unauthenticated, Unavailable, ViewEnvelope)
@@ -71,10 +73,10 @@ from .match import CorruptLog, LiveMatch, SeatSlot
 from .policy import FORFEIT
 from .seating import Seating
 from .streams import WatchStreams
-from .terms import match_terms
-from .tokens import join_id_hash, new_match_id, new_token, token_hash
+from .terms import MatchTerms, match_terms, request_digest
+from .tokens import create_id_hash, join_id_hash, new_match_id, new_token, token_hash
 from .validation import TakeoverBotUnavailable  # noqa: F401 (raised by start(); imported from here)
-from .validation import check_client_join_id, check_takeover_bot, clean_name
+from .validation import check_client_create_id, check_client_join_id, check_takeover_bot, clean_name
 from .views import ADMIN
 from .writer import MatchWriter
 
@@ -119,6 +121,9 @@ class MatchManager:
         self._owns_host = False
         self._matches: dict[str, LiveMatch] = {}
         self._tokens: dict[str, tuple[str, int]] = {}  # token hash -> (match id, seat)
+        # client_create_id hash -> the id of the held match it created (the store knows the rest)
+        self._created_ids: dict[str, str] = {}
+        self._creating_ids: dict[str, asyncio.Event] = {}  # ids whose create_match is under way
         # listed matches registered while waiting (list_open_matches drops those that started)
         self._lobby: dict[str, LiveMatch] = {}
         self._load_lock = asyncio.Lock()
@@ -218,6 +223,7 @@ class MatchManager:
             self._clock.stop(m)
         self._matches.clear()
         self._tokens.clear()
+        self._created_ids.clear()
         self._lobby.clear()
         try:
             await self._store.close()
@@ -318,9 +324,73 @@ class MatchManager:
     # ---- creating and joining -------------------------------------------------------------
 
     async def create_match(self, request: CreateMatchRequest, *, admin: bool = False) -> MatchSummary:
+        """Create a match (api.MatchService.create_match). With a ``client_create_id`` the
+        match keeps the id's hash and the request's digest (durable with the match, so both
+        survive a restart; unique across the stored matches), and a create whose answer was
+        lost (UNAVAILABLE, a timeout, a crash after the match was written) is retried safely:
+        a create with that id returns the match it created as it stands now, whatever its
+        status, as long as the store keeps the match (until retention prunes it). The same id
+        with a request that differs otherwise is CreateIdInUse (ALREADY_EXISTS). The request
+        is checked first, as without an id (a retry asks what was accepted once)."""
         self._require_running()
+        client_create_id = check_client_create_id(getattr(request, "client_create_id", ""))
         terms = match_terms(request, admin=admin, config=self.config, host=self._host)
+        if not client_create_id:
+            return await self._create(request, terms)
+        create_hash, digest = create_id_hash(client_create_id), request_digest(request)
 
+        async def keyed() -> MatchSummary:
+            # one call per id at a time in this process (a second waits for the first's
+            # outcome); the store's unique index keeps one match per id whatever happens
+            while (busy := self._creating_ids.get(create_hash)) is not None:
+                await busy.wait()
+            done = self._creating_ids[create_hash] = asyncio.Event()
+            try:
+                found = await self._created_with(create_hash, digest)
+                if found is not None:
+                    found.log.info("match_create_retried", status=found.status)
+                    return found.summary()
+                try:
+                    return await self._create(request, terms, create_hash, digest)
+                except Unavailable as exc:
+                    if not isinstance(exc.__cause__, CreateIdTaken):
+                        raise
+                    # stored meanwhile by a call this process did not see (another writer of
+                    # the database): that match is the id's
+                    found = await self._created_with(create_hash, digest)
+                    if found is None:
+                        raise
+                    return found.summary()
+            finally:
+                del self._creating_ids[create_hash]
+                done.set()
+
+        # as a creation (below): a caller that goes away leaves the id busy until its outcome
+        # is known, so that a retry sent meanwhile finds the match instead of making another
+        return await _uninterrupted(keyed(), "create-keyed", self._writes)
+
+    async def _created_with(self, create_hash: str, digest: str) -> LiveMatch | None:
+        """The match created with ``create_hash`` (held, or read from the store and held from
+        now on), or None; CreateIdInUse when it was created by a request of another digest."""
+        m = self._matches.get(self._created_ids.get(create_hash, ""))
+        if m is None or m.create_hash != create_hash:
+            try:
+                found = await self._store.find_created(create_hash)
+            except StoreError as exc:
+                raise _store_unavailable("find_created", exc) from exc
+            if found is None:
+                return None
+            try:
+                m = await self._get(found[0])
+            except MatchNotFound:  # pruned since
+                return None
+        if m.create_digest != digest:
+            raise CreateIdInUse("this client_create_id was used for another request; use a fresh one")
+        return m
+
+    async def _create(self, request: CreateMatchRequest, terms: MatchTerms, create_hash: str = "",
+                      digest: str = "") -> MatchSummary:
+        """Count the new match of ``terms`` against the limits, write it and register it."""
         # the limits count the matches being created too (their store write is in flight)
         unfinished = [m for m in self._matches.values() if not m.over]
         if len(unfinished) + sum(self._creating.values()) >= self.config.max_matches:
@@ -330,7 +400,7 @@ class MatchManager:
                                >= self.config.max_waiting_matches):
             raise LimitExceeded("too many matches are waiting for players", reason="MAX_WAITING_MATCHES")
 
-        record = terms.record(new_match_id(), time.time())
+        record = terms.record(new_match_id(), time.time(), create_hash, digest)
         m = LiveMatch(record, terms.decks, [])
         self._creating[m.status] += 1  # with the limit check above: no await in between
 
@@ -346,7 +416,7 @@ class MatchManager:
                        turn_time_s=terms.turn_time_s, reconnect_grace_s=terms.reconnect_grace_s,
                        spectators_allowed=m.spectators_allowed, listed=m.listed,
                        spectator_delay_actions=terms.spectator_delay_actions,
-                       admin_decks=len(request.decks or ()))
+                       admin_decks=len(request.decks or ()), with_create_id=bool(create_hash))
             if m.active:
                 self._clock.schedule(m)
 
@@ -728,6 +798,8 @@ class MatchManager:
 
     def _register(self, m: LiveMatch) -> None:
         self._matches[m.match_id] = m
+        if m.create_hash:
+            self._created_ids[m.create_hash] = m.match_id
         if m.listed and m.status == "waiting":
             self._lobby[m.match_id] = m
         for slot in m.seats:
@@ -738,6 +810,8 @@ class MatchManager:
 
     def _unregister(self, m: LiveMatch) -> None:
         self._matches.pop(m.match_id, None)
+        if m.create_hash and self._created_ids.get(m.create_hash) == m.match_id:
+            del self._created_ids[m.create_hash]
         self._lobby.pop(m.match_id, None)
         for slot in m.seats:
             if slot.token_hash and self._tokens.get(slot.token_hash, (None,))[0] == m.match_id:

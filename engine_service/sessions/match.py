@@ -144,7 +144,8 @@ class LiveMatch:
                  "ended_at", "seats", "decks", "actions", "client_ids", "state", "deals_dealt",
                  "policy", "lock", "watchers", "timer_key", "timer_handle", "deadline", "bot_key",
                  "bot_task", "finished_mono", "_memo", "_commitments", "shown", "log", "_checkpoints",
-                 "spectator_delay", "spectators_seen", "_cursor", "end_in_doubt", "log_in_doubt")
+                 "spectator_delay", "spectators_seen", "_cursor", "end_in_doubt", "log_in_doubt",
+                 "create_hash", "create_digest")
 
     def __init__(self, record: MatchRecord, decks: list[DeckRecord], actions: list[ActionRecord]) -> None:
         self.match_id = record.match_id
@@ -158,6 +159,9 @@ class LiveMatch:
         self.reconnect_grace_s = record.reconnect_grace_s
         self.spectators_allowed = record.spectators_allowed
         self.spectator_delay = record.spectator_delay_actions
+        # CreateMatch's client_create_id, hashed, and the request's digest ("": none)
+        self.create_hash = record.create_hash
+        self.create_digest = record.create_digest
         self.name = record.name
         self.takeover_bot = record.takeover_bot
         self.listed = record.listed
@@ -411,7 +415,8 @@ class LiveMatch:
             spectators_allowed=self.spectators_allowed, name=self.name,
             takeover_bot=self.takeover_bot, created_at=self.created_at, status=self.status,
             result=self.result, ended_at=self.ended_at, listed=self.listed,
-            spectator_delay_actions=self.spectator_delay)
+            spectator_delay_actions=self.spectator_delay, create_hash=self.create_hash,
+            create_digest=self.create_digest)
 
     def summary(self) -> MatchSummary:
         return MatchSummary(

@@ -12,8 +12,10 @@ writes it. A request is refused for what it asks here or not at all.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..rules.cards import card_code, parse_deck
 from ..rules.game import Game
@@ -49,7 +51,8 @@ class MatchTerms:
     spectators_allowed: bool
     listed: bool
 
-    def record(self, match_id: str, created_at: float) -> MatchRecord:
+    def record(self, match_id: str, created_at: float, create_hash: str = "",
+               create_digest: str = "") -> MatchRecord:
         return MatchRecord(
             match_id=match_id, game=self.game.id, options=self.options.non_default(),
             first_dealer=self.first_dealer,
@@ -58,7 +61,33 @@ class MatchTerms:
             turn_time_s=self.turn_time_s, reconnect_grace_s=self.reconnect_grace_s,
             spectators_allowed=self.spectators_allowed, name=self.name, takeover_bot=self.takeover_bot,
             listed=self.listed, created_at=created_at, status="waiting" if self.has_open else "active",
-            spectator_delay_actions=self.spectator_delay_actions)
+            spectator_delay_actions=self.spectator_delay_actions, create_hash=create_hash,
+            create_digest=create_digest)
+
+
+def request_digest(request: CreateMatchRequest) -> str:
+    """The SHA-256 (hex) of what ``request`` asks for, its ``client_create_id`` left out: a
+    CreateMatch retried with the id of a match is answered with that match only when this is
+    the digest it was created by (MatchRecord.create_digest), else CLIENT_CREATE_ID_IN_USE.
+
+    Canonical: the request's own fields as sent (before any default, floor or check of this
+    server is applied, so that a retry after a restart with other settings still matches),
+    in one JSON text with sorted keys; the seats as (kind, bot) pairs, a bot's name only
+    for a bot seat; the decks as lists of card codes. Values that JSON cannot hold are
+    their ``repr`` (a malformed request digests too; it is refused when checked)."""
+    seats = [[getattr(s, "kind", repr(s)), getattr(s, "bot", "") if getattr(s, "kind", "") == "bot" else ""]
+             for s in (request.seats or ())]
+    fields: dict[str, Any] = {
+        "game": request.game, "options": dict(request.options or {}), "seats": seats,
+        "turn_time_s": float(request.turn_time_s or 0) if isinstance(request.turn_time_s, (int, float))
+        else request.turn_time_s,
+        "spectators_allowed": request.spectators_allowed, "name": request.name, "listed": request.listed,
+        "spectator_delay_actions": request.spectator_delay_actions,
+        "decks": [list(d) if not isinstance(d, str) else d for d in (request.decks or ())],
+        "first_dealer": request.first_dealer, "takeover_bot": getattr(request, "takeover_bot", "") or "",
+    }
+    text = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def match_terms(request: CreateMatchRequest, *, admin: bool, config: SessionConfig,

@@ -35,6 +35,20 @@ def join_id_hash(match_id: str, client_join_id: str) -> str:
     return hashlib.sha256(f"cardgames-join-id:{match_id}:{client_join_id}".encode("utf-8")).hexdigest()
 
 
+#: CreateMatch's ``client_create_id``: a secret the client chooses (a UUID), as long as a join id.
+MIN_CLIENT_CREATE_ID_LENGTH = MIN_CLIENT_JOIN_ID_LENGTH
+MAX_CLIENT_CREATE_ID_LENGTH = MAX_CLIENT_JOIN_ID_LENGTH
+
+
+def create_id_hash(client_create_id: str) -> str:
+    """What a match keeps of the ``client_create_id`` it was created with (MatchRecord.create_hash):
+    the SHA-256 of the id under a prefix of its own (apart from the token and join id hashes).
+    There is no match id to salt it with (the id names the match before there is one), so it
+    is looked up across every stored match: the id must be a secret the client chose at random
+    (a UUID), which the 16-character minimum and the documentation ask for."""
+    return hashlib.sha256(f"cardgames-create-id:{client_create_id}".encode("utf-8")).hexdigest()
+
+
 #: Match ids are letters and digits only: an id is typed into commands (``clients.watch
 #: MATCH_ID``) and URLs, and one starting with "-" (as a URL-safe base64 id may) reads as an
 #: option to a command line.

@@ -1,6 +1,6 @@
 """The checks of what a caller or the operator names, made before any match is read or
 locked: display names (:func:`clean_name`), JoinMatch's ``client_join_id``
-(:func:`check_client_join_id`), a new match's seats and bots (:func:`seat_configs`,
+(:func:`check_client_join_id`), CreateMatch's ``client_create_id`` (:func:`check_client_create_id`), a new match's seats and bots (:func:`seat_configs`,
 :func:`check_bot`) and, at start, the session's takeover bot (:func:`check_takeover_bot`,
 :class:`TakeoverBotUnavailable`).
 
@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 from ..rules.registry import all_games
 from .api import BadRequest, BotInfo, SeatConfig
 from .policy import BOT_TAKEOVER, absence_policy
-from .tokens import MAX_CLIENT_JOIN_ID_LENGTH, MIN_CLIENT_JOIN_ID_LENGTH
+from .tokens import (MAX_CLIENT_CREATE_ID_LENGTH, MAX_CLIENT_JOIN_ID_LENGTH, MIN_CLIENT_CREATE_ID_LENGTH,
+                     MIN_CLIENT_JOIN_ID_LENGTH)
 
 if TYPE_CHECKING:
     from .manager import BotHostLike
@@ -75,6 +76,19 @@ def check_client_join_id(client_join_id: Any) -> str:
                          "printable characters (a random UUID, say)", reason="BAD_CLIENT_JOIN_ID",
                          field="client_join_id")
     return client_join_id
+
+
+def check_client_create_id(client_create_id: Any) -> str:
+    """CreateMatch's ``client_create_id``: "" (none), or 16..128 printable characters (a
+    secret the client chose, as a ``client_join_id``)."""
+    client_create_id = client_create_id or ""
+    if not isinstance(client_create_id, str) or (client_create_id and not (
+            MIN_CLIENT_CREATE_ID_LENGTH <= len(client_create_id) <= MAX_CLIENT_CREATE_ID_LENGTH
+            and client_create_id.isprintable())):
+        raise BadRequest(f"client_create_id is {MIN_CLIENT_CREATE_ID_LENGTH} to {MAX_CLIENT_CREATE_ID_LENGTH} "
+                         "printable characters (a random UUID, say)", reason="BAD_CLIENT_CREATE_ID",
+                         field="client_create_id")
+    return client_create_id
 
 
 def check_takeover_bot(bot: str, host: BotHostLike | None) -> None:

@@ -7,14 +7,14 @@ from __future__ import annotations
 import os
 
 from ..observability.metrics import Metrics
-from .base import (ActionRecord, CorruptDatabase, DatabaseReadOnly, DeckRecord, DuplicateClientAction,  # noqa: F401
+from .base import (ActionRecord, CorruptDatabase, CreateIdTaken, DatabaseReadOnly, DeckRecord, DuplicateClientAction,  # noqa: F401
                    MatchExists, MatchListing, MatchNotWaiting, MatchRecord, MigrationFailed, NotADatabase,
                    OwnershipLost, PruneCounts, PrunedBatch, SeatRecord, SequenceConflict, Store,
                    StoredMatch, StoreError, StoreInUse, UnknownMatch)
 from .memory import MemoryStore
 from .sqlite import SqliteStore
 
-__all__ = ["ActionRecord", "CorruptDatabase", "DatabaseReadOnly", "DeckRecord", "DuplicateClientAction", "MatchExists",
+__all__ = ["ActionRecord", "CorruptDatabase", "CreateIdTaken", "DatabaseReadOnly", "DeckRecord", "DuplicateClientAction", "MatchExists",
            "MatchListing", "MatchNotWaiting", "MatchRecord", "MemoryStore", "MigrationFailed", "NotADatabase",
            "OwnershipLost", "PruneCounts", "PrunedBatch", "SeatRecord",
            "SequenceConflict", "SqliteStore", "Store", "StoredMatch", "StoreError", "StoreInUse",

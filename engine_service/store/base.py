@@ -16,6 +16,9 @@ module:
   restarts (the id is scoped per seat because each seat's client picks its own ids: two
   clients choosing the same id must not see each other's results);
 * a unique seat-token hash across all matches (tokens themselves are never stored);
+* a unique ``create_hash`` across all matches (the hash of CreateMatch's ``client_create_id``;
+  schema 7): a second match with the same one is a :class:`CreateIdTaken`, so that one id
+  never creates two matches, whatever the callers;
 * one transaction per call: an action and the deck it makes necessary are written together,
   and so are a match's start, its last seat and its first deck (:meth:`Store.start_match`).
 
@@ -91,6 +94,11 @@ class MatchExists(StoreError):
     """A match with this id exists already."""
 
 
+class CreateIdTaken(StoreError):
+    """A match created with this ``create_hash`` (CreateMatch's ``client_create_id``) exists
+    already; nothing was written."""
+
+
 class UnknownMatch(StoreError):
     """No match with this id in the store."""
 
@@ -142,6 +150,12 @@ class MatchRecord:
     # the public commitment of every deal dealt, recorded with the result when the match ends
     # (schema 4; empty before): a listing of ended matches shows them without a replay
     deal_commitments: tuple[str, ...] = ()
+    # sha256 hex of the client_create_id the match was created with (sessions/tokens.py
+    # create_id_hash; schema 7), unique across the stored matches; "": none
+    create_hash: str = ""
+    # sha256 hex of the CreateMatch request it was created by, without the id (sessions/terms.py
+    # request_digest): a retry with the same id and another request is refused; "": none
+    create_digest: str = ""
 
 
 #: Commitment schemes of a deck (``DeckRecord.scheme``; the formulas are in
@@ -287,7 +301,13 @@ class Store(ABC):
 
     @abstractmethod
     async def create_match(self, record: MatchRecord, decks: Sequence[DeckRecord] = ()) -> None:
-        """Insert a new match with its seats and first decks (MatchExists if the id exists)."""
+        """Insert a new match with its seats and first decks (MatchExists if the id exists;
+        CreateIdTaken if another match has its ``create_hash``)."""
+
+    @abstractmethod
+    async def find_created(self, create_hash: str) -> tuple[str, str] | None:
+        """The match created with ``create_hash`` (MatchRecord.create_hash), as its id and its
+        ``create_digest``; None when no stored match has it (never used, or pruned)."""
 
     @abstractmethod
     async def save_seat(self, match_id: str, seat: SeatRecord) -> None:
@@ -349,7 +369,8 @@ class Store(ABC):
     async def prune_finished(self, ended_before: float, limit: int = 100) -> PrunedBatch:
         """Delete at most ``limit`` (capped at :data:`MAX_PRUNE_BATCH`) matches that ended
         (status finished or terminated) before ``ended_before`` (Unix time), with everything
-        stored for them (actions, decks, seats and their token hashes), in one short
+        stored for them (actions, decks, seats and their token hashes, the match's
+        ``create_hash``: its client_create_id may create a new match then), in one short
         transaction (PostgreSQL: in several if the server cannot delete them within its
         bound in one; a failure after some committed returns those). An unfinished match is never touched, nor an ended one whose
         ``ended_at`` is unknown. Fewer than ``limit`` deleted: there are no more."""

@@ -12,7 +12,7 @@ from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from ..observability.metrics import Metrics
-from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, DeckRecord, DuplicateClientAction, MatchExists,
+from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, CreateIdTaken, DeckRecord, DuplicateClientAction, MatchExists,
                    MatchListing, MatchNotWaiting, MatchRecord, PruneCounts, PrunedBatch, SeatRecord,
                    SequenceConflict, Store, StoredMatch, StoreError, UnknownMatch)
 
@@ -34,6 +34,7 @@ class MemoryStore(Store):
         super().__init__(metrics)
         self._rows: dict[str, _Row] = {}
         self._tokens: dict[str, tuple[str, int]] = {}
+        self._created: dict[str, str] = {}  # create_hash -> match id (the unique index)
         self._open = False
 
     async def open(self) -> None:
@@ -64,6 +65,8 @@ class MemoryStore(Store):
             self._check()
             if record.match_id in self._rows:
                 raise MatchExists(f"match {record.match_id!r} exists")
+            if record.create_hash and record.create_hash in self._created:
+                raise CreateIdTaken("a match was created with this client_create_id")
             record = replace(record, options=_frozen(record.options), result=_frozen(record.result))
             row = _Row(record)
             for d in decks:
@@ -71,6 +74,15 @@ class MemoryStore(Store):
             for s in record.seats:
                 self._claim_token(record.match_id, s)
             self._rows[record.match_id] = row
+            if record.create_hash:
+                self._created[record.create_hash] = record.match_id
+
+    async def find_created(self, create_hash: str) -> tuple[str, str] | None:
+        self._check()
+        match_id = self._created.get(create_hash) if create_hash else None
+        if match_id is None:
+            return None
+        return match_id, self._rows[match_id].record.create_digest
 
     async def save_seat(self, match_id: str, seat: SeatRecord) -> None:
         with self._timer.write("save_seat"):
@@ -182,6 +194,8 @@ class MemoryStore(Store):
         rows = self._prunable(ended_before)[:max(0, min(limit, MAX_PRUNE_BATCH))]
         for r in rows:
             del self._rows[r.record.match_id]
+            if r.record.create_hash:
+                self._created.pop(r.record.create_hash, None)
             for s in r.record.seats:
                 if s.token_hash and self._tokens.get(s.token_hash, ("",))[0] == r.record.match_id:
                     del self._tokens[s.token_hash]

@@ -78,7 +78,7 @@ from psycopg_pool import AsyncConnectionPool
 import structlog
 
 from ..observability.metrics import Metrics
-from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, DeckRecord,
+from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, CreateIdTaken, DeckRecord,
                    DuplicateClientAction, MatchExists, MatchListing, MatchNotWaiting, MatchRecord,
                    MigrationFailed, NotADatabase, OwnershipLost, PruneCounts, PrunedBatch, SeatRecord,
                    SequenceConflict, Store, StoredMatch, StoreError, UnknownMatch)
@@ -94,7 +94,7 @@ _SERVER_KEEPALIVE_SETTINGS = (("tcp_keepalives_idle", str(SERVER_KEEPALIVES[0]))
 log = structlog.get_logger("engine_service.store")
 
 APPLICATION = "cardgames-engine"
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 META_TABLE = "engine_meta"
 #: Serializes the schema check and creation of processes opening the same database at once.
 OPEN_LOCK_KEY = 0x43474531  # "CGE1", the SQLite store's application_id
@@ -160,9 +160,12 @@ SCHEMA = (
         ended_at           DOUBLE PRECISION,
         listed             BOOLEAN NOT NULL DEFAULT false,  -- in the lobby while waiting (schema 2)
         deal_commitments   TEXT[],                 -- recorded at the end (schema 4)
-        spectator_delay_actions INTEGER NOT NULL DEFAULT 0  -- spectators' lag in actions (schema 5)
+        spectator_delay_actions INTEGER NOT NULL DEFAULT 0, -- spectators' lag in actions (schema 5)
+        create_hash        TEXT,                    -- sha256 hex of the client_create_id (NULL: none; schema 7)
+        create_digest      TEXT                     -- sha256 hex of the request it created (schema 7)
     )""",
     "CREATE INDEX matches_by_status ON matches (status, created_at)",
+    "CREATE UNIQUE INDEX matches_by_create_hash ON matches (create_hash) WHERE create_hash IS NOT NULL",
     "CREATE INDEX matches_by_creation ON matches (created_at, match_id)",
     """CREATE TABLE seats (
         match_id    TEXT NOT NULL REFERENCES matches (match_id),
@@ -210,6 +213,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE matches ADD COLUMN deal_commitments TEXT[]"),
     5: ("ALTER TABLE matches ADD COLUMN spectator_delay_actions INTEGER NOT NULL DEFAULT 0",),
     6: ("ALTER TABLE seats ADD COLUMN join_hash TEXT",),
+    7: ("ALTER TABLE matches ADD COLUMN create_hash TEXT",
+        "ALTER TABLE matches ADD COLUMN create_digest TEXT",
+        "CREATE UNIQUE INDEX matches_by_create_hash ON matches (create_hash) WHERE create_hash IS NOT NULL"),
 }
 
 
@@ -847,13 +853,17 @@ class PostgresStore(Store):
                 await tx.begin(
                     "INSERT INTO matches (match_id, game, options, first_dealer, turn_time_s, "
                     "reconnect_grace_s, spectators_allowed, name, takeover_bot, created_at, "
-                    "status, result, ended_at, listed, deal_commitments, spectator_delay_actions) "
-                    f"VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING {XID}",
+                    "status, result, ended_at, listed, deal_commitments, spectator_delay_actions, "
+                    "create_hash, create_digest) "
+                    f"VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING {XID}",
                     (r.match_id, r.game, _json(r.options), r.first_dealer, r.turn_time_s,
                      r.reconnect_grace_s, r.spectators_allowed, r.name, r.takeover_bot,
                      r.created_at, r.status, _json(r.result), r.ended_at, r.listed,
-                     list(r.deal_commitments) or None, r.spectator_delay_actions))
-            except pg_errors.UniqueViolation:
+                     list(r.deal_commitments) or None, r.spectator_delay_actions, r.create_hash or None,
+                     r.create_digest or None))
+            except pg_errors.UniqueViolation as exc:
+                if exc.diag.constraint_name == "matches_by_create_hash":
+                    raise CreateIdTaken("a match was created with this client_create_id") from None
                 raise MatchExists(f"match {r.match_id!r} exists") from None
             for s in r.seats:
                 await self._upsert_seat(tx, r.match_id, s)
@@ -977,7 +987,17 @@ class PostgresStore(Store):
 
     _MATCH_COLUMNS = ("match_id, game, options, first_dealer, turn_time_s, reconnect_grace_s, "
                       "spectators_allowed, name, takeover_bot, created_at, status, result, ended_at, "
-                      "listed, deal_commitments, spectator_delay_actions")
+                      "listed, deal_commitments, spectator_delay_actions, create_hash, create_digest")
+
+    async def find_created(self, create_hash: str) -> tuple[str, str] | None:
+        if not create_hash:
+            return None
+
+        async def fn(conn: psycopg.AsyncConnection) -> tuple[str, str] | None:
+            row = await (await conn.execute("SELECT match_id, create_digest FROM matches WHERE create_hash = %s",
+                                            (create_hash,))).fetchone()
+            return None if row is None else (row[0], row[1] or "")
+        return await self._read("find_created", fn)
 
     @staticmethod
     async def _seats(conn: psycopg.AsyncConnection, match_ids: list[str]) -> dict[str, list[SeatRecord]]:
@@ -993,13 +1013,15 @@ class PostgresStore(Store):
     @staticmethod
     def _record(row: Sequence[Any], seats: list[SeatRecord]) -> MatchRecord:
         (match_id, game, options, first_dealer, turn_time_s, grace, spectators, name, takeover,
-         created_at, status, result, ended_at, listed, commitments, spectator_delay) = row
+         created_at, status, result, ended_at, listed, commitments, spectator_delay, create_hash,
+         create_digest) = row
         return MatchRecord(
             match_id=match_id, game=game, options=options, first_dealer=first_dealer,
             seats=tuple(seats), turn_time_s=turn_time_s, reconnect_grace_s=grace,
             spectators_allowed=spectators, name=name, takeover_bot=takeover, created_at=created_at,
             status=status, result=result, ended_at=ended_at, listed=listed,
-            deal_commitments=tuple(commitments or ()), spectator_delay_actions=spectator_delay)
+            deal_commitments=tuple(commitments or ()), spectator_delay_actions=spectator_delay,
+            create_hash=create_hash or "", create_digest=create_digest or "")
 
     async def load_match(self, match_id: str) -> StoredMatch | None:
         async def fn(conn: psycopg.AsyncConnection) -> StoredMatch | None:

@@ -40,7 +40,7 @@ from typing import Any, Callable, Mapping, Sequence, TypeVar
 import structlog
 
 from ..observability.metrics import Metrics
-from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, CorruptDatabase, DatabaseReadOnly,
+from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, CorruptDatabase, CreateIdTaken, DatabaseReadOnly,
                    DeckRecord, DuplicateClientAction, MatchExists, MatchListing, MatchNotWaiting, MatchRecord,
                    MigrationFailed, NotADatabase, PruneCounts, PrunedBatch, SeatRecord, SequenceConflict, Store,
                    StoredMatch, StoreError, UnknownMatch)
@@ -60,7 +60,7 @@ CHECK_BUDGET_S = 10.0
 CHECK_REPORT_LINES = 3
 
 APPLICATION_ID = 0x43474531  # "CGE1"
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 SCHEMA = """
 CREATE TABLE matches (
@@ -79,9 +79,12 @@ CREATE TABLE matches (
     ended_at           REAL,
     listed             INTEGER NOT NULL DEFAULT 0,  -- in the lobby while waiting (schema 2)
     deal_commitments   TEXT,                   -- JSON list, recorded at the end (schema 4)
-    spectator_delay_actions INTEGER NOT NULL DEFAULT 0  -- spectators' lag in actions (schema 5)
+    spectator_delay_actions INTEGER NOT NULL DEFAULT 0, -- spectators' lag in actions (schema 5)
+    create_hash        TEXT,                   -- sha256 hex of the client_create_id (NULL: none; schema 7)
+    create_digest      TEXT                    -- sha256 hex of the request it created (schema 7)
 );
 CREATE INDEX matches_by_status ON matches (status, created_at);
+CREATE UNIQUE INDEX matches_by_create_hash ON matches (create_hash) WHERE create_hash IS NOT NULL;
 
 CREATE TABLE seats (
     match_id    TEXT NOT NULL REFERENCES matches (match_id),
@@ -132,6 +135,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE matches ADD COLUMN deal_commitments TEXT"),
     5: ("ALTER TABLE matches ADD COLUMN spectator_delay_actions INTEGER NOT NULL DEFAULT 0",),
     6: ("ALTER TABLE seats ADD COLUMN join_hash TEXT",),
+    7: ("ALTER TABLE matches ADD COLUMN create_hash TEXT",
+        "ALTER TABLE matches ADD COLUMN create_digest TEXT",
+        "CREATE UNIQUE INDEX matches_by_create_hash ON matches (create_hash) WHERE create_hash IS NOT NULL"),
 }
 
 
@@ -707,14 +713,16 @@ class SqliteStore(Store):
             c.execute(
                 "INSERT INTO matches (match_id, game, options, first_dealer, turn_time_s, "
                 "reconnect_grace_s, spectators_allowed, name, takeover_bot, created_at, status, "
-                "result, ended_at, listed, deal_commitments, spectator_delay_actions) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "result, ended_at, listed, deal_commitments, spectator_delay_actions, create_hash, "
+                "create_digest) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (r.match_id, r.game, _dumps(dict(r.options)), r.first_dealer, r.turn_time_s,
                  r.reconnect_grace_s, int(r.spectators_allowed), r.name, r.takeover_bot,
                  r.created_at, r.status, None if r.result is None else _dumps(dict(r.result)),
                  r.ended_at, int(r.listed), _dumps(list(r.deal_commitments)) if r.deal_commitments else None,
-                 r.spectator_delay_actions))
-        except sqlite3.IntegrityError:
+                 r.spectator_delay_actions, r.create_hash or None, r.create_digest or None))
+        except sqlite3.IntegrityError as exc:
+            if "create_hash" in str(exc):  # "UNIQUE constraint failed: matches.create_hash"
+                raise CreateIdTaken("a match was created with this client_create_id") from None
             raise MatchExists(f"match {r.match_id!r} exists") from None
         for s in r.seats:
             self._upsert_seat(c, r.match_id, s)
@@ -814,7 +822,8 @@ class SqliteStore(Store):
     @staticmethod
     def _record(c: sqlite3.Connection, row: tuple) -> MatchRecord:
         (match_id, game, options, first_dealer, turn_time_s, grace, spectators, name, takeover,
-         created_at, status, result, ended_at, listed, commitments, spectator_delay) = row
+         created_at, status, result, ended_at, listed, commitments, spectator_delay, create_hash,
+         create_digest) = row
         seats = tuple(
             SeatRecord(seat=s, kind=k, bot=b, player_name=n, token_hash=t or "", joined_at=j, left=bool(lm),
                        join_hash=jh or "")
@@ -828,11 +837,25 @@ class SqliteStore(Store):
             created_at=created_at, status=status,
             result=None if result is None else json.loads(result), ended_at=ended_at,
             listed=bool(listed), deal_commitments=tuple(json.loads(commitments)) if commitments else (),
-            spectator_delay_actions=spectator_delay)
+            spectator_delay_actions=spectator_delay, create_hash=create_hash or "",
+            create_digest=create_digest or "")
 
     _MATCH_COLUMNS = ("match_id, game, options, first_dealer, turn_time_s, reconnect_grace_s, "
                       "spectators_allowed, name, takeover_bot, created_at, status, result, ended_at, "
-                      "listed, deal_commitments, spectator_delay_actions")
+                      "listed, deal_commitments, spectator_delay_actions, create_hash, create_digest")
+
+    async def find_created(self, create_hash: str) -> tuple[str, str] | None:
+        def fn() -> tuple[str, str] | None:
+            if not create_hash:
+                return None
+            try:
+                row = self._db().execute("SELECT match_id, create_digest FROM matches WHERE create_hash = ?",
+                                         (create_hash,)).fetchone()
+            except sqlite3.DatabaseError as exc:
+                self._timer.error("find_created")
+                raise StoreError(f"cannot look up a client_create_id: {_reason(exc)}") from None
+            return None if row is None else (row[0], row[1] or "")
+        return await self._run(fn)
 
     async def load_match(self, match_id: str) -> StoredMatch | None:
         return await self._run(self._load_sync, match_id)

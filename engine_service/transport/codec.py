@@ -313,6 +313,7 @@ def create_request(msg: pb.CreateMatchRequest) -> api.CreateMatchRequest:
         spectator_delay_actions=msg.spectator_delay_actions,
         decks=tuple(tuple(d.cards) for d in msg.decks),
         first_dealer=msg.first_dealer if msg.HasField("first_dealer") else None,
+        client_create_id=msg.client_create_id,
     )
 
 

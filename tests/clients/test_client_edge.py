@@ -15,7 +15,7 @@ from engine_service.sessions import api
 from engine_service.transport.generated import match_pb2
 from engine_service.transport.ratelimit import Rate, RateLimits
 from tests.transport.harness import running
-from tests.transport.test_edge import SEAT_TOKEN, ScriptedService, _view
+from tests.transport.test_edge import SEAT_TOKEN, ScriptedService, _summary, _view
 
 from .conftest import run
 
@@ -137,6 +137,46 @@ def test_join_repeats_a_failed_call_with_the_same_client_join_id():
     assert len(ids) == 5 and ids[4] == "my-own-join-id-0001"
     assert ids[0] == ids[1] == ids[2] != ids[3] and len(ids[0]) == len(ids[3]) == 36  # UUIDs
     assert [c[2:4] for c in calls[:4]] == [(1, "ada")] * 3 + [(None, "")]
+
+
+class _LosesTheFirstCreate(ScriptedService):
+    """The first CreateMatch creates its match but its answer is lost (it outlives the client's
+    deadline; then UNAVAILABLE once); a repeat with the same client_create_id gets the match."""
+
+    async def create_match(self, request, *, admin=False):
+        self.calls.append(("create_match", request, admin))
+        attempt = len(self.calls)
+        if attempt == 1:
+            await asyncio.sleep(2.0)
+        if attempt == 2:
+            raise api.Unavailable("the match could not be saved; try again", reason="STORE_UNAVAILABLE")
+        if attempt == 6:
+            raise api.CreateIdInUse("this client_create_id was used for another request; use a fresh one")
+        return _summary("waiting")
+
+
+def test_create_match_repeats_a_failed_call_with_the_same_client_create_id():
+    """docs/api.md "Creating": a create that failed without an answer (UNAVAILABLE, a timeout)
+    is sent again with the same client_create_id, which gets the match it created; the library
+    sends a fresh id with every create unless given one; CLIENT_CREATE_ID_IN_USE is not retried."""
+
+    async def scenario():
+        service = _LosesTheFirstCreate()
+        async with running(service) as srv, cg.connect(srv.target, timeout_s=0.5) as client:
+            match = await client.create_match("klaberjass", name="t")
+            assert match.match_id
+            await client.create_match("klaberjass")
+            await client.create_match("klaberjass", client_create_id="my-own-create-id-01")
+            with pytest.raises(cg.CardGamesError) as info:
+                await client.create_match("klaberjass", client_create_id="my-own-create-id-01", name="x")
+        return service.calls, info.value
+
+    calls, error = run(scenario())
+    ids = [c[1].client_create_id for c in calls]
+    assert len(ids) == 6 and ids[4] == ids[5] == "my-own-create-id-01"
+    assert ids[0] == ids[1] == ids[2] != ids[3] and len(ids[0]) == len(ids[3]) == 36  # UUIDs
+    assert [c[1].name for c in calls[:3]] == ["t"] * 3
+    assert (error.code, error.reason) == (grpc.StatusCode.ALREADY_EXISTS, "CLIENT_CREATE_ID_IN_USE")
 
 
 class _DropsTheFirstStream(ScriptedService):

@@ -1,10 +1,10 @@
 """Upgrades: a database made by the first release (schema 1), the lobby's (schema 2: the decks
 have no salt yet), fair dealing's (schema 3: decks committed as a whole), per-card fair
 dealing's (schema 4: no spectator delay yet) or the spectator delay's (schema 5: no join
-retries yet) is migrated in place when the current store opens it, all steps in one
+retries yet) or the retried joins' (schema 6: no idempotent creation yet) is migrated in place when the current store opens it, all steps in one
 transaction, keeping every match and every deck's commitment scheme (the matches of before
 schema 5 keep spectators 0 actions behind, the seats of before schema 6 have no client join id
-to retry with); the migration runs only in the engine that owns the database; a newer schema is
+to retry with, the matches of before schema 7 no client create id); the migration runs only in the engine that owns the database; a newer schema is
 refused (test_store.py, test_postgres.py)."""
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from .v2_schema import POSTGRES_V2, SQLITE_V2
 from .v3_schema import POSTGRES_V3, SQLITE_V3
 from .v4_schema import POSTGRES_V4, SQLITE_V4
 from .v5_schema import POSTGRES_V5, SQLITE_V5
+from .v6_schema import POSTGRES_V6, SQLITE_V6
 
 
 #: A deck recorded by the current release: its salt must be kept after a migration.
@@ -108,7 +109,7 @@ def test_a_sqlite_database_of_schema_1_is_migrated_keeping_its_matches(tmp_path)
 
     migrated_from, old, new, second = run(go())
     assert (migrated_from, second) == (1, None)
-    assert _user_version(path) == SCHEMA_VERSION == 6
+    assert _user_version(path) == SCHEMA_VERSION == 7
     assert {"listed", "deal_commitments", "spectator_delay_actions"} <= set(_columns(path))
     assert "join_hash" in _columns(path, "seats")
     assert {"salt", "scheme"} <= set(_columns(path, "decks"))
@@ -137,7 +138,7 @@ def test_a_sqlite_database_of_schema_2_is_migrated_keeping_its_matches(tmp_path)
 
     migrated_from, old, after = run(go())
     assert migrated_from == 2
-    assert _user_version(path) == 6 and {"salt", "scheme"} <= set(_columns(path, "decks"))
+    assert _user_version(path) == 7 and {"salt", "scheme"} <= set(_columns(path, "decks"))
     assert old.record.name == "old table" and old.record.listed is True and old.record.status == "active"
     assert [a.action for a in old.actions] == ["pass"]
     assert old.decks == (DeckRecord(0, ("JS", "7H"), "", SCHEME_WHOLE_DECK),
@@ -290,7 +291,7 @@ def test_a_postgres_schema_of_version_1_is_migrated_keeping_its_matches(pg_datab
     with capture_logs() as logs:
         migrated_from, old, waiting = run(go())
     assert [(e["from_version"], e["to_version"]) for e in logs if e["event"] == "db_migrated"] == [(1, PG_VERSION)]
-    assert migrated_from == 1 and _meta_version(pg_database, schema) == str(PG_VERSION) == "6"
+    assert migrated_from == 1 and _meta_version(pg_database, schema) == str(PG_VERSION) == "7"
     assert _has_listed(pg_database, schema) and _has_column(pg_database, schema, "decks", "salt")
     assert old.record.name == "old table" and old.record.listed is False
     assert [li.record.match_id for li in waiting] == ["old"]
@@ -314,7 +315,7 @@ def test_a_postgres_schema_of_version_2_is_migrated_keeping_its_decks(pg_databas
     _postgres_v2(pg_database, schema)
 
     migrated_from, old, after = run(_migrate_and_append(url))
-    assert migrated_from == 2 and _meta_version(pg_database, schema) == "6"
+    assert migrated_from == 2 and _meta_version(pg_database, schema) == "7"
     assert _has_column(pg_database, schema, "decks", "salt") and _has_column(pg_database, schema, "decks", "scheme")
     assert old.record.name == "old table" and old.record.listed is True and old.record.status == "active"
     assert old.decks == (DeckRecord(0, ("JS", "7H"), "", SCHEME_WHOLE_DECK),)  # no salt: no commitment
@@ -330,7 +331,7 @@ def test_a_failing_postgres_migration_says_so_and_leaves_the_schema_as_it_was(pg
 
     async def go():
         await PostgresStore(url).open()
-    with pytest.raises(MigrationFailed, match=r"migrating from schema version 2 to 6 failed at step 3 "
+    with pytest.raises(MigrationFailed, match=r"migrating from schema version 2 to 7 failed at step 3 "
                                                 r"\(.*salt.*\); it was left as it was \(schema version 2\)"):
         run(go())
     assert _meta_version(pg_database, schema) == "2"
@@ -371,7 +372,7 @@ def test_a_sqlite_database_of_schema_3_keeps_its_decks_committed_as_a_whole(tmp_
         return st.migrated_from, old, after
 
     migrated_from, old, after = run(go())
-    assert migrated_from == 3 and _user_version(path) == 6 and "scheme" in _columns(path, "decks")
+    assert migrated_from == 3 and _user_version(path) == 7 and "scheme" in _columns(path, "decks")
     assert old.decks == (WHOLE,)
     assert after.decks == (WHOLE, replace(SALTED, deal=1)) and after.decks[1].scheme == 2
 
@@ -381,7 +382,7 @@ def test_a_postgres_schema_of_version_3_keeps_its_decks_committed_as_a_whole(pg_
     _postgres_v3(pg_database, schema)
 
     migrated_from, old, after = run(_migrate_and_append(url))
-    assert migrated_from == 3 and _meta_version(pg_database, schema) == "6"
+    assert migrated_from == 3 and _meta_version(pg_database, schema) == "7"
     assert _has_column(pg_database, schema, "matches", "deal_commitments")
     assert old.decks == (WHOLE,)
     assert after.decks == (WHOLE, replace(SALTED, deal=1)) and after.decks[1].scheme == 2
@@ -463,7 +464,7 @@ def test_a_sqlite_database_of_schema_4_is_migrated_keeping_its_matches(tmp_path)
     _sqlite_v4(path)
 
     migrated_from, old, new, listing = run(_migrate_v4(SqliteStore(path)))
-    assert migrated_from == 4 and _user_version(path) == SCHEMA_VERSION == 6
+    assert migrated_from == 4 and _user_version(path) == SCHEMA_VERSION == 7
     assert "spectator_delay_actions" in _columns(path)
     _check_v4_migrated(old, new, listing)
 
@@ -473,7 +474,7 @@ def test_a_postgres_schema_of_version_4_is_migrated_keeping_its_matches(pg_datab
     _postgres_v4(pg_database, schema)
 
     migrated_from, old, new, listing = run(_migrate_v4(PostgresStore(url)))
-    assert migrated_from == 4 and _meta_version(pg_database, schema) == str(PG_VERSION) == "6"
+    assert migrated_from == 4 and _meta_version(pg_database, schema) == str(PG_VERSION) == "7"
     assert _has_column(pg_database, schema, "matches", "spectator_delay_actions")
     _check_v4_migrated(old, new, listing)
 
@@ -570,7 +571,7 @@ def test_a_sqlite_database_of_schema_5_is_migrated_keeping_its_matches(tmp_path)
     _sqlite_v5(path)
 
     migrated_from, old, joined, new, listing = run(_migrate_v5(SqliteStore(path)))
-    assert migrated_from == 5 and _user_version(path) == SCHEMA_VERSION == 6
+    assert migrated_from == 5 and _user_version(path) == SCHEMA_VERSION == 7
     assert "join_hash" in _columns(path, "seats")
     _check_v5_migrated(old, joined, new, listing)
 
@@ -580,6 +581,103 @@ def test_a_postgres_schema_of_version_5_is_migrated_keeping_its_matches(pg_datab
     _postgres_v5(pg_database, schema)
 
     migrated_from, old, joined, new, listing = run(_migrate_v5(PostgresStore(url)))
-    assert migrated_from == 5 and _meta_version(pg_database, schema) == str(PG_VERSION) == "6"
+    assert migrated_from == 5 and _meta_version(pg_database, schema) == str(PG_VERSION) == "7"
     assert _has_column(pg_database, schema, "seats", "join_hash")
     _check_v5_migrated(old, joined, new, listing)
+
+
+# ---- schema 6 -> 7: retried creations ---------------------------------------------------------
+
+#: The hash of a client_create_id and the digest of its request, recorded by the current release.
+CREATE_HASH, CREATE_DIGEST = "ab" * 32, "12" * 32
+
+
+def _sqlite_v6(path) -> None:
+    """A database as the retried joins' release (schema 6) left it: a finished match and a
+    waiting one whose seat 0 was joined with a client join id."""
+    conn = sqlite3.connect(path)
+    conn.executescript(SQLITE_V6)
+    conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+    conn.execute("PRAGMA user_version=6")
+    conn.execute("INSERT INTO matches VALUES ('ended', 'klaberjass', '{}', 0, 30.0, 60.0, 1, 'ended table', '', "
+                 "1.0, 'finished', '{\"winners\":[0]}', 4.0, 0, ?, 3)", (json.dumps(list(COMMITMENTS)),))
+    conn.execute("INSERT INTO matches VALUES ('wait', 'klaberjass', '{}', 0, 30.0, 60.0, 1, 'waiting table', '', "
+                 "2.5, 'waiting', NULL, NULL, 1, NULL, 0)")
+    conn.execute("INSERT INTO seats VALUES ('wait', 0, 'open', '', 'w0', 'hashw', 2.5, 0, ?)", (JOIN_HASH,))
+    conn.execute("INSERT INTO seats VALUES ('wait', 1, 'open', '', '', NULL, NULL, 0, NULL)")
+    conn.commit()
+    conn.close()
+
+
+def _postgres_v6(pg_database, schema: str) -> None:
+    _postgres_schema(pg_database, schema, POSTGRES_V6, 6, "'wait', 'klaberjass', '{}', 0, 30.0, 60.0, true, "
+                     "'waiting table', '', 2.5, 'waiting', NULL, NULL, true, NULL, 0")
+    pg_database.execute("INSERT INTO matches VALUES ('ended', 'klaberjass', '{}', 0, 30.0, 60.0, true, "
+                        "'ended table', '', 1.0, 'finished', '{\"winners\": [0]}', 4.0, false, %s, 3)",
+                        (list(COMMITMENTS),), schema=schema)
+    pg_database.execute("INSERT INTO seats VALUES ('wait', 0, 'open', '', 'w0', 'hashw', 2.5, false, %s)",
+                        (JOIN_HASH,), schema=schema)
+    pg_database.execute("INSERT INTO seats VALUES ('wait', 1, 'open', '', '', NULL, NULL, false, NULL)",
+                        schema=schema)
+
+
+async def _migrate_v6(st):
+    """Open (migrating) a store of schema 6, read its matches, create a match with a client
+    create id and try a second one with the same id: (migrated_from, the old matches, the new
+    one, what find_created answers for the new id and for none, the second create's error)."""
+    from engine_service.store import CreateIdTaken
+
+    await st.open()
+    try:
+        old = {m: await st.load_match(m) for m in ("ended", "wait")}
+        await st.create_match(replace(record("new", created_at=3.0), create_hash=CREATE_HASH,
+                                      create_digest=CREATE_DIGEST), [SALTED])
+        with pytest.raises(CreateIdTaken) as taken:
+            await st.create_match(replace(record("twin", created_at=3.5), create_hash=CREATE_HASH,
+                                          create_digest=CREATE_DIGEST))
+        found = await st.find_created(CREATE_HASH), await st.find_created("ef" * 32)
+        return (st.migrated_from, old, await st.load_match("new"), found, taken.value,
+                await st.load_match("twin"))
+    finally:
+        await st.close()
+
+
+def _check_v6_migrated(old, new, found, twin) -> None:
+    ended, waiting = old["ended"].record, old["wait"].record
+    assert ended.status == "finished" and ended.deal_commitments == COMMITMENTS and ended.spectator_delay_actions == 3
+    assert [s.join_hash for s in waiting.seats] == [JOIN_HASH, ""]
+    # the matches of schema 6 were created without a client create id
+    assert {(m.record.create_hash, m.record.create_digest) for m in old.values()} == {("", "")}
+    assert (new.record.create_hash, new.record.create_digest) == (CREATE_HASH, CREATE_DIGEST)
+    assert found == (("new", CREATE_DIGEST), None)
+    assert twin is None  # the unique index refused the second match with the id
+
+
+def test_a_sqlite_database_of_schema_6_is_migrated_keeping_its_matches(tmp_path):
+    """Schema 7 adds matches.create_hash (unique) and create_digest: the matches of schema 6
+    keep every field and have neither (NULL, read as ""); a match created after the upgrade
+    records them, and a second match with the same hash is refused (CreateIdTaken)."""
+    path = tmp_path / "old.sqlite3"
+    _sqlite_v6(path)
+
+    migrated_from, old, new, found, taken, twin = run(_migrate_v6(SqliteStore(path)))
+    assert migrated_from == 6 and _user_version(path) == SCHEMA_VERSION == 7
+    assert {"create_hash", "create_digest"} <= set(_columns(path))
+    _check_v6_migrated(old, new, found, twin)
+    conn = sqlite3.connect(path)
+    try:
+        indexes = {row[1]: row[2] for row in conn.execute("PRAGMA index_list(matches)")}
+    finally:
+        conn.close()
+    assert indexes.get("matches_by_create_hash") == 1  # unique
+
+
+def test_a_postgres_schema_of_version_6_is_migrated_keeping_its_matches(pg_database, pg_schema):
+    schema, url = pg_schema
+    _postgres_v6(pg_database, schema)
+
+    migrated_from, old, new, found, taken, twin = run(_migrate_v6(PostgresStore(url)))
+    assert migrated_from == 6 and _meta_version(pg_database, schema) == str(PG_VERSION) == "7"
+    assert _has_column(pg_database, schema, "matches", "create_hash")
+    assert _has_column(pg_database, schema, "matches", "create_digest")
+    _check_v6_migrated(old, new, found, twin)

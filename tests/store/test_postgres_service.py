@@ -141,3 +141,54 @@ def test_serve_stops_with_status_1_when_another_engine_takes_its_database(tmp_pa
     assert "db_ownership_lost" in events and "stopping_ownership_lost" in events
     assert events.index("stopping_ownership_lost") < events.index("sessions_drained") < events.index("exit")
     assert engine.lines()[-1] == {**engine.lines()[-1], "event": "exit", "status": 1}
+
+
+def test_a_create_retried_after_a_crash_gets_its_match_on_postgres(pg_database, pg_schema):
+    """CreateMatch's client_create_id on PostgreSQL: the engine died after the commit (the
+    answer was lost with it); the retry against the restarted engine gets the same match, two
+    calls with a new id at once make one match, the same id with another request is refused;
+    the table holds the id's hash, never the id."""
+    import asyncio
+    import uuid
+
+    from tests.crash import crash
+    from engine_service.sessions.api import CreateMatchRequest, SessionError
+    from engine_service.sessions.tokens import create_id_hash
+
+    schema, url = pg_schema
+    key, other = str(uuid.uuid4()), str(uuid.uuid4())
+
+    def req(k, **fields):
+        return CreateMatchRequest(**{"game": "klaberjass", "name": "table", "client_create_id": k, **fields})
+
+    async def first_life():
+        mgr = pg_manager(url)
+        await mgr.start()
+        summary = await mgr.create_match(req(key))
+        crash(mgr._store)
+        return summary.match_id
+
+    async def second_life():
+        mgr = pg_manager(url)
+        await mgr.start()
+        try:
+            again = await mgr.create_match(req(key))
+            both = await asyncio.gather(mgr.create_match(req(other)), mgr.create_match(req(other)))
+            try:
+                await mgr.create_match(req(key, listed=True))
+                error = None
+            except SessionError as exc:
+                error = exc
+            return again, both, error
+        finally:
+            await mgr.close()
+
+    match_id = run_session(first_life())
+    again, both, error = run_session(second_life())
+    assert again.match_id == match_id and again.status == "waiting"
+    assert both[0].match_id == both[1].match_id != match_id
+    assert (error.code, error.reason) == ("ALREADY_EXISTS", "CLIENT_CREATE_ID_IN_USE")
+    rows = pg_database.execute("SELECT match_id, create_hash FROM matches ORDER BY created_at", schema=schema)
+    assert rows == [(match_id, create_id_hash(key)), (both[0].match_id, create_id_hash(other))]
+    dump = repr(pg_database.execute("SELECT * FROM matches", schema=schema))
+    assert key not in dump and other not in dump

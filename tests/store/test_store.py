@@ -83,6 +83,51 @@ def test_round_trip_of_a_match(kind, make):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_matchs_client_create_hash_is_unique_found_and_forgotten_when_pruned(kind, make):
+    """A match's create hash and request digest (schema 7) are written with it, read back by
+    load_match and list_matches and after a reopen; find_created names the match by its hash
+    (and says nothing of a match without one); a second match with the hash is CreateIdTaken
+    and nothing of it is written, while another hash creates; once retention deletes the match,
+    its hash is forgotten and may create a new match."""
+    from engine_service.store import CreateIdTaken
+
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(replace(record("m1"), create_hash="h1", create_digest="d1"), [DECK0])
+        await st.create_match(record("m0", created_at=0.5))
+        with pytest.raises(CreateIdTaken):
+            await st.create_match(replace(record("m2", created_at=2.0), create_hash="h1", create_digest="d2"),
+                                  [DECK0])
+        twin = await st.load_match("m2")
+        await st.create_match(replace(record("m3", created_at=3.0), create_hash="h3", create_digest="d3"))
+        found = [await st.find_created(h) for h in ("h1", "h3", "h9", "")]
+        listing = {li.record.match_id: li.record for li in await st.list_matches()}
+        if kind != "memory":
+            await st.close()
+            st = make(kind)
+            await st.open()
+        again = await st.load_match("m1")
+        await st.set_status("m1", "finished", {"winners": [0]}, ended_at=10.0)
+        pruned = await st.prune_finished(20.0)
+        after = await st.find_created("h1"), await st.find_created("h3")
+        await st.create_match(replace(record("m4", created_at=4.0), create_hash="h1", create_digest="d4"))
+        reused = await st.find_created("h1")
+        await st.close()
+        return twin, found, listing, again, pruned, after, reused
+
+    twin, found, listing, again, pruned, after, reused = run(go())
+    assert twin is None
+    assert found == [("m1", "d1"), ("m3", "d3"), None, None]
+    assert (listing["m1"].create_hash, listing["m1"].create_digest) == ("h1", "d1")
+    assert (listing["m0"].create_hash, listing["m0"].create_digest) == ("", "")
+    assert again.record == listing["m1"]
+    assert pruned.match_ids == ("m1",)
+    assert after == (None, ("m3", "d3"))
+    assert reused == ("m4", "d4")
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_seats_client_join_hash_is_replaced_and_cleared_with_the_seat(kind, make):
     """A seat's join hash (schema 6) is written with it and read back by load_match and
     list_matches; the next save of the seat replaces it (a new token keeps it, a freed seat

@@ -210,6 +210,30 @@ test('a leave whose answer was lost is repeated; a void token after it means the
   assert.deepStrictEqual(refused.calls, [['LeaveMatch']]);
 });
 
+test('a create that failed without an answer is repeated with the same client_create_id', async () => {
+  const { Client } = require('../cardgames');
+  const client = new Client('127.0.0.1:9');
+  client.stub.close();
+  const requests = [];
+  client.stub = {
+    CreateMatch(request, metadata, options, callback) {
+      requests.push(request);
+      if (requests.length === 1) callback({ code: grpc.status.DEADLINE_EXCEEDED, details: 'Deadline exceeded', metadata: new grpc.Metadata() });
+      else callback(null, { match: { match_id: 'm1' } });
+    },
+  };
+  const match = await client.createMatch('klaberjass', { name: 'table' });
+  assert.strictEqual(match.match_id, 'm1');
+  assert.strictEqual(requests.length, 2);
+  assert.match(requests[0].client_create_id, /^[0-9a-f-]{36}$/);
+  assert.strictEqual(requests[0].client_create_id, requests[1].client_create_id);
+  assert.strictEqual(requests[1].name, 'table');
+  await client.createMatch('klaberjass', { clientCreateId: 'my-own-create-id-01' });
+  await client.createMatch('klaberjass');
+  assert.strictEqual(requests[2].client_create_id, 'my-own-create-id-01');
+  assert.notStrictEqual(requests[3].client_create_id, requests[0].client_create_id);
+});
+
 test('watch() reopens a rate-limited stream after the RetryInfo delay', async () => {
   const { Client, Seat } = require('../cardgames');
   const client = new Client('127.0.0.1:9');

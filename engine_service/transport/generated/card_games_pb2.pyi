@@ -55,7 +55,7 @@ class Deck(_message.Message):
     def __init__(self, cards: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class CreateMatchRequest(_message.Message):
-    __slots__ = ("game", "options", "seats", "turn_time", "spectators_allowed", "name", "decks", "first_dealer", "listed", "spectator_delay_actions")
+    __slots__ = ("game", "options", "seats", "turn_time", "spectators_allowed", "name", "decks", "first_dealer", "listed", "spectator_delay_actions", "client_create_id")
     class OptionsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -73,6 +73,7 @@ class CreateMatchRequest(_message.Message):
     FIRST_DEALER_FIELD_NUMBER: _ClassVar[int]
     LISTED_FIELD_NUMBER: _ClassVar[int]
     SPECTATOR_DELAY_ACTIONS_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_CREATE_ID_FIELD_NUMBER: _ClassVar[int]
     game: str
     options: _containers.MessageMap[str, _match_pb2.OptionValue]
     seats: _containers.RepeatedCompositeFieldContainer[_match_pb2.SeatSpec]
@@ -83,7 +84,8 @@ class CreateMatchRequest(_message.Message):
     first_dealer: int
     listed: bool
     spectator_delay_actions: int
-    def __init__(self, game: _Optional[str] = ..., options: _Optional[_Mapping[str, _match_pb2.OptionValue]] = ..., seats: _Optional[_Iterable[_Union[_match_pb2.SeatSpec, _Mapping]]] = ..., turn_time: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., spectators_allowed: _Optional[bool] = ..., name: _Optional[str] = ..., decks: _Optional[_Iterable[_Union[Deck, _Mapping]]] = ..., first_dealer: _Optional[int] = ..., listed: _Optional[bool] = ..., spectator_delay_actions: _Optional[int] = ...) -> None: ...
+    client_create_id: str
+    def __init__(self, game: _Optional[str] = ..., options: _Optional[_Mapping[str, _match_pb2.OptionValue]] = ..., seats: _Optional[_Iterable[_Union[_match_pb2.SeatSpec, _Mapping]]] = ..., turn_time: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., spectators_allowed: _Optional[bool] = ..., name: _Optional[str] = ..., decks: _Optional[_Iterable[_Union[Deck, _Mapping]]] = ..., first_dealer: _Optional[int] = ..., listed: _Optional[bool] = ..., spectator_delay_actions: _Optional[int] = ..., client_create_id: _Optional[str] = ...) -> None: ...
 
 class CreateMatchResponse(_message.Message):
     __slots__ = ("match",)

@@ -1,0 +1,301 @@
+"""CreateMatch retried with its client_create_id (docs/api.md, "Reconnecting without losing
+anything"): a create whose answer was lost (UNAVAILABLE, a timeout, a crash after the match was
+written) used to leave an orphan match waiting for players nobody sent, and a retry made a
+second one. A retry with the same id now returns the match the id created, as it stands, never
+a second match: while it waits, once it has started or ended, after its eviction from memory
+and after a restart, as long as the store keeps it; two calls with one id at once make one
+match. The same id with another request is ALREADY_EXISTS / CLIENT_CREATE_ID_IN_USE. Retention
+forgets the id with its match. Only the id's hash is kept: never in a log line or the file."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import uuid
+from dataclasses import replace
+
+import pytest
+from structlog.testing import capture_logs
+
+from engine_service.observability.metrics import Metrics
+from engine_service.sessions.api import CreateMatchRequest, SeatConfig, SessionError
+from engine_service.sessions.manager import MatchManager
+from engine_service.sessions.terms import request_digest
+from engine_service.sessions.tokens import create_id_hash
+from engine_service.store import MemoryStore, SqliteStore, StoreError
+
+from tests.crash import crash
+
+from .helpers import config, join_all, manager, play_random, run
+
+
+def create_id() -> str:
+    return str(uuid.uuid4())
+
+
+def sqlite_manager(path, **overrides) -> MatchManager:
+    return MatchManager(config(db_path=str(path), **overrides), store=SqliteStore(path), metrics=Metrics(),
+                        create_bot_host=False)
+
+
+async def refused(call) -> SessionError:
+    with pytest.raises(SessionError) as info:
+        await call
+    return info.value
+
+
+def req(key: str = "", **fields) -> CreateMatchRequest:
+    return CreateMatchRequest(**{"game": "klaberjass", "name": "table", "client_create_id": key, **fields})
+
+
+@pytest.mark.parametrize("bad", ["x" * 15, "x" * 129, "0123456789abcdef\n", "0123456789abcdef\x00",
+                                 "0123456789abcdef\u200b", 12345678901234567890, b"0123456789abcdef0"])
+def test_a_bad_client_create_id_is_refused_and_creates_nothing(bad):
+    """16 to 128 printable characters (a UUID), else INVALID_ARGUMENT / BAD_CLIENT_CREATE_ID
+    naming the field, before anything is created; 16 and 128 characters are fine."""
+    store = MemoryStore()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            error = await refused(mgr.create_match(req(bad)))
+            held = list(mgr.match_ids())
+            edges = [await mgr.create_match(req(k)) for k in ("y" * 16, "z" * 128)]
+            return error, held, edges, await store.list_matches()
+
+    error, held, edges, stored = run(go())
+    assert (error.code, error.reason, error.metadata) == ("INVALID_ARGUMENT", "BAD_CLIENT_CREATE_ID",
+                                                          {"field": "client_create_id"})
+    assert held == [] and len(stored) == 2 and len({e.match_id for e in edges}) == 2
+
+
+def test_a_retry_returns_the_same_match_as_it_stands_whatever_its_status():
+    """The answer was lost: the retry gets the match that id created (its current summary),
+    while it waits, once it started, once it ended and once it was evicted from memory (read
+    back from the store); never a second match. Logged match_create_retried, never the id or
+    its hash; the server's limits do not refuse a retry (it creates nothing)."""
+    store, metrics = MemoryStore(), Metrics()
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(config(max_waiting_matches=1), store=store, metrics=metrics) as mgr:
+                key = create_id()
+                lost = await mgr.create_match(req(key))
+                again = await mgr.create_match(req(key))  # the limit of one waiting match: no matter
+                _, ps = await join_all(mgr, lost.match_id)
+                started = await mgr.create_match(req(key))
+                await play_random(mgr, lost.match_id, ps, random.Random(3))
+                ended = await mgr.create_match(req(key))
+                assert mgr.evict_finished() == 1 and lost.match_id not in mgr.match_ids()
+                evicted = await mgr.create_match(req(key))
+                other = await mgr.create_match(req(create_id()))
+                return key, lost, again, started, ended, evicted, other, await store.list_matches(), logs
+
+    key, lost, again, started, ended, evicted, other, stored, logs = run(go())
+    assert lost.status == again.status == "waiting"
+    assert again.match_id == started.match_id == ended.match_id == evicted.match_id == lost.match_id
+    assert started.status == "active" and ended.status == evicted.status == "finished"
+    assert evicted == ended
+    assert other.match_id != lost.match_id and len(stored) == 2
+    assert metrics.matches_created.labels("klaberjass")._value.get() == 2
+    assert [e["event"] for e in logs].count("match_create_retried") == 4
+    assert [e["with_create_id"] for e in logs if e["event"] == "match_created"] == [True, True]
+    text = repr(logs)
+    assert key not in text and create_id_hash(key) not in text
+
+
+@pytest.mark.parametrize("change", [
+    dict(game="jojotte"), dict(options={"kl_target_score": 300}), dict(seats=(SeatConfig(), SeatConfig("bot", "x"))),
+    dict(turn_time_s=20.0), dict(spectators_allowed=False), dict(name="another table"), dict(listed=True),
+    dict(spectator_delay_actions=3), dict(decks=(("7H",),)), dict(first_dealer=1), dict(takeover_bot="random"),
+])
+def test_the_digest_covers_every_field_but_the_id(change):
+    """A request that differs in any field digests differently; the id alone changes nothing."""
+    assert request_digest(req(create_id())) == request_digest(req(create_id())) == request_digest(req())
+    assert request_digest(replace(req(), **change)) != request_digest(req())
+
+
+def test_the_same_id_with_another_request_is_refused():
+    """ALREADY_EXISTS / CLIENT_CREATE_ID_IN_USE with a message that says only that (not the
+    match's id); nothing is created, and the first request's retry still gets its match."""
+    async def go():
+        async with manager() as mgr:
+            key = create_id()
+            first = await mgr.create_match(req(key))
+            errors = [await refused(mgr.create_match(req(key, **change)))
+                      for change in (dict(name="another"), dict(listed=True), dict(turn_time_s=20.0),
+                                     dict(spectators_allowed=False), dict(game="jojotte"))]
+            again = await mgr.create_match(req(key))
+            return first, errors, again, list(mgr.match_ids())
+
+    first, errors, again, held = run(go())
+    for e in errors:
+        assert (e.code, e.reason, e.metadata) == ("ALREADY_EXISTS", "CLIENT_CREATE_ID_IN_USE", {})
+        assert first.match_id not in e.message and "client_create_id" in e.message
+    assert again.match_id == first.match_id and held == [first.match_id]
+
+
+def test_an_invalid_request_is_refused_as_without_an_id():
+    """The request is checked first: a malformed one with a used id is INVALID_ARGUMENT, as
+    it would be without the id."""
+    async def go():
+        async with manager() as mgr:
+            key = create_id()
+            await mgr.create_match(req(key))
+            return await refused(mgr.create_match(req(key, spectator_delay_actions=10_000)))
+
+    error = run(go())
+    assert (error.code, error.reason) == ("INVALID_ARGUMENT", "BAD_SPECTATOR_DELAY")
+
+
+class SlowCreates(MemoryStore):
+    """A store whose creations take a while: concurrent calls overlap."""
+
+    async def create_match(self, record, decks=()):
+        await asyncio.sleep(0.05)
+        return await super().create_match(record, decks)
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_concurrent_calls_with_one_id_make_one_match(kind, tmp_path):
+    """Calls with one id at once (the client retried before the first answer came back) make
+    one match, and every answer names it; calls with other ids are not held up by them."""
+    store = SlowCreates() if kind == "memory" else SqliteStore(tmp_path / "db.sqlite3")
+
+    async def go():
+        async with manager(store=store) as mgr:
+            key = create_id()
+            answers = await asyncio.gather(*(mgr.create_match(req(key)) for _ in range(6)),
+                                           mgr.create_match(req(create_id())))
+            return answers, await store.list_matches()
+
+    answers, stored = run(go())
+    assert len({a.match_id for a in answers[:6]}) == 1 and answers[6].match_id != answers[0].match_id
+    assert len(stored) == 2
+
+
+def test_a_caller_that_goes_away_leaves_the_id_to_its_match():
+    """The first call is cancelled while its match is written (the client's deadline): the
+    write goes on, and a retry sent meanwhile waits for it and gets that match."""
+    store = SlowCreates()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            key = create_id()
+            first = asyncio.ensure_future(mgr.create_match(req(key)))
+            await asyncio.sleep(0.01)
+            first.cancel()
+            retry = await mgr.create_match(req(key))
+            return retry, await store.list_matches()
+
+    retry, stored = run(go())
+    assert [li.record.match_id for li in stored] == [retry.match_id]
+
+
+class CreatesInDoubt(MemoryStore):
+    """The next creation is written but answered with an error (the connection dropped at the
+    commit) and the read-back fails too: the caller is answered UNAVAILABLE."""
+
+    fail_next = False
+    unreadable = 0
+
+    async def create_match(self, record, decks=()):
+        await super().create_match(record, decks)
+        if self.fail_next:
+            self.fail_next = False
+            self.unreadable = 1
+            raise StoreError("connection lost at the commit")
+
+    async def load_match(self, match_id):
+        if self.unreadable > 0:
+            self.unreadable -= 1
+            raise StoreError("the database is unreachable")
+        return await super().load_match(match_id)
+
+
+def test_a_retry_after_an_unavailable_answer_gets_the_match_that_was_written():
+    """The create's answer was UNAVAILABLE though the match was written: the retry with the
+    id finds it in the store and returns it (the match is held from then on), instead of
+    creating a second one."""
+    store = CreatesInDoubt()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            key = create_id()
+            store.fail_next = True
+            error = await refused(mgr.create_match(req(key)))
+            retry = await mgr.create_match(req(key))
+            return error, retry, list(mgr.match_ids()), await store.list_matches()
+
+    error, retry, held, stored = run(go())
+    assert error.code == "UNAVAILABLE"
+    assert [li.record.match_id for li in stored] == [retry.match_id] == held
+    assert retry.status == "waiting"
+
+
+def test_a_retry_after_a_crash_gets_the_same_match_and_the_id_is_never_in_the_file(tmp_path):
+    """The id's hash is durable with the match: the engine died after the commit (the answer
+    was lost with it), and the retry against the restarted engine gets the same match, which
+    it had resumed (also one started with bots); the same id with another request is refused
+    there too. The file holds the hash, never the id."""
+    path = tmp_path / "m.sqlite3"
+    keys = [create_id(), create_id()]
+
+    async def first_life():
+        mgr = sqlite_manager(path)
+        await mgr.start()
+        waiting = await mgr.create_match(req(keys[0]))
+        ended = await mgr.create_match(req(keys[1], game="japanese_joker"))
+        _, ps = await join_all(mgr, ended.match_id)
+        await play_random(mgr, ended.match_id, ps, random.Random(2))
+        crash(mgr._store)
+        return waiting.match_id, ended.match_id
+
+    ids = run(first_life())
+
+    async def second_life():
+        mgr = sqlite_manager(path)
+        await mgr.start()
+        try:
+            held = set(mgr.match_ids())
+            retried = [await mgr.create_match(req(keys[0])),
+                       await mgr.create_match(req(keys[1], game="japanese_joker"))]
+            error = await refused(mgr.create_match(req(keys[0], name="other")))
+            return held, retried, error, await mgr._store.list_matches()
+        finally:
+            await mgr.close()
+
+    held, retried, error, stored = run(second_life())
+    assert held == {ids[0]}  # the ended match is not resumed: the retry reads it back
+    assert [r.match_id for r in retried] == list(ids)
+    assert [r.status for r in retried] == ["waiting", "finished"]
+    assert error.reason == "CLIENT_CREATE_ID_IN_USE" and len(stored) == 2
+    raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("m.sqlite3"))
+    for key in keys:
+        assert key.encode() not in raw
+    assert create_id_hash(keys[0]).encode() in raw
+
+
+def test_pruning_forgets_the_id(tmp_path):
+    """Once retention deletes the match, its id is forgotten: a create with it makes a new
+    match (the old one is not found)."""
+    path = tmp_path / "m.sqlite3"
+
+    async def go():
+        mgr = sqlite_manager(path)
+        await mgr.start()
+        try:
+            key = create_id()
+            first = await mgr.create_match(req(key))
+            await mgr.terminate_match(first.match_id, "test")
+            kept = await mgr.create_match(req(key))
+            counts = await mgr.prune_finished(time.time() + 1)
+            again = await mgr.create_match(req(key))
+            return first, kept, counts, again
+        finally:
+            await mgr.close()
+
+    first, kept, counts, again = run(go())
+    assert kept.match_id == first.match_id and kept.status == "terminated"
+    assert counts.matches == 1
+    assert again.match_id != first.match_id and again.status == "waiting"
