@@ -387,6 +387,24 @@ const [target, matchId, seat, token] = process.argv.slice(1);
 """
 
 
+def _json_lines_reader(process: asyncio.subprocess.Process, lines: list[dict]):
+    """``read_until(done, timeout_s)``: read ``process``'s JSON lines into ``lines`` until
+    ``done()``; an AssertionError (with what came so far) after ``timeout_s``, or with its
+    stderr when it ends first."""
+    async def read_until(done, timeout_s: float) -> None:
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while not done():
+            left = deadline - asyncio.get_running_loop().time()
+            try:
+                line = await asyncio.wait_for(process.stdout.readline(), max(0.0, left))
+            except asyncio.TimeoutError:
+                raise AssertionError(f"not within {timeout_s:g} s; so far {lines}") from None
+            assert line, (await process.stderr.read()).decode()
+            lines.append(json.loads(line))
+
+    return read_until
+
+
 def test_node_watch_hook_through_a_long_outage(engine, node):
     """The Node client's watch() tells its onConnection hook that the stream dropped
     (reconnecting, try 1, 2... of maxFailures, UNAVAILABLE) and that it is back (resumed) within
@@ -404,17 +422,7 @@ def test_node_watch_hook_through_a_long_outage(engine, node):
                 node, "-e", _WATCH_WITH_HOOK, proxy.target, match.match_id, str(spectator.seat), spectator.token,
                 cwd=NODE_DIR, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
             lines: list[dict] = []
-
-            async def read_until(done, timeout_s: float) -> None:
-                deadline = asyncio.get_running_loop().time() + timeout_s
-                while not done():
-                    left = deadline - asyncio.get_running_loop().time()
-                    try:
-                        line = await asyncio.wait_for(watcher.stdout.readline(), max(0.0, left))
-                    except asyncio.TimeoutError:
-                        raise AssertionError(f"not within {timeout_s:g} s; so far {lines}") from None
-                    assert line, (await watcher.stderr.read()).decode()
-                    lines.append(json.loads(line))
+            read_until = _json_lines_reader(watcher, lines)
 
             try:
                 await mover.act(lambda v: v.legal_actions[0].notation)
@@ -463,17 +471,7 @@ def test_node_watch_through_a_network_that_drops_every_packet(node, tmp_path):
                 node, "-e", _WATCH_WITH_HOOK, proxy.target, match.match_id, str(watching.seat), watching.token,
                 cwd=NODE_DIR, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
             lines: list[dict] = []
-
-            async def read_until(done, timeout_s: float) -> None:
-                deadline = asyncio.get_running_loop().time() + timeout_s
-                while not done():
-                    left = deadline - asyncio.get_running_loop().time()
-                    try:
-                        line = await asyncio.wait_for(watcher.stdout.readline(), max(0.0, left))
-                    except asyncio.TimeoutError:
-                        raise AssertionError(f"not within {timeout_s:g} s; so far {lines}") from None
-                    assert line, (await watcher.stderr.read()).decode()
-                    lines.append(json.loads(line))
+            read_until = _json_lines_reader(watcher, lines)
 
             try:
                 await mover.act(lambda v: v.legal_actions[0].notation)
