@@ -102,7 +102,8 @@ DOCUMENTED = _documented_errors()
 METADATA_KEYS = {"INVALID_OPTIONS": {"option"}, "ILLEGAL_ACTION": {"action"}, "NOT_YOUR_TURN": {"to_act"},
                  "STALE_SEQUENCE": {"expected_seq", "seq"}, "UNKNOWN_BOT": {"bot"},
                  "MISSING_FIELD": {"field"}, "FIELD_TOO_LONG": {"field"}, "BAD_LIMIT": {"field"},
-                 "BAD_EXPECTED_SEQ": {"field"}, "BAD_DURATION": {"field"}, "BAD_CLIENT_JOIN_ID": {"field"}}
+                 "BAD_EXPECTED_SEQ": {"field"}, "BAD_DURATION": {"field"}, "BAD_CLIENT_JOIN_ID": {"field"},
+                 "BAD_CLIENT_CREATE_ID": {"field"}}
 
 
 def test_the_error_table_is_read_from_the_docs():
@@ -1075,6 +1076,12 @@ def bad_field(t: Table) -> Bad | None:
         req, md = _submit(t, seat, other, client_action_id=cid)
         return _bad("bad client_action_id", "SubmitAction", req, {(INVALID, "CLIENT_ACTION_ID_REUSED")}, md, seat)
     if pick == 4:
+        if rng.random() < 0.25:
+            # a client_create_id that is not 16 to 128 printable characters (docs/api.md, "Creating")
+            cid = rng.choice([_printable(rng, rng.randint(1, 15)), _token_like(rng, rng.randint(129, 3000)),
+                              _unprintable_text(rng, 128), _token_like(rng, 32) + rng.choice(UNPRINTABLE)])
+            req = pb.CreateMatchRequest(game=t.game.id, client_create_id=cid)
+            return _bad("bad client_create_id", "CreateMatch", req, {(INVALID, "BAD_CLIENT_CREATE_ID")})
         which = rng.random()
         if which < 1 / 3:
             req = pb.JoinMatchRequest(match_id=t.match_id, player_name=_unicode(rng, rng.randint(65, 500)))
