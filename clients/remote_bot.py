@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextvars
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -194,14 +196,45 @@ async def play_seat(session: SeatSession, runner: BotRunner, bot_name: str, game
     return await session.summary(), stats
 
 
+def _in_daemon_thread(fn: Any, *args: Any, **kwargs: Any) -> asyncio.Future[Any]:
+    """``fn(*args, **kwargs)`` in a new daemon thread (with the caller's context variables); its
+    result or exception completes the returned future, unless the loop is gone by then."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def run() -> None:
+        try:
+            result, error = context.run(fn, *args, **kwargs), None
+        except BaseException as exc:  # noqa: BLE001 (handed to the awaiting coroutine)
+            result, error = None, exc
+        try:
+            loop.call_soon_threadsafe(settle, result, error)
+        except RuntimeError:  # the loop closed meanwhile: nobody waits for this answer
+            pass
+
+    threading.Thread(target=run, name="remote-bot-decide", daemon=True).start()
+    return future
+
+
 async def _decide(runner: BotRunner, bot_name: str, game_id: str, seat: int, view: dict[str, Any],
                   seed: int, budget: float) -> Reply:
     """One decision in a thread, as a worker of the service would make it: a bot's
     ``sys.exit`` is a ``crash`` answer, and a bot still thinking half the network margin past
     its budget is a ``timeout`` (the auto-move is sent in time). A thread cannot be killed: an
-    overrunning bot's thread runs on, and its answer is dropped."""
-    thinking = asyncio.ensure_future(asyncio.to_thread(
-        runner.decide, bot_name, game_id, seat, view, view["legal"], seed, budget, in_process=True))
+    overrunning bot's thread runs on, and its answer is dropped. The thread is a daemon of its
+    own, not one of the loop's executor, which ``asyncio.run`` waits for at its end: a bot that
+    never returns must not keep the client running after the match."""
+    thinking = _in_daemon_thread(runner.decide, bot_name, game_id, seat, view, view["legal"], seed,
+                                 budget, in_process=True)
     try:
         return await asyncio.wait_for(asyncio.shield(thinking), budget + NETWORK_MARGIN_S / 2)
     except TimeoutError:

@@ -71,7 +71,8 @@ def describe_exception(exc: BaseException) -> str:
 def describe_answer(answer: Any) -> str:
     if isinstance(answer, str):
         return f"a string of {len(answer)} characters that is not a legal action"
-    return f"a {type(answer).__name__}, not an action string"
+    kind = type(answer).__name__
+    return f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind}, not an action string"
 
 
 class BotRunner:

@@ -184,3 +184,40 @@ def test_a_wrong_number_of_opponents_is_refused():
                                                  "--opponents", "random,random"])
     with pytest.raises(SystemExit, match="give one opponent for every seat or 3"):
         asyncio.run(remote_bot.open_seat(None, args, 4))
+
+
+HUNG_DECISION = """
+import asyncio, random, sys
+from clients import remote_bot
+from engine_service.plugins.manager import PluginSettings, load_catalog
+from engine_service.plugins.runner import BotRunner
+from engine_service.rules import get_game
+from tests.rules.playout import iter_states
+
+state = next(iter_states(get_game("klaberjass"), 1))
+view = state.view(state.to_act())
+runner = BotRunner(load_catalog(PluginSettings.resolve(extra=["tests.plugins.bad_bots"], environ={})))
+reply = asyncio.run(remote_bot._decide(runner, "sleeps", "klaberjass", view["seat"], view, 1, 0.1))
+print(reply.failure, flush=True)
+"""
+
+
+def test_a_bot_that_never_answers_does_not_keep_the_client_alive():
+    """The thread of a timed-out decision runs on (a thread cannot be killed), but it must not
+    hold the process at its end: ``asyncio.run`` waits for its executor's threads, which made
+    ``remote_bot`` hang after the match until the bot returned (``sleeps``: 60 s; never, for a
+    bot in an endless loop)."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from tests.shared_paths import ROOT
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", HUNG_DECISION], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=45)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "timeout"  # after the plugin loading log lines
+    assert time.monotonic() - started < 30

@@ -270,3 +270,14 @@ def test_the_host_runs_without_a_plugin_that_fails_to_import():
         run(with_host(body, plugins=["tests.plugins.import_fails", "tests.plugins.bad_bots"]))
     failed = [e for e in logs if e["event"] == "bot_plugin_failed"]
     assert failed and failed[0]["stage"] == "import" and "not installed" in failed[0]["error"]
+
+
+def test_an_answer_that_is_no_string_is_described_by_its_type():
+    """The ``detail`` of an illegal answer names its kind, never its value (it could name a
+    hidden card), with the right article ("a int" before)."""
+    from engine_service.plugins.runner import describe_answer
+
+    assert describe_answer(42) == "an int, not an action string"
+    assert describe_answer(None) == "a NoneType, not an action string"
+    assert describe_answer(["play:AS"]) == "a list, not an action string"
+    assert describe_answer("play:ZZ") == "a string of 7 characters that is not a legal action"
