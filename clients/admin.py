@@ -48,7 +48,13 @@ from datetime import timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-import grpc
+if __name__ == "__main__":
+    # A command, not the library: gRPC's C core writes only its errors (as `serve` has it), so
+    # that a failure is the one "error" line and not a plain INFO line per failed handshake
+    # before it (a wrong --ca); GRPC_VERBOSITY=INFO brings them back. Before grpc is imported.
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+
+import grpc  # noqa: E402
 
 from .cardgames_client import AdminClient, CardGamesError, MatchSummary, connect, python_value, struct_value
 from engine_service.transport.generated import match_pb2

@@ -18,7 +18,13 @@ import argparse
 import os
 import sys
 
-import grpc
+if __name__ == "__main__":
+    # A command, not the library: gRPC's C core writes only its errors (as `serve` has it), so
+    # that a failure is the one "error" line and not a plain INFO line per failed handshake
+    # before it (a wrong --ca); GRPC_VERBOSITY=INFO brings them back. Before grpc is imported.
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+
+import grpc  # noqa: E402
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 DEFAULT_PORT = 50051

@@ -96,7 +96,9 @@ async def _prune(db: str, days: float, *, dry_run: bool, vacuum: bool) -> int:
     from .store.sqlite import SqliteStore
 
     where = describe_location(db)
-    store = open_store(db, Metrics(), lock_wait_s=0.0)
+    # never give the tables to a database that has none (a mistyped URL or path); the dry run
+    # does not migrate an older schema either (a real run does, as the engine would)
+    store = open_store(db, Metrics(), lock_wait_s=0.0, create=False, migrate=not dry_run)
     try:
         await store.open()
     except StoreInUse as exc:
@@ -112,6 +114,12 @@ async def _prune(db: str, days: float, *, dry_run: bool, vacuum: bool) -> int:
         print(f"{where}: matches that ended before {_iso(cutoff)} (more than {days:g} days ago)")
         if dry_run:
             print(f"dry run: would delete {_describe(await store.count_finished(cutoff))}; nothing changed")
+            outdated = getattr(store, "outdated_from", None)
+            if outdated is not None:
+                current = sys.modules[type(store).__module__].SCHEMA_VERSION
+                print(f"schema version {outdated}, older than this program's {current}, left as it was: "
+                      "a real run migrates it first, as the engine would (take a backup first: "
+                      "docs/operations.md, Upgrades)")
             if isinstance(store, SqliteStore):
                 space = await store.space()
                 print(f"file: {_bytes(space.file_bytes + space.wal_bytes)}, of which {_bytes(space.free_bytes)} "

@@ -289,7 +289,8 @@ SETTINGS: tuple[Setting, ...] = (
             "SECONDS"),
     Setting("max_connection_idle_s", _off_or_float(1.0, DAY_S, "seconds"), "close a connection "
             "that has had no call for this long (GOAWAY: the client reconnects on its next call; "
-            "an open WatchMatch stream is a call); 0: never, as gRPC does", "SECONDS"),
+            "an open WatchMatch stream is a call; gRPC checks once per period, so it comes 1 to 2 "
+            "times this long after the last call); 0: never, as gRPC does", "SECONDS"),
     # the hard limit is twice this (transport/server.py)
     Setting("max_pending_requests", _int(1, C_INT_MAX // 2), "calls queued for the application "
             "in a burst", "N"),

@@ -30,17 +30,20 @@ def _is_postgres(location: str | os.PathLike[str]) -> bool:
 
 
 def open_store(location: str | os.PathLike[str], metrics: Metrics | None = None,
-               lock_wait_s: float = 0.0) -> Store:
+               lock_wait_s: float = 0.0, *, create: bool = True, migrate: bool = True) -> Store:
     """A store for ``location``: ``"memory:"`` for an in-process store, a ``postgresql://``
     (or ``postgres://``) URL for PostgreSQL, anything else is the path of a SQLite file
     (created if missing). Call ``await store.open()`` before use; it waits up to
-    ``lock_wait_s`` for another engine process holding the database to let go."""
+    ``lock_wait_s`` for another engine process holding the database to let go. ``create``
+    and ``migrate`` False (SQLite, PostgreSQL): a database without the engine's tables is
+    refused rather than given them, one of an older schema opened as it is, not migrated."""
     if str(location) == MEMORY:
         return MemoryStore(metrics)
     if _is_postgres(location):
         from .postgres import PostgresStore  # psycopg is imported only by who uses it
-        return PostgresStore(str(location), metrics, lock_wait_s=lock_wait_s)
-    return SqliteStore(location, metrics, lock_wait_s=lock_wait_s)
+        return PostgresStore(str(location), metrics, lock_wait_s=lock_wait_s, create=create,
+                             migrate=migrate)
+    return SqliteStore(location, metrics, lock_wait_s=lock_wait_s, create=create, migrate=migrate)
 
 
 def describe_location(location: str | os.PathLike[str]) -> str:

@@ -394,9 +394,16 @@ class PostgresStore(Store):
 
     def __init__(self, dsn: str, metrics: Metrics | None = None, pool_size: int = 8,
                  lock_wait_s: float = 0.0, ownership_check_s: float = CHECK_S,
-                 exclusive: bool = True, call_timeout_s: float = CALL_TIMEOUT_S) -> None:
+                 exclusive: bool = True, call_timeout_s: float = CALL_TIMEOUT_S,
+                 create: bool = True, migrate: bool = True) -> None:
         super().__init__(metrics)
         self.dsn = str(dsn)
+        #: ``create=False``: a schema without the engine's tables is refused (NotADatabase),
+        #: not given them; ``migrate=False``: tables of an older schema version are used as
+        #: they are (:attr:`outdated_from`) instead of migrated (the offline prune's dry run).
+        self.create = create
+        self.migrate = migrate
+        self.outdated_from: int | None = None  # the older schema version left as it was
         self.where = redact(self.dsn)
         self.pool_size = max(1, pool_size)
         self.lock_wait_s = lock_wait_s
@@ -795,6 +802,8 @@ class PostgresStore(Store):
         tables = {name for (name,) in await (await conn.execute(
             "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
             "WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')", (schema,))).fetchall()}
+        if not tables and not self.create:
+            raise NotADatabase(f"schema {schema!r} of {self.where} holds no tables of this service")
         if not tables:
             for statement in SCHEMA:
                 await conn.execute(statement)
@@ -820,6 +829,9 @@ class PostgresStore(Store):
                                f"newer than this program's {SCHEMA_VERSION}; upgrade the program")
         if version < 1:
             raise NotADatabase(f"schema {schema!r} of {self.where} has no valid schema version")
+        if version < SCHEMA_VERSION and not self.migrate:
+            self.outdated_from = version
+            return
         if version < SCHEMA_VERSION:  # still inside the open transaction: all steps or none
             step = version + 1
             try:

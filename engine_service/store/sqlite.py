@@ -217,10 +217,18 @@ class SqliteStore(Store):
     of the database's own guarantees); an engine never opens its store so."""
 
     def __init__(self, path: str | os.PathLike[str], metrics: Metrics | None = None,
-                 lock_wait_s: float = 0.0, exclusive: bool = True) -> None:
+                 lock_wait_s: float = 0.0, exclusive: bool = True, create: bool = True,
+                 migrate: bool = True) -> None:
         super().__init__(metrics)
         self.path = str(path)
         self.lock_wait_s = lock_wait_s
+        #: ``create=False``: a file without the engine's tables is refused (NotADatabase), not
+        #: given them; ``migrate=False``: a database of an older schema is opened as it is
+        #: (:attr:`outdated_from` says which) instead of migrated. The offline prune's dry run
+        #: opens with both False, so that it changes nothing.
+        self.create = create
+        self.migrate = migrate
+        self.outdated_from: int | None = None  # the older schema version left as it was
         self._ownership = FileOwnership(self.path) if self.path != ":memory:" and exclusive else None
         self._jobs: queue.SimpleQueue | None = None
         self._thread: threading.Thread | None = None
@@ -557,6 +565,8 @@ class SqliteStore(Store):
         if app_id == APPLICATION_ID and version > SCHEMA_VERSION:
             raise NotADatabase(f"{path} has schema version {version}, newer than this "
                                f"program's {SCHEMA_VERSION}; upgrade the program")
+        if not schema_objects and not self.create:
+            raise NotADatabase(f"{path} holds no tables of this service")
         if schema_objects and path != ":memory:":
             self._check_integrity(conn)
         try:
@@ -573,6 +583,8 @@ class SqliteStore(Store):
                 conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
                 conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
                 conn.execute("COMMIT")
+            elif version < SCHEMA_VERSION and not self.migrate:
+                self.outdated_from = version
             elif version < SCHEMA_VERSION:
                 self._migrate(conn, version)
         except sqlite3.DatabaseError as exc:

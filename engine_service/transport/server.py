@@ -387,7 +387,8 @@ class GrpcServer:
             log.warning("admin_api_disabled",
                         hint="set --admin-token or CARDGAMES_ADMIN_TOKEN to enable the admin API")
         rl = self.rate_limits
-        log.info("grpc_server_started", address=self._address, port=port,
+        host = self._address.rsplit(":", 1)[0]  # the port bound, not 0 when any was asked for
+        log.info("grpc_server_started", address=f"{host}:{port}", port=port,
                  tls=self._tls is not None,
                  rate_limit_seat=f"{rl.seat.per_s:g}/s burst {rl.seat.capacity:g}" if rl.seat.enabled else "off",
                  rate_limit_peer=f"{rl.peer.per_s:g}/s burst {rl.peer.capacity:g}" if rl.peer.enabled else "off",

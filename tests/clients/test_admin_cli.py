@@ -43,6 +43,7 @@ def admin(target: str | None, *args: str, token: str | None = ADMIN_TOKEN, stdin
     (``None``: none); fails the test if the real admin token shows up in its output."""
     env = dict(os.environ, COLUMNS="250", PYTHONUNBUFFERED="1")
     env.pop("CARDGAMES_ADMIN_TOKEN", None)
+    env.pop("GRPC_VERBOSITY", None)  # as an operator's shell has it
     if token is not None:
         env["CARDGAMES_ADMIN_TOKEN"] = token
     module = WITHOUT_RICH if without_rich else ["-m", "clients.admin"]
@@ -307,11 +308,22 @@ def test_unreachable_engine(engine):
 
 
 def test_tls(tmp_path):
+    (tmp_path / "other").mkdir()
     cert, key = self_signed_certificate(tmp_path)
     with LocalService(admin_token=ADMIN_TOKEN, args=["--tls-cert", str(cert), "--tls-key", str(key)]) as service:
         assert ok(admin(service.target, "list", "--tls", "--ca-file", str(cert), "--server-name", "localhost",
                         "--json")) == ""
         assert "no matches" in ok(admin(service.target, "list", "--tls", "--ca", str(cert)))
+        # a CA that is not the server's: the one error line, without the gRPC core's plain
+        # "Handshake failed" INFO line per attempt before it (the commands left its verbosity
+        # at the default; serve sets ERROR)
+        other, _ = self_signed_certificate(tmp_path / "other")
+        line = refused(admin(service.target, "list", "--tls", "--ca", str(other), "--timeout", "3"))
+        assert line.startswith("error: UNAVAILABLE") and "CERTIFICATE_VERIFY_FAILED" in line, line
+        health = subprocess.run([sys.executable, "-m", "clients.health", "--target", service.target, "--tls",
+                                 "--ca", str(other)], capture_output=True, text=True, timeout=60, cwd=ROOT,
+                                env={k: v for k, v in os.environ.items() if k != "GRPC_VERBOSITY"})
+        assert health.returncode == 1 and len(health.stderr.strip().splitlines()) == 1, health.stderr
 
 
 def test_the_default_target_is_the_port_the_engine_beside_it_listens_on(monkeypatch):

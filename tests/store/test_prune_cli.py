@@ -230,3 +230,54 @@ def test_postgres_dry_run_real_run_and_refusal(pg_url, capsys):
     assert status == 0 and f"deleted {EVERYTHING_OLD} (1 transaction)" in out and "autovacuum" in out
     assert stored(pg_url) == (set(KEPT), PruneCounts())
 
+
+
+# ---- what the command never changes ---------------------------------------------------------
+
+def test_the_dry_run_leaves_an_older_sqlite_schema_as_it_was(tmp_path, capsys):
+    """The dry run "changes nothing": it used to migrate a database of an older schema on
+    opening it (as an engine does), so that the release it came from could no longer open it.
+    It counts on the schema as it is and says that a real run migrates it; the real run does."""
+    from .test_migrations import _columns, _sqlite_v6, _user_version
+
+    path = tmp_path / "v6.sqlite3"
+    _sqlite_v6(path)
+    before = _columns(path)
+    status, out, _ = prune(capsys, "--db", str(path), "--older-than-days", "30", "--dry-run")
+    assert status == 0 and "dry run: would delete 1 matches (0 actions, 0 decks, 0 seats); nothing changed" in out
+    assert "schema version 6, older than this program's 7, left as it was" in out
+    assert _user_version(path) == 6 and _columns(path) == before
+    status, out, _ = prune(capsys, "--db", str(path), "--older-than-days", "30")
+    assert status == 0 and "deleted 1 matches" in out and "older than" not in out
+    assert _user_version(path) == 7
+
+
+def test_the_dry_run_leaves_an_older_postgres_schema_as_it_was(pg_database, pg_schema, capsys):
+    from .test_migrations import _meta_version, _postgres_v6
+
+    schema, url = pg_schema
+    _postgres_v6(pg_database, schema)
+    status, out, _ = prune(capsys, "--db", url, "--older-than-days", "30", "--dry-run")
+    assert status == 0 and "dry run: would delete 1 matches" in out
+    assert "schema version 6, older than this program's 7, left as it was" in out
+    assert _meta_version(pg_database, schema) == "6"
+    status, out, _ = prune(capsys, "--db", url, "--older-than-days", "30")
+    assert status == 0 and "deleted 1 matches" in out
+    assert _meta_version(pg_database, schema) == "7"
+
+
+def test_a_database_without_the_engines_tables_is_refused_not_given_them(tmp_path, pg_database, pg_schema,
+                                                                        capsys):
+    """A mistyped path or URL (an empty file, an empty database or schema) is "not a database
+    of this service" (exit status 2): the command used to create the engine's tables in it."""
+    empty = tmp_path / "empty.sqlite3"
+    empty.touch()
+    for args in ((), ("--dry-run",)):
+        status, out, err = prune(capsys, "--db", str(empty), "--older-than-days", "30", *args)
+        assert (status, out, err) == (2, "", f"error: {empty} holds no tables of this service\n")
+        assert empty.stat().st_size == 0
+    schema, url = pg_schema
+    for args in ((), ("--dry-run",)):
+        status, out, err = prune(capsys, "--db", url, "--older-than-days", "30", *args)
+        assert status == 2 and out == "" and "holds no tables of this service" in err, err
+        assert pg_database.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,)) == []

@@ -184,6 +184,23 @@ async def _serves_a_call(server, port: int, tls: bool) -> None:
         assert [g.id for g in games.games] == ["g"]
 
 
+@pytest.mark.parametrize("host", ["127.0.0.1", "[::1]"])
+@run
+async def test_the_started_line_names_the_port_bound_when_any_was_asked_for(host):
+    """--port 0 binds any free port, "logged at start": grpc_server_started's ``port`` was
+    that port, but its ``address`` kept the 0 it was asked for (``127.0.0.1:0``)."""
+    from structlog.testing import capture_logs
+
+    with capture_logs() as logs:
+        server = GrpcServer(ScriptedService(), metrics=Metrics(), admin_token=None, host=host, port=0)
+        port = await server.start()
+    try:
+        (started,) = [e for e in logs if e["event"] == "grpc_server_started"]
+        assert port > 0 and (started["address"], started["port"]) == (f"{host}:{port}", port)
+    finally:
+        await server.drain(grace_s=1)
+
+
 def test_the_handshake_timeout_is_a_channel_argument():
     assert ("grpc.server_handshake_timeout_ms", 20_000) in channel_options(ServerLimits())
     assert ("grpc.server_handshake_timeout_ms", 1_500) in \
