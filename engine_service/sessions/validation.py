@@ -1,6 +1,7 @@
 """The checks of what a caller or the operator names, made before any match is read or
 locked: display names (:func:`clean_name`), JoinMatch's ``client_join_id``
-(:func:`check_client_join_id`), CreateMatch's ``client_create_id`` (:func:`check_client_create_id`), a new match's seats and bots (:func:`seat_configs`,
+(:func:`check_client_join_id`), CreateMatch's ``client_create_id``
+(:func:`check_client_create_id`), a new match's seats and bots (:func:`seat_configs`,
 :func:`check_bot`) and, at start, the session's takeover bot (:func:`check_takeover_bot`,
 :class:`TakeoverBotUnavailable`).
 
