@@ -387,6 +387,16 @@ const [target, matchId, seat, token] = process.argv.slice(1);
 """
 
 
+async def _node_watcher(node: str, target: str, match_id: str, seat: cg.SeatSession):
+    """:data:`_WATCH_WITH_HOOK` for ``seat`` through ``target``: the process, the JSON lines it
+    printed so far (filled by the reader), and its ``read_until`` (:func:`_json_lines_reader`)."""
+    watcher = await asyncio.create_subprocess_exec(
+        node, "-e", _WATCH_WITH_HOOK, target, match_id, str(seat.seat), seat.token,
+        cwd=NODE_DIR, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    lines: list[dict] = []
+    return watcher, lines, _json_lines_reader(watcher, lines)
+
+
 def _json_lines_reader(process: asyncio.subprocess.Process, lines: list[dict]):
     """``read_until(done, timeout_s)``: read ``process``'s JSON lines into ``lines`` until
     ``done()``; an AssertionError (with what came so far) after ``timeout_s``, or with its
@@ -418,11 +428,7 @@ def test_node_watch_hook_through_a_long_outage(engine, node):
             await proxy.__aenter__()
             port = proxy.port
             spectator = sessions[0] if mover is not sessions[0] else sessions[1]
-            watcher = await asyncio.create_subprocess_exec(
-                node, "-e", _WATCH_WITH_HOOK, proxy.target, match.match_id, str(spectator.seat), spectator.token,
-                cwd=NODE_DIR, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-            lines: list[dict] = []
-            read_until = _json_lines_reader(watcher, lines)
+            watcher, lines, read_until = await _node_watcher(node, proxy.target, match.match_id, spectator)
 
             try:
                 await mover.act(lambda v: v.legal_actions[0].notation)
@@ -467,11 +473,7 @@ def test_node_watch_through_a_network_that_drops_every_packet(node, tmp_path):
         async with cg.connect(service.target) as client, CuttableProxy(service.target) as proxy:
             match, sessions, mover = await two_seats(client)
             watching = sessions[0] if mover is not sessions[0] else sessions[1]
-            watcher = await asyncio.create_subprocess_exec(
-                node, "-e", _WATCH_WITH_HOOK, proxy.target, match.match_id, str(watching.seat), watching.token,
-                cwd=NODE_DIR, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-            lines: list[dict] = []
-            read_until = _json_lines_reader(watcher, lines)
+            watcher, lines, read_until = await _node_watcher(node, proxy.target, match.match_id, watching)
 
             try:
                 await mover.act(lambda v: v.legal_actions[0].notation)
