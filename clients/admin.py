@@ -196,8 +196,9 @@ def matches_table(matches: Sequence[MatchSummary]) -> "Table":
     styles = {"waiting": "yellow", "active": "green", "finished": "dim", "terminated": "red"}
     for m in matches:
         status = status_name(m.status)
+        # names (the match's, the players') are anyone's to choose: text, never markup
         table.add_row(m.match_id, m.game, Text(status, style=styles.get(status, "")), str(m.seq),
-                      "\n".join(seat_text(s) for s in m.seats), created_text(m), m.name)
+                      Text("\n".join(seat_text(s) for s in m.seats)), created_text(m), Text(m.name))
     return table
 
 

@@ -589,7 +589,7 @@ def _duration(seconds: float) -> duration_pb2.Duration:
 class _Audience:
     client: Client
     match_id: str
-    token: str | None
+    token: str | None = field(repr=False)  # a secret: never in a repr
 
     async def view(self) -> View:
         """The audience's current view (GetView)."""
@@ -820,7 +820,7 @@ class AdminClient:
     """The AdminService with the admin token (``Client.admin`` when the client has one)."""
 
     channel: grpc.aio.Channel
-    token: str | None
+    token: str | None = field(repr=False)  # a secret: never in a repr (a traceback's locals)
     timeout_s: float = 10.0
     stub: Any = field(init=False)
 

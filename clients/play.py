@@ -538,8 +538,9 @@ def print_lobby(matches: Sequence[Any], target: str, console: Console) -> None:
                                            else (s.player_name or "taken") if s.taken else "open")
                           for s in m.seats)
         options = ", ".join(f"{k}={json.dumps(python_value(v))}" for k, v in sorted(m.options.items()))
+        # names are anyone's to choose: printed as text, never read as markup
         console.print(f"{m.match_id}  {m.game}  {m.name!r}  seats {seats}"
-                      + (f"  options {options}" if options else ""), highlight=False)
+                      + (f"  options {options}" if options else ""), highlight=False, markup=False)
     console.print(f"join one: python -m clients.play --target {target} --match MATCH_ID", style="dim")
 
 
@@ -558,7 +559,7 @@ def print_result(summary: Any, seat: int, console: Console) -> None:
     names = ", ".join(render.seat_name(summary, w, seat) for w in winners) or "none"
     how = [str(result[k]) for k in ("outcome", "reason") if result.get(k) and result[k] != "completed"]
     console.print(f"match {summary.match_id} {status}: winners {names}; totals {result.get('totals')}"
-                  + (f" ({': '.join(how)})" if how else ""))
+                  + (f" ({': '.join(how)})" if how else ""), markup=False)  # names: never markup
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -352,7 +352,7 @@ def deal_results_table(view: Any, summary: Any | None, last: int = 6) -> Table |
                  header_style="bold")
     grid.add_column("#")
     for seat in range(seats):
-        grid.add_column(seat_name(summary, seat, me))
+        grid.add_column(Text(seat_name(summary, seat, me)))  # a name as written, never markup
     start = max(0, len(results) - last)
     for number, result in enumerate(results[start:], start=start + 1):
         cells = []

@@ -175,12 +175,18 @@ async def run(args: argparse.Namespace, console: Console) -> int:
                 print(connection_lost_line(app, args), file=sys.stderr)
                 return EXIT_CONNECTION_LOST
             final = await spectator.summary()
+    print_final(final, console)
+    return 0
+
+
+def print_final(final: Any, console: Console) -> None:
+    """The last line: the match's status and, once it is over, its winners and totals (the
+    players' names printed as text, never read as markup: anyone chooses their name)."""
     result = render.struct_dict(final.result) if final.HasField("result") else {}
     status = match_pb2.MatchStatus.Name(final.status).removeprefix("MATCH_STATUS_").lower()
     console.print(f"match {final.match_id} {status}" + (
         f": winners {', '.join(render.seat_name(final, w) for w in result.get('winners', [])) or 'none'}; "
-        f"totals {result.get('totals')}" if result else ""))
-    return 0
+        f"totals {result.get('totals')}" if result else ""), markup=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -339,17 +339,18 @@ class MatchManager:
             return await self._create(request, terms)
         create_hash, digest = create_id_hash(client_create_id), request_digest(request)
 
-        async def keyed() -> MatchSummary:
-            # one call per id at a time in this process (a second waits for the first's
-            # outcome); the store's unique index keeps one match per id whatever happens
-            while (busy := self._creating_ids.get(create_hash)) is not None:
-                await busy.wait()
-            done = self._creating_ids[create_hash] = asyncio.Event()
+        # one call per id at a time in this process (a second waits for the first's
+        # outcome); the store's unique index keeps one match per id whatever happens
+        while (busy := self._creating_ids.get(create_hash)) is not None:
+            await busy.wait()
+        done = self._creating_ids[create_hash] = asyncio.Event()
+
+        def release() -> None:
+            del self._creating_ids[create_hash]
+            done.set()
+
+        async def write() -> MatchSummary:
             try:
-                found = await self._created_with(create_hash, digest)
-                if found is not None:
-                    found.log.info("match_create_retried", status=found.status)
-                    return found.summary()
                 try:
                     return await self._create(request, terms, create_hash, digest)
                 except Unavailable as exc:
@@ -362,12 +363,22 @@ class MatchManager:
                         raise
                     return found.summary()
             finally:
-                del self._creating_ids[create_hash]
-                done.set()
+                release()
 
-        # as a creation (below): a caller that goes away leaves the id busy until its outcome
-        # is known, so that a retry sent meanwhile finds the match instead of making another
-        return await _uninterrupted(keyed(), "create-keyed", self._writes)
+        try:
+            # a caller that goes away during the look-up stops here: nothing was written
+            found = await self._created_with(create_hash, digest)
+        except BaseException:
+            release()
+            raise
+        if found is not None:
+            release()
+            found.log.info("match_create_retried", status=found.status)
+            return found.summary()
+        # as a creation (_create): a caller that goes away while its match is written leaves
+        # the id busy until the write's outcome is known, so that a retry sent meanwhile finds
+        # the match instead of making another
+        return await _uninterrupted(write(), "create-keyed", self._writes)
 
     async def _created_with(self, create_hash: str, digest: str) -> LiveMatch | None:
         """The match created with ``create_hash`` (held, or read from the store and held from

@@ -68,6 +68,7 @@ import re
 from collections import Counter
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, AsyncIterator, Awaitable, Callable, Mapping, Sequence, TypeVar
+from urllib.parse import unquote
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -219,14 +220,26 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
 }
 
 
-_USERINFO_PASSWORD = re.compile(r"(://[^:/@?#]*):[^@/?#]*@")
+#: A URL's ``user:password@``, read as libpq reads it: the user info ends at the first "@"
+#: unless a "/" comes first ("?" and "#" may be in a password as they are)
+_USERINFO_PASSWORD = re.compile(r"(://[^:/@]*):[^@/]*@")
 _PASSWORD_PARAMETER = re.compile(r"(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s]*)")
+#: A URL's query parameter: libpq percent-decodes its name too (``pass%77ord=``)
+_QUERY_PARAMETER = re.compile(r"([?&])([^=&]*)=([^&]*)")
+
+
+def _redact_query(match: re.Match) -> str:
+    name = unquote(match.group(2)).strip().lower()
+    return f"{match.group(1)}{match.group(2)}=***" if name == "password" else match.group(0)
 
 
 def redact(dsn: str) -> str:
     """``dsn`` without its password (``user:password@``, or a ``password=`` parameter of a URL
     or of a ``key=value`` string): the form that may appear in logs and error messages."""
-    return _PASSWORD_PARAMETER.sub(r"\1***", _USERINFO_PASSWORD.sub(r"\1:***@", dsn))
+    dsn = _USERINFO_PASSWORD.sub(r"\1:***@", dsn)
+    if "://" in dsn:
+        dsn = _QUERY_PARAMETER.sub(_redact_query, dsn)
+    return _PASSWORD_PARAMETER.sub(r"\1***", dsn)
 
 
 def _dumps(obj: Any) -> str:

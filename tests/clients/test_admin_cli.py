@@ -336,3 +336,21 @@ def test_the_default_target_is_the_port_the_engine_beside_it_listens_on(monkeypa
     assert admin.build_parser().parse_args(["list", "--target", "h:1"]).target == "h:1"
     monkeypatch.delenv("CARDGAMES_PORT")
     assert admin.build_parser().parse_args(["list"]).target == "127.0.0.1:50051"
+
+
+def test_list_shows_names_as_written():
+    """The list table prints match and player names as text, not as rich markup (a match
+    named "[/]" made `list` fail; a name could write a hyperlink to the operator's terminal)."""
+    import io
+
+    from rich.console import Console
+
+    from .test_render import MARKUP_NAMES
+
+    for name in MARKUP_NAMES:
+        m = match_pb2.MatchSummary(match_id="m1", game="klaberjass", name=name, seats=[
+            match_pb2.SeatInfo(seat=0, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name=name)])
+        out = io.StringIO()
+        console = Console(file=out, width=300, force_terminal=True, record=True)
+        console.print(admin_cli.matches_table([m]))
+        assert console.export_text().count(name) == 2 and "\x1b]8;" not in out.getvalue()

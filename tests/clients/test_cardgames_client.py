@@ -906,3 +906,20 @@ def test_a_watch_comes_back_soon_after_a_long_outage(engine):
                 await proxy.__aexit__(None, None, None)
 
     run(scenario(), timeout_s=30)
+
+
+def test_no_object_of_the_library_shows_a_token_in_its_repr():
+    """The admin token and a seat token never appear in a repr (a debugger, a logged object, a
+    traceback that shows locals, as textual's does): AdminClient's dataclass repr showed the
+    admin token; SeatSession already left its token out."""
+    async def go():
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{free_port()}")
+        try:
+            client = cg.Client(channel, admin_token="admin-token-s3cret")
+            seat = client.seat_session("m1", 0, "seat-token-s3cret")
+            return [repr(o) for o in (client, client.admin, seat, client.spectate("m1"))]
+        finally:
+            await channel.close()
+
+    for text in asyncio.run(go()):
+        assert "s3cret" not in text, text

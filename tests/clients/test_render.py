@@ -244,3 +244,41 @@ def test_the_reason_a_screen_closed_without_its_stream():
         "UNAVAILABLE: Socket closed, 30 tries in a row"
     assert render.connection_lost_reason(cg.StreamState(cg.RECONNECTING, 4, 30, error)) == "UNAVAILABLE: Socket closed"
     assert render.connection_lost_reason(cg.StreamState(cg.RECONNECTING, 1, 30)) == "the stream ended"
+
+
+#: Names any player or match creator may choose (printable, so the server takes them) that
+#: read as rich markup: a closing tag with nothing to close (a MarkupError), a hyperlink to a
+#: site of the namer's choice (an OSC 8 escape sequence written to the terminal), a style.
+MARKUP_NAMES = ("[/]", "[link=https://evil.example]free chips[/link]", "[conceal]x[/conceal]")
+
+
+def rendered(renderable) -> tuple[str, str]:
+    """(plain text, what a terminal is sent) of ``renderable``."""
+    import io
+
+    from rich.console import Console
+
+    out = io.StringIO()
+    console = Console(file=out, width=200, force_terminal=True, color_system="truecolor", record=True)
+    console.print(renderable)
+    return console.export_text(), out.getvalue()
+
+
+def test_the_deal_results_show_player_names_as_they_are():
+    """A player's name heads their column of the deal results as written: read as markup, a
+    name "[/]" made the screen of every other player and spectator fail once a deal was
+    scored (a two-player opponent's client gone: absent, then forfeit), and a name could write
+    a hyperlink to the terminal. A replaced seat's "[bot NAME]" note was dropped as a style."""
+    from google.protobuf import json_format
+
+    for name in MARKUP_NAMES:
+        view = match_pb2.View(game="klaberjass", seat=1, hand_sizes=[0, 0])
+        json_format.ParseDict([{"points": [10, 20]}], view.scores.deal_results)
+        summary = match_pb2.MatchSummary(seats=[
+            match_pb2.SeatInfo(seat=0, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name=name),
+            match_pb2.SeatInfo(seat=1, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name="me")])
+        text, sent = rendered(render.deal_results_table(view, summary))
+        assert name in text and "\x1b]8;" not in sent
+    summary.seats[0].player_name, summary.seats[0].replaced_by_bot, summary.seats[0].bot = "ada", True, "search"
+    text, _ = rendered(render.deal_results_table(view, summary))
+    assert "ada [bot search]" in text

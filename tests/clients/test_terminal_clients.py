@@ -947,3 +947,34 @@ def test_play_screen_notices_a_drop_while_it_asks_for_the_summary(engine):
                     await asyncio.gather(opponent, return_exceptions=True)
 
     run(scenario(), timeout_s=60)
+
+
+def test_names_reach_the_terminal_as_written():
+    """Match and player names are anyone's to choose and may read as rich markup: clients.play
+    --lobby, clients.play's and clients.watch's last line print them as text. A listed match
+    named "[/]" made every --lobby fail (MarkupError), and "[link=URL]...[/link]" wrote a
+    hyperlink escape sequence to the terminal."""
+    import io
+
+    from google.protobuf import json_format
+    from rich.console import Console
+
+    from clients.play import print_lobby, print_result
+    from clients.watch import print_final
+
+    from .test_render import MARKUP_NAMES
+
+    for name in MARKUP_NAMES:
+        seats = [match_pb2.SeatInfo(seat=0, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name=name),
+                 match_pb2.SeatInfo(seat=1, kind=match_pb2.SEAT_KIND_OPEN)]
+        waiting = match_pb2.MatchSummary(match_id="m1", game="klaberjass", name=name, seats=seats,
+                                         status=match_pb2.MATCH_STATUS_WAITING)
+        ended = match_pb2.MatchSummary(match_id="m1", game="klaberjass", seats=seats,
+                                       status=match_pb2.MATCH_STATUS_FINISHED)
+        json_format.ParseDict({"winners": [0], "totals": [21, 3], "outcome": "completed"}, ended.result)
+        for show in (lambda c: print_lobby([waiting], "localhost:1", c), lambda c: print_result(ended, 1, c),
+                     lambda c: print_final(ended, c)):
+            out = io.StringIO()
+            console = Console(file=out, width=300, force_terminal=True, record=True)
+            show(console)
+            assert name in console.export_text() and "\x1b]8;" not in out.getvalue()

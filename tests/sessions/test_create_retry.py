@@ -192,6 +192,50 @@ def test_a_caller_that_goes_away_leaves_the_id_to_its_match():
     assert [li.record.match_id for li in stored] == [retry.match_id]
 
 
+class HungLookups(MemoryStore):
+    """A store whose look-ups of a client_create_id hang until ``answer`` is set (a database
+    that stopped answering): the creates that carry an id wait in find_created."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.answer = asyncio.Event()
+        self.asked = 0
+
+    async def find_created(self, create_hash):
+        self.asked += 1
+        await self.answer.wait()
+        return await super().find_created(create_hash)
+
+
+def test_callers_that_go_away_before_the_write_leave_nothing_behind():
+    """Only a create's write outlives its caller: a call that goes away while its id is still
+    being looked up (the client's deadline, a cancelled stream) stops there and frees the id.
+    Each such call used to leave a task and its id behind until the store answered, beyond
+    any limit (max_matches counts writes, not look-ups): a client that sent creates with fresh
+    ids and cancelled them made the server hold as many as it sent while the store was slow."""
+    store = HungLookups()
+
+    async def go():
+        async with manager(config(max_matches=2), store=store) as mgr:
+            calls = [asyncio.ensure_future(mgr.create_match(req(create_id()))) for _ in range(200)]
+            key = create_id()
+            first = asyncio.ensure_future(mgr.create_match(req(key)))
+            await asyncio.sleep(0.05)
+            asked = store.asked
+            for call in [*calls, first]:
+                call.cancel()
+            await asyncio.gather(*calls, first, return_exceptions=True)
+            await asyncio.sleep(0.01)
+            left = (len(mgr._creating_ids), len(mgr._writes))
+            store.answer.set()
+            retry = await mgr.create_match(req(key))  # the id is free: this call creates
+            return asked, left, retry, await store.list_matches()
+
+    asked, left, retry, stored = run(go())
+    assert asked == 201 and left == (0, 0)
+    assert [li.record.match_id for li in stored] == [retry.match_id]
+
+
 class CreatesInDoubt(MemoryStore):
     """The next creation is written but answered with an error (the connection dropped at the
     commit) and the read-back fails too: the caller is answered UNAVAILABLE."""

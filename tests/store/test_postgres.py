@@ -290,6 +290,20 @@ def test_passwords_are_redacted_for_logs():
     assert describe_location("./cards:pw@x.sqlite3") == "./cards:pw@x.sqlite3"  # a file name
 
 
+@pytest.mark.parametrize("dsn", [
+    "postgresql://u:pa?ss-s3cret@h/db",     # libpq ends the user info at the first "@" or "/"
+    "postgresql://u:pa#ss-s3cret@h/db",     # only, not at "?" or "#"
+    "postgresql://u:a?b#c&s3cret=x@h/db?sslmode=require",
+    "postgresql://h/db?pass%77ord=s3cret",  # libpq decodes a parameter's name too
+    "postgresql://h/db?user=u&%70assword=s3cret&sslmode=require",
+])
+def test_passwords_libpq_accepts_are_redacted(dsn):
+    from psycopg.conninfo import conninfo_to_dict
+    assert "s3cret" in conninfo_to_dict(dsn)["password"]  # what libpq connects with
+    assert "s3cret" not in redact(dsn) and "s3cret" not in describe_location(dsn)
+    assert "h/db" in redact(dsn)
+
+
 def test_a_closed_store_refuses_work(pg_url):
     async def go():
         st = PostgresStore(pg_url)
