@@ -47,6 +47,11 @@ class SessionConfig:
     max_matches: int = 10_000
     #: Matches still waiting for players (open seats not all taken): protects the lobby.
     max_waiting_matches: int = 1_000
+    #: Unfinished matches whose every seat is a bot's: they play themselves on the server's
+    #: CPU with nobody at the table, so that an anonymous caller cannot fill the server with
+    #: them up to ``max_matches``. The admin is never refused one (tournaments, tests); its
+    #: matches count all the same.
+    max_bot_matches: int = 100
     #: Open spectator and admin watch streams per match. A seat's own streams do not count
     #: (they are its presence, JJK-10.2, GJ-12.3): strangers filling the match's slots must
     #: not keep its players out and make them forfeit.
@@ -107,7 +112,7 @@ class SessionConfig:
             if not getattr(self, name) > 0:
                 problems.append(f"{name} must be > 0")
         for name in ("snapshot_threshold", "watcher_queue_size", "max_matches",
-                     "max_waiting_matches", "max_watchers_per_match", "max_streams_per_seat",
+                     "max_waiting_matches", "max_bot_matches", "max_watchers_per_match", "max_streams_per_seat",
                      "max_watchers", "bot_workers", "max_name_length", "prune_batch"):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be >= 1")

@@ -336,7 +336,7 @@ class MatchManager:
         client_create_id = check_client_create_id(getattr(request, "client_create_id", ""))
         terms = match_terms(request, admin=admin, config=self.config, host=self._host)
         if not client_create_id:
-            return await self._create(request, terms)
+            return await self._create(request, terms, admin=admin)
         create_hash, digest = create_id_hash(client_create_id), request_digest(request)
 
         # one call per id at a time in this process (a second waits for the first's
@@ -352,7 +352,7 @@ class MatchManager:
         async def write() -> MatchSummary:
             try:
                 try:
-                    return await self._create(request, terms, create_hash, digest)
+                    return await self._create(request, terms, create_hash, digest, admin=admin)
                 except Unavailable as exc:
                     if not isinstance(exc.__cause__, CreateIdTaken):
                         raise
@@ -400,8 +400,10 @@ class MatchManager:
         return m
 
     async def _create(self, request: CreateMatchRequest, terms: MatchTerms, create_hash: str = "",
-                      digest: str = "") -> MatchSummary:
-        """Count the new match of ``terms`` against the limits, write it and register it."""
+                      digest: str = "", *, admin: bool = False) -> MatchSummary:
+        """Count the new match of ``terms`` against the limits, write it and register it. A
+        match of bots only is refused past ``max_bot_matches`` unless the admin creates it
+        (tournaments, tests; the admin's count all the same)."""
         # the limits count the matches being created too (their store write is in flight)
         unfinished = [m for m in self._matches.values() if not m.over]
         if len(unfinished) + sum(self._creating.values()) >= self.config.max_matches:
@@ -410,6 +412,12 @@ class MatchManager:
         if terms.has_open and (sum(m.status == "waiting" for m in unfinished) + self._creating["waiting"]
                                >= self.config.max_waiting_matches):
             raise LimitExceeded("too many matches are waiting for players", reason="MAX_WAITING_MATCHES")
+        # a match created without an open seat is one of bots only (it starts active at once)
+        if not terms.has_open and not admin and (
+                sum(all(s.kind == "bot" for s in m.seats) for m in unfinished) + self._creating["active"]
+                >= self.config.max_bot_matches):
+            raise LimitExceeded(f"this server plays at most {self.config.max_bot_matches} matches of bots only "
+                                "at once", reason="MAX_BOT_MATCHES")
 
         record = terms.record(new_match_id(), time.time(), create_hash, digest)
         m = LiveMatch(record, terms.decks, [])

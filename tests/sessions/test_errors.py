@@ -486,6 +486,31 @@ def test_match_limits():
     run(go())
 
 
+def test_matches_of_bots_only_have_a_limit_of_their_own_the_admin_is_not_held_to():
+    """Anyone may create a match whose every seat is a bot's; it plays itself on the server's
+    CPU with nobody at the table, so at most ``max_bot_matches`` of them (RESOURCE_EXHAUSTED /
+    MAX_BOT_MATCHES), well below ``max_matches``. A match with a player's seat is not one; the
+    admin is never refused one (they count all the same); a finished one frees its place."""
+    async def go():
+        async with manager(config(max_matches=10, max_bot_matches=2), host=_OneBotHost()) as mgr:
+            bots = [SeatConfig("bot", "dummy")] * 2
+            first = await mgr.create_match(CreateMatchRequest(game=GAME, seats=bots))
+            second = await mgr.create_match(CreateMatchRequest(game=GAME, seats=bots))
+            with pytest.raises(LimitExceeded) as info:
+                await mgr.create_match(CreateMatchRequest(game=GAME, seats=bots))
+            assert info.value.reason == "MAX_BOT_MATCHES"
+            await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig("open"), SeatConfig("bot", "dummy")]))
+            await mgr.create_match(CreateMatchRequest(game=GAME, seats=bots), admin=True)
+            await mgr.terminate_match(first.match_id, "test")
+            with pytest.raises(LimitExceeded):  # the admin's counts: still 2
+                await mgr.create_match(CreateMatchRequest(game=GAME, seats=bots))
+            await mgr.terminate_match(second.match_id, "test")
+            await mgr.create_match(CreateMatchRequest(game=GAME, seats=bots))
+            with pytest.raises(LimitExceeded):
+                await mgr.create_match(CreateMatchRequest(game=GAME, seats=bots))
+    run(go())
+
+
 def test_watcher_limit():
     async def go():
         async with manager(config(max_watchers_per_match=2)) as mgr:
