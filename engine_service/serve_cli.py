@@ -98,6 +98,10 @@ def event_loop_factory(choice: str) -> tuple[Callable[[], asyncio.AbstractEventL
     return uvloop.new_event_loop, "uvloop"
 
 
+#: Shorter admin tokens are accepted (the operator's choice) with a warning at start.
+MIN_ADMIN_TOKEN_LENGTH = 16
+
+
 def _summary(settings: Settings) -> dict:
     """What the start-up line says about the settings (never the admin token itself, nor the
     password of a PostgreSQL URL)."""
@@ -132,6 +136,11 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
                     note="the engine holds one file descriptor per client connection: raise "
                          "the hard RLIMIT_NOFILE (ulimit -Hn, systemd LimitNOFILE=, docker "
                          "--ulimit nofile=) to serve more")
+    if settings.admin_token is not None and len(settings.admin_token) < MIN_ADMIN_TOKEN_LENGTH:
+        log.warning("admin_token_short", length=len(settings.admin_token),
+                    note=f"the admin token is all that guards every match's hidden cards and the power "
+                         f"to end matches: use at least {MIN_ADMIN_TOKEN_LENGTH} random characters "
+                         "(openssl rand -hex 32)")
     if 0 < settings.session.bot_pace_s < settings.session.bot_deadline_s:
         log.warning("bot_pace_below_deadline", bot_pace_s=settings.session.bot_pace_s,
                     bot_deadline_s=settings.session.bot_deadline_s,

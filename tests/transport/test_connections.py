@@ -89,6 +89,21 @@ def test_the_soft_open_files_limit_is_raised_to_the_hard_one_and_logged(tmp_path
             svc.proc.kill()
 
 
+@pytest.mark.parametrize("token, warned", [("short-secret", True), ("a" * 16, False)])
+def test_a_short_admin_token_is_accepted_with_a_warning(tmp_path, token, warned):
+    """Any non-empty admin token is the operator's choice, but one under 16 characters is
+    guessable: the start says so (admin_token_short, its length, never the token)."""
+    svc = Service(tmp_path, tmp_path / "e.db", "engine", CARDGAMES_ADMIN_TOKEN=token)
+    try:
+        short = [line for line in svc.lines() if line["event"] == "admin_token_short"]
+        assert [(w["level"], w["length"]) for w in short] == ([("warning", len(token))] if warned else [])
+        assert token not in svc.log_path.read_text()
+        assert svc.stop() == 0
+    finally:
+        if svc.proc.poll() is None:
+            svc.proc.kill()
+
+
 def test_out_of_file_descriptors_the_engine_serves_its_connections_without_spinning(tmp_path):
     """More connections than the process may open: the calls on connections already open go
     on, new ones wait in the kernel's queue, nothing spins a core, the operator is told, and
