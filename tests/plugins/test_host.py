@@ -232,13 +232,16 @@ def test_a_bot_that_keeps_killing_workers_is_benched():
 def test_one_bot_cannot_hold_every_worker():
     async def body(host):
         assert host._pool.per_bot == 1
-        hung = [asyncio.create_task(host.decide("sleeps", "klaberjass", 0, VIEW, LEGAL, i, 1.0)) for i in range(2)]
+        # the second's deadline comes while the first still holds the bot's only slot (with
+        # equal deadlines the slot could free just in time for the second: a race)
+        hung = [asyncio.create_task(host.decide("sleeps", "klaberjass", 0, VIEW, LEGAL, i, budget))
+                for i, budget in enumerate((1.0, 0.5))]
         await asyncio.sleep(0.05)
         ok = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 2, 0.5)
         assert ok.action in LEGAL
-        results = await asyncio.gather(*hung)
-        assert sorted(d.failure for d in results) == ["timeout", "timeout"]
-        assert any("slot" in d.detail for d in results)  # the second waited for the bot's slot
+        first, second = await asyncio.gather(*hung)
+        assert (first.failure, second.failure) == ("timeout", "timeout")
+        assert "killed" in first.detail and "slot" in second.detail, (first.detail, second.detail)
     run(with_host(body))
 
 
