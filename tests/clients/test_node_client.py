@@ -418,8 +418,8 @@ def _json_lines_reader(process: asyncio.subprocess.Process, lines: list[dict]):
 def test_node_watch_hook_through_a_long_outage(engine, node):
     """The Node client's watch() tells its onConnection hook that the stream dropped
     (reconnecting, try 1, 2... of maxFailures, UNAVAILABLE) and that it is back (resumed) within
-    ~2 s of the engine (4.5 s allowed) after 10 s of refused connections (grpc-js's own reconnection backoff
-    capped as the library's), then the actions played meanwhile, each once."""
+    ~2 s of the engine (4.5 s allowed) after 10 s of refused connections (grpc-js's own
+    reconnection backoff capped as the library's), then the actions played meanwhile, each once."""
 
     async def scenario():
         async with cg.connect(engine.target) as client:
