@@ -22,9 +22,10 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-#: JoinMatch's ``client_join_id``: a secret the client chooses (a UUID), this long.
-MIN_CLIENT_JOIN_ID_LENGTH = 16
-MAX_CLIENT_JOIN_ID_LENGTH = 128
+#: JoinMatch's ``client_join_id`` and CreateMatch's ``client_create_id``: secrets the client
+#: chooses (a UUID), this long.
+MIN_CLIENT_ID_LENGTH = 16
+MAX_CLIENT_ID_LENGTH = 128
 
 
 def join_id_hash(match_id: str, client_join_id: str) -> str:
@@ -34,10 +35,6 @@ def join_id_hash(match_id: str, client_join_id: str) -> str:
     guess good for one match only, and the prefix keeps the hash apart from the token hashes."""
     return hashlib.sha256(f"cardgames-join-id:{match_id}:{client_join_id}".encode("utf-8")).hexdigest()
 
-
-#: CreateMatch's ``client_create_id``: a secret the client chooses (a UUID), as long as a join id.
-MIN_CLIENT_CREATE_ID_LENGTH = MIN_CLIENT_JOIN_ID_LENGTH
-MAX_CLIENT_CREATE_ID_LENGTH = MAX_CLIENT_JOIN_ID_LENGTH
 
 
 def create_id_hash(client_create_id: str) -> str:

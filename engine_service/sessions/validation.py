@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from ..rules.registry import all_games
 from .api import BadRequest, BotInfo, SeatConfig
 from .policy import BOT_TAKEOVER, absence_policy
-from .tokens import (MAX_CLIENT_CREATE_ID_LENGTH, MAX_CLIENT_JOIN_ID_LENGTH, MIN_CLIENT_CREATE_ID_LENGTH,
-                     MIN_CLIENT_JOIN_ID_LENGTH)
+from .tokens import MAX_CLIENT_ID_LENGTH, MIN_CLIENT_ID_LENGTH
 
 if TYPE_CHECKING:
     from .manager import BotHostLike
@@ -69,27 +68,21 @@ def clean_name(text: str, limit: int, what: str, code: str = "BAD_NAME", field: 
 def check_client_join_id(client_join_id: Any) -> str:
     """JoinMatch's ``client_join_id``: "" (none), or 16..128 printable characters (a secret
     the client chose: shorter is too easy to guess; printable: every store keeps it)."""
-    client_join_id = client_join_id or ""
-    if not isinstance(client_join_id, str) or (client_join_id and not (
-            MIN_CLIENT_JOIN_ID_LENGTH <= len(client_join_id) <= MAX_CLIENT_JOIN_ID_LENGTH
-            and client_join_id.isprintable())):
-        raise BadRequest(f"client_join_id is {MIN_CLIENT_JOIN_ID_LENGTH} to {MAX_CLIENT_JOIN_ID_LENGTH} "
-                         "printable characters (a random UUID, say)", reason="BAD_CLIENT_JOIN_ID",
-                         field="client_join_id")
-    return client_join_id
+    return _check_client_id(client_join_id, "client_join_id", "BAD_CLIENT_JOIN_ID")
 
 
 def check_client_create_id(client_create_id: Any) -> str:
-    """CreateMatch's ``client_create_id``: "" (none), or 16..128 printable characters (a
-    secret the client chose, as a ``client_join_id``)."""
-    client_create_id = client_create_id or ""
-    if not isinstance(client_create_id, str) or (client_create_id and not (
-            MIN_CLIENT_CREATE_ID_LENGTH <= len(client_create_id) <= MAX_CLIENT_CREATE_ID_LENGTH
-            and client_create_id.isprintable())):
-        raise BadRequest(f"client_create_id is {MIN_CLIENT_CREATE_ID_LENGTH} to {MAX_CLIENT_CREATE_ID_LENGTH} "
-                         "printable characters (a random UUID, say)", reason="BAD_CLIENT_CREATE_ID",
-                         field="client_create_id")
-    return client_create_id
+    """CreateMatch's ``client_create_id``: as a ``client_join_id``."""
+    return _check_client_id(client_create_id, "client_create_id", "BAD_CLIENT_CREATE_ID")
+
+
+def _check_client_id(value: Any, name: str, reason: str) -> str:
+    value = value or ""
+    if not isinstance(value, str) or (value and not (
+            MIN_CLIENT_ID_LENGTH <= len(value) <= MAX_CLIENT_ID_LENGTH and value.isprintable())):
+        raise BadRequest(f"{name} is {MIN_CLIENT_ID_LENGTH} to {MAX_CLIENT_ID_LENGTH} printable characters "
+                         "(a random UUID, say)", reason=reason, field=name)
+    return value
 
 
 def check_takeover_bot(bot: str, host: BotHostLike | None) -> None:
