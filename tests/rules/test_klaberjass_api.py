@@ -19,6 +19,7 @@ from tests.shared_paths import shared_dir, transcripts
 
 from .checks_klaberjass import OPTION_SETS, deck_from_hands, play_out
 from .last_trick import check_deal_boundaries
+from .playout import random_match
 
 GAME = get_game("klaberjass")
 ELDER = "AS TS 7S QH AD KD QC JC 9C"
@@ -244,6 +245,22 @@ def test_view_keys_and_private_parts():
     assert v0["legal"] == ["take", "pass"] and v1["legal"] == [] and pub["legal"] == [] and pub["hand"] == []
     assert pub["seat"] is None and v1["seat"] == 1
     assert v0["table"] == v1["table"] == pub["table"]
+
+
+@pytest.mark.parametrize("options, target", [({}, 500), ({"kl_target_score": 300}, 300)])
+def test_view_shows_the_target_score_kl_10_1(options, target):
+    """KL-10.1: the match is played to ``kl_target_score``, a table option every player knows;
+    every view carries it, at the default too (``options`` lists only the non-default ones),
+    from the deck wait to the end of the match. It names no card, so no audience learns more."""
+    state = GAME.new_state(options, first_dealer=1)
+    assert state.public_view()["table"]["target_score"] == target  # before the first deck
+    state.deal(deck_from_hands(DEALER.split(), ELDER.split(), "8H"))
+    views = [state.view(0), state.view(1), state.public_view()]
+    assert [v["table"]["target_score"] for v in views] == [target] * 3
+    assert views[0]["table"] == views[1]["table"] == views[2]["table"]
+    over = random_match(GAME, 7, options)
+    assert over.public_view()["over"] and over.public_view()["table"]["target_score"] == target
+    assert max(over.public_view()["totals"]) >= target
 
 
 def test_secret_cards_are_exact_before_the_second_deal():

@@ -2,7 +2,9 @@
 
 Public in Klaberjass (rulebook sections 2-7): the turn-up (and the dix lying in its place after
 an exchange), the information card, every call, every dix-window step and exchange, the meld
-dialogue (KL-5.5), every card played, the running card points and bella. Private: each hand;
+dialogue (KL-5.5), every card played, the running card points and bella; and the target score
+the match is played to (KL-10.1), a table option every player knows, shown whatever its value
+so that a client need not know the default to tell how far the match has to go. Private: each hand;
 the stock (never revealed, KL-2.10). A seat's view adds its own hand and, when it is to act, its
 legal actions. The trump K-Q-J bonus (KL-7.2) depends on a hand and is published with the deal
 result only.
@@ -106,6 +108,7 @@ def _common_view(st: KlaberjassState) -> dict[str, Any]:
     cfg = st._cfg
     table: dict[str, Any] = {
         "options": st.options.non_default(),
+        "target_score": cfg.target,  # KL-10.1: also at the default, which `options` leaves out
         "first_dealer": st.first_dealer,
         "elder": 1 - st._dealer,
         "auction_state": AUCTION_STATE_NAMES[st._astate] if ph == P_AUCTION else None,
