@@ -46,6 +46,11 @@ def loads(text: str | bytes) -> dict[str, Any]:
         data = json.loads(text)
     except (ValueError, UnicodeDecodeError) as exc:
         raise TranscriptError(f"not valid JSON: {exc}") from None
+    except RecursionError:
+        # arrays or objects nested past the parser's recursion limit (about 1,000 levels): a
+        # transcript is 5 levels deep; without this the replay command died with a traceback
+        # and checked none of the files after it
+        raise TranscriptError("not valid JSON: arrays or objects nested too deeply") from None
     return validate(data)
 
 

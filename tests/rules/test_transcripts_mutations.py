@@ -154,3 +154,15 @@ def test_json_values_compare_by_json_type():
     assert transcript.same_json([1.0, 2], (1, 2)) and transcript.same_json({"a": [True]}, {"a": [True]})
     assert not transcript.same_json({"a": 1}, {"a": 1, "b": 2}) and not transcript.same_json("1", 1)
     assert not transcript.same_json(None, 0) and transcript.same_json(None, None)
+
+
+def test_json_nested_too_deeply_is_refused_and_the_next_file_still_checked(tmp_path, capsys):
+    """A file of arrays nested past the JSON parser's recursion limit is one error line, not
+    a traceback that ends the command before the files after it are checked."""
+    bad = tmp_path / "deep.json"
+    bad.write_text("[" * 100_000 + "]" * 100_000)
+    status = main(["replay", "--check", str(bad), str(SAMPLES[0])])
+    out = capsys.readouterr().out
+    assert status == 1
+    assert out == (f"{bad}: error: not valid JSON: arrays or objects nested too deeply\n"
+                   f"{SAMPLES[0]}: ok\n")
