@@ -40,10 +40,16 @@ class Difference:
 
 # ---- loading -----------------------------------------------------------------------------
 
+def _no_constant(name: str) -> Any:
+    """Python's json module reads ``NaN``, ``Infinity`` and ``-Infinity``, which JSON (RFC
+    8259) does not have: a transcript holding one is not JSON."""
+    raise ValueError(f"{name} is not a JSON value")
+
+
 def loads(text: str | bytes) -> dict[str, Any]:
     """Parse and structurally validate a transcript; TranscriptError naming the problem."""
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_no_constant)
     except (ValueError, UnicodeDecodeError) as exc:
         raise TranscriptError(f"not valid JSON: {exc}") from None
     except RecursionError:

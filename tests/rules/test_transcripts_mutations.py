@@ -166,3 +166,17 @@ def test_json_nested_too_deeply_is_refused_and_the_next_file_still_checked(tmp_p
     assert status == 1
     assert out == (f"{bad}: error: not valid JSON: arrays or objects nested too deeply\n"
                    f"{SAMPLES[0]}: ok\n")
+
+
+def test_nan_and_infinity_are_not_json(tmp_path, capsys):
+    """Python's json module reads NaN and Infinity; JSON has neither, so a transcript holding
+    one is refused as not JSON (NOTATION.md section 3: one JSON object)."""
+    data = json.loads(SAMPLES[0].read_text())
+    text = json.dumps(data).replace('"totals": [', '"totals": [NaN, ', 1)
+    bad = tmp_path / "nan.json"
+    bad.write_text(text)
+    status, out = _replay(bad, capsys)
+    assert status == 1 and out == f"{bad}: error: not valid JSON: NaN is not a JSON value\n", out
+    bad.write_text(json.dumps(data).replace('"first_dealer": ', '"first_dealer": -Infinity, "x": ', 1))
+    status, out = _replay(bad, capsys)
+    assert status == 1 and out == f"{bad}: error: not valid JSON: -Infinity is not a JSON value\n", out
