@@ -180,3 +180,32 @@ def test_nan_and_infinity_are_not_json(tmp_path, capsys):
     bad.write_text(json.dumps(data).replace('"first_dealer": ', '"first_dealer": -Infinity, "x": ', 1))
     status, out = _replay(bad, capsys)
     assert status == 1 and out == f"{bad}: error: not valid JSON: -Infinity is not a JSON value\n", out
+
+
+def _checks_out(data: dict[str, Any]) -> bool:
+    diff, _ = transcript.check(transcript.loads(json.dumps(data)))
+    return diff is None
+
+
+@pytest.mark.parametrize("sample", SAMPLES[:1] + SAMPLES[-1:], ids=lambda p: p.name)
+def test_the_documented_readings_of_what_notation_leaves_open(sample):
+    """docs/rules.md, "Transcripts": what the checker accepts where NOTATION.md is silent."""
+    data = json.loads(sample.read_text())
+    lenient: list[Callable[[dict[str, Any]], Any]] = [
+        lambda d: d["deals"][0]["steps"][0]["legal"].append(d["deals"][0]["steps"][0]["legal"][0]),
+        lambda d: [(s.pop("seat"), s.pop("legal")) for s in d["deals"][0]["steps"]],
+        lambda d: d["deals"][0].pop("expect"),
+        lambda d: d.__setitem__("options", None),
+        lambda d: d.pop("result"),
+        lambda d: d["deals"][-1].pop("result") if "result" in d["deals"][-1] else None,
+        lambda d: d.__setitem__("comment", "not a NOTATION.md key"),
+        lambda d: d["result"].__setitem__("winners", list(d["result"]["winners"])),
+        lambda d: d["deals"][0]["expect"].__setitem__("dealer", float(d["deals"][0]["expect"]["dealer"])),
+    ]
+    for change in lenient:
+        changed = copy.deepcopy(data)
+        change(changed)
+        assert _checks_out(changed), change
+    options = copy.deepcopy(data)
+    options["options"] = {"kl_first_deal_packet": "2"} if data["game"] == "klaberjass" else {"khishti_penalty": 500}
+    assert not _checks_out(options)
