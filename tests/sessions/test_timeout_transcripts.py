@@ -1,10 +1,11 @@
-"""A match played by the turn timer alone exports a transcript of ordinary actions (NOTATION.md
-section 2: a move made for a player by the auto-move policy is recorded as the ordinary action
-it made; JJK-10.5), which checks out, and in Klaberjass and Jo-Jotte each of those actions is
-the one NOTATION.md section 5's policy names: `pass` in the auction, `keep` / `no_exchange` in
-the exchange windows, `pass` in the nullo window and the answer to it, and in play the legal
-card of lowest trick rank (a trump above every plain card; ties by suit order S H D C), never
-an announcement."""
+"""A match where one seat leaves every decision to the turn timer exports a transcript of
+ordinary actions (NOTATION.md section 2: a move made for a player by the auto-move policy is
+recorded as the ordinary action it made; JJK-10.5) that checks out. Each such Japanese Joker
+card is the lowest-ranked normal card (JJK-10.4); in Klaberjass and Jo-Jotte each such action
+is the one NOTATION.md section 5's policy names: `pass` in the auction, `keep` /
+`no_exchange` in the exchange windows, `pass` in the nullo window and the answer to it, and in
+play the legal card of lowest trick rank (a trump above every plain card; ties by suit order S
+H D C), never an announcement."""
 
 from __future__ import annotations
 
@@ -73,6 +74,13 @@ def test_auto_moves_are_ordinary_actions_that_check_out(game):
     diff, _ = transcript.check(data)
     assert diff is None, str(diff)
     if game == "japanese_joker":
+        # JJK-10.4: the legal normal card of lowest rank (A K Q J T 9 8 7 6), ties by S H D C
+        plays = [s for s in steps if s["seat"] == 1 and any(a[5:6] != "X" for a in s["legal"]
+                                                          if a.startswith("play:"))]
+        for step in plays:
+            normal = [a for a in step["legal"] if a.startswith("play:") and a[5] != "X"]
+            assert step["action"] == min(normal, key=lambda a: ("6789TJQKA".index(a[5]), SUITS.index(a[6])))
+        assert len(plays) >= 8
         return
     checked = 0
     for deal in data["deals"]:
