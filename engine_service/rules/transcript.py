@@ -40,12 +40,23 @@ class Difference:
 
 # ---- loading -----------------------------------------------------------------------------
 
+def _no_constant(name: str) -> Any:
+    """Python's json module reads ``NaN``, ``Infinity`` and ``-Infinity``, which JSON (RFC
+    8259) does not have: a transcript holding one is not JSON."""
+    raise ValueError(f"{name} is not a JSON value")
+
+
 def loads(text: str | bytes) -> dict[str, Any]:
     """Parse and structurally validate a transcript; TranscriptError naming the problem."""
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_no_constant)
     except (ValueError, UnicodeDecodeError) as exc:
         raise TranscriptError(f"not valid JSON: {exc}") from None
+    except RecursionError:
+        # arrays or objects nested past the parser's recursion limit (about 1,000 levels): a
+        # transcript is 5 levels deep; without this the replay command died with a traceback
+        # and checked none of the files after it
+        raise TranscriptError("not valid JSON: arrays or objects nested too deeply") from None
     return validate(data)
 
 
@@ -76,6 +87,11 @@ def validate(data: Any) -> dict[str, Any]:
     for i, deal in enumerate(deals):
         _require(isinstance(deal, dict), f"deal {i} must be an object")
         _require(isinstance(deal.get("deck"), list), f"deal {i}: 'deck' must be a list of cards")
+        for k, card in enumerate(deal["deck"]):
+            # NOTATION.md section 3: the deck is card codes ("AS", "X1"); the engine also deals
+            # internal card ids, so a number here would be dealt as some card, not refused
+            _require(isinstance(card, str),
+                     f"deal {i}: deck card {k} must be a card code string, got {json.dumps(card)}")
         steps = deal.get("steps", [])
         _require(isinstance(steps, list), f"deal {i}: 'steps' must be a list")
         for j, st in enumerate(steps):
@@ -95,13 +111,30 @@ def validate(data: Any) -> dict[str, Any]:
 
 # ---- replay and check --------------------------------------------------------------------
 
+def same_json(expected: Any, actual: Any) -> bool:
+    """Equal as JSON values: ``true``/``false`` are not the numbers 1/0 (Python's ``True == 1``
+    would let ``"over": 0`` or ``"thrown_in": 1`` check out against the booleans NOTATION.md
+    section 3 and 4 name); numbers compare by value (JSON has one number type), arrays item by
+    item, objects key by key."""
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return isinstance(expected, bool) and isinstance(actual, bool) and expected == actual
+    if isinstance(expected, (list, tuple)) and isinstance(actual, (list, tuple)):
+        return len(expected) == len(actual) and all(map(same_json, expected, actual))
+    if isinstance(expected, Mapping) and isinstance(actual, Mapping):
+        return (expected.keys() == actual.keys()
+                and all(same_json(expected[k], actual[k]) for k in expected))
+    if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
+        return expected == actual
+    return type(expected) is type(actual) and expected == actual
+
+
 def _same_winners(expected: Any, actual: Any) -> bool:
     """``winners`` names a set of seats (NOTATION.md section 3): the engine lists them in seat
     order, and a transcript listing tied winners in another order says the same thing."""
-    try:
+    if (isinstance(expected, list) and isinstance(actual, list)
+            and all(isinstance(s, int) and not isinstance(s, bool) for s in expected + actual)):
         return sorted(expected) == sorted(actual) and len(set(expected)) == len(expected)
-    except TypeError:  # not a list of seats: compared as it is
-        return expected == actual
+    return same_json(expected, actual)  # not a list of seats: compared as it is
 
 
 def _first_result_difference(where: str, expected: Mapping[str, Any], actual: Mapping[str, Any],
@@ -113,7 +146,7 @@ def _first_result_difference(where: str, expected: Mapping[str, Any], actual: Ma
             return Difference(where, f"result.{key}", None, actual[key])
         if match and key == "winners" and _same_winners(expected[key], actual[key]):
             continue
-        if expected[key] != actual[key]:
+        if not same_json(expected[key], actual[key]):
             return Difference(where, f"result.{key}", expected[key], actual[key])
     return None
 
@@ -134,7 +167,7 @@ def check(data: Mapping[str, Any]) -> tuple[Difference | None, State | None]:
             actual = "match over" if who == TERMINAL else f"seat {who} to act"
             return Difference(where, "deal", "a new deal", actual), state
         exp_dealer = (deal.get("expect") or {}).get("dealer")
-        if exp_dealer is not None and exp_dealer != state.dealer():
+        if exp_dealer is not None and not same_json(exp_dealer, state.dealer()):
             return Difference(where, "expect.dealer", exp_dealer, state.dealer()), state
         try:
             state.deal(deal["deck"])

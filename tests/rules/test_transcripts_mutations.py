@@ -1,0 +1,211 @@
+"""Every sample transcript (shared/rules/transcripts/*.json) checks out, and each changed in
+ways NOTATION.md says are wrong is refused by ``python -m engine_service replay --check``
+with exit status 1 and a line naming the place: a wrong legal set, action, seat, dealer, deck,
+deal or match result, a value of the wrong JSON type (``"over": 0``, ``"thrown_in": 0``: the
+booleans of NOTATION.md sections 3 and 4), a deck card that is not a card code, an unknown
+game or option, a wrong schema, or text that is not JSON.
+
+The replay command runs in this process (``engine_service.__main__.main``), one sample and
+one change at a time, so that the output is the command's own.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from engine_service.__main__ import main
+from engine_service.rules import transcript
+from tests.shared_paths import shared_dir
+
+SAMPLES = sorted((shared_dir() / "rules" / "transcripts").glob("*.json"))
+
+
+def _players(data: dict[str, Any]) -> int:
+    return 4 if data["game"] == "georgian_joker" else 2
+
+
+def _bump_first_list(value: Any) -> Any:
+    """A result value changed by one point (the first number found, depth first)."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + 1
+    if isinstance(value, list):
+        return [_bump_first_list(value[0])] + value[1:]
+    if isinstance(value, dict):
+        key = next(iter(value))
+        return {**value, key: _bump_first_list(value[key])}
+    return value + "x"
+
+
+def _last_played(data: dict[str, Any]) -> dict[str, Any]:
+    return next(d for d in reversed(data["deals"]) if "result" in d)
+
+
+def _swap_cards(data: dict[str, Any]) -> None:
+    deck = data["deals"][0]["deck"]
+    deck[0], deck[-1] = deck[-1], deck[0]
+
+
+def _first_bool_in_deal_results(data: dict[str, Any]) -> None:
+    for deal in data["deals"]:
+        if "thrown_in" in deal.get("result", {}):
+            deal["result"]["thrown_in"] = int(deal["result"]["thrown_in"])
+            return
+    pytest.skip("no thrown_in field in this game's deal results")
+
+
+#: name -> (change made to a copy of the sample, text the report must contain)
+MUTATIONS: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
+    "legal set missing an action": (
+        lambda d: d["deals"][0]["steps"][0].__setitem__("legal", d["deals"][0]["steps"][0]["legal"] + ["pass:x"]),
+        "deal 0 step 0: legal differs"),
+    "legal set in upper case": (
+        lambda d: d["deals"][0]["steps"][1].__setitem__("legal", [a.upper() for a in d["deals"][0]["steps"][1]["legal"]]),
+        "deal 0 step 1: legal differs"),
+    "action not in the notation": (
+        lambda d: d["deals"][0]["steps"][0].__setitem__("action", d["deals"][0]["steps"][0]["action"] + " "),
+        "deal 0 step 0: action differs"),
+    "wrong seat": (
+        lambda d: d["deals"][0]["steps"][0].__setitem__("seat", (d["deals"][0]["steps"][0]["seat"] + 1) % _players(d)),
+        "deal 0 step 0: seat differs"),
+    "two cards swapped in the deck": (_swap_cards, "deal 0"),
+    "a card twice in the deck": (
+        lambda d: d["deals"][0]["deck"].__setitem__(1, d["deals"][0]["deck"][0]),
+        "deal 0: deck differs"),
+    "a deck card that is a number": (
+        lambda d: d["deals"][0]["deck"].__setitem__(0, 5),
+        "error: deal 0: deck card 0 must be a card code string, got 5"),
+    "wrong dealer": (
+        lambda d: d["deals"][0]["expect"].__setitem__("dealer", (d["deals"][0]["expect"]["dealer"] + 1) % _players(d)),
+        "deal 0: expect.dealer differs"),
+    "dealer as a boolean": (
+        lambda d: d["deals"][0]["expect"].__setitem__("dealer", d["deals"][0]["expect"]["dealer"] == 1)
+        if d["deals"][0]["expect"]["dealer"] in (0, 1) else pytest.skip("dealer is not 0 or 1"),
+        "deal 0: expect.dealer differs"),
+    "wrong deal result": (
+        lambda d: _last_played(d).__setitem__("result", {
+            k: (_bump_first_list(v) if k == list(_last_played(d)["result"])[-1] else v)
+            for k, v in _last_played(d)["result"].items()}),
+        " result: result."),
+    "deal result with an extra key": (
+        lambda d: d["deals"][0]["result"].__setitem__("extra", 0), "deal 0 result: result.extra differs"),
+    "thrown_in as a number": (_first_bool_in_deal_results, "result.thrown_in differs"),
+    "wrong totals": (
+        lambda d: d["result"].__setitem__("totals", _bump_first_list(d["result"]["totals"])),
+        "match result: result.totals differs"),
+    "wrong winners": (lambda d: d["result"].__setitem__("winners", [0]), "match result: result.winners differs"),
+    "over true while the match goes on": (
+        lambda d: d["result"].__setitem__("over", True), "match result: result.over differs"),
+    "over as the number 0": (
+        lambda d: d["result"].__setitem__("over", 0), "match result: result.over differs"),
+    "a step after the deal's end": (
+        lambda d: d["deals"][-1]["steps"].append(copy.deepcopy(d["deals"][-1]["steps"][-1])),
+        "seat differs"),
+    "a deal's result dropped before the next deal": (
+        lambda d: d["deals"][0].pop("result") if len(d["deals"]) > 1 else pytest.skip("one deal"),
+        "deal 0 result: result differs"),
+    "unknown game": (lambda d: d.__setitem__("game", "klaberjas"), "setup differs"),
+    "unknown option": (lambda d: d.__setitem__("options", {"no_such_option": 1}), "unknown option 'no_such_option'"),
+    "wrong schema": (lambda d: d.__setitem__("schema", "card-transcript/2"), "error: schema must be"),
+}
+
+
+def _replay(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    status = main(["replay", "--check", str(path)])
+    return status, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.name)
+def test_every_sample_checks_out(sample, capsys):
+    assert _replay(sample, capsys) == (0, f"{sample}: ok\n")
+
+
+@pytest.mark.parametrize("name", list(MUTATIONS))
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.name)
+def test_a_changed_sample_is_refused_at_its_place(sample, name, tmp_path, capsys):
+    change, where = MUTATIONS[name]
+    data = json.loads(sample.read_text())
+    change(data)
+    bad = tmp_path / sample.name
+    bad.write_text(json.dumps(data))
+    status, out = _replay(bad, capsys)
+    assert status == 1, out
+    assert out.startswith(f"{bad}: ") and out.count("\n") == 1, out
+    assert where in out, out
+
+
+def test_text_that_is_not_json_is_refused(tmp_path, capsys):
+    bad = tmp_path / "garbage.json"
+    bad.write_text('{"schema": "card-transcript/1", "game": ')
+    status, out = _replay(bad, capsys)
+    assert status == 1 and out.startswith(f"{bad}: error: not valid JSON"), out
+
+
+def test_json_values_compare_by_json_type():
+    """true/false are not 1/0; 1 and 1.0 are the same JSON number; objects key by key."""
+    assert not transcript.same_json(0, False) and not transcript.same_json(True, 1)
+    assert not transcript.same_json([1, 0], [True, False])
+    assert transcript.same_json([1.0, 2], (1, 2)) and transcript.same_json({"a": [True]}, {"a": [True]})
+    assert not transcript.same_json({"a": 1}, {"a": 1, "b": 2}) and not transcript.same_json("1", 1)
+    assert not transcript.same_json(None, 0) and transcript.same_json(None, None)
+
+
+def test_json_nested_too_deeply_is_refused_and_the_next_file_still_checked(tmp_path, capsys):
+    """A file of arrays nested past the JSON parser's recursion limit is one error line, not
+    a traceback that ends the command before the files after it are checked."""
+    bad = tmp_path / "deep.json"
+    bad.write_text("[" * 100_000 + "]" * 100_000)
+    status = main(["replay", "--check", str(bad), str(SAMPLES[0])])
+    out = capsys.readouterr().out
+    assert status == 1
+    assert out == (f"{bad}: error: not valid JSON: arrays or objects nested too deeply\n"
+                   f"{SAMPLES[0]}: ok\n")
+
+
+def test_nan_and_infinity_are_not_json(tmp_path, capsys):
+    """Python's json module reads NaN and Infinity; JSON has neither, so a transcript holding
+    one is refused as not JSON (NOTATION.md section 3: one JSON object)."""
+    data = json.loads(SAMPLES[0].read_text())
+    text = json.dumps(data).replace('"totals": [', '"totals": [NaN, ', 1)
+    bad = tmp_path / "nan.json"
+    bad.write_text(text)
+    status, out = _replay(bad, capsys)
+    assert status == 1 and out == f"{bad}: error: not valid JSON: NaN is not a JSON value\n", out
+    bad.write_text(json.dumps(data).replace('"first_dealer": ', '"first_dealer": -Infinity, "x": ', 1))
+    status, out = _replay(bad, capsys)
+    assert status == 1 and out == f"{bad}: error: not valid JSON: -Infinity is not a JSON value\n", out
+
+
+def _checks_out(data: dict[str, Any]) -> bool:
+    diff, _ = transcript.check(transcript.loads(json.dumps(data)))
+    return diff is None
+
+
+@pytest.mark.parametrize("sample", SAMPLES[:1] + SAMPLES[-1:], ids=lambda p: p.name)
+def test_the_documented_readings_of_what_notation_leaves_open(sample):
+    """docs/rules.md, "Transcripts": what the checker accepts where NOTATION.md is silent."""
+    data = json.loads(sample.read_text())
+    lenient: list[Callable[[dict[str, Any]], Any]] = [
+        lambda d: d["deals"][0]["steps"][0]["legal"].append(d["deals"][0]["steps"][0]["legal"][0]),
+        lambda d: [(s.pop("seat"), s.pop("legal")) for s in d["deals"][0]["steps"]],
+        lambda d: d["deals"][0].pop("expect"),
+        lambda d: d.__setitem__("options", None),
+        lambda d: d.pop("result"),
+        lambda d: d["deals"][-1].pop("result") if "result" in d["deals"][-1] else None,
+        lambda d: d.__setitem__("comment", "not a NOTATION.md key"),
+        lambda d: d["result"].__setitem__("winners", list(d["result"]["winners"])),
+        lambda d: d["deals"][0]["expect"].__setitem__("dealer", float(d["deals"][0]["expect"]["dealer"])),
+    ]
+    for change in lenient:
+        changed = copy.deepcopy(data)
+        change(changed)
+        assert _checks_out(changed), change
+    options = copy.deepcopy(data)
+    options["options"] = {"kl_first_deal_packet": "2"} if data["game"] == "klaberjass" else {"khishti_penalty": 500}
+    assert not _checks_out(options)
