@@ -208,3 +208,17 @@ def test_node_snippets_run(engine, node):
     with tempfile.TemporaryDirectory() as workdir:
         out = run_node_snippets(node, NODE_MODULES, engine.target, Path(workdir))
     check_node_snippets(out)
+
+
+def test_node_health_snippet_runs(engine, node):
+    """docs/api.md's Node.js health check runs as written from the repository's root, with
+    the health.proto that clients/node/proto ships (grpc-js and proto-loader have none), and
+    the engine answers it SERVING."""
+    section = API[API.index("### Node.js with @grpc/proto-loader"):]
+    (snippet,) = [block for block in re.findall(r"```js\n(.*?)```", section, re.DOTALL) if "grpc.health.v1" in block]
+    loader = "const grpc = require('@grpc/grpc-js');\nconst protoLoader = require('@grpc/proto-loader');\n"
+    code = loader + snippet.replace("127.0.0.1:50051", engine.target)
+    result = subprocess.run([node, "-e", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "NODE_PATH": str(NODE_MODULES)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip() == "SERVING", result.stdout + result.stderr
