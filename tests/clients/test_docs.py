@@ -103,12 +103,16 @@ const bearer = (token, extra = {}) => {
 };
 (async () => {
   const out = {};
-  const created = await call('CreateMatch', { game: 'georgian_joker', options: { khishti_penalty: { string_value: '500' } } });
+  // an option's value as ListGames gave it (with oneofs' `value` key) is sent back as it is
+  const spec = (await call('ListGames', {})).games.find((g) => g.id === 'georgian_joker')
+    .options.find((o) => o.name === 'khishti_penalty');
+  const created = await call('CreateMatch', { game: 'georgian_joker', options: { khishti_penalty: spec.allowed_values[1] } });
   const matchId = created.match.match_id;
   const tokens = [];
   for (let i = 0; i < 4; i++) tokens.push((await call('JoinMatch', { match_id: matchId, seat: i, player_name: `p${i}` })).seat_token);
   const first = (await call('GetView', { match_id: matchId }, bearer(tokens[0]))).view;
   out.first = { seat: first.seat, seq: first.seq, status: first.status, to_act_type: typeof first.to_act,
+                synthetic: [first._to_act, first._seat], sent_option: spec.allowed_values[1],
                 deal_results: (first.scores.deal_results?.values ?? []).map(fromValue),
                 options: fromStruct(first.table).options };
   const events = [];
@@ -184,6 +188,8 @@ def check_node_snippets(out: dict) -> None:
     # defaults: true fills the zeros of plain fields; longs: Number; enums: String
     assert first["seat"] == 0 and first["seq"] == 0 and first["status"] == "MATCH_STATUS_ACTIVE"
     assert first["to_act_type"] == "number"
+    assert first["synthetic"] == ["to_act", "seat"]  # oneofs: true names each optional field set
+    assert first["sent_option"] == {"string_value": "500", "value": "string_value"}
     assert first["deal_results"] == []  # unset until the first deal is scored, read as empty
     assert first["options"]["khishti_penalty"] == "500"  # fromStruct on View.table
     scored = out["scored"]
