@@ -145,6 +145,12 @@ const bearer = (token, extra = {}) => {
     out.stale = { code: err.code, message: err.details, reason: d2.reason, metadata: d2.metadata,
                   view_seq: d2.view && d2.view.seq, view_seat: d2.view && d2.view.seat,
                   view_trump: d2.view && fromStruct(d2.view.table).trump, request_id: d2.requestId, seat };
+    // a detail of a type the snippet did not load (v1 may add some) is skipped, not thrown on
+    const status = Status.decode(err.metadata.get('grpc-status-details-bin')[0]);
+    status.details.unshift({ type_url: 'type.googleapis.com/google.rpc.Help', value: Buffer.alloc(0) });
+    const later = new grpc.Metadata();
+    later.set('grpc-status-details-bin', Buffer.from(Status.encode(status).finish()));
+    out.unknown_detail = errorDetails({ metadata: later }).reason;
   }
   out.now_seq = now.seq;
   console.log(JSON.stringify(out));
@@ -205,6 +211,7 @@ def check_node_snippets(out: dict) -> None:
     assert stale["metadata"] == {"expected_seq": str(out["now_seq"] + 5), "seq": str(out["now_seq"])}
     assert stale["view_seq"] == out["now_seq"] and stale["view_seat"] == stale["seat"]
     assert stale["request_id"] == "docs-node-1"
+    assert out["unknown_detail"] == "STALE_SEQUENCE"
 
 
 def test_node_snippets_run(engine, node):
