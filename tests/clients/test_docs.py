@@ -118,7 +118,11 @@ const bearer = (token, extra = {}) => {
   const events = [];
   const stream = api.WatchMatch({ match_id: matchId }, bearer(tokens[0]));
   stream.on('data', (ev) => events.push(ev));
-  stream.on('error', () => {});
+  const ending = [];  // what the page says a stream's end looks like in grpc-js
+  const ended = new Promise((resolve) => stream.on('close', resolve));
+  stream.on('error', (err) => ending.push(`error ${err.code}`));
+  stream.on('status', (st) => ending.push(`status ${st.code}`));
+  stream.on('end', () => ending.push('end'));
   for (let n = 0; n < 40 && !events.some((ev) => fromStruct(ev.details)?.deal_scored !== undefined); n++) {
     const pub = (await call('GetView', { match_id: matchId })).view;
     if (pub.to_act === undefined) { await new Promise((r) => setTimeout(r, 50)); continue; }
@@ -128,6 +132,8 @@ const bearer = (token, extra = {}) => {
     await new Promise((r) => setTimeout(r, 20));
   }
   stream.cancel();
+  await ended;
+  out.ending = ending;
   const scored = events.find((ev) => fromStruct(ev.details)?.deal_scored !== undefined);
   const d = fromStruct(scored.details);
   out.scored = { kind: scored.kind, deal_scored: d.deal_scored, deal_number: scored.view.deal_number,
@@ -212,6 +218,7 @@ def check_node_snippets(out: dict) -> None:
     assert stale["view_seq"] == out["now_seq"] and stale["view_seat"] == stale["seat"]
     assert stale["request_id"] == "docs-node-1"
     assert out["unknown_detail"] == "STALE_SEQUENCE"
+    assert out["ending"] == ["error 1", "status 1", "end"]  # cancelled: 'end' follows 'error'
 
 
 def test_node_snippets_run(engine, node):
