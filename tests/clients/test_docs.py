@@ -159,6 +159,8 @@ const bearer = (token, extra = {}) => {
     out.unknown_detail = errorDetails({ metadata: later }).reason;
   }
   out.now_seq = now.seq;
+  // an enum value this client's protos do not know (a later server's EventKind 99): a number
+  out.unknown_enum = def['cardgames.v1.WatchMatchResponse'].deserialize(Buffer.from([0x08, 99])).kind;
   console.log(JSON.stringify(out));
   process.exit(0);
 })().catch((err) => { console.error(err); process.exit(1); });
@@ -218,6 +220,7 @@ def check_node_snippets(out: dict) -> None:
     assert stale["view_seq"] == out["now_seq"] and stale["view_seat"] == stale["seat"]
     assert stale["request_id"] == "docs-node-1"
     assert out["unknown_detail"] == "STALE_SEQUENCE"
+    assert out["unknown_enum"] == 99
     assert out["ending"] == ["error 1", "status 1", "end"]  # cancelled: 'end' follows 'error'
 
 
