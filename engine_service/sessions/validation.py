@@ -12,6 +12,7 @@ without the session's state; they need at most the bot host, which the caller pa
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -60,9 +61,46 @@ def clean_name(text: str, limit: int, what: str, code: str = "BAD_NAME", field: 
     text = " ".join(words)
     if len(text) > limit:
         raise BadRequest(f"{what} is longer than {limit} characters", reason=code, **meta)
-    if any(unicodedata.category(ch).startswith("C") for ch in text):
+    if _has_control_character(text):
         raise BadRequest(f"{what} contains control characters", reason=code, **meta)
     return text
+
+
+#: The zero-width joiner and non-joiner: format characters (category Cf) that emoji ZWJ
+#: sequences (👩‍💻, 🏳️‍🌈, 👨‍👩‍👧) and scripts such as Persian, Kurdish and the Indic ones
+#: need inside words, so a name may hold them between two visible characters.
+_JOINERS = frozenset("\u200c\u200d")
+#: An emoji tag sequence (UTS #51): the black flag, tag letters, the cancel tag: the flags of
+#: England, Scotland and Wales (🏴󠁧󠁢󠁥󠁮󠁧󠁿); its tags are format characters too.
+_FLAG_TAG_SEQUENCE = re.compile("\U0001F3F4[\U000E0020-\U000E007E]+\U000E007F")
+
+
+def _future_pictograph(ch: str) -> bool:
+    """An emoji code point newer than this Python's Unicode database: unassigned (category
+    Cn) but in the blocks Unicode keeps for pictographs (Extended_Pictographic, UTS #51), where
+    every recent emoji went (🩷 U+1FA77 is Unicode 15; Python 3.11, the image's, knows 14)."""
+    return ("\U0001F000" <= ch <= "\U0001FAFF" or "\U0001FC00" <= ch <= "\U0001FFFD") \
+        and unicodedata.category(ch) == "Cn"
+
+
+def _visible(ch: str) -> bool:
+    return not ch.isspace() and (not unicodedata.category(ch).startswith("C") or _future_pictograph(ch))
+
+
+def _has_control_character(text: str) -> bool:
+    """Whether ``text`` holds a character of a category C* (controls, format characters,
+    surrogates, private use, unassigned) other than those a name typed on a phone or in a
+    script that needs them holds: a joiner between two visible characters, a flag's tag
+    sequence, an emoji newer than the Unicode database. The others stay refused (bidi
+    overrides, zero-width spaces, soft hyphens...): they hide or reorder what a name shows."""
+    tagged = {i for m in _FLAG_TAG_SEQUENCE.finditer(text) for i in range(m.start() + 1, m.end())}
+    for i, ch in enumerate(text):
+        if not unicodedata.category(ch).startswith("C") or i in tagged or _future_pictograph(ch):
+            continue
+        if ch in _JOINERS and 0 < i < len(text) - 1 and _visible(text[i - 1]) and _visible(text[i + 1]):
+            continue
+        return True
+    return False
 
 
 def check_client_join_id(client_join_id: Any) -> str:

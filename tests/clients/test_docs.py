@@ -103,18 +103,26 @@ const bearer = (token, extra = {}) => {
 };
 (async () => {
   const out = {};
-  const created = await call('CreateMatch', { game: 'georgian_joker', options: { khishti_penalty: { string_value: '500' } } });
+  // an option's value as ListGames gave it (with oneofs' `value` key) is sent back as it is
+  const spec = (await call('ListGames', {})).games.find((g) => g.id === 'georgian_joker')
+    .options.find((o) => o.name === 'khishti_penalty');
+  const created = await call('CreateMatch', { game: 'georgian_joker', options: { khishti_penalty: spec.allowed_values[1] } });
   const matchId = created.match.match_id;
   const tokens = [];
   for (let i = 0; i < 4; i++) tokens.push((await call('JoinMatch', { match_id: matchId, seat: i, player_name: `p${i}` })).seat_token);
   const first = (await call('GetView', { match_id: matchId }, bearer(tokens[0]))).view;
   out.first = { seat: first.seat, seq: first.seq, status: first.status, to_act_type: typeof first.to_act,
+                synthetic: [first._to_act, first._seat], sent_option: spec.allowed_values[1],
                 deal_results: (first.scores.deal_results?.values ?? []).map(fromValue),
                 options: fromStruct(first.table).options };
   const events = [];
   const stream = api.WatchMatch({ match_id: matchId }, bearer(tokens[0]));
   stream.on('data', (ev) => events.push(ev));
-  stream.on('error', () => {});
+  const ending = [];  // what the page says a stream's end looks like in grpc-js
+  const ended = new Promise((resolve) => stream.on('close', resolve));
+  stream.on('error', (err) => ending.push(`error ${err.code}`));
+  stream.on('status', (st) => ending.push(`status ${st.code}`));
+  stream.on('end', () => ending.push('end'));
   for (let n = 0; n < 40 && !events.some((ev) => fromStruct(ev.details)?.deal_scored !== undefined); n++) {
     const pub = (await call('GetView', { match_id: matchId })).view;
     if (pub.to_act === undefined) { await new Promise((r) => setTimeout(r, 50)); continue; }
@@ -124,6 +132,8 @@ const bearer = (token, extra = {}) => {
     await new Promise((r) => setTimeout(r, 20));
   }
   stream.cancel();
+  await ended;
+  out.ending = ending;
   const scored = events.find((ev) => fromStruct(ev.details)?.deal_scored !== undefined);
   const d = fromStruct(scored.details);
   out.scored = { kind: scored.kind, deal_scored: d.deal_scored, deal_number: scored.view.deal_number,
@@ -141,8 +151,16 @@ const bearer = (token, extra = {}) => {
     out.stale = { code: err.code, message: err.details, reason: d2.reason, metadata: d2.metadata,
                   view_seq: d2.view && d2.view.seq, view_seat: d2.view && d2.view.seat,
                   view_trump: d2.view && fromStruct(d2.view.table).trump, request_id: d2.requestId, seat };
+    // a detail of a type the snippet did not load (v1 may add some) is skipped, not thrown on
+    const status = Status.decode(err.metadata.get('grpc-status-details-bin')[0]);
+    status.details.unshift({ type_url: 'type.googleapis.com/google.rpc.Help', value: Buffer.alloc(0) });
+    const later = new grpc.Metadata();
+    later.set('grpc-status-details-bin', Buffer.from(Status.encode(status).finish()));
+    out.unknown_detail = errorDetails({ metadata: later }).reason;
   }
   out.now_seq = now.seq;
+  // an enum value this client's protos do not know (a later server's EventKind 99): a number
+  out.unknown_enum = def['cardgames.v1.WatchMatchResponse'].deserialize(Buffer.from([0x08, 99])).kind;
   console.log(JSON.stringify(out));
   process.exit(0);
 })().catch((err) => { console.error(err); process.exit(1); });
@@ -184,6 +202,8 @@ def check_node_snippets(out: dict) -> None:
     # defaults: true fills the zeros of plain fields; longs: Number; enums: String
     assert first["seat"] == 0 and first["seq"] == 0 and first["status"] == "MATCH_STATUS_ACTIVE"
     assert first["to_act_type"] == "number"
+    assert first["synthetic"] == ["to_act", "seat"]  # oneofs: true names each optional field set
+    assert first["sent_option"] == {"string_value": "500", "value": "string_value"}
     assert first["deal_results"] == []  # unset until the first deal is scored, read as empty
     assert first["options"]["khishti_penalty"] == "500"  # fromStruct on View.table
     scored = out["scored"]
@@ -199,6 +219,9 @@ def check_node_snippets(out: dict) -> None:
     assert stale["metadata"] == {"expected_seq": str(out["now_seq"] + 5), "seq": str(out["now_seq"])}
     assert stale["view_seq"] == out["now_seq"] and stale["view_seat"] == stale["seat"]
     assert stale["request_id"] == "docs-node-1"
+    assert out["unknown_detail"] == "STALE_SEQUENCE"
+    assert out["unknown_enum"] == 99
+    assert out["ending"] == ["error 1", "status 1", "end"]  # cancelled: 'end' follows 'error'
 
 
 def test_node_snippets_run(engine, node):
@@ -208,3 +231,17 @@ def test_node_snippets_run(engine, node):
     with tempfile.TemporaryDirectory() as workdir:
         out = run_node_snippets(node, NODE_MODULES, engine.target, Path(workdir))
     check_node_snippets(out)
+
+
+def test_node_health_snippet_runs(engine, node):
+    """docs/api.md's Node.js health check runs as written from the repository's root, with
+    the health.proto that clients/node/proto ships (grpc-js and proto-loader have none), and
+    the engine answers it SERVING."""
+    section = API[API.index("### Node.js with @grpc/proto-loader"):]
+    (snippet,) = [block for block in re.findall(r"```js\n(.*?)```", section, re.DOTALL) if "grpc.health.v1" in block]
+    loader = "const grpc = require('@grpc/grpc-js');\nconst protoLoader = require('@grpc/proto-loader');\n"
+    code = loader + snippet.replace("127.0.0.1:50051", engine.target)
+    result = subprocess.run([node, "-e", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "NODE_PATH": str(NODE_MODULES)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip() == "SERVING", result.stdout + result.stderr

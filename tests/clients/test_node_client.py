@@ -5,7 +5,8 @@ library (a fake engine); its watch hook hears a long outage and the return withi
 engine; its own offline unit tests pass too.
 
 Its dependencies come from the npm registry with ``npm ci`` (package-lock.json), run here
-once when clients/node/node_modules is missing or older than the lock file.
+once when clients/node/node_modules is missing or older than the lock file (never when it is a
+link to another checkout's: npm ci would empty that one).
 """
 
 from __future__ import annotations
@@ -30,21 +31,62 @@ from .conftest import ADMIN_TOKEN, CuttableProxy, run, two_seats
 NODE_DIR = Path(__file__).resolve().parents[2] / "clients" / "node"
 
 
+def needs_npm_ci(node_dir: Path) -> bool:
+    """Whether ``node_dir``'s node_modules must be installed: missing, or older than the lock
+    file. Never when node_modules is a symbolic link (a second checkout, a worktree, using the
+    modules of the first): ``npm ci`` deletes node_modules' contents through the link, emptying
+    the other checkout's folder while its tests may be running, and a fresh checkout's lock
+    file is always newer than those modules, so every run there did so. A link to a folder
+    without installed modules fails, naming it."""
+    modules = node_dir / "node_modules"
+    stamp = modules / ".package-lock.json"
+    if modules.is_symlink():
+        assert stamp.exists(), f"{modules} links to {modules.resolve()}, which has no installed modules: " \
+            "run npm ci there, or remove the link"
+        return False
+    return not stamp.exists() or stamp.stat().st_mtime < (node_dir / "package-lock.json").stat().st_mtime
+
+
 @pytest.fixture(scope="module")
 def node() -> str:
     node, npm = shutil.which("node"), shutil.which("npm")
     assert node and npm, "Node.js and npm are needed for the Node client (Debian/NodeSource package nodejs)"
-    modules = NODE_DIR / "node_modules"
-    stamp = modules / ".package-lock.json"
     # One installer at a time: `npm ci` first deletes node_modules, so a second xdist worker
     # installing while the first runs its tests pulled the modules from under them.
     with open(NODE_DIR / ".npm-ci.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not stamp.exists() or stamp.stat().st_mtime < (NODE_DIR / "package-lock.json").stat().st_mtime:
+        if needs_npm_ci(NODE_DIR):
             result = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, capture_output=True,
                                     text=True, timeout=300)
             assert result.returncode == 0, result.stdout + result.stderr
     return node
+
+
+def test_npm_ci_never_runs_through_a_linked_node_modules(tmp_path):
+    """Regression: a checkout whose clients/node/node_modules links to another checkout's
+    had its lock file newer than the linked modules (a fresh clone), so the fixture ran
+    ``npm ci``, which emptied the other checkout's node_modules. A linked folder is used as
+    it is; a real one is still installed when missing or older than the lock file."""
+    import os
+
+    shared = tmp_path / "main" / "node_modules"
+    shared.mkdir(parents=True)
+    (shared / ".package-lock.json").write_text("{}")
+    os.utime(shared / ".package-lock.json", (1, 1))  # installed long before the lock file
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    (clone / "package-lock.json").write_text("{}")
+    assert needs_npm_ci(clone)  # no node_modules yet
+    (clone / "node_modules").symlink_to(shared)
+    assert not needs_npm_ci(clone)
+    (clone / "node_modules").unlink()
+    shutil.copytree(shared, clone / "node_modules")
+    os.utime(clone / "node_modules" / ".package-lock.json", (1, 1))
+    assert needs_npm_ci(clone)  # a real, stale folder: reinstalled
+    (clone / "node_modules").rename(tmp_path / "old")
+    (clone / "node_modules").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(AssertionError, match="no installed modules"):
+        needs_npm_ci(clone)
 
 
 @pytest.mark.parametrize("game, args", [

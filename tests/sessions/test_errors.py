@@ -184,6 +184,43 @@ def test_bad_names_and_termination_reasons_say_which_field_and_change_nothing():
     run(go())
 
 
+#: Names as phones and keyboards type them that hold a format character (category Cf) or an
+#: emoji newer than Python 3.11's Unicode 14: ZWJ sequences, a Persian word with its
+#: zero-width non-joiner, a subdivision flag (tag characters), 🩷 (U+1FA77, Unicode 15).
+TYPED_NAMES = ["👨\u200d👩\u200d👧 table", "👩\u200d💻", "🏳\ufe0f\u200d🌈 fan", "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",
+               "\U0001F3F4\U000E0067\U000E0062\U000E0073\U000E0063\U000E0074\U000E007F scot", "\U0001FA77 ada",
+               "\U0001FACE\u200d\U0001FA77"]
+#: What stays refused: a joiner that joins nothing visible, tags outside a flag sequence, and
+#: the format characters that hide or reorder text (bidi override, zero-width space, BOM...).
+HIDDEN_NAMES = ["\u200d", "a\u200d", "\u200da", "a \u200d b", "a\u200d\u200db", "a\U000E0067",
+                "\U000E0067\U000E007F", "\U0001F3F4\U000E007F", "a\u202eb", "a\u200bb", "\u00ad",
+                "x\ufeff", "\ue000", "x\u0378", "a\u2066b"]
+
+
+def test_names_typed_with_emoji_sequences_and_joiners_are_accepted():
+    """Regression: every format character counted as a control character, so a player name
+    with a ZWJ emoji (👩‍💻), a flag of England or a Persian word (its ZWNJ), or an emoji of
+    Unicode 15 or later (the server's Python 3.11 knows 14), was BAD_NAME "contains control
+    characters". They are kept as typed; the characters that hide or reorder text stay
+    refused, and so does a joiner or a tag that joins nothing."""
+    for name in TYPED_NAMES:
+        assert clean_name(name, 64, "n") == name
+    for name in HIDDEN_NAMES:
+        with pytest.raises(BadRequest) as info:
+            clean_name(name, 64, "n")
+        assert info.value.reason == "BAD_NAME", name
+
+    async def go():
+        async with manager() as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game=GAME, name=TYPED_NAMES[0]))
+            a = await mgr.join_match(s.match_id, None, TYPED_NAMES[3])
+            with pytest.raises(BadRequest) as info:
+                await mgr.join_match(s.match_id, None, "a\u202eb")
+            return s.name, (await mgr.get_match(s.match_id)).seats[a.seat].player_name, info.value.reason
+
+    assert run(go()) == (TYPED_NAMES[0], TYPED_NAMES[3], "BAD_NAME")
+
+
 @pytest.mark.parametrize("game_id", GAMES)
 def test_rejected_actions_change_nothing(game_id):
     async def go():
