@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -67,8 +68,6 @@ def test_npm_ci_never_runs_through_a_linked_node_modules(tmp_path):
     had its lock file newer than the linked modules (a fresh clone), so the fixture ran
     ``npm ci``, which emptied the other checkout's node_modules. A linked folder is used as
     it is; a real one is still installed when missing or older than the lock file."""
-    import os
-
     shared = tmp_path / "main" / "node_modules"
     shared.mkdir(parents=True)
     (shared / ".package-lock.json").write_text("{}")
