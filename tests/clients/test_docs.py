@@ -59,6 +59,33 @@ def test_python_example_runs(engine):
     assert result.returncode == 0, result.stderr
 
 
+def _markdown_rows(heading_line: str) -> list[list[str]]:
+    """The data rows' cells of docs/api.md's first table at or after ``heading_line``."""
+    lines = API[API.index(heading_line):].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split(" | ")])
+    return rows[2:]  # the header and the |---| line
+
+
+def test_every_actor_and_auto_move_reason_of_action_events_is_documented():
+    """A table shows "played for you" from an ACTION event's ``by`` and ``reason``: docs/api.md
+    lists every pair the server sends (the reasons are the metrics' AUTO_MOVE_REASONS, which
+    the clock records), and nothing else."""
+    from engine_service.observability.metrics import AUTO_MOVE_REASONS
+    from engine_service.transport.generated import match_pb2
+
+    rows = _markdown_rows("show \"played for you\" without guessing from the timing:")
+    documented = {(by.strip("`"), reason.strip("`").replace("empty", "")) for by, reason, _ in rows}
+    actors = {name for name in match_pb2.Actor.keys() if name != "ACTOR_UNSPECIFIED"}
+    expected = {("ACTOR_PLAYER", ""), ("ACTOR_BOT", "")} | {("ACTOR_AUTO", r) for r in AUTO_MOVE_REASONS}
+    assert documented == expected
+    assert {by for by, _ in documented} == actors
+
+
 def test_rules_index_covers_every_game_and_section():
     for game in registry.all_games():
         assert f"`{game.id}`" in RULES, game.id
