@@ -86,6 +86,32 @@ def test_every_actor_and_auto_move_reason_of_action_events_is_documented():
     assert {by for by, _ in documented} == actors
 
 
+def test_snapshot_seat_keys_are_documented_and_those_beyond_seat_info_said_so(engine):
+    """The keys of a SNAPSHOT's ``details.seats`` are the ones docs/api.md lists, and every key
+    that ``SeatInfo`` (GetMatch) does not have is named as such there: a frontend told "the same
+    facts as SeatInfo" would look for ``left`` in GetMatch in vain."""
+    import grpc
+    from google.protobuf.json_format import MessageToDict
+
+    from engine_service.transport.generated import card_games_pb2, card_games_pb2_grpc, match_pb2
+
+    with grpc.insecure_channel(engine.target) as channel:
+        api = card_games_pb2_grpc.CardGamesServiceStub(channel)
+        match = api.CreateMatch(card_games_pb2.CreateMatchRequest(game="klaberjass"), timeout=10).match
+        stream = api.WatchMatch(card_games_pb2.WatchMatchRequest(match_id=match.match_id), timeout=10)
+        first = next(iter(stream))
+        stream.cancel()
+    sent = set(MessageToDict(first.details)["seats"][0])
+    (row,) = [cells for cells in _markdown_rows("| event | details |") if cells[0] == "`SNAPSHOT`"]
+    keys_text = row[1].split("}", 1)[0]
+    keys_text = re.sub(r':\s*"\w+"(\s*\\\|\s*"\w+")*', "", keys_text)  # "kind": "open" \| "bot": its values
+    listed = set(re.findall(r'"(\w+)"', keys_text))
+    assert sent == listed
+    seat_info = set(match_pb2.SeatInfo.DESCRIPTOR.fields_by_name)
+    for key in sorted(listed - seat_info):
+        assert re.search(rf"plus `{key}`", row[1]), f"{key} is not in SeatInfo: docs/api.md should say so"
+
+
 def test_rules_index_covers_every_game_and_section():
     for game in registry.all_games():
         assert f"`{game.id}`" in RULES, game.id
