@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -53,7 +54,8 @@ def test_every_rpc_is_documented():
 
 
 def test_python_example_runs(engine):
-    (example,) = [block for block in re.findall(r"```python\n(.*?)```", API, re.DOTALL)]
+    (example,) = [block for block in re.findall(r"```python\n(.*?)```", API, re.DOTALL)
+                  if "clients.cardgames_client" in block]
     code = example.replace("127.0.0.1:50051", engine.target)
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -110,6 +112,31 @@ def test_snapshot_seat_keys_are_documented_and_those_beyond_seat_info_said_so(en
     seat_info = set(match_pb2.SeatInfo.DESCRIPTOR.fields_by_name)
     for key in sorted(listed - seat_info):
         assert re.search(rf"plus `{key}`", row[1]), f"{key} is not in SeatInfo: docs/api.md should say so"
+
+
+def test_python_stubs_section_generates_stubs_that_decode_a_stale_action(engine, tmp_path):
+    """docs/api.md "Python with the generated stubs": its protoc command, run as written (with
+    the output in a temporary folder), makes stubs that its snippet imports as cardgames.v1;
+    the snippet decodes an ABORTED status as the page says (ErrorInfo, the View, RequestInfo),
+    using nothing of this repository."""
+    section = API[API.index("### Python with the generated stubs"):]
+    command = section.split("```sh\n", 1)[1].split("```", 1)[0].strip()
+    snippet = section.split("```python\n", 1)[1].split("```", 1)[0]
+    gen = tmp_path / "gen"
+    gen.mkdir()
+    assert command.startswith("python ") and command.count("=gen ") == 3
+    command = shlex.quote(sys.executable) + command[len("python"):].replace("=gen ", f"={shlex.quote(str(gen))} ")
+    done = subprocess.run(["sh", "-c", command], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (gen / "cardgames" / "v1" / "card_games_pb2_grpc.py").exists()
+    code = snippet.replace("127.0.0.1:50051", engine.target)
+    env = {**os.environ, "PYTHONPATH": str(gen)}
+    result = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(gen)!r})\n{code}"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 0, result.stderr
+    code_name, reason, view_seq, request_id = result.stdout.split()
+    assert (code_name, reason, view_seq) == ("ABORTED", "STALE_SEQUENCE", "1")
+    assert request_id
 
 
 def test_rules_index_covers_every_game_and_section():
