@@ -130,9 +130,9 @@ def test_python_stubs_section_generates_stubs_that_decode_a_stale_action(engine,
     assert done.returncode == 0, done.stderr
     assert (gen / "cardgames" / "v1" / "card_games_pb2_grpc.py").exists()
     code = snippet.replace("127.0.0.1:50051", engine.target)
-    env = {**os.environ, "PYTHONPATH": str(gen)}
+    # -I: neither PYTHONPATH nor the working folder, so the snippet can import nothing of this repository
     result = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(gen)!r})\n{code}"],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+                            cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     code_name, reason, view_seq, request_id = result.stdout.split()
     assert (code_name, reason, view_seq) == ("ABORTED", "STALE_SEQUENCE", "1")
