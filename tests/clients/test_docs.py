@@ -112,6 +112,10 @@ def test_snapshot_seat_keys_are_documented_and_those_beyond_seat_info_said_so(en
     seat_info = set(match_pb2.SeatInfo.DESCRIPTOR.fields_by_name)
     for key in sorted(listed - seat_info):
         assert re.search(rf"plus `{key}`", row[1]), f"{key} is not in SeatInfo: docs/api.md should say so"
+    # and match.proto, where a frontend reading SeatInfo looks first
+    proto = (ROOT / "proto" / "cardgames" / "v1" / "match.proto").read_text()
+    seat_info_comment = proto[proto.index("message SeatInfo {"):proto.index("bool replaced_by_bot")]
+    assert '"left"' in seat_info_comment
 
 
 def test_python_stubs_section_generates_stubs_that_decode_a_stale_action(engine, tmp_path):
