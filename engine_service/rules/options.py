@@ -25,6 +25,15 @@ ENUM = "enum"
 BOOL = "bool"
 INT = "int"
 
+#: The largest magnitude an ``int`` option may take where its spec sets no bound: 2^53 - 1, the
+#: largest integer every JSON reader holds exactly (a double). Option values travel as JSON
+#: numbers (transcripts, NOTATION.md section 3) and as doubles in ``View.table`` (a protobuf
+#: Struct), and docs/api.md tells clients that the API's 64-bit integers fit a JavaScript
+#: number: an open range such as ``kl_target_score`` ("any positive integer") took any int64,
+#: so 2^53 + 1 came back as 2^53 in every view's ``table.options``, and a lobby in JavaScript
+#: showed 2^63 - 1 as 9223372036854775808.
+JSON_SAFE_INT = 2**53 - 1
+
 
 @dataclass(frozen=True)
 class OptionSpec:
@@ -46,7 +55,7 @@ class OptionSpec:
             return ", ".join(_json(v) for v in self.values)
         lo = "" if self.minimum is None else str(self.minimum)
         hi = "" if self.maximum is None else str(self.maximum)
-        return f"an integer in [{lo}, {hi}]" if hi else f"an integer >= {lo}"
+        return f"an integer in [{lo}, {hi}]" if hi else f"an integer >= {lo} (at most {JSON_SAFE_INT})"
 
     def check(self, value: Any) -> Any:
         """Return the validated value or raise :class:`InvalidOptions`."""
@@ -63,6 +72,8 @@ class OptionSpec:
                 ok = value >= self.minimum
             if ok and self.maximum is not None:
                 ok = value <= self.maximum
+            if ok:  # an open range too: JSON-safe (JSON_SAFE_INT)
+                ok = -JSON_SAFE_INT <= value <= JSON_SAFE_INT
         if not ok:
             raise InvalidOptions(
                 f"option {self.name!r}: invalid value {_json(value)}; allowed: {self.allowed_text()}",
