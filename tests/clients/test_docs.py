@@ -143,6 +143,40 @@ def test_python_stubs_section_generates_stubs_that_decode_a_stale_action(engine,
     assert request_id
 
 
+def test_int_options_without_a_maximum_stay_below_2_53_as_docs_api_md_says(engine):
+    """docs/api.md "64-bit integers" (and OptionSpec.maximum's comment): the API's int64 values
+    fit a JavaScript number; an int option without a maximum takes at most 2^53 - 1, which
+    comes back exactly in the summary and in View.table's doubles, and 2^53 is INVALID_OPTIONS."""
+    import grpc
+    from google.protobuf.json_format import MessageToDict
+
+    from engine_service.transport.generated import card_games_pb2, card_games_pb2_grpc, match_pb2
+
+    top = 2**53 - 1
+    assert "2^53 - 1" in API and "2^53 - 1" in (ROOT / "proto" / "cardgames" / "v1" / "match.proto").read_text()
+    with grpc.insecure_channel(engine.target) as channel:
+        api = card_games_pb2_grpc.CardGamesServiceStub(channel)
+        open_ended = [(game.id, spec) for game in api.ListGames(card_games_pb2.ListGamesRequest(), timeout=10).games
+                      for spec in game.options
+                      if spec.type == match_pb2.OPTION_TYPE_INT and not spec.allowed_values
+                      and not spec.HasField("maximum")]
+        assert {spec.name for _, spec in open_ended} >= {"kl_target_score", "jj_game_target", "jj_match_rubbers"}
+        for game, spec in open_ended:
+            assert str(top) in spec.allowed_text
+            request = card_games_pb2.CreateMatchRequest(game=game)
+            request.options[spec.name].int_value = top + 1
+            try:
+                api.CreateMatch(request, timeout=10)
+                raise AssertionError(f"{spec.name} = 2^53 was accepted")
+            except grpc.RpcError as err:
+                assert err.code() == grpc.StatusCode.INVALID_ARGUMENT, spec.name
+            request.options[spec.name].int_value = top
+            match = api.CreateMatch(request, timeout=10).match
+            assert match.options[spec.name].int_value == top
+            view = api.GetView(card_games_pb2.GetViewRequest(match_id=match.match_id), timeout=10).view
+            assert MessageToDict(view.table)["options"][spec.name] == top
+
+
 def test_rules_index_covers_every_game_and_section():
     for game in registry.all_games():
         assert f"`{game.id}`" in RULES, game.id
