@@ -25,6 +25,15 @@ ENUM = "enum"
 BOOL = "bool"
 INT = "int"
 
+#: The largest magnitude a new match's ``int`` option may take where its spec sets no bound
+#: (:meth:`OptionSpec.check_new`): 2^53 - 1, the largest integer every JSON reader holds exactly
+#: (a double). Option values travel as JSON numbers (transcripts, NOTATION.md section 3) and as
+#: doubles in ``View.table`` (a protobuf Struct), and docs/api.md tells clients that the API's
+#: 64-bit integers fit a JavaScript number: an open range such as ``kl_target_score`` ("any
+#: positive integer") took any int64, so 2^53 + 1 came back as 2^53 in every view's
+#: ``table.options``, and a lobby in JavaScript showed 2^63 - 1 as 9223372036854775808.
+JSON_SAFE_INT = 2**53 - 1
+
 
 @dataclass(frozen=True)
 class OptionSpec:
@@ -46,7 +55,7 @@ class OptionSpec:
             return ", ".join(_json(v) for v in self.values)
         lo = "" if self.minimum is None else str(self.minimum)
         hi = "" if self.maximum is None else str(self.maximum)
-        return f"an integer in [{lo}, {hi}]" if hi else f"an integer >= {lo}"
+        return f"an integer in [{lo}, {hi}]" if hi else f"an integer >= {lo} (at most {JSON_SAFE_INT})"
 
     def check(self, value: Any) -> Any:
         """Return the validated value or raise :class:`InvalidOptions`."""
@@ -64,11 +73,23 @@ class OptionSpec:
             if ok and self.maximum is not None:
                 ok = value <= self.maximum
         if not ok:
-            raise InvalidOptions(
-                f"option {self.name!r}: invalid value {_json(value)}; allowed: {self.allowed_text()}",
-                option=self.name,
-                allowed=self.allowed_text(),
-            )
+            self.refuse(value)
+        return value
+
+    def refuse(self, value: Any) -> None:
+        raise InvalidOptions(
+            f"option {self.name!r}: invalid value {_json(value)}; allowed: {self.allowed_text()}",
+            option=self.name,
+            allowed=self.allowed_text(),
+        )
+
+    def check_new(self, value: Any) -> Any:
+        """:meth:`check`, and for a new match (CreateMatch) an int within ``JSON_SAFE_INT``
+        where the spec sets no bound. Stored matches and transcripts are read with
+        :meth:`check` alone: a match created before the bound keeps its value."""
+        value = self.check(value)
+        if self.kind == INT and not -JSON_SAFE_INT <= value <= JSON_SAFE_INT:
+            self.refuse(value)
         return value
 
 
@@ -114,6 +135,15 @@ _SHARED_LIMIT = 256
 #: (id of the specs, the values in spec order) -> (the specs, their Options). The specs are kept
 #: so that their id cannot be reused while the entry lives.
 _INTERNED: dict[tuple[int, tuple[Any, ...]], tuple[Any, Options]] = {}
+
+
+def check_new_options(specs: tuple[OptionSpec, ...], raw: Mapping[str, Any] | None) -> None:
+    """The options a new match asks for, beyond :func:`validate_options`: each given value
+    passes :meth:`OptionSpec.check_new` (JSON-safe integers)."""
+    by_name = {s.name: s for s in specs}
+    for name, value in (raw or {}).items():
+        if name in by_name:
+            by_name[name].check_new(value)
 
 
 def validate_options(specs: tuple[OptionSpec, ...], raw: Mapping[str, Any] | None) -> Options:

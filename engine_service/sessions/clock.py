@@ -114,6 +114,10 @@ class MatchClock:
             seat = key[1]
             deadline = m.deadline
             self.disarm(m)
+            # the decision stays the one to make until its move is written: heartbeats, views
+            # and GetView meanwhile show its (passed) deadline, not "no deadline"; apply()
+            # arms the next decision, an end disarms, a failure below keeps it
+            m.deadline = deadline
             self.metrics.turn_timeouts.labels(m.game.id).inc()
             action = m.game.auto_move(m.state.view(seat))
             try:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..rules.cards import card_code, parse_deck
 from ..rules.game import Game
-from ..rules.options import Options
+from ..rules.options import Options, check_new_options
 from ..rules.registry import get_game
 from ..store.base import DeckRecord, MatchRecord, SeatRecord
 from .api import BadRequest, CreateMatchRequest, PermissionDenied, SeatConfig
@@ -100,6 +100,7 @@ def match_terms(request: CreateMatchRequest, *, admin: bool, config: SessionConf
                                reason="ADMIN_ONLY")
     raw = merge_turn_time(game, request.options or {}, float(request.turn_time_s or 0))
     options = game.options(raw)
+    check_new_options(game.option_specs, raw)  # JSON-safe integers, for new matches only
     turn = turn_time(game, options, float(request.turn_time_s or 0), config)
     grace = reconnect_grace(game, options, config)
     seats = seat_configs(game, request.seats, host)

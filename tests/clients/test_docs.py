@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -53,10 +54,127 @@ def test_every_rpc_is_documented():
 
 
 def test_python_example_runs(engine):
-    (example,) = [block for block in re.findall(r"```python\n(.*?)```", API, re.DOTALL)]
+    (example,) = [block for block in re.findall(r"```python\n(.*?)```", API, re.DOTALL)
+                  if "clients.cardgames_client" in block]
     code = example.replace("127.0.0.1:50051", engine.target)
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+def _markdown_rows(heading_line: str) -> list[list[str]]:
+    """The data rows' cells of docs/api.md's first table at or after ``heading_line``."""
+    lines = API[API.index(heading_line):].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split(" | ")])
+    return rows[2:]  # the header and the |---| line
+
+
+def test_every_actor_and_auto_move_reason_of_action_events_is_documented():
+    """A table shows "played for you" from an ACTION event's ``by`` and ``reason``: docs/api.md
+    lists every pair the server sends (the reasons are the metrics' AUTO_MOVE_REASONS, which
+    the clock records), and nothing else."""
+    from engine_service.observability.metrics import AUTO_MOVE_REASONS
+    from engine_service.transport.generated import match_pb2
+
+    rows = _markdown_rows("show \"played for you\" without guessing from the timing:")
+    documented = {(by.strip("`"), reason.strip("`").replace("empty", "")) for by, reason, _ in rows}
+    actors = {name for name in match_pb2.Actor.keys() if name != "ACTOR_UNSPECIFIED"}
+    expected = {("ACTOR_PLAYER", ""), ("ACTOR_BOT", "")} | {("ACTOR_AUTO", r) for r in AUTO_MOVE_REASONS}
+    assert documented == expected
+    assert {by for by, _ in documented} == actors
+
+
+def test_snapshot_seat_keys_are_documented_and_those_beyond_seat_info_said_so(engine):
+    """The keys of a SNAPSHOT's ``details.seats`` are the ones docs/api.md lists, and every key
+    that ``SeatInfo`` (GetMatch) does not have is named as such there: a frontend told "the same
+    facts as SeatInfo" would look for ``left`` in GetMatch in vain."""
+    import grpc
+    from google.protobuf.json_format import MessageToDict
+
+    from engine_service.transport.generated import card_games_pb2, card_games_pb2_grpc, match_pb2
+
+    with grpc.insecure_channel(engine.target) as channel:
+        api = card_games_pb2_grpc.CardGamesServiceStub(channel)
+        match = api.CreateMatch(card_games_pb2.CreateMatchRequest(game="klaberjass"), timeout=10).match
+        stream = api.WatchMatch(card_games_pb2.WatchMatchRequest(match_id=match.match_id), timeout=10)
+        first = next(iter(stream))
+        stream.cancel()
+    sent = set(MessageToDict(first.details)["seats"][0])
+    (row,) = [cells for cells in _markdown_rows("| event | details |") if cells[0] == "`SNAPSHOT`"]
+    keys_text = row[1].split("}", 1)[0]
+    keys_text = re.sub(r':\s*"\w+"(\s*\\\|\s*"\w+")*', "", keys_text)  # "kind": "open" \| "bot": its values
+    listed = set(re.findall(r'"(\w+)"', keys_text))
+    assert sent == listed
+    seat_info = set(match_pb2.SeatInfo.DESCRIPTOR.fields_by_name)
+    for key in sorted(listed - seat_info):
+        assert re.search(rf"plus `{key}`", row[1]), f"{key} is not in SeatInfo: docs/api.md should say so"
+    # and match.proto, where a frontend reading SeatInfo looks first
+    proto = (ROOT / "proto" / "cardgames" / "v1" / "match.proto").read_text()
+    seat_info_comment = proto[proto.index("message SeatInfo {"):proto.index("bool replaced_by_bot")]
+    assert '"left"' in seat_info_comment
+
+
+def test_python_stubs_section_generates_stubs_that_decode_a_stale_action(engine, tmp_path):
+    """docs/api.md "Python with the generated stubs": its protoc command, run as written (with
+    the output in a temporary folder), makes stubs that its snippet imports as cardgames.v1;
+    the snippet decodes an ABORTED status as the page says (ErrorInfo, the View, RequestInfo),
+    using nothing of this repository."""
+    section = API[API.index("### Python with the generated stubs"):]
+    command = section.split("```sh\n", 1)[1].split("```", 1)[0].strip()
+    snippet = section.split("```python\n", 1)[1].split("```", 1)[0]
+    gen = tmp_path / "gen"
+    gen.mkdir()
+    assert command.startswith("python ") and command.count("=gen ") == 3
+    command = shlex.quote(sys.executable) + command[len("python"):].replace("=gen ", f"={shlex.quote(str(gen))} ")
+    done = subprocess.run(["sh", "-c", command], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (gen / "cardgames" / "v1" / "card_games_pb2_grpc.py").exists()
+    code = snippet.replace("127.0.0.1:50051", engine.target)
+    # -I: neither PYTHONPATH nor the working folder, so the snippet can import nothing of this repository
+    result = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(gen)!r})\n{code}"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    code_name, reason, view_seq, request_id = result.stdout.split()
+    assert (code_name, reason, view_seq) == ("ABORTED", "STALE_SEQUENCE", "1")
+    assert request_id
+
+
+def test_int_options_without_a_maximum_stay_below_2_53_as_docs_api_md_says(engine):
+    """docs/api.md "64-bit integers" (and OptionSpec.maximum's comment): the API's int64 values
+    fit a JavaScript number; an int option without a maximum takes at most 2^53 - 1, which
+    comes back exactly in the summary and in View.table's doubles, and 2^53 is INVALID_OPTIONS."""
+    import grpc
+    from google.protobuf.json_format import MessageToDict
+
+    from engine_service.transport.generated import card_games_pb2, card_games_pb2_grpc, match_pb2
+
+    top = 2**53 - 1
+    assert "2^53 - 1" in API and "2^53 - 1" in (ROOT / "proto" / "cardgames" / "v1" / "match.proto").read_text()
+    with grpc.insecure_channel(engine.target) as channel:
+        api = card_games_pb2_grpc.CardGamesServiceStub(channel)
+        open_ended = [(game.id, spec) for game in api.ListGames(card_games_pb2.ListGamesRequest(), timeout=10).games
+                      for spec in game.options
+                      if spec.type == match_pb2.OPTION_TYPE_INT and not spec.allowed_values
+                      and not spec.HasField("maximum")]
+        assert {spec.name for _, spec in open_ended} >= {"kl_target_score", "jj_game_target", "jj_match_rubbers"}
+        for game, spec in open_ended:
+            assert str(top) in spec.allowed_text
+            request = card_games_pb2.CreateMatchRequest(game=game)
+            request.options[spec.name].int_value = top + 1
+            try:
+                api.CreateMatch(request, timeout=10)
+                raise AssertionError(f"{spec.name} = 2^53 was accepted")
+            except grpc.RpcError as err:
+                assert err.code() == grpc.StatusCode.INVALID_ARGUMENT, spec.name
+            request.options[spec.name].int_value = top
+            match = api.CreateMatch(request, timeout=10).match
+            assert match.options[spec.name].int_value == top
+            view = api.GetView(card_games_pb2.GetViewRequest(match_id=match.match_id), timeout=10).view
+            assert MessageToDict(view.table)["options"][spec.name] == top
 
 
 def test_rules_index_covers_every_game_and_section():

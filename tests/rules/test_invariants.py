@@ -18,10 +18,10 @@ from types import MappingProxyType
 
 import pytest
 
-from engine_service.rules import (CHANCE, TERMINAL, IllegalAction, InconsistentView, MalformedAction, NotYourTurn,
-                                  RulesError, all_game_ids, get_game, transcript)
+from engine_service.rules import (CHANCE, TERMINAL, IllegalAction, InconsistentView, InvalidOptions, MalformedAction,
+                                  NotYourTurn, RulesError, all_game_ids, get_game, transcript)
 from engine_service.rules.cards import popcount
-from engine_service.rules.options import Options
+from engine_service.rules.options import JSON_SAFE_INT, Options, check_new_options
 
 from .playout import cards_in, iter_states, mask_codes, random_match, shuffled, without_previous_deal_trick
 
@@ -94,6 +94,28 @@ def test_equal_option_sets_are_one_shared_immutable_object(game_id):
         private = random_match(game, seed, unshared)
         assert private.options is unshared
         assert transcript.export(shared) == transcript.export(private)
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_int_options_of_new_matches_stay_json_safe(game_id):
+    """An int option with an open range ("any positive integer": kl_target_score,
+    jj_game_target, jj_match_rubbers) takes at most 2^53 - 1 in a new match
+    (rules/options.py JSON_SAFE_INT, check_new_options): its value travels as a JSON number and
+    as a double in View.table, exact only so far, and docs/api.md lets clients read the API's
+    64-bit integers as JavaScript numbers. Above it, InvalidOptions names the bound; at it, the
+    value is kept exactly; a stored match or a transcript with a larger value still loads."""
+    game = get_game(game_id)
+    for spec in game.option_specs:
+        if spec.kind != "int" or spec.values:
+            continue
+        top = spec.maximum if spec.maximum is not None else JSON_SAFE_INT
+        check_new_options(game.option_specs, {spec.name: top})
+        assert game.options({spec.name: top})[spec.name] == top
+        with pytest.raises(InvalidOptions) as info:
+            check_new_options(game.option_specs, {spec.name: top + 1})
+        assert str(top) in info.value.details["allowed"]
+        if spec.maximum is None:  # written before the bound: read as it was
+            assert game.options({spec.name: 2**63 - 1})[spec.name] == 2**63 - 1
 
 
 @pytest.mark.parametrize("game_id", GAMES)

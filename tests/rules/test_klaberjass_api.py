@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +23,7 @@ from .last_trick import check_deal_boundaries
 from .playout import random_match
 
 GAME = get_game("klaberjass")
+ROOT_DOCS = Path(__file__).resolve().parents[2] / "docs"
 ELDER = "AS TS 7S QH AD KD QC JC 9C"
 DEALER = "KS 9S JH 9H AH TD 8D 7D 8C"
 
@@ -360,3 +362,34 @@ def test_kl_last_trick_is_the_previous_deals_ninth_until_the_first_trick_kl_6_2_
                                       determinize_every=3, pass_bias=0.3)
     assert seen["final_tricks"] >= 10 and seen["first_tricks"] >= 10 and seen["thrown_in"] >= 1, seen
     assert seen["determinized"] >= 3
+
+
+@pytest.mark.parametrize("options", [{}, {"kl_sequence_compare": "length", "kl_reveal_scored_melds": "cards"}],
+                         ids=["defaults", "length_and_cards"])
+def test_the_meld_dialogue_has_the_keys_docs_games_klaberjass_md_lists(options):
+    """A frontend draws ``table.melds`` from docs/games/klaberjass.md's row alone (it used to
+    say only "vector format", the rulebook's test files): every event of random matches has
+    ``seat`` and ``say``, a ``say`` the row names, and only the keys the row gives that ``say``."""
+    from tests.rules.playout import random_match
+
+    row = next(line for line in (ROOT_DOCS / "games" / "klaberjass.md").read_text().splitlines()
+               if line.startswith("| `melds` |"))
+    documented = {  # say -> the keys the row names for it
+        "value": {"value", "length"}, "not_good": {"value", "length"}, "good": set(), "how_high": set(),
+        "top": {"card"}, "higher": {"card"}, "same": {"card"}, "lower": set(),
+        "trump_check": {"seat0_trump", "seat1_trump", "result"}, "scores": {"points", "sequences"}}
+    for say, keys in documented.items():
+        assert f"`{say}`" in row and all(f'`"{key}"`' in row for key in keys), say
+    seen: set[str] = set()
+
+    def check(state):
+        for event in state.view(0)["table"]["melds"] or []:
+            seen.add(event["say"])
+            assert set(event) - {"seat", "say"} <= documented[event["say"]], event
+            for seq in event.get("sequences", []):
+                assert set(seq) <= {"suit", "top", "length", "cards"}, seq
+                assert ("cards" in seq) == (options.get("kl_reveal_scored_melds") == "cards")
+
+    for seed in range(12):
+        random_match(GAME, seed, {"kl_target_score": 300, **options}, on_step=check)
+    assert {"value", "scores"} <= seen and len(seen) >= 4, seen

@@ -484,6 +484,23 @@ def test_turn_time_is_the_tables():
     assert gj2.turn_time_s == 45 and gj2.options == {"turn_time_s": 45}
 
 
+def test_a_turn_time_and_a_turn_time_s_option_must_agree():
+    """docs/api.md, CreateMatch: in the Joker games a request's turn_time is their turn_time_s
+    option, so giving both with different values is BAD_TURN_TIME (not INVALID_OPTIONS: each
+    value is valid alone); the same value twice is one turn time."""
+    async def go():
+        async with manager(config()) as mgr:
+            with pytest.raises(BadRequest) as info:
+                await mgr.create_match(CreateMatchRequest(game="japanese_joker", turn_time_s=20,
+                                                          options={"turn_time_s": 40}))
+            same = await mgr.create_match(CreateMatchRequest(game="japanese_joker", turn_time_s=40,
+                                                             options={"turn_time_s": 40}))
+            return info.value, same
+    refused, same = run(go())
+    assert refused.reason == "BAD_TURN_TIME"
+    assert same.turn_time_s == 40 and same.options == {"turn_time_s": 40}
+
+
 # ---- spectators ------------------------------------------------------------------------------------
 
 def test_spectators_only_when_allowed():

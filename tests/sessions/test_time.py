@@ -13,6 +13,7 @@ import pytest
 
 from engine_service.rules import get_game
 from engine_service.sessions.api import PermissionDenied, Principal
+from engine_service.store import MemoryStore
 
 from .helpers import GAMES, Stream, config, manager, open_match, run, until
 
@@ -58,6 +59,56 @@ def test_an_expired_deadline_plays_the_auto_move(game_id):
     assert metrics.value("cardgames_turn_timeouts_total", {"game": game_id}) >= 2
     assert metrics.value("cardgames_auto_moves_total", {"game": game_id, "reason": "timeout"}) >= 2
     assert m.status == "active", m.result
+
+
+class _GatedStore:
+    """A MemoryStore whose action appends wait for ``gate`` while ``closed``."""
+
+    def __init__(self) -> None:
+        self.inner = MemoryStore()
+        self.gate = asyncio.Event()
+        self.closed = False
+        self.waiting = False
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    async def append_action(self, *args, **kwargs):
+        if self.closed:
+            self.waiting = True
+            await self.gate.wait()
+        return await self.inner.append_action(*args, **kwargs)
+
+
+def test_a_timed_out_decision_keeps_its_deadline_while_its_auto_move_is_written():
+    """GJ-12.1 / JJK-10.3: from the deadline until the auto-move is written, the decision is
+    still the one to make. It used to lose its deadline for that write, so a heartbeat sent
+    meanwhile said ``"deadline": null`` at the same seq (and GetView the same): with the
+    default 30 s turn and 5 s heartbeats, an idle stream's heartbeat falls due just then, and
+    a table's countdown vanished before the move it announced."""
+    async def go():
+        store = _GatedStore()
+        async with manager(config(time_scale=0.01, heartbeat_interval_s=0.02), store=store) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            streams = await connect_all(mgr, match_id, ps)
+            deadline = m.deadline
+            store.closed = True
+            await until(lambda: store.waiting)  # the deadline passed; its auto-move is being written
+            spectator = Stream(mgr, match_id, Principal("spectator", match_id), after_seq=0)
+            await until(lambda: sum(e.kind == "heartbeat" for e in spectator.events) >= 3)
+            during = (m.seq, m.deadline, [e.details["deadline"] for e in spectator.events if e.kind == "heartbeat"])
+            store.closed = False
+            store.gate.set()
+            await until(lambda: m.seq == 1)
+            after = m.deadline
+            await close_all(streams + [spectator])
+            return deadline, during, after
+
+    deadline, (seq, held, beats), after = run(go())
+    assert deadline is not None and seq == 0
+    assert held == deadline and beats == [deadline] * len(beats)
+    assert after is not None and after > deadline  # the next decision's own
 
 
 def test_no_deadline_when_the_table_has_none():

@@ -494,3 +494,37 @@ def test_an_overflowed_spectator_stream_frees_its_slot(limit):
     spectators, first, after = run(go())
     assert spectators == 0 and after == 0
     assert [e.kind for e in first] == ["snapshot"]
+
+
+def test_a_resumed_stream_replays_no_presence_change_getmatch_and_the_seats_own_return_tell():
+    """docs/api.md "Watching": only actions are replayed. A spectator back with after_seq gets
+    the actions it missed but not the other seat's disconnection meanwhile: GetMatch's seats
+    tell it. A seat back from its own absence gets its own "connected" event, whose seats
+    are every seat's state."""
+    async def go():
+        async with manager(config(reconnect_grace_s=60)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            rng = random.Random(3)
+            spectator = Principal("spectator", match_id)
+            seat1, watching = Stream(mgr, match_id, ps[1]), Stream(mgr, match_id, spectator)
+            await play_random(mgr, match_id, ps, rng, max_actions=2)
+            await until(lambda: len(watching.actions()) == 2 and len(seat1.actions()) == 2)
+            await watching.close()
+            await seat1.close()  # seat 1 is away while the spectator is
+            await play_random(mgr, match_id, ps, rng, max_actions=2)
+            back = Stream(mgr, match_id, spectator, after_seq=2)
+            await until(lambda: len(back.actions()) == 2)
+            await asyncio.sleep(0.05)
+            summary, missed = await mgr.get_match(match_id), list(back.events)
+            seat1_back = Stream(mgr, match_id, ps[1], after_seq=2)
+            await until(lambda: any(e.kind == "presence" for e in seat1_back.events))
+            for stream in (back, seat1_back):
+                await stream.close()
+            return missed, summary, seat1_back.events
+
+    spectator_events, summary, seat_events = run(go())
+    assert [e.kind for e in spectator_events if e.kind != "heartbeat"] == ["action", "action"]
+    assert summary.seats[1].present is False
+    own = [e for e in seat_events if e.kind == "presence"]
+    assert [(e.seat, e.reason) for e in own] == [(1, "connected")]
+    assert [s["present"] for s in own[0].details["seats"]] == [False, True]
