@@ -170,7 +170,7 @@ def seat_text(info: Any) -> str:
     if not info.taken:
         return prefix + "free"
     name = info.player_name or "(no name)"
-    state = "present" if info.present else "away"
+    state = "left" if info.left else "present" if info.present else "away"
     if info.replaced_by_bot:
         state += f", bot {info.bot} plays" if info.bot else ", a bot plays"
     return prefix + f"{name} ({state})"

@@ -180,6 +180,7 @@ class SeatInfo:
     taken: bool = False  # an open seat that someone joined
     present: bool = False  # has an open watch stream (or is a bot)
     replaced_by_bot: bool = False  # absent player whose seat a bot plays (GJ-12)
+    left: bool = False  # the player left the match for good (GJ-12.4): cannot come back
 
 
 MatchStatus = Literal["waiting", "active", "finished", "terminated"]

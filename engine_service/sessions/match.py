@@ -97,7 +97,7 @@ class SeatSlot:
         return SeatInfo(seat=self.seat, kind=self.kind,  # type: ignore[arg-type]
                         bot=self.bot or (takeover_bot if replaced else ""),
                         player_name=self.player_name, taken=self.taken, present=self.present,
-                        replaced_by_bot=replaced)
+                        replaced_by_bot=replaced, left=self.left)
 
     def public(self) -> dict[str, Any]:
         """Seat facts every audience may know (GJ-11.1: names, connection status)."""

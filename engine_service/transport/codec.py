@@ -241,7 +241,8 @@ def _set_timestamp(field, unix: float) -> None:
 def seat_info_message(seat: api.SeatInfo) -> match_pb2.SeatInfo:
     return match_pb2.SeatInfo(seat=seat.seat, kind=_SEAT_KIND.get(seat.kind, 0), bot=seat.bot,
                               player_name=seat.player_name, taken=seat.taken,
-                              present=seat.present, replaced_by_bot=seat.replaced_by_bot)
+                              present=seat.present, replaced_by_bot=seat.replaced_by_bot,
+                              left=seat.left)
 
 
 def summary_message(s: api.MatchSummary) -> match_pb2.MatchSummary:

@@ -354,3 +354,16 @@ def test_list_shows_names_as_written():
         console = Console(file=out, width=300, force_terminal=True, record=True)
         console.print(admin_cli.matches_table([m]))
         assert console.export_text().count(name) == 2 and "\x1b]8;" not in out.getvalue()
+
+
+def test_seat_text_says_a_player_left_for_good_apart_from_one_who_is_away():
+    """GJ-12.4: a player who left cannot come back, one who is away may: the operator's seat
+    line says which (SeatInfo.left), and names the bot playing either seat."""
+    from clients.admin import seat_text
+
+    away = match_pb2.SeatInfo(seat=1, kind=match_pb2.SEAT_KIND_OPEN, player_name="bob", taken=True,
+                              replaced_by_bot=True, bot="heuristic")
+    gone = match_pb2.SeatInfo(seat=2, kind=match_pb2.SEAT_KIND_OPEN, player_name="cy", taken=True,
+                              replaced_by_bot=True, left=True)
+    assert seat_text(away) == "1 bob (away, bot heuristic plays)"
+    assert seat_text(gone) == "2 cy (left, a bot plays)"

@@ -399,6 +399,7 @@ def test_a_departed_georgian_joker_seat_stays_with_the_bot_after_a_restart(tmp_p
 
     summary, seat2 = run(after())
     assert summary.seats[2].replaced_by_bot and summary.status == "active"
+    assert summary.seats[2].left  # read back from the store after the restart
     assert seat2 and {(a.by, a.reason) for a in seat2} == {("auto", "abandoned")}
 
 

@@ -304,6 +304,7 @@ def test_georgian_joker_bot_takes_an_absent_seat_and_the_player_takes_it_back():
     assert (move.by, move.reason) == ("auto", "takeover")
     assert took < 1.0  # well before the 1.2 s turn deadline: the bot played at once
     assert s_away.seats[away].replaced_by_bot and not s_back.seats[away].replaced_by_bot
+    assert not s_away.seats[away].left  # absent, not gone: the player may come back (GJ-12.4)
     assert not bot_driven
     assert metrics.value("cardgames_grace_expired_total", {"game": "georgian_joker", "policy": "bot_takeover"}) == 1
 
@@ -406,6 +407,7 @@ def test_georgian_joker_leaving_hands_the_seat_to_the_named_bot_for_good():
 
     leaver, summary, actions, final = run(go(), timeout=120)
     assert summary.seats[leaver].replaced_by_bot and summary.status == "active"
+    assert [s.left for s in summary.seats] == [s == leaver for s in range(4)]  # GJ-12.4: for good
     # SeatInfo.bot names the takeover bot playing the seat (match.proto), only there
     assert [s.bot for s in summary.seats] == ["first" if s == leaver else "" for s in range(4)]
     assert actions[0].seat == leaver and actions[0].by == "bot"

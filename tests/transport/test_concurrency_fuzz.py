@@ -653,7 +653,8 @@ async def _leave_race(r: Round, view: match_pb2.View) -> None:
         assert leaver == seat and _code(err) == SEAT_LEFT, f"{where}: {err}"
     # a retry of the leave (its answer lost) is a repeat: OK, the match goes on
     again, again_err = await _call(leave())
-    assert again_err is None and again.match.status == ACTIVE and again.match.seats[leaver].replaced_by_bot, \
+    assert again_err is None and again.match.status == ACTIVE and again.match.seats[leaver].replaced_by_bot \
+        and [s.left for s in again.match.seats] == [s == leaver for s in range(4)], \
         f"{where}: the repeated leave: {again_err}"
     # the seat is the bot's now: its player neither sees nor acts until the end
     _, err = await _call(r.get_view(leaver))

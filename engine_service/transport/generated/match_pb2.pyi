@@ -151,7 +151,7 @@ class SeatSpec(_message.Message):
     def __init__(self, open: _Optional[_Union[OpenSeat, _Mapping]] = ..., bot: _Optional[_Union[BotSeat, _Mapping]] = ...) -> None: ...
 
 class SeatInfo(_message.Message):
-    __slots__ = ("seat", "kind", "bot", "player_name", "taken", "present", "replaced_by_bot")
+    __slots__ = ("seat", "kind", "bot", "player_name", "taken", "present", "replaced_by_bot", "left")
     SEAT_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     BOT_FIELD_NUMBER: _ClassVar[int]
@@ -159,6 +159,7 @@ class SeatInfo(_message.Message):
     TAKEN_FIELD_NUMBER: _ClassVar[int]
     PRESENT_FIELD_NUMBER: _ClassVar[int]
     REPLACED_BY_BOT_FIELD_NUMBER: _ClassVar[int]
+    LEFT_FIELD_NUMBER: _ClassVar[int]
     seat: int
     kind: SeatKind
     bot: str
@@ -166,7 +167,8 @@ class SeatInfo(_message.Message):
     taken: bool
     present: bool
     replaced_by_bot: bool
-    def __init__(self, seat: _Optional[int] = ..., kind: _Optional[_Union[SeatKind, str]] = ..., bot: _Optional[str] = ..., player_name: _Optional[str] = ..., taken: _Optional[bool] = ..., present: _Optional[bool] = ..., replaced_by_bot: _Optional[bool] = ...) -> None: ...
+    left: bool
+    def __init__(self, seat: _Optional[int] = ..., kind: _Optional[_Union[SeatKind, str]] = ..., bot: _Optional[str] = ..., player_name: _Optional[str] = ..., taken: _Optional[bool] = ..., present: _Optional[bool] = ..., replaced_by_bot: _Optional[bool] = ..., left: _Optional[bool] = ...) -> None: ...
 
 class MatchSummary(_message.Message):
     __slots__ = ("match_id", "game", "options", "status", "seq", "seats", "turn_time", "spectators_allowed", "created_at", "name", "result", "listed", "deal_commitments", "spectator_delay_actions")
