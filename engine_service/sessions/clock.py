@@ -152,7 +152,9 @@ class MatchClock:
         if not bot:  # the table's takeover "bot" is the rulebook's auto-move policy
             by, why = "auto", reason
         else:
-            by, why = "bot", ""
+            # a bot seat's own move says no reason; the takeover bot playing for an absent or
+            # departed player says why, as the auto-move does, so a table can show "played for you"
+            by, why = "bot", ("" if m.seats[seat].kind == "bot" else reason)
             action, failure = await self._ask(m, bot, seat, view, legal)
             if failure is not None:
                 self.metrics.bot_failures.labels(bot, failure).inc()

@@ -364,6 +364,30 @@ def test_a_georgian_joker_leaver_sees_the_public_view_after_a_termination_mid_de
     assert not [code for code in hidden if code not in played and f'"{code}"' in json.dumps(mine)]
 
 
+def test_the_takeover_bot_says_it_plays_for_an_absent_player():
+    """GJ-12.4: the table's takeover bot playing for a player absent past the grace period
+    makes its moves ``by`` bot with the reason ``takeover`` (docs/api.md's table), so that a
+    table tells them from a bot seat's own moves (reason empty) and shows "played for you"."""
+    async def go():
+        async with manager(config(time_scale=0.01), host=_FirstLegalHost()) as mgr:
+            match_id, ps = await open_match(mgr, "georgian_joker", takeover_bot="first",
+                                            **gj_request(turn_time_s=120, reconnect_grace_s=15))
+            m = mgr._matches[match_id]
+            streams = await connect_all(mgr, match_id, ps)
+            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+            away = m.state.to_act()
+            await streams[away].close()
+            await until(lambda: any(e.seat == away for e in spectator.actions()), timeout=5)
+            moves = [(e.by, e.reason) for e in spectator.actions() if e.seat == away]
+            summary = await mgr.get_match(match_id)
+            await close_all(streams + [spectator])
+            return away, moves, summary
+
+    away, moves, summary = run(go())
+    assert moves and set(moves) == {("bot", "takeover")}
+    assert summary.seats[away].bot == "first" and not summary.seats[away].left
+
+
 def test_georgian_joker_leaving_hands_the_seat_to_the_named_bot_for_good():
     """GJ-12.4: a player who leaves is replaced by the table's bot for the rest of the match;
     the result lists the seat as abandoned; the seat's token can no longer act."""
@@ -411,7 +435,9 @@ def test_georgian_joker_leaving_hands_the_seat_to_the_named_bot_for_good():
     # SeatInfo.bot names the takeover bot playing the seat (match.proto), only there
     assert [s.bot for s in summary.seats] == ["first" if s == leaver else "" for s in range(4)]
     assert actions[0].seat == leaver and actions[0].by == "bot"
-    assert {a.by for a in actions} == {"bot"}
+    # the takeover bot's moves say why it plays (every seat left in the end): a table shows
+    # "played for you", not a bot seat's own move
+    assert {(a.by, a.reason) for a in actions} == {("bot", "abandoned")}
     assert final.status == "finished" and final.result["outcome"] == "completed"
     assert final.result["abandoned"] == [0, 1, 2, 3]
     # a bot only ever saw its own seat's view (GJ-11.7)
