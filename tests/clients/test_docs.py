@@ -83,7 +83,8 @@ def test_every_actor_and_auto_move_reason_of_action_events_is_documented():
     rows = _markdown_rows("show \"played for you\" without guessing from the timing:")
     documented = {(by.strip("`"), reason.strip("`").replace("empty", "")) for by, reason, _ in rows}
     actors = {name for name in match_pb2.Actor.keys() if name != "ACTOR_UNSPECIFIED"}
-    expected = {("ACTOR_PLAYER", ""), ("ACTOR_BOT", "")} | {("ACTOR_AUTO", r) for r in AUTO_MOVE_REASONS}
+    expected = ({("ACTOR_PLAYER", ""), ("ACTOR_BOT", ""), ("ACTOR_BOT", "takeover"), ("ACTOR_BOT", "abandoned")}
+                | {("ACTOR_AUTO", r) for r in AUTO_MOVE_REASONS})
     assert documented == expected
     assert {by for by, _ in documented} == actors
 
