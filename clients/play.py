@@ -433,11 +433,18 @@ async def open_seat(client: Client, args: argparse.Namespace, console: Console) 
         # join would take another seat, or none in a started match
         try:
             token = open(args.token_file, encoding="utf-8").read().strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SystemExit(f"cannot read the seat token file {args.token_file}: "
-                             f"{getattr(exc, 'strerror', None) or type(exc).__name__}") from None
+        except OSError as exc:
+            raise SystemExit(f"cannot read the seat token file {args.token_file}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError:  # it said "UnicodeDecodeError"
+            raise SystemExit(f"the seat token file {args.token_file} is not text: no seat token") from None
+        if not token:
+            raise SystemExit(f"the seat token file {args.token_file} is empty")
         session = client.seat_session(args.match, -1, token)
-        session.seat = (await session.view()).seat
+        view = await session.view()
+        if not view.HasField("seat"):
+            # a view of no seat is a spectator's: the screen showed it as seat 0's, "you" and all
+            raise SystemExit(f"the seat token file {args.token_file} holds no seat token of match {args.match}")
+        session.seat = view.seat
         return session, await session.summary()
     if args.match:
         session = await client.join(args.match, seat=args.seat, player_name=args.name)
@@ -493,6 +500,9 @@ async def run(args: argparse.Namespace, target: str, console: Console) -> int:
                 print(connection_lost_line(app, session, args, target), file=sys.stderr)
                 return EXIT_CONNECTION_LOST
             final = await session.summary()
+            if not is_finished(final.status):  # quit (q) mid-match: the seat goes on without the screen
+                print_result(final, session.seat, console, way_back=way_back(session, args, target))
+                return 0
         print_result(final, session.seat, console)
         return 0
 
@@ -507,7 +517,21 @@ def connection_lost_line(app: PlayApp, session: SeatSession, args: argparse.Name
     what = ("the connection to the engine is lost for good" if app.lost
             else "you quit while the connection to the engine was lost")
     if not args.target:  # the engine of its own stops with the program, and the match with it
-        return f"error: {what} ({why}); the match was on this program's own engine and ends with it"
+        return f"error: {what} ({why}); {OWN_ENGINE_ENDS}"
+    return f"error: {what} ({why}); {way_back(session, args, target)}"
+
+
+#: The way back from a match on the engine ``clients.play`` started itself: there is none.
+OWN_ENGINE_ENDS = "the match was on this program's own engine and ends with it"
+
+
+def way_back(session: SeatSession, args: argparse.Namespace, target: str) -> str:
+    """``"to return to your seat: python -m clients.play ... --match ID --token-file PATH"``:
+    the seat token saved to a file only the user can read (unless it came from
+    ``--token-file``), since the screen that held it is gone and a join would take another
+    seat (a started match has none); :data:`OWN_ENGINE_ENDS` without ``--target``."""
+    if not args.target:
+        return OWN_ENGINE_ENDS
     token_file = args.token_file or save_token(session)
     command = ["python", "-m", "clients.play", "--target", target]
     if args.tls:
@@ -517,7 +541,7 @@ def connection_lost_line(app: PlayApp, session: SeatSession, args: argparse.Name
     if args.server_name:
         command += ["--server-name", args.server_name]
     command += ["--match", session.match_id, "--token-file", token_file]
-    return f"error: {what} ({why}); to return to your seat: {shlex.join(command)}"
+    return f"to return to your seat: {shlex.join(command)}"
 
 
 def save_token(session: SeatSession) -> str:
@@ -544,16 +568,24 @@ def print_lobby(matches: Sequence[Any], target: str, console: Console) -> None:
     console.print(f"join one: python -m clients.play --target {target} --match MATCH_ID", style="dim")
 
 
-def print_result(summary: Any, seat: int, console: Console) -> None:
+def print_result(summary: Any, seat: int, console: Console, way_back: str | None = None) -> None:
+    """The last line: winners and totals, or, for a match quit (q) before its end, that it goes
+    on, what the absence means and ``way_back`` (:func:`way_back`)."""
     result = render.struct_dict(summary.result) if summary.HasField("result") else {}
     status = match_pb2.MatchStatus.Name(summary.status).removeprefix("MATCH_STATUS_").lower()
     if not is_finished(summary.status):
         # quit (q) before the end: it read "active: winners none; totals None", as if the match
         # had ended without a result, though it goes on and the player's absence counts
+        if way_back == OWN_ENGINE_ENDS:
+            console.print(f"match {summary.match_id} is still {status} (seq {summary.seq}): you quit "
+                          f"without resigning; {OWN_ENGINE_ENDS}", markup=False)
+            return
+        # the seat token went with the screen: without the way back a player who quit by
+        # mistake could not take the seat again (a join takes another seat, and there is none)
         console.print(f"match {summary.match_id} is still {status} (seq {summary.seq}): you quit without "
                       "resigning, so your seat counts as away; after the grace period the rulebook's "
                       "absence policy applies (a forfeit in a two-player game, a bot for your seat in "
-                      "Georgian Joker)")
+                      "Georgian Joker)" + (f"; {way_back}" if way_back else ""), markup=False)
         return
     winners = result.get("winners", [])
     names = ", ".join(render.seat_name(summary, w, seat) for w in winners) or "none"
@@ -568,7 +600,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         build_parser().error("give --game (a new match), --match ID (join one), --lobby or --list")
     if args.token_file and not args.match:
         build_parser().error("--token-file returns to a seat of --match ID: give both")
-    console = Console(stderr=False, highlight=False)
+    # unfolded (soft_wrap): a line is one line in a pipe (--autoplay for scripts, where the
+    # console folded at 80 columns, the spectator command and the result over two lines) and
+    # a command shown on a terminal is copied whole (the terminal wraps it, not a newline)
+    console = Console(stderr=False, highlight=False, soft_wrap=True)
     service = None
     try:
         if args.target:

@@ -205,7 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="replay the match from its first action (a snapshot first when the match "
                    "is too far along for the server to replay)")
     args = p.parse_args(argv)
-    console = Console(highlight=False)
+    # unfolded: one line per event in a pipe (--plain), where the console folded at 80 columns
+    console = Console(highlight=False, soft_wrap=True)
     try:
         return asyncio.run(run(args, console))
     except CardGamesError as exc:

@@ -978,3 +978,80 @@ def test_names_reach_the_terminal_as_written():
             console = Console(file=out, width=300, force_terminal=True, record=True)
             show(console)
             assert name in console.export_text() and "\x1b]8;" not in out.getvalue()
+
+
+def test_quitting_mid_match_says_how_to_return_to_the_seat(engine, monkeypatch):
+    """q mid-match, the connection up: the last line says the match goes on and gives the way
+    back (``--match ID --token-file PATH``, the token saved for it), as a lost connection's
+    line does; it had none, and the seat token went with the screen (a join takes another
+    seat, and a started match has none). That command takes the seat again."""
+    import io
+
+    from rich.console import Console
+
+    from clients import play
+
+    async def quit_after_a_move(app):
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions and not app.submitting, "my first turn", 20)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: app.view_msg.seq >= 1, "my move on the screen", 20)
+            await pilot.press("q")
+
+    monkeypatch.setattr(PlayApp, "run_async", quit_after_a_move)
+    args = play.build_parser().parse_args(["--target", engine.target, "--game", "japanese_joker", "--bots", "random",
+                                           "--option", "target_score=11", "--turn-time", "60", "--name", "ada"])
+    out = io.StringIO()
+    console = Console(file=out, width=80, soft_wrap=True, highlight=False)
+    assert run(play.run(args, engine.target, console), timeout_s=60) == 0
+    last = out.getvalue().splitlines()[-1]
+    assert "is still active" in last and "you quit without resigning" in last, last
+    prefix = f"to return to your seat: python -m clients.play --target {engine.target} --match "
+    assert prefix in last, last
+    command = last.split("to return to your seat: python -m ", 1)[1].split()
+    token_file = command[command.index("--token-file") + 1]
+    assert os.stat(token_file).st_mode & 0o077 == 0  # the user's only
+    back = cli(*command, "--autoplay", "first")
+    os.unlink(token_file)
+    assert back.returncode == 0, back.stdout + back.stderr
+    assert any(" you: " in line for line in back.stdout.splitlines())
+    assert "finished: winners" in back.stdout.splitlines()[-1]
+
+
+def test_an_empty_token_file_is_one_line(engine, tmp_path):
+    """--token-file naming an empty file (or one not text): one line, exit status 1. An empty
+    one played on: the server answers a request without a token with the public view, and the
+    screen showed it as seat 0's ("you", no hand, no actions) and --autoplay "played" a
+    finished match to a result, exit status 0."""
+    async def create():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("japanese_joker", seats=[None, "random"], options={"target_score": 11})
+            await client.join(match.match_id, player_name="ada")
+            return match.match_id
+
+    match_id = run(create())
+    empty, binary = tmp_path / "empty.token", tmp_path / "binary.token"
+    empty.write_text("\n")
+    binary.write_bytes(b"\xff\xfe\x00")
+    for path, says in ((empty, "is empty"), (binary, "is not text")):
+        result = cli("clients.play", "--target", engine.target, "--match", match_id, "--token-file", str(path),
+                     "--autoplay", "first")
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert result.stderr.strip() == f"the seat token file {path} {says}" + (": no seat token" if path == binary else ""), result.stderr
+        assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+def test_autoplay_lines_are_not_folded_in_a_pipe(engine):
+    """--autoplay for scripts: each line whole in a pipe of a default width (80 columns), the
+    spectator command and the result included; the console folded them, and a script read
+    ``python -m`` on one line and ``clients.watch ID`` on the next."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env.pop("COLUMNS", None)
+    result = subprocess.run([sys.executable, "-m", "clients.play", "--target", engine.target, "--game", "jojotte",
+                             "--bots", "random", "--name", "ada", "--autoplay", "first"], capture_output=True,
+                            text=True, timeout=180, cwd=ROOT, env=env, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("match ") and lines[0].endswith(f"--target {engine.target}"), lines[:2]
+    assert lines[1].split()[0].isdigit(), lines[:2]
+    assert lines[-1].startswith("match ") and "finished: winners" in lines[-1] and lines[-1].endswith("}"), lines[-2:]
