@@ -131,14 +131,36 @@ def _per_seat(values: Any, seat: int, default: Any = "") -> Any:
     return default
 
 
+def score_heading(view: Any) -> str:
+    """The score column's heading, with what the match is played to: the Klaberjass and
+    Japanese Joker target (``table.target_score``, KL-10.1, JJK-8.1) and the Jo-Jotte game
+    (``table.match.game_target``, JJ-10.1); a player had to know the table options by heart.
+    Georgian Joker's end is its deal count, in the table lines."""
+    table = struct_dict(view.table)
+    if table.get("target_score"):
+        return f"score (to {table['target_score']})"
+    match = table.get("match")
+    if isinstance(match, Mapping) and match.get("game_target"):
+        return f"score (game to {match['game_target']})"
+    return "score"
+
+
 def seats_table(view: Any, summary: Any | None, now: float) -> Table:
-    """One row per seat: name, role markers, cards in hand, tricks, bid, score."""
+    """One row per seat: name, role markers, cards in hand, tricks, bid (games with bids
+    only), score (Jo-Jotte's with the points of the game in progress, JJ-10.1: the "below"
+    total runs over the whole match)."""
     table = struct_dict(view.table)
     me = view.seat if view.HasField("seat") else None
     grid = Table(box=None, pad_edge=False, expand=False, show_header=True, header_style="bold")
-    for column in ("", "player", "cards", "tricks", "bid", "score"):
+    # an always-empty bid column cost four columns that Jo-Jotte's scores needed on 80
+    bidding = "bids" in table
+    for column in ("", "player", "cards", "tricks", *(("bid",) if bidding else ()), score_heading(view)):
         grid.add_column(column)
-    totals = {row.name: list(row.values) for row in view.scores.totals}
+    totals = {row.name.removesuffix("_won"): list(row.values) for row in view.scores.totals}
+    match = table.get("match")
+    game_points = match.get("game_points") if isinstance(match, Mapping) else None
+    if isinstance(game_points, list) and totals:
+        totals = {"game": game_points, **totals}
     for seat in range(len(view.hand_sizes)):
         marks = Text()
         if view.HasField("to_act") and view.to_act == seat:
@@ -154,10 +176,11 @@ def seats_table(view: Any, summary: Any | None, now: float) -> Table:
                 name.append(" (away)", style="yellow")
         bids = table.get("bids")
         bid = _per_seat(bids, seat, "")
-        score = "  ".join(f"{name_}: {vals[seat]}" if len(totals) > 1 else str(vals[seat])
+        score = "  ".join(f"{name_} {vals[seat]}" if len(totals) > 1 else str(vals[seat])
                           for name_, vals in totals.items() if seat < len(vals))
         grid.add_row(marks, name, str(view.hand_sizes[seat]),
-                     str(_per_seat(list(view.scores.tricks_taken), seat, 0)), str(bid), score)
+                     str(_per_seat(list(view.scores.tricks_taken), seat, 0)), *((str(bid),) if bidding else ()),
+                     score)
     return grid
 
 
@@ -188,6 +211,18 @@ def trick_text(trick: Any, summary: Any | None, me: int | None) -> Text:
 def _labelled(label: str, value: Text | str) -> Text:
     out = Text(f"{label}: ", style="dim")
     out.append_text(value if isinstance(value, Text) else Text(str(value)))
+    return out
+
+
+def call_text(call: str) -> Text:
+    """An auction call in notation as the actions read it: ``name:S`` -> ``name ♠``,
+    ``no_trump`` -> ``no trump`` (the auction line showed ``name S`` and ``no_trump`` beside
+    actions labelled ``name ♠`` and ``no trump``)."""
+    verb, _, suit = call.partition(":")
+    out = Text(verb.replace("_", " "))
+    if suit:
+        out.append(" ")
+        out.append_text(suit_text(suit))
     return out
 
 
@@ -230,7 +265,8 @@ def table_lines(view: Any, summary: Any | None) -> list[Text]:
             for i, call in enumerate(auction):
                 if i:
                     calls.append(", ")
-                calls.append(f"{seat_name(summary, call['seat'], me)} {call['call'].replace(':', ' ')}")
+                calls.append(f"{seat_name(summary, call['seat'], me)} ")
+                calls.append_text(call_text(call["call"]))
             lines.append(_labelled("auction", calls))
         contract = table.get("contract") or {}
         if contract.get("kind"):  # Jo-Jotte, once the nullo window is over (docs/games/jojotte.md)
@@ -242,9 +278,11 @@ def table_lines(view: Any, summary: Any | None) -> list[Text]:
             kind = contract["kind"]
             holder = contract.get("holder", contract.get("declarer", 0))
             trump = _trump({"trump": strain})
-            lines.append(_labelled("contract", f"{kind} {strain}{mult}, "
-                                               f"{'nullo player' if kind == 'nullo' else 'declarer'} "
-                                               f"{seat_name(summary, holder, me)}"))
+            contract_line = Text(f"{kind} ")
+            contract_line.append_text(trump if strain else Text(""))
+            contract_line.append(f"{mult}, {'nullo player' if kind == 'nullo' else 'declarer'} "
+                                 f"{seat_name(summary, holder, me)}")
+            lines.append(_labelled("contract", contract_line))
         if table.get("maker") is not None:
             lines.append(_labelled("maker", seat_name(summary, table["maker"], me)))
         melds = table.get("meld_points")
