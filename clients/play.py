@@ -102,7 +102,7 @@ class PlayApp(ConnectionSign, App):
     TITLE = "cardgames"
     CSS = """
     #connection { display: none; height: 1; padding: 0 1; background: $error; color: $text; text-style: bold; }
-    #board { height: auto; padding: 0 1; }
+    #board { height: auto; padding: 0 1; overflow: hidden; }
     #lower { height: 1fr; min-height: 5; }
     #actions { width: 40%; border: round $accent; }
     #log { width: 60%; border: round $panel; }
@@ -203,6 +203,8 @@ class PlayApp(ConnectionSign, App):
                 actions.focus()
             if self.connection is None and self._status_text.startswith((NOT_SENT, SENDING_LOST)):
                 self.status("")  # said while the connection was lost: the move can be made now
+            if self.view_msg is not None:  # the connection line takes a row, or gives it back
+                self.draw_board()
             self.fit_deals()
 
     # -- drawing ------------------------------------------------------------------------------
@@ -218,11 +220,30 @@ class PlayApp(ConnectionSign, App):
                 self.draw_board()
         if self.size != self._fitted_size:  # the terminal was resized (the app gets no Resize)
             with contextlib.suppress(NoMatches):
+                if self.view_msg is not None:
+                    self.draw_board()
                 self.fit_deals()
 
     def draw_board(self) -> None:
-        self.board = render.board(self.view_msg, self.summary, time.time())
-        self.query_one("#board", Static).update(self.board)
+        """The board, without its blank lines where the full one leaves the legal actions
+        fewer than :attr:`MIN_ACTION_ROWS`, and cut to leave them those rows at least (late
+        in a Jo-Jotte match on 80x24, a long auction and contract pushed the actions' box
+        below the bottom edge, three options or none on screen)."""
+        now = time.time()
+        self.board = render.board(self.view_msg, self.summary, now)
+        room = self.size.height - 2 - (self.connection is not None) - self.MIN_ACTION_ROWS
+        if self._rows(self.board) > room:
+            self.board = render.board(self.view_msg, self.summary, now, compact=True)
+        widget = self.query_one("#board", Static)
+        widget.styles.max_height = max(1, room)
+        widget.update(self.board)
+
+    def _rows(self, renderable: Any) -> int:
+        """The terminal rows ``renderable`` takes in the board's width (less its padding)."""
+        if not renderable:
+            return 0
+        options = self.console.options.update_width(max(1, self.size.width - 2))
+        return len(self.console.render_lines(renderable, options, pad=False))
 
     def redraw(self) -> None:
         try:
@@ -255,14 +276,9 @@ class PlayApp(ConnectionSign, App):
         if self.board is None:
             return
         self._fitted_size = self.size
-        options = self.console.options.update_width(max(1, self.size.width - 2))  # the padding
-
-        def rows(renderable: Any) -> int:
-            return len(self.console.render_lines(renderable, options, pad=False)) if renderable else 0
-
         # less the status line and the footer, and the connection line while it shows
-        spare = self.size.height - 2 - (self.connection is not None) - rows(self.board)
-        self.query_one("#deals", Static).display = rows(self.deals) + self.MIN_ACTION_ROWS <= spare
+        spare = self.size.height - 2 - (self.connection is not None) - self._rows(self.board)
+        self.query_one("#deals", Static).display = self._rows(self.deals) + self.MIN_ACTION_ROWS <= spare
 
     # -- choosing -----------------------------------------------------------------------------
 

@@ -362,17 +362,19 @@ def header_text(view: Any, summary: Any | None, now: float) -> Text:
     return out
 
 
-def board(view: Any, summary: Any | None, now: float) -> Group:
-    """Everything but the legal actions: header, seats, table, trick, hand."""
+def board(view: Any, summary: Any | None, now: float, compact: bool = False) -> Group:
+    """Everything but the legal actions: header, seats, table, trick, hand; ``compact``
+    without the blank lines between them (a short terminal's rows go to the actions)."""
     me = view.seat if view.HasField("seat") else None
-    parts: list[Any] = [header_text(view, summary, now), Text(""), seats_table(view, summary, now), Text("")]
+    gap = [] if compact else [Text("")]
+    parts: list[Any] = [header_text(view, summary, now), *gap, seats_table(view, summary, now), *gap]
     parts.extend(table_lines(view, summary))
     parts.append(_labelled("trick", trick_text(view.trick, summary, me) if view.trick.plays else Text("—")))
     if view.last_trick.plays:  # with an empty trick_history: the previous deal's final trick
         label = "last trick" if view.trick_history else "last trick (previous deal)"
         parts.append(_labelled(label, trick_text(view.last_trick, summary, me)))
     if me is not None:
-        parts.extend([Text(""), _labelled("your hand", hand_text(view))])
+        parts.extend([*gap, _labelled("your hand", hand_text(view))])
     return Group(*parts)
 
 

@@ -12,6 +12,7 @@ import sys
 import time
 
 from clients import cardgames_client as cg
+from clients import render
 from clients.play import PlayApp
 from clients.watch import WatchApp
 from engine_service.transport.generated import match_pb2
@@ -1055,3 +1056,57 @@ def test_autoplay_lines_are_not_folded_in_a_pipe(engine):
     assert lines[0].startswith("match ") and lines[0].endswith(f"--target {engine.target}"), lines[:2]
     assert lines[1].split()[0].isdigit(), lines[:2]
     assert lines[-1].startswith("match ") and "finished: winners" in lines[-1] and lines[-1].endswith("}"), lines[-2:]
+
+
+def test_play_screen_keeps_the_legal_actions_in_view_late_in_a_jo_jotte_match(engine):
+    """On 80x24, a Jo-Jotte board with everything on it (a four-call auction over two lines,
+    a redoubled contract, melds, the trick and the last trick, large scores) pushed the
+    actions' box below the bottom edge; the board now drops its blank lines, and is cut if
+    need be, so that the actions keep their rows (and the resize back gives them back)."""
+    from google.protobuf import json_format
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("jojotte", seats=[None, "random"], turn_time_s=0)
+            me = await client.join(match.match_id, player_name="ada")
+            app = PlayApp(me, await me.summary())
+            async with app.run_test(size=(80, 24)) as pilot:
+                await wait_for(pilot, lambda: app._shown_actions and not app.submitting, "my first turn", 20)
+                view = match_pb2.View()
+                view.CopyFrom(app.view_msg)
+                table = render.struct_dict(view.table)
+                table.update({
+                    "auction": [{"seat": 0, "call": "name:C"}, {"seat": 1, "call": "no_trump"},
+                                {"seat": 0, "call": "double"}, {"seat": 1, "call": "redouble"}],
+                    "contract": {"kind": "slam", "strain": "NT", "play_strain": "NT", "multiplier": 4,
+                                 "holder": 1, "declarer": 1},
+                    "melds": {"points": [70, 0]}, "info_card": "KS", "turn_up": "7S",
+                    "match": dict(table.get("match") or {}, game_points=[55, 0], game_target=80)})
+                view.table.Clear()
+                json_format.ParseDict(table, view.table)
+                del view.scores.totals[:]
+                for name, values in (("below", [55, 345]), ("above", [400, 12700]), ("games_won", [0, 1])):
+                    view.scores.totals.add(name=name, values=values)
+                view.trick.plays.add(seat=1).card.code = "TC"
+                for seat, code in ((1, "9C"), (0, "8C")):
+                    view.last_trick.plays.add(seat=seat).card.code = code
+                view.last_trick.winner = 1
+                view.trick_history.add().CopyFrom(view.last_trick)
+                view.seq += 1000  # no event of the match (a presence change) replaces it
+                app.view_msg = view
+                app.redraw()
+                await pilot.pause(0.3)
+                text = "\n".join(str(line) for line in app.board.renderables)  # the board's parts
+                assert app._shown_actions and "contract" in text
+                shown = app.query_one("#actions").content_region
+                assert shown.y + shown.height <= 24 - 2, f"the actions end below the screen: {shown}"
+                assert shown.height >= min(3, len(app._shown_actions)), f"too few rows for the actions: {shown}"
+                await pilot.resize_terminal(80, 18)  # shorter still: the board is cut, not the actions
+                await pilot.pause(0.8)
+                shown = app.query_one("#actions").content_region
+                assert shown.y + shown.height <= 18 - 2 and shown.height >= min(3, len(app._shown_actions)), shown
+                await pilot.resize_terminal(120, 45)  # room again: the blank lines are back
+                await pilot.pause(0.8)
+                assert any(str(part) == "" for part in app.board.renderables)
+
+    run(scenario(), timeout_s=60)
