@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import getpass
 import json
 import os
 import random
@@ -338,10 +339,19 @@ async def autoplay(session: SeatSession, policy: str, console: Console, summary:
         return legal[0] if policy == "first" else rng.choice(legal)
 
     newest = -1  # the seq of this seat's last action: an older event's view is out of date
+    deals_seen: int | None = None
     async for event in session.watch(after_seq=FROM_THE_START, on_connection=stderr_notices()):
         line = render.event_text(event, summary, session.seat)
         if line is not None:
             console.print(line)
+        if event.HasField("view"):
+            # each deal's result as it is scored (clients.watch --plain prints them too): the
+            # output said who played what, never what a deal scored, only the final totals
+            scored = len(event.view.scores.deal_results.values)
+            if deals_seen is not None and scored > deals_seen:
+                for deal_line in render.deal_result_lines(event.view, summary, last=scored - deals_seen):
+                    console.print(deal_line, markup=False)
+            deals_seen = scored
         if event.kind == match_pb2.EVENT_KIND_MATCH_ENDED:
             break
         if (event.HasField("view") and event.view.seq >= newest and is_my_turn(event.view)
@@ -425,7 +435,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --match: return to your seat with its seat token: the file named when the screen "
                    "lost its connection for good, or one the operator gave you (python -m clients.admin "
                    "reissue-token MATCH_ID SEAT -o PATH)")
-    p.add_argument("--name", default="you", help="your player name")
+    p.add_argument("--name", help="your player name, as the other players and spectators see it "
+                   "(default: your login name)")
     p.add_argument("--reconnect-tries", type=positive_int, default=RECONNECT_TRIES, metavar="N",
                    help="the screen gives up a lost connection after N reopenings of the event stream in a "
                    f"row (default {RECONNECT_TRIES}, about half a minute), then prints how to return to your "
@@ -610,12 +621,24 @@ def print_result(summary: Any, seat: int, console: Console, way_back: str | None
                   + (f" ({': '.join(how)})" if how else ""), markup=False)  # names: never markup
 
 
+def default_name() -> str:
+    """The player name without ``--name``: the login name. It was "you", which is how every
+    screen names its own seat, so the other players, the spectators and the lobby ("you's
+    table") saw a player called "you", and two players who both left it out were both "you"."""
+    try:
+        return getpass.getuser() or "player"
+    except (KeyError, OSError):  # no login name in the environment nor the password database
+        return "player"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not args.game and not args.match and not args.list and not args.lobby:
         build_parser().error("give --game (a new match), --match ID (join one), --lobby or --list")
     if args.token_file and not args.match:
         build_parser().error("--token-file returns to a seat of --match ID: give both")
+    if args.name is None:
+        args.name = default_name()
     # unfolded (soft_wrap): a line is one line in a pipe (--autoplay for scripts, where the
     # console folded at 80 columns, the spectator command and the result over two lines) and
     # a command shown on a terminal is copied whole (the terminal wraps it, not a newline)

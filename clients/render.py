@@ -402,6 +402,22 @@ def deal_results_table(view: Any, summary: Any | None, last: int = 6) -> Table |
     return grid
 
 
+def deal_result_lines(view: Any, summary: Any | None, last: int = 1) -> list[Text]:
+    """The last ``last`` scored deals, one line each (``deal 3 scored: you 80, ada 22``): for
+    the outputs read by scripts, where a table repeated its title and heading every deal."""
+    me = view.seat if view.HasField("seat") else None
+    results = struct_value(view.scores.deal_results)
+    seats = len(view.hand_sizes)
+    lines = []
+    for number, result in enumerate(results[max(0, len(results) - last):], start=max(0, len(results) - last) + 1):
+        bidding = isinstance(result.get("bids"), list) and isinstance(result.get("taken"), list)
+        line = Text(f"     deal {number} scored" + (", points (tricks taken/bid)" if bidding else "") + ": ",
+                    style="bold")
+        line.append(", ".join(f"{seat_name(summary, seat, me)} {_deal_cell(result, seat)}" for seat in range(seats)))
+        lines.append(line)
+    return lines
+
+
 def _deal_cell(result: Mapping[str, Any], seat: int) -> str:
     if result.get("thrown_in"):
         return "thrown in"

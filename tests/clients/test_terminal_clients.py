@@ -1110,3 +1110,30 @@ def test_play_screen_keeps_the_legal_actions_in_view_late_in_a_jo_jotte_match(en
                 assert any(str(part) == "" for part in app.board.renderables)
 
     run(scenario(), timeout_s=60)
+
+
+def test_autoplay_prints_each_deal_result_and_a_name_of_its_own(engine):
+    """--autoplay printed who played what and the final totals, never what a deal scored
+    (clients.watch --plain prints it); now one line per scored deal, the totals its sum. And
+    without --name the player was called "you" (the name every screen gives its own seat), so
+    the other players, the spectators and the lobby saw a player "you": it is the login name."""
+    env = dict(os.environ, COLUMNS="160", PYTHONUNBUFFERED="1", LOGNAME="ada-login")
+    result = subprocess.run([sys.executable, "-m", "clients.play", "--target", engine.target, "--game",
+                             "japanese_joker", "--bots", "random", "--option", "target_score=11",
+                             "--autoplay", "first"], capture_output=True, text=True, timeout=180, cwd=ROOT,
+                            env=env, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    deals = [line.strip() for line in lines if " scored: " in line]
+    assert deals and deals[0].startswith("deal 1 scored: you "), deals
+    assert [int(d.split()[1]) for d in deals] == list(range(1, len(deals) + 1))
+    mine = sum(int(d.split(": you ", 1)[1].split()[0]) for d in deals)  # "you 8 (13 tricks), ..."
+    totals = lines[-1].rsplit("totals ", 1)[1]
+    assert totals.startswith(f"[{mine}, "), (deals, lines[-1])
+    match_id = lines[0].split()[1].rstrip(":")
+
+    async def names():
+        async with cg.connect(engine.target) as client:
+            return [s.player_name for s in (await client.get_match(match_id)).seats]
+
+    assert run(names())[0] == "ada-login"
