@@ -60,6 +60,11 @@ class WatchApp(ConnectionSign, App):
                 # Ctrl-C ends the program (textual's own binding only showed "press ctrl+q")
                 Binding("ctrl+c", "quit", "Quit", show=False, priority=True)]
 
+    #: Rows the event log keeps (its box and three events): the deal results give way to it.
+    #: On 80x24, six scored Georgian Joker deals took every row below the board, the log got
+    #: its border only and the screen scrolled.
+    MIN_LOG_ROWS = 5
+
     def __init__(self, spectator: Spectator, after_seq: int | None = None, *, summary: Any | None = None,
                  reconnect_tries: int | None = RECONNECT_TRIES) -> None:
         super().__init__()
@@ -119,7 +124,17 @@ class WatchApp(ConnectionSign, App):
         self.deals = render.deal_results_table(self.view_msg, self.summary)
         with contextlib.suppress(NoMatches):  # the screen may be closing
             self.query_one("#board", Static).update(self.board)
-            self.query_one("#deals", Static).update(self.deals)
+            deals = self.query_one("#deals", Static)
+            deals.update(self.deals)
+            deals.display = self._rows(self.board) + self._rows(self.deals) + self.MIN_LOG_ROWS <= (
+                self.size.height - 1 - (self.connection is not None))  # less the footer, the red line
+
+    def _rows(self, renderable: Any) -> int:
+        """The terminal rows ``renderable`` takes in the board's width (less its padding)."""
+        if not renderable:
+            return 0
+        options = self.console.options.update_width(max(1, self.size.width - 2))
+        return len(self.console.render_lines(renderable, options, pad=False))
 
 
 async def follow_plain(spectator: Spectator, console: Console, after_seq: int | None) -> Any:

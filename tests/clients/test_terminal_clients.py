@@ -1137,3 +1137,32 @@ def test_autoplay_prints_each_deal_result_and_a_name_of_its_own(engine):
             return [s.player_name for s in (await client.get_match(match_id)).seats]
 
     assert run(names())[0] == "ada-login"
+
+
+def test_watch_screen_keeps_the_event_log_in_view_on_a_small_terminal(engine):
+    """The spectator on 80x24, six Georgian Joker deals scored: the deal results took every
+    row below the board, the event log kept its top border only and the screen scrolled; they
+    now give way to the log (as the player's screen gives way to the actions), and come back
+    on a taller terminal."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("georgian_joker", seats=[None] * 4)
+            seats = [await client.join(match.match_id, player_name=f"player {n}") for n in range(4)]
+            rng = random.Random(3)
+            while True:
+                view = await seats[0].view()
+                if len(view.scores.deal_results.values) >= 6 and view.phase == "playing":
+                    break
+                await seats[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
+            app = WatchApp(client.spectate(match.match_id), None, summary=await client.get_match(match.match_id))
+            async with app.run_test(size=(80, 24)) as pilot:
+                await wait_for(pilot, lambda: app.view_msg is not None, "the snapshot on screen")
+                await pilot.pause(0.6)
+                log = app.query_one("#log").region
+                assert log.y + log.height <= 24 - 1 and log.height >= 5, f"the event log is squeezed out: {log}"
+                await pilot.resize_terminal(120, 45)
+                await wait_for(pilot, lambda: app.query_one("#deals").display, "the deal results back")
+                assert "deals" in screen_text(app)
+
+    run(scenario(), timeout_s=120)
