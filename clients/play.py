@@ -20,12 +20,17 @@ free seat and shows, from the server's view only:
   to your seat (``--match ID --token-file PATH``: the seat token is saved to a file of its own
   for that) and exit status 3.
 
+``q`` before the end leaves the match going on without you (your seat counts as away): the last
+line says how to return to your seat (``--match ID --token-file PATH``, the seat token saved to
+a file only you can read). ``--name`` is how the others see you (default: your login name).
+
 ``--match ID`` joins an existing match instead (``--seat`` picks the seat); with ``--token-file
 PATH`` it returns to the seat of that seat token (one the operator reissued). ``--listed``
 shows the new match in the server's lobby while it waits for people (``--bots open,...``), and
 ``--lobby`` lists the matches waiting there (then join one with ``--match ID``). ``--autoplay
-first|random`` plays without a screen (for scripts and demos): it prints the events and the
-result and exits 0 when the match is over; a dropped connection is one line on stderr, and its
+first|random`` plays without a screen (for scripts and demos): it prints the events, one line
+each (never folded), each deal's result as it is scored and the final result, and exits 0
+when the match is over; a dropped connection is one line on stderr, and its
 return another (it keeps trying).
 """
 
@@ -427,9 +432,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seat", type=int, help="your seat (default: 0 for a new match, the first open one "
                    "for --match)")
     p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
-                   help="a table option (repeatable), e.g. target_score=11")
+                   help="a table option (repeatable); each game has its own, listed by --list: e.g. "
+                   "kl_target_score=300 (klaberjass), target_score=11 (japanese_joker)")
     p.add_argument("--turn-time", type=float, default=0.0, metavar="SECONDS",
-                   help="time per decision before the server auto-moves (default: the game's)")
+                   help="time per decision before the server plays the rulebook's auto-move, 10 to 120 "
+                   "(default: the game's; the screen counts it down)")
     p.add_argument("--match", metavar="MATCH_ID", help="join this match instead of creating one")
     p.add_argument("--token-file", metavar="PATH",
                    help="with --match: return to your seat with its seat token: the file named when the screen "
