@@ -214,6 +214,25 @@ def _labelled(label: str, value: Text | str) -> Text:
     return out
 
 
+def _scored_melds(dialogue: list[Any]) -> dict[int, list[str]]:
+    """What each seat's ``scores`` statement of the meld dialogue made public, per seat
+    (KL-5.5 step 5: suit, top card and length of every sequence scored; JJ-5.9: the quartets
+    and sequences): ``["run of 3 to Q♥", "four J"]``. The board showed the points alone,
+    though a player plays the rest of the deal knowing those cards are in that hand."""
+    out: dict[int, list[str]] = {}
+    for line in dialogue:
+        if not isinstance(line, Mapping) or line.get("say") != "scores" or line.get("seat") is None:
+            continue
+        said = out.setdefault(int(line["seat"]), [])
+        for rank in line.get("quartets") or []:
+            said.append(f"four {RANK_NAMES.get(rank, rank)}")
+        for run in line.get("sequences") or []:
+            if isinstance(run, Mapping) and run.get("top") and run.get("suit"):
+                top = RANK_NAMES.get(run["top"], run["top"]) + SUIT_SYMBOLS.get(run["suit"], run["suit"])
+                said.append(f"run of {run.get('length', '?')} to {top}")
+    return out
+
+
 def call_text(call: str) -> Text:
     """An auction call in notation as the actions read it: ``name:S`` -> ``name ♠``,
     ``no_trump`` -> ``no trump`` (the auction line showed ``name S`` and ``no_trump`` beside
@@ -286,11 +305,16 @@ def table_lines(view: Any, summary: Any | None) -> list[Text]:
         if table.get("maker") is not None:
             lines.append(_labelled("maker", seat_name(summary, table["maker"], me)))
         melds = table.get("meld_points")
-        if melds is None and isinstance(table.get("melds"), dict):
-            melds = table["melds"].get("points")
+        dialogue = table.get("melds")
+        if isinstance(dialogue, dict):  # Jo-Jotte: {dialogue, points}
+            if melds is None:
+                melds = dialogue.get("points")
+            dialogue = dialogue.get("dialogue")
         if melds and any(melds):
-            lines.append(_labelled("melds", ", ".join(f"{seat_name(summary, s, me)} {p}"
-                                                      for s, p in enumerate(melds) if p)))
+            scored = _scored_melds(dialogue if isinstance(dialogue, list) else [])
+            lines.append(_labelled("melds", ", ".join(
+                f"{seat_name(summary, s, me)} {p}" + (f" ({', '.join(scored[s])})" if scored.get(s) else "")
+                for s, p in enumerate(melds) if p)))
     if trump is not None:
         lines.insert(0, _labelled("trump", trump))
     return lines

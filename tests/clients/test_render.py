@@ -328,3 +328,26 @@ def test_the_auction_reads_as_the_actions_do():
                                        {"seat": 1, "call": "pass"}]}, view.table)
     text = plain(render.board(view, None, 0.0))
     assert "auction: seat 1 name ♠, you no trump, seat 1 pass" in text, text
+
+
+def test_the_melds_line_says_what_was_scored():
+    """The meld dialogue's ``scores`` statement is public (KL-5.5 step 5: suit, top card and
+    length of each sequence scored; JJ-5.9: quartets and sequences), and a player plays the
+    deal knowing those cards are in that hand: the board showed the points only."""
+    from google.protobuf import json_format
+
+    view = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[8, 8])
+    json_format.ParseDict({"meld_points": [0, 70], "melds": [
+        {"seat": 0, "say": "value", "value": 50}, {"seat": 1, "say": "how_high"},
+        {"seat": 1, "say": "scores", "points": 70,
+         "sequences": [{"suit": "H", "top": "Q", "length": 4}, {"suit": "S", "top": "T", "length": 3}]}]},
+        view.table)
+    assert "melds: seat 1 70 (run of 4 to Q♥, run of 3 to 10♠)" in plain(render.board(view, None, 0.0))
+
+    view = match_pb2.View(game="jojotte", seat=0, hand_sizes=[8, 8])
+    json_format.ParseDict({"melds": {"points": [120, 20], "dialogue": [
+        {"seat": 0, "say": "scores", "quartets": ["J"], "points": 100},
+        {"seat": 1, "say": "scores", "points": 20,
+         "sequences": [{"suit": "S", "top": "9", "length": 3, "cards": ["9S", "8S", "7S"]}]}]}},
+        view.table)
+    assert "melds: you 120 (four J), seat 1 20 (run of 3 to 9♠)" in plain(render.board(view, None, 0.0))
