@@ -624,7 +624,8 @@ def print_result(summary: Any, seat: int, console: Console, way_back: str | None
     winners = result.get("winners", [])
     names = ", ".join(render.seat_name(summary, w, seat) for w in winners) or "none"
     how = [str(result[k]) for k in ("outcome", "reason") if result.get(k) and result[k] != "completed"]
-    console.print(f"match {summary.match_id} {status}: winners {names}; totals {result.get('totals')}"
+    totals = json.dumps(result.get("totals"))  # JSON for scripts: Python's repr read {'below': ...}
+    console.print(f"match {summary.match_id} {status}: winners {names}; totals {totals}"
                   + (f" ({': '.join(how)})" if how else ""), markup=False)  # names: never markup
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import shlex
 import sys
 import time
@@ -201,7 +202,7 @@ def print_final(final: Any, console: Console) -> None:
     status = match_pb2.MatchStatus.Name(final.status).removeprefix("MATCH_STATUS_").lower()
     console.print(f"match {final.match_id} {status}" + (
         f": winners {', '.join(render.seat_name(final, w) for w in result.get('winners', [])) or 'none'}; "
-        f"totals {result.get('totals')}" if result else ""), markup=False)
+        f"totals {json.dumps(result.get('totals'))}" if result else ""), markup=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

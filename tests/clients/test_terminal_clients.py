@@ -5,6 +5,7 @@ test harness, and headless with --autoplay, with and without its own engine) and
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import subprocess
@@ -1056,6 +1057,8 @@ def test_autoplay_lines_are_not_folded_in_a_pipe(engine):
     assert lines[0].startswith("match ") and lines[0].endswith(f"--target {engine.target}"), lines[:2]
     assert lines[1].split()[0].isdigit(), lines[:2]
     assert lines[-1].startswith("match ") and "finished: winners" in lines[-1] and lines[-1].endswith("}"), lines[-2:]
+    # the totals as JSON, which a script reads (Python's repr was {'below': [...], ...})
+    assert set(json.loads(lines[-1].split("; totals ", 1)[1])) == {"below", "above", "games_won"}, lines[-1]
 
 
 def test_play_screen_keeps_the_legal_actions_in_view_late_in_a_jo_jotte_match(engine):
