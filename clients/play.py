@@ -345,7 +345,11 @@ async def autoplay(session: SeatSession, policy: str, console: Console, summary:
 
     newest = -1  # the seq of this seat's last action: an older event's view is out of date
     deals_seen: int | None = None
+    unsent = False  # a move whose sending lost the connection: decided again on the next event
     async for event in session.watch(after_seq=FROM_THE_START, on_connection=stderr_notices()):
+        if event.kind == match_pb2.EVENT_KIND_PRESENCE:
+            # a player who joined after the start had the name "seat 1 (open)" to the end
+            summary = await summary_now(session, summary)
         line = render.event_text(event, summary, session.seat)
         if line is not None:
             console.print(line)
@@ -359,9 +363,22 @@ async def autoplay(session: SeatSession, policy: str, console: Console, summary:
             deals_seen = scored
         if event.kind == match_pb2.EVENT_KIND_MATCH_ENDED:
             break
-        if (event.HasField("view") and event.view.seq >= newest and is_my_turn(event.view)
-                and not is_finished(event.view.status)):
-            reply = await session.act(decide, event.view)
+        view = event.view if event.HasField("view") and event.view.seq >= newest else None
+        if view is None and unsent:  # a heartbeat once the stream is back: the turn may still be ours
+            with contextlib.suppress(CardGamesError):
+                view = await session.view()
+        if view is not None and is_my_turn(view) and not is_finished(view.status):
+            try:
+                reply = await session.act(decide, view)
+            except CardGamesError as exc:
+                if exc.code not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) or exc.reason:
+                    raise
+                # an engine restarting: the move went unanswered (its retries used up). It
+                # ended the program with "error: UNAVAILABLE", while the stream reconnects
+                # by itself; the next event (the move's, or a heartbeat) says what to do.
+                unsent = True
+                continue
+            unsent = False
             if reply is not None:
                 newest = reply.seq
     return await session.summary()

@@ -12,6 +12,8 @@ import subprocess
 import sys
 import time
 
+import grpc
+
 from clients import cardgames_client as cg
 from clients import render
 from clients.play import PlayApp
@@ -1169,3 +1171,65 @@ def test_watch_screen_keeps_the_event_log_in_view_on_a_small_terminal(engine):
                 assert "deals" in screen_text(app)
 
     run(scenario(), timeout_s=120)
+
+
+def test_autoplay_keeps_playing_when_a_move_goes_unanswered(monkeypatch):
+    """--autoplay while the engine restarts: a move whose sending found no engine (UNAVAILABLE
+    after the library's retries) ended the program with "error: UNAVAILABLE" and status 1,
+    though its stream reconnects by itself (README: "it keeps trying"); it now decides again on
+    the next event. And a player who joined after the start is named from the presence event
+    (it stayed "seat 1 (open)" to the end)."""
+    import io
+
+    from rich.console import Console
+
+    from clients import play
+    from engine_service.transport.generated import card_games_pb2, cards_pb2
+
+    def view(seq, to_act):
+        v = match_pb2.View(match_id="m1", seat=0, seq=seq, to_act=to_act, status=match_pb2.MATCH_STATUS_ACTIVE,
+                           hand_sizes=[1, 1])
+        v.legal_actions.add(notation="play:AS", kind=cards_pb2.ACTION_KIND_PLAY).card.code = "AS"
+        return v
+
+    def summary(second_name):
+        s = match_pb2.MatchSummary(match_id="m1", status=match_pb2.MATCH_STATUS_ACTIVE)
+        s.seats.add(seat=0, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name="ada")
+        s.seats.add(seat=1, kind=match_pb2.SEAT_KIND_OPEN, taken=bool(second_name), player_name=second_name)
+        return s
+
+    class Session:
+        seat, match_id = 0, "m1"
+
+        def __init__(self):
+            self.sent = []
+            self.joined = False
+
+        async def watch(self, **_):
+            yield card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_PRESENCE, seq=0, seat=1,
+                                                    reason="connected")
+            action = cards_pb2.Action(notation="play:KS", kind=cards_pb2.ACTION_KIND_PLAY)
+            action.card.code = "KS"
+            yield card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_ACTION, seq=1, seat=1, action=action,
+                                                    view=view(1, 0))
+            yield card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_HEARTBEAT, seq=1)
+            yield card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_MATCH_ENDED, seq=2, reason="completed")
+
+        async def act(self, decide, v):
+            self.sent.append(decide(v))
+            if len(self.sent) == 1:
+                raise cg.CardGamesError(grpc.StatusCode.UNAVAILABLE, "failed to connect to all addresses")
+            return card_games_pb2.SubmitActionResponse(seq=2)
+
+        async def view(self):
+            return view(1, 0)
+
+        async def summary(self):
+            return summary("bob")
+
+    session = Session()
+    out = io.StringIO()
+    final = run(play.autoplay(session, "first", Console(file=out, width=200), summary(""), None))
+    assert session.sent == ["play:AS", "play:AS"], session.sent  # decided again on the heartbeat
+    assert final.match_id == "m1"
+    assert "   1 bob: play K♠" in out.getvalue().splitlines(), out.getvalue()
