@@ -166,6 +166,11 @@ class PlayApp(ConnectionSign, App):
                        f"{self.session.client.target}", style="dim"))
         if self.view_msg is None:
             self.view_msg = await self.session.view()
+        if self.view_msg.status == match_pb2.MATCH_STATUS_WAITING:
+            # the other player's way in, which the host has to pass on (README, two people)
+            log.write(Text(f"waiting for a player; they join with: python -m clients.play --target "
+                           f"{self.session.client.target} --match {self.session.match_id} (or find it with "
+                           "--lobby if the table is --listed)", style="bold yellow"))
         self.redraw()
         self.set_interval(0.5, self.tick)
         self.run_worker(self.follow(), exclusive=True, group="watch")

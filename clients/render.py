@@ -370,6 +370,11 @@ def header_text(view: Any, summary: Any | None, now: float) -> Text:
     if over:
         winners = ", ".join(seat_name(summary, w, me) for w in view.winners)
         out.append(f"  match over: {winners or 'no winner'}", style="bold green")
+    elif view.status == match_pb2.MATCH_STATUS_WAITING:
+        # a table waiting for people read "phase dealing" and nothing more: as if it had stalled
+        waiting = [str(s.seat) for s in (summary.seats if summary is not None else []) if not s.taken]
+        out.append("  waiting for a player" + (f" in seat {', '.join(waiting)}" if waiting else ""),
+                   style="bold yellow")
     elif view.HasField("to_act"):
         out.append("  ")
         who = seat_name(summary, view.to_act, me)

@@ -1233,3 +1233,27 @@ def test_autoplay_keeps_playing_when_a_move_goes_unanswered(monkeypatch):
     assert session.sent == ["play:AS", "play:AS"], session.sent  # decided again on the heartbeat
     assert final.match_id == "m1"
     assert "   1 bob: play K♠" in out.getvalue().splitlines(), out.getvalue()
+
+
+def test_play_screen_says_it_waits_for_a_player_and_how_they_join(engine):
+    """A table with an open seat (--bots open) showed "phase dealing" and nothing else until
+    someone came: no word that it waits, nor the command the other player needs. The header
+    says it waits for seat 1, the log gives the --match command; both go once the match starts."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("klaberjass", seats=[None, None])
+            me = await client.join(match.match_id, seat=0, player_name="ada")
+            app = PlayApp(me, await me.summary())
+            async with app.run_test(size=(80, 24)) as pilot:
+                await wait_for(pilot, lambda: app.board is not None, "the board")
+                await pilot.pause(0.2)
+                assert "waiting for a player in seat 1" in screen_text(app).splitlines()[0]
+                joined = " ".join(" ".join(log_lines(app)).split())  # the log wraps its lines
+                assert f"python -m clients.play --target {engine.target} --match {match.match_id}" in joined, joined
+                await client.join(match.match_id, seat=1, player_name="bob")
+                await wait_for(pilot, lambda: app.view_msg.status == match_pb2.MATCH_STATUS_ACTIVE, "the start")
+                await pilot.pause(0.2)
+                assert "waiting" not in screen_text(app).splitlines()[0]
+
+    run(scenario(), timeout_s=60)
