@@ -339,6 +339,12 @@ def columns_lines(view: Any, summary: Any | None) -> list[Text]:
             row.append("/")
             row.append(HIDDEN_CARD, style="dim")
             row.append("]")
+        known = _per_seat(table.get("known_in_hand"), seat, [])
+        if seat != me and known:
+            # an up card that the clearing of a table (JJK-4.3) moved into that hand is public
+            # (JJK-9.2) until played: it left the columns, and the board then lost it
+            row.append("  in hand: ", style="dim")
+            row.append_text(cards_text(known))
         lines.append(row)
     return lines
 

@@ -351,3 +351,17 @@ def test_the_melds_line_says_what_was_scored():
          "sequences": [{"suit": "S", "top": "9", "length": 3, "cards": ["9S", "8S", "7S"]}]}]}},
         view.table)
     assert "melds: you 120 (four J), seat 1 20 (run of 3 to 9♠)" in plain(render.board(view, None, 0.0))
+
+
+def test_japanese_joker_shows_the_up_card_a_cleared_table_moved_into_a_hand():
+    """JJK-4.3: playing from the last two columns moves the other column's up card into the
+    hand, and it stays public (JJK-9.2, ``known_in_hand``) until played; the columns line said
+    "none" and the card was gone from the board."""
+    from google.protobuf import json_format
+
+    view = match_pb2.View(game="japanese_joker", seat=0, hand_sizes=[6, 9])
+    json_format.ParseDict({"declarer": 0, "columns": [[{"up": "9H", "on_table": True}], [
+        {"up": "JS", "on_table": False}, {"up": "QH", "on_table": False}]],
+        "known_in_hand": [["AH"], ["QH"]]}, view.table)
+    lines = [line.plain for line in render.columns_lines(view, None)]
+    assert lines == ["your columns: [9♥/▒▒]", "seat 1's columns: none  in hand: Q♥"], lines
