@@ -141,7 +141,9 @@ def score_heading(view: Any) -> str:
         return f"score (to {table['target_score']})"
     match = table.get("match")
     if isinstance(match, Mapping) and match.get("game_target"):
-        return f"score (game to {match['game_target']})"
+        # a frozen pot (JJ-9.5) is on nobody's score, and the next decided deal takes it
+        pot = f", pot {match['pot']}" if match.get("pot") else ""
+        return f"score (game to {match['game_target']}{pot})"
     return "score"
 
 

@@ -316,6 +316,8 @@ def test_the_score_column_says_what_the_match_is_played_to():
     assert len(seats) == 2, seats  # one row per seat: the score did not wrap
     assert seats[0].endswith("game 40  below 220  above 1300  games 1"), seats
     assert seats[1].endswith("game 0  below 1000  above 500  games 0"), seats
+    json_format.ParseDict({"match": {"game_target": 80, "game_points": [40, 0], "pot": 36}}, view.table)
+    assert "score (game to 80, pot 36)" in rows(view)[0]  # on nobody's score yet (JJ-9.5)
 
 
 def test_the_auction_reads_as_the_actions_do():
