@@ -413,20 +413,20 @@ def parse_option(text: str, game: Any) -> tuple[str, str | int | bool]:
     """``name=value`` typed by the game's OptionSpec (ListGames)."""
     name, sep, raw = text.partition("=")
     if not sep:
-        raise SystemExit(f"--option wants name=value, not {text!r}")
+        raise SystemExit(f"error: --option wants name=value, not {text!r}")
     spec = next((o for o in game.options if o.name == name), None)
     if spec is None:
         known = ", ".join(o.name for o in game.options) or "none"
-        raise SystemExit(f"{game.id} has no option {name!r} (options: {known})")
+        raise SystemExit(f"error: {game.id} has no option {name!r} (options: {known})")
     if spec.type == match_pb2.OPTION_TYPE_BOOL:
         if raw.lower() not in ("true", "false"):
-            raise SystemExit(f"{name} is true or false")
+            raise SystemExit(f"error: {name} is true or false")
         return name, raw.lower() == "true"
     if spec.type == match_pb2.OPTION_TYPE_INT:
         try:
             return name, int(raw)
         except ValueError:
-            raise SystemExit(f"{name} is an integer ({spec.allowed_text})") from None
+            raise SystemExit(f"error: {name} is an integer ({spec.allowed_text})") from None
     return name, raw
 
 
@@ -490,16 +490,16 @@ async def open_seat(client: Client, args: argparse.Namespace, console: Console) 
         try:
             token = open(args.token_file, encoding="utf-8").read().strip()
         except OSError as exc:
-            raise SystemExit(f"cannot read the seat token file {args.token_file}: {exc.strerror or exc}") from None
+            raise SystemExit(f"error: cannot read the seat token file {args.token_file}: {exc.strerror or exc}") from None
         except UnicodeDecodeError:  # it said "UnicodeDecodeError"
-            raise SystemExit(f"the seat token file {args.token_file} is not text: no seat token") from None
+            raise SystemExit(f"error: the seat token file {args.token_file} is not text: no seat token") from None
         if not token:
-            raise SystemExit(f"the seat token file {args.token_file} is empty")
+            raise SystemExit(f"error: the seat token file {args.token_file} is empty")
         session = client.seat_session(args.match, -1, token)
         view = await session.view()
         if not view.HasField("seat"):
             # a view of no seat is a spectator's: the screen showed it as seat 0's, "you" and all
-            raise SystemExit(f"the seat token file {args.token_file} holds no seat token of match {args.match}")
+            raise SystemExit(f"error: the seat token file {args.token_file} holds no seat token of match {args.match}")
         session.seat = view.seat
         return session, await session.summary()
     if args.match:
@@ -507,14 +507,14 @@ async def open_seat(client: Client, args: argparse.Namespace, console: Console) 
         return session, await session.summary()
     games = {g.id: g for g in await client.list_games()}
     if args.game not in games:
-        raise SystemExit(f"unknown game {args.game!r}; games: {', '.join(games)}")
+        raise SystemExit(f"error: unknown game {args.game!r}; games: {', '.join(games)}")
     game = games[args.game]
     me = 0 if args.seat is None else args.seat
     if not 0 <= me < game.num_seats:
-        raise SystemExit(f"{game.id} has seats 0 to {game.num_seats - 1}")
+        raise SystemExit(f"error: {game.id} has seats 0 to {game.num_seats - 1}")
     others = [b.strip() for b in args.bots.split(",") if b.strip()] or ["random"] * (game.num_seats - 1)
     if len(others) != game.num_seats - 1:
-        raise SystemExit(f"{game.name} has {game.num_seats} seats: give {game.num_seats - 1} bots "
+        raise SystemExit(f"error: {game.name} has {game.num_seats} seats: give {game.num_seats - 1} bots "
                          f"(or 'open'), not {len(others)}")
     seats: list[str | None] = list(others)
     seats.insert(me, None)
@@ -532,7 +532,7 @@ async def run(args: argparse.Namespace, target: str, console: Console) -> int:
     try:
         roots = open(args.ca, "rb").read() if args.ca else None
     except OSError as exc:  # one line, not a traceback (as clients.admin)
-        raise SystemExit(f"cannot read the CA file {args.ca}: {exc.strerror or exc}") from None
+        raise SystemExit(f"error: cannot read the CA file {args.ca}: {exc.strerror or exc}") from None
     async with connect(target, tls=args.tls, root_certificates=roots, server_name=args.server_name) as client:
         await client.wait_ready()
         if args.list:

@@ -175,7 +175,7 @@ async def run(args: argparse.Namespace, console: Console) -> int:
     try:
         roots = open(args.ca, "rb").read() if args.ca else None
     except OSError as exc:  # one line, not a traceback (as clients.admin)
-        raise SystemExit(f"cannot read the CA file {args.ca}: {exc.strerror or exc}") from None
+        raise SystemExit(f"error: cannot read the CA file {args.ca}: {exc.strerror or exc}") from None
     async with connect(args.target, tls=args.tls, root_certificates=roots, server_name=args.server_name) as client:
         spectator = client.spectate(args.match_id)
         after = 0 if args.from_start else None

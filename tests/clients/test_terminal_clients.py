@@ -379,7 +379,7 @@ def test_an_unreadable_ca_file_is_one_line(engine, tmp_path):
         result = cli(*args, "--tls", "--ca", missing, timeout=60)
         assert result.returncode == 1, (args[0], result.stdout, result.stderr)
         assert "Traceback" not in result.stderr
-        assert result.stderr.strip() == f"cannot read the CA file {missing}: No such file or directory", args[0]
+        assert result.stderr.strip() == f"error: cannot read the CA file {missing}: No such file or directory", args[0]
 
 
 def test_ctrl_c_quits_the_screens(engine):
@@ -1041,7 +1041,7 @@ def test_an_empty_token_file_is_one_line(engine, tmp_path):
         result = cli("clients.play", "--target", engine.target, "--match", match_id, "--token-file", str(path),
                      "--autoplay", "first")
         assert result.returncode == 1, result.stdout + result.stderr
-        assert result.stderr.strip() == f"the seat token file {path} {says}" + (": no seat token" if path == binary else ""), result.stderr
+        assert result.stderr.strip() == f"error: the seat token file {path} {says}" + (": no seat token" if path == binary else ""), result.stderr
         assert "Traceback" not in result.stderr and result.stdout == ""
 
 
@@ -1257,3 +1257,19 @@ def test_play_screen_says_it_waits_for_a_player_and_how_they_join(engine):
                 assert "waiting" not in screen_text(app).splitlines()[0]
 
     run(scenario(), timeout_s=60)
+
+
+def test_the_errors_found_before_the_engine_is_asked_say_error_too(engine):
+    """A wrong --option, --bots count or --seat: one line on stderr, status 1, starting
+    "error:" as the engine's refusals do (they had no prefix, so a script telling an error
+    line by it missed them)."""
+    for args, says in ((["--game", "klaberjass", "--option", "target_score=11"], "klaberjass has no option"),
+                       (["--game", "klaberjass", "--option", "kl_schmeiss=yes"], "kl_schmeiss is true or false"),
+                       (["--game", "klaberjass", "--bots", "random,random"], "Klaberjass has 2 seats"),
+                       (["--game", "klaberjass", "--seat", "5"], "klaberjass has seats 0 to 1"),
+                       (["--game", "poker"], "unknown game 'poker'"),
+                       (["--game", "klaberjass", "--bots", "smart"], "INVALID_ARGUMENT UNKNOWN_BOT")):
+        result = cli("clients.play", "--target", engine.target, *args, "--autoplay", "first")
+        assert result.returncode == 1 and result.stdout == "", (args, result)
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and says in lines[0], (args, lines)
