@@ -514,7 +514,8 @@ async def open_seat(client: Client, args: argparse.Namespace, console: Console) 
         raise SystemExit(f"error: {game.id} has seats 0 to {game.num_seats - 1}")
     others = [b.strip() for b in args.bots.split(",") if b.strip()] or ["random"] * (game.num_seats - 1)
     if len(others) != game.num_seats - 1:
-        raise SystemExit(f"error: {game.name} has {game.num_seats} seats: give {game.num_seats - 1} bots "
+        wanted = game.num_seats - 1  # "give 1 bots" read in every two-player game
+        raise SystemExit(f"error: {game.name} has {game.num_seats} seats: give {wanted} bot{'s' * (wanted != 1)} "
                          f"(or 'open'), not {len(others)}")
     seats: list[str | None] = list(others)
     seats.insert(me, None)

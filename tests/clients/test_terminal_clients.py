@@ -1265,7 +1265,7 @@ def test_the_errors_found_before_the_engine_is_asked_say_error_too(engine):
     line by it missed them)."""
     for args, says in ((["--game", "klaberjass", "--option", "target_score=11"], "klaberjass has no option"),
                        (["--game", "klaberjass", "--option", "kl_schmeiss=yes"], "kl_schmeiss is true or false"),
-                       (["--game", "klaberjass", "--bots", "random,random"], "Klaberjass has 2 seats"),
+                       (["--game", "klaberjass", "--bots", "random,random"], "Klaberjass has 2 seats: give 1 bot (or"),
                        (["--game", "klaberjass", "--seat", "5"], "klaberjass has seats 0 to 1"),
                        (["--game", "poker"], "unknown game 'poker'"),
                        (["--game", "klaberjass", "--bots", "smart"], "INVALID_ARGUMENT UNKNOWN_BOT")):
