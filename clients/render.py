@@ -5,10 +5,13 @@ Shared by the player's client (``python -m clients.play``) and the spectator
 countdown takes ``now`` as an argument), so they are tested on real views.
 
 What is shown comes only from the view the server sent (a frontend never re-implements
-rules): the hand, the trick in progress and the last trick, the scores, and the game's public
-table (``View.table``): Klaberjass / Jo-Jotte auction, turn-up and information card, contract
-and melds; Georgian Joker deal, trump indicator, bids and the dealer's forbidden bid; Japanese
-Joker's five columns per player (up card over a hidden down card), declarer and trump.
+rules): the hand, the trick in progress and the last trick, the scores and what the match is
+played to (the target, the Jo-Jotte game and pot), and the game's public table
+(``View.table``): Klaberjass / Jo-Jotte auction, turn-up and information card, contract and
+melds (with the runs and quartets their ``scores`` statement made public); Georgian Joker deal,
+trump indicator, bids and the dealer's forbidden bid; Japanese Joker's five columns per player
+(up card over a hidden down card, and an up card a cleared table moved into a hand), declarer
+and trump.
 """
 
 from __future__ import annotations
