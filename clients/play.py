@@ -265,8 +265,6 @@ class PlayApp(ConnectionSign, App):
     def _redraw(self) -> None:
         view = self.view_msg
         self.draw_board()
-        self.deals = render.deal_results_table(view, self.summary)
-        self.query_one("#deals", Static).update(self.deals)
         self.fit_deals()
         actions = self.query_one("#actions", OptionList)
         notations = [a.notation for a in view.legal_actions] if is_my_turn(view) else []
@@ -289,7 +287,10 @@ class PlayApp(ConnectionSign, App):
         self._fitted_size = self.size
         # less the status line and the footer, and the connection line while it shows
         spare = self.size.height - 2 - (self.connection is not None) - self._rows(self.board)
-        self.query_one("#deals", Static).display = self._rows(self.deals) + self.MIN_ACTION_ROWS <= spare
+        self.deals = fitted_deals(self.view_msg, self.summary, self._rows, spare - self.MIN_ACTION_ROWS)
+        widget = self.query_one("#deals", Static)
+        widget.update(self.deals if self.deals is not None else "")
+        widget.display = self.deals is not None
 
     # -- choosing -----------------------------------------------------------------------------
 
@@ -333,6 +334,20 @@ class PlayApp(ConnectionSign, App):
             await self.session.leave(resign=True)
         if self.result is None:  # the MATCH_ENDED event may already have said "match over"
             self.status("you resigned")
+
+
+def fitted_deals(view: Any, summary: Any | None, rows: Callable[[Any], int], room: int) -> Any | None:
+    """The deal results table with as many of the last six scored deals as fit in ``room``
+    rows (measured by ``rows``), None when not even the last one does. On 80x24 the whole
+    table gave way to the actions after three Klaberjass or Japanese Joker deals, so that
+    no deal's result was on screen again for the rest of the match."""
+    if view is None or not view.scores.deal_results.values:
+        return None
+    for last in range(min(6, len(view.scores.deal_results.values)), 0, -1):
+        table = render.deal_results_table(view, summary, last=last)
+        if rows(table) <= room:
+            return table
+    return None
 
 
 # ---- without a screen ----------------------------------------------------------------------

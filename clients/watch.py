@@ -36,7 +36,7 @@ from textual.widgets import Footer, RichLog, Static
 
 from . import render
 from .connection_sign import ConnectionSign
-from .play import positive_int, stderr_notices, summary_now
+from .play import fitted_deals, positive_int, stderr_notices, summary_now
 from .cardgames_client import CardGamesError, Spectator, StreamState, connect
 from engine_service.transport.generated import match_pb2
 
@@ -122,13 +122,14 @@ class WatchApp(ConnectionSign, App):
         if self.view_msg is None:
             return
         self.board = render.board(self.view_msg, self.summary, time.time())
-        self.deals = render.deal_results_table(self.view_msg, self.summary)
+        # less the footer and the red line: as many recent deals as leave the log its rows
+        room = self.size.height - 1 - (self.connection is not None) - self._rows(self.board) - self.MIN_LOG_ROWS
+        self.deals = fitted_deals(self.view_msg, self.summary, self._rows, room)
         with contextlib.suppress(NoMatches):  # the screen may be closing
             self.query_one("#board", Static).update(self.board)
             deals = self.query_one("#deals", Static)
-            deals.update(self.deals)
-            deals.display = self._rows(self.board) + self._rows(self.deals) + self.MIN_LOG_ROWS <= (
-                self.size.height - 1 - (self.connection is not None))  # less the footer, the red line
+            deals.update(self.deals if self.deals is not None else "")
+            deals.display = self.deals is not None
 
     def _rows(self, renderable: Any) -> int:
         """The terminal rows ``renderable`` takes in the board's width (less its padding)."""

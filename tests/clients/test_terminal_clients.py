@@ -1273,3 +1273,33 @@ def test_the_errors_found_before_the_engine_is_asked_say_error_too(engine):
         assert result.returncode == 1 and result.stdout == "", (args, result)
         lines = result.stderr.splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: ") and says in lines[0], (args, lines)
+
+
+def test_play_screen_keeps_the_last_deals_results_on_a_small_terminal(engine):
+    """On 80x24 the deal results gave way whole to the actions once they were taller than the
+    room left, after three Japanese Joker deals, and no deal's result was on screen again: as
+    many of the last deals as fit are shown (the last one at least), the actions keep their rows."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("japanese_joker", seats=[None, None], options={"target_score": 31})
+            seats = [await client.join(match.match_id, player_name=f"p{n}") for n in range(2)]
+            rng = random.Random(5)
+            while True:
+                view = await seats[0].view()
+                if (len(view.scores.deal_results.values) >= 4 and cg.is_my_turn(view)
+                        and view.phase == "playing" and len(view.legal_actions) >= 2):
+                    break
+                await seats[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
+            scored = len(view.scores.deal_results.values)
+            app = PlayApp(seats[0], await seats[0].summary())
+            async with app.run_test(size=(80, 24)) as pilot:
+                await wait_for(pilot, lambda: app._shown_actions, "the legal actions")
+                await pilot.pause(0.3)
+                shown = app.query_one("#actions").content_region
+                assert shown.y + shown.height <= 24 - 2 and shown.height >= min(3, len(app._shown_actions)), shown
+                assert app.query_one("#deals").display, "no deal result on screen"
+                rows = [line.split() for line in screen_text(app).splitlines()]
+                assert any(row and row[0] == str(scored) for row in rows), "the last deal is not shown"
+
+    run(scenario(), timeout_s=120)
