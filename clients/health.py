@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             roots = open(args.ca, "rb").read() if args.ca else None
         except OSError as exc:  # one line, not a traceback
-            print(f"cannot read the CA file {args.ca}: {exc.strerror or exc}", file=sys.stderr)
+            print(f"error: cannot read the CA file {args.ca}: {exc.strerror or exc}", file=sys.stderr)
             return 1
         credentials = grpc.ssl_channel_credentials(root_certificates=roots)
     try:

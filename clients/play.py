@@ -20,12 +20,17 @@ free seat and shows, from the server's view only:
   to your seat (``--match ID --token-file PATH``: the seat token is saved to a file of its own
   for that) and exit status 3.
 
+``q`` before the end leaves the match going on without you (your seat counts as away): the last
+line says how to return to your seat (``--match ID --token-file PATH``, the seat token saved to
+a file only you can read). ``--name`` is how the others see you (default: your login name).
+
 ``--match ID`` joins an existing match instead (``--seat`` picks the seat); with ``--token-file
 PATH`` it returns to the seat of that seat token (one the operator reissued). ``--listed``
 shows the new match in the server's lobby while it waits for people (``--bots open,...``), and
 ``--lobby`` lists the matches waiting there (then join one with ``--match ID``). ``--autoplay
-first|random`` plays without a screen (for scripts and demos): it prints the events and the
-result and exits 0 when the match is over; a dropped connection is one line on stderr, and its
+first|random`` plays without a screen (for scripts and demos): it prints the events, one line
+each (never folded), each deal's result as it is scored and the final result, and exits 0
+when the match is over; a dropped connection is one line on stderr, and its
 return another (it keeps trying).
 """
 
@@ -34,6 +39,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import getpass
 import json
 import os
 import random
@@ -102,7 +108,7 @@ class PlayApp(ConnectionSign, App):
     TITLE = "cardgames"
     CSS = """
     #connection { display: none; height: 1; padding: 0 1; background: $error; color: $text; text-style: bold; }
-    #board { height: auto; padding: 0 1; }
+    #board { height: auto; padding: 0 1; overflow: hidden; }
     #lower { height: 1fr; min-height: 5; }
     #actions { width: 40%; border: round $accent; }
     #log { width: 60%; border: round $panel; }
@@ -160,6 +166,11 @@ class PlayApp(ConnectionSign, App):
                        f"{self.session.client.target}", style="dim"))
         if self.view_msg is None:
             self.view_msg = await self.session.view()
+        if self.view_msg.status == match_pb2.MATCH_STATUS_WAITING:
+            # the other player's way in, which the host has to pass on (README, two people)
+            log.write(Text(f"waiting for a player; they join with: python -m clients.play --target "
+                           f"{self.session.client.target} --match {self.session.match_id} (or find it with "
+                           "--lobby if the table is --listed)", style="bold yellow"))
         self.redraw()
         self.set_interval(0.5, self.tick)
         self.run_worker(self.follow(), exclusive=True, group="watch")
@@ -203,6 +214,8 @@ class PlayApp(ConnectionSign, App):
                 actions.focus()
             if self.connection is None and self._status_text.startswith((NOT_SENT, SENDING_LOST)):
                 self.status("")  # said while the connection was lost: the move can be made now
+            if self.view_msg is not None:  # the connection line takes a row, or gives it back
+                self.draw_board()
             self.fit_deals()
 
     # -- drawing ------------------------------------------------------------------------------
@@ -218,11 +231,30 @@ class PlayApp(ConnectionSign, App):
                 self.draw_board()
         if self.size != self._fitted_size:  # the terminal was resized (the app gets no Resize)
             with contextlib.suppress(NoMatches):
+                if self.view_msg is not None:
+                    self.draw_board()
                 self.fit_deals()
 
     def draw_board(self) -> None:
-        self.board = render.board(self.view_msg, self.summary, time.time())
-        self.query_one("#board", Static).update(self.board)
+        """The board, without its blank lines where the full one leaves the legal actions
+        fewer than :attr:`MIN_ACTION_ROWS`, and cut to leave them those rows at least (late
+        in a Jo-Jotte match on 80x24, a long auction and contract pushed the actions' box
+        below the bottom edge, three options or none on screen)."""
+        now = time.time()
+        self.board = render.board(self.view_msg, self.summary, now)
+        room = self.size.height - 2 - (self.connection is not None) - self.MIN_ACTION_ROWS
+        if self._rows(self.board) > room:
+            self.board = render.board(self.view_msg, self.summary, now, compact=True)
+        widget = self.query_one("#board", Static)
+        widget.styles.max_height = max(1, room)
+        widget.update(self.board)
+
+    def _rows(self, renderable: Any) -> int:
+        """The terminal rows ``renderable`` takes in the board's width (less its padding)."""
+        if not renderable:
+            return 0
+        options = self.console.options.update_width(max(1, self.size.width - 2))
+        return len(self.console.render_lines(renderable, options, pad=False))
 
     def redraw(self) -> None:
         try:
@@ -233,8 +265,6 @@ class PlayApp(ConnectionSign, App):
     def _redraw(self) -> None:
         view = self.view_msg
         self.draw_board()
-        self.deals = render.deal_results_table(view, self.summary)
-        self.query_one("#deals", Static).update(self.deals)
         self.fit_deals()
         actions = self.query_one("#actions", OptionList)
         notations = [a.notation for a in view.legal_actions] if is_my_turn(view) else []
@@ -255,14 +285,12 @@ class PlayApp(ConnectionSign, App):
         if self.board is None:
             return
         self._fitted_size = self.size
-        options = self.console.options.update_width(max(1, self.size.width - 2))  # the padding
-
-        def rows(renderable: Any) -> int:
-            return len(self.console.render_lines(renderable, options, pad=False)) if renderable else 0
-
         # less the status line and the footer, and the connection line while it shows
-        spare = self.size.height - 2 - (self.connection is not None) - rows(self.board)
-        self.query_one("#deals", Static).display = rows(self.deals) + self.MIN_ACTION_ROWS <= spare
+        spare = self.size.height - 2 - (self.connection is not None) - self._rows(self.board)
+        self.deals = fitted_deals(self.view_msg, self.summary, self._rows, spare - self.MIN_ACTION_ROWS)
+        widget = self.query_one("#deals", Static)
+        widget.update(self.deals if self.deals is not None else "")
+        widget.display = self.deals is not None
 
     # -- choosing -----------------------------------------------------------------------------
 
@@ -308,6 +336,20 @@ class PlayApp(ConnectionSign, App):
             self.status("you resigned")
 
 
+def fitted_deals(view: Any, summary: Any | None, rows: Callable[[Any], int], room: int) -> Any | None:
+    """The deal results table with as many of the last six scored deals as fit in ``room``
+    rows (measured by ``rows``), None when not even the last one does. On 80x24 the whole
+    table gave way to the actions after three Klaberjass or Japanese Joker deals, so that
+    no deal's result was on screen again for the rest of the match."""
+    if view is None or not view.scores.deal_results.values:
+        return None
+    for last in range(min(6, len(view.scores.deal_results.values)), 0, -1):
+        table = render.deal_results_table(view, summary, last=last)
+        if rows(table) <= room:
+            return table
+    return None
+
+
 # ---- without a screen ----------------------------------------------------------------------
 
 
@@ -322,15 +364,41 @@ async def autoplay(session: SeatSession, policy: str, console: Console, summary:
         return legal[0] if policy == "first" else rng.choice(legal)
 
     newest = -1  # the seq of this seat's last action: an older event's view is out of date
+    deals_seen: int | None = None
+    unsent = False  # a move whose sending lost the connection: decided again on the next event
     async for event in session.watch(after_seq=FROM_THE_START, on_connection=stderr_notices()):
+        if event.kind == match_pb2.EVENT_KIND_PRESENCE:
+            # a player who joined after the start had the name "seat 1 (open)" to the end
+            summary = await summary_now(session, summary)
         line = render.event_text(event, summary, session.seat)
         if line is not None:
             console.print(line)
+        if event.HasField("view"):
+            # each deal's result as it is scored (clients.watch --plain prints them too): the
+            # output said who played what, never what a deal scored, only the final totals
+            scored = len(event.view.scores.deal_results.values)
+            if deals_seen is not None and scored > deals_seen:
+                for deal_line in render.deal_result_lines(event.view, summary, last=scored - deals_seen):
+                    console.print(deal_line, markup=False)
+            deals_seen = scored
         if event.kind == match_pb2.EVENT_KIND_MATCH_ENDED:
             break
-        if (event.HasField("view") and event.view.seq >= newest and is_my_turn(event.view)
-                and not is_finished(event.view.status)):
-            reply = await session.act(decide, event.view)
+        view = event.view if event.HasField("view") and event.view.seq >= newest else None
+        if view is None and unsent:  # a heartbeat once the stream is back: the turn may still be ours
+            with contextlib.suppress(CardGamesError):
+                view = await session.view()
+        if view is not None and is_my_turn(view) and not is_finished(view.status):
+            try:
+                reply = await session.act(decide, view)
+            except CardGamesError as exc:
+                if exc.code not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) or exc.reason:
+                    raise
+                # an engine restarting: the move went unanswered (its retries used up). It
+                # ended the program with "error: UNAVAILABLE", while the stream reconnects
+                # by itself; the next event (the move's, or a heartbeat) says what to do.
+                unsent = True
+                continue
+            unsent = False
             if reply is not None:
                 newest = reply.seq
     return await session.summary()
@@ -360,20 +428,20 @@ def parse_option(text: str, game: Any) -> tuple[str, str | int | bool]:
     """``name=value`` typed by the game's OptionSpec (ListGames)."""
     name, sep, raw = text.partition("=")
     if not sep:
-        raise SystemExit(f"--option wants name=value, not {text!r}")
+        raise SystemExit(f"error: --option wants name=value, not {text!r}")
     spec = next((o for o in game.options if o.name == name), None)
     if spec is None:
         known = ", ".join(o.name for o in game.options) or "none"
-        raise SystemExit(f"{game.id} has no option {name!r} (options: {known})")
+        raise SystemExit(f"error: {game.id} has no option {name!r} (options: {known})")
     if spec.type == match_pb2.OPTION_TYPE_BOOL:
         if raw.lower() not in ("true", "false"):
-            raise SystemExit(f"{name} is true or false")
+            raise SystemExit(f"error: {name} is true or false")
         return name, raw.lower() == "true"
     if spec.type == match_pb2.OPTION_TYPE_INT:
         try:
             return name, int(raw)
         except ValueError:
-            raise SystemExit(f"{name} is an integer ({spec.allowed_text})") from None
+            raise SystemExit(f"error: {name} is an integer ({spec.allowed_text})") from None
     return name, raw
 
 
@@ -401,15 +469,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seat", type=int, help="your seat (default: 0 for a new match, the first open one "
                    "for --match)")
     p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
-                   help="a table option (repeatable), e.g. target_score=11")
+                   help="a table option (repeatable); each game has its own, listed by --list: e.g. "
+                   "kl_target_score=300 (klaberjass), target_score=11 (japanese_joker)")
     p.add_argument("--turn-time", type=float, default=0.0, metavar="SECONDS",
-                   help="time per decision before the server auto-moves (default: the game's)")
+                   help="time per decision before the server plays the rulebook's auto-move, 10 to 120 "
+                   "(default: the game's; the screen counts it down)")
     p.add_argument("--match", metavar="MATCH_ID", help="join this match instead of creating one")
     p.add_argument("--token-file", metavar="PATH",
                    help="with --match: return to your seat with its seat token: the file named when the screen "
                    "lost its connection for good, or one the operator gave you (python -m clients.admin "
                    "reissue-token MATCH_ID SEAT -o PATH)")
-    p.add_argument("--name", default="you", help="your player name")
+    p.add_argument("--name", help="your player name, as the other players and spectators see it "
+                   "(default: your login name)")
     p.add_argument("--reconnect-tries", type=positive_int, default=RECONNECT_TRIES, metavar="N",
                    help="the screen gives up a lost connection after N reopenings of the event stream in a "
                    f"row (default {RECONNECT_TRIES}, about half a minute), then prints how to return to your "
@@ -433,25 +504,33 @@ async def open_seat(client: Client, args: argparse.Namespace, console: Console) 
         # join would take another seat, or none in a started match
         try:
             token = open(args.token_file, encoding="utf-8").read().strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SystemExit(f"cannot read the seat token file {args.token_file}: "
-                             f"{getattr(exc, 'strerror', None) or type(exc).__name__}") from None
+        except OSError as exc:
+            raise SystemExit(f"error: cannot read the seat token file {args.token_file}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError:  # it said "UnicodeDecodeError"
+            raise SystemExit(f"error: the seat token file {args.token_file} is not text: no seat token") from None
+        if not token:
+            raise SystemExit(f"error: the seat token file {args.token_file} is empty")
         session = client.seat_session(args.match, -1, token)
-        session.seat = (await session.view()).seat
+        view = await session.view()
+        if not view.HasField("seat"):
+            # a view of no seat is a spectator's: the screen showed it as seat 0's, "you" and all
+            raise SystemExit(f"error: the seat token file {args.token_file} holds no seat token of match {args.match}")
+        session.seat = view.seat
         return session, await session.summary()
     if args.match:
         session = await client.join(args.match, seat=args.seat, player_name=args.name)
         return session, await session.summary()
     games = {g.id: g for g in await client.list_games()}
     if args.game not in games:
-        raise SystemExit(f"unknown game {args.game!r}; games: {', '.join(games)}")
+        raise SystemExit(f"error: unknown game {args.game!r}; games: {', '.join(games)}")
     game = games[args.game]
     me = 0 if args.seat is None else args.seat
     if not 0 <= me < game.num_seats:
-        raise SystemExit(f"{game.id} has seats 0 to {game.num_seats - 1}")
+        raise SystemExit(f"error: {game.id} has seats 0 to {game.num_seats - 1}")
     others = [b.strip() for b in args.bots.split(",") if b.strip()] or ["random"] * (game.num_seats - 1)
     if len(others) != game.num_seats - 1:
-        raise SystemExit(f"{game.name} has {game.num_seats} seats: give {game.num_seats - 1} bots "
+        wanted = game.num_seats - 1  # "give 1 bots" read in every two-player game
+        raise SystemExit(f"error: {game.name} has {game.num_seats} seats: give {wanted} bot{'s' * (wanted != 1)} "
                          f"(or 'open'), not {len(others)}")
     seats: list[str | None] = list(others)
     seats.insert(me, None)
@@ -469,7 +548,7 @@ async def run(args: argparse.Namespace, target: str, console: Console) -> int:
     try:
         roots = open(args.ca, "rb").read() if args.ca else None
     except OSError as exc:  # one line, not a traceback (as clients.admin)
-        raise SystemExit(f"cannot read the CA file {args.ca}: {exc.strerror or exc}") from None
+        raise SystemExit(f"error: cannot read the CA file {args.ca}: {exc.strerror or exc}") from None
     async with connect(target, tls=args.tls, root_certificates=roots, server_name=args.server_name) as client:
         await client.wait_ready()
         if args.list:
@@ -493,6 +572,9 @@ async def run(args: argparse.Namespace, target: str, console: Console) -> int:
                 print(connection_lost_line(app, session, args, target), file=sys.stderr)
                 return EXIT_CONNECTION_LOST
             final = await session.summary()
+            if not is_finished(final.status):  # quit (q) mid-match: the seat goes on without the screen
+                print_result(final, session.seat, console, way_back=way_back(session, args, target))
+                return 0
         print_result(final, session.seat, console)
         return 0
 
@@ -507,7 +589,21 @@ def connection_lost_line(app: PlayApp, session: SeatSession, args: argparse.Name
     what = ("the connection to the engine is lost for good" if app.lost
             else "you quit while the connection to the engine was lost")
     if not args.target:  # the engine of its own stops with the program, and the match with it
-        return f"error: {what} ({why}); the match was on this program's own engine and ends with it"
+        return f"error: {what} ({why}); {OWN_ENGINE_ENDS}"
+    return f"error: {what} ({why}); {way_back(session, args, target)}"
+
+
+#: The way back from a match on the engine ``clients.play`` started itself: there is none.
+OWN_ENGINE_ENDS = "the match was on this program's own engine and ends with it"
+
+
+def way_back(session: SeatSession, args: argparse.Namespace, target: str) -> str:
+    """``"to return to your seat: python -m clients.play ... --match ID --token-file PATH"``:
+    the seat token saved to a file only the user can read (unless it came from
+    ``--token-file``), since the screen that held it is gone and a join would take another
+    seat (a started match has none); :data:`OWN_ENGINE_ENDS` without ``--target``."""
+    if not args.target:
+        return OWN_ENGINE_ENDS
     token_file = args.token_file or save_token(session)
     command = ["python", "-m", "clients.play", "--target", target]
     if args.tls:
@@ -517,7 +613,7 @@ def connection_lost_line(app: PlayApp, session: SeatSession, args: argparse.Name
     if args.server_name:
         command += ["--server-name", args.server_name]
     command += ["--match", session.match_id, "--token-file", token_file]
-    return f"error: {what} ({why}); to return to your seat: {shlex.join(command)}"
+    return f"to return to your seat: {shlex.join(command)}"
 
 
 def save_token(session: SeatSession) -> str:
@@ -544,22 +640,41 @@ def print_lobby(matches: Sequence[Any], target: str, console: Console) -> None:
     console.print(f"join one: python -m clients.play --target {target} --match MATCH_ID", style="dim")
 
 
-def print_result(summary: Any, seat: int, console: Console) -> None:
+def print_result(summary: Any, seat: int, console: Console, way_back: str | None = None) -> None:
+    """The last line: winners and totals, or, for a match quit (q) before its end, that it goes
+    on, what the absence means and ``way_back`` (:func:`way_back`)."""
     result = render.struct_dict(summary.result) if summary.HasField("result") else {}
     status = match_pb2.MatchStatus.Name(summary.status).removeprefix("MATCH_STATUS_").lower()
     if not is_finished(summary.status):
         # quit (q) before the end: it read "active: winners none; totals None", as if the match
         # had ended without a result, though it goes on and the player's absence counts
+        if way_back == OWN_ENGINE_ENDS:
+            console.print(f"match {summary.match_id} is still {status} (seq {summary.seq}): you quit "
+                          f"without resigning; {OWN_ENGINE_ENDS}", markup=False)
+            return
+        # the seat token went with the screen: without the way back a player who quit by
+        # mistake could not take the seat again (a join takes another seat, and there is none)
         console.print(f"match {summary.match_id} is still {status} (seq {summary.seq}): you quit without "
                       "resigning, so your seat counts as away; after the grace period the rulebook's "
                       "absence policy applies (a forfeit in a two-player game, a bot for your seat in "
-                      "Georgian Joker)")
+                      "Georgian Joker)" + (f"; {way_back}" if way_back else ""), markup=False)
         return
     winners = result.get("winners", [])
     names = ", ".join(render.seat_name(summary, w, seat) for w in winners) or "none"
     how = [str(result[k]) for k in ("outcome", "reason") if result.get(k) and result[k] != "completed"]
-    console.print(f"match {summary.match_id} {status}: winners {names}; totals {result.get('totals')}"
+    totals = json.dumps(result.get("totals"))  # JSON for scripts: Python's repr read {'below': ...}
+    console.print(f"match {summary.match_id} {status}: winners {names}; totals {totals}"
                   + (f" ({': '.join(how)})" if how else ""), markup=False)  # names: never markup
+
+
+def default_name() -> str:
+    """The player name without ``--name``: the login name. It was "you", which is how every
+    screen names its own seat, so the other players, the spectators and the lobby ("you's
+    table") saw a player called "you", and two players who both left it out were both "you"."""
+    try:
+        return getpass.getuser() or "player"
+    except (KeyError, OSError):  # no login name in the environment nor the password database
+        return "player"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -568,7 +683,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         build_parser().error("give --game (a new match), --match ID (join one), --lobby or --list")
     if args.token_file and not args.match:
         build_parser().error("--token-file returns to a seat of --match ID: give both")
-    console = Console(stderr=False, highlight=False)
+    if args.name is None:
+        args.name = default_name()
+    # unfolded (soft_wrap): a line is one line in a pipe (--autoplay for scripts, where the
+    # console folded at 80 columns, the spectator command and the result over two lines) and
+    # a command shown on a terminal is copied whole (the terminal wraps it, not a newline)
+    console = Console(stderr=False, highlight=False, soft_wrap=True)
     service = None
     try:
         if args.target:

@@ -5,10 +5,13 @@ Shared by the player's client (``python -m clients.play``) and the spectator
 countdown takes ``now`` as an argument), so they are tested on real views.
 
 What is shown comes only from the view the server sent (a frontend never re-implements
-rules): the hand, the trick in progress and the last trick, the scores, and the game's public
-table (``View.table``): Klaberjass / Jo-Jotte auction, turn-up and information card, contract
-and melds; Georgian Joker deal, trump indicator, bids and the dealer's forbidden bid; Japanese
-Joker's five columns per player (up card over a hidden down card), declarer and trump.
+rules): the hand, the trick in progress and the last trick, the scores and what the match is
+played to (the target, the Jo-Jotte game and pot), and the game's public table
+(``View.table``): Klaberjass / Jo-Jotte auction, turn-up and information card, contract and
+melds (with the runs and quartets their ``scores`` statement made public); Georgian Joker deal,
+trump indicator, bids and the dealer's forbidden bid; Japanese Joker's five columns per player
+(up card over a hidden down card, and an up card a cleared table moved into a hand), declarer
+and trump.
 """
 
 from __future__ import annotations
@@ -131,14 +134,38 @@ def _per_seat(values: Any, seat: int, default: Any = "") -> Any:
     return default
 
 
+def score_heading(view: Any) -> str:
+    """The score column's heading, with what the match is played to: the Klaberjass and
+    Japanese Joker target (``table.target_score``, KL-10.1, JJK-8.1) and the Jo-Jotte game
+    (``table.match.game_target``, JJ-10.1); a player had to know the table options by heart.
+    Georgian Joker's end is its deal count, in the table lines."""
+    table = struct_dict(view.table)
+    if table.get("target_score"):
+        return f"score (to {table['target_score']})"
+    match = table.get("match")
+    if isinstance(match, Mapping) and match.get("game_target"):
+        # a frozen pot (JJ-9.5) is on nobody's score, and the next decided deal takes it
+        pot = f", pot {match['pot']}" if match.get("pot") else ""
+        return f"score (game to {match['game_target']}{pot})"
+    return "score"
+
+
 def seats_table(view: Any, summary: Any | None, now: float) -> Table:
-    """One row per seat: name, role markers, cards in hand, tricks, bid, score."""
+    """One row per seat: name, role markers, cards in hand, tricks, bid (games with bids
+    only), score (Jo-Jotte's with the points of the game in progress, JJ-10.1: the "below"
+    total runs over the whole match)."""
     table = struct_dict(view.table)
     me = view.seat if view.HasField("seat") else None
     grid = Table(box=None, pad_edge=False, expand=False, show_header=True, header_style="bold")
-    for column in ("", "player", "cards", "tricks", "bid", "score"):
+    # an always-empty bid column cost four columns that Jo-Jotte's scores needed on 80
+    bidding = "bids" in table
+    for column in ("", "player", "cards", "tricks", *(("bid",) if bidding else ()), score_heading(view)):
         grid.add_column(column)
-    totals = {row.name: list(row.values) for row in view.scores.totals}
+    totals = {row.name.removesuffix("_won"): list(row.values) for row in view.scores.totals}
+    match = table.get("match")
+    game_points = match.get("game_points") if isinstance(match, Mapping) else None
+    if isinstance(game_points, list) and totals:
+        totals = {"game": game_points, **totals}
     for seat in range(len(view.hand_sizes)):
         marks = Text()
         if view.HasField("to_act") and view.to_act == seat:
@@ -154,10 +181,11 @@ def seats_table(view: Any, summary: Any | None, now: float) -> Table:
                 name.append(" (away)", style="yellow")
         bids = table.get("bids")
         bid = _per_seat(bids, seat, "")
-        score = "  ".join(f"{name_}: {vals[seat]}" if len(totals) > 1 else str(vals[seat])
+        score = "  ".join(f"{name_} {vals[seat]}" if len(totals) > 1 else str(vals[seat])
                           for name_, vals in totals.items() if seat < len(vals))
         grid.add_row(marks, name, str(view.hand_sizes[seat]),
-                     str(_per_seat(list(view.scores.tricks_taken), seat, 0)), str(bid), score)
+                     str(_per_seat(list(view.scores.tricks_taken), seat, 0)), *((str(bid),) if bidding else ()),
+                     score)
     return grid
 
 
@@ -188,6 +216,37 @@ def trick_text(trick: Any, summary: Any | None, me: int | None) -> Text:
 def _labelled(label: str, value: Text | str) -> Text:
     out = Text(f"{label}: ", style="dim")
     out.append_text(value if isinstance(value, Text) else Text(str(value)))
+    return out
+
+
+def _scored_melds(dialogue: list[Any]) -> dict[int, list[str]]:
+    """What each seat's ``scores`` statement of the meld dialogue made public, per seat
+    (KL-5.5 step 5: suit, top card and length of every sequence scored; JJ-5.9: the quartets
+    and sequences): ``["run of 3 to Q♥", "four J"]``. The board showed the points alone,
+    though a player plays the rest of the deal knowing those cards are in that hand."""
+    out: dict[int, list[str]] = {}
+    for line in dialogue:
+        if not isinstance(line, Mapping) or line.get("say") != "scores" or line.get("seat") is None:
+            continue
+        said = out.setdefault(int(line["seat"]), [])
+        for rank in line.get("quartets") or []:
+            said.append(f"four {RANK_NAMES.get(rank, rank)}")
+        for run in line.get("sequences") or []:
+            if isinstance(run, Mapping) and run.get("top") and run.get("suit"):
+                top = RANK_NAMES.get(run["top"], run["top"]) + SUIT_SYMBOLS.get(run["suit"], run["suit"])
+                said.append(f"run of {run.get('length', '?')} to {top}")
+    return out
+
+
+def call_text(call: str) -> Text:
+    """An auction call in notation as the actions read it: ``name:S`` -> ``name ♠``,
+    ``no_trump`` -> ``no trump`` (the auction line showed ``name S`` and ``no_trump`` beside
+    actions labelled ``name ♠`` and ``no trump``)."""
+    verb, _, suit = call.partition(":")
+    out = Text(verb.replace("_", " "))
+    if suit:
+        out.append(" ")
+        out.append_text(suit_text(suit))
     return out
 
 
@@ -230,7 +289,8 @@ def table_lines(view: Any, summary: Any | None) -> list[Text]:
             for i, call in enumerate(auction):
                 if i:
                     calls.append(", ")
-                calls.append(f"{seat_name(summary, call['seat'], me)} {call['call'].replace(':', ' ')}")
+                calls.append(f"{seat_name(summary, call['seat'], me)} ")
+                calls.append_text(call_text(call["call"]))
             lines.append(_labelled("auction", calls))
         contract = table.get("contract") or {}
         if contract.get("kind"):  # Jo-Jotte, once the nullo window is over (docs/games/jojotte.md)
@@ -242,17 +302,24 @@ def table_lines(view: Any, summary: Any | None) -> list[Text]:
             kind = contract["kind"]
             holder = contract.get("holder", contract.get("declarer", 0))
             trump = _trump({"trump": strain})
-            lines.append(_labelled("contract", f"{kind} {strain}{mult}, "
-                                               f"{'nullo player' if kind == 'nullo' else 'declarer'} "
-                                               f"{seat_name(summary, holder, me)}"))
+            contract_line = Text(f"{kind} ")
+            contract_line.append_text(trump if strain else Text(""))
+            contract_line.append(f"{mult}, {'nullo player' if kind == 'nullo' else 'declarer'} "
+                                 f"{seat_name(summary, holder, me)}")
+            lines.append(_labelled("contract", contract_line))
         if table.get("maker") is not None:
             lines.append(_labelled("maker", seat_name(summary, table["maker"], me)))
         melds = table.get("meld_points")
-        if melds is None and isinstance(table.get("melds"), dict):
-            melds = table["melds"].get("points")
+        dialogue = table.get("melds")
+        if isinstance(dialogue, dict):  # Jo-Jotte: {dialogue, points}
+            if melds is None:
+                melds = dialogue.get("points")
+            dialogue = dialogue.get("dialogue")
         if melds and any(melds):
-            lines.append(_labelled("melds", ", ".join(f"{seat_name(summary, s, me)} {p}"
-                                                      for s, p in enumerate(melds) if p)))
+            scored = _scored_melds(dialogue if isinstance(dialogue, list) else [])
+            lines.append(_labelled("melds", ", ".join(
+                f"{seat_name(summary, s, me)} {p}" + (f" ({', '.join(scored[s])})" if scored.get(s) else "")
+                for s, p in enumerate(melds) if p)))
     if trump is not None:
         lines.insert(0, _labelled("trump", trump))
     return lines
@@ -277,6 +344,12 @@ def columns_lines(view: Any, summary: Any | None) -> list[Text]:
             row.append("/")
             row.append(HIDDEN_CARD, style="dim")
             row.append("]")
+        known = _per_seat(table.get("known_in_hand"), seat, [])
+        if seat != me and known:
+            # an up card that the clearing of a table (JJK-4.3) moved into that hand is public
+            # (JJK-9.2) until played: it left the columns, and the board then lost it
+            row.append("  in hand: ", style="dim")
+            row.append_text(cards_text(known))
         lines.append(row)
     return lines
 
@@ -308,6 +381,11 @@ def header_text(view: Any, summary: Any | None, now: float) -> Text:
     if over:
         winners = ", ".join(seat_name(summary, w, me) for w in view.winners)
         out.append(f"  match over: {winners or 'no winner'}", style="bold green")
+    elif view.status == match_pb2.MATCH_STATUS_WAITING:
+        # a table waiting for people read "phase dealing" and nothing more: as if it had stalled
+        waiting = [str(s.seat) for s in (summary.seats if summary is not None else []) if not s.taken]
+        out.append("  waiting for a player" + (f" in seat {', '.join(waiting)}" if waiting else ""),
+                   style="bold yellow")
     elif view.HasField("to_act"):
         out.append("  ")
         who = seat_name(summary, view.to_act, me)
@@ -324,17 +402,19 @@ def header_text(view: Any, summary: Any | None, now: float) -> Text:
     return out
 
 
-def board(view: Any, summary: Any | None, now: float) -> Group:
-    """Everything but the legal actions: header, seats, table, trick, hand."""
+def board(view: Any, summary: Any | None, now: float, compact: bool = False) -> Group:
+    """Everything but the legal actions: header, seats, table, trick, hand; ``compact``
+    without the blank lines between them (a short terminal's rows go to the actions)."""
     me = view.seat if view.HasField("seat") else None
-    parts: list[Any] = [header_text(view, summary, now), Text(""), seats_table(view, summary, now), Text("")]
+    gap = [] if compact else [Text("")]
+    parts: list[Any] = [header_text(view, summary, now), *gap, seats_table(view, summary, now), *gap]
     parts.extend(table_lines(view, summary))
     parts.append(_labelled("trick", trick_text(view.trick, summary, me) if view.trick.plays else Text("—")))
     if view.last_trick.plays:  # with an empty trick_history: the previous deal's final trick
         label = "last trick" if view.trick_history else "last trick (previous deal)"
         parts.append(_labelled(label, trick_text(view.last_trick, summary, me)))
     if me is not None:
-        parts.extend([Text(""), _labelled("your hand", hand_text(view))])
+        parts.extend([*gap, _labelled("your hand", hand_text(view))])
     return Group(*parts)
 
 
@@ -360,6 +440,22 @@ def deal_results_table(view: Any, summary: Any | None, last: int = 6) -> Table |
             cells.append(_deal_cell(result, seat))
         grid.add_row(str(number), *cells)
     return grid
+
+
+def deal_result_lines(view: Any, summary: Any | None, last: int = 1) -> list[Text]:
+    """The last ``last`` scored deals, one line each (``deal 3 scored: you 80, ada 22``): for
+    the outputs read by scripts, where a table repeated its title and heading every deal."""
+    me = view.seat if view.HasField("seat") else None
+    results = struct_value(view.scores.deal_results)
+    seats = len(view.hand_sizes)
+    lines = []
+    for number, result in enumerate(results[max(0, len(results) - last):], start=max(0, len(results) - last) + 1):
+        bidding = isinstance(result.get("bids"), list) and isinstance(result.get("taken"), list)
+        line = Text(f"     deal {number} scored" + (", points (tricks taken/bid)" if bidding else "") + ": ",
+                    style="bold")
+        line.append(", ".join(f"{seat_name(summary, seat, me)} {_deal_cell(result, seat)}" for seat in range(seats)))
+        lines.append(line)
+    return lines
 
 
 def _deal_cell(result: Mapping[str, Any], seat: int) -> str:

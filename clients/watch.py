@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import shlex
 import sys
 import time
@@ -35,7 +36,7 @@ from textual.widgets import Footer, RichLog, Static
 
 from . import render
 from .connection_sign import ConnectionSign
-from .play import positive_int, stderr_notices, summary_now
+from .play import fitted_deals, positive_int, stderr_notices, summary_now
 from .cardgames_client import CardGamesError, Spectator, StreamState, connect
 from engine_service.transport.generated import match_pb2
 
@@ -59,6 +60,11 @@ class WatchApp(ConnectionSign, App):
     BINDINGS = [Binding("q", "quit", "Quit"),
                 # Ctrl-C ends the program (textual's own binding only showed "press ctrl+q")
                 Binding("ctrl+c", "quit", "Quit", show=False, priority=True)]
+
+    #: Rows the event log keeps (its box and three events): the deal results give way to it.
+    #: On 80x24, six scored Georgian Joker deals took every row below the board, the log got
+    #: its border only and the screen scrolled.
+    MIN_LOG_ROWS = 5
 
     def __init__(self, spectator: Spectator, after_seq: int | None = None, *, summary: Any | None = None,
                  reconnect_tries: int | None = RECONNECT_TRIES) -> None:
@@ -116,10 +122,21 @@ class WatchApp(ConnectionSign, App):
         if self.view_msg is None:
             return
         self.board = render.board(self.view_msg, self.summary, time.time())
-        self.deals = render.deal_results_table(self.view_msg, self.summary)
+        # less the footer and the red line: as many recent deals as leave the log its rows
+        room = self.size.height - 1 - (self.connection is not None) - self._rows(self.board) - self.MIN_LOG_ROWS
+        self.deals = fitted_deals(self.view_msg, self.summary, self._rows, room)
         with contextlib.suppress(NoMatches):  # the screen may be closing
             self.query_one("#board", Static).update(self.board)
-            self.query_one("#deals", Static).update(self.deals)
+            deals = self.query_one("#deals", Static)
+            deals.update(self.deals if self.deals is not None else "")
+            deals.display = self.deals is not None
+
+    def _rows(self, renderable: Any) -> int:
+        """The terminal rows ``renderable`` takes in the board's width (less its padding)."""
+        if not renderable:
+            return 0
+        options = self.console.options.update_width(max(1, self.size.width - 2))
+        return len(self.console.render_lines(renderable, options, pad=False))
 
 
 async def follow_plain(spectator: Spectator, console: Console, after_seq: int | None) -> Any:
@@ -159,7 +176,7 @@ async def run(args: argparse.Namespace, console: Console) -> int:
     try:
         roots = open(args.ca, "rb").read() if args.ca else None
     except OSError as exc:  # one line, not a traceback (as clients.admin)
-        raise SystemExit(f"cannot read the CA file {args.ca}: {exc.strerror or exc}") from None
+        raise SystemExit(f"error: cannot read the CA file {args.ca}: {exc.strerror or exc}") from None
     async with connect(args.target, tls=args.tls, root_certificates=roots, server_name=args.server_name) as client:
         spectator = client.spectate(args.match_id)
         after = 0 if args.from_start else None
@@ -186,7 +203,7 @@ def print_final(final: Any, console: Console) -> None:
     status = match_pb2.MatchStatus.Name(final.status).removeprefix("MATCH_STATUS_").lower()
     console.print(f"match {final.match_id} {status}" + (
         f": winners {', '.join(render.seat_name(final, w) for w in result.get('winners', [])) or 'none'}; "
-        f"totals {result.get('totals')}" if result else ""), markup=False)
+        f"totals {json.dumps(result.get('totals'))}" if result else ""), markup=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -205,7 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="replay the match from its first action (a snapshot first when the match "
                    "is too far along for the server to replay)")
     args = p.parse_args(argv)
-    console = Console(highlight=False)
+    # unfolded: one line per event in a pipe (--plain), where the console folded at 80 columns
+    console = Console(highlight=False, soft_wrap=True)
     try:
         return asyncio.run(run(args, console))
     except CardGamesError as exc:

@@ -3,6 +3,7 @@ each game's table drawn from real views sent by a real engine."""
 
 from __future__ import annotations
 
+import os
 import random
 
 from rich.console import Console
@@ -163,12 +164,12 @@ def test_jojotte_contract_names_the_strain_played_and_its_holder():
                           view.table)
     text = plain(render.board(view, None, 0.0))
     assert "trump: no trump" in text
-    assert "contract: nullo NT doubled, nullo player you" in text
+    assert "contract: nullo no trump doubled, nullo player you" in text
     json_format.ParseDict({"contract": {"strain": "S", "bidder": 1, "multiplier": 1, "declarer": 1,
                                         "defender": 0, "kind": "normal", "holder": 1, "play_strain": "S"}},
                           view.table)
     text = plain(render.board(view, None, 0.0))
-    assert "trump: ♠" in text and "contract: normal S, declarer seat 1" in text
+    assert "trump: ♠" in text and "contract: normal ♠, declarer seat 1" in text
 
 
 def test_jojotte_deal_results_show_the_points_above_the_line():
@@ -282,3 +283,87 @@ def test_the_deal_results_show_player_names_as_they_are():
     summary.seats[0].player_name, summary.seats[0].replaced_by_bot, summary.seats[0].bot = "ada", True, "search"
     text, _ = rendered(render.deal_results_table(view, summary))
     assert "ada [bot search]" in text
+
+
+def test_the_score_column_says_what_the_match_is_played_to():
+    """The target a player plays to was on no screen: Klaberjass's and Japanese Joker's
+    ``table.target_score`` (KL-10.1, JJK-8.1) and the Jo-Jotte game of 80 (JJ-10.1), whose
+    progress is the points below the line in the game in progress (``table.match.game_points``),
+    not the match's "below" total shown alone. The empty bid column of games without bids goes,
+    so that Jo-Jotte's scores keep one row per seat on 80 columns."""
+    from google.protobuf import json_format
+    from rich.console import Console
+
+    def rows(view, width=78):
+        console = Console(width=width, record=True, color_system=None, file=open(os.devnull, "w"))
+        console.print(render.seats_table(view, None, 0.0))
+        return [line.rstrip() for line in console.export_text().splitlines()]
+
+    for game, target in (("klaberjass", 500), ("japanese_joker", 21)):
+        view = match_pb2.View(game=game, seat=0, hand_sizes=[9, 9])
+        json_format.ParseDict({"target_score": target}, view.table)
+        view.scores.totals.add(name="total", values=[120, 30])
+        header, *seats = rows(view)
+        assert header.split()[-3:] == ["score", "(to", f"{target})"] and "bid" not in header, header
+        assert seats[0].split()[-1] == "120" and seats[1].split()[-1] == "30", seats
+
+    view = match_pb2.View(game="jojotte", seat=0, hand_sizes=[9, 9])
+    json_format.ParseDict({"match": {"game_target": 80, "game_points": [40, 0]}}, view.table)
+    for name, values in (("below", [220, 1000]), ("above", [1300, 500]), ("games_won", [1, 0])):
+        view.scores.totals.add(name=name, values=values)
+    header, *seats = rows(view)
+    assert "score (game to 80)" in header and "bid" not in header, header
+    assert len(seats) == 2, seats  # one row per seat: the score did not wrap
+    assert seats[0].endswith("game 40  below 220  above 1300  games 1"), seats
+    assert seats[1].endswith("game 0  below 1000  above 500  games 0"), seats
+    json_format.ParseDict({"match": {"game_target": 80, "game_points": [40, 0], "pot": 36}}, view.table)
+    assert "score (game to 80, pot 36)" in rows(view)[0]  # on nobody's score yet (JJ-9.5)
+
+
+def test_the_auction_reads_as_the_actions_do():
+    """An auction call showed its notation ("name S", "no_trump") where the action that made
+    it reads "name ♠" / "no trump"."""
+    from google.protobuf import json_format
+
+    view = match_pb2.View(game="jojotte", seat=0, hand_sizes=[6, 6])
+    json_format.ParseDict({"auction": [{"seat": 1, "call": "name:S"}, {"seat": 0, "call": "no_trump"},
+                                       {"seat": 1, "call": "pass"}]}, view.table)
+    text = plain(render.board(view, None, 0.0))
+    assert "auction: seat 1 name ♠, you no trump, seat 1 pass" in text, text
+
+
+def test_the_melds_line_says_what_was_scored():
+    """The meld dialogue's ``scores`` statement is public (KL-5.5 step 5: suit, top card and
+    length of each sequence scored; JJ-5.9: quartets and sequences), and a player plays the
+    deal knowing those cards are in that hand: the board showed the points only."""
+    from google.protobuf import json_format
+
+    view = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[8, 8])
+    json_format.ParseDict({"meld_points": [0, 70], "melds": [
+        {"seat": 0, "say": "value", "value": 50}, {"seat": 1, "say": "how_high"},
+        {"seat": 1, "say": "scores", "points": 70,
+         "sequences": [{"suit": "H", "top": "Q", "length": 4}, {"suit": "S", "top": "T", "length": 3}]}]},
+        view.table)
+    assert "melds: seat 1 70 (run of 4 to Q♥, run of 3 to 10♠)" in plain(render.board(view, None, 0.0))
+
+    view = match_pb2.View(game="jojotte", seat=0, hand_sizes=[8, 8])
+    json_format.ParseDict({"melds": {"points": [120, 20], "dialogue": [
+        {"seat": 0, "say": "scores", "quartets": ["J"], "points": 100},
+        {"seat": 1, "say": "scores", "points": 20,
+         "sequences": [{"suit": "S", "top": "9", "length": 3, "cards": ["9S", "8S", "7S"]}]}]}},
+        view.table)
+    assert "melds: you 120 (four J), seat 1 20 (run of 3 to 9♠)" in plain(render.board(view, None, 0.0))
+
+
+def test_japanese_joker_shows_the_up_card_a_cleared_table_moved_into_a_hand():
+    """JJK-4.3: playing from the last two columns moves the other column's up card into the
+    hand, and it stays public (JJK-9.2, ``known_in_hand``) until played; the columns line said
+    "none" and the card was gone from the board."""
+    from google.protobuf import json_format
+
+    view = match_pb2.View(game="japanese_joker", seat=0, hand_sizes=[6, 9])
+    json_format.ParseDict({"declarer": 0, "columns": [[{"up": "9H", "on_table": True}], [
+        {"up": "JS", "on_table": False}, {"up": "QH", "on_table": False}]],
+        "known_in_hand": [["AH"], ["QH"]]}, view.table)
+    lines = [line.plain for line in render.columns_lines(view, None)]
+    assert lines == ["your columns: [9♥/▒▒]", "seat 1's columns: none  in hand: Q♥"], lines

@@ -5,13 +5,17 @@ test harness, and headless with --autoplay, with and without its own engine) and
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import subprocess
 import sys
 import time
 
+import grpc
+
 from clients import cardgames_client as cg
+from clients import render
 from clients.play import PlayApp
 from clients.watch import WatchApp
 from engine_service.transport.generated import match_pb2
@@ -375,7 +379,7 @@ def test_an_unreadable_ca_file_is_one_line(engine, tmp_path):
         result = cli(*args, "--tls", "--ca", missing, timeout=60)
         assert result.returncode == 1, (args[0], result.stdout, result.stderr)
         assert "Traceback" not in result.stderr
-        assert result.stderr.strip() == f"cannot read the CA file {missing}: No such file or directory", args[0]
+        assert result.stderr.strip() == f"error: cannot read the CA file {missing}: No such file or directory", args[0]
 
 
 def test_ctrl_c_quits_the_screens(engine):
@@ -978,3 +982,324 @@ def test_names_reach_the_terminal_as_written():
             console = Console(file=out, width=300, force_terminal=True, record=True)
             show(console)
             assert name in console.export_text() and "\x1b]8;" not in out.getvalue()
+
+
+def test_quitting_mid_match_says_how_to_return_to_the_seat(engine, monkeypatch):
+    """q mid-match, the connection up: the last line says the match goes on and gives the way
+    back (``--match ID --token-file PATH``, the token saved for it), as a lost connection's
+    line does; it had none, and the seat token went with the screen (a join takes another
+    seat, and a started match has none). That command takes the seat again."""
+    import io
+
+    from rich.console import Console
+
+    from clients import play
+
+    async def quit_after_a_move(app):
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_for(pilot, lambda: app._shown_actions and not app.submitting, "my first turn", 20)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: app.view_msg.seq >= 1, "my move on the screen", 20)
+            await pilot.press("q")
+
+    monkeypatch.setattr(PlayApp, "run_async", quit_after_a_move)
+    args = play.build_parser().parse_args(["--target", engine.target, "--game", "japanese_joker", "--bots", "random",
+                                           "--option", "target_score=11", "--turn-time", "60", "--name", "ada"])
+    out = io.StringIO()
+    console = Console(file=out, width=80, soft_wrap=True, highlight=False)
+    assert run(play.run(args, engine.target, console), timeout_s=60) == 0
+    last = out.getvalue().splitlines()[-1]
+    assert "is still active" in last and "you quit without resigning" in last, last
+    prefix = f"to return to your seat: python -m clients.play --target {engine.target} --match "
+    assert prefix in last, last
+    command = last.split("to return to your seat: python -m ", 1)[1].split()
+    token_file = command[command.index("--token-file") + 1]
+    assert os.stat(token_file).st_mode & 0o077 == 0  # the user's only
+    back = cli(*command, "--autoplay", "first")
+    os.unlink(token_file)
+    assert back.returncode == 0, back.stdout + back.stderr
+    assert any(" you: " in line for line in back.stdout.splitlines())
+    assert "finished: winners" in back.stdout.splitlines()[-1]
+
+
+def test_an_empty_token_file_is_one_line(engine, tmp_path):
+    """--token-file naming an empty file (or one not text): one line, exit status 1. An empty
+    one played on: the server answers a request without a token with the public view, and the
+    screen showed it as seat 0's ("you", no hand, no actions) and --autoplay "played" a
+    finished match to a result, exit status 0."""
+    async def create():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("japanese_joker", seats=[None, "random"], options={"target_score": 11})
+            await client.join(match.match_id, player_name="ada")
+            return match.match_id
+
+    match_id = run(create())
+    empty, binary = tmp_path / "empty.token", tmp_path / "binary.token"
+    empty.write_text("\n")
+    binary.write_bytes(b"\xff\xfe\x00")
+    for path, says in ((empty, "is empty"), (binary, "is not text")):
+        result = cli("clients.play", "--target", engine.target, "--match", match_id, "--token-file", str(path),
+                     "--autoplay", "first")
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert result.stderr.strip() == f"error: the seat token file {path} {says}" + (": no seat token" if path == binary else ""), result.stderr
+        assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+def test_autoplay_lines_are_not_folded_in_a_pipe(engine):
+    """--autoplay for scripts: each line whole in a pipe of a default width (80 columns), the
+    spectator command and the result included; the console folded them, and a script read
+    ``python -m`` on one line and ``clients.watch ID`` on the next."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env.pop("COLUMNS", None)
+    result = subprocess.run([sys.executable, "-m", "clients.play", "--target", engine.target, "--game", "jojotte",
+                             "--bots", "random", "--name", "ada", "--autoplay", "first"], capture_output=True,
+                            text=True, timeout=180, cwd=ROOT, env=env, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("match ") and lines[0].endswith(f"--target {engine.target}"), lines[:2]
+    assert lines[1].split()[0].isdigit(), lines[:2]
+    assert lines[-1].startswith("match ") and "finished: winners" in lines[-1] and lines[-1].endswith("}"), lines[-2:]
+    # the totals as JSON, which a script reads (Python's repr was {'below': [...], ...})
+    assert set(json.loads(lines[-1].split("; totals ", 1)[1])) == {"below", "above", "games_won"}, lines[-1]
+
+
+def test_play_screen_keeps_the_legal_actions_in_view_late_in_a_jo_jotte_match(engine):
+    """On 80x24, a Jo-Jotte board with everything on it (a four-call auction over two lines,
+    a redoubled contract, melds, the trick and the last trick, large scores) pushed the
+    actions' box below the bottom edge; the board now drops its blank lines, and is cut if
+    need be, so that the actions keep their rows (and the resize back gives them back)."""
+    from google.protobuf import json_format
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("jojotte", seats=[None, "random"], turn_time_s=0)
+            me = await client.join(match.match_id, player_name="ada")
+            app = PlayApp(me, await me.summary())
+            async with app.run_test(size=(80, 24)) as pilot:
+                await wait_for(pilot, lambda: app._shown_actions and not app.submitting, "my first turn", 20)
+                view = match_pb2.View()
+                view.CopyFrom(app.view_msg)
+                table = render.struct_dict(view.table)
+                table.update({
+                    "auction": [{"seat": 0, "call": "name:C"}, {"seat": 1, "call": "no_trump"},
+                                {"seat": 0, "call": "double"}, {"seat": 1, "call": "redouble"}],
+                    "contract": {"kind": "slam", "strain": "NT", "play_strain": "NT", "multiplier": 4,
+                                 "holder": 1, "declarer": 1},
+                    "melds": {"points": [70, 0]}, "info_card": "KS", "turn_up": "7S",
+                    "match": dict(table.get("match") or {}, game_points=[55, 0], game_target=80)})
+                view.table.Clear()
+                json_format.ParseDict(table, view.table)
+                del view.scores.totals[:]
+                for name, values in (("below", [55, 345]), ("above", [400, 12700]), ("games_won", [0, 1])):
+                    view.scores.totals.add(name=name, values=values)
+                view.trick.plays.add(seat=1).card.code = "TC"
+                for seat, code in ((1, "9C"), (0, "8C")):
+                    view.last_trick.plays.add(seat=seat).card.code = code
+                view.last_trick.winner = 1
+                view.trick_history.add().CopyFrom(view.last_trick)
+                view.seq += 1000  # no event of the match (a presence change) replaces it
+                app.view_msg = view
+                app.redraw()
+                await pilot.pause(0.3)
+                text = "\n".join(str(line) for line in app.board.renderables)  # the board's parts
+                assert app._shown_actions and "contract" in text
+                shown = app.query_one("#actions").content_region
+                assert shown.y + shown.height <= 24 - 2, f"the actions end below the screen: {shown}"
+                assert shown.height >= min(3, len(app._shown_actions)), f"too few rows for the actions: {shown}"
+                await pilot.resize_terminal(80, 18)  # shorter still: the board is cut, not the actions
+                await pilot.pause(0.8)
+                shown = app.query_one("#actions").content_region
+                assert shown.y + shown.height <= 18 - 2 and shown.height >= min(3, len(app._shown_actions)), shown
+                await pilot.resize_terminal(120, 45)  # room again: the blank lines are back
+                await pilot.pause(0.8)
+                assert any(str(part) == "" for part in app.board.renderables)
+
+    run(scenario(), timeout_s=60)
+
+
+def test_autoplay_prints_each_deal_result_and_a_name_of_its_own(engine):
+    """--autoplay printed who played what and the final totals, never what a deal scored
+    (clients.watch --plain prints it); now one line per scored deal, the totals its sum. And
+    without --name the player was called "you" (the name every screen gives its own seat), so
+    the other players, the spectators and the lobby saw a player "you": it is the login name."""
+    env = dict(os.environ, COLUMNS="160", PYTHONUNBUFFERED="1", LOGNAME="ada-login")
+    result = subprocess.run([sys.executable, "-m", "clients.play", "--target", engine.target, "--game",
+                             "japanese_joker", "--bots", "random", "--option", "target_score=11",
+                             "--autoplay", "first"], capture_output=True, text=True, timeout=180, cwd=ROOT,
+                            env=env, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    deals = [line.strip() for line in lines if " scored: " in line]
+    assert deals and deals[0].startswith("deal 1 scored: you "), deals
+    assert [int(d.split()[1]) for d in deals] == list(range(1, len(deals) + 1))
+    mine = sum(int(d.split(": you ", 1)[1].split()[0]) for d in deals)  # "you 8 (13 tricks), ..."
+    totals = lines[-1].rsplit("totals ", 1)[1]
+    assert totals.startswith(f"[{mine}, "), (deals, lines[-1])
+    match_id = lines[0].split()[1].rstrip(":")
+
+    async def names():
+        async with cg.connect(engine.target) as client:
+            return [s.player_name for s in (await client.get_match(match_id)).seats]
+
+    assert run(names())[0] == "ada-login"
+
+
+def test_watch_screen_keeps_the_event_log_in_view_on_a_small_terminal(engine):
+    """The spectator on 80x24, six Georgian Joker deals scored: the deal results took every
+    row below the board, the event log kept its top border only and the screen scrolled; they
+    now give way to the log (as the player's screen gives way to the actions), and come back
+    on a taller terminal."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("georgian_joker", seats=[None] * 4)
+            seats = [await client.join(match.match_id, player_name=f"player {n}") for n in range(4)]
+            rng = random.Random(3)
+            while True:
+                view = await seats[0].view()
+                if len(view.scores.deal_results.values) >= 6 and view.phase == "playing":
+                    break
+                await seats[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
+            app = WatchApp(client.spectate(match.match_id), None, summary=await client.get_match(match.match_id))
+            async with app.run_test(size=(80, 24)) as pilot:
+                await wait_for(pilot, lambda: app.view_msg is not None, "the snapshot on screen")
+                await pilot.pause(0.6)
+                log = app.query_one("#log").region
+                assert log.y + log.height <= 24 - 1 and log.height >= 5, f"the event log is squeezed out: {log}"
+                await pilot.resize_terminal(120, 45)
+                await wait_for(pilot, lambda: app.query_one("#deals").display, "the deal results back")
+                assert "deals" in screen_text(app)
+
+    run(scenario(), timeout_s=120)
+
+
+def test_autoplay_keeps_playing_when_a_move_goes_unanswered(monkeypatch):
+    """--autoplay while the engine restarts: a move whose sending found no engine (UNAVAILABLE
+    after the library's retries) ended the program with "error: UNAVAILABLE" and status 1,
+    though its stream reconnects by itself (README: "it keeps trying"); it now decides again on
+    the next event. And a player who joined after the start is named from the presence event
+    (it stayed "seat 1 (open)" to the end)."""
+    import io
+
+    from rich.console import Console
+
+    from clients import play
+    from engine_service.transport.generated import card_games_pb2, cards_pb2
+
+    def view(seq, to_act):
+        v = match_pb2.View(match_id="m1", seat=0, seq=seq, to_act=to_act, status=match_pb2.MATCH_STATUS_ACTIVE,
+                           hand_sizes=[1, 1])
+        v.legal_actions.add(notation="play:AS", kind=cards_pb2.ACTION_KIND_PLAY).card.code = "AS"
+        return v
+
+    def summary(second_name):
+        s = match_pb2.MatchSummary(match_id="m1", status=match_pb2.MATCH_STATUS_ACTIVE)
+        s.seats.add(seat=0, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name="ada")
+        s.seats.add(seat=1, kind=match_pb2.SEAT_KIND_OPEN, taken=bool(second_name), player_name=second_name)
+        return s
+
+    class Session:
+        seat, match_id = 0, "m1"
+
+        def __init__(self):
+            self.sent = []
+            self.joined = False
+
+        async def watch(self, **_):
+            yield card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_PRESENCE, seq=0, seat=1,
+                                                    reason="connected")
+            action = cards_pb2.Action(notation="play:KS", kind=cards_pb2.ACTION_KIND_PLAY)
+            action.card.code = "KS"
+            yield card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_ACTION, seq=1, seat=1, action=action,
+                                                    view=view(1, 0))
+            yield card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_HEARTBEAT, seq=1)
+            yield card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_MATCH_ENDED, seq=2, reason="completed")
+
+        async def act(self, decide, v):
+            self.sent.append(decide(v))
+            if len(self.sent) == 1:
+                raise cg.CardGamesError(grpc.StatusCode.UNAVAILABLE, "failed to connect to all addresses")
+            return card_games_pb2.SubmitActionResponse(seq=2)
+
+        async def view(self):
+            return view(1, 0)
+
+        async def summary(self):
+            return summary("bob")
+
+    session = Session()
+    out = io.StringIO()
+    final = run(play.autoplay(session, "first", Console(file=out, width=200), summary(""), None))
+    assert session.sent == ["play:AS", "play:AS"], session.sent  # decided again on the heartbeat
+    assert final.match_id == "m1"
+    assert "   1 bob: play K♠" in out.getvalue().splitlines(), out.getvalue()
+
+
+def test_play_screen_says_it_waits_for_a_player_and_how_they_join(engine):
+    """A table with an open seat (--bots open) showed "phase dealing" and nothing else until
+    someone came: no word that it waits, nor the command the other player needs. The header
+    says it waits for seat 1, the log gives the --match command; both go once the match starts."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("klaberjass", seats=[None, None])
+            me = await client.join(match.match_id, seat=0, player_name="ada")
+            app = PlayApp(me, await me.summary())
+            async with app.run_test(size=(80, 24)) as pilot:
+                await wait_for(pilot, lambda: app.board is not None, "the board")
+                await pilot.pause(0.2)
+                assert "waiting for a player in seat 1" in screen_text(app).splitlines()[0]
+                joined = " ".join(" ".join(log_lines(app)).split())  # the log wraps its lines
+                assert f"python -m clients.play --target {engine.target} --match {match.match_id}" in joined, joined
+                await client.join(match.match_id, seat=1, player_name="bob")
+                await wait_for(pilot, lambda: app.view_msg.status == match_pb2.MATCH_STATUS_ACTIVE, "the start")
+                await pilot.pause(0.2)
+                assert "waiting" not in screen_text(app).splitlines()[0]
+
+    run(scenario(), timeout_s=60)
+
+
+def test_the_errors_found_before_the_engine_is_asked_say_error_too(engine):
+    """A wrong --option, --bots count or --seat: one line on stderr, status 1, starting
+    "error:" as the engine's refusals do (they had no prefix, so a script telling an error
+    line by it missed them)."""
+    for args, says in ((["--game", "klaberjass", "--option", "target_score=11"], "klaberjass has no option"),
+                       (["--game", "klaberjass", "--option", "kl_schmeiss=yes"], "kl_schmeiss is true or false"),
+                       (["--game", "klaberjass", "--bots", "random,random"], "Klaberjass has 2 seats: give 1 bot (or"),
+                       (["--game", "klaberjass", "--seat", "5"], "klaberjass has seats 0 to 1"),
+                       (["--game", "poker"], "unknown game 'poker'"),
+                       (["--game", "klaberjass", "--bots", "smart"], "INVALID_ARGUMENT UNKNOWN_BOT")):
+        result = cli("clients.play", "--target", engine.target, *args, "--autoplay", "first")
+        assert result.returncode == 1 and result.stdout == "", (args, result)
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and says in lines[0], (args, lines)
+
+
+def test_play_screen_keeps_the_last_deals_results_on_a_small_terminal(engine):
+    """On 80x24 the deal results gave way whole to the actions once they were taller than the
+    room left, after three Japanese Joker deals, and no deal's result was on screen again: as
+    many of the last deals as fit are shown (the last one at least), the actions keep their rows."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("japanese_joker", seats=[None, None], options={"target_score": 31})
+            seats = [await client.join(match.match_id, player_name=f"p{n}") for n in range(2)]
+            rng = random.Random(5)
+            while True:
+                view = await seats[0].view()
+                if (len(view.scores.deal_results.values) >= 4 and cg.is_my_turn(view)
+                        and view.phase == "playing" and len(view.legal_actions) >= 2):
+                    break
+                await seats[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
+            scored = len(view.scores.deal_results.values)
+            app = PlayApp(seats[0], await seats[0].summary())
+            async with app.run_test(size=(80, 24)) as pilot:
+                await wait_for(pilot, lambda: app._shown_actions, "the legal actions")
+                await pilot.pause(0.3)
+                shown = app.query_one("#actions").content_region
+                assert shown.y + shown.height <= 24 - 2 and shown.height >= min(3, len(app._shown_actions)), shown
+                assert app.query_one("#deals").display, "no deal result on screen"
+                rows = [line.split() for line in screen_text(app).splitlines()]
+                assert any(row and row[0] == str(scored) for row in rows), "the last deal is not shown"
+
+    run(scenario(), timeout_s=120)
