@@ -24,8 +24,8 @@ from typing import Any, Mapping
 
 from .api import BadRequest
 
-#: The longest token accepted: a real one is ~150 characters (a match id is 32 hex digits,
-#: a game id at most 128 characters); longer is not one of ours, refused before decoding.
+#: The longest token accepted: a real one is 100 to 150 characters, about 300 with a game id
+#: of the longest (128 characters); longer is not one of ours, refused before decoding.
 MAX_TOKEN_CHARS = 1024
 
 #: The listings a token may belong to: a lobby token does not page the admin's listing.
