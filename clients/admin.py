@@ -10,7 +10,8 @@
 Sub-commands:
 
 * ``list``: matches, newest first (``--status``, ``--game``, ``--limit``), as a table, or one
-  JSON object per line with ``--json``;
+  JSON object per line with ``--json``; one page (``--limit``, default 100), then the token
+  of the next (``--page-token TOKEN`` lists it), or every page with ``--all``;
 * ``inspect``: the omniscient view of a match: **every hand and hidden card**, the zones and
   the decks dealt (a readable summary; ``--json`` for everything);
 * ``terminate``: ends a match now (status ``terminated``; its players get a MATCH_ENDED event
@@ -300,18 +301,31 @@ def print_json(value: Any, indent: int | None = None) -> None:
 async def cmd_list(admin: AdminClient, args: argparse.Namespace) -> int:
     status = match_pb2.MatchStatus.Value("MATCH_STATUS_" + args.status.upper()) if args.status else 0
     out = None if args.json else console()
-    matches = await admin.list_matches(status=status, game=args.game or "", limit=args.limit or 0)
+    game, limit = args.game or "", args.limit or 0
+    # --all reads every page (--limit: the page size); otherwise one page, from --page-token
+    # on, and the token of the next one is shown (stderr with --json: stdout stays JSON lines).
+    matches: list[MatchSummary] = []
+    token = args.page_token or ""
+    while True:
+        page = await admin.matches_page(status=status, game=game, limit=limit, page_token=token)
+        token = page.next_page_token
+        if out is None:
+            for m in page.matches:
+                print_json(jsonable(m))
+            sys.stdout.flush()
+        else:
+            matches += page.matches
+        if not args.all or not token:
+            break
     if out is None:
-        for m in matches:
-            print_json(jsonable(m))
+        if token:
+            sys.stderr.write(f"next page: --page-token {token}\n")
         return 0
-    if not matches:
-        out.print("no matches")
-        return 0
-    out.print(matches_table(matches))
-    limit = args.limit or 100
-    more = f" (the newest {limit}: --limit for more)" if len(matches) >= limit else ""
-    out.print(f"{len(matches)} match{'es' if len(matches) != 1 else ''}{more}", style="dim")
+    if matches:
+        out.print(matches_table(matches))
+    more = f"; more: --page-token {token} (or --all)" if token else ""
+    count = f"{len(matches)} match{'es' if len(matches) != 1 else ''}" if matches else "no matches"
+    out.print(f"{count}{more}", style="dim" if matches else None)
     return 0
 
 
@@ -503,9 +517,14 @@ def build_parser() -> argparse.ArgumentParser:
                 "and whether they are present or away, bots, free seats), creation time, name.")
     c.add_argument("--status", choices=STATUSES, help="only matches in this state")
     c.add_argument("--game", metavar="ID", help="only matches of this game id (e.g. klaberjass)")
-    c.add_argument("--limit", type=_positive, metavar="N", help="at most N matches (default: the server's, 100)")
+    c.add_argument("--limit", type=_positive, metavar="N",
+                   help="at most N matches a page (default: the server's, 100; at most 1000)")
+    c.add_argument("--all", action="store_true", help="every page, not only the first (--limit: the page size)")
+    c.add_argument("--page-token", metavar="TOKEN",
+                   help="the page after the previous one: the token it printed (same --status and --game)")
     c.add_argument("--json", action="store_true",
-                   help="one JSON object per match and line (the MatchSummary fields) instead of the table")
+                   help="one JSON object per match and line (the MatchSummary fields) instead of the table; "
+                        "the next page's token goes to stderr")
 
     c = command("inspect", "show a match's omniscient view: every hand and HIDDEN card",
                 "The omniscient view of a match: its summary, the state of play and the legal "

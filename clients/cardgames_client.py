@@ -311,6 +311,16 @@ GAVE_UP = "gave_up"
 
 
 @dataclass(frozen=True)
+class MatchPage:
+    """One page of a listing (the lobby, the admin's ListMatches): its matches and the token
+    of the next page, to pass as ``page_token``; "" when this is the last page. A page may
+    hold fewer matches than its limit while more follow (docs/api.md, "Paging")."""
+
+    matches: list[MatchSummary]
+    next_page_token: str = ""
+
+
+@dataclass(frozen=True)
 class StreamState:
     """A change of a watch stream's connection, passed to the ``on_connection`` hook of
     :meth:`_Audience.watch` (the stream itself says nothing while it is down: no event comes,
@@ -502,12 +512,31 @@ class Client:
                                 retry=True)
         return reply.match
 
-    async def list_open_matches(self, game: str = "", limit: int = 0) -> list[MatchSummary]:
+    async def list_open_matches(self, game: str = "", limit: int = 0, page_token: str = "") -> list[MatchSummary]:
         """The lobby: listed matches waiting for players with a seat free, oldest first
-        (``game``: only that game; ``limit``: at most that many, 0: the server's 50)."""
+        (``game``: only that game; ``limit``: at most that many, 0: the server's 50), from
+        ``page_token`` on ("": the first page). :meth:`open_matches_page` also gives the next
+        page's token, :meth:`all_open_matches` reads every page."""
+        return (await self.open_matches_page(game, limit, page_token)).matches
+
+    async def open_matches_page(self, game: str = "", limit: int = 0, page_token: str = "") -> MatchPage:
+        """One page of the lobby and the token of the next ("" after the last page)."""
         reply = await self.call(self.stub.ListOpenMatches,
-                                card_games_pb2.ListOpenMatchesRequest(game=game, limit=limit), retry=True)
-        return list(reply.matches)
+                                card_games_pb2.ListOpenMatchesRequest(game=game, limit=limit, page_token=page_token),
+                                retry=True)
+        return MatchPage(list(reply.matches), reply.next_page_token)
+
+    async def all_open_matches(self, game: str = "", limit: int = 0) -> AsyncIterator[MatchSummary]:
+        """Every listed match waiting for players, oldest first, page by page (``limit``: the
+        page size); a match created meanwhile comes at the end, none is listed twice."""
+        token = ""
+        while True:
+            page = await self.open_matches_page(game, limit, token)
+            for m in page.matches:
+                yield m
+            if not page.next_page_token:
+                return
+            token = page.next_page_token
 
     async def join(self, match_id: str, *, seat: int | None = None, player_name: str = "",
                    client_join_id: str | None = None) -> "SeatSession":
@@ -834,10 +863,32 @@ class AdminClient:
         except grpc.RpcError as exc:
             raise error_from_rpc(exc) from None
 
-    async def list_matches(self, status: int = 0, game: str = "", limit: int = 0) -> list[MatchSummary]:
-        reply = await self._call(self.stub.ListMatches,
-                                 admin_pb2.ListMatchesRequest(status=status, game=game, limit=limit))
-        return list(reply.matches)
+    async def list_matches(self, status: int = 0, game: str = "", limit: int = 0,
+                           page_token: str = "") -> list[MatchSummary]:
+        """Matches, newest first (``status``, ``game``: filters; ``limit``: the page size, 0:
+        the server's 100), from ``page_token`` on ("": the first page). :meth:`matches_page`
+        also gives the next page's token, :meth:`all_matches` reads every page."""
+        return (await self.matches_page(status, game, limit, page_token)).matches
+
+    async def matches_page(self, status: int = 0, game: str = "", limit: int = 0, page_token: str = "") -> MatchPage:
+        """One page of ListMatches and the token of the next ("" after the last page); send
+        the token with the same ``status`` and ``game`` (else InvalidArgument, BAD_PAGE_TOKEN)."""
+        reply = await self._call(self.stub.ListMatches, admin_pb2.ListMatchesRequest(
+            status=status, game=game, limit=limit, page_token=page_token))
+        return MatchPage(list(reply.matches), reply.next_page_token)
+
+    async def all_matches(self, status: int = 0, game: str = "", limit: int = 0,
+                          page_token: str = "") -> AsyncIterator[MatchSummary]:
+        """Every match, newest first, page by page (``limit``: the page size), from
+        ``page_token`` on: none is listed twice or skipped for matches created or deleted
+        meanwhile (docs/api.md, "Paging")."""
+        while True:
+            page = await self.matches_page(status, game, limit, page_token)
+            for m in page.matches:
+                yield m
+            if not page.next_page_token:
+                return
+            page_token = page.next_page_token
 
     async def inspect(self, match_id: str) -> admin_pb2.InspectMatchResponse:
         return await self._call(self.stub.InspectMatch, admin_pb2.InspectMatchRequest(match_id=match_id))

@@ -237,9 +237,24 @@ class Client {
     return (await this.call('CreateMatch', request, { retry: true })).match;
   }
 
-  /** The lobby: listed matches waiting for players with a seat free, oldest first. */
-  async listOpenMatches(game = '', limit = 0) {
-    return (await this.call('ListOpenMatches', { game, limit }, { retry: true })).matches || [];
+  /**
+   * The lobby: listed matches waiting for players with a seat free, oldest first; `limit`
+   * matches a page (0: the server's 50), from `pageToken` on ('': the first page).
+   * listOpenMatchesPage also gives the next page's token.
+   */
+  async listOpenMatches(game = '', limit = 0, pageToken = '') {
+    return (await this.listOpenMatchesPage(game, limit, pageToken)).matches;
+  }
+
+  /**
+   * One page of the lobby: { matches, nextPageToken }; pass nextPageToken as `pageToken`
+   * with the same `game` for the next page ('' : this was the last; another game is
+   * INVALID_ARGUMENT / BAD_PAGE_TOKEN). Keyset paging: a table created meanwhile comes on a
+   * later page, none is listed twice (docs/api.md, "Paging").
+   */
+  async listOpenMatchesPage(game = '', limit = 0, pageToken = '') {
+    const reply = await this.call('ListOpenMatches', { game, limit, page_token: pageToken }, { retry: true });
+    return { matches: reply.matches || [], nextPageToken: reply.next_page_token || '' };
   }
 
   /**

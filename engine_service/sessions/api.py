@@ -207,6 +207,15 @@ class MatchSummary:
 
 
 @dataclass(frozen=True)
+class Page:
+    """One page of a listing (ListMatches, ListOpenMatches): its matches, and the token of
+    the next page ("": this is the last one). A page may hold fewer matches than asked while
+    more follow (the admin's listing drops a match that changed status as it was read)."""
+    matches: Sequence[MatchSummary]
+    next_page_token: str = ""
+
+
+@dataclass(frozen=True)
 class DealReveal:
     """What is revealed of one deal's deck once its match is over (:mod:`.fairness`): per
     position top first, the card and its salt when the table saw it, else "" and the card's
@@ -353,8 +362,16 @@ class MatchService(Protocol):
     def list_open_matches(self, game: str = "", limit: int = 50) -> list[MatchSummary]:
         """The lobby: listed matches waiting for players with a seat free, oldest first."""
 
+    def open_matches_page(self, game: str = "", limit: int = 50, page_token: str = "") -> Page:
+        """A page of the lobby: after the match ``page_token`` ends at ("": the first page);
+        BadRequest (BAD_PAGE_TOKEN) for a token of another listing or other filters."""
+
     # admin
     async def list_matches(self, status: str = "", game: str = "", limit: int = 100) -> list[MatchSummary]: ...
+
+    async def matches_page(self, status: str = "", game: str = "", limit: int = 100, page_token: str = "") -> Page:
+        """A page of the admin's listing, newest first, after the match ``page_token`` ends
+        at ("": the first page); BadRequest (BAD_PAGE_TOKEN) as :meth:`open_matches_page`."""
 
     async def inspect_match(self, match_id: str) -> Inspection:
         """The summary and the omniscient view for the admin (every hand, the stock: never

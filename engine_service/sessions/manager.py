@@ -64,12 +64,13 @@ from .access import acting_seat, audience_of, authenticate, left_already, requir
 from .actions import PlayerActions
 from .api import (BadRequest, BotInfo, CreateIdInUse, CreateMatchRequest, DealReveal, FailedPrecondition, GameInfo,
                   Inspection, JoinResult, LimitExceeded, MatchEvent, MatchNotActive, MatchNotFound,
-                  MatchNotOver, MatchSummary, PermissionDenied, Principal, SeatTaken, SessionError,
+                  MatchNotOver, MatchSummary, Page, PermissionDenied, Principal, SeatTaken, SessionError,
                   SubmitResult, Unauthenticated, Unavailable, ViewEnvelope)
 from .clock import MatchClock
 from .config import SessionConfig
 from .housekeeping import Housekeeping
 from .match import CorruptLog, LiveMatch, SeatSlot
+from .paging import decode_page_token, encode_page_token
 from .policy import FORFEIT
 from .seating import Seating
 from .streams import WatchStreams
@@ -554,40 +555,67 @@ class MatchManager:
         return (await self._get(match_id)).summary()
 
     def list_open_matches(self, game: str = "", limit: int = 50) -> list[MatchSummary]:
+        """The first page of the lobby (:meth:`open_matches_page`)."""
+        return list(self.open_matches_page(game, limit).matches)
+
+    def open_matches_page(self, game: str = "", limit: int = 50, page_token: str = "") -> Page:
         """The lobby: matches created ``listed`` that wait for players and have a seat free,
-        oldest first (the table waiting longest fills first), at most ``limit`` (1..100).
+        oldest first (the table waiting longest fills first), at most ``limit`` (1..100) a
+        page, after the match ``page_token`` ends at (paging.py: keyset, so a match created
+        meanwhile comes on a later page and none is listed twice or skipped).
         Every waiting match is held in memory (start() resumes them), so this reads no store,
         and only the listed ones are looked at (``_lobby``); a summary holds only what any
         caller may know (GetMatch gives the same)."""
         self._require_open()
         if game:
             get_game(game)
+        after = decode_page_token(page_token, "lobby", {"game": game})
         limit = max(1, min(int(limit or 50), 100))
         for match_id in [i for i, m in self._lobby.items() if m.status != "waiting"]:
             del self._lobby[match_id]  # a match never waits again once it has started or ended
         open_tables = [m for m in self._lobby.values()
-                       if (not game or m.game.id == game) and m.open_seats()]
+                       if (not game or m.game.id == game) and m.open_seats()
+                       and (after is None or (m.created_at, m.match_id) > after)]
         open_tables.sort(key=lambda m: (m.created_at, m.match_id))
-        return [m.summary() for m in open_tables[:limit]]
+        page = open_tables[:limit]
+        token = (encode_page_token("lobby", {"game": game}, page[-1].created_at, page[-1].match_id)
+                 if len(open_tables) > limit else "")
+        return Page([m.summary() for m in page], token)
 
     async def list_matches(self, status: str = "", game: str = "", limit: int = 100) -> list[MatchSummary]:
+        """The first page of the admin's listing (:meth:`matches_page`)."""
+        return list((await self.matches_page(status, game, limit)).matches)
+
+    async def matches_page(self, status: str = "", game: str = "", limit: int = 100, page_token: str = "") -> Page:
+        """The admin's listing, newest first, ``limit`` (1..1000) store rows a page, after the
+        match ``page_token`` ends at (paging.py). One row more than the page is read to know
+        whether another page follows; the next token is the page's last store row, so a
+        match dropped by the status check below still moves the listing on (no row is read
+        twice nor skipped when nothing changes; a page may then hold fewer than ``limit``)."""
         self._require_open()
         if status and status not in STATUSES:
             raise BadRequest(f"unknown status {status!r}; allowed: {', '.join(STATUSES)}", reason="BAD_STATUS")
         if game:
             get_game(game)
+        filters = {"status": status, "game": game}
+        after = decode_page_token(page_token, "matches", filters)
         limit = max(0, min(int(limit or 100), 1000))
         try:
-            listings = await self._store.list_matches([status] if status else (), game, limit)
+            listings = await self._store.list_matches([status] if status else (), game, limit + 1, after=after)
         except StoreError as exc:
             raise _store_unavailable("list_matches", exc) from exc
+        more, listings = len(listings) > limit, listings[:limit]
+        token = ""
+        if more and listings:
+            last = listings[-1].record
+            token = encode_page_token("matches", filters, last.created_at, last.match_id)
         summaries = [self._matches[li.record.match_id].summary() if li.record.match_id in self._matches
                      else _summary_of(li) for li in listings]
         # The store filtered its rows, but a match held in memory is summarised as it is now:
         # one that changed state since (it started, ended or was terminated while the store
         # was read) would be listed under a status it no longer has. The summary is what the
         # caller sees, so the filter applies to it.
-        return [s for s in summaries if not status or s.status == status]
+        return Page([s for s in summaries if not status or s.status == status], token)
 
     async def reveal_deals(self, match_id: str, principal: Principal) -> list[DealReveal]:
         """Every deal's commitment opened for the cards the table saw (never the others:

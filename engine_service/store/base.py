@@ -356,8 +356,14 @@ class Store(ABC):
 
     @abstractmethod
     async def list_matches(self, statuses: Sequence[str] = (), game: str = "",
-                           limit: int = 100) -> list[MatchListing]:
-        """Matches, newest first, filtered by status (any of) and game."""
+                           limit: int = 100, after: tuple[float, str] | None = None) -> list[MatchListing]:
+        """Matches, newest first (``created_at DESC, match_id DESC``: the id breaks ties, so
+        the order is total), filtered by status (any of) and game, at most ``limit``.
+
+        ``after``: a ``(created_at, match_id)`` cursor, the last row of the previous page;
+        only rows strictly after it in that order are returned (keyset paging: a page read
+        after matches were created or deleted neither repeats nor skips a row, as an offset
+        would)."""
 
     @abstractmethod
     async def unfinished_match_ids(self) -> list[str]:

@@ -165,10 +165,11 @@ class MemoryStore(Store):
         return StoredMatch(row.record, tuple(row.decks[k] for k in sorted(row.decks)), tuple(row.actions))
 
     async def list_matches(self, statuses: Sequence[str] = (), game: str = "",
-                           limit: int = 100) -> list[MatchListing]:
+                           limit: int = 100, after: tuple[float, str] | None = None) -> list[MatchListing]:
         self._check()
         rows = [r for r in self._rows.values()
-                if (not statuses or r.record.status in statuses) and (not game or r.record.game == game)]
+                if (not statuses or r.record.status in statuses) and (not game or r.record.game == game)
+                and (after is None or (r.record.created_at, r.record.match_id) < tuple(after))]
         rows.sort(key=lambda r: (r.record.created_at, r.record.match_id), reverse=True)
         return [MatchListing(r.record, len(r.actions)) for r in rows[:max(0, limit)]]
 

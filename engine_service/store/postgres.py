@@ -1067,14 +1067,20 @@ class PostgresStore(Store):
         return await self._read("load_match", fn)
 
     async def list_matches(self, statuses: Sequence[str] = (), game: str = "",
-                           limit: int = 100) -> list[MatchListing]:
-        where, args = [], []
+                           limit: int = 100, after: tuple[float, str] | None = None) -> list[MatchListing]:
+        where: list[str] = []
+        args: list[Any] = []
         if statuses:
             where.append("status = ANY(%s)")
             args.append(list(statuses))
         if game:
             where.append("game = %s")
             args.append(game)
+        if after is not None:
+            # The row value is the cursor (matches_by_creation (created_at, match_id) serves it
+            # read backwards); ``created_at <= %s`` bounds matches_by_status's range likewise.
+            where.append("created_at <= %s AND (created_at, match_id) < (%s, %s)")
+            args += [after[0], after[0], after[1]]
         sql = (f"SELECT {self._MATCH_COLUMNS}, (SELECT coalesce(max(seq), 0) FROM match_actions a "
                f"WHERE a.match_id = m.match_id) FROM matches m"
                + (" WHERE " + " AND ".join(where) if where else "")

@@ -249,8 +249,10 @@ class CardGamesServicer(_Base, card_games_pb2_grpc.CardGamesServiceServicer):
         if request.limit < 0:
             raise api.BadRequest("limit must not be negative", reason="BAD_LIMIT", field="limit")
         game = codec.game_filter(request.game)
-        matches = self._service.list_open_matches(game=game, limit=request.limit or 50)
-        return pb.ListOpenMatchesResponse(matches=[codec.summary_message(m) for m in matches])
+        page = self._service.open_matches_page(game=game, limit=request.limit or 50,
+                                               page_token=request.page_token)
+        return pb.ListOpenMatchesResponse(matches=[codec.summary_message(m) for m in page.matches],
+                                          next_page_token=page.next_page_token)
 
     @unary
     async def RevealDeals(self, request: pb.RevealDealsRequest, context) -> pb.RevealDealsResponse:
@@ -274,9 +276,10 @@ class AdminServicer(_Base, admin_pb2_grpc.AdminServiceServicer):
         status = codec.STATUS_NAMES.get(request.status, "")
         if request.status and not status:  # a value outside the enum is not "any status"
             raise api.BadRequest(f"unknown status {request.status}", reason="BAD_STATUS", field="status")
-        matches = await self._service.list_matches(status=status, game=codec.game_filter(request.game),
-                                                   limit=request.limit or 100)
-        return admin_pb2.ListMatchesResponse(matches=[codec.summary_message(m) for m in matches])
+        page = await self._service.matches_page(status=status, game=codec.game_filter(request.game),
+                                                limit=request.limit or 100, page_token=request.page_token)
+        return admin_pb2.ListMatchesResponse(matches=[codec.summary_message(m) for m in page.matches],
+                                             next_page_token=page.next_page_token)
 
     @unary
     async def InspectMatch(self, request: admin_pb2.InspectMatchRequest, context) -> admin_pb2.InspectMatchResponse:

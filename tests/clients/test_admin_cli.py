@@ -150,6 +150,36 @@ def test_list_shows_played_and_waiting_matches(engine):
     assert line.startswith("error: INVALID_ARGUMENT (UNKNOWN_GAME)"), line
 
 
+def test_list_pages_with_page_token_and_all(engine):
+    """``list`` shows one page (--limit) and the token of the next (on stderr with --json);
+    ``--page-token`` lists that page; ``--all`` lists every page: the unpaged listing."""
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            for _ in range(5):
+                await client.create_match("klaberjass", seats=[None, None], turn_time_s=120)
+
+    run(scenario())
+    whole = [json.loads(x)["match_id"] for x in ok(admin(engine.target, "list", "--limit", "1000", "--json")).splitlines()]
+    first = admin(engine.target, "list", "--limit", "2", "--json")
+    ids = [json.loads(x)["match_id"] for x in ok(first).splitlines()]
+    (line,) = first.stderr.strip().splitlines()
+    assert ids == whole[:2] and line.startswith("next page: --page-token ")
+    token = line.split()[-1]
+    second = [json.loads(x)["match_id"] for x in ok(admin(engine.target, "list", "--limit", "2", "--json",
+                                                            "--page-token", token)).splitlines()]
+    assert second == whole[2:4]
+    every = admin(engine.target, "list", "--all", "--limit", "2", "--json")
+    assert [json.loads(x)["match_id"] for x in ok(every).splitlines()] == whole and every.stderr == ""
+    assert len(whole) >= 5
+    table = ok(admin(engine.target, "list", "--limit", "2"))
+    assert all(m in table for m in whole[:2]) and whole[2] not in table
+    assert re.search(r"^2 matches; more: --page-token \S+ \(or --all\)$", table.strip().splitlines()[-1], re.M)
+    table = ok(admin(engine.target, "list", "--all", "--limit", "2"))
+    assert all(m in table for m in whole) and table.strip().splitlines()[-1] == f"{len(whole)} matches"
+    line = refused(admin(engine.target, "list", "--status", "active", "--page-token", token))
+    assert line.startswith("error: INVALID_ARGUMENT (BAD_PAGE_TOKEN)"), line
+
+
 def test_inspect_shows_every_hand(engine):
     async def scenario():
         async with cg.connect(engine.target) as client:

@@ -237,6 +237,47 @@ def test_a_listed_match_is_found_in_the_lobby_and_joined(engine):
     run(scenario())
 
 
+def test_the_lobby_and_the_admin_listing_page_through_every_match(engine):
+    """list_open_matches / AdminClient.list_matches take a page_token; open_matches_page and
+    matches_page give the next one; all_open_matches and all_matches read every page: the
+    same matches, in the same order, as one unpaged listing (docs/api.md, "Paging")."""
+
+    async def scenario():
+        async with cg.connect(engine.target, admin_token=ADMIN_TOKEN) as client:
+            for _ in range(5):
+                await client.create_match("klaberjass", listed=True)
+            lobby = [m.match_id for m in await client.list_open_matches(limit=100)]
+            first = await client.open_matches_page(limit=2)
+            second = await client.list_open_matches(limit=2, page_token=first.next_page_token)
+            every_table = [m.match_id async for m in client.all_open_matches(limit=2)]
+            admin = client.admin
+            listing = [m.match_id for m in await admin.list_matches(limit=1000)]
+            page = await admin.matches_page(limit=3)
+            next_three = await admin.list_matches(limit=3, page_token=page.next_page_token)
+            every_match = [m.match_id async for m in admin.all_matches(limit=3)]
+            klaberjass = [m.match_id async for m in admin.all_matches(game="klaberjass", limit=1)]
+            with pytest.raises(cg.InvalidArgument) as other_filter:
+                await admin.matches_page(game="jojotte", page_token=page.next_page_token)
+            with pytest.raises(cg.InvalidArgument) as not_a_token:
+                await client.list_open_matches(page_token="not a token")
+            last = await admin.matches_page(limit=1000)
+        return lobby, first, second, every_table, listing, page, next_three, every_match, klaberjass, \
+            other_filter.value, not_a_token.value, last
+
+    (lobby, first, second, every_table, listing, page, next_three, every_match, klaberjass, other_filter,
+     not_a_token, last) = run(scenario())
+    assert len(lobby) >= 5 and len(listing) >= 5
+    assert [m.match_id for m in first.matches] == lobby[:2] and first.next_page_token
+    assert [m.match_id for m in second] == lobby[2:4]
+    assert every_table == lobby
+    assert [m.match_id for m in page.matches] == listing[:3] and page.next_page_token
+    assert [m.match_id for m in next_three] == listing[3:6]
+    assert every_match == listing
+    assert set(klaberjass) <= set(listing) and len(klaberjass) >= 5
+    assert other_filter.reason == not_a_token.reason == "BAD_PAGE_TOKEN"
+    assert isinstance(last, cg.MatchPage) and last.next_page_token == ""
+
+
 def test_a_delayed_spectator_sees_the_match_late(engine):
     """create_match(spectator_delay_actions=N): the spectator's view stays N actions behind
     a seat's (docs/api.md, "Spectators")."""

@@ -152,6 +152,44 @@ def test_node_client_lobby_and_fair_dealing(engine, node):
     assert out["early"] == "FAILED_PRECONDITION MATCH_NOT_OVER" and out["forged"] is False
 
 
+_LOBBY_PAGES = """
+const { Client } = require('./cardgames');
+(async () => {
+  const client = new Client(process.argv[1]);
+  for (let i = 0; i < 5; i += 1) await client.createMatch('jojotte', { listed: true });
+  const whole = (await client.listOpenMatches('jojotte', 100)).map((m) => m.match_id);
+  const paged = [];
+  const sizes = [];
+  let token = '';
+  do {
+    const page = await client.listOpenMatchesPage('jojotte', 2, token);
+    paged.push(...page.matches.map((m) => m.match_id));
+    sizes.push(page.matches.length);
+    token = page.nextPageToken;
+  } while (token);
+  const first = await client.listOpenMatchesPage('jojotte', 2);
+  const second = (await client.listOpenMatches('jojotte', 2, first.nextPageToken)).map((m) => m.match_id);
+  let refused = '';
+  try { await client.listOpenMatches('klaberjass', 2, first.nextPageToken); } catch (e) { refused = `${e.code} ${e.reason}`; }
+  console.log(JSON.stringify({ whole, paged, sizes, second, refused }));
+  client.close();
+})().catch((e) => { console.error(e); process.exit(1); });
+"""
+
+
+def test_node_client_pages_the_lobby(engine, node):
+    """listOpenMatchesPage gives { matches, nextPageToken }; listOpenMatches takes the token:
+    the pages of two are the whole lobby, in order; a token with another game is refused."""
+    result = subprocess.run([node, "-e", _LOBBY_PAGES, engine.target], cwd=NODE_DIR, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert len(out["whole"]) >= 5 and out["paged"] == out["whole"]
+    assert all(size == 2 for size in out["sizes"][:-1]) and 0 < out["sizes"][-1] <= 2
+    assert out["second"] == out["whole"][2:4]
+    assert out["refused"] == "INVALID_ARGUMENT BAD_PAGE_TOKEN"
+
+
 _VERIFY = """
 const { verifyDeal } = require('./cardgames');
 const reveals = JSON.parse(process.argv[1]);

@@ -57,10 +57,10 @@ class FailingReads(MemoryStore):
             raise StoreError("the database is unreachable")
         return await super().load_match(match_id)
 
-    async def list_matches(self, statuses=(), game="", limit=100):
+    async def list_matches(self, statuses=(), game="", limit=100, after=None):
         if self.broken:
             raise StoreError("the database is unreachable")
-        return await super().list_matches(statuses, game, limit)
+        return await super().list_matches(statuses, game, limit, after)
 
 
 def test_a_retry_after_a_lost_acknowledgement_returns_the_first_result():
@@ -303,8 +303,8 @@ class SlowListing(MemoryStore):
 
     during = None
 
-    async def list_matches(self, statuses=(), game="", limit=100):
-        listings = await super().list_matches(statuses, game, limit)
+    async def list_matches(self, statuses=(), game="", limit=100, after=None):
+        listings = await super().list_matches(statuses, game, limit, after)
         if self.during is not None:
             during, self.during = self.during, None
             await during()
@@ -332,6 +332,40 @@ def test_list_matches_by_status_never_lists_a_match_under_another_status():
     assert [(s.match_id, s.status) for s in active] == [(staying, "active")]
     assert [(s.match_id, s.status) for s in terminated] == [(ending, "terminated")]
     assert {(s.match_id, s.status) for s in everything} == {(ending, "terminated"), (staying, "active")}
+
+
+def test_a_page_of_a_status_listing_moves_on_past_a_match_dropped_for_its_status():
+    """Paging ListMatches(status=...): the next page starts after the page's last store row,
+    even when the status check drops that row (it ended while the store was read): the page
+    is short, it still has a next page, and no other match is skipped; with nothing changing
+    meanwhile, pages of one hold every match once (the extra row read to know whether a page
+    follows is the next page's first, not skipped)."""
+    store = SlowListing()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            ids = [(await open_match(mgr, "klaberjass"))[0] for _ in range(5)]
+            newest_first = ids[::-1]
+            ending = newest_first[1]  # the last row of the first page of two
+            store.during = lambda: mgr.terminate_match(ending, "ended while listed")
+            first = await mgr.matches_page(status="active", limit=2)
+            rest, token = [], first.next_page_token
+            while token:
+                page = await mgr.matches_page(status="active", limit=2, page_token=token)
+                rest += [s.match_id for s in page.matches]
+                token = page.next_page_token
+            unchanged = []
+            token = None
+            while token != "":
+                page = await mgr.matches_page(status="active", limit=1, page_token=token or "")
+                unchanged += [s.match_id for s in page.matches]
+                token = page.next_page_token
+            return newest_first, ending, first, rest, unchanged
+
+    newest_first, ending, first, rest, unchanged = run(go())
+    assert [s.match_id for s in first.matches] == newest_first[:1] and first.next_page_token
+    assert rest == newest_first[2:]
+    assert unchanged == [m for m in newest_first if m != ending]
 
 
 class FailingStart(MemoryStore):

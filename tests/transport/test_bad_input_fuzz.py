@@ -103,7 +103,7 @@ METADATA_KEYS = {"INVALID_OPTIONS": {"option"}, "ILLEGAL_ACTION": {"action"}, "N
                  "STALE_SEQUENCE": {"expected_seq", "seq"}, "UNKNOWN_BOT": {"bot"},
                  "MISSING_FIELD": {"field"}, "FIELD_TOO_LONG": {"field"}, "BAD_LIMIT": {"field"},
                  "BAD_EXPECTED_SEQ": {"field"}, "BAD_DURATION": {"field"}, "BAD_CLIENT_JOIN_ID": {"field"},
-                 "BAD_CLIENT_CREATE_ID": {"field"}}
+                 "BAD_CLIENT_CREATE_ID": {"field"}, "BAD_PAGE_TOKEN": {"field"}}
 
 
 def test_the_error_table_is_read_from_the_docs():
@@ -992,7 +992,15 @@ def out_of_range(t: Table) -> Bad | None:
                     admin_pb2.ReissueSeatTokenRequest(match_id=t.match_id, seat=bad_seat),
                     {(INVALID, "BAD_SEAT")}, bearer(ADMIN_TOKEN), ADMIN)
     if pick == 4:
-        if rng.random() < 0.5:
+        which = rng.random()
+        if which < 0.2:  # a page token that is none of the server's: not an offset it would follow
+            token = rng.choice(["x", "e30", "!!!", _printable(rng, rng.randint(1, 40)), "A" * rng.randint(1025, 4000)])
+            if rng.random() < 0.5:
+                return _bad("bad page token", "ListOpenMatches", pb.ListOpenMatchesRequest(page_token=token),
+                            {(INVALID, "BAD_PAGE_TOKEN")})
+            return _bad("bad page token", "ListMatches", admin_pb2.ListMatchesRequest(page_token=token),
+                        {(INVALID, "BAD_PAGE_TOKEN")}, bearer(ADMIN_TOKEN), ADMIN)
+        if which < 0.6:
             req = admin_pb2.ListMatchesRequest(status=rng.choice([5, 6, 99, -1, 2 ** 31 - 1]))
             return _bad("unknown enum value", "ListMatches", req, {(INVALID, "BAD_STATUS")}, bearer(ADMIN_TOKEN), ADMIN)
         req = admin_pb2.ListMatchesRequest(limit=rng.choice([-1, -(2 ** 31)]))

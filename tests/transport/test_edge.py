@@ -122,9 +122,9 @@ class ScriptedService:
     async def leave_match(self, match_id, principal, resign):
         return _summary("finished")
 
-    async def list_matches(self, status="", game="", limit=100):
+    async def matches_page(self, status="", game="", limit=100, page_token=""):
         self.calls.append(("list_matches", status, game, limit))
-        return [_summary()]
+        return api.Page([_summary()])
 
     async def inspect_match(self, match_id):
         env = _view(seat=None)

@@ -27,7 +27,7 @@ from . import cards_pb2 as cardgames_dot_v1_dot_cards__pb2
 from . import match_pb2 as cardgames_dot_v1_dot_match__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x63\x61rdgames/v1/admin.proto\x12\x0c\x63\x61rdgames.v1\x1a\x1d\x63\x61rdgames/v1/card_games.proto\x1a\x18\x63\x61rdgames/v1/cards.proto\x1a\x18\x63\x61rdgames/v1/match.proto\"\\\n\x12ListMatchesRequest\x12)\n\x06status\x18\x01 \x01(\x0e\x32\x19.cardgames.v1.MatchStatus\x12\x0c\n\x04game\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\x05\"B\n\x13ListMatchesResponse\x12+\n\x07matches\x18\x01 \x03(\x0b\x32\x1a.cardgames.v1.MatchSummary\"\'\n\x13InspectMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"<\n\tSeatCards\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12!\n\x05\x63\x61rds\x18\x02 \x03(\x0b\x32\x12.cardgames.v1.Card\"\xe7\x01\n\x14InspectMatchResponse\x12)\n\x05match\x18\x01 \x01(\x0b\x32\x1a.cardgames.v1.MatchSummary\x12 \n\x04view\x18\x02 \x01(\x0b\x32\x12.cardgames.v1.View\x12&\n\x05hands\x18\x03 \x03(\x0b\x32\x17.cardgames.v1.SeatCards\x12!\n\x05zones\x18\x04 \x03(\x0b\x32\x12.cardgames.v1.Zone\x12\x14\n\x0c\x66irst_dealer\x18\x05 \x01(\x05\x12!\n\x05\x64\x65\x63ks\x18\x06 \x03(\x0b\x32\x12.cardgames.v1.Deck\"9\n\x15TerminateMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"C\n\x16TerminateMatchResponse\x12)\n\x05match\x18\x01 \x01(\x0b\x32\x1a.cardgames.v1.MatchSummary\"+\n\x17\x45xportTranscriptRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"3\n\x18\x45xportTranscriptResponse\x12\x17\n\x0ftranscript_json\x18\x01 \x01(\t\"9\n\x17ReissueSeatTokenRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\x05\"g\n\x18ReissueSeatTokenResponse\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x12\n\nseat_token\x18\x02 \x01(\t\x12)\n\x05match\x18\x03 \x01(\x0b\x32\x1a.cardgames.v1.MatchSummary2\xdc\x03\n\x0c\x41\x64minService\x12R\n\x0bListMatches\x12 .cardgames.v1.ListMatchesRequest\x1a!.cardgames.v1.ListMatchesResponse\x12U\n\x0cInspectMatch\x12!.cardgames.v1.InspectMatchRequest\x1a\".cardgames.v1.InspectMatchResponse\x12[\n\x0eTerminateMatch\x12#.cardgames.v1.TerminateMatchRequest\x1a$.cardgames.v1.TerminateMatchResponse\x12\x61\n\x10\x45xportTranscript\x12%.cardgames.v1.ExportTranscriptRequest\x1a&.cardgames.v1.ExportTranscriptResponse\x12\x61\n\x10ReissueSeatToken\x12%.cardgames.v1.ReissueSeatTokenRequest\x1a&.cardgames.v1.ReissueSeatTokenResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x63\x61rdgames/v1/admin.proto\x12\x0c\x63\x61rdgames.v1\x1a\x1d\x63\x61rdgames/v1/card_games.proto\x1a\x18\x63\x61rdgames/v1/cards.proto\x1a\x18\x63\x61rdgames/v1/match.proto\"p\n\x12ListMatchesRequest\x12)\n\x06status\x18\x01 \x01(\x0e\x32\x19.cardgames.v1.MatchStatus\x12\x0c\n\x04game\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"[\n\x13ListMatchesResponse\x12+\n\x07matches\x18\x01 \x03(\x0b\x32\x1a.cardgames.v1.MatchSummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\'\n\x13InspectMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"<\n\tSeatCards\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12!\n\x05\x63\x61rds\x18\x02 \x03(\x0b\x32\x12.cardgames.v1.Card\"\xe7\x01\n\x14InspectMatchResponse\x12)\n\x05match\x18\x01 \x01(\x0b\x32\x1a.cardgames.v1.MatchSummary\x12 \n\x04view\x18\x02 \x01(\x0b\x32\x12.cardgames.v1.View\x12&\n\x05hands\x18\x03 \x03(\x0b\x32\x17.cardgames.v1.SeatCards\x12!\n\x05zones\x18\x04 \x03(\x0b\x32\x12.cardgames.v1.Zone\x12\x14\n\x0c\x66irst_dealer\x18\x05 \x01(\x05\x12!\n\x05\x64\x65\x63ks\x18\x06 \x03(\x0b\x32\x12.cardgames.v1.Deck\"9\n\x15TerminateMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"C\n\x16TerminateMatchResponse\x12)\n\x05match\x18\x01 \x01(\x0b\x32\x1a.cardgames.v1.MatchSummary\"+\n\x17\x45xportTranscriptRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"3\n\x18\x45xportTranscriptResponse\x12\x17\n\x0ftranscript_json\x18\x01 \x01(\t\"9\n\x17ReissueSeatTokenRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\x05\"g\n\x18ReissueSeatTokenResponse\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x12\n\nseat_token\x18\x02 \x01(\t\x12)\n\x05match\x18\x03 \x01(\x0b\x32\x1a.cardgames.v1.MatchSummary2\xdc\x03\n\x0c\x41\x64minService\x12R\n\x0bListMatches\x12 .cardgames.v1.ListMatchesRequest\x1a!.cardgames.v1.ListMatchesResponse\x12U\n\x0cInspectMatch\x12!.cardgames.v1.InspectMatchRequest\x1a\".cardgames.v1.InspectMatchResponse\x12[\n\x0eTerminateMatch\x12#.cardgames.v1.TerminateMatchRequest\x1a$.cardgames.v1.TerminateMatchResponse\x12\x61\n\x10\x45xportTranscript\x12%.cardgames.v1.ExportTranscriptRequest\x1a&.cardgames.v1.ExportTranscriptResponse\x12\x61\n\x10ReissueSeatToken\x12%.cardgames.v1.ReissueSeatTokenRequest\x1a&.cardgames.v1.ReissueSeatTokenResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,27 +35,27 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'cardgames.v1.admin_pb2', _g
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_LISTMATCHESREQUEST']._serialized_start=125
-  _globals['_LISTMATCHESREQUEST']._serialized_end=217
-  _globals['_LISTMATCHESRESPONSE']._serialized_start=219
-  _globals['_LISTMATCHESRESPONSE']._serialized_end=285
-  _globals['_INSPECTMATCHREQUEST']._serialized_start=287
-  _globals['_INSPECTMATCHREQUEST']._serialized_end=326
-  _globals['_SEATCARDS']._serialized_start=328
-  _globals['_SEATCARDS']._serialized_end=388
-  _globals['_INSPECTMATCHRESPONSE']._serialized_start=391
-  _globals['_INSPECTMATCHRESPONSE']._serialized_end=622
-  _globals['_TERMINATEMATCHREQUEST']._serialized_start=624
-  _globals['_TERMINATEMATCHREQUEST']._serialized_end=681
-  _globals['_TERMINATEMATCHRESPONSE']._serialized_start=683
-  _globals['_TERMINATEMATCHRESPONSE']._serialized_end=750
-  _globals['_EXPORTTRANSCRIPTREQUEST']._serialized_start=752
-  _globals['_EXPORTTRANSCRIPTREQUEST']._serialized_end=795
-  _globals['_EXPORTTRANSCRIPTRESPONSE']._serialized_start=797
-  _globals['_EXPORTTRANSCRIPTRESPONSE']._serialized_end=848
-  _globals['_REISSUESEATTOKENREQUEST']._serialized_start=850
-  _globals['_REISSUESEATTOKENREQUEST']._serialized_end=907
-  _globals['_REISSUESEATTOKENRESPONSE']._serialized_start=909
-  _globals['_REISSUESEATTOKENRESPONSE']._serialized_end=1012
-  _globals['_ADMINSERVICE']._serialized_start=1015
-  _globals['_ADMINSERVICE']._serialized_end=1491
+  _globals['_LISTMATCHESREQUEST']._serialized_end=237
+  _globals['_LISTMATCHESRESPONSE']._serialized_start=239
+  _globals['_LISTMATCHESRESPONSE']._serialized_end=330
+  _globals['_INSPECTMATCHREQUEST']._serialized_start=332
+  _globals['_INSPECTMATCHREQUEST']._serialized_end=371
+  _globals['_SEATCARDS']._serialized_start=373
+  _globals['_SEATCARDS']._serialized_end=433
+  _globals['_INSPECTMATCHRESPONSE']._serialized_start=436
+  _globals['_INSPECTMATCHRESPONSE']._serialized_end=667
+  _globals['_TERMINATEMATCHREQUEST']._serialized_start=669
+  _globals['_TERMINATEMATCHREQUEST']._serialized_end=726
+  _globals['_TERMINATEMATCHRESPONSE']._serialized_start=728
+  _globals['_TERMINATEMATCHRESPONSE']._serialized_end=795
+  _globals['_EXPORTTRANSCRIPTREQUEST']._serialized_start=797
+  _globals['_EXPORTTRANSCRIPTREQUEST']._serialized_end=840
+  _globals['_EXPORTTRANSCRIPTRESPONSE']._serialized_start=842
+  _globals['_EXPORTTRANSCRIPTRESPONSE']._serialized_end=893
+  _globals['_REISSUESEATTOKENREQUEST']._serialized_start=895
+  _globals['_REISSUESEATTOKENREQUEST']._serialized_end=952
+  _globals['_REISSUESEATTOKENRESPONSE']._serialized_start=954
+  _globals['_REISSUESEATTOKENRESPONSE']._serialized_end=1057
+  _globals['_ADMINSERVICE']._serialized_start=1060
+  _globals['_ADMINSERVICE']._serialized_end=1536
 # @@protoc_insertion_point(module_scope)

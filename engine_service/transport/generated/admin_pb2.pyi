@@ -10,20 +10,24 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ListMatchesRequest(_message.Message):
-    __slots__ = ("status", "game", "limit")
+    __slots__ = ("status", "game", "limit", "page_token")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     GAME_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     status: _match_pb2.MatchStatus
     game: str
     limit: int
-    def __init__(self, status: _Optional[_Union[_match_pb2.MatchStatus, str]] = ..., game: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
+    page_token: str
+    def __init__(self, status: _Optional[_Union[_match_pb2.MatchStatus, str]] = ..., game: _Optional[str] = ..., limit: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class ListMatchesResponse(_message.Message):
-    __slots__ = ("matches",)
+    __slots__ = ("matches", "next_page_token")
     MATCHES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     matches: _containers.RepeatedCompositeFieldContainer[_match_pb2.MatchSummary]
-    def __init__(self, matches: _Optional[_Iterable[_Union[_match_pb2.MatchSummary, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    def __init__(self, matches: _Optional[_Iterable[_Union[_match_pb2.MatchSummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class InspectMatchRequest(_message.Message):
     __slots__ = ("match_id",)

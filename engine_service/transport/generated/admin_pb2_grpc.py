@@ -67,7 +67,7 @@ class AdminServiceServicer:
     """
 
     def ListMatches(self, request, context):
-        """Matches, newest first, optionally filtered.
+        """Matches, newest first, optionally filtered, a page at a time (ListMatchesRequest.page_token).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

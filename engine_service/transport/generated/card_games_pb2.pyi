@@ -35,18 +35,22 @@ class ListBotsResponse(_message.Message):
     def __init__(self, bots: _Optional[_Iterable[_Union[_match_pb2.BotInfo, _Mapping]]] = ...) -> None: ...
 
 class ListOpenMatchesRequest(_message.Message):
-    __slots__ = ("game", "limit")
+    __slots__ = ("game", "limit", "page_token")
     GAME_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     game: str
     limit: int
-    def __init__(self, game: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
+    page_token: str
+    def __init__(self, game: _Optional[str] = ..., limit: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class ListOpenMatchesResponse(_message.Message):
-    __slots__ = ("matches",)
+    __slots__ = ("matches", "next_page_token")
     MATCHES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     matches: _containers.RepeatedCompositeFieldContainer[_match_pb2.MatchSummary]
-    def __init__(self, matches: _Optional[_Iterable[_Union[_match_pb2.MatchSummary, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    def __init__(self, matches: _Optional[_Iterable[_Union[_match_pb2.MatchSummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class Deck(_message.Message):
     __slots__ = ("cards",)

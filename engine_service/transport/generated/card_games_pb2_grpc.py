@@ -167,7 +167,8 @@ class CardGamesServiceServicer:
 
     def ListOpenMatches(self, request, context):
         """The lobby: matches created with listed = true that wait for players and have a seat
-        free, oldest first. No token needed; a summary holds only public facts (as GetMatch).
+        free, oldest first, a page at a time (ListOpenMatchesRequest.page_token). No token
+        needed; a summary holds only public facts (as GetMatch).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
