@@ -22,7 +22,7 @@ free seat and shows, from the server's view only:
 
 ``q`` before the end leaves the match going on without you (your seat counts as away): the last
 line says how to return to your seat (``--match ID --token-file PATH``, the seat token saved to
-a file only you can read). ``--name`` is how the others see you (default: your login name).
+a file only you can read). ``--name`` is how the others see you (default: ``guest-`` and four random hex digits).
 
 ``--match ID`` joins an existing match instead (``--seat`` picks the seat); with ``--token-file
 PATH`` it returns to the seat of that seat token (one the operator reissued). ``--listed``
@@ -39,10 +39,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import getpass
 import json
 import os
 import random
+import secrets
 import shlex
 import sys
 import tempfile
@@ -480,7 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "lost its connection for good, or one the operator gave you (python -m clients.admin "
                    "reissue-token MATCH_ID SEAT -o PATH)")
     p.add_argument("--name", help="your player name, as the other players and spectators see it "
-                   "(default: your login name)")
+                   "(default: guest- and four random hex digits)")
     p.add_argument("--reconnect-tries", type=positive_int, default=RECONNECT_TRIES, metavar="N",
                    help="the screen gives up a lost connection after N reopenings of the event stream in a "
                    f"row (default {RECONNECT_TRIES}, about half a minute), then prints how to return to your "
@@ -668,13 +668,12 @@ def print_result(summary: Any, seat: int, console: Console, way_back: str | None
 
 
 def default_name() -> str:
-    """The player name without ``--name``: the login name. It was "you", which is how every
-    screen names its own seat, so the other players, the spectators and the lobby ("you's
-    table") saw a player called "you", and two players who both left it out were both "you"."""
-    try:
-        return getpass.getuser() or "player"
-    except (KeyError, OSError):  # no login name in the environment nor the password database
-        return "player"
+    """The player name without ``--name``: ``guest-`` and four random hex digits. It was "you",
+    which is how every screen names its own seat, so the other players, the spectators and the
+    lobby ("you's table") saw a player called "you", and two players who both left it out were
+    both "you". Not the login name: that would show an account name to strangers at a listed
+    table without the player choosing to."""
+    return f"guest-{secrets.token_hex(2)}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import time
@@ -1121,8 +1122,9 @@ def test_autoplay_prints_each_deal_result_and_a_name_of_its_own(engine):
     """--autoplay printed who played what and the final totals, never what a deal scored
     (clients.watch --plain prints it); now one line per scored deal, the totals its sum. And
     without --name the player was called "you" (the name every screen gives its own seat), so
-    the other players, the spectators and the lobby saw a player "you": it is the login name."""
-    env = dict(os.environ, COLUMNS="160", PYTHONUNBUFFERED="1", LOGNAME="ada-login")
+    the other players, the spectators and the lobby saw a player "you": it is a guest name, never
+    the login name (an account name shown to strangers)."""
+    env = dict(os.environ, COLUMNS="160", PYTHONUNBUFFERED="1", LOGNAME="ada-login", USER="ada-login")
     result = subprocess.run([sys.executable, "-m", "clients.play", "--target", engine.target, "--game",
                              "japanese_joker", "--bots", "random", "--option", "target_score=11",
                              "--autoplay", "first"], capture_output=True, text=True, timeout=180, cwd=ROOT,
@@ -1141,7 +1143,7 @@ def test_autoplay_prints_each_deal_result_and_a_name_of_its_own(engine):
         async with cg.connect(engine.target) as client:
             return [s.player_name for s in (await client.get_match(match_id)).seats]
 
-    assert run(names())[0] == "ada-login"
+    assert re.fullmatch(r"guest-[0-9a-f]{4}", run(names())[0])
 
 
 def test_watch_screen_keeps_the_event_log_in_view_on_a_small_terminal(engine):
