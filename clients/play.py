@@ -133,6 +133,7 @@ class PlayApp(ConnectionSign, App):
         super().__init__()
         self.session = session
         self.summary = summary
+        self._resign_armed_until = 0.0  # action_resign: a first R arms, a second confirms
         self.view_msg = view
         self.reconnect_tries = reconnect_tries
         self.submitting = False
@@ -329,7 +330,24 @@ class PlayApp(ConnectionSign, App):
             self.submitting = False
             self.redraw()
 
+    #: Seconds within which a second R confirms the resignation.
+    RESIGN_CONFIRM_S = 5.0
+
     async def action_resign(self) -> None:
+        """R asks, R again within RESIGN_CONFIRM_S resigns: one stray key press next to the
+        arrow keys must not lose a match (two players: the opponent wins, JJK-10.1; Georgian
+        Joker: a bot plays the seat to the end and there is no way back, GJ-12.4)."""
+        if self.result is not None:
+            return
+        now = time.monotonic()
+        if now > self._resign_armed_until:
+            self._resign_armed_until = now + self.RESIGN_CONFIRM_S
+            gone = ("leave the match for good (a bot plays your seat to the end)"
+                    if self.summary is not None and self.summary.game == "georgian_joker"
+                    else "resign (your opponent wins the match)")
+            self.status(f"press R again within {self.RESIGN_CONFIRM_S:.0f} s to {gone}")
+            return
+        self._resign_armed_until = 0.0
         with contextlib.suppress(CardGamesError):
             await self.session.leave(resign=True)
         if self.result is None:  # the MATCH_ENDED event may already have said "match over"

@@ -237,7 +237,8 @@ def test_watch_screen_shows_the_public_view_only(engine):
 
 
 def test_play_screen_resigns_with_shift_r(engine):
-    """R resigns: in a two-player game the opponent wins at once (JJK-10.1) and the screen says so."""
+    """R asks and R again resigns: in a two-player game the opponent wins at once (JJK-10.1)
+    and the screen says so. A single R (a stray key) only asks: the match goes on."""
 
     async def scenario():
         async with cg.connect(engine.target) as client:
@@ -246,6 +247,11 @@ def test_play_screen_resigns_with_shift_r(engine):
             app = PlayApp(me, await me.summary())
             async with app.run_test(size=(160, 50)) as pilot:
                 await pilot.pause(0.5)
+                await pilot.press("R")
+                await pilot.pause(0.5)
+                assert "press R again" in str(app.query_one("#status").content)
+                assert app.result is None
+                assert (await me.summary()).status == match_pb2.MATCH_STATUS_ACTIVE
                 await pilot.press("R")
                 for _ in range(100):
                     await pilot.pause(0.05)
