@@ -718,7 +718,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CardGamesError as exc:
         # on stderr, unfolded: a script reading the output (--autoplay, --plain) gets no error
         # among it, and a log one line per error (the console folds at 80 columns in a pipe)
-        Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {exc}", style="bold red")
+        line = f"error: {exc}"
+        if args.match and exc.reason == "MATCH_NOT_ACTIVE" and args.target:
+            # a finished match has no seat to take; what a player who came to it can do is watch
+            line += (f"; replay it with: python -m clients.watch {shlex.quote(args.match)} "
+                     f"--target {shlex.quote(args.target)} --from-start")
+        Console(stderr=True, highlight=False, soft_wrap=True).print(line, style="bold red", markup=False)
         return 1
     except ServiceFailed as exc:  # the engine of its own (e.g. a --db it cannot open): no traceback
         assert service is not None

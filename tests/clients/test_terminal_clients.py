@@ -1052,6 +1052,24 @@ def test_an_empty_token_file_is_one_line(engine, tmp_path):
         assert "Traceback" not in result.stderr and result.stdout == ""
 
 
+def test_joining_a_finished_match_says_how_to_watch_it(engine):
+    """--match naming a match that is over: one line that says so and gives the command that
+    replays it (clients.watch --from-start), exit status 1; it said only MATCH_NOT_ACTIVE."""
+    async def finished():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("japanese_joker", seats=[None, "random"], options={"target_score": 11})
+            me = await client.join(match.match_id, player_name="ada")
+            await me.leave(resign=True)
+            return match.match_id
+
+    match_id = run(finished())
+    result = cli("clients.play", "--target", engine.target, "--match", match_id, "--autoplay", "first")
+    assert result.returncode == 1, result.stdout + result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert "MATCH_NOT_ACTIVE" in line and "Traceback" not in result.stderr
+    assert line.endswith(f"replay it with: python -m clients.watch {match_id} --target {engine.target} --from-start")
+
+
 def test_autoplay_lines_are_not_folded_in_a_pipe(engine):
     """--autoplay for scripts: each line whole in a pipe of a default width (80 columns), the
     spectator command and the result included; the console folded them, and a script read
