@@ -578,7 +578,9 @@ async def run(args: argparse.Namespace, target: str, console: Console) -> int:
                 console.print(f"bot {b.name}: {', '.join(b.games)}: {b.description}")
             return 0
         if args.lobby:
-            print_lobby(await client.list_open_matches(args.game or "", limit=100), client.target, console)
+            # every page: the lobby answers at most 100 tables a page (docs/api.md, "Paging")
+            tables = [m async for m in client.all_open_matches(args.game or "", limit=100)]
+            print_lobby(tables, client.target, console)
             return 0
         session, summary = await open_seat(client, args, console)
         if args.autoplay:

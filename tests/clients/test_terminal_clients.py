@@ -165,6 +165,20 @@ def test_two_people_meet_through_the_lobby(engine):
     assert match_id not in after.stdout
 
 
+def test_the_lobby_lists_every_page(engine):
+    """--lobby lists every table waiting, not only the server's first page of 100 (the lobby
+    answers by pages: docs/api.md, "Paging"); one line per table, oldest first."""
+    async def tables():
+        async with cg.connect(engine.target) as client:
+            return [(await client.create_match("jojotte", listed=True, name=f"t{n}")).match_id for n in range(103)]
+
+    created = run(tables())
+    lobby = cli("clients.play", "--target", engine.target, "--lobby", "--game", "jojotte")
+    assert lobby.returncode == 0, lobby.stderr
+    listed = [line.split()[0] for line in lobby.stdout.splitlines() if line.split()[0] in created]
+    assert listed == created
+
+
 def test_play_refuses_a_wrong_seat_count(engine):
     result = cli("clients.play", "--target", engine.target, "--game", "georgian_joker", "--bots", "random")
     assert result.returncode != 0
