@@ -8,7 +8,7 @@ What is shown comes only from the view the server sent (a frontend never re-impl
 rules): the hand, the trick in progress and the last trick, the scores and what the match is
 played to (the target, the Jo-Jotte game and pot), and the game's public table
 (``View.table``): Klaberjass / Jo-Jotte auction, turn-up and information card, contract and
-melds (with the runs and quartets their ``scores`` statement made public); Georgian Joker deal,
+melds (with the runs and quartets their ``scores`` statement made public); Georgian Joker deal and forehand,
 trump indicator, bids and the dealer's forbidden bid; Japanese Joker's five columns per player
 (up card over a hidden down card, and an up card a cleared table moved into a hand), declarer
 and trump.
@@ -268,7 +268,10 @@ def table_lines(view: Any, summary: Any | None) -> list[Text]:
         if table.get("deal") is not None:
             lines.append(_labelled("deal", f"{table['deal']} of {table.get('deals_in_match', '?')}, pulka "
                                            f"{table.get('pulka', '?')}, {table.get('cards_per_player', '?')} "
-                                           "card(s) each"))
+                                           "card(s) each"
+                                           # GJ-11.1: the forehand (bids first, leads the first trick)
+                                           + (f", forehand {seat_name(summary, table['forehand'], me)}"
+                                              if table.get("forehand") is not None else "")))
         if table.get("trump_indicator"):
             lines.append(_labelled("trump indicator", card_text(table["trump_indicator"])))
         if table.get("trump_chooser") is not None and not table.get("trump"):

@@ -131,6 +131,8 @@ def test_japanese_joker_columns_and_georgian_joker_bids(engine):
             table = render.struct_dict(view.table)
             text = plain(render.board(view, await seats[0].summary(), 0.0))
             assert "trump indicator" in text or table.get("trump_indicator") is None
+            forehand = "you" if table["forehand"] == 0 else f"p{table['forehand']}"
+            assert f"card(s) each, forehand {forehand}\n" in text  # GJ-11.1
             bids = [b for b in table["bids"] if b is not None]
             assert len(bids) >= 1
             seats_text = plain(render.seats_table(view, await seats[0].summary(), 0.0))
