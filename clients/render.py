@@ -8,10 +8,10 @@ What is shown comes only from the view the server sent (a frontend never re-impl
 rules): the hand, the trick in progress and the last trick, the scores and what the match is
 played to (the target, the Jo-Jotte game and pot), and the game's public table
 (``View.table``): Klaberjass / Jo-Jotte auction, turn-up and information card, contract and
-melds (with the runs and quartets their ``scores`` statement made public); Georgian Joker deal and forehand,
-trump indicator, bids and the dealer's forbidden bid; Japanese Joker's five columns per player
-(up card over a hidden down card, and an up card a cleared table moved into a hand), declarer
-and trump.
+melds (with the runs and quartets their ``scores`` statement made public); Georgian Joker deal
+and forehand, trump indicator, bids and the dealer's forbidden bid; Japanese Joker's five
+columns per player (up card over a hidden down card, and an up card a cleared table moved
+into a hand), declarer and trump.
 """
 
 from __future__ import annotations
