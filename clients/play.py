@@ -251,11 +251,7 @@ class PlayApp(ConnectionSign, App):
         widget.update(self.board)
 
     def _rows(self, renderable: Any) -> int:
-        """The terminal rows ``renderable`` takes in the board's width (less its padding)."""
-        if not renderable:
-            return 0
-        options = self.console.options.update_width(max(1, self.size.width - 2))
-        return len(self.console.render_lines(renderable, options, pad=False))
+        return board_rows(self, renderable)
 
     def redraw(self) -> None:
         try:
@@ -352,6 +348,15 @@ class PlayApp(ConnectionSign, App):
             await self.session.leave(resign=True)
         if self.result is None:  # the MATCH_ENDED event may already have said "match over"
             self.status("you resigned")
+
+
+def board_rows(app: Any, renderable: Any) -> int:
+    """The terminal rows ``renderable`` takes in ``app``'s board width (its width less the
+    board's padding): what the play and watch screens measure to fit the deal results."""
+    if not renderable:
+        return 0
+    options = app.console.options.update_width(max(1, app.size.width - 2))
+    return len(app.console.render_lines(renderable, options, pad=False))
 
 
 def fitted_deals(view: Any, summary: Any | None, rows: Callable[[Any], int], room: int) -> Any | None:

@@ -36,7 +36,7 @@ from textual.widgets import Footer, RichLog, Static
 
 from . import render
 from .connection_sign import ConnectionSign
-from .play import fitted_deals, positive_int, stderr_notices, summary_now
+from .play import board_rows, fitted_deals, positive_int, stderr_notices, summary_now
 from .cardgames_client import CardGamesError, Spectator, StreamState, connect
 from engine_service.transport.generated import match_pb2
 
@@ -123,20 +123,13 @@ class WatchApp(ConnectionSign, App):
             return
         self.board = render.board(self.view_msg, self.summary, time.time())
         # less the footer and the red line: as many recent deals as leave the log its rows
-        room = self.size.height - 1 - (self.connection is not None) - self._rows(self.board) - self.MIN_LOG_ROWS
-        self.deals = fitted_deals(self.view_msg, self.summary, self._rows, room)
+        room = self.size.height - 1 - (self.connection is not None) - board_rows(self, self.board) - self.MIN_LOG_ROWS
+        self.deals = fitted_deals(self.view_msg, self.summary, lambda r: board_rows(self, r), room)
         with contextlib.suppress(NoMatches):  # the screen may be closing
             self.query_one("#board", Static).update(self.board)
             deals = self.query_one("#deals", Static)
             deals.update(self.deals if self.deals is not None else "")
             deals.display = self.deals is not None
-
-    def _rows(self, renderable: Any) -> int:
-        """The terminal rows ``renderable`` takes in the board's width (less its padding)."""
-        if not renderable:
-            return 0
-        options = self.console.options.update_width(max(1, self.size.width - 2))
-        return len(self.console.render_lines(renderable, options, pad=False))
 
 
 async def follow_plain(spectator: Spectator, console: Console, after_seq: int | None) -> Any:
