@@ -535,6 +535,73 @@ def test_sqlite_paging_reads_the_status_index_from_the_cursor(tmp_path):
     assert "matches_by_status (status=? AND created_at<?)" in plan, plan
 
 
+def _listing_plan(tmp_path, statuses, after):
+    """The EXPLAIN QUERY PLAN of the listing query _list_sync runs for these arguments."""
+    conn = sqlite3.connect(tmp_path / "db.sqlite3")
+    captured = {}
+
+    class Spy:
+        def execute(self, text, params=()):
+            captured["sql"], captured["args"] = text, params
+            return conn.execute(text, params)
+
+    store = SqliteStore(tmp_path / "db.sqlite3")
+    store._db = lambda: Spy()  # noqa: SLF001 (the query text is what this test checks)
+    store._list_sync(statuses, "", 101, after)
+    try:
+        return " / ".join(row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + captured["sql"], captured["args"]))
+    finally:
+        conn.close()
+
+
+def test_sqlite_paging_without_a_status_reads_the_creation_index_from_the_cursor(tmp_path):
+    """Without a status filter (every match, newest first), a page is read backwards from the
+    cursor along matches_by_creation (created_at, match_id), not sorted: before the index
+    every page sorted every match older than its cursor (a temporary B-tree)."""
+    async def go():
+        st = SqliteStore(tmp_path / "db.sqlite3")
+        await st.open()
+        await st.close()
+    run(go())
+    for after in (None, (100.0, "m1")):
+        plan = _listing_plan(tmp_path, (), after)
+        assert "matches_by_creation" in plan and "TEMP B-TREE" not in plan, plan
+
+
+def _indexes(path):
+    conn = sqlite3.connect(path)
+    try:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        return names, conn.execute("PRAGMA user_version").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_sqlite_adds_the_creation_index_to_a_database_of_its_schema_without_a_new_version(tmp_path):
+    """A database of schema 7 made before matches_by_creation existed gets the index when an
+    engine opens it, and keeps its schema version, so that the release before still opens it
+    (a rollback needs no restore). A dry run (migrate=False) and a reader beside a running
+    engine (exclusive=False) leave the file as it is."""
+    from engine_service.store.sqlite import SCHEMA_VERSION
+    path = tmp_path / "db.sqlite3"
+
+    async def open_close(**kw):
+        st = SqliteStore(path, **kw)
+        await st.open()
+        await st.close()
+    run(open_close())
+    conn = sqlite3.connect(path)
+    conn.execute("DROP INDEX matches_by_creation")
+    conn.commit()
+    conn.close()
+    run(open_close(migrate=False))
+    run(open_close(exclusive=False))
+    assert "matches_by_creation" not in _indexes(path)[0]
+    run(open_close())
+    names, version = _indexes(path)
+    assert "matches_by_creation" in names and version == SCHEMA_VERSION == 7
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_write_latency_and_errors_are_measured(kind, make):
     metrics = Metrics()
