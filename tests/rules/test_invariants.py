@@ -172,6 +172,23 @@ def test_illegal_actions_raise_and_change_nothing(game_id):
 
 
 @pytest.mark.parametrize("game_id", GAMES)
+def test_an_action_id_outside_the_game_has_no_notation(game_id):
+    """``action_str`` of an id that names no action is MalformedAction in every game (the
+    Game interface's contract). Klaberjass's read its table with ``-1`` as Python does, and
+    named the table's last action instead."""
+    for i, state in enumerate(iter_states(get_game(game_id), 31)):
+        if i > 60:
+            break
+        if state.to_act() < 0:  # CHANCE or TERMINAL: no ids to name
+            continue
+        for bad in (-1, -2, 10**9, "1", None, 1.5):
+            with pytest.raises(MalformedAction):
+                state.action_str(bad)
+        for action in state.legal_ids():
+            assert state.parse_action(state.action_str(action)) == action
+
+
+@pytest.mark.parametrize("game_id", GAMES)
 def test_whole_matches_end_and_scores_add_up(game_id):
     """At least a hundred whole matches per game, under the defaults and option sets."""
     game = get_game(game_id)

@@ -110,7 +110,10 @@ def card_ids(mask: int) -> list[int]:
 # ---- notation ----------------------------------------------------------------------------
 
 def action_str(action: int) -> str:
-    """Notation string of an action id (NOTATION.md section 2)."""
+    """Notation string of an action id (NOTATION.md section 2); MalformedAction for an id that
+    names no action (bids stop where the notation's do: six digits)."""
+    if not isinstance(action, int) or isinstance(action, bool) or action < 0:
+        raise MalformedAction(f"not a Georgian Joker action id: {action!r}")
     if 0 <= action < 36:
         return "play:" + CODES[action]
     if FOLLOW_JOKER_BASE <= action < LEAD_JOKER_BASE + 16:
@@ -119,9 +122,9 @@ def action_str(action: int) -> str:
         return text if suit == NO_SUIT else f"{text}:{SUITS[suit]}"
     if TRUMP_BASE <= action < TRUMP_BASE + 5:
         return "trump:" + STRAINS[action - TRUMP_BASE]
-    if action >= BID_BASE:
+    if BID_BASE <= action <= BID_BASE + 999_999:
         return f"bid:{action - BID_BASE}"
-    raise ValueError(f"not a Georgian Joker action id: {action!r}")
+    raise MalformedAction(f"not a Georgian Joker action id: {action!r}")
 
 
 #: Codes of the 34 normal cards of the pack (GJ-1.1: no 6S, no 6C).

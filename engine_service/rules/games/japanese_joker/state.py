@@ -285,6 +285,8 @@ class JapaneseJokerState(State):
     # ---- notation --------------------------------------------------------------------------
 
     def action_str(self, action: int) -> str:
+        if not isinstance(action, int) or isinstance(action, bool) or not 0 <= action < len(ACTION_STR):
+            raise MalformedAction(f"not a Japanese Joker action id: {action!r}")
         return ACTION_STR[action]
 
     def parse_action(self, text: str) -> int:

@@ -42,7 +42,7 @@ def action_str(action: int) -> str:
         s = ACTION_STRINGS[action]
     except (IndexError, TypeError):
         s = None
-    if s is None:
+    if s is None or (isinstance(action, int) and action < 0):  # -1 would index from the end
         raise MalformedAction(f"not a klaberjass action id: {action!r}")
     return s
 
