@@ -26,6 +26,7 @@ from typing import Any, Callable, Mapping
 
 from .sessions.config import SessionConfig
 from .sessions.delay import MAX_SPECTATOR_DELAY
+from .transport.auth import MAX_TOKEN_CHARS
 from .transport.ratelimit import Network, parse_networks
 
 DEFAULT_DB = "./cardgames.sqlite3"
@@ -159,6 +160,27 @@ def _text(*, empty: bool = False) -> Callable[[str], str]:
     return parse
 
 
+def _bearer_token(text: str) -> str:
+    """The admin token: what a client can send as ``authorization: Bearer <token>``. gRPC
+    metadata carries printable ASCII only, the header is read without its surrounding white
+    space, and a token longer than :data:`~.transport.auth.MAX_TOKEN_CHARS` is refused before
+    any comparison: a token outside these (a trailing newline from a file, a long passphrase,
+    an accented letter) was accepted at start and then matched no call, every admin call
+    refused NOT_ADMIN or MALFORMED_TOKEN. The message never shows the value (a secret)."""
+    if not text.strip():
+        raise ValueError("must not be empty")
+    if len(text) > MAX_TOKEN_CHARS:
+        raise ValueError(f"must be at most {MAX_TOKEN_CHARS} characters (a longer bearer token is refused), "
+                         f"not {len(text)} (the value is not shown)")
+    if text != text.strip() or not all(" " <= c <= "~" for c in text):
+        raise ValueError("must be printable ASCII without leading or trailing white space, what an "
+                         "authorization header carries (openssl rand -hex 32); the value is not shown")
+    return text
+
+
+_bearer_token.allowed = f"printable ASCII, 1 to {MAX_TOKEN_CHARS} characters"  # type: ignore[attr-defined]
+
+
 def _bot_name(text: str) -> str:
     """Any name here; whether that bot is installed (and plays a four-player game) is known
     only once the plugins are loaded: MatchManager.start checks it (exit 2 otherwise)."""
@@ -272,7 +294,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("gc_full_collection_interval_s", _seconds, "run a full garbage collection when this "
             "long went by without one, logged as gc_full_collection with its pause (about 20 us "
             "per open match); 0: only when CPython decides", "SECONDS"),
-    Setting("admin_token", _text(), "bearer token of the admin API (unset: the admin API refuses "
+    Setting("admin_token", _bearer_token, "bearer token of the admin API (unset: the admin API refuses "
             "every call); prefer the environment variable to a flag", "TOKEN"),
     # gRPC channel arguments: C ints (milliseconds for the keepalive times)
     Setting("max_receive_message_bytes", _bytes, "largest request accepted", "BYTES"),

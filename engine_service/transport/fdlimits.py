@@ -24,6 +24,7 @@ once per episode, ``open_files_available`` when an accept succeeds again).
 from __future__ import annotations
 
 import errno
+import io
 import resource
 import socket
 import sys
@@ -44,12 +45,19 @@ LOW_OPEN_FILES = 4096
 #: How long the metrics endpoint waits before it accepts again after running out of
 #: descriptors (gRPC's listener waits 1 s).
 ACCEPT_RETRY_S = 0.5
-#: How long the metrics endpoint waits for a request's bytes before closing its connection.
-#: prometheus_client's handler waited for ever, holding a thread and a descriptor per
-#: connection that sent nothing: the port listens on every address by default, so anyone
-#: who could reach it could take every descriptor the gRPC port needs. A scrape sends its
-#: request at once.
+#: How long the metrics endpoint gives a connection to send its whole request (the request line
+#: and headers, counted from the accept) before closing it. prometheus_client's handler waited
+#: for ever, holding a thread and a descriptor per connection that sent nothing: the port
+#: listens on every address by default, so anyone who could reach it could take every
+#: descriptor the gRPC port needs. A timeout per read was not enough: a client sending a byte
+#: every few seconds (a slowloris) kept its connection for days. A scrape sends its request at
+#: once.
 METRICS_READ_TIMEOUT_S = 10.0
+#: The most connections the metrics endpoint serves at once; more are closed as they are
+#: accepted. Each holds a thread and a descriptor while it lasts: without a bound, a burst of
+#: connections (each within its deadline) still took as many as its sender liked. A
+#: Prometheus server scrapes over one connection at a time.
+MAX_METRICS_CONNECTIONS = 32
 #: accept(2) errors that mean "no descriptor (or kernel memory) for a new socket": the
 #: listening socket stays readable, so trying again at once only spins.
 OUT_OF_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
@@ -84,11 +92,45 @@ def open_files_fields(soft: int, hard: int) -> dict[str, Any]:
             "max_open_files_hard": -1 if hard == unlimited else hard}
 
 
+class _DeadlineReader(io.RawIOBase):
+    """A connection's reading side (``raw``, the socket's reader) that gives up at a deadline
+    (monotonic seconds) for all its reads together, not after one timeout per read
+    (:data:`METRICS_READ_TIMEOUT_S`): each read waits at most the time left, and none starts
+    once it is gone (TimeoutError, which the server takes for a quiet end)."""
+
+    def __init__(self, raw: Any, sock: socket.socket, deadline: float) -> None:
+        super().__init__()
+        self._raw = raw
+        self._sock = sock
+        self._deadline = deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int | None:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request did not come in time")
+        self._sock.settimeout(left)
+        return self._raw.readinto(b)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._raw.close()  # the socket's own reader: lets the socket close
+        super().close()
+
+
 class _SilentHandler(WSGIRequestHandler):
     """No access log line per scrape (prometheus_client's handler does the same), and a
-    connection whose request does not come within ``timeout`` seconds is closed."""
+    connection whose request has not wholly come within ``timeout`` seconds of its accept is
+    closed (:class:`_DeadlineReader`)."""
 
     timeout = METRICS_READ_TIMEOUT_S
+
+    def setup(self) -> None:
+        super().setup()
+        deadline = time.monotonic() + self.timeout
+        self.rfile = io.BufferedReader(_DeadlineReader(self.rfile.detach(), self.connection, deadline))
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -100,12 +142,32 @@ class MetricsHttpServer(ThreadingMixIn, WSGIServer):
 
     daemon_threads = True  # a scrape in progress never holds the process at exit
     request_queue_size = 128  # socketserver's 5 made a burst of connections wait for SYN retries
+    max_connections = MAX_METRICS_CONNECTIONS
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._exhausted_since: float | None = None
         self._failed_accepts = 0
         self._stopping = threading.Event()
+        self._slots = threading.BoundedSemaphore(self.max_connections)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """Serve the connection on a thread of its own, or close it at once when
+        ``max_connections`` are being served (:data:`MAX_METRICS_CONNECTIONS`)."""
+        if not self._slots.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:  # no thread started: nothing else will give the slot back
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
     def get_request(self) -> tuple[socket.socket, Any]:
         try:
@@ -146,16 +208,21 @@ class MetricsHttpServer(ThreadingMixIn, WSGIServer):
 
 
 def start_metrics_server(port: int, addr: str, registry: CollectorRegistry, *,
-                         read_timeout_s: float = METRICS_READ_TIMEOUT_S) -> MetricsHttpServer:
+                         read_timeout_s: float = METRICS_READ_TIMEOUT_S,
+                         max_connections: int = MAX_METRICS_CONNECTIONS) -> MetricsHttpServer:
     """Serve ``registry`` at ``/metrics`` (any path, as prometheus_client does) on a daemon
     thread; ``server_port`` is the bound port, ``shutdown()`` stops it. OSError if the address
-    cannot be bound. A connection is closed when its request's bytes stop coming for
-    ``read_timeout_s`` seconds (:data:`METRICS_READ_TIMEOUT_S`)."""
+    cannot be bound. A connection is closed when its whole request has not come within
+    ``read_timeout_s`` seconds (:data:`METRICS_READ_TIMEOUT_S`), and at once when
+    ``max_connections`` are open already (:data:`MAX_METRICS_CONNECTIONS`)."""
     family, _, _, _, sockaddr = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM,
                                                    flags=socket.AI_PASSIVE)[0]
 
+    connections = max_connections
+
     class Server(MetricsHttpServer):
         address_family = family
+        max_connections = connections
 
     class Handler(_SilentHandler):
         timeout = read_timeout_s

@@ -603,6 +603,89 @@ def test_the_metrics_endpoint_closes_a_connection_that_sends_nothing(capsys):
     assert logs == []  # a timed-out connection is nothing to report
 
 
+def _scrape(port: int) -> bytes:
+    with socket.create_connection(("127.0.0.1", port)) as scrape:
+        scrape.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+        scrape.settimeout(5)
+        answer = b""
+        while chunk := scrape.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_the_metrics_endpoint_closes_a_connection_that_sends_its_request_byte_by_byte():
+    """A slowloris: a byte of the request line every 0.2 s, each within the read timeout
+    (0.5 s). The timeout was per read, so such a connection held its thread and descriptor
+    for as long as its sender liked (a byte every few seconds: days, and as many connections
+    as it opened). The whole request must come within the timeout of the accept."""
+    from prometheus_client import CollectorRegistry, Counter
+
+    from engine_service.transport.fdlimits import start_metrics_server
+
+    registry = CollectorRegistry()
+    Counter("probe", "a sample", registry=registry).inc()
+    httpd = start_metrics_server(0, "127.0.0.1", registry, read_timeout_s=0.5)
+    try:
+        with socket.create_connection(("127.0.0.1", httpd.server_port)) as slow:
+            started = time.monotonic()
+            closed_after = None
+            for byte in b"GET /metrics HTTP/1.0\r\nX-Slow: " + b"x" * 100:
+                time.sleep(0.2)
+                try:
+                    slow.sendall(bytes([byte]))
+                except OSError:  # reset: the server closed it
+                    closed_after = time.monotonic() - started
+                    break
+                slow.setblocking(False)
+                try:
+                    if slow.recv(10) == b"":  # EOF: the server closed it
+                        closed_after = time.monotonic() - started
+                        break
+                except BlockingIOError:
+                    pass
+                finally:
+                    slow.setblocking(True)
+            assert closed_after is not None and closed_after < 2.0, closed_after
+        assert b"probe_total 1.0" in _scrape(httpd.server_port)  # a real scrape is answered
+    finally:
+        httpd.shutdown()
+
+
+def test_the_metrics_endpoint_serves_a_bounded_number_of_connections_at_once():
+    """Each connection held a thread and a descriptor until its request came or timed out,
+    and a sender could open as many as it liked meanwhile (the descriptors the gRPC port
+    needs). Past ``max_connections`` a new connection is closed at once; the others are
+    served, and once they are gone, scrapes are answered again."""
+    import threading
+
+    from prometheus_client import CollectorRegistry, Counter
+
+    from engine_service.transport.fdlimits import start_metrics_server
+
+    registry = CollectorRegistry()
+    Counter("probe", "a sample", registry=registry).inc()
+    threads = threading.active_count()
+    httpd = start_metrics_server(0, "127.0.0.1", registry, read_timeout_s=1.0, max_connections=3)
+    try:
+        silent = [socket.create_connection(("127.0.0.1", httpd.server_port)) for _ in range(3)]
+        _until(lambda: threading.active_count() >= threads + 1 + 3, timeout=3)
+        extra = [socket.create_connection(("127.0.0.1", httpd.server_port)) for _ in range(5)]
+        for s in extra:
+            s.settimeout(0.5)  # closed at once, not after the read timeout
+            try:
+                assert s.recv(10) == b""
+            except ConnectionResetError:
+                pass
+            s.close()
+        assert threading.active_count() <= threads + 1 + 3
+        for s in silent:
+            s.close()
+        _until(lambda: threading.active_count() <= threads + 1, timeout=5)
+        assert b"probe_total 1.0" in _scrape(httpd.server_port)
+    finally:
+        httpd.shutdown()
+
+
 def test_an_unlimited_open_files_limit_is_not_low():
     import resource
 
