@@ -2,7 +2,7 @@
 checked without Envoy: the configuration is parsed into Envoy's own v3 API messages (the
 xds-protos package, generated from envoyproxy/data-plane-api), so a misspelt field, a value of
 the wrong type or an unknown filter type fails here as it would fail Envoy's start; and what a
-browser frontend needs of it is checked against the service: every API service routed to the
+browser frontend needs of it is checked against the service: the players' API routed to the
 engine's real port with no timeout (WatchMatch lasts a match), CORS letting a page send its
 seat token and read the status and ErrorInfo details, HTTP/2 to the engine, and the proxy's
 address trusted by the engine's per-peer rate limit (x-forwarded-for)."""
@@ -79,18 +79,28 @@ def test_grpc_web_and_cors_run_before_the_router():
     assert names == ["envoy.filters.http.grpc_web", "envoy.filters.http.cors", "envoy.filters.http.router"]
 
 
-def test_every_api_service_reaches_the_engine_with_no_timeout():
+def test_the_players_api_reaches_the_engine_with_no_timeout():
     """A route timeout would cut every WatchMatch stream (a match lasts far longer than
     Envoy's default 15 s)."""
     (host,) = connection_manager().route_config.virtual_hosts
-    services = [f"/{d.full_name}/" for d in (card_games_pb2.DESCRIPTOR.services_by_name["CardGamesService"],
-                                              admin_pb2.DESCRIPTOR.services_by_name["AdminService"])]
+    services = [f"/{card_games_pb2.DESCRIPTOR.services_by_name['CardGamesService'].full_name}/",
+                "/grpc.health.v1.Health/"]
     for service in services:
         route = next((r for r in host.routes if service.startswith(r.match.prefix)), None)
         assert route is not None, f"{service} is not routed"
         assert route.route.cluster == "engine"
         assert route.route.HasField("timeout") and route.route.timeout.ToTimedelta().total_seconds() == 0
         assert route.route.max_stream_duration.grpc_timeout_header_max.ToTimedelta().total_seconds() == 0
+
+
+def test_the_public_proxy_routes_neither_the_admin_service_nor_reflection():
+    """The proxy faces browsers on the internet with CORS open to any origin: AdminService
+    behind it would let anyone try admin tokens, and reflection lists every call. Before,
+    the route's prefix was all of ``/cardgames.v1.``, AdminService included."""
+    (host,) = connection_manager().route_config.virtual_hosts
+    for method in (f"/{admin_pb2.DESCRIPTOR.services_by_name['AdminService'].full_name}/ListMatches",
+                   "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"):
+        assert not any(method.startswith(r.match.prefix) for r in host.routes), method
 
 
 def test_cors_lets_a_page_send_its_token_and_read_errors():
