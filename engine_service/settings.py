@@ -355,6 +355,8 @@ SETTINGS: tuple[Setting, ...] = (
             "max_waiting_matches"),
     Setting("max_bot_matches", _count, "most unfinished matches of bots only (every seat a bot's); "
             "the admin is never refused one", "N", "max_bot_matches"),
+    Setting("max_match_deals", _int(1, 1_000_000), "a match is ended once it has played this many "
+            "deals, thrown-in deals included (terminated, reason deal_limit)", "N", "max_match_deals"),
     Setting("max_watchers_per_match", _int(1, 100_000), "most open spectator and admin WatchMatch "
             "streams per match (a seat's own streams do not count)", "N", "max_watchers_per_match"),
     Setting("max_streams_per_seat", _int(1, 1_000), "most open WatchMatch streams per seat token", "N",

@@ -52,6 +52,13 @@ class SessionConfig:
     #: them up to ``max_matches``. The admin is never refused one (tournaments, tests); its
     #: matches count all the same.
     max_bot_matches: int = 100
+    #: Deals one match may play (thrown-in deals included): a match is ended (outcome
+    #: ``terminated``, reason ``deal_limit``) as the deal after that many is dealt. The rules let a match
+    #: run for ever (Klaberjass and Jo-Jotte deals thrown in again and again, open-ended
+    #: target scores), and a match's memory, summary and ``RevealDeals`` answer grow with
+    #: every deal; at 1,000 deals a ``RevealDeals`` answer is ~2.3 MB, within the 4 MiB send
+    #: limit. A match of default options needs a few dozen.
+    max_match_deals: int = 1_000
     #: Open spectator and admin watch streams per match. A seat's own streams do not count
     #: (they are its presence, JJK-10.2, GJ-12.3): strangers filling the match's slots must
     #: not keep its players out and make them forfeit.
@@ -112,7 +119,7 @@ class SessionConfig:
             if not getattr(self, name) > 0:
                 problems.append(f"{name} must be > 0")
         for name in ("snapshot_threshold", "watcher_queue_size", "max_matches",
-                     "max_waiting_matches", "max_bot_matches", "max_watchers_per_match", "max_streams_per_seat",
+                     "max_waiting_matches", "max_bot_matches", "max_match_deals", "max_watchers_per_match", "max_streams_per_seat",
                      "max_watchers", "bot_workers", "max_name_length", "prune_batch"):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be >= 1")

@@ -137,7 +137,7 @@ class MatchManager:
         self._started = False
         self._draining = False
         self._closed = False
-        self._writer = MatchWriter(self._store, self.metrics)
+        self._writer = MatchWriter(self._store, self.metrics, max_deals=self.config.max_match_deals)
         self._clock = MatchClock(self.config, self.metrics, self._writer, self._spawn, lambda: self._host)
         self._writer.schedule = self._clock.schedule
         self._writer.stop = self._clock.stop

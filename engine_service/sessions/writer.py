@@ -53,9 +53,11 @@ class MatchWriter:
     behind (:meth:`_overflowed`).
     """
 
-    def __init__(self, store: Store, metrics: Metrics) -> None:
+    def __init__(self, store: Store, metrics: Metrics, max_deals: int = 0) -> None:
         self.store = store
         self.metrics = metrics
+        #: :attr:`.config.SessionConfig.max_match_deals` (0: no limit)
+        self.max_deals = max_deals
         self.schedule: Callable[[LiveMatch], None] = lambda m: None
         self.stop: Callable[[LiveMatch], None] = lambda m: None
         self.settle_soon: Callable[[LiveMatch], None] = lambda m: None
@@ -150,8 +152,21 @@ class MatchWriter:
         else:
             self.schedule(m)  # first: the events carry the new deadline
             self.publish(m, "action", **event)
+            if self.max_deals and m.deals_dealt > self.max_deals:
+                await self._end_at_deal_limit(m)
         self.metrics.child(self.metrics.action_latency, m.game.id).observe(time.perf_counter() - started)
         return rec
+
+    async def _end_at_deal_limit(self, m: LiveMatch) -> None:
+        """End a match that has just dealt one deal more than ``max_deals``: it has played
+        ``max_deals`` deals (outcome ``terminated``, reason ``deal_limit``,
+        SessionConfig.max_match_deals). The action that dealt it is durable and answered
+        as accepted; an end that cannot be written now is tried again after the next one."""
+        m.log.warning("match_deal_limit", deals=m.deals_dealt - 1, limit=self.max_deals)
+        try:
+            await self.end(m, "terminated", winners=[], reason="deal_limit")
+        except Unavailable:
+            m.log.error("match_deal_limit_end_failed")
 
     async def _store_completion(self, m: LiveMatch) -> None:
         """Write the status of a match its last action completed. The log is durable already,

@@ -843,3 +843,31 @@ def test_match_ids_are_letters_and_digits_never_an_option_to_a_command():
     assert len(ids) == 20_000
     assert all(re.fullmatch(r"[A-Za-z0-9]{16}", i) for i in ids)
     assert {i[0] for i in ids} >= set("aZ09")  # every kind of first character still occurs
+
+
+def test_a_match_is_ended_after_max_match_deals_deals():
+    """The rules let a match run for ever (KL-3.5: two players who pass both rounds throw the
+    deal in and the next is dealt, again and again), and its memory, summary and RevealDeals
+    answer grow with every deal. With ``max_match_deals=2`` the action that completes the
+    second deal is accepted, the third deal is dealt, and the match ends at once: outcome
+    ``terminated``, reason ``deal_limit``, every watcher told; nothing more is accepted."""
+    async def go():
+        async with manager(config(max_match_deals=2)) as mgr:
+            match_id, ps = await open_match(mgr, GAME)
+            stream = mgr.watch(match_id, Principal("spectator", match_id), -1)
+            passes = 0
+            while (await mgr.get_match(match_id)).status == "active":
+                seat, p, env = await to_act(mgr, match_id, ps)
+                assert "pass" in env.view["legal"], env.view["legal"]
+                await mgr.submit_action(match_id, p, "pass", env.seq, f"p{env.seq}")
+                passes += 1
+                assert passes <= 8, "the match outlived its deal limit"
+            summary = await mgr.get_match(match_id)
+            assert passes == 8  # two thrown-in deals of four passes (KL-3.5)
+            assert summary.status == "terminated"
+            assert summary.result["outcome"] == "terminated" and summary.result["reason"] == "deal_limit"
+            events = await collect(stream)
+            assert events[-1].kind == "match_ended"
+            with pytest.raises(MatchNotActive):
+                await mgr.submit_action(match_id, ps[0], "pass", None, "late")
+    run(go())
