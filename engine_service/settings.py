@@ -162,9 +162,9 @@ def _text(*, empty: bool = False) -> Callable[[str], str]:
 
 def _bearer_token(text: str) -> str:
     """The admin token: what a client can send as ``authorization: Bearer <token>``. gRPC
-    metadata carries printable ASCII only, the header is read without its surrounding white
-    space, and a token longer than :data:`~.transport.auth.MAX_TOKEN_CHARS` is refused before
-    any comparison: a token outside these (a trailing newline from a file, a long passphrase,
+    metadata carries printable ASCII only, a token is one word (RFC 6750: white space inside
+    is MALFORMED_TOKEN), and a token longer than :data:`~.transport.auth.MAX_TOKEN_CHARS` is
+    refused before any comparison: a token outside these (a trailing newline from a file, a long passphrase,
     an accented letter) was accepted at start and then matched no call, every admin call
     refused NOT_ADMIN or MALFORMED_TOKEN. The message never shows the value (a secret)."""
     if not text.strip():
@@ -172,13 +172,13 @@ def _bearer_token(text: str) -> str:
     if len(text) > MAX_TOKEN_CHARS:
         raise ValueError(f"must be at most {MAX_TOKEN_CHARS} characters (a longer bearer token is refused), "
                          f"not {len(text)} (the value is not shown)")
-    if text != text.strip() or not all(" " <= c <= "~" for c in text):
-        raise ValueError("must be printable ASCII without leading or trailing white space, what an "
-                         "authorization header carries (openssl rand -hex 32); the value is not shown")
+    if not all("!" <= c <= "~" for c in text):
+        raise ValueError("must be printable ASCII without white space, what an authorization header "
+                         "carries as one token (openssl rand -hex 32); the value is not shown")
     return text
 
 
-_bearer_token.allowed = f"printable ASCII, 1 to {MAX_TOKEN_CHARS} characters"  # type: ignore[attr-defined]
+_bearer_token.allowed = f"printable ASCII without spaces, 1 to {MAX_TOKEN_CHARS} characters"  # type: ignore[attr-defined]
 
 
 def _bot_name(text: str) -> str:

@@ -21,8 +21,10 @@ MAX_TOKEN_CHARS = 512
 def bearer_token(metadata: Iterable[tuple[str, str | bytes]] | None) -> str | None:
     """The bearer token of a call, None without an ``authorization`` entry.
 
-    A malformed header (another scheme, an empty token, several headers) is Unauthenticated:
-    a client that tried to authenticate must not silently become a spectator.
+    A malformed header (another scheme, an empty token, white space inside the token, several
+    headers) is Unauthenticated: a client that tried to authenticate must not silently become
+    a spectator. A token is one word (RFC 6750's b64token; seat tokens are URL-safe base64):
+    ``Bearer a b`` is a malformed header, not a token that matches no seat.
     """
     values = [v for k, v in (metadata or ()) if k.lower() == "authorization"]
     if not values:
@@ -34,7 +36,8 @@ def bearer_token(metadata: Iterable[tuple[str, str | bytes]] | None) -> str | No
         value = value.decode("utf-8", "replace")
     scheme, _, token = value.strip().partition(" ")
     token = token.strip()
-    if scheme.lower() != _SCHEME or not token or len(token) > MAX_TOKEN_CHARS:
+    if (scheme.lower() != _SCHEME or not token or len(token) > MAX_TOKEN_CHARS
+            or any(c.isspace() for c in token)):
         raise api.Unauthenticated("the authorization header must be 'Bearer <token>'",
                                   reason="MALFORMED_TOKEN")
     return token

@@ -236,7 +236,8 @@ async def test_bearer_tokens_and_principals():
         await g.GetView(pb.GetViewRequest(match_id="m1"), metadata=bearer(ADMIN_TOKEN))
         assert ("authenticate", "m1", None, True) in service.calls
         # malformed headers never fall back to spectator
-        for header in ("Basic abc", "Bearer", "Bearer  ", "token " + SEAT_TOKEN):
+        for header in ("Basic abc", "Bearer", "Bearer  ", "token " + SEAT_TOKEN, f"Bearer {SEAT_TOKEN} x",
+                       "Bearer a b"):
             err = await expect_error(g.GetView(pb.GetViewRequest(match_id="m1"),
                                                metadata=(("authorization", header),)))
             assert (err.code, err.reason) == (grpc.StatusCode.UNAUTHENTICATED, "MALFORMED_TOKEN"), header
