@@ -92,3 +92,34 @@ def test_a_factory_that_makes_no_bot_is_an_exception_failure():
     assert reply.failure == "exception" and reply.detail.startswith("factory: TypeError")
     reply = BotRunner(catalog).decide("fine-one", "jojotte", 0, {}, ["a"], 1, 1.0)
     assert reply.failure == "unknown_bot"  # it does not play that game
+
+
+def test_no_other_plugin_takes_the_essential_random_bot(monkeypatch):
+    """The essential ``random`` bot (a bot seat's and the takeover's fallback) stays the engine's
+    own whatever sys.path finds first: a third-party entry point offering a bot named ``random``,
+    or named ``random`` itself, or a hook marked trylast (first in pluggy's list) is refused
+    instead of replacing it. Before, the first entry point found kept the name, so a package
+    installed ahead of the engine (``pip install --target DIR``, ``PYTHONPATH=DIR``) made every
+    ``random`` seat play its bot, and the real plugin was the one reported as failed."""
+    import importlib.metadata as md
+
+    real = md.entry_points
+    impostors = [md.EntryPoint("aaa-impostor", "tests.plugins.broken_plugins:IMPOSTOR",
+                               "cardgames.bots"),
+                 md.EntryPoint("random", "tests.plugins.bad_bots", "cardgames.bots")]
+
+    def entry_points(**kw):
+        eps = list(real(**kw))
+        return impostors + eps if kw.get("group") == "cardgames.bots" else eps
+
+    monkeypatch.setattr(md, "entry_points", entry_points)
+    with capture_logs() as logs:
+        catalog = load_catalog(PluginSettings.resolve(
+            extra=[broken_plugins.LastDuplicateRandom()], environ={}))
+    assert catalog.entries["random"].plugin == "random"
+    assert catalog.entries["random"].spec.factory.__module__ == "bot_plugins.random_bot"
+    assert "sleeps" not in catalog.names()  # the impostor module under the name "random" is not loaded
+    refused = {f.plugin for f in catalog.failures if f.stage == "spec" and "'random' already" in f.error}
+    assert refused == {"aaa-impostor", "LastDuplicateRandom"}
+    assert any(e["event"] == "bot_plugin_duplicate" and e["kept"] == "bot_plugins.random_bot"
+               for e in logs)
