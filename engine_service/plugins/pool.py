@@ -410,6 +410,11 @@ class WorkerPool:
             await asyncio.sleep(backoff)
             backoff = min(MAX_BACKOFF_S, backoff * 2)
 
+    def start(self) -> None:
+        """Fork the workers and spares now, without waiting for them (needs a running event
+        loop, which the pool then belongs to)."""
+        self._ensure_started()
+
     async def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> bool:
         """Wait until every worker is ready (tests, and a service that wants warm workers)."""
         idle = self._ensure_started()
