@@ -181,12 +181,12 @@ def _dist_label(ep: importlib.metadata.EntryPoint) -> str:
 def _validate_spec(spec: Any, plugin: str) -> BotSpec:
     if not isinstance(spec, BotSpec):
         raise TypeError(f"expected BotSpec, got {type(spec).__name__}")
-    if not isinstance(spec.name, str) or not BOT_NAME_RE.match(spec.name):
+    if not isinstance(spec.name, str) or not BOT_NAME_RE.fullmatch(spec.name):
         raise ValueError(f"bad bot name {spec.name!r} (lower-case letters, digits, - and _)")
     if not callable(spec.factory):
         raise TypeError(f"bot {spec.name!r}: factory is not callable")
     games = spec.games
-    if isinstance(games, str) or not all(isinstance(g, str) and (g == ALL_GAMES or GAME_ID_RE.match(g))
+    if isinstance(games, str) or not all(isinstance(g, str) and (g == ALL_GAMES or GAME_ID_RE.fullmatch(g))
                                          for g in games) or not games:
         raise ValueError(f"bot {spec.name!r}: games must be a non-empty list of game ids or '*'")
     return spec

@@ -123,3 +123,18 @@ def test_no_other_plugin_takes_the_essential_random_bot(monkeypatch):
     assert refused == {"aaa-impostor", "LastDuplicateRandom"}
     assert any(e["event"] == "bot_plugin_duplicate" and e["kept"] == "bot_plugins.random_bot"
                for e in logs)
+
+
+def test_a_bot_name_with_a_trailing_newline_is_refused():
+    """docs/bots.md: a name is lower-case letters, digits, - and _. The check used re.match with
+    ``$``, which also matches before a final newline, so ``"nl\\n"`` was listed by ListBots."""
+    from engine_service.plugins import BotSpec, hookimpl
+
+    class Newline:
+        @hookimpl
+        def cardgames_bots(self):
+            return [BotSpec("nl\n", lambda g: None), BotSpec("fine", lambda g: None, games=("jojotte\n",))]
+
+    catalog = load_catalog(PluginSettings.resolve(extra=[Newline()], environ={}))
+    assert "nl\n" not in catalog.names() and "fine" not in catalog.names()
+    assert sum(1 for f in catalog.failures if f.plugin == "Newline" and f.stage == "spec") == 2
