@@ -53,3 +53,15 @@ def test_totals_and_deal_actions_have_the_documented_shapes(game_id):
         if seen > 200:
             break
     assert seen > 0
+
+
+@pytest.mark.parametrize("game_id", all_game_ids())
+def test_the_table_options_complete_to_the_matchs_options(game_id):
+    """docs/bots.md: ``get_game(game_id).options(view["table"]["options"])`` is the match's
+    whole option set, whether the view lists every option or only the non-default ones."""
+    game = get_game(game_id)
+    spec = next(s for s in game.option_specs if len(s.values) > 1)
+    options = game.options({spec.name: spec.values[1]})  # one option off its default
+    state = next(s for s in iter_states(game, 7, dict(options)) if s.to_act() >= 0)
+    view = state.view(state.to_act())
+    assert dict(game.options(view["table"]["options"])) == dict(options)
