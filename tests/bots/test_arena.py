@@ -98,6 +98,15 @@ def test_failures_fall_back_to_the_auto_move_and_are_counted():
     assert by["garbage"].failures.get("illegal") == by["garbage"].decisions > 0
 
 
+def test_a_bot_that_raises_a_base_exception_does_not_stop_the_arena():
+    """A BaseException subclass of the bot's own (as asyncio.CancelledError) is an
+    ``exception`` failure; it used to end the arena with a traceback naming the bot's hand."""
+    report = run_arena(ArenaConfig(game="klaberjass", bots=("raises-base", "random"), deals=2, seed=1,
+                                   progress=False, plugins=("tests.plugins.bad_bots",)))
+    by = {b.name: b for b in report.bots}
+    assert by["raises-base"].failures.get("exception") == by["raises-base"].decisions > 0
+
+
 def test_a_bot_that_wrecks_its_view_and_fails_still_gets_the_auto_move():
     """The view is the bot's own copy (docs/bots.md): the auto-move that replaces a failed
     decision is made from a fresh view, not from the one the bot emptied."""

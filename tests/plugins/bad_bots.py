@@ -78,6 +78,15 @@ class Wrecks:
         raise ValueError("wrecked my view")
 
 
+class Cancelled(BaseException):
+    """A bot's own exception derived from BaseException, as asyncio.CancelledError is."""
+
+
+class RaisesBase:
+    def decide(self, request):
+        raise Cancelled("my hand is AS KS")
+
+
 class Snoop:
     """Looks for the engine's secrets in its environment: answers the last legal action if it
     finds one, the second if the plugin selection did not reach it, else the first."""
@@ -99,5 +108,5 @@ def cardgames_bots():
     return [_spec("garbage", Garbage), _spec("illegal", Illegal), _spec("raises", Raises),
             _spec("sleeps", Sleeps), _spec("exits", Exits), _spec("sys-exits", SysExits),
             _spec("polite", Polite), _spec("snoop", Snoop), _spec("overruns", Overruns),
-            _spec("wrecks", Wrecks),
+            _spec("wrecks", Wrecks), _spec("raises-base", RaisesBase),
             BotSpec("bad-factory", lambda game_id: 1 / 0, description="its factory raises")]

@@ -57,6 +57,7 @@ def test_random_decisions_are_legal_and_replay_from_the_seed():
     ("garbage", "illegal"),
     ("illegal", "illegal"),
     ("raises", "exception"),
+    ("raises-base", "exception"),  # a BaseException subclass: was a crash, costing the worker
     ("bad-factory", "exception"),
     ("sleeps", "timeout"),
     ("exits", "crash"),
