@@ -138,3 +138,25 @@ def test_a_bot_name_with_a_trailing_newline_is_refused():
     catalog = load_catalog(PluginSettings.resolve(extra=[Newline()], environ={}))
     assert "nl\n" not in catalog.names() and "fine" not in catalog.names()
     assert sum(1 for f in catalog.failures if f.plugin == "Newline" and f.stage == "spec") == 2
+
+
+def test_two_entry_points_with_one_name_are_one_plugin_the_first_found(monkeypatch):
+    """docs/bots.md: two installed entry points with the same (non-essential) name are one
+    plugin, the first found on sys.path; the other is left out with a warning."""
+    import importlib.metadata as md
+
+    real = md.entry_points
+    twins = [md.EntryPoint("twin", "tests.plugins.bad_bots", "cardgames.bots"),
+             md.EntryPoint("twin", "tests.bots.recorder", "cardgames.bots")]
+
+    def entry_points(**kw):
+        eps = list(real(**kw))
+        return eps + twins if kw.get("group") == "cardgames.bots" else eps
+
+    monkeypatch.setattr(md, "entry_points", entry_points)
+    with capture_logs() as logs:
+        catalog = load_catalog(PluginSettings.resolve(environ={}))
+    assert "sleeps" in catalog.names() and "recorder" not in catalog.names()
+    assert catalog.entries["sleeps"].plugin == "twin"
+    assert [(e["kept"], e["ignored"]) for e in logs if e["event"] == "bot_plugin_duplicate"] == [
+        ("tests.plugins.bad_bots", "tests.bots.recorder")]
