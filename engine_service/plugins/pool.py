@@ -77,7 +77,13 @@ def _serve(conn: Connection, runner: BotRunner) -> None:
         if msg is None:
             return
         name, game_id, seat, view, legal, seed, budget_s = msg
-        reply = runner.decide(name, game_id, seat, view, legal, seed, budget_s)
+        try:
+            reply = runner.decide(name, game_id, seat, view, legal, seed, budget_s)
+        except BaseException:  # noqa: BLE001 - a bot's sys.exit or KeyboardInterrupt
+            # the worker ends (the parent reads end-of-file: a crash) without a word: Python
+            # would print the exit message or a traceback, the bot's words (its cards), to the
+            # engine's stderr
+            os._exit(1)
         try:
             conn.send(reply)
         except (BrokenPipeError, OSError):

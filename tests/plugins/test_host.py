@@ -311,3 +311,26 @@ def test_the_service_starts_its_bot_workers_before_the_first_decision():
         finally:
             await mgr.close()
     run(body())
+
+
+@pytest.mark.parametrize("bot", ["exits-saying", "interrupts"])
+def test_a_worker_ended_by_its_bot_prints_nothing_the_bot_said(bot, capfd):
+    """A worker started as a fresh interpreter (the zygote is gone) that a bot ends with
+    ``sys.exit("...")`` or a KeyboardInterrupt used to print the message (or a traceback with
+    it) to the engine's stderr: a bot's own cards in the service's output. It now ends quietly,
+    as a zygote's fork does; the decision is a crash."""
+    import time as _time
+
+    from engine_service.plugins.manager import PluginSettings
+    from engine_service.plugins.pool import WorkerProcess
+
+    worker = WorkerProcess.start(PluginSettings.resolve(extra=["tests.plugins.bad_bots"], environ={}), None)
+    try:
+        assert worker.wait_ready(60)
+        reply = worker.call((bot, "klaberjass", 0, VIEW, LEGAL, 1, 1.0), _time.monotonic() + 30)
+        assert reply.failure == "crash"
+        worker.popen.wait(10)
+    finally:
+        worker.kill()
+    err = capfd.readouterr().err
+    assert "AS" not in err and "KS" not in err, err
