@@ -218,7 +218,15 @@ def load_catalog(settings: PluginSettings) -> BotCatalog:
 
     # the essential plugins register first, so that their bots' names are always theirs: a bot
     # seat or a takeover naming ``random`` gets the real one whatever else is installed
-    for ep in sorted(_entry_points(), key=lambda ep: ep.name not in ESSENTIAL_PLUGINS):
+    entry_points = sorted(_entry_points(), key=lambda ep: ep.name not in ESSENTIAL_PLUGINS)
+    if settings.autoload and settings.allowlist is not None:
+        # a misspelt name, or a bot's name where the plugin's is meant (search_random), would
+        # otherwise load nothing but random without a word
+        unknown = settings.allowlist - {ep.name for ep in entry_points}
+        if unknown:
+            log.warning("bot_plugins_not_installed", plugins=sorted(unknown),
+                        installed=sorted(ep.name for ep in entry_points))
+    for ep in entry_points:
         wanted = settings.autoload and (settings.allowlist is None or ep.name in settings.allowlist)
         if not wanted and ep.name not in ESSENTIAL_PLUGINS:
             log.debug("bot_plugin_skipped", plugin=ep.name,

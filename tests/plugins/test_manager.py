@@ -160,3 +160,17 @@ def test_two_entry_points_with_one_name_are_one_plugin_the_first_found(monkeypat
     assert catalog.entries["sleeps"].plugin == "twin"
     assert [(e["kept"], e["ignored"]) for e in logs if e["event"] == "bot_plugin_duplicate"] == [
         ("tests.plugins.bad_bots", "tests.bots.recorder")]
+
+
+def test_an_allowlisted_name_that_no_entry_point_has_is_warned_about():
+    """CARDGAMES_BOT_PLUGINS names plugins (entry points): a misspelt one, or a bot's name
+    such as search_random, used to load nothing but random without a word."""
+    with capture_logs() as logs:
+        catalog = load_catalog(PluginSettings.resolve(environ={ENV_ALLOWLIST: "search_random,heuristic"}))
+    assert set(catalog.plugins) == {"random", "heuristic"}
+    warned = [e for e in logs if e["event"] == "bot_plugins_not_installed"]
+    assert [(e["plugins"], e["log_level"]) for e in warned] == [(["search_random"], "warning")]
+    assert {"random", "search", "heuristic"} <= set(warned[0]["installed"])
+    with capture_logs() as logs:
+        load_catalog(PluginSettings.resolve(environ={ENV_ALLOWLIST: "search"}))
+    assert not [e for e in logs if e["event"] == "bot_plugins_not_installed"]
