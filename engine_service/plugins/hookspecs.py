@@ -59,7 +59,9 @@ def cardgames_bots() -> Sequence[BotSpec]:
     counted under the bot's name; a bot whose decisions keep costing their worker (timeouts,
     crashes) is benched for a while and its decisions fail at once.
 
-    Bot names must be unique across plugins; a later duplicate is refused with a log entry.
+    Bot names must be unique across plugins; a duplicate is refused with a log entry, the
+    name staying with the plugin loaded first (in the order the entry points are found; the
+    essential ``random`` plugin always first, so its bot's name is never another plugin's).
 
     :return: a sequence of ``BotSpec`` (an empty sequence is fine).
     """

@@ -90,9 +90,10 @@ class BotHost:
     def __init__(self, *, autoload: bool = True, allowlist: set[str] | None = None, workers: int = 2,
                  plugins: Sequence[Any] = (), metrics: Any = None) -> None:
         self.settings = PluginSettings.resolve(autoload=autoload, allowlist=allowlist, extra=plugins)
+        # the pool's zygote first: it imports the plugins while this process does the same
+        self._pool = WorkerPool(self.settings, workers, on_replace=self._count_replacement)
         self.catalog: BotCatalog = load_catalog(self.settings)
         self._metrics = metrics
-        self._pool = WorkerPool(self.settings, workers, on_replace=self._count_replacement)
         self._health: dict[str, _Health] = {}
         self._closed = False
         # Workers are daemonic and die with the interpreter; this also covers a host that was
@@ -119,6 +120,14 @@ class BotHost:
         return self.catalog.plays(bot, game_id)
 
     # ---- decisions ------------------------------------------------------------------------
+
+    def warm(self) -> None:
+        """Start the worker processes now, in the background, on the running event loop (which
+        the host then belongs to): the service calls it at start, so that the first decisions
+        do not spend their deadline waiting for the workers to fork and for a plugin's slow
+        import to finish in the zygote."""
+        if not self._closed:
+            self._pool.start()
 
     async def start(self) -> bool:
         """Optional: wait until every worker process has loaded the plugins (the first

@@ -45,6 +45,10 @@ ENV_DISABLE_AUTOLOAD = "CARDGAMES_DISABLE_PLUGIN_AUTOLOAD"
 ENV_ALLOWLIST = "CARDGAMES_BOT_PLUGINS"
 ESSENTIAL_PLUGINS = frozenset({"random"})
 """Entry-point names loaded even when autoloading is disabled or not allowlisted."""
+ESSENTIAL_MODULES = {"random": "bot_plugins.random_bot"}
+"""The module each essential entry point names in the engine's own package: an entry point of
+another distribution under an essential name never replaces it, whatever ``sys.path`` finds
+first (a bot seat or a takeover naming ``random`` must get the real one)."""
 
 BOT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 GAME_ID_RE = re.compile(r"^[a-z0-9_]+$")
@@ -146,9 +150,15 @@ def _describe(exc: BaseException) -> str:
 
 
 def _entry_points() -> list[importlib.metadata.EntryPoint]:
-    """The group's entry points, one per name (the first installed distribution wins)."""
+    """The group's entry points, one per name: the first found on ``sys.path`` wins (logged as
+    ``bot_plugin_duplicate``), except that an essential name keeps the engine's own module."""
     seen: dict[str, importlib.metadata.EntryPoint] = {}
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        own = ESSENTIAL_MODULES.get(ep.name)
+        if own is not None and ep.name in seen and seen[ep.name].value != own and ep.value == own:
+            log.warning("bot_plugin_duplicate", plugin=ep.name, kept=ep.value, ignored=seen[ep.name].value)
+            seen[ep.name] = ep  # the engine's own essential plugin, wherever it was found
+            continue
         if ep.name in seen:
             if seen[ep.name].value != ep.value:
                 log.warning("bot_plugin_duplicate", plugin=ep.name, kept=seen[ep.name].value,
@@ -171,12 +181,12 @@ def _dist_label(ep: importlib.metadata.EntryPoint) -> str:
 def _validate_spec(spec: Any, plugin: str) -> BotSpec:
     if not isinstance(spec, BotSpec):
         raise TypeError(f"expected BotSpec, got {type(spec).__name__}")
-    if not isinstance(spec.name, str) or not BOT_NAME_RE.match(spec.name):
+    if not isinstance(spec.name, str) or not BOT_NAME_RE.fullmatch(spec.name):
         raise ValueError(f"bad bot name {spec.name!r} (lower-case letters, digits, - and _)")
     if not callable(spec.factory):
         raise TypeError(f"bot {spec.name!r}: factory is not callable")
     games = spec.games
-    if isinstance(games, str) or not all(isinstance(g, str) and (g == ALL_GAMES or GAME_ID_RE.match(g))
+    if isinstance(games, str) or not all(isinstance(g, str) and (g == ALL_GAMES or GAME_ID_RE.fullmatch(g))
                                          for g in games) or not games:
         raise ValueError(f"bot {spec.name!r}: games must be a non-empty list of game ids or '*'")
     return spec
@@ -206,7 +216,17 @@ def load_catalog(settings: PluginSettings) -> BotCatalog:
             return
         catalog.plugins[name] = dist
 
-    for ep in _entry_points():
+    # the essential plugins register first, so that their bots' names are always theirs: a bot
+    # seat or a takeover naming ``random`` gets the real one whatever else is installed
+    entry_points = sorted(_entry_points(), key=lambda ep: ep.name not in ESSENTIAL_PLUGINS)
+    if settings.autoload and settings.allowlist is not None:
+        # a misspelt name, or a bot's name where the plugin's is meant (search_random), would
+        # otherwise load nothing but random without a word
+        unknown = settings.allowlist - {ep.name for ep in entry_points}
+        if unknown:
+            log.warning("bot_plugins_not_installed", plugins=sorted(unknown),
+                        installed=sorted(ep.name for ep in entry_points))
+    for ep in entry_points:
         wanted = settings.autoload and (settings.allowlist is None or ep.name in settings.allowlist)
         if not wanted and ep.name not in ESSENTIAL_PLUGINS:
             log.debug("bot_plugin_skipped", plugin=ep.name,
@@ -241,7 +261,12 @@ def load_catalog(settings: PluginSettings) -> BotCatalog:
     pm.check_pending()  # every registered plugin passed it individually; keeps the invariant
 
     registered = all_game_ids()
-    for impl in pm.hook.cardgames_bots.get_hookimpls():
+    # in registration order (pluggy's own order follows tryfirst / trylast): "a taken name
+    # stays with the bot loaded first" must not be a plugin's choice
+    loaded = {name: i for i, name in enumerate(catalog.plugins)}
+    impls = sorted(pm.hook.cardgames_bots.get_hookimpls(),
+                   key=lambda impl: loaded.get(impl.plugin_name, len(loaded)))
+    for impl in impls:
         plugin = impl.plugin_name
         try:
             specs = impl.function()

@@ -77,7 +77,13 @@ def _serve(conn: Connection, runner: BotRunner) -> None:
         if msg is None:
             return
         name, game_id, seat, view, legal, seed, budget_s = msg
-        reply = runner.decide(name, game_id, seat, view, legal, seed, budget_s)
+        try:
+            reply = runner.decide(name, game_id, seat, view, legal, seed, budget_s)
+        except BaseException:  # noqa: BLE001 - a bot's sys.exit or KeyboardInterrupt
+            # the worker ends (the parent reads end-of-file: a crash) without a word: Python
+            # would print the exit message or a traceback, the bot's words (its cards), to the
+            # engine's stderr
+            os._exit(1)
         try:
             conn.send(reply)
         except (BrokenPipeError, OSError):
@@ -409,6 +415,11 @@ class WorkerPool:
             worker = None
             await asyncio.sleep(backoff)
             backoff = min(MAX_BACKOFF_S, backoff * 2)
+
+    def start(self) -> None:
+        """Fork the workers and spares now, without waiting for them (needs a running event
+        loop, which the pool then belongs to)."""
+        self._ensure_started()
 
     async def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> bool:
         """Wait until every worker is ready (tests, and a service that wants warm workers)."""

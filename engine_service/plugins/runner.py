@@ -110,7 +110,9 @@ class BotRunner:
         started = time.monotonic()
         try:
             bot = self.bot(name, game_id)
-        except Exception as exc:
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a BaseException subclass too (below)
             return Reply(None, EXCEPTION, "factory: " + describe_exception(exc), time.monotonic() - started)
         if bot is None:
             return Reply(None, UNKNOWN_BOT, f"no bot {name!r} for game {game_id!r}")
@@ -138,7 +140,12 @@ class BotRunner:
                 raise  # a worker process ends: the pool reports a crash
             return Reply(None, CRASH, f"SystemExit({exc.code!r})", time.monotonic() - started,
                          time.thread_time() - cpu0)
-        except Exception as exc:
+        except KeyboardInterrupt:
+            raise  # the user's Ctrl-C in the arena (a worker ignores SIGINT: there it is a crash)
+        except BaseException as exc:  # noqa: BLE001
+            # not only Exception: a bot's own BaseException subclass (asyncio.CancelledError,
+            # GeneratorExit...) is a raise like any other, not the end of the arena (with a
+            # traceback naming the bot's cards) or of a worker
             return Reply(None, EXCEPTION, describe_exception(exc), time.monotonic() - started,
                          time.thread_time() - cpu0)
         elapsed = time.monotonic() - started

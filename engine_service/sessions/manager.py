@@ -184,6 +184,9 @@ class MatchManager:
 
             self._host = BotHost(workers=self.config.bot_workers, metrics=self.metrics)
             self._owns_host = True
+            # the workers start now, not at the first decision, which would otherwise spend
+            # its deadline on their start-up (a timeout counted against the bot)
+            self._host.warm()
         check_takeover_bot(self.config.takeover_bot, self._host)
         # every game's and bot's series at 0 from the start: alerts on increase() see the
         # first failure (observability.metrics)

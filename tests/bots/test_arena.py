@@ -98,6 +98,38 @@ def test_failures_fall_back_to_the_auto_move_and_are_counted():
     assert by["garbage"].failures.get("illegal") == by["garbage"].decisions > 0
 
 
+@pytest.mark.parametrize("game_id, deals, between", [
+    ("klaberjass", 2, "dealing"), ("jojotte", 2, "deal"), ("japanese_joker", 2, "dealing"),
+    ("georgian_joker", 24, "deal_setup"),
+])
+def test_the_deal_end_callbacks_get_the_documented_views(game_id, deals, between):
+    """docs/bots.md: in the arena ``on_match_end`` follows ``on_deal_end`` at once, with the
+    same view: the game's between-deals phase, ``over`` false, unless the board's deal ended
+    the match (Georgian Joker's last deal, board 23: ``match_over``, ``deal_number`` 23)."""
+    from tests.bots import recorder
+    recorder.CALLBACKS.clear()
+    run_arena(ArenaConfig(game=game_id, bots=("recorder", "random"), deals=deals, seed=1,
+                          progress=False, plugins=("tests.bots.recorder",)))
+    calls = recorder.CALLBACKS
+    assert calls and [c[0] for c in calls] == ["deal_end", "match_end"] * (len(calls) // 2)
+    assert all(d[1:] == m[1:] for d, m in zip(calls[::2], calls[1::2]))
+    ends = {c[1:] for c in calls}
+    if game_id == "georgian_joker":
+        assert ("match_over", 23, True, 24) in ends
+        ends = {e for e in ends if e[0] != "match_over"}
+    assert ends and all(phase == between and not over and number == results
+                        for phase, number, over, results in ends), ends
+
+
+def test_a_bot_that_raises_a_base_exception_does_not_stop_the_arena():
+    """A BaseException subclass of the bot's own (as asyncio.CancelledError) is an
+    ``exception`` failure; it used to end the arena with a traceback naming the bot's hand."""
+    report = run_arena(ArenaConfig(game="klaberjass", bots=("raises-base", "random"), deals=2, seed=1,
+                                   progress=False, plugins=("tests.plugins.bad_bots",)))
+    by = {b.name: b for b in report.bots}
+    assert by["raises-base"].failures.get("exception") == by["raises-base"].decisions > 0
+
+
 def test_a_bot_that_wrecks_its_view_and_fails_still_gets_the_auto_move():
     """The view is the bot's own copy (docs/bots.md): the auto-move that replaces a failed
     decision is made from a fresh view, not from the one the bot emptied."""

@@ -78,6 +78,27 @@ class Wrecks:
         raise ValueError("wrecked my view")
 
 
+class ExitsSaying:
+    """sys.exit with a message: Python prints it to stderr when the process ends with it."""
+
+    def decide(self, request):
+        raise SystemExit("my hand is AS KS")
+
+
+class Interrupts:
+    def decide(self, request):
+        raise KeyboardInterrupt("my hand is AS KS")
+
+
+class Cancelled(BaseException):
+    """A bot's own exception derived from BaseException, as asyncio.CancelledError is."""
+
+
+class RaisesBase:
+    def decide(self, request):
+        raise Cancelled("my hand is AS KS")
+
+
 class Snoop:
     """Looks for the engine's secrets in its environment: answers the last legal action if it
     finds one, the second if the plugin selection did not reach it, else the first."""
@@ -99,5 +120,6 @@ def cardgames_bots():
     return [_spec("garbage", Garbage), _spec("illegal", Illegal), _spec("raises", Raises),
             _spec("sleeps", Sleeps), _spec("exits", Exits), _spec("sys-exits", SysExits),
             _spec("polite", Polite), _spec("snoop", Snoop), _spec("overruns", Overruns),
-            _spec("wrecks", Wrecks),
+            _spec("wrecks", Wrecks), _spec("raises-base", RaisesBase),
+            _spec("exits-saying", ExitsSaying), _spec("interrupts", Interrupts),
             BotSpec("bad-factory", lambda game_id: 1 / 0, description="its factory raises")]

@@ -39,3 +39,16 @@ class WrongArguments:
     @hookimpl
     def cardgames_bots(self, nonsense):
         return []
+
+
+class LastDuplicateRandom:
+    """An impostor that asks pluggy to put its implementation first in the list of
+    implementations (``trylast``), hoping to be the one whose ``random`` is kept."""
+
+    @hookimpl(trylast=True)
+    def cardgames_bots(self):
+        return [BotSpec("random", lambda g: None, description="impostor")]
+
+
+IMPOSTOR = DuplicateRandom()
+"""The same, as an entry point's object (``tests.plugins.broken_plugins:IMPOSTOR``)."""

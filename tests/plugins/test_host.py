@@ -57,6 +57,7 @@ def test_random_decisions_are_legal_and_replay_from_the_seed():
     ("garbage", "illegal"),
     ("illegal", "illegal"),
     ("raises", "exception"),
+    ("raises-base", "exception"),  # a BaseException subclass: was a crash, costing the worker
     ("bad-factory", "exception"),
     ("sleeps", "timeout"),
     ("exits", "crash"),
@@ -284,3 +285,52 @@ def test_an_answer_that_is_no_string_is_described_by_its_type():
     assert describe_answer(None) == "a NoneType, not an action string"
     assert describe_answer(["play:AS"]) == "a list, not an action string"
     assert describe_answer("play:ZZ") == "a string of 7 characters that is not a legal action"
+
+
+def test_the_service_starts_its_bot_workers_before_the_first_decision():
+    """A manager that owns its bot host (the service) forks the workers at start. They used to
+    start at the first decision, which then spent its deadline on their start-up (and on a
+    plugin's slow import in the zygote): right after a restart, the first bot moves were
+    timeouts counted against the bot, and auto-moves."""
+    from engine_service.sessions.config import SessionConfig
+    from engine_service.sessions.manager import MatchManager
+    from engine_service.store.memory import MemoryStore
+
+    async def body():
+        mgr = MatchManager(SessionConfig(db_path="memory:", bot_workers=1), store=MemoryStore(),
+                           metrics=Metrics())
+        await mgr.start()
+        try:
+            host = mgr._host
+            deadline = time.monotonic() + 60
+            while not host.worker_pids() and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            assert len(host.worker_pids()) == 1  # no decision was asked for
+            decision = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 0.5)
+            assert decision.failure is None and decision.action in LEGAL
+        finally:
+            await mgr.close()
+    run(body())
+
+
+@pytest.mark.parametrize("bot", ["exits-saying", "interrupts"])
+def test_a_worker_ended_by_its_bot_prints_nothing_the_bot_said(bot, capfd):
+    """A worker started as a fresh interpreter (the zygote is gone) that a bot ends with
+    ``sys.exit("...")`` or a KeyboardInterrupt used to print the message (or a traceback with
+    it) to the engine's stderr: a bot's own cards in the service's output. It now ends quietly,
+    as a zygote's fork does; the decision is a crash."""
+    import time as _time
+
+    from engine_service.plugins.manager import PluginSettings
+    from engine_service.plugins.pool import WorkerProcess
+
+    worker = WorkerProcess.start(PluginSettings.resolve(extra=["tests.plugins.bad_bots"], environ={}), None)
+    try:
+        assert worker.wait_ready(60)
+        reply = worker.call((bot, "klaberjass", 0, VIEW, LEGAL, 1, 1.0), _time.monotonic() + 30)
+        assert reply.failure == "crash"
+        worker.popen.wait(10)
+    finally:
+        worker.kill()
+    err = capfd.readouterr().err
+    assert "AS" not in err and "KS" not in err, err

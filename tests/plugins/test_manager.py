@@ -92,3 +92,85 @@ def test_a_factory_that_makes_no_bot_is_an_exception_failure():
     assert reply.failure == "exception" and reply.detail.startswith("factory: TypeError")
     reply = BotRunner(catalog).decide("fine-one", "jojotte", 0, {}, ["a"], 1, 1.0)
     assert reply.failure == "unknown_bot"  # it does not play that game
+
+
+def test_no_other_plugin_takes_the_essential_random_bot(monkeypatch):
+    """The essential ``random`` bot (a bot seat's and the takeover's fallback) stays the engine's
+    own whatever sys.path finds first: a third-party entry point offering a bot named ``random``,
+    or named ``random`` itself, or a hook marked trylast (first in pluggy's list) is refused
+    instead of replacing it. Before, the first entry point found kept the name, so a package
+    installed ahead of the engine (``pip install --target DIR``, ``PYTHONPATH=DIR``) made every
+    ``random`` seat play its bot, and the real plugin was the one reported as failed."""
+    import importlib.metadata as md
+
+    real = md.entry_points
+    impostors = [md.EntryPoint("aaa-impostor", "tests.plugins.broken_plugins:IMPOSTOR",
+                               "cardgames.bots"),
+                 md.EntryPoint("random", "tests.plugins.bad_bots", "cardgames.bots")]
+
+    def entry_points(**kw):
+        eps = list(real(**kw))
+        return impostors + eps if kw.get("group") == "cardgames.bots" else eps
+
+    monkeypatch.setattr(md, "entry_points", entry_points)
+    with capture_logs() as logs:
+        catalog = load_catalog(PluginSettings.resolve(
+            extra=[broken_plugins.LastDuplicateRandom()], environ={}))
+    assert catalog.entries["random"].plugin == "random"
+    assert catalog.entries["random"].spec.factory.__module__ == "bot_plugins.random_bot"
+    assert "sleeps" not in catalog.names()  # the impostor module under the name "random" is not loaded
+    refused = {f.plugin for f in catalog.failures if f.stage == "spec" and "'random' already" in f.error}
+    assert refused == {"aaa-impostor", "LastDuplicateRandom"}
+    assert any(e["event"] == "bot_plugin_duplicate" and e["kept"] == "bot_plugins.random_bot"
+               for e in logs)
+
+
+def test_a_bot_name_with_a_trailing_newline_is_refused():
+    """docs/bots.md: a name is lower-case letters, digits, - and _. The check used re.match with
+    ``$``, which also matches before a final newline, so ``"nl\\n"`` was listed by ListBots."""
+    from engine_service.plugins import BotSpec, hookimpl
+
+    class Newline:
+        @hookimpl
+        def cardgames_bots(self):
+            return [BotSpec("nl\n", lambda g: None), BotSpec("fine", lambda g: None, games=("jojotte\n",))]
+
+    catalog = load_catalog(PluginSettings.resolve(extra=[Newline()], environ={}))
+    assert "nl\n" not in catalog.names() and "fine" not in catalog.names()
+    assert sum(1 for f in catalog.failures if f.plugin == "Newline" and f.stage == "spec") == 2
+
+
+def test_two_entry_points_with_one_name_are_one_plugin_the_first_found(monkeypatch):
+    """docs/bots.md: two installed entry points with the same (non-essential) name are one
+    plugin, the first found on sys.path; the other is left out with a warning."""
+    import importlib.metadata as md
+
+    real = md.entry_points
+    twins = [md.EntryPoint("twin", "tests.plugins.bad_bots", "cardgames.bots"),
+             md.EntryPoint("twin", "tests.bots.recorder", "cardgames.bots")]
+
+    def entry_points(**kw):
+        eps = list(real(**kw))
+        return eps + twins if kw.get("group") == "cardgames.bots" else eps
+
+    monkeypatch.setattr(md, "entry_points", entry_points)
+    with capture_logs() as logs:
+        catalog = load_catalog(PluginSettings.resolve(environ={}))
+    assert "sleeps" in catalog.names() and "recorder" not in catalog.names()
+    assert catalog.entries["sleeps"].plugin == "twin"
+    assert [(e["kept"], e["ignored"]) for e in logs if e["event"] == "bot_plugin_duplicate"] == [
+        ("tests.plugins.bad_bots", "tests.bots.recorder")]
+
+
+def test_an_allowlisted_name_that_no_entry_point_has_is_warned_about():
+    """CARDGAMES_BOT_PLUGINS names plugins (entry points): a misspelt one, or a bot's name
+    such as search_random, used to load nothing but random without a word."""
+    with capture_logs() as logs:
+        catalog = load_catalog(PluginSettings.resolve(environ={ENV_ALLOWLIST: "search_random,heuristic"}))
+    assert set(catalog.plugins) == {"random", "heuristic"}
+    warned = [e for e in logs if e["event"] == "bot_plugins_not_installed"]
+    assert [(e["plugins"], e["log_level"]) for e in warned] == [(["search_random"], "warning")]
+    assert {"random", "search", "heuristic"} <= set(warned[0]["installed"])
+    with capture_logs() as logs:
+        load_catalog(PluginSettings.resolve(environ={ENV_ALLOWLIST: "search"}))
+    assert not [e for e in logs if e["event"] == "bot_plugins_not_installed"]
