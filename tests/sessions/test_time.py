@@ -388,6 +388,36 @@ def test_the_takeover_bot_says_it_plays_for_an_absent_player():
     assert summary.seats[away].bot == "first" and not summary.seats[away].left
 
 
+def test_the_events_seats_name_the_takeover_bot_as_getmatch_does():
+    """GJ-12.4 and docs/api.md (the events' ``seats`` are the facts of ``SeatInfo``): the
+    ``bot_took_over`` event and a later snapshot name the bot that now plays the absent
+    player's seat, as ``GetMatch`` does; they named none (``bot`` empty) while ``GetMatch``
+    said ``first``."""
+    async def go():
+        async with manager(config(time_scale=0.01), host=_FirstLegalHost()) as mgr:
+            match_id, ps = await open_match(mgr, "georgian_joker", takeover_bot="first",
+                                            **gj_request(turn_time_s=120, reconnect_grace_s=15))
+            m = mgr._matches[match_id]
+            streams = await connect_all(mgr, match_id, ps)
+            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+            away = m.state.to_act()
+            await streams[away].close()
+            await until(lambda: any(e.reason == "bot_took_over" for e in spectator.events), timeout=5)
+            took_over = next(e for e in spectator.events if e.reason == "bot_took_over")
+            late = Stream(mgr, match_id, Principal("spectator", match_id))
+            await until(lambda: late.events)
+            summary = await mgr.get_match(match_id)
+            await close_all(streams + [spectator, late])
+            return away, took_over, late.events[0], summary
+
+    away, took_over, snapshot, summary = run(go())
+    assert snapshot.kind == "snapshot"
+    for seats in (took_over.details["seats"], snapshot.details["seats"]):
+        assert seats[away]["replaced_by_bot"] and seats[away]["bot"] == "first"
+        assert [s["bot"] for s in seats] == [s.bot for s in summary.seats]
+        assert [s["replaced_by_bot"] for s in seats] == [s.replaced_by_bot for s in summary.seats]
+
+
 def test_georgian_joker_leaving_hands_the_seat_to_the_named_bot_for_good():
     """GJ-12.4: a player who leaves is replaced by the table's bot for the rest of the match;
     the result lists the seat as abandoned; the seat's token can no longer act."""
