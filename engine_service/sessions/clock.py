@@ -220,9 +220,10 @@ class MatchClock:
 
     def disconnected(self, m: LiveMatch, slot: SeatSlot) -> None:
         """The seat's last stream closed: the grace window starts (for a joined player). A
-        seat whose player left (GJ-12.4: the takeover bot's now) has nothing to announce: its
-        "left" already said the player is gone."""
-        if self.stopped or slot.left:
+        seat whose player left has nothing to announce: its "left" already said the player is
+        gone, whether the takeover bot plays it now (GJ-12.4) or the waiting match freed it
+        (nobody holds it: a "disconnected" after "left" showed a player vanishing twice)."""
+        if self.stopped or slot.left or not slot.taken:
             return
         if m.active and slot.absent:
             self.arm_grace(m, slot)
