@@ -11,11 +11,12 @@ import time
 
 import pytest
 
+from engine_service.observability.metrics import Metrics
 from engine_service.rules import get_game
 from engine_service.sessions.api import PermissionDenied, Principal
 from engine_service.store import MemoryStore
 
-from .helpers import GAMES, Stream, config, manager, open_match, run, until
+from .helpers import GAMES, Stream, collect, config, manager, open_match, run, until
 
 
 async def connect_all(mgr, match_id, ps):
@@ -416,6 +417,37 @@ def test_the_events_seats_name_the_takeover_bot_as_getmatch_does():
         assert seats[away]["replaced_by_bot"] and seats[away]["bot"] == "first"
         assert [s["bot"] for s in seats] == [s.bot for s in summary.seats]
         assert [s["replaced_by_bot"] for s in seats] == [s.replaced_by_bot for s in summary.seats]
+
+
+def test_watching_a_finished_match_changes_no_seat_and_announces_no_presence():
+    """GJ-12.4: a seat the bot played to the end stays "replaced by a bot" in the finished
+    match's summary when its player comes back to look at the result: watching it made the
+    seat "returned" (and its close "disconnected"), presence events, log lines and counts
+    of a match that has no presence left to follow."""
+    async def go():
+        metrics = Metrics()
+        async with manager(config(time_scale=0.01), metrics=metrics) as mgr:
+            match_id, ps = await open_match(mgr, "georgian_joker",
+                                            **gj_request(turn_time_s=120, reconnect_grace_s=15))
+            m = mgr._matches[match_id]
+            streams = await connect_all(mgr, match_id, ps)
+            away = m.state.to_act()
+            await streams[away].close()
+            await until(lambda: m.seats[away].taken_over, timeout=5)
+            await mgr.terminate_match(match_id, "closing time")
+            await close_all([s for i, s in enumerate(streams) if i != away])
+            counts = {c: metrics.value("cardgames_presence_changes_total",
+                                       {"game": "georgian_joker", "change": c})
+                      for c in ("returned", "connected", "disconnected")}
+            events = await collect(mgr.watch(match_id, ps[away], -1))
+            after = {c: metrics.value("cardgames_presence_changes_total",
+                                      {"game": "georgian_joker", "change": c}) for c in counts}
+            return away, events, counts, after, await mgr.get_match(match_id)
+
+    away, events, counts, after, summary = run(go())
+    assert [e.kind for e in events] == ["snapshot", "match_ended"]
+    assert after == counts, "no presence change after the end"
+    assert summary.seats[away].replaced_by_bot and not summary.seats[away].present
 
 
 def test_georgian_joker_leaving_hands_the_seat_to_the_named_bot_for_good():
