@@ -470,11 +470,12 @@ def test_georgian_joker_leaving_hands_the_seat_to_the_named_bot_for_good():
             # the leaver no longer follows the hand the bot plays, nor counts as present
             await until(lambda: stream.task.done())
             refused = [stream.error]
-            for call in (mgr.get_view(match_id, ps[leaver]), mgr.watch(match_id, ps[leaver], -1).__anext__()):
+            for call in (mgr.get_view(match_id, ps[leaver]), mgr.watch(match_id, ps[leaver], -1).__anext__(),
+                         mgr.reveal_deals(match_id, ps[leaver])):  # docs/api.md lists all of these
                 with pytest.raises(PermissionDenied) as info:
                     await call
                 refused.append(info.value)
-            assert [e.reason for e in refused] == ["SEAT_LEFT"] * 3
+            assert [e.reason for e in refused] == ["SEAT_LEFT"] * 4
             assert not (await mgr.get_match(match_id)).seats[leaver].present
             # watchers learn it once: "left" (the seat is the bot's now), no "disconnected" after
             await until(lambda: any(e.kind == "action" for e in spectator.events))
