@@ -114,13 +114,18 @@ def action_text(action: Any) -> Text:
 
 
 def seat_name(summary: Any | None, seat: int, me: int | None = None) -> str:
-    """``"ada"``, ``"bot search"``, ``"seat 2 (open)"``; ``"you"`` for the viewer's seat."""
+    """``"ada"``, ``"bot search"``, ``"seat 2 (open)"``; ``"you"`` for the viewer's seat. A
+    player's seat that a bot plays (GJ-12.4) says by what: ``"ada [bot search]"``, or
+    ``"ada [auto-play]"`` under a server without a takeover bot, whose stand-in is the
+    rulebook's auto-move policy (GJ-12.2) and names no bot (it read ``"ada [bot ]"``)."""
     if me is not None and seat == me:
         return "you"
     if summary is not None and seat < len(summary.seats):
         info = summary.seats[seat]
         if info.player_name:
-            return info.player_name + (f" [bot {info.bot}]" if info.replaced_by_bot else "")
+            if not info.replaced_by_bot:
+                return info.player_name
+            return info.player_name + (f" [bot {info.bot}]" if info.bot else " [auto-play]")
         if info.kind == match_pb2.SEAT_KIND_BOT:
             return f"{info.bot} bot (seat {seat})"
         if not info.taken:

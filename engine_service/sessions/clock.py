@@ -209,7 +209,12 @@ class MatchClock:
 
     def connected(self, m: LiveMatch, slot: SeatSlot) -> None:
         """The seat's first open stream: the grace window ends; a player whose seat a bot
-        was playing takes it back at once (GJ-12.4)."""
+        was playing takes it back at once (GJ-12.4). Not once the match is over: there is no
+        seat to take back, and a player looking at the result would otherwise turn the final
+        table's "replaced by a bot" into "returned" (a presence event, a log line and a count
+        after the end)."""
+        if m.over:
+            return
         self.cancel_grace(slot)
         change = "connected"
         if slot.taken_over:
@@ -220,9 +225,12 @@ class MatchClock:
 
     def disconnected(self, m: LiveMatch, slot: SeatSlot) -> None:
         """The seat's last stream closed: the grace window starts (for a joined player). A
-        seat whose player left (GJ-12.4: the takeover bot's now) has nothing to announce: its
-        "left" already said the player is gone."""
-        if self.stopped or slot.left:
+        seat whose player left has nothing to announce: its "left" already said the player is
+        gone, whether the takeover bot plays it now (GJ-12.4) or the waiting match freed it
+        (nobody holds it: a "disconnected" after "left" showed a player vanishing twice). Nor
+        once the match is over: it has no presence left to follow (every stream closes after
+        ``match_ended``)."""
+        if self.stopped or slot.left or not slot.taken or m.over:
             return
         if m.active and slot.absent:
             self.arm_grace(m, slot)

@@ -90,20 +90,28 @@ class SeatSlot:
     def bot_driven(self) -> bool:
         return self.kind == "bot" or self.left or self.taken_over
 
+    @property
+    def replaced_by_bot(self) -> bool:
+        """A player's seat that a bot plays: absent past the grace period, or left (GJ-12.4)."""
+        return self.kind == "open" and (self.left or self.taken_over)
+
     def info(self, takeover_bot: str = "") -> SeatInfo:
         """The public seat; ``takeover_bot``: the match's bot for absent players (GJ-12.4),
         named as the seat's bot while it plays the seat ("": the auto-move policy)."""
-        replaced = self.kind == "open" and (self.left or self.taken_over)
         return SeatInfo(seat=self.seat, kind=self.kind,  # type: ignore[arg-type]
-                        bot=self.bot or (takeover_bot if replaced else ""),
+                        bot=self.bot or (takeover_bot if self.replaced_by_bot else ""),
                         player_name=self.player_name, taken=self.taken, present=self.present,
-                        replaced_by_bot=replaced, left=self.left)
+                        replaced_by_bot=self.replaced_by_bot, left=self.left)
 
-    def public(self) -> dict[str, Any]:
-        """Seat facts every audience may know (GJ-11.1: names, connection status)."""
-        return {"seat": self.seat, "kind": self.kind, "bot": self.bot, "player_name": self.player_name,
-                "taken": self.taken, "present": self.present, "left": self.left,
-                "replaced_by_bot": self.kind == "open" and (self.left or self.taken_over)}
+    def public(self, takeover_bot: str = "") -> dict[str, Any]:
+        """Seat facts every audience may know (GJ-11.1: names, connection status): the facts
+        of :meth:`info`, the bot that plays a replaced seat included. The events' ``seats``
+        once named no bot there while ``GetMatch`` named the takeover bot, so a table that
+        drew "played by ..." from a ``bot_took_over`` event showed nobody."""
+        info = self.info(takeover_bot)
+        return {"seat": info.seat, "kind": info.kind, "bot": info.bot, "player_name": info.player_name,
+                "taken": info.taken, "present": info.present, "left": info.left,
+                "replaced_by_bot": info.replaced_by_bot}
 
 
 #: A fold of a past position leaves a copy of the state every this many actions (LiveMatch.fold).
@@ -403,7 +411,7 @@ class LiveMatch:
         return known
 
     def presence(self) -> list[dict[str, Any]]:
-        return [s.public() for s in self.seats]
+        return [s.public(self.takeover_bot) for s in self.seats]
 
     # ---- records and summaries ----------------------------------------------------------
 

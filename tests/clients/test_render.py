@@ -287,6 +287,21 @@ def test_the_deal_results_show_player_names_as_they_are():
     assert "ada [bot search]" in text
 
 
+def test_a_seat_the_auto_move_policy_plays_says_auto_play():
+    """GJ-12.4 with a server without a takeover bot (the default): the rulebook's auto-move
+    policy (GJ-12.2) plays for the absent or departed player and ``SeatInfo.bot`` is empty;
+    the seat read "ada [bot ]", naming a bot that is none."""
+    summary = match_pb2.MatchSummary(seats=[
+        match_pb2.SeatInfo(seat=0, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name="ada",
+                           replaced_by_bot=True),
+        match_pb2.SeatInfo(seat=1, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name="bob",
+                           replaced_by_bot=True, left=True, bot="search"),
+        match_pb2.SeatInfo(seat=2, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name="cat")])
+    assert render.seat_name(summary, 0) == "ada [auto-play]"
+    assert render.seat_name(summary, 1) == "bob [bot search]"
+    assert render.seat_name(summary, 2) == "cat"
+
+
 def test_the_score_column_says_what_the_match_is_played_to():
     """The target a player plays to was on no screen: Klaberjass's and Japanese Joker's
     ``table.target_score`` (KL-10.1, JJK-8.1) and the Jo-Jotte game of 80 (JJ-10.1), whose

@@ -11,11 +11,12 @@ import time
 
 import pytest
 
+from engine_service.observability.metrics import Metrics
 from engine_service.rules import get_game
 from engine_service.sessions.api import PermissionDenied, Principal
 from engine_service.store import MemoryStore
 
-from .helpers import GAMES, Stream, config, manager, open_match, run, until
+from .helpers import GAMES, Stream, collect, config, manager, open_match, run, until
 
 
 async def connect_all(mgr, match_id, ps):
@@ -388,6 +389,67 @@ def test_the_takeover_bot_says_it_plays_for_an_absent_player():
     assert summary.seats[away].bot == "first" and not summary.seats[away].left
 
 
+def test_the_events_seats_name_the_takeover_bot_as_getmatch_does():
+    """GJ-12.4 and docs/api.md (the events' ``seats`` are the facts of ``SeatInfo``): the
+    ``bot_took_over`` event and a later snapshot name the bot that now plays the absent
+    player's seat, as ``GetMatch`` does; they named none (``bot`` empty) while ``GetMatch``
+    said ``first``."""
+    async def go():
+        async with manager(config(time_scale=0.01), host=_FirstLegalHost()) as mgr:
+            match_id, ps = await open_match(mgr, "georgian_joker", takeover_bot="first",
+                                            **gj_request(turn_time_s=120, reconnect_grace_s=15))
+            m = mgr._matches[match_id]
+            streams = await connect_all(mgr, match_id, ps)
+            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+            away = m.state.to_act()
+            await streams[away].close()
+            await until(lambda: any(e.reason == "bot_took_over" for e in spectator.events), timeout=5)
+            took_over = next(e for e in spectator.events if e.reason == "bot_took_over")
+            late = Stream(mgr, match_id, Principal("spectator", match_id))
+            await until(lambda: late.events)
+            summary = await mgr.get_match(match_id)
+            await close_all(streams + [spectator, late])
+            return away, took_over, late.events[0], summary
+
+    away, took_over, snapshot, summary = run(go())
+    assert snapshot.kind == "snapshot"
+    for seats in (took_over.details["seats"], snapshot.details["seats"]):
+        assert seats[away]["replaced_by_bot"] and seats[away]["bot"] == "first"
+        assert [s["bot"] for s in seats] == [s.bot for s in summary.seats]
+        assert [s["replaced_by_bot"] for s in seats] == [s.replaced_by_bot for s in summary.seats]
+
+
+def test_watching_a_finished_match_changes_no_seat_and_announces_no_presence():
+    """GJ-12.4: a seat the bot played to the end stays "replaced by a bot" in the finished
+    match's summary when its player comes back to look at the result: watching it made the
+    seat "returned" (and its close "disconnected"), presence events, log lines and counts
+    of a match that has no presence left to follow."""
+    async def go():
+        metrics = Metrics()
+        async with manager(config(time_scale=0.01), metrics=metrics) as mgr:
+            match_id, ps = await open_match(mgr, "georgian_joker",
+                                            **gj_request(turn_time_s=120, reconnect_grace_s=15))
+            m = mgr._matches[match_id]
+            streams = await connect_all(mgr, match_id, ps)
+            away = m.state.to_act()
+            await streams[away].close()
+            await until(lambda: m.seats[away].taken_over, timeout=5)
+            await mgr.terminate_match(match_id, "closing time")
+            await close_all([s for i, s in enumerate(streams) if i != away])
+            counts = {c: metrics.value("cardgames_presence_changes_total",
+                                       {"game": "georgian_joker", "change": c})
+                      for c in ("returned", "connected", "disconnected")}
+            events = await collect(mgr.watch(match_id, ps[away], -1))
+            after = {c: metrics.value("cardgames_presence_changes_total",
+                                      {"game": "georgian_joker", "change": c}) for c in counts}
+            return away, events, counts, after, await mgr.get_match(match_id)
+
+    away, events, counts, after, summary = run(go())
+    assert [e.kind for e in events] == ["snapshot", "match_ended"]
+    assert after == counts, "no presence change after the end"
+    assert summary.seats[away].replaced_by_bot and not summary.seats[away].present
+
+
 def test_georgian_joker_leaving_hands_the_seat_to_the_named_bot_for_good():
     """GJ-12.4: a player who leaves is replaced by the table's bot for the rest of the match;
     the result lists the seat as abandoned; the seat's token can no longer act."""
@@ -408,11 +470,12 @@ def test_georgian_joker_leaving_hands_the_seat_to_the_named_bot_for_good():
             # the leaver no longer follows the hand the bot plays, nor counts as present
             await until(lambda: stream.task.done())
             refused = [stream.error]
-            for call in (mgr.get_view(match_id, ps[leaver]), mgr.watch(match_id, ps[leaver], -1).__anext__()):
+            for call in (mgr.get_view(match_id, ps[leaver]), mgr.watch(match_id, ps[leaver], -1).__anext__(),
+                         mgr.reveal_deals(match_id, ps[leaver])):  # docs/api.md lists all of these
                 with pytest.raises(PermissionDenied) as info:
                     await call
                 refused.append(info.value)
-            assert [e.reason for e in refused] == ["SEAT_LEFT"] * 3
+            assert [e.reason for e in refused] == ["SEAT_LEFT"] * 4
             assert not (await mgr.get_match(match_id)).seats[leaver].present
             # watchers learn it once: "left" (the seat is the bot's now), no "disconnected" after
             await until(lambda: any(e.kind == "action" for e in spectator.events))

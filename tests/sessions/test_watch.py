@@ -159,6 +159,34 @@ def test_presence_follows_open_streams():
     assert while_open is True and after is False
 
 
+def test_leaving_a_waiting_match_while_watching_it_is_one_left_event():
+    """A player who leaves a waiting match with its watch stream open (a lobby's "leave
+    table" button) is announced once, ``left``; the stream's end adds no ``disconnected``
+    of the seat it freed, which nobody holds any more (it followed ``left`` with the seat
+    already empty)."""
+    async def go():
+        async with manager() as mgr:
+            summary = await mgr.create_match(CreateMatchRequest(game="georgian_joker"), admin=True)
+            match_id = summary.match_id
+            ps = [mgr.authenticate(match_id, (await mgr.join_match(match_id, seat, name)).token)
+                  for seat, name in ((0, "ann"), (1, "bob"))]
+            streams = [Stream(mgr, match_id, p) for p in ps]
+            await until(lambda: all(len(s.events) >= 1 for s in streams))
+            await until(lambda: all(mgr._matches[match_id].seats[i].present for i in (0, 1)))
+            await mgr.leave_match(match_id, ps[1], resign=False)
+            await until(lambda: streams[1].error is not None)
+            later = await mgr.join_match(match_id, 2, "cat")  # an event after the leave's
+            await until(lambda: streams[0].events[-1].reason == "joined")
+            await asyncio.gather(*(s.close() for s in streams))
+            return streams[0].events, later
+
+    events, _ = run(go())
+    about_bob = [e.reason for e in events if e.kind == "presence" and e.seat == 1]
+    assert about_bob == ["connected", "left"]
+    left = next(e for e in events if e.reason == "left")
+    assert left.details["seats"][1]["taken"] is False
+
+
 def test_stream_ends_with_the_match_and_a_finished_match_can_be_watched():
     async def go():
         async with manager() as mgr:
