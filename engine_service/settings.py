@@ -260,7 +260,8 @@ class Setting:
 SETTINGS: tuple[Setting, ...] = (
     Setting("host", _text(), "address to listen on for gRPC", "HOST"),
     Setting("port", _port, "gRPC port (0: any free port, logged at start)", "PORT"),
-    Setting("metrics_host", _text(), "address of the Prometheus /metrics endpoint", "HOST"),
+    Setting("metrics_host", _text(), "address of the Prometheus /metrics endpoint (IPv6: :: or [::], "
+            "every address of both families)", "HOST"),
     Setting("metrics_port", _port, "Prometheus metrics port (0: any free port, logged)", "PORT"),
     Setting("tls_cert", _path, "PEM certificate chain: serve TLS only (needs --tls-key)", "FILE"),
     Setting("tls_key", _path, "PEM private key of --tls-cert", "FILE"),
