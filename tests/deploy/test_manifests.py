@@ -222,6 +222,10 @@ def test_the_dashboards_all_jobs_are_the_engines_jobs():
     shared = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])
               if re.search(r"\b(up|process_\w+)\{", t["expr"])]
     assert shared and all('job=~"$job"' in e for e in shared), shared
+    # With no engine series in the time range (an engine down for longer) the variable has no
+    # value and up{job=~""} selects nothing: the panel must say 0 (down), not "No data".
+    up = [e for e in shared if re.search(r"\bup\{", e)]
+    assert up and all(e.rstrip().endswith("or on() vector(0)") for e in up), up
 
 
 # ---- Kubernetes ------------------------------------------------------------------------------
