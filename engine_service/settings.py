@@ -26,6 +26,7 @@ from typing import Any, Callable, Mapping
 
 from .sessions.config import SessionConfig
 from .sessions.delay import MAX_SPECTATOR_DELAY
+from .transport.auth import MAX_TOKEN_CHARS
 from .transport.ratelimit import Network, parse_networks
 
 DEFAULT_DB = "./cardgames.sqlite3"
@@ -159,6 +160,31 @@ def _text(*, empty: bool = False) -> Callable[[str], str]:
     return parse
 
 
+def _admin_token(text: str) -> str:
+    """The admin token, as a client sends it: ``authorization: Bearer <token>``.
+
+    Surrounding whitespace is dropped, as ``clients.admin`` drops it from its token file: a
+    Secret or an ``.env`` file written by ``openssl rand -hex 32 > token`` ends with a newline,
+    and the engine used to keep it, making a token that no client can send (a header's value
+    is read without it), so that every admin call was NOT_ADMIN with the right token. A token
+    a header cannot carry (a space or control character inside, non-ASCII) or longer than the
+    engine reads is refused at start for the same reason. The messages never quote it."""
+    token = text.strip()
+    if not token:
+        raise ValueError("must not be empty")
+    if len(token) > MAX_TOKEN_CHARS:
+        raise ValueError(f"must be at most {MAX_TOKEN_CHARS} characters (a longer bearer token is "
+                         f"refused), not {len(token)}")
+    if not all(33 <= ord(c) <= 126 for c in token):
+        raise ValueError("must be printable ASCII without spaces (what a gRPC header carries); "
+                         "the value given has other characters inside (not shown: it is a secret)")
+    return token
+
+
+_admin_token.allowed = (f"printable ASCII without spaces, 1 to {MAX_TOKEN_CHARS} characters; "  # type: ignore[attr-defined]
+                        "surrounding whitespace (a file's newline) is dropped")
+
+
 def _bot_name(text: str) -> str:
     """Any name here; whether that bot is installed (and plays a four-player game) is known
     only once the plugins are loaded: MatchManager.start checks it (exit 2 otherwise)."""
@@ -273,7 +299,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("gc_full_collection_interval_s", _seconds, "run a full garbage collection when this "
             "long went by without one, logged as gc_full_collection with its pause (about 20 us "
             "per open match); 0: only when CPython decides", "SECONDS"),
-    Setting("admin_token", _text(), "bearer token of the admin API (unset: the admin API refuses "
+    Setting("admin_token", _admin_token, "bearer token of the admin API (unset: the admin API refuses "
             "every call); prefer the environment variable to a flag", "TOKEN"),
     # gRPC channel arguments: C ints (milliseconds for the keepalive times)
     Setting("max_receive_message_bytes", _bytes, "largest request accepted", "BYTES"),

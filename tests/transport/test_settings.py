@@ -264,6 +264,30 @@ def test_help_never_shows_the_admin_token():
         assert token not in text and "CARDGAMES_ADMIN_TOKEN; default: set;" in text
 
 
+def test_the_admin_token_is_what_a_client_can_send(capsys):
+    """A token from a file or a Secret (``openssl rand -hex 32 > token``) ends with a newline,
+    which the engine used to keep: no client can send it (a header's value is read without it;
+    clients.admin strips its token as well), so every admin call was PERMISSION_DENIED /
+    NOT_ADMIN with the right token. Surrounding whitespace is now dropped, and a token no header
+    can carry, or longer than the engine reads, stops serve (exit 2) without being quoted."""
+    from engine_service.transport.auth import MAX_TOKEN_CHARS, AdminGate
+
+    token = "0123456789abcdef0123456789abcdef"
+    for raw in (token + "\n", " " + token + "\r\n", "\t" + token):
+        parsed = _parse([], {"CARDGAMES_ADMIN_TOKEN": raw}).admin_token
+        assert parsed == token
+        assert AdminGate(parsed).is_admin(token)  # what clients.admin sends
+        assert _parse([f"--admin-token={raw}"], {}).admin_token == token
+    for bad in ("two words", "tab\tinside", "caf\u00e9-token", "x" * (MAX_TOKEN_CHARS + 1)):
+        with pytest.raises(ValueError, match="CARDGAMES_ADMIN_TOKEN") as refused:
+            _parse([], {"CARDGAMES_ADMIN_TOKEN": bad})
+        assert bad not in str(refused.value)
+        line = _flag_error(capsys, [f"--admin-token={bad}"])
+        assert line.startswith("usage:") is False and "argument --admin-token: must be" in line
+        assert bad not in line
+    assert _parse([], {"CARDGAMES_ADMIN_TOKEN": "x" * MAX_TOKEN_CHARS}).admin_token == "x" * MAX_TOKEN_CHARS
+
+
 def test_help_shows_an_empty_default_as_the_docs_do():
     """docs/operations.md's default column says `empty` for --takeover-bot and
     --trusted-proxies, and --help prints the same table: it showed "default: ;" and
