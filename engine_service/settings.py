@@ -149,11 +149,15 @@ def _off_or_float(lo: float, hi: float, unit: str = "") -> Callable[[str], float
 
 
 def _text(*, empty: bool = False) -> Callable[[str], str]:
-    """A string; an empty one only where it means something (``--takeover-bot ''``)."""
+    """A string without surrounding whitespace; an empty one only where it means something
+    (``--takeover-bot ''``). A value from a file (a Secret or ConfigMap made with
+    ``--from-file``, a YAML block scalar) ends with a newline: ``CARDGAMES_DB`` kept it, and the
+    engine opened a new, empty SQLite file named with it beside the real one, every match gone
+    from view (a PostgreSQL URL named a database "name\\n" that does not exist)."""
     def parse(text: str) -> str:
         if not empty and not text.strip():
             raise ValueError("must not be empty")
-        return text
+        return text.strip()
 
     parse.__name__ = "str"
     parse.allowed = "any text" if empty else "not empty"  # type: ignore[attr-defined]
@@ -423,6 +427,10 @@ def add_arguments(parser: argparse.ArgumentParser, env: Mapping[str, str] | None
                 shown = "empty"  # --takeover-bot: "default: ;" read as a glitch
             elif s.name == "admin_token":
                 shown = "set"  # never echo a secret in --help
+            elif s.name == "db":
+                # a postgresql:// URL may hold a password: shown as the logs show it (***)
+                from .store import describe_location
+                shown = describe_location(shown)
         except ValueError:
             shown = f"invalid {s.env}"
         parser.add_argument(s.flag, dest=s.name, type=s.from_flag, default=_FROM_ENVIRONMENT,

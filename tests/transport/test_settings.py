@@ -288,6 +288,22 @@ def test_the_admin_token_is_what_a_client_can_send(capsys):
     assert _parse([], {"CARDGAMES_ADMIN_TOKEN": "x" * MAX_TOKEN_CHARS}).admin_token == "x" * MAX_TOKEN_CHARS
 
 
+def test_a_value_from_a_file_loses_its_newline_and_help_hides_a_database_password(tmp_path):
+    """Text settings drop surrounding whitespace: CARDGAMES_DB from a file (a Secret or
+    ConfigMap made with --from-file) ends with a newline, and the engine opened a new, empty
+    SQLite file named with it, every match gone from view. --help shows a postgresql:// URL as
+    the logs do, its password as ***, as it shows the admin token as "set"."""
+    db = tmp_path / "cards.sqlite3"
+    s = _parse([], {"CARDGAMES_DB": f"{db}\n", "CARDGAMES_HOST": " 127.0.0.1\n",
+                    "CARDGAMES_METRICS_HOST": "::\r\n"})
+    assert (str(s.session.db_path), s.host, s.metrics_host) == (str(db), "127.0.0.1", "::")
+    assert str(_parse([f"--db={db} "], {}).session.db_path) == str(db)
+    parser = argparse.ArgumentParser()
+    S.add_arguments(parser, {"CARDGAMES_DB": "postgresql://cardgames:s3cret-pw@db.internal/cardgames"})
+    text = " ".join(parser.format_help().split())
+    assert "s3cret" not in text and "postgresql://cardgames:***@db.internal/cardgames" in text
+
+
 def test_help_shows_an_empty_default_as_the_docs_do():
     """docs/operations.md's default column says `empty` for --takeover-bot and
     --trusted-proxies, and --help prints the same table: it showed "default: ;" and
