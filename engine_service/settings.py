@@ -199,9 +199,11 @@ _bot_name.allowed = "empty, or an installed bot (checked at start)"  # type: ign
 
 
 def _path(text: str) -> Path:
+    """A file's path, without surrounding whitespace (a value read from a file ends with a
+    newline; see :func:`_text`)."""
     if not text.strip():
         raise ValueError("must not be empty")
-    return Path(text)
+    return Path(text.strip())
 
 
 _path.allowed = "a file"  # type: ignore[attr-defined]

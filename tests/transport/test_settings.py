@@ -297,6 +297,8 @@ def test_a_value_from_a_file_loses_its_newline_and_help_hides_a_database_passwor
     s = _parse([], {"CARDGAMES_DB": f"{db}\n", "CARDGAMES_HOST": " 127.0.0.1\n",
                     "CARDGAMES_METRICS_HOST": "::\r\n"})
     assert (str(s.session.db_path), s.host, s.metrics_host) == (str(db), "127.0.0.1", "::")
+    tls_cert = next(x for x in S.SETTINGS if x.name == "tls_cert")
+    assert tls_cert.parse(f"{tmp_path}/cert.pem\n") == tmp_path / "cert.pem"
     assert str(_parse([f"--db={db} "], {}).session.db_path) == str(db)
     parser = argparse.ArgumentParser()
     S.add_arguments(parser, {"CARDGAMES_DB": "postgresql://cardgames:s3cret-pw@db.internal/cardgames"})
