@@ -568,6 +568,10 @@ def error_line(exc: CardGamesError, token: str | None) -> str:
     line = f"error: {exc.code.name}" + (f" ({exc.reason})" if exc.reason else "") + f": {exc.message}"
     if exc.code == grpc.StatusCode.UNAUTHENTICATED and token is None:
         line += f" (no admin token: give --admin-token-file PATH or set {TOKEN_ENV})"
+    elif exc.reason == "ADMIN_DISABLED":
+        # No token was compared: the engine has none (it logged admin_api_disabled at start).
+        line += (f" (the engine was started without an admin token: set {TOKEN_ENV} or "
+                 "--admin-token where it runs, and restart it)")
     elif exc.code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
         line += " (the admin token was refused)"
     line = " ".join(line.split())  # one line

@@ -426,6 +426,9 @@ class Client:
         self.stub = card_games_pb2_grpc.CardGamesServiceStub(channel)
         self.timeout_s = timeout_s
         self.retry = retry
+        # A token from a file or a Secret ends with a newline, which no header can carry (the
+        # call failed with grpc's own "execute_batch" error); the engine drops it too.
+        admin_token = (admin_token or "").strip() or None
         self._admin_token = admin_token
         self.admin = AdminClient(channel, admin_token, timeout_s) if admin_token else None
 
@@ -854,6 +857,7 @@ class AdminClient:
     stub: Any = field(init=False)
 
     def __post_init__(self) -> None:
+        self.token = (self.token or "").strip() or None  # a file's newline: see Client
         self.stub = admin_pb2_grpc.AdminServiceStub(self.channel)
 
     async def _call(self, method: Callable[..., Awaitable[T]], request: Any) -> T:

@@ -58,10 +58,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "them, from a database no engine is serving from (it refuses, exit status 2, "
                     "while one holds it), then give the space back (SQLite: VACUUM). A running "
                     "engine does the same by itself with --keep-finished-days.")
+    from .store import describe_location
+
     env_db = os.environ.get("CARDGAMES_DB") or None
+    # --help shows the URL as the logs do: its password, if it has one, as ***
     p.add_argument("--db", default=env_db, metavar="PATH",
                    help="SQLite file or postgresql:// URL, as the engine's --db "
-                        f"[env CARDGAMES_DB; default: {env_db or 'none, required'}]")
+                        f"[env CARDGAMES_DB; default: {describe_location(env_db) if env_db else 'none, required'}]")
     p.add_argument("--older-than-days", type=_days, required=True, metavar="N",
                    help="delete the matches that ended more than N days ago (fractions allowed; "
                         "0: every ended match)")
@@ -74,7 +77,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from .store import MEMORY, _is_postgres
 
-    db = args.db
+    db = (args.db or "").strip()  # as serve reads --db: a file's newline is not part of it
     if not db:
         return _usage("--db is required (or set CARDGAMES_DB)")
     if str(db) == MEMORY:

@@ -176,7 +176,8 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
     try:
         http = start_metrics_server(settings.metrics_port, settings.metrics_host, metrics.registry)
     except OSError as exc:
-        log.error("metrics_port_unavailable", port=settings.metrics_port, error=str(exc))
+        log.error("metrics_port_unavailable", host=settings.metrics_host, port=settings.metrics_port,
+                  error=str(exc))
         await manager.close()
         return EXIT_CONFIG
     log.info("metrics_server_started", port=http.server_port)

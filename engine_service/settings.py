@@ -149,36 +149,44 @@ def _off_or_float(lo: float, hi: float, unit: str = "") -> Callable[[str], float
 
 
 def _text(*, empty: bool = False) -> Callable[[str], str]:
-    """A string; an empty one only where it means something (``--takeover-bot ''``)."""
+    """A string without surrounding whitespace; an empty one only where it means something
+    (``--takeover-bot ''``). A value from a file (a Secret or ConfigMap made with
+    ``--from-file``, a YAML block scalar) ends with a newline: ``CARDGAMES_DB`` kept it, and the
+    engine opened a new, empty SQLite file named with it beside the real one, every match gone
+    from view (a PostgreSQL URL named a database "name\\n" that does not exist)."""
     def parse(text: str) -> str:
         if not empty and not text.strip():
             raise ValueError("must not be empty")
-        return text
+        return text.strip()
 
     parse.__name__ = "str"
     parse.allowed = "any text" if empty else "not empty"  # type: ignore[attr-defined]
     return parse
 
 
-def _bearer_token(text: str) -> str:
-    """The admin token: what a client can send as ``authorization: Bearer <token>``. gRPC
-    metadata carries printable ASCII only, a token is one word (RFC 6750: white space inside
-    is MALFORMED_TOKEN), and a token longer than :data:`~.transport.auth.MAX_TOKEN_CHARS` is
-    refused before any comparison: a token outside these (a trailing newline from a file, a long passphrase,
-    an accented letter) was accepted at start and then matched no call, every admin call
-    refused NOT_ADMIN or MALFORMED_TOKEN. The message never shows the value (a secret)."""
-    if not text.strip():
+def _admin_token(text: str) -> str:
+    """The admin token, as a client sends it: ``authorization: Bearer <token>``.
+
+    Surrounding whitespace is dropped, as ``clients.admin`` drops it from its token file: a
+    Secret or an ``.env`` file written by ``openssl rand -hex 32 > token`` ends with a newline,
+    and the engine used to keep it, making a token that no client can send (a header's value
+    is read without it), so that every admin call was NOT_ADMIN with the right token. A token
+    a header cannot carry (a space or control character inside, non-ASCII) or longer than the
+    engine reads is refused at start for the same reason. The messages never quote it."""
+    token = text.strip()
+    if not token:
         raise ValueError("must not be empty")
-    if len(text) > MAX_TOKEN_CHARS:
-        raise ValueError(f"must be at most {MAX_TOKEN_CHARS} characters (a longer bearer token is refused), "
-                         f"not {len(text)} (the value is not shown)")
-    if not all("!" <= c <= "~" for c in text):
-        raise ValueError("must be printable ASCII without white space, what an authorization header "
-                         "carries as one token (openssl rand -hex 32); the value is not shown")
-    return text
+    if len(token) > MAX_TOKEN_CHARS:
+        raise ValueError(f"must be at most {MAX_TOKEN_CHARS} characters (a longer bearer token is "
+                         f"refused), not {len(token)}")
+    if not all(33 <= ord(c) <= 126 for c in token):
+        raise ValueError("must be printable ASCII without spaces (what a gRPC header carries); "
+                         "the value given has other characters inside (not shown: it is a secret)")
+    return token
 
 
-_bearer_token.allowed = f"printable ASCII without spaces, 1 to {MAX_TOKEN_CHARS} characters"  # type: ignore[attr-defined]
+_admin_token.allowed = (f"printable ASCII without spaces, 1 to {MAX_TOKEN_CHARS} characters; "  # type: ignore[attr-defined]
+                        "surrounding whitespace (a file's newline) is dropped")
 
 
 def _bot_name(text: str) -> str:
@@ -191,9 +199,11 @@ _bot_name.allowed = "empty, or an installed bot (checked at start)"  # type: ign
 
 
 def _path(text: str) -> Path:
+    """A file's path, without surrounding whitespace (a value read from a file ends with a
+    newline; see :func:`_text`)."""
     if not text.strip():
         raise ValueError("must not be empty")
-    return Path(text)
+    return Path(text.strip())
 
 
 _path.allowed = "a file"  # type: ignore[attr-defined]
@@ -282,7 +292,8 @@ class Setting:
 SETTINGS: tuple[Setting, ...] = (
     Setting("host", _text(), "address to listen on for gRPC", "HOST"),
     Setting("port", _port, "gRPC port (0: any free port, logged at start)", "PORT"),
-    Setting("metrics_host", _text(), "address of the Prometheus /metrics endpoint", "HOST"),
+    Setting("metrics_host", _text(), "address of the Prometheus /metrics endpoint (IPv6: :: or [::], "
+            "every address of both families)", "HOST"),
     Setting("metrics_port", _port, "Prometheus metrics port (0: any free port, logged)", "PORT"),
     Setting("tls_cert", _path, "PEM certificate chain: serve TLS only (needs --tls-key)", "FILE"),
     Setting("tls_key", _path, "PEM private key of --tls-cert", "FILE"),
@@ -294,7 +305,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("gc_full_collection_interval_s", _seconds, "run a full garbage collection when this "
             "long went by without one, logged as gc_full_collection with its pause (about 20 us "
             "per open match); 0: only when CPython decides", "SECONDS"),
-    Setting("admin_token", _bearer_token, "bearer token of the admin API (unset: the admin API refuses "
+    Setting("admin_token", _admin_token, "bearer token of the admin API (unset: the admin API refuses "
             "every call); prefer the environment variable to a flag", "TOKEN"),
     # gRPC channel arguments: C ints (milliseconds for the keepalive times)
     Setting("max_receive_message_bytes", _bytes, "largest request accepted", "BYTES"),
@@ -420,6 +431,10 @@ def add_arguments(parser: argparse.ArgumentParser, env: Mapping[str, str] | None
                 shown = "empty"  # --takeover-bot: "default: ;" read as a glitch
             elif s.name == "admin_token":
                 shown = "set"  # never echo a secret in --help
+            elif s.name == "db":
+                # a postgresql:// URL may hold a password: shown as the logs show it (***)
+                from .store import describe_location
+                shown = describe_location(shown)
         except ValueError:
             shown = f"invalid {s.env}"
         parser.add_argument(s.flag, dest=s.name, type=s.from_flag, default=_FROM_ENVIRONMENT,

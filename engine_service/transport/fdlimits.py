@@ -214,9 +214,17 @@ def start_metrics_server(port: int, addr: str, registry: CollectorRegistry, *,
     thread; ``server_port`` is the bound port, ``shutdown()`` stops it. OSError if the address
     cannot be bound. A connection is closed when its whole request has not come within
     ``read_timeout_s`` seconds (:data:`METRICS_READ_TIMEOUT_S`), and at once when
-    ``max_connections`` are open already (:data:`MAX_METRICS_CONNECTIONS`)."""
-    family, _, _, _, sockaddr = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM,
-                                                   flags=socket.AI_PASSIVE)[0]
+    ``max_connections`` are open already (:data:`MAX_METRICS_CONNECTIONS`).
+
+    ``addr`` may be an IPv6 address in brackets, as ``--host`` takes it (its default is
+    ``[::]``): getaddrinfo knows no brackets, and ``--metrics-host [::]`` failed with "Name or
+    service not known" as if the port were the problem."""
+    host = addr[1:-1] if addr.startswith("[") and addr.endswith("]") else addr
+    try:
+        family, _, _, _, sockaddr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                       flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror as exc:
+        raise OSError(exc.errno, f"cannot resolve the metrics address {addr!r}: {exc.strerror}") from None
 
     connections = max_connections
 

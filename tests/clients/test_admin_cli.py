@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+import grpc
+
 from clients import cardgames_client as cg
 from clients import admin as admin_cli
 from clients import render
@@ -291,6 +293,21 @@ def test_bad_or_missing_token_is_refused_and_never_shown(engine, tmp_path):
     token_file.write_text(ADMIN_TOKEN + "\n")
     ok(admin(engine.target, "list", "--admin-token-file", str(token_file), token=wrong))
     ok(admin(engine.target, "list", "--admin-token-file", "-", token=None, stdin=ADMIN_TOKEN + "\n"))
+
+def test_an_engine_without_an_admin_token_is_named_as_the_cause():
+    """ADMIN_DISABLED: the engine has no admin token, so no token was refused; the line says
+    how to turn the admin API on (it used to say "the admin token was refused", which sent the
+    operator looking for a typo in a token the engine never had)."""
+    disabled = cg.CardGamesError(grpc.StatusCode.PERMISSION_DENIED, "the admin API is disabled on this server",
+                                 reason="ADMIN_DISABLED")
+    for token in (ADMIN_TOKEN, None):
+        line = admin_cli.error_line(disabled, token)
+        assert line.startswith("error: PERMISSION_DENIED (ADMIN_DISABLED): the admin API is disabled")
+        assert "refused" not in line and "started without an admin token" in line
+        assert "CARDGAMES_ADMIN_TOKEN" in line and "\n" not in line
+    wrong = cg.CardGamesError(grpc.StatusCode.PERMISSION_DENIED, "not the admin token", reason="NOT_ADMIN")
+    assert admin_cli.error_line(wrong, ADMIN_TOKEN).endswith("(the admin token was refused)")
+
 
 def in_process(capsys, monkeypatch, *argv: str, token: str | None = None) -> tuple[int, str, str]:
     """``clients.admin.main(argv)`` in this process (for what fails before any call)."""

@@ -82,6 +82,22 @@ def test_every_game_plays_to_the_end_with_a_spectator(engine):
     run(scenario(), timeout_s=300)
 
 
+def test_an_admin_token_read_from_a_file_works(engine):
+    """An admin token taken from a file or a Secret (``os.environ["CARDGAMES_ADMIN_TOKEN"]``,
+    as the duplicate-tournament recipe of docs/operations.md reads it) ends with a newline: the
+    library drops surrounding whitespace, as the engine and clients.admin do. It used to put it
+    in the header, and every admin call failed with grpc's own "execute_batch" error."""
+    async def go():
+        async with cg.connect(engine.target, admin_token=f" {ADMIN_TOKEN}\n") as client:
+            assert client.admin is not None and client.admin.token == ADMIN_TOKEN
+            await client.admin.list_matches(limit=1)
+            match = await client.create_match("klaberjass", seats=["random", "random"], first_dealer=0)
+            await client.admin.terminate(match.match_id, "test done")
+        async with cg.connect(engine.target, admin_token="\n") as client:
+            assert client.admin is None  # whitespace alone is no token
+    run(go())
+
+
 def test_errors_carry_status_code_and_reason(engine):
     """Each failure is a CardGamesError subclass with the gRPC code and the ErrorInfo reason."""
 

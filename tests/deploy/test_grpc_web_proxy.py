@@ -129,6 +129,22 @@ def test_the_engine_is_reached_over_http2_at_its_compose_address():
     assert address.port_value == int(engine["environment"]["CARDGAMES_PORT"]) == Settings().port
 
 
+def test_the_proxy_does_not_cap_open_calls_below_the_engines_limits():
+    """Every browser's WatchMatch stream is a request open to the engine cluster for the whole
+    match. Envoy's default circuit breaker (1,024 open requests a cluster) refused every call
+    past about a thousand players and spectators with 503 while the engine had room for
+    --max-matches tables of four seats and --max-watchers spectators: the proxy's threshold
+    must hold at least that many streams."""
+    (cluster,) = bootstrap().static_resources.clusters
+    default = [t for t in cluster.circuit_breakers.thresholds if t.priority == 0]  # DEFAULT
+    assert default, "no DEFAULT circuit breaker threshold: Envoy's 1,024 open requests apply"
+    (threshold,) = default
+    session = Settings().session
+    streams = 4 * session.max_matches + session.max_watchers
+    assert threshold.HasField("max_requests") and threshold.max_requests.value >= streams
+    assert threshold.HasField("max_pending_requests") and threshold.max_pending_requests.value > 1024
+
+
 def test_the_engine_trusts_the_proxy_and_only_it():
     """The proxy appends each browser's address to x-forwarded-for (use_remote_address), and
     the engine counts a call from the proxy's fixed address against that address; nothing

@@ -200,6 +200,34 @@ def test_dashboard_covers_the_operational_questions():
     assert len(ids) == len(set(ids)), "panel ids must be unique"
 
 
+def test_the_dashboards_all_jobs_are_the_engines_jobs():
+    """'All' of the $job variable stands for the engine's jobs, not for every job.
+
+    The "Engine up" and "Process memory" panels query ``up`` and ``process_*``, which every
+    scrape job has: the compose stack's Prometheus scrapes itself (job ``prometheus``), a
+    cluster's Prometheus a dozen exporters. With ``allValue: ".*"`` the default selection
+    summed Prometheus' own resident memory into the engine's, and "Engine up" took the
+    minimum over Prometheus' targets as well as the engine's. Without an ``allValue``, Grafana's All is the
+    alternation of the variable's values, the jobs exporting ``cardgames_*`` metrics."""
+    dash = json.loads((DEPLOY / "grafana/dashboards/cardgames.json").read_text())
+    job = next(v for v in dash["templating"]["list"] if v["name"] == "job")
+    assert re.search(r"\bcardgames_\w+", job["query"]["query"]), "the values must be the engine's jobs"
+    other_jobs = [c["job_name"] for c in yaml.safe_load((DEPLOY / "prometheus/prometheus.yml").read_text())
+                  ["scrape_configs"] if c["job_name"] != "cardgames-engine"]
+    assert other_jobs, "prometheus.yml scrapes another job (the check below must not be vacuous)"
+    all_value = job.get("allValue")
+    if all_value is not None:
+        matched = [j for j in other_jobs if re.fullmatch(all_value, j)]
+        assert not matched, f"$job's All ({all_value!r}) selects {matched}: up and process_* of other jobs"
+    shared = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])
+              if re.search(r"\b(up|process_\w+)\{", t["expr"])]
+    assert shared and all('job=~"$job"' in e for e in shared), shared
+    # With no engine series in the time range (an engine down for longer) the variable has no
+    # value and up{job=~""} selects nothing: the panel must say 0 (down), not "No data".
+    up = [e for e in shared if re.search(r"\bup\{", e)]
+    assert up and all(e.rstrip().endswith("or on() vector(0)") for e in up), up
+
+
 # ---- Kubernetes ------------------------------------------------------------------------------
 
 

@@ -164,6 +164,22 @@ def test_the_database_from_cardgames_db(tmp_path, capsys, monkeypatch):
     assert status == 0 and out.startswith(f"{db}: ")
 
 
+def test_cardgames_db_from_a_file_and_with_a_password(tmp_path, capsys, monkeypatch):
+    """CARDGAMES_DB read from a file (a Secret or ConfigMap made with --from-file) ends with a
+    newline, which is not part of the path (it was: "no database file at ..."); and --help
+    shows a URL's password as the logs do, ***, never as written."""
+    db = tmp_path / "cards.sqlite3"
+    populate_sqlite(db)
+    monkeypatch.setenv("CARDGAMES_DB", f"{db}\n")
+    status, out, _ = prune(capsys, "--older-than-days", "30", "--dry-run")
+    assert status == 0 and out.startswith(f"{db}: ")
+    monkeypatch.setenv("CARDGAMES_DB", "postgresql://cardgames:s3cret-pw@db.internal/cardgames?password=s3cret2")
+    with pytest.raises(SystemExit):
+        main(["prune", "--help"])
+    text = capsys.readouterr().out
+    assert "s3cret" not in text and "postgresql://cardgames:***@" in " ".join(text.split()).replace(" ", "")
+
+
 def test_an_engine_prunes_by_itself_and_the_command_refuses_its_database(tmp_path, capsys):
     """The engine, started with CARDGAMES_KEEP_FINISHED_DAYS=30 on a database holding matches
     that ended 40 days ago, deletes them in its first pass at start-up (a log line per batch;

@@ -686,6 +686,30 @@ def test_the_metrics_endpoint_serves_a_bounded_number_of_connections_at_once():
         httpd.shutdown()
 
 
+def test_the_metrics_address_may_be_an_ipv6_address_in_brackets():
+    """``--metrics-host [::]``, written as ``--host`` takes its default, serves the metrics on
+    every address (a scrape over IPv4 and over IPv6 answers); it used to stop the engine with
+    metrics_port_unavailable "Name or service not known", as if the port were the problem. An
+    address that does not resolve is an OSError naming it, which serve logs with the host."""
+    import urllib.request
+
+    from prometheus_client import CollectorRegistry, Counter
+
+    from engine_service.transport.fdlimits import start_metrics_server
+
+    registry = CollectorRegistry()
+    Counter("probe", "a sample", registry=registry).inc()
+    httpd = start_metrics_server(0, "[::]", registry)
+    try:
+        for host in ("127.0.0.1", "[::1]"):
+            with urllib.request.urlopen(f"http://{host}:{httpd.server_port}/metrics", timeout=5) as reply:
+                assert b"probe_total 1.0" in reply.read(), host
+    finally:
+        httpd.shutdown()
+    with pytest.raises(OSError, match="cannot resolve the metrics address 'no-such-host.invalid'"):
+        start_metrics_server(0, "no-such-host.invalid", registry)
+
+
 def test_an_unlimited_open_files_limit_is_not_low():
     import resource
 

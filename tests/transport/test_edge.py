@@ -290,6 +290,29 @@ async def test_admin_gate():
 
 
 @run
+async def test_create_match_with_the_admin_token_is_the_admins():
+    """A CreateMatch with the admin token and no decks is the admin's all the same, so that it
+    is never refused MAX_BOT_MATCHES (docs/operations.md, --max-bot-matches: "the admin is never
+    refused one"; docs/api.md: MAX_BOT_MATCHES is "for a caller without the admin token"). It
+    used to count as the admin's only with decks or first_dealer, and an operator starting bot
+    tables with the admin token got RESOURCE_EXHAUSTED at the limit. Any other token, a
+    malformed header too, leaves the call an ordinary caller's, refused nothing it was not."""
+    service = ScriptedService()
+    async with running(service) as srv:
+        def last_admin_flag() -> bool:
+            return [c for c in service.calls if c[0] == "create_match"][-1][2]
+
+        await srv.games.CreateMatch(pb.CreateMatchRequest(game="g"), metadata=bearer(ADMIN_TOKEN))
+        assert last_admin_flag() is True
+        for md in (None, bearer(SEAT_TOKEN), bearer("nope"), (("authorization", "Basic x"),)):
+            await srv.games.CreateMatch(pb.CreateMatchRequest(game="g"), metadata=md)
+            assert last_admin_flag() is False, md
+    async with running(ScriptedService(), admin_token=None) as srv:
+        # a server without an admin token has no admin: the token sent is nobody's
+        await srv.games.CreateMatch(pb.CreateMatchRequest(game="g"), metadata=bearer(ADMIN_TOKEN))
+
+
+@run
 async def test_admin_api_disabled_without_a_token():
     service = ScriptedService()
     with structlog.testing.capture_logs() as logs:
