@@ -153,8 +153,13 @@ def test_compose_engine_settings_and_ports(compose):
     port = int(engine["environment"]["CARDGAMES_PORT"])
     metrics = int(engine["environment"]["CARDGAMES_METRICS_PORT"])
     assert (port, metrics) == (DEFAULTS.port, DEFAULTS.metrics_port)
-    published = {p.split(":")[1] for p in engine["ports"]}
-    assert published == {str(port), str(metrics)}
+    published = {p.rsplit(":", 2)[-2]: p for p in engine["ports"]}
+    assert set(published) == {str(port), str(metrics)}
+    # only the API faces the network; the operator's ports are bound to the host's loopback
+    assert published[str(port)] == f"{port}:{port}"
+    assert published[str(metrics)] == f"127.0.0.1:{metrics}:{metrics}"
+    for name in ("prometheus", "grafana"):
+        assert all(p.startswith("127.0.0.1:") for p in compose["services"][name]["ports"]), name
     # the database path is inside the named volume
     db = engine["environment"]["CARDGAMES_DB"]
     mounts = [v.split(":")[1] for v in engine["volumes"]]
