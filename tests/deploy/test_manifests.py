@@ -290,6 +290,22 @@ def test_configmap_and_env_are_settings_of_serve(k8s):
     assert "CARDGAMES_ADMIN_TOKEN" not in k8s["ConfigMap"]["data"]
 
 
+def test_the_configmap_values_start_the_engine_with_the_recommended_seat_limit(k8s):
+    """Every value of the ConfigMap is one `serve` accepts (a typo there stops the pod), and
+    the production manifest limits each seat token's calls as docs/operations.md recommends
+    (safe behind any proxy: keyed by the token); the per-address limit stays the operator's
+    choice, since behind a proxy it needs the proxies' addresses."""
+    import argparse
+
+    from engine_service import settings as S
+
+    parser = argparse.ArgumentParser()
+    S.add_arguments(parser, dict(k8s["ConfigMap"]["data"]))
+    settings = S.from_namespace(parser.parse_args([]))
+    assert (settings.rate_limit_seat_per_s, settings.rate_limit_seat_burst) == (20.0, 40)
+    assert settings.rate_limit_peer_per_s == 0.0
+
+
 def test_database_is_on_the_claimed_volume(k8s):
     pod = k8s["Deployment"]["spec"]["template"]["spec"]
     c = container(k8s)
