@@ -57,7 +57,8 @@ if __name__ == "__main__":
 
 import grpc  # noqa: E402
 
-from .cardgames_client import AdminClient, CardGamesError, MatchSummary, connect, python_value, struct_value
+from .cardgames_client import (AdminClient, CardGamesError, MatchSummary, connect, python_value, struct_value,
+                               target_arg)
 from engine_service.transport.generated import match_pb2
 
 if TYPE_CHECKING:
@@ -472,7 +473,7 @@ def _connection_options(p: argparse.ArgumentParser, top: bool) -> None:
     """The options of every sub-command, accepted before or after its name (the sub-command's
     copies default to nothing, so they never hide one given before it)."""
     default: Callable[[Any], Any] = (lambda v: v) if top else (lambda v: argparse.SUPPRESS)
-    p.add_argument("--target", default=default(default_target()),
+    p.add_argument("--target", type=target_arg, default=default(default_target()),
                    help="host:port of the engine (default: 127.0.0.1:$CARDGAMES_PORT, or "
                    f"{DEFAULT_PORT} when unset)")
     p.add_argument("--tls", action="store_true", default=default(False), help="connect with TLS")

@@ -52,6 +52,7 @@ are documented in proto/cardgames/v1 and docs/api.md.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import hashlib
 import inspect
@@ -575,6 +576,16 @@ class Client:
         return Spectator(self, match_id, None)
 
 
+def target_arg(text: str) -> str:
+    """argparse ``type`` of the clients' ``--target``: ``host:port`` with a port after its
+    ``:``, refused as a usage error otherwise (:func:`connect` would raise ValueError)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the target is empty (host:port, e.g. 127.0.0.1:50051)")
+    if text.endswith(":"):
+        raise argparse.ArgumentTypeError(f"{text!r} has no port after its ':' (host:port, e.g. 127.0.0.1:50051)")
+    return text
+
+
 def connect(target: str, *, tls: bool = False, root_certificates: bytes | None = None,
             server_name: str | None = None, admin_token: str | None = None,
             timeout_s: float = 10.0, retry: RetryPolicy = RetryPolicy()) -> Client:
@@ -582,8 +593,12 @@ def connect(target: str, *, tls: bool = False, root_certificates: bytes | None =
 
     ``tls``: encrypt and verify the server (``root_certificates``: PEM roots, default the
     system's; ``server_name``: the name to verify when it differs from the target's host).
-    The channel connects lazily; :meth:`Client.wait_ready` waits for it.
+    The channel connects lazily; :meth:`Client.wait_ready` waits for it. A target ending in
+    ``:`` (``host:``, a port left out of a script's variable) is a ValueError: gRPC would
+    take port 443 for it, and the call would wait on the wrong port without a word.
     """
+    if target.endswith(":"):
+        raise ValueError(f"the target {target!r} has no port after its ':' (host:port, e.g. 127.0.0.1:50051)")
     options: list[tuple[str, Any]] = [
         # Watch streams are long-lived: ping so that a dead connection is noticed (and the
         # stream resumed) within a minute, not at the next TCP timeout.

@@ -27,6 +27,8 @@ if __name__ == "__main__":
 import grpc  # noqa: E402
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from .cardgames_client import target_arg  # noqa: E402
+
 DEFAULT_PORT = 50051
 
 
@@ -53,7 +55,7 @@ def check(target: str, service: str = "", timeout_s: float = 3.0,
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m clients.health", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--target", default=default_target(),
+    parser.add_argument("--target", type=target_arg, default=default_target(),
                         help="host:port of the engine (default: 127.0.0.1:$CARDGAMES_PORT or 50051)")
     parser.add_argument("--service", default="",
                         help="service name to ask about (default: the whole server)")

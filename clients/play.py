@@ -62,7 +62,7 @@ from textual.widgets.option_list import Option
 from . import render
 from .connection_sign import ConnectionSign
 from .cardgames_client import (RESUMED, CardGamesError, Client, SeatSession, StaleSequence,
-                               StreamState, connect, is_finished, is_my_turn, python_value)
+                               StreamState, connect, is_finished, is_my_turn, python_value, target_arg)
 from .local_service import LocalService, ServiceFailed
 from engine_service.transport.generated import match_pb2
 
@@ -481,7 +481,7 @@ def positive_int(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m clients.play", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--target", help="host:port of a running engine (default: start one)")
+    p.add_argument("--target", type=target_arg, help="host:port of a running engine (default: start one)")
     p.add_argument("--tls", action="store_true", help="connect with TLS")
     p.add_argument("--ca", metavar="FILE", help="PEM root certificate(s) for --tls")
     p.add_argument("--server-name", help="TLS name to verify instead of the target's host")

@@ -44,7 +44,7 @@ from engine_service.rules import get_game
 from engine_service.transport.generated import cards_pb2, match_pb2
 
 from .cardgames_client import (CardGamesError, Client, FailedPrecondition, SeatSession, StaleSequence,
-                               connect, is_finished, is_my_turn, struct_value, whole_numbers)
+                               connect, is_finished, is_my_turn, struct_value, target_arg, whole_numbers)
 from .local_service import LocalService
 
 NETWORK_MARGIN_S = 0.25  # kept back from the server's deadline for the round trip
@@ -312,7 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m clients.remote_bot", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bot", required=True, help="bot plugin name (see ListBots / the arena)")
-    p.add_argument("--target", help="host:port of a running engine (default: start one)")
+    p.add_argument("--target", type=target_arg, help="host:port of a running engine (default: start one)")
     p.add_argument("--tls", action="store_true")
     p.add_argument("--match", help="join this match (else create one with --game)")
     p.add_argument("--seat", type=int, help="seat to take (default: the first open one / 0)")

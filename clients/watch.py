@@ -37,7 +37,7 @@ from textual.widgets import Footer, RichLog, Static
 from . import render
 from .connection_sign import ConnectionSign
 from .play import board_rows, fitted_deals, positive_int, stderr_notices, summary_now
-from .cardgames_client import CardGamesError, Spectator, StreamState, connect
+from .cardgames_client import CardGamesError, Spectator, StreamState, connect, target_arg
 from engine_service.transport.generated import match_pb2
 
 
@@ -202,7 +202,7 @@ def print_final(final: Any, console: Console) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m clients.watch", description=__doc__.split("\n\n")[0])
     p.add_argument("match_id", metavar="MATCH_ID")
-    p.add_argument("--target", default="127.0.0.1:50051", help="host:port of the engine")
+    p.add_argument("--target", type=target_arg, default="127.0.0.1:50051", help="host:port of the engine")
     p.add_argument("--tls", action="store_true", help="connect with TLS")
     p.add_argument("--ca", metavar="FILE", help="PEM root certificate(s) for --tls")
     p.add_argument("--server-name", help="TLS name to verify instead of the target's host")

@@ -223,3 +223,24 @@ def test_rate_limited_errors_carry_the_retry_delay():
         assert 0 < caught.value.retry_delay_s <= 1.0
 
     run(scenario())
+
+
+@pytest.mark.parametrize("module,args", [
+    ("clients.admin", ["list"]), ("clients.health", []), ("clients.play", ["--list"]),
+    ("clients.watch", ["MATCH"]), ("clients.remote_bot", []),
+])
+def test_a_target_without_its_port_is_a_usage_error(module, args, capsys):
+    """``--target host:`` (a port variable left empty in a script): gRPC takes port 443 for it
+    and the command waited on the wrong port, saying nothing. Every client refuses it as a
+    usage error (exit 2) naming what is missing, and the library's connect() raises."""
+    import importlib
+
+    from clients.cardgames_client import connect
+
+    main = importlib.import_module(module).main
+    with pytest.raises(SystemExit) as info:
+        main(["--target", "127.0.0.1:", *args])
+    assert info.value.code == 2
+    assert "argument --target: '127.0.0.1:' has no port after its ':'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="has no port"):
+        connect("[::1]:")
