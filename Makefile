@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench clean proto api-baseline
+.PHONY: run test bench clean proto api-baseline prometheusrule
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ proto: $(STAMP)
 # so that what it added is held too; never to make a breaking change pass.
 api-baseline: $(STAMP)
 	$(VENV)/bin/buf build --exclude-source-info -o '-#format=json' | $(PY) -m json.tool --indent 1 > proto/published/cardgames_v1.json
+
+# Regenerate deploy/k8s/tools/prometheusrule.yaml from deploy/prometheus/alerts.yml (commit it).
+prometheusrule: $(STAMP)
+	$(PY) deploy/k8s/tools/prometheusrule.py > deploy/k8s/tools/prometheusrule.yaml
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -122,3 +122,20 @@ def test_the_kubernetes_scrape_job_is_the_one_the_alerts_watch(promtool, tmp_pat
     result = subprocess.run([promtool, "check", "config", "kubernetes.yml"], capture_output=True, text=True,
                             cwd=tmp_path, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_prometheus_rule_holds_the_alerts_as_they_are():
+    """deploy/k8s/tools/prometheusrule.yaml (for the Prometheus Operator) is what `make
+    prometheusrule` prints from alerts.yml, and its rule groups are alerts.yml's, so a cluster
+    with the operator is alerted as the compose stack is (the docs told such an operator to
+    "load those rules as a PrometheusRule", and none was shipped)."""
+    import runpy
+
+    tools = DEPLOY / "k8s" / "tools"
+    generator = runpy.run_path(str(tools / "prometheusrule.py"))
+    alerts = (PROMETHEUS / "alerts.yml").read_text()
+    committed = (tools / "prometheusrule.yaml").read_text()
+    assert committed == generator["render"](alerts), "run `make prometheusrule` and commit the result"
+    rule = yaml.safe_load(committed)
+    assert (rule["apiVersion"], rule["kind"]) == ("monitoring.coreos.com/v1", "PrometheusRule")
+    assert rule["spec"] == yaml.safe_load(alerts)
