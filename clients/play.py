@@ -7,8 +7,9 @@ stops it at the end; with ``--target host:port`` it uses a running service. It c
 whose other seats are the given bots (``open`` leaves a seat to another person), joins the
 free seat and shows, from the server's view only:
 
-* your hand; the table (trump, the Klaberjass / Jo-Jotte turn-up, information card, auction
-  and contract, the Georgian Joker trump indicator and bids, Japanese Joker's columns); the
+* your hand; the table (trump, the Klaberjass / Jo-Jotte turn-up and who exchanged it,
+  information card, auction and contract, melds, bella / jo-jotte, and between the deals what
+  the last one came to; the Georgian Joker trump indicator and bids, Japanese Joker's columns); the
   trick in progress and the last trick; tricks taken; the scores and the last deals;
 * your legal actions, chosen with the arrow keys and Enter or their number keys;
 * the time left for the decision (the server plays the rulebook's auto-move after it);
@@ -267,7 +268,7 @@ class PlayApp(ConnectionSign, App):
         notations = [a.notation for a in view.legal_actions] if is_my_turn(view) else []
         if notations != self._shown_actions:
             actions.clear_options()
-            actions.add_options([Option(Text(f"{i}. " if i < 10 else "   ").append_text(render.action_text(a)),
+            actions.add_options([Option(Text(f"{i}. " if i < 10 else "   ").append_text(render.action_text(a, view)),
                                         id=a.notation)
                                  for i, a in enumerate(view.legal_actions if notations else [], start=1)])
             self._shown_actions = notations

@@ -7,8 +7,9 @@ countdown takes ``now`` as an argument), so they are tested on real views.
 What is shown comes only from the view the server sent (a frontend never re-implements
 rules): the hand, the trick in progress and the last trick, the scores and what the match is
 played to (the target, the Jo-Jotte game and pot), and the game's public table
-(``View.table``): Klaberjass / Jo-Jotte auction, turn-up and information card, contract and
-melds (with the runs and quartets their ``scores`` statement made public); Georgian Joker deal
+(``View.table``): Klaberjass / Jo-Jotte auction, turn-up (and the exchange made) and
+information card, contract and melds (with the runs and quartets their ``scores`` statement
+made public), bella / jo-jotte, and between the deals the last deal's breakdown; Georgian Joker deal
 and forehand, trump indicator, bids and the dealer's forbidden bid; Japanese Joker's five
 columns per player (up card over a hidden down card, and an up card a cleared table moved
 into a hand), declarer and trump.
@@ -76,9 +77,30 @@ def _suit_letter(value: int) -> str:
     return _SUIT_LETTERS.get(value, "")
 
 
-def action_text(action: Any) -> Text:
-    """A human label for an Action message, from its structured fields (not its string)."""
+def exchange_cards(action: Any, table: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """The seven an exchange gives and the turn-up it takes: ``(gives, takes)``, None where
+    the table does not say. Before the exchange (a legal action) the turn-up is the card in
+    the turn-up place, and the seven is the action's card (Jo-Jotte's ``exchange:7X``) or the
+    dix (Klaberjass's ``exchange``: the seven of trumps, KL-4.1); after it (an event's view)
+    the public ``exchange`` record names both (KL-4.3, JJ-4.2)."""
+    done = table.get("exchange")
+    if isinstance(done, Mapping):
+        return done.get("gives") or done.get("seven"), done.get("takes") or done.get("turn_up")
+    gives = action.card.code or (f"7{table['trump']}" if table.get("trump") in ("S", "H", "D", "C") else None)
+    return gives, table.get("turn_up")
+
+
+def action_text(action: Any, view: Any | None = None) -> Text:
+    """A human label for an Action message, from its structured fields (not its string);
+    ``view`` (the one the action is legal in, or the view after an action event) lets an
+    exchange name the two cards it swaps: Klaberjass's ``exchange`` names none, and Jo-Jotte's
+    ``exchange:7X`` read "exchange 7♥ for the turn-up" without the card it takes."""
     kind = cards_pb2.ActionKind.Name(action.kind)
+    if kind == "ACTION_KIND_EXCHANGE" and view is not None:
+        gives, takes = exchange_cards(action, struct_dict(view.table))
+        if gives and takes:
+            return Text("exchange ").append_text(card_text(gives)).append(" for the turn-up ").append_text(
+                card_text(takes))
     out = Text()
     if kind == "ACTION_KIND_PLAY":
         out.append("play ")
@@ -283,7 +305,15 @@ def table_lines(view: Any, summary: Any | None) -> list[Text]:
         lines.extend(columns_lines(view, summary))
     else:  # klaberjass, jojotte
         if table.get("turn_up"):
-            lines.append(_labelled("turn-up", card_text(table["turn_up"])))
+            turn_up = card_text(table["turn_up"])
+            exchange = table.get("exchange")
+            if isinstance(exchange, Mapping) and exchange.get("seat") is not None:
+                # the seven now lies there (KL-4.3, JJ-4.2): without the note the turn-up just
+                # changed, and who holds the card it was went unsaid although the event is public
+                _, taken = exchange_cards(None, table)
+                turn_up.append(f" ({seat_name(summary, exchange['seat'], me)} took ", style="dim")
+                turn_up.append_text(card_text(taken)).append(" for it)", style="dim")
+            lines.append(_labelled("turn-up", turn_up))
         if table.get("info_card"):
             lines.append(_labelled("information card", card_text(table["info_card"])))
         auction = table.get("auction") or []
@@ -310,6 +340,14 @@ def table_lines(view: Any, summary: Any | None) -> list[Text]:
             contract_line.append(f"{mult}, {'nullo player' if kind == 'nullo' else 'declarer'} "
                                  f"{seat_name(summary, holder, me)}")
             lines.append(_labelled("contract", contract_line))
+        elif contract.get("strain") and contract.get("declarer") is not None and not table.get("auction_state"):
+            # Jo-Jotte between the auction and the end of the nullo window (the exchange, the
+            # nullo call and its slam answer): the contract is settled but its kind is not yet;
+            # the board showed neither trump nor contract, nor whether it was doubled
+            mult = {1: "", 2: " doubled", 4: " redoubled"}.get(contract.get("multiplier", 1), "")
+            contract_line = _trump({"trump": contract["strain"]}) or Text("")
+            contract_line.append(f"{mult}, declarer {seat_name(summary, contract['declarer'], me)}")
+            lines.append(_labelled("contract", contract_line))
         if table.get("maker") is not None:
             lines.append(_labelled("maker", seat_name(summary, table["maker"], me)))
         melds = table.get("meld_points")
@@ -323,9 +361,88 @@ def table_lines(view: Any, summary: Any | None) -> list[Text]:
             lines.append(_labelled("melds", ", ".join(
                 f"{seat_name(summary, s, me)} {p}" + (f" ({', '.join(scored[s])})" if scored.get(s) else "")
                 for s, p in enumerate(melds) if p)))
+        # the trump marriage, credited when it is complete (KL-7.1 bella, JJ-7.1 jo-jotte): it
+        # counts in the deal total like the melds, and was on no line of the board
+        for key, label in (("bella", "bella"), ("jo_jotte", "jo-jotte")):
+            bonus = table.get(key)
+            if isinstance(bonus, list) and any(bonus):
+                lines.append(_labelled(label, ", ".join(f"{seat_name(summary, s, me)} {p}"
+                                                        for s, p in enumerate(bonus) if p)))
     if trump is not None:
         lines.insert(0, _labelled("trump", trump))
     return lines
+
+
+#: KL-9.2 to KL-9.4 and JJ-9.2 / JJ-9.3: who had more, in the rulebooks' terms.
+OUTCOME_WORDS = {"maker_more": "the maker has more", "equal": "equal totals: the maker scores nothing",
+                 "opponent_more": "the opponent has more", "declarer_more": "the declarer has more",
+                 "defender_more": "the defender has more", "tie": "a tie: the trick points go to the pot"}
+
+
+def _deal_total(name: str, total: Any, label_values: Iterable[tuple[str, Any]]) -> str:
+    """``"ada 85 (melds 20, tricks 65)"``; the parts only where the total is not just the
+    points of the tricks (the line had to fit 80 columns)."""
+    parts = [(label, value) for label, value in label_values if value]
+    if not parts or (len(parts) == 1 and parts[0][0] in ("cards", "tricks")):
+        return f"{name} {total}"
+    return f"{name} {total} ({', '.join(f'{label} {value}' for label, value in parts)})"
+
+
+def last_deal_line(view: Any, summary: Any | None) -> Text | None:
+    """The last scored deal's breakdown, in the rulebook's terms (Klaberjass KL-9.1 to 9.4 from
+    ``previous_deal``, Jo-Jotte JJ-9 from ``last_deal``): each player's deal total and what it
+    is made of, and who had more. The deal results showed what each player entered alone (a
+    maker who went down read "0 | 105" with no word why), and the trick points, bella and the
+    K-Q-J bonus were never on screen. None before the first deal is scored."""
+    results = struct_value(view.scores.deal_results)
+    if not results:
+        return None
+    me = view.seat if view.HasField("seat") else None
+    table = struct_dict(view.table)
+    result = results[-1]
+    out = Text("last deal: ", style="dim")
+    if result.get("thrown_in"):
+        return out.append("thrown in, nobody scores")
+    name = lambda seat: seat_name(summary, seat, me)  # noqa: E731
+    if view.game == "klaberjass" and isinstance(table.get("previous_deal"), Mapping):
+        detail = table["previous_deal"]
+        totals = detail.get("deal_totals") or [0, 0]
+        melds, cards = result.get("melds") or [0, 0], result.get("card_points") or [0, 0]
+        bella, kqj = detail.get("bella") or [0, 0], detail.get("trump_kqj") or [0, 0]
+        out.append("trump ").append_text(suit_text(result.get("trump", "")))
+        out.append(f", maker {name(result.get('maker', 0))}: ")
+        out.append(", ".join(_deal_total(name(s), totals[s], (("melds", melds[s]), ("bella", bella[s]),
+                                                              ("K-Q-J", kqj[s]), ("cards", cards[s])))
+                             for s in range(len(totals))))
+        return out.append(f" — {OUTCOME_WORDS.get(detail.get('outcome'), detail.get('outcome') or '')}")
+    if view.game == "jojotte" and isinstance(table.get("last_deal"), Mapping):
+        detail = table["last_deal"]
+        contract = result.get("contract") or {}
+        kind, holder = contract.get("kind", ""), contract.get("holder", 0)
+        tricks = detail.get("tricks") or [0, 0]
+        out.append(f"{kind} " if kind != "normal" else "").append_text(_trump({"trump": contract.get("strain")}) or Text(""))
+        out.append({2: " doubled", 4: " redoubled"}.get(contract.get("multiplier", 1), "") if kind != "nullo" else "")
+        out.append(f", {'nullo player' if kind == 'nullo' else 'declarer'} {name(holder)}: ")
+        if kind == "nullo":  # JJ-9.7: only the tricks the nullo player took count
+            taken = tricks[holder]
+            out.append("made, no trick taken" if taken == 0 else f"lost, {taken} trick{'s' * (taken != 1)} taken")
+        else:
+            totals = detail.get("comparison") or [0, 0]
+            melds, jj, points = detail.get("melds") or [0, 0], detail.get("jo_jotte") or [0, 0], detail.get("trick_points") or [0, 0]
+            out.append(", ".join(_deal_total(name(s), totals[s], (("melds", melds[s]), ("jo-jotte", jj[s]),
+                                                                  ("tricks", points[s])))
+                                 for s in range(len(totals))))
+            out.append(f" — {OUTCOME_WORDS.get(detail.get('outcome'), detail.get('outcome') or '')}")
+            if kind == "slam":  # JJ-9.6
+                out.append(", slam made" if tricks[holder] == 9 else ", slam lost")
+        if detail.get("pot_to") is not None:
+            out.append(f"; the pot to {name(detail['pot_to'])}")
+        if detail.get("game_winner") is not None:
+            out.append(f"; game to {name(detail['game_winner'])}", style="bold")
+        if detail.get("rubber_winner") is not None:
+            out.append(f"; rubber to {name(detail['rubber_winner'])}", style="bold")
+        return out
+    return None
 
 
 def columns_lines(view: Any, summary: Any | None) -> list[Text]:
@@ -412,6 +529,13 @@ def board(view: Any, summary: Any | None, now: float, compact: bool = False) -> 
     gap = [] if compact else [Text("")]
     parts: list[Any] = [header_text(view, summary, now), *gap, seats_table(view, summary, now), *gap]
     parts.extend(table_lines(view, summary))
+    table = struct_dict(view.table)
+    if view.game in ("klaberjass", "jojotte") and (view.over or not (table.get("trump") or table.get("contract"))):
+        # between the deals (the auction, before a trump is fixed) and at the end: what the
+        # last deal came to, while the players look at the scores it left
+        last = last_deal_line(view, summary)
+        if last is not None:
+            parts.append(last)
     parts.append(_labelled("trick", trick_text(view.trick, summary, me) if view.trick.plays else Text("—")))
     if view.last_trick.plays:  # with an empty trick_history: the previous deal's final trick
         label = "last trick" if view.trick_history else "last trick (previous deal)"
@@ -496,7 +620,7 @@ def event_text(event: Any, summary: Any | None, me: int | None) -> Text | None:
         if event.by == match_pb2.ACTOR_BOT and _is_bot_seat(summary, event.seat):
             actor = ""  # the seat's name already says it is a bot
         out = Text(f"{event.seq:>4} {who}{actor}: ", style="dim")
-        out.append_text(action_text(event.action))
+        out.append_text(action_text(event.action, event.view if event.HasField("view") else None))
         return out
     if kind == match_pb2.EVENT_KIND_SNAPSHOT:
         return Text(f"{event.seq:>4} joined the table", style="dim")

@@ -369,3 +369,103 @@ def test_japanese_joker_shows_the_up_card_a_cleared_table_moved_into_a_hand():
         "known_in_hand": [["AH"], ["QH"]]}, view.table)
     lines = [line.plain for line in render.columns_lines(view, None)]
     assert lines == ["your columns: [9♥/▒▒]", "seat 1's columns: none  in hand: Q♥"], lines
+
+
+def _view(game, table, results=(), **fields):
+    from google.protobuf import json_format
+
+    view = match_pb2.View(game=game, seat=0, hand_sizes=[9, 9], **fields)
+    json_format.ParseDict(table, view.table)
+    if results:
+        json_format.ParseDict(list(results), view.scores.deal_results)
+    return view
+
+
+def test_an_exchange_names_the_seven_it_gives_and_the_turn_up_it_takes():
+    """Klaberjass's ``exchange`` read "exchange", naming neither the dix nor the turn-up, and
+    Jo-Jotte's ``exchange:7H`` "exchange 7♥ for the turn-up" without the card taken; the
+    event of the opponent's exchange said "exchange" too, and the board only showed a new
+    turn-up. The label names both cards (KL-4.1, JJ-4.2), and the board who took the turn-up."""
+    kl = cards_pb2.Action(notation="exchange", kind=cards_pb2.ACTION_KIND_EXCHANGE, verb="exchange")
+    before = _view("klaberjass", {"trump": "D", "turn_up": "TD", "exchange": None})
+    assert render.action_text(kl, before).plain == "exchange 7♦ for the turn-up 10♦"
+    # a trump named in round 2: the dix is the seven of trumps, the turn-up another suit's (KL-A8)
+    assert render.action_text(kl, _view("klaberjass", {"trump": "C", "turn_up": "QS"})).plain \
+        == "exchange 7♣ for the turn-up Q♠"
+    jj = cards_pb2.Action(notation="exchange:7H", kind=cards_pb2.ACTION_KIND_EXCHANGE, verb="exchange",
+                          card=cards_pb2.Card(code="7H"))
+    assert render.action_text(jj, _view("jojotte", {"turn_up": "AD", "exchange": None})).plain \
+        == "exchange 7♥ for the turn-up A♦"
+
+    # the event carries the view after the exchange: the seven lies in the turn-up place
+    from engine_service.transport.generated import card_games_pb2
+
+    after = _view("klaberjass", {"trump": "D", "turn_up": "7D",
+                                 "exchange": {"seat": 1, "gives": "7D", "takes": "TD", "trick": None}})
+    event = card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_ACTION, seq=3, seat=1, action=kl,
+                                              view=after)
+    assert render.event_text(event, None, 0).plain == "   3 seat 1: exchange 7♦ for the turn-up 10♦"
+    assert "turn-up: 7♦ (seat 1 took 10♦ for it)" in plain(render.board(after, None, 0.0))
+    jj_after = _view("jojotte", {"turn_up": "7H", "exchange": {"seat": 0, "seven": "7H", "turn_up": "AD"}})
+    event = card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_ACTION, seq=5, seat=0, action=jj,
+                                              view=jj_after)
+    assert render.event_text(event, None, 0).plain == "   5 you: exchange 7♥ for the turn-up A♦"
+    assert "turn-up: 7♥ (you took A♦ for it)" in plain(render.board(jj_after, None, 0.0))
+
+
+def test_a_jojotte_contract_shows_between_the_auction_and_the_nullo_window():
+    """After the auction, in the exchange and the nullo window (the contract's kind not yet
+    known), the board showed neither trump nor contract: a player answering the nullo call
+    did not see what was bid, by whom, nor that it was doubled."""
+    contract = {"strain": "D", "bidder": 0, "multiplier": 2, "declarer": 0, "defender": 1,
+                "kind": None, "holder": None, "play_strain": None}
+    text = plain(render.board(_view("jojotte", {"contract": contract, "auction_state": None}), None, 0.0))
+    assert "contract: ♦ doubled, declarer you" in text, text
+    # during the auction the calls say it (the bid may still be overcalled)
+    text = plain(render.board(_view("jojotte", {"contract": contract, "auction_state": "REDBL"}), None, 0.0))
+    assert "contract:" not in text
+
+
+def test_bella_and_jo_jotte_are_on_the_board():
+    """The trump marriage's 20 (KL-7.1 bella, JJ-7.1 jo-jotte) counts in the deal total, and
+    was on no line of the board."""
+    text = plain(render.board(_view("klaberjass", {"trump": "H", "bella": [0, 20]}), None, 0.0))
+    assert "bella: seat 1 20" in text, text
+    assert "bella" not in plain(render.board(_view("klaberjass", {"trump": "H", "bella": [0, 0]}), None, 0.0))
+    text = plain(render.board(_view("jojotte", {"jo_jotte": [20, 0]}), None, 0.0))
+    assert "jo-jotte: you 20" in text, text
+
+
+def test_the_last_deal_is_explained_between_the_deals():
+    """The deal results showed what each player entered ("0 | 105") and nothing else: not the
+    deal totals compared (KL-9.1, JJ-9.2), what they were made of (melds, bella, the K-Q-J
+    bonus, jo-jotte, tricks), nor who had more. Shown until a trump is fixed again, and at
+    the end of the match."""
+    kl_result = {"thrown_in": False, "trump": "H", "maker": 0, "melds": [0, 20], "card_points": [7, 78],
+                 "bonuses": [0, 20], "scored": [0, 105]}
+    detail = {"dealer": 1, "tricks": [1, 8], "bella": [0, 20], "trump_kqj": [0, 0], "deal_totals": [7, 118],
+              "outcome": "opponent_more", "thrown_in": False, "last_trick": [0, 10]}
+    view = _view("klaberjass", {"trump": None, "previous_deal": detail}, [kl_result])
+    text = " ".join(plain(render.board(view, None, 0.0)).split())
+    assert ("last deal: trump ♥, maker you: you 7, seat 1 118 (melds 20, bella 20, cards 78) — the opponent "
+            "has more") in text, text
+    view = _view("klaberjass", {"trump": "S", "previous_deal": detail}, [kl_result])
+    assert "last deal" not in plain(render.board(view, None, 0.0))  # the next deal has begun
+    view = _view("klaberjass", {"trump": None}, [kl_result, {"thrown_in": True}])
+    assert "last deal: thrown in, nobody scores" in plain(render.board(view, None, 0.0))
+
+    jj_result = {"thrown_in": False, "contract": {"kind": "normal", "strain": "H", "holder": 0, "multiplier": 2},
+                 "trick_points": [20, 65], "below": [0, 170], "above": [0, 0], "pot": 0}
+    last = {"melds": [0, 20], "jo_jotte": [0, 0], "trick_points": [20, 65], "tricks": [2, 7],
+            "comparison": [20, 85], "outcome": "defender_more", "pot_to": None, "game_winner": 1,
+            "rubber_winner": None, "quartet_winner": None, "sequence_winner": 1}
+    view = _view("jojotte", {"contract": None, "last_deal": last}, [jj_result])
+    text = " ".join(plain(render.board(view, None, 0.0)).split())
+    assert ("last deal: ♥ doubled, declarer you: you 20, seat 1 85 (melds 20, tricks 65) — the defender has "
+            "more; game to seat 1") in text, text
+    nullo = {"thrown_in": False, "contract": {"kind": "nullo", "strain": "NT", "holder": 1, "multiplier": 1},
+             "trick_points": [0, 0], "below": [0, 0], "above": [300, 0], "pot": 0}
+    view = _view("jojotte", {"contract": None, "last_deal": dict(last, tricks=[7, 2], game_winner=None)},
+                 [nullo])
+    text = " ".join(plain(render.board(view, None, 0.0)).split())
+    assert "last deal: nullo no trump, nullo player seat 1: lost, 2 tricks taken" in text, text

@@ -1343,3 +1343,36 @@ def test_play_screen_keeps_the_last_deals_results_on_a_small_terminal(engine):
                 assert any(row and row[0] == str(scored) for row in rows), "the last deal is not shown"
 
     run(scenario(), timeout_s=120)
+
+
+def test_play_screen_names_the_cards_of_a_dix_exchange(engine):
+    """The dix holder's actions read "1. exchange  2. keep" (Klaberjass's ``exchange`` names no
+    card): the screen now says which seven goes and which turn-up comes in (KL-4.1)."""
+    from google.protobuf import json_format
+
+    from engine_service.transport.codec import action_message
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("klaberjass", seats=[None, "random"], turn_time_s=0)
+            me = await client.join(match.match_id, player_name="ada")
+            app = PlayApp(me, await me.summary())
+            async with app.run_test(size=(80, 24)) as pilot:
+                await wait_for(pilot, lambda: app._shown_actions and not app.submitting, "my first turn", 20)
+                view = match_pb2.View()
+                view.CopyFrom(app.view_msg)
+                table = render.struct_dict(view.table)
+                table.update({"trump": "S", "turn_up": "KS", "exchange": None, "auction_state": None})
+                view.table.Clear()
+                json_format.ParseDict(table, view.table)
+                del view.legal_actions[:]
+                view.legal_actions.extend([action_message("exchange"), action_message("keep")])
+                view.seq += 1000  # no event of the match replaces it
+                app.view_msg = view
+                app.redraw()
+                await pilot.pause(0.3)
+                options = app.query_one("#actions")
+                labels = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+                assert labels == ["1. exchange 7♠ for the turn-up K♠", "2. keep"], labels
+
+    run(scenario(), timeout_s=60)
