@@ -166,10 +166,17 @@ def score_heading(view: Any) -> str:
         return f"score (to {table['target_score']})"
     match = table.get("match")
     if isinstance(match, Mapping) and match.get("game_target"):
-        # a frozen pot (JJ-9.5) is on nobody's score, and the next decided deal takes it
-        pot = f", pot {match['pot']}" if match.get("pot") else ""
-        return f"score (game to {match['game_target']}{pot})"
+        return f"score (game to {match['game_target']})"
     return "score"
+
+
+def _total_heading(name: str, view: Any) -> str:
+    """A column of a game with several totals (Jo-Jotte's game / below / above / games): the
+    game's says what it is played to (JJ-10.1)."""
+    match = struct_dict(view.table).get("match")
+    if name == "game" and isinstance(match, Mapping) and match.get("game_target"):
+        return f"game (to {match['game_target']})"
+    return name
 
 
 def seats_table(view: Any, summary: Any | None, now: float) -> Table:
@@ -179,15 +186,18 @@ def seats_table(view: Any, summary: Any | None, now: float) -> Table:
     table = struct_dict(view.table)
     me = view.seat if view.HasField("seat") else None
     grid = Table(box=None, pad_edge=False, expand=False, show_header=True, header_style="bold")
-    # an always-empty bid column cost four columns that Jo-Jotte's scores needed on 80
-    bidding = "bids" in table
-    for column in ("", "player", "cards", "tricks", *(("bid",) if bidding else ()), score_heading(view)):
-        grid.add_column(column)
     totals = {row.name.removesuffix("_won"): list(row.values) for row in view.scores.totals}
     match = table.get("match")
     game_points = match.get("game_points") if isinstance(match, Mapping) else None
     if isinstance(game_points, list) and totals:
         totals = {"game": game_points, **totals}
+    # an always-empty bid column cost four columns that Jo-Jotte's scores needed on 80; and
+    # Jo-Jotte's four totals in one cell ("game 55  below 55  above 400  games 0") wrapped on
+    # 80 columns beside a bot's name: one column each, named once in the heading
+    bidding = "bids" in table
+    scores = [_total_heading(name_, view) for name_ in totals] if len(totals) > 1 else [score_heading(view)]
+    for column in ("", "player", "cards", "tricks", *(("bid",) if bidding else ()), *scores):
+        grid.add_column(column)
     for seat in range(len(view.hand_sizes)):
         marks = Text()
         if view.HasField("to_act") and view.to_act == seat:
@@ -203,11 +213,10 @@ def seats_table(view: Any, summary: Any | None, now: float) -> Table:
                 name.append(" (away)", style="yellow")
         bids = table.get("bids")
         bid = _per_seat(bids, seat, "")
-        score = "  ".join(f"{name_} {vals[seat]}" if len(totals) > 1 else str(vals[seat])
-                          for name_, vals in totals.items() if seat < len(vals))
+        cells = [str(vals[seat]) if seat < len(vals) else "" for vals in totals.values()] or [""]
         grid.add_row(marks, name, str(view.hand_sizes[seat]),
                      str(_per_seat(list(view.scores.tricks_taken), seat, 0)), *((str(bid),) if bidding else ()),
-                     score)
+                     *cells)
     return grid
 
 
@@ -350,6 +359,10 @@ def table_lines(view: Any, summary: Any | None) -> list[Text]:
             lines.append(_labelled("contract", contract_line))
         if table.get("maker") is not None:
             lines.append(_labelled("maker", seat_name(summary, table["maker"], me)))
+        match = table.get("match")
+        if isinstance(match, Mapping) and match.get("pot"):
+            # frozen trick points (JJ-9.5): on nobody's score, entered by the next decided deal
+            lines.append(_labelled("pot", f"{match['pot']} (frozen: the winner of the next decided deal enters it)"))
         melds = table.get("meld_points")
         dialogue = table.get("melds")
         if isinstance(dialogue, dict):  # Jo-Jotte: {dialogue, points}

@@ -314,12 +314,26 @@ def test_the_score_column_says_what_the_match_is_played_to():
     for name, values in (("below", [220, 1000]), ("above", [1300, 500]), ("games_won", [1, 0])):
         view.scores.totals.add(name=name, values=values)
     header, *seats = rows(view)
-    assert "score (game to 80)" in header and "bid" not in header, header
+    assert header.split()[-6:] == ["game", "(to", "80)", "below", "above", "games"] and "bid" not in header, header
     assert len(seats) == 2, seats  # one row per seat: the score did not wrap
-    assert seats[0].endswith("game 40  below 220  above 1300  games 1"), seats
-    assert seats[1].endswith("game 0  below 1000  above 500  games 0"), seats
+    assert seats[0].split()[-4:] == ["40", "220", "1300", "1"], seats
+    assert seats[1].split()[-4:] == ["0", "1000", "500", "0"], seats
+    # beside a bot's name, with an above-the-line total of five digits: one row per seat still
+    # (the four totals in one cell, "game 0  below 345  above 12700  games 1", wrapped on 80)
+    summary = match_pb2.MatchSummary()
+    summary.seats.add(seat=0, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name="ada")
+    summary.seats.add(seat=1, kind=match_pb2.SEAT_KIND_BOT, bot="heuristic")
+    view.to_act, view.dealer = 0, 1
+    del view.scores.totals[:]
+    for name, values in (("below", [55, 345]), ("above", [400, 12700]), ("games_won", [0, 1])):
+        view.scores.totals.add(name=name, values=values)
+    console = Console(width=78, record=True, color_system=None, file=open(os.devnull, "w"))
+    console.print(render.seats_table(view, summary, 0.0))
+    lines = console.export_text().splitlines()
+    assert len(lines) == 3 and lines[2].split()[-4:] == ["0", "345", "12700", "1"], lines
     json_format.ParseDict({"match": {"game_target": 80, "game_points": [40, 0], "pot": 36}}, view.table)
-    assert "score (game to 80, pot 36)" in rows(view)[0]  # on nobody's score yet (JJ-9.5)
+    # on nobody's score yet (JJ-9.5)
+    assert "pot: 36 (frozen: the winner of the next decided deal enters it)" in plain(render.board(view, None, 0.0))
 
 
 def test_the_auction_reads_as_the_actions_do():
