@@ -51,7 +51,7 @@ import time
 from typing import Any, Callable, Sequence
 
 import grpc
-from rich.console import Console
+from rich.console import Console, Group
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -83,6 +83,12 @@ EXIT_CONNECTION_LOST = 3
 NOT_SENT = "not sent: the connection is lost — choose again once it is back"
 SENDING_LOST = "the connection was lost while sending your move: once it is back the table shows whether it was played"
 
+
+#: Board lines a short terminal drops, in this order, before the cut reaches the hand: each
+#: says what another line or the player's memory also holds (the previous deal's last trick,
+#: the information card, unused in play; the auction, once a contract or maker line says
+#: how it ended; the breakdown of the deal before; the last trick of this deal).
+SPARE_LINES = ("last trick (previous deal)", "information card", "auction", "last deal", "last trick")
 
 #: How long the event stream waits for the match's summary after a presence event.
 SUMMARY_WAIT_S = 2.0
@@ -247,6 +253,16 @@ class PlayApp(ConnectionSign, App):
         room = self.size.height - 2 - (self.connection is not None) - self.MIN_ACTION_ROWS
         if self._rows(self.board) > room:
             self.board = render.board(self.view_msg, self.summary, now, compact=True)
+        for label in SPARE_LINES:
+            if self._rows(self.board) <= room:
+                break
+            plain = [part.plain for part in self.board.renderables if isinstance(part, Text)]
+            if label == "auction" and not any(line.startswith(("contract:", "maker:")) for line in plain):
+                continue  # the auction in progress is what the player answers
+            # the cut takes the bottom rows, and the hand is the bottom row: a Jo-Jotte board
+            # with an exchange, a long auction, melds and a pot on 80x24 lost "your hand"
+            self.board = Group(*(part for part in self.board.renderables
+                                 if not (isinstance(part, Text) and part.plain.startswith(label + ":"))))
         widget = self.query_one("#board", Static)
         widget.styles.max_height = max(1, room)
         widget.update(self.board)

@@ -1376,3 +1376,61 @@ def test_play_screen_names_the_cards_of_a_dix_exchange(engine):
                 assert labels == ["1. exchange 7♠ for the turn-up K♠", "2. keep"], labels
 
     run(scenario(), timeout_s=60)
+
+
+def test_play_screen_keeps_the_hand_on_a_full_jo_jotte_board(engine):
+    """On a short terminal (80x22; 80x24 while the connection line shows) the board is cut at
+    its bottom to leave the actions their rows, and its bottom row is the hand: a Jo-Jotte board with an exchange, a four-call auction, a redoubled
+    contract, melds, jo-jotte, a pot and both tricks lost "your hand". Lines that repeat what
+    another says (the information card, the auction once the contract line stands, the last
+    trick) now give way first."""
+    import io
+
+    from google.protobuf import json_format
+    from rich.console import Console
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("jojotte", seats=[None, "heuristic"], turn_time_s=0)
+            me = await client.join(match.match_id, player_name="ada")
+            app = PlayApp(me, await me.summary())
+            async with app.run_test(size=(80, 22)) as pilot:
+                await wait_for(pilot, lambda: app._shown_actions and not app.submitting, "my first turn", 20)
+                view = match_pb2.View()
+                view.CopyFrom(app.view_msg)
+                table = render.struct_dict(view.table)
+                table.update({
+                    "auction": [{"seat": 0, "call": "name:C"}, {"seat": 1, "call": "no_trump"},
+                                {"seat": 0, "call": "double"}, {"seat": 1, "call": "redouble"}],
+                    "auction_state": None,
+                    "contract": {"kind": "normal", "strain": "NT", "play_strain": "NT", "multiplier": 4,
+                                 "holder": 1, "declarer": 1},
+                    "melds": {"points": [0, 160], "dialogue": [
+                        {"seat": 1, "say": "scores", "quartets": ["A"], "points": 100},
+                        {"seat": 1, "say": "scores", "points": 60, "sequences": [
+                            {"suit": "S", "top": "K", "length": 3}, {"suit": "H", "top": "Q", "length": 4}]}]},
+                    "info_card": "KS", "turn_up": "7S", "exchange": {"seat": 1, "seven": "7S", "turn_up": "QS"},
+                    "jo_jotte": [0, 20],
+                    "match": dict(table.get("match") or {}, game_points=[55, 0], game_target=80, pot=70)})
+                view.table.Clear()
+                json_format.ParseDict(table, view.table)
+                del view.scores.totals[:]
+                for name, values in (("below", [55, 345]), ("above", [400, 12700]), ("games_won", [0, 1])):
+                    view.scores.totals.add(name=name, values=values)
+                view.trick.plays.add(seat=1).card.code = "TC"
+                for seat, code in ((1, "9C"), (0, "8C")):
+                    view.last_trick.plays.add(seat=seat).card.code = code
+                view.last_trick.winner = 1
+                view.trick_history.add().CopyFrom(view.last_trick)
+                view.seq += 1000  # no event of the match replaces it
+                app.view_msg = view
+                app.redraw()
+                await pilot.pause(0.3)
+                console = Console(width=80, height=22, file=io.StringIO(), record=True, color_system=None)
+                console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+                screen = console.export_text()
+                assert "your hand:" in screen and "trick: " in screen and "contract:" in screen, screen
+                shown = app.query_one("#actions").content_region
+                assert shown.y + shown.height <= 22 - 2 and shown.height >= min(3, len(app._shown_actions)), shown
+
+    run(scenario(), timeout_s=60)
