@@ -85,10 +85,10 @@ SENDING_LOST = "the connection was lost while sending your move: once it is back
 
 
 #: Board lines a short terminal drops, in this order, before the cut reaches the hand: each
-#: says what another line or the player's memory also holds (the previous deal's last trick,
+#: says what another line or the player's memory also holds (the meld dialogue, the previous deal's last trick,
 #: the information card, unused in play; the auction, once a contract or maker line says
 #: how it ended; the breakdown of the deal before; the last trick of this deal).
-SPARE_LINES = ("last trick (previous deal)", "information card", "auction", "last deal", "last trick")
+SPARE_LINES = ("meld talk", "last trick (previous deal)", "information card", "auction", "last deal", "last trick")
 
 #: How long the event stream waits for the match's summary after a presence event.
 SUMMARY_WAIT_S = 2.0

@@ -269,6 +269,53 @@ def _scored_melds(dialogue: list[Any]) -> dict[int, list[str]]:
     return out
 
 
+#: Statements of the meld dialogues that tell nothing (no meld of the kind).
+_SILENT_SAYINGS = {"good", "scores", "quartet none", "length 0"}
+
+
+def meld_talk(dialogue: list[Any], summary: Any | None, me: int | None,
+              scorers: Iterable[int] = ()) -> Text | None:
+    """The meld dialogue as the players said it (KL-5.5, JJ-5.9), ``scores`` left to the melds
+    line: ``"you 20, seat 1 how high?, you top Q♥, seat 1 higher A♦"``. The loser's statements
+    (his value, the top card he named) are public and tell the winner which cards he holds,
+    but the board showed only what the winner scored. None when it says no more than the
+    melds line: nobody had a meld, or only ``scorers`` (seats that score melds) spoke."""
+    said, news = [], False
+    scorers = set(scorers)
+    for line in dialogue:
+        if not isinstance(line, Mapping):
+            continue
+        say, seat = str(line.get("say", "")), line.get("seat")
+        if say == "value" and not line.get("value"):
+            continue
+        if say in _SILENT_SAYINGS:
+            continue
+        who = seat_name(summary, int(seat), me) if seat is not None else ""
+        verb, _, arg = say.partition(" ")  # Jo-Jotte: "quartet J", "length 4", "top Q", ...
+        # a scorer stating his own meld says what the melds line says
+        news = news or not (verb in ("value", "length", "quartet") and seat is not None and int(seat) in scorers)
+        card = line.get("card")
+        named = (RANK_NAMES.get(card[0], card[0]) + SUIT_SYMBOLS.get(card[1:], card[1:])) if card else \
+            RANK_NAMES.get(arg, arg)
+        if verb == "value":
+            length = f" ({line['length']} cards)" if line.get("length") else ""
+            said.append(f"{who} {line['value']}{length}")
+        elif verb == "not_good":
+            said.append(f"{who} not good, {line.get('value', named)}")
+        elif verb == "how_high":
+            said.append(f"{who} how high?")
+        elif verb in ("top", "higher", "same", "quartet", "length"):
+            said.append(f"{who} {verb} {named}".rstrip())
+        elif verb == "trump_check":
+            winner = line.get("result", line.get("winner"))
+            said.append("the trump sequence wins" if winner is not None else "equal: nobody scores sequences")
+        else:
+            said.append(f"{who} {say.replace('_', ' ')}")
+    if not said or not news:
+        return None
+    return Text(", ".join(said))
+
+
 def call_text(call: str) -> Text:
     """An auction call in notation as the actions read it: ``name:S`` -> ``name ♠``,
     ``no_trump`` -> ``no trump`` (the auction line showed ``name S`` and ``no_trump`` beside
@@ -374,6 +421,10 @@ def table_lines(view: Any, summary: Any | None) -> list[Text]:
             lines.append(_labelled("melds", ", ".join(
                 f"{seat_name(summary, s, me)} {p}" + (f" ({', '.join(scored[s])})" if scored.get(s) else "")
                 for s, p in enumerate(melds) if p)))
+        talk = (meld_talk(dialogue, summary, me, [s for s, p in enumerate(melds or []) if p])
+                if isinstance(dialogue, list) else None)
+        if talk is not None:
+            lines.append(_labelled("meld talk", talk))
         # the trump marriage, credited when it is complete (KL-7.1 bella, JJ-7.1 jo-jotte): it
         # counts in the deal total like the melds, and was on no line of the board
         for key, label in (("bella", "bella"), ("jo_jotte", "jo-jotte")):

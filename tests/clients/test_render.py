@@ -483,3 +483,40 @@ def test_the_last_deal_is_explained_between_the_deals():
                  [nullo])
     text = " ".join(plain(render.board(view, None, 0.0)).split())
     assert "last deal: nullo no trump, nullo player seat 1: lost, 2 tricks taken" in text, text
+
+
+def test_the_meld_talk_is_on_the_board():
+    """The meld dialogue is public (KL-5.5, JJ-5.9): the loser's value and the top card he
+    named tell the winner which cards he holds (the engine counts them as revealed), but the
+    board showed only what the winner scored."""
+    view = _view("klaberjass", {"trump": "D", "meld_points": [0, 20], "melds": [
+        {"seat": 0, "say": "value", "value": 20}, {"seat": 1, "say": "how_high"},
+        {"seat": 0, "say": "top", "card": "9H"}, {"seat": 1, "say": "higher", "card": "AD"},
+        {"seat": 1, "say": "scores", "points": 20, "sequences": [{"suit": "D", "top": "A", "length": 3}]}]})
+    text = plain(render.board(view, None, 0.0))
+    assert "meld talk: you 20, seat 1 how high?, you top 9♥, seat 1 higher A♦" in text, text
+    assert "melds: seat 1 20 (run of 3 to A♦)" in text, text
+    # equal sequences, neither in trumps: nobody scores, and only the talk says what was held
+    view = _view("klaberjass", {"trump": "H", "meld_points": [0, 0], "melds": [
+        {"seat": 0, "say": "value", "value": 50}, {"seat": 1, "say": "how_high"},
+        {"seat": 0, "say": "top", "card": "QS"}, {"seat": 1, "say": "same", "card": "QD"},
+        {"seat": None, "say": "trump_check", "seat0_trump": False, "seat1_trump": False, "result": None}]})
+    assert ("meld talk: you 50, seat 1 how high?, you top Q♠, seat 1 same Q♦, equal: nobody scores "
+            "sequences") in plain(render.board(view, None, 0.0))
+    # the winner's own statement says no more than the melds line; nobody's meld: no talk
+    view = _view("klaberjass", {"trump": "H", "meld_points": [50, 0], "melds": [
+        {"seat": 0, "say": "value", "value": 50}, {"seat": 1, "say": "good"},
+        {"seat": 0, "say": "scores", "points": 50, "sequences": [{"suit": "S", "top": "A", "length": 4}]}]})
+    assert "meld talk" not in plain(render.board(view, None, 0.0))
+    view = _view("jojotte", {"melds": {"points": [0, 0], "dialogue": [
+        {"seat": 1, "say": "quartet none"}, {"seat": 0, "say": "good"},
+        {"seat": 1, "say": "length 0"}, {"seat": 0, "say": "good"}]}})
+    assert "meld talk" not in plain(render.board(view, None, 0.0))
+    view = _view("jojotte", {"melds": {"points": [100, 20], "dialogue": [
+        {"seat": 1, "say": "quartet Q"}, {"seat": 0, "say": "not_good 9"},
+        {"seat": 0, "say": "scores", "quartets": ["9"], "points": 100},
+        {"seat": 1, "say": "length 3"}, {"seat": 0, "say": "good"},
+        {"seat": 1, "say": "scores", "points": 20, "sequences": [{"suit": "S", "top": "K", "length": 3}]}]}})
+    text = plain(render.board(view, None, 0.0))
+    # four queens were stated: in seat 1's hand, though its quartet lost (JJ-5.5)
+    assert "meld talk: seat 1 quartet Q, you not good, 9, seat 1 length 3" in text, text
