@@ -77,6 +77,12 @@ def _suit_letter(value: int) -> str:
     return _SUIT_LETTERS.get(value, "")
 
 
+#: What a Klaberjass call does, beside its bare word on the actions (KL-A7, KL-4.2, KL-A20).
+KLABERJASS_GLOSSES = {"schmeiss": "offer to throw the deal in", "accept": "throw the deal in",
+                      "refuse": "the schmeiss caller becomes maker", "keep": "no exchange",
+                      "declare": "state your sequences", "conceal": "state none, score none"}
+
+
 def exchange_cards(action: Any, table: Mapping[str, Any]) -> tuple[str | None, str | None]:
     """The seven an exchange gives and the turn-up it takes: ``(gives, takes)``, None where
     the table does not say. Before the exchange (a legal action) the turn-up is the card in
@@ -96,6 +102,11 @@ def action_text(action: Any, view: Any | None = None) -> Text:
     exchange name the two cards it swaps: Klaberjass's ``exchange`` names none, and Jo-Jotte's
     ``exchange:7X`` read "exchange 7♥ for the turn-up" without the card it takes."""
     kind = cards_pb2.ActionKind.Name(action.kind)
+    if view is not None and view.game == "klaberjass" and action.notation in KLABERJASS_GLOSSES:
+        # bare words whose meaning depends on the moment: "accept" answers a schmeiss here
+        # (the deal is thrown in, KL-A7), not a turn-up as in Jo-Jotte; "keep" and "conceal"
+        # say nothing of what they keep or hide
+        return Text(action.notation).append(f" ({KLABERJASS_GLOSSES[action.notation]})", style="dim")
     if kind == "ACTION_KIND_EXCHANGE" and view is not None:
         gives, takes = exchange_cards(action, struct_dict(view.table))
         if gives and takes:

@@ -520,3 +520,19 @@ def test_the_meld_talk_is_on_the_board():
     text = plain(render.board(view, None, 0.0))
     # four queens were stated: in seat 1's hand, though its quartet lost (JJ-5.5)
     assert "meld talk: seat 1 quartet Q, you not good, 9, seat 1 length 3" in text, text
+
+
+def test_klaberjass_calls_say_what_they_do():
+    """At a schmeiss table the answer read "accept" / "refuse" (in Jo-Jotte "accept" takes the
+    turn-up: here it throws the deal in, KL-A7), and "keep", "declare", "conceal" said nothing
+    of what they keep, state or hide."""
+    from engine_service.transport.codec import action_message
+
+    view = _view("klaberjass", {"auction_state": "SCHMEISS_ANSWER"})
+    labels = [render.action_text(action_message(n), view).plain for n in ("accept", "refuse")]
+    assert labels == ["accept (throw the deal in)", "refuse (the schmeiss caller becomes maker)"], labels
+    assert render.action_text(action_message("schmeiss"), view).plain == "schmeiss (offer to throw the deal in)"
+    assert render.action_text(action_message("keep"), view).plain == "keep (no exchange)"
+    assert render.action_text(action_message("conceal"), view).plain == "conceal (state none, score none)"
+    # Jo-Jotte's accept takes the turn-up: no gloss there
+    assert render.action_text(action_message("accept"), _view("jojotte", {})).plain == "accept"

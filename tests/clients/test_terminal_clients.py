@@ -1373,7 +1373,7 @@ def test_play_screen_names_the_cards_of_a_dix_exchange(engine):
                 await pilot.pause(0.3)
                 options = app.query_one("#actions")
                 labels = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
-                assert labels == ["1. exchange 7♠ for the turn-up K♠", "2. keep"], labels
+                assert labels == ["1. exchange 7♠ for the turn-up K♠", "2. keep (no exchange)"], labels
 
     run(scenario(), timeout_s=60)
 
