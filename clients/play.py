@@ -420,6 +420,11 @@ async def autoplay(session: SeatSession, policy: str, console: Console, summary:
             if deals_seen is not None and scored > deals_seen:
                 for deal_line in render.deal_result_lines(event.view, summary, last=scored - deals_seen):
                     console.print(deal_line, markup=False)
+                # and how it came to that (Klaberjass, Jo-Jotte): the entries alone ("you 0,
+                # bot 105") did not say the maker went down, nor what the totals were made of
+                why = render.last_deal_line(event.view, summary, label=f"     deal {scored}")
+                if why is not None and scored - deals_seen == 1:
+                    console.print(why, markup=False)
             deals_seen = scored
         if event.kind == match_pb2.EVENT_KIND_MATCH_ENDED:
             break

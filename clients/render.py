@@ -463,7 +463,7 @@ def _deal_total(name: str, total: Any, label_values: Iterable[tuple[str, Any]]) 
     return f"{name} {total} ({', '.join(f'{label} {value}' for label, value in parts)})"
 
 
-def last_deal_line(view: Any, summary: Any | None) -> Text | None:
+def last_deal_line(view: Any, summary: Any | None, label: str = "last deal") -> Text | None:
     """The last scored deal's breakdown, in the rulebook's terms (Klaberjass KL-9.1 to 9.4 from
     ``previous_deal``, Jo-Jotte JJ-9 from ``last_deal``): each player's deal total and what it
     is made of, and who had more. The deal results showed what each player entered alone (a
@@ -475,7 +475,7 @@ def last_deal_line(view: Any, summary: Any | None) -> Text | None:
     me = view.seat if view.HasField("seat") else None
     table = struct_dict(view.table)
     result = results[-1]
-    out = Text("last deal: ", style="dim")
+    out = Text(f"{label}: ", style="dim")
     if result.get("thrown_in"):
         return out.append("thrown in, nobody scores")
     name = lambda seat: seat_name(summary, seat, me)  # noqa: E731

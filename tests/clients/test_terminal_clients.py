@@ -1434,3 +1434,31 @@ def test_play_screen_keeps_the_hand_on_a_full_jo_jotte_board(engine):
                 assert shown.y + shown.height <= 22 - 2 and shown.height >= min(3, len(app._shown_actions)), shown
 
     run(scenario(), timeout_s=60)
+
+
+def test_autoplay_says_how_each_klaberjass_deal_came_to_its_score(engine):
+    """--autoplay printed "deal 1 scored: you 0, bot 169" and no more: not the deal totals
+    compared (KL-9.1), what they were made of, nor that the maker had less. Each scored deal
+    is now followed by its breakdown, whose totals give the entries of KL-9.2 to 9.4."""
+    result = cli("clients.play", "--target", engine.target, "--game", "klaberjass", "--bots", "heuristic",
+                 "--option", "kl_target_score=150", "--autoplay", "random", "--seed", "4", "--name", "ada")
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = [line.strip() for line in result.stdout.splitlines()]
+    scored = [i for i, line in enumerate(lines) if re.match(r"deal \d+ scored: ", line)]
+    assert scored, lines
+    for i in scored:
+        number = lines[i].split()[1]
+        why = lines[i + 1]
+        assert why.startswith(f"deal {number}: "), (lines[i], why)
+        if why.endswith("thrown in, nobody scores"):
+            continue
+        entries = [int(x) for x in re.findall(r"(?:you|\)) (\d+)", lines[i])]
+        totals = [int(x) for x in re.findall(r"(?:you|\)) (\d+)(?: \(|,| —)", why)]
+        assert len(entries) == len(totals) == 2, (lines[i], why)
+        maker = 0 if "maker you" in why else 1
+        if why.endswith("the maker has more"):  # KL-9.2
+            assert entries == totals, (lines[i], why)
+        elif why.endswith("the opponent has more"):  # KL-9.4
+            assert entries[maker] == 0 and entries[1 - maker] == sum(totals), (lines[i], why)
+        else:  # KL-9.3
+            assert why.endswith("equal totals: the maker scores nothing") and entries[maker] == 0, why
