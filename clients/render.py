@@ -78,9 +78,9 @@ def _suit_letter(value: int) -> str:
 
 
 #: What a Klaberjass call does, beside its bare word on the actions (KL-A7, KL-4.2, KL-A20).
-KLABERJASS_GLOSSES = {"schmeiss": "offer to throw the deal in", "accept": "throw the deal in",
-                      "refuse": "the schmeiss caller becomes maker", "keep": "no exchange",
-                      "declare": "state your sequences", "conceal": "state none, score none"}
+#: Short: the actions' box is 25 columns wide on an 80-column terminal.
+KLABERJASS_GLOSSES = {"accept": "deal thrown in", "refuse": "caller plays", "keep": "no exchange",
+                      "declare": "score them", "conceal": "say none"}
 
 
 def exchange_cards(action: Any, table: Mapping[str, Any]) -> tuple[str | None, str | None]:
@@ -695,7 +695,9 @@ def event_text(event: Any, summary: Any | None, me: int | None) -> Text | None:
         if event.by == match_pb2.ACTOR_BOT and _is_bot_seat(summary, event.seat):
             actor = ""  # the seat's name already says it is a bot
         out = Text(f"{event.seq:>4} {who}{actor}: ", style="dim")
-        out.append_text(action_text(event.action, event.view if event.HasField("view") else None))
+        # the view names the cards of an exchange; the glosses of the calls are for the choice
+        context = event.view if event.HasField("view") and event.action.kind == cards_pb2.ACTION_KIND_EXCHANGE else None
+        out.append_text(action_text(event.action, context))
         return out
     if kind == match_pb2.EVENT_KIND_SNAPSHOT:
         return Text(f"{event.seq:>4} joined the table", style="dim")

@@ -525,14 +525,22 @@ def test_the_meld_talk_is_on_the_board():
 def test_klaberjass_calls_say_what_they_do():
     """At a schmeiss table the answer read "accept" / "refuse" (in Jo-Jotte "accept" takes the
     turn-up: here it throws the deal in, KL-A7), and "keep", "declare", "conceal" said nothing
-    of what they keep, state or hide."""
+    of what they keep, score or hide."""
     from engine_service.transport.codec import action_message
 
     view = _view("klaberjass", {"auction_state": "SCHMEISS_ANSWER"})
     labels = [render.action_text(action_message(n), view).plain for n in ("accept", "refuse")]
-    assert labels == ["accept (throw the deal in)", "refuse (the schmeiss caller becomes maker)"], labels
-    assert render.action_text(action_message("schmeiss"), view).plain == "schmeiss (offer to throw the deal in)"
+    assert labels == ["accept (deal thrown in)", "refuse (caller plays)"], labels
     assert render.action_text(action_message("keep"), view).plain == "keep (no exchange)"
-    assert render.action_text(action_message("conceal"), view).plain == "conceal (state none, score none)"
+    assert render.action_text(action_message("declare"), view).plain == "declare (score them)"
+    assert render.action_text(action_message("conceal"), view).plain == "conceal (say none)"
+    # within the actions' box on 80 columns (25 columns of text): no label wraps
+    assert all(len(render.action_text(action_message(n), view).plain) <= 25 for n in render.KLABERJASS_GLOSSES)
+    # the event log says what was done, without the glosses of the choice
+    from engine_service.transport.generated import card_games_pb2
+
+    event = card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_ACTION, seq=4, seat=1,
+                                              action=action_message("declare"), view=view)
+    assert render.event_text(event, None, 0).plain == "   4 seat 1: declare"
     # Jo-Jotte's accept takes the turn-up: no gloss there
     assert render.action_text(action_message("accept"), _view("jojotte", {})).plain == "accept"
