@@ -572,7 +572,10 @@ def header_text(view: Any, summary: Any | None, now: float) -> Text:
     # The deal in progress is the one after the deals already scored (thrown-in deals included);
     # once the match is over there is none (a 24-deal Georgian Joker match ended on "deal 25").
     deal = f"{scored} deal(s) scored" if over else f"deal {scored + 1}"
-    out.append(f"  {deal}  phase {view.phase}  seq {view.seq}", style="dim")
+    # "phase dix_window" read as a program's word; once over, "match over" says the phase, and
+    # on 80 columns the header then wrapped the winner's name onto a row of its own
+    phase = "" if over else f"  phase {view.phase.replace('_', ' ')}"
+    out.append(f"  {deal}{phase}  seq {view.seq}", style="dim")
     if over:
         winners = ", ".join(seat_name(summary, w, me) for w in view.winners)
         out.append(f"  match over: {winners or 'no winner'}", style="bold green")

@@ -544,3 +544,18 @@ def test_klaberjass_calls_say_what_they_do():
     assert render.event_text(event, None, 0).plain == "   4 seat 1: declare"
     # Jo-Jotte's accept takes the turn-up: no gloss there
     assert render.action_text(action_message("accept"), _view("jojotte", {})).plain == "accept"
+
+
+def test_the_header_reads_as_words():
+    """The header read "phase dix_window" / "phase meld_declaration", and at the end "phase
+    over ... match over: <winner>", which wrapped on 80 columns beside a bot's name."""
+    view = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[9, 9], phase="dix_window", to_act=0,
+                          status=match_pb2.MATCH_STATUS_ACTIVE)
+    assert "phase dix window" in render.header_text(view, None, 0.0).plain
+    summary = match_pb2.MatchSummary()
+    summary.seats.add(seat=0, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name="ada")
+    summary.seats.add(seat=1, kind=match_pb2.SEAT_KIND_BOT, bot="heuristic")
+    over = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[0, 0], phase="over", over=True, winners=[1],
+                          seq=149, status=match_pb2.MATCH_STATUS_FINISHED)
+    text = render.header_text(over, summary, 0.0).plain
+    assert "phase" not in text and text.endswith("match over: heuristic bot (seat 1)") and len(text) <= 78, text
