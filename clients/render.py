@@ -414,6 +414,10 @@ def table_lines(view: Any, summary: Any | None) -> list[Text]:
             mult = {1: "", 2: " doubled", 4: " redoubled"}.get(contract.get("multiplier", 1), "")
             contract_line = _trump({"trump": contract["strain"]}) or Text("")
             contract_line.append(f"{mult}, declarer {seat_name(summary, contract['declarer'], me)}")
+            # the declarer answering a nullo call (JJ-4.4) saw no word of it but in the log
+            nullo = [a for a in table.get("deal_actions") or [] if isinstance(a, Mapping) and a.get("action") == "nullo"]
+            if nullo and nullo[-1].get("seat") is not None:
+                contract_line.append(f"; {seat_name(summary, nullo[-1]['seat'], me)} called nullo", style="bold")
             lines.append(_labelled("contract", contract_line))
         if table.get("maker") is not None:
             lines.append(_labelled("maker", seat_name(summary, table["maker"], me)))

@@ -435,6 +435,11 @@ def test_a_jojotte_contract_shows_between_the_auction_and_the_nullo_window():
                 "kind": None, "holder": None, "play_strain": None}
     text = plain(render.board(_view("jojotte", {"contract": contract, "auction_state": None}), None, 0.0))
     assert "contract: ♦ doubled, declarer you" in text, text
+    # the nullo call the declarer answers (slam or pass, JJ-4.4) is on the board, not only in the log
+    actions = [{"seat": 0, "action": "accept"}, {"seat": 1, "action": "pass"}, {"seat": 1, "action": "nullo"}]
+    text = plain(render.board(_view("jojotte", {"contract": contract, "auction_state": None,
+                                                "deal_actions": actions}), None, 0.0))
+    assert "contract: ♦ doubled, declarer you; seat 1 called nullo" in text, text
     # during the auction the calls say it (the bid may still be overcalled)
     text = plain(render.board(_view("jojotte", {"contract": contract, "auction_state": "REDBL"}), None, 0.0))
     assert "contract:" not in text
