@@ -620,7 +620,8 @@ def board(view: Any, summary: Any | None, now: float, compact: bool = False) -> 
             parts.append(last)
     parts.append(_labelled("trick", trick_text(view.trick, summary, me) if view.trick.plays else Text("—")))
     if view.last_trick.plays:  # with an empty trick_history: the previous deal's final trick
-        label = "last trick" if view.trick_history else "last trick (previous deal)"
+        # once the match is over there is no deal after it: the final deal's ninth trick
+        label = "last trick" if view.trick_history or view.over else "last trick (previous deal)"
         parts.append(_labelled(label, trick_text(view.last_trick, summary, me)))
     if me is not None:
         parts.extend([*gap, _labelled("your hand", hand_text(view))])

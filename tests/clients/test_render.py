@@ -56,6 +56,9 @@ def test_a_previous_deals_final_trick_is_labelled_so():
     trick.plays.add(seat=1, card=cards_pb2.Card(code="JS"))
     view = match_pb2.View(game="klaberjass", hand_sizes=[6, 6], last_trick=trick)
     assert "last trick (previous deal)" in plain(render.board(view, None, 0.0))
+    over = match_pb2.View(game="klaberjass", hand_sizes=[0, 0], last_trick=trick, over=True)
+    text = plain(render.board(over, None, 0.0))  # the final deal's, not a "previous" one
+    assert "last trick: " in text and "previous deal" not in text, text
     view.trick_history.append(trick)
     text = plain(render.board(view, None, 0.0))
     assert "last trick" in text and "previous deal" not in text
