@@ -248,21 +248,8 @@ class PlayApp(ConnectionSign, App):
         fewer than :attr:`MIN_ACTION_ROWS`, and cut to leave them those rows at least (late
         in a Jo-Jotte match on 80x24, a long auction and contract pushed the actions' box
         below the bottom edge, three options or none on screen)."""
-        now = time.time()
-        self.board = render.board(self.view_msg, self.summary, now)
         room = self.size.height - 2 - (self.connection is not None) - self.MIN_ACTION_ROWS
-        if self._rows(self.board) > room:
-            self.board = render.board(self.view_msg, self.summary, now, compact=True)
-        for label in SPARE_LINES:
-            if self._rows(self.board) <= room:
-                break
-            plain = [part.plain for part in self.board.renderables if isinstance(part, Text)]
-            if label == "auction" and not any(line.startswith(("contract:", "maker:")) for line in plain):
-                continue  # the auction in progress is what the player answers
-            # the cut takes the bottom rows, and the hand is the bottom row: a Jo-Jotte board
-            # with an exchange, a long auction, melds and a pot on 80x24 lost "your hand"
-            self.board = Group(*(part for part in self.board.renderables
-                                 if not (isinstance(part, Text) and part.plain.startswith(label + ":"))))
+        self.board = fitted_board(self.view_msg, self.summary, time.time(), self._rows, room)
         widget = self.query_one("#board", Static)
         widget.styles.max_height = max(1, room)
         widget.update(self.board)
@@ -374,6 +361,26 @@ def board_rows(app: Any, renderable: Any) -> int:
         return 0
     options = app.console.options.update_width(max(1, app.size.width - 2))
     return len(app.console.render_lines(renderable, options, pad=False))
+
+
+def fitted_board(view: Any, summary: Any | None, now: float, rows: Callable[[Any], int], room: int) -> Any:
+    """The board for ``room`` rows (measured by ``rows``): whole if it fits, else without its
+    blank lines, then without :data:`SPARE_LINES` one by one. The play screen cuts what is
+    still too tall at the bottom, and its bottom row is the hand: a Jo-Jotte board with an
+    exchange, a long auction, melds and a pot on 80x22 lost "your hand"; the spectator's
+    screen squeezed its event log."""
+    board = render.board(view, summary, now)
+    if rows(board) > room:
+        board = render.board(view, summary, now, compact=True)
+    for label in SPARE_LINES:
+        if rows(board) <= room:
+            break
+        plain = [part.plain for part in board.renderables if isinstance(part, Text)]
+        if label == "auction" and not any(line.startswith(("contract:", "maker:")) for line in plain):
+            continue  # the auction in progress is what the player answers
+        board = Group(*(part for part in board.renderables
+                        if not (isinstance(part, Text) and part.plain.startswith(label + ":"))))
+    return board
 
 
 def fitted_deals(view: Any, summary: Any | None, rows: Callable[[Any], int], room: int) -> Any | None:

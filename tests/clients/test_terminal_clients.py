@@ -1378,15 +1378,50 @@ def test_play_screen_names_the_cards_of_a_dix_exchange(engine):
     run(scenario(), timeout_s=60)
 
 
+def full_jojotte_board(base):
+    """``base`` (a Jo-Jotte view) with everything a deal's board can show at once: an
+    exchange, a four-call auction, a redoubled contract, melds, jo-jotte, a frozen pot, large
+    totals, the trick and the last trick."""
+    from google.protobuf import json_format
+
+    view = match_pb2.View()
+    view.CopyFrom(base)
+    table = render.struct_dict(view.table)
+    table.update({
+        "auction": [{"seat": 0, "call": "name:C"}, {"seat": 1, "call": "no_trump"},
+                    {"seat": 0, "call": "double"}, {"seat": 1, "call": "redouble"}],
+        "auction_state": None,
+        "contract": {"kind": "normal", "strain": "NT", "play_strain": "NT", "multiplier": 4,
+                     "holder": 1, "declarer": 1},
+        "melds": {"points": [0, 160], "dialogue": [
+            {"seat": 1, "say": "scores", "quartets": ["A"], "points": 100},
+            {"seat": 1, "say": "scores", "points": 60, "sequences": [
+                {"suit": "S", "top": "K", "length": 3}, {"suit": "H", "top": "Q", "length": 4}]}]},
+        "info_card": "KS", "turn_up": "7S", "exchange": {"seat": 1, "seven": "7S", "turn_up": "QS"},
+        "jo_jotte": [0, 20],
+        "match": dict(table.get("match") or {}, game_points=[55, 0], game_target=80, pot=70)})
+    view.table.Clear()
+    json_format.ParseDict(table, view.table)
+    del view.scores.totals[:]
+    for name, values in (("below", [55, 345]), ("above", [400, 12700]), ("games_won", [0, 1])):
+        view.scores.totals.add(name=name, values=values)
+    view.trick.plays.add(seat=1).card.code = "TC"
+    for seat, code in ((1, "9C"), (0, "8C")):
+        view.last_trick.plays.add(seat=seat).card.code = code
+    view.last_trick.winner = 1
+    view.trick_history.add().CopyFrom(view.last_trick)
+    view.seq += 1000  # no event of the match replaces it
+    return view
+
+
 def test_play_screen_keeps_the_hand_on_a_full_jo_jotte_board(engine):
     """On a short terminal (80x22; 80x24 while the connection line shows) the board is cut at
-    its bottom to leave the actions their rows, and its bottom row is the hand: a Jo-Jotte board with an exchange, a four-call auction, a redoubled
-    contract, melds, jo-jotte, a pot and both tricks lost "your hand". Lines that repeat what
-    another says (the information card, the auction once the contract line stands, the last
-    trick) now give way first."""
+    its bottom to leave the actions their rows, and its bottom row is the hand: a Jo-Jotte
+    board with an exchange, a four-call auction, a redoubled contract, melds, jo-jotte, a pot
+    and both tricks lost "your hand". Lines that repeat what another says (the information
+    card, the auction once the contract line stands, the last trick) now give way first."""
     import io
 
-    from google.protobuf import json_format
     from rich.console import Console
 
     async def scenario():
@@ -1396,33 +1431,7 @@ def test_play_screen_keeps_the_hand_on_a_full_jo_jotte_board(engine):
             app = PlayApp(me, await me.summary())
             async with app.run_test(size=(80, 22)) as pilot:
                 await wait_for(pilot, lambda: app._shown_actions and not app.submitting, "my first turn", 20)
-                view = match_pb2.View()
-                view.CopyFrom(app.view_msg)
-                table = render.struct_dict(view.table)
-                table.update({
-                    "auction": [{"seat": 0, "call": "name:C"}, {"seat": 1, "call": "no_trump"},
-                                {"seat": 0, "call": "double"}, {"seat": 1, "call": "redouble"}],
-                    "auction_state": None,
-                    "contract": {"kind": "normal", "strain": "NT", "play_strain": "NT", "multiplier": 4,
-                                 "holder": 1, "declarer": 1},
-                    "melds": {"points": [0, 160], "dialogue": [
-                        {"seat": 1, "say": "scores", "quartets": ["A"], "points": 100},
-                        {"seat": 1, "say": "scores", "points": 60, "sequences": [
-                            {"suit": "S", "top": "K", "length": 3}, {"suit": "H", "top": "Q", "length": 4}]}]},
-                    "info_card": "KS", "turn_up": "7S", "exchange": {"seat": 1, "seven": "7S", "turn_up": "QS"},
-                    "jo_jotte": [0, 20],
-                    "match": dict(table.get("match") or {}, game_points=[55, 0], game_target=80, pot=70)})
-                view.table.Clear()
-                json_format.ParseDict(table, view.table)
-                del view.scores.totals[:]
-                for name, values in (("below", [55, 345]), ("above", [400, 12700]), ("games_won", [0, 1])):
-                    view.scores.totals.add(name=name, values=values)
-                view.trick.plays.add(seat=1).card.code = "TC"
-                for seat, code in ((1, "9C"), (0, "8C")):
-                    view.last_trick.plays.add(seat=seat).card.code = code
-                view.last_trick.winner = 1
-                view.trick_history.add().CopyFrom(view.last_trick)
-                view.seq += 1000  # no event of the match replaces it
+                view = full_jojotte_board(app.view_msg)
                 app.view_msg = view
                 app.redraw()
                 await pilot.pause(0.3)
@@ -1462,3 +1471,27 @@ def test_autoplay_says_how_each_klaberjass_deal_came_to_its_score(engine):
             assert entries[maker] == 0 and entries[1 - maker] == sum(totals), (lines[i], why)
         else:  # KL-9.3
             assert why.endswith("equal totals: the maker scores nothing") and entries[maker] == 0, why
+
+
+def test_watch_screen_keeps_the_event_log_beside_a_full_jo_jotte_board(engine):
+    """The spectator's board was never compacted: a full Jo-Jotte board on 80x24 took the
+    event log's rows. It now gives up its blank lines and spare lines as the player's does."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("jojotte", seats=[None, "heuristic"], turn_time_s=0)
+            await client.join(match.match_id, player_name="ada")
+            app = WatchApp(client.spectate(match.match_id), None, summary=await client.get_match(match.match_id))
+            async with app.run_test(size=(80, 24)) as pilot:
+                await wait_for(pilot, lambda: app.view_msg is not None, "the snapshot on screen")
+                view = full_jojotte_board(app.view_msg)
+                view.ClearField("seat")
+                del view.hand[:]
+                app.view_msg = view
+                app.redraw()
+                await pilot.pause(0.3)
+                log = app.query_one("#log").region
+                assert log.y + log.height <= 24 - 1 and log.height >= 5, f"the event log is squeezed out: {log}"
+                assert "contract:" in screen_text(app) and "trick: " in screen_text(app)
+
+    run(scenario(), timeout_s=60)
