@@ -415,7 +415,8 @@ def table_lines(view: Any, summary: Any | None) -> list[Text]:
             contract_line = _trump({"trump": contract["strain"]}) or Text("")
             contract_line.append(f"{mult}, declarer {seat_name(summary, contract['declarer'], me)}")
             # the declarer answering a nullo call (JJ-4.4) saw no word of it but in the log
-            nullo = [a for a in table.get("deal_actions") or [] if isinstance(a, Mapping) and a.get("action") == "nullo"]
+            nullo = [a for a in table.get("deal_actions") or []
+                     if isinstance(a, Mapping) and a.get("action") == "nullo"]
             if nullo and nullo[-1].get("seat") is not None:
                 contract_line.append(f"; {seat_name(summary, nullo[-1]['seat'], me)} called nullo", style="bold")
             lines.append(_labelled("contract", contract_line))
@@ -499,7 +500,8 @@ def last_deal_line(view: Any, summary: Any | None, label: str = "last deal") -> 
         contract = result.get("contract") or {}
         kind, holder = contract.get("kind", ""), contract.get("holder", 0)
         tricks = detail.get("tricks") or [0, 0]
-        out.append(f"{kind} " if kind != "normal" else "").append_text(_trump({"trump": contract.get("strain")}) or Text(""))
+        out.append(f"{kind} " if kind != "normal" else "")
+        out.append_text(_trump({"trump": contract.get("strain")}) or Text(""))
         out.append({2: " doubled", 4: " redoubled"}.get(contract.get("multiplier", 1), "") if kind != "nullo" else "")
         out.append(f", {'nullo player' if kind == 'nullo' else 'declarer'} {name(holder)}: ")
         if kind == "nullo":  # JJ-9.7: only the tricks the nullo player took count
@@ -507,7 +509,8 @@ def last_deal_line(view: Any, summary: Any | None, label: str = "last deal") -> 
             out.append("made, no trick taken" if taken == 0 else f"lost, {taken} trick{'s' * (taken != 1)} taken")
         else:
             totals = detail.get("comparison") or [0, 0]
-            melds, jj, points = detail.get("melds") or [0, 0], detail.get("jo_jotte") or [0, 0], detail.get("trick_points") or [0, 0]
+            melds, jj = detail.get("melds") or [0, 0], detail.get("jo_jotte") or [0, 0]
+            points = detail.get("trick_points") or [0, 0]
             out.append(", ".join(_deal_total(name(s), totals[s], (("melds", melds[s]), ("jo-jotte", jj[s]),
                                                                   ("tricks", points[s])))
                                  for s in range(len(totals))))
