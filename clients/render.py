@@ -284,15 +284,17 @@ def _scored_melds(dialogue: list[Any]) -> dict[int, list[str]]:
 _SILENT_SAYINGS = {"good", "scores", "quartet none", "length 0"}
 
 
-def meld_talk(dialogue: list[Any], summary: Any | None, me: int | None,
-              scorers: Iterable[int] = ()) -> Text | None:
+def meld_talk(dialogue: list[Any], summary: Any | None, me: int | None) -> Text | None:
     """The meld dialogue as the players said it (KL-5.5, JJ-5.9), ``scores`` left to the melds
     line: ``"you 20, seat 1 how high?, you top Q♥, seat 1 higher A♦"``. The loser's statements
     (his value, the top card he named) are public and tell the winner which cards he holds,
     but the board showed only what the winner scored. None when it says no more than the
-    melds line: nobody had a meld, or only ``scorers`` (seats that score melds) spoke."""
+    melds line: nobody had a meld, or only the players who score a kind of meld spoke of it."""
     said, news = [], False
-    scorers = set(scorers)
+    # (seat, kind) of the melds scored: a scorer stating his own kind says what the melds line says
+    scored = {(line.get("seat"), kind) for line in dialogue if isinstance(line, Mapping) and line.get("say") == "scores"
+              for kind, key in (("quartet", "quartets"), ("sequence", "sequences")) if line.get(key)}
+    kind = "sequence"  # Klaberjass has sequences only; Jo-Jotte settles quartets first (JJ-5.4)
     for line in dialogue:
         if not isinstance(line, Mapping):
             continue
@@ -303,8 +305,8 @@ def meld_talk(dialogue: list[Any], summary: Any | None, me: int | None,
             continue
         who = seat_name(summary, int(seat), me) if seat is not None else ""
         verb, _, arg = say.partition(" ")  # Jo-Jotte: "quartet J", "length 4", "top Q", ...
-        # a scorer stating his own meld says what the melds line says
-        news = news or not (verb in ("value", "length", "quartet") and seat is not None and int(seat) in scorers)
+        kind = "quartet" if verb == "quartet" else "sequence" if verb in ("value", "length") else kind
+        news = news or not (verb in ("value", "length", "quartet", "not_good") and (seat, kind) in scored)
         card = line.get("card")
         named = (RANK_NAMES.get(card[0], card[0]) + SUIT_SYMBOLS.get(card[1:], card[1:])) if card else \
             RANK_NAMES.get(arg, arg)
@@ -437,8 +439,7 @@ def table_lines(view: Any, summary: Any | None) -> list[Text]:
             lines.append(_labelled("melds", ", ".join(
                 f"{seat_name(summary, s, me)} {p}" + (f" ({', '.join(scored[s])})" if scored.get(s) else "")
                 for s, p in enumerate(melds) if p)))
-        talk = (meld_talk(dialogue, summary, me, [s for s, p in enumerate(melds or []) if p])
-                if isinstance(dialogue, list) else None)
+        talk = meld_talk(dialogue, summary, me) if isinstance(dialogue, list) else None
         if talk is not None:
             lines.append(_labelled("meld talk", talk))
         # the trump marriage, credited when it is complete (KL-7.1 bella, JJ-7.1 jo-jotte): it

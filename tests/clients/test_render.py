@@ -528,6 +528,12 @@ def test_the_meld_talk_is_on_the_board():
     text = plain(render.board(view, None, 0.0))
     # four queens were stated: in seat 1's hand, though its quartet lost (JJ-5.5)
     assert "meld talk: seat 1 quartet Q, you not good, 9, seat 1 length 3" in text, text
+    # "not good" over nothing stated ("length 0") by the one who scores: the melds line says it
+    view = _view("jojotte", {"melds": {"points": [20, 0], "dialogue": [
+        {"seat": 1, "say": "quartet none"}, {"seat": 0, "say": "good"}, {"seat": 1, "say": "length 0"},
+        {"seat": 0, "say": "not_good 3"},
+        {"seat": 0, "say": "scores", "points": 20, "sequences": [{"suit": "D", "top": "9", "length": 3}]}]}})
+    assert "meld talk" not in plain(render.board(view, None, 0.0))
 
 
 def test_klaberjass_calls_say_what_they_do():
