@@ -149,6 +149,10 @@ async def follow_plain(spectator: Spectator, console: Console, after_seq: int | 
             scored = len(event.view.scores.deal_results.values)
             if deals_seen is not None and scored > deals_seen:
                 console.print(render.deal_results_table(event.view, summary, last=scored - deals_seen))
+                # how the last one came to that (Klaberjass, Jo-Jotte), as clients.play --autoplay
+                why = render.last_deal_line(event.view, summary, label=f"deal {scored}")
+                if why is not None and scored - deals_seen == 1:
+                    console.print(why, markup=False)
             deals_seen = scored
     return await spectator.summary()
 

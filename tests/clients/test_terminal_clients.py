@@ -1495,3 +1495,29 @@ def test_watch_screen_keeps_the_event_log_beside_a_full_jo_jotte_board(engine):
                 assert "contract:" in screen_text(app) and "trick: " in screen_text(app)
 
     run(scenario(), timeout_s=60)
+
+
+def test_watch_plain_says_how_a_klaberjass_deal_came_to_its_score(engine):
+    """The spectator's --plain output printed each deal's entries alone; like --autoplay it now
+    adds the deal's breakdown (KL-9.1 totals, who had more)."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("klaberjass", seats=[None, None], options={"kl_target_score": 1})
+            sessions = [await client.join(match.match_id, seat=n) for n in range(2)]
+            watcher = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "clients.watch", match.match_id, "--target", engine.target, "--plain",
+                "--from-start", cwd=ROOT, env=dict(os.environ, COLUMNS="160"),
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            rng = random.Random(2)
+            while not (view := await sessions[0].view()).over:
+                await sessions[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
+            out, err = await asyncio.wait_for(watcher.communicate(), 60)
+            return watcher.returncode, out.decode(), err.decode()
+
+    code, out, err = run(scenario(), timeout_s=120)
+    assert code == 0, err
+    lines = [line.strip() for line in out.splitlines()]
+    played = [line for line in lines if re.match(r"deal \d+: trump ", line)]
+    assert played and re.search(r"maker seat \d: seat 0 \d+.*, seat 1 \d+.* — the (maker|opponent) has more"
+                                r"|equal totals", played[-1]), lines
