@@ -7,8 +7,9 @@ stops it at the end; with ``--target host:port`` it uses a running service. It c
 whose other seats are the given bots (``open`` leaves a seat to another person), joins the
 free seat and shows, from the server's view only:
 
-* your hand; the table (trump, the Klaberjass / Jo-Jotte turn-up, information card, auction
-  and contract, the Georgian Joker trump indicator and bids, Japanese Joker's columns); the
+* your hand; the table (trump, the Klaberjass / Jo-Jotte turn-up and who exchanged it,
+  information card, auction and contract, melds, bella / jo-jotte, and between the deals what
+  the last one came to; the Georgian Joker trump indicator and bids, Japanese Joker's columns); the
   trick in progress and the last trick; tricks taken; the scores and the last deals;
 * your legal actions, chosen with the arrow keys and Enter or their number keys;
 * the time left for the decision (the server plays the rulebook's auto-move after it);
@@ -50,7 +51,7 @@ import time
 from typing import Any, Callable, Sequence
 
 import grpc
-from rich.console import Console
+from rich.console import Console, Group
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -82,6 +83,12 @@ EXIT_CONNECTION_LOST = 3
 NOT_SENT = "not sent: the connection is lost — choose again once it is back"
 SENDING_LOST = "the connection was lost while sending your move: once it is back the table shows whether it was played"
 
+
+#: Board lines a short terminal drops, in this order, before the cut reaches the hand: each
+#: says what another line or the player's memory also holds (the meld dialogue, the previous deal's last trick,
+#: the information card, unused in play; the auction, once a contract or maker line says
+#: how it ended; the breakdown of the deal before; the last trick of this deal).
+SPARE_LINES = ("meld talk", "last trick (previous deal)", "information card", "auction", "last deal", "last trick")
 
 #: How long the event stream waits for the match's summary after a presence event.
 SUMMARY_WAIT_S = 2.0
@@ -241,11 +248,8 @@ class PlayApp(ConnectionSign, App):
         fewer than :attr:`MIN_ACTION_ROWS`, and cut to leave them those rows at least (late
         in a Jo-Jotte match on 80x24, a long auction and contract pushed the actions' box
         below the bottom edge, three options or none on screen)."""
-        now = time.time()
-        self.board = render.board(self.view_msg, self.summary, now)
         room = self.size.height - 2 - (self.connection is not None) - self.MIN_ACTION_ROWS
-        if self._rows(self.board) > room:
-            self.board = render.board(self.view_msg, self.summary, now, compact=True)
+        self.board = fitted_board(self.view_msg, self.summary, time.time(), self._rows, room)
         widget = self.query_one("#board", Static)
         widget.styles.max_height = max(1, room)
         widget.update(self.board)
@@ -267,7 +271,7 @@ class PlayApp(ConnectionSign, App):
         notations = [a.notation for a in view.legal_actions] if is_my_turn(view) else []
         if notations != self._shown_actions:
             actions.clear_options()
-            actions.add_options([Option(Text(f"{i}. " if i < 10 else "   ").append_text(render.action_text(a)),
+            actions.add_options([Option(Text(f"{i}. " if i < 10 else "   ").append_text(render.action_text(a, view)),
                                         id=a.notation)
                                  for i, a in enumerate(view.legal_actions if notations else [], start=1)])
             self._shown_actions = notations
@@ -359,6 +363,26 @@ def board_rows(app: Any, renderable: Any) -> int:
     return len(app.console.render_lines(renderable, options, pad=False))
 
 
+def fitted_board(view: Any, summary: Any | None, now: float, rows: Callable[[Any], int], room: int) -> Any:
+    """The board for ``room`` rows (measured by ``rows``): whole if it fits, else without its
+    blank lines, then without :data:`SPARE_LINES` one by one. The play screen cuts what is
+    still too tall at the bottom, and its bottom row is the hand: a Jo-Jotte board with an
+    exchange, a long auction, melds and a pot on 80x22 lost "your hand"; the spectator's
+    screen squeezed its event log."""
+    board = render.board(view, summary, now)
+    if rows(board) > room:
+        board = render.board(view, summary, now, compact=True)
+    for label in SPARE_LINES:
+        if rows(board) <= room:
+            break
+        plain = [part.plain for part in board.renderables if isinstance(part, Text)]
+        if label == "auction" and not any(line.startswith(("contract:", "maker:")) for line in plain):
+            continue  # the auction in progress is what the player answers
+        board = Group(*(part for part in board.renderables
+                        if not (isinstance(part, Text) and part.plain.startswith(label + ":"))))
+    return board
+
+
 def fitted_deals(view: Any, summary: Any | None, rows: Callable[[Any], int], room: int) -> Any | None:
     """The deal results table with as many of the last six scored deals as fit in ``room``
     rows (measured by ``rows``), None when not even the last one does. On 80x24 the whole
@@ -403,6 +427,11 @@ async def autoplay(session: SeatSession, policy: str, console: Console, summary:
             if deals_seen is not None and scored > deals_seen:
                 for deal_line in render.deal_result_lines(event.view, summary, last=scored - deals_seen):
                     console.print(deal_line, markup=False)
+                # and how it came to that (Klaberjass, Jo-Jotte): the entries alone ("you 0,
+                # bot 105") did not say the maker went down, nor what the totals were made of
+                why = render.last_deal_line(event.view, summary, label=f"     deal {scored}")
+                if why is not None and scored - deals_seen == 1:
+                    console.print(why, markup=False)
             deals_seen = scored
         if event.kind == match_pb2.EVENT_KIND_MATCH_ENDED:
             break

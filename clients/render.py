@@ -7,8 +7,9 @@ countdown takes ``now`` as an argument), so they are tested on real views.
 What is shown comes only from the view the server sent (a frontend never re-implements
 rules): the hand, the trick in progress and the last trick, the scores and what the match is
 played to (the target, the Jo-Jotte game and pot), and the game's public table
-(``View.table``): Klaberjass / Jo-Jotte auction, turn-up and information card, contract and
-melds (with the runs and quartets their ``scores`` statement made public); Georgian Joker deal
+(``View.table``): Klaberjass / Jo-Jotte auction, turn-up (and the exchange made) and
+information card, contract and melds (with the runs and quartets their ``scores`` statement
+made public), bella / jo-jotte, and between the deals the last deal's breakdown; Georgian Joker deal
 and forehand, trump indicator, bids and the dealer's forbidden bid; Japanese Joker's five
 columns per player (up card over a hidden down card, and an up card a cleared table moved
 into a hand), declarer and trump.
@@ -76,9 +77,41 @@ def _suit_letter(value: int) -> str:
     return _SUIT_LETTERS.get(value, "")
 
 
-def action_text(action: Any) -> Text:
-    """A human label for an Action message, from its structured fields (not its string)."""
+#: What a Klaberjass call does, beside its bare word on the actions (KL-A7, KL-4.2, KL-A20).
+#: Short: the actions' box is 25 columns wide on an 80-column terminal.
+KLABERJASS_GLOSSES = {"accept": "deal thrown in", "refuse": "caller plays", "keep": "no exchange",
+                      "declare": "score them", "conceal": "say none"}
+
+
+def exchange_cards(action: Any, table: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """The seven an exchange gives and the turn-up it takes: ``(gives, takes)``, None where
+    the table does not say. Before the exchange (a legal action) the turn-up is the card in
+    the turn-up place, and the seven is the action's card (Jo-Jotte's ``exchange:7X``) or the
+    dix (Klaberjass's ``exchange``: the seven of trumps, KL-4.1); after it (an event's view)
+    the public ``exchange`` record names both (KL-4.3, JJ-4.2)."""
+    done = table.get("exchange")
+    if isinstance(done, Mapping):
+        return done.get("gives") or done.get("seven"), done.get("takes") or done.get("turn_up")
+    gives = action.card.code or (f"7{table['trump']}" if table.get("trump") in ("S", "H", "D", "C") else None)
+    return gives, table.get("turn_up")
+
+
+def action_text(action: Any, view: Any | None = None) -> Text:
+    """A human label for an Action message, from its structured fields (not its string);
+    ``view`` (the one the action is legal in, or the view after an action event) lets an
+    exchange name the two cards it swaps: Klaberjass's ``exchange`` names none, and Jo-Jotte's
+    ``exchange:7X`` read "exchange 7♥ for the turn-up" without the card it takes."""
     kind = cards_pb2.ActionKind.Name(action.kind)
+    if view is not None and view.game == "klaberjass" and action.notation in KLABERJASS_GLOSSES:
+        # bare words whose meaning depends on the moment: "accept" answers a schmeiss here
+        # (the deal is thrown in, KL-A7), not a turn-up as in Jo-Jotte; "keep" and "conceal"
+        # say nothing of what they keep or hide
+        return Text(action.notation).append(f" ({KLABERJASS_GLOSSES[action.notation]})", style="dim")
+    if kind == "ACTION_KIND_EXCHANGE" and view is not None:
+        gives, takes = exchange_cards(action, struct_dict(view.table))
+        if gives and takes:
+            return Text("exchange ").append_text(card_text(gives)).append(" for the turn-up ").append_text(
+                card_text(takes))
     out = Text()
     if kind == "ACTION_KIND_PLAY":
         out.append("play ")
@@ -149,10 +182,17 @@ def score_heading(view: Any) -> str:
         return f"score (to {table['target_score']})"
     match = table.get("match")
     if isinstance(match, Mapping) and match.get("game_target"):
-        # a frozen pot (JJ-9.5) is on nobody's score, and the next decided deal takes it
-        pot = f", pot {match['pot']}" if match.get("pot") else ""
-        return f"score (game to {match['game_target']}{pot})"
+        return f"score (game to {match['game_target']})"
     return "score"
+
+
+def _total_heading(name: str, view: Any) -> str:
+    """A column of a game with several totals (Jo-Jotte's game / below / above / games): the
+    game's says what it is played to (JJ-10.1)."""
+    match = struct_dict(view.table).get("match")
+    if name == "game" and isinstance(match, Mapping) and match.get("game_target"):
+        return f"game (to {match['game_target']})"
+    return name
 
 
 def seats_table(view: Any, summary: Any | None, now: float) -> Table:
@@ -162,15 +202,18 @@ def seats_table(view: Any, summary: Any | None, now: float) -> Table:
     table = struct_dict(view.table)
     me = view.seat if view.HasField("seat") else None
     grid = Table(box=None, pad_edge=False, expand=False, show_header=True, header_style="bold")
-    # an always-empty bid column cost four columns that Jo-Jotte's scores needed on 80
-    bidding = "bids" in table
-    for column in ("", "player", "cards", "tricks", *(("bid",) if bidding else ()), score_heading(view)):
-        grid.add_column(column)
     totals = {row.name.removesuffix("_won"): list(row.values) for row in view.scores.totals}
     match = table.get("match")
     game_points = match.get("game_points") if isinstance(match, Mapping) else None
     if isinstance(game_points, list) and totals:
         totals = {"game": game_points, **totals}
+    # an always-empty bid column cost four columns that Jo-Jotte's scores needed on 80; and
+    # Jo-Jotte's four totals in one cell ("game 55  below 55  above 400  games 0") wrapped on
+    # 80 columns beside a bot's name: one column each, named once in the heading
+    bidding = "bids" in table
+    scores = [_total_heading(name_, view) for name_ in totals] if len(totals) > 1 else [score_heading(view)]
+    for column in ("", "player", "cards", "tricks", *(("bid",) if bidding else ()), *scores):
+        grid.add_column(column)
     for seat in range(len(view.hand_sizes)):
         marks = Text()
         if view.HasField("to_act") and view.to_act == seat:
@@ -186,11 +229,10 @@ def seats_table(view: Any, summary: Any | None, now: float) -> Table:
                 name.append(" (away)", style="yellow")
         bids = table.get("bids")
         bid = _per_seat(bids, seat, "")
-        score = "  ".join(f"{name_} {vals[seat]}" if len(totals) > 1 else str(vals[seat])
-                          for name_, vals in totals.items() if seat < len(vals))
+        cells = [str(vals[seat]) if seat < len(vals) else "" for vals in totals.values()] or [""]
         grid.add_row(marks, name, str(view.hand_sizes[seat]),
                      str(_per_seat(list(view.scores.tricks_taken), seat, 0)), *((str(bid),) if bidding else ()),
-                     score)
+                     *cells)
     return grid
 
 
@@ -243,6 +285,55 @@ def _scored_melds(dialogue: list[Any]) -> dict[int, list[str]]:
     return out
 
 
+#: Statements of the meld dialogues that tell nothing (no meld of the kind).
+_SILENT_SAYINGS = {"good", "scores", "quartet none", "length 0"}
+
+
+def meld_talk(dialogue: list[Any], summary: Any | None, me: int | None) -> Text | None:
+    """The meld dialogue as the players said it (KL-5.5, JJ-5.9), ``scores`` left to the melds
+    line: ``"you 20, seat 1 how high?, you top Q♥, seat 1 higher A♦"``. The loser's statements
+    (his value, the top card he named) are public and tell the winner which cards he holds,
+    but the board showed only what the winner scored. None when it says no more than the
+    melds line: nobody had a meld, or only the players who score a kind of meld spoke of it."""
+    said, news = [], False
+    # (seat, kind) of the melds scored: a scorer stating his own kind says what the melds line says
+    scored = {(line.get("seat"), kind) for line in dialogue if isinstance(line, Mapping) and line.get("say") == "scores"
+              for kind, key in (("quartet", "quartets"), ("sequence", "sequences")) if line.get(key)}
+    kind = "sequence"  # Klaberjass has sequences only; Jo-Jotte settles quartets first (JJ-5.4)
+    for line in dialogue:
+        if not isinstance(line, Mapping):
+            continue
+        say, seat = str(line.get("say", "")), line.get("seat")
+        if say == "value" and not line.get("value"):
+            continue
+        if say in _SILENT_SAYINGS:
+            continue
+        who = seat_name(summary, int(seat), me) if seat is not None else ""
+        verb, _, arg = say.partition(" ")  # Jo-Jotte: "quartet J", "length 4", "top Q", ...
+        kind = "quartet" if verb == "quartet" else "sequence" if verb in ("value", "length") else kind
+        news = news or not (verb in ("value", "length", "quartet", "not_good") and (seat, kind) in scored)
+        card = line.get("card")
+        named = (RANK_NAMES.get(card[0], card[0]) + SUIT_SYMBOLS.get(card[1:], card[1:])) if card else \
+            RANK_NAMES.get(arg, arg)
+        if verb == "value":
+            length = f" ({line['length']} cards)" if line.get("length") else ""
+            said.append(f"{who} {line['value']}{length}")
+        elif verb == "not_good":
+            said.append(f"{who} not good, {line.get('value', named)}")
+        elif verb == "how_high":
+            said.append(f"{who} how high?")
+        elif verb in ("top", "higher", "same", "quartet", "length"):
+            said.append(f"{who} {verb} {named}".rstrip())
+        elif verb == "trump_check":
+            winner = line.get("result", line.get("winner"))
+            said.append("the trump sequence wins" if winner is not None else "equal: nobody scores sequences")
+        else:
+            said.append(f"{who} {say.replace('_', ' ')}")
+    if not said or not news:
+        return None
+    return Text(", ".join(said))
+
+
 def call_text(call: str) -> Text:
     """An auction call in notation as the actions read it: ``name:S`` -> ``name ♠``,
     ``no_trump`` -> ``no trump`` (the auction line showed ``name S`` and ``no_trump`` beside
@@ -288,7 +379,15 @@ def table_lines(view: Any, summary: Any | None) -> list[Text]:
         lines.extend(columns_lines(view, summary))
     else:  # klaberjass, jojotte
         if table.get("turn_up"):
-            lines.append(_labelled("turn-up", card_text(table["turn_up"])))
+            turn_up = card_text(table["turn_up"])
+            exchange = table.get("exchange")
+            if isinstance(exchange, Mapping) and exchange.get("seat") is not None:
+                # the seven now lies there (KL-4.3, JJ-4.2): without the note the turn-up just
+                # changed, and who holds the card it was went unsaid although the event is public
+                _, taken = exchange_cards(None, table)
+                turn_up.append(f" ({seat_name(summary, exchange['seat'], me)} took ", style="dim")
+                turn_up.append_text(card_text(taken)).append(" for it)", style="dim")
+            lines.append(_labelled("turn-up", turn_up))
         if table.get("info_card"):
             lines.append(_labelled("information card", card_text(table["info_card"])))
         auction = table.get("auction") or []
@@ -315,8 +414,25 @@ def table_lines(view: Any, summary: Any | None) -> list[Text]:
             contract_line.append(f"{mult}, {'nullo player' if kind == 'nullo' else 'declarer'} "
                                  f"{seat_name(summary, holder, me)}")
             lines.append(_labelled("contract", contract_line))
+        elif contract.get("strain") and contract.get("declarer") is not None and not table.get("auction_state"):
+            # Jo-Jotte between the auction and the end of the nullo window (the exchange, the
+            # nullo call and its slam answer): the contract is settled but its kind is not yet;
+            # the board showed neither trump nor contract, nor whether it was doubled
+            mult = {1: "", 2: " doubled", 4: " redoubled"}.get(contract.get("multiplier", 1), "")
+            contract_line = _trump({"trump": contract["strain"]}) or Text("")
+            contract_line.append(f"{mult}, declarer {seat_name(summary, contract['declarer'], me)}")
+            # the declarer answering a nullo call (JJ-4.4) saw no word of it but in the log
+            nullo = [a for a in table.get("deal_actions") or []
+                     if isinstance(a, Mapping) and a.get("action") == "nullo"]
+            if nullo and nullo[-1].get("seat") is not None:
+                contract_line.append(f"; {seat_name(summary, nullo[-1]['seat'], me)} called nullo", style="bold")
+            lines.append(_labelled("contract", contract_line))
         if table.get("maker") is not None:
             lines.append(_labelled("maker", seat_name(summary, table["maker"], me)))
+        match = table.get("match")
+        if isinstance(match, Mapping) and match.get("pot"):
+            # frozen trick points (JJ-9.5): on nobody's score, entered by the next decided deal
+            lines.append(_labelled("pot", f"{match['pot']} (frozen: the winner of the next decided deal enters it)"))
         melds = table.get("meld_points")
         dialogue = table.get("melds")
         if isinstance(dialogue, dict):  # Jo-Jotte: {dialogue, points}
@@ -328,9 +444,93 @@ def table_lines(view: Any, summary: Any | None) -> list[Text]:
             lines.append(_labelled("melds", ", ".join(
                 f"{seat_name(summary, s, me)} {p}" + (f" ({', '.join(scored[s])})" if scored.get(s) else "")
                 for s, p in enumerate(melds) if p)))
+        talk = meld_talk(dialogue, summary, me) if isinstance(dialogue, list) else None
+        if talk is not None:
+            lines.append(_labelled("meld talk", talk))
+        # the trump marriage, credited when it is complete (KL-7.1 bella, JJ-7.1 jo-jotte): it
+        # counts in the deal total like the melds, and was on no line of the board
+        for key, label in (("bella", "bella"), ("jo_jotte", "jo-jotte")):
+            bonus = table.get(key)
+            if isinstance(bonus, list) and any(bonus):
+                lines.append(_labelled(label, ", ".join(f"{seat_name(summary, s, me)} {p}"
+                                                        for s, p in enumerate(bonus) if p)))
     if trump is not None:
         lines.insert(0, _labelled("trump", trump))
     return lines
+
+
+#: KL-9.2 to KL-9.4 and JJ-9.2 / JJ-9.3: who had more, in the rulebooks' terms.
+OUTCOME_WORDS = {"maker_more": "the maker has more", "equal": "equal totals: the maker scores nothing",
+                 "opponent_more": "the opponent has more", "declarer_more": "the declarer has more",
+                 "defender_more": "the defender has more", "tie": "a tie: the trick points go to the pot"}
+
+
+def _deal_total(name: str, total: Any, label_values: Iterable[tuple[str, Any]]) -> str:
+    """``"ada 85 (melds 20, tricks 65)"``; the parts only where the total is not just the
+    points of the tricks (the line had to fit 80 columns)."""
+    parts = [(label, value) for label, value in label_values if value]
+    if not parts or (len(parts) == 1 and parts[0][0] in ("cards", "tricks")):
+        return f"{name} {total}"
+    return f"{name} {total} ({', '.join(f'{label} {value}' for label, value in parts)})"
+
+
+def last_deal_line(view: Any, summary: Any | None, label: str = "last deal") -> Text | None:
+    """The last scored deal's breakdown, in the rulebook's terms (Klaberjass KL-9.1 to 9.4 from
+    ``previous_deal``, Jo-Jotte JJ-9 from ``last_deal``): each player's deal total and what it
+    is made of, and who had more. The deal results showed what each player entered alone (a
+    maker who went down read "0 | 105" with no word why), and the trick points, bella and the
+    K-Q-J bonus were never on screen. None before the first deal is scored."""
+    results = struct_value(view.scores.deal_results)
+    if not results:
+        return None
+    me = view.seat if view.HasField("seat") else None
+    table = struct_dict(view.table)
+    result = results[-1]
+    out = Text(f"{label}: ", style="dim")
+    if result.get("thrown_in"):
+        return out.append("thrown in, nobody scores")
+    name = lambda seat: seat_name(summary, seat, me)  # noqa: E731
+    if view.game == "klaberjass" and isinstance(table.get("previous_deal"), Mapping):
+        detail = table["previous_deal"]
+        totals = detail.get("deal_totals") or [0, 0]
+        melds, cards = result.get("melds") or [0, 0], result.get("card_points") or [0, 0]
+        bella, kqj = detail.get("bella") or [0, 0], detail.get("trump_kqj") or [0, 0]
+        out.append("trump ").append_text(suit_text(result.get("trump", "")))
+        out.append(f", maker {name(result.get('maker', 0))}: ")
+        out.append(", ".join(_deal_total(name(s), totals[s], (("melds", melds[s]), ("bella", bella[s]),
+                                                              ("K-Q-J", kqj[s]), ("cards", cards[s])))
+                             for s in range(len(totals))))
+        return out.append(f" — {OUTCOME_WORDS.get(detail.get('outcome'), detail.get('outcome') or '')}")
+    if view.game == "jojotte" and isinstance(table.get("last_deal"), Mapping):
+        detail = table["last_deal"]
+        contract = result.get("contract") or {}
+        kind, holder = contract.get("kind", ""), contract.get("holder", 0)
+        tricks = detail.get("tricks") or [0, 0]
+        out.append(f"{kind} " if kind != "normal" else "")
+        out.append_text(_trump({"trump": contract.get("strain")}) or Text(""))
+        out.append({2: " doubled", 4: " redoubled"}.get(contract.get("multiplier", 1), "") if kind != "nullo" else "")
+        out.append(f", {'nullo player' if kind == 'nullo' else 'declarer'} {name(holder)}: ")
+        if kind == "nullo":  # JJ-9.7: only the tricks the nullo player took count
+            taken = tricks[holder]
+            out.append("made, no trick taken" if taken == 0 else f"lost, {taken} trick{'s' * (taken != 1)} taken")
+        else:
+            totals = detail.get("comparison") or [0, 0]
+            melds, jj = detail.get("melds") or [0, 0], detail.get("jo_jotte") or [0, 0]
+            points = detail.get("trick_points") or [0, 0]
+            out.append(", ".join(_deal_total(name(s), totals[s], (("melds", melds[s]), ("jo-jotte", jj[s]),
+                                                                  ("tricks", points[s])))
+                                 for s in range(len(totals))))
+            out.append(f" — {OUTCOME_WORDS.get(detail.get('outcome'), detail.get('outcome') or '')}")
+            if kind == "slam":  # JJ-9.6
+                out.append(", slam made" if tricks[holder] == 9 else ", slam lost")
+        if detail.get("pot_to") is not None:
+            out.append(f"; the pot to {name(detail['pot_to'])}")
+        if detail.get("game_winner") is not None:
+            out.append(f"; game to {name(detail['game_winner'])}", style="bold")
+        if detail.get("rubber_winner") is not None:
+            out.append(f"; rubber to {name(detail['rubber_winner'])}", style="bold")
+        return out
+    return None
 
 
 def columns_lines(view: Any, summary: Any | None) -> list[Text]:
@@ -385,7 +585,10 @@ def header_text(view: Any, summary: Any | None, now: float) -> Text:
     # The deal in progress is the one after the deals already scored (thrown-in deals included);
     # once the match is over there is none (a 24-deal Georgian Joker match ended on "deal 25").
     deal = f"{scored} deal(s) scored" if over else f"deal {scored + 1}"
-    out.append(f"  {deal}  phase {view.phase}  seq {view.seq}", style="dim")
+    # "phase dix_window" read as a program's word; once over, "match over" says the phase, and
+    # on 80 columns the header then wrapped the winner's name onto a row of its own
+    phase = "" if over else f"  phase {view.phase.replace('_', ' ')}"
+    out.append(f"  {deal}{phase}  seq {view.seq}", style="dim")
     if over:
         winners = ", ".join(seat_name(summary, w, me) for w in view.winners)
         out.append(f"  match over: {winners or 'no winner'}", style="bold green")
@@ -417,9 +620,17 @@ def board(view: Any, summary: Any | None, now: float, compact: bool = False) -> 
     gap = [] if compact else [Text("")]
     parts: list[Any] = [header_text(view, summary, now), *gap, seats_table(view, summary, now), *gap]
     parts.extend(table_lines(view, summary))
+    table = struct_dict(view.table)
+    if view.game in ("klaberjass", "jojotte") and (view.over or not (table.get("trump") or table.get("contract"))):
+        # between the deals (the auction, before a trump is fixed) and at the end: what the
+        # last deal came to, while the players look at the scores it left
+        last = last_deal_line(view, summary)
+        if last is not None:
+            parts.append(last)
     parts.append(_labelled("trick", trick_text(view.trick, summary, me) if view.trick.plays else Text("—")))
     if view.last_trick.plays:  # with an empty trick_history: the previous deal's final trick
-        label = "last trick" if view.trick_history else "last trick (previous deal)"
+        # once the match is over there is no deal after it: the final deal's ninth trick
+        label = "last trick" if view.trick_history or view.over else "last trick (previous deal)"
         parts.append(_labelled(label, trick_text(view.last_trick, summary, me)))
     if me is not None:
         parts.extend([*gap, _labelled("your hand", hand_text(view))])
@@ -501,7 +712,9 @@ def event_text(event: Any, summary: Any | None, me: int | None) -> Text | None:
         if event.by == match_pb2.ACTOR_BOT and _is_bot_seat(summary, event.seat):
             actor = ""  # the seat's name already says it is a bot
         out = Text(f"{event.seq:>4} {who}{actor}: ", style="dim")
-        out.append_text(action_text(event.action))
+        # the view names the cards of an exchange; the glosses of the calls are for the choice
+        context = event.view if event.HasField("view") and event.action.kind == cards_pb2.ACTION_KIND_EXCHANGE else None
+        out.append_text(action_text(event.action, context))
         return out
     if kind == match_pb2.EVENT_KIND_SNAPSHOT:
         return Text(f"{event.seq:>4} joined the table", style="dim")

@@ -36,7 +36,7 @@ from textual.widgets import Footer, RichLog, Static
 
 from . import render
 from .connection_sign import ConnectionSign
-from .play import board_rows, fitted_deals, positive_int, stderr_notices, summary_now
+from .play import board_rows, fitted_board, fitted_deals, positive_int, stderr_notices, summary_now
 from .cardgames_client import CardGamesError, Spectator, StreamState, connect, target_arg
 from engine_service.transport.generated import match_pb2
 
@@ -121,9 +121,11 @@ class WatchApp(ConnectionSign, App):
     def redraw(self) -> None:
         if self.view_msg is None:
             return
-        self.board = render.board(self.view_msg, self.summary, time.time())
-        # less the footer and the red line: as many recent deals as leave the log its rows
-        room = self.size.height - 1 - (self.connection is not None) - board_rows(self, self.board) - self.MIN_LOG_ROWS
+        # less the footer and the red line: the board, then as many recent deals as leave the
+        # log its rows (a full Jo-Jotte board alone took them on 80x24)
+        spare = self.size.height - 1 - (self.connection is not None) - self.MIN_LOG_ROWS
+        self.board = fitted_board(self.view_msg, self.summary, time.time(), lambda r: board_rows(self, r), spare)
+        room = spare - board_rows(self, self.board)
         self.deals = fitted_deals(self.view_msg, self.summary, lambda r: board_rows(self, r), room)
         with contextlib.suppress(NoMatches):  # the screen may be closing
             self.query_one("#board", Static).update(self.board)
@@ -147,6 +149,10 @@ async def follow_plain(spectator: Spectator, console: Console, after_seq: int | 
             scored = len(event.view.scores.deal_results.values)
             if deals_seen is not None and scored > deals_seen:
                 console.print(render.deal_results_table(event.view, summary, last=scored - deals_seen))
+                # how the last one came to that (Klaberjass, Jo-Jotte), as clients.play --autoplay
+                why = render.last_deal_line(event.view, summary, label=f"deal {scored}")
+                if why is not None and scored - deals_seen == 1:
+                    console.print(why, markup=False)
             deals_seen = scored
     return await spectator.summary()
 

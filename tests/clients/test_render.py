@@ -56,6 +56,9 @@ def test_a_previous_deals_final_trick_is_labelled_so():
     trick.plays.add(seat=1, card=cards_pb2.Card(code="JS"))
     view = match_pb2.View(game="klaberjass", hand_sizes=[6, 6], last_trick=trick)
     assert "last trick (previous deal)" in plain(render.board(view, None, 0.0))
+    over = match_pb2.View(game="klaberjass", hand_sizes=[0, 0], last_trick=trick, over=True)
+    text = plain(render.board(over, None, 0.0))  # the final deal's, not a "previous" one
+    assert "last trick: " in text and "previous deal" not in text, text
     view.trick_history.append(trick)
     text = plain(render.board(view, None, 0.0))
     assert "last trick" in text and "previous deal" not in text
@@ -329,12 +332,26 @@ def test_the_score_column_says_what_the_match_is_played_to():
     for name, values in (("below", [220, 1000]), ("above", [1300, 500]), ("games_won", [1, 0])):
         view.scores.totals.add(name=name, values=values)
     header, *seats = rows(view)
-    assert "score (game to 80)" in header and "bid" not in header, header
+    assert header.split()[-6:] == ["game", "(to", "80)", "below", "above", "games"] and "bid" not in header, header
     assert len(seats) == 2, seats  # one row per seat: the score did not wrap
-    assert seats[0].endswith("game 40  below 220  above 1300  games 1"), seats
-    assert seats[1].endswith("game 0  below 1000  above 500  games 0"), seats
+    assert seats[0].split()[-4:] == ["40", "220", "1300", "1"], seats
+    assert seats[1].split()[-4:] == ["0", "1000", "500", "0"], seats
+    # beside a bot's name, with an above-the-line total of five digits: one row per seat still
+    # (the four totals in one cell, "game 0  below 345  above 12700  games 1", wrapped on 80)
+    summary = match_pb2.MatchSummary()
+    summary.seats.add(seat=0, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name="ada")
+    summary.seats.add(seat=1, kind=match_pb2.SEAT_KIND_BOT, bot="heuristic")
+    view.to_act, view.dealer = 0, 1
+    del view.scores.totals[:]
+    for name, values in (("below", [55, 345]), ("above", [400, 12700]), ("games_won", [0, 1])):
+        view.scores.totals.add(name=name, values=values)
+    console = Console(width=78, record=True, color_system=None, file=open(os.devnull, "w"))
+    console.print(render.seats_table(view, summary, 0.0))
+    lines = console.export_text().splitlines()
+    assert len(lines) == 3 and lines[2].split()[-4:] == ["0", "345", "12700", "1"], lines
     json_format.ParseDict({"match": {"game_target": 80, "game_points": [40, 0], "pot": 36}}, view.table)
-    assert "score (game to 80, pot 36)" in rows(view)[0]  # on nobody's score yet (JJ-9.5)
+    # on nobody's score yet (JJ-9.5)
+    assert "pot: 36 (frozen: the winner of the next decided deal enters it)" in plain(render.board(view, None, 0.0))
 
 
 def test_the_auction_reads_as_the_actions_do():
@@ -384,3 +401,190 @@ def test_japanese_joker_shows_the_up_card_a_cleared_table_moved_into_a_hand():
         "known_in_hand": [["AH"], ["QH"]]}, view.table)
     lines = [line.plain for line in render.columns_lines(view, None)]
     assert lines == ["your columns: [9♥/▒▒]", "seat 1's columns: none  in hand: Q♥"], lines
+
+
+def _view(game, table, results=(), **fields):
+    from google.protobuf import json_format
+
+    view = match_pb2.View(game=game, seat=0, hand_sizes=[9, 9], **fields)
+    json_format.ParseDict(table, view.table)
+    if results:
+        json_format.ParseDict(list(results), view.scores.deal_results)
+    return view
+
+
+def test_an_exchange_names_the_seven_it_gives_and_the_turn_up_it_takes():
+    """Klaberjass's ``exchange`` read "exchange", naming neither the dix nor the turn-up, and
+    Jo-Jotte's ``exchange:7H`` "exchange 7♥ for the turn-up" without the card taken; the
+    event of the opponent's exchange said "exchange" too, and the board only showed a new
+    turn-up. The label names both cards (KL-4.1, JJ-4.2), and the board who took the turn-up."""
+    kl = cards_pb2.Action(notation="exchange", kind=cards_pb2.ACTION_KIND_EXCHANGE, verb="exchange")
+    before = _view("klaberjass", {"trump": "D", "turn_up": "TD", "exchange": None})
+    assert render.action_text(kl, before).plain == "exchange 7♦ for the turn-up 10♦"
+    # a trump named in round 2: the dix is the seven of trumps, the turn-up another suit's (KL-A8)
+    assert render.action_text(kl, _view("klaberjass", {"trump": "C", "turn_up": "QS"})).plain \
+        == "exchange 7♣ for the turn-up Q♠"
+    jj = cards_pb2.Action(notation="exchange:7H", kind=cards_pb2.ACTION_KIND_EXCHANGE, verb="exchange",
+                          card=cards_pb2.Card(code="7H"))
+    assert render.action_text(jj, _view("jojotte", {"turn_up": "AD", "exchange": None})).plain \
+        == "exchange 7♥ for the turn-up A♦"
+
+    # the event carries the view after the exchange: the seven lies in the turn-up place
+    from engine_service.transport.generated import card_games_pb2
+
+    after = _view("klaberjass", {"trump": "D", "turn_up": "7D",
+                                 "exchange": {"seat": 1, "gives": "7D", "takes": "TD", "trick": None}})
+    event = card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_ACTION, seq=3, seat=1, action=kl,
+                                              view=after)
+    assert render.event_text(event, None, 0).plain == "   3 seat 1: exchange 7♦ for the turn-up 10♦"
+    assert "turn-up: 7♦ (seat 1 took 10♦ for it)" in plain(render.board(after, None, 0.0))
+    jj_after = _view("jojotte", {"turn_up": "7H", "exchange": {"seat": 0, "seven": "7H", "turn_up": "AD"}})
+    event = card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_ACTION, seq=5, seat=0, action=jj,
+                                              view=jj_after)
+    assert render.event_text(event, None, 0).plain == "   5 you: exchange 7♥ for the turn-up A♦"
+    assert "turn-up: 7♥ (you took A♦ for it)" in plain(render.board(jj_after, None, 0.0))
+
+
+def test_a_jojotte_contract_shows_between_the_auction_and_the_nullo_window():
+    """After the auction, in the exchange and the nullo window (the contract's kind not yet
+    known), the board showed neither trump nor contract: a player answering the nullo call
+    did not see what was bid, by whom, nor that it was doubled."""
+    contract = {"strain": "D", "bidder": 0, "multiplier": 2, "declarer": 0, "defender": 1,
+                "kind": None, "holder": None, "play_strain": None}
+    text = plain(render.board(_view("jojotte", {"contract": contract, "auction_state": None}), None, 0.0))
+    assert "contract: ♦ doubled, declarer you" in text, text
+    # the nullo call the declarer answers (slam or pass, JJ-4.4) is on the board, not only in the log
+    actions = [{"seat": 0, "action": "accept"}, {"seat": 1, "action": "pass"}, {"seat": 1, "action": "nullo"}]
+    text = plain(render.board(_view("jojotte", {"contract": contract, "auction_state": None,
+                                                "deal_actions": actions}), None, 0.0))
+    assert "contract: ♦ doubled, declarer you; seat 1 called nullo" in text, text
+    # during the auction the calls say it (the bid may still be overcalled)
+    text = plain(render.board(_view("jojotte", {"contract": contract, "auction_state": "REDBL"}), None, 0.0))
+    assert "contract:" not in text
+
+
+def test_bella_and_jo_jotte_are_on_the_board():
+    """The trump marriage's 20 (KL-7.1 bella, JJ-7.1 jo-jotte) counts in the deal total, and
+    was on no line of the board."""
+    text = plain(render.board(_view("klaberjass", {"trump": "H", "bella": [0, 20]}), None, 0.0))
+    assert "bella: seat 1 20" in text, text
+    assert "bella" not in plain(render.board(_view("klaberjass", {"trump": "H", "bella": [0, 0]}), None, 0.0))
+    text = plain(render.board(_view("jojotte", {"jo_jotte": [20, 0]}), None, 0.0))
+    assert "jo-jotte: you 20" in text, text
+
+
+def test_the_last_deal_is_explained_between_the_deals():
+    """The deal results showed what each player entered ("0 | 105") and nothing else: not the
+    deal totals compared (KL-9.1, JJ-9.2), what they were made of (melds, bella, the K-Q-J
+    bonus, jo-jotte, tricks), nor who had more. Shown until a trump is fixed again, and at
+    the end of the match."""
+    kl_result = {"thrown_in": False, "trump": "H", "maker": 0, "melds": [0, 20], "card_points": [7, 78],
+                 "bonuses": [0, 20], "scored": [0, 105]}
+    detail = {"dealer": 1, "tricks": [1, 8], "bella": [0, 20], "trump_kqj": [0, 0], "deal_totals": [7, 118],
+              "outcome": "opponent_more", "thrown_in": False, "last_trick": [0, 10]}
+    view = _view("klaberjass", {"trump": None, "previous_deal": detail}, [kl_result])
+    text = " ".join(plain(render.board(view, None, 0.0)).split())
+    assert ("last deal: trump ♥, maker you: you 7, seat 1 118 (melds 20, bella 20, cards 78) — the opponent "
+            "has more") in text, text
+    view = _view("klaberjass", {"trump": "S", "previous_deal": detail}, [kl_result])
+    assert "last deal" not in plain(render.board(view, None, 0.0))  # the next deal has begun
+    view = _view("klaberjass", {"trump": None}, [kl_result, {"thrown_in": True}])
+    assert "last deal: thrown in, nobody scores" in plain(render.board(view, None, 0.0))
+
+    jj_result = {"thrown_in": False, "contract": {"kind": "normal", "strain": "H", "holder": 0, "multiplier": 2},
+                 "trick_points": [20, 65], "below": [0, 170], "above": [0, 0], "pot": 0}
+    last = {"melds": [0, 20], "jo_jotte": [0, 0], "trick_points": [20, 65], "tricks": [2, 7],
+            "comparison": [20, 85], "outcome": "defender_more", "pot_to": None, "game_winner": 1,
+            "rubber_winner": None, "quartet_winner": None, "sequence_winner": 1}
+    view = _view("jojotte", {"contract": None, "last_deal": last}, [jj_result])
+    text = " ".join(plain(render.board(view, None, 0.0)).split())
+    assert ("last deal: ♥ doubled, declarer you: you 20, seat 1 85 (melds 20, tricks 65) — the defender has "
+            "more; game to seat 1") in text, text
+    nullo = {"thrown_in": False, "contract": {"kind": "nullo", "strain": "NT", "holder": 1, "multiplier": 1},
+             "trick_points": [0, 0], "below": [0, 0], "above": [300, 0], "pot": 0}
+    view = _view("jojotte", {"contract": None, "last_deal": dict(last, tricks=[7, 2], game_winner=None)},
+                 [nullo])
+    text = " ".join(plain(render.board(view, None, 0.0)).split())
+    assert "last deal: nullo no trump, nullo player seat 1: lost, 2 tricks taken" in text, text
+
+
+def test_the_meld_talk_is_on_the_board():
+    """The meld dialogue is public (KL-5.5, JJ-5.9): the loser's value and the top card he
+    named tell the winner which cards he holds (the engine counts them as revealed), but the
+    board showed only what the winner scored."""
+    view = _view("klaberjass", {"trump": "D", "meld_points": [0, 20], "melds": [
+        {"seat": 0, "say": "value", "value": 20}, {"seat": 1, "say": "how_high"},
+        {"seat": 0, "say": "top", "card": "9H"}, {"seat": 1, "say": "higher", "card": "AD"},
+        {"seat": 1, "say": "scores", "points": 20, "sequences": [{"suit": "D", "top": "A", "length": 3}]}]})
+    text = plain(render.board(view, None, 0.0))
+    assert "meld talk: you 20, seat 1 how high?, you top 9♥, seat 1 higher A♦" in text, text
+    assert "melds: seat 1 20 (run of 3 to A♦)" in text, text
+    # equal sequences, neither in trumps: nobody scores, and only the talk says what was held
+    view = _view("klaberjass", {"trump": "H", "meld_points": [0, 0], "melds": [
+        {"seat": 0, "say": "value", "value": 50}, {"seat": 1, "say": "how_high"},
+        {"seat": 0, "say": "top", "card": "QS"}, {"seat": 1, "say": "same", "card": "QD"},
+        {"seat": None, "say": "trump_check", "seat0_trump": False, "seat1_trump": False, "result": None}]})
+    assert ("meld talk: you 50, seat 1 how high?, you top Q♠, seat 1 same Q♦, equal: nobody scores "
+            "sequences") in plain(render.board(view, None, 0.0))
+    # the winner's own statement says no more than the melds line; nobody's meld: no talk
+    view = _view("klaberjass", {"trump": "H", "meld_points": [50, 0], "melds": [
+        {"seat": 0, "say": "value", "value": 50}, {"seat": 1, "say": "good"},
+        {"seat": 0, "say": "scores", "points": 50, "sequences": [{"suit": "S", "top": "A", "length": 4}]}]})
+    assert "meld talk" not in plain(render.board(view, None, 0.0))
+    view = _view("jojotte", {"melds": {"points": [0, 0], "dialogue": [
+        {"seat": 1, "say": "quartet none"}, {"seat": 0, "say": "good"},
+        {"seat": 1, "say": "length 0"}, {"seat": 0, "say": "good"}]}})
+    assert "meld talk" not in plain(render.board(view, None, 0.0))
+    view = _view("jojotte", {"melds": {"points": [100, 20], "dialogue": [
+        {"seat": 1, "say": "quartet Q"}, {"seat": 0, "say": "not_good 9"},
+        {"seat": 0, "say": "scores", "quartets": ["9"], "points": 100},
+        {"seat": 1, "say": "length 3"}, {"seat": 0, "say": "good"},
+        {"seat": 1, "say": "scores", "points": 20, "sequences": [{"suit": "S", "top": "K", "length": 3}]}]}})
+    text = plain(render.board(view, None, 0.0))
+    # four queens were stated: in seat 1's hand, though its quartet lost (JJ-5.5)
+    assert "meld talk: seat 1 quartet Q, you not good, 9, seat 1 length 3" in text, text
+    # "not good" over nothing stated ("length 0") by the one who scores: the melds line says it
+    view = _view("jojotte", {"melds": {"points": [20, 0], "dialogue": [
+        {"seat": 1, "say": "quartet none"}, {"seat": 0, "say": "good"}, {"seat": 1, "say": "length 0"},
+        {"seat": 0, "say": "not_good 3"},
+        {"seat": 0, "say": "scores", "points": 20, "sequences": [{"suit": "D", "top": "9", "length": 3}]}]}})
+    assert "meld talk" not in plain(render.board(view, None, 0.0))
+
+
+def test_klaberjass_calls_say_what_they_do():
+    """At a schmeiss table the answer read "accept" / "refuse" (in Jo-Jotte "accept" takes the
+    turn-up: here it throws the deal in, KL-A7), and "keep", "declare", "conceal" said nothing
+    of what they keep, score or hide."""
+    from engine_service.transport.codec import action_message
+
+    view = _view("klaberjass", {"auction_state": "SCHMEISS_ANSWER"})
+    labels = [render.action_text(action_message(n), view).plain for n in ("accept", "refuse")]
+    assert labels == ["accept (deal thrown in)", "refuse (caller plays)"], labels
+    assert render.action_text(action_message("keep"), view).plain == "keep (no exchange)"
+    assert render.action_text(action_message("declare"), view).plain == "declare (score them)"
+    assert render.action_text(action_message("conceal"), view).plain == "conceal (say none)"
+    # within the actions' box on 80 columns (25 columns of text): no label wraps
+    assert all(len(render.action_text(action_message(n), view).plain) <= 25 for n in render.KLABERJASS_GLOSSES)
+    # the event log says what was done, without the glosses of the choice
+    from engine_service.transport.generated import card_games_pb2
+
+    event = card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_ACTION, seq=4, seat=1,
+                                              action=action_message("declare"), view=view)
+    assert render.event_text(event, None, 0).plain == "   4 seat 1: declare"
+    # Jo-Jotte's accept takes the turn-up: no gloss there
+    assert render.action_text(action_message("accept"), _view("jojotte", {})).plain == "accept"
+
+
+def test_the_header_reads_as_words():
+    """The header read "phase dix_window" / "phase meld_declaration", and at the end "phase
+    over ... match over: <winner>", which wrapped on 80 columns beside a bot's name."""
+    view = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[9, 9], phase="dix_window", to_act=0,
+                          status=match_pb2.MATCH_STATUS_ACTIVE)
+    assert "phase dix window" in render.header_text(view, None, 0.0).plain
+    summary = match_pb2.MatchSummary()
+    summary.seats.add(seat=0, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name="ada")
+    summary.seats.add(seat=1, kind=match_pb2.SEAT_KIND_BOT, bot="heuristic")
+    over = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[0, 0], phase="over", over=True, winners=[1],
+                          seq=149, status=match_pb2.MATCH_STATUS_FINISHED)
+    text = render.header_text(over, summary, 0.0).plain
+    assert "phase" not in text and text.endswith("match over: heuristic bot (seat 1)") and len(text) <= 78, text

@@ -1343,3 +1343,181 @@ def test_play_screen_keeps_the_last_deals_results_on_a_small_terminal(engine):
                 assert any(row and row[0] == str(scored) for row in rows), "the last deal is not shown"
 
     run(scenario(), timeout_s=120)
+
+
+def test_play_screen_names_the_cards_of_a_dix_exchange(engine):
+    """The dix holder's actions read "1. exchange  2. keep" (Klaberjass's ``exchange`` names no
+    card): the screen now says which seven goes and which turn-up comes in (KL-4.1)."""
+    from google.protobuf import json_format
+
+    from engine_service.transport.codec import action_message
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("klaberjass", seats=[None, "random"], turn_time_s=0)
+            me = await client.join(match.match_id, player_name="ada")
+            app = PlayApp(me, await me.summary())
+            async with app.run_test(size=(80, 24)) as pilot:
+                await wait_for(pilot, lambda: app._shown_actions and not app.submitting, "my first turn", 20)
+                view = match_pb2.View()
+                view.CopyFrom(app.view_msg)
+                table = render.struct_dict(view.table)
+                table.update({"trump": "S", "turn_up": "KS", "exchange": None, "auction_state": None})
+                view.table.Clear()
+                json_format.ParseDict(table, view.table)
+                del view.legal_actions[:]
+                view.legal_actions.extend([action_message("exchange"), action_message("keep")])
+                view.seq += 1000  # no event of the match replaces it
+                app.view_msg = view
+                app.redraw()
+                await pilot.pause(0.3)
+                options = app.query_one("#actions")
+                labels = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+                assert labels == ["1. exchange 7♠ for the turn-up K♠", "2. keep (no exchange)"], labels
+
+    run(scenario(), timeout_s=60)
+
+
+def full_jojotte_board(base):
+    """``base`` (a Jo-Jotte view) with everything a deal's board can show at once: an
+    exchange, a four-call auction, a redoubled contract, melds, jo-jotte, a frozen pot, large
+    totals, the trick and the last trick."""
+    from google.protobuf import json_format
+
+    view = match_pb2.View()
+    view.CopyFrom(base)
+    table = render.struct_dict(view.table)
+    table.update({
+        "auction": [{"seat": 0, "call": "name:C"}, {"seat": 1, "call": "no_trump"},
+                    {"seat": 0, "call": "double"}, {"seat": 1, "call": "redouble"}],
+        "auction_state": None,
+        "contract": {"kind": "normal", "strain": "NT", "play_strain": "NT", "multiplier": 4,
+                     "holder": 1, "declarer": 1},
+        "melds": {"points": [0, 160], "dialogue": [
+            {"seat": 1, "say": "scores", "quartets": ["A"], "points": 100},
+            {"seat": 1, "say": "scores", "points": 60, "sequences": [
+                {"suit": "S", "top": "K", "length": 3}, {"suit": "H", "top": "Q", "length": 4}]}]},
+        "info_card": "KS", "turn_up": "7S", "exchange": {"seat": 1, "seven": "7S", "turn_up": "QS"},
+        "jo_jotte": [0, 20],
+        "match": dict(table.get("match") or {}, game_points=[55, 0], game_target=80, pot=70)})
+    view.table.Clear()
+    json_format.ParseDict(table, view.table)
+    del view.scores.totals[:]
+    for name, values in (("below", [55, 345]), ("above", [400, 12700]), ("games_won", [0, 1])):
+        view.scores.totals.add(name=name, values=values)
+    view.trick.plays.add(seat=1).card.code = "TC"
+    for seat, code in ((1, "9C"), (0, "8C")):
+        view.last_trick.plays.add(seat=seat).card.code = code
+    view.last_trick.winner = 1
+    view.trick_history.add().CopyFrom(view.last_trick)
+    view.seq += 1000  # no event of the match replaces it
+    return view
+
+
+def test_play_screen_keeps_the_hand_on_a_full_jo_jotte_board(engine):
+    """On a short terminal (80x22; 80x24 while the connection line shows) the board is cut at
+    its bottom to leave the actions their rows, and its bottom row is the hand: a Jo-Jotte
+    board with an exchange, a four-call auction, a redoubled contract, melds, jo-jotte, a pot
+    and both tricks lost "your hand". Lines that repeat what another says (the information
+    card, the auction once the contract line stands, the last trick) now give way first."""
+    import io
+
+    from rich.console import Console
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("jojotte", seats=[None, "heuristic"], turn_time_s=0)
+            me = await client.join(match.match_id, player_name="ada")
+            app = PlayApp(me, await me.summary())
+            async with app.run_test(size=(80, 22)) as pilot:
+                await wait_for(pilot, lambda: app._shown_actions and not app.submitting, "my first turn", 20)
+                view = full_jojotte_board(app.view_msg)
+                app.view_msg = view
+                app.redraw()
+                await pilot.pause(0.3)
+                console = Console(width=80, height=22, file=io.StringIO(), record=True, color_system=None)
+                console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+                screen = console.export_text()
+                assert "your hand:" in screen and "trick: " in screen and "contract:" in screen, screen
+                shown = app.query_one("#actions").content_region
+                assert shown.y + shown.height <= 22 - 2 and shown.height >= min(3, len(app._shown_actions)), shown
+
+    run(scenario(), timeout_s=60)
+
+
+def test_autoplay_says_how_each_klaberjass_deal_came_to_its_score(engine):
+    """--autoplay printed "deal 1 scored: you 0, bot 169" and no more: not the deal totals
+    compared (KL-9.1), what they were made of, nor that the maker had less. Each scored deal
+    is now followed by its breakdown, whose totals give the entries of KL-9.2 to 9.4."""
+    result = cli("clients.play", "--target", engine.target, "--game", "klaberjass", "--bots", "heuristic",
+                 "--option", "kl_target_score=150", "--autoplay", "random", "--seed", "4", "--name", "ada")
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = [line.strip() for line in result.stdout.splitlines()]
+    scored = [i for i, line in enumerate(lines) if re.match(r"deal \d+ scored: ", line)]
+    assert scored, lines
+    for i in scored:
+        number = lines[i].split()[1]
+        why = lines[i + 1]
+        assert why.startswith(f"deal {number}: "), (lines[i], why)
+        if why.endswith("thrown in, nobody scores"):
+            continue
+        entries = [int(x) for x in re.findall(r"(?:you|\)) (\d+)", lines[i])]
+        totals = [int(x) for x in re.findall(r"(?:you|\)) (\d+)(?: \(|,| —)", why)]
+        assert len(entries) == len(totals) == 2, (lines[i], why)
+        maker = 0 if "maker you" in why else 1
+        if why.endswith("the maker has more"):  # KL-9.2
+            assert entries == totals, (lines[i], why)
+        elif why.endswith("the opponent has more"):  # KL-9.4
+            assert entries[maker] == 0 and entries[1 - maker] == sum(totals), (lines[i], why)
+        else:  # KL-9.3
+            assert why.endswith("equal totals: the maker scores nothing") and entries[maker] == 0, why
+
+
+def test_watch_screen_keeps_the_event_log_beside_a_full_jo_jotte_board(engine):
+    """The spectator's board was never compacted: a full Jo-Jotte board on 80x24 took the
+    event log's rows. It now gives up its blank lines and spare lines as the player's does."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("jojotte", seats=[None, "heuristic"], turn_time_s=0)
+            await client.join(match.match_id, player_name="ada")
+            app = WatchApp(client.spectate(match.match_id), None, summary=await client.get_match(match.match_id))
+            async with app.run_test(size=(80, 24)) as pilot:
+                await wait_for(pilot, lambda: app.view_msg is not None, "the snapshot on screen")
+                view = full_jojotte_board(app.view_msg)
+                view.ClearField("seat")
+                del view.hand[:]
+                app.view_msg = view
+                app.redraw()
+                await pilot.pause(0.3)
+                log = app.query_one("#log").region
+                assert log.y + log.height <= 24 - 1 and log.height >= 5, f"the event log is squeezed out: {log}"
+                assert "contract:" in screen_text(app) and "trick: " in screen_text(app)
+
+    run(scenario(), timeout_s=60)
+
+
+def test_watch_plain_says_how_a_klaberjass_deal_came_to_its_score(engine):
+    """The spectator's --plain output printed each deal's entries alone; like --autoplay it now
+    adds the deal's breakdown (KL-9.1 totals, who had more)."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("klaberjass", seats=[None, None], options={"kl_target_score": 1})
+            sessions = [await client.join(match.match_id, seat=n) for n in range(2)]
+            watcher = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "clients.watch", match.match_id, "--target", engine.target, "--plain",
+                "--from-start", cwd=ROOT, env=dict(os.environ, COLUMNS="160"),
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            rng = random.Random(2)
+            while not (view := await sessions[0].view()).over:
+                await sessions[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
+            out, err = await asyncio.wait_for(watcher.communicate(), 60)
+            return watcher.returncode, out.decode(), err.decode()
+
+    code, out, err = run(scenario(), timeout_s=120)
+    assert code == 0, err
+    lines = [line.strip() for line in out.splitlines()]
+    played = [line for line in lines if re.match(r"deal \d+: trump ", line)]
+    assert played and re.search(r"maker seat \d: seat 0 \d+.*, seat 1 \d+.* — the (maker|opponent) has more"
+                                r"|equal totals", played[-1]), lines
