@@ -216,6 +216,9 @@ def test_the_closed_label_sets_exist_at_0_once_the_manager_has_started():
 
     for operation in M.STORE_OPERATIONS:
         assert zero("cardgames_store_errors_total", operation=operation), operation
+    # the write-latency histogram too: the dashboard showed "No data" until the first write
+    for operation in M.STORE_WRITE_OPERATIONS:
+        assert zero("cardgames_store_write_seconds_count", operation=operation), operation
     for bot in ("random", "duel"):
         for reason in M.BOT_FAILURE_REASONS:
             assert zero("cardgames_bot_failures_total", bot=bot, reason=reason), (bot, reason)
