@@ -28,7 +28,7 @@ import importlib.metadata
 import inspect
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 import pluggy
@@ -186,10 +186,17 @@ def _validate_spec(spec: Any, plugin: str) -> BotSpec:
     if not callable(spec.factory):
         raise TypeError(f"bot {spec.name!r}: factory is not callable")
     games = spec.games
+    if not isinstance(games, str):
+        try:
+            # once: a generator (or any one-shot iterable) was used up by the check below, and
+            # the bot then played no game at all
+            games = tuple(games)
+        except TypeError:
+            raise ValueError(f"bot {spec.name!r}: games must be a non-empty list of game ids or '*'") from None
     if isinstance(games, str) or not all(isinstance(g, str) and (g == ALL_GAMES or GAME_ID_RE.fullmatch(g))
                                          for g in games) or not games:
         raise ValueError(f"bot {spec.name!r}: games must be a non-empty list of game ids or '*'")
-    return spec
+    return spec if games == spec.games else replace(spec, games=games)
 
 
 def load_catalog(settings: PluginSettings) -> BotCatalog:

@@ -140,6 +140,27 @@ def test_a_bot_name_with_a_trailing_newline_is_refused():
     assert sum(1 for f in catalog.failures if f.plugin == "Newline" and f.stage == "spec") == 2
 
 
+def test_a_bots_games_given_as_a_generator_are_read_once():
+    """``BotSpec.games`` is any iterable of game ids. A generator was used up by the spec's
+    check, and the bot was then listed as playing no game at all (never seated). It is read
+    once into a tuple; a list comes out as a tuple too; a non-iterable is refused."""
+    from engine_service.plugins import BotSpec, hookimpl
+
+    class Lazy:
+        @hookimpl
+        def cardgames_bots(self):
+            return [BotSpec("lazy", lambda g: None, games=(g for g in ("klaberjass", "jojotte"))),
+                    BotSpec("listed", lambda g: None, games=["japanese_joker"]),
+                    BotSpec("broken", lambda g: None, games=7)]
+
+    catalog = load_catalog(PluginSettings.resolve(extra=[Lazy()], environ={}))
+    lazy = catalog.entries["lazy"].spec
+    assert lazy.games == ("klaberjass", "jojotte") and lazy.plays("jojotte") and not lazy.plays("georgian_joker")
+    assert catalog.entries["listed"].spec.games == ("japanese_joker",)
+    assert "broken" not in catalog.names()
+    assert any(f.plugin == "Lazy" and f.stage == "spec" and "'broken'" in f.error for f in catalog.failures)
+
+
 def test_two_entry_points_with_one_name_are_one_plugin_the_first_found(monkeypatch):
     """docs/bots.md: two installed entry points with the same (non-essential) name are one
     plugin, the first found on sys.path; the other is left out with a warning."""
