@@ -57,6 +57,7 @@ import asyncio
 import hashlib
 import inspect
 import random
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Awaitable, Callable, Mapping, Sequence, TypeVar
@@ -574,6 +575,30 @@ class Client:
     def spectate(self, match_id: str) -> "Spectator":
         """A spectator of a match (no token; the match must allow spectators)."""
         return Spectator(self, match_id, None)
+
+
+class ServerClock:
+    """How far the server's clock is ahead of this machine's, read from the ``server_time``
+    of HEARTBEAT events. A view's ``deadline`` is on the server's clock: a machine whose clock
+    is a minute behind gave its bot a minute too long (the server's timer played first), one
+    a minute ahead gave it no time at all; a countdown was off by as much. Each heartbeat's
+    reading is short of the offset by the message's transit time, so the largest reading is
+    kept (at most the transit time too late: a remote bot keeps a margin back). Before any heartbeat (a server before
+    2026-12-04, or none yet), the clocks are taken to agree. The terminal clients' countdowns
+    and clients/remote_bot.py's budgets use it."""
+
+    def __init__(self) -> None:
+        self.offset_s: float | None = None
+
+    def heard(self, details: Any, received_at: float) -> None:
+        value = details.fields.get("server_time") if details is not None else None
+        if value is not None and value.HasField("number_value"):
+            reading = value.number_value - received_at
+            self.offset_s = reading if self.offset_s is None else max(self.offset_s, reading)
+
+    def now(self) -> float:
+        """This machine's clock as the server's reads it."""
+        return time.time() + (self.offset_s or 0.0)
 
 
 def target_arg(text: str) -> str:

@@ -63,7 +63,7 @@ from textual.widgets.option_list import Option
 from . import render
 from .connection_sign import ConnectionSign
 from .cardgames_client import (RESUMED, CardGamesError, Client, SeatSession, StaleSequence,
-                               StreamState, connect, is_finished, is_my_turn, python_value, target_arg)
+                               ServerClock, StreamState, connect, is_finished, is_my_turn, python_value, target_arg)
 from .local_service import LocalService, ServiceFailed
 from engine_service.transport.generated import match_pb2
 
@@ -152,6 +152,8 @@ class PlayApp(ConnectionSign, App):
         self._shown_actions: list[str] = []
         self._fitted_size: Any = None
         self._status_text = ""
+        #: the server's clock, which the countdown's deadline is on (HEARTBEAT server_time)
+        self.server_clock = ServerClock()
 
     def compose(self) -> ComposeResult:
         yield Static(id="connection")
@@ -190,6 +192,8 @@ class PlayApp(ConnectionSign, App):
         try:
             async for event in self.session.watch(after_seq=FROM_THE_START, max_failures=self.reconnect_tries,
                                                   on_connection=self.on_connection):
+                if event.kind == match_pb2.EVENT_KIND_HEARTBEAT:
+                    self.server_clock.heard(event.details, time.time())
                 if event.kind == match_pb2.EVENT_KIND_PRESENCE:
                     self.summary = await summary_now(self.session, self.summary)
                 line = render.event_text(event, self.summary, self.session.seat)
@@ -249,7 +253,7 @@ class PlayApp(ConnectionSign, App):
         in a Jo-Jotte match on 80x24, a long auction and contract pushed the actions' box
         below the bottom edge, three options or none on screen)."""
         room = self.size.height - 2 - (self.connection is not None) - self.MIN_ACTION_ROWS
-        self.board = fitted_board(self.view_msg, self.summary, time.time(), self._rows, room)
+        self.board = fitted_board(self.view_msg, self.summary, self.server_clock.now(), self._rows, room)
         widget = self.query_one("#board", Static)
         widget.styles.max_height = max(1, room)
         widget.update(self.board)

@@ -43,7 +43,7 @@ from engine_service.plugins.runner import TIMEOUT, BotRunner, Reply
 from engine_service.rules import get_game
 from engine_service.transport.generated import cards_pb2, match_pb2
 
-from .cardgames_client import (CardGamesError, Client, FailedPrecondition, SeatSession, StaleSequence,
+from .cardgames_client import (CardGamesError, Client, FailedPrecondition, SeatSession, ServerClock, StaleSequence,
                                connect, is_finished, is_my_turn, struct_value, target_arg, whole_numbers)
 from .local_service import LocalService
 
@@ -116,6 +116,19 @@ def view_dict(view: Any) -> dict[str, Any]:
 
 # ---- playing a seat ----------------------------------------------------------------------------
 
+def decision_budget(view: Any, budget_s: float, turn_time_s: float, clock: ServerClock) -> float:
+    """The bot's budget for the decision of ``view``: ``budget_s``, shortened to the time left
+    before the view's deadline (on the server's clock) less NETWORK_MARGIN_S, or, without a
+    deadline in the view, to the match's turn time less the margin."""
+    budget = budget_s
+    if view.HasField("deadline"):
+        deadline = view.deadline.seconds + view.deadline.nanos / 1e9  # unix time, the server's
+        budget = min(budget, deadline - clock.now() - NETWORK_MARGIN_S)
+    elif turn_time_s > 0:
+        budget = min(budget, turn_time_s - NETWORK_MARGIN_S)
+    return max(0.0, budget)
+
+
 @dataclass
 class SeatStats:
     decisions: int = 0
@@ -147,7 +160,10 @@ async def play_seat(session: SeatSession, runner: BotRunner, bot_name: str, game
     started = False
     results_seen = 0
     newest = -1  # the seq of this seat's last action: an older event's view is out of date
+    clock = ServerClock()
     async for event in session.watch(after_seq=None):
+        if event.kind == match_pb2.EVENT_KIND_HEARTBEAT:
+            clock.heard(event.details if event.HasField("details") else None, time.time())
         if event.kind == match_pb2.EVENT_KIND_MATCH_ENDED:
             if event.HasField("view"):
                 _call(bot, "on_match_end", view_dict(event.view))
@@ -166,13 +182,7 @@ async def play_seat(session: SeatSession, runner: BotRunner, bot_name: str, game
             _call(bot, "on_deal_end", view_dict(event.view))
         if event.view.seq < newest or not is_my_turn(event.view) or is_finished(event.view.status):
             continue
-        budget = budget_s
-        if event.view.HasField("deadline"):
-            deadline = event.view.deadline.seconds + event.view.deadline.nanos / 1e9  # unix time
-            budget = min(budget, deadline - time.time() - NETWORK_MARGIN_S)
-        elif turn_time > 0:
-            budget = min(budget, turn_time - NETWORK_MARGIN_S)
-        budget = max(0.0, budget)
+        budget = decision_budget(event.view, budget_s, turn_time, clock)
         reply = await _decide(runner, bot_name, game_id, session.seat, view,
                               seed * 1_000_003 + event.view.seq, budget)
         stats.decisions += 1

@@ -37,7 +37,7 @@ from textual.widgets import Footer, RichLog, Static
 from . import render
 from .connection_sign import ConnectionSign
 from .play import board_rows, fitted_board, fitted_deals, positive_int, stderr_notices, summary_now
-from .cardgames_client import CardGamesError, Spectator, StreamState, connect, target_arg
+from .cardgames_client import CardGamesError, ServerClock, Spectator, StreamState, connect, target_arg
 from engine_service.transport.generated import match_pb2
 
 
@@ -75,6 +75,8 @@ class WatchApp(ConnectionSign, App):
         #: The event stream's last connection change while it is down or given up (None: up).
         self.connection: StreamState | None = None
         self.view_msg: Any | None = None
+        #: the server's clock, which the countdown's deadline is on (HEARTBEAT server_time)
+        self.server_clock = ServerClock()
         self.summary = summary
         self.ended = False
         self.board: Any = None  # the renderables on screen (for tests and screenshots)
@@ -99,6 +101,8 @@ class WatchApp(ConnectionSign, App):
         try:
             async for event in self.spectator.watch(after_seq=self.after_seq, max_failures=self.reconnect_tries,
                                                     on_connection=self.on_connection):
+                if event.kind == match_pb2.EVENT_KIND_HEARTBEAT:
+                    self.server_clock.heard(event.details, time.time())
                 if event.kind == match_pb2.EVENT_KIND_PRESENCE:
                     self.summary = await summary_now(self.spectator, self.summary)
                 line = render.event_text(event, self.summary, None)
@@ -124,7 +128,7 @@ class WatchApp(ConnectionSign, App):
         # less the footer and the red line: the board, then as many recent deals as leave the
         # log its rows (a full Jo-Jotte board alone took them on 80x24)
         spare = self.size.height - 1 - (self.connection is not None) - self.MIN_LOG_ROWS
-        self.board = fitted_board(self.view_msg, self.summary, time.time(), lambda r: board_rows(self, r), spare)
+        self.board = fitted_board(self.view_msg, self.summary, self.server_clock.now(), lambda r: board_rows(self, r), spare)
         room = spare - board_rows(self, self.board)
         self.deals = fitted_deals(self.view_msg, self.summary, lambda r: board_rows(self, r), room)
         with contextlib.suppress(NoMatches):  # the screen may be closing

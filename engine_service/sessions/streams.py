@@ -18,6 +18,7 @@ never takes the match's lock: the writer publishes to its queue (:mod:`.watchers
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import AsyncIterator, Awaitable, Callable
 
 from ..observability.metrics import Metrics
@@ -219,11 +220,15 @@ class WatchStreams:
         delayed spectator's position has no deadline (asked now: a stream opened before the
         first action was not behind then). ``interval_s`` is the longest this stream stays
         silent: a client that hears nothing for a few of them knows its stream is dead end to
-        end, where keepalive pings only test the hop to the nearest proxy, and later."""
+        end, where keepalive pings only test the hop to the nearest proxy, and later.
+        ``server_time`` is the server's clock as the heartbeat is made (unix seconds): a client
+        whose clock is off measures its offset with it, since ``deadline`` is on the server's
+        clock (a countdown, a remote bot's budget)."""
         behind = audience == SPECTATOR and m.spectator_horizon() < m.seq
         return MatchEvent(kind="heartbeat", seq=delivered, match_id=m.match_id,
                           details={"deadline": None if behind else m.deadline,
-                                   "interval_s": self._config.heartbeat_interval_s})
+                                   "interval_s": self._config.heartbeat_interval_s,
+                                   "server_time": time.time()})
 
     def _uncount(self, m: LiveMatch, w: Watcher, slot: SeatSlot | None) -> None:
         """``w`` no longer counts among the match's streams (its limits, the seat's presence);

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import time
 
 import pytest
 
@@ -221,3 +222,36 @@ def test_a_bot_that_never_answers_does_not_keep_the_client_alive():
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "timeout"  # after the plugin loading log lines
     assert time.monotonic() - started < 30
+
+
+def test_a_decisions_budget_follows_the_servers_clock_read_from_heartbeats():
+    """The view's deadline is on the server's clock. A machine a minute behind the server
+    gave its bot a minute too long (the server's timer played first), one a minute ahead
+    gave it nothing. The HEARTBEAT's server_time gives the offset (the largest reading: each
+    falls short of it by the transit time); without one the clocks are taken to agree."""
+    from google.protobuf import struct_pb2
+
+    from engine_service.transport.generated import match_pb2
+
+    def heartbeat(server_time: float) -> struct_pb2.Struct:
+        details = struct_pb2.Struct()
+        details.update({"deadline": None, "interval_s": 5, "server_time": server_time})
+        return details
+
+    now = time.time()
+    view = match_pb2.View()
+    view.deadline.FromNanoseconds(int((now + 60 + 10) * 1e9))  # 10 s left by a server 60 s ahead
+    behind = remote_bot.ServerClock()
+    assert remote_bot.decision_budget(view, 100.0, 0.0, behind) > 60  # clocks taken to agree: too long
+    behind.heard(heartbeat(now + 59.8), now)  # 0.2 s in transit
+    behind.heard(heartbeat(now + 59.5), now)  # a slower one does not lower the estimate
+    assert 9.0 < remote_bot.decision_budget(view, 30.0, 0.0, behind) < 10.0
+    ahead = remote_bot.ServerClock()
+    ahead.heard(heartbeat(now - 60), now)
+    early = match_pb2.View()
+    early.deadline.FromNanoseconds(int((now - 60 + 10) * 1e9))  # 10 s left by a server 60 s behind
+    assert 9.0 < remote_bot.decision_budget(early, 30.0, 0.0, ahead) < 10.0
+    old_server = remote_bot.ServerClock()
+    old_server.heard(struct_pb2.Struct(), now)  # no server_time: nothing learnt
+    assert old_server.offset_s is None
+    assert remote_bot.decision_budget(match_pb2.View(), 30.0, 8.0, old_server) == 8.0 - remote_bot.NETWORK_MARGIN_S

@@ -271,10 +271,12 @@ def test_a_stream_with_nothing_to_replay_starts_with_a_heartbeat_at_once():
             await play_random(mgr, match_id, ps, random.Random(3), max_actions=3)
             seq = (await mgr.get_match(match_id)).seq
             deadline = mgr._matches[match_id].deadline
-            started = time.monotonic()
+            started, opened = time.monotonic(), time.time()
             first = await collect(mgr.watch(match_id, ps[0], seq), until=lambda e: True,
                                   skip_heartbeats=False)
             waited = time.monotonic() - started
+            server_time = first[0].details.pop("server_time")
+            assert opened <= server_time <= time.time()  # the server's clock, for a client's offset
             behind = await collect(mgr.watch(match_id, ps[0], seq - 2), until=lambda e: True,
                                    skip_heartbeats=False)
             live = asyncio.ensure_future(collect(mgr.watch(match_id, ps[1], seq),
