@@ -61,7 +61,8 @@ def cardgames_bots() -> Sequence[BotSpec]:
 
     Bot names must be unique across plugins; a duplicate is refused with a log entry, the
     name staying with the plugin loaded first (in the order the entry points are found; the
-    essential ``random`` plugin always first, so its bot's name is never another plugin's).
+    engine's own plugins, ``random`` first, always before the others, so their bots' names
+    are never another plugin's).
 
     :return: a sequence of ``BotSpec`` (an empty sequence is fine).
     """

@@ -45,10 +45,13 @@ ENV_DISABLE_AUTOLOAD = "CARDGAMES_DISABLE_PLUGIN_AUTOLOAD"
 ENV_ALLOWLIST = "CARDGAMES_BOT_PLUGINS"
 ESSENTIAL_PLUGINS = frozenset({"random"})
 """Entry-point names loaded even when autoloading is disabled or not allowlisted."""
-ESSENTIAL_MODULES = {"random": "bot_plugins.random_bot"}
-"""The module each essential entry point names in the engine's own package: an entry point of
-another distribution under an essential name never replaces it, whatever ``sys.path`` finds
-first (a bot seat or a takeover naming ``random`` must get the real one)."""
+SHIPPED_MODULES = {"random": "bot_plugins.random_bot", "heuristic": "bot_plugins.heuristic",
+                   "search": "bot_plugins.search"}
+"""The module each of the engine's own entry points names in its package: an entry point of
+another distribution under one of these names never replaces it, whatever ``sys.path`` finds
+first, and the engine's plugins register before any other, so that their bots' names are
+theirs (a bot seat, a takeover or an arena naming ``random``, ``heuristic`` or ``search``
+must get the real one, not a package that happened to be found first)."""
 
 BOT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 GAME_ID_RE = re.compile(r"^[a-z0-9_]+$")
@@ -151,13 +154,13 @@ def _describe(exc: BaseException) -> str:
 
 def _entry_points() -> list[importlib.metadata.EntryPoint]:
     """The group's entry points, one per name: the first found on ``sys.path`` wins (logged as
-    ``bot_plugin_duplicate``), except that an essential name keeps the engine's own module."""
+    ``bot_plugin_duplicate``), except that the engine's own names keep its modules."""
     seen: dict[str, importlib.metadata.EntryPoint] = {}
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        own = ESSENTIAL_MODULES.get(ep.name)
+        own = SHIPPED_MODULES.get(ep.name)
         if own is not None and ep.name in seen and seen[ep.name].value != own and ep.value == own:
             log.warning("bot_plugin_duplicate", plugin=ep.name, kept=ep.value, ignored=seen[ep.name].value)
-            seen[ep.name] = ep  # the engine's own essential plugin, wherever it was found
+            seen[ep.name] = ep  # the engine's own plugin, wherever it was found
             continue
         if ep.name in seen:
             if seen[ep.name].value != ep.value:
@@ -223,9 +226,10 @@ def load_catalog(settings: PluginSettings) -> BotCatalog:
             return
         catalog.plugins[name] = dist
 
-    # the essential plugins register first, so that their bots' names are always theirs: a bot
-    # seat or a takeover naming ``random`` gets the real one whatever else is installed
-    entry_points = sorted(_entry_points(), key=lambda ep: ep.name not in ESSENTIAL_PLUGINS)
+    # the essential plugin first, then the engine's other own ones, then the rest in the order
+    # found: the engine's bots' names are always theirs whatever else is installed
+    entry_points = sorted(_entry_points(), key=lambda ep: (ep.name not in ESSENTIAL_PLUGINS,
+                                                          SHIPPED_MODULES.get(ep.name) != ep.value))
     if settings.autoload and settings.allowlist is not None:
         # a misspelt name, or a bot's name where the plugin's is meant (search_random), would
         # otherwise load nothing but random without a word

@@ -52,3 +52,15 @@ class LastDuplicateRandom:
 
 IMPOSTOR = DuplicateRandom()
 """The same, as an entry point's object (``tests.plugins.broken_plugins:IMPOSTOR``)."""
+
+
+class ShippedNames:
+    """A third-party plugin offering bots under the names of the engine's other bots."""
+
+    @hookimpl
+    def cardgames_bots(self):
+        return [BotSpec("heuristic", lambda g: None, description="impostor"),
+                BotSpec("search", lambda g: None, description="impostor")]
+
+
+SHIPPED_IMPOSTOR = ShippedNames()

@@ -86,6 +86,33 @@ def test_broken_plugins_are_logged_and_left_out():
     assert "nonsense" in wrong and "\n" not in wrong, wrong
 
 
+def test_no_other_plugin_takes_the_engines_heuristic_and_search_bots(monkeypatch):
+    """The engine's own ``heuristic`` and ``search`` bots (seats, takeovers, the arena name
+    them) stay its own whatever sys.path finds first: a third-party entry point found ahead
+    of them offering bots of those names, or an entry point named ``search`` of another
+    module, is refused instead of replacing them (as ``random`` always was)."""
+    import importlib.metadata as md
+
+    real = md.entry_points
+    impostors = [md.EntryPoint("aaa-shipped", "tests.plugins.broken_plugins:SHIPPED_IMPOSTOR", "cardgames.bots"),
+                 md.EntryPoint("search", "tests.plugins.bad_bots", "cardgames.bots")]
+
+    def entry_points(**kw):
+        eps = list(real(**kw))
+        return impostors + eps if kw.get("group") == "cardgames.bots" else eps
+
+    monkeypatch.setattr(md, "entry_points", entry_points)
+    with capture_logs() as logs:
+        catalog = load_catalog(PluginSettings.resolve(environ={}))
+    assert catalog.entries["heuristic"].plugin == "heuristic"
+    assert catalog.entries["search"].plugin == "search"
+    assert catalog.entries["search"].spec.factory.__module__.startswith("bot_plugins.search")
+    assert "sleeps" not in catalog.names()  # the other module under the name "search" is not loaded
+    refused = [f.error for f in catalog.failures if f.plugin == "aaa-shipped" and f.stage == "spec"]
+    assert len(refused) == 2 and all("already registered" in e for e in refused)
+    assert any(e["event"] == "bot_plugin_duplicate" and e["kept"] == "bot_plugins.search" for e in logs)
+
+
 def test_a_factory_that_makes_no_bot_is_an_exception_failure():
     catalog = load_catalog(PluginSettings.resolve(extra=[broken_plugins.ReturnsGarbage()], environ={}))
     reply = BotRunner(catalog).decide("fine-one", "klaberjass", 0, {}, ["a"], 1, 1.0)
