@@ -86,22 +86,28 @@ def test_broken_plugins_are_logged_and_left_out():
     assert "nonsense" in wrong and "\n" not in wrong, wrong
 
 
+def _found_first(monkeypatch, entries: list[tuple[str, str]]) -> None:
+    """Make ``entries`` (name, object reference) installed entry points of the bot group,
+    found on sys.path ahead of the engine's own (a package installed with --target first)."""
+    import importlib.metadata as md
+
+    real = md.entry_points
+    first = [md.EntryPoint(name, value, "cardgames.bots") for name, value in entries]
+
+    def entry_points(**kw):
+        eps = list(real(**kw))
+        return first + eps if kw.get("group") == "cardgames.bots" else eps
+
+    monkeypatch.setattr(md, "entry_points", entry_points)
+
+
 def test_no_other_plugin_takes_the_engines_heuristic_and_search_bots(monkeypatch):
     """The engine's own ``heuristic`` and ``search`` bots (seats, takeovers, the arena name
     them) stay its own whatever sys.path finds first: a third-party entry point found ahead
     of them offering bots of those names, or an entry point named ``search`` of another
     module, is refused instead of replacing them (as ``random`` always was)."""
-    import importlib.metadata as md
-
-    real = md.entry_points
-    impostors = [md.EntryPoint("aaa-shipped", "tests.plugins.broken_plugins:SHIPPED_IMPOSTOR", "cardgames.bots"),
-                 md.EntryPoint("search", "tests.plugins.bad_bots", "cardgames.bots")]
-
-    def entry_points(**kw):
-        eps = list(real(**kw))
-        return impostors + eps if kw.get("group") == "cardgames.bots" else eps
-
-    monkeypatch.setattr(md, "entry_points", entry_points)
+    _found_first(monkeypatch, [("aaa-shipped", "tests.plugins.broken_plugins:SHIPPED_IMPOSTOR"),
+                               ("search", "tests.plugins.bad_bots")])
     with capture_logs() as logs:
         catalog = load_catalog(PluginSettings.resolve(environ={}))
     assert catalog.entries["heuristic"].plugin == "heuristic"
@@ -128,18 +134,8 @@ def test_no_other_plugin_takes_the_essential_random_bot(monkeypatch):
     instead of replacing it. Before, the first entry point found kept the name, so a package
     installed ahead of the engine (``pip install --target DIR``, ``PYTHONPATH=DIR``) made every
     ``random`` seat play its bot, and the real plugin was the one reported as failed."""
-    import importlib.metadata as md
-
-    real = md.entry_points
-    impostors = [md.EntryPoint("aaa-impostor", "tests.plugins.broken_plugins:IMPOSTOR",
-                               "cardgames.bots"),
-                 md.EntryPoint("random", "tests.plugins.bad_bots", "cardgames.bots")]
-
-    def entry_points(**kw):
-        eps = list(real(**kw))
-        return impostors + eps if kw.get("group") == "cardgames.bots" else eps
-
-    monkeypatch.setattr(md, "entry_points", entry_points)
+    _found_first(monkeypatch, [("aaa-impostor", "tests.plugins.broken_plugins:IMPOSTOR"),
+                               ("random", "tests.plugins.bad_bots")])
     with capture_logs() as logs:
         catalog = load_catalog(PluginSettings.resolve(
             extra=[broken_plugins.LastDuplicateRandom()], environ={}))

@@ -511,16 +511,17 @@ def test_listing_pages_after_a_cursor(kind, make):
     assert before == after_create == ["m12", "m11", "m10", "m09"]
 
 
-def test_sqlite_paging_reads_the_status_index_from_the_cursor(tmp_path):
-    """With a status filter (the common admin listing), a page after a cursor range-scans
-    matches_by_status (status, created_at) from the cursor, not from the newest match: a late
-    page costs what the first does (EXPLAIN QUERY PLAN)."""
+def _open_close(path, **kw):
     async def go():
-        st = SqliteStore(tmp_path / "db.sqlite3")
+        st = SqliteStore(path, **kw)
         await st.open()
         await st.close()
     run(go())
-    conn = sqlite3.connect(tmp_path / "db.sqlite3")
+
+
+def _listing_plan(path, statuses, after):
+    """The EXPLAIN QUERY PLAN of the listing query _list_sync runs for these arguments."""
+    conn = sqlite3.connect(path)
     captured = {}
 
     class Spy:  # the SQL and arguments _list_sync runs, for EXPLAIN
@@ -528,24 +529,7 @@ def test_sqlite_paging_reads_the_status_index_from_the_cursor(tmp_path):
             captured["sql"], captured["args"] = text, params
             return conn.execute(text, params)
 
-    store = SqliteStore(tmp_path / "db.sqlite3")
-    store._db = lambda: Spy()  # noqa: SLF001 (the query text is what this test checks)
-    store._list_sync(("active",), "", 101, (100.0, "m1"))
-    plan = " / ".join(row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + captured["sql"], captured["args"]))
-    assert "matches_by_status (status=? AND created_at<?)" in plan, plan
-
-
-def _listing_plan(tmp_path, statuses, after):
-    """The EXPLAIN QUERY PLAN of the listing query _list_sync runs for these arguments."""
-    conn = sqlite3.connect(tmp_path / "db.sqlite3")
-    captured = {}
-
-    class Spy:
-        def execute(self, text, params=()):
-            captured["sql"], captured["args"] = text, params
-            return conn.execute(text, params)
-
-    store = SqliteStore(tmp_path / "db.sqlite3")
+    store = SqliteStore(path)
     store._db = lambda: Spy()  # noqa: SLF001 (the query text is what this test checks)
     store._list_sync(statuses, "", 101, after)
     try:
@@ -554,17 +538,22 @@ def _listing_plan(tmp_path, statuses, after):
         conn.close()
 
 
+def test_sqlite_paging_reads_the_status_index_from_the_cursor(tmp_path):
+    """With a status filter (the common admin listing), a page after a cursor range-scans
+    matches_by_status (status, created_at) from the cursor, not from the newest match: a late
+    page costs what the first does (EXPLAIN QUERY PLAN)."""
+    _open_close(tmp_path / "db.sqlite3")
+    plan = _listing_plan(tmp_path / "db.sqlite3", ("active",), (100.0, "m1"))
+    assert "matches_by_status (status=? AND created_at<?)" in plan, plan
+
+
 def test_sqlite_paging_without_a_status_reads_the_creation_index_from_the_cursor(tmp_path):
     """Without a status filter (every match, newest first), a page is read backwards from the
     cursor along matches_by_creation (created_at, match_id), not sorted: before the index
     every page sorted every match older than its cursor (a temporary B-tree)."""
-    async def go():
-        st = SqliteStore(tmp_path / "db.sqlite3")
-        await st.open()
-        await st.close()
-    run(go())
+    _open_close(tmp_path / "db.sqlite3")
     for after in (None, (100.0, "m1")):
-        plan = _listing_plan(tmp_path, (), after)
+        plan = _listing_plan(tmp_path / "db.sqlite3", (), after)
         assert "matches_by_creation" in plan and "TEMP B-TREE" not in plan, plan
 
 
@@ -584,20 +573,15 @@ def test_sqlite_adds_the_creation_index_to_a_database_of_its_schema_without_a_ne
     engine (exclusive=False) leave the file as it is."""
     from engine_service.store.sqlite import SCHEMA_VERSION
     path = tmp_path / "db.sqlite3"
-
-    async def open_close(**kw):
-        st = SqliteStore(path, **kw)
-        await st.open()
-        await st.close()
-    run(open_close())
+    _open_close(path)
     conn = sqlite3.connect(path)
     conn.execute("DROP INDEX matches_by_creation")
     conn.commit()
     conn.close()
-    run(open_close(migrate=False))
-    run(open_close(exclusive=False))
+    _open_close(path, migrate=False)
+    _open_close(path, exclusive=False)
     assert "matches_by_creation" not in _indexes(path)[0]
-    run(open_close())
+    _open_close(path)
     names, version = _indexes(path)
     assert "matches_by_creation" in names and version == SCHEMA_VERSION == 7
 
