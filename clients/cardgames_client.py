@@ -278,20 +278,27 @@ def _is_hex(text: str, digits: int) -> bool:
     return len(text) == digits and all(c in "0123456789abcdef" for c in text)
 
 
-def verify_deal(reveal: DealReveal, commitment: str | None = None) -> bool:
+def verify_deal(reveal: DealReveal, commitment: str | None = None, *,
+                pack: Sequence[str] | None = None) -> bool:
     """Whether a revealed deal (RevealDeals) opens its commitment: ``commitment`` is the one you
     saw while the match was played (``deal_commitments[reveal.deal]`` of a MatchSummary, or a
-    View's ``deal_commitment``; None: the one the reveal carries). Every shown card is hashed
-    with its salt, every hidden position taken as its hash, and the SHA-256 of the hashes
-    (comma-separated, top first) must be the commitment. False as well for a deal that cannot
-    be opened card by card (recorded before commitments existed, or before schema 4). Then
-    check that the cards you held and saw played are the revealed ones at their places."""
+    View's ``deal_commitment``; None: the one the reveal carries, which proves nothing about
+    what was published before the deal). Every shown card is hashed with its salt, every hidden
+    position taken as its hash, and the SHA-256 of the hashes (comma-separated, top first) must
+    be the commitment. ``pack``: the game's cards (``PACKS[game]``); given, the reveal must have
+    one position per card of it and show only cards of it (a commitment to 31 or 33 positions,
+    or to a card that is not in the game, opens too: only the pack tells). False as well for a
+    deal that cannot be opened card by card (recorded before commitments existed, or before
+    schema 4). Then check that the cards you held and saw played are the revealed ones at their
+    places."""
     expected = (reveal.commitment if commitment is None else commitment).lower()
     cards, salts, hashes = list(reveal.cards), list(reveal.card_salts), list(reveal.card_hashes)
     if not expected or not cards or not (len(cards) == len(salts) == len(hashes)):
         return False
     shown = [c for c in cards if c]
     if len(set(shown)) != len(shown):
+        return False
+    if pack is not None and (len(cards) != len(pack) or not set(shown) <= set(pack)):
         return False
     opened = []
     for card, salt, digest in zip(cards, salts, hashes):
@@ -302,6 +309,16 @@ def verify_deal(reveal: DealReveal, commitment: str | None = None) -> bool:
         else:
             return False
     return hashlib.sha256(",".join(opened).encode("ascii")).hexdigest() == expected
+
+
+#: The pack of each game, for :func:`verify_deal`'s ``pack`` (KL-1.1, JJ-1.1, GJ-1.1,
+#: JJK-1.1): 32 cards seven to ace; the Jokers' 36 cards six to ace with 6S and 6C replaced by
+#: the jokers X1 and X2.
+_RANKS32 = ("7", "8", "9", "T", "J", "Q", "K", "A")
+_PACK32 = tuple(r + s for s in "SHDC" for r in _RANKS32)
+_PACK36 = tuple(r + s for s in "SHDC" for r in ("6",) + _RANKS32 if r != "6" or s in "HD") + ("X1", "X2")
+PACKS: Mapping[str, tuple[str, ...]] = {"klaberjass": _PACK32, "jojotte": _PACK32,
+                                        "georgian_joker": _PACK36, "japanese_joker": _PACK36}
 
 
 # ---- the watch stream's connection -------------------------------------------------------

@@ -7,6 +7,7 @@ on the started view."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import random
 import time
 from typing import Callable
@@ -980,3 +981,31 @@ def test_no_object_of_the_library_shows_a_token_in_its_repr():
 
     for text in asyncio.run(go()):
         assert "s3cret" not in text, text
+
+
+def test_verify_deal_with_the_pack_refuses_a_commitment_to_a_deck_that_is_not_the_pack():
+    """A lying server may commit to a deck that is no permutation of the pack: 31 or 33
+    positions, or a card the game does not have. Such a reveal opens its own commitment, so
+    verify_deal alone accepts it; with ``pack`` it is refused (and a genuine reveal passes)."""
+
+    def committed(cards: list[str], shown: int) -> tuple[cg.DealReveal, str]:
+        salts = [hashlib.sha256(str(i).encode()).hexdigest()[:32] for i in range(len(cards))]
+        hashes = [cg.card_hash(s, c) for s, c in zip(salts, cards)]
+        commitment = hashlib.sha256(",".join(hashes).encode()).hexdigest()
+        reveal = cg.DealReveal(deal=0, commitment=commitment,
+                               cards=[c if i < shown else "" for i, c in enumerate(cards)],
+                               card_salts=[s if i < shown else "" for i, s in enumerate(salts)],
+                               card_hashes=["" if i < shown else h for i, h in enumerate(hashes)])
+        return reveal, commitment
+
+    pack = list(cg.PACKS["klaberjass"])
+    assert len(pack) == 32 and len(set(pack)) == 32 and len(cg.PACKS["japanese_joker"]) == 36
+    assert {"X1", "X2", "6H", "6D"} <= set(cg.PACKS["georgian_joker"]) and "6S" not in cg.PACKS["georgian_joker"]
+    genuine, c = committed(pack, 20)
+    assert cg.verify_deal(genuine, c) and cg.verify_deal(genuine, c, pack=pack)
+    for deck in (pack[:31], pack + ["X1"], ["ZZ"] + pack[1:], ["AS:1"] + pack[1:]):
+        reveal, c = committed(deck, 20)
+        assert cg.verify_deal(reveal, c)  # the commitment opens...
+        assert not cg.verify_deal(reveal, c, pack=pack)  # ...to no deck of this game
+    reveal, c = committed(pack[:31] + ["ZZ"], 20)  # the odd card hidden: no check can tell
+    assert cg.verify_deal(reveal, c, pack=pack)
