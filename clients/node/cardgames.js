@@ -499,10 +499,13 @@ class Seat {
  * Whether a revealed deal opens its commitment (docs/api.md, "Fair dealing"): every shown card
  * is hashed with its salt (SHA-256 of "<card salt>:<card>"), every hidden position is taken as
  * its hash, and the SHA-256 of those hashes, top first and comma-separated, must be the
- * commitment seen while the match was played. False for a deal that cannot be opened card by
- * card (recorded before commitments existed, or before schema 4).
+ * commitment seen while the match was played. `pack`: the game's cards (PACKS[game]); given,
+ * the reveal must have one position per card of it and show only cards of it (a commitment to
+ * 31 or 33 positions, or to a card the game lacks, opens too: only the pack tells). False for
+ * a deal that cannot be opened card by card (recorded before commitments existed, or before
+ * schema 4).
  */
-function verifyDeal(reveal, commitment = reveal.commitment) {
+function verifyDeal(reveal, commitment = reveal.commitment, { pack } = {}) {
   const sha256 = (text) => require('node:crypto').createHash('sha256').update(text, 'utf8').digest('hex');
   const cards = reveal.cards || [];
   const salts = reveal.card_salts || [];
@@ -510,6 +513,7 @@ function verifyDeal(reveal, commitment = reveal.commitment) {
   if (!commitment || !cards.length || cards.length !== salts.length || cards.length !== hashes.length) return false;
   const shown = cards.filter((c) => c);
   if (new Set(shown).size !== shown.length) return false;
+  if (pack && (cards.length !== pack.length || !shown.every((c) => pack.includes(c)))) return false;
   const opened = [];
   for (let i = 0; i < cards.length; i += 1) {
     if (cards[i] && /^[0-9a-f]{32}$/.test(salts[i]) && !hashes[i]) opened.push(sha256(`${salts[i]}:${cards[i]}`));
@@ -519,6 +523,13 @@ function verifyDeal(reveal, commitment = reveal.commitment) {
   return sha256(opened.join(',')) === commitment.toLowerCase();
 }
 
+// The pack of each game, for verifyDeal's `pack` (KL-1.1, JJ-1.1, GJ-1.1, JJK-1.1): 32 cards
+// seven to ace; the Jokers' 36 cards six to ace with 6S and 6C replaced by the jokers X1, X2.
+const PACK32 = [...'SHDC'].flatMap((s) => [...'789TJQKA'].map((r) => r + s));
+const PACK36 = [...'SHDC'].flatMap((s) => [...'6789TJQKA'].filter((r) => r !== '6' || 'HD'.includes(s)).map((r) => r + s))
+  .concat(['X1', 'X2']);
+const PACKS = Object.freeze({ klaberjass: PACK32, jojotte: PACK32, georgian_joker: PACK36, japanese_joker: PACK36 });
+
 module.exports = {
-  Client, Seat, CardGamesError, toCardGamesError, verifyDeal, api, RECONNECTING, RESUMED, GAVE_UP,
+  Client, Seat, CardGamesError, toCardGamesError, verifyDeal, PACKS, api, RECONNECTING, RESUMED, GAVE_UP,
 };

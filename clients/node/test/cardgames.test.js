@@ -507,3 +507,32 @@ test('verifyDeal opens a card-by-card commitment with hidden positions (docs/api
   assert.strictEqual(verifyDeal({ ...reveal, card_salts: reveal.card_salts.slice(1) }), false, 'lists of unequal length');
   assert.strictEqual(verifyDeal({ deal: 0, commitment: '', cards: ['JS'], card_salts: [''], card_hashes: [''] }), false);
 });
+
+test('verifyDeal with the pack refuses a commitment to a deck that is not the pack', () => {
+  const { verifyDeal, PACKS } = require('../cardgames');
+  const crypto = require('node:crypto');
+  const sha256 = (text) => crypto.createHash('sha256').update(text, 'utf8').digest('hex');
+  const committed = (deck, shown) => {
+    const salts = deck.map((_, i) => sha256(String(i)).slice(0, 32));
+    const hashes = deck.map((card, i) => sha256(`${salts[i]}:${card}`));
+    const commitment = sha256(hashes.join(','));
+    return [{
+      deal: 0,
+      commitment,
+      cards: deck.map((c, i) => (i < shown ? c : '')),
+      card_salts: salts.map((s, i) => (i < shown ? s : '')),
+      card_hashes: hashes.map((h, i) => (i < shown ? '' : h)),
+    }, commitment];
+  };
+  const pack = PACKS.klaberjass;
+  assert.strictEqual(pack.length, 32);
+  assert.strictEqual(new Set(PACKS.georgian_joker).size, 36);
+  assert.ok(PACKS.japanese_joker.includes('6H') && PACKS.japanese_joker.includes('X2') && !PACKS.japanese_joker.includes('6S'));
+  const [genuine, c] = committed(pack, 20);
+  assert.strictEqual(verifyDeal(genuine, c, { pack }), true);
+  for (const deck of [pack.slice(0, 31), pack.concat(['X1']), ['ZZ'].concat(pack.slice(1))]) {
+    const [reveal, commitment] = committed(deck, 20);
+    assert.strictEqual(verifyDeal(reveal, commitment), true, 'the commitment opens');
+    assert.strictEqual(verifyDeal(reveal, commitment, { pack }), false, 'to no deck of the game');
+  }
+});
