@@ -17,7 +17,7 @@
  * Exit status 0 when the match finished, 1 on an error (printed with its code and reason).
  */
 
-const { Client, CardGamesError, verifyDeal } = require('./cardgames');
+const { Client, CardGamesError, verifyDeal, PACKS } = require('./cardgames');
 
 function parseArgs(argv) {
   const args = { target: '127.0.0.1:50051', game: 'klaberjass', bot: 'random', options: {}, policy: 'random', seed: 1, quiet: false };
@@ -120,6 +120,9 @@ async function main() {
     // The newest seq this seat knows of. Events queue up while it decides (the bot answers at
     // once), so an event older than its own last action carries a view that is out of date.
     let newest = -1;
+    // Every deal's commitment as the views published it while the match was played: the reveal
+    // is checked against these, not against what the server says at the end.
+    const committed = new Map();
     // From seq 0: the seat was taken at seq 0 (a match starts when its last seat is taken), so
     // the log shows every action, a bot's first move before this stream opened included.
     for await (const event of me.watch(0)) {
@@ -128,6 +131,13 @@ async function main() {
       }
       if (event.kind === 'EVENT_KIND_MATCH_ENDED') break;
       const view = event.view;
+      if (view && view.deal_commitment) {
+        const deal = view.deal_number || 0;
+        if (committed.has(deal) && committed.get(deal) !== view.deal_commitment) {
+          throw new Error(`deal ${deal}: the commitment changed during the match`);
+        }
+        committed.set(deal, view.deal_commitment);
+      }
       if (view && (view.seq || 0) >= newest && view.to_act === me.seat && !view.over) {
         const reply = await me.act(decide, view);
         if (reply) {
@@ -141,8 +151,8 @@ async function main() {
     // fair dealing: every deck revealed now matches the commitment published when it was dealt
     const reveals = await client.revealDeals(match.match_id, me.token);
     const commitments = summary.deal_commitments || [];
-    const unfair = reveals.filter((r) => !verifyDeal(r, commitments[r.deal || 0]));
-    if (unfair.length || reveals.length !== commitments.length) {
+    const unfair = reveals.filter((r) => !verifyDeal(r, committed.get(r.deal || 0), { pack: PACKS[game.id] }));
+    if (unfair.length || reveals.length !== commitments.length || commitments.some((c, d) => c !== committed.get(d))) {
       throw new Error(`the revealed decks do not match their commitments (deals ${unfair.map((r) => r.deal || 0)})`);
     }
     process.stdout.write(`${JSON.stringify({
