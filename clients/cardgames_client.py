@@ -287,7 +287,9 @@ def verify_deal(reveal: DealReveal, commitment: str | None = None, *,
     position taken as its hash, and the SHA-256 of the hashes (comma-separated, top first) must
     be the commitment. ``pack``: the game's cards (``PACKS[game]``); given, the reveal must have
     one position per card of it and show only cards of it (a commitment to 31 or 33 positions,
-    or to a card that is not in the game, opens too: only the pack tells). False as well for a
+    or to a card that is not in the game, opens too: only the pack tells). Card salts must
+    differ, and no hidden hash may open with a shown card's salt (with ``pack``): a salt used
+    twice would let anyone find a hidden card by trying the pack's cards. False as well for a
     deal that cannot be opened card by card (recorded before commitments existed, or before
     schema 4). Then check that the cards you held and saw played are the revealed ones at their
     places."""
@@ -300,6 +302,12 @@ def verify_deal(reveal: DealReveal, commitment: str | None = None, *,
         return False
     if pack is not None and (len(cards) != len(pack) or not set(shown) <= set(pack)):
         return False
+    shown_salts = [s for s in salts if s]
+    hidden = [h for h in hashes if h]
+    if len(set(shown_salts)) != len(shown_salts) or len(set(hidden)) != len(hidden):
+        return False  # a salt (or a salted card) used twice: the salts are not per position
+    if pack is not None and hidden and set(hidden) & {card_hash(s, c) for s in shown_salts for c in pack}:
+        return False  # a hidden card hashed with a shown card's salt: anyone can find it
     opened = []
     for card, salt, digest in zip(cards, salts, hashes):
         if card and _is_hex(salt, 32) and not digest:

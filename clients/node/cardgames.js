@@ -514,6 +514,15 @@ function verifyDeal(reveal, commitment = reveal.commitment, { pack } = {}) {
   const shown = cards.filter((c) => c);
   if (new Set(shown).size !== shown.length) return false;
   if (pack && (cards.length !== pack.length || !shown.every((c) => pack.includes(c)))) return false;
+  // a salt (or a salted card) used twice: the salts are not per position, and a hidden card
+  // hashed with a shown card's salt could be found by trying the pack's cards
+  const shownSalts = salts.filter((s) => s);
+  const hidden = hashes.filter((h) => h);
+  if (new Set(shownSalts).size !== shownSalts.length || new Set(hidden).size !== hidden.length) return false;
+  if (pack && hidden.length) {
+    const guessable = new Set(shownSalts.flatMap((s) => pack.map((c) => sha256(`${s}:${c}`))));
+    if (hidden.some((h) => guessable.has(h))) return false;
+  }
   const opened = [];
   for (let i = 0; i < cards.length; i += 1) {
     if (cards[i] && /^[0-9a-f]{32}$/.test(salts[i]) && !hashes[i]) opened.push(sha256(`${salts[i]}:${cards[i]}`));

@@ -1009,3 +1009,34 @@ def test_verify_deal_with_the_pack_refuses_a_commitment_to_a_deck_that_is_not_th
         assert not cg.verify_deal(reveal, c, pack=pack)  # ...to no deck of this game
     reveal, c = committed(pack[:31] + ["ZZ"], 20)  # the odd card hidden: no check can tell
     assert cg.verify_deal(reveal, c, pack=pack)
+
+
+def test_verify_deal_refuses_a_salt_used_at_two_positions():
+    """Each position has a card salt of its own (docs/api.md, "Fair dealing"). A server that
+    used one salt twice makes a hidden card findable by hashing the pack's cards with a shown
+    salt; such a reveal still opened its commitment and was accepted. A shown salt twice, a
+    hidden hash twice, or a hidden hash that opens with a shown salt (given the pack) is
+    refused now."""
+    pack = list(cg.PACKS["klaberjass"])
+
+    def committed(salts: list[str], shown: int) -> tuple[cg.DealReveal, str]:
+        hashes = [cg.card_hash(s, c) for s, c in zip(salts, pack)]
+        commitment = hashlib.sha256(",".join(hashes).encode()).hexdigest()
+        return cg.DealReveal(deal=0, commitment=commitment,
+                             cards=[c if i < shown else "" for i, c in enumerate(pack)],
+                             card_salts=[s if i < shown else "" for i, s in enumerate(salts)],
+                             card_hashes=["" if i < shown else h for i, h in enumerate(hashes)]), commitment
+
+    fresh = [hashlib.sha256(f"salt {i}".encode()).hexdigest()[:32] for i in range(32)]
+    reveal, c = committed(fresh, 20)
+    assert cg.verify_deal(reveal, c, pack=pack)
+    shown_twice = fresh[:]
+    shown_twice[1] = shown_twice[0]  # two shown cards with one salt
+    reveal, c = committed(shown_twice, 20)
+    assert not cg.verify_deal(reveal, c) and not cg.verify_deal(reveal, c, pack=pack)
+    hidden_reused = fresh[:]
+    hidden_reused[25] = hidden_reused[3]  # a hidden card salted as a shown one: findable
+    reveal, c = committed(hidden_reused, 20)
+    assert cg.verify_deal(reveal, c)  # without the pack nobody can try its cards...
+    assert not cg.verify_deal(reveal, c, pack=pack)  # ...with it, the hidden card opens
+    assert cg.card_hash(fresh[3], pack[25]) == reveal.card_hashes[25]

@@ -536,3 +536,31 @@ test('verifyDeal with the pack refuses a commitment to a deck that is not the pa
     assert.strictEqual(verifyDeal(reveal, commitment, { pack }), false, 'to no deck of the game');
   }
 });
+
+test('verifyDeal refuses a salt used at two positions', () => {
+  const { verifyDeal, PACKS } = require('../cardgames');
+  const crypto = require('node:crypto');
+  const sha256 = (text) => crypto.createHash('sha256').update(text, 'utf8').digest('hex');
+  const pack = PACKS.klaberjass;
+  const committed = (salts, shown) => {
+    const hashes = pack.map((card, i) => sha256(`${salts[i]}:${card}`));
+    const commitment = sha256(hashes.join(','));
+    return [{
+      deal: 0,
+      commitment,
+      cards: pack.map((c, i) => (i < shown ? c : '')),
+      card_salts: salts.map((s, i) => (i < shown ? s : '')),
+      card_hashes: hashes.map((h, i) => (i < shown ? '' : h)),
+    }, commitment];
+  };
+  const fresh = pack.map((_, i) => sha256(`salt ${i}`).slice(0, 32));
+  assert.strictEqual(verifyDeal(...committed(fresh, 20), { pack }), true);
+  const shownTwice = [...fresh];
+  shownTwice[1] = shownTwice[0];
+  assert.strictEqual(verifyDeal(...committed(shownTwice, 20)), false, 'a shown salt twice');
+  const hiddenReused = [...fresh];
+  hiddenReused[25] = hiddenReused[3];
+  const [reveal, commitment] = committed(hiddenReused, 20);
+  assert.strictEqual(verifyDeal(reveal, commitment), true, 'without the pack nobody can try its cards');
+  assert.strictEqual(verifyDeal(reveal, commitment, { pack }), false, 'a hidden card salted as a shown one');
+});
