@@ -373,7 +373,7 @@ def _ts_section() -> tuple[str, str]:
     gen = API[API.index("## Generating stubs in another language"):]
     (yaml,) = re.findall(r"```yaml\n(.*?)```", gen.split("### ", 1)[0], re.DOTALL)
     section = API[API.index("### TypeScript with protobuf-es and Connect"):]
-    (code,) = re.findall(r"```ts\n(.*?)```", section.split("\n### ", 1)[0], re.DOTALL)
+    code = re.findall(r"```ts\n(.*?)```", section.split("\n### ", 1)[0], re.DOTALL)[0]  # the client
     return yaml, code
 
 
