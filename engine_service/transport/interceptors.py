@@ -218,7 +218,13 @@ class Undecodable:
     __slots__ = ("error",)
 
     def __init__(self, error: str) -> None:
-        self.error = error
+        self.error = error  # the parser's exception class, or JSON for a JSON request
+
+
+#: What a client configured for the JSON codec sends (Connect's ``useBinaryFormat: false``,
+#: content type application/grpc+json): a JSON object, whose first byte ``{`` would be a
+#: start-group tag of field 15, which no message of the API has.
+_JSON = "JSON"
 
 
 def _lenient(deserialize: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
@@ -229,7 +235,7 @@ def _lenient(deserialize: Callable[[bytes], Any] | None) -> Callable[[bytes], An
         try:
             return deserialize(data)
         except Exception as exc:  # DecodeError, and bad UTF-8 in a string field
-            return Undecodable(type(exc).__name__)
+            return Undecodable(_JSON if data.lstrip()[:1] == b"{" else type(exc).__name__)
 
     return parse
 
@@ -254,8 +260,12 @@ def _refusing_undecodable(name: str, behavior: Callable) -> Callable:
 
 
 async def _refuse(request: Undecodable, rpc: RpcContext, context: grpc.aio.ServicerContext) -> None:
-    mapped = MappedError(grpc.StatusCode.INVALID_ARGUMENT, "the request is not a valid message of "
-                         "this method (protobuf wire format, UTF-8 strings)", reason="MALFORMED_REQUEST",
+    message = ("the request is not a valid message of this method (protobuf wire format, UTF-8 "
+               "strings)")
+    if request.error == _JSON:
+        message = ("the request is JSON (content type application/grpc+json?): this server reads "
+                   "the protobuf binary format only (Connect: leave useBinaryFormat at true)")
+    mapped = MappedError(grpc.StatusCode.INVALID_ARGUMENT, message, reason="MALFORMED_REQUEST",
                          metadata={}, expected=True)
     rpc.reason, rpc.code = mapped.reason, mapped.code.name
     await context.abort_with_status(to_status(mapped, rpc.request_id))

@@ -14,6 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from engine_service.rules import registry
 from tests.shared_paths import shared_dir
 
@@ -358,3 +360,73 @@ def test_node_health_snippet_runs(engine, node):
                             env={**os.environ, "NODE_PATH": str(NODE_MODULES)})
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.strip() == "SERVING", result.stdout + result.stderr
+
+
+#: The npm packages docs/api.md's TypeScript section uses (none is a dependency of this
+#: repository: the test that runs the section needs a node_modules folder holding them).
+_TS_PACKAGES = ("@bufbuild/protobuf", "@bufbuild/protoc-gen-es", "@connectrpc/connect",
+                "@connectrpc/connect-node", "tsx")
+
+
+def _ts_section() -> tuple[str, str]:
+    """docs/api.md's ``buf.gen.yaml`` and its TypeScript client."""
+    gen = API[API.index("## Generating stubs in another language"):]
+    (yaml,) = re.findall(r"```yaml\n(.*?)```", gen.split("### ", 1)[0], re.DOTALL)
+    section = API[API.index("### TypeScript with protobuf-es and Connect"):]
+    code = re.findall(r"```ts\n(.*?)```", section.split("\n### ", 1)[0], re.DOTALL)[0]  # the client
+    return yaml, code
+
+
+def test_typescript_section_imports_what_its_buf_gen_yaml_generates():
+    """docs/api.md's buf.gen.yaml takes its inputs from this repository, and every generated
+    module its TypeScript client imports (``./gen/<path>_pb.js``) comes from a .proto of those
+    inputs: the google.rpc error details from clients/node/proto's file (protobuf-es ships
+    only google.protobuf), so ``ConnectError.findDetails(ErrorInfoSchema)`` has its schema."""
+    yaml, code = _ts_section()
+    inputs = re.findall(r"- directory: (\S+)", yaml)
+    assert inputs == ["proto", "clients/node/proto"]
+    assert "import_extension=js" in yaml  # Node's ES modules and tsc's nodenext need ./x_pb.js
+    imports = re.findall(r'import \{([^}]*)\} from "\./gen/([\w/]+)_pb\.js"', code)
+    assert {path for _, path in imports} >= {"cardgames/v1/card_games", "google/rpc/status"}
+    for names, path in imports:
+        protos = [ROOT / d / f"{path}.proto" for d in inputs if (ROOT / d / f"{path}.proto").exists()]
+        assert len(protos) == 1, path
+        text = protos[0].read_text()
+        for name in re.findall(r"\w+", names):
+            base = name.removesuffix("Schema")
+            assert re.search(rf"^(message|enum|service) {base} \{{", text, re.MULTILINE), (name, path)
+
+
+def test_typescript_snippet_runs(engine, tmp_path):
+    """docs/api.md's TypeScript section as written: ``buf generate`` with its buf.gen.yaml and
+    @bufbuild/protoc-gen-es, then its client with tsx against a real engine: a whole Japanese
+    Joker match against a bot, a stale action's ErrorInfo and View decoded with
+    ConnectError.findDetails, the deals' results from the ListValue, the reveal. Needs the
+    npm packages of ``_TS_PACKAGES`` in the node_modules folder that CARDGAMES_TS_NODE_MODULES
+    names (they are no dependency of this repository), else skipped."""
+    modules = os.environ.get("CARDGAMES_TS_NODE_MODULES")
+    if not modules or not all((Path(modules) / p / "package.json").exists() for p in _TS_PACKAGES):
+        pytest.skip(f"CARDGAMES_TS_NODE_MODULES names no node_modules with {', '.join(_TS_PACKAGES)}")
+    yaml, code = _ts_section()
+    (tmp_path / "node_modules").symlink_to(Path(modules).resolve())
+    (tmp_path / "package.json").write_text('{"type": "module"}\n')  # the client is an ES module
+    (tmp_path / "buf.gen.yaml").write_text(yaml)
+    shutil.copytree(ROOT / "proto" / "cardgames", tmp_path / "proto" / "cardgames")
+    shutil.copytree(ROOT / "clients" / "node" / "proto", tmp_path / "clients" / "node" / "proto")
+    exe = Path(sys.executable).with_name("buf")
+    buf = str(exe) if exe.exists() else shutil.which("buf")
+    assert buf, "buf is not installed: it comes with the dev extra"
+    bin_dir = tmp_path / "node_modules" / ".bin"
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}  # what npx does
+    done = subprocess.run([buf, "generate"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (tmp_path / "web" / "src" / "play.ts").write_text(code.replace("127.0.0.1:50051", engine.target))
+    done = subprocess.run([str(bin_dir / "tsx"), "web/src/play.ts"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert re.fullmatch(r"Aborted STALE_SEQUENCE \d+ true true true", lines[0]), lines[0]
+    deals = [line for line in lines if line.startswith("deal ")]
+    assert deals and all(set(json.loads(line.split(" ", 2)[2])) >= {"trump", "taken", "scores"} for line in deals)
+    assert lines[-2].startswith("result ") and json.loads(lines[-2][len("result "):])["outcome"] == "completed"
+    assert lines[-1] == f"revealed {len(deals)} deals"

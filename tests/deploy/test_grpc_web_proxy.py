@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import ipaddress
+import re
 
 import pytest
 import yaml
@@ -113,6 +114,23 @@ def test_cors_lets_a_page_send_its_token_and_read_errors():
     # the status, its message and the details (ErrorInfo, RetryInfo: docs/api.md)
     assert {"grpc-status", "grpc-message", "grpc-status-details-bin"} <= exposed
     assert "POST" in policy.allow_methods and policy.allow_origin_string_match
+
+
+def test_cors_allows_every_header_docs_api_md_tells_a_client_to_send():
+    """docs/api.md's Connecting table names the metadata a client sends: ``authorization`` and
+    the optional ``x-request-id``. The proxy allowed the first only, so a page that sent a
+    request id (to find its call in the server's logs) had every call blocked by the
+    browser's CORS preflight ("x-request-id is not allowed by Access-Control-Allow-Headers";
+    Connect-web reports a failed fetch, with no status) instead of naming the call."""
+    api = (DEPLOY.parent / "docs" / "api.md").read_text()
+    table = api[api.index("## Connecting"):api.index("## A match from start to end")]
+    sent = set(re.findall(r"metadata `([a-z0-9-]+)", table))
+    assert sent >= {"authorization", "x-request-id"}
+    (host,) = connection_manager().route_config.virtual_hosts
+    policy = cors_pb2.CorsPolicy()
+    assert host.typed_per_filter_config["envoy.filters.http.cors"].Unpack(policy)
+    allowed = {h.strip() for h in policy.allow_headers.split(",")}
+    assert sent <= allowed, sent - allowed
 
 
 def test_the_engine_is_reached_over_http2_at_its_compose_address():

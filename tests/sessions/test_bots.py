@@ -289,3 +289,54 @@ def test_a_takeover_bot_that_is_not_installed_refuses_the_start():
                                       "(georgian_joker)")
     assert run(start("random")) == (None, False)
     assert run(start("")) == (None, False)  # the rulebook's auto-move policy (GJ-12.2)
+
+
+class GatedHost(ScriptedHost):
+    """The ``scripted`` bot, which answers only once the test opens its gate."""
+
+    def __init__(self):
+        super().__init__("legal")
+        self.asked = asyncio.Event()
+        self.gate = asyncio.Event()
+
+    async def decide(self, bot, game_id, seat, view, legal, seed, deadline_s):
+        self.asked.set()
+        await self.gate.wait()
+        return await super().decide(bot, game_id, seat, view, legal, seed, deadline_s)
+
+
+def test_no_turn_deadline_while_a_bot_decides():
+    """docs/api.md's view table and match.proto's View.deadline: a bot's decision has the
+    bot deadline, not the turn time, so the view names no deadline while a bot is to act (a
+    frontend found no countdown for the bot's turn, and nothing said why), and the player's
+    decision after it has one."""
+    async def go():
+        host = GatedHost()
+        async with manager(config(), host=host) as mgr:
+            summary = await mgr.create_match(CreateMatchRequest(
+                game="japanese_joker", seats=[SeatConfig(), SeatConfig("bot", "scripted")], turn_time_s=30))
+            p = await mgr.join_match(summary.match_id, 0, "p")
+            principal = mgr.authenticate(summary.match_id, p.token)
+            stream = mgr.watch(summary.match_id, principal, -1)  # present: the timer runs
+            await stream.__anext__()
+            m = mgr._matches[summary.match_id]
+            seen = []
+            for _ in range(3):  # a decision of each seat at least
+                if m.state.to_act() == 1:
+                    await asyncio.wait_for(host.asked.wait(), 5)
+                    seen.append((1, (await mgr.get_view(summary.match_id, principal)).deadline))
+                    host.asked.clear()
+                    before = m.seq
+                    host.gate.set()
+                    await until(lambda: m.seq > before, timeout=5)
+                    host.gate.clear()
+                else:
+                    view = await mgr.get_view(summary.match_id, principal)
+                    seen.append((0, view.deadline))
+                    await mgr.submit_action(summary.match_id, principal, view.view["legal"][0], view.seq)
+            await stream.aclose()
+            return seen
+
+    seen = run(go())
+    assert {seat for seat, _ in seen} == {0, 1}, seen
+    assert all((deadline is None) == (seat == 1) for seat, deadline in seen), seen

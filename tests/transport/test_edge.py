@@ -396,6 +396,28 @@ async def test_request_bytes_that_do_not_parse_are_invalid_argument():
     assert len(lines) == 4 and {e["reason"] for e in lines} == {"MALFORMED_REQUEST"}
 
 
+@run
+async def test_a_json_request_is_malformed_request_that_says_json():
+    """A client set to the JSON codec (Connect's ``useBinaryFormat: false`` sends
+    application/grpc+json) got the garbage answer, "not a valid message of this method
+    (protobuf wire format...)", for every call, ListGames' ``{}`` too, which reads as a bug of
+    the client's or a proxy's. The status now says the request is JSON and the server reads
+    the binary format only; the reason stays MALFORMED_REQUEST, and bytes that are not JSON
+    keep the old message."""
+    service = ScriptedService()
+    async with running(service) as srv:
+        errors = {}
+        for payload in (b"{}", b'{"matchId": "abc"}', b"\xff" * 16):
+            call = srv.channel.unary_unary("/cardgames.v1.CardGamesService/GetMatch")(payload)
+            errors[payload] = await expect_error(call)
+        stream = srv.channel.unary_stream("/cardgames.v1.CardGamesService/WatchMatch")(b'{"matchId": "abc"}')
+        errors[b"stream"] = await expect_error(stream)
+    for payload, err in errors.items():
+        assert (err.code, err.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "MALFORMED_REQUEST"), err
+        assert ("request is JSON" in err.message) == (payload != b"\xff" * 16), (payload, err.message)
+    assert not service.calls
+
+
 def test_a_status_message_is_cut_to_fit_the_trailing_metadata():
     from engine_service.transport.errors import MappedError, to_status
     status = to_status(MappedError(grpc.StatusCode.INVALID_ARGUMENT, "x" * 20_000, "BAD_REQUEST", {}, True))
