@@ -19,7 +19,7 @@ import pytest
 from engine_service.rules import registry
 from tests.shared_paths import shared_dir
 
-from .test_node_client import NODE_DIR, node  # noqa: F401 (the fixture: Node.js, npm ci once)
+from .test_node_client import NODE_DIR, node, npm_ci  # noqa: F401 (the fixture: Node.js, npm ci once)
 
 ROOT = Path(__file__).resolve().parents[2]
 API = (ROOT / "docs" / "api.md").read_text()
@@ -362,8 +362,9 @@ def test_node_health_snippet_runs(engine, node):
     assert result.stdout.strip() == "SERVING", result.stdout + result.stderr
 
 
-#: The npm packages docs/api.md's TypeScript section uses (none is a dependency of this
-#: repository: the test that runs the section needs a node_modules folder holding them).
+#: The npm packages docs/api.md's TypeScript section uses, locked in clients/ts (installed by
+#: the test, as clients/node's are).
+TS_DIR = ROOT / "clients" / "ts"
 _TS_PACKAGES = ("@bufbuild/protobuf", "@bufbuild/protoc-gen-es", "@connectrpc/connect",
                 "@connectrpc/connect-node", "tsx")
 
@@ -401,14 +402,13 @@ def test_typescript_snippet_runs(engine, tmp_path):
     """docs/api.md's TypeScript section as written: ``buf generate`` with its buf.gen.yaml and
     @bufbuild/protoc-gen-es, then its client with tsx against a real engine: a whole Japanese
     Joker match against a bot, a stale action's ErrorInfo and View decoded with
-    ConnectError.findDetails, the deals' results from the ListValue, the reveal. Needs the
-    npm packages of ``_TS_PACKAGES`` in the node_modules folder that CARDGAMES_TS_NODE_MODULES
-    names (they are no dependency of this repository), else skipped."""
-    modules = os.environ.get("CARDGAMES_TS_NODE_MODULES")
-    if not modules or not all((Path(modules) / p / "package.json").exists() for p in _TS_PACKAGES):
-        pytest.skip(f"CARDGAMES_TS_NODE_MODULES names no node_modules with {', '.join(_TS_PACKAGES)}")
+    ConnectError.findDetails, the deals' results from the ListValue, the reveal. The npm
+    packages are clients/ts's, installed from its lock file (``npm ci``) when missing."""
+    npm_ci(TS_DIR)
+    modules = TS_DIR / "node_modules"
+    assert all((modules / p / "package.json").exists() for p in _TS_PACKAGES), sorted(_TS_PACKAGES)
     yaml, code = _ts_section()
-    (tmp_path / "node_modules").symlink_to(Path(modules).resolve())
+    (tmp_path / "node_modules").symlink_to(modules.resolve())
     (tmp_path / "package.json").write_text('{"type": "module"}\n')  # the client is an ES module
     (tmp_path / "buf.gen.yaml").write_text(yaml)
     shutil.copytree(ROOT / "proto" / "cardgames", tmp_path / "proto" / "cardgames")

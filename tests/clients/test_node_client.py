@@ -48,19 +48,24 @@ def needs_npm_ci(node_dir: Path) -> bool:
     return not stamp.exists() or stamp.stat().st_mtime < (node_dir / "package-lock.json").stat().st_mtime
 
 
-@pytest.fixture(scope="module")
-def node() -> str:
+def npm_ci(node_dir: Path) -> str:
+    """Install ``node_dir``'s locked npm packages when :func:`needs_npm_ci`; returns the path
+    of ``node``. One installer at a time: ``npm ci`` first deletes node_modules, so a second
+    xdist worker installing while the first runs its tests pulled the modules from under them."""
     node, npm = shutil.which("node"), shutil.which("npm")
     assert node and npm, "Node.js and npm are needed for the Node client (Debian/NodeSource package nodejs)"
-    # One installer at a time: `npm ci` first deletes node_modules, so a second xdist worker
-    # installing while the first runs its tests pulled the modules from under them.
-    with open(NODE_DIR / ".npm-ci.lock", "w") as lock:
+    with open(node_dir / ".npm-ci.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if needs_npm_ci(NODE_DIR):
-            result = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, capture_output=True,
+        if needs_npm_ci(node_dir):
+            result = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=node_dir, capture_output=True,
                                     text=True, timeout=300)
             assert result.returncode == 0, result.stdout + result.stderr
     return node
+
+
+@pytest.fixture(scope="module")
+def node() -> str:
+    return npm_ci(NODE_DIR)
 
 
 def test_npm_ci_never_runs_through_a_linked_node_modules(tmp_path):
