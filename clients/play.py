@@ -60,7 +60,7 @@ from textual.containers import Horizontal
 from textual.widgets import Footer, OptionList, RichLog, Static
 from textual.widgets.option_list import Option
 
-from . import render
+from . import render, terminal_text
 from .connection_sign import ConnectionSign
 from .cardgames_client import (RESUMED, CardGamesError, Client, SeatSession, StaleSequence,
                                StreamState, connect, is_finished, is_my_turn, python_value, target_arg)
@@ -460,7 +460,7 @@ def stderr_notices() -> Callable[[StreamState], None]:
     """An ``on_connection`` hook for the modes without a screen (--autoplay, clients.watch
     --plain): the drop and the return, one line each on stderr, so that stdout stays the
     events' and a log shows why they paused."""
-    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    console = terminal_text.console(stderr=True, highlight=False, soft_wrap=True)
     down = False
 
     def notice(state: StreamState) -> None:
@@ -741,7 +741,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # unfolded (soft_wrap): a line is one line in a pipe (--autoplay for scripts, where the
     # console folded at 80 columns, the spectator command and the result over two lines) and
     # a command shown on a terminal is copied whole (the terminal wraps it, not a newline)
-    console = Console(stderr=False, highlight=False, soft_wrap=True)
+    console = terminal_text.console(highlight=False, soft_wrap=True)
     service = None
     try:
         if args.target:
@@ -759,7 +759,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             # a finished match has no seat to take; what a player who came to it can do is watch
             line += (f"; replay it with: python -m clients.watch {shlex.quote(args.match)} "
                      f"--target {shlex.quote(args.target)} --from-start")
-        Console(stderr=True, highlight=False, soft_wrap=True).print(line, style="bold red", markup=False)
+        terminal_text.console(stderr=True, highlight=False, soft_wrap=True).print(line, style="bold red", markup=False)
         return 1
     except ServiceFailed as exc:  # the engine of its own (e.g. a --db it cannot open): no traceback
         assert service is not None

@@ -34,7 +34,7 @@ from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.widgets import Footer, RichLog, Static
 
-from . import render
+from . import render, terminal_text
 from .connection_sign import ConnectionSign
 from .play import board_rows, fitted_board, fitted_deals, positive_int, stderr_notices, summary_now
 from .cardgames_client import CardGamesError, Spectator, StreamState, connect, target_arg
@@ -222,13 +222,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                    "is too far along for the server to replay)")
     args = p.parse_args(argv)
     # unfolded: one line per event in a pipe (--plain), where the console folded at 80 columns
-    console = Console(highlight=False, soft_wrap=True)
+    console = terminal_text.console(highlight=False, soft_wrap=True)
     try:
         return asyncio.run(run(args, console))
     except CardGamesError as exc:
         # on stderr, unfolded: a script reading the output (--autoplay, --plain) gets no error
         # among it, and a log one line per error (the console folds at 80 columns in a pipe)
-        Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {exc}", style="bold red")
+        terminal_text.console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {exc}", style="bold red")
         return 1
     except KeyboardInterrupt:
         return 130

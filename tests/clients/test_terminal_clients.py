@@ -1521,3 +1521,59 @@ def test_watch_plain_says_how_a_klaberjass_deal_came_to_its_score(engine):
     played = [line for line in lines if re.match(r"deal \d+: trump ", line)]
     assert played and re.search(r"maker seat \d: seat 0 \d+.*, seat 1 \d+.* — the (maker|opponent) has more"
                                 r"|equal totals", played[-1]), lines
+
+
+def test_plain_output_on_a_stream_without_the_suit_symbols(engine):
+    """Under a non-UTF-8 locale (here PYTHONIOENCODING=ascii, as a latin-1 terminal or a log
+    opened in another encoding) ``clients.watch --plain`` (and ``clients.play --autoplay``,
+    the same consoles) ended with UnicodeEncodeError at the first suit symbol: the suits are
+    written in the rulebook's letters (``10H``, ``trump S``) and the output goes on."""
+
+    async def play_two_deals():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("georgian_joker", seats=[None] * 4)
+            seats = [await client.join(match.match_id, player_name=f"p{n}") for n in range(4)]
+            rng = random.Random(2)
+            while len((view := await seats[0].view()).scores.deal_results.values) < 2:
+                await seats[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
+            return match.match_id
+
+    match_id = run(play_two_deals())
+    watcher = subprocess.Popen([sys.executable, "-m", "clients.watch", match_id, "--target", engine.target,
+                                "--plain", "--from-start"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               cwd=ROOT, env=dict(os.environ, COLUMNS="160", PYTHONIOENCODING="ascii"))
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not any(line.lstrip().startswith("2 ") and "deal" in line
+                                                      for line in lines):
+            raw = watcher.stdout.readline()
+            if not raw:
+                break
+            lines.append(raw.decode("ascii"))  # every byte ASCII: the decode itself is the check
+    finally:
+        watcher.kill()
+        err = watcher.stderr.read().decode("ascii", errors="replace")
+    assert "UnicodeEncodeError" not in err, err
+    plays = [line for line in lines if ": play " in line]
+    assert plays and all(re.search(r"play (Joker[12]|(10|[2-9AKQJ])[SHDC])", line) for line in plays), lines
+    assert any("trump" in line or "bid" in line for line in lines)
+    assert sum("deal" in line and "(tricks taken/bid)" in line for line in lines) >= 1, lines
+
+
+def test_the_fallback_console_writes_suits_as_letters(monkeypatch):
+    """The console the outputs without a screen use: suits, arrows and dashes in ASCII where
+    the stream cannot encode them, untouched where it can."""
+    import io
+
+    from clients import terminal_text
+
+    raw = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(raw, encoding="ascii", write_through=True))
+    console = terminal_text.console(highlight=False, soft_wrap=True)
+    console.print(render.card_text("TH").append(" → ").append_text(render.card_text("AS")).append(" — ✓"))
+    assert raw.getvalue().decode("ascii").strip() == "10H -> AS - ?"
+    utf8 = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(utf8, encoding="utf-8", write_through=True))
+    terminal_text.console(highlight=False, soft_wrap=True).print(render.card_text("TH"))
+    assert utf8.getvalue().decode("utf-8").strip() == "10♥"
