@@ -13,7 +13,8 @@ free seat and shows, from the server's view only:
   trick in progress and the last trick; tricks taken; the scores and the last deals;
 * your legal actions, chosen with the arrow keys and Enter or their number keys;
 * the time left for the decision (the server plays the rulebook's auto-move after it);
-* every event of the match as it happens (the stream resumes by itself after a network drop);
+* every event of the match as it happens, each deal's result as it is scored and what a Georgian
+  Joker pulka's end settled (premium, moshla) (the stream resumes by itself after a network drop);
 * while that stream is down, a red line at the top, "connection lost — reconnecting (try 3 of
   30)…", and your actions greyed out (a move is not sent); when it is back the line goes and the
   missed events are shown. After ``--reconnect-tries`` failed reopenings in a row it gives up
@@ -152,6 +153,9 @@ class PlayApp(ConnectionSign, App):
         self._shown_actions: list[str] = []
         self._fitted_size: Any = None
         self._status_text = ""
+        #: Scored deals already written to the event log (None: none seen yet, so the deals
+        #: scored before the screen opened are left to the deal results table).
+        self._deals_logged: int | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="connection")
@@ -195,6 +199,8 @@ class PlayApp(ConnectionSign, App):
                 line = render.event_text(event, self.summary, self.session.seat)
                 if line is not None:
                     log.write(line)
+                if event.HasField("view"):
+                    self._deals_logged = log_scored_deals(log, event.view, self.summary, self._deals_logged)
                 if event.HasField("view") and event.view.seq >= self.view_msg.seq:
                     self.view_msg = event.view
                     self.redraw()
@@ -352,6 +358,20 @@ class PlayApp(ConnectionSign, App):
             await self.session.leave(resign=True)
         if self.result is None:  # the MATCH_ENDED event may already have said "match over"
             self.status("you resigned")
+
+
+def log_scored_deals(log: RichLog, view: Any, summary: Any | None, logged: int | None) -> int:
+    """Write to a screen's event log each deal scored since ``logged`` deals (None: the first
+    view, whose deals were scored before the screen opened and are left to the deal results
+    table), with what a Georgian Joker pulka's end settled, as --autoplay prints them; returns
+    the deals now scored. On 80x24 the deal results below the board give way to the actions
+    (or the spectator's log), and a pulka's premium and moshla were then on no line of the
+    screen, the score column jumping by them."""
+    scored = len(view.scores.deal_results.values)
+    if logged is not None and scored > logged:
+        for line in render.deal_result_lines(view, summary, last=scored - logged):
+            log.write(line)
+    return scored
 
 
 def board_rows(app: Any, renderable: Any) -> int:

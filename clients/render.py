@@ -658,7 +658,60 @@ def deal_results_table(view: Any, summary: Any | None, last: int = 6) -> Table |
         for seat in range(seats):
             cells.append(_deal_cell(result, seat))
         grid.add_row(str(number), *cells)
+        adjustments = pulka_adjustments(result)
+        if any(adjustments):
+            # GJ-8: the premium and moshla go on the totals, not on the deal's scores: without
+            # this row the score column jumped by them at a pulka's end with no word why
+            grid.add_row(f"pulka {pulka_number(results, number - 1)}",
+                         *(_adjustment_cell(value) for value in adjustments))
     return grid
+
+
+def pulka_number(results: list[Any], index: int) -> int:
+    """Georgian Joker: the pulka that the deal ``results[index]`` ends (the deals that carry a
+    settlement up to it, GJ-8: ``premium`` and ``moshla`` come after a pulka's last deal only)."""
+    return sum(1 for r in results[:index + 1] if isinstance(r, Mapping) and "premium" in r)
+
+
+def pulka_adjustments(result: Mapping[str, Any]) -> list[int]:
+    """Per seat, the premium (positive, GJ-8.2) or moshla (negative, GJ-8.3) a pulka's last
+    deal settled; ``[]`` for any other deal."""
+    premium, moshla = result.get("premium"), result.get("moshla")
+    if not isinstance(premium, list) or not isinstance(moshla, list):
+        return []
+    return [int(p or 0) + int(m or 0) for p, m in zip(premium, moshla)]
+
+
+def _adjustment_cell(value: int) -> str:
+    if value > 0:
+        return f"+{value} premium"
+    return f"{value} moshla" if value < 0 else ""
+
+
+def pulka_line(view: Any, summary: Any | None, result: Mapping[str, Any], number: int) -> Text | None:
+    """What a pulka's end settled (GJ-8), in the rulebook's words: ``pulka 1 settled: premium
+    you +250 (every bid made: the best deal again); moshla p1 -200, p2 -40 (their best deal
+    cancelled)``, or that nobody made every bid. None for a deal that ends no pulka."""
+    premium, moshla = result.get("premium"), result.get("moshla")
+    if not isinstance(premium, list) or not isinstance(moshla, list):
+        return None
+    me = view.seat if view.HasField("seat") else None
+    options = struct_dict(view.table).get("options") or {}
+    out = Text(f"pulka {number} settled: ", style="bold")
+    if options.get("pulka_premium") is False:
+        return out.append("no premium at this table (pulka_premium off)")
+    made = [s for s in range(len(premium)) if premium[s]]
+    if not made:
+        # a qualifier's premium is never 0 (a made deal scores 50 at least, GJ-7.2, 7.3), so
+        # no premium means nobody made every bid of the pulka (GJ-8.5)
+        return out.append("nobody made every bid, no premium or moshla")
+    out.append("premium " + ", ".join(f"{seat_name(summary, s, me)} +{premium[s]}" for s in made)
+               + " (every bid made: the best deal again)")
+    cancelled = [s for s in range(len(moshla)) if moshla[s]]
+    if cancelled:
+        out.append("; moshla " + ", ".join(f"{seat_name(summary, s, me)} {moshla[s]}" for s in cancelled)
+                   + " (their best deal cancelled)")
+    return out
 
 
 def deal_result_lines(view: Any, summary: Any | None, last: int = 1) -> list[Text]:
@@ -674,6 +727,9 @@ def deal_result_lines(view: Any, summary: Any | None, last: int = 1) -> list[Tex
                     style="bold")
         line.append(", ".join(f"{seat_name(summary, seat, me)} {_deal_cell(result, seat)}" for seat in range(seats)))
         lines.append(line)
+        settled = pulka_line(view, summary, result, pulka_number(results, number - 1))
+        if settled is not None:  # Georgian Joker's premium and moshla (GJ-8)
+            lines.append(Text("     ").append_text(settled))
     return lines
 
 

@@ -36,7 +36,8 @@ from textual.widgets import Footer, RichLog, Static
 
 from . import render, terminal_text
 from .connection_sign import ConnectionSign
-from .play import board_rows, fitted_board, fitted_deals, positive_int, stderr_notices, summary_now
+from .play import (board_rows, fitted_board, fitted_deals, log_scored_deals, positive_int, stderr_notices,
+                   summary_now)
 from .cardgames_client import CardGamesError, Spectator, StreamState, connect, target_arg
 from engine_service.transport.generated import match_pb2
 
@@ -79,6 +80,7 @@ class WatchApp(ConnectionSign, App):
         self.ended = False
         self.board: Any = None  # the renderables on screen (for tests and screenshots)
         self.deals: Any = None
+        self._deals_logged: int | None = None  # scored deals written to the log (log_scored_deals)
 
     def compose(self) -> ComposeResult:
         yield Static(id="connection")
@@ -106,6 +108,7 @@ class WatchApp(ConnectionSign, App):
                     log.write(line)
                 if event.HasField("view"):
                     self.view_msg = event.view
+                    self._deals_logged = log_scored_deals(log, event.view, self.summary, self._deals_logged)
                 if event.kind == match_pb2.EVENT_KIND_MATCH_ENDED:
                     self.summary = await self.spectator.summary()
                     self.ended = True

@@ -406,7 +406,7 @@ def test_japanese_joker_shows_the_up_card_a_cleared_table_moved_into_a_hand():
 def _view(game, table, results=(), **fields):
     from google.protobuf import json_format
 
-    view = match_pb2.View(game=game, seat=0, hand_sizes=[9, 9], **fields)
+    view = match_pb2.View(game=game, seat=0, **{"hand_sizes": [9, 9], **fields})
     json_format.ParseDict(table, view.table)
     if results:
         json_format.ParseDict(list(results), view.scores.deal_results)
@@ -588,3 +588,30 @@ def test_the_header_reads_as_words():
                           seq=149, status=match_pb2.MATCH_STATUS_FINISHED)
     text = render.header_text(over, summary, 0.0).plain
     assert "phase" not in text and text.endswith("match over: heuristic bot (seat 1)") and len(text) <= 78, text
+
+
+def test_a_pulkas_premium_and_moshla_are_explained():
+    """GJ-8: after a pulka's last deal the premium and moshla go on the totals, not on the
+    deal's scores; the deal results showed the deal scores alone, so the score column jumped
+    by them with no word why. The rulebook's example 15.6 (pulka II, default options)."""
+    pulka_one = {"trump": "S", "bids": [0, 0, 0, 1], "taken": [1, 0, 0, 0], "scores": [10, 50, 50, -200],
+                 "premium": [0, 0, 0, 0], "moshla": [0, 0, 0, 0]}
+    deal = {"trump": "NT", "bids": [3, 3, 0, 3], "taken": [3, 3, 0, 3], "scores": [250, 150, -200, 30]}
+    last = dict(deal, premium=[250, 0, 0, 0], moshla=[0, -200, -200, -40])
+    view = _view("georgian_joker", {"options": {"pulka_premium": True}}, [pulka_one, deal, deal, deal, last],
+                 hand_sizes=[9, 9, 9, 9])
+    text = plain(render.deal_results_table(view, None))
+    row = next(line for line in text.splitlines() if line.strip().startswith("pulka 2"))
+    assert row.split() == ["pulka", "2", "+250", "premium", "-200", "moshla", "-200", "moshla", "-40", "moshla"], row
+    assert "pulka 1" not in text  # nobody qualified: no row of zeros
+    lines = [line.plain.strip() for line in render.deal_result_lines(view, None)]
+    assert lines[-1] == ("pulka 2 settled: premium you +250 (every bid made: the best deal again); moshla "
+                         "seat 1 -200, seat 2 -200, seat 3 -40 (their best deal cancelled)"), lines
+    assert lines[0].startswith("deal 5 scored")
+    nobody = _view("georgian_joker", {"options": {"pulka_premium": True}}, [pulka_one], hand_sizes=[1, 1, 1, 1])
+    assert render.deal_result_lines(nobody, None)[-1].plain.strip() == \
+        "pulka 1 settled: nobody made every bid, no premium or moshla"
+    off = _view("georgian_joker", {"options": {"pulka_premium": False}}, [pulka_one], hand_sizes=[1, 1, 1, 1])
+    assert "pulka_premium off" in render.deal_result_lines(off, None)[-1].plain
+    japanese = _view("japanese_joker", {}, [{"trump": "D", "taken": [8, 10], "scores": [0, 2]}])
+    assert len(render.deal_result_lines(japanese, None)) == 1

@@ -1577,3 +1577,32 @@ def test_the_fallback_console_writes_suits_as_letters(monkeypatch):
     monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(utf8, encoding="utf-8", write_through=True))
     terminal_text.console(highlight=False, soft_wrap=True).print(render.card_text("TH"))
     assert utf8.getvalue().decode("utf-8").strip() == "10♥"
+
+
+def test_play_screen_logs_each_deal_and_what_a_pulka_settled(engine):
+    """On 80x24 the deal results below the board give way to the actions, so a Georgian Joker
+    pulka's premium and moshla (GJ-8), which go on the totals and not on any deal's score,
+    were on no line of the screen: the event log now says each deal's result as it is scored
+    and what the pulka's end settled (here the first pulka of a ``nines`` match, four deals)."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("georgian_joker", seats=[None] * 4, options={"deal_schedule": "nines"})
+            seats = [await client.join(match.match_id, player_name=f"p{n}") for n in range(4)]
+            rng = random.Random(4)
+            while not ((view := await seats[0].view()).phase == "playing"
+                       and len(view.scores.deal_results.values) == 3 and sum(view.hand_sizes) == 4):
+                await seats[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
+            app = PlayApp(seats[0], await seats[0].summary())
+            async with app.run_test(size=(80, 24)) as pilot:
+                await pilot.pause(0.5)
+                assert not any("scored" in line for line in log_lines(app))  # earlier deals: not repeated
+                while len((view := await seats[0].view()).scores.deal_results.values) == 3:
+                    await seats[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
+                await wait_for(pilot, lambda: any("pulka 1 settled:" in line for line in log_lines(app)),
+                               "the pulka's settlement in the log")
+                text = " ".join(line.strip() for line in log_lines(app))
+                assert "deal 4 scored, points (tricks taken/bid): you " in text, text
+                assert "premium" in text or "nobody made every bid" in text, text
+
+    run(scenario(), timeout_s=120)
