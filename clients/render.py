@@ -96,6 +96,18 @@ def exchange_cards(action: Any, table: Mapping[str, Any]) -> tuple[str | None, s
     return gives, table.get("turn_up")
 
 
+def joker_lead_text(card: str, mode: str, suit: str) -> Text:
+    """A joker lead as what it does and what it demands of the named suit's holders:
+    ``Joker1 takes: top ♠ due`` (Georgian Joker's ``high`` lead, GJ-5.4, and every Japanese
+    Joker lead, JJK-5.4: the highest card of the suit must be given) or ``Joker1 under: any ♠
+    due`` (``low``, GJ-5.5: any card of it, the joker declines the trick). It read "play Joker1
+    high (takes), asks ♠", which said nothing of the highest-card duty and, 32 columns long,
+    wrapped in the actions' box of an 80-column terminal (23 columns beside its scrollbar)."""
+    low = mode == "JOKER_MODE_LOW"
+    out = card_text(card).append(" under: any " if low else " takes: top ")
+    return out.append_text(suit_text(suit)).append(" due")
+
+
 def action_text(action: Any, view: Any | None = None) -> Text:
     """A human label for an Action message, from its structured fields (not its string);
     ``view`` (the one the action is legal in, or the view after an action event) lets an
@@ -114,16 +126,17 @@ def action_text(action: Any, view: Any | None = None) -> Text:
                 card_text(takes))
     out = Text()
     if kind == "ACTION_KIND_PLAY":
+        mode = cards_pb2.JokerMode.Name(action.joker_mode)
+        if action.named_suit and action.card.code.startswith("X"):
+            return joker_lead_text(action.card.code, mode, _suit_letter(action.named_suit))
         out.append("play ")
         out.append_text(card_text(action.card.code))
-        mode = cards_pb2.JokerMode.Name(action.joker_mode)
         if mode == "JOKER_MODE_HIGH":
             out.append(" high (takes)")
         elif mode == "JOKER_MODE_LOW":
             out.append(" low (under)")
-        if action.named_suit:
-            out.append(", asks ")
-            out.append_text(suit_text(_suit_letter(action.named_suit)))
+        elif action.card.code.startswith("X"):  # Japanese Joker: a joker always takes (JJK-5.2, 6.1)
+            out.append(" (takes)")
         announcement = cards_pb2.Announcement.Name(action.announcement)
         if announcement != "ANNOUNCEMENT_UNSPECIFIED":
             out.append(" + " + announcement.removeprefix("ANNOUNCEMENT_").lower(), style="bold yellow")
@@ -250,7 +263,9 @@ def trick_text(trick: Any, summary: Any | None, me: int | None) -> Text:
         if mode != "JOKER_MODE_UNSPECIFIED":
             out.append(" " + mode.removeprefix("JOKER_MODE_").lower(), style="magenta")
         if play.named_suit:
-            out.append(" asks ")
+            # what the lead demands of the others (GJ-5.4 / 5.5, JJK-5.4): "asks ♣" left the
+            # follower to remember whether the highest club was due
+            out.append(" asks any " if mode == "JOKER_MODE_LOW" else " asks top ")
             out.append_text(suit_text(_suit_letter(play.named_suit)))
         announcement = cards_pb2.Announcement.Name(play.announcement)
         if announcement != "ANNOUNCEMENT_UNSPECIFIED":

@@ -32,7 +32,7 @@ def test_actions_are_labelled_from_their_structured_fields():
     joker = cards_pb2.Action(notation="play:X1:high:S", kind=cards_pb2.ACTION_KIND_PLAY, verb="play",
                              card=cards_pb2.Card(code="X1", rank=cards_pb2.RANK_JOKER),
                              joker_mode=cards_pb2.JOKER_MODE_HIGH, named_suit=cards_pb2.SUIT_SPADES)
-    assert render.action_text(joker).plain == "play Joker1 high (takes), asks ♠"
+    assert render.action_text(joker).plain == "Joker1 takes: top ♠ due"  # GJ-5.4: the highest spade
     under = cards_pb2.Action(notation="play:X2:low", kind=cards_pb2.ACTION_KIND_PLAY, verb="play",
                              card=cards_pb2.Card(code="X2"), joker_mode=cards_pb2.JOKER_MODE_LOW)
     assert render.action_text(under).plain == "play Joker2 low (under)"
@@ -615,3 +615,34 @@ def test_a_pulkas_premium_and_moshla_are_explained():
     assert "pulka_premium off" in render.deal_result_lines(off, None)[-1].plain
     japanese = _view("japanese_joker", {}, [{"trump": "D", "taken": [8, 10], "scores": [0, 2]}])
     assert len(render.deal_result_lines(japanese, None)) == 1
+
+
+def test_a_joker_says_what_it_does_and_what_its_lead_demands():
+    """A joker lead said "asks ♠" whether the highest spade was due (GJ-5.4 ``high``, every
+    Japanese Joker lead, JJK-5.4) or any spade (GJ-5.5 ``low``), and a Japanese Joker joker
+    (which always takes, JJK-6.1) said nothing of what it does."""
+    def play(code, mode=cards_pb2.JOKER_MODE_UNSPECIFIED, suit=cards_pb2.SUIT_UNSPECIFIED):
+        return cards_pb2.Action(kind=cards_pb2.ACTION_KIND_PLAY, verb="play", card=cards_pb2.Card(code=code),
+                                joker_mode=mode, named_suit=suit)
+
+    assert render.action_text(play("X2", cards_pb2.JOKER_MODE_LOW, cards_pb2.SUIT_HEARTS)).plain == \
+        "Joker2 under: any ♥ due"
+    assert render.action_text(play("X1", suit=cards_pb2.SUIT_CLUBS)).plain == "Joker1 takes: top ♣ due"  # JJK
+    assert render.action_text(play("X1")).plain == "play Joker1 (takes)"  # a Japanese Joker follow
+    assert render.action_text(play("AS")).plain == "play A♠"
+    # what the actions' box holds on one row of an 80-column terminal, beside its scrollbar
+    assert max(len(render.action_text(play(j, m, s)).plain) for j in ("X1", "X2")
+               for m in (cards_pb2.JOKER_MODE_HIGH, cards_pb2.JOKER_MODE_LOW)
+               for s in (cards_pb2.SUIT_SPADES, cards_pb2.SUIT_CLUBS)) <= 23
+    trick = match_pb2.Trick()
+    trick.plays.add(seat=1, card=cards_pb2.Card(code="X1"), joker_mode=cards_pb2.JOKER_MODE_LOW,
+                    named_suit=cards_pb2.SUIT_CLUBS)
+    trick.plays.add(seat=2, card=cards_pb2.Card(code="X2"), joker_mode=cards_pb2.JOKER_MODE_HIGH)
+    assert render.trick_text(trick, None, 0).plain == "seat 1: Joker1 low asks any ♣   seat 2: Joker2 high"
+    high = match_pb2.Trick()
+    high.plays.add(seat=1, card=cards_pb2.Card(code="X1"), joker_mode=cards_pb2.JOKER_MODE_HIGH,
+                   named_suit=cards_pb2.SUIT_SPADES)
+    assert render.trick_text(high, None, 0).plain == "seat 1: Joker1 high asks top ♠"
+    japanese = match_pb2.Trick()
+    japanese.plays.add(seat=1, card=cards_pb2.Card(code="X2"), named_suit=cards_pb2.SUIT_DIAMONDS)
+    assert render.trick_text(japanese, None, 0).plain == "seat 1: Joker2 asks top ♦"

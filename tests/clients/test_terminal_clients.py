@@ -1606,3 +1606,31 @@ def test_play_screen_logs_each_deal_and_what_a_pulka_settled(engine):
                 assert "premium" in text or "nobody made every bid" in text, text
 
     run(scenario(), timeout_s=120)
+
+
+def test_play_screen_shows_each_joker_lead_on_one_row_at_80x24(engine):
+    """Leading with a joker offers eight leads per joker (two modes, four named suits); at
+    80x24 each read "play Joker2 high (takes), asks ♠" over two rows of the actions' box, so
+    that four of them filled it. Each is one row, and says what the joker demands."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("georgian_joker", seats=[None] * 4)
+            seats = [await client.join(match.match_id, player_name=f"p{n}") for n in range(4)]
+            rng = random.Random(8)
+            while not ((view := await seats[0].view()).phase == "playing" and cg.is_my_turn(view)
+                       and any(a.notation.count(":") == 3 for a in view.legal_actions)):
+                assert not view.over, "no joker lead for seat 0 in the whole match"
+                await seats[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
+            app = PlayApp(seats[0], await seats[0].summary())
+            async with app.run_test(size=(80, 24)) as pilot:
+                await wait_for(pilot, lambda: app._shown_actions, "the legal actions")
+                await pilot.pause(0.3)
+                actions = app.query_one("#actions")
+                assert actions.option_count == len(view.legal_actions) >= 9
+                assert actions.virtual_size.height == actions.option_count, "an action takes two rows"
+                labels = [str(actions.get_option_at_index(i).prompt) for i in range(actions.option_count)]
+                assert any(label.endswith("due") and "takes: top" in label for label in labels), labels
+                assert any("under: any" in label for label in labels), labels
+
+    run(scenario(), timeout_s=120)
