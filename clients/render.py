@@ -108,6 +108,19 @@ def joker_lead_text(card: str, mode: str, suit: str) -> Text:
     return out.append_text(suit_text(suit)).append(" due")
 
 
+def column_play_note(card: str, view: Any) -> str:
+    """Japanese Joker: what playing ``card`` does to the viewer's columns (JJK-4.2, 4.3):
+    ``" (column)"`` for an up card (its hidden card goes to the hand), ``" (clears table)"``
+    when it is one of the last two (both hidden cards and the other up card go to the hand);
+    ``""`` for a hand card. The actions listed hand and up cards alike, "play Q♠" beside "play
+    8♠", and nothing said that one of them empties the table."""
+    table = struct_dict(view.table)
+    me = view.seat if view.HasField("seat") else None
+    if me is None or card not in _per_seat(table.get("columns_up"), me, []):
+        return ""
+    return " (clears table)" if _per_seat(table.get("column_counts"), me, 0) == 2 else " (column)"
+
+
 def action_text(action: Any, view: Any | None = None) -> Text:
     """A human label for an Action message, from its structured fields (not its string);
     ``view`` (the one the action is legal in, or the view after an action event) lets an
@@ -129,14 +142,18 @@ def action_text(action: Any, view: Any | None = None) -> Text:
         mode = cards_pb2.JokerMode.Name(action.joker_mode)
         if action.named_suit and action.card.code.startswith("X"):
             return joker_lead_text(action.card.code, mode, _suit_letter(action.named_suit))
-        out.append("play ")
-        out.append_text(card_text(action.card.code))
+        if action.card.code.startswith("X") and mode == "JOKER_MODE_UNSPECIFIED":
+            # Japanese Joker: a joker that follows always takes (JJK-5.2, 6.1), as its lead reads
+            out.append_text(card_text(action.card.code)).append(" takes")
+        else:
+            out.append("play ")
+            out.append_text(card_text(action.card.code))
         if mode == "JOKER_MODE_HIGH":
             out.append(" high (takes)")
         elif mode == "JOKER_MODE_LOW":
             out.append(" low (under)")
-        elif action.card.code.startswith("X"):  # Japanese Joker: a joker always takes (JJK-5.2, 6.1)
-            out.append(" (takes)")
+        if view is not None and view.game == "japanese_joker":
+            out.append(column_play_note(action.card.code, view), style="dim")
         announcement = cards_pb2.Announcement.Name(action.announcement)
         if announcement != "ANNOUNCEMENT_UNSPECIFIED":
             out.append(" + " + announcement.removeprefix("ANNOUNCEMENT_").lower(), style="bold yellow")

@@ -628,7 +628,7 @@ def test_a_joker_says_what_it_does_and_what_its_lead_demands():
     assert render.action_text(play("X2", cards_pb2.JOKER_MODE_LOW, cards_pb2.SUIT_HEARTS)).plain == \
         "Joker2 under: any ♥ due"
     assert render.action_text(play("X1", suit=cards_pb2.SUIT_CLUBS)).plain == "Joker1 takes: top ♣ due"  # JJK
-    assert render.action_text(play("X1")).plain == "play Joker1 (takes)"  # a Japanese Joker follow
+    assert render.action_text(play("X1")).plain == "Joker1 takes"  # a Japanese Joker follow
     assert render.action_text(play("AS")).plain == "play A♠"
     # what the actions' box holds on one row of an 80-column terminal, beside its scrollbar
     assert max(len(render.action_text(play(j, m, s)).plain) for j in ("X1", "X2")
@@ -646,3 +646,23 @@ def test_a_joker_says_what_it_does_and_what_its_lead_demands():
     japanese = match_pb2.Trick()
     japanese.plays.add(seat=1, card=cards_pb2.Card(code="X2"), named_suit=cards_pb2.SUIT_DIAMONDS)
     assert render.trick_text(japanese, None, 0).plain == "seat 1: Joker2 asks top ♦"
+
+
+def test_a_japanese_joker_action_says_when_it_plays_a_column():
+    """The actions listed hand cards and face-up column cards alike ("play Q♠" beside "play
+    8♠"): an up card now says so, and one of the last two columns says it clears the table
+    (JJK-4.2, 4.3: the hidden cards, and the other up card, go to the hand)."""
+    def play(code):
+        return cards_pb2.Action(kind=cards_pb2.ACTION_KIND_PLAY, verb="play", card=cards_pb2.Card(code=code))
+
+    five = _view("japanese_joker", {"columns_up": [["QS", "9C", "6H", "X2", "TD"], ["AS"]],
+                                    "column_counts": [5, 5]})
+    assert render.action_text(play("QS"), five).plain == "play Q♠ (column)"
+    assert render.action_text(play("X2"), five).plain == "Joker2 takes (column)"
+    assert render.action_text(play("8S"), five).plain == "play 8♠"  # from the hand
+    assert render.action_text(play("AS"), five).plain == "play A♠"  # the other player's column: not ours
+    two = _view("japanese_joker", {"columns_up": [["QS", "9C"], []], "column_counts": [2, 0]})
+    assert render.action_text(play("9C"), two).plain == "play 9♣ (clears table)"
+    spectator = _view("japanese_joker", {"columns_up": [["QS"], []], "column_counts": [2, 0]})
+    spectator.ClearField("seat")
+    assert render.action_text(play("QS"), spectator).plain == "play Q♠"
