@@ -784,6 +784,29 @@ def _deal_cell(result: Mapping[str, Any], seat: int) -> str:
     return ""
 
 
+def column_move_note(view: Any, seat: int, notation: str, me: int | None) -> str:
+    """Japanese Joker: what a table play moved to the player's hand (JJK-4.2, 4.3, public by
+    JJK-9.2), from the ``deal_actions`` entry of that play in the event's view: ``" (column: a
+    hidden card to the hand)"``, ``" (table cleared: 2 hidden cards and Q♠ to the hand)"``;
+    the viewer's own play names the cards it received (``moved_cards``, in its view only).
+    The log said "p1: play K♦" for a hand card and a column card alike, so the opponent's
+    growing hand went unexplained. ``""`` for a hand card or when the view has no such entry
+    (the deal is over)."""
+    actions = struct_dict(view.table).get("deal_actions") or []
+    entry = next((a for a in reversed(actions) if isinstance(a, Mapping) and a.get("seat") == seat
+                  and a.get("action") == notation), None)
+    if entry is None or entry.get("from") != "table":
+        return ""
+    received = entry.get("moved_cards") if seat == me else None
+    public = [card_text(c).plain for c in entry.get("moved_public") or []]
+    hidden = int(entry.get("moved_hidden") or 0)
+    if received:
+        moved = " ".join(card_text(c).plain for c in received) + (" and " + " ".join(public) if public else "")
+        return f" ({'table cleared' if public else 'column'}: {moved} to your hand)"
+    moved = "a hidden card" if hidden == 1 else f"{hidden} hidden cards"
+    return f" ({'table cleared' if public else 'column'}: {moved}{' and ' + ' '.join(public) if public else ''} to the hand)"
+
+
 def _is_bot_seat(summary: Any | None, seat: int) -> bool:
     return (summary is not None and seat < len(summary.seats)
             and summary.seats[seat].kind == match_pb2.SEAT_KIND_BOT)
@@ -803,6 +826,8 @@ def event_text(event: Any, summary: Any | None, me: int | None) -> Text | None:
         # the view names the cards of an exchange; the glosses of the calls are for the choice
         context = event.view if event.HasField("view") and event.action.kind == cards_pb2.ACTION_KIND_EXCHANGE else None
         out.append_text(action_text(event.action, context))
+        if event.HasField("view") and event.view.game == "japanese_joker" and event.HasField("seat"):
+            out.append(column_move_note(event.view, event.seat, event.action.notation, me), style="dim")
         return out
     if kind == match_pb2.EVENT_KIND_SNAPSHOT:
         return Text(f"{event.seq:>4} joined the table", style="dim")

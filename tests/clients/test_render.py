@@ -666,3 +666,34 @@ def test_a_japanese_joker_action_says_when_it_plays_a_column():
     spectator = _view("japanese_joker", {"columns_up": [["QS"], []], "column_counts": [2, 0]})
     spectator.ClearField("seat")
     assert render.action_text(play("QS"), spectator).plain == "play Q♠"
+
+
+def test_a_japanese_joker_table_play_says_what_went_to_the_hand():
+    """JJK-9.2: "player p moved k hidden cards from the table to the hand" is public, with the
+    up card a cleared table moved; the log said "seat 1: play K♦" for a hand card and a column
+    card alike. The owner's own line names the cards it received (its view only)."""
+    from engine_service.transport.generated import card_games_pb2
+
+    def event(seat, notation, code, deal_actions, me_view=None):
+        view = _view("japanese_joker", {"deal_actions": deal_actions})
+        if me_view is None:
+            view.ClearField("seat")
+        else:
+            view.seat = me_view
+        return card_games_pb2.WatchMatchResponse(
+            kind=match_pb2.EVENT_KIND_ACTION, seq=9, seat=seat, view=view,
+            action=cards_pb2.Action(notation=notation, kind=cards_pb2.ACTION_KIND_PLAY, verb="play",
+                                    card=cards_pb2.Card(code=code)))
+
+    column = [{"seat": 1, "action": "play:KD", "from": "table", "moved_hidden": 1, "moved_public": []}]
+    assert render.event_text(event(1, "play:KD", "KD", column), None, None).plain == \
+        "   9 seat 1: play K♦ (column: a hidden card to the hand)"
+    cleared = [{"seat": 1, "action": "play:9C", "from": "table", "moved_hidden": 2, "moved_public": ["X2"]}]
+    assert render.event_text(event(1, "play:9C", "9C", cleared), None, 0).plain == \
+        "   9 seat 1: play 9♣ (table cleared: 2 hidden cards and Joker2 to the hand)"
+    own = [{"seat": 0, "action": "play:9C", "from": "table", "moved_hidden": 2, "moved_public": ["QS"],
+            "moved_cards": ["AH", "7D"]}]
+    assert render.event_text(event(0, "play:9C", "9C", own, me_view=0), None, 0).plain == \
+        "   9 you: play 9♣ (table cleared: A♥ 7♦ and Q♠ to your hand)"
+    hand = [{"seat": 1, "action": "play:KD", "from": "hand"}]
+    assert render.event_text(event(1, "play:KD", "KD", hand), None, None).plain == "   9 seat 1: play K♦"
