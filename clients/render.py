@@ -385,6 +385,27 @@ def _trump(table: Mapping[str, Any]) -> Text | None:
     return suit_text(trump) if trump != "NT" else Text("no trump", style=SUIT_STYLES["NT"])
 
 
+def georgian_bids_text(table: Mapping[str, Any]) -> Text | None:
+    """Georgian Joker: the bids against the tricks of the deal, which a player at the table
+    keeps in mind while bidding and playing (the four bids never add up to ``n``, GJ-4.4: a
+    deal is over- or underbid): ``7 for 9 tricks, 2 under``; ``1 so far, for 1 trick; the
+    dealer may not bid 0`` while the dealer is to bid (GJ-4.3, public by GJ-11.1). None before
+    the first bid. The board showed each seat's bid alone, the sum left to mental arithmetic."""
+    bids = [b for b in table.get("bids") or [] if b is not None]
+    n = table.get("cards_per_player")
+    if not bids or not isinstance(n, int):
+        return None
+    total = sum(bids)
+    tricks = f"{n} trick{'s' * (n != 1)}"
+    if len(bids) < len(table.get("bids") or []):
+        out = Text(f"{total} so far, for {tricks}")
+    else:
+        out = Text(f"{total} for {tricks}, " + (f"{n - total} under" if total < n else f"{total - n} over"))
+    if table.get("forbidden_bid") is not None:
+        out.append(f"; the dealer may not bid {table['forbidden_bid']}", style="bold")
+    return out
+
+
 def table_lines(view: Any, summary: Any | None) -> list[Text]:
     """The game's public table, one line per item (from View.table; docs/games/<game>.md)."""
     table = struct_dict(view.table)
@@ -404,8 +425,9 @@ def table_lines(view: Any, summary: Any | None) -> list[Text]:
             lines.append(_labelled("trump indicator", card_text(table["trump_indicator"])))
         if table.get("trump_chooser") is not None and not table.get("trump"):
             lines.append(_labelled("trump chosen by", seat_name(summary, table["trump_chooser"], me)))
-        if table.get("forbidden_bid") is not None:
-            lines.append(_labelled("the dealer may not bid", str(table["forbidden_bid"])))
+        bids_line = georgian_bids_text(table)
+        if bids_line is not None:
+            lines.append(_labelled("bids", bids_line))
     elif game == "japanese_joker":
         lines.append(_labelled("declarer", seat_name(summary, table.get("declarer", view.dealer), me)))
         lines.extend(columns_lines(view, summary))

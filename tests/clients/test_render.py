@@ -697,3 +697,19 @@ def test_a_japanese_joker_table_play_says_what_went_to_the_hand():
         "   9 you: play 9♣ (table cleared: A♥ 7♦ and Q♠ to your hand)"
     hand = [{"seat": 1, "action": "play:KD", "from": "hand"}]
     assert render.event_text(event(1, "play:KD", "KD", hand), None, None).plain == "   9 seat 1: play K♦"
+
+
+def test_georgian_joker_bids_are_added_up_against_the_tricks():
+    """The four bids never add up to the cards dealt (GJ-4.4): the board showed each seat's
+    bid alone, the sum (is the deal over- or underbid?) left to mental arithmetic; the
+    dealer's forbidden bid (GJ-4.3) goes on the same line."""
+    def lines(table):
+        view = _view("georgian_joker", table, hand_sizes=[3, 3, 3, 3])
+        return [line.plain for line in render.table_lines(view, None) if line.plain.startswith("bids:")]
+
+    assert lines({"cards_per_player": 3, "bids": [None, None, None, None]}) == []
+    assert lines({"cards_per_player": 3, "bids": [None, 1, 0, 1], "forbidden_bid": 1}) == \
+        ["bids: 2 so far, for 3 tricks; the dealer may not bid 1"]  # the rulebook's 15.1
+    assert lines({"cards_per_player": 3, "bids": [0, 1, 0, 1]}) == ["bids: 2 for 3 tricks, 1 under"]
+    assert lines({"cards_per_player": 9, "bids": [2, 2, 3, 4]}) == ["bids: 11 for 9 tricks, 2 over"]
+    assert lines({"cards_per_player": 1, "bids": [1, None, None, None]}) == ["bids: 1 so far, for 1 trick"]
