@@ -429,7 +429,12 @@ def table_lines(view: Any, summary: Any | None) -> list[Text]:
         if bids_line is not None:
             lines.append(_labelled("bids", bids_line))
     elif game == "japanese_joker":
-        lines.append(_labelled("declarer", seat_name(summary, table.get("declarer", view.dealer), me)))
+        declarer = Text(seat_name(summary, table.get("declarer", view.dealer), me))
+        if me is not None and view.phase == "playing" and _per_seat(table.get("played_any"), me, True) is False:
+            # JJK-5.1: the up cards are not available before the player's first card, and the
+            # actions then left them out without a word (nor do they count for following suit)
+            declarer.append("; your first card comes from the hand", style="bold")
+        lines.append(_labelled("declarer", declarer))
         lines.extend(columns_lines(view, summary))
     else:  # klaberjass, jojotte
         if table.get("turn_up"):
@@ -597,7 +602,9 @@ def columns_lines(view: Any, summary: Any | None) -> list[Text]:
         row = Text(f"{owner} columns: ", style="dim")
         shown = [c for c in columns if c.get("on_table")]
         if not shown:
-            row.append("none", style="dim")
+            # during the trump choice nothing is on the table yet (JJK-3.7): "none" read as a
+            # table already played out
+            row.append("not dealt yet" if view.phase == "trump_choice" else "none", style="dim")
         for i, column in enumerate(shown):
             if i:
                 row.append("  ")

@@ -713,3 +713,21 @@ def test_georgian_joker_bids_are_added_up_against_the_tricks():
     assert lines({"cards_per_player": 3, "bids": [0, 1, 0, 1]}) == ["bids: 2 for 3 tricks, 1 under"]
     assert lines({"cards_per_player": 9, "bids": [2, 2, 3, 4]}) == ["bids: 11 for 9 tricks, 2 over"]
     assert lines({"cards_per_player": 1, "bids": [1, None, None, None]}) == ["bids: 1 so far, for 1 trick"]
+
+
+def test_japanese_joker_says_the_first_card_comes_from_the_hand():
+    """JJK-5.1: before a player's first card of the deal the up cards are not available; the
+    actions left them out without a word. During the trump choice no column is dealt yet
+    (JJK-3.7): "none" read as a table already played out."""
+    columns = [[{"up": "9H", "on_table": True}], [{"up": "QH", "on_table": True}]]
+    first = _view("japanese_joker", {"declarer": 1, "played_any": [False, True], "columns": columns},
+                  phase="playing")
+    text = [line.plain for line in render.table_lines(first, None)]
+    assert "declarer: seat 1; your first card comes from the hand" in text, text
+    later = _view("japanese_joker", {"declarer": 1, "played_any": [True, True], "columns": columns},
+                  phase="playing")
+    assert "declarer: seat 1" in [line.plain for line in render.table_lines(later, None)]
+    choosing = _view("japanese_joker", {"declarer": 0, "played_any": [False, False], "columns": [[], []]},
+                     phase="trump_choice")
+    text = [line.plain for line in render.table_lines(choosing, None)]
+    assert "declarer: you" in text and "your columns: not dealt yet" in text, text
