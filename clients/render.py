@@ -423,7 +423,9 @@ def table_lines(view: Any, summary: Any | None) -> list[Text]:
                                               if table.get("forehand") is not None else "")))
         if table.get("trump_indicator"):
             lines.append(_labelled("trump indicator", card_text(table["trump_indicator"])))
-        if table.get("trump_chooser") is not None and not table.get("trump"):
+        # only while the choice is awaited: at the match's end (no trump, no deal) the line
+        # named the last deal's chooser as if a choice were pending
+        if table.get("trump_chooser") is not None and not table.get("trump") and view.phase == "trump_choice":
             lines.append(_labelled("trump chosen by", seat_name(summary, table["trump_chooser"], me)))
         bids_line = georgian_bids_text(table)
         if bids_line is not None:

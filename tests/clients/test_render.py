@@ -731,3 +731,13 @@ def test_japanese_joker_says_the_first_card_comes_from_the_hand():
                      phase="trump_choice")
     text = [line.plain for line in render.table_lines(choosing, None)]
     assert "declarer: you" in text and "your columns: not dealt yet" in text, text
+
+
+def test_georgian_joker_names_the_trump_chooser_only_while_the_choice_is_awaited():
+    """After the last nine-card deal the table has no trump and still names the chooser:
+    the final screen read "trump chosen by: p3" as if a choice were pending."""
+    table = {"deal": 16, "deals_in_match": 16, "pulka": 4, "cards_per_player": 9, "trump_chooser": 3, "trump": None}
+    choosing = _view("georgian_joker", table, hand_sizes=[3, 3, 3, 3], phase="trump_choice")
+    assert "trump chosen by: seat 3" in [line.plain for line in render.table_lines(choosing, None)]
+    over = _view("georgian_joker", table, hand_sizes=[0, 0, 0, 0], phase="match_over", over=True)
+    assert not any("chosen by" in line.plain for line in render.table_lines(over, None))
