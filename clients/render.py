@@ -815,6 +815,19 @@ def _deal_cell(result: Mapping[str, Any], seat: int) -> str:
     return ""
 
 
+def trick_won_by(view: Any, seat: int, action: Any) -> int | None:
+    """The winner of the trick that ``seat``'s ``action`` completed, from the view after it
+    (the trick in progress empty again, the last trick ending with that card), else None. The
+    event lines (the screens' logs, --autoplay, --plain) listed the cards of every trick and
+    never who took it: a reader of a log worked it out from who led next."""
+    if action.kind != cards_pb2.ACTION_KIND_PLAY or view.trick.plays or not view.last_trick.plays:
+        return None
+    last = view.last_trick.plays[-1]
+    if last.seat != seat or last.card.code != action.card.code or not view.last_trick.HasField("winner"):
+        return None
+    return view.last_trick.winner
+
+
 def column_move_note(view: Any, seat: int, notation: str, me: int | None) -> str:
     """Japanese Joker: what a table play moved to the player's hand (JJK-4.2, 4.3, public by
     JJK-9.2), from the ``deal_actions`` entry of that play in the event's view: ``" (column: a
@@ -859,6 +872,10 @@ def event_text(event: Any, summary: Any | None, me: int | None) -> Text | None:
         out.append_text(action_text(event.action, context))
         if event.HasField("view") and event.view.game == "japanese_joker" and event.HasField("seat"):
             out.append(column_move_note(event.view, event.seat, event.action.notation, me), style="dim")
+        if event.HasField("view") and event.HasField("seat"):
+            winner = trick_won_by(event.view, event.seat, event.action)
+            if winner is not None:
+                out.append(f"  → trick to {seat_name(summary, winner, me)}", style="bold")
         return out
     if kind == match_pb2.EVENT_KIND_SNAPSHOT:
         return Text(f"{event.seq:>4} joined the table", style="dim")

@@ -741,3 +741,25 @@ def test_georgian_joker_names_the_trump_chooser_only_while_the_choice_is_awaited
     assert "trump chosen by: seat 3" in [line.plain for line in render.table_lines(choosing, None)]
     over = _view("georgian_joker", table, hand_sizes=[0, 0, 0, 0], phase="match_over", over=True)
     assert not any("chosen by" in line.plain for line in render.table_lines(over, None))
+
+
+def test_an_event_line_says_who_took_the_trick_it_completed():
+    """The logs (screens, --autoplay, --plain) listed every card and never who took a trick."""
+    from engine_service.transport.generated import card_games_pb2
+
+    def event(seat, code, view):
+        return card_games_pb2.WatchMatchResponse(
+            kind=match_pb2.EVENT_KIND_ACTION, seq=8, seat=seat, view=view,
+            action=cards_pb2.Action(notation=f"play:{code}", kind=cards_pb2.ACTION_KIND_PLAY, verb="play",
+                                    card=cards_pb2.Card(code=code)))
+
+    done = match_pb2.View(game="georgian_joker", seat=0, hand_sizes=[2, 2, 2, 2])
+    for seat, code in ((1, "X1"), (2, "AC"), (3, "9C"), (0, "7C")):
+        done.last_trick.plays.add(seat=seat, card=cards_pb2.Card(code=code))
+    done.last_trick.winner = 1
+    assert render.event_text(event(0, "7C", done), None, 0).plain == "   8 you: play 7♣  → trick to seat 1"
+    going = match_pb2.View(game="georgian_joker", seat=0, hand_sizes=[2, 2, 2, 2])
+    going.CopyFrom(done)
+    going.trick.plays.add(seat=1, card=cards_pb2.Card(code="KH"))  # the next trick's lead: not this one's end
+    assert render.event_text(event(1, "KH", going), None, 0).plain == "   8 seat 1: play K♥"
+    assert render.event_text(event(3, "9C", done), None, 0).plain == "   8 seat 3: play 9♣"  # not the last card
