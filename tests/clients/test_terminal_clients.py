@@ -1634,3 +1634,25 @@ def test_play_screen_shows_each_joker_lead_on_one_row_at_80x24(engine):
                 assert any("under: any" in label for label in labels), labels
 
     run(scenario(), timeout_s=120)
+
+
+def test_watch_screen_logs_who_took_each_trick_and_each_deal(engine):
+    """The spectator's log, as the player's: who took each trick and each deal's result (on
+    80x24 the deal results below the board give way to the log)."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("georgian_joker", seats=[None] * 4)
+            seats = [await client.join(match.match_id, player_name=f"p{n}") for n in range(4)]
+            rng = random.Random(6)
+            while not (await seats[0].view()).scores.deal_results.values:
+                view = await seats[0].view()
+                await seats[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
+            app = WatchApp(client.spectate(match.match_id), 0)
+            async with app.run_test(size=(80, 24)) as pilot:
+                await wait_for(pilot, lambda: any("scored" in line for line in log_lines(app)), "the deal's result")
+                text = " ".join(line.strip() for line in log_lines(app))
+                assert "→ trick to p" in text, text
+                assert "deal 1 scored, points (tricks taken/bid): p0 " in text, text
+
+    run(scenario(), timeout_s=60)
