@@ -788,7 +788,8 @@ def deal_result_lines(view: Any, summary: Any | None, last: int = 1) -> list[Tex
         bidding = isinstance(result.get("bids"), list) and isinstance(result.get("taken"), list)
         line = Text(f"     deal {number} scored" + (", points (tricks taken/bid)" if bidding else "") + ": ",
                     style="bold")
-        line.append(", ".join(f"{seat_name(summary, seat, me)} {_deal_cell(result, seat)}" for seat in range(seats)))
+        line.append(", ".join(f"{seat_name(summary, seat, me)} {_deal_cell(result, seat, words=True)}"
+                              for seat in range(seats)))
         lines.append(line)
         settled = pulka_line(view, summary, result, pulka_number(results, number - 1))
         if settled is not None:  # Georgian Joker's premium and moshla (GJ-8)
@@ -796,7 +797,10 @@ def deal_result_lines(view: Any, summary: Any | None, last: int = 1) -> list[Tex
     return lines
 
 
-def _deal_cell(result: Mapping[str, Any], seat: int) -> str:
+def _deal_cell(result: Mapping[str, Any], seat: int, words: bool = False) -> str:
+    """A seat's entry of a scored deal; ``words``: the line form (no column width to keep),
+    where a Georgian Joker khishti (a bid of 1 or more, no trick: the table's penalty, GJ-7.4)
+    says so, "-200 (0/2, khishti)", and not as a miss worth minus points."""
     if result.get("thrown_in"):
         return "thrown in"
     for key in ("scores", "scored", "below"):
@@ -808,7 +812,8 @@ def _deal_cell(result: Mapping[str, Any], seat: int) -> str:
                 return f"{value} (+{above[seat]} above)"
             bids, taken = result.get("bids"), result.get("taken")
             if isinstance(bids, list) and isinstance(taken, list):
-                return f"{value} ({taken[seat]}/{bids[seat]})"
+                khishti = words and taken[seat] == 0 and (bids[seat] or 0) >= 1
+                return f"{value} ({taken[seat]}/{bids[seat]}{', khishti' if khishti else ''})"
             if isinstance(taken, list):
                 return f"{value} ({taken[seat]} tricks)"
             return str(value)

@@ -596,7 +596,7 @@ def test_a_pulkas_premium_and_moshla_are_explained():
     by them with no word why. The rulebook's example 15.6 (pulka II, default options)."""
     pulka_one = {"trump": "S", "bids": [0, 0, 0, 1], "taken": [1, 0, 0, 0], "scores": [10, 50, 50, -200],
                  "premium": [0, 0, 0, 0], "moshla": [0, 0, 0, 0]}
-    deal = {"trump": "NT", "bids": [3, 3, 0, 3], "taken": [3, 3, 0, 3], "scores": [250, 150, -200, 30]}
+    deal = {"trump": "NT", "bids": [4, 2, 1, 1], "taken": [4, 2, 0, 3], "scores": [250, 150, -200, 30]}
     last = dict(deal, premium=[250, 0, 0, 0], moshla=[0, -200, -200, -40])
     view = _view("georgian_joker", {"options": {"pulka_premium": True}}, [pulka_one, deal, deal, deal, last],
                  hand_sizes=[9, 9, 9, 9])
@@ -607,7 +607,10 @@ def test_a_pulkas_premium_and_moshla_are_explained():
     lines = [line.plain.strip() for line in render.deal_result_lines(view, None)]
     assert lines[-1] == ("pulka 2 settled: premium you +250 (every bid made: the best deal again); moshla "
                          "seat 1 -200, seat 2 -200, seat 3 -40 (their best deal cancelled)"), lines
-    assert lines[0].startswith("deal 5 scored")
+    assert lines[0] == ("deal 5 scored, points (tricks taken/bid): you 250 (4/4), seat 1 150 (2/2), "
+                        "seat 2 -200 (0/1, khishti), seat 3 30 (3/1)"), lines
+    assert "seat 3 -200 (0/1, khishti)" in render.deal_result_lines(_view(
+        "georgian_joker", {}, [pulka_one], hand_sizes=[1, 1, 1, 1]), None)[0].plain  # GJ-7.4
     nobody = _view("georgian_joker", {"options": {"pulka_premium": True}}, [pulka_one], hand_sizes=[1, 1, 1, 1])
     assert render.deal_result_lines(nobody, None)[-1].plain.strip() == \
         "pulka 1 settled: nobody made every bid, no premium or moshla"
