@@ -10,9 +10,10 @@ played to (the target, the Jo-Jotte game and pot), and the game's public table
 (``View.table``): Klaberjass / Jo-Jotte auction, turn-up (and the exchange made) and
 information card, contract and melds (with the runs and quartets their ``scores`` statement
 made public), bella / jo-jotte, and between the deals the last deal's breakdown; Georgian Joker deal
-and forehand, trump indicator, bids and the dealer's forbidden bid; Japanese Joker's five
-columns per player (up card over a hidden down card, and an up card a cleared table moved
-into a hand), declarer and trump.
+and forehand, trump indicator, bids (their sum against the tricks) and the dealer's forbidden
+bid, and a pulka's premium and moshla; Japanese Joker's five columns per player (up card over
+a hidden down card, and an up card a cleared table moved into a hand), declarer and trump, and
+what a column play moved to the hand. Event lines say who took the trick a card completed.
 """
 
 from __future__ import annotations
