@@ -13,7 +13,8 @@ free seat and shows, from the server's view only:
   trick in progress and the last trick; tricks taken; the scores and the last deals;
 * your legal actions, chosen with the arrow keys and Enter or their number keys;
 * the time left for the decision (the server plays the rulebook's auto-move after it);
-* every event of the match as it happens (the stream resumes by itself after a network drop);
+* every event of the match as it happens, each deal's result as it is scored and what a Georgian
+  Joker pulka's end settled (premium, moshla) (the stream resumes by itself after a network drop);
 * while that stream is down, a red line at the top, "connection lost — reconnecting (try 3 of
   30)…", and your actions greyed out (a move is not sent); when it is back the line goes and the
   missed events are shown. After ``--reconnect-tries`` failed reopenings in a row it gives up
@@ -60,7 +61,7 @@ from textual.containers import Horizontal
 from textual.widgets import Footer, OptionList, RichLog, Static
 from textual.widgets.option_list import Option
 
-from . import render
+from . import render, terminal_text
 from .connection_sign import ConnectionSign
 from .cardgames_client import (RESUMED, CardGamesError, Client, SeatSession, StaleSequence,
                                ServerClock, StreamState, connect, is_finished, is_my_turn, python_value, target_arg)
@@ -154,6 +155,9 @@ class PlayApp(ConnectionSign, App):
         self._status_text = ""
         #: the server's clock, which the countdown's deadline is on (HEARTBEAT server_time)
         self.server_clock = ServerClock()
+        #: Scored deals already written to the event log (None: none seen yet, so the deals
+        #: scored before the screen opened are left to the deal results table).
+        self._deals_logged: int | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="connection")
@@ -199,6 +203,8 @@ class PlayApp(ConnectionSign, App):
                 line = render.event_text(event, self.summary, self.session.seat)
                 if line is not None:
                     log.write(line)
+                if event.HasField("view"):
+                    self._deals_logged = log_scored_deals(log, event.view, self.summary, self._deals_logged)
                 if event.HasField("view") and event.view.seq >= self.view_msg.seq:
                     self.view_msg = event.view
                     self.redraw()
@@ -358,6 +364,20 @@ class PlayApp(ConnectionSign, App):
             self.status("you resigned")
 
 
+def log_scored_deals(log: RichLog, view: Any, summary: Any | None, logged: int | None) -> int:
+    """Write to a screen's event log each deal scored since ``logged`` deals (None: the first
+    view, whose deals were scored before the screen opened and are left to the deal results
+    table), with what a Georgian Joker pulka's end settled, as --autoplay prints them; returns
+    the deals now scored. On 80x24 the deal results below the board give way to the actions
+    (or the spectator's log), and a pulka's premium and moshla were then on no line of the
+    screen, the score column jumping by them."""
+    scored = len(view.scores.deal_results.values)
+    if logged is not None and scored > logged:
+        for line in render.deal_result_lines(view, summary, last=scored - logged):
+            log.write(line)
+    return scored
+
+
 def board_rows(app: Any, renderable: Any) -> int:
     """The terminal rows ``renderable`` takes in ``app``'s board width (its width less the
     board's padding): what the play and watch screens measure to fit the deal results."""
@@ -464,7 +484,7 @@ def stderr_notices() -> Callable[[StreamState], None]:
     """An ``on_connection`` hook for the modes without a screen (--autoplay, clients.watch
     --plain): the drop and the return, one line each on stderr, so that stdout stays the
     events' and a log shows why they paused."""
-    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    console = terminal_text.console(stderr=True, highlight=False, soft_wrap=True)
     down = False
 
     def notice(state: StreamState) -> None:
@@ -745,7 +765,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # unfolded (soft_wrap): a line is one line in a pipe (--autoplay for scripts, where the
     # console folded at 80 columns, the spectator command and the result over two lines) and
     # a command shown on a terminal is copied whole (the terminal wraps it, not a newline)
-    console = Console(stderr=False, highlight=False, soft_wrap=True)
+    console = terminal_text.console(highlight=False, soft_wrap=True)
     service = None
     try:
         if args.target:
@@ -763,7 +783,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             # a finished match has no seat to take; what a player who came to it can do is watch
             line += (f"; replay it with: python -m clients.watch {shlex.quote(args.match)} "
                      f"--target {shlex.quote(args.target)} --from-start")
-        Console(stderr=True, highlight=False, soft_wrap=True).print(line, style="bold red", markup=False)
+        terminal_text.console(stderr=True, highlight=False, soft_wrap=True).print(line, style="bold red", markup=False)
         return 1
     except ServiceFailed as exc:  # the engine of its own (e.g. a --db it cannot open): no traceback
         assert service is not None

@@ -10,9 +10,10 @@ played to (the target, the Jo-Jotte game and pot), and the game's public table
 (``View.table``): Klaberjass / Jo-Jotte auction, turn-up (and the exchange made) and
 information card, contract and melds (with the runs and quartets their ``scores`` statement
 made public), bella / jo-jotte, and between the deals the last deal's breakdown; Georgian Joker deal
-and forehand, trump indicator, bids and the dealer's forbidden bid; Japanese Joker's five
-columns per player (up card over a hidden down card, and an up card a cleared table moved
-into a hand), declarer and trump.
+and forehand, trump indicator, bids (their sum against the tricks) and the dealer's forbidden
+bid, and a pulka's premium and moshla; Japanese Joker's five columns per player (up card over
+a hidden down card, and an up card a cleared table moved into a hand), declarer and trump, and
+what a column play moved to the hand. Event lines say who took the trick a card completed.
 """
 
 from __future__ import annotations
@@ -96,6 +97,31 @@ def exchange_cards(action: Any, table: Mapping[str, Any]) -> tuple[str | None, s
     return gives, table.get("turn_up")
 
 
+def joker_lead_text(card: str, mode: str, suit: str) -> Text:
+    """A joker lead as what it does and what it demands of the named suit's holders:
+    ``Joker1 takes: top ♠ due`` (Georgian Joker's ``high`` lead, GJ-5.4, and every Japanese
+    Joker lead, JJK-5.4: the highest card of the suit must be given) or ``Joker1 under: any ♠
+    due`` (``low``, GJ-5.5: any card of it, the joker declines the trick). It read "play Joker1
+    high (takes), asks ♠", which said nothing of the highest-card duty and, 32 columns long,
+    wrapped in the actions' box of an 80-column terminal (23 columns beside its scrollbar)."""
+    low = mode == "JOKER_MODE_LOW"
+    out = card_text(card).append(" under: any " if low else " takes: top ")
+    return out.append_text(suit_text(suit)).append(" due")
+
+
+def column_play_note(card: str, view: Any) -> str:
+    """Japanese Joker: what playing ``card`` does to the viewer's columns (JJK-4.2, 4.3):
+    ``" (column)"`` for an up card (its hidden card goes to the hand), ``" (clears table)"``
+    when it is one of the last two (both hidden cards and the other up card go to the hand);
+    ``""`` for a hand card. The actions listed hand and up cards alike, "play Q♠" beside "play
+    8♠", and nothing said that one of them empties the table."""
+    table = struct_dict(view.table)
+    me = view.seat if view.HasField("seat") else None
+    if me is None or card not in _per_seat(table.get("columns_up"), me, []):
+        return ""
+    return " (clears table)" if _per_seat(table.get("column_counts"), me, 0) == 2 else " (column)"
+
+
 def action_text(action: Any, view: Any | None = None) -> Text:
     """A human label for an Action message, from its structured fields (not its string);
     ``view`` (the one the action is legal in, or the view after an action event) lets an
@@ -114,16 +140,21 @@ def action_text(action: Any, view: Any | None = None) -> Text:
                 card_text(takes))
     out = Text()
     if kind == "ACTION_KIND_PLAY":
-        out.append("play ")
-        out.append_text(card_text(action.card.code))
         mode = cards_pb2.JokerMode.Name(action.joker_mode)
+        if action.named_suit and action.card.code.startswith("X"):
+            return joker_lead_text(action.card.code, mode, _suit_letter(action.named_suit))
+        if action.card.code.startswith("X") and mode == "JOKER_MODE_UNSPECIFIED":
+            # Japanese Joker: a joker that follows always takes (JJK-5.2, 6.1), as its lead reads
+            out.append_text(card_text(action.card.code)).append(" takes")
+        else:
+            out.append("play ")
+            out.append_text(card_text(action.card.code))
         if mode == "JOKER_MODE_HIGH":
             out.append(" high (takes)")
         elif mode == "JOKER_MODE_LOW":
             out.append(" low (under)")
-        if action.named_suit:
-            out.append(", asks ")
-            out.append_text(suit_text(_suit_letter(action.named_suit)))
+        if view is not None and view.game == "japanese_joker":
+            out.append(column_play_note(action.card.code, view), style="dim")
         announcement = cards_pb2.Announcement.Name(action.announcement)
         if announcement != "ANNOUNCEMENT_UNSPECIFIED":
             out.append(" + " + announcement.removeprefix("ANNOUNCEMENT_").lower(), style="bold yellow")
@@ -250,7 +281,9 @@ def trick_text(trick: Any, summary: Any | None, me: int | None) -> Text:
         if mode != "JOKER_MODE_UNSPECIFIED":
             out.append(" " + mode.removeprefix("JOKER_MODE_").lower(), style="magenta")
         if play.named_suit:
-            out.append(" asks ")
+            # what the lead demands of the others (GJ-5.4 / 5.5, JJK-5.4): "asks ♣" left the
+            # follower to remember whether the highest club was due
+            out.append(" asks any " if mode == "JOKER_MODE_LOW" else " asks top ")
             out.append_text(suit_text(_suit_letter(play.named_suit)))
         announcement = cards_pb2.Announcement.Name(play.announcement)
         if announcement != "ANNOUNCEMENT_UNSPECIFIED":
@@ -353,6 +386,27 @@ def _trump(table: Mapping[str, Any]) -> Text | None:
     return suit_text(trump) if trump != "NT" else Text("no trump", style=SUIT_STYLES["NT"])
 
 
+def georgian_bids_text(table: Mapping[str, Any]) -> Text | None:
+    """Georgian Joker: the bids against the tricks of the deal, which a player at the table
+    keeps in mind while bidding and playing (the four bids never add up to ``n``, GJ-4.4: a
+    deal is over- or underbid): ``7 for 9 tricks, 2 under``; ``1 so far, for 1 trick; the
+    dealer may not bid 0`` while the dealer is to bid (GJ-4.3, public by GJ-11.1). None before
+    the first bid. The board showed each seat's bid alone, the sum left to mental arithmetic."""
+    bids = [b for b in table.get("bids") or [] if b is not None]
+    n = table.get("cards_per_player")
+    if not bids or not isinstance(n, int):
+        return None
+    total = sum(bids)
+    tricks = f"{n} trick{'s' * (n != 1)}"
+    if len(bids) < len(table.get("bids") or []):
+        out = Text(f"{total} so far, for {tricks}")
+    else:
+        out = Text(f"{total} for {tricks}, " + (f"{n - total} under" if total < n else f"{total - n} over"))
+    if table.get("forbidden_bid") is not None:
+        out.append(f"; the dealer may not bid {table['forbidden_bid']}", style="bold")
+    return out
+
+
 def table_lines(view: Any, summary: Any | None) -> list[Text]:
     """The game's public table, one line per item (from View.table; docs/games/<game>.md)."""
     table = struct_dict(view.table)
@@ -370,12 +424,20 @@ def table_lines(view: Any, summary: Any | None) -> list[Text]:
                                               if table.get("forehand") is not None else "")))
         if table.get("trump_indicator"):
             lines.append(_labelled("trump indicator", card_text(table["trump_indicator"])))
-        if table.get("trump_chooser") is not None and not table.get("trump"):
+        # only while the choice is awaited: at the match's end (no trump, no deal) the line
+        # named the last deal's chooser as if a choice were pending
+        if table.get("trump_chooser") is not None and not table.get("trump") and view.phase == "trump_choice":
             lines.append(_labelled("trump chosen by", seat_name(summary, table["trump_chooser"], me)))
-        if table.get("forbidden_bid") is not None:
-            lines.append(_labelled("the dealer may not bid", str(table["forbidden_bid"])))
+        bids_line = georgian_bids_text(table)
+        if bids_line is not None:
+            lines.append(_labelled("bids", bids_line))
     elif game == "japanese_joker":
-        lines.append(_labelled("declarer", seat_name(summary, table.get("declarer", view.dealer), me)))
+        declarer = Text(seat_name(summary, table.get("declarer", view.dealer), me))
+        if me is not None and view.phase == "playing" and _per_seat(table.get("played_any"), me, True) is False:
+            # JJK-5.1: the up cards are not available before the player's first card, and the
+            # actions then left them out without a word (nor do they count for following suit)
+            declarer.append("; your first card comes from the hand", style="bold")
+        lines.append(_labelled("declarer", declarer))
         lines.extend(columns_lines(view, summary))
     else:  # klaberjass, jojotte
         if table.get("turn_up"):
@@ -543,7 +605,9 @@ def columns_lines(view: Any, summary: Any | None) -> list[Text]:
         row = Text(f"{owner} columns: ", style="dim")
         shown = [c for c in columns if c.get("on_table")]
         if not shown:
-            row.append("none", style="dim")
+            # during the trump choice nothing is on the table yet (JJK-3.7): "none" read as a
+            # table already played out
+            row.append("not dealt yet" if view.phase == "trump_choice" else "none", style="dim")
         for i, column in enumerate(shown):
             if i:
                 row.append("  ")
@@ -658,7 +722,60 @@ def deal_results_table(view: Any, summary: Any | None, last: int = 6) -> Table |
         for seat in range(seats):
             cells.append(_deal_cell(result, seat))
         grid.add_row(str(number), *cells)
+        adjustments = pulka_adjustments(result)
+        if any(adjustments):
+            # GJ-8: the premium and moshla go on the totals, not on the deal's scores: without
+            # this row the score column jumped by them at a pulka's end with no word why
+            grid.add_row(f"pulka {pulka_number(results, number - 1)}",
+                         *(_adjustment_cell(value) for value in adjustments))
     return grid
+
+
+def pulka_number(results: list[Any], index: int) -> int:
+    """Georgian Joker: the pulka that the deal ``results[index]`` ends (the deals that carry a
+    settlement up to it, GJ-8: ``premium`` and ``moshla`` come after a pulka's last deal only)."""
+    return sum(1 for r in results[:index + 1] if isinstance(r, Mapping) and "premium" in r)
+
+
+def pulka_adjustments(result: Mapping[str, Any]) -> list[int]:
+    """Per seat, the premium (positive, GJ-8.2) or moshla (negative, GJ-8.3) a pulka's last
+    deal settled; ``[]`` for any other deal."""
+    premium, moshla = result.get("premium"), result.get("moshla")
+    if not isinstance(premium, list) or not isinstance(moshla, list):
+        return []
+    return [int(p or 0) + int(m or 0) for p, m in zip(premium, moshla)]
+
+
+def _adjustment_cell(value: int) -> str:
+    if value > 0:
+        return f"+{value} premium"
+    return f"{value} moshla" if value < 0 else ""
+
+
+def pulka_line(view: Any, summary: Any | None, result: Mapping[str, Any], number: int) -> Text | None:
+    """What a pulka's end settled (GJ-8), in the rulebook's words: ``pulka 1 settled: premium
+    you +250 (every bid made: the best deal again); moshla p1 -200, p2 -40 (their best deal
+    cancelled)``, or that nobody made every bid. None for a deal that ends no pulka."""
+    premium, moshla = result.get("premium"), result.get("moshla")
+    if not isinstance(premium, list) or not isinstance(moshla, list):
+        return None
+    me = view.seat if view.HasField("seat") else None
+    options = struct_dict(view.table).get("options") or {}
+    out = Text(f"pulka {number} settled: ", style="bold")
+    if options.get("pulka_premium") is False:
+        return out.append("no premium at this table (pulka_premium off)")
+    made = [s for s in range(len(premium)) if premium[s]]
+    if not made:
+        # a qualifier's premium is never 0 (a made deal scores 50 at least, GJ-7.2, 7.3), so
+        # no premium means nobody made every bid of the pulka (GJ-8.5)
+        return out.append("nobody made every bid, no premium or moshla")
+    out.append("premium " + ", ".join(f"{seat_name(summary, s, me)} +{premium[s]}" for s in made)
+               + " (every bid made: the best deal again)")
+    cancelled = [s for s in range(len(moshla)) if moshla[s]]
+    if cancelled:
+        out.append("; moshla " + ", ".join(f"{seat_name(summary, s, me)} {moshla[s]}" for s in cancelled)
+                   + " (their best deal cancelled)")
+    return out
 
 
 def deal_result_lines(view: Any, summary: Any | None, last: int = 1) -> list[Text]:
@@ -672,12 +789,19 @@ def deal_result_lines(view: Any, summary: Any | None, last: int = 1) -> list[Tex
         bidding = isinstance(result.get("bids"), list) and isinstance(result.get("taken"), list)
         line = Text(f"     deal {number} scored" + (", points (tricks taken/bid)" if bidding else "") + ": ",
                     style="bold")
-        line.append(", ".join(f"{seat_name(summary, seat, me)} {_deal_cell(result, seat)}" for seat in range(seats)))
+        line.append(", ".join(f"{seat_name(summary, seat, me)} {_deal_cell(result, seat, words=True)}"
+                              for seat in range(seats)))
         lines.append(line)
+        settled = pulka_line(view, summary, result, pulka_number(results, number - 1))
+        if settled is not None:  # Georgian Joker's premium and moshla (GJ-8)
+            lines.append(Text("     ").append_text(settled))
     return lines
 
 
-def _deal_cell(result: Mapping[str, Any], seat: int) -> str:
+def _deal_cell(result: Mapping[str, Any], seat: int, words: bool = False) -> str:
+    """A seat's entry of a scored deal; ``words``: the line form (no column width to keep),
+    where a Georgian Joker khishti (a bid of 1 or more, no trick: the table's penalty, GJ-7.4)
+    says so, "-200 (0/2, khishti)", and not as a miss worth minus points."""
     if result.get("thrown_in"):
         return "thrown in"
     for key in ("scores", "scored", "below"):
@@ -689,11 +813,48 @@ def _deal_cell(result: Mapping[str, Any], seat: int) -> str:
                 return f"{value} (+{above[seat]} above)"
             bids, taken = result.get("bids"), result.get("taken")
             if isinstance(bids, list) and isinstance(taken, list):
-                return f"{value} ({taken[seat]}/{bids[seat]})"
+                khishti = words and taken[seat] == 0 and (bids[seat] or 0) >= 1
+                return f"{value} ({taken[seat]}/{bids[seat]}{', khishti' if khishti else ''})"
             if isinstance(taken, list):
                 return f"{value} ({taken[seat]} tricks)"
             return str(value)
     return ""
+
+
+def trick_won_by(view: Any, seat: int, action: Any) -> int | None:
+    """The winner of the trick that ``seat``'s ``action`` completed, from the view after it
+    (the trick in progress empty again, the last trick ending with that card), else None. The
+    event lines (the screens' logs, --autoplay, --plain) listed the cards of every trick and
+    never who took it: a reader of a log worked it out from who led next."""
+    if action.kind != cards_pb2.ACTION_KIND_PLAY or view.trick.plays or not view.last_trick.plays:
+        return None
+    last = view.last_trick.plays[-1]
+    if last.seat != seat or last.card.code != action.card.code or not view.last_trick.HasField("winner"):
+        return None
+    return view.last_trick.winner
+
+
+def column_move_note(view: Any, seat: int, notation: str, me: int | None) -> str:
+    """Japanese Joker: what a table play moved to the player's hand (JJK-4.2, 4.3, public by
+    JJK-9.2), from the ``deal_actions`` entry of that play in the event's view: ``" (column: a
+    hidden card to the hand)"``, ``" (table cleared: 2 hidden cards and Q♠ to the hand)"``;
+    the viewer's own play names the cards it received (``moved_cards``, in its view only).
+    The log said "p1: play K♦" for a hand card and a column card alike, so the opponent's
+    growing hand went unexplained. ``""`` for a hand card or when the view has no such entry
+    (the deal is over)."""
+    actions = struct_dict(view.table).get("deal_actions") or []
+    entry = next((a for a in reversed(actions) if isinstance(a, Mapping) and a.get("seat") == seat
+                  and a.get("action") == notation), None)
+    if entry is None or entry.get("from") != "table":
+        return ""
+    received = entry.get("moved_cards") if seat == me else None
+    public = [card_text(c).plain for c in entry.get("moved_public") or []]
+    hidden = int(entry.get("moved_hidden") or 0)
+    if received:
+        moved = " ".join(card_text(c).plain for c in received) + (" and " + " ".join(public) if public else "")
+        return f" ({'table cleared' if public else 'column'}: {moved} to your hand)"
+    moved = "a hidden card" if hidden == 1 else f"{hidden} hidden cards"
+    return f" ({'table cleared' if public else 'column'}: {moved}{' and ' + ' '.join(public) if public else ''} to the hand)"
 
 
 def _is_bot_seat(summary: Any | None, seat: int) -> bool:
@@ -715,6 +876,12 @@ def event_text(event: Any, summary: Any | None, me: int | None) -> Text | None:
         # the view names the cards of an exchange; the glosses of the calls are for the choice
         context = event.view if event.HasField("view") and event.action.kind == cards_pb2.ACTION_KIND_EXCHANGE else None
         out.append_text(action_text(event.action, context))
+        if event.HasField("view") and event.view.game == "japanese_joker" and event.HasField("seat"):
+            out.append(column_move_note(event.view, event.seat, event.action.notation, me), style="dim")
+        if event.HasField("view") and event.HasField("seat"):
+            winner = trick_won_by(event.view, event.seat, event.action)
+            if winner is not None:
+                out.append(f"  → trick to {seat_name(summary, winner, me)}", style="bold")
         return out
     if kind == match_pb2.EVENT_KIND_SNAPSHOT:
         return Text(f"{event.seq:>4} joined the table", style="dim")

@@ -34,9 +34,10 @@ from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.widgets import Footer, RichLog, Static
 
-from . import render
+from . import render, terminal_text
 from .connection_sign import ConnectionSign
-from .play import board_rows, fitted_board, fitted_deals, positive_int, stderr_notices, summary_now
+from .play import (board_rows, fitted_board, fitted_deals, log_scored_deals, positive_int, stderr_notices,
+                   summary_now)
 from .cardgames_client import CardGamesError, ServerClock, Spectator, StreamState, connect, target_arg
 from engine_service.transport.generated import match_pb2
 
@@ -81,6 +82,7 @@ class WatchApp(ConnectionSign, App):
         self.ended = False
         self.board: Any = None  # the renderables on screen (for tests and screenshots)
         self.deals: Any = None
+        self._deals_logged: int | None = None  # scored deals written to the log (log_scored_deals)
 
     def compose(self) -> ComposeResult:
         yield Static(id="connection")
@@ -110,6 +112,7 @@ class WatchApp(ConnectionSign, App):
                     log.write(line)
                 if event.HasField("view"):
                     self.view_msg = event.view
+                    self._deals_logged = log_scored_deals(log, event.view, self.summary, self._deals_logged)
                 if event.kind == match_pb2.EVENT_KIND_MATCH_ENDED:
                     self.summary = await self.spectator.summary()
                     self.ended = True
@@ -226,13 +229,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                    "is too far along for the server to replay)")
     args = p.parse_args(argv)
     # unfolded: one line per event in a pipe (--plain), where the console folded at 80 columns
-    console = Console(highlight=False, soft_wrap=True)
+    console = terminal_text.console(highlight=False, soft_wrap=True)
     try:
         return asyncio.run(run(args, console))
     except CardGamesError as exc:
         # on stderr, unfolded: a script reading the output (--autoplay, --plain) gets no error
         # among it, and a log one line per error (the console folds at 80 columns in a pipe)
-        Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {exc}", style="bold red")
+        terminal_text.console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {exc}", style="bold red")
         return 1
     except KeyboardInterrupt:
         return 130

@@ -32,7 +32,7 @@ def test_actions_are_labelled_from_their_structured_fields():
     joker = cards_pb2.Action(notation="play:X1:high:S", kind=cards_pb2.ACTION_KIND_PLAY, verb="play",
                              card=cards_pb2.Card(code="X1", rank=cards_pb2.RANK_JOKER),
                              joker_mode=cards_pb2.JOKER_MODE_HIGH, named_suit=cards_pb2.SUIT_SPADES)
-    assert render.action_text(joker).plain == "play Joker1 high (takes), asks ♠"
+    assert render.action_text(joker).plain == "Joker1 takes: top ♠ due"  # GJ-5.4: the highest spade
     under = cards_pb2.Action(notation="play:X2:low", kind=cards_pb2.ACTION_KIND_PLAY, verb="play",
                              card=cards_pb2.Card(code="X2"), joker_mode=cards_pb2.JOKER_MODE_LOW)
     assert render.action_text(under).plain == "play Joker2 low (under)"
@@ -406,7 +406,7 @@ def test_japanese_joker_shows_the_up_card_a_cleared_table_moved_into_a_hand():
 def _view(game, table, results=(), **fields):
     from google.protobuf import json_format
 
-    view = match_pb2.View(game=game, seat=0, hand_sizes=[9, 9], **fields)
+    view = match_pb2.View(game=game, seat=0, **{"hand_sizes": [9, 9], **fields})
     json_format.ParseDict(table, view.table)
     if results:
         json_format.ParseDict(list(results), view.scores.deal_results)
@@ -588,3 +588,181 @@ def test_the_header_reads_as_words():
                           seq=149, status=match_pb2.MATCH_STATUS_FINISHED)
     text = render.header_text(over, summary, 0.0).plain
     assert "phase" not in text and text.endswith("match over: heuristic bot (seat 1)") and len(text) <= 78, text
+
+
+def test_a_pulkas_premium_and_moshla_are_explained():
+    """GJ-8: after a pulka's last deal the premium and moshla go on the totals, not on the
+    deal's scores; the deal results showed the deal scores alone, so the score column jumped
+    by them with no word why. The rulebook's example 15.6 (pulka II, default options)."""
+    pulka_one = {"trump": "S", "bids": [0, 0, 0, 1], "taken": [1, 0, 0, 0], "scores": [10, 50, 50, -200],
+                 "premium": [0, 0, 0, 0], "moshla": [0, 0, 0, 0]}
+    deal = {"trump": "NT", "bids": [4, 2, 1, 1], "taken": [4, 2, 0, 3], "scores": [250, 150, -200, 30]}
+    last = dict(deal, premium=[250, 0, 0, 0], moshla=[0, -200, -200, -40])
+    view = _view("georgian_joker", {"options": {"pulka_premium": True}}, [pulka_one, deal, deal, deal, last],
+                 hand_sizes=[9, 9, 9, 9])
+    text = plain(render.deal_results_table(view, None))
+    row = next(line for line in text.splitlines() if line.strip().startswith("pulka 2"))
+    assert row.split() == ["pulka", "2", "+250", "premium", "-200", "moshla", "-200", "moshla", "-40", "moshla"], row
+    assert "pulka 1" not in text  # nobody qualified: no row of zeros
+    lines = [line.plain.strip() for line in render.deal_result_lines(view, None)]
+    assert lines[-1] == ("pulka 2 settled: premium you +250 (every bid made: the best deal again); moshla "
+                         "seat 1 -200, seat 2 -200, seat 3 -40 (their best deal cancelled)"), lines
+    assert lines[0] == ("deal 5 scored, points (tricks taken/bid): you 250 (4/4), seat 1 150 (2/2), "
+                        "seat 2 -200 (0/1, khishti), seat 3 30 (3/1)"), lines
+    assert "seat 3 -200 (0/1, khishti)" in render.deal_result_lines(_view(
+        "georgian_joker", {}, [pulka_one], hand_sizes=[1, 1, 1, 1]), None)[0].plain  # GJ-7.4
+    nobody = _view("georgian_joker", {"options": {"pulka_premium": True}}, [pulka_one], hand_sizes=[1, 1, 1, 1])
+    assert render.deal_result_lines(nobody, None)[-1].plain.strip() == \
+        "pulka 1 settled: nobody made every bid, no premium or moshla"
+    off = _view("georgian_joker", {"options": {"pulka_premium": False}}, [pulka_one], hand_sizes=[1, 1, 1, 1])
+    assert "pulka_premium off" in render.deal_result_lines(off, None)[-1].plain
+    japanese = _view("japanese_joker", {}, [{"trump": "D", "taken": [8, 10], "scores": [0, 2]}])
+    assert len(render.deal_result_lines(japanese, None)) == 1
+
+
+def test_a_joker_says_what_it_does_and_what_its_lead_demands():
+    """A joker lead said "asks ♠" whether the highest spade was due (GJ-5.4 ``high``, every
+    Japanese Joker lead, JJK-5.4) or any spade (GJ-5.5 ``low``), and a Japanese Joker joker
+    (which always takes, JJK-6.1) said nothing of what it does."""
+    def play(code, mode=cards_pb2.JOKER_MODE_UNSPECIFIED, suit=cards_pb2.SUIT_UNSPECIFIED):
+        return cards_pb2.Action(kind=cards_pb2.ACTION_KIND_PLAY, verb="play", card=cards_pb2.Card(code=code),
+                                joker_mode=mode, named_suit=suit)
+
+    assert render.action_text(play("X2", cards_pb2.JOKER_MODE_LOW, cards_pb2.SUIT_HEARTS)).plain == \
+        "Joker2 under: any ♥ due"
+    assert render.action_text(play("X1", suit=cards_pb2.SUIT_CLUBS)).plain == "Joker1 takes: top ♣ due"  # JJK
+    assert render.action_text(play("X1")).plain == "Joker1 takes"  # a Japanese Joker follow
+    assert render.action_text(play("AS")).plain == "play A♠"
+    # what the actions' box holds on one row of an 80-column terminal, beside its scrollbar
+    assert max(len(render.action_text(play(j, m, s)).plain) for j in ("X1", "X2")
+               for m in (cards_pb2.JOKER_MODE_HIGH, cards_pb2.JOKER_MODE_LOW)
+               for s in (cards_pb2.SUIT_SPADES, cards_pb2.SUIT_CLUBS)) <= 23
+    trick = match_pb2.Trick()
+    trick.plays.add(seat=1, card=cards_pb2.Card(code="X1"), joker_mode=cards_pb2.JOKER_MODE_LOW,
+                    named_suit=cards_pb2.SUIT_CLUBS)
+    trick.plays.add(seat=2, card=cards_pb2.Card(code="X2"), joker_mode=cards_pb2.JOKER_MODE_HIGH)
+    assert render.trick_text(trick, None, 0).plain == "seat 1: Joker1 low asks any ♣   seat 2: Joker2 high"
+    high = match_pb2.Trick()
+    high.plays.add(seat=1, card=cards_pb2.Card(code="X1"), joker_mode=cards_pb2.JOKER_MODE_HIGH,
+                   named_suit=cards_pb2.SUIT_SPADES)
+    assert render.trick_text(high, None, 0).plain == "seat 1: Joker1 high asks top ♠"
+    japanese = match_pb2.Trick()
+    japanese.plays.add(seat=1, card=cards_pb2.Card(code="X2"), named_suit=cards_pb2.SUIT_DIAMONDS)
+    assert render.trick_text(japanese, None, 0).plain == "seat 1: Joker2 asks top ♦"
+
+
+def test_a_japanese_joker_action_says_when_it_plays_a_column():
+    """The actions listed hand cards and face-up column cards alike ("play Q♠" beside "play
+    8♠"): an up card now says so, and one of the last two columns says it clears the table
+    (JJK-4.2, 4.3: the hidden cards, and the other up card, go to the hand)."""
+    def play(code):
+        return cards_pb2.Action(kind=cards_pb2.ACTION_KIND_PLAY, verb="play", card=cards_pb2.Card(code=code))
+
+    five = _view("japanese_joker", {"columns_up": [["QS", "9C", "6H", "X2", "TD"], ["AS"]],
+                                    "column_counts": [5, 5]})
+    assert render.action_text(play("QS"), five).plain == "play Q♠ (column)"
+    assert render.action_text(play("X2"), five).plain == "Joker2 takes (column)"
+    assert render.action_text(play("8S"), five).plain == "play 8♠"  # from the hand
+    assert render.action_text(play("AS"), five).plain == "play A♠"  # the other player's column: not ours
+    two = _view("japanese_joker", {"columns_up": [["QS", "9C"], []], "column_counts": [2, 0]})
+    assert render.action_text(play("9C"), two).plain == "play 9♣ (clears table)"
+    spectator = _view("japanese_joker", {"columns_up": [["QS"], []], "column_counts": [2, 0]})
+    spectator.ClearField("seat")
+    assert render.action_text(play("QS"), spectator).plain == "play Q♠"
+
+
+def test_a_japanese_joker_table_play_says_what_went_to_the_hand():
+    """JJK-9.2: "player p moved k hidden cards from the table to the hand" is public, with the
+    up card a cleared table moved; the log said "seat 1: play K♦" for a hand card and a column
+    card alike. The owner's own line names the cards it received (its view only)."""
+    from engine_service.transport.generated import card_games_pb2
+
+    def event(seat, notation, code, deal_actions, me_view=None):
+        view = _view("japanese_joker", {"deal_actions": deal_actions})
+        if me_view is None:
+            view.ClearField("seat")
+        else:
+            view.seat = me_view
+        return card_games_pb2.WatchMatchResponse(
+            kind=match_pb2.EVENT_KIND_ACTION, seq=9, seat=seat, view=view,
+            action=cards_pb2.Action(notation=notation, kind=cards_pb2.ACTION_KIND_PLAY, verb="play",
+                                    card=cards_pb2.Card(code=code)))
+
+    column = [{"seat": 1, "action": "play:KD", "from": "table", "moved_hidden": 1, "moved_public": []}]
+    assert render.event_text(event(1, "play:KD", "KD", column), None, None).plain == \
+        "   9 seat 1: play K♦ (column: a hidden card to the hand)"
+    cleared = [{"seat": 1, "action": "play:9C", "from": "table", "moved_hidden": 2, "moved_public": ["X2"]}]
+    assert render.event_text(event(1, "play:9C", "9C", cleared), None, 0).plain == \
+        "   9 seat 1: play 9♣ (table cleared: 2 hidden cards and Joker2 to the hand)"
+    own = [{"seat": 0, "action": "play:9C", "from": "table", "moved_hidden": 2, "moved_public": ["QS"],
+            "moved_cards": ["AH", "7D"]}]
+    assert render.event_text(event(0, "play:9C", "9C", own, me_view=0), None, 0).plain == \
+        "   9 you: play 9♣ (table cleared: A♥ 7♦ and Q♠ to your hand)"
+    hand = [{"seat": 1, "action": "play:KD", "from": "hand"}]
+    assert render.event_text(event(1, "play:KD", "KD", hand), None, None).plain == "   9 seat 1: play K♦"
+
+
+def test_georgian_joker_bids_are_added_up_against_the_tricks():
+    """The four bids never add up to the cards dealt (GJ-4.4): the board showed each seat's
+    bid alone, the sum (is the deal over- or underbid?) left to mental arithmetic; the
+    dealer's forbidden bid (GJ-4.3) goes on the same line."""
+    def lines(table):
+        view = _view("georgian_joker", table, hand_sizes=[3, 3, 3, 3])
+        return [line.plain for line in render.table_lines(view, None) if line.plain.startswith("bids:")]
+
+    assert lines({"cards_per_player": 3, "bids": [None, None, None, None]}) == []
+    assert lines({"cards_per_player": 3, "bids": [None, 1, 0, 1], "forbidden_bid": 1}) == \
+        ["bids: 2 so far, for 3 tricks; the dealer may not bid 1"]  # the rulebook's 15.1
+    assert lines({"cards_per_player": 3, "bids": [0, 1, 0, 1]}) == ["bids: 2 for 3 tricks, 1 under"]
+    assert lines({"cards_per_player": 9, "bids": [2, 2, 3, 4]}) == ["bids: 11 for 9 tricks, 2 over"]
+    assert lines({"cards_per_player": 1, "bids": [1, None, None, None]}) == ["bids: 1 so far, for 1 trick"]
+
+
+def test_japanese_joker_says_the_first_card_comes_from_the_hand():
+    """JJK-5.1: before a player's first card of the deal the up cards are not available; the
+    actions left them out without a word. During the trump choice no column is dealt yet
+    (JJK-3.7): "none" read as a table already played out."""
+    columns = [[{"up": "9H", "on_table": True}], [{"up": "QH", "on_table": True}]]
+    first = _view("japanese_joker", {"declarer": 1, "played_any": [False, True], "columns": columns},
+                  phase="playing")
+    text = [line.plain for line in render.table_lines(first, None)]
+    assert "declarer: seat 1; your first card comes from the hand" in text, text
+    later = _view("japanese_joker", {"declarer": 1, "played_any": [True, True], "columns": columns},
+                  phase="playing")
+    assert "declarer: seat 1" in [line.plain for line in render.table_lines(later, None)]
+    choosing = _view("japanese_joker", {"declarer": 0, "played_any": [False, False], "columns": [[], []]},
+                     phase="trump_choice")
+    text = [line.plain for line in render.table_lines(choosing, None)]
+    assert "declarer: you" in text and "your columns: not dealt yet" in text, text
+
+
+def test_georgian_joker_names_the_trump_chooser_only_while_the_choice_is_awaited():
+    """After the last nine-card deal the table has no trump and still names the chooser:
+    the final screen read "trump chosen by: p3" as if a choice were pending."""
+    table = {"deal": 16, "deals_in_match": 16, "pulka": 4, "cards_per_player": 9, "trump_chooser": 3, "trump": None}
+    choosing = _view("georgian_joker", table, hand_sizes=[3, 3, 3, 3], phase="trump_choice")
+    assert "trump chosen by: seat 3" in [line.plain for line in render.table_lines(choosing, None)]
+    over = _view("georgian_joker", table, hand_sizes=[0, 0, 0, 0], phase="match_over", over=True)
+    assert not any("chosen by" in line.plain for line in render.table_lines(over, None))
+
+
+def test_an_event_line_says_who_took_the_trick_it_completed():
+    """The logs (screens, --autoplay, --plain) listed every card and never who took a trick."""
+    from engine_service.transport.generated import card_games_pb2
+
+    def event(seat, code, view):
+        return card_games_pb2.WatchMatchResponse(
+            kind=match_pb2.EVENT_KIND_ACTION, seq=8, seat=seat, view=view,
+            action=cards_pb2.Action(notation=f"play:{code}", kind=cards_pb2.ACTION_KIND_PLAY, verb="play",
+                                    card=cards_pb2.Card(code=code)))
+
+    done = match_pb2.View(game="georgian_joker", seat=0, hand_sizes=[2, 2, 2, 2])
+    for seat, code in ((1, "X1"), (2, "AC"), (3, "9C"), (0, "7C")):
+        done.last_trick.plays.add(seat=seat, card=cards_pb2.Card(code=code))
+    done.last_trick.winner = 1
+    assert render.event_text(event(0, "7C", done), None, 0).plain == "   8 you: play 7♣  → trick to seat 1"
+    going = match_pb2.View(game="georgian_joker", seat=0, hand_sizes=[2, 2, 2, 2])
+    going.CopyFrom(done)
+    going.trick.plays.add(seat=1, card=cards_pb2.Card(code="KH"))  # the next trick's lead: not this one's end
+    assert render.event_text(event(1, "KH", going), None, 0).plain == "   8 seat 1: play K♥"
+    assert render.event_text(event(3, "9C", done), None, 0).plain == "   8 seat 3: play 9♣"  # not the last card

@@ -1521,3 +1521,138 @@ def test_watch_plain_says_how_a_klaberjass_deal_came_to_its_score(engine):
     played = [line for line in lines if re.match(r"deal \d+: trump ", line)]
     assert played and re.search(r"maker seat \d: seat 0 \d+.*, seat 1 \d+.* — the (maker|opponent) has more"
                                 r"|equal totals", played[-1]), lines
+
+
+def test_plain_output_on_a_stream_without_the_suit_symbols(engine):
+    """Under a non-UTF-8 locale (here PYTHONIOENCODING=ascii, as a latin-1 terminal or a log
+    opened in another encoding) ``clients.watch --plain`` (and ``clients.play --autoplay``,
+    the same consoles) ended with UnicodeEncodeError at the first suit symbol: the suits are
+    written in the rulebook's letters (``10H``, ``trump S``) and the output goes on."""
+
+    async def play_two_deals():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("georgian_joker", seats=[None] * 4)
+            seats = [await client.join(match.match_id, player_name=f"p{n}") for n in range(4)]
+            rng = random.Random(2)
+            while len((view := await seats[0].view()).scores.deal_results.values) < 2:
+                await seats[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
+            return match.match_id
+
+    match_id = run(play_two_deals())
+    watcher = subprocess.Popen([sys.executable, "-m", "clients.watch", match_id, "--target", engine.target,
+                                "--plain", "--from-start"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               cwd=ROOT, env=dict(os.environ, COLUMNS="160", PYTHONIOENCODING="ascii"))
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not any(line.lstrip().startswith("2 ") and "deal" in line
+                                                      for line in lines):
+            raw = watcher.stdout.readline()
+            if not raw:
+                break
+            lines.append(raw.decode("ascii"))  # every byte ASCII: the decode itself is the check
+    finally:
+        watcher.kill()
+        err = watcher.stderr.read().decode("ascii", errors="replace")
+    assert "UnicodeEncodeError" not in err, err
+    plays = [line for line in lines if ": play " in line]
+    assert plays and all(re.search(r"play (Joker[12]|(10|[2-9AKQJ])[SHDC])", line) for line in plays), lines
+    assert any("trump" in line or "bid" in line for line in lines)
+    assert sum("deal" in line and "(tricks taken/bid)" in line for line in lines) >= 1, lines
+
+
+def test_the_fallback_console_writes_suits_as_letters(monkeypatch):
+    """The console the outputs without a screen use: suits, arrows and dashes in ASCII where
+    the stream cannot encode them, untouched where it can."""
+    import io
+
+    from clients import terminal_text
+
+    raw = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(raw, encoding="ascii", write_through=True))
+    console = terminal_text.console(highlight=False, soft_wrap=True)
+    console.print(render.card_text("TH").append(" → ").append_text(render.card_text("AS")).append(" — ✓"))
+    assert raw.getvalue().decode("ascii").strip() == "10H -> AS - ?"
+    utf8 = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(utf8, encoding="utf-8", write_through=True))
+    terminal_text.console(highlight=False, soft_wrap=True).print(render.card_text("TH"))
+    assert utf8.getvalue().decode("utf-8").strip() == "10♥"
+
+
+def test_play_screen_logs_each_deal_and_what_a_pulka_settled(engine):
+    """On 80x24 the deal results below the board give way to the actions, so a Georgian Joker
+    pulka's premium and moshla (GJ-8), which go on the totals and not on any deal's score,
+    were on no line of the screen: the event log now says each deal's result as it is scored
+    and what the pulka's end settled (here the first pulka of a ``nines`` match, four deals)."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("georgian_joker", seats=[None] * 4, options={"deal_schedule": "nines"})
+            seats = [await client.join(match.match_id, player_name=f"p{n}") for n in range(4)]
+            rng = random.Random(4)
+            while not ((view := await seats[0].view()).phase == "playing"
+                       and len(view.scores.deal_results.values) == 3 and sum(view.hand_sizes) == 4):
+                await seats[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
+            app = PlayApp(seats[0], await seats[0].summary())
+            async with app.run_test(size=(80, 24)) as pilot:
+                await pilot.pause(0.5)
+                assert not any("scored" in line for line in log_lines(app))  # earlier deals: not repeated
+                while len((view := await seats[0].view()).scores.deal_results.values) == 3:
+                    await seats[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
+                await wait_for(pilot, lambda: any("pulka 1 settled:" in line for line in log_lines(app)),
+                               "the pulka's settlement in the log")
+                text = " ".join(line.strip() for line in log_lines(app))
+                assert "deal 4 scored, points (tricks taken/bid): you " in text, text
+                assert "premium" in text or "nobody made every bid" in text, text
+
+    run(scenario(), timeout_s=120)
+
+
+def test_play_screen_shows_each_joker_lead_on_one_row_at_80x24(engine):
+    """Leading with a joker offers eight leads per joker (two modes, four named suits); at
+    80x24 each read "play Joker2 high (takes), asks ♠" over two rows of the actions' box, so
+    that four of them filled it. Each is one row, and says what the joker demands."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("georgian_joker", seats=[None] * 4)
+            seats = [await client.join(match.match_id, player_name=f"p{n}") for n in range(4)]
+            rng = random.Random(8)
+            while not ((view := await seats[0].view()).phase == "playing" and cg.is_my_turn(view)
+                       and any(a.notation.count(":") == 3 for a in view.legal_actions)):
+                assert not view.over, "no joker lead for seat 0 in the whole match"
+                await seats[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
+            app = PlayApp(seats[0], await seats[0].summary())
+            async with app.run_test(size=(80, 24)) as pilot:
+                await wait_for(pilot, lambda: app._shown_actions, "the legal actions")
+                await pilot.pause(0.3)
+                actions = app.query_one("#actions")
+                assert actions.option_count == len(view.legal_actions) >= 9
+                assert actions.virtual_size.height == actions.option_count, "an action takes two rows"
+                labels = [str(actions.get_option_at_index(i).prompt) for i in range(actions.option_count)]
+                assert any(label.endswith("due") and "takes: top" in label for label in labels), labels
+                assert any("under: any" in label for label in labels), labels
+
+    run(scenario(), timeout_s=120)
+
+
+def test_watch_screen_logs_who_took_each_trick_and_each_deal(engine):
+    """The spectator's log, as the player's: who took each trick and each deal's result (on
+    80x24 the deal results below the board give way to the log)."""
+
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("georgian_joker", seats=[None] * 4)
+            seats = [await client.join(match.match_id, player_name=f"p{n}") for n in range(4)]
+            rng = random.Random(6)
+            while not (await seats[0].view()).scores.deal_results.values:
+                view = await seats[0].view()
+                await seats[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
+            app = WatchApp(client.spectate(match.match_id), 0)
+            async with app.run_test(size=(80, 24)) as pilot:
+                await wait_for(pilot, lambda: any("scored" in line for line in log_lines(app)), "the deal's result")
+                text = " ".join(line.strip() for line in log_lines(app))
+                assert "→ trick to p" in text, text
+                assert "deal 1 scored, points (tricks taken/bid): p0 " in text, text
+
+    run(scenario(), timeout_s=60)
