@@ -65,6 +65,10 @@ def _quiet_logging() -> None:
     )
 
 
+class PoolClosed(RuntimeError):
+    """The pool closed while a worker was being started."""
+
+
 def _serve(conn: Connection, runner: BotRunner) -> None:
     """A worker's life: say it is ready, then answer requests until told to stop (``None``) or
     the parent goes away (end-of-file)."""
@@ -226,12 +230,18 @@ class WorkerProcess:
         self.broken = False  # killed or dead: must be replaced
 
     @classmethod
-    def start(cls, settings: PluginSettings, zygote: Zygote | None) -> "WorkerProcess":
+    def start(cls, settings: PluginSettings, zygote: Zygote | None,
+              closed: Callable[[], bool] = lambda: False) -> "WorkerProcess":
+        """A new worker, forked by the zygote, or a fresh interpreter when the zygote fails.
+        ``closed``: whether the pool has closed meanwhile (its zygote then went with it, which
+        is no failure, and no worker is wanted any more: PoolClosed)."""
         if zygote is not None:
             try:
                 pid, fd = zygote.fork()
                 return cls(pid, fd)
             except OSError:
+                if closed():
+                    raise PoolClosed("the bot worker pool is closed") from None
                 log.error("bot_worker_zygote_failed")
         proc, sock = _spawn_process("--worker", settings)
         return cls(proc.pid, sock.detach(), proc)
@@ -346,15 +356,24 @@ class WorkerPool:
         self._on_replace = on_replace
 
     def _new_worker(self) -> WorkerProcess:
+        """A new worker (in a thread of the pool). The pool may close while it starts (a
+        service whose start failed right after it began warming its workers): the zygote's
+        refusal is then no failure to log, and a worker started meanwhile is stopped rather
+        than left running after the pool (PoolClosed)."""
+        if self._closed:
+            raise PoolClosed("the bot worker pool is closed")
         zygote = self._zygote
-        if zygote is not None and not zygote.alive() and not self._closed:
+        if zygote is not None and not zygote.alive():
             log.error("bot_worker_zygote_restarted", exitcode=zygote.process.returncode)
             zygote.close()
             zygote = self._zygote = Zygote(self.settings)
-        worker = WorkerProcess.start(self.settings, zygote)
+        worker = WorkerProcess.start(self.settings, zygote, closed=lambda: self._closed)
         with self._lock:
-            self._workers.add(worker)
-        return worker
+            if not self._closed:
+                self._workers.add(worker)
+                return worker
+        worker.kill()
+        raise PoolClosed("the bot worker pool is closed")
 
     def _forget(self, worker: WorkerProcess) -> None:
         with self._lock:

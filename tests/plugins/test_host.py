@@ -334,3 +334,30 @@ def test_a_worker_ended_by_its_bot_prints_nothing_the_bot_said(bot, capfd):
         worker.kill()
     err = capfd.readouterr().err
     assert "AS" not in err and "KS" not in err, err
+
+
+def test_a_pool_closed_while_it_starts_a_worker_logs_no_failure_and_keeps_no_worker(monkeypatch):
+    """A service whose start fails just after it began warming its workers (a busy metrics
+    port) closes the pool while a worker is being forked: the zygote, closed with the pool,
+    refuses the fork. That was logged as bot_worker_zygote_failed (an error, beside the real
+    cause) and a fresh-interpreter worker was started after the pool had closed. Now such a
+    start ends quietly (PoolClosed), and a worker that did start is stopped."""
+    from engine_service.plugins import pool as P
+
+    async def go():
+        host = BotHost(plugins=["tests.plugins.bad_bots"], workers=1)
+        workers_pool = host._pool
+        await host.close()
+        spawned = []
+        monkeypatch.setattr(P, "_spawn_process", lambda *a, **k: spawned.append(a) or (_ for _ in ()).throw(
+            AssertionError("a worker started after the pool closed")))
+        with capture_logs() as logs:
+            # the fork refused by the closed zygote, as in a start that was under way
+            with pytest.raises(P.PoolClosed):
+                P.WorkerProcess.start(workers_pool.settings, workers_pool._zygote, closed=lambda: workers_pool._closed)
+            with pytest.raises(P.PoolClosed):
+                workers_pool._new_worker()
+        assert not [e for e in logs if e["log_level"] == "error"], logs
+        assert not spawned and not workers_pool._workers
+
+    run(go())
