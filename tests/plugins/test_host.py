@@ -4,6 +4,7 @@ Decision with a failure (never an exception, never a blocked server or match).""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 
 import pytest
@@ -74,7 +75,7 @@ def test_bot_faults_become_failures_and_the_next_decision_works(bot, failure):
         failed = [e for e in logs if e["event"] == "bot_decision_failed"]
         assert failed and failed[0]["bot"] == bot and failed[0]["failure"] == failure
         # nothing the bot said reaches the log (its message names cards of its hand)
-        assert "AS" not in repr(logs) and "KS" not in repr(logs)
+        assert not re.search(r"(?<![A-Za-z0-9])(AS|KS)(?![A-Za-z0-9])", repr(logs)), logs
         # the pool recovered: the next decision of a good bot is answered
         ok = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 2, 5.0)
         assert ok.action in LEGAL, ok
