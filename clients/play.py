@@ -378,6 +378,27 @@ def log_scored_deals(log: RichLog, view: Any, summary: Any | None, logged: int |
     return scored
 
 
+def print_scored_deals(console: Console, view: Any, summary: Any | None, seen: int | None, *,
+                       table: bool = False) -> int:
+    """Print each deal scored since ``seen`` deals (None: the first view, whose deals were
+    scored before), as lines or as the deal results ``table``, then how the last one came to
+    that (Klaberjass, Jo-Jotte: the entries alone, "you 0, bot 105", did not say the maker went
+    down, nor what the totals were made of); returns the deals now scored. --autoplay and
+    clients.watch --plain print them so: their output said who played what, never what a deal
+    scored."""
+    scored = len(view.scores.deal_results.values)
+    if seen is not None and scored > seen:
+        if table:
+            console.print(render.deal_results_table(view, summary, last=scored - seen))
+        else:
+            for deal_line in render.deal_result_lines(view, summary, last=scored - seen):
+                console.print(deal_line, markup=False)
+        why = render.last_deal_line(view, summary, label=f"deal {scored}" if table else f"     deal {scored}")
+        if why is not None and scored - seen == 1:
+            console.print(why, markup=False)
+    return scored
+
+
 def board_rows(app: Any, renderable: Any) -> int:
     """The terminal rows ``renderable`` takes in ``app``'s board width (its width less the
     board's padding): what the play and watch screens measure to fit the deal results."""
@@ -447,16 +468,7 @@ async def autoplay(session: SeatSession, policy: str, console: Console, summary:
         if event.HasField("view"):
             # each deal's result as it is scored (clients.watch --plain prints them too): the
             # output said who played what, never what a deal scored, only the final totals
-            scored = len(event.view.scores.deal_results.values)
-            if deals_seen is not None and scored > deals_seen:
-                for deal_line in render.deal_result_lines(event.view, summary, last=scored - deals_seen):
-                    console.print(deal_line, markup=False)
-                # and how it came to that (Klaberjass, Jo-Jotte): the entries alone ("you 0,
-                # bot 105") did not say the maker went down, nor what the totals were made of
-                why = render.last_deal_line(event.view, summary, label=f"     deal {scored}")
-                if why is not None and scored - deals_seen == 1:
-                    console.print(why, markup=False)
-            deals_seen = scored
+            deals_seen = print_scored_deals(console, event.view, summary, deals_seen)
         if event.kind == match_pb2.EVENT_KIND_MATCH_ENDED:
             break
         view = event.view if event.HasField("view") and event.view.seq >= newest else None

@@ -36,8 +36,8 @@ from textual.widgets import Footer, RichLog, Static
 
 from . import render, terminal_text
 from .connection_sign import ConnectionSign
-from .play import (board_rows, fitted_board, fitted_deals, log_scored_deals, positive_int, stderr_notices,
-                   summary_now)
+from .play import (board_rows, fitted_board, fitted_deals, log_scored_deals, positive_int, print_scored_deals,
+                   stderr_notices, summary_now)
 from .cardgames_client import CardGamesError, ServerClock, Spectator, StreamState, connect, target_arg
 from engine_service.transport.generated import match_pb2
 
@@ -153,14 +153,7 @@ async def follow_plain(spectator: Spectator, console: Console, after_seq: int | 
         if line is not None:
             console.print(line)
         if event.HasField("view"):
-            scored = len(event.view.scores.deal_results.values)
-            if deals_seen is not None and scored > deals_seen:
-                console.print(render.deal_results_table(event.view, summary, last=scored - deals_seen))
-                # how the last one came to that (Klaberjass, Jo-Jotte), as clients.play --autoplay
-                why = render.last_deal_line(event.view, summary, label=f"deal {scored}")
-                if why is not None and scored - deals_seen == 1:
-                    console.print(why, markup=False)
-            deals_seen = scored
+            deals_seen = print_scored_deals(console, event.view, summary, deals_seen, table=True)
     return await spectator.summary()
 
 
