@@ -151,6 +151,7 @@ class PlayApp(ConnectionSign, App):
         self.board: Any = None  # the renderables on screen (for tests and screenshots)
         self.deals: Any = None
         self._shown_actions: list[str] = []
+        self._shown_labels: list[str] = []  # their labels as shown (_redraw)
         self._fitted_size: Any = None
         self._status_text = ""
         #: the server's clock, which the countdown's deadline is on (HEARTBEAT server_time)
@@ -279,12 +280,16 @@ class PlayApp(ConnectionSign, App):
         self.fit_deals()
         actions = self.query_one("#actions", OptionList)
         notations = [a.notation for a in view.legal_actions] if is_my_turn(view) else []
-        if notations != self._shown_actions:
+        # the labels too: the same actions read otherwise in another view ("exchange 7♥ for the
+        # turn-up J♥" in one deal, "... K♠" in the next)
+        labels = [render.action_text(a, view) for a in view.legal_actions] if notations else []
+        shown = [label.plain for label in labels]
+        if notations != self._shown_actions or shown != self._shown_labels:
             actions.clear_options()
-            actions.add_options([Option(Text(f"{i}. " if i < 10 else "   ").append_text(render.action_text(a, view)),
-                                        id=a.notation)
-                                 for i, a in enumerate(view.legal_actions if notations else [], start=1)])
+            actions.add_options([Option(Text(f"{i}. " if i < 10 else "   ").append_text(label), id=a.notation)
+                                 for i, (a, label) in enumerate(zip(view.legal_actions, labels), start=1)])
             self._shown_actions = notations
+            self._shown_labels = shown
             if notations:
                 actions.highlighted = 0
                 actions.focus()
