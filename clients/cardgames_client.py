@@ -95,6 +95,9 @@ _MAX_UNCLEAR_FAILURES = 3
 #: its trailer, and views grow past grpc's default limit (8 KiB, then 16 KiB hard: the call
 #: would fail with RESOURCE_EXHAUSTED and lose the view): allow as much as a response message.
 MAX_METADATA_BYTES = 4 * 1024 * 1024
+#: The channel's longest wait between attempts to reach an engine that is down (grpc's own
+#: default grows to 2 minutes); the Node library uses the same value.
+CHANNEL_MAX_RECONNECT_BACKOFF_MS = 1000
 
 T = TypeVar("T")
 
@@ -660,8 +663,9 @@ def connect(target: str, *, tls: bool = False, root_certificates: bytes | None =
         # While the engine is unreachable the channel waits between its own connection
         # attempts, growing to 2 minutes, and every call fails at once meanwhile: after a 20 s
         # outage the watch stream came back 6 s after the engine (its reopenings used up
-        # meanwhile). Capped as the library's own backoff, it comes back within about 2 s.
-        ("grpc.max_reconnect_backoff_ms", max(1000, int(retry.max_backoff_s * 1000))),
+        # meanwhile). Capped at a second (and a reopening waiting for the channel, see
+        # _pause), it comes back within about a second.
+        ("grpc.max_reconnect_backoff_ms", CHANNEL_MAX_RECONNECT_BACKOFF_MS),
     ]
     if tls or root_certificates:
         if server_name:
@@ -671,6 +675,28 @@ def connect(target: str, *, tls: bool = False, root_certificates: bytes | None =
     else:
         channel = grpc.aio.insecure_channel(target, options=options)
     return Client(channel, admin_token=admin_token, timeout_s=timeout_s, retry=retry, target=target)
+
+
+async def _pause(channel: grpc.aio.Channel, delay_s: float, error: CardGamesError | None) -> None:
+    """Wait ``delay_s`` before a stream is reopened, or less when the engine was unreachable
+    and the channel connects again meanwhile: the jittered delay then only made the stream
+    come back up to ``max_backoff_s`` after the engine (a CI run saw 3 s). A server's refusal
+    (a rate limit's RetryInfo) is waited out in full: the channel is up already."""
+    if error is None or error.code != grpc.StatusCode.UNAVAILABLE \
+            or channel.get_state() == grpc.ChannelConnectivity.READY:
+        await asyncio.sleep(delay_s)
+        return
+
+    async def connected() -> None:
+        state = channel.get_state(try_to_connect=True)
+        while state != grpc.ChannelConnectivity.READY:
+            await channel.wait_for_state_change(state)
+            state = channel.get_state(try_to_connect=True)
+
+    try:
+        await asyncio.wait_for(connected(), delay_s)
+    except asyncio.TimeoutError:
+        pass
 
 
 def _duration(seconds: float) -> duration_pb2.Duration:
@@ -824,7 +850,7 @@ class _Audience:
             delay_s = max(wait_s, self.client.retry.backoff(min(failures, 6)))
             down = True
             await _tell(on_connection, StreamState(RECONNECTING, failures + 1, max_failures, error, delay_s))
-            await asyncio.sleep(delay_s)
+            await _pause(self.client.channel, delay_s, error)
             failures += 1
 
 

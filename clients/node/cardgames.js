@@ -165,9 +165,9 @@ class Client {
       'grpc.keepalive_time_ms': 30000,
       'grpc.keepalive_timeout_ms': 10000,
       // the channel's own wait between connection attempts grows to 2 minutes while the engine
-      // is unreachable (calls fail at once meanwhile): capped as watch()'s backoff, a stream is
-      // back within about 2 s of the engine (as the Python library)
-      'grpc.max_reconnect_backoff_ms': 2000,
+      // is unreachable (calls fail at once meanwhile): capped at a second, a stream is back
+      // within about watch()'s backoff (2 s) of the engine (the Python library uses the same cap)
+      'grpc.max_reconnect_backoff_ms': 1000,
     };
     this.stub = new api.CardGamesService(target, credentials, channelOptions);
     this.timeoutMs = options.timeoutMs || 10000;
