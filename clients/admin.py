@@ -261,7 +261,7 @@ def inspect_lines(reply: Any) -> list["Text"]:
         for i, action in enumerate(view.legal_actions):
             if i:
                 legal.append(", ")
-            legal.append_text(render.action_text(action, view))
+            legal.append_text(render.action_text(action, view, summary))
             legal.append(f" [{action.notation}]", style="dim")
         lines.append(legal)
     for row in view.scores.totals:

@@ -282,7 +282,7 @@ class PlayApp(ConnectionSign, App):
         notations = [a.notation for a in view.legal_actions] if is_my_turn(view) else []
         # the labels too: the same actions read otherwise in another view ("exchange 7♥ for the
         # turn-up J♥" in one deal, "... K♠" in the next)
-        labels = [render.action_text(a, view) for a in view.legal_actions] if notations else []
+        labels = [render.action_text(a, view, self.summary) for a in view.legal_actions] if notations else []
         shown = [label.plain for label in labels]
         if notations != self._shown_actions or shown != self._shown_labels:
             actions.clear_options()

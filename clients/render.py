@@ -97,16 +97,32 @@ def exchange_cards(action: Any, table: Mapping[str, Any]) -> tuple[str | None, s
     return gives, table.get("turn_up")
 
 
-def joker_lead_text(card: str, mode: str, suit: str) -> Text:
+def joker_lead_text(card: str, mode: str, suit: str, trumpable: bool = False) -> Text:
     """A joker lead as what it does and what it demands of the named suit's holders:
     ``Joker1 takes: top ♠ due`` (Georgian Joker's ``high`` lead, GJ-5.4, and every Japanese
     Joker lead, JJK-5.4: the highest card of the suit must be given) or ``Joker1 under: any ♠
     due`` (``low``, GJ-5.5: any card of it, the joker declines the trick). It read "play Joker1
     high (takes), asks ♠", which said nothing of the highest-card duty and, 32 columns long,
-    wrapped in the actions' box of an 80-column terminal (23 columns beside its scrollbar)."""
+    wrapped in the actions' box of an 80-column terminal (23 columns beside its scrollbar).
+    ``trumpable`` (a high lead a trump may beat, GJ-6.6: :func:`high_lead_trumpable`) reads
+    ``Joker1 high: top ♠ due``: "takes" promised a trick that a trump could take instead."""
     low = mode == "JOKER_MODE_LOW"
-    out = card_text(card).append(" under: any " if low else " takes: top ")
+    out = card_text(card).append(" under: any " if low else " high: top " if trumpable else " takes: top ")
     return out.append_text(suit_text(suit)).append(" due")
+
+
+def high_lead_trumpable(view: Any | None, summary: Any | None, suit: str) -> bool:
+    """Whether a trump may beat a Georgian Joker ``high`` joker lead naming ``suit``: only
+    under the table option ``high_joker_lead_trumpable``, in a deal with a trump suit, when
+    the named suit is not the trump (GJ-6.6). The view does not carry the options: the
+    match's summary (None: unknown, the default rules) does."""
+    if view is None or summary is None or view.game != "georgian_joker":
+        return False
+    option = summary.options.get("high_joker_lead_trumpable")
+    if option is None or not option.bool_value:
+        return False
+    trump = struct_dict(view.table).get("trump")
+    return trump in ("S", "H", "D", "C") and trump != suit
 
 
 def column_play_note(card: str, view: Any) -> str:
@@ -122,11 +138,12 @@ def column_play_note(card: str, view: Any) -> str:
     return " (clears table)" if _per_seat(table.get("column_counts"), me, 0) == 2 else " (column)"
 
 
-def action_text(action: Any, view: Any | None = None) -> Text:
+def action_text(action: Any, view: Any | None = None, summary: Any | None = None) -> Text:
     """A human label for an Action message, from its structured fields (not its string);
     ``view`` (the one the action is legal in, or the view after an action event) lets an
     exchange name the two cards it swaps: Klaberjass's ``exchange`` names none, and Jo-Jotte's
-    ``exchange:7X`` read "exchange 7♥ for the turn-up" without the card it takes."""
+    ``exchange:7X`` read "exchange 7♥ for the turn-up" without the card it takes. ``summary``
+    (the match's, for its table options) says whether a high joker lead may be trumped."""
     kind = cards_pb2.ActionKind.Name(action.kind)
     if view is not None and view.game == "klaberjass" and action.notation in KLABERJASS_GLOSSES:
         # bare words whose meaning depends on the moment: "accept" answers a schmeiss here
@@ -142,7 +159,9 @@ def action_text(action: Any, view: Any | None = None) -> Text:
     if kind == "ACTION_KIND_PLAY":
         mode = cards_pb2.JokerMode.Name(action.joker_mode)
         if action.named_suit and action.card.code.startswith("X"):
-            return joker_lead_text(action.card.code, mode, _suit_letter(action.named_suit))
+            suit = _suit_letter(action.named_suit)
+            trumpable = mode == "JOKER_MODE_HIGH" and high_lead_trumpable(view, summary, suit)
+            return joker_lead_text(action.card.code, mode, suit, trumpable)
         if action.card.code.startswith("X") and mode == "JOKER_MODE_UNSPECIFIED":
             # Japanese Joker: a joker that follows always takes (JJK-5.2, 6.1), as its lead reads
             out.append_text(card_text(action.card.code)).append(" takes")
@@ -873,9 +892,11 @@ def event_text(event: Any, summary: Any | None, me: int | None) -> Text | None:
         if event.by == match_pb2.ACTOR_BOT and _is_bot_seat(summary, event.seat):
             actor = ""  # the seat's name already says it is a bot
         out = Text(f"{event.seq:>4} {who}{actor}: ", style="dim")
-        # the view names the cards of an exchange; the glosses of the calls are for the choice
-        context = event.view if event.HasField("view") and event.action.kind == cards_pb2.ACTION_KIND_EXCHANGE else None
-        out.append_text(action_text(event.action, context))
+        # the view names the cards of an exchange and a joker lead's trump; the glosses of the
+        # calls are for the choice
+        context = event.view if event.HasField("view") and (
+            event.action.kind == cards_pb2.ACTION_KIND_EXCHANGE or event.action.named_suit) else None
+        out.append_text(action_text(event.action, context, summary))
         if event.HasField("view") and event.view.game == "japanese_joker" and event.HasField("seat"):
             out.append(column_move_note(event.view, event.seat, event.action.notation, me), style="dim")
         if event.HasField("view") and event.HasField("seat"):

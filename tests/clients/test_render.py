@@ -620,6 +620,44 @@ def test_a_pulkas_premium_and_moshla_are_explained():
     assert len(render.deal_result_lines(japanese, None)) == 1
 
 
+def test_a_high_joker_lead_a_trump_may_beat_does_not_promise_the_trick():
+    """GJ-6.6 (table option ``high_joker_lead_trumpable``): a trump beats a high joker lead
+    naming a non-trump suit, so its label says "high", not "takes"; the lead naming the trump,
+    a no-trump deal and the default rules keep "takes". The play screen, the watch log and
+    the admin's inspect pass the match's summary for its options."""
+    from engine_service.transport.generated import card_games_pb2
+
+    lead = cards_pb2.Action(notation="play:X1:high:S", kind=cards_pb2.ACTION_KIND_PLAY, verb="play",
+                            card=cards_pb2.Card(code="X1", rank=cards_pb2.RANK_JOKER),
+                            joker_mode=cards_pb2.JOKER_MODE_HIGH, named_suit=cards_pb2.SUIT_SPADES)
+
+    def view(trump):
+        v = match_pb2.View(game="georgian_joker")
+        v.table.update({"trump": trump})
+        return v
+
+    def summary(**options):
+        s = match_pb2.MatchSummary(game="georgian_joker")
+        for name, value in options.items():
+            s.options[name].bool_value = value
+        return s
+
+    on = summary(high_joker_lead_trumpable=True)
+    assert render.action_text(lead, view("H"), on).plain == "Joker1 high: top ♠ due"
+    assert render.action_text(lead, view("S"), on).plain == "Joker1 takes: top ♠ due"  # names the trump
+    assert render.action_text(lead, view("NT"), on).plain == "Joker1 takes: top ♠ due"  # nothing to trump
+    assert render.action_text(lead, view("H"), summary()).plain == "Joker1 takes: top ♠ due"  # GJ-5.4
+    assert render.action_text(lead, view("H"), summary(high_joker_lead_trumpable=False)).plain \
+        == "Joker1 takes: top ♠ due"
+    low = cards_pb2.Action(notation="play:X1:low:S", kind=cards_pb2.ACTION_KIND_PLAY, verb="play",
+                           card=cards_pb2.Card(code="X1"), joker_mode=cards_pb2.JOKER_MODE_LOW,
+                           named_suit=cards_pb2.SUIT_SPADES)
+    assert render.action_text(low, view("H"), on).plain == "Joker1 under: any ♠ due"
+    event = card_games_pb2.WatchMatchResponse(kind=match_pb2.EVENT_KIND_ACTION, seq=7, seat=1, action=lead,
+                                              view=view("H"))
+    assert "Joker1 high: top ♠ due" in render.event_text(event, on, 0).plain
+
+
 def test_a_joker_says_what_it_does_and_what_its_lead_demands():
     """A joker lead said "asks ♠" whether the highest spade was due (GJ-5.4 ``high``, every
     Japanese Joker lead, JJK-5.4) or any spade (GJ-5.5 ``low``), and a Japanese Joker joker
