@@ -324,7 +324,10 @@ def in_process(capsys, monkeypatch, *argv: str, token: str | None = None) -> tup
 
 def test_usage_errors_exit_2(capsys, monkeypatch, tmp_path):
     for args in ([], ["list", "--status", "paused"], ["list", "--limit", "0"], ["inspect"], ["frobnicate"],
-                 ["terminate", UNKNOWN_ID]):  # --reason is required
+                 ["terminate", UNKNOWN_ID],  # --reason is required
+                 # a deadline gRPC would fail at once (DEADLINE_EXCEEDED, exit 1) is a typing error
+                 ["list", "--timeout", "0"], ["list", "--timeout", "-1"], ["--timeout", "nan", "list"],
+                 ["list", "--timeout", "inf"], ["list", "--timeout", "soon"]):
         status, out, err = in_process(capsys, monkeypatch, *args)
         assert status == 2 and "usage:" in err, (args, out, err)
 
