@@ -88,7 +88,17 @@ def console() -> "Console":
         raise UsageError("the readable output needs rich (pip install 'cardgames-engine[clients]'); "
                          "--json and export work without it") from None
     width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else PIPE_WIDTH
-    return Console(highlight=False, width=width)
+    out = Console(highlight=False, width=width)
+
+    def reader_left() -> None:
+        # rich's own answer to a closed pipe is SystemExit(1): `list | head` exited 1, "the
+        # API refused or failed", whenever the table outgrew the pipe's buffer. main()
+        # handles the reader leaving (exit 0, nothing more written), as for --json.
+        out.quiet = True
+        raise BrokenPipeError
+
+    out.on_broken_pipe = reader_left  # type: ignore[method-assign]
+    return out
 
 
 

@@ -268,6 +268,26 @@ def test_export_round_trips_through_replay_check(engine, tmp_path):
     assert "NOT_FOUND" in refused_line and not (tmp_path / "none.json").exists()
 
 
+def test_a_reader_that_leaves_early_is_not_an_error(engine):
+    """``list | head``: the reader closes the pipe before the output is written. The table
+    (rich, which answered a closed pipe with SystemExit(1)) and --json both exit 0 with
+    nothing on stderr: exit status 1 means the API refused or failed."""
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            for _ in range(3):
+                await client.create_match("klaberjass", seats=[None, None], turn_time_s=120)
+
+    run(scenario())
+    env = dict(os.environ, CARDGAMES_ADMIN_TOKEN=ADMIN_TOKEN, COLUMNS="250")
+    for args in (["list"], ["list", "--json"]):
+        process = subprocess.Popen([sys.executable, "-m", "clients.admin", "--target", engine.target, *args],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                   cwd=ROOT, env=env)
+        process.stdout.close()  # the reader is gone before the first line is written
+        err = process.stderr.read().decode()
+        assert process.wait(timeout=60) == 0 and err == "", (args, process.returncode, err)
+
+
 def test_unknown_match_is_not_found(engine):
     for args in (["inspect", UNKNOWN_ID], ["terminate", UNKNOWN_ID, "--reason", "x"], ["export", UNKNOWN_ID]):
         line = refused(admin(engine.target, *args))
