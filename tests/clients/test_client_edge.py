@@ -231,7 +231,8 @@ def test_rate_limited_errors_carry_the_retry_delay():
 ])
 def test_a_target_without_its_port_is_a_usage_error(module, args, capsys):
     """``--target host:`` (a port variable left empty in a script): gRPC takes port 443 for it
-    and the command waited on the wrong port, saying nothing. Every client refuses it as a
+    and the command waited on the wrong port, saying nothing; a port above 65535 likewise
+    (gRPC dials it modulo 65536). Every client refuses it as a
     usage error (exit 2) naming what is missing, and the library's connect() raises."""
     import importlib
 
@@ -244,3 +245,10 @@ def test_a_target_without_its_port_is_a_usage_error(module, args, capsys):
     assert "argument --target: '127.0.0.1:' has no port after its ':'" in capsys.readouterr().err
     with pytest.raises(ValueError, match="has no port"):
         connect("[::1]:")
+    # a port above 65535: gRPC dialled it modulo 65536 (99999: port 34463), another port
+    with pytest.raises(SystemExit) as info:
+        main(["--target", "127.0.0.1:99999", *args])
+    assert info.value.code == 2
+    assert "argument --target: '127.0.0.1:99999' has port 99999, above 65535" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="above 65535"):
+        connect("[::1]:65536")
