@@ -59,6 +59,19 @@ def _cursor_id(match_id: Any) -> bool:
             and match_id.isprintable())
 
 
+def _cursor_time(value: Any) -> float | None:
+    """A token's ``c`` as a finite float, or None. JSON integers have no bound: a forged
+    ``1`` followed by 400 zeros has no float (OverflowError, and the listing failed
+    INTERNAL), so the conversion is checked rather than assumed."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        at = float(value)
+    except OverflowError:
+        return None
+    return at if math.isfinite(at) else None
+
+
 def decode_page_token(token: str, listing: str, filters: Mapping[str, str]) -> tuple[float, str] | None:
     """The ``(created_at, match_id)`` cursor of ``token`` ("": None, the first page).
 
@@ -75,11 +88,10 @@ def decode_page_token(token: str, listing: str, filters: Mapping[str, str]) -> t
         raise _bad("is not a page token of this listing") from None
     if (not isinstance(body, dict) or set(body) != {"l", "f", "c", "m"} or body["l"] not in LISTINGS
             or not isinstance(body["f"], dict) or not _cursor_id(body["m"])
-            or isinstance(body["c"], bool) or not isinstance(body["c"], (int, float))
-            or not math.isfinite(body["c"])):
+            or _cursor_time(body["c"]) is None):
         raise _bad("is not a page token of this listing")
     if body["l"] != listing:
         raise _bad("is not a page token of this listing")
     if body["f"] != dict(filters):
         raise _bad("was issued for other filters")
-    return float(body["c"]), body["m"]
+    return _cursor_time(body["c"]), body["m"]

@@ -41,6 +41,7 @@ def _body(**changes) -> str:
     # a cursor id no store takes: a lone surrogate (SQLite's UTF-8 encoding failed, INTERNAL),
     # a NUL or another control character (PostgreSQL refuses NUL), longer than any match id
     _body(m="\ud800"), _body(m="m\x001"), _body(m="m\n1"), _body(m="m" * 65),
+    _body(c=10 ** 400),  # a JSON integer no float holds (OverflowError: INTERNAL)
 ])
 def test_a_token_not_for_this_listing_is_refused(token):
     with pytest.raises(BadRequest) as refused:
