@@ -871,7 +871,11 @@ class MatchManager:
         m = self._matches.get(match_id)
         if m is not None:
             return m
-        if not isinstance(match_id, str) or not match_id or len(match_id) > MAX_MATCH_ID_LENGTH:
+        # An id no match can have is not looked up: PostgreSQL refuses a NUL in a text
+        # parameter, and GetMatch("a\x00b") was UNAVAILABLE / STORE_UNAVAILABLE (a client
+        # retries that) and logged a store failure, where SQLite says NOT_FOUND.
+        if (not isinstance(match_id, str) or not match_id or len(match_id) > MAX_MATCH_ID_LENGTH
+                or not match_id.isprintable()):
             raise MatchNotFound("no such match")
         async with self._load_lock:
             m = self._matches.get(match_id)
