@@ -41,7 +41,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import os
 import re
 import sys
@@ -58,8 +57,8 @@ if __name__ == "__main__":
 
 import grpc  # noqa: E402
 
-from .cardgames_client import (AdminClient, CardGamesError, MatchSummary, connect, python_value, struct_value,
-                               target_arg)
+from .cardgames_client import (AdminClient, CardGamesError, MatchSummary, connect, python_value, seconds_arg,
+                               struct_value, target_arg)
 from engine_service.transport.generated import match_pb2
 
 if TYPE_CHECKING:
@@ -495,7 +494,7 @@ def _connection_options(p: argparse.ArgumentParser, top: bool) -> None:
                    help=f"file holding the admin token ('-': standard input); default: the "
                    f"environment variable {TOKEN_ENV}")
     p.add_argument("--admin-token", action=_RefusePlainToken, help=argparse.SUPPRESS)
-    p.add_argument("--timeout", type=_seconds, default=default(10.0), metavar="SECONDS",
+    p.add_argument("--timeout", type=seconds_arg, default=default(10.0), metavar="SECONDS",
                    help="deadline of the call (default 10)")
 
 
@@ -506,19 +505,6 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
-    return value
-
-
-def _seconds(text: str) -> float:
-    """A call's deadline: a finite number of seconds above zero. gRPC takes 0, a negative
-    number, ``nan`` and even ``inf`` and fails the call at once with DEADLINE_EXCEEDED: the
-    command answered exit status 1, "the API failed", for what is a typing error."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError("must be a number of seconds above 0")
     return value
 
 

@@ -56,6 +56,7 @@ import argparse
 import asyncio
 import hashlib
 import inspect
+import math
 import random
 import time
 import uuid
@@ -638,6 +639,20 @@ def target_arg(text: str) -> str:
     if problem:
         raise argparse.ArgumentTypeError(f"{text!r} {problem} (host:port, e.g. 127.0.0.1:50051)")
     return text
+
+
+def seconds_arg(text: str) -> float:
+    """argparse ``type`` of the clients' ``--timeout``: a call's deadline, a finite number of
+    seconds above zero. gRPC takes 0, a negative number, ``nan`` and even ``inf`` and fails
+    the call at once with DEADLINE_EXCEEDED: the command exited 1, as if the engine had failed
+    (clients.admin) or were unhealthy (clients.health), for what is a typing error."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError("must be a number of seconds above 0")
+    return value
 
 
 def _target_problem(target: str) -> str | None:

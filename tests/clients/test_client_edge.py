@@ -225,6 +225,22 @@ def test_rate_limited_errors_carry_the_retry_delay():
     run(scenario())
 
 
+@pytest.mark.parametrize("module", ["clients.admin", "clients.health"])
+@pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf", "soon"])
+def test_a_timeout_grpc_would_expire_at_once_is_a_usage_error(module, timeout, capsys):
+    """``--timeout 0`` (or negative, nan, inf): gRPC fails the call at once with
+    DEADLINE_EXCEEDED, and the command exited 1, as if the engine had failed or were
+    unhealthy; it is a usage error (exit 2) naming the option."""
+    import importlib
+
+    main = importlib.import_module(module).main
+    args = ["list"] if module == "clients.admin" else []
+    with pytest.raises(SystemExit) as info:
+        main(["--target", "127.0.0.1:1", "--timeout", timeout, *args])
+    assert info.value.code == 2
+    assert "argument --timeout: " in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("module,args", [
     ("clients.admin", ["list"]), ("clients.health", []), ("clients.play", ["--list"]),
     ("clients.watch", ["MATCH"]), ("clients.remote_bot", []),
