@@ -243,6 +243,15 @@ def summary_lines(summary: MatchSummary) -> list["Text"]:
         if result.get("reason"):
             line += f" ({result['reason']})"
         line += f"; winners {winners}; totals {result.get('totals')}"
+        # The seats the result names besides the winners: who resigned or forfeited, who was
+        # absent, whose player left (a bot played on, GJ-12.4, and may be among the winners;
+        # what that means for prizes is the organizer's call). Only --json showed them.
+        for key in ("resigned", "forfeited", "absent", "abandoned"):
+            seats = result.get(key)
+            if seats is None or seats == []:
+                continue
+            seats = seats if isinstance(seats, list) else [seats]
+            line += f"; {key} " + ", ".join(render.seat_name(summary, s) for s in seats)
         lines.append(Text(line))
     return lines
 

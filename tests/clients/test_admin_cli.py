@@ -437,3 +437,31 @@ def test_seat_text_says_a_player_left_for_good_apart_from_one_who_is_away():
                               replaced_by_bot=True, left=True)
     assert seat_text(away) == "1 bob (away, bot heuristic plays)"
     assert seat_text(gone) == "2 cy (left, a bot plays)"
+
+
+def test_the_result_line_names_who_resigned_forfeited_was_absent_or_left():
+    """inspect's and terminate's result line: the seats the result names besides the winners
+    (``resigned``/``forfeited`` a seat number, seat 0 included; ``absent``/``abandoned``
+    lists), by name: an organizer deciding standings or prizes needs them (a Georgian Joker
+    seat whose player left may win, GJ-12.4), and the line gave only winners and totals."""
+    from google.protobuf import struct_pb2
+
+    def line(result: dict) -> str:
+        s = struct_pb2.Struct()
+        s.update(result)
+        m = match_pb2.MatchSummary(match_id="m1", game="georgian_joker", result=s, seats=[
+            match_pb2.SeatInfo(seat=i, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name=n)
+            for i, n in enumerate(["ada", "bob", "cy", "dee"])])
+        (last,) = [t.plain for t in admin_cli.summary_lines(m) if t.plain.startswith("result:")]
+        return last
+
+    assert line({"outcome": "completed", "winners": [1], "totals": [1, 2, 3, 4], "over": True,
+                 "abandoned": [1, 3]}).endswith("; winners bob; totals [1, 2, 3, 4]; abandoned bob, dee")
+    assert line({"outcome": "resigned", "winners": [1], "totals": [0, 0], "over": True,
+                 "resigned": 0}).endswith("; resigned ada")
+    assert line({"outcome": "forfeit", "winners": [0], "totals": [0, 0], "over": True,
+                 "forfeited": 1}).endswith("; forfeited bob")
+    assert line({"outcome": "abandoned", "winners": [], "totals": [0, 0, 0, 0], "over": True,
+                 "absent": [0, 1, 2, 3]}).endswith("; absent ada, bob, cy, dee")
+    assert line({"outcome": "terminated", "reason": "late", "winners": [], "totals": [0, 0, 0, 0],
+                 "over": True}) == "result: terminated (late); winners none; totals [0, 0, 0, 0]"
