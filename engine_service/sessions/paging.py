@@ -86,12 +86,12 @@ def decode_page_token(token: str, listing: str, filters: Mapping[str, str]) -> t
         body: Any = json.loads(raw.decode("utf-8"))
     except (binascii.Error, ValueError, UnicodeDecodeError):
         raise _bad("is not a page token of this listing") from None
+    at = _cursor_time(body.get("c")) if isinstance(body, dict) else None
     if (not isinstance(body, dict) or set(body) != {"l", "f", "c", "m"} or body["l"] not in LISTINGS
-            or not isinstance(body["f"], dict) or not _cursor_id(body["m"])
-            or _cursor_time(body["c"]) is None):
+            or not isinstance(body["f"], dict) or not _cursor_id(body["m"]) or at is None):
         raise _bad("is not a page token of this listing")
     if body["l"] != listing:
         raise _bad("is not a page token of this listing")
     if body["f"] != dict(filters):
         raise _bad("was issued for other filters")
-    return _cursor_time(body["c"]), body["m"]
+    return at, body["m"]
