@@ -57,8 +57,8 @@ if __name__ == "__main__":
 
 import grpc  # noqa: E402
 
-from .cardgames_client import (AdminClient, CardGamesError, MatchSummary, connect, python_value, struct_value,
-                               target_arg)
+from .cardgames_client import (AdminClient, CardGamesError, MatchSummary, connect, python_value, seconds_arg,
+                               struct_value, target_arg)
 from engine_service.transport.generated import match_pb2
 
 if TYPE_CHECKING:
@@ -87,7 +87,17 @@ def console() -> "Console":
         raise UsageError("the readable output needs rich (pip install 'cardgames-engine[clients]'); "
                          "--json and export work without it") from None
     width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else PIPE_WIDTH
-    return Console(highlight=False, width=width)
+    out = Console(highlight=False, width=width)
+
+    def reader_left() -> None:
+        # rich's own answer to a closed pipe is SystemExit(1): `list | head` exited 1, "the
+        # API refused or failed", whenever the table outgrew the pipe's buffer. main()
+        # handles the reader leaving (exit 0, nothing more written), as for --json.
+        out.quiet = True
+        raise BrokenPipeError
+
+    out.on_broken_pipe = reader_left  # type: ignore[method-assign]
+    return out
 
 
 
@@ -233,6 +243,15 @@ def summary_lines(summary: MatchSummary) -> list["Text"]:
         if result.get("reason"):
             line += f" ({result['reason']})"
         line += f"; winners {winners}; totals {result.get('totals')}"
+        # The seats the result names besides the winners: who resigned or forfeited, who was
+        # absent, whose player left (a bot played on, GJ-12.4, and may be among the winners;
+        # what that means for prizes is the organizer's call). Only --json showed them.
+        for key in ("resigned", "forfeited", "absent", "abandoned"):
+            seats = result.get(key)
+            if seats is None or seats == []:
+                continue
+            seats = seats if isinstance(seats, list) else [seats]
+            line += f"; {key} " + ", ".join(render.seat_name(summary, s) for s in seats)
         lines.append(Text(line))
     return lines
 
@@ -484,7 +503,7 @@ def _connection_options(p: argparse.ArgumentParser, top: bool) -> None:
                    help=f"file holding the admin token ('-': standard input); default: the "
                    f"environment variable {TOKEN_ENV}")
     p.add_argument("--admin-token", action=_RefusePlainToken, help=argparse.SUPPRESS)
-    p.add_argument("--timeout", type=float, default=default(10.0), metavar="SECONDS",
+    p.add_argument("--timeout", type=seconds_arg, default=default(10.0), metavar="SECONDS",
                    help="deadline of the call (default 10)")
 
 

@@ -56,6 +56,7 @@ import argparse
 import asyncio
 import hashlib
 import inspect
+import math
 import random
 import time
 import uuid
@@ -634,9 +635,39 @@ def target_arg(text: str) -> str:
     ``:``, refused as a usage error otherwise (:func:`connect` would raise ValueError)."""
     if not text.strip():
         raise argparse.ArgumentTypeError("the target is empty (host:port, e.g. 127.0.0.1:50051)")
-    if text.endswith(":"):
-        raise argparse.ArgumentTypeError(f"{text!r} has no port after its ':' (host:port, e.g. 127.0.0.1:50051)")
+    problem = _target_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(f"{text!r} {problem} (host:port, e.g. 127.0.0.1:50051)")
     return text
+
+
+def seconds_arg(text: str) -> float:
+    """argparse ``type`` of the clients' ``--timeout``: a call's deadline, a finite number of
+    seconds above zero. gRPC takes 0, a negative number, ``nan`` and even ``inf`` and fails
+    the call at once with DEADLINE_EXCEEDED: the command exited 1, as if the engine had failed
+    (clients.admin) or were unhealthy (clients.health), for what is a typing error."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError("must be a number of seconds above 0")
+    return value
+
+
+def _target_problem(target: str) -> str | None:
+    """What is wrong with the port of ``target``, or None. gRPC does not refuse either case:
+    it takes port 443 for ``host:``, and a port above 65535 modulo 65536 (``:99999`` dialled
+    port 34463), so the call waited on, or reached, another port than the one meant. The
+    text after the last ``:`` is the port when it is all digits (a URI such as
+    ``unix:/path`` or a bare IPv6 address ends otherwise; an IPv6 group has at most four
+    digits, so never a number above 65535)."""
+    if target.endswith(":"):
+        return "has no port after its ':'"
+    port = target.rpartition(":")[2]
+    if port.isascii() and port.isdigit() and int(port) > 65535:
+        return f"has port {port}, above 65535"
+    return None
 
 
 def connect(target: str, *, tls: bool = False, root_certificates: bytes | None = None,
@@ -647,11 +678,13 @@ def connect(target: str, *, tls: bool = False, root_certificates: bytes | None =
     ``tls``: encrypt and verify the server (``root_certificates``: PEM roots, default the
     system's; ``server_name``: the name to verify when it differs from the target's host).
     The channel connects lazily; :meth:`Client.wait_ready` waits for it. A target ending in
-    ``:`` (``host:``, a port left out of a script's variable) is a ValueError: gRPC would
-    take port 443 for it, and the call would wait on the wrong port without a word.
+    ``:`` (``host:``, a port left out of a script's variable) or with a port above 65535 is a
+    ValueError: gRPC would take port 443 for the first, the port modulo 65536 for the second,
+    and the call would wait on (or reach) the wrong port without a word.
     """
-    if target.endswith(":"):
-        raise ValueError(f"the target {target!r} has no port after its ':' (host:port, e.g. 127.0.0.1:50051)")
+    problem = _target_problem(target)
+    if problem:
+        raise ValueError(f"the target {target!r} {problem} (host:port, e.g. 127.0.0.1:50051)")
     options: list[tuple[str, Any]] = [
         # Watch streams are long-lived: ping so that a dead connection is noticed (and the
         # stream resumed) within a minute, not at the next TCP timeout.

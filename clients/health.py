@@ -27,7 +27,7 @@ if __name__ == "__main__":
 import grpc  # noqa: E402
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from .cardgames_client import target_arg  # noqa: E402
+from .cardgames_client import seconds_arg, target_arg  # noqa: E402
 
 DEFAULT_PORT = 50051
 
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="host:port of the engine (default: 127.0.0.1:$CARDGAMES_PORT or 50051)")
     parser.add_argument("--service", default="",
                         help="service name to ask about (default: the whole server)")
-    parser.add_argument("--timeout", type=float, default=3.0, help="seconds to wait for the answer")
+    parser.add_argument("--timeout", type=seconds_arg, default=3.0, help="seconds to wait for the answer")
     parser.add_argument("--tls", action="store_true", help="connect with TLS")
     parser.add_argument("--ca", metavar="FILE", help="PEM root certificate(s) for --tls (default: system roots)")
     parser.add_argument("--server-name", help="TLS server name to verify instead of the target's host")

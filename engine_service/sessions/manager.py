@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import math
 import time
 from dataclasses import replace
 from typing import Any, AsyncIterator, Awaitable, Callable, Protocol, TypeVar
@@ -125,8 +126,10 @@ class MatchManager:
         # client_create_id hash -> the id of the held match it created (the store knows the rest)
         self._created_ids: dict[str, str] = {}
         self._creating_ids: dict[str, asyncio.Event] = {}  # ids whose create_match is under way
-        # listed matches registered while waiting (list_open_matches drops those that started)
-        self._lobby: dict[str, LiveMatch] = {}
+        # listed matches registered while waiting (list_open_matches drops those that started),
+        # each with its place in the lobby's order (_lobby_key); the greatest place given
+        self._lobby: dict[str, tuple[tuple[float, str], LiveMatch]] = {}
+        self._lobby_last = -math.inf
         self._load_lock = asyncio.Lock()
         self._creating = {"waiting": 0, "active": 0}  # create_match calls awaiting the store
         self._tasks: set[asyncio.Task] = set()
@@ -563,9 +566,10 @@ class MatchManager:
 
     def open_matches_page(self, game: str = "", limit: int = 50, page_token: str = "") -> Page:
         """The lobby: matches created ``listed`` that wait for players and have a seat free,
-        oldest first (the table waiting longest fills first), at most ``limit`` (1..100) a
-        page, after the match ``page_token`` ends at (paging.py: keyset, so a match created
-        meanwhile comes on a later page and none is listed twice or skipped).
+        oldest first (the table waiting longest fills first; by each table's place,
+        :meth:`_lobby_key`), at most ``limit`` (1..100) a page, after the place ``page_token``
+        ends at (paging.py: keyset, so a match created meanwhile comes on a later page and
+        none is listed twice or skipped).
         Every waiting match is held in memory (start() resumes them), so this reads no store,
         and only the listed ones are looked at (``_lobby``); a summary holds only what any
         caller may know (GetMatch gives the same)."""
@@ -574,16 +578,14 @@ class MatchManager:
             get_game(game)
         after = decode_page_token(page_token, "lobby", {"game": game})
         limit = max(1, min(int(limit or 50), 100))
-        for match_id in [i for i, m in self._lobby.items() if m.status != "waiting"]:
+        for match_id in [i for i, (_, m) in self._lobby.items() if m.status != "waiting"]:
             del self._lobby[match_id]  # a match never waits again once it has started or ended
-        open_tables = [m for m in self._lobby.values()
-                       if (not game or m.game.id == game) and m.open_seats()
-                       and (after is None or (m.created_at, m.match_id) > after)]
-        open_tables.sort(key=lambda m: (m.created_at, m.match_id))
+        open_tables = [(key, m) for key, m in self._lobby.values()
+                       if (not game or m.game.id == game) and m.open_seats() and (after is None or key > after)]
+        open_tables.sort(key=lambda table: table[0])
         page = open_tables[:limit]
-        token = (encode_page_token("lobby", {"game": game}, page[-1].created_at, page[-1].match_id)
-                 if len(open_tables) > limit else "")
-        return Page([m.summary() for m in page], token)
+        token = encode_page_token("lobby", {"game": game}, *page[-1][0]) if len(open_tables) > limit else ""
+        return Page([m.summary() for _, m in page], token)
 
     async def list_matches(self, status: str = "", game: str = "", limit: int = 100) -> list[MatchSummary]:
         """The first page of the admin's listing (:meth:`matches_page`)."""
@@ -851,12 +853,24 @@ class MatchManager:
         if m.create_hash:
             self._created_ids[m.create_hash] = m.match_id
         if m.listed and m.status == "waiting":
-            self._lobby[m.match_id] = m
+            self._lobby[m.match_id] = (self._lobby_key(m), m)
         for slot in m.seats:
             if slot.token_hash:
                 self._tokens[slot.token_hash] = (m.match_id, slot.seat)
         if not m.over:
             self.metrics.matches_active.labels(m.game.id, m.status).inc()
+
+    def _lobby_key(self, m: LiveMatch) -> tuple[float, str]:
+        """The place of a table joining the lobby: its order and its page cursor. Its creation
+        time, unless a table already there has that time or a later one: then just after the
+        latest. A creation's time is taken before its store write, and writes may return in
+        any order (a PostgreSQL pool): a table written after a newer one would join the lobby
+        behind a cursor already past it and be listed on no later page. Placed last, it comes
+        on a later page, as docs/api.md says ("it is the newest"). Resumed tables join in
+        creation order, so their places are their creation times."""
+        at = max(m.created_at, math.nextafter(self._lobby_last, math.inf))
+        self._lobby_last = at
+        return at, m.match_id
 
     def _unregister(self, m: LiveMatch) -> None:
         self._matches.pop(m.match_id, None)
@@ -871,7 +885,11 @@ class MatchManager:
         m = self._matches.get(match_id)
         if m is not None:
             return m
-        if not isinstance(match_id, str) or not match_id or len(match_id) > MAX_MATCH_ID_LENGTH:
+        # An id no match can have is not looked up: PostgreSQL refuses a NUL in a text
+        # parameter, and GetMatch("a\x00b") was UNAVAILABLE / STORE_UNAVAILABLE (a client
+        # retries that) and logged a store failure, where SQLite says NOT_FOUND.
+        if (not isinstance(match_id, str) or not match_id or len(match_id) > MAX_MATCH_ID_LENGTH
+                or not match_id.isprintable()):
             raise MatchNotFound("no such match")
         async with self._load_lock:
             m = self._matches.get(match_id)

@@ -28,6 +28,10 @@ from .api import BadRequest
 #: of the longest (128 characters); longer is not one of ours, refused before decoding.
 MAX_TOKEN_CHARS = 1024
 
+#: The longest match id a cursor may hold: the longest the manager looks up (its
+#: MAX_MATCH_ID_LENGTH); the server's ids have 16 characters.
+MAX_CURSOR_ID_CHARS = 64
+
 #: The listings a token may belong to: a lobby token does not page the admin's listing.
 LISTINGS = ("matches", "lobby")
 
@@ -46,6 +50,28 @@ def _bad(why: str) -> BadRequest:
                       "filters, or none for the first page", reason="BAD_PAGE_TOKEN", field="page_token")
 
 
+def _cursor_id(match_id: Any) -> bool:
+    """Whether a token's ``m`` may be a match id. JSON lets a forged token carry any string,
+    and the stores cannot take them all: a lone surrogate ("\\ud800") does not encode to UTF-8
+    (the listing failed INTERNAL), a NUL is refused by PostgreSQL (UNAVAILABLE); a token
+    holding one must be BAD_PAGE_TOKEN like any other that is not ours."""
+    return (isinstance(match_id, str) and 0 < len(match_id) <= MAX_CURSOR_ID_CHARS
+            and match_id.isprintable())
+
+
+def _cursor_time(value: Any) -> float | None:
+    """A token's ``c`` as a finite float, or None. JSON integers have no bound: a forged
+    ``1`` followed by 400 zeros has no float (OverflowError, and the listing failed
+    INTERNAL), so the conversion is checked rather than assumed."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        at = float(value)
+    except OverflowError:
+        return None
+    return at if math.isfinite(at) else None
+
+
 def decode_page_token(token: str, listing: str, filters: Mapping[str, str]) -> tuple[float, str] | None:
     """The ``(created_at, match_id)`` cursor of ``token`` ("": None, the first page).
 
@@ -60,13 +86,12 @@ def decode_page_token(token: str, listing: str, filters: Mapping[str, str]) -> t
         body: Any = json.loads(raw.decode("utf-8"))
     except (binascii.Error, ValueError, UnicodeDecodeError):
         raise _bad("is not a page token of this listing") from None
+    at = _cursor_time(body.get("c")) if isinstance(body, dict) else None
     if (not isinstance(body, dict) or set(body) != {"l", "f", "c", "m"} or body["l"] not in LISTINGS
-            or not isinstance(body["f"], dict) or not isinstance(body["m"], str) or not body["m"]
-            or isinstance(body["c"], bool) or not isinstance(body["c"], (int, float))
-            or not math.isfinite(body["c"])):
+            or not isinstance(body["f"], dict) or not _cursor_id(body["m"]) or at is None):
         raise _bad("is not a page token of this listing")
     if body["l"] != listing:
         raise _bad("is not a page token of this listing")
     if body["f"] != dict(filters):
         raise _bad("was issued for other filters")
-    return float(body["c"]), body["m"]
+    return at, body["m"]

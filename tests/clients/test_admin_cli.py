@@ -268,6 +268,26 @@ def test_export_round_trips_through_replay_check(engine, tmp_path):
     assert "NOT_FOUND" in refused_line and not (tmp_path / "none.json").exists()
 
 
+def test_a_reader_that_leaves_early_is_not_an_error(engine):
+    """``list | head``: the reader closes the pipe before the output is written. The table
+    (rich, which answered a closed pipe with SystemExit(1)) and --json both exit 0 with
+    nothing on stderr: exit status 1 means the API refused or failed."""
+    async def scenario():
+        async with cg.connect(engine.target) as client:
+            for _ in range(3):
+                await client.create_match("klaberjass", seats=[None, None], turn_time_s=120)
+
+    run(scenario())
+    env = dict(os.environ, CARDGAMES_ADMIN_TOKEN=ADMIN_TOKEN, COLUMNS="250")
+    for args in (["list"], ["list", "--json"]):
+        process = subprocess.Popen([sys.executable, "-m", "clients.admin", "--target", engine.target, *args],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                   cwd=ROOT, env=env)
+        process.stdout.close()  # the reader is gone before the first line is written
+        err = process.stderr.read().decode()
+        assert process.wait(timeout=60) == 0 and err == "", (args, process.returncode, err)
+
+
 def test_unknown_match_is_not_found(engine):
     for args in (["inspect", UNKNOWN_ID], ["terminate", UNKNOWN_ID, "--reason", "x"], ["export", UNKNOWN_ID]):
         line = refused(admin(engine.target, *args))
@@ -324,7 +344,10 @@ def in_process(capsys, monkeypatch, *argv: str, token: str | None = None) -> tup
 
 def test_usage_errors_exit_2(capsys, monkeypatch, tmp_path):
     for args in ([], ["list", "--status", "paused"], ["list", "--limit", "0"], ["inspect"], ["frobnicate"],
-                 ["terminate", UNKNOWN_ID]):  # --reason is required
+                 ["terminate", UNKNOWN_ID],  # --reason is required
+                 # a deadline gRPC would fail at once (DEADLINE_EXCEEDED, exit 1) is a typing error
+                 ["list", "--timeout", "0"], ["list", "--timeout", "-1"], ["--timeout", "nan", "list"],
+                 ["list", "--timeout", "inf"], ["list", "--timeout", "soon"]):
         status, out, err = in_process(capsys, monkeypatch, *args)
         assert status == 2 and "usage:" in err, (args, out, err)
 
@@ -414,3 +437,31 @@ def test_seat_text_says_a_player_left_for_good_apart_from_one_who_is_away():
                               replaced_by_bot=True, left=True)
     assert seat_text(away) == "1 bob (away, bot heuristic plays)"
     assert seat_text(gone) == "2 cy (left, a bot plays)"
+
+
+def test_the_result_line_names_who_resigned_forfeited_was_absent_or_left():
+    """inspect's and terminate's result line: the seats the result names besides the winners
+    (``resigned``/``forfeited`` a seat number, seat 0 included; ``absent``/``abandoned``
+    lists), by name: an organizer deciding standings or prizes needs them (a Georgian Joker
+    seat whose player left may win, GJ-12.4), and the line gave only winners and totals."""
+    from google.protobuf import struct_pb2
+
+    def line(result: dict) -> str:
+        s = struct_pb2.Struct()
+        s.update(result)
+        m = match_pb2.MatchSummary(match_id="m1", game="georgian_joker", result=s, seats=[
+            match_pb2.SeatInfo(seat=i, kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name=n)
+            for i, n in enumerate(["ada", "bob", "cy", "dee"])])
+        (last,) = [t.plain for t in admin_cli.summary_lines(m) if t.plain.startswith("result:")]
+        return last
+
+    assert line({"outcome": "completed", "winners": [1], "totals": [1, 2, 3, 4], "over": True,
+                 "abandoned": [1, 3]}).endswith("; winners bob; totals [1, 2, 3, 4]; abandoned bob, dee")
+    assert line({"outcome": "resigned", "winners": [1], "totals": [0, 0], "over": True,
+                 "resigned": 0}).endswith("; resigned ada")
+    assert line({"outcome": "forfeit", "winners": [0], "totals": [0, 0], "over": True,
+                 "forfeited": 1}).endswith("; forfeited bob")
+    assert line({"outcome": "abandoned", "winners": [], "totals": [0, 0, 0, 0], "over": True,
+                 "absent": [0, 1, 2, 3]}).endswith("; absent ada, bob, cy, dee")
+    assert line({"outcome": "terminated", "reason": "late", "winners": [], "totals": [0, 0, 0, 0],
+                 "over": True}) == "result: terminated (late); winners none; totals [0, 0, 0, 0]"

@@ -225,13 +225,30 @@ def test_rate_limited_errors_carry_the_retry_delay():
     run(scenario())
 
 
+@pytest.mark.parametrize("module", ["clients.admin", "clients.health"])
+@pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf", "soon"])
+def test_a_timeout_grpc_would_expire_at_once_is_a_usage_error(module, timeout, capsys):
+    """``--timeout 0`` (or negative, nan, inf): gRPC fails the call at once with
+    DEADLINE_EXCEEDED, and the command exited 1, as if the engine had failed or were
+    unhealthy; it is a usage error (exit 2) naming the option."""
+    import importlib
+
+    main = importlib.import_module(module).main
+    args = ["list"] if module == "clients.admin" else []
+    with pytest.raises(SystemExit) as info:
+        main(["--target", "127.0.0.1:1", "--timeout", timeout, *args])
+    assert info.value.code == 2
+    assert "argument --timeout: " in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("module,args", [
     ("clients.admin", ["list"]), ("clients.health", []), ("clients.play", ["--list"]),
     ("clients.watch", ["MATCH"]), ("clients.remote_bot", []),
 ])
 def test_a_target_without_its_port_is_a_usage_error(module, args, capsys):
     """``--target host:`` (a port variable left empty in a script): gRPC takes port 443 for it
-    and the command waited on the wrong port, saying nothing. Every client refuses it as a
+    and the command waited on the wrong port, saying nothing; a port above 65535 likewise
+    (gRPC dials it modulo 65536). Every client refuses it as a
     usage error (exit 2) naming what is missing, and the library's connect() raises."""
     import importlib
 
@@ -244,3 +261,10 @@ def test_a_target_without_its_port_is_a_usage_error(module, args, capsys):
     assert "argument --target: '127.0.0.1:' has no port after its ':'" in capsys.readouterr().err
     with pytest.raises(ValueError, match="has no port"):
         connect("[::1]:")
+    # a port above 65535: gRPC dialled it modulo 65536 (99999: port 34463), another port
+    with pytest.raises(SystemExit) as info:
+        main(["--target", "127.0.0.1:99999", *args])
+    assert info.value.code == 2
+    assert "argument --target: '127.0.0.1:99999' has port 99999, above 65535" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="above 65535"):
+        connect("[::1]:65536")

@@ -124,3 +124,46 @@ def test_nothing_private_is_shown_before_the_start_and_nobody_is_to_act():
         text = repr(view)
         assert not any(card in text for hand in hands for card in hand)
     assert started["hand"] == hands[0] and started["to_act"] is not None
+
+
+def test_a_table_whose_creation_is_written_last_comes_on_a_later_page():
+    """A creation's time is taken before its store write, and writes may return in any order
+    (a PostgreSQL pool): a table created first and written last joined the lobby behind the
+    cursor of a page read meanwhile, and paging on never listed it. It comes on a later page
+    (docs/api.md, Paging: "it is the newest"); every table is listed once."""
+    import asyncio
+
+    from engine_service.store.memory import MemoryStore
+
+    class FirstWriteLast(MemoryStore):
+        """The first match's create_match returns once ``release`` is set."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.release: asyncio.Event | None = None
+
+        async def create_match(self, record, decks=()):
+            if self.release is None:
+                self.release = asyncio.Event()
+                await self.release.wait()
+            return await super().create_match(record, decks)
+
+    async def go():
+        store = FirstWriteLast()
+        async with manager(store=store) as mgr:
+            listed = CreateMatchRequest(game="klaberjass", listed=True)
+            slow = asyncio.ensure_future(mgr.create_match(listed))
+            await asyncio.sleep(0.01)  # its time is taken, its write waits
+            later = [await mgr.create_match(listed) for _ in range(2)]
+            first = mgr.open_matches_page(limit=1)
+            store.release.set()
+            written_last = await slow
+            seen, token = _ids(first.matches), first.next_page_token
+            while token:
+                page = mgr.open_matches_page(limit=1, page_token=token)
+                seen, token = seen + _ids(page.matches), page.next_page_token
+            return written_last, later, seen, _ids(mgr.list_open_matches())
+
+    written_last, later, seen, whole = run(go())
+    assert written_last.created_at < later[0].created_at  # created first
+    assert seen == [later[0].match_id, later[1].match_id, written_last.match_id] == whole

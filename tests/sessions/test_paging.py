@@ -1,7 +1,7 @@
 """Page tokens (engine_service/sessions/paging.py): the cursor comes back exactly (a creation
 time off by one unit in the last place would repeat or skip the match at the page's edge),
 and a token is refused (BAD_PAGE_TOKEN, field page_token) for other filters, the other
-listing, or a body that is not one of ours."""
+listing, or a body that is not one of ours (a cursor id no match can have included)."""
 
 from __future__ import annotations
 
@@ -38,6 +38,10 @@ def _body(**changes) -> str:
     "not base64!", "e30", base64.urlsafe_b64encode(b"\xff\xfe").decode(), _body(c=True), _body(c="1.5"),
     _body(m=""), _body(m=3), _body(l="other"), _body(f=["game"]), _body(extra=1),
     _body(c=float("inf")), _body(c=float("nan")), "A" * 1025,
+    # a cursor id no store takes: a lone surrogate (SQLite's UTF-8 encoding failed, INTERNAL),
+    # a NUL or another control character (PostgreSQL refuses NUL), longer than any match id
+    _body(m="\ud800"), _body(m="m\x001"), _body(m="m\n1"), _body(m="m" * 65),
+    _body(c=10 ** 400),  # a JSON integer no float holds (OverflowError: INTERNAL)
 ])
 def test_a_token_not_for_this_listing_is_refused(token):
     with pytest.raises(BadRequest) as refused:

@@ -192,3 +192,30 @@ def test_a_create_retried_after_a_crash_gets_its_match_on_postgres(pg_database, 
     assert rows == [(match_id, create_id_hash(key)), (both[0].match_id, create_id_hash(other))]
     dump = repr(pg_database.execute("SELECT * FROM matches", schema=schema))
     assert key not in dump and other not in dump
+
+
+def test_a_match_id_no_match_can_have_is_not_found_on_postgres(pg_schema):
+    """A match id holding a NUL (protobuf strings may): PostgreSQL refuses it as a text
+    parameter, and the call was UNAVAILABLE / STORE_UNAVAILABLE (which a client retries) with
+    a store failure logged; it is NOT_FOUND, as on SQLite, and the store is not asked."""
+    from engine_service.sessions.api import Principal, SessionError
+
+    _, url = pg_schema
+
+    async def scenario():
+        mgr = pg_manager(url)
+        await mgr.start()
+        errors = []
+        try:
+            for call in (lambda i: mgr.get_match(i), lambda i: mgr.inspect_match(i),
+                         lambda i: mgr.export_transcript(i), lambda i: mgr.reveal_deals(i, Principal("admin"))):
+                for match_id in ("m\x00atch", "\x00", "match\n"):
+                    try:
+                        await call(match_id)
+                    except SessionError as exc:
+                        errors.append((exc.code, exc.reason))
+        finally:
+            await mgr.close()
+        return errors
+
+    assert run_session(scenario()) == [("NOT_FOUND", "MATCH_NOT_FOUND")] * 12

@@ -116,8 +116,11 @@ async def test_the_lobby_pages_oldest_first():
             game = ("klaberjass", "georgian_joker")[i % 2]
             ids.append((await srv.games.CreateMatch(pb.CreateMatchRequest(game=game, listed=True))).match.match_id)
         await srv.games.CreateMatch(pb.CreateMatchRequest(game="klaberjass"))  # unlisted: never shown
+        same = mgr._lobby[ids[3]][1].created_at  # noqa: SLF001
         for match_id in ids[3:6]:  # created at the same instant: the id orders them
-            mgr._lobby[match_id].created_at = mgr._lobby[ids[3]].created_at  # noqa: SLF001
+            _, m = mgr._lobby[match_id]  # noqa: SLF001
+            m.created_at = same
+            mgr._lobby[match_id] = ((same, match_id), m)  # noqa: SLF001 (its place, as registered)
         expected = ids[:3] + sorted(ids[3:6]) + ids[6:]
         unpaged = [m.match_id for m in (await srv.games.ListOpenMatches(pb.ListOpenMatchesRequest(limit=100))).matches]
         paged = {n: await lobby_all(srv, n) for n in (1, 2, 4, 9)}
@@ -128,7 +131,7 @@ async def test_the_lobby_pages_oldest_first():
         first = await srv.games.ListOpenMatches(pb.ListOpenMatchesRequest(limit=3))
         newcomer = (await srv.games.CreateMatch(pb.CreateMatchRequest(game="klaberjass", listed=True))).match.match_id
         filled = expected[5]
-        for seat in range(len(mgr._lobby[filled].seats)):  # noqa: SLF001
+        for seat in range(len(mgr._lobby[filled][1].seats)):  # noqa: SLF001
             await srv.games.JoinMatch(pb.JoinMatchRequest(match_id=filled, seat=seat))
         token, rest = first.next_page_token, []
         while token:
