@@ -63,10 +63,20 @@ def decode_page_token(token: str, listing: str, filters: Mapping[str, str]) -> t
     if (not isinstance(body, dict) or set(body) != {"l", "f", "c", "m"} or body["l"] not in LISTINGS
             or not isinstance(body["f"], dict) or not isinstance(body["m"], str) or not body["m"]
             or isinstance(body["c"], bool) or not isinstance(body["c"], (int, float))
-            or not math.isfinite(body["c"])):
+            or not math.isfinite(_as_float(body["c"]))):
         raise _bad("is not a page token of this listing")
     if body["l"] != listing:
         raise _bad("is not a page token of this listing")
     if body["f"] != dict(filters):
         raise _bad("was issued for other filters")
     return float(body["c"]), body["m"]
+
+
+def _as_float(number: int | float) -> float:
+    """``number`` as a float, infinite when it has none: JSON integers are unbounded, and a
+    forged token's integer too large for a float (``1e400`` written out) made ``float()``
+    raise OverflowError, an INTERNAL error instead of BAD_PAGE_TOKEN."""
+    try:
+        return float(number)
+    except OverflowError:
+        return math.inf

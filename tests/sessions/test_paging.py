@@ -38,6 +38,7 @@ def _body(**changes) -> str:
     "not base64!", "e30", base64.urlsafe_b64encode(b"\xff\xfe").decode(), _body(c=True), _body(c="1.5"),
     _body(m=""), _body(m=3), _body(l="other"), _body(f=["game"]), _body(extra=1),
     _body(c=float("inf")), _body(c=float("nan")), "A" * 1025,
+    _body(c=10 ** 400),  # a JSON integer no float holds (it was an OverflowError: INTERNAL)
 ])
 def test_a_token_not_for_this_listing_is_refused(token):
     with pytest.raises(BadRequest) as refused:
