@@ -345,6 +345,19 @@ async def test_malformed_requests_are_invalid_argument():
 
 
 @run
+async def test_an_action_over_64_characters_is_refused_with_the_limit_in_the_message():
+    """The message names the limit, as every other FIELD_TOO_LONG does (it said "action is too
+    long", leaving a client to find the 64 by trial)."""
+    service = ScriptedService()
+    async with running(service) as srv:
+        err = await expect_error(srv.games.SubmitAction(
+            pb.SubmitActionRequest(match_id="m1", action="p" * 65), metadata=bearer(SEAT_TOKEN)))
+    assert (err.code, err.reason, err.metadata) == (grpc.StatusCode.INVALID_ARGUMENT, "FIELD_TOO_LONG",
+                                                    {"field": "action"})
+    assert err.message == "action is longer than 64 characters"
+
+
+@run
 async def test_every_free_text_field_is_capped_before_it_is_quoted():
     """A long bot name, option name or value, or game filter is FIELD_TOO_LONG, which a client
     receives: quoted in a status message whole, 9,000 characters overflowed the client's
