@@ -20,6 +20,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from engine_service.rules import errors as rules_errors
 from engine_service.rules.options import BOOL, OptionSpec
 from engine_service.sessions import api
+from engine_service.transport.auth import bearer_token
 from engine_service.transport.generated import admin_pb2, card_games_pb2 as pb, match_pb2
 from engine_service.transport.server import ServerLimits
 
@@ -256,6 +257,19 @@ async def test_bearer_tokens_and_principals():
         err = await expect_error(g.LeaveMatch(pb.LeaveMatchRequest(match_id="m1"), metadata=bearer(ADMIN_TOKEN)))
         assert (err.code, err.reason) == (grpc.StatusCode.PERMISSION_DENIED, "NOT_A_SEAT")
         assert not [c for c in service.calls if c[0] == "submit_action"]
+
+
+@pytest.mark.parametrize("value", ["Bearer a\x00b", "Bearer abc\x7f", "Bearer t\u00f6ken", "Bearer \ufffd\ufffd",
+                                   b"Bearer \xff\xfe", b"Bearer abc\xc3\xa9"])
+def test_a_token_that_is_not_printable_ascii_is_malformed(value):
+    """A Go or C client may send any bytes in a header value (gRPC Python refuses to): a token
+    holding a control character or a non-ASCII byte cannot be a token (base64 seat tokens, a
+    printable ASCII admin token), so it is MALFORMED_TOKEN, not "unknown or expired seat
+    token" (MISSING_OR_BAD_TOKEN), which sent the client looking for a token it never had."""
+    with pytest.raises(api.Unauthenticated) as refused:
+        bearer_token([("authorization", value)])
+    assert refused.value.reason == "MALFORMED_TOKEN"
+    assert bearer_token([("authorization", "Bearer aZ09-_.~+/=")]) == "aZ09-_.~+/="
 
 
 @run
