@@ -61,6 +61,37 @@ ADMIN_SERVICE = admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
 SERVICE_NAMES = (CARD_GAMES_SERVICE, ADMIN_SERVICE)
 
 
+class HealthServicer(health.aio.HealthServicer):
+    """grpc's asyncio health servicer, with ``List``.
+
+    grpc's health.proto (the one grpcio-health-checking ships, and so the one reflection
+    describes) has a third method, ``List``: every service's status at once. The servicer
+    does not implement it, so a client that called it (a tool reading the descriptor, a
+    probe of the newer API) got UNIMPLEMENTED "Unexpected <class 'NotImplementedError'>:
+    Method not implemented!". The statuses are recorded as they are set, for ``List``; a
+    drain turns them all NOT_SERVING, as it does for ``Check``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._listed: dict[str, int] = {"": health_pb2.HealthCheckResponse.SERVING}
+        self._draining = False
+
+    async def set(self, service: str, status: int) -> None:
+        await super().set(service, status)
+        if not self._draining:  # as the base class: no status changes once draining
+            self._listed[service] = status
+
+    async def enter_graceful_shutdown(self) -> None:
+        await super().enter_graceful_shutdown()
+        self._draining = True
+        self._listed = dict.fromkeys(self._listed, health_pb2.HealthCheckResponse.NOT_SERVING)
+
+    async def List(self, request: health_pb2.HealthListRequest, context: grpc.aio.ServicerContext,
+                   ) -> health_pb2.HealthListResponse:
+        return health_pb2.HealthListResponse(statuses={
+            name: health_pb2.HealthCheckResponse(status=status) for name, status in self._listed.items()})
+
+
 #: The reflection service's stable name (grpc/reflection/v1/reflection.proto).
 REFLECTION_V1_SERVICE = "grpc.reflection.v1.ServerReflection"
 
@@ -351,7 +382,7 @@ class GrpcServer:
         self._address = f"{host}:{port}"
         self._tls = tls
         self._admin = AdminGate(admin_token)
-        self.health = health.aio.HealthServicer()
+        self.health = HealthServicer()
         self.port: int | None = None
         self._server: grpc.aio.Server | None = None
         self._stopped = False

@@ -594,6 +594,24 @@ async def test_health_and_reflection():
 
 
 @run
+async def test_health_list_answers_every_service_and_says_not_serving_once_draining():
+    """grpc.health.v1.Health/List, which reflection describes (grpc's health.proto has it),
+    answers every service's status: the servicer did not implement it, and a caller got
+    UNIMPLEMENTED "Unexpected <class 'NotImplementedError'>: Method not implemented!"."""
+    service = ScriptedService()
+    async with running(service, drain=False) as srv:
+        hc = health_pb2_grpc.HealthStub(srv.channel)
+        serving = await hc.List(health_pb2.HealthListRequest())
+        await srv.server.health.enter_graceful_shutdown()  # the drain's first step
+        draining = await hc.List(health_pb2.HealthListRequest())
+        await srv.server.drain(grace_s=1)
+    names = ("", "cardgames.v1.CardGamesService", "cardgames.v1.AdminService")
+    for listed, status in ((serving, health_pb2.HealthCheckResponse.SERVING),
+                           (draining, health_pb2.HealthCheckResponse.NOT_SERVING)):
+        assert {k: v.status for k, v in listed.statuses.items()} == dict.fromkeys(names, status)
+
+
+@run
 async def test_reflection_v1_answers_as_v1alpha_does():
     """grpc.reflection.v1 (the stable name tools try first) is served beside grpcio-reflection's
     v1alpha with the same answers, byte for byte: a client told to use v1 used to get
