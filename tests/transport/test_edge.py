@@ -7,6 +7,7 @@ transport itself decides, whatever the session layer does."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -395,6 +396,22 @@ async def test_every_free_text_field_is_capped_before_it_is_quoted():
             assert (err.code, err.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "FIELD_TOO_LONG")
             assert len(err.message) < 200 and long not in err.message
     assert not [c for c in service.calls if c[0] in ("create_match", "list_matches")]
+
+
+@run
+async def test_compressed_requests_are_read_and_held_to_the_size_limit_once_decompressed():
+    """docs/api.md, Errors: the server reads gzip (and deflate) requests, and the request size
+    limit counts the decompressed message: 100 KB of name squeezed into a few hundred bytes is
+    RESOURCE_EXHAUSTED from gRPC itself, without details."""
+    service = ScriptedService()
+    async with running(service) as srv:
+        listed = await srv.games.ListGames(pb.ListGamesRequest(), compression=grpc.Compression.Gzip)
+        assert listed.games
+        huge = pb.CreateMatchRequest(game="klaberjass", name="x" * 100_000)
+        assert len(gzip.compress(huge.SerializeToString())) < 65536
+        err = await expect_error(srv.games.CreateMatch(huge, compression=grpc.Compression.Gzip))
+        assert (err.code, err.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "")
+    assert not [c for c in service.calls if c[0] == "create_match"]
 
 
 @run
