@@ -1,4 +1,5 @@
-"""The .proto comments name the errors of the request fields that cause them.
+"""The .proto comments say what the server does: they name the errors of the request fields
+that cause them, and what an answer holds where it is not what was sent.
 
 A frontend in Go, Kotlin or C# works from the .proto files (and reflection, which carries no
 comments): a field whose comment says what it means but not what the server answers to a bad
@@ -189,3 +190,13 @@ def test_the_comments_are_read_with_their_fields(comments):
     """The reader finds the comments it checks (a wrong source-info path would find none)."""
     assert comments["cardgames.v1.SubmitActionRequest.expected_seq"].startswith("The seq of the view")
     assert all(f"cardgames.v1.{field}" in comments for field, _, _ in CASES)
+
+
+def test_the_recorded_action_says_it_may_not_be_the_one_sent(comments):
+    """SubmitActionResponse.action said "The action applied." while the server answers (and
+    publishes) a "declare" that states nothing as "conceal" (tests/sessions/
+    test_secret_choices.py): a client comparing the answer with what it sent took it for a
+    bug. Both action fields say so."""
+    for field in ("SubmitActionResponse.action", "WatchMatchResponse.action"):
+        comment = comments[f"cardgames.v1.{field}"]
+        assert "records" in comment and '"conceal"' in comment, (field, comment)
