@@ -40,15 +40,16 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 
 import grpc
 import structlog
+from google.protobuf import descriptor_pb2
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection, reflection_pb2
+from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
 
 from ..observability.metrics import Metrics
 from ..sessions import api
 from ..sessions.tokens import token_hash
 from .auth import AdminGate, bearer_token
 from .errors import RateLimited, classify, to_status
-from .generated import admin_pb2, admin_pb2_grpc, card_games_pb2, card_games_pb2_grpc
+from .generated import admin_pb2, admin_pb2_grpc, card_games_pb2, card_games_pb2_grpc, descriptor_set
 from .interceptors import ObservabilityInterceptor, current_rpc
 from .ratelimit import RateLimits, TokenBuckets, client_key
 from .servicers import AdminServicer, CardGamesServicer
@@ -92,6 +93,33 @@ class HealthServicer(health.aio.HealthServicer):
             name: health_pb2.HealthCheckResponse(status=status) for name, status in self._listed.items()})
 
 
+class CommentedReflectionServicer(reflection.aio.ReflectionServicer):
+    """grpcio-reflection's servicer, describing the API's own files with their comments.
+
+    The descriptors in the process's pool come from the _pb2 modules, which protoc writes
+    without source info: a client with nothing but reflection (grpcurl ``describe``, ``buf
+    curl``, a generator fed by it) got names and types and not a word of the documentation
+    every message and field has in the .proto files. The same files with their comments are
+    generated beside them (:mod:`.generated.descriptor_set`); they replace the pool's copies
+    in every answer, and every other file (the well-known types, health, the error details)
+    is answered as before."""
+
+    def __init__(self, service_names: tuple[str, ...]) -> None:
+        super().__init__(service_names)
+        files = descriptor_pb2.FileDescriptorSet.FromString(descriptor_set.SERIALIZED).file
+        self._commented = {f.name: f.SerializeToString() for f in files}
+
+    async def ServerReflectionInfo(self, request_iterator: Any, context: Any) -> AsyncIterator[Any]:
+        async for response in super().ServerReflectionInfo(request_iterator, context):
+            if response.HasField("file_descriptor_response"):
+                files = response.file_descriptor_response.file_descriptor_proto
+                for i, raw in enumerate(files):
+                    name = descriptor_pb2.FileDescriptorProto.FromString(raw).name
+                    if name in self._commented:
+                        files[i] = self._commented[name]
+            yield response
+
+
 #: The reflection service's stable name (grpc/reflection/v1/reflection.proto).
 REFLECTION_V1_SERVICE = "grpc.reflection.v1.ServerReflection"
 
@@ -106,7 +134,7 @@ def add_reflection_v1(service_names: tuple[str, ...], server: grpc.aio.Server) -
     package's own servicer answers both. The list of services names v1alpha only, since the
     v1 file's descriptors are not in this process's pool to be described.
     """
-    servicer = reflection.aio.ReflectionServicer(service_names)
+    servicer = CommentedReflectionServicer(service_names)
     handlers = {"ServerReflectionInfo": grpc.stream_stream_rpc_method_handler(
         servicer.ServerReflectionInfo,
         request_deserializer=reflection_pb2.ServerReflectionRequest.FromString,
@@ -401,7 +429,8 @@ class GrpcServer:
                                                           server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflected = (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME)
-        reflection.enable_server_reflection(reflected, server)
+        reflection_pb2_grpc.add_ServerReflectionServicer_to_server(
+            CommentedReflectionServicer(reflected), server)
         add_reflection_v1(reflected, server)
         if self._tls is not None:
             port = server.add_secure_port(self._address, self._tls.credentials())

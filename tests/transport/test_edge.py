@@ -629,6 +629,34 @@ async def test_health_list_answers_every_service_and_says_not_serving_once_drain
 
 
 @run
+async def test_reflection_describes_the_api_with_its_comments():
+    """A client with reflection alone (grpcurl describe, buf curl) gets the documentation of
+    the .proto files: the descriptors it was served came from the _pb2 modules, which hold
+    no comments. Other files (the well-known types an API file imports) are served as before."""
+    from google.protobuf import descriptor_pb2
+
+    service = ScriptedService()
+    async with running(service) as srv:
+        refl = reflection_pb2_grpc.ServerReflectionStub(srv.channel)
+        requests = [reflection_pb2.ServerReflectionRequest(file_containing_symbol="cardgames.v1.SubmitActionRequest"),
+                    reflection_pb2.ServerReflectionRequest(file_by_filename="cardgames/v1/match.proto")]
+        answers = [a async for a in refl.ServerReflectionInfo(iter(requests))]
+    files = {}
+    for answer in answers:
+        for raw in answer.file_descriptor_response.file_descriptor_proto:
+            f = descriptor_pb2.FileDescriptorProto.FromString(raw)
+            files[f.name] = f
+    api_file = files["cardgames/v1/card_games.proto"]
+    message = [m.name for m in api_file.message_type].index("SubmitActionRequest")
+    field = [f.name for f in api_file.message_type[message].field].index("expected_seq")
+    comments = {tuple(loc.path): loc.leading_comments for loc in api_file.source_code_info.location}
+    assert "The seq of the view the action was decided on" in comments[(4, message, 2, field)]
+    assert files["cardgames/v1/match.proto"].source_code_info.location
+    assert "google/protobuf/duration.proto" in files  # a dependency, answered from the pool
+    assert [m.name for m in files["google/protobuf/duration.proto"].message_type] == ["Duration"]
+
+
+@run
 async def test_reflection_v1_answers_as_v1alpha_does():
     """grpc.reflection.v1 (the stable name tools try first) is served beside grpcio-reflection's
     v1alpha with the same answers, byte for byte: a client told to use v1 used to get
