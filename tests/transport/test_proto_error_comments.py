@@ -123,6 +123,8 @@ CASES = [
      ("games", "SubmitAction", pb.SubmitActionRequest(match_id="MATCH", action="fold"), "TO_ACT_TOKEN")),
     ("SubmitActionRequest.action", "NOT_YOUR_TURN",
      ("games", "SubmitAction", pb.SubmitActionRequest(match_id="MATCH", action="trump:S"), "SEAT_TOKEN")),
+    ("SubmitActionRequest.action", "MATCH_WAITING",
+     ("games", "SubmitAction", pb.SubmitActionRequest(match_id="WAITING", action="pass"), "WAITING_TOKEN")),
     ("WatchMatchRequest.match_id", "MATCH_NOT_FOUND",
      ("games", "WatchMatch", pb.WatchMatchRequest(match_id="nosuchmatch"), None)),
     ("LeaveMatchRequest.match_id", "MISSING_FIELD", ("games", "LeaveMatch", pb.LeaveMatchRequest(), None)),
@@ -156,7 +158,8 @@ def comments(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 async def _provoke_every_case() -> dict[tuple[str, str], str]:
     """The reason each case gets; MATCH is a started Japanese Joker match whose seat 1 is to
     act first (the declarer chooses the trump), SEAT_TOKEN seat 0's token, TO_ACT_TOKEN seat
-    1's, OTHER_TOKEN another match's."""
+    1's, OTHER_TOKEN (also WAITING_TOKEN) seat 0's of WAITING, a match still waiting for its
+    second player."""
     got = {}
     async with served() as srv:
         created = await srv.games.CreateMatch(pb.CreateMatchRequest(game="japanese_joker", first_dealer=1),
@@ -167,11 +170,13 @@ async def _provoke_every_case() -> dict[tuple[str, str], str]:
         other = await srv.games.CreateMatch(pb.CreateMatchRequest(game="japanese_joker"))
         other_token = (await srv.games.JoinMatch(pb.JoinMatchRequest(match_id=other.match.match_id))).seat_token
         tokens = {"SEAT_TOKEN": bearer(seat_token), "TO_ACT_TOKEN": bearer(to_act_token),
-                  "OTHER_TOKEN": bearer(other_token)}
+                  "OTHER_TOKEN": bearer(other_token), "WAITING_TOKEN": bearer(other_token)}
         for field, reason, (stub, method, request, md) in CASES:
             request = type(request).FromString(request.SerializeToString())
             if getattr(request, "match_id", None) == "MATCH":
                 request.match_id = match_id
+            elif getattr(request, "match_id", None) == "WAITING":  # one seat of two taken
+                request.match_id = other.match.match_id
             md = tokens.get(md, md) if isinstance(md, str) else md
             call = getattr(getattr(srv, stub), method)(request, metadata=md)
             got[(field, reason)] = (await expect_error(call)).reason
