@@ -157,10 +157,10 @@ def seat_configs(game: Any, seats: Sequence[SeatConfig], host: BotHostLike | Non
         return [SeatConfig()] * game.num_seats
     if len(seats) != game.num_seats:
         raise BadRequest(f"{game.id} has {game.num_seats} seats, {len(seats)} were configured",
-                         reason="BAD_SEATS")
+                         reason="BAD_SEATS", field="seats")
     for i, s in enumerate(seats):
         if s.kind not in ("open", "bot"):
-            raise BadRequest(f"seat {i}: kind must be open or bot", reason="BAD_SEATS")
+            raise BadRequest(f"seat {i}: kind must be open or bot", reason="BAD_SEATS", field=f"seats[{i}]")
         if s.kind == "bot":
             check_bot(s.bot, game.id, host)
     return seats
