@@ -205,3 +205,20 @@ def test_the_recorded_action_says_it_may_not_be_the_one_sent(comments):
     for field in ("SubmitActionResponse.action", "WatchMatchResponse.action"):
         comment = comments[f"cardgames.v1.{field}"]
         assert "records" in comment and '"conceal"' in comment, (field, comment)
+
+
+def test_the_player_apis_header_names_every_detail_an_error_carries(tmp_path):
+    """card_games.proto's header told of ErrorInfo and the View of STALE_SEQUENCE only: a
+    client reading the protos did not learn of the RetryInfo of RATE_LIMITED (the delay to
+    wait) nor of the RequestInfo every error ends with (the id to quote in a report)."""
+    from grpc_tools import protoc
+
+    out = tmp_path / "api.binpb"
+    wkt = importlib.resources.files("grpc_tools") / "_proto"
+    assert protoc.main(["grpc_tools.protoc", f"-I{codegen.PROTO_ROOT}", f"-I{wkt}", "--include_source_info",
+                        f"--descriptor_set_out={out}", "cardgames/v1/card_games.proto"]) == 0
+    file = descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes()).file[0]
+    syntax = next(loc for loc in file.source_code_info.location if list(loc.path) == [12])
+    header = " ".join(" ".join([*syntax.leading_detached_comments, syntax.leading_comments]).split())
+    for detail in ("google.rpc.ErrorInfo", "View", "google.rpc.RetryInfo", "google.rpc.RequestInfo"):
+        assert detail in header, detail
