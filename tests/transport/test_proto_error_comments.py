@@ -27,12 +27,13 @@ from engine_service.transport.generated import admin_pb2, card_games_pb2 as pb, 
 
 from .harness import ADMIN_TOKEN, bearer, expect_error, run, running
 
-#: DescriptorProto.field and FileDescriptorProto.message_type in SourceCodeInfo paths.
-_MESSAGE_TYPE, _FIELD = 4, 2
+#: DescriptorProto.field, FileDescriptorProto.message_type and .syntax in SourceCodeInfo paths.
+_MESSAGE_TYPE, _FIELD, _SYNTAX = 4, 2, 12
 
 
 def field_comments(tmp_path: Path) -> dict[str, str]:
-    """``{"cardgames.v1.Message.field": its leading comment}`` of every top-level message."""
+    """``{"cardgames.v1.Message.field": its leading comment}`` of every top-level message, and
+    ``{"cardgames.v1.<file name>": its header}`` (the comment before ``syntax``)."""
     from grpc_tools import protoc
 
     out = tmp_path / "api.binpb"
@@ -44,6 +45,9 @@ def field_comments(tmp_path: Path) -> dict[str, str]:
     comments = {}
     for file in descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes()).file:
         by_path = {tuple(loc.path): loc.leading_comments for loc in file.source_code_info.location}
+        header = next(loc for loc in file.source_code_info.location if list(loc.path) == [_SYNTAX])
+        comments[f"{file.package}.{Path(file.name).name}"] = " ".join(
+            " ".join([*header.leading_detached_comments, header.leading_comments]).split())
         for i, message in enumerate(file.message_type):
             for j, field in enumerate(message.field):
                 name = f"{file.package}.{message.name}.{field.name}"
@@ -144,6 +148,10 @@ CASES = [
      ("admin", "ExportTranscript", admin_pb2.ExportTranscriptRequest(match_id="nosuchmatch"), ADMIN)),
     ("ReissueSeatTokenRequest.match_id", "MATCH_NOT_FOUND",
      ("admin", "ReissueSeatToken", admin_pb2.ReissueSeatTokenRequest(match_id="nosuchmatch"), ADMIN)),
+    ("admin.proto", "ADMIN_TOKEN_REQUIRED", ("admin", "ListMatches", admin_pb2.ListMatchesRequest(), None)),
+    ("admin.proto", "NOT_ADMIN", ("admin", "ListMatches", admin_pb2.ListMatchesRequest(), "SEAT_TOKEN")),
+    ("admin.proto", "MALFORMED_TOKEN",
+     ("admin", "ListMatches", admin_pb2.ListMatchesRequest(), (("authorization", "Basic x"),))),
     ("ReissueSeatTokenRequest.seat", "BAD_SEAT",
      ("admin", "ReissueSeatToken", admin_pb2.ReissueSeatTokenRequest(match_id="MATCH", seat=5), ADMIN)),
 ]
