@@ -27,13 +27,15 @@ from engine_service.transport.generated import admin_pb2, card_games_pb2 as pb, 
 
 from .harness import ADMIN_TOKEN, bearer, expect_error, run, running
 
-#: DescriptorProto.field, FileDescriptorProto.message_type and .syntax in SourceCodeInfo paths.
-_MESSAGE_TYPE, _FIELD, _SYNTAX = 4, 2, 12
+#: DescriptorProto.field, FileDescriptorProto.message_type, .service and .syntax, and
+#: ServiceDescriptorProto.method in SourceCodeInfo paths.
+_MESSAGE_TYPE, _FIELD, _SERVICE, _METHOD, _SYNTAX = 4, 2, 6, 2, 12
 
 
 def field_comments(tmp_path: Path) -> dict[str, str]:
-    """``{"cardgames.v1.Message.field": its leading comment}`` of every top-level message, and
-    ``{"cardgames.v1.<file name>": its header}`` (the comment before ``syntax``)."""
+    """``{"cardgames.v1.Message.field": its leading comment}`` of every top-level message,
+    ``{"cardgames.v1.Service.Method": ...}`` of every method, and ``{"cardgames.v1.<file
+    name>": its header}`` (the comment before ``syntax``)."""
     from grpc_tools import protoc
 
     out = tmp_path / "api.binpb"
@@ -45,6 +47,10 @@ def field_comments(tmp_path: Path) -> dict[str, str]:
     comments = {}
     for file in descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes()).file:
         by_path = {tuple(loc.path): loc.leading_comments for loc in file.source_code_info.location}
+        for i, service in enumerate(file.service):
+            for j, method in enumerate(service.method):
+                comments[f"{file.package}.{service.name}.{method.name}"] = " ".join(
+                    by_path.get((_SERVICE, i, _METHOD, j), "").split())
         header = next(loc for loc in file.source_code_info.location if list(loc.path) == [_SYNTAX])
         comments[f"{file.package}.{Path(file.name).name}"] = " ".join(
             " ".join([*header.leading_detached_comments, header.leading_comments]).split())
@@ -148,6 +154,15 @@ CASES = [
      ("admin", "ExportTranscript", admin_pb2.ExportTranscriptRequest(match_id="nosuchmatch"), ADMIN)),
     ("ReissueSeatTokenRequest.match_id", "MATCH_NOT_FOUND",
      ("admin", "ReissueSeatToken", admin_pb2.ReissueSeatTokenRequest(match_id="nosuchmatch"), ADMIN)),
+    ("CardGamesService.GetView", "SPECTATORS_NOT_ALLOWED",
+     ("games", "GetView", pb.GetViewRequest(match_id="CLOSED"), None)),
+    ("CardGamesService.GetView", "WRONG_MATCH", ("games", "GetView", pb.GetViewRequest(match_id="MATCH"), "OTHER_TOKEN")),
+    ("CardGamesService.GetView", "MISSING_OR_BAD_TOKEN",
+     ("games", "GetView", pb.GetViewRequest(match_id="MATCH"), (("authorization", "Bearer nosuchtoken"),))),
+    ("CardGamesService.WatchMatch", "SPECTATORS_NOT_ALLOWED",
+     ("games", "WatchMatch", pb.WatchMatchRequest(match_id="CLOSED"), None)),
+    ("CardGamesService.SubmitAction", "NOT_A_SEAT",
+     ("games", "SubmitAction", pb.SubmitActionRequest(match_id="MATCH", action="pass"), ADMIN)),
     ("admin.proto", "ADMIN_TOKEN_REQUIRED", ("admin", "ListMatches", admin_pb2.ListMatchesRequest(), None)),
     ("admin.proto", "NOT_ADMIN", ("admin", "ListMatches", admin_pb2.ListMatchesRequest(), "SEAT_TOKEN")),
     ("admin.proto", "MALFORMED_TOKEN",
@@ -167,7 +182,7 @@ async def _provoke_every_case() -> dict[tuple[str, str], str]:
     """The reason each case gets; MATCH is a started Japanese Joker match whose seat 1 is to
     act first (the declarer chooses the trump), SEAT_TOKEN seat 0's token, TO_ACT_TOKEN seat
     1's, OTHER_TOKEN (also WAITING_TOKEN) seat 0's of WAITING, a match still waiting for its
-    second player."""
+    second player; CLOSED a match without spectators."""
     got = {}
     async with served() as srv:
         created = await srv.games.CreateMatch(pb.CreateMatchRequest(game="japanese_joker", first_dealer=1),
@@ -177,6 +192,7 @@ async def _provoke_every_case() -> dict[tuple[str, str], str]:
         to_act_token = (await srv.games.JoinMatch(pb.JoinMatchRequest(match_id=match_id, seat=1))).seat_token
         other = await srv.games.CreateMatch(pb.CreateMatchRequest(game="japanese_joker"))
         other_token = (await srv.games.JoinMatch(pb.JoinMatchRequest(match_id=other.match.match_id))).seat_token
+        closed = await srv.games.CreateMatch(pb.CreateMatchRequest(game="japanese_joker", spectators_allowed=False))
         tokens = {"SEAT_TOKEN": bearer(seat_token), "TO_ACT_TOKEN": bearer(to_act_token),
                   "OTHER_TOKEN": bearer(other_token), "WAITING_TOKEN": bearer(other_token)}
         for field, reason, (stub, method, request, md) in CASES:
@@ -185,6 +201,8 @@ async def _provoke_every_case() -> dict[tuple[str, str], str]:
                 request.match_id = match_id
             elif getattr(request, "match_id", None) == "WAITING":  # one seat of two taken
                 request.match_id = other.match.match_id
+            elif getattr(request, "match_id", None) == "CLOSED":
+                request.match_id = closed.match.match_id
             md = tokens.get(md, md) if isinstance(md, str) else md
             call = getattr(getattr(srv, stub), method)(request, metadata=md)
             got[(field, reason)] = (await expect_error(call)).reason
