@@ -248,3 +248,23 @@ def test_the_player_apis_header_names_every_detail_an_error_carries(tmp_path):
     header = " ".join(" ".join([*syntax.leading_detached_comments, syntax.leading_comments]).split())
     for detail in ("google.rpc.ErrorInfo", "View", "google.rpc.RetryInfo", "google.rpc.RequestInfo"):
         assert detail in header, detail
+
+
+@run
+async def _a_create_on_a_full_server() -> str:
+    metrics = Metrics()
+    mgr = MatchManager(SessionConfig(db_path="memory:", max_waiting_matches=1), store=MemoryStore(),
+                       metrics=metrics, create_bot_host=False)
+    await mgr.start()
+    async with running(mgr, admin_token=ADMIN_TOKEN, metrics=metrics) as srv:
+        await srv.games.CreateMatch(pb.CreateMatchRequest(game="japanese_joker"))
+        return (await expect_error(srv.games.CreateMatch(pb.CreateMatchRequest(game="japanese_joker")))).reason
+
+
+def test_a_full_servers_refusal_is_named_in_create_matchs_comment(comments):
+    """CreateMatch's comment did not say how a full server refuses it (nor what a store
+    failure means for a retry)."""
+    reason = _a_create_on_a_full_server()
+    assert reason == "MAX_WAITING_MATCHES"
+    assert reason in comments["cardgames.v1.CardGamesService.CreateMatch"]
+    assert "STORE_UNAVAILABLE" in comments["cardgames.v1.CardGamesService.CreateMatch"]

@@ -111,7 +111,11 @@ class CardGamesServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def CreateMatch(self, request, context):
-        """Creates a match. Seats are open (to be joined) or played by bots.
+        """Creates a match. Seats are open (to be joined) or played by bots. A full server refuses it
+        with RESOURCE_EXHAUSTED (MAX_MATCHES, MAX_WAITING_MATCHES, or MAX_BOT_MATCHES for a match
+        of bots only): try later. UNAVAILABLE (STORE_UNAVAILABLE, DRAINING) or a lost answer: send
+        it again with the same client_create_id (docs/api.md, "Creating"). See CreateMatchRequest
+        for the errors of its fields.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
