@@ -1,9 +1,9 @@
 """The .proto comments say what the server does: they name the errors of the request fields
 that cause them, and what an answer holds where it is not what was sent.
 
-A frontend in Go, Kotlin or C# works from the .proto files (and reflection, which carries no
-comments): a field whose comment says what it means but not what the server answers to a bad
-value leaves the client to find the reason by trial. Each case below provokes one error over a
+A frontend in Go, Kotlin or C# works from the .proto files (or reflection, which serves them
+with their comments): a field whose comment says what it means but not what the server answers
+to a bad value leaves the client to find the reason by trial. Each case below provokes one error over a
 real channel and checks that the reason the server gave is named in the comment of the field
 that caused it (read from the protos with their source info, as any generator sees them).
 """
@@ -62,9 +62,9 @@ def field_comments(tmp_path: Path) -> dict[str, str]:
 
 
 @contextlib.asynccontextmanager
-async def served() -> AsyncIterator[Any]:
+async def served(**settings: Any) -> AsyncIterator[Any]:
     metrics = Metrics()
-    mgr = MatchManager(SessionConfig(db_path="memory:", bot_pace_s=0.0), store=MemoryStore(),
+    mgr = MatchManager(SessionConfig(db_path="memory:", bot_pace_s=0.0, **settings), store=MemoryStore(),
                        metrics=metrics, create_bot_host=False)
     await mgr.start()
     async with running(mgr, admin_token=ADMIN_TOKEN, metrics=metrics) as srv:
@@ -233,30 +233,18 @@ def test_the_recorded_action_says_it_may_not_be_the_one_sent(comments):
         assert "records" in comment and '"conceal"' in comment, (field, comment)
 
 
-def test_the_player_apis_header_names_every_detail_an_error_carries(tmp_path):
+def test_the_player_apis_header_names_every_detail_an_error_carries(comments):
     """card_games.proto's header told of ErrorInfo and the View of STALE_SEQUENCE only: a
     client reading the protos did not learn of the RetryInfo of RATE_LIMITED (the delay to
     wait) nor of the RequestInfo every error ends with (the id to quote in a report)."""
-    from grpc_tools import protoc
-
-    out = tmp_path / "api.binpb"
-    wkt = importlib.resources.files("grpc_tools") / "_proto"
-    assert protoc.main(["grpc_tools.protoc", f"-I{codegen.PROTO_ROOT}", f"-I{wkt}", "--include_source_info",
-                        f"--descriptor_set_out={out}", "cardgames/v1/card_games.proto"]) == 0
-    file = descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes()).file[0]
-    syntax = next(loc for loc in file.source_code_info.location if list(loc.path) == [12])
-    header = " ".join(" ".join([*syntax.leading_detached_comments, syntax.leading_comments]).split())
+    header = comments["cardgames.v1.card_games.proto"]
     for detail in ("google.rpc.ErrorInfo", "View", "google.rpc.RetryInfo", "google.rpc.RequestInfo"):
         assert detail in header, detail
 
 
 @run
 async def _a_create_on_a_full_server() -> str:
-    metrics = Metrics()
-    mgr = MatchManager(SessionConfig(db_path="memory:", max_waiting_matches=1), store=MemoryStore(),
-                       metrics=metrics, create_bot_host=False)
-    await mgr.start()
-    async with running(mgr, admin_token=ADMIN_TOKEN, metrics=metrics) as srv:
+    async with served(max_waiting_matches=1) as srv:
         await srv.games.CreateMatch(pb.CreateMatchRequest(game="japanese_joker"))
         return (await expect_error(srv.games.CreateMatch(pb.CreateMatchRequest(game="japanese_joker")))).reason
 
