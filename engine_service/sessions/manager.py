@@ -470,7 +470,7 @@ class MatchManager:
                 raise MatchNotActive("the match is over")
             if seat is not None and (isinstance(seat, bool) or not isinstance(seat, int)
                                      or not 0 <= seat < m.num_seats):
-                raise BadRequest(f"seat must be 0..{m.num_seats - 1}", reason="BAD_SEAT")
+                raise BadRequest(f"seat must be 0..{m.num_seats - 1}", reason="BAD_SEAT", field="seat")
             if join_hash:
                 mine = next((s for s in m.seats if s.join_hash == join_hash and s.taken and not s.left), None)
                 if mine is not None:
@@ -770,7 +770,7 @@ class MatchManager:
             if m.over:
                 raise MatchNotActive("the match is over")
             if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < m.num_seats:
-                raise BadRequest(f"seat must be 0..{m.num_seats - 1}", reason="BAD_SEAT")
+                raise BadRequest(f"seat must be 0..{m.num_seats - 1}", reason="BAD_SEAT", field="seat")
             slot = m.seats[seat]
             if slot.kind == "bot":
                 raise FailedPrecondition(f"seat {seat} is played by a bot: it has no token",

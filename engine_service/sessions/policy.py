@@ -62,15 +62,16 @@ def merge_turn_time(game: Game, options: Mapping[str, Any], requested: float) ->
     option where the game has one (the option then validates the value, e.g. 10-120 s)."""
     raw = dict(options)
     if not requested >= 0:  # NaN too
-        raise BadRequest("the turn time must not be negative", reason="BAD_TURN_TIME")
+        raise BadRequest("the turn time must not be negative", reason="BAD_TURN_TIME", field="turn_time")
     low, high = TURN_TIME_RANGE_S
     if requested and not has_option(game, TURN_TIME_OPTION) and not low <= requested <= high:
         raise BadRequest(f"the turn time must be {low:.0f} to {high:.0f} seconds (JJK-11, NOTATION.md "
-                         f"section 5), or unset for the server's default", reason="BAD_TURN_TIME")
+                         f"section 5), or unset for the server's default", reason="BAD_TURN_TIME",
+                         field="turn_time")
     if requested and has_option(game, TURN_TIME_OPTION):
         if TURN_TIME_OPTION in raw and raw[TURN_TIME_OPTION] != requested:
             raise BadRequest(f"turn_time_s is given twice with different values ({requested} and "
-                             f"option {raw[TURN_TIME_OPTION]})", reason="BAD_TURN_TIME")
+                             f"option {raw[TURN_TIME_OPTION]})", reason="BAD_TURN_TIME", field="turn_time")
         raw[TURN_TIME_OPTION] = int(requested) if float(requested).is_integer() else requested
     return raw
 

@@ -70,12 +70,13 @@ class WatchStreams:
         self._running()
         audience = audience_of(m, principal)
         if isinstance(after_seq, bool) or not isinstance(after_seq, int):
-            raise BadRequest("after_seq must be an integer", reason="BAD_AFTER_SEQ")
+            raise BadRequest("after_seq must be an integer", reason="BAD_AFTER_SEQ", field="after_seq")
         # a spectator of a delayed match follows it at the spectators' horizon (.delay)
         live = m.seq if audience != SPECTATOR else m.spectator_horizon()
         if after_seq > live:
             raise BadRequest(f"after_seq {after_seq} is ahead of the match (seq {live}"
-                             f"{' for spectators' if live < m.seq else ''})", reason="BAD_AFTER_SEQ")
+                             f"{' for spectators' if live < m.seq else ''})", reason="BAD_AFTER_SEQ",
+                             field="after_seq")
         slot = m.seats[audience] if isinstance(audience, int) else None
         evicted = False
         if slot is not None:

@@ -114,7 +114,7 @@ def match_terms(request: CreateMatchRequest, *, admin: bool, config: SessionConf
     delay = request.spectator_delay_actions
     if isinstance(delay, bool) or not isinstance(delay, int) or not 0 <= delay <= MAX_SPECTATOR_DELAY:
         raise BadRequest(f"spectator_delay_actions must be 0..{MAX_SPECTATOR_DELAY} actions",
-                         reason="BAD_SPECTATOR_DELAY")
+                         reason="BAD_SPECTATOR_DELAY", field="spectator_delay_actions")
     delay = max(delay, config.min_spectator_delay_actions)  # the operator's floor
 
     decks = [salted_deck(i, [card_code(c) for c in parse_deck(d, game.pack)])
@@ -123,7 +123,7 @@ def match_terms(request: CreateMatchRequest, *, admin: bool, config: SessionConf
         fd = request.first_dealer
         if isinstance(fd, bool) or not isinstance(fd, int) or not 0 <= fd < game.num_seats:
             raise BadRequest(f"first_dealer must be a seat number 0..{game.num_seats - 1}",
-                             reason="BAD_FIRST_DEALER")
+                             reason="BAD_FIRST_DEALER", field="first_dealer")
     else:
         fd = draw_first_dealer(game, options)
     # A table with open seats is dealt when its last seat is taken (Seating.activate): the first

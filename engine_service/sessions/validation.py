@@ -61,9 +61,23 @@ def clean_name(text: str, limit: int, what: str, code: str = "BAD_NAME", field: 
     text = " ".join(words)
     if len(text) > limit:
         raise BadRequest(f"{what} is longer than {limit} characters", reason=code, **meta)
-    if _has_control_character(text):
-        raise BadRequest(f"{what} contains control characters", reason=code, **meta)
+    refused = _refused_character(text)
+    if refused is not None:
+        raise BadRequest(f"{what} contains U+{ord(refused):04X}, {_KINDS[unicodedata.category(refused)]}, "
+                         "which is not allowed", reason=code, **meta)
     return text
+
+
+#: What a refused character is, by its category (all C*), for the message: "control
+#: characters" alone misled a client whose name held a private-use character or a letter
+#: newer than the server's Unicode database, which it had not thought of as controls.
+_KINDS = {
+    "Cc": "a control character",
+    "Cf": "an invisible format character",
+    "Co": "a private-use character",
+    "Cs": "a surrogate",
+    "Cn": f"a noncharacter or a character unassigned in Unicode {unicodedata.unidata_version} (the server's)",
+}
 
 
 #: The zero-width joiner and non-joiner: format characters (category Cf) that emoji ZWJ
@@ -87,20 +101,21 @@ def _visible(ch: str) -> bool:
     return not ch.isspace() and (not unicodedata.category(ch).startswith("C") or _future_pictograph(ch))
 
 
-def _has_control_character(text: str) -> bool:
-    """Whether ``text`` holds a character of a category C* (controls, format characters,
+def _refused_character(text: str) -> str | None:
+    """The first character of ``text`` of a category C* (controls, format characters,
     surrogates, private use, unassigned) other than those a name typed on a phone or in a
     script that needs them holds: a joiner between two visible characters, a flag's tag
-    sequence, an emoji newer than the Unicode database. The others stay refused (bidi
-    overrides, zero-width spaces, soft hyphens...): they hide or reorder what a name shows."""
+    sequence, an emoji newer than the Unicode database; None when there is none. The others
+    stay refused (bidi overrides, zero-width spaces, soft hyphens...): they hide or reorder
+    what a name shows."""
     tagged = {i for m in _FLAG_TAG_SEQUENCE.finditer(text) for i in range(m.start() + 1, m.end())}
     for i, ch in enumerate(text):
         if not unicodedata.category(ch).startswith("C") or i in tagged or _future_pictograph(ch):
             continue
         if ch in _JOINERS and 0 < i < len(text) - 1 and _visible(text[i - 1]) and _visible(text[i + 1]):
             continue
-        return True
-    return False
+        return ch
+    return None
 
 
 def check_client_join_id(client_join_id: Any) -> str:
@@ -142,10 +157,10 @@ def seat_configs(game: Any, seats: Sequence[SeatConfig], host: BotHostLike | Non
         return [SeatConfig()] * game.num_seats
     if len(seats) != game.num_seats:
         raise BadRequest(f"{game.id} has {game.num_seats} seats, {len(seats)} were configured",
-                         reason="BAD_SEATS")
+                         reason="BAD_SEATS", field="seats")
     for i, s in enumerate(seats):
         if s.kind not in ("open", "bot"):
-            raise BadRequest(f"seat {i}: kind must be open or bot", reason="BAD_SEATS")
+            raise BadRequest(f"seat {i}: kind must be open or bot", reason="BAD_SEATS", field=f"seats[{i}]")
         if s.kind == "bot":
             check_bot(s.bot, game.id, host)
     return seats

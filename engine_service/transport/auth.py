@@ -24,7 +24,11 @@ def bearer_token(metadata: Iterable[tuple[str, str | bytes]] | None) -> str | No
     A malformed header (another scheme, an empty token, white space inside the token, several
     headers) is Unauthenticated: a client that tried to authenticate must not silently become
     a spectator. A token is one word (RFC 6750's b64token; seat tokens are URL-safe base64):
-    ``Bearer a b`` is a malformed header, not a token that matches no seat.
+    ``Bearer a b`` is a malformed header, not a token that matches no seat. So is a token
+    holding a control character or a byte beyond ASCII (a client that sent raw bytes, or a
+    NUL-terminated C string): no token is made of them (seat tokens are base64, the admin
+    token printable ASCII), and "unknown or expired seat token" sent its author after a token
+    that had never been the problem.
     """
     values = [v for k, v in (metadata or ()) if k.lower() == "authorization"]
     if not values:
@@ -37,7 +41,7 @@ def bearer_token(metadata: Iterable[tuple[str, str | bytes]] | None) -> str | No
     scheme, _, token = value.strip().partition(" ")
     token = token.strip()
     if (scheme.lower() != _SCHEME or not token or len(token) > MAX_TOKEN_CHARS
-            or any(c.isspace() for c in token)):
+            or any(c.isspace() for c in token) or not (token.isascii() and token.isprintable())):
         raise api.Unauthenticated("the authorization header must be 'Bearer <token>'",
                                   reason="MALFORMED_TOKEN")
     return token

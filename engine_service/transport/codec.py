@@ -220,6 +220,8 @@ _SEAT_KIND = {"open": match_pb2.SEAT_KIND_OPEN, "bot": match_pb2.SEAT_KIND_BOT}
 #: Longest accepted free-text request fields (names, reasons); bigger is INVALID_ARGUMENT.
 MAX_NAME_CHARS = 64
 MAX_ID_CHARS = 128
+#: google.protobuf.Duration's largest seconds (duration.proto: about 10,000 years).
+MAX_DURATION_SECONDS = 315_576_000_000
 
 
 def status_enum(status: str) -> int:
@@ -296,12 +298,18 @@ def create_request(msg: pb.CreateMatchRequest) -> api.CreateMatchRequest:
         else:
             seats.append(api.SeatConfig(kind="open"))
     seconds, nanos = msg.turn_time.seconds, msg.turn_time.nanos
-    if seconds < 0 or nanos < 0:
+    if seconds < 0:
         raise api.BadRequest("turn_time must not be negative", reason="BAD_DURATION",
                              field="turn_time")
-    if nanos > 999_999_999:  # google.protobuf.Duration: nanos is the fraction of a second
-        raise api.BadRequest("turn_time.nanos must be below one second", reason="BAD_DURATION",
-                             field="turn_time")
+    if not 0 <= nanos <= 999_999_999:  # google.protobuf.Duration: the fraction of a second,
+        # of the seconds' sign (a positive time with negative nanos is no Duration)
+        raise api.BadRequest("turn_time.nanos must be 0 to 999999999 (the fraction of a second)",
+                             reason="BAD_DURATION", field="turn_time")
+    if seconds > MAX_DURATION_SECONDS:
+        # not a Duration at all (duration.proto's range), as the proto comment promises
+        # BAD_DURATION for: it was answered BAD_TURN_TIME or INVALID_OPTIONS as a time out of range
+        raise api.BadRequest(f"turn_time is beyond google.protobuf.Duration's range (at most "
+                             f"{MAX_DURATION_SECONDS} s)", reason="BAD_DURATION", field="turn_time")
     turn = seconds + nanos / 1e9
     return api.CreateMatchRequest(
         game=_check_text("game", msg.game, MAX_ID_CHARS),

@@ -9,7 +9,11 @@ It runs grpc_tools' bundled protoc (``--python_out``, ``--grpc_python_out``, ``-
 on every .proto file of the API, then makes the output a relocatable package: protoc writes
 absolute imports (``from cardgames.v1 import cards_pb2``) that only work with the proto tree
 on ``sys.path``; they are rewritten as relative imports (``from . import cards_pb2``), so the
-package imports cleanly wherever it lives. Nothing else is changed, so the output is a pure
+package imports cleanly wherever it lives. It also writes ``descriptor_set.py``: the .proto
+files as a ``FileDescriptorSet`` *with* their comments (protoc's ``--include_source_info``),
+which the _pb2 modules' descriptors leave out, so that server reflection can hand a client
+without the .proto files (grpcurl, ``buf curl``) the documentation too. Nothing else is
+changed, so the output is a pure
 function of the .proto files and the grpcio-tools version, which
 ``tests/transport/test_codegen.py`` checks by regenerating into a temp dir and comparing.
 
@@ -28,6 +32,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 PROTO_ROOT = REPO / "proto"
@@ -81,10 +86,42 @@ def generate(out: Path) -> list[Path]:
             dst = out / src.name
             dst.write_text(text)
             written.append(dst)
+    written.append(_write_descriptor_set(out, wkt))
     init = out / "__init__.py"
     init.write_text(_INIT.format(tools_version=_tools_version()))
     written.append(init)
     return sorted(written)
+
+
+_DESCRIPTOR_SET = '''"""The API's .proto files as a serialized google.protobuf.FileDescriptorSet, with their
+comments (source info), for server reflection: the _pb2 modules' descriptors carry none.
+
+Do not edit: regenerate with ``make proto`` (engine_service/transport/codegen.py).
+"""
+
+SERIALIZED = (
+{lines}
+)
+'''
+
+
+def _write_descriptor_set(out: Path, wkt: Any) -> Path:
+    """``out/descriptor_set.py``: the API's files (not their imports) with source info, as a
+    bytes literal (a module rather than a data file: it ships wherever the package does)."""
+    from grpc_tools import protoc
+
+    with tempfile.TemporaryDirectory() as tmp:
+        target = Path(tmp) / "api.binpb"
+        args = ["grpc_tools.protoc", f"-I{PROTO_ROOT}", f"-I{wkt}", "--include_source_info",
+                f"--descriptor_set_out={target}",
+                *(str(p.relative_to(PROTO_ROOT)) for p in proto_files())]
+        if protoc.main(args) != 0:
+            raise RuntimeError("protoc failed (see its messages above)")
+        data = target.read_bytes()
+    lines = "\n".join(f"    {data[i:i + 72]!r}" for i in range(0, len(data), 72))
+    dst = out / "descriptor_set.py"
+    dst.write_text(_DESCRIPTOR_SET.format(lines=lines))
+    return dst
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -40,15 +40,16 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 
 import grpc
 import structlog
+from google.protobuf import descriptor_pb2
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection, reflection_pb2
+from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
 
 from ..observability.metrics import Metrics
 from ..sessions import api
 from ..sessions.tokens import token_hash
 from .auth import AdminGate, bearer_token
 from .errors import RateLimited, classify, to_status
-from .generated import admin_pb2, admin_pb2_grpc, card_games_pb2, card_games_pb2_grpc
+from .generated import admin_pb2, admin_pb2_grpc, card_games_pb2, card_games_pb2_grpc, descriptor_set
 from .interceptors import ObservabilityInterceptor, current_rpc
 from .ratelimit import RateLimits, TokenBuckets, client_key
 from .servicers import AdminServicer, CardGamesServicer
@@ -59,6 +60,64 @@ log = structlog.get_logger("cardgames.server")
 CARD_GAMES_SERVICE = card_games_pb2.DESCRIPTOR.services_by_name["CardGamesService"].full_name
 ADMIN_SERVICE = admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
 SERVICE_NAMES = (CARD_GAMES_SERVICE, ADMIN_SERVICE)
+
+
+class HealthServicer(health.aio.HealthServicer):
+    """grpc's asyncio health servicer, with ``List``.
+
+    grpc's health.proto (the one grpcio-health-checking ships, and so the one reflection
+    describes) has a third method, ``List``: every service's status at once. The servicer
+    does not implement it, so a client that called it (a tool reading the descriptor, a
+    probe of the newer API) got UNIMPLEMENTED "Unexpected <class 'NotImplementedError'>:
+    Method not implemented!". The statuses are recorded as they are set, for ``List``; a
+    drain turns them all NOT_SERVING, as it does for ``Check``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._listed: dict[str, int] = {"": health_pb2.HealthCheckResponse.SERVING}
+        self._draining = False
+
+    async def set(self, service: str, status: int) -> None:
+        await super().set(service, status)
+        if not self._draining:  # as the base class: no status changes once draining
+            self._listed[service] = status
+
+    async def enter_graceful_shutdown(self) -> None:
+        await super().enter_graceful_shutdown()
+        self._draining = True
+        self._listed = dict.fromkeys(self._listed, health_pb2.HealthCheckResponse.NOT_SERVING)
+
+    async def List(self, request: health_pb2.HealthListRequest, context: grpc.aio.ServicerContext,
+                   ) -> health_pb2.HealthListResponse:
+        return health_pb2.HealthListResponse(statuses={
+            name: health_pb2.HealthCheckResponse(status=status) for name, status in self._listed.items()})
+
+
+class CommentedReflectionServicer(reflection.aio.ReflectionServicer):
+    """grpcio-reflection's servicer, describing the API's own files with their comments.
+
+    The descriptors in the process's pool come from the _pb2 modules, which protoc writes
+    without source info: a client with nothing but reflection (grpcurl ``describe``, ``buf
+    curl``, a generator fed by it) got names and types and not a word of the documentation
+    every message and field has in the .proto files. The same files with their comments are
+    generated beside them (:mod:`.generated.descriptor_set`); they replace the pool's copies
+    in every answer, and every other file (the well-known types, health, the error details)
+    is answered as before."""
+
+    def __init__(self, service_names: tuple[str, ...]) -> None:
+        super().__init__(service_names)
+        files = descriptor_pb2.FileDescriptorSet.FromString(descriptor_set.SERIALIZED).file
+        self._commented = {f.name: f.SerializeToString() for f in files}
+
+    async def ServerReflectionInfo(self, request_iterator: Any, context: Any) -> AsyncIterator[Any]:
+        async for response in super().ServerReflectionInfo(request_iterator, context):
+            if response.HasField("file_descriptor_response"):
+                files = response.file_descriptor_response.file_descriptor_proto
+                for i, raw in enumerate(files):
+                    name = descriptor_pb2.FileDescriptorProto.FromString(raw).name
+                    if name in self._commented:
+                        files[i] = self._commented[name]
+            yield response
 
 
 #: The reflection service's stable name (grpc/reflection/v1/reflection.proto).
@@ -75,7 +134,7 @@ def add_reflection_v1(service_names: tuple[str, ...], server: grpc.aio.Server) -
     package's own servicer answers both. The list of services names v1alpha only, since the
     v1 file's descriptors are not in this process's pool to be described.
     """
-    servicer = reflection.aio.ReflectionServicer(service_names)
+    servicer = CommentedReflectionServicer(service_names)
     handlers = {"ServerReflectionInfo": grpc.stream_stream_rpc_method_handler(
         servicer.ServerReflectionInfo,
         request_deserializer=reflection_pb2.ServerReflectionRequest.FromString,
@@ -351,7 +410,7 @@ class GrpcServer:
         self._address = f"{host}:{port}"
         self._tls = tls
         self._admin = AdminGate(admin_token)
-        self.health = health.aio.HealthServicer()
+        self.health = HealthServicer()
         self.port: int | None = None
         self._server: grpc.aio.Server | None = None
         self._stopped = False
@@ -370,7 +429,8 @@ class GrpcServer:
                                                           server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflected = (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME)
-        reflection.enable_server_reflection(reflected, server)
+        reflection_pb2_grpc.add_ServerReflectionServicer_to_server(
+            CommentedReflectionServicer(reflected), server)
         add_reflection_v1(reflected, server)
         if self._tls is not None:
             port = server.add_secure_port(self._address, self._tls.credentials())

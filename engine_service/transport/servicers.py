@@ -211,7 +211,9 @@ class CardGamesServicer(_Base, card_games_pb2_grpc.CardGamesServiceServicer):
         if not request.action:
             raise api.BadRequest("action is required", reason="MISSING_FIELD", field="action")
         if len(request.action) > MAX_ACTION_CHARS:
-            raise api.BadRequest("action is too long", reason="FIELD_TOO_LONG", field="action")
+            # named like every other length refusal: the limit is the client's to know
+            raise api.BadRequest(f"action is longer than {MAX_ACTION_CHARS} characters",
+                                 reason="FIELD_TOO_LONG", field="action")
         if len(request.client_action_id) > MAX_CLIENT_ACTION_ID_CHARS:
             # docs/api.md: up to 128 printable characters, "anything else is BAD_CLIENT_ACTION_ID"
             raise api.BadRequest(f"client_action_id is longer than {MAX_CLIENT_ACTION_ID_CHARS} "

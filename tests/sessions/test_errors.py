@@ -221,6 +221,20 @@ def test_names_typed_with_emoji_sequences_and_joiners_are_accepted():
     assert run(go()) == (TYPED_NAMES[0], TYPED_NAMES[3], "BAD_NAME")
 
 
+@pytest.mark.parametrize("name, named", [
+    ("bell\x07", "U+0007, a control character"), ("a\u202eb", "U+202E, an invisible format character"),
+    ("\ue000", "U+E000, a private-use character"), ("x\u0378", "U+0378, a noncharacter or a character unassigned"),
+])
+def test_a_refused_name_says_which_character_and_why(name, named):
+    """The message names the refused character and its kind: it said "contains control
+    characters" of a private-use character or of a letter newer than the server's Unicode
+    database too, which a client had not sent as controls and could not find."""
+    with pytest.raises(BadRequest) as info:
+        clean_name(name, 64, "the player name", field="player_name")
+    assert info.value.message.startswith(f"the player name contains {named}")
+    assert (info.value.reason, info.value.metadata) == ("BAD_NAME", {"field": "player_name"})
+
+
 @pytest.mark.parametrize("game_id", GAMES)
 def test_rejected_actions_change_nothing(game_id):
     async def go():

@@ -103,7 +103,9 @@ METADATA_KEYS = {"INVALID_OPTIONS": {"option"}, "ILLEGAL_ACTION": {"action"}, "N
                  "STALE_SEQUENCE": {"expected_seq", "seq"}, "UNKNOWN_BOT": {"bot"},
                  "MISSING_FIELD": {"field"}, "FIELD_TOO_LONG": {"field"}, "BAD_LIMIT": {"field"},
                  "BAD_EXPECTED_SEQ": {"field"}, "BAD_DURATION": {"field"}, "BAD_CLIENT_JOIN_ID": {"field"},
-                 "BAD_CLIENT_CREATE_ID": {"field"}, "BAD_PAGE_TOKEN": {"field"}}
+                 "BAD_CLIENT_CREATE_ID": {"field"}, "BAD_PAGE_TOKEN": {"field"}, "BAD_SEAT": {"field"},
+                 "BAD_SEATS": {"field"}, "BAD_FIRST_DEALER": {"field"}, "BAD_SPECTATOR_DELAY": {"field"},
+                 "BAD_TURN_TIME": {"field"}, "BAD_AFTER_SEQ": {"field"}}
 
 
 def test_the_error_table_is_read_from_the_docs():

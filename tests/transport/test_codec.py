@@ -141,7 +141,9 @@ def test_create_request_conversion_and_checks():
     with pytest.raises(api.BadRequest, match="bot's name"):
         codec.create_request(nameless)
     # a Duration's nanos is a fraction of a second, of the seconds' sign
-    for seconds, nanos in ((9, 2_000_000_000), (-1, 0), (0, -5), (11, -1)):
+    # and its seconds at most 315,576,000,000 (duration.proto): beyond is no Duration, not a
+    # turn time out of range (it was BAD_TURN_TIME, INVALID_OPTIONS in the Joker games)
+    for seconds, nanos in ((9, 2_000_000_000), (-1, 0), (0, -5), (11, -1), (315_576_000_001, 0), (2 ** 62, 0)):
         bad = pb.CreateMatchRequest(game="klaberjass")
         bad.turn_time.seconds, bad.turn_time.nanos = seconds, nanos
         with pytest.raises(api.BadRequest) as info:

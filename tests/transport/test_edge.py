@@ -7,6 +7,7 @@ transport itself decides, whatever the session layer does."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from engine_service.rules import errors as rules_errors
 from engine_service.rules.options import BOOL, OptionSpec
 from engine_service.sessions import api
+from engine_service.transport.auth import bearer_token
 from engine_service.transport.generated import admin_pb2, card_games_pb2 as pb, match_pb2
 from engine_service.transport.server import ServerLimits
 
@@ -258,6 +260,19 @@ async def test_bearer_tokens_and_principals():
         assert not [c for c in service.calls if c[0] == "submit_action"]
 
 
+@pytest.mark.parametrize("value", ["Bearer a\x00b", "Bearer abc\x7f", "Bearer t\u00f6ken", "Bearer \ufffd\ufffd",
+                                   b"Bearer \xff\xfe", b"Bearer abc\xc3\xa9"])
+def test_a_token_that_is_not_printable_ascii_is_malformed(value):
+    """A Go or C client may send any bytes in a header value (gRPC Python refuses to): a token
+    holding a control character or a non-ASCII byte cannot be a token (base64 seat tokens, a
+    printable ASCII admin token), so it is MALFORMED_TOKEN, not "unknown or expired seat
+    token" (MISSING_OR_BAD_TOKEN), which sent the client looking for a token it never had."""
+    with pytest.raises(api.Unauthenticated) as refused:
+        bearer_token([("authorization", value)])
+    assert refused.value.reason == "MALFORMED_TOKEN"
+    assert bearer_token([("authorization", "Bearer aZ09-_.~+/=")]) == "aZ09-_.~+/="
+
+
 @run
 async def test_admin_gate():
     service = ScriptedService()
@@ -345,6 +360,19 @@ async def test_malformed_requests_are_invalid_argument():
 
 
 @run
+async def test_an_action_over_64_characters_is_refused_with_the_limit_in_the_message():
+    """The message names the limit, as every other FIELD_TOO_LONG does (it said "action is too
+    long", leaving a client to find the 64 by trial)."""
+    service = ScriptedService()
+    async with running(service) as srv:
+        err = await expect_error(srv.games.SubmitAction(
+            pb.SubmitActionRequest(match_id="m1", action="p" * 65), metadata=bearer(SEAT_TOKEN)))
+    assert (err.code, err.reason, err.metadata) == (grpc.StatusCode.INVALID_ARGUMENT, "FIELD_TOO_LONG",
+                                                    {"field": "action"})
+    assert err.message == "action is longer than 64 characters"
+
+
+@run
 async def test_every_free_text_field_is_capped_before_it_is_quoted():
     """A long bot name, option name or value, or game filter is FIELD_TOO_LONG, which a client
     receives: quoted in a status message whole, 9,000 characters overflowed the client's
@@ -368,6 +396,22 @@ async def test_every_free_text_field_is_capped_before_it_is_quoted():
             assert (err.code, err.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "FIELD_TOO_LONG")
             assert len(err.message) < 200 and long not in err.message
     assert not [c for c in service.calls if c[0] in ("create_match", "list_matches")]
+
+
+@run
+async def test_compressed_requests_are_read_and_held_to_the_size_limit_once_decompressed():
+    """docs/api.md, Errors: the server reads gzip (and deflate) requests, and the request size
+    limit counts the decompressed message: 100 KB of name squeezed into a few hundred bytes is
+    RESOURCE_EXHAUSTED from gRPC itself, without details."""
+    service = ScriptedService()
+    async with running(service) as srv:
+        listed = await srv.games.ListGames(pb.ListGamesRequest(), compression=grpc.Compression.Gzip)
+        assert listed.games
+        huge = pb.CreateMatchRequest(game="klaberjass", name="x" * 100_000)
+        assert len(gzip.compress(huge.SerializeToString())) < 65536
+        err = await expect_error(srv.games.CreateMatch(huge, compression=grpc.Compression.Gzip))
+        assert (err.code, err.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "")
+    assert not [c for c in service.calls if c[0] == "create_match"]
 
 
 @run
@@ -564,6 +608,52 @@ async def test_health_and_reflection():
         answers = [a async for a in refl.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]))]
         names = {s.name for s in answers[0].list_services_response.service}
         assert {"cardgames.v1.CardGamesService", "cardgames.v1.AdminService", "grpc.health.v1.Health"} <= names
+
+
+@run
+async def test_health_list_answers_every_service_and_says_not_serving_once_draining():
+    """grpc.health.v1.Health/List, which reflection describes (grpc's health.proto has it),
+    answers every service's status: the servicer did not implement it, and a caller got
+    UNIMPLEMENTED "Unexpected <class 'NotImplementedError'>: Method not implemented!"."""
+    service = ScriptedService()
+    async with running(service, drain=False) as srv:
+        hc = health_pb2_grpc.HealthStub(srv.channel)
+        serving = await hc.List(health_pb2.HealthListRequest())
+        await srv.server.health.enter_graceful_shutdown()  # the drain's first step
+        draining = await hc.List(health_pb2.HealthListRequest())
+        await srv.server.drain(grace_s=1)
+    names = ("", "cardgames.v1.CardGamesService", "cardgames.v1.AdminService")
+    for listed, status in ((serving, health_pb2.HealthCheckResponse.SERVING),
+                           (draining, health_pb2.HealthCheckResponse.NOT_SERVING)):
+        assert {k: v.status for k, v in listed.statuses.items()} == dict.fromkeys(names, status)
+
+
+@run
+async def test_reflection_describes_the_api_with_its_comments():
+    """A client with reflection alone (grpcurl describe, buf curl) gets the documentation of
+    the .proto files: the descriptors it was served came from the _pb2 modules, which hold
+    no comments. Other files (the well-known types an API file imports) are served as before."""
+    from google.protobuf import descriptor_pb2
+
+    service = ScriptedService()
+    async with running(service) as srv:
+        refl = reflection_pb2_grpc.ServerReflectionStub(srv.channel)
+        requests = [reflection_pb2.ServerReflectionRequest(file_containing_symbol="cardgames.v1.SubmitActionRequest"),
+                    reflection_pb2.ServerReflectionRequest(file_by_filename="cardgames/v1/match.proto")]
+        answers = [a async for a in refl.ServerReflectionInfo(iter(requests))]
+    files = {}
+    for answer in answers:
+        for raw in answer.file_descriptor_response.file_descriptor_proto:
+            f = descriptor_pb2.FileDescriptorProto.FromString(raw)
+            files[f.name] = f
+    api_file = files["cardgames/v1/card_games.proto"]
+    message = [m.name for m in api_file.message_type].index("SubmitActionRequest")
+    field = [f.name for f in api_file.message_type[message].field].index("expected_seq")
+    comments = {tuple(loc.path): loc.leading_comments for loc in api_file.source_code_info.location}
+    assert "The seq of the view the action was decided on" in comments[(4, message, 2, field)]
+    assert files["cardgames/v1/match.proto"].source_code_info.location
+    assert "google/protobuf/duration.proto" in files  # a dependency, answered from the pool
+    assert [m.name for m in files["google/protobuf/duration.proto"].message_type] == ["Duration"]
 
 
 @run

@@ -461,6 +461,19 @@ async def test_the_error_metadata_docs_api_md_promises():
                 match_id=match_id, action=legal[0]), metadata=bearer(tokens[waiter]))),
             "BAD_EXPECTED_SEQ": await expect_error(stub.SubmitAction(pb.SubmitActionRequest(
                 match_id=match_id, action=legal[0], expected_seq=-2), metadata=bearer(tokens[mover]))),
+            # each names its field too (they used to carry no metadata: a form could not tell
+            # which of its fields to mark)
+            "BAD_SEAT": await expect_error(stub.JoinMatch(pb.JoinMatchRequest(match_id=match_id, seat=2))),
+            "BAD_SEATS": await expect_error(stub.CreateMatch(pb.CreateMatchRequest(
+                game="klaberjass", seats=[match_pb2.SeatSpec()] * 3))),
+            "BAD_FIRST_DEALER": await expect_error(stub.CreateMatch(pb.CreateMatchRequest(
+                game="klaberjass", first_dealer=2), metadata=bearer(ADMIN_TOKEN))),
+            "BAD_SPECTATOR_DELAY": await expect_error(stub.CreateMatch(pb.CreateMatchRequest(
+                game="klaberjass", spectator_delay_actions=201))),
+            "BAD_TURN_TIME": await expect_error(stub.CreateMatch(pb.CreateMatchRequest(
+                game="klaberjass", turn_time={"seconds": 5}))),
+            "BAD_AFTER_SEQ": await expect_error(stub.WatchMatch(pb.WatchMatchRequest(
+                match_id=match_id, after_seq=99), metadata=bearer(tokens[mover]))),
         }
     assert {reason: err.reason for reason, err in errors.items()} == {r: r for r in errors}
     assert errors["INVALID_OPTIONS"].metadata["option"] == "kl_target_score" and errors["INVALID_OPTIONS"].metadata["allowed"]
@@ -468,6 +481,10 @@ async def test_the_error_metadata_docs_api_md_promises():
     assert errors["ILLEGAL_ACTION"].metadata["action"] == illegal
     assert errors["NOT_YOUR_TURN"].metadata["to_act"] == str(mover)
     assert errors["BAD_EXPECTED_SEQ"].metadata["field"] == "expected_seq"
+    assert {r: errors[r].metadata.get("field") for r in ("BAD_SEAT", "BAD_SEATS", "BAD_FIRST_DEALER",
+                                                         "BAD_SPECTATOR_DELAY", "BAD_TURN_TIME", "BAD_AFTER_SEQ")} == {
+        "BAD_SEAT": "seat", "BAD_SEATS": "seats", "BAD_FIRST_DEALER": "first_dealer",
+        "BAD_SPECTATOR_DELAY": "spectator_delay_actions", "BAD_TURN_TIME": "turn_time", "BAD_AFTER_SEQ": "after_seq"}
 
 
 @pytest.mark.parametrize("game", GAMES)

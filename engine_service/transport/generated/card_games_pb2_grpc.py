@@ -111,7 +111,11 @@ class CardGamesServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def CreateMatch(self, request, context):
-        """Creates a match. Seats are open (to be joined) or played by bots.
+        """Creates a match. Seats are open (to be joined) or played by bots. A full server refuses it
+        with RESOURCE_EXHAUSTED (MAX_MATCHES, MAX_WAITING_MATCHES, or MAX_BOT_MATCHES for a match
+        of bots only): try later. UNAVAILABLE (STORE_UNAVAILABLE, DRAINING) or a lost answer: send
+        it again with the same client_create_id (docs/api.md, "Creating"). See CreateMatchRequest
+        for the errors of its fields.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -132,14 +136,19 @@ class CardGamesServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetView(self, request, context):
-        """The caller's current view: its seat's (seat token) or a spectator's (no token).
+        """The caller's current view: its seat's (seat token), a spectator's (no token), or with the
+        admin token the public view plus the legal actions of the seat to act. Refused: a
+        spectator of a match without spectators (PERMISSION_DENIED, SPECTATORS_NOT_ALLOWED),
+        another match's seat token (WRONG_MATCH), a Georgian Joker seat that left while the match
+        goes on (SEAT_LEFT), an unknown or revoked token (UNAUTHENTICATED, MISSING_OR_BAD_TOKEN).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def SubmitAction(self, request, context):
-        """Submits one action for the caller's seat (seat token required).
+        """Submits one action for the caller's seat (seat token required: none is UNAUTHENTICATED,
+        the admin token PERMISSION_DENIED / NOT_A_SEAT). See SubmitActionRequest for the errors.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -147,7 +156,13 @@ class CardGamesServiceServicer:
 
     def WatchMatch(self, request, context):
         """The match's events for the caller's audience: those after after_seq (replayed), then live.
-        An open stream is the seat's presence.
+        An open stream is the seat's presence. It ends with OK after MATCH_ENDED; refused at the
+        start as GetView is (SPECTATORS_NOT_ALLOWED, WRONG_MATCH, SEAT_LEFT, MISSING_OR_BAD_TOKEN),
+        and RESOURCE_EXHAUSTED (MAX_WATCHERS) for a spectator or the admin when the server is full;
+        it may end with UNAVAILABLE (WATCH_OVERFLOW: read faster; DRAINING: a restart):
+        reopen with after_seq; or, not to be reopened, UNAUTHENTICATED (TOKEN_REVOKED: the seat
+        got a new token), RESOURCE_EXHAUSTED (MAX_SEAT_STREAMS: a newer stream of the seat's
+        replaced this one), PERMISSION_DENIED (SEAT_LEFT) (docs/api.md, "Reconnecting").
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
