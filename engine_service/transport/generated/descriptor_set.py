@@ -560,7 +560,7 @@ SERIALIZED = (
     b'ge size. Negative:\n INVALID_ARGUMENT (BAD_LIMIT).\n\n\x0c\n\x05\x04\x04\x02\x01\x05\x12\x03i\x02\x07\n\x0c\n\x05\x04\x04\x02\x01'
     b'\x01\x12\x03i\x08\r\n\x0c\n\x05\x04\x04\x02\x01\x03\x12\x03i\x10\x11\n\xb6\x04\n\x04\x04\x04\x02\x02\x12\x03q\x02\x18\x1a\xa8\x04 Empty: the first page. Otherwise t'
     b'he next_page_token of the previous page, sent with the\n same game (anoth'
-    b'er game, or a token this server did not issue, is INVALID_ARGUMENT,\n rea'
+    b'er game, or a string that is not a page token, is INVALID_ARGUMENT,\n rea'
     b'son BAD_PAGE_TOKEN); limit may change from page to page. The token is op'
     b'aque. The next\n page starts after the last match of the previous one in '
     b"the listing's order (oldest\n first, then match id), not at an offset: a "
@@ -853,7 +853,7 @@ SERIALIZED = (
     b"0): the\n page size. Negative: INVALID_ARGUMENT (BAD_LIMIT).\n\n\x0c\n\x05\x04\x00\x02\x02\x05\x12\x03'"
     b"\x02\x07\n\x0c\n\x05\x04\x00\x02\x02\x01\x12\x03'\x08\r\n\x0c\n\x05\x04\x00\x02\x02\x03\x12\x03'\x10\x11\n\xad\x06\n\x04\x04\x00\x02\x03\x12\x031\x02\x18\x1a\x9f\x06 Empty: the first page. O"
     b'therwise the next_page_token of the previous page, sent with the\n same s'
-    b'tatus and game (another filter, or a token this server did not issue, is'
+    b'tatus and game (another filter, or a string that is not a page token, is'
     b'\n INVALID_ARGUMENT, reason BAD_PAGE_TOKEN); limit may change from page t'
     b'o page. The token is\n opaque: do not parse or build it. Pages continue a'
     b"fter the last match of the previous one\n in the listing's order (newest "
