@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...cards import CODES, PACK32_MASK
+from ...cards import PACK32_MASK
 from ...game import CHANCE, TERMINAL, State
 from . import actions as A
 from . import melds as M
@@ -580,8 +580,8 @@ class JojotteState(State):
             return (f"{text}: melds are declared automatically at this table (option "
                     f"jj_meld_declaration, JJ-5.9, JJ-A21)")
         if A.JO <= a < A.ACCEPT and not cfg.jo_required:
-            return (f"{text}: jo-jotte scores without announcements at this table: play:"
-                    f"{CODES[A.card_of_play(a)]} (option jj_jojotte_announcement, JJ-7.2, JJ-A22)")
+            return (f"{text}: jo-jotte scores without announcements at this table (option "
+                    f"jj_jojotte_announcement, JJ-7.2, JJ-A22)")
         if A.EXCHANGE <= a < A.NO_EXCHANGE and cfg.seven_mode == SEVEN_NONE:
             return (f"{text}: this table plays without the seven exchange (option "
                     f"jj_seven_exchange, JJ-4.2, JJ-A9)")

@@ -285,8 +285,8 @@ class KlaberjassState(State):
             return (f"{text}: melds are stated automatically at this table (option "
                     f"kl_meld_declaration, KL-5.8, KL-A20)")
         if BELLA <= a < TAKE and not cfg.bella_announce:
-            return (f"{text}: bella is credited without an announcement at this table: play:"
-                    f"{CODES[a - BELLA]} (option kl_bella_announcement, KL-7.1, KL-A23)")
+            return (f"{text}: bella is credited without an announcement at this table (option "
+                    f"kl_bella_announcement, KL-7.1, KL-A23)")
         if a == EXCHANGE and self._phase in (P_WINDOW, P_PLAY) and self._trump >= 0:
             if cfg.dix_needs_turnup_trump and self._turn0 // 9 != self._trump:
                 return (f"{text}: at this table the dix is exchanged only when the turn-up suit "
