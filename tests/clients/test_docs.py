@@ -186,6 +186,39 @@ def test_rules_index_covers_every_game_and_section():
             assert f"`{spec.name}`" in RULES, f"{game.id} option {spec.name}"
 
 
+def test_rules_index_option_rows_say_what_list_games_says():
+    """docs/rules.md's option tables are the new-table dialog's text on paper: each row's
+    rule ids and meaning are the ListGames ones (OptionSpec.rules, OptionSpec.help), so the
+    two cannot drift apart."""
+    for game in registry.all_games():
+        section = RULES[RULES.index(f"(`{game.id}`)"):]
+        for spec in game.option_specs:
+            row = re.search(rf"^\| `{spec.name}` \|(.*)\|$", section, re.MULTILINE)
+            assert row, f"{game.id} option {spec.name}"
+            *_, rules, meaning = (cell.strip() for cell in row.group(1).split(" | "))
+            assert rules == ", ".join(spec.rules), spec.name
+            assert meaning == spec.help, spec.name
+
+
+@pytest.mark.parametrize("game,option,phrases", [
+    # KL-7.2 / KL-A14: what the bonus is and what it is worth
+    ("klaberjass", "kl_trump_kqj_bonus", ("king, queen and jack", "20", "50", "bella")),
+    # KL-8.1 / KL-A16: what the two values mean
+    ("klaberjass", "kl_ten_value", ("10", "0", "ten won in a trick")),
+    # JJ-9.3b / JJ-A25: one phrase per value
+    ("jojotte", "jj_defender_win_award",
+     ("two most valuable tricks", "both players' trick points", "his own trick points")),
+    # JJ-9.3 / JJ-A24: the default model in words, not only its source's name
+    ("jojotte", "jj_undoubled_scoring", ("wins the comparison", "each player enters his own")),
+])
+def test_option_help_says_what_each_value_does(game, option, phrases):
+    """A player choosing house rules in a new-table dialog reads OptionSpec.help: it says what
+    each value does (these said "the bonus of the seed", "what the defender enters")."""
+    spec = next(s for s in registry.get_game(game).option_specs if s.name == option)
+    for phrase in phrases:
+        assert phrase in spec.help, (option, phrase)
+
+
 def test_rules_index_links_exist():
     for link in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", RULES):
         if link.startswith("http"):

@@ -489,3 +489,24 @@ def test_jj_simultaneous_game_in_a_deal(options, winner):
     assert r["below"] == [80, 50]
     m = table(state)["match"]
     assert m["rubber_game_winners"] == [winner] and m["games_won"] == [1 - winner, winner]
+
+
+def test_refusals_that_only_the_table_options_explain_name_the_option():
+    """A call the table's house rules leave out is refused naming the option (JJ-A9, JJ-A21,
+    JJ-A22): it read "declare is not a legal action now", as if it could become legal later.
+    Other refusals keep the generic message, and a refusal changes nothing."""
+    def refusal(state, action):
+        with pytest.raises(IllegalAction) as info:
+            state.apply(action)
+        return info.value.message
+
+    state = to_play(deal({}, **JO_DEAL), "name:S", "pass")
+    before = state.view(state.to_act())
+    assert "jj_meld_declaration" in refusal(state, "declare")
+    assert refusal(state, "redouble") == "redouble is not a legal action now"
+    assert state.view(state.to_act()) == before
+    state = to_play(deal({"jj_jojotte_announcement": "automatic"}, **JO_DEAL), "name:S", "pass")
+    act(state, "play:AC")
+    assert "jj_jojotte_announcement" in refusal(state, "play:KS:jo")
+    state = deal({"jj_seven_exchange": "none"}, **JO_DEAL)
+    assert "jj_seven_exchange" in refusal(state, "exchange:7S")

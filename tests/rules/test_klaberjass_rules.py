@@ -884,3 +884,34 @@ def test_KL_6_7_no_obligation_to_beat_a_plain_lead():
     state = to_play(elder, dealer, "8H", info="7C")
     state.apply("play:QH")
     assert legal_cards(state) == ["9H", "AH", "JH"]
+
+
+def test_refusals_that_only_the_table_options_explain_name_the_option():
+    """An action the table's house rules leave out is refused naming the option (KL-A7, KL-A8,
+    KL-A9, KL-A20, KL-A23): it read "schmeiss is not a legal action now", as if it could become
+    legal later. Refusals the options do not explain keep the generic message."""
+    from engine_service.rules import IllegalAction
+
+    def refusal(state, action):
+        with pytest.raises(IllegalAction) as info:
+            state.apply(action)
+        return info.value.message
+
+    state = deal(ELDER, DEALER, "8H")
+    assert "kl_schmeiss" in refusal(state, "schmeiss") and "kl_schmeiss" in refusal(state, "refuse")
+    assert "kl_meld_declaration" in refusal(state, "conceal")
+    assert refusal(state, "name:S") == "name:S is not a legal action now"  # KL-3.1, no option
+    state = to_play(ELDER, DEALER, "8H", info="7C")
+    assert "kl_bella_announcement" in refusal(state, "play:KD:bella")
+    assert "kl_meld_declaration" in refusal(state, "declare")
+    # the elder holds the dix 7H (hearts taken): exchanged in the window only
+    dix_elder = "7H TS 7S QH AD KD QC JC 9C"
+    state = to_play(dix_elder, DEALER, "8H", options={"kl_dix_window": "before_melds"}, info="7C")
+    assert state.to_act() == 0 and "exchange" not in state.legal_actions()
+    assert "kl_dix_window" in refusal(state, "exchange")
+    # spades named in round 2: the elder's 7S is no dix to exchange under KL-A8's option
+    state = deal(dix_elder, DEALER, "8H", options={"kl_dix_requires_turnup_trump": True}, info="7C")
+    play_out(state, ["pass", "pass", "name:S"])
+    assert state.legal_actions() == ["keep"]
+    assert "kl_dix_requires_turnup_trump" in refusal(state, "exchange")
+    assert state.legal_actions() == ["keep"]  # nothing changed

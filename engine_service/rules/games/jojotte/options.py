@@ -75,9 +75,13 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
     _enum("jj_outcome_basis", ("all_points", "trick_points"), ("JJ-9.2", "JJ-9.5", "JJ-A23"),
           "The deal is decided on melds + jo-jotte + trick points, or on trick points alone."),
     _enum("jj_undoubled_scoring", ("culbertson", "each_scores_own"), ("JJ-9.3", "JJ-A24"),
-          "Undoubled deal: seed 003's winner-takes model, or each player enters his own trick points."),
+          "Undoubled deal: only the player who wins the comparison enters trick points (the "
+          "declarer his own, the defender as jj_defender_win_award says, a tie as jj_tie_rule "
+          "says), as seed 003 has it; or each player enters his own trick points."),
     _enum("jj_defender_win_award", ("two_best_tricks", "both_trick_points", "own_trick_points"),
-          ("JJ-9.3", "JJ-A25"), "What an undoubled defender who wins the comparison enters."),
+          ("JJ-9.3", "JJ-A25"),
+          "What an undoubled defender who wins the comparison enters below the line: the value of "
+          "his two most valuable tricks, both players' trick points, or his own trick points."),
     _enum("jj_tie_rule", ("frozen_pot", "void"), ("JJ-9.3", "JJ-9.5", "JJ-A26"),
           "A tied deal freezes the trick points in a pot, or scores nothing."),
     _enum("jj_pot_at_rubber_end", ("lapse", "carry"), ("JJ-9.5", "JJ-A26"),

@@ -570,6 +570,23 @@ class JojotteState(State):
         else:
             self._to_act = 1 - seat
 
+    def _why_illegal(self, a: int, text: str) -> str:
+        """Name the table option behind a refusal that only the options explain (declare /
+        conceal, a jo / jotte announcement, a seven exchange at a table without them): such a
+        call read "is not a legal action now", as if it could become legal later. Uses only the
+        options; anything else gets the generic message."""
+        cfg = self.cfg
+        if a in (A.DECLARE, A.CONCEAL) and not cfg.meld_optional:
+            return (f"{text}: melds are declared automatically at this table (option "
+                    f"jj_meld_declaration, JJ-5.9, JJ-A21)")
+        if A.JO <= a < A.ACCEPT and not cfg.jo_required:
+            return (f"{text}: jo-jotte scores without announcements at this table (option "
+                    f"jj_jojotte_announcement, JJ-7.2, JJ-A22)")
+        if A.EXCHANGE <= a < A.NO_EXCHANGE and cfg.seven_mode == SEVEN_NONE:
+            return (f"{text}: this table plays without the seven exchange (option "
+                    f"jj_seven_exchange, JJ-4.2, JJ-A9)")
+        return super()._why_illegal(a, text)
+
     def public_action(self, a: int) -> int:
         """The public trace of the seat to act's legal action ``a`` (:meth:`_normalized_meld_action`)."""
         if self._phase == PH_MELD and a >= A.DECLARE:

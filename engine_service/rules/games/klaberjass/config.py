@@ -53,12 +53,15 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
                help="Order in which the trump queen and king must be played for bella (KL-A13).",
                rules=("KL-7.1",)),
     OptionSpec("kl_trump_kqj_bonus", BOOL, True, (),
-               help="The separate trump K-Q-J sequence bonus of the seed (KL-A14).", rules=("KL-7.2",)),
+               help="A player holding the trump king, queen and jack when he plays his first card "
+                    "scores 20 (50 if they are in a trump run of 4 or more) besides any bella, unless "
+                    "that run scored as his meld; false: no such bonus (KL-A14).", rules=("KL-7.2",)),
     OptionSpec("kl_must_overtrump", BOOL, True, (),
                help="On a trump lead the follower must play a higher trump if he can (KL-A15).",
                rules=("KL-6.4",)),
     OptionSpec("kl_ten_value", INT, 10, (10, 0),
-               help="Card points of a ten, omitted from the seed's value list (KL-A16).",
+               help="Card points of a ten won in a trick: 10, or 0 (the seed's list of card values "
+                    "leaves the ten out) (KL-A16).",
                rules=("KL-8.1",)),
     OptionSpec("kl_score_scope", ENUM, "deal_total", ("deal_total", "trick_points"),
                help="What the outcome of KL-9.2-9.4 distributes: whole deal totals, or only card "

@@ -273,6 +273,29 @@ class KlaberjassState(State):
                 (order == BELLA_ANY and (played or held)):
             out.insert(out.index(king) + 1, BELLA + king)
 
+    def _why_illegal(self, a: int, text: str) -> str:
+        """Name the table option behind a refusal that only the options explain: a frontend (or
+        a player) sending a call the table's house rules leave out read "is not a legal action
+        now", as if it could become legal later. Uses only public facts (the options, the
+        trump, the turn-up) and the actor's own hand; anything else gets the generic message."""
+        cfg = self._cfg
+        if a in (SCHMEISS, ACCEPT, REFUSE) and not cfg.schmeiss:
+            return f"{text}: this table plays without schmeiss (option kl_schmeiss, KL-A7)"
+        if a in (DECLARE, CONCEAL) and not cfg.optional_melds:
+            return (f"{text}: melds are stated automatically at this table (option "
+                    f"kl_meld_declaration, KL-5.8, KL-A20)")
+        if BELLA <= a < TAKE and not cfg.bella_announce:
+            return (f"{text}: bella is credited without an announcement at this table (option "
+                    f"kl_bella_announcement, KL-7.1, KL-A23)")
+        if a == EXCHANGE and self._phase in (P_WINDOW, P_PLAY) and self._trump >= 0:
+            if cfg.dix_needs_turnup_trump and self._turn0 // 9 != self._trump:
+                return (f"{text}: at this table the dix is exchanged only when the turn-up suit "
+                        f"became trump (option kl_dix_requires_turnup_trump, KL-4.1, KL-A8)")
+            if self._phase == P_PLAY and not cfg.dix_in_play and self._hands[self._to_act] & BIT[self._dix]:
+                return (f"{text}: at this table the dix is exchanged only in the window before the "
+                        f"melds (option kl_dix_window, KL-4.2, KL-A9)")
+        return super()._why_illegal(a, text)
+
     def public_action(self, a: int) -> int:
         """KL-A20: a ``declare`` that states nothing a ``conceal`` would not state (the elder
         without a sequence; a dealer whose answer, and so the whole dialogue, comes out the
