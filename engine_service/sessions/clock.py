@@ -78,7 +78,9 @@ class MatchClock:
         if delay <= 0:
             self.disarm(m)
             return
-        if m.timer_key == key and m.timer_handle is not None:
+        if m.timer_key == key:
+            # armed, or its deadline passed and its auto-move is under way (_timeout_move):
+            # kept, so that a presence change meanwhile gives the decision no new turn
             return
         self.disarm(m)
         m.timer_key = key
@@ -112,27 +114,25 @@ class MatchClock:
             if m.timer_key != key or m.seq != key[0] or not m.active:
                 return
             seat = key[1]
-            deadline = m.deadline
-            self.disarm(m)
-            # the decision stays the one to make until its move is written: heartbeats, views
-            # and GetView meanwhile show its (passed) deadline, not "no deadline"; apply()
-            # arms the next decision, an end disarms, a failure below keeps it
-            m.deadline = deadline
+            # The decision stays armed (its key and its passed deadline) until its move is
+            # written: heartbeats, views and GetView meanwhile show that deadline, and a
+            # presence change meanwhile (schedule()) keeps it. It used to be disarmed for the
+            # write, and a seat connecting or leaving then re-armed the timed-out decision with
+            # a whole new turn: its presence event and heartbeats announced a fresh deadline
+            # for a move being made. apply() arms the next decision, an end disarms.
             self.metrics.turn_timeouts.labels(m.game.id).inc()
             action = m.game.auto_move(m.state.view(seat))
             try:
                 await self.writer.apply(m, seat, action, by="auto", reason="timeout")
             except Exception as exc:
-                if isinstance(exc, StaleSequence) or m.over:
-                    # the match caught up with another writer and re-armed itself, or an end
-                    # in doubt was found in the store (MatchWriter.settle_end)
-                    return
-                m.log.error("timeout_move_failed", error=str(exc), error_type=type(exc).__name__)
-                if self.stopped:
-                    return
+                if not (isinstance(exc, StaleSequence) or m.over):
+                    # else: the match caught up with another writer, or an end in doubt was
+                    # found in the store (MatchWriter.settle_end)
+                    m.log.error("timeout_move_failed", error=str(exc), error_type=type(exc).__name__)
+                if self.stopped or m.timer_key != key or m.seq != key[0] or not m.active:
+                    return  # moved on (and re-armed), ended, paused (JJK-10.2) or draining
                 # the deadline has passed: the move is tried again shortly, the seat gets no
                 # new turn (re-arming through schedule() would give it a whole turn time)
-                m.timer_key, m.deadline = key, deadline
                 m.timer_handle = asyncio.get_running_loop().call_later(
                     RETRY_AFTER_STORE_FAILURE_S, self._on_deadline, m, key, context=contextvars.Context())
 

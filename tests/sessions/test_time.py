@@ -112,6 +112,41 @@ def test_a_timed_out_decision_keeps_its_deadline_while_its_auto_move_is_written(
     assert after is not None and after > deadline  # the next decision's own
 
 
+def test_a_presence_change_during_a_timed_out_moves_write_keeps_its_passed_deadline():
+    """GJ-12.1: while the auto-move of a decision whose deadline passed is being written, a
+    seat connecting or going away (Georgian Joker: timers run while a player is away) changes
+    nothing of that decision. It used to be disarmed for the write, so the presence change
+    re-armed it with a whole new turn: the presence events (and heartbeats, GetView) announced
+    a fresh deadline for the move being made, and a turn timer ran for it."""
+    async def go():
+        store = _GatedStore()
+        async with manager(config(time_scale=0.01), store=store) as mgr:
+            match_id, ps = await open_match(mgr, "georgian_joker")
+            m = mgr._matches[match_id]
+            streams = await connect_all(mgr, match_id, ps)
+            deadline, seat = m.deadline, m.state.to_act()
+            store.closed = True
+            await until(lambda: store.waiting)  # the deadline passed; its auto-move is being written
+            other = (seat + 1) % 4
+            await streams[other].close()  # disconnected
+            streams[other] = Stream(mgr, match_id, ps[other], after_seq=0)  # connected
+            await until(lambda: m.seats[other].present)
+            during = (m.seq, m.deadline, m.timer_handle,
+                      [(e.reason, e.view.deadline) for e in streams[seat].events if e.kind == "presence"][-2:])
+            store.closed = False
+            store.gate.set()
+            await until(lambda: m.seq == 1)
+            first = [e for e in streams[seat].actions()][0]
+            await close_all(streams)
+            return deadline, during, first
+
+    deadline, (seq, held, handle, presence), first = run(go())
+    assert seq == 0 and held == deadline and handle is None
+    assert presence == [("disconnected", deadline), ("connected", deadline)]
+    assert (first.by, first.reason) == ("auto", "timeout")
+    assert first.view.deadline is not None and first.view.deadline > deadline  # the next decision's own
+
+
 def test_no_deadline_when_the_table_has_none():
     async def go():
         async with manager(config(default_turn_time_s=0)) as mgr:
