@@ -165,12 +165,18 @@ class MatchClock:
         async with m.lock:
             if m.bot_key != key or m.seq != key[0] or not m.active:
                 return  # the seat's player came back, or the match moved on or ended
-            m.bot_key = None
             if action is None:
                 action = m.game.auto_move(view)
+            # The decision stays armed (``bot_key``) while its move is written, so that a
+            # presence change meanwhile (schedule()) keeps it: it used to be disarmed first,
+            # and a seat connecting or leaving during the write asked the bot for the same
+            # decision again (a worker's time, a bot_failed logged for a move never played).
+            # apply() arms the next decision, an end disarms; a failure disarms it below.
             try:
                 await self.writer.apply(m, seat, action, by=by, reason=why)
             except Exception as exc:
+                if m.bot_key == key:
+                    m.bot_key = None  # decided again: after a store failure, or at once
                 self._retry_later(m, "bot_move_failed", exc)
 
     async def _ask(self, m: LiveMatch, bot: str, seat: int, view: dict[str, Any],
@@ -195,10 +201,14 @@ class MatchClock:
         return decision.action, None
 
     def _retry_later(self, m: LiveMatch, event: str, exc: Exception) -> None:
-        """A bot move could not be applied: after a conflict with another writer the match has
-        caught up and re-armed itself; the match ended (an end in doubt found in the store):
-        nothing; after a store failure, try again shortly."""
-        if isinstance(exc, StaleSequence) or m.over:
+        """A bot move could not be applied (its decision disarmed by the caller): the match
+        ended (an end in doubt found in the store): nothing; after a conflict with another
+        writer the match has caught up, and what it now waits for is armed (schedule() keeps
+        a decision the catch-up armed already); after a store failure, try again shortly."""
+        if m.over:
+            return
+        if isinstance(exc, StaleSequence):
+            self.schedule(m)
             return
         m.log.error(event, error=str(exc), error_type=type(exc).__name__)
         if not self.stopped:
