@@ -102,14 +102,17 @@ class MatchClock:
         for slot in m.seats:
             self.cancel_grace(slot)
 
-    def _on_deadline(self, m: LiveMatch, key: tuple[int, int]) -> None:
+    def _on_deadline(self, m: LiveMatch, key: tuple[int, int], retry: bool = False) -> None:
         if m.timer_key == key:
             m.timer_handle = None
-            self._spawn(self._timeout_move(m, key), f"timeout-{m.match_id}-{key[0]}")
+            self._spawn(self._timeout_move(m, key, retry), f"timeout-{m.match_id}-{key[0]}")
 
-    async def _timeout_move(self, m: LiveMatch, key: tuple[int, int]) -> None:
+    async def _timeout_move(self, m: LiveMatch, key: tuple[int, int], retry: bool = False) -> None:
         """GJ-12.1 / JJK-10.3: the deadline passed; play one move by the auto-move policy,
-        recorded as the ordinary action it made (JJK-10.5: the timeout itself is no action)."""
+        recorded as the ordinary action it made (JJK-10.5: the timeout itself is no action).
+        ``retry``: the move of this timeout is tried again after a failed write; the timeout
+        is counted once (``turn_timeouts``: decisions whose deadline expired), not once per
+        attempt (a store outage of a minute counted one timeout sixty times)."""
         async with m.lock:
             if m.timer_key != key or m.seq != key[0] or not m.active:
                 return
@@ -120,7 +123,8 @@ class MatchClock:
             # write, and a seat connecting or leaving then re-armed the timed-out decision with
             # a whole new turn: its presence event and heartbeats announced a fresh deadline
             # for a move being made. apply() arms the next decision, an end disarms.
-            self.metrics.turn_timeouts.labels(m.game.id).inc()
+            if not retry:
+                self.metrics.turn_timeouts.labels(m.game.id).inc()
             action = m.game.auto_move(m.state.view(seat))
             try:
                 await self.writer.apply(m, seat, action, by="auto", reason="timeout")
@@ -134,7 +138,7 @@ class MatchClock:
                 # the deadline has passed: the move is tried again shortly, the seat gets no
                 # new turn (re-arming through schedule() would give it a whole turn time)
                 m.timer_handle = asyncio.get_running_loop().call_later(
-                    RETRY_AFTER_STORE_FAILURE_S, self._on_deadline, m, key, context=contextvars.Context())
+                    RETRY_AFTER_STORE_FAILURE_S, self._on_deadline, m, key, True, context=contextvars.Context())
 
     async def _bot_move(self, m: LiveMatch, key: tuple[int, int], bot: str, view: dict[str, Any],
                         reason: str) -> None:
@@ -263,12 +267,14 @@ class MatchClock:
         slot.grace_handle = None
         slot.grace_deadline = None
 
-    def _on_grace(self, m: LiveMatch, seat: int, at: float) -> None:
-        self._spawn(self._grace_expired(m, seat, at), f"grace-{m.match_id}-{seat}")
+    def _on_grace(self, m: LiveMatch, seat: int, at: float, retry: bool = False) -> None:
+        self._spawn(self._grace_expired(m, seat, at, retry), f"grace-{m.match_id}-{seat}")
 
-    async def _grace_expired(self, m: LiveMatch, seat: int, at: float) -> None:
+    async def _grace_expired(self, m: LiveMatch, seat: int, at: float, retry: bool = False) -> None:
         """The absent player's grace window is over: the rulebook's policy applies (two
-        players: a disconnection forfeit ends the match, JJK-10.2, JJK-8.4)."""
+        players: a disconnection forfeit ends the match, JJK-10.2, JJK-8.4). ``retry``: the
+        end of this window is tried again after a failed write; the expiry is counted once
+        (``grace_expired``), not once per attempt."""
         async with m.lock:
             slot = m.seats[seat]
             if not m.active or not slot.absent or slot.grace_deadline != at:
@@ -280,16 +286,19 @@ class MatchClock:
                     outcome, winners, info = "abandoned", [], {"absent": [s.seat for s in m.seats]}
                 else:
                     outcome, winners, info = "forfeit", [o.seat for o in others], {"forfeited": seat}
-                self.metrics.grace_expired.labels(m.game.id, outcome).inc()
+                if not retry:
+                    self.metrics.grace_expired.labels(m.game.id, outcome).inc()
                 try:
                     await self.writer.end(m, outcome, winners, **info)
                 except Exception as exc:
                     if m.over:  # an end in doubt was found in the store (MatchWriter.settle_end)
                         return
                     m.log.error("grace_policy_failed", seat=seat, error=str(exc))
-                    if not self.stopped:  # try again shortly: still the same window
+                    # try again shortly while it is still the same window (the player came
+                    # back meanwhile: nothing; went away again: the new window has its handle)
+                    if not self.stopped and slot.grace_deadline == at:
                         slot.grace_handle = asyncio.get_running_loop().call_later(
-                            RETRY_AFTER_STORE_FAILURE_S, self._on_grace, m, seat, at,
+                            RETRY_AFTER_STORE_FAILURE_S, self._on_grace, m, seat, at, True,
                             context=contextvars.Context())
                 return
             slot.grace_deadline = None
