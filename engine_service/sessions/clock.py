@@ -253,8 +253,12 @@ class MatchClock:
 
     def arm_grace(self, m: LiveMatch, slot: SeatSlot, start: float | None = None) -> None:
         """Start ``slot``'s grace window at ``start`` (event-loop time; default now). Windows
-        started with the same ``start`` expire at the same instant (JJK-10.2)."""
+        started with the same ``start`` expire at the same instant (JJK-10.2). None once the
+        clock is stopped (draining): a match started by a write the drain waits for (a join
+        that took the last seat) armed windows whose timers outlived the close."""
         self.cancel_grace(slot)
+        if self.stopped:
+            return
         loop = asyncio.get_running_loop()
         at = (loop.time() if start is None else start) + m.reconnect_grace_s * self.config.time_scale
         slot.grace_deadline = at
