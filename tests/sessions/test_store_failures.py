@@ -1126,3 +1126,49 @@ def test_a_timeout_and_a_grace_expiry_tried_again_after_store_failures_are_count
     assert timeouts == 1
     assert result["outcome"] == "forfeit" and result["forfeited"] == 0
     assert metrics.value("cardgames_grace_expired_total", {"game": "japanese_joker", "policy": "forfeit"}) == 1
+
+
+class GatedFailingStart(FailingStart):
+    """:class:`FailingStart` whose next start first waits for ``gate`` (``waiting``: it does)."""
+
+    gate: asyncio.Event | None = None
+    waiting = False
+
+    async def start_match(self, match_id, seats=(), decks=()):
+        if self.gate is not None:
+            gate, self.gate = self.gate, None
+            self.waiting = True
+            await gate.wait()
+        return await super().start_match(match_id, seats, decks)
+
+
+def test_a_waiting_timeout_that_meets_a_start_in_doubt_settles_the_start_instead_of_ending():
+    """The sweeper found a table past its waiting timeout with a seat open, and waited for the
+    match's lock while a join took that seat: the join's start failed and nobody could tell
+    whether the store held it (every seat taken in memory, still waiting). The expiry then
+    ended the match ``abandoned`` without settling the start first (as TerminateMatch and
+    LeaveMatch do): the store held it started and dealt under an end that said nobody came.
+    Now the start is settled first and the match, started in the store, plays."""
+    store = GatedFailingStart()
+
+    async def go():
+        async with manager(config(waiting_timeout_s=3600.0), store=store) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            await mgr.join_match(s.match_id, 0, "a")
+            m = mgr._matches[s.match_id]
+            m.created_at -= 2 * 3600.0  # past the waiting timeout
+            store.gate = gate = asyncio.Event()
+            store.fail, store.ack_lost, store.unreadable = True, True, 1  # written, answer lost, unreadable
+            join = asyncio.ensure_future(mgr.join_match(s.match_id, 1, "b"))
+            await until(lambda: store.waiting)  # the join holds the match's lock
+            sweep = asyncio.ensure_future(mgr._housekeeping.sweep_once())  # the seat is open: expiry
+            for _ in range(20):
+                await asyncio.sleep(0)  # the pass waits for the match's lock
+            gate.set()
+            joined = (await asyncio.gather(join, return_exceptions=True))[0]
+            await sweep
+            return joined, m.status, m.result, (await store.load_match(s.match_id)).record.status
+
+    joined, status, result, stored = run(go())
+    assert isinstance(joined, SessionError) and joined.reason == "STORE_UNAVAILABLE"
+    assert (status, result, stored) == ("active", None, "active")
