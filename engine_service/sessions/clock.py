@@ -171,6 +171,10 @@ class MatchClock:
                 return  # the seat's player came back, or the match moved on or ended
             if action is None:
                 action = m.game.auto_move(view)
+            if why in ("takeover", "abandoned"):
+                # as the seat stands when its move is made: its absent player may have left
+                # while the move was decided (GJ-12.4), which used to be recorded "takeover"
+                why = "abandoned" if m.seats[seat].left else "takeover"
             # The decision stays armed (``bot_key``) while its move is written, so that a
             # presence change meanwhile (schedule()) keeps it: it used to be disarmed first,
             # and a seat connecting or leaving during the write asked the bot for the same

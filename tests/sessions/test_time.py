@@ -541,3 +541,43 @@ def test_georgian_joker_leaving_hands_the_seat_to_the_named_bot_for_good():
     # a bot only ever saw its own seat's view (GJ-11.7)
     for seat, view in host.calls:
         assert view["seat"] == seat
+
+
+class _GatedFirstLegalHost(_FirstLegalHost):
+    """:class:`_FirstLegalHost` whose decisions wait for ``gate`` (``asked``: one does)."""
+
+    def __init__(self):
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.asked = False
+
+    async def decide(self, bot, game_id, seat, view, legal, seed, deadline_s):
+        self.asked = True
+        await self.gate.wait()
+        return await super().decide(bot, game_id, seat, view, legal, seed, deadline_s)
+
+
+def test_a_takeover_move_decided_while_its_player_leaves_says_abandoned():
+    """GJ-12.4: the takeover bot's move for a seat whose player left says ``abandoned``, for an
+    absent player ``takeover``. A move the bot was deciding for an absent player when that
+    player left was still recorded ``takeover``: the reason was fixed when the decision came
+    up, not when its move was made."""
+    host = _GatedFirstLegalHost()
+
+    async def go():
+        async with manager(config(time_scale=0.01), host=host) as mgr:  # grace 15 s -> 0.15 s
+            match_id, ps = await open_match(mgr, "georgian_joker", takeover_bot="first",
+                                            **gj_request(turn_time_s=120, reconnect_grace_s=15))
+            m = mgr._matches[match_id]
+            streams = await connect_all(mgr, match_id, ps)
+            away = m.state.to_act()
+            await streams[away].close()
+            await until(lambda: host.asked)  # the grace expired: the bot decides for the absent player
+            await mgr.leave_match(match_id, ps[away], resign=False)
+            host.gate.set()
+            await until(lambda: m.seq >= 1)
+            await close_all(streams)
+            return away, m.actions[0]
+
+    away, move = run(go())
+    assert (move.seat, move.by, move.reason) == (away, "bot", "abandoned")
