@@ -78,7 +78,9 @@ class MatchClock:
         if delay <= 0:
             self.disarm(m)
             return
-        if m.timer_key == key and m.timer_handle is not None:
+        if m.timer_key == key:
+            # armed, or its deadline passed and its auto-move is under way (_timeout_move):
+            # kept, so that a presence change meanwhile gives the decision no new turn
             return
         self.disarm(m)
         m.timer_key = key
@@ -100,41 +102,43 @@ class MatchClock:
         for slot in m.seats:
             self.cancel_grace(slot)
 
-    def _on_deadline(self, m: LiveMatch, key: tuple[int, int]) -> None:
+    def _on_deadline(self, m: LiveMatch, key: tuple[int, int], retry: bool = False) -> None:
         if m.timer_key == key:
             m.timer_handle = None
-            self._spawn(self._timeout_move(m, key), f"timeout-{m.match_id}-{key[0]}")
+            self._spawn(self._timeout_move(m, key, retry), f"timeout-{m.match_id}-{key[0]}")
 
-    async def _timeout_move(self, m: LiveMatch, key: tuple[int, int]) -> None:
+    async def _timeout_move(self, m: LiveMatch, key: tuple[int, int], retry: bool = False) -> None:
         """GJ-12.1 / JJK-10.3: the deadline passed; play one move by the auto-move policy,
-        recorded as the ordinary action it made (JJK-10.5: the timeout itself is no action)."""
+        recorded as the ordinary action it made (JJK-10.5: the timeout itself is no action).
+        ``retry``: the move of this timeout is tried again after a failed write; the timeout
+        is counted once (``turn_timeouts``: decisions whose deadline expired), not once per
+        attempt (a store outage of a minute counted one timeout sixty times)."""
         async with m.lock:
             if m.timer_key != key or m.seq != key[0] or not m.active:
                 return
             seat = key[1]
-            deadline = m.deadline
-            self.disarm(m)
-            # the decision stays the one to make until its move is written: heartbeats, views
-            # and GetView meanwhile show its (passed) deadline, not "no deadline"; apply()
-            # arms the next decision, an end disarms, a failure below keeps it
-            m.deadline = deadline
-            self.metrics.turn_timeouts.labels(m.game.id).inc()
+            # The decision stays armed (its key and its passed deadline) until its move is
+            # written: heartbeats, views and GetView meanwhile show that deadline, and a
+            # presence change meanwhile (schedule()) keeps it. It used to be disarmed for the
+            # write, and a seat connecting or leaving then re-armed the timed-out decision with
+            # a whole new turn: its presence event and heartbeats announced a fresh deadline
+            # for a move being made. apply() arms the next decision, an end disarms.
+            if not retry:
+                self.metrics.turn_timeouts.labels(m.game.id).inc()
             action = m.game.auto_move(m.state.view(seat))
             try:
                 await self.writer.apply(m, seat, action, by="auto", reason="timeout")
             except Exception as exc:
-                if isinstance(exc, StaleSequence) or m.over:
-                    # the match caught up with another writer and re-armed itself, or an end
-                    # in doubt was found in the store (MatchWriter.settle_end)
-                    return
-                m.log.error("timeout_move_failed", error=str(exc), error_type=type(exc).__name__)
-                if self.stopped:
-                    return
+                if not (isinstance(exc, StaleSequence) or m.over):
+                    # else: the match caught up with another writer, or an end in doubt was
+                    # found in the store (MatchWriter.settle_end)
+                    m.log.error("timeout_move_failed", error=str(exc), error_type=type(exc).__name__)
+                if self.stopped or m.timer_key != key or m.seq != key[0] or not m.active:
+                    return  # moved on (and re-armed), ended, paused (JJK-10.2) or draining
                 # the deadline has passed: the move is tried again shortly, the seat gets no
                 # new turn (re-arming through schedule() would give it a whole turn time)
-                m.timer_key, m.deadline = key, deadline
                 m.timer_handle = asyncio.get_running_loop().call_later(
-                    RETRY_AFTER_STORE_FAILURE_S, self._on_deadline, m, key, context=contextvars.Context())
+                    RETRY_AFTER_STORE_FAILURE_S, self._on_deadline, m, key, True, context=contextvars.Context())
 
     async def _bot_move(self, m: LiveMatch, key: tuple[int, int], bot: str, view: dict[str, Any],
                         reason: str) -> None:
@@ -165,12 +169,22 @@ class MatchClock:
         async with m.lock:
             if m.bot_key != key or m.seq != key[0] or not m.active:
                 return  # the seat's player came back, or the match moved on or ended
-            m.bot_key = None
             if action is None:
                 action = m.game.auto_move(view)
+            if why in ("takeover", "abandoned"):
+                # as the seat stands when its move is made: its absent player may have left
+                # while the move was decided (GJ-12.4), which used to be recorded "takeover"
+                why = "abandoned" if m.seats[seat].left else "takeover"
+            # The decision stays armed (``bot_key``) while its move is written, so that a
+            # presence change meanwhile (schedule()) keeps it: it used to be disarmed first,
+            # and a seat connecting or leaving during the write asked the bot for the same
+            # decision again (a worker's time, a bot_failed logged for a move never played).
+            # apply() arms the next decision, an end disarms; a failure disarms it below.
             try:
                 await self.writer.apply(m, seat, action, by=by, reason=why)
             except Exception as exc:
+                if m.bot_key == key:
+                    m.bot_key = None  # decided again: after a store failure, or at once
                 self._retry_later(m, "bot_move_failed", exc)
 
     async def _ask(self, m: LiveMatch, bot: str, seat: int, view: dict[str, Any],
@@ -195,10 +209,14 @@ class MatchClock:
         return decision.action, None
 
     def _retry_later(self, m: LiveMatch, event: str, exc: Exception) -> None:
-        """A bot move could not be applied: after a conflict with another writer the match has
-        caught up and re-armed itself; the match ended (an end in doubt found in the store):
-        nothing; after a store failure, try again shortly."""
-        if isinstance(exc, StaleSequence) or m.over:
+        """A bot move could not be applied (its decision disarmed by the caller): the match
+        ended (an end in doubt found in the store): nothing; after a conflict with another
+        writer the match has caught up, and what it now waits for is armed (schedule() keeps
+        a decision the catch-up armed already); after a store failure, try again shortly."""
+        if m.over:
+            return
+        if isinstance(exc, StaleSequence):
+            self.schedule(m)
             return
         m.log.error(event, error=str(exc), error_type=type(exc).__name__)
         if not self.stopped:
@@ -239,8 +257,12 @@ class MatchClock:
 
     def arm_grace(self, m: LiveMatch, slot: SeatSlot, start: float | None = None) -> None:
         """Start ``slot``'s grace window at ``start`` (event-loop time; default now). Windows
-        started with the same ``start`` expire at the same instant (JJK-10.2)."""
+        started with the same ``start`` expire at the same instant (JJK-10.2). None once the
+        clock is stopped (draining): a match started by a write the drain waits for (a join
+        that took the last seat) armed windows whose timers outlived the close."""
         self.cancel_grace(slot)
+        if self.stopped:
+            return
         loop = asyncio.get_running_loop()
         at = (loop.time() if start is None else start) + m.reconnect_grace_s * self.config.time_scale
         slot.grace_deadline = at
@@ -253,12 +275,14 @@ class MatchClock:
         slot.grace_handle = None
         slot.grace_deadline = None
 
-    def _on_grace(self, m: LiveMatch, seat: int, at: float) -> None:
-        self._spawn(self._grace_expired(m, seat, at), f"grace-{m.match_id}-{seat}")
+    def _on_grace(self, m: LiveMatch, seat: int, at: float, retry: bool = False) -> None:
+        self._spawn(self._grace_expired(m, seat, at, retry), f"grace-{m.match_id}-{seat}")
 
-    async def _grace_expired(self, m: LiveMatch, seat: int, at: float) -> None:
+    async def _grace_expired(self, m: LiveMatch, seat: int, at: float, retry: bool = False) -> None:
         """The absent player's grace window is over: the rulebook's policy applies (two
-        players: a disconnection forfeit ends the match, JJK-10.2, JJK-8.4)."""
+        players: a disconnection forfeit ends the match, JJK-10.2, JJK-8.4). ``retry``: the
+        end of this window is tried again after a failed write; the expiry is counted once
+        (``grace_expired``), not once per attempt."""
         async with m.lock:
             slot = m.seats[seat]
             if not m.active or not slot.absent or slot.grace_deadline != at:
@@ -270,16 +294,19 @@ class MatchClock:
                     outcome, winners, info = "abandoned", [], {"absent": [s.seat for s in m.seats]}
                 else:
                     outcome, winners, info = "forfeit", [o.seat for o in others], {"forfeited": seat}
-                self.metrics.grace_expired.labels(m.game.id, outcome).inc()
+                if not retry:
+                    self.metrics.grace_expired.labels(m.game.id, outcome).inc()
                 try:
                     await self.writer.end(m, outcome, winners, **info)
                 except Exception as exc:
                     if m.over:  # an end in doubt was found in the store (MatchWriter.settle_end)
                         return
                     m.log.error("grace_policy_failed", seat=seat, error=str(exc))
-                    if not self.stopped:  # try again shortly: still the same window
+                    # try again shortly while it is still the same window (the player came
+                    # back meanwhile: nothing; went away again: the new window has its handle)
+                    if not self.stopped and slot.grace_deadline == at:
                         slot.grace_handle = asyncio.get_running_loop().call_later(
-                            RETRY_AFTER_STORE_FAILURE_S, self._on_grace, m, seat, at,
+                            RETRY_AFTER_STORE_FAILURE_S, self._on_grace, m, seat, at, True,
                             context=contextvars.Context())
                 return
             slot.grace_deadline = None

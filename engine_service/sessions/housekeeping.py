@@ -99,8 +99,18 @@ class Housekeeping:
                 self._unregister(m)
 
     async def _expire_waiting(self, m: LiveMatch) -> None:
-        if m.status == "waiting":
-            await self._writer.end(m, "abandoned", winners=[], reason="waiting_timeout")
+        """End a table that waited past ``waiting_timeout_s`` (under its lock). Its last seat
+        may have been taken while the pass waited for the lock, by a join whose start nobody
+        could tell (every seat taken, still waiting: :meth:`.seating.Seating.activate`): the
+        store may hold it started and dealt, so that start is settled instead, as the pass
+        does for such a table (the match starts, or follows the store). Ending it used to
+        write an end that said nobody came over a start in the store."""
+        if m.status != "waiting":
+            return
+        if not m.open_seats():
+            await self._seating.start_stalled(m, by="sweeper")
+            return
+        await self._writer.end(m, "abandoned", winners=[], reason="waiting_timeout")
 
     async def prune_finished(self, ended_before: float | None = None) -> PruneCounts:
         """Delete from the store the matches that ended before ``ended_before`` (Unix time;

@@ -144,6 +144,7 @@ class MatchManager:
         self._clock = MatchClock(self.config, self.metrics, self._writer, self._spawn, lambda: self._host)
         self._writer.schedule = self._clock.schedule
         self._writer.stop = self._clock.stop
+        self._writer.disarm = self._clock.disarm
         self._streams = WatchStreams(self.config, self.metrics, self._clock, get=self._get,
                                      running=self._require_running)
         self._writer.overflowed = self._streams.overflowed

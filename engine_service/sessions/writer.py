@@ -44,7 +44,8 @@ class MatchWriter:
     """Applies actions and ends matches; publishes events. The caller holds ``m.lock``.
 
     ``schedule(m)`` (set by the manager: the match clock) arms what the next decision needs
-    after every accepted action; ``stop(m)`` disarms everything when a match ends;
+    after every accepted action; ``disarm(m)`` drops a turn deadline (the action that
+    reaches the deal limit); ``stop(m)`` disarms everything when a match ends;
     ``settle_soon(m)`` (the manager: :meth:`.seating.Seating.settle_end_soon`) settles an end
     whose write nobody could tell, in the background (:meth:`settle_end`); ``status_soon(m)``
     (:meth:`.seating.Seating.write_status_soon`) writes a completed match's status again;
@@ -60,6 +61,7 @@ class MatchWriter:
         self.max_deals = max_deals
         self.schedule: Callable[[LiveMatch], None] = lambda m: None
         self.stop: Callable[[LiveMatch], None] = lambda m: None
+        self.disarm: Callable[[LiveMatch], None] = lambda m: None
         self.settle_soon: Callable[[LiveMatch], None] = lambda m: None
         self.status_soon: Callable[[LiveMatch], None] = lambda m: None
         self.overflowed: Callable[[LiveMatch, list[Watcher]], None] = lambda m, watchers: None
@@ -150,9 +152,16 @@ class MatchWriter:
             await self._store_completion(m)
             self.announce_end(m)
         else:
-            self.schedule(m)  # first: the events carry the new deadline
+            # past the deal limit the match ends now: no decision follows this action (its
+            # event announced a deadline nobody would meet, or a bot was asked for a move
+            # thrown away); armed only if the end cannot be written (_end_at_deal_limit)
+            at_limit = bool(self.max_deals) and m.deals_dealt > self.max_deals
+            if at_limit:
+                self.disarm(m)  # the decision this action made has no deadline any more
+            else:
+                self.schedule(m)  # first: the events carry the new deadline
             self.publish(m, "action", **event)
-            if self.max_deals and m.deals_dealt > self.max_deals:
+            if at_limit:
                 await self._end_at_deal_limit(m)
         self.metrics.child(self.metrics.action_latency, m.game.id).observe(time.perf_counter() - started)
         return rec
@@ -167,6 +176,7 @@ class MatchWriter:
             await self.end(m, "terminated", winners=[], reason="deal_limit")
         except Unavailable:
             m.log.error("match_deal_limit_end_failed")
+            self.schedule(m)  # the match goes on meanwhile: its next decision
 
     async def _store_completion(self, m: LiveMatch) -> None:
         """Write the status of a match its last action completed. The log is durable already,

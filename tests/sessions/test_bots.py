@@ -17,7 +17,7 @@ from engine_service.plugins.host import BotHost
 from engine_service.rules import get_game
 from engine_service.sessions.api import BotInfo, CreateMatchRequest, SeatConfig
 
-from .helpers import GAMES, capture_logs_with_context, config, manager, open_match, run, until
+from .helpers import GAMES, Stream, capture_logs_with_context, config, manager, open_match, run, until
 
 FAILURES = ["timeout", "exception", "illegal", "crash", "unknown_bot"]
 
@@ -340,3 +340,59 @@ def test_no_turn_deadline_while_a_bot_decides():
     seen = run(go())
     assert {seat for seat, _ in seen} == {0, 1}, seen
     assert all((deadline is None) == (seat == 1) for seat, deadline in seen), seen
+
+
+class _BotWritesGated:
+    """A MemoryStore whose appends of bot moves wait for ``gate`` (``waiting``: one does)."""
+
+    def __init__(self) -> None:
+        from engine_service.store import MemoryStore
+
+        self.inner = MemoryStore()
+        self.gate = asyncio.Event()
+        self.waiting = False
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    async def append_action(self, match_id, action, decks=()):
+        if action.by == "bot" and not self.gate.is_set():
+            self.waiting = True
+            await self.gate.wait()
+        return await self.inner.append_action(match_id, action, decks)
+
+
+def test_a_presence_change_while_a_bot_move_is_written_asks_the_bot_nothing_more():
+    """A bot decision is made once: a seat connecting or going away while the bot's move is
+    being written keeps that decision armed. It used to be disarmed for the write, so the
+    presence change (the clock re-arming the decision at hand) asked the bot host for the same
+    decision again, a worker's time spent (and a failure logged) for a move never played."""
+    async def go():
+        host, store = ScriptedHost("first"), _BotWritesGated()
+        seats = [SeatConfig()] + [SeatConfig("bot", "scripted")] * 3
+        async with manager(config(time_scale=1000.0), store=store, host=host) as mgr:
+            summary = await mgr.create_match(CreateMatchRequest(game="georgian_joker", seats=seats), admin=True)
+            match_id = summary.match_id
+            player = mgr.authenticate(match_id, (await mgr.join_match(match_id, 0, "p")).token)
+            m = mgr._matches[match_id]
+            stream = Stream(mgr, match_id, player)
+            await until(lambda: m.seats[0].present)
+            if m.state.to_act() == 0:
+                env = await mgr.get_view(match_id, player)
+                await mgr.submit_action(match_id, player, env.view["legal"][0], env.seq)
+            await until(lambda: store.waiting)  # a bot's move is being written
+            asked, seq = len(host.requests), m.seq
+            await stream.close()  # disconnected
+            stream = Stream(mgr, match_id, player, after_seq=0)  # connected
+            await until(lambda: m.seats[0].present)
+            for _ in range(20):
+                await asyncio.sleep(0)  # a bot asked again would have been asked by now
+            during = len(host.requests)
+            store.gate.set()
+            await until(lambda: m.seq > seq)
+            await stream.close()
+            return asked, during, m.actions[seq]
+
+    asked, during, move = run(go())
+    assert asked == during == 1  # one decision, one question
+    assert move.by == "bot"

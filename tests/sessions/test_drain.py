@@ -166,3 +166,39 @@ def test_a_match_being_read_when_the_service_closes_is_read_before_the_store_clo
     env = run(go())
     assert not isinstance(env, BaseException), env
     assert env.seq == 0 and env.seat is None
+
+
+class GatedStarts(MemoryStore):
+    """A store whose match starts wait for ``gate`` while it is set."""
+
+    gate: asyncio.Event | None = None
+
+    async def start_match(self, match_id, seats=(), decks=()):
+        if self.gate is not None:
+            await self.gate.wait()
+        return await super().start_match(match_id, seats, decks)
+
+
+def test_a_join_that_starts_its_match_during_the_drain_arms_no_grace_window():
+    """A JoinMatch that took the last seat just before the drain began starts the match while
+    the drain waits for it: the start armed a grace window for every seat without a stream,
+    although the drain had disarmed the clock, and each window's timer outlived the close (its
+    forfeit or takeover would then run on a closed service, against a closed store)."""
+    store = GatedStarts()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            summary = await mgr.create_match(CreateMatchRequest(game=GAME), admin=True)
+            await mgr.join_match(summary.match_id, 0, "p0")
+            m = mgr._matches[summary.match_id]
+            store.gate = asyncio.Event()
+            join = asyncio.ensure_future(mgr.join_match(summary.match_id, 1, "p1"))
+            await asyncio.sleep(0)  # accepted: its write task is created
+            asyncio.get_running_loop().call_later(0.05, store.gate.set)  # the store answers later
+            await mgr.drain()
+            await join
+            return m.status, [s.grace_handle for s in m.seats], m.timer_handle
+
+    status, graces, timer = run(go())
+    assert status == "active"
+    assert graces == [None, None] and timer is None

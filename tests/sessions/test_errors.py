@@ -885,3 +885,59 @@ def test_a_match_is_ended_after_max_match_deals_deals():
             with pytest.raises(MatchNotActive):
                 await mgr.submit_action(match_id, ps[0], "pass", None, "late")
     run(go())
+
+
+class _PassingHost:
+    """A bot host whose bot ``passer`` passes whenever it may (else its first legal action),
+    counting the decisions it is asked for."""
+
+    def __init__(self):
+        self.asked = 0
+
+    def bots(self):
+        from engine_service.sessions.api import BotInfo
+        return [BotInfo("passer", tuple(GAMES), "passes")]
+
+    def plays(self, bot, game_id):
+        return bot == "passer"
+
+    async def decide(self, bot, game_id, seat, view, legal, seed, deadline_s):
+        from types import SimpleNamespace
+        self.asked += 1
+        return SimpleNamespace(action="pass" if "pass" in legal else legal[0], failure=None, elapsed_s=0.001)
+
+    async def close(self):
+        pass
+
+
+@pytest.mark.parametrize("first_dealer", [0, 1])
+def test_the_action_that_reaches_the_deal_limit_arms_no_decision_after_it(first_dealer):
+    """The action that deals the deal past ``max_match_deals`` ends the match: no decision
+    follows it. The next decision used to be armed first, then the match ended: its event
+    announced a turn deadline for a decision nobody would make, or a bot to act was asked for
+    a move that was thrown away (a worker's time, counted as a decision)."""
+    from engine_service.sessions.api import SeatConfig
+
+    async def go():
+        host = _PassingHost()
+        async with manager(config(max_match_deals=1, time_scale=1000.0), host=host) as mgr:
+            summary = await mgr.create_match(CreateMatchRequest(
+                game=GAME, seats=[SeatConfig(), SeatConfig("bot", "passer")], first_dealer=first_dealer), admin=True)
+            match_id = summary.match_id
+            player = mgr.authenticate(match_id, (await mgr.join_match(match_id, 0, "p")).token)
+            stream = Stream(mgr, match_id, player)
+            m = mgr._matches[match_id]
+            while m.active:
+                if m.state.to_act() == 0:
+                    await mgr.submit_action(match_id, player, "pass", m.seq)
+                else:
+                    await asyncio.sleep(0.001)  # the bot's move
+            await until(lambda: stream.task.done())
+            await asyncio.sleep(0.01)  # a decision asked after the end would be asked by now
+            bot_moves = sum(a.by == "bot" for a in m.actions)
+            return m.result, host.asked, bot_moves, stream.actions()[-1]
+
+    result, asked, bot_moves, last = run(go())
+    assert (result["outcome"], result["reason"]) == ("terminated", "deal_limit")
+    assert asked == bot_moves
+    assert last.view.deadline is None

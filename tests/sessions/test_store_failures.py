@@ -1075,3 +1075,100 @@ def test_a_completed_matchs_failed_status_write_is_written_again(monkeypatch):
     assert stored.status == "finished" and stored.result == result and result["outcome"] == "completed"
     assert names.count("store_status_failed") == 1 and names.count("match_status_write_failed") == 1
     assert names.count("match_status_written") == 1
+
+
+class FailingWrites(MemoryStore):
+    """A store whose next ``fail_appends`` action appends and ``fail_ends`` status writes fail
+    before anything is written."""
+
+    fail_appends = 0
+    fail_ends = 0
+
+    async def append_action(self, match_id, action, decks=()):
+        if self.fail_appends:
+            self.fail_appends -= 1
+            raise StoreError("the database is unreachable")
+        return await super().append_action(match_id, action, decks)
+
+    async def set_status(self, match_id, status, result=None, ended_at=None, deal_commitments=()):
+        if self.fail_ends:
+            self.fail_ends -= 1
+            raise StoreError("the database is unreachable")
+        return await super().set_status(match_id, status, result, ended_at, deal_commitments)
+
+
+def test_a_timeout_and_a_grace_expiry_tried_again_after_store_failures_are_counted_once(monkeypatch):
+    """``turn_timeouts`` counts the decisions whose deadline expired and ``grace_expired`` the
+    disconnections that outlasted their grace: a move or an end the store refused is tried
+    again (the same timeout, the same window), and each attempt used to be counted as another
+    timeout, another expiry (a store outage of a minute: sixty timeouts for one decision)."""
+    from engine_service.sessions import clock
+
+    monkeypatch.setattr(clock, "RETRY_AFTER_STORE_FAILURE_S", 0.01)
+    store = FailingWrites()
+
+    async def go():
+        async with manager(config(time_scale=0.01, reconnect_grace_s=20), store=store) as mgr:  # 0.3 s, 0.2 s
+            match_id, ps = await open_match(mgr, "japanese_joker")
+            m = mgr._matches[match_id]
+            streams = [Stream(mgr, match_id, p) for p in ps]
+            await until(lambda: all(s.present for s in m.seats))
+            store.fail_appends = 3
+            await until(lambda: m.seq == 1)  # the first decision's auto-move, at its fourth try
+            timeouts = mgr.metrics.value("cardgames_turn_timeouts_total", {"game": "japanese_joker"})
+            store.fail_ends = 3
+            await streams[0].close()  # seat 0 goes away: it forfeits at the fourth try
+            await until(lambda: m.over)
+            await streams[1].close()
+            return timeouts, m.result, mgr.metrics
+
+    timeouts, result, metrics = run(go())
+    assert timeouts == 1
+    assert result["outcome"] == "forfeit" and result["forfeited"] == 0
+    assert metrics.value("cardgames_grace_expired_total", {"game": "japanese_joker", "policy": "forfeit"}) == 1
+
+
+class GatedFailingStart(FailingStart):
+    """:class:`FailingStart` whose next start first waits for ``gate`` (``waiting``: it does)."""
+
+    gate: asyncio.Event | None = None
+    waiting = False
+
+    async def start_match(self, match_id, seats=(), decks=()):
+        if self.gate is not None:
+            gate, self.gate = self.gate, None
+            self.waiting = True
+            await gate.wait()
+        return await super().start_match(match_id, seats, decks)
+
+
+def test_a_waiting_timeout_that_meets_a_start_in_doubt_settles_the_start_instead_of_ending():
+    """The sweeper found a table past its waiting timeout with a seat open, and waited for the
+    match's lock while a join took that seat: the join's start failed and nobody could tell
+    whether the store held it (every seat taken in memory, still waiting). The expiry then
+    ended the match ``abandoned`` without settling the start first (as TerminateMatch and
+    LeaveMatch do): the store held it started and dealt under an end that said nobody came.
+    Now the start is settled first and the match, started in the store, plays."""
+    store = GatedFailingStart()
+
+    async def go():
+        async with manager(config(waiting_timeout_s=3600.0), store=store) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            await mgr.join_match(s.match_id, 0, "a")
+            m = mgr._matches[s.match_id]
+            m.created_at -= 2 * 3600.0  # past the waiting timeout
+            store.gate = gate = asyncio.Event()
+            store.fail, store.ack_lost, store.unreadable = True, True, 1  # written, answer lost, unreadable
+            join = asyncio.ensure_future(mgr.join_match(s.match_id, 1, "b"))
+            await until(lambda: store.waiting)  # the join holds the match's lock
+            sweep = asyncio.ensure_future(mgr._housekeeping.sweep_once())  # the seat is open: expiry
+            for _ in range(20):
+                await asyncio.sleep(0)  # the pass waits for the match's lock
+            gate.set()
+            joined = (await asyncio.gather(join, return_exceptions=True))[0]
+            await sweep
+            return joined, m.status, m.result, (await store.load_match(s.match_id)).record.status
+
+    joined, status, result, stored = run(go())
+    assert isinstance(joined, SessionError) and joined.reason == "STORE_UNAVAILABLE"
+    assert (status, result, stored) == ("active", None, "active")

@@ -112,6 +112,41 @@ def test_a_timed_out_decision_keeps_its_deadline_while_its_auto_move_is_written(
     assert after is not None and after > deadline  # the next decision's own
 
 
+def test_a_presence_change_during_a_timed_out_moves_write_keeps_its_passed_deadline():
+    """GJ-12.1: while the auto-move of a decision whose deadline passed is being written, a
+    seat connecting or going away (Georgian Joker: timers run while a player is away) changes
+    nothing of that decision. It used to be disarmed for the write, so the presence change
+    re-armed it with a whole new turn: the presence events (and heartbeats, GetView) announced
+    a fresh deadline for the move being made, and a turn timer ran for it."""
+    async def go():
+        store = _GatedStore()
+        async with manager(config(time_scale=0.01), store=store) as mgr:
+            match_id, ps = await open_match(mgr, "georgian_joker")
+            m = mgr._matches[match_id]
+            streams = await connect_all(mgr, match_id, ps)
+            deadline, seat = m.deadline, m.state.to_act()
+            store.closed = True
+            await until(lambda: store.waiting)  # the deadline passed; its auto-move is being written
+            other = (seat + 1) % 4
+            await streams[other].close()  # disconnected
+            streams[other] = Stream(mgr, match_id, ps[other], after_seq=0)  # connected
+            await until(lambda: m.seats[other].present)
+            during = (m.seq, m.deadline, m.timer_handle,
+                      [(e.reason, e.view.deadline) for e in streams[seat].events if e.kind == "presence"][-2:])
+            store.closed = False
+            store.gate.set()
+            await until(lambda: m.seq == 1)
+            first = [e for e in streams[seat].actions()][0]
+            await close_all(streams)
+            return deadline, during, first
+
+    deadline, (seq, held, handle, presence), first = run(go())
+    assert seq == 0 and held == deadline and handle is None
+    assert presence == [("disconnected", deadline), ("connected", deadline)]
+    assert (first.by, first.reason) == ("auto", "timeout")
+    assert first.view.deadline is not None and first.view.deadline > deadline  # the next decision's own
+
+
 def test_no_deadline_when_the_table_has_none():
     async def go():
         async with manager(config(default_turn_time_s=0)) as mgr:
@@ -506,3 +541,43 @@ def test_georgian_joker_leaving_hands_the_seat_to_the_named_bot_for_good():
     # a bot only ever saw its own seat's view (GJ-11.7)
     for seat, view in host.calls:
         assert view["seat"] == seat
+
+
+class _GatedFirstLegalHost(_FirstLegalHost):
+    """:class:`_FirstLegalHost` whose decisions wait for ``gate`` (``asked``: one does)."""
+
+    def __init__(self):
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.asked = False
+
+    async def decide(self, bot, game_id, seat, view, legal, seed, deadline_s):
+        self.asked = True
+        await self.gate.wait()
+        return await super().decide(bot, game_id, seat, view, legal, seed, deadline_s)
+
+
+def test_a_takeover_move_decided_while_its_player_leaves_says_abandoned():
+    """GJ-12.4: the takeover bot's move for a seat whose player left says ``abandoned``, for an
+    absent player ``takeover``. A move the bot was deciding for an absent player when that
+    player left was still recorded ``takeover``: the reason was fixed when the decision came
+    up, not when its move was made."""
+    host = _GatedFirstLegalHost()
+
+    async def go():
+        async with manager(config(time_scale=0.01), host=host) as mgr:  # grace 15 s -> 0.15 s
+            match_id, ps = await open_match(mgr, "georgian_joker", takeover_bot="first",
+                                            **gj_request(turn_time_s=120, reconnect_grace_s=15))
+            m = mgr._matches[match_id]
+            streams = await connect_all(mgr, match_id, ps)
+            away = m.state.to_act()
+            await streams[away].close()
+            await until(lambda: host.asked)  # the grace expired: the bot decides for the absent player
+            await mgr.leave_match(match_id, ps[away], resign=False)
+            host.gate.set()
+            await until(lambda: m.seq >= 1)
+            await close_all(streams)
+            return away, m.actions[0]
+
+    away, move = run(go())
+    assert (move.seat, move.by, move.reason) == (away, "bot", "abandoned")
