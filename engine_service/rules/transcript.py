@@ -46,10 +46,23 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
+def _unique_names(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose names are unique. RFC 8259 leaves an object with a repeated name
+    unpredictable (section 4), and Python's json module silently keeps the last value: a step
+    ``{"action": "take", "action": "pass"}`` replayed ``pass`` and checked out, whatever the
+    writer meant. A transcript is a conformance test, so such an object is refused."""
+    obj: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in obj:
+            raise ValueError(f"the name {json.dumps(name)} appears twice in one object")
+        obj[name] = value
+    return obj
+
+
 def loads(text: str | bytes) -> dict[str, Any]:
     """Parse and structurally validate a transcript; TranscriptError naming the problem."""
     try:
-        data = json.loads(text, parse_constant=_no_constant)
+        data = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_names)
     except (ValueError, UnicodeDecodeError) as exc:
         raise TranscriptError(f"not valid JSON: {exc}") from None
     except RecursionError:

@@ -216,3 +216,18 @@ def test_the_documented_readings_of_what_notation_leaves_open(sample):
     options = copy.deepcopy(data)
     options["options"] = {"kl_first_deal_packet": "2"} if data["game"] == "klaberjass" else {"khishti_penalty": 500}
     assert not _checks_out(options)
+
+
+def test_an_object_repeating_a_name_is_refused(tmp_path, capsys):
+    """RFC 8259 leaves an object with a repeated name unpredictable; Python's json module kept
+    the last value, so a step ``{"action": "take", "action": "pass"}`` replayed ``pass`` and
+    the file checked out. It is refused, naming the name."""
+    text = SAMPLES[0].read_text()
+    data = json.loads(text)
+    first = data["deals"][0]["steps"][0]["action"]
+    other = next(a for a in data["deals"][0]["steps"][0]["legal"] if a != first)
+    bad = tmp_path / "twice.json"
+    bad.write_text(json.dumps(data).replace(f'"action": "{first}"', f'"action": "{other}", "action": "{first}"', 1))
+    status, out = _replay(bad, capsys)
+    assert status == 1
+    assert out == f'{bad}: error: not valid JSON: the name "action" appears twice in one object\n', out
