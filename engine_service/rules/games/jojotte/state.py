@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...cards import PACK32_MASK
+from ...cards import CODES, PACK32_MASK
 from ...game import CHANCE, TERMINAL, State
 from . import actions as A
 from . import melds as M
@@ -740,6 +740,26 @@ class JojotteState(State):
 
     def parse_action(self, text: str) -> int:
         return A.parse_action(text)
+
+    def _why_illegal(self, a: int, text: str) -> str:
+        """Why a card play is refused, from the actor's own hand and the trick on the table
+        only (JJ-6.3 - JJ-6.5); other refusals list the legal actions (State)."""
+        if self._phase == PH_PLAY and a < A.JOTTE + 36:
+            c = a % 36
+            h = self._h[self._to_act]
+            lead = self._lead
+            if not h >> c & 1:
+                return f"{text}: {CODES[c]} is not in your hand"
+            if lead >= 0:
+                suit = "SHDC"[lead // 9]
+                same = h & _SUIT_MASK_OF[lead]
+                if same and not same >> c & 1:
+                    return f"{text}: you must follow suit {suit} (JJ-6.3)"
+                if same and a < A.JO and same & self._head[lead] and not self._head[lead] >> c & 1:
+                    return f"{text}: you must beat {CODES[lead]} with a higher {suit} (JJ-6.3)"
+                if not same and h & self._trumps and not self._trumps >> c & 1:
+                    return f"{text}: you have no {suit} and must play a trump {'SHDC'[self._pstrain]} (JJ-6.4)"
+        return super()._why_illegal(a, text)
 
     # ---- results ---------------------------------------------------------------------------
 

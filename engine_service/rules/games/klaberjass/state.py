@@ -273,6 +273,33 @@ class KlaberjassState(State):
                 (order == BELLA_ANY and (played or held)):
             out.insert(out.index(king) + 1, BELLA + king)
 
+    def _why_illegal(self, a: int, text: str) -> str:
+        """Why a card play or an exchange is refused, from the actor's own hand and the public
+        table only (KL-4, KL-6.3 - KL-6.5); other refusals list the legal actions (State)."""
+        p = self._to_act
+        h = self._hands[p]
+        if a == EXCHANGE and self._phase in (P_WINDOW, P_PLAY):
+            if self._phase == P_PLAY and not self._cfg.dix_in_play:
+                return f"{text}: the dix is exchanged only in the window before the melds (kl_dix_window, KL-4.2)"
+            if self._xseat >= 0:
+                return f"{text}: the dix has already been exchanged in this deal (KL-4.2)"
+            return f"{text}: you hold no exchangeable dix, the seven of trumps (KL-4.1, KL-4.4)"
+        if self._phase == P_PLAY and (a < 36 or BELLA <= a < BELLA + 36):
+            c = a - BELLA if a >= BELLA else a
+            lead = self._lead
+            if not h & BIT[c]:
+                return f"{text}: {CODES[c]} is not in your hand"
+            if lead >= 0:
+                suit = "SHDC"[lead // 9]
+                same = h & SUIT_MASK_OF[lead]
+                if same and not same & BIT[c]:
+                    return f"{text}: you must follow suit {suit} (KL-6.3)"
+                if same and a < BELLA:
+                    return f"{text}: you must beat the trump {CODES[lead]} with a higher trump (KL-6.4)"
+                if not same and h & self._tmask and not self._tmask & BIT[c]:
+                    return f"{text}: you have no {suit} and must play a trump {'SHDC'[self._trump]} (KL-6.5)"
+        return super()._why_illegal(a, text)
+
     def public_action(self, a: int) -> int:
         """KL-A20: a ``declare`` that states nothing a ``conceal`` would not state (the elder
         without a sequence; a dealer whose answer, and so the whole dialogue, comes out the
