@@ -28,7 +28,8 @@ SCHEMA = "card-transcript/1"
 class Difference:
     """The first place where the engine disagrees with a transcript."""
 
-    where: str  # e.g. "deal 2 step 14 (seat 1)" or "deal 2 result" or "match result"
+    where: str  # "deal 2 step 14", "deal 2 result", "deal 2", "match result" or "transcript";
+    # deals and steps counted from 0, as their indices in the file (docs/rules.md)
     what: str  # "legal", "action", "seat", "result.scored", ...
     expected: Any
     actual: Any
