@@ -16,6 +16,11 @@ transcripts take.
   khishti costs 100 per card (GJ-7.4), all-bid-all-taken at n = 1 is 100 (GJ-7.1). Deal 2 (n =
   2, diamonds): a ``high`` joker lead naming C forces the highest club (GJ-5.4), beats a later
   ``low`` joker (GJ-6.1); a void must trump (GJ-5.3); misses score 10 per trick (GJ-7.5).
+* Jo-Jotte: the non-dealer accepts hearts (the turn-up 9H), the defender alone holds sevens and
+  is offered each in suit order (NOTATION 2.2), exchanges 7S, calls nullo; the declarer's
+  answer is ``slam:H`` or ``pass`` (JJ-4.4), he passes and leads (JJ-6.1); at no trump the
+  nullo player follows low or discards and takes no trick: 200 above to him, trick points
+  reported ``[0, 0]``, the auction's multiplier 1 (JJ-9.7, NOTATION 4).
 """
 
 from __future__ import annotations
@@ -99,9 +104,30 @@ def georgian_joker() -> dict:
             "result": {"totals": [-50, 110, 60, -150], "winners": [], "over": False}}
 
 
+def jojotte() -> dict:
+    # JJ-2.4, JJ-2.6: non-dealer (seat 1) D0-1, D4-5, D8-9, D13-15; dealer D2-3, D6-7, D10-11,
+    # D16-18; turn-up D12.
+    pack = [r + s for s in "SHDC" for r in "AKQJT987"]
+    top = "AS KS 7S 7H QS AH 7D 7C KH AD 8S 8H 9H KD AC KC 8D 8C 9D".split()
+    declarer = "AS KS QS AH KH AD KD AC KC".split()
+    follows = [("8S", "8S"), ("9H 8H 7H 9D 8D 7D 8C 7C", "9D"), ("9H 8H 7H 8D 7D 8C 7C", "8D"),
+               ("9H 8H 7H", "9H"), ("8H 7H", "8H"), ("7D", "7D"), ("7H 8C 7C", "7H"), ("8C 7C", "8C"),
+               ("7C", "7C")]
+    steps = [_step(1, "accept name:S name:D name:C pass", "accept"), _step(0, "no_trump double pass", "pass"),
+             _step(0, "exchange:7S exchange:7H exchange:7D exchange:7C no_exchange", "exchange:7S"),
+             _step(1, "no_exchange", "no_exchange"), _step(0, "nullo pass", "nullo"), _step(1, "slam:H pass", "pass")]
+    for i, (legal, card) in enumerate(follows):
+        steps += [_step(1, _plays(" ".join(declarer[i:])), "play:" + declarer[i]), _step(0, _plays(legal), "play:" + card)]
+    return {"schema": "card-transcript/1", "game": "jojotte", "options": {}, "first_dealer": 0, "deals": [
+        {"deck": top + [c for c in pack if c not in top], "expect": {"dealer": 0}, "steps": steps,
+         "result": {"thrown_in": False, "contract": {"kind": "nullo", "strain": "NT", "holder": 0, "multiplier": 1},
+                    "trick_points": [0, 0], "below": [0, 0], "above": [200, 0], "pot": 0}}],
+        "result": {"totals": {"below": [0, 0], "above": [200, 0], "games_won": [0, 0]}, "winners": [], "over": False}}
+
+
 def test_hand_written_transcripts_check_out(tmp_path, capsys):
     paths = []
-    for name, data in (("klaberjass", klaberjass()), ("georgian_joker", georgian_joker())):
+    for name, data in (("klaberjass", klaberjass()), ("georgian_joker", georgian_joker()), ("jojotte", jojotte())):
         path = tmp_path / f"{name}.json"
         path.write_text(json.dumps(data, indent=1))
         paths.append(path)
