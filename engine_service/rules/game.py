@@ -254,8 +254,9 @@ class State(ABC):
     def _why_illegal(self, action: int, text: str) -> str:
         """The message of an IllegalAction for ``text`` (id ``action``). Games override it to
         name the rule that forbids the action; the message may use only what the acting seat
-        knows (its own hand and public information)."""
-        return f"{text} is not a legal action now"
+        knows (its own hand and public information). This fallback lists the seat's own legal
+        actions (which the seat is shown anyway), so a refusal says what would be accepted."""
+        return f"{text} is not a legal action now; legal now: {', '.join(self.legal_actions())}"
 
     def history(self) -> list[Any]:
         """The match so far: ``("deal", deck_ids)`` entries and action ids, in order."""

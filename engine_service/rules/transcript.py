@@ -12,6 +12,7 @@ key included.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -28,7 +29,8 @@ SCHEMA = "card-transcript/1"
 class Difference:
     """The first place where the engine disagrees with a transcript."""
 
-    where: str  # e.g. "deal 2 step 14 (seat 1)" or "deal 2 result" or "match result"
+    where: str  # "deal 2 step 14", "deal 2 result", "deal 2", "match result" or "transcript";
+    # deals and steps counted from 0, as their indices in the file (docs/rules.md)
     what: str  # "legal", "action", "seat", "result.scored", ...
     expected: Any
     actual: Any
@@ -46,10 +48,33 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
+def _number(text: str) -> int | float:
+    """A JSON number written with a fraction or an exponent (``500.0``, ``5e2``). JSON has one
+    number type (docs/rules.md), and results already compare by value, yet ``"first_dealer":
+    1.0`` or ``"kl_target_score": 500.0`` were refused as not integers: a whole value is read as
+    that integer; any other stays a float (and is refused where an integer is needed)."""
+    value = float(text)
+    return int(value) if math.isfinite(value) and value.is_integer() else value
+
+
+def _unique_names(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose names are unique. RFC 8259 leaves an object with a repeated name
+    unpredictable (section 4), and Python's json module silently keeps the last value: a step
+    ``{"action": "take", "action": "pass"}`` replayed ``pass`` and checked out, whatever the
+    writer meant. A transcript is a conformance test, so such an object is refused."""
+    obj: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in obj:
+            raise ValueError(f"the name {json.dumps(name)} appears twice in one object")
+        obj[name] = value
+    return obj
+
+
 def loads(text: str | bytes) -> dict[str, Any]:
     """Parse and structurally validate a transcript; TranscriptError naming the problem."""
     try:
-        data = json.loads(text, parse_constant=_no_constant)
+        data = json.loads(text, parse_constant=_no_constant, parse_float=_number,
+                          object_pairs_hook=_unique_names)
     except (ValueError, UnicodeDecodeError) as exc:
         raise TranscriptError(f"not valid JSON: {exc}") from None
     except RecursionError:

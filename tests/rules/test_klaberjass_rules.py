@@ -900,7 +900,7 @@ def test_refusals_that_only_the_table_options_explain_name_the_option():
     state = deal(ELDER, DEALER, "8H")
     assert "kl_schmeiss" in refusal(state, "schmeiss") and "kl_schmeiss" in refusal(state, "refuse")
     assert "kl_meld_declaration" in refusal(state, "conceal")
-    assert refusal(state, "name:S") == "name:S is not a legal action now"  # KL-3.1, no option
+    assert refusal(state, "name:S") == "name:S is not a legal action now; legal now: take, pass"  # KL-3.1, no option
     state = to_play(ELDER, DEALER, "8H", info="7C")
     assert "kl_bella_announcement" in refusal(state, "play:KD:bella")
     assert "kl_meld_declaration" in refusal(state, "declare")

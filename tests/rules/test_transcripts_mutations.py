@@ -208,6 +208,11 @@ def test_the_documented_readings_of_what_notation_leaves_open(sample):
         lambda d: d.__setitem__("comment", "not a NOTATION.md key"),
         lambda d: d["result"].__setitem__("winners", list(d["result"]["winners"])),
         lambda d: d["deals"][0]["expect"].__setitem__("dealer", float(d["deals"][0]["expect"]["dealer"])),
+        # JSON has one number type: 1.0 is the seat 1, 500.0 the integer option value 500
+        lambda d: d.__setitem__("first_dealer", float(d["first_dealer"])),
+        lambda d: d["deals"][0]["steps"][0].__setitem__("seat", float(d["deals"][0]["steps"][0]["seat"])),
+        lambda d: d.__setitem__("options", {"kl_target_score": 500.0} if d["game"] == "klaberjass"
+                                else {"turn_time_s": 30.0}),
     ]
     for change in lenient:
         changed = copy.deepcopy(data)
@@ -216,3 +221,20 @@ def test_the_documented_readings_of_what_notation_leaves_open(sample):
     options = copy.deepcopy(data)
     options["options"] = {"kl_first_deal_packet": "2"} if data["game"] == "klaberjass" else {"khishti_penalty": 500}
     assert not _checks_out(options)
+    options["options"] = {"kl_target_score": 500.5} if data["game"] == "klaberjass" else {"turn_time_s": 30.5}
+    assert not _checks_out(options)
+
+
+def test_an_object_repeating_a_name_is_refused(tmp_path, capsys):
+    """RFC 8259 leaves an object with a repeated name unpredictable; Python's json module kept
+    the last value, so a step ``{"action": "take", "action": "pass"}`` replayed ``pass`` and
+    the file checked out. It is refused, naming the name."""
+    text = SAMPLES[0].read_text()
+    data = json.loads(text)
+    first = data["deals"][0]["steps"][0]["action"]
+    other = next(a for a in data["deals"][0]["steps"][0]["legal"] if a != first)
+    bad = tmp_path / "twice.json"
+    bad.write_text(json.dumps(data).replace(f'"action": "{first}"', f'"action": "{other}", "action": "{first}"', 1))
+    status, out = _replay(bad, capsys)
+    assert status == 1
+    assert out == f'{bad}: error: not valid JSON: the name "action" appears twice in one object\n', out

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...cards import PACK32_MASK
+from ...cards import CODES, PACK32_MASK
 from ...game import CHANCE, TERMINAL, State
 from . import actions as A
 from . import melds as M
@@ -570,23 +570,6 @@ class JojotteState(State):
         else:
             self._to_act = 1 - seat
 
-    def _why_illegal(self, a: int, text: str) -> str:
-        """Name the table option behind a refusal that only the options explain (declare /
-        conceal, a jo / jotte announcement, a seven exchange at a table without them): such a
-        call read "is not a legal action now", as if it could become legal later. Uses only the
-        options; anything else gets the generic message."""
-        cfg = self.cfg
-        if a in (A.DECLARE, A.CONCEAL) and not cfg.meld_optional:
-            return (f"{text}: melds are declared automatically at this table (option "
-                    f"jj_meld_declaration, JJ-5.9, JJ-A21)")
-        if A.JO <= a < A.ACCEPT and not cfg.jo_required:
-            return (f"{text}: jo-jotte scores without announcements at this table (option "
-                    f"jj_jojotte_announcement, JJ-7.2, JJ-A22)")
-        if A.EXCHANGE <= a < A.NO_EXCHANGE and cfg.seven_mode == SEVEN_NONE:
-            return (f"{text}: this table plays without the seven exchange (option "
-                    f"jj_seven_exchange, JJ-4.2, JJ-A9)")
-        return super()._why_illegal(a, text)
-
     def public_action(self, a: int) -> int:
         """The public trace of the seat to act's legal action ``a`` (:meth:`_normalized_meld_action`)."""
         if self._phase == PH_MELD and a >= A.DECLARE:
@@ -757,6 +740,39 @@ class JojotteState(State):
 
     def parse_action(self, text: str) -> int:
         return A.parse_action(text)
+
+    def _why_illegal(self, a: int, text: str) -> str:
+        """Why an action is refused, from the table's options, the actor's own hand and the
+        trick on the table only. A call the options leave out (declare / conceal, a jo / jotte
+        announcement, a seven exchange at a table without them) names its option: it read "is
+        not a legal action now", as if it could become legal later. A card play says which
+        rule forbids it (JJ-6.3 - JJ-6.5). Other refusals list the legal actions (State)."""
+        cfg = self.cfg
+        if a in (A.DECLARE, A.CONCEAL) and not cfg.meld_optional:
+            return (f"{text}: melds are declared automatically at this table (option "
+                    f"jj_meld_declaration, JJ-5.9, JJ-A21)")
+        if A.JO <= a < A.ACCEPT and not cfg.jo_required:
+            return (f"{text}: jo-jotte scores without announcements at this table (option "
+                    f"jj_jojotte_announcement, JJ-7.2, JJ-A22)")
+        if A.EXCHANGE <= a < A.NO_EXCHANGE and cfg.seven_mode == SEVEN_NONE:
+            return (f"{text}: this table plays without the seven exchange (option "
+                    f"jj_seven_exchange, JJ-4.2, JJ-A9)")
+        if self._phase == PH_PLAY and a < A.JOTTE + 36:
+            c = a % 36
+            h = self._h[self._to_act]
+            lead = self._lead
+            if not h >> c & 1:
+                return f"{text}: {CODES[c]} is not in your hand"
+            if lead >= 0:
+                suit = "SHDC"[lead // 9]
+                same = h & _SUIT_MASK_OF[lead]
+                if same and not same >> c & 1:
+                    return f"{text}: you must follow suit {suit} (JJ-6.3)"
+                if same and a < A.JO and same & self._head[lead] and not self._head[lead] >> c & 1:
+                    return f"{text}: you must beat {CODES[lead]} with a higher {suit} (JJ-6.3)"
+                if not same and h & self._trumps and not self._trumps >> c & 1:
+                    return f"{text}: you have no {suit} and must play a trump {'SHDC'[self._pstrain]} (JJ-6.4)"
+        return super()._why_illegal(a, text)
 
     # ---- results ---------------------------------------------------------------------------
 

@@ -274,11 +274,13 @@ class KlaberjassState(State):
             out.insert(out.index(king) + 1, BELLA + king)
 
     def _why_illegal(self, a: int, text: str) -> str:
-        """Name the table option behind a refusal that only the options explain: a frontend (or
-        a player) sending a call the table's house rules leave out read "is not a legal action
-        now", as if it could become legal later. Uses only public facts (the options, the
-        trump, the turn-up) and the actor's own hand; anything else gets the generic message."""
+        """Why an action is refused, from the table's options, the public table and the actor's
+        own hand only. A call the table's house rules leave out names its option: a frontend (or
+        a player) read "is not a legal action now", as if it could become legal later. A card
+        play or an exchange says which rule forbids it (KL-4, KL-6.3 - KL-6.5). Other refusals
+        list the legal actions (State)."""
         cfg = self._cfg
+        h = self._hands[self._to_act]
         if a in (SCHMEISS, ACCEPT, REFUSE) and not cfg.schmeiss:
             return f"{text}: this table plays without schmeiss (option kl_schmeiss, KL-A7)"
         if a in (DECLARE, CONCEAL) and not cfg.optional_melds:
@@ -287,13 +289,30 @@ class KlaberjassState(State):
         if BELLA <= a < TAKE and not cfg.bella_announce:
             return (f"{text}: bella is credited without an announcement at this table (option "
                     f"kl_bella_announcement, KL-7.1, KL-A23)")
-        if a == EXCHANGE and self._phase in (P_WINDOW, P_PLAY) and self._trump >= 0:
-            if cfg.dix_needs_turnup_trump and self._turn0 // 9 != self._trump:
+        if a == EXCHANGE and self._phase in (P_WINDOW, P_PLAY):
+            if self._trump >= 0 and cfg.dix_needs_turnup_trump and self._turn0 // 9 != self._trump:
                 return (f"{text}: at this table the dix is exchanged only when the turn-up suit "
                         f"became trump (option kl_dix_requires_turnup_trump, KL-4.1, KL-A8)")
-            if self._phase == P_PLAY and not cfg.dix_in_play and self._hands[self._to_act] & BIT[self._dix]:
+            if self._phase == P_PLAY and not cfg.dix_in_play:
                 return (f"{text}: at this table the dix is exchanged only in the window before the "
                         f"melds (option kl_dix_window, KL-4.2, KL-A9)")
+            if self._xseat >= 0:
+                return f"{text}: the dix has already been exchanged in this deal (KL-4.2)"
+            return f"{text}: you hold no exchangeable dix, the seven of trumps (KL-4.1, KL-4.4)"
+        if self._phase == P_PLAY and (a < 36 or BELLA <= a < BELLA + 36):
+            c = a - BELLA if a >= BELLA else a
+            lead = self._lead
+            if not h & BIT[c]:
+                return f"{text}: {CODES[c]} is not in your hand"
+            if lead >= 0:
+                suit = "SHDC"[lead // 9]
+                same = h & SUIT_MASK_OF[lead]
+                if same and not same & BIT[c]:
+                    return f"{text}: you must follow suit {suit} (KL-6.3)"
+                if same and a < BELLA:
+                    return f"{text}: you must beat the trump {CODES[lead]} with a higher trump (KL-6.4)"
+                if not same and h & self._tmask and not self._tmask & BIT[c]:
+                    return f"{text}: you have no {suit} and must play a trump {'SHDC'[self._trump]} (KL-6.5)"
         return super()._why_illegal(a, text)
 
     def public_action(self, a: int) -> int:

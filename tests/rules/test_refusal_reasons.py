@@ -1,0 +1,80 @@
+"""An illegal action is refused with the reason, computed from what the acting seat knows (its
+own hand, the table): Klaberjass and Jo-Jotte said only "play:AS is not a legal action now",
+where the Joker games name the rule (a card not held, the duty to follow suit, to beat, to
+trump; an exchange without the dix). Any other refusal lists the seat's own legal actions. The
+state is unchanged after every refusal."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine_service.rules import IllegalAction, get_game
+from tests.shared_paths import shared_dir
+
+#: A Klaberjass deal written by hand (KL-2.4, KL-2.8: dealer seat 1 gets D0-2, D6-8, D13, D15,
+#: D17): the dealer holds 7H KH JH AS TS KS AC TC 8D, the elder AH 9H 8H QS 9S 7S KD QD 9C,
+#: turn-up QH; the dealer takes hearts and exchanges the dix at his first card.
+KL_DECK = ("7H KH JH AH 9H 8H AS TS KS QS 9S 7S QH AC KD TC QD 8D 9C JS 8S TH AD JD TD 9D 7D "
+           "KC QC JC 8C 7C").split()
+KL_PLAY = ["pass", "take", "keep", "keep", "play:9C", "exchange", "play:TC", "play:QH", "play:AH", "play:8H",
+           "play:KH", "play:AS", "play:7S", "play:KS", "play:9S", "play:TS", "play:QS", "play:8D", "play:KD",
+           "play:QD"]
+
+
+def _refused(state, action: str) -> str:
+    """The refusal's message; the state must not change."""
+    before = (state.to_act(), state.legal_actions(), json.dumps(state.public_view(), sort_keys=True))
+    with pytest.raises(IllegalAction) as info:
+        state.apply(action)
+    assert (state.to_act(), state.legal_actions(), json.dumps(state.public_view(), sort_keys=True)) == before
+    return info.value.message
+
+
+def _klaberjass(upto: int):
+    state = get_game("klaberjass").new_state({}, first_dealer=1)
+    state.deal(KL_DECK)
+    for action in KL_PLAY[:upto]:
+        state.apply(action)
+    return state
+
+
+def test_klaberjass_refusals_name_the_rule():
+    state = _klaberjass(0)
+    assert _refused(state, "play:AS") == "play:AS is not a legal action now; legal now: take, pass"
+    state = _klaberjass(4)  # the elder leads trick 1
+    assert _refused(state, "play:AS") == "play:AS: AS is not in your hand"
+    assert _refused(state, "exchange") == "exchange: you hold no exchangeable dix, the seven of trumps (KL-4.1, KL-4.4)"
+    state = _klaberjass(5)  # 9C led; the dealer holds AC TC and the dix
+    assert _refused(state, "play:AS") == "play:AS: you must follow suit C (KL-6.3)"
+    state = _klaberjass(6)  # he exchanged 7H for QH
+    assert _refused(state, "exchange") == "exchange: the dix has already been exchanged in this deal (KL-4.2)"
+    state = _klaberjass(8)  # QH led; the elder holds AH 9H 8H
+    assert _refused(state, "play:8H") == "play:8H: you must beat the trump QH with a higher trump (KL-6.4)"
+    state = _klaberjass(20)  # QD led; the dealer holds JH AC
+    assert _refused(state, "play:AC") == "play:AC: you have no D and must play a trump H (KL-6.5)"
+
+
+def _jojotte(sample: str, deal: int, step: int):
+    data = json.loads((shared_dir() / "rules" / "transcripts" / sample).read_text())
+    state = get_game("jojotte").new_state(data["options"], first_dealer=data["first_dealer"])
+    for d in data["deals"][:deal + 1]:
+        state.deal(d["deck"])
+        steps = d["steps"] if d is not data["deals"][deal] else d["steps"][:step]
+        for s in steps:
+            state.apply(s["action"], s["seat"])
+    return state
+
+
+def test_jojotte_refusals_name_the_rule():
+    state = _jojotte("jojotte_sample_single.json", 0, 0)
+    assert _refused(state, "play:KS") == (
+        "play:KS is not a legal action now; legal now: accept, name:S, name:H, name:C, pass")
+    state = _jojotte("jojotte_sample_single.json", 0, 8)  # AH led
+    assert _refused(state, "play:AH") == "play:AH: AH is not in your hand"
+    assert _refused(state, "play:KS") == "play:KS: you must follow suit H (JJ-6.3)"
+    state = _jojotte("jojotte_sample_single.json", 0, 18)  # clubs led, diamonds trump
+    assert _refused(state, "play:QS") == "play:QS: you have no C and must play a trump D (JJ-6.4)"
+    state = _jojotte("jojotte_sample_partial.json", 2, 8)  # KC led; the follower holds TC and 8C
+    assert _refused(state, "play:8C") == "play:8C: you must beat KC with a higher C (JJ-6.3)"
