@@ -85,6 +85,9 @@ log = structlog.get_logger("engine_service.sessions")
 T = TypeVar("T")
 
 MAX_MATCH_ID_LENGTH = 64
+#: The longest a start waits for its bot workers before it arms the resumed matches' bots
+#: (:meth:`MatchManager._await_bot_workers`): well within the orchestrator's start-up probe.
+BOT_WORKERS_WAIT_S = 15.0
 
 
 class BotHostLike(Protocol):
@@ -204,6 +207,7 @@ class MatchManager:
                 resumed.append(m)
                 self.metrics.matches_resumed.labels(m.game.id).inc()
                 m.log.info("match_resumed", seq=m.seq, status=m.status)
+        await self._await_bot_workers(resumed)
         self._started = True
         now = asyncio.get_running_loop().time()
         for m in resumed:
@@ -215,6 +219,21 @@ class MatchManager:
             log.info("retention_enabled", keep_finished_days=self.config.keep_finished_days,
                      interval_s=self.config.prune_interval_s, batch=self.config.prune_batch)
             self._pruner = asyncio.create_task(self._prune_periodically(), name="sessions-pruner")
+
+    async def _await_bot_workers(self, resumed: list[LiveMatch]) -> None:
+        """Before the resumed matches' bots are asked (at once, by :meth:`_rearm`), wait for
+        the bot workers this start launched (``warm``) to be up, at most
+        ``BOT_WORKERS_WAIT_S``: their start-up (a fresh interpreter importing the plugins,
+        about a second on a loaded machine) would otherwise eat those first decisions'
+        deadline, and every bot of a resumed match timed out after a restart (the auto-move
+        played instead, counted as a bot failure). Not ready by then (a plugin that hangs
+        on import), the start goes on, and those decisions fail as they would have."""
+        if not self._owns_host or self._host is None:
+            return
+        if not any(slot.kind == "bot" for m in resumed if m.active for slot in m.seats):
+            return
+        if not await self._host.start(BOT_WORKERS_WAIT_S):
+            log.warning("bot_workers_not_ready", waited_s=BOT_WORKERS_WAIT_S)
 
     async def _abort_start(self) -> None:
         """Undo a start that failed after the store opened: the matches registered so far

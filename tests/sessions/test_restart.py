@@ -329,6 +329,64 @@ def test_a_bot_match_interrupted_by_a_crash_finishes_after_the_restart(tmp_path)
     assert transcript.check(data)[0] is None
 
 
+class _Silent:
+    """A host whose bot ``random`` (the name of the real host's) never answers: a decision is
+    in flight when the process dies."""
+
+    def bots(self):
+        from engine_service.sessions.api import BotInfo
+        return [BotInfo("random", tuple(GAMES), "never answers")]
+
+    def plays(self, bot, game_id):
+        return bot == "random"
+
+    async def decide(self, bot, game_id, seat, view, legal, seed, deadline_s):
+        await asyncio.Event().wait()
+
+    async def close(self):
+        pass
+
+
+def test_the_bots_of_resumed_matches_are_not_timed_out_by_the_workers_start_up(tmp_path):
+    """The bot workers start with the engine (BotHost.warm) so that no decision spends its
+    deadline waiting for them; but a resumed match's bot was asked at once, a few
+    milliseconds after the workers began to start (a fresh interpreter importing the plugins:
+    about a second here), and every bot of a resumed match timed out after a restart on a
+    loaded machine (bot_failed, the rulebook's auto-move instead of the bot's move, counted in
+    cardgames_bot_failures_total). The start now waits for the workers before it arms the
+    resumed matches' bots. A decision deadline far below the workers' start-up shows it."""
+    from engine_service.sessions.api import SeatConfig
+
+    path = tmp_path / "m.sqlite3"
+
+    async def before():
+        mgr = MatchManager(config(), store=SqliteStore(path), bot_host=_Silent(), metrics=Metrics())
+        await mgr.start()
+        s = await mgr.create_match(CreateMatchRequest(game="klaberjass", seats=[SeatConfig("bot", "random")] * 2))
+        await asyncio.sleep(0.01)  # the first decision is asked, and never answered
+        crash(mgr._store)
+        return s.match_id
+
+    match_id = run(before())
+
+    async def after():
+        metrics = Metrics()
+        mgr = MatchManager(config(bot_deadline_s=0.15, bot_workers=1), store=SqliteStore(path), metrics=metrics)
+        await mgr.start()  # the real bot host, its worker started by this start
+        try:
+            m = mgr._matches[match_id]
+            while m.seq < 4:
+                await asyncio.sleep(0.01)
+            return list(m.actions[:4]), metrics.value("cardgames_bot_failures_total",
+                                                      {"bot": "random", "reason": "timeout"})
+        finally:
+            await mgr.close()
+
+    moves, timeouts = run(after(), timeout=60)
+    assert [(a.by, a.reason) for a in moves] == [("bot", "")] * 4, moves
+    assert timeouts == 0
+
+
 def test_a_second_writer_on_the_same_log_is_caught_up_not_overwritten():
     """Two managers on one store (a process thought dead, or a future second replica): the
     (match_id, seq) key refuses the stale writer, which folds the other's actions into its
