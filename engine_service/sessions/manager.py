@@ -937,6 +937,12 @@ class MatchManager:
         if m.over:
             m.finished_mono = asyncio.get_running_loop().time()
         self._register(m)
+        if m.active and self._writer.max_deals and m.deals_dealt > self._writer.max_deals:
+            # the action that dealt one deal past max_match_deals was written and the end
+            # that follows it was not (the process stopped between the two writes): end it
+            # now, as it would have been, rather than let the deal past the limit be played
+            async with m.lock:
+                await self._writer.end_at_deal_limit(m)
         return m
 
     async def _exclusive(self, m: LiveMatch, fn: Callable[[], Awaitable[T]]) -> T:

@@ -5,6 +5,7 @@ seat tokens, idempotent retries still recognised, timers re-armed; then the matc
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 
@@ -385,6 +386,51 @@ def test_the_bots_of_resumed_matches_are_not_timed_out_by_the_workers_start_up(t
     moves, timeouts = run(after(), timeout=60)
     assert [(a.by, a.reason) for a in moves] == [("bot", "")] * 4, moves
     assert timeouts == 0
+
+
+def test_a_match_past_its_deal_limit_at_the_crash_ends_when_it_is_resumed(tmp_path):
+    """max_match_deals: the action that deals one deal past the limit is written, then the
+    match's end (terminated, deal_limit) is: two writes. A crash between them left the match
+    active after the restart, the deal past the limit dealt and shown, played on until its
+    next action (or for good with nobody back at a two-player table). It is now ended when
+    it is resumed, as it would have been; the action is not undone."""
+    path = tmp_path / "m.sqlite3"
+
+    async def before():
+        mgr = sqlite_manager(path, max_match_deals=1)
+        await mgr.start()
+
+        async def dies_before_the_end(m):
+            crash(mgr._store)  # the process dies right after the action's write
+            raise asyncio.CancelledError
+        mgr._writer.end_at_deal_limit = dies_before_the_end
+        s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+        ps = [mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, i, f"p{i}")).token)
+              for i in range(2)]
+        for n in range(4):  # four passes throw the first deal in (KL-3.5): deal 2 is dealt
+            m = mgr._matches[s.match_id]
+            with pytest.raises(asyncio.CancelledError) if n == 3 else contextlib.nullcontext():
+                await mgr.submit_action(s.match_id, ps[m.state.to_act()], "pass", m.seq, f"p{n}")
+        return s.match_id, mgr._matches[s.match_id].deals_dealt
+
+    match_id, dealt = run(before())
+    assert dealt == 2
+
+    async def after():
+        metrics = Metrics()
+        mgr = MatchManager(config(db_path=str(path), max_match_deals=1), store=SqliteStore(path),
+                           metrics=metrics, create_bot_host=False)
+        await mgr.start()
+        try:
+            return (await mgr.get_match(match_id), metrics.value(
+                "cardgames_matches_active", {"game": "klaberjass", "status": "active"}))
+        finally:
+            await mgr.close()
+
+    summary, active = run(after())
+    assert summary.status == "terminated" and summary.seq == 4
+    assert summary.result["outcome"] == "terminated" and summary.result["reason"] == "deal_limit"
+    assert active == 0
 
 
 def test_a_second_writer_on_the_same_log_is_caught_up_not_overwritten():
