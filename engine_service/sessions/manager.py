@@ -230,7 +230,10 @@ class MatchManager:
         on import), the start goes on, and those decisions fail as they would have."""
         if not self._owns_host or self._host is None:
             return
-        if not any(slot.kind == "bot" for m in resumed if m.active for slot in m.seats):
+        # a bot seat, or a table whose takeover bot may play a seat at once (one its player
+        # left for good, or with no reconnect grace)
+        if not any(m.takeover_bot or any(slot.kind == "bot" for slot in m.seats)
+                   for m in resumed if m.active):
             return
         if not await self._host.start(BOT_WORKERS_WAIT_S):
             log.warning("bot_workers_not_ready", waited_s=BOT_WORKERS_WAIT_S)

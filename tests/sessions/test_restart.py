@@ -388,6 +388,45 @@ def test_the_bots_of_resumed_matches_are_not_timed_out_by_the_workers_start_up(t
     assert timeouts == 0
 
 
+def test_the_takeover_bot_of_a_departed_seat_is_not_timed_out_by_the_workers_start_up(tmp_path):
+    """The same for a Georgian Joker seat whose player left: the takeover bot plays it to the
+    end (GJ-12.4), and after a restart it is asked at once for that seat's decision."""
+    path = tmp_path / "m.sqlite3"
+
+    async def before():
+        mgr = MatchManager(config(takeover_bot="random"), store=SqliteStore(path), bot_host=_Silent(),
+                           metrics=Metrics())
+        await mgr.start()
+        s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
+        ps = [mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, i, f"p{i}")).token)
+              for i in range(4)]
+        seat = mgr.state_of(s.match_id).to_act()
+        await mgr.leave_match(s.match_id, ps[seat], True)  # the takeover bot's turn, never answered
+        await asyncio.sleep(0.01)
+        crash(mgr._store)
+        return s.match_id, seat
+
+    match_id, seat = run(before())
+
+    async def after():
+        metrics = Metrics()
+        mgr = MatchManager(config(takeover_bot="random", bot_deadline_s=0.15, bot_workers=1),
+                           store=SqliteStore(path), metrics=metrics)
+        await mgr.start()
+        try:
+            m = mgr._matches[match_id]
+            while m.seq < 1:
+                await asyncio.sleep(0.01)
+            return m.actions[0], metrics.value("cardgames_bot_failures_total",
+                                               {"bot": "random", "reason": "timeout"})
+        finally:
+            await mgr.close()
+
+    move, timeouts = run(after(), timeout=60)
+    assert move.seat == seat and move.by == "bot", move
+    assert timeouts == 0
+
+
 def test_a_match_past_its_deal_limit_at_the_crash_ends_when_it_is_resumed(tmp_path):
     """max_match_deals: the action that deals one deal past the limit is written, then the
     match's end (terminated, deal_limit) is: two writes. A crash between them left the match
