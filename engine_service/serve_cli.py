@@ -62,6 +62,13 @@ def run(args: argparse.Namespace) -> int:
 
     quiet_grpc_core()
     configure_logging(settings.log_format, settings.log_level)
+    # Until it serves, SIGINT ends the process at once, as SIGTERM does (status 130 instead
+    # of 143): nothing was acknowledged yet, and a write cut short is a transaction the next
+    # start finds whole or not at all. Python's KeyboardInterrupt, which asyncio.Runner turns
+    # into a cancellation, cannot reach the SQLite lock's wait on the store's thread: Ctrl-C
+    # waited out the rest of --db-lock-wait-s, then left a traceback among the JSON lines.
+    # Serving installs the drain's own handler (serve()); SIG_DFL also keeps Runner's out.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     with asyncio.Runner(loop_factory=loop_factory) as runner:
         return runner.run(serve(settings))
 

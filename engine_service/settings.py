@@ -384,8 +384,9 @@ SETTINGS: tuple[Setting, ...] = (
             "the rulebook's auto-move policy, GJ-12.2); the engine refuses to start with a bot "
             "that is not installed", "NAME", "takeover_bot"),
     Setting("min_spectator_delay_actions", _int(0, MAX_SPECTATOR_DELAY), "spectators of every "
-            "match see it at least this many actions late while it is played (a match may ask "
-            "for more: CreateMatch spectator_delay_actions); 0: as each match asks",
+            "match created while it is set see it at least this many actions late while it is "
+            "played (a match keeps the delay it was created with; a match may ask for more: "
+            "CreateMatch spectator_delay_actions); 0: as each match asks",
             "N", "min_spectator_delay_actions"),
     Setting("finished_retention_s", _float(0.0, 30 * DAY_S, "seconds"), "how long a finished "
             "match stays in memory", "SECONDS", "finished_retention_s"),

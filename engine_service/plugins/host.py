@@ -129,10 +129,13 @@ class BotHost:
         if not self._closed:
             self._pool.start()
 
-    async def start(self) -> bool:
+    async def start(self, timeout_s: float | None = None) -> bool:
         """Optional: wait until every worker process has loaded the plugins (the first
-        decisions otherwise share their deadline with the workers' start-up)."""
-        return await self._pool.wait_ready()
+        decisions otherwise share their deadline with the workers' start-up); False when they
+        have not within ``timeout_s`` (None: the pool's own bound)."""
+        if timeout_s is None:
+            return await self._pool.wait_ready()
+        return await self._pool.wait_ready(timeout_s)
 
     async def decide(self, bot: str, game_id: str, seat: int, view: dict, legal: list[str],
                      seed: int, deadline_s: float) -> Decision:

@@ -86,6 +86,9 @@ log = structlog.get_logger("engine_service.sessions")
 T = TypeVar("T")
 
 MAX_MATCH_ID_LENGTH = 64
+#: The longest a start waits for its bot workers before it arms the resumed matches' bots
+#: (:meth:`MatchManager._await_bot_workers`): well within the orchestrator's start-up probe.
+BOT_WORKERS_WAIT_S = 15.0
 
 
 class BotHostLike(Protocol):
@@ -208,6 +211,7 @@ class MatchManager:
                 resumed.append(m)
                 self.metrics.matches_resumed.labels(m.game.id).inc()
                 m.log.info("match_resumed", seq=m.seq, status=m.status)
+        await self._await_bot_workers(resumed)
         self._started = True
         now = asyncio.get_running_loop().time()
         for m in resumed:
@@ -219,6 +223,24 @@ class MatchManager:
             log.info("retention_enabled", keep_finished_days=self.config.keep_finished_days,
                      interval_s=self.config.prune_interval_s, batch=self.config.prune_batch)
             self._pruner = asyncio.create_task(self._prune_periodically(), name="sessions-pruner")
+
+    async def _await_bot_workers(self, resumed: list[LiveMatch]) -> None:
+        """Before the resumed matches' bots are asked (at once, by :meth:`_rearm`), wait for
+        the bot workers this start launched (``warm``) to be up, at most
+        ``BOT_WORKERS_WAIT_S``: their start-up (a fresh interpreter importing the plugins,
+        about a second on a loaded machine) would otherwise eat those first decisions'
+        deadline, and every bot of a resumed match timed out after a restart (the auto-move
+        played instead, counted as a bot failure). Not ready by then (a plugin that hangs
+        on import), the start goes on, and those decisions fail as they would have."""
+        if not self._owns_host or self._host is None:
+            return
+        # a bot seat, or a table whose takeover bot may play a seat at once (one its player
+        # left for good, or with no reconnect grace)
+        if not any(m.takeover_bot or any(slot.kind == "bot" for slot in m.seats)
+                   for m in resumed if m.active):
+            return
+        if not await self._host.start(BOT_WORKERS_WAIT_S):
+            log.warning("bot_workers_not_ready", waited_s=BOT_WORKERS_WAIT_S)
 
     async def _abort_start(self) -> None:
         """Undo a start that failed after the store opened: the matches registered so far
@@ -937,6 +959,12 @@ class MatchManager:
         if m.over:
             m.finished_mono = asyncio.get_running_loop().time()
         self._register(m)
+        if m.active and self._writer.max_deals and m.deals_dealt > self._writer.max_deals:
+            # the action that dealt one deal past max_match_deals was written and the end
+            # that follows it was not (the process stopped between the two writes): end it
+            # now, as it would have been, rather than let the deal past the limit be played
+            async with m.lock:
+                await self._writer.end_at_deal_limit(m)
         return m
 
     async def _exclusive(self, m: LiveMatch, fn: Callable[[], Awaitable[T]]) -> T:

@@ -154,7 +154,7 @@ class MatchWriter:
         else:
             # past the deal limit the match ends now: no decision follows this action (its
             # event announced a deadline nobody would meet, or a bot was asked for a move
-            # thrown away); armed only if the end cannot be written (_end_at_deal_limit)
+            # thrown away); armed only if the end cannot be written (end_at_deal_limit)
             at_limit = bool(self.max_deals) and m.deals_dealt > self.max_deals
             if at_limit:
                 self.disarm(m)  # the decision this action made has no deadline any more
@@ -162,15 +162,17 @@ class MatchWriter:
                 self.schedule(m)  # first: the events carry the new deadline
             self.publish(m, "action", **event)
             if at_limit:
-                await self._end_at_deal_limit(m)
+                await self.end_at_deal_limit(m)
         self.metrics.child(self.metrics.action_latency, m.game.id).observe(time.perf_counter() - started)
         return rec
 
-    async def _end_at_deal_limit(self, m: LiveMatch) -> None:
+    async def end_at_deal_limit(self, m: LiveMatch) -> None:
         """End a match that has just dealt one deal more than ``max_deals``: it has played
         ``max_deals`` deals (outcome ``terminated``, reason ``deal_limit``,
         SessionConfig.max_match_deals). The action that dealt it is durable and answered
-        as accepted; an end that cannot be written now is tried again after the next one."""
+        as accepted; an end that cannot be written now is tried again after the next one.
+        Also called for a match read back past the limit (MatchManager._load: the process
+        stopped between that action's write and the end's, or the limit was lowered)."""
         m.log.warning("match_deal_limit", deals=m.deals_dealt - 1, limit=self.max_deals)
         try:
             await self.end(m, "terminated", winners=[], reason="deal_limit")

@@ -607,6 +607,7 @@ class SqliteStore(Store):
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             self._refuse_unwritable(exc)
+            self._refuse_full(exc)
             raise NotADatabase(f"{path} is not a usable SQLite database ({exc})") from None
         self._check_writable(conn)
 
@@ -643,6 +644,18 @@ class SqliteStore(Store):
             f"{self.path} cannot be written by this process{user}: {_reason(exc)}; refusing to serve "
             "from it: make the file and its directory writable by the engine's user, and check that "
             "the filesystem is not mounted read-only (docs/operations.md, When the database fails)") from None
+
+    def _refuse_full(self, exc: sqlite3.DatabaseError) -> None:
+        """Raise :class:`~.base.StoreError` saying the volume is full when a write of the
+        start (a new database's tables, an index added to one of this schema) found no room
+        (SQLITE_FULL), rather than calling the file no usable database: that sent the
+        operator after a damaged file, or to a backup, when the volume only needed room."""
+        if not str(getattr(exc, "sqlite_errorname", "") or "").startswith("SQLITE_FULL"):
+            return
+        raise StoreError(
+            f"cannot write to {self.path}: {_reason(exc)}; the file was left as it was: free space "
+            "on its volume or grow it, then start again (docs/operations.md, When the database "
+            "fails)") from None
 
     def _check_integrity(self, conn: sqlite3.Connection, budget_s: float | None = None) -> None:
         """``PRAGMA quick_check`` of the whole file, before anything is written to it.

@@ -5,6 +5,7 @@ seat tokens, idempotent retries still recognised, timers re-armed; then the matc
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 
@@ -327,6 +328,148 @@ def test_a_bot_match_interrupted_by_a_crash_finishes_after_the_restart(tmp_path)
     assert [e.seq for e in events if e.kind == "action"] == list(range(resumed_at + 1, summary.seq + 1))
     assert summary.status == "finished"
     assert transcript.check(data)[0] is None
+
+
+class _Silent:
+    """A host whose bot ``random`` (the name of the real host's) never answers: a decision is
+    in flight when the process dies."""
+
+    def bots(self):
+        from engine_service.sessions.api import BotInfo
+        return [BotInfo("random", tuple(GAMES), "never answers")]
+
+    def plays(self, bot, game_id):
+        return bot == "random"
+
+    async def decide(self, bot, game_id, seat, view, legal, seed, deadline_s):
+        await asyncio.Event().wait()
+
+    async def close(self):
+        pass
+
+
+def test_the_bots_of_resumed_matches_are_not_timed_out_by_the_workers_start_up(tmp_path):
+    """The bot workers start with the engine (BotHost.warm) so that no decision spends its
+    deadline waiting for them; but a resumed match's bot was asked at once, a few
+    milliseconds after the workers began to start (a fresh interpreter importing the plugins:
+    about a second here), and every bot of a resumed match timed out after a restart on a
+    loaded machine (bot_failed, the rulebook's auto-move instead of the bot's move, counted in
+    cardgames_bot_failures_total). The start now waits for the workers before it arms the
+    resumed matches' bots. A decision deadline far below the workers' start-up shows it."""
+    from engine_service.sessions.api import SeatConfig
+
+    path = tmp_path / "m.sqlite3"
+
+    async def before():
+        mgr = MatchManager(config(), store=SqliteStore(path), bot_host=_Silent(), metrics=Metrics())
+        await mgr.start()
+        s = await mgr.create_match(CreateMatchRequest(game="klaberjass", seats=[SeatConfig("bot", "random")] * 2))
+        await asyncio.sleep(0.01)  # the first decision is asked, and never answered
+        crash(mgr._store)
+        return s.match_id
+
+    match_id = run(before())
+
+    async def after():
+        metrics = Metrics()
+        mgr = MatchManager(config(bot_deadline_s=0.15, bot_workers=1), store=SqliteStore(path), metrics=metrics)
+        await mgr.start()  # the real bot host, its worker started by this start
+        try:
+            m = mgr._matches[match_id]
+            while m.seq < 4:
+                await asyncio.sleep(0.01)
+            return list(m.actions[:4]), metrics.value("cardgames_bot_failures_total",
+                                                      {"bot": "random", "reason": "timeout"})
+        finally:
+            await mgr.close()
+
+    moves, timeouts = run(after(), timeout=60)
+    assert [(a.by, a.reason) for a in moves] == [("bot", "")] * 4, moves
+    assert timeouts == 0
+
+
+def test_the_takeover_bot_of_a_departed_seat_is_not_timed_out_by_the_workers_start_up(tmp_path):
+    """The same for a Georgian Joker seat whose player left: the takeover bot plays it to the
+    end (GJ-12.4), and after a restart it is asked at once for that seat's decision."""
+    path = tmp_path / "m.sqlite3"
+
+    async def before():
+        mgr = MatchManager(config(takeover_bot="random"), store=SqliteStore(path), bot_host=_Silent(),
+                           metrics=Metrics())
+        await mgr.start()
+        s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
+        ps = [mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, i, f"p{i}")).token)
+              for i in range(4)]
+        seat = mgr.state_of(s.match_id).to_act()
+        await mgr.leave_match(s.match_id, ps[seat], True)  # the takeover bot's turn, never answered
+        await asyncio.sleep(0.01)
+        crash(mgr._store)
+        return s.match_id, seat
+
+    match_id, seat = run(before())
+
+    async def after():
+        metrics = Metrics()
+        mgr = MatchManager(config(takeover_bot="random", bot_deadline_s=0.15, bot_workers=1),
+                           store=SqliteStore(path), metrics=metrics)
+        await mgr.start()
+        try:
+            m = mgr._matches[match_id]
+            while m.seq < 1:
+                await asyncio.sleep(0.01)
+            return m.actions[0], metrics.value("cardgames_bot_failures_total",
+                                               {"bot": "random", "reason": "timeout"})
+        finally:
+            await mgr.close()
+
+    move, timeouts = run(after(), timeout=60)
+    assert move.seat == seat and move.by == "bot", move
+    assert timeouts == 0
+
+
+def test_a_match_past_its_deal_limit_at_the_crash_ends_when_it_is_resumed(tmp_path):
+    """max_match_deals: the action that deals one deal past the limit is written, then the
+    match's end (terminated, deal_limit) is: two writes. A crash between them left the match
+    active after the restart, the deal past the limit dealt and shown, played on until its
+    next action (or for good with nobody back at a two-player table). It is now ended when
+    it is resumed, as it would have been; the action is not undone."""
+    path = tmp_path / "m.sqlite3"
+
+    async def before():
+        mgr = sqlite_manager(path, max_match_deals=1)
+        await mgr.start()
+
+        async def dies_before_the_end(m):
+            crash(mgr._store)  # the process dies right after the action's write
+            raise asyncio.CancelledError
+        mgr._writer.end_at_deal_limit = dies_before_the_end
+        s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+        ps = [mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, i, f"p{i}")).token)
+              for i in range(2)]
+        for n in range(4):  # four passes throw the first deal in (KL-3.5): deal 2 is dealt
+            m = mgr._matches[s.match_id]
+            with pytest.raises(asyncio.CancelledError) if n == 3 else contextlib.nullcontext():
+                await mgr.submit_action(s.match_id, ps[m.state.to_act()], "pass", m.seq, f"p{n}")
+        return s.match_id, mgr._matches[s.match_id].deals_dealt
+
+    match_id, dealt = run(before())
+    assert dealt == 2
+
+    async def after():
+        metrics = Metrics()
+        mgr = MatchManager(config(db_path=str(path), max_match_deals=1), store=SqliteStore(path),
+                           metrics=metrics, create_bot_host=False)
+        await mgr.start()
+        try:
+            return (await mgr.get_match(match_id), metrics.value(
+                "cardgames_matches_active", {"game": "klaberjass", "status": "active"}))
+        finally:
+            await mgr.close()
+
+    summary, active = run(after())
+    assert summary.status == "terminated" and summary.seq == 4
+    assert summary.result["outcome"] == "terminated" and summary.result["reason"] == "deal_limit"
+    assert active == 0
 
 
 def test_a_second_writer_on_the_same_log_is_caught_up_not_overwritten():

@@ -191,6 +191,30 @@ def test_a_delay_out_of_range_is_refused(delay):
     assert err.reason == "BAD_SPECTATOR_DELAY" and held == []
 
 
+def test_a_floor_raised_at_a_restart_leaves_the_running_matches_their_delay(tmp_path):
+    """The floor is applied when a match is created and stored with it (docs/operations.md,
+    --min-spectator-delay-actions): a restart with a higher floor does not delay the matches
+    already running, whose spectators may be past the new horizon already (their resumes
+    with after_seq would be refused); the matches created afterwards get it."""
+    db = str(tmp_path / "m.db")
+
+    async def first():
+        async with manager(store=SqliteStore(db)) as mgr:
+            match_id, ps = await open_match(mgr, "japanese_joker")
+            rng = random.Random(3)
+            for _ in range(6):
+                await act_once(mgr, match_id, ps, rng)
+            return match_id
+
+    async def second(match_id):
+        async with manager(config(min_spectator_delay_actions=4), store=SqliteStore(db)) as mgr:
+            env = await mgr.get_view(match_id, Principal("spectator", match_id))
+            later = await mgr.create_match(CreateMatchRequest(game="japanese_joker"))
+            return (await mgr.get_match(match_id)).spectator_delay_actions, env.seq, later.spectator_delay_actions
+
+    assert run(second(run(first()))) == (0, 6, 4)
+
+
 def test_the_operator_floor_raises_every_delay():
     """--min-spectator-delay-actions: a match asking for less (or nothing) gets the floor, one
     asking for more keeps its own; the spectator's view follows the effective delay."""

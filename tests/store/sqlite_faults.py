@@ -34,16 +34,21 @@ from engine_service.store import SqliteStore
 class LimitedSqliteStore(SqliteStore):
     """The SQLite store, whose database the test can fill up or make read-only."""
 
-    def __init__(self, *args, page_size: int = 0, read_only: bool = False, **kwargs) -> None:
+    def __init__(self, *args, page_size: int = 0, read_only: bool = False, full: bool = False,
+                 **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.page_size = page_size
         self.opens_read_only = read_only  # as SQLite opens a file it may not write
+        self.opens_full = full  # as on a volume without a free byte: no page can be added
 
     def _init_sync(self, conn) -> None:
         if self.page_size:  # takes effect on a new file only
             conn.execute(f"PRAGMA page_size={self.page_size}")
         if self.opens_read_only:
             conn.execute("PRAGMA query_only=1")
+        if self.opens_full:
+            pages = conn.execute("PRAGMA page_count").fetchone()[0]
+            conn.execute(f"PRAGMA max_page_count={max(1, pages)}")
         super()._init_sync(conn)
 
     async def fill_up(self) -> int:

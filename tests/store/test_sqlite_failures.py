@@ -236,6 +236,40 @@ def test_a_database_this_process_cannot_write_is_refused_at_open(tmp_path, new_f
     assert (held_match is None) == new_file
 
 
+@pytest.mark.parametrize("what", ["new_file", "index_to_add"])
+def test_a_full_volume_at_open_is_a_full_volume_not_a_bad_database(tmp_path, what):
+    """A start that must write to a volume with no room left: a new database (its tables) or
+    an index the engine adds to a database of its own schema (docs/operations.md, Upgrades).
+    The store said "... is not a usable SQLite database (database or disk is full)", which
+    sends the operator after a damaged file (or to restore a backup) when the volume only
+    needs room. Now it says that the database cannot be written, SQLite's reason with its
+    code, and to free space; the file is left as it was, and the store lets go of it."""
+    path = tmp_path / "db.sqlite3"
+
+    async def go():
+        if what == "index_to_add":
+            st = SqliteStore(path)
+            await st.open()
+            await st.create_match(record("m1"))
+            await st.close()
+            conn = sqlite3.connect(path, isolation_level=None)
+            conn.execute("DROP INDEX matches_by_creation")
+            conn.execute("VACUUM")  # no free page left in the file for the index
+            conn.close()
+        with pytest.raises(StoreError) as refused:
+            await LimitedSqliteStore(path, full=True).open()
+        st = SqliteStore(path)  # nothing held; once there is room it opens
+        await st.open()
+        held_match = await st.load_match("m1")
+        await st.close()
+        return refused.value, held_match
+
+    error, held_match = run(go())
+    assert not isinstance(error, NotADatabase), error
+    assert str(path) in str(error) and FULL in str(error) and "free space" in str(error), error
+    assert (held_match is None) == (what == "new_file")
+
+
 def test_a_read_only_filesystem_is_a_clear_error_at_open(tmp_path):
     """The database on a filesystem mounted read-only (a tmpfs remounted so): the engine's
     store cannot take its ownership lock and says so; a store without the lock (a tool)

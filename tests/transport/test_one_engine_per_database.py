@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import time
 import urllib.request
 
 import grpc
+import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from .harness import run
@@ -97,3 +99,50 @@ def test_a_busy_metrics_port_still_stops_the_start_and_lets_the_database_go(tmp_
     assert not any(line["event"] == "serving" for line in lines)
     after = Service(tmp_path, db, "after", CARDGAMES_DB_LOCK_WAIT_S="0")
     assert after.stop() == 0
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_ctrl_c_while_waiting_for_the_database_ends_the_start_at_once(tmp_path, backend, request):
+    """docs/operations.md: a signal before the engine serves is not a drain, the process ends
+    at once. SIGINT (Ctrl-C at a `make run` that waits for the database) used to be turned
+    into asyncio's cancellation: on SQLite the lock's wait runs on the store's thread, which
+    the cancellation does not reach, so the process waited out the rest of
+    ``--db-lock-wait-s`` (30 s by default, up to a day) before it went; on PostgreSQL it went
+    at once; both ended with a KeyboardInterrupt traceback among the JSON log lines. It now
+    ends the process at once, as SIGTERM does, status 130 (128 + SIGINT), nothing written."""
+    db = tmp_path / "cards.sqlite3" if backend == "sqlite" else request.getfixturevalue("pg_url")
+    first = Service(tmp_path, db, "first")
+    try:
+        env = {**os.environ, "CARDGAMES_DB": str(db), "CARDGAMES_PORT": "0", "CARDGAMES_METRICS_PORT": "0",
+               "CARDGAMES_HOST": "127.0.0.1", "CARDGAMES_METRICS_HOST": "127.0.0.1",
+               "CARDGAMES_LOG_FORMAT": "json", "CARDGAMES_DB_LOCK_WAIT_S": "60", "CARDGAMES_BOT_WORKERS": "1"}
+        log_path = tmp_path / "second.log"
+        with open(log_path, "w") as log_file:
+            second = subprocess.Popen([sys.executable, "-m", "engine_service", "serve"], cwd=tmp_path, env=env,
+                                      stdout=log_file, stderr=subprocess.STDOUT)
+        try:
+            give_up = time.monotonic() + 30
+            while b'"db_lock_waiting"' not in log_path.read_bytes():
+                assert second.poll() is None, log_path.read_text()
+                assert time.monotonic() < give_up, log_path.read_text()
+                time.sleep(0.05)
+            interrupted = time.monotonic()
+            second.send_signal(signal.SIGINT)
+            status = second.wait(30)
+            took = time.monotonic() - interrupted
+        finally:
+            if second.poll() is None:
+                second.kill()
+                second.wait()
+        output = log_path.read_text()
+        assert status == -signal.SIGINT, output
+        assert took < 5, f"the interrupted start took {took:.1f} s to end"
+        assert "Traceback" not in output and "KeyboardInterrupt" not in output, output
+        assert all(raw.startswith("{") for raw in output.splitlines()), output  # JSON lines only
+
+        async def health():
+            async with grpc.aio.insecure_channel(first.target) as ch:
+                return (await health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest())).status
+        assert run(health)() == health_pb2.HealthCheckResponse.SERVING  # undisturbed
+    finally:
+        assert first.stop() == 0
