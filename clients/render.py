@@ -268,7 +268,7 @@ def seats_table(view: Any, summary: Any | None, now: float) -> Table:
         marks = Text()
         if view.HasField("to_act") and view.to_act == seat:
             marks.append("▶ ", style="bold green")
-        if seat == view.dealer:
+        if seat == view.dealer and view.status != match_pb2.MATCH_STATUS_WAITING:  # drawn at the start
             marks.append("D", style="bold cyan")
         name = Text(seat_name(summary, seat, me), style="bold" if seat == me else "")
         if summary is not None and seat < len(summary.seats):
@@ -451,7 +451,8 @@ def table_lines(view: Any, summary: Any | None) -> list[Text]:
         if bids_line is not None:
             lines.append(_labelled("bids", bids_line))
     elif game == "japanese_joker":
-        declarer = Text(seat_name(summary, table.get("declarer", view.dealer), me))
+        declarer = Text(seat_name(summary, table.get("declarer", view.dealer), me)
+                        if table.get("declarer", view.dealer) is not None else "drawn at the start")
         if me is not None and view.phase == "playing" and _per_seat(table.get("played_any"), me, True) is False:
             # JJK-5.1: the up cards are not available before the player's first card, and the
             # actions then left them out without a word (nor do they count for following suit)

@@ -67,6 +67,10 @@ class Game(ABC):
     pack: ClassVar[tuple[int, ...]]
     option_specs: ClassVar[tuple[OptionSpec, ...]]
     description: ClassVar[str] = ""
+    #: The public view's table keys that name a seat by the first-dealer draw (the first
+    #: dealer, the elder hand...): with the view's ``dealer`` they are withheld while the match
+    #: waits for players, so that nobody picks a seat knowing the draw (sessions.views).
+    draw_keys: ClassVar[tuple[str, ...]] = ()
 
     def options(self, raw: Mapping[str, Any] | Options | None = None) -> Options:
         """Validated options with defaults filled in (InvalidOptions on anything unknown).

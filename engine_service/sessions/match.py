@@ -308,7 +308,7 @@ class LiveMatch:
                 if env is not None:
                     return env
             if self.status == "waiting" and audience != ADMIN:
-                view = before_start(memo.view(SPECTATOR), audience)
+                view = before_start(memo.view(SPECTATOR), audience, self.game.draw_keys)
             else:
                 view = self._as_ended(memo.view(audience))
             env = memo.views[audience] = self._envelope_of(audience, view, self.seq, self.deadline,

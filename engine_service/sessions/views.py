@@ -50,9 +50,15 @@ def view_for(state: State, audience: Audience, make: ViewMaker | None = None) ->
     raise ValueError(f"unknown audience {audience!r}")
 
 
-def before_start(public: Mapping[str, Any], audience: Audience) -> dict[str, Any]:
+def before_start(public: Mapping[str, Any], audience: Audience, draw_keys: Sequence[str] = ()) -> dict[str, Any]:
     """The view of ``audience`` (a seat or a spectator) while the match waits for players: the
-    public view, with nobody to act.
+    public view, with nobody to act and the first-dealer draw withheld.
+
+    The draw is made when the match is created (KL-2.1, JJ-2.1, GJ-3.1, JJK-A9), before the
+    seats are taken: shown in the waiting view (``dealer`` and the game's ``draw_keys``:
+    the first dealer, the elder hand, the forehand...), it let whoever joined choose the
+    dealer's or the elder's seat, which defeats the draw. They read 0 (``dealer``) and null
+    until the start's view shows them.
 
     Nothing private is shown before the start. A seat may be left and joined again while the
     match waits (its token then stops working), so with its hand on show one player could look
@@ -62,6 +68,9 @@ def before_start(public: Mapping[str, Any], audience: Audience) -> dict[str, Any
     """
     view = dict(public)  # its hand and legal actions are empty: the public view's
     view["to_act"] = None
+    view["dealer"] = None
+    if draw_keys and isinstance(view.get("table"), Mapping):
+        view["table"] = {**view["table"], **{key: None for key in draw_keys if key in view["table"]}}
     if isinstance(audience, int):
         view["seat"] = audience
     return view

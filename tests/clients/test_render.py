@@ -804,3 +804,16 @@ def test_an_event_line_says_who_took_the_trick_it_completed():
     going.trick.plays.add(seat=1, card=cards_pb2.Card(code="KH"))  # the next trick's lead: not this one's end
     assert render.event_text(event(1, "KH", going), None, 0).plain == "   8 seat 1: play K♥"
     assert render.event_text(event(3, "9C", done), None, 0).plain == "   8 seat 3: play 9♣"  # not the last card
+
+
+def test_a_waiting_board_names_no_dealer_before_the_draw_is_shown():
+    """A waiting view withholds the first-dealer draw (``dealer`` 0, the table's draw keys
+    null: docs/api.md): the board marked seat 0 "D" as if it dealt, and Japanese Joker's
+    board failed on the null declarer. Once started, the dealer is marked."""
+    waiting = _view("japanese_joker", {"declarer": None, "first_declarer": None, "trump": None,
+                                       "columns_up": [[], []], "column_counts": [0, 0]},
+                    hand_sizes=[0, 0], status=match_pb2.MATCH_STATUS_WAITING)
+    text = plain(render.board(waiting, None, 0.0))
+    assert "drawn at the start" in text and " D " not in text and "D you" not in text, text
+    started = _view("klaberjass", {"trump": None, "turn_up": "TD"}, status=match_pb2.MATCH_STATUS_ACTIVE)
+    assert "D" in plain(render.board(started, None, 0.0)).split("you")[0].splitlines()[-1]

@@ -355,3 +355,34 @@ def test_a_table_is_dealt_when_its_last_seat_is_taken(game_id):
     assert [d.deal for d in stored.decks] == [0]
     assert view.deal_commitment == started.deal_commitments[0] == commitment(stored.decks[0].salt, stored.decks[0].cards)
     assert view.view["hand"]
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_a_waiting_match_shows_nothing_of_the_first_dealer_draw(game_id):
+    """The first-dealer draw (KL-2.1, JJ-2.1, GJ-3.1, JJK-A9) is made at creation, before the
+    seats are taken: its outcome (the view's ``dealer``; the table's first dealer, elder,
+    forehand, declarer...) showed in every waiting view, so whoever joined could choose the
+    dealer's or the elder's seat and defeat the draw. A waiting view is now the same whatever
+    the draw, to a seat and to a spectator; the start's view shows the drawn dealer."""
+    async def waiting_views(first_dealer):
+        async with manager() as mgr:
+            summary = await mgr.create_match(CreateMatchRequest(game=game_id, first_dealer=first_dealer), admin=True)
+            joined = await mgr.join_match(summary.match_id, 0, "early bird")
+            seat = mgr.authenticate(summary.match_id, joined.token)
+            views = [dict((await mgr.get_view(summary.match_id, p)).view)
+                     for p in (seat, Principal("spectator", summary.match_id))]
+            for seat_number in range(1, len(summary.seats)):
+                await mgr.join_match(summary.match_id, seat_number, f"p{seat_number}")
+            started = (await mgr.get_view(summary.match_id, seat)).view
+        return [{key: value for key, value in view.items() if key != "match_id"} for view in views], started
+
+    async def go():
+        seen = [await waiting_views(first_dealer) for first_dealer in range(get_game(game_id).num_seats)]
+        assert all(views == seen[0][0] for views, _ in seen), game_id
+        assert seen[0][0][0]["dealer"] is None
+        for first_dealer, (_, started) in enumerate(seen):
+            table = started["table"]
+            drawn = table.get("first_dealer", table.get("first_declarer"))
+            assert drawn == first_dealer, (game_id, table)
+
+    run(go())

@@ -37,6 +37,7 @@ class JapaneseJokerGame(Game):
     pack_mask = PACK36_JOKERS_MASK
     pack_set = frozenset(PACK36_JOKERS)
     option_specs = OPTION_SPECS
+    draw_keys = ("first_declarer", "declarer")
     description = ("Two players, no bidding: three cards, the declarer's trump, then five cards "
                    "in hand and five face-down/face-up columns each; the deal goes to the player "
                    "with more of the 18 tricks, by the difference.")

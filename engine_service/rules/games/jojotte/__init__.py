@@ -30,6 +30,7 @@ class JojotteGame(Game):
     num_seats = 2
     pack = PACK32
     option_specs = OPTION_SPECS
+    draw_keys = ("first_dealer", "non_dealer")
     description = ("Culbertson's two-player Klaberjass: two-round auction with no-trump overcall, "
                    "double and redouble; nullo and slam; quartets and sequences; jo-jotte; "
                    "bridge-style scoring above and below the line, games of 80, rubbers.")

@@ -24,6 +24,7 @@ class KlaberjassGame(Game):
     num_seats = 2
     pack = PACK
     option_specs = OPTION_SPECS
+    draw_keys = ("first_dealer", "elder")
     description = ("Two players, 32 cards; trump fixed by a two-round auction on a turned-up card, "
                    "sequence melds, bella, nine tricks, first to 500.")
 
