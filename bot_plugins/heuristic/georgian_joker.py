@@ -115,9 +115,19 @@ class GeorgianJokerHeuristic:
                     else:
                         p = 0.0
                     est += p if n > 1 else p * 0.9
-                if trump and not cards and groups.get(trump):
-                    est += 0.3 * min(len(groups[trump]), 2)
-        return est
+        return est + GeorgianJokerHeuristic._ruff_chances(groups, trump)
+
+    @staticmethod
+    def _ruff_chances(groups: Mapping[str, list[str]], trump: str | None) -> float:
+        """Extra tricks from trumping a suit we are void in (GJ-5.3 step 3): up to two ruffs per
+        void, but each trump ruffs at most once. Counted per void alone, a one-card hand of a
+        single small trump was void in three suits and valued at more than one trick (bid 1 in
+        a one-card deal on the six of trumps, a likely khishti, GJ-7.4)."""
+        if not trump or not groups.get(trump):
+            return 0.0
+        trumps = len(groups[trump])
+        voids = sum(1 for s, cards in groups.items() if s != trump and not cards)
+        return 0.3 * min(voids * min(trumps, 2), trumps)
 
     def _bid(self, view: Mapping[str, Any], legal: list[str]) -> str:
         table = view["table"]
