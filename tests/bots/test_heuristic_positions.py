@@ -32,3 +32,17 @@ def test_gj_two_small_trumps_in_a_two_card_deal_are_not_two_tricks():
     state = deal("georgian_joker", {0: ["7D", "8D"]}, fixed={8: "9D"}, first_dealer=2, deal_number=2)
     assert state.to_act() == 0 and state.view(0)["hand"] == ["8D", "7D"]
     assert decide("georgian_joker", state) in ("bid:0", "bid:1")
+
+
+def test_gj_the_queen_of_trumps_alone_is_a_pass_in_a_one_card_deal():
+    # trump clubs (indicator 9C): the ace, the king of clubs and both jokers beat the queen, so
+    # she takes the trick about two times in three. A bid of 1 then scores 100p - 200(1-p)
+    # (GJ-7.3, GJ-7.4), about 0; a pass 50(1-p) + 10p (GJ-7.2, GJ-7.5), about 23.
+    state = deal("georgian_joker", {1: ["QC"]}, fixed={4: "9C"}, first_dealer=0)
+    assert decide("georgian_joker", state) == "bid:0"
+
+
+def test_gj_the_ace_of_trumps_alone_is_a_bid_in_a_one_card_deal():
+    # only a joker beats it (GJ-6.1, GJ-6.2): the bid of 1 is the made bid about 80% of the time
+    state = deal("georgian_joker", {1: ["AC"]}, fixed={4: "9C"}, first_dealer=0)
+    assert decide("georgian_joker", state) == "bid:1"
