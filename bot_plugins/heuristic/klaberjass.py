@@ -99,8 +99,13 @@ class KlaberjassHeuristic:
         if "take" in legal or any(a.startswith("name:") for a in legal):
             return self._bid(view, legal, hand)
         if "exchange" in legal:
-            return "exchange" if self._wants_exchange(table, hand) else next(
-                (a for a in legal if a != "exchange"), legal[0])
+            if self._wants_exchange(table, hand):
+                return "exchange"
+            # declined: during trick play the turn's card is still to choose (KL-4.2), not
+            # the first legal one (the bot used to play that, whatever the trick)
+            legal = [a for a in legal if a != "exchange"]
+            if len(legal) == 1:
+                return legal[0]
         if not any(a.startswith("play:") for a in legal):
             return neutral_choice([a for a in legal if a != "schmeiss"] or legal)
         return self._play(view, legal, hand)

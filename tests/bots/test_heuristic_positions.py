@@ -7,6 +7,7 @@ states what it must (or must not) choose, with the rule that makes the other cho
 from __future__ import annotations
 
 from bot_plugins.heuristic import make
+from engine_service.rules import get_game
 from tests.bots.positions import deal, request
 
 
@@ -46,3 +47,30 @@ def test_gj_the_ace_of_trumps_alone_is_a_bid_in_a_one_card_deal():
     # only a joker beats it (GJ-6.1, GJ-6.2): the bid of 1 is the made bid about 80% of the time
     state = deal("georgian_joker", {1: ["AC"]}, fixed={4: "9C"}, first_dealer=0)
     assert decide("georgian_joker", state) == "bid:1"
+
+
+# ---- Klaberjass ------------------------------------------------------------------------------
+
+def played(game_id: str, deck: list[str], actions: list[tuple[int, str]], first_dealer: int = 0):
+    """A new match dealt ``deck`` (rulebook codes in deck order) after ``actions``."""
+    state = get_game(game_id).new_state({}, first_dealer=first_dealer)
+    state.deal(deck)
+    for seat, action in actions:
+        state.apply(action, seat)
+    return state
+
+
+def test_kl_a_declined_dix_exchange_does_not_throw_the_ace_under_the_jack():
+    # seat 1 named hearts; seat 0 leads the jass (JH). Seat 1 holds the dix (7H), so
+    # `exchange` is legal beside its cards (KL-4.2); the turn-up 9C is not worth taking. Every
+    # card loses to the jack (KL-1.2), so the seven goes, not the ace (11 points, KL-8.1). The
+    # bot used to answer a declined exchange with the first legal card: the ace.
+    deck = ["7C", "JH", "9S", "9H", "7H", "AC", "8C", "7S", "QD", "TH", "JS", "AH", "9C", "QH", "8S",
+            "8H", "KH", "KS", "KC", "7D", "9D", "8D", "JD", "TC", "AD", "QS", "QC", "TD", "KD", "AS",
+            "JC", "TS"]
+    state = played("klaberjass", deck, [(1, "pass"), (0, "pass"), (1, "name:H"), (1, "keep"),
+                                        (0, "keep"), (1, "play:JS"), (0, "play:KS"), (0, "play:JH")])
+    view = state.view(1)
+    assert view["hand"] == ["8S", "AH", "KH", "TH", "9H", "7H", "AC", "KC"]
+    assert "exchange" in view["legal"] and view["legal"][0] == "play:AH"
+    assert decide("klaberjass", state) == "play:7H"
