@@ -74,3 +74,12 @@ def test_kl_a_declined_dix_exchange_does_not_throw_the_ace_under_the_jack():
     assert view["hand"] == ["8S", "AH", "KH", "TH", "9H", "7H", "AC", "KC"]
     assert "exchange" in view["legal"] and view["legal"][0] == "play:AH"
     assert decide("klaberjass", state) == "play:7H"
+
+
+def test_kl_the_elder_takes_the_menel_with_the_dix_under_a_turned_up_jass():
+    # turn-up JS (KL-2.5): the elder holds the menel (9S) and the dix (7S), which he exchanges
+    # for the jass (KL-4.1): the two top trumps, 34 card points (KL-8.1), the trick play's
+    # control. Passing throws the deal at the opponent or in (KL-3.5).
+    state = deal("klaberjass", {0: ["9S", "7S", "QD", "9D", "8D", "KC"]}, fixed={12: "JS"}, first_dealer=1)
+    assert state.view(0)["legal"] == ["take", "pass"]
+    assert decide("klaberjass", state) == "take"
