@@ -186,9 +186,15 @@ class KlaberjassHeuristic:
         winners = [c for c in cards if strength(c, trump, ls) > led_strength]
         if winners:
             # cheapest winner by future potential; a high-value card captured with itself counts
+            # (it is safe in our trick), except a trump no unseen trump beats: it wins its trick
+            # whenever it is played, so spending it here banks nothing. (The jass was the
+            # "cheapest" ruff of a plain seven, beside the seven of trumps.)
             def cost(c: str) -> float:
                 potential = {"J": 16, "9": 11, "A": 7, "T": 5, "K": 3, "Q": 3, "8": 2, "7": 1}[rank(c)] \
                     if suit(c) == trump else (4 if rank(c) == "A" else 2 if rank(c) == "T" else 0)
+                if suit(c) == trump and not any(
+                        suit(u) == trump and TRUMP_ORDER[rank(u)] > TRUMP_ORDER[rank(c)] for u in unknown):
+                    return potential
                 return potential - value(c, trump)
             best = min(winners, key=lambda c: (cost(c), strength(c, trump, ls)))
             gain = pot + value(best, trump)

@@ -83,3 +83,16 @@ def test_kl_the_elder_takes_the_menel_with_the_dix_under_a_turned_up_jass():
     state = deal("klaberjass", {0: ["9S", "7S", "QD", "9D", "8D", "KC"]}, fixed={12: "JS"}, first_dealer=1)
     assert state.view(0)["legal"] == ["take", "pass"]
     assert decide("klaberjass", state) == "take"
+
+
+def test_kl_a_plain_seven_is_ruffed_with_the_small_trump_not_the_jass():
+    # diamonds trump (the elder took the turn-up 8D; the dealer exchanged his dix for it). The
+    # elder leads the seven of clubs, worth nothing; the dealer has no club and must trump
+    # (KL-6.5) with the jass or the eight. The jass wins its trick whenever it is played (no trump
+    # beats it, KL-1.2), so spending it here gains nothing and gives up the control of trumps.
+    state = deal("klaberjass", {0: ["7C", "8C", "9C", "AS", "TS", "9S"], 1: ["JD", "7D", "AH", "KH", "QH", "TH"]},
+                 fixed={12: "8D", 13: "7S", 14: "AC", 15: "8S", 16: "TC", 17: "KS", 18: "KC"}, first_dealer=1)
+    for seat, action in [(0, "take"), (0, "keep"), (1, "exchange"), (0, "play:7C")]:
+        state.apply(action, seat)
+    assert state.view(1)["legal"] == ["play:JD", "play:8D"]
+    assert decide("klaberjass", state) == "play:8D"
