@@ -96,3 +96,15 @@ def test_kl_a_plain_seven_is_ruffed_with_the_small_trump_not_the_jass():
         state.apply(action, seat)
     assert state.view(1)["legal"] == ["play:JD", "play:8D"]
     assert decide("klaberjass", state) == "play:8D"
+
+
+def test_gj_a_lone_joker_bids_one_in_a_one_card_deal_even_at_an_over_bid_table():
+    # played high, the joker takes the trick unless the other joker is out and played high after
+    # it (GJ-6.1), about one time in eleven: the bid of 1 is worth about 70, a pass about 5.
+    state = deal("georgian_joker", {1: ["X1"]}, fixed={4: "9C"}, first_dealer=0)
+    assert decide("georgian_joker", state) == "bid:1"
+    # the third bidder after bids of 1 and 1 for one trick: the joker is no weaker for them
+    state = deal("georgian_joker", {3: ["X1"]}, fixed={4: "9C"}, first_dealer=0)
+    state.apply("bid:1", 1)
+    state.apply("bid:1", 2)
+    assert decide("georgian_joker", state) == "bid:1"
