@@ -267,7 +267,13 @@ class GeorgianJokerHeuristic:
             return min(normal, key=danger)
         low = [a for a in jokers if ":low:" in a]
         if low:
-            return low[0]
+            # a low joker lead is taken by whoever gives the named suit or, void in it, a trump
+            # (GJ-5.5, GJ-6.2, GJ-6.3); if nobody can, it wins (GJ-6.4). Name the suit the most
+            # unseen cards answer: naming the trump is answered by trumps alone.
+            def takers(a: str) -> int:
+                named = parse(a)[2]
+                return sum(1 for u in unknown if suit(u) == named or (t is not None and suit(u) == t))
+            return max(low, key=takers)
         return jokers[0]
 
 

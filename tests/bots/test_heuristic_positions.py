@@ -108,3 +108,15 @@ def test_gj_a_lone_joker_bids_one_in_a_one_card_deal_even_at_an_over_bid_table()
     state.apply("bid:1", 1)
     state.apply("bid:1", 2)
     assert decide("georgian_joker", state) == "bid:1"
+
+
+def test_gj_a_low_joker_led_to_lose_does_not_name_the_trump():
+    # one-card deal, trump spades (indicator 9S); the forehand bid 0 and leads its joker, low.
+    # Naming spades, the joker is taken only by a spade: with seven left among 33 unseen cards,
+    # the three others hold none about half the time and the joker takes the trick (GJ-6.4),
+    # breaking the pass (GJ-7.2). Naming a plain suit, a card of it or any trump takes it.
+    state = deal("georgian_joker", {1: ["X1"]}, fixed={4: "9S"}, first_dealer=0)
+    for seat in (1, 2, 3, 0):
+        state.apply("bid:0", seat)
+    action = decide("georgian_joker", state)
+    assert action.startswith("play:X1:low:") and not action.endswith(":S"), action
