@@ -120,3 +120,15 @@ def test_gj_a_low_joker_led_to_lose_does_not_name_the_trump():
         state.apply("bid:0", seat)
     action = decide("georgian_joker", state)
     assert action.startswith("play:X1:low:") and not action.endswith(":S"), action
+
+
+# ---- Jo-Jotte --------------------------------------------------------------------------------
+
+def test_jj_the_jack_and_nine_of_the_turn_up_suit_accept():
+    # turn-up 7S: the non-dealer holds the jack and the nine of spades, the two top trumps
+    # (JJ-1.2), 35 of the premium points (JJ-8.1). Declaring risks little: a declarer who loses
+    # the comparison keeps his melds (JJ-9.1) and the defender enters only two tricks (JJ-9.3 b).
+    # The bot passed it (a bar of 34 on a hand valued 33).
+    state = deal("jojotte", {0: ["JS", "9S", "8H", "7H", "9D", "8C"]}, fixed={12: "7S"}, first_dealer=1)
+    assert state.to_act() == 0 and "accept" in state.view(0)["legal"]
+    assert decide("jojotte", state) == "accept"
