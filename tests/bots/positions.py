@@ -43,7 +43,9 @@ def rigged_deck(state, hands: Mapping[int, Sequence[str]],
         assert len(slots) >= len(cards), (seat, cards)
         for i, code in zip(slots, cards):
             deck[i] = code
-    rest = [c for c in pack if c not in deck]
+    placed = [c for c in deck if c is not None]
+    assert len(placed) == len(set(placed)), f"a card asked for twice: {placed}"
+    rest = [c for c in pack if c not in placed]
     return [c if c is not None else rest.pop(0) for c in deck]
 
 
@@ -58,6 +60,15 @@ def deal(game_id: str, hands: Mapping[int, Sequence[str]], fixed: Mapping[int, s
         while state.to_act() >= 0:
             state.apply(game.auto_move(state.view(state.to_act())))
     state.deal(rigged_deck(state, hands, fixed))
+    return state
+
+
+def played(game_id: str, deck: Sequence[str], actions: Sequence[tuple[int, str]], first_dealer: int = 0):
+    """A new match dealt ``deck`` (rulebook codes in deck order), then ``actions`` (seat, action)."""
+    state = get_game(game_id).new_state({}, first_dealer=first_dealer)
+    state.deal(list(deck))
+    for seat, action in actions:
+        state.apply(action, seat)
     return state
 
 

@@ -7,8 +7,7 @@ states what it must (or must not) choose, with the rule that makes the other cho
 from __future__ import annotations
 
 from bot_plugins.heuristic import make
-from engine_service.rules import get_game
-from tests.bots.positions import deal, request
+from tests.bots.positions import deal, played, request
 
 
 def decide(game_id: str, state) -> str:
@@ -50,15 +49,6 @@ def test_gj_the_ace_of_trumps_alone_is_a_bid_in_a_one_card_deal():
 
 
 # ---- Klaberjass ------------------------------------------------------------------------------
-
-def played(game_id: str, deck: list[str], actions: list[tuple[int, str]], first_dealer: int = 0):
-    """A new match dealt ``deck`` (rulebook codes in deck order) after ``actions``."""
-    state = get_game(game_id).new_state({}, first_dealer=first_dealer)
-    state.deal(deck)
-    for seat, action in actions:
-        state.apply(action, seat)
-    return state
-
 
 def test_kl_a_declined_dix_exchange_does_not_throw_the_ace_under_the_jack():
     # seat 1 named hearts; seat 0 leads the jass (JH). Seat 1 holds the dix (7H), so
