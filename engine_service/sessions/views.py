@@ -54,7 +54,7 @@ def before_start(public: Mapping[str, Any], audience: Audience, draw_keys: Seque
     """The view of ``audience`` (a seat or a spectator) while the match waits for players: the
     public view, with nobody to act and the first-dealer draw withheld.
 
-    The draw is made when the match is created (KL-2.1, JJ-2.1, GJ-3.1, JJK-A9), before the
+    The draw is made when the match is created (KL-2.1, JJ-2.1, GJ-2.2, JJK-A9), before the
     seats are taken: shown in the waiting view (``dealer`` and the game's ``draw_keys``:
     the first dealer, the elder hand, the forehand...), it let whoever joined choose the
     dealer's or the elder's seat, which defeats the draw. They read 0 (``dealer``) and null

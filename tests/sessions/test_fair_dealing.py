@@ -359,7 +359,7 @@ def test_a_table_is_dealt_when_its_last_seat_is_taken(game_id):
 
 @pytest.mark.parametrize("game_id", GAMES)
 def test_a_waiting_match_shows_nothing_of_the_first_dealer_draw(game_id):
-    """The first-dealer draw (KL-2.1, JJ-2.1, GJ-3.1, JJK-A9) is made at creation, before the
+    """The first-dealer draw (KL-2.1, JJ-2.1, GJ-2.2, JJK-A9) is made at creation, before the
     seats are taken: its outcome (the view's ``dealer``; the table's first dealer, elder,
     forehand, declarer...) showed in every waiting view, so whoever joined could choose the
     dealer's or the elder's seat and defeat the draw. A waiting view is now the same whatever
