@@ -570,6 +570,12 @@ class SqliteStore(Store):
             if str(getattr(exc, "sqlite_errorname", "")).startswith("SQLITE_CANTOPEN"):
                 # not the file's fault (no right to read it, or to make its WAL index)
                 raise StoreError(f"cannot open database {path}: {_reason(exc)}") from None
+            if str(getattr(exc, "sqlite_errorname", "")).startswith("SQLITE_CORRUPT"):
+                # a SQLite file whose schema pages are damaged (truncated by a failed copy, a
+                # torn page): SQLite read its header, so it is a database, and calling it "not
+                # a SQLite database" sent the operator after a mistyped path instead of to the
+                # backup. Only SQLITE_NOTADB (no SQLite header at all) is garbage.
+                raise CorruptDatabase(self._corrupt(_reason(exc), "reading its schema")) from None
             raise NotADatabase(f"{path} is not a SQLite database ({exc})") from None
         if schema_objects and app_id != APPLICATION_ID:
             raise NotADatabase(f"{path} is a SQLite database of another application "
@@ -683,8 +689,8 @@ class SqliteStore(Store):
             raise CorruptDatabase(self._corrupt(shown))
         self.check_s = time.monotonic() - started
 
-    def _corrupt(self, report: str) -> str:
-        return (f"{self.path} is corrupt (SQLite PRAGMA quick_check: {report}); refusing to use it: "
+    def _corrupt(self, report: str, found_by: str = "PRAGMA quick_check") -> str:
+        return (f"{self.path} is corrupt (SQLite {found_by}: {report}); refusing to use it: "
                 "restore the latest backup (docs/operations.md, Backup and restore)")
 
     def _migrate(self, conn: sqlite3.Connection, version: int) -> None:

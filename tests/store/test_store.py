@@ -807,6 +807,32 @@ def test_a_corrupt_database_is_refused_at_open(tmp_path):
     assert path.read_bytes() == before
 
 
+def test_a_database_damaged_in_its_schema_is_called_corrupt_not_garbage(tmp_path):
+    """A database of ours cut short (a copy that stopped half-way, a failing disk): SQLite
+    reads its header but not its schema ("database disk image is malformed"), before the
+    quick_check runs. It used to be refused as "not a SQLite database", the error meant for
+    another program's file, which sent the operator after the path instead of the backup."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path)
+    with open(path, "r+b") as f:  # page 1 (SQLite's header) whole, the rest of the schema gone
+        f.truncate(4096 + 100)
+    before = path.read_bytes()
+
+    async def go():
+        await SqliteStore(path).open()
+    with pytest.raises(CorruptDatabase) as info:
+        run(go())
+    message = str(info.value)
+    assert str(path) in message and "is corrupt" in message and "restore the latest backup" in message, message
+    assert "SQLITE_CORRUPT" in message and "not a SQLite database" not in message
+    assert path.read_bytes() == before
+    garbage = tmp_path / "garbage.sqlite3"
+    garbage.write_bytes(b"hello, not a database at all" * 200)
+    with pytest.raises(NotADatabase, match="is not a SQLite database") as info:
+        run(SqliteStore(garbage).open())
+    assert not isinstance(info.value, CorruptDatabase)
+
+
 def test_the_integrity_check_is_abandoned_past_its_budget(tmp_path):
     """The check reads the whole file; past its budget the store opens anyway (and warns) so
     that a large database does not hold the start-up hostage. A sound file is checked in
