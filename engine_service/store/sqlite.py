@@ -567,15 +567,15 @@ class SqliteStore(Store):
             version = conn.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.DatabaseError as exc:
             self._refuse_unwritable(exc)
-            if str(getattr(exc, "sqlite_errorname", "")).startswith("SQLITE_CANTOPEN"):
-                # not the file's fault (no right to read it, or to make its WAL index)
-                raise StoreError(f"cannot open database {path}: {_reason(exc)}") from None
-            if str(getattr(exc, "sqlite_errorname", "")).startswith("SQLITE_CORRUPT"):
+            name = str(getattr(exc, "sqlite_errorname", "") or "")
+            if name.startswith("SQLITE_CORRUPT"):
                 # a SQLite file whose schema pages are damaged (truncated by a failed copy, a
                 # torn page): SQLite read its header, so it is a database, and calling it "not
                 # a SQLite database" sent the operator after a mistyped path instead of to the
                 # backup. Only SQLITE_NOTADB (no SQLite header at all) is garbage.
                 raise CorruptDatabase(self._corrupt(_reason(exc), "reading its schema")) from None
+            if name and name != "SQLITE_NOTADB":
+                self._refuse_environment(exc, "cannot open database")
             raise NotADatabase(f"{path} is not a SQLite database ({exc})") from None
         if schema_objects and app_id != APPLICATION_ID:
             raise NotADatabase(f"{path} is a SQLite database of another application "
@@ -613,8 +613,26 @@ class SqliteStore(Store):
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             self._refuse_unwritable(exc)
+            self._refuse_environment(exc, "cannot prepare database")
             raise NotADatabase(f"{path} is not a usable SQLite database ({exc})") from None
         self._check_writable(conn)
+
+    def _refuse_environment(self, exc: sqlite3.DatabaseError, doing: str) -> None:
+        """Raise a :class:`~.base.StoreError` naming SQLite's reason when opening failed for a
+        cause outside the file (SQLITE_FULL, SQLITE_IOERR_*, SQLITE_CANTOPEN, SQLITE_NOMEM...):
+        a full volume made SQLite fail to size the WAL index of a sound database
+        (SQLITE_IOERR_SHMSIZE) or to write a new one's schema (SQLITE_FULL), and the engine
+        refused it as "not a SQLite database", which invites the operator to delete or
+        restore over a good file. Only SQLITE_NOTADB and SQLITE_CORRUPT are about the file
+        itself; anything else returns to the caller's verdict."""
+        name = str(getattr(exc, "sqlite_errorname", "") or "")
+        if not name or name == "SQLITE_NOTADB" or name.startswith(("SQLITE_CORRUPT", "SQLITE_ERROR")):
+            return
+        hint = ""
+        if name == "SQLITE_FULL" or name.startswith("SQLITE_IOERR"):
+            hint = ("; the file was left as it was: check the free space of its volume (df) and its "
+                    "storage, then start again (docs/operations.md, When the database fails)")
+        raise StoreError(f"{doing} {self.path}: {_reason(exc)}{hint}") from None
 
     def _check_writable(self, conn: sqlite3.Connection) -> None:
         """Refuse a database this process cannot write (:class:`~.base.DatabaseReadOnly`).
