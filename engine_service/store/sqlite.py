@@ -531,6 +531,11 @@ class SqliteStore(Store):
                 raise StoreError(f"cannot open database {path}: directory {parent} does not exist")
             if Path(path).is_dir():
                 raise NotADatabase(f"{path} is a directory, not a SQLite database")
+            if Path(path).exists() and not Path(path).is_file():
+                # a device, FIFO or socket (a mistyped path, /dev/null): SQLite failed on it
+                # with a bare "disk I/O error", after the lock file and a journal were made
+                # beside it (in /dev); refused before anything is created
+                raise NotADatabase(f"{path} is not a regular file, not a SQLite database")
             if self._ownership is not None:
                 self._ownership.acquire(self.lock_wait_s)  # before the file is touched at all
             try:  # a new file: owner-only permissions before anything is written

@@ -857,6 +857,21 @@ def test_the_integrity_check_is_abandoned_past_its_budget(tmp_path):
     assert len(skipped) == 1 and skipped[0]["db"] == str(path) and skipped[0]["log_level"] == "warning"
 
 
+def test_a_path_that_is_no_regular_file_is_refused_before_anything_is_made_beside_it(tmp_path):
+    """A FIFO (or a device: --db /dev/null) was handed to SQLite after the store had made its
+    lock file beside it: SQLite answered a bare "disk I/O error" (and made a journal in /dev
+    for /dev/null). It is refused by name, and nothing is created next to it."""
+    path = tmp_path / "fifo.sqlite3"
+    os.mkfifo(path)
+
+    async def go():
+        await SqliteStore(path).open()
+    with pytest.raises(NotADatabase, match="is not a regular file") as info:
+        run(asyncio.wait_for(go(), 10))
+    assert str(path) in str(info.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo.sqlite3"]
+
+
 def test_missing_directory_is_a_clear_error(tmp_path):
     async def go():
         await SqliteStore(tmp_path / "no" / "such" / "dir" / "db.sqlite3").open()
