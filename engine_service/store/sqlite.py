@@ -583,6 +583,16 @@ class SqliteStore(Store):
                 self._refuse_environment(exc, "cannot open database")
             raise NotADatabase(f"{path} is not a SQLite database ({exc})") from None
         if schema_objects and app_id != APPLICATION_ID:
+            if app_id == 0 and version == 0 and self._has_our_tables(conn):
+                # a copy made with sqlite3's .dump (or Python's iterdump) and loaded into a new
+                # file: the rows came along, the header's application_id and user_version did
+                # not. Calling it "another application's" sent the operator looking for the
+                # wrong file; the way out is a copy made with the online backup.
+                raise NotADatabase(
+                    f"{path} holds this service's tables but no application_id nor schema version, "
+                    "as a copy made with .dump or iterdump has (those leave SQLite's header out); "
+                    "refusing to use it: restore a copy made with SQLite's online backup "
+                    "(docs/operations.md, Backup and restore)")
             raise NotADatabase(f"{path} is a SQLite database of another application "
                                f"(application_id {app_id:#x}); refusing to use it")
         if app_id == APPLICATION_ID and version > SCHEMA_VERSION:
@@ -638,6 +648,12 @@ class SqliteStore(Store):
             hint = ("; the file was left as it was: check the free space of its volume (df) and its "
                     "storage, then start again (docs/operations.md, When the database fails)")
         raise StoreError(f"{doing} {self.path}: {_reason(exc)}{hint}") from None
+
+    @staticmethod
+    def _has_our_tables(conn: sqlite3.Connection) -> bool:
+        """Whether the file holds tables named as this service's (the four of :data:`SCHEMA`)."""
+        names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        return {"matches", "seats", "decks", "match_actions"} <= names
 
     def _check_writable(self, conn: sqlite3.Connection) -> None:
         """Refuse a database this process cannot write (:class:`~.base.DatabaseReadOnly`).

@@ -752,6 +752,32 @@ def test_another_applications_sqlite_file_is_refused(tmp_path):
         run(go())
 
 
+def test_a_copy_made_with_dump_is_refused_saying_so_not_as_another_applications(tmp_path):
+    """A database copied with .dump / iterdump into a new file has this service's tables and
+    rows but neither application_id nor user_version (SQLite's header is not dumped): it was
+    refused as "a SQLite database of another application", which sent the operator after the
+    wrong file. It is refused still (its schema version is unknown), saying what it is and
+    which copy to restore; the file is left as it was."""
+    original, copy = tmp_path / "db.sqlite3", tmp_path / "dumped.sqlite3"
+    sqlite_with_matches(original, count=2)
+    src, dst = sqlite3.connect(original), sqlite3.connect(copy)
+    try:
+        dst.executescript("\n".join(src.iterdump()))
+    finally:
+        src.close()
+        dst.close()
+    before = copy.read_bytes()
+
+    async def go():
+        await SqliteStore(copy).open()
+    with pytest.raises(NotADatabase) as info:
+        run(go())
+    message = str(info.value)
+    assert str(copy) in message and "another application" not in message, message
+    assert ".dump" in message and "online backup" in message, message
+    assert copy.read_bytes() == before
+
+
 def test_newer_schema_is_refused(tmp_path):
     path = tmp_path / "db.sqlite3"
 
