@@ -79,7 +79,7 @@ from psycopg_pool import AsyncConnectionPool
 import structlog
 
 from ..observability.metrics import Metrics
-from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, CreateIdTaken, DeckRecord,
+from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, CreateIdTaken, DatabaseReadOnly, DeckRecord,
                    DuplicateClientAction, MatchExists, MatchListing, MatchNotWaiting, MatchRecord,
                    MigrationFailed, NotADatabase, OwnershipLost, PruneCounts, PrunedBatch, SeatRecord,
                    SequenceConflict, Store, StoredMatch, StoreError, UnknownMatch)
@@ -202,6 +202,17 @@ SCHEMA = (
     )""",
     """CREATE UNIQUE INDEX match_actions_by_client_id
         ON match_actions (match_id, seat, client_action_id) WHERE client_action_id IS NOT NULL""",
+)
+
+#: The privileges the store's statements need on each table (checked at open: a role that
+#: lacks one is refused then, not at its first write). DELETE, which only retention needs, is
+#: not asked for: an engine without --keep-finished-days never deletes.
+WRITE_PRIVILEGES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (META_TABLE, ("SELECT",)),
+    ("matches", ("SELECT", "INSERT", "UPDATE")),
+    ("seats", ("SELECT", "INSERT", "UPDATE")),
+    ("decks", ("SELECT", "INSERT")),
+    ("match_actions", ("SELECT", "INSERT")),
 )
 
 #: How a schema of an older version becomes the current one: the statements taking version
@@ -859,6 +870,38 @@ class PostgresStore(Store):
                     f"to {SCHEMA_VERSION} failed at step {step} ({_reason(exc)}); it was left as "
                     f"it was (schema version {version})") from None
             self.migrated_from = version
+        if self.migrate:  # not for a dry run, which only reads
+            await self._check_writable(conn, schema)
+
+    async def _check_writable(self, conn: psycopg.AsyncConnection, schema: str) -> None:
+        """Refuse, at open, a schema this session cannot write (:class:`~.base.DatabaseReadOnly`).
+
+        A role granted only SELECT (a read-only or reporting role put in the URL by mistake),
+        a standby server, or ``default_transaction_read_only`` let the engine start on existing
+        tables, resume every match and answer health SERVING; then every action, join and new
+        match failed UNAVAILABLE ("permission denied for table match_actions", "cannot execute
+        INSERT in a read-only transaction") and its bots retried for ever. The SQLite store
+        refuses a read-only file so (:meth:`.sqlite.SqliteStore._check_writable`); here the
+        privileges the store's statements need are asked for by name (has_table_privilege with
+        several privileges is true if any one is held, hence one question each)."""
+        row = await (await conn.execute("SELECT current_setting('transaction_read_only')")).fetchone()
+        if row and row[0] == "on":
+            raise DatabaseReadOnly(
+                f"{self.where} accepts no writes (its transactions are read-only: a standby server, or "
+                "default_transaction_read_only set for the role or database); refusing to serve from it: "
+                "give the engine the primary server and a role that may write")
+        missing = []
+        for table, privileges in WRITE_PRIVILEGES:
+            for privilege in privileges:
+                held = await (await conn.execute("SELECT has_table_privilege(format('%%I.%%I', %s::text, %s::text), %s)",
+                                                 (schema, table, privilege))).fetchone()
+                if not (held and held[0]):
+                    missing.append(f"{privilege} on {table}")
+        if missing:
+            raise DatabaseReadOnly(
+                f"schema {schema!r} of {self.where} cannot be written by this role (it lacks "
+                f"{', '.join(missing)}); refusing to serve from it: GRANT SELECT, INSERT, UPDATE ON "
+                "its tables to the engine's role (DELETE too for retention; docs/operations.md, PostgreSQL)")
 
     async def close(self) -> None:
         pool, self._pool = self._pool, None

@@ -531,6 +531,11 @@ class SqliteStore(Store):
                 raise StoreError(f"cannot open database {path}: directory {parent} does not exist")
             if Path(path).is_dir():
                 raise NotADatabase(f"{path} is a directory, not a SQLite database")
+            if Path(path).exists() and not Path(path).is_file():
+                # a device, FIFO or socket (a mistyped path, /dev/null): SQLite failed on it
+                # with a bare "disk I/O error", after the lock file and a journal were made
+                # beside it (in /dev); refused before anything is created
+                raise NotADatabase(f"{path} is not a regular file, not a SQLite database")
             if self._ownership is not None:
                 self._ownership.acquire(self.lock_wait_s)  # before the file is touched at all
             try:  # a new file: owner-only permissions before anything is written
@@ -567,11 +572,27 @@ class SqliteStore(Store):
             version = conn.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.DatabaseError as exc:
             self._refuse_unwritable(exc)
-            if str(getattr(exc, "sqlite_errorname", "")).startswith("SQLITE_CANTOPEN"):
-                # not the file's fault (no right to read it, or to make its WAL index)
-                raise StoreError(f"cannot open database {path}: {_reason(exc)}") from None
+            name = str(getattr(exc, "sqlite_errorname", "") or "")
+            if name.startswith("SQLITE_CORRUPT"):
+                # a SQLite file whose schema pages are damaged (truncated by a failed copy, a
+                # torn page): SQLite read its header, so it is a database, and calling it "not
+                # a SQLite database" sent the operator after a mistyped path instead of to the
+                # backup. Only SQLITE_NOTADB (no SQLite header at all) is garbage.
+                raise CorruptDatabase(self._corrupt(_reason(exc), "reading its schema")) from None
+            if name and name != "SQLITE_NOTADB":
+                self._refuse_environment(exc, "cannot open database")
             raise NotADatabase(f"{path} is not a SQLite database ({exc})") from None
         if schema_objects and app_id != APPLICATION_ID:
+            if app_id == 0 and version == 0 and self._has_our_tables(conn):
+                # a copy made with sqlite3's .dump (or Python's iterdump) and loaded into a new
+                # file: the rows came along, the header's application_id and user_version did
+                # not. Calling it "another application's" sent the operator looking for the
+                # wrong file; the way out is a copy made with the online backup.
+                raise NotADatabase(
+                    f"{path} holds this service's tables but no application_id nor schema version, "
+                    "as a copy made with .dump or iterdump has (those leave SQLite's header out); "
+                    "refusing to use it: restore a copy made with SQLite's online backup "
+                    "(docs/operations.md, Backup and restore)")
             raise NotADatabase(f"{path} is a SQLite database of another application "
                                f"(application_id {app_id:#x}); refusing to use it")
         if app_id == APPLICATION_ID and version > SCHEMA_VERSION:
@@ -607,9 +628,32 @@ class SqliteStore(Store):
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             self._refuse_unwritable(exc)
-            self._refuse_full(exc)
+            self._refuse_environment(exc, "cannot prepare database")
             raise NotADatabase(f"{path} is not a usable SQLite database ({exc})") from None
         self._check_writable(conn)
+
+    def _refuse_environment(self, exc: sqlite3.DatabaseError, doing: str) -> None:
+        """Raise a :class:`~.base.StoreError` naming SQLite's reason when opening failed for a
+        cause outside the file (SQLITE_FULL, SQLITE_IOERR_*, SQLITE_CANTOPEN, SQLITE_NOMEM...):
+        a full volume made SQLite fail to size the WAL index of a sound database
+        (SQLITE_IOERR_SHMSIZE) or to write a new one's schema (SQLITE_FULL), and the engine
+        refused it as "not a SQLite database", which invites the operator to delete or
+        restore over a good file. Only SQLITE_NOTADB and SQLITE_CORRUPT are about the file
+        itself; anything else returns to the caller's verdict."""
+        name = str(getattr(exc, "sqlite_errorname", "") or "")
+        if not name or name == "SQLITE_NOTADB" or name.startswith(("SQLITE_CORRUPT", "SQLITE_ERROR")):
+            return
+        hint = ""
+        if name == "SQLITE_FULL" or name.startswith("SQLITE_IOERR"):
+            hint = ("; the file was left as it was: check the free space of its volume (df) and its "
+                    "storage, then start again (docs/operations.md, When the database fails)")
+        raise StoreError(f"{doing} {self.path}: {_reason(exc)}{hint}") from None
+
+    @staticmethod
+    def _has_our_tables(conn: sqlite3.Connection) -> bool:
+        """Whether the file holds tables named as this service's (the four of :data:`SCHEMA`)."""
+        names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        return {"matches", "seats", "decks", "match_actions"} <= names
 
     def _check_writable(self, conn: sqlite3.Connection) -> None:
         """Refuse a database this process cannot write (:class:`~.base.DatabaseReadOnly`).
@@ -644,18 +688,6 @@ class SqliteStore(Store):
             f"{self.path} cannot be written by this process{user}: {_reason(exc)}; refusing to serve "
             "from it: make the file and its directory writable by the engine's user, and check that "
             "the filesystem is not mounted read-only (docs/operations.md, When the database fails)") from None
-
-    def _refuse_full(self, exc: sqlite3.DatabaseError) -> None:
-        """Raise :class:`~.base.StoreError` saying the volume is full when a write of the
-        start (a new database's tables, an index added to one of this schema) found no room
-        (SQLITE_FULL), rather than calling the file no usable database: that sent the
-        operator after a damaged file, or to a backup, when the volume only needed room."""
-        if not str(getattr(exc, "sqlite_errorname", "") or "").startswith("SQLITE_FULL"):
-            return
-        raise StoreError(
-            f"cannot write to {self.path}: {_reason(exc)}; the file was left as it was: free space "
-            "on its volume or grow it, then start again (docs/operations.md, When the database "
-            "fails)") from None
 
     def _check_integrity(self, conn: sqlite3.Connection, budget_s: float | None = None) -> None:
         """``PRAGMA quick_check`` of the whole file, before anything is written to it.
@@ -696,8 +728,8 @@ class SqliteStore(Store):
             raise CorruptDatabase(self._corrupt(shown))
         self.check_s = time.monotonic() - started
 
-    def _corrupt(self, report: str) -> str:
-        return (f"{self.path} is corrupt (SQLite PRAGMA quick_check: {report}); refusing to use it: "
+    def _corrupt(self, report: str, found_by: str = "PRAGMA quick_check") -> str:
+        return (f"{self.path} is corrupt (SQLite {found_by}: {report}); refusing to use it: "
                 "restore the latest backup (docs/operations.md, Backup and restore)")
 
     def _migrate(self, conn: sqlite3.Connection, version: int) -> None:

@@ -6,12 +6,14 @@ password) in an error message."""
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
 from dataclasses import replace
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from engine_service.store import (ActionRecord, DeckRecord, DuplicateClientAction, NotADatabase,
+from engine_service.store import (ActionRecord, DatabaseReadOnly, DeckRecord, DuplicateClientAction, NotADatabase,
                                   SeatRecord, SequenceConflict, StoreError, describe_location)
 from engine_service.store.postgres import SCHEMA_VERSION, PostgresStore, redact
 from tests.crash import crash
@@ -260,6 +262,53 @@ def test_a_newer_or_foreign_meta_is_refused(pg_database, pg_schema, key, value, 
     pg_database.execute("UPDATE engine_meta SET value = %s WHERE key = %s", (value, key), schema=schema)
     with pytest.raises(NotADatabase, match=message):
         run(create())
+
+
+def test_a_role_or_server_that_cannot_write_is_refused_at_open(pg_database, pg_schema):
+    """A role granted SELECT only on the engine's tables (a reporting role put in the URL by
+    mistake), or sessions whose transactions are read-only (a standby server,
+    default_transaction_read_only): the store opened, the engine resumed every match and
+    served, and every action, join and new match failed UNAVAILABLE ("permission denied for
+    table match_actions"). It is refused at open, naming the missing privileges; a dry run
+    of prune (migrate=False), which only reads, still opens with SELECT."""
+    schema, url = pg_schema
+    role = f"cg_ro_{secrets.token_hex(4)}"
+
+    async def create():
+        st = PostgresStore(url)
+        await st.open()
+        await st.create_match(record())
+        await st.close()
+    run(create())
+    pg_database.execute(f'CREATE ROLE "{role}" LOGIN')
+    try:
+        pg_database.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')
+        pg_database.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"')
+        parts = urlsplit(url)
+        role_url = urlunsplit((parts.scheme, f"{role}@{parts.hostname}:{parts.port}", parts.path,
+                               parts.query, ""))
+
+        async def open_close(store):
+            await store.open()
+            try:
+                return (await store.load_match("m1")).record.match_id
+            finally:
+                await store.close()
+        with pytest.raises(DatabaseReadOnly) as refused:
+            run(open_close(PostgresStore(role_url)))
+        message = str(refused.value)
+        assert f"schema {schema!r}" in message and "INSERT on match_actions" in message, message
+        assert "UPDATE on matches" in message and "SELECT on" not in message, message
+        assert run(open_close(PostgresStore(role_url, exclusive=False, create=False, migrate=False))) == "m1"
+
+        pg_database.execute(f'GRANT INSERT, UPDATE ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"')
+        assert run(open_close(PostgresStore(role_url))) == "m1"
+        pg_database.execute(f'ALTER ROLE "{role}" SET default_transaction_read_only = on')
+        with pytest.raises(DatabaseReadOnly, match="read-only"):
+            run(open_close(PostgresStore(role_url)))
+    finally:
+        pg_database.execute(f'DROP OWNED BY "{role}"')
+        pg_database.execute(f'DROP ROLE "{role}"')
 
 
 def test_a_missing_schema_is_a_clear_error(pg_database):

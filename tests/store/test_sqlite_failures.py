@@ -207,6 +207,43 @@ def test_no_space_left_on_the_volume_fails_the_commit_and_loses_nothing(tmp_path
 
 
 @pytest.mark.parametrize("new_file", [False, True])
+def test_a_full_volume_at_open_is_said_so_not_a_file_that_is_no_database(tmp_path, new_file):
+    """The engine started on a volume already full: SQLite could not size the WAL index of
+    a sound database (SQLITE_IOERR_SHMSIZE), nor write a new one's schema (SQLITE_FULL), and
+    the store refused it as "not a SQLite database" / "not a usable SQLite database": an
+    operator told so may delete or restore over a good file. Now it is a StoreError naming
+    SQLite's reason and the volume to check, the file is left as it was, and it opens with
+    every match once there is room."""
+    with small_volume(tmp_path / "volume") as volume:
+        path = volume / "db.sqlite3"
+
+        async def go():
+            if not new_file:
+                st = SqliteStore(path)
+                await st.open()
+                await st.create_match(record("m1"))
+                await st.close()
+            before = path.read_bytes() if path.exists() else None
+            ballast = fill_volume(volume)
+            with pytest.raises(StoreError) as refused:
+                await SqliteStore(path).open()
+            after = path.read_bytes() if path.exists() else None
+            os.remove(ballast)
+            return refused.value, before, after, await stored(path, "m1")
+
+        refused, before, after, final = run(go())
+    message = str(refused)
+    assert not isinstance(refused, NotADatabase), message
+    assert str(path) in message and "not a" not in message, message
+    assert ("(SQLITE_FULL)" if new_file else "(SQLITE_IOERR_SHMSIZE)") in message, message
+    assert "free space of its volume" in message, message
+    if not new_file:
+        assert after == before and final["m1"] is not None
+    else:
+        assert final == {"m1": None}
+
+
+@pytest.mark.parametrize("new_file", [False, True])
 def test_a_database_this_process_cannot_write_is_refused_at_open(tmp_path, new_file):
     """SQLite opens a file it may not write read-only, without a word (a database restored as
     root and left root's, a file made read-only: here PRAGMA query_only, since as root no

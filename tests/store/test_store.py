@@ -752,6 +752,32 @@ def test_another_applications_sqlite_file_is_refused(tmp_path):
         run(go())
 
 
+def test_a_copy_made_with_dump_is_refused_saying_so_not_as_another_applications(tmp_path):
+    """A database copied with .dump / iterdump into a new file has this service's tables and
+    rows but neither application_id nor user_version (SQLite's header is not dumped): it was
+    refused as "a SQLite database of another application", which sent the operator after the
+    wrong file. It is refused still (its schema version is unknown), saying what it is and
+    which copy to restore; the file is left as it was."""
+    original, copy = tmp_path / "db.sqlite3", tmp_path / "dumped.sqlite3"
+    sqlite_with_matches(original, count=2)
+    src, dst = sqlite3.connect(original), sqlite3.connect(copy)
+    try:
+        dst.executescript("\n".join(src.iterdump()))
+    finally:
+        src.close()
+        dst.close()
+    before = copy.read_bytes()
+
+    async def go():
+        await SqliteStore(copy).open()
+    with pytest.raises(NotADatabase) as info:
+        run(go())
+    message = str(info.value)
+    assert str(copy) in message and "another application" not in message, message
+    assert ".dump" in message and "online backup" in message, message
+    assert copy.read_bytes() == before
+
+
 def test_newer_schema_is_refused(tmp_path):
     path = tmp_path / "db.sqlite3"
 
@@ -807,6 +833,32 @@ def test_a_corrupt_database_is_refused_at_open(tmp_path):
     assert path.read_bytes() == before
 
 
+def test_a_database_damaged_in_its_schema_is_called_corrupt_not_garbage(tmp_path):
+    """A database of ours cut short (a copy that stopped half-way, a failing disk): SQLite
+    reads its header but not its schema ("database disk image is malformed"), before the
+    quick_check runs. It used to be refused as "not a SQLite database", the error meant for
+    another program's file, which sent the operator after the path instead of the backup."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path)
+    with open(path, "r+b") as f:  # page 1 (SQLite's header) whole, the rest of the schema gone
+        f.truncate(4096 + 100)
+    before = path.read_bytes()
+
+    async def go():
+        await SqliteStore(path).open()
+    with pytest.raises(CorruptDatabase) as info:
+        run(go())
+    message = str(info.value)
+    assert str(path) in message and "is corrupt" in message and "restore the latest backup" in message, message
+    assert "SQLITE_CORRUPT" in message and "not a SQLite database" not in message
+    assert path.read_bytes() == before
+    garbage = tmp_path / "garbage.sqlite3"
+    garbage.write_bytes(b"hello, not a database at all" * 200)
+    with pytest.raises(NotADatabase, match="is not a SQLite database") as info:
+        run(SqliteStore(garbage).open())
+    assert not isinstance(info.value, CorruptDatabase)
+
+
 def test_the_integrity_check_is_abandoned_past_its_budget(tmp_path):
     """The check reads the whole file; past its budget the store opens anyway (and warns) so
     that a large database does not hold the start-up hostage. A sound file is checked in
@@ -829,6 +881,21 @@ def test_the_integrity_check_is_abandoned_past_its_budget(tmp_path):
         assert run(open_close(-1.0)) is None  # abandoned at once
     skipped = [e for e in logs if e["event"] == "db_check_skipped"]
     assert len(skipped) == 1 and skipped[0]["db"] == str(path) and skipped[0]["log_level"] == "warning"
+
+
+def test_a_path_that_is_no_regular_file_is_refused_before_anything_is_made_beside_it(tmp_path):
+    """A FIFO (or a device: --db /dev/null) was handed to SQLite after the store had made its
+    lock file beside it: SQLite answered a bare "disk I/O error" (and made a journal in /dev
+    for /dev/null). It is refused by name, and nothing is created next to it."""
+    path = tmp_path / "fifo.sqlite3"
+    os.mkfifo(path)
+
+    async def go():
+        await SqliteStore(path).open()
+    with pytest.raises(NotADatabase, match="is not a regular file") as info:
+        run(asyncio.wait_for(go(), 10))
+    assert str(path) in str(info.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo.sqlite3"]
 
 
 def test_missing_directory_is_a_clear_error(tmp_path):
