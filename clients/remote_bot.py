@@ -269,6 +269,11 @@ async def open_seat(client: Client, args: argparse.Namespace, num_seats: int) ->
     if args.match:
         return await client.join(args.match, seat=args.seat, player_name=args.name)
     me = 0 if args.seat is None else args.seat
+    if not 0 <= me < num_seats:
+        # checked before the match exists: list.insert put the bot's seat last for a seat past
+        # the end (first but one for -1), so a match was created, the join then failed
+        # BAD_SEAT and the match was left waiting for a player nobody would send
+        raise SystemExit(f"--seat {me}: {args.game} has seats 0 to {num_seats - 1}")
     others = [b.strip() for b in args.opponents.split(",") if b.strip()] or ["random"]
     if len(others) == 1:
         others *= num_seats - 1  # one name plays every other seat
