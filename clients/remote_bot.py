@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextvars
+import math
 import sys
 import threading
 import time
@@ -323,6 +324,19 @@ async def run(args: argparse.Namespace, target: str) -> int:
     return 0
 
 
+def milliseconds_arg(text: str) -> float:
+    """argparse ``type`` of ``--budget-ms``: a finite number of milliseconds above 0. A negative
+    number or ``nan`` was taken and became a budget of 0 for every decision (the bot given no
+    time at all, silently), ``inf`` a bot never told to stop."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of milliseconds above 0, not {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m clients.remote_bot", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -337,7 +351,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE", help="table option")
     p.add_argument("--turn-time", type=float, default=0.0, help="per-decision timer of a new match")
     p.add_argument("--name", default="remote bot", help="player name")
-    p.add_argument("--budget-ms", type=float, default=1000.0, help="time per decision")
+    p.add_argument("--budget-ms", type=milliseconds_arg, default=1000.0,
+                   help="time per decision, in milliseconds (default 1000; shortened to the turn timer)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--plugin", action="append", default=[], help="extra plugin module (repeatable)")
     p.add_argument("--verbose", action="store_true", help="print every action submitted")
