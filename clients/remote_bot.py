@@ -342,7 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bot", required=True, help="bot plugin name (see ListBots / the arena)")
     p.add_argument("--target", type=target_arg, help="host:port of a running engine (default: start one)")
-    p.add_argument("--tls", action="store_true")
+    p.add_argument("--tls", action="store_true", help="connect with TLS (the system's root certificates)")
     p.add_argument("--match", help="join this match (else create one with --game)")
     p.add_argument("--seat", type=int, help="seat to take (default: the first open one / 0)")
     p.add_argument("--game", help="game of a new match")
