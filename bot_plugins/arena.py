@@ -47,6 +47,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from engine_service.plugins.manager import PluginSettings, load_catalog
 from engine_service.plugins.runner import BotRunner
 from engine_service.rules import CHANCE, TERMINAL, get_game, transcript
+from engine_service.rules.errors import RulesError
 
 from .scoring import deal_scores
 
@@ -390,16 +391,51 @@ def _progress(config: ArenaConfig):
                 disable=not config.progress, file=sys.stderr, dynamic_ncols=True)
 
 
+def _positive_int(text: str) -> int:
+    """argparse ``type`` of ``--deals``: 0 or a negative count ran no board and printed a report
+    of ``nan`` means, exit 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _milliseconds(text: str) -> float:
+    """argparse ``type`` of ``--time-ms``: a finite number above 0 (-1 or nan was told to the
+    bots as their budget)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of milliseconds above 0, not {text!r}")
+    return value
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    """argparse ``type`` of ``--options``: a JSON object (a typo was a JSONDecodeError traceback)."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f'must be a JSON object such as {{"kl_target_score": 300}}, not {text!r}')
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bot_plugins.arena", description=__doc__.split("\n\n")[0])
     p.add_argument("--game", required=True, help="game id")
     p.add_argument("--bots", required=True, help="comma-separated bot names, cycled around the table")
-    p.add_argument("--deals", type=int, default=200, help="boards (each played in every rotation)")
+    p.add_argument("--deals", type=_positive_int, default=200, help="boards (each played in every rotation)")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                    help="parallel processes (default: one per core)")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--options", default="{}", help="table options as JSON")
-    p.add_argument("--time-ms", type=float, default=200.0, help="per-decision budget told to bots")
+    p.add_argument("--options", type=_json_object, default={}, help="table options as a JSON object")
+    p.add_argument("--time-ms", type=_milliseconds, default=200.0, help="per-decision budget told to bots")
     p.add_argument("--strict-time", action="store_true",
                    help="an answer later than the budget counts as a timeout (auto-move)")
     p.add_argument("--out", help="directory for one card-transcript/1 file per match")
@@ -410,9 +446,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     quiet_logs()
     config = ArenaConfig(
         game=args.game, bots=tuple(b.strip() for b in args.bots.split(",") if b.strip()),
-        deals=args.deals, seed=args.seed, workers=args.workers, options=json.loads(args.options),
+        deals=args.deals, seed=args.seed, workers=args.workers, options=args.options,
         budget_s=args.time_ms / 1000.0, strict_time=args.strict_time, out=args.out,
         plugins=tuple(args.plugin), progress=not args.no_progress)
+    try:  # what run_arena checks first, as a usage error (exit 2), not a traceback
+        game = get_game(config.game)
+        game.options(config.options)
+        rotations(config.bots, game.num_seats)
+    except (RulesError, ValueError) as exc:  # an unknown game or option; no bots, too many
+        p.error(str(exc))
     report = run_arena(config)
     print(format_report(report))
     if args.json:

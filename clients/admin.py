@@ -484,8 +484,9 @@ class _RefusePlainToken(argparse.Action):
 def default_target() -> str:
     """The engine beside this command: ``kubectl exec`` into its pod, or a shell with its
     environment, reaches it on the port it listens on (``CARDGAMES_PORT``), as the health
-    check (clients/health.py) does; it used to be 50051 whatever the engine's port."""
-    return f"127.0.0.1:{os.environ.get('CARDGAMES_PORT') or DEFAULT_PORT}"
+    check (clients/health.py) does, and read as the engine reads it (empty: unset; surrounding
+    whitespace dropped); it used to be 50051 whatever the engine's port."""
+    return f"127.0.0.1:{(os.environ.get('CARDGAMES_PORT') or '').strip() or DEFAULT_PORT}"
 
 
 def _connection_options(p: argparse.ArgumentParser, top: bool) -> None:

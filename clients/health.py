@@ -33,7 +33,10 @@ DEFAULT_PORT = 50051
 
 
 def default_target() -> str:
-    return f"127.0.0.1:{os.environ.get('CARDGAMES_PORT', DEFAULT_PORT)}"
+    """127.0.0.1 on ``CARDGAMES_PORT`` read as the engine reads it: empty counts as unset (50051)
+    and surrounding whitespace is dropped. ``CARDGAMES_PORT=`` made the target ``127.0.0.1:``,
+    a usage error (exit 2: the image's HEALTHCHECK unhealthy) while the engine served on 50051."""
+    return f"127.0.0.1:{(os.environ.get('CARDGAMES_PORT') or '').strip() or DEFAULT_PORT}"
 
 
 def check(target: str, service: str = "", timeout_s: float = 3.0,

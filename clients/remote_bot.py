@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextvars
+import math
 import sys
 import threading
 import time
@@ -269,6 +270,11 @@ async def open_seat(client: Client, args: argparse.Namespace, num_seats: int) ->
     if args.match:
         return await client.join(args.match, seat=args.seat, player_name=args.name)
     me = 0 if args.seat is None else args.seat
+    if not 0 <= me < num_seats:
+        # checked before the match exists: list.insert put the bot's seat last for a seat past
+        # the end (first but one for -1), so a match was created, the join then failed
+        # BAD_SEAT and the match was left waiting for a player nobody would send
+        raise SystemExit(f"--seat {me}: {args.game} has seats 0 to {num_seats - 1}")
     others = [b.strip() for b in args.opponents.split(",") if b.strip()] or ["random"]
     if len(others) == 1:
         others *= num_seats - 1  # one name plays every other seat
@@ -318,12 +324,25 @@ async def run(args: argparse.Namespace, target: str) -> int:
     return 0
 
 
+def milliseconds_arg(text: str) -> float:
+    """argparse ``type`` of ``--budget-ms``: a finite number of milliseconds above 0. A negative
+    number or ``nan`` was taken and became a budget of 0 for every decision (the bot given no
+    time at all, silently), ``inf`` a bot never told to stop."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of milliseconds above 0, not {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m clients.remote_bot", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bot", required=True, help="bot plugin name (see ListBots / the arena)")
     p.add_argument("--target", type=target_arg, help="host:port of a running engine (default: start one)")
-    p.add_argument("--tls", action="store_true")
+    p.add_argument("--tls", action="store_true", help="connect with TLS (the system's root certificates)")
     p.add_argument("--match", help="join this match (else create one with --game)")
     p.add_argument("--seat", type=int, help="seat to take (default: the first open one / 0)")
     p.add_argument("--game", help="game of a new match")
@@ -332,7 +351,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE", help="table option")
     p.add_argument("--turn-time", type=float, default=0.0, help="per-decision timer of a new match")
     p.add_argument("--name", default="remote bot", help="player name")
-    p.add_argument("--budget-ms", type=float, default=1000.0, help="time per decision")
+    p.add_argument("--budget-ms", type=milliseconds_arg, default=1000.0,
+                   help="time per decision, in milliseconds (default 1000; shortened to the turn timer)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--plugin", action="append", default=[], help="extra plugin module (repeatable)")
     p.add_argument("--verbose", action="store_true", help="print every action submitted")

@@ -208,7 +208,8 @@ def print_final(final: Any, console: Console) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m clients.watch", description=__doc__.split("\n\n")[0])
     p.add_argument("match_id", metavar="MATCH_ID")
-    p.add_argument("--target", type=target_arg, default="127.0.0.1:50051", help="host:port of the engine")
+    p.add_argument("--target", type=target_arg, default="127.0.0.1:50051",
+                   help="host:port of the engine (default: 127.0.0.1:50051)")
     p.add_argument("--tls", action="store_true", help="connect with TLS")
     p.add_argument("--ca", metavar="FILE", help="PEM root certificate(s) for --tls")
     p.add_argument("--server-name", help="TLS name to verify instead of the target's host")

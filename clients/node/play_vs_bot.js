@@ -14,8 +14,16 @@
  *    "winners": [...], "totals": ..., "actions": N, "deals_verified": D}
  * where D is the number of deals whose revealed deck matched the commitment published when it
  * was dealt (fair dealing, docs/api.md); a mismatch is an error.
- * Exit status 0 when the match finished, 1 on an error (printed with its code and reason).
+ * Exit status 0 when the match finished, 1 on an error (printed with its code and reason),
+ * 2 on a usage error (an unknown or incomplete argument: one line and the usage, no stack).
  */
+
+const USAGE = 'usage: node play_vs_bot.js [--target HOST:PORT] [--game GAME] [--bot BOT] '
+  + '[--option name=value]... [--policy first|random] [--seed N] [--quiet]\n'
+  + '  defaults: --target 127.0.0.1:50051 --game klaberjass --bot random --policy random --seed 1\n';
+
+/** A mistake on the command line (parseArgs): main prints it with the usage, exit status 2. */
+class UsageError extends Error {}
 
 const { Client, CardGamesError, verifyDeal, PACKS } = require('./cardgames');
 
@@ -24,7 +32,7 @@ function parseArgs(argv) {
   for (let i = 0; i < argv.length; i += 1) {
     const flag = argv[i];
     const value = () => {
-      if (i + 1 >= argv.length) throw new Error(`${flag} needs a value`);
+      if (i + 1 >= argv.length) throw new UsageError(`${flag} needs a value`);
       i += 1;
       return argv[i];
     };
@@ -32,15 +40,20 @@ function parseArgs(argv) {
     else if (flag === '--game') args.game = value();
     else if (flag === '--bot') args.bot = value();
     else if (flag === '--policy') args.policy = value();
-    else if (flag === '--seed') args.seed = Number(value());
-    else if (flag === '--quiet') args.quiet = true;
+    else if (flag === '--seed') {
+      const text = value();
+      args.seed = Number(text);
+      if (!Number.isInteger(args.seed)) throw new UsageError(`--seed wants a whole number, not ${JSON.stringify(text)}`);
+    } else if (flag === '--quiet') args.quiet = true;
+    else if (flag === '-h' || flag === '--help') args.help = true;
     else if (flag === '--option') {
-      const [name, raw] = value().split('=');
-      if (raw === undefined) throw new Error('--option wants name=value');
-      args.options[name] = raw;
-    } else throw new Error(`unknown argument ${flag}`);
+      const text = value();
+      const at = text.indexOf('=');
+      if (at < 1) throw new UsageError('--option wants name=value');
+      args.options[text.slice(0, at)] = text.slice(at + 1);
+    } else throw new UsageError(`unknown argument ${flag}`);
   }
-  if (!['first', 'random'].includes(args.policy)) throw new Error('--policy is first or random');
+  if (!['first', 'random'].includes(args.policy)) throw new UsageError('--policy is first or random');
   return args;
 }
 
@@ -99,7 +112,19 @@ function typedOptions(game, raw) {
 }
 
 async function main() {
-  const args = parseArgs(process.argv.slice(2));
+  let args;
+  try {
+    args = parseArgs(process.argv.slice(2));
+  } catch (error) {
+    // a typo on the command line was an uncaught exception: a stack trace, exit status 1
+    if (!(error instanceof UsageError)) throw error;
+    process.stderr.write(`error: ${error.message}\n${USAGE}`);
+    return 2;
+  }
+  if (args.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
   const client = new Client(args.target);
   const log = args.quiet ? () => {} : (line) => process.stderr.write(`${line}\n`);
   try {
@@ -177,4 +202,4 @@ if (require.main === module) {
   main().then((code) => { process.exitCode = code; });
 }
 
-module.exports = { parseArgs, fromStruct, typedOptions };
+module.exports = { parseArgs, fromStruct, typedOptions, UsageError };

@@ -165,6 +165,26 @@ def test_command_line(tmp_path, capsys):
         arena.main(["--game", "klaberjass", "--bots", "nobody,random", "--deals", "1", "--no-progress"])
 
 
+@pytest.mark.parametrize("flags, says", [
+    (["--deals", "0"], "--deals: must be at least 1"),
+    (["--deals", "-3"], "--deals: must be at least 1"),
+    (["--time-ms", "nan"], "--time-ms: must be a number of milliseconds above 0"),
+    (["--time-ms", "-1"], "--time-ms: must be a number of milliseconds above 0"),
+    (["--options", "{bad"], "--options: not JSON"),
+    (["--options", "[1]"], "--options: must be a JSON object"),
+    (["--options", '{"kl_target_score": -5}'], "option 'kl_target_score': invalid value -5"),
+    (["--game", "nope"], "unknown game 'nope'"),
+])
+def test_bad_arguments_are_usage_errors_not_tracebacks_or_empty_reports(flags, says, capsys):
+    """--deals 0 printed a report of nan means (exit 0); a typo in --options, an invalid option
+    or an unknown game was a traceback (exit 1)."""
+    with pytest.raises(SystemExit) as exit_:
+        arena.main(["--game", "klaberjass", "--bots", "random,random", "--deals", "1", "--no-progress", *flags])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err, err
+
+
 def test_the_report_table_keeps_its_columns_apart_whatever_their_width():
     """A slow bot's wall times (seconds) or a long name used to run into the next column."""
     slow = {"p50": 2500.0, "p90": 12345.6, "p99": 123456.7, "max": 1234567.8}

@@ -187,6 +187,30 @@ def test_a_wrong_number_of_opponents_is_refused():
         asyncio.run(remote_bot.open_seat(None, args, 4))
 
 
+@pytest.mark.parametrize("seat", ["7", "-1"])
+def test_a_seat_off_the_table_is_refused_before_a_match_is_created(seat):
+    """--seat past the game's seats created the match anyway (the bot's seat put last, or first
+    but one for -1), then failed the join with BAD_SEAT: a match left waiting for nobody."""
+    args = remote_bot.build_parser().parse_args(["--bot", "random", "--game", "japanese_joker",
+                                                 f"--seat={seat}"])
+
+    class NoCreate:
+        async def create_match(self, *args, **kwargs):
+            raise AssertionError("a match was created for a seat it does not have")
+
+    with pytest.raises(SystemExit, match=f"--seat {seat}: japanese_joker has seats 0 to 1"):
+        asyncio.run(remote_bot.open_seat(NoCreate(), args, 2))
+
+
+@pytest.mark.parametrize("budget", ["-1", "0", "nan", "inf", "fast"])
+def test_a_budget_that_is_not_a_positive_number_of_milliseconds_is_a_usage_error(budget, capsys):
+    """--budget-ms -1 or nan was taken and gave the bot a budget of 0 for every decision."""
+    with pytest.raises(SystemExit) as exit_:
+        remote_bot.build_parser().parse_args(["--bot", "random", "--game", "klaberjass", f"--budget-ms={budget}"])
+    assert exit_.value.code == 2 and "--budget-ms" in capsys.readouterr().err
+    assert remote_bot.build_parser().parse_args(["--bot", "random", "--budget-ms", "250"]).budget_ms == 250.0
+
+
 HUNG_DECISION = """
 import asyncio, random, sys
 from clients import remote_bot

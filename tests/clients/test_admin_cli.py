@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import grpc
+import pytest
 
 from clients import cardgames_client as cg
 from clients import admin as admin_cli
@@ -406,6 +407,21 @@ def test_the_default_target_is_the_port_the_engine_beside_it_listens_on(monkeypa
     assert admin.build_parser().parse_args(["list", "--target", "h:1"]).target == "h:1"
     monkeypatch.delenv("CARDGAMES_PORT")
     assert admin.build_parser().parse_args(["list"]).target == "127.0.0.1:50051"
+
+
+@pytest.mark.parametrize("value, port", [("", "50051"), (" 50099\n", "50099")])
+def test_the_default_target_reads_cardgames_port_as_the_engine_does(monkeypatch, value, port):
+    """The engine takes an empty CARDGAMES_PORT for unset (50051) and drops whitespace around
+    it; the health check (the image's HEALTHCHECK) and the admin command must find it there,
+    not fail with the usage error '127.0.0.1:' has no port (exit 2)."""
+    from clients import admin, health
+
+    monkeypatch.setenv("CARDGAMES_PORT", value)
+    assert admin.build_parser().parse_args(["list"]).target == f"127.0.0.1:{port}"
+    assert health.default_target() == f"127.0.0.1:{port}"
+    health_run = subprocess.run([sys.executable, "-m", "clients.health", "--timeout", "0.2"],
+                                capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert health_run.returncode != 2 and "usage" not in health_run.stderr, health_run.stderr  # 0 or 1: asked
 
 
 def test_list_shows_names_as_written():

@@ -49,6 +49,15 @@ def test_every_error_reason_is_documented():
     assert not missing, f"reasons missing from docs/api.md: {missing}"
 
 
+def test_no_doc_names_a_path_of_one_machine():
+    """The commands of the docs run from a checkout: bench/README.md's callgrind commands named
+    /work/main/.venv/bin/python, the virtualenv of the machine they were measured on."""
+    docs = [ROOT / "README.md", ROOT / "bench" / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    for path in docs:
+        found = re.findall(r"(?<![\w.])/(?:work|home|root)/\S*", path.read_text())
+        assert not found, f"{path.relative_to(ROOT)} names {found}"
+
+
 def test_every_rpc_is_documented():
     for proto in (ROOT / "proto" / "cardgames" / "v1").glob("*.proto"):
         for rpc in re.findall(r"^\s*rpc (\w+)\(", proto.read_text(), re.MULTILINE):

@@ -121,6 +121,20 @@ def test_node_client_reports_errors_with_code_and_reason(engine, node):
     assert "INVALID_ARGUMENT INVALID_OPTIONS" in result.stderr
 
 
+@pytest.mark.parametrize("argv", [["--help"], ["--bogus"], ["--seed", "x"], ["--option", "no-equals"], ["--target"]])
+def test_node_client_command_line_mistakes_are_usage_errors(node, argv):
+    """A typo on play_vs_bot.js's command line (and --help, which it did not know) was an
+    uncaught exception: a stack trace and exit status 1, as if the engine had failed."""
+    result = subprocess.run([node, "play_vs_bot.js", *argv], cwd=NODE_DIR, capture_output=True, text=True,
+                            timeout=60)
+    assert "    at " not in result.stderr, result.stderr  # no stack trace
+    if argv == ["--help"]:
+        assert result.returncode == 0 and result.stdout.startswith("usage: node play_vs_bot.js")
+    else:
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.startswith("error: ") and "usage: node play_vs_bot.js" in result.stderr
+
+
 def test_node_unit_tests(node):
     result = subprocess.run([shutil.which("npm"), "test"], cwd=NODE_DIR, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
