@@ -641,18 +641,26 @@ def target_arg(text: str) -> str:
     return text
 
 
-def seconds_arg(text: str) -> float:
-    """argparse ``type`` of the clients' ``--timeout``: a call's deadline, a finite number of
-    seconds above zero. gRPC takes 0, a negative number, ``nan`` and even ``inf`` and fails
+def positive_arg(unit: str) -> Callable[[str], float]:
+    """An argparse ``type`` for a finite number of ``unit`` above zero: a deadline, a time
+    budget. gRPC takes 0, a negative number, ``nan`` and even ``inf`` as a deadline and fails
     the call at once with DEADLINE_EXCEEDED: the command exited 1, as if the engine had failed
-    (clients.admin) or were unhealthy (clients.health), for what is a typing error."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError("must be a number of seconds above 0")
-    return value
+    (clients.admin) or were unhealthy (clients.health), for what is a typing error; a bot's
+    budget of -1 or ``nan`` became no time at all, ``inf`` a bot never told to stop."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not math.isfinite(value) or value <= 0:
+            raise argparse.ArgumentTypeError(f"must be a number of {unit} above 0, not {text!r}")
+        return value
+
+    return parse
+
+
+#: argparse ``type`` of the clients' ``--timeout`` (a call's deadline).
+seconds_arg = positive_arg("seconds")
 
 
 def _target_problem(target: str) -> str | None:

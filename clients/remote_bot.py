@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextvars
-import math
 import sys
 import threading
 import time
@@ -45,7 +44,8 @@ from engine_service.rules import get_game
 from engine_service.transport.generated import cards_pb2, match_pb2
 
 from .cardgames_client import (CardGamesError, Client, FailedPrecondition, SeatSession, ServerClock, StaleSequence,
-                               connect, is_finished, is_my_turn, struct_value, target_arg, whole_numbers)
+                               connect, is_finished, is_my_turn, positive_arg, struct_value, target_arg,
+                               whole_numbers)
 from .local_service import LocalService
 
 NETWORK_MARGIN_S = 0.25  # kept back from the server's deadline for the round trip
@@ -324,17 +324,8 @@ async def run(args: argparse.Namespace, target: str) -> int:
     return 0
 
 
-def milliseconds_arg(text: str) -> float:
-    """argparse ``type`` of ``--budget-ms``: a finite number of milliseconds above 0. A negative
-    number or ``nan`` was taken and became a budget of 0 for every decision (the bot given no
-    time at all, silently), ``inf`` a bot never told to stop."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a number of milliseconds above 0, not {text!r}")
-    return value
+#: argparse ``type`` of ``--budget-ms`` (:func:`positive_arg`).
+milliseconds_arg = positive_arg("milliseconds")
 
 
 def build_parser() -> argparse.ArgumentParser:
