@@ -719,15 +719,25 @@ def save_token(session: SeatSession) -> str:
     return path
 
 
+def lobby_seat_text(seat: Any) -> str:
+    """A lobby seat: ``search (bot)``, ``open``, ``ada``, or ``ada (away)`` for a player who
+    joined and has no stream open (SeatInfo.present): a host who quit stayed listed as if
+    waiting at the table, and whoever joined started a match with an absent opponent, to be
+    won only by the grace period's forfeit."""
+    if seat.kind == match_pb2.SEAT_KIND_BOT:
+        return f"{seat.bot} (bot)"
+    if not seat.taken:
+        return "open"
+    return (seat.player_name or "taken") + ("" if seat.present else " (away)")
+
+
 def print_lobby(matches: Sequence[Any], target: str, console: Console) -> None:
     """One line per match waiting in the lobby: id, game, name, who sits where, the options."""
     if not matches:
         console.print("no match is waiting for players in the lobby")
         return
     for m in matches:
-        seats = ", ".join(f"{s.seat}: " + (f"{s.bot} (bot)" if s.kind == match_pb2.SEAT_KIND_BOT
-                                           else (s.player_name or "taken") if s.taken else "open")
-                          for s in m.seats)
+        seats = ", ".join(f"{s.seat}: " + lobby_seat_text(s) for s in m.seats)
         options = ", ".join(f"{k}={json.dumps(python_value(v))}" for k, v in sorted(m.options.items()))
         # names are anyone's to choose: printed as text, never read as markup
         console.print(f"{m.match_id}  {m.game}  {m.name!r}  seats {seats}"

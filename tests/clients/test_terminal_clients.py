@@ -1005,6 +1005,20 @@ def test_names_reach_the_terminal_as_written():
             assert name in console.export_text() and "\x1b]8;" not in out.getvalue()
 
 
+def test_the_lobby_says_which_host_is_away():
+    """A listed table whose host quit (no stream open) read like one whose host waits at it:
+    its seat now says ``(away)``."""
+    from clients.play import lobby_seat_text
+
+    assert lobby_seat_text(match_pb2.SeatInfo(kind=match_pb2.SEAT_KIND_OPEN, taken=True, player_name="ada",
+                                              present=True)) == "ada"
+    assert lobby_seat_text(match_pb2.SeatInfo(kind=match_pb2.SEAT_KIND_OPEN, taken=True,
+                                              player_name="ada")) == "ada (away)"
+    assert lobby_seat_text(match_pb2.SeatInfo(kind=match_pb2.SEAT_KIND_OPEN)) == "open"
+    assert lobby_seat_text(match_pb2.SeatInfo(kind=match_pb2.SEAT_KIND_BOT, bot="search", present=True)) \
+        == "search (bot)"
+
+
 def test_quitting_mid_match_says_how_to_return_to_the_seat(engine, monkeypatch):
     """q mid-match, the connection up: the last line says the match goes on and gives the way
     back (``--match ID --token-file PATH``, the token saved for it), as a lost connection's
