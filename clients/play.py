@@ -383,6 +383,21 @@ def log_scored_deals(log: RichLog, view: Any, summary: Any | None, logged: int |
     return scored
 
 
+def print_meld_talk(console: Console, view: Any, summary: Any | None, me: int | None, said: str | None) -> str | None:
+    """Print the meld dialogue (KL-5.5, JJ-5.9: who said what of their melds) when it says
+    something new; returns what it now says (``said``: what was printed last). --autoplay and
+    clients.watch --plain showed the steps (``declare``, ``conceal``) but never the dialogue
+    the board's "meld talk" line shows: what each player stated and who scored."""
+    if view.game not in ("klaberjass", "jojotte"):
+        return said
+    _, dialogue = render.meld_points_and_dialogue(render.struct_dict(view.table))
+    talk = render.meld_talk(dialogue, summary, me)
+    text = talk.plain if talk is not None else None
+    if text is not None and text != said:
+        console.print(Text("     meld talk: ").append_text(talk), markup=False)
+    return text
+
+
 def print_scored_deals(console: Console, view: Any, summary: Any | None, seen: int | None, *,
                        table: bool = False) -> int:
     """Print each deal scored since ``seen`` deals (None: the first view, whose deals were
@@ -462,6 +477,7 @@ async def autoplay(session: SeatSession, policy: str, console: Console, summary:
 
     newest = -1  # the seq of this seat's last action: an older event's view is out of date
     deals_seen: int | None = None
+    talk: str | None = None  # the meld dialogue as last printed
     unsent = False  # a move whose sending lost the connection: decided again on the next event
     async for event in session.watch(after_seq=FROM_THE_START, on_connection=stderr_notices()):
         if event.kind == match_pb2.EVENT_KIND_PRESENCE:
@@ -473,6 +489,7 @@ async def autoplay(session: SeatSession, policy: str, console: Console, summary:
         if event.HasField("view"):
             # each deal's result as it is scored (clients.watch --plain prints them too): the
             # output said who played what, never what a deal scored, only the final totals
+            talk = print_meld_talk(console, event.view, summary, session.seat, talk)
             deals_seen = print_scored_deals(console, event.view, summary, deals_seen)
         if event.kind == match_pb2.EVENT_KIND_MATCH_ENDED:
             break

@@ -337,6 +337,19 @@ def _scored_melds(dialogue: list[Any]) -> dict[int, list[str]]:
     return out
 
 
+def meld_points_and_dialogue(table: Mapping[str, Any]) -> tuple[Any, list[Any]]:
+    """The meld points per seat (None before they are settled) and the meld dialogue (a list,
+    empty when there is none) of a Klaberjass (``meld_points``, ``melds``) or Jo-Jotte
+    (``melds``: ``{dialogue, points}``) table."""
+    melds = table.get("meld_points")
+    dialogue = table.get("melds")
+    if isinstance(dialogue, Mapping):
+        if melds is None:
+            melds = dialogue.get("points")
+        dialogue = dialogue.get("dialogue")
+    return melds, dialogue if isinstance(dialogue, list) else []
+
+
 #: Statements of the meld dialogues that tell nothing (no meld of the kind).
 _SILENT_SAYINGS = {"good", "scores", "quartet none", "length 0"}
 
@@ -515,18 +528,13 @@ def table_lines(view: Any, summary: Any | None) -> list[Text]:
         if isinstance(match, Mapping) and match.get("pot"):
             # frozen trick points (JJ-9.5): on nobody's score, entered by the next decided deal
             lines.append(_labelled("pot", f"{match['pot']} (frozen: the winner of the next decided deal enters it)"))
-        melds = table.get("meld_points")
-        dialogue = table.get("melds")
-        if isinstance(dialogue, dict):  # Jo-Jotte: {dialogue, points}
-            if melds is None:
-                melds = dialogue.get("points")
-            dialogue = dialogue.get("dialogue")
+        melds, dialogue = meld_points_and_dialogue(table)
         if melds and any(melds):
-            scored = _scored_melds(dialogue if isinstance(dialogue, list) else [])
+            scored = _scored_melds(dialogue)
             lines.append(_labelled("melds", ", ".join(
                 f"{seat_name(summary, s, me)} {p}" + (f" ({', '.join(scored[s])})" if scored.get(s) else "")
                 for s, p in enumerate(melds) if p)))
-        talk = meld_talk(dialogue, summary, me) if isinstance(dialogue, list) else None
+        talk = meld_talk(dialogue, summary, me)
         if talk is not None:
             lines.append(_labelled("meld talk", talk))
         # the trump marriage, credited when it is complete (KL-7.1 bella, JJ-7.1 jo-jotte): it

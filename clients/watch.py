@@ -36,8 +36,8 @@ from textual.widgets import Footer, RichLog, Static
 
 from . import render, terminal_text
 from .connection_sign import ConnectionSign
-from .play import (board_rows, fitted_board, fitted_deals, log_scored_deals, positive_int, print_scored_deals,
-                   stderr_notices, summary_now)
+from .play import (board_rows, fitted_board, fitted_deals, log_scored_deals, positive_int, print_meld_talk,
+                   print_scored_deals, stderr_notices, summary_now)
 from .cardgames_client import CardGamesError, ServerClock, Spectator, StreamState, connect, target_arg
 from engine_service.transport.generated import match_pb2
 
@@ -146,6 +146,7 @@ async def follow_plain(spectator: Spectator, console: Console, after_seq: int | 
     ends; returns the final MatchSummary."""
     summary = await spectator.summary()
     deals_seen: int | None = None
+    talk: str | None = None  # the meld dialogue as last printed
     async for event in spectator.watch(after_seq=after_seq, on_connection=stderr_notices()):
         if event.kind == match_pb2.EVENT_KIND_PRESENCE:
             summary = await summary_now(spectator, summary)
@@ -153,6 +154,7 @@ async def follow_plain(spectator: Spectator, console: Console, after_seq: int | 
         if line is not None:
             console.print(line)
         if event.HasField("view"):
+            talk = print_meld_talk(console, event.view, summary, None, talk)
             deals_seen = print_scored_deals(console, event.view, summary, deals_seen, table=True)
     return await spectator.summary()
 

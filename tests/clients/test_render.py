@@ -817,3 +817,29 @@ def test_a_waiting_board_names_no_dealer_before_the_draw_is_shown():
     assert "drawn at the start" in text and " D " not in text and "D you" not in text, text
     started = _view("klaberjass", {"trump": None, "turn_up": "TD"}, status=match_pb2.MATCH_STATUS_ACTIVE)
     assert "D" in plain(render.board(started, None, 0.0)).split("you")[0].splitlines()[-1]
+
+
+def test_the_plain_outputs_print_the_meld_talk_once_as_it_grows():
+    """--autoplay and clients.watch --plain printed the meld steps (``declare``, ``conceal``)
+    but never the dialogue the board's "meld talk" line shows (KL-5.5, JJ-5.9): each new
+    state of it is printed once, nothing while it says nothing or the same."""
+    import io
+
+    from clients.play import print_meld_talk
+
+    out = io.StringIO()
+    console = Console(file=out, width=200, force_terminal=False)
+    talk = [{"seat": 0, "say": "value", "value": 20}, {"seat": 1, "say": "how_high"}]
+    said = print_meld_talk(console, _view("klaberjass", {"trump": "D", "melds": []}), None, 0, None)
+    assert said is None and out.getvalue() == ""
+    said = print_meld_talk(console, _view("klaberjass", {"trump": "D", "melds": talk}), None, 0, said)
+    said = print_meld_talk(console, _view("klaberjass", {"trump": "D", "melds": talk}), None, 0, said)
+    more = talk + [{"seat": 0, "say": "top", "card": "9H"}]
+    said = print_meld_talk(console, _view("klaberjass", {"trump": "D", "melds": more}), None, 1, said)
+    assert [line.strip() for line in out.getvalue().splitlines()] == [
+        "meld talk: you 20, seat 1 how high?", "meld talk: seat 0 20, you how high?, seat 0 top 9♥"]
+    jojotte = _view("jojotte", {"melds": {"points": [0, 0], "dialogue": [
+        {"seat": 1, "say": "quartet Q"}, {"seat": 0, "say": "not_good 9"}]}})
+    assert print_meld_talk(console, jojotte, None, None, said) == "seat 1 quartet Q, seat 0 not good, 9"
+    georgian = _view("georgian_joker", {"trump": "D"}, hand_sizes=[1, 1, 1, 1])
+    assert print_meld_talk(console, georgian, None, 0, "unchanged") == "unchanged"
