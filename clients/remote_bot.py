@@ -304,7 +304,11 @@ async def run(args: argparse.Namespace, target: str) -> int:
     if catalog.get(args.bot) is None:
         raise SystemExit(f"no installed bot {args.bot!r} (installed: {', '.join(catalog.names())})")
     runner = BotRunner(catalog)
-    async with connect(target, tls=args.tls) as client:
+    try:  # an engine behind a private CA, as the other clients (it had only the system's roots)
+        roots = open(args.ca, "rb").read() if args.ca else None
+    except OSError as exc:
+        raise SystemExit(f"error: cannot read the CA file {args.ca}: {exc.strerror or exc}") from None
+    async with connect(target, tls=args.tls, root_certificates=roots, server_name=args.server_name) as client:
         await client.wait_ready()
         if args.match:
             game_id = (await client.get_match(args.match)).game
@@ -333,7 +337,9 @@ def build_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bot", required=True, help="bot plugin name (see ListBots / the arena)")
     p.add_argument("--target", type=target_arg, help="host:port of a running engine (default: start one)")
-    p.add_argument("--tls", action="store_true", help="connect with TLS (the system's root certificates)")
+    p.add_argument("--tls", action="store_true", help="connect with TLS (default roots: the system's)")
+    p.add_argument("--ca", metavar="FILE", help="PEM root certificate(s) for --tls (a private CA)")
+    p.add_argument("--server-name", help="TLS name to verify instead of the target's host")
     p.add_argument("--match", help="join this match (else create one with --game)")
     p.add_argument("--seat", type=int, help="seat to take (default: the first open one / 0)")
     p.add_argument("--game", help="game of a new match")

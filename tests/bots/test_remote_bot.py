@@ -279,3 +279,21 @@ def test_a_decisions_budget_follows_the_servers_clock_read_from_heartbeats():
     old_server.heard(struct_pb2.Struct(), now)  # no server_time: nothing learnt
     assert old_server.offset_s is None
     assert remote_bot.decision_budget(match_pb2.View(), 30.0, 8.0, old_server) == 8.0 - remote_bot.NETWORK_MARGIN_S
+
+
+def test_an_engine_behind_a_private_ca_is_reached_with_ca_and_server_name(tmp_path, capsys):
+    """remote_bot had only --tls (the system's roots): an engine whose certificate a private
+    CA signed, which the other clients reach with --ca / --server-name, was out of its reach.
+    An unreadable CA file is one error line."""
+    from tests.clients.conftest import self_signed_certificate
+
+    cert, key = self_signed_certificate(tmp_path)
+    with LocalService(args=["--tls-cert", str(cert), "--tls-key", str(key), "--bot-pace-s", "0"]) as service:
+        code = remote_bot.main(["--target", service.target, "--tls", "--ca", str(cert), "--server-name", "localhost",
+                                "--bot", "random", "--game", "japanese_joker", "--opponents", "random",
+                                "--option", "target_score=11", "--seed", "2"])
+        assert code == 0 and "finished" in capsys.readouterr().out
+        with pytest.raises(SystemExit) as refused:
+            remote_bot.main(["--target", service.target, "--tls", "--ca", str(tmp_path / "missing.pem"),
+                             "--bot", "random", "--game", "japanese_joker"])
+        assert str(refused.value).startswith("error: cannot read the CA file"), refused.value
