@@ -150,6 +150,11 @@ def action_text(action: Any, view: Any | None = None, summary: Any | None = None
         # (the deal is thrown in, KL-A7), not a turn-up as in Jo-Jotte; "keep" and "conceal"
         # say nothing of what they keep or hide
         return Text(action.notation).append(f" ({KLABERJASS_GLOSSES[action.notation]})", style="dim")
+    if view is not None and view.game == "jojotte" and action.notation in ("declare", "conceal"):
+        # JJ-A21: four steps, quartets then sequences; the bare word said not which
+        category = struct_dict(view.table).get("meld_category")
+        if category:
+            return Text(action.notation).append(f" ({category})", style="dim")
     if kind == "ACTION_KIND_EXCHANGE" and view is not None:
         gives, takes = exchange_cards(action, struct_dict(view.table))
         if gives and takes:

@@ -843,3 +843,14 @@ def test_the_plain_outputs_print_the_meld_talk_once_as_it_grows():
     assert print_meld_talk(console, jojotte, None, None, said) == "seat 1 quartet Q, seat 0 not good, 9"
     georgian = _view("georgian_joker", {"trump": "D"}, hand_sizes=[1, 1, 1, 1])
     assert print_meld_talk(console, georgian, None, 0, "unchanged") == "unchanged"
+
+
+def test_a_jo_jotte_meld_step_says_which_category_it_declares():
+    """JJ-A21: the optional declaration is four steps, quartets twice then sequences twice;
+    the actions read "declare" / "conceal" without saying which (the view's meld_category)."""
+    declare = cards_pb2.Action(notation="declare", verb="declare")
+    assert render.action_text(declare, _view("jojotte", {"meld_category": "quartets"})).plain == "declare (quartets)"
+    conceal = cards_pb2.Action(notation="conceal", verb="conceal")
+    assert render.action_text(conceal, _view("jojotte", {"meld_category": "sequences"})).plain \
+        == "conceal (sequences)"
+    assert render.action_text(declare, _view("jojotte", {"meld_category": None})).plain == "declare"

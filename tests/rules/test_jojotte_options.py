@@ -294,13 +294,18 @@ def test_jj_meld_declaration_optional():
     assert table(state)["contract"]["kind"] == "normal"
     assert state.public_view()["phase"] == "melds" and state.to_act() == 1
     assert legal(state) == ["declare", "conceal"]
+    # JJ-A21: the view says which category each step is about (quartets twice, then sequences)
+    assert table(state)["meld_category"] == "quartets"
     act(state, "declare")  # seat 1 has no quartet: the public sees "quartet none"
     assert [d["say"] for d in table(state)["melds"]["dialogue"]] == ["quartet none"]
+    assert table(state)["meld_category"] == "quartets"
     act(state, "declare")
+    assert table(state)["meld_category"] == "sequences"
     act(state, "conceal")  # seat 1 conceals his K-Q-J-T-9 of hearts
     assert [d["say"] for d in table(state)["melds"]["dialogue"]][-1] == "length 0"
+    assert table(state)["meld_category"] == "sequences" and state.view(0)["table"]["meld_category"] == "sequences"
     act(state, "declare")
-    assert state.public_view()["phase"] == "play"
+    assert state.public_view()["phase"] == "play" and table(state)["meld_category"] is None
     assert table(state)["melds"]["points"] == [0, 0]
     steps = [(e["seat"], e["action"]) for e in table(state)["deal_actions"][-4:]]
     assert steps == [(1, "conceal"), (0, "conceal"), (1, "conceal"), (0, "conceal")]

@@ -190,6 +190,9 @@ def _common_view(st: JojotteState) -> dict[str, Any]:
             "melds": ({"dialogue": melds[0],
                        "points": list(st._meld_pts) if st._settle is not None else None}
                       if melds is not None else None),
+            # JJ-A21: which category the seat to act declares or conceals now (the four steps:
+            # quartets twice, then sequences twice); a frontend counted the steps to tell
+            "meld_category": ("quartets" if st._meld_step < 2 else "sequences") if ph == PH_MELD else None,
             # required announcements are public when made; automatic jo-jotte only shows when
             # it scores (at the queen), so the king alone reveals nothing
             "jo": [s for s in (0, 1) if (st._jo >> s & 1 if st.cfg.jo_required else st._jj[s])],
@@ -201,7 +204,7 @@ def _common_view(st: JojotteState) -> dict[str, Any]:
     else:
         table.update({"auction_state": None, "turn_up": None, "original_turn_up": None,
                       "info_card": None, "auction": [], "contract": None, "exchange_window": None,
-                      "exchange": None, "exchange_offer": None, "melds": None, "jo": [],
+                      "exchange": None, "exchange_offer": None, "melds": None, "meld_category": None, "jo": [],
                       "jo_jotte": [0, 0], "tricks": [], "trick_points": [0, 0], "deal_actions": []})
     trick = []
     if in_deal and st._lead >= 0:
