@@ -47,6 +47,16 @@ class CorruptLog(Exception):
     """A stored log does not replay through the rules (a deck or an action is refused)."""
 
 
+def loggable_error(exc: BaseException) -> str:
+    """``exc`` as a log line's ``error``: a rules error by its type and reason only. Its
+    message is written for the acting seat and tells what it holds ("KC is not in your hand",
+    "you must follow suit C", "legal now: play:7S, ..."), an InvalidDeck's names the deck's
+    cards: none of it belongs in the operator's log while others may still play the match."""
+    if isinstance(exc, RulesError):
+        return f"{type(exc).__name__} ({exc.reason})"
+    return str(exc)
+
+
 @dataclass
 class SeatSlot:
     """A seat: its stored part (kind, holder) and its volatile part (presence, takeover)."""
@@ -269,9 +279,8 @@ class LiveMatch:
             # "you must follow suit C", "legal now: play:7S, ..."), and an InvalidDeck's names
             # the deck's cards; this error goes into the operator's log (match_resume_failed,
             # match_load_failed) while the match may still be played by others.
-            reason = getattr(exc, "reason", "")
-            raise CorruptLog(f"match {self.match_id}: the log does not replay: {at} is refused "
-                             f"({type(exc).__name__}{', ' + reason if reason else ''})") from exc
+            raise CorruptLog(f"match {self.match_id}: the log does not replay: {at} is refused: "
+                             f"{loggable_error(exc) if isinstance(exc, RulesError) else type(exc).__name__}") from exc
         return state, dealt
 
     def states(self, after_seq: int, upto_seq: int):
