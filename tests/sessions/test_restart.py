@@ -692,3 +692,47 @@ def test_a_log_that_does_not_replay_is_logged_without_what_the_rules_said_of_the
         assert "IllegalAction" in error or "MalformedAction" in error
         assert said not in error, error
         assert "hand" not in error and "legal now" not in error and "follow suit" not in error, error
+
+
+def test_another_writers_record_the_rules_refuse_is_no_illegal_action_of_the_caller():
+    """Catching up with another writer's appends replayed them through the rules; a record
+    they refuse raised its IllegalAction into the call that found it: another seat's player
+    was answered ILLEGAL_ACTION with the message written for the record's seat (its legal
+    actions, "KC is not in your hand"). The call is now MATCH_CORRUPT, as loading such a log
+    is, and match_load_failed names the record, not the rules' message."""
+    from engine_service.sessions.api import SessionError
+    from engine_service.store.base import ActionRecord
+
+    from .helpers import capture_logs_with_context
+
+    store = MemoryStore()
+
+    async def go():
+        a = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await a.start()
+        s = await a.create_match(CreateMatchRequest(game="klaberjass"))
+        tokens = [(await a.join_match(s.match_id, i, "x")).token for i in range(2)]
+        m = a._matches[s.match_id]
+        seat = m.state.to_act()
+        bad = "play:AS"
+        try:
+            m.state.clone().apply(bad, seat)
+        except Exception as exc:  # noqa: BLE001 - the rules' refusal, as the seat would read it
+            said = str(exc)
+        # another writer's append, refused by the rules, behind this manager's back
+        store._rows[s.match_id].actions.append(
+            ActionRecord(seq=1, seat=seat, action=bad, by="player", client_action_id="", reason="", at=0.0))
+        with capture_logs_with_context() as logs:
+            with pytest.raises(SessionError) as info:
+                # the seat's own move conflicts with the stored seq 1: the log is caught up
+                await a.submit_action(s.match_id, a.authenticate(s.match_id, tokens[seat]), "pass", None)
+        await a.close()
+        return info.value, said, logs, seat
+
+    error, said, logs, seat = run(go())
+    assert type(error) is SessionError and error.reason == "MATCH_CORRUPT", error
+    assert said not in str(error)
+    failed = [e for e in logs if e["event"] == "match_load_failed"]
+    assert failed and "seq 1" in failed[0]["error"] and "ILLEGAL_ACTION" in failed[0]["error"]
+    assert said not in repr(logs)
+
