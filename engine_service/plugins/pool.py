@@ -53,15 +53,23 @@ class WorkerLost(Exception):
 
 
 def _quiet_logging() -> None:
-    """A worker (or the zygote) reports only what is critical, as JSON on stderr: the parent
-    already logged the plugin load, and stdout belongs to nobody."""
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
+    """A worker (or the zygote) reports only what is critical, as JSON on the engine's stderr,
+    through a copy of that descriptor of its own: the parent already logged the plugin load.
+    Its stdout and stderr (descriptors 1 and 2, ``sys.stdout``, ``sys.stderr``) go to
+    /dev/null: whatever a bot prints there (a debugging ``print(request.view)``, the logging
+    module's or a warning's last-resort output) would name its hand in the engine's JSON log,
+    in a line that is not JSON. A worker's crash is seen by the parent all the same."""
+    own = os.fdopen(os.dup(2), "w", buffering=1, closefd=True)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.close(null)
+    sys.stdout = sys.stderr = open(os.devnull, "w")
     structlog.configure(
         processors=[structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso"),
                     structlog.processors.JSONRenderer()],
         wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(own),
     )
 
 

@@ -29,7 +29,7 @@ import structlog
 from ..observability.metrics import Metrics
 from .api import StaleSequence
 from .config import SessionConfig
-from .match import LiveMatch, SeatSlot
+from .match import LiveMatch, SeatSlot, loggable_error
 from .policy import FORFEIT
 from .writer import MatchWriter
 
@@ -132,7 +132,7 @@ class MatchClock:
                 if not (isinstance(exc, StaleSequence) or m.over):
                     # else: the match caught up with another writer, or an end in doubt was
                     # found in the store (MatchWriter.settle_end)
-                    m.log.error("timeout_move_failed", error=str(exc), error_type=type(exc).__name__)
+                    m.log.error("timeout_move_failed", error=loggable_error(exc), error_type=type(exc).__name__)
                 if self.stopped or m.timer_key != key or m.seq != key[0] or not m.active:
                     return  # moved on (and re-armed), ended, paused (JJK-10.2) or draining
                 # the deadline has passed: the move is tried again shortly, the seat gets no
@@ -218,7 +218,7 @@ class MatchClock:
         if isinstance(exc, StaleSequence):
             self.schedule(m)
             return
-        m.log.error(event, error=str(exc), error_type=type(exc).__name__)
+        m.log.error(event, error=loggable_error(exc), error_type=type(exc).__name__)
         if not self.stopped:
             asyncio.get_running_loop().call_later(RETRY_AFTER_STORE_FAILURE_S, self.schedule, m,
                                                   context=contextvars.Context())
@@ -301,7 +301,7 @@ class MatchClock:
                 except Exception as exc:
                     if m.over:  # an end in doubt was found in the store (MatchWriter.settle_end)
                         return
-                    m.log.error("grace_policy_failed", seat=seat, error=str(exc))
+                    m.log.error("grace_policy_failed", seat=seat, error=loggable_error(exc))
                     # try again shortly while it is still the same window (the player came
                     # back meanwhile: nothing; went away again: the new window has its handle)
                     if not self.stopped and slot.grace_deadline == at:

@@ -47,6 +47,16 @@ class CorruptLog(Exception):
     """A stored log does not replay through the rules (a deck or an action is refused)."""
 
 
+def loggable_error(exc: BaseException) -> str:
+    """``exc`` as a log line's ``error``: a rules error by its type and reason only. Its
+    message is written for the acting seat and tells what it holds ("KC is not in your hand",
+    "you must follow suit C", "legal now: play:7S, ..."), an InvalidDeck's names the deck's
+    cards: none of it belongs in the operator's log while others may still play the match."""
+    if isinstance(exc, RulesError):
+        return f"{type(exc).__name__} ({exc.reason})"
+    return str(exc)
+
+
 @dataclass
 class SeatSlot:
     """A seat: its stored part (kind, holder) and its volatile part (presence, takeover)."""
@@ -247,11 +257,13 @@ class LiveMatch:
         else:
             state = self.game.new_state(self.options, first_dealer=self.first_dealer)
             dealt = 0
+        at = "the first deck"  # what failed, for the error: the deck or the record being replayed
         try:
             if not start and state.to_act() == CHANCE and 0 in self.decks:
                 state.deal(self.decks[0].cards)
                 dealt = 1
             for rec in self.actions[start:seq]:
+                at = f"the action at seq {rec.seq} (seat {rec.seat}, {rec.action!r})"
                 if state.to_act() == CHANCE:
                     raise CorruptLog(f"no deck for deal {dealt} before seq {rec.seq}")
                 dealt = play_logged(state, rec, self.decks, dealt)
@@ -262,7 +274,13 @@ class LiveMatch:
         except CorruptLog:
             raise
         except Exception as exc:  # a rules error: the stored log does not replay
-            raise CorruptLog(f"match {self.match_id}: the log does not replay: {exc}") from exc
+            # Named by the record and the error's type and reason, never the rules' message: it
+            # is written for the acting seat and tells what it holds ("KC is not in your hand",
+            # "you must follow suit C", "legal now: play:7S, ..."), and an InvalidDeck's names
+            # the deck's cards; this error goes into the operator's log (match_resume_failed,
+            # match_load_failed) while the match may still be played by others.
+            raise CorruptLog(f"match {self.match_id}: the log does not replay: {at} is refused: "
+                             f"{loggable_error(exc) if isinstance(exc, RulesError) else type(exc).__name__}") from exc
         return state, dealt
 
     def states(self, after_seq: int, upto_seq: int):

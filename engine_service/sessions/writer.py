@@ -25,12 +25,13 @@ from typing import Any, Awaitable, Callable, Mapping
 import structlog
 
 from ..observability.metrics import Metrics
+from ..rules.errors import RulesError
 from ..rules.game import CHANCE
 from ..store import DuplicateClientAction, SequenceConflict, Store, StoreError
 from ..store.base import FINISHED, ActionRecord, DeckRecord, StoredMatch
-from .api import MatchEvent, MatchNotActive, StaleSequence, Unavailable, ViewEnvelope
+from .api import MatchEvent, MatchNotActive, SessionError, StaleSequence, Unavailable, ViewEnvelope
 from .chance import random_deck_record
-from .match import LiveMatch, SeatSlot, action_details, play_logged
+from .match import LiveMatch, SeatSlot, action_details, loggable_error, play_logged
 from .views import SPECTATOR, Audience, public_or_none
 from .watchers import Watcher
 
@@ -209,7 +210,17 @@ class MatchWriter:
         for rec in new:
             scored = _deals_scored(m)
             state = m.state.clone()
-            m.deals_dealt = play_logged(state, rec, m.decks, m.deals_dealt)
+            try:
+                m.deals_dealt = play_logged(state, rec, m.decks, m.deals_dealt)
+            except RulesError as exc:
+                # another writer's record the rules refuse: this log cannot be followed. The
+                # rules' message is written for that record's seat ("KC is not in your hand"):
+                # it reached this caller, another seat, as its own ILLEGAL_ACTION; now neither
+                # the caller nor the log gets it, as when the match is loaded (MATCH_CORRUPT)
+                log.error("match_load_failed", match_id=m.match_id,
+                          error=f"the stored action at seq {rec.seq} (seat {rec.seat}, {rec.action!r}) "
+                                f"is refused: {loggable_error(exc)}")
+                raise SessionError("the match cannot be loaded", reason="MATCH_CORRUPT") from None
             m.state = state
             m.actions.append(rec)
             if rec.client_action_id:

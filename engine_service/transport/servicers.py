@@ -317,7 +317,9 @@ class AdminServicer(_Base, admin_pb2_grpc.AdminServiceServicer):
                                context) -> admin_pb2.ReissueSeatTokenResponse:
         self._require_admin(context)
         match_id = codec.require_match_id(request.match_id)
-        current_rpc().note(match_id=match_id)
+        # the seat the operator named, refused or not: the rpc line is the audit trail of
+        # whose seat got a new token (seat_token_reissued only says so when one was given)
+        current_rpc().note(match_id=match_id, seat=request.seat)
         joined, summary = await self._service.reissue_seat_token(match_id, request.seat)
         return admin_pb2.ReissueSeatTokenResponse(seat=joined.seat, seat_token=joined.token,
                                                   match=codec.summary_message(summary))

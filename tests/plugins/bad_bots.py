@@ -90,6 +90,28 @@ class Interrupts:
         raise KeyboardInterrupt("my hand is AS KS")
 
 
+class Talks:
+    """Tells its hand on every channel a process has for it (print, stderr, the logging
+    module, warnings, the file descriptors themselves), then answers a legal action: none of
+    it may reach the engine's log."""
+
+    def decide(self, request):
+        import logging
+        import sys
+        import warnings
+
+        said = "my hand is AS KS " + " ".join(request.view.get("hand", []))
+        print(said)
+        print(said, file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        logging.getLogger("talks").warning(said)
+        warnings.warn(said)
+        os.write(1, (said + "\n").encode())
+        os.write(2, (said + "\n").encode())
+        return request.legal[0]
+
+
 class Cancelled(BaseException):
     """A bot's own exception derived from BaseException, as asyncio.CancelledError is."""
 
@@ -122,4 +144,5 @@ def cardgames_bots():
             _spec("polite", Polite), _spec("snoop", Snoop), _spec("overruns", Overruns),
             _spec("wrecks", Wrecks), _spec("raises-base", RaisesBase),
             _spec("exits-saying", ExitsSaying), _spec("interrupts", Interrupts),
+            _spec("talks", Talks),
             BotSpec("bad-factory", lambda game_id: 1 / 0, description="its factory raises")]

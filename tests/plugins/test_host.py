@@ -337,6 +337,34 @@ def test_a_worker_ended_by_its_bot_prints_nothing_the_bot_said(bot, capfd):
     assert "AS" not in err and "KS" not in err, err
 
 
+@pytest.mark.parametrize("zygote", [False, True])
+def test_what_a_bot_prints_never_reaches_the_engines_output(zygote, capfd):
+    """A bot that prints (a debugging ``print(request.view)``, the logging module, a warning,
+    a write to fd 1 or 2) wrote into the engine's stderr, the JSON log: the bot's hand in a
+    line that is not JSON. A worker's stdout and stderr now go nowhere, fresh interpreter or a
+    zygote's fork alike; the decision stands."""
+    import time as _time
+
+    from engine_service.plugins.manager import PluginSettings
+    from engine_service.plugins.pool import WorkerProcess, Zygote
+
+    settings = PluginSettings.resolve(extra=["tests.plugins.bad_bots"], environ={})
+    parent = Zygote(settings) if zygote else None
+    try:
+        worker = WorkerProcess.start(settings, parent)
+        try:
+            assert worker.wait_ready(60)
+            reply = worker.call(("talks", "klaberjass", 0, VIEW, LEGAL, 1, 5.0), _time.monotonic() + 30)
+            assert reply.failure is None and reply.action == LEGAL[0]
+        finally:
+            worker.kill()
+    finally:
+        if parent is not None:
+            parent.close()
+    out, err = capfd.readouterr()
+    assert "hand" not in out + err and "AS" not in out + err, (out, err)
+
+
 def test_a_pool_closed_while_it_starts_a_worker_logs_no_failure_and_keeps_no_worker(monkeypatch):
     """A service whose start fails just after it began warming its workers (a busy metrics
     port) closes the pool while a worker is being forked: the zygote, closed with the pool,

@@ -628,3 +628,111 @@ def test_a_stored_match_this_program_cannot_read_is_corrupt_not_a_bad_request(ta
 
     error = run(go())
     assert error.reason == "MATCH_CORRUPT" and type(error) is SessionError
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_a_log_that_does_not_replay_is_logged_without_what_the_rules_said_of_the_hand(game_id):
+    """A stored action the rules refuse on replay (a database edited by hand, a rules change)
+    was logged with the rules' message, written for the acting seat: "KC is not in your hand",
+    "you must follow suit C", "legal now: play:7S, ...", what a seat of a match others may
+    still be playing holds, in the operator's log. match_resume_failed (at start) and
+    match_load_failed (when the match is asked for) now name the record (seq, seat, the stored
+    action, as public as any action_applied) and the error's type and reason only."""
+    import dataclasses
+
+    from engine_service.sessions.api import SessionError
+    from engine_service.sessions.match import LiveMatch
+
+    from .helpers import capture_logs_with_context, open_match
+
+    store = MemoryStore()
+    candidates = [f"play:{c}" for c in ("7S", "AH", "KC", "8D", "QH", "9C", "TD", "JS")]
+
+    async def go():
+        mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await mgr.start()
+        match_id, principals = await open_match(mgr, game_id)
+        await play_random(mgr, match_id, principals, random.Random(3), max_actions=14)
+        await mgr.close()
+        row = store._rows[match_id]
+        last = row.actions[-1]
+        # the refused plays whose rules' message names a card other than the one played
+        # (what the seat holds or lacks) or the legal actions
+        leaks = []
+        for action in candidates:
+            if action == last.action:
+                continue
+            row.actions[-1] = dataclasses.replace(last, action=action)
+            live = LiveMatch(row.record, list(row.decks.values()), row.actions[:-1])
+            state, _ = live.fold(len(row.actions) - 1, checkpoints=False)
+            try:
+                state.apply(action, last.seat)
+            except Exception as exc:  # noqa: BLE001 - any refusal the rules give
+                leaks.append((action, str(exc)))
+        assert leaks, "no refused play to test with"
+        action, said = leaks[0]
+        row.actions[-1] = dataclasses.replace(last, action=action)
+        with capture_logs_with_context() as logs:
+            again = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+            await again.start()
+            try:
+                with pytest.raises(SessionError):
+                    await again.get_match(match_id)
+            finally:
+                await again.close()
+        return match_id, last, action, said, logs
+
+    match_id, last, action, said, logs = run(go())
+    failed = [e for e in logs if e["event"] in ("match_resume_failed", "match_load_failed")]
+    assert {e["event"] for e in failed} == {"match_resume_failed", "match_load_failed"}
+    for e in failed:
+        assert e["match_id"] == match_id
+        error = e["error"]
+        assert f"seq {last.seq}" in error and f"seat {last.seat}" in error and action in error
+        assert "IllegalAction" in error or "MalformedAction" in error
+        assert said not in error, error
+        assert "hand" not in error and "legal now" not in error and "follow suit" not in error, error
+
+
+def test_another_writers_record_the_rules_refuse_is_no_illegal_action_of_the_caller():
+    """Catching up with another writer's appends replayed them through the rules; a record
+    they refuse raised its IllegalAction into the call that found it: another seat's player
+    was answered ILLEGAL_ACTION with the message written for the record's seat (its legal
+    actions, "KC is not in your hand"). The call is now MATCH_CORRUPT, as loading such a log
+    is, and match_load_failed names the record, not the rules' message."""
+    from engine_service.sessions.api import SessionError
+    from engine_service.store.base import ActionRecord
+
+    from .helpers import capture_logs_with_context
+
+    store = MemoryStore()
+
+    async def go():
+        a = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await a.start()
+        s = await a.create_match(CreateMatchRequest(game="klaberjass"))
+        tokens = [(await a.join_match(s.match_id, i, "x")).token for i in range(2)]
+        m = a._matches[s.match_id]
+        seat = m.state.to_act()
+        bad = "play:AS"
+        try:
+            m.state.clone().apply(bad, seat)
+        except Exception as exc:  # noqa: BLE001 - the rules' refusal, as the seat would read it
+            said = str(exc)
+        # another writer's append, refused by the rules, behind this manager's back
+        store._rows[s.match_id].actions.append(
+            ActionRecord(seq=1, seat=seat, action=bad, by="player", client_action_id="", reason="", at=0.0))
+        with capture_logs_with_context() as logs:
+            with pytest.raises(SessionError) as info:
+                # the seat's own move conflicts with the stored seq 1: the log is caught up
+                await a.submit_action(s.match_id, a.authenticate(s.match_id, tokens[seat]), "pass", None)
+        await a.close()
+        return info.value, said, logs, seat
+
+    error, said, logs, seat = run(go())
+    assert type(error) is SessionError and error.reason == "MATCH_CORRUPT", error
+    assert said not in str(error)
+    failed = [e for e in logs if e["event"] == "match_load_failed"]
+    assert failed and "seq 1" in failed[0]["error"] and "ILLEGAL_ACTION" in failed[0]["error"]
+    assert said not in repr(logs)
+

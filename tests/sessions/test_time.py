@@ -581,3 +581,33 @@ def test_a_takeover_move_decided_while_its_player_leaves_says_abandoned():
 
     away, move = run(go())
     assert (move.seat, move.by, move.reason) == (away, "bot", "abandoned")
+
+
+def test_a_refused_timed_out_move_is_logged_without_what_the_rules_said_of_the_hand(monkeypatch):
+    """A timed-out move the rules refuse (an auto-move policy at odds with the rules) is tried
+    again every second, and each failure was logged with the rules' message, written for the
+    seat: "KC is not in your hand" in the operator's log, once a second. It is logged with the
+    error's type and reason only."""
+    from engine_service.rules.errors import IllegalAction
+    from engine_service.sessions.writer import MatchWriter
+
+    from .helpers import capture_logs_with_context
+
+    async def refuse(self, m, seat, action, **kwargs):
+        raise IllegalAction("play:KC: KC is not in your hand", action="play:KC")
+
+    async def go():
+        with capture_logs_with_context() as logs:
+            async with manager(config(time_scale=0.01)) as mgr:  # 30 s -> 0.3 s
+                match_id, ps = await open_match(mgr, "klaberjass")
+                streams = await connect_all(mgr, match_id, ps)  # both present: the clock runs
+                monkeypatch.setattr(MatchWriter, "apply", refuse)
+                await until(lambda: any(e["event"] == "timeout_move_failed" for e in logs), timeout=5)
+                await close_all(streams)
+        return match_id, logs
+
+    match_id, logs = run(go())
+    failed = [e for e in logs if e["event"] == "timeout_move_failed"]
+    assert failed[0]["match_id"] == match_id and failed[0]["error_type"] == "IllegalAction"
+    assert "ILLEGAL_ACTION" in failed[0]["error"]
+    assert "KC" not in repr(failed), failed
