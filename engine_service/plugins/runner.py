@@ -150,6 +150,12 @@ class BotRunner:
                          time.thread_time() - cpu0)
         elapsed = time.monotonic() - started
         cpu = time.thread_time() - cpu0
+        if isinstance(answer, str):
+            # a str subclass (numpy.str_, a str Enum, or one whose __eq__ says True to every
+            # action) is compared and passed on as the plain string it holds: `in` would take
+            # its own __eq__, and the object itself would reach the engine (pickled, then
+            # written to the match log and applied) as something other than a legal action
+            answer = str.__str__(answer)
         if not isinstance(answer, str) or answer not in legal_t:
             return Reply(None, ILLEGAL, describe_answer(answer), elapsed, cpu)
         if enforce_budget and elapsed > budget_s:

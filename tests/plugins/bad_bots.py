@@ -111,6 +111,31 @@ class Snoop:
         return request.legal[0]
 
 
+class Everything(str):
+    """A string that says it equals every string: ``answer in legal`` believed it."""
+
+    def __eq__(self, other):
+        return True
+
+    __hash__ = str.__hash__
+
+
+class Liar:
+    def decide(self, request):
+        return Everything("play:AS:KS")
+
+
+class Action(str):
+    """A careless bot's own string type (as numpy.str_ or a str Enum are)."""
+
+
+class Subclassed:
+    """Answers a legal action as a str subclass: legal, and the engine must get a plain str."""
+
+    def decide(self, request):
+        return Action(request.legal[-1])
+
+
 def _spec(name, cls):
     return BotSpec(name, lambda game_id: cls(), description=f"misbehaves: {name}")
 
@@ -122,4 +147,5 @@ def cardgames_bots():
             _spec("polite", Polite), _spec("snoop", Snoop), _spec("overruns", Overruns),
             _spec("wrecks", Wrecks), _spec("raises-base", RaisesBase),
             _spec("exits-saying", ExitsSaying), _spec("interrupts", Interrupts),
+            _spec("liar", Liar), _spec("subclassed", Subclassed),
             BotSpec("bad-factory", lambda game_id: 1 / 0, description="its factory raises")]

@@ -57,6 +57,7 @@ def test_random_decisions_are_legal_and_replay_from_the_seed():
 @pytest.mark.parametrize("bot, failure", [
     ("garbage", "illegal"),
     ("illegal", "illegal"),
+    ("liar", "illegal"),  # a str subclass equal to everything: was taken for a legal action
     ("raises", "exception"),
     ("raises-base", "exception"),  # a BaseException subclass: was a crash, costing the worker
     ("bad-factory", "exception"),
@@ -275,6 +276,15 @@ def test_the_host_runs_without_a_plugin_that_fails_to_import():
         run(with_host(body, plugins=["tests.plugins.import_fails", "tests.plugins.bad_bots"]))
     failed = [e for e in logs if e["event"] == "bot_plugin_failed"]
     assert failed and failed[0]["stage"] == "import" and "not installed" in failed[0]["error"]
+
+
+def test_a_legal_answer_of_a_str_subclass_reaches_the_engine_as_a_plain_str():
+    """The bot's own object used to cross to the engine (unpickled there, then applied and
+    written to the match log); the runner hands on the plain string it holds."""
+    async def body(host):
+        d = await host.decide("subclassed", "klaberjass", 0, VIEW, LEGAL, 1, 2.0)
+        assert d.failure is None and d.action == LEGAL[-1] and type(d.action) is str, d
+    run(with_host(body))
 
 
 def test_an_answer_that_is_no_string_is_described_by_its_type():
