@@ -130,6 +130,10 @@ def _zygote(control: socket.socket, catalog: Any) -> None:
         pid = os.fork()
         if pid == 0:  # the new worker
             try:
+                # its own process group (a fresh-interpreter worker has its own session):
+                # killing the worker kills the group, so a process its bot started (a
+                # subprocess, a multiprocessing pool, a fork) does not outlive it
+                os.setpgid(0, 0)
                 control.close()
                 theirs.close()
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -311,6 +315,12 @@ class WorkerProcess:
                 os.kill(self.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        # and whatever its bots started in its process group (the worker leads it), dead or
+        # alive, stopped or not: the group's id is not reused while a member lives
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
         if self.popen is not None:
             try:
                 self.popen.wait(5.0)

@@ -136,6 +136,26 @@ class Subclassed:
         return Action(request.legal[-1])
 
 
+def _start_child():
+    """A process outliving the decision, its pid left where the test says (BAD_BOTS_PIDFILE)."""
+    import subprocess
+    child = subprocess.Popen(["sleep", "300"])
+    with open(os.environ["BAD_BOTS_PIDFILE"], "a") as f:
+        f.write(f"{child.pid}\n")
+
+
+class SpawnsAndHangs:
+    def decide(self, request):
+        _start_child()
+        time.sleep(60)
+
+
+class SpawnsAndAnswers:
+    def decide(self, request):
+        _start_child()
+        return request.legal[0]
+
+
 def _spec(name, cls):
     return BotSpec(name, lambda game_id: cls(), description=f"misbehaves: {name}")
 
@@ -148,4 +168,5 @@ def cardgames_bots():
             _spec("wrecks", Wrecks), _spec("raises-base", RaisesBase),
             _spec("exits-saying", ExitsSaying), _spec("interrupts", Interrupts),
             _spec("liar", Liar), _spec("subclassed", Subclassed),
+            _spec("spawns-and-hangs", SpawnsAndHangs), _spec("spawns-and-answers", SpawnsAndAnswers),
             BotSpec("bad-factory", lambda game_id: 1 / 0, description="its factory raises")]

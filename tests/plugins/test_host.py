@@ -287,6 +287,39 @@ def test_a_legal_answer_of_a_str_subclass_reaches_the_engine_as_a_plain_str():
     run(with_host(body))
 
 
+def _gone(pid: int, within: float = 5.0) -> bool:
+    """Whether process ``pid`` has ended (a zombie waiting for init counts as ended)."""
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_processes_a_bot_started_end_with_its_worker(monkeypatch, tmp_path):
+    """A subprocess a bot started used to outlive the worker killed at the deadline, and
+    the pool's close: each worker leads its process group, and the group is killed."""
+    pidfile = tmp_path / "pids"
+    monkeypatch.setenv("BAD_BOTS_PIDFILE", str(pidfile))
+
+    async def body(host):
+        d = await host.decide("spawns-and-hangs", "klaberjass", 0, VIEW, LEGAL, 1, 0.5)
+        assert d.failure == "timeout", d
+        hung = int(pidfile.read_text().split()[0])
+        assert _gone(hung), "the hung bot's child outlived its killed worker"
+        d = await host.decide("spawns-and-answers", "klaberjass", 0, VIEW, LEGAL, 1, 2.0)
+        assert d.action == LEGAL[0], d
+
+    run(with_host(body))
+    answered = int(pidfile.read_text().split()[1])
+    assert _gone(answered), "the child of a bot that answered outlived the pool's close"
+
+
 def test_an_answer_that_is_no_string_is_described_by_its_type():
     """The ``detail`` of an illegal answer names its kind, never its value (it could name a
     hidden card), with the right article ("a int" before)."""
