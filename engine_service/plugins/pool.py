@@ -94,11 +94,25 @@ def _serve(conn: Connection, runner: BotRunner) -> None:
             return
 
 
+def _oom_first() -> None:
+    """Make this process (and the workers the zygote forks: they inherit it) the kernel's first
+    choice when memory runs out: a bot that allocates without bound must cost its worker (a
+    ``crash``), not the engine, which the OOM killer could otherwise pick (it weighs size, and
+    in a container with a memory limit the engine can be the largest process). Raising one's
+    own score needs no privilege; where /proc is missing or read-only it is left as it is."""
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
+
+
 def _process_main(argv: list[str]) -> None:
     """``python -m engine_service.plugins.pool {--worker|--zygote} FD``: FD is this process's
     end of a Unix socket pair; the first message on it is ``(settings, sys.path)``."""
     role, fd = argv[0], int(argv[1])
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
+    _oom_first()
     _quiet_logging()
     conn = Connection(fd)
     settings, path = conn.recv()

@@ -320,6 +320,18 @@ def test_processes_a_bot_started_end_with_its_worker(monkeypatch, tmp_path):
     assert _gone(answered), "the child of a bot that answered outlived the pool's close"
 
 
+def test_bot_processes_are_the_oom_killers_first_choice():
+    """A bot that allocates without bound must cost its worker, not the engine: every bot
+    process has the highest oom_score_adj (it had the engine's, 0)."""
+    async def body(host):
+        pids = host.worker_pids() + [host._pool._zygote.process.pid]
+        assert len(pids) == 3
+        for pid in pids:
+            with open(f"/proc/{pid}/oom_score_adj") as f:
+                assert f.read().strip() == "1000", pid
+    run(with_host(body, plugins=()))
+
+
 def test_an_answer_that_is_no_string_is_described_by_its_type():
     """The ``detail`` of an illegal answer names its kind, never its value (it could name a
     hidden card), with the right article ("a int" before)."""
