@@ -46,6 +46,9 @@ RESTART_BACKOFF_S = 0.5
 SPARES = 2  # ready workers kept aside to replace a killed one without a start-up gap
 MAX_BACKOFF_S = 30.0
 SHUTDOWN_GRACE_S = 2.0
+#: How long a zygote that has answered once (its plugins are loaded) may take to fork a worker
+#: (milliseconds, seconds on a loaded machine) before it is taken for hung, killed and restarted.
+FORK_TIMEOUT_S = 10.0
 
 
 class WorkerLost(Exception):
@@ -204,16 +207,29 @@ class Zygote:
         self.settings = settings
         self._lock = threading.Lock()
         self.process, self._control = _spawn_process("--zygote", settings)
+        # the first fork waits for the plugins' imports, however slow (no bot has run yet, so
+        # none can have stopped the zygote); the next ones are bounded (fork())
 
     def fork(self) -> tuple[int, int]:
-        """A new worker: its pid and our end of its socket (OSError if the zygote is gone)."""
+        """A new worker: its pid and our end of its socket (OSError if the zygote is gone or
+        does not answer in time).
+
+        A zygote that is alive but does not answer (a bot sent its parent SIGSTOP, or it hung)
+        is killed: waiting on it for ever, under the lock, used to starve the pool of workers
+        for good, every bot's decisions then timing out; dead, it is restarted
+        (WorkerPool._new_worker), and this worker starts as a fresh interpreter meanwhile."""
         with self._lock:
-            self._control.sendall(b"F")
-            data, fds, _flags, _addr = socket.recv_fds(self._control, 8, 1)
+            try:
+                self._control.sendall(b"F")
+                data, fds, _flags, _addr = socket.recv_fds(self._control, 8, 1)
+            except TimeoutError:
+                self.process.kill()
+                raise OSError("the bot worker zygote did not answer in time: killed") from None
             if len(data) != 8 or len(fds) != 1:
                 for fd in fds:
                     os.close(fd)
                 raise OSError("the bot worker zygote did not answer")
+            self._control.settimeout(FORK_TIMEOUT_S)
             return int.from_bytes(data, "little"), fds[0]
 
     def alive(self) -> bool:

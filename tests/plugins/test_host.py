@@ -265,6 +265,29 @@ def test_a_dead_zygote_is_restarted_and_workers_keep_coming():
     run(with_host(body, workers=1))
 
 
+def test_a_stopped_zygote_is_killed_and_restarted(monkeypatch):
+    """A bot that sends its parent, the zygote, SIGSTOP: the pool used to wait for its forks
+    for ever, and once the spares were used up every bot's decisions timed out for good."""
+    import os
+    import signal
+
+    from engine_service.plugins import pool
+    monkeypatch.setattr(pool, "FORK_TIMEOUT_S", 1.0, raising=False)
+
+    async def body(host):
+        zygote = host._pool._zygote
+        os.kill(zygote.process.pid, signal.SIGSTOP)
+        with capture_logs() as logs:
+            for bot in ("exits", "sys-exits", "exits"):  # two spares, then a fork is needed
+                assert (await host.decide(bot, "klaberjass", 0, VIEW, LEGAL, 1, 5.0)).failure == "crash"
+            assert await host.start(timeout_s=15.0)
+            ok = [await host.decide("random", "klaberjass", 0, VIEW, LEGAL, s, 5.0) for s in range(4)]
+        assert all(d.action in LEGAL for d in ok), ok
+        assert any(e["event"] == "bot_worker_zygote_failed" for e in logs)
+        assert zygote.process.poll() is not None  # killed, not left stopped
+    run(with_host(body, workers=1))
+
+
 def test_the_host_runs_without_a_plugin_that_fails_to_import():
     async def body(host):
         names = [b.name for b in host.bots()]
