@@ -74,7 +74,16 @@ class PoolClosed(RuntimeError):
 
 def _serve(conn: Connection, runner: BotRunner) -> None:
     """A worker's life: say it is ready, then answer requests until told to stop (``None``) or
-    the parent goes away (end-of-file)."""
+    the parent goes away (end-of-file).
+
+    What a bot prints (stdout, stderr, a warning) goes nowhere: it used to reach the engine's
+    output beside its log, where a bot's debugging ``print(request.view)`` put its hidden
+    hand, and a partial line broke the log's JSON lines. Nothing else in a worker writes
+    there once its plugins are loaded (a failure ends it quietly, below)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.close(devnull)
     conn.send(("ready", os.getpid()))
     while True:
         try:

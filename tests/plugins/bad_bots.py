@@ -156,6 +156,23 @@ class SpawnsAndAnswers:
         return request.legal[0]
 
 
+class Chatty:
+    """Prints what it sees (its hand) on stdout and stderr, in Python and at the fd level, and
+    warns: none of it may reach the engine's output."""
+
+    def decide(self, request):
+        import sys
+        import warnings
+        print("my hand is AS KS", request.view)
+        print("my hand is AS KS", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.write(1, b"my hand is AS KS\n")
+        os.write(2, b"my hand is AS KS\n")
+        warnings.warn("my hand is AS KS")
+        return request.legal[0]
+
+
 def _spec(name, cls):
     return BotSpec(name, lambda game_id: cls(), description=f"misbehaves: {name}")
 
@@ -167,6 +184,6 @@ def cardgames_bots():
             _spec("polite", Polite), _spec("snoop", Snoop), _spec("overruns", Overruns),
             _spec("wrecks", Wrecks), _spec("raises-base", RaisesBase),
             _spec("exits-saying", ExitsSaying), _spec("interrupts", Interrupts),
-            _spec("liar", Liar), _spec("subclassed", Subclassed),
+            _spec("liar", Liar), _spec("subclassed", Subclassed), _spec("chatty", Chatty),
             _spec("spawns-and-hangs", SpawnsAndHangs), _spec("spawns-and-answers", SpawnsAndAnswers),
             BotSpec("bad-factory", lambda game_id: 1 / 0, description="its factory raises")]

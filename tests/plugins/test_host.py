@@ -415,6 +415,29 @@ def test_a_worker_ended_by_its_bot_prints_nothing_the_bot_said(bot, capfd):
     assert "AS" not in err and "KS" not in err, err
 
 
+def test_what_a_bot_prints_does_not_reach_the_engines_output(capfd):
+    """A bot's print() of its view (its hidden hand) went to the engine's stdout/stderr, beside
+    its log lines, from a zygote's fork and from a fresh-interpreter worker alike."""
+    import time as _time
+
+    from engine_service.plugins.manager import PluginSettings
+    from engine_service.plugins.pool import WorkerProcess
+
+    async def body(host):
+        d = await host.decide("chatty", "klaberjass", 0, VIEW, LEGAL, 1, 5.0)
+        assert d.action == LEGAL[0], d
+    run(with_host(body))
+    worker = WorkerProcess.start(PluginSettings.resolve(extra=["tests.plugins.bad_bots"], environ={}), None)
+    try:
+        assert worker.wait_ready(60)
+        reply = worker.call(("chatty", "klaberjass", 0, VIEW, LEGAL, 1, 5.0), _time.monotonic() + 30)
+        assert reply.action == LEGAL[0], reply
+    finally:
+        worker.kill()
+    out, err = capfd.readouterr()
+    assert "AS" not in out + err and "KS" not in out + err, (out, err)
+
+
 def test_a_pool_closed_while_it_starts_a_worker_logs_no_failure_and_keeps_no_worker(monkeypatch):
     """A service whose start fails just after it began warming its workers (a busy metrics
     port) closes the pool while a worker is being forked: the zygote, closed with the pool,
