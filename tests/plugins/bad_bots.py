@@ -173,6 +173,17 @@ class Chatty:
         return request.legal[0]
 
 
+class Forks:
+    """Forks and forgets to end the child: both processes return from decide() (the child
+    with another answer), and both would answer on the worker's socket."""
+
+    def decide(self, request):
+        if os.fork() == 0:
+            time.sleep(0.2)  # the parent answers first
+            return request.legal[1]
+        return request.legal[0]
+
+
 def _spec(name, cls):
     return BotSpec(name, lambda game_id: cls(), description=f"misbehaves: {name}")
 
@@ -185,5 +196,6 @@ def cardgames_bots():
             _spec("wrecks", Wrecks), _spec("raises-base", RaisesBase),
             _spec("exits-saying", ExitsSaying), _spec("interrupts", Interrupts),
             _spec("liar", Liar), _spec("subclassed", Subclassed), _spec("chatty", Chatty),
+            _spec("forks", Forks),
             _spec("spawns-and-hangs", SpawnsAndHangs), _spec("spawns-and-answers", SpawnsAndAnswers),
             BotSpec("bad-factory", lambda game_id: 1 / 0, description="its factory raises")]

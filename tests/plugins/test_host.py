@@ -415,6 +415,19 @@ def test_a_worker_ended_by_its_bot_prints_nothing_the_bot_said(bot, capfd):
     assert "AS" not in err and "KS" not in err, err
 
 
+def test_a_forked_copy_of_a_worker_does_not_answer_the_next_decision():
+    """A bot that forks without ending the child: the child returned from decide() too and
+    sent a second reply, which the next decision on that worker (another bot's, another
+    match's) took for its own answer."""
+    async def body(host):
+        d = await host.decide("forks", "klaberjass", 0, VIEW, LEGAL, 1, 2.0)
+        assert d.action == LEGAL[0], d
+        await asyncio.sleep(0.5)  # the child has answered, if it can
+        d = await host.decide("illegal", "klaberjass", 0, VIEW, LEGAL, 1, 2.0)
+        assert d.failure == "illegal", d
+    run(with_host(body, workers=1))
+
+
 def test_what_a_bot_prints_does_not_reach_the_engines_output(capfd):
     """A bot's print() of its view (its hidden hand) went to the engine's stdout/stderr, beside
     its log lines, from a zygote's fork and from a fresh-interpreter worker alike."""
