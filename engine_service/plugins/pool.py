@@ -84,8 +84,7 @@ def _serve(conn: Connection, runner: BotRunner) -> None:
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
     os.close(devnull)
-    me = os.getpid()
-    conn.send(("ready", me))
+    conn.send(("ready", os.getpid()))
     while True:
         try:
             msg = conn.recv()
@@ -101,11 +100,6 @@ def _serve(conn: Connection, runner: BotRunner) -> None:
             # would print the exit message or a traceback, the bot's words (its cards), to the
             # engine's stderr
             os._exit(1)
-        if os.getpid() != me:
-            # a copy the bot forked and did not end came back from decide(): it must not
-            # answer too, or the next decision on this socket (any bot's, any match's) would
-            # read its reply as its own
-            os._exit(0)
         try:
             conn.send(reply)
         except (BrokenPipeError, OSError):

@@ -12,6 +12,7 @@ exception type and the bot code location, or by the answer's type.
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import threading
@@ -120,6 +121,7 @@ class BotRunner:
         request = DecisionRequest(game_id=game_id, seat=seat, view=view, legal=legal_t,
                                   rng=random.Random(seed), budget_s=budget_s, started=started)
         cpu0 = time.thread_time()
+        pid = os.getpid()
         alarm = in_process and enforce_budget and _can_alarm()
         try:
             if alarm:
@@ -128,6 +130,11 @@ class BotRunner:
             try:
                 answer = bot.decide(request)
             finally:
+                if os.getpid() != pid:
+                    # a copy of this process the bot forked and did not end: it must not go on
+                    # as the host (answer on a worker's socket too, where the next decision,
+                    # any bot's or match's, read it as its own; play on in an arena worker)
+                    os._exit(0)
                 if alarm:
                     signal.setitimer(signal.ITIMER_REAL, 0)
                     signal.signal(signal.SIGALRM, previous)

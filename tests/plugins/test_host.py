@@ -428,6 +428,25 @@ def test_a_forked_copy_of_a_worker_does_not_answer_the_next_decision():
     run(with_host(body, workers=1))
 
 
+def test_a_forked_copy_of_an_in_process_host_does_not_go_on_as_the_host():
+    """In the arena (bots in-process) the forked copy came back from decide() and went on
+    playing the board beside its parent; the runner ends it. Run in a child interpreter: the
+    copy would otherwise go on running this test session."""
+    import subprocess
+    import sys
+
+    script = (
+        "from engine_service.plugins.manager import PluginSettings, load_catalog\n"
+        "from engine_service.plugins.runner import BotRunner\n"
+        "r = BotRunner(load_catalog(PluginSettings.resolve(extra=['tests.plugins.bad_bots'], environ={})))\n"
+        f"reply = r.decide('forks', 'klaberjass', 0, {{}}, {LEGAL!r}, 1, 5.0, in_process=True)\n"
+        "print('host goes on with', reply.action, flush=True)\n"
+        "import time; time.sleep(0.5)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60).stdout
+    assert [line for line in out.splitlines() if line.startswith("host goes on")] == [
+        f"host goes on with {LEGAL[0]}"], out
+
+
 def test_what_a_bot_prints_does_not_reach_the_engines_output(capfd):
     """A bot's print() of its view (its hidden hand) went to the engine's stdout/stderr, beside
     its log lines, from a zygote's fork and from a fresh-interpreter worker alike."""
