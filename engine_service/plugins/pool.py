@@ -46,6 +46,9 @@ RESTART_BACKOFF_S = 0.5
 SPARES = 2  # ready workers kept aside to replace a killed one without a start-up gap
 MAX_BACKOFF_S = 30.0
 SHUTDOWN_GRACE_S = 2.0
+#: How long a zygote that has answered once (its plugins are loaded) may take to fork a worker
+#: (milliseconds, seconds on a loaded machine) before it is taken for hung, killed and restarted.
+FORK_TIMEOUT_S = 10.0
 
 
 class WorkerLost(Exception):
@@ -79,7 +82,8 @@ class PoolClosed(RuntimeError):
 
 def _serve(conn: Connection, runner: BotRunner) -> None:
     """A worker's life: say it is ready, then answer requests until told to stop (``None``) or
-    the parent goes away (end-of-file)."""
+    the parent goes away (end-of-file). What a bot prints goes nowhere (:func:`_quiet_logging`,
+    before the plugins are loaded), and a failure ends the worker without a word (below)."""
     conn.send(("ready", os.getpid()))
     while True:
         try:
@@ -102,11 +106,25 @@ def _serve(conn: Connection, runner: BotRunner) -> None:
             return
 
 
+def _oom_first() -> None:
+    """Make this process (and the workers the zygote forks: they inherit it) the kernel's first
+    choice when memory runs out: a bot that allocates without bound must cost its worker (a
+    ``crash``), not the engine, which the OOM killer could otherwise pick (it weighs size, and
+    in a container with a memory limit the engine can be the largest process). Raising one's
+    own score needs no privilege; where /proc is missing or read-only it is left as it is."""
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
+
+
 def _process_main(argv: list[str]) -> None:
     """``python -m engine_service.plugins.pool {--worker|--zygote} FD``: FD is this process's
     end of a Unix socket pair; the first message on it is ``(settings, sys.path)``."""
     role, fd = argv[0], int(argv[1])
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
+    _oom_first()
     _quiet_logging()
     conn = Connection(fd)
     settings, path = conn.recv()
@@ -138,6 +156,10 @@ def _zygote(control: socket.socket, catalog: Any) -> None:
         pid = os.fork()
         if pid == 0:  # the new worker
             try:
+                # its own process group (a fresh-interpreter worker has its own session):
+                # killing the worker kills the group, so a process its bot started (a
+                # subprocess, a multiprocessing pool, a fork) does not outlive it
+                os.setpgid(0, 0)
                 control.close()
                 theirs.close()
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -194,16 +216,29 @@ class Zygote:
         self.settings = settings
         self._lock = threading.Lock()
         self.process, self._control = _spawn_process("--zygote", settings)
+        # the first fork waits for the plugins' imports, however slow (no bot has run yet, so
+        # none can have stopped the zygote); the next ones are bounded (fork())
 
     def fork(self) -> tuple[int, int]:
-        """A new worker: its pid and our end of its socket (OSError if the zygote is gone)."""
+        """A new worker: its pid and our end of its socket (OSError if the zygote is gone or
+        does not answer in time).
+
+        A zygote that is alive but does not answer (a bot sent its parent SIGSTOP, or it hung)
+        is killed: waiting on it for ever, under the lock, used to starve the pool of workers
+        for good, every bot's decisions then timing out; dead, it is restarted
+        (WorkerPool._new_worker), and this worker starts as a fresh interpreter meanwhile."""
         with self._lock:
-            self._control.sendall(b"F")
-            data, fds, _flags, _addr = socket.recv_fds(self._control, 8, 1)
+            try:
+                self._control.sendall(b"F")
+                data, fds, _flags, _addr = socket.recv_fds(self._control, 8, 1)
+            except TimeoutError:
+                self.process.kill()
+                raise OSError("the bot worker zygote did not answer in time: killed") from None
             if len(data) != 8 or len(fds) != 1:
                 for fd in fds:
                     os.close(fd)
                 raise OSError("the bot worker zygote did not answer")
+            self._control.settimeout(FORK_TIMEOUT_S)
             return int.from_bytes(data, "little"), fds[0]
 
     def alive(self) -> bool:
@@ -319,6 +354,12 @@ class WorkerProcess:
                 os.kill(self.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        # and whatever its bots started in its process group (the worker leads it), dead or
+        # alive, stopped or not: the group's id is not reused while a member lives
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
         if self.popen is not None:
             try:
                 self.popen.wait(5.0)

@@ -12,6 +12,7 @@ exception type and the bot code location, or by the answer's type.
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import threading
@@ -120,6 +121,7 @@ class BotRunner:
         request = DecisionRequest(game_id=game_id, seat=seat, view=view, legal=legal_t,
                                   rng=random.Random(seed), budget_s=budget_s, started=started)
         cpu0 = time.thread_time()
+        pid = os.getpid()
         alarm = in_process and enforce_budget and _can_alarm()
         try:
             if alarm:
@@ -128,6 +130,11 @@ class BotRunner:
             try:
                 answer = bot.decide(request)
             finally:
+                if os.getpid() != pid:
+                    # a copy of this process the bot forked and did not end: it must not go on
+                    # as the host (answer on a worker's socket too, where the next decision,
+                    # any bot's or match's, read it as its own; play on in an arena worker)
+                    os._exit(0)
                 if alarm:
                     signal.setitimer(signal.ITIMER_REAL, 0)
                     signal.signal(signal.SIGALRM, previous)
@@ -150,6 +157,12 @@ class BotRunner:
                          time.thread_time() - cpu0)
         elapsed = time.monotonic() - started
         cpu = time.thread_time() - cpu0
+        if isinstance(answer, str):
+            # a str subclass (numpy.str_, a str Enum, or one whose __eq__ says True to every
+            # action) is compared and passed on as the plain string it holds: `in` would take
+            # its own __eq__, and the object itself would reach the engine (pickled, then
+            # written to the match log and applied) as something other than a legal action
+            answer = str.__str__(answer)
         if not isinstance(answer, str) or answer not in legal_t:
             return Reply(None, ILLEGAL, describe_answer(answer), elapsed, cpu)
         if enforce_budget and elapsed > budget_s:

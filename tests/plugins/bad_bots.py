@@ -133,6 +133,62 @@ class Snoop:
         return request.legal[0]
 
 
+class Everything(str):
+    """A string that says it equals every string: ``answer in legal`` believed it."""
+
+    def __eq__(self, other):
+        return True
+
+    __hash__ = str.__hash__
+
+
+class Liar:
+    def decide(self, request):
+        return Everything("play:AS:KS")
+
+
+class Action(str):
+    """A careless bot's own string type (as numpy.str_ or a str Enum are)."""
+
+
+class Subclassed:
+    """Answers a legal action as a str subclass: legal, and the engine must get a plain str."""
+
+    def decide(self, request):
+        return Action(request.legal[-1])
+
+
+def _start_child():
+    """A process outliving the decision, its pid left where the test says (BAD_BOTS_PIDFILE)."""
+    import subprocess
+    child = subprocess.Popen(["sleep", "300"])
+    with open(os.environ["BAD_BOTS_PIDFILE"], "a") as f:
+        f.write(f"{child.pid}\n")
+
+
+class SpawnsAndHangs:
+    def decide(self, request):
+        _start_child()
+        time.sleep(60)
+
+
+class SpawnsAndAnswers:
+    def decide(self, request):
+        _start_child()
+        return request.legal[0]
+
+
+class Forks:
+    """Forks and forgets to end the child: both processes return from decide() (the child
+    with another answer), and both would answer on the worker's socket."""
+
+    def decide(self, request):
+        if os.fork() == 0:
+            time.sleep(0.2)  # the parent answers first
+            return request.legal[1]
+        return request.legal[0]
+
+
 def _spec(name, cls):
     return BotSpec(name, lambda game_id: cls(), description=f"misbehaves: {name}")
 
@@ -145,4 +201,7 @@ def cardgames_bots():
             _spec("wrecks", Wrecks), _spec("raises-base", RaisesBase),
             _spec("exits-saying", ExitsSaying), _spec("interrupts", Interrupts),
             _spec("talks", Talks),
+            _spec("liar", Liar), _spec("subclassed", Subclassed),
+            _spec("forks", Forks),
+            _spec("spawns-and-hangs", SpawnsAndHangs), _spec("spawns-and-answers", SpawnsAndAnswers),
             BotSpec("bad-factory", lambda game_id: 1 / 0, description="its factory raises")]

@@ -57,6 +57,7 @@ def test_random_decisions_are_legal_and_replay_from_the_seed():
 @pytest.mark.parametrize("bot, failure", [
     ("garbage", "illegal"),
     ("illegal", "illegal"),
+    ("liar", "illegal"),  # a str subclass equal to everything: was taken for a legal action
     ("raises", "exception"),
     ("raises-base", "exception"),  # a BaseException subclass: was a crash, costing the worker
     ("bad-factory", "exception"),
@@ -264,6 +265,29 @@ def test_a_dead_zygote_is_restarted_and_workers_keep_coming():
     run(with_host(body, workers=1))
 
 
+def test_a_stopped_zygote_is_killed_and_restarted(monkeypatch):
+    """A bot that sends its parent, the zygote, SIGSTOP: the pool used to wait for its forks
+    for ever, and once the spares were used up every bot's decisions timed out for good."""
+    import os
+    import signal
+
+    from engine_service.plugins import pool
+    monkeypatch.setattr(pool, "FORK_TIMEOUT_S", 1.0, raising=False)
+
+    async def body(host):
+        zygote = host._pool._zygote
+        os.kill(zygote.process.pid, signal.SIGSTOP)
+        with capture_logs() as logs:
+            for bot in ("exits", "sys-exits", "exits"):  # two spares, then a fork is needed
+                assert (await host.decide(bot, "klaberjass", 0, VIEW, LEGAL, 1, 5.0)).failure == "crash"
+            assert await host.start(timeout_s=15.0)
+            ok = [await host.decide("random", "klaberjass", 0, VIEW, LEGAL, s, 5.0) for s in range(4)]
+        assert all(d.action in LEGAL for d in ok), ok
+        assert any(e["event"] == "bot_worker_zygote_failed" for e in logs)
+        assert zygote.process.poll() is not None  # killed, not left stopped
+    run(with_host(body, workers=1))
+
+
 def test_the_host_runs_without_a_plugin_that_fails_to_import():
     async def body(host):
         names = [b.name for b in host.bots()]
@@ -275,6 +299,60 @@ def test_the_host_runs_without_a_plugin_that_fails_to_import():
         run(with_host(body, plugins=["tests.plugins.import_fails", "tests.plugins.bad_bots"]))
     failed = [e for e in logs if e["event"] == "bot_plugin_failed"]
     assert failed and failed[0]["stage"] == "import" and "not installed" in failed[0]["error"]
+
+
+def test_a_legal_answer_of_a_str_subclass_reaches_the_engine_as_a_plain_str():
+    """The bot's own object used to cross to the engine (unpickled there, then applied and
+    written to the match log); the runner hands on the plain string it holds."""
+    async def body(host):
+        d = await host.decide("subclassed", "klaberjass", 0, VIEW, LEGAL, 1, 2.0)
+        assert d.failure is None and d.action == LEGAL[-1] and type(d.action) is str, d
+    run(with_host(body))
+
+
+def _gone(pid: int, within: float = 5.0) -> bool:
+    """Whether process ``pid`` has ended (a zombie waiting for init counts as ended)."""
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_processes_a_bot_started_end_with_its_worker(monkeypatch, tmp_path):
+    """A subprocess a bot started used to outlive the worker killed at the deadline, and
+    the pool's close: each worker leads its process group, and the group is killed."""
+    pidfile = tmp_path / "pids"
+    monkeypatch.setenv("BAD_BOTS_PIDFILE", str(pidfile))
+
+    async def body(host):
+        d = await host.decide("spawns-and-hangs", "klaberjass", 0, VIEW, LEGAL, 1, 0.5)
+        assert d.failure == "timeout", d
+        hung = int(pidfile.read_text().split()[0])
+        assert _gone(hung), "the hung bot's child outlived its killed worker"
+        d = await host.decide("spawns-and-answers", "klaberjass", 0, VIEW, LEGAL, 1, 2.0)
+        assert d.action == LEGAL[0], d
+
+    run(with_host(body))
+    answered = int(pidfile.read_text().split()[1])
+    assert _gone(answered), "the child of a bot that answered outlived the pool's close"
+
+
+def test_bot_processes_are_the_oom_killers_first_choice():
+    """A bot that allocates without bound must cost its worker, not the engine: every bot
+    process has the highest oom_score_adj (it had the engine's, 0)."""
+    async def body(host):
+        pids = host.worker_pids() + [host._pool._zygote.process.pid]
+        assert len(pids) == 3
+        for pid in pids:
+            with open(f"/proc/{pid}/oom_score_adj") as f:
+                assert f.read().strip() == "1000", pid
+    run(with_host(body, plugins=()))
 
 
 def test_an_answer_that_is_no_string_is_described_by_its_type():
@@ -363,6 +441,38 @@ def test_what_a_bot_prints_never_reaches_the_engines_output(zygote, capfd):
             parent.close()
     out, err = capfd.readouterr()
     assert "hand" not in out + err and "AS" not in out + err, (out, err)
+
+
+def test_a_forked_copy_of_a_worker_does_not_answer_the_next_decision():
+    """A bot that forks without ending the child: the child returned from decide() too and
+    sent a second reply, which the next decision on that worker (another bot's, another
+    match's) took for its own answer."""
+    async def body(host):
+        d = await host.decide("forks", "klaberjass", 0, VIEW, LEGAL, 1, 2.0)
+        assert d.action == LEGAL[0], d
+        await asyncio.sleep(0.5)  # the child has answered, if it can
+        d = await host.decide("illegal", "klaberjass", 0, VIEW, LEGAL, 1, 2.0)
+        assert d.failure == "illegal", d
+    run(with_host(body, workers=1))
+
+
+def test_a_forked_copy_of_an_in_process_host_does_not_go_on_as_the_host():
+    """In the arena (bots in-process) the forked copy came back from decide() and went on
+    playing the board beside its parent; the runner ends it. Run in a child interpreter: the
+    copy would otherwise go on running this test session."""
+    import subprocess
+    import sys
+
+    script = (
+        "from engine_service.plugins.manager import PluginSettings, load_catalog\n"
+        "from engine_service.plugins.runner import BotRunner\n"
+        "r = BotRunner(load_catalog(PluginSettings.resolve(extra=['tests.plugins.bad_bots'], environ={})))\n"
+        f"reply = r.decide('forks', 'klaberjass', 0, {{}}, {LEGAL!r}, 1, 5.0, in_process=True)\n"
+        "print('host goes on with', reply.action, flush=True)\n"
+        "import time; time.sleep(0.5)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60).stdout
+    assert [line for line in out.splitlines() if line.startswith("host goes on")] == [
+        f"host goes on with {LEGAL[0]}"], out
 
 
 def test_a_pool_closed_while_it_starts_a_worker_logs_no_failure_and_keeps_no_worker(monkeypatch):
