@@ -96,3 +96,25 @@ def test_mean_gc_pause_panel_spans_no_restart(promtool, tmp_path):
     path.write_text(yaml.safe_dump(tests))
     result = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_unary_latency_panel_leaves_out_every_stream():
+    """The "Unary RPC latency" panel leaves out every server stream the engine observes: a
+    stream's duration is its whole life (rpc_duration_seconds), seconds to hours. It left out
+    WatchMatch only, and a client watching the health service (grpc.health.v1.Health/Watch:
+    grpc's client-side health checking) drew that method at the histogram's top bucket."""
+    import re as regex
+
+    from engine_service.transport.server import _descriptor_methods
+    from grpc_health.v1 import health_pb2
+
+    (query,) = [q for q in dashboard_queries() if "Unary RPC latency" in q.where]
+    (left_out,) = regex.findall(r'method!~"([^"]+)"', query.expr)
+    health = health_pb2.DESCRIPTOR.services_by_name["Health"]
+    streams = {f"/{health.full_name}/{m.name}" for m in health.methods if m.server_streaming}
+    streams |= {name for name, streaming in _descriptor_methods() if streaming}
+    unary = {name for name, _ in _descriptor_methods()} - streams
+    assert "/grpc.health.v1.Health/Watch" in streams and len(unary) > 10
+    # PromQL regular expressions are anchored at both ends
+    assert all(regex.fullmatch(left_out, name) for name in streams), (left_out, sorted(streams))
+    assert not any(regex.fullmatch(left_out, name) for name in unary), left_out
