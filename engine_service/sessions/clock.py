@@ -219,9 +219,17 @@ class MatchClock:
             self.schedule(m)
             return
         m.log.error(event, error=loggable_error(exc), error_type=type(exc).__name__)
-        if not self.stopped:
-            asyncio.get_running_loop().call_later(RETRY_AFTER_STORE_FAILURE_S, self.schedule, m,
-                                                  context=contextvars.Context())
+        # One pending retry per match: the move fails again while one is pending whenever
+        # something else arms it (the read-back of its log, settle_soon, does every time), and
+        # each failure used to add a timer beside the others; they never merged, so the
+        # failing writes of one match grew from 2 a second to 30 in minutes of an outage.
+        if not self.stopped and m.retry_handle is None:
+            m.retry_handle = asyncio.get_running_loop().call_later(
+                RETRY_AFTER_STORE_FAILURE_S, self._retry_now, m, context=contextvars.Context())
+
+    def _retry_now(self, m: LiveMatch) -> None:
+        m.retry_handle = None
+        self.schedule(m)
 
     # ---- presence and absence -----------------------------------------------------------
 

@@ -65,3 +65,56 @@ def test_dashboard_queries_are_valid_promql(promtool, tmp_path):
     path.write_text(yaml.safe_dump(rules))
     result = subprocess.run([promtool, "check", "rules", str(path)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mean_gc_pause_panel_spans_no_restart(promtool, tmp_path):
+    """The dashboard's mean full-collection pause, across a restart under the same instance:
+    each process starts with the same full collections, so the count read 2 again (no reset
+    Prometheus could see) while the sum moved, and the panel drew +Inf (its legend's max
+    with it) until a collection came; then a mean over two processes' counters. As the alert
+    (CardgamesLongGcPauses), it draws nothing while the window holds a restart, and the
+    true mean once it does not."""
+    (query,) = [q for q in dashboard_queries() if "increase(cardgames_gc_pause_seconds_count" in q.expr]
+    expr = f"round({query.expr}, 0.001)"  # 0.8, not 0.8000000000000005
+    tests = {"rule_files": [], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m",
+        "input_series": [
+            {"series": 'process_start_time_seconds{job="cardgames-engine", instance="engine:9464"}',
+             "values": "1000x4 1300x66"},
+            {"series": 'cardgames_gc_pause_seconds_count{job="cardgames-engine", instance="engine:9464", generation="2"}',
+             "values": "2x29 3+1x40"},
+            {"series": 'cardgames_gc_pause_seconds_sum{job="cardgames-engine", instance="engine:9464", generation="2"}',
+             "values": "0.044x4 0.056x24 0.856+0.8x40"},
+        ],
+        "promql_expr_test": [
+            {"expr": expr, "eval_time": "25m", "exp_samples": []},
+            {"expr": expr, "eval_time": "70m",
+             "exp_samples": [{"labels": '{instance="engine:9464"}', "value": 0.8}]},
+        ],
+    }]}
+    path = tmp_path / "gc_panel_test.yml"
+    path.write_text(yaml.safe_dump(tests))
+    result = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_unary_latency_panel_leaves_out_every_stream():
+    """The "Unary RPC latency" panel leaves out every server stream the engine observes: a
+    stream's duration is its whole life (rpc_duration_seconds), seconds to hours. It left out
+    WatchMatch only, and a client watching the health service (grpc.health.v1.Health/Watch:
+    grpc's client-side health checking) drew that method at the histogram's top bucket."""
+    import re as regex
+
+    from engine_service.transport.server import _descriptor_methods
+    from grpc_health.v1 import health_pb2
+
+    (query,) = [q for q in dashboard_queries() if "Unary RPC latency" in q.where]
+    (left_out,) = regex.findall(r'method!~"([^"]+)"', query.expr)
+    health = health_pb2.DESCRIPTOR.services_by_name["Health"]
+    streams = {f"/{health.full_name}/{m.name}" for m in health.methods if m.server_streaming}
+    streams |= {name for name, streaming in _descriptor_methods() if streaming}
+    unary = {name for name, _ in _descriptor_methods()} - streams
+    assert "/grpc.health.v1.Health/Watch" in streams and len(unary) > 10
+    # PromQL regular expressions are anchored at both ends
+    assert all(regex.fullmatch(left_out, name) for name in streams), (left_out, sorted(streams))
+    assert not any(regex.fullmatch(left_out, name) for name in unary), left_out

@@ -73,3 +73,19 @@ def test_every_error_and_warning_event_is_documented():
     alarms = {name for name, level in _logged_events().items() if level in levels}
     missing = sorted(e for e in alarms if f"`{e}`" not in DOC)
     assert not missing, f"warning and error log events missing from docs/operations.md: {missing}"
+
+
+def test_server_errors_runbook_names_every_unavailable_reason():
+    """The CardgamesRpcServerErrors entry tells UNAVAILABLE's causes apart by the reason the
+    engine gives (the `rpc` line's `reason`). It said UNAVAILABLE "alone means the engine is
+    draining or overloaded", and a failing database (STORE_UNAVAILABLE, the likelier page)
+    sent the operator looking for a shutdown."""
+    engine = DEPLOY.parent / "engine_service"
+    source = "\n".join(p.read_text() for p in engine.rglob("*.py"))
+    # raise Unavailable("...", reason="X"), and the mapping table of transport/errors.py
+    reasons = set(re.findall(r'Unavailable\((?:[^()]|\([^()]*\))*?reason="([A-Z_]+)"', source))
+    reasons |= set(re.findall(r"\bUNAVAILABLE\s+([A-Z][A-Z_]+)\b", (engine / "transport" / "errors.py").read_text()))
+    assert {"STORE_UNAVAILABLE", "DRAINING", "WATCH_OVERFLOW", "OUT_OF_FILE_DESCRIPTORS"} <= reasons, reasons
+    (row,) = [r for r in DOC.splitlines() if r.startswith("| `CardgamesRpcServerErrors`")]
+    missing = sorted(r for r in reasons if f"`{r}`" not in row)
+    assert not missing, f"UNAVAILABLE reasons the runbook does not name: {missing}"

@@ -1172,3 +1172,47 @@ def test_a_waiting_timeout_that_meets_a_start_in_doubt_settles_the_start_instead
     joined, status, result, stored = run(go())
     assert isinstance(joined, SessionError) and joined.reason == "STORE_UNAVAILABLE"
     assert (status, result, stored) == ("active", None, "active")
+
+
+class BrokenAppends(MemoryStore):
+    """A store whose appends fail while ``broken``, recording when each was tried."""
+
+    broken = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attempts: list[float] = []
+
+    async def append_action(self, match_id, action, decks=()):
+        if self.broken:
+            self.attempts.append(time.monotonic())
+            raise StoreError("disk I/O error")
+        return await super().append_action(match_id, action, decks)
+
+
+def test_a_bot_move_the_store_refuses_is_tried_again_once_per_period(monkeypatch):
+    """A move of a seat played for its absent player, while the store refuses every append: it
+    is tried again after RETRY_AFTER_STORE_FAILURE_S, and its log is read back (the settle
+    series, every START_RETRY_FIRST_S here, which arms the move too). Each failure used to
+    add one more retry timer beside those already pending, which never merged: one match
+    with a deleted database file went from 2 failing writes a second to 30 in seven
+    minutes (cardgames_store_errors_total, three error lines each). One timer per match."""
+    from engine_service.sessions import clock
+
+    monkeypatch.setattr(clock, "RETRY_AFTER_STORE_FAILURE_S", 0.2)
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 0.1)
+    store = BrokenAppends()
+
+    async def go():
+        async with manager(config(time_scale=0.01, reconnect_grace_s=10), store=store) as mgr:
+            match_id, _ = await open_match(mgr, "georgian_joker")  # nobody connects: taken over
+            store.broken = True
+            await until(lambda: store.attempts, timeout=5)
+            await asyncio.sleep(3)
+            return mgr._matches[match_id].seq
+
+    assert run(go()) == 0
+    first = store.attempts[0]
+    late = [t for t in store.attempts if first + 1.0 <= t < first + 3.0]
+    # a retry timer (5 a second) and a read-back (at most 10 a second), each arming one move
+    assert len(late) <= 2.0 * (5 + 10) + 5, len(late)
