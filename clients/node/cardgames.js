@@ -152,6 +152,28 @@ const RESUMED = 'resumed';
 const GAVE_UP = 'gave_up';
 const backoff = (attempt) => Math.random() * Math.min(2000, 100 * 2 ** attempt);
 
+const OPTION_VALUE_FIELDS = ['string_value', 'int_value', 'bool_value'];
+
+/**
+ * A table option's OptionValue: a boolean, an integer or a string as it is, or an OptionValue
+ * of ListGames (OptionSpec.default_value, an allowed_values entry) sent back as it is, as
+ * docs/api.md says one can. Anything else is a TypeError here: String() of an object sent
+ * "[object Object]", which the server refused as an invalid value naming no mistake.
+ */
+function optionValue(name, value) {
+  if (typeof value === 'boolean') return { bool_value: value };
+  if (Number.isInteger(value)) return { int_value: value };
+  if (typeof value === 'string') return { string_value: value };
+  if (value && typeof value === 'object') {
+    const set = OPTION_VALUE_FIELDS.filter((field) => value[field] !== undefined && value[field] !== null);
+    // with the loader's `oneofs: true` the `value` key names the member that is set
+    const member = set.includes(value.value) ? [value.value] : set;
+    if (member.length === 1) return { [member[0]]: value[member[0]] };
+  }
+  throw new TypeError(`option ${name}: ${JSON.stringify(value)} is not a boolean, an integer, a string `
+    + 'nor an OptionValue of ListGames ({int_value: 500})');
+}
+
 class Client {
   /**
    * @param {string} target host:port
@@ -208,7 +230,8 @@ class Client {
    * @param {string} game
    * @param {{seats?: (string|null)[], options?: object, turnTimeS?: number, name?: string,
    *   listed?: boolean, clientCreateId?: string}} spec
-   *   seats: null for an open seat, a bot name otherwise; options: {name: string|number|boolean};
+   *   seats: null for an open seat, a bot name otherwise; options: {name: string|number|boolean},
+   *   or a ListGames OptionValue ({int_value: 500}, OptionSpec.default_value) as it came;
    *   listed: shown in the lobby (listOpenMatches) while it waits for players.
    * Retried on UNAVAILABLE or a timeout with the same client_create_id (a fresh UUID unless
    * `clientCreateId`: 16 to 128 printable characters, a secret): a retry gets the match the
@@ -217,11 +240,7 @@ class Client {
    */
   async createMatch(game, spec = {}) {
     const options = {};
-    for (const [name, value] of Object.entries(spec.options || {})) {
-      if (typeof value === 'boolean') options[name] = { bool_value: value };
-      else if (Number.isInteger(value)) options[name] = { int_value: value };
-      else options[name] = { string_value: String(value) };
-    }
+    for (const [name, value] of Object.entries(spec.options || {})) options[name] = optionValue(name, value);
     const request = {
       game,
       options,

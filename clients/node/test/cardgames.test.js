@@ -564,3 +564,33 @@ test('verifyDeal refuses a salt used at two positions', () => {
   assert.strictEqual(verifyDeal(reveal, commitment), true, 'without the pack nobody can try its cards');
   assert.strictEqual(verifyDeal(reveal, commitment, { pack }), false, 'a hidden card salted as a shown one');
 });
+
+test('createMatch sends a ListGames OptionValue back as it is; any other object is a TypeError', async () => {
+  const { Client } = require('../cardgames');
+  const client = new Client('127.0.0.1:9');
+  client.stub.close();
+  const requests = [];
+  client.stub = {
+    CreateMatch(request, metadata, options, callback) {
+      requests.push(request);
+      callback(null, { match: { match_id: 'm1' } });
+    },
+  };
+  // OptionSpec.default_value as the loader gives it (oneofs: true adds `value`), false included
+  await client.createMatch('georgian_joker', {
+    options: {
+      turn_time_s: { int_value: 30, value: 'int_value' }, pulka_premium: { bool_value: false, value: 'bool_value' },
+      khishti_penalty: { string_value: '500' }, moshla: 'all_others', high_joker_lead_trumpable: true, reconnect_grace_s: 60,
+    },
+  });
+  assert.deepStrictEqual(requests[0].options, {
+    turn_time_s: { int_value: 30 }, pulka_premium: { bool_value: false }, khishti_penalty: { string_value: '500' },
+    moshla: { string_value: 'all_others' }, high_joker_lead_trumpable: { bool_value: true }, reconnect_grace_s: { int_value: 60 },
+  });
+  // was sent as the string "[object Object]" (or "null", "1.5"), refused by the server naming no mistake
+  for (const bad of [{ seconds: 30 }, { int_value: 1, string_value: 'a' }, null, 1.5]) {
+    await assert.rejects(client.createMatch('georgian_joker', { options: { turn_time_s: bad } }),
+      (error) => error instanceof TypeError && /option turn_time_s: .* is not a boolean, an integer, a string/.test(error.message));
+  }
+  assert.strictEqual(requests.length, 1);
+});
