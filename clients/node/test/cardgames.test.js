@@ -594,3 +594,18 @@ test('createMatch sends a ListGames OptionValue back as it is; any other object 
   }
   assert.strictEqual(requests.length, 1);
 });
+
+test('play_vs_bot.js refuses an --option value its type cannot hold instead of sending another value', () => {
+  const { typedOptions } = require('../play_vs_bot');
+  const game = { id: 'klaberjass', options: [
+    { name: 'kl_schmeiss', type: 'OPTION_TYPE_BOOL' }, { name: 'kl_target_score', type: 'OPTION_TYPE_INT' },
+    { name: 'kl_draw_order', type: 'OPTION_TYPE_ENUM' }] };
+  assert.deepStrictEqual(typedOptions(game, { kl_schmeiss: 'true', kl_target_score: '300', kl_draw_order: 'plain' }),
+    { kl_schmeiss: true, kl_target_score: 300, kl_draw_order: 'plain' });
+  assert.deepStrictEqual(typedOptions(game, { kl_schmeiss: 'false', kl_target_score: '-2' }), { kl_schmeiss: false, kl_target_score: -2 });
+  // 'yes' was sent as false, '300x' as 300, 'abc' as the string 'NaN'
+  assert.throws(() => typedOptions(game, { kl_schmeiss: 'yes' }), /option kl_schmeiss is true or false, not "yes"/);
+  assert.throws(() => typedOptions(game, { kl_target_score: '300x' }), /option kl_target_score is a whole number, not "300x"/);
+  assert.throws(() => typedOptions(game, { kl_target_score: 'abc' }), /a whole number/);
+  assert.throws(() => typedOptions(game, { kl_bogus: '1' }), /klaberjass has no option kl_bogus/);
+});
