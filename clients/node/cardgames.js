@@ -170,7 +170,8 @@ function optionValue(name, value) {
     const member = set.includes(value.value) ? [value.value] : set;
     if (member.length === 1) return { [member[0]]: value[member[0]] };
   }
-  throw new TypeError(`option ${name}: ${JSON.stringify(value)} is not a boolean, an integer, a string `
+  const shown = typeof value === 'number' ? String(value) : JSON.stringify(value); // NaN, not null
+  throw new TypeError(`option ${name}: ${shown} is not a boolean, an integer, a string `
     + 'nor an OptionValue of ListGames ({int_value: 500})');
 }
 

@@ -592,6 +592,8 @@ test('createMatch sends a ListGames OptionValue back as it is; any other object 
     await assert.rejects(client.createMatch('georgian_joker', { options: { turn_time_s: bad } }),
       (error) => error instanceof TypeError && /option turn_time_s: .* is not a boolean, an integer, a string/.test(error.message));
   }
+  // a number that is no integer is named as it is (JSON.stringify wrote NaN as null)
+  await assert.rejects(client.createMatch('georgian_joker', { options: { turn_time_s: NaN } }), /option turn_time_s: NaN is not/);
   assert.strictEqual(requests.length, 1);
 });
 
