@@ -481,6 +481,10 @@ class Seat {
         const summary = await this.client.getMatch(this.matchId);
         if (['MATCH_STATUS_FINISHED', 'MATCH_STATUS_TERMINATED'].includes(summary.status)) return;
       } catch (error) {
+        // not a status of the stream (which has a numeric code) nor one of this client's
+        // errors: the caller's own onConnection hook failed; it goes through as it is, not as a
+        // CardGamesError UNKNOWN that would blame the engine
+        if (silent === undefined && !(error instanceof CardGamesError) && !Number.isInteger(error && error.code)) throw error;
         failure = silent !== undefined
           ? new CardGamesError('UNAVAILABLE', `no message for ${silent / 1000} s (heartbeats included): the stream is taken for lost`,
             'STREAM_SILENT', {})

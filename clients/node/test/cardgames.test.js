@@ -611,3 +611,27 @@ test('play_vs_bot.js refuses an --option value its type cannot hold instead of s
   assert.throws(() => typedOptions(game, { kl_target_score: 'abc' }), /a whole number/);
   assert.throws(() => typedOptions(game, { kl_bogus: '1' }), /klaberjass has no option kl_bogus/);
 });
+
+test("watch() lets an error of the caller's own onConnection hook through as it is, not as a gRPC UNKNOWN", async () => {
+  const { Client, Seat } = require('../cardgames');
+  const client = new Client('127.0.0.1:9');
+  client.stub.close();
+  const scripts = [
+    [[{ kind: 'EVENT_KIND_SNAPSHOT', seq: 2, view: { seq: 2, status: 'MATCH_STATUS_ACTIVE' } }],
+      { code: grpc.status.UNAVAILABLE, details: 'Socket closed', metadata: new grpc.Metadata() }],
+    [[{ kind: 'EVENT_KIND_ACTION', seq: 3, view: { seq: 3, status: 'MATCH_STATUS_ACTIVE' } }]],
+  ];
+  let opened = 0;
+  client.stub = {
+    WatchMatch() {
+      const [events, error] = scripts[opened++];
+      return { cancel() {}, async* [Symbol.asyncIterator]() { for (const e of events) yield e; if (error) throw error; } };
+    },
+  };
+  class ScreenBug extends Error {}
+  const onConnection = (change) => { if (change.state === 'resumed') throw new ScreenBug('the screen failed'); };
+  // was a CardGamesError 'UNKNOWN: the screen failed', as if the engine had failed the stream
+  await assert.rejects((async () => {
+    for await (const event of new Seat(client, 'm1', 0, 't').watch(undefined, { onConnection })) assert.ok(event);
+  })(), (error) => error instanceof ScreenBug && error.message === 'the screen failed');
+});
