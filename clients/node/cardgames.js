@@ -179,6 +179,10 @@ class Client {
   /**
    * @param {string} target host:port
    * @param {{tls?: boolean, rootCertificates?: Buffer, timeoutMs?: number}} options
+   *   tls: TLS with the system's root certificates; rootCertificates: TLS trusting these (PEM);
+   *   timeoutMs: the deadline of each attempt of a unary call, in milliseconds above 0 (default
+   *   10000). A call safe to repeat is tried up to 10 times on UNAVAILABLE or a timeout, so a
+   *   hung engine fails it after about 10 times that; streams have no deadline.
    */
   constructor(target, options = {}) {
     const credentials = options.tls || options.rootCertificates
@@ -193,7 +197,13 @@ class Client {
       'grpc.max_reconnect_backoff_ms': 1000,
     };
     this.stub = new api.CardGamesService(target, credentials, channelOptions);
-    this.timeoutMs = options.timeoutMs || 10000;
+    // 0 was taken for the default and a negative or NaN one failed every call with
+    // DEADLINE_EXCEEDED (ten times over): refused here, naming the option
+    const timeoutMs = options.timeoutMs ?? 10000;
+    if (!(typeof timeoutMs === 'number' && timeoutMs > 0 && Number.isFinite(timeoutMs))) {
+      throw new RangeError(`timeoutMs is a number of milliseconds above 0, not ${String(timeoutMs)}`);
+    }
+    this.timeoutMs = timeoutMs;
   }
 
   close() {

@@ -635,3 +635,16 @@ test("watch() lets an error of the caller's own onConnection hook through as it 
     for await (const event of new Seat(client, 'm1', 0, 't').watch(undefined, { onConnection })) assert.ok(event);
   })(), (error) => error instanceof ScreenBug && error.message === 'the screen failed');
 });
+
+test('Client refuses a timeoutMs that is no deadline (0 was the default, a negative one failed every call)', () => {
+  const { Client } = require('../cardgames');
+  for (const bad of [0, -1, NaN, Infinity, '5000']) {
+    assert.throws(() => new Client('127.0.0.1:9', { timeoutMs: bad }),
+      (error) => error instanceof RangeError && /timeoutMs is a number of milliseconds above 0/.test(error.message));
+  }
+  for (const [given, used] of [[undefined, 10000], [null, 10000], [250, 250]]) {
+    const client = new Client('127.0.0.1:9', { timeoutMs: given });
+    assert.strictEqual(client.timeoutMs, used);
+    client.close();
+  }
+});
