@@ -420,6 +420,15 @@ class Seat {
    * count, not the time the caller takes between events.
    */
   async *watch(afterSeq, { maxFailures, onConnection, silenceTimeoutMs } = {}) {
+    // a negative silenceTimeoutMs cancelled every stream at once, reopening it forever, and NaN
+    // was no limit; a negative maxFailures gave up at the first drop, NaN never: refused here
+    const unset = (value) => value === undefined || value === null;
+    if (!unset(silenceTimeoutMs) && !(typeof silenceTimeoutMs === 'number' && silenceTimeoutMs >= 0 && Number.isFinite(silenceTimeoutMs))) {
+      throw new RangeError(`silenceTimeoutMs is a number of milliseconds, 0 or more, not ${String(silenceTimeoutMs)}`);
+    }
+    if (!unset(maxFailures) && !(Number.isInteger(maxFailures) && maxFailures >= 0)) {
+      throw new RangeError(`maxFailures is a whole number, 0 or more, not ${String(maxFailures)}`);
+    }
     let last = afterSeq;
     const known = () => last !== undefined && last !== null;
     // Whether replaying after `last` shows the match as it is: the view last delivered is past

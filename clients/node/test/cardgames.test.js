@@ -648,3 +648,22 @@ test('Client refuses a timeoutMs that is no deadline (0 was the default, a negat
     client.close();
   }
 });
+
+test('watch() refuses a silenceTimeoutMs or maxFailures that is no limit', async () => {
+  const { Client, Seat } = require('../cardgames');
+  const client = new Client('127.0.0.1:9');
+  client.stub.close();
+  let opened = 0;
+  client.stub = { WatchMatch() { opened += 1; throw new Error('not to be opened'); } };
+  const seat = new Seat(client, 'm1', 0, 't');
+  // -1 cancelled every stream at once and reopened it forever; NaN was no limit at all;
+  // maxFailures -1 gave up at the first drop, 1.5 or NaN never
+  for (const [options, pattern] of [
+    [{ silenceTimeoutMs: -1 }, /silenceTimeoutMs is a number of milliseconds, 0 or more, not -1/],
+    [{ silenceTimeoutMs: NaN }, /not NaN/], [{ silenceTimeoutMs: '5000' }, /not 5000/],
+    [{ maxFailures: -1 }, /maxFailures is a whole number, 0 or more, not -1/], [{ maxFailures: 1.5 }, /not 1.5/],
+    [{ maxFailures: NaN }, /not NaN/]]) {
+    await assert.rejects(seat.watch(undefined, options).next(), (error) => error instanceof RangeError && pattern.test(error.message));
+  }
+  assert.strictEqual(opened, 0);
+});
