@@ -152,10 +152,37 @@ const RESUMED = 'resumed';
 const GAVE_UP = 'gave_up';
 const backoff = (attempt) => Math.random() * Math.min(2000, 100 * 2 ** attempt);
 
+const OPTION_VALUE_FIELDS = ['string_value', 'int_value', 'bool_value'];
+
+/**
+ * A table option's OptionValue: a boolean, an integer or a string as it is, or an OptionValue
+ * of ListGames (OptionSpec.default_value, an allowed_values entry) sent back as it is, as
+ * docs/api.md says one can. Anything else is a TypeError here: String() of an object sent
+ * "[object Object]", which the server refused as an invalid value naming no mistake.
+ */
+function optionValue(name, value) {
+  if (typeof value === 'boolean') return { bool_value: value };
+  if (Number.isInteger(value)) return { int_value: value };
+  if (typeof value === 'string') return { string_value: value };
+  if (value && typeof value === 'object') {
+    const set = OPTION_VALUE_FIELDS.filter((field) => value[field] !== undefined && value[field] !== null);
+    // with the loader's `oneofs: true` the `value` key names the member that is set
+    const member = set.includes(value.value) ? [value.value] : set;
+    if (member.length === 1) return { [member[0]]: value[member[0]] };
+  }
+  const shown = typeof value === 'number' ? String(value) : JSON.stringify(value); // NaN, not null
+  throw new TypeError(`option ${name}: ${shown} is not a boolean, an integer, a string `
+    + 'nor an OptionValue of ListGames ({int_value: 500})');
+}
+
 class Client {
   /**
    * @param {string} target host:port
    * @param {{tls?: boolean, rootCertificates?: Buffer, timeoutMs?: number}} options
+   *   tls: TLS with the system's root certificates; rootCertificates: TLS trusting these (PEM);
+   *   timeoutMs: the deadline of each attempt of a unary call, in milliseconds above 0 (default
+   *   10000). A call safe to repeat is tried up to 10 times on UNAVAILABLE or a timeout, so a
+   *   hung engine fails it after about 10 times that; streams have no deadline.
    */
   constructor(target, options = {}) {
     const credentials = options.tls || options.rootCertificates
@@ -170,7 +197,13 @@ class Client {
       'grpc.max_reconnect_backoff_ms': 1000,
     };
     this.stub = new api.CardGamesService(target, credentials, channelOptions);
-    this.timeoutMs = options.timeoutMs || 10000;
+    // 0 was taken for the default and a negative or NaN one failed every call with
+    // DEADLINE_EXCEEDED (ten times over): refused here, naming the option
+    const timeoutMs = options.timeoutMs ?? 10000;
+    if (!(typeof timeoutMs === 'number' && timeoutMs > 0 && Number.isFinite(timeoutMs))) {
+      throw new RangeError(`timeoutMs is a number of milliseconds above 0, not ${String(timeoutMs)}`);
+    }
+    this.timeoutMs = timeoutMs;
   }
 
   close() {
@@ -208,7 +241,8 @@ class Client {
    * @param {string} game
    * @param {{seats?: (string|null)[], options?: object, turnTimeS?: number, name?: string,
    *   listed?: boolean, clientCreateId?: string}} spec
-   *   seats: null for an open seat, a bot name otherwise; options: {name: string|number|boolean};
+   *   seats: null for an open seat, a bot name otherwise; options: {name: string|number|boolean},
+   *   or a ListGames OptionValue ({int_value: 500}, OptionSpec.default_value) as it came;
    *   listed: shown in the lobby (listOpenMatches) while it waits for players.
    * Retried on UNAVAILABLE or a timeout with the same client_create_id (a fresh UUID unless
    * `clientCreateId`: 16 to 128 printable characters, a secret): a retry gets the match the
@@ -217,11 +251,7 @@ class Client {
    */
   async createMatch(game, spec = {}) {
     const options = {};
-    for (const [name, value] of Object.entries(spec.options || {})) {
-      if (typeof value === 'boolean') options[name] = { bool_value: value };
-      else if (Number.isInteger(value)) options[name] = { int_value: value };
-      else options[name] = { string_value: String(value) };
-    }
+    for (const [name, value] of Object.entries(spec.options || {})) options[name] = optionValue(name, value);
     const request = {
       game,
       options,
@@ -390,6 +420,15 @@ class Seat {
    * count, not the time the caller takes between events.
    */
   async *watch(afterSeq, { maxFailures, onConnection, silenceTimeoutMs } = {}) {
+    // a negative silenceTimeoutMs cancelled every stream at once, reopening it forever, and NaN
+    // was no limit; a negative maxFailures gave up at the first drop, NaN never: refused here
+    const unset = (value) => value === undefined || value === null;
+    if (!unset(silenceTimeoutMs) && !(typeof silenceTimeoutMs === 'number' && silenceTimeoutMs >= 0 && Number.isFinite(silenceTimeoutMs))) {
+      throw new RangeError(`silenceTimeoutMs is a number of milliseconds, 0 or more, not ${String(silenceTimeoutMs)}`);
+    }
+    if (!unset(maxFailures) && !(Number.isInteger(maxFailures) && maxFailures >= 0)) {
+      throw new RangeError(`maxFailures is a whole number, 0 or more, not ${String(maxFailures)}`);
+    }
     let last = afterSeq;
     const known = () => last !== undefined && last !== null;
     // Whether replaying after `last` shows the match as it is: the view last delivered is past
@@ -461,6 +500,10 @@ class Seat {
         const summary = await this.client.getMatch(this.matchId);
         if (['MATCH_STATUS_FINISHED', 'MATCH_STATUS_TERMINATED'].includes(summary.status)) return;
       } catch (error) {
+        // not a status of the stream (which has a numeric code) nor one of this client's
+        // errors: the caller's own onConnection hook failed; it goes through as it is, not as a
+        // CardGamesError UNKNOWN that would blame the engine
+        if (silent === undefined && !(error instanceof CardGamesError) && !Number.isInteger(error && error.code)) throw error;
         failure = silent !== undefined
           ? new CardGamesError('UNAVAILABLE', `no message for ${silent / 1000} s (heartbeats included): the stream is taken for lost`,
             'STREAM_SILENT', {})

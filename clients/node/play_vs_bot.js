@@ -104,9 +104,15 @@ function typedOptions(game, raw) {
   for (const [name, text] of Object.entries(raw)) {
     const spec = game.options.find((o) => o.name === name);
     if (!spec) throw new Error(`${game.id} has no option ${name}`);
-    if (spec.type === 'OPTION_TYPE_BOOL') out[name] = text === 'true';
-    else if (spec.type === 'OPTION_TYPE_INT') out[name] = Number.parseInt(text, 10);
-    else out[name] = text;
+    // checked here: 'yes' or 'True' was sent as false, '300x' as 300 and 'abc' as the string
+    // 'NaN', so a typo played a match with another value than the one asked for
+    if (spec.type === 'OPTION_TYPE_BOOL') {
+      if (text !== 'true' && text !== 'false') throw new Error(`option ${name} is true or false, not ${JSON.stringify(text)}`);
+      out[name] = text === 'true';
+    } else if (spec.type === 'OPTION_TYPE_INT') {
+      if (!/^[+-]?[0-9]+$/.test(text)) throw new Error(`option ${name} is a whole number, not ${JSON.stringify(text)}`);
+      out[name] = Number(text);
+    } else out[name] = text;
   }
   return out;
 }

@@ -381,6 +381,18 @@ def check_node_snippets(out: dict) -> None:
     assert out["ending"] == ["error 1", "status 1", "end"]  # cancelled: 'end' follows 'error'
 
 
+def test_the_reconnect_backoff_cap_the_page_names_is_both_libraries():
+    """Regression: docs/api.md said both libraries cap the channel's wait between connection
+    attempts at 2 s while both set 1 s (grpc.max_reconnect_backoff_ms 1000): the page's
+    number, its Node.js snippet's channel option and the two libraries' settings agree."""
+    from clients.cardgames_client import CHANNEL_MAX_RECONNECT_BACKOFF_MS
+
+    (stated,) = re.findall(r"both cap the channel's own wait between connection attempts at (\d+(?:\.\d+)?) s", API)
+    (node_lib,) = re.findall(r"'grpc\.max_reconnect_backoff_ms': (\d+)", (NODE_DIR / "cardgames.js").read_text())
+    (snippet,) = re.findall(r"'grpc\.max_reconnect_backoff_ms': (\d+)", API)
+    assert float(stated) * 1000 == CHANNEL_MAX_RECONNECT_BACKOFF_MS == int(node_lib) == int(snippet)
+
+
 def test_node_snippets_run(engine, node):
     """The Node.js snippets of docs/api.md (loader options, Struct to JSON, error details) run
     as written with @grpc/grpc-js and @grpc/proto-loader (clients/node's), and give what the

@@ -564,3 +564,106 @@ test('verifyDeal refuses a salt used at two positions', () => {
   assert.strictEqual(verifyDeal(reveal, commitment), true, 'without the pack nobody can try its cards');
   assert.strictEqual(verifyDeal(reveal, commitment, { pack }), false, 'a hidden card salted as a shown one');
 });
+
+test('createMatch sends a ListGames OptionValue back as it is; any other object is a TypeError', async () => {
+  const { Client } = require('../cardgames');
+  const client = new Client('127.0.0.1:9');
+  client.stub.close();
+  const requests = [];
+  client.stub = {
+    CreateMatch(request, metadata, options, callback) {
+      requests.push(request);
+      callback(null, { match: { match_id: 'm1' } });
+    },
+  };
+  // OptionSpec.default_value as the loader gives it (oneofs: true adds `value`), false included
+  await client.createMatch('georgian_joker', {
+    options: {
+      turn_time_s: { int_value: 30, value: 'int_value' }, pulka_premium: { bool_value: false, value: 'bool_value' },
+      khishti_penalty: { string_value: '500' }, moshla: 'all_others', high_joker_lead_trumpable: true, reconnect_grace_s: 60,
+    },
+  });
+  assert.deepStrictEqual(requests[0].options, {
+    turn_time_s: { int_value: 30 }, pulka_premium: { bool_value: false }, khishti_penalty: { string_value: '500' },
+    moshla: { string_value: 'all_others' }, high_joker_lead_trumpable: { bool_value: true }, reconnect_grace_s: { int_value: 60 },
+  });
+  // was sent as the string "[object Object]" (or "null", "1.5"), refused by the server naming no mistake
+  for (const bad of [{ seconds: 30 }, { int_value: 1, string_value: 'a' }, null, 1.5]) {
+    await assert.rejects(client.createMatch('georgian_joker', { options: { turn_time_s: bad } }),
+      (error) => error instanceof TypeError && /option turn_time_s: .* is not a boolean, an integer, a string/.test(error.message));
+  }
+  // a number that is no integer is named as it is (JSON.stringify wrote NaN as null)
+  await assert.rejects(client.createMatch('georgian_joker', { options: { turn_time_s: NaN } }), /option turn_time_s: NaN is not/);
+  assert.strictEqual(requests.length, 1);
+});
+
+test('play_vs_bot.js refuses an --option value its type cannot hold instead of sending another value', () => {
+  const { typedOptions } = require('../play_vs_bot');
+  const game = { id: 'klaberjass', options: [
+    { name: 'kl_schmeiss', type: 'OPTION_TYPE_BOOL' }, { name: 'kl_target_score', type: 'OPTION_TYPE_INT' },
+    { name: 'kl_draw_order', type: 'OPTION_TYPE_ENUM' }] };
+  assert.deepStrictEqual(typedOptions(game, { kl_schmeiss: 'true', kl_target_score: '300', kl_draw_order: 'plain' }),
+    { kl_schmeiss: true, kl_target_score: 300, kl_draw_order: 'plain' });
+  assert.deepStrictEqual(typedOptions(game, { kl_schmeiss: 'false', kl_target_score: '-2' }), { kl_schmeiss: false, kl_target_score: -2 });
+  // 'yes' was sent as false, '300x' as 300, 'abc' as the string 'NaN'
+  assert.throws(() => typedOptions(game, { kl_schmeiss: 'yes' }), /option kl_schmeiss is true or false, not "yes"/);
+  assert.throws(() => typedOptions(game, { kl_target_score: '300x' }), /option kl_target_score is a whole number, not "300x"/);
+  assert.throws(() => typedOptions(game, { kl_target_score: 'abc' }), /a whole number/);
+  assert.throws(() => typedOptions(game, { kl_bogus: '1' }), /klaberjass has no option kl_bogus/);
+});
+
+test("watch() lets an error of the caller's own onConnection hook through as it is, not as a gRPC UNKNOWN", async () => {
+  const { Client, Seat } = require('../cardgames');
+  const client = new Client('127.0.0.1:9');
+  client.stub.close();
+  const scripts = [
+    [[{ kind: 'EVENT_KIND_SNAPSHOT', seq: 2, view: { seq: 2, status: 'MATCH_STATUS_ACTIVE' } }],
+      { code: grpc.status.UNAVAILABLE, details: 'Socket closed', metadata: new grpc.Metadata() }],
+    [[{ kind: 'EVENT_KIND_ACTION', seq: 3, view: { seq: 3, status: 'MATCH_STATUS_ACTIVE' } }]],
+  ];
+  let opened = 0;
+  client.stub = {
+    WatchMatch() {
+      const [events, error] = scripts[opened++];
+      return { cancel() {}, async* [Symbol.asyncIterator]() { for (const e of events) yield e; if (error) throw error; } };
+    },
+  };
+  class ScreenBug extends Error {}
+  const onConnection = (change) => { if (change.state === 'resumed') throw new ScreenBug('the screen failed'); };
+  // was a CardGamesError 'UNKNOWN: the screen failed', as if the engine had failed the stream
+  await assert.rejects((async () => {
+    for await (const event of new Seat(client, 'm1', 0, 't').watch(undefined, { onConnection })) assert.ok(event);
+  })(), (error) => error instanceof ScreenBug && error.message === 'the screen failed');
+});
+
+test('Client refuses a timeoutMs that is no deadline (0 was the default, a negative one failed every call)', () => {
+  const { Client } = require('../cardgames');
+  for (const bad of [0, -1, NaN, Infinity, '5000']) {
+    assert.throws(() => new Client('127.0.0.1:9', { timeoutMs: bad }),
+      (error) => error instanceof RangeError && /timeoutMs is a number of milliseconds above 0/.test(error.message));
+  }
+  for (const [given, used] of [[undefined, 10000], [null, 10000], [250, 250]]) {
+    const client = new Client('127.0.0.1:9', { timeoutMs: given });
+    assert.strictEqual(client.timeoutMs, used);
+    client.close();
+  }
+});
+
+test('watch() refuses a silenceTimeoutMs or maxFailures that is no limit', async () => {
+  const { Client, Seat } = require('../cardgames');
+  const client = new Client('127.0.0.1:9');
+  client.stub.close();
+  let opened = 0;
+  client.stub = { WatchMatch() { opened += 1; throw new Error('not to be opened'); } };
+  const seat = new Seat(client, 'm1', 0, 't');
+  // -1 cancelled every stream at once and reopened it forever; NaN was no limit at all;
+  // maxFailures -1 gave up at the first drop, 1.5 or NaN never
+  for (const [options, pattern] of [
+    [{ silenceTimeoutMs: -1 }, /silenceTimeoutMs is a number of milliseconds, 0 or more, not -1/],
+    [{ silenceTimeoutMs: NaN }, /not NaN/], [{ silenceTimeoutMs: '5000' }, /not 5000/],
+    [{ maxFailures: -1 }, /maxFailures is a whole number, 0 or more, not -1/], [{ maxFailures: 1.5 }, /not 1.5/],
+    [{ maxFailures: NaN }, /not NaN/]]) {
+    await assert.rejects(seat.watch(undefined, options).next(), (error) => error instanceof RangeError && pattern.test(error.message));
+  }
+  assert.strictEqual(opened, 0);
+});
