@@ -185,6 +185,13 @@ def test_option_unbid_slam_in_nullo():
     assert score(c, kind=NULLO, declarer=1, tricks=(9, 0)).above == (100, 1000)
 
 
+def test_JJ_A13_A37_unbid_slam_in_a_doubled_nullo_multiplied_with_scope_all():
+    # JJ-A13 (scope all: unbid-slam premium multiplied) with JJ-A37: a doubled nullo made by
+    # seat 0 gives him 200 x 2 = 400 and seat 1, who took all nine, 100 x 2 = 200 above
+    c = cfg(jj_multiplier_scope="all", jj_unbid_slam_in_nullo=True)
+    assert score(c, kind=NULLO, declarer=1, mult=2, tricks=(0, 9)).above == (400, 200)
+
+
 # ---- JJ-10: game, rubber, match -----------------------------------------------------------
 
 def test_JJ_10_1_game_target_and_simultaneous_games():

@@ -367,6 +367,22 @@ def test_kl_5_4_ranking_value_then_top_then_trump():
     assert out.winner == 1  # K-high trump beats K-high plain (KL-5.4 (3))
 
 
+def test_kl_5_5_a21_the_loser_reveals_only_what_his_statements_name():
+    """KL-5.5 steps 1-3, KL-A21: a stated 50 names its top card and the three below it, never
+    the fifth card of a 5-card run; elder KH-9H (50, top K) loses to dealer AS-JS (50, top A)."""
+    out = resolve([mask("KH QH JH TH 9H 7S 8D 7D 7C"), mask("AS KS QS JS 9S 8S AD 8C TC")], 0, 3)
+    assert out.winner == 1
+    assert out.revealed_mask == (mask("KH QH JH TH"), mask("AS KS QS JS"))
+
+
+def test_kl_5_5_same_top_names_the_dealer_sequence_with_no_winner():
+    """KL-5.5 steps 3-4: QS-TS against QD-TD, hearts trump: ``same QD`` names the dealer's three
+    cards although nobody scores (KL-5.6)."""
+    out = resolve([mask("QS JS TS 8S AH 9C 8C 7D AD"), mask("QD JD TD 8D KH 9S 7S AC KC")], 0, 1)
+    assert out.winner is None and out.points == (0, 0)
+    assert out.revealed_mask == (mask("QS JS TS"), mask("QD JD TD"))
+
+
 def test_kl_a11_sequence_compare_length_option():
     """kl_sequence_compare = length: a 5-card run beats a higher 4-card run."""
     hands = [mask("AS KS QS JS 9H 8S 7D 8C 7C"), mask("QD JD TD 9D 8D AH KH 9C TC")]
