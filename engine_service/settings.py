@@ -364,7 +364,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_matches", _count, "most unfinished matches held at once", "N", "max_matches"),
     Setting("max_waiting_matches", _count, "most matches waiting for players", "N",
             "max_waiting_matches"),
-    Setting("max_bot_matches", _count, "most unfinished matches of bots only (every seat a bot's); "
+    Setting("max_bot_matches", _count, "most unfinished matches of bots only (every seat a bot's or left to the takeover bot); "
             "the admin is never refused one", "N", "max_bot_matches"),
     Setting("max_match_deals", _int(1, 1_000_000), "a match is ended once it has played this many "
             "deals, thrown-in deals included (terminated, reason deal_limit)", "N", "max_match_deals"),

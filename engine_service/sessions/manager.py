@@ -433,7 +433,8 @@ class MatchManager:
                       digest: str = "", *, admin: bool = False) -> MatchSummary:
         """Count the new match of ``terms`` against the limits, write it and register it. A
         match of bots only is refused past ``max_bot_matches`` unless the admin creates it
-        (tournaments, tests; the admin's count all the same)."""
+        (tournaments, tests; the admin's count all the same), and so are unfinished matches every
+        player of which has left (the takeover bot plays them on, GJ-12.4)."""
         # the limits count the matches being created too (their store write is in flight)
         unfinished = [m for m in self._matches.values() if not m.over]
         if len(unfinished) + sum(self._creating.values()) >= self.config.max_matches:
@@ -442,10 +443,12 @@ class MatchManager:
         if terms.has_open and (sum(m.status == "waiting" for m in unfinished) + self._creating["waiting"]
                                >= self.config.max_waiting_matches):
             raise LimitExceeded("too many matches are waiting for players", reason="MAX_WAITING_MATCHES")
-        # a match created without an open seat is one of bots only (it starts active at once)
+        # a match created without an open seat is one of bots only (it starts active at once); so
+        # is one every player of which has left for the takeover bot (GJ-12.4: it plays on to the
+        # end), or joining and leaving Georgian Joker tables would get round the limit
         if not terms.has_open and not admin and (
-                sum(all(s.kind == "bot" for s in m.seats) for m in unfinished) + self._creating["active"]
-                >= self.config.max_bot_matches):
+                sum(all(s.kind == "bot" or s.left for s in m.seats) for m in unfinished)
+                + self._creating["active"] >= self.config.max_bot_matches):
             raise LimitExceeded(f"this server plays at most {self.config.max_bot_matches} matches of bots only "
                                 "at once", reason="MAX_BOT_MATCHES")
 

@@ -579,6 +579,40 @@ def test_matches_of_bots_only_have_a_limit_of_their_own_the_admin_is_not_held_to
     run(go())
 
 
+class _ThinkingBotHost(_OneBotHost):
+    """``dummy`` never makes up its mind: the matches it plays stay unfinished."""
+
+    async def decide(self, bot, game_id, seat, view, legal, seed, deadline_s):
+        await asyncio.Event().wait()
+
+
+def test_a_match_every_player_has_left_counts_as_one_of_bots_only():
+    """GJ-12.4: a player who leaves a Georgian Joker match leaves the seat to the takeover bot for
+    the rest of the match, so a table of bots and one player who joins and leaves plays on with
+    nobody at it. Such matches count against ``max_bot_matches`` (or joining and leaving would get
+    round it); while the player is seated, or merely away, the match is not one."""
+    async def go():
+        async with manager(config(max_matches=10, max_bot_matches=1, takeover_bot="dummy"),
+                           host=_ThinkingBotHost()) as mgr:
+            gj = "georgian_joker"
+            seats = [SeatConfig("open")] + [SeatConfig("bot", "dummy")] * 3
+            summary = await mgr.create_match(CreateMatchRequest(game=gj, seats=seats, turn_time_s=120))
+            joined = await mgr.join_match(summary.match_id, 0, "eve")
+            player = mgr.authenticate(summary.match_id, joined.token)
+            only_bots = [SeatConfig("bot", "dummy")] * 4
+            assert (await mgr.get_match(summary.match_id)).status == "active"
+            late = await mgr.create_match(CreateMatchRequest(game=gj, seats=only_bots))  # not yet
+            await mgr.terminate_match(late.match_id, "test")
+            await mgr.leave_match(summary.match_id, player, False)
+            assert (await mgr.get_match(summary.match_id)).status == "active"
+            with pytest.raises(LimitExceeded) as info:
+                await mgr.create_match(CreateMatchRequest(game=gj, seats=only_bots))
+            assert info.value.reason == "MAX_BOT_MATCHES"
+            await mgr.terminate_match(summary.match_id, "test")
+            await mgr.create_match(CreateMatchRequest(game=gj, seats=only_bots))  # its place is free
+    run(go())
+
+
 def test_watcher_limit():
     async def go():
         async with manager(config(max_watchers_per_match=2)) as mgr:
