@@ -104,3 +104,33 @@ def test_each_option_alone(name, value):
 def test_every_pair_of_options():
     for i, (a, b) in enumerate(PAIRS):
         play_match(dict([a, b]), 1000 + i)
+
+
+# ---- option interplay worked by hand ----------------------------------------------------------
+
+def test_JJ_A10_late_exchange_takes_the_trump_king_turn_up_and_opens_jo_then_jotte():
+    """JJ-A10 (``until_first_lead``) with JJ-7.2 and JJ-6.4: the declarer, void in the led suit,
+    first must trump with his only trump QH; exchanging 7S for the turn-up KH at that turn (it
+    does not end the turn) gives him K and Q of trumps, so ``play:KH:jo`` becomes legal beside
+    ``play:KH`` and ``play:QH``; after the jo, ``play:QH:jotte`` is legal and scores 20 below."""
+    from .checks_jojotte import act, deal, legal
+
+    state = deal({"jj_exchange_window": "until_first_lead"}, first_dealer=1,
+                 nd=("QH", "7S", "AS", "TS", "9D", "8D"), dl=("JS", "9S", "AC", "TC", "KC", "QC"),
+                 turn="KH", nd2=("AD", "KD", "QD"), dl2=("JC", "9C", "8C"))
+    act(state, "accept", "pass")  # seat 0 (non-dealer) declares hearts, the turn-up suit
+    assert state.to_act() == 1 and legal(state) == ["no_exchange"]  # JJ-4.2: defender first
+    act(state, "no_exchange")
+    assert legal(state) == ["exchange:7S", "no_exchange"]
+    act(state, "no_exchange")
+    assert state.to_act() == 1 and legal(state) == ["nullo", "pass"]  # not the exchanger
+    act(state, "pass", "play:AC")  # JJ-6.1: the defender leads
+    assert state.to_act() == 0 and legal(state) == ["play:QH", "exchange:7S"]  # JJ-6.4
+    act(state, "exchange:7S")
+    assert state.to_act() == 0 and legal(state) == ["play:KH", "play:KH:jo", "play:QH"]
+    assert state.public_view()["table"]["turn_up"] == "7S"
+    act(state, "play:KH:jo")  # wins the trick: seat 0 leads
+    assert state.to_act() == 0 and "play:QH:jotte" in legal(state)
+    assert not any(a.startswith("exchange") for a in legal(state))
+    act(state, "play:QH:jotte")
+    assert state.public_view()["table"]["jo_jotte"] == [20, 0]
