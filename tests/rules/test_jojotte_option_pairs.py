@@ -134,3 +134,24 @@ def test_JJ_A10_late_exchange_takes_the_trump_king_turn_up_and_opens_jo_then_jot
     assert not any(a.startswith("exchange") for a in legal(state))
     act(state, "play:QH:jotte")
     assert state.public_view()["table"]["jo_jotte"] == [20, 0]
+
+
+@pytest.mark.parametrize("seven", ["any_seven_unless_both", "trump_seven"])
+def test_JJ_A10_late_exchange_survives_a_nullo_at_no_trump(seven):
+    """docs/games/jojotte.md documented choice 3: the window is decided on the auction's strain
+    (JJ-4.2); a nullo played at no-trump (JJ-4.5) does not withdraw the late exchange (JJ-A10:
+    "up to his first card")."""
+    from .checks_jojotte import act, deal, legal
+
+    state = deal({"jj_exchange_window": "until_first_lead", "jj_seven_exchange": seven},
+                 first_dealer=1, nd=("QH", "7H", "AS", "TS", "9D", "8D"),
+                 dl=("JS", "9S", "AC", "TC", "KC", "QC"), turn="KH", nd2=("AD", "KD", "QD"),
+                 dl2=("JC", "9C", "8C"))
+    act(state, "accept", "pass", "no_exchange", "no_exchange", "nullo")
+    assert legal(state) == ["slam:H", "pass", "exchange:7H"]  # JJ-4.4 answer, exchange last
+    act(state, "pass")  # the nullo stands, at no-trump; the declarer leads (JJ-6.1)
+    assert state.public_view()["table"]["contract"]["play_strain"] == "NT"
+    assert state.to_act() == 0 and legal(state)[-1] == "exchange:7H"
+    act(state, "exchange:7H")
+    assert state.to_act() == 0 and "play:KH" in legal(state)
+    assert not any(a.startswith("exchange") or a.endswith(":jo") for a in legal(state))  # JJ-9.7
