@@ -13,8 +13,7 @@ of two different options is played together (JJ-A1 to JJ-A37), through:
   out (NOTATION 3), legal sets, actions, deal results and the match result.
 
 The draw options (``jj_draw_deals``, ``jj_draw_tie``: not part of a transcript, whose
-``first_dealer`` fixes the draw) and ``jj_meld_declaration = optional`` (not modelled by the
-referee) are played through the engine and the checker only.
+``first_dealer`` fixes the draw) are played through the engine and the checker only.
 """
 
 from __future__ import annotations
