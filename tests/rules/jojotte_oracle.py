@@ -7,7 +7,11 @@ compare every legal set (NOTATION 2.2, 2.4: as sets), every deal result (NOTATIO
 and the match result.
 
 Every table option of section 11 is modelled except the draw for the first deal (not part of
-a transcript: ``first_dealer`` fixes it) and ``jj_meld_declaration = optional``.
+a transcript: ``first_dealer`` fixes it). ``jj_meld_declaration = optional`` (JJ-A21) follows
+the engine's documented steps (docs/games/jojotte.md, documented choices 4 and 5): defender
+quartets, declarer quartets, defender sequences, declarer sequences, each ``declare`` or
+``conceal``; a concealed category counts as holding none; the quartets are judged on the hands
+held when the second quartet statement was made.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ DEFAULTS = {
     "jj_split_runs": False, "jj_jojotte_announcement": "required",
     "jj_undoubled_scoring": "culbertson", "jj_scoresheet": "above_below", "jj_nullo_melds": False,
     "jj_simultaneous_game": "higher_total", "jj_partscore_reset": True,
+    "jj_meld_declaration": "automatic",
 }
 
 
@@ -131,19 +136,21 @@ def seq_key(q):
     return (q[0], -q[1], q[2])
 
 
-def settle_melds(hands, strain, o):
-    """JJ-5.3 to JJ-5.7: meld points per seat."""
+def settle_melds(hands, strain, o, declared=((True, True), (True, True)), quartet_hands=None):
+    """JJ-5.3 to JJ-5.7: meld points per seat. ``declared[seat] = (quartets, sequences)``:
+    False where the seat concealed that category (JJ-A21: then it holds none)."""
     pts = [0, 0]
     hands = [list(hands[0]), list(hands[1])]
-    q = [quartets(hands[0], strain, o), quartets(hands[1], strain, o)]
+    qh = quartet_hands or hands
+    q = [quartets(qh[s], strain, o) if declared[s][0] else [] for s in (0, 1)]
     order = quartet_order(strain, o)
     if q[0] or q[1]:
         w = 0 if not q[1] or (q[0] and order.index(q[0][0]) < order.index(q[1][0])) else 1
         pts[w] += 100 * len(q[w])
         if not o["jj_card_in_two_melds"]:
             hands[w] = [c for c in hands[w] if c[0] not in q[w]]
-    s = [sorted(sequences(hands[0], strain, o), key=seq_key, reverse=True),
-         sorted(sequences(hands[1], strain, o), key=seq_key, reverse=True)]
+    s = [sorted(sequences(hands[x], strain, o), key=seq_key, reverse=True) if declared[x][1] else []
+         for x in (0, 1)]
     winner = None
     if s[0] and not s[1]:
         winner = 0
@@ -247,6 +254,8 @@ class OracleMatch:
             extra = {"exchange:" + c for c in self.offer if c in self.hands[self.to_act]}
         if ph == "NULLO":
             return {"nullo", "pass"} | extra
+        if ph == "MELD":
+            return {"declare", "conceal"} | extra
         if ph == "SLAM":  # JJ-4.4
             out = {"slam:" + self.strain, "pass"}
             if self.strain != "NT" and o["jj_slam_strain"] == "suit_or_no_trump":
@@ -322,7 +331,7 @@ class OracleMatch:
             if a == "pass":
                 self.kind = "normal"
                 self.play_strain = self.strain
-                self._start_play()
+                self._meld_phase()
             else:
                 self.phase = "SLAM"
                 self.to_act = self.declarer
@@ -333,7 +342,19 @@ class OracleMatch:
             else:
                 self.kind = "slam"
                 self.play_strain = a[5:]
-            self._start_play()
+            self._meld_phase()
+        elif ph == "MELD":  # JJ-A21: defender quartets, declarer quartets, then sequences
+            cat = self.meld_step // 2
+            self.declared[seat][cat] = a == "declare"
+            self.meld_step += 1
+            if self.meld_step == 2:
+                self.quartet_hands = [list(self.hands[0]), list(self.hands[1])]
+            if self.meld_step == 4:
+                self.melds = settle_melds(self.hands, self.play_strain, self.o,
+                                          self.declared, self.quartet_hands)
+                self._start_play()
+            else:
+                self.to_act = 1 - seat
         elif ph == "PLAY":
             self._play(seat, a)
 
@@ -385,11 +406,22 @@ class OracleMatch:
         self.phase = "NULLO"
         self.to_act = 1 - self.declarer
 
-    def _start_play(self):
-        if self.kind == "nullo" and not self.o["jj_nullo_melds"]:  # JJ-5.10, JJ-A30
+    def _meld_phase(self):
+        """JJ-4.6: melds (none in nullo, JJ-5.10, JJ-A30), then trick play."""
+        if self.kind == "nullo" and not self.o["jj_nullo_melds"]:
             self.melds = [0, 0]
+            self._start_play()
+        elif self.o["jj_meld_declaration"] == "optional":
+            self.phase = "MELD"
+            self.meld_step = 0
+            self.declared = [[True, True], [True, True]]
+            self.quartet_hands = None
+            self.to_act = 1 - self.declarer  # JJ-5.4: the defender speaks first
         else:
             self.melds = settle_melds(self.hands, self.play_strain, self.o)
+            self._start_play()
+
+    def _start_play(self):
         self.jo = [False, False]
         self.jojotte = [0, 0]
         self.tricks = [0, 0]
