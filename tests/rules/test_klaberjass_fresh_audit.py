@@ -1,0 +1,59 @@
+"""Fresh-eyes audit of the Klaberjass engine against ``klaberjass.md`` and NOTATION.md: deals
+built card by card for rules whose engine code no existing test pinned down (a mutation of the
+code survived the other Klaberjass tests). Each test names its rule ids and checks the engine
+against hand-computed values and against the plain rulebook model of
+:mod:`.klaberjass_oracle`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from engine_service.rules import CHANCE, get_game
+
+from .klaberjass_oracle import Model
+
+GAME = get_game("klaberjass")
+
+
+def both(options, first_dealer, deck, actions):
+    """Engine state and rulebook model after ``actions`` from ``deck`` (legal sets compared at
+    every step)."""
+    state = GAME.new_state(options, first_dealer=first_dealer)
+    model = Model(options, first_dealer=first_dealer)
+    state.deal(deck)
+    model.deal(deck)
+    for a in actions:
+        assert set(state.legal_actions()) == model.legal(), a
+        state.apply(a)
+        model.apply(a)
+    return state, model
+
+
+# Seat 1 deals (seat 0 is the elder). KL-2.4 / KL-2.8: elder QC TD 7D JD 7C 9D + TH 9S KD
+# (J-T-9 of diamonds: one sequence, 20), dealer AD 8C QS AH 9H 7H + 9C 7S JC (none); turn-up TS,
+# the elder takes spades (maker seat 0). Tricks (trump S): 9D/AD -> 1 (11); QS/9S -> 0 (17, the
+# nine heads the queen, KL-6.4); 7D/7S -> 1 (0, KL-6.5); 9H/TH -> 0 (10); QC/9C -> 0 (3);
+# 7C/8C -> 1 (0); 7H/JD -> 1 (2); AH/TD -> 1 (21); JC/KD -> 1 (6 + 10 last trick, KL-7.3).
+# Card points: seat 0 30, seat 1 50. Deal totals: maker 20 + 30 = 50, opponent 50: equal.
+EQUAL_DECK = ("AD 8C QS QC TD 7D AH 9H 7H JD 7C 9D TS 9C TH 7S 9S JC KD QD JS JH 8H AS 8D KS 8S AC KH "
+              "KC QH TC").split()
+EQUAL_ACTIONS = ["take", "keep", "keep"] + [f"play:{c}" for c in (
+    "9D AD QS 9S 7D 7S 9H TH QC 9C 7C 8C 7H JD AH TD JC KD").split()]
+
+
+@pytest.mark.parametrize("scope, scored", [("deal_total", [0, 50]), ("trick_points", [20, 50])])
+def test_kl_9_3_kl_a17_equal_totals_with_a_maker_meld(scope, scored):
+    """KL-9.3: equal deal totals, the maker scores nothing and the opponent his own total.
+    KL-A17 (``kl_score_scope = trick_points``): only card points follow the outcome; the
+    maker's 20 of melds stays credited to him (a maker with melds on a tie: the branch that
+    enters ``own[maker]``, which no other test reached with a non-zero meld or bonus)."""
+    state, model = both({"kl_score_scope": scope}, 1, EQUAL_DECK, EQUAL_ACTIONS)
+    r = state.deal_results()[0]
+    assert r == {"thrown_in": False, "trump": "S", "maker": 0, "melds": [20, 0], "card_points": [30, 50],
+                 "bonuses": [0, 0], "scored": scored}
+    assert r == model.results[0]
+    assert state.deal_details()[0]["deal_totals"] == [50, 50]
+    assert state.deal_details()[0]["outcome"] == "equal"
+    assert state.result() == {"totals": scored, "winners": [], "over": False}
+    assert state.to_act() == CHANCE and state.dealer() == 0  # KL-2.2: the deal alternates
