@@ -57,3 +57,21 @@ def test_kl_9_3_kl_a17_equal_totals_with_a_maker_meld(scope, scored):
     assert state.deal_details()[0]["outcome"] == "equal"
     assert state.result() == {"totals": scored, "winners": [], "over": False}
     assert state.to_act() == CHANCE and state.dealer() == 0  # KL-2.2: the deal alternates
+
+
+def test_kl_5_5_step3_kl_a21_a_dealer_answering_lower_reveals_nothing():
+    """KL-5.5 step 3: after ``top QH`` the dealer with the lower J-high sequence says only
+    ``lower``; KL-A21: the loser reveals nothing beyond his statements, so none of his cards is
+    ``revealed`` and every one of them stays secret to the elder, while the winner's scored
+    Q-J-T of hearts is public."""
+    from .test_klaberjass_audit import deck_for
+    deck = deck_for("JS TS 9S 7H 8D 7D AC 8C 7C", "QH JH TH AS 8S 7S 9D KC 9C", "KD")
+    state, _ = both({}, 1, deck, ["take", "keep", "keep"])
+    t = state.public_view()["table"]
+    assert t["melds"] == [
+        {"seat": 0, "say": "value", "value": 20}, {"seat": 1, "say": "how_high"},
+        {"seat": 0, "say": "top", "card": "QH"}, {"seat": 1, "say": "lower"},
+        {"seat": 0, "say": "scores", "sequences": [{"suit": "H", "top": "Q", "length": 3}], "points": 20}]
+    assert t["revealed"] == [["QH", "JH", "TH"], []]
+    from engine_service.rules.cards import codes_of
+    assert {"JS", "TS", "9S"} <= set(codes_of(state.secret_cards(0)))
