@@ -75,3 +75,51 @@ def test_kl_5_5_step3_kl_a21_a_dealer_answering_lower_reveals_nothing():
     assert t["revealed"] == [["QH", "JH", "TH"], []]
     from engine_service.rules.cards import codes_of
     assert {"JS", "TS", "9S"} <= set(codes_of(state.secret_cards(0)))
+
+
+# Seat 1 deals. Elder (seat 0): 9H KH QH AS TS AD TD AC TC; dealer: 8H 7H KS 9S 8D 7D KC 9C 8C;
+# turn-up TH, the elder takes hearts. No sequences, no trump J (no K-Q-J bonus). The elder plays
+# the trump king to trick 1 and the trump queen to trick 2 and wins all nine tricks:
+# 4 + 3 + 15 + 10 + 14 + 11 + 14 + 11 + (10 + 10 last trick) = 102 card points.
+KING_FIRST_REST = ("play:8H play:QH play:7H play:AS play:KS play:TS play:9S play:9H play:8D play:AD play:7D "
+                   "play:TD play:KC play:AC play:9C play:TC play:8C").split()
+
+
+@pytest.mark.parametrize("options, king_play, bella", [
+    ({"kl_bella_order": "king_first", "kl_bella_announcement": "required"}, "play:KH:bella", 20),
+    ({"kl_bella_order": "any", "kl_bella_announcement": "required"}, "play:KH:bella", 20),
+    ({"kl_bella_order": "king_first", "kl_bella_announcement": "required"}, "play:KH", 0),
+    ({"kl_bella_order": "king_first"}, "play:KH", 20),
+    ({}, "play:KH", 0),
+])
+def test_kl_7_1_kl_a13_kl_a23_king_first_then_queen_with_and_without_the_announcement(options, king_play, bella):
+    """KL-7.1 / KL-A13: with ``kl_bella_order = king_first`` (or ``any``) the trump king played
+    before the queen scores 20 when the queen follows (the default queen_first: nothing);
+    KL-A23: under ``kl_bella_announcement = required`` only if the king's play carried the
+    announcement, which the engine credits when the queen completes the pair."""
+    from .test_klaberjass_audit import deck_for
+    deck = deck_for("8H 7H KS 9S 8D 7D KC 9C 8C", "9H KH QH AS TS AD TD AC TC", "TH")
+    state, model = both(options, 1, deck, ["take", "keep", "keep"])
+    legal = state.legal_actions()
+    assert ("play:KH:bella" in legal) == (options.get("kl_bella_announcement") == "required"
+                                          and options.get("kl_bella_order", "queen_first") != "queen_first")
+    for a in [king_play] + KING_FIRST_REST:
+        assert set(state.legal_actions()) == model.legal(), a
+        state.apply(a)
+        model.apply(a)
+    r = state.deal_results()[0]
+    assert r == {"thrown_in": False, "trump": "H", "maker": 0, "melds": [0, 0], "card_points": [102, 0],
+                 "bonuses": [bella, 0], "scored": [102 + bella, 0]}
+    assert r == model.results[0]
+    assert state.deal_details()[0]["bella"] == [bella, 0]
+
+
+def test_kl_10_1_reaching_the_target_exactly_wins():
+    """KL-10.1: the first player whose score *reaches* the target wins: 102 + 20 = 122 entered
+    in one deal wins a match played to exactly 122 (and not one played to 123)."""
+    from .test_klaberjass_audit import deck_for
+    deck = deck_for("8H 7H KS 9S 8D 7D KC 9C 8C", "9H KH QH AS TS AD TD AC TC", "TH")
+    for target, over in ((122, True), (123, False)):
+        opts = {"kl_bella_order": "king_first", "kl_target_score": target}
+        state, _ = both(opts, 1, deck, ["take", "keep", "keep", "play:KH"] + KING_FIRST_REST)
+        assert state.result() == {"totals": [122, 0], "winners": [0] if over else [], "over": over}
