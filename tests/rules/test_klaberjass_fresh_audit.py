@@ -114,12 +114,16 @@ def test_kl_7_1_kl_a13_kl_a23_king_first_then_queen_with_and_without_the_announc
     assert state.deal_details()[0]["bella"] == [bella, 0]
 
 
-def test_kl_10_1_reaching_the_target_exactly_wins():
+@pytest.mark.parametrize("elder", [0, 1])
+def test_kl_10_1_reaching_the_target_exactly_wins(elder):
     """KL-10.1: the first player whose score *reaches* the target wins: 102 + 20 = 122 entered
-    in one deal wins a match played to exactly 122 (and not one played to 123)."""
+    in one deal wins a match played to exactly 122 (and not one played to 123), for either
+    seat (match seats, NOTATION 1: the elder is seat 1 when seat 0 deals)."""
     from .test_klaberjass_audit import deck_for
     deck = deck_for("8H 7H KS 9S 8D 7D KC 9C 8C", "9H KH QH AS TS AD TD AC TC", "TH")
+    totals = [0, 0]
+    totals[elder] = 122
     for target, over in ((122, True), (123, False)):
         opts = {"kl_bella_order": "king_first", "kl_target_score": target}
-        state, _ = both(opts, 1, deck, ["take", "keep", "keep", "play:KH"] + KING_FIRST_REST)
-        assert state.result() == {"totals": [122, 0], "winners": [0] if over else [], "over": over}
+        state, _ = both(opts, 1 - elder, deck, ["take", "keep", "keep", "play:KH"] + KING_FIRST_REST)
+        assert state.result() == {"totals": totals, "winners": [elder] if over else [], "over": over}
