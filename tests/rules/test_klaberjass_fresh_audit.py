@@ -127,3 +127,13 @@ def test_kl_10_1_reaching_the_target_exactly_wins(elder):
         opts = {"kl_bella_order": "king_first", "kl_target_score": target}
         state, _ = both(opts, 1 - elder, deck, ["take", "keep", "keep", "play:KH"] + KING_FIRST_REST)
         assert state.result() == {"totals": totals, "winners": [elder] if over else [], "over": over}
+
+
+def test_notation_5_auto_move_never_announces_bella_whatever_the_list_order():
+    """NOTATION 5: the auto-move plays the legal card of lowest trick rank and never carries an
+    announcement; with ``play:KH:bella`` listed before ``play:KH`` (transcripts compare legal
+    sets, so no order may be relied on) it still plays the bare king."""
+    view = {"legal": ["play:KH:bella", "play:KH", "play:AH"], "table": {"trump": "H"}}
+    assert GAME.auto_move(view) == "play:KH"  # trump order J 9 A T K Q 8 7: the king is below the ace
+    view = {"legal": ["play:KH:bella", "play:KH", "play:8H", "exchange"], "table": {"trump": "H"}}
+    assert GAME.auto_move(view) == "play:8H"
