@@ -1,9 +1,11 @@
 """``python -m engine_service serve``: run the gRPC service until SIGTERM / SIGINT.
 
 Start-up: configure logs, open the store (waiting ``--db-lock-wait-s`` for its ownership
-lock) and resume every unfinished match (MatchManager.start), then start the Prometheus
-endpoint and serve gRPC (health SERVING): both ports are bound only once the database is held,
-so a second engine on the same host and database is refused with ``db_in_use``, not a busy port. A bad setting, an
+lock) and resume every unfinished match (MatchManager.start), then serve gRPC (health
+SERVING). The Prometheus endpoint starts, and the gRPC port is checked, as soon as the store
+holds the database and before it creates, checks or migrates anything (``Store.on_held``): a
+second engine on the same host and database is refused with ``db_in_use``, not a busy port,
+and a busy port stops the start before an older schema was migrated. A bad setting, an
 unusable or corrupt database (the SQLite store's integrity check at open), a database error
 while the unfinished matches are resumed, a database that another engine process holds (after
 ``--db-lock-wait-s``: one engine per database) or a busy port ends the process with exit
@@ -36,6 +38,17 @@ log = structlog.get_logger("cardgames.serve")
 
 EXIT_CONFIG = 2
 EXIT_OWNERSHIP_LOST = 1
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class PortUnavailable(Exception):
+    """A port of the service cannot be bound (``which``: ``grpc`` or ``metrics``)."""
+
+    def __init__(self, which: str, host: str, port: int, error: OSError) -> None:
+        self.which, self.host, self.port = which, host, port
+        self.reason = f"cannot bind {host}:{port}: {error.strerror or error}"
+        super().__init__(self.reason)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -131,7 +144,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
     from .transport.fdlimits import (open_files_fields, raise_open_files_limit,
                                      start_metrics_server, too_few_open_files)
     from .transport.ratelimit import Rate, RateLimits
-    from .transport.server import GrpcServer, ServerLimits, TlsFiles
+    from .transport.server import GrpcServer, ServerLimits, TlsFiles, bind_error
 
     metrics = get_metrics()
     loop_type = type(asyncio.get_running_loop())
@@ -157,6 +170,30 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
     manager = MatchManager(settings.session, store=store, metrics=metrics)
     stop = asyncio.Event()
     status = 0
+    http = None
+
+    def bind_ports() -> None:
+        """Once the database is held and before it is changed (store.on_held): the metrics
+        endpoint starts, and the gRPC port is checked. A second engine on the same host,
+        ports and database (a forgotten `make run`) waits --db-lock-wait-s and is refused
+        with db_in_use naming the first, not a busy port; a port in use stops the start
+        before the store migrates (or creates) the database, which an engine that never
+        served must leave as it found it."""
+        nonlocal http
+        try:
+            http = start_metrics_server(settings.metrics_port, settings.metrics_host, metrics.registry)
+        except OSError as exc:
+            raise PortUnavailable("metrics", settings.metrics_host, settings.metrics_port, exc) from None
+        error = bind_error(settings.host, settings.port)
+        if error is not None:
+            http.shutdown()
+            http = None
+            raise PortUnavailable("grpc", settings.host, settings.port, error)
+        log.info("metrics_server_started", port=http.server_port)
+
+    def shutdown_metrics() -> None:
+        if http is not None:
+            http.shutdown()
 
     def ownership_lost(message: str) -> None:
         nonlocal status
@@ -165,29 +202,33 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
         stop.set()
 
     store.on_ownership_lost = ownership_lost
+    store.on_held = bind_ports
     try:
         await manager.start()
+    except PortUnavailable as exc:
+        log.error(f"{exc.which}_port_unavailable", host=exc.host, port=exc.port, error=exc.reason)
+        shutdown_metrics()  # the store did not open: nothing else to close
+        return EXIT_CONFIG
     except TakeoverBotUnavailable as exc:
         log.error("takeover_bot_unavailable", bot=exc.bot, installed=exc.installed,
                   error=f"{settings_mod.BY_FIELD['takeover_bot'].names} {exc}")
+        shutdown_metrics()
         return EXIT_CONFIG
     except StoreInUse as exc:
         log.error("db_in_use", db=db, error=str(exc))
         return EXIT_CONFIG
     except (StoreError, OSError, ValueError) as exc:
         log.error("store_unavailable", db=db, error=str(exc))
+        shutdown_metrics()
         return EXIT_CONFIG
-    # The metrics port is bound once the database is held: a second engine on the same
-    # host, ports and database (a forgotten `make run`) then waits --db-lock-wait-s and is
-    # refused with db_in_use naming the first, instead of failing at once on the port.
-    try:
-        http = start_metrics_server(settings.metrics_port, settings.metrics_host, metrics.registry)
-    except OSError as exc:
-        log.error("metrics_port_unavailable", host=settings.metrics_host, port=settings.metrics_port,
-                  error=str(exc))
-        await manager.close()
-        return EXIT_CONFIG
-    log.info("metrics_server_started", port=http.server_port)
+    if http is None:  # a store that never said it held the database (on_held)
+        try:
+            bind_ports()
+        except PortUnavailable as exc:
+            log.error(f"{exc.which}_port_unavailable", host=exc.host, port=exc.port, error=exc.reason)
+            await manager.close()
+            return EXIT_CONFIG
+    assert http is not None
 
     limits = ServerLimits(
         max_receive_message_bytes=settings.max_receive_message_bytes,
@@ -208,13 +249,18 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
     try:
         await server.start()
     except (OSError, RuntimeError) as exc:
-        log.error("grpc_port_unavailable", host=settings.host, port=settings.port, error=str(exc))
+        # the port was taken since bind_ports() checked it: gRPC's own message does not say why
+        reason = bind_error(settings.host, settings.port)
+        log.error("grpc_port_unavailable", host=settings.host, port=settings.port,
+                  error=f"cannot bind {settings.host}:{settings.port}: {reason.strerror or reason}"
+                  if reason is not None else str(exc))
         await manager.close()
         http.shutdown()
         return EXIT_CONFIG
 
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    handled = list(STOP_SIGNALS)
+    for sig in handled:
         loop.add_signal_handler(sig, _on_signal, stop, sig)
     tune_gc()
     collector = (asyncio.create_task(collect_periodically(settings.gc_full_collection_interval_s),
@@ -230,7 +276,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
         await server.drain(settings.drain_grace_s)
     finally:
         http.shutdown()
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in handled:
             loop.remove_signal_handler(sig)
     log.info("exit", status=status)
     return status

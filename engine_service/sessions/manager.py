@@ -175,17 +175,26 @@ class MatchManager:
         resuming (I/O, a damaged file) is not the match's fault and would hit every later
         read and write too, so it fails the start (StoreError; the service exits 2) instead
         of serving with health SERVING while every write fails UNAVAILABLE. A failed start
-        closes what it opened (the store and its lock, the bot workers)."""
+        closes what it opened (the store and its lock, the bot workers).
+
+        The bot host is made, and ``takeover_bot`` checked against it, before the store opens:
+        a takeover bot that is not installed (TakeoverBotUnavailable) stops the start before
+        an older schema was migrated, which the release before could no longer open."""
         if self._started:
             return
-        await self._store.open()
+        try:
+            self._prepare_bot_host()
+            await self._store.open()
+        except BaseException:
+            await self._close_owned_host()
+            raise
         try:
             await self._start_opened()
         except BaseException:
             await self._abort_start()
             raise
 
-    async def _start_opened(self) -> None:
+    def _prepare_bot_host(self) -> None:
         if self._create_host and self._host is None:
             from ..plugins.host import BotHost
 
@@ -195,6 +204,13 @@ class MatchManager:
             # its deadline on their start-up (a timeout counted against the bot)
             self._host.warm()
         check_takeover_bot(self.config.takeover_bot, self._host)
+
+    async def _close_owned_host(self) -> None:
+        if self._owns_host and self._host is not None:
+            host, self._host, self._owns_host = self._host, None, False
+            await host.close()
+
+    async def _start_opened(self) -> None:
         # every game's and bot's series at 0 from the start: alerts on increase() see the
         # first failure (observability.metrics)
         self.metrics.declare(games=[g.id for g in all_games()], bots=[b.name for b in self.list_bots()])
@@ -258,9 +274,7 @@ class MatchManager:
         try:
             await self._store.close()
         finally:
-            if self._owns_host and self._host is not None:
-                await self._host.close()
-                self._host, self._owns_host = None, False
+            await self._close_owned_host()
 
     def _rearm(self, m: LiveMatch, now: float) -> None:
         """Arm what a match read back from the store needs: nobody is connected to it, so

@@ -33,6 +33,7 @@ grace period for the RPCs still running -> the session layer closes (store flush
 from __future__ import annotations
 
 import inspect
+import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -200,6 +201,45 @@ def channel_options(limits: ServerLimits) -> list[tuple[str, int]]:
     if limits.max_connection_idle_s > 0:
         opts.append(("grpc.max_connection_idle_ms", int(limits.max_connection_idle_s * 1000)))
     return opts
+
+
+#: The addresses gRPC takes for "every address": it listens on both families for either.
+_WILDCARDS = ("", "::", "0.0.0.0")
+
+
+def bind_error(host: str, port: int) -> OSError | None:
+    """Why gRPC could not listen on ``host:port`` (``--host``, ``--port``), found by binding a
+    socket there the way gRPC does (SO_REUSEADDR, no SO_REUSEPORT; a wildcard address as an
+    IPv6 dual-stack socket, else IPv4): None when one of the addresses it resolves to can be
+    bound (gRPC then serves on it), or when ``port`` is 0 (any free port).
+
+    The service asks before it changes its database (a port in use must not leave a database
+    migrated by an engine that never served), and again when gRPC's own bind failed, whose
+    message ("Failed to bind to address ...; set GRPC_VERBOSITY=debug ...") does not say why.
+    A port taken between this check and gRPC's bind still fails the start, only later."""
+    if port == 0:
+        return None
+    name = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if name in _WILDCARDS:
+        candidates = [(socket.AF_INET6, ("::", port, 0, 0)), (socket.AF_INET, ("0.0.0.0", port))]
+    else:
+        try:
+            infos = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        except socket.gaierror as exc:
+            return OSError(exc.errno, f"cannot resolve {host!r}: {exc.strerror}")
+        candidates = [(family, sockaddr) for family, _, _, _, sockaddr in infos]
+    first: OSError | None = None
+    for family, sockaddr in candidates:
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6 and sockaddr[0] == "::":
+                    probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+                probe.bind(sockaddr)
+            return None
+        except OSError as exc:
+            first = first or exc
+    return first
 
 
 def _encoded_or(serializer: Callable[[Any], bytes] | None) -> Callable[[Any], bytes] | None:

@@ -270,3 +270,52 @@ def test_a_takeover_bot_that_is_not_installed_stops_the_start_with_exit_2(tmp_pa
                                          "bot; installed bots: "), errors[0]
     assert "random" in errors[0]["installed"]
     assert not any(line["event"] == "serving" for line in lines)
+    # checked before the database is opened: an older schema is not migrated by a start
+    # that cannot serve (the release before could not open it any more)
+    from tests.store.test_migrations import _sqlite_v1, _user_version
+
+    old = tmp_path / "old.sqlite3"
+    _sqlite_v1(old)
+    lines, errors = serve_refused(tmp_path, CARDGAMES_DB=str(old), CARDGAMES_TAKEOVER_BOT="nosuch")
+    assert [e["event"] for e in errors] == ["takeover_bot_unavailable"], errors
+    assert _user_version(old) == 1 and "db_migrated" not in [line["event"] for line in lines]
+
+
+def _listening(host: str = "127.0.0.1"):
+    """A socket listening on a free port of ``host`` (the port another program holds)."""
+    import socket
+
+    sock = socket.socket()
+    sock.bind((host, 0))
+    sock.listen()
+    return sock
+
+
+def test_a_port_in_use_stops_the_start_before_the_database_is_migrated_or_made(tmp_path):
+    """The gRPC port was bound only after the store had opened the database, and opening it
+    migrates an older schema in place: a start that then failed on a port in use (another
+    program on it, a forgotten engine on another database) had already upgraded a database
+    that no engine of this release ever served, which an operator rolling back then had to
+    restore. The ports are now bound (metrics) and checked (gRPC) as soon as the database is
+    held, before anything in it changes: exit 2, one grpc_port_unavailable line saying why
+    (gRPC's own message said only "set GRPC_VERBOSITY=debug"), the file at its old schema; and
+    a database path that does not exist yet is not created."""
+    from tests.store.test_migrations import _sqlite_v1, _user_version
+
+    old = tmp_path / "old.sqlite3"
+    _sqlite_v1(old)
+    with _listening() as busy:
+        port = busy.getsockname()[1]
+        lines, errors = serve_refused(tmp_path, CARDGAMES_DB=str(old), CARDGAMES_PORT=str(port))
+        assert [(e["event"], e["port"], e["error"]) for e in errors] == \
+            [("grpc_port_unavailable", port, f"cannot bind 127.0.0.1:{port}: Address already in use")]
+        assert not any(line["event"] in ("db_migrated", "serving") for line in lines)
+        assert _user_version(old) == 1
+        new = tmp_path / "new.sqlite3"
+        serve_refused(tmp_path, CARDGAMES_DB=str(new), CARDGAMES_PORT=str(port))
+        assert not new.exists()
+        lines, errors = serve_refused(tmp_path, CARDGAMES_DB=str(old), CARDGAMES_METRICS_PORT=str(port))
+        assert [(e["event"], e["port"]) for e in errors] == [("metrics_port_unavailable", port)]
+        assert "Address already in use" in errors[0]["error"]
+        assert _user_version(old) == 1
+
