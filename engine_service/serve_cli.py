@@ -205,6 +205,10 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
     store.on_held = bind_ports
     try:
         await manager.start()
+        # health says SERVING only once a bot seat can be served: the workers started with the
+        # manager (BotHost.warm), and a bot asked before they are up spends its decision's
+        # deadline on their start-up (a bot match created at once timed out, bot_failed)
+        await manager.wait_for_bot_workers()
     except PortUnavailable as exc:
         log.error(f"{exc.which}_port_unavailable", host=exc.host, port=exc.port, error=exc.reason)
         shutdown_metrics()  # the store did not open: nothing else to close

@@ -124,6 +124,7 @@ class MatchManager:
         self._host = bot_host
         self._create_host = bot_host is None and create_bot_host
         self._owns_host = False
+        self._workers_ready: bool | None = None  # wait_for_bot_workers's answer, once asked
         self._matches: dict[str, LiveMatch] = {}
         self._tokens: dict[str, tuple[str, int]] = {}  # token hash -> (match id, seat)
         # client_create_id hash -> the id of the held match it created (the store knows the rest)
@@ -255,8 +256,21 @@ class MatchManager:
         if not any(m.takeover_bot or any(slot.kind == "bot" for slot in m.seats)
                    for m in resumed if m.active):
             return
-        if not await self._host.start(BOT_WORKERS_WAIT_S):
-            log.warning("bot_workers_not_ready", waited_s=BOT_WORKERS_WAIT_S)
+        await self.wait_for_bot_workers()
+
+    async def wait_for_bot_workers(self, timeout_s: float = BOT_WORKERS_WAIT_S) -> bool:
+        """Wait until the bot workers this manager started (``warm``) are up, at most
+        ``timeout_s`` (once: a later call answers at once); False, logged as
+        ``bot_workers_not_ready``, when they were not. The service waits for them before it
+        reports SERVING, so that a bot match created at once does not spend its first
+        decision's deadline on their start-up. True without a bot host of its own."""
+        if not self._owns_host or self._host is None:
+            return True
+        if self._workers_ready is None:
+            self._workers_ready = await self._host.start(timeout_s)
+            if not self._workers_ready:
+                log.warning("bot_workers_not_ready", waited_s=timeout_s)
+        return self._workers_ready
 
     async def _abort_start(self) -> None:
         """Undo a start that failed after the store opened: the matches registered so far

@@ -319,3 +319,45 @@ def test_a_port_in_use_stops_the_start_before_the_database_is_migrated_or_made(t
         assert "Address already in use" in errors[0]["error"]
         assert _user_version(old) == 1
 
+
+
+def test_health_turns_serving_only_once_a_bot_can_play(tmp_path):
+    """The bot workers start with the engine, and the start waited for them only when a
+    resumed match had a bot: on a fresh database health said SERVING while they were still
+    starting, and a bot match created at once spent its first decisions' deadline waiting for
+    them (bot_failed, timeout: the auto-move instead of the bot's). SERVING now means a bot
+    can be asked: bot processes slowed at their start (a sitecustomize, as a slow plugin
+    import on a loaded machine) and a deadline far below that show it."""
+    slow = tmp_path / "slow"
+    slow.mkdir()
+    (slow / "sitecustomize.py").write_text(
+        "import sys, time\n"
+        "if 'engine_service.plugins.pool' in sys.orig_argv:\n"
+        "    time.sleep(2)\n")
+    path = os.pathsep.join(p for p in (str(slow), os.environ.get("PYTHONPATH", "")) if p)
+    service = Service(tmp_path, tmp_path / "db.sqlite3", "svc", CARDGAMES_BOT_PACE_S="0",
+                      CARDGAMES_BOT_DEADLINE_S="0.3", CARDGAMES_BOT_PLUGINS="random", PYTHONPATH=path)
+    try:
+        async def session():
+            async with grpc.aio.insecure_channel(service.target) as ch:
+                stub, _ = _stubs(ch)
+                bots = [match_pb2.SeatSpec(bot=match_pb2.BotSeat(name="random"))] * 2
+                created = await stub.CreateMatch(pb.CreateMatchRequest(game="japanese_joker", seats=bots),
+                                                 metadata=bearer(ADMIN_TOKEN))
+                match_id = created.match.match_id
+                for _ in range(300):
+                    view = (await stub.GetView(pb.GetViewRequest(match_id=match_id))).view
+                    if view.seq >= 6:
+                        return
+                    await asyncio.sleep(0.05)
+                raise AssertionError("the bots did not play")
+        run(session)()
+        assert service.stop() == 0
+    finally:
+        if service.proc.poll() is None:
+            service.proc.kill()
+        service._log.close()
+    events = [line["event"] for line in service.lines()]
+    assert "bot_failed" not in events and "bot_decision_failed" not in events, events
+    assert "bot_workers_not_ready" not in events
+
