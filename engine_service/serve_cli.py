@@ -12,7 +12,7 @@ while the unfinished matches are resumed, a database that another engine process
 status 2 and one clear log line: an engine that cannot read its database must not report
 SERVING.
 
-Shutdown on SIGTERM or SIGINT (a second signal is ignored while draining): health
+Shutdown on SIGTERM, SIGINT or SIGHUP (a second signal is ignored while draining): health
 NOT_SERVING, the session layer drains (new work gets UNAVAILABLE, in-flight actions finish,
 watch streams end), the grpc server stops with ``--drain-grace-s`` for the calls still
 running, the store is flushed and closed, and the process exits 0. The same shutdown, with
@@ -39,7 +39,13 @@ log = structlog.get_logger("cardgames.serve")
 EXIT_CONFIG = 2
 EXIT_OWNERSHIP_LOST = 1
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+#: The signals that drain the serving engine and end it with status 0. SIGHUP is one: its
+#: default action ended the process at once, without the drain (the terminal of a `make run`
+#: closed, an ssh session dropped, `kill -HUP`, a supervisor's reload): every watch stream
+#: cut without DRAINING, the calls in flight unanswered, no exit line. The engine has nothing
+#: to reload (a renewed TLS certificate is picked up by itself), so SIGHUP stops it as SIGTERM
+#: does. A process started with SIGHUP ignored (nohup) keeps ignoring it.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 class PortUnavailable(Exception):
@@ -263,7 +269,8 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
         return EXIT_CONFIG
 
     loop = asyncio.get_running_loop()
-    handled = list(STOP_SIGNALS)
+    handled = [sig for sig in STOP_SIGNALS
+               if sig != signal.SIGHUP or signal.getsignal(sig) != signal.SIG_IGN]
     for sig in handled:
         loop.add_signal_handler(sig, _on_signal, stop, sig)
     tune_gc()

@@ -327,7 +327,7 @@ SETTINGS: tuple[Setting, ...] = (
     # the hard limit is twice this (transport/server.py)
     Setting("max_pending_requests", _int(1, C_INT_MAX // 2), "calls queued for the application "
             "in a burst", "N"),
-    Setting("drain_grace_s", _hour, "on SIGTERM/SIGINT, time left to running calls", "SECONDS"),
+    Setting("drain_grace_s", _hour, "on SIGTERM/SIGINT/SIGHUP, time left to running calls", "SECONDS"),
     Setting("rate_limit_seat_per_s", _rate, "calls a second allowed per seat token (SubmitAction, "
             "GetView, LeaveMatch, WatchMatch opens); more: RESOURCE_EXHAUSTED RATE_LIMITED "
             "(0: no limit)", "N"),

@@ -361,3 +361,31 @@ def test_health_turns_serving_only_once_a_bot_can_play(tmp_path):
     assert "bot_failed" not in events and "bot_decision_failed" not in events, events
     assert "bot_workers_not_ready" not in events
 
+
+
+def test_sighup_drains_like_sigterm(tmp_path):
+    """SIGHUP kept its default action: the process ended at once, without the drain (the
+    terminal of a `make run` closed, an ssh session dropped, a supervisor's reload): watch
+    streams cut without DRAINING, no exit line. It now drains as SIGTERM does, exit 0; a
+    second signal during the drain is ignored."""
+    service = Service(tmp_path, tmp_path / "db.sqlite3", "svc")
+    try:
+        async def session():
+            async with grpc.aio.insecure_channel(service.target) as ch:
+                stub, _ = _stubs(ch)
+                match_id, tokens = await create_open_match(stub, "japanese_joker")
+                watch = stub.WatchMatch(pb.WatchMatchRequest(match_id=match_id), metadata=bearer(tokens[0]))
+                assert (await watch.read()).kind == match_pb2.EVENT_KIND_SNAPSHOT
+                service.proc.send_signal(signal.SIGHUP)
+                err = await expect_error(watch)
+                assert (err.code, err.reason) == (grpc.StatusCode.UNAVAILABLE, "DRAINING")
+                service.proc.send_signal(signal.SIGHUP)
+        run(session)()
+        assert service.proc.wait(30) == 0
+    finally:
+        if service.proc.poll() is None:
+            service.proc.kill()
+        service._log.close()
+    lines = service.lines()
+    assert [line.get("signal") for line in lines if line["event"] == "signal_received"] == ["SIGHUP"]
+    assert [(line["event"], line["status"]) for line in lines if line["event"] == "exit"] == [("exit", 0)]
