@@ -8,7 +8,7 @@ second engine on the same host and database is refused with ``db_in_use``, not a
 and a busy port stops the start before an older schema was migrated. A bad setting, an
 unusable or corrupt database (the SQLite store's integrity check at open), a database error
 while the unfinished matches are resumed, a database that another engine process holds (after
-``--db-lock-wait-s``: one engine per database) or a busy port ends the process with exit
+``--db-lock-wait-s``: one engine per database), bot workers that cannot be started or a busy port ends the process with exit
 status 2 and one clear log line: an engine that cannot read its database must not report
 SERVING.
 
@@ -145,7 +145,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
     """Run until a signal (or ``stop()`` on the returned server); returns the exit status."""
     from .gc_policy import collect_periodically, tune_gc
     from .observability.metrics import get_metrics
-    from .sessions.manager import MatchManager, TakeoverBotUnavailable
+    from .sessions.manager import BotHostUnavailable, MatchManager, TakeoverBotUnavailable
     from .store import StoreError, StoreInUse, describe_location, open_store
     from .transport.fdlimits import (open_files_fields, raise_open_files_limit,
                                      start_metrics_server, too_few_open_files)
@@ -223,6 +223,9 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
         log.error("takeover_bot_unavailable", bot=exc.bot, installed=exc.installed,
                   error=f"{settings_mod.BY_FIELD['takeover_bot'].names} {exc}")
         shutdown_metrics()
+        return EXIT_CONFIG
+    except BotHostUnavailable as exc:
+        log.error("bot_host_unavailable", error=str(exc))
         return EXIT_CONFIG
     except StoreInUse as exc:
         log.error("db_in_use", db=db, error=str(exc))

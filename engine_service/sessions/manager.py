@@ -104,6 +104,11 @@ class BotHostLike(Protocol):
     async def close(self) -> None: ...
 
 
+class BotHostUnavailable(RuntimeError):
+    """The bot worker processes cannot be started (the interpreter cannot be run, no process
+    can be made): raised by :meth:`MatchManager.start`, before the store opens."""
+
+
 class MatchManager:
     """Holds every live match of this process. See the module docstring.
 
@@ -199,7 +204,11 @@ class MatchManager:
         if self._create_host and self._host is None:
             from ..plugins.host import BotHost
 
-            self._host = BotHost(workers=self.config.bot_workers, metrics=self.metrics)
+            try:
+                self._host = BotHost(workers=self.config.bot_workers, metrics=self.metrics)
+            except OSError as exc:
+                # was reported as the database's fault (store_unavailable), naming the --db
+                raise BotHostUnavailable(f"cannot start the bot worker processes: {exc}") from exc
             self._owns_host = True
             # the workers start now, not at the first decision, which would otherwise spend
             # its deadline on their start-up (a timeout counted against the bot)
