@@ -56,6 +56,13 @@ class PortUnavailable(Exception):
         self.reason = f"cannot bind {host}:{port}: {error.strerror or error}"
         super().__init__(self.reason)
 
+    def log(self) -> None:
+        fields = {"host": self.host, "port": self.port, "error": self.reason}
+        if self.which == "metrics":
+            log.error("metrics_port_unavailable", **fields)
+        else:
+            log.error("grpc_port_unavailable", **fields)
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -216,7 +223,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
         # deadline on their start-up (a bot match created at once timed out, bot_failed)
         await manager.wait_for_bot_workers()
     except PortUnavailable as exc:
-        log.error(f"{exc.which}_port_unavailable", host=exc.host, port=exc.port, error=exc.reason)
+        exc.log()
         shutdown_metrics()  # the store did not open: nothing else to close
         return EXIT_CONFIG
     except TakeoverBotUnavailable as exc:
@@ -238,7 +245,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
         try:
             bind_ports()
         except PortUnavailable as exc:
-            log.error(f"{exc.which}_port_unavailable", host=exc.host, port=exc.port, error=exc.reason)
+            exc.log()
             await manager.close()
             return EXIT_CONFIG
     assert http is not None
