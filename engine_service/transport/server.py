@@ -483,6 +483,7 @@ class GrpcServer:
         declare_rpc_series(self.metrics, self.rate_limits)
         for name in ("", *SERVICE_NAMES):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        self.metrics.serving.set(1)
         if not self._admin.enabled:
             log.warning("admin_api_disabled",
                         hint="set --admin-token or CARDGAMES_ADMIN_TOKEN to enable the admin API")
@@ -502,6 +503,7 @@ class GrpcServer:
         self._stopped = True
         log.info("draining", grace_s=grace_s)
         await self.health.enter_graceful_shutdown()
+        self.metrics.serving.set(0)
         try:
             await self.service.drain()
         finally:

@@ -162,6 +162,7 @@ def test_lifecycle_health_reflection_metrics_logs_and_sigterm(tmp_path):
     assert samples['cardgames_matches_created_total{game="japanese_joker"}'] == 1
     assert samples['cardgames_rpc_duration_seconds_count{method="/cardgames.v1.CardGamesService/SubmitAction"}'] == 40
     assert "process_resident_memory_bytes" in samples
+    assert samples["cardgames_serving"] == 1
     # tune_gc's collection at start-up and the timed ones: full collections, timed
     assert samples['cardgames_gc_pause_seconds_count{generation="2"}'] >= 2
     assert samples['cardgames_gc_pause_seconds_sum{generation="2"}'] > 0
