@@ -266,6 +266,13 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
     server = GrpcServer(manager, metrics=metrics, admin_token=settings.admin_token,
                         host=settings.host, port=settings.port, limits=limits, tls=tls,
                         rate_limits=rate_limits)
+    # The drain's handlers go in before health can say SERVING: a signal in between found
+    # SIG_DFL and ended the process at once, after a client or probe had seen it serving.
+    loop = asyncio.get_running_loop()
+    handled = [sig for sig in STOP_SIGNALS
+               if sig != signal.SIGHUP or signal.getsignal(sig) != signal.SIG_IGN]
+    for sig in handled:
+        loop.add_signal_handler(sig, _on_signal, stop, sig)
     try:
         await server.start()
     except (OSError, RuntimeError) as exc:
@@ -276,13 +283,10 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
                   if reason is not None else str(exc))
         await manager.close()
         http.shutdown()
+        for sig in handled:
+            loop.remove_signal_handler(sig)
         return EXIT_CONFIG
 
-    loop = asyncio.get_running_loop()
-    handled = [sig for sig in STOP_SIGNALS
-               if sig != signal.SIGHUP or signal.getsignal(sig) != signal.SIG_IGN]
-    for sig in handled:
-        loop.add_signal_handler(sig, _on_signal, stop, sig)
     tune_gc()
     collector = (asyncio.create_task(collect_periodically(settings.gc_full_collection_interval_s),
                                      name="gc-full-collections")
