@@ -5,7 +5,8 @@
 * ``cardgames.v1.CardGamesService`` and ``cardgames.v1.AdminService`` (servicers.py) over a
   :class:`~engine_service.sessions.api.MatchService`;
 * the standard ``grpc.health.v1.Health`` service: SERVING once started, NOT_SERVING while
-  draining (per service and overall ``""``), so a load balancer stops routing first;
+  draining (per service and overall ``""``), so a load balancer stops routing first (a
+  ``Watch`` stream then ends, not to hold the drain);
 * server reflection, so ``buf curl`` / grpcurl-style tools list and call the API: v1alpha,
   and v1 too (:func:`add_reflection_v1`), which tools ask for first and some insist on.
 
@@ -32,6 +33,7 @@ grace period for the RPCs still running -> the session layer closes (store flush
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import socket
 import time
@@ -71,22 +73,44 @@ class HealthServicer(health.aio.HealthServicer):
     does not implement it, so a client that called it (a tool reading the descriptor, a
     probe of the newer API) got UNIMPLEMENTED "Unexpected <class 'NotImplementedError'>:
     Method not implemented!". The statuses are recorded as they are set, for ``List``; a
-    drain turns them all NOT_SERVING, as it does for ``Check``."""
+    drain turns them all NOT_SERVING, as it does for ``Check``.
+
+    ``Watch`` ends its stream (OK) once it has sent NOT_SERVING for the drain: the base
+    class's stream stayed open, and the server's stop waited the whole ``--drain-grace-s`` for
+    it, so one client watching health (gRPC's client-side health checking, a dashboard) made
+    every restart that much longer. A client that watches again is refused, the server gone."""
 
     def __init__(self) -> None:
         super().__init__()
         self._listed: dict[str, int] = {"": health_pb2.HealthCheckResponse.SERVING}
         self._draining = False
+        self._changed = asyncio.Condition()
 
     async def set(self, service: str, status: int) -> None:
         await super().set(service, status)
         if not self._draining:  # as the base class: no status changes once draining
             self._listed[service] = status
+            async with self._changed:
+                self._changed.notify_all()
 
     async def enter_graceful_shutdown(self) -> None:
         await super().enter_graceful_shutdown()
         self._draining = True
         self._listed = dict.fromkeys(self._listed, health_pb2.HealthCheckResponse.NOT_SERVING)
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def Watch(self, request: health_pb2.HealthCheckRequest, context: grpc.aio.ServicerContext) -> None:
+        last = None
+        async with self._changed:
+            while True:
+                status = self._listed.get(request.service, health_pb2.HealthCheckResponse.SERVICE_UNKNOWN)
+                if status != last:
+                    await context.write(health_pb2.HealthCheckResponse(status=status))
+                    last = status
+                if self._draining:
+                    return
+                await self._changed.wait()
 
     async def List(self, request: health_pb2.HealthListRequest, context: grpc.aio.ServicerContext,
                    ) -> health_pb2.HealthListResponse:

@@ -11,6 +11,7 @@ import random
 import signal
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -368,8 +369,12 @@ def test_sighup_drains_like_sigterm(tmp_path):
     """SIGHUP kept its default action: the process ended at once, without the drain (the
     terminal of a `make run` closed, an ssh session dropped, a supervisor's reload): watch
     streams cut without DRAINING, no exit line. It now drains as SIGTERM does, exit 0; a
-    second signal during the drain is ignored."""
-    service = Service(tmp_path, tmp_path / "db.sqlite3", "svc")
+    second signal during the drain is ignored.
+
+    A grpc.health.v1 Watch stream open meanwhile gets NOT_SERVING and then ends: it stayed
+    open, and the server's stop waited the whole --drain-grace-s for it (30 s here), so one
+    client watching health made every restart that much longer."""
+    service = Service(tmp_path, tmp_path / "db.sqlite3", "svc", CARDGAMES_DRAIN_GRACE_S="30")
     try:
         async def session():
             async with grpc.aio.insecure_channel(service.target) as ch:
@@ -377,12 +382,21 @@ def test_sighup_drains_like_sigterm(tmp_path):
                 match_id, tokens = await create_open_match(stub, "japanese_joker")
                 watch = stub.WatchMatch(pb.WatchMatchRequest(match_id=match_id), metadata=bearer(tokens[0]))
                 assert (await watch.read()).kind == match_pb2.EVENT_KIND_SNAPSHOT
+                hw = health_pb2_grpc.HealthStub(ch).Watch(health_pb2.HealthCheckRequest(service=""))
+                assert (await hw.read()).status == health_pb2.HealthCheckResponse.SERVING
+                signalled = time.monotonic()
                 service.proc.send_signal(signal.SIGHUP)
                 err = await expect_error(watch)
                 assert (err.code, err.reason) == (grpc.StatusCode.UNAVAILABLE, "DRAINING")
+                assert (await hw.read()).status == health_pb2.HealthCheckResponse.NOT_SERVING
+                assert await hw.read() == grpc.aio.EOF
                 service.proc.send_signal(signal.SIGHUP)
-        run(session)()
-        assert service.proc.wait(30) == 0
+                # the channel (and the health call) still open while the process exits
+                status = await asyncio.get_running_loop().run_in_executor(None, service.proc.wait, 30)
+                return status, time.monotonic() - signalled
+        status, took = run(session)()
+        assert status == 0
+        assert took < 10, f"the drain waited {took:.1f} s"
     finally:
         if service.proc.poll() is None:
             service.proc.kill()
