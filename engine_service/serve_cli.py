@@ -15,7 +15,8 @@ SERVING.
 Shutdown on SIGTERM, SIGINT or SIGHUP (a second signal is ignored while draining): health
 NOT_SERVING, the session layer drains (new work gets UNAVAILABLE, in-flight actions finish,
 watch streams end), the grpc server stops with ``--drain-grace-s`` for the calls still
-running, the store is flushed and closed, and the process exits 0. The same shutdown, with
+running, the metrics endpoint closes, the store is flushed and closed (its lock released
+after the ports, so a successor waiting for it finds them free), and the process exits 0. The same shutdown, with
 exit status 1, when the store loses the ownership of its database to another engine (the
 PostgreSQL store's lock session ended and another process took the lock).
 """
@@ -199,14 +200,14 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
             raise PortUnavailable("metrics", settings.metrics_host, settings.metrics_port, exc) from None
         error = bind_error(settings.host, settings.port)
         if error is not None:
-            http.shutdown()
+            http.close()
             http = None
             raise PortUnavailable("grpc", settings.host, settings.port, error)
         log.info("metrics_server_started", port=http.server_port)
 
     def shutdown_metrics() -> None:
         if http is not None:
-            http.shutdown()
+            http.close()
 
     def ownership_lost(message: str) -> None:
         nonlocal status
@@ -282,7 +283,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
                   error=f"cannot bind {settings.host}:{settings.port}: {reason.strerror or reason}"
                   if reason is not None else str(exc))
         await manager.close()
-        http.shutdown()
+        http.close()
         for sig in handled:
             loop.remove_signal_handler(sig)
         return EXIT_CONFIG
@@ -298,9 +299,9 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
     if collector is not None:
         collector.cancel()
     try:
-        await server.drain(settings.drain_grace_s)
+        await server.drain(settings.drain_grace_s, ports_closed=http.close)
     finally:
-        http.shutdown()
+        http.close()
         for sig in handled:
             loop.remove_signal_handler(sig)
     log.info("exit", status=status)

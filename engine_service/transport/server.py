@@ -520,8 +520,11 @@ class GrpcServer:
                  trusted_proxies=[str(n) for n in rl.trusted_proxies])
         return port
 
-    async def drain(self, grace_s: float = 10.0) -> None:
-        """Graceful shutdown (module docstring); safe to call twice."""
+    async def drain(self, grace_s: float = 10.0, *, ports_closed: Callable[[], None] | None = None) -> None:
+        """Graceful shutdown (module docstring); safe to call twice. ``ports_closed`` is
+        called once the gRPC server has stopped and before the session layer closes the store
+        (the service closes its metrics endpoint there): an engine lets its ports go before
+        its database, so a successor that was waiting for the database finds them free."""
         if self._stopped or self._server is None:
             return
         self._stopped = True
@@ -532,7 +535,11 @@ class GrpcServer:
             await self.service.drain()
         finally:
             await self._server.stop(grace_s)
-            await self.service.close()
+            try:
+                if ports_closed is not None:
+                    ports_closed()
+            finally:
+                await self.service.close()
         log.info("stopped")
 
     async def wait_for_termination(self) -> None:

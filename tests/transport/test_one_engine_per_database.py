@@ -146,3 +146,37 @@ def test_ctrl_c_while_waiting_for_the_database_ends_the_start_at_once(tmp_path, 
         assert run(health)() == health_pb2.HealthCheckResponse.SERVING  # undisturbed
     finally:
         assert first.stop() == 0
+
+
+def test_a_successor_waiting_on_the_same_database_and_ports_starts_once_the_first_has_drained(tmp_path):
+    """A successor started before its predecessor has finished (`make run` again while the
+    first drains, a supervisor on one host) waits for the database and then binds the same
+    ports. The predecessor released the database before its metrics port: the successor,
+    given the lock, found the port still bound (metrics_port_unavailable, exit 2) while the
+    first was still closing its bot workers. An engine now lets its ports go before its
+    database."""
+    db = tmp_path / "cards.sqlite3"
+    first = Service(tmp_path, db, "first")
+    env = {**os.environ, "CARDGAMES_DB": str(db), "CARDGAMES_PORT": str(first.port),
+           "CARDGAMES_METRICS_PORT": str(first.metrics_port), "CARDGAMES_HOST": "127.0.0.1",
+           "CARDGAMES_METRICS_HOST": "127.0.0.1", "CARDGAMES_LOG_FORMAT": "json",
+           "CARDGAMES_DB_LOCK_WAIT_S": "60", "CARDGAMES_BOT_WORKERS": "1", "PYTHONUNBUFFERED": "1"}
+    log_path = tmp_path / "second.log"
+    with open(log_path, "w") as log_file:
+        second = subprocess.Popen([sys.executable, "-m", "engine_service", "serve"], cwd=tmp_path, env=env,
+                                  stdout=log_file, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while '"db_lock_waiting"' not in log_path.read_text():
+            assert second.poll() is None and time.monotonic() < deadline, log_path.read_text()
+            time.sleep(0.05)
+        assert first.stop() == 0
+        while '"serving"' not in log_path.read_text():
+            assert second.poll() is None and time.monotonic() < deadline, log_path.read_text()
+            time.sleep(0.05)
+        second.send_signal(signal.SIGTERM)
+        assert second.wait(30) == 0
+    finally:
+        if second.poll() is None:
+            second.kill()
+            second.wait()
