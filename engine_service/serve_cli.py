@@ -218,11 +218,12 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
     store.on_ownership_lost = ownership_lost
     store.on_held = bind_ports
     try:
-        await manager.start()
         # health says SERVING only once a bot seat can be served: the workers started with the
         # manager (BotHost.warm), and a bot asked before they are up spends its decision's
-        # deadline on their start-up (a bot match created at once timed out, bot_failed)
-        await manager.wait_for_bot_workers()
+        # deadline on their start-up (a bot match created at once timed out, bot_failed); the
+        # wait comes before the resumed matches' timers are armed, so that their players'
+        # grace periods do not run while the engine cannot be reached
+        await manager.start(wait_for_bot_workers=True)
     except PortUnavailable as exc:
         exc.log()
         shutdown_metrics()  # the store did not open: nothing else to close

@@ -172,8 +172,13 @@ class MatchManager:
 
     # ---- lifecycle ------------------------------------------------------------------------
 
-    async def start(self) -> None:
+    async def start(self, *, wait_for_bot_workers: bool = False) -> None:
         """Open the store, rebuild every unfinished match from its log, re-arm its timers.
+
+        ``wait_for_bot_workers``: wait for the bot workers (:meth:`wait_for_bot_workers`)
+        even when no resumed match has a bot, before the timers are armed (the service, which
+        reports SERVING right after: the resumed players' grace periods must not run while it
+        waits, before they can reconnect).
 
         A match this program cannot replay (an unknown game, options or a log the rules
         refuse: CorruptLog, RulesError) is skipped with ``match_resume_failed`` and answered
@@ -195,7 +200,7 @@ class MatchManager:
             await self._close_owned_host()
             raise
         try:
-            await self._start_opened()
+            await self._start_opened(wait_for_bot_workers)
         except BaseException:
             await self._abort_start()
             raise
@@ -220,7 +225,7 @@ class MatchManager:
             host, self._host, self._owns_host = self._host, None, False
             await host.close()
 
-    async def _start_opened(self) -> None:
+    async def _start_opened(self, wait_for_bot_workers: bool = False) -> None:
         # every game's and bot's series at 0 from the start: alerts on increase() see the
         # first failure (observability.metrics)
         self.metrics.declare(games=[g.id for g in all_games()], bots=[b.name for b in self.list_bots()])
@@ -237,7 +242,10 @@ class MatchManager:
                 resumed.append(m)
                 self.metrics.matches_resumed.labels(m.game.id).inc()
                 m.log.info("match_resumed", seq=m.seq, status=m.status)
-        await self._await_bot_workers(resumed)
+        if wait_for_bot_workers:
+            await self.wait_for_bot_workers()
+        else:
+            await self._await_bot_workers(resumed)
         self._started = True
         now = asyncio.get_running_loop().time()
         for m in resumed:

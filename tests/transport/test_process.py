@@ -365,6 +365,54 @@ def test_health_turns_serving_only_once_a_bot_can_play(tmp_path):
 
 
 
+def _slow_bot_processes(tmp_path, seconds: float) -> str:
+    """A PYTHONPATH whose sitecustomize holds every bot process's start ``seconds`` (a slow
+    plugin import on a loaded machine)."""
+    slow = tmp_path / "slow"
+    slow.mkdir(exist_ok=True)
+    (slow / "sitecustomize.py").write_text(
+        "import sys, time\n"
+        "if 'engine_service.plugins.pool' in sys.orig_argv:\n"
+        f"    time.sleep({seconds})\n")
+    return os.pathsep.join(p for p in (str(slow), os.environ.get("PYTHONPATH", "")) if p)
+
+
+def test_the_grace_periods_of_resumed_players_start_when_the_engine_serves(tmp_path):
+    """After a restart every player of a resumed match is away and gets a whole grace period
+    to come back. Waiting for the bot workers before SERVING came after the resumed matches'
+    timers were armed: the grace periods ran while the engine could not be reached yet (up
+    to 15 s), and players lost that much of their time to reconnect. The wait now comes
+    first: a two-player match nobody returns to is abandoned a whole grace period (3 s) after
+    `serving`, though the bot processes took 2 s to start."""
+    from datetime import datetime
+
+    db = tmp_path / "db.sqlite3"
+    first = Service(tmp_path, db, "first", CARDGAMES_RECONNECT_GRACE_S="3")
+    try:
+        async def create():
+            async with grpc.aio.insecure_channel(first.target) as ch:
+                stub, _ = _stubs(ch)
+                match_id, _ = await create_open_match(stub, "klaberjass")
+                return match_id
+        match_id = run(create)()
+    finally:
+        assert first.stop() == 0
+    second = Service(tmp_path, db, "second", CARDGAMES_RECONNECT_GRACE_S="3",
+                     PYTHONPATH=_slow_bot_processes(tmp_path, 2))
+    try:
+        deadline = time.monotonic() + 30
+        while '"match_ended"' not in second.log_path.read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    finally:
+        assert second.stop() == 0
+    when = {line["event"]: datetime.fromisoformat(line["timestamp"].replace("Z", "+00:00"))
+            for line in second.lines() if line["event"] in ("serving", "match_ended")}
+    ended = [line for line in second.lines() if line["event"] == "match_ended"]
+    assert [(e["match_id"], e["outcome"]) for e in ended] == [(match_id, "abandoned")]
+    assert (when["match_ended"] - when["serving"]).total_seconds() >= 2.9
+
+
 def test_sighup_drains_like_sigterm(tmp_path):
     """SIGHUP kept its default action: the process ended at once, without the drain (the
     terminal of a `make run` closed, an ssh session dropped, a supervisor's reload): watch
