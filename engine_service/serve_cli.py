@@ -283,8 +283,8 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
         log.error("grpc_port_unavailable", host=settings.host, port=settings.port,
                   error=f"cannot bind {settings.host}:{settings.port}: {reason.strerror or reason}"
                   if reason is not None else str(exc))
+        http.close()  # the ports before the database, as in the drain
         await manager.close()
-        http.close()
         for sig in handled:
             loop.remove_signal_handler(sig)
         return EXIT_CONFIG
