@@ -330,15 +330,9 @@ def test_health_turns_serving_only_once_a_bot_can_play(tmp_path):
     them (bot_failed, timeout: the auto-move instead of the bot's). SERVING now means a bot
     can be asked: bot processes slowed at their start (a sitecustomize, as a slow plugin
     import on a loaded machine) and a deadline far below that show it."""
-    slow = tmp_path / "slow"
-    slow.mkdir()
-    (slow / "sitecustomize.py").write_text(
-        "import sys, time\n"
-        "if 'engine_service.plugins.pool' in sys.orig_argv:\n"
-        "    time.sleep(2)\n")
-    path = os.pathsep.join(p for p in (str(slow), os.environ.get("PYTHONPATH", "")) if p)
     service = Service(tmp_path, tmp_path / "db.sqlite3", "svc", CARDGAMES_BOT_PACE_S="0",
-                      CARDGAMES_BOT_DEADLINE_S="0.3", CARDGAMES_BOT_PLUGINS="random", PYTHONPATH=path)
+                      CARDGAMES_BOT_DEADLINE_S="0.3", CARDGAMES_BOT_PLUGINS="random",
+                      PYTHONPATH=_slow_bot_processes(tmp_path, 2))
     try:
         async def session():
             async with grpc.aio.insecure_channel(service.target) as ch:
