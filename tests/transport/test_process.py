@@ -446,3 +446,69 @@ def test_sighup_drains_like_sigterm(tmp_path):
     lines = service.lines()
     assert [line.get("signal") for line in lines if line["event"] == "signal_received"] == ["SIGHUP"]
     assert [(line["event"], line["status"]) for line in lines if line["event"] == "exit"] == [("exit", 0)]
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (not gone, not a zombie awaiting its parent)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def test_bot_processes_outlive_a_sigterm_sent_to_the_whole_service(tmp_path):
+    """systemd stops a service by sending SIGTERM to every process of its cgroup at once
+    (KillMode=control-group, the default), the bot workers and their zygote included: they
+    died of it while the engine was only beginning its drain, a decision in flight counted as
+    a crash (bot_failed, the auto-move written for the bot) and the idle workers as lost. They
+    now ignore SIGTERM (as SIGINT): the engine stops them when it closes."""
+    service = Service(tmp_path, tmp_path / "db.sqlite3", "svc", CARDGAMES_BOT_PACE_S="0",
+                      CARDGAMES_BOT_PLUGINS="random")
+    try:
+        bots = _descendants(service.proc.pid)
+        assert bots
+        for pid in bots:
+            os.kill(pid, signal.SIGTERM)
+        time.sleep(1)
+        assert all(_alive(pid) for pid in bots)
+
+        async def play():
+            async with grpc.aio.insecure_channel(service.target) as ch:
+                stub, _ = _stubs(ch)
+                seats = [match_pb2.SeatSpec(bot=match_pb2.BotSeat(name="random"))] * 2
+                created = await stub.CreateMatch(pb.CreateMatchRequest(game="japanese_joker", seats=seats),
+                                                 metadata=bearer(ADMIN_TOKEN))
+                for _ in range(300):
+                    view = (await stub.GetView(pb.GetViewRequest(match_id=created.match.match_id))).view
+                    if view.seq >= 6:
+                        return
+                    await asyncio.sleep(0.05)
+                raise AssertionError("the bots did not play")
+        run(play)()
+        assert service.stop() == 0
+    finally:
+        if service.proc.poll() is None:
+            service.proc.kill()
+        service._log.close()
+    events = [line["event"] for line in service.lines()]
+    assert not {"bot_worker_lost", "bot_failed", "bot_worker_replaced"} & set(events), events
+    time.sleep(0.5)
+    assert not any(_alive(pid) for pid in bots)  # the engine stopped them when it closed
