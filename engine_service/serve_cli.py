@@ -94,10 +94,24 @@ def run(args: argparse.Namespace) -> int:
     # start finds whole or not at all. Python's KeyboardInterrupt, which asyncio.Runner turns
     # into a cancellation, cannot reach the SQLite lock's wait on the store's thread: Ctrl-C
     # waited out the rest of --db-lock-wait-s, then left a traceback among the JSON lines.
-    # Serving installs the drain's own handler (serve()); SIG_DFL also keeps Runner's out.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    # Serving installs the drain's own handler (serve()); a handler of our own also keeps
+    # Runner's out. Not SIG_DFL: in a container the engine is PID 1, and the kernel gives
+    # PID 1 no signal it has no handler for: `docker stop` or a pod's deletion during the
+    # start (a --db-lock-wait-s of 30 s, a long resume) was ignored until SIGKILL.
+    for sig in STOP_SIGNALS:
+        if sig != signal.SIGHUP or signal.getsignal(sig) != signal.SIG_IGN:
+            signal.signal(sig, _end_at_once)
     with asyncio.Runner(loop_factory=loop_factory) as runner:
         return runner.run(serve(settings))
+
+
+def _end_at_once(signum: int, frame: object) -> None:
+    """Before the engine serves, a stop signal ends the process at once by the signal's own
+    default action (killed by it: status 143 for SIGTERM, 130 for SIGINT); as PID 1 of a
+    container, which the default action does not reach, with the same status by exit."""
+    signal.signal(signum, signal.SIG_DFL)
+    signal.raise_signal(signum)
+    os._exit(128 + signum)
 
 
 def quiet_grpc_core() -> None:
