@@ -1,19 +1,22 @@
 """``python -m engine_service serve``: run the gRPC service until SIGTERM / SIGINT.
 
 Start-up: configure logs, open the store (waiting ``--db-lock-wait-s`` for its ownership
-lock) and resume every unfinished match (MatchManager.start), then start the Prometheus
-endpoint and serve gRPC (health SERVING): both ports are bound only once the database is held,
-so a second engine on the same host and database is refused with ``db_in_use``, not a busy port. A bad setting, an
+lock) and resume every unfinished match (MatchManager.start), then serve gRPC (health
+SERVING). The Prometheus endpoint starts, and the gRPC port is checked, as soon as the store
+holds the database and before it creates, checks or migrates anything (``Store.on_held``): a
+second engine on the same host and database is refused with ``db_in_use``, not a busy port,
+and a busy port stops the start before an older schema was migrated. A bad setting, an
 unusable or corrupt database (the SQLite store's integrity check at open), a database error
 while the unfinished matches are resumed, a database that another engine process holds (after
-``--db-lock-wait-s``: one engine per database) or a busy port ends the process with exit
+``--db-lock-wait-s``: one engine per database), bot workers that cannot be started or a busy port ends the process with exit
 status 2 and one clear log line: an engine that cannot read its database must not report
 SERVING.
 
-Shutdown on SIGTERM or SIGINT (a second signal is ignored while draining): health
+Shutdown on SIGTERM, SIGINT or SIGHUP (a second signal is ignored while draining): health
 NOT_SERVING, the session layer drains (new work gets UNAVAILABLE, in-flight actions finish,
 watch streams end), the grpc server stops with ``--drain-grace-s`` for the calls still
-running, the store is flushed and closed, and the process exits 0. The same shutdown, with
+running, the metrics endpoint closes, the store is flushed and closed (its lock released
+after the ports, so a successor waiting for it finds them free), and the process exits 0. The same shutdown, with
 exit status 1, when the store loses the ownership of its database to another engine (the
 PostgreSQL store's lock session ended and another process took the lock).
 """
@@ -36,6 +39,30 @@ log = structlog.get_logger("cardgames.serve")
 
 EXIT_CONFIG = 2
 EXIT_OWNERSHIP_LOST = 1
+
+#: The signals that drain the serving engine and end it with status 0. SIGHUP is one: its
+#: default action ended the process at once, without the drain (the terminal of a `make run`
+#: closed, an ssh session dropped, `kill -HUP`, a supervisor's reload): every watch stream
+#: cut without DRAINING, the calls in flight unanswered, no exit line. The engine has nothing
+#: to reload (a renewed TLS certificate is picked up by itself), so SIGHUP stops it as SIGTERM
+#: does. A process started with SIGHUP ignored (nohup) keeps ignoring it.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+class PortUnavailable(Exception):
+    """A port of the service cannot be bound (``which``: ``grpc`` or ``metrics``)."""
+
+    def __init__(self, which: str, host: str, port: int, error: OSError) -> None:
+        self.which, self.host, self.port = which, host, port
+        self.reason = f"cannot bind {host}:{port}: {error.strerror or error}"
+        super().__init__(self.reason)
+
+    def log(self) -> None:
+        fields = {"host": self.host, "port": self.port, "error": self.reason}
+        if self.which == "metrics":
+            log.error("metrics_port_unavailable", **fields)
+        else:
+            log.error("grpc_port_unavailable", **fields)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -67,10 +94,24 @@ def run(args: argparse.Namespace) -> int:
     # start finds whole or not at all. Python's KeyboardInterrupt, which asyncio.Runner turns
     # into a cancellation, cannot reach the SQLite lock's wait on the store's thread: Ctrl-C
     # waited out the rest of --db-lock-wait-s, then left a traceback among the JSON lines.
-    # Serving installs the drain's own handler (serve()); SIG_DFL also keeps Runner's out.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    # Serving installs the drain's own handler (serve()); a handler of our own also keeps
+    # Runner's out. Not SIG_DFL: in a container the engine is PID 1, and the kernel gives
+    # PID 1 no signal it has no handler for: `docker stop` or a pod's deletion during the
+    # start (a --db-lock-wait-s of 30 s, a long resume) was ignored until SIGKILL.
+    for sig in STOP_SIGNALS:
+        if sig != signal.SIGHUP or signal.getsignal(sig) != signal.SIG_IGN:
+            signal.signal(sig, _end_at_once)
     with asyncio.Runner(loop_factory=loop_factory) as runner:
         return runner.run(serve(settings))
+
+
+def _end_at_once(signum: int, frame: object) -> None:
+    """Before the engine serves, a stop signal ends the process at once by the signal's own
+    default action (killed by it: status 143 for SIGTERM, 130 for SIGINT); as PID 1 of a
+    container, which the default action does not reach, with the same status by exit."""
+    signal.signal(signum, signal.SIG_DFL)
+    signal.raise_signal(signum)
+    os._exit(128 + signum)
 
 
 def quiet_grpc_core() -> None:
@@ -126,12 +167,12 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
     """Run until a signal (or ``stop()`` on the returned server); returns the exit status."""
     from .gc_policy import collect_periodically, tune_gc
     from .observability.metrics import get_metrics
-    from .sessions.manager import MatchManager, TakeoverBotUnavailable
+    from .sessions.manager import BotHostUnavailable, MatchManager, TakeoverBotUnavailable
     from .store import StoreError, StoreInUse, describe_location, open_store
     from .transport.fdlimits import (open_files_fields, raise_open_files_limit,
                                      start_metrics_server, too_few_open_files)
     from .transport.ratelimit import Rate, RateLimits
-    from .transport.server import GrpcServer, ServerLimits, TlsFiles
+    from .transport.server import GrpcServer, ServerLimits, TlsFiles, bind_error
 
     metrics = get_metrics()
     loop_type = type(asyncio.get_running_loop())
@@ -157,6 +198,30 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
     manager = MatchManager(settings.session, store=store, metrics=metrics)
     stop = asyncio.Event()
     status = 0
+    http = None
+
+    def bind_ports() -> None:
+        """Once the database is held and before it is changed (store.on_held): the metrics
+        endpoint starts, and the gRPC port is checked. A second engine on the same host,
+        ports and database (a forgotten `make run`) waits --db-lock-wait-s and is refused
+        with db_in_use naming the first, not a busy port; a port in use stops the start
+        before the store migrates (or creates) the database, which an engine that never
+        served must leave as it found it."""
+        nonlocal http
+        try:
+            http = start_metrics_server(settings.metrics_port, settings.metrics_host, metrics.registry)
+        except OSError as exc:
+            raise PortUnavailable("metrics", settings.metrics_host, settings.metrics_port, exc) from None
+        error = bind_error(settings.host, settings.port)
+        if error is not None:
+            http.close()
+            http = None
+            raise PortUnavailable("grpc", settings.host, settings.port, error)
+        log.info("metrics_server_started", port=http.server_port)
+
+    def shutdown_metrics() -> None:
+        if http is not None:
+            http.close()
 
     def ownership_lost(message: str) -> None:
         nonlocal status
@@ -165,29 +230,41 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
         stop.set()
 
     store.on_ownership_lost = ownership_lost
+    store.on_held = bind_ports
     try:
-        await manager.start()
+        # health says SERVING only once a bot seat can be served: the workers started with the
+        # manager (BotHost.warm), and a bot asked before they are up spends its decision's
+        # deadline on their start-up (a bot match created at once timed out, bot_failed); the
+        # wait comes before the resumed matches' timers are armed, so that their players'
+        # grace periods do not run while the engine cannot be reached
+        await manager.start(wait_for_bot_workers=True)
+    except PortUnavailable as exc:
+        exc.log()
+        shutdown_metrics()  # the store did not open: nothing else to close
+        return EXIT_CONFIG
     except TakeoverBotUnavailable as exc:
         log.error("takeover_bot_unavailable", bot=exc.bot, installed=exc.installed,
                   error=f"{settings_mod.BY_FIELD['takeover_bot'].names} {exc}")
+        shutdown_metrics()
+        return EXIT_CONFIG
+    except BotHostUnavailable as exc:
+        log.error("bot_host_unavailable", error=str(exc))
         return EXIT_CONFIG
     except StoreInUse as exc:
         log.error("db_in_use", db=db, error=str(exc))
         return EXIT_CONFIG
     except (StoreError, OSError, ValueError) as exc:
         log.error("store_unavailable", db=db, error=str(exc))
+        shutdown_metrics()
         return EXIT_CONFIG
-    # The metrics port is bound once the database is held: a second engine on the same
-    # host, ports and database (a forgotten `make run`) then waits --db-lock-wait-s and is
-    # refused with db_in_use naming the first, instead of failing at once on the port.
-    try:
-        http = start_metrics_server(settings.metrics_port, settings.metrics_host, metrics.registry)
-    except OSError as exc:
-        log.error("metrics_port_unavailable", host=settings.metrics_host, port=settings.metrics_port,
-                  error=str(exc))
-        await manager.close()
-        return EXIT_CONFIG
-    log.info("metrics_server_started", port=http.server_port)
+    if http is None:  # a store that never said it held the database (on_held)
+        try:
+            bind_ports()
+        except PortUnavailable as exc:
+            exc.log()
+            await manager.close()
+            return EXIT_CONFIG
+    assert http is not None
 
     limits = ServerLimits(
         max_receive_message_bytes=settings.max_receive_message_bytes,
@@ -205,17 +282,27 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
     server = GrpcServer(manager, metrics=metrics, admin_token=settings.admin_token,
                         host=settings.host, port=settings.port, limits=limits, tls=tls,
                         rate_limits=rate_limits)
+    # The drain's handlers go in before health can say SERVING: a signal in between found
+    # SIG_DFL and ended the process at once, after a client or probe had seen it serving.
+    loop = asyncio.get_running_loop()
+    handled = [sig for sig in STOP_SIGNALS
+               if sig != signal.SIGHUP or signal.getsignal(sig) != signal.SIG_IGN]
+    for sig in handled:
+        loop.add_signal_handler(sig, _on_signal, stop, sig)
     try:
         await server.start()
     except (OSError, RuntimeError) as exc:
-        log.error("grpc_port_unavailable", host=settings.host, port=settings.port, error=str(exc))
+        # the port was taken since bind_ports() checked it: gRPC's own message does not say why
+        reason = bind_error(settings.host, settings.port)
+        log.error("grpc_port_unavailable", host=settings.host, port=settings.port,
+                  error=f"cannot bind {settings.host}:{settings.port}: {reason.strerror or reason}"
+                  if reason is not None else str(exc))
+        http.close()  # the ports before the database, as in the drain
         await manager.close()
-        http.shutdown()
+        for sig in handled:
+            loop.remove_signal_handler(sig)
         return EXIT_CONFIG
 
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, _on_signal, stop, sig)
     tune_gc()
     collector = (asyncio.create_task(collect_periodically(settings.gc_full_collection_interval_s),
                                      name="gc-full-collections")
@@ -227,10 +314,10 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
     if collector is not None:
         collector.cancel()
     try:
-        await server.drain(settings.drain_grace_s)
+        await server.drain(settings.drain_grace_s, ports_closed=http.close)
     finally:
-        http.shutdown()
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        http.close()
+        for sig in handled:
             loop.remove_signal_handler(sig)
     log.info("exit", status=status)
     return status

@@ -327,7 +327,7 @@ SETTINGS: tuple[Setting, ...] = (
     # the hard limit is twice this (transport/server.py)
     Setting("max_pending_requests", _int(1, C_INT_MAX // 2), "calls queued for the application "
             "in a burst", "N"),
-    Setting("drain_grace_s", _hour, "on SIGTERM/SIGINT, time left to running calls", "SECONDS"),
+    Setting("drain_grace_s", _hour, "on SIGTERM/SIGINT/SIGHUP, time left to running calls", "SECONDS"),
     Setting("rate_limit_seat_per_s", _rate, "calls a second allowed per seat token (SubmitAction, "
             "GetView, LeaveMatch, WatchMatch opens); more: RESOURCE_EXHAUSTED RATE_LIMITED "
             "(0: no limit)", "N"),
@@ -466,12 +466,26 @@ def from_namespace(ns: argparse.Namespace, env: Mapping[str, str] | None = None)
         settings = Settings(**server, session=replace(defaults.session, **session))
     except ValueError as exc:  # SessionConfig's own checks name its fields
         raise ValueError(_name_fields(str(exc))) from None
+    grpc_port, metrics_port = BY_FIELD["port"], BY_FIELD["metrics_port"]
+    if settings.port == settings.metrics_port != 0 and _same_address(settings.host, settings.metrics_host):
+        # it failed only once the database was held, as "grpc_port_unavailable ... Address
+        # already in use", the engine's own metrics endpoint holding the port
+        raise ValueError(f"{grpc_port.names} and {metrics_port.names} are both {settings.port}: the gRPC "
+                         "API and the metrics endpoint need a port each")
     cert, key = BY_FIELD["tls_cert"], BY_FIELD["tls_key"]
     if (settings.tls_cert is None) != (settings.tls_key is None):
         raise ValueError(f"{cert.names} and {key.names} go together: give both, or neither")
     if settings.tls_cert is not None and settings.tls_key is not None:
         _check_tls_pair(cert.names, settings.tls_cert, key.names, settings.tls_key)
     return settings
+
+
+def _same_address(a: str, b: str) -> bool:
+    """Whether listening on ``a`` and on ``b`` (``--host``, ``--metrics-host``) can clash:
+    the same address, or either of them every address."""
+    a, b = (h[1:-1] if h.startswith("[") and h.endswith("]") else h for h in (a, b))
+    wildcards = ("", "::", "0.0.0.0")
+    return a == b or a in wildcards or b in wildcards
 
 
 def _name_fields(message: str) -> str:

@@ -107,6 +107,12 @@ class Metrics:
             GCCollector(registry=r)
             GcPauseCollector(registry=r)  # cardgames_gc_pause_seconds{generation}
 
+        # ---- the process --------------------------------------------------------------
+        self.serving = Gauge(
+            "serving", "1 while the gRPC health service answers SERVING; 0 while the engine "
+            "starts (its metrics are up once it holds its database) and while it drains.",
+            namespace=ns, registry=r)
+
         # ---- matches ------------------------------------------------------------------
         self.matches_active = Gauge(
             "matches_active", "Matches not yet finished (waiting for players or in play).",

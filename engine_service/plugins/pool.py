@@ -123,7 +123,12 @@ def _process_main(argv: list[str]) -> None:
     """``python -m engine_service.plugins.pool {--worker|--zygote} FD``: FD is this process's
     end of a Unix socket pair; the first message on it is ``(settings, sys.path)``."""
     role, fd = argv[0], int(argv[1])
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
+    # the parent decides when we stop (end-of-file on our socket, or SIGKILL). SIGTERM too:
+    # systemd's default KillMode=control-group sends it to every process of the service at
+    # once, and a worker that died of it mid-decision while the engine began its drain was a
+    # crash (bot_failed, the auto-move written for the bot), its idle ones bot_worker_lost
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _oom_first()
     _quiet_logging()
     conn = Connection(fd)

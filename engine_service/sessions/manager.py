@@ -104,6 +104,11 @@ class BotHostLike(Protocol):
     async def close(self) -> None: ...
 
 
+class BotHostUnavailable(RuntimeError):
+    """The bot worker processes cannot be started (the interpreter cannot be run, no process
+    can be made): raised by :meth:`MatchManager.start`, before the store opens."""
+
+
 class MatchManager:
     """Holds every live match of this process. See the module docstring.
 
@@ -124,6 +129,7 @@ class MatchManager:
         self._host = bot_host
         self._create_host = bot_host is None and create_bot_host
         self._owns_host = False
+        self._workers_ready: bool | None = None  # wait_for_bot_workers's answer, once asked
         self._matches: dict[str, LiveMatch] = {}
         self._tokens: dict[str, tuple[str, int]] = {}  # token hash -> (match id, seat)
         # client_create_id hash -> the id of the held match it created (the store knows the rest)
@@ -166,8 +172,13 @@ class MatchManager:
 
     # ---- lifecycle ------------------------------------------------------------------------
 
-    async def start(self) -> None:
+    async def start(self, *, wait_for_bot_workers: bool = False) -> None:
         """Open the store, rebuild every unfinished match from its log, re-arm its timers.
+
+        ``wait_for_bot_workers``: wait for the bot workers (:meth:`wait_for_bot_workers`)
+        even when no resumed match has a bot, before the timers are armed (the service, which
+        reports SERVING right after: the resumed players' grace periods must not run while it
+        waits, before they can reconnect).
 
         A match this program cannot replay (an unknown game, options or a log the rules
         refuse: CorruptLog, RulesError) is skipped with ``match_resume_failed`` and answered
@@ -175,26 +186,46 @@ class MatchManager:
         resuming (I/O, a damaged file) is not the match's fault and would hit every later
         read and write too, so it fails the start (StoreError; the service exits 2) instead
         of serving with health SERVING while every write fails UNAVAILABLE. A failed start
-        closes what it opened (the store and its lock, the bot workers)."""
+        closes what it opened (the store and its lock, the bot workers).
+
+        The bot host is made, and ``takeover_bot`` checked against it, before the store opens:
+        a takeover bot that is not installed (TakeoverBotUnavailable) stops the start before
+        an older schema was migrated, which the release before could no longer open."""
         if self._started:
             return
-        await self._store.open()
         try:
-            await self._start_opened()
+            self._prepare_bot_host()
+            await self._store.open()
+        except BaseException:
+            await self._close_owned_host()
+            raise
+        try:
+            await self._start_opened(wait_for_bot_workers)
         except BaseException:
             await self._abort_start()
             raise
 
-    async def _start_opened(self) -> None:
+    def _prepare_bot_host(self) -> None:
         if self._create_host and self._host is None:
             from ..plugins.host import BotHost
 
-            self._host = BotHost(workers=self.config.bot_workers, metrics=self.metrics)
+            try:
+                self._host = BotHost(workers=self.config.bot_workers, metrics=self.metrics)
+            except OSError as exc:
+                # was reported as the database's fault (store_unavailable), naming the --db
+                raise BotHostUnavailable(f"cannot start the bot worker processes: {exc}") from exc
             self._owns_host = True
             # the workers start now, not at the first decision, which would otherwise spend
             # its deadline on their start-up (a timeout counted against the bot)
             self._host.warm()
         check_takeover_bot(self.config.takeover_bot, self._host)
+
+    async def _close_owned_host(self) -> None:
+        if self._owns_host and self._host is not None:
+            host, self._host, self._owns_host = self._host, None, False
+            await host.close()
+
+    async def _start_opened(self, wait_for_bot_workers: bool = False) -> None:
         # every game's and bot's series at 0 from the start: alerts on increase() see the
         # first failure (observability.metrics)
         self.metrics.declare(games=[g.id for g in all_games()], bots=[b.name for b in self.list_bots()])
@@ -211,7 +242,10 @@ class MatchManager:
                 resumed.append(m)
                 self.metrics.matches_resumed.labels(m.game.id).inc()
                 m.log.info("match_resumed", seq=m.seq, status=m.status)
-        await self._await_bot_workers(resumed)
+        if wait_for_bot_workers:
+            await self.wait_for_bot_workers()
+        else:
+            await self._await_bot_workers(resumed)
         self._started = True
         now = asyncio.get_running_loop().time()
         for m in resumed:
@@ -239,8 +273,21 @@ class MatchManager:
         if not any(m.takeover_bot or any(slot.kind == "bot" for slot in m.seats)
                    for m in resumed if m.active):
             return
-        if not await self._host.start(BOT_WORKERS_WAIT_S):
-            log.warning("bot_workers_not_ready", waited_s=BOT_WORKERS_WAIT_S)
+        await self.wait_for_bot_workers()
+
+    async def wait_for_bot_workers(self, timeout_s: float = BOT_WORKERS_WAIT_S) -> bool:
+        """Wait until the bot workers this manager started (``warm``) are up, at most
+        ``timeout_s`` (once: a later call answers at once); False, logged as
+        ``bot_workers_not_ready``, when they were not. The service waits for them before it
+        reports SERVING, so that a bot match created at once does not spend its first
+        decision's deadline on their start-up. True without a bot host of its own."""
+        if not self._owns_host or self._host is None:
+            return True
+        if self._workers_ready is None:
+            self._workers_ready = await self._host.start(timeout_s)
+            if not self._workers_ready:
+                log.warning("bot_workers_not_ready", waited_s=timeout_s)
+        return self._workers_ready
 
     async def _abort_start(self) -> None:
         """Undo a start that failed after the store opened: the matches registered so far
@@ -258,9 +305,7 @@ class MatchManager:
         try:
             await self._store.close()
         finally:
-            if self._owns_host and self._host is not None:
-                await self._host.close()
-                self._host, self._owns_host = None, False
+            await self._close_owned_host()
 
     def _rearm(self, m: LiveMatch, now: float) -> None:
         """Arm what a match read back from the store needs: nobody is connected to it, so

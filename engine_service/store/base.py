@@ -286,6 +286,17 @@ class Store(ABC):
     #: it to stop itself. Stores whose ownership cannot be lost never call it.
     on_ownership_lost: Callable[[str], None] | None = None
 
+    #: Called (once, with no argument) by :meth:`open` as soon as the store holds its database
+    #: (its ownership lock taken, where it has one), before open() creates, checks, migrates or
+    #: writes anything; it may run on the store's own thread. The service binds its ports
+    #: there: a start that cannot serve then fails before a migration changed the database.
+    #: An exception it raises ends open() (the lock released) and reaches its caller as it is.
+    on_held: Callable[[], None] | None = None
+
+    def _held(self) -> None:
+        if self.on_held is not None:
+            self.on_held()
+
     def __init__(self, metrics: Metrics | None = None) -> None:
         self._timer = _Timer(metrics)
 

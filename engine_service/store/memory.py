@@ -38,6 +38,8 @@ class MemoryStore(Store):
         self._open = False
 
     async def open(self) -> None:
+        if not self._open:
+            self._held()
         self._open = True
 
     async def close(self) -> None:

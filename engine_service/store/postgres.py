@@ -757,6 +757,7 @@ class PostgresStore(Store):
                                       timeout_s=self._owner_timeout_s(), on_silent=self._silent)
             await owner.acquire()
         try:
+            self._held()  # before the schema is created, checked or migrated
             pool = await self._open_pool(conninfo)
         except BaseException:
             if owner is not None:

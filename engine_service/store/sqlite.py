@@ -538,6 +538,11 @@ class SqliteStore(Store):
                 raise NotADatabase(f"{path} is not a regular file, not a SQLite database")
             if self._ownership is not None:
                 self._ownership.acquire(self.lock_wait_s)  # before the file is touched at all
+            try:
+                self._held()  # before the file is created, checked or migrated
+            except BaseException:
+                self._release()
+                raise
             try:  # a new file: owner-only permissions before anything is written
                 os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
             except FileExistsError:
@@ -545,6 +550,8 @@ class SqliteStore(Store):
             except OSError as exc:
                 self._release()
                 raise StoreError(f"cannot create database {path}: {exc.strerror}") from None
+        else:
+            self._held()
         try:
             conn = sqlite3.connect(path, isolation_level=None, check_same_thread=True)
         except sqlite3.Error as exc:

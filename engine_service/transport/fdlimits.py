@@ -151,6 +151,13 @@ class MetricsHttpServer(ThreadingMixIn, WSGIServer):
         self._stopping = threading.Event()
         self._slots = threading.BoundedSemaphore(self.max_connections)
 
+    def close(self) -> None:
+        """Stop serving and let the port go (``shutdown()`` alone leaves the socket bound until
+        the process exits: a successor given the database found the port still in use).
+        Idempotent."""
+        self.shutdown()
+        self.server_close()
+
     def process_request(self, request: Any, client_address: Any) -> None:
         """Serve the connection on a thread of its own, or close it at once when
         ``max_connections`` are being served (:data:`MAX_METRICS_CONNECTIONS`)."""

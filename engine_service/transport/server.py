@@ -5,7 +5,8 @@
 * ``cardgames.v1.CardGamesService`` and ``cardgames.v1.AdminService`` (servicers.py) over a
   :class:`~engine_service.sessions.api.MatchService`;
 * the standard ``grpc.health.v1.Health`` service: SERVING once started, NOT_SERVING while
-  draining (per service and overall ``""``), so a load balancer stops routing first;
+  draining (per service and overall ``""``), so a load balancer stops routing first (a
+  ``Watch`` stream then ends, not to hold the drain);
 * server reflection, so ``buf curl`` / grpcurl-style tools list and call the API: v1alpha,
   and v1 too (:func:`add_reflection_v1`), which tools ask for first and some insist on.
 
@@ -32,7 +33,9 @@ grace period for the RPCs still running -> the session layer closes (store flush
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,22 +73,44 @@ class HealthServicer(health.aio.HealthServicer):
     does not implement it, so a client that called it (a tool reading the descriptor, a
     probe of the newer API) got UNIMPLEMENTED "Unexpected <class 'NotImplementedError'>:
     Method not implemented!". The statuses are recorded as they are set, for ``List``; a
-    drain turns them all NOT_SERVING, as it does for ``Check``."""
+    drain turns them all NOT_SERVING, as it does for ``Check``.
+
+    ``Watch`` ends its stream (OK) once it has sent NOT_SERVING for the drain: the base
+    class's stream stayed open, and the server's stop waited the whole ``--drain-grace-s`` for
+    it, so one client watching health (gRPC's client-side health checking, a dashboard) made
+    every restart that much longer. A client that watches again is refused, the server gone."""
 
     def __init__(self) -> None:
         super().__init__()
         self._listed: dict[str, int] = {"": health_pb2.HealthCheckResponse.SERVING}
         self._draining = False
+        self._changed = asyncio.Condition()
 
     async def set(self, service: str, status: int) -> None:
         await super().set(service, status)
         if not self._draining:  # as the base class: no status changes once draining
             self._listed[service] = status
+            async with self._changed:
+                self._changed.notify_all()
 
     async def enter_graceful_shutdown(self) -> None:
         await super().enter_graceful_shutdown()
         self._draining = True
         self._listed = dict.fromkeys(self._listed, health_pb2.HealthCheckResponse.NOT_SERVING)
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def Watch(self, request: health_pb2.HealthCheckRequest, context: grpc.aio.ServicerContext) -> None:
+        last = None
+        async with self._changed:
+            while True:
+                status = self._listed.get(request.service, health_pb2.HealthCheckResponse.SERVICE_UNKNOWN)
+                if status != last:
+                    await context.write(health_pb2.HealthCheckResponse(status=status))
+                    last = status
+                if self._draining:
+                    return
+                await self._changed.wait()
 
     async def List(self, request: health_pb2.HealthListRequest, context: grpc.aio.ServicerContext,
                    ) -> health_pb2.HealthListResponse:
@@ -200,6 +225,45 @@ def channel_options(limits: ServerLimits) -> list[tuple[str, int]]:
     if limits.max_connection_idle_s > 0:
         opts.append(("grpc.max_connection_idle_ms", int(limits.max_connection_idle_s * 1000)))
     return opts
+
+
+#: The addresses gRPC takes for "every address": it listens on both families for either.
+_WILDCARDS = ("", "::", "0.0.0.0")
+
+
+def bind_error(host: str, port: int) -> OSError | None:
+    """Why gRPC could not listen on ``host:port`` (``--host``, ``--port``), found by binding a
+    socket there the way gRPC does (SO_REUSEADDR, no SO_REUSEPORT; a wildcard address as an
+    IPv6 dual-stack socket, else IPv4): None when one of the addresses it resolves to can be
+    bound (gRPC then serves on it), or when ``port`` is 0 (any free port).
+
+    The service asks before it changes its database (a port in use must not leave a database
+    migrated by an engine that never served), and again when gRPC's own bind failed, whose
+    message ("Failed to bind to address ...; set GRPC_VERBOSITY=debug ...") does not say why.
+    A port taken between this check and gRPC's bind still fails the start, only later."""
+    if port == 0:
+        return None
+    name = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if name in _WILDCARDS:
+        candidates = [(socket.AF_INET6, ("::", port, 0, 0)), (socket.AF_INET, ("0.0.0.0", port))]
+    else:
+        try:
+            infos = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        except socket.gaierror as exc:
+            return OSError(exc.errno, f"cannot resolve {host!r}: {exc.strerror}")
+        candidates = [(family, sockaddr) for family, _, _, _, sockaddr in infos]
+    first: OSError | None = None
+    for family, sockaddr in candidates:
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6 and sockaddr[0] == "::":
+                    probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+                probe.bind(sockaddr)
+            return None
+        except OSError as exc:
+            first = first or exc
+    return first
 
 
 def _encoded_or(serializer: Callable[[Any], bytes] | None) -> Callable[[Any], bytes] | None:
@@ -443,6 +507,7 @@ class GrpcServer:
         declare_rpc_series(self.metrics, self.rate_limits)
         for name in ("", *SERVICE_NAMES):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        self.metrics.serving.set(1)
         if not self._admin.enabled:
             log.warning("admin_api_disabled",
                         hint="set --admin-token or CARDGAMES_ADMIN_TOKEN to enable the admin API")
@@ -455,18 +520,26 @@ class GrpcServer:
                  trusted_proxies=[str(n) for n in rl.trusted_proxies])
         return port
 
-    async def drain(self, grace_s: float = 10.0) -> None:
-        """Graceful shutdown (module docstring); safe to call twice."""
+    async def drain(self, grace_s: float = 10.0, *, ports_closed: Callable[[], None] | None = None) -> None:
+        """Graceful shutdown (module docstring); safe to call twice. ``ports_closed`` is
+        called once the gRPC server has stopped and before the session layer closes the store
+        (the service closes its metrics endpoint there): an engine lets its ports go before
+        its database, so a successor that was waiting for the database finds them free."""
         if self._stopped or self._server is None:
             return
         self._stopped = True
         log.info("draining", grace_s=grace_s)
         await self.health.enter_graceful_shutdown()
+        self.metrics.serving.set(0)
         try:
             await self.service.drain()
         finally:
             await self._server.stop(grace_s)
-            await self.service.close()
+            try:
+                if ports_closed is not None:
+                    ports_closed()
+            finally:
+                await self.service.close()
         log.info("stopped")
 
     async def wait_for_termination(self) -> None:

@@ -736,3 +736,39 @@ def test_another_writers_record_the_rules_refuse_is_no_illegal_action_of_the_cal
     assert failed and "seq 1" in failed[0]["error"] and "ILLEGAL_ACTION" in failed[0]["error"]
     assert said not in repr(logs)
 
+
+
+def test_bot_workers_that_cannot_start_stop_the_start_before_the_database_is_opened(tmp_path, monkeypatch):
+    """A bot host whose worker processes cannot be started (the interpreter cannot be run:
+    a permission, a missing file) ended the start as the database's fault: store_unavailable
+    naming the --db. It is now BotHostUnavailable, raised before the store is opened (no file
+    made, nothing migrated), and serve answers it with one bot_host_unavailable line, exit 2."""
+    import structlog
+
+    from engine_service import serve_cli, settings as settings_mod
+    from engine_service.plugins import pool
+    from engine_service.sessions.manager import BotHostUnavailable
+
+    def refused(role, settings):
+        raise PermissionError(13, "Permission denied", "/usr/bin/python3")
+
+    monkeypatch.setattr(pool, "_spawn_process", refused)
+    path = tmp_path / "m.sqlite3"
+    mgr = MatchManager(config(db_path=str(path)), store=SqliteStore(path), metrics=Metrics())
+    with pytest.raises(BotHostUnavailable, match="cannot start the bot worker processes: .*Permission denied"):
+        run(mgr.start())
+    assert not path.exists()
+
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    settings_mod.add_arguments(parser)
+    settings = settings_mod.from_namespace(parser.parse_args(
+        ["--db", str(path), "--port", "0", "--metrics-port", "0", "--host", "127.0.0.1",
+         "--metrics-host", "127.0.0.1"]))
+    with structlog.testing.capture_logs() as logs:
+        status = run(serve_cli.serve(settings))
+    assert status == serve_cli.EXIT_CONFIG
+    errors = [line for line in logs if line["log_level"] == "error"]
+    assert [e["event"] for e in errors] == ["bot_host_unavailable"], errors
+    assert not path.exists()

@@ -681,3 +681,42 @@ def test_a_postgres_schema_of_version_6_is_migrated_keeping_its_matches(pg_datab
     assert _has_column(pg_database, schema, "matches", "create_hash")
     assert _has_column(pg_database, schema, "matches", "create_digest")
     _check_v6_migrated(old, new, found, twin)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_on_held_runs_before_the_migration_and_its_failure_leaves_the_database_as_it_was(kind, request, tmp_path):
+    """Store.on_held (the service binds its ports there) is called once the store holds the
+    database and before it migrates anything: an exception it raises ends open() with the
+    schema at its old version and the lock released (the next open migrates)."""
+    if kind == "sqlite":
+        path = tmp_path / "old.sqlite3"
+        _sqlite_v1(path)
+        make, version = (lambda: SqliteStore(path)), (lambda: _user_version(path))
+    else:
+        pg_database = request.getfixturevalue("pg_database")
+        schema, url = request.getfixturevalue("pg_schema")
+        _postgres_v1(pg_database, schema)
+        make, version = (lambda: PostgresStore(url)), (lambda: int(_meta_version(pg_database, schema)))
+
+    class PortInUse(OSError):
+        pass
+
+    seen = []
+
+    def refuse():
+        seen.append(version())
+        raise PortInUse("the port is taken")
+
+    async def go():
+        st = make()
+        st.on_held = refuse
+        with pytest.raises(PortInUse):
+            await st.open()
+        again = make()
+        again.on_held = lambda: seen.append("held")
+        await again.open()
+        await again.close()
+
+    run(go())
+    assert seen == [1, "held"]
+    assert version() == (SCHEMA_VERSION if kind == "sqlite" else PG_VERSION)

@@ -146,3 +146,105 @@ def test_ctrl_c_while_waiting_for_the_database_ends_the_start_at_once(tmp_path, 
         assert run(health)() == health_pb2.HealthCheckResponse.SERVING  # undisturbed
     finally:
         assert first.stop() == 0
+
+
+def test_a_successor_waiting_on_the_same_database_and_ports_starts_once_the_first_has_drained(tmp_path):
+    """A successor started before its predecessor has finished (`make run` again while the
+    first drains, a supervisor on one host) waits for the database and then binds the same
+    ports. The predecessor released the database before its metrics port: the successor,
+    given the lock, found the port still bound (metrics_port_unavailable, exit 2) while the
+    first was still closing its bot workers. An engine now lets its ports go before its
+    database."""
+    db = tmp_path / "cards.sqlite3"
+    first = Service(tmp_path, db, "first")
+    env = {**os.environ, "CARDGAMES_DB": str(db), "CARDGAMES_PORT": str(first.port),
+           "CARDGAMES_METRICS_PORT": str(first.metrics_port), "CARDGAMES_HOST": "127.0.0.1",
+           "CARDGAMES_METRICS_HOST": "127.0.0.1", "CARDGAMES_LOG_FORMAT": "json",
+           "CARDGAMES_DB_LOCK_WAIT_S": "60", "CARDGAMES_BOT_WORKERS": "1", "PYTHONUNBUFFERED": "1"}
+    log_path = tmp_path / "second.log"
+    with open(log_path, "w") as log_file:
+        second = subprocess.Popen([sys.executable, "-m", "engine_service", "serve"], cwd=tmp_path, env=env,
+                                  stdout=log_file, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while '"db_lock_waiting"' not in log_path.read_text():
+            assert second.poll() is None and time.monotonic() < deadline, log_path.read_text()
+            time.sleep(0.05)
+        assert first.stop() == 0
+        while '"serving"' not in log_path.read_text():
+            assert second.poll() is None and time.monotonic() < deadline, log_path.read_text()
+            time.sleep(0.05)
+        second.send_signal(signal.SIGTERM)
+        assert second.wait(30) == 0
+    finally:
+        if second.poll() is None:
+            second.kill()
+            second.wait()
+
+
+def _can_unshare_pid() -> bool:
+    import shutil
+
+    if shutil.which("unshare") is None:
+        return False
+    try:
+        return subprocess.run(["unshare", "--pid", "--fork", "true"], capture_output=True,
+                              timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@pytest.mark.skipif(not _can_unshare_pid(), reason="needs unshare --pid (root or user namespaces)")
+def test_sigterm_during_the_start_of_an_engine_that_is_pid_1_ends_it_at_once(tmp_path):
+    """In a container the engine is PID 1, and the kernel delivers PID 1 no signal it has no
+    handler for: before the engine served, SIGTERM kept its default action and so was
+    ignored, and `docker stop` or a pod's deletion during the start (here: waiting for the
+    database another engine holds) waited until SIGKILL. A handler now ends the start at once,
+    status 143 as outside a container. `unshare --pid --fork` makes it PID 1 of a namespace."""
+    db = tmp_path / "cards.sqlite3"
+    first = Service(tmp_path, db, "first")
+    try:
+        env = {**os.environ, "CARDGAMES_DB": str(db), "CARDGAMES_PORT": "0", "CARDGAMES_METRICS_PORT": "0",
+               "CARDGAMES_HOST": "127.0.0.1", "CARDGAMES_METRICS_HOST": "127.0.0.1",
+               "CARDGAMES_LOG_FORMAT": "json", "CARDGAMES_DB_LOCK_WAIT_S": "60", "CARDGAMES_BOT_WORKERS": "1"}
+        log_path = tmp_path / "second.log"
+        with open(log_path, "w") as log_file:
+            second = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", sys.executable, "-m",
+                                       "engine_service", "serve"], cwd=tmp_path, env=env,
+                                      stdout=log_file, stderr=subprocess.STDOUT)
+        try:
+            give_up = time.monotonic() + 30
+            while b'"db_lock_waiting"' not in log_path.read_bytes():
+                assert second.poll() is None, log_path.read_text()
+                assert time.monotonic() < give_up, log_path.read_text()
+                time.sleep(0.05)
+            engine = [pid for pid in _children(second.pid)]
+            assert len(engine) == 1
+            with open(f"/proc/{engine[0]}/status") as status_file:
+                assert "NSpid:" in (ns := [l for l in status_file if l.startswith("NSpid:")][0]) \
+                    and ns.split()[-1] == "1"
+            signalled = time.monotonic()
+            os.kill(engine[0], signal.SIGTERM)
+            status = second.wait(30)
+            took = time.monotonic() - signalled
+        finally:
+            if second.poll() is None:
+                second.kill()
+                second.wait()
+        assert took < 5, f"the start took {took:.1f} s to end"
+        assert status == 128 + signal.SIGTERM, log_path.read_text()
+    finally:
+        assert first.stop() == 0
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(entry))
+            except (OSError, IndexError, ValueError):
+                continue
+    return out

@@ -11,6 +11,7 @@ import random
 import signal
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -162,6 +163,7 @@ def test_lifecycle_health_reflection_metrics_logs_and_sigterm(tmp_path):
     assert samples['cardgames_matches_created_total{game="japanese_joker"}'] == 1
     assert samples['cardgames_rpc_duration_seconds_count{method="/cardgames.v1.CardGamesService/SubmitAction"}'] == 40
     assert "process_resident_memory_bytes" in samples
+    assert samples["cardgames_serving"] == 1
     # tune_gc's collection at start-up and the timed ones: full collections, timed
     assert samples['cardgames_gc_pause_seconds_count{generation="2"}'] >= 2
     assert samples['cardgames_gc_pause_seconds_sum{generation="2"}'] > 0
@@ -270,3 +272,243 @@ def test_a_takeover_bot_that_is_not_installed_stops_the_start_with_exit_2(tmp_pa
                                          "bot; installed bots: "), errors[0]
     assert "random" in errors[0]["installed"]
     assert not any(line["event"] == "serving" for line in lines)
+    # checked before the database is opened: an older schema is not migrated by a start
+    # that cannot serve (the release before could not open it any more)
+    from tests.store.test_migrations import _sqlite_v1, _user_version
+
+    old = tmp_path / "old.sqlite3"
+    _sqlite_v1(old)
+    lines, errors = serve_refused(tmp_path, CARDGAMES_DB=str(old), CARDGAMES_TAKEOVER_BOT="nosuch")
+    assert [e["event"] for e in errors] == ["takeover_bot_unavailable"], errors
+    assert _user_version(old) == 1 and "db_migrated" not in [line["event"] for line in lines]
+
+
+def _listening(host: str = "127.0.0.1"):
+    """A socket listening on a free port of ``host`` (the port another program holds)."""
+    import socket
+
+    sock = socket.socket()
+    sock.bind((host, 0))
+    sock.listen()
+    return sock
+
+
+def test_a_port_in_use_stops_the_start_before_the_database_is_migrated_or_made(tmp_path):
+    """The gRPC port was bound only after the store had opened the database, and opening it
+    migrates an older schema in place: a start that then failed on a port in use (another
+    program on it, a forgotten engine on another database) had already upgraded a database
+    that no engine of this release ever served, which an operator rolling back then had to
+    restore. The ports are now bound (metrics) and checked (gRPC) as soon as the database is
+    held, before anything in it changes: exit 2, one grpc_port_unavailable line saying why
+    (gRPC's own message said only "set GRPC_VERBOSITY=debug"), the file at its old schema; and
+    a database path that does not exist yet is not created."""
+    from tests.store.test_migrations import _sqlite_v1, _user_version
+
+    old = tmp_path / "old.sqlite3"
+    _sqlite_v1(old)
+    with _listening() as busy:
+        port = busy.getsockname()[1]
+        lines, errors = serve_refused(tmp_path, CARDGAMES_DB=str(old), CARDGAMES_PORT=str(port))
+        assert [(e["event"], e["port"], e["error"]) for e in errors] == \
+            [("grpc_port_unavailable", port, f"cannot bind 127.0.0.1:{port}: Address already in use")]
+        assert not any(line["event"] in ("db_migrated", "serving") for line in lines)
+        assert _user_version(old) == 1
+        new = tmp_path / "new.sqlite3"
+        serve_refused(tmp_path, CARDGAMES_DB=str(new), CARDGAMES_PORT=str(port))
+        assert not new.exists()
+        lines, errors = serve_refused(tmp_path, CARDGAMES_DB=str(old), CARDGAMES_METRICS_PORT=str(port))
+        assert [(e["event"], e["port"]) for e in errors] == [("metrics_port_unavailable", port)]
+        assert "Address already in use" in errors[0]["error"]
+        assert _user_version(old) == 1
+
+
+
+def test_health_turns_serving_only_once_a_bot_can_play(tmp_path):
+    """The bot workers start with the engine, and the start waited for them only when a
+    resumed match had a bot: on a fresh database health said SERVING while they were still
+    starting, and a bot match created at once spent its first decisions' deadline waiting for
+    them (bot_failed, timeout: the auto-move instead of the bot's). SERVING now means a bot
+    can be asked: bot processes slowed at their start (a sitecustomize, as a slow plugin
+    import on a loaded machine) and a deadline far below that show it."""
+    service = Service(tmp_path, tmp_path / "db.sqlite3", "svc", CARDGAMES_BOT_PACE_S="0",
+                      CARDGAMES_BOT_DEADLINE_S="0.3", CARDGAMES_BOT_PLUGINS="random",
+                      PYTHONPATH=_slow_bot_processes(tmp_path, 2))
+    try:
+        async def session():
+            async with grpc.aio.insecure_channel(service.target) as ch:
+                stub, _ = _stubs(ch)
+                bots = [match_pb2.SeatSpec(bot=match_pb2.BotSeat(name="random"))] * 2
+                created = await stub.CreateMatch(pb.CreateMatchRequest(game="japanese_joker", seats=bots),
+                                                 metadata=bearer(ADMIN_TOKEN))
+                match_id = created.match.match_id
+                for _ in range(300):
+                    view = (await stub.GetView(pb.GetViewRequest(match_id=match_id))).view
+                    if view.seq >= 6:
+                        return
+                    await asyncio.sleep(0.05)
+                raise AssertionError("the bots did not play")
+        run(session)()
+        assert service.stop() == 0
+    finally:
+        if service.proc.poll() is None:
+            service.proc.kill()
+        service._log.close()
+    events = [line["event"] for line in service.lines()]
+    assert "bot_failed" not in events and "bot_decision_failed" not in events, events
+    assert "bot_workers_not_ready" not in events
+
+
+
+def _slow_bot_processes(tmp_path, seconds: float) -> str:
+    """A PYTHONPATH whose sitecustomize holds every bot process's start ``seconds`` (a slow
+    plugin import on a loaded machine)."""
+    slow = tmp_path / "slow"
+    slow.mkdir(exist_ok=True)
+    (slow / "sitecustomize.py").write_text(
+        "import sys, time\n"
+        "if 'engine_service.plugins.pool' in sys.orig_argv:\n"
+        f"    time.sleep({seconds})\n")
+    return os.pathsep.join(p for p in (str(slow), os.environ.get("PYTHONPATH", "")) if p)
+
+
+def test_the_grace_periods_of_resumed_players_start_when_the_engine_serves(tmp_path):
+    """After a restart every player of a resumed match is away and gets a whole grace period
+    to come back. Waiting for the bot workers before SERVING came after the resumed matches'
+    timers were armed: the grace periods ran while the engine could not be reached yet (up
+    to 15 s), and players lost that much of their time to reconnect. The wait now comes
+    first: a two-player match nobody returns to is abandoned a whole grace period (3 s) after
+    `serving`, though the bot processes took 2 s to start."""
+    from datetime import datetime
+
+    db = tmp_path / "db.sqlite3"
+    first = Service(tmp_path, db, "first", CARDGAMES_RECONNECT_GRACE_S="3")
+    try:
+        async def create():
+            async with grpc.aio.insecure_channel(first.target) as ch:
+                stub, _ = _stubs(ch)
+                match_id, _ = await create_open_match(stub, "klaberjass")
+                return match_id
+        match_id = run(create)()
+    finally:
+        assert first.stop() == 0
+    second = Service(tmp_path, db, "second", CARDGAMES_RECONNECT_GRACE_S="3",
+                     PYTHONPATH=_slow_bot_processes(tmp_path, 2))
+    try:
+        deadline = time.monotonic() + 30
+        while '"match_ended"' not in second.log_path.read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    finally:
+        assert second.stop() == 0
+    when = {line["event"]: datetime.fromisoformat(line["timestamp"].replace("Z", "+00:00"))
+            for line in second.lines() if line["event"] in ("serving", "match_ended")}
+    ended = [line for line in second.lines() if line["event"] == "match_ended"]
+    assert [(e["match_id"], e["outcome"]) for e in ended] == [(match_id, "abandoned")]
+    assert (when["match_ended"] - when["serving"]).total_seconds() >= 2.9
+
+
+def test_sighup_drains_like_sigterm(tmp_path):
+    """SIGHUP kept its default action: the process ended at once, without the drain (the
+    terminal of a `make run` closed, an ssh session dropped, a supervisor's reload): watch
+    streams cut without DRAINING, no exit line. It now drains as SIGTERM does, exit 0; a
+    second signal during the drain is ignored.
+
+    A grpc.health.v1 Watch stream open meanwhile gets NOT_SERVING and then ends: it stayed
+    open, and the server's stop waited the whole --drain-grace-s for it (30 s here), so one
+    client watching health made every restart that much longer."""
+    service = Service(tmp_path, tmp_path / "db.sqlite3", "svc", CARDGAMES_DRAIN_GRACE_S="30")
+    try:
+        async def session():
+            async with grpc.aio.insecure_channel(service.target) as ch:
+                stub, _ = _stubs(ch)
+                match_id, tokens = await create_open_match(stub, "japanese_joker")
+                watch = stub.WatchMatch(pb.WatchMatchRequest(match_id=match_id), metadata=bearer(tokens[0]))
+                assert (await watch.read()).kind == match_pb2.EVENT_KIND_SNAPSHOT
+                hw = health_pb2_grpc.HealthStub(ch).Watch(health_pb2.HealthCheckRequest(service=""))
+                assert (await hw.read()).status == health_pb2.HealthCheckResponse.SERVING
+                signalled = time.monotonic()
+                service.proc.send_signal(signal.SIGHUP)
+                err = await expect_error(watch)
+                assert (err.code, err.reason) == (grpc.StatusCode.UNAVAILABLE, "DRAINING")
+                assert (await hw.read()).status == health_pb2.HealthCheckResponse.NOT_SERVING
+                assert await hw.read() == grpc.aio.EOF
+                service.proc.send_signal(signal.SIGHUP)
+                # the channel (and the health call) still open while the process exits
+                status = await asyncio.get_running_loop().run_in_executor(None, service.proc.wait, 30)
+                return status, time.monotonic() - signalled
+        status, took = run(session)()
+        assert status == 0
+        assert took < 10, f"the drain waited {took:.1f} s"
+    finally:
+        if service.proc.poll() is None:
+            service.proc.kill()
+        service._log.close()
+    lines = service.lines()
+    assert [line.get("signal") for line in lines if line["event"] == "signal_received"] == ["SIGHUP"]
+    assert [(line["event"], line["status"]) for line in lines if line["event"] == "exit"] == [("exit", 0)]
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (not gone, not a zombie awaiting its parent)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def test_bot_processes_outlive_a_sigterm_sent_to_the_whole_service(tmp_path):
+    """systemd stops a service by sending SIGTERM to every process of its cgroup at once
+    (KillMode=control-group, the default), the bot workers and their zygote included: they
+    died of it while the engine was only beginning its drain, a decision in flight counted as
+    a crash (bot_failed, the auto-move written for the bot) and the idle workers as lost. They
+    now ignore SIGTERM (as SIGINT): the engine stops them when it closes."""
+    service = Service(tmp_path, tmp_path / "db.sqlite3", "svc", CARDGAMES_BOT_PACE_S="0",
+                      CARDGAMES_BOT_PLUGINS="random")
+    try:
+        bots = _descendants(service.proc.pid)
+        assert bots
+        for pid in bots:
+            os.kill(pid, signal.SIGTERM)
+        time.sleep(1)
+        assert all(_alive(pid) for pid in bots)
+
+        async def play():
+            async with grpc.aio.insecure_channel(service.target) as ch:
+                stub, _ = _stubs(ch)
+                seats = [match_pb2.SeatSpec(bot=match_pb2.BotSeat(name="random"))] * 2
+                created = await stub.CreateMatch(pb.CreateMatchRequest(game="japanese_joker", seats=seats),
+                                                 metadata=bearer(ADMIN_TOKEN))
+                for _ in range(300):
+                    view = (await stub.GetView(pb.GetViewRequest(match_id=created.match.match_id))).view
+                    if view.seq >= 6:
+                        return
+                    await asyncio.sleep(0.05)
+                raise AssertionError("the bots did not play")
+        run(play)()
+        assert service.stop() == 0
+    finally:
+        if service.proc.poll() is None:
+            service.proc.kill()
+        service._log.close()
+    events = [line["event"] for line in service.lines()]
+    assert not {"bot_worker_lost", "bot_failed", "bot_worker_replaced"} & set(events), events
+    time.sleep(0.5)
+    assert not any(_alive(pid) for pid in bots)  # the engine stopped them when it closed

@@ -345,3 +345,19 @@ def test_help_shows_an_empty_default_as_the_docs_do():
     text = " ".join(parser.format_help().split())
     assert "CARDGAMES_TRUSTED_PROXIES; default: 10.0.0.0/8;" in text
     assert "CARDGAMES_TAKEOVER_BOT; default: heuristic;" in text
+
+
+def test_the_grpc_and_metrics_ports_must_differ_where_their_addresses_meet():
+    """--port and --metrics-port the same (a copy-paste in a ConfigMap) failed only once the
+    database was held, as grpc_port_unavailable "Address already in use": the engine's own
+    metrics endpoint held the port. It is a setting error now, naming both; ports 0 (any
+    free port), or two different specific addresses, are fine."""
+    with pytest.raises(ValueError) as info:
+        _parse(["--metrics-port", "50051"], {})
+    assert str(info.value) == ("--port / CARDGAMES_PORT and --metrics-port / CARDGAMES_METRICS_PORT are both "
+                               "50051: the gRPC API and the metrics endpoint need a port each")
+    with pytest.raises(ValueError):
+        _parse(["--host", "127.0.0.1", "--metrics-host", "127.0.0.1"], {"CARDGAMES_PORT": "9464"})
+    assert _parse(["--port", "0", "--metrics-port", "0"], {}).port == 0
+    assert _parse(["--host", "10.0.0.5", "--metrics-host", "127.0.0.1", "--port", "9000",
+                   "--metrics-port", "9000"], {}).metrics_port == 9000
