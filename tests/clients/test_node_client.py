@@ -121,6 +121,33 @@ def test_node_client_reports_errors_with_code_and_reason(engine, node):
     assert "INVALID_ARGUMENT INVALID_OPTIONS" in result.stderr
 
 
+def test_node_client_plays_over_tls_with_a_private_ca_and_a_server_name(node, tmp_path):
+    """play_vs_bot.js had no TLS flags: an engine serving TLS (behind a private CA, with a
+    certificate for a name that is not the target's host) was out of its reach. --ca trusts
+    the CA (and implies --tls), --server-name verifies the certificate for that name, as
+    clients.remote_bot's flags do; without --server-name the name check fails."""
+    import shutil as _shutil
+
+    openssl = _shutil.which("openssl")
+    assert openssl, "openssl is needed to make a test certificate"
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=engine.test", "-addext", "subjectAltName=DNS:engine.test"],
+                   check=True, capture_output=True)
+    with LocalService(args=["--tls-cert", str(cert), "--tls-key", str(key)]) as service:
+        base = [node, "play_vs_bot.js", "--target", service.target, "--game", "japanese_joker",
+                "--option", "target_score=11", "--quiet", "--ca", str(cert)]
+        played = subprocess.run([*base, "--server-name", "engine.test"], cwd=NODE_DIR, capture_output=True,
+                                text=True, timeout=180)
+        assert played.returncode == 0, played.stdout + played.stderr
+        assert json.loads(played.stdout.strip().splitlines()[-1])["status"] == "MATCH_STATUS_FINISHED"
+        refused = subprocess.run(base, cwd=NODE_DIR, capture_output=True, text=True, timeout=120)
+        assert refused.returncode == 1 and "error: UNAVAILABLE" in refused.stderr, refused.stderr
+    missing = subprocess.run([node, "play_vs_bot.js", "--ca", str(tmp_path / "nope.pem")], cwd=NODE_DIR,
+                             capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2 and "cannot read the CA file" in missing.stderr
+
+
 @pytest.mark.parametrize("argv", [["--help"], ["--bogus"], ["--seed", "x"], ["--option", "no-equals"], ["--target"]])
 def test_node_client_command_line_mistakes_are_usage_errors(node, argv):
     """A typo on play_vs_bot.js's command line (and --help, which it did not know) was an
