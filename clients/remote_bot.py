@@ -78,9 +78,10 @@ def view_dict(view: Any) -> dict[str, Any]:
     """The rules core's view (``state.view(seat)``, engine_service/rules/game.py) of a
     protobuf ``View``: the common keys, and the game-specific ``table`` as it was sent.
 
-    The wire carries a trick as its plays and winner: the extra fields some games put in
-    ``last_trick`` (Klaberjass ``number``/``leader``/``points``, Jo-Jotte ``leader``/``value``,
-    Georgian Joker ``leader``) are not rebuilt. Everything else is the rules core's view."""
+    The wire carries a trick as its plays, winner and card points (Klaberjass, Jo-Jotte): the
+    other fields some games put in ``last_trick`` (Klaberjass ``number``/``leader``, Jo-Jotte
+    ``leader``/``value``, Georgian Joker ``leader``) are not rebuilt, nor Klaberjass's
+    ``tricks`` (the wire's ``trick_history``). Everything else is the rules core's view."""
     scores = view.scores
     rows = list(scores.totals)
     if len(rows) == 1 and rows[0].name == "total":
@@ -94,6 +95,8 @@ def view_dict(view: Any) -> dict[str, Any]:
         last = {"plays": [_play(p) for p in view.last_trick.plays]}
         if view.last_trick.HasField("winner"):
             last["winner"] = view.last_trick.winner
+        if view.last_trick.HasField("points"):
+            last["points"] = view.last_trick.points
     return {
         "game": view.game,
         "phase": view.phase,

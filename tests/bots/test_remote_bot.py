@@ -49,6 +49,7 @@ def test_the_wire_view_is_the_rules_view(game_id):
                 {k: v for k, v in p.items() if k != "announce" or v in ("jo", "jotte", "bella")}
                 for p in want["last_trick"]["plays"]]
             assert back["last_trick"].get("winner") == want["last_trick"].get("winner")
+            assert back["last_trick"].get("points") == want["last_trick"].get("points"), game_id
         # every game's sampler works from the rebuilt view (what it does not carry, such as a
         # trick's points, does not constrain the sample), so remote search bots really search
         sample = game.determinize(back, random.Random(i))
@@ -89,7 +90,9 @@ def test_a_remote_heuristic_bot_plays_a_whole_match(engine, game_id, options):
 
     final, stats = asyncio.run(asyncio.wait_for(go(), 300))
     assert final.status == remote_bot.match_pb2.MATCH_STATUS_FINISHED
-    assert stats.decisions > 10 and stats.failures == {}
+    # a finished match has the seat play at least one deal's nine cards; "> 10" failed now and
+    # then: a Klaberjass match to 150 can end with its first deal, 10 decisions of the seat
+    assert stats.decisions >= 9 and stats.failures == {}
 
 
 def test_command_line_creates_a_match_and_plays_it(engine, capsys):
