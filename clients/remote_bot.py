@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+import grpc
 from google.protobuf import json_format
 
 from engine_service.plugins.manager import PluginSettings, load_catalog
@@ -47,6 +48,9 @@ from .cardgames_client import (CardGamesError, Client, FailedPrecondition, SeatS
                                connect, is_finished, is_my_turn, positive_arg, struct_value, target_arg,
                                whole_numbers)
 from .local_service import LocalService
+
+#: A call that failed so after the client's own retries reached no engine (a restart, a drop).
+_NO_ANSWER = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
 NETWORK_MARGIN_S = 0.25  # kept back from the server's deadline for the round trip
 
@@ -78,9 +82,10 @@ def view_dict(view: Any) -> dict[str, Any]:
     """The rules core's view (``state.view(seat)``, engine_service/rules/game.py) of a
     protobuf ``View``: the common keys, and the game-specific ``table`` as it was sent.
 
-    The wire carries a trick as its plays and winner: the extra fields some games put in
-    ``last_trick`` (Klaberjass ``number``/``leader``/``points``, Jo-Jotte ``leader``/``value``,
-    Georgian Joker ``leader``) are not rebuilt. Everything else is the rules core's view."""
+    The wire carries a trick as its plays, winner and card points (Klaberjass, Jo-Jotte): the
+    other fields some games put in ``last_trick`` (Klaberjass ``number``/``leader``, Jo-Jotte
+    ``leader``/``value``, Georgian Joker ``leader``) are not rebuilt, nor Klaberjass's
+    ``tricks`` (the wire's ``trick_history``). Everything else is the rules core's view."""
     scores = view.scores
     rows = list(scores.totals)
     if len(rows) == 1 and rows[0].name == "total":
@@ -94,6 +99,8 @@ def view_dict(view: Any) -> dict[str, Any]:
         last = {"plays": [_play(p) for p in view.last_trick.plays]}
         if view.last_trick.HasField("winner"):
             last["winner"] = view.last_trick.winner
+        if view.last_trick.HasField("points"):
+            last["points"] = view.last_trick.points
     return {
         "game": view.game,
         "phase": view.phase,
@@ -136,6 +143,7 @@ class SeatStats:
     failures: dict[str, int] = field(default_factory=dict)
     stale: int = 0
     think_s: float = 0.0
+    unanswered: int = 0  # moves the engine did not answer (an outage): decided again
 
 
 def _call(bot: Any, method: str, *args: Any) -> None:
@@ -162,6 +170,10 @@ async def play_seat(session: SeatSession, runner: BotRunner, bot_name: str, game
     results_seen = 0
     newest = -1  # the seq of this seat's last action: an older event's view is out of date
     clock = ServerClock()
+    # a move the engine did not answer (UNAVAILABLE after the client's retries, ~5 s: a restart,
+    # a network drop): it ended the program while the stream reconnects by itself; the turn is
+    # decided again on the current view at the next event, a heartbeat of the stream come back
+    unsent = False
     async for event in session.watch(after_seq=None):
         if event.kind == match_pb2.EVENT_KIND_HEARTBEAT:
             clock.heard(event.details if event.HasField("details") else None, time.time())
@@ -169,23 +181,32 @@ async def play_seat(session: SeatSession, runner: BotRunner, bot_name: str, game
             if event.HasField("view"):
                 _call(bot, "on_match_end", view_dict(event.view))
             break
-        if not event.HasField("view"):
+        if event.HasField("view"):
+            current = event.view
+        elif unsent:
+            try:
+                current = await session.view()
+            except CardGamesError as exc:
+                if exc.code not in _NO_ANSWER:
+                    raise
+                continue  # still away: the next heartbeat asks again
+        else:
             continue
         # every call gets a view of its own (docs/bots.md: the bot may change it), and the
         # auto-move reads a fresh one: a failed bot may have wrecked its copy
-        view = view_dict(event.view)
+        view = view_dict(current)
         if not started:
             started = True
             results_seen = len(view["deal_results"])
-            _call(bot, "on_match_start", game_id, session.seat, view_dict(event.view))
+            _call(bot, "on_match_start", game_id, session.seat, view_dict(current))
         if len(view["deal_results"]) > results_seen:
             results_seen = len(view["deal_results"])
-            _call(bot, "on_deal_end", view_dict(event.view))
-        if event.view.seq < newest or not is_my_turn(event.view) or is_finished(event.view.status):
+            _call(bot, "on_deal_end", view_dict(current))
+        if current.seq < newest or not is_my_turn(current) or is_finished(current.status):
             continue
-        budget = decision_budget(event.view, budget_s, turn_time, clock)
+        budget = decision_budget(current, budget_s, turn_time, clock)
         reply = await _decide(runner, bot_name, game_id, session.seat, view,
-                              seed * 1_000_003 + event.view.seq, budget)
+                              seed * 1_000_003 + current.seq, budget)
         stats.decisions += 1
         stats.think_s += reply.elapsed_s
         action = reply.action
@@ -193,17 +214,25 @@ async def play_seat(session: SeatSession, runner: BotRunner, bot_name: str, game
             stats.failures[reply.failure or "?"] = stats.failures.get(reply.failure or "?", 0) + 1
             print(f"remote_bot: {bot_name} failed ({reply.failure}: {reply.detail}); auto-move",
                   file=sys.stderr)
-            action = game.auto_move(view_dict(event.view))
+            action = game.auto_move(view_dict(current))
+        unsent = False
         try:
-            newest = (await session.submit(action, expected_seq=event.view.seq)).seq
+            newest = (await session.submit(action, expected_seq=current.seq)).seq
             if verbose:
-                print(f"seq {event.view.seq}: {action}")
+                print(f"seq {current.seq}: {action}")
         except StaleSequence:
             stats.stale += 1  # the match moved on (e.g. the turn timer): the next event decides
         except FailedPrecondition as refused:
             if refused.reason != "MATCH_NOT_ACTIVE":
                 raise
             stats.stale += 1  # the match ended meanwhile: its MATCH_ENDED event comes next
+        except CardGamesError as exc:
+            if exc.code not in _NO_ANSWER:
+                raise
+            unsent = True
+            stats.unanswered += 1
+            print(f"remote_bot: the engine did not answer {action} ({exc.code.name}); "
+                  "deciding again once it is back", file=sys.stderr)
     return await session.summary(), stats
 
 

@@ -314,6 +314,8 @@ def trick_text(trick: Any, summary: Any | None, me: int | None) -> Text:
             out.append(" " + announcement.removeprefix("ANNOUNCEMENT_").lower(), style="bold yellow")
     if trick.HasField("winner"):
         out.append(f"  → {seat_name(summary, trick.winner, me)}", style="bold")
+    if trick.HasField("points"):  # Klaberjass, Jo-Jotte: the card points it carried
+        out.append(f" (+{trick.points})", style="dim")
     return out
 
 
@@ -917,6 +919,8 @@ def event_text(event: Any, summary: Any | None, me: int | None) -> Text | None:
             winner = trick_won_by(event.view, event.seat, event.action)
             if winner is not None:
                 out.append(f"  → trick to {seat_name(summary, winner, me)}", style="bold")
+                if event.view.last_trick.HasField("points"):  # Klaberjass, Jo-Jotte
+                    out.append(f" (+{event.view.last_trick.points})", style="dim")
         return out
     if kind == match_pb2.EVENT_KIND_SNAPSHOT:
         return Text(f"{event.seq:>4} joined the table", style="dim")

@@ -178,14 +178,17 @@ function optionValue(name, value) {
 class Client {
   /**
    * @param {string} target host:port
-   * @param {{tls?: boolean, rootCertificates?: Buffer, timeoutMs?: number}} options
+   * @param {{tls?: boolean, rootCertificates?: Buffer, serverName?: string, timeoutMs?: number}} options
    *   tls: TLS with the system's root certificates; rootCertificates: TLS trusting these (PEM);
+   *   serverName: the name the engine's certificate is verified for, when it is not the
+   *   target's host (an address, or a name behind a tunnel), as the Python library's server_name;
    *   timeoutMs: the deadline of each attempt of a unary call, in milliseconds above 0 (default
    *   10000). A call safe to repeat is tried up to 10 times on UNAVAILABLE or a timeout, so a
    *   hung engine fails it after about 10 times that; streams have no deadline.
    */
   constructor(target, options = {}) {
-    const credentials = options.tls || options.rootCertificates
+    const tls = Boolean(options.tls || options.rootCertificates || options.serverName);
+    const credentials = tls
       ? grpc.credentials.createSsl(options.rootCertificates || null)
       : grpc.credentials.createInsecure();
     const channelOptions = {
@@ -196,6 +199,7 @@ class Client {
       // within about watch()'s backoff (2 s) of the engine (the Python library uses the same cap)
       'grpc.max_reconnect_backoff_ms': 1000,
     };
+    if (options.serverName) channelOptions['grpc.ssl_target_name_override'] = options.serverName;
     this.stub = new api.CardGamesService(target, credentials, channelOptions);
     // 0 was taken for the default and a negative or NaN one failed every call with
     // DEADLINE_EXCEEDED (ten times over): refused here, naming the option
@@ -583,5 +587,5 @@ const PACK36 = [...'SHDC'].flatMap((s) => [...'6789TJQKA'].filter((r) => r !== '
 const PACKS = Object.freeze({ klaberjass: PACK32, jojotte: PACK32, georgian_joker: PACK36, japanese_joker: PACK36 });
 
 module.exports = {
-  Client, Seat, CardGamesError, toCardGamesError, verifyDeal, PACKS, api, RECONNECTING, RESUMED, GAVE_UP,
+  Client, Seat, CardGamesError, toCardGamesError, verifyDeal, PACKS, api, RECONNECTING, RESUMED, GAVE_UP, TRANSIENT,
 };

@@ -4,7 +4,17 @@
  * Create a match against bots, play it to the end and print the result.
  *
  *   node play_vs_bot.js --target 127.0.0.1:50051 --game klaberjass --bot random \
- *       [--option name=value]... [--policy first|random] [--seed N] [--quiet]
+ *       [--option name=value]... [--policy first|random] [--seed N] [--quiet] \
+ *       [--tls] [--ca FILE] [--server-name NAME] [--reconnect-tries N]
+ *
+ * --tls connects with TLS (the system's root certificates), --ca FILE trusts the PEM
+ * certificate(s) of a private CA instead (and implies --tls), --server-name NAME verifies the
+ * engine's certificate for NAME rather than the target's host (as clients.remote_bot and the
+ * terminal clients). The engine may go away for a while (a restart, a network drop): the
+ * stream is reopened and a turn whose submit found no engine is decided again on the current
+ * view, --reconnect-tries times in a row at most (default 30, as the terminal clients; each
+ * try waits out a backoff, so about a minute and more of outage), each drop and return
+ * written on stderr.
  *
  * The client takes seat 0 and fills the others with the bot. It follows the match on its
  * WatchMatch stream (the view after each event says whose turn it is and carries the legal
@@ -19,16 +29,25 @@
  */
 
 const USAGE = 'usage: node play_vs_bot.js [--target HOST:PORT] [--game GAME] [--bot BOT] '
-  + '[--option name=value]... [--policy first|random] [--seed N] [--quiet]\n'
-  + '  defaults: --target 127.0.0.1:50051 --game klaberjass --bot random --policy random --seed 1\n';
+  + '[--option name=value]... [--policy first|random] [--seed N] [--quiet] '
+  + '[--tls] [--ca FILE] [--server-name NAME] [--reconnect-tries N]\n'
+  + '  defaults: --target 127.0.0.1:50051 --game klaberjass --bot random --policy random --seed 1 '
+  + '--reconnect-tries 30\n';
 
 /** A mistake on the command line (parseArgs): main prints it with the usage, exit status 2. */
 class UsageError extends Error {}
 
-const { Client, CardGamesError, verifyDeal, PACKS } = require('./cardgames');
+const fs = require('node:fs');
+const { Client, CardGamesError, verifyDeal, PACKS, TRANSIENT, RECONNECTING, RESUMED } = require('./cardgames');
+
+/** The terminal clients' --reconnect-tries default. */
+const RECONNECT_TRIES = 30;
 
 function parseArgs(argv) {
-  const args = { target: '127.0.0.1:50051', game: 'klaberjass', bot: 'random', options: {}, policy: 'random', seed: 1, quiet: false };
+  const args = {
+    target: '127.0.0.1:50051', game: 'klaberjass', bot: 'random', options: {}, policy: 'random', seed: 1, quiet: false,
+    tls: false, ca: undefined, serverName: undefined, reconnectTries: RECONNECT_TRIES,
+  };
   for (let i = 0; i < argv.length; i += 1) {
     const flag = argv[i];
     const value = () => {
@@ -45,6 +64,16 @@ function parseArgs(argv) {
       args.seed = Number(text);
       if (!Number.isInteger(args.seed)) throw new UsageError(`--seed wants a whole number, not ${JSON.stringify(text)}`);
     } else if (flag === '--quiet') args.quiet = true;
+    else if (flag === '--tls') args.tls = true;
+    else if (flag === '--ca') args.ca = value();
+    else if (flag === '--server-name') args.serverName = value();
+    else if (flag === '--reconnect-tries') {
+      const text = value();
+      args.reconnectTries = Number(text);
+      if (!/^[0-9]+$/.test(text) || args.reconnectTries < 1) {
+        throw new UsageError(`--reconnect-tries wants a whole number above 0, not ${JSON.stringify(text)}`);
+      }
+    }
     else if (flag === '-h' || flag === '--help') args.help = true;
     else if (flag === '--option') {
       const text = value();
@@ -98,6 +127,27 @@ function fromStruct(struct) {
   return out;
 }
 
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * `call()` again while it fails without an answer from the engine (UNAVAILABLE or a timeout,
+ * after the client's own ten tries of about 5 s), `tries` times in a row at most, a second
+ * apart: the client's own retries alone gave up after about 5 s of outage, ending the match
+ * for this seat (exit status 1) while its stream would have come back. `call` is given the
+ * try's number (1, 2...), so that a retried decision reads the current view first.
+ */
+async function throughOutages(call, { tries, log, what }) {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await call(attempt);
+    } catch (error) {
+      if (!(error instanceof CardGamesError) || !TRANSIENT.has(error.code) || attempt >= tries) throw error;
+      log(`${what} failed: ${error.code} (engine unreachable); trying again (${attempt} of ${tries})`);
+      await sleep(1000);
+    }
+  }
+}
+
 /** Table option values typed by the game's OptionSpec (ListGames). */
 function typedOptions(game, raw) {
   const out = {};
@@ -131,8 +181,24 @@ async function main() {
     process.stdout.write(USAGE);
     return 0;
   }
-  const client = new Client(args.target);
+  let rootCertificates;
+  if (args.ca) {
+    try {
+      rootCertificates = fs.readFileSync(args.ca);
+    } catch (error) {
+      process.stderr.write(`error: cannot read the CA file ${args.ca}: ${error.code || error.message}\n`);
+      return 2;
+    }
+  }
+  const client = new Client(args.target, { tls: args.tls, rootCertificates, serverName: args.serverName });
   const log = args.quiet ? () => {} : (line) => process.stderr.write(`${line}\n`);
+  const patiently = (what, call) => throughOutages(call, { tries: args.reconnectTries, log, what });
+  // the drop and the return of the stream, a line each (as the terminal clients' --autoplay)
+  const onConnection = ({ state, attempt, maxAttempts, error }) => {
+    if (state === RECONNECTING && attempt === 1) {
+      log(`connection lost (${error ? error.code : 'stream ended'}); reconnecting (up to ${maxAttempts} tries)`);
+    } else if (state === RESUMED) log(`connection back (try ${attempt})`);
+  };
   try {
     const games = await client.listGames();
     const game = games.find((g) => g.id === args.game);
@@ -156,7 +222,7 @@ async function main() {
     const committed = new Map();
     // From seq 0: the seat was taken at seq 0 (a match starts when its last seat is taken), so
     // the log shows every action, a bot's first move before this stream opened included.
-    for await (const event of me.watch(0)) {
+    for await (const event of me.watch(0, { maxFailures: args.reconnectTries, onConnection })) {
       if (event.kind === 'EVENT_KIND_ACTION') {
         log(`${String(event.seq).padStart(4)} seat ${event.seat} (${event.by}): ${event.action.notation}`);
       }
@@ -170,17 +236,19 @@ async function main() {
         committed.set(deal, view.deal_commitment);
       }
       if (view && (view.seq || 0) >= newest && view.to_act === me.seat && !view.over) {
-        const reply = await me.act(decide, view);
+        // a retried turn decides on the current view (GetView): the lost submit may have
+        // been applied, or the match moved on meanwhile
+        const reply = await patiently('submit', (attempt) => me.act(decide, attempt === 1 ? view : undefined));
         if (reply) {
           actions += 1;
           newest = Number(reply.seq || 0);
         }
       }
     }
-    const summary = await client.getMatch(match.match_id);
+    const summary = await patiently('GetMatch', () => client.getMatch(match.match_id));
     const result = fromStruct(summary.result);
     // fair dealing: every deck revealed now matches the commitment published when it was dealt
-    const reveals = await client.revealDeals(match.match_id, me.token);
+    const reveals = await patiently('RevealDeals', () => client.revealDeals(match.match_id, me.token));
     const commitments = summary.deal_commitments || [];
     const unfair = reveals.filter((r) => !verifyDeal(r, committed.get(r.deal || 0), { pack: PACKS[game.id] }));
     if (unfair.length || reveals.length !== commitments.length || commitments.some((c, d) => c !== committed.get(d))) {
@@ -208,4 +276,4 @@ if (require.main === module) {
   main().then((code) => { process.exitCode = code; });
 }
 
-module.exports = { parseArgs, fromStruct, typedOptions, UsageError };
+module.exports = { parseArgs, fromStruct, typedOptions, throughOutages, UsageError };

@@ -415,6 +415,8 @@ def _build_trick(trick: Any) -> match_pb2.Trick:
         plays = trick.get("plays") or ()
         if trick.get("winner") is not None:
             msg.winner = int(trick["winner"])
+        if trick.get("points") is not None:  # the rules' card points of the trick
+            msg.points = int(trick["points"])
     else:
         plays = trick
     msg.plays.extend(trick_play_message(p) for p in plays)

@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Awaitable, Iterator
 
+import grpc
 import pytest
 
 from clients.local_service import LocalService
@@ -147,6 +148,76 @@ class CuttableProxy:
                 await writer.drain()
         finally:
             writer.transport.abort()  # one side gone: the connection is over both ways
+
+
+class SubmitOutageProxy:
+    """A gRPC proxy in front of the engine that forwards every call as it is (bytes, metadata,
+    error details), except that from the ``after``-th SubmitAction on, for ``outage_s``, every
+    SubmitAction fails with UNAVAILABLE without reaching the engine: an outage that hits the
+    seat exactly while it acts (a real one only does when the timing is unlucky)."""
+
+    def __init__(self, upstream: str, after: int, outage_s: float) -> None:
+        self.upstream, self.after, self.outage_s = upstream, after, outage_s
+        self.submits = 0
+        self.refused = 0
+        self.outage_ends: float | None = None
+        self.server = grpc.aio.server()
+        self.server.add_generic_rpc_handlers([self._Handler(self)])
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        self.channel: grpc.aio.Channel | None = None
+
+    @property
+    def target(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    async def __aenter__(self) -> "SubmitOutageProxy":
+        self.channel = grpc.aio.insecure_channel(self.upstream)
+        await self.server.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.server.stop(0)
+        assert self.channel is not None
+        await self.channel.close()
+
+    def _refuse(self) -> bool:
+        loop_time = asyncio.get_running_loop().time()
+        self.submits += 1
+        if self.submits == self.after:
+            self.outage_ends = loop_time + self.outage_s
+        return self.outage_ends is not None and loop_time < self.outage_ends
+
+    class _Handler(grpc.GenericRpcHandler):
+        def __init__(self, proxy: "SubmitOutageProxy") -> None:
+            self.proxy = proxy
+
+        def service(self, details):
+            proxy, method = self.proxy, details.method
+            forwarded = [(k, v) for k, v in details.invocation_metadata if not k.startswith(("grpc-", ":"))]
+
+            async def relay_error(error: grpc.aio.AioRpcError, context) -> None:
+                context.set_trailing_metadata(error.trailing_metadata() or ())
+                await context.abort(error.code(), error.details() or "")
+
+            if method.endswith("/WatchMatch"):
+                async def stream(request: bytes, context):
+                    call = proxy.channel.unary_stream(method)(request, metadata=forwarded)
+                    try:
+                        async for message in call:
+                            yield message
+                    except grpc.aio.AioRpcError as error:
+                        await relay_error(error, context)
+                return grpc.unary_stream_rpc_method_handler(stream)
+
+            async def unary(request: bytes, context):
+                if method.endswith("/SubmitAction") and proxy._refuse():
+                    proxy.refused += 1
+                    await context.abort(grpc.StatusCode.UNAVAILABLE, "the test's outage")
+                try:
+                    return await proxy.channel.unary_unary(method)(request, metadata=forwarded)
+                except grpc.aio.AioRpcError as error:
+                    await relay_error(error, context)
+            return grpc.unary_unary_rpc_method_handler(unary)
 
 
 async def two_seats(client: Any) -> tuple[Any, list[Any], Any]:

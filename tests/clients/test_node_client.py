@@ -27,7 +27,7 @@ from clients import cardgames_client as cg
 from clients.local_service import LocalService
 from engine_service.transport.generated import match_pb2
 
-from .conftest import ADMIN_TOKEN, CuttableProxy, run, two_seats
+from .conftest import ADMIN_TOKEN, CuttableProxy, SubmitOutageProxy, run, two_seats
 
 NODE_DIR = Path(__file__).resolve().parents[2] / "clients" / "node"
 
@@ -119,6 +119,33 @@ def test_node_client_reports_errors_with_code_and_reason(engine, node):
                             timeout=60)
     assert result.returncode == 1
     assert "INVALID_ARGUMENT INVALID_OPTIONS" in result.stderr
+
+
+def test_node_client_plays_over_tls_with_a_private_ca_and_a_server_name(node, tmp_path):
+    """play_vs_bot.js had no TLS flags: an engine serving TLS (behind a private CA, with a
+    certificate for a name that is not the target's host) was out of its reach. --ca trusts
+    the CA (and implies --tls), --server-name verifies the certificate for that name, as
+    clients.remote_bot's flags do; without --server-name the name check fails."""
+    import shutil as _shutil
+
+    openssl = _shutil.which("openssl")
+    assert openssl, "openssl is needed to make a test certificate"
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=engine.test", "-addext", "subjectAltName=DNS:engine.test"],
+                   check=True, capture_output=True)
+    with LocalService(args=["--tls-cert", str(cert), "--tls-key", str(key)]) as service:
+        base = [node, "play_vs_bot.js", "--target", service.target, "--game", "japanese_joker",
+                "--option", "target_score=11", "--quiet", "--ca", str(cert)]
+        played = subprocess.run([*base, "--server-name", "engine.test"], cwd=NODE_DIR, capture_output=True,
+                                text=True, timeout=180)
+        assert played.returncode == 0, played.stdout + played.stderr
+        assert json.loads(played.stdout.strip().splitlines()[-1])["status"] == "MATCH_STATUS_FINISHED"
+        refused = subprocess.run(base, cwd=NODE_DIR, capture_output=True, text=True, timeout=120)
+        assert refused.returncode == 1 and "error: UNAVAILABLE" in refused.stderr, refused.stderr
+    missing = subprocess.run([node, "play_vs_bot.js", "--ca", str(tmp_path / "nope.pem")], cwd=NODE_DIR,
+                             capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2 and "cannot read the CA file" in missing.stderr
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["--bogus"], ["--seed", "x"], ["--option", "no-equals"], ["--target"]])
@@ -599,3 +626,24 @@ def test_node_watch_through_a_network_that_drops_every_packet(node, tmp_path):
         run(scenario(), timeout_s=60)
     finally:
         assert service.stop() == 0, service.log_tail()
+
+
+def test_play_vs_bot_decides_again_through_an_outage_longer_than_its_submit_retries(engine, node):
+    """play_vs_bot.js gave up after ~5 s of outage: a submit that found no engine failed after
+    the client's ten tries and ended the program (exit status 1) while its watch would have
+    come back. 15 s of refused submits, hitting its third decision: it decides again on the
+    current view once the engine answers, and plays the match to its end."""
+    async def scenario():
+        async with SubmitOutageProxy(engine.target, after=3, outage_s=15.0) as proxy:
+            played = await asyncio.create_subprocess_exec(
+                node, "play_vs_bot.js", "--target", proxy.target, "--game", "japanese_joker", "--bot", "random",
+                "--option", "target_score=11", cwd=NODE_DIR, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE)
+            out, err = await asyncio.wait_for(played.communicate(), 150)
+            assert played.returncode == 0, err.decode()[-3000:]
+            assert proxy.refused >= 10  # the client's own retries ran out at least once
+            assert re.search(r"^submit failed: UNAVAILABLE .*\(1 of 30\)$", err.decode(), re.M), err.decode()[-3000:]
+            summary = json.loads(out.decode().strip().splitlines()[-1])
+            assert summary["status"] == "MATCH_STATUS_FINISHED" and summary["deals_verified"] >= 1
+
+    run(scenario(), timeout_s=180)

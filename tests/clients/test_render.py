@@ -803,6 +803,14 @@ def test_an_event_line_says_who_took_the_trick_it_completed():
     going.CopyFrom(done)
     going.trick.plays.add(seat=1, card=cards_pb2.Card(code="KH"))  # the next trick's lead: not this one's end
     assert render.event_text(event(1, "KH", going), None, 0).plain == "   8 seat 1: play K♥"
+    # Klaberjass / Jo-Jotte: the card points the trick carried (Trick.points), on the event line
+    # and on the board's last trick
+    kl = match_pb2.View(game="klaberjass", seat=0, hand_sizes=[3, 3])
+    kl.last_trick.plays.add(seat=1, card=cards_pb2.Card(code="TH"))
+    kl.last_trick.plays.add(seat=0, card=cards_pb2.Card(code="AH"))
+    kl.last_trick.winner, kl.last_trick.points = 0, 21
+    assert render.event_text(event(0, "AH", kl), None, 0).plain == "   8 you: play A♥  → trick to you (+21)"
+    assert render.trick_text(kl.last_trick, None, 0).plain.endswith("→ you (+21)")
     assert render.event_text(event(3, "9C", done), None, 0).plain == "   8 seat 3: play 9♣"  # not the last card
 
 

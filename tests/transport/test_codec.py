@@ -351,3 +351,40 @@ def test_trick_history_never_counts_the_previous_deals_trick():
             if view["last_trick"] and not history:
                 boundaries += 1
         assert boundaries > 10, game.id
+
+
+def test_complete_tricks_carry_the_rules_card_points():
+    """``Trick.points``: in Klaberjass and Jo-Jotte every complete trick of the view (history
+    and ``last_trick``) has the card points the rules credit its winner with, and the deal's
+    tricks add up to the running total of the table (Klaberjass ``card_points``, Jo-Jotte
+    ``trick_points``; nothing in a nullo deal); a trick in progress has none, nor does any
+    trick of the Joker games, which count tricks."""
+    from engine_service.rules.registry import all_games
+
+    running = {"klaberjass": "card_points", "jojotte": "trick_points"}
+    for game in all_games():
+        checked = 0
+        for seed in (3, 5):
+            for state, who in _decision_states(game, seed=seed, turns=1500):
+                view = state.view(who)
+                msg = codec.view_message(api.ViewEnvelope("m", 0, "active", view))
+                assert not msg.trick.HasField("points"), game.id
+                tricks = [*msg.trick_history, *([msg.last_trick] if msg.HasField("last_trick") else [])]
+                if game.id not in running:
+                    assert not any(t.HasField("points") for t in tricks), game.id
+                    continue
+                nullo = game.id == "jojotte" and (view["table"]["contract"] or {}).get("kind") == "nullo"
+                if msg.HasField("last_trick") and not nullo and msg.trick_history:
+                    assert msg.last_trick.HasField("points") and msg.last_trick == msg.trick_history[-1]
+                if nullo:
+                    assert not any(t.HasField("points") for t in msg.trick_history)
+                    continue
+                assert all(t.HasField("points") and t.points >= 0 for t in msg.trick_history), game.id
+                if msg.phase == "play" and msg.trick_history:
+                    totals = [0] * len(msg.scores.tricks_taken)
+                    for t in msg.trick_history:
+                        totals[t.winner] += t.points
+                    assert totals == view["table"][running[game.id]], (game.id, seed)
+                    checked += 1
+        if game.id in running:
+            assert checked > 50, game.id

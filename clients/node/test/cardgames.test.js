@@ -667,3 +667,35 @@ test('watch() refuses a silenceTimeoutMs or maxFailures that is no limit', async
   }
   assert.strictEqual(opened, 0);
 });
+
+test('play_vs_bot.js: TLS flags, --reconnect-tries, and a turn decided again through an outage', async () => {
+  const { throughOutages } = require('../play_vs_bot');
+  const args = parseArgs(['--tls', '--ca', 'ca.pem', '--server-name', 'engine.test', '--reconnect-tries', '5']);
+  assert.deepStrictEqual([args.tls, args.ca, args.serverName, args.reconnectTries], [true, 'ca.pem', 'engine.test', 5]);
+  assert.strictEqual(parseArgs([]).reconnectTries, 30);
+  for (const bad of ['0', '-1', '2.5', 'x']) assert.throws(() => parseArgs(['--reconnect-tries', bad]), /--reconnect-tries/);
+  // the client's own retries gave up after ~5 s of outage and the seat's program ended with it:
+  // now the turn is decided again (attempt 2 on: on the current view) until the engine answers
+  const unreachable = new CardGamesError('UNAVAILABLE', 'connection refused', '', {});
+  const attempts = [];
+  const lines = [];
+  const reply = await throughOutages(async (attempt) => {
+    attempts.push(attempt);
+    if (attempt < 3) throw unreachable;
+    return { seq: 7 };
+  }, { tries: 5, log: (line) => lines.push(line), what: 'submit' });
+  assert.deepStrictEqual(reply, { seq: 7 });
+  assert.deepStrictEqual(attempts, [1, 2, 3]);
+  assert.strictEqual(lines.length, 2);
+  assert.match(lines[0], /^submit failed: UNAVAILABLE .*\(1 of 5\)$/);
+  // at most `tries` in a row, and never an error that waiting does not fix
+  let calls = 0;
+  await assert.rejects(throughOutages(async () => { calls += 1; throw unreachable; },
+    { tries: 2, log: () => {}, what: 'submit' }), (error) => error === unreachable);
+  assert.strictEqual(calls, 2);
+  const illegal = new CardGamesError('FAILED_PRECONDITION', 'no', 'ILLEGAL_ACTION', {});
+  calls = 0;
+  await assert.rejects(throughOutages(async () => { calls += 1; throw illegal; },
+    { tries: 5, log: () => {}, what: 'submit' }), (error) => error === illegal);
+  assert.strictEqual(calls, 1);
+});

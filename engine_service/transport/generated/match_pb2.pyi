@@ -226,12 +226,14 @@ class TrickPlay(_message.Message):
     def __init__(self, seat: _Optional[int] = ..., card: _Optional[_Union[_cards_pb2.Card, _Mapping]] = ..., joker_mode: _Optional[_Union[_cards_pb2.JokerMode, str]] = ..., named_suit: _Optional[_Union[_cards_pb2.Suit, str]] = ..., announcement: _Optional[_Union[_cards_pb2.Announcement, str]] = ..., details: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class Trick(_message.Message):
-    __slots__ = ("plays", "winner")
+    __slots__ = ("plays", "winner", "points")
     PLAYS_FIELD_NUMBER: _ClassVar[int]
     WINNER_FIELD_NUMBER: _ClassVar[int]
+    POINTS_FIELD_NUMBER: _ClassVar[int]
     plays: _containers.RepeatedCompositeFieldContainer[TrickPlay]
     winner: int
-    def __init__(self, plays: _Optional[_Iterable[_Union[TrickPlay, _Mapping]]] = ..., winner: _Optional[int] = ...) -> None: ...
+    points: int
+    def __init__(self, plays: _Optional[_Iterable[_Union[TrickPlay, _Mapping]]] = ..., winner: _Optional[int] = ..., points: _Optional[int] = ...) -> None: ...
 
 class ScoreRow(_message.Message):
     __slots__ = ("name", "values")

@@ -61,7 +61,8 @@ def completed_tricks(st: JojotteState) -> list[dict[str, Any]]:
 
 def _tricks(plays: list[tuple[int, int]], wins, vals, tv: int, kind: int, before: int = 0) -> list[dict[str, Any]]:
     """The complete tricks of ``plays`` ((seat, play id), in order; ``before``: the deal's plays
-    before them) under a deal's winning and value tables (JJ-6.6, JJ-7.3, JJ-8.2)."""
+    before them) under a deal's winning and value tables (JJ-6.6, JJ-7.3, JJ-8.2); ``kind``:
+    the contract's kind (NULLO: no trick points, JJ-8.4)."""
     out: list[dict[str, Any]] = []
     for i in range(0, len(plays) - 1, 2):
         (s1, a1), (s2, a2) = plays[i], plays[i + 1]
@@ -75,7 +76,10 @@ def _tricks(plays: list[tuple[int, int]], wins, vals, tv: int, kind: int, before
             v = vals[c2] if w == s2 else vals[c1]
         if before + i == 16 and kind != NULLO:  # the ninth trick
             v += 10
-        out.append({"leader": s1, "plays": [_play(s1, a1), _play(s2, a2)], "winner": w, "value": v})
+        # ``points``: what the trick adds to its winner's trick points (JJ-8.3), none in nullo
+        # (JJ-8.4); ``value`` is the same number in nullo too
+        out.append({"leader": s1, "plays": [_play(s1, a1), _play(s2, a2)], "winner": w, "value": v,
+                    "points": None if kind == NULLO else v})
     return out
 
 

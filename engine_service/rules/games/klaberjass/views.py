@@ -31,9 +31,11 @@ def _codes(mask: int) -> list[str]:
 
 
 def _tricks(actions: list[tuple[int, int]], trump: int, strength, vals,
-            done: int = 0) -> tuple[list[dict], dict | None]:
+            done: int = 0, complete: list[dict] | None = None) -> tuple[list[dict], dict | None]:
     """The trick in progress and the last completed trick, from public plays (``done``:
-    the tricks of the deal completed before the first of them)."""
+    the tricks of the deal completed before the first of them); ``complete``, when given,
+    gets every completed trick, oldest first. A completed trick's ``points`` are the card
+    points its winner takes with it (KL-8.1, with the ninth trick's 10 of KL-7.3)."""
     current: list[dict] = []
     last = None
     n = done
@@ -54,6 +56,8 @@ def _tricks(actions: list[tuple[int, int]], trump: int, strength, vals,
             n += 1
             last = {"number": n, "leader": ls, "plays": [lp, fp], "winner": win,
                     "points": vals[lc] + vals[fc] + (10 if n == 9 else 0)}
+            if complete is not None:
+                complete.append(last)
             current = []
     return [p for _, _, p in current], last
 
@@ -102,7 +106,8 @@ def _common_view(st: KlaberjassState) -> dict[str, Any]:
     in_deal = ph not in (P_CHANCE, P_OVER)
     to_act = st._to_act if st._to_act >= 0 else None
     acts = st.deal_actions() if in_deal else []
-    trick, last_trick = _tricks(acts, st._trump, st._str, st._vals) if ph == P_PLAY else ([], None)
+    tricks: list[dict] = []  # the deal's completed tricks, with their card points
+    trick, last_trick = _tricks(acts, st._trump, st._str, st._vals, 0, tricks) if ph == P_PLAY else ([], None)
     if last_trick is None:  # no complete trick in this deal yet: the previous deal's final one
         last_trick = previous_deal_trick(st)
     cfg = st._cfg
@@ -172,6 +177,7 @@ def _common_view(st: KlaberjassState) -> dict[str, Any]:
         "legal": [],
         "trick": trick,
         "last_trick": last_trick,
+        "tricks": tricks,
         "tricks_taken": [won[0].bit_count() // 2, won[1].bit_count() // 2] if in_deal else [0, 0],
         "totals": st._totals[:],
         "deal_results": [{k: v[:] if isinstance(v, list) else v for k, v in r.items()} for r in st._results],
