@@ -17,6 +17,8 @@ remaining budget less a safety margin for the round trip, so that a bot that wat
 from __future__ import annotations
 
 import atexit
+import contextlib
+import io
 import time
 import weakref
 from dataclasses import dataclass
@@ -92,7 +94,15 @@ class BotHost:
         self.settings = PluginSettings.resolve(autoload=autoload, allowlist=allowlist, extra=plugins)
         # the pool's zygote first: it imports the plugins while this process does the same
         self._pool = WorkerPool(self.settings, workers, on_replace=self._count_replacement)
-        self.catalog: BotCatalog = load_catalog(self.settings)
+        # what a plugin prints while this process imports it or calls its hook would land on
+        # the engine's stdout, and its stderr writes (warnings too) inside the JSON log lines
+        # (the logger holds its own stream, unaffected): kept out, as the workers' output is
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            self.catalog: BotCatalog = load_catalog(self.settings)
+        if out.tell() or err.tell():
+            log.warning("bot_plugin_output_discarded", stdout_chars=out.tell(),
+                        stderr_chars=err.tell())
         self._metrics = metrics
         self._health: dict[str, _Health] = {}
         self._closed = False

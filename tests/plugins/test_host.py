@@ -500,3 +500,33 @@ def test_a_pool_closed_while_it_starts_a_worker_logs_no_failure_and_keeps_no_wor
         assert not spawned and not workers_pool._workers
 
     run(go())
+
+
+class _PrintingPlugin:
+    """A plugin whose hook prints: in the engine's process that output must not reach its
+    stdout or stderr (the JSON log stream), as a worker's output does not."""
+
+    __name__ = "printing_plugin"
+
+    @staticmethod
+    def cardgames_bots():
+        import sys
+        import warnings
+        from engine_service.plugins import BotSpec
+        print("HOOK-STDOUT")
+        print("HOOK-STDERR", file=sys.stderr)
+        warnings.warn("HOOK-WARNING")
+        return [BotSpec("printing-bot", lambda game_id: None)]
+
+
+def test_plugin_output_in_the_engine_process_is_kept_off_its_streams(capfd):
+    from engine_service.plugins import hookimpl
+    plugin = _PrintingPlugin()
+    plugin.cardgames_bots = hookimpl(_PrintingPlugin.cardgames_bots)
+
+    async def body(host):
+        assert "printing-bot" in {b.name for b in host.bots()}
+    run(with_host(body, plugins=[plugin], workers=1))
+    captured = capfd.readouterr()
+    assert "HOOK-" not in captured.out
+    assert "HOOK-" not in captured.err
