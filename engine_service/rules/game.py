@@ -35,11 +35,10 @@ after a thrown-in deal, never an earlier deal's trick; states keep it as an immu
 shared by clones), ``tricks_taken`` (per seat, this deal), ``totals`` (per seat, the match score as in NOTATION
 section 4), ``deal_results`` (results of the deals already scored), ``over``, ``winners``,
 ``table`` (game-specific public information: trump, turn-up, bids, melds, columns...).
-A game may add ``tricks``: the current deal's complete tricks, oldest first, in
-``last_trick``'s shape (Klaberjass, with each trick's card ``points``); the service sends them
-as the view's trick history (else it reads them from ``table.tricks`` or cuts
-``table.deal_actions`` into tricks), and a trick's ``points``, where the game has them, as
-``Trick.points``.
+A game's table may hold ``tricks``: the current deal's complete tricks, oldest first, with
+``plays`` and ``winner`` (Klaberjass and Jo-Jotte with each trick's card ``points``); the
+service sends them as the view's trick history (else it cuts ``table.deal_actions`` into
+tricks), and a trick's ``points``, where the game has them, as ``Trick.points``.
 
 ``secret_cards(seat)`` is the omniscient answer to "which cards may this seat not know right
 now" (``seat=None``: a spectator). It exists for the no-leak tests, the session's log

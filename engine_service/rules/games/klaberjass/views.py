@@ -154,6 +154,7 @@ def _common_view(st: KlaberjassState) -> dict[str, Any]:
             "revealed": [_codes(st.revealed(0)), _codes(st.revealed(1))],
             "stock_size": zones["stock"].bit_count(),
             "deal_actions": [{"seat": s, "action": st.action_str(a)} for s, a in acts],
+            "tricks": tricks,  # in table.tricks, as in Jo-Jotte and Georgian Joker
         })
         if st._xseat >= 0:
             table["exchange"] = {"seat": st._xseat, "gives": CODES[st._dix], "takes": CODES[st._turn0],
@@ -177,7 +178,6 @@ def _common_view(st: KlaberjassState) -> dict[str, Any]:
         "legal": [],
         "trick": trick,
         "last_trick": last_trick,
-        "tricks": tricks,
         "tricks_taken": [won[0].bit_count() // 2, won[1].bit_count() // 2] if in_deal else [0, 0],
         "totals": st._totals[:],
         "deal_results": [{k: v[:] if isinstance(v, list) else v for k, v in r.items()} for r in st._results],
