@@ -21,13 +21,24 @@ from .harness import run
 from .test_process import Service
 
 
+def _engine_env(db, port: object = "0", metrics_port: object = "0", lock_wait_s: str | None = None,
+                **extra: str) -> dict[str, str]:
+    """The environment of a second engine on ``db``: loopback ports (0: any free one), JSON
+    logs, one bot worker, ``--db-lock-wait-s`` when given."""
+    env = {**os.environ, "CARDGAMES_DB": str(db), "CARDGAMES_PORT": str(port),
+           "CARDGAMES_METRICS_PORT": str(metrics_port), "CARDGAMES_HOST": "127.0.0.1",
+           "CARDGAMES_METRICS_HOST": "127.0.0.1", "CARDGAMES_LOG_FORMAT": "json",
+           "CARDGAMES_BOT_WORKERS": "1", **extra}
+    if lock_wait_s is not None:
+        env["CARDGAMES_DB_LOCK_WAIT_S"] = lock_wait_s
+    return env
+
+
 def test_a_second_engine_on_the_same_database_exits_2_naming_the_holder(tmp_path):
     db = tmp_path / "cards.sqlite3"
     first = Service(tmp_path, db, "first")
     try:
-        env = {**os.environ, "CARDGAMES_DB": str(db), "CARDGAMES_PORT": "0", "CARDGAMES_METRICS_PORT": "0",
-               "CARDGAMES_HOST": "127.0.0.1", "CARDGAMES_METRICS_HOST": "127.0.0.1",
-               "CARDGAMES_LOG_FORMAT": "json", "CARDGAMES_DB_LOCK_WAIT_S": "0.5", "CARDGAMES_BOT_WORKERS": "1"}
+        env = _engine_env(db, lock_wait_s="0.5")
         started = time.monotonic()
         second = subprocess.run([sys.executable, "-m", "engine_service", "serve"], cwd=tmp_path, env=env,
                                 capture_output=True, text=True, timeout=60)
@@ -61,10 +72,7 @@ def test_a_forgotten_second_engine_on_the_same_ports_is_refused_for_the_database
     db = tmp_path / "cards.sqlite3"
     first = Service(tmp_path, db, "first")
     try:
-        env = {**os.environ, "CARDGAMES_DB": str(db), "CARDGAMES_PORT": str(first.port),
-               "CARDGAMES_METRICS_PORT": str(first.metrics_port), "CARDGAMES_HOST": "127.0.0.1",
-               "CARDGAMES_METRICS_HOST": "127.0.0.1", "CARDGAMES_LOG_FORMAT": "json",
-               "CARDGAMES_DB_LOCK_WAIT_S": "0.5", "CARDGAMES_BOT_WORKERS": "1"}
+        env = _engine_env(db, port=first.port, metrics_port=first.metrics_port, lock_wait_s="0.5")
         second = subprocess.run([sys.executable, "-m", "engine_service", "serve"], cwd=tmp_path, env=env,
                                 capture_output=True, text=True, timeout=60)
         lines = [json.loads(raw) for raw in second.stderr.splitlines() if raw.startswith("{")]
@@ -87,10 +95,7 @@ def test_a_busy_metrics_port_still_stops_the_start_and_lets_the_database_go(tmp_
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         db = tmp_path / "cards.sqlite3"
-        env = {**os.environ, "CARDGAMES_DB": str(db), "CARDGAMES_PORT": "0",
-               "CARDGAMES_METRICS_PORT": str(busy.getsockname()[1]), "CARDGAMES_HOST": "127.0.0.1",
-               "CARDGAMES_METRICS_HOST": "127.0.0.1", "CARDGAMES_LOG_FORMAT": "json",
-               "CARDGAMES_BOT_WORKERS": "1"}
+        env = _engine_env(db, metrics_port=busy.getsockname()[1])
         done = subprocess.run([sys.executable, "-m", "engine_service", "serve"], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=60)
     lines = [json.loads(raw) for raw in done.stderr.splitlines() if raw.startswith("{")]
@@ -113,9 +118,7 @@ def test_ctrl_c_while_waiting_for_the_database_ends_the_start_at_once(tmp_path, 
     db = tmp_path / "cards.sqlite3" if backend == "sqlite" else request.getfixturevalue("pg_url")
     first = Service(tmp_path, db, "first")
     try:
-        env = {**os.environ, "CARDGAMES_DB": str(db), "CARDGAMES_PORT": "0", "CARDGAMES_METRICS_PORT": "0",
-               "CARDGAMES_HOST": "127.0.0.1", "CARDGAMES_METRICS_HOST": "127.0.0.1",
-               "CARDGAMES_LOG_FORMAT": "json", "CARDGAMES_DB_LOCK_WAIT_S": "60", "CARDGAMES_BOT_WORKERS": "1"}
+        env = _engine_env(db, lock_wait_s="60")
         log_path = tmp_path / "second.log"
         with open(log_path, "w") as log_file:
             second = subprocess.Popen([sys.executable, "-m", "engine_service", "serve"], cwd=tmp_path, env=env,
@@ -157,10 +160,8 @@ def test_a_successor_waiting_on_the_same_database_and_ports_starts_once_the_firs
     database."""
     db = tmp_path / "cards.sqlite3"
     first = Service(tmp_path, db, "first")
-    env = {**os.environ, "CARDGAMES_DB": str(db), "CARDGAMES_PORT": str(first.port),
-           "CARDGAMES_METRICS_PORT": str(first.metrics_port), "CARDGAMES_HOST": "127.0.0.1",
-           "CARDGAMES_METRICS_HOST": "127.0.0.1", "CARDGAMES_LOG_FORMAT": "json",
-           "CARDGAMES_DB_LOCK_WAIT_S": "60", "CARDGAMES_BOT_WORKERS": "1", "PYTHONUNBUFFERED": "1"}
+    env = _engine_env(db, port=first.port, metrics_port=first.metrics_port, lock_wait_s="60",
+                      PYTHONUNBUFFERED="1")
     log_path = tmp_path / "second.log"
     with open(log_path, "w") as log_file:
         second = subprocess.Popen([sys.executable, "-m", "engine_service", "serve"], cwd=tmp_path, env=env,
@@ -204,9 +205,7 @@ def test_sigterm_during_the_start_of_an_engine_that_is_pid_1_ends_it_at_once(tmp
     db = tmp_path / "cards.sqlite3"
     first = Service(tmp_path, db, "first")
     try:
-        env = {**os.environ, "CARDGAMES_DB": str(db), "CARDGAMES_PORT": "0", "CARDGAMES_METRICS_PORT": "0",
-               "CARDGAMES_HOST": "127.0.0.1", "CARDGAMES_METRICS_HOST": "127.0.0.1",
-               "CARDGAMES_LOG_FORMAT": "json", "CARDGAMES_DB_LOCK_WAIT_S": "60", "CARDGAMES_BOT_WORKERS": "1"}
+        env = _engine_env(db, lock_wait_s="60")
         log_path = tmp_path / "second.log"
         with open(log_path, "w") as log_file:
             second = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", sys.executable, "-m",
