@@ -352,6 +352,11 @@ class MatchService(Protocol):
 
     async def leave_match(self, match_id: str, principal: Principal, resign: bool) -> MatchSummary: ...
 
+    def repeated_leave(self, match_id: str, token: str) -> MatchSummary | None:
+        """A LeaveMatch whose token is unknown: the answer of the leave that voided ``token``
+        by freeing its seat in the waiting match (a retry whose first answer was lost), or
+        None for any other token (its Unauthenticated stands). Changes nothing."""
+
     async def get_match(self, match_id: str) -> MatchSummary: ...
 
     async def reveal_deals(self, match_id: str, principal: Principal) -> list[DealReveal]:

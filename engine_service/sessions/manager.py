@@ -70,7 +70,7 @@ from .api import (BadRequest, BotInfo, CreateIdInUse, CreateMatchRequest, DealRe
 from .clock import MatchClock
 from .config import SessionConfig
 from .housekeeping import Housekeeping
-from .match import CorruptLog, LiveMatch, SeatSlot
+from .match import FREED_TOKENS_KEPT, CorruptLog, LiveMatch, SeatSlot
 from .paging import decode_page_token, encode_page_token
 from .policy import FORFEIT
 from .seating import Seating
@@ -754,13 +754,19 @@ class MatchManager:
         answer is the match's summary as it stands now and nothing changes (no event, no seq,
         no metric; logged ``leave_repeated``). Derived from the match's durable record (its
         result, the seat's ``left``), so a retry after a restart is answered so too. A leave
-        of a waiting match frees the seat and voids its token: a retry with that token is
-        UNAUTHENTICATED (the server keeps nothing of a void token)."""
+        of a waiting match frees the seat and voids its token; the match remembers the
+        token's hash with the answer (``LiveMatch.freed_tokens``), so that a retry with that
+        token gets the same answer (:meth:`repeated_leave`; here, for a retry that was
+        authenticated before the first leave voided the token and waited for the lock)."""
         self._require_running()
         seat = acting_seat(principal, match_id)
         m = await self._get(match_id)
 
         async def locked() -> MatchSummary:
+            freed = m.freed_tokens.get(principal.token_hash or "")
+            if freed is not None:
+                m.log.info("leave_repeated", seat=freed[0], resign=resign, status=m.status, freed=True)
+                return freed[1]
             require_current_token(m, principal)
             slot = m.seats[seat]
             if m.in_doubt and m.policy == FORFEIT:
@@ -785,6 +791,7 @@ class MatchManager:
             if m.status == "waiting":
                 await self._writer.store_call(self._seating.save_seat(m, SeatRecord(seat)), "save_seat")
                 self._tokens.pop(slot.token_hash, None)
+                freed_hash = slot.token_hash
                 # free again: its client join id no longer matches (a retry would take it again)
                 slot.player_name, slot.token_hash, slot.joined_at, slot.join_hash = "", "", None, ""
                 gone = self._streams.end_seat(m, slot, PermissionDenied("you left this match", reason="SEAT_LEFT"))
@@ -792,6 +799,11 @@ class MatchManager:
                 self._writer.presence(m, slot, "left")
                 if gone:
                     self._clock.disconnected(m, slot)
+                answer = m.summary()
+                m.freed_tokens[freed_hash] = (seat, answer)
+                while len(m.freed_tokens) > FREED_TOKENS_KEPT:
+                    del m.freed_tokens[next(iter(m.freed_tokens))]
+                return answer
             elif m.policy == FORFEIT:
                 m.log.info("seat_resigned", seat=seat)
                 await self._writer.end(m, "resigned", winners=[s.seat for s in m.seats if s.seat != seat],
@@ -810,6 +822,31 @@ class MatchManager:
             return m.summary()
 
         return await self._exclusive(m, locked)
+
+    def repeated_leave(self, match_id: str, token: str) -> MatchSummary | None:
+        """The answer to a LeaveMatch whose seat token is unknown because a leave with it
+        already freed its seat in the waiting match ``match_id``: the summary that first leave
+        answered, or None (then the call's own UNAUTHENTICATED stands, unchanged).
+
+        Why: a leave whose answer was lost (a dropped connection, a deadline) is retried with
+        the same token, which the leave voided; refused as unknown, the retry told a player who
+        had left that the leave failed. The first answer is given again, as it was: the token
+        no longer opens the match, so it learns nothing that happened since (who joined, the
+        start). Only a token that held a seat of this match and was voided by its own leave
+        gets it; any other token (made up, another match's, one the operator or a retried join
+        replaced) gets None, so its error is the one it got before. In memory, kept while the
+        match is held (``LiveMatch.freed_tokens``: the latest few); after a restart the retry
+        is UNAUTHENTICATED again, as the seat's own leave answers it nowhere in the store.
+        Changes nothing; logged ``leave_repeated`` (``freed``) as the other repeats."""
+        self._require_open()
+        m = self._matches.get(match_id)
+        if m is None or not token:
+            return None
+        freed = m.freed_tokens.get(token_hash(token))
+        if freed is None:
+            return None
+        m.log.info("leave_repeated", seat=freed[0], status=m.status, freed=True)
+        return freed[1]
 
     async def terminate_match(self, match_id: str, reason: str) -> MatchSummary:
         self._require_running()

@@ -151,6 +151,12 @@ class StateMemo:
         return view_for(self.state, audience, self._make_view)
 
 
+#: How many voided seat tokens a match remembers for retried leaves (LiveMatch.freed_tokens):
+#: a retry comes within seconds of its leave, while a waiting match can see any number of
+#: joins and leaves (each a new token); the oldest is forgotten first.
+FREED_TOKENS_KEPT = 32
+
+
 class LiveMatch:
     """A match in memory. ``state`` is always the fold of ``actions`` over ``decks``.
 
@@ -164,7 +170,7 @@ class LiveMatch:
                  "bot_task", "retry_handle", "finished_mono", "_memo", "_commitments", "shown", "log",
                  "_checkpoints",
                  "spectator_delay", "spectators_seen", "_cursor", "end_in_doubt", "log_in_doubt",
-                 "create_hash", "create_digest")
+                 "create_hash", "create_digest", "freed_tokens")
 
     def __init__(self, record: MatchRecord, decks: list[DeckRecord], actions: list[ActionRecord]) -> None:
         self.match_id = record.match_id
@@ -220,6 +226,11 @@ class LiveMatch:
         self._commitments: dict[int, str] = {}  # deal -> its deck's commitment, once computed
         # deal -> the cards the table saw (fairness.shown_cards), once the match is over
         self.shown: dict[int, frozenset[str]] | None = None
+        # token hash -> (seat, the answer) of each seat token a LeaveMatch of the waiting match
+        # voided, the latest FREED_TOKENS_KEPT: a retry of that leave whose first answer was lost
+        # gets the same answer (MatchManager.repeated_leave). In memory only, like the map of
+        # live tokens: the store keeps nothing of a void token
+        self.freed_tokens: dict[str, tuple[int, MatchSummary]] = {}
         self.log = structlog.get_logger("engine_service.sessions").bind(
             match_id=self.match_id, game=self.game.id)
 

@@ -248,10 +248,28 @@ class CardGamesServicer(_Base, card_games_pb2_grpc.CardGamesServiceServicer):
     @unary
     async def LeaveMatch(self, request: pb.LeaveMatchRequest, context) -> pb.LeaveMatchResponse:
         match_id = codec.require_match_id(request.match_id)
-        principal = await self._seat_principal(match_id, context, "leave or resign")
-        summary = await self._service.leave_match(match_id, principal, request.resign)
+        try:
+            principal = await self._seat_principal(match_id, context, "leave or resign")
+        except api.Unauthenticated as refused:
+            # a retry of a leave that freed its seat in a waiting match (its answer was lost):
+            # that answer again; any other token keeps its error as it was
+            summary = self._repeated_leave(match_id, context)
+            if summary is None:
+                raise refused
+        else:
+            summary = await self._service.leave_match(match_id, principal, request.resign)
         current_rpc().note(seq=summary.seq)
         return pb.LeaveMatchResponse(match=codec.summary_message(summary))
+
+    def _repeated_leave(self, match_id: str, context: grpc.aio.ServicerContext) -> api.MatchSummary | None:
+        """The first answer of the leave that voided the call's seat token (None: none did)."""
+        try:
+            token = bearer_token(context.invocation_metadata())
+        except api.SessionError:
+            return None
+        if token is None or self._admin.is_admin(token):
+            return None
+        return self._service.repeated_leave(match_id, token)
 
     @unary
     async def ListOpenMatches(self, request: pb.ListOpenMatchesRequest, context) -> pb.ListOpenMatchesResponse:

@@ -124,6 +124,10 @@ class ScriptedService:
     async def leave_match(self, match_id, principal, resign):
         return _summary("finished")
 
+    def repeated_leave(self, match_id, token):
+        self.calls.append(("repeated_leave", match_id, token))
+        return None
+
     async def matches_page(self, status="", game="", limit=100, page_token=""):
         self.calls.append(("list_matches", status, game, limit))
         return api.Page([_summary()])

@@ -174,7 +174,8 @@ class CardGamesServiceServicer:
         seat's own leave took effect (its resignation ended the match, or the seat left a
         Georgian Joker match), a repeat answers OK with the match as it stands and changes
         nothing; any other end is FAILED_PRECONDITION / MATCH_NOT_ACTIVE. A seat freed while the
-        match waited has a void token (UNAUTHENTICATED).
+        match waited has a void token (UNAUTHENTICATED), except that a repeat of the leave that
+        freed it gets that leave's answer again (until a server restart; docs/api.md, "Leaving").
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
