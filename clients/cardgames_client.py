@@ -27,6 +27,10 @@ never the engine's internals, and adds what every client otherwise writes by han
 * **fair dealing**: :meth:`Client.reveal_deals` (or a session's ``reveal_deals``) fetches the
   cards the table saw of every deck once a match is over, and :func:`verify_deal` checks each
   against the commitment published while it was played (docs/api.md, "Fair dealing");
+* **rate limits**: a call the engine's request-rate limits refused (RESOURCE_EXHAUSTED,
+  reason RATE_LIMITED: nothing was done) is sent again after the delay the engine names (its
+  google.rpc.RetryInfo), within the :class:`RetryPolicy`'s tries, by every method of
+  :class:`Client` and the sessions (the admin token is never rate limited);
 * **clear errors**: a failed call raises a :class:`CardGamesError` subclass chosen by status
   code, carrying the code, the message, the google.rpc.ErrorInfo ``reason`` and ``metadata``
   and, for a stale sequence number, the current :class:`View`.
@@ -84,6 +88,15 @@ _STATUS_DETAILS_KEY = "grpc-status-details-bin"
 #: idempotent by its client_action_id): the call failed without an answer (docs/api.md,
 #: "Acting": UNAVAILABLE, or a timeout after which the action may or may not have been applied).
 _TRANSIENT = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+#: The ErrorInfo reason of a call the engine's request-rate limits refused (RESOURCE_EXHAUSTED):
+#: it did nothing, and its google.rpc.RetryInfo says when the same call will be served.
+RATE_LIMITED = "RATE_LIMITED"
+
+
+def _rate_limited(error: "CardGamesError") -> bool:
+    return error.code == grpc.StatusCode.RESOURCE_EXHAUSTED and error.reason == RATE_LIMITED
+
+
 #: Codes after which a watch stream is reopened with after_seq: the connection or the server
 #: went away, or the watcher fell behind (UNAVAILABLE, reason WATCH_OVERFLOW).
 _RESUMABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
@@ -435,11 +448,18 @@ class RetryPolicy:
     The default outlasts a restart of the engine (docs/api.md, "Restarts": a crash or an
     upgrade, about a second or two without an engine, then gRPC's own reconnection delay):
     ten tries wait about 5 s in all (rarely under 3 s), where four gave up within half a
-    second and a bot's submit or GetView during the restart failed while its watch resumed."""
+    second and a bot's submit or GetView during the restart failed while its watch resumed.
+
+    A call refused by a rate limit (RESOURCE_EXHAUSTED, RATE_LIMITED) counts against the same
+    ``attempts``, and its retry waits at least the RetryInfo delay the engine sent (the time
+    until the caller's bucket has a call again: sooner is refused again). A delay longer than
+    ``max_rate_limit_wait_s`` is not waited: the error is raised at once, for the caller to
+    decide (a player would rather be told than see a frozen screen)."""
 
     attempts: int = 10
     initial_backoff_s: float = 0.1
     max_backoff_s: float = 2.0
+    max_rate_limit_wait_s: float = 30.0
 
     def backoff(self, attempt: int) -> float:
         return random.uniform(0, min(self.max_backoff_s, self.initial_backoff_s * 2 ** attempt))
@@ -483,12 +503,17 @@ class Client:
     # -- calls --------------------------------------------------------------------------
 
     async def call(self, method: Callable[..., Awaitable[T]], request: Any, *,
-                   token: str | None = None, retry: bool = False) -> T:
+                   token: str | None = None, retry: bool = False,
+                   retried: list[CardGamesError] | None = None) -> T:
         """One unary call with the token and timeout; errors become CardGamesError.
 
         ``retry``: repeat it on UNAVAILABLE or a timeout (only for calls that are safe to repeat),
         DRAINING included: a draining engine is going away, and the repeat reaches its successor
-        (docs/api.md: "retry with backoff").
+        (docs/api.md: "retry with backoff"); and when a rate limit refused it (RESOURCE_EXHAUSTED,
+        RATE_LIMITED: nothing was done), after the engine's RetryInfo delay
+        (:class:`RetryPolicy`). Up to ``self.retry.attempts`` tries in all; then the last
+        error is raised. ``retried``: each error the call was repeated after is appended to it
+        (whether an attempt may have been applied: a lost answer, not a refusal).
         """
         metadata = (("authorization", f"Bearer {token}"),) if token else None
         attempts = self.retry.attempts if retry else 1
@@ -497,9 +522,15 @@ class Client:
                 return await method(request, timeout=self.timeout_s, metadata=metadata)
             except grpc.RpcError as exc:
                 error = error_from_rpc(exc)
-                if error.code not in _TRANSIENT or attempt == attempts - 1:
+                limited = _rate_limited(error)
+                if (error.code not in _TRANSIENT and not limited) or attempt == attempts - 1:
                     raise error from None
-            await asyncio.sleep(self.retry.backoff(attempt))
+                wait_s = (error.retry_delay_s or 0.0) if limited else 0.0
+                if wait_s > self.retry.max_rate_limit_wait_s:
+                    raise error from None
+                if retried is not None:
+                    retried.append(error)
+            await asyncio.sleep(max(wait_s, self.retry.backoff(attempt)))
         raise AssertionError("unreachable")
 
     async def list_games(self) -> list[match_pb2.GameInfo]:
@@ -957,22 +988,22 @@ class SeatSession(_Audience):
         """Leave the match: free the seat while it waits; in an active match, resign (``resign``
         says the caller means it; leaving an active match counts as resigning either way).
 
-        Repeated on UNAVAILABLE or a timeout: the server answers a repeat after the seat's own
-        leave took effect with OK and the match as it stands (docs/api.md, "Leaving"). A
-        waiting match's freed seat has a void token, so there a repeat is UNAUTHENTICATED:
-        after a lost answer that means the first leave went through, and the match's public
-        summary is returned instead."""
+        Repeated on UNAVAILABLE or a timeout, and after a rate limit's delay, as
+        :meth:`Client.call` repeats: the server answers a repeat after the seat's own leave
+        took effect with OK (docs/api.md, "Leaving"): the match as it stands, or for a seat
+        freed in a waiting match, the first leave's answer. An engine that no longer remembers
+        that leave (it restarted since, or is older than 2026-12-04) answers the freed seat's
+        void token UNAUTHENTICATED: after a lost answer that means the first leave went
+        through, and the match's public summary is returned instead."""
         request = card_games_pb2.LeaveMatchRequest(match_id=self.match_id, resign=resign)
+        retried: list[CardGamesError] = []
         try:
-            reply = await self.client.call(self.client.stub.LeaveMatch, request, token=self.token)
-        except CardGamesError as first:
-            if first.code not in _TRANSIENT:
-                raise
-            await asyncio.sleep(self.client.retry.backoff(0))
-            try:
-                reply = await self.client.call(self.client.stub.LeaveMatch, request, token=self.token, retry=True)
-            except Unauthenticated:
-                return await self.client.get_match(self.match_id)  # the lost leave freed the seat
+            reply = await self.client.call(self.client.stub.LeaveMatch, request, token=self.token,
+                                           retry=True, retried=retried)
+        except Unauthenticated:
+            if not any(e.code in _TRANSIENT for e in retried):
+                raise  # no answer was lost: the token is bad
+            return await self.client.get_match(self.match_id)  # the lost leave freed the seat
         return reply.match
 
 

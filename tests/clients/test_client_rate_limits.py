@@ -1,0 +1,195 @@
+"""The Python client library under the engine's request-rate limits: a call refused with
+RESOURCE_EXHAUSTED / RATE_LIMITED did nothing, so every call of the library sends it again
+after the RetryInfo delay the engine names, within its RetryPolicy's tries, then raises it; a
+delay longer than the policy allows, and every other RESOURCE_EXHAUSTED, is raised at once.
+Against a real engine process with its limits switched on, and offline with a scripted stub
+for the bounds. A leave refused by a limit and then refused as unauthenticated lost no
+answer: it is raised, not taken for a freed seat."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Iterator
+
+import grpc
+import pytest
+from google.protobuf import any_pb2, duration_pb2
+from google.rpc import error_details_pb2, status_pb2
+
+from clients import cardgames_client as cg
+from clients.local_service import LocalService
+from engine_service.transport.generated import match_pb2
+
+from .conftest import run
+
+#: A seat token gets one call at once and five a second (a refusal's delay: up to 0.2 s); an
+#: address, two at once and five a second.
+LIMITS = ["--rate-limit-seat-per-s", "5", "--rate-limit-seat-burst", "1",
+          "--rate-limit-peer-per-s", "5", "--rate-limit-peer-burst", "2"]
+
+
+@pytest.fixture(scope="module")
+def limited_engine(tmp_path_factory) -> Iterator[LocalService]:
+    log = tmp_path_factory.mktemp("engine") / "engine.log"
+    with LocalService(log_path=log, args=LIMITS) as service:
+        yield service
+
+
+class _Counting:
+    """Wraps a stub: records the status code of every unary attempt ("OK" for an answer)."""
+
+    def __init__(self, stub) -> None:
+        self._stub, self.codes = stub, []
+
+    def __getattr__(self, name):
+        method = getattr(self._stub, name)
+
+        async def call(request, **kwargs):
+            try:
+                reply = await method(request, **kwargs)
+            except grpc.RpcError as exc:
+                self.codes.append((name, exc.code().name))
+                raise
+            self.codes.append((name, "OK"))
+            return reply
+
+        return call
+
+
+def test_calls_refused_by_a_rate_limit_are_sent_again_after_the_delay_and_go_through(limited_engine):
+    """Creating, joining, viewing, submitting and leaving as fast as a script can: the engine
+    refuses some (RATE_LIMITED), the library sends each again after the delay, and every call
+    succeeds, applied once."""
+
+    async def scenario():
+        async with cg.connect(limited_engine.target) as client:
+            stub = client.stub = _Counting(client.stub)
+            match = await client.create_match("japanese_joker", seats=[None, None], options={"target_score": 11})
+            sessions = [await client.join(match.match_id) for _ in range(2)]
+            assert [s.seat for s in sessions] == [0, 1]  # each join took one seat
+            for _ in range(3):
+                view = await sessions[0].view()  # one call at once per seat: refused, then served
+            mover = sessions[view.to_act]
+            view = await mover.view()
+            reply = await mover.submit(view.legal_actions[0].notation, view.seq)
+            again = await mover.view()
+            assert not reply.duplicate and reply.seq == view.seq + 1 == again.seq
+            assert (await client.get_match(match.match_id)).seq == view.seq + 1
+            summary = await mover.leave(resign=True)
+            assert summary.status == match_pb2.MATCH_STATUS_FINISHED
+            refused = [name for name, code in stub.codes if code == "RESOURCE_EXHAUSTED"]
+            assert {"GetView", "JoinMatch"} <= set(refused), stub.codes
+
+    run(scenario())
+
+
+def test_a_leave_of_a_waiting_match_refused_by_a_rate_limit_is_sent_again(limited_engine):
+    async def scenario():
+        async with cg.connect(limited_engine.target) as client:
+            stub = client.stub = _Counting(client.stub)
+            match = await client.create_match("japanese_joker", seats=[None, None])
+            seat = await client.join(match.match_id)
+            await seat.view()
+            summary = await seat.leave()  # the seat's one call a moment is spent: refused first
+            assert summary.status == match_pb2.MATCH_STATUS_WAITING and not summary.seats[seat.seat].taken
+            assert [c for n, c in stub.codes if n == "LeaveMatch"] == ["RESOURCE_EXHAUSTED", "OK"]
+
+    run(scenario())
+
+
+def _rate_limited(delay_s: float, code: grpc.StatusCode = grpc.StatusCode.RESOURCE_EXHAUSTED,
+                  reason: str = "RATE_LIMITED") -> grpc.RpcError:
+    """A refusal as the engine sends it: ErrorInfo (reason), RetryInfo (delay)."""
+    details = []
+    delay = duration_pb2.Duration()
+    delay.FromNanoseconds(int(delay_s * 1e9))
+    for message in (error_details_pb2.ErrorInfo(reason=reason, domain=cg.DOMAIN, metadata={"key_kind": "seat"}),
+                    error_details_pb2.RetryInfo(retry_delay=delay)):
+        packed = any_pb2.Any()
+        packed.Pack(message)
+        details.append(packed)
+    status = status_pb2.Status(code=code.value[0], message="too many requests", details=details)
+
+    class Refused(grpc.RpcError):
+        def code(self):
+            return code
+
+        def details(self):
+            return "too many requests"
+
+        def trailing_metadata(self):
+            return (("grpc-status-details-bin", status.SerializeToString()),)
+
+    return Refused()
+
+
+class _Scripted:
+    """A stub whose unary methods fail with the scripted errors in turn, then answer."""
+
+    def __init__(self, failures: list[grpc.RpcError], answer) -> None:
+        self.failures, self.answer, self.calls = list(failures), answer, []
+
+    def __getattr__(self, name):
+        async def call(request, **kwargs):
+            self.calls.append((name, time.monotonic()))
+            if name != "GetMatch" and self.failures:
+                raise self.failures.pop(0)
+            return self.answer
+
+        return call
+
+
+def _client(stub, **policy) -> cg.Client:
+    client = cg.Client(grpc.aio.insecure_channel("127.0.0.1:9"),
+                       retry=cg.RetryPolicy(initial_backoff_s=0.001, max_backoff_s=0.002, **policy))
+    client.stub = stub
+    return client
+
+
+def test_the_retry_waits_the_engines_delay_and_gives_up_after_the_policys_tries():
+    async def scenario():
+        # served after two refusals, each waited out (0.15 s), not the policy's 2 ms backoff
+        stub = _Scripted([_rate_limited(0.15), _rate_limited(0.15)], cg.card_games_pb2.GetViewResponse())
+        client = _client(stub)
+        await cg.SeatSession(client, "m1", 0, "t").view()
+        times = [at for _, at in stub.calls]
+        assert len(times) == 3 and all(b - a >= 0.14 for a, b in zip(times, times[1:])), times
+        # refused every time: the attempts run out and the last refusal is raised
+        stub = _Scripted([_rate_limited(0.01)] * 10, cg.card_games_pb2.GetViewResponse())
+        with pytest.raises(cg.ResourceExhausted) as refused:
+            await cg.SeatSession(_client(stub, attempts=4), "m1", 0, "t").view()
+        assert refused.value.reason == "RATE_LIMITED" and refused.value.retry_delay_s == pytest.approx(0.01)
+        assert len(stub.calls) == 4
+        # a delay past max_rate_limit_wait_s is not waited: raised at once
+        stub = _Scripted([_rate_limited(5.0)], cg.card_games_pb2.GetViewResponse())
+        with pytest.raises(cg.ResourceExhausted):
+            await cg.SeatSession(_client(stub, max_rate_limit_wait_s=1.0), "m1", 0, "t").view()
+        assert len(stub.calls) == 1
+        # a full server is no rate limit: not repeated
+        stub = _Scripted([_rate_limited(0.01, reason="MAX_MATCHES")], cg.card_games_pb2.CreateMatchResponse())
+        with pytest.raises(cg.ResourceExhausted) as full:
+            await _client(stub).create_match("klaberjass")
+        assert full.value.reason == "MAX_MATCHES" and len(stub.calls) == 1
+
+    run(scenario())
+
+
+def test_a_leave_takes_unauthenticated_for_a_freed_seat_only_after_a_lost_answer():
+    """An engine that no longer remembers the leave (restarted since) answers the void token
+    UNAUTHENTICATED: after a lost answer that is the seat freed (the public summary); after a
+    rate limit's refusal, which did nothing, it is the error it is."""
+    unauthenticated = _rate_limited(0.0, grpc.StatusCode.UNAUTHENTICATED, "MISSING_OR_BAD_TOKEN")
+    lost = _rate_limited(0.0, grpc.StatusCode.UNAVAILABLE, "")
+    answer = cg.card_games_pb2.GetMatchResponse(match=cg.MatchSummary(match_id="m1"))
+
+    async def scenario():
+        stub = _Scripted([lost, unauthenticated], answer)
+        assert (await cg.SeatSession(_client(stub), "m1", 0, "t").leave()).match_id == "m1"
+        assert [name for name, _ in stub.calls] == ["LeaveMatch", "LeaveMatch", "GetMatch"]
+        stub = _Scripted([_rate_limited(0.01), unauthenticated], answer)
+        with pytest.raises(cg.Unauthenticated):
+            await cg.SeatSession(_client(stub), "m1", 0, "t").leave()
+        assert [name for name, _ in stub.calls] == ["LeaveMatch", "LeaveMatch"]
+
+    run(scenario())
