@@ -7,6 +7,9 @@
  *  - promises for the unary calls, with the seat token sent as "authorization: Bearer ...";
  *  - creates, joins and submits retried safely after a lost answer (client_create_id,
  *    client_join_id, client_action_id);
+ *  - every call refused by the engine's rate limits (RESOURCE_EXHAUSTED, reason RATE_LIMITED:
+ *    nothing was done) sent again after the delay its google.rpc.RetryInfo names, within the
+ *    10 tries of a call (a delay over 30 s is thrown at once);
  *  - errors as CardGamesError with the status code name, the google.rpc.ErrorInfo reason and,
  *    for ABORTED (stale sequence), the caller's current View decoded from the status details;
  *  - watch(): the WatchMatch stream as an async iterator that reopens itself with after_seq
@@ -139,6 +142,12 @@ const TRANSIENT = new Set(['UNAVAILABLE', 'DEADLINE_EXCEEDED']);
 // backoff in all, as the Python library's RetryPolicy; 4 gave up within 0.7 s, so a submit
 // during a restart failed while watch() resumed).
 const ATTEMPTS = 10;
+// A call the engine's rate limits refused did nothing: repeated after the RetryInfo delay (the
+// time until the caller's bucket has a call again; sooner is refused again), within ATTEMPTS.
+// A longer delay than this is thrown at once, for the caller to decide (as Python's
+// RetryPolicy.max_rate_limit_wait_s).
+const MAX_RATE_LIMIT_WAIT_MS = 30000;
+const rateLimited = (failure) => failure.code === 'RESOURCE_EXHAUSTED' && failure.reason === 'RATE_LIMITED';
 const RESUMABLE = new Set(['UNAVAILABLE', 'DEADLINE_EXCEEDED', 'CANCELLED']);
 // Codes that a broken HTTP/2 stream (RST_STREAM) can also end with: resumed too, but only 3
 // times in a row without an event in between (as the Python library), since a server bug
@@ -214,8 +223,13 @@ class Client {
     this.stub.close();
   }
 
-  /** One unary call; retried on UNAVAILABLE or a timeout when `retry` (only for calls safe to repeat). */
-  async call(method, request, { token, retry = false } = {}) {
+  /**
+   * One unary call. With `retry` (only for calls safe to repeat) it is repeated on UNAVAILABLE
+   * or a timeout, and after a rate limit's refusal (RATE_LIMITED) once its RetryInfo delay has
+   * passed, up to 10 tries in all; then the last error is thrown. `retried`: an array that
+   * each error the call was repeated after is pushed to (a lost answer, or a refusal).
+   */
+  async call(method, request, { token, retry = false, retried } = {}) {
     const metadata = new grpc.Metadata();
     if (token) metadata.set('authorization', `Bearer ${token}`);
     const attempts = retry ? ATTEMPTS : 1;
@@ -227,8 +241,12 @@ class Client {
         });
       } catch (error) {
         const failure = toCardGamesError(error);
-        if (!TRANSIENT.has(failure.code) || attempt + 1 >= attempts) throw failure;
-        await sleep(backoff(attempt));
+        const limited = rateLimited(failure);
+        if ((!TRANSIENT.has(failure.code) && !limited) || attempt + 1 >= attempts) throw failure;
+        const waitMs = limited ? failure.retryDelayMs || 0 : 0;
+        if (waitMs > MAX_RATE_LIMIT_WAIT_MS) throw failure;
+        if (retried) retried.push(failure);
+        await sleep(Math.max(waitMs, backoff(attempt)));
       }
     }
   }
@@ -361,23 +379,21 @@ class Seat {
 
   /**
    * Leaves the match: frees the seat while it waits; in an active match, resigns. Repeated on
-   * UNAVAILABLE or a timeout: the server answers a repeat after the seat's own leave took
-   * effect with OK and the match as it stands (docs/api.md, "Leaving"). A waiting match's
-   * freed seat has a void token, so there a repeat is UNAUTHENTICATED: after a lost answer
-   * that means the first leave went through, and the match's public summary is returned.
+   * UNAVAILABLE or a timeout, and after a rate limit's delay, as call() repeats: the server
+   * answers a repeat after the seat's own leave took effect with OK (docs/api.md, "Leaving"):
+   * the match as it stands, or for a seat freed in a waiting match, the first leave's answer.
+   * An engine that no longer remembers that leave (restarted since, or older than 2026-12-04)
+   * answers the freed seat's void token UNAUTHENTICATED: after a lost answer that means the
+   * first leave went through, and the match's public summary is returned.
    */
   async leave(resign = false) {
     const request = { match_id: this.matchId, resign };
+    const retried = [];
     try {
-      return (await this.client.call('LeaveMatch', request, { token: this.token })).match;
-    } catch (first) {
-      if (!TRANSIENT.has(first.code)) throw first;
-    }
-    await sleep(backoff(0));
-    try {
-      return (await this.client.call('LeaveMatch', request, { token: this.token, retry: true })).match;
+      return (await this.client.call('LeaveMatch', request, { token: this.token, retry: true, retried })).match;
     } catch (error) {
-      if (error.code !== 'UNAUTHENTICATED') throw error;
+      // no answer was lost (a refusal did nothing): the token is bad
+      if (error.code !== 'UNAUTHENTICATED' || !retried.some((e) => TRANSIENT.has(e.code))) throw error;
       return this.client.getMatch(this.matchId); // the lost leave freed the seat
     }
   }

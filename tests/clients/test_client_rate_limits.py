@@ -193,3 +193,56 @@ def test_a_leave_takes_unauthenticated_for_a_freed_seat_only_after_a_lost_answer
         assert [name for name, _ in stub.calls] == ["LeaveMatch", "LeaveMatch"]
 
     run(scenario())
+
+
+_NODE_LIMITED = """
+const { Client } = require('./cardgames');
+(async () => {
+  const client = new Client(process.argv[1]);
+  const codes = [];
+  for (const name of ['CreateMatch', 'JoinMatch', 'GetView', 'SubmitAction', 'LeaveMatch', 'GetMatch']) {
+    const method = client.stub[name].bind(client.stub);
+    client.stub[name] = (request, metadata, options, callback) => method(request, metadata, options, (error, reply) => {
+      codes.push([name, error ? error.code : 0]);
+      callback(error, reply);
+    });
+  }
+  const match = await client.createMatch('japanese_joker', { seats: [null, null], options: { target_score: 11 } });
+  const seats = [await client.join(match.match_id), await client.join(match.match_id)];
+  let view;
+  for (let i = 0; i < 3; i += 1) view = await seats[0].view();
+  const mover = seats[view.to_act];
+  view = await mover.view();
+  const reply = await mover.submit(view.legal_actions[0].notation, view.seq);
+  const ended = await mover.leave(true);
+  const waiting = await client.createMatch('japanese_joker', { seats: [null, null] });
+  const seat = await client.join(waiting.match_id);
+  await seat.view();
+  const left = await seat.leave();
+  console.log(JSON.stringify({ seats: seats.map((s) => s.seat), seq: Number(view.seq || 0), applied: Number(reply.seq),
+                               duplicate: Boolean(reply.duplicate), ended: ended.status, left: left.status,
+                               freed: !left.seats[seat.seat].taken, codes }));
+  client.close();
+})().catch((e) => { console.error(e); process.exit(1); });
+"""
+
+
+def test_node_client_calls_refused_by_a_rate_limit_are_sent_again_and_go_through(limited_engine):
+    """The Node client as the Python library: the engine refuses some of a fast script's calls
+    (RATE_LIMITED, code 8), each is sent again after its delay, and all succeed, applied once."""
+    import json
+    import subprocess
+
+    from .test_node_client import NODE_DIR, npm_ci
+
+    node = npm_ci(NODE_DIR)
+    result = subprocess.run([node, "-e", _NODE_LIMITED, limited_engine.target], cwd=NODE_DIR,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["seats"] == [0, 1] and out["applied"] == out["seq"] + 1 and not out["duplicate"]
+    assert out["ended"] == "MATCH_STATUS_FINISHED"
+    assert out["left"] == "MATCH_STATUS_WAITING" and out["freed"]
+    refused = {name for name, code in out["codes"] if code == grpc.StatusCode.RESOURCE_EXHAUSTED.value[0]}
+    assert {"GetView", "JoinMatch", "LeaveMatch"} <= refused, out["codes"]
+    assert [c for n, c in out["codes"] if n == "LeaveMatch"][-2:] == [8, 0]

@@ -699,3 +699,70 @@ test('play_vs_bot.js: TLS flags, --reconnect-tries, and a turn decided again thr
     { tries: 5, log: () => {}, what: 'submit' }), (error) => error === illegal);
   assert.strictEqual(calls, 1);
 });
+
+test('a call refused by a rate limit is sent again after the RetryInfo delay, within 10 tries', async () => {
+  const { Client, Seat } = require('../cardgames');
+  const fake = (failures) => {
+    const client = new Client('127.0.0.1:9');
+    client.stub.close();
+    const calls = [];
+    client.stub = {
+      GetView(request, metadata, options, callback) {
+        calls.push(Date.now());
+        const failure = failures.shift();
+        if (failure) callback(failure); else callback(null, { view: { match_id: 'm1', seq: 2 } });
+      },
+      CreateMatch(request, metadata, options, callback) {
+        calls.push(Date.now());
+        callback(failures.shift());
+      },
+    };
+    return { client, calls };
+  };
+  const limited = (seconds, nanos) => ({ code: grpc.status.RESOURCE_EXHAUSTED, details: 'too many requests',
+    metadata: rateLimitedMetadata(seconds, nanos) });
+  // served after two refusals, each waited out (0.2 s)
+  const served = fake([limited(0, 200000000), limited(0, 200000000)]);
+  assert.strictEqual((await new Seat(served.client, 'm1', 0, 't').view()).seq, 2);
+  assert.strictEqual(served.calls.length, 3);
+  assert.ok(served.calls[1] - served.calls[0] >= 190 && served.calls[2] - served.calls[1] >= 190, served.calls);
+  // a delay over 30 s is not waited: thrown at once
+  const long = fake([limited(31, 0)]);
+  await assert.rejects(new Seat(long.client, 'm1', 0, 't').view(),
+    (error) => error.code === 'RESOURCE_EXHAUSTED' && error.reason === 'RATE_LIMITED' && error.retryDelayMs === 31000);
+  assert.strictEqual(long.calls.length, 1);
+  // a full server is no rate limit: not repeated
+  const root = new protobuf.Root();
+  root.resolvePath = (origin, target) => path.resolve(__dirname, '..', 'proto', target);
+  root.loadSync(['google/rpc/status.proto'], { keepCase: true });
+  const ErrorInfo = root.lookupType('google.rpc.ErrorInfo');
+  const Status = root.lookupType('google.rpc.Status');
+  const metadata = new grpc.Metadata();
+  metadata.set('grpc-status-details-bin', Buffer.from(Status.encode(Status.fromObject({ code: 8, message: 'full',
+    details: [{ type_url: 'type.googleapis.com/google.rpc.ErrorInfo',
+      value: ErrorInfo.encode(ErrorInfo.fromObject({ reason: 'MAX_MATCHES', domain: 'cardgames.v1' })).finish() }] })).finish()));
+  const full = fake([{ code: grpc.status.RESOURCE_EXHAUSTED, details: 'full', metadata }]);
+  await assert.rejects(full.client.createMatch('klaberjass'), (error) => error.reason === 'MAX_MATCHES');
+  assert.strictEqual(full.calls.length, 1);
+  // refused every time: the tenth refusal is thrown
+  const always = fake(Array.from({ length: 12 }, () => limited(0, 1000000)));
+  await assert.rejects(new Seat(always.client, 'm1', 0, 't').view(), (error) => error.reason === 'RATE_LIMITED');
+  assert.strictEqual(always.calls.length, 10);
+});
+
+test('a leave refused by a rate limit, then UNAUTHENTICATED, lost no answer: the error is thrown', async () => {
+  const { Client, Seat } = require('../cardgames');
+  const client = new Client('127.0.0.1:9');
+  client.stub.close();
+  const calls = [];
+  client.stub = {
+    LeaveMatch(request, metadata, options, callback) {
+      calls.push('LeaveMatch');
+      if (calls.length === 1) callback({ code: grpc.status.RESOURCE_EXHAUSTED, details: 'too many requests', metadata: rateLimitedMetadata(0, 1000000) });
+      else callback({ code: grpc.status.UNAUTHENTICATED, details: 'unknown or expired seat token', metadata: new grpc.Metadata() });
+    },
+    GetMatch() { assert.fail('no freed seat to look up'); },
+  };
+  await assert.rejects(new Seat(client, 'm1', 0, 't').leave(), (error) => error.code === 'UNAUTHENTICATED');
+  assert.deepStrictEqual(calls, ['LeaveMatch', 'LeaveMatch']);
+});
