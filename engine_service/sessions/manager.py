@@ -837,8 +837,9 @@ class MatchManager:
         replaced) gets None, so its error is the one it got before. In memory, kept while the
         match is held (``LiveMatch.freed_tokens``: the latest few); after a restart the retry
         is UNAUTHENTICATED again, as the seat's own leave answers it nowhere in the store.
-        Changes nothing; logged ``leave_repeated`` (``freed``) as the other repeats."""
-        self._require_open()
+        Changes nothing; logged ``leave_repeated`` (``freed``) as the other repeats. Never an
+        error of its own, not even once the manager is closed (a read of memory): a made-up
+        token's error must stay the one it would have had, not become UNAVAILABLE."""
         m = self._matches.get(match_id)
         if m is None or not token:
             return None

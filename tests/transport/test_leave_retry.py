@@ -113,3 +113,16 @@ async def test_a_match_remembers_only_its_latest_freed_tokens():
         err = await expect_error(_leave(srv, match_id, tokens[0]))
         assert (err.code, err.reason) == (grpc.StatusCode.UNAUTHENTICATED, "MISSING_OR_BAD_TOKEN")
         assert (await _leave(srv, match_id, tokens[1])).match.match_id == match_id
+
+
+
+@run
+async def test_a_closed_manager_answers_no_repeated_leave_and_raises_nothing():
+    """The transport asks only after a token was refused: the refusal must stand as it is, also
+    while the server shuts down (no UNAVAILABLE in its place)."""
+    async with served(SlowSeats()) as srv:
+        match_id, token = await _waiting_seat(srv)
+        await _leave(srv, match_id, token)
+        mgr = srv.server.service
+        assert mgr.repeated_leave(match_id, token) is not None
+    assert mgr.repeated_leave(match_id, secrets.token_urlsafe(32)) is None  # not UNAVAILABLE
