@@ -103,14 +103,15 @@ class MemoryStore(Store):
         row.record = replace(row.record, seats=tuple(seats))
 
     async def save_absence(self, match_id: str, seat: int, away_since: float | None,
-                           taken_over: bool = False) -> None:
+                           taken_over: bool = False, away_seen: float | None = None) -> None:
         with self._timer.write("save_absence"):
             self._check()
             row = self._row(match_id)
             if not 0 <= seat < len(row.record.seats):
                 raise UnknownMatch(f"no seat {seat} in match {match_id!r}")
             seats = list(row.record.seats)
-            seats[seat] = replace(seats[seat], away_since=away_since, away_seen=away_since,
+            seen = away_since if away_since is None or away_seen is None else away_seen
+            seats[seat] = replace(seats[seat], away_since=away_since, away_seen=seen,
                                   taken_over=bool(taken_over) and away_since is not None)
             row.record = replace(row.record, seats=tuple(seats))
 

@@ -987,12 +987,14 @@ class PostgresStore(Store):
         await self._write("save_seat", lambda tx: self._upsert_seat(tx, match_id, seat, alone=True))
 
     async def save_absence(self, match_id: str, seat: int, away_since: float | None,
-                           taken_over: bool = False) -> None:
+                           taken_over: bool = False, away_seen: float | None = None) -> None:
+        seen = away_since if away_since is None or away_seen is None else away_seen
+
         async def fn(tx: _Transaction) -> None:
             if not await tx.write(
                     "UPDATE seats SET away_since = %s, away_seen = %s, taken_over = %s "
                     f"WHERE match_id = %s AND seat = %s RETURNING {XID}",
-                    (away_since, away_since, bool(taken_over) and away_since is not None, match_id, seat)):
+                    (away_since, seen, bool(taken_over) and away_since is not None, match_id, seat)):
                 raise UnknownMatch(f"no seat {seat} in match {match_id!r}")
         await self._write("save_absence", fn)
 

@@ -849,11 +849,13 @@ class SqliteStore(Store):
         await self._write("save_seat", fn)
 
     async def save_absence(self, match_id: str, seat: int, away_since: float | None,
-                           taken_over: bool = False) -> None:
+                           taken_over: bool = False, away_seen: float | None = None) -> None:
+        seen = away_since if away_since is None or away_seen is None else away_seen
+
         def fn(c: sqlite3.Connection) -> None:
             cur = c.execute("UPDATE seats SET away_since = ?, away_seen = ?, taken_over = ? "
                             "WHERE match_id = ? AND seat = ?",
-                            (away_since, away_since, int(bool(taken_over) and away_since is not None),
+                            (away_since, seen, int(bool(taken_over) and away_since is not None),
                              match_id, seat))
             if cur.rowcount == 0:
                 raise UnknownMatch(f"no seat {seat} in match {match_id!r}")

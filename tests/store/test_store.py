@@ -164,7 +164,7 @@ def test_a_seats_client_join_hash_is_replaced_and_cleared_with_the_seat(kind, ma
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_seats_absence_is_saved_touched_cleared_and_kept_by_save_seat(kind, make):
-    """A seat's absence (schema 8) is written by save_absence (away_seen starts at away_since)
+    """A seat's absence (schema 8) is written by save_absence (away_seen: by default away_since)
     and read back by load_match and list_matches; touch_absences moves away_seen of the seats
     recorded away only; save_seat (a new token) leaves it as it was; a seat whose player came
     back has none; it survives a reopen; an unknown seat or match is UnknownMatch."""
@@ -176,12 +176,12 @@ def test_a_seats_absence_is_saved_touched_cleared_and_kept_by_save_seat(kind, ma
         await st.save_seat("m1", taken)
         await st.save_seat("m1", SeatRecord(seat=1, player_name="bob", token_hash="t2", joined_at=6.0))
         await st.save_absence("m1", 0, 100.0)
-        await st.save_absence("m1", 1, 50.0, taken_over=True)
+        await st.save_absence("m1", 1, 50.0, taken_over=True, away_seen=60.0)
         first = await st.load_match("m1")
         await st.touch_absences([("m1", 0), ("m1", 1), ("nope", 0)], 130.0)
         await st.save_seat("m1", replace(taken, token_hash="t3"))  # a reissued token
         touched = await st.load_match("m1")
-        await st.save_absence("m1", 1, None, taken_over=True)  # back: nothing is kept
+        await st.save_absence("m1", 1, None, taken_over=True, away_seen=135.0)  # back: nothing is kept
         await st.touch_absences([("m1", 1)], 140.0)  # not away: left alone
         listing = await st.list_matches()
         errors = []
@@ -200,7 +200,7 @@ def test_a_seats_absence_is_saved_touched_cleared_and_kept_by_save_seat(kind, ma
 
     first, touched, listing, errors, again = run(go())
     away = [(s.away_since, s.away_seen, s.taken_over) for s in first.record.seats]
-    assert away == [(100.0, 100.0, False), (50.0, 50.0, True)]
+    assert away == [(100.0, 100.0, False), (50.0, 60.0, True)]
     assert [(s.away_since, s.away_seen, s.taken_over) for s in touched.record.seats] == [
         (100.0, 130.0, False), (50.0, 130.0, True)]
     assert touched.record.seats[0].token_hash == "t3"
