@@ -22,7 +22,7 @@ from engine_service.store import MemoryStore, NotADatabase, SeatRecord, SqliteSt
 
 from tests.crash import crash
 
-from .helpers import GAMES, collect, config, play_random, run
+from .helpers import GAMES, absences_written, collect, config, play_random, run
 
 
 def sqlite_manager(path, **cfg) -> MatchManager:
@@ -806,13 +806,6 @@ async def _join_and_watch(mgr, game_id, **request):
     return s.match_id, tokens, streams
 
 
-async def _absences_written(mgr, match_id) -> None:
-    """Until the seats' absence writes under way (MatchClock.record_absence) have landed."""
-    for slot in mgr._matches[match_id].seats:
-        if slot.absence_task is not None:
-            await asyncio.wait([slot.absence_task])
-
-
 def _remaining(mgr, match_id) -> list[float | None]:
     """Each seat's grace window left, in seconds of the event loop (None: none running)."""
     now = asyncio.get_running_loop().time()
@@ -845,7 +838,7 @@ def test_a_player_away_before_a_drain_gets_only_the_rest_of_the_grace_window(tmp
         await mgr.start()
         try:
             left = _remaining(mgr, match_id)
-            await _absences_written(mgr, match_id)
+            await absences_written(mgr, match_id)
             stored = [(s.away_since, s.away_seen) for s in (await mgr._store.load_match(match_id)).record.seats]
             started = asyncio.get_running_loop().time()
             events = await collect(mgr.watch(match_id, Principal("spectator", match_id), -1))
@@ -932,7 +925,7 @@ def test_a_georgian_joker_seat_taken_over_before_a_restart_stays_taken_over(tmp_
             resumed = (slot.taken_over, slot.grace_deadline, (await mgr.get_match(match_id)).seats[0].replaced_by_bot)
             back = mgr.watch(match_id, mgr.authenticate(match_id, token), -1)
             await back.__anext__()
-            await _absences_written(mgr, match_id)
+            await absences_written(mgr, match_id)
             stored = (await mgr._store.load_match(match_id)).record.seats[0]
             returned = (slot.taken_over, (await mgr.get_match(match_id)).seats[0].replaced_by_bot)
             await back.aclose()
