@@ -813,17 +813,27 @@ def _remaining(mgr, match_id) -> list[float | None]:
 
 
 def test_a_player_away_before_a_drain_gets_only_the_rest_of_the_grace_window(tmp_path):
-    """Seat 0's player went away 40 s into a 60 s grace window (scaled to 0.4 s of 0.6 s)
-    before the engine drained; the engine came back after a long downtime. Seat 0 gets the
-    remaining 20 s (the downtime does not count: nobody can reconnect to a stopped engine),
-    seat 1, connected at the drain, a whole window from the restart, as before schema 8. With
-    nobody back, seat 0's window ends first: a disconnection forfeit, seat 1 wins (JJK-10.2,
-    JJK-8.4). Without the stored absence both windows started over and ended together
-    (abandoned)."""
-    path, wall = tmp_path / "m.sqlite3", _Wall()
+    away_before_a_drain(lambda: sqlite_manager(tmp_path / "m.sqlite3", time_scale=0.01))
+
+
+def away_before_a_drain(make_manager) -> None:
+    """Seat 0's player went away 40 s into a 60 s grace window (``make_manager()``'s
+    time_scale 0.01: 0.4 s of 0.6 s) before the engine drained; the engine came back after a
+    long downtime. Seat 0 gets the remaining 20 s (the downtime does not count: nobody can
+    reconnect to a stopped engine), seat 1, connected at the drain, a whole window from the
+    restart, as before schema 8. With nobody back, seat 0's window ends first: a
+    disconnection forfeit, seat 1 wins (JJK-10.2, JJK-8.4). Without the stored absence both
+    windows started over and ended together (abandoned). Shared with the PostgreSQL store's
+    tests (tests/store/test_postgres_service.py)."""
+    wall = _Wall()
+
+    def _walled_manager():
+        mgr = make_manager()
+        mgr._clock.wall = wall
+        return mgr
 
     async def before():
-        mgr = _walled(path, wall, time_scale=0.01)
+        mgr = _walled_manager()
         match_id, _, streams = await _join_and_watch(mgr, "klaberjass")
         await streams[0].aclose()  # seat 0 goes away
         wall.now += 0.4
@@ -834,7 +844,7 @@ def test_a_player_away_before_a_drain_gets_only_the_rest_of_the_grace_window(tmp
     wall.now += 3600.0  # an hour down
 
     async def after():
-        mgr = _walled(path, wall, time_scale=0.01)
+        mgr = _walled_manager()
         await mgr.start()
         try:
             left = _remaining(mgr, match_id)
