@@ -72,11 +72,12 @@ WORKER_RESTART_REASONS = ("timeout", "crash")
 #: ``store_errors{operation}``: every operation of the store interface (engine_service.store)
 #: that counts its failures.
 STORE_OPERATIONS = ("create_match", "save_seat", "start_match", "set_status", "append_action",
-                    "append_decks", "load_match", "list_matches", "unfinished_match_ids", "find_created")
+                    "append_decks", "load_match", "list_matches", "unfinished_match_ids", "find_created",
+                    "save_absence", "touch_absences")
 #: ``store_write_seconds{operation}``: the timed writes among them (Store.write), created at 0 so
 #: that the dashboard's write-latency panels show a quiet engine's store, not "No data".
 STORE_WRITE_OPERATIONS = ("create_match", "save_seat", "start_match", "set_status", "append_action",
-                          "append_decks")
+                          "append_decks", "save_absence", "touch_absences")
 
 #: ``rpc_requests{code}``: every gRPC status code name, created at 0 for every method of the
 #: service's own API and health service when the server starts (:meth:`Metrics.declare_rpcs`).

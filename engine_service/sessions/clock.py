@@ -13,7 +13,11 @@ For the decision at hand the clock arms exactly one of:
 
 Absence: a joined seat whose last watch stream closed gets a grace window
 (``reconnect_grace_s``); when it expires the rulebook's policy applies (:mod:`.policy`).
-Timers live on the event loop only: after a restart they are armed afresh.
+Timers live on the event loop only: after a restart they are armed afresh. The absence itself
+is durable (schema 8): the Unix time its window started and whether the takeover bot plays the
+seat are written to the store (:meth:`MatchClock.record_absence`), and while a window runs the
+engine records every ``absence_heartbeat_s`` that it still serves, so that a restart gives a
+player who was away only what was left of the window (MatchManager._rearm), never a new one.
 """
 
 from __future__ import annotations
@@ -45,6 +49,11 @@ class MatchClock:
         self._spawn = spawn
         self._host = host
         self.stopped = False  # draining: arm nothing more
+        #: Wall-clock Unix time of the absences recorded (tests replace it)
+        self.wall: Callable[[], float] = time.time
+        # (event-loop start, Unix time) of the last window armed: windows armed with the same
+        # start get the same away_since, so that they still expire together after a restart
+        self._last_start: tuple[float, float] | None = None
 
     # ---- the decision at hand -----------------------------------------------------------
 
@@ -246,6 +255,8 @@ class MatchClock:
         if slot.taken_over:
             slot.taken_over = False
             change = "returned"
+        if slot.away_since is not None:
+            self.record_absence(m, slot, None)  # back: a restart gives a whole new window
         self.schedule(m)  # first: the event carries the deadline the clock now runs to
         self.writer.presence(m, slot, change)
 
@@ -263,18 +274,61 @@ class MatchClock:
         self.schedule(m)  # first: the event carries the deadline (none while JJK-10.2 waits)
         self.writer.presence(m, slot, "disconnected")
 
-    def arm_grace(self, m: LiveMatch, slot: SeatSlot, start: float | None = None) -> None:
+    def arm_grace(self, m: LiveMatch, slot: SeatSlot, start: float | None = None,
+                  away_since: float | None = None) -> None:
         """Start ``slot``'s grace window at ``start`` (event-loop time; default now). Windows
         started with the same ``start`` expire at the same instant (JJK-10.2). None once the
         clock is stopped (draining): a match started by a write the drain waits for (a join
-        that took the last seat) armed windows whose timers outlived the close."""
+        that took the last seat) armed windows whose timers outlived the close.
+
+        ``away_since``: the Unix time to record as the window's start (a window resumed after
+        a restart: as if the engine had never stopped, ``start`` being as far in the past); by
+        default the window is new, and the Unix time of its ``start`` is recorded
+        (:meth:`record_absence`), the same for every window of that ``start``, so that they
+        expire together after a restart too."""
         self.cancel_grace(slot)
         if self.stopped:
             return
         loop = asyncio.get_running_loop()
-        at = (loop.time() if start is None else start) + m.reconnect_grace_s * self.config.time_scale
+        begin = loop.time() if start is None else start
+        at = begin + m.reconnect_grace_s * self.config.time_scale
         slot.grace_deadline = at
         slot.grace_handle = loop.call_at(at, self._on_grace, m, slot.seat, at, context=contextvars.Context())
+        if away_since is None:
+            if self._last_start is None or self._last_start[0] != begin:
+                self._last_start = (begin, self.wall() - max(0.0, loop.time() - begin))
+            away_since = self._last_start[1]
+        self.record_absence(m, slot, away_since)
+
+    def record_absence(self, m: LiveMatch, slot: SeatSlot, away_since: float | None) -> None:
+        """Make the store's record of ``slot``'s absence follow ``away_since`` (None: the
+        player is back) and ``slot.taken_over``, in the background: presence changes are not
+        writes of the match and do not wait for the store. One task per seat writes the
+        newest state until the store holds it, so writes land in order; a failed write is
+        tried again shortly (a write missed before a crash would give the player a window too
+        long or too short after the restart), except while draining (MatchManager.drain
+        waits for the writes under way)."""
+        slot.away_since = away_since
+        if slot.absence_task is None or slot.absence_task.done():
+            slot.absence_task = self._spawn(self._write_absence(m, slot), f"absence-{m.match_id}-{slot.seat}")
+
+    async def _write_absence(self, m: LiveMatch, slot: SeatSlot) -> None:
+        while True:
+            want = (slot.away_since, slot.taken_over and slot.away_since is not None)
+            if want == slot.absence_stored or m.over:
+                return
+            try:
+                # away_seen: the engine serves as this is written (a window resumed after a
+                # restart: a crash before the first heartbeat loses none of its time before)
+                await self.writer.store.save_absence(m.match_id, slot.seat, *want, away_seen=self.wall())
+            except Exception as exc:
+                m.log.warning("absence_write_failed", seat=slot.seat, error=loggable_error(exc),
+                              error_type=type(exc).__name__)
+                if self.stopped:
+                    return
+                await asyncio.sleep(RETRY_AFTER_STORE_FAILURE_S)
+                continue
+            slot.absence_stored = want
 
     @staticmethod
     def cancel_grace(slot: SeatSlot) -> None:
@@ -319,6 +373,7 @@ class MatchClock:
                 return
             slot.grace_deadline = None
             slot.taken_over = True
+            self.record_absence(m, slot, slot.away_since)  # taken over, after a restart too
             self.metrics.grace_expired.labels(m.game.id, "bot_takeover").inc()
             self.schedule(m)
             self.writer.presence(m, slot, "bot_took_over")

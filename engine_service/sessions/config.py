@@ -34,6 +34,11 @@ class SessionConfig:
     #: Multiplies every turn deadline and grace period when timers are armed (the values
     #: reported to clients stay the table's). 1.0 in production; tests and demos shrink time.
     time_scale: float = 1.0
+    #: While a player's reconnect grace window runs, the engine records this often that it is
+    #: still serving (Store.touch_absences): after a crash, a restart counts the window's time
+    #: up to the last record and not the downtime, so the player gets back at most this much
+    #: more than the remainder (docs/operations.md, Restarts). Real seconds (not scaled).
+    absence_heartbeat_s: float = 5.0
 
     #: Heartbeat period of an idle watch stream.
     heartbeat_interval_s: float = 5.0
@@ -115,7 +120,7 @@ class SessionConfig:
                      "bot_pace_s"):
             if getattr(self, name) < 0:
                 problems.append(f"{name} must be >= 0")
-        for name in ("time_scale", "heartbeat_interval_s", "bot_deadline_s"):
+        for name in ("time_scale", "heartbeat_interval_s", "bot_deadline_s", "absence_heartbeat_s"):
             if not getattr(self, name) > 0:
                 problems.append(f"{name} must be > 0")
         for name in ("snapshot_threshold", "watcher_queue_size", "max_matches",

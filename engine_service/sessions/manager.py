@@ -146,6 +146,7 @@ class MatchManager:
         self._sweeper: asyncio.Task | None = None
         self._sweep_interval = 60.0  # set by start(): the retries of a start wait at most that
         self._pruner: asyncio.Task | None = None
+        self._absence_heartbeat: asyncio.Task | None = None
         self._started = False
         self._draining = False
         self._closed = False
@@ -253,6 +254,8 @@ class MatchManager:
         periods = [p / 4 for p in (self.config.finished_retention_s, self.config.waiting_timeout_s) if p > 0]
         interval = self._sweep_interval = max(0.01, min([60.0, *periods]))
         self._sweeper = asyncio.create_task(self._sweep(interval), name="sessions-sweeper")
+        self._absence_heartbeat = asyncio.create_task(self._touch_absences_periodically(),
+                                                      name="sessions-absence-heartbeat")
         if self.config.keep_finished_days > 0:
             log.info("retention_enabled", keep_finished_days=self.config.keep_finished_days,
                      interval_s=self.config.prune_interval_s, batch=self.config.prune_batch)
@@ -293,8 +296,9 @@ class MatchManager:
         """Undo a start that failed after the store opened: the matches registered so far
         are dropped and the store (with its ownership lock) and an owned bot host closed."""
         self._started = False
-        if self._sweeper is not None:
-            self._sweeper.cancel()
+        for housekeeping in (self._sweeper, self._absence_heartbeat):
+            if housekeeping is not None:
+                housekeeping.cancel()
         self._clock.stopped = True
         for m in list(self._matches.values()):
             self._clock.stop(m)
@@ -309,14 +313,72 @@ class MatchManager:
 
     def _rearm(self, m: LiveMatch, now: float) -> None:
         """Arm what a match read back from the store needs: nobody is connected to it, so
-        every joined player's grace window starts at ``now`` (event-loop time); then the
-        decision at hand (a turn deadline or a bot move)."""
+        every joined player is absent (then the decision at hand: a turn deadline or a bot
+        move). The store says which of them were away already when the engine stopped
+        (schema 8):
+
+        * a player who was connected then gets a whole grace window from ``now`` (event-loop
+          time: when the engine serves again; nobody could reconnect before);
+        * a player who was away gets what was left of the window: the time away before the
+          stop counts, the downtime does not (a player cannot reconnect to a stopped engine).
+          The stop is the newest time the engine is known to have served: the seats'
+          ``away_seen`` (written at a drain, and every ``absence_heartbeat_s`` while a window
+          runs, so after a crash at most that much before it) or the match's last action,
+          whichever is newer; a window used up expires at once;
+        * a Georgian Joker seat that the takeover bot played (GJ-12.4) stays the bot's until
+          its player connects (GJ-12.3: "returned")."""
         if not m.active or self._clock.stopped:
             return
+        stopped = max([s.away_seen for s in m.seats if s.away_seen is not None]
+                      + [m.actions[-1].at if m.actions else 0.0])
+        window = m.reconnect_grace_s * self.config.time_scale
+        wall = self._clock.wall()
         for slot in m.seats:
-            if slot.absent:
+            if not slot.absent:
+                continue
+            if slot.away_since is None:
                 self._clock.arm_grace(m, slot, start=now)
+            elif slot.away_taken_over and m.policy != FORFEIT:
+                slot.taken_over = True
+            else:
+                # the window goes on from where it stood: its start is recorded as if the
+                # engine had never stopped, so that the next restart counts this run's time
+                # away and no downtime either
+                elapsed = min(max(0.0, stopped - slot.away_since), window)
+                self._clock.arm_grace(m, slot, start=now - elapsed, away_since=wall - elapsed)
         self._clock.schedule(m)
+
+    async def _touch_absences_periodically(self) -> None:
+        """Every ``absence_heartbeat_s`` while some player's grace window runs, record that
+        the engine still serves (Store.touch_absences): what a restart after a crash takes
+        as the time the engine stopped (:meth:`_rearm`). Nothing is written while nobody is
+        away. A failure is logged and tried again at the next beat."""
+        while True:
+            await asyncio.sleep(self.config.absence_heartbeat_s)
+            await self._touch_absences()
+
+    async def _touch_absences(self) -> None:
+        # the windows running (recorded away, not taken over; not cleared by the drain's stop)
+        seats = [(m.match_id, slot.seat) for m in list(self._matches.values()) if m.active
+                 for slot in m.seats
+                 if not slot.left and slot.absence_stored[0] is not None and not slot.absence_stored[1]]
+        if not seats:
+            return
+        try:
+            await self._store.touch_absences(seats, self._clock.wall())
+        except StoreError as exc:
+            log.warning("absence_heartbeat_failed", seats=len(seats), error=str(exc))
+
+    async def _flush_absences(self) -> None:
+        """At a drain: let the absence writes under way land (MatchClock.record_absence), then
+        record that the engine served until now for every window that was running (the clock
+        is stopped: no window starts or ends any more), so that a restart counts the time
+        away up to the drain and not beyond it."""
+        pending = [slot.absence_task for m in self._matches.values() for slot in m.seats
+                   if slot.absence_task is not None and not slot.absence_task.done()]
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+        await self._touch_absences()
 
     async def drain(self) -> None:
         """Refuse new work (Unavailable), let in-flight actions finish, close every stream.
@@ -340,6 +402,9 @@ class MatchManager:
         for m in list(self._matches.values()):
             async with m.lock:  # the write in flight, if any, finishes and is acknowledged
                 pass
+        if self._absence_heartbeat is not None:
+            self._absence_heartbeat.cancel()
+        await self._flush_absences()
         for m in self._matches.values():
             for w in list(m.watchers):
                 w.end(Unavailable("the service is shutting down; watch again later",
@@ -348,7 +413,7 @@ class MatchManager:
         for t in pending:
             t.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
-        await asyncio.gather(*(t for t in (self._sweeper, self._pruner) if t is not None),
+        await asyncio.gather(*(t for t in (self._sweeper, self._pruner, self._absence_heartbeat) if t is not None),
                              return_exceptions=True)
         log.info("sessions_drained", matches=len(self._matches))
 

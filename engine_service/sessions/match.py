@@ -74,10 +74,23 @@ class SeatSlot:
     taken_over: bool = False  # absent past the grace period: a bot plays it (GJ-12.4)
     grace_handle: asyncio.TimerHandle | None = field(default=None, repr=False)
     grace_deadline: float | None = None  # event-loop time at which the grace period ends
+    # The absence as the store keeps it (schema 8; MatchClock writes it, MatchManager._rearm
+    # reads it back): ``away_since``, the Unix time the player's grace window started (None:
+    # not away); ``away_seen`` and ``away_taken_over`` as read back from the store, which say
+    # until when the engine served during that absence and whether the takeover bot played the
+    # seat when it stopped; ``absence_stored``, the (away_since, taken_over) last written or
+    # read, and ``absence_task``, the write under way (one per seat: they land in order)
+    away_since: float | None = None
+    away_seen: float | None = None
+    away_taken_over: bool = False
+    absence_stored: tuple[float | None, bool] = (None, False)
+    absence_task: asyncio.Task | None = field(default=None, repr=False)
 
     @classmethod
     def from_record(cls, r: SeatRecord) -> "SeatSlot":
-        return cls(r.seat, r.kind, r.bot, r.player_name, r.token_hash, r.joined_at, r.left, r.join_hash)
+        return cls(r.seat, r.kind, r.bot, r.player_name, r.token_hash, r.joined_at, r.left, r.join_hash,
+                   away_since=r.away_since, away_seen=r.away_seen, away_taken_over=r.taken_over,
+                   absence_stored=(r.away_since, r.taken_over))
 
     def record(self) -> SeatRecord:
         return SeatRecord(self.seat, self.kind, self.bot, self.player_name, self.token_hash,

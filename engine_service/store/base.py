@@ -124,6 +124,19 @@ class SeatRecord:
     # sha256 hex of the client_join_id its player joined with (sessions/tokens.py
     # join_id_hash; schema 6): a retried JoinMatch with that id gets the seat back; "": none
     join_hash: str = ""
+    # The player's absence, durable so that a restart neither restarts nor forgets a reconnect
+    # grace window (schema 8; written by :meth:`Store.save_absence` and
+    # :meth:`Store.touch_absences` only, never by :meth:`Store.save_seat`): ``away_since``, the
+    # Unix time the window started, counted in the engine's serving time (a restart moves it
+    # forward by the downtime; None: not away, or connected when last written);
+    # ``away_seen``, the newest Unix time the engine is known to have served while the player
+    # was away (the stop time after a drain, the last heartbeat after a crash); ``taken_over``,
+    # the takeover bot plays the seat since the window expired (GJ-12.4). Left out of the
+    # comparison of seats (compare=False): presence is no part of a seat's configuration and
+    # holder, which the sessions compare with the store's rows (SeatSlot.record)
+    away_since: float | None = field(default=None, compare=False)
+    away_seen: float | None = field(default=None, compare=False)
+    taken_over: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -323,6 +336,22 @@ class Store(ABC):
     @abstractmethod
     async def save_seat(self, match_id: str, seat: SeatRecord) -> None:
         """Replace one seat's row (join, leave, resignation). UnknownMatch if absent."""
+
+    @abstractmethod
+    async def save_absence(self, match_id: str, seat: int, away_since: float | None,
+                           taken_over: bool = False, away_seen: float | None = None) -> None:
+        """Record one seat's absence (schema 8): its player is away since ``away_since`` (Unix
+        time) and the engine served at ``away_seen`` (default: ``away_since``); with
+        ``taken_over``, the takeover bot plays the seat (GJ-12.4). ``away_since`` None: the
+        player is back (both times cleared, ``taken_over`` false). Only these columns change: a seat's configuration and holder
+        are :meth:`save_seat`'s. UnknownMatch if the match or the seat does not exist."""
+
+    @abstractmethod
+    async def touch_absences(self, seats: Sequence[tuple[str, int]], at: float) -> None:
+        """Set ``away_seen`` to ``at`` (Unix time) for each ``(match_id, seat)`` of ``seats``
+        whose player is recorded away, in one transaction: the engine served until at least
+        ``at`` while those players were away (a heartbeat, and the last one at a drain). A
+        seat not recorded away, or not stored, is left alone."""
 
     @abstractmethod
     async def set_status(self, match_id: str, status: str, result: Mapping[str, Any] | None = None,

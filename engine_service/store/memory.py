@@ -96,9 +96,37 @@ class MemoryStore(Store):
         self._claim_token(match_id, seat)
         if old.token_hash and old.token_hash != seat.token_hash:
             self._tokens.pop(old.token_hash, None)
+        # the absence columns are save_absence's (schema 8), kept as SQL's upsert keeps them
+        seat = replace(seat, away_since=old.away_since, away_seen=old.away_seen, taken_over=old.taken_over)
         seats = list(row.record.seats)
         seats[seat.seat] = seat
         row.record = replace(row.record, seats=tuple(seats))
+
+    async def save_absence(self, match_id: str, seat: int, away_since: float | None,
+                           taken_over: bool = False, away_seen: float | None = None) -> None:
+        with self._timer.write("save_absence"):
+            self._check()
+            row = self._row(match_id)
+            if not 0 <= seat < len(row.record.seats):
+                raise UnknownMatch(f"no seat {seat} in match {match_id!r}")
+            seats = list(row.record.seats)
+            seen = away_since if away_since is None or away_seen is None else away_seen
+            seats[seat] = replace(seats[seat], away_since=away_since, away_seen=seen,
+                                  taken_over=bool(taken_over) and away_since is not None)
+            row.record = replace(row.record, seats=tuple(seats))
+
+    async def touch_absences(self, seats: Sequence[tuple[str, int]], at: float) -> None:
+        with self._timer.write("touch_absences"):
+            self._check()
+            for match_id, seat in seats:
+                row = self._rows.get(match_id)
+                if row is None or not 0 <= seat < len(row.record.seats):
+                    continue
+                if row.record.seats[seat].away_since is None:
+                    continue
+                updated = list(row.record.seats)
+                updated[seat] = replace(updated[seat], away_seen=at)
+                row.record = replace(row.record, seats=tuple(updated))
 
     async def set_status(self, match_id: str, status: str, result: Mapping[str, Any] | None = None,
                          ended_at: float | None = None, deal_commitments: Sequence[str] = ()) -> None:

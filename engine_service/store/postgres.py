@@ -95,7 +95,7 @@ _SERVER_KEEPALIVE_SETTINGS = (("tcp_keepalives_idle", str(SERVER_KEEPALIVES[0]))
 log = structlog.get_logger("engine_service.store")
 
 APPLICATION = "cardgames-engine"
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 META_TABLE = "engine_meta"
 #: Serializes the schema check and creation of processes opening the same database at once.
 OPEN_LOCK_KEY = 0x43474531  # "CGE1", the SQLite store's application_id
@@ -178,6 +178,9 @@ SCHEMA = (
         joined_at   DOUBLE PRECISION,
         left_match  BOOLEAN NOT NULL,
         join_hash   TEXT,                            -- sha256 hex of the client_join_id (NULL: none; schema 6)
+        away_since  DOUBLE PRECISION,                -- Unix time its player's grace window started (schema 8)
+        away_seen   DOUBLE PRECISION,                -- newest Unix time the engine served meanwhile (schema 8)
+        taken_over  BOOLEAN NOT NULL DEFAULT false,  -- the takeover bot plays it, GJ-12.4 (schema 8)
         PRIMARY KEY (match_id, seat)
     )""",
     "CREATE UNIQUE INDEX seats_by_token ON seats (token_hash) WHERE token_hash IS NOT NULL",
@@ -228,6 +231,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     7: ("ALTER TABLE matches ADD COLUMN create_hash TEXT",
         "ALTER TABLE matches ADD COLUMN create_digest TEXT",
         "CREATE UNIQUE INDEX matches_by_create_hash ON matches (create_hash) WHERE create_hash IS NOT NULL"),
+    8: ("ALTER TABLE seats ADD COLUMN away_since DOUBLE PRECISION",
+        "ALTER TABLE seats ADD COLUMN away_seen DOUBLE PRECISION",
+        "ALTER TABLE seats ADD COLUMN taken_over BOOLEAN NOT NULL DEFAULT false"),
 }
 
 
@@ -980,6 +986,30 @@ class PostgresStore(Store):
     async def save_seat(self, match_id: str, seat: SeatRecord) -> None:
         await self._write("save_seat", lambda tx: self._upsert_seat(tx, match_id, seat, alone=True))
 
+    async def save_absence(self, match_id: str, seat: int, away_since: float | None,
+                           taken_over: bool = False, away_seen: float | None = None) -> None:
+        seen = away_since if away_since is None or away_seen is None else away_seen
+
+        async def fn(tx: _Transaction) -> None:
+            if not await tx.write(
+                    "UPDATE seats SET away_since = %s, away_seen = %s, taken_over = %s "
+                    f"WHERE match_id = %s AND seat = %s RETURNING {XID}",
+                    (away_since, seen, bool(taken_over) and away_since is not None, match_id, seat)):
+                raise UnknownMatch(f"no seat {seat} in match {match_id!r}")
+        await self._write("save_absence", fn)
+
+    async def touch_absences(self, seats: Sequence[tuple[str, int]], at: float) -> None:
+        pairs = [(at, match_id, seat) for match_id, seat in seats]
+        if not pairs:
+            return
+
+        async def fn(tx: _Transaction) -> None:
+            await tx.begin()
+            async with tx.conn.cursor() as cur:
+                await cur.executemany("UPDATE seats SET away_seen = %s WHERE match_id = %s AND seat = %s "
+                                      "AND away_since IS NOT NULL", pairs)
+        await self._write("touch_absences", fn)
+
     async def set_status(self, match_id: str, status: str, result: Mapping[str, Any] | None = None,
                          ended_at: float | None = None, deal_commitments: Sequence[str] = ()) -> None:
         async def fn(tx: _Transaction) -> None:
@@ -1072,11 +1102,13 @@ class PostgresStore(Store):
     async def _seats(conn: psycopg.AsyncConnection, match_ids: list[str]) -> dict[str, list[SeatRecord]]:
         seats: dict[str, list[SeatRecord]] = {m: [] for m in match_ids}
         cur = await conn.execute(
-            "SELECT match_id, seat, kind, bot, player_name, token_hash, joined_at, left_match, join_hash "
-            "FROM seats WHERE match_id = ANY(%s) ORDER BY match_id, seat", (match_ids,))
-        for m, s, k, b, n, t, j, lm, jh in await cur.fetchall():
+            "SELECT match_id, seat, kind, bot, player_name, token_hash, joined_at, left_match, join_hash, "
+            "away_since, away_seen, taken_over FROM seats WHERE match_id = ANY(%s) ORDER BY match_id, seat",
+            (match_ids,))
+        for m, s, k, b, n, t, j, lm, jh, aw, seen, to in await cur.fetchall():
             seats[m].append(SeatRecord(seat=s, kind=k, bot=b, player_name=n, token_hash=t or "",
-                                       joined_at=j, left=lm, join_hash=jh or ""))
+                                       joined_at=j, left=lm, join_hash=jh or "", away_since=aw,
+                                       away_seen=seen, taken_over=bool(to)))
         return seats
 
     @staticmethod

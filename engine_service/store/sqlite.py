@@ -60,7 +60,7 @@ CHECK_BUDGET_S = 10.0
 CHECK_REPORT_LINES = 3
 
 APPLICATION_ID = 0x43474531  # "CGE1"
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 SCHEMA = """
 CREATE TABLE matches (
@@ -97,6 +97,9 @@ CREATE TABLE seats (
     joined_at   REAL,
     left_match  INTEGER NOT NULL,
     join_hash   TEXT,                           -- sha256 hex of the client_join_id (NULL: none; schema 6)
+    away_since  REAL,                           -- Unix time its player's grace window started (schema 8)
+    away_seen   REAL,                           -- newest Unix time the engine served meanwhile (schema 8)
+    taken_over  INTEGER NOT NULL DEFAULT 0,     -- the takeover bot plays it, GJ-12.4 (schema 8)
     PRIMARY KEY (match_id, seat)
 );
 CREATE UNIQUE INDEX seats_by_token ON seats (token_hash) WHERE token_hash IS NOT NULL;
@@ -139,6 +142,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     7: ("ALTER TABLE matches ADD COLUMN create_hash TEXT",
         "ALTER TABLE matches ADD COLUMN create_digest TEXT",
         "CREATE UNIQUE INDEX matches_by_create_hash ON matches (create_hash) WHERE create_hash IS NOT NULL"),
+    8: ("ALTER TABLE seats ADD COLUMN away_since REAL",
+        "ALTER TABLE seats ADD COLUMN away_seen REAL",
+        "ALTER TABLE seats ADD COLUMN taken_over INTEGER NOT NULL DEFAULT 0"),
 }
 
 
@@ -842,6 +848,29 @@ class SqliteStore(Store):
             self._upsert_seat(c, match_id, seat)
         await self._write("save_seat", fn)
 
+    async def save_absence(self, match_id: str, seat: int, away_since: float | None,
+                           taken_over: bool = False, away_seen: float | None = None) -> None:
+        seen = away_since if away_since is None or away_seen is None else away_seen
+
+        def fn(c: sqlite3.Connection) -> None:
+            cur = c.execute("UPDATE seats SET away_since = ?, away_seen = ?, taken_over = ? "
+                            "WHERE match_id = ? AND seat = ?",
+                            (away_since, seen, int(bool(taken_over) and away_since is not None),
+                             match_id, seat))
+            if cur.rowcount == 0:
+                raise UnknownMatch(f"no seat {seat} in match {match_id!r}")
+        await self._write("save_absence", fn)
+
+    async def touch_absences(self, seats: Sequence[tuple[str, int]], at: float) -> None:
+        pairs = [(at, match_id, seat) for match_id, seat in seats]
+        if not pairs:
+            return
+
+        def fn(c: sqlite3.Connection) -> None:
+            c.executemany("UPDATE seats SET away_seen = ? WHERE match_id = ? AND seat = ? "
+                          "AND away_since IS NOT NULL", pairs)
+        await self._write("touch_absences", fn)
+
     async def set_status(self, match_id: str, status: str, result: Mapping[str, Any] | None = None,
                          ended_at: float | None = None, deal_commitments: Sequence[str] = ()) -> None:
         def fn(c: sqlite3.Connection) -> None:
@@ -906,9 +935,10 @@ class SqliteStore(Store):
          create_digest) = row
         seats = tuple(
             SeatRecord(seat=s, kind=k, bot=b, player_name=n, token_hash=t or "", joined_at=j, left=bool(lm),
-                       join_hash=jh or "")
-            for s, k, b, n, t, j, lm, jh in c.execute(
-                "SELECT seat, kind, bot, player_name, token_hash, joined_at, left_match, join_hash FROM seats "
+                       join_hash=jh or "", away_since=aw, away_seen=seen, taken_over=bool(to))
+            for s, k, b, n, t, j, lm, jh, aw, seen, to in c.execute(
+                "SELECT seat, kind, bot, player_name, token_hash, joined_at, left_match, join_hash, "
+                "away_since, away_seen, taken_over FROM seats "
                 "WHERE match_id = ? ORDER BY seat", (match_id,)))
         return MatchRecord(
             match_id=match_id, game=game, options=json.loads(options), first_dealer=first_dealer,

@@ -32,6 +32,24 @@ def run(coro, timeout: float = 120.0):
     return asyncio.run(bounded())
 
 
+async def absences_written(mgr: MatchManager, match_id: str | None = None) -> None:
+    """Until the absence writes under way (MatchClock.record_absence: a seat's grace window
+    started or ended, recorded in the background) of ``match_id`` (default: every match held)
+    have landed, and the PostgreSQL store's pool has opened the connections they asked for.
+    Before a simulated crash (tests/crash.py) on PostgreSQL: one cut while the pool was
+    opening a connection for those writes left psycopg_pool's worker deaf to the cancellation
+    that closing the test's event loop sends (asyncio.run then waited for ever); a real crash
+    has no event loop left to close."""
+    matches = [mgr._matches[match_id]] if match_id is not None else list(mgr._matches.values())
+    for m in matches:
+        for slot in m.seats:
+            if slot.absence_task is not None:
+                await asyncio.wait([slot.absence_task])
+    pool = getattr(mgr._store, "_pool", None)  # PostgresStore: a connection it opens for them
+    while pool is not None and getattr(pool, "_growing", False):
+        await asyncio.sleep(0.01)
+
+
 def config(**overrides: Any) -> SessionConfig:
     values = dict(db_path="memory:", heartbeat_interval_s=5.0, bot_pace_s=0.0)  # bots at once
     values.update(overrides)

@@ -23,7 +23,7 @@ from engine_service.store import SqliteStore
 
 from tests.crash import crash
 
-from .helpers import Stream, config, manager, open_match, run, until
+from .helpers import Stream, absences_written, config, manager, open_match, run, until
 from .test_store_failures import EndsInDoubt
 
 
@@ -158,6 +158,7 @@ def repeated_leaves_after_a_restart(make_manager: Callable[[Metrics], MatchManag
         four_id, four_tokens = await _seated(mgr, "georgian_joker")
         ended = await mgr.leave_match(two_id, mgr.authenticate(two_id, two_tokens[1]), True)
         await mgr.leave_match(four_id, mgr.authenticate(four_id, four_tokens[3]), False)
+        await absences_written(mgr)  # tests/sessions/helpers.py: before a crash on PostgreSQL
         crash(mgr._store)  # the answers were lost with the process
         return two_id, two_tokens, ended, four_id, four_tokens
 

@@ -22,7 +22,7 @@ from engine_service.store import MemoryStore, NotADatabase, SeatRecord, SqliteSt
 
 from tests.crash import crash
 
-from .helpers import GAMES, collect, config, play_random, run
+from .helpers import GAMES, absences_written, collect, config, play_random, run
 
 
 def sqlite_manager(path, **cfg) -> MatchManager:
@@ -772,3 +772,178 @@ def test_bot_workers_that_cannot_start_stop_the_start_before_the_database_is_ope
     errors = [line for line in logs if line["log_level"] == "error"]
     assert [e["event"] for e in errors] == ["bot_host_unavailable"], errors
     assert not path.exists()
+
+
+# ---- absences that survive a restart (schema 8) ------------------------------------------------
+
+class _Wall:
+    """The Unix time the managers' clocks read (MatchClock.wall), moved by hand: a downtime
+    of any length without waiting for it."""
+
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _walled(path, wall, **cfg) -> MatchManager:
+    mgr = sqlite_manager(path, **cfg)
+    mgr._clock.wall = wall
+    return mgr
+
+
+async def _join_and_watch(mgr, game_id, **request):
+    """A match of ``game_id`` with every seat joined and watched: (match id, tokens, streams)."""
+    await mgr.start()
+    s = await mgr.create_match(CreateMatchRequest(game=game_id, **request))
+    tokens = [(await mgr.join_match(s.match_id, i, f"p{i}")).token for i in range(len(s.seats))]
+    streams = []
+    for t in tokens:
+        stream = mgr.watch(s.match_id, mgr.authenticate(s.match_id, t), -1)
+        await stream.__anext__()
+        streams.append(stream)
+    return s.match_id, tokens, streams
+
+
+def _remaining(mgr, match_id) -> list[float | None]:
+    """Each seat's grace window left, in seconds of the event loop (None: none running)."""
+    now = asyncio.get_running_loop().time()
+    return [None if s.grace_deadline is None else s.grace_deadline - now for s in mgr._matches[match_id].seats]
+
+
+def test_a_player_away_before_a_drain_gets_only_the_rest_of_the_grace_window(tmp_path):
+    away_before_a_drain(lambda: sqlite_manager(tmp_path / "m.sqlite3", time_scale=0.01))
+
+
+def away_before_a_drain(make_manager) -> None:
+    """Seat 0's player went away 40 s into a 60 s grace window (``make_manager()``'s
+    time_scale 0.01: 0.4 s of 0.6 s) before the engine drained; the engine came back after a
+    long downtime. Seat 0 gets the remaining 20 s (the downtime does not count: nobody can
+    reconnect to a stopped engine), seat 1, connected at the drain, a whole window from the
+    restart, as before schema 8. With nobody back, seat 0's window ends first: a
+    disconnection forfeit, seat 1 wins (JJK-10.2, JJK-8.4). Without the stored absence both
+    windows started over and ended together (abandoned). Shared with the PostgreSQL store's
+    tests (tests/store/test_postgres_service.py)."""
+    wall = _Wall()
+
+    def _walled_manager():
+        mgr = make_manager()
+        mgr._clock.wall = wall
+        return mgr
+
+    async def before():
+        mgr = _walled_manager()
+        match_id, _, streams = await _join_and_watch(mgr, "klaberjass")
+        await streams[0].aclose()  # seat 0 goes away
+        wall.now += 0.4
+        await mgr.close()  # the drain records until when the engine served
+        return match_id
+
+    match_id = run(before())
+    wall.now += 3600.0  # an hour down
+
+    async def after():
+        mgr = _walled_manager()
+        await mgr.start()
+        try:
+            left = _remaining(mgr, match_id)
+            await absences_written(mgr, match_id)
+            stored = [(s.away_since, s.away_seen) for s in (await mgr._store.load_match(match_id)).record.seats]
+            started = asyncio.get_running_loop().time()
+            events = await collect(mgr.watch(match_id, Principal("spectator", match_id), -1))
+            return left, stored, asyncio.get_running_loop().time() - started, events, await mgr.get_match(match_id)
+        finally:
+            await mgr.close()
+
+    left, stored, took, events, summary = run(after())
+    assert left[0] == pytest.approx(0.2, abs=0.05) and left[1] == pytest.approx(0.6, abs=0.05)
+    # the windows as they now run, recorded as if the engine had never stopped
+    assert stored[0][0] == pytest.approx(wall.now - 0.4) and stored[1][0] == pytest.approx(wall.now)
+    assert took < 0.5
+    assert events[-1].kind == "match_ended" and summary.result["outcome"] == "forfeit"
+    assert summary.result["winners"] == [1] and summary.result["forfeited"] == 0
+
+
+def test_a_crash_loop_does_not_postpone_a_forfeit(tmp_path):
+    """Every restart after a crash used to give an absent player a whole new window, so an
+    engine that crashed over and over never applied the policy. Now each run's time away
+    counts, up to the last heartbeat before the crash (``absence_heartbeat_s``): 0.2 s away in
+    the first run, 0.2 s more in the second, 0.2 s left of the 0.6 s window in the third; the
+    downtimes do not count."""
+    path, wall = tmp_path / "m.sqlite3", _Wall()
+    cfg = dict(time_scale=0.01, absence_heartbeat_s=0.02)
+
+    async def first():
+        mgr = _walled(path, wall, **cfg)
+        match_id, _, streams = await _join_and_watch(mgr, "klaberjass")
+        await streams[0].aclose()
+        wall.now += 0.2
+        await asyncio.sleep(0.1)  # heartbeats record that the engine served until then
+        crash(mgr._store)
+        return match_id
+
+    match_id = run(first())
+
+    async def again(expected):
+        mgr = _walled(path, wall, **cfg)
+        await mgr.start()
+        left = _remaining(mgr, match_id)
+        assert left[0] == pytest.approx(expected, abs=0.05), left
+        wall.now += 0.2
+        await asyncio.sleep(0.1)
+        crash(mgr._store)
+        return left
+
+    wall.now += 600.0
+    second = run(again(0.4))
+    wall.now += 60.0
+    third = run(again(0.2))
+    # seat 1 never came back either: each restart, nobody being connected, its window runs
+    # on from the first restart (connected at the first crash: a whole window from there)
+    assert second[1] == pytest.approx(0.6, abs=0.05) and third[1] == pytest.approx(0.4, abs=0.05)
+
+
+def test_a_georgian_joker_seat_taken_over_before_a_restart_stays_taken_over(tmp_path):
+    """GJ-12.4: a seat whose grace window ran out is played by the takeover bot until its
+    player connects again (GJ-12.3). A restart used to give it back to the absent player for
+    a new window; now the seat is still the bot's after it (no window runs for it), and its
+    player's return gives it back ("returned") and clears the stored absence."""
+    path, wall = tmp_path / "m.sqlite3", _Wall()
+    cfg = dict(time_scale=0.001)  # GJ's 60 s default grace -> 0.06 s; its turns of 30 s -> 0.03 s
+
+    async def before():
+        mgr = _walled(path, wall, **cfg)
+        match_id, tokens, streams = await _join_and_watch(mgr, "georgian_joker")
+        await streams[0].aclose()
+        m = mgr._matches[match_id]
+        while not m.seats[0].taken_over:
+            await asyncio.sleep(0.01)
+        while m.seats[0].absence_stored != (m.seats[0].away_since, True):
+            await asyncio.sleep(0.01)
+        crash(mgr._store)
+        return match_id, tokens[0]
+
+    match_id, token = run(before())
+    wall.now += 120.0
+
+    async def after():
+        mgr = _walled(path, wall, **cfg)
+        await mgr.start()
+        try:
+            slot = mgr._matches[match_id].seats[0]
+            resumed = (slot.taken_over, slot.grace_deadline, (await mgr.get_match(match_id)).seats[0].replaced_by_bot)
+            back = mgr.watch(match_id, mgr.authenticate(match_id, token), -1)
+            await back.__anext__()
+            await absences_written(mgr, match_id)
+            stored = (await mgr._store.load_match(match_id)).record.seats[0]
+            returned = (slot.taken_over, (await mgr.get_match(match_id)).seats[0].replaced_by_bot)
+            await back.aclose()
+            return resumed, returned, (stored.away_since, stored.taken_over)
+        finally:
+            await mgr.close()
+
+    resumed, returned, stored = run(after())
+    assert resumed == (True, None, True)
+    assert returned == (False, False)
+    assert stored == (None, False)

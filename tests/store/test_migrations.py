@@ -4,7 +4,8 @@ dealing's (schema 4: no spectator delay yet) or the spectator delay's (schema 5:
 retries yet) or the retried joins' (schema 6: no idempotent creation yet) is migrated in place when the current store opens it, all steps in one
 transaction, keeping every match and every deck's commitment scheme (the matches of before
 schema 5 keep spectators 0 actions behind, the seats of before schema 6 have no client join id
-to retry with, the matches of before schema 7 no client create id); the migration runs only in the engine that owns the database; a newer schema is
+to retry with, the matches of before schema 7 no client create id, the seats of before schema 8
+no stored absence); the migration runs only in the engine that owns the database; a newer schema is
 refused (test_store.py, test_postgres.py)."""
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from .v3_schema import POSTGRES_V3, SQLITE_V3
 from .v4_schema import POSTGRES_V4, SQLITE_V4
 from .v5_schema import POSTGRES_V5, SQLITE_V5
 from .v6_schema import POSTGRES_V6, SQLITE_V6
+from .v7_schema import POSTGRES_V7, SQLITE_V7
 
 
 #: A deck recorded by the current release: its salt must be kept after a migration.
@@ -109,7 +111,7 @@ def test_a_sqlite_database_of_schema_1_is_migrated_keeping_its_matches(tmp_path)
 
     migrated_from, old, new, second = run(go())
     assert (migrated_from, second) == (1, None)
-    assert _user_version(path) == SCHEMA_VERSION == 7
+    assert _user_version(path) == SCHEMA_VERSION == 8
     assert {"listed", "deal_commitments", "spectator_delay_actions"} <= set(_columns(path))
     assert "join_hash" in _columns(path, "seats")
     assert {"salt", "scheme"} <= set(_columns(path, "decks"))
@@ -138,7 +140,7 @@ def test_a_sqlite_database_of_schema_2_is_migrated_keeping_its_matches(tmp_path)
 
     migrated_from, old, after = run(go())
     assert migrated_from == 2
-    assert _user_version(path) == 7 and {"salt", "scheme"} <= set(_columns(path, "decks"))
+    assert _user_version(path) == 8 and {"salt", "scheme"} <= set(_columns(path, "decks"))
     assert old.record.name == "old table" and old.record.listed is True and old.record.status == "active"
     assert [a.action for a in old.actions] == ["pass"]
     assert old.decks == (DeckRecord(0, ("JS", "7H"), "", SCHEME_WHOLE_DECK),
@@ -291,7 +293,7 @@ def test_a_postgres_schema_of_version_1_is_migrated_keeping_its_matches(pg_datab
     with capture_logs() as logs:
         migrated_from, old, waiting = run(go())
     assert [(e["from_version"], e["to_version"]) for e in logs if e["event"] == "db_migrated"] == [(1, PG_VERSION)]
-    assert migrated_from == 1 and _meta_version(pg_database, schema) == str(PG_VERSION) == "7"
+    assert migrated_from == 1 and _meta_version(pg_database, schema) == str(PG_VERSION) == "8"
     assert _has_listed(pg_database, schema) and _has_column(pg_database, schema, "decks", "salt")
     assert old.record.name == "old table" and old.record.listed is False
     assert [li.record.match_id for li in waiting] == ["old"]
@@ -315,7 +317,7 @@ def test_a_postgres_schema_of_version_2_is_migrated_keeping_its_decks(pg_databas
     _postgres_v2(pg_database, schema)
 
     migrated_from, old, after = run(_migrate_and_append(url))
-    assert migrated_from == 2 and _meta_version(pg_database, schema) == "7"
+    assert migrated_from == 2 and _meta_version(pg_database, schema) == "8"
     assert _has_column(pg_database, schema, "decks", "salt") and _has_column(pg_database, schema, "decks", "scheme")
     assert old.record.name == "old table" and old.record.listed is True and old.record.status == "active"
     assert old.decks == (DeckRecord(0, ("JS", "7H"), "", SCHEME_WHOLE_DECK),)  # no salt: no commitment
@@ -331,7 +333,7 @@ def test_a_failing_postgres_migration_says_so_and_leaves_the_schema_as_it_was(pg
 
     async def go():
         await PostgresStore(url).open()
-    with pytest.raises(MigrationFailed, match=r"migrating from schema version 2 to 7 failed at step 3 "
+    with pytest.raises(MigrationFailed, match=rf"migrating from schema version 2 to {PG_VERSION} failed at step 3 "
                                                 r"\(.*salt.*\); it was left as it was \(schema version 2\)"):
         run(go())
     assert _meta_version(pg_database, schema) == "2"
@@ -372,7 +374,7 @@ def test_a_sqlite_database_of_schema_3_keeps_its_decks_committed_as_a_whole(tmp_
         return st.migrated_from, old, after
 
     migrated_from, old, after = run(go())
-    assert migrated_from == 3 and _user_version(path) == 7 and "scheme" in _columns(path, "decks")
+    assert migrated_from == 3 and _user_version(path) == 8 and "scheme" in _columns(path, "decks")
     assert old.decks == (WHOLE,)
     assert after.decks == (WHOLE, replace(SALTED, deal=1)) and after.decks[1].scheme == 2
 
@@ -382,7 +384,7 @@ def test_a_postgres_schema_of_version_3_keeps_its_decks_committed_as_a_whole(pg_
     _postgres_v3(pg_database, schema)
 
     migrated_from, old, after = run(_migrate_and_append(url))
-    assert migrated_from == 3 and _meta_version(pg_database, schema) == "7"
+    assert migrated_from == 3 and _meta_version(pg_database, schema) == "8"
     assert _has_column(pg_database, schema, "matches", "deal_commitments")
     assert old.decks == (WHOLE,)
     assert after.decks == (WHOLE, replace(SALTED, deal=1)) and after.decks[1].scheme == 2
@@ -464,7 +466,7 @@ def test_a_sqlite_database_of_schema_4_is_migrated_keeping_its_matches(tmp_path)
     _sqlite_v4(path)
 
     migrated_from, old, new, listing = run(_migrate_v4(SqliteStore(path)))
-    assert migrated_from == 4 and _user_version(path) == SCHEMA_VERSION == 7
+    assert migrated_from == 4 and _user_version(path) == SCHEMA_VERSION == 8
     assert "spectator_delay_actions" in _columns(path)
     _check_v4_migrated(old, new, listing)
 
@@ -474,7 +476,7 @@ def test_a_postgres_schema_of_version_4_is_migrated_keeping_its_matches(pg_datab
     _postgres_v4(pg_database, schema)
 
     migrated_from, old, new, listing = run(_migrate_v4(PostgresStore(url)))
-    assert migrated_from == 4 and _meta_version(pg_database, schema) == str(PG_VERSION) == "7"
+    assert migrated_from == 4 and _meta_version(pg_database, schema) == str(PG_VERSION) == "8"
     assert _has_column(pg_database, schema, "matches", "spectator_delay_actions")
     _check_v4_migrated(old, new, listing)
 
@@ -571,7 +573,7 @@ def test_a_sqlite_database_of_schema_5_is_migrated_keeping_its_matches(tmp_path)
     _sqlite_v5(path)
 
     migrated_from, old, joined, new, listing = run(_migrate_v5(SqliteStore(path)))
-    assert migrated_from == 5 and _user_version(path) == SCHEMA_VERSION == 7
+    assert migrated_from == 5 and _user_version(path) == SCHEMA_VERSION == 8
     assert "join_hash" in _columns(path, "seats")
     _check_v5_migrated(old, joined, new, listing)
 
@@ -581,7 +583,7 @@ def test_a_postgres_schema_of_version_5_is_migrated_keeping_its_matches(pg_datab
     _postgres_v5(pg_database, schema)
 
     migrated_from, old, joined, new, listing = run(_migrate_v5(PostgresStore(url)))
-    assert migrated_from == 5 and _meta_version(pg_database, schema) == str(PG_VERSION) == "7"
+    assert migrated_from == 5 and _meta_version(pg_database, schema) == str(PG_VERSION) == "8"
     assert _has_column(pg_database, schema, "seats", "join_hash")
     _check_v5_migrated(old, joined, new, listing)
 
@@ -661,7 +663,7 @@ def test_a_sqlite_database_of_schema_6_is_migrated_keeping_its_matches(tmp_path)
     _sqlite_v6(path)
 
     migrated_from, old, new, found, taken, twin = run(_migrate_v6(SqliteStore(path)))
-    assert migrated_from == 6 and _user_version(path) == SCHEMA_VERSION == 7
+    assert migrated_from == 6 and _user_version(path) == SCHEMA_VERSION == 8
     assert {"create_hash", "create_digest"} <= set(_columns(path))
     _check_v6_migrated(old, new, found, twin)
     conn = sqlite3.connect(path)
@@ -677,10 +679,84 @@ def test_a_postgres_schema_of_version_6_is_migrated_keeping_its_matches(pg_datab
     _postgres_v6(pg_database, schema)
 
     migrated_from, old, new, found, taken, twin = run(_migrate_v6(PostgresStore(url)))
-    assert migrated_from == 6 and _meta_version(pg_database, schema) == str(PG_VERSION) == "7"
+    assert migrated_from == 6 and _meta_version(pg_database, schema) == str(PG_VERSION) == "8"
     assert _has_column(pg_database, schema, "matches", "create_hash")
     assert _has_column(pg_database, schema, "matches", "create_digest")
     _check_v6_migrated(old, new, found, twin)
+
+
+# ---- schema 7 -> 8: absences that survive a restart -------------------------------------------
+
+def _sqlite_v7(path) -> None:
+    """A database as the idempotent creation's release (schema 7) left it: an active match
+    whose two seats are taken (nothing stored of their players' presence)."""
+    conn = sqlite3.connect(path)
+    conn.executescript(SQLITE_V7)
+    conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+    conn.execute("PRAGMA user_version=7")
+    conn.execute("INSERT INTO matches VALUES ('old', 'klaberjass', '{}', 0, 30.0, 60.0, 1, 'old table', '', "
+                 "1.0, 'active', NULL, NULL, 0, NULL, 0, ?, ?)", (CREATE_HASH, CREATE_DIGEST))
+    for seat in (0, 1):
+        conn.execute("INSERT INTO seats VALUES ('old', ?, 'open', '', ?, ?, 2.0, 0, NULL)",
+                     (seat, f"p{seat}", f"hash{seat}"))
+    conn.commit()
+    conn.close()
+
+
+def _postgres_v7(pg_database, schema: str) -> None:
+    _postgres_schema(pg_database, schema, POSTGRES_V7, 7, "'old', 'klaberjass', '{}', 0, 30.0, 60.0, true, "
+                     f"'old table', '', 1.0, 'active', NULL, NULL, false, NULL, 0, '{CREATE_HASH}', "
+                     f"'{CREATE_DIGEST}'")
+    for seat in (0, 1):
+        pg_database.execute("INSERT INTO seats VALUES ('old', %s, 'open', '', %s, %s, 2.0, false, NULL)",
+                            (seat, f"p{seat}", f"hash{seat}"), schema=schema)
+
+
+async def _migrate_v7(st):
+    """Open (migrating) a store of schema 7, read its match, record seat 1's absence and touch
+    it: (migrated_from, the match as migrated, the match after)."""
+    await st.open()
+    try:
+        old = await st.load_match("old")
+        await st.save_absence("old", 1, 10.0, taken_over=True)
+        await st.touch_absences([("old", 0), ("old", 1)], 12.0)
+        return st.migrated_from, old, await st.load_match("old")
+    finally:
+        await st.close()
+
+
+def _check_v7_migrated(old, after) -> None:
+    r = old.record
+    assert (r.status, r.create_hash, r.create_digest) == ("active", CREATE_HASH, CREATE_DIGEST)
+    # the seats of schema 7 keep every field, and nobody is recorded away
+    assert [(s.player_name, s.token_hash, s.joined_at) for s in r.seats] == [("p0", "hash0", 2.0), ("p1", "hash1", 2.0)]
+    assert [(s.away_since, s.away_seen, s.taken_over) for s in r.seats] == [(None, None, False)] * 2
+    assert [(s.away_since, s.away_seen, s.taken_over) for s in after.record.seats] == [
+        (None, None, False), (10.0, 12.0, True)]
+
+
+def test_a_sqlite_database_of_schema_7_is_migrated_keeping_its_matches(tmp_path):
+    """Schema 8 adds seats.away_since, away_seen and taken_over (a player's absence, so that a
+    restart continues a reconnect grace window instead of starting it over): the seats of
+    schema 7 keep every field and have no absence recorded (NULL, NULL, false)."""
+    path = tmp_path / "old.sqlite3"
+    _sqlite_v7(path)
+
+    migrated_from, old, after = run(_migrate_v7(SqliteStore(path)))
+    assert migrated_from == 7 and _user_version(path) == SCHEMA_VERSION == 8
+    assert {"away_since", "away_seen", "taken_over"} <= set(_columns(path, "seats"))
+    _check_v7_migrated(old, after)
+
+
+def test_a_postgres_schema_of_version_7_is_migrated_keeping_its_matches(pg_database, pg_schema):
+    schema, url = pg_schema
+    _postgres_v7(pg_database, schema)
+
+    migrated_from, old, after = run(_migrate_v7(PostgresStore(url)))
+    assert migrated_from == 7 and _meta_version(pg_database, schema) == str(PG_VERSION) == "8"
+    for column in ("away_since", "away_seen", "taken_over"):
+        assert _has_column(pg_database, schema, "seats", column)
+    _check_v7_migrated(old, after)
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])

@@ -18,7 +18,7 @@ from engine_service.transport.generated import card_games_pb2 as pb, match_pb2
 from tests.sessions.helpers import GAMES, config
 from tests.sessions.helpers import run as run_session
 from tests.sessions.test_leave_retry import repeated_leaves_after_a_restart
-from tests.sessions.test_restart import assert_resumed_exactly, first_life, second_life
+from tests.sessions.test_restart import assert_resumed_exactly, away_before_a_drain, first_life, second_life
 from tests.transport.harness import bearer
 from tests.transport.harness import run as run_grpc
 from tests.transport.players import create_open_match, export_transcript
@@ -60,6 +60,14 @@ def test_a_repeated_leave_after_a_restart_answers_ok_on_postgres(pg_schema):
     _, url = pg_schema
     repeated_leaves_after_a_restart(
         lambda metrics: MatchManager(config(db_path=url), metrics=metrics, create_bot_host=False))
+
+
+def test_a_player_away_before_a_drain_gets_only_the_rest_of_the_grace_window_on_postgres(pg_schema):
+    """tests/sessions/test_restart.py: the absence recorded in the PostgreSQL store (schema 8)
+    and the drain's last record give an away player only the rest of the window."""
+    _, url = pg_schema
+    away_before_a_drain(lambda: MatchManager(config(db_path=url, time_scale=0.01), metrics=Metrics(),
+                                             create_bot_host=False))
 
 
 def test_serve_on_postgres_survives_kill_9(tmp_path, pg_database, pg_schema):

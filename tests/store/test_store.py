@@ -163,6 +163,54 @@ def test_a_seats_client_join_hash_is_replaced_and_cleared_with_the_seat(kind, ma
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_seats_absence_is_saved_touched_cleared_and_kept_by_save_seat(kind, make):
+    """A seat's absence (schema 8) is written by save_absence (away_seen: by default away_since)
+    and read back by load_match and list_matches; touch_absences moves away_seen of the seats
+    recorded away only; save_seat (a new token) leaves it as it was; a seat whose player came
+    back has none; it survives a reopen; an unknown seat or match is UnknownMatch."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record())
+        taken = SeatRecord(seat=0, player_name="ann", token_hash="t1", joined_at=5.0)
+        await st.save_seat("m1", taken)
+        await st.save_seat("m1", SeatRecord(seat=1, player_name="bob", token_hash="t2", joined_at=6.0))
+        await st.save_absence("m1", 0, 100.0)
+        await st.save_absence("m1", 1, 50.0, taken_over=True, away_seen=60.0)
+        first = await st.load_match("m1")
+        await st.touch_absences([("m1", 0), ("m1", 1), ("nope", 0)], 130.0)
+        await st.save_seat("m1", replace(taken, token_hash="t3"))  # a reissued token
+        touched = await st.load_match("m1")
+        await st.save_absence("m1", 1, None, taken_over=True, away_seen=135.0)  # back: nothing is kept
+        await st.touch_absences([("m1", 1)], 140.0)  # not away: left alone
+        listing = await st.list_matches()
+        errors = []
+        for match_id, seat in (("nope", 0), ("m1", 5)):
+            try:
+                await st.save_absence(match_id, seat, 1.0)
+            except UnknownMatch as exc:
+                errors.append(exc)
+        if kind != "memory":
+            await st.close()
+            st = make(kind)
+            await st.open()
+        again = await st.load_match("m1")
+        await st.close()
+        return first, touched, listing, errors, again
+
+    first, touched, listing, errors, again = run(go())
+    away = [(s.away_since, s.away_seen, s.taken_over) for s in first.record.seats]
+    assert away == [(100.0, 100.0, False), (50.0, 60.0, True)]
+    assert [(s.away_since, s.away_seen, s.taken_over) for s in touched.record.seats] == [
+        (100.0, 130.0, False), (50.0, 130.0, True)]
+    assert touched.record.seats[0].token_hash == "t3"
+    seats = listing[0].record.seats
+    assert [(s.away_since, s.away_seen, s.taken_over) for s in seats] == [(100.0, 130.0, False), (None, None, False)]
+    assert len(errors) == 2
+    assert again.record == listing[0].record
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_the_lobby_flag_round_trips(kind, make):
     async def go():
         st = make(kind)
@@ -567,7 +615,7 @@ def _indexes(path):
 
 
 def test_sqlite_adds_the_creation_index_to_a_database_of_its_schema_without_a_new_version(tmp_path):
-    """A database of schema 7 made before matches_by_creation existed gets the index when an
+    """A database of the current schema made without matches_by_creation gets the index when an
     engine opens it, and keeps its schema version, so that the release before still opens it
     (a rollback needs no restore). A dry run (migrate=False) and a reader beside a running
     engine (exclusive=False) leave the file as it is."""
@@ -583,7 +631,7 @@ def test_sqlite_adds_the_creation_index_to_a_database_of_its_schema_without_a_ne
     assert "matches_by_creation" not in _indexes(path)[0]
     _open_close(path)
     names, version = _indexes(path)
-    assert "matches_by_creation" in names and version == SCHEMA_VERSION == 7
+    assert "matches_by_creation" in names and version == SCHEMA_VERSION == 8
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -372,12 +372,13 @@ def _slow_bot_processes(tmp_path, seconds: float) -> str:
 
 
 def test_the_grace_periods_of_resumed_players_start_when_the_engine_serves(tmp_path):
-    """After a restart every player of a resumed match is away and gets a whole grace period
-    to come back. Waiting for the bot workers before SERVING came after the resumed matches'
-    timers were armed: the grace periods ran while the engine could not be reached yet (up
-    to 15 s), and players lost that much of their time to reconnect. The wait now comes
-    first: a two-player match nobody returns to is abandoned a whole grace period (3 s) after
-    `serving`, though the bot processes took 2 s to start."""
+    """After a restart every player of a resumed match is away, and one who was connected when
+    the engine stopped gets a whole grace period to come back. Waiting for the bot workers
+    before SERVING came after the resumed matches' timers were armed: the grace periods ran
+    while the engine could not be reached yet (up to 15 s), and players lost that much of
+    their time to reconnect. The wait now comes first: a two-player match nobody returns to
+    is abandoned a whole grace period (3 s) after `serving`, though the bot processes took 2 s
+    to start."""
     from datetime import datetime
 
     db = tmp_path / "db.sqlite3"
@@ -386,7 +387,16 @@ def test_the_grace_periods_of_resumed_players_start_when_the_engine_serves(tmp_p
         async def create():
             async with grpc.aio.insecure_channel(first.target) as ch:
                 stub, _ = _stubs(ch)
-                match_id, _ = await create_open_match(stub, "klaberjass")
+                match_id, tokens = await create_open_match(stub, "klaberjass")
+                # both players connected when the engine drains (away since the match began,
+                # each would get only the rest of the period after the restart)
+                watches = [stub.WatchMatch(pb.WatchMatchRequest(match_id=match_id), metadata=bearer(t))
+                           for t in tokens]
+                for w in watches:
+                    assert (await w.read()).kind == match_pb2.EVENT_KIND_SNAPSHOT
+                first.proc.send_signal(signal.SIGTERM)
+                for w in watches:
+                    assert (await expect_error(w)).reason == "DRAINING"
                 return match_id
         match_id = run(create)()
     finally:
@@ -405,6 +415,54 @@ def test_the_grace_periods_of_resumed_players_start_when_the_engine_serves(tmp_p
     ended = [line for line in second.lines() if line["event"] == "match_ended"]
     assert [(e["match_id"], e["outcome"]) for e in ended] == [(match_id, "abandoned")]
     assert (when["match_ended"] - when["serving"]).total_seconds() >= 2.9
+
+
+def test_a_player_away_before_a_kill_9_gets_only_the_rest_of_the_grace_period(tmp_path):
+    """Seat 0's player went away 7 s into a match with a 12 s grace period, and the engine was
+    killed (kill -9: no drain); seat 1's player was still connected. After the restart seat 0
+    gets only the rest of its period: the time away counts up to the engine's last record that
+    it served (every 5 s while a period runs), so 2 to 7 s of it, never the downtime. Its
+    period ends 5 to 10 s after `serving`, first: a disconnection forfeit, seat 1 wins
+    (JJK-10.2). Before schema 8 both periods started over at the restart and ended together
+    12 s after it, the match abandoned; an engine killed every 12 s never ended it."""
+    from datetime import datetime
+
+    db = tmp_path / "db.sqlite3"
+    first = Service(tmp_path, db, "first", CARDGAMES_RECONNECT_GRACE_S="12")
+    try:
+        async def away():
+            async with grpc.aio.insecure_channel(first.target) as ch:
+                stub, _ = _stubs(ch)
+                match_id, tokens = await create_open_match(stub, "klaberjass")
+                watches = [stub.WatchMatch(pb.WatchMatchRequest(match_id=match_id), metadata=bearer(t))
+                           for t in tokens]
+                for w in watches:
+                    assert (await w.read()).kind == match_pb2.EVENT_KIND_SNAPSHOT
+                watches[0].cancel()  # seat 0 goes away; seat 1 stays until the crash
+                await asyncio.sleep(7)
+                first.proc.kill()  # kill -9: no drain, no flush
+                first.proc.wait(10)
+                return match_id
+        match_id = run(away)()
+    finally:
+        if first.proc.poll() is None:
+            first.proc.kill()
+            first.proc.wait(10)
+        first._log.close()
+    second = Service(tmp_path, db, "second", CARDGAMES_RECONNECT_GRACE_S="12")
+    try:
+        deadline = time.monotonic() + 30
+        while '"match_ended"' not in second.log_path.read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    finally:
+        assert second.stop() == 0
+    when = {line["event"]: datetime.fromisoformat(line["timestamp"].replace("Z", "+00:00"))
+            for line in second.lines() if line["event"] in ("serving", "match_ended")}
+    ended = [line for line in second.lines() if line["event"] == "match_ended"]
+    assert [(e["match_id"], e["outcome"], e["winners"], e["forfeited"]) for e in ended] == [
+        (match_id, "forfeit", [1], 0)]
+    assert 4.5 <= (when["match_ended"] - when["serving"]).total_seconds() <= 10.5
 
 
 def test_sighup_drains_like_sigterm(tmp_path):
