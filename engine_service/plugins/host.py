@@ -27,7 +27,7 @@ from typing import Any, Sequence
 import structlog
 
 from engine_service.rules import all_game_ids
-from engine_service.sessions.api import BotInfo
+from engine_service.sessions.api import BotInfo, BotLoadFailure
 
 from .manager import BotCatalog, PluginSettings, load_catalog
 from .pool import WorkerPool
@@ -124,6 +124,11 @@ class BotHost:
             infos.append(BotInfo(name=name, games=tuple(played), description=spec.description,
                                  plugin=entry.plugin))
         return infos
+
+    def load_failures(self) -> list[BotLoadFailure]:
+        """The plugins and bots left out at load, as ``ListBots`` says them: each failure's
+        summary, not its logged error (:class:`~engine_service.plugins.manager.PluginFailure`)."""
+        return [BotLoadFailure(f.plugin, f.stage, f.summary or f.error) for f in self.catalog.failures]
 
     def plays(self, bot: str, game_id: str) -> bool:
         """Whether bot ``bot`` is installed and plays ``game_id``."""

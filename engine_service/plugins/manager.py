@@ -119,7 +119,10 @@ class CatalogEntry:
 class PluginFailure:
     plugin: str
     stage: str  # "import" | "register" | "validate" | "hook" | "spec"
-    error: str
+    error: str  # as logged (``bot_plugin_failed``), an exception's message included
+    #: what ``ListBots`` tells every caller: ``error``, except that an exception raised by the
+    #: plugin's own code (its import, its hook) is named by type and place, without its message
+    summary: str = ""
 
 
 @dataclass
@@ -150,6 +153,23 @@ def _describe(exc: BaseException) -> str:
     if len(text) > 500:
         text = text[:497] + "..."
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _summarize(exc: BaseException) -> str:
+    """A failure of the plugin's own code as ``ListBots`` says it to anyone who asks, without
+    the exception's message: the plugin wrote it, and it may hold what only the operator may
+    read (an ``int(os.environ["TOKEN"])`` says the value in its ``ValueError``; the engine's
+    process imports plugins with its whole environment, admin token and database URL
+    included). Its type and where it was raised tell a bot author where to look; the log line
+    has the message. A missing module is named, by the import system, not by the plugin."""
+    if isinstance(exc, ModuleNotFoundError) and isinstance(exc.name, str):
+        return f"ModuleNotFoundError: no module named {exc.name!r}"
+    if isinstance(exc, SyntaxError) and isinstance(exc.filename, str):
+        # its traceback ends in the import machinery: the place is the file that did not compile
+        return f"{type(exc).__name__} at {exc.filename.rsplit('/', 1)[-1]}:{exc.lineno}"
+    from .runner import describe_exception  # the runner imports this module
+
+    return describe_exception(exc)
 
 
 def _entry_points() -> list[importlib.metadata.EntryPoint]:
@@ -207,9 +227,13 @@ def load_catalog(settings: PluginSettings) -> BotCatalog:
     pm = BotPluginManager()
     catalog = BotCatalog(manager=pm)
 
-    def fail(plugin: str, stage: str, exc: BaseException | str) -> None:
+    def fail(plugin: str, stage: str, exc: BaseException | str, *, plugin_code: bool = False) -> None:
+        """Log and record a failure. ``plugin_code``: ``exc`` was raised by the plugin's own
+        code, whose message is logged but not shown by ``ListBots`` (:func:`_summarize`); the
+        engine's and pluggy's refusals are said the same way in both places."""
         error = exc if isinstance(exc, str) else _describe(exc)
-        catalog.failures.append(PluginFailure(plugin, stage, error))
+        summary = _summarize(exc) if plugin_code and not isinstance(exc, str) else error
+        catalog.failures.append(PluginFailure(plugin, stage, error, summary))
         log.error("bot_plugin_failed", plugin=plugin, stage=stage, error=error)
 
     def register(plugin_obj: Any, name: str, dist: str) -> None:
@@ -248,7 +272,7 @@ def load_catalog(settings: PluginSettings) -> BotCatalog:
         except BaseException as exc:  # noqa: BLE001 - SystemExit in a module body too
             if isinstance(exc, KeyboardInterrupt):
                 raise
-            fail(ep.name, "import", exc)
+            fail(ep.name, "import", exc, plugin_code=True)
             continue
         register(obj, ep.name, _dist_label(ep))
 
@@ -260,7 +284,7 @@ def load_catalog(settings: PluginSettings) -> BotCatalog:
             except BaseException as exc:  # noqa: BLE001
                 if isinstance(exc, KeyboardInterrupt):
                     raise
-                fail(name, "import", exc)
+                fail(name, "import", exc, plugin_code=True)
                 continue
         else:
             obj = item
@@ -283,7 +307,7 @@ def load_catalog(settings: PluginSettings) -> BotCatalog:
             specs = impl.function()
             specs = list(specs or ())
         except Exception as exc:
-            fail(plugin, "hook", exc)
+            fail(plugin, "hook", exc, plugin_code=True)
             continue
         for spec in specs:
             try:

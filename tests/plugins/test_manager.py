@@ -81,6 +81,15 @@ def test_broken_plugins_are_logged_and_left_out():
     assert len(logged) == len(catalog.failures)
     assert all(e["log_level"] == "error" and e["plugin"] and e["error"] for e in logged)
     assert any("not installed" in e["error"] for e in logged)  # the import error says why
+    # ListBots says the plugin's own exceptions by type and place, not by their message (which
+    # the plugin wrote, and may hold a secret): the log line has it
+    summaries = {(f.plugin, f.stage): f.summary for f in catalog.failures}
+    assert summaries[("tests.plugins.import_fails", "import")] == "ImportError at import_fails.py:3 in <module>"
+    assert summaries[("no.such.module", "import")] == "ModuleNotFoundError: no module named 'no'"
+    hook = summaries[("HookRaises", "hook")]
+    assert hook.startswith("RuntimeError at broken_plugins.py:") and hook.endswith(" in cardgames_bots"), hook
+    assert "plugin bug" in next(f.error for f in catalog.failures if f.plugin == "HookRaises")
+    assert all(f.summary == f.error for f in catalog.failures if f.stage in ("register", "validate", "spec"))
     # and so does pluggy's refusal, whose reason is on its message's later lines
     wrong = next(f.error for f in catalog.failures if f.plugin == "WrongArguments")
     assert "nonsense" in wrong and "\n" not in wrong, wrong
