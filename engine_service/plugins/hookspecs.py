@@ -11,8 +11,10 @@ A plugin is any Python module or object with functions marked ``@hookimpl`` (fro
 The entry-point name is the *plugin* name: the one ``CARDGAMES_BOT_PLUGINS=a,b`` (an allowlist)
 selects. ``CARDGAMES_DISABLE_PLUGIN_AUTOLOAD=1`` loads no entry point but the essential
 ``random`` (which the allowlist never leaves out either). A plugin that
-fails to import, fails validation or raises from a hook is logged (``bot_plugin_failed``) and
-left out; the service runs without it.
+fails to import, fails validation or raises from a hook, or whose import or ``cardgames_bots``
+takes longer than the load time limit (``--bot-plugin-load-timeout-s``, 30 s), is logged
+(``bot_plugin_failed``), listed in ``ListBots``' ``load_failures`` and left out; the service
+runs without it.
 
 Hooks are called with keyword arguments; an implementation may accept fewer arguments than
 its spec (pluggy's "opt-in arguments"), so hooks can gain arguments without breaking plugins.

@@ -14,7 +14,10 @@ This is where the plugin *policy* lives (pytest's model, aesthetics.md section 2
 * every plugin is loaded, validated (``check_pending`` per plugin, so that a misspelled hook is
   caught and blamed on its plugin) and asked for its bots on its own: one that fails to
   import, fails validation, raises, or returns something that is not a list of
-  :class:`BotSpec` is logged as ``bot_plugin_failed`` and left out; the others load.
+  :class:`BotSpec` is logged as ``bot_plugin_failed`` and left out; the others load;
+* a plugin's import and its hook each have a time limit (``load_timeout_s``): one that hangs
+  (a network call without a timeout) is interrupted and fails like the others, so that the
+  service starts without it.
 
 Functions named ``cardgames_*`` are hook implementations even without ``@hookimpl`` (as
 ``pytest_*`` functions are for pytest), so a misspelled hook name is a validation error rather
@@ -23,13 +26,17 @@ than a silently ignored function.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.metadata
 import inspect
 import os
 import re
+import signal
+import threading
+import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import pluggy
 import structlog
@@ -52,6 +59,10 @@ another distribution under one of these names never replaces it, whatever ``sys.
 first, and the engine's plugins register before any other, so that their bots' names are
 theirs (a bot seat, a takeover or an arena naming ``random``, ``heuristic`` or ``search``
 must get the real one, not a package that happened to be found first)."""
+
+LOAD_TIMEOUT_S = 30.0
+"""How long one plugin's import, and then its ``cardgames_bots`` hook, may take by default
+(``SessionConfig.bot_plugin_load_timeout_s``, ``--bot-plugin-load-timeout-s``)."""
 
 BOT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 GAME_ID_RE = re.compile(r"^[a-z0-9_]+$")
@@ -79,17 +90,22 @@ class PluginSettings:
     autoload: bool = True
     allowlist: frozenset[str] | None = None
     extra: tuple[Any, ...] = ()
+    #: seconds one plugin's import, and then its hook, may take (:func:`_time_limit`); None:
+    #: no limit. Every process that loads the plugins applies the same limit, so that the
+    #: service's catalog and its workers' leave out the same plugin that hangs.
+    load_timeout_s: float | None = LOAD_TIMEOUT_S
 
     @classmethod
     def resolve(cls, *, autoload: bool = True, allowlist: Iterable[str] | None = None,
-                extra: Sequence[Any] = (), environ: Mapping[str, str] | None = None) -> "PluginSettings":
+                extra: Sequence[Any] = (), environ: Mapping[str, str] | None = None,
+                load_timeout_s: float | None = LOAD_TIMEOUT_S) -> "PluginSettings":
         """Combine explicit arguments with the environment: the disable switch always wins;
         an explicit allowlist wins over ``CARDGAMES_BOT_PLUGINS``."""
         env = os.environ if environ is None else environ
         if _env_flag(env.get(ENV_DISABLE_AUTOLOAD)):
             autoload = False
         allowed = frozenset(allowlist) if allowlist is not None else parse_allowlist(env.get(ENV_ALLOWLIST))
-        return cls(autoload=autoload, allowlist=allowed, extra=tuple(extra))
+        return cls(autoload=autoload, allowlist=allowed, extra=tuple(extra), load_timeout_s=load_timeout_s)
 
 
 class BotPluginManager(pluggy.PluginManager):
@@ -143,6 +159,64 @@ class BotCatalog:
     def plays(self, name: str, game_id: str) -> bool:
         entry = self.entries.get(name)
         return entry is not None and entry.spec.plays(game_id)
+
+
+class _LoadTimedOut(BaseException):
+    """Raised in a plugin's import or hook that overran the load time limit (BaseException: a
+    plugin's ``except Exception`` around a network call must not swallow it)."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float | None) -> Iterator[None]:
+    """Interrupt the body with :class:`_LoadTimedOut` after ``seconds`` (SIGALRM).
+
+    Why a signal and not a thread: an import cannot be stopped from another thread, and one
+    left running for ever would hold its module's import lock and the GIL's time in the
+    service, and in the workers' zygote, which must run no thread for its forks to be safe
+    (a fork inherits a lock such a thread holds, locked for good). The signal's handler raises
+    in the import itself, which then unwinds as any failed import does: the half-made module
+    leaves ``sys.modules``, its locks are released. Python handles signals between
+    instructions, and a sleep, a socket read or a lock's wait returns to do so, so a plugin
+    waiting on the network or a lock is interrupted; one stuck inside a single long C call
+    (a C extension's loop) is not, nor one whose bare ``except:`` swallows the interruption.
+
+    No limit outside the main thread (only it receives signals: a caller's case, not the
+    service's). A timer a caller armed already (pytest-timeout's) is put back afterwards with
+    the time it had left; one due before ours is left alone, and no limit of ours applies."""
+    if (seconds is None or not hasattr(signal, "setitimer")
+            or threading.current_thread() is not threading.main_thread()):
+        yield
+        return
+    outer_delay, outer_interval = signal.getitimer(signal.ITIMER_REAL)
+    if 0 < outer_delay <= seconds:
+        yield
+        return
+    started = time.monotonic()
+    armed = [True]
+
+    def expired(signum: int, frame: Any) -> None:
+        if armed[0]:
+            armed[0] = False
+            raise _LoadTimedOut()
+
+    previous = signal.signal(signal.SIGALRM, expired)
+
+    def disarm() -> None:
+        armed[0] = False  # from here on a late signal raises nothing
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer_delay > 0:
+            left = outer_delay - (time.monotonic() - started)
+            signal.setitimer(signal.ITIMER_REAL, max(left, 1e-6), outer_interval)
+
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        try:
+            disarm()
+        except _LoadTimedOut:  # the timer fired as the body ended, before disarm(): it was in
+            disarm()  # time, and it fires once, so this second call runs through
 
 
 def _describe(exc: BaseException) -> str:
@@ -236,6 +310,9 @@ def load_catalog(settings: PluginSettings) -> BotCatalog:
         catalog.failures.append(PluginFailure(plugin, stage, error, summary))
         log.error("bot_plugin_failed", plugin=plugin, stage=stage, error=error)
 
+    timed_out = (f"timed out: not done within {settings.load_timeout_s or 0:g} s, the plugin load "
+                 f"time limit (--bot-plugin-load-timeout-s)")
+
     def register(plugin_obj: Any, name: str, dist: str) -> None:
         try:
             pm.register(plugin_obj, name=name)
@@ -268,7 +345,11 @@ def load_catalog(settings: PluginSettings) -> BotCatalog:
                       reason="autoload disabled" if not settings.autoload else "not in allowlist")
             continue
         try:
-            obj = ep.load()
+            with _time_limit(settings.load_timeout_s):
+                obj = ep.load()
+        except _LoadTimedOut:
+            fail(ep.name, "import", timed_out)
+            continue
         except BaseException as exc:  # noqa: BLE001 - SystemExit in a module body too
             if isinstance(exc, KeyboardInterrupt):
                 raise
@@ -280,7 +361,11 @@ def load_catalog(settings: PluginSettings) -> BotCatalog:
         if isinstance(item, str):
             name = item
             try:
-                obj: Any = importlib.import_module(item)
+                with _time_limit(settings.load_timeout_s):
+                    obj: Any = importlib.import_module(item)
+            except _LoadTimedOut:
+                fail(name, "import", timed_out)
+                continue
             except BaseException as exc:  # noqa: BLE001
                 if isinstance(exc, KeyboardInterrupt):
                     raise
@@ -304,8 +389,12 @@ def load_catalog(settings: PluginSettings) -> BotCatalog:
     for impl in impls:
         plugin = impl.plugin_name
         try:
-            specs = impl.function()
-            specs = list(specs or ())
+            with _time_limit(settings.load_timeout_s):
+                specs = impl.function()
+                specs = list(specs or ())
+        except _LoadTimedOut:
+            fail(plugin, "hook", timed_out)
+            continue
         except Exception as exc:
             fail(plugin, "hook", exc, plugin_code=True)
             continue

@@ -212,7 +212,8 @@ class MatchManager:
             from ..plugins.host import BotHost
 
             try:
-                self._host = BotHost(workers=self.config.bot_workers, metrics=self.metrics)
+                self._host = BotHost(workers=self.config.bot_workers, metrics=self.metrics,
+                                     load_timeout_s=self.config.bot_plugin_load_timeout_s)
             except OSError as exc:
                 # was reported as the database's fault (store_unavailable), naming the --db
                 raise BotHostUnavailable(f"cannot start the bot worker processes: {exc}") from exc

@@ -26,6 +26,9 @@ PLUGINS = {
                    "    raise ValueError('bad setting ' + os.environ['LEAKY_SECRET'])\n"),
     # its import does the same
     "leaky_import": "import os\n\nraise RuntimeError('cannot log in with ' + os.environ['LEAKY_SECRET'])\n",
+    # its import never ends (a network call without a timeout): the engine and its workers'
+    # zygote must start without it
+    "hangs": "import time\n\ntime.sleep(3600)\n",
     # needs a package that is not installed
     "needs_numpyx": "import numpyx  # noqa: F401\n",
     # a good one beside them
@@ -57,7 +60,8 @@ def test_list_bots_and_play_list_say_the_plugins_that_failed(tmp_path):
     install(plugins)
     env = dict(os.environ, LEAKY_SECRET=SECRET,
                PYTHONPATH=os.pathsep.join([str(plugins), ROOT, os.environ.get("PYTHONPATH", "")]))
-    engine = LocalService(log_path=tmp_path / "engine.log", env=env, args=["--bot-workers", "1"])
+    engine = LocalService(log_path=tmp_path / "engine.log", env=env,
+                          args=["--bot-workers", "1", "--bot-plugin-load-timeout-s", "1.5"])
     engine.start()
     try:
         async def listing():
@@ -72,6 +76,8 @@ def test_list_bots_and_play_list_say_the_plugins_that_failed(tmp_path):
             ("leaky-import", "import"): "RuntimeError at leaky_import.py:3 in <module>",
             ("needs-numpyx", "import"): "ModuleNotFoundError: no module named 'numpyx'",
             ("fine-bot", "spec"): "bot name 'random' already registered by plugin 'random'",
+            ("hangs", "import"): "timed out: not done within 1.5 s, the plugin load time limit "
+                                 "(--bot-plugin-load-timeout-s)",
         }, said
         listed = cli("clients.play", "--target", engine.target, "--list")
         assert listed.returncode == 0, listed.stderr
@@ -82,7 +88,11 @@ def test_list_bots_and_play_list_say_the_plugins_that_failed(tmp_path):
         assert any(line.startswith("bot fine: ") for line in lines)
         assert SECRET not in listed.stdout + listed.stderr
         # the operator still reads the whole message in the log
-        logged = [e for e in engine.logs() if e.get("event") == "bot_plugin_failed"]
+        events = engine.logs()
+        logged = [e for e in events if e.get("event") == "bot_plugin_failed"]
         assert any(SECRET in e["error"] for e in logged if e["plugin"] == "leaky-hook")
+        # the workers' zygote left the hanging plugin out too: its workers, forked once it has
+        # loaded the plugins, were up before the engine served (else it warns after 15 s)
+        assert not [e for e in events if e.get("event") == "bot_workers_not_ready"]
     finally:
         assert engine.stop() == 0, engine.log_tail()

@@ -4,6 +4,11 @@ rest loads)."""
 
 from __future__ import annotations
 
+import signal
+import sys
+import threading
+import time
+
 from structlog.testing import capture_logs
 
 from engine_service.plugins.manager import (ENV_ALLOWLIST, ENV_DISABLE_AUTOLOAD, PluginSettings,
@@ -227,3 +232,57 @@ def test_an_allowlisted_name_that_no_entry_point_has_is_warned_about():
     with capture_logs() as logs:
         load_catalog(PluginSettings.resolve(environ={ENV_ALLOWLIST: "search"}))
     assert not [e for e in logs if e["event"] == "bot_plugins_not_installed"]
+
+
+def test_a_plugin_whose_import_or_hook_hangs_is_left_out_after_the_time_limit():
+    """The load time limit interrupts a sleeping import and a hook waiting on a lock: both are
+    failures with a reason that says so, the other plugins load, and the limit's signal
+    handler and timer are put back as they were."""
+    before = signal.getsignal(signal.SIGALRM)
+    started = time.monotonic()
+    with capture_logs() as logs:
+        catalog = load_catalog(PluginSettings.resolve(
+            extra=["tests.plugins.slow_import", broken_plugins.HookHangs(), "tests.plugins.bad_bots"],
+            environ={}, load_timeout_s=0.5))
+    assert time.monotonic() - started < 10
+    failed = {(f.plugin, f.stage): f for f in catalog.failures}
+    assert set(failed) == {("tests.plugins.slow_import", "import"), ("HookHangs", "hook")}, failed
+    for f in failed.values():
+        assert f.error == f.summary and f.error.startswith("timed out: not done within 0.5 s"), f
+    assert "tests.plugins.slow_import" not in sys.modules  # unwound as a failed import is
+    assert "sleeps" in catalog.names() and "never-here" not in catalog.names()
+    assert len([e for e in logs if e["event"] == "bot_plugin_failed"]) == 2
+    assert signal.getsignal(signal.SIGALRM) is before
+
+
+def test_a_timer_the_caller_armed_is_put_back_with_the_time_it_had_left():
+    """pytest-timeout arms SIGALRM for every test: the limit runs inside it and re-arms it."""
+    fired: list[int] = []
+    previous = signal.signal(signal.SIGALRM, lambda *_: fired.append(1))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 100.0)
+        catalog = load_catalog(PluginSettings.resolve(extra=["tests.plugins.slow_import"], environ={},
+                                                      load_timeout_s=0.3))
+        assert [f.stage for f in catalog.failures] == ["import"] and not fired
+        left = signal.getitimer(signal.ITIMER_REAL)[0]
+        assert 90 < left < 100, left
+        signal.setitimer(signal.ITIMER_REAL, 0.05)  # and it is the caller's handler again
+        time.sleep(0.2)
+        assert fired == [1]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_the_load_time_limit_leaves_a_plugin_in_time_alone_and_applies_in_the_main_thread_only():
+    catalog = load_catalog(PluginSettings.resolve(extra=["tests.plugins.bad_bots"], environ={},
+                                                  load_timeout_s=5.0))
+    assert "sleeps" in catalog.names() and not catalog.failures
+    # only the main thread gets signals: elsewhere there is no limit (and no signal handler
+    # set from a thread, which Python refuses)
+    out: list = []
+    thread = threading.Thread(target=lambda: out.append(load_catalog(PluginSettings.resolve(
+        extra=[broken_plugins.SlowHook()], environ={}, load_timeout_s=0.1))))
+    thread.start()
+    thread.join(30)
+    assert out and "slow-hook" in out[0].names() and not out[0].failures
