@@ -23,7 +23,7 @@ Every hook is documented below; ``tests/plugins/test_hookspecs.py`` fails when o
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterable
 
 import pluggy
 
@@ -38,7 +38,7 @@ hookspec = pluggy.HookspecMarker(PROJECT)
 # ---- registration ------------------------------------------------------------------------
 
 @hookspec
-def cardgames_bots() -> Sequence[BotSpec]:
+def cardgames_bots() -> Iterable[BotSpec] | None:
     """Register bots: return the :class:`~engine_service.plugins.protocol.BotSpec` values this
     plugin offers (one plugin may offer several bots, or none).
 
@@ -66,5 +66,7 @@ def cardgames_bots() -> Sequence[BotSpec]:
     engine's own plugins, ``random`` first, always before the others, so their bots' names
     are never another plugin's).
 
-    :return: a sequence of ``BotSpec`` (an empty sequence is fine).
+    :return: an iterable of ``BotSpec``: a list, a tuple or a generator (``yield``); empty, or
+        None, offers no bot. A string, bytes, a mapping or a lone ``BotSpec`` is refused
+        whole (``bot_plugin_failed``, stage ``hook``).
     """

@@ -13,7 +13,7 @@ This is where the plugin *policy* lives (pytest's model, aesthetics.md section 2
   the arena and ``clients/remote_bot.py``, and tests;
 * every plugin is loaded, validated (``check_pending`` per plugin, so that a misspelled hook is
   caught and blamed on its plugin) and asked for its bots on its own: one that fails to
-  import, fails validation, raises, or returns something that is not a list of
+  import, fails validation, raises, or returns something that is not an iterable of
   :class:`BotSpec` is logged as ``bot_plugin_failed`` and left out; the others load;
 * a plugin's import and its hook each have a time limit (``load_timeout_s``): one that hangs
   (a network call without a timeout) is interrupted and fails like the others, so that the
@@ -275,6 +275,22 @@ def _dist_label(ep: importlib.metadata.EntryPoint) -> str:
         return ""
 
 
+def _not_bot_specs(returned: Any) -> str:
+    """Why what a ``cardgames_bots`` hook returned is not an iterable of BotSpec ("" when it
+    is: a list, a tuple, a generator...; None counts as no bots). The hook's contract is any
+    iterable, not only a list, because a generator (``yield BotSpec(...)``) is as natural a way
+    to write it; but a string, bytes or a mapping are iterables whose items are characters or
+    keys, which would be refused one by one as specs, and a lone BotSpec is not iterable at
+    all: each is refused whole, with a reason that says what was returned."""
+    if returned is None:
+        return ""
+    if isinstance(returned, BotSpec):
+        return "cardgames_bots returned a BotSpec, not an iterable of BotSpec (return [spec])"
+    if isinstance(returned, (str, bytes, bytearray, Mapping)) or not isinstance(returned, Iterable):
+        return f"cardgames_bots returned {type(returned).__name__}, not an iterable of BotSpec"
+    return ""
+
+
 def _validate_spec(spec: Any, plugin: str) -> BotSpec:
     if not isinstance(spec, BotSpec):
         raise TypeError(f"expected BotSpec, got {type(spec).__name__}")
@@ -390,13 +406,18 @@ def load_catalog(settings: PluginSettings) -> BotCatalog:
         plugin = impl.plugin_name
         try:
             with _time_limit(settings.load_timeout_s):
-                specs = impl.function()
-                specs = list(specs or ())
+                returned = impl.function()
+                refused = _not_bot_specs(returned)
+                # a generator's body runs here: its exceptions are the plugin's, as the hook's
+                specs = [] if refused or returned is None else list(returned)
         except _LoadTimedOut:
             fail(plugin, "hook", timed_out)
             continue
         except Exception as exc:
             fail(plugin, "hook", exc, plugin_code=True)
+            continue
+        if refused:
+            fail(plugin, "hook", refused)
             continue
         for spec in specs:
             try:

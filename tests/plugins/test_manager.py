@@ -286,3 +286,39 @@ def test_the_load_time_limit_leaves_a_plugin_in_time_alone_and_applies_in_the_ma
     thread.start()
     thread.join(30)
     assert out and "slow-hook" in out[0].names() and not out[0].failures
+
+
+def test_the_hook_may_return_any_iterable_of_bot_specs_but_not_a_string_a_mapping_or_one_spec():
+    """docs/bots.md: a list, a tuple or a generator; None is no bots. A string or a mapping
+    (whose items are characters, keys) and a lone BotSpec are refused whole, saying what was
+    returned: before, a string was refused character by character and a lone spec as a
+    TypeError in the engine's own code."""
+    from engine_service.plugins import BotSpec, hookimpl
+
+    def plugin(name, returns):
+        return type(name, (), {"cardgames_bots": hookimpl(staticmethod(returns))})()
+
+    def generator():
+        yield BotSpec("from-generator", lambda g: None)
+
+    def breaks():
+        yield BotSpec("before-break", lambda g: None)
+        raise RuntimeError("broke after one")
+
+    extras = [plugin("Generator", generator), plugin("Tuple", lambda: (BotSpec("from-tuple", lambda g: None),)),
+              plugin("Nothing", lambda: None), plugin("Text", lambda: "random"),
+              plugin("Mapping", lambda: {BotSpec("from-dict", lambda g: None): 1}),
+              plugin("Lone", lambda: BotSpec("lone", lambda g: None)), plugin("Number", lambda: 5),
+              plugin("Breaks", breaks)]
+    catalog = load_catalog(PluginSettings.resolve(extra=extras, environ={}))
+    assert {"from-generator", "from-tuple"} <= set(catalog.names())
+    assert not {"from-dict", "lone", "before-break"} & set(catalog.names())
+    failed = {f.plugin: (f.stage, f.summary) for f in catalog.failures}
+    assert failed == {
+        "Text": ("hook", "cardgames_bots returned str, not an iterable of BotSpec"),
+        "Mapping": ("hook", "cardgames_bots returned dict, not an iterable of BotSpec"),
+        "Lone": ("hook", "cardgames_bots returned a BotSpec, not an iterable of BotSpec (return [spec])"),
+        "Number": ("hook", "cardgames_bots returned int, not an iterable of BotSpec"),
+        "Breaks": ("hook", failed["Breaks"][1]),
+    }, failed
+    assert failed["Breaks"][1].startswith("RuntimeError at test_manager.py:"), failed["Breaks"]
