@@ -200,6 +200,8 @@ def _time_limit(seconds: float | None) -> Iterator[None]:
             raise _LoadTimedOut()
 
     previous = signal.signal(signal.SIGALRM, expired)
+    if previous is None:  # a handler C code installed: Python can only put back the default
+        previous = signal.SIG_DFL
 
     def disarm() -> None:
         armed[0] = False  # from here on a late signal raises nothing

@@ -322,3 +322,24 @@ def test_the_hook_may_return_any_iterable_of_bot_specs_but_not_a_string_a_mappin
         "Breaks": ("hook", failed["Breaks"][1]),
     }, failed
     assert failed["Breaks"][1].startswith("RuntimeError at test_manager.py:"), failed["Breaks"]
+
+
+def test_a_signal_handler_python_did_not_install_is_put_back_as_the_default(monkeypatch):
+    """signal.signal answers None for a handler set by C code, and refuses None back."""
+    real = signal.signal
+    calls: list = []
+
+    def from_c_code(signum, handler):
+        calls.append(handler)
+        previous = real(signum, handler)
+        return None if len(calls) == 1 else previous
+
+    monkeypatch.setattr(signal, "signal", from_c_code)
+    before = signal.getsignal(signal.SIGALRM)
+    try:
+        catalog = load_catalog(PluginSettings.resolve(extra=["tests.plugins.bad_bots"], environ={},
+                                                      load_timeout_s=5.0))
+        assert "sleeps" in catalog.names()
+        assert calls[-1] is signal.SIG_DFL
+    finally:
+        real(signal.SIGALRM, before)
