@@ -210,27 +210,51 @@ def play_board(board: int) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Interval:
+    """A mean and its confidence interval; ``low`` and ``high`` are NaN when the boards give
+    none (one board has no spread to measure: "n/a (one board)")."""
+
     mean: float
     low: float
     high: float
 
+    @property
+    def known(self) -> bool:
+        return math.isfinite(self.low) and math.isfinite(self.high)
+
+    def format(self, spec: str) -> str:
+        """``mean [low, high]`` with ``spec`` (``"+.2f"``), or the mean and why there is no
+        interval: ``[-inf, +inf]``, which one board used to print, read as a result."""
+        if self.known:
+            return f"{self.mean:{spec}} [{self.low:{spec}}, {self.high:{spec}}]"
+        why = "one board" if math.isfinite(self.mean) else "no boards"
+        return f"{self.mean:{spec}} [n/a ({why})]"
+
+    def as_json(self) -> dict[str, float | None]:
+        """JSON has no NaN or infinity (``json.dumps`` writes ``NaN``, which strict readers
+        refuse): a missing bound is null."""
+        return {k: (v if math.isfinite(v) else None) for k, v in vars(self).items()}
+
     def __str__(self) -> str:
-        return f"{self.mean:+.2f} [{self.low:+.2f}, {self.high:+.2f}]"
+        return self.format("+.2f")
 
 
 def mean_interval(values: Sequence[float], z: float = 1.959964) -> Interval:
+    """The mean of ``values`` with its normal-approximation confidence interval; no interval
+    (NaN bounds) from fewer than two values, whose spread is unknown."""
     n = len(values)
     if n == 0:
         return Interval(math.nan, math.nan, math.nan)
     m = sum(values) / n
     if n == 1:
-        return Interval(m, -math.inf, math.inf)
+        return Interval(m, math.nan, math.nan)
     var = sum((v - m) ** 2 for v in values) / (n - 1)
     half = z * math.sqrt(var / n)
     return Interval(m, m - half, m + half)
 
 
 def _clamp01(i: Interval) -> Interval:
+    if not i.known:  # max(0.0, nan) is 0.0: a missing bound would turn into [0, 1]
+        return i
     return Interval(i.mean, max(0.0, i.low), min(1.0, i.high))
 
 
@@ -268,7 +292,7 @@ class ArenaReport:
             "budget_s": self.config.budget_s, "seconds": round(self.seconds, 2),
             "results": [{
                 "bot": b.name, "mean_score": b.mean_score,
-                "score_diff": vars(b.score_diff), "win_rate": vars(b.win_rate),
+                "score_diff": b.score_diff.as_json(), "win_rate": b.win_rate.as_json(),
                 "decisions": b.decisions, "time_ms": b.time_ms, "cpu_ms": b.cpu_ms,
                 "failures": b.failures,
             } for b in self.bots],
@@ -334,7 +358,7 @@ def format_report(report: ArenaReport) -> str:
     for b in report.bots:
         wr = b.win_rate
         rows.append([b.name, f"{b.mean_score:.2f}", str(b.score_diff),
-                     f"{wr.mean:.3f} [{wr.low:.3f}, {wr.high:.3f}]", str(b.decisions),
+                     wr.format(".3f"), str(b.decisions),
                      pct(b.time_ms), pct(b.cpu_ms),
                      json.dumps(b.failures, sort_keys=True) if b.failures else "-"])
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]

@@ -541,6 +541,13 @@ class Client:
         reply = await self.call(self.stub.ListBots, card_games_pb2.ListBotsRequest(game=game), retry=True)
         return list(reply.bots)
 
+    async def list_bot_load_failures(self) -> list[card_games_pb2.BotLoadFailure]:
+        """The bot plugins, and single bots of a plugin, that the service left out when it
+        started (plugin, stage, reason): why a bot is missing from :meth:`list_bots`, which
+        would otherwise say nothing about it."""
+        reply = await self.call(self.stub.ListBots, card_games_pb2.ListBotsRequest(), retry=True)
+        return list(reply.load_failures)
+
     async def create_match(self, game: str, *, options: Mapping[str, str | int | bool] | None = None,
                            seats: Sequence[str | None] = (), turn_time_s: float = 0.0,
                            spectators_allowed: bool = True, name: str = "", listed: bool = False,

@@ -668,6 +668,10 @@ async def run(args: argparse.Namespace, target: str, console: Console) -> int:
                                           f"{json.dumps(python_value(o.default_value))})" for o in g.options))
             for b in await client.list_bots():
                 console.print(f"bot {b.name}: {', '.join(b.games)}: {b.description}")
+            # a plugin that did not load is said, not just missing (the service's log has more)
+            for f in await client.list_bot_load_failures():
+                console.print(f"bot plugin {f.plugin} failed to load ({f.stage}): {f.reason}",
+                              markup=False, highlight=False)
             return 0
         if args.lobby:
             # every page: the lobby answers at most 100 tables a page (docs/api.md, "Paging")

@@ -380,6 +380,9 @@ SETTINGS: tuple[Setting, ...] = (
             "forced or not (GJ-11.8; keep it >= the bot deadline; 0: at once)", "SECONDS",
             "bot_pace_s"),
     Setting("bot_workers", _int(1, 256), "bot worker processes", "N", "bot_workers"),
+    Setting("bot_plugin_load_timeout_s", _positive_hour, "time one bot plugin's import, then its "
+            "cardgames_bots hook, may take before the plugin is left out (bot_plugin_failed, "
+            "'timed out') and the engine starts without it", "SECONDS", "bot_plugin_load_timeout_s"),
     Setting("takeover_bot", _bot_name, "bot playing for an absent Georgian Joker player (empty: "
             "the rulebook's auto-move policy, GJ-12.2); the engine refuses to start with a bot "
             "that is not installed", "NAME", "takeover_bot"),

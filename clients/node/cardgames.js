@@ -260,6 +260,15 @@ class Client {
   }
 
   /**
+   * The bot plugins, and single bots of a plugin, that the engine left out when it started:
+   * [{plugin, stage, reason}] (ListBotsResponse.load_failures), why a bot is missing from
+   * listBots(), which says nothing about it (as the Python client's list_bot_load_failures).
+   */
+  async listBotLoadFailures() {
+    return (await this.call('ListBots', {}, { retry: true })).load_failures;
+  }
+
+  /**
    * @param {string} game
    * @param {{seats?: (string|null)[], options?: object, turnTimeS?: number, name?: string,
    *   listed?: boolean, clientCreateId?: string}} spec

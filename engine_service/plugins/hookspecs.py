@@ -11,8 +11,10 @@ A plugin is any Python module or object with functions marked ``@hookimpl`` (fro
 The entry-point name is the *plugin* name: the one ``CARDGAMES_BOT_PLUGINS=a,b`` (an allowlist)
 selects. ``CARDGAMES_DISABLE_PLUGIN_AUTOLOAD=1`` loads no entry point but the essential
 ``random`` (which the allowlist never leaves out either). A plugin that
-fails to import, fails validation or raises from a hook is logged (``bot_plugin_failed``) and
-left out; the service runs without it.
+fails to import, fails validation or raises from a hook, or whose import or ``cardgames_bots``
+takes longer than the load time limit (``--bot-plugin-load-timeout-s``, 30 s), is logged
+(``bot_plugin_failed``), listed in ``ListBots``' ``load_failures`` and left out; the service
+runs without it.
 
 Hooks are called with keyword arguments; an implementation may accept fewer arguments than
 its spec (pluggy's "opt-in arguments"), so hooks can gain arguments without breaking plugins.
@@ -21,7 +23,7 @@ Every hook is documented below; ``tests/plugins/test_hookspecs.py`` fails when o
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterable
 
 import pluggy
 
@@ -36,7 +38,7 @@ hookspec = pluggy.HookspecMarker(PROJECT)
 # ---- registration ------------------------------------------------------------------------
 
 @hookspec
-def cardgames_bots() -> Sequence[BotSpec]:
+def cardgames_bots() -> Iterable[BotSpec] | None:
     """Register bots: return the :class:`~engine_service.plugins.protocol.BotSpec` values this
     plugin offers (one plugin may offer several bots, or none).
 
@@ -64,5 +66,7 @@ def cardgames_bots() -> Sequence[BotSpec]:
     engine's own plugins, ``random`` first, always before the others, so their bots' names
     are never another plugin's).
 
-    :return: a sequence of ``BotSpec`` (an empty sequence is fine).
+    :return: an iterable of ``BotSpec``: a list, a tuple or a generator (``yield``); empty, or
+        None, offers no bot. A string, bytes, a mapping or a lone ``BotSpec`` is refused
+        whole (``bot_plugin_failed``, stage ``hook``).
     """

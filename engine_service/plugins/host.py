@@ -27,9 +27,9 @@ from typing import Any, Sequence
 import structlog
 
 from engine_service.rules import all_game_ids
-from engine_service.sessions.api import BotInfo
+from engine_service.sessions.api import BotInfo, BotLoadFailure
 
-from .manager import BotCatalog, PluginSettings, load_catalog
+from .manager import LOAD_TIMEOUT_S, BotCatalog, PluginSettings, load_catalog
 from .pool import WorkerPool
 from .protocol import ALL_GAMES
 from .runner import CRASH, FAILURES, UNKNOWN_BOT, Reply
@@ -83,15 +83,18 @@ class BotHost:
     variables ``CARDGAMES_DISABLE_PLUGIN_AUTOLOAD`` and ``CARDGAMES_BOT_PLUGINS`` apply on top).
     ``plugins``: extra plugin module names (or importable objects) to register, for tools and
     tests. ``metrics``: an :class:`engine_service.observability.metrics.Metrics` to count
-    worker replacements on (None: the process-wide one).
+    worker replacements on (None: the process-wide one). ``load_timeout_s``: how long one
+    plugin's import, then its hook, may take here and in the workers (None: no limit).
 
     The worker processes start at construction; the host belongs to the event loop of its first
     ``decide`` call. Call :meth:`close` when done.
     """
 
     def __init__(self, *, autoload: bool = True, allowlist: set[str] | None = None, workers: int = 2,
-                 plugins: Sequence[Any] = (), metrics: Any = None) -> None:
-        self.settings = PluginSettings.resolve(autoload=autoload, allowlist=allowlist, extra=plugins)
+                 plugins: Sequence[Any] = (), metrics: Any = None,
+                 load_timeout_s: float | None = LOAD_TIMEOUT_S) -> None:
+        self.settings = PluginSettings.resolve(autoload=autoload, allowlist=allowlist, extra=plugins,
+                                               load_timeout_s=load_timeout_s)
         # the pool's zygote first: it imports the plugins while this process does the same
         self._pool = WorkerPool(self.settings, workers, on_replace=self._count_replacement)
         # what a plugin prints while this process imports it or calls its hook would land on
@@ -124,6 +127,11 @@ class BotHost:
             infos.append(BotInfo(name=name, games=tuple(played), description=spec.description,
                                  plugin=entry.plugin))
         return infos
+
+    def load_failures(self) -> list[BotLoadFailure]:
+        """The plugins and bots left out at load, as ``ListBots`` says them: each failure's
+        summary, not its logged error (:class:`~engine_service.plugins.manager.PluginFailure`)."""
+        return [BotLoadFailure(f.plugin, f.stage, f.summary or f.error) for f in self.catalog.failures]
 
     def plays(self, bot: str, game_id: str) -> bool:
         """Whether bot ``bot`` is installed and plays ``game_id``."""

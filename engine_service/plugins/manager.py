@@ -13,8 +13,11 @@ This is where the plugin *policy* lives (pytest's model, aesthetics.md section 2
   the arena and ``clients/remote_bot.py``, and tests;
 * every plugin is loaded, validated (``check_pending`` per plugin, so that a misspelled hook is
   caught and blamed on its plugin) and asked for its bots on its own: one that fails to
-  import, fails validation, raises, or returns something that is not a list of
-  :class:`BotSpec` is logged as ``bot_plugin_failed`` and left out; the others load.
+  import, fails validation, raises, or returns something that is not an iterable of
+  :class:`BotSpec` is logged as ``bot_plugin_failed`` and left out; the others load;
+* a plugin's import and its hook each have a time limit (``load_timeout_s``): one that hangs
+  (a network call without a timeout) is interrupted and fails like the others, so that the
+  service starts without it.
 
 Functions named ``cardgames_*`` are hook implementations even without ``@hookimpl`` (as
 ``pytest_*`` functions are for pytest), so a misspelled hook name is a validation error rather
@@ -23,13 +26,17 @@ than a silently ignored function.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.metadata
 import inspect
 import os
 import re
+import signal
+import threading
+import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import pluggy
 import structlog
@@ -52,6 +59,10 @@ another distribution under one of these names never replaces it, whatever ``sys.
 first, and the engine's plugins register before any other, so that their bots' names are
 theirs (a bot seat, a takeover or an arena naming ``random``, ``heuristic`` or ``search``
 must get the real one, not a package that happened to be found first)."""
+
+LOAD_TIMEOUT_S = 30.0
+"""How long one plugin's import, and then its ``cardgames_bots`` hook, may take by default
+(``SessionConfig.bot_plugin_load_timeout_s``, ``--bot-plugin-load-timeout-s``)."""
 
 BOT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 GAME_ID_RE = re.compile(r"^[a-z0-9_]+$")
@@ -79,17 +90,22 @@ class PluginSettings:
     autoload: bool = True
     allowlist: frozenset[str] | None = None
     extra: tuple[Any, ...] = ()
+    #: seconds one plugin's import, and then its hook, may take (:func:`_time_limit`); None:
+    #: no limit. Every process that loads the plugins applies the same limit, so that the
+    #: service's catalog and its workers' leave out the same plugin that hangs.
+    load_timeout_s: float | None = LOAD_TIMEOUT_S
 
     @classmethod
     def resolve(cls, *, autoload: bool = True, allowlist: Iterable[str] | None = None,
-                extra: Sequence[Any] = (), environ: Mapping[str, str] | None = None) -> "PluginSettings":
+                extra: Sequence[Any] = (), environ: Mapping[str, str] | None = None,
+                load_timeout_s: float | None = LOAD_TIMEOUT_S) -> "PluginSettings":
         """Combine explicit arguments with the environment: the disable switch always wins;
         an explicit allowlist wins over ``CARDGAMES_BOT_PLUGINS``."""
         env = os.environ if environ is None else environ
         if _env_flag(env.get(ENV_DISABLE_AUTOLOAD)):
             autoload = False
         allowed = frozenset(allowlist) if allowlist is not None else parse_allowlist(env.get(ENV_ALLOWLIST))
-        return cls(autoload=autoload, allowlist=allowed, extra=tuple(extra))
+        return cls(autoload=autoload, allowlist=allowed, extra=tuple(extra), load_timeout_s=load_timeout_s)
 
 
 class BotPluginManager(pluggy.PluginManager):
@@ -119,7 +135,10 @@ class CatalogEntry:
 class PluginFailure:
     plugin: str
     stage: str  # "import" | "register" | "validate" | "hook" | "spec"
-    error: str
+    error: str  # as logged (``bot_plugin_failed``), an exception's message included
+    #: what ``ListBots`` tells every caller: ``error``, except that an exception raised by the
+    #: plugin's own code (its import, its hook) is named by type and place, without its message
+    summary: str = ""
 
 
 @dataclass
@@ -142,6 +161,66 @@ class BotCatalog:
         return entry is not None and entry.spec.plays(game_id)
 
 
+class _LoadTimedOut(BaseException):
+    """Raised in a plugin's import or hook that overran the load time limit (BaseException: a
+    plugin's ``except Exception`` around a network call must not swallow it)."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float | None) -> Iterator[None]:
+    """Interrupt the body with :class:`_LoadTimedOut` after ``seconds`` (SIGALRM).
+
+    Why a signal and not a thread: an import cannot be stopped from another thread, and one
+    left running for ever would hold its module's import lock and the GIL's time in the
+    service, and in the workers' zygote, which must run no thread for its forks to be safe
+    (a fork inherits a lock such a thread holds, locked for good). The signal's handler raises
+    in the import itself, which then unwinds as any failed import does: the half-made module
+    leaves ``sys.modules``, its locks are released. Python handles signals between
+    instructions, and a sleep, a socket read or a lock's wait returns to do so, so a plugin
+    waiting on the network or a lock is interrupted; one stuck inside a single long C call
+    (a C extension's loop) is not, nor one whose bare ``except:`` swallows the interruption.
+
+    No limit outside the main thread (only it receives signals: a caller's case, not the
+    service's). A timer a caller armed already (pytest-timeout's) is put back afterwards with
+    the time it had left; one due before ours is left alone, and no limit of ours applies."""
+    if (seconds is None or not hasattr(signal, "setitimer")
+            or threading.current_thread() is not threading.main_thread()):
+        yield
+        return
+    outer_delay, outer_interval = signal.getitimer(signal.ITIMER_REAL)
+    if 0 < outer_delay <= seconds:
+        yield
+        return
+    started = time.monotonic()
+    armed = [True]
+
+    def expired(signum: int, frame: Any) -> None:
+        if armed[0]:
+            armed[0] = False
+            raise _LoadTimedOut()
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    if previous is None:  # a handler C code installed: Python can only put back the default
+        previous = signal.SIG_DFL
+
+    def disarm() -> None:
+        armed[0] = False  # from here on a late signal raises nothing
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer_delay > 0:
+            left = outer_delay - (time.monotonic() - started)
+            signal.setitimer(signal.ITIMER_REAL, max(left, 1e-6), outer_interval)
+
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        try:
+            disarm()
+        except _LoadTimedOut:  # the timer fired as the body ended, before disarm(): it was in
+            disarm()  # time, and it fires once, so this second call runs through
+
+
 def _describe(exc: BaseException) -> str:
     """Exception type and message for plugin *loading* failures (no game data involved): the
     whole message on one line, capped (pluggy says *why* a hook is refused on its later
@@ -150,6 +229,23 @@ def _describe(exc: BaseException) -> str:
     if len(text) > 500:
         text = text[:497] + "..."
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _summarize(exc: BaseException) -> str:
+    """A failure of the plugin's own code as ``ListBots`` says it to anyone who asks, without
+    the exception's message: the plugin wrote it, and it may hold what only the operator may
+    read (an ``int(os.environ["TOKEN"])`` says the value in its ``ValueError``; the engine's
+    process imports plugins with its whole environment, admin token and database URL
+    included). Its type and where it was raised tell a bot author where to look; the log line
+    has the message. A missing module is named, by the import system, not by the plugin."""
+    if isinstance(exc, ModuleNotFoundError) and isinstance(exc.name, str):
+        return f"ModuleNotFoundError: no module named {exc.name!r}"
+    if isinstance(exc, SyntaxError) and isinstance(exc.filename, str):
+        # its traceback ends in the import machinery: the place is the file that did not compile
+        return f"{type(exc).__name__} at {exc.filename.rsplit('/', 1)[-1]}:{exc.lineno}"
+    from .runner import describe_exception  # the runner imports this module
+
+    return describe_exception(exc)
 
 
 def _entry_points() -> list[importlib.metadata.EntryPoint]:
@@ -181,6 +277,22 @@ def _dist_label(ep: importlib.metadata.EntryPoint) -> str:
         return ""
 
 
+def _not_bot_specs(returned: Any) -> str:
+    """Why what a ``cardgames_bots`` hook returned is not an iterable of BotSpec ("" when it
+    is: a list, a tuple, a generator...; None counts as no bots). The hook's contract is any
+    iterable, not only a list, because a generator (``yield BotSpec(...)``) is as natural a way
+    to write it; but a string, bytes or a mapping are iterables whose items are characters or
+    keys, which would be refused one by one as specs, and a lone BotSpec is not iterable at
+    all: each is refused whole, with a reason that says what was returned."""
+    if returned is None:
+        return ""
+    if isinstance(returned, BotSpec):
+        return "cardgames_bots returned a BotSpec, not an iterable of BotSpec (return [spec])"
+    if isinstance(returned, (str, bytes, bytearray, Mapping)) or not isinstance(returned, Iterable):
+        return f"cardgames_bots returned {type(returned).__name__}, not an iterable of BotSpec"
+    return ""
+
+
 def _validate_spec(spec: Any, plugin: str) -> BotSpec:
     if not isinstance(spec, BotSpec):
         raise TypeError(f"expected BotSpec, got {type(spec).__name__}")
@@ -207,10 +319,17 @@ def load_catalog(settings: PluginSettings) -> BotCatalog:
     pm = BotPluginManager()
     catalog = BotCatalog(manager=pm)
 
-    def fail(plugin: str, stage: str, exc: BaseException | str) -> None:
+    def fail(plugin: str, stage: str, exc: BaseException | str, *, plugin_code: bool = False) -> None:
+        """Log and record a failure. ``plugin_code``: ``exc`` was raised by the plugin's own
+        code, whose message is logged but not shown by ``ListBots`` (:func:`_summarize`); the
+        engine's and pluggy's refusals are said the same way in both places."""
         error = exc if isinstance(exc, str) else _describe(exc)
-        catalog.failures.append(PluginFailure(plugin, stage, error))
+        summary = _summarize(exc) if plugin_code and not isinstance(exc, str) else error
+        catalog.failures.append(PluginFailure(plugin, stage, error, summary))
         log.error("bot_plugin_failed", plugin=plugin, stage=stage, error=error)
+
+    timed_out = (f"timed out: not done within {settings.load_timeout_s or 0:g} s, the plugin load "
+                 f"time limit (--bot-plugin-load-timeout-s)")
 
     def register(plugin_obj: Any, name: str, dist: str) -> None:
         try:
@@ -244,11 +363,15 @@ def load_catalog(settings: PluginSettings) -> BotCatalog:
                       reason="autoload disabled" if not settings.autoload else "not in allowlist")
             continue
         try:
-            obj = ep.load()
+            with _time_limit(settings.load_timeout_s):
+                obj = ep.load()
+        except _LoadTimedOut:
+            fail(ep.name, "import", timed_out)
+            continue
         except BaseException as exc:  # noqa: BLE001 - SystemExit in a module body too
             if isinstance(exc, KeyboardInterrupt):
                 raise
-            fail(ep.name, "import", exc)
+            fail(ep.name, "import", exc, plugin_code=True)
             continue
         register(obj, ep.name, _dist_label(ep))
 
@@ -256,11 +379,15 @@ def load_catalog(settings: PluginSettings) -> BotCatalog:
         if isinstance(item, str):
             name = item
             try:
-                obj: Any = importlib.import_module(item)
+                with _time_limit(settings.load_timeout_s):
+                    obj: Any = importlib.import_module(item)
+            except _LoadTimedOut:
+                fail(name, "import", timed_out)
+                continue
             except BaseException as exc:  # noqa: BLE001
                 if isinstance(exc, KeyboardInterrupt):
                     raise
-                fail(name, "import", exc)
+                fail(name, "import", exc, plugin_code=True)
                 continue
         else:
             obj = item
@@ -280,10 +407,19 @@ def load_catalog(settings: PluginSettings) -> BotCatalog:
     for impl in impls:
         plugin = impl.plugin_name
         try:
-            specs = impl.function()
-            specs = list(specs or ())
+            with _time_limit(settings.load_timeout_s):
+                returned = impl.function()
+                refused = _not_bot_specs(returned)
+                # a generator's body runs here: its exceptions are the plugin's, as the hook's
+                specs = [] if refused or returned is None else list(returned)
+        except _LoadTimedOut:
+            fail(plugin, "hook", timed_out)
+            continue
         except Exception as exc:
-            fail(plugin, "hook", exc)
+            fail(plugin, "hook", exc, plugin_code=True)
+            continue
+        if refused:
+            fail(plugin, "hook", refused)
             continue
         for spec in specs:
             try:

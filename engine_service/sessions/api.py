@@ -172,6 +172,17 @@ class BotInfo:
 
 
 @dataclass(frozen=True)
+class BotLoadFailure:
+    """A bot plugin, or one bot of a plugin, left out at start-up (docs/bots.md, "Packaging"):
+    ``stage`` is ``import``, ``register``, ``validate``, ``hook`` or ``spec``; ``reason`` never
+    carries the message of an exception the plugin's own code raised (that is in the log)."""
+
+    plugin: str
+    stage: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class SeatInfo:
     seat: int
     kind: SeatKind
@@ -317,6 +328,10 @@ class MatchService(Protocol):
     def list_games(self) -> list[GameInfo]: ...
 
     def list_bots(self) -> list[BotInfo]: ...
+
+    def list_bot_load_failures(self) -> list[BotLoadFailure]:
+        """The plugins and bots that failed to load, in the order they failed (ListBots says
+        them, so that a missing bot is not missing without a word)."""
 
     def authenticate(self, match_id: str, token: str | None, *, admin: bool = False) -> Principal:
         """Resolve a bearer token (None: spectator) for ``match_id``; Unauthenticated for an

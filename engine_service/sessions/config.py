@@ -83,6 +83,12 @@ class SessionConfig:
     bot_pace_s: float = 2.0
     #: Worker processes of the bot host when the manager creates it.
     bot_workers: int = 2
+    #: How long one bot plugin's import, and then its ``cardgames_bots`` hook, may take in
+    #: the service and in its bot workers (each process applies it to its own load) before
+    #: the plugin is left out (``bot_plugin_failed``, "timed out"): a plugin whose import
+    #: hangs must not keep the service from starting. Raise it for a plugin that loads a large
+    #: model at import. ``engine_service.plugins.manager.LOAD_TIMEOUT_S`` is the same default.
+    bot_plugin_load_timeout_s: float = 30.0
     #: The bot that plays an absent or departed seat of a four-player game (GJ-12.4):
     #: ``""`` is the rulebook's default, the auto-move policy GJ-12.2; a bot name (e.g.
     #: ``"random"``) uses that bot plugin. A CreateMatch request may name another.
@@ -120,7 +126,8 @@ class SessionConfig:
                      "bot_pace_s"):
             if getattr(self, name) < 0:
                 problems.append(f"{name} must be >= 0")
-        for name in ("time_scale", "heartbeat_interval_s", "bot_deadline_s", "absence_heartbeat_s"):
+        for name in ("time_scale", "heartbeat_interval_s", "bot_deadline_s", "absence_heartbeat_s",
+                     "bot_plugin_load_timeout_s"):
             if not getattr(self, name) > 0:
                 problems.append(f"{name} must be > 0")
         for name in ("snapshot_threshold", "watcher_queue_size", "max_matches",

@@ -63,8 +63,8 @@ from ..store import MatchListing, Store, StoreError, open_store
 from ..store.base import STATUSES, CreateIdTaken, PruneCounts, SeatRecord, StoredMatch
 from .access import acting_seat, audience_of, authenticate, left_already, require_current_token
 from .actions import PlayerActions
-from .api import (BadRequest, BotInfo, CreateIdInUse, CreateMatchRequest, DealReveal, FailedPrecondition, GameInfo,
-                  Inspection, JoinResult, LimitExceeded, MatchEvent, MatchNotActive, MatchNotFound,
+from .api import (BadRequest, BotInfo, BotLoadFailure, CreateIdInUse, CreateMatchRequest, DealReveal,
+                  FailedPrecondition, GameInfo, Inspection, JoinResult, LimitExceeded, MatchEvent, MatchNotActive, MatchNotFound,
                   MatchNotOver, MatchSummary, Page, PermissionDenied, Principal, SeatTaken, SessionError,
                   SubmitResult, Unauthenticated, Unavailable, ViewEnvelope)
 from .clock import MatchClock
@@ -97,6 +97,8 @@ class BotHostLike(Protocol):
     def bots(self) -> list[BotInfo]: ...
 
     def plays(self, bot: str, game_id: str) -> bool: ...
+
+    # optional: ``load_failures() -> list[BotLoadFailure]``, the plugins that did not load
 
     async def decide(self, bot: str, game_id: str, seat: int, view: dict, legal: list[str],
                      seed: int, deadline_s: float) -> Any: ...
@@ -211,7 +213,8 @@ class MatchManager:
             from ..plugins.host import BotHost
 
             try:
-                self._host = BotHost(workers=self.config.bot_workers, metrics=self.metrics)
+                self._host = BotHost(workers=self.config.bot_workers, metrics=self.metrics,
+                                     load_timeout_s=self.config.bot_plugin_load_timeout_s)
             except OSError as exc:
                 # was reported as the database's fault (store_unavailable), naming the --db
                 raise BotHostUnavailable(f"cannot start the bot worker processes: {exc}") from exc
@@ -438,6 +441,11 @@ class MatchManager:
 
     def list_bots(self) -> list[BotInfo]:
         return list(self._host.bots()) if self._host is not None else []
+
+    def list_bot_load_failures(self) -> list[BotLoadFailure]:
+        # optional in a host (BotHostLike): a stand-in that loads no plugins has none
+        failures = getattr(self._host, "load_failures", None)
+        return list(failures()) if failures is not None else []
 
     # ---- authentication -------------------------------------------------------------------
 

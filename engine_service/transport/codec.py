@@ -209,6 +209,10 @@ def bot_message(info: api.BotInfo) -> match_pb2.BotInfo:
                              description=info.description, plugin=info.plugin)
 
 
+def bot_load_failure_message(failure: api.BotLoadFailure) -> pb.BotLoadFailure:
+    return pb.BotLoadFailure(plugin=failure.plugin, stage=failure.stage, reason=failure.reason)
+
+
 # ---- matches -----------------------------------------------------------------------------------
 
 _STATUS = {"waiting": match_pb2.MATCH_STATUS_WAITING, "active": match_pb2.MATCH_STATUS_ACTIVE,

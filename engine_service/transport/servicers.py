@@ -153,7 +153,9 @@ class CardGamesServicer(_Base, card_games_pb2_grpc.CardGamesServiceServicer):
             if game not in known:
                 raise UnknownGame(f"unknown game {game!r}; known games: {', '.join(known)}", game=game)
         bots = [b for b in self._service.list_bots() if not game or game in b.games]
-        return pb.ListBotsResponse(bots=[codec.bot_message(b) for b in bots])
+        # every failure whatever the game: a plugin that did not load plays no game at all
+        failures = [codec.bot_load_failure_message(f) for f in self._service.list_bot_load_failures()]
+        return pb.ListBotsResponse(bots=[codec.bot_message(b) for b in bots], load_failures=failures)
 
     @unary
     async def CreateMatch(self, request: pb.CreateMatchRequest, context) -> pb.CreateMatchResponse:

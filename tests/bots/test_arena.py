@@ -165,6 +165,30 @@ def test_command_line(tmp_path, capsys):
         arena.main(["--game", "klaberjass", "--bots", "nobody,random", "--deals", "1", "--no-progress"])
 
 
+def test_one_board_prints_no_interval_rather_than_minus_to_plus_infinity(tmp_path, capsys):
+    """One board has no spread: its interval was printed "[-inf, +inf]" (the win rate's
+    "[0.000, 1.000]", clamped) and written to --json as -Infinity, which is not JSON."""
+    out = tmp_path / "report.json"
+    assert arena.main(["--game", "japanese_joker", "--bots", "heuristic,random", "--deals", "1",
+                       "--workers", "1", "--no-progress", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "inf" not in text and text.count("[n/a (one board)]") == 4, text
+    row = next(line for line in text.splitlines() if line.startswith("heuristic"))
+    assert re.search(r"[+-]\d+\.\d\d \[n/a \(one board\)\]", row) and re.search(r"\d\.\d{3} \[n/a", row), row
+
+    def strict(constant):
+        raise AssertionError(f"{constant} is not JSON")
+
+    data = json.loads(out.read_text(), parse_constant=strict)
+    for result in data["results"]:
+        for key in ("score_diff", "win_rate"):
+            assert result[key]["low"] is None and result[key]["high"] is None
+            assert math.isfinite(result[key]["mean"])
+    # two boards have an interval again, printed as before
+    assert str(mean_interval([1.0, 3.0])).startswith("+2.00 [") and "n/a" not in str(mean_interval([1.0, 3.0]))
+    assert mean_interval([]).format(".3f") == "nan [n/a (no boards)]"
+
+
 @pytest.mark.parametrize("flags, says", [
     (["--deals", "0"], "--deals: must be at least 1"),
     (["--deals", "-3"], "--deals: must be at least 1"),

@@ -64,3 +64,27 @@ class ShippedNames:
 
 
 SHIPPED_IMPOSTOR = ShippedNames()
+
+
+class HookHangs:
+    """A hook that never returns (waiting on a lock nobody releases)."""
+
+    @hookimpl
+    def cardgames_bots(self):
+        import threading
+
+        lock = threading.Lock()
+        lock.acquire()
+        lock.acquire()
+        return []
+
+
+class SlowHook:
+    """A hook that takes a little while (0.5 s), then offers a bot."""
+
+    @hookimpl
+    def cardgames_bots(self):
+        import time
+
+        time.sleep(0.5)
+        return [BotSpec("slow-hook", lambda game_id: None)]

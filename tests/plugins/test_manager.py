@@ -4,6 +4,11 @@ rest loads)."""
 
 from __future__ import annotations
 
+import signal
+import sys
+import threading
+import time
+
 from structlog.testing import capture_logs
 
 from engine_service.plugins.manager import (ENV_ALLOWLIST, ENV_DISABLE_AUTOLOAD, PluginSettings,
@@ -81,6 +86,15 @@ def test_broken_plugins_are_logged_and_left_out():
     assert len(logged) == len(catalog.failures)
     assert all(e["log_level"] == "error" and e["plugin"] and e["error"] for e in logged)
     assert any("not installed" in e["error"] for e in logged)  # the import error says why
+    # ListBots says the plugin's own exceptions by type and place, not by their message (which
+    # the plugin wrote, and may hold a secret): the log line has it
+    summaries = {(f.plugin, f.stage): f.summary for f in catalog.failures}
+    assert summaries[("tests.plugins.import_fails", "import")] == "ImportError at import_fails.py:3 in <module>"
+    assert summaries[("no.such.module", "import")] == "ModuleNotFoundError: no module named 'no'"
+    hook = summaries[("HookRaises", "hook")]
+    assert hook.startswith("RuntimeError at broken_plugins.py:") and hook.endswith(" in cardgames_bots"), hook
+    assert "plugin bug" in next(f.error for f in catalog.failures if f.plugin == "HookRaises")
+    assert all(f.summary == f.error for f in catalog.failures if f.stage in ("register", "validate", "spec"))
     # and so does pluggy's refusal, whose reason is on its message's later lines
     wrong = next(f.error for f in catalog.failures if f.plugin == "WrongArguments")
     assert "nonsense" in wrong and "\n" not in wrong, wrong
@@ -218,3 +232,114 @@ def test_an_allowlisted_name_that_no_entry_point_has_is_warned_about():
     with capture_logs() as logs:
         load_catalog(PluginSettings.resolve(environ={ENV_ALLOWLIST: "search"}))
     assert not [e for e in logs if e["event"] == "bot_plugins_not_installed"]
+
+
+def test_a_plugin_whose_import_or_hook_hangs_is_left_out_after_the_time_limit():
+    """The load time limit interrupts a sleeping import and a hook waiting on a lock: both are
+    failures with a reason that says so, the other plugins load, and the limit's signal
+    handler and timer are put back as they were."""
+    before = signal.getsignal(signal.SIGALRM)
+    started = time.monotonic()
+    with capture_logs() as logs:
+        catalog = load_catalog(PluginSettings.resolve(
+            extra=["tests.plugins.slow_import", broken_plugins.HookHangs(), "tests.plugins.bad_bots"],
+            environ={}, load_timeout_s=0.5))
+    assert time.monotonic() - started < 10
+    failed = {(f.plugin, f.stage): f for f in catalog.failures}
+    assert set(failed) == {("tests.plugins.slow_import", "import"), ("HookHangs", "hook")}, failed
+    for f in failed.values():
+        assert f.error == f.summary and f.error.startswith("timed out: not done within 0.5 s"), f
+    assert "tests.plugins.slow_import" not in sys.modules  # unwound as a failed import is
+    assert "sleeps" in catalog.names() and "never-here" not in catalog.names()
+    assert len([e for e in logs if e["event"] == "bot_plugin_failed"]) == 2
+    assert signal.getsignal(signal.SIGALRM) is before
+
+
+def test_a_timer_the_caller_armed_is_put_back_with_the_time_it_had_left():
+    """pytest-timeout arms SIGALRM for every test: the limit runs inside it and re-arms it."""
+    fired: list[int] = []
+    previous = signal.signal(signal.SIGALRM, lambda *_: fired.append(1))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 100.0)
+        catalog = load_catalog(PluginSettings.resolve(extra=["tests.plugins.slow_import"], environ={},
+                                                      load_timeout_s=0.3))
+        assert [f.stage for f in catalog.failures] == ["import"] and not fired
+        left = signal.getitimer(signal.ITIMER_REAL)[0]
+        assert 90 < left < 100, left
+        signal.setitimer(signal.ITIMER_REAL, 0.05)  # and it is the caller's handler again
+        time.sleep(0.2)
+        assert fired == [1]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_the_load_time_limit_leaves_a_plugin_in_time_alone_and_applies_in_the_main_thread_only():
+    catalog = load_catalog(PluginSettings.resolve(extra=["tests.plugins.bad_bots"], environ={},
+                                                  load_timeout_s=5.0))
+    assert "sleeps" in catalog.names() and not catalog.failures
+    # only the main thread gets signals: elsewhere there is no limit (and no signal handler
+    # set from a thread, which Python refuses)
+    out: list = []
+    thread = threading.Thread(target=lambda: out.append(load_catalog(PluginSettings.resolve(
+        extra=[broken_plugins.SlowHook()], environ={}, load_timeout_s=0.1))))
+    thread.start()
+    thread.join(30)
+    assert out and "slow-hook" in out[0].names() and not out[0].failures
+
+
+def test_the_hook_may_return_any_iterable_of_bot_specs_but_not_a_string_a_mapping_or_one_spec():
+    """docs/bots.md: a list, a tuple or a generator; None is no bots. A string or a mapping
+    (whose items are characters, keys) and a lone BotSpec are refused whole, saying what was
+    returned: before, a string was refused character by character and a lone spec as a
+    TypeError in the engine's own code."""
+    from engine_service.plugins import BotSpec, hookimpl
+
+    def plugin(name, returns):
+        return type(name, (), {"cardgames_bots": hookimpl(staticmethod(returns))})()
+
+    def generator():
+        yield BotSpec("from-generator", lambda g: None)
+
+    def breaks():
+        yield BotSpec("before-break", lambda g: None)
+        raise RuntimeError("broke after one")
+
+    extras = [plugin("Generator", generator), plugin("Tuple", lambda: (BotSpec("from-tuple", lambda g: None),)),
+              plugin("Nothing", lambda: None), plugin("Text", lambda: "random"),
+              plugin("Mapping", lambda: {BotSpec("from-dict", lambda g: None): 1}),
+              plugin("Lone", lambda: BotSpec("lone", lambda g: None)), plugin("Number", lambda: 5),
+              plugin("Breaks", breaks)]
+    catalog = load_catalog(PluginSettings.resolve(extra=extras, environ={}))
+    assert {"from-generator", "from-tuple"} <= set(catalog.names())
+    assert not {"from-dict", "lone", "before-break"} & set(catalog.names())
+    failed = {f.plugin: (f.stage, f.summary) for f in catalog.failures}
+    assert failed == {
+        "Text": ("hook", "cardgames_bots returned str, not an iterable of BotSpec"),
+        "Mapping": ("hook", "cardgames_bots returned dict, not an iterable of BotSpec"),
+        "Lone": ("hook", "cardgames_bots returned a BotSpec, not an iterable of BotSpec (return [spec])"),
+        "Number": ("hook", "cardgames_bots returned int, not an iterable of BotSpec"),
+        "Breaks": ("hook", failed["Breaks"][1]),
+    }, failed
+    assert failed["Breaks"][1].startswith("RuntimeError at test_manager.py:"), failed["Breaks"]
+
+
+def test_a_signal_handler_python_did_not_install_is_put_back_as_the_default(monkeypatch):
+    """signal.signal answers None for a handler set by C code, and refuses None back."""
+    real = signal.signal
+    calls: list = []
+
+    def from_c_code(signum, handler):
+        calls.append(handler)
+        previous = real(signum, handler)
+        return None if len(calls) == 1 else previous
+
+    monkeypatch.setattr(signal, "signal", from_c_code)
+    before = signal.getsignal(signal.SIGALRM)
+    try:
+        catalog = load_catalog(PluginSettings.resolve(extra=["tests.plugins.bad_bots"], environ={},
+                                                      load_timeout_s=5.0))
+        assert "sleeps" in catalog.names()
+        assert calls[-1] is signal.SIG_DFL
+    finally:
+        real(signal.SIGALRM, before)

@@ -72,6 +72,9 @@ class ScriptedService:
     def list_bots(self):
         return [api.BotInfo("random", ["g", "h"], "random legal moves"), api.BotInfo("hx", ["h"], "")]
 
+    def list_bot_load_failures(self):
+        return [api.BotLoadFailure("broken", "import", "ImportError at broken.py:3 in <module>")]
+
     def authenticate(self, match_id, token, *, admin=False):
         self.calls.append(("authenticate", match_id, token, admin))
         if admin:
@@ -592,6 +595,11 @@ async def test_catalogue():
         assert [(x.id, x.num_seats, x.options[0].name, x.options[0].help) for x in games.games] == [("g", 2, "x", "h")]
         assert [b.name for b in (await srv.games.ListBots(pb.ListBotsRequest())).bots] == ["random", "hx"]
         assert [b.name for b in (await srv.games.ListBots(pb.ListBotsRequest(game="g"))).bots] == ["random"]
+        # the plugins that failed to load are said whatever the game filter: they play none
+        for game in ("", "g"):
+            failed = (await srv.games.ListBots(pb.ListBotsRequest(game=game))).load_failures
+            assert [(f.plugin, f.stage, f.reason) for f in failed] == [
+                ("broken", "import", "ImportError at broken.py:3 in <module>")]
         # an unknown game is refused, as by the other listings (not an empty list)
         err = await expect_error(srv.games.ListBots(pb.ListBotsRequest(game="poker")))
         assert (err.code, err.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "UNKNOWN_GAME")

@@ -131,7 +131,8 @@ def test_every_setting_has_a_range_that_holds_its_default(setting):
     ("--max-connection-idle-s", "inf"), ("--max-connection-idle-s", "soon"),
     ("--time-scale", "0"), ("--heartbeat-interval-s", "0"), ("--bot-deadline-s", "0"),
     ("--snapshot-threshold", "0"), ("--watcher-queue-size", "-1"), ("--bot-workers", "0"),
-    ("--bot-workers", "1000"), ("--max-matches", "1.5"), ("--rate-limit-seat-burst", "-1"),
+    ("--bot-workers", "1000"), ("--bot-plugin-load-timeout-s", "0"), ("--bot-plugin-load-timeout-s", "3601"),
+    ("--max-matches", "1.5"), ("--rate-limit-seat-burst", "-1"),
     ("--finished-retention-s", "-5"), ("--default-turn-time-s", "1e9"), ("--default-turn-time-s", "5"),
     ("--default-turn-time-s", "121"), ("--default-turn-time-s", "nan"), ("--host", ""),
     ("--admin-token", ""), ("--db", " "),
@@ -206,6 +207,16 @@ def test_a_bad_environment_value_exits_2_and_only_stops_serve(monkeypatch, capsy
         main(["serve", "--help"])  # --help still shows what is in force, without failing
     assert helped.value.code == 0
     assert "default: invalid CARDGAMES_PORT" in " ".join(capsys.readouterr().out.split())
+
+
+def test_the_bot_plugin_load_time_limit_reaches_the_session_config_with_the_plugins_default():
+    from engine_service.plugins.manager import LOAD_TIMEOUT_S
+
+    assert S.Settings().session.bot_plugin_load_timeout_s == LOAD_TIMEOUT_S
+    parser = argparse.ArgumentParser()
+    S.add_arguments(parser, env={"CARDGAMES_BOT_PLUGIN_LOAD_TIMEOUT_S": "90"})
+    assert S.from_namespace(parser.parse_args([])).session.bot_plugin_load_timeout_s == 90.0
+    assert S.from_namespace(parser.parse_args(["--bot-plugin-load-timeout-s", "2.5"])).session.bot_plugin_load_timeout_s == 2.5
 
 
 def test_bot_pace_defaults_to_the_bot_deadline_and_is_never_negative():

@@ -565,6 +565,24 @@ test('verifyDeal refuses a salt used at two positions', () => {
   assert.strictEqual(verifyDeal(reveal, commitment, { pack }), false, 'a hidden card salted as a shown one');
 });
 
+test('listBotLoadFailures returns the load_failures of a ListBots answer, through the real proto', async () => {
+  const { Client, api } = require('../cardgames');
+  const client = new Client('127.0.0.1:9');
+  client.stub.close();
+  const method = api.CardGamesService.service.ListBots;
+  const failure = { plugin: 'mybot', stage: 'import', reason: "ModuleNotFoundError: no module named 'numpyx'" };
+  // the answer as the engine would send it: encoded, then decoded as the client's channel does
+  const wire = method.responseSerialize({ bots: [{ name: 'random', games: ['klaberjass'], plugin: 'random' }],
+    load_failures: [failure] });
+  client.stub = {
+    ListBots(request, metadata, options, callback) {
+      callback(null, method.responseDeserialize(wire));
+    },
+  };
+  assert.deepStrictEqual((await client.listBotLoadFailures()).map((f) => ({ ...f })), [failure]);
+  assert.deepStrictEqual((await client.listBots()).map((b) => b.name), ['random']);
+});
+
 test('createMatch sends a ListGames OptionValue back as it is; any other object is a TypeError', async () => {
   const { Client } = require('../cardgames');
   const client = new Client('127.0.0.1:9');

@@ -28,7 +28,7 @@ from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x63\x61rdgames/v1/card_games.proto\x12\x0c\x63\x61rdgames.v1\x1a\x18\x63\x61rdgames/v1/cards.proto\x1a\x18\x63\x61rdgames/v1/match.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\"\x12\n\x10ListGamesRequest\":\n\x11ListGamesResponse\x12%\n\x05games\x18\x01 \x03(\x0b\x32\x16.cardgames.v1.GameInfo\"\x1f\n\x0fListBotsRequest\x12\x0c\n\x04game\x18\x01 \x01(\t\"7\n\x10ListBotsResponse\x12#\n\x04\x62ots\x18\x01 \x03(\x0b\x32\x15.cardgames.v1.BotInfo\"I\n\x16ListOpenMatchesRequest\x12\x0c\n\x04game\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"_\n\x17ListOpenMatchesResponse\x12+\n\x07matches\x18\x01 \x03(\x0b\x32\x1a.cardgames.v1.MatchSummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x15\n\x04\x44\x65\x63k\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\"\xe2\x03\n\x12\x43reateMatchRequest\x12\x0c\n\x04game\x18\x01 \x01(\t\x12>\n\x07options\x18\x02 \x03(\x0b\x32-.cardgames.v1.CreateMatchRequest.OptionsEntry\x12%\n\x05seats\x18\x03 \x03(\x0b\x32\x16.cardgames.v1.SeatSpec\x12,\n\tturn_time\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x1f\n\x12spectators_allowed\x18\x05 \x01(\x08H\x00\x88\x01\x01\x12\x0c\n\x04name\x18\x06 \x01(\t\x12!\n\x05\x64\x65\x63ks\x18\x07 \x03(\x0b\x32\x12.cardgames.v1.Deck\x12\x19\n\x0c\x66irst_dealer\x18\x08 \x01(\x05H\x01\x88\x01\x01\x12\x0e\n\x06listed\x18\t \x01(\x08\x12\x1f\n\x17spectator_delay_actions\x18\n \x01(\r\x12\x18\n\x10\x63lient_create_id\x18\x0b \x01(\t\x1aI\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12(\n\x05value\x18\x02 \x01(\x0b\x32\x19.cardgames.v1.OptionValue:\x02\x38\x01\x42\x15\n\x13_spectators_allowedB\x0f\n\r_first_dealer\"@\n\x13\x43reateMatchResponse\x12)\n\x05match\x18\x01 \x01(\x0b\x32\x1a.cardgames.v1.MatchSummary\"#\n\x0fGetMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"=\n\x10GetMatchResponse\x12)\n\x05match\x18\x01 \x01(\x0b\x32\x1a.cardgames.v1.MatchSummary\"m\n\x10JoinMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x11\n\x04seat\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x0bplayer_name\x18\x03 \x01(\t\x12\x16\n\x0e\x63lient_join_id\x18\x04 \x01(\tB\x07\n\x05_seat\"G\n\x11JoinMatchResponse\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\x05\x12\x12\n\nseat_token\x18\x03 \x01(\t\"\"\n\x0eGetViewRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"3\n\x0fGetViewResponse\x12 \n\x04view\x18\x01 \x01(\x0b\x32\x12.cardgames.v1.View\"}\n\x13SubmitActionRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x02 \x01(\t\x12\x19\n\x0c\x65xpected_seq\x18\x03 \x01(\x03H\x00\x88\x01\x01\x12\x18\n\x10\x63lient_action_id\x18\x04 \x01(\tB\x0f\n\r_expected_seq\"~\n\x14SubmitActionResponse\x12\x0b\n\x03seq\x18\x01 \x01(\x03\x12$\n\x06\x61\x63tion\x18\x02 \x01(\x0b\x32\x14.cardgames.v1.Action\x12 \n\x04view\x18\x03 \x01(\x0b\x32\x12.cardgames.v1.View\x12\x11\n\tduplicate\x18\x04 \x01(\x08\"K\n\x11WatchMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x16\n\tafter_seq\x18\x02 \x01(\x03H\x00\x88\x01\x01\x42\x0c\n\n_after_seq\"\x99\x02\n\x12WatchMatchResponse\x12%\n\x04kind\x18\x01 \x01(\x0e\x32\x17.cardgames.v1.EventKind\x12\x0b\n\x03seq\x18\x02 \x01(\x03\x12\x10\n\x08match_id\x18\x03 \x01(\t\x12\x11\n\x04seat\x18\x04 \x01(\x05H\x00\x88\x01\x01\x12$\n\x06\x61\x63tion\x18\x05 \x01(\x0b\x32\x14.cardgames.v1.Action\x12\x1f\n\x02\x62y\x18\x06 \x01(\x0e\x32\x13.cardgames.v1.Actor\x12\x0e\n\x06reason\x18\x07 \x01(\t\x12 \n\x04view\x18\x08 \x01(\x0b\x32\x12.cardgames.v1.View\x12(\n\x07\x64\x65tails\x18\t \x01(\x0b\x32\x17.google.protobuf.StructB\x07\n\x05_seat\"5\n\x11LeaveMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0e\n\x06resign\x18\x02 \x01(\x08\"?\n\x12LeaveMatchResponse\x12)\n\x05match\x18\x01 \x01(\x0b\x32\x1a.cardgames.v1.MatchSummary\"&\n\x12RevealDealsRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"x\n\nDealReveal\x12\x0c\n\x04\x64\x65\x61l\x18\x01 \x01(\x05\x12\r\n\x05\x63\x61rds\x18\x02 \x03(\t\x12\x10\n\x04salt\x18\x03 \x01(\tB\x02\x18\x01\x12\x12\n\ncommitment\x18\x04 \x01(\t\x12\x12\n\ncard_salts\x18\x05 \x03(\t\x12\x13\n\x0b\x63\x61rd_hashes\x18\x06 \x03(\t\">\n\x13RevealDealsResponse\x12\'\n\x05\x64\x65\x61ls\x18\x01 \x03(\x0b\x32\x18.cardgames.v1.DealReveal2\x8f\x07\n\x10\x43\x61rdGamesService\x12L\n\tListGames\x12\x1e.cardgames.v1.ListGamesRequest\x1a\x1f.cardgames.v1.ListGamesResponse\x12I\n\x08ListBots\x12\x1d.cardgames.v1.ListBotsRequest\x1a\x1e.cardgames.v1.ListBotsResponse\x12R\n\x0b\x43reateMatch\x12 .cardgames.v1.CreateMatchRequest\x1a!.cardgames.v1.CreateMatchResponse\x12I\n\x08GetMatch\x12\x1d.cardgames.v1.GetMatchRequest\x1a\x1e.cardgames.v1.GetMatchResponse\x12L\n\tJoinMatch\x12\x1e.cardgames.v1.JoinMatchRequest\x1a\x1f.cardgames.v1.JoinMatchResponse\x12\x46\n\x07GetView\x12\x1c.cardgames.v1.GetViewRequest\x1a\x1d.cardgames.v1.GetViewResponse\x12U\n\x0cSubmitAction\x12!.cardgames.v1.SubmitActionRequest\x1a\".cardgames.v1.SubmitActionResponse\x12Q\n\nWatchMatch\x12\x1f.cardgames.v1.WatchMatchRequest\x1a .cardgames.v1.WatchMatchResponse0\x01\x12O\n\nLeaveMatch\x12\x1f.cardgames.v1.LeaveMatchRequest\x1a .cardgames.v1.LeaveMatchResponse\x12^\n\x0fListOpenMatches\x12$.cardgames.v1.ListOpenMatchesRequest\x1a%.cardgames.v1.ListOpenMatchesResponse\x12R\n\x0bRevealDeals\x12 .cardgames.v1.RevealDealsRequest\x1a!.cardgames.v1.RevealDealsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x63\x61rdgames/v1/card_games.proto\x12\x0c\x63\x61rdgames.v1\x1a\x18\x63\x61rdgames/v1/cards.proto\x1a\x18\x63\x61rdgames/v1/match.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\"\x12\n\x10ListGamesRequest\":\n\x11ListGamesResponse\x12%\n\x05games\x18\x01 \x03(\x0b\x32\x16.cardgames.v1.GameInfo\"\x1f\n\x0fListBotsRequest\x12\x0c\n\x04game\x18\x01 \x01(\t\"l\n\x10ListBotsResponse\x12#\n\x04\x62ots\x18\x01 \x03(\x0b\x32\x15.cardgames.v1.BotInfo\x12\x33\n\rload_failures\x18\x02 \x03(\x0b\x32\x1c.cardgames.v1.BotLoadFailure\"?\n\x0e\x42otLoadFailure\x12\x0e\n\x06plugin\x18\x01 \x01(\t\x12\r\n\x05stage\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\"I\n\x16ListOpenMatchesRequest\x12\x0c\n\x04game\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"_\n\x17ListOpenMatchesResponse\x12+\n\x07matches\x18\x01 \x03(\x0b\x32\x1a.cardgames.v1.MatchSummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x15\n\x04\x44\x65\x63k\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\"\xe2\x03\n\x12\x43reateMatchRequest\x12\x0c\n\x04game\x18\x01 \x01(\t\x12>\n\x07options\x18\x02 \x03(\x0b\x32-.cardgames.v1.CreateMatchRequest.OptionsEntry\x12%\n\x05seats\x18\x03 \x03(\x0b\x32\x16.cardgames.v1.SeatSpec\x12,\n\tturn_time\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x1f\n\x12spectators_allowed\x18\x05 \x01(\x08H\x00\x88\x01\x01\x12\x0c\n\x04name\x18\x06 \x01(\t\x12!\n\x05\x64\x65\x63ks\x18\x07 \x03(\x0b\x32\x12.cardgames.v1.Deck\x12\x19\n\x0c\x66irst_dealer\x18\x08 \x01(\x05H\x01\x88\x01\x01\x12\x0e\n\x06listed\x18\t \x01(\x08\x12\x1f\n\x17spectator_delay_actions\x18\n \x01(\r\x12\x18\n\x10\x63lient_create_id\x18\x0b \x01(\t\x1aI\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12(\n\x05value\x18\x02 \x01(\x0b\x32\x19.cardgames.v1.OptionValue:\x02\x38\x01\x42\x15\n\x13_spectators_allowedB\x0f\n\r_first_dealer\"@\n\x13\x43reateMatchResponse\x12)\n\x05match\x18\x01 \x01(\x0b\x32\x1a.cardgames.v1.MatchSummary\"#\n\x0fGetMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"=\n\x10GetMatchResponse\x12)\n\x05match\x18\x01 \x01(\x0b\x32\x1a.cardgames.v1.MatchSummary\"m\n\x10JoinMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x11\n\x04seat\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x0bplayer_name\x18\x03 \x01(\t\x12\x16\n\x0e\x63lient_join_id\x18\x04 \x01(\tB\x07\n\x05_seat\"G\n\x11JoinMatchResponse\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\x05\x12\x12\n\nseat_token\x18\x03 \x01(\t\"\"\n\x0eGetViewRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"3\n\x0fGetViewResponse\x12 \n\x04view\x18\x01 \x01(\x0b\x32\x12.cardgames.v1.View\"}\n\x13SubmitActionRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x02 \x01(\t\x12\x19\n\x0c\x65xpected_seq\x18\x03 \x01(\x03H\x00\x88\x01\x01\x12\x18\n\x10\x63lient_action_id\x18\x04 \x01(\tB\x0f\n\r_expected_seq\"~\n\x14SubmitActionResponse\x12\x0b\n\x03seq\x18\x01 \x01(\x03\x12$\n\x06\x61\x63tion\x18\x02 \x01(\x0b\x32\x14.cardgames.v1.Action\x12 \n\x04view\x18\x03 \x01(\x0b\x32\x12.cardgames.v1.View\x12\x11\n\tduplicate\x18\x04 \x01(\x08\"K\n\x11WatchMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x16\n\tafter_seq\x18\x02 \x01(\x03H\x00\x88\x01\x01\x42\x0c\n\n_after_seq\"\x99\x02\n\x12WatchMatchResponse\x12%\n\x04kind\x18\x01 \x01(\x0e\x32\x17.cardgames.v1.EventKind\x12\x0b\n\x03seq\x18\x02 \x01(\x03\x12\x10\n\x08match_id\x18\x03 \x01(\t\x12\x11\n\x04seat\x18\x04 \x01(\x05H\x00\x88\x01\x01\x12$\n\x06\x61\x63tion\x18\x05 \x01(\x0b\x32\x14.cardgames.v1.Action\x12\x1f\n\x02\x62y\x18\x06 \x01(\x0e\x32\x13.cardgames.v1.Actor\x12\x0e\n\x06reason\x18\x07 \x01(\t\x12 \n\x04view\x18\x08 \x01(\x0b\x32\x12.cardgames.v1.View\x12(\n\x07\x64\x65tails\x18\t \x01(\x0b\x32\x17.google.protobuf.StructB\x07\n\x05_seat\"5\n\x11LeaveMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0e\n\x06resign\x18\x02 \x01(\x08\"?\n\x12LeaveMatchResponse\x12)\n\x05match\x18\x01 \x01(\x0b\x32\x1a.cardgames.v1.MatchSummary\"&\n\x12RevealDealsRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"x\n\nDealReveal\x12\x0c\n\x04\x64\x65\x61l\x18\x01 \x01(\x05\x12\r\n\x05\x63\x61rds\x18\x02 \x03(\t\x12\x10\n\x04salt\x18\x03 \x01(\tB\x02\x18\x01\x12\x12\n\ncommitment\x18\x04 \x01(\t\x12\x12\n\ncard_salts\x18\x05 \x03(\t\x12\x13\n\x0b\x63\x61rd_hashes\x18\x06 \x03(\t\">\n\x13RevealDealsResponse\x12\'\n\x05\x64\x65\x61ls\x18\x01 \x03(\x0b\x32\x18.cardgames.v1.DealReveal2\x8f\x07\n\x10\x43\x61rdGamesService\x12L\n\tListGames\x12\x1e.cardgames.v1.ListGamesRequest\x1a\x1f.cardgames.v1.ListGamesResponse\x12I\n\x08ListBots\x12\x1d.cardgames.v1.ListBotsRequest\x1a\x1e.cardgames.v1.ListBotsResponse\x12R\n\x0b\x43reateMatch\x12 .cardgames.v1.CreateMatchRequest\x1a!.cardgames.v1.CreateMatchResponse\x12I\n\x08GetMatch\x12\x1d.cardgames.v1.GetMatchRequest\x1a\x1e.cardgames.v1.GetMatchResponse\x12L\n\tJoinMatch\x12\x1e.cardgames.v1.JoinMatchRequest\x1a\x1f.cardgames.v1.JoinMatchResponse\x12\x46\n\x07GetView\x12\x1c.cardgames.v1.GetViewRequest\x1a\x1d.cardgames.v1.GetViewResponse\x12U\n\x0cSubmitAction\x12!.cardgames.v1.SubmitActionRequest\x1a\".cardgames.v1.SubmitActionResponse\x12Q\n\nWatchMatch\x12\x1f.cardgames.v1.WatchMatchRequest\x1a .cardgames.v1.WatchMatchResponse0\x01\x12O\n\nLeaveMatch\x12\x1f.cardgames.v1.LeaveMatchRequest\x1a .cardgames.v1.LeaveMatchResponse\x12^\n\x0fListOpenMatches\x12$.cardgames.v1.ListOpenMatchesRequest\x1a%.cardgames.v1.ListOpenMatchesResponse\x12R\n\x0bRevealDeals\x12 .cardgames.v1.RevealDealsRequest\x1a!.cardgames.v1.RevealDealsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -46,49 +46,51 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LISTBOTSREQUEST']._serialized_start=241
   _globals['_LISTBOTSREQUEST']._serialized_end=272
   _globals['_LISTBOTSRESPONSE']._serialized_start=274
-  _globals['_LISTBOTSRESPONSE']._serialized_end=329
-  _globals['_LISTOPENMATCHESREQUEST']._serialized_start=331
-  _globals['_LISTOPENMATCHESREQUEST']._serialized_end=404
-  _globals['_LISTOPENMATCHESRESPONSE']._serialized_start=406
-  _globals['_LISTOPENMATCHESRESPONSE']._serialized_end=501
-  _globals['_DECK']._serialized_start=503
-  _globals['_DECK']._serialized_end=524
-  _globals['_CREATEMATCHREQUEST']._serialized_start=527
-  _globals['_CREATEMATCHREQUEST']._serialized_end=1009
-  _globals['_CREATEMATCHREQUEST_OPTIONSENTRY']._serialized_start=896
-  _globals['_CREATEMATCHREQUEST_OPTIONSENTRY']._serialized_end=969
-  _globals['_CREATEMATCHRESPONSE']._serialized_start=1011
-  _globals['_CREATEMATCHRESPONSE']._serialized_end=1075
-  _globals['_GETMATCHREQUEST']._serialized_start=1077
-  _globals['_GETMATCHREQUEST']._serialized_end=1112
-  _globals['_GETMATCHRESPONSE']._serialized_start=1114
-  _globals['_GETMATCHRESPONSE']._serialized_end=1175
-  _globals['_JOINMATCHREQUEST']._serialized_start=1177
-  _globals['_JOINMATCHREQUEST']._serialized_end=1286
-  _globals['_JOINMATCHRESPONSE']._serialized_start=1288
-  _globals['_JOINMATCHRESPONSE']._serialized_end=1359
-  _globals['_GETVIEWREQUEST']._serialized_start=1361
-  _globals['_GETVIEWREQUEST']._serialized_end=1395
-  _globals['_GETVIEWRESPONSE']._serialized_start=1397
-  _globals['_GETVIEWRESPONSE']._serialized_end=1448
-  _globals['_SUBMITACTIONREQUEST']._serialized_start=1450
-  _globals['_SUBMITACTIONREQUEST']._serialized_end=1575
-  _globals['_SUBMITACTIONRESPONSE']._serialized_start=1577
-  _globals['_SUBMITACTIONRESPONSE']._serialized_end=1703
-  _globals['_WATCHMATCHREQUEST']._serialized_start=1705
-  _globals['_WATCHMATCHREQUEST']._serialized_end=1780
-  _globals['_WATCHMATCHRESPONSE']._serialized_start=1783
-  _globals['_WATCHMATCHRESPONSE']._serialized_end=2064
-  _globals['_LEAVEMATCHREQUEST']._serialized_start=2066
-  _globals['_LEAVEMATCHREQUEST']._serialized_end=2119
-  _globals['_LEAVEMATCHRESPONSE']._serialized_start=2121
-  _globals['_LEAVEMATCHRESPONSE']._serialized_end=2184
-  _globals['_REVEALDEALSREQUEST']._serialized_start=2186
-  _globals['_REVEALDEALSREQUEST']._serialized_end=2224
-  _globals['_DEALREVEAL']._serialized_start=2226
-  _globals['_DEALREVEAL']._serialized_end=2346
-  _globals['_REVEALDEALSRESPONSE']._serialized_start=2348
-  _globals['_REVEALDEALSRESPONSE']._serialized_end=2410
-  _globals['_CARDGAMESSERVICE']._serialized_start=2413
-  _globals['_CARDGAMESSERVICE']._serialized_end=3324
+  _globals['_LISTBOTSRESPONSE']._serialized_end=382
+  _globals['_BOTLOADFAILURE']._serialized_start=384
+  _globals['_BOTLOADFAILURE']._serialized_end=447
+  _globals['_LISTOPENMATCHESREQUEST']._serialized_start=449
+  _globals['_LISTOPENMATCHESREQUEST']._serialized_end=522
+  _globals['_LISTOPENMATCHESRESPONSE']._serialized_start=524
+  _globals['_LISTOPENMATCHESRESPONSE']._serialized_end=619
+  _globals['_DECK']._serialized_start=621
+  _globals['_DECK']._serialized_end=642
+  _globals['_CREATEMATCHREQUEST']._serialized_start=645
+  _globals['_CREATEMATCHREQUEST']._serialized_end=1127
+  _globals['_CREATEMATCHREQUEST_OPTIONSENTRY']._serialized_start=1014
+  _globals['_CREATEMATCHREQUEST_OPTIONSENTRY']._serialized_end=1087
+  _globals['_CREATEMATCHRESPONSE']._serialized_start=1129
+  _globals['_CREATEMATCHRESPONSE']._serialized_end=1193
+  _globals['_GETMATCHREQUEST']._serialized_start=1195
+  _globals['_GETMATCHREQUEST']._serialized_end=1230
+  _globals['_GETMATCHRESPONSE']._serialized_start=1232
+  _globals['_GETMATCHRESPONSE']._serialized_end=1293
+  _globals['_JOINMATCHREQUEST']._serialized_start=1295
+  _globals['_JOINMATCHREQUEST']._serialized_end=1404
+  _globals['_JOINMATCHRESPONSE']._serialized_start=1406
+  _globals['_JOINMATCHRESPONSE']._serialized_end=1477
+  _globals['_GETVIEWREQUEST']._serialized_start=1479
+  _globals['_GETVIEWREQUEST']._serialized_end=1513
+  _globals['_GETVIEWRESPONSE']._serialized_start=1515
+  _globals['_GETVIEWRESPONSE']._serialized_end=1566
+  _globals['_SUBMITACTIONREQUEST']._serialized_start=1568
+  _globals['_SUBMITACTIONREQUEST']._serialized_end=1693
+  _globals['_SUBMITACTIONRESPONSE']._serialized_start=1695
+  _globals['_SUBMITACTIONRESPONSE']._serialized_end=1821
+  _globals['_WATCHMATCHREQUEST']._serialized_start=1823
+  _globals['_WATCHMATCHREQUEST']._serialized_end=1898
+  _globals['_WATCHMATCHRESPONSE']._serialized_start=1901
+  _globals['_WATCHMATCHRESPONSE']._serialized_end=2182
+  _globals['_LEAVEMATCHREQUEST']._serialized_start=2184
+  _globals['_LEAVEMATCHREQUEST']._serialized_end=2237
+  _globals['_LEAVEMATCHRESPONSE']._serialized_start=2239
+  _globals['_LEAVEMATCHRESPONSE']._serialized_end=2302
+  _globals['_REVEALDEALSREQUEST']._serialized_start=2304
+  _globals['_REVEALDEALSREQUEST']._serialized_end=2342
+  _globals['_DEALREVEAL']._serialized_start=2344
+  _globals['_DEALREVEAL']._serialized_end=2464
+  _globals['_REVEALDEALSRESPONSE']._serialized_start=2466
+  _globals['_REVEALDEALSRESPONSE']._serialized_end=2528
+  _globals['_CARDGAMESSERVICE']._serialized_start=2531
+  _globals['_CARDGAMESSERVICE']._serialized_end=3442
 # @@protoc_insertion_point(module_scope)

@@ -29,10 +29,22 @@ class ListBotsRequest(_message.Message):
     def __init__(self, game: _Optional[str] = ...) -> None: ...
 
 class ListBotsResponse(_message.Message):
-    __slots__ = ("bots",)
+    __slots__ = ("bots", "load_failures")
     BOTS_FIELD_NUMBER: _ClassVar[int]
+    LOAD_FAILURES_FIELD_NUMBER: _ClassVar[int]
     bots: _containers.RepeatedCompositeFieldContainer[_match_pb2.BotInfo]
-    def __init__(self, bots: _Optional[_Iterable[_Union[_match_pb2.BotInfo, _Mapping]]] = ...) -> None: ...
+    load_failures: _containers.RepeatedCompositeFieldContainer[BotLoadFailure]
+    def __init__(self, bots: _Optional[_Iterable[_Union[_match_pb2.BotInfo, _Mapping]]] = ..., load_failures: _Optional[_Iterable[_Union[BotLoadFailure, _Mapping]]] = ...) -> None: ...
+
+class BotLoadFailure(_message.Message):
+    __slots__ = ("plugin", "stage", "reason")
+    PLUGIN_FIELD_NUMBER: _ClassVar[int]
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    plugin: str
+    stage: str
+    reason: str
+    def __init__(self, plugin: _Optional[str] = ..., stage: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ListOpenMatchesRequest(_message.Message):
     __slots__ = ("game", "limit", "page_token")

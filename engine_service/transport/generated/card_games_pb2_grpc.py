@@ -104,7 +104,7 @@ class CardGamesServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListBots(self, request, context):
-        """The installed bot plugins and the games each plays.
+        """The installed bot plugins and the games each plays, and the plugins that failed to load.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
