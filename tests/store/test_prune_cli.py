@@ -21,6 +21,8 @@ from engine_service import prune_cli
 from engine_service.__main__ import main
 from engine_service.store import ActionRecord, DeckRecord, PruneCounts, SeatRecord, SqliteStore
 from engine_service.store.postgres import PostgresStore
+from engine_service.store.postgres import SCHEMA_VERSION as POSTGRES_SCHEMA
+from engine_service.store.sqlite import SCHEMA_VERSION as SQLITE_SCHEMA
 from engine_service.transport.generated import card_games_pb2 as pb, card_games_pb2_grpc
 from tests.transport.engine_process import Service
 
@@ -261,11 +263,11 @@ def test_the_dry_run_leaves_an_older_sqlite_schema_as_it_was(tmp_path, capsys):
     before = _columns(path)
     status, out, _ = prune(capsys, "--db", str(path), "--older-than-days", "30", "--dry-run")
     assert status == 0 and "dry run: would delete 1 matches (0 actions, 0 decks, 0 seats); nothing changed" in out
-    assert "schema version 6, older than this program's 7, left as it was" in out
+    assert f"schema version 6, older than this program's {SQLITE_SCHEMA}, left as it was" in out
     assert _user_version(path) == 6 and _columns(path) == before
     status, out, _ = prune(capsys, "--db", str(path), "--older-than-days", "30")
     assert status == 0 and "deleted 1 matches" in out and "older than" not in out
-    assert _user_version(path) == 7
+    assert _user_version(path) == SQLITE_SCHEMA
 
 
 def test_the_dry_run_leaves_an_older_postgres_schema_as_it_was(pg_database, pg_schema, capsys):
@@ -275,11 +277,11 @@ def test_the_dry_run_leaves_an_older_postgres_schema_as_it_was(pg_database, pg_s
     _postgres_v6(pg_database, schema)
     status, out, _ = prune(capsys, "--db", url, "--older-than-days", "30", "--dry-run")
     assert status == 0 and "dry run: would delete 1 matches" in out
-    assert "schema version 6, older than this program's 7, left as it was" in out
+    assert f"schema version 6, older than this program's {POSTGRES_SCHEMA}, left as it was" in out
     assert _meta_version(pg_database, schema) == "6"
     status, out, _ = prune(capsys, "--db", url, "--older-than-days", "30")
     assert status == 0 and "deleted 1 matches" in out
-    assert _meta_version(pg_database, schema) == "7"
+    assert _meta_version(pg_database, schema) == str(POSTGRES_SCHEMA)
 
 
 def test_a_database_without_the_engines_tables_is_refused_not_given_them(tmp_path, pg_database, pg_schema,

@@ -414,7 +414,9 @@ def test_the_grace_periods_of_resumed_players_start_when_the_engine_serves(tmp_p
             for line in second.lines() if line["event"] in ("serving", "match_ended")}
     ended = [line for line in second.lines() if line["event"] == "match_ended"]
     assert [(e["match_id"], e["outcome"]) for e in ended] == [(match_id, "abandoned")]
-    assert (when["match_ended"] - when["serving"]).total_seconds() >= 2.9
+    # the windows start as the manager resumes, a moment before `serving` is logged (the port
+    # opens, the GC is tuned: tens of ms on a loaded machine); bot start-up ate 2 s before the fix
+    assert (when["match_ended"] - when["serving"]).total_seconds() >= 2.5
 
 
 def test_a_player_away_before_a_kill_9_gets_only_the_rest_of_the_grace_period(tmp_path):
