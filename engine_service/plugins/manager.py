@@ -421,11 +421,16 @@ def load_catalog(settings: PluginSettings) -> BotCatalog:
         if refused:
             fail(plugin, "hook", refused)
             continue
+        if not specs:  # a forgotten `return` (None) or an empty list: loaded, yet no bot
+            log.warning("bot_plugin_offers_no_bots", plugin=plugin, returned=type(returned).__name__)
         for spec in specs:
             try:
                 spec = _validate_spec(spec, plugin)
             except (TypeError, ValueError) as exc:
                 fail(plugin, "spec", exc)
+                continue
+            except Exception as exc:  # noqa: BLE001: the plugin's code (a `games` generator) raised
+                fail(plugin, "spec", exc, plugin_code=True)
                 continue
             if spec.name in catalog.entries:
                 fail(plugin, "spec", f"bot name {spec.name!r} already registered by plugin "

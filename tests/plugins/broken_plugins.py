@@ -88,3 +88,24 @@ class SlowHook:
 
         time.sleep(0.5)
         return [BotSpec("slow-hook", lambda game_id: None)]
+
+
+class GamesRaise:
+    """A spec whose `games` is a generator that raises as the engine reads it."""
+
+    @hookimpl
+    def cardgames_bots(self):
+        def games():
+            yield "klaberjass"
+            raise KeyError("secret-in-plugin-code")
+
+        return [BotSpec("games-raise", lambda game_id: None, games=games()),
+                BotSpec("after-games-raise", lambda game_id: None, games=("klaberjass",))]
+
+
+class ReturnsNothing:
+    """A hook whose author forgot the `return`: loaded, offering no bot."""
+
+    @hookimpl
+    def cardgames_bots(self):
+        [BotSpec("forgotten", lambda game_id: None)]

@@ -343,3 +343,21 @@ def test_a_signal_handler_python_did_not_install_is_put_back_as_the_default(monk
         assert calls[-1] is signal.SIG_DFL
     finally:
         real(signal.SIGALRM, before)
+
+
+def test_a_spec_whose_games_raise_is_refused_and_a_hook_offering_nothing_is_warned():
+    """A spec whose ``games`` generator raises (the plugin's code, run as the engine reads the
+    spec) is refused as that spec alone, by type and place in ListBots, and the start goes
+    on (it escaped load_catalog and stopped the engine); a hook that returns nothing (a
+    forgotten ``return``) gets a ``bot_plugin_offers_no_bots`` warning, not silence."""
+    extras = [broken_plugins.GamesRaise(), broken_plugins.ReturnsNothing()]
+    with capture_logs() as logs:
+        catalog = load_catalog(PluginSettings.resolve(extra=extras, environ={}))
+    failure = next(f for f in catalog.failures if f.plugin == "GamesRaise")
+    assert failure.stage == "spec" and "secret-in-plugin-code" in failure.error
+    assert failure.summary.startswith("KeyError at broken_plugins.py:"), failure.summary
+    assert "secret" not in failure.summary
+    assert "after-games-raise" in catalog.names() and "games-raise" not in catalog.names()
+    warned = [e for e in logs if e["event"] == "bot_plugin_offers_no_bots"]
+    assert [(e["plugin"], e["returned"], e["log_level"]) for e in warned] == [("ReturnsNothing", "NoneType", "warning")]
+    assert not any(f.plugin == "ReturnsNothing" for f in catalog.failures)
