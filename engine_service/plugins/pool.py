@@ -398,6 +398,8 @@ class WorkerPool:
         self._zygote: Zygote | None = Zygote(settings)
         self._spares: list[WorkerProcess] = []  # ready, not in rotation: replace a lost worker at once
         self._spares_starting = 0
+        #: spares being started (forked, not yet ready): not in rotation either (pids())
+        self._spares_not_ready: set[WorkerProcess] = set()
         #: decisions of one bot in flight at once: with two or more workers, one always stays
         #: free for the other bots, so a bot that hangs in many matches cannot starve the rest
         self.per_bot = max(1, size - 1)
@@ -409,7 +411,7 @@ class WorkerPool:
         self.replacements = 0  # workers replaced after a timeout or crash
         self._on_replace = on_replace
 
-    def _new_worker(self) -> WorkerProcess:
+    def _new_worker(self, spare: bool = False) -> WorkerProcess:
         """A new worker (in a thread of the pool). The pool may close while it starts (a
         service whose start failed right after it began warming its workers): the zygote's
         refusal is then no failure to log, and a worker started meanwhile is stopped rather
@@ -425,6 +427,8 @@ class WorkerPool:
         with self._lock:
             if not self._closed:
                 self._workers.add(worker)
+                if spare:  # marked here, before any other thread can see it among the workers
+                    self._spares_not_ready.add(worker)
                 return worker
         worker.kill()
         raise PoolClosed("the bot worker pool is closed")
@@ -432,6 +436,7 @@ class WorkerPool:
     def _forget(self, worker: WorkerProcess) -> None:
         with self._lock:
             self._workers.discard(worker)
+            self._spares_not_ready.discard(worker)
 
     def _ensure_started(self) -> asyncio.Queue[WorkerProcess]:
         if self._closed:
@@ -470,7 +475,7 @@ class WorkerPool:
         backoff = RESTART_BACKOFF_S
         while not self._closed:
             if worker is None:
-                worker = await loop.run_in_executor(self._threads, self._new_worker)
+                worker = await loop.run_in_executor(self._threads, self._new_worker, spare)
             ok = await loop.run_in_executor(self._threads, worker.wait_ready, READY_TIMEOUT_S)
             if self._closed:
                 await loop.run_in_executor(self._threads, worker.stop)
@@ -478,7 +483,9 @@ class WorkerPool:
             if ok:
                 assert self._idle is not None
                 if spare:
-                    self._spares.append(worker)
+                    with self._lock:
+                        self._spares_not_ready.discard(worker)
+                        self._spares.append(worker)
                 else:
                     self._idle.put_nowait(worker)
                 return
@@ -573,7 +580,9 @@ class WorkerPool:
     def pids(self) -> list[int]:
         """Process ids of the live workers in rotation (spares not included)."""
         with self._lock:
-            spares = set(self._spares)
+            # and those still starting: a spare forked as fast as a worker (a zygote done
+            # loading) was counted in rotation until it said it was ready
+            spares = set(self._spares) | self._spares_not_ready
             return [w.pid for w in self._workers if w.alive() and w not in spares]
 
     async def close(self) -> None:
