@@ -138,6 +138,10 @@ def _process_main(argv: list[str]) -> None:
     if role == "--worker":
         _serve(conn, BotRunner(catalog))
         return
+    # what loaded here, for the engine to list only bots its workers have (Zygote.loaded):
+    # each process applies the load time limit on its own, and a plugin whose import takes
+    # about the limit may load in one and not the other
+    conn.send(("loaded", catalog.names(), catalog.failures))
     control = socket.socket(fileno=os.dup(fd))  # the messages are read whole: nothing buffered
     conn.close()
     _zygote(control, catalog)
@@ -223,6 +227,36 @@ class Zygote:
         self.process, self._control = _spawn_process("--zygote", settings)
         # the first fork waits for the plugins' imports, however slow (no bot has run yet, so
         # none can have stopped the zygote); the next ones are bounded (fork())
+        self._loaded: tuple[list[str], list[Any]] | None = None
+        self._loaded_read = False
+
+    def loaded(self, timeout: float | None) -> tuple[list[str], list[Any]] | None:
+        """The names of the bots the zygote loaded and its load failures
+        (:class:`~engine_service.plugins.manager.PluginFailure`), as it reports them once its
+        plugins are loaded; None when it has not within ``timeout`` seconds (None: however
+        long it takes), or died first. Its workers are its forks: they have exactly these."""
+        with self._lock:
+            return self._read_loaded(timeout)
+
+    def _read_loaded(self, timeout: float | None) -> tuple[list[str], list[Any]] | None:
+        """Read the zygote's first message (under the lock; before the first fork, while the
+        control socket is still blocking: a socket timeout would make the descriptor this
+        reads through non-blocking too)."""
+        if self._loaded_read:
+            return self._loaded
+        conn = Connection(os.dup(self._control.fileno()))
+        try:
+            if not conn.poll(timeout):
+                return None
+            msg = conn.recv()
+        except (EOFError, OSError):
+            msg = None
+        finally:
+            conn.close()
+        self._loaded_read = True  # read or lost: it comes once
+        if isinstance(msg, tuple) and len(msg) == 3 and msg[0] == "loaded":
+            self._loaded = (list(msg[1]), list(msg[2]))
+        return self._loaded
 
     def fork(self) -> tuple[int, int]:
         """A new worker: its pid and our end of its socket (OSError if the zygote is gone or
@@ -233,6 +267,7 @@ class Zygote:
         for good, every bot's decisions then timing out; dead, it is restarted
         (WorkerPool._new_worker), and this worker starts as a fresh interpreter meanwhile."""
         with self._lock:
+            self._read_loaded(None)  # not yet read: the zygote sends it before any fork
             try:
                 self._control.sendall(b"F")
                 data, fds, _flags, _addr = socket.recv_fds(self._control, 8, 1)
@@ -432,6 +467,11 @@ class WorkerPool:
                 return worker
         worker.kill()
         raise PoolClosed("the bot worker pool is closed")
+
+    def loaded(self, timeout: float | None) -> tuple[list[str], list[Any]] | None:
+        """What the zygote started with the pool loaded (:meth:`Zygote.loaded`)."""
+        zygote = self._zygote
+        return None if zygote is None else zygote.loaded(timeout)
 
     def _forget(self, worker: WorkerProcess) -> None:
         with self._lock:

@@ -530,3 +530,28 @@ def test_plugin_output_in_the_engine_process_is_kept_off_its_streams(capfd):
     captured = capfd.readouterr()
     assert "HOOK-" not in captured.out
     assert "HOOK-" not in captured.err
+
+
+def test_a_plugin_that_times_out_in_the_workers_only_is_not_listed_but_a_load_failure():
+    """The engine and the workers' zygote load the plugins independently, each under the load
+    time limit: a plugin in time in the engine and not in the zygote had its bots listed and
+    seated, and every decision of theirs failed as unknown_bot. The engine now keeps only the
+    bots the zygote loaded, and says why the others are missing."""
+    async def body(host):
+        names = [b.name for b in host.bots()]
+        assert "sleeps" in names and "random" in names
+        assert not {"engine-only", "engine-only-too"} & set(names)
+        assert not host.plays("engine-only", "klaberjass")
+        failures = [(f.plugin, f.stage, f.reason) for f in host.load_failures()]
+        assert failures == [("tests.plugins.slow_in_workers", "import",
+                             "in the bot worker processes: timed out: not done within 1 s, the plugin "
+                             "load time limit (--bot-plugin-load-timeout-s)")], failures
+        d = await host.decide("garbage", "klaberjass", 0, VIEW, LEGAL, 1, 5.0)
+        assert d.failure == "illegal"  # a bot of a plugin both loaded runs in a worker
+        d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 5.0)
+        assert d.action in LEGAL
+    with capture_logs() as logs:
+        run(with_host(body, workers=1, load_timeout_s=1.0,
+                      plugins=["tests.plugins.bad_bots", "tests.plugins.slow_in_workers"]))
+    failed = [e for e in logs if e["event"] == "bot_plugin_failed"]
+    assert [(e["plugin"], e["stage"]) for e in failed] == [("tests.plugins.slow_in_workers", "import")]
