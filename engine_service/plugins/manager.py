@@ -231,6 +231,19 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+_QUOTED_PATH = re.compile(r"""(['"])/(?:[^'"/]*/)*([^'"/]*)\1""")
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
+
+
+def _without_paths(text: str) -> str:
+    """A refusal's text as ``ListBots`` says it: each quoted absolute path cut to its file
+    name, and no object address. pluggy names a plugin by its ``repr``, which for a module is
+    ``<module 'mybot' from '/srv/venv/lib/python3.11/site-packages/mybot.py'>``: a layout of
+    the engine's host that anyone may call ``ListBots`` to read (the log line keeps it whole).
+    The file name is what a bot author needs, as :func:`_summarize` and the runner say it."""
+    return _ADDRESS.sub(">", _QUOTED_PATH.sub(r"\1\2\1", text))
+
+
 def _summarize(exc: BaseException) -> str:
     """A failure of the plugin's own code as ``ListBots`` says it to anyone who asks, without
     the exception's message: the plugin wrote it, and it may hold what only the operator may
@@ -324,7 +337,7 @@ def load_catalog(settings: PluginSettings) -> BotCatalog:
         code, whose message is logged but not shown by ``ListBots`` (:func:`_summarize`); the
         engine's and pluggy's refusals are said the same way in both places."""
         error = exc if isinstance(exc, str) else _describe(exc)
-        summary = _summarize(exc) if plugin_code and not isinstance(exc, str) else error
+        summary = _summarize(exc) if plugin_code and not isinstance(exc, str) else _without_paths(error)
         catalog.failures.append(PluginFailure(plugin, stage, error, summary))
         log.error("bot_plugin_failed", plugin=plugin, stage=stage, error=error)
 

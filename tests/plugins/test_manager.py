@@ -94,7 +94,10 @@ def test_broken_plugins_are_logged_and_left_out():
     hook = summaries[("HookRaises", "hook")]
     assert hook.startswith("RuntimeError at broken_plugins.py:") and hook.endswith(" in cardgames_bots"), hook
     assert "plugin bug" in next(f.error for f in catalog.failures if f.plugin == "HookRaises")
-    assert all(f.summary == f.error for f in catalog.failures if f.stage in ("register", "validate", "spec"))
+    # the engine's and pluggy's refusals are said as logged, but for a host path (a module's repr)
+    from engine_service.plugins.manager import _without_paths
+    assert all(f.summary == _without_paths(f.error) for f in catalog.failures
+               if f.stage in ("register", "validate", "spec"))
     # and so does pluggy's refusal, whose reason is on its message's later lines
     wrong = next(f.error for f in catalog.failures if f.plugin == "WrongArguments")
     assert "nonsense" in wrong and "\n" not in wrong, wrong
@@ -343,3 +346,22 @@ def test_a_signal_handler_python_did_not_install_is_put_back_as_the_default(monk
         assert calls[-1] is signal.SIG_DFL
     finally:
         real(signal.SIGALRM, before)
+
+
+def test_listbots_reasons_name_a_plugins_file_not_its_path_on_the_host():
+    """pluggy names a refused plugin by its repr: a module's holds the absolute path of its
+    file, which ListBots told anyone who asked (the log line keeps it whole)."""
+    import types
+
+    module = types.ModuleType("pathplugin")
+    module.__file__ = "/srv/private/site-packages/pathplugin.py"
+    exec("def cardgames_bot():\n    return []\n", module.__dict__)
+    catalog = load_catalog(PluginSettings.resolve(extra=[module, broken_plugins.MisspelledHook()],
+                                                  environ={}))
+    failed = {f.plugin: f for f in catalog.failures}
+    assert set(failed) == {"pathplugin", "MisspelledHook"}, failed
+    assert failed["pathplugin"].summary == ("PluginValidationError: unknown hook 'cardgames_bot' in "
+                                            "plugin <module 'pathplugin' from 'pathplugin.py'>")
+    assert "/srv/private/site-packages/pathplugin.py" in failed["pathplugin"].error  # the log's
+    assert " at 0x" not in failed["MisspelledHook"].summary
+    assert failed["MisspelledHook"].summary.startswith("PluginValidationError: unknown hook 'cardgames_bot'")
