@@ -22,8 +22,10 @@ fresh interpreters until it is restarted.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -32,7 +34,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import structlog
 
@@ -119,6 +121,51 @@ def _oom_first() -> None:
         pass
 
 
+@contextlib.contextmanager
+def _ended_with_the_parent(fd: int) -> Iterator[None]:
+    """Exit at once if the parent goes away (end-of-file on ``fd``) while the body, the
+    plugins' load, runs. The zygote and a fresh worker ignore SIGTERM and have their own
+    session, and otherwise notice their parent's end only when they next read their socket,
+    after the load: an engine stopped during its start (a stop signal before it serves ends
+    it at once) left its zygote importing a plugin that hangs, for up to the whole load time
+    limit (an hour at most) per plugin, holding what the plugins hold. The parent writes
+    nothing before the load is reported, so a readable socket meanwhile is its end.
+
+    A thread, gone before the body returns (the zygote forks only once no thread runs), with
+    every signal blocked: the load time limit's SIGALRM must interrupt the main thread's
+    import, not wake this one."""
+    wake_r, wake_w = os.pipe()
+    watched = socket.socket(fileno=os.dup(fd))
+
+    def watch() -> None:
+        readable, _, _ = select.select([watched, wake_r], [], [])
+        if wake_r in readable:
+            return
+        try:
+            gone = watched.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        except BlockingIOError:
+            return
+        except OSError:
+            gone = True
+        if gone:
+            os._exit(0)
+
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    try:
+        thread = threading.Thread(target=watch, name="parent-watch", daemon=True)
+        thread.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    try:
+        yield
+    finally:
+        os.write(wake_w, b"x")
+        thread.join()
+        watched.close()  # a copy: the socket itself stays open
+        os.close(wake_r)
+        os.close(wake_w)
+
+
 def _process_main(argv: list[str]) -> None:
     """``python -m engine_service.plugins.pool {--worker|--zygote} FD``: FD is this process's
     end of a Unix socket pair; the first message on it is ``(settings, sys.path)``."""
@@ -134,7 +181,8 @@ def _process_main(argv: list[str]) -> None:
     conn = Connection(fd)
     settings, path = conn.recv()
     sys.path[:] = path
-    catalog = load_catalog(settings)
+    with _ended_with_the_parent(fd):
+        catalog = load_catalog(settings)
     if role == "--worker":
         _serve(conn, BotRunner(catalog))
         return
