@@ -107,6 +107,7 @@ class BotHost:
             log.warning("bot_plugin_output_discarded", stdout_chars=out.tell(),
                         stderr_chars=err.tell())
         self._keep_what_the_workers_loaded(self._pool.loaded(READY_TIMEOUT_S))
+        self._pool.expected = frozenset(self.catalog.names())
         self._metrics = metrics
         self._health: dict[str, _Health] = {}
         self._closed = False

@@ -269,8 +269,12 @@ def _spawn_process(role: str, settings: PluginSettings) -> tuple[subprocess.Pope
 class Zygote:
     """The parent's handle on the zygote process (see :func:`_zygote`); thread-safe."""
 
-    def __init__(self, settings: PluginSettings) -> None:
+    def __init__(self, settings: PluginSettings, expected: frozenset[str] | None = None) -> None:
+        """``expected``: the bots the host lists (a zygote restarted after the first died):
+        one the new zygote did not load (a plugin that timed out this time) is logged
+        (``bot_worker_catalog_differs``), its decisions failing as ``unknown_bot``."""
         self.settings = settings
+        self._expected = expected
         self._lock = threading.Lock()
         self.process, self._control = _spawn_process("--zygote", settings)
         # the first fork waits for the plugins' imports, however slow (no bot has run yet, so
@@ -304,6 +308,10 @@ class Zygote:
         self._loaded_read = True  # read or lost: it comes once
         if isinstance(msg, tuple) and len(msg) == 3 and msg[0] == "loaded":
             self._loaded = (list(msg[1]), list(msg[2]))
+            missing = self._expected - set(self._loaded[0]) if self._expected is not None else ()
+            if missing:
+                log.error("bot_worker_catalog_differs", missing=sorted(missing),
+                             failures=[f"{f.plugin} ({f.stage}): {f.error}" for f in self._loaded[1]])
         return self._loaded
 
     def fork(self) -> tuple[int, int]:
@@ -477,8 +485,12 @@ class WorkerPool:
         self.size = size
         self._threads = ThreadPoolExecutor(max_workers=2 * size + 2, thread_name_prefix="bot-pool")
         self._lock = threading.Lock()
+        self._zygote_lock = threading.Lock()
         self._workers: set[WorkerProcess] = set()
         self._zygote: Zygote | None = Zygote(settings)
+        #: the bots the host lists, once it has compared its catalog with the zygote's (a
+        #: restarted zygote that lacks one says so: Zygote)
+        self.expected: frozenset[str] | None = None
         self._spares: list[WorkerProcess] = []  # ready, not in rotation: replace a lost worker at once
         self._spares_starting = 0
         #: spares being started (forked, not yet ready): not in rotation either (pids())
@@ -501,11 +513,14 @@ class WorkerPool:
         than left running after the pool (PoolClosed)."""
         if self._closed:
             raise PoolClosed("the bot worker pool is closed")
-        zygote = self._zygote
-        if zygote is not None and not zygote.alive():
-            log.error("bot_worker_zygote_restarted", exitcode=zygote.process.returncode)
-            zygote.close()
-            zygote = self._zygote = Zygote(self.settings)
+        with self._zygote_lock:
+            # one thread restarts it: two starting workers at once (a worker and a spare) both
+            # found it dead and each started a zygote, one of which was left running, unused
+            zygote = self._zygote
+            if zygote is not None and not zygote.alive():
+                log.error("bot_worker_zygote_restarted", exitcode=zygote.process.returncode)
+                zygote.close()
+                zygote = self._zygote = Zygote(self.settings, self.expected)
         worker = WorkerProcess.start(self.settings, zygote, closed=lambda: self._closed)
         with self._lock:
             if not self._closed:
