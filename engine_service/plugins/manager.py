@@ -428,7 +428,10 @@ def load_catalog(settings: PluginSettings) -> BotCatalog:
         except _LoadTimedOut:
             fail(plugin, "hook", timed_out)
             continue
-        except Exception as exc:
+        except BaseException as exc:  # noqa: BLE001 - as at import: a sys.exit() in the hook
+            # (or its own BaseException subclass) ended the engine's start, or the zygote
+            if isinstance(exc, KeyboardInterrupt):
+                raise
             fail(plugin, "hook", exc, plugin_code=True)
             continue
         if refused:

@@ -365,3 +365,28 @@ def test_listbots_reasons_name_a_plugins_file_not_its_path_on_the_host():
     assert "/srv/private/site-packages/pathplugin.py" in failed["pathplugin"].error  # the log's
     assert " at 0x" not in failed["MisspelledHook"].summary
     assert failed["MisspelledHook"].summary.startswith("PluginValidationError: unknown hook 'cardgames_bot'")
+
+
+def test_a_hook_that_exits_or_raises_a_base_exception_is_a_failure_not_the_end_of_the_load():
+    """A plugin's import that calls sys.exit() was a failure like any other, its hook's ended
+    the engine's start (and the workers' zygote)."""
+    from engine_service.plugins import hookimpl
+
+    class Custom(BaseException):
+        pass
+
+    def exits():
+        raise SystemExit("bye")
+
+    def custom():
+        raise Custom()
+
+    def plugin(name, hook):
+        return type(name, (), {"cardgames_bots": hookimpl(staticmethod(hook))})()
+
+    catalog = load_catalog(PluginSettings.resolve(extra=[plugin("Exits", exits), plugin("Custom", custom),
+                                                         "tests.plugins.bad_bots"], environ={}))
+    failed = {f.plugin: (f.stage, f.summary) for f in catalog.failures}
+    assert failed["Exits"][0] == "hook" and failed["Exits"][1].startswith("SystemExit at test_manager.py:")
+    assert failed["Custom"][0] == "hook" and failed["Custom"][1].startswith("Custom at test_manager.py:")
+    assert "sleeps" in catalog.names()
