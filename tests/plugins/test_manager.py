@@ -390,3 +390,24 @@ def test_a_hook_that_exits_or_raises_a_base_exception_is_a_failure_not_the_end_o
     assert failed["Exits"][0] == "hook" and failed["Exits"][1].startswith("SystemExit at test_manager.py:")
     assert failed["Custom"][0] == "hook" and failed["Custom"][1].startswith("Custom at test_manager.py:")
     assert "sleeps" in catalog.names()
+
+
+def test_a_spec_whose_games_generator_raises_is_refused_alone():
+    """BotSpec.games may be any iterable: one that raised while the engine listed it escaped
+    the load (the engine's start ended); its message, the plugin's, is not repeated."""
+    from engine_service.plugins import BotSpec, hookimpl
+
+    def games():
+        yield "klaberjass"
+        raise RuntimeError("secret-in-message")
+
+    class Plugin:
+        @hookimpl
+        def cardgames_bots(self):
+            return [BotSpec("bad-games", lambda g: None, games=games()),
+                    BotSpec("good-one", lambda g: None, games=("klaberjass",))]
+
+    catalog = load_catalog(PluginSettings.resolve(extra=[Plugin()], environ={}))
+    assert "good-one" in catalog.names() and "bad-games" not in catalog.names()
+    assert [(f.plugin, f.stage, f.summary) for f in catalog.failures] == [
+        ("Plugin", "spec", "ValueError: bot 'bad-games': listing its games raised RuntimeError")]
