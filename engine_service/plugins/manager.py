@@ -313,6 +313,11 @@ def _validate_spec(spec: Any, plugin: str) -> BotSpec:
         raise ValueError(f"bad bot name {spec.name!r} (lower-case letters, digits, - and _)")
     if not callable(spec.factory):
         raise TypeError(f"bot {spec.name!r}: factory is not callable")
+    if not isinstance(spec.description, str):
+        # ListBots sends it in a string field: a number or bytes there failed every ListBots
+        # call, for every caller and every bot, with INTERNAL
+        raise TypeError(f"bot {spec.name!r}: description must be a string, not "
+                        f"{type(spec.description).__name__}")
     games = spec.games
     if not isinstance(games, str):
         try:

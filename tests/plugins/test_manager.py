@@ -411,3 +411,25 @@ def test_a_spec_whose_games_generator_raises_is_refused_alone():
     assert "good-one" in catalog.names() and "bad-games" not in catalog.names()
     assert [(f.plugin, f.stage, f.summary) for f in catalog.failures] == [
         ("Plugin", "spec", "ValueError: bot 'bad-games': listing its games raised RuntimeError")]
+
+
+def test_a_spec_whose_description_is_not_a_string_is_refused_alone():
+    """ListBots puts the description in a string field: a number there made every ListBots
+    call fail (INTERNAL), for every caller."""
+    from engine_service.plugins import BotSpec, hookimpl
+    from engine_service.sessions.api import BotInfo
+    from engine_service.transport.codec import bot_message  # ListBots' encoding of a bot
+
+    class Plugin:
+        @hookimpl
+        def cardgames_bots(self):
+            return [BotSpec("numbered", lambda g: None, description=5),
+                    BotSpec("worded", lambda g: None, description="plays")]
+
+    catalog = load_catalog(PluginSettings.resolve(extra=[Plugin()], environ={}))
+    assert "worded" in catalog.names() and "numbered" not in catalog.names()
+    assert [(f.stage, f.summary) for f in catalog.failures] == [
+        ("spec", "TypeError: bot 'numbered': description must be a string, not int")]
+    for name in catalog.names():  # every listed bot encodes
+        spec = catalog.entries[name].spec
+        bot_message(BotInfo(name=name, games=(), description=spec.description, plugin=""))
