@@ -318,6 +318,10 @@ def _validate_spec(spec: Any, plugin: str) -> BotSpec:
         # call, for every caller and every bot, with INTERNAL
         raise TypeError(f"bot {spec.name!r}: description must be a string, not "
                         f"{type(spec.description).__name__}")
+    try:  # and one protobuf can send: a lone surrogate ('\ud800') is no UTF-8, the same failure
+        spec.description.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"bot {spec.name!r}: description is not valid text (a lone surrogate)") from None
     games = spec.games
     if not isinstance(games, str):
         try:

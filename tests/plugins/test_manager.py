@@ -424,12 +424,14 @@ def test_a_spec_whose_description_is_not_a_string_is_refused_alone():
         @hookimpl
         def cardgames_bots(self):
             return [BotSpec("numbered", lambda g: None, description=5),
+                    BotSpec("surrogate", lambda g: None, description="a\ud800b"),
                     BotSpec("worded", lambda g: None, description="plays")]
 
     catalog = load_catalog(PluginSettings.resolve(extra=[Plugin()], environ={}))
     assert "worded" in catalog.names() and "numbered" not in catalog.names()
     assert [(f.stage, f.summary) for f in catalog.failures] == [
-        ("spec", "TypeError: bot 'numbered': description must be a string, not int")]
+        ("spec", "TypeError: bot 'numbered': description must be a string, not int"),
+        ("spec", "ValueError: bot 'surrogate': description is not valid text (a lone surrogate)")]
     for name in catalog.names():  # every listed bot encodes
         spec = catalog.entries[name].spec
         bot_message(BotInfo(name=name, games=(), description=spec.description, plugin=""))
