@@ -127,10 +127,19 @@ def quiet_logs() -> None:
                         wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
 
 
-def _init_worker(config: ArenaConfig, cycle: int) -> None:
+def _init_worker(config: ArenaConfig, cycle: int, catalog: Any = None) -> None:
+    """Set up this process to play boards: with ``catalog``, the one run_arena loaded (one
+    process: loading again called every hook a second time, under the load time limit a
+    second time); otherwise (a worker process) its own load, which must have every bot of the
+    match: each process applies the time limit on its own, and a bot whose plugin timed out
+    here only played every decision of every board as an ``unknown_bot`` failure, reported as
+    a result. That ends the arena instead, at the worker's first board (play_board): a
+    SystemExit there reaches the parent through the board's future, where one raised here
+    would only break the pool, with a traceback."""
     global _WORKER
     quiet_logs()
-    catalog = load_catalog(PluginSettings.resolve(extra=config.plugins))
+    if catalog is None:
+        catalog = load_catalog(PluginSettings.resolve(extra=config.plugins))
     _WORKER = _Worker(config, catalog, cycle)
 
 
@@ -147,6 +156,10 @@ def play_board(board: int) -> dict[str, Any]:
     """Play every rotation of one board (in an arena worker); a JSON-ready summary."""
     assert _WORKER is not None, "arena worker not initialised"
     cfg, cycle = _WORKER.config, _WORKER.cycle
+    missing = [bot for bot in dict.fromkeys(cfg.bots) if not _WORKER.catalog.plays(bot, cfg.game)]
+    if missing:  # see _init_worker
+        raise SystemExit(f"arena: {', '.join(map(repr, missing))} did not load in an arena worker "
+                         "process (see its bot_plugin_failed line above): no result")
     game = get_game(cfg.game)
     n = game.num_seats
     rng = random.Random(_mix("board", cfg.seed, cfg.game, board))
@@ -390,7 +403,7 @@ def run_arena(config: ArenaConfig) -> ArenaReport:
     bar = _progress(config)
     try:
         if config.workers <= 1:
-            _init_worker(config, cycle)
+            _init_worker(config, cycle, catalog)
             for board in range(config.deals):
                 results.append(play_board(board))
                 bar.update(1)

@@ -667,7 +667,10 @@ async def run(args: argparse.Namespace, target: str, console: Console) -> int:
                               + ", ".join(f"{o.name} ({o.allowed_text}; default "
                                           f"{json.dumps(python_value(o.default_value))})" for o in g.options))
             for b in await client.list_bots():
-                console.print(f"bot {b.name}: {', '.join(b.games)}: {b.description}")
+                # the plugin wrote the description: '[/x]' in it was rich markup, a MarkupError
+                # traceback instead of the list, and '[bold]' was styled rather than printed
+                console.print(f"bot {b.name}: {', '.join(b.games)}: {b.description}",
+                              markup=False, highlight=False)
             # a plugin that did not load is said, not just missing (the service's log has more)
             for f in await client.list_bot_load_failures():
                 console.print(f"bot plugin {f.plugin} failed to load ({f.stage}): {f.reason}",

@@ -29,8 +29,8 @@ import structlog
 from engine_service.rules import all_game_ids
 from engine_service.sessions.api import BotInfo, BotLoadFailure
 
-from .manager import LOAD_TIMEOUT_S, BotCatalog, PluginSettings, load_catalog
-from .pool import WorkerPool
+from .manager import LOAD_TIMEOUT_S, BotCatalog, PluginFailure, PluginSettings, load_catalog
+from .pool import READY_TIMEOUT_S, WorkerPool
 from .protocol import ALL_GAMES
 from .runner import CRASH, FAILURES, UNKNOWN_BOT, Reply
 
@@ -106,6 +106,8 @@ class BotHost:
         if out.tell() or err.tell():
             log.warning("bot_plugin_output_discarded", stdout_chars=out.tell(),
                         stderr_chars=err.tell())
+        self._keep_what_the_workers_loaded(self._pool.loaded(READY_TIMEOUT_S))
+        self._pool.expected = frozenset(self.catalog.names())
         self._metrics = metrics
         self._health: dict[str, _Health] = {}
         self._closed = False
@@ -113,6 +115,43 @@ class BotHost:
         # never closed, without keeping it alive.
         pool_ref = weakref.ref(self._pool)
         atexit.register(lambda: (p := pool_ref()) is not None and p.close_sync())
+
+    def _keep_what_the_workers_loaded(self, report: tuple[list[str], list[PluginFailure]] | None) -> None:
+        """Leave out of the catalog every bot the workers' zygote did not load, as a load
+        failure of its plugin. The two processes load the plugins independently, each under
+        the load time limit: a plugin whose import or hook takes about the limit can load here
+        and time out there, and its bots were then listed and seated, but every decision
+        failed as ``unknown_bot``. The zygote's own failure for the plugin is the reason
+        (``in the bot worker processes: timed out...``); a bot it lacks without one (its hook
+        answered otherwise there) is refused alone, stage ``spec``. A bot only the zygote has
+        is never asked for. ``report`` None (the zygote died, or did not finish loading within
+        READY_TIMEOUT_S): nothing to compare with, the catalog is kept and that is logged."""
+        if report is None:
+            log.error("bot_worker_catalog_unknown",
+                      reason="the bot worker zygote did not report the bots it loaded")
+            return
+        names, failures = report
+        theirs = set(names)
+        reasons = {f.plugin: f for f in failures if isinstance(f, PluginFailure)}
+        blamed: set[str] = set()
+        where = "in the bot worker processes: "
+        for name in self.catalog.names():
+            if name in theirs:
+                continue
+            entry = self.catalog.entries.pop(name)
+            failure = reasons.get(entry.plugin)
+            if failure is not None:
+                if entry.plugin in blamed:
+                    continue  # one failure for the plugin, whatever number of bots it offers
+                blamed.add(entry.plugin)
+                failure = PluginFailure(entry.plugin, failure.stage, where + failure.error,
+                                        where + (failure.summary or failure.error))
+            else:
+                text = f"bot {name!r} was not loaded by the bot worker processes"
+                failure = PluginFailure(entry.plugin, "spec", text, text)
+            self.catalog.failures.append(failure)
+            log.error("bot_plugin_failed", plugin=failure.plugin, stage=failure.stage,
+                      error=failure.error)
 
     # ---- what is installed ----------------------------------------------------------------
 

@@ -231,6 +231,19 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+_QUOTED_PATH = re.compile(r"""(['"])/(?:[^'"/]*/)*([^'"/]*)\1""")
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
+
+
+def _without_paths(text: str) -> str:
+    """A refusal's text as ``ListBots`` says it: each quoted absolute path cut to its file
+    name, and no object address. pluggy names a plugin by its ``repr``, which for a module is
+    ``<module 'mybot' from '/srv/venv/lib/python3.11/site-packages/mybot.py'>``: a layout of
+    the engine's host that anyone may call ``ListBots`` to read (the log line keeps it whole).
+    The file name is what a bot author needs, as :func:`_summarize` and the runner say it."""
+    return _ADDRESS.sub(">", _QUOTED_PATH.sub(r"\1\2\1", text))
+
+
 def _summarize(exc: BaseException) -> str:
     """A failure of the plugin's own code as ``ListBots`` says it to anyone who asks, without
     the exception's message: the plugin wrote it, and it may hold what only the operator may
@@ -300,6 +313,15 @@ def _validate_spec(spec: Any, plugin: str) -> BotSpec:
         raise ValueError(f"bad bot name {spec.name!r} (lower-case letters, digits, - and _)")
     if not callable(spec.factory):
         raise TypeError(f"bot {spec.name!r}: factory is not callable")
+    if not isinstance(spec.description, str):
+        # ListBots sends it in a string field: a number or bytes there failed every ListBots
+        # call, for every caller and every bot, with INTERNAL
+        raise TypeError(f"bot {spec.name!r}: description must be a string, not "
+                        f"{type(spec.description).__name__}")
+    try:  # and one protobuf can send: a lone surrogate ('\ud800') is no UTF-8, the same failure
+        spec.description.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"bot {spec.name!r}: description is not valid text (a lone surrogate)") from None
     games = spec.games
     if not isinstance(games, str):
         try:
@@ -308,6 +330,10 @@ def _validate_spec(spec: Any, plugin: str) -> BotSpec:
             games = tuple(games)
         except TypeError:
             raise ValueError(f"bot {spec.name!r}: games must be a non-empty list of game ids or '*'") from None
+        except Exception as exc:  # a generator of the plugin's raised: the load goes on (it
+            # escaped load_catalog and ended the engine's start), its message stays out
+            # (the plugin's own, for ListBots to repeat)
+            raise ValueError(f"bot {spec.name!r}: listing its games raised {type(exc).__name__}") from None
     if isinstance(games, str) or not all(isinstance(g, str) and (g == ALL_GAMES or GAME_ID_RE.fullmatch(g))
                                          for g in games) or not games:
         raise ValueError(f"bot {spec.name!r}: games must be a non-empty list of game ids or '*'")
@@ -324,7 +350,7 @@ def load_catalog(settings: PluginSettings) -> BotCatalog:
         code, whose message is logged but not shown by ``ListBots`` (:func:`_summarize`); the
         engine's and pluggy's refusals are said the same way in both places."""
         error = exc if isinstance(exc, str) else _describe(exc)
-        summary = _summarize(exc) if plugin_code and not isinstance(exc, str) else error
+        summary = _summarize(exc) if plugin_code and not isinstance(exc, str) else _without_paths(error)
         catalog.failures.append(PluginFailure(plugin, stage, error, summary))
         log.error("bot_plugin_failed", plugin=plugin, stage=stage, error=error)
 
@@ -415,7 +441,10 @@ def load_catalog(settings: PluginSettings) -> BotCatalog:
         except _LoadTimedOut:
             fail(plugin, "hook", timed_out)
             continue
-        except Exception as exc:
+        except BaseException as exc:  # noqa: BLE001 - as at import: a sys.exit() in the hook
+            # (or its own BaseException subclass) ended the engine's start, or the zygote
+            if isinstance(exc, KeyboardInterrupt):
+                raise
             fail(plugin, "hook", exc, plugin_code=True)
             continue
         if refused:

@@ -22,8 +22,10 @@ fresh interpreters until it is restarted.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -32,7 +34,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import structlog
 
@@ -119,6 +121,51 @@ def _oom_first() -> None:
         pass
 
 
+@contextlib.contextmanager
+def _ended_with_the_parent(fd: int) -> Iterator[None]:
+    """Exit at once if the parent goes away (end-of-file on ``fd``) while the body, the
+    plugins' load, runs. The zygote and a fresh worker ignore SIGTERM and have their own
+    session, and otherwise notice their parent's end only when they next read their socket,
+    after the load: an engine stopped during its start (a stop signal before it serves ends
+    it at once) left its zygote importing a plugin that hangs, for up to the whole load time
+    limit (an hour at most) per plugin, holding what the plugins hold. The parent writes
+    nothing before the load is reported, so a readable socket meanwhile is its end.
+
+    A thread, gone before the body returns (the zygote forks only once no thread runs), with
+    every signal blocked: the load time limit's SIGALRM must interrupt the main thread's
+    import, not wake this one."""
+    wake_r, wake_w = os.pipe()
+    watched = socket.socket(fileno=os.dup(fd))
+
+    def watch() -> None:
+        readable, _, _ = select.select([watched, wake_r], [], [])
+        if wake_r in readable:
+            return
+        try:
+            gone = watched.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        except BlockingIOError:
+            return
+        except OSError:
+            gone = True
+        if gone:
+            os._exit(0)
+
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    try:
+        thread = threading.Thread(target=watch, name="parent-watch", daemon=True)
+        thread.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    try:
+        yield
+    finally:
+        os.write(wake_w, b"x")
+        thread.join()
+        watched.close()  # a copy: the socket itself stays open
+        os.close(wake_r)
+        os.close(wake_w)
+
+
 def _process_main(argv: list[str]) -> None:
     """``python -m engine_service.plugins.pool {--worker|--zygote} FD``: FD is this process's
     end of a Unix socket pair; the first message on it is ``(settings, sys.path)``."""
@@ -134,10 +181,15 @@ def _process_main(argv: list[str]) -> None:
     conn = Connection(fd)
     settings, path = conn.recv()
     sys.path[:] = path
-    catalog = load_catalog(settings)
+    with _ended_with_the_parent(fd):
+        catalog = load_catalog(settings)
     if role == "--worker":
         _serve(conn, BotRunner(catalog))
         return
+    # what loaded here, for the engine to list only bots its workers have (Zygote.loaded):
+    # each process applies the load time limit on its own, and a plugin whose import takes
+    # about the limit may load in one and not the other
+    conn.send(("loaded", catalog.names(), catalog.failures))
     control = socket.socket(fileno=os.dup(fd))  # the messages are read whole: nothing buffered
     conn.close()
     _zygote(control, catalog)
@@ -217,12 +269,50 @@ def _spawn_process(role: str, settings: PluginSettings) -> tuple[subprocess.Pope
 class Zygote:
     """The parent's handle on the zygote process (see :func:`_zygote`); thread-safe."""
 
-    def __init__(self, settings: PluginSettings) -> None:
+    def __init__(self, settings: PluginSettings, expected: frozenset[str] | None = None) -> None:
+        """``expected``: the bots the host lists (a zygote restarted after the first died):
+        one the new zygote did not load (a plugin that timed out this time) is logged
+        (``bot_worker_catalog_differs``), its decisions failing as ``unknown_bot``."""
         self.settings = settings
+        self._expected = expected
         self._lock = threading.Lock()
         self.process, self._control = _spawn_process("--zygote", settings)
         # the first fork waits for the plugins' imports, however slow (no bot has run yet, so
         # none can have stopped the zygote); the next ones are bounded (fork())
+        self._loaded: tuple[list[str], list[Any]] | None = None
+        self._loaded_read = False
+
+    def loaded(self, timeout: float | None) -> tuple[list[str], list[Any]] | None:
+        """The names of the bots the zygote loaded and its load failures
+        (:class:`~engine_service.plugins.manager.PluginFailure`), as it reports them once its
+        plugins are loaded; None when it has not within ``timeout`` seconds (None: however
+        long it takes), or died first. Its workers are its forks: they have exactly these."""
+        with self._lock:
+            return self._read_loaded(timeout)
+
+    def _read_loaded(self, timeout: float | None) -> tuple[list[str], list[Any]] | None:
+        """Read the zygote's first message (under the lock; before the first fork, while the
+        control socket is still blocking: a socket timeout would make the descriptor this
+        reads through non-blocking too)."""
+        if self._loaded_read:
+            return self._loaded
+        conn = Connection(os.dup(self._control.fileno()))
+        try:
+            if not conn.poll(timeout):
+                return None
+            msg = conn.recv()
+        except (EOFError, OSError):
+            msg = None
+        finally:
+            conn.close()
+        self._loaded_read = True  # read or lost: it comes once
+        if isinstance(msg, tuple) and len(msg) == 3 and msg[0] == "loaded":
+            self._loaded = (list(msg[1]), list(msg[2]))
+            missing = self._expected - set(self._loaded[0]) if self._expected is not None else ()
+            if missing:
+                log.error("bot_worker_catalog_differs", missing=sorted(missing),
+                             failures=[f"{f.plugin} ({f.stage}): {f.error}" for f in self._loaded[1]])
+        return self._loaded
 
     def fork(self) -> tuple[int, int]:
         """A new worker: its pid and our end of its socket (OSError if the zygote is gone or
@@ -233,6 +323,7 @@ class Zygote:
         for good, every bot's decisions then timing out; dead, it is restarted
         (WorkerPool._new_worker), and this worker starts as a fresh interpreter meanwhile."""
         with self._lock:
+            self._read_loaded(None)  # not yet read: the zygote sends it before any fork
             try:
                 self._control.sendall(b"F")
                 data, fds, _flags, _addr = socket.recv_fds(self._control, 8, 1)
@@ -394,10 +485,16 @@ class WorkerPool:
         self.size = size
         self._threads = ThreadPoolExecutor(max_workers=2 * size + 2, thread_name_prefix="bot-pool")
         self._lock = threading.Lock()
+        self._zygote_lock = threading.Lock()
         self._workers: set[WorkerProcess] = set()
         self._zygote: Zygote | None = Zygote(settings)
+        #: the bots the host lists, once it has compared its catalog with the zygote's (a
+        #: restarted zygote that lacks one says so: Zygote)
+        self.expected: frozenset[str] | None = None
         self._spares: list[WorkerProcess] = []  # ready, not in rotation: replace a lost worker at once
         self._spares_starting = 0
+        #: spares being started (forked, not yet ready): not in rotation either (pids())
+        self._spares_not_ready: set[WorkerProcess] = set()
         #: decisions of one bot in flight at once: with two or more workers, one always stays
         #: free for the other bots, so a bot that hangs in many matches cannot starve the rest
         self.per_bot = max(1, size - 1)
@@ -409,29 +506,40 @@ class WorkerPool:
         self.replacements = 0  # workers replaced after a timeout or crash
         self._on_replace = on_replace
 
-    def _new_worker(self) -> WorkerProcess:
+    def _new_worker(self, spare: bool = False) -> WorkerProcess:
         """A new worker (in a thread of the pool). The pool may close while it starts (a
         service whose start failed right after it began warming its workers): the zygote's
         refusal is then no failure to log, and a worker started meanwhile is stopped rather
         than left running after the pool (PoolClosed)."""
         if self._closed:
             raise PoolClosed("the bot worker pool is closed")
-        zygote = self._zygote
-        if zygote is not None and not zygote.alive():
-            log.error("bot_worker_zygote_restarted", exitcode=zygote.process.returncode)
-            zygote.close()
-            zygote = self._zygote = Zygote(self.settings)
+        with self._zygote_lock:
+            # one thread restarts it: two starting workers at once (a worker and a spare) both
+            # found it dead and each started a zygote, one of which was left running, unused
+            zygote = self._zygote
+            if zygote is not None and not zygote.alive():
+                log.error("bot_worker_zygote_restarted", exitcode=zygote.process.returncode)
+                zygote.close()
+                zygote = self._zygote = Zygote(self.settings, self.expected)
         worker = WorkerProcess.start(self.settings, zygote, closed=lambda: self._closed)
         with self._lock:
             if not self._closed:
                 self._workers.add(worker)
+                if spare:  # marked here, before any other thread can see it among the workers
+                    self._spares_not_ready.add(worker)
                 return worker
         worker.kill()
         raise PoolClosed("the bot worker pool is closed")
 
+    def loaded(self, timeout: float | None) -> tuple[list[str], list[Any]] | None:
+        """What the zygote started with the pool loaded (:meth:`Zygote.loaded`)."""
+        zygote = self._zygote
+        return None if zygote is None else zygote.loaded(timeout)
+
     def _forget(self, worker: WorkerProcess) -> None:
         with self._lock:
             self._workers.discard(worker)
+            self._spares_not_ready.discard(worker)
 
     def _ensure_started(self) -> asyncio.Queue[WorkerProcess]:
         if self._closed:
@@ -470,7 +578,7 @@ class WorkerPool:
         backoff = RESTART_BACKOFF_S
         while not self._closed:
             if worker is None:
-                worker = await loop.run_in_executor(self._threads, self._new_worker)
+                worker = await loop.run_in_executor(self._threads, self._new_worker, spare)
             ok = await loop.run_in_executor(self._threads, worker.wait_ready, READY_TIMEOUT_S)
             if self._closed:
                 await loop.run_in_executor(self._threads, worker.stop)
@@ -478,7 +586,9 @@ class WorkerPool:
             if ok:
                 assert self._idle is not None
                 if spare:
-                    self._spares.append(worker)
+                    with self._lock:
+                        self._spares_not_ready.discard(worker)
+                        self._spares.append(worker)
                 else:
                     self._idle.put_nowait(worker)
                 return
@@ -573,7 +683,9 @@ class WorkerPool:
     def pids(self) -> list[int]:
         """Process ids of the live workers in rotation (spares not included)."""
         with self._lock:
-            spares = set(self._spares)
+            # and those still starting: a spare forked as fast as a worker (a zygote done
+            # loading) was counted in rotation until it said it was ready
+            spares = set(self._spares) | self._spares_not_ready
             return [w.pid for w in self._workers if w.alive() and w not in spares]
 
     async def close(self) -> None:

@@ -228,3 +228,25 @@ def test_the_report_table_keeps_its_columns_apart_whatever_their_width():
                         '{"timeout": 7}']
     assert cells[2][0] == "random" and cells[2][-1] == "-" and len(cells[2]) == 8
     assert rows[0].index("2500.0/") == rows[1].index("0.1/") == header.index("wall ms")  # aligned
+
+
+def test_a_bot_that_did_not_load_in_an_arena_worker_ends_the_arena_instead_of_failing_every_decision(monkeypatch):
+    """Each arena process loads the plugins under the load time limit on its own: a bot whose
+    plugin timed out in a worker only played every decision there as unknown_bot, and the
+    report ranked it as if it had played. One process loads once, and uses that catalog."""
+    from engine_service.plugins.manager import BotCatalog, load_catalog
+
+    calls: list = []
+
+    def load(settings):
+        calls.append(settings)
+        return load_catalog(settings) if len(calls) == 1 else BotCatalog()  # the worker's: no bot
+
+    monkeypatch.setattr(arena, "load_catalog", load)
+    cfg = ArenaConfig(game="klaberjass", bots=("random", "heuristic"), deals=1, progress=False)
+    report = run_arena(cfg)
+    assert len(calls) == 1 and report is not None  # the in-process worker did not load again
+    monkeypatch.setattr(arena, "_WORKER", None)
+    with pytest.raises(SystemExit, match=r"'random', 'heuristic' did not load in an arena worker"):
+        arena._init_worker(cfg, 1)  # a worker process's load, whose catalog lacks the bots
+        arena.play_board(0)

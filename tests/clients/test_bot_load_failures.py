@@ -38,7 +38,8 @@ PLUGINS = {
                  "        return request.legal[0]\n\n\n"
                  "@hookimpl\n"
                  "def cardgames_bots():\n"
-                 "    return [BotSpec('fine', lambda g: First()), BotSpec('random', lambda g: First())]\n"),
+                 "    return [BotSpec('fine', lambda g: First(), description='plays [bold]the first[/x] move'),\n"
+                 "            BotSpec('random', lambda g: First())]\n"),
 }
 
 
@@ -85,7 +86,9 @@ def test_list_bots_and_play_list_say_the_plugins_that_failed(tmp_path):
         assert "bot plugin needs-numpyx failed to load (import): ModuleNotFoundError: no module named " \
                "'numpyx'" in lines, listed.stdout
         assert "bot plugin leaky-hook failed to load (hook): ValueError at leaky_hook.py:7 in cardgames_bots" in lines
-        assert any(line.startswith("bot fine: ") for line in lines)
+        # a description is printed as the plugin wrote it, not read as rich markup (a MarkupError)
+        assert any(line.startswith("bot fine: ") and line.endswith(": plays [bold]the first[/x] move")
+                   for line in lines), listed.stdout
         assert SECRET not in listed.stdout + listed.stderr
         # the operator still reads the whole message in the log
         events = engine.logs()
@@ -96,3 +99,60 @@ def test_list_bots_and_play_list_say_the_plugins_that_failed(tmp_path):
         assert not [e for e in events if e.get("event") == "bot_workers_not_ready"]
     finally:
         assert engine.stop() == 0, engine.log_tail()
+
+
+def test_a_stop_signal_while_a_plugin_import_hangs_ends_the_start_at_once(tmp_path):
+    """docs/operations.md: a signal before the engine serves ends it at once. The load time
+    limit's SIGALRM handler is set and put back around each plugin's import, under the
+    engine's event loop (uvloop by default): SIGTERM in the middle of a hanging import, long
+    before the limit, still ends the engine at once, killed by it (status 143)."""
+    import signal
+    import subprocess
+    import time
+
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "marks_hangs.py").write_text(
+        "import os\nimport time\n\n"
+        "open(os.path.join(os.environ['HANG_MARKS'], str(os.getpid())), 'w').close()\n"
+        "time.sleep(3600)\n")
+    dist = plugins / "marks_hangs-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: marks-hangs\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[cardgames.bots]\nmarks-hangs = marks_hangs\n")
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    env = dict(os.environ, HANG_MARKS=str(marks), PYTHONUNBUFFERED="1",
+               PYTHONPATH=os.pathsep.join([str(plugins), ROOT, os.environ.get("PYTHONPATH", "")]))
+    engine = LocalService(log_path=tmp_path / "engine.log", env=env,
+                          args=["--bot-workers", "1", "--bot-plugin-load-timeout-s", "120"])
+    with open(engine.log_path, "ab") as log:
+        proc = subprocess.Popen(engine.command(), stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
+    try:
+        give_up = time.monotonic() + 60
+        # the engine's own import has begun, and its workers' zygote's
+        while not ((marks / str(proc.pid)).exists() and len(list(marks.iterdir())) == 2):
+            assert proc.poll() is None, engine.log_tail()
+            assert time.monotonic() < give_up, engine.log_tail()
+            time.sleep(0.05)
+        time.sleep(0.3)  # inside the sleep, with the limit's timer armed
+        signalled = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        status = proc.wait(30)
+        assert time.monotonic() - signalled < 5
+        assert status == -signal.SIGTERM, engine.log_tail()
+        # and its workers' zygote, importing the same plugin, does not wait for the limit
+        zygotes = [int(m.name) for m in marks.iterdir() if int(m.name) != proc.pid]
+        assert len(zygotes) == 1, zygotes
+        while time.monotonic() - signalled < 10 and os.path.exists(f"/proc/{zygotes[0]}"):
+            time.sleep(0.05)
+        assert not os.path.exists(f"/proc/{zygotes[0]}"), "the zygote outlived the engine"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for mark in marks.iterdir():  # a zygote left behind (SIGTERM it ignores) by a failure
+            try:
+                os.kill(int(mark.name), signal.SIGKILL)
+            except ProcessLookupError:
+                pass

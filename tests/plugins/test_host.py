@@ -530,3 +530,94 @@ def test_plugin_output_in_the_engine_process_is_kept_off_its_streams(capfd):
     captured = capfd.readouterr()
     assert "HOOK-" not in captured.out
     assert "HOOK-" not in captured.err
+
+
+def test_a_plugin_that_times_out_in_the_workers_only_is_not_listed_but_a_load_failure():
+    """The engine and the workers' zygote load the plugins independently, each under the load
+    time limit: a plugin in time in the engine and not in the zygote had its bots listed and
+    seated, and every decision of theirs failed as unknown_bot. The engine now keeps only the
+    bots the zygote loaded, and says why the others are missing."""
+    async def body(host):
+        names = [b.name for b in host.bots()]
+        assert "sleeps" in names and "random" in names
+        assert not {"engine-only", "engine-only-too"} & set(names)
+        assert not host.plays("engine-only", "klaberjass")
+        failures = [(f.plugin, f.stage, f.reason) for f in host.load_failures()]
+        assert failures == [("tests.plugins.slow_in_workers", "import",
+                             "in the bot worker processes: timed out: not done within 1 s, the plugin "
+                             "load time limit (--bot-plugin-load-timeout-s)")], failures
+        d = await host.decide("garbage", "klaberjass", 0, VIEW, LEGAL, 1, 5.0)
+        assert d.failure == "illegal"  # a bot of a plugin both loaded runs in a worker
+        d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 5.0)
+        assert d.action in LEGAL
+    with capture_logs() as logs:
+        run(with_host(body, workers=1, load_timeout_s=1.0,
+                      plugins=["tests.plugins.bad_bots", "tests.plugins.slow_in_workers"]))
+    failed = [e for e in logs if e["event"] == "bot_plugin_failed"]
+    assert [(e["plugin"], e["stage"]) for e in failed] == [("tests.plugins.slow_in_workers", "import")]
+
+
+def test_a_restarted_zygote_that_lacks_a_listed_bot_says_so(monkeypatch):
+    """The bots listed are those the first zygote loaded: one restarted after it died loads
+    the plugins again, under the time limit again, and may lack one. Its decisions can only
+    fail (unknown_bot); the operator is told why (bot_worker_catalog_differs)."""
+    async def body(host):
+        assert "first-zygote-only" in [b.name for b in host.bots()]
+        monkeypatch.setenv("TEST_HANG_IN_ZYGOTE", "1")
+        zygote = host._pool._zygote
+        zygote.process.kill()
+        zygote.process.wait()
+        with capture_logs() as logs:
+            for bot in ("exits", "sys-exits", "exits"):  # two spares, then a fork is needed
+                assert (await host.decide(bot, "klaberjass", 0, VIEW, LEGAL, 1, 5.0)).failure == "crash"
+            assert await host.start(timeout_s=30.0)
+            d = await host.decide("first-zygote-only", "klaberjass", 0, VIEW, LEGAL, 1, 5.0)
+        assert d.failure == "unknown_bot"
+        differs = [e for e in logs if e["event"] == "bot_worker_catalog_differs"]
+        assert len(differs) == 1 and differs[0]["missing"] == ["first-zygote-only"], differs
+        # one zygote restarted: two workers starting at once each started one, one left unused
+        assert len([e for e in logs if e["event"] == "bot_worker_zygote_restarted"]) == 1
+        assert any(f.startswith("tests.plugins.slow_in_a_new_zygote (import): timed out")
+                   for f in differs[0]["failures"]), differs
+    run(with_host(body, workers=1, load_timeout_s=1.0,
+                  plugins=["tests.plugins.bad_bots", "tests.plugins.slow_in_a_new_zygote"]))
+
+
+def test_two_workers_starting_at_once_restart_a_dead_zygote_once(monkeypatch):
+    """Both threads found the zygote dead and each started one: one was left running unused
+    (and the restart logged twice)."""
+    import threading
+
+    from engine_service.plugins import pool
+
+    started: list = []
+
+    class SlowToStart(pool.Zygote):
+        def __init__(self, *args, **kwargs):
+            time.sleep(0.3)  # widens the window in which the other thread looks
+            super().__init__(*args, **kwargs)
+            started.append(self)
+
+    async def body(host):
+        dead = host._pool._zygote
+        dead.process.kill()
+        dead.process.wait()
+        monkeypatch.setattr(pool, "Zygote", SlowToStart)
+        workers: list = []
+        with capture_logs() as logs:
+            threads = [threading.Thread(target=lambda: workers.append(host._pool._new_worker()))
+                       for _ in range(2)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+        try:
+            assert len(workers) == 2 and all(w.wait_ready(30) for w in workers)
+            assert len(started) == 1, started
+            assert len([e for e in logs if e["event"] == "bot_worker_zygote_restarted"]) == 1
+        finally:
+            for w in workers:
+                w.kill()
+            for z in started[1:]:
+                z.process.kill()
+    run(with_host(body, workers=1, plugins=()))

@@ -94,7 +94,10 @@ def test_broken_plugins_are_logged_and_left_out():
     hook = summaries[("HookRaises", "hook")]
     assert hook.startswith("RuntimeError at broken_plugins.py:") and hook.endswith(" in cardgames_bots"), hook
     assert "plugin bug" in next(f.error for f in catalog.failures if f.plugin == "HookRaises")
-    assert all(f.summary == f.error for f in catalog.failures if f.stage in ("register", "validate", "spec"))
+    # the engine's and pluggy's refusals are said as logged, but for a host path (a module's repr)
+    from engine_service.plugins.manager import _without_paths
+    assert all(f.summary == _without_paths(f.error) for f in catalog.failures
+               if f.stage in ("register", "validate", "spec"))
     # and so does pluggy's refusal, whose reason is on its message's later lines
     wrong = next(f.error for f in catalog.failures if f.plugin == "WrongArguments")
     assert "nonsense" in wrong and "\n" not in wrong, wrong
@@ -354,10 +357,98 @@ def test_a_spec_whose_games_raise_is_refused_and_a_hook_offering_nothing_is_warn
     with capture_logs() as logs:
         catalog = load_catalog(PluginSettings.resolve(extra=extras, environ={}))
     failure = next(f for f in catalog.failures if f.plugin == "GamesRaise")
-    assert failure.stage == "spec" and "secret-in-plugin-code" in failure.error
-    assert failure.summary.startswith("KeyError at broken_plugins.py:"), failure.summary
+    assert failure.stage == "spec" and "listing its games raised KeyError" in failure.summary
     assert "secret" not in failure.summary
     assert "after-games-raise" in catalog.names() and "games-raise" not in catalog.names()
     warned = [e for e in logs if e["event"] == "bot_plugin_offers_no_bots"]
     assert [(e["plugin"], e["returned"], e["log_level"]) for e in warned] == [("ReturnsNothing", "NoneType", "warning")]
     assert not any(f.plugin == "ReturnsNothing" for f in catalog.failures)
+
+
+def test_listbots_reasons_name_a_plugins_file_not_its_path_on_the_host():
+    """pluggy names a refused plugin by its repr: a module's holds the absolute path of its
+    file, which ListBots told anyone who asked (the log line keeps it whole)."""
+    import types
+
+    module = types.ModuleType("pathplugin")
+    module.__file__ = "/srv/private/site-packages/pathplugin.py"
+    exec("def cardgames_bot():\n    return []\n", module.__dict__)
+    catalog = load_catalog(PluginSettings.resolve(extra=[module, broken_plugins.MisspelledHook()],
+                                                  environ={}))
+    failed = {f.plugin: f for f in catalog.failures}
+    assert set(failed) == {"pathplugin", "MisspelledHook"}, failed
+    assert failed["pathplugin"].summary == ("PluginValidationError: unknown hook 'cardgames_bot' in "
+                                            "plugin <module 'pathplugin' from 'pathplugin.py'>")
+    assert "/srv/private/site-packages/pathplugin.py" in failed["pathplugin"].error  # the log's
+    assert " at 0x" not in failed["MisspelledHook"].summary
+    assert failed["MisspelledHook"].summary.startswith("PluginValidationError: unknown hook 'cardgames_bot'")
+
+
+def test_a_hook_that_exits_or_raises_a_base_exception_is_a_failure_not_the_end_of_the_load():
+    """A plugin's import that calls sys.exit() was a failure like any other, its hook's ended
+    the engine's start (and the workers' zygote)."""
+    from engine_service.plugins import hookimpl
+
+    class Custom(BaseException):
+        pass
+
+    def exits():
+        raise SystemExit("bye")
+
+    def custom():
+        raise Custom()
+
+    def plugin(name, hook):
+        return type(name, (), {"cardgames_bots": hookimpl(staticmethod(hook))})()
+
+    catalog = load_catalog(PluginSettings.resolve(extra=[plugin("Exits", exits), plugin("Custom", custom),
+                                                         "tests.plugins.bad_bots"], environ={}))
+    failed = {f.plugin: (f.stage, f.summary) for f in catalog.failures}
+    assert failed["Exits"][0] == "hook" and failed["Exits"][1].startswith("SystemExit at test_manager.py:")
+    assert failed["Custom"][0] == "hook" and failed["Custom"][1].startswith("Custom at test_manager.py:")
+    assert "sleeps" in catalog.names()
+
+
+def test_a_spec_whose_games_generator_raises_is_refused_alone():
+    """BotSpec.games may be any iterable: one that raised while the engine listed it escaped
+    the load (the engine's start ended); its message, the plugin's, is not repeated."""
+    from engine_service.plugins import BotSpec, hookimpl
+
+    def games():
+        yield "klaberjass"
+        raise RuntimeError("secret-in-message")
+
+    class Plugin:
+        @hookimpl
+        def cardgames_bots(self):
+            return [BotSpec("bad-games", lambda g: None, games=games()),
+                    BotSpec("good-one", lambda g: None, games=("klaberjass",))]
+
+    catalog = load_catalog(PluginSettings.resolve(extra=[Plugin()], environ={}))
+    assert "good-one" in catalog.names() and "bad-games" not in catalog.names()
+    assert [(f.plugin, f.stage, f.summary) for f in catalog.failures] == [
+        ("Plugin", "spec", "ValueError: bot 'bad-games': listing its games raised RuntimeError")]
+
+
+def test_a_spec_whose_description_is_not_a_string_is_refused_alone():
+    """ListBots puts the description in a string field: a number there made every ListBots
+    call fail (INTERNAL), for every caller."""
+    from engine_service.plugins import BotSpec, hookimpl
+    from engine_service.sessions.api import BotInfo
+    from engine_service.transport.codec import bot_message  # ListBots' encoding of a bot
+
+    class Plugin:
+        @hookimpl
+        def cardgames_bots(self):
+            return [BotSpec("numbered", lambda g: None, description=5),
+                    BotSpec("surrogate", lambda g: None, description="a\ud800b"),
+                    BotSpec("worded", lambda g: None, description="plays")]
+
+    catalog = load_catalog(PluginSettings.resolve(extra=[Plugin()], environ={}))
+    assert "worded" in catalog.names() and "numbered" not in catalog.names()
+    assert [(f.stage, f.summary) for f in catalog.failures] == [
+        ("spec", "TypeError: bot 'numbered': description must be a string, not int"),
+        ("spec", "ValueError: bot 'surrogate': description is not valid text (a lone surrogate)")]
+    for name in catalog.names():  # every listed bot encodes
+        spec = catalog.entries[name].spec
+        bot_message(BotInfo(name=name, games=(), description=spec.description, plugin=""))
