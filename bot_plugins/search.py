@@ -32,6 +32,12 @@ The rollout policy (``SearchParams.rollout``) runs on the fast path only (``lega
 * ``random``: uniformly random legal actions (the policy before ``greedy``; the bot
   ``search_random`` plays it, for comparison in the arena).
 
+Exceptions, chosen by flat Monte Carlo instead (:meth:`SearchBot._by_playouts`): the bid of a
+Georgian Joker deal of at most ``SMALL_DEAL_CARDS`` cards per player, and Jo-Jotte's double,
+redouble and nullo decisions (``PLAYOUT_DECISIONS``). Every legal action is tried in the same
+sampled worlds, the deal is finished with the ``heuristic`` bot's play for every seat, and the
+action with the best mean relative score wins.
+
 ``DEFAULT_ROLLOUT`` holds each game's default, chosen by arena measurement (docs/bots.md). The
 search stops after ``iterations`` iterations or when the request's budget is nearly spent,
 whichever comes first, so with enough time it is deterministic for a given seed. A decision
@@ -65,6 +71,15 @@ WANTS_TRICK = frozenset({"georgian_joker", "jojotte"})
 DEFAULT_ROLLOUT = {"klaberjass": "greedy", "jojotte": "greedy", "georgian_joker": "greedy",
                    "japanese_joker": "greedy"}
 ROLLOUTS = ("greedy", "random")
+#: Georgian Joker deals of at most this many cards per player (GJ-2.4: deals 1-3 and 18-20 of
+#: the standard schedule) bid by :meth:`SearchBot._by_playouts` rather than by the tree. Not 4:
+#: the four-card deals' flat bids lost to the tree's (arena, 1,200 boards of deals 4 and 17,
+#: seed 1: -3.41 [-6.32, -0.49] a board) and took up to 178 ms of CPU, the whole budget.
+SMALL_DEAL_CARDS = 3
+#: Jo-Jotte decisions chosen by :meth:`SearchBot._by_playouts`: a legal list holding one of these
+#: (the answer to a bid: double or no-trump overcall, JJ-3.3; the redouble; the nullo window,
+#: JJ-4.3).
+PLAYOUT_DECISIONS = frozenset({"double", "redouble", "nullo"})
 
 
 @dataclass(frozen=True)
@@ -99,7 +114,7 @@ class SearchBot:
             raise ValueError(f"unknown rollout policy {rollout!r} (one of {', '.join(ROLLOUTS)})")
         self.rollout = rollout
         self._wants = game_id in WANTS_TRICK
-        self.last_iterations = 0  # of the last searched decision (for tests and tuning)
+        self.last_iterations = 0  # of the last decision's tree search, 0 without one (for tests and tuning)
         self.fallbacks = 0  # decisions answered by the heuristic because no world was sampled
 
     def decide(self, request: DecisionRequest) -> str:
@@ -108,6 +123,10 @@ class SearchBot:
             return legal[0]
         rng = request.rng
         stop_at = time.monotonic() + max(0.0, request.time_left()) * self.params.time_fraction
+        flat = self._by_playouts(request, stop_at)
+        if flat is not None:
+            self.last_iterations = 0  # no tree was searched
+            return flat
         worlds = self._worlds(request.view, rng, stop_at)
         if not worlds:  # the view admits no sampled deal (see _worlds): play by hand instead
             self.fallbacks += 1
@@ -180,6 +199,71 @@ class SearchBot:
             if text in legal_set and child.visits > best_visits:
                 best, best_visits = text, child.visits
         return best if best is not None else legal[0]
+
+    def _by_playouts(self, request: DecisionRequest, stop_at: float) -> str | None:
+        """The answer of a decision the tree is known to get wrong, by flat Monte Carlo, or None
+        when the decision is not one of them (the tree search answers):
+
+        * the bid of a small Georgian Joker deal (at most ``SMALL_DEAL_CARDS`` cards per
+          player). With one to three cards a bid is decided by whether one or two cards take
+          their trick, and the scores around it are lopsided: a made bid of 1 scores 100
+          (GJ-7.3), one that takes nothing -200 (khishti, GJ-7.4), a made pass 50 (GJ-7.2),
+          any other miss 10 a trick (GJ-7.5). The tree's rollouts play every lead and every
+          card but the last to a trick at random (a joker ``low`` half the time, GJ-5.2; an
+          opponent's ace thrown under a trick it should take), so a middling card takes its
+          trick more often there than against players who try to make their own bids, and a
+          bid on it looks better than it is (it bid 1 on the seven of trumps alone);
+        * Jo-Jotte's double or no-trump overcall, redouble and nullo (``PLAYOUT_DECISIONS``):
+          the double multiplies both players' trick points (JJ-9.4), the nullo stakes 200
+          above the line on winning no trick (JJ-9.7); both are decided by how the nine tricks
+          are played, which random leads misjudge in the same way.
+
+        Every legal action is tried in the same sampled worlds (the differences between
+        actions are then not blurred by the deal), each world finished with the ``heuristic``
+        bot's play for every seat (it plays to make its bid or to duck once made, GJ-7; in a
+        nullo the nullo player ducks, JJ-4.3), and the action with the best mean score relative
+        to the other seats (the tree's own objective) is chosen. A Georgian Joker small deal is
+        a handful of decisions, a Jo-Jotte playout about a millisecond, so up to
+        ``params.worlds`` worlds fit in the budget; the search stops at ``stop_at`` after at
+        least one world, like the tree.
+        """
+        legal = request.legal
+        view = request.view
+        if self.game_id == "georgian_joker":
+            if not legal[0].startswith("bid:"):
+                return None
+            if (view["table"].get("cards_per_player") or len(view["hand"])) > SMALL_DEAL_CARDS:
+                return None
+        elif self.game_id != "jojotte" or PLAYOUT_DECISIONS.isdisjoint(legal):
+            return None
+        from .heuristic import make as make_heuristic
+        player = make_heuristic(self.game_id)
+        seat = request.seat
+        n = self.game.num_seats
+        done_before = len(view.get("deal_results") or ())
+        totals = dict.fromkeys(legal, 0.0)
+        sampled = 0
+        for i in range(self.params.worlds):
+            if i and time.monotonic() >= stop_at:
+                break
+            try:
+                world = self.game.determinize(view, request.rng)
+            except InconsistentView:
+                break
+            sampled += 1
+            for action in legal:
+                state = world.clone()
+                state.apply(action, seat)
+                while state.to_act() >= 0:
+                    who = state.to_act()
+                    seen = state.view(who)
+                    state.apply(player.decide(DecisionRequest(
+                        self.game_id, who, seen, tuple(seen["legal"]), request.rng, 0.0)), who)
+                results = state.deal_results()
+                totals[action] += relative(deal_scores(self.game_id, results[done_before], n), seat)
+        if not sampled:
+            return None
+        return max(legal, key=lambda a: totals[a])
 
     def _worlds(self, view: Any, rng: random.Random, stop_at: float) -> list[Any]:
         worlds = []

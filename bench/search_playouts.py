@@ -1,0 +1,91 @@
+"""Measure the search bot's decisions by flat playouts (``SearchBot._by_playouts``) against the
+tree they replaced; the figures are in docs/bots.md ("Decisions by flat playouts").
+
+As a plugin module (``--plugin bench.search_playouts``, with the checkout on ``PYTHONPATH``) it
+offers the former bots, for measurement only (the shipped ``search`` has no switch for them):
+
+* ``search_tree``: the search with its tree deciding everything (before the flat playouts);
+* ``search_gj_flat``: flat playouts for the small Georgian Joker bids only (the Jo-Jotte double,
+  redouble and nullo by the tree).
+
+As a script it plays the arena on the small Georgian Joker deals only, the boards whose match
+position deals at most ``--max-cards`` cards a player (``24k + p``; the arena itself plays
+every position in turn, where the small deals are a quarter of the boards)::
+
+    python bench/search_playouts.py --bots search,search_tree --per-position 500
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+from bot_plugins.search import SearchBot
+from engine_service.plugins import BotSpec, hookimpl
+
+
+class TreeSearch(SearchBot):
+    """The search before the flat playouts: the tree decides everything."""
+
+    def _by_playouts(self, request, stop_at):
+        return None
+
+
+class SmallBidsOnly(SearchBot):
+    """Flat playouts for the small Georgian Joker bids only."""
+
+    def _by_playouts(self, request, stop_at):
+        return None if self.game_id == "jojotte" else super()._by_playouts(request, stop_at)
+
+
+@hookimpl
+def cardgames_bots():
+    games = ("georgian_joker", "jojotte")
+    return [BotSpec("search_tree", TreeSearch, games=games,
+                    description="search with the tree deciding everything (bench only)"),
+            BotSpec("search_gj_flat", SmallBidsOnly, games=games,
+                    description="search with flat playouts for small GJ bids only (bench only)")]
+
+
+def main() -> None:
+    from bot_plugins.arena import (ArenaConfig, _init_worker, format_report, match_length, play_board,
+                                   summarize)
+    from engine_service.rules import get_game
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--bots", default="search,search_tree")
+    p.add_argument("--per-position", type=int, default=500, help="boards per small match position")
+    p.add_argument("--max-cards", type=int, default=3)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--time-ms", type=float, default=200.0)
+    p.add_argument("--workers", type=int, default=2)
+    args = p.parse_args()
+    cfg = ArenaConfig(game="georgian_joker", bots=tuple(args.bots.split(",")), deals=0, seed=args.seed,
+                      workers=args.workers, budget_s=args.time_ms / 1000,
+                      plugins=("bench.search_playouts",), progress=False)
+    cycle = match_length(cfg.game, cfg.options)
+    # the cards a player of each match position gets: deal the auto-move match once
+    game = get_game(cfg.game)
+    state = game.new_state({}, first_dealer=0)
+    sizes = []
+    while len(sizes) < cycle:
+        state.deal(list(game.pack))
+        sizes.append(state.view(0)["table"]["cards_per_player"])
+        while state.to_act() >= 0:
+            state.apply(game.auto_move(state.view(state.to_act())))
+    positions = [i for i, n in enumerate(sizes) if n <= args.max_cards]
+    boards = [cycle * k + i for k in range(args.per_position) for i in positions]
+    cfg = ArenaConfig(**{**vars(cfg), "deals": len(boards)})
+    started = time.monotonic()
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(args.workers, mp_context=ctx, initializer=_init_worker,
+                             initargs=(cfg, cycle)) as pool:
+        results = list(pool.map(play_board, boards, chunksize=4))
+    print(f"small deals (at most {args.max_cards} cards a player): match positions {positions}")
+    print(format_report(summarize(cfg, results, time.monotonic() - started)))
+
+
+if __name__ == "__main__":
+    main()
