@@ -332,6 +332,8 @@ class MatchManager:
           its player connects (GJ-12.3: "returned")."""
         if not m.active or self._clock.stopped:
             return
+        for slot in m.seats:  # the heartbeat's index (before the writes below change them)
+            self._clock.stored(m, slot, slot.absence_stored)
         stopped = max([s.away_seen for s in m.seats if s.away_seen is not None]
                       + [m.actions[-1].at if m.actions else 0.0])
         window = m.reconnect_grace_s * self.config.time_scale
@@ -361,10 +363,13 @@ class MatchManager:
             await self._touch_absences()
 
     async def _touch_absences(self) -> None:
-        # the windows running (recorded away, not taken over; not cleared by the drain's stop)
-        seats = [(m.match_id, slot.seat) for m in list(self._matches.values()) if m.active
-                 for slot in m.seats
-                 if not slot.left and slot.absence_stored[0] is not None and not slot.absence_stored[1]]
+        # the windows running (recorded away, not taken over; not cleared by the drain's stop),
+        # from the clock's index: a match that ended or a seat whose player left is dropped
+        running = self._clock.running
+        for key, (m, slot) in list(running.items()):
+            if m.over or slot.left:
+                del running[key]
+        seats = [key for key, (m, _) in running.items() if m.active]
         if not seats:
             return
         try:
@@ -1056,6 +1061,8 @@ class MatchManager:
 
     def _unregister(self, m: LiveMatch) -> None:
         self._matches.pop(m.match_id, None)
+        for slot in m.seats:  # the heartbeat's index must not keep it alive
+            self._clock.running.pop((m.match_id, slot.seat), None)
         if m.create_hash and self._created_ids.get(m.create_hash) == m.match_id:
             del self._created_ids[m.create_hash]
         self._lobby.pop(m.match_id, None)
