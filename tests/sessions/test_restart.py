@@ -904,6 +904,45 @@ def test_a_crash_loop_does_not_postpone_a_forfeit(tmp_path):
     assert second[1] == pytest.approx(0.6, abs=0.05) and third[1] == pytest.approx(0.4, abs=0.05)
 
 
+def test_two_windows_used_up_before_a_restart_end_in_the_order_they_ran_out(tmp_path):
+    """Both players of a two-player game away, seat 0 since 0.1 s before seat 1, and the
+    engine's last record says it served past both windows (0.6 s): here the wall clock
+    stepped forward before a crash, or a forfeit that could not be written. After the
+    restart seat 0's window, which ran out first, decides: a forfeit, seat 1 wins
+    (JJK-10.2). The time away counted used to be capped at the window, so both windows
+    ended at the same instant and the match ended "abandoned", without a winner."""
+    path, wall = tmp_path / "m.sqlite3", _Wall()
+    cfg = dict(time_scale=0.01, absence_heartbeat_s=3600.0)
+
+    async def first():
+        mgr = _walled(path, wall, **cfg)
+        match_id, _, streams = await _join_and_watch(mgr, "klaberjass")
+        await streams[0].aclose()
+        wall.now += 0.1
+        await streams[1].aclose()
+        await absences_written(mgr, match_id)
+        wall.now += 5.0  # a clock step: the engine's record of serving is past both windows
+        await mgr._touch_absences()
+        crash(mgr._store)
+        return match_id
+
+    match_id = run(first())
+    wall.now += 60.0
+
+    async def second():
+        mgr = _walled(path, wall, **cfg)
+        await mgr.start()
+        try:
+            await collect(mgr.watch(match_id, Principal("spectator", match_id), -1))
+            return await mgr.get_match(match_id)
+        finally:
+            await mgr.close()
+
+    summary = run(second())
+    assert summary.result["outcome"] == "forfeit", summary.result
+    assert summary.result["winners"] == [1] and summary.result["forfeited"] == 0
+
+
 class _CountedMatches(dict):
     """The manager's matches, counting the walks over all of them (values())."""
 
