@@ -359,10 +359,16 @@ class MatchManager:
         """Every ``absence_heartbeat_s`` while some player's grace window runs, record that
         the engine still serves (Store.touch_absences): what a restart after a crash takes
         as the time the engine stopped (:meth:`_rearm`). Nothing is written while nobody is
-        away. A failure is logged and tried again at the next beat."""
+        away. A failure is logged and tried again at the next beat; so is a beat that raises
+        something else than a StoreError (a bug), as the sweeper does: it used to end the
+        heartbeat for good, silently, and a crash afterwards counted the time away only up
+        to that beat (the players got the rest of the engine's run as a longer window)."""
         while True:
             await asyncio.sleep(self.config.absence_heartbeat_s)
-            await self._touch_absences()
+            try:
+                await self._touch_absences()
+            except Exception as exc:  # the heartbeat must outlive a bug in one beat
+                log.error("absence_heartbeat_failed", error=str(exc), error_type=type(exc).__name__)
 
     async def _touch_absences(self) -> None:
         # the windows running (recorded away, not taken over; not cleared by the drain's stop),

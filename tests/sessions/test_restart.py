@@ -598,6 +598,36 @@ def test_the_sweeper_outlives_a_failing_pass():
     assert run(go()) >= 2
 
 
+def test_the_absence_heartbeat_outlives_a_failing_beat(tmp_path):
+    """A beat that raises something else than a StoreError is logged and the next one runs
+    (it used to end the heartbeat task for good: after a crash a restart counted the time
+    away only up to the failed beat)."""
+    async def go():
+        mgr = sqlite_manager(tmp_path / "m.sqlite3", time_scale=1.0, absence_heartbeat_s=0.02)
+        match_id, _, streams = await _join_and_watch(mgr, "klaberjass")
+        try:
+            real, calls = mgr._store.touch_absences, []
+
+            async def failing_once(seats, at):
+                calls.append(at)
+                if len(calls) == 1:
+                    raise RuntimeError("a bug in one beat")
+                await real(seats, at)
+
+            mgr._store.touch_absences = failing_once
+            await streams[0].aclose()
+            for _ in range(200):
+                if len(calls) >= 3:
+                    break
+                await asyncio.sleep(0.01)
+            return len(calls), mgr._absence_heartbeat.done()
+        finally:
+            await mgr.close()
+
+    beats, ended = run(go())
+    assert beats >= 3 and not ended
+
+
 @pytest.mark.parametrize("tamper", [{"game": "no_such_game"}, {"options": {"kl_target_score": "many"}}])
 def test_a_stored_match_this_program_cannot_read_is_corrupt_not_a_bad_request(tamper):
     """A stored record naming an unknown game or options the game refuses (written by another
