@@ -377,7 +377,9 @@ class MatchManager:
         for key, (m, slot) in list(running.items()):
             if m.over or slot.left:
                 del running[key]
-        seats = [key for key, (m, _) in running.items() if m.active]
+        # and whose player is away now: one back whose return is still being written (a slow
+        # store) is not recorded away meanwhile, which a crash before that write landed counted
+        seats = [key for key, (m, slot) in running.items() if m.active and slot.away_since is not None]
         if not seats:
             return
         try:

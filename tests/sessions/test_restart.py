@@ -973,6 +973,57 @@ def test_two_windows_used_up_before_a_restart_end_in_the_order_they_ran_out(tmp_
     assert summary.result["winners"] == [1] and summary.result["forfeited"] == 0
 
 
+def test_a_player_back_whose_return_is_not_written_yet_is_not_recorded_away_meanwhile(tmp_path):
+    """Seat 0's player was away 0.4 s of a 0.6 s window, then came back; the write of the
+    return is slow (here it never lands) and the engine crashes 0.1 s later. The heartbeat
+    meanwhile records nothing for that seat, so the restart counts 0.4 s away (the store
+    cannot know of the return): 0.2 s left. The heartbeat used to go on recording it away
+    until its return was written, and the restart counted the time after the return too."""
+    path, wall = tmp_path / "m.sqlite3", _Wall()
+    cfg = dict(time_scale=0.01, absence_heartbeat_s=3600.0)  # beats called by hand below
+
+    async def first():
+        mgr = _walled(path, wall, **cfg)
+        match_id, tokens, streams = await _join_and_watch(mgr, "klaberjass")
+        await streams[0].aclose()
+        await absences_written(mgr, match_id)
+        wall.now += 0.4
+        await mgr._touch_absences()
+        real = mgr._store.save_absence
+
+        async def slow(match_id, seat, away_since, *args, **kwargs):
+            if away_since is None:
+                await asyncio.Event().wait()  # never lands before the crash
+            await real(match_id, seat, away_since, *args, **kwargs)
+
+        mgr._store.save_absence = slow
+        back = mgr.watch(match_id, mgr.authenticate(match_id, tokens[0]), -1)
+        await back.__anext__()
+        wall.now += 0.1
+        await mgr._touch_absences()
+        seen = (await mgr._store.load_match(match_id)).record.seats[0].away_seen
+        # a real crash runs nothing more: here the loop's end closes seat 1's stream, whose
+        # absence would be recorded (and the engine's serving with it) after the crash
+        mgr._clock.stopped = True
+        crash(mgr._store)
+        return match_id, seen
+
+    match_id, seen = run(first())
+    assert seen == pytest.approx(wall.now - 0.1)
+    wall.now += 60.0
+
+    async def second():
+        mgr = _walled(path, wall, **cfg)
+        await mgr.start()
+        try:
+            return _remaining(mgr, match_id)
+        finally:
+            await mgr.close()
+
+    left = run(second())
+    assert left[0] == pytest.approx(0.2, abs=0.05) and left[1] == pytest.approx(0.6, abs=0.05)
+
+
 class _CountedMatches(dict):
     """The manager's matches, counting the walks over all of them (values())."""
 
