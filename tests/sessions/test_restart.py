@@ -1052,6 +1052,39 @@ def test_the_absence_writes_of_an_idle_match_are_let_go_once_done():
     assert kept == [None] * 6 and finished == []
 
 
+def test_a_resumed_window_is_the_rest_of_the_tables_own_grace_period(tmp_path):
+    """A Georgian Joker table's own reconnect_grace_s (here 300 s, not the default 60 s) is
+    the window a restart continues: seat 0's player away 100 s (0.1 s at time_scale 0.001)
+    before a drain gets 200 s more (0.2 s) after it; the seats connected at the drain get
+    the table's whole 300 s."""
+    path, wall = tmp_path / "m.sqlite3", _Wall()
+    cfg = dict(time_scale=0.001)
+
+    async def before():
+        mgr = _walled(path, wall, **cfg)
+        match_id, _, streams = await _join_and_watch(mgr, "georgian_joker",
+                                                     options={"reconnect_grace_s": 300})
+        await streams[0].aclose()
+        wall.now += 0.1
+        await mgr.close()
+        return match_id
+
+    match_id = run(before())
+    wall.now += 3600.0
+
+    async def after():
+        mgr = _walled(path, wall, **cfg)
+        await mgr.start()
+        try:
+            return _remaining(mgr, match_id)
+        finally:
+            await mgr.close()
+
+    left = run(after())
+    assert left[0] == pytest.approx(0.2, abs=0.03)
+    assert left[1:] == [pytest.approx(0.3, abs=0.03)] * 3
+
+
 class _CountedMatches(dict):
     """The manager's matches, counting the walks over all of them (values())."""
 
