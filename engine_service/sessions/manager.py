@@ -332,9 +332,10 @@ class MatchManager:
           its player connects (GJ-12.3: "returned")."""
         if not m.active or self._clock.stopped:
             return
+        for slot in m.seats:  # the heartbeat's index (before the writes below change them)
+            self._clock.stored(m, slot, slot.absence_stored)
         stopped = max([s.away_seen for s in m.seats if s.away_seen is not None]
                       + [m.actions[-1].at if m.actions else 0.0])
-        window = m.reconnect_grace_s * self.config.time_scale
         wall = self._clock.wall()
         for slot in m.seats:
             if not slot.absent:
@@ -346,8 +347,11 @@ class MatchManager:
             else:
                 # the window goes on from where it stood: its start is recorded as if the
                 # engine had never stopped, so that the next restart counts this run's time
-                # away and no downtime either
-                elapsed = min(max(0.0, stopped - slot.away_since), window)
+                # away and no downtime either. Not capped at the window: windows used up
+                # expire at once, in the order they ended (the first decides, JJK-10.2);
+                # capped, every one used up ended at the same instant, and two players away
+                # since different times ended "abandoned" instead of a forfeit of the first
+                elapsed = max(0.0, stopped - slot.away_since)
                 self._clock.arm_grace(m, slot, start=now - elapsed, away_since=wall - elapsed)
         self._clock.schedule(m)
 
@@ -355,16 +359,27 @@ class MatchManager:
         """Every ``absence_heartbeat_s`` while some player's grace window runs, record that
         the engine still serves (Store.touch_absences): what a restart after a crash takes
         as the time the engine stopped (:meth:`_rearm`). Nothing is written while nobody is
-        away. A failure is logged and tried again at the next beat."""
+        away. A failure is logged and tried again at the next beat; so is a beat that raises
+        something else than a StoreError (a bug), as the sweeper does: it used to end the
+        heartbeat for good, silently, and a crash afterwards counted the time away only up
+        to that beat (the players got the rest of the engine's run as a longer window)."""
         while True:
             await asyncio.sleep(self.config.absence_heartbeat_s)
-            await self._touch_absences()
+            try:
+                await self._touch_absences()
+            except Exception as exc:  # the heartbeat must outlive a bug in one beat
+                log.error("absence_heartbeat_failed", error=str(exc), error_type=type(exc).__name__)
 
     async def _touch_absences(self) -> None:
-        # the windows running (recorded away, not taken over; not cleared by the drain's stop)
-        seats = [(m.match_id, slot.seat) for m in list(self._matches.values()) if m.active
-                 for slot in m.seats
-                 if not slot.left and slot.absence_stored[0] is not None and not slot.absence_stored[1]]
+        # the windows running (recorded away, not taken over; not cleared by the drain's stop),
+        # from the clock's index: a match that ended or a seat whose player left is dropped
+        running = self._clock.running
+        for key, (m, slot) in list(running.items()):
+            if m.over or slot.left:
+                del running[key]
+        # and whose player is away now: one back whose return is still being written (a slow
+        # store) is not recorded away meanwhile, which a crash before that write landed counted
+        seats = [key for key, (m, slot) in running.items() if m.active and slot.away_since is not None]
         if not seats:
             return
         try:
@@ -1056,6 +1071,8 @@ class MatchManager:
 
     def _unregister(self, m: LiveMatch) -> None:
         self._matches.pop(m.match_id, None)
+        for slot in m.seats:  # the heartbeat's index must not keep it alive
+            self._clock.running.pop((m.match_id, slot.seat), None)
         if m.create_hash and self._created_ids.get(m.create_hash) == m.match_id:
             del self._created_ids[m.create_hash]
         self._lobby.pop(m.match_id, None)

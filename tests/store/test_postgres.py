@@ -394,3 +394,41 @@ def test_connections_lost_with_a_database_restart_are_replaced(pg_database, pg_u
     killed, outcomes, stored = run(go())
     assert killed and outcomes[1:] == ["ok", "ok"], outcomes  # (the first call may fail)
     assert [a.seq for a in stored.actions] == [1, 2, 3]
+
+
+def test_the_absence_heartbeat_is_one_statement_whatever_the_number_of_seats(pg_schema):
+    """touch_absences (every absence_heartbeat_s while some player is away) updates all the
+    seats it is given in one statement: as an executemany of one UPDATE per seat it took
+    180-250 ms for 5,000 away seats, a pooled connection held for it every beat. Counted
+    by a statement-level trigger; the seats not recorded away and the unknown ones are still
+    left alone."""
+    schema, url = pg_schema
+
+    async def go():
+        st = PostgresStore(url)
+        await st.open()
+        try:
+            for i in range(40):
+                await st.create_match(record(f"m{i}"))
+                for seat in (0, 1):
+                    await st.save_seat(f"m{i}", SeatRecord(seat=seat, player_name="p", token_hash=f"t{i}-{seat}",
+                                                           joined_at=1.0))
+                await st.save_absence(f"m{i}", 0, 100.0)
+            with connect(url) as c:
+                c.execute(f"CREATE TABLE {schema}.seat_updates (n integer NOT NULL)")
+                c.execute(f"CREATE FUNCTION {schema}.count_seat_updates() RETURNS trigger LANGUAGE plpgsql AS "
+                          f"$$ BEGIN INSERT INTO {schema}.seat_updates VALUES (1); RETURN NULL; END $$")
+                c.execute(f"CREATE TRIGGER count_seat_updates AFTER UPDATE ON {schema}.seats "
+                          f"FOR EACH STATEMENT EXECUTE FUNCTION {schema}.count_seat_updates()")
+            seats = [(f"m{i}", seat) for i in range(40) for seat in (0, 1)] + [("nope", 0)]
+            await st.touch_absences(seats, 130.0)
+            with connect(url) as c:
+                statements = c.execute(f"SELECT count(*) FROM {schema}.seat_updates").fetchone()[0]
+            return statements, [await st.load_match(f"m{i}") for i in (0, 39)]
+        finally:
+            await st.close()
+
+    statements, stored = run(go())
+    assert statements == 1
+    for m in stored:
+        assert [(s.away_since, s.away_seen) for s in m.record.seats] == [(100.0, 130.0), (None, None)]
