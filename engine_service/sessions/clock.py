@@ -31,6 +31,7 @@ from typing import Any, Awaitable, Callable
 import structlog
 
 from ..observability.metrics import Metrics
+from ..store.base import UnknownMatch
 from .api import StaleSequence
 from .config import SessionConfig
 from .match import LiveMatch, SeatSlot, loggable_error
@@ -342,7 +343,9 @@ class MatchClock:
             except Exception as exc:
                 m.log.warning("absence_write_failed", seat=slot.seat, error=loggable_error(exc),
                               error_type=type(exc).__name__)
-                if self.stopped:
+                if self.stopped or isinstance(exc, UnknownMatch):
+                    # UnknownMatch: the match's rows are gone (deleted outside the engine):
+                    # no retry will find them, and one warning a second for ever said nothing more
                     return
                 await asyncio.sleep(RETRY_AFTER_STORE_FAILURE_S)
                 continue

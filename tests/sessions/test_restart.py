@@ -1190,3 +1190,32 @@ def test_a_georgian_joker_seat_taken_over_before_a_restart_stays_taken_over(tmp_
     assert resumed == (True, None, True)
     assert returned == (False, False)
     assert stored == (None, False)
+
+
+def test_an_absence_write_for_a_match_whose_rows_are_gone_is_not_retried_for_ever():
+    """A match's rows deleted outside the engine (an operator's SQL) while it is held: the
+    absence write answered UnknownMatch and was tried again every second for as long as the
+    match was held, a warning each time; it is said once and given up."""
+    from structlog.testing import capture_logs
+
+    from engine_service.sessions import clock as clock_module
+
+    from .helpers import manager
+
+    async def go():
+        async with manager(config(time_scale=100000.0)) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="japanese_joker"))
+            for seat in range(2):
+                await mgr.join_match(s.match_id, seat, f"p{seat}")
+            await absences_written(mgr)
+            m = mgr._matches[s.match_id]
+            del mgr._store._rows[s.match_id]
+            with capture_logs() as logs:
+                mgr._clock.record_absence(m, m.seats[0], None)  # the player is back
+                task = m.seats[0].absence_task
+                await asyncio.sleep(clock_module.RETRY_AFTER_STORE_FAILURE_S * 2.5)
+            return [e for e in logs if e["event"] == "absence_write_failed"], task
+
+    failed, task = run(go())
+    assert [(e["error_type"], e["log_level"]) for e in failed] == [("UnknownMatch", "warning")]
+    assert task.done()
