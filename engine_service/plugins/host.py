@@ -29,7 +29,7 @@ import structlog
 from engine_service.rules import all_game_ids
 from engine_service.sessions.api import BotInfo, BotLoadFailure
 
-from .manager import LOAD_TIMEOUT_S, BotCatalog, PluginFailure, PluginSettings, load_catalog
+from .manager import LOAD_TIMEOUT_S, BotCatalog, PluginFailure, PluginSettings, load_catalog, log_loaded
 from .pool import READY_TIMEOUT_S, WorkerPool
 from .protocol import ALL_GAMES
 from .runner import CRASH, FAILURES, UNKNOWN_BOT, Reply
@@ -102,11 +102,12 @@ class BotHost:
         # (the logger holds its own stream, unaffected): kept out, as the workers' output is
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            self.catalog: BotCatalog = load_catalog(self.settings)
+            self.catalog: BotCatalog = load_catalog(self.settings, log_summary=False)
         if out.tell() or err.tell():
             log.warning("bot_plugin_output_discarded", stdout_chars=out.tell(),
                         stderr_chars=err.tell())
         self._keep_what_the_workers_loaded(self._pool.loaded(READY_TIMEOUT_S))
+        log_loaded(self.catalog)  # after the zygote's verdict: the bots ListBots will list
         self._pool.expected = frozenset(self.catalog.names())
         self._metrics = metrics
         self._health: dict[str, _Health] = {}

@@ -340,8 +340,12 @@ def _validate_spec(spec: Any, plugin: str) -> BotSpec:
     return spec if games == spec.games else replace(spec, games=games)
 
 
-def load_catalog(settings: PluginSettings) -> BotCatalog:
-    """Load plugins as ``settings`` says and collect their bots (never raises for a plugin)."""
+def load_catalog(settings: PluginSettings, *, log_summary: bool = True) -> BotCatalog:
+    """Load plugins as ``settings`` says and collect their bots (never raises for a plugin).
+
+    ``log_summary`` False: the caller logs ``bot_plugins_loaded`` itself (:func:`log_loaded`)
+    once it has finished with the catalog: the engine first leaves out the bots its workers'
+    zygote did not load, and a summary logged before that named them among the loaded bots."""
     pm = BotPluginManager()
     catalog = BotCatalog(manager=pm)
 
@@ -474,7 +478,13 @@ def load_catalog(settings: PluginSettings) -> BotCatalog:
                 log.warning("bot_unknown_games", plugin=plugin, bot=spec.name, games=unknown,
                             registered=list(registered))
             catalog.entries[spec.name] = CatalogEntry(spec, plugin, catalog.plugins.get(plugin, ""))
+    if log_summary:
+        log_loaded(catalog)
+    return catalog
+
+
+def log_loaded(catalog: BotCatalog) -> None:
+    """Log the ``bot_plugins_loaded`` summary: the plugins, the bots and the plugins that failed."""
     log.info("bot_plugins_loaded", plugins=sorted(catalog.plugins), bots=catalog.names(),
              failed=sorted({f.plugin for f in catalog.failures}))
-    return catalog
 

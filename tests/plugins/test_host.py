@@ -555,6 +555,12 @@ def test_a_plugin_that_times_out_in_the_workers_only_is_not_listed_but_a_load_fa
                       plugins=["tests.plugins.bad_bots", "tests.plugins.slow_in_workers"]))
     failed = [e for e in logs if e["event"] == "bot_plugin_failed"]
     assert [(e["plugin"], e["stage"]) for e in failed] == [("tests.plugins.slow_in_workers", "import")]
+    # the summary line comes after the zygote's verdict and agrees with ListBots: it named the
+    # engine-only bots as loaded and the plugin as not failed, logged before the verdict
+    [loaded] = [e for e in logs if e["event"] == "bot_plugins_loaded"]
+    assert logs.index(loaded) > logs.index(failed[-1])
+    assert not {"engine-only", "engine-only-too"} & set(loaded["bots"]), loaded
+    assert "tests.plugins.slow_in_workers" in loaded["failed"], loaded
 
 
 def test_a_restarted_zygote_that_lacks_a_listed_bot_says_so(monkeypatch):
