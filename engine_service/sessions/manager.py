@@ -344,6 +344,7 @@ class MatchManager:
                 self._clock.arm_grace(m, slot, start=now)
             elif slot.away_taken_over and m.policy != FORFEIT:
                 slot.taken_over = True
+                m.log.info("grace_resumed", seat=slot.seat, taken_over=True)
             else:
                 # the window goes on from where it stood: its start is recorded as if the
                 # engine had never stopped, so that the next restart counts this run's time
@@ -353,6 +354,10 @@ class MatchManager:
                 # since different times ended "abandoned" instead of a forfeit of the first
                 elapsed = max(0.0, stopped - slot.away_since)
                 self._clock.arm_grace(m, slot, start=now - elapsed, away_since=wall - elapsed)
+                # what an operator asked "why did they forfeit at once after the restart" needs
+                window = m.reconnect_grace_s * self.config.time_scale
+                m.log.info("grace_resumed", seat=slot.seat, taken_over=False, away_s=round(elapsed, 3),
+                           left_s=round(max(0.0, window - elapsed), 3))
         self._clock.schedule(m)
 
     async def _touch_absences_periodically(self) -> None:

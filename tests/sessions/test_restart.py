@@ -1219,3 +1219,37 @@ def test_an_absence_write_for_a_match_whose_rows_are_gone_is_not_retried_for_eve
     failed, task = run(go())
     assert [(e["error_type"], e["log_level"]) for e in failed] == [("UnknownMatch", "warning")]
     assert task.done()
+
+
+def test_a_resumed_window_is_logged_with_the_time_it_has_left(tmp_path):
+    """A restart that continues an away player's grace period says so (`grace_resumed`, with
+    the time away before the stop and the time left), so that an operator can tell why a
+    player forfeited at once after it; a player connected at the stop gets no such line."""
+    from structlog.testing import capture_logs
+
+    path, wall = tmp_path / "m.sqlite3", _Wall()
+    cfg = dict(time_scale=0.001)
+
+    async def before():
+        mgr = _walled(path, wall, **cfg)
+        match_id, _, streams = await _join_and_watch(mgr, "georgian_joker",
+                                                     options={"reconnect_grace_s": 300})
+        await streams[0].aclose()
+        wall.now += 0.1
+        await mgr.close()
+        return match_id
+
+    match_id = run(before())
+    wall.now += 3600.0
+
+    async def after():
+        mgr = _walled(path, wall, **cfg)
+        with capture_logs() as logs:
+            await mgr.start()
+        await mgr.close()
+        return [e for e in logs if e["event"] == "grace_resumed"]
+
+    resumed = run(after())
+    assert [(e["seat"], e["taken_over"]) for e in resumed] == [(0, False)]
+    assert resumed[0]["away_s"] == pytest.approx(0.1, abs=0.03)
+    assert resumed[0]["left_s"] == pytest.approx(0.2, abs=0.03)
