@@ -1052,14 +1052,10 @@ def test_the_absence_writes_of_an_idle_match_are_let_go_once_done():
     assert kept == [None] * 6 and finished == []
 
 
-def test_a_resumed_window_is_the_rest_of_the_tables_own_grace_period(tmp_path):
-    """A Georgian Joker table's own reconnect_grace_s (here 300 s, not the default 60 s) is
-    the window a restart continues: seat 0's player away 100 s (0.1 s at time_scale 0.001)
-    before a drain gets 200 s more (0.2 s) after it; the seats connected at the drain get
-    the table's whole 300 s."""
-    path, wall = tmp_path / "m.sqlite3", _Wall()
-    cfg = dict(time_scale=0.001)
-
+def _seat_0_away_before_a_drain(path, wall: _Wall, cfg: dict) -> str:
+    """A Georgian Joker table with its own reconnect_grace_s of 300 s, every seat watching,
+    whose seat 0 goes away 100 s (0.1 s at time_scale 0.001) before the engine drains; then
+    an hour of downtime. The match's id."""
     async def before():
         mgr = _walled(path, wall, **cfg)
         match_id, _, streams = await _join_and_watch(mgr, "georgian_joker",
@@ -1071,6 +1067,18 @@ def test_a_resumed_window_is_the_rest_of_the_tables_own_grace_period(tmp_path):
 
     match_id = run(before())
     wall.now += 3600.0
+    return match_id
+
+
+def test_a_resumed_window_is_the_rest_of_the_tables_own_grace_period(tmp_path):
+    """A Georgian Joker table's own reconnect_grace_s (here 300 s, not the default 60 s) is
+    the window a restart continues: seat 0's player away 100 s (0.1 s at time_scale 0.001)
+    before a drain gets 200 s more (0.2 s) after it; the seats connected at the drain get
+    the table's whole 300 s."""
+    path, wall = tmp_path / "m.sqlite3", _Wall()
+    cfg = dict(time_scale=0.001)
+
+    match_id = _seat_0_away_before_a_drain(path, wall, cfg)
 
     async def after():
         mgr = _walled(path, wall, **cfg)
@@ -1230,17 +1238,7 @@ def test_a_resumed_window_is_logged_with_the_time_it_has_left(tmp_path):
     path, wall = tmp_path / "m.sqlite3", _Wall()
     cfg = dict(time_scale=0.001)
 
-    async def before():
-        mgr = _walled(path, wall, **cfg)
-        match_id, _, streams = await _join_and_watch(mgr, "georgian_joker",
-                                                     options={"reconnect_grace_s": 300})
-        await streams[0].aclose()
-        wall.now += 0.1
-        await mgr.close()
-        return match_id
-
-    match_id = run(before())
-    wall.now += 3600.0
+    match_id = _seat_0_away_before_a_drain(path, wall, cfg)
 
     async def after():
         mgr = _walled(path, wall, **cfg)

@@ -371,6 +371,24 @@ def _slow_bot_processes(tmp_path, seconds: float) -> str:
     return os.pathsep.join(p for p in (str(slow), os.environ.get("PYTHONPATH", "")) if p)
 
 
+def _ended_after_serving(service: Service) -> tuple[list[dict], float]:
+    """Wait (30 s at most) for ``service`` to end a match, stop it (exit 0), and return its
+    ``match_ended`` log lines and how many seconds after ``serving`` the first was logged."""
+    from datetime import datetime
+
+    try:
+        deadline = time.monotonic() + 30
+        while '"match_ended"' not in service.log_path.read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    finally:
+        assert service.stop() == 0
+    when = {line["event"]: datetime.fromisoformat(line["timestamp"].replace("Z", "+00:00"))
+            for line in service.lines() if line["event"] in ("serving", "match_ended")}
+    ended = [line for line in service.lines() if line["event"] == "match_ended"]
+    return ended, (when["match_ended"] - when["serving"]).total_seconds()
+
+
 def test_the_grace_periods_of_resumed_players_start_when_the_engine_serves(tmp_path):
     """After a restart every player of a resumed match is away, and one who was connected when
     the engine stopped gets a whole grace period to come back. Waiting for the bot workers
@@ -379,8 +397,6 @@ def test_the_grace_periods_of_resumed_players_start_when_the_engine_serves(tmp_p
     their time to reconnect. The wait now comes first: a two-player match nobody returns to
     is abandoned a whole grace period (3 s) after `serving`, though the bot processes took 2 s
     to start."""
-    from datetime import datetime
-
     db = tmp_path / "db.sqlite3"
     first = Service(tmp_path, db, "first", CARDGAMES_RECONNECT_GRACE_S="3")
     try:
@@ -403,20 +419,11 @@ def test_the_grace_periods_of_resumed_players_start_when_the_engine_serves(tmp_p
         assert first.stop() == 0
     second = Service(tmp_path, db, "second", CARDGAMES_RECONNECT_GRACE_S="3",
                      PYTHONPATH=_slow_bot_processes(tmp_path, 2))
-    try:
-        deadline = time.monotonic() + 30
-        while '"match_ended"' not in second.log_path.read_text():
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
-    finally:
-        assert second.stop() == 0
-    when = {line["event"]: datetime.fromisoformat(line["timestamp"].replace("Z", "+00:00"))
-            for line in second.lines() if line["event"] in ("serving", "match_ended")}
-    ended = [line for line in second.lines() if line["event"] == "match_ended"]
+    ended, after_serving = _ended_after_serving(second)
     assert [(e["match_id"], e["outcome"]) for e in ended] == [(match_id, "abandoned")]
     # the windows start as the manager resumes, a moment before `serving` is logged (the port
     # opens, the GC is tuned: tens of ms on a loaded machine); bot start-up ate 2 s before the fix
-    assert (when["match_ended"] - when["serving"]).total_seconds() >= 2.5
+    assert after_serving >= 2.5
 
 
 def test_a_player_away_before_a_kill_9_gets_only_the_rest_of_the_grace_period(tmp_path):
@@ -427,8 +434,6 @@ def test_a_player_away_before_a_kill_9_gets_only_the_rest_of_the_grace_period(tm
     period ends 5 to 10 s after `serving`, first: a disconnection forfeit, seat 1 wins
     (JJK-10.2). Before schema 8 both periods started over at the restart and ended together
     12 s after it, the match abandoned; an engine killed every 12 s never ended it."""
-    from datetime import datetime
-
     db = tmp_path / "db.sqlite3"
     first = Service(tmp_path, db, "first", CARDGAMES_RECONNECT_GRACE_S="12")
     try:
@@ -452,19 +457,10 @@ def test_a_player_away_before_a_kill_9_gets_only_the_rest_of_the_grace_period(tm
             first.proc.wait(10)
         first._log.close()
     second = Service(tmp_path, db, "second", CARDGAMES_RECONNECT_GRACE_S="12")
-    try:
-        deadline = time.monotonic() + 30
-        while '"match_ended"' not in second.log_path.read_text():
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
-    finally:
-        assert second.stop() == 0
-    when = {line["event"]: datetime.fromisoformat(line["timestamp"].replace("Z", "+00:00"))
-            for line in second.lines() if line["event"] in ("serving", "match_ended")}
-    ended = [line for line in second.lines() if line["event"] == "match_ended"]
+    ended, after_serving = _ended_after_serving(second)
     assert [(e["match_id"], e["outcome"], e["winners"], e["forfeited"]) for e in ended] == [
         (match_id, "forfeit", [1], 0)]
-    assert 4.5 <= (when["match_ended"] - when["serving"]).total_seconds() <= 10.5
+    assert 4.5 <= after_serving <= 10.5
 
 
 def test_sighup_drains_like_sigterm(tmp_path):
