@@ -131,10 +131,19 @@ class CatalogEntry:
     distribution: str = ""  # "name version" of the installed package, when known
 
 
+NOT_INSTALLED_STAGE = "allowlist"
+"""The stage of a plugin the allowlist (``CARDGAMES_BOT_PLUGINS``) names but no installed entry
+point has: it failed before any import, at the allowlist's lookup."""
+NOT_INSTALLED = (f"not installed: no {ENTRY_POINT_GROUP} entry point or plugin module has this "
+                 f"name ({ENV_ALLOWLIST} names plugins, not bots)")
+"""Its reason: the same for every name, with nothing of the host (no path, no list of what
+else is installed), since ``ListBots`` answers anyone."""
+
+
 @dataclass(frozen=True)
 class PluginFailure:
     plugin: str
-    stage: str  # "import" | "register" | "validate" | "hook" | "spec"
+    stage: str  # "allowlist" | "import" | "register" | "validate" | "hook" | "spec"
     error: str  # as logged (``bot_plugin_failed``), an exception's message included
     #: what ``ListBots`` tells every caller: ``error``, except that an exception raised by the
     #: plugin's own code (its import, its hook) is named by type and place, without its message
@@ -382,10 +391,20 @@ def load_catalog(settings: PluginSettings, *, log_summary: bool = True) -> BotCa
     if settings.autoload and settings.allowlist is not None:
         # a misspelt name, or a bot's name where the plugin's is meant (search_random), would
         # otherwise load nothing but random without a word
-        unknown = settings.allowlist - {ep.name for ep in entry_points}
+        # less the modules given to load as well (the arena's --plugin mybot beside
+        # CARDGAMES_BOT_PLUGINS=mybot, to keep the other installed plugins out): they are there
+        given = {item if isinstance(item, str) else getattr(item, "__name__", None) or type(item).__name__
+                 for item in settings.extra}
+        unknown = settings.allowlist - {ep.name for ep in entry_points} - given
         if unknown:
             log.warning("bot_plugins_not_installed", plugins=sorted(unknown),
                         installed=sorted(ep.name for ep in entry_points))
+            for name in sorted(unknown):
+                # and in ListBots' load_failures, where whoever misses the plugin's bots
+                # looks (clients.play --list): the log line alone reached only whoever read
+                # the log. No bot_plugin_failed line: the warning says it for all the names
+                catalog.failures.append(PluginFailure(name, NOT_INSTALLED_STAGE, NOT_INSTALLED,
+                                                      NOT_INSTALLED))
     for ep in entry_points:
         wanted = settings.autoload and (settings.allowlist is None or ep.name in settings.allowlist)
         if not wanted and ep.name not in ESSENTIAL_PLUGINS:

@@ -16,6 +16,8 @@ from .conftest import run
 from .test_terminal_clients import ROOT, cli
 
 SECRET = "s3cr3t-" + secrets.token_hex(8)
+NOT_INSTALLED = ("not installed: no cardgames.bots entry point or plugin module has this name "
+                 "(CARDGAMES_BOT_PLUGINS names plugins, not bots)")
 
 PLUGINS = {
     # its hook raises with the engine's secret in the message (int(os.environ[...]) does that)
@@ -59,7 +61,10 @@ def test_list_bots_and_play_list_say_the_plugins_that_failed(tmp_path):
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     install(plugins)
-    env = dict(os.environ, LEAKY_SECRET=SECRET,
+    # an allowlist of the plugins, with a misspelt name (fine_bot for fine-bot, after the
+    # module) and a bot's name where a plugin's is meant: each is a load failure as well
+    allowed = ",".join([m.replace("_", "-") for m in PLUGINS] + ["fine_bot", "search_random"])
+    env = dict(os.environ, LEAKY_SECRET=SECRET, CARDGAMES_BOT_PLUGINS=allowed,
                PYTHONPATH=os.pathsep.join([str(plugins), ROOT, os.environ.get("PYTHONPATH", "")]))
     engine = LocalService(log_path=tmp_path / "engine.log", env=env,
                           args=["--bot-workers", "1", "--bot-plugin-load-timeout-s", "1.5"])
@@ -79,13 +84,17 @@ def test_list_bots_and_play_list_say_the_plugins_that_failed(tmp_path):
             ("fine-bot", "spec"): "bot name 'random' already registered by plugin 'random'",
             ("hangs", "import"): "timed out: not done within 1.5 s, the plugin load time limit "
                                  "(--bot-plugin-load-timeout-s)",
+            ("fine_bot", "allowlist"): NOT_INSTALLED,
+            ("search_random", "allowlist"): NOT_INSTALLED,
         }, said
+        assert "search_random" not in [b.name for b in bots]  # the allowlist left search out
         listed = cli("clients.play", "--target", engine.target, "--list")
         assert listed.returncode == 0, listed.stderr
         lines = listed.stdout.splitlines()
         assert "bot plugin needs-numpyx failed to load (import): ModuleNotFoundError: no module named " \
                "'numpyx'" in lines, listed.stdout
         assert "bot plugin leaky-hook failed to load (hook): ValueError at leaky_hook.py:7 in cardgames_bots" in lines
+        assert f"bot plugin search_random failed to load (allowlist): {NOT_INSTALLED}" in lines
         # a description is printed as the plugin wrote it, not read as rich markup (a MarkupError)
         assert any(line.startswith("bot fine: ") and line.endswith(": plays [bold]the first[/x] move")
                    for line in lines), listed.stdout

@@ -233,8 +233,41 @@ def test_an_allowlisted_name_that_no_entry_point_has_is_warned_about():
     assert [(e["plugins"], e["log_level"]) for e in warned] == [(["search_random"], "warning")]
     assert {"random", "search", "heuristic"} <= set(warned[0]["installed"])
     with capture_logs() as logs:
-        load_catalog(PluginSettings.resolve(environ={ENV_ALLOWLIST: "search"}))
+        catalog = load_catalog(PluginSettings.resolve(environ={ENV_ALLOWLIST: "search"}))
     assert not [e for e in logs if e["event"] == "bot_plugins_not_installed"]
+    assert catalog.failures == []
+
+
+def test_an_allowlisted_name_that_no_entry_point_has_is_a_load_failure():
+    """It was only in the log: ListBots' load_failures (clients.play --list) now says it too,
+    one failure per name, stage "allowlist", a reason without anything of the host; the
+    bot_plugins_loaded summary counts it among the failed plugins."""
+    with capture_logs() as logs:
+        catalog = load_catalog(PluginSettings.resolve(
+            environ={ENV_ALLOWLIST: "search_random,heuristic,nosuch"}))
+    reason = ("not installed: no cardgames.bots entry point or plugin module has this name "
+              "(CARDGAMES_BOT_PLUGINS names plugins, not bots)")
+    assert [(f.plugin, f.stage, f.error, f.summary) for f in catalog.failures] == [
+        ("nosuch", "allowlist", reason, reason), ("search_random", "allowlist", reason, reason)]
+    assert not [e for e in logs if e["event"] == "bot_plugin_failed"]  # the warning says it
+    [loaded] = [e for e in logs if e["event"] == "bot_plugins_loaded"]
+    assert loaded["failed"] == ["nosuch", "search_random"]
+    # with autoloading off the allowlist selects nothing: nothing to report
+    catalog = load_catalog(PluginSettings.resolve(environ={ENV_ALLOWLIST: "nosuch",
+                                                           ENV_DISABLE_AUTOLOAD: "1"}))
+    assert catalog.failures == []
+
+
+def test_an_allowlisted_name_given_as_a_module_to_load_is_not_called_missing():
+    """The arena's --plugin mybot beside CARDGAMES_BOT_PLUGINS=mybot (to keep the other
+    installed plugins out): mybot loads from its module, it is neither warned about nor a
+    load failure."""
+    with capture_logs() as logs:
+        catalog = load_catalog(PluginSettings.resolve(extra=["tests.plugins.bad_bots"],
+                                                      environ={ENV_ALLOWLIST: "tests.plugins.bad_bots"}))
+    assert "sleeps" in catalog.names()
+    assert not [e for e in logs if e["event"] == "bot_plugins_not_installed"]
+    assert catalog.failures == []
 
 
 def test_a_plugin_whose_import_or_hook_hangs_is_left_out_after_the_time_limit():
