@@ -16,7 +16,9 @@ a *zygote*, a fresh interpreter (``python -m engine_service.plugins.pool --zygot
 loaded the plugins once from the same :class:`~engine_service.plugins.manager.PluginSettings`
 and ``sys.path``, forks them on request and hands their socket back over a Unix socket. Only
 the request and the reply cross a worker's socket. Should the zygote die, workers start as
-fresh interpreters until it is restarted.
+fresh interpreters until it is restarted; each loads the plugins on its own and says which bots
+it has, as the zygote does, so that one lacking a bot the engine lists is logged
+(``bot_worker_catalog_differs``).
 """
 
 from __future__ import annotations
@@ -82,11 +84,16 @@ class PoolClosed(RuntimeError):
     """The pool closed while a worker was being started."""
 
 
-def _serve(conn: Connection, runner: BotRunner) -> None:
+def _serve(conn: Connection, runner: BotRunner, loaded: tuple[list[str], list[Any]] | None = None) -> None:
     """A worker's life: say it is ready, then answer requests until told to stop (``None``) or
     the parent goes away (end-of-file). What a bot prints goes nowhere (:func:`_quiet_logging`,
-    before the plugins are loaded), and a failure ends the worker without a word (below)."""
-    conn.send(("ready", os.getpid()))
+    before the plugins are loaded), and a failure ends the worker without a word (below).
+
+    ``loaded``: a fresh-interpreter worker's own bots and load failures, said with ``ready``
+    as the zygote says its own (:meth:`WorkerProcess.wait_ready`): it loaded the plugins on its
+    own, under the load time limit, and may lack a bot the engine lists. A zygote's fork says
+    nothing more: it has the zygote's bots, which the engine compared already."""
+    conn.send(("ready", os.getpid()) if loaded is None else ("ready", os.getpid(), *loaded))
     while True:
         try:
             msg = conn.recv()
@@ -184,7 +191,7 @@ def _process_main(argv: list[str]) -> None:
     with _ended_with_the_parent(fd):
         catalog = load_catalog(settings)
     if role == "--worker":
-        _serve(conn, BotRunner(catalog))
+        _serve(conn, BotRunner(catalog), loaded=(catalog.names(), catalog.failures))
         return
     # what loaded here, for the engine to list only bots its workers have (Zygote.loaded):
     # each process applies the load time limit on its own, and a plugin whose import takes
@@ -266,6 +273,21 @@ def _spawn_process(role: str, settings: PluginSettings) -> tuple[subprocess.Pope
     return proc, ours
 
 
+def log_missing_bots(expected: frozenset[str] | None, loaded: tuple[list[str], list[Any]],
+                     *, process: str, pid: int) -> list[str]:
+    """Log ``bot_worker_catalog_differs`` when a bot process that loaded the plugins on its own
+    (``process``: ``zygote``, one restarted after the first died; ``worker``, a fresh
+    interpreter started while the zygote failed) lacks bots the engine lists (``expected``;
+    None: the host has not compared yet). The engine's list is published by then, so the
+    operator is told which bots' decisions in that process can only fail (``unknown_bot``),
+    and why: the process's own load failures. Returns the missing names, sorted."""
+    missing = sorted(expected - set(loaded[0])) if expected is not None else []
+    if missing:
+        log.error("bot_worker_catalog_differs", process=process, pid=pid, missing=missing,
+                  failures=[f"{f.plugin} ({f.stage}): {f.error}" for f in loaded[1]])
+    return missing
+
+
 class Zygote:
     """The parent's handle on the zygote process (see :func:`_zygote`); thread-safe."""
 
@@ -308,10 +330,7 @@ class Zygote:
         self._loaded_read = True  # read or lost: it comes once
         if isinstance(msg, tuple) and len(msg) == 3 and msg[0] == "loaded":
             self._loaded = (list(msg[1]), list(msg[2]))
-            missing = self._expected - set(self._loaded[0]) if self._expected is not None else ()
-            if missing:
-                log.error("bot_worker_catalog_differs", missing=sorted(missing),
-                             failures=[f"{f.plugin} ({f.stage}): {f.error}" for f in self._loaded[1]])
+            log_missing_bots(self._expected, self._loaded, process="zygote", pid=self.process.pid)
         return self._loaded
 
     def fork(self) -> tuple[int, int]:
@@ -367,6 +386,9 @@ class WorkerProcess:
         self.popen = popen
         self.ready = False
         self.broken = False  # killed or dead: must be replaced
+        #: a fresh-interpreter worker's bots and load failures, as it said them when ready
+        #: (None for a zygote's fork: the zygote's)
+        self.loaded: tuple[list[str], list[Any]] | None = None
 
     @classmethod
     def start(cls, settings: PluginSettings, zygote: Zygote | None,
@@ -400,6 +422,8 @@ class WorkerProcess:
             if not self.broken and self.conn.poll(timeout):
                 msg = self.conn.recv()
                 self.ready = isinstance(msg, tuple) and msg[:1] == ("ready",)
+                if self.ready and len(msg) == 4:
+                    self.loaded = (list(msg[2]), list(msg[3]))
         except (EOFError, OSError):
             self.ready = False
         if not self.ready:
@@ -585,6 +609,10 @@ class WorkerPool:
                 return
             if ok:
                 assert self._idle is not None
+                if worker.loaded is not None:
+                    # kept all the same: without a zygote it is the pool's only way to run any
+                    # bot, and a replacement would load the plugins under the same limit
+                    log_missing_bots(self.expected, worker.loaded, process="worker", pid=worker.pid)
                 if spare:
                     with self._lock:
                         self._spares_not_ready.discard(worker)

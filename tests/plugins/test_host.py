@@ -581,12 +581,66 @@ def test_a_restarted_zygote_that_lacks_a_listed_bot_says_so(monkeypatch):
         assert d.failure == "unknown_bot"
         differs = [e for e in logs if e["event"] == "bot_worker_catalog_differs"]
         assert len(differs) == 1 and differs[0]["missing"] == ["first-zygote-only"], differs
+        assert differs[0]["process"] == "zygote" and differs[0]["pid"] == host._pool._zygote.process.pid
         # one zygote restarted: two workers starting at once each started one, one left unused
         assert len([e for e in logs if e["event"] == "bot_worker_zygote_restarted"]) == 1
         assert any(f.startswith("tests.plugins.slow_in_a_new_zygote (import): timed out")
                    for f in differs[0]["failures"]), differs
     run(with_host(body, workers=1, load_timeout_s=1.0,
                   plugins=["tests.plugins.bad_bots", "tests.plugins.slow_in_a_new_zygote"]))
+
+
+def test_a_fresh_interpreter_worker_that_lacks_a_listed_bot_says_so(monkeypatch):
+    """A worker started as a fresh interpreter while the zygote fails (here: stopped, then
+    killed after the fork time limit) loads the plugins on its own, under the time limit, and
+    may lack a bot the engine lists: it said nothing, and that bot's decisions there failed
+    as unknown_bot without a reason. It now reports what it loaded with its ready message, as
+    the zygote does, and the pool logs bot_worker_catalog_differs with the missing bots."""
+    import os
+    import signal
+
+    from engine_service.plugins import pool
+    monkeypatch.setattr(pool, "FORK_TIMEOUT_S", 1.0, raising=False)
+
+    async def body(host):
+        assert "not-in-fresh-workers" in [b.name for b in host.bots()]
+        monkeypatch.setenv("TEST_HANG_IN_FRESH_WORKER", "1")
+        zygote = host._pool._zygote
+        os.kill(zygote.process.pid, signal.SIGSTOP)
+        with capture_logs() as logs:
+            for bot in ("exits", "sys-exits", "exits"):  # two spares, then a fork is needed
+                assert (await host.decide(bot, "klaberjass", 0, VIEW, LEGAL, 1, 5.0)).failure == "crash"
+            assert await host.start(timeout_s=30.0)
+        assert any(e["event"] == "bot_worker_zygote_failed" for e in logs)
+        differs = [e for e in logs if e["event"] == "bot_worker_catalog_differs"]
+        assert differs and all(e["process"] == "worker" and e["missing"] == ["not-in-fresh-workers"]
+                               for e in differs), differs
+        assert any(f.startswith("tests.plugins.slow_in_a_fresh_worker (import): timed out")
+                   for f in differs[0]["failures"]), differs
+    run(with_host(body, workers=1, load_timeout_s=1.0,
+                  plugins=["tests.plugins.bad_bots", "tests.plugins.slow_in_a_fresh_worker"]))
+
+
+def test_a_fresh_interpreter_worker_reports_what_it_loaded():
+    """The report itself: a fresh worker's ready message carries its bots and its load
+    failures; a worker with every listed bot logs nothing."""
+    from engine_service.plugins.manager import PluginSettings
+    from engine_service.plugins.pool import WorkerProcess, log_missing_bots
+
+    worker = WorkerProcess.start(PluginSettings.resolve(extra=["tests.plugins.bad_bots"], environ={}), None)
+    try:
+        assert worker.wait_ready(60)
+        names, failures = worker.loaded
+        assert "random" in names and "sleeps" in names and failures == []
+        with capture_logs() as logs:
+            assert log_missing_bots(frozenset({"random", "sleeps"}), worker.loaded,
+                                    process="worker", pid=worker.pid) == []
+            assert log_missing_bots(frozenset({"random", "elsewhere"}), worker.loaded,
+                                    process="worker", pid=worker.pid) == ["elsewhere"]
+        assert [(e["event"], e["missing"], e["process"]) for e in logs] == [
+            ("bot_worker_catalog_differs", ["elsewhere"], "worker")]
+    finally:
+        worker.kill()
 
 
 def test_two_workers_starting_at_once_restart_a_dead_zygote_once(monkeypatch):
