@@ -26,6 +26,7 @@ import asyncio
 import contextvars
 import secrets
 import time
+from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 import structlog
@@ -39,6 +40,32 @@ from .policy import FORFEIT
 from .writer import MatchWriter
 
 RETRY_AFTER_STORE_FAILURE_S = 1.0
+#: While absence writes keep failing, how often a summary says how many are still being
+#: tried again (``absence_writes_still_failing``): the first failure is said at once
+ABSENCE_OUTAGE_SUMMARY_S = 60.0
+
+log = structlog.get_logger("engine_service.sessions")
+
+
+@dataclass
+class _AbsenceOutage:
+    """Absence writes failing and being tried again (:meth:`MatchClock._write_absence_until_stored`).
+
+    Why: during a database outage every away seat's writer retries every second, and each
+    failure was a warning: 200 players away made 200 warning lines a second, burying the
+    outage's first line and everything else. The outage is now said once (its first failure,
+    with the error type), then every ``ABSENCE_OUTAGE_SUMMARY_S`` as a count of the writes
+    still pending, and once more when writes land again; the retries themselves are as before.
+    """
+
+    started: float  # event-loop time of the first failure
+    error_type: str  # of the latest failure
+    last_summary: float  # event-loop time of the first failure or of the latest summary
+    #: the seats whose write is being tried again, by (match id, seat)
+    pending: set[tuple[str, int]] = field(default_factory=set)
+    failures: int = 0  # failed attempts since the outage began
+    failures_since_summary: int = 0
+    landed: int = 0  # writes that landed since the outage began
 
 
 class MatchClock:
@@ -61,6 +88,8 @@ class MatchClock:
         #: of every seat of every match held (about 17 ms of the event loop for 10,000 matches
         #: every absence_heartbeat_s, with nobody away)
         self.running: dict[tuple[str, int], tuple[LiveMatch, SeatSlot]] = {}
+        #: absence writes failing and tried again, None when none is (:class:`_AbsenceOutage`)
+        self._absence_outage: _AbsenceOutage | None = None
 
     # ---- the decision at hand -----------------------------------------------------------
 
@@ -330,6 +359,7 @@ class MatchClock:
         finally:
             if slot.absence_task is asyncio.current_task():
                 slot.absence_task = None
+            self._absence_retry_ended(m, slot)
 
     async def _write_absence_until_stored(self, m: LiveMatch, slot: SeatSlot) -> None:
         while True:
@@ -341,15 +371,70 @@ class MatchClock:
                 # restart: a crash before the first heartbeat loses none of its time before)
                 await self.writer.store.save_absence(m.match_id, slot.seat, *want, away_seen=self.wall())
             except Exception as exc:
-                m.log.warning("absence_write_failed", seat=slot.seat, error=loggable_error(exc),
-                              error_type=type(exc).__name__)
                 if self.stopped or isinstance(exc, UnknownMatch):
                     # UnknownMatch: the match's rows are gone (deleted outside the engine):
-                    # no retry will find them, and one warning a second for ever said nothing more
+                    # no retry will find them, and one warning a second for ever said nothing
+                    # more. Draining: not tried again either. Said once each, for this seat
+                    m.log.warning("absence_write_failed", seat=slot.seat, error=loggable_error(exc),
+                                  error_type=type(exc).__name__)
                     return
+                self._absence_write_failed(m, slot, exc)
                 await asyncio.sleep(RETRY_AFTER_STORE_FAILURE_S)
                 continue
             self.stored(m, slot, want)
+            self._absence_write_landed(m, slot)
+
+    def _absence_write_failed(self, m: LiveMatch, slot: SeatSlot, exc: Exception) -> None:
+        """A seat's absence write failed and will be tried again: the first such failure
+        starts an outage and is said (``absence_writes_failing``); later ones are counted and
+        said as a summary at most every ``ABSENCE_OUTAGE_SUMMARY_S``
+        (``absence_writes_still_failing``). See :class:`_AbsenceOutage`."""
+        now = asyncio.get_running_loop().time()
+        outage = self._absence_outage
+        if outage is None:
+            outage = self._absence_outage = _AbsenceOutage(started=now, error_type=type(exc).__name__,
+                                                           last_summary=now)
+            m.log.warning("absence_writes_failing", seat=slot.seat, error=loggable_error(exc),
+                          error_type=type(exc).__name__, retry_every_s=RETRY_AFTER_STORE_FAILURE_S)
+        else:
+            outage.error_type = type(exc).__name__
+            outage.failures_since_summary += 1
+        outage.failures += 1
+        outage.pending.add((m.match_id, slot.seat))
+        if now - outage.last_summary >= ABSENCE_OUTAGE_SUMMARY_S:
+            log.warning("absence_writes_still_failing", pending=len(outage.pending),
+                        failed_writes=outage.failures_since_summary, error_type=outage.error_type,
+                        outage_s=round(now - outage.started, 1))
+            outage.last_summary = now
+            outage.failures_since_summary = 0
+
+    def _absence_write_landed(self, m: LiveMatch, slot: SeatSlot) -> None:
+        """A seat's absence write landed: during an outage, one that was being tried again
+        is no longer pending, and once none is, writes land again (``absence_writes_recovered``)."""
+        outage = self._absence_outage
+        if outage is None:
+            return
+        outage.pending.discard((m.match_id, slot.seat))
+        outage.landed += 1  # one that never failed too: the store takes writes again
+        self._end_absence_outage_if_over()
+
+    def _absence_retry_ended(self, m: LiveMatch, slot: SeatSlot) -> None:
+        """A seat's writer stopped without landing its write (the match ended, the engine
+        drains, its rows are gone): it is no longer pending, and the outage ends if a write
+        landed meanwhile and no other is pending; else it stays open, so that the next failure
+        is not said as a new outage and the next write that lands says it is over."""
+        outage = self._absence_outage
+        if outage is not None and (m.match_id, slot.seat) in outage.pending:
+            outage.pending.discard((m.match_id, slot.seat))
+            self._end_absence_outage_if_over()
+
+    def _end_absence_outage_if_over(self) -> None:
+        outage = self._absence_outage
+        if outage is None or outage.pending or not outage.landed:
+            return
+        self._absence_outage = None
+        log.info("absence_writes_recovered", outage_s=round(asyncio.get_running_loop().time() - outage.started, 1),
+                 failed_writes=outage.failures, landed=outage.landed)
 
     def stored(self, m: LiveMatch, slot: SeatSlot, record: tuple[float | None, bool]) -> None:
         """The store holds ``record`` (away_since, taken_over) for ``slot``: written, or read

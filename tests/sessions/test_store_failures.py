@@ -1216,3 +1216,96 @@ def test_a_bot_move_the_store_refuses_is_tried_again_once_per_period(monkeypatch
     late = [t for t in store.attempts if first + 1.0 <= t < first + 3.0]
     # a retry timer (5 a second) and a read-back (at most 10 a second), each arming one move
     assert len(late) <= 2.0 * (5 + 10) + 5, len(late)
+
+
+class FailingAbsences(MemoryStore):
+    """A store whose absence writes fail while ``broken`` (the database down), counted."""
+
+    broken = False
+    refused = 0
+
+    async def save_absence(self, match_id, seat, away_since, taken_over=False, away_seen=None):
+        if self.broken:
+            self.refused += 1
+            raise StoreError("the database is unreachable")
+        return await super().save_absence(match_id, seat, away_since, taken_over, away_seen=away_seen)
+
+
+def test_absence_writes_during_an_outage_say_it_once_then_a_summary_then_its_end(monkeypatch):
+    """During a database outage each away seat's absence write is tried again every second,
+    and each failure was a warning (absence_write_failed): one line per away seat per second
+    until the database came back. The outage is now said once (absence_writes_failing, with
+    the error type), then at most every ABSENCE_OUTAGE_SUMMARY_S with how many writes are
+    still pending (absence_writes_still_failing), and once at info when they land again
+    (absence_writes_recovered); the writes are still tried again until they land."""
+    from engine_service.sessions import clock
+
+    monkeypatch.setattr(clock, "RETRY_AFTER_STORE_FAILURE_S", 0.02)
+    monkeypatch.setattr(clock, "ABSENCE_OUTAGE_SUMMARY_S", 0.3)
+    store = FailingAbsences()
+    store.broken = True
+
+    async def go():
+        async with manager(config(time_scale=1000.0), store=store) as mgr:
+            with capture_logs() as logs:
+                ids = [(await open_match(mgr, "japanese_joker"))[0] for _ in range(3)]  # 6 seats away
+                await until(lambda: store.refused >= 6 * 20, timeout=10)
+                await asyncio.sleep(0.7)  # two summaries at least
+                store.broken = False
+                slots = [slot for i in ids for slot in mgr._matches[i].seats]
+                await until(lambda: all(s.absence_task is None for s in slots), timeout=10)
+            stored = [(s.absence_stored, s.away_since) for s in slots]
+            return logs, stored, [await store.load_match(i) for i in ids]
+
+    logs, stored, loaded = run(go())
+    assert all(record == (away, False) and away is not None for record, away in stored), stored
+    assert all(seat.away_since is not None for lm in loaded for seat in lm.record.seats)
+    said = [e for e in logs if e["event"].startswith("absence_write")]
+    assert not [e for e in said if e["event"] == "absence_write_failed"]
+    failing = [e for e in said if e["event"] == "absence_writes_failing"]
+    assert [(e["log_level"], e["error_type"], e["error"]) for e in failing] == [
+        ("warning", "StoreError", "the database is unreachable")]
+    assert failing[0]["match_id"] and failing[0]["seat"] in (0, 1)
+    summaries = [e for e in said if e["event"] == "absence_writes_still_failing"]
+    [recovered] = [e for e in said if e["event"] == "absence_writes_recovered"]
+    # every 0.3 s at most, not one per failure (hundreds of them)
+    assert 2 <= len(summaries) <= recovered["outage_s"] / 0.3 + 1, (summaries, recovered)
+    assert all(e["log_level"] == "warning" and e["pending"] == 6 and e["failed_writes"] > 0
+               and e["error_type"] == "StoreError" for e in summaries), summaries
+    assert sum(e["failed_writes"] for e in summaries) < store.refused
+    assert [e["outage_s"] for e in summaries] == sorted(e["outage_s"] for e in summaries)
+    assert recovered["log_level"] == "info" and recovered["landed"] >= 6
+    assert recovered["failed_writes"] == store.refused
+    assert said[-1] is recovered and said[0] is failing[0]
+
+
+def test_an_outage_whose_pending_writes_end_unwritten_stays_open_until_a_write_lands(monkeypatch):
+    """The only seat being tried again left with its match (terminated): nothing landed, so
+    the outage is not said to be over; the next failure is not a new outage either, and the
+    next write that lands ends it."""
+    from engine_service.sessions import clock
+
+    monkeypatch.setattr(clock, "RETRY_AFTER_STORE_FAILURE_S", 0.02)
+    store = FailingAbsences()
+    store.broken = True
+
+    async def go():
+        async with manager(config(time_scale=1000.0), store=store) as mgr:
+            with capture_logs() as logs:
+                first, _ = await open_match(mgr, "japanese_joker")
+                await until(lambda: store.refused >= 4, timeout=10)
+                slots = mgr._matches[first].seats
+                await mgr.terminate_match(first, "ended during the outage")
+                await until(lambda: all(s.absence_task is None for s in slots), timeout=10)
+                ended = [e["event"] for e in logs if e["event"].startswith("absence_writes")]
+                second, _ = await open_match(mgr, "japanese_joker")
+                refused = store.refused
+                await until(lambda: store.refused >= refused + 4, timeout=10)
+                store.broken = False
+                slots = mgr._matches[second].seats
+                await until(lambda: all(s.absence_task is None for s in slots), timeout=10)
+            return ended, [e["event"] for e in logs if e["event"].startswith("absence_write")]
+
+    ended, said = run(go())
+    assert ended == ["absence_writes_failing"]
+    assert said == ["absence_writes_failing", "absence_writes_recovered"]
