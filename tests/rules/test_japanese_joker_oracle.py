@@ -1,0 +1,276 @@
+"""Differential test of the Japanese Joker engine against :mod:`.japanese_joker_oracle`, a plain
+model written from ``japanese_joker.md`` and NOTATION.md alone.
+
+* Seeded random matches (default options, every ``target_score``, and the option sets of
+  ``checks_japanese_joker.OPTION_SETS``): at every step the acting seat, the declarer
+  (``dealer()``), the exact legal set, the JJK-10.4 auto-move, both hands and up-card rows and
+  the trick counts; each deal's result; the match result. A sample of well-formed actions that
+  the model calls illegal must be refused by the engine, leaving the state unchanged.
+* Hand-built scenarios for rules random play rarely reaches, each citing its rule id.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from engine_service.rules import CHANCE, TERMINAL, get_game
+from engine_service.rules.errors import IllegalAction
+
+from engine_service.rules import transcript
+
+from .checks_japanese_joker import OPTION_SETS, deck_for
+from .japanese_joker_oracle import CHANCE as M_CHANCE
+from .japanese_joker_oracle import PACK, SUITS, TERMINAL as M_TERMINAL, TRUMP_CHOICES, Model
+
+GAME = get_game("japanese_joker")
+
+ALL_ACTIONS = ([f"play:{c}" for c in PACK] + [f"play:{j}:{s}" for j in ("X1", "X2") for s in SUITS]
+               + [f"trump:{t}" for t in TRUMP_CHOICES])
+
+
+def engine_who(state):
+    who = state.to_act()
+    return {CHANCE: M_CHANCE, TERMINAL: M_TERMINAL}.get(who, who)
+
+
+def compare_position(state, model, where) -> None:
+    """Seat to act, declarer, legal set, and (during play) hands, up cards, trick counts."""
+    assert engine_who(state) == model.to_act(), where
+    assert state.dealer() == model.dealer(), where
+    assert set(state.legal_actions()) == model.legal(), where
+    assert state.result() == model.result(), where
+    if model.phase == "playing":
+        for s in (0, 1):
+            view = state.view(s)
+            assert set(view["hand"]) == model.hands[s], (where, s)
+            assert view["table"]["columns_up"][s] == model.columns_up(s), (where, s)
+            assert view["table"]["column_counts"][s] == len(model.columns[s]), (where, s)
+            assert view["table"]["played_any"][s] == model.played_any[s], (where, s)
+        assert view["tricks_taken"] == model.taken, where
+        pub = state.public_view()
+        # JJK-9.1 / 9.2: public sizes, known cards, the trick in progress, the deal's record
+        assert pub["hand_sizes"] == [len(model.hands[0]), len(model.hands[1])], where
+        assert [set(k) for k in pub["table"]["known_in_hand"]] == model.known, where
+        assert [(e["seat"], e["card"], e.get("named_suit")) for e in pub["trick"]] == model.trick, where
+        assert pub["table"]["deal_actions"] == model.record(None), where
+        for s in (0, 1):
+            assert state.view(s)["table"]["deal_actions"] == model.record(s), (where, s)
+        assert view["table"]["trump"] == model.trump, where
+
+
+def check_refusals(state, model, rng, where, k=3) -> None:
+    """JJK-5.7: actions the model calls illegal are refused, and refusing changes nothing."""
+    legal = model.legal()
+    before = state.legal_actions()
+    for a in rng.sample([a for a in ALL_ACTIONS if a not in legal], k):
+        with pytest.raises(IllegalAction):
+            state.apply(a)
+    assert state.legal_actions() == before, where
+
+
+def play_match(options, seed, full_checks=True):
+    rng = random.Random(seed)
+    first = rng.randrange(2)
+    state = GAME.new_state(options, first_dealer=first)
+    model = Model(options, first_dealer=first)
+    steps = 0
+    while True:
+        where = (options, seed, len(model.results), steps)
+        compare_position(state, model, where) if full_checks else None
+        who = model.to_act()
+        assert engine_who(state) == who, where
+        if who == M_TERMINAL:
+            break
+        if who == M_CHANCE:
+            deck = list(PACK)
+            rng.shuffle(deck)
+            state.deal(deck)
+            model.deal(deck)
+            continue
+        legal = sorted(model.legal())
+        assert set(state.legal_actions()) == set(legal), where
+        if full_checks:
+            assert GAME.auto_move(state.view(who)) == model.auto_move(), where  # JJK-10.4
+            if steps % 7 == 0:
+                check_refusals(state, model, rng, where)
+        a = rng.choice(legal)
+        n_results = len(model.results)
+        state.apply(a)
+        model.apply(a)
+        steps += 1
+        if len(model.results) > n_results:
+            assert state.deal_results() == model.deal_results(), where  # JJK-7.1, NOTATION 4
+    assert state.deal_results() == model.deal_results()
+    assert state.result() == model.result()  # JJK-8.2
+    return model
+
+
+OPTIONS = [{}, {"target_score": 11}, {"target_score": 15}, {"target_score": 31}] + OPTION_SETS
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=lambda o: str(o) or "defaults")
+def test_random_matches_agree_with_the_rulebook_model(options):
+    for seed in range(8):
+        play_match(options, 1000 + seed)
+
+
+def test_many_fast_matches_agree_on_legal_sets_and_results():
+    """Legal sets, acting seat and results only (no views), over more matches."""
+    seen_trumps, draws = set(), 0
+    for seed in range(150):
+        model = play_match({"target_score": 11}, 5000 + seed, full_checks=False)
+        seen_trumps |= {r["trump"] for r in model.results}
+        draws += sum(r["taken"] == [9, 9] for r in model.results)
+    assert seen_trumps == set(TRUMP_CHOICES)
+    assert draws > 0  # a 9:9 deal was reached (JJK-7.1, JJK-2.3)
+
+
+# ---------------------------------------------------------------------------------------------
+# Scenarios
+
+
+def both(declarer, first_three, hands, columns, trump, plays, options=None, other_three=None):
+    """Engine and model after dealing the given layout, choosing ``trump`` and playing ``plays``
+    (legal sets compared before every step)."""
+    deck = deck_for(declarer, first_three, hands, columns, other_three)
+    state = GAME.new_state(options or {}, first_dealer=declarer)
+    model = Model(options or {}, first_dealer=declarer)
+    state.deal(deck)
+    model.deal(deck)
+    for a in [f"trump:{trump}"] + list(plays):
+        assert set(state.legal_actions()) == model.legal(), a
+        state.apply(a)
+        model.apply(a)
+    assert set(state.legal_actions()) == model.legal()
+    return state, model
+
+
+# A layout (declarer seat 0): hands and columns [down, up].
+HANDS = [["AH", "TH", "KC", "9C", "JD", "7D", "8S", "QS"], ["7H", "JH", "X1", "TS", "8D", "9D", "7C", "AD"]]
+COLUMNS = [[["AC", "KS"], ["QD", "6D"], ["8C", "QC"], ["9H", "8H"], ["JC", "TD"]],
+           [["7S", "AS"], ["KH", "JS"], ["X2", "TC"], ["QH", "6H"], ["9S", "KD"]]]
+
+
+def test_JJK_5_1_A2_first_card_only_from_the_hand_then_up_cards_count():
+    state, model = both(0, ["AH", "TH", "KC"], HANDS, COLUMNS, "H", ["play:AH"])
+    # the follower's first card: hand only (JJK-5.1), hearts in hand 7H JH + the joker
+    assert model.legal() == {"play:7H", "play:JH", "play:X1"}
+    state.apply("play:7H")
+    model.apply("play:7H")
+    # the declarer has played: its up cards now count (8H)
+    assert "play:8H" in model.legal() and set(state.legal_actions()) == model.legal()
+
+
+def test_JJK_4_2_4_3_columns_five_to_zero_and_the_clearing_moves_three_cards():
+    """Seat 0 leads its up cards one after the other; seat 1 answers from its hand / table."""
+    state, model = both(0, ["AH", "TH", "KC"], HANDS, COLUMNS, "NT", ["play:AH", "play:7H"])
+    rng = random.Random(3)
+    cleared = False
+    while model.tricks_played < 18:
+        p = model.to_act()
+        legal = sorted(model.legal())
+        ups = [a for a in legal if a.split(":")[1] in model.up_cards(p)]
+        a = rng.choice(ups or legal)
+        ncols = len(model.columns[p])
+        state.apply(a)
+        model.apply(a)
+        if ups and ncols == 2:
+            cleared = True
+            assert model.columns[p] == [] and state.view(p)["table"]["column_counts"][p] == 0
+        assert set(state.legal_actions()) == model.legal()
+        for s in (0, 1):
+            assert set(state.view(s)["hand"]) == model.hands[s]
+            assert state.view(s)["table"]["columns_up"][s] == model.columns_up(s)
+    assert cleared
+    assert state.deal_results() == model.deal_results()
+
+
+def test_JJK_5_4_A1_joker_lead_demands_the_highest_named_card_from_the_table():
+    """The seed example (rulebook 13.1) to trick 4, then seat 1 leads X1 naming spades: seat 0
+    holds QS 8S in hand and KS as an up card, so KS alone (JJK-5.4 step 2, JJK-A1)."""
+    seed = ["play:AH", "play:7H", "play:8H", "play:6H", "play:QC", "play:7C", "play:JD", "play:KD"]
+    state, model = both(0, ["AH", "TH", "KC"], HANDS, COLUMNS, "H", seed + ["play:X1:S"])
+    assert model.legal() == {"play:KS"}
+    assert model.taken == [3, 1]
+    state.apply("play:KS")
+    model.apply("play:KS")
+    assert "AC" in model.hands[0] and set(state.view(0)["hand"]) == model.hands[0]  # JJK-4.2
+    assert model.taken == [3, 2] and state.view(0)["tricks_taken"] == [3, 2]  # JJK-6.3
+
+
+def test_JJK_6_1_6_3_joker_leads_and_answers_over_random_layouts():
+    """Joker leads naming every suit, in trump and NT deals, answered by every legal card: the
+    engine's winner agrees with JJK-6.1 / 6.3 (scanned over seeded layouts)."""
+    rng = random.Random(7)
+    hits = 0
+    for _ in range(150):
+        deck = list(PACK)
+        rng.shuffle(deck)
+        declarer = rng.randrange(2)
+        trump = rng.choice(TRUMP_CHOICES)
+        state = GAME.new_state({}, first_dealer=declarer)
+        model = Model({}, first_dealer=declarer)
+        state.deal(deck)
+        model.deal(deck)
+        state.apply(f"trump:{trump}")
+        model.apply(f"trump:{trump}")
+        while model.tricks_played < 18:
+            legal = sorted(model.legal())
+            jl = [a for a in legal if a.count(":") == 2]
+            a = rng.choice(jl) if jl and rng.random() < 0.8 else rng.choice(legal)
+            if model.trick and model.trick[0][2] is not None:
+                hits += 1
+            assert set(state.legal_actions()) == set(legal)
+            state.apply(a)
+            model.apply(a)
+            if model.tricks_played < 18:  # between deals the view holds no deal (documented choice 2)
+                assert state.view(0)["tricks_taken"] == model.taken
+        assert state.deal_results() == model.deal_results()
+    assert hits > 200
+
+
+def test_JJK_8_2_match_ends_at_the_first_deal_reaching_the_target_and_declarer_alternates():
+    model = play_match({"target_score": 31}, 77)
+    assert model.over and len(model.winners) == 1
+    assert max(model.totals) >= 31 and min(model.totals) < 31
+
+
+def model_transcript(options, seed, stop_inside_last_deal=False):
+    """A ``card-transcript/1`` written from the model alone (legal sets, deal results, match
+    result), NOTATION 3 / 4."""
+    rng = random.Random(seed)
+    first = rng.randrange(2)
+    model = Model(options, first_dealer=first)
+    deals = []
+    while model.to_act() != M_TERMINAL:
+        deck = list(PACK)
+        rng.shuffle(deck)
+        deal = {"deck": deck, "expect": {"dealer": model.dealer()}, "steps": []}
+        model.deal(deck)
+        n = len(model.results)
+        while len(model.results) == n:
+            legal = sorted(model.legal())
+            a = rng.choice(legal)
+            deal["steps"].append({"seat": model.to_act(), "legal": legal, "action": a})
+            model.apply(a)
+            if stop_inside_last_deal and len(deals) == 2 and len(deal["steps"]) == 20:
+                deals.append(deal)
+                return {"schema": "card-transcript/1", "game": "japanese_joker", "options": options,
+                        "first_dealer": first, "deals": deals, "result": model.result()}
+        deal["result"] = model.results[-1]
+        deals.append(deal)
+    return {"schema": "card-transcript/1", "game": "japanese_joker", "options": options,
+            "first_dealer": first, "deals": deals, "result": model.result()}
+
+
+@pytest.mark.parametrize("options, stop", [({}, False), ({"target_score": 11}, False),
+                                           ({"target_score": 15}, True)])
+def test_NOTATION_3_transcripts_written_by_the_model_check_out(options, stop):
+    import json
+
+    data = json.loads(json.dumps(model_transcript(options, 42, stop)))
+    diff, state = transcript.check(transcript.validate(data))
+    assert diff is None, str(diff)
+    assert state.is_over() == (not stop)
