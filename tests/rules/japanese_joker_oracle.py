@@ -95,6 +95,7 @@ class Model:
         # seat, the down-card identities its owner learns (JJK-9.3)
         self.events: list[dict[str, Any]] = []
         self.private_moved: dict[int, list[str]] = {}
+        self.last_trick: dict[str, Any] | None = None  # the match's most recent complete trick
 
     # ------------------------------------------------------------------ who acts
 
@@ -283,6 +284,8 @@ class Model:
     def _finish_trick(self) -> None:
         w = self.trick_winner()
         self.events[-1]["winner"] = w
+        self.last_trick = {"plays": [{"seat": q, "card": c, **({"named_suit": n} if n else {})}
+                                     for q, c, n in self.trick], "winner": w}
         self.taken[w] += 1
         self.tricks_played += 1
         self.trick = []

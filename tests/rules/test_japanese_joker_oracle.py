@@ -35,6 +35,62 @@ def engine_who(state):
     return {CHANCE: M_CHANCE, TERMINAL: M_TERMINAL}.get(who, who)
 
 
+def expected_view(model, seat):
+    """The view the engine's documented format (docs/games/japanese_joker.md, "Views") gives
+    for the model's position; ``seat`` None is the public view (JJK-9.1, 9.5)."""
+    phase = "over" if model.over else model.phase
+    in_deal = phase in ("trump_choice", "playing")
+    who = model.to_act()
+    hand = sorted(model.hands[seat]) if seat is not None and in_deal else []
+    legal = sorted(model.legal()) if seat is not None and who == seat else []
+    playing = phase == "playing"
+    table = {
+        "declarer": model.dealer(), "trump": model.trump if playing else None,
+        "tricks_played": model.tricks_played if playing else 0,
+        "columns_up": [model.columns_up(s) for s in (0, 1)] if playing else [[], []],
+        "column_counts": [len(model.columns[s]) for s in (0, 1)] if playing else [0, 0],
+        "played_any": list(model.played_any) if playing else [False, False],
+        "known_in_hand": [sorted(model.known[s]) for s in (0, 1)] if playing else [[], []],
+        "deal_actions": model.record(seat) if in_deal else [],
+    }
+    return {
+        "phase": phase, "deal_number": len(model.results), "dealer": model.dealer(),
+        "to_act": who if isinstance(who, int) else None, "hand": hand, "legal": legal,
+        "hand_sizes": [len(model.hands[s]) for s in (0, 1)] if in_deal else [0, 0],
+        "trick": [{"seat": q, "card": c, **({"named_suit": n} if n else {})} for q, c, n in model.trick]
+        if playing else [],
+        "last_trick": model.last_trick, "tricks_taken": list(model.taken) if playing else [0, 0],
+        "totals": model.totals, "deal_results": model.results, "over": model.over,
+        "winners": model.winners, "table": table,
+    }
+
+
+def same_view(view, expected, where):
+    for key, value in expected.items():
+        if key == "table":
+            for k, v in value.items():
+                got = view["table"][k]
+                if k == "known_in_hand":
+                    got = [sorted(x) for x in got]
+                assert got == v, (where, view["seat"], k)
+        elif key in ("hand", "legal"):
+            assert sorted(view[key]) == value, (where, view["seat"], key)
+        else:
+            assert view[key] == value, (where, view["seat"], key)
+
+
+def compare_views(state, model, where) -> None:
+    """Every seat's view and the public view against the model (JJK-9.1 .. 9.4)."""
+    for seat in (0, 1, None):
+        view = state.public_view() if seat is None else state.view(seat)
+        same_view(view, expected_view(model, seat), where)
+        if seat is not None and model.phase != "dealing" and not model.over:
+            # the seat's own first three cards (documented choice 5; JJK-9.8)
+            d = model.dealer()
+            k0 = 0 if seat == d else 1
+            assert sorted(view["table"]["first_three"]) == sorted(model.deck[k0 + 2 * i] for i in range(3)), where
+
+
 def compare_position(state, model, where) -> None:
     """Seat to act, declarer, legal set, and (during play) hands, up cards, trick counts."""
     assert engine_who(state) == model.to_act(), where
@@ -78,7 +134,9 @@ def play_match(options, seed, full_checks=True):
     steps = 0
     while True:
         where = (options, seed, len(model.results), steps)
-        compare_position(state, model, where) if full_checks else None
+        if full_checks:
+            compare_position(state, model, where)
+            compare_views(state, model, where)
         who = model.to_act()
         assert engine_who(state) == who, where
         if who == M_TERMINAL:
