@@ -22,7 +22,7 @@ from engine_service.rules import transcript
 
 from .checks_japanese_joker import OPTION_SETS, deck_for
 from .japanese_joker_oracle import CHANCE as M_CHANCE
-from .japanese_joker_oracle import PACK, SUITS, TERMINAL as M_TERMINAL, TRUMP_CHOICES, Model
+from .japanese_joker_oracle import JOKERS, PACK, SUITS, TERMINAL as M_TERMINAL, TRUMP_CHOICES, Model
 
 GAME = get_game("japanese_joker")
 
@@ -332,3 +332,54 @@ def test_NOTATION_3_transcripts_written_by_the_model_check_out(options, stop):
     diff, state = transcript.check(transcript.validate(data))
     assert diff is None, str(diff)
     assert state.is_over() == (not stop)
+
+
+def test_biased_playouts_reach_the_rare_rules_and_agree():
+    """Play biased towards up cards and joker leads, so that the rare situations come up often:
+    a table cleared early (JJK-4.3) and hands of 13 cards (JJK-4.6), joker leads naming the trump
+    (JJK-A4) or answered by the other joker (JJK-6.1), the highest named-suit card forced from the
+    table (JJK-A1), and trick 1 with the led suit only on the follower's table (JJK-A2). Engine and
+    model agree at every step (positions and views)."""
+    rng = random.Random(11)
+    seen = dict.fromkeys(["clear", "hand13", "joker_trump", "two_jokers", "forced_from_table",
+                          "a2_table_only", "nt_joker"], 0)
+    for game in range(60):
+        deck = list(PACK)
+        rng.shuffle(deck)
+        declarer = game % 2
+        trump = TRUMP_CHOICES[game % 5]
+        state = GAME.new_state({}, first_dealer=declarer)
+        model = Model({}, first_dealer=declarer)
+        state.deal(deck)
+        model.deal(deck)
+        state.apply(f"trump:{trump}")
+        model.apply(f"trump:{trump}")
+        while model.tricks_played < 18:
+            where = (game, model.tricks_played, model.trick)
+            compare_position(state, model, where)
+            compare_views(state, model, where)
+            p = model.to_act()
+            legal = sorted(model.legal())
+            if model.trick:
+                lead, named = model.trick[0][1], model.trick[0][2]
+                if named is not None:
+                    seen["joker_trump"] += named == trump
+                    seen["nt_joker"] += trump == "NT"
+                    seen["two_jokers"] += any(a.startswith("play:X") for a in legal)
+                    if len(legal) == 1 and legal[0].split(":")[1] in model.up_cards(p):
+                        seen["forced_from_table"] += 1
+                elif model.tricks_played == 0 and not model.played_any[p]:
+                    if any(c[1:] == lead[1:] for c in model.up_cards(p) if c not in JOKERS) \
+                            and not any(c[1:] == lead[1:] for c in model.hands[p] if c not in JOKERS):
+                        seen["a2_table_only"] += 1
+            jl = [a for a in legal if a.count(":") == 2]
+            ups = [a for a in legal if a.split(":")[1] in model.up_cards(p)]
+            r = rng.random()
+            a = rng.choice(jl if jl and r < 0.5 else ups if ups and r < 0.9 else legal)
+            ncols = len(model.columns[p])
+            state.apply(a)
+            model.apply(a)
+            seen["clear"] += ncols == 2 and not model.columns[p]
+            seen["hand13"] += len(model.hands[p]) == 13
+        assert state.deal_results() == model.deal_results()
+    assert all(v >= 3 for v in seen.values()), seen
