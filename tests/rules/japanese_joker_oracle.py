@@ -21,6 +21,7 @@ Where the rulebook leaves a question open, the model follows the engine's docume
   events as ``from`` (``hand``/``table``), and for a table play ``moved_hidden`` (count) and
   ``moved_public`` (a list, empty unless the table is cleared); the owner's view adds
   ``moved_cards`` (played column's down card first); the second play of a trick names ``winner``;
+* option values are JSON integers (the docs' options table); ``21.0`` or ``true`` is refused;
 * a deal result is exactly ``{"trump", "taken", "scores"}`` (NOTATION 4) and the match result
   ``{"totals", "winners", "over"}`` (NOTATION 3).
 """
@@ -46,9 +47,11 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
     """JJK-11: the three table options with their allowed values (default when absent)."""
     o = {**DEFAULTS, **options}
     assert set(o) == set(DEFAULTS), o
+    # JSON integers only (docs/games/japanese_joker.md "Options": 21.0 or true is not a value)
+    assert all(isinstance(v, int) and not isinstance(v, bool) for v in o.values()), o
     assert o["target_score"] in (11, 15, 21, 31), o  # JJK-8.1
-    assert isinstance(o["turn_time_s"], int) and 10 <= o["turn_time_s"] <= 120, o  # JJK-10.3
-    assert isinstance(o["reconnect_grace_s"], int) and 15 <= o["reconnect_grace_s"] <= 600, o  # JJK-10.2
+    assert 10 <= o["turn_time_s"] <= 120, o  # JJK-10.3 / JJK-11
+    assert 15 <= o["reconnect_grace_s"] <= 600, o  # JJK-10.2 / JJK-11
     return o
 
 

@@ -91,11 +91,26 @@ def compare_views(state, model, where) -> None:
             assert sorted(view["table"]["first_three"]) == sorted(model.deck[k0 + 2 * i] for i in range(3)), where
 
 
+def documented_order(action: str) -> tuple:
+    """NOTATION 2.4 / docs "Actions and their order": normal cards by suit S H D C, within a
+    suit A K Q J T 9 8 7 6; then the jokers, X1 before X2, a leading joker's named suits S H D C;
+    the trump choices S H D C NT."""
+    verb, arg, *rest = action.split(":")
+    if verb == "trump":
+        return (2, TRUMP_CHOICES.index(arg))
+    if arg in JOKERS:
+        return (1, JOKERS.index(arg), SUITS.index(rest[0]) if rest else -1)
+    return (0, SUITS.index(arg[1]), "AKQJT9876".index(arg[0]))
+
+
 def compare_position(state, model, where) -> None:
-    """Seat to act, declarer, legal set, and (during play) hands, up cards, trick counts."""
+    """Seat to act, declarer, legal set (and its documented order), and (during play) hands,
+    up cards, trick counts."""
     assert engine_who(state) == model.to_act(), where
     assert state.dealer() == model.dealer(), where
-    assert set(state.legal_actions()) == model.legal(), where
+    legal = state.legal_actions()
+    assert set(legal) == model.legal(), where
+    assert legal == sorted(legal, key=documented_order) and len(set(legal)) == len(legal), where
     assert state.result() == model.result(), where
     if model.phase == "playing":
         for s in (0, 1):
@@ -332,6 +347,27 @@ def test_NOTATION_3_transcripts_written_by_the_model_check_out(options, stop):
     diff, state = transcript.check(transcript.validate(data))
     assert diff is None, str(diff)
     assert state.is_over() == (not stop)
+
+
+@pytest.mark.parametrize("name, values", [
+    ("target_score", [11, 15, 21, 31, 0, 10, 20, 22, 30, 32, 100, "21", 21.0, True, None]),
+    ("turn_time_s", [10, 11, 30, 120, 9, 121, 0, -1, "30", 30.5, True, None]),
+    ("reconnect_grace_s", [15, 16, 60, 600, 14, 601, "60", 60.0, False, None]),
+])
+def test_JJK_11_option_values_accepted_exactly_as_the_table_allows(name, values):
+    from engine_service.rules.errors import InvalidOptions
+
+    for v in values:
+        try:
+            Model({name: v})
+            allowed = True
+        except AssertionError:
+            allowed = False
+        if allowed:
+            assert GAME.new_state({name: v}).options[name] == v
+        else:
+            with pytest.raises(InvalidOptions):
+                GAME.new_state({name: v})
 
 
 def test_biased_playouts_reach_the_rare_rules_and_agree():
