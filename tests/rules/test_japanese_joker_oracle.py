@@ -11,6 +11,7 @@ model written from ``japanese_joker.md`` and NOTATION.md alone.
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -19,6 +20,8 @@ from engine_service.rules import CHANCE, TERMINAL, get_game
 from engine_service.rules.errors import IllegalAction
 
 from engine_service.rules import transcript
+from tests.shared_paths import transcripts as shared_transcripts
+from tests.shared_paths import vectors as shared_vectors
 
 from .checks_japanese_joker import OPTION_SETS, deck_for
 from .japanese_joker_oracle import CHANCE as M_CHANCE
@@ -341,8 +344,6 @@ def model_transcript(options, seed, stop_inside_last_deal=False):
 @pytest.mark.parametrize("options, stop", [({}, False), ({"target_score": 11}, False),
                                            ({"target_score": 15}, True)])
 def test_NOTATION_3_transcripts_written_by_the_model_check_out(options, stop):
-    import json
-
     data = json.loads(json.dumps(model_transcript(options, 42, stop)))
     diff, state = transcript.check(transcript.validate(data))
     assert diff is None, str(diff)
@@ -419,3 +420,158 @@ def test_biased_playouts_reach_the_rare_rules_and_agree():
             seen["hand13"] += len(model.hands[p]) == 13
         assert state.deal_results() == model.deal_results()
     assert all(v >= 3 for v in seen.values()), seen
+
+
+def model_position(trump, follower, hand, columns, played_any, lead, named=None):
+    """The model in the middle of a trick: ``follower`` holds ``hand`` and ``columns`` and must
+    answer ``lead`` (named ``named`` for a joker); only the follower's cards matter."""
+    m = Model({}, first_dealer=1 - follower)
+    m.phase, m.trump, m.tricks_played = "playing", trump, 5
+    m.check_invariants = False
+    m.hands[follower] = set(hand)
+    m.columns[follower] = [list(c) for c in columns]
+    m.played_any[follower] = played_any
+    m.leader = 1 - follower
+    m.trick = [(1 - follower, lead, named)]
+    return m
+
+
+def test_random_positions_agree_on_follow_legality_and_trick_winner():
+    """Random mid-deal positions laid out with ``GAME.position`` (docs "Positions"): every
+    normal or joker lead (naming every suit) in every strain, followers with 0/2/3/4/5 columns,
+    before and after their first card. The engine's legal set equals the model's (JJK-5.1,
+    5.3, 5.4) and each legal answer wins or loses as JJK-6.1 .. 6.3 say."""
+    rng = random.Random(5)
+    for _ in range(3000):
+        cards = list(PACK)
+        rng.shuffle(cards)
+        trump = rng.choice(TRUMP_CHOICES)
+        lead = cards.pop()
+        named = rng.choice(SUITS) if lead in JOKERS else None
+        first = rng.random() < 0.25
+        ncols = 5 if first else rng.choice([0, 2, 3, 4, 5])
+        hsize = 8 if first else rng.randint(1, 13 - 2 * ncols if ncols else 13) if ncols < 5 else rng.randint(1, 8)
+        hand = [cards.pop() for _ in range(hsize)]
+        columns = [[cards.pop(), cards.pop()] for _ in range(ncols)]
+        model = model_position(trump, 1, hand, columns, not first, lead, named)
+        state = GAME.position(trump=trump, hands=[[], hand], columns=[[], columns],
+                              played_any=[True, not first], to_act=1, lead=(lead, named), declarer=0,
+                              tricks_taken=(3, 2))
+        where = (trump, lead, named, hand, columns, first)
+        assert set(state.legal_actions()) == model.legal(), where
+        for a in sorted(model.legal()):
+            st, m = state.clone(), model_position(trump, 1, hand, columns, not first, lead, named)
+            st.apply(a)
+            m.apply(a)  # the model's trick winner
+            want = [3, 2]
+            want[m.leader] += 1
+            assert st.view(1)["tricks_taken"] == want, (where, a)
+            assert set(st.view(1)["hand"]) == m.hands[1], (where, a)
+            assert st.view(1)["table"]["columns_up"][1] == m.columns_up(1), (where, a)
+
+
+# ---------------------------------------------------------------------------------------------
+# The oracle itself against the rulebook's own vectors and sample transcript (JJK-13)
+
+VECTORS = dict(shared_vectors("japanese_joker"))
+
+
+def test_oracle_reproduces_the_trick_case_vectors():
+    """JJK-13.2 / 13.3: exact legal sets and winners (JJK-5.1, 5.3, 5.4, 6.1 .. 6.3)."""
+    n = 0
+    for vec in VECTORS.values():
+        if vec["kind"] != "jj_trick_cases":
+            continue
+        for case in vec["cases"]:
+            fs = case["follower_state"]
+            args = (case["trump"], 1, fs["hand"], fs["columns"], fs["played_any"], case["lead"]["card"],
+                    case["lead"].get("named_suit"))
+            m = model_position(*args)
+            assert m.legal_cards(1) == set(case["expected_legal"]), case["id"]
+            m.apply(f"play:{case['follow']['card']}")
+            assert m.leader == (0 if case["expected_winner"] == "leader" else 1), case["id"]
+            n += 1
+    assert n >= 13
+
+
+def test_oracle_reproduces_the_seed_deal_vector():
+    """JJK-13.1 (Giorgi vs Nino): legal sets, sources, moved cards, winners, running score."""
+    vec = VECTORS["japanese_joker_seed_first_tricks.json"]
+    deck = deck_for(vec["declarer"], vec["declarer_first_three"], vec["initial_hands"], vec["initial_columns"])
+    m = Model(vec["table_options"], first_dealer=vec["declarer"])
+    m.deal(deck)
+    m.apply(f"trump:{vec['trump']}")
+    for trick in vec["tricks"]:
+        assert m.to_act() == trick["leader"]
+        for play in trick["plays"]:
+            seat = play["seat"]
+            assert m.to_act() == seat
+            if str(seat) in trick.get("expected_legal", {}):
+                assert m.legal_cards(seat) == set(trick["expected_legal"][str(seat)]), trick["number"]
+            m.apply(f"play:{play['card']}" + (f":{play['named_suit']}" if "named_suit" in play else ""))
+            assert m.events[-1]["from"] == play["expected_source"]
+            assert m.events[-1].get("moved_hidden", 0) == play.get("expected_moved_hidden", 0)
+        assert m.last_trick["winner"] == trick["expected_winner"]
+        assert m.taken == trick["expected_tricks_after"]
+
+
+def test_oracle_reproduces_the_column_sequence_vector():
+    """JJK-13.4: columns 5 -> 4 -> 3 -> 2 -> 0, the hand growing to 13 (JJK-4.2, 4.3, 4.6)."""
+    vec = VECTORS["japanese_joker_column_sequence.json"]
+    st = vec["initial_state"]
+    m = Model({}, first_dealer=0)
+    m.phase, m.trump, m.leader = "playing", "NT", 0
+    m.check_invariants = False
+    m.hands[0], m.columns[0], m.played_any[0] = set(st["hand"]), [list(c) for c in st["columns"]], st["played_any"]
+    for card in vec["expected_illegal_first_plays"]:
+        assert f"play:{card}" not in m.legal()
+    for step in vec["steps"]:
+        m.trick, m.leader = [], 0
+        m.apply(f"play:{step['play']}")
+        m.trick = []
+        e = m.events[-1]
+        assert e["from"] == step["expected_source"]
+        if "expected_moved_hidden" in step:
+            assert m.private_moved[len(m.events) - 1] == step["expected_moved_hidden"]
+            assert e["moved_public"] == step["expected_moved_public"]
+        assert len(m.hands[0]) == step["expected_hand_size"]
+        assert m.columns_up(0) == step["expected_columns_up"]
+
+
+def test_oracle_reproduces_the_scoring_and_match_vector():
+    """JJK-13.5: JJK-7.1 scoring, JJK-2.3 alternation, JJK-8.2 match end."""
+    vec = VECTORS["japanese_joker_seed_scoring_and_match.json"]
+    for case in vec["scoring_cases"]:
+        m = Model({}, first_dealer=0)
+        m.trump, m.taken = "S", list(case["tricks"])
+        m._score_deal()
+        assert m.results[-1]["scores"] == case["expected_points"], case["id"]
+    match = vec["match"]
+    m = Model(match["table_options"], first_dealer=match["first_declarer"])
+    for deal in match["deals"]:
+        assert m.dealer() == deal["expected_declarer"]
+        m.trump, m.taken = "S", list(deal["tricks"])
+        m._score_deal()
+        assert m.totals == deal["expected_totals_after"] and m.over == deal["expected_match_over"]
+        if "expected_winner" in deal:
+            assert m.winners == [deal["expected_winner"]]
+
+
+def test_oracle_replays_the_sample_transcripts():
+    """NOTATION 3: the rulebook folder's sample Japanese Joker transcripts check out on the model."""
+    for path in shared_transcripts("japanese_joker"):
+        data = json.loads(path.read_text())
+        m = Model(data.get("options") or {}, first_dealer=data["first_dealer"])
+        for deal in data["deals"]:
+            if "dealer" in deal.get("expect", {}):
+                assert m.dealer() == deal["expect"]["dealer"]
+            m.deal(deal["deck"])
+            for step in deal["steps"]:
+                assert m.to_act() == step["seat"]
+                if "legal" in step:
+                    assert m.legal() == set(step["legal"])
+                m.apply(step["action"])
+            if "result" in deal:
+                assert m.results[-1] == deal["result"]
+        assert m.result()["totals"] == data["result"]["totals"]
+        assert m.result()["over"] == data["result"]["over"]
