@@ -68,16 +68,25 @@ def expected_view(model, seat):
     }
 
 
+def in_pack_order(cards):
+    """Cards in the pack order (suits S H D C, each A ... 6, then X1 X2), the order in which the
+    views list a hand, ``first_three`` and ``known_in_hand`` (docs/games/japanese_joker.md)."""
+    return sorted(cards, key=PACK.index)
+
+
 def same_view(view, expected, where):
     for key, value in expected.items():
         if key == "table":
             for k, v in value.items():
                 got = view["table"][k]
                 if k == "known_in_hand":
+                    assert all(x == in_pack_order(x) for x in got), (where, view["seat"], k)
                     got = [sorted(x) for x in got]
                 assert got == v, (where, view["seat"], k)
         elif key in ("hand", "legal"):
             assert sorted(view[key]) == value, (where, view["seat"], key)
+            if key == "hand":  # the docs' card order (Views)
+                assert view[key] == in_pack_order(view[key]), (where, view["seat"], key)
         else:
             assert view[key] == value, (where, view["seat"], key)
 
@@ -91,7 +100,7 @@ def compare_views(state, model, where) -> None:
             # the seat's own first three cards (documented choice 5; JJK-9.8)
             d = model.dealer()
             k0 = 0 if seat == d else 1
-            assert sorted(view["table"]["first_three"]) == sorted(model.deck[k0 + 2 * i] for i in range(3)), where
+            assert view["table"]["first_three"] == in_pack_order(model.deck[k0 + 2 * i] for i in range(3)), where
 
 
 def documented_order(action: str) -> tuple:
