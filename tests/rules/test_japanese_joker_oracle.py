@@ -584,3 +584,38 @@ def test_oracle_replays_the_sample_transcripts():
                 assert m.results[-1] == deal["result"]
         assert m.result()["totals"] == data["result"]["totals"]
         assert m.result()["over"] == data["result"]["over"]
+
+
+def test_JJK_9_7_refusing_a_card_outside_A_p_says_the_same_for_own_down_cards_and_other_cards():
+    """JJK-9.7: an error is computed from the sender's view only. Every card outside the actor's
+    available cards (JJK-5.1, by the oracle) is refused with one reason, the card's code aside,
+    whether it is the actor's own down card (whose identity the actor must not learn, JJK-9.4)
+    or a card elsewhere."""
+    rng = random.Random(4)
+    reasons: dict[str, set[str]] = {}
+    for game in range(12):
+        deck = list(PACK)
+        rng.shuffle(deck)
+        state = GAME.new_state({}, first_dealer=game % 2)
+        model = Model({}, first_dealer=game % 2)
+        state.deal(deck)
+        model.deal(deck)
+        trump = TRUMP_CHOICES[game % 5]
+        state.apply(f"trump:{trump}")
+        model.apply(f"trump:{trump}")
+        while model.tricks_played < 18:
+            p = model.to_act()
+            own_down = {col[0] for col in model.columns[p]}
+            for c in PACK:
+                if c in model.hands[p] or c in model.up_cards(p):
+                    continue
+                action = f"play:{c}" + (":S" if c in JOKERS and not model.trick else "")
+                with pytest.raises(IllegalAction) as err:
+                    state.apply(action)
+                reasons.setdefault(err.value.message.replace(c, "??"), set()).add(
+                    "own_down" if c in own_down else "elsewhere")
+            a = rng.choice(sorted(model.legal()))
+            state.apply(a)
+            model.apply(a)
+    # one reason for a normal card, one for a leading joker's form; each covers both kinds
+    assert len(reasons) <= 2 and all(v == {"own_down", "elsewhere"} for v in reasons.values()), reasons
