@@ -17,6 +17,7 @@ import random
 import pytest
 
 from engine_service.rules import CHANCE, TERMINAL, get_game
+from engine_service.rules.cards import card_code
 from engine_service.rules.errors import IllegalAction
 
 from engine_service.rules import transcript
@@ -619,3 +620,47 @@ def test_JJK_9_7_refusing_a_card_outside_A_p_says_the_same_for_own_down_cards_an
             model.apply(a)
     # one reason for a normal card, one for a leading joker's form; each covers both kinds
     assert len(reasons) <= 2 and all(v == {"own_down", "elsewhere"} for v in reasons.values()), reasons
+
+
+def test_determinized_deals_are_rulebook_deals_that_the_seat_cannot_tell_apart():
+    """``GAME.determinize(view, rng)`` (docs "Determinization") draws a deal consistent with a
+    seat's view: replayed by the oracle from its deck, every action of it is legal by the
+    rulebook (JJK-3 .. JJK-6), and the oracle's view for that seat is the view it was drawn
+    from (JJK-9.3 / 9.4: the seat's knowledge is all it keeps)."""
+    rng = random.Random(21)
+    checked = 0
+    for game in range(16):
+        options = {"target_score": 31}
+        first = game % 2
+        state = GAME.new_state(options, first_dealer=first)
+        stop_deal, stop_trick = rng.randrange(3), rng.randrange(0, 18)
+        while True:
+            if state.to_act() == CHANCE:
+                deck = list(PACK)
+                rng.shuffle(deck)
+                state.deal(deck)
+            if (len(state.deal_results()) == stop_deal and state.to_act() >= 0
+                    and state.view(0)["table"]["tricks_played"] >= stop_trick) or state.is_over():
+                break
+            state.apply(rng.choice(state.legal_actions()))
+        if state.is_over():
+            continue
+        for seat in (0, 1):
+            view = state.view(seat)
+            for k in range(2):
+                det = GAME.determinize(view, random.Random(k))
+                # the drawn deal as its deck and actions (its history starts at this deal; the
+                # finished deals are context only, so transcript.export does not apply)
+                (_, deck), *actions = det.history()
+                model = Model(options, first_dealer=first)
+                model.results = [dict(r) for r in state.deal_results()]
+                model.totals = list(state.result()["totals"])
+                model.declarer = state.dealer()
+                model.last_trick = view["last_trick"]  # the previous deal's, until a trick is complete
+                model.deal([card_code(c) for c in deck])
+                for a in actions:
+                    assert det.action_str(a) in model.legal(), (game, seat, k, det.action_str(a))
+                    model.apply(det.action_str(a))
+                same_view(view, expected_view(model, seat), (game, seat, k))
+                checked += 1
+    assert checked >= 40
