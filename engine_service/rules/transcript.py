@@ -242,15 +242,29 @@ def replay(data: Mapping[str, Any]) -> State:
 
 # ---- export ------------------------------------------------------------------------------
 
+NOT_FROM_THE_START = ("this state's history does not start at the beginning of its match "
+                      "(a determinized or laid-out position): it has no transcript")
+
+
 def export(state: State, with_legal: bool = True) -> dict[str, Any]:
-    """The transcript of a match state, finished or not (re-derived from its history)."""
+    """The transcript of a match state, finished or not (re-derived from its history).
+
+    Only a state played from the start of its match has a transcript: one drawn by a game's
+    ``determinize`` or laid out by ``position`` holds the history of its current deal alone,
+    and replaying that from a new match gave wrong seats, dealers and legal sets without a
+    word. Such a state is refused (TranscriptError): its history holds fewer deals than it has
+    results, or the replay does not end where the state stands."""
     game = state.game
+    history = state.history()
+    dealt = sum(1 for item in history if isinstance(item, tuple) and item and item[0] == "deal")
+    if history and (dealt < len(state.deal_results()) or not isinstance(history[0], tuple)):
+        raise TranscriptError(NOT_FROM_THE_START)
     first_dealer = state.first_dealer  # type: ignore[attr-defined]
     replayed = game.new_state(state.options, first_dealer=first_dealer)
     deals: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
     done = 0
-    for item in state.history():
+    for item in history:
         if isinstance(item, tuple) and item and item[0] == "deal":
             current = {"deck": [card_code(c) for c in item[1]],
                        "expect": {"dealer": replayed.dealer()}, "steps": []}
@@ -268,6 +282,9 @@ def export(state: State, with_legal: bool = True) -> dict[str, Any]:
         if len(results) > done:
             current["result"] = results[done]
             done = len(results)
+    if (replayed.to_act(), replayed.dealer(), replayed.deal_results(), replayed.result()) != (
+            state.to_act(), state.dealer(), state.deal_results(), state.result()):
+        raise TranscriptError(NOT_FROM_THE_START)
     return {
         "schema": SCHEMA,
         "game": game.id,

@@ -19,7 +19,7 @@ from types import MappingProxyType
 import pytest
 
 from engine_service.rules import (CHANCE, TERMINAL, IllegalAction, InconsistentView, InvalidOptions, MalformedAction,
-                                  NotYourTurn, RulesError, all_game_ids, get_game, transcript)
+                                  NotYourTurn, RulesError, TranscriptError, all_game_ids, get_game, transcript)
 from engine_service.rules.cards import popcount
 from engine_service.rules.options import JSON_SAFE_INT, Options, check_new_options
 
@@ -388,6 +388,25 @@ def test_determinize_reads_only_the_view(game_id):
         assert sample.legal_actions() == state.legal_actions()
         with pytest.raises(InconsistentView):
             game.determinize(state.public_view(), random.Random(i))
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_a_determinized_state_has_no_transcript(game_id):
+    """A sampled state holds only its current deal's history: export refuses it instead of
+    replaying that deal from a new match (wrong dealer and seats when deals were played
+    before); the real state of the same moment exports and checks out."""
+    game = get_game(game_id)
+    refused = 0
+    for i, state in enumerate(iter_states(game, 7100)):
+        if i % 7 or not state.deal_results():
+            continue
+        seat = state.to_act()
+        sample = game.determinize(state.view(seat), random.Random(i))
+        with pytest.raises(TranscriptError, match="does not start at the beginning"):
+            transcript.export(sample)
+        assert transcript.check(transcript.export(state))[0] is None
+        refused += 1
+    assert refused >= 3
 
 
 @pytest.mark.parametrize("game_id", GAMES)
