@@ -213,6 +213,27 @@ class Model:
                 out |= {f"play:{c}:high", f"play:{c}:low"}
         return out
 
+    def auto_move(self) -> str:
+        """GJ-12.2, the deterministic auto-move policy for the seat to act."""
+        p = self.to_act
+        assert isinstance(p, int)
+        legal = self.legal()
+        if self.phase == "trump_choice":
+            # the suit with the most normal cards among the three; tie: the tied suit holding
+            # the highest-ranked card; still tied: first of S H D C. Never NT.
+            normal = [c for c in self.hands[p] if not is_joker(c)]
+            def key(suit):
+                cards = [c for c in normal if c[1] == suit]
+                return (len(cards), max((strength(c) for c in cards), default=-1), -SUITS.index(suit))
+            return "trump:" + max(SUITS, key=key)
+        if self.phase == "bidding":  # the smallest legal bid
+            return min(legal, key=lambda a: int(a[4:]))
+        normals = [a for a in legal if not is_joker(a.split(":")[1])]
+        if normals:  # lowest rank (natural order, docs choice 8), ties by suit S H D C
+            return min(normals, key=lambda a: (strength(a[5:7]), SUITS.index(a[6])))
+        joker = "X1" if "X1" in self.hands[p] else "X2"
+        return f"play:{joker}:low:S" if not self.trick else f"play:{joker}:low"
+
     # ---- applying -----------------------------------------------------------------------------
 
     def apply(self, action: str) -> None:

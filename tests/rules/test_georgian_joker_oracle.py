@@ -82,6 +82,8 @@ class Pair:
             v = s.view(seat)
             assert set(v["hand"]) == m.hands[seat], (where, seat)
             assert set(v["legal"]) == (m.legal() if m.to_act == seat else set()), (where, seat)
+            if m.to_act == seat:  # GJ-12.2 / GJ-11.7: the auto-move from the seat's own view
+                assert GAME.auto_move(v) == m.auto_move(), (where, seat)
 
     def deal(self, deck):
         self.state.deal(deck)
@@ -185,6 +187,12 @@ UNIVERSE = ([f"play:{c}" for c in PACK if c[0] != "X"]
             + [f"trump:{t}" for t in ("S", "H", "D", "C", "NT")] + [f"bid:{b}" for b in range(11)])
 
 
+# Never legal (GJ-5.10, NOTATION 2): a mode or suit on a normal card, a joker without a mode,
+# the removed sixes, a named NT, negative or non-canonical numbers, unknown verbs, upper case.
+NEVER = ["play:AS:high", "play:AS:low:S", "play:X1", "play:X1:up", "play:X1:high:NT", "play:6S", "play:6C",
+         "bid:-1", "bid:03", "bid:1.0", "trump:N", "trump:nt", "PLAY:AS", "play:as", "pass", "", "play:X3:high"]
+
+
 @pytest.mark.parametrize("options", [{}, {"deal_schedule": "nines", "high_joker_lead_trumpable": True}])
 def test_the_engine_refuses_exactly_what_the_model_forbids(options):
     """GJ-4.5 / GJ-5.10: at sampled steps of a random match every well-formed action string
@@ -208,6 +216,12 @@ def test_the_engine_refuses_exactly_what_the_model_forbids(options):
                 else:
                     with pytest.raises(RulesError):
                         pair.state.apply(a)
+            for a in NEVER:
+                with pytest.raises(RulesError):
+                    pair.state.apply(a)
+            other = (pair.model.to_act + 1) % 4  # GJ-4.5: an action from a seat other than the actor
+            with pytest.raises(RulesError):
+                pair.state.apply(sorted(legal)[0], other)
             assert pair.state.legal_actions() == before
         pair.apply(rng.choice(sorted(pair.model.legal())))
 
@@ -431,3 +445,108 @@ def test_gj_8_3_gj_a4_moshla_floor_for_a_negative_best():
     assert r[3]["premium"] == [best[0], 0, 0, 0]
     assert r[3]["moshla"] == [0, -max(0, best[1]), -max(0, best[2]), 0]
     assert best[1] > 0 or best[2] > 0
+
+
+# ---- the model against the rulebook's own worked examples --------------------------------------
+
+
+def _plays(plays):
+    return [{"seat": p["seat"], "card": p["card"], "mode": p.get("joker_mode"), "named": p.get("named_suit")}
+            for p in plays]
+
+
+def _check_trick(trick, trump, opts, hands):
+    plays = _plays(trick["plays"])
+    for seat, legal in (trick.get("expected_legal") or {}).items():
+        i = [p["seat"] for p in plays].index(int(seat))
+        assert legal_cards(set(hands[int(seat)]), plays[:i], trump) == set(legal), (trick, seat)
+    assert trick_winner(plays, trump, opts.get("high_joker_lead_trumpable", False)) == trick["expected_winner"]
+
+
+def test_the_model_reproduces_every_vector_file():
+    """The model itself against section 15's vectors (GJ-4.3, GJ-5, GJ-6, GJ-7, GJ-8): a model
+    that disagreed with the rulebook's worked examples could not judge the engine."""
+    from tests.shared_paths import vectors
+    from .georgian_joker_oracle import deal_score
+    kinds = set()
+    for name, v in vectors("georgian_joker"):
+        kinds.add(v["kind"])
+        base = v.get("table_options") or {}
+        if v["kind"] == "trick_cases":
+            for case in v["cases"]:
+                opts = {**base, **(case.get("table_options") or {})}
+                hands = {int(s): h for s, h in (case.get("hands") or {}).items()}
+                _check_trick(case, case["trump"], opts, hands)
+        elif v["kind"] == "bidding_cases":
+            for case in v["cases"]:
+                n, prev = case["cards_per_player"], case["previous_bids"]
+                m = Model({}, 0)
+                m.phase, m.n, m.forehand, m.bid_index, m.to_act = "bidding", n, 1, 3, 0
+                m.bids = [None, *prev]
+                legal = sorted(int(a[4:]) for a in m.legal())
+                assert legal == case["expected_legal"], (name, case)
+                missing = sorted(set(range(n + 1)) - set(legal))
+                assert missing == ([] if case["expected_forbidden"] is None else [case["expected_forbidden"]])
+        elif v["kind"] == "scoring_cases":
+            for case in v["cases"]:
+                k = case.get("khishti_penalty", base.get("khishti_penalty", "200"))
+                assert deal_score(case["bid"], case["taken"], case["cards_per_player"], k) == case["expected_score"], case
+        elif v["kind"] == "pulka_settlement":
+            for st in v["sets"]:
+                for case in st["cases"]:
+                    opts = case["table_options"]
+                    m = Model(opts, st["first_dealer_of_match"])
+                    k = opts.get("khishti_penalty", "200")
+                    m.results = [None] * (st["deals"][0]["deal_number"] - 1)
+                    for d in st["deals"]:
+                        scores = d["expected_deal_scores_by_khishti"][k]
+                        assert scores == [deal_score(b, t, d["cards_per_player"], k) for b, t in zip(d["bids"], d["taken"])]
+                        m.results.append({"bids": d["bids"], "taken": d["taken"], "scores": scores})
+                    pk = m.pulkas[st["pulka"] - 1]
+                    premium, moshla = m.settle(pk)
+                    assert (premium, moshla) == (case["expected_premium"], case["expected_moshla"]), (st["id"], case)
+                    total = [sum(m.results[i]["scores"][p] for i in pk) + premium[p] + moshla[p] for p in range(4)]
+                    assert total == case["expected_pulka_total"]
+        else:
+            assert v["kind"] == "deal"
+            trump, hands = v["trump"], {s: set(h) for s, h in enumerate(v["hands"])}
+            taken = [0] * 4
+            for trick in v["tricks"]:
+                _check_trick(trick, trump, base, hands)
+                taken[trick["expected_winner"]] += 1
+                for p in trick["plays"]:
+                    hands[p["seat"]].remove(p["card"])
+            assert taken == v["expected_tricks_taken"]
+            bids = [0] * 4
+            for b in v["bids"]:
+                bids[b["seat"]] = b["bid"]
+            n = v["cards_per_player"]
+            assert [deal_score(bids[p], taken[p], n, base.get("khishti_penalty", "200")) for p in range(4)] \
+                == v["expected_deal_scores"]
+    assert kinds == {"trick_cases", "bidding_cases", "scoring_cases", "pulka_settlement", "deal"}
+
+
+def test_the_model_checks_out_the_sample_transcripts():
+    """The model replays the shared sample transcripts (NOTATION 3): seats, legal sets, deal
+    results and the match result as the transcripts state them."""
+    from tests.shared_paths import transcripts
+    files = transcripts("georgian_joker")
+    assert files
+    for path in files:
+        import json
+        t = json.loads(path.read_text())
+        m = Model(t.get("options") or {}, t["first_dealer"])
+        for deal in t["deals"]:
+            if (deal.get("expect") or {}).get("dealer") is not None:
+                assert m.dealer == deal["expect"]["dealer"]
+            done = len(m.results)
+            m.deal(deal["deck"])
+            for step in deal["steps"]:
+                assert m.to_act == step["seat"], (path.name, step)
+                if "legal" in step:
+                    assert m.legal() == set(step["legal"]), (path.name, step)
+                m.apply(step["action"])
+            if "result" in deal:
+                assert m.results[done] == deal["result"], path.name
+        if t.get("result") is not None:
+            assert m.result() == t["result"], path.name
