@@ -47,6 +47,9 @@ class Pair:
         assert engine_to_act(s) == m.to_act, where
         assert s.dealer() == m.dealer, where
         assert set(s.legal_actions()) == m.legal(), (where, sorted(s.legal_actions()), sorted(m.legal()))
+        # NOTATION 2.4: no duplicates, in the documented order (docs/games/georgian_joker.md)
+        assert s.legal_actions() == sorted(m.legal(), key=documented_order), where
+        assert [s.action_str(i) for i in s.legal_ids()] == s.legal_actions(), where  # fast path = API path
         assert s.deal_results() == m.results, where
         assert s.result() == m.result(), where
         if self.views:
@@ -96,6 +99,21 @@ class Pair:
         self.check(f"after {action} in deal {self.model.k + 1}")
 
 
+def documented_order(action):
+    """docs/games/georgian_joker.md, "Actions and their order": normal cards by suit S H D C,
+    within a suit A K Q J T 9 8 7 6; then the jokers, X1 before X2, high before low, a leading
+    joker's named suits S H D C; trumps S H D C NT; bids ascending."""
+    parts = action.split(":")
+    if parts[0] == "bid":
+        return (3, int(parts[1]))
+    if parts[0] == "trump":
+        return (2, ["S", "H", "D", "C", "NT"].index(parts[1]))
+    card = parts[1]
+    if card[0] != "X":
+        return (0, "SHDC".index(card[1]), "AKQJT9876".index(card[0]))
+    return (1, card, ["high", "low"].index(parts[2]), "SHDC".index(parts[3]) if len(parts) > 3 else -1)
+
+
 def vector_plays(plays):
     """The model's plays in the vector format of GJ-0.4 (the views' format)."""
     return [{"seat": p["seat"], "card": p["card"],
@@ -118,6 +136,26 @@ def random_match(options, seed, views=False):
         else:
             pair.apply(rng.choice(sorted(pair.model.legal())))
     return pair
+
+
+@pytest.mark.parametrize("options", [{}, OPTION_SETS[2], OPTION_SETS[4]])
+def test_fast_path_and_clones_agree_with_the_model(options):
+    """The search path (``apply_id`` with the id of the model's action, ``clone()`` every few
+    steps) reaches the same states as the model (game.py: two paths, one implementation)."""
+    rng = random.Random(7)
+    pair = Pair(options, 2, views=False)
+    step = 0
+    while pair.model.to_act != M_TERMINAL:
+        if pair.model.to_act == M_CHANCE:
+            pair.deal(shuffled(rng))
+            continue
+        a = rng.choice(sorted(pair.model.legal()))
+        pair.state.apply_id(pair.state.parse_action(a))
+        pair.model.apply(a)
+        step += 1
+        if step % 17 == 0:
+            pair.state = pair.state.clone()
+        pair.check(f"fast path, step {step}")
 
 
 def planned_match(options, seed, views=False):
