@@ -588,3 +588,31 @@ def test_the_model_checks_out_the_sample_transcripts():
                 assert m.results[done] == deal["result"], path.name
         if t.get("result") is not None:
             assert m.result() == t["result"], path.name
+
+
+@pytest.mark.parametrize("options", [{}, OPTION_SETS[0], OPTION_SETS[2]])
+def test_model_written_transcripts_check_out(options):
+    """NOTATION 3: a whole match written by the model alone as a ``card-transcript/1`` (every
+    legal set, ``expect.dealer``, every deal result, the match result) checks out through
+    ``transcript.check``, the path hidden transcripts take."""
+    import json
+
+    from engine_service.rules import transcript
+    rng = random.Random(11)
+    m = Model(options, 3)
+    deals = []
+    while m.to_act != M_TERMINAL:
+        deck = shuffled(rng)
+        deal = {"deck": deck, "expect": {"dealer": m.dealer}, "steps": []}
+        m.deal(deck)
+        while m.to_act not in (M_CHANCE, M_TERMINAL):
+            a = rng.choice(sorted(m.legal()))
+            deal["steps"].append({"seat": m.to_act, "legal": sorted(m.legal()), "action": a})
+            m.apply(a)
+        deal["result"] = m.results[-1]
+        deals.append(deal)
+    data = {"schema": "card-transcript/1", "game": "georgian_joker", "options": options, "first_dealer": 3,
+            "deals": deals, "result": m.result()}
+    diff, state = transcript.check(transcript.loads(json.dumps(data)))
+    assert diff is None, str(diff)
+    assert state.result()["over"]
