@@ -6,7 +6,10 @@ offers the former bots, for measurement only (the shipped ``search`` has no swit
 
 * ``search_tree``: the search with its tree deciding everything (before the flat playouts);
 * ``search_gj_flat``: flat playouts for the small Georgian Joker bids only (the Jo-Jotte double,
-  redouble and nullo by the tree).
+  redouble and nullo by the tree);
+* ``search_kl_tree``: today's search but with the Klaberjass auction (take / name / schmeiss)
+  decided by the tree, as before 2026-12-04 (the flat Georgian Joker and Jo-Jotte decisions
+  kept).
 
 As a script it plays the arena on the small Georgian Joker deals only, the boards whose match
 position deals at most ``--max-cards`` cards a player (``24k + p``; the arena itself plays
@@ -40,13 +43,22 @@ class SmallBidsOnly(SearchBot):
         return None if self.game_id == "jojotte" else super()._by_playouts(request, stop_at)
 
 
+class KlaberjassTreeAuction(SearchBot):
+    """Today's search with the Klaberjass auction decided by the tree."""
+
+    def _by_playouts(self, request, stop_at):
+        return None if self.game_id == "klaberjass" else super()._by_playouts(request, stop_at)
+
+
 @hookimpl
 def cardgames_bots():
-    games = ("georgian_joker", "jojotte")
+    games = ("georgian_joker", "jojotte", "klaberjass")
     return [BotSpec("search_tree", TreeSearch, games=games,
                     description="search with the tree deciding everything (bench only)"),
             BotSpec("search_gj_flat", SmallBidsOnly, games=games,
-                    description="search with flat playouts for small GJ bids only (bench only)")]
+                    description="search with flat playouts for small GJ bids only (bench only)"),
+            BotSpec("search_kl_tree", KlaberjassTreeAuction, games=games,
+                    description="search with the Klaberjass auction by the tree (bench only)")]
 
 
 def main() -> None:

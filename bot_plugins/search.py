@@ -80,6 +80,15 @@ SMALL_DEAL_CARDS = 3
 #: (the answer to a bid: double or no-trump overcall, JJ-3.3; the redouble; the nullo window,
 #: JJ-4.3).
 PLAYOUT_DECISIONS = frozenset({"double", "redouble", "nullo"})
+#: Klaberjass auction decisions chosen by :meth:`SearchBot._by_playouts`: a legal list holding
+#: ``take`` (round 1, KL-3.1), a ``name:`` call (round 2) or ``schmeiss`` (option
+#: ``kl_schmeiss``, KL-A7).
+KL_AUCTION = frozenset({"take", "schmeiss"})
+
+
+def kl_auction(legal: Any) -> bool:
+    """Whether ``legal`` is a Klaberjass auction decision (take / name / schmeiss / pass)."""
+    return any(a in KL_AUCTION or a.startswith("name:") for a in legal)
 
 
 @dataclass(frozen=True)
@@ -233,6 +242,9 @@ class SearchBot:
             if not legal[0].startswith("bid:"):
                 return None
             if (view["table"].get("cards_per_player") or len(view["hand"])) > SMALL_DEAL_CARDS:
+                return None
+        elif self.game_id == "klaberjass":
+            if not kl_auction(legal):
                 return None
         elif self.game_id != "jojotte" or PLAYOUT_DECISIONS.isdisjoint(legal):
             return None
