@@ -16,6 +16,13 @@ position deals at most ``--max-cards`` cards a player (``24k + p``; the arena it
 every position in turn, where the small deals are a quarter of the boards)::
 
     python bench/search_playouts.py --bots search,search_tree --per-position 500
+
+With ``--kl-auction N`` it measures instead the CPU time of the Klaberjass auction decisions
+(take / pass, then name / pass after a pass, KL-3.1) of ``search`` and ``search_kl_tree`` on N
+random deals, each decision with a fresh ``--time-ms`` budget, and prints mean / p50 / p99 / max
+and how often each answer was given::
+
+    python bench/search_playouts.py --kl-auction 100
 """
 
 from __future__ import annotations
@@ -61,6 +68,43 @@ def cardgames_bots():
                     description="search with the Klaberjass auction by the tree (bench only)")]
 
 
+def kl_auction_cpu(deals: int, seed: int, budget_s: float) -> None:
+    import random
+    import statistics
+
+    from engine_service.plugins import DecisionRequest
+    from engine_service.rules import get_game
+
+    game = get_game("klaberjass")
+    for name, bot in (("search", SearchBot("klaberjass")),
+                      ("search_kl_tree", KlaberjassTreeAuction("klaberjass"))):
+        rng = random.Random(seed)
+        cpu, answers = [], {}
+        for k in range(deals):
+            state = game.new_state({}, first_dealer=k % 2)
+            deck = list(game.pack)
+            rng.shuffle(deck)
+            state.deal(deck)
+            while True:  # every auction decision of the deal, each answered "pass" to go on
+                who = state.to_act()
+                if who < 0:  # four passes: thrown in (KL-3.5)
+                    break
+                view = state.view(who)
+                legal = tuple(view["legal"])
+                if "pass" not in legal:
+                    break
+                req = DecisionRequest("klaberjass", who, view, legal, random.Random(seed * 1000 + k), budget_s)
+                started = time.process_time()
+                answer = bot.decide(req)
+                cpu.append(1000 * (time.process_time() - started))
+                answers[answer] = answers.get(answer, 0) + 1
+                state.apply("pass", who)
+        cpu.sort()
+        p99 = cpu[min(len(cpu) - 1, int(0.99 * len(cpu)))]
+        print(f"{name}: {len(cpu)} auction decisions, cpu ms mean {statistics.mean(cpu):.1f} "
+              f"p50 {cpu[len(cpu) // 2]:.1f} p99 {p99:.1f} max {cpu[-1]:.1f}; answers {dict(sorted(answers.items()))}")
+
+
 def main() -> None:
     from bot_plugins.arena import (ArenaConfig, _init_worker, format_report, match_length, play_board,
                                    summarize)
@@ -73,7 +117,12 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--time-ms", type=float, default=200.0)
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--kl-auction", type=int, default=0, metavar="N",
+                   help="measure the Klaberjass auction decisions' CPU on N deals instead")
     args = p.parse_args()
+    if args.kl_auction:
+        kl_auction_cpu(args.kl_auction, args.seed, args.time_ms / 1000)
+        return
     cfg = ArenaConfig(game="georgian_joker", bots=tuple(args.bots.split(",")), deals=0, seed=args.seed,
                       workers=args.workers, budget_s=args.time_ms / 1000,
                       plugins=("bench.search_playouts",), progress=False)

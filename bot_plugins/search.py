@@ -81,13 +81,14 @@ SMALL_DEAL_CARDS = 3
 #: JJ-4.3).
 PLAYOUT_DECISIONS = frozenset({"double", "redouble", "nullo"})
 #: Klaberjass auction decisions chosen by :meth:`SearchBot._by_playouts`: a legal list holding
-#: ``take`` (round 1, KL-3.1), a ``name:`` call (round 2) or ``schmeiss`` (option
-#: ``kl_schmeiss``, KL-A7).
-KL_AUCTION = frozenset({"take", "schmeiss"})
+#: ``take`` (round 1, KL-3.1), a ``name:`` call (round 2), ``schmeiss`` or the answer to it,
+#: ``accept`` / ``refuse`` (option ``kl_schmeiss``, KL-A7).
+KL_AUCTION = frozenset({"take", "schmeiss", "accept", "refuse"})
 
 
 def kl_auction(legal: Any) -> bool:
-    """Whether ``legal`` is a Klaberjass auction decision (take / name / schmeiss / pass)."""
+    """Whether ``legal`` is a Klaberjass auction decision (take / name / schmeiss / accept /
+    refuse / pass)."""
     return any(a in KL_AUCTION or a.startswith("name:") for a in legal)
 
 

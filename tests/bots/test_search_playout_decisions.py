@@ -105,3 +105,67 @@ def test_jj_playout_decisions_leave_the_tree_and_keep_to_the_budget():
     opening = deal("jojotte", {}, fixed={12: "7S"}, first_dealer=0)
     assert "accept" in request(opening).legal
     assert bot._by_playouts(request(opening), time.monotonic() + 5.0) is None
+
+
+# ---- Klaberjass: the auction (take / name / schmeiss / pass) ------------------------------------
+
+def test_kl_auction_leaves_the_tree_for_the_flat_playouts():
+    # turn-up 8S, the elder (seat 0, the dealer is seat 1) to take or pass (KL-3.1)
+    state = deal("klaberjass", {0: ["JS", "9S", "AS", "7D", "8D", "7C"]}, fixed={12: "8S"}, first_dealer=1)
+    req = request(state)
+    assert req.legal == ("take", "pass")
+    bot = SearchBot("klaberjass")
+    assert bot._by_playouts(req, time.monotonic() + 5.0) in req.legal
+    bot.last_iterations = -1
+    assert bot.decide(request(state)) in req.legal
+    assert bot.last_iterations == 0  # answered without the tree
+    # round 2: naming a trump (KL-3.3) goes the same way
+    state.apply("pass", 0)
+    state.apply("pass", 1)
+    req2 = request(state)
+    assert "name:H" in req2.legal and "pass" in req2.legal
+    assert bot._by_playouts(req2, time.monotonic() + 5.0) in req2.legal
+    # a deadline already passed still answers, from one sampled world, at once
+    started = time.monotonic()
+    assert bot._by_playouts(req2, time.monotonic()) in req2.legal
+    assert time.monotonic() - started < 0.1
+
+
+def test_kl_auction_with_schmeiss_goes_through_the_flat_playouts():
+    state = deal("klaberjass", {0: ["JS", "9S", "AS", "7D", "8D", "7C"]}, fixed={12: "8S"}, first_dealer=1,
+                 options={"kl_schmeiss": True})
+    req = request(state)
+    assert "schmeiss" in req.legal
+    bot = SearchBot("klaberjass")
+    assert bot._by_playouts(req, time.monotonic() + 5.0) in req.legal
+    # the answer to a schmeiss: accept (thrown in) or refuse (KL-A7)
+    state.apply("schmeiss", 0)
+    req2 = request(state)
+    assert set(req2.legal) == {"accept", "refuse"}
+    assert bot._by_playouts(req2, time.monotonic() + 5.0) in req2.legal
+
+
+def test_kl_card_play_and_dix_stay_with_the_tree():
+    state = deal("klaberjass", {0: ["JS", "9S", "AS", "7D", "8D", "7C"]}, fixed={12: "8S"}, first_dealer=1)
+    state.apply("take", 0)
+    bot = SearchBot("klaberjass")
+    while not any(a.startswith("play:") for a in state.view(state.to_act())["legal"]):
+        req = request(state)
+        assert bot._by_playouts(req, time.monotonic() + 5.0) is None
+        state.apply(req.legal[-1], state.to_act())
+    assert bot._by_playouts(request(state), time.monotonic() + 5.0) is None
+
+
+def test_kl_jass_menel_and_ace_of_the_turn_up_suit_take():
+    # the jack (jass) and nine (menel) of the turn-up suit are its two top trumps, 34 card
+    # points (KL-1.2, KL-8.1), and its ace the third: the maker wins the comparison (KL-9.2)
+    # nearly always
+    state = deal("klaberjass", {0: ["JS", "9S", "AS", "7D", "8D", "7C"]}, fixed={12: "8S"}, first_dealer=1)
+    assert SearchBot("klaberjass").decide(request(state)) == "take"
+
+
+def test_kl_a_hand_of_nothing_passes():
+    # no card of the turn-up suit, no ace or ten, no jack or nine: as maker it loses the
+    # comparison and the opponent enters both deal totals (KL-9.4)
+    state = deal("klaberjass", {0: ["7D", "8D", "7C", "8C", "7H", "8H"]}, fixed={12: "AS"}, first_dealer=1)
+    assert SearchBot("klaberjass").decide(request(state)) == "pass"
