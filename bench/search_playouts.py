@@ -7,9 +7,9 @@ offers the former bots, for measurement only (the shipped ``search`` has no swit
 * ``search_tree``: the search with its tree deciding everything (before the flat playouts);
 * ``search_gj_flat``: flat playouts for the small Georgian Joker bids only (the Jo-Jotte double,
   redouble and nullo by the tree);
-* ``search_kl_tree``: today's search but with the Klaberjass auction (take / name / schmeiss)
-  decided by the tree, as before 2026-12-04 (the flat Georgian Joker and Jo-Jotte decisions
-  kept).
+* ``search_kl_flat``: the search with the Klaberjass auction (take / name / schmeiss and its
+  answer) by flat playouts too (``SearchParams.kl_flat_auction``); measured no better than the
+  shipped ``search``, whose auction is the tree's (docs/bots.md).
 
 As a script it plays the arena on the small Georgian Joker deals only, the boards whose match
 position deals at most ``--max-cards`` cards a player (``24k + p``; the arena itself plays
@@ -18,7 +18,7 @@ every position in turn, where the small deals are a quarter of the boards)::
     python bench/search_playouts.py --bots search,search_tree --per-position 500
 
 With ``--kl-auction N`` it measures instead the CPU time of the Klaberjass auction decisions
-(take / pass, then name / pass after a pass, KL-3.1) of ``search`` and ``search_kl_tree`` on N
+(take / pass, then name / pass after a pass, KL-3.1) of ``search_kl_flat`` and ``search`` on N
 random deals, each decision with a fresh ``--time-ms`` budget, and prints mean / p50 / p99 / max
 and how often each answer was given::
 
@@ -32,7 +32,7 @@ import multiprocessing
 import time
 from concurrent.futures import ProcessPoolExecutor
 
-from bot_plugins.search import SearchBot
+from bot_plugins.search import SearchBot, SearchParams
 from engine_service.plugins import BotSpec, hookimpl
 
 
@@ -50,11 +50,9 @@ class SmallBidsOnly(SearchBot):
         return None if self.game_id == "jojotte" else super()._by_playouts(request, stop_at)
 
 
-class KlaberjassTreeAuction(SearchBot):
-    """Today's search with the Klaberjass auction decided by the tree."""
-
-    def _by_playouts(self, request, stop_at):
-        return None if self.game_id == "klaberjass" else super()._by_playouts(request, stop_at)
+def kl_flat_auction(game_id):
+    """The search with the Klaberjass auction by flat playouts."""
+    return SearchBot(game_id, SearchParams(kl_flat_auction=True))
 
 
 @hookimpl
@@ -64,8 +62,8 @@ def cardgames_bots():
                     description="search with the tree deciding everything (bench only)"),
             BotSpec("search_gj_flat", SmallBidsOnly, games=games,
                     description="search with flat playouts for small GJ bids only (bench only)"),
-            BotSpec("search_kl_tree", KlaberjassTreeAuction, games=games,
-                    description="search with the Klaberjass auction by the tree (bench only)")]
+            BotSpec("search_kl_flat", kl_flat_auction, games=games,
+                    description="search with the Klaberjass auction by flat playouts (bench only)")]
 
 
 def kl_auction_cpu(deals: int, seed: int, budget_s: float) -> None:
@@ -76,8 +74,8 @@ def kl_auction_cpu(deals: int, seed: int, budget_s: float) -> None:
     from engine_service.rules import get_game
 
     game = get_game("klaberjass")
-    for name, bot in (("search", SearchBot("klaberjass")),
-                      ("search_kl_tree", KlaberjassTreeAuction("klaberjass"))):
+    for name, bot in (("search_kl_flat", kl_flat_auction("klaberjass")),
+                      ("search", SearchBot("klaberjass"))):
         rng = random.Random(seed)
         cpu, answers = [], {}
         for k in range(deals):

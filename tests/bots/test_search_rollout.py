@@ -13,8 +13,7 @@ import random
 
 import pytest
 
-from bot_plugins.search import (DEFAULT_ROLLOUT, PLAYOUT_DECISIONS, SMALL_DEAL_CARDS, SearchBot, SearchParams, greedy_playout,
-                                 kl_auction)
+from bot_plugins.search import DEFAULT_ROLLOUT, PLAYOUT_DECISIONS, SMALL_DEAL_CARDS, SearchBot, SearchParams, greedy_playout
 from engine_service.plugins import DecisionRequest
 from engine_service.rules import CHANCE, TERMINAL, get_game
 from engine_service.rules.cards import card_id
@@ -261,9 +260,7 @@ def _decision_points(game_id: str, count: int, seed: int):
 def _flat_decision(game_id: str, view) -> bool:
     """The search answers this decision by flat playouts, without its tree
     (``SearchBot._by_playouts``): a small Georgian Joker deal's bid, a Jo-Jotte double,
-    redouble or nullo, a Klaberjass auction call (take / name / schmeiss / its answer)."""
-    if game_id == "klaberjass":
-        return kl_auction(view["legal"])
+    redouble or nullo (the Klaberjass auction stays with the tree by default)."""
     if game_id == "georgian_joker":
         return view["legal"][0].startswith("bid:") and view["table"]["cards_per_player"] <= SMALL_DEAL_CARDS
     return game_id == "jojotte" and not PLAYOUT_DECISIONS.isdisjoint(view["legal"])
