@@ -37,6 +37,8 @@ Georgian Joker deal of at most ``SMALL_DEAL_CARDS`` cards per player, and Jo-Jot
 redouble and nullo decisions (``PLAYOUT_DECISIONS``). Every legal action is tried in the same
 sampled worlds, the deal is finished with the ``heuristic`` bot's play for every seat, and the
 action with the best mean relative score wins.
+The Klaberjass auction can go the same way (``SearchParams.kl_flat_auction``, ``KL_AUCTION``),
+but measured no better than the tree's and is off by default (docs/bots.md).
 
 ``DEFAULT_ROLLOUT`` holds each game's default, chosen by arena measurement (docs/bots.md). The
 search stops after ``iterations`` iterations or when the request's budget is nearly spent,
