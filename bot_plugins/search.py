@@ -37,6 +37,8 @@ Georgian Joker deal of at most ``SMALL_DEAL_CARDS`` cards per player, and Jo-Jot
 redouble and nullo decisions (``PLAYOUT_DECISIONS``). Every legal action is tried in the same
 sampled worlds, the deal is finished with the ``heuristic`` bot's play for every seat, and the
 action with the best mean relative score wins.
+The Klaberjass auction can go the same way (``SearchParams.kl_flat_auction``, ``KL_AUCTION``),
+but measured no better than the tree's and is off by default (docs/bots.md).
 
 ``DEFAULT_ROLLOUT`` holds each game's default, chosen by arena measurement (docs/bots.md). The
 search stops after ``iterations`` iterations or when the request's budget is nearly spent,
@@ -80,6 +82,19 @@ SMALL_DEAL_CARDS = 3
 #: (the answer to a bid: double or no-trump overcall, JJ-3.3; the redouble; the nullo window,
 #: JJ-4.3).
 PLAYOUT_DECISIONS = frozenset({"double", "redouble", "nullo"})
+#: Klaberjass auction decisions chosen by :meth:`SearchBot._by_playouts` when
+#: ``SearchParams.kl_flat_auction`` is set (not by default): a legal list holding ``take``
+#: (round 1, KL-3.1), a ``name:`` call (round 2), ``schmeiss`` or the answer to it, ``accept`` /
+#: ``refuse`` (option ``kl_schmeiss``, KL-A7). Off because it measured no better than the
+#: tree's auction (arena, 2,000 boards, 2026-12-04: -0.28 a board, 95% CI about [-1.7, +1.2];
+#: docs/bots.md, "Decisions by flat playouts").
+KL_AUCTION = frozenset({"take", "schmeiss", "accept", "refuse"})
+
+
+def kl_auction(legal: Any) -> bool:
+    """Whether ``legal`` is a Klaberjass auction decision (take / name / schmeiss / accept /
+    refuse / pass)."""
+    return any(a in KL_AUCTION or a.startswith("name:") for a in legal)
 
 
 @dataclass(frozen=True)
@@ -90,6 +105,7 @@ class SearchParams:
     time_fraction: float = 0.85  # of the request's remaining budget
     rollout: str | None = None  # "greedy", "random"; None: the game's DEFAULT_ROLLOUT
     epsilon: float = 0.1  # greedy: chance that the last card to a trick is random anyway
+    kl_flat_auction: bool = False  # Klaberjass auction by flat playouts (KL_AUCTION; measured, not better)
 
 
 class _Node:
@@ -233,6 +249,9 @@ class SearchBot:
             if not legal[0].startswith("bid:"):
                 return None
             if (view["table"].get("cards_per_player") or len(view["hand"])) > SMALL_DEAL_CARDS:
+                return None
+        elif self.game_id == "klaberjass":
+            if not self.params.kl_flat_auction or not kl_auction(legal):
                 return None
         elif self.game_id != "jojotte" or PLAYOUT_DECISIONS.isdisjoint(legal):
             return None

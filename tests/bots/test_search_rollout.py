@@ -260,7 +260,7 @@ def _decision_points(game_id: str, count: int, seed: int):
 def _flat_decision(game_id: str, view) -> bool:
     """The search answers this decision by flat playouts, without its tree
     (``SearchBot._by_playouts``): a small Georgian Joker deal's bid, a Jo-Jotte double,
-    redouble or nullo."""
+    redouble or nullo (the Klaberjass auction stays with the tree by default)."""
     if game_id == "georgian_joker":
         return view["legal"][0].startswith("bid:") and view["table"]["cards_per_player"] <= SMALL_DEAL_CARDS
     return game_id == "jojotte" and not PLAYOUT_DECISIONS.isdisjoint(view["legal"])
