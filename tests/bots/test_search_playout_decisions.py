@@ -97,10 +97,10 @@ def test_jj_playout_decisions_leave_the_tree_and_keep_to_the_budget():
     state = _double_window(["JS", "9S", "TS", "8H", "7D", "8C"])
     bot = SearchBot("jojotte")
     req = request(state)
-    started = time.monotonic()
+    started = time.process_time()  # CPU, not wall time: a loaded machine stretches the latter
     answer = bot._by_playouts(req, time.monotonic())  # a deadline already passed: one world
     assert answer in req.legal
-    assert time.monotonic() - started < 0.1
+    assert time.process_time() - started < 0.1
     assert bot.decide(request(state)) in req.legal
     assert bot.last_iterations == 0  # answered without the tree
     # the auction's bids and the card play stay with the tree
