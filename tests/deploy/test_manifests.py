@@ -324,6 +324,15 @@ def test_selectors_match_the_pod(k8s):
         assert selector.items() <= labels.items()
 
 
+def test_an_init_reaps_orphans_in_every_runtime(k8s, compose):
+    """The engine as PID 1 reaps only the processes it started: a killed bot worker's own
+    subprocesses need a reaper. Compose runs docker's init; the pod shares its process
+    namespace, so that its pause container is PID 1 (docs/operations.md)."""
+    pod = k8s["Deployment"]["spec"]["template"]["spec"]
+    assert pod.get("shareProcessNamespace") is True
+    assert compose["services"]["engine"].get("init") is True
+
+
 def test_drain_fits_in_the_termination_grace_period(k8s):
     pod = k8s["Deployment"]["spec"]["template"]["spec"]
     assert pod["terminationGracePeriodSeconds"] > DEFAULTS.drain_grace_s + 5
