@@ -286,22 +286,26 @@ def test_JJK_5_4_A1_joker_lead_demands_the_highest_named_card_from_the_table():
     assert model.taken == [3, 2] and state.view(0)["tricks_taken"] == [3, 2]  # JJK-6.3
 
 
+def first_deal_after_the_trump(rng, declarer, trump):
+    """Engine and model at the first card of a match's first deal, from a deck ``rng`` shuffles."""
+    deck = list(PACK)
+    rng.shuffle(deck)
+    state = GAME.new_state({}, first_dealer=declarer)
+    model = Model({}, first_dealer=declarer)
+    state.deal(deck)
+    model.deal(deck)
+    state.apply(f"trump:{trump}")
+    model.apply(f"trump:{trump}")
+    return state, model
+
+
 def test_JJK_6_1_6_3_joker_leads_and_answers_over_random_layouts():
     """Joker leads naming every suit, in trump and NT deals, answered by every legal card: the
     engine's winner agrees with JJK-6.1 / 6.3 (scanned over seeded layouts)."""
     rng = random.Random(7)
     hits = 0
     for _ in range(150):
-        deck = list(PACK)
-        rng.shuffle(deck)
-        declarer = rng.randrange(2)
-        trump = rng.choice(TRUMP_CHOICES)
-        state = GAME.new_state({}, first_dealer=declarer)
-        model = Model({}, first_dealer=declarer)
-        state.deal(deck)
-        model.deal(deck)
-        state.apply(f"trump:{trump}")
-        model.apply(f"trump:{trump}")
+        state, model = first_deal_after_the_trump(rng, rng.randrange(2), rng.choice(TRUMP_CHOICES))
         while model.tricks_played < 18:
             legal = sorted(model.legal())
             jl = [a for a in legal if a.count(":") == 2]
@@ -392,16 +396,8 @@ def test_biased_playouts_reach_the_rare_rules_and_agree():
     seen = dict.fromkeys(["clear", "hand13", "joker_trump", "two_jokers", "forced_from_table",
                           "a2_table_only", "nt_joker", "joker_led_from_table", "joker_made_public"], 0)
     for game in range(60):
-        deck = list(PACK)
-        rng.shuffle(deck)
-        declarer = game % 2
         trump = TRUMP_CHOICES[game % 5]
-        state = GAME.new_state({}, first_dealer=declarer)
-        model = Model({}, first_dealer=declarer)
-        state.deal(deck)
-        model.deal(deck)
-        state.apply(f"trump:{trump}")
-        model.apply(f"trump:{trump}")
+        state, model = first_deal_after_the_trump(rng, game % 2, trump)
         while model.tricks_played < 18:
             where = (game, model.tricks_played, model.trick)
             compare_position(state, model, where)
