@@ -402,8 +402,11 @@ def load_catalog(settings: PluginSettings, *, log_summary: bool = True) -> BotCa
             for name in sorted(unknown):
                 # and in ListBots' load_failures, where whoever misses the plugin's bots
                 # looks (clients.play --list): the log line alone reached only whoever read
-                # the log. No bot_plugin_failed line: the warning says it for all the names
-                catalog.failures.append(PluginFailure(name, NOT_INSTALLED_STAGE, NOT_INSTALLED,
+                # the log. No bot_plugin_failed line: the warning says it for all the names.
+                # As UTF-8 text: a byte of the variable that is not UTF-8 comes as a lone
+                # surrogate (os.environ), which protobuf cannot send, and every ListBots failed
+                shown = name.encode("utf-8", "backslashreplace").decode("utf-8")
+                catalog.failures.append(PluginFailure(shown, NOT_INSTALLED_STAGE, NOT_INSTALLED,
                                                       NOT_INSTALLED))
     for ep in entry_points:
         wanted = settings.autoload and (settings.allowlist is None or ep.name in settings.allowlist)

@@ -253,7 +253,8 @@ def export(state: State, with_legal: bool = True) -> dict[str, Any]:
     ``determinize`` or laid out by ``position`` holds the history of its current deal alone,
     and replaying that from a new match gave wrong seats, dealers and legal sets without a
     word. Such a state is refused (TranscriptError): its history holds fewer deals than it has
-    results, or the replay does not end where the state stands."""
+    results, replays a deal or an action where none or another is due, or the replay does not
+    end where the state stands."""
     game = state.game
     history = state.history()
     dealt = sum(1 for item in history if isinstance(item, tuple) and item and item[0] == "deal")
@@ -266,15 +267,23 @@ def export(state: State, with_legal: bool = True) -> dict[str, Any]:
     done = 0
     for item in history:
         if isinstance(item, tuple) and item and item[0] == "deal":
+            if replayed.to_act() != CHANCE:  # a deal where the replay has none due
+                raise TranscriptError(NOT_FROM_THE_START)
             current = {"deck": [card_code(c) for c in item[1]],
                        "expect": {"dealer": replayed.dealer()}, "steps": []}
             deals.append(current)
             replayed.deal(item[1])
             continue
         assert current is not None
+        # an action the replay has no seat to act for, or that is not legal where the replay
+        # stands: apply_id does not check (a Georgian Joker sample after one deal raised
+        # RuntimeError: the second deal's actions replayed on the first, shorter, deal)
+        ids = replayed.legal_ids() if replayed.to_act() >= 0 else ()
+        if item not in ids:
+            raise TranscriptError(NOT_FROM_THE_START)
         step: dict[str, Any] = {"seat": replayed.to_act()}
         if with_legal:
-            step["legal"] = replayed.legal_actions()
+            step["legal"] = [replayed.action_str(a) for a in ids]
         step["action"] = replayed.action_str(item)
         current["steps"].append(step)
         replayed.apply_id(item)

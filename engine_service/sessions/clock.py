@@ -64,6 +64,7 @@ class _AbsenceOutage:
     #: the seats whose write is being tried again, by (match id, seat)
     pending: set[tuple[str, int]] = field(default_factory=set)
     failures: int = 0  # failed attempts since the outage began
+    last_failure: float = 0.0  # event-loop time of the latest failure
     failures_since_summary: int = 0
     landed: int = 0  # writes that landed since the outage began
 
@@ -391,6 +392,12 @@ class MatchClock:
         (``absence_writes_still_failing``). See :class:`_AbsenceOutage`."""
         now = asyncio.get_running_loop().time()
         outage = self._absence_outage
+        if outage is not None and not outage.pending and now - outage.last_failure >= ABSENCE_OUTAGE_SUMMARY_S:
+            # left open by writes that ended unwritten (:meth:`_absence_retry_ended`) and
+            # nothing tried again since: this failure is a new outage, said as one (it was
+            # counted into the old one, its first line and error never said, and summed up at
+            # once with the whole quiet time as outage_s)
+            outage = self._absence_outage = None
         if outage is None:
             outage = self._absence_outage = _AbsenceOutage(started=now, error_type=type(exc).__name__,
                                                            last_summary=now)
@@ -400,6 +407,7 @@ class MatchClock:
             outage.error_type = type(exc).__name__
             outage.failures_since_summary += 1
         outage.failures += 1
+        outage.last_failure = now
         outage.pending.add((m.match_id, slot.seat))
         if now - outage.last_summary >= ABSENCE_OUTAGE_SUMMARY_S:
             log.warning("absence_writes_still_failing", pending=len(outage.pending),
@@ -422,7 +430,8 @@ class MatchClock:
         """A seat's writer stopped without landing its write (the match ended, the engine
         drains, its rows are gone): it is no longer pending, and the outage ends if a write
         landed meanwhile and no other is pending; else it stays open, so that the next failure
-        is not said as a new outage and the next write that lands says it is over."""
+        (within ``ABSENCE_OUTAGE_SUMMARY_S``: :meth:`_absence_write_failed`) is not said as a
+        new outage and the next write that lands says it is over."""
         outage = self._absence_outage
         if outage is not None and (m.match_id, slot.seat) in outage.pending:
             outage.pending.discard((m.match_id, slot.seat))

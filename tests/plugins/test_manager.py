@@ -258,6 +258,19 @@ def test_an_allowlisted_name_that_no_entry_point_has_is_a_load_failure():
     assert catalog.failures == []
 
 
+def test_an_allowlisted_name_that_is_not_utf8_is_a_load_failure_listbots_can_send():
+    """A byte of CARDGAMES_BOT_PLUGINS that is not UTF-8 (a Latin-1 environment file) comes
+    from os.environ as a lone surrogate; as a load failure's plugin name it made every
+    ListBots fail (protobuf sends UTF-8 only): it is said escaped."""
+    from engine_service.sessions.api import BotLoadFailure
+    from engine_service.transport import codec
+
+    catalog = load_catalog(PluginSettings.resolve(environ={ENV_ALLOWLIST: "h\udce9uristic"}))
+    assert [(f.plugin, f.stage) for f in catalog.failures] == [("h\\udce9uristic", "allowlist")]
+    for f in catalog.failures:
+        codec.bot_load_failure_message(BotLoadFailure(f.plugin, f.stage, f.summary)).SerializeToString()
+
+
 def test_an_allowlisted_name_given_as_a_module_to_load_is_not_called_missing():
     """The arena's --plugin mybot beside CARDGAMES_BOT_PLUGINS=mybot (to keep the other
     installed plugins out): mybot loads from its module, it is neither warned about nor a

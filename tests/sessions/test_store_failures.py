@@ -1309,3 +1309,42 @@ def test_an_outage_whose_pending_writes_end_unwritten_stays_open_until_a_write_l
     ended, said = run(go())
     assert ended == ["absence_writes_failing"]
     assert said == ["absence_writes_failing", "absence_writes_recovered"]
+
+
+def test_an_outage_left_open_and_quiet_for_a_while_is_not_the_next_failures_outage(monkeypatch):
+    """As above, but nothing is tried again for longer than ABSENCE_OUTAGE_SUMMARY_S before
+    the next failure: that failure begins a new outage and is said as one, with its error
+    (absence_writes_failing). It was counted into the old, quiet one: its first line was never
+    said, and a summary came at once with the quiet time as outage_s."""
+    from engine_service.sessions import clock
+
+    monkeypatch.setattr(clock, "RETRY_AFTER_STORE_FAILURE_S", 0.02)
+    monkeypatch.setattr(clock, "ABSENCE_OUTAGE_SUMMARY_S", 0.3)
+    store = FailingAbsences()
+    store.broken = True
+
+    async def go():
+        async with manager(config(time_scale=1000.0), store=store) as mgr:
+            with capture_logs() as logs:
+                first, _ = await open_match(mgr, "japanese_joker")
+                await until(lambda: store.refused >= 4, timeout=10)
+                slots = mgr._matches[first].seats
+                await mgr.terminate_match(first, "ended during the outage")
+                await until(lambda: all(s.absence_task is None for s in slots), timeout=10)
+                await asyncio.sleep(1.0)  # nothing tried again for longer than a summary period
+                second, _ = await open_match(mgr, "japanese_joker")
+                refused = store.refused
+                await until(lambda: store.refused >= refused + 4, timeout=10)
+                store.broken = False
+                slots = mgr._matches[second].seats
+                await until(lambda: all(s.absence_task is None for s in slots), timeout=10)
+            return [e for e in logs if e["event"].startswith("absence_write")]
+
+    said = run(go())
+    # (a summary of the second outage, should it last 0.3 s on a loaded machine, aside)
+    assert [e["event"] for e in said if e["event"] != "absence_writes_still_failing"] == [
+        "absence_writes_failing", "absence_writes_failing", "absence_writes_recovered"], said
+    second = [e for e in said if e["event"] == "absence_writes_failing"][1]
+    assert second["error"] == "the database is unreachable", said
+    # the quiet second is no part of the second outage
+    assert all(e["outage_s"] < 0.9 for e in said if "outage_s" in e), said
