@@ -404,8 +404,12 @@ def load_catalog(settings: PluginSettings, *, log_summary: bool = True) -> BotCa
                 # looks (clients.play --list): the log line alone reached only whoever read
                 # the log. No bot_plugin_failed line: the warning says it for all the names.
                 # As UTF-8 text: a byte of the variable that is not UTF-8 comes as a lone
-                # surrogate (os.environ), which protobuf cannot send, and every ListBots failed
-                shown = name.encode("utf-8", "backslashreplace").decode("utf-8")
+                # surrogate (os.environ), which protobuf cannot send, and every ListBots failed;
+                # shown as the byte it was (\xe9), any other lone surrogate as \ud800
+                try:
+                    shown = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+                except UnicodeEncodeError:
+                    shown = name.encode("utf-8", "backslashreplace").decode("utf-8")
                 catalog.failures.append(PluginFailure(shown, NOT_INSTALLED_STAGE, NOT_INSTALLED,
                                                       NOT_INSTALLED))
     for ep in entry_points:

@@ -265,10 +265,12 @@ def test_an_allowlisted_name_that_is_not_utf8_is_a_load_failure_listbots_can_sen
     from engine_service.sessions.api import BotLoadFailure
     from engine_service.transport import codec
 
-    catalog = load_catalog(PluginSettings.resolve(environ={ENV_ALLOWLIST: "h\udce9uristic"}))
-    assert [(f.plugin, f.stage) for f in catalog.failures] == [("h\\udce9uristic", "allowlist")]
-    for f in catalog.failures:
-        codec.bot_load_failure_message(BotLoadFailure(f.plugin, f.stage, f.summary)).SerializeToString()
+    # the byte as it was (\xe9); a lone surrogate that stands for no byte as itself (\ud800)
+    for given, shown in (("h\udce9uristic", "h\\xe9uristic"), ("h\ud800", "h\\ud800")):
+        catalog = load_catalog(PluginSettings.resolve(environ={ENV_ALLOWLIST: given}))
+        assert [(f.plugin, f.stage) for f in catalog.failures] == [(shown, "allowlist")]
+        for f in catalog.failures:
+            codec.bot_load_failure_message(BotLoadFailure(f.plugin, f.stage, f.summary)).SerializeToString()
 
 
 def test_an_allowlisted_name_given_as_a_module_to_load_is_not_called_missing():
