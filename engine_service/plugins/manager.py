@@ -349,6 +349,17 @@ def _validate_spec(spec: Any, plugin: str) -> BotSpec:
     return spec if games == spec.games else replace(spec, games=games)
 
 
+def _sendable(text: str) -> str:
+    """``text`` as UTF-8 that protobuf can send (ListBots' load_failures). A name from the
+    environment or the command line (``CARDGAMES_BOT_PLUGINS``, ``--plugin``) with a byte that
+    is not UTF-8 holds it as a lone surrogate, which failed every ListBots call: the byte is
+    shown as it was (``\\xe9``), any other lone surrogate escaped (``\\ud800``)."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def load_catalog(settings: PluginSettings, *, log_summary: bool = True) -> BotCatalog:
     """Load plugins as ``settings`` says and collect their bots (never raises for a plugin).
 
@@ -364,7 +375,7 @@ def load_catalog(settings: PluginSettings, *, log_summary: bool = True) -> BotCa
         engine's and pluggy's refusals are said the same way in both places."""
         error = exc if isinstance(exc, str) else _describe(exc)
         summary = _summarize(exc) if plugin_code and not isinstance(exc, str) else _without_paths(error)
-        catalog.failures.append(PluginFailure(plugin, stage, error, summary))
+        catalog.failures.append(PluginFailure(_sendable(plugin), stage, error, _sendable(summary)))
         log.error("bot_plugin_failed", plugin=plugin, stage=stage, error=error)
 
     timed_out = (f"timed out: not done within {settings.load_timeout_s or 0:g} s, the plugin load "
@@ -403,15 +414,8 @@ def load_catalog(settings: PluginSettings, *, log_summary: bool = True) -> BotCa
                 # and in ListBots' load_failures, where whoever misses the plugin's bots
                 # looks (clients.play --list): the log line alone reached only whoever read
                 # the log. No bot_plugin_failed line: the warning says it for all the names.
-                # As UTF-8 text: a byte of the variable that is not UTF-8 comes as a lone
-                # surrogate (os.environ), which protobuf cannot send, and every ListBots failed;
-                # shown as the byte it was (\xe9), any other lone surrogate as \ud800
-                try:
-                    shown = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-                except UnicodeEncodeError:
-                    shown = name.encode("utf-8", "backslashreplace").decode("utf-8")
-                catalog.failures.append(PluginFailure(shown, NOT_INSTALLED_STAGE, NOT_INSTALLED,
-                                                      NOT_INSTALLED))
+                catalog.failures.append(PluginFailure(_sendable(name), NOT_INSTALLED_STAGE,
+                                                      NOT_INSTALLED, NOT_INSTALLED))
     for ep in entry_points:
         wanted = settings.autoload and (settings.allowlist is None or ep.name in settings.allowlist)
         if not wanted and ep.name not in ESSENTIAL_PLUGINS:

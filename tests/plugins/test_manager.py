@@ -271,6 +271,12 @@ def test_an_allowlisted_name_that_is_not_utf8_is_a_load_failure_listbots_can_sen
         assert [(f.plugin, f.stage) for f in catalog.failures] == [(shown, "allowlist")]
         for f in catalog.failures:
             codec.bot_load_failure_message(BotLoadFailure(f.plugin, f.stage, f.summary)).SerializeToString()
+    # and a --plugin module name from the command line (argv decodes the same way) that fails
+    # to import: every ListBots failed the same way
+    catalog = load_catalog(PluginSettings.resolve(autoload=False, extra=["m\udce9"]))
+    assert [(f.plugin, f.stage) for f in catalog.failures] == [("m\\xe9", "import")]
+    for f in catalog.failures:
+        codec.bot_load_failure_message(BotLoadFailure(f.plugin, f.stage, f.summary)).SerializeToString()
 
 
 def test_an_allowlisted_name_given_as_a_module_to_load_is_not_called_missing():
