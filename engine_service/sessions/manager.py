@@ -67,7 +67,7 @@ from .api import (BadRequest, BotInfo, BotLoadFailure, CreateIdInUse, CreateMatc
                   FailedPrecondition, GameInfo, Inspection, JoinResult, LimitExceeded, MatchEvent, MatchNotActive, MatchNotFound,
                   MatchNotOver, MatchSummary, Page, PermissionDenied, Principal, SeatTaken, SessionError,
                   SubmitResult, Unauthenticated, Unavailable, ViewEnvelope)
-from .clock import MatchClock
+from .clock import ABSENCE_OUTAGE_SUMMARY_S, MatchClock
 from .config import SessionConfig
 from .housekeeping import Housekeeping
 from .match import FREED_TOKENS_KEPT, CorruptLog, LiveMatch, SeatSlot
@@ -149,6 +149,9 @@ class MatchManager:
         self._sweep_interval = 60.0  # set by start(): the retries of a start wait at most that
         self._pruner: asyncio.Task | None = None
         self._absence_heartbeat: asyncio.Task | None = None
+        #: while beats fail in the store: (loop time of the first failure, of the latest
+        #: line said, failed beats since it); None while they land (_touch_absences)
+        self._heartbeat_outage: tuple[float, float, int] | None = None
         self._started = False
         self._draining = False
         self._closed = False
@@ -387,10 +390,27 @@ class MatchManager:
         seats = [key for key, (m, slot) in running.items() if m.active and slot.away_since is not None]
         if not seats:
             return
+        now = asyncio.get_running_loop().time()
         try:
             await self._store.touch_absences(seats, self._clock.wall())
         except StoreError as exc:
-            log.warning("absence_heartbeat_failed", seats=len(seats), error=str(exc))
+            # a database outage fails every beat (every absence_heartbeat_s): said at its
+            # first, then at most every ABSENCE_OUTAGE_SUMMARY_S with the beats failed since,
+            # as the absence writes are (MatchClock), and once when a beat lands again
+            outage = self._heartbeat_outage
+            if outage is None or now - outage[1] >= ABSENCE_OUTAGE_SUMMARY_S:
+                failed = 1 if outage is None else outage[2] + 1
+                log.warning("absence_heartbeat_failed", seats=len(seats), error=str(exc),
+                            failed_beats=failed,
+                            outage_s=0.0 if outage is None else round(now - outage[0], 1))
+                self._heartbeat_outage = (now if outage is None else outage[0], now, 0)
+            else:
+                self._heartbeat_outage = (outage[0], outage[1], outage[2] + 1)
+            return
+        if self._heartbeat_outage is not None:
+            log.info("absence_heartbeat_recovered", seats=len(seats),
+                     outage_s=round(now - self._heartbeat_outage[0], 1))
+            self._heartbeat_outage = None
 
     async def _flush_absences(self) -> None:
         """At a drain: let the absence writes under way land (MatchClock.record_absence), then

@@ -22,7 +22,7 @@ from engine_service.store import MemoryStore, NotADatabase, SeatRecord, SqliteSt
 
 from tests.crash import crash
 
-from .helpers import GAMES, absences_written, collect, config, play_random, run
+from .helpers import GAMES, absences_written, collect, config, play_random, run, until
 
 
 def sqlite_manager(path, **cfg) -> MatchManager:
@@ -626,6 +626,50 @@ def test_the_absence_heartbeat_outlives_a_failing_beat(tmp_path):
 
     beats, ended = run(go())
     assert beats >= 3 and not ended
+
+
+def test_a_heartbeat_outage_is_said_at_its_start_as_a_summary_and_at_its_end(tmp_path, monkeypatch):
+    """During a database outage every beat fails: absence_heartbeat_failed is said at the
+    first failure, then at most every ABSENCE_OUTAGE_SUMMARY_S with the beats failed since
+    (it was one warning per beat, every absence_heartbeat_s, for the whole outage), and
+    absence_heartbeat_recovered once when a beat lands again."""
+    from structlog.testing import capture_logs
+
+    from engine_service.sessions import manager as manager_module
+    from engine_service.store import StoreError
+
+    monkeypatch.setattr(manager_module, "ABSENCE_OUTAGE_SUMMARY_S", 0.2)
+
+    async def go():
+        mgr = sqlite_manager(tmp_path / "m.sqlite3", time_scale=1.0, absence_heartbeat_s=0.01)
+        match_id, _, streams = await _join_and_watch(mgr, "klaberjass")
+        try:
+            real, calls = mgr._store.touch_absences, []
+
+            async def down_for_a_while(seats, at):
+                calls.append(at)
+                if len(calls) <= 60:
+                    raise StoreError("the database is unreachable")
+                await real(seats, at)
+
+            mgr._store.touch_absences = down_for_a_while
+            with capture_logs() as logs:
+                await streams[0].aclose()
+                await until(lambda: any(e["event"] == "absence_heartbeat_recovered" for e in logs), timeout=10)
+            return len(calls), logs
+        finally:
+            await mgr.close()
+
+    beats, logs = run(go())
+    failed = [e for e in logs if e["event"] == "absence_heartbeat_failed"]
+    recovered = [e for e in logs if e["event"] == "absence_heartbeat_recovered"]
+    assert beats > 60 and len(recovered) == 1
+    assert failed[0]["failed_beats"] == 1 and failed[0]["outage_s"] == 0.0
+    # 60 failed beats, said at most every 0.2 s (outage_s is rounded to 0.1 s)
+    assert len(failed) < 30, [e.get("failed_beats") for e in failed]
+    assert all(b["outage_s"] - a["outage_s"] >= 0.1 for a, b in zip(failed, failed[1:]))
+    assert sum(e["failed_beats"] for e in failed) <= 60
+    assert recovered[0]["outage_s"] >= failed[-1]["outage_s"]
 
 
 @pytest.mark.parametrize("tamper", [{"game": "no_such_game"}, {"options": {"kl_target_score": "many"}}])
