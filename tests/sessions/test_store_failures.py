@@ -1279,13 +1279,10 @@ def test_absence_writes_during_an_outage_say_it_once_then_a_summary_then_its_end
     assert said[-1] is recovered and said[0] is failing[0]
 
 
-def test_an_outage_whose_pending_writes_end_unwritten_stays_open_until_a_write_lands(monkeypatch):
-    """The only seat being tried again left with its match (terminated): nothing landed, so
-    the outage is not said to be over; the next failure is not a new outage either, and the
-    next write that lands ends it."""
-    from engine_service.sessions import clock
-
-    monkeypatch.setattr(clock, "RETRY_AFTER_STORE_FAILURE_S", 0.02)
+def _outage_across_two_matches(quiet_s: float):
+    """A match whose seats' absence writes fail is terminated during the outage (its writes end
+    unwritten); ``quiet_s`` later a second match's writes fail too, then the store takes them.
+    Returns the absence_write* events said up to the first match's end, and all of them."""
     store = FailingAbsences()
     store.broken = True
 
@@ -1298,17 +1295,28 @@ def test_an_outage_whose_pending_writes_end_unwritten_stays_open_until_a_write_l
                 await mgr.terminate_match(first, "ended during the outage")
                 await until(lambda: all(s.absence_task is None for s in slots), timeout=10)
                 ended = [e["event"] for e in logs if e["event"].startswith("absence_writes")]
+                await asyncio.sleep(quiet_s)
                 second, _ = await open_match(mgr, "japanese_joker")
                 refused = store.refused
                 await until(lambda: store.refused >= refused + 4, timeout=10)
                 store.broken = False
                 slots = mgr._matches[second].seats
                 await until(lambda: all(s.absence_task is None for s in slots), timeout=10)
-            return ended, [e["event"] for e in logs if e["event"].startswith("absence_write")]
+            return ended, [e for e in logs if e["event"].startswith("absence_write")]
 
-    ended, said = run(go())
+    return run(go())
+
+
+def test_an_outage_whose_pending_writes_end_unwritten_stays_open_until_a_write_lands(monkeypatch):
+    """The only seat being tried again left with its match (terminated): nothing landed, so
+    the outage is not said to be over; the next failure is not a new outage either, and the
+    next write that lands ends it."""
+    from engine_service.sessions import clock
+
+    monkeypatch.setattr(clock, "RETRY_AFTER_STORE_FAILURE_S", 0.02)
+    ended, said = _outage_across_two_matches(0.0)
     assert ended == ["absence_writes_failing"]
-    assert said == ["absence_writes_failing", "absence_writes_recovered"]
+    assert [e["event"] for e in said] == ["absence_writes_failing", "absence_writes_recovered"]
 
 
 def test_an_outage_left_open_and_quiet_for_a_while_is_not_the_next_failures_outage(monkeypatch):
@@ -1320,27 +1328,7 @@ def test_an_outage_left_open_and_quiet_for_a_while_is_not_the_next_failures_outa
 
     monkeypatch.setattr(clock, "RETRY_AFTER_STORE_FAILURE_S", 0.02)
     monkeypatch.setattr(clock, "ABSENCE_OUTAGE_SUMMARY_S", 0.3)
-    store = FailingAbsences()
-    store.broken = True
-
-    async def go():
-        async with manager(config(time_scale=1000.0), store=store) as mgr:
-            with capture_logs() as logs:
-                first, _ = await open_match(mgr, "japanese_joker")
-                await until(lambda: store.refused >= 4, timeout=10)
-                slots = mgr._matches[first].seats
-                await mgr.terminate_match(first, "ended during the outage")
-                await until(lambda: all(s.absence_task is None for s in slots), timeout=10)
-                await asyncio.sleep(1.0)  # nothing tried again for longer than a summary period
-                second, _ = await open_match(mgr, "japanese_joker")
-                refused = store.refused
-                await until(lambda: store.refused >= refused + 4, timeout=10)
-                store.broken = False
-                slots = mgr._matches[second].seats
-                await until(lambda: all(s.absence_task is None for s in slots), timeout=10)
-            return [e for e in logs if e["event"].startswith("absence_write")]
-
-    said = run(go())
+    _, said = _outage_across_two_matches(1.0)  # nothing tried again for longer than a summary period
     # (a summary of the second outage, should it last 0.3 s on a loaded machine, aside)
     assert [e["event"] for e in said if e["event"] != "absence_writes_still_failing"] == [
         "absence_writes_failing", "absence_writes_failing", "absence_writes_recovered"], said
