@@ -127,14 +127,23 @@ def shuffled(rng):
     return deck
 
 
-def random_match(options, seed, views=False):
-    rng = random.Random(seed)
-    pair = Pair(options, rng.randrange(4), views)
+def decisions(pair, rng):
+    """Drive ``pair`` to the match's end: deal a shuffled deck wherever a deal is due, and
+    yield the number of each player decision (1, 2, ...) for the caller to take."""
+    step = 0
     while pair.model.to_act != M_TERMINAL:
         if pair.model.to_act == M_CHANCE:
             pair.deal(shuffled(rng))
-        else:
-            pair.apply(rng.choice(sorted(pair.model.legal())))
+            continue
+        step += 1
+        yield step
+
+
+def random_match(options, seed, views=False):
+    rng = random.Random(seed)
+    pair = Pair(options, rng.randrange(4), views)
+    for _ in decisions(pair, rng):
+        pair.apply(rng.choice(sorted(pair.model.legal())))
     return pair
 
 
@@ -144,15 +153,10 @@ def test_fast_path_and_clones_agree_with_the_model(options):
     steps) reaches the same states as the model (game.py: two paths, one implementation)."""
     rng = random.Random(7)
     pair = Pair(options, 2, views=False)
-    step = 0
-    while pair.model.to_act != M_TERMINAL:
-        if pair.model.to_act == M_CHANCE:
-            pair.deal(shuffled(rng))
-            continue
+    for step in decisions(pair, rng):
         a = rng.choice(sorted(pair.model.legal()))
         pair.state.apply_id(pair.state.parse_action(a))
         pair.model.apply(a)
-        step += 1
         if step % 17 == 0:
             pair.state = pair.state.clone()
         pair.check(f"fast path, step {step}")
@@ -239,12 +243,7 @@ def test_the_engine_refuses_exactly_what_the_model_forbids(options):
     from engine_service.rules.errors import RulesError
     rng = random.Random(99)
     pair = Pair(options, 1, views=False)
-    step = 0
-    while pair.model.to_act != M_TERMINAL:
-        if pair.model.to_act == M_CHANCE:
-            pair.deal(shuffled(rng))
-            continue
-        step += 1
+    for step in decisions(pair, rng):
         if step % 5 == 0:
             legal = pair.model.legal()
             before = pair.state.legal_actions()
