@@ -886,6 +886,20 @@ def _remaining(mgr, match_id) -> list[float | None]:
     return [None if s.grace_deadline is None else s.grace_deadline - now for s in mgr._matches[match_id].seats]
 
 
+def _remaining_after_a_restart(path, wall, match_id, cfg) -> list[float | None]:
+    """Each seat's grace window left (:func:`_remaining`) once an engine on ``path`` and the
+    wall clock ``wall`` has started again."""
+    async def go():
+        mgr = _walled(path, wall, **cfg)
+        await mgr.start()
+        try:
+            return _remaining(mgr, match_id)
+        finally:
+            await mgr.close()
+
+    return run(go())
+
+
 def test_a_player_away_before_a_drain_gets_only_the_rest_of_the_grace_window(tmp_path):
     away_before_a_drain(lambda: sqlite_manager(tmp_path / "m.sqlite3", time_scale=0.01))
 
@@ -1056,15 +1070,7 @@ def test_a_player_back_whose_return_is_not_written_yet_is_not_recorded_away_mean
     assert seen == pytest.approx(wall.now - 0.1)
     wall.now += 60.0
 
-    async def second():
-        mgr = _walled(path, wall, **cfg)
-        await mgr.start()
-        try:
-            return _remaining(mgr, match_id)
-        finally:
-            await mgr.close()
-
-    left = run(second())
+    left = _remaining_after_a_restart(path, wall, match_id, cfg)
     assert left[0] == pytest.approx(0.2, abs=0.05) and left[1] == pytest.approx(0.6, abs=0.05)
 
 
@@ -1124,15 +1130,7 @@ def test_a_resumed_window_is_the_rest_of_the_tables_own_grace_period(tmp_path):
 
     match_id = _seat_0_away_before_a_drain(path, wall, cfg)
 
-    async def after():
-        mgr = _walled(path, wall, **cfg)
-        await mgr.start()
-        try:
-            return _remaining(mgr, match_id)
-        finally:
-            await mgr.close()
-
-    left = run(after())
+    left = _remaining_after_a_restart(path, wall, match_id, cfg)
     assert left[0] == pytest.approx(0.2, abs=0.03)
     assert left[1:] == [pytest.approx(0.3, abs=0.03)] * 3
 
