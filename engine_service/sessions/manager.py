@@ -70,7 +70,7 @@ from .api import (BadRequest, BotInfo, BotLoadFailure, CreateIdInUse, CreateMatc
 from .clock import ABSENCE_OUTAGE_SUMMARY_S, MatchClock
 from .config import SessionConfig
 from .housekeeping import Housekeeping
-from .match import FREED_TOKENS_KEPT, CorruptLog, LiveMatch, SeatSlot
+from .match import FREED_TOKENS_KEPT, CorruptLog, LiveMatch, SeatSlot, loggable_error
 from .paging import decode_page_token, encode_page_token
 from .policy import FORFEIT
 from .seating import Seating
@@ -370,13 +370,14 @@ class MatchManager:
         away. A failure is logged and tried again at the next beat; so is a beat that raises
         something else than a StoreError (a bug), as the sweeper does: it used to end the
         heartbeat for good, silently, and a crash afterwards counted the time away only up
-        to that beat (the players got the rest of the engine's run as a longer window)."""
+        to that beat (the players got the rest of the engine's run as a longer window).
+        Failures are said as :meth:`_heartbeat_failed` says them, a bug's as a database's."""
         while True:
             await asyncio.sleep(self.config.absence_heartbeat_s)
             try:
                 await self._touch_absences()
             except Exception as exc:  # the heartbeat must outlive a bug in one beat
-                log.error("absence_heartbeat_failed", error=str(exc), error_type=type(exc).__name__)
+                self._heartbeat_failed(exc, seats=0)
 
     async def _touch_absences(self) -> None:
         # the windows running (recorded away, not taken over; not cleared by the drain's stop),
@@ -393,24 +394,31 @@ class MatchManager:
         now = asyncio.get_running_loop().time()
         try:
             await self._store.touch_absences(seats, self._clock.wall())
-        except StoreError as exc:
-            # a database outage fails every beat (every absence_heartbeat_s): said at its
-            # first, then at most every ABSENCE_OUTAGE_SUMMARY_S with the beats failed since,
-            # as the absence writes are (MatchClock), and once when a beat lands again
-            outage = self._heartbeat_outage
-            if outage is None or now - outage[1] >= ABSENCE_OUTAGE_SUMMARY_S:
-                failed = 1 if outage is None else outage[2] + 1
-                log.warning("absence_heartbeat_failed", seats=len(seats), error=str(exc),
-                            failed_beats=failed,
-                            outage_s=0.0 if outage is None else round(now - outage[0], 1))
-                self._heartbeat_outage = (now if outage is None else outage[0], now, 0)
-            else:
-                self._heartbeat_outage = (outage[0], outage[1], outage[2] + 1)
+        except Exception as exc:
+            self._heartbeat_failed(exc, seats=len(seats))
             return
         if self._heartbeat_outage is not None:
             log.info("absence_heartbeat_recovered", seats=len(seats),
                      outage_s=round(now - self._heartbeat_outage[0], 1))
             self._heartbeat_outage = None
+
+    def _heartbeat_failed(self, exc: Exception, *, seats: int) -> None:
+        """A beat failed; the next one runs all the same. A database outage fails every beat
+        (every absence_heartbeat_s), and so does a bug: said at the first failure, then at
+        most every ABSENCE_OUTAGE_SUMMARY_S with the beats failed since, as the absence writes
+        are (MatchClock), and once when a beat lands again (:meth:`_touch_absences`). A
+        StoreError is a warning; anything else is a bug, said at error (it was an error line
+        every beat, 720 an hour, for as long as the bug lasted)."""
+        now = asyncio.get_running_loop().time()
+        outage = self._heartbeat_outage
+        if outage is None or now - outage[1] >= ABSENCE_OUTAGE_SUMMARY_S:
+            emit = log.warning if isinstance(exc, StoreError) else log.error
+            emit("absence_heartbeat_failed", seats=seats, error=loggable_error(exc), error_type=type(exc).__name__,
+                 failed_beats=1 if outage is None else outage[2] + 1,
+                 outage_s=0.0 if outage is None else round(now - outage[0], 1))
+            self._heartbeat_outage = (now if outage is None else outage[0], now, 0)
+        else:
+            self._heartbeat_outage = (outage[0], outage[1], outage[2] + 1)
 
     async def _flush_absences(self) -> None:
         """At a drain: let the absence writes under way land (MatchClock.record_absence), then

@@ -628,16 +628,20 @@ def test_the_absence_heartbeat_outlives_a_failing_beat(tmp_path):
     assert beats >= 3 and not ended
 
 
-def test_a_heartbeat_outage_is_said_at_its_start_as_a_summary_and_at_its_end(tmp_path, monkeypatch):
+@pytest.mark.parametrize("failure, level", [("store", "warning"), ("bug", "error")])
+def test_a_heartbeat_outage_is_said_at_its_start_as_a_summary_and_at_its_end(tmp_path, monkeypatch,
+                                                                               failure, level):
     """During a database outage every beat fails: absence_heartbeat_failed is said at the
     first failure, then at most every ABSENCE_OUTAGE_SUMMARY_S with the beats failed since
     (it was one warning per beat, every absence_heartbeat_s, for the whole outage), and
-    absence_heartbeat_recovered once when a beat lands again."""
+    absence_heartbeat_recovered once when a beat lands again. A bug failing every beat is
+    said the same way, at error (it was an error line per beat)."""
     from structlog.testing import capture_logs
 
     from engine_service.sessions import manager as manager_module
     from engine_service.store import StoreError
 
+    error = StoreError if failure == "store" else RuntimeError
     monkeypatch.setattr(manager_module, "ABSENCE_OUTAGE_SUMMARY_S", 0.2)
 
     async def go():
@@ -649,7 +653,7 @@ def test_a_heartbeat_outage_is_said_at_its_start_as_a_summary_and_at_its_end(tmp
             async def down_for_a_while(seats, at):
                 calls.append(at)
                 if len(calls) <= 60:
-                    raise StoreError("the database is unreachable")
+                    raise error("the database is unreachable")
                 await real(seats, at)
 
             mgr._store.touch_absences = down_for_a_while
@@ -665,6 +669,8 @@ def test_a_heartbeat_outage_is_said_at_its_start_as_a_summary_and_at_its_end(tmp
     recovered = [e for e in logs if e["event"] == "absence_heartbeat_recovered"]
     assert beats > 60 and len(recovered) == 1
     assert failed[0]["failed_beats"] == 1 and failed[0]["outage_s"] == 0.0
+    assert {e["log_level"] for e in failed} == {level}
+    assert {e["error_type"] for e in failed} == {error.__name__}
     # 60 failed beats, said at most every 0.2 s (outage_s is rounded to 0.1 s)
     assert len(failed) < 30, [e.get("failed_beats") for e in failed]
     assert all(b["outage_s"] - a["outage_s"] >= 0.1 for a, b in zip(failed, failed[1:]))
