@@ -412,10 +412,13 @@ class MatchManager:
         now = asyncio.get_running_loop().time()
         outage = self._heartbeat_outage
         if outage is None or now - outage[1] >= ABSENCE_OUTAGE_SUMMARY_S:
-            emit = log.warning if isinstance(exc, StoreError) else log.error
-            emit("absence_heartbeat_failed", seats=seats, error=loggable_error(exc), error_type=type(exc).__name__,
-                 failed_beats=1 if outage is None else outage[2] + 1,
-                 outage_s=0.0 if outage is None else round(now - outage[0], 1))
+            said = dict(seats=seats, error=loggable_error(exc), error_type=type(exc).__name__,
+                        failed_beats=1 if outage is None else outage[2] + 1,
+                        outage_s=0.0 if outage is None else round(now - outage[0], 1))
+            if isinstance(exc, StoreError):
+                log.warning("absence_heartbeat_failed", **said)
+            else:
+                log.error("absence_heartbeat_failed", **said)
             self._heartbeat_outage = (now if outage is None else outage[0], now, 0)
         else:
             self._heartbeat_outage = (outage[0], outage[1], outage[2] + 1)
