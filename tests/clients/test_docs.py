@@ -484,3 +484,60 @@ def test_typescript_snippet_runs(engine, tmp_path):
     assert deals and all(set(json.loads(line.split(" ", 2)[2])) >= {"trump", "taken", "scores"} for line in deals)
     assert lines[-2].startswith("result ") and json.loads(lines[-2][len("result "):])["outcome"] == "completed"
     assert lines[-1] == f"revealed {len(deals)} deals"
+
+
+_TWO_AUTHORIZATIONS = r"""
+const grpc = require('@grpc/grpc-js');
+const protoLoader = require('@grpc/proto-loader');
+const def = protoLoader.loadSync(['cardgames/v1/card_games.proto'], {
+  includeDirs: [process.argv[2]], keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true,
+});
+const { cardgames } = grpc.loadPackageDefinition(def);
+const api = new cardgames.v1.CardGamesService(process.argv[3], grpc.credentials.createInsecure());
+const unary = (method, request, md) => new Promise((resolve) => api[method](request, md || new grpc.Metadata(),
+  { deadline: Date.now() + 10000 }, (err, res) => resolve(err ? { code: err.code, details: err.details,
+    trailer: err.metadata.get('grpc-status-details-bin').length } : res)));
+(async () => {
+  const { match } = await unary('CreateMatch', { game: 'japanese_joker', seats: [{ open: {} }, { open: {} }] });
+  const joined = await unary('JoinMatch', { match_id: match.match_id, client_join_id: 'two-authorizations-0001' });
+  const md = new grpc.Metadata();
+  md.set('authorization', `Bearer ${joined.seat_token}`);
+  const watch = api.WatchMatch({ match_id: match.match_id }, md);
+  const watched = new Promise((resolve) => {
+    watch.on('data', () => {});
+    watch.on('error', (err) => resolve({ code: err.code, details: err.details }));
+  });
+  await new Promise((resolve) => watch.once('data', resolve));  // the stream is open: its SNAPSHOT came
+  const once = await unary('GetView', { match_id: match.match_id }, md);  // one value: the seat's view
+  md.add('authorization', `Bearer ${joined.seat_token}`);  // the same Metadata, the token added again
+  const twice = await unary('GetView', { match_id: match.match_id }, md);
+  const stream = await Promise.race([watched, new Promise((r) => setTimeout(() => r('still open'), 5000))]);
+  console.log(JSON.stringify({ once: once.view.seat, twice, stream }));
+  process.exit(0);
+})();
+"""
+
+
+def test_grpc_js_refuses_two_authorization_values_as_the_node_section_says(engine, node):
+    """docs/api.md's Connecting table says two ``authorization`` headers are UNAUTHENTICATED /
+    MALFORMED_TOKEN, which is the engine's answer, but a grpc-js client never gets it: a
+    ``Metadata`` that holds the token twice (``md.add`` on one reused from an earlier call) is
+    refused by grpc-js itself, ``INTERNAL`` without details, and grpc-js drops the channel's
+    connection with it, ending the seat's open WatchMatch stream (``UNAVAILABLE``). The Node.js
+    section says so, in the words grpc-js uses."""
+    with tempfile.TemporaryDirectory() as workdir:
+        program = Path(workdir) / "two_authorizations.js"
+        program.write_text(_TWO_AUTHORIZATIONS)
+        result = subprocess.run([node, str(program), str(ROOT / "proto"), engine.target], capture_output=True,
+                                text=True, timeout=60, env={**os.environ, "NODE_PATH": str(NODE_MODULES)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["once"] == 0
+    twice, stream = out["twice"], out["stream"]
+    assert twice["code"] == 13 and twice["trailer"] == 0  # INTERNAL, no google.rpc.Status: not the engine's
+    assert stream != "still open" and stream["code"] == 14  # UNAVAILABLE: the connection went with it
+    section = API[API.index("### Node.js with @grpc/proto-loader"):]
+    said = " ".join(section.split())
+    assert "grpc-js never sends two: [Node.js](#nodejs-with-grpcproto-loader)" in API
+    assert f"with `INTERNAL` `{twice['details']}` and no details" in said
+    assert f"end with `UNAVAILABLE` `{stream['details']}`" in said

@@ -647,3 +647,49 @@ def test_play_vs_bot_decides_again_through_an_outage_longer_than_its_submit_retr
             assert summary["status"] == "MATCH_STATUS_FINISHED" and summary["deals_verified"] >= 1
 
     run(scenario(), timeout_s=180)
+
+
+# ---- clients/node/README.md ----------------------------------------------------------------
+
+def _readme() -> str:
+    return (NODE_DIR / "README.md").read_text()
+
+
+def test_node_readme_example_plays_a_match_and_verifies_every_deal(engine, node):
+    """clients/node had no README: a frontend developer opening the folder found no word on
+    what it holds or how its library is used. Its example runs as written (from clients/node)
+    against a real engine: a Japanese Joker match against a bot, played to the end on the
+    watch stream, every deal's reveal checked against the commitment its views showed, and
+    prints what the README says it prints."""
+    README = _readme()
+    (example,) = re.findall(r"```js\n(.*?)```", README, re.DOTALL)
+    code = example.replace("127.0.0.1:50051", engine.target)
+    assert code != example
+    result = subprocess.run([node, "-e", code], cwd=NODE_DIR, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    status, deals, fair = result.stdout.split()
+    assert "It prints `MATCH_STATUS_FINISHED`, the number of deals and `true`." in README
+    assert (status, fair) == ("MATCH_STATUS_FINISHED", "true") and int(deals) >= 1
+
+
+def test_node_readme_says_what_the_folder_and_the_library_have(node):
+    """The README's usage is play_vs_bot.js's own (--help), each file it lists exists, and each
+    call it names is a method of the library's Client or Seat."""
+    README = _readme()
+    result = subprocess.run([node, "play_vs_bot.js", "--help"], cwd=NODE_DIR, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    (usage,) = re.findall(r"```text\n(.*?)```", README, re.DOTALL)
+    assert usage == result.stdout
+    for name in re.findall(r"^\| `([\w./]+)` \|", README, re.MULTILINE):
+        assert (NODE_DIR / name.rstrip("/")).exists(), name
+    calls = README[README.index("* **Calls**"):README.index("* **Errors**")]
+    names = set(re.findall(r"`(\w+)\(", calls))
+    assert {"createMatch", "join", "watch", "act", "revealDeals"} <= names
+    probe = ("const { Client, Seat } = require('./cardgames');"
+             f"const names = {json.dumps(sorted(names))};"
+             "console.log(JSON.stringify(names.filter((n) => typeof Client.prototype[n] !== 'function'"
+             " && typeof Seat.prototype[n] !== 'function')));")
+    missing = subprocess.run([node, "-e", probe], cwd=NODE_DIR, capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 0, missing.stderr
+    assert json.loads(missing.stdout) == []
