@@ -187,6 +187,9 @@ class OperationalOracle:
     turn_time_s: float
     reconnect_grace_s: float
     now: float = 0.0
+    #: whether the players are connected when the match starts (a seat without a watch stream
+    #: counts as disconnected: docs/api.md; its grace window starts with the match)
+    connected: bool = True
     moves: list[Move] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -195,7 +198,9 @@ class OperationalOracle:
         self.two_player = self.game_id in TWO_PLAYER_GAMES
         self.state = game.new_state(self.options or None, self.first_dealer)
         self._deck_iter = iter(self.decks)
-        self.seats = [SeatModel() for _ in range(self.num_seats)]
+        self.seats = [SeatModel(connected=self.connected,
+                                grace_end=None if self.connected else self.now + self.reconnect_grace_s)
+                      for _ in range(self.num_seats)]
         self.over = False
         self.result: dict[str, Any] | None = None
         self.deadline: float | None = None
@@ -282,6 +287,30 @@ class OperationalOracle:
         s.left, s.connected, s.grace_end, s.taken_over = True, False, None, False
         if self.to_act() == seat:
             self._bot_moves()
+
+    def restart(self, downtime: float) -> None:
+        """The server stops (a drain) now and serves again ``downtime`` seconds later. The
+        rulebooks have no restarts; this is the engine's documented reading (docs/api.md,
+        "Restarts"; docs/operations.md): every player counts as disconnected from the restart
+        on; a player connected at the stop gets a whole grace window from the restart, one
+        already away only the rest of theirs (the downtime does not count); a Georgian Joker
+        seat the bot played stays the bot's, and a departed player's too; every decision's
+        deadline starts over at the full turn time (none in a two-player game until both are
+        back, JJK-10.2)."""
+        assert not self.over
+        served = self.now + downtime
+        for s in self.seats:
+            if s.left or s.taken_over:
+                s.connected = False
+                continue
+            if s.connected:
+                s.grace_end = served + self.reconnect_grace_s
+            elif s.grace_end is not None:
+                s.grace_end = served + (s.grace_end - self.now)
+            s.connected = False
+        self.now = served
+        self.deadline = None
+        self._decision_came_up()
 
     def advance(self, to: float) -> None:
         """Let the clock run to ``to``: every timer due meanwhile fires in time order; several
