@@ -75,3 +75,37 @@ def test_plays_in_the_arena(installed):
                                    progress=False))
     first = next(b for b in report.bots if b.name == "first-legal")
     assert first.decisions > 0 and first.failures == {}
+
+
+def _unit_test_recipe() -> str:
+    """The Python block of docs/bots.md that plays whole matches in a bot author's own tests."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "bots.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in doc.split("```python\n")[1:]]
+    (recipe,) = [b for b in blocks if "def play_a_match" in b]
+    return recipe
+
+
+def test_the_pages_unit_test_recipe_runs_and_catches_an_illegal_answer(monkeypatch):
+    """docs/bots.md had no way to check a bot in a test suite: the arena reports failures and
+    exits 0. The page's recipe runs as written (the example bot, every game) and fails on a
+    bot that answers an illegal action, and on one that answers a legal action of the wrong
+    type."""
+    monkeypatch.setattr(sys, "path", [str(PACKAGE / "src")] + sys.path)
+    namespace: dict = {"__name__": "bots_md_recipe"}
+    exec(compile(_unit_test_recipe(), "docs/bots.md", "exec"), namespace)
+    tests = [name for name in namespace if name.startswith("test_")]
+    assert tests
+    for name in tests:
+        namespace[name]()
+
+    class Illegal:
+        def decide(self, request):
+            return "play:ZZ"
+
+    class NotAString:
+        def decide(self, request):
+            return list(request.legal[:1])
+
+    for bot in (Illegal, NotAString):
+        with pytest.raises(AssertionError):
+            namespace["play_a_match"]("japanese_joker", lambda game_id: bot())
