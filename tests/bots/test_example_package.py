@@ -109,3 +109,36 @@ def test_the_pages_unit_test_recipe_runs_and_catches_an_illegal_answer(monkeypat
     for bot in (Illegal, NotAString):
         with pytest.raises(AssertionError):
             namespace["play_a_match"]("japanese_joker", lambda game_id: bot())
+
+
+def test_the_pages_route_to_a_seat_names_the_extra_clients_play_needs():
+    """docs/bots.md told a bot author to put the bot in a seat with ``CreateMatch`` only; the
+    terminal client, the way to do it by hand, fails with ``No module named 'rich'`` in an
+    environment where the engine and the plugin were installed without the ``clients`` extra.
+    The page names the extra, and the extra holds every package clients/play.py imports beyond
+    the engine's own dependencies."""
+    import ast
+    import importlib.metadata
+    import re
+
+    root = Path(__file__).resolve().parents[2]
+    doc = (root / "docs" / "bots.md").read_text()
+    section = doc[doc.index("## Packaging"):doc.index("## Testing it with the arena")]
+    assert "python -m clients.play" in section and "--bots first-legal" in section
+    extra = re.search(r"pip install '\.\[([a-z]+)\]'", section).group(1)
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+
+    def names(requirements):
+        return {re.split(r"[<>=~!;\[ ]", r, maxsplit=1)[0].lower().replace("_", "-") for r in requirements}
+
+    available = names(project["dependencies"]) | names(project["optional-dependencies"][extra])
+    tree = ast.parse((root / "clients" / "play.py").read_text())
+    modules = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    modules |= {n.module.split(".")[0] for n in ast.walk(tree)
+                if isinstance(n, ast.ImportFrom) and n.module and not n.level}
+    dists = importlib.metadata.packages_distributions()
+    third_party = {m for m in modules if m in dists and m not in sys.stdlib_module_names
+                   and m not in ("engine_service", "clients", "bot_plugins")}
+    assert {"rich", "textual"} <= third_party
+    for module in third_party:
+        assert {d.lower().replace("_", "-") for d in dists[module]} & available, module
