@@ -109,6 +109,10 @@ def test_the_pages_unit_test_recipe_runs_and_catches_an_illegal_answer(monkeypat
     for bot in (Illegal, NotAString):
         with pytest.raises(AssertionError):
             namespace["play_a_match"]("japanese_joker", lambda game_id: bot())
+    # and the README's pointer to the page says it is there
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("## For bot authors"):readme.index("## For operators")]
+    assert "matches in your own test suite" in section
 
 
 def test_the_pages_route_to_a_seat_names_the_extra_clients_play_needs():
