@@ -84,8 +84,9 @@ def view_dict(view: Any) -> dict[str, Any]:
 
     The wire carries a trick as its plays, winner and card points (Klaberjass, Jo-Jotte): the
     other fields some games put in ``last_trick`` (Klaberjass ``number``/``leader``, Jo-Jotte
-    ``leader``/``value``, Georgian Joker ``leader``) are not rebuilt, nor Klaberjass's
-    ``tricks`` (the wire's ``trick_history``). Everything else is the rules core's view."""
+    ``leader``/``value``, Georgian Joker ``leader``) are not rebuilt. ``table`` comes as sent,
+    its ``tricks`` (Klaberjass, Jo-Jotte, Georgian Joker) included. Everything else is the
+    rules core's view."""
     scores = view.scores
     rows = list(scores.totals)
     if len(rows) == 1 and rows[0].name == "total":

@@ -99,12 +99,14 @@ class BotHost:
         self._pool = WorkerPool(self.settings, workers, on_replace=self._count_replacement)
         # what a plugin prints while this process imports it or calls its hook would land on
         # the engine's stdout, and its stderr writes (warnings too) inside the JSON log lines
-        # (the logger holds its own stream, unaffected): kept out, as the workers' output is
+        # (the logger holds its own stream, unaffected): kept out, as the workers' output is,
+        # and said per plugin (quiet); anything else printed meanwhile (a thread a plugin
+        # started) is kept out as well and said without a plugin's name
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            self.catalog: BotCatalog = load_catalog(self.settings, log_summary=False)
+            self.catalog: BotCatalog = load_catalog(self.settings, log_summary=False, quiet=True)
         if out.tell() or err.tell():
-            log.warning("bot_plugin_output_discarded", stdout_chars=out.tell(),
+            log.warning("bot_plugin_output_discarded", plugin=None, stdout_chars=out.tell(),
                         stderr_chars=err.tell())
         self._keep_what_the_workers_loaded(self._pool.loaded(READY_TIMEOUT_S))
         log_loaded(self.catalog)  # after the zygote's verdict: the bots ListBots will list

@@ -30,6 +30,7 @@ import contextlib
 import importlib
 import importlib.metadata
 import inspect
+import io
 import os
 import re
 import signal
@@ -360,14 +361,36 @@ def _sendable(text: str) -> str:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def load_catalog(settings: PluginSettings, *, log_summary: bool = True) -> BotCatalog:
+def load_catalog(settings: PluginSettings, *, log_summary: bool = True, quiet: bool = False) -> BotCatalog:
     """Load plugins as ``settings`` says and collect their bots (never raises for a plugin).
 
     ``log_summary`` False: the caller logs ``bot_plugins_loaded`` itself (:func:`log_loaded`)
     once it has finished with the catalog: the engine first leaves out the bots its workers'
-    zygote did not load, and a summary logged before that named them among the loaded bots."""
+    zygote did not load, and a summary logged before that named them among the loaded bots.
+
+    ``quiet``: what a plugin's code prints (stdout, stderr, warnings) while it is imported, its
+    hook runs or its specs are read is kept off the process's streams, and each plugin that
+    printed is named in a ``bot_plugin_output_discarded`` warning with the size of its output
+    (the engine's process, whose stdout and stderr carry the JSON log lines). Without it the
+    output shows (the arena, ``remote_bot``: where a bot author debugs)."""
     pm = BotPluginManager()
     catalog = BotCatalog(manager=pm)
+    output: dict[str, list[int]] = {}  # plugin -> [stdout chars, stderr chars] (quiet only)
+
+    @contextlib.contextmanager
+    def said_by(plugin: str) -> Iterator[None]:
+        if not quiet:
+            yield
+            return
+        out, err = io.StringIO(), io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                yield
+        finally:
+            if out.tell() or err.tell():
+                counts = output.setdefault(plugin, [0, 0])
+                counts[0] += out.tell()
+                counts[1] += err.tell()
 
     def fail(plugin: str, stage: str, exc: BaseException | str, *, plugin_code: bool = False) -> None:
         """Log and record a failure. ``plugin_code``: ``exc`` was raised by the plugin's own
@@ -423,7 +446,7 @@ def load_catalog(settings: PluginSettings, *, log_summary: bool = True) -> BotCa
                       reason="autoload disabled" if not settings.autoload else "not in allowlist")
             continue
         try:
-            with _time_limit(settings.load_timeout_s):
+            with said_by(ep.name), _time_limit(settings.load_timeout_s):
                 obj = ep.load()
         except _LoadTimedOut:
             fail(ep.name, "import", timed_out)
@@ -439,7 +462,7 @@ def load_catalog(settings: PluginSettings, *, log_summary: bool = True) -> BotCa
         if isinstance(item, str):
             name = item
             try:
-                with _time_limit(settings.load_timeout_s):
+                with said_by(name), _time_limit(settings.load_timeout_s):
                     obj: Any = importlib.import_module(item)
             except _LoadTimedOut:
                 fail(name, "import", timed_out)
@@ -467,7 +490,7 @@ def load_catalog(settings: PluginSettings, *, log_summary: bool = True) -> BotCa
     for impl in impls:
         plugin = impl.plugin_name
         try:
-            with _time_limit(settings.load_timeout_s):
+            with said_by(plugin), _time_limit(settings.load_timeout_s):
                 returned = impl.function()
                 refused = _not_bot_specs(returned)
                 # a generator's body runs here: its exceptions are the plugin's, as the hook's
@@ -488,7 +511,8 @@ def load_catalog(settings: PluginSettings, *, log_summary: bool = True) -> BotCa
             log.warning("bot_plugin_offers_no_bots", plugin=plugin, returned=type(returned).__name__)
         for spec in specs:
             try:
-                spec = _validate_spec(spec, plugin)
+                with said_by(plugin):  # a `games` generator is the plugin's code
+                    spec = _validate_spec(spec, plugin)
             except (TypeError, ValueError) as exc:
                 fail(plugin, "spec", exc)
                 continue
@@ -508,6 +532,9 @@ def load_catalog(settings: PluginSettings, *, log_summary: bool = True) -> BotCa
                 log.warning("bot_unknown_games", plugin=plugin, bot=spec.name, games=unknown,
                             registered=list(registered))
             catalog.entries[spec.name] = CatalogEntry(spec, plugin, catalog.plugins.get(plugin, ""))
+    for plugin, (stdout_chars, stderr_chars) in output.items():
+        log.warning("bot_plugin_output_discarded", plugin=plugin, stdout_chars=stdout_chars,
+                    stderr_chars=stderr_chars)
     if log_summary:
         log_loaded(catalog)
     return catalog

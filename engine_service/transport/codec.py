@@ -470,8 +470,8 @@ def trick_history_bytes(view: Mapping[str, Any]) -> list[bytes]:
     serialized.
 
     Games publish them in one of two ways: a list of tricks (``tricks``, at the top or under
-    ``table``: Georgian Joker, Jo-Jotte), or only the deal's public action log
-    (``table.deal_actions``: ``{"seat", "action"}`` entries, Klaberjass, Japanese Joker). From
+    ``table``: Klaberjass, Jo-Jotte, Georgian Joker), or only the deal's public action log
+    (``table.deal_actions``: ``{"seat", "action"}`` entries, Japanese Joker). From
     a log, the ``play:`` actions are cut into tricks of one card per seat; a trick's winner is
     the entry's own ``winner`` where the game records it, else the leader of the next trick
     (the winner of a trick leads the next one in all four games), else ``last_trick.winner``.

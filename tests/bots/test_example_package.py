@@ -75,3 +75,74 @@ def test_plays_in_the_arena(installed):
                                    progress=False))
     first = next(b for b in report.bots if b.name == "first-legal")
     assert first.decisions > 0 and first.failures == {}
+
+
+def _unit_test_recipe() -> str:
+    """The Python block of docs/bots.md that plays whole matches in a bot author's own tests."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "bots.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in doc.split("```python\n")[1:]]
+    (recipe,) = [b for b in blocks if "def play_a_match" in b]
+    return recipe
+
+
+def test_the_pages_unit_test_recipe_runs_and_catches_an_illegal_answer(monkeypatch):
+    """docs/bots.md had no way to check a bot in a test suite: the arena reports failures and
+    exits 0. The page's recipe runs as written (the example bot, every game) and fails on a
+    bot that answers an illegal action, and on one that answers a legal action of the wrong
+    type."""
+    monkeypatch.setattr(sys, "path", [str(PACKAGE / "src")] + sys.path)
+    namespace: dict = {"__name__": "bots_md_recipe"}
+    exec(compile(_unit_test_recipe(), "docs/bots.md", "exec"), namespace)
+    tests = [name for name in namespace if name.startswith("test_")]
+    assert tests
+    for name in tests:
+        namespace[name]()
+
+    class Illegal:
+        def decide(self, request):
+            return "play:ZZ"
+
+    class NotAString:
+        def decide(self, request):
+            return list(request.legal[:1])
+
+    for bot in (Illegal, NotAString):
+        with pytest.raises(AssertionError):
+            namespace["play_a_match"]("japanese_joker", lambda game_id: bot())
+    # and the README's pointer to the page says it is there
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("## For bot authors"):readme.index("## For operators")]
+    assert "matches in your own test suite" in section
+
+
+def test_the_pages_route_to_a_seat_names_the_extra_clients_play_needs():
+    """docs/bots.md told a bot author to put the bot in a seat with ``CreateMatch`` only; the
+    terminal client, the way to do it by hand, fails with ``No module named 'rich'`` in an
+    environment where the engine and the plugin were installed without the ``clients`` extra.
+    The page names the extra, and the extra holds every package clients/play.py imports beyond
+    the engine's own dependencies."""
+    import ast
+    import importlib.metadata
+    import re
+
+    root = Path(__file__).resolve().parents[2]
+    doc = (root / "docs" / "bots.md").read_text()
+    section = doc[doc.index("## Packaging"):doc.index("## Testing it with the arena")]
+    assert "python -m clients.play" in section and "--bots first-legal" in section
+    extra = re.search(r"pip install '\.\[([a-z]+)\]'", section).group(1)
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+
+    def names(requirements):
+        return {re.split(r"[<>=~!;\[ ]", r, maxsplit=1)[0].lower().replace("_", "-") for r in requirements}
+
+    available = names(project["dependencies"]) | names(project["optional-dependencies"][extra])
+    tree = ast.parse((root / "clients" / "play.py").read_text())
+    modules = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    modules |= {n.module.split(".")[0] for n in ast.walk(tree)
+                if isinstance(n, ast.ImportFrom) and n.module and not n.level}
+    dists = importlib.metadata.packages_distributions()
+    third_party = {m for m in modules if m in dists and m not in sys.stdlib_module_names
+                   and m not in ("engine_service", "clients", "bot_plugins")}
+    assert {"rich", "textual"} <= third_party
+    for module in third_party:
+        assert {d.lower().replace("_", "-") for d in dists[module]} & available, module

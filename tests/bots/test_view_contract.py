@@ -65,3 +65,23 @@ def test_the_table_options_complete_to_the_matchs_options(game_id):
     state = next(s for s in iter_states(game, 7, dict(options)) if s.to_act() >= 0)
     view = state.view(state.to_act())
     assert dict(game.options(view["table"]["options"])) == dict(options)
+
+
+def test_the_games_with_table_tricks_are_the_ones_the_page_names():
+    """docs/bots.md said every game's completed tricks are in ``table.tricks``: a Japanese
+    Joker bot reading it got a KeyError. The page names the games that have it, and says how a
+    Japanese Joker bot finds a trick's winner instead (``winner`` on its second play)."""
+    start = DOC.index("and its completed tricks")
+    sentence = DOC[start:DOC.index("whose keys each game's engine notes list", start)]
+    named = sentence[:sentence.index(", with each trick's card")]
+    names = {get_game(g).name: g for g in all_game_ids()}
+    documented = {g for name, g in names.items() if name in named}
+    for game_id in all_game_ids():
+        game = get_game(game_id)
+        views = [s.view(s.to_act()) for s in iter_states(game, 11) if s.to_act() >= 0]
+        has = {"tricks" in v["table"] for v in views}
+        assert has == {game_id in documented}, game_id
+        if game_id not in documented:
+            assert f"{game.name} has no `table.tricks`" in sentence
+            winners = [e["winner"] for v in views for e in v["table"]["deal_actions"] if "winner" in e]
+            assert winners and set(winners) <= set(range(game.num_seats))

@@ -532,6 +532,53 @@ def test_plugin_output_in_the_engine_process_is_kept_off_its_streams(capfd):
     assert "HOOK-" not in captured.err
 
 
+class _QuietPlugin:
+    """Prints nothing: not named in any bot_plugin_output_discarded line."""
+
+    __name__ = "quiet_plugin"
+
+    @staticmethod
+    def cardgames_bots():
+        from engine_service.plugins import BotSpec
+        return [BotSpec("quiet-bot", lambda game_id: None)]
+
+
+class _StdoutPlugin:
+    __name__ = "stdout_plugin"
+
+    @staticmethod
+    def cardgames_bots():
+        from engine_service.plugins import BotSpec
+        print("12345")  # 6 characters with the newline
+        return [BotSpec("stdout-bot", lambda game_id: None)]
+
+
+def test_the_plugin_whose_output_was_discarded_is_named():
+    """docs/bots.md: what a plugin prints in the engine's process is discarded and a
+    ``bot_plugin_output_discarded`` warning gives its size; the warning did not say which
+    plugin printed, so with several installed an operator could not tell whose output it was
+    (it would name the culprit's hand in a worker, or its secrets here). One line per plugin
+    that printed, with its name and its own sizes; none for a plugin that printed nothing."""
+    from engine_service.plugins import hookimpl
+    plugins = []
+    for cls in (_PrintingPlugin, _QuietPlugin, _StdoutPlugin):
+        plugin = cls()
+        plugin.cardgames_bots = hookimpl(cls.cardgames_bots)
+        plugins.append(plugin)
+
+    async def body(host):
+        assert {"printing-bot", "quiet-bot", "stdout-bot"} <= {b.name for b in host.bots()}
+    with capture_logs() as logs:
+        run(with_host(body, plugins=plugins, workers=1))
+    said = {e["plugin"]: (e["stdout_chars"], e["stderr_chars"])
+            for e in logs if e["event"] == "bot_plugin_output_discarded"}
+    assert set(said) == {"printing_plugin", "stdout_plugin"}, said
+    assert said["stdout_plugin"] == (6, 0)
+    out_chars, err_chars = said["printing_plugin"]
+    # and the warning, where pytest does not record it itself
+    assert out_chars == len("HOOK-STDOUT\n") and err_chars >= len("HOOK-STDERR\n")
+
+
 def test_a_plugin_that_times_out_in_the_workers_only_is_not_listed_but_a_load_failure():
     """The engine and the workers' zygote load the plugins independently, each under the load
     time limit: a plugin in time in the engine and not in the zygote had its bots listed and
