@@ -151,6 +151,8 @@ def test_usage_errors_exit_2_and_touch_nothing(tmp_path, capsys, monkeypatch):
     garbage.write_bytes(b"not a database " * 100)
     status, _, err = prune(capsys, "--db", str(garbage), "--older-than-days", "1")
     assert status == 2 and "not a SQLite database" in err
+    # refused before the lock file was made beside it (it stayed, garbage.db.lock)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["garbage.db"]
     for bad in ("-1", "nan", "inf", "soon"):
         with pytest.raises(SystemExit) as exc:
             main(["prune", "--db", str(garbage), "--older-than-days", bad])
