@@ -58,13 +58,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "them, from a database no engine is serving from (it refuses, exit status 2, "
                     "while one holds it), then give the space back (SQLite: VACUUM). A running "
                     "engine does the same by itself with --keep-finished-days.")
+    from .settings import _db_location
     from .store import describe_location
 
     env_db = os.environ.get("CARDGAMES_DB") or None
+    try:
+        shown_db = describe_location(_db_location(env_db)) if env_db else "none, required"
+    except ValueError:  # another scheme's URL: maybe with a password, never shown
+        shown_db = "invalid CARDGAMES_DB"
     # --help shows the URL as the logs do: its password, if it has one, as ***
     p.add_argument("--db", default=env_db, metavar="PATH",
                    help="SQLite file or postgresql:// URL, as the engine's --db "
-                        f"[env CARDGAMES_DB; default: {describe_location(env_db) if env_db else 'none, required'}]")
+                        f"[env CARDGAMES_DB; default: {shown_db}]")
     p.add_argument("--older-than-days", type=_days, required=True, metavar="N",
                    help="delete the matches that ended more than N days ago (fractions allowed; "
                         "0: every ended match)")
@@ -77,9 +82,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from .store import MEMORY, _is_postgres
 
+    from .settings import _db_location
+
     db = (args.db or "").strip()  # as serve reads --db: a file's newline is not part of it
     if not db:
         return _usage("--db is required (or set CARDGAMES_DB)")
+    try:  # as serve checks --db: a sqlite:// or misspelt postgresql:// URL, never echoed
+        db = _db_location(db)
+    except ValueError as exc:
+        return _usage(f"--db: {exc}")
     if str(db) == MEMORY:
         return _usage("'memory:' keeps nothing to prune")
     if not _is_postgres(db) and not Path(db).is_file():

@@ -164,6 +164,28 @@ def _text(*, empty: bool = False) -> Callable[[str], str]:
     return parse
 
 
+_URL_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def _db_location(text: str) -> str:
+    """``--db``: a SQLite file's path, a ``postgresql://`` (or ``postgres://``) URL, or
+    ``memory:``. Any other ``scheme://`` is refused: the engine took it for a relative SQLite
+    path (``sqlite:///var/lib/x.sqlite3``, a misspelt ``postgresq://user:secret@host/db``) and
+    stopped later with "directory .../postgresq:/user:secret@host does not exist", the password
+    in its log lines since only a PostgreSQL URL's is hidden. The message names the scheme
+    only, never the value (it may hold a password)."""
+    location = _text()(text)
+    scheme = _URL_SCHEME.match(location)
+    if scheme and scheme.group(1).lower() not in ("postgresql", "postgres"):
+        raise ValueError(f"must be a SQLite file's path, a postgresql:// URL or 'memory:', not a "
+                         f"{scheme.group(1)}:// URL (value not shown: it may hold a password)")
+    return location
+
+
+_db_location.__name__ = "str"
+_db_location.allowed = "a SQLite file's path, a postgresql:// URL, or memory:"  # type: ignore[attr-defined]
+
+
 def _admin_token(text: str) -> str:
     """The admin token, as a client sends it: ``authorization: Bearer <token>``.
 
@@ -342,7 +364,7 @@ SETTINGS: tuple[Setting, ...] = (
             "load balancer) whose x-forwarded-for header names the client's address for "
             "--rate-limit-peer-*; empty: the connection's address is the client's", "CIDRS"),
     # ---- the session layer (engine_service.sessions.config.SessionConfig) ----
-    Setting("db", _text(), "SQLite file (created if missing), postgresql://user@host/db, 'memory:' "
+    Setting("db", _db_location, "SQLite file (created if missing), postgresql://user@host/db, 'memory:' "
             "(keeps nothing)", "PATH", "db_path"),
     Setting("db_lock_wait_s", _seconds, "how long to wait at start for another engine process "
             "holding the database to let go (one engine per database) before refusing to start",

@@ -542,6 +542,10 @@ class SqliteStore(Store):
                 # with a bare "disk I/O error", after the lock file and a journal were made
                 # beside it (in /dev); refused before anything is created
                 raise NotADatabase(f"{path} is not a regular file, not a SQLite database")
+            if not _has_sqlite_header(path):
+                # garbage, or another program's file (a mistyped path): refused as SQLite refuses
+                # it (SQLITE_NOTADB), but before the lock file was made beside it, which stayed
+                raise NotADatabase(f"{path} is not a SQLite database (file is not a database)")
             if self._ownership is not None:
                 self._ownership.acquire(self.lock_wait_s)  # before the file is touched at all
             try:
@@ -1120,3 +1124,19 @@ def _size(path: str) -> int:
         return os.path.getsize(path)
     except OSError:
         return 0
+
+
+def _has_sqlite_header(path: str) -> bool:
+    """Whether ``path`` may be a SQLite database: missing or empty (SQLite makes an empty file
+    a database), or starting with SQLite's header. Read without the lock, as a backup reads."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(len(_SQLITE_HEADER))
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return True  # unreadable: SQLite says why (SQLITE_CANTOPEN, SQLITE_READONLY...)
+    return not head or head == _SQLITE_HEADER
+
+
+_SQLITE_HEADER = b"SQLite format 3\x00"

@@ -151,11 +151,34 @@ def test_usage_errors_exit_2_and_touch_nothing(tmp_path, capsys, monkeypatch):
     garbage.write_bytes(b"not a database " * 100)
     status, _, err = prune(capsys, "--db", str(garbage), "--older-than-days", "1")
     assert status == 2 and "not a SQLite database" in err
+    # refused before the lock file was made beside it (it stayed, garbage.db.lock)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["garbage.db"]
     for bad in ("-1", "nan", "inf", "soon"):
         with pytest.raises(SystemExit) as exc:
             main(["prune", "--db", str(garbage), "--older-than-days", bad])
         assert exc.value.code == 2
     assert "--older-than-days" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("url", ["postgresq://cardgames:s3cret-pw@db.internal/cardgames",
+                                 "sqlite:///var/lib/cardgames/cardgames.sqlite3", "mysql://u:s3cret-pw@h/x"])
+def test_a_url_of_another_scheme_is_refused_without_showing_it(url, tmp_path, capsys, monkeypatch):
+    """A URL that is not postgresql:// was taken for a relative SQLite path: "no database file
+    at postgresq://cardgames:s3cret-pw@...", the password on the terminal. Refused as serve
+    refuses it, naming the scheme only, by flag, by CARDGAMES_DB and in --help."""
+    monkeypatch.chdir(tmp_path)
+    status, out, err = prune(capsys, "--db", url, "--older-than-days", "1")
+    scheme = url.split("://")[0]
+    assert (status, out) == (2, "") and err.startswith("error: --db: must be a SQLite file's path")
+    assert f"not a {scheme}:// URL" in err and "s3cret" not in err and "/var/lib" not in err
+    monkeypatch.setenv("CARDGAMES_DB", url)
+    status, _, err = prune(capsys, "--older-than-days", "1")
+    assert status == 2 and f"not a {scheme}:// URL" in err and "s3cret" not in err
+    with pytest.raises(SystemExit):
+        main(["prune", "--help"])
+    text = capsys.readouterr().out
+    assert "s3cret" not in text and "invalid CARDGAMES_DB" in " ".join(text.split())
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_database_from_cardgames_db(tmp_path, capsys, monkeypatch):

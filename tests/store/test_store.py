@@ -785,6 +785,8 @@ def test_garbage_file_is_a_clear_error(tmp_path, content):
         run(go())
     assert str(path) in str(info.value) and "not a SQLite database" in str(info.value)
     assert path.read_bytes() == content  # untouched
+    # and nothing made beside it: the lock file (garbage.sqlite3.lock) stayed
+    assert [p.name for p in tmp_path.iterdir()] == ["garbage.sqlite3"]
 
 
 def test_another_applications_sqlite_file_is_refused(tmp_path):

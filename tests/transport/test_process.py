@@ -315,7 +315,10 @@ def test_a_port_in_use_stops_the_start_before_the_database_is_migrated_or_made(t
         assert _user_version(old) == 1
         new = tmp_path / "new.sqlite3"
         serve_refused(tmp_path, CARDGAMES_DB=str(new), CARDGAMES_PORT=str(port))
-        assert not new.exists()
+        # as docs/operations.md says: no database file, only the lock file of step 3, which stays
+        assert not new.exists() and (tmp_path / "new.sqlite3.lock").is_file()
+        assert not any(p.name.startswith("new.sqlite3") and p.name != "new.sqlite3.lock"
+                       for p in tmp_path.iterdir())
         lines, errors = serve_refused(tmp_path, CARDGAMES_DB=str(old), CARDGAMES_METRICS_PORT=str(port))
         assert [(e["event"], e["port"]) for e in errors] == [("metrics_port_unavailable", port)]
         assert "Address already in use" in errors[0]["error"]

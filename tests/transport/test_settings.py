@@ -342,6 +342,29 @@ def test_a_value_from_a_file_loses_its_newline_and_help_hides_a_database_passwor
     assert "s3cret" not in text and "postgresql://cardgames:***@db.internal/cardgames" in text
 
 
+@pytest.mark.parametrize("url", ["postgresq://cardgames:s3cret-pw@db.internal/cardgames",
+                                 "sqlite:///var/lib/cardgames/cardgames.sqlite3", "MySQL://u:s3cret-pw@h/x"])
+def test_a_db_url_of_another_scheme_is_refused_without_showing_it(url, capsys):
+    """Only postgresql:// and postgres:// URLs are databases: any other scheme:// was taken for
+    a relative SQLite path, and the start failed later with "directory .../postgresq:/cardgames:
+    s3cret-pw@db.internal does not exist", the password in the starting and store_unavailable
+    lines (only a PostgreSQL URL's is hidden). Refused with the settings now, naming the
+    scheme only, by flag, by variable and in --help."""
+    scheme = url.split("://")[0]
+    error = _flag_error(capsys, [f"--db={url}"])
+    assert "argument --db: must be a SQLite file's path" in error
+    assert f"not a {scheme}:// URL" in error and "s3cret" not in error and "/var/lib" not in error
+    with pytest.raises(ValueError, match=r"CARDGAMES_DB \(--db\): must be a SQLite file's path") as info:
+        _parse([], {"CARDGAMES_DB": url})
+    assert "s3cret" not in str(info.value)
+    parser = argparse.ArgumentParser()
+    S.add_arguments(parser, {"CARDGAMES_DB": url})
+    assert "s3cret" not in parser.format_help()
+    for good in ("postgresql://u@h/x", "POSTGRES://u@h/x", "memory:", "./cardgames.sqlite3",
+                 "/var/lib/cardgames/a:b.sqlite3", "relative/dir/x.db"):
+        assert _parse([f"--db={good}"], {}).session.db_path == good
+
+
 def test_help_shows_an_empty_default_as_the_docs_do():
     """docs/operations.md's default column says `empty` for --takeover-bot and
     --trusted-proxies, and --help prints the same table: it showed "default: ;" and
