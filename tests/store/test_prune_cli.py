@@ -322,3 +322,10 @@ def test_a_database_without_the_engines_tables_is_refused_not_given_them(tmp_pat
         status, out, err = prune(capsys, "--db", url, "--older-than-days", "30", *args)
         assert status == 2 and out == "" and "holds no tables of this service" in err, err
         assert pg_database.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,)) == []
+
+
+def test_one_day_is_said_in_the_singular(tmp_path, capsys):
+    db = tmp_path / "cards.sqlite3"
+    populate_sqlite(db)
+    status, out, _ = prune(capsys, "--db", str(db), "--older-than-days", "1", "--dry-run")
+    assert status == 0 and "(more than 1 day ago)" in out
