@@ -1128,7 +1128,9 @@ def _size(path: str) -> int:
 
 def _has_sqlite_header(path: str) -> bool:
     """Whether ``path`` may be a SQLite database: missing or empty (SQLite makes an empty file
-    a database), or starting with SQLite's header. Read without the lock, as a backup reads."""
+    a database), or starting with SQLite's header. Read without the lock, as a backup reads.
+    A file of one byte is empty to SQLite (os_unix.c reports its size as 0: the byte it writes
+    into a new file on some file systems, ticket #3260), and made a database as an empty one."""
     try:
         with open(path, "rb") as file:
             head = file.read(len(_SQLITE_HEADER))
@@ -1136,7 +1138,7 @@ def _has_sqlite_header(path: str) -> bool:
         return True
     except OSError:
         return True  # unreadable: SQLite says why (SQLITE_CANTOPEN, SQLITE_READONLY...)
-    return not head or head == _SQLITE_HEADER
+    return len(head) <= 1 or head == _SQLITE_HEADER
 
 
 _SQLITE_HEADER = b"SQLite format 3\x00"

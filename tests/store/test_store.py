@@ -789,6 +789,28 @@ def test_garbage_file_is_a_clear_error(tmp_path, content):
     assert [p.name for p in tmp_path.iterdir()] == ["garbage.sqlite3"]
 
 
+@pytest.mark.parametrize("content", [b"", b"\n", b"S"])
+def test_a_file_sqlite_reads_as_empty_is_made_a_database(tmp_path, content):
+    """The header check refuses before the lock file only what SQLite refuses: an empty file
+    (``touch``) and a file of one byte, whose size SQLite reports as 0 (the byte it writes
+    into a new file on some file systems, os_unix.c), are empty databases to SQLite and were
+    made the engine's; the one-byte file was refused as "not a SQLite database"."""
+    path = tmp_path / "cards.sqlite3"
+    path.write_bytes(content)
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        await st.close()
+    run(go())
+    assert path.read_bytes().startswith(b"SQLite format 3\x00") or (tmp_path / "cards.sqlite3-wal").exists()
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] > 0
+    finally:
+        conn.close()
+
+
 def test_another_applications_sqlite_file_is_refused(tmp_path):
     path = tmp_path / "other.sqlite3"
     conn = sqlite3.connect(path)
