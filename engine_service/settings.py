@@ -165,6 +165,7 @@ def _text(*, empty: bool = False) -> Callable[[str], str]:
 
 
 _URL_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+_MISSPELT_POSTGRES = re.compile(r"postgres(?:ql)?:", re.IGNORECASE)
 
 
 def _db_location(text: str) -> str:
@@ -173,12 +174,18 @@ def _db_location(text: str) -> str:
     path (``sqlite:///var/lib/x.sqlite3``, a misspelt ``postgresq://user:secret@host/db``) and
     stopped later with "directory .../postgresq:/user:secret@host does not exist", the password
     in its log lines since only a PostgreSQL URL's is hidden. The message names the scheme
-    only, never the value (it may hold a password)."""
+    only, never the value (it may hold a password). Refused too: a URL not at the start (kept
+    quotes, ``"postgresql://..."`` from an env file; a ``jdbc:postgresql://`` URL) and a
+    ``postgresql:`` without its ``//``: no file path holds those, and they were logged as one."""
     location = _text()(text)
     scheme = _URL_SCHEME.match(location)
     if scheme and scheme.group(1).lower() not in ("postgresql", "postgres"):
         raise ValueError(f"must be a SQLite file's path, a postgresql:// URL or 'memory:', not a "
                          f"{scheme.group(1)}:// URL (value not shown: it may hold a password)")
+    if not scheme and ("://" in location or _MISSPELT_POSTGRES.match(location)):
+        raise ValueError("must be a SQLite file's path, a postgresql:// URL or 'memory:', not a "
+                         "URL that does not start with postgresql:// (kept quotes, a jdbc: prefix, "
+                         "a missing slash; value not shown: it may hold a password)")
     return location
 
 

@@ -181,6 +181,27 @@ def test_a_url_of_another_scheme_is_refused_without_showing_it(url, tmp_path, ca
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("url", ['"postgresql://cardgames:s3cret-pw@db.internal/cardgames"',
+                                 "jdbc:postgresql://db.internal/cardgames?password=s3cret-pw",
+                                 "postgresql:/cardgames:s3cret-pw@db.internal/cardgames"])
+def test_a_url_not_at_the_start_is_refused_without_showing_it(url, tmp_path, capsys, monkeypatch):
+    """Kept quotes, a jdbc: prefix, a missing slash: "no database file at
+    "postgresql://cardgames:s3cret-pw@...", the password on the terminal. Refused as serve
+    refuses it, by flag and by CARDGAMES_DB, never shown."""
+    monkeypatch.chdir(tmp_path)
+    status, out, err = prune(capsys, "--db", url, "--older-than-days", "1")
+    assert (status, out) == (2, "") and err.startswith("error: --db: must be a SQLite file's path")
+    assert "s3cret" not in err
+    monkeypatch.setenv("CARDGAMES_DB", url)
+    status, _, err = prune(capsys, "--older-than-days", "1")
+    assert status == 2 and "s3cret" not in err
+    with pytest.raises(SystemExit):
+        main(["prune", "--help"])
+    text = capsys.readouterr().out
+    assert "s3cret" not in text and "invalid CARDGAMES_DB" in " ".join(text.split())
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_the_database_from_cardgames_db(tmp_path, capsys, monkeypatch):
     db = tmp_path / "cards.sqlite3"
     populate_sqlite(db, actions=2)

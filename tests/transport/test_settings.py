@@ -365,6 +365,28 @@ def test_a_db_url_of_another_scheme_is_refused_without_showing_it(url, capsys):
         assert _parse([f"--db={good}"], {}).session.db_path == good
 
 
+@pytest.mark.parametrize("url", ['"postgresql://cardgames:s3cret-pw@db.internal/cardgames"',
+                                 "jdbc:postgresql://db.internal/cardgames?user=u&password=s3cret-pw",
+                                 "postgresql:/cardgames:s3cret-pw@db.internal/cardgames",
+                                 "Postgres:cardgames:s3cret-pw@db.internal"])
+def test_a_db_url_not_at_the_start_or_without_its_slashes_is_refused_without_showing_it(url, capsys):
+    """A URL with the quotes an env file kept, a jdbc: URL, a postgresql: missing a slash: none
+    starts with a scheme://, so they were taken for relative SQLite paths and the start failed
+    with "directory ...s3cret-pw@db.internal does not exist", the password in its log lines
+    (and prune's "no database file at ..."). Refused as another scheme's URL is, unshown."""
+    error = _flag_error(capsys, [f"--db={url}"])
+    assert "argument --db: must be a SQLite file's path" in error
+    assert "not a URL that does not start with postgresql://" in error and "s3cret" not in error
+    with pytest.raises(ValueError, match=r"CARDGAMES_DB \(--db\): must be a SQLite file's path") as info:
+        _parse([], {"CARDGAMES_DB": url})
+    assert "s3cret" not in str(info.value)
+    parser = argparse.ArgumentParser()
+    S.add_arguments(parser, {"CARDGAMES_DB": url})
+    assert "s3cret" not in parser.format_help()
+    for good in ("postgres.sqlite3", "postgresql-backup/cards.db", "./a:b//c.sqlite3", "C:/x"):
+        assert _parse([f"--db={good}"], {}).session.db_path == good
+
+
 def test_help_shows_an_empty_default_as_the_docs_do():
     """docs/operations.md's default column says `empty` for --takeover-bot and
     --trusted-proxies, and --help prints the same table: it showed "default: ;" and
