@@ -125,7 +125,8 @@ async def _prune(db: str, days: float, *, dry_run: bool, vacuum: bool) -> int:
     cutoff = time.time() - days * DAY_S
     total, batches = PruneCounts(), 0
     try:
-        print(f"{where}: matches that ended before {_iso(cutoff)} (more than {days:g} day{'' if days == 1 else 's'} ago)")
+        shown = f"{days:g}"  # as printed: 1.0000001 is "1" too, and said "1 day"
+        print(f"{where}: matches that ended before {_iso(cutoff)} (more than {shown} day{'' if shown == '1' else 's'} ago)")
         if dry_run:
             print(f"dry run: would delete {_describe(await store.count_finished(cutoff))}; nothing changed")
             outdated = getattr(store, "outdated_from", None)

@@ -350,3 +350,7 @@ def test_one_day_is_said_in_the_singular(tmp_path, capsys):
     populate_sqlite(db)
     status, out, _ = prune(capsys, "--db", str(db), "--older-than-days", "1", "--dry-run")
     assert status == 0 and "(more than 1 day ago)" in out
+    # a number printed as 1 is said as 1 is ("1 days" for 1.0000001), others in the plural
+    for days, said in (("1.0000001", "1 day"), ("0.5", "0.5 days"), ("0", "0 days"), ("2", "2 days")):
+        status, out, _ = prune(capsys, "--db", str(db), "--older-than-days", days, "--dry-run")
+        assert status == 0 and f"(more than {said} ago)" in out, out
