@@ -166,6 +166,7 @@ def _text(*, empty: bool = False) -> Callable[[str], str]:
 
 _URL_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 _MISSPELT_POSTGRES = re.compile(r"postgres(?:ql)?:", re.IGNORECASE)
+_PASSWORD_PARAMETER = re.compile(r"\bpassword\s*=", re.IGNORECASE)  # libpq key=value
 
 
 def _db_location(text: str) -> str:
@@ -176,16 +177,19 @@ def _db_location(text: str) -> str:
     in its log lines since only a PostgreSQL URL's is hidden. The message names the scheme
     only, never the value (it may hold a password). Refused too: a URL not at the start (kept
     quotes, ``"postgresql://..."`` from an env file; a ``jdbc:postgresql://`` URL) and a
-    ``postgresql:`` without its ``//``: no file path holds those, and they were logged as one."""
+    ``postgresql:`` without its ``//``, and libpq's ``host=... password=...`` form (the engine
+    made a SQLite file of that name): no file path holds those, and they were logged as one."""
     location = _text()(text)
     scheme = _URL_SCHEME.match(location)
     if scheme and scheme.group(1).lower() not in ("postgresql", "postgres"):
         raise ValueError(f"must be a SQLite file's path, a postgresql:// URL or 'memory:', not a "
                          f"{scheme.group(1)}:// URL (value not shown: it may hold a password)")
-    if not scheme and ("://" in location or _MISSPELT_POSTGRES.match(location)):
+    if not scheme and ("://" in location or _MISSPELT_POSTGRES.match(location)
+                       or _PASSWORD_PARAMETER.search(location)):
         raise ValueError("must be a SQLite file's path, a postgresql:// URL or 'memory:', not a "
-                         "URL that does not start with postgresql:// (kept quotes, a jdbc: prefix, "
-                         "a missing slash; value not shown: it may hold a password)")
+                         "URL that does not start with postgresql://, nor a key=value connection "
+                         "string (kept quotes, a jdbc: prefix, a missing slash, password=; value "
+                         "not shown: it may hold a password)")
     return location
 
 

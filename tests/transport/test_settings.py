@@ -368,12 +368,14 @@ def test_a_db_url_of_another_scheme_is_refused_without_showing_it(url, capsys):
 @pytest.mark.parametrize("url", ['"postgresql://cardgames:s3cret-pw@db.internal/cardgames"',
                                  "jdbc:postgresql://db.internal/cardgames?user=u&password=s3cret-pw",
                                  "postgresql:/cardgames:s3cret-pw@db.internal/cardgames",
-                                 "Postgres:cardgames:s3cret-pw@db.internal"])
+                                 "Postgres:cardgames:s3cret-pw@db.internal",
+                                 "host=db.internal user=cardgames password=s3cret-pw dbname=cardgames"])
 def test_a_db_url_not_at_the_start_or_without_its_slashes_is_refused_without_showing_it(url, capsys):
     """A URL with the quotes an env file kept, a jdbc: URL, a postgresql: missing a slash: none
     starts with a scheme://, so they were taken for relative SQLite paths and the start failed
     with "directory ...s3cret-pw@db.internal does not exist", the password in its log lines
-    (and prune's "no database file at ..."). Refused as another scheme's URL is, unshown."""
+    (and prune's "no database file at ..."); libpq's key=value form was made a SQLite file of
+    that name, logged. Refused as another scheme's URL is, unshown."""
     error = _flag_error(capsys, [f"--db={url}"])
     assert "argument --db: must be a SQLite file's path" in error
     assert "not a URL that does not start with postgresql://" in error and "s3cret" not in error
@@ -383,7 +385,8 @@ def test_a_db_url_not_at_the_start_or_without_its_slashes_is_refused_without_sho
     parser = argparse.ArgumentParser()
     S.add_arguments(parser, {"CARDGAMES_DB": url})
     assert "s3cret" not in parser.format_help()
-    for good in ("postgres.sqlite3", "postgresql-backup/cards.db", "./a:b//c.sqlite3", "C:/x"):
+    for good in ("postgres.sqlite3", "postgresql-backup/cards.db", "./a:b//c.sqlite3", "C:/x",
+                 "data/run=1/cards.sqlite3", "passwords.db"):
         assert _parse([f"--db={good}"], {}).session.db_path == good
 
 
