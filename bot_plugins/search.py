@@ -106,6 +106,10 @@ class SearchParams:
     rollout: str | None = None  # "greedy", "random"; None: the game's DEFAULT_ROLLOUT
     epsilon: float = 0.1  # greedy: chance that the last card to a trick is random anyway
     kl_flat_auction: bool = False  # Klaberjass auction by flat playouts (KL_AUCTION; measured, not better)
+    # Georgian Joker worlds resampled by the opponents' bids (bot_plugins.bid_inference)
+    gj_bid_inference: bool = False
+    inference_candidates: int = 4  # candidate worlds drawn per world kept
+    inference_time: float = 0.25  # at most this share of the decision's time for drawing them
 
 
 class _Node:
@@ -262,13 +266,19 @@ class SearchBot:
         done_before = len(view.get("deal_results") or ())
         totals = dict.fromkeys(legal, 0.0)
         sampled = 0
+        pool = self._worlds(view, request.rng, stop_at) if self._inference(view) is not None else None
         for i in range(self.params.worlds):
             if i and time.monotonic() >= stop_at:
                 break
-            try:
-                world = self.game.determinize(view, request.rng)
-            except InconsistentView:
-                break
+            if pool is not None:  # resampled by the bids (params.gj_bid_inference)
+                if i >= len(pool):
+                    break
+                world = pool[i]
+            else:
+                try:
+                    world = self.game.determinize(view, request.rng)
+                except InconsistentView:
+                    break
             sampled += 1
             for action in legal:
                 state = world.clone()
@@ -284,7 +294,23 @@ class SearchBot:
             return None
         return max(legal, key=lambda a: totals[a])
 
+    def _inference(self, view: Any) -> Any:
+        """The opponents' bid model of ``view`` when ``params.gj_bid_inference`` applies to it
+        (Georgian Joker, at least one opponent has bid), else None."""
+        if not self.params.gj_bid_inference or self.game_id != "georgian_joker":
+            return None
+        from .bid_inference import BidModel
+        model = BidModel(view)
+        return model if model else None
+
     def _worlds(self, view: Any, rng: random.Random, stop_at: float) -> list[Any]:
+        model = self._inference(view)
+        if model is not None:
+            from .bid_inference import inferred_worlds
+            now = time.monotonic()
+            until = now + max(0.0, stop_at - now) * self.params.inference_time
+            return inferred_worlds(self.game, view, rng, self.params.worlds,
+                                   self.params.worlds * self.params.inference_candidates, until, model)
         worlds = []
         for i in range(self.params.worlds):
             if i and time.monotonic() >= stop_at:
