@@ -40,6 +40,13 @@ action with the best mean relative score wins.
 The Klaberjass auction can go the same way (``SearchParams.kl_flat_auction``, ``KL_AUCTION``),
 but measured no better than the tree's and is off by default (docs/bots.md).
 
+``SearchParams.gj_bid_inference`` (off by default) samples the Georgian Joker worlds, of the tree
+and of the flat bids alike, by importance resampling on the opponents' bids
+(:mod:`bot_plugins.bid_inference`): ``worlds * inference_candidates`` candidates from
+``determinize``, drawn within ``inference_time`` of the decision's time, each weighted by how
+likely a bid model would have bid what each opponent bid with the bid-time hand the world gives
+it, and ``worlds`` of them kept by weight.
+
 ``DEFAULT_ROLLOUT`` holds each game's default, chosen by arena measurement (docs/bots.md). The
 search stops after ``iterations`` iterations or when the request's budget is nearly spent,
 whichever comes first, so with enough time it is deterministic for a given seed. A decision
@@ -106,7 +113,9 @@ class SearchParams:
     rollout: str | None = None  # "greedy", "random"; None: the game's DEFAULT_ROLLOUT
     epsilon: float = 0.1  # greedy: chance that the last card to a trick is random anyway
     kl_flat_auction: bool = False  # Klaberjass auction by flat playouts (KL_AUCTION; measured, not better)
-    # Georgian Joker worlds resampled by the opponents' bids (bot_plugins.bid_inference)
+    # Georgian Joker worlds resampled by the opponents' bids (bot_plugins.bid_inference). Off:
+    # against the uniform worlds, +1.15 a board, 95% CI [-0.30, +2.60] (arena, 5,000 boards,
+    # seeds 1-4, 2026-12-04; docs/bots.md, "Bid inference in Georgian Joker")
     gj_bid_inference: bool = False
     inference_candidates: int = 4  # candidate worlds drawn per world kept
     inference_time: float = 0.25  # at most this share of the decision's time for drawing them
