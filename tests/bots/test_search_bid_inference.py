@@ -171,3 +171,12 @@ def test_a_nine_card_decision_with_inference_keeps_to_the_budget():
     assert bot.decide(req) in req.legal
     assert time.monotonic() - started < 0.1
     assert bot.last_iterations > 0
+
+
+def test_the_bench_plugin_offers_the_inference_bot():
+    from bench import gj_bid_inference
+
+    (spec,) = gj_bid_inference.cardgames_bots()
+    assert spec.name == "search_gj_infer" and tuple(spec.games) == ("georgian_joker",)
+    bot = spec.factory("georgian_joker")
+    assert bot.params.gj_bid_inference and not SearchParams().gj_bid_inference
