@@ -1,0 +1,182 @@
+"""The search's Georgian Joker worlds resampled by the opponents' bids
+(``SearchParams.gj_bid_inference``, :mod:`bot_plugins.bid_inference`).
+
+The position: deal 3 (three cards a player, GJ-2.4), trump clubs (indicator 9C, GJ-3.3), dealer
+seat 0, forehand seat 1 (GJ-4.1). Seat 1 bids 3 of 3, seats 2 and 3 pass; the dealer, seat 0,
+is to bid, 0 forbidden (GJ-4.3: 3 - (3 + 0 + 0)). A bid of 3 of 3 says seat 1 holds jokers or
+high trumps; the uniform sampler gives it none of the jokers, the ace or the king of clubs most
+of the time.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+
+import pytest
+
+from bot_plugins import bid_inference as B
+from bot_plugins.search import SearchBot, SearchParams
+from engine_service.rules import get_game
+from engine_service.rules.cards import codes_of
+from tests.bots.positions import deal, request
+
+STRONG = {"X1", "X2", "AC", "KC"}
+
+
+def _position(seat1_hand):
+    state = deal("georgian_joker", {0: ["QS", "9S", "KH"], 1: seat1_hand}, fixed={12: "9C"},
+                 first_dealer=2, deal_number=3)
+    for seat, bid in ((1, "bid:3"), (2, "bid:0"), (3, "bid:0")):
+        state.apply(bid, seat)
+    assert state.to_act() == 0
+    return state
+
+
+def _hands(world):
+    zones = world.zones()
+    return [sorted(codes_of(zones[f"hand{s}"])) for s in range(4)]
+
+
+def test_bid_probabilities_are_a_distribution_over_the_legal_bids():
+    p = B.bid_probabilities(2.8, 3, (0, 1, 2, 3))
+    assert sum(p.values()) == pytest.approx(1.0)
+    assert min(p.values()) >= B.BID_FLOOR / 4  # no bid is ever ruled out
+    assert B.bid_probabilities(2.8, 3, (0, 1, 2, 3))[3] > 3 * B.bid_probabilities(0.2, 3, (0, 1, 2, 3))[3]
+    assert B.bid_probabilities(0.2, 3, (0, 1, 2, 3))[0] > B.bid_probabilities(2.8, 3, (0, 1, 2, 3))[0]
+    dealer = B.bid_probabilities(1.0, 3, (1, 2, 3))  # the dealer's 0 forbidden (GJ-4.3)
+    assert set(dealer) == {1, 2, 3} and sum(dealer.values()) == pytest.approx(1.0)
+
+
+def test_the_model_reads_the_bids_and_plays_from_the_view():
+    state = _position(["X1", "AC", "7D"])
+    model = B.BidModel(request(state).view)
+    # the bidding order from the forehand (GJ-4.1), our own seat and the unbid left out
+    assert [(s, b, values) for s, b, values, _ in model.bidders] == [(1, 3, (0, 1, 2, 3)), (2, 0, (0, 1, 2, 3)),
+                                                                     (3, 0, (0, 1, 2, 3))]
+    state.apply("bid:1", 0)
+    # seat 1 leads the joker: in every world the joker is back in its bid-time hand
+    state.apply("play:X1:high:C", 1)
+    view = request(state, 2).view
+    model = B.BidModel(view)
+    assert [(s, b, values) for s, b, values, _ in model.bidders] == [(1, 3, (0, 1, 2, 3)), (3, 0, (0, 1, 2, 3)),
+                                                                     (0, 1, (1, 2, 3))]
+    assert codes_of(dict((s, m) for s, _, _, m in model.bidders)[1]) == ["X1"]
+    world = get_game("georgian_joker").determinize(view, random.Random(1))
+    # a joker is worth most of a trick (0.95): the world weighs as if seat 1 still held it
+    strong = B.bid_probabilities(0.95, 3, (0, 1, 2, 3))[3]
+    assert model.weight(world) <= strong
+    # the opening view, before any bid, has nothing to infer from
+    fresh = deal("georgian_joker", {}, fixed={12: "9C"}, first_dealer=2, deal_number=3)
+    assert not B.BidModel(request(fresh).view)
+    assert SearchBot("georgian_joker", SearchParams(gj_bid_inference=True))._inference(request(fresh).view) is None
+
+
+def test_inference_uses_only_the_view():
+    # seat 1 holds the jokers and the ace of clubs in one deal, three small cards in the other:
+    # seat 0's views are the same, and so are the worlds it samples for a seed
+    strong, weak = _position(["X1", "X2", "AC"]), _position(["6H", "7D", "8S"])
+    assert json.dumps(strong.view(0), sort_keys=True) == json.dumps(weak.view(0), sort_keys=True)
+    bot = SearchBot("georgian_joker", SearchParams(gj_bid_inference=True))
+    far = time.monotonic() + 5.0
+    for seed in range(3):
+        a = bot._worlds(request(strong).view, random.Random(seed), far)
+        b = bot._worlds(request(weak).view, random.Random(seed), far)
+        assert [_hands(w) for w in a] == [_hands(w) for w in b]
+        assert len(a) == bot.params.worlds
+
+
+def _weak_rate(params, view, runs=40):
+    bot = SearchBot("georgian_joker", params)
+    weak = total = 0
+    for seed in range(runs):
+        for world in bot._worlds(view, random.Random(seed), time.monotonic() + 5.0):
+            total += 1
+            weak += not STRONG & set(_hands(world)[1])
+    return weak / total
+
+
+def test_a_world_inconsistent_with_a_bid_is_rarer_under_inference():
+    # worlds where seat 1 bid 3 of 3 holding no joker, no ace and no king of trumps: uniform
+    # sampling gives it such a hand about 62% of the time (C(29,3)/C(33,3), 960 worlds: the 33
+    # cards seat 0 does not see, 4 of them strong); resampled by the bids about a third
+    view = request(_position(["6H", "7D", "8S"])).view
+    uniform = _weak_rate(SearchParams(), view)
+    inferred = _weak_rate(SearchParams(gj_bid_inference=True), view)
+    assert 0.55 < uniform < 0.70
+    assert inferred < 0.45
+    # without the flag the worlds are today's uniform ones, draw for draw
+    bot = SearchBot("georgian_joker")
+    game = get_game("georgian_joker")
+    rng = random.Random(5)
+    expected = [_hands(game.determinize(view, rng)) for _ in range(bot.params.worlds)]
+    assert [_hands(w) for w in bot._worlds(view, random.Random(5), time.monotonic() + 5.0)] == expected
+
+
+def test_the_candidates_are_bounded_by_count_and_time(monkeypatch):
+    view = request(_position(["6H", "7D", "8S"])).view
+    game = get_game("georgian_joker")
+    calls = []
+    real = game.determinize
+
+    def counting(v, rng):
+        calls.append(1)
+        return real(v, rng)
+
+    monkeypatch.setattr(game, "determinize", counting)
+    bot = SearchBot("georgian_joker", SearchParams(gj_bid_inference=True, worlds=10, inference_candidates=3))
+    assert len(bot._worlds(view, random.Random(1), time.monotonic() + 5.0)) == 10
+    assert len(calls) == 30
+    calls.clear()
+    # a deadline already passed: one candidate, resampled into the worlds the search cycles through
+    worlds = bot._worlds(view, random.Random(1), time.monotonic())
+    assert len(calls) == 1 and len(worlds) == 10
+
+
+def test_the_small_deal_flat_bid_samples_the_inferred_worlds(monkeypatch):
+    state = _position(["6H", "7D", "8S"])
+    seen = []
+    real = B.inferred_worlds
+
+    def spy(*args, **kwargs):
+        worlds = real(*args, **kwargs)
+        seen.append(len(worlds))
+        return worlds
+
+    monkeypatch.setattr(B, "inferred_worlds", spy)
+    req = request(state)
+    assert SearchBot("georgian_joker", SearchParams(gj_bid_inference=True)).decide(req) in req.legal
+    assert seen == [SearchParams().worlds]
+    seen.clear()
+    assert SearchBot("georgian_joker").decide(request(state)) in req.legal
+    assert seen == []
+
+
+def test_a_nine_card_decision_with_inference_keeps_to_the_budget():
+    # deal 9 (nine cards, trump chosen) mid-play: the four bids known, a 100 ms budget
+    game = get_game("georgian_joker")
+    state = deal("georgian_joker", {}, first_dealer=0, deal_number=9)
+    rng = random.Random(3)
+    while not request(state).legal[0].startswith("play:"):
+        state.apply(game.auto_move(state.view(state.to_act())))
+    for _ in range(6):
+        state.apply(request(state).legal[rng.randrange(len(request(state).legal))])
+    req = request(state)
+    assert req.view["table"]["cards_per_player"] == 9 and None not in req.view["table"]["bids"]
+    req = type(req)(req.game_id, req.seat, req.view, req.legal, req.rng, 0.1)
+    bot = SearchBot("georgian_joker", SearchParams(gj_bid_inference=True, iterations=100_000))
+    assert bot._inference(req.view) is not None
+    started = time.monotonic()
+    assert bot.decide(req) in req.legal
+    assert time.monotonic() - started < 0.1
+    assert bot.last_iterations > 0
+
+
+def test_the_bench_plugin_offers_the_inference_bot():
+    from bench import gj_bid_inference
+
+    (spec,) = gj_bid_inference.cardgames_bots()
+    assert spec.name == "search_gj_infer" and tuple(spec.games) == ("georgian_joker",)
+    bot = spec.factory("georgian_joker")
+    assert bot.params.gj_bid_inference and not SearchParams().gj_bid_inference
