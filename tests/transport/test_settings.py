@@ -351,18 +351,25 @@ def test_a_db_url_of_another_scheme_is_refused_without_showing_it(url, capsys):
     lines (only a PostgreSQL URL's is hidden). Refused with the settings now, naming the
     scheme only, by flag, by variable and in --help."""
     scheme = url.split("://")[0]
+    error = _db_refused_unshown(capsys, url)
+    assert f"not a {scheme}:// URL" in error and "/var/lib" not in error
+    for good in ("postgresql://u@h/x", "POSTGRES://u@h/x", "memory:", "./cardgames.sqlite3",
+                 "/var/lib/cardgames/a:b.sqlite3", "relative/dir/x.db"):
+        assert _parse([f"--db={good}"], {}).session.db_path == good
+
+
+def _db_refused_unshown(capsys, url: str) -> str:
+    """``url`` as --db is refused by flag, by variable and in --help, its password never shown;
+    the flag's error line."""
     error = _flag_error(capsys, [f"--db={url}"])
-    assert "argument --db: must be a SQLite file's path" in error
-    assert f"not a {scheme}:// URL" in error and "s3cret" not in error and "/var/lib" not in error
+    assert "argument --db: must be a SQLite file's path" in error and "s3cret" not in error
     with pytest.raises(ValueError, match=r"CARDGAMES_DB \(--db\): must be a SQLite file's path") as info:
         _parse([], {"CARDGAMES_DB": url})
     assert "s3cret" not in str(info.value)
     parser = argparse.ArgumentParser()
     S.add_arguments(parser, {"CARDGAMES_DB": url})
     assert "s3cret" not in parser.format_help()
-    for good in ("postgresql://u@h/x", "POSTGRES://u@h/x", "memory:", "./cardgames.sqlite3",
-                 "/var/lib/cardgames/a:b.sqlite3", "relative/dir/x.db"):
-        assert _parse([f"--db={good}"], {}).session.db_path == good
+    return error
 
 
 @pytest.mark.parametrize("url", ['"postgresql://cardgames:s3cret-pw@db.internal/cardgames"',
@@ -376,15 +383,7 @@ def test_a_db_url_not_at_the_start_or_without_its_slashes_is_refused_without_sho
     with "directory ...s3cret-pw@db.internal does not exist", the password in its log lines
     (and prune's "no database file at ..."); libpq's key=value form was made a SQLite file of
     that name, logged. Refused as another scheme's URL is, unshown."""
-    error = _flag_error(capsys, [f"--db={url}"])
-    assert "argument --db: must be a SQLite file's path" in error
-    assert "not a URL that does not start with postgresql://" in error and "s3cret" not in error
-    with pytest.raises(ValueError, match=r"CARDGAMES_DB \(--db\): must be a SQLite file's path") as info:
-        _parse([], {"CARDGAMES_DB": url})
-    assert "s3cret" not in str(info.value)
-    parser = argparse.ArgumentParser()
-    S.add_arguments(parser, {"CARDGAMES_DB": url})
-    assert "s3cret" not in parser.format_help()
+    assert "not a URL that does not start with postgresql://" in _db_refused_unshown(capsys, url)
     for good in ("postgres.sqlite3", "postgresql-backup/cards.db", "./a:b//c.sqlite3", "C:/x",
                  "data/run=1/cards.sqlite3", "passwords.db"):
         assert _parse([f"--db={good}"], {}).session.db_path == good
