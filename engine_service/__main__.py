@@ -24,6 +24,12 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             raise
         module.add_parser(sub)
+    given = sys.argv[1:] if argv is None else argv
+    if given and given[0].startswith("-") and given[0] not in ("-h", "--help"):
+        # an option before any command (``--db URL`` without ``serve``): argparse took the
+        # option's value for the command and echoed it ("invalid choice: 'postgresql://u:pw@...'")
+        parser.error(f"name the command first: {{{','.join(sub.choices)}}} "
+                     f"(python -m engine_service serve --port ... --db ...)")
     args = parser.parse_args(argv)
     return int(args.func(args) or 0)
 

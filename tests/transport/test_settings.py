@@ -419,3 +419,19 @@ def test_the_grpc_and_metrics_ports_must_differ_where_their_addresses_meet():
     assert _parse(["--port", "0", "--metrics-port", "0"], {}).port == 0
     assert _parse(["--host", "10.0.0.5", "--metrics-host", "127.0.0.1", "--port", "9000",
                    "--metrics-port", "9000"], {}).metrics_port == 9000
+
+
+def test_an_option_before_the_command_is_refused_without_echoing_its_value(capsys):
+    """``python -m engine_service --db URL`` (``serve`` forgotten): argparse took the URL for the
+    command and printed it, password included ("invalid choice: 'postgresql://u:pw@...'"). Now it
+    asks for the command first and shows no value."""
+    from engine_service.__main__ import main
+
+    with pytest.raises(SystemExit) as refused:
+        main(["--db", "postgresql://cardgames:s3cret-pw@db.internal/cardgames", "--port", "50051"])
+    assert refused.value.code == 2
+    err = capsys.readouterr().err
+    assert "name the command first: {serve,replay,prune" in err and "s3cret" not in err
+    with pytest.raises(SystemExit) as helped:
+        main(["--help"])
+    assert helped.value.code == 0 and "serve" in capsys.readouterr().out
