@@ -420,7 +420,7 @@ def test_node_health_snippet_runs(engine, node):
 #: the test, as clients/node's are).
 TS_DIR = ROOT / "clients" / "ts"
 _TS_PACKAGES = ("@bufbuild/protobuf", "@bufbuild/protoc-gen-es", "@connectrpc/connect",
-                "@connectrpc/connect-node", "tsx")
+                "@connectrpc/connect-node", "tsx", "typescript", "@types/node")
 
 
 def _ts_section() -> tuple[str, str]:
@@ -452,12 +452,11 @@ def test_typescript_section_imports_what_its_buf_gen_yaml_generates():
             assert re.search(rf"^(message|enum|service) {base} \{{", text, re.MULTILINE), (name, path)
 
 
-def test_typescript_snippet_runs(engine, tmp_path):
-    """docs/api.md's TypeScript section as written: ``buf generate`` with its buf.gen.yaml and
-    @bufbuild/protoc-gen-es, then its client with tsx against a real engine: a whole Japanese
-    Joker match against a bot, a stale action's ErrorInfo and View decoded with
-    ConnectError.findDetails, the deals' results from the ListValue, the reveal. The npm
-    packages are clients/ts's, installed from its lock file (``npm ci``) when missing."""
+def _ts_project(tmp_path: Path) -> tuple[str, str, dict[str, str], Path]:
+    """docs/api.md's TypeScript section laid out in ``tmp_path`` as a reader would: its
+    buf.gen.yaml run with ``buf generate`` and @bufbuild/protoc-gen-es (clients/ts's packages,
+    installed from its lock file, ``npm ci``, when missing). Returns (yaml, client code, the
+    environment with node_modules/.bin on PATH, that .bin folder)."""
     npm_ci(TS_DIR)
     modules = TS_DIR / "node_modules"
     assert all((modules / p / "package.json").exists() for p in _TS_PACKAGES), sorted(_TS_PACKAGES)
@@ -474,6 +473,43 @@ def test_typescript_snippet_runs(engine, tmp_path):
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}  # what npx does
     done = subprocess.run([buf, "generate"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+    return yaml, code, env, bin_dir
+
+
+#: tsc's settings for a Node.js ES module project, strict: what the section's notes assume
+#: ("moduleResolution": "nodenext" needs import_extension=js).
+_TSCONFIG = {"compilerOptions": {"target": "es2022", "module": "nodenext", "moduleResolution": "nodenext",
+                                 "strict": True, "noEmit": True, "types": ["node"]},
+             "include": ["web/src/**/*.ts"]}
+
+
+def test_typescript_snippets_type_check(tmp_path):
+    """The section's two TypeScript snippets compile with ``tsc`` (strict, nodenext) against
+    the code its buf.gen.yaml generates: ``tsx`` runs them without checking a type, so a
+    renamed field, a ``number`` where protobuf-es has a ``bigint`` or an API that Connect
+    renamed passed the run and failed the reader's build. The resume loop continues the
+    client (its ``api``, ``matchId``, ``headers``): it is checked after the client's lines up
+    to the client's own loop."""
+    _, code, env, bin_dir = _ts_project(tmp_path)
+    section = API[API.index("### TypeScript with protobuf-es and Connect"):].split("\n### ", 1)[0]
+    resume = re.findall(r"```ts\n(.*?)```", section, re.DOTALL)[1]
+    prelude = code.split("\nlet acted", 1)[0]
+    assert "const headers" in prelude and "\nfor await" not in prelude
+    (tmp_path / "web" / "src" / "play.ts").write_text(code)
+    (tmp_path / "web" / "src" / "resume.ts").write_text(f"{prelude}\n{resume}")
+    (tmp_path / "tsconfig.json").write_text(json.dumps(_TSCONFIG))
+    done = subprocess.run([str(bin_dir / "tsc"), "-p", "."], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_typescript_snippet_runs(engine, tmp_path):
+    """docs/api.md's TypeScript section as written: ``buf generate`` with its buf.gen.yaml and
+    @bufbuild/protoc-gen-es, then its client with tsx against a real engine: a whole Japanese
+    Joker match against a bot, a stale action's ErrorInfo and View decoded with
+    ConnectError.findDetails, the deals' results from the ListValue, the reveal. The npm
+    packages are clients/ts's, installed from its lock file (``npm ci``) when missing."""
+    _, code, env, bin_dir = _ts_project(tmp_path)
     (tmp_path / "web" / "src" / "play.ts").write_text(code.replace("127.0.0.1:50051", engine.target))
     done = subprocess.run([str(bin_dir / "tsx"), "web/src/play.ts"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300)
