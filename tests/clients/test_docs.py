@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from clients.local_service import LocalService
 from engine_service.rules import registry
 from tests.shared_paths import shared_dir
 
@@ -577,3 +578,59 @@ def test_grpc_js_refuses_two_authorization_values_as_the_node_section_says(engin
     assert "grpc-js never sends two: [Node.js](#nodejs-with-grpcproto-loader)" in API
     assert f"with `INTERNAL` `{twice['details']}` and no details" in said
     assert f"end with `UNAVAILABLE` `{stream['details']}`" in said
+
+
+_CONNECT_TLS = """
+import { readFileSync } from "node:fs";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { CardGamesService } from "./gen/cardgames/v1/card_games_pb.js";
+
+async function games(pem: Buffer, name: string, url: string): Promise<string> {
+  const transport = TRANSPORT;
+  try {
+    const { games } = await createClient(CardGamesService, transport).listGames({}, { timeoutMs: 20_000 });
+    return `ok ${games.length > 0}`;
+  } catch (err) {
+    const e = ConnectError.from(err);
+    return `${Code[e.code]} ${e.rawMessage}`;
+  }
+}
+const [ca, other] = [readFileSync(process.argv[2]), readFileSync(process.argv[3])];
+const url = `https://${process.argv[4]}`;
+for (const line of [await games(ca, "engine.test", url), await games(other, "engine.test", url),
+                    await games(ca, "wrong.test", url), await games(ca, "engine.test", url.replace("https:", "http:"))])
+  console.log(line);
+"""
+
+
+def test_connect_reaches_a_tls_engine_as_the_connecting_section_says(tmp_path):
+    """docs/api.md's Connecting table named the TLS options of every client but Connect's, which
+    its TypeScript section uses: its ``createGrpcTransport`` call, with a private CA and a
+    server name, reaches an engine serving TLS; the CA of another certificate and a name the
+    certificate is not for are ``Code.Internal`` with the TLS error, and a plain ``http`` URL
+    to the TLS port is ``Code.Canceled``, as the table says (grpc-js and Python: UNAVAILABLE)."""
+    row = next(line for line in API.splitlines() if line.startswith("| TLS |"))
+    (call,) = re.findall(r"`(createGrpcTransport\(\{ baseUrl: \"https://host:50051\".*?\}\))`", row)
+    assert "Connect's `createGrpcTransport`: `Code.Canceled`" in row and "Connect: `Code.Internal`" in row
+    openssl = shutil.which("openssl")
+    assert openssl, "openssl is needed to make a test certificate"
+    certs = {}
+    for name in ("engine", "other"):
+        key, cert = tmp_path / f"{name}-key.pem", tmp_path / f"{name}.pem"
+        subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                        str(cert), "-days", "1", "-subj", f"/CN={name}.test", "-addext",
+                        f"subjectAltName=DNS:{name}.test"], check=True, capture_output=True)
+        certs[name] = (cert, key)
+    _, _, env, bin_dir = _ts_project(tmp_path)
+    transport = call.replace('"https://host:50051"', "url")  # pem and name are the function's parameters
+    (tmp_path / "web" / "src" / "tls.ts").write_text(_CONNECT_TLS.replace("TRANSPORT", transport))
+    with LocalService(args=["--tls-cert", str(certs["engine"][0]), "--tls-key", str(certs["engine"][1])]) as service:
+        done = subprocess.run([str(bin_dir / "tsx"), "web/src/tls.ts", str(certs["engine"][0]), str(certs["other"][0]),
+                               service.target], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    trusted, other_ca, wrong_name, plain = done.stdout.strip().splitlines()
+    assert trusted == "ok true"
+    assert other_ca.startswith("Internal ") and "certificate" in other_ca, other_ca
+    assert wrong_name.startswith("Internal ") and "altnames" in wrong_name, wrong_name
+    assert plain.startswith("Canceled "), plain
