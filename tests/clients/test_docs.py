@@ -634,3 +634,22 @@ def test_connect_reaches_a_tls_engine_as_the_connecting_section_says(tmp_path):
     assert other_ca.startswith("Internal ") and "certificate" in other_ca, other_ca
     assert wrong_name.startswith("Internal ") and "altnames" in wrong_name, wrong_name
     assert plain.startswith("Canceled "), plain
+
+
+def test_the_json_form_leaves_out_zero_values_but_set_optional_ones_as_the_names_note_says():
+    """"Reading the messages": the protobuf JSON form (buf curl, protobuf-es' toJson) leaves out a
+    field at its zero value, but not an ``optional`` field that is set: it said "every field",
+    and a reader who took a missing "seat" for seat 0 met ``"seat": 0`` in seat 0's view. The
+    note's examples, written by protobuf's own JSON printer (the same proto3 JSON mapping)."""
+    from google.protobuf import json_format
+
+    from engine_service.transport.generated import match_pb2
+
+    section = API[API.index("### Reading the messages in any language"):]
+    names = section.split("* **Zero values.**", 1)[0]
+    absent = re.findall(r'`"(\w+)": (?:0|false)`', names.split(" are absent", 1)[0])
+    present = re.findall(r'`"(\w+)": 0`', names.split(" are absent", 1)[1])
+    assert absent == ["dealer", "over"] and present == ["seat", "toAct"], (absent, present)
+    view = json_format.MessageToDict(match_pb2.View(seat=0, to_act=0, dealer=0, over=False))
+    assert not set(absent) & set(view)
+    assert all(view[name] == 0 for name in present), view
