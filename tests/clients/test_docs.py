@@ -653,3 +653,36 @@ def test_the_json_form_leaves_out_zero_values_but_set_optional_ones_as_the_names
     view = json_format.MessageToDict(match_pb2.View(seat=0, to_act=0, dealer=0, over=False))
     assert not set(absent) & set(view)
     assert all(view[name] == 0 for name in present), view
+
+
+def test_python_refuses_an_untrusted_certificate_as_the_connecting_section_says(tmp_path):
+    """The Connecting table: a Python client that does not trust the engine's certificate (the
+    CA of another one, or a name it is not for) gets UNAVAILABLE with the TLS error the table
+    quotes, and so does a plain client; the table said only the last."""
+    import asyncio
+
+    from clients import cardgames_client as cg
+
+    from .conftest import run, self_signed_certificate
+
+    row = next(line for line in API.splitlines() if line.startswith("| TLS |"))
+    (python_errors,) = re.findall(r'Python: ("[^;]*");', row)
+    quoted = re.findall(r'"([^"]+)"', python_errors)
+    assert len(quoted) == 2, python_errors
+    cert, key = self_signed_certificate(tmp_path)
+    (tmp_path / "other").mkdir()
+    other, _ = self_signed_certificate(tmp_path / "other")  # another certificate, for the same names
+
+    async def refusal(**options) -> str:
+        async with cg.connect(service.target, timeout_s=5, retry=cg.RetryPolicy(attempts=1), **options) as client:
+            with pytest.raises(cg.CardGamesError) as refused:
+                await asyncio.wait_for(client.list_games(), 30)
+            assert refused.value.code.name == "UNAVAILABLE", refused.value
+            return str(refused.value)
+
+    with LocalService(args=["--tls-cert", str(cert), "--tls-key", str(key)]) as service:
+        async def scenario():
+            assert quoted[0] in await refusal(tls=True, root_certificates=other.read_bytes(), server_name="localhost")
+            assert quoted[1] in await refusal(tls=True, root_certificates=cert.read_bytes(), server_name="wrong.test")
+            await refusal()  # plain
+        run(scenario())
