@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from clients.local_service import LocalService
 from engine_service.rules import registry
 from tests.shared_paths import shared_dir
 
@@ -420,7 +421,7 @@ def test_node_health_snippet_runs(engine, node):
 #: the test, as clients/node's are).
 TS_DIR = ROOT / "clients" / "ts"
 _TS_PACKAGES = ("@bufbuild/protobuf", "@bufbuild/protoc-gen-es", "@connectrpc/connect",
-                "@connectrpc/connect-node", "tsx")
+                "@connectrpc/connect-node", "tsx", "typescript", "@types/node")
 
 
 def _ts_section() -> tuple[str, str]:
@@ -452,12 +453,11 @@ def test_typescript_section_imports_what_its_buf_gen_yaml_generates():
             assert re.search(rf"^(message|enum|service) {base} \{{", text, re.MULTILINE), (name, path)
 
 
-def test_typescript_snippet_runs(engine, tmp_path):
-    """docs/api.md's TypeScript section as written: ``buf generate`` with its buf.gen.yaml and
-    @bufbuild/protoc-gen-es, then its client with tsx against a real engine: a whole Japanese
-    Joker match against a bot, a stale action's ErrorInfo and View decoded with
-    ConnectError.findDetails, the deals' results from the ListValue, the reveal. The npm
-    packages are clients/ts's, installed from its lock file (``npm ci``) when missing."""
+def _ts_project(tmp_path: Path) -> tuple[str, str, dict[str, str], Path]:
+    """docs/api.md's TypeScript section laid out in ``tmp_path`` as a reader would: its
+    buf.gen.yaml run with ``buf generate`` and @bufbuild/protoc-gen-es (clients/ts's packages,
+    installed from its lock file, ``npm ci``, when missing). Returns (yaml, client code, the
+    environment with node_modules/.bin on PATH, that .bin folder)."""
     npm_ci(TS_DIR)
     modules = TS_DIR / "node_modules"
     assert all((modules / p / "package.json").exists() for p in _TS_PACKAGES), sorted(_TS_PACKAGES)
@@ -474,6 +474,43 @@ def test_typescript_snippet_runs(engine, tmp_path):
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}  # what npx does
     done = subprocess.run([buf, "generate"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+    return yaml, code, env, bin_dir
+
+
+#: tsc's settings for a Node.js ES module project, strict: what the section's notes assume
+#: ("moduleResolution": "nodenext" needs import_extension=js).
+_TSCONFIG = {"compilerOptions": {"target": "es2022", "module": "nodenext", "moduleResolution": "nodenext",
+                                 "strict": True, "noEmit": True, "types": ["node"]},
+             "include": ["web/src/**/*.ts"]}
+
+
+def test_typescript_snippets_type_check(tmp_path):
+    """The section's two TypeScript snippets compile with ``tsc`` (strict, nodenext) against
+    the code its buf.gen.yaml generates: ``tsx`` runs them without checking a type, so a
+    renamed field, a ``number`` where protobuf-es has a ``bigint`` or an API that Connect
+    renamed passed the run and failed the reader's build. The resume loop continues the
+    client (its ``api``, ``matchId``, ``headers``): it is checked after the client's lines up
+    to the client's own loop."""
+    _, code, env, bin_dir = _ts_project(tmp_path)
+    section = API[API.index("### TypeScript with protobuf-es and Connect"):].split("\n### ", 1)[0]
+    resume = re.findall(r"```ts\n(.*?)```", section, re.DOTALL)[1]
+    prelude = code.split("\nlet acted", 1)[0]
+    assert "const headers" in prelude and "\nfor await" not in prelude
+    (tmp_path / "web" / "src" / "play.ts").write_text(code)
+    (tmp_path / "web" / "src" / "resume.ts").write_text(f"{prelude}\n{resume}")
+    (tmp_path / "tsconfig.json").write_text(json.dumps(_TSCONFIG))
+    done = subprocess.run([str(bin_dir / "tsc"), "-p", "."], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_typescript_snippet_runs(engine, tmp_path):
+    """docs/api.md's TypeScript section as written: ``buf generate`` with its buf.gen.yaml and
+    @bufbuild/protoc-gen-es, then its client with tsx against a real engine: a whole Japanese
+    Joker match against a bot, a stale action's ErrorInfo and View decoded with
+    ConnectError.findDetails, the deals' results from the ListValue, the reveal. The npm
+    packages are clients/ts's, installed from its lock file (``npm ci``) when missing."""
+    _, code, env, bin_dir = _ts_project(tmp_path)
     (tmp_path / "web" / "src" / "play.ts").write_text(code.replace("127.0.0.1:50051", engine.target))
     done = subprocess.run([str(bin_dir / "tsx"), "web/src/play.ts"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300)
@@ -541,3 +578,111 @@ def test_grpc_js_refuses_two_authorization_values_as_the_node_section_says(engin
     assert "grpc-js never sends two: [Node.js](#nodejs-with-grpcproto-loader)" in API
     assert f"with `INTERNAL` `{twice['details']}` and no details" in said
     assert f"end with `UNAVAILABLE` `{stream['details']}`" in said
+
+
+_CONNECT_TLS = """
+import { readFileSync } from "node:fs";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { CardGamesService } from "./gen/cardgames/v1/card_games_pb.js";
+
+async function games(pem: Buffer, name: string, url: string): Promise<string> {
+  const transport = TRANSPORT;
+  try {
+    const { games } = await createClient(CardGamesService, transport).listGames({}, { timeoutMs: 20_000 });
+    return `ok ${games.length > 0}`;
+  } catch (err) {
+    const e = ConnectError.from(err);
+    return `${Code[e.code]} ${e.rawMessage}`;
+  }
+}
+const [ca, other] = [readFileSync(process.argv[2]), readFileSync(process.argv[3])];
+const url = `https://${process.argv[4]}`;
+for (const line of [await games(ca, "engine.test", url), await games(other, "engine.test", url),
+                    await games(ca, "wrong.test", url), await games(ca, "engine.test", url.replace("https:", "http:"))])
+  console.log(line);
+"""
+
+
+def test_connect_reaches_a_tls_engine_as_the_connecting_section_says(tmp_path):
+    """docs/api.md's Connecting table named the TLS options of every client but Connect's, which
+    its TypeScript section uses: its ``createGrpcTransport`` call, with a private CA and a
+    server name, reaches an engine serving TLS; the CA of another certificate and a name the
+    certificate is not for are ``Code.Internal`` with the TLS error, and a plain ``http`` URL
+    to the TLS port is ``Code.Canceled``, as the table says (grpc-js and Python: UNAVAILABLE)."""
+    row = next(line for line in API.splitlines() if line.startswith("| TLS |"))
+    (call,) = re.findall(r"`(createGrpcTransport\(\{ baseUrl: \"https://host:50051\".*?\}\))`", row)
+    assert "Connect's `createGrpcTransport`: `Code.Canceled`" in row and "Connect: `Code.Internal`" in row
+    openssl = shutil.which("openssl")
+    assert openssl, "openssl is needed to make a test certificate"
+    certs = {}
+    for name in ("engine", "other"):
+        key, cert = tmp_path / f"{name}-key.pem", tmp_path / f"{name}.pem"
+        subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                        str(cert), "-days", "1", "-subj", f"/CN={name}.test", "-addext",
+                        f"subjectAltName=DNS:{name}.test"], check=True, capture_output=True)
+        certs[name] = (cert, key)
+    _, _, env, bin_dir = _ts_project(tmp_path)
+    transport = call.replace('"https://host:50051"', "url")  # pem and name are the function's parameters
+    (tmp_path / "web" / "src" / "tls.ts").write_text(_CONNECT_TLS.replace("TRANSPORT", transport))
+    with LocalService(args=["--tls-cert", str(certs["engine"][0]), "--tls-key", str(certs["engine"][1])]) as service:
+        done = subprocess.run([str(bin_dir / "tsx"), "web/src/tls.ts", str(certs["engine"][0]), str(certs["other"][0]),
+                               service.target], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    trusted, other_ca, wrong_name, plain = done.stdout.strip().splitlines()
+    assert trusted == "ok true"
+    assert other_ca.startswith("Internal ") and "certificate" in other_ca, other_ca
+    assert wrong_name.startswith("Internal ") and "altnames" in wrong_name, wrong_name
+    assert plain.startswith("Canceled "), plain
+
+
+def test_the_json_form_leaves_out_zero_values_but_set_optional_ones_as_the_names_note_says():
+    """"Reading the messages": the protobuf JSON form (buf curl, protobuf-es' toJson) leaves out a
+    field at its zero value, but not an ``optional`` field that is set: it said "every field",
+    and a reader who took a missing "seat" for seat 0 met ``"seat": 0`` in seat 0's view. The
+    note's examples, written by protobuf's own JSON printer (the same proto3 JSON mapping)."""
+    from google.protobuf import json_format
+
+    from engine_service.transport.generated import match_pb2
+
+    section = API[API.index("### Reading the messages in any language"):]
+    names = section.split("* **Zero values.**", 1)[0]
+    absent = re.findall(r'`"(\w+)": (?:0|false)`', names.split(" are absent", 1)[0])
+    present = re.findall(r'`"(\w+)": 0`', names.split(" are absent", 1)[1])
+    assert absent == ["dealer", "over"] and present == ["seat", "toAct"], (absent, present)
+    view = json_format.MessageToDict(match_pb2.View(seat=0, to_act=0, dealer=0, over=False))
+    assert not set(absent) & set(view)
+    assert all(view[name] == 0 for name in present), view
+
+
+def test_python_refuses_an_untrusted_certificate_as_the_connecting_section_says(tmp_path):
+    """The Connecting table: a Python client that does not trust the engine's certificate (the
+    CA of another one, or a name it is not for) gets UNAVAILABLE with the TLS error the table
+    quotes, and so does a plain client; the table said only the last."""
+    import asyncio
+
+    from clients import cardgames_client as cg
+
+    from .conftest import run, self_signed_certificate
+
+    row = next(line for line in API.splitlines() if line.startswith("| TLS |"))
+    (python_errors,) = re.findall(r'Python: ("[^;]*");', row)
+    quoted = re.findall(r'"([^"]+)"', python_errors)
+    assert len(quoted) == 2, python_errors
+    cert, key = self_signed_certificate(tmp_path)
+    (tmp_path / "other").mkdir()
+    other, _ = self_signed_certificate(tmp_path / "other")  # another certificate, for the same names
+
+    async def refusal(**options) -> str:
+        async with cg.connect(service.target, timeout_s=5, retry=cg.RetryPolicy(attempts=1), **options) as client:
+            with pytest.raises(cg.CardGamesError) as refused:
+                await asyncio.wait_for(client.list_games(), 30)
+            assert refused.value.code.name == "UNAVAILABLE", refused.value
+            return str(refused.value)
+
+    with LocalService(args=["--tls-cert", str(cert), "--tls-key", str(key)]) as service:
+        async def scenario():
+            assert quoted[0] in await refusal(tls=True, root_certificates=other.read_bytes(), server_name="localhost")
+            assert quoted[1] in await refusal(tls=True, root_certificates=cert.read_bytes(), server_name="wrong.test")
+            await refusal()  # plain
+        run(scenario())
