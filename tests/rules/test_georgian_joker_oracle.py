@@ -162,6 +162,21 @@ def test_fast_path_and_clones_agree_with_the_model(options):
         pair.check(f"fast path, step {step}")
 
 
+def foresee(m, choose):
+    """The deal's card play and the tricks each seat takes, played out on a copy of the model
+    ``m`` (at its bidding) with ``choose(sorted legal actions)`` for every bid and card: card
+    legality never depends on the bids, so the plays can be replayed after other bids."""
+    probe = copy.deepcopy(m)
+    while probe.phase == "bidding":
+        probe.apply(choose(sorted(probe.legal())))
+    plays = []
+    while probe.to_act not in (M_CHANCE, M_TERMINAL):
+        a = choose(sorted(probe.legal()))
+        plays.append(a)
+        probe.apply(a)
+    return plays, probe.results[-1]["taken"]
+
+
 def planned_match(options, seed, views=False):
     """A match in which, deal by deal, a chosen set of seats (0 to 3 of them, fixed per pulka)
     bids exactly the tricks it will take: the deal's card play is first drawn at random on a
@@ -176,15 +191,7 @@ def planned_match(options, seed, views=False):
         pair.deal(shuffled(rng))
         if m.phase == "trump_choice":
             pair.apply(rng.choice(sorted(m.legal())))
-        probe = copy.deepcopy(m)
-        while probe.phase == "bidding":
-            probe.apply(rng.choice(sorted(probe.legal())))
-        plays = []
-        while probe.to_act not in (M_CHANCE, M_TERMINAL):
-            a = rng.choice(sorted(probe.legal()))
-            plays.append(a)
-            probe.apply(a)
-        taken = probe.results[-1]["taken"]
+        plays, taken = foresee(m, rng.choice)
         while m.phase == "bidding":
             p = m.to_act
             legal = sorted(m.legal())
@@ -418,15 +425,7 @@ def test_gj_8_3_two_qualifiers(moshla):
         pair.deal(shuffled(rng))
         m = pair.model
         pair.apply("trump:NT")
-        probe = copy.deepcopy(m)
-        while probe.phase == "bidding":
-            probe.apply(sorted(probe.legal())[0])
-        plays = []
-        while probe.to_act != M_CHANCE:
-            a = sorted(probe.legal())[0]
-            plays.append(a)
-            probe.apply(a)
-        taken = probe.results[-1]["taken"]
+        plays, taken = foresee(m, lambda legal: legal[0])
         while m.phase == "bidding":
             p = m.to_act
             legal = sorted(m.legal())
