@@ -598,6 +598,21 @@ def test_the_sweeper_outlives_a_failing_pass():
     assert run(go()) >= 2
 
 
+def _first_beats_fail(mgr, failing: int, error: Exception) -> list[float]:
+    """Make the first ``failing`` absence heartbeats of ``mgr`` raise ``error``, the later ones
+    write; returns the list that collects every beat's time."""
+    real, calls = mgr._store.touch_absences, []
+
+    async def touch(seats, at):
+        calls.append(at)
+        if len(calls) <= failing:
+            raise error
+        await real(seats, at)
+
+    mgr._store.touch_absences = touch
+    return calls
+
+
 def test_the_absence_heartbeat_outlives_a_failing_beat(tmp_path):
     """A beat that raises something else than a StoreError is logged and the next one runs
     (it used to end the heartbeat task for good: after a crash a restart counted the time
@@ -606,15 +621,7 @@ def test_the_absence_heartbeat_outlives_a_failing_beat(tmp_path):
         mgr = sqlite_manager(tmp_path / "m.sqlite3", time_scale=1.0, absence_heartbeat_s=0.02)
         match_id, _, streams = await _join_and_watch(mgr, "klaberjass")
         try:
-            real, calls = mgr._store.touch_absences, []
-
-            async def failing_once(seats, at):
-                calls.append(at)
-                if len(calls) == 1:
-                    raise RuntimeError("a bug in one beat")
-                await real(seats, at)
-
-            mgr._store.touch_absences = failing_once
+            calls = _first_beats_fail(mgr, 1, RuntimeError("a bug in one beat"))
             await streams[0].aclose()
             for _ in range(200):
                 if len(calls) >= 3:
@@ -648,15 +655,7 @@ def test_a_heartbeat_outage_is_said_at_its_start_as_a_summary_and_at_its_end(tmp
         mgr = sqlite_manager(tmp_path / "m.sqlite3", time_scale=1.0, absence_heartbeat_s=0.01)
         match_id, _, streams = await _join_and_watch(mgr, "klaberjass")
         try:
-            real, calls = mgr._store.touch_absences, []
-
-            async def down_for_a_while(seats, at):
-                calls.append(at)
-                if len(calls) <= 60:
-                    raise error("the database is unreachable")
-                await real(seats, at)
-
-            mgr._store.touch_absences = down_for_a_while
+            calls = _first_beats_fail(mgr, 60, error("the database is unreachable"))
             with capture_logs() as logs:
                 await streams[0].aclose()
                 await until(lambda: any(e["event"] == "absence_heartbeat_recovered" for e in logs), timeout=10)
