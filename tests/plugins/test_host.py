@@ -265,21 +265,27 @@ def test_a_dead_zygote_is_restarted_and_workers_keep_coming():
     run(with_host(body, workers=1))
 
 
-def test_a_stopped_zygote_is_killed_and_restarted(monkeypatch):
-    """A bot that sends its parent, the zygote, SIGSTOP: the pool used to wait for its forks
-    for ever, and once the spares were used up every bot's decisions timed out for good."""
+async def _stop_the_zygote_and_use_the_spares(host) -> None:
+    """Stop the workers' zygote (SIGSTOP: alive, never answering) and crash the one worker and
+    its two spares, so that the next worker must be forked, which the stopped zygote cannot."""
     import os
     import signal
 
+    os.kill(host._pool._zygote.process.pid, signal.SIGSTOP)
+    for bot in ("exits", "sys-exits", "exits"):  # two spares, then a fork is needed
+        assert (await host.decide(bot, "klaberjass", 0, VIEW, LEGAL, 1, 5.0)).failure == "crash"
+
+
+def test_a_stopped_zygote_is_killed_and_restarted(monkeypatch):
+    """A bot that sends its parent, the zygote, SIGSTOP: the pool used to wait for its forks
+    for ever, and once the spares were used up every bot's decisions timed out for good."""
     from engine_service.plugins import pool
     monkeypatch.setattr(pool, "FORK_TIMEOUT_S", 1.0, raising=False)
 
     async def body(host):
         zygote = host._pool._zygote
-        os.kill(zygote.process.pid, signal.SIGSTOP)
         with capture_logs() as logs:
-            for bot in ("exits", "sys-exits", "exits"):  # two spares, then a fork is needed
-                assert (await host.decide(bot, "klaberjass", 0, VIEW, LEGAL, 1, 5.0)).failure == "crash"
+            await _stop_the_zygote_and_use_the_spares(host)
             assert await host.start(timeout_s=15.0)
             ok = [await host.decide("random", "klaberjass", 0, VIEW, LEGAL, s, 5.0) for s in range(4)]
         assert all(d.action in LEGAL for d in ok), ok
@@ -643,20 +649,14 @@ def test_a_fresh_interpreter_worker_that_lacks_a_listed_bot_says_so(monkeypatch)
     may lack a bot the engine lists: it said nothing, and that bot's decisions there failed
     as unknown_bot without a reason. It now reports what it loaded with its ready message, as
     the zygote does, and the pool logs bot_worker_catalog_differs with the missing bots."""
-    import os
-    import signal
-
     from engine_service.plugins import pool
     monkeypatch.setattr(pool, "FORK_TIMEOUT_S", 1.0, raising=False)
 
     async def body(host):
         assert "not-in-fresh-workers" in [b.name for b in host.bots()]
         monkeypatch.setenv("TEST_HANG_IN_FRESH_WORKER", "1")
-        zygote = host._pool._zygote
-        os.kill(zygote.process.pid, signal.SIGSTOP)
         with capture_logs() as logs:
-            for bot in ("exits", "sys-exits", "exits"):  # two spares, then a fork is needed
-                assert (await host.decide(bot, "klaberjass", 0, VIEW, LEGAL, 1, 5.0)).failure == "crash"
+            await _stop_the_zygote_and_use_the_spares(host)
             assert await host.start(timeout_s=30.0)
         assert any(e["event"] == "bot_worker_zygote_failed" for e in logs)
         differs = [e for e in logs if e["event"] == "bot_worker_catalog_differs"]
