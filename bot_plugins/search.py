@@ -275,7 +275,8 @@ class SearchBot:
         done_before = len(view.get("deal_results") or ())
         totals = dict.fromkeys(legal, 0.0)
         sampled = 0
-        pool = self._worlds(view, request.rng, stop_at) if self._inference(view) is not None else None
+        model = self._inference(view)
+        pool = self._worlds(view, request.rng, stop_at, model) if model is not None else None
         for i in range(self.params.worlds):
             if i and time.monotonic() >= stop_at:
                 break
@@ -312,8 +313,10 @@ class SearchBot:
         model = BidModel(view)
         return model if model else None
 
-    def _worlds(self, view: Any, rng: random.Random, stop_at: float) -> list[Any]:
-        model = self._inference(view)
+    def _worlds(self, view: Any, rng: random.Random, stop_at: float, model: Any = None) -> list[Any]:
+        """The decision's sampled worlds: by the bids when ``model`` (or, not given, this view's
+        :meth:`_inference`) applies, else uniform."""
+        model = model if model is not None else self._inference(view)
         if model is not None:
             from .bid_inference import inferred_worlds
             now = time.monotonic()
