@@ -319,6 +319,16 @@ def test_gj_6_6_high_joker_lead_trumpable(trumpable, plays, winner):
     assert pair.state.deal_results()[0]["taken"][winner] == 1
 
 
+def play_to_the_third_deal(pair, rng):
+    """Deal and play the first two deals (the first legal action at every step), up to the
+    third deal's cards, which the caller deals."""
+    while pair.model.k < 2:
+        if pair.model.to_act == M_CHANCE:
+            pair.deal(shuffled(rng))
+        else:
+            pair.apply(sorted(pair.model.legal())[0])
+
+
 def test_gj_6_4_gj_a9_two_low_jokers_nobody_follows_the_leader_wins():
     """GJ-6.4 / GJ-A9: a low joker lead naming S, the second joker played low, no spade and no
     trump (hearts) given: the leader wins. GJ-5.5 / GJ-5.3 step 4: a player with neither the
@@ -348,12 +358,7 @@ def test_gj_5_4_gj_5_8_high_joker_lead_highest_card_and_forced_trump():
     assert legal_cards({"7D", "9D", "KS"}, P("0:X1:low:C"), "NT") == {"7D", "9D", "KS"}
     # the same in the engine: deal 3 (n = 3), dealer 2 after deals 1 and 2 played by the model.
     pair = Pair({}, 0)
-    rng = random.Random(5)
-    while pair.model.k < 2:
-        if pair.model.to_act == M_CHANCE:
-            pair.deal(shuffled(rng))
-        else:
-            pair.apply(sorted(pair.model.legal())[0])
+    play_to_the_third_deal(pair, random.Random(5))
     assert pair.model.dealer == 2  # forehand 3
     hands = {3: ["X1", "8C", "7C"], 0: ["AH", "7H", "KS"], 1: ["9D", "7D", "QS"], 2: ["AS", "JS", "TS"]}
     deck = deck_for(hands, dealer=2, indicator="TD")
@@ -369,12 +374,7 @@ def test_gj_5_4_gj_5_8_high_joker_lead_highest_card_and_forced_trump():
 def test_gj_7_4_khishti_under_each_penalty(penalty, score):
     """GJ-7.4 / GJ-A6: a bid of 1 with no trick in a three-card deal."""
     pair = Pair({"khishti_penalty": penalty}, 0)
-    rng = random.Random(1)
-    while pair.model.k < 2:
-        if pair.model.to_act == M_CHANCE:
-            pair.deal(shuffled(rng))
-        else:
-            pair.apply(sorted(pair.model.legal())[0])
+    play_to_the_third_deal(pair, random.Random(1))
     hands = {3: ["AS", "AH", "AD"], 0: ["7S", "7H", "7D"], 1: ["8S", "8H", "8D"], 2: ["9S", "9H", "9D"]}
     pair.deal(deck_for(hands, dealer=2, indicator="AC"))
     for a in ["bid:3", "bid:1", "bid:0", "bid:0",
