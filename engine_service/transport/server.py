@@ -95,9 +95,11 @@ class HealthServicer(health.aio.HealthServicer):
 
     async def enter_graceful_shutdown(self) -> None:
         await super().enter_graceful_shutdown()
-        self._draining = True
-        self._listed = dict.fromkeys(self._listed, health_pb2.HealthCheckResponse.NOT_SERVING)
+        # under the lock: a Watch holds it while it writes, and a flag set in the middle of
+        # that write made it return without the NOT_SERVING it owed (seen as a bare EOF)
         async with self._changed:
+            self._draining = True
+            self._listed = dict.fromkeys(self._listed, health_pb2.HealthCheckResponse.NOT_SERVING)
             self._changed.notify_all()
 
     async def Watch(self, request: health_pb2.HealthCheckRequest, context: grpc.aio.ServicerContext) -> None:

@@ -67,10 +67,10 @@ def test_small_deal_bid_keeps_to_the_budget():
     state = deal("georgian_joker", {1: ["7C", "AH", "X2"]}, fixed={12: "9C"}, first_dealer=2, deal_number=3)
     assert request(state).view["table"]["cards_per_player"] == 3
     req = request(state)
-    started = time.monotonic()
+    started = time.process_time()  # CPU, not wall time: a loaded machine stretches the latter
     answer = SearchBot("georgian_joker")._by_playouts(req, time.monotonic())
     assert answer in req.legal
-    assert time.monotonic() - started < 0.1
+    assert time.process_time() - started < 0.1
 
 
 # ---- Jo-Jotte: double, redouble, nullo ----------------------------------------------------------

@@ -641,6 +641,34 @@ async def test_health_list_answers_every_service_and_says_not_serving_once_drain
 
 
 @run
+async def test_a_health_watch_mid_write_when_the_drain_starts_still_sends_not_serving():
+    """A Watch stream ended without NOT_SERVING (the client read a bare EOF, once in CI) when
+    the drain began while the stream was writing SERVING: the drain's flag, set outside the
+    lock the Watch holds while it writes, was seen right after that write, before the new
+    status was sent."""
+    from engine_service.transport.server import HealthServicer
+
+    class Context:
+        def __init__(self):
+            self.sent, self.release = [], asyncio.Event()
+
+        async def write(self, message):
+            self.sent.append(message.status)
+            await self.release.wait()
+
+    servicer, context = HealthServicer(), Context()
+    watch = asyncio.create_task(servicer.Watch(health_pb2.HealthCheckRequest(service=""), context))
+    while not context.sent:
+        await asyncio.sleep(0)
+    drain = asyncio.create_task(servicer.enter_graceful_shutdown())  # while SERVING is being written
+    for _ in range(20):
+        await asyncio.sleep(0)
+    context.release.set()
+    await asyncio.wait_for(asyncio.gather(watch, drain), 5)
+    assert context.sent == [health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING]
+
+
+@run
 async def test_reflection_describes_the_api_with_its_comments():
     """A client with reflection alone (grpcurl describe, buf curl) gets the documentation of
     the .proto files: the descriptors it was served came from the _pb2 modules, which hold
