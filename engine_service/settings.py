@@ -165,7 +165,8 @@ def _text(*, empty: bool = False) -> Callable[[str], str]:
 
 
 _URL_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
-_MISSPELT_POSTGRES = re.compile(r"postgres(?:ql)?:", re.IGNORECASE)
+_MISSPELT_POSTGRES = re.compile(r"postgres(?:ql)?(?::|//)", re.IGNORECASE)
+_USERINFO = re.compile(r"(?:^|/)[^/:@]+:[^/@]*@")  # user:password@host, its scheme lost
 _PASSWORD_PARAMETER = re.compile(r"\bpassword\s*=", re.IGNORECASE)  # libpq key=value
 
 
@@ -176,8 +177,9 @@ def _db_location(text: str) -> str:
     stopped later with "directory .../postgresq:/user:secret@host does not exist", the password
     in its log lines since only a PostgreSQL URL's is hidden. The message names the scheme
     only, never the value (it may hold a password). Refused too: a URL not at the start (kept
-    quotes, ``"postgresql://..."`` from an env file; a ``jdbc:postgresql://`` URL) and a
-    ``postgresql:`` without its ``//``, and libpq's ``host=... password=...`` form (the engine
+    quotes, ``"postgresql://..."`` from an env file; a ``jdbc:postgresql://`` URL), a
+    ``postgresql:`` without its ``//`` or a ``postgresql//`` without its colon, any
+    ``user:password@host`` left without its scheme, and libpq's ``host=... password=...`` form (the engine
     made a SQLite file of that name): no file path holds those, and they were logged as one."""
     location = _text()(text)
     scheme = _URL_SCHEME.match(location)
@@ -185,11 +187,11 @@ def _db_location(text: str) -> str:
         raise ValueError(f"must be a SQLite file's path, a postgresql:// URL or 'memory:', not a "
                          f"{scheme.group(1)}:// URL (value not shown: it may hold a password)")
     if not scheme and ("://" in location or _MISSPELT_POSTGRES.match(location)
-                       or _PASSWORD_PARAMETER.search(location)):
+                       or _USERINFO.search(location) or _PASSWORD_PARAMETER.search(location)):
         raise ValueError("must be a SQLite file's path, a postgresql:// URL or 'memory:', not a "
                          "URL that does not start with postgresql://, nor a key=value connection "
-                         "string (kept quotes, a jdbc: prefix, a missing slash, password=; value "
-                         "not shown: it may hold a password)")
+                         "string (kept quotes, a jdbc: prefix, a missing slash or colon, "
+                         "user:password@, password=; value not shown: it may hold a password)")
     return location
 
 

@@ -184,6 +184,8 @@ def test_a_url_of_another_scheme_is_refused_without_showing_it(url, tmp_path, ca
 @pytest.mark.parametrize("url", ['"postgresql://cardgames:s3cret-pw@db.internal/cardgames"',
                                  "jdbc:postgresql://db.internal/cardgames?password=s3cret-pw",
                                  "postgresql:/cardgames:s3cret-pw@db.internal/cardgames",
+                                 "postgresql//cardgames:s3cret-pw@db.internal/cardgames",
+                                 "cardgames:s3cret-pw@db.internal:5432/cardgames",
                                  "host=db.internal password=s3cret-pw dbname=cardgames"])
 def test_a_url_not_at_the_start_is_refused_without_showing_it(url, tmp_path, capsys, monkeypatch):
     """Kept quotes, a jdbc: prefix, a missing slash: "no database file at

@@ -375,6 +375,8 @@ def _db_refused_unshown(capsys, url: str) -> str:
 @pytest.mark.parametrize("url", ['"postgresql://cardgames:s3cret-pw@db.internal/cardgames"',
                                  "jdbc:postgresql://db.internal/cardgames?user=u&password=s3cret-pw",
                                  "postgresql:/cardgames:s3cret-pw@db.internal/cardgames",
+                                 "postgresql//cardgames:s3cret-pw@db.internal/cardgames",
+                                 "cardgames:s3cret-pw@db.internal:5432/cardgames",
                                  "Postgres:cardgames:s3cret-pw@db.internal",
                                  "host=db.internal user=cardgames password=s3cret-pw dbname=cardgames"])
 def test_a_db_url_not_at_the_start_or_without_its_slashes_is_refused_without_showing_it(url, capsys):
