@@ -1,0 +1,202 @@
+"""The Go route of docs/api.md ("Generating stubs in another language"), built offline from
+Debian's packages: the section's protoc command generates stubs that compile, and the example
+client in clients/go (built by its build.sh from the same command) plays against a real
+engine: it creates a Japanese Joker match with two open seats, joins both, watches, has an
+illegal action, an action out of turn and a stale one refused with their google.rpc details
+read, and submits a legal action that its watch stream reports.
+
+The toolchain and libraries are Debian's (.ci/run installs them when ``go`` is missing): Go's
+module proxy is out of this project's reach, so the code builds in GOPATH mode against
+/usr/share/gocode. A machine without them fails here, naming the packages.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from clients import cardgames_client as cg
+
+from .conftest import run
+
+ROOT = Path(__file__).resolve().parents[2]
+GO_DIR = ROOT / "clients" / "go"
+API = (ROOT / "docs" / "api.md").read_text()
+#: Where Debian's golang-*-dev packages install their sources (a GOPATH).
+DEBIAN_GOCODE = Path("/usr/share/gocode")
+#: The packages .ci/run installs; golang-github-golang-protobuf-1-5-dev is named because apt
+#: otherwise satisfies golang-google-grpc-dev with the 1.3 series, whose ptypes cannot unpack
+#: the status details into the generated (APIv2) messages.
+DEBIAN_PACKAGES = ("golang-go protobuf-compiler protoc-gen-go protoc-gen-go-grpc golang-google-grpc-dev "
+                   "golang-google-genproto-dev golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev")
+
+
+def check_go_toolchain() -> None:
+    """Fail, naming the Debian packages, unless the tools and libraries are installed."""
+    missing = [tool for tool in ("go", "protoc", "protoc-gen-go", "protoc-gen-go-grpc") if not shutil.which(tool)]
+    missing += [lib for lib in ("google.golang.org/grpc", "google.golang.org/protobuf",
+                                "google.golang.org/genproto/googleapis/rpc/errdetails", "github.com/golang/protobuf")
+                if not (DEBIAN_GOCODE / "src" / lib).is_dir()]
+    assert not missing, f"missing {missing}: apt-get install --no-install-recommends {DEBIAN_PACKAGES}"
+    # the 1.3 series has no google.golang.org/protobuf underneath: grpc's codec panics on the stubs
+    golang_protobuf = (DEBIAN_GOCODE / "src" / "github.com" / "golang" / "protobuf" / "go.mod").read_text()
+    assert "google.golang.org/protobuf" in golang_protobuf, \
+        "github.com/golang/protobuf is the 1.3 series: apt-get install golang-github-golang-protobuf-1-5-dev"
+
+
+def gopath_env(workspace: Path) -> dict[str, str]:
+    """GOPATH mode with ``workspace`` first and Debian's sources after it, never the network."""
+    return {**os.environ, "GO111MODULE": "off", "GOPATH": f"{workspace}{os.pathsep}{DEBIAN_GOCODE}",
+            "GOFLAGS": "", "GOPROXY": "off"}
+
+
+@pytest.fixture(scope="module")
+def go_build() -> subprocess.CompletedProcess:
+    """clients/go/build.sh test: the stubs generated, vetted, unit-tested, the client built.
+    One build at a time: it regenerates clients/go/gen, which another xdist worker may be
+    compiling."""
+    check_go_toolchain()
+    (GO_DIR / "build").mkdir(exist_ok=True)
+    with open(GO_DIR / "build" / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        result = subprocess.run(["sh", str(GO_DIR / "build.sh"), "test"], capture_output=True, text=True,
+                                timeout=900)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+@pytest.fixture(scope="module")
+def go_client(go_build) -> str:
+    return str(GO_DIR / "build" / "cardgames-go")
+
+
+def test_go_client_builds_and_its_unit_tests_pass(go_build):
+    """build.sh ran ``go test``: rpcerror_test.go reads every detail the engine sends (ErrorInfo,
+    the generated View, RetryInfo, RequestInfo) from a status built with them."""
+    assert re.search(r"^ok\s+example\.com/cardgames\b", go_build.stdout, re.MULTILINE), go_build.stdout
+    generated = sorted(p.name for p in (GO_DIR / "gen" / "cardgames" / "v1").iterdir())
+    protos = sorted(p.stem for p in (ROOT / "proto" / "cardgames" / "v1").glob("*.proto"))
+    services = [stem for stem in protos if "\nservice " in (ROOT / "proto" / "cardgames" / "v1" / f"{stem}.proto")
+                .read_text()]
+    assert generated == sorted([f"{s}.pb.go" for s in protos] + [f"{s}_grpc.pb.go" for s in services])
+
+
+def test_go_client_plays_against_a_real_engine(engine, go_client):
+    result = subprocess.run([go_client, "--target", engine.target], capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stdout + result.stderr
+    steps = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [s["step"] for s in steps] == ["created", "joined", "joined", "snapshot", "refused", "refused",
+                                          "submitted", "event", "refused"]
+    created, _, _, snapshot, illegal, out_of_turn, submitted, event, stale = steps
+    assert created["status"] == "MATCH_STATUS_WAITING"
+    actor = snapshot["seat"]
+    assert snapshot["phase"] == "trump_choice" and snapshot["legal"] > 0 and snapshot["hand"] > 0  # JJK-3.3
+    # an illegal action: the ErrorInfo's reason and metadata, and our x-request-id given back
+    assert (illegal["code"], illegal["reason"], illegal["domain"]) == ("FailedPrecondition", "ILLEGAL_ACTION",
+                                                                        "cardgames.v1")
+    assert illegal["seat"] == actor and illegal["metadata"] == {"action": illegal["action"]}
+    assert illegal["request_id"] == illegal["sent_request_id"] and len(illegal["request_id"]) == 32
+    assert (out_of_turn["seat"], out_of_turn["code"], out_of_turn["reason"]) == (1 - actor, "FailedPrecondition",
+                                                                                  "NOT_YOUR_TURN")
+    assert out_of_turn["metadata"] == {"to_act": str(actor)} and out_of_turn["request_id"]  # one the server made
+    # the legal action, as the watch stream reports it
+    assert submitted["seat"] == actor and submitted["seq"] == 1 and submitted["action"].startswith("trump:")
+    assert event == {"step": "event", "kind": "EVENT_KIND_ACTION", "seq": 1, "seat": actor,
+                     "action": submitted["action"], "by": "ACTOR_PLAYER"}
+    # a stale decision: ABORTED with the caller's current View as a detail
+    assert (stale["code"], stale["reason"]) == ("Aborted", "STALE_SEQUENCE")
+    assert stale["metadata"] == {"expected_seq": "0", "seq": "1"} and stale["view_seq"] == 1
+
+    async def summary():
+        async with cg.connect(engine.target) as client:
+            return await client.get_match(created["match_id"])
+
+    match = run(summary())
+    assert match.seq == 1 and match.status == cg.match_pb2.MATCH_STATUS_ACTIVE  # the refusals changed nothing
+
+
+@pytest.mark.parametrize("argv, status, text", [
+    (["--help"], 0, "-target host:port"),
+    (["--bogus"], 2, "flag provided but not defined: -bogus"),
+    (["extra"], 2, 'error: unexpected argument "extra"'),
+    (["--target", "127.0.0.1:1"], 1, "error: Unavailable"),  # nothing listens on port 1
+])
+def test_go_client_command_line(go_client, argv, status, text):
+    result = subprocess.run([go_client, *argv], capture_output=True, text=True, timeout=120)
+    assert result.returncode == status and text in result.stderr, (result.returncode, result.stderr)
+
+
+def _go_section_blocks() -> tuple[str, str]:
+    """docs/api.md's protoc command for Go, and its Debian install and build commands."""
+    gen = API[API.index("## Generating stubs in another language"):].split("\n### ", 1)[0]
+    blocks = re.findall(r"```sh\n(.*?)```", gen, re.DOTALL)
+    (generate,) = [b for b in blocks if "--go_out" in b]
+    (build,) = [b for b in blocks if "GO111MODULE=off" in b]
+    return generate, build
+
+
+def test_docs_go_commands_generate_stubs_that_compile(go_build, tmp_path):
+    """docs/api.md's protoc command for Go, run as written in a project whose import path is
+    the one its PKG names, generates a package that ``go vet`` accepts and the section's
+    ``go build`` line (GOPATH mode, ``$HOME/go`` then Debian's sources) builds into a program
+    that uses what the section names: the client, a well-known type, the error details."""
+    generate, build = _go_section_blocks()
+    (import_path,) = re.findall(r'PKG="([^;"]+);cardgamesv1"', generate)
+    package = import_path.removesuffix("/gen/cardgames/v1")
+    project = tmp_path / "go" / "src" / package
+    project.mkdir(parents=True)
+    shutil.copytree(ROOT / "proto", project / "proto")
+    done = subprocess.run(["sh", "-eu", "-c", generate], cwd=project, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (project / "gen" / "cardgames" / "v1" / "card_games_grpc.pb.go").exists()
+    (project / "main.go").write_text(f"""package main
+
+import (
+\t"fmt"
+
+\tcardgamesv1 "{import_path}"
+\t"google.golang.org/genproto/googleapis/rpc/errdetails"
+\t"google.golang.org/grpc"
+\t"google.golang.org/grpc/status"
+\t"google.golang.org/protobuf/types/known/durationpb"
+)
+
+func main() {{
+\tconn, _ := grpc.Dial("127.0.0.1:1", grpc.WithInsecure())
+\t_ = cardgamesv1.NewCardGamesServiceClient(conn)
+\treq := &cardgamesv1.CreateMatchRequest{{Game: "japanese_joker", TurnTime: durationpb.New(30e9)}}
+\tst, _ := status.New(5, "x").WithDetails(&errdetails.ErrorInfo{{Reason: "R"}}, &cardgamesv1.View{{Seq: 4}})
+\tfmt.Println(req.GetTurnTime().AsDuration(), st.Details()[0].(*errdetails.ErrorInfo).Reason,
+\t\tst.Details()[1].(*cardgamesv1.View).GetSeq())
+}}
+""")
+    vet = subprocess.run(["go", "vet", f"{package}/..."], cwd=project, env=gopath_env(tmp_path / "go"),
+                         capture_output=True, text=True, timeout=600)
+    assert vet.returncode == 0, vet.stdout + vet.stderr
+    go_line = build.strip().splitlines()[-1]
+    assert go_line.startswith("GO111MODULE=off") and "apt-get" in build
+    cache = subprocess.run(["go", "env", "GOCACHE"], capture_output=True, text=True, check=True).stdout.strip()
+    env = {**os.environ, "HOME": str(tmp_path), "GOCACHE": cache}  # the same build cache: no cold build
+    done = subprocess.run(["sh", "-eu", "-c", go_line], cwd=project, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    ran = subprocess.run([str(project / package.rsplit("/", 1)[1])], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0 and ran.stdout.strip() == "30s R 4", ran.stdout + ran.stderr
+
+
+def test_the_debian_packages_are_the_same_everywhere():
+    """.ci/run installs, and docs/api.md and clients/go/README.md tell readers to install, the
+    packages this test needs: one list, golang-github-golang-protobuf-1-5-dev included."""
+    ci = (ROOT / ".ci" / "run").read_text()
+    expected = set(DEBIAN_PACKAGES.split())
+    assert set(" ".join(re.findall(r'packages="\$packages ([^"]+)"', ci)).split()) == expected
+    for text in (API, (GO_DIR / "README.md").read_text()):
+        (command,) = re.findall(r"apt-get install --no-install-recommends ((?:[\w.-]+ *(?:\\\n *)?)+)", text)
+        assert set(command.replace("\\", " ").split()) == expected
