@@ -15,9 +15,10 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(PY) -m engine_service serve
 
-# tests/postgres_env.sh: a PostgreSQL server for the PostgreSQL store's tests (see the file)
+# tests/system_tools.sh: Debian's packages some tests run (promtool, Go), installed when missing;
+# tests/postgres_env.sh: a PostgreSQL server for the PostgreSQL store's tests (see the files)
 test: $(STAMP)
-	. tests/postgres_env.sh && $(PY) -m pytest -q -n 2
+	. tests/system_tools.sh && . tests/postgres_env.sh && $(PY) -m pytest -q -n 2
 
 bench: $(STAMP)
 	$(PY) bench/rules_playouts.py

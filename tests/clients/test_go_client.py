@@ -5,7 +5,7 @@ engine: it creates a Japanese Joker match with two open seats, joins both, watch
 illegal action, an action out of turn and a stale one refused with their google.rpc details
 read, and submits a legal action that its watch stream reports.
 
-The toolchain and libraries are Debian's (.ci/run installs them when ``go`` is missing): Go's
+The toolchain and libraries are Debian's (``make test`` installs them as root when ``go`` is missing: tests/system_tools.sh): Go's
 module proxy is out of this project's reach, so the code builds in GOPATH mode against
 /usr/share/gocode. A machine without them fails here, naming the packages.
 """
@@ -31,7 +31,7 @@ GO_DIR = ROOT / "clients" / "go"
 API = (ROOT / "docs" / "api.md").read_text()
 #: Where Debian's golang-*-dev packages install their sources (a GOPATH).
 DEBIAN_GOCODE = Path("/usr/share/gocode")
-#: The packages .ci/run installs; golang-github-golang-protobuf-1-5-dev is named because apt
+#: The packages tests/system_tools.sh installs; golang-github-golang-protobuf-1-5-dev is named because apt
 #: otherwise satisfies golang-google-grpc-dev with the 1.3 series, whose ptypes cannot unpack
 #: the status details into the generated (APIv2) messages.
 DEBIAN_PACKAGES = ("golang-go protobuf-compiler protoc-gen-go protoc-gen-go-grpc golang-google-grpc-dev "
@@ -192,11 +192,11 @@ func main() {{
 
 
 def test_the_debian_packages_are_the_same_everywhere():
-    """.ci/run installs, and docs/api.md and clients/go/README.md tell readers to install, the
+    """tests/system_tools.sh installs, and docs/api.md and clients/go/README.md tell readers to install, the
     packages this test needs: one list, golang-github-golang-protobuf-1-5-dev included."""
-    ci = (ROOT / ".ci" / "run").read_text()
+    tools = (ROOT / "tests" / "system_tools.sh").read_text()
     expected = set(DEBIAN_PACKAGES.split())
-    assert set(" ".join(re.findall(r'packages="\$packages ([^"]+)"', ci)).split()) == expected
+    assert set(" ".join(re.findall(r'cardgames_packages="\$cardgames_packages ([^"]+)"', tools)).split()) == expected
     for text in (API, (GO_DIR / "README.md").read_text()):
         (command,) = re.findall(r"apt-get install --no-install-recommends ((?:[\w.-]+ *(?:\\\n *)?)+)", text)
         assert set(command.replace("\\", " ").split()) == expected

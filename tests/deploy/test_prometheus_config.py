@@ -18,7 +18,7 @@ PROMETHEUS = DEPLOY / "prometheus"
 @pytest.fixture(scope="module")
 def promtool() -> str:
     path = shutil.which("promtool")
-    assert path, "promtool is missing: install the Debian package 'prometheus' (see .ci/run)"
+    assert path, "promtool is missing: install the Debian package 'prometheus' (make test installs it as root: tests/system_tools.sh)"
     return path
 
 

@@ -69,7 +69,7 @@ async def play_a_match(target: str) -> None:
 @pytest.fixture
 def prometheus_binary() -> str:
     path = shutil.which("prometheus")
-    assert path, "the prometheus binary is missing: install the Debian package 'prometheus' (see .ci/run)"
+    assert path, "the prometheus binary is missing: install the Debian package 'prometheus' (make test installs it as root: tests/system_tools.sh)"
     return path
 
 
