@@ -355,9 +355,10 @@ class Store(ABC):
 
     @abstractmethod
     async def ping(self) -> None:
-        """One round trip through the path a write takes (its transaction and, where the
-        store has one, its ownership check) that changes nothing: StoreError when the
-        database would refuse a write now. Asked only while an outage of the absence
+        """One round trip through what a write goes through first, changing nothing (SQLite:
+        an empty transaction, the write lock, the file check and the commit; PostgreSQL: the
+        ownership check and a pooled connection's answer): StoreError when the database would
+        refuse a write now. Asked only while an outage of the absence
         writes is open and nothing else is written that would say whether it is over
         (MatchManager._touch_absences): never on a healthy engine's path."""
 
