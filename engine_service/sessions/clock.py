@@ -429,9 +429,10 @@ class MatchClock:
     def _absence_retry_ended(self, m: LiveMatch, slot: SeatSlot) -> None:
         """A seat's writer stopped without landing its write (the match ended, the engine
         drains, its rows are gone): it is no longer pending, and the outage ends if a write
-        landed meanwhile and no other is pending; else it stays open, so that the next failure
-        (within ``ABSENCE_OUTAGE_SUMMARY_S``: :meth:`_absence_write_failed`) is not said as a
-        new outage and the next write that lands says it is over."""
+        landed meanwhile and no other is pending; else it stays open, quiet, so that the next
+        failure (within ``ABSENCE_OUTAGE_SUMMARY_S``: :meth:`_absence_write_failed`) is not
+        said as a new outage, and the next write that lands, or the heartbeat's first write or
+        probe that the database answers (:meth:`database_answered`), says it is over."""
         outage = self._absence_outage
         if outage is not None and (m.match_id, slot.seat) in outage.pending:
             outage.pending.discard((m.match_id, slot.seat))
@@ -441,9 +442,36 @@ class MatchClock:
         outage = self._absence_outage
         if outage is None or outage.pending or not outage.landed:
             return
+        self._end_absence_outage()
+
+    def _end_absence_outage(self) -> None:
+        outage = self._absence_outage
+        assert outage is not None
         self._absence_outage = None
         log.info("absence_writes_recovered", outage_s=round(asyncio.get_running_loop().time() - outage.started, 1),
                  failed_writes=outage.failures, landed=outage.landed)
+
+    @property
+    def absence_outage_quiet(self) -> bool:
+        """An outage of the absence writes is open with none of them being tried again (they
+        ended unwritten: :meth:`_absence_retry_ended`): no write of its own will say when the
+        database is back, the heartbeat does (:meth:`database_answered`)."""
+        return self._absence_outage is not None and not self._absence_outage.pending
+
+    def database_answered(self) -> None:
+        """The database took a write or a probe (the heartbeat's, MatchManager._touch_absences):
+        a quiet outage of the absence writes is over now (``absence_writes_recovered``, its
+        ``outage_s`` ending here). It used to stay open until the next absence write landed,
+        perhaps hours later, its quiet time counted as outage; and a failure a minute later
+        dropped it unsaid. An outage with writes pending ends when they land, as before."""
+        if self.absence_outage_quiet:
+            self._end_absence_outage()
+
+    def database_failed(self) -> None:
+        """The heartbeat's write or probe failed: a quiet outage of the absence writes goes
+        on (the next write that fails continues it, however long after: not a new outage)."""
+        if self._absence_outage is not None:
+            self._absence_outage.last_failure = asyncio.get_running_loop().time()
 
     def stored(self, m: LiveMatch, slot: SeatSlot, record: tuple[float | None, bool]) -> None:
         """The store holds ``record`` (away_since, taken_over) for ``slot``: written, or read

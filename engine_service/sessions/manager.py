@@ -367,7 +367,7 @@ class MatchManager:
         """Every ``absence_heartbeat_s`` while some player's grace window runs, record that
         the engine still serves (Store.touch_absences): what a restart after a crash takes
         as the time the engine stopped (:meth:`_rearm`). Nothing is written while nobody is
-        away. A failure is logged and tried again at the next beat; so is a beat that raises
+        away (only asked, while an outage is open: :meth:`_touch_absences`). A failure is logged and tried again at the next beat; so is a beat that raises
         something else than a StoreError (a bug), as the sweeper does: it used to end the
         heartbeat for good, silently, and a crash afterwards counted the time away only up
         to that beat (the players got the rest of the engine's run as a longer window).
@@ -389,14 +389,25 @@ class MatchManager:
         # and whose player is away now: one back whose return is still being written (a slow
         # store) is not recorded away meanwhile, which a crash before that write landed counted
         seats = [key for key, (m, slot) in running.items() if m.active and slot.away_since is not None]
-        if not seats:
+        # with nobody away, nothing is written; but while an outage is open (this heartbeat's,
+        # or the absence writes' with none of them left to land) the beat asks the database
+        # whether it answers (Store.ping): the outage is said over when it is back, not at the
+        # next write that happens to come, with all the quiet time in between as outage_s
+        if not seats and self._heartbeat_outage is None and not self._clock.absence_outage_quiet:
             return
         now = asyncio.get_running_loop().time()
         try:
-            await self._store.touch_absences(seats, self._clock.wall())
+            if seats:
+                await self._store.touch_absences(seats, self._clock.wall())
+            else:
+                await self._store.ping()
         except Exception as exc:
-            self._heartbeat_failed(exc, seats=len(seats))
+            if isinstance(exc, StoreError):  # (a bug in the beat says nothing of the database)
+                self._clock.database_failed()
+            if seats or self._heartbeat_outage is not None:
+                self._heartbeat_failed(exc, seats=len(seats))
             return
+        self._clock.database_answered()
         if self._heartbeat_outage is not None:
             log.info("absence_heartbeat_recovered", seats=len(seats),
                      outage_s=round(now - self._heartbeat_outage[0], 1))
@@ -406,7 +417,8 @@ class MatchManager:
         """A beat failed; the next one runs all the same. A database outage fails every beat
         (every absence_heartbeat_s), and so does a bug: said at the first failure, then at
         most every ABSENCE_OUTAGE_SUMMARY_S with the beats failed since, as the absence writes
-        are (MatchClock), and once when a beat lands again (:meth:`_touch_absences`). A
+        are (MatchClock), and once when a beat lands again, or finds the database answering
+        with nobody away (:meth:`_touch_absences`). A
         StoreError is a warning; anything else is a bug, said at error (it was an error line
         every beat, 720 an hour, for as long as the bug lasted)."""
         now = asyncio.get_running_loop().time()

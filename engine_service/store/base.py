@@ -354,6 +354,15 @@ class Store(ABC):
         seat not recorded away, or not stored, is left alone."""
 
     @abstractmethod
+    async def ping(self) -> None:
+        """One round trip through what a write goes through first, changing nothing (SQLite:
+        an empty transaction, the write lock, the file check and the commit; PostgreSQL: the
+        ownership check and a pooled connection's answer): StoreError when the database would
+        refuse a write now. Asked only while an outage of the absence
+        writes is open and nothing else is written that would say whether it is over
+        (MatchManager._touch_absences): never on a healthy engine's path."""
+
+    @abstractmethod
     async def set_status(self, match_id: str, status: str, result: Mapping[str, Any] | None = None,
                          ended_at: float | None = None, deal_commitments: Sequence[str] = ()) -> None:
         """Change a match's status (and record its result and its deals' commitments when it

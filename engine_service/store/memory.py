@@ -115,6 +115,9 @@ class MemoryStore(Store):
                                   taken_over=bool(taken_over) and away_since is not None)
             row.record = replace(row.record, seats=tuple(seats))
 
+    async def ping(self) -> None:
+        self._check()
+
     async def touch_absences(self, seats: Sequence[tuple[str, int]], at: float) -> None:
         with self._timer.write("touch_absences"):
             self._check()

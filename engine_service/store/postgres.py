@@ -998,6 +998,16 @@ class PostgresStore(Store):
                 raise UnknownMatch(f"no seat {seat} in match {match_id!r}")
         await self._write("save_absence", fn)
 
+    async def ping(self) -> None:
+        # what a write checks first (_write), then a pooled connection's round trip; not
+        # counted in the metrics: a probe during an outage the failed writes counted already
+        owner = self._owner
+        if owner is not None and not owner.held:
+            raise StoreError(f"ping refused: this engine does not hold {self.where} now "
+                             "(lost to another engine, or being re-checked)")
+        async with self._connection("ping") as conn:
+            await conn.execute("SELECT 1")
+
     async def touch_absences(self, seats: Sequence[tuple[str, int]], at: float) -> None:
         if not seats:
             return

@@ -433,6 +433,20 @@ def _ts_section() -> tuple[str, str]:
     return yaml, code
 
 
+def test_the_typescript_section_names_the_versions_clients_ts_locks():
+    """docs/api.md says which versions of the Connect and protobuf-es packages its TypeScript
+    section was checked with; they are clients/ts's locked ones (an upgrade of the lock
+    without the page, or the reverse, fails here)."""
+    lock = json.loads((TS_DIR / "package-lock.json").read_text())["packages"]
+    section = API[API.index("### TypeScript with protobuf-es and Connect"):]
+    said = " ".join(section[:section.index("```ts")].split())  # the page's line breaks aside
+    for first, second in (("@connectrpc/connect", "@connectrpc/connect-node"),
+                          ("@bufbuild/protobuf", "@bufbuild/protoc-gen-es")):
+        version = lock[f"node_modules/{first}"]["version"]
+        assert lock[f"node_modules/{second}"]["version"] == version, (first, second)
+        assert f"`{first}` and `{second}` {version}" in said, (first, version)
+
+
 def test_typescript_section_imports_what_its_buf_gen_yaml_generates():
     """docs/api.md's buf.gen.yaml takes its inputs from this repository, and every generated
     module its TypeScript client imports (``./gen/<path>_pb.js``) comes from a .proto of those

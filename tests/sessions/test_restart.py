@@ -677,6 +677,72 @@ def test_a_heartbeat_outage_is_said_at_its_start_as_a_summary_and_at_its_end(tmp
     assert recovered[0]["outage_s"] >= failed[-1]["outage_s"]
 
 
+def test_a_heartbeat_outage_that_ends_while_nobody_is_away_is_said_over_when_the_database_answers(
+        tmp_path, monkeypatch):
+    """The player away comes back during the outage, then the database does. A beat with
+    nobody away wrote nothing and said nothing, so the outage was said over only at the next
+    beat that had someone away, perhaps hours later, its outage_s counting all the quiet time.
+    Now a beat with nobody away asks the database (Store.ping) while an outage is open: its
+    failures are counted as failed beats (seats 0), and the first answer ends the outage
+    (absence_heartbeat_recovered, seats 0, outage_s ending then). Nothing is asked once it is
+    over."""
+    from structlog.testing import capture_logs
+
+    from engine_service.sessions import manager as manager_module
+    from engine_service.store import StoreError
+
+    monkeypatch.setattr(manager_module, "ABSENCE_OUTAGE_SUMMARY_S", 0.1)
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        mgr = sqlite_manager(tmp_path / "m.sqlite3", time_scale=1.0, absence_heartbeat_s=0.02)
+        match_id, tokens, streams = await _join_and_watch(mgr, "klaberjass")
+        store = mgr._store
+        real_touch, real_ping = store.touch_absences, store.ping
+        down, first_failure, pings = [True], [], []
+
+        async def touch(seats, at):
+            if down[0]:
+                first_failure.append(loop.time())
+                raise StoreError("the database is unreachable")
+            await real_touch(seats, at)
+
+        async def ping():
+            pings.append(down[0])
+            if down[0]:
+                raise StoreError("the database is unreachable")
+            await real_ping()
+
+        store.touch_absences, store.ping = touch, ping
+        try:
+            with capture_logs() as logs:
+                await streams[0].aclose()
+                await until(lambda: first_failure, timeout=10)
+                assert not pings  # someone is away: the beat writes, it does not ask
+                back = mgr.watch(match_id, mgr.authenticate(match_id, tokens[0]), -1)
+                await back.__anext__()  # nobody away now
+                await until(lambda: any(e["event"] == "absence_heartbeat_failed" and e["seats"] == 0
+                                        for e in logs), timeout=10)
+                down[0] = False
+                up = loop.time()
+                await until(lambda: any(e["event"] == "absence_heartbeat_recovered" for e in logs), timeout=10)
+                said = loop.time()
+                asked = len(pings)
+                await asyncio.sleep(0.3)  # 15 beats, nobody away, no outage
+                return logs, first_failure[0], up, said, asked, len(pings)
+        finally:
+            await mgr.close()
+
+    logs, start, up, said, asked, asked_later = run(go())
+    [recovered] = [e for e in logs if e["event"] == "absence_heartbeat_recovered"]
+    assert recovered["seats"] == 0
+    # the quiet downtime is part of the outage; the time after the database answered is not
+    assert up - start - 0.1 <= recovered["outage_s"] <= said - start + 0.1, (recovered, up - start, said - start)
+    assert asked >= 2 and asked_later == asked
+    failed = [e for e in logs if e["event"] == "absence_heartbeat_failed"]
+    assert failed[0]["seats"] == 1 and failed[0]["failed_beats"] == 1
+
+
 @pytest.mark.parametrize("tamper", [{"game": "no_such_game"}, {"options": {"kl_target_score": "many"}}])
 def test_a_stored_match_this_program_cannot_read_is_corrupt_not_a_bad_request(tamper):
     """A stored record naming an unknown game or options the game refuses (written by another

@@ -1219,16 +1219,27 @@ def test_a_bot_move_the_store_refuses_is_tried_again_once_per_period(monkeypatch
 
 
 class FailingAbsences(MemoryStore):
-    """A store whose absence writes fail while ``broken`` (the database down), counted."""
+    """A store whose absence writes fail while ``broken`` (the database down), counted; so do
+    the heartbeat's probes (``pings``: whether each was refused)."""
 
     broken = False
     refused = 0
+
+    def __init__(self):
+        super().__init__()
+        self.pings: list[bool] = []
 
     async def save_absence(self, match_id, seat, away_since, taken_over=False, away_seen=None):
         if self.broken:
             self.refused += 1
             raise StoreError("the database is unreachable")
         return await super().save_absence(match_id, seat, away_since, taken_over, away_seen=away_seen)
+
+    async def ping(self):
+        self.pings.append(self.broken)
+        if self.broken:
+            raise StoreError("the database is unreachable")
+        await super().ping()
 
 
 def test_absence_writes_during_an_outage_say_it_once_then_a_summary_then_its_end(monkeypatch):
@@ -1282,12 +1293,13 @@ def test_absence_writes_during_an_outage_say_it_once_then_a_summary_then_its_end
 def _outage_across_two_matches(quiet_s: float):
     """A match whose seats' absence writes fail is terminated during the outage (its writes end
     unwritten); ``quiet_s`` later a second match's writes fail too, then the store takes them.
-    Returns the absence_write* events said up to the first match's end, and all of them."""
+    Returns the absence_write* events said up to the first match's end, and all of them. No
+    heartbeat beats meanwhile (it would ask the database whether it is back: the tests below)."""
     store = FailingAbsences()
     store.broken = True
 
     async def go():
-        async with manager(config(time_scale=1000.0), store=store) as mgr:
+        async with manager(config(time_scale=1000.0, absence_heartbeat_s=3600.0), store=store) as mgr:
             with capture_logs() as logs:
                 first, _ = await open_match(mgr, "japanese_joker")
                 await until(lambda: store.refused >= 4, timeout=10)
@@ -1336,3 +1348,88 @@ def test_an_outage_left_open_and_quiet_for_a_while_is_not_the_next_failures_outa
     assert second["error"] == "the database is unreachable", said
     # the quiet second is no part of the second outage
     assert all(e["outage_s"] < 0.9 for e in said if "outage_s" in e), said
+
+
+def _quiet_outage(store, *, then=None):
+    """The absence writes of a match fail, and the match is terminated during the outage: its
+    writes end unwritten, none is pending, the outage is open and quiet. ``then(mgr)`` runs
+    once a few of the heartbeat's probes have been refused, before the database comes back.
+    Returns the absence_write* events, the loop time of the first refused write, of the
+    database's return and of the last event said."""
+    store.broken = True
+    failures = []
+    save_absence = store.save_absence
+
+    async def failing(*args, **kwargs):
+        if store.broken and not failures:
+            failures.append(asyncio.get_running_loop().time())
+        return await save_absence(*args, **kwargs)
+
+    store.save_absence = failing
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        async with manager(config(time_scale=1000.0, absence_heartbeat_s=0.05), store=store) as mgr:
+            with capture_logs() as logs:
+                first, _ = await open_match(mgr, "japanese_joker")
+                await until(lambda: store.refused >= 4, timeout=10)
+                slots = mgr._matches[first].seats
+                await mgr.terminate_match(first, "ended during the outage")
+                await until(lambda: all(s.absence_task is None for s in slots), timeout=10)
+                await until(lambda: sum(store.pings) >= 8, timeout=10)  # 0.4 s of refused probes
+                if then is not None:
+                    await then(mgr)
+                store.broken = False
+                up = loop.time()
+                await until(lambda: any(e["event"] == "absence_writes_recovered" for e in logs), timeout=10)
+                said = loop.time()
+            return [e for e in logs if e["event"].startswith("absence_write")], failures[0], up, said
+
+    return run(go())
+
+
+def test_a_quiet_absence_write_outage_is_said_over_when_the_database_answers(monkeypatch):
+    """An outage whose writes all ended unwritten stayed open until some absence write landed
+    (perhaps hours later, its outage_s counting the quiet time), or was dropped unsaid by a
+    failure a minute later. The heartbeat now asks the database while such an outage is open:
+    refused, it stays open; answered, absence_writes_recovered is said then (landed 0), its
+    outage_s ending at the database's return."""
+    from engine_service.sessions import clock
+
+    monkeypatch.setattr(clock, "RETRY_AFTER_STORE_FAILURE_S", 0.02)
+    store = FailingAbsences()
+    said, start, up, end = _quiet_outage(store)
+    assert [e["event"] for e in said] == ["absence_writes_failing", "absence_writes_recovered"], said
+    recovered = said[-1]
+    assert recovered["landed"] == 0 and recovered["failed_writes"] == store.refused
+    assert up - start - 0.1 <= recovered["outage_s"] <= end - start + 0.1, (recovered, up - start, end - start)
+    asked = len(store.pings)
+
+    # and nothing is asked of a database with no outage open (no away seat: nothing written)
+    async def quiet():
+        async with manager(config(time_scale=1000.0, absence_heartbeat_s=0.02), store=store):
+            await asyncio.sleep(0.3)
+    run(quiet())
+    assert len(store.pings) == asked
+
+
+def test_a_quiet_outage_whose_database_stays_down_is_the_next_failures_outage(monkeypatch):
+    """The database refuses the heartbeat's probes for longer than ABSENCE_OUTAGE_SUMMARY_S
+    while the outage is quiet: a write that fails after it is the same outage, not a new one
+    (a second absence_writes_failing, the first outage never said over)."""
+    from engine_service.sessions import clock
+
+    monkeypatch.setattr(clock, "RETRY_AFTER_STORE_FAILURE_S", 0.02)
+    monkeypatch.setattr(clock, "ABSENCE_OUTAGE_SUMMARY_S", 0.3)
+    store = FailingAbsences()
+
+    async def second_match(mgr):
+        refused = store.refused
+        await open_match(mgr, "japanese_joker")
+        await until(lambda: store.refused >= refused + 4, timeout=10)
+
+    said, _, _, _ = _quiet_outage(store, then=second_match)
+    assert [e["event"] for e in said if e["event"] != "absence_writes_still_failing"] == [
+        "absence_writes_failing", "absence_writes_recovered"], said
+    assert said[-1]["landed"] == 2  # the second match's two seats
+    assert said[-1]["outage_s"] >= 0.3  # the refused probes' time is part of it

@@ -91,6 +91,45 @@ def test_a_stopped_server_fails_calls_at_once_and_the_store_reconnects_when_it_i
     assert reacquired["refused_s"] >= 8
 
 
+def test_a_ping_is_refused_while_the_server_is_down_and_answers_only_once_writes_would_land(cluster):
+    """Store.ping, the heartbeat's probe during an outage (MatchManager._touch_absences): a
+    StoreError at once while the server is down (a beat does not hang on it); once it
+    answers again, a write lands at once too, so that the outage it says over
+    (absence_heartbeat_recovered) is over for writes (the ownership's part: test_postgres)."""
+    async def go():
+        st = PostgresStore(cluster.url(), Metrics())
+        await st.open()
+        try:
+            await st.create_match(record(status="active"))
+            await st.ping()
+            with capture_logs():
+                await asyncio.to_thread(cluster.stop, "fast")
+                refused = []
+                for _ in range(3):
+                    started = time.monotonic()
+                    with pytest.raises(StoreError) as failed:
+                        await st.ping()
+                    refused.append((time.monotonic() - started, str(failed.value)))
+                    await asyncio.sleep(0.2)
+                await asyncio.to_thread(cluster.start)
+                started = time.monotonic()
+                while True:
+                    try:
+                        await st.ping()
+                        break
+                    except StoreError:
+                        assert time.monotonic() - started < 10, "no answer within 10 s"
+                        await asyncio.sleep(0.05)
+                await st.append_action("m1", _action(1))  # at once: no StoreError
+            return refused, await st.load_match("m1")
+        finally:
+            await st.close()
+
+    refused, stored = asyncio.run(go())
+    assert max(s for s, _ in refused) < 1.5, refused
+    assert [a.seq for a in stored.actions] == [1]
+
+
 def test_after_a_server_restart_a_second_engine_that_took_the_lock_is_not_written_beside(cluster):
     """The server restarts (every session ends, the ownership lock with them) and a second
     engine, waiting for the lock, takes it first. The first engine's next write fails on its

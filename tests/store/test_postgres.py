@@ -432,3 +432,30 @@ def test_the_absence_heartbeat_is_one_statement_whatever_the_number_of_seats(pg_
     assert statements == 1
     for m in stored:
         assert [(s.away_since, s.away_seen) for s in m.record.seats] == [(100.0, 130.0), (None, None)]
+
+
+def test_a_ping_is_refused_whenever_a_write_would_be_for_the_ownership(pg_url):
+    """Store.ping (the heartbeat's probe during an outage) makes a write's first check: while
+    this engine does not hold its database (here: the lock taken again, its restoration under
+    way), a write is refused, and so is the ping, though a connection would answer: an
+    outage is not said over (absence_heartbeat_recovered) while writes are still refused."""
+    async def go():
+        st = PostgresStore(pg_url)
+        await st.open()
+        try:
+            await st.create_match(record())
+            st._owner._restoring = True  # held is False; the server answers all along
+            errors = []
+            for call in (lambda: st.append_action("m1", ActionRecord(1, 0, "pass")), st.ping):
+                try:
+                    await call()
+                except StoreError as exc:
+                    errors.append(str(exc))
+            st._owner._restoring = False
+            await st.ping()
+            return errors
+        finally:
+            await st.close()
+
+    errors = run(go())
+    assert len(errors) == 2 and "ping refused" in errors[1], errors

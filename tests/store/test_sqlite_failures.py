@@ -395,6 +395,35 @@ def test_a_database_file_deleted_or_replaced_under_the_store_is_refused_and_resc
         assert at_path == {"m1": ("waiting", ["", ""], [], [(1, "pass")])}
 
 
+def test_a_ping_is_refused_as_a_write_is_when_the_database_file_was_deleted(tmp_path):
+    """The heartbeat's probe (Store.ping) takes the path a write takes (its transaction, the
+    check that the file is still the one opened, the commit), not a read's: a database whose
+    writes are refused must not be said back (absence_heartbeat_recovered) by a probe that a
+    read on the file still held open would answer."""
+    path = tmp_path / "db.sqlite3"
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        await st.create_match(record("m1"))
+        await st.ping()
+        os.remove(path)
+        with capture_logs():
+            try:
+                await st.ping()
+            except StoreError as exc:
+                refused = exc
+            else:
+                refused = None
+        read = await st.load_match("m1")  # reads go on
+        await st.close()
+        return refused, read
+
+    refused, read = run(go())
+    assert isinstance(refused, StoreError) and "was deleted while the engine had it open" in str(refused)
+    assert read is not None
+
+
 def test_a_deleted_wal_is_made_again_and_what_was_acknowledged_survives_a_crash(tmp_path):
     """The WAL and its index deleted under an open store ("temporary files"): SQLite goes on
     appending commits to the WAL it holds open, which a restart after a crash cannot read,

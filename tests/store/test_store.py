@@ -700,6 +700,27 @@ def test_the_database_file_and_its_volume_are_measured_for_sqlite_only(kind, mak
     run(go())
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_ping_answers_on_an_open_store_writes_nothing_and_is_refused_once_closed(kind, make):
+    """Store.ping: the heartbeat's question while an outage of the absence writes is open and
+    nobody is away (MatchManager._touch_absences). It answers while the store would take a
+    write, changes nothing, and is a StoreError when it would not (closed here)."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record())
+        before = await st.list_matches()
+        await st.ping()
+        after = await st.list_matches()
+        await st.close()
+        with pytest.raises(StoreError):
+            await st.ping()
+        return before, after
+
+    before, after = run(go())
+    assert before == after and len(after) == 1
+
+
 def test_closed_store_refuses_work(tmp_path, pg_url):
     async def go():
         for st in (MemoryStore(), SqliteStore(tmp_path / "x.db"), PostgresStore(pg_url)):
