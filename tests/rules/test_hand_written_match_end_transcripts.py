@@ -34,6 +34,10 @@ match-end rule, checked through ``python -m engine_service replay --check``.
   defender's forced AC takes the last trick (JJ-6.3): 20 against 90; the declarer enters his 90
   (JJ-9.3a), below 140: game 2 and the rubber, 300 above in that deal (JJ-10.3); one rubber is
   the match (JJ-10.5), winner seat 1.
+
+Around them: a deal or a step after the match end is refused at its place; the Klaberjass deals
+replayed under ``kl_dealer_rotation`` same_dealer and ``kl_throw_in_redealer`` other; a
+transcript stopped inside a deal totals the scored deals only (NOTATION 3).
 """
 
 from __future__ import annotations
@@ -252,3 +256,53 @@ def test_a_refused_round_two_schmeiss_leaves_no_pass_and_no_turn_up_suit():
         assert _checks_out(data) == (
             f'deal 1 step 4: action differs: expected "{action}", actual "rejected: {action} is not a '
             'legal action now; legal now: name:H, name:D, name:C"')
+
+
+def _mirrored(deal: dict) -> dict:
+    """The same Klaberjass deal with the seats' roles swapped: the deck is dealt by role (dealer,
+    elder), so only the seats of the steps and of the result change."""
+    mirrored = copy.deepcopy(deal)
+    mirrored["expect"]["dealer"] = 1 - deal["expect"]["dealer"]
+    for step in mirrored["steps"]:
+        step["seat"] = 1 - step["seat"]
+    result = mirrored["result"]
+    if not result["thrown_in"]:
+        result["maker"] = 1 - result["maker"]
+        for key in ("melds", "card_points", "bonuses", "scored"):
+            result[key] = result[key][::-1]
+    return mirrored
+
+
+def test_same_dealer_after_a_played_deal_and_the_other_after_a_throw_in():
+    """``kl_dealer_rotation`` same_dealer and ``kl_throw_in_redealer`` other (KL-2.2, KL-A5,
+    KL-A6): dealers 1 (schmeiss accepted: thrown in), 0 (played), 0 again, four passes (thrown
+    in, KL-3.5), 1 (played), 1 again. 193 each stays under 400: the match goes on."""
+    base = klaberjass()
+    accepted, played = base["deals"]
+    r1, r2 = "take pass schmeiss", "name:H name:D name:C pass schmeiss"
+    passes = {"deck": accepted["deck"], "expect": {"dealer": 0}, "steps": [
+        _step(1, r1, "pass"), _step(0, r1, "pass"), _step(1, r2, "pass"), _step(0, r2, "pass")],
+        "result": {"thrown_in": True}}
+    data = {**base, "options": {**base["options"], "kl_target_score": 400, "kl_dealer_rotation": "same_dealer",
+                                "kl_throw_in_redealer": "other"},
+            "deals": [accepted, _mirrored(played), passes, played,
+                      {"deck": accepted["deck"], "expect": {"dealer": 1}, "steps": []}],
+            "result": {"totals": [193, 193], "winners": [], "over": False}}
+    assert _checks_out(data) is None
+    del data["options"]["kl_throw_in_redealer"]
+    assert _checks_out(data) == "deal 1: expect.dealer differs: expected 0, actual 1"
+
+
+@pytest.mark.parametrize("game", TRANSCRIPTS)
+def test_a_transcript_stopped_inside_a_deal_totals_the_scored_deals_only(game):
+    """NOTATION 3: "when the transcript stops inside a deal, the totals of the deals already
+    scored", although the melds of the deal under way are already settled (KL-5.7, JJ-5.8)."""
+    data = TRANSCRIPTS[game]()
+    last = data["deals"][-1]
+    last["steps"] = last["steps"][:12]
+    del last["result"]
+    data["result"] = {"klaberjass": {"totals": [0, 0], "winners": [], "over": False},
+                      "japanese_joker": {"totals": [0, 0], "winners": [], "over": False},
+                      "jojotte": {"totals": {"below": [0, 280], "above": [0, 100], "games_won": [0, 1]},
+                                  "winners": [], "over": False}}[game]
+    assert _checks_out(data) is None
