@@ -34,6 +34,16 @@ match-end rule, checked through ``python -m engine_service replay --check``.
   defender's forced AC takes the last trick (JJ-6.3): 20 against 90; the declarer enters his 90
   (JJ-9.3a), below 140: game 2 and the rubber, 300 above in that deal (JJ-10.3); one rubber is
   the match (JJ-10.5), winner seat 1.
+* Georgian Joker (``deal_schedule`` nines, ``high_joker_lead_trumpable``, ``khishti_penalty``
+  "500"): 16 nine-card deals, the same deck each time, dealt from the forehand, who moves left
+  with the dealer (GJ-2.3, GJ-3.5), so the play repeats rotated. The forehand, with ``X1 AS KS``,
+  names hearts (GJ-3.5); bids 1, 8, 0, and the dealer may not bid 0 (GJ-4.3): 1. The forehand's
+  ``high`` joker lead naming spades: the void must trump (GJ-5.8), the spade holder gives his
+  highest (GJ-5.4), and the trump wins under the option (GJ-6.6); a following ``high`` joker
+  beats the trump ace (GJ-6.1); a void trumps with any trump (GJ-5.3); the trump holder takes
+  the rest. Scores 100, 450, 50 and the dealer's khishti -500 (GJ-7.2 to GJ-7.4). The dealer
+  misses every deal, so nobody qualifies: premium and moshla zeros after each pulka (GJ-8.5,
+  NOTATION 4); 400 each, all four winners (GJ-9.3) after the 16th deal (GJ-9.1).
 
 Around them: a deal or a step after the match end is refused at its place; the Klaberjass deals
 replayed under ``kl_dealer_rotation`` same_dealer and ``kl_throw_in_redealer`` other; a
@@ -173,7 +183,66 @@ def jojotte() -> dict:
             "result": {"totals": {"below": [0, 420], "above": [0, 400], "games_won": [0, 2]}, "winners": [1], "over": True}}
 
 
-TRANSCRIPTS = {"japanese_joker": japanese_joker, "klaberjass": klaberjass, "jojotte": jojotte}
+def _rot(by_role: list[int], f: int) -> list[int]:
+    """Per-seat values from per-role ones (role 0 the forehand ``f``)."""
+    return [by_role[(seat - f) % 4] for seat in range(4)]
+
+
+def _gj_deal(f: int) -> dict:
+    # deal_schedule nines: deck[k] goes to seat (f + k) mod 4, f the forehand, the first twelve
+    # before the trump choice (GJ-3.5); hands are by role, counted from the forehand, so every deal
+    # uses the same deck and the same play, rotated.
+    hands = ["X1 AS KS X2 QS JS TS 9S 8S", "AH KH QH JH TH 9H 8H 7H 6H",
+             "AD KD QD JD TD 9D 8D 7D 6D", "7S AC KC QC JC TC 9C 8C 7C"]
+    cards = [h.split() for h in hands]
+    deck = [cards[k % 4][k // 4] for k in range(36)]
+    bids = " ".join(f"bid:{b}" for b in range(10))
+    jokers = " ".join(f"play:{j}:{m}:{s}" for j in ("X1", "X2") for m in ("high", "low") for s in "SHDC")
+    def step(role: int, legal: str | None, action: str) -> dict:
+        return _step((f + role) % 4, legal, action)
+
+    steps = [step(0, "trump:S trump:H trump:D trump:C trump:NT", "trump:H"),
+             step(0, bids, "bid:1"), step(1, bids, "bid:8"), step(2, bids, "bid:0"),
+             step(3, bids.replace("bid:0 ", ""), "bid:1"),   # 1 + 8 + 0 = 9 = n: 0 forbidden (GJ-4.3)
+             # trick 1: a high joker naming spades; a void must trump (GJ-5.8), the holder of a spade
+             # gives his highest (GJ-5.4); the trump wins under the option (GJ-6.6)
+             step(0, jokers + " " + _plays("AS KS QS JS TS 9S 8S"), "play:X1:high:S"),
+             step(1, _plays("AH KH QH JH TH 9H 8H 7H 6H"), "play:6H"),
+             step(2, _plays("AD KD QD JD TD 9D 8D 7D 6D"), "play:6D"),
+             step(3, "play:7S", "play:7S"),
+             # trick 2: a following high joker beats the trump ace (GJ-6.1)
+             step(1, None, "play:AH"), step(2, None, "play:7D"), step(3, None, "play:7C"),
+             step(0, "play:X2:high play:X2:low " + _plays("AS KS QS JS TS 9S 8S"), "play:X2:high"),
+             # trick 3: a void with trumps must trump, any trump (GJ-5.3)
+             step(0, None, "play:AS"), step(1, _plays("KH QH JH TH 9H 8H 7H"), "play:7H"),
+             step(2, None, "play:8D"), step(3, None, "play:8C")]
+    for lead, d, c, s in zip("KH QH JH TH 9H 8H".split(), "9D TD JD QD KD AD".split(),
+                             "9C TC JC QC KC AC".split(), "KS QS JS TS 9S 8S".split()):
+        steps += [step(1, None, "play:" + lead), step(2, None, "play:" + d), step(3, None, "play:" + c),
+                  step(0, None, "play:" + s)]
+    # GJ-7.3: 1 of 1 -> 100, 8 of 8 -> 450; GJ-7.2: pass made -> 50; GJ-7.4: khishti -500
+    scores = [100, 450, 50, -500]
+    return {"deck": deck, "expect": {"dealer": (f + 3) % 4}, "steps": steps,
+            "result": {"trump": "H", "bids": _rot([1, 8, 0, 1], f), "taken": _rot([1, 8, 0, 0], f),
+                       "scores": _rot(scores, f)}}
+
+
+def georgian_joker() -> dict:
+    """The 16 deals of the nines schedule (GJ-2.5), the dealer moving left each deal (GJ-2.3):
+    each seat plays each role once per pulka, and the dealer's khishti means nobody qualifies,
+    so premium and moshla are zeros (GJ-8.5, NOTATION 4); each seat 4 x 100 = 400, all four share
+    first place (GJ-9.3), the match over after the 16th deal (GJ-9.1)."""
+    deals = [_gj_deal(k % 4) for k in range(16)]
+    for k in (3, 7, 11, 15):
+        deals[k]["result"].update(premium=[0, 0, 0, 0], moshla=[0, 0, 0, 0])
+    return {"schema": "card-transcript/1", "game": "georgian_joker",
+            "options": {"deal_schedule": "nines", "high_joker_lead_trumpable": True, "khishti_penalty": "500"},
+            "first_dealer": 3, "deals": deals,
+            "result": {"totals": [400, 400, 400, 400], "winners": [0, 1, 2, 3], "over": True}}
+
+
+TRANSCRIPTS = {"japanese_joker": japanese_joker, "klaberjass": klaberjass, "jojotte": jojotte,
+               "georgian_joker": georgian_joker}
 
 
 def _replay(data: dict, path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
@@ -303,6 +372,10 @@ def test_a_transcript_stopped_inside_a_deal_totals_the_scored_deals_only(game):
     del last["result"]
     data["result"] = {"klaberjass": {"totals": [0, 0], "winners": [], "over": False},
                       "japanese_joker": {"totals": [0, 0], "winners": [], "over": False},
+                      # three pulkas of 100 each, then deals 13 to 15 (forehands 0, 1, 2)
+                      "georgian_joker": {"totals": [300 + 100 - 500 + 50, 300 + 450 + 100 - 500,
+                                                    300 + 50 + 450 + 100, 300 - 500 + 50 + 450],
+                                         "winners": [], "over": False},
                       "jojotte": {"totals": {"below": [0, 280], "above": [0, 100], "games_won": [0, 1]},
                                   "winners": [], "over": False}}[game]
     assert _checks_out(data) is None
