@@ -379,3 +379,17 @@ def test_a_transcript_stopped_inside_a_deal_totals_the_scored_deals_only(game):
                       "jojotte": {"totals": {"below": [0, 280], "above": [0, 100], "games_won": [0, 1]},
                                   "winners": [], "over": False}}[game]
     assert _checks_out(data) is None
+
+
+@pytest.mark.parametrize("game", TRANSCRIPTS)
+def test_timer_options_belong_to_the_joker_tables_only(game):
+    """NOTATION 3: option names are the rulebooks' own. ``turn_time_s`` is in the Joker tables
+    (GJ-13, JJK-11), not in Klaberjass's or Jo-Jotte's (KL-11, JJ-11; docs/rules.md)."""
+    data = TRANSCRIPTS[game]()
+    data["options"]["turn_time_s"] = 45
+    diff = _checks_out(data)
+    if game in ("georgian_joker", "japanese_joker"):
+        assert diff is None
+    else:
+        assert diff is not None and diff.startswith(
+            "transcript: setup differs: expected \"a valid game and options\", actual \"unknown option 'turn_time_s'")
