@@ -393,3 +393,45 @@ def test_timer_options_belong_to_the_joker_tables_only(game):
     else:
         assert diff is not None and diff.startswith(
             "transcript: setup differs: expected \"a valid game and options\", actual \"unknown option 'turn_time_s'")
+
+
+def jojotte_slam() -> dict:
+    """Jo-Jotte (``jj_slam_strain`` suit_or_no_trump, ``jj_multiplier_scope`` all), one deal: seat 1
+    accepts hearts (turn-up QH), seat 0 doubles; only seat 0 holds sevens and keeps them (JJ-4.2);
+    he calls nullo and seat 1 answers ``slam:NT`` (JJ-4.4, JJ-A11). The strain is now no-trump, so
+    seat 0's four nines are no quartet (JJ-5.1: the final strain) and seat 1's aces and kings score
+    200 (JJ-5.5), his A-K-Q of spades 20; no jo-jotte at no-trump (JJ-7.1). Seat 0 leads (JJ-6.1),
+    seat 1 must beat JS (JJ-6.3) and takes all nine: 5 + 10 + 5 + 10 + 5 + 10 + 5 + 10 + 15 = 75
+    (JJ-8.2 at no-trump: jacks and nines 0). Scored as a doubled no-trump contract, (75 + 0) x 2 =
+    150 below (JJ-9.6, JJ-9.4), 220 melds below; the slam 500 doubled too, 1000 above (JJ-A13)."""
+
+    pack = [r + s for s in "SHDC" for r in "AKQJT987"]
+    top = "AS KS 9S 9H QS AH 9D 9C KH AD 8H 8D QH KD AC KC 7S 7C JS".split()
+    deck = top + [c for c in pack if c not in top]
+    steps = [_step(1, "accept name:S name:D name:C pass", "accept"),
+             _step(0, "no_trump double pass", "double"), _step(1, "redouble pass", "pass"),
+             _step(0, "exchange:7S exchange:7C no_exchange", "no_exchange"), _step(1, "no_exchange", "no_exchange"),
+             _step(0, "nullo pass", "nullo"), _step(1, "slam:H slam:NT pass", "slam:NT"),
+             _step(0, _plays("9S 9H 9D 9C 8H 8D 7S 7C JS"), "play:JS"), _step(1, _plays("AS KS QS"), "play:QS")]
+    for lead, follow in (("AS", "9S"), ("KS", "7S"), ("AH", "9H"), ("KH", "8H"), ("AD", "9D"), ("KD", "8D"),
+                         ("AC", "9C"), ("KC", "7C")):
+        steps += [_step(1, None, "play:" + lead), _step(0, None, "play:" + follow)]
+    return {"schema": "card-transcript/1", "game": "jojotte",
+            "options": {"jj_slam_strain": "suit_or_no_trump", "jj_multiplier_scope": "all"},
+            "first_dealer": 0,
+            "deals": [{"deck": deck, "expect": {"dealer": 0}, "steps": steps,
+                       "result": {"thrown_in": False,
+                                  "contract": {"kind": "slam", "strain": "NT", "holder": 1, "multiplier": 2},
+                                  "trick_points": [0, 75], "below": [0, 370], "above": [0, 1000], "pot": 0}}],
+            "result": {"totals": {"below": [0, 370], "above": [0, 1000], "games_won": [0, 1]},
+                       "winners": [], "over": False}}
+
+
+def test_a_doubled_slam_switched_to_no_trump():
+    data = jojotte_slam()
+    assert _checks_out(data) is None
+    del data["options"]["jj_multiplier_scope"]
+    assert _checks_out(data) == "deal 0 result: result.above differs: expected [0, 1000], actual [0, 500]"
+    del data["options"]["jj_slam_strain"]
+    assert _checks_out(data) == ('deal 0 step 6: legal differs: expected ["slam:H", "slam:NT", "pass"], '
+                                 'actual ["slam:H", "pass"]')
