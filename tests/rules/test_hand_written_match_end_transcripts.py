@@ -435,3 +435,48 @@ def test_a_doubled_slam_switched_to_no_trump():
     del data["options"]["jj_slam_strain"]
     assert _checks_out(data) == ('deal 0 step 6: legal differs: expected ["slam:H", "slam:NT", "pass"], '
                                  'actual ["slam:H", "pass"]')
+
+
+def klaberjass_scoring() -> dict:
+    """Klaberjass (``kl_must_overtrump`` false, ``kl_bella_order`` king_first, ``kl_score_scope``
+    trick_points, ``kl_ten_value`` 0, ``kl_dix_window`` before_melds), one deal: the elder (seat
+    0) takes spades; the dealer holds the dix 7S and keeps it in the window, and is offered no
+    ``exchange`` in play (KL-4.2, KL-A9). The dealer's A-K-Q-J of clubs (50) beats the elder's
+    K-Q-J of trumps (20): melds 0 / 50 (KL-5.4, KL-5.6), so the elder's K-Q-J bonus stands, 20
+    (KL-7.2), and KS before QS is bella under king_first, 20 (KL-A13). On the elder's trump leads
+    the dealer may play any trump, 7S under KS (KL-A15); a void trumps (KL-6.5). Card points with
+    tens at 0 (KL-A16): elder 4 + 23 = 27, dealer 17 + 11 + 4 + 22 + 2 + 11 + 10 = 77. Totals
+    67 / 127: the opponent has more (KL-9.4); under trick_points the maker keeps his 40 of
+    bonuses and the opponent enters his 50 and both players' card points, 154 (KL-A17)."""
+
+    deck = ("AS 9S 7S KS QS JS AC KC QC AH 9H 8C 8S JC 7C AD 8D TD 7D "
+            "TS KH QH JH TH 8H 7H KD QD JD 9D TC 9C").split()
+    steps = [_step(0, "take pass", "take"), _step(0, "keep", "keep"), _step(1, "exchange keep", "keep"),
+             _step(0, _plays("KS QS JS AH 9H 8C 7C 8D 7D"), "play:KS"),
+             _step(1, _plays("AS 9S 7S"), "play:7S"),
+             _step(0, None, "play:QS"), _step(1, _plays("AS 9S"), "play:9S")]
+    for lead, follow, legal in (("AC", "8C", "8C 7C"), ("KC", "7C", "7C"), ("QC", "JS", "JS")):
+        steps += [_step(1, None, "play:" + lead), _step(0, _plays(legal), "play:" + follow)]
+    steps += [_step(0, _plays("AH 9H 8D 7D"), "play:AH"), _step(1, "play:AS", "play:AS")]
+    for lead, follow in (("JC", "9H"), ("AD", "8D"), ("TD", "7D")):
+        steps += [_step(1, None, "play:" + lead), _step(0, None, "play:" + follow)]
+    return {"schema": "card-transcript/1", "game": "klaberjass",
+            "options": {"kl_must_overtrump": False, "kl_bella_order": "king_first", "kl_score_scope": "trick_points",
+                        "kl_ten_value": 0, "kl_dix_window": "before_melds"},
+            "first_dealer": 1,
+            "deals": [{"deck": deck, "expect": {"dealer": 1}, "steps": steps,
+                       "result": {"thrown_in": False, "trump": "S", "maker": 0, "melds": [0, 50],
+                                  "card_points": [27, 77], "bonuses": [40, 0], "scored": [40, 154]}}],
+            "result": {"totals": [40, 154], "winners": [], "over": False}}
+
+
+def test_klaberjass_scoring_options_on_one_deal():
+    data = klaberjass_scoring()
+    assert _checks_out(data) is None
+    for name in data["options"]:
+        changed = copy.deepcopy(data)
+        del changed["options"][name]
+        assert _checks_out(changed) is not None, name
+    changed = copy.deepcopy(data)
+    del changed["options"]["kl_score_scope"]
+    assert _checks_out(changed) == "deal 0 result: result.scored differs: expected [40, 154], actual [0, 194]"
