@@ -480,3 +480,22 @@ def test_klaberjass_scoring_options_on_one_deal():
     changed = copy.deepcopy(data)
     del changed["options"]["kl_score_scope"]
     assert _checks_out(changed) == "deal 0 result: result.scored differs: expected [40, 154], actual [0, 194]"
+
+
+def test_japanese_joker_declarers_alternate_to_a_target_of_31():
+    """JJK-2.3: the declarer alternates; dealing starts with the declarer (JJK-3.2, JJK-3.4), so
+    the same deck played with the seats swapped is the same deal the other way round. 18:0,
+    0:18, 18:0 with ``target_score`` 31 (JJK-8.1): 18 / 0, 18 / 18, then 36 >= 31 ends the match
+    (JJK-8.2)."""
+    base = japanese_joker()
+    deal = base["deals"][0]
+    swapped = copy.deepcopy(deal)
+    swapped["expect"]["dealer"] = 1
+    for step in swapped["steps"]:
+        step["seat"] = 1 - step["seat"]
+    swapped["result"] = {"trump": "H", "taken": [0, 18], "scores": [0, 18]}
+    data = {**base, "options": {"target_score": 31}, "deals": [deal, swapped, copy.deepcopy(deal)],
+            "result": {"totals": [36, 18], "winners": [0], "over": True}}
+    assert _checks_out(data) is None
+    data["deals"][1]["expect"]["dealer"] = 0
+    assert _checks_out(data) == "deal 1: expect.dealer differs: expected 0, actual 1"
