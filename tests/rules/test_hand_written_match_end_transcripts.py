@@ -499,3 +499,23 @@ def test_japanese_joker_declarers_alternate_to_a_target_of_31():
     assert _checks_out(data) is None
     data["deals"][1]["expect"]["dealer"] = 0
     assert _checks_out(data) == "deal 1: expect.dealer differs: expected 0, actual 1"
+
+
+def test_klaberjass_both_at_the_target_with_equal_scores_play_on():
+    """KL-10.2: the one-deal scoring transcript (40 / 154), then the same deal with the seats
+    swapped (the dealer alternates, KL-2.2: 154 / 40): 194 / 194, both past ``kl_target_score``
+    190 and equal, so another deal is played, which seat 1 wins with 348 against 234. Under
+    ``kl_simultaneous_target`` deal_winner (KL-A19) seat 0, who added 154 to 40 in the second
+    deal, wins there, and a third deal is refused."""
+    deal = klaberjass_scoring()["deals"][0]
+    options = {**klaberjass_scoring()["options"], "kl_target_score": 190}
+    data = {**klaberjass_scoring(), "options": options, "deals": [deal, _mirrored(deal), copy.deepcopy(deal)],
+            "result": {"totals": [234, 348], "winners": [1], "over": True}}
+    assert _checks_out(data) is None
+    two = {**data, "deals": data["deals"][:2], "result": {"totals": [194, 194], "winners": [], "over": False}}
+    assert _checks_out(two) is None
+    by_deal = {**two, "options": {**options, "kl_simultaneous_target": "deal_winner"},
+               "result": {"totals": [194, 194], "winners": [0], "over": True}}
+    assert _checks_out(by_deal) is None
+    by_deal["deals"] = data["deals"]
+    assert _checks_out(by_deal) == 'deal 2: deal differs: expected "a new deal", actual "match over"'
