@@ -179,8 +179,9 @@ def _db_location(text: str) -> str:
     only, never the value (it may hold a password). Refused too: a URL not at the start (kept
     quotes, ``"postgresql://..."`` from an env file; a ``jdbc:postgresql://`` URL), a
     ``postgresql:`` without its ``//`` or a ``postgresql//`` without its colon, any
-    ``user:password@host`` left without its scheme, and libpq's ``host=... password=...`` form (the engine
-    made a SQLite file of that name): no file path holds those, and they were logged as one."""
+    ``user:password@host`` left without its scheme, and libpq's ``host=... password=...`` form
+    (the engine made a SQLite file of that name): no file path holds those, and they were
+    logged as one."""
     location = _text()(text)
     scheme = _URL_SCHEME.match(location)
     if scheme and scheme.group(1).lower() not in ("postgresql", "postgres"):

@@ -367,8 +367,9 @@ class MatchManager:
         """Every ``absence_heartbeat_s`` while some player's grace window runs, record that
         the engine still serves (Store.touch_absences): what a restart after a crash takes
         as the time the engine stopped (:meth:`_rearm`). Nothing is written while nobody is
-        away (only asked, while an outage is open: :meth:`_touch_absences`). A failure is logged and tried again at the next beat; so is a beat that raises
-        something else than a StoreError (a bug), as the sweeper does: it used to end the
+        away (only asked, while an outage is open: :meth:`_touch_absences`). A failure is
+        logged and tried again at the next beat; so is a beat that raises something else
+        than a StoreError (a bug), as the sweeper does: it used to end the
         heartbeat for good, silently, and a crash afterwards counted the time away only up
         to that beat (the players got the rest of the engine's run as a longer window).
         Failures are said as :meth:`_heartbeat_failed` says them, a bug's as a database's."""
@@ -418,8 +419,7 @@ class MatchManager:
         (every absence_heartbeat_s), and so does a bug: said at the first failure, then at
         most every ABSENCE_OUTAGE_SUMMARY_S with the beats failed since, as the absence writes
         are (MatchClock), and once when a beat lands again, or finds the database answering
-        with nobody away (:meth:`_touch_absences`). A
-        StoreError is a warning; anything else is a bug, said at error (it was an error line
+        with nobody away (:meth:`_touch_absences`). A StoreError is a warning; anything else is a bug, said at error (it was an error line
         every beat, 720 an hour, for as long as the bug lasted)."""
         now = asyncio.get_running_loop().time()
         outage = self._heartbeat_outage

@@ -358,8 +358,8 @@ class Store(ABC):
         """One round trip through what a write goes through first, changing nothing (SQLite:
         an empty transaction, the write lock, the file check and the commit; PostgreSQL: the
         ownership check and a pooled connection's answer): StoreError when the database would
-        refuse a write now. Asked only while an outage of the absence
-        writes is open and nothing else is written that would say whether it is over
+        refuse a write now. Asked only while an outage of the absence writes is open and
+        nothing else is written that would say whether it is over
         (MatchManager._touch_absences): never on a healthy engine's path."""
 
     @abstractmethod
