@@ -48,7 +48,7 @@ async def test_a_spectator_sees_the_match_delay_actions_late():
             assert answer.seq == n and answer.view.seq == n  # the seat is never delayed
             seen = (await stub.GetView(pb.GetViewRequest(match_id=match_id))).view
             assert seen.seq == max(0, n - DELAY) and not seen.HasField("deadline") and not seen.hand
-        for _ in range(100):
+        for _ in range(1000):
             if len(received) == 12 - DELAY:
                 break
             await asyncio.sleep(0.01)
