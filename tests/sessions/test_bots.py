@@ -213,7 +213,9 @@ def test_without_pacing_a_forced_bot_move_is_immediate():
             return forced_first, asyncio.get_running_loop().time() - start
 
     forced_first, elapsed = run(go())
-    assert elapsed < 0.3 if forced_first else elapsed >= 0.4  # the bot may start before "start"
+    # forced: well below the default pace (2 s), with room for a loaded machine; free: the
+    # bot's thinking (0.5 s; the bot may start before "start")
+    assert elapsed < 1.0 if forced_first else elapsed >= 0.4
 
 
 def test_background_moves_do_not_log_the_fields_of_the_request_that_armed_them():

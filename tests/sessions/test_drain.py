@@ -75,7 +75,7 @@ def test_a_watch_loading_its_match_during_the_drain_ends_with_draining():
             await mgr.drain()
             store.gate.set()
             try:
-                await until(lambda: spectator.task.done(), timeout=2)
+                await until(lambda: spectator.task.done())
             finally:
                 await spectator.close()
             m = mgr._matches[match_id]

@@ -298,7 +298,7 @@ def test_a_start_that_finds_the_match_ended_in_the_store_follows_the_end(in_doub
             store.unreadable = 1 if in_doubt else 0
             join = await refused(mgr.join_match(s.match_id, 3, "p3", join_id()))
             m = mgr._matches[s.match_id]
-            await until(lambda: m.over, timeout=3.0)
+            await until(lambda: m.over)
             again = await refused(mgr.terminate_match(s.match_id, "closing the table"))
             await agree(mgr, store, s.match_id)
             await until(lambda: spectator.task.done())

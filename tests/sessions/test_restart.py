@@ -623,7 +623,7 @@ def test_the_absence_heartbeat_outlives_a_failing_beat(tmp_path):
         try:
             calls = _first_beats_fail(mgr, 1, RuntimeError("a bug in one beat"))
             await streams[0].aclose()
-            for _ in range(200):
+            for _ in range(1000):
                 if len(calls) >= 3:
                     break
                 await asyncio.sleep(0.01)
@@ -951,22 +951,35 @@ async def _join_and_watch(mgr, game_id, **request):
     return s.match_id, tokens, streams
 
 
-def _remaining(mgr, match_id) -> list[float | None]:
-    """Each seat's grace window left, in seconds of the event loop (None: none running)."""
-    now = asyncio.get_running_loop().time()
+async def _start_and_measure(mgr, match_id) -> list[float | None]:
+    """Start ``mgr`` and return each seat's grace window left as the start re-armed it, in
+    seconds of the event loop (None: none running): measured from the loop time the start
+    re-armed the match at (``_rearm``'s ``now``), not from a reading after the start, which a
+    loaded machine can make any later."""
+    armed_at: list[float] = []
+    rearm = mgr._rearm
+
+    def recording(m, now):
+        armed_at.append(now)
+        return rearm(m, now)
+
+    mgr._rearm = recording
+    try:
+        await mgr.start()
+    finally:
+        del mgr._rearm
+    (now,) = set(armed_at)
     return [None if s.grace_deadline is None else s.grace_deadline - now for s in mgr._matches[match_id].seats]
 
 
 def _remaining_after_a_restart(path, wall, match_id, cfg) -> list[float | None]:
-    """Each seat's grace window left (:func:`_remaining`) once an engine on ``path`` and the
-    wall clock ``wall`` has started again."""
+    """Each seat's grace window left (:func:`_start_and_measure`) once an engine on ``path``
+    and the wall clock ``wall`` has started again."""
     async def go():
         mgr = _walled(path, wall, **cfg)
-        await mgr.start()
-        try:
-            return _remaining(mgr, match_id)
-        finally:
-            await mgr.close()
+        left = await _start_and_measure(mgr, match_id)
+        await mgr.close()
+        return left
 
     return run(go())
 
@@ -1004,9 +1017,8 @@ def away_before_a_drain(make_manager) -> None:
 
     async def after():
         mgr = _walled_manager()
-        await mgr.start()
+        left = await _start_and_measure(mgr, match_id)
         try:
-            left = _remaining(mgr, match_id)
             await absences_written(mgr, match_id)
             stored = [(s.away_since, s.away_seen) for s in (await mgr._store.load_match(match_id)).record.seats]
             started = asyncio.get_running_loop().time()
@@ -1046,8 +1058,7 @@ def test_a_crash_loop_does_not_postpone_a_forfeit(tmp_path):
 
     async def again(expected):
         mgr = _walled(path, wall, **cfg)
-        await mgr.start()
-        left = _remaining(mgr, match_id)
+        left = await _start_and_measure(mgr, match_id)
         assert left[0] == pytest.approx(expected, abs=0.05), left
         wall.now += 0.2
         await asyncio.sleep(0.1)

@@ -987,7 +987,7 @@ def test_an_action_in_doubt_while_the_last_series_ends_gets_a_series_of_its_own(
             store.hold.set()
             with pytest.raises(SessionError):
                 await call
-            await until(lambda: m.seq == 2 and not mgr._seating.end_settlements, timeout=2)
+            await until(lambda: m.seq == 2 and not mgr._seating.end_settlements)
             return m.seq, len((await store.load_match(match_id)).actions)
 
     assert run(go()) == (2, 2)

@@ -422,7 +422,7 @@ def test_a_seat_whose_only_stream_overflows_is_absent_at_once_and_forfeits_after
             await until(lambda: m.seats[1].present)
             seq = await _play_until_overflowed(mgr, match_id, ps, w, random.Random(5))
             t0 = asyncio.get_running_loop().time()
-            await until(lambda: _disconnections(other.events, 0), timeout=2)
+            await until(lambda: _disconnections(other.events, 0))
             at_once = dict(streams=m.seats[0].streams, present=m.seats[0].present,
                            grace=m.seats[0].grace_handle is not None, deadline=m.deadline,
                            overflows=mgr.metrics.value("cardgames_watch_overflows_total"),
@@ -460,7 +460,7 @@ def test_a_seat_back_after_its_stream_overflowed_is_connected_again():
             other = Stream(mgr, match_id, ps[1])
             await until(lambda: m.seats[1].present)
             await _play_until_overflowed(mgr, match_id, ps, w, random.Random(6))
-            await until(lambda: _disconnections(other.events, 0), timeout=2)
+            await until(lambda: _disconnections(other.events, 0))
             back = Stream(mgr, match_id, ps[0])
             await until(lambda: m.seats[0].present)
             connected = [e for e in other.events[_disconnections(other.events, 0)[0]:]
@@ -490,7 +490,7 @@ def test_a_seat_with_another_live_stream_stays_present_when_one_overflows():
             other = Stream(mgr, match_id, ps[1])
             await until(lambda: m.seats[0].streams == 2 and m.seats[1].present)
             seq = await _play_until_overflowed(mgr, match_id, ps, w, random.Random(7))
-            await until(lambda: any(e.seq == seq for e in live.actions()) and not w.counted, timeout=2)
+            await until(lambda: any(e.seq == seq for e in live.actions()) and not w.counted)
             await asyncio.sleep(0.3)  # past the grace window, were one armed
             state = dict(streams=m.seats[0].streams, present=m.seats[0].present,
                          grace=m.seats[0].grace_handle, status=m.status)
@@ -515,7 +515,7 @@ def test_an_overflowed_spectator_stream_frees_its_slot(limit):
             spectator = Principal("spectator", match_id)
             stalled, w = await _stall(mgr, match_id, spectator)
             await _play_until_overflowed(mgr, match_id, ps, w, random.Random(8))
-            await until(lambda: not w.counted, timeout=2)
+            await until(lambda: not w.counted)
             spectators = mgr._streams.spectators
             first = await collect(mgr.watch(match_id, spectator, -1), until=lambda e: True)
             await stalled.aclose()

@@ -122,11 +122,18 @@ async def expect_error(call: Any) -> CallError:
     return error_of(await expect_rpc_error(call))
 
 
+#: A hang guard, not a speed bound: it ends a stuck test with the traceback of where it waits,
+#: within pytest-timeout's 300 s (pyproject.toml). A whole match played and checked takes 20 s
+#: on a loaded 2-core machine, and was cut at 60 s there (test_service's no-leak check of a
+#: Georgian Joker match: 25 s of play, then 40 s of checking at a load average of 10).
+RUN_TIMEOUT_S = 240
+
+
 def run(coro_fn: Callable[..., Any]) -> Callable[..., Any]:
     """Run an async test function in a fresh event loop (no pytest-asyncio needed)."""
 
     @functools.wraps(coro_fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return asyncio.run(asyncio.wait_for(coro_fn(*args, **kwargs), timeout=60))
+        return asyncio.run(asyncio.wait_for(coro_fn(*args, **kwargs), timeout=RUN_TIMEOUT_S))
 
     return wrapper

@@ -70,7 +70,7 @@ async def test_the_periodic_collection_frees_old_garbage_and_logs_its_pause(coll
     _cycles(5)
     with structlog.testing.capture_logs() as logs:
         task = asyncio.create_task(collect_periodically(0.02))
-        for _ in range(200):
+        for _ in range(1000):
             await asyncio.sleep(0.01)
             if logs:
                 break

@@ -592,7 +592,7 @@ async def test_domain_events_carry_the_request_id_of_the_call_they_belong_to():
                 match_id=match_id, action=views[seat].legal_actions[0].notation, expected_seq=views[seat].seq),
                 metadata=(("x-request-id", "act-1"), *bearer(tokens[seat])))
             await stub.GetMatch(pb.GetMatchRequest(match_id=match_id))
-            for _ in range(100):
+            for _ in range(1000):
                 if sum(e["event"] == "rpc" for e in logs) == 2:
                     break
                 await asyncio.sleep(0.01)
