@@ -6,7 +6,11 @@ reason, and the match log stays complete (its transcript replays).
 Each bad bot faces the ``random`` bot: with the auto-move policy on both seats every
 Klaberjass auction is passed out and thrown in forever. ``kl_target_score = 1`` ends the match
 after its first played deal. Two matches run at once on one bot host of two workers, so a
-hung bot also shows it does not hold up the other match."""
+hung bot also shows it does not stop the other match. The ``random`` bot has a deadline of its
+own, longer than the bad bots' (HEALTHY_DEADLINE_S): its decisions must never time out, and on
+a loaded machine one waiting for a replaced worker could at the bad bots' short deadline. That
+a hung decision holds up no other is proved by order in test_host.py
+(test_a_hung_bot_blocks_neither_the_event_loop_nor_other_matches)."""
 
 from __future__ import annotations
 
@@ -20,7 +24,23 @@ from engine_service.sessions.api import CreateMatchRequest, SeatConfig
 from tests.sessions.helpers import capture_logs_with_context, collect, config, manager, run
 
 
+HEALTHY_DEADLINE_S = 5.0
+
+
+class BadBotsDeadlineHost(BotHost):
+    """A bot host that gives the misbehaving bots the table's deadline, and the ``random`` bot
+    facing them HEALTHY_DEADLINE_S: a hung bot is still cut off at the short deadline, while
+    the healthy bot's decisions (waiting, on a loaded machine, for a worker that replaces a
+    killed one) cannot time out for want of CPU."""
+
+    async def decide(self, bot, game_id, seat, view, legal, seed, deadline_s):
+        if bot == "random":
+            deadline_s = max(deadline_s, HEALTHY_DEADLINE_S)
+        return await super().decide(bot, game_id, seat, view, legal, seed, deadline_s)
+
+
 def play_bot_matches(seatings: list[list[str]], deadline: float):
+    """``deadline``: the bad bots' (the ``random`` bot has HEALTHY_DEADLINE_S)."""
     metrics = Metrics()
 
     async def one(mgr, bots):
@@ -30,7 +50,7 @@ def play_bot_matches(seatings: list[list[str]], deadline: float):
         return events, await mgr.get_match(summary.match_id), await mgr.export_transcript(summary.match_id)
 
     async def go():
-        host = BotHost(workers=2, plugins=["tests.plugins.bad_bots"], metrics=metrics)
+        host = BadBotsDeadlineHost(workers=2, plugins=["tests.plugins.bad_bots"], metrics=metrics)
         try:
             assert await host.start()
             async with manager(config(bot_deadline_s=deadline), host=host, metrics=metrics) as mgr:

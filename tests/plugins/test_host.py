@@ -22,6 +22,21 @@ def run(coro):
     return asyncio.run(coro)
 
 
+WIDE_MARGIN_S = 1.0
+
+
+@pytest.fixture
+def wide_margin(monkeypatch):
+    """The host's round-trip margin (the time left it keeps from what a bot is told) widened
+    to WIDE_MARGIN_S: a polite bot's answer then reaches the host long before the deadline
+    even on a loaded machine, and a host that told the bot too much stays visible as an answer
+    arriving at the deadline. The real margins are test_budget_leaves_a_margin_for_the_round_trip's."""
+    from engine_service.plugins import host as host_module
+    monkeypatch.setattr(host_module, "MIN_MARGIN_S", WIDE_MARGIN_S)
+    monkeypatch.setattr(host_module, "MAX_MARGIN_S", WIDE_MARGIN_S)
+    assert bot_budget(2.5) == pytest.approx(2.5 - WIDE_MARGIN_S)
+
+
 async def with_host(fn, **kwargs):
     kwargs.setdefault("plugins", ["tests.plugins.bad_bots"])
     kwargs.setdefault("workers", 2)
@@ -67,9 +82,13 @@ def test_random_decisions_are_legal_and_replay_from_the_seed():
     ("no-such-bot", "unknown_bot"),
 ])
 def test_bot_faults_become_failures_and_the_next_decision_works(bot, failure):
+    # a hung bot is cut off at a short deadline; the others answer (their fault) at once, and
+    # get a deadline a loaded machine cannot turn into a timeout
+    deadline = 0.5 if failure == "timeout" else 5.0
+
     async def body(host):
         with capture_logs() as logs:
-            d = await host.decide(bot, "klaberjass", 0, VIEW, LEGAL, 1, 0.5)
+            d = await host.decide(bot, "klaberjass", 0, VIEW, LEGAL, 1, deadline)
         assert isinstance(d, Decision)
         assert d.action is None and d.failure == failure, d
         assert d.elapsed_s < 3.0
@@ -132,27 +151,37 @@ def test_killed_and_crashed_workers_are_replaced_and_counted():
     run(with_host(body, metrics=metrics))
 
 
-def test_a_polite_bot_that_uses_its_whole_budget_is_not_killed():
+def test_a_polite_bot_that_uses_its_whole_budget_is_not_killed(wide_margin):
+    """The bot is told the time left less the host's margin, and the host waits for its answer
+    until the deadline: a bot that uses its whole budget answers a margin before it."""
+    deadline = 2.5
+
     async def body(host):
-        for deadline in (0.5, 1.5):
-            d = await host.decide("polite", "klaberjass", 0, VIEW, LEGAL, 1, deadline)
-            assert d.action == LEGAL[-1], (deadline, d)
-            assert d.elapsed_s < deadline
-    run(with_host(body))
+        return await host.decide("polite", "klaberjass", 0, VIEW, LEGAL, 1, deadline)
+    d = run(with_host(body))
+    assert d.action == LEGAL[-1], d
+    # it waited out its budget (all but 10 ms of it) ...
+    assert d.elapsed_s > deadline - WIDE_MARGIN_S - 0.02, d
+    # ... which ended a margin before the deadline (told the whole time left, it answered at
+    # the deadline, or was killed there); half the margin is the round trip's room
+    assert d.elapsed_s < deadline - WIDE_MARGIN_S / 2, d
 
 
-def test_a_queued_decision_is_told_the_time_it_has_left():
+def test_a_queued_decision_is_told_the_time_it_has_left(wide_margin):
     """With two workers a bot has one decision slot: its second decision waits for the first,
     and must then be told the time left, not the time it had when asked (a bot using its whole
     budget was killed at the deadline)."""
     async def body(host):
-        # the first holds the bot's only slot for ~0.5 s; the second, asked at the same time
-        # with 1.5 s, has ~1 s left when it starts (it was told 1.4 s and killed at 1.5 s)
-        return await asyncio.gather(host.decide("polite", "klaberjass", 0, VIEW, LEGAL, 1, 0.5),
-                                    host.decide("polite", "klaberjass", 0, VIEW, LEGAL, 2, 1.5))
+        # the first holds the bot's only slot for ~1 s (its 2 s less the margin); the second,
+        # asked at the same time with 3.5 s, has ~2.5 s left when it starts and is told 1.5 s
+        # (told 2.5 s, what it had when asked, it answered at the deadline or was killed)
+        return await asyncio.gather(host.decide("polite", "klaberjass", 0, VIEW, LEGAL, 1, 2.0),
+                                    host.decide("polite", "klaberjass", 0, VIEW, LEGAL, 2, 3.5))
     first, second = run(with_host(body))
     assert (first.failure, second.failure) == (None, None), (first, second)
-    assert second.action == LEGAL[-1] and 0.4 < second.elapsed_s < 1.5
+    assert first.elapsed_s < 2.0 - WIDE_MARGIN_S / 2, first
+    assert second.action == LEGAL[-1], second
+    assert 3.5 - WIDE_MARGIN_S - 0.02 < second.elapsed_s < 3.5 - WIDE_MARGIN_S / 2, second
 
 
 def test_bot_processes_do_not_inherit_the_engines_secrets(monkeypatch):
@@ -168,10 +197,11 @@ def test_bot_processes_do_not_inherit_the_engines_secrets(monkeypatch):
     assert run(with_host(body)).action == LEGAL[0]
 
 
-def test_decisions_queue_for_a_free_worker_within_their_deadline():
+def test_decisions_queue_for_a_free_worker_within_their_deadline(wide_margin):
     async def body(host):
-        # two slow bots occupy both workers; a third decision cannot start before its deadline
-        busy = [asyncio.create_task(host.decide(b, "klaberjass", 0, VIEW, LEGAL, 1, 1.0)) for b in ("sleeps", "polite")]
+        # two slow bots occupy both workers (the polite one for ~1.5 s, its 2.5 s less the
+        # margin); a third decision cannot start before its deadline
+        busy = [asyncio.create_task(host.decide(b, "klaberjass", 0, VIEW, LEGAL, 1, 2.5)) for b in ("sleeps", "polite")]
         await asyncio.sleep(0.05)
         d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 0.2)
         assert d.failure == "timeout" and "free" in d.detail
@@ -246,10 +276,12 @@ def test_one_bot_cannot_hold_every_worker():
         assert host._pool.per_bot == 1
         # the second's deadline comes while the first still holds the bot's only slot (with
         # equal deadlines the slot could free just in time for the second: a race)
+        # the good bot's deadline comes before the hung ones': had they both taken a worker,
+        # it would find none free in time
         hung = [asyncio.create_task(host.decide("sleeps", "klaberjass", 0, VIEW, LEGAL, i, budget))
-                for i, budget in enumerate((1.0, 0.5))]
+                for i, budget in enumerate((3.0, 2.5))]
         await asyncio.sleep(0.05)
-        ok = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 2, 0.5)
+        ok = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 2, 2.0)
         assert ok.action in LEGAL
         first, second = await asyncio.gather(*hung)
         assert (first.failure, second.failure) == ("timeout", "timeout")
