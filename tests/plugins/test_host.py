@@ -428,11 +428,15 @@ def test_the_service_starts_its_bot_workers_before_the_first_decision():
         await mgr.start()
         try:
             host = mgr._host
+            # no decision was asked for: the worker is started, and up (idle, waiting for a
+            # decision), by the manager's start alone
             deadline = time.monotonic() + 60
-            while not host.worker_pids() and time.monotonic() < deadline:
+            while not (host._pool._idle is not None and host._pool._idle.qsize() == 1) \
+                    and time.monotonic() < deadline:
                 await asyncio.sleep(0.05)
-            assert len(host.worker_pids()) == 1  # no decision was asked for
-            decision = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 0.5)
+            assert len(host.worker_pids()) == 1
+            assert host._pool._idle is not None and host._pool._idle.qsize() == 1
+            decision = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 5.0)
             assert decision.failure is None and decision.action in LEGAL
         finally:
             await mgr.close()
