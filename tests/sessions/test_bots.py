@@ -119,14 +119,17 @@ def test_a_bot_gets_only_its_seat_view_and_legal_actions(game_id):
 
 
 def test_bots_never_block_the_server_or_another_match():
-    """A search bot thinks in a worker process while a match next to it is played by clients:
-    their actions stay fast."""
+    """A bot thinks in a worker process while a match next to it is played by clients: their
+    actions stay fast. The bot computes for its whole budget (about 1.9 s of the 2 s
+    deadline), so a host running it on the event loop would hold an action that long: the
+    bound below (1 s) is far from both that and an action's few milliseconds, which a loaded
+    machine stretches (it was 0.25 s against a search bot spending about 0.2 s)."""
     async def go():
-        host = BotHost(workers=1, autoload=False, plugins=("bot_plugins.search",))
+        host = BotHost(workers=1, autoload=False, plugins=("tests.plugins.spins",))
         try:
             async with manager(host=host) as mgr:
                 await mgr.create_match(CreateMatchRequest(
-                    game="klaberjass", seats=[SeatConfig("bot", "search")] * 2))
+                    game="klaberjass", seats=[SeatConfig("bot", "spins")] * 2))
                 match_id, ps = await open_match(mgr, "klaberjass")
                 rng = random.Random(3)
                 latencies = []
@@ -137,6 +140,7 @@ def test_bots_never_block_the_server_or_another_match():
                             t = time.perf_counter()
                             await mgr.submit_action(match_id, p, rng.choice(env.view["legal"]), env.seq)
                             latencies.append(time.perf_counter() - t)
+                            assert latencies[-1] < 1.0, latencies  # at once, not after 40 of them
                     await asyncio.sleep(0.01)
                 bot_match = next(m for m in mgr._matches.values() if m.match_id != match_id)
                 await until(lambda: bot_match.seq >= 2, timeout=30)
@@ -146,9 +150,10 @@ def test_bots_never_block_the_server_or_another_match():
 
     latencies, bot_seq, metrics = run(go(), timeout=300)
     assert len(latencies) >= 40
-    assert max(latencies) < 0.25, max(latencies)
-    assert bot_seq >= 1
-    assert metrics.value("cardgames_bot_decision_seconds_count", {"bot": "search"}) >= 1
+    assert max(latencies) < 1.0, max(latencies)
+    assert bot_seq >= 2
+    decisions = metrics.value("cardgames_bot_decision_seconds_count", {"bot": "spins"})
+    assert decisions >= 2 and metrics.value("cardgames_bot_decision_seconds_sum", {"bot": "spins"}) >= 1.5 * decisions
 
 
 class ThinkingHost:
