@@ -348,14 +348,31 @@ class _Silent:
         pass
 
 
-def test_the_bots_of_resumed_matches_are_not_timed_out_by_the_workers_start_up(tmp_path):
+@pytest.fixture
+def slow_worker_start(monkeypatch):
+    """The engine's own bot host with a plugin that makes each bot worker take 4 s to start
+    (tests.plugins.slow_zygote_start): a start-up longer than the 3 s decision deadline these
+    tests give, whatever the machine's load. They gave 0.15 s against the real start-up, which
+    the workers forked from a ready zygote now beat: a start that did not wait for them passed,
+    and a loaded machine could time out a ready worker's answer. Returns that deadline."""
+    from engine_service.plugins import host as host_module
+
+    class SlowStartHost(host_module.BotHost):
+        def __init__(self, **kwargs):
+            super().__init__(plugins=("tests.plugins.slow_zygote_start",), **kwargs)
+
+    monkeypatch.setattr(host_module, "BotHost", SlowStartHost)
+    return 3.0
+
+
+def test_the_bots_of_resumed_matches_are_not_timed_out_by_the_workers_start_up(tmp_path, slow_worker_start):
     """The bot workers start with the engine (BotHost.warm) so that no decision spends its
     deadline waiting for them; but a resumed match's bot was asked at once, a few
     milliseconds after the workers began to start (a fresh interpreter importing the plugins:
     about a second here), and every bot of a resumed match timed out after a restart on a
     loaded machine (bot_failed, the rulebook's auto-move instead of the bot's move, counted in
     cardgames_bot_failures_total). The start now waits for the workers before it arms the
-    resumed matches' bots. A decision deadline far below the workers' start-up shows it."""
+    resumed matches' bots. A worker start-up longer than the decision deadline shows it."""
     from engine_service.sessions.api import SeatConfig
 
     path = tmp_path / "m.sqlite3"
@@ -372,7 +389,8 @@ def test_the_bots_of_resumed_matches_are_not_timed_out_by_the_workers_start_up(t
 
     async def after():
         metrics = Metrics()
-        mgr = MatchManager(config(bot_deadline_s=0.15, bot_workers=1), store=SqliteStore(path), metrics=metrics)
+        mgr = MatchManager(config(bot_deadline_s=slow_worker_start, bot_workers=1), store=SqliteStore(path),
+                           metrics=metrics)
         await mgr.start()  # the real bot host, its worker started by this start
         try:
             m = mgr._matches[match_id]
@@ -388,7 +406,7 @@ def test_the_bots_of_resumed_matches_are_not_timed_out_by_the_workers_start_up(t
     assert timeouts == 0
 
 
-def test_the_takeover_bot_of_a_departed_seat_is_not_timed_out_by_the_workers_start_up(tmp_path):
+def test_the_takeover_bot_of_a_departed_seat_is_not_timed_out_by_the_workers_start_up(tmp_path, slow_worker_start):
     """The same for a Georgian Joker seat whose player left: the takeover bot plays it to the
     end (GJ-12.4), and after a restart it is asked at once for that seat's decision."""
     path = tmp_path / "m.sqlite3"
@@ -410,7 +428,7 @@ def test_the_takeover_bot_of_a_departed_seat_is_not_timed_out_by_the_workers_sta
 
     async def after():
         metrics = Metrics()
-        mgr = MatchManager(config(takeover_bot="random", bot_deadline_s=0.15, bot_workers=1),
+        mgr = MatchManager(config(takeover_bot="random", bot_deadline_s=slow_worker_start, bot_workers=1),
                            store=SqliteStore(path), metrics=metrics)
         await mgr.start()
         try:
