@@ -7,16 +7,12 @@ import sys
 import time
 
 from engine_service.plugins import BotSpec, hookimpl
+from tests.plugins.first_legal import FirstLegal
 
 if sys.argv[1:2] == ["--zygote"] and os.environ.get("TEST_HANG_IN_ZYGOTE"):
     time.sleep(3600)
 
 
-class _First:
-    def decide(self, request):
-        return request.legal[0]
-
-
 @hookimpl
 def cardgames_bots():
-    return [BotSpec("first-zygote-only", lambda game_id: _First())]
+    return [BotSpec("first-zygote-only", lambda game_id: FirstLegal())]

@@ -6,17 +6,13 @@ import sys
 import time
 
 from engine_service.plugins import BotSpec, hookimpl
+from tests.plugins.first_legal import FirstLegal
 
 if sys.argv[1:2] == ["--zygote"]:
     time.sleep(3600)
 
 
-class _First:
-    def decide(self, request):
-        return request.legal[0]
-
-
 @hookimpl
 def cardgames_bots():
-    return [BotSpec("engine-only", lambda game_id: _First()),
-            BotSpec("engine-only-too", lambda game_id: _First())]
+    return [BotSpec("engine-only", lambda game_id: FirstLegal()),
+            BotSpec("engine-only-too", lambda game_id: FirstLegal())]

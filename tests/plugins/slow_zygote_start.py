@@ -9,6 +9,7 @@ import sys
 import time
 
 from engine_service.plugins import BotSpec, hookimpl
+from tests.plugins.first_legal import FirstLegal
 
 WORKER_START_S = 4.0
 
@@ -16,11 +17,6 @@ if sys.argv[1:2] == ["--zygote"]:
     os.register_at_fork(after_in_child=lambda: time.sleep(WORKER_START_S))
 
 
-class _First:
-    def decide(self, request):
-        return request.legal[0]
-
-
 @hookimpl
 def cardgames_bots():
-    return [BotSpec("slow-start-first", lambda game_id: _First())]
+    return [BotSpec("slow-start-first", lambda game_id: FirstLegal())]
