@@ -693,3 +693,17 @@ def test_node_readme_says_what_the_folder_and_the_library_have(node):
     missing = subprocess.run([node, "-e", probe], cwd=NODE_DIR, capture_output=True, text=True, timeout=60)
     assert missing.returncode == 0, missing.stderr
     assert json.loads(missing.stdout) == []
+
+
+def test_the_declared_node_versions_include_the_one_the_tests_run_on():
+    """package.json's ``engines.node`` and its README's "N or newer" say the same lower bound,
+    and the Node.js these tests run the client on meets it: the range never refuses the version
+    the suite checked (npm would warn EBADENGINE), and the README never promises another."""
+    declared = json.loads((NODE_DIR / "package.json").read_text())["engines"]["node"]
+    minimum = re.fullmatch(r">=(\d+)", declared)
+    assert minimum, f"engines.node should be a plain lower bound, got {declared!r}"
+    running = subprocess.run([shutil.which("node"), "--version"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+    assert int(running.lstrip("v").split(".")[0]) >= int(minimum.group(1)), \
+        f"the suite runs Node.js {running}; engines.node says {declared}"
+    assert f"A Node.js ({minimum.group(1)} or newer" in (NODE_DIR / "README.md").read_text()
