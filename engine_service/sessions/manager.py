@@ -951,10 +951,12 @@ class MatchManager:
                 self._clock.cancel_grace(slot)
                 gone = self._streams.end_seat(m, slot, PermissionDenied("you left this match", reason="SEAT_LEFT"))
                 m.log.info("seat_resigned", seat=seat)
+                # first: the event carries the clock of the takeover bot's seat (none), not
+                # the deadline of the decision the player left behind (test_presence_deadline)
+                self._clock.schedule(m)
                 self._writer.presence(m, slot, "left")
                 if gone:
                     self._clock.disconnected(m, slot)
-                self._clock.schedule(m)
             return m.summary()
 
         return await self._exclusive(m, locked)
