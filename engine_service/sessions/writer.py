@@ -207,6 +207,7 @@ class MatchWriter:
         for d in stored.decks:
             m.decks.setdefault(d.deal, d)
         new = [a for a in stored.actions if a.seq > m.seq]
+        ended = False
         for rec in new:
             scored = _deals_scored(m)
             state = m.state.clone()
@@ -229,13 +230,25 @@ class MatchWriter:
             m.log.info("action_applied", seat=rec.seat, seq=rec.seq, action=rec.action, by=rec.by,
                        found_in_store=True, **({"reason": rec.reason} if rec.reason else {}))
             details = _scored_details(m, state, rec.seq, scored)
+            # the clock first, as apply() arms it: the last action's event carries the
+            # deadline of the decision it hands on (or the end), an earlier one's none (a
+            # decision made already, as its replay shows it), never the deadline of the
+            # decision these actions answered, which the events used to carry
+            if rec is not new[-1]:
+                self.disarm(m)
+            elif m.state.is_over() and not m.over:
+                self.mark_over(m, "finished", self.result(m, "completed"), "completed")
+                ended = True
+            else:
+                self.schedule(m)
             self.publish(m, "action", seq=rec.seq, seat=rec.seat, action=rec.action, by=rec.by,
                          reason=rec.reason, details=details)
         if new:
             m.log.warning("log_caught_up", seq=m.seq, actions=len(new))
-        if m.state.is_over() and not m.over:
-            result = self.result(m, "completed")
-            self.mark_over(m, "finished", result, "completed")
+        if not ended and m.state.is_over() and not m.over:
+            self.mark_over(m, "finished", self.result(m, "completed"), "completed")
+            ended = True
+        if ended:
             await self._store_completion(m)
             self.announce_end(m)
         else:

@@ -1433,3 +1433,74 @@ def test_a_quiet_outage_whose_database_stays_down_is_the_next_failures_outage(mo
         "absence_writes_failing", "absence_writes_recovered"], said
     assert said[-1]["landed"] == 2  # the second match's two seats
     assert said[-1]["outage_s"] >= 0.3  # the refused probes' time is part of it
+
+
+def test_an_action_found_in_the_store_is_published_with_the_clock_it_started():
+    """An action written but answered UNAVAILABLE is found by the retry (the writer's
+    catch-up) and published then. Its event used to carry the deadline of the decision it
+    answered, a decision already made (the clock was re-armed only after the events of the
+    caught-up actions): a client took it for the next player's time, which was a whole new
+    turn (JJK-10.3), until the next heartbeat. It carries the clock of the decision it hands
+    on, as the event of an action applied at once does."""
+    store = LosesAcknowledgements()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass", turn_time_s=60)
+            m = mgr._matches[match_id]
+            players = [Stream(mgr, match_id, p) for p in ps]  # present: the clock runs (JJK-10.2)
+            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+            await until(lambda: spectator.events and all(s.events for s in players))
+            seat, p, env = await to_act(mgr, match_id, ps)
+            answered = m.deadline
+            assert answered is not None and env.deadline == answered
+            store.lose_next = True
+            with pytest.raises(SessionError):
+                await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "lost")
+            retry = await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "lost")
+            assert retry.duplicate and m.seq == retry.seq
+            await until(lambda: spectator.actions() and spectator.actions()[-1].seq == retry.seq)
+            event, deadline, timer_key = spectator.actions()[-1], m.deadline, m.timer_key
+            for stream in (spectator, *players):
+                await stream.close()
+            return answered, deadline, timer_key, event
+
+    answered, deadline, timer_key, event = run(go())
+    assert timer_key[0] == event.seq and deadline is not None and deadline != answered
+    assert event.view.deadline == deadline, "the caught-up action's event shows the clock it started"
+
+
+def test_the_last_action_found_in_the_store_is_published_with_the_end_it_made():
+    """The action that completes the match was written but answered UNAVAILABLE; the retry
+    finds it (the writer's catch-up), and its event shows the match as that action left it,
+    over, as the event of the same action applied at once does (MatchWriter.apply ends the
+    match before publishing it). It used to show the match still active, its clock that of
+    the decision it answered, and only the ``match_ended`` that followed said otherwise."""
+    store = LosesAcknowledgements()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+            await until(lambda: spectator.events)
+            while True:
+                seat, p, env = await to_act(mgr, match_id, ps)
+                action = env.view["legal"][0]
+                state = mgr.state_of(match_id).clone()
+                state.apply(action, seat)
+                if state.is_over():
+                    break
+                await mgr.submit_action(match_id, p, action, env.seq, f"a{env.seq}")
+            store.lose_next = True
+            with pytest.raises(SessionError):
+                await mgr.submit_action(match_id, p, action, env.seq, "last")
+            retry = await mgr.submit_action(match_id, p, action, env.seq, "last")
+            await until(lambda: spectator.events[-1].kind == "match_ended")
+            await spectator.close()
+            return retry, spectator.events
+
+    retry, events = run(go())
+    assert retry.duplicate and retry.view.status == "finished"
+    last, ended = events[-2:]
+    assert last.kind == "action" and last.seq == retry.seq and ended.kind == "match_ended"
+    assert last.view.status == "finished" and last.view.deadline is None
