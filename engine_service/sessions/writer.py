@@ -117,7 +117,8 @@ class MatchWriter:
             # to this log: the log is the truth, so catch up with it and let the caller decide
             # again on the new state
             m.log.warning("log_conflict", seq=rec.seq, error_type=type(exc).__name__)
-            await self.store_call(self.catch_up(m), "catch_up")
+            if await self.store_call(self.catch_up(m), "catch_up"):
+                await self.end_past_deal_limit(m)
             raise StaleSequence(f"the match moved on to seq {m.seq}; decide again",
                                 current=m.envelope(seat), expected_seq=str(rec.seq - 1),
                                 seq=str(m.seq)) from exc
@@ -233,8 +234,9 @@ class MatchWriter:
             # the clock first, as apply() arms it: the last action's event carries the
             # deadline of the decision it hands on (or the end), an earlier one's none (a
             # decision made already, as its replay shows it), never the deadline of the
-            # decision these actions answered, which the events used to carry
-            if rec is not new[-1]:
+            # decision these actions answered, which the events used to carry; past the deal
+            # limit no decision follows (the caller ends the match: end_past_deal_limit)
+            if rec is not new[-1] or self._past_deal_limit(m):
                 self.disarm(m)
             elif m.state.is_over() and not m.over:
                 self.mark_over(m, "finished", self.result(m, "completed"), "completed")
@@ -251,9 +253,22 @@ class MatchWriter:
         if ended:
             await self._store_completion(m)
             self.announce_end(m)
-        else:
+        elif not (new and self._past_deal_limit(m)):
             self.schedule(m)
         return len(new)
+
+    def _past_deal_limit(self, m: LiveMatch) -> bool:
+        """Whether ``m`` is being played and has dealt one deal more than ``max_deals``."""
+        return bool(self.max_deals) and m.active and m.deals_dealt > self.max_deals
+
+    async def end_past_deal_limit(self, m: LiveMatch) -> None:
+        """After actions found in the store (:meth:`catch_up`): end the match when they dealt
+        the deal past ``max_deals`` (:meth:`end_at_deal_limit`), as apply() ends it after
+        such an action of its own. The catch-up used to arm the next decision instead, and
+        the match went on past its limit until its next action (a move of the deal past it)
+        had been accepted."""
+        if self._past_deal_limit(m):
+            await self.end_at_deal_limit(m)
 
     # ---- the end of a match -------------------------------------------------------------
 
@@ -350,6 +365,8 @@ class MatchWriter:
         m.log_in_doubt = False
         if not found:
             m.log.info("action_not_in_store", seq=m.seq)
+        else:
+            await self.end_past_deal_limit(m)
 
     async def settle_end(self, m: LiveMatch) -> None:
         """Settle an end in doubt (:meth:`_write_end`: its write and the read-back both failed)

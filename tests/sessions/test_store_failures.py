@@ -1504,3 +1504,36 @@ def test_the_last_action_found_in_the_store_is_published_with_the_end_it_made():
     last, ended = events[-2:]
     assert last.kind == "action" and last.seq == retry.seq and ended.kind == "match_ended"
     assert last.view.status == "finished" and last.view.deadline is None
+
+
+def test_an_action_found_in_the_store_that_dealt_past_the_deal_limit_ends_the_match():
+    """``max_match_deals`` ends a match at once when an action deals the deal past it (the
+    writer, MatchWriter.end_at_deal_limit; and a match read back past it when it is
+    resumed). The action that does was written but answered UNAVAILABLE; its retry finds it
+    in the store (the writer's catch-up), which folded it in and armed the next decision
+    instead: the match went on past its limit, and the next action, a move of the deal
+    past the limit, was accepted before the match ended. KL-3.5: four passes throw a deal
+    in and the next one is dealt."""
+    store = LosesAcknowledgements()
+
+    async def go():
+        async with manager(config(max_match_deals=1), store=store) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            for n in range(4):
+                seat, p, env = await to_act(mgr, match_id, ps)
+                assert "pass" in env.view["legal"]
+                if n < 3:
+                    await mgr.submit_action(match_id, p, "pass", env.seq, f"p{env.seq}")
+            store.lose_next = True  # the pass that deals the second deal: written, not answered
+            with pytest.raises(SessionError):
+                await mgr.submit_action(match_id, p, "pass", env.seq, "over the limit")
+            retry = await mgr.submit_action(match_id, p, "pass", env.seq, "over the limit")
+            summary = await mgr.get_match(match_id)
+            stored = await store.load_match(match_id)
+            return retry, summary, stored
+
+    retry, summary, stored = run(go())
+    assert retry.duplicate and retry.seq == 4
+    assert summary.status == "terminated" and summary.seq == 4, summary
+    assert (summary.result["outcome"], summary.result["reason"]) == ("terminated", "deal_limit")
+    assert stored.record.status == "terminated" and len(stored.actions) == 4
