@@ -138,12 +138,7 @@ class MatchWriter:
         m.deals_dealt = dealt
         if client_action_id:
             m.client_ids[(seat, client_action_id)] = rec
-        self.metrics.child(self.metrics.actions, m.game.id, by, "accepted").inc()
-        m.log.info("action_applied", seat=seat, seq=rec.seq, action=action, by=by,
-                   **({"reason": reason} if reason else {}))
-        if by == "auto":
-            self.metrics.child(self.metrics.auto_moves, m.game.id, reason or "policy").inc()
-            m.log.info("auto_move", seat=seat, seq=rec.seq, action=action, reason=reason)
+        self._count_applied(m, rec)
         details = _scored_details(m, state, rec.seq, scored)
 
         event = dict(seq=rec.seq, seat=seat, action=action, by=by, reason=reason, details=details)
@@ -167,6 +162,18 @@ class MatchWriter:
                 await self.end_at_deal_limit(m)
         self.metrics.child(self.metrics.action_latency, m.game.id).observe(time.perf_counter() - started)
         return rec
+
+    def _count_applied(self, m: LiveMatch, rec: ActionRecord, **found: Any) -> None:
+        """Count and log an action that became the match's (:meth:`apply`; or found in the
+        store, ``found_in_store``: :meth:`catch_up`): ``actions``, ``action_applied``, and for
+        the auto-move policy's ``auto_moves`` and ``auto_move``, which an auto-move found in
+        the store used to miss (the timeouts it answered were counted, it was not)."""
+        self.metrics.child(self.metrics.actions, m.game.id, rec.by, "accepted").inc()
+        m.log.info("action_applied", seat=rec.seat, seq=rec.seq, action=rec.action, by=rec.by, **found,
+                   **({"reason": rec.reason} if rec.reason else {}))
+        if rec.by == "auto":
+            self.metrics.child(self.metrics.auto_moves, m.game.id, rec.reason or "policy").inc()
+            m.log.info("auto_move", seat=rec.seat, seq=rec.seq, action=rec.action, reason=rec.reason, **found)
 
     async def end_at_deal_limit(self, m: LiveMatch) -> None:
         """End a match that has just dealt one deal more than ``max_deals``: it has played
@@ -227,9 +234,7 @@ class MatchWriter:
             m.actions.append(rec)
             if rec.client_action_id:
                 m.client_ids[(rec.seat, rec.client_action_id)] = rec
-            self.metrics.child(self.metrics.actions, m.game.id, rec.by, "accepted").inc()
-            m.log.info("action_applied", seat=rec.seat, seq=rec.seq, action=rec.action, by=rec.by,
-                       found_in_store=True, **({"reason": rec.reason} if rec.reason else {}))
+            self._count_applied(m, rec, found_in_store=True)
             details = _scored_details(m, state, rec.seq, scored)
             # the clock first, as apply() arms it: the last action's event carries the
             # deadline of the decision it hands on (or the end), an earlier one's none (a

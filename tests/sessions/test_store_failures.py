@@ -1537,3 +1537,39 @@ def test_an_action_found_in_the_store_that_dealt_past_the_deal_limit_ends_the_ma
     assert summary.status == "terminated" and summary.seq == 4, summary
     assert (summary.result["outcome"], summary.result["reason"]) == ("terminated", "deal_limit")
     assert stored.record.status == "terminated" and len(stored.actions) == 4
+
+
+def test_an_auto_move_found_in_the_store_is_counted_and_logged_as_one(monkeypatch):
+    """The turn deadline passed and the auto-move was written but answered with an error;
+    the retry of that timeout finds it in the store (the writer's catch-up). It was counted
+    among the accepted actions but not among the auto-moves (``auto_moves{reason}``), nor
+    logged ``auto_move``, as the same move answered at once is: a store that loses answers
+    made the dashboard's auto-moves (and the timeouts they answer) disagree."""
+    from engine_service.sessions import clock
+
+    monkeypatch.setattr(clock, "RETRY_AFTER_STORE_FAILURE_S", 0.05)
+    store = LosesAcknowledgements()
+    metrics = Metrics()
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(config(time_scale=0.01), store=store, metrics=metrics) as mgr:  # 30 s -> 0.3 s
+                match_id, ps = await open_match(mgr, "klaberjass")
+                m = mgr._matches[match_id]
+                streams = [Stream(mgr, match_id, p) for p in ps]  # present: the clock runs (JJK-10.2)
+                await until(lambda: all(s.present for s in m.seats))
+                store.lose_next = True
+                await until(lambda: m.seq == 1 and not m.in_doubt, timeout=10)
+                for s in streams:
+                    await s.close()
+                return m.actions[0], logs
+
+    action, logs = run(go())
+    g = {"game": "klaberjass"}
+    assert (action.by, action.reason) == ("auto", "timeout")
+    assert [e["event"] for e in logs if e["event"] in ("store_write_failed", "log_caught_up")] \
+        == ["store_write_failed", "log_caught_up"]  # written, answered with an error, found
+    assert metrics.value("cardgames_turn_timeouts_total", g) == 1
+    assert metrics.value("cardgames_actions_total", {**g, "by": "auto", "result": "accepted"}) == 1
+    assert metrics.value("cardgames_auto_moves_total", {**g, "reason": "timeout"}) == 1
+    assert [e["seq"] for e in logs if e["event"] == "auto_move"] == [1]
