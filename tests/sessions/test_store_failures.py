@@ -903,6 +903,28 @@ def test_an_end_after_an_action_whose_answer_was_lost_follows_the_stored_log(end
         assert stored.record.result["outcome"] == ("resigned" if end == "resign" else "terminated")
 
 
+async def _retried_after_a_lost_answer(mgr, store, match_id, p, action, expected_seq, client_action_id):
+    """Submit ``action``, its append durable but answered with an error (UNAVAILABLE), then
+    again with the same client_action_id; return the retry's result."""
+    store.lose_next = True
+    with pytest.raises(SessionError):
+        await mgr.submit_action(match_id, p, action, expected_seq, client_action_id)
+    return await mgr.submit_action(match_id, p, action, expected_seq, client_action_id)
+
+
+async def _play_until(mgr, match_id, ps, stop):
+    """Play each seat's first legal action until the next one would lead to a state for which
+    ``stop(state)`` holds; return that action's (principal, envelope, action)."""
+    while True:
+        seat, p, env = await to_act(mgr, match_id, ps)
+        action = env.view["legal"][0]
+        state = mgr.state_of(match_id).clone()
+        state.apply(action, seat)
+        if stop(state):
+            return p, env, action
+        await mgr.submit_action(match_id, p, action, env.seq, f"a{env.seq}")
+
+
 def test_an_action_found_in_the_store_is_published_as_it_was_applied():
     """The action that scores a deal was written but answered UNAVAILABLE; its retry finds it
     in the store (the writer's catch-up) and publishes it. Watchers used to get it without
@@ -916,18 +938,8 @@ def test_an_action_found_in_the_store_is_published_as_it_was_applied():
                 match_id, ps = await open_match(mgr, "klaberjass")
                 spectator = Stream(mgr, match_id, Principal("spectator", match_id))
                 await until(lambda: spectator.events)
-                while True:
-                    seat, p, env = await to_act(mgr, match_id, ps)
-                    action = env.view["legal"][0]
-                    state = mgr.state_of(match_id).clone()
-                    state.apply(action, seat)
-                    if state.deal_results():
-                        break
-                    await mgr.submit_action(match_id, p, action, env.seq, f"a{env.seq}")
-                store.lose_next = True
-                with pytest.raises(SessionError):
-                    await mgr.submit_action(match_id, p, action, env.seq, "scores")
-                retry = await mgr.submit_action(match_id, p, action, env.seq, "scores")
+                p, env, action = await _play_until(mgr, match_id, ps, lambda state: state.deal_results())
+                retry = await _retried_after_a_lost_answer(mgr, store, match_id, p, action, env.seq, "scores")
                 await until(lambda: spectator.actions() and spectator.actions()[-1].seq == retry.seq)
                 replayed = await collect(mgr.watch(match_id, Principal("spectator", match_id), retry.seq - 1),
                                          until=lambda e: e.kind == "action")
@@ -1454,10 +1466,8 @@ def test_an_action_found_in_the_store_is_published_with_the_clock_it_started():
             seat, p, env = await to_act(mgr, match_id, ps)
             answered = m.deadline
             assert answered is not None and env.deadline == answered
-            store.lose_next = True
-            with pytest.raises(SessionError):
-                await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "lost")
-            retry = await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "lost")
+            retry = await _retried_after_a_lost_answer(mgr, store, match_id, p, env.view["legal"][0],
+                                                       env.seq, "lost")
             assert retry.duplicate and m.seq == retry.seq
             await until(lambda: spectator.actions() and spectator.actions()[-1].seq == retry.seq)
             event, deadline, timer_key = spectator.actions()[-1], m.deadline, m.timer_key
@@ -1483,18 +1493,8 @@ def test_the_last_action_found_in_the_store_is_published_with_the_end_it_made():
             match_id, ps = await open_match(mgr, "klaberjass")
             spectator = Stream(mgr, match_id, Principal("spectator", match_id))
             await until(lambda: spectator.events)
-            while True:
-                seat, p, env = await to_act(mgr, match_id, ps)
-                action = env.view["legal"][0]
-                state = mgr.state_of(match_id).clone()
-                state.apply(action, seat)
-                if state.is_over():
-                    break
-                await mgr.submit_action(match_id, p, action, env.seq, f"a{env.seq}")
-            store.lose_next = True
-            with pytest.raises(SessionError):
-                await mgr.submit_action(match_id, p, action, env.seq, "last")
-            retry = await mgr.submit_action(match_id, p, action, env.seq, "last")
+            p, env, action = await _play_until(mgr, match_id, ps, lambda state: state.is_over())
+            retry = await _retried_after_a_lost_answer(mgr, store, match_id, p, action, env.seq, "last")
             await until(lambda: spectator.events[-1].kind == "match_ended")
             await spectator.close()
             return retry, spectator.events
@@ -1524,10 +1524,8 @@ def test_an_action_found_in_the_store_that_dealt_past_the_deal_limit_ends_the_ma
                 assert "pass" in env.view["legal"]
                 if n < 3:
                     await mgr.submit_action(match_id, p, "pass", env.seq, f"p{env.seq}")
-            store.lose_next = True  # the pass that deals the second deal: written, not answered
-            with pytest.raises(SessionError):
-                await mgr.submit_action(match_id, p, "pass", env.seq, "over the limit")
-            retry = await mgr.submit_action(match_id, p, "pass", env.seq, "over the limit")
+            # the pass that deals the second deal: written, not answered
+            retry = await _retried_after_a_lost_answer(mgr, store, match_id, p, "pass", env.seq, "over the limit")
             summary = await mgr.get_match(match_id)
             stored = await store.load_match(match_id)
             return retry, summary, stored
