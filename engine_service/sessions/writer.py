@@ -241,11 +241,13 @@ class MatchWriter:
             # decision made already, as its replay shows it), never the deadline of the
             # decision these actions answered, which the events used to carry; past the deal
             # limit no decision follows (the caller ends the match: end_past_deal_limit)
-            if rec is not new[-1] or self._past_deal_limit(m):
+            if rec is not new[-1]:
                 self.disarm(m)
             elif m.state.is_over() and not m.over:
                 self.mark_over(m, "finished", self.result(m, "completed"), "completed")
                 ended = True
+            elif self._past_deal_limit(m):
+                self.disarm(m)
             else:
                 self.schedule(m)
             self.publish(m, "action", seq=rec.seq, seat=rec.seat, action=rec.action, by=rec.by,
