@@ -615,7 +615,15 @@ class MatchManager:
         """Count the new match of ``terms`` against the limits, write it and register it. A
         match of bots only is refused past ``max_bot_matches`` unless the admin creates it
         (tournaments, tests; the admin's count all the same), and so are unfinished matches every
-        player of which has left (the takeover bot plays them on, GJ-12.4)."""
+        player of which has left (the takeover bot plays them on, GJ-12.4).
+
+        Refused while draining, as :meth:`_exclusive` refuses a write: a create with a
+        client_create_id awaited its id's look-up (and another call's create of that id) since
+        create_match checked, and one that got here once the drain had begun wrote its match
+        after the drain (answered as created by a service that had drained), or against the
+        store close() was closing. From this check to the write's registration in ``_writes``
+        there is no await."""
+        self._require_running()
         # the limits count the matches being created too (their store write is in flight)
         unfinished = [m for m in self._matches.values() if not m.over]
         if len(unfinished) + sum(self._creating.values()) >= self.config.max_matches:
@@ -951,10 +959,12 @@ class MatchManager:
                 self._clock.cancel_grace(slot)
                 gone = self._streams.end_seat(m, slot, PermissionDenied("you left this match", reason="SEAT_LEFT"))
                 m.log.info("seat_resigned", seat=seat)
+                # first: the event carries the clock of the takeover bot's seat (none), not
+                # the deadline of the decision the player left behind (test_presence_deadline)
+                self._clock.schedule(m)
                 self._writer.presence(m, slot, "left")
                 if gone:
                     self._clock.disconnected(m, slot)
-                self._clock.schedule(m)
             return m.summary()
 
         return await self._exclusive(m, locked)

@@ -117,7 +117,8 @@ class MatchWriter:
             # to this log: the log is the truth, so catch up with it and let the caller decide
             # again on the new state
             m.log.warning("log_conflict", seq=rec.seq, error_type=type(exc).__name__)
-            await self.store_call(self.catch_up(m), "catch_up")
+            if await self.store_call(self.catch_up(m), "catch_up"):
+                await self.end_past_deal_limit(m)
             raise StaleSequence(f"the match moved on to seq {m.seq}; decide again",
                                 current=m.envelope(seat), expected_seq=str(rec.seq - 1),
                                 seq=str(m.seq)) from exc
@@ -137,12 +138,7 @@ class MatchWriter:
         m.deals_dealt = dealt
         if client_action_id:
             m.client_ids[(seat, client_action_id)] = rec
-        self.metrics.child(self.metrics.actions, m.game.id, by, "accepted").inc()
-        m.log.info("action_applied", seat=seat, seq=rec.seq, action=action, by=by,
-                   **({"reason": reason} if reason else {}))
-        if by == "auto":
-            self.metrics.child(self.metrics.auto_moves, m.game.id, reason or "policy").inc()
-            m.log.info("auto_move", seat=seat, seq=rec.seq, action=action, reason=reason)
+        self._count_applied(m, rec)
         details = _scored_details(m, state, rec.seq, scored)
 
         event = dict(seq=rec.seq, seat=seat, action=action, by=by, reason=reason, details=details)
@@ -166,6 +162,18 @@ class MatchWriter:
                 await self.end_at_deal_limit(m)
         self.metrics.child(self.metrics.action_latency, m.game.id).observe(time.perf_counter() - started)
         return rec
+
+    def _count_applied(self, m: LiveMatch, rec: ActionRecord, **found: Any) -> None:
+        """Count and log an action that became the match's (:meth:`apply`; or found in the
+        store, ``found_in_store``: :meth:`catch_up`): ``actions``, ``action_applied``, and for
+        the auto-move policy's ``auto_moves`` and ``auto_move``, which an auto-move found in
+        the store used to miss (the timeouts it answered were counted, it was not)."""
+        self.metrics.child(self.metrics.actions, m.game.id, rec.by, "accepted").inc()
+        m.log.info("action_applied", seat=rec.seat, seq=rec.seq, action=rec.action, by=rec.by, **found,
+                   **({"reason": rec.reason} if rec.reason else {}))
+        if rec.by == "auto":
+            self.metrics.child(self.metrics.auto_moves, m.game.id, rec.reason or "policy").inc()
+            m.log.info("auto_move", seat=rec.seat, seq=rec.seq, action=rec.action, reason=rec.reason, **found)
 
     async def end_at_deal_limit(self, m: LiveMatch) -> None:
         """End a match that has just dealt one deal more than ``max_deals``: it has played
@@ -207,6 +215,7 @@ class MatchWriter:
         for d in stored.decks:
             m.decks.setdefault(d.deal, d)
         new = [a for a in stored.actions if a.seq > m.seq]
+        ended = False
         for rec in new:
             scored = _deals_scored(m)
             state = m.state.clone()
@@ -225,22 +234,48 @@ class MatchWriter:
             m.actions.append(rec)
             if rec.client_action_id:
                 m.client_ids[(rec.seat, rec.client_action_id)] = rec
-            self.metrics.child(self.metrics.actions, m.game.id, rec.by, "accepted").inc()
-            m.log.info("action_applied", seat=rec.seat, seq=rec.seq, action=rec.action, by=rec.by,
-                       found_in_store=True, **({"reason": rec.reason} if rec.reason else {}))
+            self._count_applied(m, rec, found_in_store=True)
             details = _scored_details(m, state, rec.seq, scored)
+            # the clock first, as apply() arms it: the last action's event carries the
+            # deadline of the decision it hands on (or the end), an earlier one's none (a
+            # decision made already, as its replay shows it), never the deadline of the
+            # decision these actions answered, which the events used to carry; past the deal
+            # limit no decision follows (the caller ends the match: end_past_deal_limit)
+            if rec is not new[-1]:
+                self.disarm(m)
+            elif m.state.is_over() and not m.over:
+                self.mark_over(m, "finished", self.result(m, "completed"), "completed")
+                ended = True
+            elif self._past_deal_limit(m):
+                self.disarm(m)
+            else:
+                self.schedule(m)
             self.publish(m, "action", seq=rec.seq, seat=rec.seat, action=rec.action, by=rec.by,
                          reason=rec.reason, details=details)
         if new:
             m.log.warning("log_caught_up", seq=m.seq, actions=len(new))
-        if m.state.is_over() and not m.over:
-            result = self.result(m, "completed")
-            self.mark_over(m, "finished", result, "completed")
+        if not ended and m.state.is_over() and not m.over:
+            self.mark_over(m, "finished", self.result(m, "completed"), "completed")
+            ended = True
+        if ended:
             await self._store_completion(m)
             self.announce_end(m)
-        else:
+        elif not (new and self._past_deal_limit(m)):
             self.schedule(m)
         return len(new)
+
+    def _past_deal_limit(self, m: LiveMatch) -> bool:
+        """Whether ``m`` is being played and has dealt one deal more than ``max_deals``."""
+        return bool(self.max_deals) and m.active and m.deals_dealt > self.max_deals
+
+    async def end_past_deal_limit(self, m: LiveMatch) -> None:
+        """After actions found in the store (:meth:`catch_up`): end the match when they dealt
+        the deal past ``max_deals`` (:meth:`end_at_deal_limit`), as apply() ends it after
+        such an action of its own. The catch-up used to arm the next decision instead, and
+        the match went on past its limit until its next action (a move of the deal past it)
+        had been accepted."""
+        if self._past_deal_limit(m):
+            await self.end_at_deal_limit(m)
 
     # ---- the end of a match -------------------------------------------------------------
 
@@ -337,6 +372,8 @@ class MatchWriter:
         m.log_in_doubt = False
         if not found:
             m.log.info("action_not_in_store", seq=m.seq)
+        else:
+            await self.end_past_deal_limit(m)
 
     async def settle_end(self, m: LiveMatch) -> None:
         """Settle an end in doubt (:meth:`_write_end`: its write and the read-back both failed)

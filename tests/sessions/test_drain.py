@@ -202,3 +202,48 @@ def test_a_join_that_starts_its_match_during_the_drain_arms_no_grace_window():
     status, graces, timer = run(go())
     assert status == "active"
     assert graces == [None, None] and timer is None
+
+
+class GatedCreateLookups(MemoryStore):
+    """A store whose look-ups of a client_create_id wait for ``gate`` while it is set, and
+    that records the matches created while it is closed."""
+
+    gate: asyncio.Event | None = None
+    looking = 0
+    created: list[str] = []
+
+    async def find_created(self, create_hash):
+        if self.gate is not None:
+            self.looking += 1
+            await self.gate.wait()
+        return await super().find_created(create_hash)
+
+    async def create_match(self, record, decks=()):
+        self.created = [*self.created, record.match_id]
+        return await super().create_match(record, decks)
+
+
+def test_a_keyed_create_looking_up_its_id_when_the_drain_began_is_refused_cleanly():
+    """A CreateMatch with a client_create_id first looks the id up in the store. One that was
+    looking it up when the drain began went on to write its match once the look-up answered,
+    whether or not the drain (which waits only for the writes under way) was over, and with
+    close() after it, against the store being closed: UNAVAILABLE / STORE_UNAVAILABLE and a
+    ``store_write_failed`` error logged for a shutdown, or a match created, registered and
+    answered by a service that had drained. It is refused with DRAINING, as every write that
+    reaches the manager once the drain has begun, and nothing is written."""
+    store = GatedCreateLookups()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            store.gate = asyncio.Event()
+            create = asyncio.ensure_future(mgr.create_match(
+                CreateMatchRequest(game=GAME, client_create_id="drain-race-0123456789")))
+            await until(lambda: store.looking == 1)
+            await mgr.drain()
+            store.gate.set()
+            outcome = (await asyncio.gather(create, return_exceptions=True))[0]
+            return outcome, list(store.created), mgr.match_ids()
+
+    outcome, created, held = run(go())
+    assert isinstance(outcome, Unavailable) and outcome.reason == "DRAINING", outcome
+    assert created == [] and held == []

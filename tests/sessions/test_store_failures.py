@@ -903,6 +903,28 @@ def test_an_end_after_an_action_whose_answer_was_lost_follows_the_stored_log(end
         assert stored.record.result["outcome"] == ("resigned" if end == "resign" else "terminated")
 
 
+async def _retried_after_a_lost_answer(mgr, store, match_id, p, action, expected_seq, client_action_id):
+    """Submit ``action``, its append durable but answered with an error (UNAVAILABLE), then
+    again with the same client_action_id; return the retry's result."""
+    store.lose_next = True
+    with pytest.raises(SessionError):
+        await mgr.submit_action(match_id, p, action, expected_seq, client_action_id)
+    return await mgr.submit_action(match_id, p, action, expected_seq, client_action_id)
+
+
+async def _play_until(mgr, match_id, ps, stop):
+    """Play each seat's first legal action until the next one would lead to a state for which
+    ``stop(state)`` holds; return that action's (principal, envelope, action)."""
+    while True:
+        seat, p, env = await to_act(mgr, match_id, ps)
+        action = env.view["legal"][0]
+        state = mgr.state_of(match_id).clone()
+        state.apply(action, seat)
+        if stop(state):
+            return p, env, action
+        await mgr.submit_action(match_id, p, action, env.seq, f"a{env.seq}")
+
+
 def test_an_action_found_in_the_store_is_published_as_it_was_applied():
     """The action that scores a deal was written but answered UNAVAILABLE; its retry finds it
     in the store (the writer's catch-up) and publishes it. Watchers used to get it without
@@ -916,18 +938,8 @@ def test_an_action_found_in_the_store_is_published_as_it_was_applied():
                 match_id, ps = await open_match(mgr, "klaberjass")
                 spectator = Stream(mgr, match_id, Principal("spectator", match_id))
                 await until(lambda: spectator.events)
-                while True:
-                    seat, p, env = await to_act(mgr, match_id, ps)
-                    action = env.view["legal"][0]
-                    state = mgr.state_of(match_id).clone()
-                    state.apply(action, seat)
-                    if state.deal_results():
-                        break
-                    await mgr.submit_action(match_id, p, action, env.seq, f"a{env.seq}")
-                store.lose_next = True
-                with pytest.raises(SessionError):
-                    await mgr.submit_action(match_id, p, action, env.seq, "scores")
-                retry = await mgr.submit_action(match_id, p, action, env.seq, "scores")
+                p, env, action = await _play_until(mgr, match_id, ps, lambda state: state.deal_results())
+                retry = await _retried_after_a_lost_answer(mgr, store, match_id, p, action, env.seq, "scores")
                 await until(lambda: spectator.actions() and spectator.actions()[-1].seq == retry.seq)
                 replayed = await collect(mgr.watch(match_id, Principal("spectator", match_id), retry.seq - 1),
                                          until=lambda e: e.kind == "action")
@@ -1433,3 +1445,131 @@ def test_a_quiet_outage_whose_database_stays_down_is_the_next_failures_outage(mo
         "absence_writes_failing", "absence_writes_recovered"], said
     assert said[-1]["landed"] == 2  # the second match's two seats
     assert said[-1]["outage_s"] >= 0.3  # the refused probes' time is part of it
+
+
+def test_an_action_found_in_the_store_is_published_with_the_clock_it_started():
+    """An action written but answered UNAVAILABLE is found by the retry (the writer's
+    catch-up) and published then. Its event used to carry the deadline of the decision it
+    answered, a decision already made (the clock was re-armed only after the events of the
+    caught-up actions): a client took it for the next player's time, which was a whole new
+    turn (JJK-10.3), until the next heartbeat. It carries the clock of the decision it hands
+    on, as the event of an action applied at once does."""
+    store = LosesAcknowledgements()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass", turn_time_s=60)
+            m = mgr._matches[match_id]
+            players = [Stream(mgr, match_id, p) for p in ps]  # present: the clock runs (JJK-10.2)
+            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+            await until(lambda: spectator.events and all(s.events for s in players))
+            seat, p, env = await to_act(mgr, match_id, ps)
+            answered = m.deadline
+            assert answered is not None and env.deadline == answered
+            retry = await _retried_after_a_lost_answer(mgr, store, match_id, p, env.view["legal"][0],
+                                                       env.seq, "lost")
+            assert retry.duplicate and m.seq == retry.seq
+            await until(lambda: spectator.actions() and spectator.actions()[-1].seq == retry.seq)
+            event, deadline, timer_key = spectator.actions()[-1], m.deadline, m.timer_key
+            for stream in (spectator, *players):
+                await stream.close()
+            return answered, deadline, timer_key, event
+
+    answered, deadline, timer_key, event = run(go())
+    assert timer_key[0] == event.seq and deadline is not None and deadline != answered
+    assert event.view.deadline == deadline, "the caught-up action's event shows the clock it started"
+
+
+def test_the_last_action_found_in_the_store_is_published_with_the_end_it_made():
+    """The action that completes the match was written but answered UNAVAILABLE; the retry
+    finds it (the writer's catch-up), and its event shows the match as that action left it,
+    over, as the event of the same action applied at once does (MatchWriter.apply ends the
+    match before publishing it). It used to show the match still active, its clock that of
+    the decision it answered, and only the ``match_ended`` that followed said otherwise."""
+    store = LosesAcknowledgements()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+            await until(lambda: spectator.events)
+            p, env, action = await _play_until(mgr, match_id, ps, lambda state: state.is_over())
+            retry = await _retried_after_a_lost_answer(mgr, store, match_id, p, action, env.seq, "last")
+            await until(lambda: spectator.events[-1].kind == "match_ended")
+            await spectator.close()
+            return retry, spectator.events
+
+    retry, events = run(go())
+    assert retry.duplicate and retry.view.status == "finished"
+    last, ended = events[-2:]
+    assert last.kind == "action" and last.seq == retry.seq and ended.kind == "match_ended"
+    assert last.view.status == "finished" and last.view.deadline is None
+
+
+def test_an_action_found_in_the_store_that_dealt_past_the_deal_limit_ends_the_match():
+    """``max_match_deals`` ends a match at once when an action deals the deal past it (the
+    writer, MatchWriter.end_at_deal_limit; and a match read back past it when it is
+    resumed). The action that does was written but answered UNAVAILABLE; its retry finds it
+    in the store (the writer's catch-up), which folded it in and armed the next decision
+    instead: the match went on past its limit, and the next action, a move of the deal
+    past the limit, was accepted before the match ended. KL-3.5: four passes throw a deal
+    in and the next one is dealt."""
+    store = LosesAcknowledgements()
+
+    async def go():
+        async with manager(config(max_match_deals=1), store=store) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            for n in range(4):
+                seat, p, env = await to_act(mgr, match_id, ps)
+                assert "pass" in env.view["legal"]
+                if n < 3:
+                    await mgr.submit_action(match_id, p, "pass", env.seq, f"p{env.seq}")
+            # the pass that deals the second deal: written, not answered
+            retry = await _retried_after_a_lost_answer(mgr, store, match_id, p, "pass", env.seq, "over the limit")
+            summary = await mgr.get_match(match_id)
+            stored = await store.load_match(match_id)
+            return retry, summary, stored
+
+    retry, summary, stored = run(go())
+    assert retry.duplicate and retry.seq == 4
+    assert summary.status == "terminated" and summary.seq == 4, summary
+    assert (summary.result["outcome"], summary.result["reason"]) == ("terminated", "deal_limit")
+    assert stored.record.status == "terminated" and len(stored.actions) == 4
+
+
+def test_an_auto_move_found_in_the_store_is_counted_and_logged_as_one(monkeypatch):
+    """The turn deadline passed and the auto-move was written but answered with an error;
+    the retry of that timeout finds it in the store (the writer's catch-up). It was counted
+    among the accepted actions but not among the auto-moves (``auto_moves{reason}``), nor
+    logged ``auto_move``, as the same move answered at once is: a store that loses answers
+    made the dashboard's auto-moves (and the timeouts they answer) disagree."""
+    from engine_service.sessions import clock
+
+    monkeypatch.setattr(clock, "RETRY_AFTER_STORE_FAILURE_S", 0.05)
+    store = LosesAcknowledgements()
+    metrics = Metrics()
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(config(time_scale=0.01), store=store, metrics=metrics) as mgr:  # 30 s -> 0.3 s
+                match_id, ps = await open_match(mgr, "klaberjass")
+                m = mgr._matches[match_id]
+                streams = [Stream(mgr, match_id, p) for p in ps]  # present: the clock runs (JJK-10.2)
+                await until(lambda: all(s.present for s in m.seats))
+                store.lose_next = True
+                await until(lambda: m.seq >= 1 and not m.in_doubt, timeout=10)
+                for s in streams:  # both away: no turn clock runs any more (JJK-10.2)
+                    await s.close()
+                return list(m.actions), logs
+
+    actions, logs = run(go())
+    g = {"game": "klaberjass"}
+    assert (actions[0].by, actions[0].reason) == ("auto", "timeout")
+    assert [e["event"] for e in logs if e["event"] in ("store_write_failed", "log_caught_up")] \
+        == ["store_write_failed", "log_caught_up"]  # written, answered with an error, found
+    timed_out = [a.seq for a in actions if (a.by, a.reason) == ("auto", "timeout")]
+    assert len(timed_out) == len(actions)  # (another deadline may have passed since: played at once)
+    assert metrics.value("cardgames_turn_timeouts_total", g) == len(timed_out)
+    assert metrics.value("cardgames_actions_total", {**g, "by": "auto", "result": "accepted"}) == len(timed_out)
+    assert metrics.value("cardgames_auto_moves_total", {**g, "reason": "timeout"}) == len(timed_out)
+    assert [e["seq"] for e in logs if e["event"] == "auto_move"] == timed_out
