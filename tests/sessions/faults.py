@@ -25,14 +25,18 @@ class FaultyStore:
     number of times before and after, so that requests interleave.
 
     ``p``: the chance that a write fails; ``weights``: a multiplier per write (0: never
-    fails). ``faults`` counts (write, before/after, reads failing after it)."""
+    fails); ``first_fails``: writes whose first call while active fails whatever the draw, for
+    a fuzz that must exercise a rare write's failure however the event loop interleaved its
+    calls (the draws are seeded, but which call meets which draw depends on timing).
+    ``faults`` counts (write, before/after, reads failing after it)."""
 
     WRITES = ("save_seat", "start_match", "set_status", "append_decks", "append_action")
 
     def __init__(self, inner, rng: random.Random, p: float = 0.3,
-                 weights: Mapping[str, float] | None = None) -> None:
+                 weights: Mapping[str, float] | None = None, first_fails: tuple[str, ...] = ()) -> None:
         self.inner, self.rng, self.p = inner, rng, p
         self.weights = dict(weights) if weights is not None else {"start_match": 1.5, "append_action": 0.0}
+        self.first_fails = set(first_fails)
         self.active = False
         self.unreadable = 0
         self.faults: collections.Counter = collections.Counter()
@@ -46,7 +50,10 @@ class FaultyStore:
 
     async def _write(self, name, call):
         await self._jitter()
-        if self.active and self.rng.random() < self.p * self.weights.get(name, 1.0):
+        forced = self.active and name in self.first_fails
+        if forced:
+            self.first_fails.discard(name)
+        if self.active and (forced or self.rng.random() < self.p * self.weights.get(name, 1.0)):
             mode = self.rng.choice(("before", "after"))
             if self.rng.random() < 0.4:
                 self.unreadable = self.rng.randint(1, 2)

@@ -767,7 +767,8 @@ async def reload_and_compare(fz: Fuzz, inner, cfg) -> None:
 async def fuzz(seed: int, inner, matches: int, steps: int, within: float) -> tuple[Fuzz, dict]:
     rng = random.Random(seed)
     store = FaultyStore(inner, random.Random(seed + 1), p=0.12 + 0.1 * (seed % 3),
-                        weights={"append_action": 1.5, "set_status": 2.5, "save_seat": 2.0, "start_match": 0.0})
+                        weights={"append_action": 1.5, "set_status": 2.5, "save_seat": 2.0, "start_match": 0.0},
+                        first_fails=("set_status",))  # a match's end is written a few times a run
     # odd seeds evict the matches that ended at once: read back by the next request about them
     cfg = config(time_scale=TIME_SCALE, reconnect_grace_s=15, max_streams_per_seat=3,
                  finished_retention_s=0.05 if seed % 2 else 3600.0)
