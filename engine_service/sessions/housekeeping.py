@@ -74,7 +74,7 @@ class Housekeeping:
 
     async def sweep_once(self) -> None:
         """One pass of the sweeper: start the matches whose every seat is taken but whose start
-        is in doubt (:meth:`.seating.Seating.start_stalled`; their own retries,
+        is in doubt (:meth:`.seating.Seating.retry_stalled`; their own retries,
         :meth:`.seating.Seating._retry_start`, usually come first), end the matches that waited
         for players longer than ``waiting_timeout_s`` (outcome ``abandoned``: a lobby must not
         fill up with tables that will never start), and evict finished matches from memory
@@ -85,7 +85,7 @@ class Housekeeping:
         for m in list(self._matches.values()):
             if m.status == "waiting" and not m.open_seats():  # first: such a match is not stale
                 try:
-                    await self._exclusive(m, lambda m=m: self._seating.start_stalled(m, by="sweeper"))
+                    await self._exclusive(m, lambda m=m: self._seating.retry_stalled(m, by="sweeper"))
                 except SessionError as exc:  # the store still fails: the next pass tries again
                     log.error("match_start_failed", match_id=m.match_id, error=str(exc))
             elif timeout and m.status == "waiting" and wall - m.created_at >= timeout:
@@ -108,7 +108,7 @@ class Housekeeping:
         if m.status != "waiting":
             return
         if not m.open_seats():
-            await self._seating.start_stalled(m, by="sweeper")
+            await self._seating.retry_stalled(m, by="sweeper")
             return
         await self._writer.end(m, "abandoned", winners=[], reason="waiting_timeout")
 

@@ -500,13 +500,26 @@ class Seating:
         self._writer.presence(m, joined, "joined")
         return True
 
+    async def retry_stalled(self, m: LiveMatch, *, by: str) -> None:
+        """:meth:`start_stalled` for a retry nobody waits on (``by``: ``retry``, ``sweeper``):
+        a start that finds the match ended in the store (:meth:`start`: MatchNotActive, the
+        match following that end) is no failure but the match's news, logged
+        ``match_start_found_ended`` at info. It used to reach the retry's error handler and
+        log ``match_start_failed`` at error level, paging an operator for a table that had
+        been closed. A request (a retried join, a leave, a TerminateMatch) still gets the
+        MatchNotActive: its caller is told the match is over."""
+        try:
+            await self.start_stalled(m, by=by)
+        except MatchNotActive:
+            m.log.info("match_start_found_ended", by=by, status=m.status)
+
     def _retry_start(self, m: LiveMatch) -> None:
         """Retry the start of a match left waiting with every seat taken (:meth:`activate`)
         soon and until it starts (:meth:`_retry`), a retried join or the sweeper starts it,
         or it ends: its players (the last one's retried join aside) would otherwise wait for
         the sweeper, up to its interval (60 s at most), to see it start once the store works
         again. The sweeper stays the backstop. One series per match."""
-        self._retry(self.start_retries, m.match_id, m, lambda: self.start_stalled(m, by="retry"),
+        self._retry(self.start_retries, m.match_id, m, lambda: self.retry_stalled(m, by="retry"),
                     f"start-retry-{m.match_id}",
                     lambda error, delay: log.error("match_start_failed", match_id=m.match_id,
                                                    error=error, retry_in_s=delay))

@@ -313,6 +313,44 @@ def test_a_start_that_finds_the_match_ended_in_the_store_follows_the_end(in_doub
     assert presence(events) == [("joined", 0), ("joined", 1), ("joined", 2)]
 
 
+@pytest.mark.parametrize("by", ["retry", "sweeper"])
+def test_a_retried_start_that_finds_the_match_ended_is_no_error(by, monkeypatch):
+    """A start in doubt is retried (its own retries, or the sweeper's pass: ``by``) and finds
+    the match ended in the store (a TerminateMatch judged not to have happened, then
+    committed: PostgreSQL can report a COMMIT lost before it is applied). The match follows
+    that end, and the retry logs ``match_start_found_ended`` at info, once, naming who
+    retried. Nothing failed: the end is what the store holds. It used to log
+    ``match_start_failed`` at error level, and an operator alerting on error lines was paged
+    for a table that had simply been closed. A start that does fail stays an error (the
+    doubling backoff test)."""
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 0.05 if by == "retry" else 3600.0)
+    store = FailingStart()
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
+                for seat in range(3):
+                    await mgr.join_match(s.match_id, seat, f"p{seat}", join_id())
+                store.fail, store.unreadable = True, 1  # the last join's start in doubt: the seat held
+                await refused(mgr.join_match(s.match_id, 3, "p3", join_id()))
+                m = mgr._matches[s.match_id]
+                await store.set_status(s.match_id, "terminated", {"outcome": "terminated", "winners": [],
+                                                                  "reason": "closing the table"}, 1.0)
+                if by == "sweeper":
+                    await mgr._housekeeping.sweep_once()
+                await until(lambda: m.over)
+                if by == "retry":
+                    await until(lambda: s.match_id not in mgr._seating.start_retries)
+                return m, logs
+
+    m, logs = run(go())
+    assert m.status == "terminated" and m.result["reason"] == "closing the table"
+    found = [e for e in logs if e["event"] == "match_start_found_ended"]
+    assert [(e["log_level"], e["by"]) for e in found] == [("info", by)]
+    assert not [e for e in logs if e["event"] == "match_start_failed"]
+
+
 def test_an_end_found_in_the_store_keeps_a_seat_whose_write_nobody_could_tell(monkeypatch):
     """A TerminateMatch was written but answered UNAVAILABLE (its read-back failing too); then
     the operator's new token for seat 1 was written but answered UNAVAILABLE with the
