@@ -565,6 +565,16 @@ class WorkerPool:
             self._workers.discard(worker)
             self._spares_not_ready.discard(worker)
 
+    def _drop(self, worker: WorkerProcess) -> None:
+        """Forget a worker found dead or killed, killed first if it is not yet (its socket
+        closed, its process group killed: :meth:`WorkerProcess.kill`). One that died on its
+        own after an answer, or while set aside as a spare, is not marked broken, and used to
+        be forgotten with its socket open until garbage collection, and the processes its
+        bot started in its group alive. It is dead: nothing here waits."""
+        if not worker.broken:
+            worker.kill()
+        self._forget(worker)
+
     def _ensure_started(self) -> asyncio.Queue[WorkerProcess]:
         if self._closed:
             raise RuntimeError("the bot worker pool is closed")
@@ -693,7 +703,7 @@ class WorkerPool:
         if not worker.broken and worker.alive():
             self._idle.put_nowait(worker)
             return
-        self._forget(worker)
+        self._drop(worker)
         self.replacements += 1
         spare = None
         while self._spares and spare is None:
@@ -701,7 +711,7 @@ class WorkerPool:
             if candidate.alive():
                 spare = candidate
             else:
-                self._forget(candidate)
+                self._drop(candidate)
         if spare is not None:
             self._idle.put_nowait(spare)  # capacity is back at once
         else:

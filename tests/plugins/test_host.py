@@ -390,6 +390,67 @@ def test_processes_a_bot_started_end_with_its_worker(monkeypatch, tmp_path):
     assert _gone(answered), "the child of a bot that answered outlived the pool's close"
 
 
+def _killed(worker) -> None:
+    """SIGKILL ``worker``'s process alone (not its group) and wait until it has ended."""
+    import os
+    import signal
+
+    os.kill(worker.pid, signal.SIGKILL)
+    assert _gone(worker.pid) and not worker.alive()
+
+
+def test_a_worker_found_dead_after_its_answer_is_dropped_as_a_killed_one_is(monkeypatch, tmp_path):
+    """A worker that answered, then died before the pool took it back (a bot's thread called
+    os._exit, the OOM killer), is not marked broken: the pool used to drop it without
+    killing it, so its socket stayed open until garbage collection and the processes its bot
+    started in its group lived on. Now it is closed and its group killed, as a worker killed
+    at the deadline is (test_processes_a_bot_started_end_with_its_worker)."""
+    from engine_service.plugins.pool import WorkerProcess
+
+    pidfile = tmp_path / "pids"
+    monkeypatch.setenv("BAD_BOTS_PIDFILE", str(pidfile))
+    answered, dying = WorkerProcess.call, []
+
+    def call(self, request, deadline):
+        reply = answered(self, request, deadline)
+        if request[0] == "spawns-and-answers":  # dies after its answer, before the pool has it back
+            _killed(self)
+            dying.append(self)
+        return reply
+
+    monkeypatch.setattr(WorkerProcess, "call", call)
+
+    async def body(host):
+        d = await host.decide("spawns-and-answers", "klaberjass", 0, VIEW, LEGAL, 1, 5.0)
+        assert d.action == LEGAL[0], d
+        (worker,) = dying
+        for _ in range(100):
+            if worker not in host._pool._workers:
+                break
+            await asyncio.sleep(0.02)
+        assert worker not in host._pool._workers, "the dead worker was not dropped"
+        assert worker.conn.closed, "the dropped worker's socket is still open"
+        child = int(pidfile.read_text().split()[0])
+        assert _gone(child), "a process the bot started outlived its dropped worker"
+
+    run(with_host(body, workers=1))
+
+
+def test_a_dead_spare_is_closed_when_the_pool_passes_it_over():
+    """A spare that died while set aside (the OOM killer) is passed over when a lost worker
+    is replaced: it used to be forgotten with its socket open."""
+    async def body(host):
+        spares = list(host._pool._spares)
+        assert len(spares) == 2
+        for spare in spares:
+            _killed(spare)
+        assert (await host.decide("exits", "klaberjass", 0, VIEW, LEGAL, 1, 5.0)).failure == "crash"
+        assert not set(spares) & set(host._pool._spares) and not set(spares) & host._pool._workers
+        assert all(spare.conn.closed for spare in spares), "a dead spare's socket is still open"
+
+    run(with_host(body, workers=1))
+
+
 def test_bot_processes_are_the_oom_killers_first_choice():
     """A bot that allocates without bound must cost its worker, not the engine: every bot
     process has the highest oom_score_adj (it had the engine's, 0)."""
