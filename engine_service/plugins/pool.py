@@ -207,15 +207,38 @@ def _zygote(control: socket.socket, catalog: Any) -> None:
     travels back over ``control`` (SCM_RIGHTS). The zygote imported everything once, so a
     replacement worker costs a fork (milliseconds) instead of an interpreter start and the
     plugins' imports (a second or more on a busy machine). It runs no threads, which keeps
-    forking safe; its children are reaped automatically (SIGCHLD ignored)."""
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    forking safe.
+
+    A child is reaped only once the engine is done with it (``R`` and its pid: it killed the
+    worker and its process group, :meth:`WorkerProcess.kill`). Until then a dead worker stays
+    a zombie, which holds its pid and its process group's id: nothing else can get them while
+    the engine may still signal them. Reaped at once (SIGCHLD ignored, as it was), a worker
+    that died idle left its pid free for minutes, until the engine next used it; a new
+    process of this user given that pid was then taken for the worker, killed, and its group
+    with it."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # not ignored, whatever was inherited: no auto-reaping
+    done: set[int] = set()  # children the engine is done with, reaped once they have ended
     while True:
         try:
             command = control.recv(1)
+            if command == b"R":
+                done.add(int.from_bytes(control.recv(8, socket.MSG_WAITALL), "little"))
         except OSError:
             return
-        if command != b"F":
-            return  # end-of-file: the host is gone or closed the pool
+        for pid in list(done):
+            try:
+                ended = os.waitpid(pid, os.WNOHANG)[0] != 0
+            except ChildProcessError:
+                ended = True
+            if ended:
+                done.discard(pid)
+        if command == b"R":
+            continue
+        if command != b"F":  # end-of-file: the host is gone or closed the pool
+            for pid in done:  # killed: they end at once, and are gone when the pool has closed
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, 0)
+            return
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         pid = os.fork()
         if pid == 0:  # the new worker
@@ -359,6 +382,15 @@ class Zygote:
     def alive(self) -> bool:
         return self.process.poll() is None
 
+    def reap(self, pid: int) -> None:
+        """Tell the zygote the engine is done with its child ``pid`` (killed, with its group):
+        it may reap it now (:func:`_zygote`). A zygote gone has left its children to init."""
+        with self._lock:
+            try:
+                self._control.sendall(b"R" + pid.to_bytes(8, "little"))
+            except OSError:
+                pass
+
     def close(self) -> None:
         try:
             self._control.close()
@@ -371,6 +403,23 @@ class Zygote:
             self.process.wait()
 
 
+def _pidfd_of(pid: int) -> int | None:
+    """A pidfd for ``pid`` (Linux 5.3 and later), None where the system has none."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _zombie(pid: int) -> bool:
+    """Whether ``pid`` has ended but is not reaped yet (False where /proc cannot tell)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
+
+
 class WorkerProcess:
     """One worker process and the parent's end of its socket. Used from one thread at a time.
 
@@ -378,14 +427,32 @@ class WorkerProcess:
     interpreter): never a fork of the host itself, so nothing of the service (gRPC threads,
     the event loop, open matches) is inherited, and a worker is as isolated as an external bot
     program would be.
+
+    Its pid and process group id are signalled only while they are its own: until
+    :meth:`kill` has reaped it (or had the zygote reap it: :meth:`Zygote.reap`), a dead worker
+    stays a zombie holding both, so :meth:`alive` asks without reaping (``waitid`` with
+    ``WNOWAIT`` for a fresh interpreter, the child of the engine; a pidfd, where the system
+    has them, for a zygote's fork), and once :meth:`kill` has reaped it (``reaped``) nothing
+    signals it again. Residual risk: a worker whose zygote died is init's child, reaped by
+    init when it ends; its own pid is still signalled through its pidfd, but once it is
+    reaped its process group's id, if no process of the group is left, may be given to a
+    new process that makes itself a group leader before :meth:`kill` signals the group.
+    Without pidfds (not Linux), such a worker is signalled by its pid, with the same risk,
+    and without ``waitid`` (macOS) a fresh interpreter is reaped by the :meth:`alive` that
+    finds it dead, its group signalled after that.
     """
 
-    def __init__(self, pid: int, fd: int, popen: subprocess.Popen | None = None) -> None:
+    def __init__(self, pid: int, fd: int, popen: subprocess.Popen | None = None,
+                 zygote: Zygote | None = None) -> None:
         self.pid = pid
         self.conn = Connection(fd)
         self.popen = popen
+        self.zygote = zygote  # the zygote that forked it (reaps it when told: kill())
+        # a zygote's fork, unreaped (the zygote holds it: Zygote.reap), so the pid is its own
+        self._pidfd = _pidfd_of(pid) if popen is None else None
         self.ready = False
         self.broken = False  # killed or dead: must be replaced
+        self.reaped = False  # killed and reaped: its pid may be another process's now
         #: a fresh-interpreter worker's bots and load failures, as it said them when ready
         #: (None for a zygote's fork: the zygote's)
         self.loaded: tuple[list[str], list[Any]] | None = None
@@ -399,7 +466,7 @@ class WorkerProcess:
         if zygote is not None:
             try:
                 pid, fd = zygote.fork()
-                return cls(pid, fd)
+                return cls(pid, fd, zygote=zygote)
             except OSError:
                 if closed():
                     raise PoolClosed("the bot worker pool is closed") from None
@@ -408,13 +475,25 @@ class WorkerProcess:
         return cls(proc.pid, sock.detach(), proc)
 
     def alive(self) -> bool:
+        """Whether the worker process runs, asked without reaping it (see the class)."""
+        if self.reaped:
+            return False
         if self.popen is not None:
-            return self.popen.poll() is None
+            if not hasattr(os, "waitid"):  # macOS: poll() reaps it (see the class's residual risk)
+                return self.popen.poll() is None
+            try:
+                return os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+            except ChildProcessError:
+                return False
+        if self._pidfd is not None:
+            readable = select.poll()
+            readable.register(self._pidfd, select.POLLIN)  # a pidfd is readable once it has ended
+            return not readable.poll(0)
         try:
             os.kill(self.pid, 0)
         except (ProcessLookupError, PermissionError):
             return False
-        return True
+        return not _zombie(self.pid)
 
     def wait_ready(self, timeout: float) -> bool:
         """Block until the worker has loaded its plugins (False: it died or took too long)."""
@@ -468,23 +547,35 @@ class WorkerProcess:
         self.kill()
 
     def kill(self) -> None:
+        """Kill the worker and its process group, reap it (or have its zygote reap it) and
+        close its socket; once only: a reaped worker's pid is no longer its own."""
         self.broken = True
-        if self.alive():
+        if not self.reaped:
+            self.reaped = True
+            # whatever its bots started in its process group (the worker leads it), dead or
+            # alive, stopped or not: the group's id is held while the worker is unreaped
+            # (and while a member lives)
             try:
-                os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
+                os.killpg(self.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
                 pass
-        # and whatever its bots started in its process group (the worker leads it), dead or
-        # alive, stopped or not: the group's id is not reused while a member lives
-        try:
-            os.killpg(self.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        if self.popen is not None:
             try:
-                self.popen.wait(5.0)
-            except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL is not ignorable
+                if self._pidfd is not None:
+                    signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+                else:
+                    os.kill(self.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
                 pass
+            if self.popen is not None:
+                try:
+                    self.popen.wait(5.0)
+                except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL is not ignorable
+                    pass
+            elif self.zygote is not None:
+                self.zygote.reap(self.pid)
+            if self._pidfd is not None:
+                os.close(self._pidfd)
+                self._pidfd = None
         try:
             self.conn.close()
         except OSError:
@@ -570,9 +661,10 @@ class WorkerPool:
         closed, its process group killed: :meth:`WorkerProcess.kill`). One that died on its
         own after an answer, or while set aside as a spare, is not marked broken, and used to
         be forgotten with its socket open until garbage collection, and the processes its
-        bot started in its group alive. It is dead: nothing here waits."""
+        bot started in its group alive. Killed in a thread of the pool: telling its zygote
+        to reap it takes the zygote's lock, which a fork may hold for a while."""
         if not worker.broken:
-            worker.kill()
+            self._threads.submit(worker.kill)  # reaping it may wait for the zygote's lock
         self._forget(worker)
 
     def _ensure_started(self) -> asyncio.Queue[WorkerProcess]:

@@ -424,8 +424,8 @@ def test_a_worker_found_dead_after_its_answer_is_dropped_as_a_killed_one_is(monk
         d = await host.decide("spawns-and-answers", "klaberjass", 0, VIEW, LEGAL, 1, 5.0)
         assert d.action == LEGAL[0], d
         (worker,) = dying
-        for _ in range(100):
-            if worker not in host._pool._workers:
+        for _ in range(250):
+            if worker.conn.closed:
                 break
             await asyncio.sleep(0.02)
         assert worker not in host._pool._workers, "the dead worker was not dropped"
@@ -446,9 +446,76 @@ def test_a_dead_spare_is_closed_when_the_pool_passes_it_over():
             _killed(spare)
         assert (await host.decide("exits", "klaberjass", 0, VIEW, LEGAL, 1, 5.0)).failure == "crash"
         assert not set(spares) & set(host._pool._spares) and not set(spares) & host._pool._workers
+        for _ in range(250):
+            if all(spare.conn.closed for spare in spares):
+                break
+            await asyncio.sleep(0.02)
         assert all(spare.conn.closed for spare in spares), "a dead spare's socket is still open"
 
     run(with_host(body, workers=1))
+
+
+def _zombie(pid: int) -> bool:
+    """Whether ``pid`` has ended and waits to be reaped (its pid still taken)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _signals(monkeypatch) -> list[tuple]:
+    """Record every signal the pool sends from now on (and send none)."""
+    import os
+    import signal
+
+    sent: list[tuple] = []
+    monkeypatch.setattr(os, "kill", lambda *a: sent.append(("kill", *a)))
+    monkeypatch.setattr(os, "killpg", lambda *a: sent.append(("killpg", *a)))
+    monkeypatch.setattr(signal, "pidfd_send_signal", lambda *a: sent.append(("pidfd", *a)), raising=False)
+    return sent
+
+
+@pytest.mark.parametrize("forked", [True, False], ids=["zygote-fork", "fresh-interpreter"])
+def test_a_dead_workers_pid_is_its_own_until_the_pool_has_killed_it(forked, monkeypatch):
+    """A worker that died stays unreaped (a zombie: its pid and process group id cannot be
+    given to another process) until the pool has killed its group, and once killed it is
+    never signalled again. A zygote's fork used to be reaped by the zygote as it died
+    (SIGCHLD ignored), a fresh interpreter by the first alive() that found it dead: the pool
+    then signalled a pid, and a process group, that the system may have given to another
+    process of the engine's user in the meantime (a worker dying idle is noticed at its next
+    decision, minutes later)."""
+    from engine_service.plugins.pool import WorkerProcess
+
+    async def body(host):
+        pool = host._pool
+        if forked:
+            (worker,) = set(pool._workers) - set(pool._spares)
+        else:
+            worker = WorkerProcess.start(pool.settings, None)
+            assert worker.popen is not None and worker.wait_ready(60.0)
+        _killed(worker)
+        held = _zombie(worker.pid)
+        if forked:  # the next decision finds it dead and kills it (WorkerLost), then runs on a spare
+            d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 5.0)
+            assert d.action in LEGAL, d
+        else:
+            worker.kill()
+        for _ in range(250):
+            if not _zombie(worker.pid):
+                break
+            await asyncio.sleep(0.02)
+        reaped = not _zombie(worker.pid)
+        sent = _signals(monkeypatch)
+        worker.kill()
+        alive = worker.alive()
+        monkeypatch.undo()
+        return held, reaped, sent, alive
+
+    held, reaped, sent, alive = run(with_host(body, workers=1))
+    assert held, "the dead worker was reaped before the pool had killed it"
+    assert reaped, "the killed worker was not reaped"
+    assert sent == [] and not alive
 
 
 def test_bot_processes_are_the_oom_killers_first_choice():
