@@ -106,6 +106,13 @@ class MatchClock:
             return
         key = (m.seq, who)
         slot = m.seats[who]
+        if m.bot_writing == key:
+            # its bot's move is being written: the decision is the bot's even if the player came
+            # back meanwhile (GJ-12.4: "returned"; the seat is theirs from the next decision),
+            # so no deadline (docs/api.md: none while a bot plays the seat to act). A whole turn
+            # used to be armed for it, shown by the "returned" event until the move landed
+            self.disarm(m)
+            return
         if slot.bot_driven:
             self.disarm(m)
             if m.bot_key != key:
@@ -226,12 +233,16 @@ class MatchClock:
             # and a seat connecting or leaving during the write asked the bot for the same
             # decision again (a worker's time, a bot_failed logged for a move never played).
             # apply() arms the next decision, an end disarms; a failure disarms it below.
+            m.bot_writing = key
             try:
                 await self.writer.apply(m, seat, action, by=by, reason=why)
             except Exception as exc:
+                m.bot_writing = None  # first: _retry_later may arm the decision again
                 if m.bot_key == key:
                     m.bot_key = None  # decided again: after a store failure, or at once
                 self._retry_later(m, "bot_move_failed", exc)
+            finally:
+                m.bot_writing = None
 
     async def _ask(self, m: LiveMatch, bot: str, seat: int, view: dict[str, Any],
                    legal: list[str]) -> tuple[str | None, str | None]:

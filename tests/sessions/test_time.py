@@ -428,6 +428,58 @@ def test_the_takeover_bot_says_it_plays_for_an_absent_player():
     assert summary.seats[away].bot == "first" and not summary.seats[away].left
 
 
+class _TakeoverWritesGated(MemoryStore):
+    """A MemoryStore whose appends of takeover moves wait for ``gate`` (``waiting``: one does)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.waiting = False
+
+    async def append_action(self, match_id, action, decks=()):
+        if action.reason == "takeover" and not self.gate.is_set():
+            self.waiting = True
+            await self.gate.wait()
+        return await super().append_action(match_id, action, decks)
+
+
+def test_a_player_returning_while_the_takeover_move_is_written_is_shown_no_deadline_for_it():
+    """GJ-12.4 and docs/api.md (``deadline``: unset while a bot plays the seat to act): the
+    player comes back while the move the takeover bot decided for them is being written. That
+    decision is the bot's (it is written, and recorded ``takeover``), so the ``returned``
+    event and the view meanwhile show no deadline; the next decision gets its own. The clock
+    used to arm a whole turn for the decision being written, and the ``returned`` event
+    showed that deadline to every watcher until the move landed."""
+    async def go():
+        store = _TakeoverWritesGated()
+        async with manager(config(time_scale=0.01), store=store) as mgr:  # grace 15 s -> 0.15 s
+            match_id, ps = await open_match(mgr, "georgian_joker",
+                                            **gj_request(turn_time_s=120, reconnect_grace_s=15))
+            m = mgr._matches[match_id]
+            streams = await connect_all(mgr, match_id, ps)
+            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+            away = m.state.to_act()
+            seq = m.seq
+            await streams[away].close()
+            await until(lambda: store.waiting, timeout=5)  # taken over: its move is being written
+            back = Stream(mgr, match_id, ps[away])
+            await until(lambda: any(e.reason == "returned" for e in spectator.events))
+            during = (m.deadline, (await mgr.get_view(match_id, ps[away])).deadline)
+            store.gate.set()
+            await until(lambda: m.seq > seq)
+            after = (m.state.to_act(), m.deadline)
+            await close_all(streams + [spectator, back])
+            return away, seq, spectator.events, during, after, m.actions[seq]
+
+    away, seq, events, during, after, move = run(go())
+    returned = next(e for e in events if e.kind == "presence" and e.reason == "returned")
+    assert (returned.seat, returned.view.seq) == (away, seq)
+    assert returned.view.deadline is None
+    assert during == (None, None)
+    assert (move.seat, move.by, move.reason) == (away, "auto", "takeover")
+    assert after[0] != away and after[1] is not None  # the next decision has its own deadline
+
+
 def test_the_events_seats_name_the_takeover_bot_as_getmatch_does():
     """GJ-12.4 and docs/api.md (the events' ``seats`` are the facts of ``SeatInfo``): the
     ``bot_took_over`` event and a later snapshot name the bot that now plays the absent
