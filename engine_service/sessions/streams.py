@@ -28,7 +28,7 @@ from .clock import MatchClock
 from .config import SessionConfig
 from .match import LiveMatch, SeatSlot
 from .views import SPECTATOR, audience_kind
-from .watchers import Watcher, _End
+from .watchers import Watcher, _Beat, _End
 from .writer import ended_event
 
 
@@ -167,6 +167,9 @@ class WatchStreams:
                     if item.error is not None:
                         raise item.error
                     return
+                if isinstance(item, _Beat):
+                    yield self._heartbeat(m, audience, delivered)
+                    continue
                 delivered = item.seq
                 yield item
         finally:

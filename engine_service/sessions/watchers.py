@@ -27,7 +27,15 @@ class _End:
         self.error = error
 
 
-Item = Union[MatchEvent, _End]
+class _Beat:
+    """Sentinel: a heartbeat now (:meth:`Watcher.beat`)."""
+
+    __slots__ = ()
+
+
+BEAT = _Beat()
+
+Item = Union[MatchEvent, _End, _Beat]
 
 
 class Watcher:
@@ -48,6 +56,14 @@ class Watcher:
     @property
     def limit(self) -> int:
         return self.queue.maxsize - 1
+
+    def beat(self) -> None:
+        """Have the stream send a heartbeat (with the deadline as it is then) after the
+        events queued: the clock changed without an event of its own to say so. Nothing on a
+        closed stream, nor on one whose queue is full: it is behind, and never closed for a
+        heartbeat (events only overflow it)."""
+        if not self.closed and self.queue.qsize() < self.limit:
+            self.queue.put_nowait(BEAT)
 
     def offer(self, event: MatchEvent) -> bool:
         """Queue an event; False (and the stream is closed) if the watcher is too far behind."""

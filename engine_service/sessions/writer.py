@@ -188,6 +188,10 @@ class MatchWriter:
         except Unavailable:
             m.log.error("match_deal_limit_end_failed")
             self.schedule(m)  # the match goes on meanwhile: its next decision
+            # whose deadline the action's event did not carry (the match was to end): every
+            # stream gets it now, not at its next heartbeat, up to heartbeat_interval_s later
+            for w in m.watchers:
+                w.beat()
 
     async def _store_completion(self, m: LiveMatch) -> None:
         """Write the status of a match its last action completed. The log is durable already,

@@ -1573,3 +1573,57 @@ def test_an_auto_move_found_in_the_store_is_counted_and_logged_as_one(monkeypatc
     assert metrics.value("cardgames_actions_total", {**g, "by": "auto", "result": "accepted"}) == len(timed_out)
     assert metrics.value("cardgames_auto_moves_total", {**g, "reason": "timeout"}) == len(timed_out)
     assert [e["seq"] for e in logs if e["event"] == "auto_move"] == timed_out
+
+
+class RefusesTheNextEnd(MemoryStore):
+    """A MemoryStore whose next status write fails (``refuse_end``), nothing written."""
+
+    refuse_end = False
+
+    async def set_status(self, match_id, status, result=None, ended_at=None, deal_commitments=()):
+        if self.refuse_end:
+            self.refuse_end = False
+            raise StoreError("the database is unreachable")
+        await super().set_status(match_id, status, result, ended_at, deal_commitments)
+
+
+def test_a_deal_limit_end_that_cannot_be_written_tells_the_watchers_the_next_deadline_at_once():
+    """``max_match_deals``: the action that deals the deal past the limit is published
+    without a deadline (the match is to end), then the end's write fails and the match goes
+    on (``match_deal_limit_end_failed``): its next decision is armed (GJ-12.1, KL's turn
+    time). Every stream gets a heartbeat with that deadline at once; they used to learn it
+    only at their next heartbeat, up to ``heartbeat_interval_s`` later (5 s here), with the
+    player's turn running meanwhile. KL-3.5: four passes throw a deal in and the next one is
+    dealt."""
+    store = RefusesTheNextEnd()
+
+    async def go():
+        async with manager(config(max_match_deals=1), store=store) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            streams = [Stream(mgr, match_id, p) for p in ps]
+            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+            await until(lambda: all(s.present for s in m.seats) and spectator.events)
+            for n in range(4):
+                seat, p, env = await to_act(mgr, match_id, ps)
+                assert "pass" in env.view["legal"]
+                store.refuse_end = n == 3  # the pass that deals the second deal: its end fails
+                await mgr.submit_action(match_id, p, "pass", env.seq)
+            deadline = m.deadline
+            watching = streams + [spectator]
+            await until(lambda: all(s.events[-1].kind == "heartbeat" for s in watching), timeout=2.0)
+            lasts = [s.events[-2:] for s in watching]
+            await close_all(watching)
+            return m, deadline, lasts
+
+    m, deadline, lasts = run(go())
+    assert m.active and m.seq == 4 and m.deals_dealt == 2
+    assert deadline is not None
+    for action, beat in lasts:
+        assert (action.kind, action.seq, action.view.deadline) == ("action", 4, None)
+        assert (beat.seq, beat.details["deadline"]) == (4, deadline)
+
+
+async def close_all(streams):
+    for s in streams:
+        await s.close()
