@@ -326,6 +326,7 @@ class Zygote:
         # none can have stopped the zygote); the next ones are bounded (fork())
         self._loaded: tuple[list[str], list[Any]] | None = None
         self._loaded_read = False
+        self._unreaped: list[int] = []  # its children to reap, not yet told (reap())
 
     def loaded(self, timeout: float | None) -> tuple[list[str], list[Any]] | None:
         """The names of the bots the zygote loaded and its load failures
@@ -366,6 +367,7 @@ class Zygote:
         (WorkerPool._new_worker), and this worker starts as a fresh interpreter meanwhile."""
         with self._lock:
             self._read_loaded(None)  # not yet read: the zygote sends it before any fork
+            self._send_reaps()
             try:
                 self._control.sendall(b"F")
                 data, fds, _flags, _addr = socket.recv_fds(self._control, 8, 1)
@@ -384,12 +386,25 @@ class Zygote:
 
     def reap(self, pid: int) -> None:
         """Tell the zygote the engine is done with its child ``pid`` (killed, with its group):
-        it may reap it now (:func:`_zygote`). A zygote gone has left its children to init."""
-        with self._lock:
+        it may reap it now (:func:`_zygote`). Never waits: while a fork holds the control
+        socket (up to ``FORK_TIMEOUT_S``; the pool's close at exit must not), the pid is told
+        with the next fork or reap, the zombie lasting until then. A zygote gone has left its
+        children to init."""
+        self._unreaped.append(pid)
+        if self._lock.acquire(blocking=False):
+            try:
+                self._send_reaps()
+            finally:
+                self._lock.release()
+
+    def _send_reaps(self) -> None:
+        """Send the zygote the pids to reap (under the lock)."""
+        while self._unreaped:
+            pid = self._unreaped.pop()
             try:
                 self._control.sendall(b"R" + pid.to_bytes(8, "little"))
             except OSError:
-                pass
+                return
 
     def close(self) -> None:
         try:

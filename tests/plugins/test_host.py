@@ -518,6 +518,30 @@ def test_a_dead_workers_pid_is_its_own_until_the_pool_has_killed_it(forked, monk
     assert sent == [] and not alive
 
 
+def test_a_worker_killed_while_the_zygote_forks_is_reaped_with_the_next_fork():
+    """Killing a worker never waits for the zygote (a fork may hold its control socket for
+    up to FORK_TIMEOUT_S, and the pool's close at exit kills workers too): the worker is
+    killed at once and told to the zygote with its next fork, a zombie until then."""
+    async def body(host):
+        pool = host._pool
+        zygote = pool._zygote
+        (worker,) = set(pool._workers) - set(pool._spares)
+        with zygote._lock:  # a fork under way
+            worker.kill()
+            assert _gone(worker.pid)
+            held = _zombie(worker.pid)
+        d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 5.0)  # on a spare; one forked
+        assert d.action in LEGAL, d
+        for _ in range(250):
+            if not _zombie(worker.pid):
+                break
+            await asyncio.sleep(0.02)
+        return held, _zombie(worker.pid)
+
+    held, still = run(with_host(body, workers=1))
+    assert held and not still
+
+
 def test_bot_processes_are_the_oom_killers_first_choice():
     """A bot that allocates without bound must cost its worker, not the engine: every bot
     process has the highest oom_score_adj (it had the engine's, 0)."""
