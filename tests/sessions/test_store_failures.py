@@ -1186,6 +1186,42 @@ def test_a_waiting_timeout_that_meets_a_start_in_doubt_settles_the_start_instead
     assert (status, result, stored) == ("active", None, "active")
 
 
+def test_a_waiting_timeout_whose_start_finds_the_match_ended_logs_no_error():
+    """As above, but the store holds the match ended by then (an end judged not to have
+    happened, then committed): the expiry's start follows that end and logs
+    ``match_start_found_ended`` at info (by ``sweeper``). It logged ``waiting_expiry_failed``
+    at error level, a page for a table that had been closed."""
+    store = GatedFailingStart()
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(config(waiting_timeout_s=3600.0), store=store) as mgr:
+                s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+                await mgr.join_match(s.match_id, 0, "a")
+                m = mgr._matches[s.match_id]
+                m.created_at -= 2 * 3600.0  # past the waiting timeout
+                store.gate = gate = asyncio.Event()
+                store.fail, store.unreadable = True, 1  # not written, unreadable: in doubt
+                join = asyncio.ensure_future(mgr.join_match(s.match_id, 1, "b"))
+                await until(lambda: store.waiting)  # the join holds the match's lock
+                sweep = asyncio.ensure_future(mgr._housekeeping.sweep_once())  # the seat is open: expiry
+                for _ in range(20):
+                    await asyncio.sleep(0)  # the pass waits for the match's lock
+                await store.set_status(s.match_id, "terminated", {"outcome": "terminated", "winners": [],
+                                                                  "reason": "closing"}, 1.0)
+                gate.set()
+                joined = (await asyncio.gather(join, return_exceptions=True))[0]
+                await sweep
+                return joined, m.status, logs
+
+    joined, status, logs = run(go())
+    assert isinstance(joined, SessionError) and joined.reason == "STORE_UNAVAILABLE"
+    assert status == "terminated"
+    found = [(e["log_level"], e["by"]) for e in logs if e["event"] == "match_start_found_ended"]
+    assert found == [("info", "sweeper")]
+    assert not [e for e in logs if e["event"] in ("waiting_expiry_failed", "match_start_failed")]
+
+
 class BrokenAppends(MemoryStore):
     """A store whose appends fail while ``broken``, recording when each was tried."""
 
