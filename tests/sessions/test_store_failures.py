@@ -1154,6 +1154,34 @@ class GatedFailingStart(FailingStart):
         return await super().start_match(match_id, seats, decks)
 
 
+async def _expiry_meets_a_join_in_doubt(store: GatedFailingStart, *, ack_lost: bool, ended_meanwhile: bool):
+    """A table past its waiting timeout with one seat open: a join takes it and holds the
+    match's lock while its start is gated, the sweeper's pass (an expiry: the seat was open)
+    waits for the lock; the start fails (written if ``ack_lost``) and its read-back too.
+    ``ended_meanwhile``: the store holds the match terminated before the start is tried (an
+    end judged not to have happened, then committed). Returns the join's outcome, the match
+    and the store."""
+    async with manager(config(waiting_timeout_s=3600.0), store=store) as mgr:
+        s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+        await mgr.join_match(s.match_id, 0, "a")
+        m = mgr._matches[s.match_id]
+        m.created_at -= 2 * 3600.0  # past the waiting timeout
+        store.gate = gate = asyncio.Event()
+        store.fail, store.ack_lost, store.unreadable = True, ack_lost, 1  # its read-back fails too
+        join = asyncio.ensure_future(mgr.join_match(s.match_id, 1, "b"))
+        await until(lambda: store.waiting)  # the join holds the match's lock
+        sweep = asyncio.ensure_future(mgr._housekeeping.sweep_once())  # the seat is open: expiry
+        for _ in range(20):
+            await asyncio.sleep(0)  # the pass waits for the match's lock
+        if ended_meanwhile:
+            await store.set_status(s.match_id, "terminated", {"outcome": "terminated", "winners": [],
+                                                              "reason": "closing"}, 1.0)
+        gate.set()
+        joined = (await asyncio.gather(join, return_exceptions=True))[0]
+        await sweep
+        return joined, m, (await store.load_match(s.match_id)).record.status
+
+
 def test_a_waiting_timeout_that_meets_a_start_in_doubt_settles_the_start_instead_of_ending():
     """The sweeper found a table past its waiting timeout with a seat open, and waited for the
     match's lock while a join took that seat: the join's start failed and nobody could tell
@@ -1161,29 +1189,10 @@ def test_a_waiting_timeout_that_meets_a_start_in_doubt_settles_the_start_instead
     ended the match ``abandoned`` without settling the start first (as TerminateMatch and
     LeaveMatch do): the store held it started and dealt under an end that said nobody came.
     Now the start is settled first and the match, started in the store, plays."""
-    store = GatedFailingStart()
-
-    async def go():
-        async with manager(config(waiting_timeout_s=3600.0), store=store) as mgr:
-            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
-            await mgr.join_match(s.match_id, 0, "a")
-            m = mgr._matches[s.match_id]
-            m.created_at -= 2 * 3600.0  # past the waiting timeout
-            store.gate = gate = asyncio.Event()
-            store.fail, store.ack_lost, store.unreadable = True, True, 1  # written, answer lost, unreadable
-            join = asyncio.ensure_future(mgr.join_match(s.match_id, 1, "b"))
-            await until(lambda: store.waiting)  # the join holds the match's lock
-            sweep = asyncio.ensure_future(mgr._housekeeping.sweep_once())  # the seat is open: expiry
-            for _ in range(20):
-                await asyncio.sleep(0)  # the pass waits for the match's lock
-            gate.set()
-            joined = (await asyncio.gather(join, return_exceptions=True))[0]
-            await sweep
-            return joined, m.status, m.result, (await store.load_match(s.match_id)).record.status
-
-    joined, status, result, stored = run(go())
+    joined, m, stored = run(_expiry_meets_a_join_in_doubt(GatedFailingStart(), ack_lost=True,
+                                                          ended_meanwhile=False))
     assert isinstance(joined, SessionError) and joined.reason == "STORE_UNAVAILABLE"
-    assert (status, result, stored) == ("active", None, "active")
+    assert (m.status, m.result, stored) == ("active", None, "active")
 
 
 def test_a_waiting_timeout_whose_start_finds_the_match_ended_logs_no_error():
@@ -1191,32 +1200,11 @@ def test_a_waiting_timeout_whose_start_finds_the_match_ended_logs_no_error():
     happened, then committed): the expiry's start follows that end and logs
     ``match_start_found_ended`` at info (by ``sweeper``). It logged ``waiting_expiry_failed``
     at error level, a page for a table that had been closed."""
-    store = GatedFailingStart()
-
-    async def go():
-        with capture_logs() as logs:
-            async with manager(config(waiting_timeout_s=3600.0), store=store) as mgr:
-                s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
-                await mgr.join_match(s.match_id, 0, "a")
-                m = mgr._matches[s.match_id]
-                m.created_at -= 2 * 3600.0  # past the waiting timeout
-                store.gate = gate = asyncio.Event()
-                store.fail, store.unreadable = True, 1  # not written, unreadable: in doubt
-                join = asyncio.ensure_future(mgr.join_match(s.match_id, 1, "b"))
-                await until(lambda: store.waiting)  # the join holds the match's lock
-                sweep = asyncio.ensure_future(mgr._housekeeping.sweep_once())  # the seat is open: expiry
-                for _ in range(20):
-                    await asyncio.sleep(0)  # the pass waits for the match's lock
-                await store.set_status(s.match_id, "terminated", {"outcome": "terminated", "winners": [],
-                                                                  "reason": "closing"}, 1.0)
-                gate.set()
-                joined = (await asyncio.gather(join, return_exceptions=True))[0]
-                await sweep
-                return joined, m.status, logs
-
-    joined, status, logs = run(go())
+    with capture_logs() as logs:
+        joined, m, stored = run(_expiry_meets_a_join_in_doubt(GatedFailingStart(), ack_lost=False,
+                                                              ended_meanwhile=True))
     assert isinstance(joined, SessionError) and joined.reason == "STORE_UNAVAILABLE"
-    assert status == "terminated"
+    assert m.status == stored == "terminated"
     found = [(e["log_level"], e["by"]) for e in logs if e["event"] == "match_start_found_ended"]
     assert found == [("info", "sweeper")]
     assert not [e for e in logs if e["event"] in ("waiting_expiry_failed", "match_start_failed")]
