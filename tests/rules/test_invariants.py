@@ -37,11 +37,18 @@ def option_sets(game_id: str) -> list[dict]:
 
 
 def snapshot(state) -> str:
-    """Everything observable about a state, to prove a rejected action changed nothing."""
+    """Everything observable about a state, to prove a rejected action changed nothing.
+
+    The views come from one ``view_maker()`` (what ``view(seat)`` and ``public_view()`` are
+    made of in every game: the public part built once), and a seat's view writes out only its
+    keys whose value is not the public view's own object (``[value]``; ``0`` for a shared
+    one, whose text is the public view's): two equal snapshots still have equal views."""
     n = state.game.num_seats
+    make = state.view_maker()
+    public = make(None)
+    seats = [{k: 0 if k in public and v is public[k] else [v] for k, v in make(s).items()} for s in range(n)]
     return json.dumps([state.to_act(), state.legal_actions(), state.zones(), state.result(),
-                       state.deal_results(), state.public_view(), [state.view(s) for s in range(n)],
-                       len(state.history())], sort_keys=True, default=str)
+                       state.deal_results(), public, seats, len(state.history())], sort_keys=True, default=str)
 
 
 def test_registry_has_the_first_games():
