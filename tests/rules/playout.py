@@ -44,7 +44,8 @@ _SCANNED: dict[str, tuple[int, ...]] = {}  # a string's card codes, scanned once
 _NO_CARDS = frozenset({int, bool, float, type(None)})  # values that name no card: not visited
 
 
-def _codes_in(s: str) -> tuple[int, ...]:
+def codes_in_string(s: str) -> tuple[int, ...]:
+    """The ids of the card codes in one string (CARD_RE), each string scanned once."""
     hit = _SCANNED.get(s)
     if hit is None:
         if len(_SCANNED) > 200_000:
@@ -59,7 +60,7 @@ def _collect(o: Any, found: set[int], current_deal: bool) -> None:
     :func:`without_previous_deal_trick` deletes (decided, as it does, on the converted
     values of the keys it reads)."""
     if isinstance(o, str):
-        found.update(_codes_in(o))
+        found.update(codes_in_string(o))
     elif isinstance(o, dict):
         previous = False
         if current_deal and o.get("last_trick") and without_previous_deal_trick(o["last_trick"]):
@@ -71,7 +72,7 @@ def _collect(o: Any, found: set[int], current_deal: bool) -> None:
                 if type(key) is str:  # (inline: most strings here are keys, naming no card)
                     codes = _SCANNED.get(key)
                     if codes is None:
-                        codes = _codes_in(key)
+                        codes = codes_in_string(key)
                     if codes:
                         found.update(codes)
                 else:

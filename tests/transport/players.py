@@ -18,8 +18,7 @@ from google.protobuf import descriptor, json_format
 from engine_service.rules.game import CHANCE
 from engine_service.rules.registry import get_game
 from engine_service.transport.generated import admin_pb2, card_games_pb2 as pb, match_pb2
-from tests.rules.playout import CARD_RE, IDENTIFIER_KEYS, cards_in, without_previous_deal_trick
-from engine_service.rules.cards import card_id
+from tests.rules.playout import IDENTIFIER_KEYS, cards_in, codes_in_string, without_previous_deal_trick
 
 from .harness import ADMIN_TOKEN, bearer, error_of
 
@@ -74,16 +73,13 @@ class CurrentDealCards:
 
     def __init__(self) -> None:
         self._memo: dict[tuple[str, bytes], tuple[frozenset[int], bool]] = {}
-        self._strings: dict[str, frozenset[int]] = {}
 
     def __call__(self, msg: Any) -> set[int]:
         return set(self._message(msg)[0])
 
-    def _str(self, s: str) -> frozenset[int]:
-        hit = self._strings.get(s)
-        if hit is None:
-            hit = self._strings[s] = frozenset(card_id(m.group(1)) for m in CARD_RE.finditer(s))
-        return hit
+    @staticmethod
+    def _str(s: str) -> frozenset[int]:
+        return frozenset(codes_in_string(s))
 
     def _message(self, msg: Any) -> tuple[frozenset[int], bool]:
         """(the cards, whether its converted value is truthy) for a message field's value."""
