@@ -40,22 +40,64 @@ def random_match(game: Game, seed: int, options: dict | None = None, max_steps: 
 IDENTIFIER_KEYS = frozenset({"match_id", "client_action_id", "seat_token", "token"})
 
 
+_SCANNED: dict[str, tuple[int, ...]] = {}  # a string's card codes, scanned once (views repeat theirs)
+_NO_CARDS = frozenset({int, bool, float, type(None)})  # values that name no card: not visited
+
+
+def codes_in_string(s: str) -> tuple[int, ...]:
+    """The ids of the card codes in one string (CARD_RE), each string scanned once."""
+    hit = _SCANNED.get(s)
+    if hit is None:
+        if len(_SCANNED) > 200_000:
+            _SCANNED.clear()
+        hit = _SCANNED[s] = tuple(card_id(m.group(1)) for m in CARD_RE.finditer(s))
+    return hit
+
+
+def _collect(o: Any, found: set[int], current_deal: bool) -> None:
+    """Add the card codes of every string in ``o`` (dict keys included) to ``found``, but
+    for the values of IDENTIFIER_KEYS and, when ``current_deal``, a ``last_trick`` that
+    :func:`without_previous_deal_trick` deletes (decided, as it does, on the converted
+    values of the keys it reads)."""
+    if isinstance(o, str):
+        found.update(codes_in_string(o))
+    elif isinstance(o, dict):
+        previous = False
+        if current_deal and o.get("last_trick") and without_previous_deal_trick(o["last_trick"]):
+            taken = without_previous_deal_trick(o.get("tricks_taken"))
+            previous = (not any(taken) if isinstance(taken, list)
+                        else not without_previous_deal_trick(o.get("trick_history")))
+        for key, value in o.items():
+            if key not in IDENTIFIER_KEYS and not (previous and key == "last_trick"):
+                if type(key) is str:  # (inline: most strings here are keys, naming no card)
+                    codes = _SCANNED.get(key)
+                    if codes is None:
+                        codes = codes_in_string(key)
+                    if codes:
+                        found.update(codes)
+                else:
+                    _collect(key, found, current_deal)
+                if type(value) not in _NO_CARDS:
+                    _collect(value, found, current_deal)
+    elif isinstance(o, (list, tuple)):
+        for v in o:
+            if type(v) not in _NO_CARDS:
+                _collect(v, found, current_deal)
+
+
 def cards_in(obj: Any) -> set[int]:
     """Every card code mentioned anywhere in a JSON-like object (strings scanned for codes),
     except in the values of IDENTIFIER_KEYS."""
     found: set[int] = set()
-    stack = [obj]
-    while stack:
-        o = stack.pop()
-        if isinstance(o, str):
-            for m in CARD_RE.finditer(o):
-                found.add(card_id(m.group(1)))
-        elif isinstance(o, dict):
-            for key, value in o.items():
-                if key not in IDENTIFIER_KEYS:
-                    stack.extend((key, value))
-        elif isinstance(o, (list, tuple)):
-            stack.extend(o)
+    _collect(obj, found, False)
+    return found
+
+
+def current_deal_cards_in(obj: Any) -> set[int]:
+    """``cards_in(without_previous_deal_trick(obj))``, found in one walk of ``obj`` with no
+    copy of it (the no-leak checks ask it of every view of whole matches)."""
+    found: set[int] = set()
+    _collect(obj, found, True)
     return found
 
 

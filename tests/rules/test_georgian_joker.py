@@ -19,7 +19,7 @@ from engine_service.rules.games.georgian_joker.definition import auto_trump
 
 from .checks_georgian_joker import (GAME, STANDARD_N, check_scores, deck_for, fill_hands, snapshot,
                                     state_at_deal)
-from .playout import cards_in, random_match, shuffled, without_previous_deal_trick
+from .playout import cards_in, current_deal_cards_in, random_match, shuffled
 
 # ---- fixtures ----------------------------------------------------------------------------------
 
@@ -173,7 +173,7 @@ def test_one_at_a_time_dealing_indicator_and_stock_gj_3_2_gj_3_4():
     assert state.public_view()["table"]["trump_indicator"] == CODES[deck[16]]
     for audience in [state.public_view()] + [state.view(s) for s in range(4)]:
         # (last_trick is the previous deal's final trick until this deal's first is complete)
-        assert not cards_in(without_previous_deal_trick(audience)) & {c for c in deck[17:]}, \
+        assert not current_deal_cards_in(audience) & {c for c in deck[17:]}, \
             "GJ-3.4: the stock is never shown"
 
 

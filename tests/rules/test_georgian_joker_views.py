@@ -12,7 +12,7 @@ from engine_service.rules.cards import CODES, PACK36_JOKERS_MASK, card_id
 
 from .checks_georgian_joker import GAME, deck_for, state_at_deal
 from .last_trick import check_deal_boundaries
-from .playout import cards_in, iter_states, shuffled, without_previous_deal_trick
+from .playout import cards_in, current_deal_cards_in, iter_states, shuffled
 
 COMMON_KEYS = {"game", "phase", "deal_number", "dealer", "to_act", "seat", "hand", "hand_sizes", "legal",
                "trick", "last_trick", "tricks_taken", "totals", "deal_results", "over", "winners", "table"}
@@ -60,11 +60,11 @@ def test_secret_cards_are_exact_gj_11_3(options):
     for state in all_states(options):
         public = public_cards(state)
         assert state.secret_cards(None) == PACK36_JOKERS_MASK & ~public
-        assert mask(cards_in(without_previous_deal_trick(state.public_view()))) == public
+        assert mask(current_deal_cards_in(state.public_view())) == public
         for seat in range(4):
             own = state.zones()[f"hand{seat}"]
             assert state.secret_cards(seat) == PACK36_JOKERS_MASK & ~(public | own)
-            assert mask(cards_in(without_previous_deal_trick(state.view(seat)))) == public | own
+            assert mask(current_deal_cards_in(state.view(seat))) == public | own
 
 
 def test_stock_and_phase_b_never_shown_gj_3_4_gj_3_6():
@@ -87,7 +87,7 @@ def test_stock_and_phase_b_never_shown_gj_3_4_gj_3_6():
             z = state.zones()
             hidden = stock | {c for c in range(38) if z.get("undealt", 0) >> c & 1}
             for v in [state.public_view()] + [state.view(s) for s in range(4)]:
-                assert not cards_in(without_previous_deal_trick(v)) & hidden
+                assert not current_deal_cards_in(v) & hidden
             if state.public_view()["phase"] == "trump_choice":
                 for s in range(4):
                     assert len(state.view(s)["hand"]) == 3

@@ -23,7 +23,7 @@ from engine_service.rules import (CHANCE, TERMINAL, IllegalAction, InconsistentV
 from engine_service.rules.cards import popcount
 from engine_service.rules.options import JSON_SAFE_INT, Options, check_new_options
 
-from .playout import cards_in, iter_states, mask_codes, random_match, shuffled, without_previous_deal_trick
+from .playout import current_deal_cards_in, iter_states, mask_codes, random_match, shuffled
 
 GAMES = all_game_ids()
 
@@ -37,11 +37,18 @@ def option_sets(game_id: str) -> list[dict]:
 
 
 def snapshot(state) -> str:
-    """Everything observable about a state, to prove a rejected action changed nothing."""
+    """Everything observable about a state, to prove a rejected action changed nothing.
+
+    The views come from one ``view_maker()`` (what ``view(seat)`` and ``public_view()`` are
+    made of in every game: the public part built once), and a seat's view writes out only its
+    keys whose value is not the public view's own object (``[value]``; ``0`` for a shared
+    one, whose text is the public view's): two equal snapshots still have equal views."""
     n = state.game.num_seats
+    make = state.view_maker()
+    public = make(None)
+    seats = [{k: 0 if k in public and v is public[k] else [v] for k, v in make(s).items()} for s in range(n)]
     return json.dumps([state.to_act(), state.legal_actions(), state.zones(), state.result(),
-                       state.deal_results(), state.public_view(), [state.view(s) for s in range(n)],
-                       len(state.history())], sort_keys=True, default=str)
+                       state.deal_results(), public, seats, len(state.history())], sort_keys=True, default=str)
 
 
 def test_registry_has_the_first_games():
@@ -222,21 +229,21 @@ def test_no_view_leaks_a_secret_card(game_id):
                 if i % stride != seed % stride:
                     continue
                 zones = state.zones()
-                for seat in range(game.num_seats):
-                    secret = state.secret_cards(seat)
+                secrets = [state.secret_cards(seat) for seat in range(game.num_seats)]
+                for seat, secret in enumerate(secrets):
                     v = state.view(seat)
-                    leaked = cards_in(without_previous_deal_trick(v)) & {c for c in range(38) if secret >> c & 1}
+                    leaked = current_deal_cards_in(v) & {c for c in range(38) if secret >> c & 1}
                     assert not leaked, f"seat {seat} view leaks {mask_codes(sum(1 << c for c in leaked))}"
                     own = zones.get(f"hand{seat}", 0)
                     assert secret & own == 0, "a seat's own hand is never secret to it"
                     assert sorted(v["hand"]) == sorted(mask_codes(own)), "view hand is the seat's hand"
                 pub_secret = state.secret_cards(None)
-                leaked = (cards_in(without_previous_deal_trick(state.public_view()))
-                          & {c for c in range(38) if pub_secret >> c & 1})
+                public = state.public_view()
+                leaked = current_deal_cards_in(public) & {c for c in range(38) if pub_secret >> c & 1}
                 assert not leaked, f"public view leaks {mask_codes(sum(1 << c for c in leaked))}"
-                assert state.public_view()["hand"] == []
-                for seat in range(game.num_seats):
-                    assert state.secret_cards(seat) & ~pub_secret == 0, "spectators know less than seats"
+                assert public["hand"] == []
+                for secret in secrets:
+                    assert secret & ~pub_secret == 0, "spectators know less than seats"
                 stock = zones.get("stock", 0)
                 assert pub_secret & stock == stock, "the stock is never public"
 
@@ -369,7 +376,7 @@ def test_view_maker_gives_each_audience_exactly_its_view(game_id):
             secret = {s: state.secret_cards(s) for s in range(game.num_seats)}
             for seat, v in enumerate(views):
                 hidden = {c for c in range(38) if secret[seat] >> c & 1}
-                named = cards_in(without_previous_deal_trick(v))
+                named = current_deal_cards_in(v)
                 assert not named & hidden, (seat, mask_codes(sum(1 << c for c in named & hidden)))
 
 
