@@ -92,6 +92,10 @@ async def test_a_watch_the_client_cancels_ends_presence_and_its_gauges():
 @run
 async def test_a_resign_whose_deadline_passes_mid_write_is_applied_once():
     store = SlowWrites()
+
+    def leave_lines() -> list[dict]:
+        return [e for e in logs if e.get("event") == "rpc" and e.get("method", "").endswith("/LeaveMatch")]
+
     with capture_logs_with_context() as logs:
         async with served(store) as srv:
             match_id, tokens = await _two_seats(srv)
@@ -120,7 +124,9 @@ async def test_a_resign_whose_deadline_passes_mid_write_is_applied_once():
             assert not mgr._matches[match_id].lock.locked()
             assert not mgr._writes, "the write the client gave up on is over"
             assert not [t for t in asyncio.all_tasks() if t.get_name().startswith("write-")]
-    leave = [e for e in logs if e.get("event") == "rpc" and e.get("method", "").endswith("/LeaveMatch")]
+            # a call's rpc line is written once its answer is sent: the client may read first
+            await _until(lambda: len(leave_lines()) >= 3, timeout=10.0)
+    leave = leave_lines()
     assert [e["code"] for e in leave] == ["DEADLINE_EXCEEDED", "OK", "FAILED_PRECONDITION"]
     assert len([e for e in logs if e.get("event") == "match_ended"]) == 1
     assert [e["seat"] for e in logs if e.get("event") == "leave_repeated"] == [0]

@@ -438,6 +438,7 @@ async def test_request_bytes_that_do_not_parse_are_invalid_argument():
                 errors.append(await expect_error(call))
             stream = srv.channel.unary_stream("/cardgames.v1.CardGamesService/WatchMatch")(b"\xff" * 16)
             errors.append(await expect_error(stream))
+            await rpc_lines_logged(logs, 4)
     for err in errors:
         assert (err.code, err.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "MALFORMED_REQUEST"), err
         assert "DecodeError" not in err.message
@@ -555,6 +556,7 @@ async def test_a_response_over_the_send_limit_is_an_explained_error():
         async with running(service, limits=ServerLimits(max_send_message_bytes=20)) as srv:
             unary = await expect_error(srv.games.ListGames(pb.ListGamesRequest()))
             stream = await expect_error(srv.games.WatchMatch(pb.WatchMatchRequest(match_id="m1")))
+            await rpc_lines_logged(logs, 2)
     for err in (unary, stream):
         assert (err.code, err.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "RESPONSE_TOO_LARGE")
         assert err.metadata["limit"] == "20" and int(err.metadata["size"]) > 20

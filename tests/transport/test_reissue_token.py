@@ -115,14 +115,19 @@ async def test_the_rpc_line_names_the_seat_given_a_new_token_or_refused_one():
     """The rpc line of a ReissueSeatToken named the match only: an on-call engineer looking
     for what happened to seat 1's token found the admin's calls only through the
     seat_token_reissued line of a successful one, never the refused attempts."""
-    from tests.sessions.helpers import capture_logs_with_context
+    from tests.sessions.helpers import capture_logs_with_context, until
+
+    def reissue_lines() -> list:
+        return [e for e in logs if e["event"] == "rpc" and e["method"].endswith("/ReissueSeatToken")]
 
     async with served() as (mgr, srv):
         match_id, tokens = await create_open_match(srv.games, "klaberjass")
         with capture_logs_with_context() as logs:
             await reissue(srv, match_id, 1)
             await expect_error(reissue(srv, match_id, 2))
-    lines = [e for e in logs if e["event"] == "rpc" and e["method"].endswith("/ReissueSeatToken")]
+            # a call's rpc line is written once its answer is sent: the client may read first
+            await until(lambda: len(reissue_lines()) >= 2)
+    lines = reissue_lines()
     assert [(e["code"], e["match_id"], e.get("seat")) for e in lines] == [
         ("OK", match_id, 1), ("INVALID_ARGUMENT", match_id, 2)], lines
     assert not any(t in repr(logs) for t in tokens)

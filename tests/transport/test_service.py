@@ -151,10 +151,18 @@ async def test_the_action_completing_a_deal_carries_its_final_trick_with_the_win
 async def test_no_audience_receives_a_hidden_card(game, seed):
     """Random matches with stale submissions and out-of-turn attempts: every view, event and
     error each seat and a spectator get holds only what that audience may know."""
-    async with served(SessionConfig(db_path="memory:", snapshot_threshold=10)) as (mgr, srv):
+    # nothing moves but this loop's actions, however slow the machine: the seats watch no
+    # stream (absent: a takeover bot plays them after the grace, GJ-12.4) and take their time
+    patient = SessionConfig(db_path="memory:", snapshot_threshold=10, reconnect_grace_s=3600.0,
+                            default_turn_time_s=0)
+    async with served(patient) as (mgr, srv):
         stub = srv.games
         rng = random.Random(seed)
-        match_id, tokens = await create_open_match(stub, game)
+        request = pb.CreateMatchRequest(game=game)
+        if game in ("georgian_joker", "japanese_joker"):  # their timers are table options
+            request.options["turn_time_s"].int_value = 120  # GJ-12.1 / JJK-10.3: the longest
+            request.options["reconnect_grace_s"].int_value = 600  # GJ-12.4 / JJK-10.2: the longest
+        match_id, tokens = await create_open_match(stub, game, options=request.options)
         n = len(tokens)
         inboxes = {a: Inbox(a) for a in [*range(n), SPECTATOR]}
         errors: list[tuple[Any, int, str]] = []
