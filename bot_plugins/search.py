@@ -119,6 +119,9 @@ class SearchParams:
     gj_bid_inference: bool = False
     inference_candidates: int = 4  # candidate worlds drawn per world kept
     inference_time: float = 0.25  # at most this share of the decision's time for drawing them
+    # The bid model's constants fitted per deal size (bid_inference.SIZE_SHAPES) rather than one
+    # model for every size; only with gj_bid_inference
+    inference_per_size: bool = False
 
 
 class _Node:
@@ -310,7 +313,7 @@ class SearchBot:
         if not self.params.gj_bid_inference or self.game_id != "georgian_joker":
             return None
         from .bid_inference import BidModel
-        model = BidModel(view)
+        model = BidModel(view, self.params.inference_per_size)
         return model if model else None
 
     def _worlds(self, view: Any, rng: random.Random, stop_at: float, model: Any = None) -> list[Any]:
