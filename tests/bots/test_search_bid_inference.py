@@ -13,10 +13,12 @@ from __future__ import annotations
 import json
 import random
 import time
+from statistics import NormalDist
 
 import pytest
 
 from bot_plugins import bid_inference as B
+from bot_plugins.heuristic.georgian_joker import GeorgianJokerHeuristic
 from bot_plugins.search import SearchBot, SearchParams
 from engine_service.rules import get_game
 from engine_service.rules.cards import codes_of
@@ -47,6 +49,16 @@ def test_bid_probabilities_are_a_distribution_over_the_legal_bids():
     assert B.bid_probabilities(0.2, 3, (0, 1, 2, 3))[0] > B.bid_probabilities(2.8, 3, (0, 1, 2, 3))[0]
     dealer = B.bid_probabilities(1.0, 3, (1, 2, 3))  # the dealer's 0 forbidden (GJ-4.3)
     assert set(dealer) == {1, 2, 3} and sum(dealer.values()) == pytest.approx(1.0)
+
+
+def test_bid_probabilities_follow_the_given_constants():
+    # mu = 2.0 * 1.0 - 1.0 = 1, spread 0.5: bid 1 within one spread of mu, bids 0 and 3 the
+    # tails (GJ-4.2), then 2% of the uniform mixed in
+    shape = B.BidShape(slope=2.0, offset=-1.0, sigma=0.5, floor=0.02)
+    cdf = NormalDist(1.0, 0.5).cdf
+    raw = {0: cdf(0.5), 1: cdf(1.5) - cdf(0.5), 2: cdf(2.5) - cdf(1.5), 3: 1 - cdf(2.5)}
+    p = B.bid_probabilities(1.0, 3, (0, 1, 2, 3), shape)
+    assert p == pytest.approx({k: 0.98 * v + 0.02 / 4 for k, v in raw.items()})
 
 
 def test_the_model_reads_the_bids_and_plays_from_the_view():
@@ -111,7 +123,7 @@ def test_the_per_size_model_weighs_the_worlds_by_its_own_constants():
     hands = world.zones()
     expected = 1.0
     for s, b, values, played in sized.bidders:  # the product over the opponents' bids, by the n=3 fit
-        est = B.GeorgianJokerHeuristic.expected_tricks(codes_of(hands[f"hand{s}"] | played), "C", 3)
+        est = GeorgianJokerHeuristic.expected_tricks(codes_of(hands[f"hand{s}"] | played), "C", 3)
         expected *= B.bid_probabilities(est, 3, values, B.SIZE_SHAPES[3])[b]
     assert sized.weight(world) == pytest.approx(expected)
     assert sized.weight(world) != pytest.approx(one.weight(world))
