@@ -18,7 +18,9 @@ over the values that bidder could bid (the dealer's forbidden value excluded, GJ
 with ``BID_FLOOR`` of the uniform so that no world is ever ruled out (a bid is a free choice; a
 player may bluff, misjudge or be a random bot). The constants were fitted by maximum likelihood
 on 1,000 bids of the ``search`` bot itself on random Georgian Joker deals of every match
-position (``bench/gj_bid_inference.py --calibrate``; docs/bots.md).
+position (``bench/gj_bid_inference.py --calibrate``; docs/bots.md). ``SIZE_SHAPES`` holds
+constants fitted for each deal size on its own (``SearchParams.inference_per_size``): the bids of
+a small deal follow the estimate more sharply than those of a nine-card one.
 
 Only the view enters: the bids (``table.bids``), the cards each seat played (``table.tricks``
 and ``trick``), the trump, the deal size and the dealer; the candidate worlds come from

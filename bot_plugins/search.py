@@ -45,7 +45,8 @@ and of the flat bids alike, by importance resampling on the opponents' bids
 (:mod:`bot_plugins.bid_inference`): ``worlds * inference_candidates`` candidates from
 ``determinize``, drawn within ``inference_time`` of the decision's time, each weighted by how
 likely a bid model would have bid what each opponent bid with the bid-time hand the world gives
-it, and ``worlds`` of them kept by weight.
+it, and ``worlds`` of them kept by weight; ``inference_per_size`` (off by default) takes the bid
+model's constants fitted for the deal's size instead of the one model's.
 
 ``DEFAULT_ROLLOUT`` holds each game's default, chosen by arena measurement (docs/bots.md). The
 search stops after ``iterations`` iterations or when the request's budget is nearly spent,
