@@ -12,7 +12,13 @@ offers, for measurement only:
 
 * ``search_gj_infer_size``: the same with ``inference_per_size=True`` (the constants of each deal
   size, ``bid_inference.SIZE_SHAPES``);
-* ``search_gj_infer_size8``: ``search_gj_infer_size`` with ``inference_candidates=8``.
+* ``search_gj_infer_size8``: ``search_gj_infer_size`` with ``inference_candidates=8``, what the
+  ``search`` bot plays in Georgian Joker since 2026-12-05 (``search.GAME_PARAMS``);
+* ``search_gj_uniform``: ``search`` with uniform worlds (``SearchParams()``), the reference the
+  variants were measured against (it was ``search`` then)::
+
+    PYTHONPATH=. python -m bot_plugins.arena --game georgian_joker --bots search,search_gj_uniform \\
+        --deals 1500 --workers 1 --seed 1 --plugin bench.gj_bid_inference
 
 As a script, ``--calibrate N`` collects the bids of the ``search`` bot on N random deals (a
 random match position each, the earlier deals played by the auto-move; the nine-card trump chosen
@@ -56,9 +62,17 @@ def search_gj_infer_size8(game_id):
                                            inference_candidates=8))
 
 
+def search_gj_uniform(game_id):
+    """The search with uniform worlds (``SearchParams()``): ``search`` before its Georgian Joker
+    worlds read the bids (2026-12-05), the reference the variants were measured against."""
+    return SearchBot(game_id)
+
+
 @hookimpl
 def cardgames_bots():
-    return [BotSpec("search_gj_infer", search_gj_infer, games=("georgian_joker",),
+    return [BotSpec("search_gj_uniform", search_gj_uniform, games=("georgian_joker",),
+                    description="search with uniform worlds, the bids not read (bench only)"),
+            BotSpec("search_gj_infer", search_gj_infer, games=("georgian_joker",),
                     description="search with worlds resampled by the opponents' bids (bench only)"),
             BotSpec("search_gj_infer_size", search_gj_infer_size, games=("georgian_joker",),
                     description="search_gj_infer with the bid model fitted per deal size (bench only)"),

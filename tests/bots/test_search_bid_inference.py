@@ -19,6 +19,7 @@ import pytest
 
 from bot_plugins import bid_inference as B
 from bot_plugins.heuristic.georgian_joker import GeorgianJokerHeuristic
+from bot_plugins import search
 from bot_plugins.search import SearchBot, SearchParams
 from engine_service.rules import get_game
 from engine_service.rules.cards import codes_of
@@ -222,11 +223,26 @@ def test_the_bench_plugin_offers_the_inference_bot():
     from bench import gj_bid_inference
 
     specs = {spec.name: spec for spec in gj_bid_inference.cardgames_bots()}
-    assert set(specs) == {"search_gj_infer", "search_gj_infer_size", "search_gj_infer_size8"}
+    assert set(specs) == {"search_gj_uniform", "search_gj_infer", "search_gj_infer_size", "search_gj_infer_size8"}
     assert all(tuple(spec.games) == ("georgian_joker",) for spec in specs.values())
     params = {name: spec.factory("georgian_joker").params for name, spec in specs.items()}
+    assert params.pop("search_gj_uniform") == SearchParams()
     assert all(p.gj_bid_inference for p in params.values())
     assert not params["search_gj_infer"].inference_per_size
     assert params["search_gj_infer_size"].inference_per_size and params["search_gj_infer_size"].inference_candidates == 4
     assert params["search_gj_infer_size8"].inference_per_size and params["search_gj_infer_size8"].inference_candidates == 8
     assert not SearchParams().gj_bid_inference and not SearchParams().inference_per_size
+
+
+def test_the_search_bot_reads_the_bids_in_georgian_joker_only():
+    # the plugin's ``search`` plays the measured variant in Georgian Joker (docs/bots.md): the
+    # bid model fitted per deal size, 8 candidates per world; every other game keeps SearchParams()
+    assert search.make("georgian_joker").params == SearchParams(gj_bid_inference=True, inference_per_size=True,
+                                                                inference_candidates=8)
+    for game_id in ("klaberjass", "jojotte", "japanese_joker"):
+        assert search.make(game_id).params == SearchParams()
+    (spec,) = [s for s in search.cardgames_bots() if s.name == "search"]
+    view = request(_position(["6H", "7D", "8S"])).view
+    bot = spec.factory("georgian_joker")
+    assert bot._inference(view).shape == B.SIZE_SHAPES[3]
+    assert len(bot._worlds(view, random.Random(1), time.monotonic() + 5.0)) == bot.params.worlds
