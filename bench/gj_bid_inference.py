@@ -20,7 +20,8 @@ offers, for measurement only:
     PYTHONPATH=. python -m bot_plugins.arena --game georgian_joker --bots search,search_gj_uniform \\
         --deals 1500 --workers 1 --seed 1 --plugin bench.gj_bid_inference
 
-As a script, ``--calibrate N`` collects the bids of the ``search`` bot on N random deals (a
+As a script, ``--calibrate N`` collects the bids of the uniform search (``SearchParams()``, the
+``search`` bot before 2026-12-05) on N random deals (a
 random match position each, the earlier deals played by the auto-move; the nine-card trump chosen
 by the heuristic; every seat's bid answered by ``search``, 200 ms) and fits the bid model's
 constants (``BID_SLOPE``, ``BID_OFFSET``, ``BID_SIGMA``, ``BID_FLOOR``) by maximum likelihood on
