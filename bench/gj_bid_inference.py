@@ -21,9 +21,9 @@ offers, for measurement only:
         --deals 1500 --workers 1 --seed 1 --plugin bench.gj_bid_inference
 
 As a script, ``--calibrate N`` collects the bids of the uniform search (``SearchParams()``, the
-``search`` bot before 2026-12-05) on N random deals (a
-random match position each, the earlier deals played by the auto-move; the nine-card trump chosen
-by the heuristic; every seat's bid answered by ``search``, 200 ms) and fits the bid model's
+``search`` bot before 2026-12-05) on N random deals (a random match position each, the earlier
+deals played by the auto-move; the nine-card trump chosen by the heuristic; every seat's bid
+answered by that search, 200 ms) and fits the bid model's
 constants (``BID_SLOPE``, ``BID_OFFSET``, ``BID_SIGMA``, ``BID_FLOOR``) by maximum likelihood on
 a grid, printing the fit and the log-likelihood per bid of the shipped constants and of a
 uniform guess; ``--per-size`` fits each deal size's constants as well (``SIZE_SHAPES``), and
