@@ -18,7 +18,9 @@ over the values that bidder could bid (the dealer's forbidden value excluded, GJ
 with ``BID_FLOOR`` of the uniform so that no world is ever ruled out (a bid is a free choice; a
 player may bluff, misjudge or be a random bot). The constants were fitted by maximum likelihood
 on 1,000 bids of the ``search`` bot itself on random Georgian Joker deals of every match
-position (``bench/gj_bid_inference.py --calibrate``; docs/bots.md).
+position (``bench/gj_bid_inference.py --calibrate``; docs/bots.md). ``SIZE_SHAPES`` holds
+constants fitted for each deal size on its own (``SearchParams.inference_per_size``): the bids of
+a small deal follow the estimate more sharply than those of a nine-card one.
 
 Only the view enters: the bids (``table.bids``), the cards each seat played (``table.tricks``
 and ``trick``), the trump, the deal size and the dealer; the candidate worlds come from
@@ -30,7 +32,7 @@ from __future__ import annotations
 import math
 import random
 import time
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 from engine_service.rules import InconsistentView
 from engine_service.rules.cards import card_id, codes_of
@@ -43,6 +45,35 @@ BID_OFFSET = -0.6
 BID_SIGMA = 1.0
 BID_FLOOR = 0.05
 
+
+class BidShape(NamedTuple):
+    """One bid model's constants: ``mu = slope * est + offset``, spread ``sigma``, uniform share
+    ``floor``."""
+
+    slope: float
+    offset: float
+    sigma: float
+    floor: float
+
+
+#: The one model of every deal size (``SearchParams.gj_bid_inference``).
+SHAPE = BidShape(BID_SLOPE, BID_OFFSET, BID_SIGMA, BID_FLOOR)
+#: Constants fitted per deal size ``n`` (``SearchParams.inference_per_size``): maximum likelihood
+#: on a grid, per size, on the ``search`` bot's own bids (``bench/gj_bid_inference.py
+#: --calibrate 3000 --per-size``; docs/bots.md). The floor's grid stops at 0.02: a bid is a free
+#: choice, and no world may be ruled out.
+SIZE_SHAPES: dict[int, BidShape] = {
+    1: BidShape(2.7, -1.6, 0.8, 0.02),
+    2: BidShape(2.4, -1.9, 1.2, 0.02),
+    3: BidShape(1.8, -1.6, 1.0, 0.02),
+    4: BidShape(2.1, -2.8, 1.0, 0.02),
+    5: BidShape(1.5, -1.9, 1.0, 0.02),
+    6: BidShape(1.5, -1.6, 1.0, 0.02),
+    7: BidShape(1.2, -0.7, 0.8, 0.02),
+    8: BidShape(1.2, -0.7, 1.0, 0.02),
+    9: BidShape(1.2, -0.4, 1.0, 0.02),
+}
+
 _SQRT2 = math.sqrt(2.0)
 
 
@@ -50,29 +81,38 @@ def _cdf(x: float) -> float:
     return 0.5 * (1.0 + math.erf(x / _SQRT2))
 
 
-def bid_probabilities(est: float, n: int, values: tuple[int, ...]) -> dict[int, float]:
+def shape_for(n: int, per_size: bool) -> BidShape:
+    """The constants of a deal of ``n`` cards: its own fit when ``per_size`` (and one exists),
+    else the one model's."""
+    return SIZE_SHAPES.get(n, SHAPE) if per_size else SHAPE
+
+
+def bid_probabilities(est: float, n: int, values: tuple[int, ...],
+                      shape: BidShape = SHAPE) -> dict[int, float]:
     """The model's probability of each bid in ``values`` (the legal ones, GJ-4.2 / GJ-4.3) for a
     hand of ``est`` expected tricks in a deal of ``n`` cards."""
-    mu = BID_SLOPE * est + BID_OFFSET
+    mu = shape.slope * est + shape.offset
+    sigma, floor = shape.sigma, shape.floor
     raw = {}
     for k in values:
-        lo = 0.0 if k == 0 else _cdf((k - 0.5 - mu) / BID_SIGMA)
-        hi = 1.0 if k == n else _cdf((k + 0.5 - mu) / BID_SIGMA)
+        lo = 0.0 if k == 0 else _cdf((k - 0.5 - mu) / sigma)
+        hi = 1.0 if k == n else _cdf((k + 0.5 - mu) / sigma)
         raw[k] = max(hi - lo, 0.0)
     z = sum(raw.values())
     u = 1.0 / len(values)
     if z <= 0.0:
         return dict.fromkeys(values, u)
-    return {k: (1.0 - BID_FLOOR) * p / z + BID_FLOOR * u for k, p in raw.items()}
+    return {k: (1.0 - floor) * p / z + floor * u for k, p in raw.items()}
 
 
 class BidModel:
     """The weight of a sampled world by the opponents' bids, built from one seat's view."""
 
-    def __init__(self, view: Mapping[str, Any]) -> None:
+    def __init__(self, view: Mapping[str, Any], per_size: bool = False) -> None:
         table = view["table"]
         me = view["seat"]
         self.n = n = table.get("cards_per_player") or 0
+        self.shape = shape_for(n, per_size)
         self.trump = table.get("trump")
         bids = list(table.get("bids") or ())
         forehand = table.get("forehand")
@@ -110,7 +150,7 @@ class BidModel:
         for s, b, values, played in self.bidders:
             hand = codes_of(hands[f"hand{s}"] | played)
             est = GeorgianJokerHeuristic.expected_tricks(hand, self.trump, self.n)
-            w *= bid_probabilities(est, self.n, values)[b]
+            w *= bid_probabilities(est, self.n, values, self.shape)[b]
         return w
 
 

@@ -40,12 +40,14 @@ action with the best mean relative score wins.
 The Klaberjass auction can go the same way (``SearchParams.kl_flat_auction``, ``KL_AUCTION``),
 but measured no better than the tree's and is off by default (docs/bots.md).
 
-``SearchParams.gj_bid_inference`` (off by default) samples the Georgian Joker worlds, of the tree
+``SearchParams.gj_bid_inference`` (off in ``SearchParams()``; on in the ``search`` bot's Georgian
+Joker, ``GAME_PARAMS``) samples the Georgian Joker worlds, of the tree
 and of the flat bids alike, by importance resampling on the opponents' bids
 (:mod:`bot_plugins.bid_inference`): ``worlds * inference_candidates`` candidates from
 ``determinize``, drawn within ``inference_time`` of the decision's time, each weighted by how
 likely a bid model would have bid what each opponent bid with the bid-time hand the world gives
-it, and ``worlds`` of them kept by weight.
+it, and ``worlds`` of them kept by weight; ``inference_per_size`` takes the bid model's constants
+fitted for the deal's size instead of the one model's.
 
 ``DEFAULT_ROLLOUT`` holds each game's default, chosen by arena measurement (docs/bots.md). The
 search stops after ``iterations`` iterations or when the request's budget is nearly spent,
@@ -113,12 +115,16 @@ class SearchParams:
     rollout: str | None = None  # "greedy", "random"; None: the game's DEFAULT_ROLLOUT
     epsilon: float = 0.1  # greedy: chance that the last card to a trick is random anyway
     kl_flat_auction: bool = False  # Klaberjass auction by flat playouts (KL_AUCTION; measured, not better)
-    # Georgian Joker worlds resampled by the opponents' bids (bot_plugins.bid_inference). Off:
-    # against the uniform worlds, +1.15 a board, 95% CI [-0.30, +2.60] (arena, 5,000 boards,
-    # seeds 1-4, 2026-12-04; docs/bots.md, "Bid inference in Georgian Joker")
+    # Georgian Joker worlds resampled by the opponents' bids (bot_plugins.bid_inference). Off
+    # here: the one model measured +1.15 a board, 95% CI [-0.30, +2.60] (arena, 5,000 boards,
+    # seeds 1-4, 2026-12-04); the ``search`` bot turns it on with the per-size model and 8
+    # candidates (GAME_PARAMS; docs/bots.md, "Bid inference in Georgian Joker")
     gj_bid_inference: bool = False
     inference_candidates: int = 4  # candidate worlds drawn per world kept
     inference_time: float = 0.25  # at most this share of the decision's time for drawing them
+    # The bid model's constants fitted per deal size (bid_inference.SIZE_SHAPES) rather than one
+    # model for every size; only with gj_bid_inference
+    inference_per_size: bool = False
 
 
 class _Node:
@@ -310,7 +316,7 @@ class SearchBot:
         if not self.params.gj_bid_inference or self.game_id != "georgian_joker":
             return None
         from .bid_inference import BidModel
-        model = BidModel(view)
+        model = BidModel(view, self.params.inference_per_size)
         return model if model else None
 
     def _worlds(self, view: Any, rng: random.Random, stop_at: float, model: Any = None) -> list[Any]:
@@ -375,8 +381,17 @@ def greedy_playout(state: Any, rng: random.Random, epsilon: float, wants: bool) 
             apply_id(ids[randrange(n)])
 
 
+#: The ``search`` bot's parameters where they differ from ``SearchParams()``, by arena measurement
+#: (docs/bots.md, "Bid inference in Georgian Joker"): Georgian Joker's worlds resampled by the
+#: opponents' bids, the bid model fitted per deal size, 8 candidates per world kept: against the
+#: uniform worlds +2.93 a board, 95% CI [+0.82, +5.04] (arena, 2,383 boards, seeds 1-2,
+#: 2026-12-05), CPU at most 108.6 ms a decision.
+GAME_PARAMS = {"georgian_joker": SearchParams(gj_bid_inference=True, inference_per_size=True,
+                                              inference_candidates=8)}
+
+
 def make(game_id: str) -> SearchBot:
-    return SearchBot(game_id)
+    return SearchBot(game_id, GAME_PARAMS.get(game_id, SearchParams()))
 
 
 def make_random_rollout(game_id: str) -> SearchBot:

@@ -13,10 +13,13 @@ from __future__ import annotations
 import json
 import random
 import time
+from statistics import NormalDist
 
 import pytest
 
 from bot_plugins import bid_inference as B
+from bot_plugins.heuristic.georgian_joker import GeorgianJokerHeuristic
+from bot_plugins import search
 from bot_plugins.search import SearchBot, SearchParams
 from engine_service.rules import get_game
 from engine_service.rules.cards import codes_of
@@ -49,6 +52,16 @@ def test_bid_probabilities_are_a_distribution_over_the_legal_bids():
     assert set(dealer) == {1, 2, 3} and sum(dealer.values()) == pytest.approx(1.0)
 
 
+def test_bid_probabilities_follow_the_given_constants():
+    # mu = 2.0 * 1.0 - 1.0 = 1, spread 0.5: bid 1 within one spread of mu, bids 0 and 3 the
+    # tails (GJ-4.2), then 2% of the uniform mixed in
+    shape = B.BidShape(slope=2.0, offset=-1.0, sigma=0.5, floor=0.02)
+    cdf = NormalDist(1.0, 0.5).cdf
+    raw = {0: cdf(0.5), 1: cdf(1.5) - cdf(0.5), 2: cdf(2.5) - cdf(1.5), 3: 1 - cdf(2.5)}
+    p = B.bid_probabilities(1.0, 3, (0, 1, 2, 3), shape)
+    assert p == pytest.approx({k: 0.98 * v + 0.02 / 4 for k, v in raw.items()})
+
+
 def test_the_model_reads_the_bids_and_plays_from_the_view():
     state = _position(["X1", "AC", "7D"])
     model = B.BidModel(request(state).view)
@@ -73,18 +86,50 @@ def test_the_model_reads_the_bids_and_plays_from_the_view():
     assert SearchBot("georgian_joker", SearchParams(gj_bid_inference=True))._inference(request(fresh).view) is None
 
 
-def test_inference_uses_only_the_view():
+@pytest.mark.parametrize("params", [SearchParams(gj_bid_inference=True),
+                                    SearchParams(gj_bid_inference=True, inference_per_size=True),
+                                    SearchParams(gj_bid_inference=True, inference_per_size=True,
+                                                 inference_candidates=8)])
+def test_inference_uses_only_the_view(params):
     # seat 1 holds the jokers and the ace of clubs in one deal, three small cards in the other:
     # seat 0's views are the same, and so are the worlds it samples for a seed
     strong, weak = _position(["X1", "X2", "AC"]), _position(["6H", "7D", "8S"])
     assert json.dumps(strong.view(0), sort_keys=True) == json.dumps(weak.view(0), sort_keys=True)
-    bot = SearchBot("georgian_joker", SearchParams(gj_bid_inference=True))
+    bot = SearchBot("georgian_joker", params)
     far = time.monotonic() + 5.0
     for seed in range(3):
         a = bot._worlds(request(strong).view, random.Random(seed), far)
         b = bot._worlds(request(weak).view, random.Random(seed), far)
         assert [_hands(w) for w in a] == [_hands(w) for w in b]
         assert len(a) == bot.params.worlds
+
+
+def test_each_deal_size_has_its_own_fitted_model():
+    # the per-size constants (inference_per_size) cover every deal size of the schedule (GJ-2.4)
+    # and keep a floor, so that no bid rules a world out
+    assert set(B.SIZE_SHAPES) == set(range(1, 10))
+    for n, shape in B.SIZE_SHAPES.items():
+        assert B.shape_for(n, True) == shape and B.shape_for(n, False) == B.SHAPE
+        assert shape.floor >= 0.02 and shape.sigma > 0 and shape.slope > 0
+    assert B.shape_for(3, True) != B.SHAPE  # the fit differs from the one model where it is tried below
+
+
+def test_the_per_size_model_weighs_the_worlds_by_its_own_constants():
+    view = request(_position(["6H", "7D", "8S"])).view
+    one, sized = B.BidModel(view), B.BidModel(view, per_size=True)
+    assert one.shape == B.SHAPE and sized.shape == B.SIZE_SHAPES[3]
+    assert SearchBot("georgian_joker", SearchParams(gj_bid_inference=True, inference_per_size=True)
+                     )._inference(view).shape == B.SIZE_SHAPES[3]
+    world = get_game("georgian_joker").determinize(view, random.Random(2))
+    hands = world.zones()
+    expected = 1.0
+    for s, b, values, played in sized.bidders:  # the product over the opponents' bids, by the n=3 fit
+        est = GeorgianJokerHeuristic.expected_tricks(codes_of(hands[f"hand{s}"] | played), "C", 3)
+        expected *= B.bid_probabilities(est, 3, values, B.SIZE_SHAPES[3])[b]
+    assert sized.weight(world) == pytest.approx(expected)
+    assert sized.weight(world) != pytest.approx(one.weight(world))
+    # the option alone, without gj_bid_inference, leaves the worlds uniform
+    assert SearchBot("georgian_joker", SearchParams(inference_per_size=True))._inference(view) is None
 
 
 def _weak_rate(params, view, runs=40):
@@ -106,6 +151,7 @@ def test_a_world_inconsistent_with_a_bid_is_rarer_under_inference():
     inferred = _weak_rate(SearchParams(gj_bid_inference=True), view)
     assert 0.55 < uniform < 0.70
     assert inferred < 0.45
+    assert _weak_rate(SearchParams(gj_bid_inference=True, inference_per_size=True), view) < 0.45
     # without the flag the worlds are today's uniform ones, draw for draw
     bot = SearchBot("georgian_joker")
     game = get_game("georgian_joker")
@@ -176,7 +222,27 @@ def test_a_nine_card_decision_with_inference_keeps_to_the_budget():
 def test_the_bench_plugin_offers_the_inference_bot():
     from bench import gj_bid_inference
 
-    (spec,) = gj_bid_inference.cardgames_bots()
-    assert spec.name == "search_gj_infer" and tuple(spec.games) == ("georgian_joker",)
+    specs = {spec.name: spec for spec in gj_bid_inference.cardgames_bots()}
+    assert set(specs) == {"search_gj_uniform", "search_gj_infer", "search_gj_infer_size", "search_gj_infer_size8"}
+    assert all(tuple(spec.games) == ("georgian_joker",) for spec in specs.values())
+    params = {name: spec.factory("georgian_joker").params for name, spec in specs.items()}
+    assert params.pop("search_gj_uniform") == SearchParams()
+    assert all(p.gj_bid_inference for p in params.values())
+    assert not params["search_gj_infer"].inference_per_size
+    assert params["search_gj_infer_size"].inference_per_size and params["search_gj_infer_size"].inference_candidates == 4
+    assert params["search_gj_infer_size8"].inference_per_size and params["search_gj_infer_size8"].inference_candidates == 8
+    assert not SearchParams().gj_bid_inference and not SearchParams().inference_per_size
+
+
+def test_the_search_bot_reads_the_bids_in_georgian_joker_only():
+    # the plugin's ``search`` plays the measured variant in Georgian Joker (docs/bots.md): the
+    # bid model fitted per deal size, 8 candidates per world; every other game keeps SearchParams()
+    assert search.make("georgian_joker").params == SearchParams(gj_bid_inference=True, inference_per_size=True,
+                                                                inference_candidates=8)
+    for game_id in ("klaberjass", "jojotte", "japanese_joker"):
+        assert search.make(game_id).params == SearchParams()
+    (spec,) = [s for s in search.cardgames_bots() if s.name == "search"]
+    view = request(_position(["6H", "7D", "8S"])).view
     bot = spec.factory("georgian_joker")
-    assert bot.params.gj_bid_inference and not SearchParams().gj_bid_inference
+    assert bot._inference(view).shape == B.SIZE_SHAPES[3]
+    assert len(bot._worlds(view, random.Random(1), time.monotonic() + 5.0)) == bot.params.worlds
