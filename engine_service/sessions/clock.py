@@ -286,7 +286,13 @@ class MatchClock:
 
     def _retry_now(self, m: LiveMatch) -> None:
         m.retry_handle = None
+        shown = m.deadline
         self.schedule(m)
+        if m.deadline != shown:
+            # no event carries it: the player came back while the failed bot move was being
+            # written (GJ-12.4), so the retry arms their turn (GJ-12.1), whose deadline the
+            # streams would otherwise learn only at their next heartbeat
+            m.beat()
 
     # ---- presence and absence -----------------------------------------------------------
 

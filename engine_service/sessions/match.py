@@ -266,6 +266,12 @@ class LiveMatch:
     def over(self) -> bool:
         return self.status in ("finished", "terminated")
 
+    def beat(self) -> None:
+        """Every stream sends a heartbeat now (:meth:`.watchers.Watcher.beat`): the clock
+        changed with no event of its own to carry the new deadline."""
+        for w in self.watchers:
+            w.beat()
+
     def fold(self, seq: int, checkpoints: bool = True) -> tuple[State, int]:
         """The state after the first ``seq`` actions, and how many decks it has dealt.
 

@@ -190,8 +190,7 @@ class MatchWriter:
             self.schedule(m)  # the match goes on meanwhile: its next decision
             # whose deadline the action's event did not carry (the match was to end): every
             # stream gets it now, not at its next heartbeat, up to heartbeat_interval_s later
-            for w in m.watchers:
-                w.beat()
+            m.beat()
 
     async def _store_completion(self, m: LiveMatch) -> None:
         """Write the status of a match its last action completed. The log is durable already,

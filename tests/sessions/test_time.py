@@ -14,7 +14,8 @@ import pytest
 from engine_service.observability.metrics import Metrics
 from engine_service.rules import get_game
 from engine_service.sessions.api import PermissionDenied, Principal
-from engine_service.store import MemoryStore
+from engine_service.sessions import clock as clock_module
+from engine_service.store import MemoryStore, StoreError
 
 from .helpers import GAMES, Stream, collect, config, manager, open_match, run, until
 
@@ -478,6 +479,52 @@ def test_a_player_returning_while_the_takeover_move_is_written_is_shown_no_deadl
     assert during == (None, None)
     assert (move.seat, move.by, move.reason) == (away, "auto", "takeover")
     assert after[0] != away and after[1] is not None  # the next decision has its own deadline
+
+
+class _TakeoverWriteFailsOnce(_TakeoverWritesGated):
+    """The gated takeover append fails (before the write) once ``gate`` opens."""
+
+    async def append_action(self, match_id, action, decks=()):
+        if action.reason == "takeover" and not self.gate.is_set():
+            self.waiting = True
+            await self.gate.wait()
+            raise StoreError("the database is unreachable")
+        return await super().append_action(match_id, action, decks)
+
+
+def test_a_takeover_move_failing_after_the_player_returned_tells_the_watchers_their_deadline(monkeypatch):
+    """GJ-12.4 and GJ-12.1: the player comes back while the takeover bot's move is being
+    written, and that write fails. The decision is the player's again: the retry
+    (RETRY_AFTER_STORE_FAILURE_S later) arms their turn, and every stream gets a heartbeat
+    with that deadline at once; they used to learn it only at their next heartbeat, up to
+    ``heartbeat_interval_s`` later (60 s here), the player's time running meanwhile."""
+    monkeypatch.setattr(clock_module, "RETRY_AFTER_STORE_FAILURE_S", 0.05)
+
+    async def go():
+        store = _TakeoverWriteFailsOnce()
+        async with manager(config(time_scale=0.01, heartbeat_interval_s=60.0), store=store) as mgr:
+            match_id, ps = await open_match(mgr, "georgian_joker",
+                                            **gj_request(turn_time_s=120, reconnect_grace_s=15))
+            m = mgr._matches[match_id]
+            streams = await connect_all(mgr, match_id, ps)
+            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+            away = m.state.to_act()
+            seq = m.seq
+            await streams[away].close()
+            await until(lambda: store.waiting, timeout=5)
+            back = Stream(mgr, match_id, ps[away])
+            await until(lambda: any(e.reason == "returned" for e in spectator.events))
+            store.gate.set()
+            await until(lambda: m.deadline is not None, timeout=5)  # the retry armed their turn
+            await until(lambda: spectator.events[-1].kind == "heartbeat", timeout=5)
+            beat = spectator.events[-1]
+            state = (m.seq, m.state.to_act(), m.deadline)
+            await close_all(streams + [spectator, back])
+            return away, seq, beat, state
+
+    away, seq, beat, (now_seq, to_act, deadline) = run(go())
+    assert (now_seq, to_act) == (seq, away)  # the move was not written: still their decision
+    assert (beat.seq, beat.details["deadline"]) == (seq, deadline)
 
 
 def test_the_events_seats_name_the_takeover_bot_as_getmatch_does():
