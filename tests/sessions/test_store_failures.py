@@ -1616,13 +1616,13 @@ def test_a_deal_limit_end_that_cannot_be_written_tells_the_watchers_the_next_dea
     without a deadline (the match is to end), then the end's write fails and the match goes
     on (``match_deal_limit_end_failed``): its next decision is armed (GJ-12.1, KL's turn
     time). Every stream gets a heartbeat with that deadline at once; they used to learn it
-    only at their next heartbeat, up to ``heartbeat_interval_s`` later (5 s here), with the
+    only at their next heartbeat, up to ``heartbeat_interval_s`` later (60 s here), with the
     player's turn running meanwhile. KL-3.5: four passes throw a deal in and the next one is
     dealt."""
     store = RefusesTheNextEnd()
 
     async def go():
-        async with manager(config(max_match_deals=1), store=store) as mgr:
+        async with manager(config(max_match_deals=1, heartbeat_interval_s=60.0), store=store) as mgr:
             match_id, ps = await open_match(mgr, "klaberjass")
             m = mgr._matches[match_id]
             streams = [Stream(mgr, match_id, p) for p in ps]
@@ -1635,7 +1635,7 @@ def test_a_deal_limit_end_that_cannot_be_written_tells_the_watchers_the_next_dea
                 await mgr.submit_action(match_id, p, "pass", env.seq)
             deadline = m.deadline
             watching = streams + [spectator]
-            await until(lambda: all(s.events[-1].kind == "heartbeat" for s in watching), timeout=2.0)
+            await until(lambda: all(s.events[-1].kind == "heartbeat" for s in watching), timeout=10.0)
             lasts = [s.events[-2:] for s in watching]
             await close_all(watching)
             return m, deadline, lasts
