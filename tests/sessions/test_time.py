@@ -430,18 +430,40 @@ def test_the_takeover_bot_says_it_plays_for_an_absent_player():
 
 
 class _TakeoverWritesGated(MemoryStore):
-    """A MemoryStore whose appends of takeover moves wait for ``gate`` (``waiting``: one does)."""
+    """A MemoryStore whose appends of takeover moves wait for ``gate`` (``waiting``: one does);
+    with ``fail``, the gated append then fails (before the write)."""
 
-    def __init__(self) -> None:
+    def __init__(self, fail: bool = False) -> None:
         super().__init__()
         self.gate = asyncio.Event()
         self.waiting = False
+        self.fail = fail
 
     async def append_action(self, match_id, action, decks=()):
         if action.reason == "takeover" and not self.gate.is_set():
             self.waiting = True
             await self.gate.wait()
+            if self.fail:
+                raise StoreError("the database is unreachable")
         return await super().append_action(match_id, action, decks)
+
+
+async def _back_while_the_takeover_move_is_written(mgr, store):
+    """A Georgian Joker match whose player to act goes away and, once the takeover bot's move
+    for them is being written (held by ``store``'s gate), comes back (GJ-12.4): the match,
+    the seats' tokens, every stream (the returned player's last), the absent seat and the seq
+    of the decision."""
+    match_id, ps = await open_match(mgr, "georgian_joker", **gj_request(turn_time_s=120, reconnect_grace_s=15))
+    m = mgr._matches[match_id]
+    streams = await connect_all(mgr, match_id, ps)
+    spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+    away = m.state.to_act()
+    seq = m.seq
+    await streams[away].close()
+    await until(lambda: store.waiting, timeout=5)  # taken over: its move is being written
+    back = Stream(mgr, match_id, ps[away])
+    await until(lambda: any(e.reason == "returned" for e in spectator.events))
+    return m, ps, spectator, streams + [spectator, back], away, seq
 
 
 def test_a_player_returning_while_the_takeover_move_is_written_is_shown_no_deadline_for_it():
@@ -454,22 +476,12 @@ def test_a_player_returning_while_the_takeover_move_is_written_is_shown_no_deadl
     async def go():
         store = _TakeoverWritesGated()
         async with manager(config(time_scale=0.01), store=store) as mgr:  # grace 15 s -> 0.15 s
-            match_id, ps = await open_match(mgr, "georgian_joker",
-                                            **gj_request(turn_time_s=120, reconnect_grace_s=15))
-            m = mgr._matches[match_id]
-            streams = await connect_all(mgr, match_id, ps)
-            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
-            away = m.state.to_act()
-            seq = m.seq
-            await streams[away].close()
-            await until(lambda: store.waiting, timeout=5)  # taken over: its move is being written
-            back = Stream(mgr, match_id, ps[away])
-            await until(lambda: any(e.reason == "returned" for e in spectator.events))
-            during = (m.deadline, (await mgr.get_view(match_id, ps[away])).deadline)
+            m, ps, spectator, streams, away, seq = await _back_while_the_takeover_move_is_written(mgr, store)
+            during = (m.deadline, (await mgr.get_view(m.match_id, ps[away])).deadline)
             store.gate.set()
             await until(lambda: m.seq > seq)
             after = (m.state.to_act(), m.deadline)
-            await close_all(streams + [spectator, back])
+            await close_all(streams)
             return away, seq, spectator.events, during, after, m.actions[seq]
 
     away, seq, events, during, after, move = run(go())
@@ -481,17 +493,6 @@ def test_a_player_returning_while_the_takeover_move_is_written_is_shown_no_deadl
     assert after[0] != away and after[1] is not None  # the next decision has its own deadline
 
 
-class _TakeoverWriteFailsOnce(_TakeoverWritesGated):
-    """The gated takeover append fails (before the write) once ``gate`` opens."""
-
-    async def append_action(self, match_id, action, decks=()):
-        if action.reason == "takeover" and not self.gate.is_set():
-            self.waiting = True
-            await self.gate.wait()
-            raise StoreError("the database is unreachable")
-        return await super().append_action(match_id, action, decks)
-
-
 def test_a_takeover_move_failing_after_the_player_returned_tells_the_watchers_their_deadline(monkeypatch):
     """GJ-12.4 and GJ-12.1: the player comes back while the takeover bot's move is being
     written, and that write fails. The decision is the player's again: the retry
@@ -501,25 +502,15 @@ def test_a_takeover_move_failing_after_the_player_returned_tells_the_watchers_th
     monkeypatch.setattr(clock_module, "RETRY_AFTER_STORE_FAILURE_S", 0.05)
 
     async def go():
-        store = _TakeoverWriteFailsOnce()
+        store = _TakeoverWritesGated(fail=True)
         async with manager(config(time_scale=0.01, heartbeat_interval_s=60.0), store=store) as mgr:
-            match_id, ps = await open_match(mgr, "georgian_joker",
-                                            **gj_request(turn_time_s=120, reconnect_grace_s=15))
-            m = mgr._matches[match_id]
-            streams = await connect_all(mgr, match_id, ps)
-            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
-            away = m.state.to_act()
-            seq = m.seq
-            await streams[away].close()
-            await until(lambda: store.waiting, timeout=5)
-            back = Stream(mgr, match_id, ps[away])
-            await until(lambda: any(e.reason == "returned" for e in spectator.events))
+            m, _ps, spectator, streams, away, seq = await _back_while_the_takeover_move_is_written(mgr, store)
             store.gate.set()
             await until(lambda: m.deadline is not None, timeout=5)  # the retry armed their turn
             await until(lambda: spectator.events[-1].kind == "heartbeat", timeout=5)
             beat = spectator.events[-1]
             state = (m.seq, m.state.to_act(), m.deadline)
-            await close_all(streams + [spectator, back])
+            await close_all(streams)
             return away, seq, beat, state
 
     away, seq, beat, (now_seq, to_act, deadline) = run(go())
