@@ -257,7 +257,7 @@ class MatchWriter:
                          reason=rec.reason, details=details)
         if new:
             m.log.warning("log_caught_up", seq=m.seq, actions=len(new))
-        if not ended and m.state.is_over() and not m.over:
+        if m.state.is_over() and not m.over:  # over before these actions (or with none)
             self.mark_over(m, "finished", self.result(m, "completed"), "completed")
             ended = True
         if ended:
