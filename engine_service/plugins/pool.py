@@ -249,7 +249,6 @@ def _zygote(control: socket.socket, catalog: Any) -> None:
                 os.setpgid(0, 0)
                 control.close()
                 theirs.close()
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 _serve(Connection(mine.detach()), BotRunner(catalog))
             finally:
                 os._exit(0)
