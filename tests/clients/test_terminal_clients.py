@@ -1643,12 +1643,13 @@ def test_play_screen_shows_each_joker_lead_on_one_row_at_80x24(engine):
             match = await client.create_match("georgian_joker", seats=[None] * 4)
             seats = [await client.join(match.match_id, player_name=f"p{n}") for n in range(4)]
             rng = random.Random(8)
-            # the first joker lead of any seat (the decks are the server's: seat 0 alone may
-            # lead no joker in a whole match)
+            # the first joker lead of any seat beside another card (the decks are the server's:
+            # seat 0 alone may lead no joker in a whole match; a one-card hand holding a joker
+            # has its eight leads alone: the one-card deals of GJ-2.4)
             while True:
                 view = await seats[(await seats[0].view()).to_act].view()
                 assert not view.over, "no joker lead in the whole match"
-                if (view.phase == "playing" and cg.is_my_turn(view)
+                if (view.phase == "playing" and cg.is_my_turn(view) and len(view.legal_actions) >= 9
                         and any(a.notation.count(":") == 3 for a in view.legal_actions)):
                     break
                 await seats[view.to_act].act(lambda v: rng.choice(cg.legal_notations(v)))
