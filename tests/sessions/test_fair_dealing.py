@@ -269,7 +269,8 @@ def test_a_reveal_opens_only_what_the_spectators_saw(game_id, seed):
 
 def test_a_resigned_japanese_joker_deal_reveals_no_hidden_card():
     """JJK-9.7: "When a match ends early (JJK-10), unplayed hidden cards (hands, down cards) are
-    not revealed"; a deal played to its end has shown every card."""
+    not revealed" (JJK-A13: hidden cards stay hidden); a deal played to its end has shown every
+    card."""
     async def go():
         async with manager() as mgr:
             match_id, ps = await open_match(mgr, "japanese_joker")

@@ -442,7 +442,7 @@ TWO = list(TWO_PLAYER_GAMES)
 def test_resigning_or_leaving_mid_deal_ends_the_match_for_the_opponent(game_id, resign, monkeypatch):
     """JJK-10.1 (NOTATION 5 for the 32-card games): resigning at any moment, or leaving, ends
     the match at once and the opponent wins; the unfinished deal scores nothing: the totals are
-    those of the deals already scored."""
+    those of the deals already scored (JJK-A13)."""
     async def body(t: Table):
         rng = random.Random(7)
         while len(t.oracle.state.deal_results()) < 1:  # one whole deal, then into the next
@@ -466,7 +466,7 @@ def test_a_two_player_table_waits_at_the_absent_players_decision(game_id, monkey
     """JJK-10.2 (D): while a player is away no turn timer runs; the connected player may still
     make a decision that is theirs; the match stops at the absent player's next decision (no
     auto-move however long, within the grace); on reconnection that decision gets a fresh
-    ``turn_time_s``, not what was left of a turn."""
+    ``turn_time_s``, not what was left of a turn (JJK-A11: the match pauses during the wait)."""
     async def body(t: Table):
         o = t.oracle
         actor = o.to_act()
@@ -493,7 +493,8 @@ def test_a_two_player_table_waits_at_the_absent_players_decision(game_id, monkey
 
 @pytest.mark.parametrize("game_id", TWO)
 def test_both_away_the_first_window_to_expire_decides(game_id, monkeypatch):
-    """JJK-10.2 (D): each absent player has their own window; the first to expire decides."""
+    """JJK-10.2 (D), JJK-A11: each absent player has their own window; the first to expire
+    decides."""
     async def body(t: Table):
         await step(t, t.disconnect, 1)
         await step(t, t.advance, 3)
@@ -509,8 +510,8 @@ def test_both_away_the_first_window_to_expire_decides(game_id, monkeypatch):
 
 @pytest.mark.parametrize("game_id", TWO)
 def test_both_windows_expiring_at_one_instant_abandon_the_match(game_id, monkeypatch):
-    """JJK-10.2 (D): both players away, both windows expire at the same server instant: the
-    match ends without a winner (``abandoned``)."""
+    """JJK-10.2 (D), JJK-A11: both players away, both windows expire at the same server
+    instant: the match ends without a winner (``abandoned``)."""
     async def body(t: Table):
         await step(t, t.advance, 4)
         await step(t, t.disconnect, 0, 1)
@@ -532,7 +533,8 @@ def test_both_windows_expiring_at_one_instant_abandon_the_match(game_id, monkeyp
 @pytest.mark.parametrize("game_id", GAMES)
 def test_a_deadline_fires_exactly_at_its_time_and_the_next_decision_gets_a_fresh_one(game_id, monkeypatch):
     """JJK-10.3, GJ-12.1: nothing before the deadline; at it exactly one move by the policy;
-    the following decision has a whole ``turn_time_s``."""
+    the following decision has a whole ``turn_time_s`` (JJK-A12, GJ-A16: one auto-move per
+    timeout)."""
     async def body(t: Table):
         o = t.oracle
         first = o.deadline
@@ -546,9 +548,10 @@ def test_a_deadline_fires_exactly_at_its_time_and_the_next_decision_gets_a_fresh
 
 @pytest.mark.parametrize("game_id", ["japanese_joker", "georgian_joker"])
 def test_timeouts_alone_play_a_whole_match_to_its_end(game_id, monkeypatch):
-    """JJK-10.3 / GJ-12.1: timeouts, even repeated, never end the match by themselves; every
-    decision, the trump choice included, is a move like any other (never ``NT``, JJK-10.4 and
-    GJ-12.2); the match ends by the rules with the rules' winners."""
+    """JJK-10.3 / GJ-12.1: timeouts, even repeated, never end the match by themselves (JJK-A12:
+    no forfeit for repeated timeouts; GJ-A16); every decision, the trump choice included, is a
+    move like any other (never ``NT``, JJK-10.4 and GJ-12.2); the match ends by the rules with
+    the rules' winners."""
     async def body(t: Table):
         while not t.oracle.over:
             await step(t, t.advance, 10 * 50)
@@ -563,7 +566,7 @@ def test_georgian_joker_absence_timeouts_takeover_return_and_leaving(monkeypatch
     """GJ-12.3: an absent player's turns are handled by the turn timer during the grace;
     GJ-12.4: after the grace the bot (the auto-move policy) takes the seat and moves at once;
     the player who comes back takes the seat back at once; a player who leaves is replaced for
-    the rest of the match and the result lists the seat as abandoned."""
+    the rest of the match and the result lists the seat as abandoned (GJ-A16)."""
     async def body(t: Table):
         o = t.oracle
         away = o.to_act()
