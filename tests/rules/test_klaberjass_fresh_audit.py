@@ -137,3 +137,28 @@ def test_notation_5_auto_move_never_announces_bella_whatever_the_list_order():
     assert GAME.auto_move(view) == "play:KH"  # trump order J 9 A T K Q 8 7: the king is below the ace
     view = {"legal": ["play:KH:bella", "play:KH", "play:8H", "exchange"], "table": {"trump": "H"}}
     assert GAME.auto_move(view) == "play:8H"
+
+
+
+@pytest.mark.parametrize("order", ["king_first", "any"])
+def test_kl_a23_a_bella_announcement_before_the_queen_reveals_the_trump_queen(order):
+    """KL-A23 (``kl_bella_announcement = required``) with KL-A13 ``king_first`` / ``any``:
+    ``play:KH:bella`` is legal only to a player who can still complete the marriage, so a
+    king announced before the queen tells everybody that the queen is in that hand (as a "jo"
+    does in Jo-Jotte, JJ-7.2). The public record identifies it: ``table.revealed`` lists it
+    and it is no longer one of the opponent's secret cards, until it is played."""
+    from engine_service.rules.cards import codes_of
+
+    from .test_klaberjass_audit import deck_for
+    deck = deck_for("8H 7H KS 9S 8D 7D KC 9C 8C", "9H KH QH AS TS AD TD AC TC", "TH")
+    options = {"kl_bella_order": order, "kl_bella_announcement": "required"}
+    state, _ = both(options, 1, deck, ["take", "keep", "keep"])
+    assert "QH" in codes_of(state.secret_cards(1))
+    state, _ = both(options, 1, deck, ["take", "keep", "keep", "play:KH:bella"])
+    assert state.public_view()["table"]["revealed"] == [["QH"], []]
+    assert state.view(1)["table"]["revealed"] == [["QH"], []]
+    assert "QH" not in codes_of(state.secret_cards(1))
+    assert "QH" not in codes_of(state.secret_cards(None))
+    for a in KING_FIRST_REST[:3]:  # 8H, then the elder plays the queen to trick 2
+        state.apply(a)
+    assert state.public_view()["table"]["revealed"] == [[], []]
