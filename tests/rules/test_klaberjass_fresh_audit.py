@@ -137,3 +137,54 @@ def test_notation_5_auto_move_never_announces_bella_whatever_the_list_order():
     assert GAME.auto_move(view) == "play:KH"  # trump order J 9 A T K Q 8 7: the king is below the ace
     view = {"legal": ["play:KH:bella", "play:KH", "play:8H", "exchange"], "table": {"trump": "H"}}
     assert GAME.auto_move(view) == "play:8H"
+
+
+
+@pytest.mark.parametrize("order", ["king_first", "any"])
+def test_kl_a23_a_bella_announcement_before_the_queen_reveals_the_trump_queen(order):
+    """KL-A23 (``kl_bella_announcement = required``) with KL-A13 ``king_first`` / ``any``:
+    ``play:KH:bella`` is legal only to a player who can still complete the marriage, so a
+    king announced before the queen tells everybody that the queen is in that hand (as a "jo"
+    does in Jo-Jotte, JJ-7.2). The public record identifies it: ``table.revealed`` lists it
+    and it is no longer one of the opponent's secret cards, until it is played."""
+    from engine_service.rules.cards import codes_of
+
+    from .test_klaberjass_audit import deck_for
+    deck = deck_for("8H 7H KS 9S 8D 7D KC 9C 8C", "9H KH QH AS TS AD TD AC TC", "TH")
+    options = {"kl_bella_order": order, "kl_bella_announcement": "required"}
+    state, _ = both(options, 1, deck, ["take", "keep", "keep"])
+    assert "QH" in codes_of(state.secret_cards(1))
+    state, _ = both(options, 1, deck, ["take", "keep", "keep", "play:KH:bella"])
+    assert state.public_view()["table"]["revealed"] == [["QH"], []]
+    assert state.view(1)["table"]["revealed"] == [["QH"], []]
+    assert "QH" not in codes_of(state.secret_cards(1))
+    assert "QH" not in codes_of(state.secret_cards(None))
+    for a in KING_FIRST_REST[:3]:  # 8H, then the elder plays the queen to trick 2
+        state.apply(a)
+    assert state.public_view()["table"]["revealed"] == [[], []]
+
+
+# Seat 1 deals. Elder (seat 0): KH QH JH 8H AD TS 9S 7S TD (trump K-Q-J of hearts, 20, his only
+# sequence); dealer: AS KS JS 8D 7D 8C 7C AC TC (none); turn-up 9H, the elder takes hearts.
+# The elder plays the trump queen (trick 7) before the king (trick 8): bella 20 (KL-7.1).
+KQJ_DECK_HANDS = ("AS KS JS 8D 7D 8C 7C AC TC", "KH QH JH 8H AD TS 9S 7S TD", "9H")
+KQJ_PLAYS = [f"play:{c}" for c in "7S JS 7D TD 9S KS 7C 8H TS AS 8D AD QH 8C KH TC JH AC".split()]
+
+
+@pytest.mark.parametrize("choice, melds, kqj", [("declare", 20, 0), ("conceal", 0, 20)])
+def test_kl_7_2_kl_a20_a_concealed_trump_kqj_sequence_still_earns_the_kqj_bonus(choice, melds, kqj):
+    """KL-7.2: the trump K-Q-J bonus is withheld only when "that trump sequence was already
+    scored in the meld phase". Under ``kl_meld_declaration = optional`` (KL-A20) a player who
+    conceals it states value 0 and "cannot score it" as a meld, so it was not scored: he gets
+    the separate bonus (20, a run of exactly 3) at the end of the deal. Declared, it wins the
+    comparison and scores 20 as a meld, and the bonus is withheld (docs/games/klaberjass.md,
+    documented choice 6)."""
+    from .test_klaberjass_audit import deck_for
+    deck = deck_for(*KQJ_DECK_HANDS)
+    state, _ = both({"kl_meld_declaration": "optional"}, 1, deck,
+                    ["take", "keep", "keep", choice, "declare"] + KQJ_PLAYS)
+    r = state.deal_results()[0]
+    assert r["melds"] == [melds, 0]
+    assert r["bonuses"] == [20 + kqj, 0]  # bella 20 + the K-Q-J bonus
+    assert state.deal_details()[0]["trump_kqj"] == [kqj, 0]
+    assert r["scored"][0] == r["card_points"][0] + 40  # 20 either way, as a meld or as the bonus

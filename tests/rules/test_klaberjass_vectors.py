@@ -238,3 +238,25 @@ def test_deck_of_the_deal_vector_is_a_permutation():
     (_, vec), = BY_KIND["deal"]
     assert sorted(card_id(c) for c in vec["deck_top_first"]) == sorted(PACK)
     assert {CODES[c] for c in PACK} == set(vec["deck_top_first"])
+
+
+def test_kl_a22_the_seed_examples_errors_are_corrected_not_reproduced():
+    """KL-A22 (section 13): the seed's printed meld examples 3 and 4 put one card in both hands
+    (impossible; the vectors' ``hands`` correct them), and its illustrative deal calls A-K-Q-10
+    a sequence, drops the 2 of a jack and prints 148 for the dealer. The engine follows the
+    rules, not the misprints: the corrected hands are disjoint, A-K-Q-T of diamonds is the
+    3-card A-K-Q (20, KL-5.2), trick 9 (TD, JH) is worth 2 + 10 + 10 (KL-8.1, KL-7.3), and the
+    dealer's deal total is 120, not the seed's 148."""
+    by_name = dict(VECTORS)
+    for name in ("klaberjass_meld_ex3.json", "klaberjass_meld_ex4_dix.json"):
+        printed, hands = by_name[name]["hands_as_printed"], by_name[name]["hands"]
+        assert set(printed["0"]) & set(printed["1"]), name  # the misprint: a card in both hands
+        assert not set(hands["0"]) & set(hands["1"]), name
+    (_, vec), = BY_KIND["deal"]
+    assert vec["seed_claims"]["deal_total_alexey"] == 148
+    obs, state = run_deal(vec, vec["table_options"])
+    assert [(q["top"], q["length"], q["points"]) for q in obs["expected_sequences"]["1"]
+            if q["suit"] == "D"] == [("A", 3, 20)]
+    assert obs["tricks"][-1]["expected_value"] == 22
+    assert obs["expected_deal_totals"] == {"0": 31, "1": 120}
+    assert state.result()["totals"] == [31, 120]

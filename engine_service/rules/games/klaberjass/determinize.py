@@ -6,8 +6,8 @@ samples the hidden cards **uniformly among the deals consistent with the view**,
 
 1. Known cards: the seat's own original hand (its hand now, plus the cards it played, plus the
    dix it gave away, minus the turn-up it took), the turn-up, the information card, and the
-   opponent's known cards (played, or identified by the exchange / the meld dialogue:
-   ``table["revealed"]``).
+   opponent's known cards (played, or identified by the exchange, the meld dialogue or a bella
+   announcement made before the queen: ``table["revealed"]``).
 2. Static constraints the public plays imply about the opponent's unknown cards, which have
    all been in his hand since the deal (KL-6.9): a failure to follow suit (no card of the led
    suit), a failure to trump (no trump), an under-trump on a trump lead under KL-6.4 (no trump

@@ -647,7 +647,10 @@ class KlaberjassState(State):
 
     def revealed(self, seat: int) -> int:
         """Cards of ``seat``'s hand that the public record identifies: the turn-up he took by
-        exchanging (KL-4.3) and the cards the meld dialogue names or implies (KL-5.5)."""
+        exchanging (KL-4.3), the cards the meld dialogue names or implies (KL-5.5) and the trump
+        queen behind a ``play:KX:bella`` (KL-A23: the announcement is legal only to a player who
+        can still complete the marriage, so before he plays the queen it shows that he holds
+        it, as a "jo" does in Jo-Jotte)."""
         if self._phase in (P_CHANCE, P_OVER):
             return 0
         m = 0
@@ -655,6 +658,8 @@ class KlaberjassState(State):
             m = self._meld.revealed_mask[seat]
         if self._xseat == seat:
             m |= BIT[self._turn0]
+        if self._qk[seat] & 4:  # the king was played with the bella announcement
+            m |= BIT[self._trump * 9 + QUEEN]
         return m & self._hands[seat]
 
     def secret_cards(self, seat: int | None) -> int:
