@@ -479,6 +479,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--plugin", action="append", default=[], help="extra plugin module (repeatable)")
     p.add_argument("--json", help="also write the report as JSON to this file")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--fail-on-failures", action="store_true",
+                   help="exit 1 when any bot failed a decision (a bot author's CI check)")
     args = p.parse_args(argv)
     quiet_logs()
     config = ArenaConfig(
@@ -496,6 +498,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(format_report(report))
     if args.json:
         Path(args.json).write_text(json.dumps(report.as_json(), indent=1))
+    failed = sorted(b.name for b in report.bots if b.failures)
+    if args.fail_on_failures and failed:
+        print(f"failed: bots with failed decisions: {', '.join(failed)}", file=sys.stderr)
+        return 1
     return 0
 
 

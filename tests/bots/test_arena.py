@@ -165,6 +165,20 @@ def test_command_line(tmp_path, capsys):
         arena.main(["--game", "klaberjass", "--bots", "nobody,random", "--deals", "1", "--no-progress"])
 
 
+def test_fail_on_failures_exits_1_naming_the_failing_bots_and_0_without_failures(capsys):
+    """docs/bots.md: the arena exits 0 whatever the failures, unless ``--fail-on-failures`` (a
+    bot author's CI check) asks for 1 when any bot failed a decision; the report is printed."""
+    flags = ["--game", "klaberjass", "--deals", "1", "--workers", "1", "--no-progress",
+             "--plugin", "tests.plugins.bad_bots"]
+    assert arena.main([*flags, "--bots", "raises,random"]) == 0
+    capsys.readouterr()
+    assert arena.main([*flags, "--bots", "raises,random", "--fail-on-failures"]) == 1
+    captured = capsys.readouterr()
+    assert "score diff" in captured.out
+    assert captured.err.strip() == "failed: bots with failed decisions: raises"
+    assert arena.main([*flags, "--bots", "random,random", "--fail-on-failures"]) == 0
+
+
 def test_one_board_prints_no_interval_rather_than_minus_to_plus_infinity(tmp_path, capsys):
     """One board has no spread: its interval was printed "[-inf, +inf]" (the win rate's
     "[0.000, 1.000]", clamped) and written to --json as -Infinity, which is not JSON."""
