@@ -62,7 +62,10 @@ class FileOwnership:
 
     def __init__(self, db_path: str) -> None:
         self.db_path = db_path
-        self.lock_path = f"{db_path}.lock"
+        # beside the file the path names, symbolic links followed (as SQLite follows them to
+        # the database): a second engine given a link to the file, or the file a link names,
+        # locked a lock file of its own and opened the same database
+        self.lock_path = f"{os.path.realpath(db_path)}.lock"
         self._fd: int | None = None
 
     @property

@@ -70,6 +70,27 @@ def test_a_second_store_on_a_sqlite_file_is_refused_naming_the_holder(tmp_path):
     assert stat.S_IMODE(os.stat(f"{path}.lock").st_mode) == 0o600
 
 
+def test_a_second_store_through_a_symbolic_link_is_refused(tmp_path):
+    """The lock is the file's, whatever path names it: a second engine given a symbolic link
+    to the database (or the file a link names) is refused as on the same path. It took a lock
+    file beside the link (``link.sqlite3.lock``) and opened the same database."""
+    real, link = tmp_path / "db.sqlite3", tmp_path / "link.sqlite3"
+    link.symlink_to(real)
+
+    async def go():
+        for first_path, second_path in ((real, link), (link, real)):
+            first = SqliteStore(first_path)
+            await first.open()
+            try:
+                with pytest.raises(StoreInUse):
+                    await SqliteStore(second_path).open()
+            finally:
+                await first.close()
+
+    run(go())
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".lock")) == ["db.sqlite3.lock"]
+
+
 def _waited_for_the_holder(make, release_after_s: float) -> float:
     """Open a store, and a second one with a lock wait while the first closes after
     ``release_after_s``: how long the second waited (it then writes, as the owner). The
