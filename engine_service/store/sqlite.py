@@ -260,6 +260,7 @@ class SqliteStore(Store):
         self._inode: int | None = None
         self._wal_inode: int | None = None
         self._moved: str | None = None
+        self._wal_file: str | None = None  # the WAL's path (_wal_path), fixed when the store opens
         self._rescued = ""  # the copy made of the database once it was found moved
 
     # ---- plumbing: one thread owns the connection ------------------------------------------
@@ -388,7 +389,7 @@ class SqliteStore(Store):
                     failure = StoreError(f"commit failed: {_reason(exc)}")
                     self._abandon(conn)
                 else:
-                    if self._wal_inode is not None and _inode(self.path + "-wal") != self._wal_inode:
+                    if self._wal_inode is not None and _inode(self._wal_path()) != self._wal_inode:
                         failure = self._make_wal_again(conn)
         if failure is not None:
             pending = [(job, result, error or failure) for job, result, error in pending]
@@ -469,9 +470,18 @@ class SqliteStore(Store):
             log.error("db_wal_lost", db=self.path, error=_reason(exc))
             return StoreError(f"the WAL of {self.path} was deleted and cannot be made again "
                               f"({_reason(exc)}): the write may be lost in a crash")
-        self._wal_inode = _inode(self.path + "-wal")
+        self._wal_inode = _inode(self._wal_path())
         log.warning("db_wal_made_again", db=self.path)
         return None
+
+    def _wal_path(self) -> str:
+        """Where SQLite keeps the database's WAL: beside the file the path named when the store
+        opened, symbolic links followed (as SQLite follows them), not beside a link: the
+        checks of the WAL found none there for a database opened through a link, and were
+        off (a deleted WAL went unnoticed, and with it the writes a crash would lose)."""
+        if self._wal_file is None:
+            self._wal_file = os.path.realpath(self.path) + "-wal"
+        return self._wal_file
 
     def _forget_moved_wal(self) -> None:
         """At close, when the file was :meth:`_file_moved`: delete the WAL (and its index)
@@ -479,12 +489,12 @@ class SqliteStore(Store):
         the next start would read it as the WAL of the file the path now names: the frames of
         the file that is gone replayed onto a restored backup (a corrupt database), or onto
         a new one. Only the WAL this store opened (its inode number) is deleted."""
-        wal = self.path + "-wal"
+        wal = self._wal_path()
         try:
             if self._wal_inode is None or os.stat(wal).st_ino != self._wal_inode:
                 return
             os.remove(wal)
-            os.remove(self.path + "-shm")
+            os.remove(wal[:-len("-wal")] + "-shm")
         except OSError:
             pass
 
@@ -531,6 +541,7 @@ class SqliteStore(Store):
 
     def _open_sync(self) -> None:
         path = self.path
+        self._wal_file = None
         if path != ":memory:":
             parent = Path(path).resolve().parent
             if not parent.is_dir():
@@ -575,7 +586,7 @@ class SqliteStore(Store):
             raise
         self._conn = conn
         if path != ":memory:":
-            self._inode, self._wal_inode = _inode(path), _inode(path + "-wal")
+            self._inode, self._wal_inode = _inode(path), _inode(self._wal_path())
 
     def _release(self) -> None:
         if self._ownership is not None:
@@ -1087,7 +1098,7 @@ class SqliteStore(Store):
             page_size = c.execute("PRAGMA page_size").fetchone()[0]
             pages = c.execute("PRAGMA page_count").fetchone()[0]
             free = c.execute("PRAGMA freelist_count").fetchone()[0]
-            return SqliteSpace(_size(self.path), _size(self.path + "-wal"), pages * page_size, free * page_size)
+            return SqliteSpace(_size(self.path), _size(self._wal_path()), pages * page_size, free * page_size)
         return await self._run(fn)
 
     async def vacuum(self) -> None:

@@ -424,16 +424,24 @@ def test_a_ping_is_refused_as_a_write_is_when_the_database_file_was_deleted(tmp_
     assert read is not None
 
 
-def test_a_deleted_wal_is_made_again_and_what_was_acknowledged_survives_a_crash(tmp_path):
+@pytest.mark.parametrize("through_a_link", [False, True])
+def test_a_deleted_wal_is_made_again_and_what_was_acknowledged_survives_a_crash(tmp_path, through_a_link):
     """The WAL and its index deleted under an open store ("temporary files"): SQLite goes on
     appending commits to the WAL it holds open, which a restart after a crash cannot read,
     so the writes acknowledged since were lost by a kill -9. Now the first commit after it
     copies them into the database file and makes a new WAL at the path (db_wal_made_again),
-    and a crash keeps every acknowledged write."""
+    and a crash keeps every acknowledged write. Also for a database opened through a
+    symbolic link, whose WAL SQLite keeps beside the file the link names (the store looked
+    for it beside the link, found none, and did not check it)."""
     path = tmp_path / "db.sqlite3"
+    opened = path
+    if through_a_link:
+        opened = tmp_path / "link" / "db.sqlite3"
+        opened.parent.mkdir()
+        opened.symlink_to(path)
 
     async def go():
-        st = SqliteStore(path)
+        st = SqliteStore(opened)
         await st.open()
         await st.create_match(record("m1"))
         await st.append_action("m1", ActionRecord(1, 0, "pass"))
