@@ -1011,9 +1011,22 @@ class SqliteStore(Store):
             raise StoreError(f"cannot read match {match_id!r}: {_reason(exc)}") from None
         return StoredMatch(record, decks, actions)
 
+    async def _read(self, operation: str, fn: Callable[[], T]) -> T:
+        """Run the read ``fn()`` on the store thread; SQLite's refusal (an I/O error, a damaged
+        page) is a StoreError naming its reason, as a write's is and as the PostgreSQL store's
+        reads are: a raw sqlite3 error reached the client as INTERNAL, where a store that
+        cannot be read now is UNAVAILABLE (STORE_UNAVAILABLE)."""
+        def read() -> T:
+            try:
+                return fn()
+            except sqlite3.DatabaseError as exc:
+                self._timer.error(operation)
+                raise StoreError(f"{operation} failed: {_reason(exc)}") from None
+        return await self._run(read)
+
     async def list_matches(self, statuses: Sequence[str] = (), game: str = "",
                            limit: int = 100, after: tuple[float, str] | None = None) -> list[MatchListing]:
-        return await self._run(self._list_sync, tuple(statuses), game, limit, after)
+        return await self._read("list_matches", lambda: self._list_sync(tuple(statuses), game, limit, after))
 
     def _list_sync(self, statuses: tuple[str, ...], game: str, limit: int,
                    after: tuple[float, str] | None = None) -> list[MatchListing]:
@@ -1046,7 +1059,7 @@ class SqliteStore(Store):
             return [r[0] for r in c.execute(
                 f"SELECT match_id FROM matches WHERE status IN ({','.join('?' * len(UNFINISHED))}) "
                 "ORDER BY created_at, match_id", UNFINISHED)]
-        return await self._run(fn)
+        return await self._read("unfinished_match_ids", fn)
 
     # ---- retention (docs/operations.md, Retention) -------------------------------------------
 
@@ -1089,7 +1102,7 @@ class SqliteStore(Store):
                 "coalesce(sum((SELECT count(*) FROM seats s WHERE s.match_id = m.match_id)), 0) "
                 f"FROM matches m WHERE {self._PRUNABLE}", (*FINISHED, ended_before, ended_before)).fetchone()
             return PruneCounts(*row)
-        return await self._run(fn)
+        return await self._read("count_finished", fn)
 
     async def space(self) -> "SqliteSpace":
         """How the database file uses the disk (the offline prune's VACUUM decision)."""

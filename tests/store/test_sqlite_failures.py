@@ -485,3 +485,45 @@ def test_a_rescue_that_could_not_be_written_is_tried_again(tmp_path):
     assert all(isinstance(e, StoreError) and "was deleted" in str(e) for e in refused)
     assert [bool(e["rescued"]) for e in moved] == [False, True] and "rescue_error" in moved[0]
     assert rescued["m1"] is not None
+
+
+_READS = {
+    "load_match": lambda st: st.load_match("m1"),
+    "find_created": lambda st: st.find_created("a" * 64),
+    "list_matches": lambda st: st.list_matches(),
+    "unfinished_match_ids": lambda st: st.unfinished_match_ids(),
+    "count_finished": lambda st: st.count_finished(1e12),
+}
+
+
+@pytest.mark.parametrize("read", sorted(_READS))
+def test_a_read_sqlite_refuses_is_a_store_error(tmp_path, read):
+    """A read that SQLite refuses (here SQLITE_AUTH from an authorizer; an I/O error or a
+    damaged page of the table alike) is a StoreError naming SQLite's reason and counted, as
+    a write's failure is and as every read of the PostgreSQL store is, and the store reads
+    again once SQLite does. The listing and the resume raised SQLite's own error instead:
+    the admin's ListMatches was answered INTERNAL, where a store that cannot be read now is
+    UNAVAILABLE / STORE_UNAVAILABLE (manager._store_unavailable), as on PostgreSQL."""
+    metrics = Metrics()
+
+    async def go():
+        st = SqliteStore(tmp_path / "db.sqlite3", metrics)
+        await st.open()
+        await st.create_match(record("m1"))
+        deny = sqlite3.SQLITE_DENY
+        await st._run(lambda: st._conn.set_authorizer(
+            lambda action, *_: deny if action in (sqlite3.SQLITE_READ, sqlite3.SQLITE_SELECT) else sqlite3.SQLITE_OK))
+        try:
+            await _READS[read](st)
+        except Exception as exc:  # noqa: BLE001 - the kind of exception is what is checked
+            refused = exc
+        else:
+            refused = None
+        await st._run(lambda: st._conn.set_authorizer(None))
+        await _READS[read](st)  # reads again, without an error
+        await st.close()
+        return refused
+
+    refused = run(go())
+    assert type(refused) is StoreError and "(SQLITE_AUTH)" in str(refused), repr(refused)
+    assert metrics.store_errors.labels(read)._value.get() == 1
