@@ -565,7 +565,9 @@ class SqliteStore(Store):
                 self._release()
                 raise
             try:  # a new file: owner-only permissions before anything is written
-                os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+                # at the file a symbolic link names: O_EXCL refuses a link even to nothing,
+                # and SQLite then made the file (every deck) readable by all (umask 022)
+                os.close(os.open(os.path.realpath(path), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
             except FileExistsError:
                 pass
             except OSError as exc:

@@ -783,14 +783,27 @@ def test_sqlite_runs_off_the_event_loop_thread(tmp_path):
     assert run(go()) != threading.get_ident()
 
 
-def test_new_sqlite_file_is_private(tmp_path):
+@pytest.mark.parametrize("through_a_link", [False, True])
+def test_new_sqlite_file_is_private(tmp_path, through_a_link):
+    """A new database file (it holds every deck) is readable by its owner only, also when
+    the path is a symbolic link to a file not made yet (a volume's first start): the link
+    made O_EXCL fail, and SQLite created the file as the umask lets it, readable by all."""
     path = tmp_path / "db.sqlite3"
+    opened = path
+    if through_a_link:
+        opened = tmp_path / "link.sqlite3"
+        opened.symlink_to(path)
 
     async def go():
-        st = SqliteStore(path)
+        st = SqliteStore(opened)
         await st.open()
+        await st.create_match(record())
         await st.close()
-    run(go())
+    old = os.umask(0o022)
+    try:
+        run(go())
+    finally:
+        os.umask(old)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
 
 
