@@ -488,10 +488,14 @@ class SqliteStore(Store):
         that this store wrote beside the path. SQLite leaves it there for a moved file, and
         the next start would read it as the WAL of the file the path now names: the frames of
         the file that is gone replayed onto a restored backup (a corrupt database), or onto
-        a new one. Only the WAL this store opened (its inode number) is deleted."""
+        a new one. Only the WAL this store opened (its inode number) is deleted, and only when
+        the file it belongs to is gone or replaced too (not when only a symbolic link to it
+        was: the file and its WAL are the database then)."""
         wal = self._wal_path()
         try:
             if self._wal_inode is None or os.stat(wal).st_ino != self._wal_inode:
+                return
+            if _inode(wal[:-len("-wal")]) == self._inode:
                 return
             os.remove(wal)
             os.remove(wal[:-len("-wal")] + "-shm")

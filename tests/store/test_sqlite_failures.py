@@ -527,3 +527,37 @@ def test_a_read_sqlite_refuses_is_a_store_error(tmp_path, read):
     refused = run(go())
     assert type(refused) is StoreError and "(SQLITE_AUTH)" in str(refused), repr(refused)
     assert metrics.store_errors.labels(read)._value.get() == 1
+
+
+def test_a_symbolic_link_removed_under_the_store_leaves_the_file_and_its_wal_alone(tmp_path):
+    """The database opened through a symbolic link, and the link removed while the engine
+    runs: writes are refused (the path names no file), but the file the link named is still
+    the database, with its WAL beside it. At close its WAL must stay (a reader holding a
+    snapshot kept SQLite from folding it into the file): it holds acknowledged writes, and
+    deleting it (as the WAL of a file gone) would lose them."""
+    path = tmp_path / "db.sqlite3"
+    link = tmp_path / "link.sqlite3"
+    link.symlink_to(path)
+
+    async def go():
+        st = SqliteStore(link)
+        await st.open()
+        await st.create_match(record("m1"))
+        await st.append_action("m1", ActionRecord(1, 0, "pass"))
+        reader = sqlite3.connect(path, isolation_level=None)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM match_actions").fetchone()  # a snapshot held
+        await st.append_action("m1", ActionRecord(2, 1, "pass"))
+        os.remove(link)
+        with capture_logs():
+            refused = await asyncio.gather(st.append_action("m1", ActionRecord(3, 0, "take")),
+                                           return_exceptions=True)
+            await st.close()
+        crashed = _copy_as_a_crash_leaves_it(path, tmp_path / "crashed")  # the reader then dies
+        reader.execute("COMMIT")
+        reader.close()
+        return refused, await stored(crashed, "m1"), await stored(path, "m1")
+
+    refused, after_crash, after = run(go())
+    assert isinstance(refused[0], StoreError) and "was deleted" in str(refused[0])
+    assert after_crash["m1"][3] == after["m1"][3] == [(1, "pass"), (2, "pass")]
