@@ -532,8 +532,10 @@ class SqliteStore(Store):
             await self._stop()
             raise
         if self.path != ":memory:" and self._timer.metrics is not None:
-            # the size of the file and the space left beside it (CardgamesStoreVolume* alerts)
-            self._timer.metrics.watch_database_file(os.path.abspath(self.path))
+            # the size of the file and the space left beside it (CardgamesStoreVolume* alerts):
+            # the file a symbolic link names, on its volume, and its WAL beside it (beside the
+            # link, the WAL was missed and the link's volume watched, maybe another disk)
+            self._timer.metrics.watch_database_file(os.path.realpath(self.path))
 
     async def _stop(self) -> None:
         jobs, thread = self._jobs, self._thread

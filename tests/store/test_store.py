@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import sqlite3
 import stat
+import tempfile
 import threading
 from dataclasses import replace
 
@@ -698,6 +700,42 @@ def test_the_database_file_and_its_volume_are_measured_for_sqlite_only(kind, mak
             if os.path.exists(str(tmp_path / "other.sqlite3") + "-wal") else 0)
         await again.close()
     run(go())
+
+
+def test_a_database_reached_through_a_symbolic_link_is_measured_where_it_is(tmp_path):
+    """The path a symbolic link to a database on another volume (a data disk mounted
+    elsewhere): the gauges measure that file with its WAL, and that volume, whose filling up
+    the CardgamesStoreVolume* alerts are for. They measured the link's volume (another disk)
+    and no WAL (SQLite keeps it beside the file, not beside the link)."""
+    shm = "/dev/shm"
+    if not os.path.isdir(shm) or os.stat(shm).st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip("needs a directory on another filesystem (/dev/shm)")
+    metrics = Metrics()
+    data = tempfile.mkdtemp(dir=shm)
+    real = os.path.join(data, "db.sqlite3")
+    link = tmp_path / "db.sqlite3"
+    link.symlink_to(real)
+
+    def sample(name):
+        return metrics.registry.get_sample_value(name)
+
+    async def go():
+        st = SqliteStore(link, metrics)
+        await st.open()
+        for i in range(20):
+            await st.create_match(record(match_id=f"m{i}"), [DECK0])
+        on_disk = os.stat(real).st_size, os.stat(real + "-wal").st_size
+        measured = sample("cardgames_store_database_bytes"), sample("cardgames_store_volume_size_bytes")
+        await st.close()
+        return on_disk, measured
+
+    try:
+        (file, wal), (size, volume) = run(go())
+        vfs = os.statvfs(data)
+        assert wal > 0 and size == file + wal
+        assert volume == vfs.f_blocks * vfs.f_frsize
+    finally:
+        shutil.rmtree(data)
 
 
 @pytest.mark.parametrize("kind", KINDS)
