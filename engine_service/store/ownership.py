@@ -63,26 +63,41 @@ class FileOwnership:
     def __init__(self, db_path: str) -> None:
         self.db_path = db_path
         self.lock_path = f"{db_path}.lock"
-        self._fd: int | None = None
+        # A path that is a symbolic link to the database is locked beside the link (as every
+        # engine did) and beside the file it names: a second engine given the file's path, or
+        # another link to it, locked a lock file of its own and opened the same database;
+        # the lock beside the link still excludes an engine of a release before this one.
+        beside_path = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(db_path))),
+                                   os.path.basename(db_path))
+        real = os.path.realpath(db_path)
+        self.lock_paths = (self.lock_path,) if real == beside_path else (self.lock_path, f"{real}.lock")
+        self._fds: list[int] = []
 
     @property
     def held(self) -> bool:
-        return self._fd is not None
+        return bool(self._fds)
 
     def acquire(self, wait_s: float = 0.0) -> None:
         """Take the lock, waiting up to ``wait_s`` seconds for its holder to let go;
         :class:`StoreInUse` naming the holder when it does not."""
-        if self._fd is not None:
+        if self._fds:
             return
         deadline = time.monotonic() + max(0.0, wait_s)
+        try:
+            for lock_path in self.lock_paths:
+                self._fds.append(self._acquire(lock_path, deadline))
+        except BaseException:
+            self.release()
+            raise
+
+    def _acquire(self, lock_path: str, deadline: float) -> int:
         waiting = False  # said once, so that a silent start-up is not taken for a hang
         while True:
-            fd = self._open()
+            fd = self._open(lock_path)
             if self._try_lock(fd):
-                if self._still_linked(fd):
+                if self._still_linked(fd, lock_path):
                     self._record_holder(fd)
-                    self._fd = fd
-                    return
+                    return fd
                 os.close(fd)  # the file was replaced between open and lock: lock the new one
                 continue
             holder = self._read_holder(fd)
@@ -90,7 +105,7 @@ class FileOwnership:
             if time.monotonic() >= deadline:
                 raise StoreInUse(f"database {self.db_path} is in use by {describe_holder(holder)}; "
                                  "one engine per database: stop the other one first "
-                                 f"(lock file {self.lock_path})")
+                                 f"(lock file {lock_path})")
             if not waiting:
                 waiting = True
                 log.warning("db_lock_waiting", db=self.db_path, holder=describe_holder(holder),
@@ -99,17 +114,18 @@ class FileOwnership:
 
     def release(self) -> None:
         """Let go (closing the file releases the lock; the file stays, harmless)."""
-        fd, self._fd = self._fd, None
-        if fd is not None:
+        fds, self._fds = self._fds, []
+        for fd in fds:
             os.close(fd)
 
     # ---- the operating system's part ---------------------------------------------------
 
-    def _open(self) -> int:
+    @staticmethod
+    def _open(lock_path: str) -> int:
         try:
-            return os.open(self.lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+            return os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
         except OSError as exc:
-            raise StoreError(f"cannot open the lock file {self.lock_path}: {exc.strerror}") from None
+            raise StoreError(f"cannot open the lock file {lock_path}: {exc.strerror}") from None
 
     @staticmethod
     def _try_lock(fd: int) -> bool:
@@ -123,9 +139,10 @@ class FileOwnership:
             return False
         return True
 
-    def _still_linked(self, fd: int) -> bool:
+    @staticmethod
+    def _still_linked(fd: int, lock_path: str) -> bool:
         try:
-            return os.path.samestat(os.fstat(fd), os.stat(self.lock_path))
+            return os.path.samestat(os.fstat(fd), os.stat(lock_path))
         except OSError:
             return False
 

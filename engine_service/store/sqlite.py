@@ -260,6 +260,7 @@ class SqliteStore(Store):
         self._inode: int | None = None
         self._wal_inode: int | None = None
         self._moved: str | None = None
+        self._wal_file: str | None = None  # the WAL's path (_wal_path), fixed when the store opens
         self._rescued = ""  # the copy made of the database once it was found moved
 
     # ---- plumbing: one thread owns the connection ------------------------------------------
@@ -388,7 +389,7 @@ class SqliteStore(Store):
                     failure = StoreError(f"commit failed: {_reason(exc)}")
                     self._abandon(conn)
                 else:
-                    if self._wal_inode is not None and _inode(self.path + "-wal") != self._wal_inode:
+                    if self._wal_inode is not None and _inode(self._wal_path()) != self._wal_inode:
                         failure = self._make_wal_again(conn)
         if failure is not None:
             pending = [(job, result, error or failure) for job, result, error in pending]
@@ -469,22 +470,35 @@ class SqliteStore(Store):
             log.error("db_wal_lost", db=self.path, error=_reason(exc))
             return StoreError(f"the WAL of {self.path} was deleted and cannot be made again "
                               f"({_reason(exc)}): the write may be lost in a crash")
-        self._wal_inode = _inode(self.path + "-wal")
+        self._wal_inode = _inode(self._wal_path())
         log.warning("db_wal_made_again", db=self.path)
         return None
+
+    def _wal_path(self) -> str:
+        """Where SQLite keeps the database's WAL: beside the file the path named when the store
+        opened, symbolic links followed (as SQLite follows them), not beside a link: the
+        checks of the WAL found none there for a database opened through a link, and were
+        off (a deleted WAL went unnoticed, and with it the writes a crash would lose)."""
+        if self._wal_file is None:
+            self._wal_file = os.path.realpath(self.path) + "-wal"
+        return self._wal_file
 
     def _forget_moved_wal(self) -> None:
         """At close, when the file was :meth:`_file_moved`: delete the WAL (and its index)
         that this store wrote beside the path. SQLite leaves it there for a moved file, and
         the next start would read it as the WAL of the file the path now names: the frames of
         the file that is gone replayed onto a restored backup (a corrupt database), or onto
-        a new one. Only the WAL this store opened (its inode number) is deleted."""
-        wal = self.path + "-wal"
+        a new one. Only the WAL this store opened (its inode number) is deleted, and only when
+        the file it belongs to is gone or replaced too (not when only a symbolic link to it
+        was: the file and its WAL are the database then)."""
+        wal = self._wal_path()
         try:
             if self._wal_inode is None or os.stat(wal).st_ino != self._wal_inode:
                 return
+            if _inode(wal[:-len("-wal")]) == self._inode:
+                return
             os.remove(wal)
-            os.remove(self.path + "-shm")
+            os.remove(wal[:-len("-wal")] + "-shm")
         except OSError:
             pass
 
@@ -518,8 +532,10 @@ class SqliteStore(Store):
             await self._stop()
             raise
         if self.path != ":memory:" and self._timer.metrics is not None:
-            # the size of the file and the space left beside it (CardgamesStoreVolume* alerts)
-            self._timer.metrics.watch_database_file(os.path.abspath(self.path))
+            # the size of the file and the space left beside it (CardgamesStoreVolume* alerts):
+            # the file a symbolic link names, on its volume, and its WAL beside it (beside the
+            # link, the WAL was missed and the link's volume watched, maybe another disk)
+            self._timer.metrics.watch_database_file(os.path.realpath(self.path))
 
     async def _stop(self) -> None:
         jobs, thread = self._jobs, self._thread
@@ -531,6 +547,7 @@ class SqliteStore(Store):
 
     def _open_sync(self) -> None:
         path = self.path
+        self._wal_file = None
         if path != ":memory:":
             parent = Path(path).resolve().parent
             if not parent.is_dir():
@@ -554,7 +571,9 @@ class SqliteStore(Store):
                 self._release()
                 raise
             try:  # a new file: owner-only permissions before anything is written
-                os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+                # at the file a symbolic link names: O_EXCL refuses a link even to nothing,
+                # and SQLite then made the file (every deck) readable by all (umask 022)
+                os.close(os.open(os.path.realpath(path), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
             except FileExistsError:
                 pass
             except OSError as exc:
@@ -575,7 +594,7 @@ class SqliteStore(Store):
             raise
         self._conn = conn
         if path != ":memory:":
-            self._inode, self._wal_inode = _inode(path), _inode(path + "-wal")
+            self._inode, self._wal_inode = _inode(path), _inode(self._wal_path())
 
     def _release(self) -> None:
         if self._ownership is not None:
@@ -1000,9 +1019,22 @@ class SqliteStore(Store):
             raise StoreError(f"cannot read match {match_id!r}: {_reason(exc)}") from None
         return StoredMatch(record, decks, actions)
 
+    async def _read(self, operation: str, fn: Callable[[], T]) -> T:
+        """Run the read ``fn()`` on the store thread; SQLite's refusal (an I/O error, a damaged
+        page) is a StoreError naming its reason, as a write's is and as the PostgreSQL store's
+        reads are: a raw sqlite3 error reached the client as INTERNAL, where a store that
+        cannot be read now is UNAVAILABLE (STORE_UNAVAILABLE)."""
+        def read() -> T:
+            try:
+                return fn()
+            except sqlite3.DatabaseError as exc:
+                self._timer.error(operation)
+                raise StoreError(f"{operation} failed: {_reason(exc)}") from None
+        return await self._run(read)
+
     async def list_matches(self, statuses: Sequence[str] = (), game: str = "",
                            limit: int = 100, after: tuple[float, str] | None = None) -> list[MatchListing]:
-        return await self._run(self._list_sync, tuple(statuses), game, limit, after)
+        return await self._read("list_matches", lambda: self._list_sync(tuple(statuses), game, limit, after))
 
     def _list_sync(self, statuses: tuple[str, ...], game: str, limit: int,
                    after: tuple[float, str] | None = None) -> list[MatchListing]:
@@ -1035,7 +1067,7 @@ class SqliteStore(Store):
             return [r[0] for r in c.execute(
                 f"SELECT match_id FROM matches WHERE status IN ({','.join('?' * len(UNFINISHED))}) "
                 "ORDER BY created_at, match_id", UNFINISHED)]
-        return await self._run(fn)
+        return await self._read("unfinished_match_ids", fn)
 
     # ---- retention (docs/operations.md, Retention) -------------------------------------------
 
@@ -1078,7 +1110,7 @@ class SqliteStore(Store):
                 "coalesce(sum((SELECT count(*) FROM seats s WHERE s.match_id = m.match_id)), 0) "
                 f"FROM matches m WHERE {self._PRUNABLE}", (*FINISHED, ended_before, ended_before)).fetchone()
             return PruneCounts(*row)
-        return await self._run(fn)
+        return await self._read("count_finished", fn)
 
     async def space(self) -> "SqliteSpace":
         """How the database file uses the disk (the offline prune's VACUUM decision)."""
@@ -1087,7 +1119,7 @@ class SqliteStore(Store):
             page_size = c.execute("PRAGMA page_size").fetchone()[0]
             pages = c.execute("PRAGMA page_count").fetchone()[0]
             free = c.execute("PRAGMA freelist_count").fetchone()[0]
-            return SqliteSpace(_size(self.path), _size(self.path + "-wal"), pages * page_size, free * page_size)
+            return SqliteSpace(_size(self.path), _size(self._wal_path()), pages * page_size, free * page_size)
         return await self._run(fn)
 
     async def vacuum(self) -> None:

@@ -6,6 +6,7 @@ after a lost connection, and a lock another engine took meanwhile stops writes f
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import signal
 import socket
@@ -68,6 +69,43 @@ def test_a_second_store_on_a_sqlite_file_is_refused_naming_the_holder(tmp_path):
     assert "one engine per database" in message and str(path) in message
     assert got is not None and got.decks == (DECK0,)
     assert stat.S_IMODE(os.stat(f"{path}.lock").st_mode) == 0o600
+
+
+def test_a_second_store_through_a_symbolic_link_is_refused(tmp_path):
+    """The lock is the file's, whatever path names it: a second engine given a symbolic link
+    to the database (or the file a link names) is refused as on the same path. It took a lock
+    file beside the link (``link.sqlite3.lock``) and opened the same database. The lock
+    beside the link is taken too, so that an engine of an earlier release, which locks only
+    there, still excludes one of this release on the same link (a rolling update); and a
+    path through a linked directory takes one lock (the same file), without waiting for
+    itself."""
+    real, link = tmp_path / "db.sqlite3", tmp_path / "link.sqlite3"
+    link.symlink_to(real)
+    (tmp_path / "dir").symlink_to(tmp_path, target_is_directory=True)
+
+    async def go():
+        for first_path, second_path in ((real, link), (link, real)):
+            first = SqliteStore(first_path)
+            await first.open()
+            try:
+                with pytest.raises(StoreInUse):
+                    await SqliteStore(second_path).open()
+            finally:
+                await first.close()
+        earlier = os.open(f"{link}.lock", os.O_RDWR)  # an earlier release's engine on the link
+        fcntl.flock(earlier, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        try:
+            with pytest.raises(StoreInUse):
+                await SqliteStore(link).open()
+        finally:
+            os.close(earlier)
+        through_dir = SqliteStore(tmp_path / "dir" / "db.sqlite3")
+        await through_dir.open()
+        await through_dir.close()
+
+    run(go())
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".lock")) == [
+        "db.sqlite3.lock", "link.sqlite3.lock"]
 
 
 def _waited_for_the_holder(make, release_after_s: float) -> float:

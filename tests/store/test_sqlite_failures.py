@@ -424,16 +424,24 @@ def test_a_ping_is_refused_as_a_write_is_when_the_database_file_was_deleted(tmp_
     assert read is not None
 
 
-def test_a_deleted_wal_is_made_again_and_what_was_acknowledged_survives_a_crash(tmp_path):
+@pytest.mark.parametrize("through_a_link", [False, True])
+def test_a_deleted_wal_is_made_again_and_what_was_acknowledged_survives_a_crash(tmp_path, through_a_link):
     """The WAL and its index deleted under an open store ("temporary files"): SQLite goes on
     appending commits to the WAL it holds open, which a restart after a crash cannot read,
     so the writes acknowledged since were lost by a kill -9. Now the first commit after it
     copies them into the database file and makes a new WAL at the path (db_wal_made_again),
-    and a crash keeps every acknowledged write."""
+    and a crash keeps every acknowledged write. Also for a database opened through a
+    symbolic link, whose WAL SQLite keeps beside the file the link names (the store looked
+    for it beside the link, found none, and did not check it)."""
     path = tmp_path / "db.sqlite3"
+    opened = path
+    if through_a_link:
+        opened = tmp_path / "link" / "db.sqlite3"
+        opened.parent.mkdir()
+        opened.symlink_to(path)
 
     async def go():
-        st = SqliteStore(path)
+        st = SqliteStore(opened)
         await st.open()
         await st.create_match(record("m1"))
         await st.append_action("m1", ActionRecord(1, 0, "pass"))
@@ -477,3 +485,79 @@ def test_a_rescue_that_could_not_be_written_is_tried_again(tmp_path):
     assert all(isinstance(e, StoreError) and "was deleted" in str(e) for e in refused)
     assert [bool(e["rescued"]) for e in moved] == [False, True] and "rescue_error" in moved[0]
     assert rescued["m1"] is not None
+
+
+_READS = {
+    "load_match": lambda st: st.load_match("m1"),
+    "find_created": lambda st: st.find_created("a" * 64),
+    "list_matches": lambda st: st.list_matches(),
+    "unfinished_match_ids": lambda st: st.unfinished_match_ids(),
+    "count_finished": lambda st: st.count_finished(1e12),
+}
+
+
+@pytest.mark.parametrize("read", sorted(_READS))
+def test_a_read_sqlite_refuses_is_a_store_error(tmp_path, read):
+    """A read that SQLite refuses (here SQLITE_AUTH from an authorizer; an I/O error or a
+    damaged page of the table alike) is a StoreError naming SQLite's reason and counted, as
+    a write's failure is and as every read of the PostgreSQL store is, and the store reads
+    again once SQLite does. The listing and the resume raised SQLite's own error instead:
+    the admin's ListMatches was answered INTERNAL, where a store that cannot be read now is
+    UNAVAILABLE / STORE_UNAVAILABLE (manager._store_unavailable), as on PostgreSQL."""
+    metrics = Metrics()
+
+    async def go():
+        st = SqliteStore(tmp_path / "db.sqlite3", metrics)
+        await st.open()
+        await st.create_match(record("m1"))
+        deny = sqlite3.SQLITE_DENY
+        await st._run(lambda: st._conn.set_authorizer(
+            lambda action, *_: deny if action in (sqlite3.SQLITE_READ, sqlite3.SQLITE_SELECT) else sqlite3.SQLITE_OK))
+        try:
+            await _READS[read](st)
+        except Exception as exc:  # noqa: BLE001 - the kind of exception is what is checked
+            refused = exc
+        else:
+            refused = None
+        await st._run(lambda: st._conn.set_authorizer(None))
+        await _READS[read](st)  # reads again, without an error
+        await st.close()
+        return refused
+
+    refused = run(go())
+    assert type(refused) is StoreError and "(SQLITE_AUTH)" in str(refused), repr(refused)
+    assert metrics.store_errors.labels(read)._value.get() == 1
+
+
+def test_a_symbolic_link_removed_under_the_store_leaves_the_file_and_its_wal_alone(tmp_path):
+    """The database opened through a symbolic link, and the link removed while the engine
+    runs: writes are refused (the path names no file), but the file the link named is still
+    the database, with its WAL beside it. At close its WAL must stay (a reader holding a
+    snapshot kept SQLite from folding it into the file): it holds acknowledged writes, and
+    deleting it (as the WAL of a file gone) would lose them."""
+    path = tmp_path / "db.sqlite3"
+    link = tmp_path / "link.sqlite3"
+    link.symlink_to(path)
+
+    async def go():
+        st = SqliteStore(link)
+        await st.open()
+        await st.create_match(record("m1"))
+        await st.append_action("m1", ActionRecord(1, 0, "pass"))
+        reader = sqlite3.connect(path, isolation_level=None)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM match_actions").fetchone()  # a snapshot held
+        await st.append_action("m1", ActionRecord(2, 1, "pass"))
+        os.remove(link)
+        with capture_logs():
+            refused = await asyncio.gather(st.append_action("m1", ActionRecord(3, 0, "take")),
+                                           return_exceptions=True)
+            await st.close()
+        crashed = _copy_as_a_crash_leaves_it(path, tmp_path / "crashed")  # the reader then dies
+        reader.execute("COMMIT")
+        reader.close()
+        return refused, await stored(crashed, "m1"), await stored(path, "m1")
+
+    refused, after_crash, after = run(go())
+    assert isinstance(refused[0], StoreError) and "was deleted" in str(refused[0])
+    assert after_crash["m1"][3] == after["m1"][3] == [(1, "pass"), (2, "pass")]

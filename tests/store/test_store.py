@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import sqlite3
 import stat
+import tempfile
 import threading
 from dataclasses import replace
 
@@ -700,6 +702,42 @@ def test_the_database_file_and_its_volume_are_measured_for_sqlite_only(kind, mak
     run(go())
 
 
+def test_a_database_reached_through_a_symbolic_link_is_measured_where_it_is(tmp_path):
+    """The path a symbolic link to a database on another volume (a data disk mounted
+    elsewhere): the gauges measure that file with its WAL, and that volume, whose filling up
+    the CardgamesStoreVolume* alerts are for. They measured the link's volume (another disk)
+    and no WAL (SQLite keeps it beside the file, not beside the link)."""
+    shm = "/dev/shm"
+    if not os.path.isdir(shm) or os.stat(shm).st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip("needs a directory on another filesystem (/dev/shm)")
+    metrics = Metrics()
+    data = tempfile.mkdtemp(dir=shm)
+    real = os.path.join(data, "db.sqlite3")
+    link = tmp_path / "db.sqlite3"
+    link.symlink_to(real)
+
+    def sample(name):
+        return metrics.registry.get_sample_value(name)
+
+    async def go():
+        st = SqliteStore(link, metrics)
+        await st.open()
+        for i in range(20):
+            await st.create_match(record(match_id=f"m{i}"), [DECK0])
+        on_disk = os.stat(real).st_size, os.stat(real + "-wal").st_size
+        measured = sample("cardgames_store_database_bytes"), sample("cardgames_store_volume_size_bytes")
+        await st.close()
+        return on_disk, measured
+
+    try:
+        (file, wal), (size, volume) = run(go())
+        vfs = os.statvfs(data)
+        assert wal > 0 and size == file + wal
+        assert volume == vfs.f_blocks * vfs.f_frsize
+    finally:
+        shutil.rmtree(data)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_ping_answers_on_an_open_store_writes_nothing_and_is_refused_once_closed(kind, make):
     """Store.ping: the heartbeat's question while an outage of the absence writes is open and
@@ -783,14 +821,27 @@ def test_sqlite_runs_off_the_event_loop_thread(tmp_path):
     assert run(go()) != threading.get_ident()
 
 
-def test_new_sqlite_file_is_private(tmp_path):
+@pytest.mark.parametrize("through_a_link", [False, True])
+def test_new_sqlite_file_is_private(tmp_path, through_a_link):
+    """A new database file (it holds every deck) is readable by its owner only, also when
+    the path is a symbolic link to a file not made yet (a volume's first start): the link
+    made O_EXCL fail, and SQLite created the file as the umask lets it, readable by all."""
     path = tmp_path / "db.sqlite3"
+    opened = path
+    if through_a_link:
+        opened = tmp_path / "link.sqlite3"
+        opened.symlink_to(path)
 
     async def go():
-        st = SqliteStore(path)
+        st = SqliteStore(opened)
         await st.open()
+        await st.create_match(record())
         await st.close()
-    run(go())
+    old = os.umask(0o022)
+    try:
+        run(go())
+    finally:
+        os.umask(old)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
 
 
