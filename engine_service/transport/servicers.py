@@ -108,7 +108,10 @@ class _Base:
         store once, and the token asked again (a player can still reveal and verify the deals
         of a match that ended long ago). A match that is not stored (any more: retention)
         is NOT_FOUND whatever the token: another match's seat token on an id that names no
-        match is NOT_FOUND too (the error table's "unknown match"), not WRONG_MATCH."""
+        match is NOT_FOUND too (the error table's "unknown match"), not WRONG_MATCH. The
+        match id (already checked well-formed) goes to the call's ``rpc`` line first, so a call
+        refused here is logged with the match it asked for."""
+        current_rpc().note(match_id=match_id)
         token = bearer_token(context.invocation_metadata())
         if self._admin.is_admin(token):
             principal = self._service.authenticate(match_id, None, admin=True)
@@ -123,7 +126,7 @@ class _Base:
                 if exc.reason == "WRONG_MATCH" and match_id:
                     await self._service.recall(match_id)  # MatchNotFound when no match has the id
                 raise
-        current_rpc().note(match_id=match_id, seat=principal.seat)
+        current_rpc().note(seat=principal.seat)
         return principal
 
     async def _seat_principal(self, match_id: str, context: grpc.aio.ServicerContext,

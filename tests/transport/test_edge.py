@@ -218,6 +218,21 @@ async def test_unexpected_exception_is_internal_logged_and_hides_its_text():
 
 
 @run
+async def test_a_call_refused_for_its_token_is_logged_with_the_match_it_asked_for():
+    """docs/operations.md's ``rpc`` line: ``match_id`` when known. A call refused while its
+    token was checked left it out, so an operator could not tell which match bad tokens tried."""
+    service = ScriptedService()
+    async with running(service) as srv:
+        with structlog.testing.capture_logs() as logs:
+            err = await expect_error(srv.games.GetView(pb.GetViewRequest(match_id="m1"),
+                                                       metadata=bearer("nope")))
+            await rpc_lines_logged(logs, 1)
+    assert err.reason == "MISSING_OR_BAD_TOKEN"
+    line = [e for e in logs if e["event"] == "rpc"][-1]
+    assert line["code"] == "UNAUTHENTICATED" and line["match_id"] == "m1" and "seat" not in line
+
+
+@run
 async def test_error_in_the_middle_of_a_stream_is_mapped():
     service = ScriptedService()
     async with running(service) as srv:
