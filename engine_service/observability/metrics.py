@@ -73,7 +73,7 @@ WORKER_RESTART_REASONS = ("timeout", "crash")
 #: that counts its failures.
 STORE_OPERATIONS = ("create_match", "save_seat", "start_match", "set_status", "append_action",
                     "append_decks", "load_match", "list_matches", "unfinished_match_ids", "find_created",
-                    "save_absence", "touch_absences")
+                    "count_finished", "prune_finished", "save_absence", "touch_absences")
 #: ``store_write_seconds{operation}``: the timed writes among them (Store.write), created at 0 so
 #: that the dashboard's write-latency panels show a quiet engine's store, not "No data".
 STORE_WRITE_OPERATIONS = ("create_match", "save_seat", "start_match", "set_status", "append_action",

@@ -192,6 +192,23 @@ def test_a_log_line_that_cannot_be_written_fails_nobody():
         structlog.reset_defaults()
 
 
+def test_every_store_operation_that_counts_its_errors_is_declared():
+    """The stores count failures under their operation's name (``_read``, ``_write``,
+    ``write``, ``_timer.error``); ``count_finished`` and ``prune_finished`` were counted but not
+    declared, so their series did not exist at 0 (see the test below)."""
+    import re
+    from pathlib import Path
+
+    from engine_service import store
+    from engine_service.observability import metrics as M
+
+    pattern = re.compile(r'(?:\._read|\._write|\.write|_timer\.error)\("([a-z_]+)"')
+    counted = {name for path in Path(store.__file__).parent.glob("*.py")
+               for name in pattern.findall(path.read_text())}
+    assert {"append_action", "count_finished", "prune_finished"} <= counted
+    assert counted <= set(M.STORE_OPERATIONS), counted - set(M.STORE_OPERATIONS)
+
+
 def test_the_closed_label_sets_exist_at_0_once_the_manager_has_started():
     """A labelled counter used to appear only at its first increment, so Prometheus first saw
     it at 1 or 2 and ``increase()`` (CardgamesStoreErrors, CardgamesBotWorkerCrashed) never
