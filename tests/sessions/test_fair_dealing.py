@@ -405,3 +405,45 @@ def test_a_waiting_match_shows_nothing_of_the_first_dealer_draw(game_id, options
                 assert table["trump_chooser"] == (first_dealer + 1) % 4, table
 
     run(go())
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+@pytest.mark.parametrize("ending", ["terminated", "expired"])
+def test_a_match_that_ends_before_its_start_shows_no_card_of_its_first_deck(game_id, ending):
+    """A match with the admin's decks is dealt by CreateMatch, before its seats are taken
+    (docs/api.md, "Fair dealing"); its waiting views show nothing private (sessions.views.
+    before_start). Ended before it started (the admin's TerminateMatch, or no players within
+    ``waiting_timeout_s``), its views were the rules' own again: every joined seat read its
+    hand of a deal nobody played, a hand of the admin's deck (which a duplicate tournament
+    deals at other tables: GJ-11.3, KL-2.10, JJ-2.8, JJK-9.4), and the first-dealer draw. The
+    view after such an end is the waiting view, over: no card it did not show before."""
+    game = get_game(game_id)
+    pack = frozenset(card_code(c) for c in game.pack)
+
+    async def go():
+        async with manager() as mgr:
+            summary = await mgr.create_match(CreateMatchRequest(game=game_id, decks=[random_deck(game)]),
+                                             admin=True)
+            match_id = summary.match_id
+            seat = mgr.authenticate(match_id, (await mgr.join_match(match_id, 0, "early bird")).token)
+            audiences = (seat, Principal("spectator", match_id))
+            stream = Stream(mgr, match_id, seat)
+            before = [(await mgr.get_view(match_id, p)).view for p in audiences]
+            if ending == "terminated":
+                await mgr.terminate_match(match_id, "no tournament today")
+            else:
+                m = mgr._matches[match_id]
+                m.created_at -= mgr.config.waiting_timeout_s  # waited for players past the timeout
+                await mgr._housekeeping.sweep_once()
+            await asyncio.wait_for(stream.task, 10)
+            after = [(await mgr.get_view(match_id, p)).view for p in audiences]
+            ended = [e.view.view for e in stream.events if e.kind == "match_ended"]
+            return before, after, ended, mgr._matches[match_id].status
+
+    before, after, ended, status = run(go())
+    assert status == ("terminated" if ending == "terminated" else "finished")
+    assert len(ended) == 1
+    for shown, view in zip(before + before[:1], after + ended):
+        assert view["over"] and view["to_act"] is None and view["legal"] == [] and view["winners"] == []
+        assert view["hand"] == [] and view["dealer"] is None
+        assert card_codes(view, pack) <= card_codes(shown, pack), (game_id, view)
