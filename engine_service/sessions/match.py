@@ -266,6 +266,14 @@ class LiveMatch:
     def over(self) -> bool:
         return self.status in ("finished", "terminated")
 
+    @property
+    def unstarted(self) -> bool:
+        """Whether the match never started: it waits for players, or it ended while it waited
+        (TerminateMatch, the waiting timeout) with a seat still free. A match starts once
+        every seat is taken, and a seat stays taken for good from then on (a player who
+        leaves a started match keeps it, GJ-12.4), so this holds after a restart too."""
+        return self.status == "waiting" or (self.over and bool(self.open_seats()))
+
     def beat(self) -> None:
         """Every stream sends a heartbeat now (:meth:`.watchers.Watcher.beat`): the clock
         changed with no event of its own to carry the new deadline."""
@@ -359,8 +367,10 @@ class LiveMatch:
                 env = memo.views.get(audience)
                 if env is not None:
                     return env
-            if self.status == "waiting" and audience != ADMIN:
-                view = before_start(memo.view(SPECTATOR), audience, self.game.draw_keys)
+            if audience != ADMIN and self.unstarted:
+                # over too once ended while it waited: the rules' views would show the hands
+                # of a first deck dealt at creation (the admin's decks) that nobody played
+                view = self._as_ended(before_start(memo.view(SPECTATOR), audience, self.game.draw_keys))
             else:
                 view = self._as_ended(memo.view(audience))
             env = memo.views[audience] = self._envelope_of(audience, view, self.seq, self.deadline,

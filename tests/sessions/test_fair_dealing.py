@@ -358,16 +358,29 @@ def test_a_table_is_dealt_when_its_last_seat_is_taken(game_id):
     assert view.view["hand"]
 
 
-@pytest.mark.parametrize("game_id", GAMES)
-def test_a_waiting_match_shows_nothing_of_the_first_dealer_draw(game_id):
+#: Georgian Joker's nine-card schedule (GJ-2.4, GJ-3.5): its first deal has a trump chooser,
+#: the forehand, named by the draw; with the admin's decks the deal is dealt at creation.
+_NINES = {"deal_schedule": "nines"}
+
+
+@pytest.mark.parametrize("game_id,options,dealt", [(g, {}, False) for g in GAMES] + [
+    ("georgian_joker", _NINES, False), ("georgian_joker", _NINES, True), ("klaberjass", {}, True)])
+def test_a_waiting_match_shows_nothing_of_the_first_dealer_draw(game_id, options, dealt):
     """The first-dealer draw (KL-2.1, JJ-2.1, GJ-2.2, JJK-A9) is made at creation, before the
     seats are taken: its outcome (the view's ``dealer``; the table's first dealer, elder,
     forehand, declarer...) showed in every waiting view, so whoever joined could choose the
     dealer's or the elder's seat and defeat the draw. A waiting view is now the same whatever
-    the draw, to a seat and to a spectator; the start's view shows the drawn dealer."""
+    the draw, to a seat and to a spectator; the start's view shows the drawn dealer.
+    ``dealt``: the admin's decks, dealt by CreateMatch (the waiting view then shows the
+    deal's public cards, never the draw). Georgian Joker's nine-card deals name the forehand
+    again as the ``trump_chooser`` (GJ-3.5), which showed the draw to every joiner."""
+    game = get_game(game_id)
+    decks = [random_deck(game)] if dealt else []
+
     async def waiting_views(first_dealer):
         async with manager() as mgr:
-            summary = await mgr.create_match(CreateMatchRequest(game=game_id, first_dealer=first_dealer), admin=True)
+            summary = await mgr.create_match(CreateMatchRequest(game=game_id, options=options, decks=decks,
+                                                                first_dealer=first_dealer), admin=True)
             joined = await mgr.join_match(summary.match_id, 0, "early bird")
             seat = mgr.authenticate(summary.match_id, joined.token)
             views = [dict((await mgr.get_view(summary.match_id, p)).view)
@@ -379,11 +392,58 @@ def test_a_waiting_match_shows_nothing_of_the_first_dealer_draw(game_id):
 
     async def go():
         seen = [await waiting_views(first_dealer) for first_dealer in range(get_game(game_id).num_seats)]
-        assert all(views == seen[0][0] for views, _ in seen), game_id
+        first = seen[0][0][0]
+        for views, _ in seen:
+            differ = [key for key, value in views[0]["table"].items() if value != first["table"].get(key)]
+            assert views == seen[0][0], (game_id, options, differ)
         assert seen[0][0][0]["dealer"] is None
         for first_dealer, (_, started) in enumerate(seen):
             table = started["table"]
             drawn = table.get("first_dealer", table.get("first_declarer"))
             assert drawn == first_dealer, (game_id, table)
+            if table.get("cards_per_player") == 9:  # GJ-3.5: the forehand, left of the dealer, chooses
+                assert table["trump_chooser"] == (first_dealer + 1) % 4, table
 
     run(go())
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+@pytest.mark.parametrize("ending", ["terminated", "expired"])
+def test_a_match_that_ends_before_its_start_shows_no_card_of_its_first_deck(game_id, ending):
+    """A match with the admin's decks is dealt by CreateMatch, before its seats are taken
+    (docs/api.md, "Fair dealing"); its waiting views show nothing private (sessions.views.
+    before_start). Ended before it started (the admin's TerminateMatch, or no players within
+    ``waiting_timeout_s``), its views were the rules' own again: every joined seat read its
+    hand of a deal nobody played, a hand of the admin's deck (which a duplicate tournament
+    deals at other tables: GJ-11.3, KL-2.10, JJ-2.8, JJK-9.4), and the first-dealer draw. The
+    view after such an end is the waiting view, over: no card it did not show before."""
+    game = get_game(game_id)
+    pack = frozenset(card_code(c) for c in game.pack)
+
+    async def go():
+        async with manager() as mgr:
+            summary = await mgr.create_match(CreateMatchRequest(game=game_id, decks=[random_deck(game)]),
+                                             admin=True)
+            match_id = summary.match_id
+            seat = mgr.authenticate(match_id, (await mgr.join_match(match_id, 0, "early bird")).token)
+            audiences = (seat, Principal("spectator", match_id))
+            stream = Stream(mgr, match_id, seat)
+            before = [(await mgr.get_view(match_id, p)).view for p in audiences]
+            if ending == "terminated":
+                await mgr.terminate_match(match_id, "no tournament today")
+            else:
+                m = mgr._matches[match_id]
+                m.created_at -= mgr.config.waiting_timeout_s  # waited for players past the timeout
+                await mgr._housekeeping.sweep_once()
+            await asyncio.wait_for(stream.task, 10)
+            after = [(await mgr.get_view(match_id, p)).view for p in audiences]
+            ended = [e.view.view for e in stream.events if e.kind == "match_ended"]
+            return before, after, ended, mgr._matches[match_id].status
+
+    before, after, ended, status = run(go())
+    assert status == ("terminated" if ending == "terminated" else "finished")
+    assert len(ended) == 1
+    for shown, view in zip(before + before[:1], after + ended):
+        assert view["over"] and view["to_act"] is None and view["legal"] == [] and view["winners"] == []
+        assert view["hand"] == [] and view["dealer"] is None
+        assert card_codes(view, pack) <= card_codes(shown, pack), (game_id, view)

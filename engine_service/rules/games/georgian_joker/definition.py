@@ -50,7 +50,8 @@ class GeorgianJokerGame(Game):
     num_seats = 4  # GJ-2.1: four players, each scoring for themselves (per-seat results)
     pack = PACK36_JOKERS
     option_specs = OPTION_SPECS
-    draw_keys = ("first_dealer", "forehand", "leader")
+    # the forehand again as ``trump_chooser`` in a nine-card first deal (GJ-3.5, schedule nines)
+    draw_keys = ("first_dealer", "forehand", "leader", "trump_chooser")
     description = ("Four players each for themselves bid the exact number of tricks over a 24-deal "
                    "(or 16-deal) match in four pulkas; two jokers win or duck on demand.")
 
