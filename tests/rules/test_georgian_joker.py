@@ -592,6 +592,15 @@ def test_auto_trump_gj_12_2(hand, trump):
     assert auto_trump(hand) == trump
 
 
+def test_an_auto_move_failure_names_no_card():
+    """GJ-12.2 always has an answer; were the view ever to offer none of its candidates, the
+    error (which the session layer logs as ``session_task_failed``) must not list the seat's
+    cards, which no log line may hold."""
+    with pytest.raises(ValueError) as err:
+        GAME.auto_move({"legal": ["play:X1:high:S", "play:X2:high:H"], "hand": ["X1", "X2"]})
+    assert "X1" not in str(err.value) and "2 legal actions" in str(err.value)
+
+
 def test_auto_move_bid_and_cards_gj_12_2():
     state = seed_deal()
     assert GAME.auto_move(state.view(0)) == "bid:0"

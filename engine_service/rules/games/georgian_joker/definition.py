@@ -91,7 +91,8 @@ class GeorgianJokerGame(Game):
             for candidate in (f"play:{joker}:low", f"play:{joker}:low:S"):
                 if candidate in legal:
                     return candidate
-        raise ValueError(f"no auto-move among {legal}")
+        # the count only: the actions name the seat's cards, and a caller logs this message
+        raise ValueError(f"no auto-move among the {len(legal)} legal actions")
 
     def determinize(self, view: Mapping[str, Any], rng: random.Random) -> GeorgianJokerState:
         """A full state drawn uniformly among those consistent with ``view`` (see
