@@ -368,9 +368,7 @@ class LiveMatch:
                 if env is not None:
                     return env
             if audience != ADMIN and self.unstarted:
-                # over too once ended while it waited: the rules' views would show the hands
-                # of a first deck dealt at creation (the admin's decks) that nobody played
-                view = self._as_ended(before_start(memo.view(SPECTATOR), audience, self.game.draw_keys))
+                view = self._as_ended(before_start(self._undealt_view(), audience, self.game.draw_keys))
             else:
                 view = self._as_ended(memo.view(audience))
             env = memo.views[audience] = self._envelope_of(audience, view, self.seq, self.deadline,
@@ -383,6 +381,16 @@ class LiveMatch:
         if seq < self.seq:
             return self._envelope_of(audience, view, seq, deadline, "active")
         return self._envelope_of(audience, self._as_ended(view), seq, deadline)
+
+    def _undealt_view(self) -> dict[str, Any]:
+        """The public view of the match before its first deal, which the waiting views are
+        built from (:func:`.views.before_start`). A table with open seats is dealt when its
+        last seat is taken, so that nobody choosing a seat sees a card of the first deal; one
+        given the admin's decks is dealt at creation, and the public view of that deal shows
+        its turn-up, trump indicator or Japanese Joker's up cards (each seat's own columns, a
+        reason to pick one seat over another), cards that a duplicate tournament deals at
+        other tables. Ended while it waited, the match never shows them either."""
+        return view_for(self.game.new_state(self.options, first_dealer=self.first_dealer), SPECTATOR)
 
     def view_at(self, audience: Audience, seq: int) -> ViewEnvelope:
         """``audience``'s envelope at ``seq``: the current one (shared) where it is that seq's,
@@ -507,6 +515,8 @@ class LiveMatch:
         the whole match, for a match that is over (its log no longer changes)."""
         if not self.over:
             raise RuntimeError("the decks of a match are secret until it is over")
+        if self.unstarted:  # dealt at creation (the admin's decks), never shown (_undealt_view)
+            return {}
         return shown_cards(self.game, self.options, self.first_dealer, self.decks, self.actions)
 
     def reveals(self) -> list[DealReveal]:
