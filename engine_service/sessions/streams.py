@@ -134,13 +134,19 @@ class WatchStreams:
                     # heartbeat interval later (its "reconnecting" sign stayed up meanwhile).
                     yield self._heartbeat(m, audience, live_from)
                 for rec, state, details in m.replay(after_seq, live_from):
+                    if w.cut:
+                        # ended by the server meanwhile (a replaced token, a seat left, a newer
+                        # stream, an overflow): its error now, not the seat's views until the
+                        # replay's end, which a slow reader (the holder of a revoked token)
+                        # could stretch; the queue holds only the end, so nothing is skipped
+                        break
                     current = rec.seq == m.seq
                     env = (m.envelope(audience) if current
                            else m.envelope(audience, state, rec.seq))
                     yield MatchEvent(kind="action", seq=rec.seq, match_id=m.match_id, seat=rec.seat,
                                      action=rec.action, by=rec.by, reason=rec.reason, view=env,
                                      details=details)
-            if ended:
+            if ended and not w.cut:
                 yield ended_event(m, audience)
                 return
             # A heartbeat reports the seq of the last event this stream delivered, never the

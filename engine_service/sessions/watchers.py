@@ -39,13 +39,16 @@ Item = Union[MatchEvent, _End, _Beat]
 
 
 class Watcher:
-    __slots__ = ("audience", "queue", "closed", "overflowed", "opened", "counted")
+    __slots__ = ("audience", "queue", "closed", "cut", "overflowed", "opened", "counted")
 
     def __init__(self, audience: Audience, maxsize: int) -> None:
         self.audience = audience
         self.opened = time.monotonic()  # the oldest of a seat's streams gives way first
         self.queue: asyncio.Queue[Item] = asyncio.Queue(maxsize + 1)  # +1: room for the end marker
         self.closed = False
+        #: closed with its pending events dropped (its token replaced, its seat left, it gave
+        #: way or fell behind): its stream ends with the error at once, even mid-replay
+        self.cut = False
         self.overflowed = False
         #: among the match's streams (its limits, a seat's presence): from its registration
         #: until its generator closes, or until the server ends it for its seat (it gave way to
@@ -86,6 +89,7 @@ class Watcher:
     def _close(self, marker: _End, drop_pending: bool) -> None:
         self.closed = True
         if drop_pending:
+            self.cut = True
             while not self.queue.empty():
                 self.queue.get_nowait()
         self.queue.put_nowait(marker)

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from engine_service.sessions.api import BadRequest, CreateMatchRequest, Principal, Unavailable
+from engine_service.sessions.api import BadRequest, CreateMatchRequest, MatchEvent, Principal, Unavailable
 from engine_service.sessions.views import SPECTATOR
 
 from .helpers import GAMES, Stream, collect, config, manager, open_match, play_random, run, to_act, until
@@ -92,6 +92,36 @@ def test_replayed_views_are_the_views_of_that_moment():
     live, replay = actions_of(live), actions_of(replay)
     assert [e.seq for e in live] == [e.seq for e in replay] == list(range(1, 31))
     assert [e.view.view for e in live] == [e.view.view for e in replay]
+
+
+@pytest.mark.parametrize("ending", ["token_reissued", "seat_left"])
+def test_a_stream_ended_by_the_server_mid_replay_ends_at_once(ending):
+    """A stream the server ends (its seat's token replaced, the seat left) ends with that error
+    at its next message, even in the middle of its replay: it went on replaying the seat's
+    views to the end first, which the holder of a revoked token could stretch by reading
+    slowly. Nothing is skipped for an honest client: it resumes from the last seq it got."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "georgian_joker")
+            await play_random(mgr, match_id, ps, random.Random(4), max_actions=12)
+            stream = mgr.watch(match_id, ps[2], 2)
+            first = await stream.__anext__()
+            if ending == "token_reissued":
+                await mgr.reissue_seat_token(match_id, 2)
+            else:
+                await mgr.leave_match(match_id, ps[2], resign=False)
+            try:
+                after = await stream.__anext__()
+            except Exception as exc:  # noqa: BLE001 - the error is what the test reads
+                return first, exc
+            finally:
+                await stream.aclose()
+            return first, after
+
+    first, after = run(go())
+    assert first.kind == "action" and first.seq == 3
+    assert not isinstance(after, MatchEvent) and after.reason == (
+        "TOKEN_REVOKED" if ending == "token_reissued" else "SEAT_LEFT"), after
 
 
 def test_heartbeats_on_an_idle_stream():
