@@ -261,11 +261,8 @@ async function main() {
     })}\n`);
     return summary.status === 'MATCH_STATUS_FINISHED' ? 0 : 1;
   } catch (error) {
-    if (error instanceof CardGamesError) {
-      process.stderr.write(`error: ${error.code} ${error.reason}: ${error.message}\n`);
-    } else {
-      process.stderr.write(`error: ${error.message}\n`);
-    }
+    // a CardGamesError's message starts with its code and reason already
+    process.stderr.write(`error: ${error.message}\n`);
     return 1;
   } finally {
     client.close();

@@ -118,7 +118,8 @@ def test_node_client_reports_errors_with_code_and_reason(engine, node):
                              "--option", "target_score=12"], cwd=NODE_DIR, capture_output=True, text=True,
                             timeout=60)
     assert result.returncode == 1
-    assert "INVALID_ARGUMENT INVALID_OPTIONS" in result.stderr
+    assert result.stderr.startswith("error: INVALID_ARGUMENT INVALID_OPTIONS: "), result.stderr
+    assert result.stderr.count("INVALID_OPTIONS") == 1, result.stderr  # once, not "code reason: code reason: ..."
 
 
 def test_node_client_plays_over_tls_with_a_private_ca_and_a_server_name(node, tmp_path):
