@@ -78,7 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         status = check(args.target, args.service, args.timeout, credentials, args.server_name)
     except grpc.RpcError as exc:
-        print(f"{args.target}: {exc.code().name}: {exc.details()}", file=sys.stderr)
+        detail = exc.details()
+        if not detail and exc.code() is grpc.StatusCode.NOT_FOUND:
+            # the health service's answer to a name it does not know carries no message: it
+            # printed "NOT_FOUND: " and nothing, whatever name was mistyped
+            detail = f"the server has no service named {args.service!r}"
+        print(f"{args.target}: {exc.code().name}" + (f": {detail}" if detail else ""), file=sys.stderr)
         return 1
     if status != "SERVING":
         print(f"{args.target}: {status}", file=sys.stderr)

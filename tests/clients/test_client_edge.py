@@ -272,3 +272,15 @@ def test_a_target_without_its_port_is_a_usage_error(module, args, capsys):
     assert "argument --target: '127.0.0.1:99999' has port 99999, above 65535" in capsys.readouterr().err
     with pytest.raises(ValueError, match="above 65535"):
         connect("[::1]:65536")
+
+
+def test_health_names_the_service_the_server_does_not_know(engine, capsys):
+    """grpc.health.v1 answers an unknown service NOT_FOUND with no message: the command printed
+    "NOT_FOUND: " and nothing more, leaving a mistyped --service to guess."""
+    from clients import health
+
+    assert health.main(["--target", engine.target, "--service", "cardgames.v1.CardGameService"]) == 1
+    err = capsys.readouterr().err
+    assert err == (f"{engine.target}: NOT_FOUND: the server has no service named "
+                   "'cardgames.v1.CardGameService'\n"), err
+    assert health.main(["--target", engine.target, "--service", "cardgames.v1.CardGamesService"]) == 0
