@@ -256,3 +256,18 @@ def test_search_random_is_search_with_random_rollouts_in_every_game():
     (spec,) = [s for s in search.cardgames_bots() if s.name == "search_random"]
     for game_id in ("klaberjass", "jojotte", "georgian_joker", "japanese_joker"):
         assert spec.factory(game_id).params == replace(search.make(game_id).params, rollout="random")
+
+
+def test_the_flat_playout_bench_bots_differ_from_search_in_their_one_change():
+    # bench/search_playouts.py's bots are `search` minus its flat playouts (or plus the flat
+    # Klaberjass auction): they searched with SearchParams(), so in Georgian Joker they also
+    # lacked the bid inference `search` has there, and docs/bots.md's `--bots search,search_tree`
+    # measured both changes at once
+    from bench import search_playouts as bench
+
+    specs = {s.name: s for s in bench.cardgames_bots()}
+    for game_id in ("klaberjass", "jojotte", "georgian_joker"):
+        for name in ("search_tree", "search_gj_flat"):
+            assert specs[name].factory(game_id).params == search.make(game_id).params, (name, game_id)
+        assert specs["search_kl_flat"].factory(game_id).params == replace(search.make(game_id).params,
+                                                                          kl_flat_auction=True)
