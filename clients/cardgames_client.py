@@ -723,6 +723,8 @@ def connect(target: str, *, tls: bool = False, root_certificates: bytes | None =
 
     ``tls``: encrypt and verify the server (``root_certificates``: PEM roots, default the
     system's; ``server_name``: the name to verify when it differs from the target's host).
+    ``root_certificates`` or ``server_name`` implies ``tls``, as in the Node client: a name to
+    verify on a plaintext channel was dropped without a word, and the connection was plain.
     The channel connects lazily; :meth:`Client.wait_ready` waits for it. A target ending in
     ``:`` (``host:``, a port left out of a script's variable) or with a port above 65535 is a
     ValueError: gRPC would take port 443 for the first, the port modulo 65536 for the second,
@@ -746,7 +748,7 @@ def connect(target: str, *, tls: bool = False, root_certificates: bytes | None =
         # _pause), it comes back within about a second.
         ("grpc.max_reconnect_backoff_ms", CHANNEL_MAX_RECONNECT_BACKOFF_MS),
     ]
-    if tls or root_certificates:
+    if tls or root_certificates or server_name:
         if server_name:
             options.append(("grpc.ssl_target_name_override", server_name))
         credentials = grpc.ssl_channel_credentials(root_certificates=root_certificates)

@@ -284,3 +284,20 @@ def test_health_names_the_service_the_server_does_not_know(engine, capsys):
     assert err == (f"{engine.target}: NOT_FOUND: the server has no service named "
                    "'cardgames.v1.CardGameService'\n"), err
     assert health.main(["--target", engine.target, "--service", "cardgames.v1.CardGamesService"]) == 0
+
+
+def test_a_server_name_to_verify_means_tls_as_in_the_node_client(engine, capsys):
+    """``server_name`` / ``--server-name`` alone (no ``tls``, no CA) was dropped without a word
+    and the connection was plaintext, a name to verify verifying nothing; the Node client takes
+    it for TLS (serverName). Against the plaintext engine both now fail the TLS handshake."""
+    from clients import health
+
+    async def scenario():
+        async with cg.connect(engine.target, server_name="engine.test") as client:
+            with pytest.raises(cg.Unavailable):
+                await client.call(client.stub.ListGames, cg.card_games_pb2.ListGamesRequest())
+
+    run(scenario())
+    assert health.main(["--target", engine.target, "--server-name", "engine.test"]) == 1
+    assert "UNAVAILABLE" in capsys.readouterr().err
+    assert health.main(["--target", engine.target]) == 0
