@@ -206,7 +206,10 @@ class PlayApp(ConnectionSign, App):
                     log.write(line)
                 if event.HasField("view"):
                     self._deals_logged = log_scored_deals(log, event.view, self.summary, self._deals_logged)
-                if event.HasField("view") and event.view.seq >= self.view_msg.seq:
+                # a SNAPSHOT is the match as it stands, also behind the view shown (a backup
+                # restored: the library's watch starts again from one)
+                if event.HasField("view") and (event.view.seq >= self.view_msg.seq
+                                               or event.kind == match_pb2.EVENT_KIND_SNAPSHOT):
                     self.view_msg = event.view
                     self.redraw()
                 if event.kind == match_pb2.EVENT_KIND_MATCH_ENDED:
@@ -493,6 +496,8 @@ async def autoplay(session: SeatSession, policy: str, console: Console, summary:
             deals_seen = print_scored_deals(console, event.view, summary, deals_seen)
         if event.kind == match_pb2.EVENT_KIND_MATCH_ENDED:
             break
+        if event.kind == match_pb2.EVENT_KIND_SNAPSHOT:
+            newest = min(newest, event.seq)  # the match as it stands: restored from a backup, it went back
         view = event.view if event.HasField("view") and event.view.seq >= newest else None
         if view is None and unsent:  # a heartbeat once the stream is back: the turn may still be ours
             with contextlib.suppress(CardGamesError):

@@ -182,6 +182,8 @@ async def play_seat(session: SeatSession, runner: BotRunner, bot_name: str, game
             if event.HasField("view"):
                 _call(bot, "on_match_end", view_dict(event.view))
             break
+        if event.kind == match_pb2.EVENT_KIND_SNAPSHOT:
+            newest = min(newest, event.seq)  # the match as it stands: restored from a backup, it went back
         if event.HasField("view"):
             current = event.view
         elif unsent:

@@ -227,6 +227,8 @@ async function main() {
         log(`${String(event.seq).padStart(4)} seat ${event.seat} (${event.by}): ${event.action.notation}`);
       }
       if (event.kind === 'EVENT_KIND_MATCH_ENDED') break;
+      // a SNAPSHOT is the match as it stands: restored from a backup, it went back
+      if (event.kind === 'EVENT_KIND_SNAPSHOT') newest = Math.min(newest, event.seq || 0);
       const view = event.view;
       if (view && view.deal_commitment) {
         const deal = view.deal_number || 0;

@@ -301,3 +301,56 @@ def test_a_server_name_to_verify_means_tls_as_in_the_node_client(engine, capsys)
     assert health.main(["--target", engine.target, "--server-name", "engine.test"]) == 1
     assert "UNAVAILABLE" in capsys.readouterr().err
     assert health.main(["--target", engine.target]) == 0
+
+
+class _RestoredFromABackup(ScriptedService):
+    """The first stream delivers up to seq 6 and drops (the engine stops); the engine comes back
+    on a backup taken at seq 2: after_seq 6 is ahead of the match (BAD_AFTER_SEQ), and a stream
+    opened without after_seq starts with the snapshot at seq 2."""
+
+    async def watch(self, match_id, principal, after_seq):
+        self.calls.append(("watch", principal, after_seq))
+        opened = sum(c[0] == "watch" for c in self.calls)
+        if opened == 1:
+            yield api.MatchEvent("snapshot", 6, match_id, view=_view(6, seat=principal.seat))
+            raise api.Unavailable("the engine stops", reason="DRAINING")
+        if after_seq > 2:  # -1: none given
+            raise api.BadRequest(f"after_seq {after_seq} is ahead of the match (seq 2)", reason="BAD_AFTER_SEQ",
+                                 field="after_seq")
+        if after_seq < 0:
+            yield api.MatchEvent("snapshot", 2, match_id, view=_view(2, seat=principal.seat))
+        yield api.MatchEvent("action", 3, match_id, seat=0, action="play:AS", by="player",
+                             view=_view(3, seat=principal.seat))
+        yield api.MatchEvent("match_ended", 3, match_id, reason="rules", view=_view(3, seat=principal.seat))
+
+
+def test_watch_follows_a_match_restored_from_a_backup():
+    """docs/operations.md, Backup and restore: a restored match resumes at the seq it had in the
+    backup, and its players carry on. The library's resumed stream asked for the actions after
+    the last seq it had delivered, ahead of the restored match: INVALID_ARGUMENT BAD_AFTER_SEQ,
+    raised, so that every watching client gave its seat up. It now starts again from a snapshot
+    of the match as restored, and the actions after it come as ACTION events (3 is delivered,
+    though an action 3 came before the restore)."""
+
+    async def scenario():
+        service = _RestoredFromABackup()
+        async with running(service) as srv, cg.connect(srv.target) as client:
+            events = [(e.kind, e.seq) async for e in client.spectate("m1").watch()]
+        assert events == [(match_pb2.EVENT_KIND_SNAPSHOT, 6), (match_pb2.EVENT_KIND_SNAPSHOT, 2),
+                          (match_pb2.EVENT_KIND_ACTION, 3), (match_pb2.EVENT_KIND_MATCH_ENDED, 3)]
+        assert [c[2] for c in service.calls if c[0] == "watch"] == [-1, 6, -1]
+
+    run(scenario())
+
+
+def test_watch_still_raises_an_after_seq_the_caller_gave_ahead_of_the_match():
+    async def scenario():
+        service = _RestoredFromABackup()
+        service.calls.append(("watch", None, None))  # as if its first stream had been opened
+        async with running(service) as srv, cg.connect(srv.target) as client:
+            with pytest.raises(cg.InvalidArgument) as info:
+                async for _ in client.spectate("m1").watch(after_seq=6):
+                    pass
+        assert info.value.reason == "BAD_AFTER_SEQ"
+
+    run(scenario())
