@@ -32,7 +32,9 @@ import multiprocessing
 import time
 from concurrent.futures import ProcessPoolExecutor
 
-from bot_plugins.search import SearchBot, SearchParams
+from dataclasses import replace
+
+from bot_plugins.search import GAME_PARAMS, SearchBot, SearchParams
 from engine_service.plugins import BotSpec, hookimpl
 
 
@@ -50,17 +52,31 @@ class SmallBidsOnly(SearchBot):
         return None if self.game_id == "jojotte" else super()._by_playouts(request, stop_at)
 
 
+def searchs_params(game_id):
+    """The ``search`` bot's parameters for the game (its GAME_PARAMS: Georgian Joker's worlds
+    read the bids), so that each bench bot differs from ``search`` in its one change only."""
+    return GAME_PARAMS.get(game_id, SearchParams())
+
+
+def tree_search(game_id):
+    return TreeSearch(game_id, searchs_params(game_id))
+
+
+def small_bids_only(game_id):
+    return SmallBidsOnly(game_id, searchs_params(game_id))
+
+
 def kl_flat_auction(game_id):
     """The search with the Klaberjass auction by flat playouts."""
-    return SearchBot(game_id, SearchParams(kl_flat_auction=True))
+    return SearchBot(game_id, replace(searchs_params(game_id), kl_flat_auction=True))
 
 
 @hookimpl
 def cardgames_bots():
     games = ("georgian_joker", "jojotte", "klaberjass")
-    return [BotSpec("search_tree", TreeSearch, games=games,
+    return [BotSpec("search_tree", tree_search, games=games,
                     description="search with the tree deciding everything (bench only)"),
-            BotSpec("search_gj_flat", SmallBidsOnly, games=games,
+            BotSpec("search_gj_flat", small_bids_only, games=games,
                     description="search with flat playouts for small GJ bids only (bench only)"),
             BotSpec("search_kl_flat", kl_flat_auction, games=games,
                     description="search with the Klaberjass auction by flat playouts (bench only)")]

@@ -60,7 +60,7 @@ from __future__ import annotations
 import math
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from engine_service.plugins import BotSpec, DecisionRequest, hookimpl
@@ -395,7 +395,9 @@ def make(game_id: str) -> SearchBot:
 
 
 def make_random_rollout(game_id: str) -> SearchBot:
-    return SearchBot(game_id, SearchParams(rollout="random"))
+    """``search`` with uniformly random rollouts and nothing else changed (its GAME_PARAMS kept:
+    Georgian Joker's worlds still read the bids), so that the arena compares the rollouts alone."""
+    return SearchBot(game_id, replace(GAME_PARAMS.get(game_id, SearchParams()), rollout="random"))
 
 
 @hookimpl

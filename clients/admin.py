@@ -499,7 +499,8 @@ def _connection_options(p: argparse.ArgumentParser, top: bool) -> None:
     p.add_argument("--tls", action="store_true", default=default(False), help="connect with TLS")
     p.add_argument("--ca", "--ca-file", dest="ca", metavar="FILE", default=default(None),
                    help="PEM root certificate(s) for --tls (default: the system's)")
-    p.add_argument("--server-name", default=default(None), help="TLS name to verify instead of the target's host")
+    p.add_argument("--server-name", default=default(None),
+                   help="TLS name to verify instead of the target's host (implies --tls)")
     p.add_argument("--admin-token-file", metavar="PATH", default=default(None),
                    help=f"file holding the admin token ('-': standard input); default: the "
                    f"environment variable {TOKEN_ENV}")

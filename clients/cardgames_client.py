@@ -723,6 +723,8 @@ def connect(target: str, *, tls: bool = False, root_certificates: bytes | None =
 
     ``tls``: encrypt and verify the server (``root_certificates``: PEM roots, default the
     system's; ``server_name``: the name to verify when it differs from the target's host).
+    ``root_certificates`` or ``server_name`` implies ``tls``, as in the Node client: a name to
+    verify on a plaintext channel was dropped without a word, and the connection was plain.
     The channel connects lazily; :meth:`Client.wait_ready` waits for it. A target ending in
     ``:`` (``host:``, a port left out of a script's variable) or with a port above 65535 is a
     ValueError: gRPC would take port 443 for the first, the port modulo 65536 for the second,
@@ -746,7 +748,7 @@ def connect(target: str, *, tls: bool = False, root_certificates: bytes | None =
         # _pause), it comes back within about a second.
         ("grpc.max_reconnect_backoff_ms", CHANNEL_MAX_RECONNECT_BACKOFF_MS),
     ]
-    if tls or root_certificates:
+    if tls or root_certificates or server_name:
         if server_name:
             options.append(("grpc.ssl_target_name_override", server_name))
         credentials = grpc.ssl_channel_credentials(root_certificates=root_certificates)
@@ -835,6 +837,9 @@ class _Audience:
         came in between); else the stream is opened again with ``after_seq``, and the actions
         played meanwhile come as ACTION events, each once, as after any other break.
 
+        A reopening refused with BAD_AFTER_SEQ (the match is behind the events delivered: the
+        operator restored a backup) starts again from a SNAPSHOT of the match as it stands.
+
         The iterator ends after the MATCH_ENDED event (``stop_when_ended``) or raises
         CardGamesError for a failure that reconnecting cannot fix (no such match, bad token),
         when ``resume`` is False, or after ``max_failures`` reconnections in a row that
@@ -874,6 +879,7 @@ class _Audience:
             # reopened without after_seq on a waiting view: its SNAPSHOT must not skip actions
             checking = last is not None and not request.HasField("after_seq")
             behind = False
+            reopening = not first
             first = False
             call = self.client.stub.WatchMatch(request, metadata=metadata)
             try:
@@ -912,6 +918,15 @@ class _Audience:
                     continue  # reopened at once, with after_seq (no failure)
             except (grpc.RpcError, _Silent) as exc:
                 error = exc.error if isinstance(exc, _Silent) else error_from_rpc(exc)
+                if (resume and reopening and error.reason == "BAD_AFTER_SEQ"
+                        and request.HasField("after_seq")):
+                    # The match is behind the events already delivered: the operator restored
+                    # a backup (docs/operations.md, "Backup and restore"). Start again from a
+                    # SNAPSHOT of the match as it now stands (its seq below the last one
+                    # delivered) and follow it from there, rather than give up the seat.
+                    last = None
+                    started = False
+                    continue
                 unclear = error.code in _MAYBE_RESUMABLE and failures < _MAX_UNCLEAR_FAILURES
                 # a reopening refused by a rate limit did nothing: open again after its delay
                 limited = error.reason == "RATE_LIMITED"

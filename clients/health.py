@@ -65,10 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=seconds_arg, default=3.0, help="seconds to wait for the answer")
     parser.add_argument("--tls", action="store_true", help="connect with TLS")
     parser.add_argument("--ca", metavar="FILE", help="PEM root certificate(s) for --tls (default: system roots)")
-    parser.add_argument("--server-name", help="TLS server name to verify instead of the target's host")
+    parser.add_argument("--server-name", help="TLS server name to verify instead of the target's host (implies --tls)")
     args = parser.parse_args(argv)
     credentials = None
-    if args.tls or args.ca:
+    if args.tls or args.ca or args.server_name:  # a name to verify means TLS, as --ca does
         try:
             roots = open(args.ca, "rb").read() if args.ca else None
         except OSError as exc:  # one line, not a traceback
@@ -78,7 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         status = check(args.target, args.service, args.timeout, credentials, args.server_name)
     except grpc.RpcError as exc:
-        print(f"{args.target}: {exc.code().name}: {exc.details()}", file=sys.stderr)
+        detail = exc.details()
+        if not detail and exc.code() is grpc.StatusCode.NOT_FOUND:
+            # the health service's answer to a name it does not know carries no message: it
+            # printed "NOT_FOUND: " and nothing, whatever name was mistyped
+            detail = f"the server has no service named {args.service!r}"
+        print(f"{args.target}: {exc.code().name}" + (f": {detail}" if detail else ""), file=sys.stderr)
         return 1
     if status != "SERVING":
         print(f"{args.target}: {status}", file=sys.stderr)

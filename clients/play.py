@@ -206,7 +206,10 @@ class PlayApp(ConnectionSign, App):
                     log.write(line)
                 if event.HasField("view"):
                     self._deals_logged = log_scored_deals(log, event.view, self.summary, self._deals_logged)
-                if event.HasField("view") and event.view.seq >= self.view_msg.seq:
+                # a SNAPSHOT is the match as it stands, also behind the view shown (a backup
+                # restored: the library's watch starts again from one)
+                if event.HasField("view") and (event.view.seq >= self.view_msg.seq
+                                               or event.kind == match_pb2.EVENT_KIND_SNAPSHOT):
                     self.view_msg = event.view
                     self.redraw()
                 if event.kind == match_pb2.EVENT_KIND_MATCH_ENDED:
@@ -493,6 +496,8 @@ async def autoplay(session: SeatSession, policy: str, console: Console, summary:
             deals_seen = print_scored_deals(console, event.view, summary, deals_seen)
         if event.kind == match_pb2.EVENT_KIND_MATCH_ENDED:
             break
+        if event.kind == match_pb2.EVENT_KIND_SNAPSHOT:
+            newest = min(newest, event.seq)  # the match as it stands: restored from a backup, it went back
         view = event.view if event.HasField("view") and event.view.seq >= newest else None
         if view is None and unsent:  # a heartbeat once the stream is back: the turn may still be ours
             with contextlib.suppress(CardGamesError):
@@ -571,7 +576,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", type=target_arg, help="host:port of a running engine (default: start one)")
     p.add_argument("--tls", action="store_true", help="connect with TLS")
     p.add_argument("--ca", metavar="FILE", help="PEM root certificate(s) for --tls")
-    p.add_argument("--server-name", help="TLS name to verify instead of the target's host")
+    p.add_argument("--server-name", help="TLS name to verify instead of the target's host (implies --tls)")
     p.add_argument("--game", help="game id (klaberjass, jojotte, georgian_joker, japanese_joker)")
     p.add_argument("--bots", default="",
                    help="comma-separated bot names for the other seats, in seat order ('open' leaves a "

@@ -182,6 +182,8 @@ async def play_seat(session: SeatSession, runner: BotRunner, bot_name: str, game
             if event.HasField("view"):
                 _call(bot, "on_match_end", view_dict(event.view))
             break
+        if event.kind == match_pb2.EVENT_KIND_SNAPSHOT:
+            newest = min(newest, event.seq)  # the match as it stands: restored from a backup, it went back
         if event.HasField("view"):
             current = event.view
         elif unsent:
@@ -369,7 +371,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", type=target_arg, help="host:port of a running engine (default: start one)")
     p.add_argument("--tls", action="store_true", help="connect with TLS (default roots: the system's)")
     p.add_argument("--ca", metavar="FILE", help="PEM root certificate(s) for --tls (a private CA)")
-    p.add_argument("--server-name", help="TLS name to verify instead of the target's host")
+    p.add_argument("--server-name", help="TLS name to verify instead of the target's host (implies --tls)")
     p.add_argument("--match", help="join this match (else create one with --game)")
     p.add_argument("--seat", type=int, help="seat to take (default: the first open one / 0)")
     p.add_argument("--game", help="game of a new match")

@@ -214,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="host:port of the engine (default: 127.0.0.1:50051)")
     p.add_argument("--tls", action="store_true", help="connect with TLS")
     p.add_argument("--ca", metavar="FILE", help="PEM root certificate(s) for --tls")
-    p.add_argument("--server-name", help="TLS name to verify instead of the target's host")
+    p.add_argument("--server-name", help="TLS name to verify instead of the target's host (implies --tls)")
     p.add_argument("--plain", action="store_true", help="one line per event instead of the full screen")
     p.add_argument("--reconnect-tries", type=positive_int, default=RECONNECT_TRIES, metavar="N",
                    help="the screen gives up a lost connection after N reopenings of the event stream in a "

@@ -427,6 +427,9 @@ class Seat {
    * action in between); else the stream is opened again with after_seq and the actions played
    * meanwhile come as ACTION events, each once.
    *
+   * A reopening refused with BAD_AFTER_SEQ (the match is behind the events delivered: the
+   * operator restored a backup) starts again from a SNAPSHOT of the match as it stands.
+   *
    * Options: `maxFailures`, the reopenings in a row without an event after which the failure
    * is thrown (undefined: keep trying while the server is unreachable); `onConnection(change)`,
    * awaited when it returns a promise, told what the stream itself cannot say (while it is
@@ -479,6 +482,7 @@ class Seat {
       // reopened without after_seq on a waiting view: its SNAPSHOT must not skip actions
       let checking = known() && request.after_seq === undefined;
       let behind = false;
+      const reopening = !first;
       first = false;
       const call = this.client.stub.WatchMatch(request, metadata);
       let silent; // the limit that ran out, when the stream was cancelled for its silence
@@ -537,6 +541,14 @@ class Seat {
           ? new CardGamesError('UNAVAILABLE', `no message for ${silent / 1000} s (heartbeats included): the stream is taken for lost`,
             'STREAM_SILENT', {})
           : error instanceof CardGamesError ? error : toCardGamesError(error);
+        if (reopening && failure.reason === 'BAD_AFTER_SEQ' && request.after_seq !== undefined) {
+          // The match is behind the events already delivered: the operator restored a backup
+          // (docs/operations.md, "Backup and restore"). Start again from a SNAPSHOT of the
+          // match as it now stands and follow it from there, rather than give up the seat.
+          last = undefined;
+          started = false;
+          continue;
+        }
         // the stream's own INTERNAL or UNKNOWN status (not a bug of this code, not a failed
         // getMatch): perhaps a broken connection, reopened while failures stay below the limit
         const unclear = Number.isInteger(error.code) && MAYBE_RESUMABLE.has(failure.code)

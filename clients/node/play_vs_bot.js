@@ -227,6 +227,8 @@ async function main() {
         log(`${String(event.seq).padStart(4)} seat ${event.seat} (${event.by}): ${event.action.notation}`);
       }
       if (event.kind === 'EVENT_KIND_MATCH_ENDED') break;
+      // a SNAPSHOT is the match as it stands: restored from a backup, it went back
+      if (event.kind === 'EVENT_KIND_SNAPSHOT') newest = Math.min(newest, event.seq || 0);
       const view = event.view;
       if (view && view.deal_commitment) {
         const deal = view.deal_number || 0;
@@ -261,11 +263,8 @@ async function main() {
     })}\n`);
     return summary.status === 'MATCH_STATUS_FINISHED' ? 0 : 1;
   } catch (error) {
-    if (error instanceof CardGamesError) {
-      process.stderr.write(`error: ${error.code} ${error.reason}: ${error.message}\n`);
-    } else {
-      process.stderr.write(`error: ${error.message}\n`);
-    }
+    // a CardGamesError's message starts with its code and reason already
+    process.stderr.write(`error: ${error.message}\n`);
     return 1;
   } finally {
     client.close();

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import random
 import time
+from dataclasses import replace
 from statistics import NormalDist
 
 import pytest
@@ -246,3 +247,27 @@ def test_the_search_bot_reads_the_bids_in_georgian_joker_only():
     bot = spec.factory("georgian_joker")
     assert bot._inference(view).shape == B.SIZE_SHAPES[3]
     assert len(bot._worlds(view, random.Random(1), time.monotonic() + 5.0)) == bot.params.worlds
+
+
+def test_search_random_is_search_with_random_rollouts_in_every_game():
+    # docs/bots.md: `search` with uniformly random rollouts, kept for arena comparisons; it read
+    # no bids in Georgian Joker (SearchParams(rollout="random")), so a comparison with `search`
+    # there measured the bid inference along with the rollouts
+    (spec,) = [s for s in search.cardgames_bots() if s.name == "search_random"]
+    for game_id in ("klaberjass", "jojotte", "georgian_joker", "japanese_joker"):
+        assert spec.factory(game_id).params == replace(search.make(game_id).params, rollout="random")
+
+
+def test_the_flat_playout_bench_bots_differ_from_search_in_their_one_change():
+    # bench/search_playouts.py's bots are `search` minus its flat playouts (or plus the flat
+    # Klaberjass auction): they searched with SearchParams(), so in Georgian Joker they also
+    # lacked the bid inference `search` has there, and docs/bots.md's `--bots search,search_tree`
+    # measured both changes at once
+    from bench import search_playouts as bench
+
+    specs = {s.name: s for s in bench.cardgames_bots()}
+    for game_id in ("klaberjass", "jojotte", "georgian_joker"):
+        for name in ("search_tree", "search_gj_flat"):
+            assert specs[name].factory(game_id).params == search.make(game_id).params, (name, game_id)
+        assert specs["search_kl_flat"].factory(game_id).params == replace(search.make(game_id).params,
+                                                                          kl_flat_auction=True)

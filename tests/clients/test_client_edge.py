@@ -272,3 +272,85 @@ def test_a_target_without_its_port_is_a_usage_error(module, args, capsys):
     assert "argument --target: '127.0.0.1:99999' has port 99999, above 65535" in capsys.readouterr().err
     with pytest.raises(ValueError, match="above 65535"):
         connect("[::1]:65536")
+
+
+def test_health_names_the_service_the_server_does_not_know(engine, capsys):
+    """grpc.health.v1 answers an unknown service NOT_FOUND with no message: the command printed
+    "NOT_FOUND: " and nothing more, leaving a mistyped --service to guess."""
+    from clients import health
+
+    assert health.main(["--target", engine.target, "--service", "cardgames.v1.CardGameService"]) == 1
+    err = capsys.readouterr().err
+    assert err == (f"{engine.target}: NOT_FOUND: the server has no service named "
+                   "'cardgames.v1.CardGameService'\n"), err
+    assert health.main(["--target", engine.target, "--service", "cardgames.v1.CardGamesService"]) == 0
+
+
+def test_a_server_name_to_verify_means_tls_as_in_the_node_client(engine, capsys):
+    """``server_name`` / ``--server-name`` alone (no ``tls``, no CA) was dropped without a word
+    and the connection was plaintext, a name to verify verifying nothing; the Node client takes
+    it for TLS (serverName). Against the plaintext engine both now fail the TLS handshake."""
+    from clients import health
+
+    async def scenario():
+        async with cg.connect(engine.target, server_name="engine.test") as client:
+            with pytest.raises(cg.Unavailable):
+                await client.call(client.stub.ListGames, cg.card_games_pb2.ListGamesRequest())
+
+    run(scenario())
+    assert health.main(["--target", engine.target, "--server-name", "engine.test"]) == 1
+    assert "UNAVAILABLE" in capsys.readouterr().err
+    assert health.main(["--target", engine.target]) == 0
+
+
+class _RestoredFromABackup(ScriptedService):
+    """The first stream delivers up to seq 6 and drops (the engine stops); the engine comes back
+    on a backup taken at seq 2: after_seq 6 is ahead of the match (BAD_AFTER_SEQ), and a stream
+    opened without after_seq starts with the snapshot at seq 2."""
+
+    async def watch(self, match_id, principal, after_seq):
+        self.calls.append(("watch", principal, after_seq))
+        opened = sum(c[0] == "watch" for c in self.calls)
+        if opened == 1:
+            yield api.MatchEvent("snapshot", 6, match_id, view=_view(6, seat=principal.seat))
+            raise api.Unavailable("the engine stops", reason="DRAINING")
+        if after_seq > 2:  # -1: none given
+            raise api.BadRequest(f"after_seq {after_seq} is ahead of the match (seq 2)", reason="BAD_AFTER_SEQ",
+                                 field="after_seq")
+        if after_seq < 0:
+            yield api.MatchEvent("snapshot", 2, match_id, view=_view(2, seat=principal.seat))
+        yield api.MatchEvent("action", 3, match_id, seat=0, action="play:AS", by="player",
+                             view=_view(3, seat=principal.seat))
+        yield api.MatchEvent("match_ended", 3, match_id, reason="rules", view=_view(3, seat=principal.seat))
+
+
+def test_watch_follows_a_match_restored_from_a_backup():
+    """docs/operations.md, Backup and restore: a restored match resumes at the seq it had in the
+    backup, and its players carry on. The library's resumed stream asked for the actions after
+    the last seq it had delivered, ahead of the restored match: INVALID_ARGUMENT BAD_AFTER_SEQ,
+    raised, so that every watching client gave its seat up. It now starts again from a snapshot
+    of the match as restored, and the actions after it come as ACTION events (3 is delivered,
+    though an action 3 came before the restore)."""
+
+    async def scenario():
+        service = _RestoredFromABackup()
+        async with running(service) as srv, cg.connect(srv.target) as client:
+            events = [(e.kind, e.seq) async for e in client.spectate("m1").watch()]
+        assert events == [(match_pb2.EVENT_KIND_SNAPSHOT, 6), (match_pb2.EVENT_KIND_SNAPSHOT, 2),
+                          (match_pb2.EVENT_KIND_ACTION, 3), (match_pb2.EVENT_KIND_MATCH_ENDED, 3)]
+        assert [c[2] for c in service.calls if c[0] == "watch"] == [-1, 6, -1]
+
+    run(scenario())
+
+
+def test_watch_still_raises_an_after_seq_the_caller_gave_ahead_of_the_match():
+    async def scenario():
+        service = _RestoredFromABackup()
+        service.calls.append(("watch", None, None))  # as if its first stream had been opened
+        async with running(service) as srv, cg.connect(srv.target) as client:
+            with pytest.raises(cg.InvalidArgument) as info:
+                async for _ in client.spectate("m1").watch(after_seq=6):
+                    pass
+        assert info.value.reason == "BAD_AFTER_SEQ"
+
+    run(scenario())

@@ -118,7 +118,8 @@ def test_node_client_reports_errors_with_code_and_reason(engine, node):
                              "--option", "target_score=12"], cwd=NODE_DIR, capture_output=True, text=True,
                             timeout=60)
     assert result.returncode == 1
-    assert "INVALID_ARGUMENT INVALID_OPTIONS" in result.stderr
+    assert result.stderr.startswith("error: INVALID_ARGUMENT INVALID_OPTIONS: "), result.stderr
+    assert result.stderr.count("INVALID_OPTIONS") == 1, result.stderr  # once, not "code reason: code reason: ..."
 
 
 def test_node_client_plays_over_tls_with_a_private_ca_and_a_server_name(node, tmp_path):
@@ -707,3 +708,42 @@ def test_the_declared_node_versions_include_the_one_the_tests_run_on():
     assert int(running.lstrip("v").split(".")[0]) >= int(minimum.group(1)), \
         f"the suite runs Node.js {running}; engines.node says {declared}"
     assert f"A Node.js ({minimum.group(1)} or newer" in (NODE_DIR / "README.md").read_text()
+
+
+_WATCH_KINDS = """
+const { Client, Seat } = require('./cardgames');
+const [target, matchId, token] = process.argv.slice(1);
+(async () => {
+  const client = new Client(target);
+  const say = (line) => process.stdout.write(`${JSON.stringify(line)}\\n`);
+  try {
+    for await (const event of new Seat(client, matchId, 0, token).watch()) say([event.kind, event.seq]);
+  } catch (e) { say({ error: e.code, reason: e.reason }); }
+  client.close();
+})().catch((e) => { console.error(e.message); process.exit(1); });
+"""
+
+
+def test_node_watch_follows_a_match_restored_from_a_backup(node):
+    """As the Python library (tests/clients/test_client_edge.py): a resumed stream whose
+    after_seq is ahead of the match (the operator restored a backup, docs/operations.md) threw
+    INVALID_ARGUMENT / BAD_AFTER_SEQ; it starts again from a snapshot of the restored match."""
+    from tests.transport.harness import running
+    from tests.transport.test_edge import SEAT_TOKEN
+
+    from .test_client_edge import _RestoredFromABackup
+
+    async def scenario():
+        service = _RestoredFromABackup()
+        async with running(service) as srv:
+            watcher = await asyncio.create_subprocess_exec(
+                node, "-e", _WATCH_KINDS, srv.target, "m1", SEAT_TOKEN, cwd=NODE_DIR,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            out, err = await asyncio.wait_for(watcher.communicate(), 30)
+        assert watcher.returncode == 0, err.decode()
+        return [json.loads(line) for line in out.decode().splitlines()], service.calls
+
+    lines, calls = run(scenario(), timeout_s=60)
+    assert lines == [["EVENT_KIND_SNAPSHOT", 6], ["EVENT_KIND_SNAPSHOT", 2], ["EVENT_KIND_ACTION", 3],
+                     ["EVENT_KIND_MATCH_ENDED", 3]], lines
+    assert [c[2] for c in calls if c[0] == "watch"] == [-1, 6, -1]

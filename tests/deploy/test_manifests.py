@@ -393,3 +393,17 @@ def test_the_restore_pod_mounts_the_engines_volume_as_its_user(k8s):
     result = subprocess.run([validate, "--strict", "-k", "1.30.0", str(K8S / "tools" / "restore-pod.yaml")],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and "passed" in result.stdout, result.stdout + result.stderr
+
+
+def test_dockerignore_leaves_out_the_clients_of_other_languages():
+    """clients/ is copied for the Python clients (clients.health is the image's health check);
+    the other languages' folders are no part of the wheel, and after `make test` they hold
+    what their tests installed and built (clients/ts/node_modules, ~74 MB; clients/go/build):
+    sent to the daemon with every `docker build` while only clients/node was left out."""
+    patterns = [line.strip() for line in (DEPLOY / "Dockerfile.dockerignore").read_text().splitlines()
+                if line.strip() and not line.startswith("#")]
+    others = sorted(d.name for d in (ROOT / "clients").iterdir() if d.is_dir() and not (d / "__init__.py").exists()
+                    and d.name != "__pycache__")
+    assert others, "clients/ has the other languages' folders"
+    for name in others:
+        assert f"clients/{name}/**" in patterns, f"clients/{name} is sent to docker build"
