@@ -311,8 +311,8 @@ async def open_seat(client: Client, args: argparse.Namespace, num_seats: int) ->
     if len(others) == 1:
         others *= num_seats - 1  # one name plays every other seat
     if len(others) != num_seats - 1:
-        raise SystemExit(f"{args.game} has {num_seats} seats: give one opponent for every seat "
-                         f"or {num_seats - 1}, comma-separated")
+        raise SystemExit(f"--opponents: {args.game} has {num_seats} seats: give one bot name (it "
+                         f"plays every other seat) or {num_seats - 1}, comma-separated")
     seats: list[str | None] = list(others)
     seats.insert(me, None)
     summary = await client.create_match(args.game, options=dict(_option(o) for o in args.option),

@@ -215,7 +215,8 @@ def test_one_opponent_name_plays_every_other_seat(engine, opponents, seats):
 def test_a_wrong_number_of_opponents_is_refused():
     args = remote_bot.build_parser().parse_args(["--bot", "heuristic", "--game", "georgian_joker",
                                                  "--opponents", "random,random"])
-    with pytest.raises(SystemExit, match="give one opponent for every seat or 3"):
+    with pytest.raises(SystemExit, match=r"--opponents: georgian_joker has 4 seats: "
+                                         r"give one bot name \(it plays every other seat\) or 3,"):
         asyncio.run(remote_bot.open_seat(None, args, 4))
 
 
