@@ -167,7 +167,7 @@ def _text(*, empty: bool = False) -> Callable[[str], str]:
 _URL_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 _MISSPELT_POSTGRES = re.compile(r"postgres(?:ql)?(?::|//)", re.IGNORECASE)
 _USERINFO = re.compile(r"(?:^|/)[^/:@]+:[^/@]*@")  # user:password@host, its scheme lost
-_PASSWORD_PARAMETER = re.compile(r"\bpassword\s*=", re.IGNORECASE)  # libpq key=value
+_PASSWORD_PARAMETER = re.compile(r"\b(?:ssl)?password\s*=", re.IGNORECASE)  # libpq key=value
 
 
 def _db_location(text: str) -> str:

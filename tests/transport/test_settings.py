@@ -378,7 +378,8 @@ def _db_refused_unshown(capsys, url: str) -> str:
                                  "postgresql//cardgames:s3cret-pw@db.internal/cardgames",
                                  "cardgames:s3cret-pw@db.internal:5432/cardgames",
                                  "Postgres:cardgames:s3cret-pw@db.internal",
-                                 "host=db.internal user=cardgames password=s3cret-pw dbname=cardgames"])
+                                 "host=db.internal user=cardgames password=s3cret-pw dbname=cardgames",
+                                 "host=db.internal sslpassword=s3cret-pw dbname=cardgames"])
 def test_a_db_url_not_at_the_start_or_without_its_slashes_is_refused_without_showing_it(url, capsys):
     """A URL with the quotes an env file kept, a jdbc: URL, a postgresql: missing a slash: none
     starts with a scheme://, so they were taken for relative SQLite paths and the start failed
