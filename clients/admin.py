@@ -58,7 +58,7 @@ if __name__ == "__main__":
 import grpc  # noqa: E402
 
 from .cardgames_client import (AdminClient, CardGamesError, MatchSummary, connect, python_value, seconds_arg,
-                               struct_value, target_arg)
+                               read_root_certificates, struct_value, target_arg)
 from engine_service.transport.generated import match_pb2
 
 if TYPE_CHECKING:
@@ -603,9 +603,9 @@ async def run(args: argparse.Namespace, token: str | None) -> int:
     roots = None
     if args.ca:
         try:
-            roots = Path(args.ca).read_bytes()
-        except OSError as exc:
-            raise UsageError(f"cannot read the CA file {args.ca}: {exc.strerror or exc}") from None
+            roots = read_root_certificates(args.ca)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     async with connect(args.target, tls=args.tls, root_certificates=roots, server_name=args.server_name,
                        timeout_s=args.timeout) as client:
         admin = AdminClient(client.channel, token, args.timeout)

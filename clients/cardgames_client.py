@@ -62,9 +62,11 @@ import hashlib
 import inspect
 import math
 import random
+import ssl
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Mapping, Sequence, TypeVar
 
 import grpc
@@ -677,6 +679,25 @@ def target_arg(text: str) -> str:
     if problem:
         raise argparse.ArgumentTypeError(f"{text!r} {problem} (host:port, e.g. 127.0.0.1:50051)")
     return text
+
+
+def read_root_certificates(path: str) -> bytes:
+    """The clients' ``--ca`` file, checked: ValueError with a one-line reason when it cannot be
+    read or holds no PEM certificate. gRPC takes any bytes as root certificates; a wrong file
+    (a key, a DER file, garbage) wrote gRPC core's "Update handshaker factory failed" lines on
+    stderr, and the call then failed as UNAVAILABLE "Connection refused" or the like, naming
+    the engine rather than the file. Python's ssl module reads the PEM as a TLS client does."""
+    try:
+        pem = Path(path).read_bytes()
+    except OSError as exc:
+        raise ValueError(f"cannot read the CA file {path}: {exc.strerror or exc}") from None
+    try:  # a comment line may hold other characters; only the PEM blocks count
+        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(
+            cadata=pem.decode("ascii", "ignore"))
+    except (ssl.SSLError, ValueError):
+        raise ValueError(f"the CA file {path} holds no usable PEM certificate "
+                         "('-----BEGIN CERTIFICATE-----' blocks)") from None
+    return pem
 
 
 def positive_arg(unit: str) -> Callable[[str], float]:

@@ -64,7 +64,8 @@ from textual.widgets.option_list import Option
 from . import render, terminal_text
 from .connection_sign import ConnectionSign
 from .cardgames_client import (RESUMED, CardGamesError, Client, SeatSession, StaleSequence,
-                               ServerClock, StreamState, connect, is_finished, is_my_turn, python_value, target_arg)
+                               ServerClock, StreamState, connect, is_finished, is_my_turn, python_value,
+                               read_root_certificates, target_arg)
 from .local_service import LocalService, ServiceFailed
 from engine_service.transport.generated import match_pb2
 
@@ -656,9 +657,9 @@ async def open_seat(client: Client, args: argparse.Namespace, console: Console) 
 
 async def run(args: argparse.Namespace, target: str, console: Console) -> int:
     try:
-        roots = open(args.ca, "rb").read() if args.ca else None
-    except OSError as exc:  # one line, not a traceback (as clients.admin)
-        raise SystemExit(f"error: cannot read the CA file {args.ca}: {exc.strerror or exc}") from None
+        roots = read_root_certificates(args.ca) if args.ca else None
+    except ValueError as exc:  # one line, not a traceback (as clients.admin)
+        raise SystemExit(f"error: {exc}") from None
     async with connect(target, tls=args.tls, root_certificates=roots, server_name=args.server_name) as client:
         await client.wait_ready()
         if args.list:

@@ -45,8 +45,8 @@ from engine_service.rules import get_game
 from engine_service.transport.generated import cards_pb2, match_pb2
 
 from .cardgames_client import (CardGamesError, Client, FailedPrecondition, SeatSession, ServerClock, StaleSequence,
-                               connect, is_finished, is_my_turn, positive_arg, struct_value, target_arg,
-                               whole_numbers)
+                               connect, is_finished, is_my_turn, positive_arg, read_root_certificates, struct_value,
+                               target_arg, whole_numbers)
 from .local_service import LocalService
 
 #: A call that failed so after the client's own retries reached no engine (a restart, a drop).
@@ -335,9 +335,9 @@ async def run(args: argparse.Namespace, target: str) -> int:
         raise SystemExit(f"no installed bot {args.bot!r} (installed: {', '.join(catalog.names())})")
     runner = BotRunner(catalog)
     try:  # an engine behind a private CA, as the other clients (it had only the system's roots)
-        roots = open(args.ca, "rb").read() if args.ca else None
-    except OSError as exc:
-        raise SystemExit(f"error: cannot read the CA file {args.ca}: {exc.strerror or exc}") from None
+        roots = read_root_certificates(args.ca) if args.ca else None
+    except ValueError as exc:
+        raise SystemExit(f"error: {exc}") from None
     async with connect(target, tls=args.tls, root_certificates=roots, server_name=args.server_name) as client:
         await client.wait_ready()
         if args.match:

@@ -38,7 +38,8 @@ from . import render, terminal_text
 from .connection_sign import ConnectionSign
 from .play import (board_rows, fitted_board, fitted_deals, log_scored_deals, positive_int, print_meld_talk,
                    print_scored_deals, stderr_notices, summary_now)
-from .cardgames_client import CardGamesError, ServerClock, Spectator, StreamState, connect, target_arg
+from .cardgames_client import (CardGamesError, ServerClock, Spectator, StreamState, connect,
+                               read_root_certificates, target_arg)
 from engine_service.transport.generated import match_pb2
 
 
@@ -175,9 +176,9 @@ def connection_lost_line(app: WatchApp, args: argparse.Namespace) -> str:
 
 async def run(args: argparse.Namespace, console: Console) -> int:
     try:
-        roots = open(args.ca, "rb").read() if args.ca else None
-    except OSError as exc:  # one line, not a traceback (as clients.admin)
-        raise SystemExit(f"error: cannot read the CA file {args.ca}: {exc.strerror or exc}") from None
+        roots = read_root_certificates(args.ca) if args.ca else None
+    except ValueError as exc:  # one line, not a traceback (as clients.admin)
+        raise SystemExit(f"error: {exc}") from None
     async with connect(args.target, tls=args.tls, root_certificates=roots, server_name=args.server_name) as client:
         spectator = client.spectate(args.match_id)
         after = 0 if args.from_start else None

@@ -371,6 +371,9 @@ def test_usage_errors_exit_2(capsys, monkeypatch, tmp_path):
     assert status == 2 and "CARDGAMES_ADMIN_TOKEN" in err and "caf" not in err
     status, _, err = in_process(capsys, monkeypatch, "list", "--ca", str(tmp_path / "none.pem"), token=secret)
     assert status == 2 and "cannot read the CA file" in err and secret not in err
+    (tmp_path / "garbage.pem").write_bytes(bytes(range(256)))
+    status, _, err = in_process(capsys, monkeypatch, "list", "--ca", str(tmp_path / "garbage.pem"), token=secret)
+    assert status == 2 and "garbage.pem holds no usable PEM certificate" in err and secret not in err
 
 
 def test_unreachable_engine(engine):

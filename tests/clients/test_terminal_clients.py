@@ -14,6 +14,7 @@ import sys
 import time
 
 import grpc
+import pytest
 
 from clients import cardgames_client as cg
 from clients import render
@@ -401,6 +402,36 @@ def test_an_unreadable_ca_file_is_one_line(engine, tmp_path):
         assert result.returncode == 1, (args[0], result.stdout, result.stderr)
         assert "Traceback" not in result.stderr
         assert result.stderr.strip() == f"error: cannot read the CA file {missing}: No such file or directory", args[0]
+
+
+def test_a_ca_file_without_a_certificate_is_one_line_naming_it(engine, tmp_path):
+    """--ca names a file that holds no PEM certificate (garbage, a key, a PEM block with a
+    broken body): gRPC took its bytes as root certificates, wrote its core's "Update handshaker
+    factory failed" lines on stderr, and the call failed as UNAVAILABLE naming the engine. Now
+    every client says what is wrong with the file before it connects; a certificate with a
+    comment line before it (openssl pkcs12's "Bag Attributes") is still one."""
+    from .conftest import self_signed_certificate
+
+    files = {"garbage.pem": bytes(range(256)) * 4, "empty.pem": b"",
+             "key.pem": b"-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n",
+             "broken.pem": b"-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n"}
+    for name, content in files.items():
+        (tmp_path / name).write_bytes(content)
+        with pytest.raises(ValueError) as info:
+            cg.read_root_certificates(str(tmp_path / name))
+        assert str(info.value) == (f"the CA file {tmp_path / name} holds no usable PEM certificate "
+                                   "('-----BEGIN CERTIFICATE-----' blocks)")
+    cert, _ = self_signed_certificate(tmp_path)
+    commented = tmp_path / "commented.pem"
+    commented.write_bytes("Bag Attributes: caf\u00e9\n".encode() + cert.read_bytes())
+    assert cg.read_root_certificates(str(commented)) == commented.read_bytes()
+    garbage = str(tmp_path / "garbage.pem")
+    for args in (["clients.health", "--target", engine.target],
+                 ["clients.watch", "m1", "--target", engine.target, "--plain"]):
+        result = cli(*args, "--tls", "--ca", garbage, timeout=60)
+        assert result.returncode == 1, (args[0], result.stdout, result.stderr)
+        assert result.stderr.strip() == (f"error: the CA file {garbage} holds no usable PEM "
+                                         "certificate ('-----BEGIN CERTIFICATE-----' blocks)"), args[0]
 
 
 def test_ctrl_c_quits_the_screens(engine):
