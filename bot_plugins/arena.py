@@ -463,12 +463,34 @@ def _json_object(text: str) -> dict[str, Any]:
     return value
 
 
+def _output_problem(path: str, *, directory: bool) -> str | None:
+    """Why ``--out`` (a directory, made if missing) or ``--json`` (a file) cannot be written, or
+    None. Checked before the first board, and without making anything: a file given as --out
+    was a FileExistsError traceback, and a --json in a missing or unwritable folder one after
+    every board had been played, the JSON report lost."""
+    target = Path(path)
+    if directory and target.exists() and not target.is_dir():
+        return "exists and is not a directory"
+    if not directory and target.is_dir():
+        return "is a directory"
+    if not directory and target.exists():
+        return None if os.access(target, os.W_OK) else "cannot be written (permission denied)"
+    folder = target.absolute().parent
+    while directory and not folder.exists():  # --out makes its missing parents too
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"cannot be made: {folder} is not a directory"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"cannot be made: {folder} is not writable (permission denied)"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bot_plugins.arena", description=__doc__.split("\n\n")[0])
     p.add_argument("--game", required=True, help="game id")
     p.add_argument("--bots", required=True, help="comma-separated bot names, cycled around the table")
     p.add_argument("--deals", type=_positive_int, default=200, help="boards (each played in every rotation)")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+    p.add_argument("--workers", type=_positive_int, default=os.cpu_count() or 1,
                    help="parallel processes (default: one per core)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--options", type=_json_object, default={}, help="table options as a JSON object")
@@ -494,6 +516,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         rotations(config.bots, game.num_seats)
     except (RulesError, ValueError) as exc:  # an unknown game or option; no bots, too many
         p.error(str(exc))
+    for flag, path, directory in (("--out", args.out, True), ("--json", args.json, False)):
+        problem = path and _output_problem(path, directory=directory)
+        if problem:
+            p.error(f"{flag} {path}: {problem}")
     report = run_arena(config)
     print(format_report(report))
     if args.json:
