@@ -700,10 +700,11 @@ def read_root_certificates(path: str) -> bytes:
     return pem
 
 
-def positive_arg(unit: str) -> Callable[[str], float]:
-    """An argparse ``type`` for a finite number of ``unit`` above zero: a deadline, a time
-    budget. gRPC takes 0, a negative number, ``nan`` and even ``inf`` as a deadline and fails
-    the call at once with DEADLINE_EXCEEDED: the command exited 1, as if the engine had failed
+def positive_arg(unit: str, most: float) -> Callable[[str], float]:
+    """An argparse ``type`` for a finite number of ``unit`` above zero and at most ``most``: a
+    deadline, a time budget. gRPC takes 0, a negative number, ``nan``, ``inf`` and any deadline
+    past its clock's range (``1e10`` seconds: int64 nanoseconds) as a deadline and fails the
+    call at once with DEADLINE_EXCEEDED: the command exited 1, as if the engine had failed
     (clients.admin) or were unhealthy (clients.health), for what is a typing error; a bot's
     budget of -1 or ``nan`` became no time at all, ``inf`` a bot never told to stop."""
     def parse(text: str) -> float:
@@ -711,15 +712,19 @@ def positive_arg(unit: str) -> Callable[[str], float]:
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if not math.isfinite(value) or value <= 0:
-            raise argparse.ArgumentTypeError(f"must be a number of {unit} above 0, not {text!r}")
+        if not math.isfinite(value) or value <= 0 or value > most:
+            raise argparse.ArgumentTypeError(f"must be a number of {unit} above 0 and at most "
+                                             f"{most:g}, not {text!r}")
         return value
 
     return parse
 
 
+#: The longest deadline or budget a client takes: a day is far beyond any call or decision.
+DAY_S = 86_400.0
+
 #: argparse ``type`` of the clients' ``--timeout`` (a call's deadline).
-seconds_arg = positive_arg("seconds")
+seconds_arg = positive_arg("seconds", DAY_S)
 
 
 def _target_problem(target: str) -> str | None:

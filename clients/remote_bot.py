@@ -45,7 +45,7 @@ from engine_service.rules import get_game
 from engine_service.transport.generated import cards_pb2, match_pb2
 
 from .cardgames_client import (CardGamesError, Client, FailedPrecondition, SeatSession, ServerClock, StaleSequence,
-                               connect, is_finished, is_my_turn, positive_arg, read_root_certificates, struct_value,
+                               DAY_S, connect, is_finished, is_my_turn, positive_arg, read_root_certificates, struct_value,
                                target_arg, whole_numbers)
 from .local_service import LocalService
 
@@ -359,7 +359,7 @@ async def run(args: argparse.Namespace, target: str) -> int:
 
 
 #: argparse ``type`` of ``--budget-ms`` (:func:`positive_arg`).
-milliseconds_arg = positive_arg("milliseconds")
+milliseconds_arg = positive_arg("milliseconds", DAY_S * 1000)
 
 
 def build_parser() -> argparse.ArgumentParser:

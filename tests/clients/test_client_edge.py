@@ -230,11 +230,11 @@ def test_rate_limited_errors_carry_the_retry_delay():
 
 
 @pytest.mark.parametrize("module", ["clients.admin", "clients.health"])
-@pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf", "soon"])
+@pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf", "soon", "1e10", "86401"])
 def test_a_timeout_grpc_would_expire_at_once_is_a_usage_error(module, timeout, capsys):
-    """``--timeout 0`` (or negative, nan, inf): gRPC fails the call at once with
-    DEADLINE_EXCEEDED, and the command exited 1, as if the engine had failed or were
-    unhealthy; it is a usage error (exit 2) naming the option."""
+    """``--timeout 0`` (or negative, nan, inf, or past gRPC's clock: 1e10 seconds): gRPC fails
+    the call at once with DEADLINE_EXCEEDED, and the command exited 1, as if the engine had
+    failed or were unhealthy; it is a usage error (exit 2) naming the option. A day at most."""
     import importlib
 
     main = importlib.import_module(module).main
