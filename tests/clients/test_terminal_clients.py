@@ -464,6 +464,14 @@ def test_an_engine_of_its_own_that_cannot_start_is_one_line(tmp_path):
     assert "Traceback" not in result.stderr
     assert result.stderr.splitlines() == [f"error: the engine did not start: cannot open database {db}: "
                                           f"directory {db.parent} does not exist"]
+    # a --db the engine refuses before it logs anything (argparse's plain line): that line,
+    # not "the engine exited with status 2:" and nothing else
+    result = cli("clients.play", "--game", "klaberjass", "--db", "sqlite:///x.sqlite3", "--autoplay", "first",
+                 timeout=60)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stderr.splitlines() == [
+        "error: the engine did not start: argument --db: must be a SQLite file's path, a postgresql:// URL "
+        "or 'memory:', not a sqlite:// URL (value not shown: it may hold a password)"]
 
 
 def test_api_errors_are_one_line_on_stderr(engine):
