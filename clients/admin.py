@@ -612,8 +612,30 @@ async def run(args: argparse.Namespace, token: str | None) -> int:
         return await COMMANDS[args.command](admin, args)
 
 
+def _unknown_option(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str | None:
+    """The first ``--option`` no command of ``parser`` has, or None. argparse took the value
+    after such an option for the COMMAND and echoed it: ``--admin_token TOKEN list`` or
+    ``--token TOKEN list`` printed "invalid choice: 'TOKEN'", the admin token on the screen
+    (and in a CI log) that the refusal of ``--admin-token`` keeps out of it."""
+    known = set(parser._option_string_actions)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                known |= set(command._option_string_actions)
+    for arg in argv:
+        if arg == "--":
+            return None
+        if arg.startswith("--") and arg.split("=", 1)[0] not in known:
+            return arg.split("=", 1)[0]
+    return None
+
+
 def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = None) -> int:
     parser = build_parser()
+    unknown = _unknown_option(parser, sys.argv[1:] if argv is None else argv)
+    if unknown:
+        parser.error(f"unrecognized option {unknown} (what follows it is not shown: it may be a secret; "
+                     "the admin token: --admin-token-file PATH or CARDGAMES_ADMIN_TOKEN)")
     args = parser.parse_args(argv)
     token: str | None = None
     try:
