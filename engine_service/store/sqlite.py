@@ -549,7 +549,13 @@ class SqliteStore(Store):
         path = self.path
         self._wal_file = None
         if path != ":memory:":
-            parent = Path(path).resolve().parent
+            try:
+                parent = Path(path).resolve().parent
+            except (OSError, RuntimeError):  # RuntimeError: Python 3.11's word for ELOOP here
+                # a symbolic link that names itself, or a loop of them: a traceback (exit 1)
+                # from the start, or from prune, instead of a refusal
+                raise StoreError(f"cannot open database {path}: its path is a loop of "
+                                 "symbolic links") from None
             if not parent.is_dir():
                 raise StoreError(f"cannot open database {path}: directory {parent} does not exist")
             if Path(path).is_dir():

@@ -861,6 +861,20 @@ def test_garbage_file_is_a_clear_error(tmp_path, content):
     assert [p.name for p in tmp_path.iterdir()] == ["garbage.sqlite3"]
 
 
+def test_a_loop_of_symbolic_links_is_a_clear_error(tmp_path):
+    """--db naming a symbolic link that names itself (or a loop of them): resolving the path
+    raised RuntimeError, a traceback out of the engine's start (exit 1) instead of
+    store_unavailable; now a StoreError naming the loop, and nothing made beside it."""
+    loop = tmp_path / "cards.sqlite3"
+    loop.symlink_to(loop.name)
+
+    async def go():
+        await SqliteStore(loop).open()
+    with pytest.raises(StoreError, match="its path is a loop of symbolic links"):
+        run(go())
+    assert [p.name for p in tmp_path.iterdir()] == ["cards.sqlite3"]
+
+
 @pytest.mark.parametrize("content", [b"", b"\n", b"S"])
 def test_a_file_sqlite_reads_as_empty_is_made_a_database(tmp_path, content):
     """The header check refuses before the lock file only what SQLite refuses: an empty file
