@@ -514,6 +514,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         game = get_game(config.game)
         game.options(config.options)
         rotations(config.bots, game.num_seats)
+        PluginSettings.resolve(extra=config.plugins)  # CARDGAMES_DISABLE_PLUGIN_AUTOLOAD=y
     except (RulesError, ValueError) as exc:  # an unknown game or option; no bots, too many
         p.error(str(exc))
     for flag, path, directory in (("--out", args.out, True), ("--json", args.json, False)):

@@ -330,7 +330,11 @@ def _quiet_logs() -> None:
 
 async def run(args: argparse.Namespace, target: str) -> int:
     _quiet_logs()
-    catalog = load_catalog(PluginSettings.resolve(extra=args.plugin))
+    try:
+        plugins = PluginSettings.resolve(extra=args.plugin)
+    except ValueError as exc:  # CARDGAMES_DISABLE_PLUGIN_AUTOLOAD=y: one line, not a traceback
+        raise SystemExit(f"error: {exc}") from None
+    catalog = load_catalog(plugins)
     if catalog.get(args.bot) is None:
         raise SystemExit(f"no installed bot {args.bot!r} (installed: {', '.join(catalog.names())})")
     runner = BotRunner(catalog)

@@ -511,6 +511,9 @@ def from_namespace(ns: argparse.Namespace, env: Mapping[str, str] | None = None)
         # already in use", the engine's own metrics endpoint holding the port
         raise ValueError(f"{grpc_port.names} and {metrics_port.names} are both {settings.port}: the gRPC "
                          "API and the metrics endpoint need a port each")
+    from .plugins.manager import PluginSettings
+
+    PluginSettings.resolve(environ=env)  # its environment too: a bad switch stops the start
     cert, key = BY_FIELD["tls_cert"], BY_FIELD["tls_key"]
     if (settings.tls_cert is None) != (settings.tls_key is None):
         raise ValueError(f"{cert.names} and {key.names} go together: give both, or neither")

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 
+import pytest
 from structlog.testing import capture_logs
 
 from engine_service.plugins.manager import (ENV_ALLOWLIST, ENV_DISABLE_AUTOLOAD, PluginSettings,
@@ -33,6 +34,32 @@ def test_environment_switches():
     s = PluginSettings.resolve(autoload=True, environ={ENV_DISABLE_AUTOLOAD: "0"})
     assert s.autoload is True
     assert parse_allowlist(" , ") is None
+
+
+def test_a_disable_switch_of_no_yes_no_value_is_refused_not_read_as_no():
+    """``CARDGAMES_DISABLE_PLUGIN_AUTOLOAD=y`` (or ``=disable``) was read as "no": every installed
+    plugin kept autoloading, which the operator had meant to turn off, without a word. A value
+    it does not know is a ValueError naming the variable; serve refuses to start on it (exit 2)
+    and the arena says so as a usage error."""
+    import argparse
+
+    from bot_plugins import arena
+    from engine_service import settings as S
+
+    for value, off in (("1", True), (" TRUE ", True), ("on", True), ("0", False), ("off", False), ("", False)):
+        assert PluginSettings.resolve(environ={ENV_DISABLE_AUTOLOAD: value}).autoload is not off
+    for value in ("y", "disable", "2"):
+        with pytest.raises(ValueError, match=f"{ENV_DISABLE_AUTOLOAD}='{value}': not a yes/no value"):
+            PluginSettings.resolve(environ={ENV_DISABLE_AUTOLOAD: value})
+    parser = argparse.ArgumentParser()
+    S.add_arguments(parser, {})
+    with pytest.raises(ValueError, match=f"{ENV_DISABLE_AUTOLOAD}='y'"):
+        S.from_namespace(parser.parse_args([]), {ENV_DISABLE_AUTOLOAD: "y"})
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(ENV_DISABLE_AUTOLOAD, "y")
+        with pytest.raises(SystemExit) as exit_:
+            arena.main(["--game", "klaberjass", "--bots", "random", "--deals", "1", "--no-progress"])
+        assert exit_.value.code == 2
 
 
 def test_autoload_disabled_keeps_only_essential_plugins_and_extras():
