@@ -44,15 +44,22 @@ import contextlib
 import json
 import os
 import random
-import secrets
 import re
+import secrets
 import shlex
 import sys
 import tempfile
 import time
 from typing import Any, Callable, Sequence
 
-import grpc
+if __name__ == "__main__":
+    # A command, not the library: gRPC's C core writes only its errors (as `serve` has it), so
+    # that a failure is the one "error" line and not a plain INFO line per failed handshake
+    # before it (--tls to an engine without TLS); GRPC_VERBOSITY=INFO brings them back.
+    # Before grpc is imported.
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+
+import grpc  # noqa: E402
 from rich.console import Console, Group
 from rich.text import Text
 from textual.app import App, ComposeResult

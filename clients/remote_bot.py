@@ -30,13 +30,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextvars
+import os
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-import grpc
+if __name__ == "__main__":
+    # A command, not the library: gRPC's C core writes only its errors (as `serve` has it), so
+    # that a failure is the one "error" line and not a plain INFO line per failed handshake
+    # before it (--tls to an engine without TLS); GRPC_VERBOSITY=INFO brings them back.
+    # Before grpc is imported.
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+
+import grpc  # noqa: E402
 from google.protobuf import json_format
 
 from engine_service.plugins.manager import PluginSettings, load_catalog

@@ -23,12 +23,20 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import shlex
 import sys
 import time
 from typing import Any, Sequence
 
-from rich.console import Console
+if __name__ == "__main__":
+    # A command, not the library: gRPC's C core writes only its errors (as `serve` has it), so
+    # that a failure is the one "error" line and not a plain INFO line per failed handshake
+    # before it (--tls to an engine without TLS); GRPC_VERBOSITY=INFO brings them back.
+    # Before grpc is imported.
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+
+from rich.console import Console  # noqa: E402
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.css.query import NoMatches

@@ -434,6 +434,38 @@ def test_a_ca_file_without_a_certificate_is_one_line_naming_it(engine, tmp_path)
                                          "certificate ('-----BEGIN CERTIFICATE-----' blocks)"), args[0]
 
 
+GRPC_VERBOSITY_AT_IMPORT = """
+import importlib.abc, os, runpy, sys
+seen = []
+class Spy(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "grpc" and not seen:
+            seen.append(os.environ.get("GRPC_VERBOSITY"))
+sys.meta_path.insert(0, Spy())
+module, sys.argv = sys.argv[1], [sys.argv[1], "--help"]
+try:
+    runpy.run_module(module, run_name="__main__")
+except SystemExit:
+    pass
+print("GRPC_VERBOSITY when grpc was imported:", seen)
+"""
+
+
+def test_the_commands_quiet_grpc_core_before_importing_grpc():
+    """clients.watch, clients.play and clients.remote_bot left gRPC core's verbosity at its
+    default: --tls to an engine without TLS (or a CA that is not the engine's) wrote a plain
+    "Handshake failed" INFO line per attempt before the one error line, as clients.admin and
+    clients.health no longer do. Each sets GRPC_VERBOSITY=ERROR, unless the environment has
+    one, before grpc is first imported (gRPC core reads it then)."""
+    env = {k: v for k, v in os.environ.items() if k != "GRPC_VERBOSITY"}
+    runs = {module: subprocess.Popen([sys.executable, "-c", GRPC_VERBOSITY_AT_IMPORT, module], cwd=ROOT, env=env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for module in ("clients.watch", "clients.play", "clients.remote_bot", "clients.health")}
+    for module, process in runs.items():
+        out, _ = process.communicate(timeout=120)
+        assert out.strip().splitlines()[-1] == "GRPC_VERBOSITY when grpc was imported: ['ERROR']", (module, out)
+
+
 def test_ctrl_c_quits_the_screens(engine):
     """Ctrl-C ends clients.play and clients.watch as it ends any terminal program (textual's
     default binding only showed "press ctrl+q to quit the app")."""
