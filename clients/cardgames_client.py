@@ -727,6 +727,21 @@ DAY_S = 86_400.0
 seconds_arg = positive_arg("seconds", DAY_S)
 
 
+def turn_time_arg(text: str) -> float:
+    """argparse ``type`` of the clients' ``--turn-time`` (clients.play, clients.remote_bot): a
+    finite number of seconds, 0 (the game's default) to a day; the server says which are
+    allowed (10 to 120, JJK-11). ``nan`` or ``inf`` was a ValueError traceback building the
+    request, a larger number a protobuf one."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (math.isfinite(value) and 0 <= value <= DAY_S):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds from 0 (the game's default) "
+                                         f"to {DAY_S:g}, not {text!r}")
+    return value
+
+
 def _target_problem(target: str) -> str | None:
     """What is wrong with the port of ``target``, or None. gRPC does not refuse either case:
     it takes port 443 for ``host:``, and a port above 65535 modulo 65536 (``:99999`` dialled

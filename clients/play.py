@@ -73,7 +73,7 @@ from . import render, terminal_text
 from .connection_sign import ConnectionSign
 from .cardgames_client import (RESUMED, CardGamesError, Client, SeatSession, StaleSequence,
                                ServerClock, StreamState, connect, is_finished, is_my_turn, python_value,
-                               read_root_certificates, target_arg)
+                               read_root_certificates, target_arg, turn_time_arg)
 from .local_service import LocalService, ServiceFailed
 from engine_service.transport.generated import match_pb2
 
@@ -558,9 +558,13 @@ def parse_option(text: str, game: Any) -> tuple[str, str | int | bool]:
         return name, raw.lower() == "true"
     if spec.type == match_pb2.OPTION_TYPE_INT:
         try:
-            return name, int(raw)
+            value = int(raw)
         except ValueError:
-            raise SystemExit(f"error: {name} is an integer ({spec.allowed_text})") from None
+            value = None
+        # the API's int64: a larger number was a protobuf ValueError traceback
+        if value is None or not -2**63 <= value < 2**63:
+            raise SystemExit(f"error: {name} is an integer ({spec.allowed_text})")
+        return name, value
     return name, raw
 
 
@@ -590,7 +594,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                    help="a table option (repeatable); each game has its own, listed by --list: e.g. "
                    "kl_target_score=300 (klaberjass), target_score=11 (japanese_joker)")
-    p.add_argument("--turn-time", type=float, default=0.0, metavar="SECONDS",
+    p.add_argument("--turn-time", type=turn_time_arg, default=0.0, metavar="SECONDS",
                    help="time per decision before the server plays the rulebook's auto-move, 10 to 120 "
                    "(default: the game's; the screen counts it down)")
     p.add_argument("--match", metavar="MATCH_ID", help="join this match instead of creating one")

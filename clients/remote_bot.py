@@ -54,7 +54,7 @@ from engine_service.transport.generated import cards_pb2, match_pb2
 
 from .cardgames_client import (CardGamesError, Client, FailedPrecondition, SeatSession, ServerClock, StaleSequence,
                                DAY_S, connect, is_finished, is_my_turn, positive_arg, read_root_certificates, struct_value,
-                               target_arg, whole_numbers)
+                               target_arg, turn_time_arg, whole_numbers)
 from .local_service import LocalService
 
 #: A call that failed so after the client's own retries reached no engine (a restart, a drop).
@@ -299,9 +299,12 @@ def _option(text: str) -> tuple[str, str | int | bool]:
     if raw in ("true", "false"):
         return name, raw == "true"
     try:
-        return name, int(raw)
+        value = int(raw)
     except ValueError:
         return name, raw
+    if not -2**63 <= value < 2**63:  # the API's int64: a protobuf ValueError traceback
+        raise SystemExit(f"--option {name}: {raw} is beyond a 64-bit integer")
+    return name, value
 
 
 async def open_seat(client: Client, args: argparse.Namespace, num_seats: int) -> SeatSession:
@@ -388,7 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--opponents", default="", help="bots in the other seats of a new match, in seat order, "
                    "or one for all of them ('open' leaves a seat for someone else; default: random)")
     p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE", help="table option")
-    p.add_argument("--turn-time", type=float, default=0.0, help="per-decision timer of a new match")
+    p.add_argument("--turn-time", type=turn_time_arg, default=0.0, help="per-decision timer of a new match")
     p.add_argument("--name", default="remote bot", help="player name")
     p.add_argument("--budget-ms", type=milliseconds_arg, default=1000.0,
                    help="time per decision, in milliseconds (default 1000; shortened to the turn timer)")
