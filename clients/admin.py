@@ -57,8 +57,8 @@ if __name__ == "__main__":
 
 import grpc  # noqa: E402
 
-from .cardgames_client import (AdminClient, CardGamesError, MatchSummary, connect, python_value, seconds_arg,
-                               read_root_certificates, struct_value, target_arg)
+from .cardgames_client import (INT32_MAX, AdminClient, CardGamesError, MatchSummary, connect, int32_arg,
+                               python_value, read_root_certificates, seconds_arg, struct_value, target_arg)
 from engine_service.transport.generated import match_pb2
 
 if TYPE_CHECKING:
@@ -515,6 +515,8 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
+    if value > INT32_MAX:  # the request's int32: protobuf's "Value out of range" traceback
+        raise argparse.ArgumentTypeError(f"{text} is beyond the API's 32-bit integers")
     return value
 
 
@@ -579,7 +581,7 @@ def build_parser() -> argparse.ArgumentParser:
                 "absent until the player connects with the new one. Prints the token alone on "
                 "stdout, or writes it to a file readable by its owner only (-o).")
     c.add_argument("match_id", metavar="MATCH_ID")
-    c.add_argument("seat", type=int, metavar="SEAT", help="the seat number (0-based)")
+    c.add_argument("seat", type=int32_arg, metavar="SEAT", help="the seat number (0-based)")
     c.add_argument("-o", "--output", metavar="FILE", help="write the token to FILE (mode 0600) instead of stdout")
     return p
 

@@ -727,6 +727,23 @@ DAY_S = 86_400.0
 seconds_arg = positive_arg("seconds", DAY_S)
 
 
+#: The API's seat numbers and page sizes are int32 fields.
+INT32_MAX = 2**31 - 1
+
+
+def int32_arg(text: str) -> int:
+    """argparse ``type`` of a seat number (``--seat``, ``SEAT``): a whole number the API's
+    int32 field holds; which seats a match has, the server or the command says. A larger one
+    was protobuf's "Value out of range" traceback building the request."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not -INT32_MAX - 1 <= value <= INT32_MAX:
+        raise argparse.ArgumentTypeError(f"{text} is beyond the API's 32-bit integers")
+    return value
+
+
 def turn_time_arg(text: str) -> float:
     """argparse ``type`` of the clients' ``--turn-time`` (clients.play, clients.remote_bot): a
     finite number of seconds, 0 (the game's default) to a day; the server says which are

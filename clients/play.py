@@ -72,8 +72,8 @@ from textual.widgets.option_list import Option
 from . import render, terminal_text
 from .connection_sign import ConnectionSign
 from .cardgames_client import (RESUMED, CardGamesError, Client, SeatSession, StaleSequence,
-                               ServerClock, StreamState, connect, is_finished, is_my_turn, python_value,
-                               read_root_certificates, target_arg, turn_time_arg)
+                               ServerClock, StreamState, connect, int32_arg, is_finished, is_my_turn,
+                               python_value, read_root_certificates, target_arg, turn_time_arg)
 from .local_service import LocalService, ServiceFailed
 from engine_service.transport.generated import match_pb2
 
@@ -589,7 +589,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bots", default="",
                    help="comma-separated bot names for the other seats, in seat order ('open' leaves a "
                         "seat for another person); default: 'random' in every other seat")
-    p.add_argument("--seat", type=int, help="your seat (default: 0 for a new match, the first open one "
+    p.add_argument("--seat", type=int32_arg, help="your seat (default: 0 for a new match, the first open one "
                    "for --match)")
     p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                    help="a table option (repeatable); each game has its own, listed by --list: e.g. "

@@ -53,8 +53,8 @@ from engine_service.rules import get_game
 from engine_service.transport.generated import cards_pb2, match_pb2
 
 from .cardgames_client import (CardGamesError, Client, FailedPrecondition, SeatSession, ServerClock, StaleSequence,
-                               DAY_S, connect, is_finished, is_my_turn, positive_arg, read_root_certificates, struct_value,
-                               target_arg, turn_time_arg, whole_numbers)
+                               DAY_S, connect, int32_arg, is_finished, is_my_turn, positive_arg,
+                               read_root_certificates, struct_value, target_arg, turn_time_arg, whole_numbers)
 from .local_service import LocalService
 
 #: A call that failed so after the client's own retries reached no engine (a restart, a drop).
@@ -386,7 +386,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ca", metavar="FILE", help="PEM root certificate(s) for --tls (a private CA)")
     p.add_argument("--server-name", help="TLS name to verify instead of the target's host")
     p.add_argument("--match", help="join this match (else create one with --game)")
-    p.add_argument("--seat", type=int, help="seat to take (default: the first open one / 0)")
+    p.add_argument("--seat", type=int32_arg, help="seat to take (default: the first open one / 0)")
     p.add_argument("--game", help="game of a new match")
     p.add_argument("--opponents", default="", help="bots in the other seats of a new match, in seat order, "
                    "or one for all of them ('open' leaves a seat for someone else; default: random)")

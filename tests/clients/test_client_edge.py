@@ -268,6 +268,19 @@ def test_a_turn_time_or_an_option_the_request_cannot_carry_is_a_usage_error(caps
         remote_bot._option("kl_target_score=99999999999999999999999")
     assert play.parse_option("kl_target_score=300", game) == ("kl_target_score", 300)
     assert remote_bot._option("kl_target_score=300") == ("kl_target_score", 300)
+    # a seat or page size beyond the request's int32 fields: protobuf's "Value out of range"
+    from clients import admin
+
+    huge = "99999999999999999999"
+    for parse, args, flag in ((play.build_parser().parse_args, ["--seat", huge], "--seat"),
+                              (remote_bot.build_parser().parse_args, ["--bot", "random", "--seat", huge], "--seat"),
+                              (admin.build_parser().parse_args, ["reissue-token", "m1", huge], "SEAT"),
+                              (admin.build_parser().parse_args, ["list", "--limit", huge], "--limit")):
+        with pytest.raises(SystemExit) as info:
+            parse(args)
+        err = capsys.readouterr().err
+        assert info.value.code == 2 and f"argument {flag}: {huge} is beyond the API's 32-bit integers" in err, err
+    assert play.build_parser().parse_args(["--seat", "1"]).seat == 1
 
 
 @pytest.mark.parametrize("module,args", [
