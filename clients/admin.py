@@ -390,7 +390,23 @@ def write_private(path: Path, text: str) -> None:
         raise
 
 
+def check_writable(path: Path) -> None:
+    """UsageError unless ``write_private`` can write ``path``: checked before the call, since
+    ``reissue-token`` changes the seat's token on the server. An -o in a folder that does not
+    exist (or cannot be written) made the old token stop working and lost the new one."""
+    if path.is_dir():
+        raise UsageError(f"{path} is a directory")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
 async def cmd_export(admin: AdminClient, args: argparse.Namespace) -> int:
+    if args.output not in (None, "-"):
+        check_writable(Path(args.output))
     text = await admin.export_transcript(args.match_id)
     if not text.endswith("\n"):
         text += "\n"
@@ -412,6 +428,8 @@ async def cmd_export(admin: AdminClient, args: argparse.Namespace) -> int:
 
 
 async def cmd_reissue_token(admin: AdminClient, args: argparse.Namespace) -> int:
+    if args.output not in (None, "-"):
+        check_writable(Path(args.output))
     reply = await admin.reissue_seat_token(args.match_id, args.seat)
     note = (f"match {args.match_id}, seat {reply.seat}: new seat token; the old one no longer "
             "works. Give it to the player by a private channel.")
