@@ -66,6 +66,8 @@ LOAD_TIMEOUT_S = 30.0
 (``SessionConfig.bot_plugin_load_timeout_s``, ``--bot-plugin-load-timeout-s``)."""
 
 BOT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+#: The longest bot description accepted (ListBots sends them all in one reply).
+MAX_DESCRIPTION_CHARS = 1000
 GAME_ID_RE = re.compile(r"^[a-z0-9_]+$")
 
 
@@ -343,6 +345,12 @@ def _validate_spec(spec: Any, plugin: str) -> BotSpec:
         spec.description.encode("utf-8")
     except UnicodeEncodeError:
         raise ValueError(f"bot {spec.name!r}: description is not valid text (a lone surrogate)") from None
+    if len(spec.description) > MAX_DESCRIPTION_CHARS:
+        # every ListBots reply carries every description: one of megabytes made the reply
+        # larger than the engine sends (--max-send-message-bytes), and ListBots failed for
+        # every caller and every bot, as a description that was no string did
+        raise ValueError(f"bot {spec.name!r}: description is {len(spec.description)} characters, "
+                         f"more than {MAX_DESCRIPTION_CHARS}")
     games = spec.games
     if not isinstance(games, str):
         try:

@@ -523,13 +523,17 @@ def test_a_spec_whose_description_is_not_a_string_is_refused_alone():
         def cardgames_bots(self):
             return [BotSpec("numbered", lambda g: None, description=5),
                     BotSpec("surrogate", lambda g: None, description="a\ud800b"),
-                    BotSpec("worded", lambda g: None, description="plays")]
+                    BotSpec("worded", lambda g: None, description="plays"),
+                    # megabytes: every ListBots reply, larger than the engine sends (4 MiB)
+                    BotSpec("wordy", lambda g: None, description="d" * 5_000_000),
+                    BotSpec("full", lambda g: None, description="d" * 1000)]
 
     catalog = load_catalog(PluginSettings.resolve(extra=[Plugin()], environ={}))
-    assert "worded" in catalog.names() and "numbered" not in catalog.names()
+    assert "worded" in catalog.names() and "full" in catalog.names() and "numbered" not in catalog.names()
     assert [(f.stage, f.summary) for f in catalog.failures] == [
         ("spec", "TypeError: bot 'numbered': description must be a string, not int"),
-        ("spec", "ValueError: bot 'surrogate': description is not valid text (a lone surrogate)")]
+        ("spec", "ValueError: bot 'surrogate': description is not valid text (a lone surrogate)"),
+        ("spec", "ValueError: bot 'wordy': description is 5000000 characters, more than 1000")]
     for name in catalog.names():  # every listed bot encodes
         spec = catalog.entries[name].spec
         bot_message(BotInfo(name=name, games=(), description=spec.description, plugin=""))
