@@ -41,8 +41,17 @@ def _unrecognized(unknown: list[str]) -> str:
     (``--admin_token TOKEN``, ``--database postgresql://u:pw@...``) left its value among the
     unknown arguments, and argparse printed them all, the admin token or the password on the
     engine's stderr (a container's log). The flags' names are shown, the values counted."""
-    names = [arg.split("=", 1)[0] for arg in unknown if arg.startswith("-") and arg != "-"]
-    hidden = len(unknown) - len(names) + sum("=" in arg for arg in unknown if arg.startswith("-"))
+    names, hidden = [], 0
+    for arg in unknown:
+        if arg.startswith("--"):
+            name = arg.split("=", 1)[0]  # --flag=VALUE
+        elif arg.startswith("-") and arg != "-":
+            name = arg[:2]  # -xVALUE: a short option's value may follow it directly
+        else:
+            name = ""
+        if name:
+            names.append(name)
+        hidden += name != arg
     shown = names + ([f"({hidden} value{'s' if hidden != 1 else ''} not shown: "
                       f"{'they' if hidden != 1 else 'it'} may hold a secret)"] if hidden else [])
     return "unrecognized arguments: " + " ".join(shown)

@@ -451,7 +451,8 @@ def test_a_misspelt_flag_is_refused_without_echoing_its_value(capsys):
             (["serve", "--port", "1", "--admin-tokn=s3cret-token"], "unrecognized arguments: --admin-tokn (1 value"),
             (["prune", "--database", "postgresql://u:s3cret-pw@h/db", "--older-than-days", "1"],
              "unrecognized arguments: --database (1 value not shown: it may hold a secret)"),
-            (["serve", "s3cret-a", "s3cret-b"], "unrecognized arguments: (2 values not shown: they may")):
+            (["serve", "s3cret-a", "s3cret-b"], "unrecognized arguments: (2 values not shown: they may"),
+            (["serve", "-as3cret-token"], "unrecognized arguments: -a (1 value not shown")):
         with pytest.raises(SystemExit) as refused:
             main(argv)
         assert refused.value.code == 2
