@@ -647,6 +647,9 @@ def _unknown_option(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str
             return None
         if arg.startswith("--") and arg.split("=", 1)[0] not in known:
             return arg.split("=", 1)[0]
+        if (arg.startswith("-") and not arg.startswith("--") and len(arg) > 1 and arg[:2] not in known
+                and not arg[1:].isdigit()):  # -1: a (negative) number, not an option
+            return arg[:2]  # -tTOKEN: the value may follow a short option directly
     return None
 
 

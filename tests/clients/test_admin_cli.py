@@ -357,7 +357,8 @@ def test_usage_errors_exit_2(capsys, monkeypatch, tmp_path):
     # a misspelt flag before the token: argparse took the token for the COMMAND and echoed it
     # ("invalid choice: '<token>'"); every unknown --option is refused before, unshown
     for flag, args in (("--admin_token", ["--admin_token", secret, "list"]), ("--token", [f"--token={secret}", "list"]),
-                       ("--tokn", ["list", "--tokn", secret])):
+                       ("--tokn", ["list", "--tokn", secret]), ("-t", ["-t", secret, "list"]),
+                       ("-t", [f"-t{secret}", "list"])):
         status, out, err = in_process(capsys, monkeypatch, *args)
         assert status == 2 and f"unrecognized option {flag} (what follows it is not shown" in err, err
         assert secret not in out + err
