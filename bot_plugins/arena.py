@@ -452,10 +452,20 @@ def _milliseconds(text: str) -> float:
     return value
 
 
+def _unique_names(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose names are unique: ``{"kl_target_score": 300, "kl_target_score": 5}``
+    played to 5, the first value dropped without a word (as transcripts refuse it)."""
+    names = [name for name, _ in pairs]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(f"the name {json.dumps(repeated[0])} appears twice in one object")
+    return dict(pairs)
+
+
 def _json_object(text: str) -> dict[str, Any]:
     """argparse ``type`` of ``--options``: a JSON object (a typo was a JSONDecodeError traceback)."""
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=_unique_names)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"not JSON ({exc}): {text!r}") from None
     if not isinstance(value, dict):

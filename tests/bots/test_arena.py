@@ -210,6 +210,8 @@ def test_one_board_prints_no_interval_rather_than_minus_to_plus_infinity(tmp_pat
     (["--time-ms", "-1"], "--time-ms: must be a number of milliseconds above 0"),
     (["--options", "{bad"], "--options: not JSON"),
     (["--options", "[1]"], "--options: must be a JSON object"),
+    (["--options", '{"kl_target_score": 300, "kl_target_score": 5}'],
+     'the name "kl_target_score" appears twice in one object'),
     (["--options", '{"kl_target_score": -5}'], "option 'kl_target_score': invalid value -5"),
     (["--game", "nope"], "unknown game 'nope'"),
 ])
