@@ -452,10 +452,20 @@ def _milliseconds(text: str) -> float:
     return value
 
 
+def _unique_names(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose names are unique: ``{"kl_target_score": 300, "kl_target_score": 5}``
+    played to 5, the first value dropped without a word (as transcripts refuse it)."""
+    names = [name for name, _ in pairs]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(f"the name {json.dumps(repeated[0])} appears twice in one object")
+    return dict(pairs)
+
+
 def _json_object(text: str) -> dict[str, Any]:
     """argparse ``type`` of ``--options``: a JSON object (a typo was a JSONDecodeError traceback)."""
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=_unique_names)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"not JSON ({exc}): {text!r}") from None
     if not isinstance(value, dict):
@@ -463,12 +473,34 @@ def _json_object(text: str) -> dict[str, Any]:
     return value
 
 
+def _output_problem(path: str, *, directory: bool) -> str | None:
+    """Why ``--out`` (a directory, made if missing) or ``--json`` (a file) cannot be written, or
+    None. Checked before the first board, and without making anything: a file given as --out
+    was a FileExistsError traceback, and a --json in a missing or unwritable folder one after
+    every board had been played, the JSON report lost."""
+    target = Path(path)
+    if directory and target.exists() and not target.is_dir():
+        return "exists and is not a directory"
+    if not directory and target.is_dir():
+        return "is a directory"
+    if not directory and target.exists():
+        return None if os.access(target, os.W_OK) else "cannot be written (permission denied)"
+    folder = target.absolute().parent
+    while directory and not folder.exists():  # --out makes its missing parents too
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"cannot be made: {folder} is not a directory"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"cannot be made: {folder} is not writable (permission denied)"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bot_plugins.arena", description=__doc__.split("\n\n")[0])
     p.add_argument("--game", required=True, help="game id")
     p.add_argument("--bots", required=True, help="comma-separated bot names, cycled around the table")
     p.add_argument("--deals", type=_positive_int, default=200, help="boards (each played in every rotation)")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+    p.add_argument("--workers", type=_positive_int, default=os.cpu_count() or 1,
                    help="parallel processes (default: one per core)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--options", type=_json_object, default={}, help="table options as a JSON object")
@@ -492,8 +524,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         game = get_game(config.game)
         game.options(config.options)
         rotations(config.bots, game.num_seats)
+        PluginSettings.resolve(extra=config.plugins)  # CARDGAMES_DISABLE_PLUGIN_AUTOLOAD=y
     except (RulesError, ValueError) as exc:  # an unknown game or option; no bots, too many
         p.error(str(exc))
+    for flag, path, directory in (("--out", args.out, True), ("--json", args.json, False)):
+        problem = path and _output_problem(path, directory=directory)
+        if problem:
+            p.error(f"{flag} {path}: {problem}")
     report = run_arena(config)
     print(format_report(report))
     if args.json:

@@ -57,8 +57,8 @@ if __name__ == "__main__":
 
 import grpc  # noqa: E402
 
-from .cardgames_client import (AdminClient, CardGamesError, MatchSummary, connect, python_value, seconds_arg,
-                               struct_value, target_arg)
+from .cardgames_client import (INT32_MAX, AdminClient, CardGamesError, MatchSummary, connect, int32_arg,
+                               python_value, read_root_certificates, seconds_arg, struct_value, target_arg)
 from engine_service.transport.generated import match_pb2
 
 if TYPE_CHECKING:
@@ -390,7 +390,23 @@ def write_private(path: Path, text: str) -> None:
         raise
 
 
+def check_writable(path: Path) -> None:
+    """UsageError unless ``write_private`` can write ``path``: checked before the call, since
+    ``reissue-token`` changes the seat's token on the server. An -o in a folder that does not
+    exist (or cannot be written) made the old token stop working and lost the new one."""
+    if path.is_dir():
+        raise UsageError(f"{path} is a directory")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
 async def cmd_export(admin: AdminClient, args: argparse.Namespace) -> int:
+    if args.output not in (None, "-"):
+        check_writable(Path(args.output))
     text = await admin.export_transcript(args.match_id)
     if not text.endswith("\n"):
         text += "\n"
@@ -412,6 +428,8 @@ async def cmd_export(admin: AdminClient, args: argparse.Namespace) -> int:
 
 
 async def cmd_reissue_token(admin: AdminClient, args: argparse.Namespace) -> int:
+    if args.output not in (None, "-"):
+        check_writable(Path(args.output))
     reply = await admin.reissue_seat_token(args.match_id, args.seat)
     note = (f"match {args.match_id}, seat {reply.seat}: new seat token; the old one no longer "
             "works. Give it to the player by a private channel.")
@@ -516,6 +534,8 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
+    if value > INT32_MAX:  # the request's int32: protobuf's "Value out of range" traceback
+        raise argparse.ArgumentTypeError(f"{text} is beyond the API's 32-bit integers")
     return value
 
 
@@ -580,7 +600,7 @@ def build_parser() -> argparse.ArgumentParser:
                 "absent until the player connects with the new one. Prints the token alone on "
                 "stdout, or writes it to a file readable by its owner only (-o).")
     c.add_argument("match_id", metavar="MATCH_ID")
-    c.add_argument("seat", type=int, metavar="SEAT", help="the seat number (0-based)")
+    c.add_argument("seat", type=int32_arg, metavar="SEAT", help="the seat number (0-based)")
     c.add_argument("-o", "--output", metavar="FILE", help="write the token to FILE (mode 0600) instead of stdout")
     return p
 
@@ -604,17 +624,42 @@ async def run(args: argparse.Namespace, token: str | None) -> int:
     roots = None
     if args.ca:
         try:
-            roots = Path(args.ca).read_bytes()
-        except OSError as exc:
-            raise UsageError(f"cannot read the CA file {args.ca}: {exc.strerror or exc}") from None
+            roots = read_root_certificates(args.ca)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     async with connect(args.target, tls=args.tls, root_certificates=roots, server_name=args.server_name,
                        timeout_s=args.timeout) as client:
         admin = AdminClient(client.channel, token, args.timeout)
         return await COMMANDS[args.command](admin, args)
 
 
+def _unknown_option(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str | None:
+    """The first ``--option`` no command of ``parser`` has, or None. argparse took the value
+    after such an option for the COMMAND and echoed it: ``--admin_token TOKEN list`` or
+    ``--token TOKEN list`` printed "invalid choice: 'TOKEN'", the admin token on the screen
+    (and in a CI log) that the refusal of ``--admin-token`` keeps out of it."""
+    known = set(parser._option_string_actions)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                known |= set(command._option_string_actions)
+    for arg in argv:
+        if arg == "--":
+            return None
+        if arg.startswith("--") and arg.split("=", 1)[0] not in known:
+            return arg.split("=", 1)[0]
+        if (arg.startswith("-") and not arg.startswith("--") and len(arg) > 1 and arg[:2] not in known
+                and not arg[1:].isdigit()):  # -1: a (negative) number, not an option
+            return arg[:2]  # -tTOKEN: the value may follow a short option directly
+    return None
+
+
 def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = None) -> int:
     parser = build_parser()
+    unknown = _unknown_option(parser, sys.argv[1:] if argv is None else argv)
+    if unknown:
+        parser.error(f"unrecognized option {unknown} (what follows it is not shown: it may be a secret; "
+                     "the admin token: --admin-token-file PATH or CARDGAMES_ADMIN_TOKEN)")
     args = parser.parse_args(argv)
     token: str | None = None
     try:

@@ -62,9 +62,11 @@ import hashlib
 import inspect
 import math
 import random
+import ssl
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Mapping, Sequence, TypeVar
 
 import grpc
@@ -679,10 +681,30 @@ def target_arg(text: str) -> str:
     return text
 
 
-def positive_arg(unit: str) -> Callable[[str], float]:
-    """An argparse ``type`` for a finite number of ``unit`` above zero: a deadline, a time
-    budget. gRPC takes 0, a negative number, ``nan`` and even ``inf`` as a deadline and fails
-    the call at once with DEADLINE_EXCEEDED: the command exited 1, as if the engine had failed
+def read_root_certificates(path: str) -> bytes:
+    """The clients' ``--ca`` file, checked: ValueError with a one-line reason when it cannot be
+    read or holds no PEM certificate. gRPC takes any bytes as root certificates; a wrong file
+    (a key, a DER file, garbage) wrote gRPC core's "Update handshaker factory failed" lines on
+    stderr, and the call then failed as UNAVAILABLE "Connection refused" or the like, naming
+    the engine rather than the file. Python's ssl module reads the PEM as a TLS client does."""
+    try:
+        pem = Path(path).read_bytes()
+    except OSError as exc:
+        raise ValueError(f"cannot read the CA file {path}: {exc.strerror or exc}") from None
+    try:  # a comment line may hold other characters; only the PEM blocks count
+        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(
+            cadata=pem.decode("ascii", "ignore"))
+    except (ssl.SSLError, ValueError):
+        raise ValueError(f"the CA file {path} holds no usable PEM certificate "
+                         "('-----BEGIN CERTIFICATE-----' blocks)") from None
+    return pem
+
+
+def positive_arg(unit: str, most: float) -> Callable[[str], float]:
+    """An argparse ``type`` for a finite number of ``unit`` above zero and at most ``most``: a
+    deadline, a time budget. gRPC takes 0, a negative number, ``nan``, ``inf`` and any deadline
+    past its clock's range (``1e10`` seconds: int64 nanoseconds) as a deadline and fails the
+    call at once with DEADLINE_EXCEEDED: the command exited 1, as if the engine had failed
     (clients.admin) or were unhealthy (clients.health), for what is a typing error; a bot's
     budget of -1 or ``nan`` became no time at all, ``inf`` a bot never told to stop."""
     def parse(text: str) -> float:
@@ -690,15 +712,51 @@ def positive_arg(unit: str) -> Callable[[str], float]:
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if not math.isfinite(value) or value <= 0:
-            raise argparse.ArgumentTypeError(f"must be a number of {unit} above 0, not {text!r}")
+        if not math.isfinite(value) or value <= 0 or value > most:
+            raise argparse.ArgumentTypeError(f"must be a number of {unit} above 0 and at most "
+                                             f"{most:g}, not {text!r}")
         return value
 
     return parse
 
 
+#: The longest deadline or budget a client takes: a day is far beyond any call or decision.
+DAY_S = 86_400.0
+
 #: argparse ``type`` of the clients' ``--timeout`` (a call's deadline).
-seconds_arg = positive_arg("seconds")
+seconds_arg = positive_arg("seconds", DAY_S)
+
+
+#: The API's seat numbers and page sizes are int32 fields.
+INT32_MAX = 2**31 - 1
+
+
+def int32_arg(text: str) -> int:
+    """argparse ``type`` of a seat number (``--seat``, ``SEAT``): a whole number the API's
+    int32 field holds; which seats a match has, the server or the command says. A larger one
+    was protobuf's "Value out of range" traceback building the request."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not -INT32_MAX - 1 <= value <= INT32_MAX:
+        raise argparse.ArgumentTypeError(f"{text} is beyond the API's 32-bit integers")
+    return value
+
+
+def turn_time_arg(text: str) -> float:
+    """argparse ``type`` of the clients' ``--turn-time`` (clients.play, clients.remote_bot): a
+    finite number of seconds, 0 (the game's default) to a day; the server says which are
+    allowed (10 to 120, JJK-11). ``nan`` or ``inf`` was a ValueError traceback building the
+    request, a larger number a protobuf one."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (math.isfinite(value) and 0 <= value <= DAY_S):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds from 0 (the game's default) "
+                                         f"to {DAY_S:g}, not {text!r}")
+    return value
 
 
 def _target_problem(target: str) -> str | None:

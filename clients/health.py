@@ -27,7 +27,7 @@ if __name__ == "__main__":
 import grpc  # noqa: E402
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from .cardgames_client import seconds_arg, target_arg  # noqa: E402
+from .cardgames_client import read_root_certificates, seconds_arg, target_arg  # noqa: E402
 
 DEFAULT_PORT = 50051
 
@@ -70,9 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     credentials = None
     if args.tls or args.ca or args.server_name:  # a name to verify means TLS, as --ca does
         try:
-            roots = open(args.ca, "rb").read() if args.ca else None
-        except OSError as exc:  # one line, not a traceback
-            print(f"error: cannot read the CA file {args.ca}: {exc.strerror or exc}", file=sys.stderr)
+            roots = read_root_certificates(args.ca) if args.ca else None
+        except ValueError as exc:  # one line, not a traceback
+            print(f"error: {exc}", file=sys.stderr)
             return 1
         credentials = grpc.ssl_channel_credentials(root_certificates=roots)
     try:

@@ -44,6 +44,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import secrets
 import shlex
 import sys
@@ -51,7 +52,14 @@ import tempfile
 import time
 from typing import Any, Callable, Sequence
 
-import grpc
+if __name__ == "__main__":
+    # A command, not the library: gRPC's C core writes only its errors (as `serve` has it), so
+    # that a failure is the one "error" line and not a plain INFO line per failed handshake
+    # before it (--tls to an engine without TLS); GRPC_VERBOSITY=INFO brings them back.
+    # Before grpc is imported.
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+
+import grpc  # noqa: E402
 from rich.console import Console, Group
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -64,7 +72,8 @@ from textual.widgets.option_list import Option
 from . import render, terminal_text
 from .connection_sign import ConnectionSign
 from .cardgames_client import (RESUMED, CardGamesError, Client, SeatSession, StaleSequence,
-                               ServerClock, StreamState, connect, is_finished, is_my_turn, python_value, target_arg)
+                               ServerClock, StreamState, connect, int32_arg, is_finished, is_my_turn,
+                               python_value, read_root_certificates, target_arg, turn_time_arg)
 from .local_service import LocalService, ServiceFailed
 from engine_service.transport.generated import match_pb2
 
@@ -554,9 +563,13 @@ def parse_option(text: str, game: Any) -> tuple[str, str | int | bool]:
         return name, raw.lower() == "true"
     if spec.type == match_pb2.OPTION_TYPE_INT:
         try:
-            return name, int(raw)
+            value = int(raw)
         except ValueError:
-            raise SystemExit(f"error: {name} is an integer ({spec.allowed_text})") from None
+            value = None
+        # the API's int64: a larger number was a protobuf ValueError traceback
+        if value is None or not -2**63 <= value < 2**63:
+            raise SystemExit(f"error: {name} is an integer ({spec.allowed_text})")
+        return name, value
     return name, raw
 
 
@@ -581,12 +594,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bots", default="",
                    help="comma-separated bot names for the other seats, in seat order ('open' leaves a "
                         "seat for another person); default: 'random' in every other seat")
-    p.add_argument("--seat", type=int, help="your seat (default: 0 for a new match, the first open one "
+    p.add_argument("--seat", type=int32_arg, help="your seat (default: 0 for a new match, the first open one "
                    "for --match)")
     p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                    help="a table option (repeatable); each game has its own, listed by --list: e.g. "
                    "kl_target_score=300 (klaberjass), target_score=11 (japanese_joker)")
-    p.add_argument("--turn-time", type=float, default=0.0, metavar="SECONDS",
+    p.add_argument("--turn-time", type=turn_time_arg, default=0.0, metavar="SECONDS",
                    help="time per decision before the server plays the rulebook's auto-move, 10 to 120 "
                    "(default: the game's; the screen counts it down)")
     p.add_argument("--match", metavar="MATCH_ID", help="join this match instead of creating one")
@@ -661,9 +674,9 @@ async def open_seat(client: Client, args: argparse.Namespace, console: Console) 
 
 async def run(args: argparse.Namespace, target: str, console: Console) -> int:
     try:
-        roots = open(args.ca, "rb").read() if args.ca else None
-    except OSError as exc:  # one line, not a traceback (as clients.admin)
-        raise SystemExit(f"error: cannot read the CA file {args.ca}: {exc.strerror or exc}") from None
+        roots = read_root_certificates(args.ca) if args.ca else None
+    except ValueError as exc:  # one line, not a traceback (as clients.admin)
+        raise SystemExit(f"error: {exc}") from None
     async with connect(target, tls=args.tls, root_certificates=roots, server_name=args.server_name) as client:
         await client.wait_ready()
         if args.list:
@@ -810,6 +823,17 @@ def default_name() -> str:
     return f"guest-{secrets.token_hex(2)}"
 
 
+def _plain_reason(exc: ServiceFailed) -> str:
+    """Why an engine that wrote no JSON error line did not start: a setting refused before its
+    logging began (``--db sqlite://x``) is argparse's one plain line on its stderr, the last
+    of the log; the status line alone ("exited with status 2:") said nothing."""
+    status, *tail = str(exc).splitlines()
+    last = next((line.strip() for line in reversed(tail) if line.strip()), "")
+    if not last:
+        return status.rstrip(":")
+    return re.sub(r"^python -m engine_service serve: error: |^error: ", "", last)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not args.game and not args.match and not args.list and not args.lobby:
@@ -844,7 +868,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ServiceFailed as exc:  # the engine of its own (e.g. a --db it cannot open): no traceback
         assert service is not None
         errors = [line for line in service.logs() if line.get("level") in ("error", "critical")]
-        why = (errors[-1].get("error") or errors[-1].get("event")) if errors else str(exc).splitlines()[0]
+        why = (errors[-1].get("error") or errors[-1].get("event")) if errors else _plain_reason(exc)
         print(f"error: the engine did not start: {why}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

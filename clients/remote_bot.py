@@ -30,13 +30,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextvars
+import os
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-import grpc
+if __name__ == "__main__":
+    # A command, not the library: gRPC's C core writes only its errors (as `serve` has it), so
+    # that a failure is the one "error" line and not a plain INFO line per failed handshake
+    # before it (--tls to an engine without TLS); GRPC_VERBOSITY=INFO brings them back.
+    # Before grpc is imported.
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+
+import grpc  # noqa: E402
 from google.protobuf import json_format
 
 from engine_service.plugins.manager import PluginSettings, load_catalog
@@ -45,8 +53,8 @@ from engine_service.rules import get_game
 from engine_service.transport.generated import cards_pb2, match_pb2
 
 from .cardgames_client import (CardGamesError, Client, FailedPrecondition, SeatSession, ServerClock, StaleSequence,
-                               connect, is_finished, is_my_turn, positive_arg, struct_value, target_arg,
-                               whole_numbers)
+                               DAY_S, connect, int32_arg, is_finished, is_my_turn, positive_arg,
+                               read_root_certificates, struct_value, target_arg, turn_time_arg, whole_numbers)
 from .local_service import LocalService
 
 #: A call that failed so after the client's own retries reached no engine (a restart, a drop).
@@ -293,9 +301,12 @@ def _option(text: str) -> tuple[str, str | int | bool]:
     if raw in ("true", "false"):
         return name, raw == "true"
     try:
-        return name, int(raw)
+        value = int(raw)
     except ValueError:
         return name, raw
+    if not -2**63 <= value < 2**63:  # the API's int64: a protobuf ValueError traceback
+        raise SystemExit(f"--option {name}: {raw} is beyond a 64-bit integer")
+    return name, value
 
 
 async def open_seat(client: Client, args: argparse.Namespace, num_seats: int) -> SeatSession:
@@ -332,14 +343,18 @@ def _quiet_logs() -> None:
 
 async def run(args: argparse.Namespace, target: str) -> int:
     _quiet_logs()
-    catalog = load_catalog(PluginSettings.resolve(extra=args.plugin))
+    try:
+        plugins = PluginSettings.resolve(extra=args.plugin)
+    except ValueError as exc:  # CARDGAMES_DISABLE_PLUGIN_AUTOLOAD=y: one line, not a traceback
+        raise SystemExit(f"error: {exc}") from None
+    catalog = load_catalog(plugins)
     if catalog.get(args.bot) is None:
         raise SystemExit(f"no installed bot {args.bot!r} (installed: {', '.join(catalog.names())})")
     runner = BotRunner(catalog)
     try:  # an engine behind a private CA, as the other clients (it had only the system's roots)
-        roots = open(args.ca, "rb").read() if args.ca else None
-    except OSError as exc:
-        raise SystemExit(f"error: cannot read the CA file {args.ca}: {exc.strerror or exc}") from None
+        roots = read_root_certificates(args.ca) if args.ca else None
+    except ValueError as exc:
+        raise SystemExit(f"error: {exc}") from None
     async with connect(target, tls=args.tls, root_certificates=roots, server_name=args.server_name) as client:
         await client.wait_ready()
         if args.match:
@@ -361,7 +376,7 @@ async def run(args: argparse.Namespace, target: str) -> int:
 
 
 #: argparse ``type`` of ``--budget-ms`` (:func:`positive_arg`).
-milliseconds_arg = positive_arg("milliseconds")
+milliseconds_arg = positive_arg("milliseconds", DAY_S * 1000)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -373,12 +388,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ca", metavar="FILE", help="PEM root certificate(s) for --tls (a private CA)")
     p.add_argument("--server-name", help="TLS name to verify instead of the target's host (implies --tls)")
     p.add_argument("--match", help="join this match (else create one with --game)")
-    p.add_argument("--seat", type=int, help="seat to take (default: the first open one / 0)")
+    p.add_argument("--seat", type=int32_arg, help="seat to take (default: the first open one / 0)")
     p.add_argument("--game", help="game of a new match")
     p.add_argument("--opponents", default="", help="bots in the other seats of a new match, in seat order, "
                    "or one for all of them ('open' leaves a seat for someone else; default: random)")
     p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE", help="table option")
-    p.add_argument("--turn-time", type=float, default=0.0, help="per-decision timer of a new match")
+    p.add_argument("--turn-time", type=turn_time_arg, default=0.0, help="per-decision timer of a new match")
     p.add_argument("--name", default="remote bot", help="player name")
     p.add_argument("--budget-ms", type=milliseconds_arg, default=1000.0,
                    help="time per decision, in milliseconds (default 1000; shortened to the turn timer)")

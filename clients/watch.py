@@ -23,12 +23,20 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import shlex
 import sys
 import time
 from typing import Any, Sequence
 
-from rich.console import Console
+if __name__ == "__main__":
+    # A command, not the library: gRPC's C core writes only its errors (as `serve` has it), so
+    # that a failure is the one "error" line and not a plain INFO line per failed handshake
+    # before it (--tls to an engine without TLS); GRPC_VERBOSITY=INFO brings them back.
+    # Before grpc is imported.
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+
+from rich.console import Console  # noqa: E402
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.css.query import NoMatches
@@ -38,7 +46,8 @@ from . import render, terminal_text
 from .connection_sign import ConnectionSign
 from .play import (board_rows, fitted_board, fitted_deals, log_scored_deals, positive_int, print_meld_talk,
                    print_scored_deals, stderr_notices, summary_now)
-from .cardgames_client import CardGamesError, ServerClock, Spectator, StreamState, connect, target_arg
+from .cardgames_client import (CardGamesError, ServerClock, Spectator, StreamState, connect,
+                               read_root_certificates, target_arg)
 from engine_service.transport.generated import match_pb2
 
 
@@ -175,9 +184,9 @@ def connection_lost_line(app: WatchApp, args: argparse.Namespace) -> str:
 
 async def run(args: argparse.Namespace, console: Console) -> int:
     try:
-        roots = open(args.ca, "rb").read() if args.ca else None
-    except OSError as exc:  # one line, not a traceback (as clients.admin)
-        raise SystemExit(f"error: cannot read the CA file {args.ca}: {exc.strerror or exc}") from None
+        roots = read_root_certificates(args.ca) if args.ca else None
+    except ValueError as exc:  # one line, not a traceback (as clients.admin)
+        raise SystemExit(f"error: {exc}") from None
     async with connect(args.target, tls=args.tls, root_certificates=roots, server_name=args.server_name) as client:
         spectator = client.spectate(args.match_id)
         after = 0 if args.from_start else None

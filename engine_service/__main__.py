@@ -30,8 +30,31 @@ def main(argv: list[str] | None = None) -> int:
         # option's value for the command and echoed it ("invalid choice: 'postgresql://u:pw@...'")
         parser.error(f"name the command first: {{{','.join(sub.choices)}}} "
                      f"(python -m engine_service serve --port ... --db ...)")
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        parser.error(_unrecognized(unknown))
     return int(args.func(args) or 0)
+
+
+def _unrecognized(unknown: list[str]) -> str:
+    """argparse's "unrecognized arguments" without their values: a misspelt flag
+    (``--admin_token TOKEN``, ``--database postgresql://u:pw@...``) left its value among the
+    unknown arguments, and argparse printed them all, the admin token or the password on the
+    engine's stderr (a container's log). The flags' names are shown, the values counted."""
+    names, hidden = [], 0
+    for arg in unknown:
+        if arg.startswith("--"):
+            name = arg.split("=", 1)[0]  # --flag=VALUE
+        elif arg.startswith("-") and arg != "-":
+            name = arg[:2]  # -xVALUE: a short option's value may follow it directly
+        else:
+            name = ""
+        if name:
+            names.append(name)
+        hidden += name != arg
+    shown = names + ([f"({hidden} value{'s' if hidden != 1 else ''} not shown: "
+                      f"{'they' if hidden != 1 else 'it'} may hold a secret)"] if hidden else [])
+    return "unrecognized arguments: " + " ".join(shown)
 
 
 if __name__ == "__main__":

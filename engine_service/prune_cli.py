@@ -41,13 +41,19 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DAY_S = 86400.0
 
 
+#: The most days ``--older-than-days`` takes, as the engine's ``--keep-finished-days``: a
+#: century. 1e20 made the cutoff a time before any calendar date, an OverflowError traceback
+#: after the database had been opened (and, in a real run, migrated).
+MAX_DAYS = 100 * 365.0
+
+
 def _days(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of days: {text!r}") from None
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"must be a finite number of days >= 0: {text!r}")
+    if not (math.isfinite(value) and 0 <= value <= MAX_DAYS):
+        raise argparse.ArgumentTypeError(f"must be a finite number of days from 0 to {MAX_DAYS:g}: {text!r}")
     return value
 
 

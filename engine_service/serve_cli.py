@@ -150,6 +150,20 @@ def event_loop_factory(choice: str) -> tuple[Callable[[], asyncio.AbstractEventL
 MIN_ADMIN_TOKEN_LENGTH = 16
 
 
+def unknown_variables(environ: "os._Environ[str] | dict[str, str]") -> list[tuple[str, str | None]]:
+    """The ``CARDGAMES_*`` variables that no setting reads, each with the setting's variable it
+    is closest to (or None). A misspelt one was ignored without a word: ``CARDGAMES_DB_PATH``
+    (the field is ``db_path``) started the engine on the default ./cardgames.sqlite3, every
+    match of the real database out of sight; ``CARDGAMES_ADMIN_TOKN`` left the admin API off."""
+    import difflib
+
+    from .plugins.manager import ENV_ALLOWLIST, ENV_DISABLE_AUTOLOAD
+
+    known = [s.env for s in settings_mod.SETTINGS] + [ENV_ALLOWLIST, ENV_DISABLE_AUTOLOAD]
+    return [(name, next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.8)), None))
+            for name in sorted(environ) if name.startswith(settings_mod.ENV_PREFIX) and name not in known]
+
+
 def _summary(settings: Settings) -> dict:
     """What the start-up line says about the settings (never the admin token itself, nor the
     password of a PostgreSQL URL)."""
@@ -189,6 +203,9 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
                     note=f"the admin token is all that guards every match's hidden cards and the power "
                          f"to end matches: use at least {MIN_ADMIN_TOKEN_LENGTH} random characters "
                          "(openssl rand -hex 32)")
+    for name, suggestion in unknown_variables(os.environ):
+        log.warning("unknown_environment_variable", variable=name, did_you_mean=suggestion,
+                    note="not a setting of the engine: ignored (its value is not shown)")
     if 0 < settings.session.bot_pace_s < settings.session.bot_deadline_s:
         log.warning("bot_pace_below_deadline", bot_pace_s=settings.session.bot_pace_s,
                     bot_deadline_s=settings.session.bot_deadline_s,

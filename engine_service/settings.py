@@ -167,7 +167,7 @@ def _text(*, empty: bool = False) -> Callable[[str], str]:
 _URL_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 _MISSPELT_POSTGRES = re.compile(r"postgres(?:ql)?(?::|//)", re.IGNORECASE)
 _USERINFO = re.compile(r"(?:^|/)[^/:@]+:[^/@]*@")  # user:password@host, its scheme lost
-_PASSWORD_PARAMETER = re.compile(r"\bpassword\s*=", re.IGNORECASE)  # libpq key=value
+_PASSWORD_PARAMETER = re.compile(r"\b(?:ssl)?password\s*=", re.IGNORECASE)  # libpq key=value
 
 
 def _db_location(text: str) -> str:
@@ -511,6 +511,9 @@ def from_namespace(ns: argparse.Namespace, env: Mapping[str, str] | None = None)
         # already in use", the engine's own metrics endpoint holding the port
         raise ValueError(f"{grpc_port.names} and {metrics_port.names} are both {settings.port}: the gRPC "
                          "API and the metrics endpoint need a port each")
+    from .plugins.manager import PluginSettings
+
+    PluginSettings.resolve(environ=env)  # its environment too: a bad switch stops the start
     cert, key = BY_FIELD["tls_cert"], BY_FIELD["tls_key"]
     if (settings.tls_cert is None) != (settings.tls_key is None):
         raise ValueError(f"{cert.names} and {key.names} go together: give both, or neither")

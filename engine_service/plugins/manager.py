@@ -66,11 +66,23 @@ LOAD_TIMEOUT_S = 30.0
 (``SessionConfig.bot_plugin_load_timeout_s``, ``--bot-plugin-load-timeout-s``)."""
 
 BOT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+#: The longest bot description accepted (ListBots sends them all in one reply).
+MAX_DESCRIPTION_CHARS = 1000
 GAME_ID_RE = re.compile(r"^[a-z0-9_]+$")
 
 
-def _env_flag(value: str | None) -> bool:
-    return (value or "").strip().lower() in {"1", "true", "yes", "on"}
+_YES, _NO = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
+
+
+def _env_flag(value: str | None, name: str) -> bool:
+    """A yes/no environment variable; any other value is a ValueError naming it. A switch that
+    turns third-party code off must not stay on for a value it does not know: ``=y`` or
+    ``=disable`` left every installed plugin autoloading, without a word."""
+    text = (value or "").strip().lower()
+    if text not in _YES + _NO:
+        raise ValueError(f"environment variable {name}={value!r}: not a yes/no value "
+                         f"(yes: {', '.join(_YES)}; no: 0, false, no, off, or empty)")
+    return text in _YES
 
 
 def parse_allowlist(text: str | None) -> frozenset[str] | None:
@@ -101,9 +113,10 @@ class PluginSettings:
                 extra: Sequence[Any] = (), environ: Mapping[str, str] | None = None,
                 load_timeout_s: float | None = LOAD_TIMEOUT_S) -> "PluginSettings":
         """Combine explicit arguments with the environment: the disable switch always wins;
-        an explicit allowlist wins over ``CARDGAMES_BOT_PLUGINS``."""
+        an explicit allowlist wins over ``CARDGAMES_BOT_PLUGINS``. ValueError: the disable
+        switch holds no yes/no value (``serve`` refuses to start on it, exit 2)."""
         env = os.environ if environ is None else environ
-        if _env_flag(env.get(ENV_DISABLE_AUTOLOAD)):
+        if _env_flag(env.get(ENV_DISABLE_AUTOLOAD), ENV_DISABLE_AUTOLOAD):
             autoload = False
         allowed = frozenset(allowlist) if allowlist is not None else parse_allowlist(env.get(ENV_ALLOWLIST))
         return cls(autoload=autoload, allowlist=allowed, extra=tuple(extra), load_timeout_s=load_timeout_s)
@@ -332,6 +345,12 @@ def _validate_spec(spec: Any, plugin: str) -> BotSpec:
         spec.description.encode("utf-8")
     except UnicodeEncodeError:
         raise ValueError(f"bot {spec.name!r}: description is not valid text (a lone surrogate)") from None
+    if len(spec.description) > MAX_DESCRIPTION_CHARS:
+        # every ListBots reply carries every description: one of megabytes made the reply
+        # larger than the engine sends (--max-send-message-bytes), and ListBots failed for
+        # every caller and every bot, as a description that was no string did
+        raise ValueError(f"bot {spec.name!r}: description is {len(spec.description)} characters, "
+                         f"more than {MAX_DESCRIPTION_CHARS}")
     games = spec.games
     if not isinstance(games, str):
         try:

@@ -240,20 +240,30 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
 #: A URL's ``user:password@``, read as libpq reads it: the user info ends at the first "@"
 #: unless a "/" comes first ("?" and "#" may be in a password as they are)
 _USERINFO_PASSWORD = re.compile(r"(://[^:/@]*):[^@/]*@")
-_PASSWORD_PARAMETER = re.compile(r"(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s]*)")
+#: A password with an unencoded "/" (``openssl rand -base64`` writes them): libpq ends the user
+#: info at that "/" and reads ``user:pass`` as a host and a port, so the rule above does not
+#: see a password, and the whole URL, password included, reached the start-up line and the
+#: refusal. What follows ``user:`` up to its "/" is taken for a password unless it is a port
+#: (digits, or the first port of a host list), whenever an "@" comes later.
+_MISREAD_PASSWORD = re.compile(r"(://[^:/@?#\[]*):(?![0-9]+(?:[,/?#]|$))[^@]*@")
+#: libpq's key=value ``password`` and ``sslpassword`` (the passphrase of the client's key)
+_PASSWORD_PARAMETER = re.compile(r"(?i)(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s]*)")
+_PASSWORD_NAMES = ("password", "sslpassword")
 #: A URL's query parameter: libpq percent-decodes its name too (``pass%77ord=``)
 _QUERY_PARAMETER = re.compile(r"([?&])([^=&]*)=([^&]*)")
 
 
 def _redact_query(match: re.Match) -> str:
     name = unquote(match.group(2)).strip().lower()
-    return f"{match.group(1)}{match.group(2)}=***" if name == "password" else match.group(0)
+    return f"{match.group(1)}{match.group(2)}=***" if name in _PASSWORD_NAMES else match.group(0)
 
 
 def redact(dsn: str) -> str:
-    """``dsn`` without its password (``user:password@``, or a ``password=`` parameter of a URL
-    or of a ``key=value`` string): the form that may appear in logs and error messages."""
+    """``dsn`` without its password (``user:password@``, one libpq misreads for its unencoded
+    "/", or a ``password=`` or ``sslpassword=`` parameter of a URL or of a ``key=value``
+    string): the form that may appear in logs and error messages."""
     dsn = _USERINFO_PASSWORD.sub(r"\1:***@", dsn)
+    dsn = _MISREAD_PASSWORD.sub(r"\1:***@", dsn)
     if "://" in dsn:
         dsn = _QUERY_PARAMETER.sub(_redact_query, dsn)
     return _PASSWORD_PARAMETER.sub(r"\1***", dsn)

@@ -27,6 +27,7 @@ The tables mirror the PostgreSQL layout of ARCHITECTURE.md section 7 (see :mod:`
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import queue
@@ -170,6 +171,19 @@ def _statements(script: str) -> list[str]:
     if buf.strip():
         raise ValueError("incomplete SQL statement in the schema")
     return out
+
+
+@functools.cache
+def _schema_columns() -> dict[str, frozenset[str]]:
+    """The columns of every table of :data:`SCHEMA`, read from SQLite itself."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        for statement in _statements(SCHEMA):
+            conn.execute(statement)
+        tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {t: frozenset(row[1] for row in conn.execute(f"PRAGMA table_info({t})")) for t in tables}
+    finally:
+        conn.close()
 
 
 def _dumps(obj: Any) -> str:
@@ -549,7 +563,13 @@ class SqliteStore(Store):
         path = self.path
         self._wal_file = None
         if path != ":memory:":
-            parent = Path(path).resolve().parent
+            try:
+                parent = Path(path).resolve().parent
+            except (OSError, RuntimeError):  # RuntimeError: Python 3.11's word for ELOOP here
+                # a symbolic link that names itself, or a loop of them: a traceback (exit 1)
+                # from the start, or from prune, instead of a refusal
+                raise StoreError(f"cannot open database {path}: its path is a loop of "
+                                 "symbolic links") from None
             if not parent.is_dir():
                 raise StoreError(f"cannot open database {path}: directory {parent} does not exist")
             if Path(path).is_dir():
@@ -638,6 +658,8 @@ class SqliteStore(Store):
             raise NotADatabase(f"{path} holds no tables of this service")
         if schema_objects and path != ":memory:":
             self._check_integrity(conn)
+        if schema_objects:
+            self._check_schema(conn, version)
         try:
             mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if path != ":memory:" and str(mode).lower() != "wal":
@@ -763,6 +785,25 @@ class SqliteStore(Store):
                 shown += f" (and {len(problems) - CHECK_REPORT_LINES} more)"
             raise CorruptDatabase(self._corrupt(shown))
         self.check_s = time.monotonic() - started
+
+    def _check_schema(self, conn: sqlite3.Connection, version: int) -> None:
+        """Refuse a database of ours that lacks a table of the service (every version has the
+        four) or, at the current version, a column (:class:`CorruptDatabase`), before anything
+        is written to it. quick_check verifies pages, not that the tables are there: a file
+        whose ``seats`` table had been dropped (a partial restore, a manual repair) opened, the
+        engine served (health SERVING), and every match's creation then failed."""
+        expected = _schema_columns()
+        problems = []
+        for table, columns in expected.items():
+            have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+            if not have:
+                problems.append(f"no table {table}")
+            elif version == SCHEMA_VERSION and columns - have:
+                problems.append(f"table {table} lacks {', '.join(sorted(columns - have))}")
+        if problems:
+            raise CorruptDatabase(f"{self.path} lacks part of this service's schema (version {version}: "
+                                  f"{'; '.join(problems)}); refusing to use it: restore the latest "
+                                  "backup (docs/operations.md, Backup and restore)")
 
     def _corrupt(self, report: str, found_by: str = "PRAGMA quick_check") -> str:
         return (f"{self.path} is corrupt (SQLite {found_by}: {report}); refusing to use it: "

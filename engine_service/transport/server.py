@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import ipaddress
 import socket
 import time
 from dataclasses import dataclass
@@ -231,6 +232,18 @@ def channel_options(limits: ServerLimits) -> list[tuple[str, int]]:
 
 #: The addresses gRPC takes for "every address": it listens on both families for either.
 _WILDCARDS = ("", "::", "0.0.0.0")
+
+
+def grpc_host(host: str) -> str:
+    """``--host`` as gRPC's ``host:port`` address needs it: an IPv6 literal in brackets. A
+    bare ``::`` or ``::1`` (as the metrics endpoint takes them) made ``:::50051``, which gRPC
+    refused with "Failed to bind to address ...; set GRPC_VERBOSITY=debug", saying nothing of
+    the brackets."""
+    try:
+        ipaddress.IPv6Address(host)
+    except ValueError:
+        return host
+    return f"[{host}]"
 
 
 def bind_error(host: str, port: int) -> OSError | None:
@@ -473,7 +486,7 @@ class GrpcServer:
         self.metrics = metrics
         self.limits = limits
         self.rate_limits = rate_limits
-        self._address = f"{host}:{port}"
+        self._address = f"{grpc_host(host)}:{port}"
         self._tls = tls
         self._admin = AdminGate(admin_token)
         self.health = HealthServicer()

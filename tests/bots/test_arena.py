@@ -210,6 +210,8 @@ def test_one_board_prints_no_interval_rather_than_minus_to_plus_infinity(tmp_pat
     (["--time-ms", "-1"], "--time-ms: must be a number of milliseconds above 0"),
     (["--options", "{bad"], "--options: not JSON"),
     (["--options", "[1]"], "--options: must be a JSON object"),
+    (["--options", '{"kl_target_score": 300, "kl_target_score": 5}'],
+     'the name "kl_target_score" appears twice in one object'),
     (["--options", '{"kl_target_score": -5}'], "option 'kl_target_score': invalid value -5"),
     (["--game", "nope"], "unknown game 'nope'"),
 ])
@@ -221,6 +223,29 @@ def test_bad_arguments_are_usage_errors_not_tracebacks_or_empty_reports(flags, s
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert says in err and "Traceback" not in err, err
+
+
+def test_an_output_that_cannot_be_written_is_a_usage_error_before_any_board(tmp_path, capsys):
+    """--out naming a file was a FileExistsError traceback; --json in a missing folder, or
+    naming a folder, a traceback after every board had been played (the JSON report lost);
+    --workers 0 or -3 ran as one worker. Now usage errors (exit 2) before the first board,
+    and nothing is made."""
+    a_file = tmp_path / "a_file"
+    a_file.write_text("kept")
+    cases = [(["--out", str(a_file)], f"--out {a_file}: exists and is not a directory"),
+             (["--out", str(a_file / "sub")], f"--out {a_file / 'sub'}: cannot be made: {a_file} is not a directory"),
+             (["--json", str(tmp_path / "missing" / "r.json")], "cannot be made: "),
+             (["--json", str(tmp_path)], f"--json {tmp_path}: is a directory"),
+             (["--workers", "0"], "--workers: must be at least 1"),
+             (["--workers", "-3"], "--workers: must be at least 1")]
+    for flags, says in cases:
+        with pytest.raises(SystemExit) as exit_:
+            arena.main(["--game", "klaberjass", "--bots", "random,random", "--deals", "1", "--no-progress",
+                        "--out", str(tmp_path / "boards"), *flags])
+        assert exit_.value.code == 2, flags
+        captured = capsys.readouterr()
+        assert says in captured.err and "Traceback" not in captured.err and not captured.out, (flags, captured)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"] and a_file.read_text() == "kept"
 
 
 def test_the_report_table_keeps_its_columns_apart_whatever_their_width():

@@ -235,7 +235,7 @@ def test_a_seat_off_the_table_is_refused_before_a_match_is_created(seat):
         asyncio.run(remote_bot.open_seat(NoCreate(), args, 2))
 
 
-@pytest.mark.parametrize("budget", ["-1", "0", "nan", "inf", "fast"])
+@pytest.mark.parametrize("budget", ["-1", "0", "nan", "inf", "fast", "1e13"])
 def test_a_budget_that_is_not_a_positive_number_of_milliseconds_is_a_usage_error(budget, capsys):
     """--budget-ms -1 or nan was taken and gave the bot a budget of 0 for every decision."""
     with pytest.raises(SystemExit) as exit_:

@@ -354,6 +354,14 @@ def test_usage_errors_exit_2(capsys, monkeypatch, tmp_path):
 
     # never a token on the command line: refused without being echoed
     secret = secrets.token_hex(16)
+    # a misspelt flag before the token: argparse took the token for the COMMAND and echoed it
+    # ("invalid choice: '<token>'"); every unknown --option is refused before, unshown
+    for flag, args in (("--admin_token", ["--admin_token", secret, "list"]), ("--token", [f"--token={secret}", "list"]),
+                       ("--tokn", ["list", "--tokn", secret]), ("-t", ["-t", secret, "list"]),
+                       ("-t", [f"-t{secret}", "list"])):
+        status, out, err = in_process(capsys, monkeypatch, *args)
+        assert status == 2 and f"unrecognized option {flag} (what follows it is not shown" in err, err
+        assert secret not in out + err
     for args in (["--admin-token", secret, "list"], ["list", f"--admin-token={secret}"]):
         status, out, err = in_process(capsys, monkeypatch, *args)
         assert status == 2 and "--admin-token-file" in err and secret not in out + err
@@ -371,6 +379,9 @@ def test_usage_errors_exit_2(capsys, monkeypatch, tmp_path):
     assert status == 2 and "CARDGAMES_ADMIN_TOKEN" in err and "caf" not in err
     status, _, err = in_process(capsys, monkeypatch, "list", "--ca", str(tmp_path / "none.pem"), token=secret)
     assert status == 2 and "cannot read the CA file" in err and secret not in err
+    (tmp_path / "garbage.pem").write_bytes(bytes(range(256)))
+    status, _, err = in_process(capsys, monkeypatch, "list", "--ca", str(tmp_path / "garbage.pem"), token=secret)
+    assert status == 2 and "garbage.pem holds no usable PEM certificate" in err and secret not in err
 
 
 def test_unreachable_engine(engine):

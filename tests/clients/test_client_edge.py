@@ -230,11 +230,11 @@ def test_rate_limited_errors_carry_the_retry_delay():
 
 
 @pytest.mark.parametrize("module", ["clients.admin", "clients.health"])
-@pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf", "soon"])
+@pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf", "soon", "1e10", "86401"])
 def test_a_timeout_grpc_would_expire_at_once_is_a_usage_error(module, timeout, capsys):
-    """``--timeout 0`` (or negative, nan, inf): gRPC fails the call at once with
-    DEADLINE_EXCEEDED, and the command exited 1, as if the engine had failed or were
-    unhealthy; it is a usage error (exit 2) naming the option."""
+    """``--timeout 0`` (or negative, nan, inf, or past gRPC's clock: 1e10 seconds): gRPC fails
+    the call at once with DEADLINE_EXCEEDED, and the command exited 1, as if the engine had
+    failed or were unhealthy; it is a usage error (exit 2) naming the option. A day at most."""
     import importlib
 
     main = importlib.import_module(module).main
@@ -243,6 +243,44 @@ def test_a_timeout_grpc_would_expire_at_once_is_a_usage_error(module, timeout, c
         main(["--target", "127.0.0.1:1", "--timeout", timeout, *args])
     assert info.value.code == 2
     assert "argument --timeout: " in capsys.readouterr().err
+
+
+def test_a_turn_time_or_an_option_the_request_cannot_carry_is_a_usage_error(capsys):
+    """clients.play and clients.remote_bot took --turn-time nan, inf or 1e300 and an integer
+    option beyond int64 (kl_target_score=99999999999999999999999) and built the request with
+    them: a ValueError or OverflowError traceback. Usage errors now, before any call."""
+    from clients import play, remote_bot
+    from engine_service.transport.generated import match_pb2
+
+    for build in (play.build_parser, remote_bot.build_parser):
+        for bad in ("nan", "inf", "1e300", "-1", "soon"):
+            with pytest.raises(SystemExit) as info:
+                build().parse_args(["--bot", "random"] * (build is remote_bot.build_parser) + ["--turn-time", bad])
+            assert info.value.code == 2 and "argument --turn-time" in capsys.readouterr().err
+        args = build().parse_args(["--bot", "random"] * (build is remote_bot.build_parser) + ["--turn-time", "30"])
+        assert args.turn_time == 30.0
+    game = match_pb2.GameInfo(id="klaberjass", options=[match_pb2.OptionSpec(
+        name="kl_target_score", type=match_pb2.OPTION_TYPE_INT, allowed_text="an integer >= 1")])
+    for bad in ("99999999999999999999999", "-99999999999999999999999", "x"):
+        with pytest.raises(SystemExit, match="kl_target_score is an integer"):
+            play.parse_option(f"kl_target_score={bad}", game)
+    with pytest.raises(SystemExit, match="kl_target_score: 99999999999999999999999 is beyond a 64-bit integer"):
+        remote_bot._option("kl_target_score=99999999999999999999999")
+    assert play.parse_option("kl_target_score=300", game) == ("kl_target_score", 300)
+    assert remote_bot._option("kl_target_score=300") == ("kl_target_score", 300)
+    # a seat or page size beyond the request's int32 fields: protobuf's "Value out of range"
+    from clients import admin
+
+    huge = "99999999999999999999"
+    for parse, args, flag in ((play.build_parser().parse_args, ["--seat", huge], "--seat"),
+                              (remote_bot.build_parser().parse_args, ["--bot", "random", "--seat", huge], "--seat"),
+                              (admin.build_parser().parse_args, ["reissue-token", "m1", huge], "SEAT"),
+                              (admin.build_parser().parse_args, ["list", "--limit", huge], "--limit")):
+        with pytest.raises(SystemExit) as info:
+            parse(args)
+        err = capsys.readouterr().err
+        assert info.value.code == 2 and f"argument {flag}: {huge} is beyond the API's 32-bit integers" in err, err
+    assert play.build_parser().parse_args(["--seat", "1"]).seat == 1
 
 
 @pytest.mark.parametrize("module,args", [

@@ -14,6 +14,7 @@ import sys
 import time
 
 import grpc
+import pytest
 
 from clients import cardgames_client as cg
 from clients import render
@@ -403,6 +404,68 @@ def test_an_unreadable_ca_file_is_one_line(engine, tmp_path):
         assert result.stderr.strip() == f"error: cannot read the CA file {missing}: No such file or directory", args[0]
 
 
+def test_a_ca_file_without_a_certificate_is_one_line_naming_it(engine, tmp_path):
+    """--ca names a file that holds no PEM certificate (garbage, a key, a PEM block with a
+    broken body): gRPC took its bytes as root certificates, wrote its core's "Update handshaker
+    factory failed" lines on stderr, and the call failed as UNAVAILABLE naming the engine. Now
+    every client says what is wrong with the file before it connects; a certificate with a
+    comment line before it (openssl pkcs12's "Bag Attributes") is still one."""
+    from .conftest import self_signed_certificate
+
+    files = {"garbage.pem": bytes(range(256)) * 4, "empty.pem": b"",
+             "key.pem": b"-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n",
+             "broken.pem": b"-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n"}
+    for name, content in files.items():
+        (tmp_path / name).write_bytes(content)
+        with pytest.raises(ValueError) as info:
+            cg.read_root_certificates(str(tmp_path / name))
+        assert str(info.value) == (f"the CA file {tmp_path / name} holds no usable PEM certificate "
+                                   "('-----BEGIN CERTIFICATE-----' blocks)")
+    cert, _ = self_signed_certificate(tmp_path)
+    commented = tmp_path / "commented.pem"
+    commented.write_bytes("Bag Attributes: caf\u00e9\n".encode() + cert.read_bytes())
+    assert cg.read_root_certificates(str(commented)) == commented.read_bytes()
+    garbage = str(tmp_path / "garbage.pem")
+    for args in (["clients.health", "--target", engine.target],
+                 ["clients.watch", "m1", "--target", engine.target, "--plain"]):
+        result = cli(*args, "--tls", "--ca", garbage, timeout=60)
+        assert result.returncode == 1, (args[0], result.stdout, result.stderr)
+        assert result.stderr.strip() == (f"error: the CA file {garbage} holds no usable PEM "
+                                         "certificate ('-----BEGIN CERTIFICATE-----' blocks)"), args[0]
+
+
+GRPC_VERBOSITY_AT_IMPORT = """
+import importlib.abc, os, runpy, sys
+seen = []
+class Spy(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "grpc" and not seen:
+            seen.append(os.environ.get("GRPC_VERBOSITY"))
+sys.meta_path.insert(0, Spy())
+module, sys.argv = sys.argv[1], [sys.argv[1], "--help"]
+try:
+    runpy.run_module(module, run_name="__main__")
+except SystemExit:
+    pass
+print("GRPC_VERBOSITY when grpc was imported:", seen)
+"""
+
+
+def test_the_commands_quiet_grpc_core_before_importing_grpc():
+    """clients.watch, clients.play and clients.remote_bot left gRPC core's verbosity at its
+    default: --tls to an engine without TLS (or a CA that is not the engine's) wrote a plain
+    "Handshake failed" INFO line per attempt before the one error line, as clients.admin and
+    clients.health no longer do. Each sets GRPC_VERBOSITY=ERROR, unless the environment has
+    one, before grpc is first imported (gRPC core reads it then)."""
+    env = {k: v for k, v in os.environ.items() if k != "GRPC_VERBOSITY"}
+    runs = {module: subprocess.Popen([sys.executable, "-c", GRPC_VERBOSITY_AT_IMPORT, module], cwd=ROOT, env=env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for module in ("clients.watch", "clients.play", "clients.remote_bot", "clients.health")}
+    for module, process in runs.items():
+        out, _ = process.communicate(timeout=120)
+        assert out.strip().splitlines()[-1] == "GRPC_VERBOSITY when grpc was imported: ['ERROR']", (module, out)
+
+
 def test_ctrl_c_quits_the_screens(engine):
     """Ctrl-C ends clients.play and clients.watch as it ends any terminal program (textual's
     default binding only showed "press ctrl+q to quit the app")."""
@@ -433,6 +496,14 @@ def test_an_engine_of_its_own_that_cannot_start_is_one_line(tmp_path):
     assert "Traceback" not in result.stderr
     assert result.stderr.splitlines() == [f"error: the engine did not start: cannot open database {db}: "
                                           f"directory {db.parent} does not exist"]
+    # a --db the engine refuses before it logs anything (argparse's plain line): that line,
+    # not "the engine exited with status 2:" and nothing else
+    result = cli("clients.play", "--game", "klaberjass", "--db", "sqlite:///x.sqlite3", "--autoplay", "first",
+                 timeout=60)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stderr.splitlines() == [
+        "error: the engine did not start: argument --db: must be a SQLite file's path, a postgresql:// URL "
+        "or 'memory:', not a sqlite:// URL (value not shown: it may hold a password)"]
 
 
 def test_api_errors_are_one_line_on_stderr(engine):

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 
+import pytest
 from structlog.testing import capture_logs
 
 from engine_service.plugins.manager import (ENV_ALLOWLIST, ENV_DISABLE_AUTOLOAD, PluginSettings,
@@ -33,6 +34,32 @@ def test_environment_switches():
     s = PluginSettings.resolve(autoload=True, environ={ENV_DISABLE_AUTOLOAD: "0"})
     assert s.autoload is True
     assert parse_allowlist(" , ") is None
+
+
+def test_a_disable_switch_of_no_yes_no_value_is_refused_not_read_as_no():
+    """``CARDGAMES_DISABLE_PLUGIN_AUTOLOAD=y`` (or ``=disable``) was read as "no": every installed
+    plugin kept autoloading, which the operator had meant to turn off, without a word. A value
+    it does not know is a ValueError naming the variable; serve refuses to start on it (exit 2)
+    and the arena says so as a usage error."""
+    import argparse
+
+    from bot_plugins import arena
+    from engine_service import settings as S
+
+    for value, off in (("1", True), (" TRUE ", True), ("on", True), ("0", False), ("off", False), ("", False)):
+        assert PluginSettings.resolve(environ={ENV_DISABLE_AUTOLOAD: value}).autoload is not off
+    for value in ("y", "disable", "2"):
+        with pytest.raises(ValueError, match=f"{ENV_DISABLE_AUTOLOAD}='{value}': not a yes/no value"):
+            PluginSettings.resolve(environ={ENV_DISABLE_AUTOLOAD: value})
+    parser = argparse.ArgumentParser()
+    S.add_arguments(parser, {})
+    with pytest.raises(ValueError, match=f"{ENV_DISABLE_AUTOLOAD}='y'"):
+        S.from_namespace(parser.parse_args([]), {ENV_DISABLE_AUTOLOAD: "y"})
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(ENV_DISABLE_AUTOLOAD, "y")
+        with pytest.raises(SystemExit) as exit_:
+            arena.main(["--game", "klaberjass", "--bots", "random", "--deals", "1", "--no-progress"])
+        assert exit_.value.code == 2
 
 
 def test_autoload_disabled_keeps_only_essential_plugins_and_extras():
@@ -496,13 +523,17 @@ def test_a_spec_whose_description_is_not_a_string_is_refused_alone():
         def cardgames_bots(self):
             return [BotSpec("numbered", lambda g: None, description=5),
                     BotSpec("surrogate", lambda g: None, description="a\ud800b"),
-                    BotSpec("worded", lambda g: None, description="plays")]
+                    BotSpec("worded", lambda g: None, description="plays"),
+                    # megabytes: every ListBots reply, larger than the engine sends (4 MiB)
+                    BotSpec("wordy", lambda g: None, description="d" * 5_000_000),
+                    BotSpec("full", lambda g: None, description="d" * 1000)]
 
     catalog = load_catalog(PluginSettings.resolve(extra=[Plugin()], environ={}))
-    assert "worded" in catalog.names() and "numbered" not in catalog.names()
+    assert "worded" in catalog.names() and "full" in catalog.names() and "numbered" not in catalog.names()
     assert [(f.stage, f.summary) for f in catalog.failures] == [
         ("spec", "TypeError: bot 'numbered': description must be a string, not int"),
-        ("spec", "ValueError: bot 'surrogate': description is not valid text (a lone surrogate)")]
+        ("spec", "ValueError: bot 'surrogate': description is not valid text (a lone surrogate)"),
+        ("spec", "ValueError: bot 'wordy': description is 5000000 characters, more than 1000")]
     for name in catalog.names():  # every listed bot encodes
         spec = catalog.entries[name].spec
         bot_message(BotInfo(name=name, games=(), description=spec.description, plugin=""))

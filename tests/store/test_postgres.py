@@ -353,6 +353,27 @@ def test_passwords_libpq_accepts_are_redacted(dsn):
     assert "h/db" in redact(dsn)
 
 
+@pytest.mark.parametrize("dsn", [
+    "postgresql://cardgames:Ab/s3cret+x@h/db",   # base64 passwords hold an unencoded "/"
+    "postgresql://cardgames:/s3cret@h/db",
+    "postgresql://cardgames:12ab/s3cret@h/db",
+    "postgresql://u@h/db?sslpassword=s3cret",    # the passphrase of the client's key
+    "postgresql://u@h/db?sslmode=verify-full&SSLPASSWORD=s3cret",
+])
+def test_passwords_libpq_misreads_or_names_otherwise_are_redacted(dsn):
+    """A password with an unencoded "/" ends the user info there for libpq, which then reads
+    ``user:pass`` as a host and a port: the password rule did not see it, and the whole URL
+    reached the start-up line, store_unavailable and prune's error. ``sslpassword`` (the client
+    key's passphrase) is as secret as ``password``. A port, a host list and an "@" in a
+    parameter are left as they are."""
+    assert "s3cret" not in redact(dsn) and "s3cret" not in describe_location(dsn)
+    assert "h/db" in redact(dsn)
+    for kept in ("postgresql://h:5432/db?application_name=a@b",
+                 "postgresql://h1:5432,h2:5433/db?application_name=a@b",
+                 "postgresql://[::1]:5432/db?application_name=a@b"):
+        assert redact(kept) == kept
+
+
 def test_a_closed_store_refuses_work(pg_url):
     async def go():
         st = PostgresStore(pg_url)

@@ -153,11 +153,18 @@ def test_usage_errors_exit_2_and_touch_nothing(tmp_path, capsys, monkeypatch):
     assert status == 2 and "not a SQLite database" in err
     # refused before the lock file was made beside it (it stayed, garbage.db.lock)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["garbage.db"]
-    for bad in ("-1", "nan", "inf", "soon"):
+    for bad in ("-1", "nan", "inf", "soon", "1e20", "36501"):
         with pytest.raises(SystemExit) as exc:
             main(["prune", "--db", str(garbage), "--older-than-days", bad])
         assert exc.value.code == 2
-    assert "--older-than-days" in capsys.readouterr().err
+        assert "argument --older-than-days" in capsys.readouterr().err, bad
+    # a century at most, as --keep-finished-days: more was an OverflowError traceback (the
+    # cutoff before any date) once the database was open
+    db = tmp_path / "cards.sqlite3"
+    populate_sqlite(db, actions=1)
+    with pytest.raises(SystemExit):
+        main(["prune", "--db", str(db), "--older-than-days", "1e20", "--dry-run"])
+    assert "from 0 to 36500: '1e20'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("url", ["postgresq://cardgames:s3cret-pw@db.internal/cardgames",

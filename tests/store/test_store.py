@@ -861,6 +861,52 @@ def test_garbage_file_is_a_clear_error(tmp_path, content):
     assert [p.name for p in tmp_path.iterdir()] == ["garbage.sqlite3"]
 
 
+@pytest.mark.parametrize("damage, says", [
+    ("DROP TABLE seats", "no table seats"),
+    ("ALTER TABLE match_actions RENAME TO kept_actions", "no table match_actions"),
+    ("ALTER TABLE seats DROP COLUMN away_seen", "table seats lacks away_seen"),
+])
+def test_a_database_of_ours_that_lacks_part_of_its_schema_is_refused_unchanged(tmp_path, damage, says):
+    """A file of this service whose seats table had been dropped (a partial restore, a manual
+    repair) passed every check at open, PRAGMA quick_check included: the engine served, and
+    every CreateMatch then failed. Refused now as corrupt, naming what is missing, the file
+    left as it was."""
+    path = tmp_path / "cards.sqlite3"
+
+    async def make():
+        st = SqliteStore(path)
+        await st.open()
+        await st.create_match(record("m1"))
+        await st.close()
+    run(make())
+    conn = sqlite3.connect(path)
+    conn.execute(damage)
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+
+    async def go():
+        await SqliteStore(path).open()
+    with pytest.raises(CorruptDatabase) as info:
+        run(go())
+    assert says in str(info.value) and "restore the latest backup" in str(info.value)
+    assert path.read_bytes() == before
+
+
+def test_a_loop_of_symbolic_links_is_a_clear_error(tmp_path):
+    """--db naming a symbolic link that names itself (or a loop of them): resolving the path
+    raised RuntimeError, a traceback out of the engine's start (exit 1) instead of
+    store_unavailable; now a StoreError naming the loop, and nothing made beside it."""
+    loop = tmp_path / "cards.sqlite3"
+    loop.symlink_to(loop.name)
+
+    async def go():
+        await SqliteStore(loop).open()
+    with pytest.raises(StoreError, match="its path is a loop of symbolic links"):
+        run(go())
+    assert [p.name for p in tmp_path.iterdir()] == ["cards.sqlite3"]
+
+
 @pytest.mark.parametrize("content", [b"", b"\n", b"S"])
 def test_a_file_sqlite_reads_as_empty_is_made_a_database(tmp_path, content):
     """The header check refuses before the lock file only what SQLite refuses: an empty file

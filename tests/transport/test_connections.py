@@ -226,6 +226,27 @@ async def test_the_started_line_names_the_port_bound_when_any_was_asked_for(host
         await server.drain(grace_s=1)
 
 
+@run
+async def test_an_ipv6_host_without_brackets_is_served_as_with_them():
+    """--host :: or ::1 (as --metrics-host takes them) made gRPC's address ``:::50051``, which
+    it refused with "Failed to bind to address ...; set GRPC_VERBOSITY=debug": the start failed
+    with grpc_port_unavailable, no word of the brackets. Now it listens there."""
+    from structlog.testing import capture_logs
+
+    for host, shown in (("::1", "[::1]"), ("::", "[::]")):
+        with capture_logs() as logs:
+            server = GrpcServer(ScriptedService(), metrics=Metrics(), admin_token=None, host=host, port=0)
+            port = await server.start()
+        try:
+            (started,) = [e for e in logs if e["event"] == "grpc_server_started"]
+            assert started["address"] == f"{shown}:{port}"
+            async with grpc.aio.insecure_channel(f"[::1]:{port}") as channel:
+                reply = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
+                assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        finally:
+            await server.drain(grace_s=1)
+
+
 def test_the_handshake_timeout_is_a_channel_argument():
     assert ("grpc.server_handshake_timeout_ms", 20_000) in channel_options(ServerLimits())
     assert ("grpc.server_handshake_timeout_ms", 1_500) in \

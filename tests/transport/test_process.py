@@ -107,7 +107,9 @@ def test_kill_9_then_restart_on_the_same_database_loses_nothing(tmp_path):
 def test_lifecycle_health_reflection_metrics_logs_and_sigterm(tmp_path):
     service = Service(tmp_path, tmp_path / "db.sqlite3", "svc", CARDGAMES_MAX_MATCHES="50",
                       CARDGAMES_BOT_PACE_S="0.5",  # below the 2 s bot deadline: a warning
-                      CARDGAMES_GC_FULL_COLLECTION_INTERVAL_S="0.3")
+                      CARDGAMES_GC_FULL_COLLECTION_INTERVAL_S="0.3",
+                      # a misspelt variable (the field is db_path): ignored without a word
+                      CARDGAMES_DB_PATH="/elsewhere/s3cret-path.sqlite3")
     seat_tokens: list[str] = []
     try:
         async def session():
@@ -178,6 +180,10 @@ def test_lifecycle_health_reflection_metrics_logs_and_sigterm(tmp_path):
                and line["uncollectable"] == 0 for line in collections)
     paced = [line for line in lines if line["event"] == "bot_pace_below_deadline"]
     assert [(w["level"], w["bot_pace_s"], w["bot_deadline_s"]) for w in paced] == [("warning", 0.5, 2.0)]
+    unknown = [line for line in lines if line["event"] == "unknown_environment_variable"
+               and line["variable"] == "CARDGAMES_DB_PATH"]
+    assert [(w["level"], w["did_you_mean"]) for w in unknown] == [("warning", "CARDGAMES_DB")]
+    assert not any("s3cret-path" in json.dumps(line) for line in lines)
     assert all({"timestamp", "level", "event"} <= line.keys() for line in lines)
     rpcs = [line for line in lines if line["event"] == "rpc"]
     submits = [line for line in rpcs if line["method"].endswith("/SubmitAction")]

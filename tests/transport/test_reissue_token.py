@@ -15,6 +15,7 @@ import stat
 from typing import Any, AsyncIterator
 
 import grpc
+import pytest
 
 from engine_service.observability.metrics import Metrics
 from engine_service.sessions.config import SessionConfig
@@ -215,6 +216,14 @@ def test_the_admin_command_prints_or_writes_the_token(tmp_path, capsys):
             printed = capsys.readouterr()
             assert written not in printed.out + printed.err
             assert (await view_of(srv, match_id, written)).seat == 1
+            # an -o that cannot be written is refused before the call: the token written just
+            # now still plays (the old code reissued it, then failed to write the new one)
+            for bad in (tmp_path / "missing" / "seat.token", tmp_path):
+                with pytest.raises(cli.UsageError):
+                    await cli.run(cli.build_parser().parse_args(
+                        [*base, "reissue-token", match_id, "1", "-o", str(bad)]), ADMIN_TOKEN)
+                assert (await view_of(srv, match_id, written)).seat == 1
+            assert sorted(p.name for p in tmp_path.iterdir()) == ["seat.token"]
             try:
                 await cli.run(cli.build_parser().parse_args([*base, "reissue-token", match_id, "7"]), ADMIN_TOKEN)
             except cli.CardGamesError as exc:

@@ -378,7 +378,8 @@ def _db_refused_unshown(capsys, url: str) -> str:
                                  "postgresql//cardgames:s3cret-pw@db.internal/cardgames",
                                  "cardgames:s3cret-pw@db.internal:5432/cardgames",
                                  "Postgres:cardgames:s3cret-pw@db.internal",
-                                 "host=db.internal user=cardgames password=s3cret-pw dbname=cardgames"])
+                                 "host=db.internal user=cardgames password=s3cret-pw dbname=cardgames",
+                                 "host=db.internal sslpassword=s3cret-pw dbname=cardgames"])
 def test_a_db_url_not_at_the_start_or_without_its_slashes_is_refused_without_showing_it(url, capsys):
     """A URL with the quotes an env file kept, a jdbc: URL, a postgresql: missing a slash: none
     starts with a scheme://, so they were taken for relative SQLite paths and the start failed
@@ -437,3 +438,23 @@ def test_an_option_before_the_command_is_refused_without_echoing_its_value(capsy
     with pytest.raises(SystemExit) as helped:
         main(["--help"])
     assert helped.value.code == 0 and "serve" in capsys.readouterr().out
+
+
+def test_a_misspelt_flag_is_refused_without_echoing_its_value(capsys):
+    """``serve --admin_token TOKEN`` or ``--database postgresql://u:pw@...`` (a misspelt flag):
+    argparse printed every unrecognized argument, the token or the password with it, on the
+    engine's stderr. The flags are named, their values only counted."""
+    from engine_service.__main__ import main
+
+    for argv, says in (
+            (["serve", "--admin_token", "s3cret-token"], "unrecognized arguments: --admin_token (1 value not shown"),
+            (["serve", "--port", "1", "--admin-tokn=s3cret-token"], "unrecognized arguments: --admin-tokn (1 value"),
+            (["prune", "--database", "postgresql://u:s3cret-pw@h/db", "--older-than-days", "1"],
+             "unrecognized arguments: --database (1 value not shown: it may hold a secret)"),
+            (["serve", "s3cret-a", "s3cret-b"], "unrecognized arguments: (2 values not shown: they may"),
+            (["serve", "-as3cret-token"], "unrecognized arguments: -a (1 value not shown")):
+        with pytest.raises(SystemExit) as refused:
+            main(argv)
+        assert refused.value.code == 2
+        err = capsys.readouterr().err
+        assert says in err and "s3cret" not in err, err
