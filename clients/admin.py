@@ -633,6 +633,9 @@ async def run(args: argparse.Namespace, token: str | None) -> int:
         return await COMMANDS[args.command](admin, args)
 
 
+_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")  # argparse's own test
+
+
 def _unknown_option(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str | None:
     """The first ``--option`` no command of ``parser`` has, or None. argparse took the value
     after such an option for the COMMAND and echoed it: ``--admin_token TOKEN list`` or
@@ -646,10 +649,14 @@ def _unknown_option(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str
     for arg in argv:
         if arg == "--":
             return None
-        if arg.startswith("--") and arg.split("=", 1)[0] not in known:
-            return arg.split("=", 1)[0]
-        if (arg.startswith("-") and not arg.startswith("--") and len(arg) > 1 and arg[:2] not in known
-                and not arg[1:].isdigit()):  # -1: a (negative) number, not an option
+        name = arg.split("=", 1)[0]
+        # argparse reads these as values, not options: a negative number, or text with a space
+        # (``terminate ID --reason "-- spam from seat 2"``)
+        if not arg.startswith("-") or len(arg) == 1 or _NEGATIVE_NUMBER.match(arg) or " " in name:
+            continue
+        if arg.startswith("--") and name not in known:
+            return name
+        if not arg.startswith("--") and arg[:2] not in known:
             return arg[:2]  # -tTOKEN: the value may follow a short option directly
     return None
 

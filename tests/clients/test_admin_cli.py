@@ -229,7 +229,8 @@ def test_terminate_ends_the_match_once(engine):
     assert after.status == match_pb2.MATCH_STATUS_TERMINATED
     assert render.struct_dict(after.result)["reason"] == "stuck since the outage"
 
-    again = refused(admin(engine.target, "terminate", match_id, "--reason", "again"))
+    # a reason that starts with a dash is text, as argparse reads it, not an unknown option
+    again = refused(admin(engine.target, "terminate", match_id, "--reason", "-- again, by mistake"))
     assert again.startswith("error: FAILED_PRECONDITION (MATCH_NOT_ACTIVE)"), again
 
     listed = [json.loads(x) for x in ok(admin(engine.target, "list", "--status", "terminated", "--json")).splitlines()]
@@ -290,7 +291,8 @@ def test_a_reader_that_leaves_early_is_not_an_error(engine):
 
 
 def test_unknown_match_is_not_found(engine):
-    for args in (["inspect", UNKNOWN_ID], ["terminate", UNKNOWN_ID, "--reason", "x"], ["export", UNKNOWN_ID]):
+    for args in (["inspect", UNKNOWN_ID], ["terminate", UNKNOWN_ID, "--reason", "-1 point: x"],
+                 ["export", UNKNOWN_ID]):
         line = refused(admin(engine.target, *args))
         assert line.startswith("error: NOT_FOUND (MATCH_NOT_FOUND)"), (args, line)
 
