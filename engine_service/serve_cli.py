@@ -150,6 +150,17 @@ def event_loop_factory(choice: str) -> tuple[Callable[[], asyncio.AbstractEventL
 MIN_ADMIN_TOKEN_LENGTH = 16
 
 
+#: The project's ``CARDGAMES_*`` variables that are not the engine's settings, read by the
+#: tests, the bench and the Node client; an engine started from a shell (or by bench/soak.py)
+#: that has them set is not misconfigured.
+OTHER_PROJECT_VARIABLES = frozenset({
+    "CARDGAMES_TEST_PG", "CARDGAMES_PRIVATE_PG",  # tests/store/pg.py, tests/postgres_env.sh
+    "CARDGAMES_SHARED",  # tests/shared_paths.py: the rulebooks and vectors
+    "CARDGAMES_SOAK_PROBE", "CARDGAMES_SOAK_PROBE_S", "CARDGAMES_SOAK_PROBE_COLLECT",  # bench/soak.py's engine
+    "CARDGAMES_PROTO_DIR",  # clients/node/cardgames.js
+})
+
+
 def unknown_variables(environ: "os._Environ[str] | dict[str, str]") -> list[tuple[str, str | None]]:
     """The ``CARDGAMES_*`` variables that no setting reads, each with the setting's variable it
     is closest to (or None). A misspelt one was ignored without a word: ``CARDGAMES_DB_PATH``
@@ -161,7 +172,8 @@ def unknown_variables(environ: "os._Environ[str] | dict[str, str]") -> list[tupl
 
     known = [s.env for s in settings_mod.SETTINGS] + [ENV_ALLOWLIST, ENV_DISABLE_AUTOLOAD]
     return [(name, next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.8)), None))
-            for name in sorted(environ) if name.startswith(settings_mod.ENV_PREFIX) and name not in known]
+            for name in sorted(environ) if name.startswith(settings_mod.ENV_PREFIX) and name not in known
+            and name not in OTHER_PROJECT_VARIABLES]
 
 
 def _summary(settings: Settings) -> dict:

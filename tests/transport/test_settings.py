@@ -4,6 +4,7 @@ values name their source and why, and stop only ``serve`` (exit 2)."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 
@@ -458,3 +459,26 @@ def test_a_misspelt_flag_is_refused_without_echoing_its_value(capsys):
         assert refused.value.code == 2
         err = capsys.readouterr().err
         assert says in err and "s3cret" not in err, err
+
+
+def test_no_variable_the_project_reads_is_warned_about_as_unknown():
+    """``unknown_environment_variable`` is for a misspelt setting: every ``CARDGAMES_*`` name
+    the repository uses (the tests', the bench's, the Node client's, besides the settings) is
+    either read by the engine or known not to be its own; the only names it flags are the
+    misspellings the tests and docs give as examples, each near a setting it names."""
+    import re
+    import subprocess
+
+    from engine_service.serve_cli import unknown_variables
+
+    root = Path(__file__).resolve().parents[2]
+    files = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True).stdout.split()
+    names = set()
+    for name in files:
+        try:
+            names |= set(re.findall(r"CARDGAMES_[A-Z0-9_]*[A-Z0-9]", (root / name).read_text(errors="replace")))
+        except (IsADirectoryError, FileNotFoundError):
+            continue
+    assert {"CARDGAMES_TEST_PG", "CARDGAMES_SOAK_PROBE_S", "CARDGAMES_PROTO_DIR"} <= names  # the scan found them
+    flagged = unknown_variables({name: "x" for name in names})
+    assert flagged and all(suggestion for _, suggestion in flagged), flagged
