@@ -243,9 +243,10 @@ _USERINFO_PASSWORD = re.compile(r"(://[^:/@]*):[^@/]*@")
 #: A password with an unencoded "/" (``openssl rand -base64`` writes them): libpq ends the user
 #: info at that "/" and reads ``user:pass`` as a host and a port, so the rule above does not
 #: see a password, and the whole URL, password included, reached the start-up line and the
-#: refusal. What follows ``user:`` up to its "/" is taken for a password unless it is a port
-#: (digits, or the first port of a host list), whenever an "@" comes later.
-_MISREAD_PASSWORD = re.compile(r"(://[^:/@?#\[]*):(?![0-9]+(?:[,/?#]|$))[^@]*@")
+#: refusal. What follows ``user:`` up to the "@" is taken for a password unless it is a port
+#: (digits, or the first port of a host list) whose "@" comes only in the query: a password
+#: may start with digits and a "/" too (``7/Qx...@``, ``12/34@``).
+_MISREAD_PASSWORD = re.compile(r"(://[^:/@?#\[]*):(?![0-9]+(?:[,?#]|$|/[^@?#]*(?:[?#]|$)))[^@]*@")
 #: libpq's key=value ``password`` and ``sslpassword`` (the passphrase of the client's key)
 _PASSWORD_PARAMETER = re.compile(r"(?i)(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s]*)")
 _PASSWORD_NAMES = ("password", "sslpassword")

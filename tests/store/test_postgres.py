@@ -357,6 +357,8 @@ def test_passwords_libpq_accepts_are_redacted(dsn):
     "postgresql://cardgames:Ab/s3cret+x@h/db",   # base64 passwords hold an unencoded "/"
     "postgresql://cardgames:/s3cret@h/db",
     "postgresql://cardgames:12ab/s3cret@h/db",
+    "postgresql://cardgames:7/s3cret+Qx=@h/db?sslmode=require",  # digits then "/": not a port
+    "postgresql://cardgames:12/s3cret@h/db",
     "postgresql://u@h/db?sslpassword=s3cret",    # the passphrase of the client's key
     "postgresql://u@h/db?sslmode=verify-full&SSLPASSWORD=s3cret",
 ])
@@ -370,7 +372,8 @@ def test_passwords_libpq_misreads_or_names_otherwise_are_redacted(dsn):
     assert "h/db" in redact(dsn)
     for kept in ("postgresql://h:5432/db?application_name=a@b",
                  "postgresql://h1:5432,h2:5433/db?application_name=a@b",
-                 "postgresql://[::1]:5432/db?application_name=a@b"):
+                 "postgresql://[::1]:5432/db?application_name=a@b",
+                 "postgresql://h:5432/db#a@b"):
         assert redact(kept) == kept
 
 
