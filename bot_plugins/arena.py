@@ -485,6 +485,8 @@ def _output_problem(path: str, *, directory: bool) -> str | None:
         return "is a directory"
     if not directory and target.exists():
         return None if os.access(target, os.W_OK) else "cannot be written (permission denied)"
+    if directory and target.is_dir():  # the boards go into it: its parent need not be writable
+        return None if os.access(target, os.W_OK | os.X_OK) else "is not writable (permission denied)"
     folder = target.absolute().parent
     while directory and not folder.exists():  # --out makes its missing parents too
         folder = folder.parent

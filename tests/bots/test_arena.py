@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from pathlib import Path
 
 import pytest
 
@@ -246,6 +247,21 @@ def test_an_output_that_cannot_be_written_is_a_usage_error_before_any_board(tmp_
         captured = capsys.readouterr()
         assert says in captured.err and "Traceback" not in captured.err and not captured.out, (flags, captured)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"] and a_file.read_text() == "kept"
+
+
+def test_an_existing_out_directory_is_checked_itself_not_its_parent(tmp_path, monkeypatch):
+    """``--out .`` (or any existing folder) in a parent the user may not write (``/home``) was
+    refused as "cannot be made: /home is not writable": the boards go into the folder itself,
+    so it is the one checked. The permissions are simulated (the tests may run as root)."""
+    parent, out = tmp_path / "parent", tmp_path / "parent" / "boards"
+    out.mkdir(parents=True)
+    writable = {out: True, parent: False}
+    monkeypatch.setattr(arena.os, "access", lambda path, mode: writable.get(Path(path), True))
+    assert arena._output_problem(str(out), directory=True) is None
+    writable[out] = False
+    assert arena._output_problem(str(out), directory=True) == "is not writable (permission denied)"
+    assert arena._output_problem(str(parent / "new"), directory=True) == (
+        f"cannot be made: {parent} is not writable (permission denied)")
 
 
 def test_the_report_table_keeps_its_columns_apart_whatever_their_width():
