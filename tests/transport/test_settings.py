@@ -466,19 +466,21 @@ def test_no_variable_the_project_reads_is_warned_about_as_unknown():
     the repository uses (the tests', the bench's, the Node client's, besides the settings) is
     either read by the engine or known not to be its own; the only names it flags are the
     misspellings the tests and docs give as examples, each near a setting it names."""
+    import os
     import re
-    import subprocess
 
     from engine_service.serve_cli import unknown_variables
 
     root = Path(__file__).resolve().parents[2]
-    files = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True).stdout.split()
+    skipped = {".git", ".venv", "node_modules", "__pycache__", ".pytest_cache", "generated"}
     names = set()
-    for name in files:
-        try:
-            names |= set(re.findall(r"CARDGAMES_[A-Z0-9_]*[A-Z0-9]", (root / name).read_text(errors="replace")))
-        except (IsADirectoryError, FileNotFoundError):
-            continue
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in skipped]
+        for name in files:
+            if name.endswith((".py", ".js", ".ts", ".go", ".sh", ".md", ".yml", ".yaml", ".toml", ".json",
+                              ".env", ".example")) or name in ("Makefile", "Dockerfile"):
+                text = Path(folder, name).read_text(errors="replace")
+                names |= set(re.findall(r"CARDGAMES_[A-Z0-9_]*[A-Z0-9]", text))
     assert {"CARDGAMES_TEST_PG", "CARDGAMES_SOAK_PROBE_S", "CARDGAMES_PROTO_DIR"} <= names  # the scan found them
     flagged = unknown_variables({name: "x" for name in names})
     assert flagged and all(suggestion for _, suggestion in flagged), flagged
