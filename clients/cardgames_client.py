@@ -896,7 +896,9 @@ class _Audience:
         played meanwhile come as ACTION events, each once, as after any other break.
 
         A reopening refused with BAD_AFTER_SEQ (the match is behind the events delivered: the
-        operator restored a backup) starts again from a SNAPSHOT of the match as it stands.
+        operator restored a backup) starts again from a SNAPSHOT of the match as it stands,
+        once the server has sent a message on this watch: before that, the ``after_seq`` is
+        only the caller's, and BAD_AFTER_SEQ is raised as at the first opening.
 
         The iterator ends after the MATCH_ENDED event (``stop_when_ended``) or raises
         CardGamesError for a failure that reconnecting cannot fix (no such match, bad token),
@@ -923,6 +925,9 @@ class _Audience:
         # past WAITING, or actions came after it (a match with actions, last > 0, started too).
         started = False
         first = True  # the first stream opens as asked
+        # the server has sent a message: ``last`` is a seq it delivered or accepted, not
+        # only the caller's (BAD_AFTER_SEQ then means a restored match, not a caller's bug)
+        heard = False
         failures = 0
         down = False  # a drop was reported (reconnecting) and no event has come since
         # the longest wait for a message before the stream counts as lost (None: no limit)
@@ -937,7 +942,6 @@ class _Audience:
             # reopened without after_seq on a waiting view: its SNAPSHOT must not skip actions
             checking = last is not None and not request.HasField("after_seq")
             behind = False
-            reopening = not first
             first = False
             call = self.client.stub.WatchMatch(request, metadata=metadata)
             try:
@@ -946,6 +950,7 @@ class _Audience:
                         interval = event.details.fields.get("interval_s")
                         if interval is not None and interval.number_value > 0:
                             silence_s = 3 * interval.number_value + 1
+                    heard = True
                     if down:
                         down = False
                         await _tell(on_connection, StreamState(RESUMED, failures, max_failures))
@@ -976,7 +981,7 @@ class _Audience:
                     continue  # reopened at once, with after_seq (no failure)
             except (grpc.RpcError, _Silent) as exc:
                 error = exc.error if isinstance(exc, _Silent) else error_from_rpc(exc)
-                if (resume and reopening and error.reason == "BAD_AFTER_SEQ"
+                if (resume and heard and error.reason == "BAD_AFTER_SEQ"
                         and request.HasField("after_seq")):
                     # The match is behind the events already delivered: the operator restored
                     # a backup (docs/operations.md, "Backup and restore"). Start again from a

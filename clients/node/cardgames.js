@@ -428,7 +428,9 @@ class Seat {
    * meanwhile come as ACTION events, each once.
    *
    * A reopening refused with BAD_AFTER_SEQ (the match is behind the events delivered: the
-   * operator restored a backup) starts again from a SNAPSHOT of the match as it stands.
+   * operator restored a backup) starts again from a SNAPSHOT of the match as it stands, once
+   * the server has sent a message on this watch: before that, afterSeq is only the caller's,
+   * and BAD_AFTER_SEQ is thrown as at the first opening.
    *
    * Options: `maxFailures`, the reopenings in a row without an event after which the failure
    * is thrown (undefined: keep trying while the server is unreachable); `onConnection(change)`,
@@ -467,6 +469,9 @@ class Seat {
     // WAITING, or actions came after it (a match with actions, last > 0, has started too).
     let started = false;
     let first = true; // the first stream opens as asked
+    // the server has sent a message: `last` is a seq it delivered or took, not only the
+    // caller's (BAD_AFTER_SEQ then means a restored match, not the caller's mistake)
+    let heard = false;
     let failures = 0;
     let down = false; // a drop was reported (reconnecting) and no event has come since
     const learn = silenceTimeoutMs === undefined || silenceTimeoutMs === null;
@@ -482,7 +487,6 @@ class Seat {
       // reopened without after_seq on a waiting view: its SNAPSHOT must not skip actions
       let checking = known() && request.after_seq === undefined;
       let behind = false;
-      const reopening = !first;
       first = false;
       const call = this.client.stub.WatchMatch(request, metadata);
       let silent; // the limit that ran out, when the stream was cancelled for its silence
@@ -498,6 +502,7 @@ class Seat {
         arm();
         for await (const event of call) {
           clearTimeout(timer);
+          heard = true;
           try {
             if (learn && event.kind === 'EVENT_KIND_HEARTBEAT') {
               // a Struct's Value keeps protobufjs' camelCase names (numberValue)
@@ -541,7 +546,7 @@ class Seat {
           ? new CardGamesError('UNAVAILABLE', `no message for ${silent / 1000} s (heartbeats included): the stream is taken for lost`,
             'STREAM_SILENT', {})
           : error instanceof CardGamesError ? error : toCardGamesError(error);
-        if (reopening && failure.reason === 'BAD_AFTER_SEQ' && request.after_seq !== undefined) {
+        if (heard && failure.reason === 'BAD_AFTER_SEQ' && request.after_seq !== undefined) {
           // The match is behind the events already delivered: the operator restored a backup
           // (docs/operations.md, "Backup and restore"). Start again from a SNAPSHOT of the
           // match as it now stands and follow it from there, rather than give up the seat.

@@ -392,3 +392,33 @@ def test_watch_still_raises_an_after_seq_the_caller_gave_ahead_of_the_match():
         assert info.value.reason == "BAD_AFTER_SEQ"
 
     run(scenario())
+
+
+class _DownThenAhead(_RestoredFromABackup):
+    """The first stream fails before any message (the engine is restarting); the reopening,
+    with the caller's after_seq, is refused as ahead of the match (BAD_AFTER_SEQ)."""
+
+    async def watch(self, match_id, principal, after_seq):
+        if not any(c[0] == "watch" for c in self.calls):
+            self.calls.append(("watch", principal, after_seq))
+            raise api.Unavailable("the engine is starting", reason="DRAINING")
+        async for event in super().watch(match_id, principal, after_seq):
+            yield event
+
+
+def test_watch_still_raises_the_callers_after_seq_ahead_of_the_match_after_a_drop():
+    """BAD_AFTER_SEQ starts again from a snapshot only once the server has sent a message
+    (the seq is one it delivered or took): a caller's own after_seq ahead of the match, refused
+    on the reopening after a first stream that failed at once, is the caller's error as when
+    the first stream is refused, not replaced by a snapshot without a word."""
+
+    async def scenario():
+        service = _DownThenAhead()
+        async with running(service) as srv, cg.connect(srv.target) as client:
+            with pytest.raises(cg.InvalidArgument) as info:
+                async for _ in client.spectate("m1").watch(after_seq=6):
+                    pass
+        assert info.value.reason == "BAD_AFTER_SEQ"
+        assert [c[2] for c in service.calls if c[0] == "watch"] == [6, 6]
+
+    run(scenario())

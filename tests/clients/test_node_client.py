@@ -712,12 +712,12 @@ def test_the_declared_node_versions_include_the_one_the_tests_run_on():
 
 _WATCH_KINDS = """
 const { Client, Seat } = require('./cardgames');
-const [target, matchId, token] = process.argv.slice(1);
+const [target, matchId, token, afterSeq] = process.argv.slice(1);
 (async () => {
   const client = new Client(target);
   const say = (line) => process.stdout.write(`${JSON.stringify(line)}\\n`);
   try {
-    for await (const event of new Seat(client, matchId, 0, token).watch()) say([event.kind, event.seq]);
+    for await (const event of new Seat(client, matchId, 0, token).watch(afterSeq === undefined ? undefined : Number(afterSeq))) say([event.kind, event.seq]);
   } catch (e) { say({ error: e.code, reason: e.reason }); }
   client.close();
 })().catch((e) => { console.error(e.message); process.exit(1); });
@@ -747,3 +747,27 @@ def test_node_watch_follows_a_match_restored_from_a_backup(node):
     assert lines == [["EVENT_KIND_SNAPSHOT", 6], ["EVENT_KIND_SNAPSHOT", 2], ["EVENT_KIND_ACTION", 3],
                      ["EVENT_KIND_MATCH_ENDED", 3]], lines
     assert [c[2] for c in calls if c[0] == "watch"] == [-1, 6, -1]
+
+
+def test_node_watch_still_throws_the_callers_after_seq_ahead_of_the_match_after_a_drop(node):
+    """As the Python library: BAD_AFTER_SEQ starts again from a snapshot only once the server
+    has sent a message; the caller's own afterSeq, refused on the reopening after a first
+    stream that failed at once, is thrown, not replaced by a snapshot without a word."""
+    from tests.transport.harness import running
+    from tests.transport.test_edge import SEAT_TOKEN
+
+    from .test_client_edge import _DownThenAhead
+
+    async def scenario():
+        service = _DownThenAhead()
+        async with running(service) as srv:
+            watcher = await asyncio.create_subprocess_exec(
+                node, "-e", _WATCH_KINDS, srv.target, "m1", SEAT_TOKEN, "6", cwd=NODE_DIR,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            out, err = await asyncio.wait_for(watcher.communicate(), 30)
+        assert watcher.returncode == 0, err.decode()
+        return [json.loads(line) for line in out.decode().splitlines()], service.calls
+
+    lines, calls = run(scenario(), timeout_s=60)
+    assert lines == [{"error": "INVALID_ARGUMENT", "reason": "BAD_AFTER_SEQ"}], lines
+    assert [c[2] for c in calls if c[0] == "watch"] == [6, 6]
