@@ -453,7 +453,8 @@ def test_an_option_before_the_command_is_refused_without_echoing_its_value(capsy
 def test_a_misspelt_flag_is_refused_without_echoing_its_value(capsys):
     """``serve --admin_token TOKEN`` or ``--database postgresql://u:pw@...`` (a misspelt flag):
     argparse printed every unrecognized argument, the token or the password with it, on the
-    engine's stderr. The flags are named, their values only counted."""
+    engine's stderr. The flags are named, their values only counted. Flags are not abbreviated
+    (an ambiguous one echoed its value too)."""
     from engine_service.__main__ import main
 
     for argv, says in (
@@ -462,7 +463,12 @@ def test_a_misspelt_flag_is_refused_without_echoing_its_value(capsys):
             (["prune", "--database", "postgresql://u:s3cret-pw@h/db", "--older-than-days", "1"],
              "unrecognized arguments: --database (1 value not shown: it may hold a secret)"),
             (["serve", "s3cret-a", "s3cret-b"], "unrecognized arguments: (2 values not shown: they may"),
-            (["serve", "-as3cret-token"], "unrecognized arguments: -a (1 value not shown")):
+            (["serve", "-as3cret-token"], "unrecognized arguments: -a (1 value not shown"),
+            # an abbreviation: "ambiguous option: --d=VALUE could match --db, ..." echoed it,
+            # and --admin=TOKEN was taken as --admin-token
+            (["serve", "--d=postgresql://u:s3cret-pw@h/db"], "unrecognized arguments: --d (1 value"),
+            (["prune", "--older-than-days", "1", "--d=postgresql://u:s3cret@h/db"], "arguments: --d (1"),
+            (["serve", "--port", "1", "--admin=s3cret-token"], "unrecognized arguments: --admin (1 value")):
         with pytest.raises(SystemExit) as refused:
             main(argv)
         assert refused.value.code == 2
