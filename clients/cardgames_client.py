@@ -733,6 +733,21 @@ seconds_arg = positive_arg("seconds", DAY_S)
 INT32_MAX = 2**31 - 1
 
 
+class TableOptionAction(argparse.Action):
+    """``--option NAME=VALUE``, repeatable, a name at most once: the same name given twice
+    (``--option kl_target_score=300 --option kl_target_score=5``) kept the last value without a
+    word; it is a usage error naming the option, as the arena's ``--options`` and a transcript
+    refuse a name given twice."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        given = list(getattr(namespace, self.dest, None) or [])
+        name = str(values).partition("=")[0]
+        if "=" in str(values) and any(g.partition("=")[0] == name for g in given):
+            raise argparse.ArgumentError(self, f"the option {name!r} is given twice: give it once")
+        setattr(namespace, self.dest, given + [values])
+
+
 def int32_arg(text: str) -> int:
     """argparse ``type`` of a seat number (``--seat``, ``SEAT``): a whole number the API's
     int32 field holds; which seats a match has, the server or the command says. A larger one
