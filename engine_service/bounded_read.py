@@ -41,14 +41,20 @@ def read_bounded(path: str | os.PathLike[str], limit: int, *, pipes: bool = True
     (the caller names the file); :class:`FileRefused` for any other kind of file or a longer
     one. ``pipes=False`` where the file is read again later by name (a pipe would then be
     empty or block)."""
-    with open(Path(path), "rb") as f:
-        mode = os.fstat(f.fileno()).st_mode
+    # O_NONBLOCK: opening a named pipe no one writes to would wait for a writer for ever
+    fd = os.open(Path(path), os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        mode = os.fstat(fd).st_mode
         if not (stat.S_ISREG(mode) or (pipes and stat.S_ISFIFO(mode))):
             kind = ("a directory" if stat.S_ISDIR(mode) else
                     "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else
                     "a pipe" if stat.S_ISFIFO(mode) else "a socket")
             raise FileRefused(f"{kind}, not a regular file")
-        data = f.read(limit + 1)
+        os.set_blocking(fd, True)
+        with open(fd, "rb", closefd=False) as f:
+            data = f.read(limit + 1)
+    finally:
+        os.close(fd)
     if len(data) > limit:
         raise FileRefused(f"larger than {_size(limit)}")
     return data

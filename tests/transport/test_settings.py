@@ -192,6 +192,9 @@ def test_environment_errors_name_the_flag_and_the_variable(tmp_path):
     with pytest.raises(ValueError) as info:
         _parse([], {"CARDGAMES_TLS_CERT": str(huge), "CARDGAMES_TLS_KEY": str(huge)})
     assert str(info.value) == f"--tls-cert / CARDGAMES_TLS_CERT {huge}: larger than 1 MiB"
+    with pytest.raises(ValueError) as info:
+        _parse(["--tls-cert", str(tmp_path), "--tls-key", str(huge)], {})
+    assert str(info.value) == f"--tls-cert / CARDGAMES_TLS_CERT {tmp_path}: a directory, not a regular file"
     with pytest.raises(ValueError, match=r"CARDGAMES_TIME_SCALE \(--time-scale\): must be more than 0"):
         _parse([], {"CARDGAMES_TIME_SCALE": "0"})
     assert S._name_fields("invalid session settings: time_scale must be > 0; db_path must be set") == (
