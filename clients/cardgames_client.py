@@ -66,13 +66,13 @@ import ssl
 import time
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Mapping, Sequence, TypeVar
 
 import grpc
 from google.protobuf import duration_pb2, json_format
 from google.rpc import error_details_pb2, status_pb2
 
+from engine_service.bounded_read import PEM_LIMIT, FileRefused, read_bounded
 from engine_service.transport.generated import (admin_pb2, admin_pb2_grpc, card_games_pb2,
                                                 card_games_pb2_grpc, match_pb2)
 
@@ -687,10 +687,12 @@ def read_root_certificates(path: str) -> bytes:
     (a key, a DER file, garbage) wrote gRPC core's "Update handshaker factory failed" lines on
     stderr, and the call then failed as UNAVAILABLE "Connection refused" or the like, naming
     the engine rather than the file. Python's ssl module reads the PEM as a TLS client does."""
-    try:
-        pem = Path(path).read_bytes()
+    try:  # bounded: /dev/zero given as --ca filled the memory
+        pem = read_bounded(path, PEM_LIMIT)
     except OSError as exc:
         raise ValueError(f"cannot read the CA file {path}: {exc.strerror or exc}") from None
+    except FileRefused as exc:
+        raise ValueError(f"the CA file {path}: {exc}") from None
     try:  # a comment line may hold other characters; only the PEM blocks count
         ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(
             cadata=pem.decode("ascii", "ignore"))
@@ -729,6 +731,21 @@ seconds_arg = positive_arg("seconds", DAY_S)
 
 #: The API's seat numbers and page sizes are int32 fields.
 INT32_MAX = 2**31 - 1
+
+
+class TableOptionAction(argparse.Action):
+    """``--option NAME=VALUE``, repeatable, a name at most once: the same name given twice
+    (``--option kl_target_score=300 --option kl_target_score=5``) kept the last value without a
+    word; it is a usage error naming the option, as the arena's ``--options`` and a transcript
+    refuse a name given twice."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        given = list(getattr(namespace, self.dest, None) or [])
+        name = str(values).partition("=")[0]
+        if "=" in str(values) and any(g.partition("=")[0] == name for g in given):
+            raise argparse.ArgumentError(self, f"the option {name!r} is given twice: give it once")
+        setattr(namespace, self.dest, given + [values])
 
 
 def int32_arg(text: str) -> int:

@@ -73,7 +73,8 @@ from . import render, terminal_text
 from .connection_sign import ConnectionSign
 from .cardgames_client import (RESUMED, CardGamesError, Client, SeatSession, StaleSequence,
                                ServerClock, StreamState, connect, int32_arg, is_finished, is_my_turn,
-                               python_value, read_root_certificates, target_arg, turn_time_arg)
+                               TableOptionAction, python_value, read_root_certificates, target_arg,
+                               turn_time_arg)
 from .local_service import LocalService, ServiceFailed
 from engine_service.transport.generated import match_pb2
 
@@ -596,7 +597,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "seat for another person); default: 'random' in every other seat")
     p.add_argument("--seat", type=int32_arg, help="your seat (default: 0 for a new match, the first open one "
                    "for --match)")
-    p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
+    p.add_argument("--option", action=TableOptionAction, default=[], metavar="NAME=VALUE",
                    help="a table option (repeatable); each game has its own, listed by --list: e.g. "
                    "kl_target_score=300 (klaberjass), target_score=11 (japanese_joker)")
     p.add_argument("--turn-time", type=turn_time_arg, default=0.0, metavar="SECONDS",

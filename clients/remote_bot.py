@@ -54,7 +54,8 @@ from engine_service.transport.generated import cards_pb2, match_pb2
 
 from .cardgames_client import (CardGamesError, Client, FailedPrecondition, SeatSession, ServerClock, StaleSequence,
                                DAY_S, connect, int32_arg, is_finished, is_my_turn, positive_arg,
-                               read_root_certificates, struct_value, target_arg, turn_time_arg, whole_numbers)
+                               TableOptionAction, read_root_certificates, struct_value, target_arg, turn_time_arg,
+                               whole_numbers)
 from .local_service import LocalService
 
 #: A call that failed so after the client's own retries reached no engine (a restart, a drop).
@@ -392,7 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--game", help="game of a new match")
     p.add_argument("--opponents", default="", help="bots in the other seats of a new match, in seat order, "
                    "or one for all of them ('open' leaves a seat for someone else; default: random)")
-    p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE", help="table option")
+    p.add_argument("--option", action=TableOptionAction, default=[], metavar="NAME=VALUE", help="table option")
     p.add_argument("--turn-time", type=turn_time_arg, default=0.0, help="per-decision timer of a new match")
     p.add_argument("--name", default="remote bot", help="player name")
     p.add_argument("--budget-ms", type=milliseconds_arg, default=1000.0,

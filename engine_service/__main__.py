@@ -13,7 +13,11 @@ COMMANDS = ("engine_service.serve_cli", "engine_service.replay_cli", "engine_ser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m engine_service",
+    # no abbreviated flags: argparse's "ambiguous option: --d=VALUE could match --db, ..."
+    # echoed the value (a PostgreSQL URL with its password, an admin token), and ``--admin=X``
+    # was taken as ``--admin-token``; a flag not spelt out is refused as unrecognized, its value
+    # not shown (_unrecognized)
+    parser = argparse.ArgumentParser(prog="python -m engine_service", allow_abbrev=False,
                                      description="Card-game engine service and tools.")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
@@ -24,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             raise
         module.add_parser(sub)
+    for command in sub.choices.values():
+        command.allow_abbrev = False
     given = sys.argv[1:] if argv is None else argv
     if given and given[0].startswith("-") and given[0] not in ("-h", "--help"):
         # an option before any command (``--db URL`` without ``serve``): argparse took the

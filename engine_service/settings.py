@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from .bounded_read import PEM_LIMIT, FileRefused, read_bounded
 from .sessions.config import SessionConfig
 from .sessions.delay import MAX_SPECTATOR_DELAY
 from .transport.auth import MAX_TOKEN_CHARS
@@ -540,10 +541,12 @@ def _check_pem(flag: str, path: Path, block: bytes, what: str, shown: str) -> by
     """A TLS file that cannot be read, or does not hold a PEM block of the kind its flag
     needs, is a configuration error named by its flag and variable (grpc would only say that
     the port could not be bound)."""
-    try:
-        text = path.read_bytes()
+    try:  # bounded: /dev/zero given as a certificate filled the memory
+        text = read_bounded(path, PEM_LIMIT, pipes=False)
     except OSError as exc:
         raise ValueError(f"{flag} {path}: cannot read it ({exc.strerror})") from None
+    except FileRefused as exc:
+        raise ValueError(f"{flag} {path}: {exc}") from None
     if b"-----BEGIN " not in text:
         raise ValueError(f"{flag} {path}: not a PEM file")
     if block not in text:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..bounded_read import TRANSCRIPT_LIMIT, FileRefused, read_bounded
 from .cards import card_code
 from .errors import RulesError, TranscriptError
 from .game import CHANCE, TERMINAL, State
@@ -86,10 +87,14 @@ def loads(text: str | bytes) -> dict[str, Any]:
 
 
 def load(path: str | Path) -> dict[str, Any]:
+    """A transcript file, read up to :data:`TRANSCRIPT_LIMIT` (an endless or huge file given
+    by mistake is refused, not read until memory runs out)."""
     try:
-        raw = Path(path).read_bytes()
+        raw = read_bounded(path, TRANSCRIPT_LIMIT)
     except OSError as exc:
         raise TranscriptError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except FileRefused as exc:
+        raise TranscriptError(f"{path}: {exc}") from None
     return loads(raw)
 
 

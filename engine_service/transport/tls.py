@@ -25,6 +25,8 @@ from pathlib import Path
 import grpc
 import structlog
 
+from ..bounded_read import PEM_LIMIT, FileRefused, read_bounded
+
 log = structlog.get_logger("cardgames.server")
 
 #: What identifies one state of a file: its inode, size and modification time. A renewal
@@ -37,14 +39,22 @@ def _stamp(path: Path) -> _Stamp:
     return st.st_ino, st.st_size, st.st_mtime_ns
 
 
+def _read(path: Path) -> bytes:
+    """A PEM file, bounded (a renewal that put a huge file in place must not fill the memory);
+    ValueError naming the file otherwise."""
+    try:
+        return read_bounded(path, PEM_LIMIT, pipes=False)
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
+    except FileRefused as exc:
+        raise ValueError(f"{path}: {exc}") from None
+
+
 def load_pair(cert: Path, key: Path) -> tuple[bytes, bytes]:
     """The PEM bytes of a certificate chain and its key, once Python's ssl module has loaded
     them as a TLS server does (ValueError saying why not). Read before and after the check,
     so that a file rewritten meanwhile is not taken half-checked."""
-    try:
-        before = cert.read_bytes(), key.read_bytes()
-    except OSError as exc:
-        raise ValueError(f"cannot read {exc.filename}: {exc.strerror}") from None
+    before = _read(cert), _read(key)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
 
     def no_passphrase() -> bytes:
@@ -56,10 +66,7 @@ def load_pair(cert: Path, key: Path) -> tuple[bytes, bytes]:
         raise ValueError(f"not a usable certificate and private key ({exc.reason or exc})") from None
     except OSError as exc:
         raise ValueError(f"cannot read {exc.filename}: {exc.strerror}") from None
-    try:
-        after = cert.read_bytes(), key.read_bytes()
-    except OSError as exc:
-        raise ValueError(f"cannot read {exc.filename}: {exc.strerror}") from None
+    after = _read(cert), _read(key)
     if after != before:
         raise ValueError("the files changed while they were read")
     return before

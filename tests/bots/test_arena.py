@@ -215,10 +215,15 @@ def test_one_board_prints_no_interval_rather_than_minus_to_plus_infinity(tmp_pat
      'the name "kl_target_score" appears twice in one object'),
     (["--options", '{"kl_target_score": -5}'], "option 'kl_target_score': invalid value -5"),
     (["--game", "nope"], "unknown game 'nope'"),
+    (["--plugin", "tests.plugins.import_fails"],
+     "error: --plugin tests.plugins.import_fails did not load (import): ImportError at import_fails.py:3"),
+    (["--plugin", "tests.plugins.no_such_module"], "error: --plugin tests.plugins.no_such_module did not "
+     "load (import): ModuleNotFoundError: no module named 'tests.plugins.no_such_module'\n"),
 ])
 def test_bad_arguments_are_usage_errors_not_tracebacks_or_empty_reports(flags, says, capsys):
     """--deals 0 printed a report of nan means (exit 0); a typo in --options, an invalid option
-    or an unknown game was a traceback (exit 1)."""
+    or an unknown game was a traceback (exit 1); a --plugin module that did not load was a
+    bot_plugin_failed line, and the run went on without it (exit 0)."""
     with pytest.raises(SystemExit) as exit_:
         arena.main(["--game", "klaberjass", "--bots", "random,random", "--deals", "1", "--no-progress", *flags])
     assert exit_.value.code == 2

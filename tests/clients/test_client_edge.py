@@ -283,6 +283,24 @@ def test_a_turn_time_or_an_option_the_request_cannot_carry_is_a_usage_error(caps
     assert play.build_parser().parse_args(["--seat", "1"]).seat == 1
 
 
+def test_an_option_given_twice_is_a_usage_error_naming_it(capsys):
+    """``--option kl_target_score=300 ... --option kl_target_score=5`` created a match to 5,
+    the first value dropped without a word (the arena's --options refuses it as a usage error);
+    distinct options still make the list, in order."""
+    from clients import play, remote_bot
+
+    twice = ["--option", "kl_target_score=300", "--option", "kl_last_trick=true", "--option", "kl_target_score=5"]
+    for parser, base in ((play.build_parser(), ["--game", "klaberjass"]),
+                         (remote_bot.build_parser(), ["--bot", "random", "--game", "klaberjass"])):
+        with pytest.raises(SystemExit) as info:
+            parser.parse_args([*base, *twice])
+        err = capsys.readouterr().err.splitlines()[-1]
+        assert info.value.code == 2 and err.endswith(
+            "error: argument --option: the option 'kl_target_score' is given twice: give it once"), err
+        assert parser.parse_args([*base, *twice[:4]]).option == [
+            "kl_target_score=300", "kl_last_trick=true"]
+
+
 @pytest.mark.parametrize("module,args", [
     ("clients.admin", ["list"]), ("clients.health", []), ("clients.play", ["--list"]),
     ("clients.watch", ["MATCH"]), ("clients.remote_bot", []),

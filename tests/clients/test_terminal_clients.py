@@ -425,6 +425,13 @@ def test_a_ca_file_without_a_certificate_is_one_line_naming_it(engine, tmp_path)
     commented = tmp_path / "commented.pem"
     commented.write_bytes("Bag Attributes: caf\u00e9\n".encode() + cert.read_bytes())
     assert cg.read_root_certificates(str(commented)) == commented.read_bytes()
+    huge = tmp_path / "huge.pem"  # read to its end, as /dev/zero was until memory ran out
+    with open(huge, "wb") as f:  # sparse: no disk written
+        f.truncate(1024 * 1024 + 1)
+    for path, why in (("/dev/null", "a device, not a regular file"), (str(huge), "larger than 1 MiB")):
+        with pytest.raises(ValueError) as info:
+            cg.read_root_certificates(path)
+        assert str(info.value) == f"the CA file {path}: {why}"
     garbage = str(tmp_path / "garbage.pem")
     for args in (["clients.health", "--target", engine.target],
                  ["clients.watch", "m1", "--target", engine.target, "--plain"]):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -238,3 +239,28 @@ def test_an_object_repeating_a_name_is_refused(tmp_path, capsys):
     status, out = _replay(bad, capsys)
     assert status == 1
     assert out == f'{bad}: error: not valid JSON: the name "action" appears twice in one object\n', out
+
+
+def test_a_device_or_a_file_past_the_limit_is_refused_and_the_next_file_still_checked(tmp_path, capsys):
+    """The file was read to its end: ``replay /dev/zero`` (or a huge file given by mistake)
+    grew the process until memory ran out. A device is refused before it is read, a file past
+    TRANSCRIPT_LIMIT once that much has been read; a pipe (``<(gunzip -c FILE)``) is still
+    read, up to the limit."""
+    from engine_service.bounded_read import TRANSCRIPT_LIMIT
+
+    huge = tmp_path / "huge.json"
+    with open(huge, "wb") as f:  # sparse: no disk written
+        f.truncate(TRANSCRIPT_LIMIT + 1)
+    status = main(["replay", "--check", "/dev/null", str(huge), str(SAMPLES[0])])
+    assert status == 1
+    assert capsys.readouterr().out == ("/dev/null: error: /dev/null: a device, not a regular file\n"
+                                       f"{huge}: error: {huge}: larger than 64 MiB\n"
+                                       f"{SAMPLES[0]}: ok\n")
+    read, write = os.pipe()
+    os.write(write, SAMPLES[0].read_bytes())
+    os.close(write)
+    try:
+        assert main(["replay", "--check", f"/dev/fd/{read}"]) == 0
+    finally:
+        os.close(read)
+    assert capsys.readouterr().out == f"/dev/fd/{read}: ok\n"

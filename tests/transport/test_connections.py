@@ -586,11 +586,19 @@ def test_a_certificate_file_missing_for_a_moment_keeps_the_pair_in_force(tmp_pat
         assert [e["event"] for e in logs] == ["tls_reload_failed"]
         assert "cannot read" in logs[0]["error"]
         cert.write_bytes(new_cert)
+        huge = tmp_path / "huge.crt"
+        with open(huge, "wb") as f:  # sparse; read to its end it could have filled the memory
+            f.truncate(1024 * 1024 + 1)
+        os.replace(huge, cert)
+        assert files.fetch() is None
+        assert logs[-1]["error"] == f"{cert}: larger than 1 MiB"
+        cert.write_bytes(new_cert)
         assert files.fetch() is None  # the certificate back, with another key: refused
         _replace(key, new_key)
         assert isinstance(files.fetch(), grpc.ServerCertificateConfiguration)
         assert files.fetch() is None
-    assert [e["event"] for e in logs] == ["tls_reload_failed", "tls_reload_failed", "tls_certificate_reloaded"]
+    assert [e["event"] for e in logs] == ["tls_reload_failed", "tls_reload_failed", "tls_reload_failed",
+                                          "tls_certificate_reloaded"]
 
 
 # ---- the metrics endpoint ---------------------------------------------------------------------

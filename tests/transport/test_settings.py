@@ -183,6 +183,19 @@ def test_environment_errors_name_the_flag_and_the_variable(tmp_path):
     with pytest.raises(ValueError) as info:
         _parse([], {"CARDGAMES_TLS_CERT": str(tmp_path / "c.pem"), "CARDGAMES_TLS_KEY": str(tmp_path / "k.pem")})
     assert str(info.value).startswith(f"--tls-cert / CARDGAMES_TLS_CERT {tmp_path / 'c.pem'}: cannot read it")
+    # read to its end: /dev/zero as the certificate filled the memory
+    huge = tmp_path / "huge.pem"
+    with open(huge, "wb") as f:  # sparse: no disk written
+        f.truncate(1024 * 1024 + 1)
+    with pytest.raises(ValueError) as info:
+        _parse(["--tls-cert", "/dev/null", "--tls-key", str(huge)], {})
+    assert str(info.value) == "--tls-cert / CARDGAMES_TLS_CERT /dev/null: a device, not a regular file"
+    with pytest.raises(ValueError) as info:
+        _parse([], {"CARDGAMES_TLS_CERT": str(huge), "CARDGAMES_TLS_KEY": str(huge)})
+    assert str(info.value) == f"--tls-cert / CARDGAMES_TLS_CERT {huge}: larger than 1 MiB"
+    with pytest.raises(ValueError) as info:
+        _parse(["--tls-cert", str(tmp_path), "--tls-key", str(huge)], {})
+    assert str(info.value) == f"--tls-cert / CARDGAMES_TLS_CERT {tmp_path}: a directory, not a regular file"
     with pytest.raises(ValueError, match=r"CARDGAMES_TIME_SCALE \(--time-scale\): must be more than 0"):
         _parse([], {"CARDGAMES_TIME_SCALE": "0"})
     assert S._name_fields("invalid session settings: time_scale must be > 0; db_path must be set") == (
@@ -444,7 +457,8 @@ def test_an_option_before_the_command_is_refused_without_echoing_its_value(capsy
 def test_a_misspelt_flag_is_refused_without_echoing_its_value(capsys):
     """``serve --admin_token TOKEN`` or ``--database postgresql://u:pw@...`` (a misspelt flag):
     argparse printed every unrecognized argument, the token or the password with it, on the
-    engine's stderr. The flags are named, their values only counted."""
+    engine's stderr. The flags are named, their values only counted. Flags are not abbreviated
+    (an ambiguous one echoed its value too)."""
     from engine_service.__main__ import main
 
     for argv, says in (
@@ -453,7 +467,12 @@ def test_a_misspelt_flag_is_refused_without_echoing_its_value(capsys):
             (["prune", "--database", "postgresql://u:s3cret-pw@h/db", "--older-than-days", "1"],
              "unrecognized arguments: --database (1 value not shown: it may hold a secret)"),
             (["serve", "s3cret-a", "s3cret-b"], "unrecognized arguments: (2 values not shown: they may"),
-            (["serve", "-as3cret-token"], "unrecognized arguments: -a (1 value not shown")):
+            (["serve", "-as3cret-token"], "unrecognized arguments: -a (1 value not shown"),
+            # an abbreviation: "ambiguous option: --d=VALUE could match --db, ..." echoed it,
+            # and --admin=TOKEN was taken as --admin-token
+            (["serve", "--d=postgresql://u:s3cret-pw@h/db"], "unrecognized arguments: --d (1 value"),
+            (["prune", "--older-than-days", "1", "--d=postgresql://u:s3cret@h/db"], "arguments: --d (1"),
+            (["serve", "--port", "1", "--admin=s3cret-token"], "unrecognized arguments: --admin (1 value")):
         with pytest.raises(SystemExit) as refused:
             main(argv)
         assert refused.value.code == 2
