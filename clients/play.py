@@ -204,9 +204,11 @@ class PlayApp(ConnectionSign, App):
 
     async def follow(self) -> None:
         log = self.query_one("#log", RichLog)
+        snapshots = 0
         try:
             async for event in self.session.watch(after_seq=FROM_THE_START, max_failures=self.reconnect_tries,
                                                   on_connection=self.on_connection):
+                snapshots += event.kind == match_pb2.EVENT_KIND_SNAPSHOT
                 if event.kind == match_pb2.EVENT_KIND_HEARTBEAT:
                     self.server_clock.heard(event.details, time.time())
                 if event.kind == match_pb2.EVENT_KIND_PRESENCE:
@@ -216,10 +218,11 @@ class PlayApp(ConnectionSign, App):
                     log.write(line)
                 if event.HasField("view"):
                     self._deals_logged = log_scored_deals(log, event.view, self.summary, self._deals_logged)
-                # a SNAPSHOT is the match as it stands, also behind the view shown (a backup
-                # restored: the library's watch starts again from one)
-                if event.HasField("view") and (event.view.seq >= self.view_msg.seq
-                                               or event.kind == match_pb2.EVENT_KIND_SNAPSHOT):
+                # a later SNAPSHOT is the match as it stands, also behind the view shown (a
+                # backup restored: the library's watch starts again from one); the stream's
+                # first may arrive after a newer view (the answer to this seat's own action)
+                if event.HasField("view") and (event.view.seq >= self.view_msg.seq or (
+                        event.kind == match_pb2.EVENT_KIND_SNAPSHOT and snapshots > 1)):
                     self.view_msg = event.view
                     self.redraw()
                 if event.kind == match_pb2.EVENT_KIND_MATCH_ENDED:
