@@ -829,7 +829,7 @@ class MatchManager:
         if more and listings:
             last = listings[-1].record
             token = encode_page_token("matches", filters, last.created_at, last.match_id)
-        summaries = [self._matches[li.record.match_id].summary() if li.record.match_id in self._matches
+        summaries = [self._matches[li.record.match_id].summary(live=True) if li.record.match_id in self._matches
                      else _summary_of(li) for li in listings]
         # The store filtered its rows, but a match held in memory is summarised as it is now:
         # one that changed state since (it started, ended or was terminated while the store
@@ -861,7 +861,7 @@ class MatchManager:
         view["first_dealer"] = m.first_dealer
         view["decks"] = [list(m.decks[d].cards) for d in sorted(m.decks)]
         view["seats"] = m.presence()
-        return Inspection(m.summary(), replace(env, view=view))
+        return Inspection(m.summary(live=True), replace(env, view=view))
 
     async def export_transcript(self, match_id: str) -> dict[str, Any]:
         """The match as a card-transcript/1 object (decks included: admin only)."""
@@ -1038,7 +1038,7 @@ class MatchManager:
                                          reason="SEAT_LEFT")
             token = await self._replace_token(m, slot, "", "the operator")
             m.log.info("seat_token_reissued", seat=seat)
-            return JoinResult(match_id=m.match_id, seat=seat, token=token), m.summary()
+            return JoinResult(match_id=m.match_id, seat=seat, token=token), m.summary(live=True)
 
         return await self._exclusive(m, locked)
 

@@ -496,19 +496,34 @@ class LiveMatch:
             spectator_delay_actions=self.spectator_delay, create_hash=self.create_hash,
             create_digest=self.create_digest)
 
-    def summary(self) -> MatchSummary:
+    def summary(self, live: bool = False) -> MatchSummary:
+        """The match's summary for anybody (GetMatch needs no token): its ``deal_commitments``
+        stop at the deals dealt by the spectators' horizon (:meth:`spectator_deal_commitments`),
+        as their views do. ``live``: the admin's (never delayed), every deal dealt so far."""
         return MatchSummary(
             match_id=self.match_id, game=self.game.id, options=self.options.non_default(),
             status=self.status, seq=self.seq, seats=tuple(s.info(self.takeover_bot) for s in self.seats),
             turn_time_s=self.turn_time_s, spectators_allowed=self.spectators_allowed,
             created_at=self.created_at, name=self.name,
             result=dict(self.result) if self.result is not None else None, listed=self.listed,
-            deal_commitments=self.deal_commitments(), spectator_delay_actions=self.spectator_delay)
+            deal_commitments=self.deal_commitments() if live else self.spectator_deal_commitments(),
+            spectator_delay_actions=self.spectator_delay)
 
     def deal_commitments(self) -> tuple[str, ...]:
         """The public commitment of every deal dealt so far, in deal order (decks given ahead,
         by the admin, stay unannounced until dealt)."""
         return tuple(self.commitment_of(d) for d in range(self.deals_dealt))
+
+    def spectator_deal_commitments(self) -> tuple[str, ...]:
+        """:meth:`deal_commitments` as delayed spectators may know them: those of the deals
+        dealt by their horizon. A new commitment says that a deal ended (a Klaberjass deal
+        thrown in after four passes, KL-3.5, is two actions long or eight), which their views
+        show only D actions later; counted live, it told them first."""
+        seq = self.spectator_horizon()
+        if seq >= self.seq:
+            return self.deal_commitments()
+        c = self._cursor = cursor_at(self, self._cursor, seq)
+        return tuple(self.commitment_of(d) for d in range(c.dealt))
 
     def shown_cards(self) -> dict[int, frozenset[str]]:
         """Per deal dealt, the cards the table saw (:func:`.fairness.shown_cards`): a replay of
