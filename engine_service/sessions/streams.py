@@ -78,7 +78,9 @@ class WatchStreams:
                              f"{' for spectators' if live < m.seq else ''})", reason="BAD_AFTER_SEQ",
                              field="after_seq")
         slot = m.seats[audience] if isinstance(audience, int) else None
-        evicted = False
+        # a stream of this seat (or a spectator's) that overflowed in this turn of the event
+        # loop stops counting now, before the limits are checked: the new stream takes its place
+        evicted = self._overflowed_now(m, audience, slot)
         if slot is not None:
             if slot.streams >= self._config.max_streams_per_seat:
                 # the newest stream wins: a client reconnecting over connections the server
@@ -224,6 +226,19 @@ class WatchStreams:
             self._uncount(m, w, slot)
             if slot is not None and slot.streams == 0 and not m.over:
                 self._clock.disconnected(m, slot)
+
+    def _overflowed_now(self, m: LiveMatch, audience, slot: SeatSlot | None) -> bool:
+        """Uncount the streams of ``slot``'s seat (None: the spectators' and the admin's) that
+        overflowed and still count: :meth:`overflowed` uncounts them on the loop's next turn,
+        and a stream opened before that (in the same turn) found the seat at its limit because
+        of them and closed the seat's oldest live stream instead. Whether one of the seat's was
+        uncounted: the new stream then takes its place, the seat present throughout (the
+        handler on the next turn finds it uncounted and tells the clock nothing)."""
+        gone = [w for w in m.watchers if w.overflowed and w.counted
+                and (w.audience == audience if slot is not None else not isinstance(w.audience, int))]
+        for w in gone:
+            self._uncount(m, w, slot)
+        return slot is not None and bool(gone)
 
     def _heartbeat(self, m: LiveMatch, audience, delivered: int) -> MatchEvent:
         """A heartbeat at ``delivered``, the seq of the last event the stream delivered. A

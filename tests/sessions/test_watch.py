@@ -556,6 +556,57 @@ def test_an_overflowed_spectator_stream_frees_its_slot(limit):
     assert [e.kind for e in first] == ["snapshot"]
 
 
+def test_a_stream_opened_in_the_turn_its_seat_overflowed_evicts_no_live_stream():
+    """The overflow of a stream is handled on the event loop's next turn (the writer's
+    ``_overflowed``), but from that moment it counts no more under the seat's stream limit:
+    a stream of the seat opened in the same turn (here by a client that opens another as its
+    live stream delivers the event that overflowed the stalled one) takes the overflowed
+    stream's place. It used to count it, find the seat at its limit and close the seat's
+    oldest *live* stream (MAX_SEAT_STREAMS) instead. The seat stays present throughout: no
+    presence event for it, no grace window."""
+    async def go():
+        async with manager(config(watcher_queue_size=3, max_streams_per_seat=2, reconnect_grace_s=60)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            stalled, w = await _stall(mgr, match_id, ps[0])
+            other = Stream(mgr, match_id, ps[1])
+            live_events, opened, errors = [], [], []
+
+            async def live_client():
+                try:
+                    async for ev in mgr.watch(match_id, ps[0], -1):
+                        live_events.append(ev)
+                        if w.overflowed and not opened:  # in the turn of the overflow
+                            counted, stream = w.counted, mgr.watch(match_id, ps[0], -1)
+                            opened.append((stream, await stream.__anext__(), counted))
+                except Exception as exc:  # noqa: BLE001 - kept for the test to inspect
+                    errors.append(exc)
+
+            task = asyncio.ensure_future(live_client())
+            await until(lambda: m.seats[0].streams == 2 and m.seats[1].present)
+            seq = await _play_until_overflowed(mgr, match_id, ps, w, random.Random(9))
+            await until(lambda: bool(opened) and not w.counted)
+            await play_random(mgr, match_id, ps, random.Random(10), max_actions=1)
+            await until(lambda: task.done() or any(e.kind == "action" and e.seq == seq + 1 for e in live_events))
+            state = dict(streams=m.seats[0].streams, present=m.seats[0].present, grace=m.seats[0].grace_handle,
+                         live=[w2.opened for w2 in m.watchers if w2.audience == 0 and not w2.closed])
+            seat0 = [(e.kind, e.reason) for e in other.events if e.kind == "presence" and e.seat == 0]
+            new_stream, first, counted_then = opened[0]
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await new_stream.aclose()
+            await stalled.aclose()
+            await other.close()
+            return state, seat0, first, counted_then, errors
+
+    state, seat0, first, counted_then, errors = run(go())
+    assert counted_then, "opened before the overflow was handled"
+    assert errors == [], "the live stream was closed"
+    assert first.kind == "snapshot"
+    assert (state["streams"], state["present"], state["grace"], len(state["live"])) == (2, True, None, 2)
+    assert seat0 == [], "no disconnected, no connected: present throughout"
+
+
 def test_a_resumed_stream_replays_no_presence_change_getmatch_and_the_seats_own_return_tell():
     """docs/api.md "Watching": only actions are replayed. A spectator back with after_seq gets
     the actions it missed but not the other seat's disconnection meanwhile: GetMatch's seats
