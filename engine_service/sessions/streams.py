@@ -241,17 +241,20 @@ class WatchStreams:
         return slot is not None and bool(gone)
 
     def _heartbeat(self, m: LiveMatch, audience, delivered: int) -> MatchEvent:
-        """A heartbeat at ``delivered``, the seq of the last event the stream delivered. A
-        delayed spectator's position has no deadline (asked now: a stream opened before the
-        first action was not behind then). ``interval_s`` is the longest this stream stays
+        """A heartbeat at ``delivered``, the seq of the last event the stream delivered, with
+        the deadline of that seq's decision: the match's current one while the stream is at
+        the match's seq, else none. Behind it (an action queued after the heartbeat the clock
+        asked for, :meth:`.watchers.Watcher.beat`; a delayed spectator's position, asked now:
+        a stream opened before the first action was not behind then), that decision is taken:
+        the current deadline is the next decision's, which the heartbeat used to carry to a
+        client that applied it to the decision it still showed. ``interval_s`` is the longest this stream stays
         silent: a client that hears nothing for a few of them knows its stream is dead end to
         end, where keepalive pings only test the hop to the nearest proxy, and later.
         ``server_time`` is the server's clock as the heartbeat is made (unix seconds): a client
         whose clock is off measures its offset with it, since ``deadline`` is on the server's
         clock (a countdown, a remote bot's budget)."""
-        behind = audience == SPECTATOR and m.spectator_horizon() < m.seq
         return MatchEvent(kind="heartbeat", seq=delivered, match_id=m.match_id,
-                          details={"deadline": None if behind else m.deadline,
+                          details={"deadline": m.deadline if delivered == m.seq else None,
                                    "interval_s": self._config.heartbeat_interval_s,
                                    "server_time": time.time()})
 

@@ -61,8 +61,10 @@ class Watcher:
         return self.queue.maxsize - 1
 
     def beat(self) -> None:
-        """Have the stream send a heartbeat (with the deadline as it is then) after the
-        events queued: the clock changed without an event of its own to say so. Nothing on a
+        """Have the stream send a heartbeat after the events queued: the clock changed without
+        an event of its own to say so. Its deadline is the match's when the reader reaches it,
+        none if an event queued after it has moved the match on by then (the decision at the
+        seq it reports is taken: :meth:`.streams.WatchStreams._heartbeat`). Nothing on a
         closed stream, nor on one whose queue is full: it is behind, and never closed for a
         heartbeat (events only overflow it)."""
         if not self.closed and self.queue.qsize() < self.limit:

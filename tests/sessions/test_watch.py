@@ -324,6 +324,41 @@ def test_a_stream_with_nothing_to_replay_starts_with_a_heartbeat_at_once():
     assert [(e.kind, e.seq) for e in live if e.kind != "presence"] == [("heartbeat", seq), ("action", seq + 1)]
 
 
+def test_a_heartbeat_queued_before_an_action_carries_no_deadline_of_the_next_decision():
+    """A heartbeat the clock asks for (``LiveMatch.beat``: a deadline changed with no event to
+    carry it) is queued behind the stream's events and made when the reader reaches it. An
+    action queued after it has moved the match on by then: the heartbeat reports the seq the
+    stream delivered, whose decision is taken, and used to carry the deadline of the next one
+    (the current one), which the client applied to the decision it still showed. It carries
+    none now; the action behind it brings the new deadline in its view."""
+    async def go():
+        async with manager(config(heartbeat_interval_s=600)) as mgr:
+            match_id, ps = await open_match(mgr, "japanese_joker", turn_time_s=60)
+            m = mgr._matches[match_id]
+            other = Stream(mgr, match_id, ps[1])
+            stream = mgr.watch(match_id, ps[0], -1)
+            assert (await stream.__anext__()).kind == "snapshot"
+            await until(lambda: m.seats[1].present and m.deadline is not None)
+            seq, before = m.seq, m.deadline
+            m.beat()  # as the clock does (MatchClock._retry_now)
+            await play_random(mgr, match_id, ps, random.Random(2), max_actions=1)
+            after = m.deadline
+            events = []
+            while not events or events[-1].kind != "action":
+                events.append(await stream.__anext__())
+            idle = m.beat() or await stream.__anext__()  # the stream at the match's seq again
+            await stream.aclose()
+            await other.close()
+            return seq, before, after, events, idle
+
+    seq, before, after, events, idle = run(go())
+    assert after is not None and after != before
+    beats = [e for e in events if e.kind == "heartbeat"]
+    assert [(b.seq, b.details["deadline"]) for b in beats] == [(seq, None)]
+    assert (events[-1].seq, events[-1].view.deadline) == (seq + 1, after)
+    assert (idle.kind, idle.seq, idle.details["deadline"]) == ("heartbeat", seq + 1, after)
+
+
 def test_a_stream_cancelled_as_an_event_arrives_still_ends():
     """The transport cancels a stream when its client goes away. If an event reaches the
     stream's queue in the same instant, the cancellation must still win (presence ends),
