@@ -223,8 +223,16 @@ class Seating:
         eviction. It did not: an ended match was evicted with a seat write in doubt (a token
         reissued nobody was given), its rewrite stopped, and the store kept that token while
         the player's own was refused once the match was read back (found by the play fuzz)."""
-        return (match_id in self.start_retries or match_id in self.end_settlements
+        return (self._start_pending(match_id) or match_id in self.end_settlements
                 or match_id in self.status_writes or any(key[0] == match_id for key in self.seat_resyncs))
+
+    def _start_pending(self, match_id: str) -> bool:
+        """Whether a start retry series (:meth:`_retry_start`) has work left: while its match
+        waits. Once the match has started (a retried join, the sweeper) or ended, the series
+        has nothing to do (a match starts once) and only ends when it wakes from its backoff,
+        up to the sweeper's interval later: it kept an ended match from eviction until then."""
+        m = self._held(match_id)
+        return match_id in self.start_retries and m is not None and m.status == "waiting"
 
     def write_status_soon(self, m: LiveMatch) -> None:
         """Write the status (finished, its result and end time) of a match its last action
@@ -522,4 +530,5 @@ class Seating:
         self._retry(self.start_retries, m.match_id, m, lambda: self.retry_stalled(m, by="retry"),
                     f"start-retry-{m.match_id}",
                     lambda error, delay: log.error("match_start_failed", match_id=m.match_id,
-                                                   error=error, retry_in_s=delay))
+                                                   error=error, retry_in_s=delay),
+                    going_on=lambda: self._held(m.match_id) is m and m.status == "waiting")

@@ -470,3 +470,32 @@ def test_a_server_closes_while_a_start_in_doubt_is_retried(monkeypatch):
     logs, m, retries = run(go())
     assert m.status == "waiting" and retries == {}
     assert not [e for e in logs if e["event"] in ("session_task_failed", "session_write_failed")]
+
+
+def test_a_match_that_ended_is_evicted_while_its_start_retry_still_sleeps(monkeypatch):
+    """A start in doubt is retried after a backoff (up to the sweeper's interval); a retried
+    join started the match meanwhile, and it was played to its end (here terminated). The
+    retry has nothing left to do (a match starts once), yet while it slept it kept the ended
+    match from eviction (``Seating.busy``) until it woke. It no longer counts once the match
+    has left ``waiting``: the match is evicted at once, and the retry, when it wakes, ends."""
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 3600.0)  # asleep for the whole test
+    store = FailingStart()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="japanese_joker"))
+            await mgr.join_match(s.match_id, 0, "a", join_id())
+            store.fail, store.unreadable, key = True, 1, join_id()
+            failed = await refused(mgr.join_match(s.match_id, 1, "b", key))
+            sleeping = s.match_id in mgr._seating.start_retries
+            await mgr.join_match(s.match_id, 1, "b", key)  # the retried join starts it
+            started = mgr._matches[s.match_id].status
+            await mgr.terminate_match(s.match_id, "closed")
+            evicted, gone = mgr.evict_finished(), s.match_id not in mgr.match_ids()
+            again = await mgr.get_match(s.match_id)  # read back from the store
+            return failed, sleeping, started, evicted, gone, again
+
+    failed, sleeping, started, evicted, gone, again = run(go())
+    assert failed.reason == "STORE_UNAVAILABLE" and sleeping and started == "active"
+    assert (evicted, gone) == (1, True)
+    assert again.status == "terminated"
