@@ -1179,9 +1179,10 @@ class MatchManager:
             # Start it as the join would have, or it would wait with no open seat until the
             # waiting timeout abandoned it
             await self._seating.start(m)
-        if m.active:
+        if m.active and not self._writer.past_deal_limit(m):
             # a deal was due when the process stopped and its deck was never written (or the
-            # last seat was taken just before: Seating.activate)
+            # last seat was taken just before: Seating.activate); not the deal past the deal
+            # limit, which is never dealt (the match ends below)
             await self._seating.deal_due(m)
         if not m.over and m.state.is_over():
             # the last action was written but not the status: derive the end again
@@ -1193,10 +1194,10 @@ class MatchManager:
         if m.over:
             m.finished_mono = asyncio.get_running_loop().time()
         self._register(m)
-        if m.active and self._writer.max_deals and m.deals_dealt > self._writer.max_deals:
-            # the action that dealt one deal past max_match_deals was written and the end
-            # that follows it was not (the process stopped between the two writes): end it
-            # now, as it would have been, rather than let the deal past the limit be played
+        if self._writer.past_deal_limit(m):
+            # the action that reached max_match_deals was written and the end that follows it
+            # was not (the process stopped between the two writes), or the limit was lowered:
+            # end it now, as it would have been, rather than let the deal past the limit be played
             async with m.lock:
                 await self._writer.end_at_deal_limit(m)
         return m

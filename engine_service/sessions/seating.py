@@ -235,8 +235,9 @@ class Seating:
         return match_id in self.start_retries and m is not None and m.status == "waiting"
 
     def write_status_soon(self, m: LiveMatch) -> None:
-        """Write the status (finished, its result and end time) of a match its last action
-        completed, whose status write failed (:meth:`.writer.MatchWriter._store_completion`),
+        """Write the status (finished, or terminated at the deal limit; its result and end
+        time) of a match its last action ended, whose status write failed
+        (:meth:`.writer.MatchWriter._store_end`),
         soon and until it is written (:meth:`_retry`; ``match_status_written`` once done,
         ``match_status_write_failed`` while the store fails). One series per match."""
         async def write() -> None:

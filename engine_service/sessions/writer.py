@@ -9,7 +9,8 @@ nothing a client has seen can be lost by a crash, and a failed write changes not
 Rulebook links (Georgian Joker's wording; the other games alike): every event carries the
 match's sequence number, which never goes back; each action raises it by one, other events
 carry the current value (GJ-10.2). The action that completes a deal is published with
-``deal_scored`` and a view holding the result, the next deal already dealt: the internal
+``deal_scored`` and a view holding the result, the next deal already dealt (none past the
+server's deal limit: the match ends there, :meth:`MatchWriter.past_deal_limit`): the internal
 states take no action of their own (GJ-10.1). A move of the auto-move policy or of a bot is
 recorded as the ordinary action it made (``by`` and ``reason`` only annotate it); timeouts,
 presence changes and leaving are events, never actions (GJ-12.5).
@@ -45,11 +46,13 @@ class MatchWriter:
     """Applies actions and ends matches; publishes events. The caller holds ``m.lock``.
 
     ``schedule(m)`` (set by the manager: the match clock) arms what the next decision needs
-    after every accepted action; ``disarm(m)`` drops a turn deadline (the action that
-    reaches the deal limit); ``stop(m)`` disarms everything when a match ends;
+    after every accepted action; ``disarm(m)`` drops a turn deadline (an action caught up
+    from the store that another follows, or that reaches the deal limit); ``stop(m)``
+    disarms everything when a match ends;
     ``settle_soon(m)`` (the manager: :meth:`.seating.Seating.settle_end_soon`) settles an end
     whose write nobody could tell, in the background (:meth:`settle_end`); ``status_soon(m)``
-    (:meth:`.seating.Seating.write_status_soon`) writes a completed match's status again;
+    (:meth:`.seating.Seating.write_status_soon`) writes the status of a match its last action
+    ended (completed, or at the deal limit) again;
     ``overflowed(m, watchers)`` (set by the manager: :meth:`.streams.WatchStreams.overflowed`,
     which counts the streams) takes the streams a publication closed because they fell too far
     behind (:meth:`_overflowed`).
@@ -101,7 +104,9 @@ class MatchWriter:
             action = m.state.action_str(public)
         new_decks: list[DeckRecord] = []
         dealt = m.deals_dealt
-        if state.to_act() == CHANCE:
+        # the deal past the deal limit is not dealt: the match ends with this action, whose
+        # views would show the seats their hands of it and everyone its turn-up (KL-2.4)
+        if state.to_act() == CHANCE and not (self.max_deals and dealt >= self.max_deals):
             deck = m.decks.get(dealt)
             if deck is None:
                 deck = random_deck_record(m.game, dealt)
@@ -142,24 +147,19 @@ class MatchWriter:
         details = _scored_details(m, state, rec.seq, scored)
 
         event = dict(seq=rec.seq, seat=seat, action=action, by=by, reason=reason, details=details)
-        if state.is_over():
-            result = self.result(m, "completed")
-            self.mark_over(m, "finished", result, "completed")
+        if state.is_over() or self.past_deal_limit(m):
+            # over by the rules, or past the deal limit: either way the durable log says so,
+            # and the action's event shows the match as it ended (no deadline, no next deal)
+            if state.is_over():
+                self.mark_over(m, "finished", self.result(m, "completed"), "completed")
+            else:
+                self._mark_deal_limit(m)
             self.publish(m, "action", **event)
-            await self._store_completion(m)
+            await self._store_end(m)
             self.announce_end(m)
         else:
-            # past the deal limit the match ends now: no decision follows this action (its
-            # event announced a deadline nobody would meet, or a bot was asked for a move
-            # thrown away); armed only if the end cannot be written (end_at_deal_limit)
-            at_limit = bool(self.max_deals) and m.deals_dealt > self.max_deals
-            if at_limit:
-                self.disarm(m)  # the decision this action made has no deadline any more
-            else:
-                self.schedule(m)  # first: the events carry the new deadline
+            self.schedule(m)  # first: the events carry the new deadline
             self.publish(m, "action", **event)
-            if at_limit:
-                await self.end_at_deal_limit(m)
         self.metrics.child(self.metrics.action_latency, m.game.id).observe(time.perf_counter() - started)
         return rec
 
@@ -176,31 +176,37 @@ class MatchWriter:
             m.log.info("auto_move", seat=rec.seat, seq=rec.seq, action=rec.action, reason=rec.reason, **found)
 
     async def end_at_deal_limit(self, m: LiveMatch) -> None:
-        """End a match that has just dealt one deal more than ``max_deals``: it has played
-        ``max_deals`` deals (outcome ``terminated``, reason ``deal_limit``,
-        SessionConfig.max_match_deals). The action that dealt it is durable and answered
-        as accepted; an end that cannot be written now is tried again after the next one.
-        Also called for a match read back past the limit (MatchManager._load: the process
-        stopped between that action's write and the end's, or the limit was lowered)."""
-        m.log.warning("match_deal_limit", deals=m.deals_dealt - 1, limit=self.max_deals)
-        try:
-            await self.end(m, "terminated", winners=[], reason="deal_limit")
-        except Unavailable:
-            m.log.error("match_deal_limit_end_failed")
-            self.schedule(m)  # the match goes on meanwhile: its next decision
-            # whose deadline the action's event did not carry (the match was to end): every
-            # stream gets it now, not at its next heartbeat, up to heartbeat_interval_s later
-            m.beat()
+        """End a match past the deal limit (:meth:`past_deal_limit`) that is still played: one
+        read back so (MatchManager._load: the process stopped between the action that reached
+        the limit and the end's write, or the limit was lowered) or caught up so
+        (:meth:`end_past_deal_limit`). As :meth:`apply` ends it after such an action of its own."""
+        self._mark_deal_limit(m)
+        await self._store_end(m)
+        self.announce_end(m)
 
-    async def _store_completion(self, m: LiveMatch) -> None:
-        """Write the status of a match its last action completed. The log is durable already,
+    def _mark_deal_limit(self, m: LiveMatch) -> None:
+        """Mark ``m`` over at the deal limit: it has played ``max_deals`` deals (outcome
+        ``terminated``, reason ``deal_limit``, SessionConfig.max_match_deals). Like a match
+        the rules completed, this end follows from the durable log (the action that scored
+        the last deal, the next one not dealt), so the match is over whatever the status
+        write does (:meth:`_store_end`). It used to deal the next deal with that action (the
+        seats saw their hands of it, everyone its turn-up, RevealDeals opened it) and to go
+        on playing it when the end could not be written. Only a restart with a higher limit
+        before the status is written lets such a match go on."""
+        played = m.deals_dealt if m.state.to_act() == CHANCE else m.deals_dealt - 1
+        m.log.warning("match_deal_limit", deals=played, limit=self.max_deals)
+        self.mark_over(m, "terminated", self.result(m, "terminated", winners=[], reason="deal_limit"), "terminated")
+
+    async def _store_end(self, m: LiveMatch) -> None:
+        """Write the status of a match its last action ended (completed by the rules, or at the
+        deal limit: :meth:`_mark_deal_limit`). The log is durable already,
         so the match is over whatever this write does; a failed one is written again in the
         background (``status_soon``: :meth:`.seating.Seating.write_status_soon`), the match
         kept in memory until it is. It was only logged: the store held the match active until
         it was read back (a restart, or a call after its eviction, derives the end again), so
         meanwhile the admin's listing showed it active and retention never deleted it."""
         try:
-            await self.store.set_status(m.match_id, "finished", m.result, m.ended_at, m.deal_commitments())
+            await self.store.set_status(m.match_id, m.status, m.result, m.ended_at, m.deal_commitments())
         except StoreError as exc:
             m.log.error("store_status_failed", error=str(exc))
             self.status_soon(m)
@@ -249,7 +255,7 @@ class MatchWriter:
             elif m.state.is_over() and not m.over:
                 self.mark_over(m, "finished", self.result(m, "completed"), "completed")
                 ended = True
-            elif self._past_deal_limit(m):
+            elif self.past_deal_limit(m):
                 self.disarm(m)
             else:
                 self.schedule(m)
@@ -261,23 +267,27 @@ class MatchWriter:
             self.mark_over(m, "finished", self.result(m, "completed"), "completed")
             ended = True
         if ended:
-            await self._store_completion(m)
+            await self._store_end(m)
             self.announce_end(m)
-        elif not (new and self._past_deal_limit(m)):
+        elif not (new and self.past_deal_limit(m)):
             self.schedule(m)
         return len(new)
 
-    def _past_deal_limit(self, m: LiveMatch) -> bool:
-        """Whether ``m`` is being played and has dealt one deal more than ``max_deals``."""
-        return bool(self.max_deals) and m.active and m.deals_dealt > self.max_deals
+    def past_deal_limit(self, m: LiveMatch) -> bool:
+        """Whether ``m`` is being played and has played ``max_deals`` deals: the last one scored
+        and the next not dealt (:meth:`apply` deals none past the limit), or one more dealt (a
+        log written before that, or a limit lowered since)."""
+        return bool(self.max_deals) and m.active and (
+            m.deals_dealt > self.max_deals
+            or (m.deals_dealt == self.max_deals and m.state.to_act() == CHANCE))
 
     async def end_past_deal_limit(self, m: LiveMatch) -> None:
-        """After actions found in the store (:meth:`catch_up`): end the match when they dealt
-        the deal past ``max_deals`` (:meth:`end_at_deal_limit`), as apply() ends it after
+        """After actions found in the store (:meth:`catch_up`): end the match when they reached
+        ``max_deals`` (:meth:`end_at_deal_limit`), as apply() ends it after
         such an action of its own. The catch-up used to arm the next decision instead, and
         the match went on past its limit until its next action (a move of the deal past it)
         had been accepted."""
-        if self._past_deal_limit(m):
+        if self.past_deal_limit(m):
             await self.end_at_deal_limit(m)
 
     # ---- the end of a match -------------------------------------------------------------

@@ -897,7 +897,7 @@ def test_a_match_is_ended_after_max_match_deals_deals():
     """The rules let a match run for ever (KL-3.5: two players who pass both rounds throw the
     deal in and the next is dealt, again and again), and its memory, summary and RevealDeals
     answer grow with every deal. With ``max_match_deals=2`` the action that completes the
-    second deal is accepted, the third deal is dealt, and the match ends at once: outcome
+    second deal is accepted, the third deal is not dealt, and the match ends at once: outcome
     ``terminated``, reason ``deal_limit``, every watcher told; nothing more is accepted."""
     async def go():
         async with manager(config(max_match_deals=2)) as mgr:
@@ -919,6 +919,47 @@ def test_a_match_is_ended_after_max_match_deals_deals():
             with pytest.raises(MatchNotActive):
                 await mgr.submit_action(match_id, ps[0], "pass", None, "late")
     run(go())
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_the_deal_past_the_limit_is_not_dealt(game_id):
+    """``max_match_deals=1``: the action that scores the first deal ends the match, and the
+    second deal is not dealt. It used to be dealt with that action (and its deck stored): the
+    action's event, the answer to it and every view after the end showed each seat its hand
+    of a deal nobody would play, and spectators its public cards (Klaberjass's turn-up,
+    KL-2.4), which RevealDeals then opened. Now nobody sees a card of it: no hand, no
+    commitment, no deck stored, none revealed (KL-2.10, JJ-2.8, JJK-9.7, GJ-11.3)."""
+    async def go():
+        async with manager(config(max_match_deals=1, heartbeat_interval_s=60)) as mgr:
+            match_id, ps = await open_match(mgr, game_id)
+            m = mgr._matches[match_id]
+            spectator = Principal("spectator", match_id)
+            streams = [Stream(mgr, match_id, p) for p in ps] + [Stream(mgr, match_id, spectator)]
+            await play_random(mgr, match_id, ps, random.Random(game_id))
+            await until(lambda: all(s.task.done() for s in streams))
+            views = [await mgr.get_view(match_id, p) for p in [*ps, spectator]]
+            return (m, await mgr.get_match(match_id), streams, views,
+                    await mgr.reveal_deals(match_id, ps[0]), await mgr._store.load_match(match_id),
+                    await mgr.export_transcript(match_id))
+
+    m, summary, streams, views, reveals, stored, transcript = run(go())
+    assert (summary.result["outcome"], summary.result["reason"]) == ("terminated", "deal_limit")
+    assert m.deals_dealt == 1 and len(summary.deal_commitments) == 1
+    assert [d.deal for d in stored.decks] == [0] and [r.deal for r in reveals] == [0]
+    assert len(transcript["deals"]) == 1
+    for s in streams:
+        assert s.error is None
+        last, ended = s.actions()[-1], s.events[-1]
+        assert (last.seq, ended.kind) == (m.seq, "match_ended")
+        assert last.details == {"deal_scored": 0}
+        for env in (last.view, ended.view):
+            assert env.deal_commitment == "" and env.deadline is None and env.status == "terminated"
+            assert env.view["deal_number"] == 1 and not env.view.get("hand")
+            assert (env.view.get("table") or {}).get("turn_up") is None
+            assert env.view["to_act"] is None and env.view["over"]
+    for env in views:
+        assert env.deal_commitment == "" and not env.view.get("hand")
+        assert (env.view.get("table") or {}).get("turn_up") is None
 
 
 class _PassingHost:
@@ -946,7 +987,7 @@ class _PassingHost:
 
 @pytest.mark.parametrize("first_dealer", [0, 1])
 def test_the_action_that_reaches_the_deal_limit_arms_no_decision_after_it(first_dealer):
-    """The action that deals the deal past ``max_match_deals`` ends the match: no decision
+    """The action that reaches ``max_match_deals`` ends the match: no decision
     follows it. The next decision used to be armed first, then the match ended: its event
     announced a turn deadline for a decision nobody would make, or a bot to act was asked for
     a move that was thrown away (a worker's time, counted as a decision)."""

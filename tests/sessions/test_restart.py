@@ -445,33 +445,38 @@ def test_the_takeover_bot_of_a_departed_seat_is_not_timed_out_by_the_workers_sta
     assert timeouts == 0
 
 
-def test_a_match_past_its_deal_limit_at_the_crash_ends_when_it_is_resumed(tmp_path):
-    """max_match_deals: the action that deals one deal past the limit is written, then the
-    match's end (terminated, deal_limit) is: two writes. A crash between them left the match
-    active after the restart, the deal past the limit dealt and shown, played on until its
-    next action (or for good with nobody back at a two-player table). It is now ended when
-    it is resumed, as it would have been; the action is not undone."""
+@pytest.mark.parametrize("log_form", ["reached", "dealt_past"])
+def test_a_match_past_its_deal_limit_at_the_crash_ends_when_it_is_resumed(tmp_path, log_form):
+    """max_match_deals: the action that reaches the limit is written, then the match's end
+    (terminated, deal_limit) is: two writes. A crash between them left the match active
+    after the restart, played on. It is now ended when it is resumed, as it would have been;
+    the action is not undone. ``reached``: the log as this version writes it, the deal past
+    the limit not dealt: it is not dealt at the restart either (no deck is written). A log
+    whose action dealt it (``dealt_past``: written by a version that dealt it, or before the
+    limit was lowered; here without a limit) ends the same way."""
     path = tmp_path / "m.sqlite3"
 
     async def before():
-        mgr = sqlite_manager(path, max_match_deals=1)
+        mgr = sqlite_manager(path, max_match_deals=1000 if log_form == "dealt_past" else 1)
         await mgr.start()
 
         async def dies_before_the_end(m):
             crash(mgr._store)  # the process dies right after the action's write
             raise asyncio.CancelledError
-        mgr._writer.end_at_deal_limit = dies_before_the_end
+        mgr._writer._store_end = dies_before_the_end
         s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
         ps = [mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, i, f"p{i}")).token)
               for i in range(2)]
-        for n in range(4):  # four passes throw the first deal in (KL-3.5): deal 2 is dealt
+        for n in range(4):  # four passes throw the first deal in (KL-3.5)
             m = mgr._matches[s.match_id]
-            with pytest.raises(asyncio.CancelledError) if n == 3 else contextlib.nullcontext():
+            with pytest.raises(asyncio.CancelledError) if n == 3 and log_form == "reached" else contextlib.nullcontext():
                 await mgr.submit_action(s.match_id, ps[m.state.to_act()], "pass", m.seq, f"p{n}")
+        if log_form == "dealt_past":
+            crash(mgr._store)
         return s.match_id, mgr._matches[s.match_id].deals_dealt
 
     match_id, dealt = run(before())
-    assert dealt == 2
+    assert dealt == (2 if log_form == "dealt_past" else 1)
 
     async def after():
         metrics = Metrics()
@@ -480,14 +485,16 @@ def test_a_match_past_its_deal_limit_at_the_crash_ends_when_it_is_resumed(tmp_pa
         await mgr.start()
         try:
             return (await mgr.get_match(match_id), metrics.value(
-                "cardgames_matches_active", {"game": "klaberjass", "status": "active"}))
+                "cardgames_matches_active", {"game": "klaberjass", "status": "active"}),
+                await mgr._store.load_match(match_id))
         finally:
             await mgr.close()
 
-    summary, active = run(after())
+    summary, active, stored = run(after())
     assert summary.status == "terminated" and summary.seq == 4
     assert summary.result["outcome"] == "terminated" and summary.result["reason"] == "deal_limit"
     assert active == 0
+    assert stored.record.status == "terminated" and len(stored.decks) == dealt
 
 
 def test_a_second_writer_on_the_same_log_is_caught_up_not_overwritten():

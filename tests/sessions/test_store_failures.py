@@ -1531,13 +1531,13 @@ def test_the_last_action_found_in_the_store_is_published_with_the_end_it_made():
 
 
 def test_an_action_found_in_the_store_that_dealt_past_the_deal_limit_ends_the_match():
-    """``max_match_deals`` ends a match at once when an action deals the deal past it (the
+    """``max_match_deals`` ends a match at once when an action reaches it (the
     writer, MatchWriter.end_at_deal_limit; and a match read back past it when it is
     resumed). The action that does was written but answered UNAVAILABLE; its retry finds it
     in the store (the writer's catch-up), which folded it in and armed the next decision
     instead: the match went on past its limit, and the next action, a move of the deal
     past the limit, was accepted before the match ended. KL-3.5: four passes throw a deal
-    in and the next one is dealt."""
+    in; past the limit the next one is not dealt."""
     store = LosesAcknowledgements()
 
     async def go():
@@ -1611,43 +1611,46 @@ class RefusesTheNextEnd(MemoryStore):
         await super().set_status(match_id, status, result, ended_at, deal_commitments)
 
 
-def test_a_deal_limit_end_that_cannot_be_written_tells_the_watchers_the_next_deadline_at_once():
-    """``max_match_deals``: the action that deals the deal past the limit is published
-    without a deadline (the match is to end), then the end's write fails and the match goes
-    on (``match_deal_limit_end_failed``): its next decision is armed (GJ-12.1, KL's turn
-    time). Every stream gets a heartbeat with that deadline at once; they used to learn it
-    only at their next heartbeat, up to ``heartbeat_interval_s`` later (60 s here), with the
-    player's turn running meanwhile. KL-3.5: four passes throw a deal in and the next one is
-    dealt."""
+def test_a_deal_limit_end_whose_status_cannot_be_written_ends_the_match_all_the_same(monkeypatch):
+    """``max_match_deals``: the end follows from the durable log (the action that scored the
+    last deal, the next one not dealt), as a completion by the rules does: when the status
+    write after that action fails, the match is over in memory all the same (every stream
+    gets the action as it ended, then ``match_ended``; no deadline armed) and its status is
+    written again until the store has it, the match kept in memory meanwhile. It used to go
+    on (``match_deal_limit_end_failed``): its next decision armed, in the deal past the limit
+    that had been dealt and shown. KL-3.5: four passes throw a deal in."""
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 0.05)
     store = RefusesTheNextEnd()
 
     async def go():
-        async with manager(config(max_match_deals=1, heartbeat_interval_s=60.0), store=store) as mgr:
+        async with manager(config(max_match_deals=1, heartbeat_interval_s=60.0, finished_retention_s=0),
+                           store=store) as mgr:
             match_id, ps = await open_match(mgr, "klaberjass")
             m = mgr._matches[match_id]
             streams = [Stream(mgr, match_id, p) for p in ps]
             spectator = Stream(mgr, match_id, Principal("spectator", match_id))
             await until(lambda: all(s.present for s in m.seats) and spectator.events)
-            for n in range(4):
-                seat, p, env = await to_act(mgr, match_id, ps)
-                assert "pass" in env.view["legal"]
-                store.refuse_end = n == 3  # the pass that deals the second deal: its end fails
-                await mgr.submit_action(match_id, p, "pass", env.seq)
-            deadline = m.deadline
-            watching = streams + [spectator]
-            await until(lambda: all(s.events[-1].kind == "heartbeat" for s in watching), timeout=10.0)
-            lasts = [s.events[-2:] for s in watching]
-            await close_all(watching)
-            return m, deadline, lasts
+            with capture_logs() as logs:
+                for n in range(4):
+                    seat, p, env = await to_act(mgr, match_id, ps)
+                    assert "pass" in env.view["legal"]
+                    store.refuse_end = n == 3  # the pass that reaches the limit: its status write fails
+                    await mgr.submit_action(match_id, p, "pass", env.seq)
+                at_once = (m.status, m.deadline, m.timer_handle, (await store.load_match(match_id)).record.status,
+                           mgr.evict_finished())
+                watching = streams + [spectator]
+                await until(lambda: all(s.task.done() for s in watching))
+                await until(lambda: not mgr._seating.status_writes, timeout=10)
+            stored = (await store.load_match(match_id)).record
+            return m, at_once, [s.events[-2:] for s in watching], stored, logs
 
-    m, deadline, lasts = run(go())
-    assert m.active and m.seq == 4 and m.deals_dealt == 2
-    assert deadline is not None
-    for action, beat in lasts:
-        assert (action.kind, action.seq, action.view.deadline) == ("action", 4, None)
-        assert (beat.seq, beat.details["deadline"]) == (4, deadline)
-
-
-async def close_all(streams):
-    for s in streams:
-        await s.close()
+    m, at_once, lasts, stored, logs = run(go())
+    names = [e["event"] for e in logs]
+    assert at_once == ("terminated", None, None, "active", 0)
+    assert m.seq == 4 and m.deals_dealt == 1
+    for action, ended in lasts:
+        assert (action.kind, action.seq, action.view.deadline, action.view.status) == ("action", 4, None, "terminated")
+        assert ended.kind == "match_ended"
+    assert stored.status == "terminated" and stored.result == m.result and m.result["reason"] == "deal_limit"
+    assert names.count("store_status_failed") == 1 and names.count("match_status_written") == 1
+    assert "match_deal_limit_end_failed" not in names
