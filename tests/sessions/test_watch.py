@@ -642,6 +642,46 @@ def test_a_stream_opened_in_the_turn_its_seat_overflowed_evicts_no_live_stream()
     assert seat0 == [], "no disconnected, no connected: present throughout"
 
 
+def test_a_spectator_opened_in_the_turn_another_overflowed_gets_its_slot():
+    """The spectators' side of the test above: with ``max_watchers_per_match`` spectators
+    watching, one of them stalled, a spectator stream opened in the turn the stalled one
+    overflowed (by a client that opens it as its live stream delivers that event) gets the
+    overflowed stream's slot. It was refused MAX_WATCHERS until the next turn."""
+    async def go():
+        async with manager(config(watcher_queue_size=3, max_watchers_per_match=2)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            spectator = Principal("spectator", match_id)
+            stalled, w = await _stall(mgr, match_id, spectator)
+            opened, errors = [], []
+
+            async def live_client():
+                try:
+                    async for _ in mgr.watch(match_id, spectator, -1):
+                        if w.overflowed and not opened:  # in the turn of the overflow
+                            counted, stream = w.counted, mgr.watch(match_id, spectator, -1)
+                            opened.append((stream, counted))
+                            opened.append(await stream.__anext__())
+                except Exception as exc:  # noqa: BLE001 - kept for the test to inspect
+                    errors.append(exc)
+
+            task = asyncio.ensure_future(live_client())
+            await until(lambda: len(mgr._matches[match_id].watchers) == 2)
+            await _play_until_overflowed(mgr, match_id, ps, w, random.Random(11))
+            await until(lambda: len(opened) == 2 or bool(errors))
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            if opened:
+                await opened[0][0].aclose()
+            await stalled.aclose()
+            return opened, errors, mgr._streams.spectators
+
+    opened, errors, spectators = run(go())
+    assert errors == [], "refused"
+    assert opened[0][1], "opened before the overflow was handled"
+    assert opened[1].kind == "snapshot"
+    assert spectators == 0
+
+
 def test_a_resumed_stream_replays_no_presence_change_getmatch_and_the_seats_own_return_tell():
     """docs/api.md "Watching": only actions are replayed. A spectator back with after_seq gets
     the actions it missed but not the other seat's disconnection meanwhile: GetMatch's seats
