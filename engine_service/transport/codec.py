@@ -450,11 +450,11 @@ _cached_logged_trick = functools.lru_cache(maxsize=4096)(_build_logged_trick)
 
 
 def _is_card_play(action: str) -> bool:
-    """Whether a ``play:`` action plays a card, memoized in ``_CARD_PLAYS`` (a log is walked
-    for every audience of every action)."""
+    """Whether an action plays a card (``play:`` and a card code), memoized in ``_CARD_PLAYS``
+    (a log is walked for every audience of every action: one dict lookup an entry)."""
     known = _CARD_PLAYS.get(action)
     if known is None:
-        known = action.split(":")[1] in _CARD_CODES
+        known = action[:5] == "play:" and action.split(":")[1] in _CARD_CODES
         if len(_CARD_PLAYS) < 4096:
             _CARD_PLAYS[action] = known
     return known
@@ -491,11 +491,15 @@ def trick_history_bytes(view: Mapping[str, Any]) -> list[bytes]:
         return [trick_bytes(last)] if last else []
     plays = []  # the card plays' entries
     pairs = []  # (seat, play action)
+    known = _CARD_PLAYS
     for e in log:  # one pass: a view's log is walked for every audience of every action
         if type(e) is not dict and not isinstance(e, Mapping):
             continue
         a = e.get("action")
-        if isinstance(a, str) and a[:5] == "play:" and _is_card_play(a):
+        if type(a) is not str and not isinstance(a, str):
+            continue
+        card = known.get(a)
+        if card or (card is None and _is_card_play(a)):
             plays.append(e)
             pairs.append((e.get("seat"), a))
     complete = len(plays) // seats

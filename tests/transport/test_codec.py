@@ -218,6 +218,25 @@ def test_trick_history_from_a_deal_log():
     assert trick.winner == 0 and trick.plays[0].named_suit == c.SUIT_SPADES and trick.plays[0].card.rank == c.RANK_JOKER
 
 
+def test_trick_history_counts_card_plays_only():
+    """Only ``play:<card>`` entries make tricks (codec._is_card_play, memoized for every
+    action string it sees): not another verb with a card (``exchange:7H``), not ``play`` with
+    no card or an unknown one, not a non-string action; a ``str`` subclass counts as its text.
+    Asked twice, so that the memoized answers are the ones checked the second time."""
+
+    class Text(str):
+        pass
+
+    view = {"hand_sizes": [2, 2], "table": {"deal_actions": [
+        {"seat": 0, "action": "exchange:7H"}, {"seat": 0, "action": "play"}, {"seat": 1, "action": "play:"},
+        {"seat": 1, "action": "play:ZZ"}, {"seat": 0, "action": None}, {"seat": 0, "action": ["play:KH"]},
+        {"seat": 0, "action": Text("play:KH")}, "not an entry", {"seat": 1, "action": "playing:AH"},
+        {"seat": 1, "action": "play:AH", "winner": 1}, {"seat": 1, "action": "exchange:7H"}]}}
+    for _ in range(2):
+        (trick,) = codec.trick_history(view)
+        assert [(p.seat, p.card.code) for p in trick.plays] == [(0, "KH"), (1, "AH")] and trick.winner == 1
+
+
 def _decision_states(game, seed: int, turns: int):
     """``(state, seat to act)`` at each decision of one random match of ``game``, for at most
     ``turns`` steps (deals included); the live state, advanced by a random legal action once
