@@ -324,6 +324,33 @@ def test_the_audiences_of_one_state_encode_as_on_their_own():
                 assert shared == alone, (game.id, seq, audience)
 
 
+def test_the_events_of_one_state_encode_as_on_their_own():
+    """The stream message's fields but the view are encoded once for the audiences of one
+    state (keyed by every one of them in its ``encodings``): events that differ in any field,
+    one audience after another, are each what their envelope alone gives, and each parses
+    back to its own fields."""
+    view = {"game": "klaberjass", "phase": "play", "hand_sizes": [8, 8], "to_act": 1, "table": {}}
+    base = dict(kind="action", seq=7, match_id="m1", seat=0, action="play:KS", by="player", reason="")
+    variants = [base, dict(base, seat=1), dict(base, by="bot"), dict(base, reason="timeout", by="auto"),
+                dict(base, action="play:AS"), dict(base, action=""), dict(base, seq=8), dict(base, kind="snapshot"),
+                dict(base, match_id="m2"), dict(base, seat=None), base]
+    scope: dict = {}
+    for seat in (0, 1):
+        for fields in variants:
+            env = api.ViewEnvelope("m1", 7, "active", view, seat=seat, encodings=scope)
+            shared = codec.event_bytes(api.MatchEvent(**fields, view=env))
+            alone = codec.event_bytes(api.MatchEvent(**fields, view=api.ViewEnvelope("m1", 7, "active", view,
+                                                                                    seat=seat)))
+            assert shared == alone, (seat, fields)
+            msg = pb.WatchMatchResponse.FromString(shared)
+            assert (msg.seq, msg.match_id, msg.action.notation, msg.reason, msg.view.seat) == (
+                fields["seq"], fields["match_id"], fields["action"], fields["reason"], seat)
+            assert msg.HasField("seat") == (fields["seat"] is not None)
+    result = api.SubmitResult(seq=7, action="play:KS", view=api.ViewEnvelope("m1", 7, "active", view, seat=1))
+    answer = pb.SubmitActionResponse.FromString(codec.submit_response_bytes(result))
+    assert (answer.seq, answer.action.notation, answer.view.seat, answer.view.to_act) == (7, "play:KS", 1, 1)
+
+
 @pytest.mark.parametrize("seconds, expected", [
     (30.0, (30, 0)), (1.5, (1, 500_000_000)), (0.0, (0, 0)),
     (29.9999999999, (30, 0)),  # the fraction alone rounds up to a whole second
