@@ -30,6 +30,7 @@ whose stored log does not replay for one, wrote the caller's seat token into the
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import threading
@@ -104,6 +105,24 @@ def _caller_module() -> str:
     return "root"
 
 
+class _JsonDumps:
+    """``json.dumps`` for structlog's JSONRenderer, with one encoder per ``default`` function.
+    The renderer always passes ``default=``, and json.dumps builds a new ``JSONEncoder`` for
+    every call given a keyword argument: 0.6 of the 4 us a line's JSON took. An encoder keeps
+    nothing between calls, so the lines are the same bytes."""
+
+    __slots__ = ("_encoders",)
+
+    def __init__(self) -> None:
+        self._encoders: dict[Any, json.JSONEncoder] = {}
+
+    def __call__(self, obj: Any, *, default: Any = None) -> str:
+        encoder = self._encoders.get(default)
+        if encoder is None:
+            encoder = self._encoders[default] = json.JSONEncoder(default=default)
+        return encoder.encode(obj)
+
+
 def _console_tracebacks() -> Any:
     """The console renderer's exception formatter, without the frames' locals (the module
     docstring): rich's when installed (its default shows them), else the plain one."""
@@ -137,7 +156,7 @@ def configure_logging(fmt: LogFormat = "auto", level: str = "info", stream: Text
 
     numeric = getattr(logging, level.upper())
     if fmt == "json":
-        renderer = structlog.processors.JSONRenderer()
+        renderer = structlog.processors.JSONRenderer(serializer=_JsonDumps())
         # tracebacks as data, never with the frames' locals (tokens, requests, hands: above)
         tail = [structlog.processors.ExceptionRenderer(
             structlog.tracebacks.ExceptionDictTransformer(show_locals=False))]

@@ -28,7 +28,7 @@ from .clock import MatchClock
 from .config import SessionConfig
 from .match import LiveMatch, SeatSlot
 from .views import SPECTATOR, audience_kind
-from .watchers import Watcher, _Beat, _End
+from .watchers import IDLE, Watcher, _Beat, _End
 from .writer import ended_event
 
 
@@ -159,18 +159,15 @@ class WatchStreams:
                 try:
                     item = w.queue.get_nowait()  # drain without a scheduling round per event
                 except asyncio.QueueEmpty:
-                    try:
-                        # not asyncio.wait_for: before Python 3.12 it can swallow the
-                        # cancellation of a stream whose event arrives at the same moment
-                        async with asyncio.timeout(self._config.heartbeat_interval_s):
-                            item = await w.queue.get()
-                    except TimeoutError:
-                        # an event queued in the step the wait timed out (a busy loop): the
-                        # stream is not idle, the event goes first (and the heartbeat's
-                        # deadline is then that of the seq it reports)
-                        if w.queue.empty():
-                            yield self._heartbeat(m, audience, delivered)
-                        continue
+                    item = await w.wait(self._config.heartbeat_interval_s)
+                if item is IDLE:
+                    w.idle_taken()
+                    # an event queued in the step the wait timed out (a busy loop): the
+                    # stream is not idle, the event goes first (and the heartbeat's
+                    # deadline is then that of the seq it reports)
+                    if w.queue.empty():
+                        yield self._heartbeat(m, audience, delivered)
+                    continue
                 if isinstance(item, _End):
                     if item.error is not None:
                         raise item.error
@@ -181,6 +178,7 @@ class WatchStreams:
                 delivered = item.seq
                 yield item
         finally:
+            w.stop()
             self._metrics.watchers.labels(kind).dec()
             if w.counted:  # else the server that ended it (or its overflow) uncounted it already
                 self._uncount(m, w, slot)

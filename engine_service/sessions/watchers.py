@@ -35,16 +35,34 @@ class _Beat:
 
 BEAT = _Beat()
 
-Item = Union[MatchEvent, _End, _Beat]
+
+class _Idle:
+    """Sentinel: the stream's wait for an event lasted its idle limit (:meth:`Watcher.wait`)."""
+
+    __slots__ = ()
+
+
+IDLE = _Idle()
+
+Item = Union[MatchEvent, _End, _Beat, _Idle]
 
 
 class Watcher:
-    __slots__ = ("audience", "queue", "closed", "cut", "overflowed", "opened", "counted")
+    __slots__ = ("audience", "queue", "closed", "cut", "overflowed", "opened", "counted", "limit",
+                 "_idle_at", "_timer", "_timer_at", "_idle_queued")
 
     def __init__(self, audience: Audience, maxsize: int) -> None:
         self.audience = audience
         self.opened = time.monotonic()  # the oldest of a seat's streams gives way first
-        self.queue: asyncio.Queue[Item] = asyncio.Queue(maxsize + 1)  # +1: room for the end marker
+        #: events queued at most; the queue has room for two more: the end marker and IDLE
+        self.limit = maxsize
+        self.queue: asyncio.Queue[Item] = asyncio.Queue(maxsize + 2)
+        # the wait's idle limit (loop time; None: not waiting), the timer that checks it and
+        # the time it was armed for, and whether IDLE is queued (it counts against no limit)
+        self._idle_at: float | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
+        self._idle_queued = False
         self.closed = False
         #: closed with its pending events dropped (its token replaced, its seat left, it gave
         #: way or fell behind): its stream ends with the error at once, even mid-replay
@@ -56,9 +74,9 @@ class Watcher:
         #: overflows
         self.counted = True
 
-    @property
-    def limit(self) -> int:
-        return self.queue.maxsize - 1
+    def _queued(self) -> int:
+        """Events and heartbeats queued (IDLE, if queued, counts against no limit)."""
+        return self.queue.qsize() - self._idle_queued
 
     def beat(self) -> None:
         """Have the stream send a heartbeat after the events queued: the clock changed without
@@ -67,14 +85,59 @@ class Watcher:
         seq it reports is taken: :meth:`.streams.WatchStreams._heartbeat`). Nothing on a
         closed stream, nor on one whose queue is full: it is behind, and never closed for a
         heartbeat (events only overflow it)."""
-        if not self.closed and self.queue.qsize() < self.limit:
+        if not self.closed and self._queued() < self.limit:
             self.queue.put_nowait(BEAT)
+
+    async def wait(self, idle_s: float) -> Item:
+        """The next item, waiting for it at most ``idle_s`` seconds: IDLE when that long went
+        by with nothing queued (an item queued in the same step as the limit comes after
+        IDLE: the caller checks whether the queue is still empty).
+
+        What a timeout around every wait did (``asyncio.timeout``: a timer armed and cancelled
+        for every event a stream waits for, for each of a match's watchers) with one timer a
+        watcher, armed when a wait finds none, and moved on only when it fires: each wait
+        only notes its own limit, and a stream that receives an event every few seconds arms
+        one timer per ``idle_s``. A limit counts the time spent waiting, as before: a stream
+        busy sending (its reader slow) is not idle."""
+        loop = asyncio.get_running_loop()
+        self._idle_at = at = loop.time() + idle_s
+        if self._timer is None:
+            self._timer_at = at
+            self._timer = loop.call_at(at, self._idle_check)
+        try:
+            return await self.queue.get()
+        finally:
+            self._idle_at = None
+
+    def idle_taken(self) -> None:
+        """The reader took IDLE off the queue."""
+        self._idle_queued = False
+
+    def _idle_check(self) -> None:
+        """The timer: the wait's limit is passed (queue IDLE, which ends the wait), or was
+        moved on by later waits (armed again for it), or nobody waits (the next wait arms it)."""
+        self._timer = None
+        at = self._idle_at
+        if at is None or self.closed:
+            return
+        if at > self._timer_at:
+            self._timer_at = at
+            self._timer = asyncio.get_running_loop().call_at(at, self._idle_check)
+        elif self.queue.empty():  # else an item came in this step: the wait ends with it
+            self._idle_queued = True
+            self.queue.put_nowait(IDLE)
+
+    def stop(self) -> None:
+        """The stream is over: its timer goes (it would keep the watcher until it fires)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def offer(self, event: MatchEvent) -> bool:
         """Queue an event; False (and the stream is closed) if the watcher is too far behind."""
         if self.closed:
             return False
-        if self.queue.qsize() >= self.limit:
+        if self._queued() >= self.limit:
             self.overflowed = True
             self._close(_End(Unavailable(
                 "this watch stream fell too far behind and was closed; watch again with "
@@ -94,4 +157,5 @@ class Watcher:
             self.cut = True
             while not self.queue.empty():
                 self.queue.get_nowait()
+            self._idle_queued = False
         self.queue.put_nowait(marker)

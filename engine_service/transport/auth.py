@@ -40,8 +40,10 @@ def bearer_token(metadata: Iterable[tuple[str, str | bytes]] | None) -> str | No
         value = value.decode("utf-8", "replace")
     scheme, _, token = value.strip().partition(" ")
     token = token.strip()
+    # printable ASCII has one white-space character, the space (the others, \t\n\x1c..., are
+    # control characters): one search instead of a test of every character
     if (scheme.lower() != _SCHEME or not token or len(token) > MAX_TOKEN_CHARS
-            or any(c.isspace() for c in token) or not (token.isascii() and token.isprintable())):
+            or " " in token or not (token.isascii() and token.isprintable())):
         raise api.Unauthenticated("the authorization header must be 'Bearer <token>'",
                                   reason="MALFORMED_TOKEN")
     return token

@@ -450,11 +450,11 @@ _cached_logged_trick = functools.lru_cache(maxsize=4096)(_build_logged_trick)
 
 
 def _is_card_play(action: str) -> bool:
-    """Whether a ``play:`` action plays a card, memoized in ``_CARD_PLAYS`` (a log is walked
-    for every audience of every action)."""
+    """Whether an action plays a card (``play:`` and a card code), memoized in ``_CARD_PLAYS``
+    (a log is walked for every audience of every action: one dict lookup an entry)."""
     known = _CARD_PLAYS.get(action)
     if known is None:
-        known = action.split(":")[1] in _CARD_CODES
+        known = action[:5] == "play:" and action.split(":")[1] in _CARD_CODES
         if len(_CARD_PLAYS) < 4096:
             _CARD_PLAYS[action] = known
     return known
@@ -491,11 +491,15 @@ def trick_history_bytes(view: Mapping[str, Any]) -> list[bytes]:
         return [trick_bytes(last)] if last else []
     plays = []  # the card plays' entries
     pairs = []  # (seat, play action)
+    known = _CARD_PLAYS
     for e in log:  # one pass: a view's log is walked for every audience of every action
         if type(e) is not dict and not isinstance(e, Mapping):
             continue
         a = e.get("action")
-        if isinstance(a, str) and a[:5] == "play:" and _is_card_play(a):
+        if type(a) is not str and not isinstance(a, str):
+            continue
+        card = known.get(a)
+        if card or (card is None and _is_card_play(a)):
             plays.append(e)
             pairs.append((e.get("seat"), a))
     complete = len(plays) // seats
@@ -762,7 +766,7 @@ def _encode_shared(v: Mapping[str, Any]) -> tuple[bytes, bytes]:
 # Identity, not content: an entry serves the very objects it was computed from, which are in
 # the views of every audience that has them, so nothing crosses from one audience to another.
 
-_SCOPE_SHARED, _SCOPE_TRICK, _SCOPE_LAST, _SCOPE_HISTORY, _SCOPE_SCORES, _SCOPE_VALUES, _SCOPE_HEAD = range(7)
+_SCOPE_SHARED, _SCOPE_TRICK, _SCOPE_LAST, _SCOPE_HISTORY, _SCOPE_SCORES, _SCOPE_VALUES, _SCOPE_HEAD, _SCOPE_EVENT = range(8)
 
 
 def _scoped_shared_parts(v: Mapping[str, Any], scope: dict[Any, Any]) -> tuple[bytes, bytes]:
@@ -886,19 +890,40 @@ def event_bytes(ev: api.MatchEvent) -> bytes:
 
 
 def _encode_event(ev: api.MatchEvent) -> bytes:
+    env = ev.view
+    scope = env.encodings if env is not None else None
+    if scope is None:
+        parts = [_event_head(ev)]
+    else:
+        # every audience of a state gets the event with the same fields (only its view
+        # differs): the head is encoded once, keyed by every field it is made of
+        key = (_SCOPE_EVENT, ev.kind, ev.seq, ev.match_id, ev.reason, ev.by, ev.seat, ev.action)
+        head = scope.get(key)
+        if head is None:
+            head = scope[key] = _event_head(ev)
+        parts = [head]
+    if env is not None:
+        view = view_bytes(env)  # its tag and length put before it: the view copied once
+        parts += (_EVENT_VIEW_TAG, wire.varint(len(view)), view)
+    if ev.details:
+        parts.append(wire.field(_EVENT_DETAILS, wire.struct_body(jsonable(ev.details))))
+    return b"".join(parts)
+
+
+def _event_head(ev: api.MatchEvent) -> bytes:
+    """A WatchMatchResponse's fields but the view and the details, serialized."""
     head = pb.WatchMatchResponse(kind=_EVENT_KIND.get(ev.kind, match_pb2.EVENT_KIND_UNSPECIFIED),
                                  seq=ev.seq, match_id=ev.match_id, reason=ev.reason,
                                  by=_ACTOR.get(ev.by, match_pb2.ACTOR_UNSPECIFIED))
     if ev.seat is not None:
         head.seat = ev.seat
-    parts = [head.SerializeToString()]
+    out = head.SerializeToString()
     if ev.action:
-        parts.append(wire.field(_EVENT_ACTION, action_bytes(ev.action)))
-    if ev.view is not None:
-        parts.append(wire.field(_EVENT_VIEW, view_bytes(ev.view)))
-    if ev.details:
-        parts.append(wire.field(_EVENT_DETAILS, wire.struct_body(jsonable(ev.details))))
-    return b"".join(parts)
+        out += wire.field(_EVENT_ACTION, action_bytes(ev.action))
+    return out
+
+
+_EVENT_VIEW_TAG = wire.varint(_EVENT_VIEW)
 
 
 def submit_response(res: api.SubmitResult) -> pb.SubmitActionResponse:
@@ -908,8 +933,12 @@ def submit_response(res: api.SubmitResult) -> pb.SubmitActionResponse:
 def submit_response_bytes(res: api.SubmitResult) -> bytes:
     """The serialized SubmitActionResponse (its view encoded once, shared with the streams)."""
     head = pb.SubmitActionResponse(seq=res.seq, duplicate=res.duplicate).SerializeToString()
-    return (head + wire.field(_SUBMIT_ACTION, action_bytes(res.action))
-            + wire.field(_SUBMIT_VIEW, view_bytes(res.view)))
+    view = view_bytes(res.view)  # its tag and length put before it: the view copied once
+    return b"".join((head, wire.field(_SUBMIT_ACTION, action_bytes(res.action)), _SUBMIT_VIEW_TAG,
+                     wire.varint(len(view)), view))
+
+
+_SUBMIT_VIEW_TAG = wire.varint(_SUBMIT_VIEW)
 
 
 def reveal_deals_response(reveals: Sequence[api.DealReveal]) -> pb.RevealDealsResponse:

@@ -172,6 +172,36 @@ def test_json_log_lines():
     assert lines[1]["event"] == "from the standard library" and lines[1]["level"] == "warning"
 
 
+def test_json_lines_are_json_dumps_of_the_event():
+    """The JSON renderer reuses one encoder (engine_service.observability.logging._JsonDumps):
+    each line is still exactly ``json.dumps(event_dict, default=...)``: key order, escapes,
+    non-ASCII, numbers, and objects JSON cannot hold through structlog's fallback (repr)."""
+    stream = io.StringIO()
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+
+    class Opaque:
+        def __repr__(self) -> str:
+            return "<opaque \u00e9>"
+
+    fields = dict(seat=2, seq=10**20, ratio=0.1, flag=True, none=None, name="Zo\u00eb \"q\"\n\t",
+                  nested={"b": [1, 2.5, "x"], "a": {}}, thing=Opaque(), items=("t", 1))
+    try:
+        configure_logging("json", "info", stream, force=True)
+        structlog.get_logger("engine_service.sessions").info("action_applied", **fields)
+        structlog.get_logger("engine_service.sessions").info("again", thing=Opaque())
+        lines = stream.getvalue().splitlines()
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+        structlog.reset_defaults()
+    first = json.loads(lines[0])
+    expected = {**fields, "event": "action_applied", "level": "info", "logger": "engine_service.sessions",
+                "timestamp": first["timestamp"]}
+    assert lines[0] == json.dumps(expected, default=repr)
+    assert first["thing"] == "<opaque \u00e9>" and json.loads(lines[1])["thing"] == "<opaque \u00e9>"
+
+
 def test_a_log_line_that_cannot_be_written_fails_nobody():
     """The service's lines go through structlog's native path (one JSON object per line, named
     logger); a closed stream drops the line instead of failing the RPC that logs it."""

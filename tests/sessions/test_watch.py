@@ -142,6 +142,58 @@ def test_heartbeats_on_an_idle_stream():
     assert events[-1].details["deadline"] is not None  # klaberjass: the session's 30 s default
 
 
+def test_a_stream_arms_no_timer_per_event():
+    """A stream's idle limit (the heartbeat) is one timer per watcher, moved on when it fires
+    (:meth:`.watchers.Watcher.wait`), not a timer armed and cancelled around every wait for an
+    event: with a thousand spectators, a thousand timers per action. 40 actions delivered to
+    three streams well within one heartbeat interval arm a few timers (the clock's turn
+    deadlines among them), not one per event."""
+    async def go():
+        async with manager(config(heartbeat_interval_s=30)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            streams = [Stream(mgr, match_id, p) for p in (*ps, Principal("spectator", match_id))]
+            await until(lambda: all(s.events for s in streams))  # the snapshots: every stream waits
+            loop = asyncio.get_running_loop()
+            armed = []
+            call_at = loop.call_at
+
+            def counting(when, callback, *args, **kwargs):
+                armed.append(getattr(callback, "__qualname__", repr(callback)))
+                return call_at(when, callback, *args, **kwargs)
+
+            loop.call_at = counting
+            try:
+                await play_random(mgr, match_id, ps, random.Random(5), max_actions=40)
+                await until(lambda: all(len(s.actions()) >= 40 for s in streams))
+            finally:
+                del loop.call_at
+                for s in streams:
+                    await s.close()
+            return armed
+
+    armed = run(go())
+    stream_timers = [a for a in armed if "Watcher" in a or "Timeout" in a]
+    assert len(stream_timers) <= 3, stream_timers  # at most one per stream, 120 events delivered
+
+
+def test_the_idle_marker_counts_against_no_limit():
+    """A wait that reaches its idle limit ends with IDLE queued; events offered in the same step
+    (a busy loop) go after it and still get the whole queue: the stream overflows at its limit
+    of events, not one event earlier."""
+    from engine_service.sessions.watchers import IDLE, Watcher
+
+    w = Watcher(SPECTATOR, 3)
+    w._idle_at = w._timer_at = 1.0  # waiting, and the timer armed for that limit has fired
+    w._idle_check()
+    assert w.queue.qsize() == 1
+    events = [MatchEvent(kind="action", seq=i, match_id="m") for i in (1, 2, 3)]
+    assert all(w.offer(e) for e in events) and not w.overflowed
+    assert w.queue._queue[0] is IDLE and [e.seq for e in list(w.queue._queue)[1:]] == [1, 2, 3]
+    assert not w.offer(MatchEvent(kind="action", seq=4, match_id="m")) and w.overflowed
+    (end,) = [w.queue.get_nowait() for _ in range(w.queue.qsize())]  # dropped, IDLE too
+    assert end.error.reason == "WATCH_OVERFLOW"
+
+
 def test_a_slow_watcher_is_cut_off_without_blocking_the_match_and_resumes():
     async def go():
         async with manager(config(watcher_queue_size=3)) as mgr:

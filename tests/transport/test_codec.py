@@ -218,6 +218,25 @@ def test_trick_history_from_a_deal_log():
     assert trick.winner == 0 and trick.plays[0].named_suit == c.SUIT_SPADES and trick.plays[0].card.rank == c.RANK_JOKER
 
 
+def test_trick_history_counts_card_plays_only():
+    """Only ``play:<card>`` entries make tricks (codec._is_card_play, memoized for every
+    action string it sees): not another verb with a card (``exchange:7H``), not ``play`` with
+    no card or an unknown one, not a non-string action; a ``str`` subclass counts as its text.
+    Asked twice, so that the memoized answers are the ones checked the second time."""
+
+    class Text(str):
+        pass
+
+    view = {"hand_sizes": [2, 2], "table": {"deal_actions": [
+        {"seat": 0, "action": "exchange:7H"}, {"seat": 0, "action": "play"}, {"seat": 1, "action": "play:"},
+        {"seat": 1, "action": "play:ZZ"}, {"seat": 0, "action": None}, {"seat": 0, "action": ["play:KH"]},
+        {"seat": 0, "action": Text("play:KH")}, "not an entry", {"seat": 1, "action": "playing:AH"},
+        {"seat": 1, "action": "play:AH", "winner": 1}, {"seat": 1, "action": "exchange:7H"}]}}
+    for _ in range(2):
+        (trick,) = codec.trick_history(view)
+        assert [(p.seat, p.card.code) for p in trick.plays] == [(0, "KH"), (1, "AH")] and trick.winner == 1
+
+
 def _decision_states(game, seed: int, turns: int):
     """``(state, seat to act)`` at each decision of one random match of ``game``, for at most
     ``turns`` steps (deals included); the live state, advanced by a random legal action once
@@ -303,6 +322,33 @@ def test_the_audiences_of_one_state_encode_as_on_their_own():
                 alone = codec.view_bytes(api.ViewEnvelope("m", seq, "active", view_for(state, audience),
                                                           seat=seat))
                 assert shared == alone, (game.id, seq, audience)
+
+
+def test_the_events_of_one_state_encode_as_on_their_own():
+    """The stream message's fields but the view are encoded once for the audiences of one
+    state (keyed by every one of them in its ``encodings``): events that differ in any field,
+    one audience after another, are each what their envelope alone gives, and each parses
+    back to its own fields."""
+    view = {"game": "klaberjass", "phase": "play", "hand_sizes": [8, 8], "to_act": 1, "table": {}}
+    base = dict(kind="action", seq=7, match_id="m1", seat=0, action="play:KS", by="player", reason="")
+    variants = [base, dict(base, seat=1), dict(base, by="bot"), dict(base, reason="timeout", by="auto"),
+                dict(base, action="play:AS"), dict(base, action=""), dict(base, seq=8), dict(base, kind="snapshot"),
+                dict(base, match_id="m2"), dict(base, seat=None), base]
+    scope: dict = {}
+    for seat in (0, 1):
+        for fields in variants:
+            env = api.ViewEnvelope("m1", 7, "active", view, seat=seat, encodings=scope)
+            shared = codec.event_bytes(api.MatchEvent(**fields, view=env))
+            alone = codec.event_bytes(api.MatchEvent(**fields, view=api.ViewEnvelope("m1", 7, "active", view,
+                                                                                    seat=seat)))
+            assert shared == alone, (seat, fields)
+            msg = pb.WatchMatchResponse.FromString(shared)
+            assert (msg.seq, msg.match_id, msg.action.notation, msg.reason, msg.view.seat) == (
+                fields["seq"], fields["match_id"], fields["action"], fields["reason"], seat)
+            assert msg.HasField("seat") == (fields["seat"] is not None)
+    result = api.SubmitResult(seq=7, action="play:KS", view=api.ViewEnvelope("m1", 7, "active", view, seat=1))
+    answer = pb.SubmitActionResponse.FromString(codec.submit_response_bytes(result))
+    assert (answer.seq, answer.action.notation, answer.view.seat, answer.view.to_act) == (7, "play:KS", 1, 1)
 
 
 @pytest.mark.parametrize("seconds, expected", [

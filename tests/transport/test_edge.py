@@ -283,7 +283,10 @@ async def test_bearer_tokens_and_principals():
 
 
 @pytest.mark.parametrize("value", ["Bearer a\x00b", "Bearer abc\x7f", "Bearer t\u00f6ken", "Bearer \ufffd\ufffd",
-                                   b"Bearer \xff\xfe", b"Bearer abc\xc3\xa9"])
+                                   b"Bearer \xff\xfe", b"Bearer abc\xc3\xa9",
+                                   # white space inside the token, of every kind
+                                   "Bearer a b", "Bearer a\tb", "Bearer a\nb", "Bearer a\x1fb",
+                                   "Bearer a\u00a0b", "Bearer a\u3000b", "Bearer a\u2028b"])
 def test_a_token_that_is_not_printable_ascii_is_malformed(value):
     """A Go or C client may send any bytes in a header value (gRPC Python refuses to): a token
     holding a control character or a non-ASCII byte cannot be a token (base64 seat tokens, a
