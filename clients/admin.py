@@ -57,8 +57,9 @@ if __name__ == "__main__":
 
 import grpc  # noqa: E402
 
-from .cardgames_client import (INT32_MAX, AdminClient, CardGamesError, MatchSummary, connect, int32_arg,
-                               python_value, read_root_certificates, seconds_arg, struct_value, target_arg)
+from .cardgames_client import (INT32_MAX, AdminClient, CardGamesError, MatchSummary, command_parser, connect,
+                               int32_arg, python_value, read_root_certificates, seconds_arg, struct_value,
+                               target_arg)
 from engine_service.transport.generated import match_pb2
 
 if TYPE_CHECKING:
@@ -540,12 +541,11 @@ def _positive(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m clients.admin", allow_abbrev=False,
-                                description="Operator commands over the engine's admin API: list, "
-                                "inspect, terminate and export matches; reissue a seat token.",
-                                epilog="The admin token: --admin-token-file PATH or the environment "
-                                f"variable {TOKEN_ENV}. Exit status: 0 done, 1 the API refused or "
-                                "failed (gRPC status and reason on stderr), 2 usage error.")
+    p = command_parser("python -m clients.admin", "Operator commands over the engine's admin API: list, "
+                       "inspect, terminate and export matches; reissue a seat token.",
+                       epilog="The admin token: --admin-token-file PATH or the environment "
+                       f"variable {TOKEN_ENV}. Exit status: 0 done, 1 the API refused or "
+                       "failed (gRPC status and reason on stderr), 2 usage error.")
     _connection_options(p, top=True)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 

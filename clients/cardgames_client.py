@@ -670,6 +670,16 @@ class ServerClock:
         return time.time() + (self.offset_s or 0.0)
 
 
+def command_parser(prog: str, description: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """The argparse parser of a client command (``python -m clients.play`` ...): flags are
+    never abbreviated, as engine_service's commands and clients.admin have it. argparse took
+    ``--targ`` for ``--target`` and any unambiguous prefix for the flag it began, so a script's
+    prefix came to mean another flag, or failed, once a flag with the same start was added
+    (``--list`` beside ``--listed``), and an ambiguous one was refused with its value echoed
+    ("ambiguous option: --t=VALUE could match --target, --tls, --token-file")."""
+    return argparse.ArgumentParser(prog=prog, description=description, allow_abbrev=False, **kwargs)
+
+
 def target_arg(text: str) -> str:
     """argparse ``type`` of the clients' ``--target``: ``host:port`` with a port after its
     ``:``, refused as a usage error otherwise (:func:`connect` would raise ValueError)."""

@@ -72,7 +72,7 @@ from textual.widgets.option_list import Option
 from . import render, terminal_text
 from .connection_sign import ConnectionSign
 from .cardgames_client import (RESUMED, CardGamesError, Client, SeatSession, StaleSequence,
-                               ServerClock, StreamState, connect, int32_arg, is_finished, is_my_turn,
+                               ServerClock, StreamState, command_parser, connect, int32_arg, is_finished, is_my_turn,
                                TableOptionAction, python_value, read_root_certificates, target_arg,
                                turn_time_arg)
 from .local_service import LocalService, ServiceFailed
@@ -588,8 +588,8 @@ def positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m clients.play", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_parser("python -m clients.play", __doc__.split("\n\n")[0],
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--target", type=target_arg, help="host:port of a running engine (default: start one)")
     p.add_argument("--tls", action="store_true", help="connect with TLS")
     p.add_argument("--ca", metavar="FILE", help="PEM root certificate(s) for --tls")

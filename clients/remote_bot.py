@@ -53,7 +53,7 @@ from engine_service.rules import get_game
 from engine_service.transport.generated import cards_pb2, match_pb2
 
 from .cardgames_client import (CardGamesError, Client, FailedPrecondition, SeatSession, ServerClock, StaleSequence,
-                               DAY_S, connect, int32_arg, is_finished, is_my_turn, positive_arg,
+                               DAY_S, command_parser, connect, int32_arg, is_finished, is_my_turn, positive_arg,
                                TableOptionAction, read_root_certificates, struct_value, target_arg, turn_time_arg,
                                whole_numbers)
 from .local_service import LocalService
@@ -381,8 +381,8 @@ milliseconds_arg = positive_arg("milliseconds", DAY_S * 1000)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m clients.remote_bot", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_parser("python -m clients.remote_bot", __doc__.split("\n\n")[0],
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bot", required=True, help="bot plugin name (see ListBots / the arena)")
     p.add_argument("--target", type=target_arg, help="host:port of a running engine (default: start one)")
     p.add_argument("--tls", action="store_true", help="connect with TLS (default roots: the system's)")

@@ -301,6 +301,29 @@ def test_an_option_given_twice_is_a_usage_error_naming_it(capsys):
             "kl_target_score=300", "kl_last_trick=true"]
 
 
+@pytest.mark.parametrize("module,base,abbreviated,spelt_out", [
+    ("clients.play", ["--list"], ["--targ", "127.0.0.1:1"], ["--target", "127.0.0.1:1"]),
+    ("clients.play", ["--match", "M"], ["--token", "seat.token"], ["--token-file", "seat.token"]),
+    ("clients.watch", ["MATCH"], ["--from"], ["--from-start"]),
+    ("clients.health", [], ["--serv", "x"], ["--service", "x"]),
+    ("clients.remote_bot", ["--bot", "random", "--game", "klaberjass"], ["--budget", "5"], ["--budget-ms", "5"]),
+    ("clients.admin", ["list"], ["--stat", "active"], ["--status", "active"]),
+])
+def test_a_flag_is_never_abbreviated(module, base, abbreviated, spelt_out, capsys):
+    """The clients took any unambiguous prefix of a flag for it (argparse's allow_abbrev), as
+    engine_service's commands and clients.admin do not: ``--targ`` was --target, a prefix in a
+    script came to mean another flag once one with the same start was added, and an ambiguous
+    one was refused with its value echoed. A prefix is an unrecognized argument (exit 2)."""
+    import importlib
+
+    parser = importlib.import_module(module).build_parser()
+    with pytest.raises(SystemExit) as info:
+        parser.parse_args([*base, *abbreviated])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and f"unrecognized arguments: {abbreviated[0]}" in err, err
+    parser.parse_args([*base, *spelt_out])
+
+
 @pytest.mark.parametrize("module,args", [
     ("clients.admin", ["list"]), ("clients.health", []), ("clients.play", ["--list"]),
     ("clients.watch", ["MATCH"]), ("clients.remote_bot", []),
