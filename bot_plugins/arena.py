@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from engine_service.plugins.manager import PluginSettings, load_catalog
+from engine_service.plugins.manager import PluginNotLoaded, PluginSettings, check_named_plugins, load_catalog
 from engine_service.plugins.runner import BotRunner
 from engine_service.rules import CHANCE, TERMINAL, get_game, transcript
 from engine_service.rules.errors import RulesError
@@ -386,28 +386,12 @@ def format_report(report: ArenaReport) -> str:
 
 # ---- running -----------------------------------------------------------------------------
 
-class PluginNotLoaded(ValueError):
-    """A ``--plugin`` module that did not load: a usage error (main), not a run without it."""
-
-
-def _check_named_plugins(named: Sequence[str], catalog: Any) -> None:
-    """A module named by ``--plugin`` is one the run was asked for: one that failed to import,
-    register or run its hook was only a ``bot_plugin_failed`` line, and the arena played on
-    without it (exit 0), its bots missing from a comparison the user believed they had. A
-    refused spec is not a plugin that failed to load (its other bots did); a bot asked for and
-    missing is refused anyway (run_arena)."""
-    for failure in catalog.failures:
-        if failure.plugin in named and failure.stage in ("import", "register", "validate", "hook"):
-            raise PluginNotLoaded(f"--plugin {failure.plugin} did not load ({failure.stage}): "
-                                  f"{failure.summary or failure.error}")
-
-
 def run_arena(config: ArenaConfig) -> ArenaReport:
     game = get_game(config.game)
     game.options(config.options)  # InvalidOptions early, in the parent
     rotations(config.bots, game.num_seats)
     catalog = load_catalog(PluginSettings.resolve(extra=config.plugins))
-    _check_named_plugins(config.plugins, catalog)
+    check_named_plugins(config.plugins, catalog)
     for bot in dict.fromkeys(config.bots):
         if not catalog.plays(bot, config.game):
             raise SystemExit(f"arena: no installed bot {bot!r} plays {config.game!r} "

@@ -47,7 +47,8 @@ if __name__ == "__main__":
 import grpc  # noqa: E402
 from google.protobuf import json_format
 
-from engine_service.plugins.manager import PluginSettings, load_catalog
+from engine_service.plugins.manager import (BotCatalog, PluginNotLoaded, PluginSettings, check_named_plugins,
+                                            load_catalog)
 from engine_service.plugins.runner import TIMEOUT, BotRunner, Reply
 from engine_service.rules import get_game
 from engine_service.transport.generated import cards_pb2, match_pb2
@@ -342,15 +343,23 @@ def _quiet_logs() -> None:
                         wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
 
 
-async def run(args: argparse.Namespace, target: str) -> int:
+def bot_catalog(args: argparse.Namespace) -> BotCatalog:
+    """The plugins' bots, ``--plugin``'s modules among them: a module that does not load is
+    PluginNotLoaded (a usage error), as in the arena (check_named_plugins), before an engine is
+    started or reached; it was "no installed bot" then, the module unnamed."""
     _quiet_logs()
     try:
         plugins = PluginSettings.resolve(extra=args.plugin)
     except ValueError as exc:  # CARDGAMES_DISABLE_PLUGIN_AUTOLOAD=y: one line, not a traceback
         raise SystemExit(f"error: {exc}") from None
     catalog = load_catalog(plugins)
+    check_named_plugins(args.plugin, catalog)
     if catalog.get(args.bot) is None:
         raise SystemExit(f"no installed bot {args.bot!r} (installed: {', '.join(catalog.names())})")
+    return catalog
+
+
+async def run(args: argparse.Namespace, target: str, catalog: BotCatalog) -> int:
     runner = BotRunner(catalog)
     try:  # an engine behind a private CA, as the other clients (it had only the system's roots)
         roots = read_root_certificates(args.ca) if args.ca else None
@@ -406,9 +415,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     if not args.match and not args.game:
-        build_parser().error("give --match ID (join) or --game (create a match)")
+        parser.error("give --match ID (join) or --game (create a match)")
+    try:
+        catalog = bot_catalog(args)
+    except PluginNotLoaded as exc:
+        parser.error(str(exc))
     service = None
     try:
         if args.target:
@@ -418,7 +432,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             # paced (--bot-pace-s hides a forced move's timing from people, GJ-11.8)
             service = LocalService(db=args.db, args=["--bot-pace-s", "0"]).start()
             target = service.target
-        return asyncio.run(run(args, target))
+        return asyncio.run(run(args, target, catalog))
     except CardGamesError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -235,6 +235,27 @@ def test_a_seat_off_the_table_is_refused_before_a_match_is_created(seat):
         asyncio.run(remote_bot.open_seat(NoCreate(), args, 2))
 
 
+@pytest.mark.parametrize("target", [["--target", "127.0.0.1:1"], []])
+def test_a_plugin_module_that_does_not_load_is_a_usage_error_before_any_engine(target, monkeypatch, capsys):
+    """``--plugin`` naming a module that fails to import: the client went on without it, started
+    or reached an engine and then said "no installed bot", the module unnamed (or played with
+    another bot of that name). A usage error now, naming the module and the error's type, as the
+    arena's (check_named_plugins), before any engine is started or connected to."""
+
+    def no_engine(*args, **kwargs):
+        raise AssertionError("an engine was started or connected to")
+
+    monkeypatch.setattr(remote_bot, "LocalService", no_engine)
+    monkeypatch.setattr(remote_bot, "connect", no_engine)
+    for module, says in (("tests.plugins.import_fails", "(import): ImportError at import_fails.py:3"),
+                         ("tests.plugins.no_such_module",
+                          "(import): ModuleNotFoundError: no module named 'tests.plugins.no_such_module'")):
+        with pytest.raises(SystemExit) as exit_:
+            remote_bot.main([*target, "--bot", "random", "--game", "klaberjass", "--plugin", module])
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2 and f"error: --plugin {module} did not load {says}" in err, err
+
+
 @pytest.mark.parametrize("budget", ["-1", "0", "nan", "inf", "fast", "1e13"])
 def test_a_budget_that_is_not_a_positive_number_of_milliseconds_is_a_usage_error(budget, capsys):
     """--budget-ms -1 or nan was taken and gave the bot a budget of 0 for every decision."""
