@@ -79,7 +79,13 @@ function parseArgs(argv) {
       const text = value();
       const at = text.indexOf('=');
       if (at < 1) throw new UsageError('--option wants name=value');
-      args.options[text.slice(0, at)] = text.slice(at + 1);
+      const name = text.slice(0, at);
+      // the same option twice kept the last value without a word; refused, as the Python
+      // clients (clients.play, clients.remote_bot) and the arena's --options refuse it
+      if (Object.hasOwn(args.options, name)) {
+        throw new UsageError(`--option: the option ${JSON.stringify(name)} is given twice: give it once`);
+      }
+      args.options[name] = text.slice(at + 1);
     } else throw new UsageError(`unknown argument ${flag}`);
   }
   if (!['first', 'random'].includes(args.policy)) throw new UsageError('--policy is first or random');
