@@ -233,11 +233,20 @@ def error_from_rpc(exc: grpc.RpcError) -> CardGamesError:
 # ---- values --------------------------------------------------------------------------------
 
 
+#: The API's int64 fields (``OptionValue.int_value``) hold these integers.
+INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
+
+
 def option_value(value: str | int | bool) -> match_pb2.OptionValue:
-    """A table option value as the oneof the API expects (bool before int: bool is an int)."""
+    """A table option value as the oneof the API expects (bool before int: bool is an int).
+    ValueError for an integer beyond the API's int64, named as such: protobuf's own "Value
+    out of range" was a traceback of the clients' commands, which each checked the range on
+    their own (clients.play, clients.remote_bot) and now ask this."""
     if isinstance(value, bool):
         return match_pb2.OptionValue(bool_value=value)
     if isinstance(value, int):
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise ValueError(f"{value} is beyond the API's 64-bit integers")
         return match_pb2.OptionValue(int_value=value)
     if isinstance(value, str):
         return match_pb2.OptionValue(string_value=value)

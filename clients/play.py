@@ -73,7 +73,7 @@ from . import render, terminal_text
 from .connection_sign import ConnectionSign
 from .cardgames_client import (RESUMED, CardGamesError, Client, SeatSession, StaleSequence,
                                ServerClock, StreamState, command_parser, connect, int32_arg, is_finished, is_my_turn,
-                               TableOptionAction, python_value, read_root_certificates, target_arg,
+                               TableOptionAction, option_value, python_value, read_root_certificates, target_arg,
                                turn_time_arg)
 from .local_service import LocalService, ServiceFailed
 from engine_service.transport.generated import match_pb2
@@ -568,11 +568,9 @@ def parse_option(text: str, game: Any) -> tuple[str, str | int | bool]:
     if spec.type == match_pb2.OPTION_TYPE_INT:
         try:
             value = int(raw)
+            option_value(value)  # within the API's int64
         except ValueError:
-            value = None
-        # the API's int64: a larger number was a protobuf ValueError traceback
-        if value is None or not -2**63 <= value < 2**63:
-            raise SystemExit(f"error: {name} is an integer ({spec.allowed_text})")
+            raise SystemExit(f"error: {name} is an integer ({spec.allowed_text})") from None
         return name, value
     return name, raw
 

@@ -55,8 +55,8 @@ from engine_service.transport.generated import cards_pb2, match_pb2
 
 from .cardgames_client import (CardGamesError, Client, FailedPrecondition, SeatSession, ServerClock, StaleSequence,
                                DAY_S, command_parser, connect, int32_arg, is_finished, is_my_turn, positive_arg,
-                               TableOptionAction, read_root_certificates, struct_value, target_arg, turn_time_arg,
-                               whole_numbers)
+                               TableOptionAction, option_value, read_root_certificates, struct_value, target_arg,
+                               turn_time_arg, whole_numbers)
 from .local_service import LocalService
 
 #: A call that failed so after the client's own retries reached no engine (a restart, a drop).
@@ -306,8 +306,10 @@ def _option(text: str) -> tuple[str, str | int | bool]:
         value = int(raw)
     except ValueError:
         return name, raw
-    if not -2**63 <= value < 2**63:  # the API's int64: a protobuf ValueError traceback
-        raise SystemExit(f"--option {name}: {raw} is beyond a 64-bit integer")
+    try:
+        option_value(value)  # within the API's int64
+    except ValueError as exc:
+        raise SystemExit(f"--option {name}: {exc}") from None
     return name, value
 
 
