@@ -721,21 +721,25 @@ def read_root_certificates(path: str) -> bytes:
     return pem
 
 
-def positive_arg(unit: str, most: float) -> Callable[[str], float]:
+def positive_arg(unit: str, most: float, *, zero: str | None = None) -> Callable[[str], float]:
     """An argparse ``type`` for a finite number of ``unit`` above zero and at most ``most``: a
     deadline, a time budget. gRPC takes 0, a negative number, ``nan``, ``inf`` and any deadline
     past its clock's range (``1e10`` seconds: int64 nanoseconds) as a deadline and fails the
     call at once with DEADLINE_EXCEEDED: the command exited 1, as if the engine had failed
     (clients.admin) or were unhealthy (clients.health), for what is a typing error; a bot's
-    budget of -1 or ``nan`` became no time at all, ``inf`` a bot never told to stop."""
+    budget of -1 or ``nan`` became no time at all, ``inf`` a bot never told to stop.
+
+    ``zero``: what 0 means where it is taken too (:data:`turn_time_arg`: the game's default),
+    named in the refusal; without it 0 is refused."""
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if not math.isfinite(value) or value <= 0 or value > most:
-            raise argparse.ArgumentTypeError(f"must be a number of {unit} above 0 and at most "
-                                             f"{most:g}, not {text!r}")
+        lowest_ok = value >= 0 if zero is not None else value > 0
+        if not (math.isfinite(value) and lowest_ok and value <= most):
+            allowed = f"from 0 ({zero}) to {most:g}" if zero is not None else f"above 0 and at most {most:g}"
+            raise argparse.ArgumentTypeError(f"must be a number of {unit} {allowed}, not {text!r}")
         return value
 
     return parse
@@ -780,19 +784,11 @@ def int32_arg(text: str) -> int:
     return value
 
 
-def turn_time_arg(text: str) -> float:
-    """argparse ``type`` of the clients' ``--turn-time`` (clients.play, clients.remote_bot): a
-    finite number of seconds, 0 (the game's default) to a day; the server says which are
-    allowed (10 to 120, JJK-11). ``nan`` or ``inf`` was a ValueError traceback building the
-    request, a larger number a protobuf one."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (math.isfinite(value) and 0 <= value <= DAY_S):
-        raise argparse.ArgumentTypeError(f"must be a number of seconds from 0 (the game's default) "
-                                         f"to {DAY_S:g}, not {text!r}")
-    return value
+#: argparse ``type`` of the clients' ``--turn-time`` (clients.play, clients.remote_bot): a
+#: finite number of seconds, 0 (the game's default) to a day; the server says which are
+#: allowed (10 to 120, JJK-11). ``nan`` or ``inf`` was a ValueError traceback building the
+#: request, a larger number a protobuf one.
+turn_time_arg = positive_arg("seconds", DAY_S, zero="the game's default")
 
 
 def _target_problem(target: str) -> str | None:

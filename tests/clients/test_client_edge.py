@@ -289,6 +289,27 @@ def test_a_turn_time_or_an_option_the_request_cannot_carry_is_a_usage_error(caps
     assert play.build_parser().parse_args(["--seat", "1"]).seat == 1
 
 
+def test_one_number_type_serves_deadlines_budgets_and_the_turn_time_that_admits_zero():
+    """--turn-time was a near-copy of positive_arg (the deadlines', the budgets') that admitted
+    0: one parameterised type now, ``zero`` naming what 0 means where it is taken."""
+    import argparse
+
+    strict, lenient = cg.positive_arg("seconds", 10), cg.positive_arg("seconds", 10, zero="no limit")
+    assert strict("10") == 10.0 and lenient("0") == 0.0 and lenient("2.5") == 2.5
+    for bad in ("0", "-1", "nan", "inf", "11"):
+        with pytest.raises(argparse.ArgumentTypeError, match=r"^must be a number of seconds above 0 and at most 10, "):
+            strict(bad)
+    for bad in ("-0.5", "nan", "-inf", "11"):
+        with pytest.raises(argparse.ArgumentTypeError, match=r"^must be a number of seconds from 0 \(no limit\) to 10, "):
+            lenient(bad)
+    with pytest.raises(argparse.ArgumentTypeError, match="^not a number: 'soon'$"):
+        lenient("soon")
+    assert cg.turn_time_arg("0") == 0.0 and cg.turn_time_arg("86400") == 86400.0
+    with pytest.raises(argparse.ArgumentTypeError) as refused:
+        cg.turn_time_arg("-1")
+    assert str(refused.value) == "must be a number of seconds from 0 (the game's default) to 86400, not '-1'"
+
+
 def test_an_option_given_twice_is_a_usage_error_naming_it(capsys):
     """``--option kl_target_score=300 ... --option kl_target_score=5`` created a match to 5,
     the first value dropped without a word (the arena's --options refuses it as a usage error);
