@@ -60,6 +60,7 @@ import grpc  # noqa: E402
 from .cardgames_client import (INT32_MAX, AdminClient, CardGamesError, MatchSummary, command_parser, connect,
                                int32_arg, python_value, read_root_certificates, seconds_arg, struct_value,
                                target_arg)
+from engine_service.command_line import parse_args
 from engine_service.transport.generated import match_pb2
 
 if TYPE_CHECKING:
@@ -667,7 +668,9 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
     if unknown:
         parser.error(f"unrecognized option {unknown} (what follows it is not shown: it may be a secret; "
                      "the admin token: --admin-token-file PATH or CARDGAMES_ADMIN_TOKEN)")
-    args = parser.parse_args(argv)
+    # an argument no command takes here, a flag of another command among them (``list
+    # --reason TEXT``): named, its value not shown (argparse echoed it: it may be a secret)
+    args = parse_args(parser, argv)
     token: str | None = None
     try:
         token = read_token(args, os.environ if environ is None else environ)

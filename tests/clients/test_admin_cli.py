@@ -367,6 +367,17 @@ def test_usage_errors_exit_2(capsys, monkeypatch, tmp_path):
     for args in (["--admin-token", secret, "list"], ["list", f"--admin-token={secret}"]):
         status, out, err = in_process(capsys, monkeypatch, *args)
         assert status == 2 and "--admin-token-file" in err and secret not in out + err
+    # a flag of another command (terminate's --reason, export's -o), or a word no command
+    # takes: argparse echoed it with its value ("unrecognized arguments: --reason <secret>");
+    # the flag is named, the value only counted
+    for args, says in ((["list", "--reason", secret], "unrecognized arguments: --reason (1 value not shown"),
+                       (["list", f"--reason={secret}"], "unrecognized arguments: --reason (1 value not shown"),
+                       (["list", "-o", secret], "unrecognized arguments: -o (1 value not shown"),
+                       (["inspect", UNKNOWN_ID, secret], "unrecognized arguments: (1 value not shown"),
+                       (["terminate", UNKNOWN_ID, "--reason", "r", "--status", secret, "--all"],
+                        "unrecognized arguments: --status --all (1 value not shown")):
+        status, out, err = in_process(capsys, monkeypatch, *args)
+        assert status == 2 and says in err and secret not in out + err, (args, err)
 
     token_file = tmp_path / "token"
     status, _, err = in_process(capsys, monkeypatch, "list", "--admin-token-file", str(token_file))
