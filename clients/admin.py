@@ -21,7 +21,9 @@ Sub-commands:
   --check FILE`` replays it;
 * ``reissue-token``: a new seat token for a player's seat of an unfinished match (the player
   lost it, or it leaked); the old token stops working and its streams end. The new token goes
-  to stdout alone (for a script), or to a file readable by its owner only (``-o``).
+  to stdout alone (for a script), or to a file readable by its owner only (``-o``), made with
+  its space set aside before the call; should its write fail after the call all the same, the
+  token goes to stdout (exit status 1), never nowhere.
 
 The admin token comes from ``--admin-token-file PATH`` (``-``: standard input) or the
 environment variable ``CARDGAMES_ADMIN_TOKEN``, never from a flag's value (which ``ps``
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import json
 import os
 import re
@@ -373,53 +376,93 @@ async def cmd_terminate(admin: AdminClient, args: argparse.Namespace) -> int:
     return 0
 
 
-def write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` readable and writable by its owner only (0600), whatever the
-    umask or the mode of a file already there: a new file beside it, renamed over it."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
+#: Bytes of the disk ``reissue-token -o`` sets aside before its call: a seat token is far shorter.
+TOKEN_FILE_RESERVE = 4096
+
+
+class PrivateFile:
+    """``-o FILE``, written whole or not at all and readable by its owner only (0600, whatever
+    the umask or the mode of a file already there). Made before the call, as a new file beside
+    ``path`` with ``reserve`` bytes of the disk set aside, so that a path that cannot be written
+    (a folder that does not exist, a directory, a full disk) is a UsageError before anything is
+    asked of the engine: ``reissue-token`` changes the seat's token there, and a file that
+    failed after the call lost the new token while the old one no longer worked. :meth:`commit`
+    writes it, flushes it to disk and renames it over ``path``."""
+
+    def __init__(self, path: Path, reserve: int = 0) -> None:
+        self.path = path
+        self._fd = -1
+        if path.is_dir():
+            raise UsageError(f"{path} is a directory")
         try:
-            os.unlink(tmp)
+            self._fd, self._tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        except OSError as exc:
+            raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+        try:
+            os.fchmod(self._fd, 0o600)
+            if reserve and hasattr(os, "posix_fallocate"):
+                try:
+                    os.posix_fallocate(self._fd, 0, reserve)
+                except OSError as exc:
+                    # a file system that sets no space aside: commit() may still fail
+                    if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                        raise
+        except OSError as exc:
+            self.discard()
+            raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+    def commit(self, text: str) -> None:
+        """``text`` into the file, on the disk (fsync), renamed over ``path``. OSError: ``path``
+        is as it was and the new file is gone."""
+        data = memoryview(text.encode("utf-8"))
+        try:
+            written = 0
+            while written < len(data):
+                written += os.write(self._fd, data[written:])
+            os.ftruncate(self._fd, len(data))  # the space set aside beyond the text
+            os.fsync(self._fd)
+            os.replace(self._tmp, self.path)
+        except BaseException:
+            self.discard()
+            raise
+        os.close(self._fd)
+        self._fd = -1
+        try:  # the rename itself on the disk: best effort (not every system opens a folder)
+            folder = os.open(self.path.parent, os.O_RDONLY)
+            try:
+                os.fsync(folder)
+            finally:
+                os.close(folder)
         except OSError:
             pass
-        raise
 
-
-def check_writable(path: Path) -> None:
-    """UsageError unless ``write_private`` can write ``path``: checked before the call, since
-    ``reissue-token`` changes the seat's token on the server. An -o in a folder that does not
-    exist (or cannot be written) made the old token stop working and lost the new one."""
-    if path.is_dir():
-        raise UsageError(f"{path} is a directory")
-    try:
-        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-    os.close(fd)
-    os.unlink(probe)
+    def discard(self) -> None:
+        """No file: the new one is closed and removed (``path`` is left as it was)."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+            try:
+                os.unlink(self._tmp)
+            except OSError:
+                pass
 
 
 async def cmd_export(admin: AdminClient, args: argparse.Namespace) -> int:
-    if args.output not in (None, "-"):
-        check_writable(Path(args.output))
-    text = await admin.export_transcript(args.match_id)
+    out = None if args.output in (None, "-") else PrivateFile(Path(args.output))
+    try:
+        text = await admin.export_transcript(args.match_id)
+    except BaseException:
+        if out is not None:
+            out.discard()
+        raise
     if not text.endswith("\n"):
         text += "\n"
-    if args.output in (None, "-"):
+    if out is None:
         sys.stdout.write(text)
         return 0
-    path = Path(args.output)
-    if path.is_dir():
-        raise UsageError(f"{path} is a directory")
+    path = out.path
     try:
-        write_private(path, text)
+        out.commit(text)
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
     data = json.loads(text)
@@ -430,23 +473,29 @@ async def cmd_export(admin: AdminClient, args: argparse.Namespace) -> int:
 
 
 async def cmd_reissue_token(admin: AdminClient, args: argparse.Namespace) -> int:
-    if args.output not in (None, "-"):
-        check_writable(Path(args.output))
-    reply = await admin.reissue_seat_token(args.match_id, args.seat)
+    out = None if args.output in (None, "-") else PrivateFile(Path(args.output), reserve=TOKEN_FILE_RESERVE)
+    try:
+        reply = await admin.reissue_seat_token(args.match_id, args.seat)
+    except BaseException:
+        if out is not None:
+            out.discard()
+        raise
     note = (f"match {args.match_id}, seat {reply.seat}: new seat token; the old one no longer "
             "works. Give it to the player by a private channel.")
-    if args.output in (None, "-"):
+    if out is None:
         print(reply.seat_token)
         print(note, file=sys.stderr)
         return 0
-    path = Path(args.output)
-    if path.is_dir():
-        raise UsageError(f"{path} is a directory")
     try:
-        write_private(path, reply.seat_token + "\n")
+        out.commit(reply.seat_token + "\n")
     except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-    print(f"{note} Written to {path} (mode 0600).")
+        # the old token no longer works and this one is the seat's only: it goes where it
+        # goes without -o, the command's standard output, rather than nowhere
+        print(reply.seat_token, flush=True)
+        print(f"error: cannot write {out.path} ({exc.strerror or exc}): the new seat token is on standard "
+              f"output instead. {note}", file=sys.stderr)
+        return 1
+    print(f"{note} Written to {out.path} (mode 0600).")
     return 0
 
 
