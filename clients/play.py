@@ -76,6 +76,7 @@ from .cardgames_client import (RESUMED, CardGamesError, Client, SeatSession, Sta
                                TableOptionAction, option_value, python_value, read_root_certificates, target_arg,
                                turn_time_arg)
 from .local_service import LocalService, ServiceFailed
+from engine_service.command_line import parse_args
 from engine_service.transport.generated import match_pb2
 
 #: Where a seat's event stream starts: a seat is taken while its match waits at seq 0 (a match
@@ -837,11 +838,12 @@ def _plain_reason(exc: ServiceFailed) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parse_args(parser, argv)  # an unknown flag named, its value (a seat token?) not shown
     if not args.game and not args.match and not args.list and not args.lobby:
-        build_parser().error("give --game (a new match), --match ID (join one), --lobby or --list")
+        parser.error("give --game (a new match), --match ID (join one), --lobby or --list")
     if args.token_file and not args.match:
-        build_parser().error("--token-file returns to a seat of --match ID: give both")
+        parser.error("--token-file returns to a seat of --match ID: give both")
     if args.name is None:
         args.name = default_name()
     # unfolded (soft_wrap): a line is one line in a pipe (--autoplay for scripts, where the

@@ -352,6 +352,25 @@ def test_a_flag_is_never_abbreviated(module, base, abbreviated, spelt_out, capsy
 
 
 @pytest.mark.parametrize("module,args", [
+    ("clients.play", ["--list"]), ("clients.watch", ["MATCH"]), ("clients.health", []),
+    ("clients.remote_bot", ["--bot", "random", "--game", "klaberjass"]),
+])
+def test_an_unknown_flag_is_named_without_its_value(module, args, capsys):
+    """``--token SEAT_TOKEN`` (the seat token pasted after a flag no client has: they read it
+    from --token-file) or a stray word: argparse echoed every unrecognized argument on the
+    terminal or a CI log, the token with them. The flags are named, the values counted, as
+    engine_service's commands and clients.admin say it (engine_service.command_line)."""
+    import importlib
+
+    secret = "s3cret-seat-token"
+    with pytest.raises(SystemExit) as info:
+        importlib.import_module(module).main([*args, "--token", secret, f"--seat-token={secret}", secret])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and secret not in err, err
+    assert "unrecognized arguments: --token --seat-token (3 values not shown: they may hold a secret)" in err, err
+
+
+@pytest.mark.parametrize("module,args", [
     ("clients.admin", ["list"]), ("clients.health", []), ("clients.play", ["--list"]),
     ("clients.watch", ["MATCH"]), ("clients.remote_bot", []),
 ])
