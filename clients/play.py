@@ -76,6 +76,7 @@ from .cardgames_client import (RESUMED, CardGamesError, Client, SeatSession, Sta
                                TableOptionAction, option_value, python_value, read_root_certificates, target_arg,
                                turn_time_arg)
 from .local_service import LocalService, ServiceFailed
+from engine_service.bounded_read import TOKEN_LIMIT, FileRefused, read_bounded
 from engine_service.command_line import parse_args
 from engine_service.transport.generated import match_pb2
 
@@ -628,20 +629,32 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def read_seat_token(path: str) -> str:
+    """The seat token of ``--token-file``, read before the engine is reached (:func:`run`); a file
+    that holds none is SystemExit with one line naming it (exit status 1). It was read whole
+    once connected: ``/dev/zero`` filled the memory, a named pipe no one writes to waited for
+    ever, and a file far larger than a token went to the engine as its header (read_bounded)."""
+    try:
+        raw = read_bounded(path, TOKEN_LIMIT)
+    except OSError as exc:
+        raise SystemExit(f"error: cannot read the seat token file {path}: {exc.strerror or exc}") from None
+    except FileRefused as exc:
+        raise SystemExit(f"error: the seat token file {path}: {exc}") from None
+    try:
+        token = raw.decode("utf-8").strip()
+    except UnicodeDecodeError:  # it said "UnicodeDecodeError"
+        raise SystemExit(f"error: the seat token file {path} is not text: no seat token") from None
+    if not token:
+        raise SystemExit(f"error: the seat token file {path} is empty")
+    return token
+
+
 async def open_seat(client: Client, args: argparse.Namespace, console: Console) -> tuple[SeatSession, Any]:
     """Create the match (or use --match) and join it."""
     if args.match and args.token_file:
         # back to a seat taken before (docs/operations.md, "A player lost their seat token"): a
         # join would take another seat, or none in a started match
-        try:
-            token = open(args.token_file, encoding="utf-8").read().strip()
-        except OSError as exc:
-            raise SystemExit(f"error: cannot read the seat token file {args.token_file}: {exc.strerror or exc}") from None
-        except UnicodeDecodeError:  # it said "UnicodeDecodeError"
-            raise SystemExit(f"error: the seat token file {args.token_file} is not text: no seat token") from None
-        if not token:
-            raise SystemExit(f"error: the seat token file {args.token_file} is empty")
-        session = client.seat_session(args.match, -1, token)
+        session = client.seat_session(args.match, -1, args.seat_token)
         view = await session.view()
         if not view.HasField("seat"):
             # a view of no seat is a spectator's: the screen showed it as seat 0's, "you" and all
@@ -680,6 +693,7 @@ async def run(args: argparse.Namespace, target: str, console: Console) -> int:
         roots = read_root_certificates(args.ca) if args.ca else None
     except ValueError as exc:  # one line, not a traceback (as clients.admin)
         raise SystemExit(f"error: {exc}") from None
+    args.seat_token = read_seat_token(args.token_file) if args.token_file else None
     async with connect(target, tls=args.tls, root_certificates=roots, server_name=args.server_name) as client:
         await client.wait_ready()
         if args.list:

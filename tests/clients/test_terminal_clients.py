@@ -18,6 +18,7 @@ import pytest
 
 from clients import cardgames_client as cg
 from clients import render
+from clients import play
 from clients.play import PlayApp
 from clients.watch import WatchApp
 from engine_service.transport.generated import match_pb2
@@ -1156,6 +1157,27 @@ def test_an_empty_token_file_is_one_line(engine, tmp_path):
         assert result.returncode == 1, result.stdout + result.stderr
         assert result.stderr.strip() == f"error: the seat token file {path} {says}" + (": no seat token" if path == binary else ""), result.stderr
         assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+def test_a_token_file_that_holds_no_token_is_refused_before_the_engine_is_reached(tmp_path, monkeypatch, capsys):
+    """--token-file was read whole once the engine answered: /dev/zero filled the memory, a
+    named pipe no one writes to waited for ever, and a file of megabytes went to the engine as
+    the seat's header. Read with a limit now (read_bounded), before any connection: one line,
+    exit status 1."""
+    def no_engine(*args, **kwargs):
+        raise AssertionError("the engine was reached")
+
+    monkeypatch.setattr(play, "connect", no_engine)
+    large, pipe = tmp_path / "large.token", tmp_path / "pipe.token"
+    large.write_text("a" * (64 * 1024 + 1))
+    os.mkfifo(pipe)
+    for path, says in ((large, f"the seat token file {large}: larger than 65536 bytes"),
+                       ("/dev/zero", "the seat token file /dev/zero: a device, not a regular file"),
+                       (tmp_path, f"the seat token file {tmp_path}: a directory, not a regular file"),
+                       (pipe, f"the seat token file {pipe} is empty")):  # no writer: nothing in it
+        with pytest.raises(SystemExit) as refused:
+            play.main(["--target", "127.0.0.1:1", "--match", "M", "--token-file", str(path), "--autoplay", "first"])
+        assert refused.value.code == f"error: {says}", refused.value.code
 
 
 def test_joining_a_finished_match_says_how_to_watch_it(engine):
