@@ -397,6 +397,30 @@ def test_usage_errors_exit_2(capsys, monkeypatch, tmp_path):
     assert status == 2 and "garbage.pem holds no usable PEM certificate" in err and secret not in err
 
 
+def test_an_admin_token_file_that_holds_no_token_is_refused_before_any_call(capsys, monkeypatch, tmp_path):
+    """--admin-token-file was read whole: /dev/zero filled the memory, a named pipe no one
+    writes to waited for ever, and a file far larger than a token was sent as the header. Read
+    with a limit now (read_bounded; standard input likewise): a usage error, never the file's
+    content, before any connection."""
+    import io
+
+    def no_engine(*args, **kwargs):
+        raise AssertionError("the engine was reached")
+
+    monkeypatch.setattr(admin_cli, "connect", no_engine)
+    large, pipe = tmp_path / "large.token", tmp_path / "pipe.token"
+    large.write_text("a" * (64 * 1024 + 1))
+    os.mkfifo(pipe)
+    for path, says in ((large, f"the admin token file {large}: larger than 65536 bytes"),
+                       ("/dev/zero", "the admin token file /dev/zero: a device, not a regular file"),
+                       (pipe, f"the admin token file {pipe} is empty")):  # no writer: nothing in it
+        status, out, err = in_process(capsys, monkeypatch, "list", "--admin-token-file", str(path))
+        assert status == 2 and f"error: {says}" in err and "aaaa" not in out + err, err
+    monkeypatch.setattr(sys, "stdin", io.StringIO("a" * (64 * 1024 + 1)))
+    status, out, err = in_process(capsys, monkeypatch, "list", "--admin-token-file", "-")
+    assert status == 2 and "error: the admin token file standard input: larger than 65536 bytes" in err, err
+
+
 def test_unreachable_engine(engine):
     line = refused(admin(f"127.0.0.1:{free_port()}", "list", "--timeout", "3"))
     assert line.startswith("error: UNAVAILABLE"), line
