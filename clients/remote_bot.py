@@ -52,6 +52,7 @@ from engine_service.plugins.manager import (BotCatalog, PluginNotLoaded, PluginS
                                             load_catalog)
 from engine_service.plugins.runner import TIMEOUT, BotRunner, Reply
 from engine_service.rules import get_game
+from engine_service.rules.errors import UnknownGame
 from engine_service.transport.generated import cards_pb2, match_pb2
 
 from .cardgames_client import (CardGamesError, Client, FailedPrecondition, SeatSession, ServerClock, StaleSequence,
@@ -374,7 +375,11 @@ async def run(args: argparse.Namespace, target: str, catalog: BotCatalog) -> int
             game_id = (await client.get_match(args.match)).game
         else:
             game_id = args.game
-        game = get_game(game_id)
+        try:  # a match of a game this client's rules core does not have (a newer engine)
+            game = get_game(game_id)
+        except UnknownGame:
+            raise SystemExit(f"error: match {args.match} is a game of {game_id!r}, which this client's "
+                             "rules do not have: the bot cannot play it here") from None
         if not catalog.plays(args.bot, game_id):
             raise SystemExit(f"bot {args.bot!r} does not play {game_id}")
         session = await open_seat(client, args, game.num_seats)
@@ -422,6 +427,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(parser, argv)  # an unknown flag named, its value (a seat token?) not shown
     if not args.match and not args.game:
         parser.error("give --match ID (join) or --game (create a match)")
+    if args.game and not args.match:
+        try:  # before an engine is started or reached: it was a traceback once connected
+            get_game(args.game)
+        except UnknownGame as exc:
+            parser.error(f"--game: {exc}")
     try:
         catalog = bot_catalog(args)
     except PluginNotLoaded as exc:

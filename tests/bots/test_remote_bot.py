@@ -20,6 +20,7 @@ from engine_service.plugins.runner import BotRunner
 from engine_service.rules import all_game_ids, get_game
 from engine_service.sessions.api import ViewEnvelope
 from engine_service.transport.codec import view_message
+from engine_service.transport.generated import match_pb2
 from tests.rules.playout import iter_states
 
 COMMON = ("game", "phase", "deal_number", "dealer", "to_act", "seat", "hand", "hand_sizes", "legal",
@@ -254,6 +255,40 @@ def test_a_plugin_module_that_does_not_load_is_a_usage_error_before_any_engine(t
             remote_bot.main([*target, "--bot", "random", "--game", "klaberjass", "--plugin", module])
         err = capsys.readouterr().err
         assert exit_.value.code == 2 and f"error: --plugin {module} did not load {says}" in err, err
+
+
+def test_a_game_the_rules_core_does_not_have_is_one_line_not_a_traceback(monkeypatch, capsys):
+    """``--game nope`` started an engine of its own (or reached --target) and then died with an
+    UnknownGame traceback; it is a usage error before any engine now. A match (``--match``) of
+    a game this client's rules core lacks (a newer engine's) is one line too."""
+    import contextlib
+
+    def no_engine(*args, **kwargs):
+        raise AssertionError("an engine was started or connected to")
+
+    monkeypatch.setattr(remote_bot, "LocalService", no_engine)
+    monkeypatch.setattr(remote_bot, "connect", no_engine)
+    with pytest.raises(SystemExit) as exit_:
+        remote_bot.main(["--bot", "random", "--game", "nope"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "error: --game: unknown game 'nope'; known games: klaberjass" in err, err
+
+    class NewerEngine:
+        async def wait_ready(self):
+            pass
+
+        async def get_match(self, match_id):
+            return match_pb2.MatchSummary(match_id=match_id, game="skat")
+
+    @contextlib.asynccontextmanager
+    async def newer_engine(*args, **kwargs):
+        yield NewerEngine()
+
+    monkeypatch.setattr(remote_bot, "connect", newer_engine)
+    with pytest.raises(SystemExit) as exit_:
+        remote_bot.main(["--bot", "random", "--target", "127.0.0.1:1", "--match", "M1"])
+    assert exit_.value.code == ("error: match M1 is a game of 'skat', which this client's rules do not have: "
+                                "the bot cannot play it here")
 
 
 @pytest.mark.parametrize("budget", ["-1", "0", "nan", "inf", "fast", "1e13"])
