@@ -64,7 +64,7 @@ from .cardgames_client import (INT32_MAX, AdminClient, CardGamesError, MatchSumm
                                int32_arg, python_value, read_root_certificates, seconds_arg, struct_value,
                                target_arg)
 from engine_service.bounded_read import TOKEN_LIMIT, FileRefused, read_bounded
-from engine_service.command_line import parse_args
+from engine_service.command_line import check_text, parse_args
 from engine_service.transport.generated import match_pb2
 
 if TYPE_CHECKING:
@@ -727,6 +727,7 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
     # an argument no command takes here, a flag of another command among them (``list
     # --reason TEXT``): named, its value not shown (argparse echoed it: it may be a secret)
     args = parse_args(parser, argv)
+    check_text(parser, args, paths={"ca", "admin_token_file", "output"})
     token: str | None = None
     try:
         token = read_token(args, os.environ if environ is None else environ)

@@ -27,7 +27,7 @@ if __name__ == "__main__":
 import grpc  # noqa: E402
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from engine_service.command_line import parse_args  # noqa: E402
+from engine_service.command_line import check_text, parse_args  # noqa: E402
 
 from .cardgames_client import command_parser, read_root_certificates, seconds_arg, target_arg  # noqa: E402
 
@@ -72,7 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(build_parser(), argv)  # an unknown flag named, its value not shown
+    parser = build_parser()
+    args = parse_args(parser, argv)  # an unknown flag named, its value not shown
+    check_text(parser, args, paths={"ca"})
     credentials = None
     if args.tls or args.ca or args.server_name:  # a name to verify means TLS, as --ca does
         try:

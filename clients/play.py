@@ -77,7 +77,7 @@ from .cardgames_client import (RESUMED, CardGamesError, Client, SeatSession, Sta
                                turn_time_arg)
 from .local_service import LocalService, ServiceFailed
 from engine_service.bounded_read import TOKEN_LIMIT, FileRefused, read_bounded
-from engine_service.command_line import parse_args
+from engine_service.command_line import check_text, parse_args
 from engine_service.transport.generated import match_pb2
 
 #: Where a seat's event stream starts: a seat is taken while its match waits at seq 0 (a match
@@ -854,6 +854,7 @@ def _plain_reason(exc: ServiceFailed) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parse_args(parser, argv)  # an unknown flag named, its value (a seat token?) not shown
+    check_text(parser, args, paths={"ca", "token_file", "db"})
     if not args.game and not args.match and not args.list and not args.lobby:
         parser.error("give --game (a new match), --match ID (join one), --lobby or --list")
     if args.token_file and not args.match:

@@ -47,7 +47,7 @@ if __name__ == "__main__":
 import grpc  # noqa: E402
 from google.protobuf import json_format
 
-from engine_service.command_line import parse_args
+from engine_service.command_line import check_text, parse_args
 from engine_service.plugins.manager import (BotCatalog, PluginNotLoaded, PluginSettings, check_named_plugins,
                                             load_catalog)
 from engine_service.plugins.runner import TIMEOUT, BotRunner, Reply
@@ -425,6 +425,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parse_args(parser, argv)  # an unknown flag named, its value (a seat token?) not shown
+    check_text(parser, args, paths={"ca", "db"})
     if not args.match and not args.game:
         parser.error("give --match ID (join) or --game (create a match)")
     if args.game and not args.match:

@@ -48,7 +48,7 @@ from .play import (board_rows, fitted_board, fitted_deals, log_scored_deals, pos
                    print_scored_deals, stderr_notices, summary_now)
 from .cardgames_client import (CardGamesError, ServerClock, Spectator, StreamState, connect,
                                command_parser, read_root_certificates, target_arg)
-from engine_service.command_line import parse_args
+from engine_service.command_line import check_text, parse_args
 from engine_service.transport.generated import match_pb2
 
 
@@ -237,7 +237,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(build_parser(), argv)  # an unknown flag named, its value not shown
+    parser = build_parser()
+    args = parse_args(parser, argv)  # an unknown flag named, its value not shown
+    check_text(parser, args, paths={"ca"})
     # unfolded: one line per event in a pipe (--plain), where the console folded at 80 columns
     console = terminal_text.console(highlight=False, soft_wrap=True)
     try:

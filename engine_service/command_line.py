@@ -10,7 +10,7 @@ arguments" error, the secret with them, on a terminal, a CI log or a container's
 from __future__ import annotations
 
 import argparse
-from typing import Sequence
+from typing import Collection, Iterator, Sequence
 
 
 def unrecognized(unknown: Sequence[str]) -> str:
@@ -39,3 +39,39 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> a
     if unknown:
         parser.error(unrecognized(unknown))
     return args
+
+
+def _actions(parser: argparse.ArgumentParser) -> Iterator[argparse.Action]:
+    """The arguments of ``parser`` and of its sub-commands."""
+    for action in parser._actions:
+        yield action
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                yield from _actions(command)
+
+
+def _not_text(value: object) -> bool:
+    if isinstance(value, (list, tuple)):
+        return any(_not_text(v) for v in value)
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a byte that is not UTF-8, kept by Python as a lone surrogate
+        return True
+    return False
+
+
+def check_text(parser: argparse.ArgumentParser, args: argparse.Namespace, *, paths: Collection[str] = ()) -> None:
+    """A usage error naming the argument, not its value, when one that is not a file's path
+    (its ``dest`` in ``paths``: a path may hold any bytes) holds a byte that is not UTF-8 (a
+    mistyped one, or a terminal in another encoding). Such a value went into a protobuf string
+    of a request (a name, a match id, a reason, a target) and the command died with a
+    UnicodeEncodeError traceback."""
+    for action in _actions(parser):
+        if action.dest in paths or action.dest == argparse.SUPPRESS:
+            continue
+        if _not_text(getattr(args, action.dest, None)):
+            name = argparse._get_action_name(action) or action.dest
+            parser.error(f"argument {name}: not UTF-8 text (it has a byte that is not UTF-8; the "
+                         "value is not shown)")

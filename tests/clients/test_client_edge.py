@@ -351,6 +351,46 @@ def test_a_flag_is_never_abbreviated(module, base, abbreviated, spelt_out, capsy
     parser.parse_args([*base, *spelt_out])
 
 
+@pytest.mark.parametrize("module,argv,flag", [
+    ("clients.health", ["--service", "x\udcff"], "--service"),
+    ("clients.watch", ["M\udcff"], "MATCH_ID"),
+    ("clients.play", ["--list", "--target", "127.0.0.1:1\udcff"], "--target"),
+    ("clients.play", ["--game", "klaberjass", "--name", "ad\udce9"], "--name"),
+    ("clients.remote_bot", ["--bot", "random", "--game", "klaberjass", "--option", "a=\udcff"], "--option"),
+    ("clients.admin", ["terminate", "M1", "--reason", "gone\udcff"], "--reason"),
+    ("clients.admin", ["inspect", "\udcff"], "MATCH_ID"),
+])
+def test_an_argument_that_is_not_utf8_text_is_a_usage_error(module, argv, flag, monkeypatch, capsys):
+    """A byte that is not UTF-8 on the command line (a terminal in Latin-1, a mistyped byte):
+    Python keeps it as a lone surrogate, which went into a protobuf string of the request and
+    ended the command with a UnicodeEncodeError traceback (the engine reached, or started, by
+    then). A usage error naming the argument, before any engine; a file's path may hold any
+    bytes and is left to the file's own error."""
+    import importlib
+
+    def no_engine(*args, **kwargs):
+        raise AssertionError("an engine was started or reached")
+
+    main = importlib.import_module(module)
+    for name in ("connect", "LocalService", "check"):
+        if hasattr(main, name):
+            monkeypatch.setattr(main, name, no_engine)
+    monkeypatch.setenv("CARDGAMES_ADMIN_TOKEN", "t0ken")
+    with pytest.raises(SystemExit) as info:
+        main.main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and f"error: argument {flag}: not UTF-8 text (it has a byte that is not UTF-8; " \
+        "the value is not shown)" in err, err
+
+
+def test_a_path_argument_may_hold_any_bytes():
+    from clients import play
+
+    with pytest.raises(SystemExit) as info:  # the file's own error, not "not UTF-8 text"
+        play.main(["--target", "127.0.0.1:1", "--match", "M", "--token-file", "/nonexistent/\udcff.token"])
+    assert info.value.code == "error: cannot read the seat token file /nonexistent/\udcff.token: No such file or directory"
+
+
 @pytest.mark.parametrize("module,args", [
     ("clients.play", ["--list"]), ("clients.watch", ["MATCH"]), ("clients.health", []),
     ("clients.remote_bot", ["--bot", "random", "--game", "klaberjass"]),
