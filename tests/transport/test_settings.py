@@ -148,6 +148,25 @@ def test_out_of_range_values_are_refused(flag, bad, capsys):
             _parse([], {setting.env: bad})
 
 
+@pytest.mark.parametrize("flag", ["--host", "--metrics-host"])
+@pytest.mark.parametrize("bad, says", [
+    ("\udcff", "a byte that is not UTF-8"), ("a..b", "label empty or too long"),
+    ("x" * 64 + ".example", "label empty or too long"), ("[a..b]", "label empty or too long"),
+])
+def test_a_host_the_resolver_cannot_be_asked_about_is_a_usage_error(flag, bad, says, capsys):
+    """``--host`` with a byte that is not UTF-8, an empty label or one over 63 characters: the
+    IDNA encoding of getaddrinfo failed with a UnicodeError once the engine bound its ports,
+    logged as ``store_unavailable`` (the database blamed); refused as the flag's error now. A
+    name that is only unknown stays the bind's error (grpc_port_unavailable), an address in
+    brackets and a wildcard are taken."""
+    assert f"argument {flag}: not a host name or address: {says}" in _flag_error(capsys, [flag, bad])
+    setting = next(s for s in S.SETTINGS if s.flag == flag)
+    with pytest.raises(ValueError, match=f"{setting.env}.*not a host name or address: {says}"):
+        _parse([], {setting.env: bad})
+    for good in ("[::]", "::", "0.0.0.0", "localhost", "h\u00e9.example", "no-such-host.invalid", "[fe80::1%eth0]"):
+        assert getattr(_parse([flag, good], {}), setting.name) == good
+
+
 @pytest.mark.parametrize("token", [
     "s3cret-admin-tökén-accented", "x" * 513, "s3cret\tadmin-token-with-a-tab",
     "s3cret admin passphrase of words", "s3cret-bell\x07-inside",
