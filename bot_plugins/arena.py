@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from engine_service.command_line import parse_args
 from engine_service.plugins.manager import PluginNotLoaded, PluginSettings, check_named_plugins, load_catalog
 from engine_service.plugins.runner import BotRunner
 from engine_service.rules import CHANCE, TERMINAL, get_game, transcript
@@ -499,7 +500,9 @@ def _output_problem(path: str, *, directory: bool) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bot_plugins.arena", description=__doc__.split("\n\n")[0])
+    # flags spelt out, an unknown one named without its value, as every command of the project
+    p = argparse.ArgumentParser(prog="python -m bot_plugins.arena", description=__doc__.split("\n\n")[0],
+                                allow_abbrev=False)
     p.add_argument("--game", required=True, help="game id")
     p.add_argument("--bots", required=True, help="comma-separated bot names, cycled around the table")
     p.add_argument("--deals", type=_positive_int, default=200, help="boards (each played in every rotation)")
@@ -516,7 +519,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--fail-on-failures", action="store_true",
                    help="exit 1 when any bot failed a decision (a bot author's CI check)")
-    args = p.parse_args(argv)
+    args = parse_args(p, argv)
     quiet_logs()
     config = ArenaConfig(
         game=args.game, bots=tuple(b.strip() for b in args.bots.split(",") if b.strip()),
