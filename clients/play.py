@@ -755,10 +755,20 @@ def way_back(session: SeatSession, args: argparse.Namespace, target: str) -> str
     """``"to return to your seat: python -m clients.play ... --match ID --token-file PATH"``:
     the seat token saved to a file only the user can read (unless it came from
     ``--token-file``), since the screen that held it is gone and a join would take another
-    seat (a started match has none); :data:`OWN_ENGINE_ENDS` without ``--target``."""
+    seat (a started match has none); the token itself, on the user's terminal, when no file
+    can be written; :data:`OWN_ENGINE_ENDS` without ``--target``."""
     if not args.target:
         return OWN_ENGINE_ENDS
-    token_file = args.token_file or save_token(session)
+    try:
+        token_file = args.token_file or save_token(session)
+    except OSError as exc:
+        # a full disk (or no temporary folder): the screen that held the token is gone, and a
+        # traceback ended the program with the only way back to the seat
+        token_file = "FILE"
+        lost = (f"your seat token could not be saved to a file ({exc.strerror or exc}): it is "
+                f"{session.token}; put it in a file only you can read, then ")
+    else:
+        lost = ""
     command = ["python", "-m", "clients.play", "--target", target]
     if args.tls:
         command.append("--tls")
@@ -767,14 +777,18 @@ def way_back(session: SeatSession, args: argparse.Namespace, target: str) -> str
     if args.server_name:
         command += ["--server-name", args.server_name]
     command += ["--match", session.match_id, "--token-file", token_file]
-    return f"to return to your seat: {shlex.join(command)}"
+    return f"to return to your seat: {lost}{shlex.join(command)}"
 
 
 def save_token(session: SeatSession) -> str:
     """The seat token in a new file readable by the user only (mkstemp: mode 0600); its path."""
     fd, path = tempfile.mkstemp(prefix=f"cardgames-{session.match_id}-seat{session.seat}-", suffix=".token")
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(session.token + "\n")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(session.token + "\n")
+    except BaseException:
+        os.unlink(path)  # an empty or half-written file is no way back
+        raise
     return path
 
 

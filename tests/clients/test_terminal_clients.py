@@ -1180,6 +1180,49 @@ def test_a_token_file_that_holds_no_token_is_refused_before_the_engine_is_reache
         assert refused.value.code == f"error: {says}", refused.value.code
 
 
+def test_the_way_back_survives_a_seat_token_file_that_cannot_be_written(tmp_path, monkeypatch):
+    """The seat token of a screen that lost its connection (or quit) is saved to a file for the
+    way back; a full disk or a missing temporary folder made that an OSError traceback, and the
+    token, held by the screen only, was lost with the seat. The line gives the token itself
+    then, on the player's own terminal, and leaves no empty or half-written file."""
+    import errno
+    import tempfile
+    from types import SimpleNamespace
+
+    session = SimpleNamespace(match_id="M1", seat=1, token="t0ken-of-seat-1")
+    args = play.build_parser().parse_args(["--target", "engine.test:50051", "--match", "M1"])
+    real_fdopen = os.fdopen
+
+    class FullDisk:
+        def __init__(self, fd, *args, **kwargs):
+            self.file = real_fdopen(fd, *args, **kwargs)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.file.close()
+
+        def write(self, text):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with monkeypatch.context() as m:
+        m.setattr(os, "fdopen", FullDisk)
+        line = play.way_back(session, args, "engine.test:50051")
+    assert line == ("to return to your seat: your seat token could not be saved to a file (No space left on "
+                    "device): it is t0ken-of-seat-1; put it in a file only you can read, then python -m "
+                    "clients.play --target engine.test:50051 --match M1 --token-file FILE"), line
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))
+    assert "could not be saved to a file (No such file or directory): it is t0ken-of-seat-1;" in \
+        play.way_back(session, args, "engine.test:50051")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    saved = play.way_back(session, args, "engine.test:50051")  # as before when the file is written
+    token_file = saved.rsplit(" ", 1)[-1]
+    assert "t0ken" not in saved and open(token_file).read() == "t0ken-of-seat-1\n"
+
+
 def test_joining_a_finished_match_says_how_to_watch_it(engine):
     """--match naming a match that is over: one line that says so and gives the command that
     replays it (clients.watch --from-start), exit status 1; it said only MATCH_NOT_ACTIVE."""
