@@ -298,10 +298,14 @@ async def _decide(runner: BotRunner, bot_name: str, game_id: str, seat: int, vie
 
 # ---- command line ------------------------------------------------------------------------------
 
+class TableRefused(ValueError):
+    """A new match's --seat, --opponents or --option that cannot make one (a usage error)."""
+
+
 def _option(text: str) -> tuple[str, str | int | bool]:
     name, sep, raw = text.partition("=")
     if not sep:
-        raise SystemExit(f"--option wants name=value, not {text!r}")
+        raise TableRefused(f"--option wants name=value, not {text!r}")
     if raw in ("true", "false"):
         return name, raw == "true"
     try:
@@ -311,29 +315,40 @@ def _option(text: str) -> tuple[str, str | int | bool]:
     try:
         option_value(value)  # within the API's int64
     except ValueError as exc:
-        raise SystemExit(f"--option {name}: {exc}") from None
+        raise TableRefused(f"--option {name}: {exc}") from None
     return name, value
 
 
-async def open_seat(client: Client, args: argparse.Namespace, num_seats: int) -> SeatSession:
-    if args.match:
-        return await client.join(args.match, seat=args.seat, player_name=args.name)
+def new_table(args: argparse.Namespace, num_seats: int) -> tuple[int, list[str | None], dict[str, Any]]:
+    """The bot's seat, the seats of a new match (None: the bot's) and its options, from
+    ``--seat``, ``--opponents`` and ``--option``; TableRefused names what cannot make one.
+    Asked before an engine is started or reached (main), and again by :func:`open_seat`."""
     me = 0 if args.seat is None else args.seat
     if not 0 <= me < num_seats:
         # checked before the match exists: list.insert put the bot's seat last for a seat past
         # the end (first but one for -1), so a match was created, the join then failed
         # BAD_SEAT and the match was left waiting for a player nobody would send
-        raise SystemExit(f"--seat {me}: {args.game} has seats 0 to {num_seats - 1}")
+        raise TableRefused(f"--seat {me}: {args.game} has seats 0 to {num_seats - 1}")
     others = [b.strip() for b in args.opponents.split(",") if b.strip()] or ["random"]
     if len(others) == 1:
         others *= num_seats - 1  # one name plays every other seat
     if len(others) != num_seats - 1:
-        raise SystemExit(f"--opponents: {args.game} has {num_seats} seats: give one bot name (it "
-                         f"plays every other seat) or {num_seats - 1}, comma-separated")
+        raise TableRefused(f"--opponents: {args.game} has {num_seats} seats: give one bot name (it "
+                           f"plays every other seat) or {num_seats - 1}, comma-separated")
     seats: list[str | None] = list(others)
     seats.insert(me, None)
-    summary = await client.create_match(args.game, options=dict(_option(o) for o in args.option),
-                                        seats=seats, turn_time_s=args.turn_time, name=f"{args.bot} (remote)")
+    return me, seats, dict(_option(o) for o in args.option)
+
+
+async def open_seat(client: Client, args: argparse.Namespace, num_seats: int) -> SeatSession:
+    if args.match:
+        return await client.join(args.match, seat=args.seat, player_name=args.name)
+    try:
+        me, seats, options = new_table(args, num_seats)
+    except TableRefused as exc:
+        raise SystemExit(str(exc)) from None
+    summary = await client.create_match(args.game, options=options, seats=seats, turn_time_s=args.turn_time,
+                                        name=f"{args.bot} (remote)")
     print(f"match {summary.match_id}: {args.game}, {args.bot} in seat {me}", file=sys.stderr)
     return await client.join(summary.match_id, seat=me, player_name=args.name)
 
@@ -430,9 +445,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("give --match ID (join) or --game (create a match)")
     if args.game and not args.match:
         try:  # before an engine is started or reached: it was a traceback once connected
-            get_game(args.game)
+            game = get_game(args.game)
         except UnknownGame as exc:
             parser.error(f"--game: {exc}")
+        try:  # likewise: they were refused once an engine of its own had been started
+            new_table(args, game.num_seats)
+        except TableRefused as exc:
+            parser.error(str(exc))
     try:
         catalog = bot_catalog(args)
     except PluginNotLoaded as exc:

@@ -291,6 +291,29 @@ def test_a_game_the_rules_core_does_not_have_is_one_line_not_a_traceback(monkeyp
                                 "the bot cannot play it here")
 
 
+@pytest.mark.parametrize("flags, says", [
+    (["--game", "japanese_joker", "--seat", "2"], "--seat 2: japanese_joker has seats 0 to 1"),
+    (["--game", "georgian_joker", "--opponents", "random,random"],
+     "--opponents: georgian_joker has 4 seats: give one bot name (it plays every other seat) or 3, comma-separated"),
+    (["--game", "klaberjass", "--option", "kl_target_score"], "--option wants name=value, not 'kl_target_score'"),
+    (["--game", "klaberjass", "--option", f"kl_target_score={2**63}"],
+     f"--option kl_target_score: {2**63} is beyond the API's 64-bit integers"),
+])
+def test_a_new_match_it_cannot_make_is_a_usage_error_before_any_engine(flags, says, monkeypatch, capsys):
+    """--seat off the table, the wrong number of --opponents or a malformed --option were
+    refused once an engine of its own had been started (or --target reached), exit status 1;
+    the rules core knows the game's seats, so they are usage errors before any engine now."""
+    def no_engine(*args, **kwargs):
+        raise AssertionError("an engine was started or connected to")
+
+    monkeypatch.setattr(remote_bot, "LocalService", no_engine)
+    monkeypatch.setattr(remote_bot, "connect", no_engine)
+    with pytest.raises(SystemExit) as exit_:
+        remote_bot.main(["--bot", "random", *flags])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and f"python -m clients.remote_bot: error: {says}\n" in err, err
+
+
 @pytest.mark.parametrize("budget", ["-1", "0", "nan", "inf", "fast", "1e13"])
 def test_a_budget_that_is_not_a_positive_number_of_milliseconds_is_a_usage_error(budget, capsys):
     """--budget-ms -1 or nan was taken and gave the bot a budget of 0 for every decision."""

@@ -264,10 +264,10 @@ def test_a_turn_time_or_an_option_the_request_cannot_carry_is_a_usage_error(caps
     for bad in ("99999999999999999999999", "-99999999999999999999999", "x"):
         with pytest.raises(SystemExit, match="kl_target_score is an integer"):
             play.parse_option(f"kl_target_score={bad}", game)
-    with pytest.raises(SystemExit, match="kl_target_score: 99999999999999999999999 is beyond the API's 64-bit"):
+    with pytest.raises(remote_bot.TableRefused, match="kl_target_score: 99999999999999999999999 is beyond the API's 64-bit"):
         remote_bot._option("kl_target_score=99999999999999999999999")
     assert remote_bot._option(f"kl_target_score={-2**63}") == ("kl_target_score", -2**63)
-    with pytest.raises(SystemExit, match=f"kl_target_score: {2**63} is beyond the API's 64-bit integers"):
+    with pytest.raises(remote_bot.TableRefused, match=f"kl_target_score: {2**63} is beyond the API's 64-bit integers"):
         remote_bot._option(f"kl_target_score={2**63}")
     assert play.parse_option(f"kl_target_score={2**63 - 1}", game) == ("kl_target_score", 2**63 - 1)
     with pytest.raises(SystemExit, match="kl_target_score is an integer"):
