@@ -43,6 +43,20 @@ const { Client, CardGamesError, verifyDeal, PACKS, TRANSIENT, RECONNECTING, RESU
 /** The terminal clients' --reconnect-tries default. */
 const RECONNECT_TRIES = 30;
 
+/**
+ * The error for an argument parseArgs does not know, naming a flag but never a value (as the
+ * Python clients and the engine say it): a stray word, or the value of `--flag=VALUE`, may be
+ * a secret pasted at the wrong place (a seat token), and the error line goes to a terminal or
+ * a CI log.
+ */
+function unknownArgument(arg) {
+  if (arg.startsWith('-') && arg !== '-') {
+    const at = arg.indexOf('=');
+    return at < 0 ? `unknown argument ${arg}` : `unknown argument ${arg.slice(0, at)} (its value not shown: it may hold a secret)`;
+  }
+  return 'unexpected value (not shown: it may hold a secret)';
+}
+
 function parseArgs(argv) {
   const args = {
     target: '127.0.0.1:50051', game: 'klaberjass', bot: 'random', options: {}, policy: 'random', seed: 1, quiet: false,
@@ -86,7 +100,7 @@ function parseArgs(argv) {
         throw new UsageError(`--option: the option ${JSON.stringify(name)} is given twice: give it once`);
       }
       args.options[name] = text.slice(at + 1);
-    } else throw new UsageError(`unknown argument ${flag}`);
+    } else throw new UsageError(unknownArgument(flag));
   }
   if (!['first', 'random'].includes(args.policy)) throw new UsageError('--policy is first or random');
   return args;

@@ -64,6 +64,16 @@ test('command-line arguments', () => {
   assert.throws(() => parseArgs(['--policy', 'clever']));
 });
 
+test('an unknown argument is named without its value (as the Python clients)', () => {
+  for (const [argv, says] of [
+    [['--bogus'], 'unknown argument --bogus'],
+    [['--token=s3cret-seat-token'], 'unknown argument --token (its value not shown: it may hold a secret)'],
+    [['--quiet', 's3cret-seat-token'], 'unexpected value (not shown: it may hold a secret)'],
+  ]) {
+    assert.throws(() => parseArgs(argv), (error) => error.constructor.name === 'UsageError' && error.message === says);
+  }
+});
+
 test('an --option given twice is a usage error naming it (as the Python clients), not the last value', () => {
   const twice = ['--option', 'kl_target_score=300', '--option', 'kl_last_trick=true', '--option', 'kl_target_score=5'];
   assert.throws(() => parseArgs(twice),
