@@ -44,7 +44,6 @@ import contextlib
 import json
 import os
 import random
-import re
 import secrets
 import shlex
 import sys
@@ -854,17 +853,6 @@ def default_name() -> str:
     return f"guest-{secrets.token_hex(2)}"
 
 
-def _plain_reason(exc: ServiceFailed) -> str:
-    """Why an engine that wrote no JSON error line did not start: a setting refused before its
-    logging began (``--db sqlite://x``) is argparse's one plain line on its stderr, the last
-    of the log; the status line alone ("exited with status 2:") said nothing."""
-    status, *tail = str(exc).splitlines()
-    last = next((line.strip() for line in reversed(tail) if line.strip()), "")
-    if not last:
-        return status.rstrip(":")
-    return re.sub(r"^python -m engine_service serve: error: |^error: ", "", last)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parse_args(parser, argv)  # an unknown flag named, its value (a seat token?) not shown
@@ -900,9 +888,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except ServiceFailed as exc:  # the engine of its own (e.g. a --db it cannot open): no traceback
         assert service is not None
-        errors = [line for line in service.logs() if line.get("level") in ("error", "critical")]
-        why = (errors[-1].get("error") or errors[-1].get("event")) if errors else _plain_reason(exc)
-        print(f"error: the engine did not start: {why}", file=sys.stderr)
+        print(f"error: the engine did not start: {service.failure(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -59,7 +59,7 @@ from .cardgames_client import (CardGamesError, Client, FailedPrecondition, SeatS
                                DAY_S, command_parser, connect, int32_arg, is_finished, is_my_turn, positive_arg,
                                TableOptionAction, option_value, read_root_certificates, struct_value, target_arg,
                                turn_time_arg, whole_numbers)
-from .local_service import LocalService
+from .local_service import LocalService, ServiceFailed
 
 #: A call that failed so after the client's own retries reached no engine (a restart, a drop).
 _NO_ANSWER = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
@@ -463,11 +463,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             # an engine of its own, where every player is a program: its bots need not be
             # paced (--bot-pace-s hides a forced move's timing from people, GJ-11.8)
-            service = LocalService(db=args.db, args=["--bot-pace-s", "0"]).start()
+            service = LocalService(db=args.db, args=["--bot-pace-s", "0"])
+            service.start()
             target = service.target
         return asyncio.run(run(args, target, catalog))
     except CardGamesError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except ServiceFailed as exc:  # the engine of its own (a --db it cannot open): one line, as clients.play
+        assert service is not None
+        print(f"error: the engine did not start: {service.failure(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

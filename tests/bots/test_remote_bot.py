@@ -189,6 +189,12 @@ def test_its_own_engine_plays_bots_unpaced(monkeypatch):
         def start(self):
             raise KeyboardInterrupt  # stop before anything runs
 
+        def stop(self):
+            pass
+
+        def cleanup(self):
+            pass
+
     monkeypatch.setattr(remote_bot, "LocalService", Recorder)
     remote_bot.main(["--bot", "random", "--game", "klaberjass"])
     assert started and list(started[0]["args"]) == ["--bot-pace-s", "0"]
@@ -312,6 +318,23 @@ def test_a_new_match_it_cannot_make_is_a_usage_error_before_any_engine(flags, sa
         remote_bot.main(["--bot", "random", *flags])
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and f"python -m clients.remote_bot: error: {says}\n" in err, err
+
+
+def test_an_engine_of_its_own_that_cannot_start_is_one_line(tmp_path, capsys, monkeypatch):
+    """Without --target remote_bot starts an engine; one that could not start (a --db in a
+    folder that does not exist) was a ServiceFailed traceback with the engine's whole log, and
+    its log file was left behind. One line saying why now, exit status 1, as clients.play
+    (LocalService.failure), the log file removed."""
+    import tempfile
+
+    db = tmp_path / "missing" / "x.sqlite3"
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # where the engine's log goes
+    assert remote_bot.main(["--bot", "random", "--game", "klaberjass", "--db", str(db)]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == (f"error: the engine did not start: cannot open database {db}: "
+                                    f"directory {db.parent} does not exist"), err
+    assert "Traceback" not in err and list((tmp_path / "tmp").iterdir()) == []
 
 
 @pytest.mark.parametrize("budget", ["-1", "0", "nan", "inf", "fast", "1e13"])
