@@ -388,13 +388,19 @@ class PrivateFile:
     (a folder that does not exist, a directory, a full disk) is a UsageError before anything is
     asked of the engine: ``reissue-token`` changes the seat's token there, and a file that
     failed after the call lost the new token while the old one no longer worked. :meth:`commit`
-    writes it, flushes it to disk and renames it over ``path``."""
+    writes it, flushes it to disk and renames it over ``path``, which must be a regular file if
+    it exists."""
 
     def __init__(self, path: Path, reserve: int = 0) -> None:
         self.path = path
         self._fd = -1
         if path.is_dir():
             raise UsageError(f"{path} is a directory")
+        if path.exists() and not path.is_file():
+            # the new file is renamed over it: -o /dev/stdout (or /dev/null, as root) replaced
+            # the device with a file of the match's hidden cards or the seat token
+            raise UsageError(f"{path} is not a regular file (a device, a pipe or a socket): -o writes a file "
+                             "in its place; '-' is standard output")
         try:
             self._fd, self._tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         except OSError as exc:

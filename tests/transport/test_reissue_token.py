@@ -218,12 +218,18 @@ def test_the_admin_command_prints_or_writes_the_token(tmp_path, capsys):
             assert (await view_of(srv, match_id, written)).seat == 1
             # an -o that cannot be written is refused before the call: the token written just
             # now still plays (the old code reissued it, then failed to write the new one)
-            for bad in (tmp_path / "missing" / "seat.token", tmp_path):
+            # a device or a pipe: the new file was renamed over it (as root, -o /dev/null
+            # replaced the device with the token's file)
+            (tmp_path / "pipe").mkdir()
+            os.mkfifo(tmp_path / "pipe" / "fifo")
+            for bad in (tmp_path / "missing" / "seat.token", tmp_path, tmp_path / "pipe" / "fifo"):
                 with pytest.raises(cli.UsageError):
                     await cli.run(cli.build_parser().parse_args(
                         [*base, "reissue-token", match_id, "1", "-o", str(bad)]), ADMIN_TOKEN)
                 assert (await view_of(srv, match_id, written)).seat == 1
-            assert sorted(p.name for p in tmp_path.iterdir()) == ["seat.token"]
+            assert stat.S_ISFIFO((tmp_path / "pipe" / "fifo").stat().st_mode)
+            assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe", "seat.token"]
+            assert [p.name for p in (tmp_path / "pipe").iterdir()] == ["fifo"]
             try:
                 await cli.run(cli.build_parser().parse_args([*base, "reissue-token", match_id, "7"]), ADMIN_TOKEN)
             except cli.CardGamesError as exc:
