@@ -490,7 +490,16 @@ async def cmd_reissue_token(admin: AdminClient, args: argparse.Namespace) -> int
     note = (f"match {args.match_id}, seat {reply.seat}: new seat token; the old one no longer "
             "works. Give it to the player by a private channel.")
     if out is None:
-        print(reply.seat_token)
+        try:
+            print(reply.seat_token, flush=True)
+        except BrokenPipeError:
+            raise  # the reader left (main): it chose not to read the token
+        except OSError as exc:  # `> FILE` on a full disk: the token is gone, the old one too
+            _drop_stdout()
+            print(f"error: cannot write the new seat token to standard output ({exc.strerror or exc}): it is "
+                  "lost, and the old one no longer works; run reissue-token again (-o FILE writes it to a "
+                  "file) to give the seat another", file=sys.stderr)
+            return 1
         print(note, file=sys.stderr)
         return 0
     try:
@@ -737,7 +746,9 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
     token: str | None = None
     try:
         token = read_token(args, os.environ if environ is None else environ)
-        return asyncio.run(run(args, token))
+        status = asyncio.run(run(args, token))
+        sys.stdout.flush()  # here, not at the interpreter's exit: its failure is said (below)
+        return status
     except UsageError as exc:
         parser.error(str(exc))  # exit status 2
     except CardGamesError as exc:
@@ -746,10 +757,22 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `list | head`: the reader left; say nothing more
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _drop_stdout()
         return 0
+    except OSError as exc:
+        # standard output redirected to a full disk (`export ID > match.json`): Python's
+        # "Exception ignored ... OSError" at its exit, status 120, or a traceback mid-way
+        _drop_stdout()
+        print(f"error: cannot write standard output ({exc.strerror or exc})", file=sys.stderr)
+        return 1
     return 2  # unreachable: parser.error exits
+
+
+def _drop_stdout() -> None:
+    """What is left of the output goes nowhere: the interpreter's last flush of it at exit
+    would fail again (a reader that left, a full disk)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 if __name__ == "__main__":

@@ -421,6 +421,43 @@ def test_an_admin_token_file_that_holds_no_token_is_refused_before_any_call(caps
     assert status == 2 and "error: the admin token file standard input: larger than 65536 bytes" in err, err
 
 
+def test_standard_output_that_cannot_be_written_is_one_line(engine):
+    """Standard output redirected to a full disk (/dev/full here): Python's "Exception ignored
+    ... OSError: [Errno 28]" at its exit, status 120; for reissue-token the new token was lost
+    without a word while the old one no longer worked. One line now, exit status 1, and
+    reissue-token says the token is lost and how to give the seat another."""
+    async def seated():
+        async with cg.connect(engine.target) as client:
+            match_id, seats = await play_a_little(client, 0)
+            return match_id, seats[1].token
+
+    match_id, bob = run(seated())
+    env = dict(os.environ, CARDGAMES_ADMIN_TOKEN=ADMIN_TOKEN)
+    env.pop("GRPC_VERBOSITY", None)
+
+    def to_full_disk(*args: str) -> subprocess.CompletedProcess:
+        with open("/dev/full", "w") as full:
+            return subprocess.run([sys.executable, "-m", "clients.admin", "--target", engine.target, *args],
+                                  stdout=full, stderr=subprocess.PIPE, text=True, timeout=60, cwd=ROOT, env=env)
+
+    for args in (["list", "--json"], ["export", match_id], ["inspect", match_id]):
+        result = to_full_disk(*args)
+        assert (result.returncode, result.stderr) == (1, "error: cannot write standard output (No space left on "
+                                                          "device)\n"), (args, result.stderr)
+    result = to_full_disk("reissue-token", match_id, "1")
+    assert (result.returncode, result.stderr) == (1, (
+        "error: cannot write the new seat token to standard output (No space left on device): it is lost, and "
+        "the old one no longer works; run reissue-token again (-o FILE writes it to a file) to give the seat "
+        "another\n")), result.stderr
+
+    async def old_token_refused():
+        async with cg.connect(engine.target) as client:
+            with pytest.raises(cg.Unauthenticated):
+                await client.seat_session(match_id, 1, bob).view()
+
+    run(old_token_refused())
+
+
 def test_unreachable_engine(engine):
     line = refused(admin(f"127.0.0.1:{free_port()}", "list", "--timeout", "3"))
     assert line.startswith("error: UNAVAILABLE"), line
