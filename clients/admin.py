@@ -61,7 +61,7 @@ if __name__ == "__main__":
 import grpc  # noqa: E402
 
 from .cardgames_client import (INT32_MAX, AdminClient, CardGamesError, MatchSummary, command_parser, connect,
-                               int32_arg, python_value, read_root_certificates, seconds_arg, struct_value,
+                               header_safe, int32_arg, python_value, read_root_certificates, seconds_arg, struct_value,
                                target_arg)
 from engine_service.bounded_read import TOKEN_LIMIT, FileRefused, read_bounded
 from engine_service.command_line import check_text, parse_args
@@ -550,7 +550,7 @@ def read_token(args: argparse.Namespace, environ: dict[str, str] | os._Environ) 
         source = TOKEN_ENV
         if not token:
             return None
-    if not all(33 <= ord(c) <= 126 for c in token):
+    if not header_safe(token):
         raise UsageError(f"the admin token from {source} has characters a gRPC header cannot carry "
                          "(spaces, control or non-ASCII characters)")
     return token

@@ -679,6 +679,13 @@ class ServerClock:
         return time.time() + (self.offset_s or 0.0)
 
 
+def header_safe(token: str) -> bool:
+    """Whether ``token`` (a seat token, the admin token) can go in a gRPC header as a bearer
+    token: printable ASCII without spaces. gRPC refuses any other character in the calling
+    process, with an internal ExecuteBatchError and a core log line rather than a status."""
+    return all(33 <= ord(c) <= 126 for c in token)
+
+
 def command_parser(prog: str, description: str, **kwargs: Any) -> argparse.ArgumentParser:
     """The argparse parser of a client command (``python -m clients.play`` ...): flags are
     never abbreviated, as engine_service's commands and clients.admin have it. argparse took

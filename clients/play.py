@@ -71,9 +71,9 @@ from textual.widgets.option_list import Option
 from . import render, terminal_text
 from .connection_sign import ConnectionSign
 from .cardgames_client import (RESUMED, CardGamesError, Client, SeatSession, StaleSequence,
-                               ServerClock, StreamState, command_parser, connect, int32_arg, is_finished, is_my_turn,
-                               TableOptionAction, option_value, python_value, read_root_certificates, target_arg,
-                               turn_time_arg)
+                               ServerClock, StreamState, command_parser, connect, header_safe, int32_arg,
+                               is_finished, is_my_turn, TableOptionAction, option_value, python_value,
+                               read_root_certificates, target_arg, turn_time_arg)
 from .local_service import LocalService, ServiceFailed
 from engine_service.bounded_read import TOKEN_LIMIT, FileRefused, read_bounded
 from engine_service.command_line import check_text, parse_args
@@ -645,6 +645,9 @@ def read_seat_token(path: str) -> str:
         raise SystemExit(f"error: the seat token file {path} is not text: no seat token") from None
     if not token:
         raise SystemExit(f"error: the seat token file {path} is empty")
+    if not header_safe(token):  # gRPC's ExecuteBatchError traceback; never quoted
+        raise SystemExit(f"error: the seat token file {path} has characters a seat token never has (spaces, "
+                         "control or non-ASCII characters): no seat token")
     return token
 
 

@@ -1162,8 +1162,9 @@ def test_an_empty_token_file_is_one_line(engine, tmp_path):
 def test_a_token_file_that_holds_no_token_is_refused_before_the_engine_is_reached(tmp_path, monkeypatch, capsys):
     """--token-file was read whole once the engine answered: /dev/zero filled the memory, a
     named pipe no one writes to waited for ever, and a file of megabytes went to the engine as
-    the seat's header. Read with a limit now (read_bounded), before any connection: one line,
-    exit status 1."""
+    the seat's header (one with a character no header carries was gRPC's ExecuteBatchError
+    traceback). Read with a limit now (read_bounded), before any connection: one line, exit
+    status 1, never the token."""
     def no_engine(*args, **kwargs):
         raise AssertionError("the engine was reached")
 
@@ -1171,13 +1172,19 @@ def test_a_token_file_that_holds_no_token_is_refused_before_the_engine_is_reache
     large, pipe = tmp_path / "large.token", tmp_path / "pipe.token"
     large.write_text("a" * (64 * 1024 + 1))
     os.mkfifo(pipe)
+    odd = tmp_path / "odd.token"
+    odd.write_text("s3cret-t\u00f6ken-line-one\nline-two\n")
     for path, says in ((large, f"the seat token file {large}: larger than 65536 bytes"),
                        ("/dev/zero", "the seat token file /dev/zero: a device, not a regular file"),
                        (tmp_path, f"the seat token file {tmp_path}: a directory, not a regular file"),
-                       (pipe, f"the seat token file {pipe} is empty")):  # no writer: nothing in it
+                       (pipe, f"the seat token file {pipe} is empty"),  # no writer: nothing in it
+                       # gRPC refused the header in this process: an ExecuteBatchError traceback
+                       (odd, f"the seat token file {odd} has characters a seat token never has (spaces, "
+                        "control or non-ASCII characters): no seat token")):
         with pytest.raises(SystemExit) as refused:
             play.main(["--target", "127.0.0.1:1", "--match", "M", "--token-file", str(path), "--autoplay", "first"])
         assert refused.value.code == f"error: {says}", refused.value.code
+        assert "s3cret" not in refused.value.code
 
 
 def test_the_way_back_survives_a_seat_token_file_that_cannot_be_written(tmp_path, monkeypatch):
