@@ -1,10 +1,14 @@
-"""What the project's command lines (``python -m engine_service ...``, ``clients.admin``) do
-alike with arguments they do not know: refuse them, naming the flags and never their values.
+"""What the project's command lines (``python -m engine_service ...``, the clients, the
+arena) do alike with arguments they cannot take: refuse them as usage errors, naming the
+argument and never its value.
 
-A misspelt flag leaves its value among the unknown arguments (``--admin_token TOKEN``,
-``--database postgresql://u:pw@...``), and so does a flag another command has
-(``clients.admin list --reason TEXT``); argparse printed them all in its "unrecognized
-arguments" error, the secret with them, on a terminal, a CI log or a container's log.
+* :func:`parse_args`: an argument the command does not know. A misspelt flag leaves its value
+  among the unknown arguments (``--admin_token TOKEN``, ``--database postgresql://u:pw@...``),
+  and so does a flag another command has (``clients.admin list --reason TEXT``); argparse
+  printed them all in its "unrecognized arguments" error, the secret with them, on a
+  terminal, a CI log or a container's log.
+* :func:`check_text`: a value with a byte that is not UTF-8, which a request cannot carry
+  (the clients).
 """
 
 from __future__ import annotations
