@@ -64,7 +64,7 @@ from .cardgames_client import (INT32_MAX, AdminClient, CardGamesError, MatchSumm
                                header_safe, int32_arg, python_value, read_root_certificates, seconds_arg, struct_value,
                                target_arg)
 from engine_service.bounded_read import TOKEN_LIMIT, FileRefused, read_bounded
-from engine_service.command_line import check_text, parse_args
+from engine_service.command_line import check_text, drop_stdout, parse_args, stdout_guarded
 from engine_service.transport.generated import match_pb2
 
 if TYPE_CHECKING:
@@ -495,7 +495,7 @@ async def cmd_reissue_token(admin: AdminClient, args: argparse.Namespace) -> int
         except BrokenPipeError:
             raise  # the reader left (main): it chose not to read the token
         except OSError as exc:  # `> FILE` on a full disk: the token is gone, the old one too
-            _drop_stdout()
+            drop_stdout()
             print(f"error: cannot write the new seat token to standard output ({exc.strerror or exc}): it is "
                   "lost, and the old one no longer works; run reissue-token again (-o FILE writes it to a "
                   "file) to give the seat another", file=sys.stderr)
@@ -746,9 +746,8 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
     token: str | None = None
     try:
         token = read_token(args, os.environ if environ is None else environ)
-        status = asyncio.run(run(args, token))
-        sys.stdout.flush()  # here, not at the interpreter's exit: its failure is said (below)
-        return status
+        # `list | head`: the reader left, exit 0; stdout on a full disk: one line, exit 1
+        return stdout_guarded(lambda: asyncio.run(run(args, token)))
     except UsageError as exc:
         parser.error(str(exc))  # exit status 2
     except CardGamesError as exc:
@@ -756,23 +755,7 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
         return 1
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `list | head`: the reader left; say nothing more
-        _drop_stdout()
-        return 0
-    except OSError as exc:
-        # standard output redirected to a full disk (`export ID > match.json`): Python's
-        # "Exception ignored ... OSError" at its exit, status 120, or a traceback mid-way
-        _drop_stdout()
-        print(f"error: cannot write standard output ({exc.strerror or exc})", file=sys.stderr)
-        return 1
     return 2  # unreachable: parser.error exits
-
-
-def _drop_stdout() -> None:
-    """What is left of the output goes nowhere: the interpreter's last flush of it at exit
-    would fail again (a reader that left, a full disk)."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
 
 
 if __name__ == "__main__":

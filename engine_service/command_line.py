@@ -9,12 +9,18 @@ argument and never its value.
   terminal, a CI log or a container's log.
 * :func:`check_text`: a value with a byte that is not UTF-8, which a request cannot carry
   (the clients).
+* :func:`stdout_guarded`: a standard output that cannot be written, a reader that left
+  (``| head``) or a full disk behind ``>``, for the commands whose output is their result
+  (``replay``, ``prune``, ``clients.admin``): not a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Collection, Iterator, Sequence
+import errno
+import os
+import sys
+from typing import Callable, Collection, Iterator, Sequence
 
 
 def unrecognized(unknown: Sequence[str]) -> str:
@@ -79,3 +85,39 @@ def check_text(parser: argparse.ArgumentParser, args: argparse.Namespace, *, pat
             name = argparse._get_action_name(action) or action.dest
             parser.error(f"argument {name}: not UTF-8 text (it has a byte that is not UTF-8; the "
                          "value is not shown)")
+
+
+#: The errors of a write to a file that cannot take it: a full disk or quota, a file too large,
+#: a device's error.
+_OUTPUT_FAILED = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+
+
+def drop_stdout() -> None:
+    """What is left of the output goes nowhere: the interpreter's last flush of it at exit
+    would fail again (a reader that left, a full disk) with an "Exception ignored" message and
+    exit status 120."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def stdout_guarded(command: Callable[[], int]) -> int:
+    """``command()``, its output flushed before it returns. A reader that left (``replay ... |
+    head``) ends it quietly, exit status 0 (the reader chose to read no more); a standard
+    output that cannot be written (a full disk behind ``>``) is one line on stderr, exit
+    status 1. Both were a traceback."""
+    try:
+        status = command()
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        drop_stdout()
+        return 0
+    except OSError as exc:
+        # what writing output fails with; these commands turn their other I/O errors (a file,
+        # the database) into their own messages
+        if exc.errno not in _OUTPUT_FAILED:
+            raise
+        drop_stdout()
+        print(f"error: cannot write standard output ({exc.strerror or exc})", file=sys.stderr)
+        return 1

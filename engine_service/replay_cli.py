@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from .command_line import stdout_guarded
 from .rules import transcript
 from .rules.errors import RulesError
 
@@ -24,6 +25,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # `replay ... | head`, or a full disk behind `>`: not a traceback
+    return stdout_guarded(lambda: _replay(args))
+
+
+def _replay(args: argparse.Namespace) -> int:
     failed = 0
     for path in args.files:
         try:
