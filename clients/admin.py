@@ -747,7 +747,7 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
     try:
         token = read_token(args, os.environ if environ is None else environ)
         # `list | head`: the reader left, exit 0; stdout on a full disk: one line, exit 1
-        return stdout_guarded(lambda: asyncio.run(run(args, token)))
+        return stdout_guarded(lambda: asyncio.run(run(args, token)), reader_left=0)
     except UsageError as exc:
         parser.error(str(exc))  # exit status 2
     except CardGamesError as exc:

@@ -101,18 +101,19 @@ def drop_stdout() -> None:
     os.close(devnull)
 
 
-def stdout_guarded(command: Callable[[], int]) -> int:
-    """``command()``, its output flushed before it returns. A reader that left (``replay ... |
-    head``) ends it quietly, exit status 0 (the reader chose to read no more); a standard
-    output that cannot be written (a full disk behind ``>``) is one line on stderr, exit
-    status 1. Both were a traceback."""
+def stdout_guarded(command: Callable[[], int], *, reader_left: int) -> int:
+    """``command()``, its output flushed before it returns. A reader that left (``... | head``)
+    ends it quietly with exit status ``reader_left``: 0 where the output is all there is to it
+    (a listing), 1 where the work stopped unfinished with it (files not checked, a prune cut
+    short); a standard output that cannot be written (a full disk behind ``>``) is one line on
+    stderr, exit status 1. Both were a traceback."""
     try:
         status = command()
         sys.stdout.flush()
         return status
     except BrokenPipeError:
         drop_stdout()
-        return 0
+        return reader_left
     except OSError as exc:
         # what writing output fails with; these commands turn their other I/O errors (a file,
         # the database) into their own messages

@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         return _usage(f"no database file at {db}")
     # a full disk behind `>` (or a reader that left): not a traceback mid-way through the batches
     return stdout_guarded(lambda: asyncio.run(_prune(db, args.older_than_days, dry_run=args.dry_run,
-                                                     vacuum=not args.no_vacuum)))
+                                                     vacuum=not args.no_vacuum)), reader_left=1)
 
 
 def _usage(message: str) -> int:

@@ -25,8 +25,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # `replay ... | head`, or a full disk behind `>`: not a traceback
-    return stdout_guarded(lambda: _replay(args))
+    # `replay ... | head` (the files after it are not checked: status 1), or a full disk
+    # behind `>`: not a traceback
+    return stdout_guarded(lambda: _replay(args), reader_left=1)
 
 
 def _replay(args: argparse.Namespace) -> int:

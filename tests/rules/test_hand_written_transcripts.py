@@ -150,7 +150,8 @@ def test_a_hand_written_score_off_by_the_kqj_bonus_is_refused(tmp_path, capsys):
 def test_an_output_that_cannot_be_written_is_one_line_not_a_traceback(tmp_path):
     """``replay ... > FILE`` on a full disk (/dev/full here) was an OSError traceback, and
     ``replay ... | head`` a BrokenPipeError one: one line on stderr (exit status 1), and a
-    reader that left ends the command quietly (engine_service.command_line.stdout_guarded)."""
+    reader that left ends the command quietly, exit status 1: the files after it were not
+    checked (engine_service.command_line.stdout_guarded)."""
     import os
     import subprocess
     import sys
@@ -172,4 +173,4 @@ def test_an_output_that_cannot_be_written_is_one_line_not_a_traceback(tmp_path):
                                 env=env)
     finally:
         os.close(write)
-    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    assert (result.returncode, result.stderr) == (1, ""), result.stderr
