@@ -76,7 +76,7 @@ from .cardgames_client import (RESUMED, CardGamesError, Client, SeatSession, Sta
                                read_root_certificates, target_arg, turn_time_arg)
 from .local_service import LocalService, ServiceFailed
 from engine_service.bounded_read import TOKEN_LIMIT, FileRefused, read_bounded
-from engine_service.command_line import check_text, parse_args
+from engine_service.command_line import check_text, parse_args, stdout_guarded
 from engine_service.transport.generated import match_pb2
 
 #: Where a seat's event stream starts: a seat is taken while its match waits at seq 0 (a match
@@ -878,7 +878,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             service = LocalService(db=args.db)
             service.start()
             target = service.target
-        return asyncio.run(run(args, target, console))
+        # stdout on a full disk (--autoplay > FILE): one line, not rich's traceback
+        return stdout_guarded(lambda: asyncio.run(run(args, target, console)), reader_left=1)
     except CardGamesError as exc:
         # on stderr, unfolded: a script reading the output (--autoplay, --plain) gets no error
         # among it, and a log one line per error (the console folds at 80 columns in a pipe)

@@ -48,7 +48,7 @@ from .play import (board_rows, fitted_board, fitted_deals, log_scored_deals, pos
                    print_scored_deals, stderr_notices, summary_now)
 from .cardgames_client import (CardGamesError, ServerClock, Spectator, StreamState, connect,
                                command_parser, read_root_certificates, target_arg)
-from engine_service.command_line import check_text, parse_args
+from engine_service.command_line import check_text, parse_args, stdout_guarded
 from engine_service.transport.generated import match_pb2
 
 
@@ -243,7 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # unfolded: one line per event in a pipe (--plain), where the console folded at 80 columns
     console = terminal_text.console(highlight=False, soft_wrap=True)
     try:
-        return asyncio.run(run(args, console))
+        # stdout on a full disk (--plain > FILE): one line, not rich's traceback
+        return stdout_guarded(lambda: asyncio.run(run(args, console)), reader_left=1)
     except CardGamesError as exc:
         # on stderr, unfolded: a script reading the output (--autoplay, --plain) gets no error
         # among it, and a log one line per error (the console folds at 80 columns in a pipe)

@@ -1230,6 +1230,28 @@ def test_the_way_back_survives_a_seat_token_file_that_cannot_be_written(tmp_path
     assert "t0ken" not in saved and open(token_file).read() == "t0ken-of-seat-1\n"
 
 
+def test_an_output_on_a_full_disk_is_one_line_not_a_traceback(engine):
+    """``clients.play --list > FILE`` or ``clients.watch --plain ... > FILE`` on a full disk
+    (/dev/full here): rich's OSError traceback; one line on stderr now, exit status 1
+    (engine_service.command_line.stdout_guarded, as clients.admin and replay)."""
+    async def finished():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("japanese_joker", seats=[None, "random"], options={"target_score": 11})
+            me = await client.join(match.match_id, player_name="ada")
+            await me.leave(resign=True)
+            return match.match_id
+
+    match_id = run(finished())
+    env = dict(os.environ, COLUMNS="160", PYTHONUNBUFFERED="1")
+    for argv in (["clients.play", "--target", engine.target, "--list"],
+                 ["clients.watch", match_id, "--target", engine.target, "--plain", "--from-start"]):
+        with open("/dev/full", "w") as full:
+            result = subprocess.run([sys.executable, "-m", *argv], stdout=full, stderr=subprocess.PIPE, text=True,
+                                    timeout=120, cwd=ROOT, env=env, stdin=subprocess.DEVNULL)
+        assert (result.returncode, result.stderr) == (1, "error: cannot write standard output (No space left on "
+                                                          "device)\n"), (argv, result.stderr)
+
+
 def test_joining_a_finished_match_says_how_to_watch_it(engine):
     """--match naming a match that is over: one line that says so and gives the command that
     replays it (clients.watch --from-start), exit status 1; it said only MATCH_NOT_ACTIVE."""
