@@ -47,7 +47,7 @@ if __name__ == "__main__":
 import grpc  # noqa: E402
 from google.protobuf import json_format
 
-from engine_service.command_line import check_text, parse_args
+from engine_service.command_line import check_text, parse_args, stdout_guarded
 from engine_service.plugins.manager import (BotCatalog, PluginNotLoaded, PluginSettings, check_named_plugins,
                                             load_catalog)
 from engine_service.plugins.runner import TIMEOUT, BotRunner, Reply
@@ -466,7 +466,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             service = LocalService(db=args.db, args=["--bot-pace-s", "0"])
             service.start()
             target = service.target
-        return asyncio.run(run(args, target, catalog))
+        # the result line to a full disk (> FILE): one line, not a traceback
+        return stdout_guarded(lambda: asyncio.run(run(args, target, catalog)), reader_left=1)
     except CardGamesError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -130,6 +130,27 @@ def test_command_line_creates_a_match_and_plays_it(engine, capsys):
     assert "finished" in out and "(heuristic)" in out and "failures none" in out
 
 
+def test_a_result_line_it_cannot_write_is_one_line_not_a_traceback(engine):
+    """The result line to a full disk (``> FILE``; /dev/full here) was an OSError traceback at
+    the match's end; one line on stderr now, exit status 1 (stdout_guarded, as the other
+    clients)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(root))
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([sys.executable, "-m", "clients.remote_bot", "--target", engine.target, "--bot",
+                                 "heuristic", "--game", "klaberjass", "--opponents", "random", "--option",
+                                 "kl_target_score=100", "--seed", "1"], stdout=full, stderr=subprocess.PIPE,
+                                text=True, timeout=300, cwd=root, env=env, stdin=subprocess.DEVNULL)
+    assert result.returncode == 1 and result.stderr.splitlines()[-1:] == [
+        "error: cannot write standard output (No space left on device)"], result.stderr
+    assert "Traceback" not in result.stderr
+
+
 @pytest.mark.parametrize("bot, failure", [("sys-exits", "crash"), ("overruns", "timeout"),
                                           ("wrecks", "exception")])
 def test_a_failing_remote_bot_falls_back_to_the_auto_move(engine, bot, failure):
