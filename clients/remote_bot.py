@@ -456,6 +456,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         catalog = bot_catalog(args)
     except PluginNotLoaded as exc:
         parser.error(str(exc))
+    if args.game and not args.match and not catalog.plays(args.bot, args.game):
+        # known before any engine: it was said once an engine of its own had started (exit 1)
+        parser.error(f"--bot {args.bot!r} does not play {args.game}")
     service = None
     try:
         if args.target:

@@ -325,11 +325,14 @@ def test_a_game_the_rules_core_does_not_have_is_one_line_not_a_traceback(monkeyp
     (["--game", "klaberjass", "--option", "kl_target_score"], "--option wants name=value, not 'kl_target_score'"),
     (["--game", "klaberjass", "--option", f"kl_target_score={2**63}"],
      f"--option kl_target_score: {2**63} is beyond the API's 64-bit integers"),
+    (["--game", "georgian_joker", "--plugin", "tests.plugins.klaberjass_only", "--bot", "klaberjass-only"],
+     "--bot 'klaberjass-only' does not play georgian_joker"),
 ])
 def test_a_new_match_it_cannot_make_is_a_usage_error_before_any_engine(flags, says, monkeypatch, capsys):
-    """--seat off the table, the wrong number of --opponents or a malformed --option were
-    refused once an engine of its own had been started (or --target reached), exit status 1;
-    the rules core knows the game's seats, so they are usage errors before any engine now."""
+    """--seat off the table, the wrong number of --opponents, a malformed --option or a bot
+    that does not play the game were refused once an engine of its own had been started (or
+    --target reached), exit status 1; the rules core knows the game's seats and the catalog the
+    bot's games, so they are usage errors before any engine now."""
     def no_engine(*args, **kwargs):
         raise AssertionError("an engine was started or connected to")
 
