@@ -373,8 +373,6 @@ def bot_catalog(args: argparse.Namespace) -> BotCatalog:
         raise SystemExit(f"error: {exc}") from None
     catalog = load_catalog(plugins)
     check_named_plugins(args.plugin, catalog)
-    if catalog.get(args.bot) is None:
-        raise SystemExit(f"no installed bot {args.bot!r} (installed: {', '.join(catalog.names())})")
     return catalog
 
 
@@ -456,6 +454,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         catalog = bot_catalog(args)
     except PluginNotLoaded as exc:
         parser.error(str(exc))
+    if catalog.get(args.bot) is None:  # exit 1 before, as if an engine had refused something
+        parser.error(f"--bot {args.bot!r}: no installed bot has this name (installed: {', '.join(catalog.names())})")
     if args.game and not args.match and not catalog.plays(args.bot, args.game):
         # known before any engine: it was said once an engine of its own had started (exit 1)
         parser.error(f"--bot {args.bot!r} does not play {args.game}")

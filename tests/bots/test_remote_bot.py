@@ -327,6 +327,7 @@ def test_a_game_the_rules_core_does_not_have_is_one_line_not_a_traceback(monkeyp
      f"--option kl_target_score: {2**63} is beyond the API's 64-bit integers"),
     (["--game", "georgian_joker", "--plugin", "tests.plugins.klaberjass_only", "--bot", "klaberjass-only"],
      "--bot 'klaberjass-only' does not play georgian_joker"),
+    (["--match", "M1", "--bot", "nosuch"], "--bot 'nosuch': no installed bot has this name (installed: heuristic, "),
 ])
 def test_a_new_match_it_cannot_make_is_a_usage_error_before_any_engine(flags, says, monkeypatch, capsys):
     """--seat off the table, the wrong number of --opponents, a malformed --option or a bot
@@ -341,7 +342,7 @@ def test_a_new_match_it_cannot_make_is_a_usage_error_before_any_engine(flags, sa
     with pytest.raises(SystemExit) as exit_:
         remote_bot.main(["--bot", "random", *flags])
     err = capsys.readouterr().err
-    assert exit_.value.code == 2 and f"python -m clients.remote_bot: error: {says}\n" in err, err
+    assert exit_.value.code == 2 and f"python -m clients.remote_bot: error: {says}" in err, err
 
 
 def test_an_engine_of_its_own_that_cannot_start_is_one_line(tmp_path, capsys, monkeypatch):
