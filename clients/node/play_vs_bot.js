@@ -99,7 +99,10 @@ function parseArgs(argv) {
       if (Object.hasOwn(args.options, name)) {
         throw new UsageError(`--option: the option ${JSON.stringify(name)} is given twice: give it once`);
       }
-      args.options[name] = text.slice(at + 1);
+      // defined, not assigned: `__proto__=x` assigned set the object's prototype (to nothing,
+      // a string), and the option vanished without a word instead of being refused by name
+      Object.defineProperty(args.options, name, { value: text.slice(at + 1), enumerable: true, writable: true,
+                                                  configurable: true });
     } else throw new UsageError(unknownArgument(flag));
   }
   if (!['first', 'random'].includes(args.policy)) throw new UsageError('--policy is first or random');

@@ -82,6 +82,8 @@ test('an --option given twice is a usage error naming it (as the Python clients)
   assert.deepStrictEqual(parseArgs(twice.slice(0, 4)).options, { kl_target_score: '300', kl_last_trick: 'true' });
   // a name every object inherits is a name like any other, given once
   assert.deepStrictEqual(parseArgs(['--option', 'constructor=1']).options, { constructor: '1' });
+  // and __proto__ is kept as an option (refused by name with the game's options), not dropped
+  assert.deepStrictEqual(Object.keys(parseArgs(['--option', '__proto__=x']).options), ['__proto__']);
 });
 
 test('act() stops once the match has ended meanwhile, and re-decides on a stale view', async () => {
