@@ -205,7 +205,7 @@ def _db_location(text: str) -> str:
     ``postgresql:`` without its ``//`` or a ``postgresql//`` without its colon, any
     ``user:password@host`` left without its scheme, and libpq's ``host=... password=...`` form
     (the engine made a SQLite file of that name): no file path holds those, and they were
-    logged as one."""
+    logged as one; and a URL with a byte that is not UTF-8."""
     location = _text()(text)
     scheme = _URL_SCHEME.match(location)
     if scheme and scheme.group(1).lower() not in ("postgresql", "postgres"):
@@ -217,6 +217,12 @@ def _db_location(text: str) -> str:
                          "URL that does not start with postgresql://, nor a key=value connection "
                          "string (kept quotes, a jdbc: prefix, a missing slash or colon, "
                          "user:password@, password=; value not shown: it may hold a password)")
+    if scheme and any("\udc80" <= c <= "\udcff" for c in location):
+        # how Python keeps a byte that is not UTF-8: libpq's connection string is UTF-8, and
+        # prune died with a UnicodeEncodeError traceback (serve logged it as store_unavailable);
+        # a SQLite path may hold any bytes
+        raise ValueError("a postgresql:// URL with a byte that is not UTF-8 (value not shown: it may "
+                         "hold a password)")
     return location
 
 

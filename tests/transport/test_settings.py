@@ -391,6 +391,26 @@ def test_a_db_url_of_another_scheme_is_refused_without_showing_it(url, capsys):
         assert _parse([f"--db={good}"], {}).session.db_path == good
 
 
+def test_a_postgres_url_with_a_byte_that_is_not_utf8_is_refused_without_showing_it(capsys):
+    """A PostgreSQL URL with a byte that is not UTF-8 (a terminal in Latin-1): libpq's
+    connection string is UTF-8, and ``prune`` died with a UnicodeEncodeError traceback while
+    ``serve`` logged it as store_unavailable. Refused with the settings now, by flag and by
+    variable, its password never shown; a SQLite path may hold any bytes."""
+    from engine_service.__main__ import main
+
+    url = "postgresql://cardgames:s3cret-pw@db.internal/card\udce9s"
+    error = _flag_error(capsys, [f"--db={url}"])
+    assert "argument --db: a postgresql:// URL with a byte that is not UTF-8 (value not shown" in error
+    assert "s3cret" not in error
+    with pytest.raises(ValueError, match=r"CARDGAMES_DB \(--db\): a postgresql:// URL with a byte") as info:
+        _parse([], {"CARDGAMES_DB": url})
+    assert "s3cret" not in str(info.value)
+    assert main(["prune", "--db", url, "--older-than-days", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "a postgresql:// URL with a byte that is not UTF-8" in err and "s3cret" not in err, err
+    assert _parse(["--db=/var/lib/card\udce9s/x.sqlite3"], {}).session.db_path == "/var/lib/card\udce9s/x.sqlite3"
+
+
 def _db_refused_unshown(capsys, url: str) -> str:
     """``url`` as --db is refused by flag, by variable and in --help, its password never shown;
     the flag's error line."""
