@@ -44,7 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from engine_service.plugins.manager import PluginSettings, load_catalog
+from engine_service.command_line import parse_args
+from engine_service.plugins.manager import PluginNotLoaded, PluginSettings, check_named_plugins, load_catalog
 from engine_service.plugins.runner import BotRunner
 from engine_service.rules import CHANCE, TERMINAL, get_game, transcript
 from engine_service.rules.errors import RulesError
@@ -386,28 +387,12 @@ def format_report(report: ArenaReport) -> str:
 
 # ---- running -----------------------------------------------------------------------------
 
-class PluginNotLoaded(ValueError):
-    """A ``--plugin`` module that did not load: a usage error (main), not a run without it."""
-
-
-def _check_named_plugins(named: Sequence[str], catalog: Any) -> None:
-    """A module named by ``--plugin`` is one the run was asked for: one that failed to import,
-    register or run its hook was only a ``bot_plugin_failed`` line, and the arena played on
-    without it (exit 0), its bots missing from a comparison the user believed they had. A
-    refused spec is not a plugin that failed to load (its other bots did); a bot asked for and
-    missing is refused anyway (run_arena)."""
-    for failure in catalog.failures:
-        if failure.plugin in named and failure.stage in ("import", "register", "validate", "hook"):
-            raise PluginNotLoaded(f"--plugin {failure.plugin} did not load ({failure.stage}): "
-                                  f"{failure.summary or failure.error}")
-
-
 def run_arena(config: ArenaConfig) -> ArenaReport:
     game = get_game(config.game)
     game.options(config.options)  # InvalidOptions early, in the parent
     rotations(config.bots, game.num_seats)
     catalog = load_catalog(PluginSettings.resolve(extra=config.plugins))
-    _check_named_plugins(config.plugins, catalog)
+    check_named_plugins(config.plugins, catalog)
     for bot in dict.fromkeys(config.bots):
         if not catalog.plays(bot, config.game):
             raise SystemExit(f"arena: no installed bot {bot!r} plays {config.game!r} "
@@ -515,7 +500,9 @@ def _output_problem(path: str, *, directory: bool) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bot_plugins.arena", description=__doc__.split("\n\n")[0])
+    # flags spelt out, an unknown one named without its value, as every command of the project
+    p = argparse.ArgumentParser(prog="python -m bot_plugins.arena", description=__doc__.split("\n\n")[0],
+                                allow_abbrev=False)
     p.add_argument("--game", required=True, help="game id")
     p.add_argument("--bots", required=True, help="comma-separated bot names, cycled around the table")
     p.add_argument("--deals", type=_positive_int, default=200, help="boards (each played in every rotation)")
@@ -532,7 +519,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--fail-on-failures", action="store_true",
                    help="exit 1 when any bot failed a decision (a bot author's CI check)")
-    args = p.parse_args(argv)
+    args = parse_args(p, argv)
     quiet_logs()
     config = ArenaConfig(
         game=args.game, bots=tuple(b.strip() for b in args.bots.split(",") if b.strip()),

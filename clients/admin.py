@@ -21,7 +21,9 @@ Sub-commands:
   --check FILE`` replays it;
 * ``reissue-token``: a new seat token for a player's seat of an unfinished match (the player
   lost it, or it leaked); the old token stops working and its streams end. The new token goes
-  to stdout alone (for a script), or to a file readable by its owner only (``-o``).
+  to stdout alone (for a script), or to a file readable by its owner only (``-o``), made with
+  its space set aside before the call; should its write fail after the call all the same, the
+  token goes to stdout (exit status 1), never nowhere.
 
 The admin token comes from ``--admin-token-file PATH`` (``-``: standard input) or the
 environment variable ``CARDGAMES_ADMIN_TOKEN``, never from a flag's value (which ``ps``
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import json
 import os
 import re
@@ -57,8 +60,11 @@ if __name__ == "__main__":
 
 import grpc  # noqa: E402
 
-from .cardgames_client import (INT32_MAX, AdminClient, CardGamesError, MatchSummary, connect, int32_arg,
-                               python_value, read_root_certificates, seconds_arg, struct_value, target_arg)
+from .cardgames_client import (INT32_MAX, AdminClient, CardGamesError, MatchSummary, command_parser, connect,
+                               header_safe, int32_arg, python_value, read_root_certificates, seconds_arg, struct_value,
+                               target_arg)
+from engine_service.bounded_read import TOKEN_LIMIT, FileRefused, read_bounded
+from engine_service.command_line import check_text, drop_stdout, parse_args, stdout_guarded
 from engine_service.transport.generated import match_pb2
 
 if TYPE_CHECKING:
@@ -371,53 +377,99 @@ async def cmd_terminate(admin: AdminClient, args: argparse.Namespace) -> int:
     return 0
 
 
-def write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` readable and writable by its owner only (0600), whatever the
-    umask or the mode of a file already there: a new file beside it, renamed over it."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
+#: Bytes of the disk ``reissue-token -o`` sets aside before its call: a seat token is far shorter.
+TOKEN_FILE_RESERVE = 4096
+
+
+class PrivateFile:
+    """``-o FILE``, written whole or not at all and readable by its owner only (0600, whatever
+    the umask or the mode of a file already there). Made before the call, as a new file beside
+    ``path`` with ``reserve`` bytes of the disk set aside, so that a path that cannot be written
+    (a folder that does not exist, a directory, a full disk) is a UsageError before anything is
+    asked of the engine: ``reissue-token`` changes the seat's token there, and a file that
+    failed after the call lost the new token while the old one no longer worked. :meth:`commit`
+    writes it, flushes it to disk and renames it over ``path``, which must be a regular file if
+    it exists."""
+
+    def __init__(self, path: Path, reserve: int = 0) -> None:
+        self.path = path
+        self._fd = -1
+        if path.is_dir():
+            raise UsageError(f"{path} is a directory")
+        if path.exists() and not path.is_file():
+            # the new file is renamed over it: -o /dev/stdout (or /dev/null, as root) replaced
+            # the device with a file of the match's hidden cards or the seat token
+            raise UsageError(f"{path} is not a regular file (a device, a pipe or a socket): -o writes a file "
+                             "in its place; '-' is standard output")
         try:
-            os.unlink(tmp)
+            self._fd, self._tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        except OSError as exc:
+            raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+        try:
+            os.fchmod(self._fd, 0o600)
+            if reserve and hasattr(os, "posix_fallocate"):
+                try:
+                    os.posix_fallocate(self._fd, 0, reserve)
+                except OSError as exc:
+                    # a file system that sets no space aside: commit() may still fail
+                    if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                        raise
+        except OSError as exc:
+            self.discard()
+            raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+    def commit(self, text: str) -> None:
+        """``text`` into the file, on the disk (fsync), renamed over ``path``. OSError: ``path``
+        is as it was and the new file is gone."""
+        data = memoryview(text.encode("utf-8"))
+        try:
+            written = 0
+            while written < len(data):
+                written += os.write(self._fd, data[written:])
+            os.ftruncate(self._fd, len(data))  # the space set aside beyond the text
+            os.fsync(self._fd)
+            os.replace(self._tmp, self.path)
+        except BaseException:
+            self.discard()
+            raise
+        os.close(self._fd)
+        self._fd = -1
+        try:  # the rename itself on the disk: best effort (not every system opens a folder)
+            folder = os.open(self.path.parent, os.O_RDONLY)
+            try:
+                os.fsync(folder)
+            finally:
+                os.close(folder)
         except OSError:
             pass
-        raise
 
-
-def check_writable(path: Path) -> None:
-    """UsageError unless ``write_private`` can write ``path``: checked before the call, since
-    ``reissue-token`` changes the seat's token on the server. An -o in a folder that does not
-    exist (or cannot be written) made the old token stop working and lost the new one."""
-    if path.is_dir():
-        raise UsageError(f"{path} is a directory")
-    try:
-        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-    os.close(fd)
-    os.unlink(probe)
+    def discard(self) -> None:
+        """No file: the new one is closed and removed (``path`` is left as it was)."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+            try:
+                os.unlink(self._tmp)
+            except OSError:
+                pass
 
 
 async def cmd_export(admin: AdminClient, args: argparse.Namespace) -> int:
-    if args.output not in (None, "-"):
-        check_writable(Path(args.output))
-    text = await admin.export_transcript(args.match_id)
+    out = None if args.output in (None, "-") else PrivateFile(Path(args.output))
+    try:
+        text = await admin.export_transcript(args.match_id)
+    except BaseException:
+        if out is not None:
+            out.discard()
+        raise
     if not text.endswith("\n"):
         text += "\n"
-    if args.output in (None, "-"):
+    if out is None:
         sys.stdout.write(text)
         return 0
-    path = Path(args.output)
-    if path.is_dir():
-        raise UsageError(f"{path} is a directory")
+    path = out.path
     try:
-        write_private(path, text)
+        out.commit(text)
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
     data = json.loads(text)
@@ -428,23 +480,38 @@ async def cmd_export(admin: AdminClient, args: argparse.Namespace) -> int:
 
 
 async def cmd_reissue_token(admin: AdminClient, args: argparse.Namespace) -> int:
-    if args.output not in (None, "-"):
-        check_writable(Path(args.output))
-    reply = await admin.reissue_seat_token(args.match_id, args.seat)
+    out = None if args.output in (None, "-") else PrivateFile(Path(args.output), reserve=TOKEN_FILE_RESERVE)
+    try:
+        reply = await admin.reissue_seat_token(args.match_id, args.seat)
+    except BaseException:
+        if out is not None:
+            out.discard()
+        raise
     note = (f"match {args.match_id}, seat {reply.seat}: new seat token; the old one no longer "
             "works. Give it to the player by a private channel.")
-    if args.output in (None, "-"):
-        print(reply.seat_token)
+    if out is None:
+        try:
+            print(reply.seat_token, flush=True)
+        except BrokenPipeError:
+            raise  # the reader left (main): it chose not to read the token
+        except OSError as exc:  # `> FILE` on a full disk: the token is gone, the old one too
+            drop_stdout()
+            print(f"error: cannot write the new seat token to standard output ({exc.strerror or exc}): it is "
+                  "lost, and the old one no longer works; run reissue-token again (-o FILE writes it to a "
+                  "file) to give the seat another", file=sys.stderr)
+            return 1
         print(note, file=sys.stderr)
         return 0
-    path = Path(args.output)
-    if path.is_dir():
-        raise UsageError(f"{path} is a directory")
     try:
-        write_private(path, reply.seat_token + "\n")
+        out.commit(reply.seat_token + "\n")
     except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-    print(f"{note} Written to {path} (mode 0600).")
+        # the old token no longer works and this one is the seat's only: it goes where it
+        # goes without -o, the command's standard output, rather than nowhere
+        print(reply.seat_token, flush=True)
+        print(f"error: cannot write {out.path} ({exc.strerror or exc}): the new seat token is on standard "
+              f"output instead. {note}", file=sys.stderr)
+        return 1
+    print(f"{note} Written to {out.path} (mode 0600).")
     return 0
 
 
@@ -458,14 +525,20 @@ COMMANDS: dict[str, Callable[..., Any]] = {"list": cmd_list, "inspect": cmd_insp
 
 def read_token(args: argparse.Namespace, environ: dict[str, str] | os._Environ) -> str | None:
     """The admin token from --admin-token-file (``-``: stdin), else the environment; None when
-    neither gives one (the server then answers UNAUTHENTICATED). Errors never quote it."""
+    neither gives one (the server then answers UNAUTHENTICATED). Errors never quote it. The
+    file is read up to TOKEN_LIMIT (read_bounded): it was read whole, so ``/dev/zero`` filled
+    the memory and a named pipe no one writes to waited for ever."""
     if args.admin_token_file:
         source = "standard input" if args.admin_token_file == "-" else args.admin_token_file
         try:
             if args.admin_token_file == "-":
-                raw = sys.stdin.read()
+                raw = sys.stdin.read(TOKEN_LIMIT + 1)
+                if len(raw) > TOKEN_LIMIT:
+                    raise FileRefused(f"larger than {TOKEN_LIMIT} bytes")
             else:
-                raw = Path(args.admin_token_file).read_text(encoding="utf-8")
+                raw = read_bounded(args.admin_token_file, TOKEN_LIMIT).decode("utf-8")
+        except FileRefused as exc:
+            raise UsageError(f"the admin token file {source}: {exc}") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read the admin token file {source}: "
                              f"{getattr(exc, 'strerror', None) or type(exc).__name__}") from None
@@ -477,7 +550,7 @@ def read_token(args: argparse.Namespace, environ: dict[str, str] | os._Environ) 
         source = TOKEN_ENV
         if not token:
             return None
-    if not all(33 <= ord(c) <= 126 for c in token):
+    if not header_safe(token):
         raise UsageError(f"the admin token from {source} has characters a gRPC header cannot carry "
                          "(spaces, control or non-ASCII characters)")
     return token
@@ -540,12 +613,11 @@ def _positive(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m clients.admin", allow_abbrev=False,
-                                description="Operator commands over the engine's admin API: list, "
-                                "inspect, terminate and export matches; reissue a seat token.",
-                                epilog="The admin token: --admin-token-file PATH or the environment "
-                                f"variable {TOKEN_ENV}. Exit status: 0 done, 1 the API refused or "
-                                "failed (gRPC status and reason on stderr), 2 usage error.")
+    p = command_parser("python -m clients.admin", "Operator commands over the engine's admin API: list, "
+                       "inspect, terminate and export matches; reissue a seat token.",
+                       epilog="The admin token: --admin-token-file PATH or the environment "
+                       f"variable {TOKEN_ENV}. Exit status: 0 done, 1 the API refused or "
+                       "failed (gRPC status and reason on stderr), 2 usage error.")
     _connection_options(p, top=True)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -667,11 +739,15 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
     if unknown:
         parser.error(f"unrecognized option {unknown} (what follows it is not shown: it may be a secret; "
                      "the admin token: --admin-token-file PATH or CARDGAMES_ADMIN_TOKEN)")
-    args = parser.parse_args(argv)
+    # an argument no command takes here, a flag of another command among them (``list
+    # --reason TEXT``): named, its value not shown (argparse echoed it: it may be a secret)
+    args = parse_args(parser, argv)
+    check_text(parser, args, paths={"ca", "admin_token_file", "output"})
     token: str | None = None
     try:
         token = read_token(args, os.environ if environ is None else environ)
-        return asyncio.run(run(args, token))
+        # `list | head`: the reader left, exit 0; stdout on a full disk: one line, exit 1
+        return stdout_guarded(lambda: asyncio.run(run(args, token)), reader_left=0)
     except UsageError as exc:
         parser.error(str(exc))  # exit status 2
     except CardGamesError as exc:
@@ -679,10 +755,6 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
         return 1
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `list | head`: the reader left; say nothing more
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 0
     return 2  # unreachable: parser.error exits
 
 

@@ -233,11 +233,20 @@ def error_from_rpc(exc: grpc.RpcError) -> CardGamesError:
 # ---- values --------------------------------------------------------------------------------
 
 
+#: The API's int64 fields (``OptionValue.int_value``) hold these integers.
+INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
+
+
 def option_value(value: str | int | bool) -> match_pb2.OptionValue:
-    """A table option value as the oneof the API expects (bool before int: bool is an int)."""
+    """A table option value as the oneof the API expects (bool before int: bool is an int).
+    ValueError for an integer beyond the API's int64, named as such: protobuf's own "Value
+    out of range" was a traceback of the clients' commands, which each checked the range on
+    their own (clients.play, clients.remote_bot) and now ask this."""
     if isinstance(value, bool):
         return match_pb2.OptionValue(bool_value=value)
     if isinstance(value, int):
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise ValueError(f"{value} is beyond the API's 64-bit integers")
         return match_pb2.OptionValue(int_value=value)
     if isinstance(value, str):
         return match_pb2.OptionValue(string_value=value)
@@ -670,6 +679,23 @@ class ServerClock:
         return time.time() + (self.offset_s or 0.0)
 
 
+def header_safe(token: str) -> bool:
+    """Whether ``token`` (a seat token, the admin token) can go in a gRPC header as a bearer
+    token: printable ASCII without spaces. gRPC refuses any other character in the calling
+    process, with an internal ExecuteBatchError and a core log line rather than a status."""
+    return all(33 <= ord(c) <= 126 for c in token)
+
+
+def command_parser(prog: str, description: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """The argparse parser of a client command (``python -m clients.play`` ...): flags are
+    never abbreviated, as engine_service's commands and clients.admin have it. argparse took
+    ``--targ`` for ``--target`` and any unambiguous prefix for the flag it began, so a script's
+    prefix came to mean another flag, or failed, once a flag with the same start was added
+    (``--list`` beside ``--listed``), and an ambiguous one was refused with its value echoed
+    ("ambiguous option: --t=VALUE could match --target, --tls, --token-file")."""
+    return argparse.ArgumentParser(prog=prog, description=description, allow_abbrev=False, **kwargs)
+
+
 def target_arg(text: str) -> str:
     """argparse ``type`` of the clients' ``--target``: ``host:port`` with a port after its
     ``:``, refused as a usage error otherwise (:func:`connect` would raise ValueError)."""
@@ -702,21 +728,25 @@ def read_root_certificates(path: str) -> bytes:
     return pem
 
 
-def positive_arg(unit: str, most: float) -> Callable[[str], float]:
+def positive_arg(unit: str, most: float, *, zero: str | None = None) -> Callable[[str], float]:
     """An argparse ``type`` for a finite number of ``unit`` above zero and at most ``most``: a
     deadline, a time budget. gRPC takes 0, a negative number, ``nan``, ``inf`` and any deadline
     past its clock's range (``1e10`` seconds: int64 nanoseconds) as a deadline and fails the
     call at once with DEADLINE_EXCEEDED: the command exited 1, as if the engine had failed
     (clients.admin) or were unhealthy (clients.health), for what is a typing error; a bot's
-    budget of -1 or ``nan`` became no time at all, ``inf`` a bot never told to stop."""
+    budget of -1 or ``nan`` became no time at all, ``inf`` a bot never told to stop.
+
+    ``zero``: what 0 means where it is taken too (:data:`turn_time_arg`: the game's default),
+    named in the refusal; without it 0 is refused."""
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if not math.isfinite(value) or value <= 0 or value > most:
-            raise argparse.ArgumentTypeError(f"must be a number of {unit} above 0 and at most "
-                                             f"{most:g}, not {text!r}")
+        lowest_ok = value >= 0 if zero is not None else value > 0
+        if not (math.isfinite(value) and lowest_ok and value <= most):
+            allowed = f"from 0 ({zero}) to {most:g}" if zero is not None else f"above 0 and at most {most:g}"
+            raise argparse.ArgumentTypeError(f"must be a number of {unit} {allowed}, not {text!r}")
         return value
 
     return parse
@@ -761,19 +791,11 @@ def int32_arg(text: str) -> int:
     return value
 
 
-def turn_time_arg(text: str) -> float:
-    """argparse ``type`` of the clients' ``--turn-time`` (clients.play, clients.remote_bot): a
-    finite number of seconds, 0 (the game's default) to a day; the server says which are
-    allowed (10 to 120, JJK-11). ``nan`` or ``inf`` was a ValueError traceback building the
-    request, a larger number a protobuf one."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (math.isfinite(value) and 0 <= value <= DAY_S):
-        raise argparse.ArgumentTypeError(f"must be a number of seconds from 0 (the game's default) "
-                                         f"to {DAY_S:g}, not {text!r}")
-    return value
+#: argparse ``type`` of the clients' ``--turn-time`` (clients.play, clients.remote_bot): a
+#: finite number of seconds, 0 (the game's default) to a day; the server says which are
+#: allowed (10 to 120, JJK-11). ``nan`` or ``inf`` was a ValueError traceback building the
+#: request, a larger number a protobuf one.
+turn_time_arg = positive_arg("seconds", DAY_S, zero="the game's default")
 
 
 def _target_problem(target: str) -> str | None:

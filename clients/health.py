@@ -27,7 +27,9 @@ if __name__ == "__main__":
 import grpc  # noqa: E402
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from .cardgames_client import read_root_certificates, seconds_arg, target_arg  # noqa: E402
+from engine_service.command_line import check_text, parse_args  # noqa: E402
+
+from .cardgames_client import command_parser, read_root_certificates, seconds_arg, target_arg  # noqa: E402
 
 DEFAULT_PORT = 50051
 
@@ -56,8 +58,8 @@ def check(target: str, service: str = "", timeout_s: float = 3.0,
     return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m clients.health", description=__doc__.split("\n\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = command_parser("python -m clients.health", __doc__.split("\n\n")[0])
     parser.add_argument("--target", type=target_arg, default=default_target(),
                         help="host:port of the engine (default: 127.0.0.1:$CARDGAMES_PORT or 50051)")
     parser.add_argument("--service", default="",
@@ -66,7 +68,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tls", action="store_true", help="connect with TLS")
     parser.add_argument("--ca", metavar="FILE", help="PEM root certificate(s) for --tls (default: system roots)")
     parser.add_argument("--server-name", help="TLS server name to verify instead of the target's host (implies --tls)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parse_args(parser, argv)  # an unknown flag named, its value not shown
+    check_text(parser, args, paths={"ca"})
     credentials = None
     if args.tls or args.ca or args.server_name:  # a name to verify means TLS, as --ca does
         try:

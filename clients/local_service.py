@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -90,6 +91,21 @@ class LocalService:
             time.sleep(0.05)
         self.kill()
         raise ServiceFailed(f"the engine did not start within {self.startup_timeout_s:g} s:\n{self.log_tail()}")
+
+    def failure(self, exc: ServiceFailed) -> str:
+        """Why the engine did not start (``exc``, from :meth:`start`), in one line for the
+        command that started it (clients.play, clients.remote_bot): its last JSON error line's
+        ``error`` (or event), else, for a setting refused before its logging began (``--db
+        sqlite://x``), argparse's one plain line, the last of the log; the status line alone
+        ("exited with status 2:") said nothing."""
+        errors = [line for line in self.logs() if line.get("level") in ("error", "critical")]
+        if errors:
+            return str(errors[-1].get("error") or errors[-1].get("event"))
+        status, *tail = str(exc).splitlines()
+        last = next((line.strip() for line in reversed(tail) if line.strip()), "")
+        if not last:
+            return status.rstrip(":")
+        return re.sub(r"^python -m engine_service serve: error: |^error: ", "", last)
 
     def logs(self) -> list[dict[str, Any]]:
         """Every JSON log line written so far (other lines are skipped)."""

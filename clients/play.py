@@ -44,7 +44,6 @@ import contextlib
 import json
 import os
 import random
-import re
 import secrets
 import shlex
 import sys
@@ -72,10 +71,12 @@ from textual.widgets.option_list import Option
 from . import render, terminal_text
 from .connection_sign import ConnectionSign
 from .cardgames_client import (RESUMED, CardGamesError, Client, SeatSession, StaleSequence,
-                               ServerClock, StreamState, connect, int32_arg, is_finished, is_my_turn,
-                               TableOptionAction, python_value, read_root_certificates, target_arg,
-                               turn_time_arg)
+                               ServerClock, StreamState, command_parser, connect, header_safe, int32_arg,
+                               is_finished, is_my_turn, TableOptionAction, option_value, python_value,
+                               read_root_certificates, target_arg, turn_time_arg)
 from .local_service import LocalService, ServiceFailed
+from engine_service.bounded_read import TOKEN_LIMIT, FileRefused, read_bounded
+from engine_service.command_line import check_text, parse_args, stdout_guarded
 from engine_service.transport.generated import match_pb2
 
 #: Where a seat's event stream starts: a seat is taken while its match waits at seq 0 (a match
@@ -568,11 +569,9 @@ def parse_option(text: str, game: Any) -> tuple[str, str | int | bool]:
     if spec.type == match_pb2.OPTION_TYPE_INT:
         try:
             value = int(raw)
+            option_value(value)  # within the API's int64
         except ValueError:
-            value = None
-        # the API's int64: a larger number was a protobuf ValueError traceback
-        if value is None or not -2**63 <= value < 2**63:
-            raise SystemExit(f"error: {name} is an integer ({spec.allowed_text})")
+            raise SystemExit(f"error: {name} is an integer ({spec.allowed_text})") from None
         return name, value
     return name, raw
 
@@ -588,8 +587,8 @@ def positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m clients.play", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_parser("python -m clients.play", __doc__.split("\n\n")[0],
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--target", type=target_arg, help="host:port of a running engine (default: start one)")
     p.add_argument("--tls", action="store_true", help="connect with TLS")
     p.add_argument("--ca", metavar="FILE", help="PEM root certificate(s) for --tls")
@@ -629,20 +628,35 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def read_seat_token(path: str) -> str:
+    """The seat token of ``--token-file``, read before the engine is reached (:func:`run`); a file
+    that holds none is SystemExit with one line naming it (exit status 1). It was read whole
+    once connected: ``/dev/zero`` filled the memory, a named pipe no one writes to waited for
+    ever, and a file far larger than a token went to the engine as its header (read_bounded)."""
+    try:
+        raw = read_bounded(path, TOKEN_LIMIT)
+    except OSError as exc:
+        raise SystemExit(f"error: cannot read the seat token file {path}: {exc.strerror or exc}") from None
+    except FileRefused as exc:
+        raise SystemExit(f"error: the seat token file {path}: {exc}") from None
+    try:
+        token = raw.decode("utf-8").strip()
+    except UnicodeDecodeError:  # it said "UnicodeDecodeError"
+        raise SystemExit(f"error: the seat token file {path} is not text: no seat token") from None
+    if not token:
+        raise SystemExit(f"error: the seat token file {path} is empty")
+    if not header_safe(token):  # gRPC's ExecuteBatchError traceback; never quoted
+        raise SystemExit(f"error: the seat token file {path} has characters a seat token never has (spaces, "
+                         "control or non-ASCII characters): no seat token")
+    return token
+
+
 async def open_seat(client: Client, args: argparse.Namespace, console: Console) -> tuple[SeatSession, Any]:
     """Create the match (or use --match) and join it."""
     if args.match and args.token_file:
         # back to a seat taken before (docs/operations.md, "A player lost their seat token"): a
         # join would take another seat, or none in a started match
-        try:
-            token = open(args.token_file, encoding="utf-8").read().strip()
-        except OSError as exc:
-            raise SystemExit(f"error: cannot read the seat token file {args.token_file}: {exc.strerror or exc}") from None
-        except UnicodeDecodeError:  # it said "UnicodeDecodeError"
-            raise SystemExit(f"error: the seat token file {args.token_file} is not text: no seat token") from None
-        if not token:
-            raise SystemExit(f"error: the seat token file {args.token_file} is empty")
-        session = client.seat_session(args.match, -1, token)
+        session = client.seat_session(args.match, -1, args.seat_token)
         view = await session.view()
         if not view.HasField("seat"):
             # a view of no seat is a spectator's: the screen showed it as seat 0's, "you" and all
@@ -681,6 +695,7 @@ async def run(args: argparse.Namespace, target: str, console: Console) -> int:
         roots = read_root_certificates(args.ca) if args.ca else None
     except ValueError as exc:  # one line, not a traceback (as clients.admin)
         raise SystemExit(f"error: {exc}") from None
+    args.seat_token = read_seat_token(args.token_file) if args.token_file else None
     async with connect(target, tls=args.tls, root_certificates=roots, server_name=args.server_name) as client:
         await client.wait_ready()
         if args.list:
@@ -742,10 +757,20 @@ def way_back(session: SeatSession, args: argparse.Namespace, target: str) -> str
     """``"to return to your seat: python -m clients.play ... --match ID --token-file PATH"``:
     the seat token saved to a file only the user can read (unless it came from
     ``--token-file``), since the screen that held it is gone and a join would take another
-    seat (a started match has none); :data:`OWN_ENGINE_ENDS` without ``--target``."""
+    seat (a started match has none); the token itself, on the user's terminal, when no file
+    can be written; :data:`OWN_ENGINE_ENDS` without ``--target``."""
     if not args.target:
         return OWN_ENGINE_ENDS
-    token_file = args.token_file or save_token(session)
+    try:
+        token_file = args.token_file or save_token(session)
+    except OSError as exc:
+        # a full disk (or no temporary folder): the screen that held the token is gone, and a
+        # traceback ended the program with the only way back to the seat
+        token_file = "FILE"
+        lost = (f"your seat token could not be saved to a file ({exc.strerror or exc}): it is "
+                f"{session.token}; put it in a file only you can read, then ")
+    else:
+        lost = ""
     command = ["python", "-m", "clients.play", "--target", target]
     if args.tls:
         command.append("--tls")
@@ -754,14 +779,18 @@ def way_back(session: SeatSession, args: argparse.Namespace, target: str) -> str
     if args.server_name:
         command += ["--server-name", args.server_name]
     command += ["--match", session.match_id, "--token-file", token_file]
-    return f"to return to your seat: {shlex.join(command)}"
+    return f"to return to your seat: {lost}{shlex.join(command)}"
 
 
 def save_token(session: SeatSession) -> str:
     """The seat token in a new file readable by the user only (mkstemp: mode 0600); its path."""
     fd, path = tempfile.mkstemp(prefix=f"cardgames-{session.match_id}-seat{session.seat}-", suffix=".token")
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(session.token + "\n")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(session.token + "\n")
+    except BaseException:
+        os.unlink(path)  # an empty or half-written file is no way back
+        raise
     return path
 
 
@@ -827,23 +856,14 @@ def default_name() -> str:
     return f"guest-{secrets.token_hex(2)}"
 
 
-def _plain_reason(exc: ServiceFailed) -> str:
-    """Why an engine that wrote no JSON error line did not start: a setting refused before its
-    logging began (``--db sqlite://x``) is argparse's one plain line on its stderr, the last
-    of the log; the status line alone ("exited with status 2:") said nothing."""
-    status, *tail = str(exc).splitlines()
-    last = next((line.strip() for line in reversed(tail) if line.strip()), "")
-    if not last:
-        return status.rstrip(":")
-    return re.sub(r"^python -m engine_service serve: error: |^error: ", "", last)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parse_args(parser, argv)  # an unknown flag named, its value (a seat token?) not shown
+    check_text(parser, args, paths={"ca", "token_file", "db"})
     if not args.game and not args.match and not args.list and not args.lobby:
-        build_parser().error("give --game (a new match), --match ID (join one), --lobby or --list")
+        parser.error("give --game (a new match), --match ID (join one), --lobby or --list")
     if args.token_file and not args.match:
-        build_parser().error("--token-file returns to a seat of --match ID: give both")
+        parser.error("--token-file returns to a seat of --match ID: give both")
     if args.name is None:
         args.name = default_name()
     # unfolded (soft_wrap): a line is one line in a pipe (--autoplay for scripts, where the
@@ -858,7 +878,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             service = LocalService(db=args.db)
             service.start()
             target = service.target
-        return asyncio.run(run(args, target, console))
+        # stdout on a full disk (--autoplay > FILE): one line, not rich's traceback
+        return stdout_guarded(lambda: asyncio.run(run(args, target, console)), reader_left=1)
     except CardGamesError as exc:
         # on stderr, unfolded: a script reading the output (--autoplay, --plain) gets no error
         # among it, and a log one line per error (the console folds at 80 columns in a pipe)
@@ -871,9 +892,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except ServiceFailed as exc:  # the engine of its own (e.g. a --db it cannot open): no traceback
         assert service is not None
-        errors = [line for line in service.logs() if line.get("level") in ("error", "critical")]
-        why = (errors[-1].get("error") or errors[-1].get("event")) if errors else _plain_reason(exc)
-        print(f"error: the engine did not start: {why}", file=sys.stderr)
+        print(f"error: the engine did not start: {service.failure(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -47,16 +47,19 @@ if __name__ == "__main__":
 import grpc  # noqa: E402
 from google.protobuf import json_format
 
-from engine_service.plugins.manager import PluginSettings, load_catalog
+from engine_service.command_line import check_text, parse_args, stdout_guarded
+from engine_service.plugins.manager import (BotCatalog, PluginNotLoaded, PluginSettings, check_named_plugins,
+                                            load_catalog)
 from engine_service.plugins.runner import TIMEOUT, BotRunner, Reply
 from engine_service.rules import get_game
+from engine_service.rules.errors import UnknownGame
 from engine_service.transport.generated import cards_pb2, match_pb2
 
 from .cardgames_client import (CardGamesError, Client, FailedPrecondition, SeatSession, ServerClock, StaleSequence,
-                               DAY_S, connect, int32_arg, is_finished, is_my_turn, positive_arg,
-                               TableOptionAction, read_root_certificates, struct_value, target_arg, turn_time_arg,
-                               whole_numbers)
-from .local_service import LocalService
+                               DAY_S, command_parser, connect, int32_arg, is_finished, is_my_turn, positive_arg,
+                               TableOptionAction, option_value, read_root_certificates, struct_value, target_arg,
+                               turn_time_arg, whole_numbers)
+from .local_service import LocalService, ServiceFailed
 
 #: A call that failed so after the client's own retries reached no engine (a restart, a drop).
 _NO_ANSWER = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
@@ -295,40 +298,57 @@ async def _decide(runner: BotRunner, bot_name: str, game_id: str, seat: int, vie
 
 # ---- command line ------------------------------------------------------------------------------
 
+class TableRefused(ValueError):
+    """A new match's --seat, --opponents or --option that cannot make one (a usage error)."""
+
+
 def _option(text: str) -> tuple[str, str | int | bool]:
     name, sep, raw = text.partition("=")
     if not sep:
-        raise SystemExit(f"--option wants name=value, not {text!r}")
+        raise TableRefused(f"--option wants name=value, not {text!r}")
     if raw in ("true", "false"):
         return name, raw == "true"
     try:
         value = int(raw)
     except ValueError:
         return name, raw
-    if not -2**63 <= value < 2**63:  # the API's int64: a protobuf ValueError traceback
-        raise SystemExit(f"--option {name}: {raw} is beyond a 64-bit integer")
+    try:
+        option_value(value)  # within the API's int64
+    except ValueError as exc:
+        raise TableRefused(f"--option {name}: {exc}") from None
     return name, value
 
 
-async def open_seat(client: Client, args: argparse.Namespace, num_seats: int) -> SeatSession:
-    if args.match:
-        return await client.join(args.match, seat=args.seat, player_name=args.name)
+def new_table(args: argparse.Namespace, num_seats: int) -> tuple[int, list[str | None], dict[str, Any]]:
+    """The bot's seat, the seats of a new match (None: the bot's) and its options, from
+    ``--seat``, ``--opponents`` and ``--option``; TableRefused names what cannot make one.
+    Asked before an engine is started or reached (main), and again by :func:`open_seat`."""
     me = 0 if args.seat is None else args.seat
     if not 0 <= me < num_seats:
         # checked before the match exists: list.insert put the bot's seat last for a seat past
         # the end (first but one for -1), so a match was created, the join then failed
         # BAD_SEAT and the match was left waiting for a player nobody would send
-        raise SystemExit(f"--seat {me}: {args.game} has seats 0 to {num_seats - 1}")
+        raise TableRefused(f"--seat {me}: {args.game} has seats 0 to {num_seats - 1}")
     others = [b.strip() for b in args.opponents.split(",") if b.strip()] or ["random"]
     if len(others) == 1:
         others *= num_seats - 1  # one name plays every other seat
     if len(others) != num_seats - 1:
-        raise SystemExit(f"--opponents: {args.game} has {num_seats} seats: give one bot name (it "
-                         f"plays every other seat) or {num_seats - 1}, comma-separated")
+        raise TableRefused(f"--opponents: {args.game} has {num_seats} seats: give one bot name (it "
+                           f"plays every other seat) or {num_seats - 1}, comma-separated")
     seats: list[str | None] = list(others)
     seats.insert(me, None)
-    summary = await client.create_match(args.game, options=dict(_option(o) for o in args.option),
-                                        seats=seats, turn_time_s=args.turn_time, name=f"{args.bot} (remote)")
+    return me, seats, dict(_option(o) for o in args.option)
+
+
+async def open_seat(client: Client, args: argparse.Namespace, num_seats: int) -> SeatSession:
+    if args.match:
+        return await client.join(args.match, seat=args.seat, player_name=args.name)
+    try:
+        me, seats, options = new_table(args, num_seats)
+    except TableRefused as exc:
+        raise SystemExit(str(exc)) from None
+    summary = await client.create_match(args.game, options=options, seats=seats, turn_time_s=args.turn_time,
+                                        name=f"{args.bot} (remote)")
     print(f"match {summary.match_id}: {args.game}, {args.bot} in seat {me}", file=sys.stderr)
     return await client.join(summary.match_id, seat=me, player_name=args.name)
 
@@ -342,15 +362,21 @@ def _quiet_logs() -> None:
                         wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
 
 
-async def run(args: argparse.Namespace, target: str) -> int:
+def bot_catalog(args: argparse.Namespace) -> BotCatalog:
+    """The plugins' bots, ``--plugin``'s modules among them: a module that does not load is
+    PluginNotLoaded (a usage error), as in the arena (check_named_plugins), before an engine is
+    started or reached; it was "no installed bot" then, the module unnamed."""
     _quiet_logs()
     try:
         plugins = PluginSettings.resolve(extra=args.plugin)
     except ValueError as exc:  # CARDGAMES_DISABLE_PLUGIN_AUTOLOAD=y: one line, not a traceback
         raise SystemExit(f"error: {exc}") from None
     catalog = load_catalog(plugins)
-    if catalog.get(args.bot) is None:
-        raise SystemExit(f"no installed bot {args.bot!r} (installed: {', '.join(catalog.names())})")
+    check_named_plugins(args.plugin, catalog)
+    return catalog
+
+
+async def run(args: argparse.Namespace, target: str, catalog: BotCatalog) -> int:
     runner = BotRunner(catalog)
     try:  # an engine behind a private CA, as the other clients (it had only the system's roots)
         roots = read_root_certificates(args.ca) if args.ca else None
@@ -362,7 +388,11 @@ async def run(args: argparse.Namespace, target: str) -> int:
             game_id = (await client.get_match(args.match)).game
         else:
             game_id = args.game
-        game = get_game(game_id)
+        try:  # a match of a game this client's rules core does not have (a newer engine)
+            game = get_game(game_id)
+        except UnknownGame:
+            raise SystemExit(f"error: match {args.match} is a game of {game_id!r}, which this client's "
+                             "rules do not have: the bot cannot play it here") from None
         if not catalog.plays(args.bot, game_id):
             raise SystemExit(f"bot {args.bot!r} does not play {game_id}")
         session = await open_seat(client, args, game.num_seats)
@@ -381,8 +411,8 @@ milliseconds_arg = positive_arg("milliseconds", DAY_S * 1000)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m clients.remote_bot", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_parser("python -m clients.remote_bot", __doc__.split("\n\n")[0],
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bot", required=True, help="bot plugin name (see ListBots / the arena)")
     p.add_argument("--target", type=target_arg, help="host:port of a running engine (default: start one)")
     p.add_argument("--tls", action="store_true", help="connect with TLS (default roots: the system's)")
@@ -406,9 +436,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parse_args(parser, argv)  # an unknown flag named, its value (a seat token?) not shown
+    check_text(parser, args, paths={"ca", "db"})
     if not args.match and not args.game:
-        build_parser().error("give --match ID (join) or --game (create a match)")
+        parser.error("give --match ID (join) or --game (create a match)")
+    if args.game and not args.match:
+        try:  # before an engine is started or reached: it was a traceback once connected
+            game = get_game(args.game)
+        except UnknownGame as exc:
+            parser.error(f"--game: {exc}")
+        try:  # likewise: they were refused once an engine of its own had been started
+            new_table(args, game.num_seats)
+        except TableRefused as exc:
+            parser.error(str(exc))
+    try:
+        catalog = bot_catalog(args)
+    except PluginNotLoaded as exc:
+        parser.error(str(exc))
+    if catalog.get(args.bot) is None:  # exit 1 before, as if an engine had refused something
+        parser.error(f"--bot {args.bot!r}: no installed bot has this name (installed: {', '.join(catalog.names())})")
+    if args.game and not args.match and not catalog.plays(args.bot, args.game):
+        # known before any engine: it was said once an engine of its own had started (exit 1)
+        parser.error(f"--bot {args.bot!r} does not play {args.game}")
     service = None
     try:
         if args.target:
@@ -416,11 +466,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             # an engine of its own, where every player is a program: its bots need not be
             # paced (--bot-pace-s hides a forced move's timing from people, GJ-11.8)
-            service = LocalService(db=args.db, args=["--bot-pace-s", "0"]).start()
+            service = LocalService(db=args.db, args=["--bot-pace-s", "0"])
+            service.start()
             target = service.target
-        return asyncio.run(run(args, target))
+        # the result line to a full disk (> FILE): one line, not a traceback
+        return stdout_guarded(lambda: asyncio.run(run(args, target, catalog)), reader_left=1)
     except CardGamesError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except ServiceFailed as exc:  # the engine of its own (a --db it cannot open): one line, as clients.play
+        assert service is not None
+        print(f"error: the engine did not start: {service.failure(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -47,7 +47,8 @@ from .connection_sign import ConnectionSign
 from .play import (board_rows, fitted_board, fitted_deals, log_scored_deals, positive_int, print_meld_talk,
                    print_scored_deals, stderr_notices, summary_now)
 from .cardgames_client import (CardGamesError, ServerClock, Spectator, StreamState, connect,
-                               read_root_certificates, target_arg)
+                               command_parser, read_root_certificates, target_arg)
+from engine_service.command_line import check_text, parse_args, stdout_guarded
 from engine_service.transport.generated import match_pb2
 
 
@@ -216,8 +217,8 @@ def print_final(final: Any, console: Console) -> None:
         f"totals {json.dumps(result.get('totals'))}" if result else ""), markup=False)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m clients.watch", description=__doc__.split("\n\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    p = command_parser("python -m clients.watch", __doc__.split("\n\n")[0])
     p.add_argument("match_id", metavar="MATCH_ID")
     p.add_argument("--target", type=target_arg, default="127.0.0.1:50051",
                    help="host:port of the engine (default: 127.0.0.1:50051)")
@@ -232,11 +233,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--from-start", action="store_true",
                    help="replay the match from its first action (a snapshot first when the match "
                    "is too far along for the server to replay)")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parse_args(parser, argv)  # an unknown flag named, its value not shown
+    check_text(parser, args, paths={"ca"})
     # unfolded: one line per event in a pipe (--plain), where the console folded at 80 columns
     console = terminal_text.console(highlight=False, soft_wrap=True)
     try:
-        return asyncio.run(run(args, console))
+        # stdout on a full disk (--plain > FILE): one line, not rich's traceback
+        return stdout_guarded(lambda: asyncio.run(run(args, console)), reader_left=1)
     except CardGamesError as exc:
         # on stderr, unfolded: a script reading the output (--autoplay, --plain) gets no error
         # among it, and a log one line per error (the console folds at 80 columns in a pipe)

@@ -26,6 +26,11 @@ PEM_LIMIT = 1024 * 1024
 TRANSCRIPT_LIMIT = 64 * 1024 * 1024
 
 
+#: A token file (``clients.play --token-file``, ``clients.admin --admin-token-file``): one
+#: token on a line, sent in a gRPC header, which carries 8 KiB by default.
+TOKEN_LIMIT = 64 * 1024
+
+
 class FileRefused(ValueError):
     """A file that is too large or not a file one can read to its end; the message says which
     and is meant to follow the file's name: ``FLAG PATH: <message>``."""

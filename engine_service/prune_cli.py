@@ -21,7 +21,8 @@ cleanup (docs/operations.md, Retention). A running engine does the same by itsel
   that; ``--no-vacuum`` skips it always. PostgreSQL: autovacuum makes the space reusable.
 
 Exit status: 0 done (nothing to delete included); 1 the database failed during the run (what
-was deleted before stays deleted: each batch is one transaction); 2 a usage error, no such
+was deleted before stays deleted: each batch is one transaction), or the output could not be
+written (a full disk behind ``>``: one line, not a traceback); 2 a usage error, no such
 database, not a database of this service, or a database an engine holds.
 """
 
@@ -36,6 +37,8 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+
+from .command_line import stdout_guarded
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DAY_S = 86400.0
@@ -101,7 +104,9 @@ def run(args: argparse.Namespace) -> int:
         return _usage("'memory:' keeps nothing to prune")
     if not _is_postgres(db) and not Path(db).is_file():
         return _usage(f"no database file at {db}")
-    return asyncio.run(_prune(db, args.older_than_days, dry_run=args.dry_run, vacuum=not args.no_vacuum))
+    # a full disk behind `>` (or a reader that left): not a traceback mid-way through the batches
+    return stdout_guarded(lambda: asyncio.run(_prune(db, args.older_than_days, dry_run=args.dry_run,
+                                                     vacuum=not args.no_vacuum)), reader_left=1)
 
 
 def _usage(message: str) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from .command_line import stdout_guarded
 from .rules import transcript
 from .rules.errors import RulesError
 
@@ -24,6 +25,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # `replay ... | head` (the files after it are not checked: status 1), or a full disk
+    # behind `>`: not a traceback
+    return stdout_guarded(lambda: _replay(args), reader_left=1)
+
+
+def _replay(args: argparse.Namespace) -> int:
     failed = 0
     for path in args.files:
         try:

@@ -165,6 +165,29 @@ def _text(*, empty: bool = False) -> Callable[[str], str]:
     return parse
 
 
+def _host(text: str) -> str:
+    """``--host``, ``--metrics-host``: not empty, and a name or address the resolver can be
+    asked about (an IPv6 address may come in brackets). A byte that is not UTF-8 (a lone
+    surrogate), an empty label (``a..b``) or one over 63 characters fail the IDNA encoding
+    getaddrinfo applies: a UnicodeError, logged as ``store_unavailable``, the database blamed
+    for the address. A name that does not resolve is the bind's error (grpc_port_unavailable)."""
+    host = _text()(text)
+    name = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        name.encode("idna")
+    except UnicodeError as exc:
+        if any("\udc80" <= c <= "\udcff" for c in name):  # how Python keeps a byte that is not UTF-8
+            reason = "a byte that is not UTF-8"
+        else:  # "encoding with 'idna' codec failed (UnicodeError: label empty or too long)"
+            reason = re.sub(r"^.*\(UnicodeError: (.*)\)$", r"\1", str(exc))
+        raise ValueError(f"not a host name or address: {reason}") from None
+    return host
+
+
+_host.__name__ = "str"
+_host.allowed = "a host name or address"  # type: ignore[attr-defined]
+
+
 _URL_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 _MISSPELT_POSTGRES = re.compile(r"postgres(?:ql)?(?::|//)", re.IGNORECASE)
 _USERINFO = re.compile(r"(?:^|/)[^/:@]+:[^/@]*@")  # user:password@host, its scheme lost
@@ -182,7 +205,7 @@ def _db_location(text: str) -> str:
     ``postgresql:`` without its ``//`` or a ``postgresql//`` without its colon, any
     ``user:password@host`` left without its scheme, and libpq's ``host=... password=...`` form
     (the engine made a SQLite file of that name): no file path holds those, and they were
-    logged as one."""
+    logged as one; and a URL with a byte that is not UTF-8."""
     location = _text()(text)
     scheme = _URL_SCHEME.match(location)
     if scheme and scheme.group(1).lower() not in ("postgresql", "postgres"):
@@ -194,6 +217,12 @@ def _db_location(text: str) -> str:
                          "URL that does not start with postgresql://, nor a key=value connection "
                          "string (kept quotes, a jdbc: prefix, a missing slash or colon, "
                          "user:password@, password=; value not shown: it may hold a password)")
+    if scheme and any("\udc80" <= c <= "\udcff" for c in location):
+        # how Python keeps a byte that is not UTF-8: libpq's connection string is UTF-8, and
+        # prune died with a UnicodeEncodeError traceback (serve logged it as store_unavailable);
+        # a SQLite path may hold any bytes
+        raise ValueError("a postgresql:// URL with a byte that is not UTF-8 (value not shown: it may "
+                         "hold a password)")
     return location
 
 
@@ -327,9 +356,9 @@ class Setting:
             raise argparse.ArgumentTypeError(str(exc)) from None
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("host", _text(), "address to listen on for gRPC", "HOST"),
+    Setting("host", _host, "address to listen on for gRPC", "HOST"),
     Setting("port", _port, "gRPC port (0: any free port, logged at start)", "PORT"),
-    Setting("metrics_host", _text(), "address of the Prometheus /metrics endpoint (IPv6: :: or [::], "
+    Setting("metrics_host", _host, "address of the Prometheus /metrics endpoint (IPv6: :: or [::], "
             "every address of both families)", "HOST"),
     Setting("metrics_port", _port, "Prometheus metrics port (0: any free port, logged)", "PORT"),
     Setting("tls_cert", _path, "PEM certificate chain: serve TLS only (needs --tls-key)", "FILE"),

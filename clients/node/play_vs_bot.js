@@ -43,6 +43,20 @@ const { Client, CardGamesError, verifyDeal, PACKS, TRANSIENT, RECONNECTING, RESU
 /** The terminal clients' --reconnect-tries default. */
 const RECONNECT_TRIES = 30;
 
+/**
+ * The error for an argument parseArgs does not know, naming a flag but never a value (as the
+ * Python clients and the engine say it): a stray word, or the value of `--flag=VALUE`, may be
+ * a secret pasted at the wrong place (a seat token), and the error line goes to a terminal or
+ * a CI log.
+ */
+function unknownArgument(arg) {
+  if (arg.startsWith('-') && arg !== '-') {
+    const at = arg.indexOf('=');
+    return at < 0 ? `unknown argument ${arg}` : `unknown argument ${arg.slice(0, at)} (its value not shown: it may hold a secret)`;
+  }
+  return 'unexpected value (not shown: it may hold a secret)';
+}
+
 function parseArgs(argv) {
   const args = {
     target: '127.0.0.1:50051', game: 'klaberjass', bot: 'random', options: {}, policy: 'random', seed: 1, quiet: false,
@@ -79,8 +93,17 @@ function parseArgs(argv) {
       const text = value();
       const at = text.indexOf('=');
       if (at < 1) throw new UsageError('--option wants name=value');
-      args.options[text.slice(0, at)] = text.slice(at + 1);
-    } else throw new UsageError(`unknown argument ${flag}`);
+      const name = text.slice(0, at);
+      // the same option twice kept the last value without a word; refused, as the Python
+      // clients (clients.play, clients.remote_bot) and the arena's --options refuse it
+      if (Object.hasOwn(args.options, name)) {
+        throw new UsageError(`--option: the option ${JSON.stringify(name)} is given twice: give it once`);
+      }
+      // defined, not assigned: `__proto__=x` assigned set the object's prototype (to nothing,
+      // a string), and the option vanished without a word instead of being refused by name
+      Object.defineProperty(args.options, name, { value: text.slice(at + 1), enumerable: true, writable: true,
+                                                  configurable: true });
+    } else throw new UsageError(unknownArgument(flag));
   }
   if (!['first', 'random'].includes(args.policy)) throw new UsageError('--policy is first or random');
   return args;

@@ -184,6 +184,25 @@ class BotCatalog:
         return entry is not None and entry.spec.plays(game_id)
 
 
+class PluginNotLoaded(ValueError):
+    """A module named by ``--plugin`` did not load: a usage error of the command that was asked
+    for it (the arena, ``clients.remote_bot``), not a run without it."""
+
+
+def check_named_plugins(named: Sequence[str], catalog: BotCatalog) -> None:
+    """PluginNotLoaded, naming the module and the error's type, when a module of ``named`` (the
+    ``--plugin`` modules) failed to import, register, validate or run its hook. Such a failure
+    was only a ``bot_plugin_failed`` line, and the command went on without the module: the
+    arena played a comparison without its bots and exited 0; ``clients.remote_bot`` said "no
+    installed bot", the module unnamed, once an engine was started and reached. A refused spec
+    is not a plugin that failed to load (its other bots did); a bot asked for and missing is
+    refused by the command anyway."""
+    for failure in catalog.failures:
+        if failure.plugin in named and failure.stage in ("import", "register", "validate", "hook"):
+            raise PluginNotLoaded(f"--plugin {failure.plugin} did not load ({failure.stage}): "
+                                  f"{failure.summary or failure.error}")
+
+
 class _LoadTimedOut(BaseException):
     """Raised in a plugin's import or hook that overran the load time limit (BaseException: a
     plugin's ``except Exception`` around a network call must not swallow it)."""

@@ -215,6 +215,10 @@ def test_one_board_prints_no_interval_rather_than_minus_to_plus_infinity(tmp_pat
      'the name "kl_target_score" appears twice in one object'),
     (["--options", '{"kl_target_score": -5}'], "option 'kl_target_score': invalid value -5"),
     (["--game", "nope"], "unknown game 'nope'"),
+    # an abbreviation was taken for the flag it began (--time for --time-ms), as the clients'
+    # and the engine's commands no longer do
+    (["--time", "5"], "error: unrecognized arguments: --time (1 value not shown: it may hold a secret)"),
+    (["--fail-on"], "error: unrecognized arguments: --fail-on\n"),
     (["--plugin", "tests.plugins.import_fails"],
      "error: --plugin tests.plugins.import_fails did not load (import): ImportError at import_fails.py:3"),
     (["--plugin", "tests.plugins.no_such_module"], "error: --plugin tests.plugins.no_such_module did not "
@@ -223,7 +227,8 @@ def test_one_board_prints_no_interval_rather_than_minus_to_plus_infinity(tmp_pat
 def test_bad_arguments_are_usage_errors_not_tracebacks_or_empty_reports(flags, says, capsys):
     """--deals 0 printed a report of nan means (exit 0); a typo in --options, an invalid option
     or an unknown game was a traceback (exit 1); a --plugin module that did not load was a
-    bot_plugin_failed line, and the run went on without it (exit 0)."""
+    bot_plugin_failed line, and the run went on without it (exit 0); an abbreviated flag was
+    taken for the flag it began."""
     with pytest.raises(SystemExit) as exit_:
         arena.main(["--game", "klaberjass", "--bots", "random,random", "--deals", "1", "--no-progress", *flags])
     assert exit_.value.code == 2

@@ -20,6 +20,7 @@ from engine_service.plugins.runner import BotRunner
 from engine_service.rules import all_game_ids, get_game
 from engine_service.sessions.api import ViewEnvelope
 from engine_service.transport.codec import view_message
+from engine_service.transport.generated import match_pb2
 from tests.rules.playout import iter_states
 
 COMMON = ("game", "phase", "deal_number", "dealer", "to_act", "seat", "hand", "hand_sizes", "legal",
@@ -129,6 +130,27 @@ def test_command_line_creates_a_match_and_plays_it(engine, capsys):
     assert "finished" in out and "(heuristic)" in out and "failures none" in out
 
 
+def test_a_result_line_it_cannot_write_is_one_line_not_a_traceback(engine):
+    """The result line to a full disk (``> FILE``; /dev/full here) was an OSError traceback at
+    the match's end; one line on stderr now, exit status 1 (stdout_guarded, as the other
+    clients)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(root))
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([sys.executable, "-m", "clients.remote_bot", "--target", engine.target, "--bot",
+                                 "heuristic", "--game", "klaberjass", "--opponents", "random", "--option",
+                                 "kl_target_score=100", "--seed", "1"], stdout=full, stderr=subprocess.PIPE,
+                                text=True, timeout=300, cwd=root, env=env, stdin=subprocess.DEVNULL)
+    assert result.returncode == 1 and result.stderr.splitlines()[-1:] == [
+        "error: cannot write standard output (No space left on device)"], result.stderr
+    assert "Traceback" not in result.stderr
+
+
 @pytest.mark.parametrize("bot, failure", [("sys-exits", "crash"), ("overruns", "timeout"),
                                           ("wrecks", "exception")])
 def test_a_failing_remote_bot_falls_back_to_the_auto_move(engine, bot, failure):
@@ -188,6 +210,12 @@ def test_its_own_engine_plays_bots_unpaced(monkeypatch):
         def start(self):
             raise KeyboardInterrupt  # stop before anything runs
 
+        def stop(self):
+            pass
+
+        def cleanup(self):
+            pass
+
     monkeypatch.setattr(remote_bot, "LocalService", Recorder)
     remote_bot.main(["--bot", "random", "--game", "klaberjass"])
     assert started and list(started[0]["args"]) == ["--bot-pace-s", "0"]
@@ -233,6 +261,105 @@ def test_a_seat_off_the_table_is_refused_before_a_match_is_created(seat):
 
     with pytest.raises(SystemExit, match=f"--seat {seat}: japanese_joker has seats 0 to 1"):
         asyncio.run(remote_bot.open_seat(NoCreate(), args, 2))
+
+
+@pytest.mark.parametrize("target", [["--target", "127.0.0.1:1"], []])
+def test_a_plugin_module_that_does_not_load_is_a_usage_error_before_any_engine(target, monkeypatch, capsys):
+    """``--plugin`` naming a module that fails to import: the client went on without it, started
+    or reached an engine and then said "no installed bot", the module unnamed (or played with
+    another bot of that name). A usage error now, naming the module and the error's type, as the
+    arena's (check_named_plugins), before any engine is started or connected to."""
+
+    def no_engine(*args, **kwargs):
+        raise AssertionError("an engine was started or connected to")
+
+    monkeypatch.setattr(remote_bot, "LocalService", no_engine)
+    monkeypatch.setattr(remote_bot, "connect", no_engine)
+    for module, says in (("tests.plugins.import_fails", "(import): ImportError at import_fails.py:3"),
+                         ("tests.plugins.no_such_module",
+                          "(import): ModuleNotFoundError: no module named 'tests.plugins.no_such_module'")):
+        with pytest.raises(SystemExit) as exit_:
+            remote_bot.main([*target, "--bot", "random", "--game", "klaberjass", "--plugin", module])
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2 and f"error: --plugin {module} did not load {says}" in err, err
+
+
+def test_a_game_the_rules_core_does_not_have_is_one_line_not_a_traceback(monkeypatch, capsys):
+    """``--game nope`` started an engine of its own (or reached --target) and then died with an
+    UnknownGame traceback; it is a usage error before any engine now. A match (``--match``) of
+    a game this client's rules core lacks (a newer engine's) is one line too."""
+    import contextlib
+
+    def no_engine(*args, **kwargs):
+        raise AssertionError("an engine was started or connected to")
+
+    monkeypatch.setattr(remote_bot, "LocalService", no_engine)
+    monkeypatch.setattr(remote_bot, "connect", no_engine)
+    with pytest.raises(SystemExit) as exit_:
+        remote_bot.main(["--bot", "random", "--game", "nope"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "error: --game: unknown game 'nope'; known games: klaberjass" in err, err
+
+    class NewerEngine:
+        async def wait_ready(self):
+            pass
+
+        async def get_match(self, match_id):
+            return match_pb2.MatchSummary(match_id=match_id, game="skat")
+
+    @contextlib.asynccontextmanager
+    async def newer_engine(*args, **kwargs):
+        yield NewerEngine()
+
+    monkeypatch.setattr(remote_bot, "connect", newer_engine)
+    with pytest.raises(SystemExit) as exit_:
+        remote_bot.main(["--bot", "random", "--target", "127.0.0.1:1", "--match", "M1"])
+    assert exit_.value.code == ("error: match M1 is a game of 'skat', which this client's rules do not have: "
+                                "the bot cannot play it here")
+
+
+@pytest.mark.parametrize("flags, says", [
+    (["--game", "japanese_joker", "--seat", "2"], "--seat 2: japanese_joker has seats 0 to 1"),
+    (["--game", "georgian_joker", "--opponents", "random,random"],
+     "--opponents: georgian_joker has 4 seats: give one bot name (it plays every other seat) or 3, comma-separated"),
+    (["--game", "klaberjass", "--option", "kl_target_score"], "--option wants name=value, not 'kl_target_score'"),
+    (["--game", "klaberjass", "--option", f"kl_target_score={2**63}"],
+     f"--option kl_target_score: {2**63} is beyond the API's 64-bit integers"),
+    (["--game", "georgian_joker", "--plugin", "tests.plugins.klaberjass_only", "--bot", "klaberjass-only"],
+     "--bot 'klaberjass-only' does not play georgian_joker"),
+    (["--match", "M1", "--bot", "nosuch"], "--bot 'nosuch': no installed bot has this name (installed: heuristic, "),
+])
+def test_a_new_match_it_cannot_make_is_a_usage_error_before_any_engine(flags, says, monkeypatch, capsys):
+    """--seat off the table, the wrong number of --opponents, a malformed --option or a bot
+    that does not play the game were refused once an engine of its own had been started (or
+    --target reached), exit status 1; the rules core knows the game's seats and the catalog the
+    bot's games, so they are usage errors before any engine now."""
+    def no_engine(*args, **kwargs):
+        raise AssertionError("an engine was started or connected to")
+
+    monkeypatch.setattr(remote_bot, "LocalService", no_engine)
+    monkeypatch.setattr(remote_bot, "connect", no_engine)
+    with pytest.raises(SystemExit) as exit_:
+        remote_bot.main(["--bot", "random", *flags])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and f"python -m clients.remote_bot: error: {says}" in err, err
+
+
+def test_an_engine_of_its_own_that_cannot_start_is_one_line(tmp_path, capsys, monkeypatch):
+    """Without --target remote_bot starts an engine; one that could not start (a --db in a
+    folder that does not exist) was a ServiceFailed traceback with the engine's whole log, and
+    its log file was left behind. One line saying why now, exit status 1, as clients.play
+    (LocalService.failure), the log file removed."""
+    import tempfile
+
+    db = tmp_path / "missing" / "x.sqlite3"
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # where the engine's log goes
+    assert remote_bot.main(["--bot", "random", "--game", "klaberjass", "--db", str(db)]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == (f"error: the engine did not start: cannot open database {db}: "
+                                    f"directory {db.parent} does not exist"), err
+    assert "Traceback" not in err and list((tmp_path / "tmp").iterdir()) == []
 
 
 @pytest.mark.parametrize("budget", ["-1", "0", "nan", "inf", "fast", "1e13"])

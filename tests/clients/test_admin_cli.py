@@ -367,6 +367,17 @@ def test_usage_errors_exit_2(capsys, monkeypatch, tmp_path):
     for args in (["--admin-token", secret, "list"], ["list", f"--admin-token={secret}"]):
         status, out, err = in_process(capsys, monkeypatch, *args)
         assert status == 2 and "--admin-token-file" in err and secret not in out + err
+    # a flag of another command (terminate's --reason, export's -o), or a word no command
+    # takes: argparse echoed it with its value ("unrecognized arguments: --reason <secret>");
+    # the flag is named, the value only counted
+    for args, says in ((["list", "--reason", secret], "unrecognized arguments: --reason (1 value not shown"),
+                       (["list", f"--reason={secret}"], "unrecognized arguments: --reason (1 value not shown"),
+                       (["list", "-o", secret], "unrecognized arguments: -o (1 value not shown"),
+                       (["inspect", UNKNOWN_ID, secret], "unrecognized arguments: (1 value not shown"),
+                       (["terminate", UNKNOWN_ID, "--reason", "r", "--status", secret, "--all"],
+                        "unrecognized arguments: --status --all (1 value not shown")):
+        status, out, err = in_process(capsys, monkeypatch, *args)
+        assert status == 2 and says in err and secret not in out + err, (args, err)
 
     token_file = tmp_path / "token"
     status, _, err = in_process(capsys, monkeypatch, "list", "--admin-token-file", str(token_file))
@@ -384,6 +395,67 @@ def test_usage_errors_exit_2(capsys, monkeypatch, tmp_path):
     (tmp_path / "garbage.pem").write_bytes(bytes(range(256)))
     status, _, err = in_process(capsys, monkeypatch, "list", "--ca", str(tmp_path / "garbage.pem"), token=secret)
     assert status == 2 and "garbage.pem holds no usable PEM certificate" in err and secret not in err
+
+
+def test_an_admin_token_file_that_holds_no_token_is_refused_before_any_call(capsys, monkeypatch, tmp_path):
+    """--admin-token-file was read whole: /dev/zero filled the memory, a named pipe no one
+    writes to waited for ever, and a file far larger than a token was sent as the header. Read
+    with a limit now (read_bounded; standard input likewise): a usage error, never the file's
+    content, before any connection."""
+    import io
+
+    def no_engine(*args, **kwargs):
+        raise AssertionError("the engine was reached")
+
+    monkeypatch.setattr(admin_cli, "connect", no_engine)
+    large, pipe = tmp_path / "large.token", tmp_path / "pipe.token"
+    large.write_text("a" * (64 * 1024 + 1))
+    os.mkfifo(pipe)
+    for path, says in ((large, f"the admin token file {large}: larger than 65536 bytes"),
+                       ("/dev/zero", "the admin token file /dev/zero: a device, not a regular file"),
+                       (pipe, f"the admin token file {pipe} is empty")):  # no writer: nothing in it
+        status, out, err = in_process(capsys, monkeypatch, "list", "--admin-token-file", str(path))
+        assert status == 2 and f"error: {says}" in err and "aaaa" not in out + err, err
+    monkeypatch.setattr(sys, "stdin", io.StringIO("a" * (64 * 1024 + 1)))
+    status, out, err = in_process(capsys, monkeypatch, "list", "--admin-token-file", "-")
+    assert status == 2 and "error: the admin token file standard input: larger than 65536 bytes" in err, err
+
+
+def test_standard_output_that_cannot_be_written_is_one_line(engine):
+    """Standard output redirected to a full disk (/dev/full here): Python's "Exception ignored
+    ... OSError: [Errno 28]" at its exit, status 120; for reissue-token the new token was lost
+    without a word while the old one no longer worked. One line now, exit status 1, and
+    reissue-token says the token is lost and how to give the seat another."""
+    async def seated():
+        async with cg.connect(engine.target) as client:
+            match_id, seats = await play_a_little(client, 0)
+            return match_id, seats[1].token
+
+    match_id, bob = run(seated())
+    env = dict(os.environ, CARDGAMES_ADMIN_TOKEN=ADMIN_TOKEN)
+    env.pop("GRPC_VERBOSITY", None)
+
+    def to_full_disk(*args: str) -> subprocess.CompletedProcess:
+        with open("/dev/full", "w") as full:
+            return subprocess.run([sys.executable, "-m", "clients.admin", "--target", engine.target, *args],
+                                  stdout=full, stderr=subprocess.PIPE, text=True, timeout=60, cwd=ROOT, env=env)
+
+    for args in (["list", "--json"], ["export", match_id], ["inspect", match_id]):
+        result = to_full_disk(*args)
+        assert (result.returncode, result.stderr) == (1, "error: cannot write standard output (No space left on "
+                                                          "device)\n"), (args, result.stderr)
+    result = to_full_disk("reissue-token", match_id, "1")
+    assert (result.returncode, result.stderr) == (1, (
+        "error: cannot write the new seat token to standard output (No space left on device): it is lost, and "
+        "the old one no longer works; run reissue-token again (-o FILE writes it to a file) to give the seat "
+        "another\n")), result.stderr
+
+    async def old_token_refused():
+        async with cg.connect(engine.target) as client:
+            with pytest.raises(cg.Unauthenticated):
+                await client.seat_session(match_id, 1, bob).view()
+
+    run(old_token_refused())
 
 
 def test_unreachable_engine(engine):

@@ -645,6 +645,12 @@ def test_option_values_keep_their_types():
     assert cg.python_value(cg.option_value(False)) is False
     with pytest.raises(TypeError):
         cg.option_value(1.5)  # type: ignore[arg-type]
+    # the API's int64, the one check of the range (clients.play's and remote_bot's --option
+    # ask it): protobuf's own refusal said "Value out of range", naming no limit
+    assert cg.option_value(2**63 - 1).int_value == 2**63 - 1 and cg.option_value(-2**63).int_value == -2**63
+    for beyond in (2**63, -2**63 - 1, 10**30):
+        with pytest.raises(ValueError, match=f"^{beyond} is beyond the API's 64-bit integers$"):
+            cg.option_value(beyond)
     assert cg.seat_spec(None).WhichOneof("kind") == "open"
     assert cg.seat_spec("search").bot.name == "search"
 

@@ -264,8 +264,14 @@ def test_a_turn_time_or_an_option_the_request_cannot_carry_is_a_usage_error(caps
     for bad in ("99999999999999999999999", "-99999999999999999999999", "x"):
         with pytest.raises(SystemExit, match="kl_target_score is an integer"):
             play.parse_option(f"kl_target_score={bad}", game)
-    with pytest.raises(SystemExit, match="kl_target_score: 99999999999999999999999 is beyond a 64-bit integer"):
+    with pytest.raises(remote_bot.TableRefused, match="kl_target_score: 99999999999999999999999 is beyond the API's 64-bit"):
         remote_bot._option("kl_target_score=99999999999999999999999")
+    assert remote_bot._option(f"kl_target_score={-2**63}") == ("kl_target_score", -2**63)
+    with pytest.raises(remote_bot.TableRefused, match=f"kl_target_score: {2**63} is beyond the API's 64-bit integers"):
+        remote_bot._option(f"kl_target_score={2**63}")
+    assert play.parse_option(f"kl_target_score={2**63 - 1}", game) == ("kl_target_score", 2**63 - 1)
+    with pytest.raises(SystemExit, match="kl_target_score is an integer"):
+        play.parse_option(f"kl_target_score={-2**63 - 1}", game)
     assert play.parse_option("kl_target_score=300", game) == ("kl_target_score", 300)
     assert remote_bot._option("kl_target_score=300") == ("kl_target_score", 300)
     # a seat or page size beyond the request's int32 fields: protobuf's "Value out of range"
@@ -281,6 +287,27 @@ def test_a_turn_time_or_an_option_the_request_cannot_carry_is_a_usage_error(caps
         err = capsys.readouterr().err
         assert info.value.code == 2 and f"argument {flag}: {huge} is beyond the API's 32-bit integers" in err, err
     assert play.build_parser().parse_args(["--seat", "1"]).seat == 1
+
+
+def test_one_number_type_serves_deadlines_budgets_and_the_turn_time_that_admits_zero():
+    """--turn-time was a near-copy of positive_arg (the deadlines', the budgets') that admitted
+    0: one parameterised type now, ``zero`` naming what 0 means where it is taken."""
+    import argparse
+
+    strict, lenient = cg.positive_arg("seconds", 10), cg.positive_arg("seconds", 10, zero="no limit")
+    assert strict("10") == 10.0 and lenient("0") == 0.0 and lenient("2.5") == 2.5
+    for bad in ("0", "-1", "nan", "inf", "11"):
+        with pytest.raises(argparse.ArgumentTypeError, match=r"^must be a number of seconds above 0 and at most 10, "):
+            strict(bad)
+    for bad in ("-0.5", "nan", "-inf", "11"):
+        with pytest.raises(argparse.ArgumentTypeError, match=r"^must be a number of seconds from 0 \(no limit\) to 10, "):
+            lenient(bad)
+    with pytest.raises(argparse.ArgumentTypeError, match="^not a number: 'soon'$"):
+        lenient("soon")
+    assert cg.turn_time_arg("0") == 0.0 and cg.turn_time_arg("86400") == 86400.0
+    with pytest.raises(argparse.ArgumentTypeError) as refused:
+        cg.turn_time_arg("-1")
+    assert str(refused.value) == "must be a number of seconds from 0 (the game's default) to 86400, not '-1'"
 
 
 def test_an_option_given_twice_is_a_usage_error_naming_it(capsys):
@@ -299,6 +326,88 @@ def test_an_option_given_twice_is_a_usage_error_naming_it(capsys):
             "error: argument --option: the option 'kl_target_score' is given twice: give it once"), err
         assert parser.parse_args([*base, *twice[:4]]).option == [
             "kl_target_score=300", "kl_last_trick=true"]
+
+
+@pytest.mark.parametrize("module,base,abbreviated,spelt_out", [
+    ("clients.play", ["--list"], ["--targ", "127.0.0.1:1"], ["--target", "127.0.0.1:1"]),
+    ("clients.play", ["--match", "M"], ["--token", "seat.token"], ["--token-file", "seat.token"]),
+    ("clients.watch", ["MATCH"], ["--from"], ["--from-start"]),
+    ("clients.health", [], ["--serv", "x"], ["--service", "x"]),
+    ("clients.remote_bot", ["--bot", "random", "--game", "klaberjass"], ["--budget", "5"], ["--budget-ms", "5"]),
+    ("clients.admin", ["list"], ["--stat", "active"], ["--status", "active"]),
+])
+def test_a_flag_is_never_abbreviated(module, base, abbreviated, spelt_out, capsys):
+    """The clients took any unambiguous prefix of a flag for it (argparse's allow_abbrev), as
+    engine_service's commands and clients.admin do not: ``--targ`` was --target, a prefix in a
+    script came to mean another flag once one with the same start was added, and an ambiguous
+    one was refused with its value echoed. A prefix is an unrecognized argument (exit 2)."""
+    import importlib
+
+    parser = importlib.import_module(module).build_parser()
+    with pytest.raises(SystemExit) as info:
+        parser.parse_args([*base, *abbreviated])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and f"unrecognized arguments: {abbreviated[0]}" in err, err
+    parser.parse_args([*base, *spelt_out])
+
+
+@pytest.mark.parametrize("module,argv,flag", [
+    ("clients.health", ["--service", "x\udcff"], "--service"),
+    ("clients.watch", ["M\udcff"], "MATCH_ID"),
+    ("clients.play", ["--list", "--target", "127.0.0.1:1\udcff"], "--target"),
+    ("clients.play", ["--game", "klaberjass", "--name", "ad\udce9"], "--name"),
+    ("clients.remote_bot", ["--bot", "random", "--game", "klaberjass", "--option", "a=\udcff"], "--option"),
+    ("clients.admin", ["terminate", "M1", "--reason", "gone\udcff"], "--reason"),
+    ("clients.admin", ["inspect", "\udcff"], "MATCH_ID"),
+])
+def test_an_argument_that_is_not_utf8_text_is_a_usage_error(module, argv, flag, monkeypatch, capsys):
+    """A byte that is not UTF-8 on the command line (a terminal in Latin-1, a mistyped byte):
+    Python keeps it as a lone surrogate, which went into a protobuf string of the request and
+    ended the command with a UnicodeEncodeError traceback (the engine reached, or started, by
+    then). A usage error naming the argument, before any engine; a file's path may hold any
+    bytes and is left to the file's own error."""
+    import importlib
+
+    def no_engine(*args, **kwargs):
+        raise AssertionError("an engine was started or reached")
+
+    main = importlib.import_module(module)
+    for name in ("connect", "LocalService", "check"):
+        if hasattr(main, name):
+            monkeypatch.setattr(main, name, no_engine)
+    monkeypatch.setenv("CARDGAMES_ADMIN_TOKEN", "t0ken")
+    with pytest.raises(SystemExit) as info:
+        main.main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and f"error: argument {flag}: not UTF-8 text (it has a byte that is not UTF-8; " \
+        "the value is not shown)" in err, err
+
+
+def test_a_path_argument_may_hold_any_bytes():
+    from clients import play
+
+    with pytest.raises(SystemExit) as info:  # the file's own error, not "not UTF-8 text"
+        play.main(["--target", "127.0.0.1:1", "--match", "M", "--token-file", "/nonexistent/\udcff.token"])
+    assert info.value.code == "error: cannot read the seat token file /nonexistent/\udcff.token: No such file or directory"
+
+
+@pytest.mark.parametrize("module,args", [
+    ("clients.play", ["--list"]), ("clients.watch", ["MATCH"]), ("clients.health", []),
+    ("clients.remote_bot", ["--bot", "random", "--game", "klaberjass"]),
+])
+def test_an_unknown_flag_is_named_without_its_value(module, args, capsys):
+    """``--token SEAT_TOKEN`` (the seat token pasted after a flag no client has: they read it
+    from --token-file) or a stray word: argparse echoed every unrecognized argument on the
+    terminal or a CI log, the token with them. The flags are named, the values counted, as
+    engine_service's commands and clients.admin say it (engine_service.command_line)."""
+    import importlib
+
+    secret = "s3cret-seat-token"
+    with pytest.raises(SystemExit) as info:
+        importlib.import_module(module).main([*args, "--token", secret, f"--seat-token={secret}", secret])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and secret not in err, err
+    assert "unrecognized arguments: --token --seat-token (3 values not shown: they may hold a secret)" in err, err
 
 
 @pytest.mark.parametrize("module,args", [

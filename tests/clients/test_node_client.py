@@ -149,7 +149,8 @@ def test_node_client_plays_over_tls_with_a_private_ca_and_a_server_name(node, tm
     assert missing.returncode == 2 and "cannot read the CA file" in missing.stderr
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["--bogus"], ["--seed", "x"], ["--option", "no-equals"], ["--target"]])
+@pytest.mark.parametrize("argv", [["--help"], ["--bogus"], ["--seed", "x"], ["--option", "no-equals"], ["--target"],
+                                  ["--option", "kl_target_score=300", "--option", "kl_target_score=5"]])
 def test_node_client_command_line_mistakes_are_usage_errors(node, argv):
     """A typo on play_vs_bot.js's command line (and --help, which it did not know) was an
     uncaught exception: a stack trace and exit status 1, as if the engine had failed."""

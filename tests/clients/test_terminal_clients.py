@@ -18,6 +18,7 @@ import pytest
 
 from clients import cardgames_client as cg
 from clients import render
+from clients import play
 from clients.play import PlayApp
 from clients.watch import WatchApp
 from engine_service.transport.generated import match_pb2
@@ -1156,6 +1157,99 @@ def test_an_empty_token_file_is_one_line(engine, tmp_path):
         assert result.returncode == 1, result.stdout + result.stderr
         assert result.stderr.strip() == f"error: the seat token file {path} {says}" + (": no seat token" if path == binary else ""), result.stderr
         assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+def test_a_token_file_that_holds_no_token_is_refused_before_the_engine_is_reached(tmp_path, monkeypatch, capsys):
+    """--token-file was read whole once the engine answered: /dev/zero filled the memory, a
+    named pipe no one writes to waited for ever, and a file of megabytes went to the engine as
+    the seat's header (one with a character no header carries was gRPC's ExecuteBatchError
+    traceback). Read with a limit now (read_bounded), before any connection: one line, exit
+    status 1, never the token."""
+    def no_engine(*args, **kwargs):
+        raise AssertionError("the engine was reached")
+
+    monkeypatch.setattr(play, "connect", no_engine)
+    large, pipe = tmp_path / "large.token", tmp_path / "pipe.token"
+    large.write_text("a" * (64 * 1024 + 1))
+    os.mkfifo(pipe)
+    odd = tmp_path / "odd.token"
+    odd.write_text("s3cret-t\u00f6ken-line-one\nline-two\n")
+    for path, says in ((large, f"the seat token file {large}: larger than 65536 bytes"),
+                       ("/dev/zero", "the seat token file /dev/zero: a device, not a regular file"),
+                       (tmp_path, f"the seat token file {tmp_path}: a directory, not a regular file"),
+                       (pipe, f"the seat token file {pipe} is empty"),  # no writer: nothing in it
+                       # gRPC refused the header in this process: an ExecuteBatchError traceback
+                       (odd, f"the seat token file {odd} has characters a seat token never has (spaces, "
+                        "control or non-ASCII characters): no seat token")):
+        with pytest.raises(SystemExit) as refused:
+            play.main(["--target", "127.0.0.1:1", "--match", "M", "--token-file", str(path), "--autoplay", "first"])
+        assert refused.value.code == f"error: {says}", refused.value.code
+        assert "s3cret" not in refused.value.code
+
+
+def test_the_way_back_survives_a_seat_token_file_that_cannot_be_written(tmp_path, monkeypatch):
+    """The seat token of a screen that lost its connection (or quit) is saved to a file for the
+    way back; a full disk or a missing temporary folder made that an OSError traceback, and the
+    token, held by the screen only, was lost with the seat. The line gives the token itself
+    then, on the player's own terminal, and leaves no empty or half-written file."""
+    import errno
+    import tempfile
+    from types import SimpleNamespace
+
+    session = SimpleNamespace(match_id="M1", seat=1, token="t0ken-of-seat-1")
+    args = play.build_parser().parse_args(["--target", "engine.test:50051", "--match", "M1"])
+    real_fdopen = os.fdopen
+
+    class FullDisk:
+        def __init__(self, fd, *args, **kwargs):
+            self.file = real_fdopen(fd, *args, **kwargs)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.file.close()
+
+        def write(self, text):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with monkeypatch.context() as m:
+        m.setattr(os, "fdopen", FullDisk)
+        line = play.way_back(session, args, "engine.test:50051")
+    assert line == ("to return to your seat: your seat token could not be saved to a file (No space left on "
+                    "device): it is t0ken-of-seat-1; put it in a file only you can read, then python -m "
+                    "clients.play --target engine.test:50051 --match M1 --token-file FILE"), line
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))
+    assert "could not be saved to a file (No such file or directory): it is t0ken-of-seat-1;" in \
+        play.way_back(session, args, "engine.test:50051")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    saved = play.way_back(session, args, "engine.test:50051")  # as before when the file is written
+    token_file = saved.rsplit(" ", 1)[-1]
+    assert "t0ken" not in saved and open(token_file).read() == "t0ken-of-seat-1\n"
+
+
+def test_an_output_on_a_full_disk_is_one_line_not_a_traceback(engine):
+    """``clients.play --list > FILE`` or ``clients.watch --plain ... > FILE`` on a full disk
+    (/dev/full here): rich's OSError traceback; one line on stderr now, exit status 1
+    (engine_service.command_line.stdout_guarded, as clients.admin and replay)."""
+    async def finished():
+        async with cg.connect(engine.target) as client:
+            match = await client.create_match("japanese_joker", seats=[None, "random"], options={"target_score": 11})
+            me = await client.join(match.match_id, player_name="ada")
+            await me.leave(resign=True)
+            return match.match_id
+
+    match_id = run(finished())
+    env = dict(os.environ, COLUMNS="160", PYTHONUNBUFFERED="1")
+    for argv in (["clients.play", "--target", engine.target, "--list"],
+                 ["clients.watch", match_id, "--target", engine.target, "--plain", "--from-start"]):
+        with open("/dev/full", "w") as full:
+            result = subprocess.run([sys.executable, "-m", *argv], stdout=full, stderr=subprocess.PIPE, text=True,
+                                    timeout=120, cwd=ROOT, env=env, stdin=subprocess.DEVNULL)
+        assert (result.returncode, result.stderr) == (1, "error: cannot write standard output (No space left on "
+                                                          "device)\n"), (argv, result.stderr)
 
 
 def test_joining_a_finished_match_says_how_to_watch_it(engine):

@@ -145,3 +145,32 @@ def test_a_hand_written_score_off_by_the_kqj_bonus_is_refused(tmp_path, capsys):
     assert main(["replay", "--check", str(path)]) == 1
     assert capsys.readouterr().out == (f"{path}: deal 1 result: result.bonuses differs: expected [0, 20], "
                                        "actual [0, 40]\n")
+
+
+def test_an_output_that_cannot_be_written_is_one_line_not_a_traceback(tmp_path):
+    """``replay ... > FILE`` on a full disk (/dev/full here) was an OSError traceback, and
+    ``replay ... | head`` a BrokenPipeError one: one line on stderr (exit status 1), and a
+    reader that left ends the command quietly, exit status 1: the files after it were not
+    checked (engine_service.command_line.stdout_guarded)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = tmp_path / "kl.json"
+    path.write_text(json.dumps(klaberjass()))
+    argv = [sys.executable, "-m", "engine_service", "replay", str(path), str(path)]
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(root))
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(argv, stdout=full, stderr=subprocess.PIPE, text=True, timeout=120, cwd=root, env=env)
+    assert (result.returncode, result.stderr) == (1, "error: cannot write standard output (No space left on "
+                                                      "device)\n"), result.stderr
+    read, write = os.pipe()
+    os.close(read)  # the reader left before the first line
+    try:
+        result = subprocess.run(argv, stdout=write, stderr=subprocess.PIPE, text=True, timeout=120, cwd=root,
+                                env=env)
+    finally:
+        os.close(write)
+    assert (result.returncode, result.stderr) == (1, ""), result.stderr

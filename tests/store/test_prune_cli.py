@@ -139,6 +139,22 @@ def test_vacuum_is_skipped_without_room_on_the_volume_or_on_request(tmp_path, ca
     assert "VACUUM: " in out and file_size(db) < size * 0.6
 
 
+def test_an_output_that_cannot_be_written_is_one_line_not_a_traceback(tmp_path):
+    """``prune ... > FILE`` on a full disk (/dev/full here) was an OSError traceback after the
+    database had been opened: one line on stderr now, exit status 1."""
+    db = tmp_path / "engine.sqlite3"
+    populate_sqlite(db)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=root)
+    env.pop("CARDGAMES_DB", None)
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([sys.executable, "-m", "engine_service", "prune", "--db", str(db),
+                                 "--older-than-days", "0", "--dry-run"], stdout=full, stderr=subprocess.PIPE,
+                                text=True, timeout=120, cwd=root, env=env)
+    assert (result.returncode, result.stderr) == (1, "error: cannot write standard output (No space left on "
+                                                      "device)\n"), result.stderr
+
+
 def test_usage_errors_exit_2_and_touch_nothing(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("CARDGAMES_DB", raising=False)
     missing = tmp_path / "nope.sqlite3"

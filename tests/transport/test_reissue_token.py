@@ -218,18 +218,67 @@ def test_the_admin_command_prints_or_writes_the_token(tmp_path, capsys):
             assert (await view_of(srv, match_id, written)).seat == 1
             # an -o that cannot be written is refused before the call: the token written just
             # now still plays (the old code reissued it, then failed to write the new one)
-            for bad in (tmp_path / "missing" / "seat.token", tmp_path):
+            # a device or a pipe: the new file was renamed over it (as root, -o /dev/null
+            # replaced the device with the token's file)
+            (tmp_path / "pipe").mkdir()
+            os.mkfifo(tmp_path / "pipe" / "fifo")
+            for bad in (tmp_path / "missing" / "seat.token", tmp_path, tmp_path / "pipe" / "fifo"):
                 with pytest.raises(cli.UsageError):
                     await cli.run(cli.build_parser().parse_args(
                         [*base, "reissue-token", match_id, "1", "-o", str(bad)]), ADMIN_TOKEN)
                 assert (await view_of(srv, match_id, written)).seat == 1
-            assert sorted(p.name for p in tmp_path.iterdir()) == ["seat.token"]
+            assert stat.S_ISFIFO((tmp_path / "pipe" / "fifo").stat().st_mode)
+            assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe", "seat.token"]
+            assert [p.name for p in (tmp_path / "pipe").iterdir()] == ["fifo"]
             try:
                 await cli.run(cli.build_parser().parse_args([*base, "reissue-token", match_id, "7"]), ADMIN_TOKEN)
             except cli.CardGamesError as exc:
                 assert "INVALID_ARGUMENT (BAD_SEAT)" in cli.error_line(exc, ADMIN_TOKEN)
             else:
                 raise AssertionError("seat 7 of a two-player match was accepted")
+
+    asyncio.run(go())
+
+
+def test_a_full_disk_never_loses_the_new_token(tmp_path, capsys, monkeypatch):
+    """``reissue-token -o FILE`` on a disk that fills up: the file is checked before the call,
+    but its write after the call failed, and the new token was lost while the old one no
+    longer worked (exit 2, a "usage error"). The file's space is now set aside before the call,
+    so a full disk is refused with the old token still in force; and a write that fails after
+    the call all the same puts the token on stdout (exit 1, the file named on stderr): the
+    player can still be given their seat. No half-written file is left either way."""
+    import errno
+
+    from clients import admin as cli
+
+    def no_space(*args: Any) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    async def go() -> None:
+        async with served() as (mgr, srv):
+            match_id, tokens = await create_open_match(srv.games, "japanese_joker")
+            out = tmp_path / "seat.token"
+            argv = ["--target", srv.target, "reissue-token", match_id, "1", "-o", str(out)]
+            with monkeypatch.context() as m:  # no room for the file: refused before the call
+                m.setattr(os, "posix_fallocate", no_space)
+                with pytest.raises(cli.UsageError, match=f"cannot write {out}: No space left on device"):
+                    await cli.run(cli.build_parser().parse_args(argv), ADMIN_TOKEN)
+            assert (await view_of(srv, match_id, tokens[1])).seat == 1  # the old token still plays
+            assert list(tmp_path.iterdir()) == []
+            capsys.readouterr()
+            with monkeypatch.context() as m:  # the write fails after the call all the same
+                m.setattr(os, "fsync", no_space)
+                code = await cli.run(cli.build_parser().parse_args(argv), ADMIN_TOKEN)
+            printed = capsys.readouterr()
+            assert code == 1 and list(tmp_path.iterdir()) == []
+            assert (f"error: cannot write {out} (No space left on device): the new seat token is on standard "
+                    "output instead.") in printed.err, printed.err
+            token = printed.out.strip().splitlines()[-1]  # after the engine's log lines
+            assert token not in printed.err and token != tokens[1]
+            assert (await view_of(srv, match_id, token)).seat == 1
+            code = await cli.run(cli.build_parser().parse_args(argv), ADMIN_TOKEN)  # the disk has room again
+            assert code == 0 and stat.S_IMODE(out.stat().st_mode) == 0o600 and [p.name for p in tmp_path.iterdir()] == [out.name]
+            assert (await view_of(srv, match_id, out.read_text().strip())).seat == 1
 
     asyncio.run(go())
 

@@ -148,6 +148,25 @@ def test_out_of_range_values_are_refused(flag, bad, capsys):
             _parse([], {setting.env: bad})
 
 
+@pytest.mark.parametrize("flag", ["--host", "--metrics-host"])
+@pytest.mark.parametrize("bad, says", [
+    ("\udcff", "a byte that is not UTF-8"), ("a..b", "label empty or too long"),
+    ("x" * 64 + ".example", "label empty or too long"), ("[a..b]", "label empty or too long"),
+])
+def test_a_host_the_resolver_cannot_be_asked_about_is_a_usage_error(flag, bad, says, capsys):
+    """``--host`` with a byte that is not UTF-8, an empty label or one over 63 characters: the
+    IDNA encoding of getaddrinfo failed with a UnicodeError once the engine bound its ports,
+    logged as ``store_unavailable`` (the database blamed); refused as the flag's error now. A
+    name that is only unknown stays the bind's error (grpc_port_unavailable), an address in
+    brackets and a wildcard are taken."""
+    assert f"argument {flag}: not a host name or address: {says}" in _flag_error(capsys, [flag, bad])
+    setting = next(s for s in S.SETTINGS if s.flag == flag)
+    with pytest.raises(ValueError, match=f"{setting.env}.*not a host name or address: {says}"):
+        _parse([], {setting.env: bad})
+    for good in ("[::]", "::", "0.0.0.0", "localhost", "h\u00e9.example", "no-such-host.invalid", "[fe80::1%eth0]"):
+        assert getattr(_parse([flag, good], {}), setting.name) == good
+
+
 @pytest.mark.parametrize("token", [
     "s3cret-admin-tökén-accented", "x" * 513, "s3cret\tadmin-token-with-a-tab",
     "s3cret admin passphrase of words", "s3cret-bell\x07-inside",
@@ -370,6 +389,26 @@ def test_a_db_url_of_another_scheme_is_refused_without_showing_it(url, capsys):
     for good in ("postgresql://u@h/x", "POSTGRES://u@h/x", "memory:", "./cardgames.sqlite3",
                  "/var/lib/cardgames/a:b.sqlite3", "relative/dir/x.db"):
         assert _parse([f"--db={good}"], {}).session.db_path == good
+
+
+def test_a_postgres_url_with_a_byte_that_is_not_utf8_is_refused_without_showing_it(capsys):
+    """A PostgreSQL URL with a byte that is not UTF-8 (a terminal in Latin-1): libpq's
+    connection string is UTF-8, and ``prune`` died with a UnicodeEncodeError traceback while
+    ``serve`` logged it as store_unavailable. Refused with the settings now, by flag and by
+    variable, its password never shown; a SQLite path may hold any bytes."""
+    from engine_service.__main__ import main
+
+    url = "postgresql://cardgames:s3cret-pw@db.internal/card\udce9s"
+    error = _flag_error(capsys, [f"--db={url}"])
+    assert "argument --db: a postgresql:// URL with a byte that is not UTF-8 (value not shown" in error
+    assert "s3cret" not in error
+    with pytest.raises(ValueError, match=r"CARDGAMES_DB \(--db\): a postgresql:// URL with a byte") as info:
+        _parse([], {"CARDGAMES_DB": url})
+    assert "s3cret" not in str(info.value)
+    assert main(["prune", "--db", url, "--older-than-days", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "a postgresql:// URL with a byte that is not UTF-8" in err and "s3cret" not in err, err
+    assert _parse(["--db=/var/lib/card\udce9s/x.sqlite3"], {}).session.db_path == "/var/lib/card\udce9s/x.sqlite3"
 
 
 def _db_refused_unshown(capsys, url: str) -> str:

@@ -64,6 +64,28 @@ test('command-line arguments', () => {
   assert.throws(() => parseArgs(['--policy', 'clever']));
 });
 
+test('an unknown argument is named without its value (as the Python clients)', () => {
+  for (const [argv, says] of [
+    [['--bogus'], 'unknown argument --bogus'],
+    [['--token=s3cret-seat-token'], 'unknown argument --token (its value not shown: it may hold a secret)'],
+    [['--quiet', 's3cret-seat-token'], 'unexpected value (not shown: it may hold a secret)'],
+  ]) {
+    assert.throws(() => parseArgs(argv), (error) => error.constructor.name === 'UsageError' && error.message === says);
+  }
+});
+
+test('an --option given twice is a usage error naming it (as the Python clients), not the last value', () => {
+  const twice = ['--option', 'kl_target_score=300', '--option', 'kl_last_trick=true', '--option', 'kl_target_score=5'];
+  assert.throws(() => parseArgs(twice),
+    (error) => error.constructor.name === 'UsageError'
+      && error.message === '--option: the option "kl_target_score" is given twice: give it once');
+  assert.deepStrictEqual(parseArgs(twice.slice(0, 4)).options, { kl_target_score: '300', kl_last_trick: 'true' });
+  // a name every object inherits is a name like any other, given once
+  assert.deepStrictEqual(parseArgs(['--option', 'constructor=1']).options, { constructor: '1' });
+  // and __proto__ is kept as an option (refused by name with the game's options), not dropped
+  assert.deepStrictEqual(Object.keys(parseArgs(['--option', '__proto__=x']).options), ['__proto__']);
+});
+
 test('act() stops once the match has ended meanwhile, and re-decides on a stale view', async () => {
   const { Seat } = require('../cardgames');
   const calls = [];
