@@ -439,6 +439,21 @@ def test_kl_a20_optional_declaration_conceal():
     assert t["meld_points"] == [0, 0]
 
 
+
+@pytest.mark.parametrize("choice", ["declare", "conceal"])
+def test_kl_a20_a_declare_that_states_nothing_is_recorded_as_conceal(choice):
+    """KL-A20 / KL-5.8: with optional declaration the choice itself reveals nothing. An elder
+    without any sequence who answers ``declare`` states value 0 exactly as ``conceal`` does, so
+    the record every seat sees (``deal_actions``) shows ``conceal`` either way: a recorded
+    ``declare`` with value 0 would tell the dealer that the elder holds no sequence at all."""
+    elder, dealer = "AS TS 8S QH 9H KD 8D QC 9C", "9S 7S KH JH 7H AD JD TC 8C"
+    state = deal(elder, dealer, "JS", options={"kl_meld_declaration": "optional"})
+    play_out(state, ["take", "keep", "keep"])
+    assert state.to_act() == 0 and state.legal_actions() == ["declare", "conceal"]
+    state.apply(choice)
+    for view in (state.view(0), state.view(1), state.public_view()):
+        assert view["table"]["deal_actions"][-1] == {"seat": 0, "action": "conceal"}
+
 def test_kl_5_7_meld_points_count_in_the_deal_total():
     """KL-5.7: meld points count in the deal total (KL-9.1)."""
     state = to_play("AS KS JS KH JH 8H 7H 9C 7C", "9S 8S QH TH 9H AD KD QD TC", "QS",
