@@ -462,6 +462,24 @@ def test_optional_melds_with_late_exchange_keep_stated_quartets():
     assert GAME.determinize(view, random.Random(0)).view(0) == view
 
 
+
+def test_optional_melds_a_late_exchange_after_a_stated_quartet_adds_no_quartet():
+    """JJ-A10 + JJ-A21 + JJ-5.5: seat 1 (the defender) states his quartet of jacks, then, at his
+    sequence step, exchanges 7S for the turn-up KH, completing four kings. The quartets were
+    settled on the hands held when they were stated, so he scores his jacks (100) only, not
+    100 for each of two quartets."""
+    opts = {"jj_meld_declaration": "optional", "jj_exchange_window": "until_first_lead"}
+    state = deal(opts, nd=("AS", "TS", "9S", "AH", "TH", "9H"), nd2=("AD", "TD", "9D"),
+                 dl=("JS", "JH", "JD", "JC", "KS", "KD"), dl2=("KC", "7S", "9C"), turn="KH", info="8C")
+    act(state, "accept", "pass", "no_exchange", "no_exchange", "pass")
+    act(state, "declare", "declare")
+    assert [d["say"] for d in table(state)["melds"]["dialogue"]][:1] == ["quartet J"]
+    act(state, "exchange:7S")
+    assert {"KS", "KH", "KD", "KC"} <= set(hand(state, 1))
+    act(state, "declare", "declare")
+    assert table(state)["melds"]["points"] == [0, 100]
+    assert "quartet K" not in [d["say"] for d in table(state)["melds"]["dialogue"]]
+
 # ---- scoring options end to end that test_jojotte_scoring covers only on the pure functions ----
 
 @pytest.mark.parametrize("options,below", [
