@@ -394,6 +394,20 @@ def test_kl_a11_sequence_compare_length_option():
     assert events[1] == {"seat": 1, "say": "not_good", "value": 50, "length": 5}
 
 
+def test_kl_a11_length_compare_value_0_carries_length_0():
+    """KL-5.5 step 1 / KL-A11: under length comparison a player without a sequence states
+    ``value 0`` with ``length 0`` (docs/games/klaberjass.md: the ``value`` events carry
+    ``length``); both players without one, and an elder without one against a 3-card run."""
+    none = resolve([mask("AS QS TS 8S AH QH TH 8H AD"), mask("KS JS 9S 7S KH JH 9H 7H KD")], 0, 0,
+                   length_compare=True)
+    assert dialogue(none) == [{"seat": 0, "say": "value", "value": 0, "length": 0},
+                              {"seat": 1, "say": "value", "value": 0, "length": 0}]
+    one = resolve([mask("AS QS TS 8S AH QH TH 8H AD"), mask("KC QC JC 9S 7S KH JH 9H 7H")], 0, 0,
+                  length_compare=True)
+    assert dialogue(one)[:2] == [{"seat": 0, "say": "value", "value": 0, "length": 0},
+                                 {"seat": 1, "say": "not_good", "value": 20, "length": 3}]
+
+
 def test_kl_5_5_dialogue_both_zero_and_not_good():
     out = resolve([mask("AS QS TS 8S AH QH TH 8H AD"), mask("KS JS 9S 7S KH JH 9H 7H KD")], 0, 0)
     assert dialogue(out) == [{"seat": 0, "say": "value", "value": 0}, {"seat": 1, "say": "value", "value": 0}]
