@@ -286,6 +286,10 @@ def test_jj_split_runs():
     assert table(state)["melds"]["points"] == [50, 0]
     state = to_play(deal({"jj_split_runs": True}, **SPLIT_DEAL), "name:H", "pass")
     assert table(state)["melds"]["points"] == [60, 0]
+    # JJ-A20: the seven-card run A..8 of hearts is cut into A-K-Q-J and T-9-8, the longer on top
+    scores = table(state)["melds"]["dialogue"][-1]
+    assert scores["say"] == "scores"
+    assert [q["cards"] for q in scores["sequences"]] == [["AH", "KH", "QH", "JH"], ["TH", "9H", "8H"]]
 
 
 def test_jj_meld_declaration_optional():
