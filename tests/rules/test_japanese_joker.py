@@ -830,6 +830,19 @@ def test_illegal_actions_explain_and_change_nothing():
     assert json.dumps([st.view(0), st.view(1), st.zones(), st.legal_actions(), len(st.history())]) == before
 
 
+def test_a_card_before_the_trump_choice_is_refused_naming_the_choice():
+    """JJK-3.3: until the declarer has chosen the trump, a card (even one of his own three)
+    is refused with the trump choice he owes, and nothing changes."""
+    st = GAME.new_state({}, first_dealer=0)
+    st.deal(shuffled(GAME, random.Random(5)))
+    seat = st.to_act()
+    own = st.view(seat)["hand"][0]
+    before = json.dumps([st.view(0), st.view(1), st.legal_actions()])
+    with pytest.raises(IllegalAction, match="the declarer must first choose the trump"):
+        st.apply(f"play:{own}", seat=seat)
+    assert json.dumps([st.view(0), st.view(1), st.legal_actions()]) == before
+
+
 def test_session_options_are_exposed_and_session_events_are_never_actions():
     """JJK-10.2, 10.3, 10.5: the timers are session options (validated, shown in every view);
     resigning, leaving, disconnection and timeouts never appear among the legal actions."""
