@@ -843,6 +843,21 @@ def test_a_card_before_the_trump_choice_is_refused_naming_the_choice():
     assert json.dumps([st.view(0), st.view(1), st.legal_actions()]) == before
 
 
+def test_refusals_name_the_duty_a_joker_lead_of_spades_imposes():
+    """JJK-5.4 / JJK-A1: after a joker lead naming S the follower must give his highest spade;
+    the refusal names it and cites JJK-5.4 (not the normal-lead JJK-5.3). JJK-5.5: after a
+    normal lead, even of the ace of spades, a joker that follows names no suit."""
+    st = GAME.position(trump="H", hands=[["X1", "7D"], ["AS", "8S", "8D"]], to_act=0)
+    st.apply("play:X1:S")
+    with pytest.raises(IllegalAction) as err:
+        st.apply("play:8S")
+    assert "the joker asks for S: you must play your highest S, AS, or a joker (JJK-5.4)" in str(err.value)
+    st = GAME.position(trump="H", hands=[["AS", "7D"], ["X2", "8S", "8D"]], to_act=0)
+    st.apply("play:AS")
+    with pytest.raises(IllegalAction, match="a joker that follows names no suit: play:X2"):
+        st.apply("play:X2:S")
+
+
 def test_session_options_are_exposed_and_session_events_are_never_actions():
     """JJK-10.2, 10.3, 10.5: the timers are session options (validated, shown in every view);
     resigning, leaving, disconnection and timeouts never appear among the legal actions."""
