@@ -858,6 +858,20 @@ def test_refusals_name_the_duty_a_joker_lead_of_spades_imposes():
         st.apply("play:X2:S")
 
 
+@pytest.mark.parametrize("kwargs", [
+    {"hands": [["AS", "7D"], ["AS", "8D"]]},  # one card in two hands
+    {"hands": [["AS"], ["8D"]], "columns": [[["7D", "AS"]], []]},  # in a hand and on the table
+    {"hands": [["6S"], ["8D"]]},  # JJK-1.1: 6S is not in the pack
+    {"hands": [["AS"], ["8D"]], "to_act": 1, "lead": ("8D", None)},  # led and still held
+    {"hands": [["AS"], ["8D"]], "to_act": 1, "lead": ("7D", "S")},  # JJK-5.2: only a joker names
+])
+def test_position_refuses_an_impossible_layout(kwargs):
+    """``GAME.position`` builds rule-test positions: a card placed twice, a card outside the
+    pack (JJK-1.1) or a named suit on a normal lead is a ValueError, never a silent position."""
+    with pytest.raises(ValueError):
+        GAME.position(trump="H", **kwargs)
+
+
 def test_session_options_are_exposed_and_session_events_are_never_actions():
     """JJK-10.2, 10.3, 10.5: the timers are session options (validated, shown in every view);
     resigning, leaving, disconnection and timeouts never appear among the legal actions."""
