@@ -858,6 +858,17 @@ def test_refusals_name_the_duty_a_joker_lead_of_spades_imposes():
         st.apply("play:X2:S")
 
 
+def test_position_puts_every_unplaced_card_out_of_play():
+    """``GAME.position``: cards not placed are out of play (zone ``out``), so the zones still
+    partition the 36-card pack (JJK-1.1) and no unplaced card counts as a hand or table card."""
+    st = GAME.position(trump="H", hands=[["AS", "7D"], ["8S", "X1"]], columns=[[["9C", "KD"]], []],
+                       to_act=1, lead=("QH", None))
+    z = st.zones()
+    placed = {card_id(c) for c in ("AS", "7D", "8S", "X1", "9C", "KD", "QH")}
+    assert z["out"] == sum(1 << c for c in GAME.pack if c not in placed)
+    assert sum(bin(m).count("1") for m in z.values()) == 36
+
+
 @pytest.mark.parametrize("kwargs", [
     {"hands": [["AS", "7D"], ["AS", "8D"]]},  # one card in two hands
     {"hands": [["AS"], ["8D"]], "columns": [[["7D", "AS"]], []]},  # in a hand and on the table
