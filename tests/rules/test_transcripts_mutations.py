@@ -110,6 +110,12 @@ MUTATIONS: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
     "unknown game": (lambda d: d.__setitem__("game", "klaberjas"), "setup differs"),
     "unknown option": (lambda d: d.__setitem__("options", {"no_such_option": 1}), "unknown option 'no_such_option'"),
     "wrong schema": (lambda d: d.__setitem__("schema", "card-transcript/2"), "error: schema must be"),
+    "a legal set that is one string": (
+        lambda d: d["deals"][0]["steps"][0].__setitem__("legal", " ".join(d["deals"][0]["steps"][0]["legal"])),
+        "error: deal 0 step 0: 'legal' must be a list of action strings"),
+    "a deal result that is a list": (
+        lambda d: d["deals"][0].__setitem__("result", list(d["deals"][0].get("result", {}).values())),
+        "error: deal 0: 'result' must be an object"),
 }
 
 
