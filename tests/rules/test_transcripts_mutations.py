@@ -270,3 +270,19 @@ def test_a_device_or_a_file_past_the_limit_is_refused_and_the_next_file_still_ch
     finally:
         os.close(read)
     assert capsys.readouterr().out == f"/dev/fd/{read}: ok\n"
+
+
+def test_winners_compare_as_seat_numbers_not_truth_values():
+    """NOTATION section 3: ``winners`` is a set of seats, compared as a set (any order) but of
+    numbers: a finished match whose transcript lists its winner as ``true`` / ``false``
+    (equal to 1 / 0 in Python) does not check out."""
+    from engine_service.rules import get_game
+
+    from .playout import random_match
+
+    state = random_match(get_game("klaberjass"), 7)
+    data = transcript.export(state)
+    assert transcript.check(data)[0] is None and data["result"]["winners"] in ([0], [1])
+    data["result"]["winners"] = [w == 1 for w in data["result"]["winners"]]
+    diff, _ = transcript.check(data)
+    assert diff is not None and (diff.where, diff.what) == ("match result", "result.winners")
