@@ -20,7 +20,7 @@ import pytest
 
 from engine_service.rules import (CHANCE, TERMINAL, IllegalAction, InconsistentView, InvalidOptions, MalformedAction,
                                   NotYourTurn, RulesError, TranscriptError, all_game_ids, get_game, transcript)
-from engine_service.rules.cards import popcount
+from engine_service.rules.cards import card_code, popcount
 from engine_service.rules.options import JSON_SAFE_INT, Options, check_new_options
 
 from .playout import current_deal_cards_in, iter_states, mask_codes, random_match, shuffled
@@ -369,9 +369,15 @@ def test_bad_decks_are_rejected(game_id):
     before = snapshot(state)
     deck = [c for c in game.pack]
     from engine_service.rules import InvalidDeck
-    for bad in (deck[:-1], deck[:-1] + deck[:1], deck + deck[:1], ["ZZ"] + deck[1:], "AS KS", [None] * len(deck)):
-        with pytest.raises(InvalidDeck):
+    n = len(deck)
+    first = card_code(deck[0])
+    for bad, why in ((deck[:-1], f"has {n} cards, got {n - 1}"), (deck[:-1] + deck[:1], f"card {first} appears twice"),
+                     (deck + deck[:1], f"has {n} cards, got {n + 1}"), (["ZZ"] + deck[1:], "not a card code: 'ZZ'"),
+                     ("AS KS", "a deck must be a list"), ([None] * n, "not a card code: None"),
+                     ([99] + deck[1:], "not a card id: 99")):
+        with pytest.raises(InvalidDeck) as err:  # the message names the fault (cards.parse_deck)
             state.deal(bad)
+        assert why in str(err.value), (bad, str(err.value))
         assert snapshot(state) == before
     assert popcount(sum(1 << c for c in deck)) == len(game.pack)
 
