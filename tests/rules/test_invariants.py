@@ -125,6 +125,22 @@ def test_int_options_of_new_matches_stay_json_safe(game_id):
             assert game.options({spec.name: 2**63 - 1})[spec.name] == 2**63 - 1
 
 
+def test_an_unbounded_int_option_of_a_new_match_stops_exactly_at_the_json_safe_bound():
+    """options.OptionSpec.check_new: an integer option with no bound of its own accepts
+    -JSON_SAFE_INT .. JSON_SAFE_INT inclusive for a new match and refuses one past either end;
+    a bool option's refusal lists ``true, false`` as the allowed values."""
+    from engine_service.rules.options import BOOL, INT, OptionSpec
+
+    spec = OptionSpec("any_int", INT, 0)
+    assert spec.check_new(JSON_SAFE_INT) == JSON_SAFE_INT and spec.check_new(-JSON_SAFE_INT) == -JSON_SAFE_INT
+    for bad in (JSON_SAFE_INT + 1, -JSON_SAFE_INT - 1):
+        with pytest.raises(InvalidOptions):
+            spec.check_new(bad)
+    with pytest.raises(InvalidOptions) as info:
+        OptionSpec("a_flag", BOOL, False).check("yes")
+    assert info.value.details["allowed"] == "true, false"
+
+
 @pytest.mark.parametrize("game_id", GAMES)
 def test_structural_invariants(game_id):
     """Exactly one seat to act until the end; at least one legal action; every legal action
