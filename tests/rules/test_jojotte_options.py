@@ -277,6 +277,20 @@ def test_jj_card_in_two_melds_false():
     assert table(state)["melds"]["points"] == [100, 0]
 
 
+SPADE_RUN_DEAL = dict(nd=("AS", "AH", "AD", "AC", "KS", "QS"), nd2=("8H", "9D", "7C"),
+                      dl=("JS", "9S", "TH", "9H", "JD", "TD"), dl2=("8D", "7D", "7H"), turn="QC", info="8C")
+
+
+def test_jj_card_in_two_melds_false_removes_every_suit_of_the_quartet():
+    """JJ-A20 ``jj_card_in_two_melds = false``: all four cards of a scored quartet leave the
+    sequences, the spade as well as the club: A-K-Q of spades beside four aces scores 20 by
+    default and nothing with the option."""
+    state = to_play(deal({}, **SPADE_RUN_DEAL), "accept", "pass")
+    assert table(state)["melds"]["points"] == [120, 0]
+    state = to_play(deal({"jj_card_in_two_melds": False}, **SPADE_RUN_DEAL), "accept", "pass")
+    assert table(state)["melds"]["points"] == [100, 0]
+
+
 SPLIT_DEAL = dict(nd=("AH", "KH", "QH", "JH", "TH", "9H"), nd2=("8H", "7S", "8C"),
                   dl=("JS", "9S", "JD", "9D", "JC", "9C"), dl2=("7C", "7D", "KC"), turn="QS", info="AC")
 
