@@ -78,6 +78,42 @@ def test_winning_ids_are_exactly_the_plays_that_take_the_trick(game_id):
     assert checked >= 300 * len(option_sets(game_id)) and non_last >= 100
 
 
+
+@pytest.mark.parametrize("game_id", ["klaberjass", "jojotte"])
+def test_trick_rank_puts_announcements_just_below_their_card_and_non_plays_above_every_card(game_id):
+    """``trick_rank``'s contract (the greedy rollout gives up the lowest rank): a play with an
+    announcement (Klaberjass ``play:KX:bella``, KL-7.1 / KL-A23; Jo-Jotte ``:jo`` / ``:jotte``,
+    JJ-7.2) ranks exactly one below the same card played without it, so a rollout that picks
+    that card announces; an id that plays no card (the in-play dix exchange KL-4.2, the late
+    exchange JJ-A10) ranks above every card."""
+    game = get_game(game_id)
+    seen_announcement = seen_non_play = 0
+    for i, opts in enumerate(option_sets(game_id)):
+        rng = random.Random(2000 + i)
+        state = game.new_state(opts, first_dealer=0)
+        for _ in range(3000):
+            who = state.to_act()
+            if who == TERMINAL:  # the next match under the same options
+                state = game.new_state(opts, first_dealer=rng.randrange(game.num_seats))
+                continue
+            if who == CHANCE:
+                state.deal(shuffled(game, rng))
+                continue
+            ids = state.legal_ids()
+            names = _names(state, ids)
+            if any(n.startswith("play:") for n in names):
+                card_ranks = [state.trick_rank(a) for a, n in zip(ids, names) if n.count(":") == 1 and n.startswith("play:")]
+                for a, n in zip(ids, names):
+                    if n.startswith("play:") and n.count(":") == 2:
+                        base = state.parse_action(n.rsplit(":", 1)[0])
+                        assert state.trick_rank(a) == state.trick_rank(base) - 1, (game_id, n)
+                        seen_announcement += 1
+                    elif not n.startswith("play:"):
+                        assert state.trick_rank(a) > max(card_ranks), (game_id, n)
+                        seen_non_play += 1
+            state.apply_id(ids[rng.randrange(len(ids))])
+    assert seen_announcement and seen_non_play
+
 # ---- hand-built tricks --------------------------------------------------------------------
 
 def _cards(*codes: str) -> list[int]:

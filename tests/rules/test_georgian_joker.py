@@ -592,6 +592,17 @@ def test_auto_trump_gj_12_2(hand, trump):
     assert auto_trump(hand) == trump
 
 
+def test_the_pure_scoring_functions_refuse_an_unknown_option_gj_7_4_gj_8_3():
+    """GJ-7.4 (``khishti_penalty``) and GJ-8.3 (``moshla``): the pure rules take the option's
+    value as a string; one outside the rulebook's list is an explicit error, never a silent
+    penalty of ``None`` or a pulka settled without moshla."""
+    assert [R.khishti_penalty(o, 3) for o in R.KHISHTI_PENALTIES] == [200, 500, 300]
+    with pytest.raises(ValueError, match="khishti_penalty"):
+        R.khishti_penalty("300", 3)
+    with pytest.raises(ValueError, match="moshla"):
+        R.settle_pulka([[50, 60, 70, 80]], [[True, False, False, False]], True, "sometimes")
+
+
 def test_an_auto_move_failure_names_no_card():
     """GJ-12.2 always has an answer; were the view ever to offer none of its candidates, the
     error (which the session layer logs as ``session_task_failed``) must not list the seat's

@@ -253,3 +253,17 @@ def test_gj_11_6_spectators_receive_exactly_the_public_view():
             v = state.view(seat)
             assert {k: v[k] for k in v if k not in PRIVATE} == {k: spectator[k] for k in spectator if k not in PRIVATE}
     assert state.secret_cards(None) == PACK36_JOKERS_MASK & ~mask(card_id(c) for c in played)
+
+
+def test_between_deals_no_hand_trick_or_bid_is_shown_gj_11_1():
+    """GJ-11.1 / GJ-7.7: once a deal is scored and the next is not yet dealt, every view shows
+    empty hands (sizes 0), no trick in progress, no bids and no trump: the finished deal lives
+    on in the score sheet only."""
+    rng = random.Random(3)
+    state = GAME.new_state({}, first_dealer=0)
+    state.deal(shuffled(GAME, rng))
+    while state.to_act() != CHANCE:
+        state.apply(GAME.auto_move(state.view(state.to_act())))
+    for view in [state.view(s) for s in range(4)] + [state.public_view()]:
+        assert view["hand_sizes"] == [0, 0, 0, 0] and view["trick"] == [] and view["hand"] == []
+        assert view["tricks_taken"] == [0, 0, 0, 0]

@@ -20,7 +20,7 @@ import pytest
 
 from engine_service.rules import (CHANCE, TERMINAL, IllegalAction, InconsistentView, InvalidOptions, MalformedAction,
                                   NotYourTurn, RulesError, TranscriptError, all_game_ids, get_game, transcript)
-from engine_service.rules.cards import popcount
+from engine_service.rules.cards import card_code, popcount
 from engine_service.rules.options import JSON_SAFE_INT, Options, check_new_options
 
 from .playout import current_deal_cards_in, iter_states, mask_codes, random_match, shuffled
@@ -125,6 +125,22 @@ def test_int_options_of_new_matches_stay_json_safe(game_id):
             assert game.options({spec.name: 2**63 - 1})[spec.name] == 2**63 - 1
 
 
+def test_an_unbounded_int_option_of_a_new_match_stops_exactly_at_the_json_safe_bound():
+    """options.OptionSpec.check_new: an integer option with no bound of its own accepts
+    -JSON_SAFE_INT .. JSON_SAFE_INT inclusive for a new match and refuses one past either end;
+    a bool option's refusal lists ``true, false`` as the allowed values."""
+    from engine_service.rules.options import BOOL, INT, OptionSpec
+
+    spec = OptionSpec("any_int", INT, 0)
+    assert spec.check_new(JSON_SAFE_INT) == JSON_SAFE_INT and spec.check_new(-JSON_SAFE_INT) == -JSON_SAFE_INT
+    for bad in (JSON_SAFE_INT + 1, -JSON_SAFE_INT - 1):
+        with pytest.raises(InvalidOptions):
+            spec.check_new(bad)
+    with pytest.raises(InvalidOptions) as info:
+        OptionSpec("a_flag", BOOL, False).check("yes")
+    assert info.value.details["allowed"] == "true, false"
+
+
 @pytest.mark.parametrize("game_id", GAMES)
 def test_structural_invariants(game_id):
     """Exactly one seat to act until the end; at least one legal action; every legal action
@@ -152,6 +168,50 @@ def test_structural_invariants(game_id):
                     c = state.clone()
                     c.apply_id(a)
                     assert c.to_act() in (CHANCE, TERMINAL) or 0 <= c.to_act() < game.num_seats
+
+
+def _play_on(state, rng: random.Random, steps: int) -> None:
+    """Random legal actions (and random decks) for up to ``steps`` steps."""
+    for _ in range(steps):
+        who = state.to_act()
+        if who == TERMINAL:
+            return
+        if who == CHANCE:
+            state.deal(shuffled(state.game, rng))
+        else:
+            state.apply_id(rng.choice(state.legal_ids()))
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_a_clone_plays_on_like_the_original_and_leaves_it_alone(game_id):
+    """``clone`` (what search bots and sessions copy a match with) copies every part of the
+    state and shares nothing that changes. Before each step of a match, a throwaway clone is
+    played on at random (a different future) and the next step is then taken on a fresh clone
+    of the match: the match must stay indistinguishable from one that was never cloned. A
+    field that ``clone`` forgets or shares (the deck of the second deal, the bella
+    bookkeeping) shows up only later in the deal, so the comparison runs over whole deals."""
+    game = get_game(game_id)
+    for opts in option_sets(game_id)[:3]:
+        rng = random.Random(31)
+        scratch_rng = random.Random(32)
+        first = rng.randrange(game.num_seats)
+        plain = game.new_state(opts, first_dealer=first)
+        cloned = game.new_state(opts, first_dealer=first)
+        for _ in range(400):
+            who = plain.to_act()
+            if who == TERMINAL:
+                break
+            if who == CHANCE:
+                deck = shuffled(game, rng)
+                plain.deal(deck)
+                cloned.deal(deck)
+                continue
+            a = rng.choice(plain.legal_ids())
+            _play_on(cloned.clone(), scratch_rng, 60)
+            cloned = cloned.clone()
+            cloned.apply_id(a)
+            plain.apply_id(a)
+            assert snapshot(cloned) == snapshot(plain)
 
 
 @pytest.mark.parametrize("game_id", GAMES)
@@ -325,9 +385,15 @@ def test_bad_decks_are_rejected(game_id):
     before = snapshot(state)
     deck = [c for c in game.pack]
     from engine_service.rules import InvalidDeck
-    for bad in (deck[:-1], deck[:-1] + deck[:1], deck + deck[:1], ["ZZ"] + deck[1:], "AS KS", [None] * len(deck)):
-        with pytest.raises(InvalidDeck):
+    n = len(deck)
+    first = card_code(deck[0])
+    for bad, why in ((deck[:-1], f"has {n} cards, got {n - 1}"), (deck[:-1] + deck[:1], f"card {first} appears twice"),
+                     (deck + deck[:1], f"has {n} cards, got {n + 1}"), (["ZZ"] + deck[1:], "not a card code: 'ZZ'"),
+                     ("AS KS", "a deck must be a list"), ([None] * n, "not a card code: None"),
+                     ([99] + deck[1:], "not a card id: 99")):
+        with pytest.raises(InvalidDeck) as err:  # the message names the fault (cards.parse_deck)
             state.deal(bad)
+        assert why in str(err.value), (bad, str(err.value))
         assert snapshot(state) == before
     assert popcount(sum(1 << c for c in deck)) == len(game.pack)
 

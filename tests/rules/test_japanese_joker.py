@@ -284,6 +284,22 @@ def test_pack_is_34_normal_cards_and_two_jokers():
             st.parse_action(bad)
 
 
+@pytest.mark.parametrize("text, message", [
+    ("trump:Z", "not a suit or NT: 'Z'"),
+    ("trump:NT:x", "the trump choice is trump:S, trump:H, trump:D, trump:C or trump:NT"),
+    ("play:AS:H:x", "a play is play:<card> or, for a leading joker, play:<joker>:<suit>"),
+    ("play:X1:Q", "a joker names one of the suits S, H, D, C"),
+    ("bid:3", "is not a Japanese Joker action (trump:<strain>, play:<card>, play:<joker>:<suit>)"),
+])
+def test_malformed_actions_say_what_is_wrong(text, message):
+    """JJK-5.7, NOTATION section 2: text outside the vocabulary is MalformedAction with a
+    message that names the fault (a bad strain, too many parts, a bad named suit, an unknown
+    verb), not a generic one."""
+    with pytest.raises(MalformedAction) as err:
+        GAME.new_state().parse_action(text)
+    assert message in str(err.value)
+
+
 def test_jokers_behave_identically():
     """JJK-1.3 (D): swapping X1 and X2 in a deck changes nothing but the joker names."""
     swap = str.maketrans({"1": "2", "2": "1"})
@@ -812,6 +828,59 @@ def test_illegal_actions_explain_and_change_nothing():
     with pytest.raises(NotYourTurn):
         st.apply("play:7H", seat=0)
     assert json.dumps([st.view(0), st.view(1), st.zones(), st.legal_actions(), len(st.history())]) == before
+
+
+def test_a_card_before_the_trump_choice_is_refused_naming_the_choice():
+    """JJK-3.3: until the declarer has chosen the trump, a card (even one of his own three)
+    is refused with the trump choice he owes, and nothing changes."""
+    st = GAME.new_state({}, first_dealer=0)
+    st.deal(shuffled(GAME, random.Random(5)))
+    seat = st.to_act()
+    own = st.view(seat)["hand"][0]
+    before = json.dumps([st.view(0), st.view(1), st.legal_actions()])
+    with pytest.raises(IllegalAction, match="the declarer must first choose the trump"):
+        st.apply(f"play:{own}", seat=seat)
+    assert json.dumps([st.view(0), st.view(1), st.legal_actions()]) == before
+
+
+def test_refusals_name_the_duty_a_joker_lead_of_spades_imposes():
+    """JJK-5.4 / JJK-A1: after a joker lead naming S the follower must give his highest spade;
+    the refusal names it and cites JJK-5.4 (not the normal-lead JJK-5.3). JJK-5.5: after a
+    normal lead, even of the ace of spades, a joker that follows names no suit."""
+    st = GAME.position(trump="H", hands=[["X1", "7D"], ["AS", "8S", "8D"]], to_act=0)
+    st.apply("play:X1:S")
+    with pytest.raises(IllegalAction) as err:
+        st.apply("play:8S")
+    assert "the joker asks for S: you must play your highest S, AS, or a joker (JJK-5.4)" in str(err.value)
+    st = GAME.position(trump="H", hands=[["AS", "7D"], ["X2", "8S", "8D"]], to_act=0)
+    st.apply("play:AS")
+    with pytest.raises(IllegalAction, match="a joker that follows names no suit: play:X2"):
+        st.apply("play:X2:S")
+
+
+def test_position_puts_every_unplaced_card_out_of_play():
+    """``GAME.position``: cards not placed are out of play (zone ``out``), so the zones still
+    partition the 36-card pack (JJK-1.1) and no unplaced card counts as a hand or table card."""
+    st = GAME.position(trump="H", hands=[["AS", "7D"], ["8S", "X1"]], columns=[[["9C", "KD"]], []],
+                       to_act=1, lead=("QH", None))
+    z = st.zones()
+    placed = {card_id(c) for c in ("AS", "7D", "8S", "X1", "9C", "KD", "QH")}
+    assert z["out"] == sum(1 << c for c in GAME.pack if c not in placed)
+    assert sum(bin(m).count("1") for m in z.values()) == 36
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"hands": [["AS", "7D"], ["AS", "8D"]]},  # one card in two hands
+    {"hands": [["AS"], ["8D"]], "columns": [[["7D", "AS"]], []]},  # in a hand and on the table
+    {"hands": [["6S"], ["8D"]]},  # JJK-1.1: 6S is not in the pack
+    {"hands": [["AS"], ["8D"]], "to_act": 1, "lead": ("8D", None)},  # led and still held
+    {"hands": [["AS"], ["8D"]], "to_act": 1, "lead": ("7D", "S")},  # JJK-5.2: only a joker names
+])
+def test_position_refuses_an_impossible_layout(kwargs):
+    """``GAME.position`` builds rule-test positions: a card placed twice, a card outside the
+    pack (JJK-1.1) or a named suit on a normal lead is a ValueError, never a silent position."""
+    with pytest.raises(ValueError):
+        GAME.position(trump="H", **kwargs)
 
 
 def test_session_options_are_exposed_and_session_events_are_never_actions():

@@ -277,6 +277,20 @@ def test_jj_card_in_two_melds_false():
     assert table(state)["melds"]["points"] == [100, 0]
 
 
+SPADE_RUN_DEAL = dict(nd=("AS", "AH", "AD", "AC", "KS", "QS"), nd2=("8H", "9D", "7C"),
+                      dl=("JS", "9S", "TH", "9H", "JD", "TD"), dl2=("8D", "7D", "7H"), turn="QC", info="8C")
+
+
+def test_jj_card_in_two_melds_false_removes_every_suit_of_the_quartet():
+    """JJ-A20 ``jj_card_in_two_melds = false``: all four cards of a scored quartet leave the
+    sequences, the spade as well as the club: A-K-Q of spades beside four aces scores 20 by
+    default and nothing with the option."""
+    state = to_play(deal({}, **SPADE_RUN_DEAL), "accept", "pass")
+    assert table(state)["melds"]["points"] == [120, 0]
+    state = to_play(deal({"jj_card_in_two_melds": False}, **SPADE_RUN_DEAL), "accept", "pass")
+    assert table(state)["melds"]["points"] == [100, 0]
+
+
 SPLIT_DEAL = dict(nd=("AH", "KH", "QH", "JH", "TH", "9H"), nd2=("8H", "7S", "8C"),
                   dl=("JS", "9S", "JD", "9D", "JC", "9C"), dl2=("7C", "7D", "KC"), turn="QS", info="AC")
 
@@ -286,6 +300,10 @@ def test_jj_split_runs():
     assert table(state)["melds"]["points"] == [50, 0]
     state = to_play(deal({"jj_split_runs": True}, **SPLIT_DEAL), "name:H", "pass")
     assert table(state)["melds"]["points"] == [60, 0]
+    # JJ-A20: the seven-card run A..8 of hearts is cut into A-K-Q-J and T-9-8, the longer on top
+    scores = table(state)["melds"]["dialogue"][-1]
+    assert scores["say"] == "scores"
+    assert [q["cards"] for q in scores["sequences"]] == [["AH", "KH", "QH", "JH"], ["TH", "9H", "8H"]]
 
 
 def test_jj_meld_declaration_optional():
@@ -461,6 +479,24 @@ def test_optional_melds_with_late_exchange_keep_stated_quartets():
     view = state.view(0)
     assert GAME.determinize(view, random.Random(0)).view(0) == view
 
+
+
+def test_optional_melds_a_late_exchange_after_a_stated_quartet_adds_no_quartet():
+    """JJ-A10 + JJ-A21 + JJ-5.5: seat 1 (the defender) states his quartet of jacks, then, at his
+    sequence step, exchanges 7S for the turn-up KH, completing four kings. The quartets were
+    settled on the hands held when they were stated, so he scores his jacks (100) only, not
+    100 for each of two quartets."""
+    opts = {"jj_meld_declaration": "optional", "jj_exchange_window": "until_first_lead"}
+    state = deal(opts, nd=("AS", "TS", "9S", "AH", "TH", "9H"), nd2=("AD", "TD", "9D"),
+                 dl=("JS", "JH", "JD", "JC", "KS", "KD"), dl2=("KC", "7S", "9C"), turn="KH", info="8C")
+    act(state, "accept", "pass", "no_exchange", "no_exchange", "pass")
+    act(state, "declare", "declare")
+    assert [d["say"] for d in table(state)["melds"]["dialogue"]][:1] == ["quartet J"]
+    act(state, "exchange:7S")
+    assert {"KS", "KH", "KD", "KC"} <= set(hand(state, 1))
+    act(state, "declare", "declare")
+    assert table(state)["melds"]["points"] == [0, 100]
+    assert "quartet K" not in [d["say"] for d in table(state)["melds"]["dialogue"]]
 
 # ---- scoring options end to end that test_jojotte_scoring covers only on the pure functions ----
 

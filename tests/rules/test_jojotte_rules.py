@@ -293,6 +293,17 @@ def test_JJ_5_9_public_dialogue_reveals_only_statements():
     assert not shown & mask("9H", "8H", "7H")  # the loser's sequence stays hidden
 
 
+def test_JJ_5_9_equal_tops_say_same_then_trump_check():
+    """JJ-5.9 / JJ-5.6: equal length and equal top card: the declarer says ``same`` (not
+    ``higher``), then the ``trump_check`` event names the trump sequence's owner, or nobody
+    when neither is in trumps (and then nobody scores)."""
+    says = [(d["seat"], d["say"]) for d in M.dialogue(M.settle((mask("QH", "JH", "TH"), mask("QC", "JC", "TC")), 3, 0))]
+    assert says[2:] == [(0, "length 3"), (1, "how_high"), (0, "top Q"), (1, "same"), (None, "trump_check"),
+                        (1, "scores")]
+    tie = M.dialogue(M.settle((mask("QH", "JH", "TH"), mask("QD", "JD", "TD")), 3, 0))
+    assert tie[-2:] == [{"seat": 1, "say": "same"}, {"seat": None, "say": "trump_check", "winner": None}]
+
+
 MELD_LOSER_DEAL = dict(nd=("JS", "9S", "AS", "KS", "7S", "AH"), nd2=("AD", "8C", "7C"),
                        dl=("TS", "QS", "8S", "KH", "QH", "JH"), dl2=("TH", "9H", "KD"), turn="7D",
                        info="KC")

@@ -265,6 +265,24 @@ def test_view_shows_the_target_score_kl_10_1(options, target):
     assert max(over.public_view()["totals"]) >= target
 
 
+def test_the_table_between_deals_carries_no_deal_figures():
+    """Between deals (waiting for the next deck, KL-2.2) and after the match, the table's
+    per-deal figures are the empty ones (no meld points, bella or card points, KL-5.7, KL-7.1,
+    KL-8.2): the finished deal's breakdown is in ``previous_deal`` and ``deal_results``."""
+    state = GAME.new_state({}, first_dealer=1)
+    waits = [state.public_view()]
+    state.deal(deck_from_hands(DEALER.split(), ELDER.split(), "8H"))
+    state.apply("take")
+    while state.to_act() != CHANCE:
+        state.apply(GAME.auto_move(state.view(state.to_act())))
+    assert state.deal_results()[-1]["card_points"] != [0, 0]
+    waits += [state.view(0), state.view(1), state.public_view(), random_match(GAME, 3).public_view()]
+    for view in waits:
+        t = view["table"]
+        assert (t["meld_points"], t["bella"], t["card_points"], t["trick_number"]) == ([0, 0], [0, 0], [0, 0], 0)
+        assert (t["melds"], t["deal_actions"], t["tricks"] if "tricks" in t else []) == ([], [], [])
+
+
 def test_secret_cards_are_exact_before_the_second_deal():
     state = fresh()
     pack = sum(1 << c for c in GAME.pack)

@@ -610,7 +610,10 @@ def test_kl_7_2_window_exchange_makes_a_meld_so_no_separate_bonus_for_the_winner
     (["AS", "AH", "7C", "8D"], {}, 0),  # equal: draw again; 7C is lower -> seat 0
     (["AS", "AH", "7C", "8D"], {"kl_draw_tie": "suit_order"}, 1),  # S > H: the AH is lower
     (["QC", "QD"], {"kl_draw_tie": "suit_order"}, 0),  # D > C: the QC is lower
-], ids=["plain", "natural", "plain_jack_above_nine", "redraw", "suit_order_H", "suit_order_C"])
+    (["AH", "AS"], {"kl_draw_tie": "suit_order"}, 0),  # S > H: seat 0's AH is lower
+    (["7C", "7D"], {"kl_draw_tie": "suit_order"}, 0),  # D > C: seat 0's 7C is lower
+], ids=["plain", "natural", "plain_jack_above_nine", "redraw", "suit_order_H", "suit_order_C",
+        "suit_order_seat0_lower", "suit_order_seat0_lower_clubs"])
 def test_kl_2_1_lower_card_deals(cards, options, dealer):
     """KL-2.1: seat 0 draws first; the lower card under KL-1.5 (kl_draw_order) deals; equal
     ranks draw again (kl_draw_tie = redraw) or the suit order S > H > D > C decides."""

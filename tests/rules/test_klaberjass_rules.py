@@ -394,6 +394,20 @@ def test_kl_a11_sequence_compare_length_option():
     assert events[1] == {"seat": 1, "say": "not_good", "value": 50, "length": 5}
 
 
+def test_kl_a11_length_compare_value_0_carries_length_0():
+    """KL-5.5 step 1 / KL-A11: under length comparison a player without a sequence states
+    ``value 0`` with ``length 0`` (docs/games/klaberjass.md: the ``value`` events carry
+    ``length``); both players without one, and an elder without one against a 3-card run."""
+    none = resolve([mask("AS QS TS 8S AH QH TH 8H AD"), mask("KS JS 9S 7S KH JH 9H 7H KD")], 0, 0,
+                   length_compare=True)
+    assert dialogue(none) == [{"seat": 0, "say": "value", "value": 0, "length": 0},
+                              {"seat": 1, "say": "value", "value": 0, "length": 0}]
+    one = resolve([mask("AS QS TS 8S AH QH TH 8H AD"), mask("KC QC JC 9S 7S KH JH 9H 7H")], 0, 0,
+                  length_compare=True)
+    assert dialogue(one)[:2] == [{"seat": 0, "say": "value", "value": 0, "length": 0},
+                                 {"seat": 1, "say": "not_good", "value": 20, "length": 3}]
+
+
 def test_kl_5_5_dialogue_both_zero_and_not_good():
     out = resolve([mask("AS QS TS 8S AH QH TH 8H AD"), mask("KS JS 9S 7S KH JH 9H 7H KD")], 0, 0)
     assert dialogue(out) == [{"seat": 0, "say": "value", "value": 0}, {"seat": 1, "say": "value", "value": 0}]
@@ -438,6 +452,21 @@ def test_kl_a20_optional_declaration_conceal():
     assert t["melds"] == [{"seat": 0, "say": "value", "value": 0}, {"seat": 1, "say": "value", "value": 0}]
     assert t["meld_points"] == [0, 0]
 
+
+
+@pytest.mark.parametrize("choice", ["declare", "conceal"])
+def test_kl_a20_a_declare_that_states_nothing_is_recorded_as_conceal(choice):
+    """KL-A20 / KL-5.8: with optional declaration the choice itself reveals nothing. An elder
+    without any sequence who answers ``declare`` states value 0 exactly as ``conceal`` does, so
+    the record every seat sees (``deal_actions``) shows ``conceal`` either way: a recorded
+    ``declare`` with value 0 would tell the dealer that the elder holds no sequence at all."""
+    elder, dealer = "AS TS 8S QH 9H KD 8D QC 9C", "9S 7S KH JH 7H AD JD TC 8C"
+    state = deal(elder, dealer, "JS", options={"kl_meld_declaration": "optional"})
+    play_out(state, ["take", "keep", "keep"])
+    assert state.to_act() == 0 and state.legal_actions() == ["declare", "conceal"]
+    state.apply(choice)
+    for view in (state.view(0), state.view(1), state.public_view()):
+        assert view["table"]["deal_actions"][-1] == {"seat": 0, "action": "conceal"}
 
 def test_kl_5_7_meld_points_count_in_the_deal_total():
     """KL-5.7: meld points count in the deal total (KL-9.1)."""

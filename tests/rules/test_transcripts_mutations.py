@@ -110,6 +110,12 @@ MUTATIONS: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
     "unknown game": (lambda d: d.__setitem__("game", "klaberjas"), "setup differs"),
     "unknown option": (lambda d: d.__setitem__("options", {"no_such_option": 1}), "unknown option 'no_such_option'"),
     "wrong schema": (lambda d: d.__setitem__("schema", "card-transcript/2"), "error: schema must be"),
+    "a legal set that is one string": (
+        lambda d: d["deals"][0]["steps"][0].__setitem__("legal", " ".join(d["deals"][0]["steps"][0]["legal"])),
+        "error: deal 0 step 0: 'legal' must be a list of action strings"),
+    "a deal result that is a list": (
+        lambda d: d["deals"][0].__setitem__("result", list(d["deals"][0].get("result", {}).values())),
+        "error: deal 0: 'result' must be an object"),
 }
 
 
@@ -264,3 +270,19 @@ def test_a_device_or_a_file_past_the_limit_is_refused_and_the_next_file_still_ch
     finally:
         os.close(read)
     assert capsys.readouterr().out == f"/dev/fd/{read}: ok\n"
+
+
+def test_winners_compare_as_seat_numbers_not_truth_values():
+    """NOTATION section 3: ``winners`` is a set of seats, compared as a set (any order) but of
+    numbers: a finished match whose transcript lists its winner as ``true`` / ``false``
+    (equal to 1 / 0 in Python) does not check out."""
+    from engine_service.rules import get_game
+
+    from .playout import random_match
+
+    state = random_match(get_game("klaberjass"), 7)
+    data = transcript.export(state)
+    assert transcript.check(data)[0] is None and data["result"]["winners"] in ([0], [1])
+    data["result"]["winners"] = [w == 1 for w in data["result"]["winners"]]
+    diff, _ = transcript.check(data)
+    assert diff is not None and (diff.where, diff.what) == ("match result", "result.winners")
