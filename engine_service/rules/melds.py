@@ -9,10 +9,6 @@ on top (values, comparison, optional splitting: KL-5, JJ-5).
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
-from .cards import RANKS, SUITS
-
 
 def _maximal_runs(bits: int) -> tuple[tuple[int, int], ...]:
     """Maximal runs ``(top rank, length)`` of >= 3 adjacent ranks in a nine-bit pattern,
@@ -33,24 +29,3 @@ def _maximal_runs(bits: int) -> tuple[tuple[int, int], ...]:
 
 #: ``RUNS[bits]``: the maximal runs of a suit's nine-bit pattern, as ``(top, length)``.
 RUNS: tuple[tuple[tuple[int, int], ...], ...] = tuple(_maximal_runs(b) for b in range(512))
-
-
-class Run(NamedTuple):
-    """A maximal run of adjacent cards of one suit: ``top`` is the natural rank index of its
-    highest card (0 = ace), ``length`` its number of cards."""
-
-    suit: int
-    top: int
-    length: int
-
-    def cards(self) -> list[int]:
-        base = self.suit * 9 + self.top
-        return list(range(base, base + self.length))
-
-    def top_code(self) -> str:
-        return RANKS[self.top] + SUITS[self.suit]
-
-
-def runs(hand: int) -> list[Run]:
-    """Maximal runs of three or more cards in a hand (a mask), suits S H D C, higher first."""
-    return [Run(s, top, n) for s in range(4) for top, n in RUNS[hand >> (9 * s) & 0x1FF]]

@@ -65,7 +65,6 @@ LEAD_SUIT_MASK: tuple[int, ...] = tuple(SUIT_MASK[k // 9] for k in range(36)) + 
 #: trump suit mask per strain (0 for no trump).
 TRUMP_MASK: tuple[int, ...] = tuple(SUIT_MASK) + (0,)
 JM = JOKER_MASK
-ALL_NORMAL = (1 << 36) - 1
 
 
 def follower_wins(trump: int, lead_key: int, card: int) -> bool:
@@ -93,12 +92,6 @@ def _win_table() -> bytes:
 
 #: ``FOLLOWER_WINS[(trump * 40 + lead_key) * 38 + card]``: 1 if the follower takes the trick.
 FOLLOWER_WINS: bytes = _win_table()
-
-
-def ids_of(mask: int) -> list[int]:
-    """Ids of the cards of a mask as follow actions, ascending."""
-    return [*CHUNK0[mask & 4095], *CHUNK1[mask >> 12 & 4095], *CHUNK2[mask >> 24 & 4095],
-            *FOLLOW_JOKERS[mask >> 36]]
 
 
 def deal_scores(taken: tuple[int, int] | list[int]) -> tuple[int, int]:

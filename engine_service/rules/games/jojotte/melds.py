@@ -34,13 +34,6 @@ class Sequence(NamedTuple):
     def points(self) -> int:
         return T.sequence_points(self.length)
 
-    def cards(self) -> list[int]:
-        base = self.suit * 9 + self.top
-        return list(range(base, base + self.length))
-
-    def mask(self) -> int:
-        return ((1 << self.length) - 1) << (self.suit * 9 + self.top)
-
     def to_json(self) -> dict[str, Any]:
         return {"suit": SUITS[self.suit], "top": RANKS[self.top], "length": self.length,
                 "cards": [RANKS[self.top + i] + SUITS[self.suit] for i in range(self.length)],
@@ -64,28 +57,6 @@ class Settlement(NamedTuple):
     def points(self) -> tuple[int, int]:
         return (self.quartet_points[0] + self.sequence_points[0],
                 self.quartet_points[1] + self.sequence_points[1])
-
-    def revealed_mask(self) -> int:
-        """Cards made public by the dialogue: every stated quartet (a player who states
-        ``quartet R`` holds all four), and every scored sequence."""
-        m = 0
-        for seat in (0, 1):
-            for r in self.stated_quartet_ranks(seat):
-                m |= (1 << r) | (1 << (9 + r)) | (1 << (18 + r)) | (1 << (27 + r))
-            for s in self.scored_sequences[seat]:
-                m |= s.mask()
-        return m
-
-    def stated_quartet_ranks(self, seat: int) -> tuple[int, ...]:
-        """Quartet ranks that ``seat`` states publicly (JJ-5.9): the defender states his best
-        (if any); the declarer his best when it is higher (``not_good R``); the winner scores
-        all of his."""
-        out: list[int] = []
-        if self.quartet_winner == seat:
-            out.extend(self.quartets[seat])
-        elif seat == self.defender and self.quartets[seat]:
-            out.append(self.quartets[seat][0])
-        return tuple(out)
 
 
 def quartet_order(strain: int, nt_natural: bool) -> tuple[int, ...]:

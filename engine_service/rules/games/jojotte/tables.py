@@ -24,7 +24,6 @@ TRUMP_STRENGTH = order_table(TRUMP_ORDER)
 PLAIN_STRENGTH = order_table(PLAIN_ORDER)
 
 SUIT_OF = tuple(c // 9 for c in range(36))
-RANK_OF = tuple(c % 9 for c in range(36))
 
 JACK, NINE, ACE, TEN, KING, QUEEN, SEVEN = (RANKS.index(r) for r in "J9ATKQ7")
 SEVENS_MASK = sum(1 << (s * 9 + SEVEN) for s in range(4))
@@ -123,13 +122,6 @@ def _suit_lists() -> tuple[tuple[list[int], ...], ...]:
 
 #: SUIT_LISTS[suit][8-bit rank pattern]: the card ids, ascending (S H D C, then A K Q ... 7).
 SUIT_LISTS = _suit_lists()
-S0, S1, S2, S3 = SUIT_LISTS
-
-
-def ids_of(mask: int) -> list[int]:
-    """Card ids of a mask in ascending id order (four table lookups)."""
-    return S0[mask & 255] + S1[(mask >> 9) & 255] + S2[(mask >> 18) & 255] + S3[(mask >> 27) & 255]
-
 
 
 #: JJ-1.5 quartet strength per natural rank (larger wins); ranks that cannot form a quartet get

@@ -90,7 +90,7 @@ _BELLA_ORDER = {"queen_first": BELLA_QUEEN_FIRST, "any": BELLA_ANY, "king_first"
 class Config:
     """The table options as plain attributes for the hot path (immutable by convention)."""
 
-    __slots__ = ("options", "draw_natural", "draw_suit_tie", "elder_served_first", "packet",
+    __slots__ = ("options", "elder_served_first", "packet",
                  "alternate", "throw_in_same", "schmeiss", "dix_needs_turnup_trump", "dix_in_play",
                  "split_runs", "length_compare", "best_plus_one", "bella_order", "kqj_bonus",
                  "must_overtrump", "values", "trick_scope", "target", "deal_winner_breaks_tie",
@@ -99,8 +99,6 @@ class Config:
     def __init__(self, options: Options) -> None:
         o = options
         self.options = o
-        self.draw_natural = o["kl_draw_order"] == "natural"
-        self.draw_suit_tie = o["kl_draw_tie"] == "suit_order"
         self.elder_served_first = o["kl_deal_first_to"] == "elder"
         self.packet = o["kl_first_deal_packet"]
         self.alternate = o["kl_dealer_rotation"] == "alternate"
