@@ -339,8 +339,11 @@ def test_first_open_seat_and_leaving_before_the_start_frees_the_seat():
             assert summary.status == "waiting" and not summary.seats[0].taken
             with pytest.raises(Unauthenticated):
                 mgr.authenticate(s.match_id, a.token)
-            with pytest.raises(Unauthenticated):
+            # a call authenticated before the leave: the token was voided, not replaced
+            # (docs/api.md: MISSING_OR_BAD_TOKEN, never TOKEN_REVOKED's "replaced")
+            with pytest.raises(Unauthenticated) as voided:
                 await mgr.get_view(s.match_id, pa)
+            assert voided.value.reason == "MISSING_OR_BAD_TOKEN"
             b = await mgr.join_match(s.match_id, None, "bob")
             assert b.seat == 0 and b.token != a.token
     run(go())
