@@ -16,6 +16,7 @@ from engine_service.rules.errors import (IllegalAction, InvalidDeck, InvalidOpti
 from engine_service.sessions.api import (BadRequest, CreateMatchRequest, LimitExceeded, MatchNotActive,
                                          MatchNotFound, PermissionDenied, Principal, SeatConfig, SeatTaken,
                                          StaleSequence, Unauthenticated, Unavailable)
+from engine_service.sessions.access import authenticate
 from engine_service.sessions.validation import clean_name
 
 from .helpers import ADMIN, GAMES, Stream, collect, config, manager, open_match, play_random, run, to_act, until
@@ -32,6 +33,14 @@ def test_unknown_token_is_unauthenticated():
             with pytest.raises(Unauthenticated):
                 mgr.authenticate(match_id, "not-a-token")
     run(go())
+
+
+def test_no_token_is_a_spectator_unless_the_transport_vouched_for_the_admin():
+    """access.authenticate grants the admin principal only when told the admin token was
+    verified (``admin=True``): by default a call without a token is a spectator's."""
+    assert authenticate({}, "m", None).kind == "spectator"
+    assert authenticate({}, "m", "").kind == "spectator"
+    assert authenticate({}, "m", None, admin=True).kind == "admin"
 
 
 def test_token_of_another_match_is_denied():
