@@ -295,6 +295,17 @@ def test_a_token_that_is_not_printable_ascii_is_malformed(value):
     assert bearer_token([("authorization", "Bearer aZ09-_.~+/=")]) == "aZ09-_.~+/="
 
 
+def test_several_authorization_headers_are_malformed_whichever_comes_first():
+    """Two ``authorization`` entries (a proxy that added the admin token to a seat's call, a
+    client that set it twice) are MALFORMED_TOKEN: the call may not pick one of them and run
+    as a principal its caller did not choose. Even two equal well-formed tokens are refused."""
+    for values in ([f"Bearer {SEAT_TOKEN}", f"Bearer {ADMIN_TOKEN}"], [f"Bearer {SEAT_TOKEN}"] * 2):
+        with pytest.raises(api.Unauthenticated) as refused:
+            bearer_token([("authorization", v) for v in values])
+        assert refused.value.reason == "MALFORMED_TOKEN"
+    assert bearer_token([("x-other", "1"), ("authorization", f"Bearer {SEAT_TOKEN}")]) == SEAT_TOKEN
+
+
 @run
 async def test_admin_gate():
     service = ScriptedService()
