@@ -306,6 +306,13 @@ def test_several_authorization_headers_are_malformed_whichever_comes_first():
     assert bearer_token([("x-other", "1"), ("authorization", f"Bearer {SEAT_TOKEN}")]) == SEAT_TOKEN
 
 
+def test_spaces_around_the_token_are_not_part_of_it():
+    """RFC 6750: ``Bearer`` 1*SP token: a header with several spaces before the token, or
+    white space after it, carries that token (not a malformed one with a space inside)."""
+    for header in (f"Bearer  {SEAT_TOKEN}", f"bearer {SEAT_TOKEN} ", f"  Bearer   {SEAT_TOKEN}\t"):
+        assert bearer_token([("authorization", header)]) == SEAT_TOKEN, header
+
+
 @run
 async def test_admin_gate():
     service = ScriptedService()
