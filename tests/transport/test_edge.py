@@ -379,6 +379,17 @@ async def test_admin_api_disabled_without_a_token():
     assert any(e["event"] == "admin_api_disabled" and e["log_level"] == "warning" for e in logs)
 
 
+@run
+async def test_a_server_with_an_admin_token_does_not_warn_that_the_admin_api_is_off():
+    """The start's ``admin_api_disabled`` warning is for a server without an admin token
+    only: with one (AdminGate.enabled) an operator must not be told the admin API is off."""
+    with structlog.testing.capture_logs() as logs:
+        async with running(ScriptedService()) as srv:
+            await srv.admin.ListMatches(admin_pb2.ListMatchesRequest(), metadata=bearer(ADMIN_TOKEN))
+    assert any(e["event"] == "grpc_server_started" for e in logs)
+    assert not [e for e in logs if e["event"] == "admin_api_disabled"]
+
+
 # ---- request checks and limits ---------------------------------------------------------------
 
 @run
