@@ -4,6 +4,8 @@ unknown matches, finished matches, permissions, bad requests, limits and drainin
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import random
 import time
 import tracemalloc
@@ -17,6 +19,7 @@ from engine_service.sessions.api import (BadRequest, CreateMatchRequest, LimitEx
                                          MatchNotFound, PermissionDenied, Principal, SeatConfig, SeatTaken,
                                          StaleSequence, Unauthenticated, Unavailable)
 from engine_service.sessions.access import authenticate
+from engine_service.sessions.tokens import new_token, token_hash
 from engine_service.sessions.validation import clean_name
 
 from .helpers import ADMIN, GAMES, Stream, collect, config, manager, open_match, play_random, run, to_act, until
@@ -41,6 +44,16 @@ def test_no_token_is_a_spectator_unless_the_transport_vouched_for_the_admin():
     assert authenticate({}, "m", None).kind == "spectator"
     assert authenticate({}, "m", "").kind == "spectator"
     assert authenticate({}, "m", None, admin=True).kind == "admin"
+
+
+def test_seat_tokens_are_256_random_bits_and_stored_only_as_their_hash():
+    """tokens.py: a seat token is 32 random bytes (URL-safe base64, no padding), never two
+    alike; what is kept of it is its SHA-256, which is not the token."""
+    tokens = {new_token() for _ in range(64)}
+    assert len(tokens) == 64
+    for token in tokens:
+        assert len(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))) == 32
+        assert token_hash(token) == hashlib.sha256(token.encode()).hexdigest() != token
 
 
 def test_token_of_another_match_is_denied():
