@@ -518,6 +518,18 @@ def test_a_status_message_is_cut_to_fit_the_trailing_metadata():
     from engine_service.transport.errors import MappedError, to_status
     status = to_status(MappedError(grpc.StatusCode.INVALID_ARGUMENT, "x" * 20_000, "BAD_REQUEST", {}, True))
     assert len(status.details) < 1_000 and status.details.endswith("...")
+    # cut to 500 characters, the "..." included; a message of 500 is left whole
+    assert status.details == "x" * 497 + "..."
+    whole = to_status(MappedError(grpc.StatusCode.INVALID_ARGUMENT, "y" * 500, "BAD_REQUEST", {}, True))
+    assert whole.details == "y" * 500
+
+
+def test_error_metadata_values_are_cut_to_200_characters():
+    """errors._MAX_METADATA_CHARS: an ErrorInfo metadata value quoting a request field is cut,
+    keeping the status small enough for the trailers; a value of 200 is left whole."""
+    from engine_service.transport.errors import classify
+    mapped = classify(api.BadRequest("bad", reason="BAD_NAME", field="f" * 1_000, seat="s" * 200))
+    assert mapped.metadata == {"field": "f" * 200, "seat": "s" * 200}
 
 
 @run
