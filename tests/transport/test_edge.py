@@ -532,6 +532,21 @@ def test_error_metadata_values_are_cut_to_200_characters():
     assert mapped.metadata == {"field": "f" * 200, "seat": "s" * 200}
 
 
+@pytest.mark.parametrize("code", ["OK", "NOT_A_STATUS_CODE"])
+def test_a_session_error_naming_no_error_status_code_is_internal(code):
+    """A SessionError whose ``code`` is OK or no gRPC status code (a bug in the session layer)
+    is sent as INTERNAL and logged with its traceback, never as a status without an error."""
+    from engine_service.transport.errors import classify
+
+    class Odd(api.SessionError):
+        pass
+
+    Odd.code = code
+    mapped = classify(Odd("the session layer's own text", reason="ODD"))
+    assert (mapped.code, mapped.reason, mapped.message, mapped.expected) == (
+        grpc.StatusCode.INTERNAL, "INTERNAL", "internal error", False)
+
+
 @run
 async def test_a_client_action_id_over_128_characters_is_bad_client_action_id():
     """docs/api.md: up to 128 printable characters; "anything else is INVALID_ARGUMENT /
