@@ -547,6 +547,23 @@ def test_a_session_error_naming_no_error_status_code_is_internal(code):
         grpc.StatusCode.INTERNAL, "INTERNAL", "internal error", False)
 
 
+def test_a_rules_error_is_mapped_by_its_nearest_class_in_the_table():
+    """errors._RULES_CODES maps a rules error by class, through its MRO: a subclass of
+    IllegalAction a game may define is FAILED_PRECONDITION with its own reason; a RulesError
+    of no class in the table is INTERNAL (a bug), its text never sent."""
+    from engine_service.transport.errors import classify
+
+    class LeadOutOfTurn(rules_errors.IllegalAction):
+        reason = "LEAD_OUT_OF_TURN"
+
+    mapped = classify(LeadOutOfTurn("you may not lead now", card="AS"))
+    assert (mapped.code, mapped.reason, mapped.message, mapped.metadata, mapped.expected) == (
+        grpc.StatusCode.FAILED_PRECONDITION, "LEAD_OUT_OF_TURN", "you may not lead now", {"card": "AS"}, True)
+    bare = classify(rules_errors.RulesError("a secret the rules let slip"))
+    assert (bare.code, bare.reason, bare.message, bare.expected) == (
+        grpc.StatusCode.INTERNAL, "INTERNAL", "internal error", False)
+
+
 @run
 async def test_a_client_action_id_over_128_characters_is_bad_client_action_id():
     """docs/api.md: up to 128 printable characters; "anything else is INVALID_ARGUMENT /
