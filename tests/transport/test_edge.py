@@ -7,6 +7,7 @@ transport itself decides, whatever the session layer does."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gzip
 import json
 import sys
@@ -530,6 +531,8 @@ def test_error_metadata_values_are_cut_to_200_characters():
     from engine_service.transport.errors import classify
     mapped = classify(api.BadRequest("bad", reason="BAD_NAME", field="f" * 1_000, seat="s" * 200))
     assert mapped.metadata == {"field": "f" * 200, "seat": "s" * 200}
+    with pytest.raises(dataclasses.FrozenInstanceError):  # a value object, shared by the log and the status
+        mapped.message = "changed"
 
 
 @pytest.mark.parametrize("code", ["OK", "NOT_A_STATUS_CODE"])
