@@ -550,6 +550,14 @@ def test_a_session_error_naming_no_error_status_code_is_internal(code):
         grpc.StatusCode.INTERNAL, "INTERNAL", "internal error", False)
 
 
+@pytest.mark.parametrize("delay_s, ms", [(0.0, 1), (0.0001, 1), (0.001, 1), (0.0011, 2), (1.5, 1500), (2.0004, 2001)])
+def test_a_retry_delay_is_rounded_up_to_the_millisecond_and_never_zero(delay_s, ms):
+    """errors.retry_info: waiting the announced delay is always enough (rounded up, never
+    down), and a RetryInfo never says to retry at once (at least 1 ms)."""
+    from engine_service.transport.errors import retry_info
+    assert retry_info(delay_s).retry_delay.ToMilliseconds() == ms
+
+
 def test_a_rules_error_is_mapped_by_its_nearest_class_in_the_table():
     """errors._RULES_CODES maps a rules error by class, through its MRO: a subclass of
     IllegalAction a game may define is FAILED_PRECONDITION with its own reason; a RulesError
