@@ -507,6 +507,11 @@ def test_admin_decks_and_first_dealer_are_used_and_stay_secret():
     assert "decks" not in spectator.view and "hands" not in spectator.view
     assert inspected.view["to_act"] == state.to_act() and inspected.view["legal"] == state.legal_actions()
     assert inspected.view["legal"] and spectator.view["legal"] == []  # the seat to act's, for the admin only
+    # every card's location (admin.proto's zones): each zone of the state, the deck in all
+    zones = inspected.view["zones"]
+    assert set(zones) == set(state.zones()) and zones["hand0"] == inspected.view["hands"][0]
+    assert sorted(code for cards in zones.values() for code in cards) == sorted(deck)
+    assert "zones" not in spectator.view
 
 
 def test_turn_time_is_the_tables():
