@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import random
 
+import pytest
+
 from engine_service.sessions.api import Principal
 from engine_service.sessions.views import SPECTATOR, view_for
 
@@ -88,3 +90,14 @@ def test_a_match_ended_early_names_nobody_to_act_and_its_past_views_were_active(
         assert [e.seq for e in actions] == list(range(1, last + 1))
         assert {e.view.status for e in actions if e.seq < last} == {"active"}
         assert replayed[-1].kind == "match_ended" and replayed[-1].view.view["to_act"] is None
+
+
+def test_an_unknown_audience_gets_no_view():
+    """views.view_for knows three audiences (a seat, SPECTATOR, ADMIN, ARCHITECTURE.md section
+    4): any other is a bug, refused with ValueError rather than answered with some view."""
+    from engine_service.rules import get_game
+
+    state = get_game("klaberjass").new_state(first_dealer=0)
+    for audience in ("seat", "Spectator", None):
+        with pytest.raises(ValueError):
+            view_for(state, audience)
