@@ -5,12 +5,13 @@ with the sequence number, the status and the deadline, and is never shared acros
 from __future__ import annotations
 
 import asyncio
+import copy
 import random
 
 import pytest
 
 from engine_service.sessions.api import Principal
-from engine_service.sessions.views import SPECTATOR, view_for
+from engine_service.sessions.views import SPECTATOR, after_end, before_start, public_or_none, secret_codes, view_for
 
 from .helpers import Stream, collect, config, manager, open_match, play_random, run, until
 
@@ -101,3 +102,32 @@ def test_an_unknown_audience_gets_no_view():
     for audience in ("seat", "Spectator", None):
         with pytest.raises(ValueError):
             view_for(state, audience)
+
+
+def test_the_waiting_view_names_its_seat_and_withholds_the_draw_without_touching_the_public_view():
+    """views.before_start (KL-2.1: the first-dealer draw is withheld until the start): a
+    seat's waiting view says which seat it is, a spectator's names none; the draw's keys
+    read null; the public view it is built from is shared, so it is never changed."""
+    from engine_service.rules import get_game
+
+    game = get_game("klaberjass")
+    public = game.new_state(first_dealer=1).public_view()
+    kept = copy.deepcopy(public)
+    seat = before_start(public, 1, game.draw_keys)
+    spectator = before_start(public, SPECTATOR, game.draw_keys)
+    assert seat["seat"] == 1 and spectator.get("seat") is None
+    for view in (seat, spectator):
+        assert view["to_act"] is None and view["dealer"] is None
+        assert all(view["table"][key] is None for key in game.draw_keys)
+    assert public == kept and public["table"]["first_dealer"] == 1
+
+
+def test_an_ended_view_is_a_copy():
+    """views.after_end returns a new view: the one it is given may be an envelope's, shared
+    by every watcher of an audience (LiveMatch.envelope)."""
+    view = {"to_act": 1, "legal": ["pass"], "over": False, "winners": [], "hand": ["AS"]}
+    kept = copy.deepcopy(view)
+    ended = after_end(view, (0,))
+    assert ended == {"to_act": None, "legal": [], "over": True, "winners": [0], "hand": ["AS"]}
+    assert view == kept
+
