@@ -131,3 +131,26 @@ def test_an_ended_view_is_a_copy():
     assert ended == {"to_act": None, "legal": [], "over": True, "winners": [0], "hand": ["AS"]}
     assert view == kept
 
+
+def test_secret_codes_finds_hidden_cards_anywhere_and_public_or_none_keeps_them_out_of_logs():
+    """views.secret_codes looks through keys, values, lists, tuples, sets and inside strings
+    (``play:AS``) for the codes of a secret mask, and only whole codes (``XASY`` names no
+    card); public_or_none gives a log line None instead of an object naming a card a
+    spectator may not know now (GJ-11.6, JJK-9.5)."""
+    from engine_service.rules import get_game
+    from engine_service.rules.cards import card_id, codes_of
+
+    secret = (1 << card_id("AS")) | (1 << card_id("KH")) | (1 << card_id("X1"))
+    obj = {"KH": [("play:AS",)], "n": 3, "s": {"X1"}, "other": ["QD", "XASY", "7C"]}
+    assert secret_codes(obj, secret) == {"AS", "KH", "X1"}
+    assert secret_codes({"other": ["QD", "XASY", "play:7C"]}, secret) == set()
+    assert secret_codes(obj, 0) == set()
+
+    state = get_game("klaberjass").new_state(first_dealer=0)
+    deck = list(state.game.pack)
+    random.Random(3).shuffle(deck)
+    state.deal([codes_of(1 << c)[0] for c in deck])
+    hidden = codes_of(state.secret_cards(None))
+    public = {"totals": [0, 0], "seen": [c for c in codes_of(state.zones().get("turn_up", 0))]}
+    assert hidden and public_or_none(public, state) is public
+    assert public_or_none({"hand": hidden[:1]}, state) is None
