@@ -231,3 +231,17 @@ def test_the_operator_floor_raises_every_delay():
 
     floor, longer, seen = run(go())
     assert (floor, longer, seen) == (4, 9, 2)
+
+
+def test_the_longest_delay_is_200_actions():
+    """docs/api.md: ``spectator_delay_actions`` is 0 to 200; 201 is BAD_SPECTATOR_DELAY."""
+    async def go():
+        async with manager() as mgr:
+            longest = await mgr.create_match(CreateMatchRequest(game="klaberjass", spectator_delay_actions=200))
+            with pytest.raises(BadRequest) as err:
+                await mgr.create_match(CreateMatchRequest(game="klaberjass", spectator_delay_actions=201))
+            return longest, err.value
+
+    longest, err = run(go())
+    assert longest.spectator_delay_actions == 200 and err.reason == "BAD_SPECTATOR_DELAY"
+
