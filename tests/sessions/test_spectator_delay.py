@@ -245,3 +245,24 @@ def test_the_longest_delay_is_200_actions():
     longest, err = run(go())
     assert longest.spectator_delay_actions == 200 and err.reason == "BAD_SPECTATOR_DELAY"
 
+
+def test_a_spectator_get_view_without_a_spectator_stream_is_at_the_horizon():
+    """With no spectator stream open the writer moves no spectator position (delay.cursor_at
+    is asked only by GetView): each GetView must step the spectators' position forward to
+    the horizon, seq - D, and show the public view there, not the position of the last ask."""
+    async def go():
+        async with manager(config(heartbeat_interval_s=60)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass", spectator_delay_actions=2, turn_time_s=60)
+            spectator = Principal("spectator", match_id)
+            rng = random.Random(7)
+            seen = []
+            for _ in range(12):
+                seq = await act_once(mgr, match_id, ps, rng)
+                if (await mgr.get_match(match_id)).status != "active":
+                    break
+                env = await mgr.get_view(match_id, spectator)
+                seen.append((env.seq, max(0, seq - 2), env.view == public_at(mgr, match_id, max(0, seq - 2))))
+            return seen
+
+    seen = run(go())
+    assert len(seen) > 5 and all(got == horizon and same for got, horizon, same in seen), seen
