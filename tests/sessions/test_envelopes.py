@@ -5,10 +5,13 @@ with the sequence number, the status and the deadline, and is never shared acros
 from __future__ import annotations
 
 import asyncio
+import copy
 import random
 
+import pytest
+
 from engine_service.sessions.api import Principal
-from engine_service.sessions.views import SPECTATOR, view_for
+from engine_service.sessions.views import SPECTATOR, after_end, before_start, public_or_none, secret_codes, view_for
 
 from .helpers import Stream, collect, config, manager, open_match, play_random, run, until
 
@@ -88,3 +91,66 @@ def test_a_match_ended_early_names_nobody_to_act_and_its_past_views_were_active(
         assert [e.seq for e in actions] == list(range(1, last + 1))
         assert {e.view.status for e in actions if e.seq < last} == {"active"}
         assert replayed[-1].kind == "match_ended" and replayed[-1].view.view["to_act"] is None
+
+
+def test_an_unknown_audience_gets_no_view():
+    """views.view_for knows three audiences (a seat, SPECTATOR, ADMIN, ARCHITECTURE.md section
+    4): any other is a bug, refused with ValueError rather than answered with some view."""
+    from engine_service.rules import get_game
+
+    state = get_game("klaberjass").new_state(first_dealer=0)
+    for audience in ("seat", "Spectator", None):
+        with pytest.raises(ValueError):
+            view_for(state, audience)
+
+
+def test_the_waiting_view_names_its_seat_and_withholds_the_draw_without_touching_the_public_view():
+    """views.before_start (KL-2.1: the first-dealer draw is withheld until the start): a
+    seat's waiting view says which seat it is, a spectator's names none; the draw's keys
+    read null; the public view it is built from is shared, so it is never changed."""
+    from engine_service.rules import get_game
+
+    game = get_game("klaberjass")
+    public = game.new_state(first_dealer=1).public_view()
+    kept = copy.deepcopy(public)
+    seat = before_start(public, 1, game.draw_keys)
+    spectator = before_start(public, SPECTATOR, game.draw_keys)
+    assert seat["seat"] == 1 and spectator.get("seat") is None
+    for view in (seat, spectator):
+        assert view["to_act"] is None and view["dealer"] is None
+        assert all(view["table"][key] is None for key in game.draw_keys)
+    assert public == kept and public["table"]["first_dealer"] == 1
+
+
+def test_an_ended_view_is_a_copy():
+    """views.after_end returns a new view: the one it is given may be an envelope's, shared
+    by every watcher of an audience (LiveMatch.envelope)."""
+    view = {"to_act": 1, "legal": ["pass"], "over": False, "winners": [], "hand": ["AS"]}
+    kept = copy.deepcopy(view)
+    ended = after_end(view, (0,))
+    assert ended == {"to_act": None, "legal": [], "over": True, "winners": [0], "hand": ["AS"]}
+    assert view == kept
+
+
+def test_secret_codes_finds_hidden_cards_anywhere_and_public_or_none_keeps_them_out_of_logs():
+    """views.secret_codes looks through keys, values, lists, tuples, sets and inside strings
+    (``play:AS``) for the codes of a secret mask, and only whole codes (``XASY`` names no
+    card); public_or_none gives a log line None instead of an object naming a card a
+    spectator may not know now (GJ-11.6, JJK-9.5)."""
+    from engine_service.rules import get_game
+    from engine_service.rules.cards import card_id, codes_of
+
+    secret = (1 << card_id("AS")) | (1 << card_id("KH")) | (1 << card_id("X1"))
+    obj = {"KH": [("play:AS",)], "n": 3, "s": {"X1"}, "other": ["QD", "XASY", "7C"]}
+    assert secret_codes(obj, secret) == {"AS", "KH", "X1"}
+    assert secret_codes({"other": ["QD", "XASY", "play:7C"]}, secret) == set()
+    assert secret_codes(obj, 0) == set()
+
+    state = get_game("klaberjass").new_state(first_dealer=0)
+    deck = list(state.game.pack)
+    random.Random(3).shuffle(deck)
+    state.deal([codes_of(1 << c)[0] for c in deck])
+    hidden = codes_of(state.secret_cards(None))
+    public = {"totals": [0, 0], "seen": [c for c in codes_of(state.zones().get("turn_up", 0))]}
+    assert hidden and public_or_none(public, state) is public
+    assert public_or_none({"hand": hidden[:1]}, state) is None

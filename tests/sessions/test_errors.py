@@ -4,6 +4,8 @@ unknown matches, finished matches, permissions, bad requests, limits and drainin
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import random
 import time
 import tracemalloc
@@ -16,6 +18,8 @@ from engine_service.rules.errors import (IllegalAction, InvalidDeck, InvalidOpti
 from engine_service.sessions.api import (BadRequest, CreateMatchRequest, LimitExceeded, MatchNotActive,
                                          MatchNotFound, PermissionDenied, Principal, SeatConfig, SeatTaken,
                                          StaleSequence, Unauthenticated, Unavailable)
+from engine_service.sessions.access import authenticate
+from engine_service.sessions.tokens import new_token, token_hash
 from engine_service.sessions.validation import clean_name
 
 from .helpers import ADMIN, GAMES, Stream, collect, config, manager, open_match, play_random, run, to_act, until
@@ -32,6 +36,24 @@ def test_unknown_token_is_unauthenticated():
             with pytest.raises(Unauthenticated):
                 mgr.authenticate(match_id, "not-a-token")
     run(go())
+
+
+def test_no_token_is_a_spectator_unless_the_transport_vouched_for_the_admin():
+    """access.authenticate grants the admin principal only when told the admin token was
+    verified (``admin=True``): by default a call without a token is a spectator's."""
+    assert authenticate({}, "m", None).kind == "spectator"
+    assert authenticate({}, "m", "").kind == "spectator"
+    assert authenticate({}, "m", None, admin=True).kind == "admin"
+
+
+def test_seat_tokens_are_256_random_bits_and_stored_only_as_their_hash():
+    """tokens.py: a seat token is 32 random bytes (URL-safe base64, no padding), never two
+    alike; what is kept of it is its SHA-256, which is not the token."""
+    tokens = {new_token() for _ in range(64)}
+    assert len(tokens) == 64
+    for token in tokens:
+        assert len(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))) == 32
+        assert token_hash(token) == hashlib.sha256(token.encode()).hexdigest() != token
 
 
 def test_token_of_another_match_is_denied():
@@ -339,8 +361,11 @@ def test_first_open_seat_and_leaving_before_the_start_frees_the_seat():
             assert summary.status == "waiting" and not summary.seats[0].taken
             with pytest.raises(Unauthenticated):
                 mgr.authenticate(s.match_id, a.token)
-            with pytest.raises(Unauthenticated):
+            # a call authenticated before the leave: the token was voided, not replaced
+            # (docs/api.md: MISSING_OR_BAD_TOKEN, never TOKEN_REVOKED's "replaced")
+            with pytest.raises(Unauthenticated) as voided:
                 await mgr.get_view(s.match_id, pa)
+            assert voided.value.reason == "MISSING_OR_BAD_TOKEN"
             b = await mgr.join_match(s.match_id, None, "bob")
             assert b.seat == 0 and b.token != a.token
     run(go())
@@ -482,6 +507,11 @@ def test_admin_decks_and_first_dealer_are_used_and_stay_secret():
     assert "decks" not in spectator.view and "hands" not in spectator.view
     assert inspected.view["to_act"] == state.to_act() and inspected.view["legal"] == state.legal_actions()
     assert inspected.view["legal"] and spectator.view["legal"] == []  # the seat to act's, for the admin only
+    # every card's location (admin.proto's zones): each zone of the state, the deck in all
+    zones = inspected.view["zones"]
+    assert set(zones) == set(state.zones()) and zones["hand0"] == inspected.view["hands"][0]
+    assert sorted(code for cards in zones.values() for code in cards) == sorted(deck)
+    assert "zones" not in spectator.view
 
 
 def test_turn_time_is_the_tables():

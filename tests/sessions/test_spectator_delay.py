@@ -265,3 +265,38 @@ def test_get_match_announces_a_deal_to_delayed_spectators_when_their_view_shows_
     assert later_env.seq == 4 and later_env.view["deal_number"] == 1
     assert later.deal_commitments == every[:2] and later.deal_commitments[-1] == later_env.deal_commitment
     assert ended.deal_commitments == every
+
+
+def test_the_longest_delay_is_200_actions():
+    """docs/api.md: ``spectator_delay_actions`` is 0 to 200; 201 is BAD_SPECTATOR_DELAY."""
+    async def go():
+        async with manager() as mgr:
+            longest = await mgr.create_match(CreateMatchRequest(game="klaberjass", spectator_delay_actions=200))
+            with pytest.raises(BadRequest) as err:
+                await mgr.create_match(CreateMatchRequest(game="klaberjass", spectator_delay_actions=201))
+            return longest, err.value
+
+    longest, err = run(go())
+    assert longest.spectator_delay_actions == 200 and err.reason == "BAD_SPECTATOR_DELAY"
+
+
+def test_a_spectator_get_view_without_a_spectator_stream_is_at_the_horizon():
+    """With no spectator stream open the writer moves no spectator position (delay.cursor_at
+    is asked only by GetView): each GetView must step the spectators' position forward to
+    the horizon, seq - D, and show the public view there, not the position of the last ask."""
+    async def go():
+        async with manager(config(heartbeat_interval_s=60)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass", spectator_delay_actions=2, turn_time_s=60)
+            spectator = Principal("spectator", match_id)
+            rng = random.Random(7)
+            seen = []
+            for _ in range(12):
+                seq = await act_once(mgr, match_id, ps, rng)
+                if (await mgr.get_match(match_id)).status != "active":
+                    break
+                env = await mgr.get_view(match_id, spectator)
+                seen.append((env.seq, max(0, seq - 2), env.view == public_at(mgr, match_id, max(0, seq - 2))))
+            return seen
+
+    seen = run(go())
+    assert len(seen) > 5 and all(got == horizon and same for got, horizon, same in seen), seen

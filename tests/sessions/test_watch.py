@@ -766,3 +766,41 @@ def test_a_resumed_stream_replays_no_presence_change_getmatch_and_the_seats_own_
     own = [e for e in seat_events if e.kind == "presence"]
     assert [(e.seat, e.reason) for e in own] == [(1, "connected")]
     assert [s["present"] for s in own[0].details["seats"]] == [False, True]
+
+
+def test_a_closed_or_full_watcher_takes_no_more_events_nor_heartbeats():
+    """watchers.Watcher: once ended, a stream takes nothing more (``offer`` answers False, a
+    heartbeat is not queued) and ends once; a full queue takes no heartbeat (it is behind,
+    and a heartbeat never overflows it) and the next event overflows it (WATCH_OVERFLOW)."""
+    from engine_service.sessions.watchers import BEAT, Watcher, _End
+
+    def drained(w):
+        items = []
+        while not w.queue.empty():
+            items.append(w.queue.get_nowait())
+        return items
+
+    async def go():
+        event = MatchEvent(kind="action", seq=1, match_id="m")
+        ended = Watcher(SPECTATOR, 4)
+        assert ended.offer(event)
+        ended.end()
+        assert ended.closed and ended.offer(event) is False
+        ended.beat()
+        ended.end(Unavailable("again"))
+        items = drained(ended)
+        assert items[0] is event and len(items) == 2 and isinstance(items[1], _End) and items[1].error is None
+
+        full = Watcher(SPECTATOR, 2)
+        assert full.offer(event) and full.offer(event)
+        full.beat()  # no room: no heartbeat, no error
+        assert full.queue.qsize() == 2 and not full.closed
+        assert not full.offer(event) and full.overflowed and full.cut
+        items = drained(full)
+        assert len(items) == 1 and items[0].error.reason == "WATCH_OVERFLOW"
+
+        quiet = Watcher(SPECTATOR, 2)
+        quiet.beat()
+        assert drained(quiet) == [BEAT]
+
+    run(go())

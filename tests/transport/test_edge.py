@@ -7,6 +7,7 @@ transport itself decides, whatever the session layer does."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gzip
 import json
 import sys
@@ -298,6 +299,24 @@ def test_a_token_that_is_not_printable_ascii_is_malformed(value):
     assert bearer_token([("authorization", "Bearer aZ09-_.~+/=")]) == "aZ09-_.~+/="
 
 
+def test_several_authorization_headers_are_malformed_whichever_comes_first():
+    """Two ``authorization`` entries (a proxy that added the admin token to a seat's call, a
+    client that set it twice) are MALFORMED_TOKEN: the call may not pick one of them and run
+    as a principal its caller did not choose. Even two equal well-formed tokens are refused."""
+    for values in ([f"Bearer {SEAT_TOKEN}", f"Bearer {ADMIN_TOKEN}"], [f"Bearer {SEAT_TOKEN}"] * 2):
+        with pytest.raises(api.Unauthenticated) as refused:
+            bearer_token([("authorization", v) for v in values])
+        assert refused.value.reason == "MALFORMED_TOKEN"
+    assert bearer_token([("x-other", "1"), ("authorization", f"Bearer {SEAT_TOKEN}")]) == SEAT_TOKEN
+
+
+def test_spaces_around_the_token_are_not_part_of_it():
+    """RFC 6750: ``Bearer`` 1*SP token: a header with several spaces before the token, or
+    white space after it, carries that token (not a malformed one with a space inside)."""
+    for header in (f"Bearer  {SEAT_TOKEN}", f"bearer {SEAT_TOKEN} ", f"  Bearer   {SEAT_TOKEN}\t"):
+        assert bearer_token([("authorization", header)]) == SEAT_TOKEN, header
+
+
 @run
 async def test_admin_gate():
     service = ScriptedService()
@@ -362,6 +381,17 @@ async def test_admin_api_disabled_without_a_token():
                 err = await expect_error(srv.admin.ListMatches(admin_pb2.ListMatchesRequest(), metadata=md))
                 assert (err.code, err.reason) == (grpc.StatusCode.PERMISSION_DENIED, "ADMIN_DISABLED")
     assert any(e["event"] == "admin_api_disabled" and e["log_level"] == "warning" for e in logs)
+
+
+@run
+async def test_a_server_with_an_admin_token_does_not_warn_that_the_admin_api_is_off():
+    """The start's ``admin_api_disabled`` warning is for a server without an admin token
+    only: with one (AdminGate.enabled) an operator must not be told the admin API is off."""
+    with structlog.testing.capture_logs() as logs:
+        async with running(ScriptedService()) as srv:
+            await srv.admin.ListMatches(admin_pb2.ListMatchesRequest(), metadata=bearer(ADMIN_TOKEN))
+    assert any(e["event"] == "grpc_server_started" for e in logs)
+    assert not [e for e in logs if e["event"] == "admin_api_disabled"]
 
 
 # ---- request checks and limits ---------------------------------------------------------------
@@ -492,6 +522,60 @@ def test_a_status_message_is_cut_to_fit_the_trailing_metadata():
     from engine_service.transport.errors import MappedError, to_status
     status = to_status(MappedError(grpc.StatusCode.INVALID_ARGUMENT, "x" * 20_000, "BAD_REQUEST", {}, True))
     assert len(status.details) < 1_000 and status.details.endswith("...")
+    # cut to 500 characters, the "..." included; a message of 500 is left whole
+    assert status.details == "x" * 497 + "..."
+    whole = to_status(MappedError(grpc.StatusCode.INVALID_ARGUMENT, "y" * 500, "BAD_REQUEST", {}, True))
+    assert whole.details == "y" * 500
+
+
+def test_error_metadata_values_are_cut_to_200_characters():
+    """errors._MAX_METADATA_CHARS: an ErrorInfo metadata value quoting a request field is cut,
+    keeping the status small enough for the trailers; a value of 200 is left whole."""
+    from engine_service.transport.errors import classify
+    mapped = classify(api.BadRequest("bad", reason="BAD_NAME", field="f" * 1_000, seat="s" * 200))
+    assert mapped.metadata == {"field": "f" * 200, "seat": "s" * 200}
+    with pytest.raises(dataclasses.FrozenInstanceError):  # a value object, shared by the log and the status
+        mapped.message = "changed"
+
+
+@pytest.mark.parametrize("code", ["OK", "NOT_A_STATUS_CODE"])
+def test_a_session_error_naming_no_error_status_code_is_internal(code):
+    """A SessionError whose ``code`` is OK or no gRPC status code (a bug in the session layer)
+    is sent as INTERNAL and logged with its traceback, never as a status without an error."""
+    from engine_service.transport.errors import classify
+
+    class Odd(api.SessionError):
+        pass
+
+    Odd.code = code
+    mapped = classify(Odd("the session layer's own text", reason="ODD"))
+    assert (mapped.code, mapped.reason, mapped.message, mapped.expected) == (
+        grpc.StatusCode.INTERNAL, "INTERNAL", "internal error", False)
+
+
+@pytest.mark.parametrize("delay_s, ms", [(0.0, 1), (0.0001, 1), (0.001, 1), (0.0011, 2), (1.5, 1500), (2.0004, 2001)])
+def test_a_retry_delay_is_rounded_up_to_the_millisecond_and_never_zero(delay_s, ms):
+    """errors.retry_info: waiting the announced delay is always enough (rounded up, never
+    down), and a RetryInfo never says to retry at once (at least 1 ms)."""
+    from engine_service.transport.errors import retry_info
+    assert retry_info(delay_s).retry_delay.ToMilliseconds() == ms
+
+
+def test_a_rules_error_is_mapped_by_its_nearest_class_in_the_table():
+    """errors._RULES_CODES maps a rules error by class, through its MRO: a subclass of
+    IllegalAction a game may define is FAILED_PRECONDITION with its own reason; a RulesError
+    of no class in the table is INTERNAL (a bug), its text never sent."""
+    from engine_service.transport.errors import classify
+
+    class LeadOutOfTurn(rules_errors.IllegalAction):
+        reason = "LEAD_OUT_OF_TURN"
+
+    mapped = classify(LeadOutOfTurn("you may not lead now", card="AS"))
+    assert (mapped.code, mapped.reason, mapped.message, mapped.metadata, mapped.expected) == (
+        grpc.StatusCode.FAILED_PRECONDITION, "LEAD_OUT_OF_TURN", "you may not lead now", {"card": "AS"}, True)
+    bare = classify(rules_errors.RulesError("a secret the rules let slip"))
+    assert (bare.code, bare.reason, bare.message, bare.expected) == (
+        grpc.StatusCode.INTERNAL, "INTERNAL", "internal error", False)
 
 
 @run
