@@ -27,6 +27,22 @@ def option_sets(game_id: str) -> list[dict]:
     return [{}] + list(getattr(checks, "OPTION_SETS", []))
 
 
+def _random_decisions(game, opts: dict, rng: random.Random):
+    """Every decision of random matches under ``opts``, one after another for ever: the state
+    and its legal ids, a random one of which is played once the caller's loop body is done."""
+    state = game.new_state(opts, first_dealer=0)
+    while True:
+        who = state.to_act()
+        if who == TERMINAL:  # the next match under the same options
+            state = game.new_state(opts, first_dealer=rng.randrange(game.num_seats))
+        elif who == CHANCE:
+            state.deal(shuffled(game, rng))
+        else:
+            ids = state.legal_ids()
+            yield state, ids
+            state.apply_id(ids[rng.randrange(len(ids))])
+
+
 def _sum_taken(state) -> int:
     return sum(state.view(0)["tricks_taken"])
 
@@ -42,17 +58,10 @@ def test_winning_ids_are_exactly_the_plays_that_take_the_trick(game_id):
     game = get_game(game_id)
     checked = non_last = 0
     for i, opts in enumerate(option_sets(game_id)):
-        rng = random.Random(1000 + i)
-        state = game.new_state(opts, first_dealer=0)
-        while checked < 300 * (i + 1):
+        for state, ids in _random_decisions(game, opts, random.Random(1000 + i)):
+            if checked >= 300 * (i + 1):
+                break
             who = state.to_act()
-            if who == TERMINAL:  # the next match under the same options
-                state = game.new_state(opts, first_dealer=rng.randrange(game.num_seats))
-                continue
-            if who == CHANCE:
-                state.deal(shuffled(game, rng))
-                continue
-            ids = state.legal_ids()
             if state.last_to_trick():
                 wins = set(state.winning_ids(ids))
                 assert wins <= set(ids)
@@ -74,9 +83,7 @@ def test_winning_ids_are_exactly_the_plays_that_take_the_trick(game_id):
                 assert probe.to_act() >= 0 and _sum_taken(probe) == before, \
                     (game_id, "a trick ended before its last card")
                 non_last += 1
-            state.apply_id(ids[rng.randrange(len(ids))])
     assert checked >= 300 * len(option_sets(game_id)) and non_last >= 100
-
 
 
 @pytest.mark.parametrize("game_id", ["klaberjass", "jojotte"])
@@ -89,17 +96,7 @@ def test_trick_rank_puts_announcements_just_below_their_card_and_non_plays_above
     game = get_game(game_id)
     seen_announcement = seen_non_play = 0
     for i, opts in enumerate(option_sets(game_id)):
-        rng = random.Random(2000 + i)
-        state = game.new_state(opts, first_dealer=0)
-        for _ in range(3000):
-            who = state.to_act()
-            if who == TERMINAL:  # the next match under the same options
-                state = game.new_state(opts, first_dealer=rng.randrange(game.num_seats))
-                continue
-            if who == CHANCE:
-                state.deal(shuffled(game, rng))
-                continue
-            ids = state.legal_ids()
+        for _, (state, ids) in zip(range(3000), _random_decisions(game, opts, random.Random(2000 + i))):
             names = _names(state, ids)
             if any(n.startswith("play:") for n in names):
                 card_ranks = [state.trick_rank(a) for a, n in zip(ids, names) if n.count(":") == 1 and n.startswith("play:")]
@@ -111,7 +108,6 @@ def test_trick_rank_puts_announcements_just_below_their_card_and_non_plays_above
                     elif not n.startswith("play:"):
                         assert state.trick_rank(a) > max(card_ranks), (game_id, n)
                         seen_non_play += 1
-            state.apply_id(ids[rng.randrange(len(ids))])
     assert seen_announcement and seen_non_play
 
 # ---- hand-built tricks --------------------------------------------------------------------

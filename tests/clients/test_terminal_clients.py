@@ -1230,10 +1230,8 @@ def test_the_way_back_survives_a_seat_token_file_that_cannot_be_written(tmp_path
     assert "t0ken" not in saved and open(token_file).read() == "t0ken-of-seat-1\n"
 
 
-def test_an_output_on_a_full_disk_is_one_line_not_a_traceback(engine):
-    """``clients.play --list > FILE`` or ``clients.watch --plain ... > FILE`` on a full disk
-    (/dev/full here): rich's OSError traceback; one line on stderr now, exit status 1
-    (engine_service.command_line.stdout_guarded, as clients.admin and replay)."""
+def _resigned_match(engine) -> str:
+    """The id of a Japanese Joker match its player resigned (over, with a log to replay)."""
     async def finished():
         async with cg.connect(engine.target) as client:
             match = await client.create_match("japanese_joker", seats=[None, "random"], options={"target_score": 11})
@@ -1241,7 +1239,14 @@ def test_an_output_on_a_full_disk_is_one_line_not_a_traceback(engine):
             await me.leave(resign=True)
             return match.match_id
 
-    match_id = run(finished())
+    return run(finished())
+
+
+def test_an_output_on_a_full_disk_is_one_line_not_a_traceback(engine):
+    """``clients.play --list > FILE`` or ``clients.watch --plain ... > FILE`` on a full disk
+    (/dev/full here): rich's OSError traceback; one line on stderr now, exit status 1
+    (engine_service.command_line.stdout_guarded, as clients.admin and replay)."""
+    match_id = _resigned_match(engine)
     env = dict(os.environ, COLUMNS="160", PYTHONUNBUFFERED="1")
     for argv in (["clients.play", "--target", engine.target, "--list"],
                  ["clients.watch", match_id, "--target", engine.target, "--plain", "--from-start"]):
@@ -1255,14 +1260,7 @@ def test_an_output_on_a_full_disk_is_one_line_not_a_traceback(engine):
 def test_joining_a_finished_match_says_how_to_watch_it(engine):
     """--match naming a match that is over: one line that says so and gives the command that
     replays it (clients.watch --from-start), exit status 1; it said only MATCH_NOT_ACTIVE."""
-    async def finished():
-        async with cg.connect(engine.target) as client:
-            match = await client.create_match("japanese_joker", seats=[None, "random"], options={"target_score": 11})
-            me = await client.join(match.match_id, player_name="ada")
-            await me.leave(resign=True)
-            return match.match_id
-
-    match_id = run(finished())
+    match_id = _resigned_match(engine)
     result = cli("clients.play", "--target", engine.target, "--match", match_id, "--autoplay", "first")
     assert result.returncode == 1, result.stdout + result.stderr
     (line,) = result.stderr.strip().splitlines()
