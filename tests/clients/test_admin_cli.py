@@ -317,6 +317,7 @@ def test_bad_or_missing_token_is_refused_and_never_shown(engine, tmp_path):
     ok(admin(engine.target, "list", "--admin-token-file", str(token_file), token=wrong))
     ok(admin(engine.target, "list", "--admin-token-file", "-", token=None, stdin=ADMIN_TOKEN + "\n"))
 
+
 def test_an_engine_without_an_admin_token_is_named_as_the_cause():
     """ADMIN_DISABLED: the engine has no admin token, so no token was refused; the line says
     how to turn the admin API on (it used to say "the admin token was refused", which sent the

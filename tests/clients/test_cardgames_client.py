@@ -489,7 +489,6 @@ def test_watch_resumes_across_an_engine_crash(tmp_path):
             assert second.stop() == 0
 
 
-
 def test_a_submit_while_the_engine_restarts_goes_through_with_the_default_retry(engine):
     """docs/api.md, "Restarts": the match continues after a crash or an upgrade. A decision
     sent while the engine is away (here 0.8 s of refused connections, less than a restart

@@ -76,7 +76,6 @@ def test_submit_repeats_a_timed_out_call_with_the_same_client_action_id():
     run(scenario())
 
 
-
 class _DrainsOnce(ScriptedService):
     """The engine drains while a submit arrives (UNAVAILABLE / DRAINING: nothing applied);
     its successor applies the repeat."""

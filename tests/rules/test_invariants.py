@@ -482,7 +482,6 @@ def test_a_determinized_state_has_no_transcript(game_id):
     assert refused >= 3
 
 
-
 @pytest.mark.parametrize("game_id", GAMES)
 def test_a_determinized_state_after_one_deal_has_no_transcript_either(game_id):
     """Every sampled state of the second deal: its history holds one deal and it has one

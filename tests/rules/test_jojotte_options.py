@@ -480,7 +480,6 @@ def test_optional_melds_with_late_exchange_keep_stated_quartets():
     assert GAME.determinize(view, random.Random(0)).view(0) == view
 
 
-
 def test_optional_melds_a_late_exchange_after_a_stated_quartet_adds_no_quartet():
     """JJ-A10 + JJ-A21 + JJ-5.5: seat 1 (the defender) states his quartet of jacks, then, at his
     sequence step, exchanges 7S for the turn-up KH, completing four kings. The quartets were

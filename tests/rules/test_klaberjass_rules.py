@@ -453,7 +453,6 @@ def test_kl_a20_optional_declaration_conceal():
     assert t["meld_points"] == [0, 0]
 
 
-
 @pytest.mark.parametrize("choice", ["declare", "conceal"])
 def test_kl_a20_a_declare_that_states_nothing_is_recorded_as_conceal(choice):
     """KL-A20 / KL-5.8: with optional declaration the choice itself reveals nothing. An elder
@@ -467,6 +466,7 @@ def test_kl_a20_a_declare_that_states_nothing_is_recorded_as_conceal(choice):
     state.apply(choice)
     for view in (state.view(0), state.view(1), state.public_view()):
         assert view["table"]["deal_actions"][-1] == {"seat": 0, "action": "conceal"}
+
 
 def test_kl_5_7_meld_points_count_in_the_deal_total():
     """KL-5.7: meld points count in the deal total (KL-9.1)."""

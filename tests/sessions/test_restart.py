@@ -907,7 +907,6 @@ def test_another_writers_record_the_rules_refuse_is_no_illegal_action_of_the_cal
     assert said not in repr(logs)
 
 
-
 def test_bot_workers_that_cannot_start_stop_the_start_before_the_database_is_opened(tmp_path, monkeypatch):
     """A bot host whose worker processes cannot be started (the interpreter cannot be run:
     a permission, a missing file) ended the start as the database's fault: store_unavailable
