@@ -267,3 +267,6 @@ def test_between_deals_no_hand_trick_or_bid_is_shown_gj_11_1():
     for view in [state.view(s) for s in range(4)] + [state.public_view()]:
         assert view["hand_sizes"] == [0, 0, 0, 0] and view["trick"] == [] and view["hand"] == []
         assert view["tricks_taken"] == [0, 0, 0, 0]
+        table = view["table"]
+        assert table["bids"] == [None, None, None, None] and table["forbidden_bid"] is None
+        assert table["trump"] is None and table["trump_indicator"] is None and table["tricks"] == []
