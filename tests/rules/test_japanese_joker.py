@@ -743,7 +743,8 @@ def test_auto_move_trump_choice():
 
 
 def test_auto_move_cards():
-    """JJK-10.4: lowest legal normal card, ties S H D C; jokers only: X1, naming S."""
+    """JJK-10.4: lowest legal normal card, ties S H D C; jokers only: X1, naming S. The policy
+    moves for the seat to act only: a view without legal actions is refused."""
     def move(legal, phase="playing"):
         return GAME.auto_move({"phase": phase, "hand": [], "legal": legal})
     assert move(["play:AS", "play:7H", "play:7D", "play:X1"]) == "play:7H"
@@ -754,6 +755,10 @@ def test_auto_move_cards():
                  "play:X2:D", "play:X2:C"]) == "play:X1:S"
     st = seed_state()
     assert GAME.auto_move(st.view(0)) == "play:7D"
+    # a seat not to act has no legal action: nothing to choose, an error rather than a guess
+    assert st.view(1)["legal"] == []
+    with pytest.raises(ValueError, match="legal actions"):
+        GAME.auto_move(st.view(1))
 
 
 # ---- options and bad input ---------------------------------------------------------------------
