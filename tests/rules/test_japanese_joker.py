@@ -453,6 +453,18 @@ def test_two_column_clearing_moves_three_cards():
     assert st.view(1)["table"]["deal_actions"][-1]["from"] == "hand"
 
 
+def test_a_positions_leader_has_played_its_lead_so_its_up_cards_are_available_jjk_5_1():
+    """JJK-5.1: a seat that has played a card in the deal may play its up cards. A position
+    whose ``lead`` was played by the other seat counts that lead as the leader's card even when
+    ``played_any`` says neither had played: the leader's view shows it has played, and when it
+    wins the trick its up card is available for the next lead at once."""
+    st = GAME.position(trump="NT", hands=[["7D"], ["8D"]], columns=[[["9H", "AS"], ["TD", "AH"]], []],
+                       played_any=(False, False), to_act=1, lead=("KS", None))
+    assert st.view(1)["table"]["played_any"] == [True, False]
+    play(st, "8D")  # NT, another suit: the leader, seat 0, takes the trick and leads again
+    assert st.to_act() == 0 and st.view(0)["legal"] == ["play:AS", "play:AH", "play:7D"]
+
+
 def test_three_columns_move_only_one_card():
     st = GAME.position(trump="S", hands=[["7D"], ["8D"]],
                        columns=[[["9H", "8C"], ["TD", "KH"], ["QD", "AC"]], []], to_act=0)
