@@ -101,12 +101,6 @@ DEALER_BID_IDS: tuple[tuple[list[int], ...], ...] = tuple(
 )
 
 
-def card_ids(mask: int) -> list[int]:
-    """Play ids of the normal cards of ``mask`` (jokers ignored), ascending."""
-    return (SUIT_IDS[0][mask & 511] + SUIT_IDS[1][(mask >> 9) & 511]
-            + SUIT_IDS[2][(mask >> 18) & 511] + SUIT_IDS[3][(mask >> 27) & 511])
-
-
 # ---- notation ----------------------------------------------------------------------------
 
 def action_str(action: int) -> str:
