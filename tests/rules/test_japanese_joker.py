@@ -465,6 +465,19 @@ def test_a_positions_leader_has_played_its_lead_so_its_up_cards_are_available_jj
     assert st.to_act() == 0 and st.view(0)["legal"] == ["play:AS", "play:AH", "play:7D"]
 
 
+def test_a_positions_lone_column_moves_its_down_card_and_leaves_no_down_card_jjk_4_4():
+    """JJK-4.4 (a lone column exists only in explicit positions, which allow it): playing its
+    up card moves its down card to the hand and leaves no column, so no down card remains on
+    the table (JJK-4.7: hand + 2 x columns = cards still to play) and none stays secret from
+    the owner (JJK-9.3 hides only down cards on the table)."""
+    st = GAME.position(trump="NT", hands=[["7D"], ["8D"]], columns=[[["9H", "KH"]], []], to_act=0)
+    play(st, "KH")
+    z = st.zones()
+    assert z["down0"] == 0 and z["up0"] == 0 and z["hand0"] == (1 << card_id("7D")) | (1 << card_id("9H"))
+    assert st.secret_cards(0) == 1 << card_id("8D")
+    assert st.view(0)["table"]["column_counts"][0] == 0 and sorted(st.view(0)["hand"]) == ["7D", "9H"]
+
+
 def test_three_columns_move_only_one_card():
     st = GAME.position(trump="S", hands=[["7D"], ["8D"]],
                        columns=[[["9H", "8C"], ["TD", "KH"], ["QD", "AC"]], []], to_act=0)
