@@ -320,6 +320,17 @@ def test_jokers_behave_identically():
 
 # ---- JJK-2 / JJK-3: declarer, dealing, trump --------------------------------------------------
 
+def test_without_a_first_dealer_seat_0_declares_first_jjk_2_2():
+    """JJK-2.2: the first declarer is an input of the match (the session's draw); when none is
+    given, ``Game.new_state``'s documented default is seat 0, so seat 0 receives deck[0] and
+    chooses the trump."""
+    deck = [CODES[c] for c in GAME.pack]
+    st = GAME.new_state()
+    st.deal(deck)
+    assert st.dealer() == 0 and st.to_act() == 0 and st.view(0)["phase"] == "trump_choice"
+    assert st.view(0)["hand"] == sorted(deck[0:6:2], key=card_id)
+
+
 def test_dealing_procedure_is_exact():
     """JJK-3.2: deck[0..5] one at a time, declarer first; JJK-3.4: deck[6..15] hands,
     deck[16..25] down cards and deck[26..35] up cards of columns 1-5, declarer first."""
