@@ -603,6 +603,15 @@ def test_the_pure_scoring_functions_refuse_an_unknown_option_gj_7_4_gj_8_3():
         R.settle_pulka([[50, 60, 70, 80]], [[True, False, False, False]], True, "sometimes")
 
 
+def test_settle_pulka_defaults_to_the_rulebooks_premium_and_moshla_gj_8_1_gj_8_3():
+    """GJ-8.1 .. GJ-8.3 with the defaults of ``pulka_premium`` (on) and ``moshla``
+    (all_others): called without those arguments, the pure settlement pays the premium (the
+    qualifier's best deal score) and cancels every other seat's best positive deal."""
+    scores = [[100, 20, -200, 50], [150, 60, 30, 40]]
+    made = [[True, False, False, True], [True, False, True, False]]
+    assert R.settle_pulka(scores, made) == ([0], [150, 0, 0, 0], [0, -60, -30, -50])
+
+
 def test_an_auto_move_failure_names_no_card():
     """GJ-12.2 always has an answer; were the view ever to offer none of its candidates, the
     error (which the session layer logs as ``session_task_failed``) must not list the seat's
