@@ -296,6 +296,24 @@ def test_after_seq_ahead_of_the_match_is_a_bad_request():
     run(go())
 
 
+@pytest.mark.parametrize("after_seq", ["0", 0.0, None])
+def test_after_seq_that_is_no_integer_is_a_bad_request(after_seq):
+    """A resume position that is no integer is refused as BAD_AFTER_SEQ on the after_seq
+    field (INVALID_ARGUMENT through the transport), before anything is compared with it or
+    registered: "0" and None would otherwise fail the comparison with the match's seq (a
+    TypeError, INTERNAL), and 0.0 would open a stream whose events it cannot number."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            with pytest.raises(BadRequest) as info:
+                await collect(mgr.watch(match_id, ps[0], after_seq))
+            return info.value, mgr._matches[match_id].seats[0].streams
+
+    error, streams = run(go())
+    assert error.reason == "BAD_AFTER_SEQ" and error.metadata == {"field": "after_seq"}
+    assert streams == 0
+
+
 def test_watchers_of_a_waiting_match_see_it_start():
     async def go():
         async with manager() as mgr:
