@@ -471,20 +471,21 @@ def test_a_deck_of_an_unknown_scheme_has_no_commitment():
         deck_commitment(DeckRecord(0, deck, salt, 3))
 
 
-@pytest.mark.parametrize("game_id", GAMES)
-def test_a_match_ended_before_its_first_action_reveals_the_cards_on_show(game_id):
+@pytest.mark.parametrize("game_id,first_dealer", [(g, d) for g in GAMES for d in range(get_game(g).num_seats)])
+def test_a_match_ended_before_its_first_action_reveals_the_cards_on_show(game_id, first_dealer):
     """The reveal opens every card the table saw (KL-2.10, JJ-2.8, JJK-9.7, GJ-11.3), those on
     show from the deal's start too (a turn-up, a trump indicator): a match terminated once
     its table is dealt, before any action, reveals exactly the cards its spectators' view
     showed, and they open the commitment. (The other tests end matches after actions, whose
     views still show those cards: a reveal that read the table only after actions would pass
-    them and hide a turn-up here.)"""
+    them and hide a turn-up here. Every first dealer, so that each seat is the first to act
+    once: the table is read whoever is to act, seat 0 included.)"""
     game = get_game(game_id)
     pack = frozenset(card_code(c) for c in game.pack)
 
     async def go():
         async with manager() as mgr:
-            match_id, ps = await open_match(mgr, game_id)
+            match_id, ps = await open_match(mgr, game_id, first_dealer=first_dealer)
             view = (await mgr.get_view(match_id, spectator(match_id))).view
             await mgr.terminate_match(match_id, "test")
             final = await mgr.get_match(match_id)
