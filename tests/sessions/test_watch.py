@@ -712,6 +712,48 @@ def test_a_stream_opened_in_the_turn_its_seat_overflowed_evicts_no_live_stream()
     assert seat0 == [], "no disconnected, no connected: present throughout"
 
 
+def test_a_seat_whose_only_stream_overflowed_and_reopened_in_that_turn_stays_present():
+    """The seat's only stream overflows and a new stream of the seat opens in the same turn of
+    the event loop (before the writer handles the overflow): the new stream takes the
+    overflowed one's place (``_overflowed_now`` says so), the seat present throughout: no
+    ``disconnected`` (the handler on the next turn finds the stream uncounted already) and no
+    ``connected`` either, which would announce a return from an absence nobody was told of."""
+    async def go():
+        async with manager(config(watcher_queue_size=3, reconnect_grace_s=60)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            stalled, w = await _stall(mgr, match_id, ps[0])
+            events, opened = [], []
+
+            async def other_client():  # seat 1's client, which opens seat 0's new stream
+                async for ev in mgr.watch(match_id, ps[1], -1):
+                    events.append(ev)
+                    if w.overflowed and not opened:  # in the turn of the overflow
+                        counted, stream = w.counted, mgr.watch(match_id, ps[0], -1)
+                        opened.append((stream, await stream.__anext__(), counted))
+
+            task = asyncio.ensure_future(other_client())
+            await until(lambda: m.seats[1].present)
+            seq = await _play_until_overflowed(mgr, match_id, ps, w, random.Random(9))
+            await until(lambda: bool(opened) and not w.counted)
+            await play_random(mgr, match_id, ps, random.Random(10), max_actions=1)
+            await until(lambda: task.done() or any(e.kind == "action" and e.seq == seq + 1 for e in events))
+            state = dict(streams=m.seats[0].streams, present=m.seats[0].present, grace=m.seats[0].grace_handle)
+            seat0 = [(e.kind, e.reason) for e in events if e.kind == "presence" and e.seat == 0]
+            new_stream, first, counted_then = opened[0]
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await new_stream.aclose()
+            await stalled.aclose()
+            return state, seat0, first, counted_then
+
+    state, seat0, first, counted_then = run(go())
+    assert counted_then, "opened before the overflow was handled"
+    assert first.kind == "snapshot"
+    assert state == dict(streams=1, present=True, grace=None)
+    assert seat0 == [], "no disconnected, no connected: present throughout"
+
+
 def test_a_spectator_opened_in_the_turn_another_overflowed_gets_its_slot():
     """The spectators' side of the test above: with ``max_watchers_per_match`` spectators
     watching, one of them stalled, a spectator stream opened in the turn the stalled one
