@@ -142,6 +142,38 @@ def test_heartbeats_on_an_idle_stream():
     assert events[-1].details["deadline"] is not None  # klaberjass: the session's 30 s default
 
 
+def test_a_quiet_spectator_stream_beats_on_and_an_idle_marker_taken_frees_its_place():
+    """A spectator stream on a match where nothing happens (no action, no presence event for
+    it) gets heartbeats at the seq of its snapshot, one per idle interval, not an error: the
+    stream's position is its snapshot's until an event moves it. Each IDLE marker the stream
+    takes off its queue stops counting there (``Watcher.idle_taken``): after two heartbeats,
+    the stalled stream still holds exactly ``watcher_queue_size`` events and overflows on the
+    next one, not one event later (the watcher's room is its queue less a marker still
+    queued). The interval is short only to be quick; nothing is timed."""
+    async def go():
+        async with manager(config(heartbeat_interval_s=0.01, watcher_queue_size=3)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            stream = mgr.watch(match_id, Principal("spectator", match_id), -1)
+            try:
+                first = [await stream.__anext__() for _ in range(3)]  # the snapshot, two heartbeats
+                w = _watcher_of(m, SPECTATOR)
+                held = []
+                for _ in range(50):  # the reader stalls now: actions pile up in its queue
+                    await play_random(mgr, match_id, ps, random.Random(len(held)), max_actions=1)
+                    if w.overflowed:
+                        break
+                    held.append(m.seq)
+                return first, held, w.overflowed
+            finally:
+                await stream.aclose()
+
+    first, held, overflowed = run(go())
+    assert [e.kind for e in first] == ["snapshot", "heartbeat", "heartbeat"]
+    assert [e.seq for e in first] == [0, 0, 0]
+    assert overflowed and len(held) == 3, held
+
+
 def test_a_stream_arms_no_timer_per_event():
     """A stream's idle limit (the heartbeat) is one timer per watcher, moved on when it fires
     (:meth:`.watchers.Watcher.wait`), not a timer armed and cancelled around every wait for an
