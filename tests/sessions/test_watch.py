@@ -273,6 +273,52 @@ def test_presence_follows_open_streams():
     assert while_open is True and after is False
 
 
+def test_a_replaced_token_disconnects_a_seat_with_one_stream_and_not_one_with_none():
+    """The admin replaces a seat token (ReissueSeatToken): the old token's only stream ends
+    (TOKEN_REVOKED) and the seat, present until then, is ``disconnected`` with its grace
+    window running (JJK-10.2); a seat that had no stream open was absent already and gets no
+    second ``disconnected``. (One stream, not two: a seat with two streams told the same.)"""
+    async def go():
+        async with manager(config(reconnect_grace_s=60)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            watched = Stream(mgr, match_id, ps[0])
+            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+            await until(lambda: m.seats[0].present and spectator.events)
+            await mgr.reissue_seat_token(match_id, 1)  # no stream: absent already
+            await mgr.reissue_seat_token(match_id, 0)
+            await until(lambda: watched.task.done())
+            await asyncio.sleep(0)
+            state = dict(streams=m.seats[0].streams, present=m.seats[0].present,
+                         grace=m.seats[0].grace_deadline is not None)
+            presence = [(e.seat, e.reason) for e in spectator.events if e.kind == "presence"]
+            await spectator.close()
+            return watched.error, state, presence
+
+    error, state, presence = run(go())
+    assert error.reason == "TOKEN_REVOKED"
+    assert state == dict(streams=0, present=False, grace=True)
+    assert presence == [(0, "disconnected")], presence
+
+
+def test_a_closed_stream_leaves_no_idle_timer_behind():
+    """A stream's idle timer (one per watcher, :meth:`.watchers.Watcher.wait`) is cancelled
+    when the stream ends: it would otherwise keep the watcher, its queue and its match alive
+    until it fires, a heartbeat interval later, for every stream a client dropped."""
+    async def go():
+        async with manager(config(heartbeat_interval_s=30)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            stream = Stream(mgr, match_id, Principal("spectator", match_id))
+            await until(lambda: stream.events)
+            w = _watcher_of(m, SPECTATOR)
+            await until(lambda: w._timer is not None)  # waiting for its next event
+            await stream.close()
+            return w._timer
+
+    assert run(go()) is None
+
+
 def test_leaving_a_waiting_match_while_watching_it_is_one_left_event():
     """A player who leaves a waiting match with its watch stream open (a lobby's "leave
     table" button) is announced once, ``left``; the stream's end adds no ``disconnected``
