@@ -63,13 +63,18 @@ def test_late_spectator_gets_a_snapshot_then_live_events():
             near = asyncio.ensure_future(collect(mgr.watch(match_id, spectator, 9), until=lambda e: e.seq >= 14))
             far = asyncio.ensure_future(collect(mgr.watch(match_id, spectator, 0), until=lambda e: e.seq >= 14))
             fresh = asyncio.ensure_future(collect(mgr.watch(match_id, spectator, -1), until=lambda e: e.seq >= 14))
+            # the threshold's edge: a gap of exactly 5 is replayed, one of 6 is a snapshot
+            edge = asyncio.ensure_future(collect(mgr.watch(match_id, spectator, 7), until=lambda e: e.seq >= 14))
+            past = asyncio.ensure_future(collect(mgr.watch(match_id, spectator, 6), until=lambda e: e.seq >= 14))
             await asyncio.sleep(0)
             await play_random(mgr, match_id, ps, random.Random(2), max_actions=2)
             state = mgr.state_of(match_id)
-            return await near, await far, await fresh, state.public_view()
+            return await near, await far, await fresh, state.public_view(), await edge, await past
 
-    near, far, fresh, public = run(go())
+    near, far, fresh, public, edge, past = run(go())
     assert [(e.kind, e.seq) for e in near] == [("action", s) for s in (10, 11, 12, 13, 14)]
+    assert [(e.kind, e.seq) for e in edge] == [("action", s) for s in range(8, 15)]
+    assert [(e.kind, e.seq) for e in past] == [("snapshot", 12), ("action", 13), ("action", 14)]
     for events in (far, fresh):
         assert events[0].kind == "snapshot" and events[0].seq == 12
         assert events[0].view.seat is None and events[0].view.view["hand"] == []
