@@ -12,7 +12,8 @@ import pytest
 from engine_service.sessions.api import BadRequest, CreateMatchRequest, MatchEvent, Principal, Unavailable
 from engine_service.sessions.views import SPECTATOR
 
-from .helpers import GAMES, Stream, collect, config, manager, open_match, play_random, run, to_act, until
+from .helpers import (GAMES, Stream, capture_logs_with_context, collect, config, manager, open_match, play_random,
+                      run, to_act, until)
 
 
 def actions_of(events):
@@ -154,7 +155,8 @@ def test_a_quiet_spectator_stream_beats_on_and_an_idle_marker_taken_frees_its_pl
     takes off its queue stops counting there (``Watcher.idle_taken``): after two heartbeats,
     the stalled stream still holds exactly ``watcher_queue_size`` events and overflows on the
     next one, not one event later (the watcher's room is its queue less a marker still
-    queued). The interval is short only to be quick; nothing is timed."""
+    queued), and its overflow logged. The interval is short only to be quick; nothing is
+    timed."""
     async def go():
         async with manager(config(heartbeat_interval_s=0.01, watcher_queue_size=3)) as mgr:
             match_id, ps = await open_match(mgr, "klaberjass")
@@ -173,10 +175,14 @@ def test_a_quiet_spectator_stream_beats_on_and_an_idle_marker_taken_frees_its_pl
             finally:
                 await stream.aclose()
 
-    first, held, overflowed = run(go())
+    with capture_logs_with_context() as logs:
+        first, held, overflowed = run(go())
     assert [e.kind for e in first] == ["snapshot", "heartbeat", "heartbeat"]
     assert [e.seq for e in first] == [0, 0, 0]
     assert overflowed and len(held) == 3, held
+    # the overflow is logged when it happens, as a spectator's (no seat)
+    assert [(e["log_level"], e["audience"], e["seat"]) for e in logs if e["event"] == "watch_overflow"] \
+        == [("warning", "spectator", None)]
 
 
 def test_a_stream_arms_no_timer_per_event():
