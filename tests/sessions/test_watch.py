@@ -70,9 +70,11 @@ def test_late_spectator_gets_a_snapshot_then_live_events():
             await asyncio.sleep(0)
             await play_random(mgr, match_id, ps, random.Random(2), max_actions=2)
             state = mgr.state_of(match_id)
-            return await near, await far, await fresh, state.public_view(), await edge, await past
+            results = await near, await far, await fresh, state.public_view(), await edge, await past
+            return (*results, mgr.metrics.value("cardgames_watch_snapshots_total"))
 
-    near, far, fresh, public, edge, past = run(go())
+    near, far, fresh, public, edge, past, snapshots = run(go())
+    assert snapshots == 3  # far, fresh and past started from one; near and edge were replayed
     assert [(e.kind, e.seq) for e in near] == [("action", s) for s in (10, 11, 12, 13, 14)]
     assert [(e.kind, e.seq) for e in edge] == [("action", s) for s in range(8, 15)]
     assert [(e.kind, e.seq) for e in past] == [("snapshot", 12), ("action", 13), ("action", 14)]
