@@ -955,3 +955,25 @@ def test_a_closed_or_full_watcher_takes_no_more_events_nor_heartbeats():
         assert drained(quiet) == [BEAT]
 
     run(go())
+
+
+def test_the_per_match_spectator_limit_counts_no_seat_stream():
+    """``max_watchers_per_match`` limits a match's spectator and admin streams, not its seats'
+    streams: with both seats watching, two spectators get in under a limit of 2, a third is
+    refused (RESOURCE_EXHAUSTED, MAX_WATCHERS)."""
+    async def go():
+        async with manager(config(max_watchers_per_match=2)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            seats = [Stream(mgr, match_id, p) for p in ps]
+            spectators = [Stream(mgr, match_id, Principal("spectator", match_id)) for _ in range(2)]
+            await until(lambda: all(s.events for s in seats + spectators))
+            third = Stream(mgr, match_id, Principal("spectator", match_id))
+            await until(lambda: third.task.done())
+            errors = [s.error for s in seats + spectators]
+            for s in seats + spectators + [third]:
+                await s.close()
+            return errors, third.error
+
+    errors, refused = run(go())
+    assert errors == [None] * 4
+    assert refused.reason == "MAX_WATCHERS"
