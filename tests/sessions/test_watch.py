@@ -977,3 +977,27 @@ def test_the_per_match_spectator_limit_counts_no_seat_stream():
     errors, refused = run(go())
     assert errors == [None] * 4
     assert refused.reason == "MAX_WATCHERS"
+
+
+def test_a_seat_limited_to_one_stream_that_reconnects_stays_present():
+    """With ``max_streams_per_seat`` = 1, a seat's new stream closes its old one
+    (MAX_SEAT_STREAMS) and takes its place: the seat is present throughout, so neither
+    ``disconnected`` nor ``connected`` is announced for it."""
+    async def go():
+        async with manager(config(max_streams_per_seat=1)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            old = Stream(mgr, match_id, ps[0])
+            other = Stream(mgr, match_id, ps[1])
+            await until(lambda: old.events and other.events)
+            new = Stream(mgr, match_id, ps[0])
+            await until(lambda: old.task.done() and new.events)
+            await play_random(mgr, match_id, ps, random.Random(1), max_actions=1)
+            await until(lambda: other.actions() and new.actions())
+            seat0 = [(e.kind, e.reason) for e in other.events[1:] if e.kind == "presence" and e.seat == 0]
+            for s in (old, new, other):
+                await s.close()
+            return old.error, seat0
+
+    error, seat0 = run(go())
+    assert error.reason == "MAX_SEAT_STREAMS"
+    assert seat0 == [], seat0
