@@ -247,3 +247,23 @@ def test_a_keyed_create_looking_up_its_id_when_the_drain_began_is_refused_cleanl
     outcome, created, held = run(go())
     assert isinstance(outcome, Unavailable) and outcome.reason == "DRAINING", outcome
     assert created == [] and held == []
+
+
+def test_a_watch_of_a_match_unknown_here_during_the_drain_ends_with_draining():
+    """A draining server answers a new WatchMatch with UNAVAILABLE (DRAINING) before it
+    looks the match up: a match this replica does not know may be another's, or this one's
+    after its restart, and a client told NOT_FOUND would give up following it, where
+    UNAVAILABLE tells it to retry elsewhere or later."""
+    async def go():
+        async with manager() as mgr:
+            await mgr.drain()
+            spectator = Stream(mgr, "no-such-match", Principal("spectator", "no-such-match"))
+            try:
+                await until(lambda: spectator.task.done())
+            finally:
+                await spectator.close()
+            return spectator.events, spectator.error
+
+    events, error = run(go())
+    assert events == []
+    assert isinstance(error, Unavailable) and error.reason == "DRAINING", error

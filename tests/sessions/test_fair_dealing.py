@@ -24,7 +24,8 @@ from engine_service.sessions.api import (CreateMatchRequest, MatchNotOver, Permi
 from engine_service.sessions.chance import random_deck
 from engine_service.sessions.manager import MatchManager
 from engine_service.store import MatchRecord, MemoryStore, SeatRecord, SqliteStore
-from engine_service.store.base import SCHEME_WHOLE_DECK, ActionRecord, DeckRecord
+from engine_service.sessions.fairness import deck_commitment
+from engine_service.store.base import SCHEME_PER_CARD, SCHEME_WHOLE_DECK, ActionRecord, DeckRecord
 from tests.crash import crash
 
 from .helpers import ADMIN, GAMES, Stream, config, manager, open_match, play_random, run
@@ -456,3 +457,43 @@ def test_a_match_that_ends_before_its_start_shows_no_card_of_its_first_deck(game
     assert [r.commitment for r in reveals] == list(summary.deal_commitments)
     assert all(not any(r.cards) for r in reveals), reveals
 
+
+
+def test_a_deck_of_an_unknown_scheme_has_no_commitment():
+    """A deck recorded under a commitment scheme this server does not know (a newer server's,
+    a corrupt row) is refused rather than committed to under scheme 2's formula: a commitment
+    nobody could open as the deck was committed would read as a dishonest deal
+    (docs/api.md, "Fair dealing")."""
+    deck = tuple(random_deck(get_game("klaberjass")))
+    salt = "00112233445566778899aabbccddeeff"
+    assert deck_commitment(DeckRecord(0, deck, salt, SCHEME_PER_CARD)) == commitment(salt, deck)
+    with pytest.raises(ValueError, match="unknown commitment scheme 3"):
+        deck_commitment(DeckRecord(0, deck, salt, 3))
+
+
+@pytest.mark.parametrize("game_id,first_dealer", [(g, d) for g in GAMES for d in range(get_game(g).num_seats)])
+def test_a_match_ended_before_its_first_action_reveals_the_cards_on_show(game_id, first_dealer):
+    """The reveal opens every card the table saw (KL-2.10, JJ-2.8, JJK-9.7, GJ-11.3), those on
+    show from the deal's start too (a turn-up, a trump indicator): a match terminated once
+    its table is dealt, before any action, reveals exactly the cards its spectators' view
+    showed, and they open the commitment. (The other tests end matches after actions, whose
+    views still show those cards: a reveal that read the table only after actions would pass
+    them and hide a turn-up here. Every first dealer, so that each seat is the first to act
+    once: the table is read whoever is to act, seat 0 included.)"""
+    game = get_game(game_id)
+    pack = frozenset(card_code(c) for c in game.pack)
+
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, game_id, first_dealer=first_dealer)
+            view = (await mgr.get_view(match_id, spectator(match_id))).view
+            await mgr.terminate_match(match_id, "test")
+            final = await mgr.get_match(match_id)
+            return view, final, await mgr.reveal_deals(match_id, ps[0])
+
+    view, final, reveals = run(go())
+    check_reveals(reveals, final.deal_commitments)
+    assert len(reveals) == 1
+    assert {c for c in reveals[0].cards if c} == card_codes(view, pack), (game_id, view)
+    if game_id == "klaberjass":  # KL-2.5's turn-up is on show before the first bid
+        assert card_codes(view, pack)

@@ -300,3 +300,33 @@ def test_a_spectator_get_view_without_a_spectator_stream_is_at_the_horizon():
 
     seen = run(go())
     assert len(seen) > 5 and all(got == horizon and same for got, horizon, same in seen), seen
+
+
+def test_a_seat_and_the_admin_watch_a_delayed_match_live():
+    """Seats are never delayed (ARCHITECTURE.md section 4): on a match whose spectators are
+    ``DELAY`` actions late, a seat's and the admin's new streams start at the match's seq (a
+    snapshot of now), and a seat may resume at the match's seq, which is ahead of the
+    spectators' horizon (a spectator resuming there is refused: BAD_AFTER_SEQ)."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass", spectator_delay_actions=DELAY)
+            rng = random.Random(3)
+            for _ in range(DELAY + 2):
+                seq = await act_once(mgr, match_id, ps, rng)
+            seat = mgr.watch(match_id, ps[0], -1)
+            admin = mgr.watch(match_id, Principal("admin"), -1)
+            resumed = mgr.watch(match_id, ps[1], seq)
+            try:
+                firsts = [await seat.__anext__(), await admin.__anext__(), await resumed.__anext__()]
+            finally:
+                for s in (seat, admin, resumed):
+                    await s.aclose()
+            with pytest.raises(BadRequest) as refused:
+                spectator = mgr.watch(match_id, Principal("spectator", match_id), seq)
+                await spectator.__anext__()
+            return seq, firsts, refused.value
+
+    seq, firsts, refused = run(go())
+    assert seq == DELAY + 2
+    assert [(e.kind, e.seq) for e in firsts] == [("snapshot", seq), ("snapshot", seq), ("heartbeat", seq)]
+    assert refused.reason == "BAD_AFTER_SEQ"

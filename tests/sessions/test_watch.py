@@ -12,7 +12,8 @@ import pytest
 from engine_service.sessions.api import BadRequest, CreateMatchRequest, MatchEvent, Principal, Unavailable
 from engine_service.sessions.views import SPECTATOR
 
-from .helpers import GAMES, Stream, collect, config, manager, open_match, play_random, run, to_act, until
+from .helpers import (GAMES, Stream, capture_logs_with_context, collect, config, manager, open_match, play_random,
+                      run, to_act, until)
 
 
 def actions_of(events):
@@ -63,13 +64,20 @@ def test_late_spectator_gets_a_snapshot_then_live_events():
             near = asyncio.ensure_future(collect(mgr.watch(match_id, spectator, 9), until=lambda e: e.seq >= 14))
             far = asyncio.ensure_future(collect(mgr.watch(match_id, spectator, 0), until=lambda e: e.seq >= 14))
             fresh = asyncio.ensure_future(collect(mgr.watch(match_id, spectator, -1), until=lambda e: e.seq >= 14))
+            # the threshold's edge: a gap of exactly 5 is replayed, one of 6 is a snapshot
+            edge = asyncio.ensure_future(collect(mgr.watch(match_id, spectator, 7), until=lambda e: e.seq >= 14))
+            past = asyncio.ensure_future(collect(mgr.watch(match_id, spectator, 6), until=lambda e: e.seq >= 14))
             await asyncio.sleep(0)
             await play_random(mgr, match_id, ps, random.Random(2), max_actions=2)
             state = mgr.state_of(match_id)
-            return await near, await far, await fresh, state.public_view()
+            results = await near, await far, await fresh, state.public_view(), await edge, await past
+            return (*results, mgr.metrics.value("cardgames_watch_snapshots_total"))
 
-    near, far, fresh, public = run(go())
+    near, far, fresh, public, edge, past, snapshots = run(go())
+    assert snapshots == 3  # far, fresh and past started from one; near and edge were replayed
     assert [(e.kind, e.seq) for e in near] == [("action", s) for s in (10, 11, 12, 13, 14)]
+    assert [(e.kind, e.seq) for e in edge] == [("action", s) for s in range(8, 15)]
+    assert [(e.kind, e.seq) for e in past] == [("snapshot", 12), ("action", 13), ("action", 14)]
     for events in (far, fresh):
         assert events[0].kind == "snapshot" and events[0].seq == 12
         assert events[0].view.seat is None and events[0].view.view["hand"] == []
@@ -140,6 +148,43 @@ def test_heartbeats_on_an_idle_stream():
     assert events[0].kind == "snapshot" and events[-1].kind == "heartbeat"
     assert events[-1].seq == 0 and events[-1].view is None
     assert events[-1].details["deadline"] is not None  # klaberjass: the session's 30 s default
+
+
+def test_a_quiet_spectator_stream_beats_on_and_an_idle_marker_taken_frees_its_place():
+    """A spectator stream on a match where nothing happens (no action, no presence event for
+    it) gets heartbeats at the seq of its snapshot, one per idle interval, not an error: the
+    stream's position is its snapshot's until an event moves it. Each IDLE marker the stream
+    takes off its queue stops counting there (``Watcher.idle_taken``): after two heartbeats,
+    the stalled stream still holds exactly ``watcher_queue_size`` events and overflows on the
+    next one, not one event later (the watcher's room is its queue less a marker still
+    queued), and its overflow logged. The interval is short only to be quick; nothing is
+    timed."""
+    async def go():
+        async with manager(config(heartbeat_interval_s=0.01, watcher_queue_size=3)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            stream = mgr.watch(match_id, Principal("spectator", match_id), -1)
+            try:
+                first = [await stream.__anext__() for _ in range(3)]  # the snapshot, two heartbeats
+                w = _watcher_of(m, SPECTATOR)
+                held = []
+                for _ in range(50):  # the reader stalls now: actions pile up in its queue
+                    await play_random(mgr, match_id, ps, random.Random(len(held)), max_actions=1)
+                    if w.overflowed:
+                        break
+                    held.append(m.seq)
+                return first, held, w.overflowed
+            finally:
+                await stream.aclose()
+
+    with capture_logs_with_context() as logs:
+        first, held, overflowed = run(go())
+    assert [e.kind for e in first] == ["snapshot", "heartbeat", "heartbeat"]
+    assert [e.seq for e in first] == [0, 0, 0]
+    assert overflowed and len(held) == 3, held
+    # the overflow is logged when it happens, as a spectator's (no seat)
+    assert [(e["log_level"], e["audience"], e["seat"]) for e in logs if e["event"] == "watch_overflow"] \
+        == [("warning", "spectator", None)]
 
 
 def test_a_stream_arms_no_timer_per_event():
@@ -241,6 +286,52 @@ def test_presence_follows_open_streams():
     assert while_open is True and after is False
 
 
+def test_a_replaced_token_disconnects_a_seat_with_one_stream_and_not_one_with_none():
+    """The admin replaces a seat token (ReissueSeatToken): the old token's only stream ends
+    (TOKEN_REVOKED) and the seat, present until then, is ``disconnected`` with its grace
+    window running (JJK-10.2); a seat that had no stream open was absent already and gets no
+    second ``disconnected``. (One stream, not two: a seat with two streams told the same.)"""
+    async def go():
+        async with manager(config(reconnect_grace_s=60)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            watched = Stream(mgr, match_id, ps[0])
+            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+            await until(lambda: m.seats[0].present and spectator.events)
+            await mgr.reissue_seat_token(match_id, 1)  # no stream: absent already
+            await mgr.reissue_seat_token(match_id, 0)
+            await until(lambda: watched.task.done())
+            await asyncio.sleep(0)
+            state = dict(streams=m.seats[0].streams, present=m.seats[0].present,
+                         grace=m.seats[0].grace_deadline is not None)
+            presence = [(e.seat, e.reason) for e in spectator.events if e.kind == "presence"]
+            await spectator.close()
+            return watched.error, state, presence
+
+    error, state, presence = run(go())
+    assert error.reason == "TOKEN_REVOKED"
+    assert state == dict(streams=0, present=False, grace=True)
+    assert presence == [(0, "disconnected")], presence
+
+
+def test_a_closed_stream_leaves_no_idle_timer_behind():
+    """A stream's idle timer (one per watcher, :meth:`.watchers.Watcher.wait`) is cancelled
+    when the stream ends: it would otherwise keep the watcher, its queue and its match alive
+    until it fires, a heartbeat interval later, for every stream a client dropped."""
+    async def go():
+        async with manager(config(heartbeat_interval_s=30)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            stream = Stream(mgr, match_id, Principal("spectator", match_id))
+            await until(lambda: stream.events)
+            w = _watcher_of(m, SPECTATOR)
+            await until(lambda: w._timer is not None)  # waiting for its next event
+            await stream.close()
+            return w._timer
+
+    assert run(go()) is None
+
+
 def test_leaving_a_waiting_match_while_watching_it_is_one_left_event():
     """A player who leaves a waiting match with its watch stream open (a lobby's "leave
     table" button) is announced once, ``left``; the stream's end adds no ``disconnected``
@@ -294,6 +385,24 @@ def test_after_seq_ahead_of_the_match_is_a_bad_request():
             with pytest.raises(BadRequest):
                 await collect(mgr.watch(match_id, ps[0], 5))
     run(go())
+
+
+@pytest.mark.parametrize("after_seq", ["0", 0.0, None])
+def test_after_seq_that_is_no_integer_is_a_bad_request(after_seq):
+    """A resume position that is no integer is refused as BAD_AFTER_SEQ on the after_seq
+    field (INVALID_ARGUMENT through the transport), before anything is compared with it or
+    registered: "0" and None would otherwise fail the comparison with the match's seq (a
+    TypeError, INTERNAL), and 0.0 would open a stream whose events it cannot number."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            with pytest.raises(BadRequest) as info:
+                await collect(mgr.watch(match_id, ps[0], after_seq))
+            return info.value, mgr._matches[match_id].seats[0].streams
+
+    error, streams = run(go())
+    assert error.reason == "BAD_AFTER_SEQ" and error.metadata == {"field": "after_seq"}
+    assert streams == 0
 
 
 def test_watchers_of_a_waiting_match_see_it_start():
@@ -694,6 +803,48 @@ def test_a_stream_opened_in_the_turn_its_seat_overflowed_evicts_no_live_stream()
     assert seat0 == [], "no disconnected, no connected: present throughout"
 
 
+def test_a_seat_whose_only_stream_overflowed_and_reopened_in_that_turn_stays_present():
+    """The seat's only stream overflows and a new stream of the seat opens in the same turn of
+    the event loop (before the writer handles the overflow): the new stream takes the
+    overflowed one's place (``_overflowed_now`` says so), the seat present throughout: no
+    ``disconnected`` (the handler on the next turn finds the stream uncounted already) and no
+    ``connected`` either, which would announce a return from an absence nobody was told of."""
+    async def go():
+        async with manager(config(watcher_queue_size=3, reconnect_grace_s=60)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            stalled, w = await _stall(mgr, match_id, ps[0])
+            events, opened = [], []
+
+            async def other_client():  # seat 1's client, which opens seat 0's new stream
+                async for ev in mgr.watch(match_id, ps[1], -1):
+                    events.append(ev)
+                    if w.overflowed and not opened:  # in the turn of the overflow
+                        counted, stream = w.counted, mgr.watch(match_id, ps[0], -1)
+                        opened.append((stream, await stream.__anext__(), counted))
+
+            task = asyncio.ensure_future(other_client())
+            await until(lambda: m.seats[1].present)
+            seq = await _play_until_overflowed(mgr, match_id, ps, w, random.Random(9))
+            await until(lambda: bool(opened) and not w.counted)
+            await play_random(mgr, match_id, ps, random.Random(10), max_actions=1)
+            await until(lambda: task.done() or any(e.kind == "action" and e.seq == seq + 1 for e in events))
+            state = dict(streams=m.seats[0].streams, present=m.seats[0].present, grace=m.seats[0].grace_handle)
+            seat0 = [(e.kind, e.reason) for e in events if e.kind == "presence" and e.seat == 0]
+            new_stream, first, counted_then = opened[0]
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await new_stream.aclose()
+            await stalled.aclose()
+            return state, seat0, first, counted_then
+
+    state, seat0, first, counted_then = run(go())
+    assert counted_then, "opened before the overflow was handled"
+    assert first.kind == "snapshot"
+    assert state == dict(streams=1, present=True, grace=None)
+    assert seat0 == [], "no disconnected, no connected: present throughout"
+
+
 def test_a_spectator_opened_in_the_turn_another_overflowed_gets_its_slot():
     """The spectators' side of the test above: with ``max_watchers_per_match`` spectators
     watching, one of them stalled, a spectator stream opened in the turn the stalled one
@@ -804,3 +955,49 @@ def test_a_closed_or_full_watcher_takes_no_more_events_nor_heartbeats():
         assert drained(quiet) == [BEAT]
 
     run(go())
+
+
+def test_the_per_match_spectator_limit_counts_no_seat_stream():
+    """``max_watchers_per_match`` limits a match's spectator and admin streams, not its seats'
+    streams: with both seats watching, two spectators get in under a limit of 2, a third is
+    refused (RESOURCE_EXHAUSTED, MAX_WATCHERS)."""
+    async def go():
+        async with manager(config(max_watchers_per_match=2)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            seats = [Stream(mgr, match_id, p) for p in ps]
+            spectators = [Stream(mgr, match_id, Principal("spectator", match_id)) for _ in range(2)]
+            await until(lambda: all(s.events for s in seats + spectators))
+            third = Stream(mgr, match_id, Principal("spectator", match_id))
+            await until(lambda: third.task.done())
+            errors = [s.error for s in seats + spectators]
+            for s in seats + spectators + [third]:
+                await s.close()
+            return errors, third.error
+
+    errors, refused = run(go())
+    assert errors == [None] * 4
+    assert refused.reason == "MAX_WATCHERS"
+
+
+def test_a_seat_limited_to_one_stream_that_reconnects_stays_present():
+    """With ``max_streams_per_seat`` = 1, a seat's new stream closes its old one
+    (MAX_SEAT_STREAMS) and takes its place: the seat is present throughout, so neither
+    ``disconnected`` nor ``connected`` is announced for it."""
+    async def go():
+        async with manager(config(max_streams_per_seat=1)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            old = Stream(mgr, match_id, ps[0])
+            other = Stream(mgr, match_id, ps[1])
+            await until(lambda: old.events and other.events)
+            new = Stream(mgr, match_id, ps[0])
+            await until(lambda: old.task.done() and new.events)
+            await play_random(mgr, match_id, ps, random.Random(1), max_actions=1)
+            await until(lambda: other.actions() and new.actions())
+            seat0 = [(e.kind, e.reason) for e in other.events[1:] if e.kind == "presence" and e.seat == 0]
+            for s in (old, new, other):
+                await s.close()
+            return old.error, seat0
+
+    error, seat0 = run(go())
+    assert error.reason == "MAX_SEAT_STREAMS"
+    assert seat0 == [], seat0
