@@ -653,7 +653,7 @@ def test_a_seat_whose_only_stream_overflows_is_absent_at_once_and_forfeits_after
                            grace=m.seats[0].grace_handle is not None, deadline=m.deadline,
                            overflows=mgr.metrics.value("cardgames_watch_overflows_total"),
                            gauge=mgr.metrics.value("cardgames_watchers", {"audience": "seat"}))
-            await until(lambda: m.over, timeout=5)
+            await until(lambda: m.over, timeout=60)  # a bound for a hung test, not a check
             elapsed = asyncio.get_running_loop().time() - t0
             await until(lambda: other.task.done())  # ended with the match: only the stalled one is open
             open_ = mgr.metrics.value("cardgames_watchers", {"audience": "seat"})
@@ -669,7 +669,7 @@ def test_a_seat_whose_only_stream_overflows_is_absent_at_once_and_forfeits_after
     assert (events[first - 1].kind, events[first - 1].seq) == ("action", seq), "right after the action"
     assert events[first].seq == seq and events[first].details["seats"][0]["present"] is False
     assert at_once == dict(streams=0, present=False, grace=True, deadline=None, overflows=1, gauge=2)
-    assert 0.4 < elapsed < 2.0
+    assert elapsed > 0.4, "forfeited when the 0.5 s grace ran out, not at once"  # no upper bound: load only delays
     assert result["outcome"] == "forfeit" and result["forfeited"] == 0 and result["winners"] == [1]
     assert error.reason == "WATCH_OVERFLOW"
     assert after_close == dict(streams=0, open=1, overflows=1, gauge=0), "uncounted and counted once"
