@@ -60,7 +60,8 @@ if __name__ == "__main__":
 
 import grpc  # noqa: E402
 
-from .cardgames_client import (INT32_MAX, AdminClient, CardGamesError, MatchSummary, command_parser, connect,
+from .cardgames_client import (DEFAULT_PORT, INT32_MAX, AdminClient, CardGamesError, MatchSummary, command_parser,
+                               connect, default_target,
                                header_safe, int32_arg, python_value, read_root_certificates, seconds_arg, struct_value,
                                target_arg)
 from engine_service.bounded_read import TOKEN_LIMIT, FileRefused, read_bounded
@@ -73,7 +74,6 @@ if TYPE_CHECKING:
     from rich.text import Text
 
 TOKEN_ENV = "CARDGAMES_ADMIN_TOKEN"
-DEFAULT_PORT = 50051
 STATUSES = ("waiting", "active", "finished", "terminated")
 #: Width of the output when it is not a terminal (a pipe, a file): wide enough that a table row
 #: is never folded into several lines.
@@ -570,14 +570,6 @@ class _RefusePlainToken(argparse.Action):
 
 
 # ---- the command line -----------------------------------------------------------------------
-
-
-def default_target() -> str:
-    """The engine beside this command: ``kubectl exec`` into its pod, or a shell with its
-    environment, reaches it on the port it listens on (``CARDGAMES_PORT``), as the health
-    check (clients/health.py) does, and read as the engine reads it (empty: unset; surrounding
-    whitespace dropped); it used to be 50051 whatever the engine's port."""
-    return f"127.0.0.1:{(os.environ.get('CARDGAMES_PORT') or '').strip() or DEFAULT_PORT}"
 
 
 def _connection_options(p: argparse.ArgumentParser, top: bool) -> None:

@@ -61,6 +61,7 @@ import asyncio
 import hashlib
 import inspect
 import math
+import os
 import random
 import ssl
 import time
@@ -694,6 +695,20 @@ def command_parser(prog: str, description: str, **kwargs: Any) -> argparse.Argum
     (``--list`` beside ``--listed``), and an ambiguous one was refused with its value echoed
     ("ambiguous option: --t=VALUE could match --target, --tls, --token-file")."""
     return argparse.ArgumentParser(prog=prog, description=description, allow_abbrev=False, **kwargs)
+
+
+#: The engine's own default port (``serve --port``).
+DEFAULT_PORT = 50051
+
+
+def default_target() -> str:
+    """The engine beside this command, on the port it listens on (``CARDGAMES_PORT``, read as
+    the engine reads it: empty counts as unset, 50051, and surrounding whitespace is dropped):
+    the default ``--target`` of ``clients.health`` (the image's HEALTHCHECK) and
+    ``clients.admin`` (``kubectl exec`` into the engine's pod). ``CARDGAMES_PORT=`` made the
+    target ``127.0.0.1:``, a usage error, while the engine served on 50051; a fixed 50051
+    missed an engine the ConfigMap moved."""
+    return f"127.0.0.1:{(os.environ.get('CARDGAMES_PORT') or '').strip() or DEFAULT_PORT}"
 
 
 def target_arg(text: str) -> str:

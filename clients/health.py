@@ -29,16 +29,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from engine_service.command_line import check_text, parse_args  # noqa: E402
 
-from .cardgames_client import command_parser, read_root_certificates, seconds_arg, target_arg  # noqa: E402
-
-DEFAULT_PORT = 50051
-
-
-def default_target() -> str:
-    """127.0.0.1 on ``CARDGAMES_PORT`` read as the engine reads it: empty counts as unset (50051)
-    and surrounding whitespace is dropped. ``CARDGAMES_PORT=`` made the target ``127.0.0.1:``,
-    a usage error (exit 2: the image's HEALTHCHECK unhealthy) while the engine served on 50051."""
-    return f"127.0.0.1:{(os.environ.get('CARDGAMES_PORT') or '').strip() or DEFAULT_PORT}"
+from .cardgames_client import (command_parser, default_target, read_root_certificates, seconds_arg,  # noqa: E402
+                               target_arg)
 
 
 def check(target: str, service: str = "", timeout_s: float = 3.0,
