@@ -73,7 +73,7 @@ import grpc
 from google.protobuf import duration_pb2, json_format
 from google.rpc import error_details_pb2, status_pb2
 
-from engine_service.bounded_read import PEM_LIMIT, FileRefused, read_bounded
+from engine_service.bounded_read import PEM_LIMIT, read_named
 from engine_service.transport.generated import (admin_pb2, admin_pb2_grpc, card_games_pb2,
                                                 card_games_pb2_grpc, match_pb2)
 
@@ -728,12 +728,8 @@ def read_root_certificates(path: str) -> bytes:
     (a key, a DER file, garbage) wrote gRPC core's "Update handshaker factory failed" lines on
     stderr, and the call then failed as UNAVAILABLE "Connection refused" or the like, naming
     the engine rather than the file. Python's ssl module reads the PEM as a TLS client does."""
-    try:  # bounded: /dev/zero given as --ca filled the memory
-        pem = read_bounded(path, PEM_LIMIT)
-    except OSError as exc:
-        raise ValueError(f"cannot read the CA file {path}: {exc.strerror or exc}") from None
-    except FileRefused as exc:
-        raise ValueError(f"the CA file {path}: {exc}") from None
+    # bounded: /dev/zero given as --ca filled the memory (UnreadableFile is a ValueError)
+    pem = read_named(path, PEM_LIMIT, "the CA file")
     try:  # a comment line may hold other characters; only the PEM blocks count
         ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(
             cadata=pem.decode("ascii", "ignore"))

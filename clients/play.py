@@ -75,7 +75,7 @@ from .cardgames_client import (RESUMED, CardGamesError, Client, SeatSession, Sta
                                is_finished, is_my_turn, TableOptionAction, option_value, python_value,
                                read_root_certificates, target_arg, turn_time_arg)
 from .local_service import LocalService, ServiceFailed
-from engine_service.bounded_read import TOKEN_LIMIT, FileRefused, read_bounded
+from engine_service.bounded_read import TOKEN_LIMIT, UnreadableFile, read_named
 from engine_service.command_line import check_text, parse_args, stdout_guarded
 from engine_service.transport.generated import match_pb2
 
@@ -632,13 +632,11 @@ def read_seat_token(path: str) -> str:
     """The seat token of ``--token-file``, read before the engine is reached (:func:`run`); a file
     that holds none is SystemExit with one line naming it (exit status 1). It was read whole
     once connected: ``/dev/zero`` filled the memory, a named pipe no one writes to waited for
-    ever, and a file far larger than a token went to the engine as its header (read_bounded)."""
+    ever, and a file far larger than a token went to the engine as its header (read_named)."""
     try:
-        raw = read_bounded(path, TOKEN_LIMIT)
-    except OSError as exc:
-        raise SystemExit(f"error: cannot read the seat token file {path}: {exc.strerror or exc}") from None
-    except FileRefused as exc:
-        raise SystemExit(f"error: the seat token file {path}: {exc}") from None
+        raw = read_named(path, TOKEN_LIMIT, "the seat token file")
+    except UnreadableFile as exc:
+        raise SystemExit(f"error: {exc}") from None
     try:
         token = raw.decode("utf-8").strip()
     except UnicodeDecodeError:  # it said "UnicodeDecodeError"

@@ -36,6 +36,10 @@ class FileRefused(ValueError):
     and is meant to follow the file's name: ``FLAG PATH: <message>``."""
 
 
+class UnreadableFile(ValueError):
+    """A file :func:`read_named` could not read or refused; the message names it and says why."""
+
+
 def _size(n: int) -> str:
     return f"{n // (1024 * 1024)} MiB" if n % (1024 * 1024) == 0 else f"{n} bytes"
 
@@ -63,3 +67,16 @@ def read_bounded(path: str | os.PathLike[str], limit: int, *, pipes: bool = True
     if len(data) > limit:
         raise FileRefused(f"larger than {_size(limit)}")
     return data
+
+
+def read_named(path: str | os.PathLike[str], limit: int, what: str = "", *, pipes: bool = True) -> bytes:
+    """:func:`read_bounded`, its failures one :class:`UnreadableFile` naming the file (``what``,
+    e.g. "the CA file", before its path): ``cannot read WHAT PATH: <the system's reason>`` or
+    ``WHAT PATH: <the refusal>``, the one line each command shows of a file it cannot use."""
+    name = f"{what} {path}" if what else str(path)
+    try:
+        return read_bounded(path, limit, pipes=pipes)
+    except OSError as exc:
+        raise UnreadableFile(f"cannot read {name}: {exc.strerror or exc}") from None
+    except FileRefused as exc:
+        raise UnreadableFile(f"{name}: {exc}") from None

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..bounded_read import TRANSCRIPT_LIMIT, FileRefused, read_bounded
+from ..bounded_read import TRANSCRIPT_LIMIT, UnreadableFile, read_named
 from .cards import card_code
 from .errors import RulesError, TranscriptError
 from .game import CHANCE, TERMINAL, State
@@ -90,11 +90,9 @@ def load(path: str | Path) -> dict[str, Any]:
     """A transcript file, read up to :data:`TRANSCRIPT_LIMIT` (an endless or huge file given
     by mistake is refused, not read until memory runs out)."""
     try:
-        raw = read_bounded(path, TRANSCRIPT_LIMIT)
-    except OSError as exc:
-        raise TranscriptError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except FileRefused as exc:
-        raise TranscriptError(f"{path}: {exc}") from None
+        raw = read_named(path, TRANSCRIPT_LIMIT)
+    except UnreadableFile as exc:
+        raise TranscriptError(str(exc)) from None
     return loads(raw)
 
 

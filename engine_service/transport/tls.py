@@ -25,7 +25,7 @@ from pathlib import Path
 import grpc
 import structlog
 
-from ..bounded_read import PEM_LIMIT, FileRefused, read_bounded
+from ..bounded_read import PEM_LIMIT, read_named
 
 log = structlog.get_logger("cardgames.server")
 
@@ -42,12 +42,7 @@ def _stamp(path: Path) -> _Stamp:
 def _read(path: Path) -> bytes:
     """A PEM file, bounded (a renewal that put a huge file in place must not fill the memory);
     ValueError naming the file otherwise."""
-    try:
-        return read_bounded(path, PEM_LIMIT, pipes=False)
-    except OSError as exc:
-        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
-    except FileRefused as exc:
-        raise ValueError(f"{path}: {exc}") from None
+    return read_named(path, PEM_LIMIT, pipes=False)  # UnreadableFile is a ValueError
 
 
 def load_pair(cert: Path, key: Path) -> tuple[bytes, bytes]:
