@@ -40,7 +40,8 @@ class WatchStreams:
     last one goes), ``get`` (the match of an id, read from the store if it is not held) and
     ``running`` (raises Unavailable unless the service takes new work).
 
-    ``spectators``: the open spectator and admin streams of the server (``config.max_watchers``).
+    ``spectators``: how many spectator and admin streams of the server count
+    (``config.max_watchers``); ``_spectating`` holds them, each with its match.
     """
 
     def __init__(self, config: SessionConfig, metrics: Metrics, clock: MatchClock, *,
@@ -50,7 +51,13 @@ class WatchStreams:
         self._clock = clock
         self._get = get
         self._running = running
-        self.spectators = 0  # open spectator and admin streams (config.max_watchers)
+        # the counted spectator and admin streams of every match (config.max_watchers)
+        self._spectating: dict[Watcher, LiveMatch] = {}
+
+    @property
+    def spectators(self) -> int:
+        """The spectator and admin streams the server counts (``config.max_watchers``)."""
+        return len(self._spectating)
 
     async def watch(self, match_id: str, principal: Principal, after_seq: int) -> AsyncIterator[MatchEvent]:
         """Events after ``after_seq``: the missed actions replayed from the log (or one
@@ -101,7 +108,7 @@ class WatchStreams:
                     evicted = True
         elif len(m.watchers) - sum(s.streams for s in m.seats) >= self._config.max_watchers_per_match:
             raise LimitExceeded("too many spectators on this match", reason="MAX_WATCHERS")
-        elif self.spectators >= self._config.max_watchers:
+        elif self._server_full():
             raise LimitExceeded("too many spectators on this server", reason="MAX_WATCHERS")
 
         # Registration and the replay boundary are read together, without an await between:
@@ -116,7 +123,7 @@ class WatchStreams:
             if slot.streams == 1 and not evicted:
                 self._clock.connected(m, slot)
         else:
-            self.spectators += 1
+            self._spectating[w] = m
         try:
             # The start of a match is no action (seq 0 before and after it): a stream resumed
             # at 0 on a match that has started would otherwise show its watcher nothing until
@@ -238,6 +245,18 @@ class WatchStreams:
             self._uncount(m, w, slot)
         return slot is not None and bool(gone)
 
+    def _server_full(self) -> bool:
+        """Whether the server's spectator and admin streams are at ``max_watchers``, those of
+        any match that overflowed in this turn of the event loop not counted:
+        :meth:`_overflowed_now` uncounts only the new stream's own match's, and a stream of
+        another match found the server full because of them until :meth:`overflowed` ran on
+        the next turn. They are looked for only when the count is at the limit."""
+        if self.spectators < self._config.max_watchers:
+            return False
+        for w, m in [(w, m) for w, m in self._spectating.items() if w.overflowed]:
+            self._uncount(m, w, None)
+        return self.spectators >= self._config.max_watchers
+
     def _heartbeat(self, m: LiveMatch, audience, delivered: int) -> MatchEvent:
         """A heartbeat at ``delivered``, the seq of the last event the stream delivered, with
         the deadline of that seq's decision: the match's current one while the stream is at
@@ -264,4 +283,4 @@ class WatchStreams:
         if slot is not None:
             slot.streams -= 1
         else:
-            self.spectators -= 1
+            del self._spectating[w]

@@ -885,6 +885,50 @@ def test_a_spectator_opened_in_the_turn_another_overflowed_gets_its_slot():
     assert spectators == 0
 
 
+def test_a_spectator_of_another_match_opened_in_the_turn_one_overflowed_gets_its_server_slot():
+    """The server-wide side of the test above (``max_watchers``): the stalled spectator that
+    overflows watches one match, the spectator stream opened in that turn (by match A's seat 1
+    client, as its live stream delivers the event) watches another. The overflowed stream of
+    match A no longer counts on the server either: the new one gets its slot. It was refused
+    MAX_WATCHERS until the next turn (only the new stream's own match was looked at)."""
+    async def go():
+        async with manager(config(watcher_queue_size=3, max_watchers=1)) as mgr:
+            match_a, ps = await open_match(mgr, "klaberjass")
+            match_b, _ = await open_match(mgr, "klaberjass")
+            stalled, w = await _stall(mgr, match_a, Principal("spectator", match_a))
+            opened, errors = [], []
+
+            async def seat_client():  # match A's seat 1, which opens a spectator stream of match B
+                try:
+                    async for _ in mgr.watch(match_a, ps[1], -1):
+                        if w.overflowed and not opened:  # in the turn of the overflow
+                            counted, stream = w.counted, mgr.watch(match_b, Principal("spectator", match_b), -1)
+                            opened.append((stream, counted))
+                            opened.append(await stream.__anext__())
+                except Exception as exc:  # noqa: BLE001 - kept for the test to inspect
+                    errors.append(exc)
+
+            task = asyncio.ensure_future(seat_client())
+            await until(lambda: mgr._matches[match_a].seats[1].present)
+            await _play_until_overflowed(mgr, match_a, ps, w, random.Random(11))
+            await until(lambda: len(opened) == 2 or bool(errors))
+            during = mgr._streams.spectators
+            await asyncio.sleep(0)  # the writer's handler of the overflow: it uncounts nothing more
+            after_handler = mgr._streams.spectators
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            if opened:
+                await opened[0][0].aclose()
+            await stalled.aclose()
+            return opened, errors, (during, after_handler, mgr._streams.spectators)
+
+    opened, errors, counts = run(go())
+    assert errors == [], "refused"
+    assert opened[0][1], "opened before the overflow was handled"
+    assert opened[1].kind == "snapshot"
+    assert counts == (1, 1, 0), "the new stream counts, the overflowed one once: uncounted, not twice"
+
+
 def test_a_resumed_stream_replays_no_presence_change_getmatch_and_the_seats_own_return_tell():
     """docs/api.md "Watching": only actions are replayed. A spectator back with after_seq gets
     the actions it missed but not the other seat's disconnection meanwhile: GetMatch's seats
