@@ -255,20 +255,17 @@ def export(state: State, with_legal: bool = True) -> dict[str, Any]:
     Only a state played from the start of its match has a transcript: one drawn by a game's
     ``determinize`` or laid out by ``position`` holds the history of its current deal alone,
     and replaying that from a new match gave wrong seats, dealers and legal sets without a
-    word. Such a state is refused (TranscriptError): its history holds fewer deals than it has
-    results, replays a deal or an action where none or another is due, or the replay does not
-    end where the state stands."""
+    word. Such a state is refused (TranscriptError): its history replays a deal or an action
+    where none or another is due, or the replay does not end where the state stands (a history
+    with fewer deals than the state has results, one that is empty or starts with an action,
+    among others)."""
     game = state.game
-    history = state.history()
-    dealt = sum(1 for item in history if isinstance(item, tuple) and item and item[0] == "deal")
-    if history and (dealt < len(state.deal_results()) or not isinstance(history[0], tuple)):
-        raise TranscriptError(NOT_FROM_THE_START)
     first_dealer = state.first_dealer  # type: ignore[attr-defined]
     replayed = game.new_state(state.options, first_dealer=first_dealer)
     deals: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
     done = 0
-    for item in history:
+    for item in state.history():
         if isinstance(item, tuple) and item and item[0] == "deal":
             if replayed.to_act() != CHANCE:  # a deal where the replay has none due
                 raise TranscriptError(NOT_FROM_THE_START)
@@ -277,13 +274,14 @@ def export(state: State, with_legal: bool = True) -> dict[str, Any]:
             deals.append(current)
             replayed.deal(item[1])
             continue
-        assert current is not None
-        # an action the replay has no seat to act for, or that is not legal where the replay
-        # stands: apply_id does not check (a Georgian Joker sample after one deal raised
-        # RuntimeError: the second deal's actions replayed on the first, shorter, deal)
+        # an action the replay has no seat to act for (one before any deal: a new match's
+        # first decision is its deal), or that is not legal where the replay stands: apply_id
+        # does not check (a Georgian Joker sample after one deal raised RuntimeError: the
+        # second deal's actions replayed on the first, shorter, deal)
         ids = replayed.legal_ids() if replayed.to_act() >= 0 else ()
         if item not in ids:
             raise TranscriptError(NOT_FROM_THE_START)
+        assert current is not None
         step: dict[str, Any] = {"seat": replayed.to_act()}
         if with_legal:
             step["legal"] = [replayed.action_str(a) for a in ids]

@@ -501,6 +501,22 @@ def test_a_determinized_state_after_one_deal_has_no_transcript_either(game_id):
     assert refused >= 3
 
 
+@pytest.mark.parametrize("moves", [0, 1, 2])
+def test_a_laid_out_position_has_no_transcript(moves):
+    """A Japanese Joker ``position`` has no deal in its history: bare, it replays to a new
+    match waiting for its deal; played on, its history starts with an action, which the
+    replay of a new match has no seat to act for. Either way export refuses it with the same
+    TranscriptError (an action first once reached the replay's step with no deal to add it
+    to: only an early check of the history's first item kept that from an AssertionError)."""
+    st = get_game("japanese_joker").position(trump="NT", hands=[["7D", "9C"], ["8D", "TC"]], to_act=0)
+    for _ in range(moves):
+        st.apply(st.legal_actions()[0])
+    assert len(st.history()) == moves and not st.deal_results()
+    with pytest.raises(TranscriptError) as info:
+        transcript.export(st)
+    assert str(info.value) == transcript.NOT_FROM_THE_START
+
+
 @pytest.mark.parametrize("game_id", GAMES)
 def test_thousands_of_seeded_deals(game_id):
     """3,000 seeded random deals per game (whole matches, under the defaults and every option
