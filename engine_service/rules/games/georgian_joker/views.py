@@ -65,9 +65,10 @@ class Trick:
 
 @dataclass(frozen=True)
 class DealRecord:
-    """The public story of the current deal (between deals: of the last deal)."""
+    """The public story of the current deal (between deals: of the last deal). A nine-card
+    deal's trump choice (GJ-3.5) is not in it: the view shows the trump from ``state.trump``
+    and the choice among the deal's actions (GJ-11.1)."""
 
-    trump_choice: int | None  # strain chosen by the forehand in a nine-card deal
     bids: tuple[int | None, ...]
     tricks: tuple[Trick, ...]
     current: tuple[Play, ...]
@@ -78,11 +79,8 @@ def deal_record(state: Any) -> DealRecord:
     """Rebuild the deal's public story from ``state.log`` (pure, no hidden information)."""
     log = state.log
     f = state.forehand
-    i = 0
-    choice = None
-    if log and A.TRUMP_BASE <= log[0] < A.TRUMP_BASE + 5:
-        choice = log[0] - A.TRUMP_BASE
-        i = 1
+    # a nine-card deal opens with the forehand's trump choice (GJ-3.5)
+    i = 1 if log and A.TRUMP_BASE <= log[0] < A.TRUMP_BASE + 5 else 0
     bids: list[int | None] = [None] * 4
     seat = f
     while i < len(log) and log[i] >= A.BID_BASE:
@@ -104,7 +102,7 @@ def deal_record(state: Any) -> DealRecord:
             tricks.append(Trick(leader, tuple(plays), winner))
             current, plays = [], []
             leader = seat = winner
-    return DealRecord(choice, tuple(bids), tuple(tricks), tuple(plays), leader)
+    return DealRecord(tuple(bids), tuple(tricks), tuple(plays), leader)
 
 
 def previous_deal_trick(state: Any) -> dict[str, Any] | None:
