@@ -64,7 +64,7 @@ from .cardgames_client import (DEFAULT_PORT, INT32_MAX, AdminClient, CardGamesEr
                                connect, default_target,
                                header_safe, int32_arg, python_value, read_root_certificates, seconds_arg, struct_value,
                                target_arg)
-from engine_service.bounded_read import TOKEN_LIMIT, FileRefused, read_bounded
+from engine_service.bounded_read import TOKEN_LIMIT, UnreadableFile, read_named
 from engine_service.command_line import check_text, drop_stdout, parse_args, stdout_guarded
 from engine_service.transport.generated import match_pb2
 
@@ -526,7 +526,7 @@ COMMANDS: dict[str, Callable[..., Any]] = {"list": cmd_list, "inspect": cmd_insp
 def read_token(args: argparse.Namespace, environ: dict[str, str] | os._Environ) -> str | None:
     """The admin token from --admin-token-file (``-``: stdin), else the environment; None when
     neither gives one (the server then answers UNAUTHENTICATED). Errors never quote it. The
-    file is read up to TOKEN_LIMIT (read_bounded): it was read whole, so ``/dev/zero`` filled
+    file is read up to TOKEN_LIMIT (read_named): it was read whole, so ``/dev/zero`` filled
     the memory and a named pipe no one writes to waited for ever."""
     if args.admin_token_file:
         source = "standard input" if args.admin_token_file == "-" else args.admin_token_file
@@ -534,11 +534,11 @@ def read_token(args: argparse.Namespace, environ: dict[str, str] | os._Environ) 
             if args.admin_token_file == "-":
                 raw = sys.stdin.read(TOKEN_LIMIT + 1)
                 if len(raw) > TOKEN_LIMIT:
-                    raise FileRefused(f"larger than {TOKEN_LIMIT} bytes")
+                    raise UsageError(f"the admin token file {source}: larger than {TOKEN_LIMIT} bytes")
             else:
-                raw = read_bounded(args.admin_token_file, TOKEN_LIMIT).decode("utf-8")
-        except FileRefused as exc:
-            raise UsageError(f"the admin token file {source}: {exc}") from None
+                raw = read_named(args.admin_token_file, TOKEN_LIMIT, "the admin token file").decode("utf-8")
+        except UnreadableFile as exc:
+            raise UsageError(str(exc)) from None
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read the admin token file {source}: "
                              f"{getattr(exc, 'strerror', None) or type(exc).__name__}") from None

@@ -420,6 +420,13 @@ def test_an_admin_token_file_that_holds_no_token_is_refused_before_any_call(caps
     monkeypatch.setattr(sys, "stdin", io.StringIO("a" * (64 * 1024 + 1)))
     status, out, err = in_process(capsys, monkeypatch, "list", "--admin-token-file", "-")
     assert status == 2 and "error: the admin token file standard input: larger than 65536 bytes" in err, err
+    # the file that cannot be read or is not text: one line naming it, the system's reason
+    missing, binary = tmp_path / "missing.token", tmp_path / "binary.token"
+    binary.write_bytes(b"\xff\xfe token")
+    for path, says in ((missing, f"cannot read the admin token file {missing}: No such file or directory"),
+                       (binary, f"cannot read the admin token file {binary}: UnicodeDecodeError")):
+        status, out, err = in_process(capsys, monkeypatch, "list", "--admin-token-file", str(path))
+        assert status == 2 and err.strip().endswith(f"error: {says}") and "token" not in out, err
 
 
 def test_standard_output_that_cannot_be_written_is_one_line(engine):
