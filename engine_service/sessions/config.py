@@ -59,7 +59,8 @@ class SessionConfig:
     max_bot_matches: int = 100
     #: Deals one match may play (thrown-in deals included): a match is ended (outcome
     #: ``terminated``, reason ``deal_limit``) by the action that scores the last of them, the next
-    #: deal not dealt (MatchWriter.past_deal_limit). The rules let a match
+    #: deal not dealt (MatchWriter.past_deal_limit), the end written with that action (a restart
+    #: with a higher limit does not let it go on). The rules let a match
     #: run for ever (Klaberjass and Jo-Jotte deals thrown in again and again, open-ended
     #: target scores), and a match's memory, summary and ``RevealDeals`` answer grow with
     #: every deal; at 1,000 deals a ``RevealDeals`` answer is ~2.3 MB, within the 4 MiB send

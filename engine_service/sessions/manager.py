@@ -1195,9 +1195,11 @@ class MatchManager:
             m.finished_mono = asyncio.get_running_loop().time()
         self._register(m)
         if self._writer.past_deal_limit(m):
-            # the action that reached max_match_deals was written and the end that follows it
-            # was not (the process stopped between the two writes), or the limit was lowered:
-            # end it now, as it would have been, rather than let the deal past the limit be played
+            # the limit was lowered, or a version before 2026-12-05 (which wrote the end apart
+            # from the action that reached max_match_deals) stopped between the two writes:
+            # end it now, as it would have been, rather than let the deal past the limit be played.
+            # This version writes that end with the action (MatchWriter.apply): a higher limit
+            # does not let such a match go on
             async with m.lock:
                 await self._writer.end_at_deal_limit(m)
         return m

@@ -29,7 +29,7 @@ from ..observability.metrics import Metrics
 from ..rules.errors import RulesError
 from ..rules.game import CHANCE
 from ..store import DuplicateClientAction, SequenceConflict, Store, StoreError
-from ..store.base import FINISHED, ActionRecord, DeckRecord, StoredMatch
+from ..store.base import FINISHED, ActionRecord, DeckRecord, MatchEnd, StoredMatch
 from .api import MatchEvent, MatchNotActive, SessionError, StaleSequence, Unavailable, ViewEnvelope
 from .chance import random_deck_record
 from .match import LiveMatch, SeatSlot, action_details, loggable_error, play_logged
@@ -106,7 +106,8 @@ class MatchWriter:
         dealt = m.deals_dealt
         # the deal past the deal limit is not dealt: the match ends with this action, whose
         # views would show the seats their hands of it and everyone its turn-up (KL-2.4)
-        if state.to_act() == CHANCE and not (self.max_deals and dealt >= self.max_deals):
+        at_limit = state.to_act() == CHANCE and bool(self.max_deals) and dealt >= self.max_deals
+        if state.to_act() == CHANCE and not at_limit:
             deck = m.decks.get(dealt)
             if deck is None:
                 deck = random_deck_record(m.game, dealt)
@@ -115,8 +116,11 @@ class MatchWriter:
             dealt += 1
         rec = ActionRecord(seq=m.seq + 1, seat=seat, action=action, by=by,
                            client_action_id=client_action_id, reason=reason, at=time.time())
+        # the end at the deal limit is written with the action that reaches it: the log says
+        # it only under the limit in force (a restart with a higher one would play on)
+        end = self._deal_limit_end(m, state) if at_limit else None
         try:
-            await self.store.append_action(m.match_id, rec, new_decks)
+            await self.store.append_action(m.match_id, rec, new_decks, end)
         except (SequenceConflict, DuplicateClientAction) as exc:
             # another writer (a process that was thought dead, or another replica) appended
             # to this log: the log is the truth, so catch up with it and let the caller decide
@@ -147,15 +151,17 @@ class MatchWriter:
         details = _scored_details(m, state, rec.seq, scored)
 
         event = dict(seq=rec.seq, seat=seat, action=action, by=by, reason=reason, details=details)
-        if state.is_over() or self.past_deal_limit(m):
-            # over by the rules, or past the deal limit: either way the durable log says so,
-            # and the action's event shows the match as it ended (no deadline, no next deal)
-            if state.is_over():
+        if state.is_over() or end is not None:
+            # over by the rules (the durable log says so), or at the deal limit (written with
+            # the action): the action's event shows the match as it ended (no deadline, no
+            # next deal)
+            if end is None:
                 self.mark_over(m, "finished", self.result(m, "completed"), "completed")
             else:
-                self._mark_deal_limit(m)
+                self._mark_deal_limit(m, end)
             self.publish(m, "action", **event)
-            await self._store_end(m)
+            if end is None:
+                await self._store_end(m)
             self.announce_end(m)
         else:
             self.schedule(m)  # first: the events carry the new deadline
@@ -177,29 +183,35 @@ class MatchWriter:
 
     async def end_at_deal_limit(self, m: LiveMatch) -> None:
         """End a match past the deal limit (:meth:`past_deal_limit`) that is still played: one
-        read back so (MatchManager._load: the process stopped between the action that reached
-        the limit and the end's write, or the limit was lowered) or caught up so
-        (:meth:`end_past_deal_limit`). As :meth:`apply` ends it after such an action of its own."""
-        self._mark_deal_limit(m)
+        read back so (MatchManager._load: the limit was lowered, or a version before
+        2026-12-05 stopped between the action that reached it and the end, a write of its own
+        then) or caught up so (:meth:`end_past_deal_limit`: another writer's action, or this
+        one's whose append was answered with an error). :meth:`apply` writes the end with such
+        an action of its own."""
+        self._mark_deal_limit(m, self._deal_limit_end(m, m.state))
         await self._store_end(m)
         self.announce_end(m)
 
-    def _mark_deal_limit(self, m: LiveMatch) -> None:
-        """Mark ``m`` over at the deal limit: it has played ``max_deals`` deals (outcome
-        ``terminated``, reason ``deal_limit``, SessionConfig.max_match_deals). Like a match
-        the rules completed, this end follows from the durable log (the action that scored
-        the last deal, the next one not dealt), so the match is over whatever the status
-        write does (:meth:`_store_end`). It used to deal the next deal with that action (the
-        seats saw their hands of it, everyone its turn-up, RevealDeals opened it) and to go
-        on playing it when the end could not be written. Only a restart with a higher limit
-        before the status is written lets such a match go on."""
+    def _deal_limit_end(self, m: LiveMatch, state: Any) -> MatchEnd:
+        """The end of ``m`` at the deal limit, ``state`` being its state at that point (outcome
+        ``terminated``, reason ``deal_limit``, SessionConfig.max_match_deals): the deal past it
+        is not dealt, so the commitments are those of the deals dealt."""
+        return MatchEnd("terminated", self.result(m, "terminated", winners=[], reason="deal_limit", state=state),
+                        time.time(), m.deal_commitments())
+
+    def _mark_deal_limit(self, m: LiveMatch, end: MatchEnd) -> None:
+        """Mark ``m`` over at the deal limit with ``end``: it has played ``max_deals`` deals.
+        It used to deal the next deal with the action that reached the limit (the seats saw
+        their hands of it, everyone its turn-up, RevealDeals opened it) and to go on playing it
+        when the end could not be written."""
         played = m.deals_dealt if m.state.to_act() == CHANCE else m.deals_dealt - 1
         m.log.warning("match_deal_limit", deals=played, limit=self.max_deals)
-        self.mark_over(m, "terminated", self.result(m, "terminated", winners=[], reason="deal_limit"), "terminated")
+        self.mark_over(m, end.status, dict(end.result), "terminated", end.ended_at)
 
     async def _store_end(self, m: LiveMatch) -> None:
-        """Write the status of a match its last action ended (completed by the rules, or at the
-        deal limit: :meth:`_mark_deal_limit`). The log is durable already,
+        """Write the status of a match its last action ended (completed by the rules; or past
+        the deal limit, read back or caught up so: :meth:`end_at_deal_limit`; :meth:`apply`
+        writes an end at the limit with its action). The log is durable already,
         so the match is over whatever this write does; a failed one is written again in the
         background (``status_soon``: :meth:`.seating.Seating.write_status_soon`), the match
         kept in memory until it is. It was only logged: the store held the match active until
@@ -269,7 +281,13 @@ class MatchWriter:
         if ended:
             await self._store_end(m)
             self.announce_end(m)
-        elif not (new and self.past_deal_limit(m)):
+        elif new and self.past_deal_limit(m):
+            if stored.record.status in FINISHED:
+                # the end written with the action that reached the limit (:meth:`apply`), its
+                # answer lost: followed as the store has it, not written again
+                self.follow_end(m, stored)
+            # else the caller ends it (end_past_deal_limit)
+        else:
             self.schedule(m)
         return len(new)
 
@@ -293,10 +311,12 @@ class MatchWriter:
     # ---- the end of a match -------------------------------------------------------------
 
     @staticmethod
-    def result(m: LiveMatch, outcome: str, winners: list[int] | None = None, **info: Any) -> dict[str, Any]:
+    def result(m: LiveMatch, outcome: str, winners: list[int] | None = None, *, state: Any = None,
+               **info: Any) -> dict[str, Any]:
         """The session's result: the rules' totals, the winners (the rules', or the
-        opponent after a resignation or forfeit), ``outcome`` and why it ended."""
-        result = dict(m.state.result())
+        opponent after a resignation or forfeit), ``outcome`` and why it ended. ``state``:
+        the rules' state it is read from when not ``m.state`` yet (an action not written)."""
+        result = dict((m.state if state is None else state).result())
         result["outcome"] = outcome
         result["over"] = True
         if winners is not None:

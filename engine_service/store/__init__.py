@@ -8,13 +8,13 @@ import os
 
 from ..observability.metrics import Metrics
 from .base import (ActionRecord, CorruptDatabase, CreateIdTaken, DatabaseReadOnly, DeckRecord, DuplicateClientAction,  # noqa: F401
-                   MatchExists, MatchListing, MatchNotWaiting, MatchRecord, MigrationFailed, NotADatabase,
+                   MatchEnd, MatchExists, MatchListing, MatchNotWaiting, MatchRecord, MigrationFailed, NotADatabase,
                    OwnershipLost, PruneCounts, PrunedBatch, SeatRecord, SequenceConflict, Store,
                    StoredMatch, StoreError, StoreInUse, UnknownMatch)
 from .memory import MemoryStore
 from .sqlite import SqliteStore
 
-__all__ = ["ActionRecord", "CorruptDatabase", "CreateIdTaken", "DatabaseReadOnly", "DeckRecord", "DuplicateClientAction", "MatchExists",
+__all__ = ["ActionRecord", "CorruptDatabase", "CreateIdTaken", "DatabaseReadOnly", "DeckRecord", "DuplicateClientAction", "MatchEnd", "MatchExists",
            "MatchListing", "MatchNotWaiting", "MatchRecord", "MemoryStore", "MigrationFailed", "NotADatabase",
            "OwnershipLost", "PruneCounts", "PrunedBatch", "SeatRecord",
            "SequenceConflict", "SqliteStore", "Store", "StoredMatch", "StoreError", "StoreInUse",

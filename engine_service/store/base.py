@@ -19,7 +19,8 @@ module:
 * a unique ``create_hash`` across all matches (the hash of CreateMatch's ``client_create_id``;
   schema 7): a second match with the same one is a :class:`CreateIdTaken`, so that one id
   never creates two matches, whatever the callers;
-* one transaction per call: an action and the deck it makes necessary are written together,
+* one transaction per call: an action and the deck it makes necessary are written together
+  (with the match's end when the action ends it at the server's deal limit: :class:`MatchEnd`),
   and so are a match's start, its last seat and its first deck (:meth:`Store.start_match`).
 
 Every method is a coroutine and must not block the event loop; every write is durable when it
@@ -212,6 +213,19 @@ class ActionRecord:
 
 
 @dataclass(frozen=True)
+class MatchEnd:
+    """A match's end written with the action that ends it (:meth:`Store.append_action`): what
+    :meth:`Store.set_status` writes at an end. The end at the server's deal limit
+    (``max_match_deals``) follows from the log only under the limit in force: written apart,
+    a process that died between the two writes and came back with a higher limit played on."""
+
+    status: str
+    result: Mapping[str, Any]
+    ended_at: float
+    deal_commitments: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class StoredMatch:
     """Everything needed to rebuild a match."""
 
@@ -388,8 +402,10 @@ class Store(ABC):
 
     @abstractmethod
     async def append_action(self, match_id: str, action: ActionRecord,
-                            decks: Sequence[DeckRecord] = ()) -> None:
-        """Append one action, and the decks it makes necessary, in one transaction.
+                            decks: Sequence[DeckRecord] = (), end: MatchEnd | None = None) -> None:
+        """Append one action, and the decks it makes necessary, in one transaction; with
+        ``end``, the match's status, result, end time and commitments too (as
+        :meth:`set_status`), in the same transaction.
 
         SequenceConflict when ``action.seq`` exists; DuplicateClientAction when the seat's
         ``client_action_id`` was used before in this match.

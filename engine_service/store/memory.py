@@ -12,8 +12,8 @@ from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from ..observability.metrics import Metrics
-from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, CreateIdTaken, DeckRecord, DuplicateClientAction, MatchExists,
-                   MatchListing, MatchNotWaiting, MatchRecord, PruneCounts, PrunedBatch, SeatRecord,
+from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, CreateIdTaken, DeckRecord, DuplicateClientAction, MatchEnd,
+                   MatchExists, MatchListing, MatchNotWaiting, MatchRecord, PruneCounts, PrunedBatch, SeatRecord,
                    SequenceConflict, Store, StoredMatch, StoreError, UnknownMatch)
 
 
@@ -160,7 +160,7 @@ class MemoryStore(Store):
             row.record = replace(row.record, status="active")
 
     async def append_action(self, match_id: str, action: ActionRecord,
-                            decks: Sequence[DeckRecord] = ()) -> None:
+                            decks: Sequence[DeckRecord] = (), end: MatchEnd | None = None) -> None:
         with self._timer.write("append_action"):
             self._check()
             row = self._row(match_id)
@@ -179,6 +179,9 @@ class MemoryStore(Store):
                 row.client_ids.add(key)
             for d in decks:
                 row.decks[d.deal] = d
+            if end is not None:
+                row.record = replace(row.record, status=end.status, result=_frozen(end.result),
+                                     ended_at=end.ended_at, deal_commitments=tuple(end.deal_commitments))
 
     async def append_decks(self, match_id: str, decks: Sequence[DeckRecord]) -> None:
         with self._timer.write("append_decks"):

@@ -80,7 +80,7 @@ import structlog
 
 from ..observability.metrics import Metrics
 from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, CreateIdTaken, DatabaseReadOnly, DeckRecord,
-                   DuplicateClientAction, MatchExists, MatchListing, MatchNotWaiting, MatchRecord,
+                   DuplicateClientAction, MatchEnd, MatchExists, MatchListing, MatchNotWaiting, MatchRecord,
                    MigrationFailed, NotADatabase, OwnershipLost, PruneCounts, PrunedBatch, SeatRecord,
                    SequenceConflict, Store, StoredMatch, StoreError, UnknownMatch)
 from .pg_ownership import (CHECK_S, CLIENT_KEEPALIVES, SERVER_KEEPALIVES, SERVER_WINDOW_S,
@@ -1037,13 +1037,13 @@ class PostgresStore(Store):
                 (at, ids, numbers))
         await self._write("touch_absences", fn)
 
+    _SET_STATUS = "UPDATE matches SET status = %s, result = %s, ended_at = %s, deal_commitments = %s WHERE match_id = %s"
+
     async def set_status(self, match_id: str, status: str, result: Mapping[str, Any] | None = None,
                          ended_at: float | None = None, deal_commitments: Sequence[str] = ()) -> None:
         async def fn(tx: _Transaction) -> None:
-            if not await tx.write(
-                    "UPDATE matches SET status = %s, result = %s, ended_at = %s, deal_commitments = %s "
-                    f"WHERE match_id = %s RETURNING {XID}",
-                    (status, _json(result), ended_at, list(deal_commitments) or None, match_id)):
+            if not await tx.write(f"{self._SET_STATUS} RETURNING {XID}",
+                                  (status, _json(result), ended_at, list(deal_commitments) or None, match_id)):
                 raise UnknownMatch(f"no match {match_id!r}")
         await self._write("set_status", fn)
 
@@ -1069,15 +1069,15 @@ class PostgresStore(Store):
         "WHERE %(seq)s = (SELECT coalesce(max(seq), 0) + 1 FROM match_actions WHERE match_id = %(m)s)")
 
     async def append_action(self, match_id: str, action: ActionRecord,
-                            decks: Sequence[DeckRecord] = ()) -> None:
+                            decks: Sequence[DeckRecord] = (), end: MatchEnd | None = None) -> None:
         params = dict(m=match_id, seq=action.seq, seat=action.seat, action=action.action, by=action.by,
                       cid=action.client_action_id or None, reason=action.reason, at=action.at)
 
         async def fn(tx: _Transaction) -> None:
             """The action, at the next seq only (the WHERE), or the reason why not; then the
-            decks. The common case (no deck) is that statement and the COMMIT."""
+            decks and the end. The common case (neither) is that statement and the COMMIT."""
             try:
-                opening = tx.begin if decks else tx.write  # with a deck: more statements follow
+                opening = tx.begin if decks or end else tx.write  # more statements follow
                 inserted = await opening(f"{self._APPEND} RETURNING {XID}", params)
             except pg_errors.ForeignKeyViolation:
                 raise UnknownMatch(f"no match {match_id!r}") from None
@@ -1096,6 +1096,9 @@ class PostgresStore(Store):
                     raise SequenceConflict(f"match {match_id!r} has an action at seq {action.seq}")
                 raise StoreError(f"match {match_id!r}: seq {action.seq} is not the next one")
             await self._insert_decks(tx.conn, match_id, decks)
+            if end is not None:  # the match exists: its action was just inserted
+                await tx.conn.execute(self._SET_STATUS, (end.status, _json(end.result), end.ended_at,
+                                                         list(end.deal_commitments) or None, match_id))
         await self._write("append_action", fn)
 
     async def append_decks(self, match_id: str, decks: Sequence[DeckRecord]) -> None:

@@ -42,7 +42,7 @@ import structlog
 
 from ..observability.metrics import Metrics
 from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, CorruptDatabase, CreateIdTaken, DatabaseReadOnly,
-                   DeckRecord, DuplicateClientAction, MatchExists, MatchListing, MatchNotWaiting, MatchRecord,
+                   DeckRecord, DuplicateClientAction, MatchEnd, MatchExists, MatchListing, MatchNotWaiting, MatchRecord,
                    MigrationFailed, NotADatabase, PruneCounts, PrunedBatch, SeatRecord, SequenceConflict, Store,
                    StoredMatch, StoreError, UnknownMatch)
 from .ownership import FileOwnership
@@ -944,13 +944,18 @@ class SqliteStore(Store):
     async def set_status(self, match_id: str, status: str, result: Mapping[str, Any] | None = None,
                          ended_at: float | None = None, deal_commitments: Sequence[str] = ()) -> None:
         def fn(c: sqlite3.Connection) -> None:
-            cur = c.execute("UPDATE matches SET status = ?, result = ?, ended_at = ?, deal_commitments = ? "
-                            "WHERE match_id = ?",
-                            (status, None if result is None else _dumps(dict(result)), ended_at,
-                             _dumps(list(deal_commitments)) if deal_commitments else None, match_id))
-            if cur.rowcount == 0:
-                raise UnknownMatch(f"no match {match_id!r}")
+            self._update_status(c, match_id, status, result, ended_at, deal_commitments)
         await self._write("set_status", fn)
+
+    @staticmethod
+    def _update_status(c: sqlite3.Connection, match_id: str, status: str, result: Mapping[str, Any] | None,
+                       ended_at: float | None, deal_commitments: Sequence[str]) -> None:
+        cur = c.execute("UPDATE matches SET status = ?, result = ?, ended_at = ?, deal_commitments = ? "
+                        "WHERE match_id = ?",
+                        (status, None if result is None else _dumps(dict(result)), ended_at,
+                         _dumps(list(deal_commitments)) if deal_commitments else None, match_id))
+        if cur.rowcount == 0:
+            raise UnknownMatch(f"no match {match_id!r}")
 
     async def start_match(self, match_id: str, seats: Sequence[SeatRecord] = (),
                           decks: Sequence[DeckRecord] = ()) -> None:
@@ -967,7 +972,7 @@ class SqliteStore(Store):
         await self._write("start_match", fn)
 
     async def append_action(self, match_id: str, action: ActionRecord,
-                            decks: Sequence[DeckRecord] = ()) -> None:
+                            decks: Sequence[DeckRecord] = (), end: MatchEnd | None = None) -> None:
         def fn(c: sqlite3.Connection) -> None:
             known, last = c.execute(  # one statement: the match exists, and its last seq
                 "SELECT (SELECT 1 FROM matches WHERE match_id = ?), "
@@ -988,6 +993,8 @@ class SqliteStore(Store):
             except sqlite3.IntegrityError:
                 raise DuplicateClientAction(f"client_action_id reused in match {match_id!r}") from None
             self._insert_decks(c, match_id, decks)
+            if end is not None:
+                self._update_status(c, match_id, end.status, end.result, end.ended_at, end.deal_commitments)
         await self._write("append_action", fn)
 
     async def append_decks(self, match_id: str, decks: Sequence[DeckRecord]) -> None:

@@ -79,8 +79,8 @@ class FaultyStore:
     async def append_decks(self, match_id, decks):
         return await self._write("append_decks", lambda: self.inner.append_decks(match_id, decks))
 
-    async def append_action(self, match_id, action, decks=()):
-        return await self._write("append_action", lambda: self.inner.append_action(match_id, action, decks))
+    async def append_action(self, match_id, action, decks=(), end=None):
+        return await self._write("append_action", lambda: self.inner.append_action(match_id, action, decks, end))
 
     async def load_match(self, match_id):
         await self._jitter()

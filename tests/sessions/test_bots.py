@@ -362,11 +362,11 @@ class _BotWritesGated:
     def __getattr__(self, name):
         return getattr(self.inner, name)
 
-    async def append_action(self, match_id, action, decks=()):
+    async def append_action(self, match_id, action, decks=(), end=None):
         if action.by == "bot" and not self.gate.is_set():
             self.waiting = True
             await self.gate.wait()
-        return await self.inner.append_action(match_id, action, decks)
+        return await self.inner.append_action(match_id, action, decks, end)
 
 
 def test_a_presence_change_while_a_bot_move_is_written_asks_the_bot_nothing_more():

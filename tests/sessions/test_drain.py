@@ -44,12 +44,12 @@ class GatedAppends(MemoryStore):
         self.used_while_closed = []
         await super().close()
 
-    async def append_action(self, match_id, action, decks=()):
+    async def append_action(self, match_id, action, decks=(), end=None):
         if self.gate is not None:
             await self.gate.wait()
         if not self._open:
             self.used_while_closed.append("append_action")
-        return await super().append_action(match_id, action, decks)
+        return await super().append_action(match_id, action, decks, end)
 
 
 async def _stored_but_not_loaded(store: GatedLoads) -> tuple[str, list[Principal]]:

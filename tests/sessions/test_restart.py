@@ -447,23 +447,27 @@ def test_the_takeover_bot_of_a_departed_seat_is_not_timed_out_by_the_workers_sta
 
 @pytest.mark.parametrize("log_form", ["reached", "dealt_past"])
 def test_a_match_past_its_deal_limit_at_the_crash_ends_when_it_is_resumed(tmp_path, log_form):
-    """max_match_deals: the action that reaches the limit is written, then the match's end
-    (terminated, deal_limit) is: two writes. A crash between them left the match active
-    after the restart, played on. It is now ended when it is resumed, as it would have been;
-    the action is not undone. ``reached``: the log as this version writes it, the deal past
-    the limit not dealt: it is not dealt at the restart either (no deck is written). A log
-    whose action dealt it (``dealt_past``: written by a version that dealt it, or before the
-    limit was lowered; here without a limit) ends the same way."""
+    """max_match_deals: versions before 2026-12-05 wrote the action that reaches the limit,
+    then the match's end (terminated, deal_limit): two writes. A crash between them left the
+    match active after the restart, played on. It is ended when it is resumed under the same
+    limit, as it would have been; the action is not undone. ``reached``: the deal past the
+    limit not dealt (the action written without its end, as those versions did, and the
+    process dies): it is not dealt at the restart either (no deck is written). A log whose
+    action dealt it (``dealt_past``: written by a version that dealt it, or before the limit
+    was lowered; here without a limit) ends the same way."""
     path = tmp_path / "m.sqlite3"
 
     async def before():
         mgr = sqlite_manager(path, max_match_deals=1000 if log_form == "dealt_past" else 1)
         await mgr.start()
+        append = mgr._store.append_action
 
-        async def dies_before_the_end(m):
-            crash(mgr._store)  # the process dies right after the action's write
-            raise asyncio.CancelledError
-        mgr._writer._store_end = dies_before_the_end
+        async def without_its_end(match_id, action, decks=(), end=None):
+            await append(match_id, action, decks)
+            if end is not None:
+                crash(mgr._store)  # the process dies right after the action's write
+                raise asyncio.CancelledError
+        mgr._store.append_action = without_its_end
         s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
         ps = [mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, i, f"p{i}")).token)
               for i in range(2)]
@@ -495,6 +499,51 @@ def test_a_match_past_its_deal_limit_at_the_crash_ends_when_it_is_resumed(tmp_pa
     assert summary.result["outcome"] == "terminated" and summary.result["reason"] == "deal_limit"
     assert active == 0
     assert stored.record.status == "terminated" and len(stored.decks) == dealt
+
+
+def test_a_match_that_reached_its_deal_limit_stays_ended_after_a_restart_with_a_higher_one(tmp_path):
+    """max_match_deals: the end at the limit is written in the transaction of the action that
+    reaches it. It was a second write: a process that died between the two, restarted with a
+    higher ``--max-match-deals``, found the match active and under its limit, dealt the deal
+    past the old limit and played on (docs/operations.md said so). Here the process dies as
+    soon as that action's write returns, and the restart with a limit of 5 serves the match
+    ended as it was (terminated, deal_limit), the next deal never dealt."""
+    path = tmp_path / "m.sqlite3"
+
+    async def before():
+        mgr = sqlite_manager(path, max_match_deals=1)
+        await mgr.start()
+        append = mgr._store.append_action
+
+        async def dies_after_the_write(*args, **kwargs):
+            await append(*args, **kwargs)
+            if mgr._matches[args[0]].seq == 3:  # the fourth pass: it reaches the limit
+                crash(mgr._store)
+                raise asyncio.CancelledError
+        mgr._store.append_action = dies_after_the_write
+        s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+        ps = [mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, i, f"p{i}")).token)
+              for i in range(2)]
+        for n in range(4):  # four passes throw the first deal in (KL-3.5)
+            m = mgr._matches[s.match_id]
+            with pytest.raises(asyncio.CancelledError) if n == 3 else contextlib.nullcontext():
+                await mgr.submit_action(s.match_id, ps[m.state.to_act()], "pass", m.seq, f"p{n}")
+        return s.match_id
+
+    match_id = run(before())
+
+    async def after():
+        mgr = sqlite_manager(path, max_match_deals=5)
+        await mgr.start()
+        try:
+            return await mgr.get_match(match_id), await mgr._store.load_match(match_id)
+        finally:
+            await mgr.close()
+
+    summary, stored = run(after())
+    assert (summary.status, summary.seq) == ("terminated", 4)
+    assert (summary.result["outcome"], summary.result["reason"]) == ("terminated", "deal_limit")
+    assert stored.record.status == "terminated" and len(stored.decks) == 1, "the next deal not dealt"
 
 
 def test_a_second_writer_on_the_same_log_is_caught_up_not_overwritten():

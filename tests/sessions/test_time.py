@@ -439,13 +439,13 @@ class _TakeoverWritesGated(MemoryStore):
         self.waiting = False
         self.fail = fail
 
-    async def append_action(self, match_id, action, decks=()):
+    async def append_action(self, match_id, action, decks=(), end=None):
         if action.reason == "takeover" and not self.gate.is_set():
             self.waiting = True
             await self.gate.wait()
             if self.fail:
                 raise StoreError("the database is unreachable")
-        return await super().append_action(match_id, action, decks)
+        return await super().append_action(match_id, action, decks, end)
 
 
 async def _back_while_the_takeover_move_is_written(mgr, store):

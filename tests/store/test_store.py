@@ -16,7 +16,7 @@ from dataclasses import replace
 import pytest
 
 from engine_service.observability.metrics import Metrics
-from engine_service.store import (ActionRecord, CorruptDatabase, DeckRecord, DuplicateClientAction, MatchExists,
+from engine_service.store import (ActionRecord, CorruptDatabase, DeckRecord, DuplicateClientAction, MatchEnd, MatchExists,
                                   MatchNotWaiting, MatchRecord, MemoryStore, NotADatabase, SeatRecord,
                                   SequenceConflict, SqliteStore, StoreError, UnknownMatch, open_store)
 from engine_service.store.base import SCHEME_WHOLE_DECK, new_salt
@@ -313,6 +313,66 @@ def test_a_failed_append_writes_nothing(kind, make):
 
     got = run(go())
     assert got.actions == () and got.decks == (DECK0,)
+
+
+END = MatchEnd("terminated", {"outcome": "terminated", "reason": "deal_limit", "winners": []}, 9.5, ("c0",))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_append_with_the_matchs_end_writes_both_or_neither(kind, make):
+    """The end at the deal limit is written with the action that reaches it (MatchEnd): the
+    status, result, end time and commitments as set_status writes them. An append refused
+    (its seq is taken) writes no end either."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record("m1", status="active"), [DECK0])
+        await st.create_match(record("m2", status="active"), [DECK0])
+        await st.append_action("m1", ActionRecord(1, 0, "pass"), [], END)
+        await st.append_action("m2", ActionRecord(1, 0, "pass"))
+        with pytest.raises(SequenceConflict):
+            await st.append_action("m2", ActionRecord(1, 1, "pass"), [], END)
+        got = await st.load_match("m1"), await st.load_match("m2")
+        await st.close()
+        return got
+
+    ended, refused = run(go())
+    r = ended.record
+    assert [a.seq for a in ended.actions] == [1]
+    assert (r.status, dict(r.result), r.ended_at, r.deal_commitments) == (
+        "terminated", dict(END.result), 9.5, ("c0",))
+    assert [a.action for a in refused.actions] == ["pass"] and refused.actions[0].seat == 0
+    assert (refused.record.status, refused.record.result, refused.record.ended_at) == ("active", None, None)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_an_append_whose_end_is_refused_undoes_the_action(kind, make, request):
+    """A database that refuses the end written with an action (here a trigger on the status;
+    in life a lost connection, a full disk) rolls the action back too: the match stays active
+    at its seq, to be ended by the action's retry."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record(status="active"), [DECK0])
+        refuse = "the match may not end"
+        if kind == "sqlite":
+            await st._run(lambda: st._db().execute(
+                "CREATE TRIGGER no_end BEFORE UPDATE OF status ON matches WHEN NEW.status = 'terminated' "
+                f"BEGIN SELECT RAISE(ABORT, '{refuse}'); END"))
+        else:
+            db, (schema, _) = request.getfixturevalue("pg_database"), request.getfixturevalue("pg_schema")
+            db.execute("CREATE FUNCTION no_end() RETURNS trigger LANGUAGE plpgsql AS "
+                       f"$$ BEGIN RAISE EXCEPTION '{refuse}'; END $$", schema=schema)
+            db.execute("CREATE TRIGGER no_end BEFORE UPDATE OF status ON matches FOR EACH ROW "
+                       "WHEN (NEW.status = 'terminated') EXECUTE FUNCTION no_end()", schema=schema)
+        with pytest.raises(StoreError, match=refuse):
+            await st.append_action("m1", ActionRecord(1, 0, "pass"), [DECK1], END)
+        got = await st.load_match("m1")
+        await st.close()
+        return got
+
+    got = run(go())
+    assert got.actions == () and got.decks == (DECK0,) and got.record.status == "active"
 
 
 LAST = SeatRecord(seat=1, player_name="bob", token_hash="t-last", joined_at=6.0, join_hash="j-last")
