@@ -12,8 +12,8 @@ from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from ..observability.metrics import Metrics
-from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, CreateIdTaken, DeckRecord, DuplicateClientAction, MatchEnd,
-                   MatchExists, MatchListing, MatchNotWaiting, MatchRecord, PruneCounts, PrunedBatch, SeatRecord,
+from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, CreateIdTaken, DeckRecord, DuplicateClientAction,
+                   MatchEnd, MatchExists, MatchListing, MatchNotWaiting, MatchRecord, PruneCounts, PrunedBatch, SeatRecord,
                    SequenceConflict, Store, StoredMatch, StoreError, UnknownMatch)
 
 

@@ -1037,7 +1037,8 @@ class PostgresStore(Store):
                 (at, ids, numbers))
         await self._write("touch_absences", fn)
 
-    _SET_STATUS = "UPDATE matches SET status = %s, result = %s, ended_at = %s, deal_commitments = %s WHERE match_id = %s"
+    _SET_STATUS = ("UPDATE matches SET status = %s, result = %s, ended_at = %s, deal_commitments = %s "
+                   "WHERE match_id = %s")
 
     async def set_status(self, match_id: str, status: str, result: Mapping[str, Any] | None = None,
                          ended_at: float | None = None, deal_commitments: Sequence[str] = ()) -> None:
