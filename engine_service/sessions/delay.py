@@ -62,7 +62,7 @@ class SpectatorCursor:
 
         # a copy: the views already queued for spectators may share the old state's parts
         state = self.state = self.state.clone()
-        self.dealt = play_logged(state, rec, m.decks, self.dealt)
+        self.dealt = play_logged(state, rec, m.decks, self.dealt, m.dealt_at_most())
         self.seq = rec.seq
         self.envelope = None
         before, self.scored = self.scored, len(state.deal_results())

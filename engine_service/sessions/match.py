@@ -33,11 +33,13 @@ def action_details(scored_before: int, scored_after: int) -> dict[str, Any]:
     return {"deal_scored": scored_after - 1} if scored_after > scored_before else {}
 
 
-def play_logged(state: State, rec: ActionRecord, decks: dict[int, DeckRecord], dealt: int) -> int:
+def play_logged(state: State, rec: ActionRecord, decks: dict[int, DeckRecord], dealt: int,
+                most: int | None = None) -> int:
     """Apply a logged action to ``state`` and deal the deck it makes due, when that deck is
-    known, as the writer did; returns how many decks are dealt now."""
+    known and fewer than ``most`` decks are dealt (None: no bound), as the writer did; returns
+    how many decks are dealt now. ``most``: :meth:`LiveMatch.dealt_at_most`."""
     state.apply(rec.action, rec.seat)
-    if state.to_act() == CHANCE and dealt in decks:
+    if state.to_act() == CHANCE and dealt in decks and (most is None or dealt < most):
         state.deal(decks[dealt].cards)
         dealt += 1
     return dealt
@@ -215,7 +217,10 @@ class LiveMatch:
         # seq -> (the state after that many actions, decks dealt), every CHECKPOINT_EVERY
         # actions, taken by the folds of past positions (a resumed watch, a retried action)
         self._checkpoints: dict[int, tuple[State, int]] = {}
-        self.state, self.deals_dealt = self.fold(len(self.actions), checkpoints=False)
+        # an ended match deals no deck past those it had dealt, recorded with its end as their
+        # commitments (none recorded: schema < 4, or no deal dealt; no bound then)
+        most = len(record.deal_commitments) if self.over and record.deal_commitments else None
+        self.state, self.deals_dealt = self._fold(len(self.actions), False, most)
         self.policy = absence_policy(self.game)
         # delayed spectators (.delay): the last seq released to them, and their position
         self.spectators_seen = self.spectator_horizon()
@@ -280,11 +285,21 @@ class LiveMatch:
         for w in self.watchers:
             w.beat()
 
+    def dealt_at_most(self) -> int | None:
+        """How many decks a replay of the log may deal: an ended match's, those it had dealt
+        (None: no bound while it is played). The action that reaches ``--max-match-deals``
+        ends the match with the next deal due and not dealt (MatchWriter.apply); an admin may
+        have given that deal's deck ahead, and a replay dealt it: the match read back (after
+        its eviction or a restart) showed the seats their hands of a deal never dealt, named
+        its commitment and revealed its deck (RevealDeals), and an export showed it dealt."""
+        return self.deals_dealt if self.over else None
+
     def fold(self, seq: int, checkpoints: bool = True) -> tuple[State, int]:
         """The state after the first ``seq`` actions, and how many decks it has dealt.
 
-        A deal that is due after the last folded action is dealt when its deck is known;
-        otherwise the state is left waiting for it (CHANCE) and the caller supplies one.
+        A deal that is due after the last folded action is dealt when its deck is known (and
+        :meth:`dealt_at_most` allows); otherwise the state is left waiting for it (CHANCE) and
+        the caller supplies one.
 
         Starts from the nearest checkpoint at or before ``seq`` and, with ``checkpoints``,
         leaves one every :data:`CHECKPOINT_EVERY` actions it passes: a fold of a late position
@@ -292,6 +307,10 @@ class LiveMatch:
         action, which a client could repeat at will. Loading a match takes none (an idle match
         keeps no copies).
         """
+        return self._fold(seq, checkpoints, self.dealt_at_most())
+
+    def _fold(self, seq: int, checkpoints: bool, most: int | None) -> tuple[State, int]:
+        """:meth:`fold`, dealing at most ``most`` decks (None: no bound)."""
         start = max((k for k in self._checkpoints if k <= seq), default=0)
         if start:
             saved, dealt = self._checkpoints[start]
@@ -308,7 +327,7 @@ class LiveMatch:
                 at = f"the action at seq {rec.seq} (seat {rec.seat}, {rec.action!r})"
                 if state.to_act() == CHANCE:
                     raise CorruptLog(f"no deck for deal {dealt} before seq {rec.seq}")
-                dealt = play_logged(state, rec, self.decks, dealt)
+                dealt = play_logged(state, rec, self.decks, dealt, most)
                 # not while a deal waits for its deck: the deck may be known later
                 if (checkpoints and rec.seq % CHECKPOINT_EVERY == 0 and rec.seq not in self._checkpoints
                         and state.to_act() != CHANCE):
@@ -336,8 +355,9 @@ class LiveMatch:
         (:func:`action_details`; ``{}`` when ``details`` is False)."""
         state, dealt = self.fold(after_seq)
         scored = len(state.deal_results()) if details else 0
+        most = self.dealt_at_most()
         for rec in self.actions[after_seq:upto_seq]:
-            dealt = play_logged(state, rec, self.decks, dealt)
+            dealt = play_logged(state, rec, self.decks, dealt, most)
             extra: dict[str, Any] = {}
             if details:
                 now = len(state.deal_results())

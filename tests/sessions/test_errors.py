@@ -992,6 +992,39 @@ def test_the_deal_past_the_limit_is_not_dealt(game_id):
         assert (env.view.get("table") or {}).get("turn_up") is None
 
 
+@pytest.mark.parametrize("game_id", GAMES)
+def test_the_deal_past_the_limit_is_not_dealt_from_a_deck_the_admin_gave_ahead(game_id):
+    """As above, the admin having given the decks of the first two deals: the second is due
+    and known when the limit ends the match, and is not dealt either, nor when the match is
+    read back after its eviction (or a restart). A replay of the log dealt it: the export
+    showed it dealt, and the match read back showed each seat its hand of it, named its
+    commitment and revealed its deck (KL-2.10, JJ-2.8, JJK-9.7, GJ-11.3)."""
+    from engine_service.rules.cards import card_code
+
+    game, rng = get_game(game_id), random.Random(game_id)
+    decks = [[card_code(c) for c in rng.sample(list(game.pack), len(game.pack))] for _ in range(2)]
+
+    async def go():
+        async with manager(config(max_match_deals=1, heartbeat_interval_s=60, finished_retention_s=0)) as mgr:
+            match_id, ps = await open_match(mgr, game_id, decks=decks)
+            await play_random(mgr, match_id, ps, random.Random(game_id))
+            live = await mgr.export_transcript(match_id)
+            evicted = mgr.evict_finished()
+            m = await mgr._get(match_id)  # read back from the store
+            views = [await mgr.get_view(match_id, p) for p in [*ps, Principal("spectator", match_id)]]
+            return (evicted, live, m, await mgr.get_match(match_id), views,
+                    await mgr.reveal_deals(match_id, ps[0]), await mgr.export_transcript(match_id))
+
+    evicted, live, m, summary, views, reveals, read_back = run(go())
+    assert (summary.result["outcome"], summary.result["reason"]) == ("terminated", "deal_limit")
+    assert evicted == 1 and len(live["deals"]) == 1 and len(read_back["deals"]) == 1
+    assert m.deals_dealt == 1 and len(summary.deal_commitments) == 1
+    assert [r.deal for r in reveals] == [0]
+    for env in views:
+        assert env.deal_commitment == "" and not env.view.get("hand")
+        assert (env.view.get("table") or {}).get("turn_up") is None
+
+
 class _PassingHost:
     """A bot host whose bot ``passer`` passes whenever it may (else its first legal action),
     counting the decisions it is asked for."""
