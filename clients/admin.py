@@ -61,7 +61,7 @@ if __name__ == "__main__":
 import grpc  # noqa: E402
 
 from .cardgames_client import (DEFAULT_PORT, INT32_MAX, AdminClient, CardGamesError, MatchSummary, command_parser,
-                               connect, default_target,
+                               ca_file_arg, connect, default_target,
                                header_safe, int32_arg, python_value, read_root_certificates, seconds_arg, struct_value,
                                target_arg)
 from engine_service.bounded_read import TOKEN_LIMIT, FileRefused, read_bounded
@@ -580,7 +580,7 @@ def _connection_options(p: argparse.ArgumentParser, top: bool) -> None:
                    help="host:port of the engine (default: 127.0.0.1:$CARDGAMES_PORT, or "
                    f"{DEFAULT_PORT} when unset)")
     p.add_argument("--tls", action="store_true", default=default(False), help="connect with TLS")
-    p.add_argument("--ca", "--ca-file", dest="ca", metavar="FILE", default=default(None),
+    p.add_argument("--ca", "--ca-file", dest="ca", type=ca_file_arg, metavar="FILE", default=default(None),
                    help="PEM root certificate(s) for --tls (default: the system's)")
     p.add_argument("--server-name", default=default(None),
                    help="TLS name to verify instead of the target's host (implies --tls)")

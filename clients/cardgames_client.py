@@ -739,6 +739,21 @@ def read_root_certificates(path: str) -> bytes:
     return pem
 
 
+def ca_file_arg(path: str) -> str:
+    """argparse ``type`` of the clients' ``--ca``: the file checked as :func:`read_root_certificates`
+    reads it, a usage error (exit status 2) naming the file when it cannot be read or holds no
+    certificate, before any engine is started or reached. clients.health, clients.play,
+    clients.watch and clients.remote_bot said it with exit status 1, which their callers read as
+    an engine that failed or is unhealthy (the image's HEALTHCHECK), clients.admin and the Node
+    client with 2; clients.play started an engine of its own first. The file is read again when
+    the channel is made."""
+    try:
+        read_root_certificates(path)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return path
+
+
 def positive_arg(unit: str, most: float, *, zero: str | None = None) -> Callable[[str], float]:
     """An argparse ``type`` for a finite number of ``unit`` above zero and at most ``most``: a
     deadline, a time budget. gRPC takes 0, a negative number, ``nan``, ``inf`` and any deadline

@@ -6,7 +6,9 @@ gRPC health protocol (grpcio-health-checking), so it works against any gRPC serv
 
 Exit status: 0 when the service answers SERVING; 1 otherwise (NOT_SERVING while draining,
 SERVICE_UNKNOWN, unreachable, timeout). Docker and most supervisors read 1 as "unhealthy"; the
-reason is printed on stderr.
+reason is printed on stderr. 2: a usage error, the check's own command line is wrong (an
+argument it does not take, a ``--ca`` file it cannot read or that holds no certificate), as
+for every client; a supervisor counts it as a failed check too.
 
 The target defaults to ``127.0.0.1:$CARDGAMES_PORT`` (50051 when unset) so that the image's
 health check follows a port changed through the environment.
@@ -29,7 +31,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from engine_service.command_line import check_text, parse_args  # noqa: E402
 
-from .cardgames_client import (command_parser, default_target, read_root_certificates, seconds_arg,  # noqa: E402
+from .cardgames_client import (ca_file_arg, command_parser, default_target, read_root_certificates, seconds_arg,  # noqa: E402
                                target_arg)
 
 
@@ -58,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="service name to ask about (default: the whole server)")
     parser.add_argument("--timeout", type=seconds_arg, default=3.0, help="seconds to wait for the answer")
     parser.add_argument("--tls", action="store_true", help="connect with TLS")
-    parser.add_argument("--ca", metavar="FILE", help="PEM root certificate(s) for --tls (default: system roots)")
+    parser.add_argument("--ca", type=ca_file_arg, metavar="FILE", help="PEM root certificate(s) for --tls (default: system roots)")
     parser.add_argument("--server-name", help="TLS server name to verify instead of the target's host (implies --tls)")
     return parser
 
@@ -71,9 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.tls or args.ca or args.server_name:  # a name to verify means TLS, as --ca does
         try:
             roots = read_root_certificates(args.ca) if args.ca else None
-        except ValueError as exc:  # one line, not a traceback
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
+        except ValueError as exc:  # the file changed since ca_file_arg read it: still a usage error
+            parser.error(str(exc))
         credentials = grpc.ssl_channel_credentials(root_certificates=roots)
     try:
         status = check(args.target, args.service, args.timeout, credentials, args.server_name)

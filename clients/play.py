@@ -71,7 +71,7 @@ from textual.widgets.option_list import Option
 from . import render, terminal_text
 from .connection_sign import ConnectionSign
 from .cardgames_client import (RESUMED, CardGamesError, Client, SeatSession, StaleSequence,
-                               ServerClock, StreamState, command_parser, connect, header_safe, int32_arg,
+                               ServerClock, StreamState, ca_file_arg, command_parser, connect, header_safe, int32_arg,
                                is_finished, is_my_turn, TableOptionAction, option_value, python_value,
                                read_root_certificates, target_arg, turn_time_arg)
 from .local_service import LocalService, ServiceFailed
@@ -591,7 +591,7 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--target", type=target_arg, help="host:port of a running engine (default: start one)")
     p.add_argument("--tls", action="store_true", help="connect with TLS")
-    p.add_argument("--ca", metavar="FILE", help="PEM root certificate(s) for --tls")
+    p.add_argument("--ca", type=ca_file_arg, metavar="FILE", help="PEM root certificate(s) for --tls")
     p.add_argument("--server-name", help="TLS name to verify instead of the target's host (implies --tls)")
     p.add_argument("--game", help="game id (klaberjass, jojotte, georgian_joker, japanese_joker)")
     p.add_argument("--bots", default="",

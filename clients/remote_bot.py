@@ -56,7 +56,7 @@ from engine_service.rules.errors import UnknownGame
 from engine_service.transport.generated import cards_pb2, match_pb2
 
 from .cardgames_client import (CardGamesError, Client, FailedPrecondition, SeatSession, ServerClock, StaleSequence,
-                               DAY_S, command_parser, connect, int32_arg, is_finished, is_my_turn, positive_arg,
+                               DAY_S, ca_file_arg, command_parser, connect, int32_arg, is_finished, is_my_turn, positive_arg,
                                TableOptionAction, option_value, read_root_certificates, struct_value, target_arg,
                                turn_time_arg, whole_numbers)
 from .local_service import LocalService, ServiceFailed
@@ -416,7 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bot", required=True, help="bot plugin name (see ListBots / the arena)")
     p.add_argument("--target", type=target_arg, help="host:port of a running engine (default: start one)")
     p.add_argument("--tls", action="store_true", help="connect with TLS (default roots: the system's)")
-    p.add_argument("--ca", metavar="FILE", help="PEM root certificate(s) for --tls (a private CA)")
+    p.add_argument("--ca", type=ca_file_arg, metavar="FILE", help="PEM root certificate(s) for --tls (a private CA)")
     p.add_argument("--server-name", help="TLS name to verify instead of the target's host (implies --tls)")
     p.add_argument("--match", help="join this match (else create one with --game)")
     p.add_argument("--seat", type=int32_arg, help="seat to take (default: the first open one / 0)")

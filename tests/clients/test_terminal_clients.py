@@ -392,17 +392,35 @@ def test_the_result_line_of_a_match_quit_before_its_end():
     assert "forfeit" in text and "None" not in text and "winners" not in text
 
 
-def test_an_unreadable_ca_file_is_one_line(engine, tmp_path):
-    """--ca names a file that cannot be read: one line naming it, exit status 1, no traceback
-    (clients.play, clients.watch and clients.health; clients.admin already did so)."""
+def usage_error(stderr: str, module: str) -> str:
+    """The message of argparse's usage error on ``stderr`` (after ``prog: error: ``; clients.admin's
+    --ca is also spelt --ca-file)."""
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith(f"python -m {module}") and ": error: " in last, stderr
+    return last.split(": error: ", 1)[1].replace("--ca/--ca-file", "--ca")
+
+
+#: Every client's command line with a --ca, and what it needs besides.
+CA_CLIENTS = (["clients.play", "--game", "klaberjass", "--autoplay", "first"],
+              ["clients.watch", "m1", "--plain"], ["clients.health"], ["clients.remote_bot", "--game", "klaberjass"],
+              ["clients.admin", "list"])
+
+
+def test_an_unreadable_ca_file_is_a_usage_error(engine, tmp_path):
+    """--ca names a file that cannot be read: a usage error naming it (exit status 2, as for
+    any argument the command cannot take), no traceback, before any engine is reached or
+    started. clients.play, clients.watch, clients.health and clients.remote_bot exited 1, which
+    a script or the image's HEALTHCHECK reads as an engine that failed or is unhealthy;
+    clients.admin and the Node client said 2; clients.play without --target started an engine
+    first."""
     missing = str(tmp_path / "missing.pem")
-    for args in (["clients.play", "--target", engine.target, "--game", "klaberjass", "--autoplay", "first"],
-                 ["clients.watch", "m1", "--target", engine.target, "--plain"],
-                 ["clients.health", "--target", engine.target]):
+    # the last: clients.play without --target, which starts an engine of its own
+    for args in [[*a, "--target", engine.target] for a in CA_CLIENTS] + [CA_CLIENTS[0]]:
         result = cli(*args, "--tls", "--ca", missing, timeout=60)
-        assert result.returncode == 1, (args[0], result.stdout, result.stderr)
+        assert result.returncode == 2, (args, result.stdout, result.stderr)
         assert "Traceback" not in result.stderr
-        assert result.stderr.strip() == f"error: cannot read the CA file {missing}: No such file or directory", args[0]
+        assert usage_error(result.stderr, args[0]) == (f"argument --ca: cannot read the CA file {missing}: "
+                                                       "No such file or directory"), result.stderr
 
 
 def test_a_ca_file_without_a_certificate_is_one_line_naming_it(engine, tmp_path):
@@ -434,12 +452,11 @@ def test_a_ca_file_without_a_certificate_is_one_line_naming_it(engine, tmp_path)
             cg.read_root_certificates(path)
         assert str(info.value) == f"the CA file {path}: {why}"
     garbage = str(tmp_path / "garbage.pem")
-    for args in (["clients.health", "--target", engine.target],
-                 ["clients.watch", "m1", "--target", engine.target, "--plain"]):
-        result = cli(*args, "--tls", "--ca", garbage, timeout=60)
-        assert result.returncode == 1, (args[0], result.stdout, result.stderr)
-        assert result.stderr.strip() == (f"error: the CA file {garbage} holds no usable PEM "
-                                         "certificate ('-----BEGIN CERTIFICATE-----' blocks)"), args[0]
+    for args in CA_CLIENTS:
+        result = cli(*args, "--target", engine.target, "--tls", "--ca", garbage, timeout=60)
+        assert result.returncode == 2, (args[0], result.stdout, result.stderr)
+        assert usage_error(result.stderr, args[0]) == (f"argument --ca: the CA file {garbage} holds no usable "
+                                                       "PEM certificate ('-----BEGIN CERTIFICATE-----' blocks)"), args[0]
 
 
 GRPC_VERBOSITY_AT_IMPORT = """
