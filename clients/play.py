@@ -618,7 +618,7 @@ def build_parser() -> argparse.ArgumentParser:
                    f"seat and exits with status {EXIT_CONNECTION_LOST}")
     p.add_argument("--autoplay", choices=("first", "random"),
                    help="no screen: play by this policy, print the events and the result")
-    p.add_argument("--seed", type=int, help="seed of --autoplay random")
+    p.add_argument("--seed", type=int, help="seed of --autoplay random (only with it)")
     p.add_argument("--db", default="memory:", help="database of the engine started without --target")
     p.add_argument("--list", action="store_true", help="list the games and bots, then exit")
     p.add_argument("--listed", action="store_true",
@@ -862,6 +862,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("give --game (a new match), --match ID (join one), --lobby or --list")
     if args.token_file and not args.match:
         parser.error("--token-file returns to a seat of --match ID: give both")
+    if args.seed is not None and args.autoplay != "random":
+        # it was dropped without a word: the screen's player, or --autoplay first, makes no random
+        # choice, and a run thought repeatable was not
+        parser.error("--seed seeds the choices of --autoplay random: give both")
     if args.name is None:
         args.name = default_name()
     # unfolded (soft_wrap): a line is one line in a pipe (--autoplay for scripts, where the

@@ -382,6 +382,26 @@ def test_an_argument_that_is_not_utf8_text_is_a_usage_error(module, argv, flag, 
         "the value is not shown)" in err, err
 
 
+@pytest.mark.parametrize("argv", [[], ["--autoplay", "first"]])
+def test_a_seed_without_autoplay_random_is_a_usage_error(argv, monkeypatch, capsys):
+    """clients.play's --seed seeds --autoplay random; without it (the screen, --autoplay first)
+    it was dropped without a word, and a run its author took for repeatable was not. A usage
+    error, before any engine."""
+    from clients import play
+
+    def no_engine(*args, **kwargs):
+        raise AssertionError("an engine was started or reached")
+
+    monkeypatch.setattr(play, "connect", no_engine)
+    monkeypatch.setattr(play, "LocalService", no_engine)
+    with pytest.raises(SystemExit) as info:
+        play.main(["--game", "klaberjass", "--seed", "7", *argv])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.endswith(
+        "python -m clients.play: error: --seed seeds the choices of --autoplay random: give both\n"), err
+    assert play.build_parser().parse_args(["--game", "klaberjass", "--seed", "7", "--autoplay", "random"]).seed == 7
+
+
 def test_a_path_argument_may_hold_any_bytes():
     from clients import play
 
