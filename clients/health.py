@@ -11,7 +11,8 @@ argument it does not take, a ``--ca`` file it cannot read or that holds no certi
 for every client; a supervisor counts it as a failed check too.
 
 The target defaults to ``127.0.0.1:$CARDGAMES_PORT`` (50051 when unset) so that the image's
-health check follows a port changed through the environment.
+health check follows a port changed through the environment; a value the engine refuses, or 0,
+is a usage error (``cardgames_client.default_target``).
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from engine_service.command_line import check_text, parse_args  # noqa: E402
 
-from .cardgames_client import (ca_file_arg, command_parser, default_target, read_root_certificates, seconds_arg,  # noqa: E402
-                               target_arg)
+from .cardgames_client import (ca_file_arg, command_parser, read_root_certificates, seconds_arg,  # noqa: E402
+                               target_arg, target_or_default)
 
 
 def check(target: str, service: str = "", timeout_s: float = 3.0,
@@ -54,7 +55,7 @@ def check(target: str, service: str = "", timeout_s: float = 3.0,
 
 def build_parser() -> argparse.ArgumentParser:
     parser = command_parser("python -m clients.health", __doc__.split("\n\n")[0])
-    parser.add_argument("--target", type=target_arg, default=default_target(),
+    parser.add_argument("--target", type=target_arg,
                         help="host:port of the engine (default: 127.0.0.1:$CARDGAMES_PORT or 50051)")
     parser.add_argument("--service", default="",
                         help="service name to ask about (default: the whole server)")
@@ -69,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parse_args(parser, argv)  # an unknown flag named, its value not shown
     check_text(parser, args, paths={"ca"})
+    args.target = target_or_default(parser, args.target)
     credentials = None
     if args.tls or args.ca or args.server_name:  # a name to verify means TLS, as --ca does
         try:
