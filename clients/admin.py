@@ -62,7 +62,7 @@ import grpc  # noqa: E402
 
 from .cardgames_client import (DEFAULT_PORT, INT32_MAX, AdminClient, CardGamesError, MatchSummary, command_parser,
                                ca_file_arg, connect,
-                               header_safe, int32_arg, python_value, read_root_certificates, seconds_arg, struct_value,
+                               header_safe, int32_arg, python_value, seconds_arg, struct_value,
                                target_arg, target_or_default)
 from engine_service.bounded_read import TOKEN_LIMIT, FileRefused, read_bounded
 from engine_service.command_line import check_text, drop_stdout, parse_args, stdout_guarded
@@ -685,12 +685,7 @@ def error_line(exc: CardGamesError, token: str | None) -> str:
 
 
 async def run(args: argparse.Namespace, token: str | None) -> int:
-    roots = None
-    if args.ca:
-        try:
-            roots = read_root_certificates(args.ca)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
+    roots = args.ca.value if args.ca else None  # read as the command line was parsed (ca_file_arg)
     async with connect(args.target, tls=args.tls, root_certificates=roots, server_name=args.server_name,
                        timeout_s=args.timeout) as client:
         admin = AdminClient(client.channel, token, args.timeout)

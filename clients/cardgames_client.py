@@ -774,19 +774,32 @@ def read_root_certificates(path: str) -> bytes:
     return pem
 
 
-def ca_file_arg(path: str) -> str:
-    """argparse ``type`` of the clients' ``--ca``: the file checked as :func:`read_root_certificates`
-    reads it, a usage error (exit status 2) naming the file when it cannot be read or holds no
-    certificate, before any engine is started or reached. clients.health, clients.play,
-    clients.watch and clients.remote_bot said it with exit status 1, which their callers read as
-    an engine that failed or is unhealthy (the image's HEALTHCHECK), clients.admin and the Node
-    client with 2; clients.play started an engine of its own first. The file is read again when
-    the channel is made."""
+@dataclass(frozen=True)
+class FileArgument:
+    """A file named on the command line (``--ca``, clients.play's ``--token-file``) with what
+    was read from it as the command line was parsed. Read once: a pipe (``--ca <(...)``) gives
+    its content to one reader only. ``str()`` is the path, for messages and the command lines
+    the clients print."""
+
+    path: str
+    value: Any
+
+    def __str__(self) -> str:
+        return self.path
+
+
+def ca_file_arg(path: str) -> FileArgument:
+    """argparse ``type`` of the clients' ``--ca``: the file and its certificates
+    (:func:`read_root_certificates`), a usage error (exit status 2) naming the file when it
+    cannot be read or holds no certificate, before any engine is started or reached.
+    clients.health, clients.play, clients.watch and clients.remote_bot said it with exit status
+    1, which their callers read as an engine that failed or is unhealthy (the image's
+    HEALTHCHECK), clients.admin and the Node client with 2; clients.play started an engine of
+    its own first."""
     try:
-        read_root_certificates(path)
+        return FileArgument(path, read_root_certificates(path))
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-    return path
 
 
 def positive_arg(unit: str, most: float, *, zero: str | None = None) -> Callable[[str], float]:

@@ -32,7 +32,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from engine_service.command_line import check_text, parse_args  # noqa: E402
 
-from .cardgames_client import (ca_file_arg, command_parser, read_root_certificates, seconds_arg,  # noqa: E402
+from .cardgames_client import (ca_file_arg, command_parser, seconds_arg,  # noqa: E402
                                target_arg, target_or_default)
 
 
@@ -73,10 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     args.target = target_or_default(parser, args.target)
     credentials = None
     if args.tls or args.ca or args.server_name:  # a name to verify means TLS, as --ca does
-        try:
-            roots = read_root_certificates(args.ca) if args.ca else None
-        except ValueError as exc:  # the file changed since ca_file_arg read it: still a usage error
-            parser.error(str(exc))
+        roots = args.ca.value if args.ca else None  # read as the command line was parsed (ca_file_arg)
         credentials = grpc.ssl_channel_credentials(root_certificates=roots)
     try:
         status = check(args.target, args.service, args.timeout, credentials, args.server_name)

@@ -57,7 +57,7 @@ from engine_service.transport.generated import cards_pb2, match_pb2
 
 from .cardgames_client import (CardGamesError, Client, FailedPrecondition, SeatSession, ServerClock, StaleSequence,
                                DAY_S, ca_file_arg, command_parser, connect, int32_arg, is_finished, is_my_turn, positive_arg,
-                               TableOptionAction, option_value, read_root_certificates, struct_value, target_arg,
+                               TableOptionAction, option_value, struct_value, target_arg,
                                turn_time_arg, whole_numbers)
 from .local_service import LocalService, ServiceFailed
 
@@ -378,10 +378,9 @@ def bot_catalog(args: argparse.Namespace) -> BotCatalog:
 
 async def run(args: argparse.Namespace, target: str, catalog: BotCatalog) -> int:
     runner = BotRunner(catalog)
-    try:  # an engine behind a private CA, as the other clients (it had only the system's roots)
-        roots = read_root_certificates(args.ca) if args.ca else None
-    except ValueError as exc:
-        raise SystemExit(f"error: {exc}") from None
+    # an engine behind a private CA, as the other clients (it had only the system's roots); read
+    # as the command line was parsed (ca_file_arg)
+    roots = args.ca.value if args.ca else None
     async with connect(target, tls=args.tls, root_certificates=roots, server_name=args.server_name) as client:
         await client.wait_ready()
         if args.match:
