@@ -619,7 +619,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--autoplay", choices=("first", "random"),
                    help="no screen: play by this policy, print the events and the result")
     p.add_argument("--seed", type=int, help="seed of --autoplay random (only with it)")
-    p.add_argument("--db", default="memory:", help="database of the engine started without --target")
+    p.add_argument("--db", help="database of the engine started without --target (default: memory:; not with "
+                   "--target)")
     p.add_argument("--list", action="store_true", help="list the games and bots, then exit")
     p.add_argument("--listed", action="store_true",
                    help="show the new match in the lobby while it waits for people (seats 'open' in --bots)")
@@ -868,6 +869,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("give --game (a new match), --match ID (join one), --lobby or --list")
     if args.token_file and not args.match:
         parser.error("--token-file returns to a seat of --match ID: give both")
+    if args.db is not None and args.target:
+        # it was dropped without a word: the engine at --target keeps its own database
+        parser.error("--db is the database of the engine started without --target: give one of them")
     if args.seed is not None and args.autoplay != "random":
         # it was dropped without a word: the screen's player, or --autoplay first, makes no random
         # choice, and a run thought repeatable was not
@@ -883,7 +887,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.target:
             target = args.target
         else:
-            service = LocalService(db=args.db)
+            service = LocalService(db=args.db or "memory:")
             service.start()
             target = service.target
         # stdout on a full disk (--autoplay > FILE): one line, not rich's traceback

@@ -430,7 +430,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--plugin", action="append", default=[], help="extra plugin module (repeatable)")
     p.add_argument("--verbose", action="store_true", help="print every action submitted")
-    p.add_argument("--db", default="memory:", help="database of the engine started without --target")
+    p.add_argument("--db", help="database of the engine started without --target (default: memory:; not with "
+                   "--target)")
     return p
 
 
@@ -440,6 +441,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     check_text(parser, args, paths={"ca", "db"})
     if not args.match and not args.game:
         parser.error("give --match ID (join) or --game (create a match)")
+    if args.db is not None and args.target:
+        # it was dropped without a word: the engine at --target keeps its own database
+        parser.error("--db is the database of the engine started without --target: give one of them")
     if args.game and not args.match:
         try:  # before an engine is started or reached: it was a traceback once connected
             game = get_game(args.game)
@@ -465,7 +469,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             # an engine of its own, where every player is a program: its bots need not be
             # paced (--bot-pace-s hides a forced move's timing from people, GJ-11.8)
-            service = LocalService(db=args.db, args=["--bot-pace-s", "0"])
+            service = LocalService(db=args.db or "memory:", args=["--bot-pace-s", "0"])
             service.start()
             target = service.target
         # the result line to a full disk (> FILE): one line, not a traceback

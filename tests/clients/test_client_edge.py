@@ -404,6 +404,28 @@ def test_a_seed_without_autoplay_random_is_a_usage_error(argv, monkeypatch, caps
     assert play.build_parser().parse_args(["--game", "klaberjass", "--seed", "7", "--autoplay", "random"]).seed == 7
 
 
+@pytest.mark.parametrize("module, argv", [("clients.play", ["--game", "klaberjass"]),
+                                          ("clients.remote_bot", ["--bot", "random", "--game", "klaberjass"])])
+def test_a_db_with_a_target_is_a_usage_error(module, argv, tmp_path, monkeypatch, capsys):
+    """--db is the database of the engine a client starts without --target; with --target it
+    was dropped without a word (the engine there keeps its own), the file never made. A usage
+    error, before any engine."""
+    import importlib
+
+    def no_engine(*args, **kwargs):
+        raise AssertionError("an engine was started or reached")
+
+    main = importlib.import_module(module)
+    monkeypatch.setattr(main, "connect", no_engine)
+    monkeypatch.setattr(main, "LocalService", no_engine)
+    with pytest.raises(SystemExit) as info:
+        main.main([*argv, "--target", "127.0.0.1:1", "--db", str(tmp_path / "kept.sqlite3")])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.endswith(
+        f"python -m {module}: error: --db is the database of the engine started without --target: give one of "
+        "them\n"), err
+
+
 def test_a_path_argument_may_hold_any_bytes():
     import subprocess
     import sys
