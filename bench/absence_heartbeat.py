@@ -13,11 +13,13 @@ import asyncio
 import os
 import secrets
 import statistics
+import sys
 import tempfile
 import time
 
 import psycopg
 
+from engine_service.command_line import parse_args
 from engine_service.store import MatchRecord, SeatRecord, Store
 from engine_service.store.postgres import PostgresStore
 from engine_service.store.sqlite import SqliteStore
@@ -49,7 +51,7 @@ async def _beats(st: Store, n: int, label: str) -> None:
           f"median {statistics.median(took) * 1000:.1f} ms")
 
 
-async def main(n: int, dsn: str, postgres: bool) -> None:
+async def measure(n: int, dsn: str, postgres: bool) -> None:
     with tempfile.TemporaryDirectory() as d:
         st = SqliteStore(os.path.join(d, "bench.sqlite3"))
         await st.open()
@@ -77,10 +79,15 @@ async def main(n: int, dsn: str, postgres: bool) -> None:
             admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--seats", type=int, default=5000)
     parser.add_argument("--db", default="postgresql://postgres@127.0.0.1:5432/postgres")
     parser.add_argument("--no-postgres", action="store_true")
-    args = parser.parse_args()
-    asyncio.run(main(args.seats, args.db, not args.no_postgres))
+    args = parse_args(parser, argv)
+    asyncio.run(measure(args.seats, args.db, not args.no_postgres))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -46,6 +46,7 @@ from typing import NamedTuple
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from engine_service.command_line import parse_args  # noqa: E402
 from engine_service.observability.logging import configure_logging  # noqa: E402
 from engine_service.observability.metrics import Metrics  # noqa: E402
 from engine_service.gc_policy import tune_gc  # noqa: E402
@@ -277,7 +278,7 @@ async def run(game: str, matches: int, seconds: float, db: str, profile: str | N
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     ap.add_argument("--game", action="append", help="game id (repeatable; default: all four)")
     ap.add_argument("--matches", type=int, default=64, help="concurrent matches")
     ap.add_argument("--seconds", type=float, default=10.0, help="measured seconds per game")
@@ -292,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", nargs="?", const="tottime", choices=("tottime", "cumulative"),
                     help="print the 40 functions with the most own (or cumulative) time under cProfile "
                     "(which inflates the cost of small calls: compare like with like)")
-    args = ap.parse_args(argv)
+    args = parse_args(ap, argv)
     # the service's JSON log lines (domain events such as action_applied), written to nowhere
     configure_logging("json", "info", stream=open(os.devnull, "w"))
     tune_gc()  # the service's collector settings (gc_policy): collections are part of the cost

@@ -20,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from engine_service.command_line import parse_args  # noqa: E402
 from engine_service.rules.registry import all_games  # noqa: E402
 from engine_service.rules.game import CHANCE  # noqa: E402
 from engine_service.sessions import api  # noqa: E402
@@ -110,11 +111,11 @@ def digest_game(game, matches: int, seed: int, counts: dict) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     ap.add_argument("--matches", type=int, default=24, help="matches per game")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--game", action="append")
-    args = ap.parse_args(argv)
+    args = parse_args(ap, argv)
     total = hashlib.sha256()
     for game in all_games():
         if args.game and game.id not in args.game:

@@ -43,6 +43,7 @@ import os
 import random
 
 from bot_plugins.search import SearchBot, SearchParams
+from engine_service.command_line import parse_args
 from engine_service.plugins import BotSpec, hookimpl
 
 
@@ -145,17 +146,17 @@ def fit(rows: list[dict], grid) -> tuple:
     return max((BidShape(*g) for g in grid), key=lambda g: log_likelihood(rows, g))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     from bot_plugins import bid_inference as B
 
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     p.add_argument("--calibrate", type=int, default=250, metavar="N", help="random deals to collect bids from")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--time-ms", type=float, default=200.0)
     p.add_argument("--per-size", action="store_true", help="also fit the constants of each deal size")
     p.add_argument("--bids", metavar="FILE", help="read the bids from FILE (JSON) if it exists, else collect and "
                                                   "write them there")
-    args = p.parse_args()
+    args = parse_args(p, argv)
     if args.bids and os.path.exists(args.bids):
         with open(args.bids) as f:
             rows = json.load(f)

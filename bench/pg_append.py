@@ -12,11 +12,13 @@ import argparse
 import asyncio
 import secrets
 import statistics
+import sys
 import tempfile
 import time
 
 import psycopg
 
+from engine_service.command_line import parse_args
 from engine_service.store import ActionRecord, MatchRecord, SeatRecord
 from engine_service.store.postgres import PostgresStore
 
@@ -32,7 +34,7 @@ def _round_trips(trace: str) -> int:
     return turns
 
 
-async def main(dsn: str, n: int, matches: int) -> None:
+async def measure(dsn: str, n: int, matches: int) -> None:
     schema = f"bench_{secrets.token_hex(4)}"
     with psycopg.connect(dsn, autocommit=True) as admin:
         admin.execute(f'CREATE SCHEMA "{schema}"')
@@ -77,10 +79,15 @@ async def main(dsn: str, n: int, matches: int) -> None:
           f"round trips per append: {trips}")
 
 
-if __name__ == "__main__":
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     p.add_argument("--db", default="postgresql://postgres@127.0.0.1:5432/postgres")
     p.add_argument("-n", type=int, default=2000)
     p.add_argument("--matches", type=int, default=20)
-    args = p.parse_args()
-    asyncio.run(main(args.db, args.n, args.matches))
+    args = parse_args(p, argv)
+    asyncio.run(measure(args.db, args.n, args.matches))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -24,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from engine_service.command_line import parse_args
 from engine_service.sessions.config import SessionConfig
 from engine_service.sessions.housekeeping import PRUNE_PAUSE_S
 from engine_service.store import ActionRecord, SqliteStore
@@ -128,13 +129,13 @@ def pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=1000)[int(q * 1000) - 1] if len(values) > 1 else values[0]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--matches", type=int, default=3000, help="ended matches to prune")
     ap.add_argument("--batch", type=int, default=SessionConfig().prune_batch, help="matches per prune transaction (the engine's default)")
     ap.add_argument("--writers", type=int, default=4, help="active matches appending actions meanwhile")
     ap.add_argument("--dir", default=None, help="where the database goes (default: a temporary directory)")
-    args = ap.parse_args()
+    args = parse_args(ap, argv)
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         path = Path(tmp) / "bench.sqlite3"
         build(path, args.matches, args.writers)

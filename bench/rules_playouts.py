@@ -25,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from engine_service.command_line import parse_args  # noqa: E402
 from engine_service.rules import CHANCE, TERMINAL, all_game_ids, get_game  # noqa: E402
 
 TARGETS = {"klaberjass": 10_000, "jojotte": 7_000, "georgian_joker": 8_000, "japanese_joker": 5_000}
@@ -103,11 +104,11 @@ def state_memory(game_id: str, copies: int = 2000) -> float:
     return size / copies
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--game", action="append", help="game id (repeatable; default: all)")
     parser.add_argument("--seconds", type=float, default=5.0)
-    args = parser.parse_args()
+    args = parse_args(parser, argv)
     if hasattr(os, "sched_setaffinity"):
         try:
             os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})

@@ -35,6 +35,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 
 from bot_plugins.search import GAME_PARAMS, SearchBot, SearchParams
+from engine_service.command_line import parse_args
 from engine_service.plugins import BotSpec, hookimpl
 
 
@@ -119,12 +120,12 @@ def kl_auction_cpu(deals: int, seed: int, budget_s: float) -> None:
               f"p50 {cpu[len(cpu) // 2]:.1f} p99 {p99:.1f} max {cpu[-1]:.1f}; answers {dict(sorted(answers.items()))}")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     from bot_plugins.arena import (ArenaConfig, _init_worker, format_report, match_length, play_board,
                                    summarize)
     from engine_service.rules import get_game
 
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     p.add_argument("--bots", default="search,search_tree")
     p.add_argument("--per-position", type=int, default=500, help="boards per small match position")
     p.add_argument("--max-cards", type=int, default=3)
@@ -133,7 +134,7 @@ def main() -> None:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--kl-auction", type=int, default=0, metavar="N",
                    help="measure the Klaberjass auction decisions' CPU on N deals instead")
-    args = p.parse_args()
+    args = parse_args(p, argv)
     if args.kl_auction:
         kl_auction_cpu(args.kl_auction, args.seed, args.time_ms / 1000)
         return

@@ -50,6 +50,7 @@ import grpc
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from engine_service.command_line import parse_args  # noqa: E402
 from engine_service.transport.generated import card_games_pb2 as pb  # noqa: E402
 from engine_service.transport.generated import card_games_pb2_grpc, match_pb2  # noqa: E402
 
@@ -564,7 +565,7 @@ def bench_watchers(pool, workdir: Path, clients: int, watchers: int, game: str) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     ap.add_argument("--clients", type=int, default=2, help="client processes")
     ap.add_argument("--matches", type=int, default=64, help="concurrent matches in play")
     ap.add_argument("--in-flight", type=int, default=64, help="echo calls in flight")
@@ -581,7 +582,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="run the service from this directory (default: this checkout), e.g. an "
                     "older commit unpacked with 'git archive' to compare versions")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
-    args = ap.parse_args(argv)
+    args = parse_args(ap, argv)
     global SERVICE_DIR
     SERVICE_DIR = args.service_dir.resolve()
     parts = args.only or ["echo", "play", "idle", "watchers"]

@@ -60,6 +60,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.service_load import (ACTION, ENDED, LOCAL_POOL, ServiceProcess, _cpu_s,  # noqa: E402
                                 _free_port, bearer)
+from engine_service.command_line import parse_args  # noqa: E402
 from engine_service.transport.generated import card_games_pb2 as pb  # noqa: E402
 from engine_service.transport.generated import card_games_pb2_grpc, match_pb2  # noqa: E402
 
@@ -626,7 +627,7 @@ def _print_verdict(v: dict, cooldown: dict | None, baseline: dict | None) -> Non
 # ---- main -------------------------------------------------------------------------------------
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     ap.add_argument("--minutes", type=float, default=10.0, help="length of the run")
     ap.add_argument("--clients", type=int, default=2, help="client processes")
     ap.add_argument("--tables", type=int, default=24, help="tables kept busy (all processes together)")
@@ -657,7 +658,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, default=None,
                     help="copy the server log and database here, and write soak.json (every sample)")
     ap.add_argument("--json", action="store_true", help="print one JSON object at the end")
-    args = ap.parse_args(argv)
+    args = parse_args(ap, argv)
     cfg = {k: getattr(args, k) for k in ("timeout_share", "abandon_share", "vanish_share", "watch_share", "delay_share",
                                          "retry_share", "turn_time_s")}
 

@@ -61,9 +61,9 @@ if __name__ == "__main__":
 import grpc  # noqa: E402
 
 from .cardgames_client import (DEFAULT_PORT, INT32_MAX, AdminClient, CardGamesError, MatchSummary, command_parser,
-                               connect, default_target,
-                               header_safe, int32_arg, python_value, read_root_certificates, seconds_arg, struct_value,
-                               target_arg)
+                               ca_file_arg, connect,
+                               header_safe, int32_arg, python_value, seconds_arg, struct_value,
+                               target_arg, target_or_default)
 from engine_service.bounded_read import TOKEN_LIMIT, UnreadableFile, read_named
 from engine_service.command_line import check_text, drop_stdout, parse_args, stdout_guarded
 from engine_service.transport.generated import match_pb2
@@ -576,11 +576,11 @@ def _connection_options(p: argparse.ArgumentParser, top: bool) -> None:
     """The options of every sub-command, accepted before or after its name (the sub-command's
     copies default to nothing, so they never hide one given before it)."""
     default: Callable[[Any], Any] = (lambda v: v) if top else (lambda v: argparse.SUPPRESS)
-    p.add_argument("--target", type=target_arg, default=default(default_target()),
+    p.add_argument("--target", type=target_arg, default=default(None),
                    help="host:port of the engine (default: 127.0.0.1:$CARDGAMES_PORT, or "
                    f"{DEFAULT_PORT} when unset)")
     p.add_argument("--tls", action="store_true", default=default(False), help="connect with TLS")
-    p.add_argument("--ca", "--ca-file", dest="ca", metavar="FILE", default=default(None),
+    p.add_argument("--ca", "--ca-file", dest="ca", type=ca_file_arg, metavar="FILE", default=default(None),
                    help="PEM root certificate(s) for --tls (default: the system's)")
     p.add_argument("--server-name", default=default(None),
                    help="TLS name to verify instead of the target's host (implies --tls)")
@@ -685,12 +685,7 @@ def error_line(exc: CardGamesError, token: str | None) -> str:
 
 
 async def run(args: argparse.Namespace, token: str | None) -> int:
-    roots = None
-    if args.ca:
-        try:
-            roots = read_root_certificates(args.ca)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
+    roots = args.ca.value if args.ca else None  # read as the command line was parsed (ca_file_arg)
     async with connect(args.target, tls=args.tls, root_certificates=roots, server_name=args.server_name,
                        timeout_s=args.timeout) as client:
         admin = AdminClient(client.channel, token, args.timeout)
@@ -735,9 +730,11 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
     # --reason TEXT``): named, its value not shown (argparse echoed it: it may be a secret)
     args = parse_args(parser, argv)
     check_text(parser, args, paths={"ca", "admin_token_file", "output"})
+    env = os.environ if environ is None else environ
+    args.target = target_or_default(parser, args.target, env)
     token: str | None = None
     try:
-        token = read_token(args, os.environ if environ is None else environ)
+        token = read_token(args, env)
         # `list | head`: the reader left, exit 0; stdout on a full disk: one line, exit 1
         return stdout_guarded(lambda: asyncio.run(run(args, token)), reader_left=0)
     except UsageError as exc:

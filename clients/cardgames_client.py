@@ -697,18 +697,53 @@ def command_parser(prog: str, description: str, **kwargs: Any) -> argparse.Argum
     return argparse.ArgumentParser(prog=prog, description=description, allow_abbrev=False, **kwargs)
 
 
-#: The engine's own default port (``serve --port``).
+#: The engine's own default port (``serve --port``), and the variable that sets it.
 DEFAULT_PORT = 50051
+PORT_ENV = "CARDGAMES_PORT"
 
 
-def default_target() -> str:
-    """The engine beside this command, on the port it listens on (``CARDGAMES_PORT``, read as
-    the engine reads it: empty counts as unset, 50051, and surrounding whitespace is dropped):
-    the default ``--target`` of ``clients.health`` (the image's HEALTHCHECK) and
-    ``clients.admin`` (``kubectl exec`` into the engine's pod). ``CARDGAMES_PORT=`` made the
-    target ``127.0.0.1:``, a usage error, while the engine served on 50051; a fixed 50051
-    missed an engine the ConfigMap moved."""
-    return f"127.0.0.1:{(os.environ.get('CARDGAMES_PORT') or '').strip() or DEFAULT_PORT}"
+def default_target(environ: Mapping[str, str] | None = None) -> str:
+    """The engine beside this command, on the port it listens on (``CARDGAMES_PORT`` of
+    ``environ``, else of this process, read as the engine reads it: empty counts as unset,
+    50051, and surrounding whitespace is dropped): the default ``--target`` of
+    ``clients.health`` (the image's HEALTHCHECK) and ``clients.admin`` (``kubectl exec`` into
+    the engine's pod). ``CARDGAMES_PORT=`` made the target ``127.0.0.1:``, a usage error, while
+    the engine served on 50051; a fixed 50051 missed an engine the ConfigMap moved.
+
+    A value the engine refuses to start with is a ValueError with the engine's message
+    (engine_service/settings.py: ``not a whole number: 'http'``, ``must be 0 to 65535``): it
+    went into the target unchecked, and gRPC dialled ``http`` as port 80, ``-1`` as 65535 and
+    ``' '`` as 50051. So is 0, on which the engine listens on a free port that only its log
+    names. The engine's rule is written out here, not imported: engine_service.settings brings
+    the engine's modules with it and doubled the health check's run time;
+    tests/clients/test_admin_cli.py holds the two to the same answers."""
+    raw = (os.environ if environ is None else environ).get(PORT_ENV) or ""
+    if not raw:
+        return f"127.0.0.1:{DEFAULT_PORT}"
+    try:
+        port = int(raw)
+    except ValueError:
+        raise ValueError(f"environment variable {PORT_ENV} (--port): not a whole number: {raw!r}") from None
+    if not 0 <= port <= 65535:
+        raise ValueError(f"environment variable {PORT_ENV} (--port): must be 0 to 65535, not {raw!r}")
+    if port == 0:
+        raise ValueError(f"environment variable {PORT_ENV} (--port) is 0: the engine listens on a free port then, "
+                         "which only its log names")
+    return f"127.0.0.1:{port}"
+
+
+def target_or_default(parser: argparse.ArgumentParser, target: str | None,
+                      environ: Mapping[str, str] | None = None) -> str:
+    """``--target`` when given, else :func:`default_target`, whose ValueError is a usage error
+    (exit status 2) naming the variable. Read only then: a bad ``CARDGAMES_PORT`` does not stop
+    a command told where the engine is."""
+    if target is not None:
+        return target
+    try:
+        return default_target(environ)
+    except ValueError as exc:
+        parser.error(f"the default --target is 127.0.0.1:${PORT_ENV}, and {exc} (or give --target "
+                     "HOST:PORT)")
 
 
 def target_arg(text: str) -> str:
@@ -737,6 +772,34 @@ def read_root_certificates(path: str) -> bytes:
         raise ValueError(f"the CA file {path} holds no usable PEM certificate "
                          "('-----BEGIN CERTIFICATE-----' blocks)") from None
     return pem
+
+
+@dataclass(frozen=True)
+class FileArgument:
+    """A file named on the command line (``--ca``, clients.play's ``--token-file``) with what
+    was read from it as the command line was parsed. Read once: a pipe (``--ca <(...)``) gives
+    its content to one reader only. ``str()`` is the path, for messages and the command lines
+    the clients print."""
+
+    path: str
+    value: Any
+
+    def __str__(self) -> str:
+        return self.path
+
+
+def ca_file_arg(path: str) -> FileArgument:
+    """argparse ``type`` of the clients' ``--ca``: the file and its certificates
+    (:func:`read_root_certificates`), a usage error (exit status 2) naming the file when it
+    cannot be read or holds no certificate, before any engine is started or reached.
+    clients.health, clients.play, clients.watch and clients.remote_bot said it with exit status
+    1, which their callers read as an engine that failed or is unhealthy (the image's
+    HEALTHCHECK), clients.admin and the Node client with 2; clients.play started an engine of
+    its own first."""
+    try:
+        return FileArgument(path, read_root_certificates(path))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def positive_arg(unit: str, most: float, *, zero: str | None = None) -> Callable[[str], float]:

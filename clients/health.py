@@ -6,10 +6,13 @@ gRPC health protocol (grpcio-health-checking), so it works against any gRPC serv
 
 Exit status: 0 when the service answers SERVING; 1 otherwise (NOT_SERVING while draining,
 SERVICE_UNKNOWN, unreachable, timeout). Docker and most supervisors read 1 as "unhealthy"; the
-reason is printed on stderr.
+reason is printed on stderr. 2: a usage error, the check's own command line is wrong (an
+argument it does not take, a ``--ca`` file it cannot read or that holds no certificate), as
+for every client; a supervisor counts it as a failed check too.
 
 The target defaults to ``127.0.0.1:$CARDGAMES_PORT`` (50051 when unset) so that the image's
-health check follows a port changed through the environment.
+health check follows a port changed through the environment; a value the engine refuses, or 0,
+is a usage error (``cardgames_client.default_target``).
 """
 
 from __future__ import annotations
@@ -29,8 +32,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from engine_service.command_line import check_text, parse_args  # noqa: E402
 
-from .cardgames_client import (command_parser, default_target, read_root_certificates, seconds_arg,  # noqa: E402
-                               target_arg)
+from .cardgames_client import (ca_file_arg, command_parser, seconds_arg,  # noqa: E402
+                               target_arg, target_or_default)
 
 
 def check(target: str, service: str = "", timeout_s: float = 3.0,
@@ -52,13 +55,13 @@ def check(target: str, service: str = "", timeout_s: float = 3.0,
 
 def build_parser() -> argparse.ArgumentParser:
     parser = command_parser("python -m clients.health", __doc__.split("\n\n")[0])
-    parser.add_argument("--target", type=target_arg, default=default_target(),
+    parser.add_argument("--target", type=target_arg,
                         help="host:port of the engine (default: 127.0.0.1:$CARDGAMES_PORT or 50051)")
     parser.add_argument("--service", default="",
                         help="service name to ask about (default: the whole server)")
     parser.add_argument("--timeout", type=seconds_arg, default=3.0, help="seconds to wait for the answer")
     parser.add_argument("--tls", action="store_true", help="connect with TLS")
-    parser.add_argument("--ca", metavar="FILE", help="PEM root certificate(s) for --tls (default: system roots)")
+    parser.add_argument("--ca", type=ca_file_arg, metavar="FILE", help="PEM root certificate(s) for --tls (default: system roots)")
     parser.add_argument("--server-name", help="TLS server name to verify instead of the target's host (implies --tls)")
     return parser
 
@@ -67,13 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parse_args(parser, argv)  # an unknown flag named, its value not shown
     check_text(parser, args, paths={"ca"})
+    args.target = target_or_default(parser, args.target)
     credentials = None
     if args.tls or args.ca or args.server_name:  # a name to verify means TLS, as --ca does
-        try:
-            roots = read_root_certificates(args.ca) if args.ca else None
-        except ValueError as exc:  # one line, not a traceback
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
+        roots = args.ca.value if args.ca else None  # read as the command line was parsed (ca_file_arg)
         credentials = grpc.ssl_channel_credentials(root_certificates=roots)
     try:
         status = check(args.target, args.service, args.timeout, credentials, args.server_name)

@@ -71,11 +71,11 @@ from textual.widgets.option_list import Option
 from . import render, terminal_text
 from .connection_sign import ConnectionSign
 from .cardgames_client import (RESUMED, CardGamesError, Client, SeatSession, StaleSequence,
-                               ServerClock, StreamState, command_parser, connect, header_safe, int32_arg,
+                               ServerClock, StreamState, FileArgument, ca_file_arg, command_parser, connect, header_safe, int32_arg,
                                is_finished, is_my_turn, TableOptionAction, option_value, python_value,
-                               read_root_certificates, target_arg, turn_time_arg)
+                               target_arg, turn_time_arg)
 from .local_service import LocalService, ServiceFailed
-from engine_service.bounded_read import TOKEN_LIMIT, UnreadableFile, read_named
+from engine_service.bounded_read import TOKEN_LIMIT, read_named
 from engine_service.command_line import check_text, parse_args, stdout_guarded
 from engine_service.transport.generated import match_pb2
 
@@ -591,7 +591,7 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--target", type=target_arg, help="host:port of a running engine (default: start one)")
     p.add_argument("--tls", action="store_true", help="connect with TLS")
-    p.add_argument("--ca", metavar="FILE", help="PEM root certificate(s) for --tls")
+    p.add_argument("--ca", type=ca_file_arg, metavar="FILE", help="PEM root certificate(s) for --tls")
     p.add_argument("--server-name", help="TLS name to verify instead of the target's host (implies --tls)")
     p.add_argument("--game", help="game id (klaberjass, jojotte, georgian_joker, japanese_joker)")
     p.add_argument("--bots", default="",
@@ -606,7 +606,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="time per decision before the server plays the rulebook's auto-move, 10 to 120 "
                    "(default: the game's; the screen counts it down)")
     p.add_argument("--match", metavar="MATCH_ID", help="join this match instead of creating one")
-    p.add_argument("--token-file", metavar="PATH",
+    p.add_argument("--token-file", type=token_file_arg, metavar="PATH",
                    help="with --match: return to your seat with its seat token: the file named when the screen "
                    "lost its connection for good, or one the operator gave you (python -m clients.admin "
                    "reissue-token MATCH_ID SEAT -o PATH)")
@@ -618,8 +618,9 @@ def build_parser() -> argparse.ArgumentParser:
                    f"seat and exits with status {EXIT_CONNECTION_LOST}")
     p.add_argument("--autoplay", choices=("first", "random"),
                    help="no screen: play by this policy, print the events and the result")
-    p.add_argument("--seed", type=int, help="seed of --autoplay random")
-    p.add_argument("--db", default="memory:", help="database of the engine started without --target")
+    p.add_argument("--seed", type=int, help="seed of --autoplay random (only with it)")
+    p.add_argument("--db", help="database of the engine started without --target (default: memory:; not with "
+                   "--target)")
     p.add_argument("--list", action="store_true", help="list the games and bots, then exit")
     p.add_argument("--listed", action="store_true",
                    help="show the new match in the lobby while it waits for people (seats 'open' in --bots)")
@@ -629,24 +630,33 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def read_seat_token(path: str) -> str:
-    """The seat token of ``--token-file``, read before the engine is reached (:func:`run`); a file
-    that holds none is SystemExit with one line naming it (exit status 1). It was read whole
-    once connected: ``/dev/zero`` filled the memory, a named pipe no one writes to waited for
-    ever, and a file far larger than a token went to the engine as its header (read_named)."""
-    try:
-        raw = read_named(path, TOKEN_LIMIT, "the seat token file")
-    except UnreadableFile as exc:
-        raise SystemExit(f"error: {exc}") from None
+    """The seat token of ``--token-file``, read before the engine is reached; ValueError with one
+    line naming the file when it holds none. It was read whole once connected: ``/dev/zero``
+    filled the memory, a named pipe no one writes to waited for ever, and a file far larger
+    than a token went to the engine as its header (read_named)."""
+    raw = read_named(path, TOKEN_LIMIT, "the seat token file")  # UnreadableFile is a ValueError
     try:
         token = raw.decode("utf-8").strip()
     except UnicodeDecodeError:  # it said "UnicodeDecodeError"
-        raise SystemExit(f"error: the seat token file {path} is not text: no seat token") from None
+        raise ValueError(f"the seat token file {path} is not text: no seat token") from None
     if not token:
-        raise SystemExit(f"error: the seat token file {path} is empty")
+        raise ValueError(f"the seat token file {path} is empty")
     if not header_safe(token):  # gRPC's ExecuteBatchError traceback; never quoted
-        raise SystemExit(f"error: the seat token file {path} has characters a seat token never has (spaces, "
+        raise ValueError(f"the seat token file {path} has characters a seat token never has (spaces, "
                          "control or non-ASCII characters): no seat token")
     return token
+
+
+def token_file_arg(path: str) -> FileArgument:
+    """argparse ``type`` of ``--token-file``: the file and its seat token (:func:`read_seat_token`),
+    a usage error (exit status 2) naming the file when it holds none, as a bad ``--ca`` file is
+    (cardgames_client.ca_file_arg) and clients.admin's ``--admin-token-file``; it exited 1, as if
+    the engine had refused something, after starting an engine of its own when no --target was
+    given."""
+    try:
+        return FileArgument(path, read_seat_token(path))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 async def open_seat(client: Client, args: argparse.Namespace, console: Console) -> tuple[SeatSession, Any]:
@@ -689,11 +699,8 @@ async def open_seat(client: Client, args: argparse.Namespace, console: Console) 
 
 
 async def run(args: argparse.Namespace, target: str, console: Console) -> int:
-    try:
-        roots = read_root_certificates(args.ca) if args.ca else None
-    except ValueError as exc:  # one line, not a traceback (as clients.admin)
-        raise SystemExit(f"error: {exc}") from None
-    args.seat_token = read_seat_token(args.token_file) if args.token_file else None
+    roots = args.ca.value if args.ca else None  # read as the command line was parsed (ca_file_arg)
+    args.seat_token = args.token_file.value if args.token_file else None  # read by token_file_arg
     async with connect(target, tls=args.tls, root_certificates=roots, server_name=args.server_name) as client:
         await client.wait_ready()
         if args.list:
@@ -760,7 +767,7 @@ def way_back(session: SeatSession, args: argparse.Namespace, target: str) -> str
     if not args.target:
         return OWN_ENGINE_ENDS
     try:
-        token_file = args.token_file or save_token(session)
+        token_file = args.token_file.path if args.token_file else save_token(session)
     except OSError as exc:
         # a full disk (or no temporary folder): the screen that held the token is gone, and a
         # traceback ended the program with the only way back to the seat
@@ -773,7 +780,7 @@ def way_back(session: SeatSession, args: argparse.Namespace, target: str) -> str
     if args.tls:
         command.append("--tls")
     if args.ca:
-        command += ["--ca", args.ca]
+        command += ["--ca", args.ca.path]
     if args.server_name:
         command += ["--server-name", args.server_name]
     command += ["--match", session.match_id, "--token-file", token_file]
@@ -862,6 +869,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("give --game (a new match), --match ID (join one), --lobby or --list")
     if args.token_file and not args.match:
         parser.error("--token-file returns to a seat of --match ID: give both")
+    if args.db is not None and args.target:
+        # it was dropped without a word: the engine at --target keeps its own database
+        parser.error("--db is the database of the engine started without --target: give one of them")
+    if args.seed is not None and args.autoplay != "random":
+        # it was dropped without a word: the screen's player, or --autoplay first, makes no random
+        # choice, and a run thought repeatable was not
+        parser.error("--seed seeds the choices of --autoplay random: give both")
     if args.name is None:
         args.name = default_name()
     # unfolded (soft_wrap): a line is one line in a pipe (--autoplay for scripts, where the
@@ -873,7 +887,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.target:
             target = args.target
         else:
-            service = LocalService(db=args.db)
+            service = LocalService(db=args.db or "memory:")
             service.start()
             target = service.target
         # stdout on a full disk (--autoplay > FILE): one line, not rich's traceback

@@ -56,8 +56,8 @@ from engine_service.rules.errors import UnknownGame
 from engine_service.transport.generated import cards_pb2, match_pb2
 
 from .cardgames_client import (CardGamesError, Client, FailedPrecondition, SeatSession, ServerClock, StaleSequence,
-                               DAY_S, command_parser, connect, int32_arg, is_finished, is_my_turn, positive_arg,
-                               TableOptionAction, option_value, read_root_certificates, struct_value, target_arg,
+                               DAY_S, ca_file_arg, command_parser, connect, int32_arg, is_finished, is_my_turn, positive_arg,
+                               TableOptionAction, option_value, struct_value, target_arg,
                                turn_time_arg, whole_numbers)
 from .local_service import LocalService, ServiceFailed
 
@@ -378,10 +378,9 @@ def bot_catalog(args: argparse.Namespace) -> BotCatalog:
 
 async def run(args: argparse.Namespace, target: str, catalog: BotCatalog) -> int:
     runner = BotRunner(catalog)
-    try:  # an engine behind a private CA, as the other clients (it had only the system's roots)
-        roots = read_root_certificates(args.ca) if args.ca else None
-    except ValueError as exc:
-        raise SystemExit(f"error: {exc}") from None
+    # an engine behind a private CA, as the other clients (it had only the system's roots); read
+    # as the command line was parsed (ca_file_arg)
+    roots = args.ca.value if args.ca else None
     async with connect(target, tls=args.tls, root_certificates=roots, server_name=args.server_name) as client:
         await client.wait_ready()
         if args.match:
@@ -416,7 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bot", required=True, help="bot plugin name (see ListBots / the arena)")
     p.add_argument("--target", type=target_arg, help="host:port of a running engine (default: start one)")
     p.add_argument("--tls", action="store_true", help="connect with TLS (default roots: the system's)")
-    p.add_argument("--ca", metavar="FILE", help="PEM root certificate(s) for --tls (a private CA)")
+    p.add_argument("--ca", type=ca_file_arg, metavar="FILE", help="PEM root certificate(s) for --tls (a private CA)")
     p.add_argument("--server-name", help="TLS name to verify instead of the target's host (implies --tls)")
     p.add_argument("--match", help="join this match (else create one with --game)")
     p.add_argument("--seat", type=int32_arg, help="seat to take (default: the first open one / 0)")
@@ -431,7 +430,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--plugin", action="append", default=[], help="extra plugin module (repeatable)")
     p.add_argument("--verbose", action="store_true", help="print every action submitted")
-    p.add_argument("--db", default="memory:", help="database of the engine started without --target")
+    p.add_argument("--db", help="database of the engine started without --target (default: memory:; not with "
+                   "--target)")
     return p
 
 
@@ -441,6 +441,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     check_text(parser, args, paths={"ca", "db"})
     if not args.match and not args.game:
         parser.error("give --match ID (join) or --game (create a match)")
+    if args.db is not None and args.target:
+        # it was dropped without a word: the engine at --target keeps its own database
+        parser.error("--db is the database of the engine started without --target: give one of them")
     if args.game and not args.match:
         try:  # before an engine is started or reached: it was a traceback once connected
             game = get_game(args.game)
@@ -466,7 +469,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             # an engine of its own, where every player is a program: its bots need not be
             # paced (--bot-pace-s hides a forced move's timing from people, GJ-11.8)
-            service = LocalService(db=args.db, args=["--bot-pace-s", "0"])
+            service = LocalService(db=args.db or "memory:", args=["--bot-pace-s", "0"])
             service.start()
             target = service.target
         # the result line to a full disk (> FILE): one line, not a traceback

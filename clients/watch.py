@@ -47,7 +47,7 @@ from .connection_sign import ConnectionSign
 from .play import (board_rows, fitted_board, fitted_deals, log_scored_deals, positive_int, print_meld_talk,
                    print_scored_deals, stderr_notices, summary_now)
 from .cardgames_client import (CardGamesError, ServerClock, Spectator, StreamState, connect,
-                               command_parser, read_root_certificates, target_arg)
+                               ca_file_arg, command_parser, target_arg)
 from engine_service.command_line import check_text, parse_args, stdout_guarded
 from engine_service.transport.generated import match_pb2
 
@@ -178,16 +178,13 @@ def connection_lost_line(app: WatchApp, args: argparse.Namespace) -> str:
     what = ("the connection to the engine is lost for good" if app.lost
             else "you quit while the connection to the engine was lost")
     command = ["python", "-m", "clients.watch", args.match_id, "--target", args.target]
-    command += ["--tls"] * args.tls + ["--ca", args.ca] * bool(args.ca)
+    command += ["--tls"] * args.tls + (["--ca", args.ca.path] if args.ca else [])
     command += ["--server-name", args.server_name] * bool(args.server_name)
     return f"error: {what} ({why}); to watch again: {shlex.join(command)}"
 
 
 async def run(args: argparse.Namespace, console: Console) -> int:
-    try:
-        roots = read_root_certificates(args.ca) if args.ca else None
-    except ValueError as exc:  # one line, not a traceback (as clients.admin)
-        raise SystemExit(f"error: {exc}") from None
+    roots = args.ca.value if args.ca else None  # read as the command line was parsed (ca_file_arg)
     async with connect(args.target, tls=args.tls, root_certificates=roots, server_name=args.server_name) as client:
         spectator = client.spectate(args.match_id)
         after = 0 if args.from_start else None
@@ -223,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", type=target_arg, default="127.0.0.1:50051",
                    help="host:port of the engine (default: 127.0.0.1:50051)")
     p.add_argument("--tls", action="store_true", help="connect with TLS")
-    p.add_argument("--ca", metavar="FILE", help="PEM root certificate(s) for --tls")
+    p.add_argument("--ca", type=ca_file_arg, metavar="FILE", help="PEM root certificate(s) for --tls")
     p.add_argument("--server-name", help="TLS name to verify instead of the target's host (implies --tls)")
     p.add_argument("--plain", action="store_true", help="one line per event instead of the full screen")
     p.add_argument("--reconnect-tries", type=positive_int, default=RECONNECT_TRIES, metavar="N",

@@ -35,7 +35,7 @@ func main() {
 		os.Exit(2)
 	}
 	if flags.NArg() != 0 {
-		fmt.Fprintf(os.Stderr, "error: unexpected argument %q\n", flags.Arg(0))
+		fmt.Fprintln(os.Stderr, "error:", unrecognized(flags.Args())) // never the value: it may be a secret
 		flags.Usage()
 		os.Exit(2)
 	}

@@ -25,7 +25,8 @@
  * where D is the number of deals whose revealed deck matched the commitment published when it
  * was dealt (fair dealing, docs/api.md); a mismatch is an error.
  * Exit status 0 when the match finished, 1 on an error (printed with its code and reason),
- * 2 on a usage error (an unknown or incomplete argument: one line and the usage, no stack).
+ * 2 on a usage error (an unknown or incomplete argument, a target without its port, --seed
+ * with --policy first, a --ca file that holds no certificate: one line and the usage, no stack).
  */
 
 const USAGE = 'usage: node play_vs_bot.js [--target HOST:PORT] [--game GAME] [--bot BOT] '
@@ -37,6 +38,7 @@ const USAGE = 'usage: node play_vs_bot.js [--target HOST:PORT] [--game GAME] [--
 /** A mistake on the command line (parseArgs): main prints it with the usage, exit status 2. */
 class UsageError extends Error {}
 
+const crypto = require('node:crypto');
 const fs = require('node:fs');
 const { Client, CardGamesError, verifyDeal, PACKS, TRANSIENT, RECONNECTING, RESUMED } = require('./cardgames');
 
@@ -57,23 +59,52 @@ function unknownArgument(arg) {
   return 'unexpected value (not shown: it may hold a secret)';
 }
 
+/**
+ * What is wrong with `target` (host:port), or null, as the Python clients check it
+ * (clients/cardgames_client.py, _target_problem): grpc-js threw an uncaught "Could not parse
+ * target name" for an empty one (a stack trace, exit status 1), and failed `host:` and a port
+ * above 65535 as UNAVAILABLE, as if the engine were down.
+ */
+function targetProblem(target) {
+  if (!target.trim()) return 'the target is empty (host:port, e.g. 127.0.0.1:50051)';
+  const port = target.slice(target.lastIndexOf(':') + 1);
+  if (target.endsWith(':')) return `${JSON.stringify(target)} has no port after its ':' (host:port, e.g. 127.0.0.1:50051)`;
+  if (target.includes(':') && /^[0-9]+$/.test(port) && Number(port) > 65535) {
+    return `${JSON.stringify(target)} has port ${port}, above 65535 (host:port, e.g. 127.0.0.1:50051)`;
+  }
+  return null;
+}
+
+/** The flags that take no value. */
+const SWITCHES = new Set(['--quiet', '--tls', '-h', '--help']);
+
 function parseArgs(argv) {
   const args = {
     target: '127.0.0.1:50051', game: 'klaberjass', bot: 'random', options: {}, policy: 'random', seed: 1, quiet: false,
     tls: false, ca: undefined, serverName: undefined, reconnectTries: RECONNECT_TRIES,
   };
+  let seedGiven = false;
   for (let i = 0; i < argv.length; i += 1) {
-    const flag = argv[i];
+    // --flag=VALUE as --flag VALUE, as the Python clients take it: it was an "unknown argument"
+    const at = argv[i].startsWith('--') ? argv[i].indexOf('=') : -1;
+    const flag = at < 0 ? argv[i] : argv[i].slice(0, at);
     const value = () => {
+      if (at >= 0) return argv[i].slice(at + 1);
       if (i + 1 >= argv.length) throw new UsageError(`${flag} needs a value`);
       i += 1;
       return argv[i];
     };
-    if (flag === '--target') args.target = value();
+    if (at >= 0 && SWITCHES.has(flag)) throw new UsageError(`${flag} takes no value (not shown: it may hold a secret)`);
+    if (flag === '--target') {
+      args.target = value();
+      const problem = targetProblem(args.target);
+      if (problem) throw new UsageError(`--target: ${problem}`);
+    }
     else if (flag === '--game') args.game = value();
     else if (flag === '--bot') args.bot = value();
     else if (flag === '--policy') args.policy = value();
     else if (flag === '--seed') {
+      seedGiven = true;
       const text = value();
       args.seed = Number(text);
       if (!Number.isInteger(args.seed)) throw new UsageError(`--seed wants a whole number, not ${JSON.stringify(text)}`);
@@ -103,10 +134,47 @@ function parseArgs(argv) {
       // a string), and the option vanished without a word instead of being refused by name
       Object.defineProperty(args.options, name, { value: text.slice(at + 1), enumerable: true, writable: true,
                                                   configurable: true });
-    } else throw new UsageError(unknownArgument(flag));
+    } else throw new UsageError(unknownArgument(argv[i]));
   }
   if (!['first', 'random'].includes(args.policy)) throw new UsageError('--policy is first or random');
+  // it was dropped without a word (as clients.play's --seed without --autoplay random)
+  if (seedGiven && args.policy !== 'random') throw new UsageError('--seed seeds the choices of --policy random');
   return args;
+}
+
+/** The --ca file's largest size: a PEM bundle of a few CAs is a few kB (as the Python clients). */
+const PEM_LIMIT = 1024 * 1024;
+
+/**
+ * The PEM certificates of --ca, checked as the Python clients check them
+ * (read_root_certificates): a UsageError naming the file when it cannot be read, is no regular
+ * file or is larger than PEM_LIMIT (it was read whole: /dev/zero filled the memory), or holds no
+ * certificate (grpc-js took any bytes as root certificates, and every call then failed as a TLS
+ * error naming the engine).
+ */
+function readRootCertificates(path) {
+  let pem;
+  try {
+    const stat = fs.statSync(path);
+    if (!stat.isFile()) throw new UsageError(`the CA file ${path}: not a regular file`);
+    if (stat.size > PEM_LIMIT) throw new UsageError(`the CA file ${path}: larger than 1 MiB`);
+    pem = fs.readFileSync(path);
+  } catch (error) {
+    if (error instanceof UsageError) throw error;
+    throw new UsageError(`cannot read the CA file ${path}: ${error.code || error.message}`);
+  }
+  const blocks = pem.toString('latin1').match(/-----BEGIN CERTIFICATE-----[^-]*-----END CERTIFICATE-----/g) || [];
+  const parses = (block) => {
+    try {
+      return Boolean(new crypto.X509Certificate(block));
+    } catch {
+      return false;
+    }
+  };
+  if (!blocks.length || !blocks.every(parses)) {
+    throw new UsageError(`the CA file ${path} holds no usable PEM certificate ('-----BEGIN CERTIFICATE-----' blocks)`);
+  }
+  return pem;
 }
 
 /** A small deterministic generator (mulberry32), so --seed repeats a run's choices. */
@@ -207,9 +275,10 @@ async function main() {
   let rootCertificates;
   if (args.ca) {
     try {
-      rootCertificates = fs.readFileSync(args.ca);
+      rootCertificates = readRootCertificates(args.ca);
     } catch (error) {
-      process.stderr.write(`error: cannot read the CA file ${args.ca}: ${error.code || error.message}\n`);
+      if (!(error instanceof UsageError)) throw error;
+      process.stderr.write(`error: ${error.message}\n${USAGE}`);
       return 2;
     }
   }
@@ -298,4 +367,4 @@ if (require.main === module) {
   main().then((code) => { process.exitCode = code; });
 }
 
-module.exports = { parseArgs, fromStruct, typedOptions, throughOutages, UsageError };
+module.exports = { parseArgs, readRootCertificates, fromStruct, typedOptions, throughOutages, UsageError };

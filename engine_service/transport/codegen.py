@@ -34,6 +34,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..command_line import parse_args
+
 REPO = Path(__file__).resolve().parents[2]
 PROTO_ROOT = REPO / "proto"
 PROTO_PACKAGE = "cardgames/v1"
@@ -125,10 +127,10 @@ def _write_descriptor_set(out: Path, wkt: Any) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--out", type=Path, default=GENERATED,
                         help=f"output package directory (default: {GENERATED.relative_to(REPO)})")
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)  # flags spelt out, as every command of the project
     files = generate(args.out)
     print(f"generated {len(files)} files in {args.out}")
     return 0

@@ -490,16 +490,27 @@ def test_tls(tmp_path):
         assert health.returncode == 1 and len(health.stderr.strip().splitlines()) == 1, health.stderr
 
 
-def test_the_default_target_is_the_port_the_engine_beside_it_listens_on(monkeypatch):
+def admin_target(argv: list[str], environ: dict[str, str]) -> str:
+    """The target clients.admin calls with ``argv`` in ``environ``."""
+    called: list[str] = []
+
+    def connect(target: str, **kwargs):
+        called.append(target)
+        raise cg.CardGamesError(grpc.StatusCode.UNAVAILABLE, "not called")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(admin_cli, "connect", connect)
+        assert admin_cli.main(argv, environ=environ) == 1
+    return called[0]
+
+
+def test_the_default_target_is_the_port_the_engine_beside_it_listens_on():
     """Run in the engine's pod or shell, the command finds the engine on CARDGAMES_PORT (the
     ConfigMap may change it), as the health check does; 50051 when unset."""
-    from clients import admin
-
-    monkeypatch.setenv("CARDGAMES_PORT", "50099")
-    assert admin.build_parser().parse_args(["list"]).target == "127.0.0.1:50099"
-    assert admin.build_parser().parse_args(["list", "--target", "h:1"]).target == "h:1"
-    monkeypatch.delenv("CARDGAMES_PORT")
-    assert admin.build_parser().parse_args(["list"]).target == "127.0.0.1:50051"
+    assert admin_target(["list"], {"CARDGAMES_PORT": "50099"}) == "127.0.0.1:50099"
+    assert admin_target(["list", "--target", "h:1"], {"CARDGAMES_PORT": "50099"}) == "h:1"
+    assert admin_target(["--target", "h:2", "list"], {"CARDGAMES_PORT": "50099"}) == "h:2"
+    assert admin_target(["list"], {}) == "127.0.0.1:50051"
 
 
 @pytest.mark.parametrize("value, port", [("", "50051"), (" 50099\n", "50099")])
@@ -507,14 +518,64 @@ def test_the_default_target_reads_cardgames_port_as_the_engine_does(monkeypatch,
     """The engine takes an empty CARDGAMES_PORT for unset (50051) and drops whitespace around
     it; the health check (the image's HEALTHCHECK) and the admin command must find it there,
     not fail with the usage error '127.0.0.1:' has no port (exit 2)."""
-    from clients import admin, health
-
     monkeypatch.setenv("CARDGAMES_PORT", value)
-    assert admin.build_parser().parse_args(["list"]).target == f"127.0.0.1:{port}"
-    assert health.default_target() == f"127.0.0.1:{port}"
+    assert admin_target(["list"], {"CARDGAMES_PORT": value}) == f"127.0.0.1:{port}"
+    assert cg.default_target() == f"127.0.0.1:{port}"
     health_run = subprocess.run([sys.executable, "-m", "clients.health", "--timeout", "0.2"],
                                 capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert health_run.returncode != 2 and "usage" not in health_run.stderr, health_run.stderr  # 0 or 1: asked
+
+
+def settings_namespace():
+    """``serve``'s flags, none given: the settings come from the environment."""
+    import argparse
+
+    from engine_service import settings
+
+    parser = argparse.ArgumentParser()
+    settings.add_arguments(parser, env={})
+    return parser.parse_args([])
+
+
+@pytest.mark.parametrize("value", ["http", "70000", "-1", " ", "5 0", "0x50"])
+def test_a_cardgames_port_the_engine_refuses_is_refused_with_its_message(value):
+    """CARDGAMES_PORT=http went into the default target unchecked: gRPC dialled port 80 (``-1``:
+    65535; `` ``: 50051), and the health check asked another port than the one the engine refused
+    to start with. Both refuse it with the engine's message (engine_service/settings.py, which
+    the clients do not import: it doubled the health check's run time)."""
+    from engine_service import settings
+
+    with pytest.raises(ValueError) as engine:
+        settings.from_namespace(settings_namespace(), env={"CARDGAMES_PORT": value})
+    with pytest.raises(ValueError) as client:
+        cg.default_target({"CARDGAMES_PORT": value})
+    assert str(client.value) == str(engine.value)
+
+
+@pytest.mark.parametrize("module, argv", [("clients.health", []), ("clients.admin", ["list"])])
+@pytest.mark.parametrize("value, says", [
+    ("http", "environment variable CARDGAMES_PORT (--port): not a whole number: 'http'"),
+    ("70000", "environment variable CARDGAMES_PORT (--port): must be 0 to 65535, not '70000'"),
+    ("0", "environment variable CARDGAMES_PORT (--port) is 0: the engine listens on a free port then, which only "
+          "its log names"),
+])
+def test_a_bad_cardgames_port_is_a_usage_error_unless_a_target_is_given(module, argv, value, says, capsys):
+    """Without --target the clients that reach the engine beside them (the health check, the
+    admin command) refuse a CARDGAMES_PORT the engine refuses, or 0 (a free port of the engine's
+    choosing), as a usage error (exit 2) before any call; with --target it is not read."""
+    import importlib
+
+    main = importlib.import_module(module).main
+    env = {**os.environ, "CARDGAMES_PORT": value, "CARDGAMES_ADMIN_TOKEN": "t0ken"}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "environ", env)
+        with pytest.raises(SystemExit) as refused:
+            main(argv)
+        err = capsys.readouterr().err
+        assert refused.value.code == 2, err
+        assert err.splitlines()[-1] == (f"python -m {module}: error: the default --target is 127.0.0.1:$CARDGAMES_PORT, "
+                                        f"and {says} (or give --target HOST:PORT)"), err
+        assert main(["--target", "127.0.0.1:1", "--timeout", "0.5", *argv]) == 1  # asked, and nothing answers
 
 
 def test_list_shows_names_as_written():

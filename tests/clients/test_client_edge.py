@@ -335,13 +335,15 @@ def test_an_option_given_twice_is_a_usage_error_naming_it(capsys):
     ("clients.remote_bot", ["--bot", "random", "--game", "klaberjass"], ["--budget", "5"], ["--budget-ms", "5"]),
     ("clients.admin", ["list"], ["--stat", "active"], ["--status", "active"]),
 ])
-def test_a_flag_is_never_abbreviated(module, base, abbreviated, spelt_out, capsys):
+def test_a_flag_is_never_abbreviated(module, base, abbreviated, spelt_out, capsys, tmp_path, monkeypatch):
     """The clients took any unambiguous prefix of a flag for it (argparse's allow_abbrev), as
     engine_service's commands and clients.admin do not: ``--targ`` was --target, a prefix in a
     script came to mean another flag once one with the same start was added, and an ambiguous
     one was refused with its value echoed. A prefix is an unrecognized argument (exit 2)."""
     import importlib
 
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "seat.token").write_text("t0ken\n")  # --token-file's file is read as it is parsed
     parser = importlib.import_module(module).build_parser()
     with pytest.raises(SystemExit) as info:
         parser.parse_args([*base, *abbreviated])
@@ -382,12 +384,90 @@ def test_an_argument_that_is_not_utf8_text_is_a_usage_error(module, argv, flag, 
         "the value is not shown)" in err, err
 
 
-def test_a_path_argument_may_hold_any_bytes():
+@pytest.mark.parametrize("argv", [[], ["--autoplay", "first"]])
+def test_a_seed_without_autoplay_random_is_a_usage_error(argv, monkeypatch, capsys):
+    """clients.play's --seed seeds --autoplay random; without it (the screen, --autoplay first)
+    it was dropped without a word, and a run its author took for repeatable was not. A usage
+    error, before any engine."""
     from clients import play
 
-    with pytest.raises(SystemExit) as info:  # the file's own error, not "not UTF-8 text"
-        play.main(["--target", "127.0.0.1:1", "--match", "M", "--token-file", "/nonexistent/\udcff.token"])
-    assert info.value.code == "error: cannot read the seat token file /nonexistent/\udcff.token: No such file or directory"
+    def no_engine(*args, **kwargs):
+        raise AssertionError("an engine was started or reached")
+
+    monkeypatch.setattr(play, "connect", no_engine)
+    monkeypatch.setattr(play, "LocalService", no_engine)
+    with pytest.raises(SystemExit) as info:
+        play.main(["--game", "klaberjass", "--seed", "7", *argv])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.endswith(
+        "python -m clients.play: error: --seed seeds the choices of --autoplay random: give both\n"), err
+    assert play.build_parser().parse_args(["--game", "klaberjass", "--seed", "7", "--autoplay", "random"]).seed == 7
+
+
+@pytest.mark.parametrize("module, argv", [("clients.play", ["--game", "klaberjass"]),
+                                          ("clients.remote_bot", ["--bot", "random", "--game", "klaberjass"])])
+def test_a_db_with_a_target_is_a_usage_error(module, argv, tmp_path, monkeypatch, capsys):
+    """--db is the database of the engine a client starts without --target; with --target it
+    was dropped without a word (the engine there keeps its own), the file never made. A usage
+    error, before any engine."""
+    import importlib
+
+    def no_engine(*args, **kwargs):
+        raise AssertionError("an engine was started or reached")
+
+    main = importlib.import_module(module)
+    monkeypatch.setattr(main, "connect", no_engine)
+    monkeypatch.setattr(main, "LocalService", no_engine)
+    with pytest.raises(SystemExit) as info:
+        main.main([*argv, "--target", "127.0.0.1:1", "--db", str(tmp_path / "kept.sqlite3")])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.endswith(
+        f"python -m {module}: error: --db is the database of the engine started without --target: give one of "
+        "them\n"), err
+
+
+def test_a_path_argument_may_hold_any_bytes():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    # the file's own error, not "not UTF-8 text" (a subprocess: stderr shows the byte as \xff)
+    result = subprocess.run([sys.executable, "-m", "clients.play", "--target", "127.0.0.1:1", "--match", "M",
+                             "--token-file", b"/nonexistent/\xff.token"], capture_output=True, timeout=60,
+                            cwd=Path(__file__).resolve().parents[2])
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines()[-1] == (b"python -m clients.play: error: argument --token-file: cannot read the seat "
+                                              b"token file /nonexistent/\\udcff.token: No such file or directory")
+
+
+@pytest.mark.parametrize("content, says", [
+    (None, "cannot read the seat token file {path}: No such file or directory"),
+    (b"", "the seat token file {path} is empty"),
+    (b"\xff\xfe", "the seat token file {path} is not text: no seat token"),
+    (b"two words", "the seat token file {path} has characters a seat token never has (spaces, control or "
+                   "non-ASCII characters): no seat token"),
+])
+def test_a_token_file_without_a_seat_token_is_a_usage_error(content, says, tmp_path, monkeypatch, capsys):
+    """clients.play --token-file names a file that holds no seat token: a usage error (exit 2)
+    naming it, before any engine, as a bad --ca file and clients.admin's --admin-token-file; it
+    exited 1, as if the engine had refused something, and started an engine of its own first
+    when no --target was given. The file's content is never shown."""
+    from clients import play
+
+    def no_engine(*args, **kwargs):
+        raise AssertionError("an engine was started or reached")
+
+    monkeypatch.setattr(play, "connect", no_engine)
+    monkeypatch.setattr(play, "LocalService", no_engine)
+    path = tmp_path / "seat.token"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(SystemExit) as info:
+        play.main(["--match", "M", "--token-file", str(path)])
+    err = capsys.readouterr().err
+    assert info.value.code == 2, err
+    assert err.splitlines()[-1] == f"python -m clients.play: error: argument --token-file: {says.format(path=path)}"
+    assert "two" not in err.replace(str(path), "")
 
 
 @pytest.mark.parametrize("module,args", [

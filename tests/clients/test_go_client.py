@@ -125,12 +125,16 @@ def test_go_client_plays_against_a_real_engine(engine, go_client):
 @pytest.mark.parametrize("argv, status, text", [
     (["--help"], 0, "-target host:port"),
     (["--bogus"], 2, "flag provided but not defined: -bogus"),
-    (["extra"], 2, 'error: unexpected argument "extra"'),
+    # a stray argument is a usage error naming no value (it may be a secret), as the Python clients say it
+    (["s3cret"], 2, "error: unrecognized arguments: (1 value not shown: it may hold a secret)\nUsage of"),
+    (["s3cret", "--target", "h:1"], 2,
+     "error: unrecognized arguments: --target (2 values not shown: they may hold a secret)\nUsage of"),
     (["--target", "127.0.0.1:1"], 1, "error: Unavailable"),  # nothing listens on port 1
 ])
 def test_go_client_command_line(go_client, argv, status, text):
     result = subprocess.run([go_client, *argv], capture_output=True, text=True, timeout=120)
     assert result.returncode == status and text in result.stderr, (result.returncode, result.stderr)
+    assert "s3cret" not in result.stderr and "h:1" not in result.stderr
 
 
 def _go_section_blocks() -> tuple[str, str]:

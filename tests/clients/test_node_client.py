@@ -147,10 +147,16 @@ def test_node_client_plays_over_tls_with_a_private_ca_and_a_server_name(node, tm
     missing = subprocess.run([node, "play_vs_bot.js", "--ca", str(tmp_path / "nope.pem")], cwd=NODE_DIR,
                              capture_output=True, text=True, timeout=60)
     assert missing.returncode == 2 and "cannot read the CA file" in missing.stderr
+    # a file without a certificate: grpc-js took its bytes, and the engine was named in a TLS error
+    garbage = subprocess.run([node, "play_vs_bot.js", "--ca", str(key)], cwd=NODE_DIR,
+                             capture_output=True, text=True, timeout=60)
+    assert garbage.returncode == 2 and garbage.stderr.startswith(
+        f"error: the CA file {key} holds no usable PEM certificate"), garbage.stderr
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["--bogus"], ["--seed", "x"], ["--option", "no-equals"], ["--target"],
-                                  ["--option", "kl_target_score=300", "--option", "kl_target_score=5"]])
+                                  ["--option", "kl_target_score=300", "--option", "kl_target_score=5"],
+                                  ["--target", ""], ["--target", "127.0.0.1:"], ["--policy", "first", "--seed", "3"]])
 def test_node_client_command_line_mistakes_are_usage_errors(node, argv):
     """A typo on play_vs_bot.js's command line (and --help, which it did not know) was an
     uncaught exception: a stack trace and exit status 1, as if the engine had failed."""

@@ -392,17 +392,35 @@ def test_the_result_line_of_a_match_quit_before_its_end():
     assert "forfeit" in text and "None" not in text and "winners" not in text
 
 
-def test_an_unreadable_ca_file_is_one_line(engine, tmp_path):
-    """--ca names a file that cannot be read: one line naming it, exit status 1, no traceback
-    (clients.play, clients.watch and clients.health; clients.admin already did so)."""
+def usage_error(stderr: str, module: str) -> str:
+    """The message of argparse's usage error on ``stderr`` (after ``prog: error: ``; clients.admin's
+    --ca is also spelt --ca-file)."""
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith(f"python -m {module}") and ": error: " in last, stderr
+    return last.split(": error: ", 1)[1].replace("--ca/--ca-file", "--ca")
+
+
+#: Every client's command line with a --ca, and what it needs besides.
+CA_CLIENTS = (["clients.play", "--game", "klaberjass", "--autoplay", "first"],
+              ["clients.watch", "m1", "--plain"], ["clients.health"], ["clients.remote_bot", "--game", "klaberjass"],
+              ["clients.admin", "list"])
+
+
+def test_an_unreadable_ca_file_is_a_usage_error(engine, tmp_path):
+    """--ca names a file that cannot be read: a usage error naming it (exit status 2, as for
+    any argument the command cannot take), no traceback, before any engine is reached or
+    started. clients.play, clients.watch, clients.health and clients.remote_bot exited 1, which
+    a script or the image's HEALTHCHECK reads as an engine that failed or is unhealthy;
+    clients.admin and the Node client said 2; clients.play without --target started an engine
+    first."""
     missing = str(tmp_path / "missing.pem")
-    for args in (["clients.play", "--target", engine.target, "--game", "klaberjass", "--autoplay", "first"],
-                 ["clients.watch", "m1", "--target", engine.target, "--plain"],
-                 ["clients.health", "--target", engine.target]):
+    # the last: clients.play without --target, which starts an engine of its own
+    for args in [[*a, "--target", engine.target] for a in CA_CLIENTS] + [CA_CLIENTS[0]]:
         result = cli(*args, "--tls", "--ca", missing, timeout=60)
-        assert result.returncode == 1, (args[0], result.stdout, result.stderr)
+        assert result.returncode == 2, (args, result.stdout, result.stderr)
         assert "Traceback" not in result.stderr
-        assert result.stderr.strip() == f"error: cannot read the CA file {missing}: No such file or directory", args[0]
+        assert usage_error(result.stderr, args[0]) == (f"argument --ca: cannot read the CA file {missing}: "
+                                                       "No such file or directory"), result.stderr
 
 
 def test_a_ca_file_without_a_certificate_is_one_line_naming_it(engine, tmp_path):
@@ -434,12 +452,58 @@ def test_a_ca_file_without_a_certificate_is_one_line_naming_it(engine, tmp_path)
             cg.read_root_certificates(path)
         assert str(info.value) == f"the CA file {path}: {why}"
     garbage = str(tmp_path / "garbage.pem")
-    for args in (["clients.health", "--target", engine.target],
-                 ["clients.watch", "m1", "--target", engine.target, "--plain"]):
-        result = cli(*args, "--tls", "--ca", garbage, timeout=60)
-        assert result.returncode == 1, (args[0], result.stdout, result.stderr)
-        assert result.stderr.strip() == (f"error: the CA file {garbage} holds no usable PEM "
-                                         "certificate ('-----BEGIN CERTIFICATE-----' blocks)"), args[0]
+    for args in CA_CLIENTS:
+        result = cli(*args, "--target", engine.target, "--tls", "--ca", garbage, timeout=60)
+        assert result.returncode == 2, (args[0], result.stdout, result.stderr)
+        assert usage_error(result.stderr, args[0]) == (f"argument --ca: the CA file {garbage} holds no usable "
+                                                       "PEM certificate ('-----BEGIN CERTIFICATE-----' blocks)"), args[0]
+
+
+def test_a_ca_file_or_a_token_file_that_is_a_pipe_is_read_once(tmp_path):
+    """``--ca <(kubectl get secret ...)``, ``--token-file <(pass show seat)``: a pipe gives its
+    content to one reader only. The file is read as the command line is parsed (the check that
+    makes a bad one a usage error) and that content is used: a second read when the channel was
+    made got nothing, and refused a good CA file as holding no certificate."""
+    from clients import health
+    from clients.local_service import LocalService
+
+    from .conftest import self_signed_certificate
+
+    def pipe(content: bytes) -> str:
+        read, write = os.pipe()
+        os.write(write, content)
+        os.close(write)
+        return f"/dev/fd/{read}"
+
+    cert, key = self_signed_certificate(tmp_path)
+    with LocalService(args=["--tls-cert", str(cert), "--tls-key", str(key)]) as service:
+        assert health.main(["--target", service.target, "--ca", pipe(cert.read_bytes()),
+                            "--server-name", "localhost"]) == 0
+    args = play.build_parser().parse_args(["--match", "M", "--token-file", pipe(b"t0ken\n")])
+    assert args.token_file.value == "t0ken"
+
+
+def test_the_way_back_names_the_ca_file_and_the_token_file(tmp_path):
+    """The command that returns to the seat, or watches again, names the files given (their
+    paths, not what was read from them as the command line was parsed)."""
+    from types import SimpleNamespace
+
+    from clients import watch
+
+    from .conftest import self_signed_certificate
+
+    cert, _ = self_signed_certificate(tmp_path)
+    token = tmp_path / "seat.token"
+    token.write_text("t0ken\n")
+    args = play.build_parser().parse_args(["--target", "h:1", "--tls", "--ca", str(cert), "--match", "M1",
+                                           "--token-file", str(token)])
+    line = play.way_back(SimpleNamespace(match_id="M1", seat=1, token="t0ken"), args, "h:1")
+    assert line == f"to return to your seat: python -m clients.play --target h:1 --tls --ca {cert} --match M1 " \
+                   f"--token-file {token}", line
+    args = watch.build_parser().parse_args(["M1", "--target", "h:1", "--ca", str(cert)])
+    app = SimpleNamespace(connection=SimpleNamespace(state=cg.GAVE_UP, error=None, attempt=1), lost=True)
+    assert watch.connection_lost_line(app, args).endswith(f"to watch again: python -m clients.watch M1 --target h:1 "
+                                                          f"--ca {cert}")
 
 
 GRPC_VERBOSITY_AT_IMPORT = """
@@ -1137,7 +1201,7 @@ def test_quitting_mid_match_says_how_to_return_to_the_seat(engine, monkeypatch):
 
 
 def test_an_empty_token_file_is_one_line(engine, tmp_path):
-    """--token-file naming an empty file (or one not text): one line, exit status 1. An empty
+    """--token-file naming an empty file (or one not text): a usage error naming it, exit status 2. An empty
     one played on: the server answers a request without a token with the public view, and the
     screen showed it as seat 0's ("you", no hand, no actions) and --autoplay "played" a
     finished match to a result, exit status 0."""
@@ -1154,8 +1218,9 @@ def test_an_empty_token_file_is_one_line(engine, tmp_path):
     for path, says in ((empty, "is empty"), (binary, "is not text")):
         result = cli("clients.play", "--target", engine.target, "--match", match_id, "--token-file", str(path),
                      "--autoplay", "first")
-        assert result.returncode == 1, result.stdout + result.stderr
-        assert result.stderr.strip() == f"error: the seat token file {path} {says}" + (": no seat token" if path == binary else ""), result.stderr
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert usage_error(result.stderr, "clients.play") == (f"argument --token-file: the seat token file {path} "
+                                                              f"{says}" + (": no seat token" if path == binary else ""))
         assert "Traceback" not in result.stderr and result.stdout == ""
 
 
@@ -1163,8 +1228,8 @@ def test_a_token_file_that_holds_no_token_is_refused_before_the_engine_is_reache
     """--token-file was read whole once the engine answered: /dev/zero filled the memory, a
     named pipe no one writes to waited for ever, and a file of megabytes went to the engine as
     the seat's header (one with a character no header carries was gRPC's ExecuteBatchError
-    traceback). Read with a limit now (read_bounded), before any connection: one line, exit
-    status 1, never the token."""
+    traceback). Read with a limit now (read_bounded), before any connection: a usage error
+    naming the file, exit status 2, never the token."""
     def no_engine(*args, **kwargs):
         raise AssertionError("the engine was reached")
 
@@ -1183,8 +1248,9 @@ def test_a_token_file_that_holds_no_token_is_refused_before_the_engine_is_reache
                         "control or non-ASCII characters): no seat token")):
         with pytest.raises(SystemExit) as refused:
             play.main(["--target", "127.0.0.1:1", "--match", "M", "--token-file", str(path), "--autoplay", "first"])
-        assert refused.value.code == f"error: {says}", refused.value.code
-        assert "s3cret" not in refused.value.code
+        err = capsys.readouterr().err
+        assert refused.value.code == 2 and usage_error(err, "clients.play") == f"argument --token-file: {says}", err
+        assert "s3cret" not in err
 
 
 def test_the_way_back_survives_a_seat_token_file_that_cannot_be_written(tmp_path, monkeypatch):

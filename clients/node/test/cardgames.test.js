@@ -74,6 +74,65 @@ test('an unknown argument is named without its value (as the Python clients)', (
   }
 });
 
+test('--flag=VALUE is --flag VALUE, as the Python clients take it (it was an "unknown argument")', () => {
+  const args = parseArgs(['--target=h:1', '--game=jojotte', '--option=kl_target_score=300', '--reconnect-tries=4']);
+  assert.deepStrictEqual([args.target, args.game, args.options, args.reconnectTries],
+    ['h:1', 'jojotte', { kl_target_score: '300' }, 4]);
+  assert.throws(() => parseArgs(['--quiet=s3cret']), (error) => error.constructor.name === 'UsageError'
+    && error.message === '--quiet takes no value (not shown: it may hold a secret)');
+});
+
+test('a target grpc-js would not dial as meant is a usage error (as the Python clients)', () => {
+  // "" was grpc-js' uncaught "Could not parse target name" (a stack trace, exit status 1); "h:"
+  // and a port above 65535 failed as UNAVAILABLE, as if the engine were down
+  for (const [target, says] of [
+    ['', '--target: the target is empty (host:port, e.g. 127.0.0.1:50051)'],
+    ['engine:', '--target: "engine:" has no port after its \':\' (host:port, e.g. 127.0.0.1:50051)'],
+    ['engine:70000', '--target: "engine:70000" has port 70000, above 65535 (host:port, e.g. 127.0.0.1:50051)'],
+  ]) {
+    assert.throws(() => parseArgs(['--target', target]), (error) => error.constructor.name === 'UsageError' && error.message === says);
+  }
+  for (const target of ['engine:65535', '[::1]:50051', 'unix:/run/cardgames.sock']) assert.strictEqual(parseArgs(['--target', target]).target, target);
+});
+
+test('--seed without --policy random is a usage error (as clients.play), not dropped', () => {
+  assert.throws(() => parseArgs(['--policy', 'first', '--seed', '7']), (error) => error.constructor.name === 'UsageError'
+    && error.message === '--seed seeds the choices of --policy random');
+  assert.strictEqual(parseArgs(['--policy', 'random', '--seed', '7']).seed, 7);
+  assert.strictEqual(parseArgs(['--policy', 'first']).policy, 'first');
+});
+
+test('a --ca file that cannot be read, is too large or holds no certificate is a usage error naming it', () => {
+  const { readRootCertificates } = require('../play_vs_bot');
+  const fs = require('node:fs');
+  const os = require('node:os');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cardgames-ca-'));
+  try {
+    const file = (name, content) => {
+      fs.writeFileSync(path.join(dir, name), content);
+      return path.join(dir, name);
+    };
+    const huge = file('huge.pem', '');
+    fs.truncateSync(huge, 1024 * 1024 + 1); // sparse: no disk written
+    for (const [where, says] of [
+      [path.join(dir, 'missing.pem'), `cannot read the CA file ${path.join(dir, 'missing.pem')}: ENOENT`],
+      ['/dev/zero', 'the CA file /dev/zero: not a regular file'], // read whole, it filled the memory
+      [huge, `the CA file ${huge}: larger than 1 MiB`],
+      ...['garbage', 'key', 'broken'].map((name) => {
+        const content = { garbage: Buffer.from([...Array(256).keys()]),
+          key: '-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n',
+          broken: '-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n' }[name];
+        const where = file(`${name}.pem`, content);
+        return [where, `the CA file ${where} holds no usable PEM certificate ('-----BEGIN CERTIFICATE-----' blocks)`];
+      }),
+    ]) {
+      assert.throws(() => readRootCertificates(where), (error) => error.constructor.name === 'UsageError' && error.message === says);
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true });
+  }
+});
+
 test('an --option given twice is a usage error naming it (as the Python clients), not the last value', () => {
   const twice = ['--option', 'kl_target_score=300', '--option', 'kl_last_trick=true', '--option', 'kl_target_score=5'];
   assert.throws(() => parseArgs(twice),
