@@ -539,6 +539,45 @@ def test_a_second_writer_on_the_same_log_is_caught_up_not_overwritten():
     assert res.seq == 2 and [a.seq for a in actions] == [1, 2]
 
 
+def test_a_second_writers_actions_that_reach_the_deal_limit_end_the_stale_writers_match():
+    """The stale writer of two on one store catches up with the other's actions when its
+    append is refused (MatchWriter.apply); when they reached ``max_match_deals`` its match
+    ends there too (terminated, ``deal_limit``: MatchWriter.end_past_deal_limit), as the
+    writer that played them ended its own. Without it the stale writer's match stayed active
+    past the limit, its next decision armed. KL-3.5: four passes throw the deal in; past the
+    limit the next deal is not dealt."""
+    from engine_service.sessions.api import StaleSequence
+
+    store = MemoryStore()
+
+    async def go():
+        a = MatchManager(config(max_match_deals=1), store=store, metrics=Metrics(), create_bot_host=False)
+        await a.start()
+        s = await a.create_match(CreateMatchRequest(game="klaberjass"))
+        tokens = [(await a.join_match(s.match_id, i, "x")).token for i in range(2)]
+        b = MatchManager(config(max_match_deals=1), store=store, metrics=Metrics(), create_bot_host=False)
+        await b.start()  # b loads the match at seq 0
+        pa = [a.authenticate(s.match_id, t) for t in tokens]
+        pb = [b.authenticate(s.match_id, t) for t in tokens]
+        for _ in range(4):
+            m = a._matches[s.match_id]
+            seat = m.state.to_act()
+            await a.submit_action(s.match_id, pa[seat], "pass", m.seq)
+        ended_by_a = await a.get_match(s.match_id)
+        seat = b._matches[s.match_id].state.to_act()
+        with pytest.raises(StaleSequence):
+            await b.submit_action(s.match_id, pb[seat], "pass", None)
+        caught_up = await b.get_match(s.match_id)
+        await b.close()
+        await a.close()
+        return ended_by_a, caught_up
+
+    ended_by_a, caught_up = run(go())
+    assert ended_by_a.status == "terminated" and ended_by_a.seq == 4
+    assert caught_up.seq == 4 and caught_up.status == "terminated", caught_up
+    assert (caught_up.result["outcome"], caught_up.result["reason"]) == ("terminated", "deal_limit")
+
+
 def test_a_departed_georgian_joker_seat_stays_with_the_bot_after_a_restart(tmp_path):
     path = tmp_path / "m.sqlite3"
 
