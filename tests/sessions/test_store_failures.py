@@ -1591,6 +1591,10 @@ def test_an_auto_move_found_in_the_store_is_counted_and_logged_as_one(monkeypatc
     assert (actions[0].by, actions[0].reason) == ("auto", "timeout")
     assert [e["event"] for e in logs if e["event"] in ("store_write_failed", "log_caught_up")] \
         == ["store_write_failed", "log_caught_up"]  # written, answered with an error, found
+    # the first attempt failed (its answer lost); the retry that finds the move in the store
+    # is answered as stale, no failure of its own, and plays no move of the old decision on
+    # the new state (which the rules would refuse: the other seat is to act)
+    assert [e["error_type"] for e in logs if e["event"] == "timeout_move_failed"] == ["Unavailable"]
     timed_out = [a.seq for a in actions if (a.by, a.reason) == ("auto", "timeout")]
     assert len(timed_out) == len(actions)  # (another deadline may have passed since: played at once)
     assert metrics.value("cardgames_turn_timeouts_total", g) == len(timed_out)
