@@ -382,6 +382,37 @@ def test_an_end_found_in_the_store_keeps_a_seat_whose_write_nobody_could_tell(mo
     assert held == 1
 
 
+def test_a_start_that_finds_the_match_ended_keeps_a_seat_whose_write_nobody_could_tell(monkeypatch):
+    """The operator's new token for seat 1 was written but answered UNAVAILABLE, the read-back
+    failing too (the seat keeps its token in memory, its row is to be written again); then an
+    end nobody was told of commits (a TerminateMatch judged not to have happened: PostgreSQL
+    can report a COMMIT lost before it is applied). The join of the last seat finds the end in
+    the store and the match follows it (Seating._follow_end), but not seat 1's row: its player
+    keeps the token it holds, and the store gets that one back. The test above reaches the
+    end through the writer's settlement (the end in doubt is settled before the reissue), so
+    this one is what holds Seating._resyncing to its word."""
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 0.2)
+    store = FailingStart()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
+            tokens = [(await mgr.join_match(s.match_id, seat, f"p{seat}", join_id())).token for seat in range(3)]
+            store.lose_seat, store.unreadable = True, 1  # its read-back fails: nobody can tell
+            await refused(mgr.reissue_seat_token(s.match_id, 1))
+            await store.set_status(s.match_id, "terminated", {"outcome": "terminated", "winners": [],
+                                                              "reason": "closing the table"}, 1.0)
+            joined = await refused(mgr.join_match(s.match_id, 3, "p3", join_id()))
+            held = mgr.authenticate(s.match_id, tokens[1]).seat
+            await until(lambda: not mgr._seating.seat_resyncs)
+            await agree(mgr, store, s.match_id)
+            return joined, held, mgr._matches[s.match_id].status
+
+    joined, held, status = run(go())
+    assert joined.reason == "MATCH_NOT_ACTIVE" and status == "terminated"
+    assert held == 1
+
+
 def test_a_start_found_in_the_store_takes_the_last_seat_even_while_its_earlier_write_is_in_doubt(monkeypatch):
     """An earlier join of seat 0 was written but answered UNAVAILABLE with the read-back failing
     (the seat stays open in memory, its row to be written again). Another player's join then
