@@ -564,18 +564,65 @@ def test_a_second_writers_actions_that_reach_the_deal_limit_end_the_stale_writer
             seat = m.state.to_act()
             await a.submit_action(s.match_id, pa[seat], "pass", m.seq)
         ended_by_a = await a.get_match(s.match_id)
+        watcher = b.watch(s.match_id, Principal("spectator", s.match_id), 0)
+        reader = asyncio.ensure_future(collect(watcher, until=lambda e: e.kind == "match_ended"))
+        await asyncio.sleep(0)
         seat = b._matches[s.match_id].state.to_act()
         with pytest.raises(StaleSequence):
             await b.submit_action(s.match_id, pb[seat], "pass", None)
         caught_up = await b.get_match(s.match_id)
+        seen = await asyncio.wait_for(reader, 60)  # against a hang only
         await b.close()
         await a.close()
-        return ended_by_a, caught_up
+        return ended_by_a, caught_up, seen
 
-    ended_by_a, caught_up = run(go())
+    ended_by_a, caught_up, seen = run(go())
     assert ended_by_a.status == "terminated" and ended_by_a.seq == 4
     assert caught_up.seq == 4 and caught_up.status == "terminated", caught_up
     assert (caught_up.result["outcome"], caught_up.result["reason"]) == ("terminated", "deal_limit")
+    # b's watchers saw the four actions and the end
+    assert [(e.kind, e.seq) for e in seen][1:] == [("action", 1), ("action", 2), ("action", 3), ("action", 4),
+                                                   ("match_ended", 4)]
+
+
+def test_a_stale_writer_catches_up_over_a_deal_the_other_writer_dealt_with_its_deck():
+    """The other writer's actions threw the deal in (KL-3.5: four passes) and dealt the next
+    one with a deck it stored with the action that made it due. The stale writer, refused,
+    folds those actions in with that deck (MatchWriter.catch_up reads the stored decks): each
+    seat's hand and the legal actions are the same on both writers. Without the stored deck
+    the stale writer could not deal: its match waited for a deal nobody would make."""
+    from engine_service.sessions.api import StaleSequence
+
+    store = MemoryStore()
+
+    async def go():
+        a = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await a.start()
+        s = await a.create_match(CreateMatchRequest(game="klaberjass"))
+        tokens = [(await a.join_match(s.match_id, i, "x")).token for i in range(2)]
+        b = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await b.start()  # b loads the match at seq 0
+        pa = [a.authenticate(s.match_id, t) for t in tokens]
+        pb = [b.authenticate(s.match_id, t) for t in tokens]
+        for _ in range(4):
+            m = a._matches[s.match_id]
+            seat = m.state.to_act()
+            await a.submit_action(s.match_id, pa[seat], "pass", m.seq)
+        seat = b._matches[s.match_id].state.to_act()
+        with pytest.raises(StaleSequence):
+            await b.submit_action(s.match_id, pb[seat], "pass", None)
+        views = [((await a.get_view(s.match_id, pa[i])).view, (await b.get_view(s.match_id, pb[i])).view)
+                 for i in range(2)]
+        dealt = (a._matches[s.match_id].deals_dealt, b._matches[s.match_id].deals_dealt)
+        await b.close()
+        await a.close()
+        return views, dealt
+
+    views, dealt = run(go())
+    assert dealt == (2, 2)
+    for on_a, on_b in views:
+        assert on_a["hand"] and on_b["hand"] == on_a["hand"]
+        assert on_b["legal"] == on_a["legal"]
 
 
 def test_a_departed_georgian_joker_seat_stays_with_the_bot_after_a_restart(tmp_path):
