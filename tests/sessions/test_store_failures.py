@@ -1595,6 +1595,9 @@ def test_an_auto_move_found_in_the_store_is_counted_and_logged_as_one(monkeypatc
     # is answered as stale, no failure of its own, and plays no move of the old decision on
     # the new state (which the rules would refuse: the other seat is to act)
     assert [e["error_type"] for e in logs if e["event"] == "timeout_move_failed"] == ["Unavailable"]
+    # the retry read the log back before writing (MatchWriter.apply settles it first): no
+    # append of a seq the store holds, refused as another writer's
+    assert not [e for e in logs if e["event"] == "log_conflict"]
     timed_out = [a.seq for a in actions if (a.by, a.reason) == ("auto", "timeout")]
     assert len(timed_out) == len(actions)  # (another deadline may have passed since: played at once)
     assert metrics.value("cardgames_turn_timeouts_total", g) == len(timed_out)
