@@ -346,6 +346,7 @@ def test_a_retried_start_that_finds_the_match_ended_is_no_error(by, monkeypatch)
 
     m, logs = run(go())
     assert m.status == "terminated" and m.result["reason"] == "closing the table"
+    assert m.ended_at == 1.0  # when the store has it ended, not when the end was found
     found = [e for e in logs if e["event"] == "match_start_found_ended"]
     assert [(e["log_level"], e["by"]) for e in found] == [("info", by)]
     assert not [e for e in logs if e["event"] == "match_start_failed"]
