@@ -36,7 +36,8 @@ def test_whole_match_played_by_seat_clients(game_id):
 
     n, summary, data, state = run(go())
     assert summary.status == "finished" and summary.seq == n
-    assert summary.result["outcome"] == "completed"
+    assert summary.result["outcome"] == "completed" and summary.result["over"] is True
+    assert "abandoned" not in summary.result  # nobody left
     assert summary.result["winners"] == state.result()["winners"]
     assert summary.result["totals"] == state.result()["totals"]
     check_transcript(data, n)
@@ -58,6 +59,8 @@ def test_a_resigned_match_exports_the_play_only(game_id):
     n, summary, data = run(go())
     assert summary.status == "finished" and summary.result["outcome"] == "resigned"
     assert summary.result["resigned"] == 0 and summary.result["winners"] == [1]
+    # the session's result says the match is over; the rules' own (the transcript's) does not
+    assert summary.result["over"] is True
     assert data["result"]["over"] is False and data["result"]["winners"] == []
     assert sum(len(d["steps"]) for d in data["deals"]) == n == summary.seq
     diff, state = transcript.check(data)
