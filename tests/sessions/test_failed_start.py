@@ -352,6 +352,36 @@ def test_a_retried_start_that_finds_the_match_ended_is_no_error(by, monkeypatch)
     assert not [e for e in logs if e["event"] == "match_start_failed"]
 
 
+def test_a_retried_start_that_finds_a_started_match_ended_deals_its_first_deck(monkeypatch):
+    """The last join's start landed but was answered with an error, its read-back failing too
+    (the start in doubt: the seats held, the start retried); then an end commits (a
+    TerminateMatch judged not to have happened). The retry finds the match ended in the store
+    and follows it as the store has it, its first deal dealt with the deck the start wrote
+    (Seating._follow_end): the memory and the store agree on the decks, and the ended match's
+    views show the deal that was played (none). Without the deal the memory held a started
+    match with no deal while the store held its deck."""
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 0.05)
+    store = FailingStart()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
+            for seat in range(3):
+                await mgr.join_match(s.match_id, seat, f"p{seat}", join_id())
+            store.fail, store.ack_lost, store.unreadable = True, True, 1
+            await refused(mgr.join_match(s.match_id, 3, "p3", join_id()))
+            m = mgr._matches[s.match_id]
+            await store.set_status(s.match_id, "terminated", {"outcome": "terminated", "winners": [],
+                                                              "reason": "closing the table"}, 1.0)
+            await until(lambda: m.over)
+            await until(lambda: s.match_id not in mgr._seating.start_retries)
+            await agree(mgr, store, s.match_id)
+            return m
+
+    m = run(go())
+    assert m.status == "terminated" and m.deals_dealt == 1 and list(m.decks) == [0]
+
+
 def test_an_end_found_in_the_store_keeps_a_seat_whose_write_nobody_could_tell(monkeypatch):
     """A TerminateMatch was written but answered UNAVAILABLE (its read-back failing too); then
     the operator's new token for seat 1 was written but answered UNAVAILABLE with the
