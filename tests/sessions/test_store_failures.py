@@ -570,6 +570,30 @@ def test_a_seat_write_whose_answer_was_lost_is_read_back_and_followed(request_ki
         assert answer.status == "active" and answer.seats[0].replaced_by_bot
 
 
+def test_a_failed_seat_write_of_a_match_gone_from_the_store_is_unavailable():
+    """A join's seat write fails and reading the match back finds it gone (another process
+    pruned it): the write did not happen, and the join is UNAVAILABLE / STORE_UNAVAILABLE like
+    any failed write (Seating.save_seat), the seat open in memory. It must not become an
+    INTERNAL error from reading the seats of a match that is not there."""
+    class GoneOnFailure(MemoryStore):
+        async def save_seat(self, match_id, seat):
+            raise StoreError("the database is unreachable")
+
+        async def load_match(self, match_id):
+            return None
+
+    async def go():
+        async with manager(store=GoneOnFailure()) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            with pytest.raises(SessionError) as failed:
+                await mgr.join_match(s.match_id, 0, "a")
+            return failed.value, mgr._matches[s.match_id].open_seats()
+
+    failed, open_seats = run(go())
+    assert (failed.code, failed.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
+    assert [slot.seat for slot in open_seats] == [0, 1]
+
+
 def test_a_seat_write_nobody_can_tell_is_written_again_as_the_memory_holds_it(monkeypatch):
     """A join's seat write is durable but answered with an error, and reading the match back
     fails too: the join is UNAVAILABLE and the seat stays open in memory, and its row, which
