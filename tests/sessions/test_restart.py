@@ -625,6 +625,50 @@ def test_a_stale_writer_catches_up_over_a_deal_the_other_writer_dealt_with_its_d
         assert on_b["legal"] == on_a["legal"]
 
 
+def test_a_stale_writers_caught_up_actions_carry_only_the_last_ones_clock():
+    """Several actions of the other writer caught up at once (MatchWriter.catch_up) are
+    published one after the other: only the last one's event carries a deadline, that of the
+    decision it hands on; each earlier one answered a decision made already, so its event
+    carries none (the clock is disarmed between them), as its replay shows it. JJK-10.2: the
+    clock runs while the seats are present (their streams on the stale writer)."""
+    from engine_service.sessions.api import StaleSequence
+
+    from .helpers import Stream
+
+    store = MemoryStore()
+
+    async def go():
+        a = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await a.start()
+        s = await a.create_match(CreateMatchRequest(game="klaberjass", turn_time_s=60))
+        tokens = [(await a.join_match(s.match_id, i, "x")).token for i in range(2)]
+        b = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await b.start()  # b loads the match at seq 0
+        pa = [a.authenticate(s.match_id, t) for t in tokens]
+        pb = [b.authenticate(s.match_id, t) for t in tokens]
+        players = [Stream(b, s.match_id, p) for p in pb]  # present on b: its clock runs
+        spectator = Stream(b, s.match_id, Principal("spectator", s.match_id))
+        await until(lambda: spectator.events and all(p.events for p in players))
+        for _ in range(3):
+            m = a._matches[s.match_id]
+            seat = m.state.to_act()
+            await a.submit_action(s.match_id, pa[seat], "pass", m.seq)
+        seat = b._matches[s.match_id].state.to_act()
+        with pytest.raises(StaleSequence):
+            await b.submit_action(s.match_id, pb[seat], "pass", None)
+        await until(lambda: len(spectator.actions()) == 3)
+        deadline = b._matches[s.match_id].deadline
+        for stream in (spectator, *players):
+            await stream.close()
+        await b.close()
+        await a.close()
+        return [(e.seq, e.view.deadline) for e in spectator.actions()], deadline
+
+    events, deadline = run(go())
+    assert deadline is not None
+    assert events == [(1, None), (2, None), (3, deadline)]
+
+
 def test_a_departed_georgian_joker_seat_stays_with_the_bot_after_a_restart(tmp_path):
     path = tmp_path / "m.sqlite3"
 
