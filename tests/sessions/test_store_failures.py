@@ -950,6 +950,44 @@ async def _play_until(mgr, match_id, ps, stop):
         await mgr.submit_action(match_id, p, action, env.seq, f"a{env.seq}")
 
 
+def test_a_forfeit_after_an_action_whose_answer_was_lost_follows_the_stored_log(monkeypatch):
+    """A player's action was written but answered UNAVAILABLE (the log in doubt), then the
+    other player's grace window ends (JJK-10.2: a disconnection forfeit) before anything
+    reads the log back. The clock's end does not pass through a request's settlement: the
+    end itself reads the stored log first (MatchWriter.end), so the match ends after that
+    action, as the store has it, and its watchers are told so. Written at once, the end
+    would have followed an action the memory never held (the end's seq one behind the
+    store's log)."""
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 3600.0)  # no background read-back
+    store = LosesAcknowledgements()
+
+    async def go():
+        # no turn timer (a timeout move would read the log back first); grace 5 s x 0.02
+        async with manager(config(default_turn_time_s=0, reconnect_grace_s=5, time_scale=0.02),
+                           store=store) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            streams = [Stream(mgr, match_id, p) for p in ps]
+            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+            await until(lambda: all(slot.present for slot in m.seats) and spectator.events)
+            seat, p, env = await to_act(mgr, match_id, ps)
+            store.lose_next = True
+            with pytest.raises(SessionError):
+                await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "lost")
+            assert m.log_in_doubt
+            await streams[1 - seat].close()  # the other player goes away: its grace runs out
+            await until(lambda: m.over)
+            await until(lambda: spectator.events[-1].kind == "match_ended")
+            for stream in (spectator, streams[seat]):
+                await stream.close()
+            return seat, m, spectator.events, await store.load_match(match_id)
+
+    seat, m, events, stored = run(go())
+    assert m.result["outcome"] == "forfeit" and m.result["forfeited"] == 1 - seat
+    assert m.seq == len(stored.actions) == 1 and stored.record.status == "finished"
+    assert [(e.kind, e.seq) for e in events[-2:]] == [("action", 1), ("match_ended", 1)]
+
+
 def test_an_action_found_in_the_store_is_published_as_it_was_applied():
     """The action that scores a deal was written but answered UNAVAILABLE; its retry finds it
     in the store (the writer's catch-up) and publishes it. Watchers used to get it without
