@@ -747,6 +747,35 @@ def test_an_end_nobody_could_tell_is_settled_before_anything_is_written(landed):
         assert len(stored.actions) == seq + 1
 
 
+def test_a_timeout_move_that_finds_the_end_in_doubt_landed_plays_nothing(monkeypatch):
+    """A TerminateMatch whose status write landed but was answered with an error, its
+    read-back failing too (the end in doubt); then the turn deadline passes before anything
+    reads the match back. The timeout's move settles the end first (MatchWriter.apply) and,
+    finding the match ended in the store, plays nothing: no action is appended after the
+    end the store holds, and the match ends as the store has it."""
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 3600.0)  # no background read-back
+    store = EndsInDoubt()
+
+    async def go():
+        async with manager(config(time_scale=0.01), store=store) as mgr:  # turn 10 s -> 0.1 s
+            match_id, ps = await open_match(mgr, "klaberjass", turn_time_s=10)
+            m = mgr._matches[match_id]
+            streams = [Stream(mgr, match_id, p) for p in ps]  # present: the clock runs (JJK-10.2)
+            await until(lambda: all(slot.present for slot in m.seats))
+            seq = m.seq
+            store.fail_next, store.landed, store.unreadable = True, True, 1
+            with pytest.raises(SessionError):
+                await mgr.terminate_match(match_id, "maintenance")
+            assert m.end_in_doubt and m.timer_key is not None
+            await until(lambda: m.over)  # the timeout found the end
+            for stream in streams:
+                await stream.close()
+            return seq, m, await MemoryStore.load_match(store, match_id)
+
+    seq, m, stored = run(go())
+    assert m.status == stored.record.status == "terminated"
+    assert m.seq == len(stored.actions) == seq  # nothing after the end
+
 class CreatesInDoubt(MemoryStore):
     """A store whose next creation fails (``fail_next``): ``landed`` (durable, but answered
     with an error) or not; then ``unreadable`` reads of a match fail. ``reads``: the match ids
