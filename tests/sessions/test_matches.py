@@ -11,6 +11,7 @@ import pytest
 from engine_service.plugins.host import BotHost
 from engine_service.rules import get_game, transcript
 from engine_service.sessions.api import CreateMatchRequest, SeatConfig
+from engine_service.store import MemoryStore
 
 from .helpers import GAMES, collect, manager, open_match, play_random, run
 
@@ -41,6 +42,23 @@ def test_whole_match_played_by_seat_clients(game_id):
     assert summary.result["winners"] == state.result()["winners"]
     assert summary.result["totals"] == state.result()["totals"]
     check_transcript(data, n)
+
+
+def test_a_completed_match_is_stored_with_its_end_time():
+    """The action that completes a match ends it (MatchWriter.apply -> mark_over) with the
+    time it ended, which the status write stores: the finished-match retention and the
+    admin's listing go by it. A match stored finished with no end time was never pruned."""
+    store = MemoryStore()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            match_id, principals = await open_match(mgr, "klaberjass")
+            await play_random(mgr, match_id, principals, random.Random(3))
+            return await store.load_match(match_id)
+
+    stored = run(go())
+    assert stored.record.status == "finished"
+    assert stored.record.ended_at is not None and stored.record.ended_at >= stored.record.created_at
 
 
 @pytest.mark.parametrize("game_id", ["klaberjass", "japanese_joker"])
