@@ -488,7 +488,7 @@ class Seating:
         m.decks[deck.deal] = deck
         m.state, m.deals_dealt = state, m.deals_dealt + 1
 
-    async def start_stalled(self, m: LiveMatch, *, by: str) -> bool:
+    async def start_stalled(self, m: LiveMatch, *, by: str) -> None:
         """Start a match (under its lock) that waits with every seat taken: the start by the
         join that took the last seat failed and nobody could tell whether the store holds it
         (:meth:`activate`; that join was answered UNAVAILABLE / STORE_UNAVAILABLE), which would
@@ -500,14 +500,14 @@ class Seating:
         with the started views: of the seat taken last, the failed join's (not of the seat whose
         player's retried join starts it: that may be another seat, whose ``joined`` its watchers
         saw when it was taken). ``by``: who starts it (logged: ``retry``, ``sweeper``,
-        ``join_retry``, ``leave``, ``terminate``). False when there was nothing to start."""
+        ``join_retry``, ``leave``, ``terminate``). Nothing happens when there is nothing to
+        start (the match is not waiting, or a seat is open)."""
         if m.status != "waiting" or m.open_seats():
-            return False
+            return
         await self.activate(m, [s.record() for s in m.seats if s.kind == "open"])
         m.log.warning("match_start_recovered", by=by)
         joined = max((s for s in m.seats if s.kind == "open"), key=lambda s: s.joined_at or 0.0)
         self._writer.presence(m, joined, "joined")
-        return True
 
     async def retry_stalled(self, m: LiveMatch, *, by: str) -> None:
         """:meth:`start_stalled` for a retry nobody waits on (``by``: ``retry``, ``sweeper``):

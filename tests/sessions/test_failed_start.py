@@ -346,9 +346,40 @@ def test_a_retried_start_that_finds_the_match_ended_is_no_error(by, monkeypatch)
 
     m, logs = run(go())
     assert m.status == "terminated" and m.result["reason"] == "closing the table"
+    assert m.ended_at == 1.0  # when the store has it ended, not when the end was found
     found = [e for e in logs if e["event"] == "match_start_found_ended"]
     assert [(e["log_level"], e["by"]) for e in found] == [("info", by)]
     assert not [e for e in logs if e["event"] == "match_start_failed"]
+
+
+def test_a_retried_start_that_finds_a_started_match_ended_deals_its_first_deck(monkeypatch):
+    """The last join's start landed but was answered with an error, its read-back failing too
+    (the start in doubt: the seats held, the start retried); then an end commits (a
+    TerminateMatch judged not to have happened). The retry finds the match ended in the store
+    and follows it as the store has it, its first deal dealt with the deck the start wrote
+    (Seating._follow_end): the memory and the store agree on the decks, and the ended match's
+    views show the deal that was played (none). Without the deal the memory held a started
+    match with no deal while the store held its deck."""
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 0.05)
+    store = FailingStart()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
+            for seat in range(3):
+                await mgr.join_match(s.match_id, seat, f"p{seat}", join_id())
+            store.fail, store.ack_lost, store.unreadable = True, True, 1
+            await refused(mgr.join_match(s.match_id, 3, "p3", join_id()))
+            m = mgr._matches[s.match_id]
+            await store.set_status(s.match_id, "terminated", {"outcome": "terminated", "winners": [],
+                                                              "reason": "closing the table"}, 1.0)
+            await until(lambda: m.over)
+            await until(lambda: s.match_id not in mgr._seating.start_retries)
+            await agree(mgr, store, s.match_id)
+            return m
+
+    m = run(go())
+    assert m.status == "terminated" and m.deals_dealt == 1 and list(m.decks) == [0]
 
 
 def test_an_end_found_in_the_store_keeps_a_seat_whose_write_nobody_could_tell(monkeypatch):
@@ -372,6 +403,37 @@ def test_an_end_found_in_the_store_keeps_a_seat_whose_write_nobody_could_tell(mo
             store.lose_seat, store.unreadable = True, 1
             await refused(mgr.reissue_seat_token(s.match_id, 1))
             joined = await refused(mgr.join_match(s.match_id, 3, "p3"))
+            held = mgr.authenticate(s.match_id, tokens[1]).seat
+            await until(lambda: not mgr._seating.seat_resyncs)
+            await agree(mgr, store, s.match_id)
+            return joined, held, mgr._matches[s.match_id].status
+
+    joined, held, status = run(go())
+    assert joined.reason == "MATCH_NOT_ACTIVE" and status == "terminated"
+    assert held == 1
+
+
+def test_a_start_that_finds_the_match_ended_keeps_a_seat_whose_write_nobody_could_tell(monkeypatch):
+    """The operator's new token for seat 1 was written but answered UNAVAILABLE, the read-back
+    failing too (the seat keeps its token in memory, its row is to be written again); then an
+    end nobody was told of commits (a TerminateMatch judged not to have happened: PostgreSQL
+    can report a COMMIT lost before it is applied). The join of the last seat finds the end in
+    the store and the match follows it (Seating._follow_end), but not seat 1's row: its player
+    keeps the token it holds, and the store gets that one back. The test above reaches the
+    end through the writer's settlement (the end in doubt is settled before the reissue), so
+    this one is what holds Seating._resyncing to its word."""
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 0.2)
+    store = FailingStart()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
+            tokens = [(await mgr.join_match(s.match_id, seat, f"p{seat}", join_id())).token for seat in range(3)]
+            store.lose_seat, store.unreadable = True, 1  # its read-back fails: nobody can tell
+            await refused(mgr.reissue_seat_token(s.match_id, 1))
+            await store.set_status(s.match_id, "terminated", {"outcome": "terminated", "winners": [],
+                                                              "reason": "closing the table"}, 1.0)
+            joined = await refused(mgr.join_match(s.match_id, 3, "p3", join_id()))
             held = mgr.authenticate(s.match_id, tokens[1]).seat
             await until(lambda: not mgr._seating.seat_resyncs)
             await agree(mgr, store, s.match_id)

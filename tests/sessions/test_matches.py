@@ -11,6 +11,7 @@ import pytest
 from engine_service.plugins.host import BotHost
 from engine_service.rules import get_game, transcript
 from engine_service.sessions.api import CreateMatchRequest, SeatConfig
+from engine_service.store import MemoryStore
 
 from .helpers import GAMES, collect, manager, open_match, play_random, run
 
@@ -36,10 +37,28 @@ def test_whole_match_played_by_seat_clients(game_id):
 
     n, summary, data, state = run(go())
     assert summary.status == "finished" and summary.seq == n
-    assert summary.result["outcome"] == "completed"
+    assert summary.result["outcome"] == "completed" and summary.result["over"] is True
+    assert "abandoned" not in summary.result  # nobody left
     assert summary.result["winners"] == state.result()["winners"]
     assert summary.result["totals"] == state.result()["totals"]
     check_transcript(data, n)
+
+
+def test_a_completed_match_is_stored_with_its_end_time():
+    """The action that completes a match ends it (MatchWriter.apply -> mark_over) with the
+    time it ended, which the status write stores: the finished-match retention and the
+    admin's listing go by it. A match stored finished with no end time was never pruned."""
+    store = MemoryStore()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            match_id, principals = await open_match(mgr, "klaberjass")
+            await play_random(mgr, match_id, principals, random.Random(3))
+            return await store.load_match(match_id)
+
+    stored = run(go())
+    assert stored.record.status == "finished"
+    assert stored.record.ended_at is not None and stored.record.ended_at >= stored.record.created_at
 
 
 @pytest.mark.parametrize("game_id", ["klaberjass", "japanese_joker"])
@@ -58,6 +77,8 @@ def test_a_resigned_match_exports_the_play_only(game_id):
     n, summary, data = run(go())
     assert summary.status == "finished" and summary.result["outcome"] == "resigned"
     assert summary.result["resigned"] == 0 and summary.result["winners"] == [1]
+    # the session's result says the match is over; the rules' own (the transcript's) does not
+    assert summary.result["over"] is True
     assert data["result"]["over"] is False and data["result"]["winners"] == []
     assert sum(len(d["steps"]) for d in data["deals"]) == n == summary.seq
     diff, state = transcript.check(data)

@@ -588,6 +588,136 @@ def test_a_second_writer_on_the_same_log_is_caught_up_not_overwritten():
     assert res.seq == 2 and [a.seq for a in actions] == [1, 2]
 
 
+def test_a_second_writers_actions_that_reach_the_deal_limit_end_the_stale_writers_match():
+    """The stale writer of two on one store catches up with the other's actions when its
+    append is refused (MatchWriter.apply); when they reached ``max_match_deals`` its match
+    ends there too (terminated, ``deal_limit``: MatchWriter.end_past_deal_limit), as the
+    writer that played them ended its own. Without it the stale writer's match stayed active
+    past the limit, its next decision armed. KL-3.5: four passes throw the deal in; past the
+    limit the next deal is not dealt."""
+    from engine_service.sessions.api import StaleSequence
+
+    store = MemoryStore()
+
+    async def go():
+        a = MatchManager(config(max_match_deals=1), store=store, metrics=Metrics(), create_bot_host=False)
+        await a.start()
+        s = await a.create_match(CreateMatchRequest(game="klaberjass"))
+        tokens = [(await a.join_match(s.match_id, i, "x")).token for i in range(2)]
+        b = MatchManager(config(max_match_deals=1), store=store, metrics=Metrics(), create_bot_host=False)
+        await b.start()  # b loads the match at seq 0
+        pa = [a.authenticate(s.match_id, t) for t in tokens]
+        pb = [b.authenticate(s.match_id, t) for t in tokens]
+        for _ in range(4):
+            m = a._matches[s.match_id]
+            seat = m.state.to_act()
+            await a.submit_action(s.match_id, pa[seat], "pass", m.seq)
+        ended_by_a = await a.get_match(s.match_id)
+        watcher = b.watch(s.match_id, Principal("spectator", s.match_id), 0)
+        reader = asyncio.ensure_future(collect(watcher, until=lambda e: e.kind == "match_ended"))
+        await asyncio.sleep(0)
+        seat = b._matches[s.match_id].state.to_act()
+        with pytest.raises(StaleSequence):
+            await b.submit_action(s.match_id, pb[seat], "pass", None)
+        caught_up = await b.get_match(s.match_id)
+        seen = await asyncio.wait_for(reader, 60)  # against a hang only
+        await b.close()
+        await a.close()
+        return ended_by_a, caught_up, seen
+
+    ended_by_a, caught_up, seen = run(go())
+    assert ended_by_a.status == "terminated" and ended_by_a.seq == 4
+    assert caught_up.seq == 4 and caught_up.status == "terminated", caught_up
+    assert (caught_up.result["outcome"], caught_up.result["reason"]) == ("terminated", "deal_limit")
+    # b's watchers saw the four actions and the end
+    assert [(e.kind, e.seq) for e in seen][1:] == [("action", 1), ("action", 2), ("action", 3), ("action", 4),
+                                                   ("match_ended", 4)]
+
+
+def test_a_stale_writer_catches_up_over_a_deal_the_other_writer_dealt_with_its_deck():
+    """The other writer's actions threw the deal in (KL-3.5: four passes) and dealt the next
+    one with a deck it stored with the action that made it due. The stale writer, refused,
+    folds those actions in with that deck (MatchWriter.catch_up reads the stored decks): each
+    seat's hand and the legal actions are the same on both writers. Without the stored deck
+    the stale writer could not deal: its match waited for a deal nobody would make."""
+    from engine_service.sessions.api import StaleSequence
+
+    store = MemoryStore()
+
+    async def go():
+        a = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await a.start()
+        s = await a.create_match(CreateMatchRequest(game="klaberjass"))
+        tokens = [(await a.join_match(s.match_id, i, "x")).token for i in range(2)]
+        b = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await b.start()  # b loads the match at seq 0
+        pa = [a.authenticate(s.match_id, t) for t in tokens]
+        pb = [b.authenticate(s.match_id, t) for t in tokens]
+        for _ in range(4):
+            m = a._matches[s.match_id]
+            seat = m.state.to_act()
+            await a.submit_action(s.match_id, pa[seat], "pass", m.seq)
+        seat = b._matches[s.match_id].state.to_act()
+        with pytest.raises(StaleSequence):
+            await b.submit_action(s.match_id, pb[seat], "pass", None)
+        views = [((await a.get_view(s.match_id, pa[i])).view, (await b.get_view(s.match_id, pb[i])).view)
+                 for i in range(2)]
+        dealt = (a._matches[s.match_id].deals_dealt, b._matches[s.match_id].deals_dealt)
+        await b.close()
+        await a.close()
+        return views, dealt
+
+    views, dealt = run(go())
+    assert dealt == (2, 2)
+    for on_a, on_b in views:
+        assert on_a["hand"] and on_b["hand"] == on_a["hand"]
+        assert on_b["legal"] == on_a["legal"]
+
+
+def test_a_stale_writers_caught_up_actions_carry_only_the_last_ones_clock():
+    """Several actions of the other writer caught up at once (MatchWriter.catch_up) are
+    published one after the other: only the last one's event carries a deadline, that of the
+    decision it hands on; each earlier one answered a decision made already, so its event
+    carries none (the clock is disarmed between them), as its replay shows it. JJK-10.2: the
+    clock runs while the seats are present (their streams on the stale writer)."""
+    from engine_service.sessions.api import StaleSequence
+
+    from .helpers import Stream
+
+    store = MemoryStore()
+
+    async def go():
+        a = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await a.start()
+        s = await a.create_match(CreateMatchRequest(game="klaberjass", turn_time_s=60))
+        tokens = [(await a.join_match(s.match_id, i, "x")).token for i in range(2)]
+        b = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await b.start()  # b loads the match at seq 0
+        pa = [a.authenticate(s.match_id, t) for t in tokens]
+        pb = [b.authenticate(s.match_id, t) for t in tokens]
+        players = [Stream(b, s.match_id, p) for p in pb]  # present on b: its clock runs
+        spectator = Stream(b, s.match_id, Principal("spectator", s.match_id))
+        await until(lambda: spectator.events and all(p.events for p in players))
+        for _ in range(3):
+            m = a._matches[s.match_id]
+            seat = m.state.to_act()
+            await a.submit_action(s.match_id, pa[seat], "pass", m.seq)
+        seat = b._matches[s.match_id].state.to_act()
+        with pytest.raises(StaleSequence):
+            await b.submit_action(s.match_id, pb[seat], "pass", None)
+        await until(lambda: len(spectator.actions()) == 3)
+        deadline = b._matches[s.match_id].deadline
+        for stream in (spectator, *players):
+            await stream.close()
+        await b.close()
+        await a.close()
+        return [(e.seq, e.view.deadline) for e in spectator.actions()], deadline
+
+    events, deadline = run(go())
+    assert deadline is not None
+    assert events == [(1, None), (2, None), (3, deadline)]
+
+
 def test_a_departed_georgian_joker_seat_stays_with_the_bot_after_a_restart(tmp_path):
     path = tmp_path / "m.sqlite3"
 

@@ -570,6 +570,30 @@ def test_a_seat_write_whose_answer_was_lost_is_read_back_and_followed(request_ki
         assert answer.status == "active" and answer.seats[0].replaced_by_bot
 
 
+def test_a_failed_seat_write_of_a_match_gone_from_the_store_is_unavailable():
+    """A join's seat write fails and reading the match back finds it gone (another process
+    pruned it): the write did not happen, and the join is UNAVAILABLE / STORE_UNAVAILABLE like
+    any failed write (Seating.save_seat), the seat open in memory. It must not become an
+    INTERNAL error from reading the seats of a match that is not there."""
+    class GoneOnFailure(MemoryStore):
+        async def save_seat(self, match_id, seat):
+            raise StoreError("the database is unreachable")
+
+        async def load_match(self, match_id):
+            return None
+
+    async def go():
+        async with manager(store=GoneOnFailure()) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            with pytest.raises(SessionError) as failed:
+                await mgr.join_match(s.match_id, 0, "a")
+            return failed.value, mgr._matches[s.match_id].open_seats()
+
+    failed, open_seats = run(go())
+    assert (failed.code, failed.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
+    assert [slot.seat for slot in open_seats] == [0, 1]
+
+
 def test_a_seat_write_nobody_can_tell_is_written_again_as_the_memory_holds_it(monkeypatch):
     """A join's seat write is durable but answered with an error, and reading the match back
     fails too: the join is UNAVAILABLE and the seat stays open in memory, and its row, which
@@ -593,13 +617,14 @@ def test_a_seat_write_nobody_can_tell_is_written_again_as_the_memory_holds_it(mo
                 stored_at_once = (await store.load_match(s.match_id)).record.seats[2]
                 await mgr.terminate_match(s.match_id, "test")
                 await until(lambda: not mgr._seating.seat_resyncs)
+                await asyncio.sleep(10 * seating_module.START_RETRY_FIRST_S)  # a series that went on would write again
                 await _seats_agree(mgr, store, s.match_id)
                 return failed.value, stored_at_once, logs
 
     failed, stored_at_once, logs = run(go())
     assert (failed.code, failed.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
     assert stored_at_once.token_hash  # the write was durable
-    assert [e["seat"] for e in logs if e["event"] == "seat_resynced"] == [2]
+    assert [e["seat"] for e in logs if e["event"] == "seat_resynced"] == [2]  # once: the series ends with it
 
 
 class EndsInDoubt(MemoryStore):
@@ -721,6 +746,35 @@ def test_an_end_nobody_could_tell_is_settled_before_anything_is_written(landed):
         assert "match_ended" not in events and "match_end_not_in_store" in names
         assert len(stored.actions) == seq + 1
 
+
+def test_a_timeout_move_that_finds_the_end_in_doubt_landed_plays_nothing(monkeypatch):
+    """A TerminateMatch whose status write landed but was answered with an error, its
+    read-back failing too (the end in doubt); then the turn deadline passes before anything
+    reads the match back. The timeout's move settles the end first (MatchWriter.apply) and,
+    finding the match ended in the store, plays nothing: no action is appended after the
+    end the store holds, and the match ends as the store has it."""
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 3600.0)  # no background read-back
+    store = EndsInDoubt()
+
+    async def go():
+        async with manager(config(time_scale=0.01), store=store) as mgr:  # turn 10 s -> 0.1 s
+            match_id, ps = await open_match(mgr, "klaberjass", turn_time_s=10)
+            m = mgr._matches[match_id]
+            streams = [Stream(mgr, match_id, p) for p in ps]  # present: the clock runs (JJK-10.2)
+            await until(lambda: all(slot.present for slot in m.seats))
+            seq = m.seq
+            store.fail_next, store.landed, store.unreadable = True, True, 1
+            with pytest.raises(SessionError):
+                await mgr.terminate_match(match_id, "maintenance")
+            assert m.end_in_doubt and m.timer_key is not None
+            await until(lambda: m.over)  # the timeout found the end
+            for stream in streams:
+                await stream.close()
+            return seq, m, await MemoryStore.load_match(store, match_id)
+
+    seq, m, stored = run(go())
+    assert m.status == stored.record.status == "terminated"
+    assert m.seq == len(stored.actions) == seq  # nothing after the end
 
 class CreatesInDoubt(MemoryStore):
     """A store whose next creation fails (``fail_next``): ``landed`` (durable, but answered
@@ -923,6 +977,44 @@ async def _play_until(mgr, match_id, ps, stop):
         if stop(state):
             return p, env, action
         await mgr.submit_action(match_id, p, action, env.seq, f"a{env.seq}")
+
+
+def test_a_forfeit_after_an_action_whose_answer_was_lost_follows_the_stored_log(monkeypatch):
+    """A player's action was written but answered UNAVAILABLE (the log in doubt), then the
+    other player's grace window ends (JJK-10.2: a disconnection forfeit) before anything
+    reads the log back. The clock's end does not pass through a request's settlement: the
+    end itself reads the stored log first (MatchWriter.end), so the match ends after that
+    action, as the store has it, and its watchers are told so. Written at once, the end
+    would have followed an action the memory never held (the end's seq one behind the
+    store's log)."""
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 3600.0)  # no background read-back
+    store = LosesAcknowledgements()
+
+    async def go():
+        # no turn timer (a timeout move would read the log back first); grace 5 s x 0.02
+        async with manager(config(default_turn_time_s=0, reconnect_grace_s=5, time_scale=0.02),
+                           store=store) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            streams = [Stream(mgr, match_id, p) for p in ps]
+            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+            await until(lambda: all(slot.present for slot in m.seats) and spectator.events)
+            seat, p, env = await to_act(mgr, match_id, ps)
+            store.lose_next = True
+            with pytest.raises(SessionError):
+                await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "lost")
+            assert m.log_in_doubt
+            await streams[1 - seat].close()  # the other player goes away: its grace runs out
+            await until(lambda: m.over)
+            await until(lambda: spectator.events[-1].kind == "match_ended")
+            for stream in (spectator, streams[seat]):
+                await stream.close()
+            return seat, m, spectator.events, await store.load_match(match_id)
+
+    seat, m, events, stored = run(go())
+    assert m.result["outcome"] == "forfeit" and m.result["forfeited"] == 1 - seat
+    assert m.seq == len(stored.actions) == 1 and stored.record.status == "finished"
+    assert [(e.kind, e.seq) for e in events[-2:]] == [("action", 1), ("match_ended", 1)]
 
 
 def test_an_action_found_in_the_store_is_published_as_it_was_applied():
@@ -1591,6 +1683,13 @@ def test_an_auto_move_found_in_the_store_is_counted_and_logged_as_one(monkeypatc
     assert (actions[0].by, actions[0].reason) == ("auto", "timeout")
     assert [e["event"] for e in logs if e["event"] in ("store_write_failed", "log_caught_up")] \
         == ["store_write_failed", "log_caught_up"]  # written, answered with an error, found
+    # the first attempt failed (its answer lost); the retry that finds the move in the store
+    # is answered as stale, no failure of its own, and plays no move of the old decision on
+    # the new state (which the rules would refuse: the other seat is to act)
+    assert [e["error_type"] for e in logs if e["event"] == "timeout_move_failed"] == ["Unavailable"]
+    # the retry read the log back before writing (MatchWriter.apply settles it first): no
+    # append of a seq the store holds, refused as another writer's
+    assert not [e for e in logs if e["event"] == "log_conflict"]
     timed_out = [a.seq for a in actions if (a.by, a.reason) == ("auto", "timeout")]
     assert len(timed_out) == len(actions)  # (another deadline may have passed since: played at once)
     assert metrics.value("cardgames_turn_timeouts_total", g) == len(timed_out)
