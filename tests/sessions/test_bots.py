@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import statistics
 import time
 from types import SimpleNamespace
 
@@ -183,44 +184,48 @@ def test_a_forced_bot_move_takes_as_long_as_any_other():
     """GJ-11.8: "the server must not play a player's forced move automatically or with a timing
     that differs observably from a normal move" (JJK-9.7 likewise): every bot move is played
     bot_pace_s after its decision came up, whether the bot had one legal action or thought."""
-    pace = 0.12
+    pace, think = 0.15, 0.08
 
     async def go():
-        async with manager(config(bot_pace_s=pace), host=ThinkingHost(0.04)) as mgr:
+        async with manager(config(bot_pace_s=pace), host=ThinkingHost(think)) as mgr:
             seats = [SeatConfig("bot", "thinker")] * 4
             summary = await mgr.create_match(CreateMatchRequest(game="georgian_joker", seats=seats))
             m = mgr._matches[summary.match_id]
-            await until(lambda: m.seq >= 40 or not m.active, timeout=30)
+            await until(lambda: m.seq >= 30 or not m.active, timeout=30)
             # the server's own times: decision i comes up when action i - 1 is applied
             return [(m.actions[i].at - m.actions[i - 1].at, len(m.fold(i)[0].legal_actions()) == 1)
-                    for i in range(1, min(m.seq, 40))]
+                    for i in range(1, min(m.seq, 30))]
 
     delays = run(go())
     forced = [d for d, f in delays if f]
     free = [d for d, f in delays if not f]
     assert forced and free, "the first deals of Georgian Joker have forced and free decisions"
     assert min(forced + free) >= pace - 0.005, "no bot move before the pace"
-    assert max(forced + free) < pace + 0.5, "the thinking hides inside the pace (room for a loaded machine)"
-    assert abs(sum(forced) / len(forced) - sum(free) / len(free)) < 0.08
+    # the thinking hides inside the pace: a move paced from the bot's answer (not from its
+    # decision) would take ``think`` longer when free. Medians, not means or maxima: a loaded
+    # machine's stall delays a move or two of either kind, not the middle of either
+    assert abs(statistics.median(forced) - statistics.median(free)) < think / 2, (forced, free)
 
 
 def test_without_pacing_a_forced_bot_move_is_immediate():
     """bot_pace_s = 0 (tests, bot-only tables): a move is played when the bot answers, so the
     pacing above is what hides a forced move."""
     async def go():
-        async with manager(config(bot_pace_s=0.0), host=ThinkingHost(0.5)) as mgr:
+        # time_scale 1000: a pace wrongly applied (the default 2 s) would be 2000 s, far past
+        # the wait's guard, so the wait needs no bound of its own beyond that guard
+        async with manager(config(bot_pace_s=0.0, time_scale=1000), host=ThinkingHost(0.5)) as mgr:
             summary = await mgr.create_match(CreateMatchRequest(
                 game="georgian_joker", seats=[SeatConfig("bot", "thinker")] * 4))
             m = mgr._matches[summary.match_id]
             start = asyncio.get_running_loop().time()
             forced_first = len(m.state.legal_actions()) == 1
-            await until(lambda: m.seq >= 1, timeout=5, step=0.001)
-            return forced_first, asyncio.get_running_loop().time() - start
+            await until(lambda: m.seq >= 1, timeout=30, step=0.001)
+            return forced_first, asyncio.get_running_loop().time() - start, m.actions[0].by
 
-    forced_first, elapsed = run(go())
-    # forced: well below the default pace (2 s), with room for a loaded machine; free: the
-    # bot's thinking (0.5 s; the bot may start before "start")
-    assert elapsed < 1.0 if forced_first else elapsed >= 0.4
+    forced_first, elapsed, by = run(go())
+    assert by == "bot"  # the bot's answer, not an auto-move standing in for it
+    if not forced_first:
+        assert elapsed >= 0.4  # the bot's thinking (0.5 s; the bot may start before "start")
 
 
 def test_background_moves_do_not_log_the_fields_of_the_request_that_armed_them():

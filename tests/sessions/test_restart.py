@@ -1224,17 +1224,17 @@ def away_before_a_drain(make_manager) -> None:
         try:
             await absences_written(mgr, match_id)
             stored = [(s.away_since, s.away_seen) for s in (await mgr._store.load_match(match_id)).record.seats]
-            started = asyncio.get_running_loop().time()
             events = await collect(mgr.watch(match_id, Principal("spectator", match_id), -1))
-            return left, stored, asyncio.get_running_loop().time() - started, events, await mgr.get_match(match_id)
+            return left, stored, events, await mgr.get_match(match_id)
         finally:
             await mgr.close()
 
-    left, stored, took, events, summary = run(after())
+    left, stored, events, summary = run(after())
     assert left[0] == pytest.approx(0.2, abs=0.05) and left[1] == pytest.approx(0.6, abs=0.05)
     # the windows as they now run, recorded as if the engine had never stopped
     assert stored[0][0] == pytest.approx(wall.now - 0.4) and stored[1][0] == pytest.approx(wall.now)
-    assert took < 0.5
+    # seat 0's window ran out first, whatever the machine's pace: the windows ending together
+    # would be "abandoned", seat 1's first a forfeit of seat 1
     assert events[-1].kind == "match_ended" and summary.result["outcome"] == "forfeit"
     assert summary.result["winners"] == [1] and summary.result["forfeited"] == 0
 

@@ -175,14 +175,14 @@ def test_two_player_absence_pauses_the_clock_then_forfeits():
             await streams[absent].close()
             await until(lambda: any(e.reason == "disconnected" for e in spectator.events))
             paused_deadline = m.deadline
-            await until(lambda: m.over, timeout=5)
+            await until(lambda: m.over, timeout=8)  # against a hang only: the grace is 1 s
             elapsed = asyncio.get_running_loop().time() - t0
             await close_all(streams + [spectator])
             return absent, paused_deadline, elapsed, spectator.events, await mgr.get_match(match_id), mgr.metrics
 
     absent, paused_deadline, elapsed, events, summary, metrics = run(go())
     assert paused_deadline is None
-    assert 0.9 < elapsed < 2.5
+    assert elapsed > 0.9  # not before the grace period ended (the paused turn timer: 0.2 s)
     assert not [e for e in events if e.kind == "action"], "no move was played for the absent player"
     assert events[-1].kind == "match_ended" and events[-1].reason == "forfeit"
     assert summary.result["winners"] == [1 - absent] and summary.result["forfeited"] == absent
@@ -325,25 +325,24 @@ def test_georgian_joker_bot_takes_an_absent_seat_and_the_player_takes_it_back():
             streams = await connect_all(mgr, match_id, ps)
             spectator = Stream(mgr, match_id, Principal("spectator", match_id))
             away = m.state.to_act()
-            t0 = asyncio.get_running_loop().time()
             await streams[away].close()
-            await until(lambda: any(e.seat == away for e in spectator.actions()), timeout=5)
-            took = asyncio.get_running_loop().time() - t0
+            await until(lambda: any(e.seat == away for e in spectator.actions()))
             summary_away = await mgr.get_match(match_id)
             back = Stream(mgr, match_id, ps[away])
             await until(lambda: any(e.reason == "returned" for e in spectator.events))
             returned_bot_driven = m.seats[away].bot_driven
             summary_back = await mgr.get_match(match_id)
             await close_all(streams + [spectator, back])
-            return away, took, spectator.events, summary_away, summary_back, returned_bot_driven, mgr.metrics
+            return away, spectator.events, summary_away, summary_back, returned_bot_driven, mgr.metrics
 
-    away, took, events, s_away, s_back, bot_driven, metrics = run(go())
+    away, events, s_away, s_back, bot_driven, metrics = run(go())
     presence = [(e.seat, e.reason) for e in events if e.kind == "presence"]
     assert presence[:2] == [(away, "disconnected"), (away, "bot_took_over")]
     assert (away, "returned") in presence
     move = next(e for e in events if e.kind == "action" and e.seat == away)
+    # the bot played at once, not the turn's deadline (1.2 s) timing the seat out: that move
+    # would say "timeout"
     assert (move.by, move.reason) == ("auto", "takeover")
-    assert took < 1.0  # well before the 1.2 s turn deadline: the bot played at once
     assert s_away.seats[away].replaced_by_bot and not s_back.seats[away].replaced_by_bot
     assert not s_away.seats[away].left  # absent, not gone: the player may come back (GJ-12.4)
     assert not bot_driven

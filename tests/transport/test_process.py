@@ -479,9 +479,10 @@ def test_sighup_drains_like_sigterm(tmp_path):
     second signal during the drain is ignored.
 
     A grpc.health.v1 Watch stream open meanwhile gets NOT_SERVING and then ends: it stayed
-    open, and the server's stop waited the whole --drain-grace-s for it (30 s here), so one
-    client watching health made every restart that much longer."""
-    service = Service(tmp_path, tmp_path / "db.sqlite3", "svc", CARDGAMES_DRAIN_GRACE_S="30")
+    open, and the server's stop waited the whole --drain-grace-s for it, so one
+    client watching health made every restart that much longer. The grace here (600 s) is far
+    past the waits' guards: a drain that waited for it fails them, however slow the machine."""
+    service = Service(tmp_path, tmp_path / "db.sqlite3", "svc", CARDGAMES_DRAIN_GRACE_S="600")
     try:
         async def session():
             async with grpc.aio.insecure_channel(service.target) as ch:
@@ -491,19 +492,15 @@ def test_sighup_drains_like_sigterm(tmp_path):
                 assert (await watch.read()).kind == match_pb2.EVENT_KIND_SNAPSHOT
                 hw = health_pb2_grpc.HealthStub(ch).Watch(health_pb2.HealthCheckRequest(service=""))
                 assert (await hw.read()).status == health_pb2.HealthCheckResponse.SERVING
-                signalled = time.monotonic()
                 service.proc.send_signal(signal.SIGHUP)
                 err = await expect_error(watch)
                 assert (err.code, err.reason) == (grpc.StatusCode.UNAVAILABLE, "DRAINING")
                 assert (await hw.read()).status == health_pb2.HealthCheckResponse.NOT_SERVING
-                assert await hw.read() == grpc.aio.EOF
+                assert await asyncio.wait_for(hw.read(), 60) == grpc.aio.EOF  # ended, not left to the grace
                 service.proc.send_signal(signal.SIGHUP)
                 # the channel (and the health call) still open while the process exits
-                status = await asyncio.get_running_loop().run_in_executor(None, service.proc.wait, 30)
-                return status, time.monotonic() - signalled
-        status, took = run(session)()
-        assert status == 0
-        assert took < 10, f"the drain waited {took:.1f} s"
+                return await asyncio.get_running_loop().run_in_executor(None, service.proc.wait, 60)
+        assert run(session)() == 0
     finally:
         if service.proc.poll() is None:
             service.proc.kill()
