@@ -55,11 +55,22 @@ class MemoryStore(Store):
         except KeyError:
             raise UnknownMatch(f"no match {match_id!r}") from None
 
-    def _claim_token(self, match_id: str, seat: SeatRecord) -> None:
-        if seat.token_hash:
-            owner = self._tokens.get(seat.token_hash)
-            if owner is not None and owner != (match_id, seat.seat):
+    def _check_tokens(self, match_id: str, seats: Sequence[SeatRecord]) -> None:
+        """Refuse seats whose token hash another seat holds, or another of ``seats`` repeats,
+        before any of them is claimed: a write of several seats (create_match, start_match) is
+        all or nothing, as in one SQL transaction under the unique index on the hash."""
+        claimed: dict[str, tuple[str, int]] = {}
+        for s in seats:
+            if not s.token_hash:
+                continue
+            owner = claimed.get(s.token_hash) or self._tokens.get(s.token_hash)
+            if owner is not None and owner != (match_id, s.seat):
                 raise StoreError("seat token hash collision")
+            claimed[s.token_hash] = (match_id, s.seat)
+
+    def _claim_token(self, match_id: str, seat: SeatRecord) -> None:
+        self._check_tokens(match_id, (seat,))
+        if seat.token_hash:
             self._tokens[seat.token_hash] = (match_id, seat.seat)
 
     async def create_match(self, record: MatchRecord, decks: Sequence[DeckRecord] = ()) -> None:
@@ -69,6 +80,7 @@ class MemoryStore(Store):
                 raise MatchExists(f"match {record.match_id!r} exists")
             if record.create_hash and record.create_hash in self._created:
                 raise CreateIdTaken("a match was created with this client_create_id")
+            self._check_tokens(record.match_id, record.seats)
             record = replace(record, options=_frozen(record.options), result=_frozen(record.result))
             row = _Row(record)
             for d in decks:
@@ -149,10 +161,7 @@ class MemoryStore(Store):
             for d in decks:  # every refusal before the first change: all or nothing
                 if d.deal in row.decks:
                     raise StoreError(f"match {match_id!r} has a deck for deal {d.deal}")
-            for s in seats:
-                owner = self._tokens.get(s.token_hash) if s.token_hash else None
-                if owner is not None and owner != (match_id, s.seat):
-                    raise StoreError("seat token hash collision")
+            self._check_tokens(match_id, seats)
             for s in seats:
                 self._put_seat(match_id, row, s)
             for d in decks:

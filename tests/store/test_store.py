@@ -458,6 +458,39 @@ def test_token_hashes_are_unique_across_matches(kind, make):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_match_refused_for_a_later_seats_token_claims_none_of_its_seats_tokens(kind, make):
+    """All or nothing: a new match whose second seat's token hash another match holds (a
+    forced collision) is refused, and its first seat's token hash is not left claimed: another
+    match may take it at once, at creation or by a join; so may a start whose second seat
+    repeats its first seat's hash, refused likewise."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record("m0", created_at=0.5))
+        await st.save_seat("m0", SeatRecord(seat=0, token_hash="held"))
+        seats = (SeatRecord(seat=0, token_hash="fresh"), SeatRecord(seat=1, token_hash="held"))
+        with pytest.raises(StoreError):
+            await st.create_match(replace(record("m1"), seats=seats), [DECK0])
+        refused = await st.load_match("m1")
+        await st.create_match(replace(record("m2", created_at=2.0), seats=(SeatRecord(seat=0, token_hash="fresh"),
+                                                                           SeatRecord(seat=1))))
+        await st.create_match(record("m3", created_at=3.0))
+        with pytest.raises(StoreError):
+            await st.start_match("m3", [SeatRecord(seat=0, token_hash="twice"), SeatRecord(seat=1, token_hash="twice")])
+        started = await st.load_match("m3")
+        await st.save_seat("m0", SeatRecord(seat=1, token_hash="twice"))
+        got = await st.load_match("m2"), await st.load_match("m0")
+        await st.close()
+        return refused, started, got
+
+    refused, started, (m2, m0) = run(go())
+    assert refused is None
+    assert started.record.status == "waiting" and started.record.seats == (SeatRecord(seat=0), SeatRecord(seat=1))
+    assert m2.record.seats[0].token_hash == "fresh"
+    assert [s.token_hash for s in m0.record.seats] == ["held", "twice"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_listing_filters_and_orders(kind, make):
     async def go():
         st = make(kind)
