@@ -792,15 +792,52 @@ def test_a_ping_answers_on_an_open_store_writes_nothing_and_is_refused_once_clos
     assert before == after and len(after) == 1
 
 
-def test_closed_store_refuses_work(tmp_path, pg_url):
+@pytest.mark.parametrize("kind", KINDS)
+def test_closed_store_refuses_work(kind, make):
+    """Every call of a closed store, read or write, is a StoreError (a manager that goes on
+    after its store closed must not write into, or serve from, what no longer persists); a
+    second close changes nothing."""
     async def go():
-        for st in (MemoryStore(), SqliteStore(tmp_path / "x.db"), PostgresStore(pg_url)):
-            await st.open()
-            await st.close()
-            await st.close()  # idempotent
-            with pytest.raises(StoreError):
-                await st.create_match(record())
-    run(go())
+        st = make(kind)
+        await st.open()
+        await st.create_match(replace(record(), create_hash="h1"))
+        await st.close()
+        await st.close()  # idempotent
+        calls = {
+            "create_match": lambda: st.create_match(record("m2")),
+            "find_created": lambda: st.find_created("h1"),
+            "save_seat": lambda: st.save_seat("m1", SeatRecord(seat=0, token_hash="t0")),
+            "save_absence": lambda: st.save_absence("m1", 0, 5.0),
+            "touch_absences": lambda: st.touch_absences([("m1", 0)], 6.0),
+            "ping": lambda: st.ping(),
+            "set_status": lambda: st.set_status("m1", "active"),
+            "start_match": lambda: st.start_match("m1"),
+            "append_action": lambda: st.append_action("m1", ActionRecord(1, 0, "pass")),
+            "append_decks": lambda: st.append_decks("m1", [DECK0]),
+            "load_match": lambda: st.load_match("m1"),
+            "list_matches": lambda: st.list_matches(),
+            "unfinished_match_ids": lambda: st.unfinished_match_ids(),
+            "prune_finished": lambda: st.prune_finished(1e12),
+            "count_finished": lambda: st.count_finished(1e12),
+        }
+        served = []
+        for name, call in calls.items():
+            try:
+                await call()
+            except StoreError:
+                continue
+            served.append(name)
+        st = st if kind == "memory" else make(kind)  # (a new memory store is empty)
+        await st.open()
+        after = await st.load_match("m1"), await st.list_matches()
+        await st.close()
+        return served, after
+
+    served, (m1, listing) = run(go())
+    assert served == []
+    assert m1.record.status == "waiting" and m1.actions == () and m1.decks == ()
+    assert m1.record.seats == (SeatRecord(seat=0), SeatRecord(seat=1))
+    assert [li.record.match_id for li in listing] == ["m1"]
 
 
 # ---- SQLite specifics ----------------------------------------------------------------------
