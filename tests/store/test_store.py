@@ -213,6 +213,33 @@ def test_a_seats_absence_is_saved_touched_cleared_and_kept_by_save_seat(kind, ma
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_an_absence_of_a_seat_number_just_outside_the_match_is_refused_or_left_alone(kind, make):
+    """Seat -1 and seat 2 of a two-seat match are no seats: save_absence is UnknownMatch and
+    touch_absences skips them (touching the seats that are there), and neither writes the
+    absence of another seat (seat -1 is not "the last one")."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record())
+        await st.save_absence("m1", 0, 100.0)
+        await st.save_absence("m1", 1, 50.0)
+        refused = []
+        for seat in (-1, 2):
+            with pytest.raises(UnknownMatch):
+                await st.save_absence("m1", seat, 70.0, taken_over=True)
+            refused.append(seat)
+        await st.touch_absences([("m1", -1), ("m1", 2), ("m1", 0)], 130.0)
+        got = await st.load_match("m1")
+        await st.close()
+        return refused, got
+
+    refused, got = run(go())
+    assert refused == [-1, 2]
+    assert [(s.away_since, s.away_seen, s.taken_over) for s in got.record.seats] == [
+        (100.0, 130.0, False), (50.0, 50.0, False)]
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_the_lobby_flag_round_trips(kind, make):
     async def go():
         st = make(kind)
