@@ -485,6 +485,35 @@ def test_token_hashes_are_unique_across_matches(kind, make):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_token_hash_stays_claimed_when_its_match_is_created_with_it_and_when_its_seat_is_saved_again(kind, make):
+    """A seat written with a token hash by create_match holds it as one written by save_seat
+    does; saving the seat again with the same hash (its player resigns, a bot plays the seat:
+    GJ-12.4) keeps it held. Another match's seat is refused it in both cases."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(replace(record(), seats=(SeatRecord(seat=0, token_hash="created"), SeatRecord(seat=1))))
+        await st.create_match(record("m2", created_at=2.0))
+        await st.save_seat("m1", SeatRecord(seat=1, player_name="bob", token_hash="joined", joined_at=5.0))
+        await st.save_seat("m1", SeatRecord(seat=1, player_name="bob", token_hash="joined", joined_at=5.0, left=True))
+        refused = []
+        for token in ("created", "joined"):
+            with pytest.raises(StoreError):
+                await st.save_seat("m2", SeatRecord(seat=0, token_hash=token))
+            refused.append(token)
+        with pytest.raises(StoreError):
+            await st.create_match(replace(record("m3", created_at=3.0), seats=(SeatRecord(seat=0, token_hash="joined"),)))
+        got = await st.load_match("m1"), await st.load_match("m2"), await st.load_match("m3")
+        await st.close()
+        return refused, got
+
+    refused, (m1, m2, m3) = run(go())
+    assert refused == ["created", "joined"]
+    assert [(s.token_hash, s.left) for s in m1.record.seats] == [("created", False), ("joined", True)]
+    assert [s.token_hash for s in m2.record.seats] == ["", ""] and m3 is None
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_match_refused_for_a_later_seats_token_claims_none_of_its_seats_tokens(kind, make):
     """All or nothing: a new match whose second seat's token hash another match holds (a
     forced collision) is refused, and its first seat's token hash is not left claimed: another
