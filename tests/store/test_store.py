@@ -393,7 +393,7 @@ def test_a_failed_start_match_writes_nothing(kind, make):
         await st.save_seat("m2", SeatRecord(seat=0, token_hash="t-last"))
         before = await st.load_match("m1")
         errors = []
-        for call in (lambda: st.start_match("m1", [LAST], [replace(DECK0, cards=("AS",))]),
+        for call in (lambda: st.start_match("m1", [replace(LAST, token_hash="t-free")], [replace(DECK0, cards=("AS",))]),
                      lambda: st.start_match("m1", [replace(LAST, token_hash="t-last")], [DECK1]),
                      lambda: st.start_match("nope", [LAST], [DECK1])):
             with pytest.raises(StoreError) as info:
