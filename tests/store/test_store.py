@@ -240,6 +240,34 @@ def test_an_absence_of_a_seat_number_just_outside_the_match_is_refused_or_left_a
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_the_stored_options_and_result_are_the_ones_written_whatever_the_caller_changes_later(kind, make):
+    """The store keeps a match's options and result as they were when written: the caller's
+    dicts changed afterwards, or the mappings it read back changed (where they can be), do not
+    change what the next read returns."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        options, result = {"kl_target_score": 300}, {"winners": [0]}
+        await st.create_match(replace(record(), options=options))
+        await st.set_status("m1", "finished", result, ended_at=9.0)
+        options["kl_target_score"], result["winners"] = 500, [1]
+        options["gj_variant"] = "nines"
+        read = await st.load_match("m1")
+        for mapping in (read.record.options, read.record.result):
+            try:
+                mapping["winners"] = "changed"
+            except TypeError:
+                pass
+        again = await st.load_match("m1")
+        await st.close()
+        return again
+
+    again = run(go())
+    assert dict(again.record.options) == {"kl_target_score": 300}
+    assert dict(again.record.result) == {"winners": [0]}
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_the_lobby_flag_round_trips(kind, make):
     async def go():
         st = make(kind)
