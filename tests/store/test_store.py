@@ -876,6 +876,35 @@ def test_a_ping_answers_on_an_open_store_writes_nothing_and_is_refused_once_clos
     assert before == after and len(after) == 1
 
 
+def test_the_memory_store_says_it_holds_its_data_once_per_open_and_not_if_that_refuses():
+    """Store.on_held (the service binds its ports there) is called by the open that makes the
+    memory store usable, not by another open while it is; one that raises leaves the store
+    closed (its calls refused) and the next open calls it again."""
+    seen = []
+
+    def refuse():
+        seen.append("refused")
+        raise OSError("the port is taken")
+
+    async def go():
+        st = MemoryStore()
+        st.on_held = refuse
+        with pytest.raises(OSError):
+            await st.open()
+        with pytest.raises(StoreError):
+            await st.create_match(record())
+        st.on_held = lambda: seen.append("held")
+        await st.open()
+        await st.open()
+        await st.create_match(record())
+        await st.close()
+        await st.open()
+        await st.close()
+
+    run(go())
+    assert seen == ["refused", "held", "held"]
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_closed_store_refuses_work(kind, make):
     """Every call of a closed store, read or write, is a StoreError (a manager that goes on
