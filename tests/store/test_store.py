@@ -322,12 +322,16 @@ def test_sequence_numbers_are_unique_and_contiguous(kind, make):
             await st.append_action("m1", ActionRecord(1, 1, "take"))
         with pytest.raises(StoreError):
             await st.append_action("m1", ActionRecord(3, 1, "take"))
+        # seq 0 is no action's: not the next one, and no conflict with an action at it
+        with pytest.raises(StoreError) as zero:
+            await st.append_action("m1", ActionRecord(0, 1, "take"))
         got = await st.load_match("m1")
         await st.close()
-        return got
+        return got, zero.value
 
-    got = run(go())
+    got, zero = run(go())
     assert [a.action for a in got.actions] == ["pass"]
+    assert not isinstance(zero, SequenceConflict)
 
 
 @pytest.mark.parametrize("kind", KINDS)
