@@ -374,6 +374,25 @@ def test_a_failed_append_writes_nothing(kind, make):
     assert got.actions == () and got.decks == (DECK0,)
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_appending_a_deck_for_a_deal_that_has_one_is_refused_and_writes_nothing(kind, make):
+    """A deal's deck is written once (its commitment was published): append_decks with a deck
+    for a deal that has one is a StoreError that neither replaces that deck nor writes the
+    other decks of the call."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record(), [DECK0])
+        with pytest.raises(StoreError):
+            await st.append_decks("m1", [DECK1, DeckRecord(0, ("AS",))])
+        got = await st.load_match("m1")
+        await st.close()
+        return got
+
+    got = run(go())
+    assert got.decks == (DECK0,)
+
+
 LAST = SeatRecord(seat=1, player_name="bob", token_hash="t-last", joined_at=6.0, join_hash="j-last")
 
 
