@@ -611,11 +611,13 @@ def test_listing_filters_and_orders(kind, make):
         kl = await st.list_matches(game="klaberjass")
         finished = await st.list_matches(statuses=["finished"])
         one = await st.list_matches(limit=1)
+        none = await st.list_matches(limit=0), await st.list_matches(limit=-1)  # not "no limit"
         unfinished = await st.unfinished_match_ids()
         await st.close()
-        return everything, kl, finished, one, unfinished
+        return everything, kl, finished, one, none, unfinished
 
-    everything, kl, finished, one, unfinished = run(go())
+    everything, kl, finished, one, none, unfinished = run(go())
+    assert none == ([], [])
     assert [m.record.match_id for m in everything] == ["c", "b", "a"]
     assert [m.seq for m in everything] == [1, 0, 0]
     assert [m.record.match_id for m in kl] == ["c", "a"]
