@@ -605,6 +605,7 @@ def test_listing_filters_and_orders(kind, make):
         await st.create_match(record("a", "klaberjass", 1.0))
         await st.create_match(record("b", "jojotte", 2.0))
         await st.create_match(record("c", "klaberjass", 3.0))
+        await st.create_match(record("d", "jojotte", 0.5))  # created last, the oldest
         await st.append_action("c", ActionRecord(1, 0, "pass"))
         await st.set_status("a", "finished", {"winners": [1]}, 9.0, ("c0" * 32, "c1" * 32))
         everything = await st.list_matches()
@@ -618,14 +619,14 @@ def test_listing_filters_and_orders(kind, make):
 
     everything, kl, finished, one, none, unfinished = run(go())
     assert none == ([], [])
-    assert [m.record.match_id for m in everything] == ["c", "b", "a"]
-    assert [m.seq for m in everything] == [1, 0, 0]
+    assert [m.record.match_id for m in everything] == ["c", "b", "a", "d"]
+    assert [m.seq for m in everything] == [1, 0, 0, 0]
     assert [m.record.match_id for m in kl] == ["c", "a"]
     assert [(m.record.match_id, dict(m.record.result), m.record.ended_at) for m in finished] == [("a", {"winners": [1]}, 9.0)]
     assert finished[0].record.deal_commitments == ("c0" * 32, "c1" * 32)  # recorded with the end
     assert [m.record.deal_commitments for m in everything[:2]] == [(), ()]
     assert [m.record.match_id for m in one] == ["c"]
-    assert unfinished == ["b", "c"]
+    assert unfinished == ["d", "b", "c"]  # oldest first, not in the order of creation
 
 
 def _paged(pages: list[list], limit: int) -> list[str]:
