@@ -797,6 +797,29 @@ def test_write_latency_and_errors_are_measured(kind, make):
     assert metrics.value("cardgames_store_errors_total", {"operation": "append_action"}) == 1
 
 
+def test_a_write_whose_caller_is_cancelled_is_neither_a_store_error_nor_a_latency(tmp_path):
+    """A caller cancelled while its write waits (a client gone, a drain) says nothing of the
+    database: cardgames_store_errors_total, which alerts watch, does not count it, and no
+    latency is observed for it; a write that fails is counted."""
+    metrics = Metrics()
+
+    async def go():
+        st = SqliteStore(tmp_path / "db.sqlite3", metrics)
+        await st.open()
+        await st.create_match(record())
+        task = asyncio.create_task(st.append_action("m1", ActionRecord(1, 0, "pass")))
+        await asyncio.sleep(0)  # the write is queued: the task waits for its commit
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        with pytest.raises(StoreError):
+            await st.append_action("nope", ActionRecord(1, 0, "pass"))
+        await st.close()
+    run(go())
+    assert metrics.value("cardgames_store_errors_total", {"operation": "append_action"}) == 1
+    assert metrics.value("cardgames_store_write_seconds_count", {"operation": "append_action"}) == 0
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_database_file_and_its_volume_are_measured_for_sqlite_only(kind, make, tmp_path):
     """cardgames_store_database_bytes (file + WAL) and the free / total bytes of its
