@@ -68,6 +68,16 @@ class MemoryStore(Store):
                 raise StoreError("seat token hash collision")
             claimed[s.token_hash] = (match_id, s.seat)
 
+    @staticmethod
+    def _check_decks(match_id: str, row: _Row, decks: Sequence[DeckRecord]) -> None:
+        """Refuse a deck for a deal that has one, or that another of ``decks`` repeats, before
+        any is written: the SQL stores' primary key on (match_id, deal), in one transaction."""
+        deals: set[int] = set()
+        for d in decks:
+            if d.deal in row.decks or d.deal in deals:
+                raise StoreError(f"match {match_id!r} has a deck for deal {d.deal}")
+            deals.add(d.deal)
+
     def _claim_token(self, match_id: str, seat: SeatRecord) -> None:
         self._check_tokens(match_id, (seat,))
         if seat.token_hash:
@@ -83,6 +93,7 @@ class MemoryStore(Store):
             self._check_tokens(record.match_id, record.seats)
             record = replace(record, options=_frozen(record.options), result=_frozen(record.result))
             row = _Row(record)
+            self._check_decks(record.match_id, row, decks)
             for d in decks:
                 row.decks[d.deal] = d
             for s in record.seats:
@@ -158,9 +169,7 @@ class MemoryStore(Store):
             row = self._row(match_id)
             if row.record.status != "waiting":
                 raise MatchNotWaiting(f"match {match_id!r} is {row.record.status}, not waiting")
-            for d in decks:  # every refusal before the first change: all or nothing
-                if d.deal in row.decks:
-                    raise StoreError(f"match {match_id!r} has a deck for deal {d.deal}")
+            self._check_decks(match_id, row, decks)  # every refusal before the first change
             self._check_tokens(match_id, seats)
             for s in seats:
                 self._put_seat(match_id, row, s)
@@ -180,9 +189,7 @@ class MemoryStore(Store):
             key = (action.seat, action.client_action_id)
             if action.client_action_id and key in row.client_ids:
                 raise DuplicateClientAction(f"client_action_id reused in match {match_id!r}")
-            for d in decks:
-                if d.deal in row.decks:
-                    raise StoreError(f"match {match_id!r} has a deck for deal {d.deal}")
+            self._check_decks(match_id, row, decks)
             row.actions.append(action)
             if action.client_action_id:
                 row.client_ids.add(key)
@@ -193,9 +200,7 @@ class MemoryStore(Store):
         with self._timer.write("append_decks"):
             self._check()
             row = self._row(match_id)
-            for d in decks:
-                if d.deal in row.decks:
-                    raise StoreError(f"match {match_id!r} has a deck for deal {d.deal}")
+            self._check_decks(match_id, row, decks)
             for d in decks:
                 row.decks[d.deal] = d
 

@@ -393,6 +393,34 @@ def test_appending_a_deck_for_a_deal_that_has_one_is_refused_and_writes_nothing(
     assert got.decks == (DECK0,)
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_write_giving_two_decks_for_one_deal_is_refused_and_writes_nothing(kind, make):
+    """Two decks for the same deal in one call (of create_match, start_match, append_action or
+    append_decks) are refused as a deck for a deal that has one is, with nothing of the call
+    written: not the match, its seat, its action or its status, and neither deck."""
+    twins = [DECK1, DeckRecord(1, ("AS",))]
+
+    async def go():
+        st = make(kind)
+        await st.open()
+        with pytest.raises(StoreError):
+            await st.create_match(record("twins"), twins)
+        await st.create_match(record(), [DECK0])
+        with pytest.raises(StoreError):
+            await st.start_match("m1", [LAST], twins)
+        with pytest.raises(StoreError):
+            await st.append_action("m1", ActionRecord(1, 0, "pass"), twins)
+        with pytest.raises(StoreError):
+            await st.append_decks("m1", twins)
+        got = await st.load_match("m1"), await st.load_match("twins")
+        await st.close()
+        return got
+
+    m1, twins_match = run(go())
+    assert twins_match is None
+    assert (m1.record.status, m1.record.seats[1], m1.actions, m1.decks) == ("waiting", SeatRecord(seat=1), (), (DECK0,))
+
+
 LAST = SeatRecord(seat=1, player_name="bob", token_hash="t-last", joined_at=6.0, join_hash="j-last")
 
 
