@@ -1070,6 +1070,28 @@ def test_sqlite_synchronous_is_full(tmp_path):
     assert run(go()) == 2  # FULL
 
 
+def test_sqlite_a_write_that_reaches_the_store_as_it_closes_is_refused_and_the_store_reopens(tmp_path):
+    """A write queued behind close() (a match's last action racing a shutdown) finds the
+    connection closed: it is a StoreError, not a writer thread that dies and leaves it (and
+    close) waiting for ever; the next open serves, without that write."""
+    async def go():
+        st = SqliteStore(tmp_path / "db.sqlite3")
+        await st.open()
+        await st.create_match(record())
+        closing = asyncio.create_task(st.close())
+        await asyncio.sleep(0)  # close() has queued its job
+        with pytest.raises(StoreError, match="closed"):
+            await st.append_action("m1", ActionRecord(1, 0, "pass"))
+        await closing
+        await st.open()
+        got = await st.load_match("m1")
+        await st.close()
+        return got
+
+    got = run(asyncio.wait_for(go(), 60))  # (only against a hang)
+    assert got.actions == ()
+
+
 def test_sqlite_runs_off_the_event_loop_thread(tmp_path):
     st = SqliteStore(tmp_path / "db.sqlite3")
 
