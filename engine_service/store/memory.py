@@ -55,11 +55,32 @@ class MemoryStore(Store):
         except KeyError:
             raise UnknownMatch(f"no match {match_id!r}") from None
 
-    def _claim_token(self, match_id: str, seat: SeatRecord) -> None:
-        if seat.token_hash:
-            owner = self._tokens.get(seat.token_hash)
-            if owner is not None and owner != (match_id, seat.seat):
+    def _check_tokens(self, match_id: str, seats: Sequence[SeatRecord]) -> None:
+        """Refuse seats whose token hash another seat holds, or another of ``seats`` repeats,
+        before any of them is claimed: a write of several seats (create_match, start_match) is
+        all or nothing, as in one SQL transaction under the unique index on the hash."""
+        claimed: dict[str, tuple[str, int]] = {}
+        for s in seats:
+            if not s.token_hash:
+                continue
+            owner = claimed.get(s.token_hash) or self._tokens.get(s.token_hash)
+            if owner is not None and owner != (match_id, s.seat):
                 raise StoreError("seat token hash collision")
+            claimed[s.token_hash] = (match_id, s.seat)
+
+    @staticmethod
+    def _check_decks(match_id: str, row: _Row, decks: Sequence[DeckRecord]) -> None:
+        """Refuse a deck for a deal that has one, or that another of ``decks`` repeats, before
+        any is written: the SQL stores' primary key on (match_id, deal), in one transaction."""
+        deals: set[int] = set()
+        for d in decks:
+            if d.deal in row.decks or d.deal in deals:
+                raise StoreError(f"match {match_id!r} has a deck for deal {d.deal}")
+            deals.add(d.deal)
+
+    def _claim_token(self, match_id: str, seat: SeatRecord) -> None:
+        self._check_tokens(match_id, (seat,))
+        if seat.token_hash:
             self._tokens[seat.token_hash] = (match_id, seat.seat)
 
     async def create_match(self, record: MatchRecord, decks: Sequence[DeckRecord] = ()) -> None:
@@ -69,8 +90,10 @@ class MemoryStore(Store):
                 raise MatchExists(f"match {record.match_id!r} exists")
             if record.create_hash and record.create_hash in self._created:
                 raise CreateIdTaken("a match was created with this client_create_id")
+            self._check_tokens(record.match_id, record.seats)
             record = replace(record, options=_frozen(record.options), result=_frozen(record.result))
             row = _Row(record)
+            self._check_decks(record.match_id, row, decks)
             for d in decks:
                 row.decks[d.deal] = d
             for s in record.seats:
@@ -146,13 +169,8 @@ class MemoryStore(Store):
             row = self._row(match_id)
             if row.record.status != "waiting":
                 raise MatchNotWaiting(f"match {match_id!r} is {row.record.status}, not waiting")
-            for d in decks:  # every refusal before the first change: all or nothing
-                if d.deal in row.decks:
-                    raise StoreError(f"match {match_id!r} has a deck for deal {d.deal}")
-            for s in seats:
-                owner = self._tokens.get(s.token_hash) if s.token_hash else None
-                if owner is not None and owner != (match_id, s.seat):
-                    raise StoreError("seat token hash collision")
+            self._check_decks(match_id, row, decks)  # every refusal before the first change
+            self._check_tokens(match_id, seats)
             for s in seats:
                 self._put_seat(match_id, row, s)
             for d in decks:
@@ -171,9 +189,7 @@ class MemoryStore(Store):
             key = (action.seat, action.client_action_id)
             if action.client_action_id and key in row.client_ids:
                 raise DuplicateClientAction(f"client_action_id reused in match {match_id!r}")
-            for d in decks:
-                if d.deal in row.decks:
-                    raise StoreError(f"match {match_id!r} has a deck for deal {d.deal}")
+            self._check_decks(match_id, row, decks)
             row.actions.append(action)
             if action.client_action_id:
                 row.client_ids.add(key)
@@ -187,9 +203,7 @@ class MemoryStore(Store):
         with self._timer.write("append_decks"):
             self._check()
             row = self._row(match_id)
-            for d in decks:
-                if d.deal in row.decks:
-                    raise StoreError(f"match {match_id!r} has a deck for deal {d.deal}")
+            self._check_decks(match_id, row, decks)
             for d in decks:
                 row.decks[d.deal] = d
 

@@ -102,6 +102,31 @@ def test_prune_batches_are_capped_and_nothing_unfinished_is_ever_old_enough(kind
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_match_that_ended_at_the_cutoff_is_kept_and_a_limit_of_zero_or_below_prunes_nothing(kind, make):
+    """Retention deletes what ended strictly before the cutoff: a match that ended at it is
+    neither counted nor pruned; a batch limit of 0 or below deletes nothing (not one match,
+    not all but one) while prunable matches are there."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        for mid, ended_at in (("at-cutoff", 500.0), ("before-a", 499.5), ("before-b", 10.0)):
+            await st.create_match(record(mid, created_at=1.0))
+            await st.set_status(mid, "finished", {"winners": [0]}, ended_at)
+        counted = await st.count_finished(500.0)
+        idle = [(await st.prune_finished(500.0, limit=n)).match_ids for n in (0, -1)]
+        pruned = await st.prune_finished(500.0)
+        left = [li.record.match_id for li in await st.list_matches()]
+        await st.close()
+        return counted, idle, pruned, left
+
+    counted, idle, pruned, left = run(go())
+    assert counted.matches == 2
+    assert idle == [(), ()]
+    assert sorted(pruned.match_ids) == ["before-a", "before-b"]
+    assert left == ["at-cutoff"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_pruning_is_counted_as_a_store_error_when_it_fails_but_not_timed(kind, make):
     """A prune batch deletes thousands of rows: its time is not an action's write latency
     (store_write_seconds, which an alert watches); a failure is a store error like any."""

@@ -170,6 +170,33 @@ def test_a_commit_that_fails_after_every_write_of_its_batch_succeeded_fails_them
     assert metrics.value("cardgames_store_errors_total", {"operation": "append_action"}) == 2
 
 
+def test_a_write_the_database_will_not_begin_is_refused_alone_and_the_writer_goes_on(tmp_path):
+    """SQLite refusing the transaction itself (BEGIN IMMEDIATE; here the connection made
+    query-only, in life a lock another process will not let go or a file made read-only) is
+    the write's StoreError, saying that no transaction could be started, counted, with
+    nothing written; the writer thread goes on and the same write succeeds once SQLite
+    accepts writes again."""
+    path = tmp_path / "db.sqlite3"
+    metrics = Metrics()
+
+    async def go():
+        st = LimitedSqliteStore(path, metrics)
+        await st.open()
+        await st.create_match(record("m1"))
+        await st.read_only()
+        with pytest.raises(StoreError) as refused:
+            await st.append_action("m1", ActionRecord(1, 0, "pass"))
+        await st.read_only(False)
+        await st.append_action("m1", ActionRecord(1, 0, "take"))
+        await st.close()
+        return str(refused.value), await stored(path, "m1")
+
+    error, final = run(go())
+    assert "cannot start a transaction" in error and "readonly" in error
+    assert final["m1"][3] == [(1, "take")]
+    assert metrics.value("cardgames_store_errors_total", {"operation": "append_action"}) == 1
+
+
 def test_no_space_left_on_the_volume_fails_the_commit_and_loses_nothing(tmp_path):
     """A real full volume (a tmpfs filled with a ballast file): SQLite cannot append the batch
     to its WAL, so the COMMIT fails with SQLITE_FULL; both writes of the batch are answered

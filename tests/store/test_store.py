@@ -213,6 +213,61 @@ def test_a_seats_absence_is_saved_touched_cleared_and_kept_by_save_seat(kind, ma
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_an_absence_of_a_seat_number_just_outside_the_match_is_refused_or_left_alone(kind, make):
+    """Seat -1 and seat 2 of a two-seat match are no seats: save_absence is UnknownMatch and
+    touch_absences skips them (touching the seats that are there), and neither writes the
+    absence of another seat (seat -1 is not "the last one")."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record())
+        await st.save_absence("m1", 0, 100.0)
+        await st.save_absence("m1", 1, 50.0)
+        refused = []
+        for seat in (-1, 2):
+            with pytest.raises(UnknownMatch):
+                await st.save_absence("m1", seat, 70.0, taken_over=True)
+            refused.append(seat)
+        await st.touch_absences([("m1", -1), ("m1", 2), ("m1", 0)], 130.0)
+        got = await st.load_match("m1")
+        await st.close()
+        return refused, got
+
+    refused, got = run(go())
+    assert refused == [-1, 2]
+    assert [(s.away_since, s.away_seen, s.taken_over) for s in got.record.seats] == [
+        (100.0, 130.0, False), (50.0, 50.0, False)]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_stored_options_and_result_are_the_ones_written_whatever_the_caller_changes_later(kind, make):
+    """The store keeps a match's options and result as they were when written: the caller's
+    dicts changed afterwards, or the mappings it read back changed (where they can be), do not
+    change what the next read returns."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        options, result = {"kl_target_score": 300}, {"winners": [0]}
+        await st.create_match(replace(record(), options=options))
+        await st.set_status("m1", "finished", result, ended_at=9.0)
+        options["kl_target_score"], result["winners"] = 500, [1]
+        options["gj_variant"] = "nines"
+        read = await st.load_match("m1")
+        for mapping in (read.record.options, read.record.result):
+            try:
+                mapping["winners"] = "changed"
+            except TypeError:
+                pass
+        again = await st.load_match("m1")
+        await st.close()
+        return again
+
+    again = run(go())
+    assert dict(again.record.options) == {"kl_target_score": 300}
+    assert dict(again.record.result) == {"winners": [0]}
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_the_lobby_flag_round_trips(kind, make):
     async def go():
         st = make(kind)
@@ -267,12 +322,16 @@ def test_sequence_numbers_are_unique_and_contiguous(kind, make):
             await st.append_action("m1", ActionRecord(1, 1, "take"))
         with pytest.raises(StoreError):
             await st.append_action("m1", ActionRecord(3, 1, "take"))
+        # seq 0 is no action's: not the next one, and no conflict with an action at it
+        with pytest.raises(StoreError) as zero:
+            await st.append_action("m1", ActionRecord(0, 1, "take"))
         got = await st.load_match("m1")
         await st.close()
-        return got
+        return got, zero.value
 
-    got = run(go())
+    got, zero = run(go())
     assert [a.action for a in got.actions] == ["pass"]
+    assert not isinstance(zero, SequenceConflict)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -375,6 +434,53 @@ def test_an_append_whose_end_is_refused_undoes_the_action(kind, make, request):
     assert got.actions == () and got.decks == (DECK0,) and got.record.status == "active"
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_appending_a_deck_for_a_deal_that_has_one_is_refused_and_writes_nothing(kind, make):
+    """A deal's deck is written once (its commitment was published): append_decks with a deck
+    for a deal that has one is a StoreError that neither replaces that deck nor writes the
+    other decks of the call."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record(), [DECK0])
+        with pytest.raises(StoreError):
+            await st.append_decks("m1", [DECK1, DeckRecord(0, ("AS",))])
+        got = await st.load_match("m1")
+        await st.close()
+        return got
+
+    got = run(go())
+    assert got.decks == (DECK0,)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_write_giving_two_decks_for_one_deal_is_refused_and_writes_nothing(kind, make):
+    """Two decks for the same deal in one call (of create_match, start_match, append_action or
+    append_decks) are refused as a deck for a deal that has one is, with nothing of the call
+    written: not the match, its seat, its action or its status, and neither deck."""
+    twins = [DECK1, DeckRecord(1, ("AS",))]
+
+    async def go():
+        st = make(kind)
+        await st.open()
+        with pytest.raises(StoreError):
+            await st.create_match(record("twins"), twins)
+        await st.create_match(record(), [DECK0])
+        with pytest.raises(StoreError):
+            await st.start_match("m1", [LAST], twins)
+        with pytest.raises(StoreError):
+            await st.append_action("m1", ActionRecord(1, 0, "pass"), twins)
+        with pytest.raises(StoreError):
+            await st.append_decks("m1", twins)
+        got = await st.load_match("m1"), await st.load_match("twins")
+        await st.close()
+        return got
+
+    m1, twins_match = run(go())
+    assert twins_match is None
+    assert (m1.record.status, m1.record.seats[1], m1.actions, m1.decks) == ("waiting", SeatRecord(seat=1), (), (DECK0,))
+
+
 LAST = SeatRecord(seat=1, player_name="bob", token_hash="t-last", joined_at=6.0, join_hash="j-last")
 
 
@@ -426,7 +532,7 @@ def test_a_failed_start_match_writes_nothing(kind, make):
         await st.save_seat("m2", SeatRecord(seat=0, token_hash="t-last"))
         before = await st.load_match("m1")
         errors = []
-        for call in (lambda: st.start_match("m1", [LAST], [replace(DECK0, cards=("AS",))]),
+        for call in (lambda: st.start_match("m1", [replace(LAST, token_hash="t-free")], [replace(DECK0, cards=("AS",))]),
                      lambda: st.start_match("m1", [replace(LAST, token_hash="t-last")], [DECK1]),
                      lambda: st.start_match("nope", [LAST], [DECK1])):
             with pytest.raises(StoreError) as info:
@@ -518,6 +624,68 @@ def test_token_hashes_are_unique_across_matches(kind, make):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_token_hash_stays_claimed_when_its_match_is_created_with_it_and_when_its_seat_is_saved_again(kind, make):
+    """A seat written with a token hash by create_match holds it as one written by save_seat
+    does; saving the seat again with the same hash (its player resigns, a bot plays the seat:
+    GJ-12.4) keeps it held. Another match's seat is refused it in both cases."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(replace(record(), seats=(SeatRecord(seat=0, token_hash="created"), SeatRecord(seat=1))))
+        await st.create_match(record("m2", created_at=2.0))
+        await st.save_seat("m1", SeatRecord(seat=1, player_name="bob", token_hash="joined", joined_at=5.0))
+        await st.save_seat("m1", SeatRecord(seat=1, player_name="bob", token_hash="joined", joined_at=5.0, left=True))
+        refused = []
+        for token in ("created", "joined"):
+            with pytest.raises(StoreError):
+                await st.save_seat("m2", SeatRecord(seat=0, token_hash=token))
+            refused.append(token)
+        with pytest.raises(StoreError):
+            await st.create_match(replace(record("m3", created_at=3.0), seats=(SeatRecord(seat=0, token_hash="joined"),)))
+        got = await st.load_match("m1"), await st.load_match("m2"), await st.load_match("m3")
+        await st.close()
+        return refused, got
+
+    refused, (m1, m2, m3) = run(go())
+    assert refused == ["created", "joined"]
+    assert [(s.token_hash, s.left) for s in m1.record.seats] == [("created", False), ("joined", True)]
+    assert [s.token_hash for s in m2.record.seats] == ["", ""] and m3 is None
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_match_refused_for_a_later_seats_token_claims_none_of_its_seats_tokens(kind, make):
+    """All or nothing: a new match whose second seat's token hash another match holds (a
+    forced collision) is refused, and its first seat's token hash is not left claimed: another
+    match may take it at once, at creation or by a join; so may a start whose second seat
+    repeats its first seat's hash, refused likewise."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record("m0", created_at=0.5))
+        await st.save_seat("m0", SeatRecord(seat=0, token_hash="held"))
+        seats = (SeatRecord(seat=0, token_hash="fresh"), SeatRecord(seat=1, token_hash="held"))
+        with pytest.raises(StoreError):
+            await st.create_match(replace(record("m1"), seats=seats), [DECK0])
+        refused = await st.load_match("m1")
+        await st.create_match(replace(record("m2", created_at=2.0), seats=(SeatRecord(seat=0, token_hash="fresh"),
+                                                                           SeatRecord(seat=1))))
+        await st.create_match(record("m3", created_at=3.0))
+        with pytest.raises(StoreError):
+            await st.start_match("m3", [SeatRecord(seat=0, token_hash="twice"), SeatRecord(seat=1, token_hash="twice")])
+        started = await st.load_match("m3")
+        await st.save_seat("m0", SeatRecord(seat=1, token_hash="twice"))
+        got = await st.load_match("m2"), await st.load_match("m0")
+        await st.close()
+        return refused, started, got
+
+    refused, started, (m2, m0) = run(go())
+    assert refused is None
+    assert started.record.status == "waiting" and started.record.seats == (SeatRecord(seat=0), SeatRecord(seat=1))
+    assert m2.record.seats[0].token_hash == "fresh"
+    assert [s.token_hash for s in m0.record.seats] == ["held", "twice"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_listing_filters_and_orders(kind, make):
     async def go():
         st = make(kind)
@@ -525,25 +693,28 @@ def test_listing_filters_and_orders(kind, make):
         await st.create_match(record("a", "klaberjass", 1.0))
         await st.create_match(record("b", "jojotte", 2.0))
         await st.create_match(record("c", "klaberjass", 3.0))
+        await st.create_match(record("d", "jojotte", 0.5))  # created last, the oldest
         await st.append_action("c", ActionRecord(1, 0, "pass"))
         await st.set_status("a", "finished", {"winners": [1]}, 9.0, ("c0" * 32, "c1" * 32))
         everything = await st.list_matches()
         kl = await st.list_matches(game="klaberjass")
         finished = await st.list_matches(statuses=["finished"])
         one = await st.list_matches(limit=1)
+        none = await st.list_matches(limit=0), await st.list_matches(limit=-1)  # not "no limit"
         unfinished = await st.unfinished_match_ids()
         await st.close()
-        return everything, kl, finished, one, unfinished
+        return everything, kl, finished, one, none, unfinished
 
-    everything, kl, finished, one, unfinished = run(go())
-    assert [m.record.match_id for m in everything] == ["c", "b", "a"]
-    assert [m.seq for m in everything] == [1, 0, 0]
+    everything, kl, finished, one, none, unfinished = run(go())
+    assert none == ([], [])
+    assert [m.record.match_id for m in everything] == ["c", "b", "a", "d"]
+    assert [m.seq for m in everything] == [1, 0, 0, 0]
     assert [m.record.match_id for m in kl] == ["c", "a"]
     assert [(m.record.match_id, dict(m.record.result), m.record.ended_at) for m in finished] == [("a", {"winners": [1]}, 9.0)]
     assert finished[0].record.deal_commitments == ("c0" * 32, "c1" * 32)  # recorded with the end
     assert [m.record.deal_commitments for m in everything[:2]] == [(), ()]
     assert [m.record.match_id for m in one] == ["c"]
-    assert unfinished == ["b", "c"]
+    assert unfinished == ["d", "b", "c"]  # oldest first, not in the order of creation
 
 
 def _paged(pages: list[list], limit: int) -> list[str]:
@@ -714,6 +885,29 @@ def test_write_latency_and_errors_are_measured(kind, make):
     assert metrics.value("cardgames_store_errors_total", {"operation": "append_action"}) == 1
 
 
+def test_a_write_whose_caller_is_cancelled_is_neither_a_store_error_nor_a_latency(tmp_path):
+    """A caller cancelled while its write waits (a client gone, a drain) says nothing of the
+    database: cardgames_store_errors_total, which alerts watch, does not count it, and no
+    latency is observed for it; a write that fails is counted."""
+    metrics = Metrics()
+
+    async def go():
+        st = SqliteStore(tmp_path / "db.sqlite3", metrics)
+        await st.open()
+        await st.create_match(record())
+        task = asyncio.create_task(st.append_action("m1", ActionRecord(1, 0, "pass")))
+        await asyncio.sleep(0)  # the write is queued: the task waits for its commit
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        with pytest.raises(StoreError):
+            await st.append_action("nope", ActionRecord(1, 0, "pass"))
+        await st.close()
+    run(go())
+    assert metrics.value("cardgames_store_errors_total", {"operation": "append_action"}) == 1
+    assert metrics.value("cardgames_store_write_seconds_count", {"operation": "append_action"}) == 0
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_database_file_and_its_volume_are_measured_for_sqlite_only(kind, make, tmp_path):
     """cardgames_store_database_bytes (file + WAL) and the free / total bytes of its
@@ -819,15 +1013,81 @@ def test_a_ping_answers_on_an_open_store_writes_nothing_and_is_refused_once_clos
     assert before == after and len(after) == 1
 
 
-def test_closed_store_refuses_work(tmp_path, pg_url):
+def test_the_memory_store_says_it_holds_its_data_once_per_open_and_not_if_that_refuses():
+    """Store.on_held (the service binds its ports there) is called by the open that makes the
+    memory store usable, not by another open while it is; one that raises leaves the store
+    closed (its calls refused) and the next open calls it again."""
+    seen = []
+
+    def refuse():
+        seen.append("refused")
+        raise OSError("the port is taken")
+
     async def go():
-        for st in (MemoryStore(), SqliteStore(tmp_path / "x.db"), PostgresStore(pg_url)):
+        st = MemoryStore()
+        st.on_held = refuse
+        with pytest.raises(OSError):
             await st.open()
-            await st.close()
-            await st.close()  # idempotent
-            with pytest.raises(StoreError):
-                await st.create_match(record())
+        with pytest.raises(StoreError):
+            await st.create_match(record())
+        st.on_held = lambda: seen.append("held")
+        await st.open()
+        await st.open()
+        await st.create_match(record())
+        await st.close()
+        await st.open()
+        await st.close()
+
     run(go())
+    assert seen == ["refused", "held", "held"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_closed_store_refuses_work(kind, make):
+    """Every call of a closed store, read or write, is a StoreError (a manager that goes on
+    after its store closed must not write into, or serve from, what no longer persists); a
+    second close changes nothing."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(replace(record(), create_hash="h1"))
+        await st.close()
+        await st.close()  # idempotent
+        calls = {
+            "create_match": lambda: st.create_match(record("m2")),
+            "find_created": lambda: st.find_created("h1"),
+            "save_seat": lambda: st.save_seat("m1", SeatRecord(seat=0, token_hash="t0")),
+            "save_absence": lambda: st.save_absence("m1", 0, 5.0),
+            "touch_absences": lambda: st.touch_absences([("m1", 0)], 6.0),
+            "ping": lambda: st.ping(),
+            "set_status": lambda: st.set_status("m1", "active"),
+            "start_match": lambda: st.start_match("m1"),
+            "append_action": lambda: st.append_action("m1", ActionRecord(1, 0, "pass")),
+            "append_decks": lambda: st.append_decks("m1", [DECK0]),
+            "load_match": lambda: st.load_match("m1"),
+            "list_matches": lambda: st.list_matches(),
+            "unfinished_match_ids": lambda: st.unfinished_match_ids(),
+            "prune_finished": lambda: st.prune_finished(1e12),
+            "count_finished": lambda: st.count_finished(1e12),
+        }
+        served = []
+        for name, call in calls.items():
+            try:
+                await call()
+            except StoreError:
+                continue
+            served.append(name)
+        st = st if kind == "memory" else make(kind)  # (a new memory store is empty)
+        await st.open()
+        after = await st.load_match("m1"), await st.list_matches()
+        await st.close()
+        return served, after
+
+    served, (m1, listing) = run(go())
+    assert served == []
+    assert m1.record.status == "waiting" and m1.actions == () and m1.decks == ()
+    assert m1.record.seats == (SeatRecord(seat=0), SeatRecord(seat=1))
+    assert [li.record.match_id for li in listing] == ["m1"]
 
 
 # ---- SQLite specifics ----------------------------------------------------------------------
@@ -868,6 +1128,28 @@ def test_sqlite_synchronous_is_full(tmp_path):
         await st.close()
         return value
     assert run(go()) == 2  # FULL
+
+
+def test_sqlite_a_write_that_reaches_the_store_as_it_closes_is_refused_and_the_store_reopens(tmp_path):
+    """A write queued behind close() (a match's last action racing a shutdown) finds the
+    connection closed: it is a StoreError, not a writer thread that dies and leaves it (and
+    close) waiting for ever; the next open serves, without that write."""
+    async def go():
+        st = SqliteStore(tmp_path / "db.sqlite3")
+        await st.open()
+        await st.create_match(record())
+        closing = asyncio.create_task(st.close())
+        await asyncio.sleep(0)  # close() has queued its job
+        with pytest.raises(StoreError, match="closed"):
+            await st.append_action("m1", ActionRecord(1, 0, "pass"))
+        await closing
+        await st.open()
+        got = await st.load_match("m1")
+        await st.close()
+        return got
+
+    got = run(asyncio.wait_for(go(), 60))  # (only against a hang)
+    assert got.actions == ()
 
 
 def test_sqlite_runs_off_the_event_loop_thread(tmp_path):
