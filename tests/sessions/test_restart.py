@@ -278,6 +278,31 @@ def test_finished_matches_are_read_back_after_eviction(tmp_path):
     assert len(before.deal_commitments) >= 3 and listed[0].deal_commitments == before.deal_commitments
 
 
+def test_eviction_takes_only_finished_matches():
+    """``evict_finished`` (operations, tests; the sweeper alike) forgets the finished matches
+    only: an active one keeps its seats, clock and watchers in memory (the store has no
+    turn deadline, no presence); the finished one is read back on demand."""
+
+    async def go():
+        mgr = MatchManager(config(), store=MemoryStore(), metrics=Metrics(), create_bot_host=False)
+        await mgr.start()
+        try:
+            ids = []
+            for _ in range(2):
+                s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+                for i in range(2):
+                    await mgr.join_match(s.match_id, i, "x")
+                ids.append(s.match_id)
+            active, finished = ids
+            await mgr.terminate_match(finished, "done")
+            return ids, mgr.evict_finished(), mgr.match_ids(), (await mgr.get_match(finished)).status
+        finally:
+            await mgr.close()
+
+    (active, finished), evicted, held, status = run(go())
+    assert (evicted, held, status) == (1, [active], "terminated")
+
+
 class _FirstLegal:
     def bots(self):
         from engine_service.sessions.api import BotInfo
