@@ -633,6 +633,54 @@ def test_a_match_that_reached_its_deal_limit_stays_ended_after_a_restart_with_a_
     assert stored.record.status == "terminated" and len(stored.decks) == 1, "the next deal not dealt"
 
 
+def test_a_match_ended_at_its_deal_limit_read_back_under_a_higher_one_deals_no_deck_given_ahead(tmp_path):
+    """max_match_deals=1, the admin having given the decks of the first two deals: the match
+    ends at the limit, the second deal not dealt. Read back after a restart with a limit of
+    5, its replay is bounded by the deals it had dealt (its recorded commitments), not by the
+    limit in force: under that limit the deck given ahead would be dealt, and each seat shown
+    its hand of a deal never dealt (KL-2.10; KL-3.5: four passes throw the first deal in)."""
+    from engine_service.rules.cards import card_code
+
+    path = tmp_path / "m.sqlite3"
+    rng = random.Random(5)
+    pack = list(get_game("klaberjass").pack)
+    decks = [[card_code(c) for c in rng.sample(pack, len(pack))] for _ in range(2)]
+
+    async def before():
+        mgr = sqlite_manager(path, max_match_deals=1)
+        await mgr.start()
+        try:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass", decks=decks), admin=True)
+            tokens = [(await mgr.join_match(s.match_id, i, f"p{i}")).token for i in range(2)]
+            ps = [mgr.authenticate(s.match_id, t) for t in tokens]
+            for _ in range(4):
+                m = mgr._matches[s.match_id]
+                await mgr.submit_action(s.match_id, ps[m.state.to_act()], "pass", m.seq)
+            return s.match_id, tokens
+        finally:
+            await mgr.close()
+
+    match_id, tokens = run(before())
+
+    async def after():
+        mgr = sqlite_manager(path, max_match_deals=5)
+        await mgr.start()
+        try:
+            await mgr.get_match(match_id)  # read back (an ended match is not resumed)
+            ps = [mgr.authenticate(match_id, t) for t in tokens]
+            views = [await mgr.get_view(match_id, p) for p in ps]
+            return mgr._matches[match_id], views, await mgr.reveal_deals(match_id, ps[0])
+        finally:
+            await mgr.close()
+
+    m, views, reveals = run(after())
+    assert (m.status, m.result["reason"], m.deals_dealt) == ("terminated", "deal_limit", 1)
+    assert [r.deal for r in reveals] == [0]
+    for env in views:
+        assert env.deal_commitment == "" and not env.view.get("hand")
+        assert env.view["table"].get("turn_up") is None
+
+
 def test_a_second_writer_on_the_same_log_is_caught_up_not_overwritten():
     """Two managers on one store (a process thought dead, or a future second replica): the
     (match_id, seq) key refuses the stale writer, which folds the other's actions into its
