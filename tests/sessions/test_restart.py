@@ -984,6 +984,44 @@ def test_a_stored_match_this_program_cannot_read_is_corrupt_not_a_bad_request(ta
     assert error.reason == "MATCH_CORRUPT" and type(error) is SessionError
 
 
+def test_a_log_whose_deck_is_missing_is_corrupt_and_says_which_deal():
+    """A stored log with an action of a deal whose deck is not stored (a database edited by
+    hand, a partial restore) does not replay: the match is skipped at start and MATCH_CORRUPT
+    when asked for, and the operator's log names the deal whose deck is missing and the
+    first action that needed it, not an action the rules refused (KL-3.5: four passes throw
+    the first deal in; the fifth pass is the second deal's)."""
+    from engine_service.sessions.api import SessionError
+    from structlog.testing import capture_logs
+
+    store = MemoryStore()
+
+    async def go():
+        mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await mgr.start()
+        s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+        ps = [mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, i, "x")).token) for i in range(2)]
+        for _ in range(5):
+            m = mgr._matches[s.match_id]
+            await mgr.submit_action(s.match_id, ps[m.state.to_act()], "pass", m.seq)
+        await mgr.close()
+        del store._rows[s.match_id].decks[1]
+        again = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        with capture_logs() as logs:
+            await again.start()
+            try:
+                with pytest.raises(SessionError) as info:
+                    await again.get_match(s.match_id)
+                return info.value, again.match_ids(), logs
+            finally:
+                await again.close()
+
+    error, held, logs = run(go())
+    assert error.reason == "MATCH_CORRUPT" and held == []
+    failures = [e for e in logs if e["event"] in ("match_resume_failed", "match_load_failed")]
+    assert [e["event"] for e in failures] == ["match_resume_failed", "match_load_failed"]
+    assert all(e["error"] == "no deck for deal 1 before seq 5" for e in failures), failures
+
+
 @pytest.mark.parametrize("game_id", GAMES)
 def test_a_log_that_does_not_replay_is_logged_without_what_the_rules_said_of_the_hand(game_id):
     """A stored action the rules refuse on replay (a database edited by hand, a rules change)
