@@ -1172,7 +1172,7 @@ class MatchManager:
         stored: StoredMatch | None = await self._store.load_match(match_id)
         if stored is None:
             return None
-        m = LiveMatch(stored.record, list(stored.decks), list(stored.actions))
+        m = LiveMatch(stored.record, list(stored.decks), list(stored.actions), self.config.max_match_deals)
         if m.status == "waiting" and not m.open_seats():
             # the last seat was written and the match not started: an older version, which
             # wrote a start in three writes, stopped between them (this one writes it in one).

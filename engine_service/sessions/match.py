@@ -187,7 +187,10 @@ class LiveMatch:
                  "spectator_delay", "spectators_seen", "_cursor", "end_in_doubt", "log_in_doubt",
                  "create_hash", "create_digest", "freed_tokens")
 
-    def __init__(self, record: MatchRecord, decks: list[DeckRecord], actions: list[ActionRecord]) -> None:
+    def __init__(self, record: MatchRecord, decks: list[DeckRecord], actions: list[ActionRecord],
+                 deal_limit: int = 0) -> None:
+        """``deal_limit``: the server's ``--max-match-deals`` (0: none), which a match read back
+        active is folded under (see below)."""
         self.match_id = record.match_id
         try:
             self.game: Game = get_game(record.game)
@@ -217,9 +220,17 @@ class LiveMatch:
         # seq -> (the state after that many actions, decks dealt), every CHECKPOINT_EVERY
         # actions, taken by the folds of past positions (a resumed watch, a retried action)
         self._checkpoints: dict[int, tuple[State, int]] = {}
-        # an ended match deals no deck past those it had dealt, recorded with its end as their
-        # commitments (none recorded: schema < 4, or no deal dealt; no bound then)
-        most = len(record.deal_commitments) if self.over and record.deal_commitments else None
+        # The last action deals no deck past those the match had dealt. Ended: recorded with its
+        # end as their commitments (none recorded: schema < 4, or no deal dealt; no bound then).
+        # Active: none past the deal limit, as MatchWriter.apply would deal none. A log that
+        # reached the limit without its end (written apart by a version before 2026-12-05, or
+        # a limit lowered since) is ended when it is loaded; an admin's deck given ahead for
+        # the deal past the limit was dealt by the fold first, and the ended match showed each
+        # seat its hand of it, named its commitment (also in the end written) and revealed it
+        if self.over:
+            most = len(record.deal_commitments) or None
+        else:
+            most = deal_limit or None
         self.state, self.deals_dealt = self._fold(len(self.actions), False, most)
         self.policy = absence_policy(self.game)
         # delayed spectators (.delay): the last seq released to them, and their position
@@ -310,7 +321,9 @@ class LiveMatch:
         return self._fold(seq, checkpoints, self.dealt_at_most())
 
     def _fold(self, seq: int, checkpoints: bool, most: int | None) -> tuple[State, int]:
-        """:meth:`fold`, dealing at most ``most`` decks (None: no bound)."""
+        """:meth:`fold`, the last folded action dealing no deck past ``most`` (None: no
+        bound). A deal that the log goes on to play was dealt whatever ``most`` says: a limit
+        lowered below the deals a match has played ends it where its log stops."""
         start = max((k for k in self._checkpoints if k <= seq), default=0)
         if start:
             saved, dealt = self._checkpoints[start]
@@ -323,11 +336,13 @@ class LiveMatch:
             if not start and state.to_act() == CHANCE and 0 in self.decks:
                 state.deal(self.decks[0].cards)
                 dealt = 1
-            for rec in self.actions[start:seq]:
+            folded = self.actions[start:seq]
+            last = folded[-1] if folded else None
+            for rec in folded:
                 at = f"the action at seq {rec.seq} (seat {rec.seat}, {rec.action!r})"
                 if state.to_act() == CHANCE:
                     raise CorruptLog(f"no deck for deal {dealt} before seq {rec.seq}")
-                dealt = play_logged(state, rec, self.decks, dealt, most)
+                dealt = play_logged(state, rec, self.decks, dealt, most if rec is last else None)
                 # not while a deal waits for its deck: the deck may be known later
                 if (checkpoints and rec.seq % CHECKPOINT_EVERY == 0 and rec.seq not in self._checkpoints
                         and state.to_act() != CHANCE):

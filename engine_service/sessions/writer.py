@@ -241,7 +241,10 @@ class MatchWriter:
             scored = _deals_scored(m)
             state = m.state.clone()
             try:
-                m.deals_dealt = play_logged(state, rec, m.decks, m.deals_dealt)
+                # the last one deals no deck past the deal limit, as apply() deals none (an
+                # admin's deck given ahead for the deal past it was dealt and published)
+                most = (self.max_deals or None) if rec is new[-1] else None
+                m.deals_dealt = play_logged(state, rec, m.decks, m.deals_dealt, most)
             except RulesError as exc:
                 # another writer's record the rules refuse: this log cannot be followed. The
                 # rules' message is written for that record's seat ("KC is not in your hand"):

@@ -101,6 +101,23 @@ def test_a_failing_bot_falls_back_to_the_auto_move(failure):
         assert metrics.value("cardgames_bot_decision_seconds_count", {"bot": "scripted"}) == 1
 
 
+def test_a_bot_seat_is_named_by_its_bot_to_everyone():
+    """GetMatch (and the lobby, the events' ``seats``) names the bot that plays a bot seat
+    (GJ-11.1: the table knows who sits where); a player's seat names none. A seat's info
+    read its bot through the takeover case: with the two conditions joined the other way it
+    named no bot anywhere, and no test looked."""
+
+    async def go():
+        async with manager(host=ScriptedHost("ok")) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(
+                game="klaberjass", seats=(SeatConfig("open"), SeatConfig("bot", "scripted"))))
+            return s, await mgr.get_match(s.match_id)
+
+    created, summary = run(go())
+    for seats in (created.seats, summary.seats):
+        assert [(x.kind, x.bot, x.replaced_by_bot) for x in seats] == [("open", "", False), ("bot", "scripted", False)]
+
+
 @pytest.mark.parametrize("game_id", GAMES)
 def test_a_bot_gets_only_its_seat_view_and_legal_actions(game_id):
     host = ScriptedHost("ok")

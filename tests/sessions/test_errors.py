@@ -880,6 +880,51 @@ def test_a_match_nobody_joins_expires():
     assert summary.result["reason"] == "waiting_timeout" and summary.result["winners"] == []
 
 
+def test_a_table_ended_while_the_sweeper_waited_for_it_is_not_abandoned_over_its_end():
+    """The sweeper's pass finds a table that waited past ``waiting_timeout_s`` while the
+    admin's TerminateMatch holds it (its end being written), and waits for it. Once it has
+    it, the table is over: the pass leaves it. Without that check it wrote its own end
+    (abandoned, waiting_timeout) over the admin's: the store, GetMatch and a second
+    ``match_ended`` event said the table was abandoned, not terminated for its reason."""
+    from engine_service.store import MemoryStore
+
+    class SlowStatus(MemoryStore):
+        """Status writes wait for ``release`` (once it is set, at once)."""
+
+        def __init__(self):
+            super().__init__()
+            self.writing, self.release = asyncio.Event(), asyncio.Event()
+
+        async def set_status(self, *args, **kwargs):
+            self.writing.set()
+            await self.release.wait()
+            return await super().set_status(*args, **kwargs)
+
+    store = SlowStatus()
+
+    async def go():
+        async with manager(config(waiting_timeout_s=0.2), store=store) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game=GAME))
+            await mgr.join_match(s.match_id, 0, "lonely")
+            watcher = Stream(mgr, s.match_id, Principal("spectator", s.match_id))
+            ending = asyncio.ensure_future(mgr.terminate_match(s.match_id, "closing the room"))
+            await asyncio.wait_for(store.writing.wait(), 30)
+            await until(lambda: len(mgr._writes) == 2, timeout=30)  # the sweeper's pass waits for it
+            store.release.set()
+            await ending
+            await until(lambda: not mgr._writes, timeout=30)
+            await asyncio.sleep(0.3)  # more passes: they leave an ended table alone too
+            summary, stored = await mgr.get_match(s.match_id), await store.load_match(s.match_id)
+            await watcher.close()
+            return summary, stored.record, [e.kind for e in watcher.events]
+
+    summary, stored, kinds = run(go())
+    assert (summary.status, summary.result["outcome"], summary.result["reason"]) == \
+        ("terminated", "terminated", "closing the room")
+    assert (stored.status, stored.result["reason"]) == ("terminated", "closing the room")
+    assert kinds.count("match_ended") == 1
+
+
 def test_a_client_that_goes_away_mid_write_leaves_a_consistent_match(tmp_path):
     """The transport cancels a request whose client disconnected. A write already under way
     completes anyway: the match state follows the durable log, watchers see the action, and

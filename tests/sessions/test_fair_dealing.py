@@ -364,6 +364,32 @@ def test_a_table_is_dealt_when_its_last_seat_is_taken(game_id):
 _NINES = {"deal_schedule": "nines"}
 
 
+@pytest.mark.parametrize("game_id", GAMES)
+def test_a_waiting_match_with_delayed_spectators_shows_them_nothing_of_its_first_deal(game_id):
+    """A table created with the admin's decks is dealt at creation, and its waiting view shows
+    nobody a card of that deal (nor the first-dealer draw): the same for spectators kept
+    behind (``spectator_delay_actions``) as for live ones. Nothing is delayed before the
+    first action, so their view is the live one; built from the delayed spectators' replay it
+    showed the deal's public cards (Klaberjass's turn-up, KL-2.4; the trump indicator,
+    GJ-11.1; Japanese Joker's up cards) to whoever chose a seat."""
+    game = get_game(game_id)
+    decks = [random_deck(game)]
+
+    async def go():
+        async with manager() as mgr:
+            views = []
+            for delay in (0, 3):
+                summary = await mgr.create_match(CreateMatchRequest(
+                    game=game_id, decks=decks, first_dealer=0, spectator_delay_actions=delay), admin=True)
+                await mgr.join_match(summary.match_id, 0, "early bird")
+                env = await mgr.get_view(summary.match_id, Principal("spectator", summary.match_id))
+                views.append({k: v for k, v in env.view.items() if k != "match_id"})
+            return views
+
+    live, delayed = run(go())
+    assert delayed == live and live["dealer"] is None
+
+
 @pytest.mark.parametrize("game_id,options,dealt", [(g, {}, False) for g in GAMES] + [
     ("georgian_joker", _NINES, False), ("georgian_joker", _NINES, True), ("klaberjass", {}, True)])
 def test_a_waiting_match_shows_nothing_of_the_first_dealer_draw(game_id, options, dealt):

@@ -278,6 +278,31 @@ def test_finished_matches_are_read_back_after_eviction(tmp_path):
     assert len(before.deal_commitments) >= 3 and listed[0].deal_commitments == before.deal_commitments
 
 
+def test_eviction_takes_only_finished_matches():
+    """``evict_finished`` (operations, tests; the sweeper alike) forgets the finished matches
+    only: an active one keeps its seats, clock and watchers in memory (the store has no
+    turn deadline, no presence); the finished one is read back on demand."""
+
+    async def go():
+        mgr = MatchManager(config(), store=MemoryStore(), metrics=Metrics(), create_bot_host=False)
+        await mgr.start()
+        try:
+            ids = []
+            for _ in range(2):
+                s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+                for i in range(2):
+                    await mgr.join_match(s.match_id, i, "x")
+                ids.append(s.match_id)
+            active, finished = ids
+            await mgr.terminate_match(finished, "done")
+            return ids, mgr.evict_finished(), mgr.match_ids(), (await mgr.get_match(finished)).status
+        finally:
+            await mgr.close()
+
+    (active, finished), evicted, held, status = run(go())
+    assert (evicted, held, status) == (1, [active], "terminated")
+
+
 class _FirstLegal:
     def bots(self):
         from engine_service.sessions.api import BotInfo
@@ -445,7 +470,7 @@ def test_the_takeover_bot_of_a_departed_seat_is_not_timed_out_by_the_workers_sta
     assert timeouts == 0
 
 
-@pytest.mark.parametrize("log_form", ["reached", "dealt_past"])
+@pytest.mark.parametrize("log_form", ["reached", "dealt_past", "played_past"])
 def test_a_match_past_its_deal_limit_at_the_crash_ends_when_it_is_resumed(tmp_path, log_form):
     """max_match_deals: versions before 2026-12-05 wrote the action that reaches the limit,
     then the match's end (terminated, deal_limit): two writes. A crash between them left the
@@ -454,11 +479,14 @@ def test_a_match_past_its_deal_limit_at_the_crash_ends_when_it_is_resumed(tmp_pa
     limit not dealt (the action written without its end, as those versions did, and the
     process dies): it is not dealt at the restart either (no deck is written). A log whose
     action dealt it (``dealt_past``: written by a version that dealt it, or before the limit
-    was lowered; here without a limit) ends the same way."""
+    was lowered; here without a limit) ends the same way, and so does one that played on into
+    that deal (``played_past``: a limit lowered since), where its log stops: the fold of a log
+    read back deals no deck past the limit after its last action, but those it goes on to play
+    were dealt (it was refused, MATCH_CORRUPT, when the fold bounded every deal)."""
     path = tmp_path / "m.sqlite3"
 
     async def before():
-        mgr = sqlite_manager(path, max_match_deals=1000 if log_form == "dealt_past" else 1)
+        mgr = sqlite_manager(path, max_match_deals=1 if log_form == "reached" else 1000)
         await mgr.start()
         append = mgr._store.append_action
 
@@ -471,16 +499,17 @@ def test_a_match_past_its_deal_limit_at_the_crash_ends_when_it_is_resumed(tmp_pa
         s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
         ps = [mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, i, f"p{i}")).token)
               for i in range(2)]
-        for n in range(4):  # four passes throw the first deal in (KL-3.5)
+        # four passes throw the first deal in (KL-3.5); played_past: the next deal's first pass
+        for n in range(5 if log_form == "played_past" else 4):
             m = mgr._matches[s.match_id]
             with pytest.raises(asyncio.CancelledError) if n == 3 and log_form == "reached" else contextlib.nullcontext():
                 await mgr.submit_action(s.match_id, ps[m.state.to_act()], "pass", m.seq, f"p{n}")
-        if log_form == "dealt_past":
+        if log_form != "reached":
             crash(mgr._store)
         return s.match_id, mgr._matches[s.match_id].deals_dealt
 
     match_id, dealt = run(before())
-    assert dealt == (2 if log_form == "dealt_past" else 1)
+    assert dealt == (1 if log_form == "reached" else 2)
 
     async def after():
         metrics = Metrics()
@@ -495,10 +524,68 @@ def test_a_match_past_its_deal_limit_at_the_crash_ends_when_it_is_resumed(tmp_pa
             await mgr.close()
 
     summary, active, stored = run(after())
-    assert summary.status == "terminated" and summary.seq == 4
+    assert summary.status == "terminated" and summary.seq == (5 if log_form == "played_past" else 4)
     assert summary.result["outcome"] == "terminated" and summary.result["reason"] == "deal_limit"
     assert active == 0
     assert stored.record.status == "terminated" and len(stored.decks) == dealt
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_a_match_read_back_past_its_deal_limit_does_not_deal_the_deck_the_admin_gave_ahead(tmp_path, game_id):
+    """max_match_deals, the admin having given the decks of the first two deals: a version
+    before 2026-12-05 wrote the action that reaches the limit of one deal, then the end (two
+    writes), and its process died between them. Resumed under that limit, the match is
+    ended at once, and the deck given ahead for the deal past the limit is not dealt: the
+    replay of the log dealt it before the end, so that every seat was shown its hand of a
+    deal never dealt, its commitment was named (views, GetMatch, the end written) and its
+    deck revealed (RevealDeals), and the export showed it (KL-2.10, JJ-2.8, JJK-9.7,
+    GJ-11.3)."""
+    from engine_service.rules.cards import card_code
+
+    path = tmp_path / "m.sqlite3"
+    game, rng = get_game(game_id), random.Random(game_id)
+    decks = [[card_code(c) for c in rng.sample(list(game.pack), len(game.pack))] for _ in range(2)]
+
+    async def before():
+        mgr = sqlite_manager(path, max_match_deals=1)
+        await mgr.start()
+        append = mgr._store.append_action
+
+        async def without_its_end(match_id, action, decks=(), end=None):
+            await append(match_id, action, decks)
+            if end is not None:
+                crash(mgr._store)  # the process dies right after the action's write
+                raise asyncio.CancelledError
+        mgr._store.append_action = without_its_end
+        s = await mgr.create_match(CreateMatchRequest(game=game_id, decks=decks), admin=True)
+        tokens = [(await mgr.join_match(s.match_id, i, f"p{i}")).token for i in range(len(s.seats))]
+        with pytest.raises(asyncio.CancelledError):
+            await play_random(mgr, s.match_id, [mgr.authenticate(s.match_id, t) for t in tokens],
+                              random.Random(game_id))
+        return s.match_id, tokens
+
+    match_id, tokens = run(before())
+
+    async def after():
+        mgr = sqlite_manager(path, max_match_deals=1)
+        await mgr.start()
+        try:
+            ps = [mgr.authenticate(match_id, t) for t in tokens]
+            views = [await mgr.get_view(match_id, p) for p in [*ps, Principal("spectator", match_id)]]
+            return (mgr._matches[match_id], await mgr.get_match(match_id), views,
+                    await mgr.reveal_deals(match_id, ps[0]), await mgr.export_transcript(match_id),
+                    await mgr._store.load_match(match_id))
+        finally:
+            await mgr.close()
+
+    m, summary, views, reveals, exported, stored = run(after())
+    assert (summary.result["outcome"], summary.result["reason"]) == ("terminated", "deal_limit")
+    assert m.deals_dealt == 1 and len(summary.deal_commitments) == 1
+    assert len(stored.record.deal_commitments) == 1 and len(exported["deals"]) == 1
+    assert [r.deal for r in reveals] == [0]
+    for env in views:
+        assert env.deal_commitment == "" and not env.view.get("hand")
+        assert (env.view.get("table") or {}).get("turn_up") is None
 
 
 def test_a_match_that_reached_its_deal_limit_stays_ended_after_a_restart_with_a_higher_one(tmp_path):
@@ -544,6 +631,54 @@ def test_a_match_that_reached_its_deal_limit_stays_ended_after_a_restart_with_a_
     assert (summary.status, summary.seq) == ("terminated", 4)
     assert (summary.result["outcome"], summary.result["reason"]) == ("terminated", "deal_limit")
     assert stored.record.status == "terminated" and len(stored.decks) == 1, "the next deal not dealt"
+
+
+def test_a_match_ended_at_its_deal_limit_read_back_under_a_higher_one_deals_no_deck_given_ahead(tmp_path):
+    """max_match_deals=1, the admin having given the decks of the first two deals: the match
+    ends at the limit, the second deal not dealt. Read back after a restart with a limit of
+    5, its replay is bounded by the deals it had dealt (its recorded commitments), not by the
+    limit in force: under that limit the deck given ahead would be dealt, and each seat shown
+    its hand of a deal never dealt (KL-2.10; KL-3.5: four passes throw the first deal in)."""
+    from engine_service.rules.cards import card_code
+
+    path = tmp_path / "m.sqlite3"
+    rng = random.Random(5)
+    pack = list(get_game("klaberjass").pack)
+    decks = [[card_code(c) for c in rng.sample(pack, len(pack))] for _ in range(2)]
+
+    async def before():
+        mgr = sqlite_manager(path, max_match_deals=1)
+        await mgr.start()
+        try:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass", decks=decks), admin=True)
+            tokens = [(await mgr.join_match(s.match_id, i, f"p{i}")).token for i in range(2)]
+            ps = [mgr.authenticate(s.match_id, t) for t in tokens]
+            for _ in range(4):
+                m = mgr._matches[s.match_id]
+                await mgr.submit_action(s.match_id, ps[m.state.to_act()], "pass", m.seq)
+            return s.match_id, tokens
+        finally:
+            await mgr.close()
+
+    match_id, tokens = run(before())
+
+    async def after():
+        mgr = sqlite_manager(path, max_match_deals=5)
+        await mgr.start()
+        try:
+            await mgr.get_match(match_id)  # read back (an ended match is not resumed)
+            ps = [mgr.authenticate(match_id, t) for t in tokens]
+            views = [await mgr.get_view(match_id, p) for p in ps]
+            return mgr._matches[match_id], views, await mgr.reveal_deals(match_id, ps[0])
+        finally:
+            await mgr.close()
+
+    m, views, reveals = run(after())
+    assert (m.status, m.result["reason"], m.deals_dealt) == ("terminated", "deal_limit", 1)
+    assert [r.deal for r in reveals] == [0]
+    for env in views:
+        assert env.deal_commitment == "" and not env.view.get("hand")
+        assert env.view["table"].get("turn_up") is None
 
 
 def test_a_second_writer_on_the_same_log_is_caught_up_not_overwritten():
@@ -977,6 +1112,44 @@ def test_a_stored_match_this_program_cannot_read_is_corrupt_not_a_bad_request(ta
 
     error = run(go())
     assert error.reason == "MATCH_CORRUPT" and type(error) is SessionError
+
+
+def test_a_log_whose_deck_is_missing_is_corrupt_and_says_which_deal():
+    """A stored log with an action of a deal whose deck is not stored (a database edited by
+    hand, a partial restore) does not replay: the match is skipped at start and MATCH_CORRUPT
+    when asked for, and the operator's log names the deal whose deck is missing and the
+    first action that needed it, not an action the rules refused (KL-3.5: four passes throw
+    the first deal in; the fifth pass is the second deal's)."""
+    from engine_service.sessions.api import SessionError
+    from structlog.testing import capture_logs
+
+    store = MemoryStore()
+
+    async def go():
+        mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await mgr.start()
+        s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+        ps = [mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, i, "x")).token) for i in range(2)]
+        for _ in range(5):
+            m = mgr._matches[s.match_id]
+            await mgr.submit_action(s.match_id, ps[m.state.to_act()], "pass", m.seq)
+        await mgr.close()
+        del store._rows[s.match_id].decks[1]
+        again = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        with capture_logs() as logs:
+            await again.start()
+            try:
+                with pytest.raises(SessionError) as info:
+                    await again.get_match(s.match_id)
+                return info.value, again.match_ids(), logs
+            finally:
+                await again.close()
+
+    error, held, logs = run(go())
+    assert error.reason == "MATCH_CORRUPT" and held == []
+    failures = [e for e in logs if e["event"] in ("match_resume_failed", "match_load_failed")]
+    assert [e["event"] for e in failures] == ["match_resume_failed", "match_load_failed"]
+    assert all(e["error"] == "no deck for deal 1 before seq 5" for e in failures), failures
 
 
 @pytest.mark.parametrize("game_id", GAMES)

@@ -125,6 +125,26 @@ def test_a_pass_deletes_in_batches_of_prune_batch():
     assert left == [kept]
 
 
+def test_an_explicit_pass_keeps_the_matches_that_ended_after_its_cutoff():
+    """The cutoff given to a pass is the one it prunes by, not ``keep_finished_days`` (here 0:
+    every ended match would go): a match that ended after it stays, in the store and in
+    memory, and one that ended before it goes."""
+    store = MemoryStore()
+
+    async def go():
+        async with manager(config(keep_finished_days=0), store=store) as mgr:
+            old, _ = await ended_match(mgr)
+            cutoff = time.time() + 0.001
+            await asyncio.sleep(0.01)
+            recent, _ = await ended_match(mgr)
+            total = await mgr.prune_finished(ended_before=cutoff)
+            return old, recent, total, mgr.match_ids(), await store.load_match(old), await store.load_match(recent)
+
+    old, recent, total, held, old_stored, recent_stored = run(go())
+    assert total.matches == 1 and old_stored is None
+    assert recent_stored is not None and recent_stored.record.status == "finished" and recent in held
+
+
 def test_a_failed_pass_is_logged_and_the_next_one_runs():
     class FailsOnce(MemoryStore):
         failures = 0

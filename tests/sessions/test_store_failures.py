@@ -6,6 +6,7 @@ the failure it once showed."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 
@@ -1751,3 +1752,46 @@ def test_a_deal_limit_end_is_written_with_its_action_or_not_at_all(lost):
     assert (stored.status, stored.result["reason"]) == ("terminated", "deal_limit")
     if lost == "after_the_commit":
         assert (m.ended_at, m.result) == (stored.ended_at, stored.result)
+
+
+def test_an_action_found_in_the_store_at_the_deal_limit_does_not_deal_the_deck_the_admin_gave_ahead():
+    """``max_match_deals=1``, the admin having given the decks of the first two deals: the
+    action that reaches the limit is written with its end but answered with an error, and the
+    read-back finds it (the writer's catch-up). The catch-up dealt the deck given ahead for the
+    deal past the limit as it folded the action in: the action's event showed each seat its
+    hand of a deal never dealt (and everyone its turn-up and commitment), and so did the match
+    after its end (KL-2.10, KL-3.5: four passes throw the first deal in)."""
+    from engine_service.rules.cards import card_code
+    from engine_service.rules.registry import get_game
+
+    rng = random.Random(7)
+    pack = list(get_game("klaberjass").pack)
+    decks = [[card_code(c) for c in rng.sample(pack, len(pack))] for _ in range(2)]
+    store = LosesAcknowledgements()
+
+    async def go():
+        async with manager(config(max_match_deals=1, heartbeat_interval_s=60.0), store=store) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass", decks=decks)
+            m = mgr._matches[match_id]
+            streams = [Stream(mgr, match_id, p) for p in [*ps, Principal("spectator", match_id)]]
+            for n in range(4):
+                seat, p, env = await to_act(mgr, match_id, ps)
+                store.lose_next = n == 3  # the pass that reaches the limit: its answer is lost
+                with pytest.raises(SessionError) if n == 3 else contextlib.nullcontext():
+                    await mgr.submit_action(match_id, p, "pass", env.seq, f"p{n}")
+            await until(lambda: not m.in_doubt and m.over)
+            await until(lambda: all(any(e.kind == "match_ended" for e in s.events) for s in streams))
+            views = [await mgr.get_view(match_id, p) for p in [*ps, Principal("spectator", match_id)]]
+            for s in streams:
+                await s.close()
+            return m, streams, views, await mgr.get_match(match_id), await mgr.reveal_deals(match_id, ps[0])
+
+    m, streams, views, summary, reveals = run(go())
+    assert (summary.result["outcome"], summary.result["reason"]) == ("terminated", "deal_limit")
+    assert m.deals_dealt == 1 and len(summary.deal_commitments) == 1
+    assert [r.deal for r in reveals] == [0]
+    last = [s.actions()[-1].view for s in streams]
+    assert [env.seq for env in last] == [4, 4, 4]
+    for env in [*last, *views]:
+        assert env.deal_commitment == "" and not env.view.get("hand")
+        assert (env.view.get("table") or {}).get("turn_up") is None
