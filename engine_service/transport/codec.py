@@ -141,12 +141,6 @@ def struct_message(data: Mapping[str, Any] | None) -> struct_pb2.Struct:
     return struct_pb2.Struct.FromString(wire.struct_body(jsonable(data)))
 
 
-def list_value(items: Sequence[Any] | None) -> struct_pb2.ListValue:
-    if not items:
-        return struct_pb2.ListValue()
-    return struct_pb2.ListValue.FromString(wire.list_body(jsonable(list(items))))
-
-
 # ---- table options -----------------------------------------------------------------------------
 
 _OPTION_TYPE = {ENUM: match_pb2.OPTION_TYPE_ENUM, BOOL: match_pb2.OPTION_TYPE_BOOL,
@@ -530,10 +524,6 @@ def _deal_last_trick(view: Mapping[str, Any]) -> Any:
 
 #: play action -> whether it plays a card (:func:`_is_card_play`), at most 4,096 entries
 _CARD_PLAYS: dict[str, bool] = {}
-
-
-def scores_message(view: Mapping[str, Any]) -> match_pb2.Scores:
-    return match_pb2.Scores.FromString(scores_bytes(view))
 
 
 def scores_bytes(view: Mapping[str, Any]) -> bytes:
