@@ -305,13 +305,24 @@ def test_shared_envelopes_convert_once_and_stay_independent():
     assert [x.code for x in c_.view.hand] == ["KH"] and c_.view.seat == 1
 
 
-def test_the_audiences_of_one_state_encode_as_on_their_own():
+class _Forgetful(dict):
+    """A stand-in for codec._SHARED that keeps nothing: every view's shared fields are encoded."""
+
+    def __setitem__(self, key, value):
+        pass
+
+
+def test_the_audiences_of_one_state_encode_as_on_their_own(monkeypatch):
     """Envelopes that share a state's ``encodings`` (the session layer's, one dict per state):
     every audience's bytes are those of its envelope encoded alone, over random play of every
-    game; the audiences' views share objects, never an encoding of another audience's."""
+    game; the audiences' views share objects, never an encoding of another audience's. The
+    content memo of the shared fields is off: with it, the scoped encoding (_encode_scoped)
+    of a view was kept and handed to the same view encoded alone, so the two always agreed
+    (a scoped view without its trick history, last trick or scores passed)."""
     from engine_service.rules.registry import all_games
     from engine_service.sessions.views import ADMIN, SPECTATOR, view_for
 
+    monkeypatch.setattr(codec, "_SHARED", _Forgetful())
     for game in all_games():
         for seq, (state, _) in enumerate(_decision_states(game, seed=11, turns=300)):
             make, scope = state.view_maker(), {}
