@@ -93,6 +93,8 @@ def test_option_values_keep_their_json_type():
     assert codec.option_value(True).WhichOneof("value") == "bool_value"
     assert codec.option_value(500).WhichOneof("value") == "int_value"
     assert codec.option_value("500").WhichOneof("value") == "string_value"
+    with pytest.raises(TypeError):  # no OptionValue member holds it: never sent as an empty oneof
+        codec.option_value(0.5)
     req = pb.CreateMatchRequest(game="g")
     req.options["a"].bool_value = False
     req.options["b"].int_value = 1000
@@ -179,6 +181,39 @@ def test_view_message_copies_the_common_keys():
     spectator = dict(view, seat=None, to_act=None, hand=[], legal=[])
     msg = codec.view_message(api.ViewEnvelope("m", 0, "finished", spectator))
     assert not msg.HasField("seat") and not msg.HasField("to_act") and not msg.hand
+
+
+def test_trick_plays_carry_their_structured_fields():
+    """TrickPlay (match.proto) from the rules' trick entries: the announcement of Jo-Jotte
+    ``announce`` (JJ-7.2) and Klaberjass's bella (KL-A23), Georgian Joker's ``joker_mode`` and
+    ``named_suit`` (GJ-5.2; ``mode`` / ``announcement`` are read too), and every other key of
+    the entry in ``details``, which is unset when there is none."""
+    view = {"phase": "play", "trick": [
+        {"seat": 0, "card": "KS", "announce": "bella"}, {"seat": 1, "card": "QS", "announcement": "jotte"},
+        {"seat": 2, "card": "X1", "mode": "low", "named_suit": "D", "from": "hand"},
+        {"seat": 3, "card": "X2", "joker_mode": "high"}]}
+    plays = codec.view_message(api.ViewEnvelope("m", 1, "active", view)).trick.plays
+    assert [p.announcement for p in plays] == [c.ANNOUNCEMENT_BELLA, c.ANNOUNCEMENT_JOTTE, 0, 0]
+    assert [p.joker_mode for p in plays] == [0, 0, c.JOKER_MODE_LOW, c.JOKER_MODE_HIGH]
+    assert [p.named_suit for p in plays] == [0, 0, c.SUIT_DIAMONDS, 0]
+    assert [p.HasField("details") for p in plays] == [False, False, True, False]
+    assert dict(plays[2].details) == {"from": "hand"}
+    assert [(p.seat, p.card.code) for p in plays] == [(0, "KS"), (1, "QS"), (2, "X1"), (3, "X2")]
+
+
+def test_trick_history_from_a_log_keeps_modes_and_announcements():
+    """A trick rebuilt from a deal log (codec._play_from_action) has the joker mode, the named
+    suit and the announcement of its ``play:`` actions; a log that ends with a complete trick
+    whose entries name no winner takes it from ``last_trick`` (the deal's, tricks_taken > 0)."""
+    view = {"hand_sizes": [1, 1], "tricks_taken": [0, 1],
+            "last_trick": {"plays": [{"seat": 0, "card": "X1"}, {"seat": 1, "card": "KS"}], "winner": 1},
+            "table": {"deal_actions": [{"seat": 0, "action": "play:X1:high:S"},
+                                       {"seat": 1, "action": "play:KS:bella"}]}}
+    (trick,) = codec.trick_history(view)
+    lead, follow = trick.plays
+    assert (lead.joker_mode, lead.named_suit, lead.announcement) == (c.JOKER_MODE_HIGH, c.SUIT_SPADES, 0)
+    assert (follow.joker_mode, follow.named_suit, follow.announcement) == (0, 0, c.ANNOUNCEMENT_BELLA)
+    assert trick.winner == 1
 
 
 def test_jsonable_refuses_what_json_cannot_hold():
