@@ -358,16 +358,44 @@ def test_the_audiences_of_one_state_encode_as_on_their_own(monkeypatch):
     from engine_service.sessions.views import ADMIN, SPECTATOR, view_for
 
     monkeypatch.setattr(codec, "_SHARED", _Forgetful())
+    statuses = ("active", "finished", "waiting", "terminated")
     for game in all_games():
         for seq, (state, _) in enumerate(_decision_states(game, seed=11, turns=300)):
             make, scope = state.view_maker(), {}
+            # the envelope's own fields vary as the session layer's do (GetView, a finished match)
+            status, commitment = statuses[seq % 4], "c0ffee" * 8 if seq % 2 else ""
+            deadline = None if seq % 3 == 0 else 1_764_000_000.25 + seq
             for audience in [*range(game.num_seats), SPECTATOR, ADMIN]:
                 view = view_for(state, audience, make)
                 seat = audience if isinstance(audience, int) else None
-                shared = codec.view_bytes(api.ViewEnvelope("m", seq, "active", view, seat=seat, encodings=scope))
-                alone = codec.view_bytes(api.ViewEnvelope("m", seq, "active", view_for(state, audience),
-                                                          seat=seat))
+                shared = codec.view_bytes(api.ViewEnvelope("m", seq, status, view, deadline, seat, commitment,
+                                                           encodings=scope))
+                alone = codec.view_bytes(api.ViewEnvelope("m", seq, status, view_for(state, audience),
+                                                          deadline, seat, commitment))
                 assert shared == alone, (game.id, seq, audience)
+                msg = m.View.FromString(shared)
+                assert (msg.status, msg.deal_commitment) == (codec.status_enum(status), commitment)
+                assert msg.HasField("deadline") == (deadline is not None)
+                assert (msg.deadline.seconds, msg.deadline.nanos) == ((int(deadline), 250_000_000) if deadline else (0, 0))
+                assert msg.HasField("seat") == (seat is not None) and msg.seat == (seat or 0)
+
+
+def test_a_scoped_view_of_an_ended_match_keeps_its_fields(monkeypatch):
+    """The scoped head (codec._encode_scoped_view) of views the decision states above never
+    give: nobody to act, the match over with its winners, the seat named by the view alone
+    (no envelope seat), a deadline's largest fraction (a Timestamp's nanos stay below 1e9)."""
+    monkeypatch.setattr(codec, "_SHARED", _Forgetful())
+    view = {"game": "klaberjass", "phase": "over", "deal_number": 4, "dealer": 1, "to_act": None,
+            "seat": 1, "hand_sizes": [0, 0], "over": True, "winners": [1], "hand": [], "legal": []}
+    for deadline in (None, 1.9999999999):  # rounded alone, the fraction would be 1e9 nanos
+        scope = {}
+        for _ in range(2):  # encoded, then from the scope
+            env = api.ViewEnvelope("m", 9, "finished", view, deadline, encodings=scope)
+            msg = m.View.FromString(codec.view_bytes(env))
+            assert msg == m.View.FromString(codec.view_bytes(api.ViewEnvelope("m", 9, "finished", view, deadline)))
+            assert not msg.HasField("to_act") and msg.over and list(msg.winners) == [1]
+            assert msg.HasField("seat") and msg.seat == 1 and (msg.deal_number, msg.dealer) == (4, 1)
+            assert (msg.deadline.seconds, msg.deadline.nanos) == ((1, 999_999_999) if deadline else (0, 0))
 
 
 def test_the_events_of_one_state_encode_as_on_their_own():
