@@ -232,6 +232,14 @@ def test_event_message():
     assert msg.action.number == 3 and msg.view.phase == "bidding"
     hb = codec.event_message(api.MatchEvent(kind="heartbeat", seq=7, match_id="m"))
     assert hb.kind == m.EVENT_KIND_HEARTBEAT and not hb.HasField("view") and not hb.HasField("seat")
+    # an event that is not an action has no Action at all (match.proto: "the action of an
+    # ACTION event"), not an empty one, with its view encoded alone or with its state's
+    for scope in (None, {}):
+        env = api.ViewEnvelope("m", 7, "active", {"phase": "play"}, encodings=scope)
+        joined = codec.event_message(api.MatchEvent(kind="presence", seq=7, match_id="m", seat=1, reason="joined",
+                                                    view=env))
+        assert not joined.HasField("action") and not hb.HasField("action") and joined.by == m.ACTOR_UNSPECIFIED
+        assert (joined.kind, joined.reason, joined.seat, joined.view.phase) == (m.EVENT_KIND_PRESENCE, "joined", 1, "play")
 
 
 def test_trick_history_from_a_deal_log():
