@@ -153,6 +153,45 @@ def test_create_request_conversion_and_checks():
         assert info.value.reason == "BAD_DURATION", (seconds, nanos)
 
 
+def test_request_limits_include_the_limit_itself():
+    """card_games.proto: a match id (and the other ids: game, bot, option) "longer than 128
+    characters" is FIELD_TOO_LONG, a name "at most 64 characters", a turn time at most
+    google.protobuf.Duration's 315,576,000,000 s: exactly the limit is accepted."""
+    req = pb.CreateMatchRequest(game="g" * 128, name="n" * 64)
+    req.seats.add().bot.name = "b" * 128
+    req.options["o" * 128].string_value = "v" * 128
+    req.turn_time.seconds = codec.MAX_DURATION_SECONDS
+    out = codec.create_request(req)
+    assert (out.game, out.name, out.seats[0].bot) == ("g" * 128, "n" * 64, "b" * 128)
+    assert out.options == {"o" * 128: "v" * 128} and out.turn_time_s == 315_576_000_000
+    assert codec.require_match_id("m" * 128) == "m" * 128 and codec.game_filter("g" * 128) == "g" * 128
+    too_long = [pb.CreateMatchRequest(game="g" * 129), pb.CreateMatchRequest(game="g", name="n" * 65),
+                pb.CreateMatchRequest(game="g", seats=[_bot_seat("b" * 129)])]
+    too_long.append(pb.CreateMatchRequest(game="g"))
+    too_long[-1].options["o" * 129].bool_value = True
+    too_long.append(pb.CreateMatchRequest(game="g"))
+    too_long[-1].options["o"].string_value = "v" * 129
+    for bad in too_long:
+        with pytest.raises(api.BadRequest) as info:
+            codec.create_request(bad)
+        assert info.value.reason == "FIELD_TOO_LONG", bad
+    for call in (codec.require_match_id, codec.game_filter):
+        with pytest.raises(api.BadRequest) as info:
+            call("m" * 129)
+        assert info.value.reason == "FIELD_TOO_LONG"
+    late = pb.CreateMatchRequest(game="g")
+    late.turn_time.seconds = codec.MAX_DURATION_SECONDS + 1
+    with pytest.raises(api.BadRequest) as info:
+        codec.create_request(late)
+    assert info.value.reason == "BAD_DURATION" and codec.MAX_DURATION_SECONDS == 315_576_000_000
+
+
+def _bot_seat(name: str) -> m.SeatSpec:
+    spec = m.SeatSpec()
+    spec.bot.name = name
+    return spec
+
+
 def test_view_message_copies_the_common_keys():
     view = {
         "game": "georgian_joker", "phase": "play", "deal_number": 3, "dealer": 2, "to_act": 1,
