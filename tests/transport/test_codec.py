@@ -472,6 +472,38 @@ def test_the_events_of_one_state_encode_as_on_their_own():
     assert (answer.seq, answer.action.notation, answer.view.seat, answer.view.to_act) == (7, "play:KS", 1, 1)
 
 
+def test_summary_message_fills_every_field():
+    """MatchSummary (match.proto) field by field: its seats' kinds and flags, the non-default
+    options with their JSON types, the turn time as a Duration, the creation time as a
+    Timestamp, the result once the match has ended, the commitments and the lobby fields."""
+    seats = (api.SeatInfo(0, "open", player_name="ann", taken=True, present=True),
+             api.SeatInfo(1, "bot", bot="random", present=True),
+             api.SeatInfo(2, "open", bot="cautious", player_name="bob", taken=True, replaced_by_bot=True, left=True))
+    summary = api.MatchSummary(
+        match_id="m7", game="georgian_joker", options={"gj_khishti_penalty": "500", "gj_bots": True, "n": 3},
+        status="terminated", seq=12, seats=seats, turn_time_s=2.5, spectators_allowed=False,
+        created_at=1_764_000_000.75, name="table", result={"over": True, "winners": [1], "outcome": "terminated"},
+        listed=True, deal_commitments=("ab" * 32, ""), spectator_delay_actions=3)
+    msg = codec.summary_message(summary)
+    assert (msg.match_id, msg.game, msg.status, msg.seq, msg.name) == ("m7", "georgian_joker", m.MATCH_STATUS_TERMINATED, 12, "table")
+    assert (msg.spectators_allowed, msg.listed, msg.spectator_delay_actions) == (False, True, 3)
+    assert {k: v.WhichOneof("value") for k, v in msg.options.items()} == {
+        "gj_khishti_penalty": "string_value", "gj_bots": "bool_value", "n": "int_value"}
+    assert (msg.options["gj_khishti_penalty"].string_value, msg.options["n"].int_value) == ("500", 3)
+    assert (msg.turn_time.seconds, msg.turn_time.nanos) == (2, 500_000_000)
+    assert (msg.created_at.seconds, msg.created_at.nanos) == (1_764_000_000, 750_000_000)
+    assert msg.result["outcome"] == "terminated" and list(msg.result["winners"]) == [1] and msg.result["over"] is True
+    assert list(msg.deal_commitments) == ["ab" * 32, ""]
+    assert [(x.seat, x.kind, x.bot, x.player_name) for x in msg.seats] == [
+        (0, m.SEAT_KIND_OPEN, "", "ann"), (1, m.SEAT_KIND_BOT, "random", ""), (2, m.SEAT_KIND_OPEN, "cautious", "bob")]
+    assert [(x.taken, x.present, x.replaced_by_bot, x.left) for x in msg.seats] == [
+        (True, True, False, False), (False, True, False, False), (True, False, True, True)]
+    going = codec.summary_message(api.MatchSummary("m8", "klaberjass", {}, "waiting", 0, (), 0.0, True, 0.0))
+    assert not going.HasField("result") and not going.options and going.status == m.MATCH_STATUS_WAITING
+    assert [codec.status_enum(x) for x in ("active", "finished", "unknown")] == [
+        m.MATCH_STATUS_ACTIVE, m.MATCH_STATUS_FINISHED, m.MATCH_STATUS_UNSPECIFIED]
+
+
 @pytest.mark.parametrize("seconds, expected", [
     (30.0, (30, 0)), (1.5, (1, 500_000_000)), (0.0, (0, 0)),
     (29.9999999999, (30, 0)),  # the fraction alone rounds up to a whole second
