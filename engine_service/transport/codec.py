@@ -836,10 +836,7 @@ def inspect_message(inspection: api.Inspection) -> admin_pb2.InspectMatchRespons
     env = inspection.envelope
     v = env.view
     msg = admin_pb2.InspectMatchResponse(match=summary_message(inspection.summary), view=view_message(env))
-    hands = v.get("hands")
-    if isinstance(hands, Mapping):
-        hands = [hands[k] for k in sorted(hands, key=int)]
-    for seat, cards in enumerate(hands or ()):
+    for seat, cards in enumerate(v.get("hands") or ()):  # a list by seat (sessions/views.py)
         msg.hands.add(seat=seat, cards=cards_messages(_cards_of(cards)))
     for name, cards in sorted((v.get("zones") or {}).items()):
         msg.zones.add(name=str(name), cards=cards_messages(_cards_of(cards)))
