@@ -257,6 +257,8 @@ def test_trick_history_from_a_log_keeps_modes_and_announcements():
 
 def test_jsonable_refuses_what_json_cannot_hold():
     assert codec.jsonable({1: (1, 2), "s": {3, 1}}) == {"1": [1, 2], "s": [1, 3]}
+    assert list({10, 2}) == [10, 2]  # a set's own order is not sorted: the sorting is jsonable's
+    assert codec.jsonable([{10, 2}, frozenset({33, 1})]) == [[2, 10], [1, 33]]
     with pytest.raises(ValueError):
         codec.jsonable({"x": float("nan")})
     with pytest.raises(TypeError):
