@@ -283,6 +283,19 @@ def test_event_message():
         assert (joined.kind, joined.reason, joined.seat, joined.view.phase) == (m.EVENT_KIND_PRESENCE, "joined", 1, "play")
 
 
+def test_every_event_kind_and_actor_has_its_enum():
+    """WatchMatchResponse.kind and .by (match.proto EventKind, Actor) for every kind and actor
+    the session layer publishes; an unknown one is UNSPECIFIED, never another's value."""
+    kinds = {"snapshot": m.EVENT_KIND_SNAPSHOT, "action": m.EVENT_KIND_ACTION, "match_ended": m.EVENT_KIND_MATCH_ENDED,
+             "presence": m.EVENT_KIND_PRESENCE, "heartbeat": m.EVENT_KIND_HEARTBEAT, "other": m.EVENT_KIND_UNSPECIFIED}
+    for kind, want in kinds.items():
+        assert codec.event_message(api.MatchEvent(kind=kind, seq=1, match_id="m")).kind == want, kind
+    actors = {"player": m.ACTOR_PLAYER, "bot": m.ACTOR_BOT, "auto": m.ACTOR_AUTO, "": m.ACTOR_UNSPECIFIED}
+    for by, want in actors.items():
+        ev = api.MatchEvent(kind="action", seq=1, match_id="m", seat=0, action="pass", by=by)
+        assert codec.event_message(ev).by == want, by
+
+
 def test_trick_history_from_a_deal_log():
     """Klaberjass / Japanese Joker publish the deal's action log, not a list of tricks."""
     view = {"hand_sizes": [5, 4], "trick": [{"seat": 0, "card": "9D"}],
