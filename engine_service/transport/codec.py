@@ -141,12 +141,6 @@ def struct_message(data: Mapping[str, Any] | None) -> struct_pb2.Struct:
     return struct_pb2.Struct.FromString(wire.struct_body(jsonable(data)))
 
 
-def list_value(items: Sequence[Any] | None) -> struct_pb2.ListValue:
-    if not items:
-        return struct_pb2.ListValue()
-    return struct_pb2.ListValue.FromString(wire.list_body(jsonable(list(items))))
-
-
 # ---- table options -----------------------------------------------------------------------------
 
 _OPTION_TYPE = {ENUM: match_pb2.OPTION_TYPE_ENUM, BOOL: match_pb2.OPTION_TYPE_BOOL,
@@ -532,10 +526,6 @@ def _deal_last_trick(view: Mapping[str, Any]) -> Any:
 _CARD_PLAYS: dict[str, bool] = {}
 
 
-def scores_message(view: Mapping[str, Any]) -> match_pb2.Scores:
-    return match_pb2.Scores.FromString(scores_bytes(view))
-
-
 def scores_bytes(view: Mapping[str, Any]) -> bytes:
     """The serialized ``Scores`` of a view: tricks taken, totals (one row, or Jo-Jotte's named
     rows) and the deal results."""
@@ -846,10 +836,7 @@ def inspect_message(inspection: api.Inspection) -> admin_pb2.InspectMatchRespons
     env = inspection.envelope
     v = env.view
     msg = admin_pb2.InspectMatchResponse(match=summary_message(inspection.summary), view=view_message(env))
-    hands = v.get("hands")
-    if isinstance(hands, Mapping):
-        hands = [hands[k] for k in sorted(hands, key=int)]
-    for seat, cards in enumerate(hands or ()):
+    for seat, cards in enumerate(v.get("hands") or ()):  # a list by seat (sessions/views.py)
         msg.hands.add(seat=seat, cards=cards_messages(_cards_of(cards)))
     for name, cards in sorted((v.get("zones") or {}).items()):
         msg.zones.add(name=str(name), cards=cards_messages(_cards_of(cards)))

@@ -93,6 +93,8 @@ def test_option_values_keep_their_json_type():
     assert codec.option_value(True).WhichOneof("value") == "bool_value"
     assert codec.option_value(500).WhichOneof("value") == "int_value"
     assert codec.option_value("500").WhichOneof("value") == "string_value"
+    with pytest.raises(TypeError):  # no OptionValue member holds it: never sent as an empty oneof
+        codec.option_value(0.5)
     req = pb.CreateMatchRequest(game="g")
     req.options["a"].bool_value = False
     req.options["b"].int_value = 1000
@@ -151,6 +153,45 @@ def test_create_request_conversion_and_checks():
         assert info.value.reason == "BAD_DURATION", (seconds, nanos)
 
 
+def test_request_limits_include_the_limit_itself():
+    """card_games.proto: a match id (and the other ids: game, bot, option) "longer than 128
+    characters" is FIELD_TOO_LONG, a name "at most 64 characters", a turn time at most
+    google.protobuf.Duration's 315,576,000,000 s: exactly the limit is accepted."""
+    req = pb.CreateMatchRequest(game="g" * 128, name="n" * 64)
+    req.seats.add().bot.name = "b" * 128
+    req.options["o" * 128].string_value = "v" * 128
+    req.turn_time.seconds = codec.MAX_DURATION_SECONDS
+    out = codec.create_request(req)
+    assert (out.game, out.name, out.seats[0].bot) == ("g" * 128, "n" * 64, "b" * 128)
+    assert out.options == {"o" * 128: "v" * 128} and out.turn_time_s == 315_576_000_000
+    assert codec.require_match_id("m" * 128) == "m" * 128 and codec.game_filter("g" * 128) == "g" * 128
+    too_long = [pb.CreateMatchRequest(game="g" * 129), pb.CreateMatchRequest(game="g", name="n" * 65),
+                pb.CreateMatchRequest(game="g", seats=[_bot_seat("b" * 129)])]
+    too_long.append(pb.CreateMatchRequest(game="g"))
+    too_long[-1].options["o" * 129].bool_value = True
+    too_long.append(pb.CreateMatchRequest(game="g"))
+    too_long[-1].options["o"].string_value = "v" * 129
+    for bad in too_long:
+        with pytest.raises(api.BadRequest) as info:
+            codec.create_request(bad)
+        assert info.value.reason == "FIELD_TOO_LONG", bad
+    for call in (codec.require_match_id, codec.game_filter):
+        with pytest.raises(api.BadRequest) as info:
+            call("m" * 129)
+        assert info.value.reason == "FIELD_TOO_LONG"
+    late = pb.CreateMatchRequest(game="g")
+    late.turn_time.seconds = codec.MAX_DURATION_SECONDS + 1
+    with pytest.raises(api.BadRequest) as info:
+        codec.create_request(late)
+    assert info.value.reason == "BAD_DURATION" and codec.MAX_DURATION_SECONDS == 315_576_000_000
+
+
+def _bot_seat(name: str) -> m.SeatSpec:
+    spec = m.SeatSpec()
+    spec.bot.name = name
+    return spec
+
+
 def test_view_message_copies_the_common_keys():
     view = {
         "game": "georgian_joker", "phase": "play", "deal_number": 3, "dealer": 2, "to_act": 1,
@@ -181,8 +222,43 @@ def test_view_message_copies_the_common_keys():
     assert not msg.HasField("seat") and not msg.HasField("to_act") and not msg.hand
 
 
+def test_trick_plays_carry_their_structured_fields():
+    """TrickPlay (match.proto) from the rules' trick entries: the announcement of Jo-Jotte
+    ``announce`` (JJ-7.2) and Klaberjass's bella (KL-A23), Georgian Joker's ``joker_mode`` and
+    ``named_suit`` (GJ-5.2; ``mode`` / ``announcement`` are read too), and every other key of
+    the entry in ``details``, which is unset when there is none."""
+    view = {"phase": "play", "trick": [
+        {"seat": 0, "card": "KS", "announce": "bella"}, {"seat": 1, "card": "QS", "announcement": "jotte"},
+        {"seat": 2, "card": "X1", "mode": "low", "named_suit": "D", "from": "hand"},
+        {"seat": 3, "card": "X2", "joker_mode": "high"}]}
+    plays = codec.view_message(api.ViewEnvelope("m", 1, "active", view)).trick.plays
+    assert [p.announcement for p in plays] == [c.ANNOUNCEMENT_BELLA, c.ANNOUNCEMENT_JOTTE, 0, 0]
+    assert [p.joker_mode for p in plays] == [0, 0, c.JOKER_MODE_LOW, c.JOKER_MODE_HIGH]
+    assert [p.named_suit for p in plays] == [0, 0, c.SUIT_DIAMONDS, 0]
+    assert [p.HasField("details") for p in plays] == [False, False, True, False]
+    assert dict(plays[2].details) == {"from": "hand"}
+    assert [(p.seat, p.card.code) for p in plays] == [(0, "KS"), (1, "QS"), (2, "X1"), (3, "X2")]
+
+
+def test_trick_history_from_a_log_keeps_modes_and_announcements():
+    """A trick rebuilt from a deal log (codec._play_from_action) has the joker mode, the named
+    suit and the announcement of its ``play:`` actions; a log that ends with a complete trick
+    whose entries name no winner takes it from ``last_trick`` (the deal's, tricks_taken > 0)."""
+    view = {"hand_sizes": [1, 1], "tricks_taken": [0, 1],
+            "last_trick": {"plays": [{"seat": 0, "card": "X1"}, {"seat": 1, "card": "KS"}], "winner": 1},
+            "table": {"deal_actions": [{"seat": 0, "action": "play:X1:high:S"},
+                                       {"seat": 1, "action": "play:KS:bella"}]}}
+    (trick,) = codec.trick_history(view)
+    lead, follow = trick.plays
+    assert (lead.joker_mode, lead.named_suit, lead.announcement) == (c.JOKER_MODE_HIGH, c.SUIT_SPADES, 0)
+    assert (follow.joker_mode, follow.named_suit, follow.announcement) == (0, 0, c.ANNOUNCEMENT_BELLA)
+    assert trick.winner == 1
+
+
 def test_jsonable_refuses_what_json_cannot_hold():
     assert codec.jsonable({1: (1, 2), "s": {3, 1}}) == {"1": [1, 2], "s": [1, 3]}
+    assert list({10, 2}) == [10, 2]  # a set's own order is not sorted: the sorting is jsonable's
+    assert codec.jsonable([{10, 2}, frozenset({33, 1})]) == [[2, 10], [1, 33]]
     with pytest.raises(ValueError):
         codec.jsonable({"x": float("nan")})
     with pytest.raises(TypeError):
@@ -197,6 +273,27 @@ def test_event_message():
     assert msg.action.number == 3 and msg.view.phase == "bidding"
     hb = codec.event_message(api.MatchEvent(kind="heartbeat", seq=7, match_id="m"))
     assert hb.kind == m.EVENT_KIND_HEARTBEAT and not hb.HasField("view") and not hb.HasField("seat")
+    # an event that is not an action has no Action at all (match.proto: "the action of an
+    # ACTION event"), not an empty one, with its view encoded alone or with its state's
+    for scope in (None, {}):
+        env = api.ViewEnvelope("m", 7, "active", {"phase": "play"}, encodings=scope)
+        joined = codec.event_message(api.MatchEvent(kind="presence", seq=7, match_id="m", seat=1, reason="joined",
+                                                    view=env))
+        assert not joined.HasField("action") and not hb.HasField("action") and joined.by == m.ACTOR_UNSPECIFIED
+        assert (joined.kind, joined.reason, joined.seat, joined.view.phase) == (m.EVENT_KIND_PRESENCE, "joined", 1, "play")
+
+
+def test_every_event_kind_and_actor_has_its_enum():
+    """WatchMatchResponse.kind and .by (match.proto EventKind, Actor) for every kind and actor
+    the session layer publishes; an unknown one is UNSPECIFIED, never another's value."""
+    kinds = {"snapshot": m.EVENT_KIND_SNAPSHOT, "action": m.EVENT_KIND_ACTION, "match_ended": m.EVENT_KIND_MATCH_ENDED,
+             "presence": m.EVENT_KIND_PRESENCE, "heartbeat": m.EVENT_KIND_HEARTBEAT, "other": m.EVENT_KIND_UNSPECIFIED}
+    for kind, want in kinds.items():
+        assert codec.event_message(api.MatchEvent(kind=kind, seq=1, match_id="m")).kind == want, kind
+    actors = {"player": m.ACTOR_PLAYER, "bot": m.ACTOR_BOT, "auto": m.ACTOR_AUTO, "": m.ACTOR_UNSPECIFIED}
+    for by, want in actors.items():
+        ev = api.MatchEvent(kind="action", seq=1, match_id="m", seat=0, action="pass", by=by)
+        assert codec.event_message(ev).by == want, by
 
 
 def test_trick_history_from_a_deal_log():
@@ -305,23 +402,62 @@ def test_shared_envelopes_convert_once_and_stay_independent():
     assert [x.code for x in c_.view.hand] == ["KH"] and c_.view.seat == 1
 
 
-def test_the_audiences_of_one_state_encode_as_on_their_own():
+class _Forgetful(dict):
+    """A stand-in for codec._SHARED that keeps nothing: every view's shared fields are encoded."""
+
+    def __setitem__(self, key, value):
+        pass
+
+
+def test_the_audiences_of_one_state_encode_as_on_their_own(monkeypatch):
     """Envelopes that share a state's ``encodings`` (the session layer's, one dict per state):
     every audience's bytes are those of its envelope encoded alone, over random play of every
-    game; the audiences' views share objects, never an encoding of another audience's."""
+    game; the audiences' views share objects, never an encoding of another audience's. The
+    content memo of the shared fields is off: with it, the scoped encoding (_encode_scoped)
+    of a view was kept and handed to the same view encoded alone, so the two always agreed
+    (a scoped view without its trick history, last trick or scores passed)."""
     from engine_service.rules.registry import all_games
     from engine_service.sessions.views import ADMIN, SPECTATOR, view_for
 
+    monkeypatch.setattr(codec, "_SHARED", _Forgetful())
+    statuses = ("active", "finished", "waiting", "terminated")
     for game in all_games():
         for seq, (state, _) in enumerate(_decision_states(game, seed=11, turns=300)):
             make, scope = state.view_maker(), {}
+            # the envelope's own fields vary as the session layer's do (GetView, a finished match)
+            status, commitment = statuses[seq % 4], "c0ffee" * 8 if seq % 2 else ""
+            deadline = None if seq % 3 == 0 else 1_764_000_000.25 + seq
             for audience in [*range(game.num_seats), SPECTATOR, ADMIN]:
                 view = view_for(state, audience, make)
                 seat = audience if isinstance(audience, int) else None
-                shared = codec.view_bytes(api.ViewEnvelope("m", seq, "active", view, seat=seat, encodings=scope))
-                alone = codec.view_bytes(api.ViewEnvelope("m", seq, "active", view_for(state, audience),
-                                                          seat=seat))
+                shared = codec.view_bytes(api.ViewEnvelope("m", seq, status, view, deadline, seat, commitment,
+                                                           encodings=scope))
+                alone = codec.view_bytes(api.ViewEnvelope("m", seq, status, view_for(state, audience),
+                                                          deadline, seat, commitment))
                 assert shared == alone, (game.id, seq, audience)
+                msg = m.View.FromString(shared)
+                assert (msg.status, msg.deal_commitment) == (codec.status_enum(status), commitment)
+                assert msg.HasField("deadline") == (deadline is not None)
+                assert (msg.deadline.seconds, msg.deadline.nanos) == ((int(deadline), 250_000_000) if deadline else (0, 0))
+                assert msg.HasField("seat") == (seat is not None) and msg.seat == (seat or 0)
+
+
+def test_a_scoped_view_of_an_ended_match_keeps_its_fields(monkeypatch):
+    """The scoped head (codec._encode_scoped_view) of views the decision states above never
+    give: nobody to act, the match over with its winners, the seat named by the view alone
+    (no envelope seat), a deadline's largest fraction (a Timestamp's nanos stay below 1e9)."""
+    monkeypatch.setattr(codec, "_SHARED", _Forgetful())
+    view = {"game": "klaberjass", "phase": "over", "deal_number": 4, "dealer": 1, "to_act": None,
+            "seat": 1, "hand_sizes": [0, 0], "over": True, "winners": [1], "hand": [], "legal": []}
+    for deadline in (None, 1.9999999999):  # rounded alone, the fraction would be 1e9 nanos
+        scope = {}
+        for _ in range(2):  # encoded, then from the scope
+            env = api.ViewEnvelope("m", 9, "finished", view, deadline, encodings=scope)
+            msg = m.View.FromString(codec.view_bytes(env))
+            assert msg == m.View.FromString(codec.view_bytes(api.ViewEnvelope("m", 9, "finished", view, deadline)))
+            assert not msg.HasField("to_act") and msg.over and list(msg.winners) == [1]
+            assert msg.HasField("seat") and msg.seat == 1 and (msg.deal_number, msg.dealer) == (4, 1)
+            assert (msg.deadline.seconds, msg.deadline.nanos) == ((1, 999_999_999) if deadline else (0, 0))
 
 
 def test_the_events_of_one_state_encode_as_on_their_own():
@@ -349,6 +485,38 @@ def test_the_events_of_one_state_encode_as_on_their_own():
     result = api.SubmitResult(seq=7, action="play:KS", view=api.ViewEnvelope("m1", 7, "active", view, seat=1))
     answer = pb.SubmitActionResponse.FromString(codec.submit_response_bytes(result))
     assert (answer.seq, answer.action.notation, answer.view.seat, answer.view.to_act) == (7, "play:KS", 1, 1)
+
+
+def test_summary_message_fills_every_field():
+    """MatchSummary (match.proto) field by field: its seats' kinds and flags, the non-default
+    options with their JSON types, the turn time as a Duration, the creation time as a
+    Timestamp, the result once the match has ended, the commitments and the lobby fields."""
+    seats = (api.SeatInfo(0, "open", player_name="ann", taken=True, present=True),
+             api.SeatInfo(1, "bot", bot="random", present=True),
+             api.SeatInfo(2, "open", bot="cautious", player_name="bob", taken=True, replaced_by_bot=True, left=True))
+    summary = api.MatchSummary(
+        match_id="m7", game="georgian_joker", options={"gj_khishti_penalty": "500", "gj_bots": True, "n": 3},
+        status="terminated", seq=12, seats=seats, turn_time_s=2.5, spectators_allowed=False,
+        created_at=1_764_000_000.75, name="table", result={"over": True, "winners": [1], "outcome": "terminated"},
+        listed=True, deal_commitments=("ab" * 32, ""), spectator_delay_actions=3)
+    msg = codec.summary_message(summary)
+    assert (msg.match_id, msg.game, msg.status, msg.seq, msg.name) == ("m7", "georgian_joker", m.MATCH_STATUS_TERMINATED, 12, "table")
+    assert (msg.spectators_allowed, msg.listed, msg.spectator_delay_actions) == (False, True, 3)
+    assert {k: v.WhichOneof("value") for k, v in msg.options.items()} == {
+        "gj_khishti_penalty": "string_value", "gj_bots": "bool_value", "n": "int_value"}
+    assert (msg.options["gj_khishti_penalty"].string_value, msg.options["n"].int_value) == ("500", 3)
+    assert (msg.turn_time.seconds, msg.turn_time.nanos) == (2, 500_000_000)
+    assert (msg.created_at.seconds, msg.created_at.nanos) == (1_764_000_000, 750_000_000)
+    assert msg.result["outcome"] == "terminated" and list(msg.result["winners"]) == [1] and msg.result["over"] is True
+    assert list(msg.deal_commitments) == ["ab" * 32, ""]
+    assert [(x.seat, x.kind, x.bot, x.player_name) for x in msg.seats] == [
+        (0, m.SEAT_KIND_OPEN, "", "ann"), (1, m.SEAT_KIND_BOT, "random", ""), (2, m.SEAT_KIND_OPEN, "cautious", "bob")]
+    assert [(x.taken, x.present, x.replaced_by_bot, x.left) for x in msg.seats] == [
+        (True, True, False, False), (False, True, False, False), (True, False, True, True)]
+    going = codec.summary_message(api.MatchSummary("m8", "klaberjass", {}, "waiting", 0, (), 0.0, True, 0.0))
+    assert not going.HasField("result") and not going.options and going.status == m.MATCH_STATUS_WAITING
+    assert [codec.status_enum(x) for x in ("active", "finished", "unknown")] == [
+        m.MATCH_STATUS_ACTIVE, m.MATCH_STATUS_FINISHED, m.MATCH_STATUS_UNSPECIFIED]
 
 
 @pytest.mark.parametrize("seconds, expected", [
