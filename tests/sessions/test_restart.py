@@ -681,6 +681,28 @@ def test_a_match_ended_at_its_deal_limit_read_back_under_a_higher_one_deals_no_d
         assert env.view["table"].get("turn_up") is None
 
 
+async def two_writers(store, *, turn_time_s=0.0, **overrides):
+    """Two managers on one store (a process thought dead, or a future second replica) that both
+    hold a Klaberjass match at seq 0, both seats joined: ``a`` plays on, ``b`` is the stale
+    writer. Returns a, b, the match id and each one's principals of the two seats."""
+    a = MatchManager(config(**overrides), store=store, metrics=Metrics(), create_bot_host=False)
+    await a.start()
+    s = await a.create_match(CreateMatchRequest(game="klaberjass", turn_time_s=turn_time_s))
+    tokens = [(await a.join_match(s.match_id, i, "x")).token for i in range(2)]
+    b = MatchManager(config(**overrides), store=store, metrics=Metrics(), create_bot_host=False)
+    await b.start()  # b loads the match at seq 0
+    pa = [a.authenticate(s.match_id, t) for t in tokens]
+    pb = [b.authenticate(s.match_id, t) for t in tokens]
+    return a, b, s.match_id, pa, pb
+
+
+async def passes(mgr, match_id, principals, n):
+    """``n`` passes in turn on ``mgr`` (KL-3.5: four throw the deal in)."""
+    for _ in range(n):
+        m = mgr._matches[match_id]
+        await mgr.submit_action(match_id, principals[m.state.to_act()], "pass", m.seq)
+
+
 def test_a_second_writer_on_the_same_log_is_caught_up_not_overwritten():
     """Two managers on one store (a process thought dead, or a future second replica): the
     (match_id, seq) key refuses the stale writer, which folds the other's actions into its
@@ -690,29 +712,22 @@ def test_a_second_writer_on_the_same_log_is_caught_up_not_overwritten():
     store = MemoryStore()
 
     async def go():
-        a = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
-        await a.start()
-        s = await a.create_match(CreateMatchRequest(game="klaberjass"))
-        tokens = [(await a.join_match(s.match_id, i, "x")).token for i in range(2)]
-        b = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
-        await b.start()  # b loads the match at seq 0
-        pa = [a.authenticate(s.match_id, t) for t in tokens]
-        pb = [b.authenticate(s.match_id, t) for t in tokens]
-        watcher = b.watch(s.match_id, Principal("spectator", s.match_id), 0)
+        a, b, match_id, pa, pb = await two_writers(store)
+        watcher = b.watch(match_id, Principal("spectator", match_id), 0)
         reader = asyncio.ensure_future(collect(watcher, until=lambda e: e.kind == "action"))
         await asyncio.sleep(0)
-        await play_random(a, s.match_id, pa, random.Random(1), max_actions=1)
-        seat = b._matches[s.match_id].state.to_act()
-        legal = (await b.get_view(s.match_id, pb[seat])).view["legal"]
+        await play_random(a, match_id, pa, random.Random(1), max_actions=1)
+        seat = b._matches[match_id].state.to_act()
+        legal = (await b.get_view(match_id, pb[seat])).view["legal"]
         with pytest.raises(StaleSequence) as info:
-            await b.submit_action(s.match_id, pb[seat], legal[0], None)
-        caught_up = b._matches[s.match_id].seq
+            await b.submit_action(match_id, pb[seat], legal[0], None)
+        caught_up = b._matches[match_id].seq
         seen = await reader
         # b now continues from the shared log
-        seat = b._matches[s.match_id].state.to_act()
-        env = await b.get_view(s.match_id, pb[seat])
-        res = await b.submit_action(s.match_id, pb[seat], env.view["legal"][0], env.seq)
-        actions = (await store.load_match(s.match_id)).actions
+        seat = b._matches[match_id].state.to_act()
+        env = await b.get_view(match_id, pb[seat])
+        res = await b.submit_action(match_id, pb[seat], env.view["legal"][0], env.seq)
+        actions = (await store.load_match(match_id)).actions
         await b.close()
         await a.close()
         return info.value, caught_up, seen, res, actions
@@ -735,26 +750,16 @@ def test_a_second_writers_actions_that_reach_the_deal_limit_end_the_stale_writer
     store = MemoryStore()
 
     async def go():
-        a = MatchManager(config(max_match_deals=1), store=store, metrics=Metrics(), create_bot_host=False)
-        await a.start()
-        s = await a.create_match(CreateMatchRequest(game="klaberjass"))
-        tokens = [(await a.join_match(s.match_id, i, "x")).token for i in range(2)]
-        b = MatchManager(config(max_match_deals=1), store=store, metrics=Metrics(), create_bot_host=False)
-        await b.start()  # b loads the match at seq 0
-        pa = [a.authenticate(s.match_id, t) for t in tokens]
-        pb = [b.authenticate(s.match_id, t) for t in tokens]
-        for _ in range(4):
-            m = a._matches[s.match_id]
-            seat = m.state.to_act()
-            await a.submit_action(s.match_id, pa[seat], "pass", m.seq)
-        ended_by_a = await a.get_match(s.match_id)
-        watcher = b.watch(s.match_id, Principal("spectator", s.match_id), 0)
+        a, b, match_id, pa, pb = await two_writers(store, max_match_deals=1)
+        await passes(a, match_id, pa, 4)
+        ended_by_a = await a.get_match(match_id)
+        watcher = b.watch(match_id, Principal("spectator", match_id), 0)
         reader = asyncio.ensure_future(collect(watcher, until=lambda e: e.kind == "match_ended"))
         await asyncio.sleep(0)
-        seat = b._matches[s.match_id].state.to_act()
+        seat = b._matches[match_id].state.to_act()
         with pytest.raises(StaleSequence):
-            await b.submit_action(s.match_id, pb[seat], "pass", None)
-        caught_up = await b.get_match(s.match_id)
+            await b.submit_action(match_id, pb[seat], "pass", None)
+        caught_up = await b.get_match(match_id)
         seen = await asyncio.wait_for(reader, 60)  # against a hang only
         await b.close()
         await a.close()
@@ -780,24 +785,14 @@ def test_a_stale_writer_catches_up_over_a_deal_the_other_writer_dealt_with_its_d
     store = MemoryStore()
 
     async def go():
-        a = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
-        await a.start()
-        s = await a.create_match(CreateMatchRequest(game="klaberjass"))
-        tokens = [(await a.join_match(s.match_id, i, "x")).token for i in range(2)]
-        b = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
-        await b.start()  # b loads the match at seq 0
-        pa = [a.authenticate(s.match_id, t) for t in tokens]
-        pb = [b.authenticate(s.match_id, t) for t in tokens]
-        for _ in range(4):
-            m = a._matches[s.match_id]
-            seat = m.state.to_act()
-            await a.submit_action(s.match_id, pa[seat], "pass", m.seq)
-        seat = b._matches[s.match_id].state.to_act()
+        a, b, match_id, pa, pb = await two_writers(store)
+        await passes(a, match_id, pa, 4)
+        seat = b._matches[match_id].state.to_act()
         with pytest.raises(StaleSequence):
-            await b.submit_action(s.match_id, pb[seat], "pass", None)
-        views = [((await a.get_view(s.match_id, pa[i])).view, (await b.get_view(s.match_id, pb[i])).view)
+            await b.submit_action(match_id, pb[seat], "pass", None)
+        views = [((await a.get_view(match_id, pa[i])).view, (await b.get_view(match_id, pb[i])).view)
                  for i in range(2)]
-        dealt = (a._matches[s.match_id].deals_dealt, b._matches[s.match_id].deals_dealt)
+        dealt = (a._matches[match_id].deals_dealt, b._matches[match_id].deals_dealt)
         await b.close()
         await a.close()
         return views, dealt
@@ -822,26 +817,16 @@ def test_a_stale_writers_caught_up_actions_carry_only_the_last_ones_clock():
     store = MemoryStore()
 
     async def go():
-        a = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
-        await a.start()
-        s = await a.create_match(CreateMatchRequest(game="klaberjass", turn_time_s=60))
-        tokens = [(await a.join_match(s.match_id, i, "x")).token for i in range(2)]
-        b = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
-        await b.start()  # b loads the match at seq 0
-        pa = [a.authenticate(s.match_id, t) for t in tokens]
-        pb = [b.authenticate(s.match_id, t) for t in tokens]
-        players = [Stream(b, s.match_id, p) for p in pb]  # present on b: its clock runs
-        spectator = Stream(b, s.match_id, Principal("spectator", s.match_id))
+        a, b, match_id, pa, pb = await two_writers(store, turn_time_s=60)
+        players = [Stream(b, match_id, p) for p in pb]  # present on b: its clock runs
+        spectator = Stream(b, match_id, Principal("spectator", match_id))
         await until(lambda: spectator.events and all(p.events for p in players))
-        for _ in range(3):
-            m = a._matches[s.match_id]
-            seat = m.state.to_act()
-            await a.submit_action(s.match_id, pa[seat], "pass", m.seq)
-        seat = b._matches[s.match_id].state.to_act()
+        await passes(a, match_id, pa, 3)
+        seat = b._matches[match_id].state.to_act()
         with pytest.raises(StaleSequence):
-            await b.submit_action(s.match_id, pb[seat], "pass", None)
+            await b.submit_action(match_id, pb[seat], "pass", None)
         await until(lambda: len(spectator.actions()) == 3)
-        deadline = b._matches[s.match_id].deadline
+        deadline = b._matches[match_id].deadline
         for stream in (spectator, *players):
             await stream.close()
         await b.close()
