@@ -374,6 +374,21 @@ def test_a_failed_append_writes_nothing(kind, make):
     assert got.actions == () and got.decks == (DECK0,)
 
 
+async def refuse_status(st, kind, request, status, message):
+    """A trigger that makes the database refuse, with ``message``, an update of a match's
+    status to ``status``: in life a lost connection or a full disk in the middle of a write."""
+    if kind == "sqlite":
+        await st._run(lambda: st._db().execute(
+            f"CREATE TRIGGER no_{status} BEFORE UPDATE OF status ON matches WHEN NEW.status = '{status}' "
+            f"BEGIN SELECT RAISE(ABORT, '{message}'); END"))
+    else:
+        db, (schema, _) = request.getfixturevalue("pg_database"), request.getfixturevalue("pg_schema")
+        db.execute(f"CREATE FUNCTION no_{status}() RETURNS trigger LANGUAGE plpgsql AS "
+                   f"$$ BEGIN RAISE EXCEPTION '{message}'; END $$", schema=schema)
+        db.execute(f"CREATE TRIGGER no_{status} BEFORE UPDATE OF status ON matches FOR EACH ROW "
+                   f"WHEN (NEW.status = '{status}') EXECUTE FUNCTION no_{status}()", schema=schema)
+
+
 END = MatchEnd("terminated", {"outcome": "terminated", "reason": "deal_limit", "winners": []}, 9.5, ("c0",))
 
 
@@ -414,16 +429,7 @@ def test_an_append_whose_end_is_refused_undoes_the_action(kind, make, request):
         await st.open()
         await st.create_match(record(status="active"), [DECK0])
         refuse = "the match may not end"
-        if kind == "sqlite":
-            await st._run(lambda: st._db().execute(
-                "CREATE TRIGGER no_end BEFORE UPDATE OF status ON matches WHEN NEW.status = 'terminated' "
-                f"BEGIN SELECT RAISE(ABORT, '{refuse}'); END"))
-        else:
-            db, (schema, _) = request.getfixturevalue("pg_database"), request.getfixturevalue("pg_schema")
-            db.execute("CREATE FUNCTION no_end() RETURNS trigger LANGUAGE plpgsql AS "
-                       f"$$ BEGIN RAISE EXCEPTION '{refuse}'; END $$", schema=schema)
-            db.execute("CREATE TRIGGER no_end BEFORE UPDATE OF status ON matches FOR EACH ROW "
-                       "WHEN (NEW.status = 'terminated') EXECUTE FUNCTION no_end()", schema=schema)
+        await refuse_status(st, kind, request, "terminated", refuse)
         with pytest.raises(StoreError, match=refuse):
             await st.append_action("m1", ActionRecord(1, 0, "pass"), [DECK1], END)
         got = await st.load_match("m1")
@@ -566,16 +572,7 @@ def test_a_start_match_failing_at_its_status_undoes_the_seat_and_the_deck(kind, 
         await st.open()
         await st.create_match(record())
         refuse = "the status may not change"
-        if kind == "sqlite":
-            await st._run(lambda: st._db().execute(
-                "CREATE TRIGGER no_start BEFORE UPDATE OF status ON matches WHEN NEW.status = 'active' "
-                f"BEGIN SELECT RAISE(ABORT, '{refuse}'); END"))
-        else:
-            db, (schema, _) = request.getfixturevalue("pg_database"), request.getfixturevalue("pg_schema")
-            db.execute("CREATE FUNCTION no_start() RETURNS trigger LANGUAGE plpgsql AS "
-                       f"$$ BEGIN RAISE EXCEPTION '{refuse}'; END $$", schema=schema)
-            db.execute("CREATE TRIGGER no_start BEFORE UPDATE OF status ON matches FOR EACH ROW "
-                       "WHEN (NEW.status = 'active') EXECUTE FUNCTION no_start()", schema=schema)
+        await refuse_status(st, kind, request, "active", refuse)
         with pytest.raises(StoreError, match=refuse):
             await st.start_match("m1", [LAST], [DECK0])
         got = await st.load_match("m1")
