@@ -382,6 +382,16 @@ def test_a_retried_start_that_finds_a_started_match_ended_deals_its_first_deck(m
     assert m.status == "terminated" and m.deals_dealt == 1 and list(m.decks) == [0]
 
 
+async def the_last_join_and_seat_1(mgr, store, match_id, token_1, *join_id):
+    """The join of seat 3 (refused: the match ended), the seat ``token_1`` names, once the seat
+    rows are written again, and the match's status (memory and store agreeing)."""
+    joined = await refused(mgr.join_match(match_id, 3, "p3", *join_id))
+    held = mgr.authenticate(match_id, token_1).seat
+    await until(lambda: not mgr._seating.seat_resyncs)
+    await agree(mgr, store, match_id)
+    return joined, held, mgr._matches[match_id].status
+
+
 def test_an_end_found_in_the_store_keeps_a_seat_whose_write_nobody_could_tell(monkeypatch):
     """A TerminateMatch was written but answered UNAVAILABLE (its read-back failing too); then
     the operator's new token for seat 1 was written but answered UNAVAILABLE with the
@@ -402,11 +412,7 @@ def test_an_end_found_in_the_store_keeps_a_seat_whose_write_nobody_could_tell(mo
             await refused(mgr.terminate_match(s.match_id, "closing the table"))
             store.lose_seat, store.unreadable = True, 1
             await refused(mgr.reissue_seat_token(s.match_id, 1))
-            joined = await refused(mgr.join_match(s.match_id, 3, "p3"))
-            held = mgr.authenticate(s.match_id, tokens[1]).seat
-            await until(lambda: not mgr._seating.seat_resyncs)
-            await agree(mgr, store, s.match_id)
-            return joined, held, mgr._matches[s.match_id].status
+            return await the_last_join_and_seat_1(mgr, store, s.match_id, tokens[1])
 
     joined, held, status = run(go())
     assert joined.reason == "MATCH_NOT_ACTIVE" and status == "terminated"
@@ -433,11 +439,7 @@ def test_a_start_that_finds_the_match_ended_keeps_a_seat_whose_write_nobody_coul
             await refused(mgr.reissue_seat_token(s.match_id, 1))
             await store.set_status(s.match_id, "terminated", {"outcome": "terminated", "winners": [],
                                                               "reason": "closing the table"}, 1.0)
-            joined = await refused(mgr.join_match(s.match_id, 3, "p3", join_id()))
-            held = mgr.authenticate(s.match_id, tokens[1]).seat
-            await until(lambda: not mgr._seating.seat_resyncs)
-            await agree(mgr, store, s.match_id)
-            return joined, held, mgr._matches[s.match_id].status
+            return await the_last_join_and_seat_1(mgr, store, s.match_id, tokens[1], join_id())
 
     joined, held, status = run(go())
     assert joined.reason == "MATCH_NOT_ACTIVE" and status == "terminated"
