@@ -198,6 +198,18 @@ def test_bad_names_and_termination_reasons_say_which_field_and_change_nothing():
                 assert info.value.code == "INVALID_ARGUMENT"
                 assert (info.value.reason, info.value.metadata) == ("BAD_TERMINATE_REASON", {"field": "reason"})
                 assert (await mgr.get_match(match_id)).status == "active"
+            # not a string (the session API is called in-process too): refused the same way,
+            # not an AttributeError the transport would turn into INTERNAL
+            with pytest.raises(BadRequest) as info:
+                await mgr.create_match(CreateMatchRequest(game=GAME, name=7))
+            assert (info.value.reason, info.value.metadata) == ("BAD_NAME", {"field": "name"})
+            with pytest.raises(BadRequest) as info:
+                await mgr.join_match(match_id, None, ["ann"])
+            assert (info.value.reason, info.value.metadata) == ("BAD_NAME", {"field": "player_name"})
+            with pytest.raises(BadRequest) as info:
+                await mgr.terminate_match(match_id, b"why")
+            assert (info.value.reason, info.value.metadata) == ("BAD_TERMINATE_REASON", {"field": "reason"})
+            assert (await mgr.get_match(match_id)).status == "active"
             summary = await mgr.terminate_match(match_id, "  server \t maintenance ")
             assert summary.status == "terminated" and summary.result["reason"] == "server maintenance"
             match_id, _ = await open_match(mgr, GAME)
@@ -331,11 +343,17 @@ def test_an_enormous_name_is_refused_without_splitting_it_all():
     # the limit still counts the collapsed name: surplus whitespace anywhere is fine
     assert clean_name(" \t ada  \n lovelace " + " " * 100_000, 12, "n") == "ada lovelace"
     assert clean_name("x" * 64, 64, "n") == "x" * 64
+    # the word count refuses only what the length would: a limit of 1 (max_name_length's
+    # least) keeps a one-letter name, its whitespace collapsed
+    assert clean_name("x", 1, "n") == "x" and clean_name(" \tx\n", 1, "n") == "x"
     assert clean_name("  " + "x y " * 16, 64, "n") == ("x y " * 16).strip()
     assert clean_name("", 64, "n") == "" and clean_name(" \u3000\x1c ", 64, "n") == ""
     for too_long in ("x" * 65, "x " * 32 + "y", " ".join(["x" * 30] * 3)):
         with pytest.raises(BadRequest):
             clean_name(too_long, 64, "n")
+    for too_long in ("xy", "x y"):
+        with pytest.raises(BadRequest):
+            clean_name(too_long, 1, "n")
 
     async def go():
         async with manager() as mgr:
@@ -455,8 +473,12 @@ def test_bad_create_requests():
             with pytest.raises(BadRequest) as info:
                 await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig(), SeatConfig("bot", "nobody")]))
             assert info.value.reason == "UNKNOWN_BOT"
-            with pytest.raises(BadRequest):
+            with pytest.raises(BadRequest) as info:
+                await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig(), SeatConfig("bot")]))
+            assert (info.value.reason, info.value.message) == ("UNKNOWN_BOT", "a bot seat needs a bot name")
+            with pytest.raises(BadRequest) as info:
                 await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig(), SeatConfig("robot")]))
+            assert (info.value.reason, info.value.metadata) == ("BAD_SEATS", {"field": "seats[1]"})
             # the 32-card games follow JJK-11's values too (NOTATION.md section 5)
             for turn in (-1, 0.001, 9.9, 120.5, float("nan"), float("inf")):
                 with pytest.raises(BadRequest) as info:
