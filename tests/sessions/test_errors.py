@@ -198,6 +198,18 @@ def test_bad_names_and_termination_reasons_say_which_field_and_change_nothing():
                 assert info.value.code == "INVALID_ARGUMENT"
                 assert (info.value.reason, info.value.metadata) == ("BAD_TERMINATE_REASON", {"field": "reason"})
                 assert (await mgr.get_match(match_id)).status == "active"
+            # not a string (the session API is called in-process too): refused the same way,
+            # not an AttributeError the transport would turn into INTERNAL
+            with pytest.raises(BadRequest) as info:
+                await mgr.create_match(CreateMatchRequest(game=GAME, name=7))
+            assert (info.value.reason, info.value.metadata) == ("BAD_NAME", {"field": "name"})
+            with pytest.raises(BadRequest) as info:
+                await mgr.join_match(match_id, None, ["ann"])
+            assert (info.value.reason, info.value.metadata) == ("BAD_NAME", {"field": "player_name"})
+            with pytest.raises(BadRequest) as info:
+                await mgr.terminate_match(match_id, b"why")
+            assert (info.value.reason, info.value.metadata) == ("BAD_TERMINATE_REASON", {"field": "reason"})
+            assert (await mgr.get_match(match_id)).status == "active"
             summary = await mgr.terminate_match(match_id, "  server \t maintenance ")
             assert summary.status == "terminated" and summary.result["reason"] == "server maintenance"
             match_id, _ = await open_match(mgr, GAME)
@@ -211,12 +223,17 @@ def test_bad_names_and_termination_reasons_say_which_field_and_change_nothing():
 #: zero-width non-joiner, a subdivision flag (tag characters), 🩷 (U+1FA77, Unicode 15).
 TYPED_NAMES = ["👨\u200d👩\u200d👧 table", "👩\u200d💻", "🏳\ufe0f\u200d🌈 fan", "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",
                "\U0001F3F4\U000E0067\U000E0062\U000E0073\U000E0063\U000E0074\U000E007F scot", "\U0001FA77 ada",
-               "\U0001FACE\u200d\U0001FA77"]
+               "\U0001FACE\u200d\U0001FA77",
+               # the first and last code points of the blocks kept for pictographs (unassigned
+               # in Unicode 14): each is an emoji to come, not an unknown character
+               "\U0001FAFF", "\U0001FC00 x", "x \U0001FFFD"]
 #: What stays refused: a joiner that joins nothing visible, tags outside a flag sequence, and
 #: the format characters that hide or reorder text (bidi override, zero-width space, BOM...).
 HIDDEN_NAMES = ["\u200d", "a\u200d", "\u200da", "a \u200d b", "a\u200d\u200db", "a\U000E0067",
                 "\U000E0067\U000E007F", "\U0001F3F4\U000E007F", "a\u202eb", "a\u200bb", "\u00ad",
-                "x\ufeff", "\ue000", "x\u0378", "a\u2066b"]
+                "x\ufeff", "\ue000", "x\u0378", "a\u2066b",
+                # just outside those blocks: unassigned, or a noncharacter (never assigned)
+                "x\U0001EFFF", "\U0001FFFE"]
 
 
 def test_names_typed_with_emoji_sequences_and_joiners_are_accepted():
@@ -331,11 +348,17 @@ def test_an_enormous_name_is_refused_without_splitting_it_all():
     # the limit still counts the collapsed name: surplus whitespace anywhere is fine
     assert clean_name(" \t ada  \n lovelace " + " " * 100_000, 12, "n") == "ada lovelace"
     assert clean_name("x" * 64, 64, "n") == "x" * 64
+    # the word count refuses only what the length would: a limit of 1 (max_name_length's
+    # least) keeps a one-letter name, its whitespace collapsed
+    assert clean_name("x", 1, "n") == "x" and clean_name(" \tx\n", 1, "n") == "x"
     assert clean_name("  " + "x y " * 16, 64, "n") == ("x y " * 16).strip()
     assert clean_name("", 64, "n") == "" and clean_name(" \u3000\x1c ", 64, "n") == ""
     for too_long in ("x" * 65, "x " * 32 + "y", " ".join(["x" * 30] * 3)):
         with pytest.raises(BadRequest):
             clean_name(too_long, 64, "n")
+    for too_long in ("xy", "x y"):
+        with pytest.raises(BadRequest):
+            clean_name(too_long, 1, "n")
 
     async def go():
         async with manager() as mgr:
@@ -454,9 +477,14 @@ def test_bad_create_requests():
                 await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig()]))
             with pytest.raises(BadRequest) as info:
                 await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig(), SeatConfig("bot", "nobody")]))
-            assert info.value.reason == "UNKNOWN_BOT"
-            with pytest.raises(BadRequest):
+            assert (info.value.reason, info.value.metadata) == ("UNKNOWN_BOT", {"bot": "nobody"})
+            assert info.value.message == f"no bot 'nobody' plays {GAME}; available: dummy"
+            with pytest.raises(BadRequest) as info:
+                await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig(), SeatConfig("bot")]))
+            assert (info.value.reason, info.value.message) == ("UNKNOWN_BOT", "a bot seat needs a bot name")
+            with pytest.raises(BadRequest) as info:
                 await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig(), SeatConfig("robot")]))
+            assert (info.value.reason, info.value.metadata) == ("BAD_SEATS", {"field": "seats[1]"})
             # the 32-card games follow JJK-11's values too (NOTATION.md section 5)
             for turn in (-1, 0.001, 9.9, 120.5, float("nan"), float("inf")):
                 with pytest.raises(BadRequest) as info:
@@ -481,6 +509,25 @@ def test_bad_create_requests():
                                                           options={"turn_time_s": 50}))
             assert mgr.match_ids() == []
     run(go())
+
+
+def test_a_bot_seat_without_a_bot_host_is_an_unknown_bot():
+    """A server without bots (no bot host) refuses a bot seat or a takeover bot as
+    UNKNOWN_BOT with none available, as one whose host lacks the bot, and creates nothing."""
+    async def go():
+        async with manager() as mgr:
+            errors = []
+            for request in (CreateMatchRequest(game=GAME, seats=[SeatConfig(), SeatConfig("bot", "dummy")]),
+                            CreateMatchRequest(game="georgian_joker", takeover_bot="dummy")):
+                with pytest.raises(BadRequest) as info:
+                    await mgr.create_match(request)
+                errors.append((info.value.reason, info.value.message))
+            return errors, mgr.match_ids()
+
+    errors, ids = run(go())
+    assert errors == [("UNKNOWN_BOT", f"no bot 'dummy' plays {g}; available: none")
+                      for g in (GAME, "georgian_joker")]
+    assert ids == []
 
 
 def _codes(game_id):

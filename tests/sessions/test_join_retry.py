@@ -232,21 +232,21 @@ def test_an_id_no_longer_matches_once_its_player_left_or_the_operator_reissued_t
     assert summary.seats[0].player_name == "newcomer" and summary.status == "active"
 
 
-@pytest.mark.parametrize("bad", ["", "x" * 15, "x" * 129, "0123456789abcdef\n", "0123456789abcdef\x00",
+@pytest.mark.parametrize("bad", ["", None, "x" * 15, "x" * 129, "0123456789abcdef\n", "0123456789abcdef\x00",
                                  "\u200b0123456789abcdef", 12345678901234567])
 def test_a_bad_client_join_id_is_refused_and_changes_nothing(bad):
     """16 to 128 printable characters (a UUID), else INVALID_ARGUMENT / BAD_CLIENT_JOIN_ID
-    with the field named; "" is no id at all. Nothing is taken."""
+    with the field named; "" (or None, in-process) is no id at all. Nothing is taken."""
     async def go():
         async with manager() as mgr:
             s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
-            if bad == "":
+            if bad in ("", None):
                 return await mgr.join_match(s.match_id, 0, "a", bad), None
             error = await refused(mgr.join_match(s.match_id, 0, "a", bad))
             edges = [await mgr.join_match(s.match_id, seat, "a", key) for seat, key in ((0, "y" * 16), (1, "é" * 128))]
             return error, edges, await mgr.get_match(s.match_id)
 
-    if bad == "":
+    if bad in ("", None):
         joined, _ = run(go())
         assert joined.seat == 0 and not joined.retry
         return

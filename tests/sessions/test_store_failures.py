@@ -1227,9 +1227,13 @@ def test_a_timeout_and_a_grace_expiry_tried_again_after_store_failures_are_count
             await streams[1].close()
             return timeouts, m.result, mgr.metrics
 
-    timeouts, result, metrics = run(go())
+    with capture_logs() as logs:
+        timeouts, result, metrics = run(go())
     assert timeouts == 1
     assert result["outcome"] == "forfeit" and result["forfeited"] == 0
+    # each refused attempt is said, the end's naming the seat whose grace ran out
+    assert [e["log_level"] for e in logs if e["event"] == "timeout_move_failed"] == ["error"] * 3
+    assert [(e["log_level"], e["seat"]) for e in logs if e["event"] == "grace_policy_failed"] == [("error", 0)] * 3
     assert metrics.value("cardgames_grace_expired_total", {"game": "japanese_joker", "policy": "forfeit"}) == 1
 
 

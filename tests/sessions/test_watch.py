@@ -10,9 +10,9 @@ import time
 import pytest
 
 from engine_service.sessions.api import BadRequest, CreateMatchRequest, MatchEvent, Principal, Unavailable
-from engine_service.sessions.views import SPECTATOR
+from engine_service.sessions.views import ADMIN as ADMIN_AUDIENCE, SPECTATOR
 
-from .helpers import (GAMES, Stream, capture_logs_with_context, collect, config, manager, open_match, play_random,
+from .helpers import (ADMIN, GAMES, Stream, capture_logs_with_context, collect, config, manager, open_match, play_random,
                       run, to_act, until)
 
 
@@ -615,7 +615,7 @@ async def _stall(mgr, match_id, principal):
     """A stream that delivered its snapshot and is never read again (a consumer stalled)."""
     stream = mgr.watch(match_id, principal, -1)
     assert (await stream.__anext__()).kind == "snapshot"
-    audience = principal.seat if principal.kind == "seat" else SPECTATOR
+    audience = {"seat": principal.seat, "admin": ADMIN_AUDIENCE}.get(principal.kind, SPECTATOR)
     return stream, _watcher_of(mgr._matches[match_id], audience)
 
 
@@ -638,7 +638,8 @@ def test_a_seat_whose_only_stream_overflows_is_absent_at_once_and_forfeits_after
     """The action that overflowed the stalled seat's only stream is followed at once by its
     ``disconnected`` event; the seat counts no stream, its grace window runs, and the
     two-player match is forfeited when it ends (JJK-10.2), the stalled generator still open.
-    The overflow is counted once; the ``watchers`` gauge drops when the generator closes."""
+    The overflow is counted once and logged naming the seat; the ``watchers`` gauge drops
+    when the generator closes."""
     async def go():
         async with manager(config(watcher_queue_size=3, reconnect_grace_s=0.5)) as mgr:
             match_id, ps = await open_match(mgr, "klaberjass")
@@ -664,7 +665,11 @@ def test_a_seat_whose_only_stream_overflows_is_absent_at_once_and_forfeits_after
                                gauge=mgr.metrics.value("cardgames_watchers", {"audience": "seat"}))
             return seq, other.events, at_once, elapsed, info.value, after_close, m.result
 
-    seq, events, at_once, elapsed, error, after_close, result = run(go())
+    with capture_logs_with_context() as logs:
+        seq, events, at_once, elapsed, error, after_close, result = run(go())
+    # logged when it happens, naming the seat whose stream it was
+    assert [(e["log_level"], e["audience"], e["seat"]) for e in logs if e["event"] == "watch_overflow"] \
+        == [("warning", "seat", 0)]
     first = _disconnections(events, 0)[0]
     assert (events[first - 1].kind, events[first - 1].seq) == ("action", seq), "right after the action"
     assert events[first].seq == seq and events[first].details["seats"][0]["present"] is False
@@ -845,16 +850,18 @@ def test_a_seat_whose_only_stream_overflowed_and_reopened_in_that_turn_stays_pre
     assert seat0 == [], "no disconnected, no connected: present throughout"
 
 
-def test_a_spectator_opened_in_the_turn_another_overflowed_gets_its_slot():
+@pytest.mark.parametrize("stalled_kind", ["spectator", "admin"])
+def test_a_spectator_opened_in_the_turn_another_overflowed_gets_its_slot(stalled_kind):
     """The spectators' side of the test above: with ``max_watchers_per_match`` spectators
     watching, one of them stalled, a spectator stream opened in the turn the stalled one
     overflowed (by a client that opens it as its live stream delivers that event) gets the
-    overflowed stream's slot. It was refused MAX_WATCHERS until the next turn."""
+    overflowed stream's slot. It was refused MAX_WATCHERS until the next turn. The admin's
+    streams share the spectators' slots: an overflowed admin stream gives its slot up too."""
     async def go():
         async with manager(config(watcher_queue_size=3, max_watchers_per_match=2)) as mgr:
             match_id, ps = await open_match(mgr, "klaberjass")
             spectator = Principal("spectator", match_id)
-            stalled, w = await _stall(mgr, match_id, spectator)
+            stalled, w = await _stall(mgr, match_id, spectator if stalled_kind == "spectator" else ADMIN)
             opened, errors = [], []
 
             async def live_client():
