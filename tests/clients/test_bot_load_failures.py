@@ -145,15 +145,16 @@ def test_a_stop_signal_while_a_plugin_import_hangs_ends_the_start_at_once(tmp_pa
             assert time.monotonic() < give_up, engine.log_tail()
             time.sleep(0.05)
         time.sleep(0.3)  # inside the sleep, with the limit's timer armed
-        signalled = time.monotonic()
         proc.send_signal(signal.SIGTERM)
+        # killed by the signal, not by the limit (120 s, four times the wait's guard) nor after
+        # a drain (exit 0)
         status = proc.wait(30)
-        assert time.monotonic() - signalled < 5
         assert status == -signal.SIGTERM, engine.log_tail()
         # and its workers' zygote, importing the same plugin, does not wait for the limit
         zygotes = [int(m.name) for m in marks.iterdir() if int(m.name) != proc.pid]
         assert len(zygotes) == 1, zygotes
-        while time.monotonic() - signalled < 10 and os.path.exists(f"/proc/{zygotes[0]}"):
+        gone_by = time.monotonic() + 30
+        while time.monotonic() < gone_by and os.path.exists(f"/proc/{zygotes[0]}"):
             time.sleep(0.05)
         assert not os.path.exists(f"/proc/{zygotes[0]}"), "the zygote outlived the engine"
     finally:

@@ -180,19 +180,17 @@ def test_exchange_offer_tells_whether_the_opponent_holds_a_seven():
         assert not any(s.zones()["hand1"] >> c & 1 for c in sevens)
 
 
-def test_determinization_is_fast_enough_for_search():
-    import time
-
-    states = []
+def test_samples_along_a_whole_match_reproduce_the_view():
+    """Views from every phase of one match (every fifth decision), five samples each: each is
+    found (no InconsistentView after MAX_TRIES proposals) and reproduces the view. Their cost
+    is a benchmark figure (``bench/rules_playouts.py``, "determinize ms"), not a test."""
+    views = []
     for i, state in enumerate(iter_states(GAME, 901)):
         if i % 5 == 0:
-            states.append(state.view(state.to_act()))
-        if len(states) == 60:
+            views.append(state.view(state.to_act()))
+        if len(views) == 60:
             break
     rng = random.Random(0)
-    t0 = time.perf_counter()
-    for view in states:
+    for view in views:
         for _ in range(5):
-            GAME.determinize(view, rng)
-    per_sample = (time.perf_counter() - t0) / (5 * len(states))
-    assert per_sample < 0.02, per_sample
+            assert GAME.determinize(view, rng).view(view["seat"]) == view
