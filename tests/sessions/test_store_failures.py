@@ -777,6 +777,43 @@ def test_a_timeout_move_that_finds_the_end_in_doubt_landed_plays_nothing(monkeyp
     assert m.status == stored.record.status == "terminated"
     assert m.seq == len(stored.actions) == seq  # nothing after the end
 
+def test_a_grace_expiry_that_finds_the_end_in_doubt_landed_logs_no_failure(monkeypatch):
+    """A TerminateMatch whose status write landed but was answered with an error, its
+    read-back failing too (the end in doubt); then a player goes away and the grace window
+    ends (JJK-10.2, JJK-8.4: a forfeit). The forfeit's write settles the end first
+    (MatchWriter.end) and, finding the match terminated in the store, writes nothing: the
+    match ends as the store has it, and no ``grace_policy_failed`` is said for an end that
+    did happen (clock.MatchClock._grace_expired)."""
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 3600.0)  # no background read-back
+    store = EndsInDoubt()
+
+    async def go():
+        # no turn deadline: nothing but the grace window reads the match back
+        cfg = config(time_scale=0.01, reconnect_grace_s=20, default_turn_time_s=0)  # grace 0.2 s
+        async with manager(cfg, store=store) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            streams = [Stream(mgr, match_id, p) for p in ps]
+            await until(lambda: all(slot.present for slot in m.seats))
+            assert m.timer_key is None
+            store.fail_next, store.landed, store.unreadable = True, True, 1
+            with pytest.raises(SessionError):
+                await mgr.terminate_match(match_id, "maintenance")
+            assert m.end_in_doubt and m.active
+            with capture_logs() as logs:
+                await streams[0].close()  # seat 0 goes away: its window runs
+                await until(lambda: m.over)  # the window's end found the termination
+            await streams[1].close()
+            return m, logs, await MemoryStore.load_match(store, match_id)
+
+    m, logs, stored = run(go())
+    assert m.status == stored.record.status == "terminated"
+    assert m.result["outcome"] == "terminated"  # not the forfeit
+    names = [e["event"] for e in logs]
+    assert names.count("match_end_found_in_store") == 1
+    assert "grace_policy_failed" not in names
+
+
 class CreatesInDoubt(MemoryStore):
     """A store whose next creation fails (``fail_next``): ``landed`` (durable, but answered
     with an error) or not; then ``unreadable`` reads of a match fail. ``reads``: the match ids
