@@ -218,6 +218,36 @@ def test_two_player_reconnection_in_time_gets_a_fresh_deadline():
     assert events[0].kind == "snapshot" and events[0].view.deadline == rearmed
 
 
+def test_a_paused_deadline_never_fires_after_the_player_returns():
+    """JJK-10.2: the player to act goes away (the clock stops) and comes back within the
+    grace window: the decision gets a fresh deadline, the same (seq, seat) as the one the
+    absence stopped. The stopped deadline's timer must be cancelled with it (MatchClock.disarm):
+    left running, it still matched the decision and played the auto-move at the old
+    deadline, before the one the player had just been shown."""
+    async def go():
+        async with manager(config(reconnect_grace_s=60.0, time_scale=0.05)) as mgr:  # turn 0.5 s
+            match_id, ps = await open_match(mgr, "japanese_joker", turn_time_s=10)
+            m = mgr._matches[match_id]
+            streams = await connect_all(mgr, match_id, ps)
+            absent, seq = m.state.to_act(), m.seq
+            await until(lambda: m.timer_handle is not None)
+            stopped = m.timer_handle
+            await streams[absent].close()
+            await until(lambda: not m.seats[absent].present)
+            await asyncio.sleep(0.3)  # a gap: the fresh deadline comes well after the stopped one
+            back = Stream(mgr, match_id, ps[absent])
+            await until(lambda: m.seats[absent].present)
+            fresh = m.deadline
+            await until(lambda: m.seq > seq)  # the auto-move of the fresh deadline
+            played_by = time.time()
+            await close_all(streams + [back])
+            return stopped, fresh, played_by
+
+    stopped, fresh, played_by = run(go())
+    assert stopped.cancelled()
+    assert fresh is not None and played_by >= fresh - 1e-3, "the auto-move came before the deadline shown"
+
+
 @pytest.mark.parametrize("game_id", ["japanese_joker", "klaberjass"])
 def test_two_player_no_timer_runs_for_the_connected_player_during_the_wait(game_id):
     """JJK-10.2 (D), NOTATION 5: "During the wait no turn timer runs; the connected player may
