@@ -204,6 +204,26 @@ def test_a_join_that_starts_its_match_during_the_drain_arms_no_grace_window():
     assert graces == [None, None] and timer is None
 
 
+def test_the_drain_cancels_the_grace_windows_running():
+    """The seats of a match nobody watches each have a grace window (JJK-10.2) when the drain
+    begins: their timers are cancelled with the rest of the clock (MatchClock.stop), else a
+    window expiring after the drain would write its forfeit, or its takeover in a four-player
+    match (GJ-12.4), on a service that was shut down, against a closed store."""
+    async def go():
+        async with manager() as mgr:
+            match_id, _ = await open_match(mgr, GAME)  # no stream: every seat is away
+            m = mgr._matches[match_id]
+            handles = [s.grace_handle for s in m.seats]
+            await mgr.drain()
+            return m.status, handles, [(s.grace_handle, s.grace_deadline) for s in m.seats]
+
+    status, handles, after = run(go())
+    assert status == "active"
+    assert len(handles) == 2 and all(h is not None for h in handles)  # the windows ran
+    assert all(h.cancelled() for h in handles)
+    assert after == [(None, None), (None, None)]
+
+
 class GatedCreateLookups(MemoryStore):
     """A store whose look-ups of a client_create_id wait for ``gate`` while it is set, and
     that records the matches created while it is closed."""
