@@ -11,6 +11,8 @@ import time
 
 import pytest
 
+from structlog.testing import capture_logs
+
 from engine_service.observability.metrics import Metrics
 from engine_service.rules import get_game
 from engine_service.sessions.api import PermissionDenied, Principal
@@ -216,6 +218,56 @@ def test_two_player_reconnection_in_time_gets_a_fresh_deadline():
     assert rearmed is not None and before + 10 - 1e-6 <= rearmed <= after + 10 + 1e-6, (before, rearmed, after)
     assert cancelled and status == "active"
     assert events[0].kind == "snapshot" and events[0].view.deadline == rearmed
+
+
+class GatedAppends(MemoryStore):
+    """A store whose appends wait for ``gate`` while it is set (``waiting``: one does)."""
+
+    gate: asyncio.Event | None = None
+    waiting = False
+
+    async def append_action(self, match_id, action, decks=(), end=None):
+        if self.gate is not None:
+            self.waiting = True
+            await self.gate.wait()
+        return await super().append_action(match_id, action, decks, end)
+
+
+def test_a_deadline_passing_while_the_players_move_is_written_plays_nothing():
+    """GJ-12.1 / JJK-10.3: the auto-move is for a decision whose deadline passed. The
+    player's own move, written while the deadline passes, decides it: the timeout's task,
+    waiting for the match meanwhile, must find its decision gone and play nothing (no auto-move
+    for the next decision, no ``timeout_move_failed`` for a move the rules refuse)."""
+    store = GatedAppends()
+
+    async def go():
+        cfg = config(reconnect_grace_s=3600.0, time_scale=0.05)  # turn 0.5 s
+        async with manager(cfg, store=store) as mgr:
+            match_id, ps = await open_match(mgr, "japanese_joker", turn_time_s=10)
+            m = mgr._matches[match_id]
+            streams = await connect_all(mgr, match_id, ps)
+            seat, seq = m.state.to_act(), m.seq
+            await until(lambda: m.timer_handle is not None)
+            store.gate = gate = asyncio.Event()
+            legal = (await mgr.get_view(match_id, ps[seat])).view["legal"]
+            move = asyncio.ensure_future(mgr.submit_action(match_id, ps[seat], legal[0], seq))
+            await until(lambda: store.waiting)  # the player's move holds the match
+            await until(lambda: m.timer_handle is None)  # its deadline passed meanwhile
+            # the opponent goes away: no deadline for the decisions after it (JJK-10.2)
+            await streams[1 - seat].close()
+            with capture_logs() as logs:
+                store.gate = None
+                gate.set()
+                await move
+                await until(lambda: not any(t.get_name().startswith("timeout-")
+                                            for t in asyncio.all_tasks()))
+            actions = list(m.actions)
+            await close_all([streams[seat]])
+            return seq, actions, logs
+
+    seq, actions, logs = run(go())
+    assert len(actions) == seq + 1 and actions[-1].by != "auto"
+    assert "timeout_move_failed" not in [e["event"] for e in logs]
 
 
 def test_a_paused_deadline_never_fires_after_the_player_returns():
