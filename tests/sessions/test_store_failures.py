@@ -753,7 +753,8 @@ def test_a_timeout_move_that_finds_the_end_in_doubt_landed_plays_nothing(monkeyp
     read-back failing too (the end in doubt); then the turn deadline passes before anything
     reads the match back. The timeout's move settles the end first (MatchWriter.apply) and,
     finding the match ended in the store, plays nothing: no action is appended after the
-    end the store holds, and the match ends as the store has it."""
+    end the store holds, the match ends as the store has it, and no ``timeout_move_failed``
+    is said for it (clock.MatchClock._timeout_move)."""
     monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 3600.0)  # no background read-back
     store = EndsInDoubt()
 
@@ -768,14 +769,18 @@ def test_a_timeout_move_that_finds_the_end_in_doubt_landed_plays_nothing(monkeyp
             with pytest.raises(SessionError):
                 await mgr.terminate_match(match_id, "maintenance")
             assert m.end_in_doubt and m.timer_key is not None
-            await until(lambda: m.over)  # the timeout found the end
+            with capture_logs() as logs:
+                await until(lambda: m.over)  # the timeout found the end
             for stream in streams:
                 await stream.close()
-            return seq, m, await MemoryStore.load_match(store, match_id)
+            return seq, m, await MemoryStore.load_match(store, match_id), logs
 
-    seq, m, stored = run(go())
+    seq, m, stored, logs = run(go())
     assert m.status == stored.record.status == "terminated"
     assert m.seq == len(stored.actions) == seq  # nothing after the end
+    names = [e["event"] for e in logs]
+    assert "match_end_found_in_store" in names
+    assert "timeout_move_failed" not in names  # the end happened: no failure to say
 
 def test_a_grace_expiry_that_finds_the_end_in_doubt_landed_logs_no_failure(monkeypatch):
     """A TerminateMatch whose status write landed but was answered with an error, its
