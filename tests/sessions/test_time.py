@@ -241,7 +241,7 @@ def test_a_deadline_passing_while_the_players_move_is_written_plays_nothing():
     store = GatedAppends()
 
     async def go():
-        cfg = config(reconnect_grace_s=3600.0, time_scale=0.05)  # turn 0.5 s
+        cfg = config(reconnect_grace_s=3600.0, time_scale=0.2)  # turn 2 s: the move reaches the store first, under load too
         async with manager(cfg, store=store) as mgr:
             match_id, ps = await open_match(mgr, "japanese_joker", turn_time_s=10)
             m = mgr._matches[match_id]
@@ -277,7 +277,7 @@ def test_a_paused_deadline_never_fires_after_the_player_returns():
     left running, it still matched the decision and played the auto-move at the old
     deadline, before the one the player had just been shown."""
     async def go():
-        async with manager(config(reconnect_grace_s=60.0, time_scale=0.05)) as mgr:  # turn 0.5 s
+        async with manager(config(reconnect_grace_s=60.0, time_scale=0.2)) as mgr:  # turn 2 s, a stall-proof margin
             match_id, ps = await open_match(mgr, "japanese_joker", turn_time_s=10)
             m = mgr._matches[match_id]
             streams = await connect_all(mgr, match_id, ps)
