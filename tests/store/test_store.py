@@ -460,6 +460,27 @@ def test_appending_a_deck_for_a_deal_that_has_one_is_refused_and_writes_nothing(
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_append_decks_to_an_unknown_match_is_refused_even_with_no_decks(kind, make):
+    """append_decks names the match whether or not it writes a deck (PostgreSQL's empty call
+    writes nothing and only looks the match up): a caller resuming a deal on a match that was
+    pruned meanwhile learns so instead of believing its decks are stored."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record(), [DECK0])
+        for decks in ([], [DECK1]):
+            with pytest.raises(UnknownMatch):
+                await st.append_decks("nope", decks)
+        await st.append_decks("m1", [])
+        got = await st.load_match("m1")
+        await st.close()
+        return got
+
+    got = run(go())
+    assert got.decks == (DECK0,)
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_write_giving_two_decks_for_one_deal_is_refused_and_writes_nothing(kind, make):
     """Two decks for the same deal in one call (of create_match, start_match, append_action or
     append_decks) are refused as a deck for a deal that has one is, with nothing of the call
