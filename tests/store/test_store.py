@@ -614,8 +614,9 @@ def test_unknown_and_duplicate_matches(kind, make):
         await st.create_match(record())
         with pytest.raises(MatchExists):
             await st.create_match(record())
-        with pytest.raises(UnknownMatch):
-            await st.append_action("nope", ActionRecord(1, 0, "pass"))
+        for seq in (1, 2):  # 1: the next seq of no actions; 2: none the store would take
+            with pytest.raises(UnknownMatch):
+                await st.append_action("nope", ActionRecord(seq, 0, "pass"))
         with pytest.raises(UnknownMatch):
             await st.set_status("nope", "active")
         with pytest.raises(UnknownMatch):
