@@ -85,6 +85,26 @@ def test_round_trip_of_a_match(kind, make):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_match_created_ended_keeps_its_result_end_time_and_commitments(kind, make):
+    """create_match writes every field of the record it is given, those an end writes too:
+    the store does not decide which fields a new match may have, so none is dropped."""
+    ended = replace(record(status="finished"), result={"winners": [1]}, ended_at=9.5,
+                    deal_commitments=("c0", "c1"))
+
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(ended)
+        got = await st.load_match("m1")
+        await st.close()
+        return got.record
+
+    r = run(go())
+    assert (r.status, dict(r.result), r.ended_at) == ("finished", {"winners": [1]}, 9.5)
+    assert tuple(r.deal_commitments) == ("c0", "c1")
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_matchs_client_create_hash_is_unique_found_and_forgotten_when_pruned(kind, make):
     """A match's create hash and request digest (schema 7) are written with it, read back by
     load_match and list_matches and after a reopen; find_created names the match by its hash
