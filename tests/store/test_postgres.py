@@ -11,10 +11,12 @@ import time
 from dataclasses import replace
 from urllib.parse import urlsplit, urlunsplit
 
+import psycopg
 import pytest
 
 from engine_service.store import (ActionRecord, DatabaseReadOnly, DeckRecord, DuplicateClientAction, NotADatabase,
                                   SeatRecord, SequenceConflict, StoreError, describe_location)
+from engine_service.store import postgres
 from engine_service.store.postgres import SCHEMA_VERSION, PostgresStore, redact
 from tests.crash import crash
 
@@ -483,3 +485,26 @@ def test_a_ping_is_refused_whenever_a_write_would_be_for_the_ownership(pg_url):
 
     errors = run(go())
     assert len(errors) == 2 and "ping refused" in errors[1], errors
+
+
+@pytest.mark.parametrize("pipeline", [True, False])
+def test_a_refused_append_decks_writes_none_of_its_decks_with_or_without_pipeline_mode(pg_url, monkeypatch,
+                                                                                      pipeline):
+    """append_decks' decks go in one transaction of their own: without it, psycopg's
+    executemany on a libpq older than 14 (no pipeline mode) runs one autocommitted INSERT per
+    deck, and a deck refused (its deal has one) would leave the decks before it written."""
+    monkeypatch.setattr(postgres, "PIPELINE", pipeline)
+    monkeypatch.setattr(psycopg.AsyncPipeline, "is_supported", classmethod(lambda cls: pipeline))
+
+    async def go():
+        st = PostgresStore(pg_url)
+        await st.open()
+        try:
+            await st.create_match(record(), [DECK0])
+            with pytest.raises(StoreError):
+                await st.append_decks("m1", [DeckRecord(1, ("7H", "JS")), DeckRecord(0, ("AS",))])
+            return await st.load_match("m1")
+        finally:
+            await st.close()
+
+    assert run(go()).decks == (DECK0,)

@@ -127,6 +127,29 @@ def test_a_match_that_ended_at_the_cutoff_is_kept_and_a_limit_of_zero_or_below_p
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_an_unfinished_match_with_an_end_time_is_neither_counted_nor_pruned(kind, make):
+    """Retention goes by the status, not by the end time alone: a match that is waiting or
+    active again with an ``ended_at`` left in its row (set_status writes whatever it is
+    given) is no ended match, however long ago that time is."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        for mid, status in (("ended", "finished"), ("live", "active"), ("lobby", "waiting")):
+            await st.create_match(record(mid, created_at=1.0))
+            await st.set_status(mid, status, None, 10.0)
+        counted = await st.count_finished(500.0)
+        pruned = await st.prune_finished(500.0)
+        left = sorted(li.record.match_id for li in await st.list_matches())
+        await st.close()
+        return counted, pruned, left
+
+    counted, pruned, left = run(go())
+    assert counted.matches == 1
+    assert pruned.match_ids == ("ended",)
+    assert left == ["live", "lobby"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_pruning_is_counted_as_a_store_error_when_it_fails_but_not_timed(kind, make):
     """A prune batch deletes thousands of rows: its time is not an action's write latency
     (store_write_seconds, which an alert watches); a failure is a store error like any."""

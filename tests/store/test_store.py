@@ -85,6 +85,26 @@ def test_round_trip_of_a_match(kind, make):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_match_created_ended_keeps_its_result_end_time_and_commitments(kind, make):
+    """create_match writes every field of the record it is given, those an end writes too:
+    the store does not decide which fields a new match may have, so none is dropped."""
+    ended = replace(record(status="finished"), result={"winners": [1]}, ended_at=9.5,
+                    deal_commitments=("c0", "c1"))
+
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(ended)
+        got = await st.load_match("m1")
+        await st.close()
+        return got.record
+
+    r = run(go())
+    assert (r.status, dict(r.result), r.ended_at) == ("finished", {"winners": [1]}, 9.5)
+    assert tuple(r.deal_commitments) == ("c0", "c1")
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_matchs_client_create_hash_is_unique_found_and_forgotten_when_pruned(kind, make):
     """A match's create hash and request digest (schema 7) are written with it, read back by
     load_match and list_matches and after a reopen; find_created names the match by its hash
@@ -460,6 +480,27 @@ def test_appending_a_deck_for_a_deal_that_has_one_is_refused_and_writes_nothing(
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_append_decks_to_an_unknown_match_is_refused_even_with_no_decks(kind, make):
+    """append_decks names the match whether or not it writes a deck (PostgreSQL's empty call
+    writes nothing and only looks the match up): a caller resuming a deal on a match that was
+    pruned meanwhile learns so instead of believing its decks are stored."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record(), [DECK0])
+        for decks in ([], [DECK1]):
+            with pytest.raises(UnknownMatch):
+                await st.append_decks("nope", decks)
+        await st.append_decks("m1", [])
+        got = await st.load_match("m1")
+        await st.close()
+        return got
+
+    got = run(go())
+    assert got.decks == (DECK0,)
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_write_giving_two_decks_for_one_deal_is_refused_and_writes_nothing(kind, make):
     """Two decks for the same deal in one call (of create_match, start_match, append_action or
     append_decks) are refused as a deck for a deal that has one is, with nothing of the call
@@ -593,8 +634,9 @@ def test_unknown_and_duplicate_matches(kind, make):
         await st.create_match(record())
         with pytest.raises(MatchExists):
             await st.create_match(record())
-        with pytest.raises(UnknownMatch):
-            await st.append_action("nope", ActionRecord(1, 0, "pass"))
+        for seq in (1, 2):  # 1: the next seq of no actions; 2: none the store would take
+            with pytest.raises(UnknownMatch):
+                await st.append_action("nope", ActionRecord(seq, 0, "pass"))
         with pytest.raises(UnknownMatch):
             await st.set_status("nope", "active")
         with pytest.raises(UnknownMatch):
