@@ -470,6 +470,20 @@ def test_the_takeover_bot_of_a_departed_seat_is_not_timed_out_by_the_workers_sta
     assert timeouts == 0
 
 
+def write_ends_apart_and_die(mgr):
+    """Make ``mgr``'s store write an action that ends its match at the deal limit as a version
+    before 2026-12-05 did, without its end, and the process die right after that write
+    (CancelledError out of the call)."""
+    append = mgr._store.append_action
+
+    async def without_its_end(match_id, action, decks=(), end=None):
+        await append(match_id, action, decks)
+        if end is not None:
+            crash(mgr._store)
+            raise asyncio.CancelledError
+    mgr._store.append_action = without_its_end
+
+
 @pytest.mark.parametrize("log_form", ["reached", "dealt_past", "played_past"])
 def test_a_match_past_its_deal_limit_at_the_crash_ends_when_it_is_resumed(tmp_path, log_form):
     """max_match_deals: versions before 2026-12-05 wrote the action that reaches the limit,
@@ -488,14 +502,7 @@ def test_a_match_past_its_deal_limit_at_the_crash_ends_when_it_is_resumed(tmp_pa
     async def before():
         mgr = sqlite_manager(path, max_match_deals=1 if log_form == "reached" else 1000)
         await mgr.start()
-        append = mgr._store.append_action
-
-        async def without_its_end(match_id, action, decks=(), end=None):
-            await append(match_id, action, decks)
-            if end is not None:
-                crash(mgr._store)  # the process dies right after the action's write
-                raise asyncio.CancelledError
-        mgr._store.append_action = without_its_end
+        write_ends_apart_and_die(mgr)
         s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
         ps = [mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, i, f"p{i}")).token)
               for i in range(2)]
@@ -549,14 +556,7 @@ def test_a_match_read_back_past_its_deal_limit_does_not_deal_the_deck_the_admin_
     async def before():
         mgr = sqlite_manager(path, max_match_deals=1)
         await mgr.start()
-        append = mgr._store.append_action
-
-        async def without_its_end(match_id, action, decks=(), end=None):
-            await append(match_id, action, decks)
-            if end is not None:
-                crash(mgr._store)  # the process dies right after the action's write
-                raise asyncio.CancelledError
-        mgr._store.append_action = without_its_end
+        write_ends_apart_and_die(mgr)
         s = await mgr.create_match(CreateMatchRequest(game=game_id, decks=decks), admin=True)
         tokens = [(await mgr.join_match(s.match_id, i, f"p{i}")).token for i in range(len(s.seats))]
         with pytest.raises(asyncio.CancelledError):
