@@ -751,6 +751,10 @@ def target_arg(text: str) -> str:
     ``:``, refused as a usage error otherwise (:func:`connect` would raise ValueError)."""
     if not text.strip():
         raise argparse.ArgumentTypeError("the target is empty (host:port, e.g. 127.0.0.1:50051)")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a byte that is not UTF-8: the commands' check_text refuses it, unshown
+        return text
     problem = _target_problem(text)
     if problem:
         raise argparse.ArgumentTypeError(f"{text!r} {problem} (host:port, e.g. 127.0.0.1:50051)")
@@ -872,19 +876,30 @@ def int32_arg(text: str) -> int:
 turn_time_arg = positive_arg("seconds", DAY_S, zero="the game's default")
 
 
+#: gRPC's own target schemes (``unix:/run/engine.sock``, ``dns:///host:port``, ``ipv4:...``):
+#: what follows them is for that resolver to read, a path or a list of addresses, not a port.
+_GRPC_SCHEMES = frozenset({"dns", "unix", "unix-abstract", "ipv4", "ipv6", "vsock", "xds", "google-c2p"})
+
+
 def _target_problem(target: str) -> str | None:
-    """What is wrong with the port of ``target``, or None. gRPC does not refuse either case:
-    it takes port 443 for ``host:``, and a port above 65535 modulo 65536 (``:99999`` dialled
-    port 34463), so the call waited on, or reached, another port than the one meant. The
-    text after the last ``:`` is the port when it is all digits (a URI such as
-    ``unix:/path`` or a bare IPv6 address ends otherwise; an IPv6 group has at most four
-    digits, so never a number above 65535)."""
+    """What is wrong with the port of ``target``, or None. gRPC refuses none of these: it
+    takes port 443 for ``host:``, a port above 65535 modulo 65536 (``:99999`` dialled port
+    34463), and a name for a service name (``host:http`` dialled port 80; ``host:-1`` 65535),
+    so the call waited on, or reached, another port than the one meant. The text after the
+    last ``:`` is the port when it is all digits (a bare IPv6 address ends with a group of at
+    most four digits, so never a number above 65535), and when it follows a host without a
+    ``:`` of its own or in brackets (``[::1]:50051``), unless that host is one of gRPC's
+    schemes (:data:`_GRPC_SCHEMES`); a target without a ``:`` has no port to check."""
     if target.endswith(":"):
         return "has no port after its ':'"
-    port = target.rpartition(":")[2]
-    if port.isascii() and port.isdigit() and int(port) > 65535:
+    host, colon, port = target.rpartition(":")
+    digits = port.isascii() and port.isdigit()
+    if digits and int(port) > 65535:
         return f"has port {port}, above 65535"
-    return None
+    host_port = colon and (":" not in host or (host.startswith("[") and host.endswith("]")))
+    if not host_port or host.lower() in _GRPC_SCHEMES or (digits and int(port) > 0):
+        return None
+    return f"has port {port if digits else repr(port)}, not a number from 1 to 65535"
 
 
 def connect(target: str, *, tls: bool = False, root_certificates: bytes | None = None,
@@ -897,9 +912,11 @@ def connect(target: str, *, tls: bool = False, root_certificates: bytes | None =
     ``root_certificates`` or ``server_name`` implies ``tls``, as in the Node client: a name to
     verify on a plaintext channel was dropped without a word, and the connection was plain.
     The channel connects lazily; :meth:`Client.wait_ready` waits for it. A target ending in
-    ``:`` (``host:``, a port left out of a script's variable) or with a port above 65535 is a
-    ValueError: gRPC would take port 443 for the first, the port modulo 65536 for the second,
-    and the call would wait on (or reach) the wrong port without a word.
+    ``:`` (``host:``, a port left out of a script's variable), with a port above 65535 or with
+    one that is no number from 1 to 65535 (``host:-1``, ``host:http``) is a ValueError: gRPC
+    would take port 443 for the first, the port modulo 65536 for the second, a service name's
+    port or 65535 for the others, and the call would wait on (or reach) the wrong port
+    without a word.
     """
     problem = _target_problem(target)
     if problem:

@@ -518,6 +518,41 @@ def test_a_target_without_its_port_is_a_usage_error(module, args, capsys):
         connect("[::1]:65536")
 
 
+@pytest.mark.parametrize("module,args", [
+    ("clients.admin", ["list"]), ("clients.health", []), ("clients.play", ["--list"]),
+    ("clients.watch", ["MATCH"]), ("clients.remote_bot", []),
+])
+@pytest.mark.parametrize("target, port", [("127.0.0.1:-1", "'-1'"), ("localhost:http", "'http'"),
+                                          ("[::1]:0", "0"), (":x50051", "'x50051'")])
+def test_a_target_whose_port_is_no_port_number_is_a_usage_error(module, args, target, port, capsys):
+    """``--target host:-1`` or ``host:http``: gRPC took the text after the ':' for a service
+    name or wrapped it (``http`` dialled port 80, ``-1`` port 65535), so the command reached
+    another port than the one meant, or waited on it, saying nothing. Every client refuses a
+    port that is no number from 1 to 65535 as a usage error (exit 2), as it refuses ``host:``,
+    and the library's connect() raises."""
+    import importlib
+
+    from clients.cardgames_client import connect
+
+    with pytest.raises(SystemExit) as info:
+        importlib.import_module(module).main(["--target", target, *args])
+    assert info.value.code == 2
+    assert (f"argument --target: {target!r} has port {port}, not a number from 1 to 65535 (host:port, "
+            "e.g. 127.0.0.1:50051)") in capsys.readouterr().err
+    with pytest.raises(ValueError, match="not a number from 1 to 65535"):
+        connect(target)
+
+
+@pytest.mark.parametrize("target", ["127.0.0.1:1", "[::1]:65535", "::1", "fe80::beef", "unix:/run/engine.sock",
+                                    "unix:engine.sock", "dns:///engine.test:50051", "dns:engine.test", "engine.test"])
+def test_targets_whose_end_is_no_port_are_taken(target):
+    """What follows the last ':' is a port only after a host (``[::1]`` in brackets): a bare
+    IPv6 address, a gRPC scheme's path or name and a target without a ':' are not refused."""
+    from clients.cardgames_client import target_arg
+
+    assert target_arg(target) == target
+
+
 def test_health_names_the_service_the_server_does_not_know(engine, capsys):
     """grpc.health.v1 answers an unknown service NOT_FOUND with no message: the command printed
     "NOT_FOUND: " and nothing more, leaving a mistyped --service to guess."""
