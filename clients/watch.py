@@ -2,6 +2,9 @@
 
     python -m clients.watch 7hG2x0vYk3Qw --target 127.0.0.1:50051
 
+Without ``--target`` it watches the engine beside it, on ``127.0.0.1:$CARDGAMES_PORT`` (50051
+when unset), as ``clients.health`` and ``clients.admin`` do.
+
 A spectator sees exactly the public view (no hand, no legal actions): the table, the trick,
 tricks taken, scores and every action as it happens. The stream resumes by itself after a
 network drop or a server restart (``after_seq``), so no action is missed or shown twice; one
@@ -47,7 +50,7 @@ from .connection_sign import ConnectionSign
 from .play import (board_rows, fitted_board, fitted_deals, log_scored_deals, positive_int, print_meld_talk,
                    print_scored_deals, stderr_notices, summary_now)
 from .cardgames_client import (CardGamesError, ServerClock, Spectator, StreamState, connect,
-                               ca_file_arg, command_parser, target_arg)
+                               ca_file_arg, command_parser, target_arg, target_or_default)
 from engine_service.command_line import check_text, parse_args, stdout_guarded
 from engine_service.transport.generated import match_pb2
 
@@ -217,8 +220,8 @@ def print_final(final: Any, console: Console) -> None:
 def build_parser() -> argparse.ArgumentParser:
     p = command_parser("python -m clients.watch", __doc__.split("\n\n")[0])
     p.add_argument("match_id", metavar="MATCH_ID")
-    p.add_argument("--target", type=target_arg, default="127.0.0.1:50051",
-                   help="host:port of the engine (default: 127.0.0.1:50051)")
+    p.add_argument("--target", type=target_arg,
+                   help="host:port of the engine (default: 127.0.0.1:$CARDGAMES_PORT or 50051)")
     p.add_argument("--tls", action="store_true", help="connect with TLS")
     p.add_argument("--ca", type=ca_file_arg, metavar="FILE", help="PEM root certificate(s) for --tls")
     p.add_argument("--server-name", help="TLS name to verify instead of the target's host (implies --tls)")
@@ -237,6 +240,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parse_args(parser, argv)  # an unknown flag named, its value not shown
     check_text(parser, args, paths={"ca"})
+    # the engine beside it, on its port, as clients.health and clients.admin find it: a fixed
+    # 50051 missed an engine that CARDGAMES_PORT moved
+    args.target = target_or_default(parser, args.target)
     # unfolded: one line per event in a pipe (--plain), where the console folded at 80 columns
     console = terminal_text.console(highlight=False, soft_wrap=True)
     try:

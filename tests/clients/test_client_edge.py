@@ -553,6 +553,35 @@ def test_targets_whose_end_is_no_port_are_taken(target):
     assert target_arg(target) == target
 
 
+def test_watch_finds_the_engine_on_cardgames_port(monkeypatch, capsys):
+    """clients.watch without --target watched 127.0.0.1:50051 whatever CARDGAMES_PORT said,
+    while clients.health and clients.admin ask the engine beside them on its port: it now
+    does as they do, and a CARDGAMES_PORT the engine refuses is the same usage error, read
+    only when no --target is given."""
+    from clients import watch
+
+    targets = []
+
+    async def watched(args, console):
+        targets.append(args.target)
+        return 0
+
+    monkeypatch.setattr(watch, "run", watched)
+    monkeypatch.setenv("CARDGAMES_PORT", "50099")
+    assert watch.main(["M1"]) == 0 and targets == ["127.0.0.1:50099"]
+    monkeypatch.delenv("CARDGAMES_PORT")
+    assert watch.main(["M1", "--plain"]) == 0 and targets[-1] == "127.0.0.1:50051"
+    monkeypatch.setenv("CARDGAMES_PORT", "http")
+    assert watch.main(["M1", "--target", "engine.test:1"]) == 0 and targets[-1] == "engine.test:1"
+    with pytest.raises(SystemExit) as info:
+        watch.main(["M1"])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and len(targets) == 3, err
+    assert err.splitlines()[-1] == (
+        "python -m clients.watch: error: the default --target is 127.0.0.1:$CARDGAMES_PORT, and environment "
+        "variable CARDGAMES_PORT (--port): not a whole number: 'http' (or give --target HOST:PORT)"), err
+
+
 def test_health_names_the_service_the_server_does_not_know(engine, capsys):
     """grpc.health.v1 answers an unknown service NOT_FOUND with no message: the command printed
     "NOT_FOUND: " and nothing more, leaving a mistyped --service to guess."""
