@@ -26,8 +26,10 @@ free seat and shows, from the server's view only:
 line says how to return to your seat (``--match ID --token-file PATH``, the seat token saved to
 a file only you can read). ``--name`` is how the others see you (default: ``guest-`` and four random hex digits).
 
-``--match ID`` joins an existing match instead (``--seat`` picks the seat); with ``--token-file
-PATH`` it returns to the seat of that seat token (one the operator reissued). ``--listed``
+``--match ID`` joins an existing match instead (``--seat`` picks the seat), at the table it was
+created with: the flags that set up a new one (``--game``, ``--bots``, ``--option``,
+``--turn-time``, ``--listed``) are a usage error with it; with ``--token-file PATH`` it returns
+to the seat of that seat token (one the operator reissued). ``--listed``
 shows the new match in the server's lobby while it waits for people (``--bots open,...``), and
 ``--lobby`` lists the matches waiting there (then join one with ``--match ID``). ``--autoplay
 first|random`` plays without a screen (for scripts and demos): it prints the events, one line
@@ -594,18 +596,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ca", type=ca_file_arg, metavar="FILE", help="PEM root certificate(s) for --tls")
     p.add_argument("--server-name", help="TLS name to verify instead of the target's host (implies --tls)")
     p.add_argument("--game", help="game id (klaberjass, jojotte, georgian_joker, japanese_joker)")
-    p.add_argument("--bots", default="",
+    # the flags of a new match's table default to None (not given), so that main can refuse
+    # them with --match: NEW_TABLE_FLAGS
+    p.add_argument("--bots",
                    help="comma-separated bot names for the other seats, in seat order ('open' leaves a "
                         "seat for another person); default: 'random' in every other seat")
     p.add_argument("--seat", type=int32_arg, help="your seat (default: 0 for a new match, the first open one "
                    "for --match)")
-    p.add_argument("--option", action=TableOptionAction, default=[], metavar="NAME=VALUE",
+    p.add_argument("--option", action=TableOptionAction, metavar="NAME=VALUE",
                    help="a table option (repeatable); each game has its own, listed by --list: e.g. "
                    "kl_target_score=300 (klaberjass), target_score=11 (japanese_joker)")
-    p.add_argument("--turn-time", type=turn_time_arg, default=0.0, metavar="SECONDS",
+    p.add_argument("--turn-time", type=turn_time_arg, metavar="SECONDS",
                    help="time per decision before the server plays the rulebook's auto-move, 10 to 120 "
                    "(default: the game's; the screen counts it down)")
-    p.add_argument("--match", metavar="MATCH_ID", help="join this match instead of creating one")
+    p.add_argument("--match", metavar="MATCH_ID", help="join this match instead of creating one (its table "
+                   "is set: not with --game, --bots, --option, --turn-time, --listed)")
     p.add_argument("--token-file", type=token_file_arg, metavar="PATH",
                    help="with --match: return to your seat with its seat token: the file named when the screen "
                    "lost its connection for good, or one the operator gave you (python -m clients.admin "
@@ -681,16 +686,16 @@ async def open_seat(client: Client, args: argparse.Namespace, console: Console) 
     me = 0 if args.seat is None else args.seat
     if not 0 <= me < game.num_seats:
         raise SystemExit(f"error: {game.id} has seats 0 to {game.num_seats - 1}")
-    others = [b.strip() for b in args.bots.split(",") if b.strip()] or ["random"] * (game.num_seats - 1)
+    others = [b.strip() for b in (args.bots or "").split(",") if b.strip()] or ["random"] * (game.num_seats - 1)
     if len(others) != game.num_seats - 1:
         wanted = game.num_seats - 1  # "give 1 bots" read in every two-player game
         raise SystemExit(f"error: {game.name} has {game.num_seats} seats: give {wanted} bot{'s' * (wanted != 1)} "
                          f"(or 'open'), not {len(others)}")
     seats: list[str | None] = list(others)
     seats.insert(me, None)
-    options = dict(parse_option(o, game) for o in args.option)
+    options = dict(parse_option(o, game) for o in args.option or ())
     name = f"{args.name} vs bots" if None not in others and "open" not in others else f"{args.name}'s table"
-    summary = await client.create_match(game.id, options=options, seats=seats, turn_time_s=args.turn_time,
+    summary = await client.create_match(game.id, options=options, seats=seats, turn_time_s=args.turn_time or 0.0,
                                         name=name, listed=args.listed)
     session = await client.join(summary.match_id, seat=me, player_name=args.name)
     console.print(f"match {summary.match_id}: {game.name}, you are seat {me}; spectators: "
@@ -861,6 +866,19 @@ def default_name() -> str:
     return f"guest-{secrets.token_hex(2)}"
 
 
+#: The flags that set up the table of a new match, with the ``args`` attribute of each; a match
+#: joined with ``--match`` has its table, so they are a usage error with it.
+NEW_TABLE_FLAGS = (("--game", "game"), ("--bots", "bots"), ("--option", "option"), ("--turn-time", "turn_time"),
+                   ("--listed", "listed"))
+
+
+def new_table_flags(args: argparse.Namespace) -> list[str]:
+    """The :data:`NEW_TABLE_FLAGS` given on the command line: each defaults to None (``--listed``
+    to False), and ``--turn-time 0`` or ``--bots ''`` given count (``0 == False``: by identity)."""
+    values = ((flag, getattr(args, dest)) for flag, dest in NEW_TABLE_FLAGS)
+    return [flag for flag, value in values if value is not None and value is not False]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parse_args(parser, argv)  # an unknown flag named, its value (a seat token?) not shown
@@ -869,6 +887,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("give --game (a new match), --match ID (join one), --lobby or --list")
     if args.token_file and not args.match:
         parser.error("--token-file returns to a seat of --match ID: give both")
+    given = new_table_flags(args)
+    if args.match and given:
+        # they were dropped without a word: the match joined keeps the table it was created with
+        parser.error(f"{' '.join(given)} {'sets' if len(given) == 1 else 'set'} up a new match, and --match ID "
+                     "joins one whose table is set: give one or the other")
     if args.db is not None and args.target:
         # it was dropped without a word: the engine at --target keeps its own database
         parser.error("--db is the database of the engine started without --target: give one of them")

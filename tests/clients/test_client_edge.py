@@ -404,6 +404,36 @@ def test_a_seed_without_autoplay_random_is_a_usage_error(argv, monkeypatch, caps
     assert play.build_parser().parse_args(["--game", "klaberjass", "--seed", "7", "--autoplay", "random"]).seed == 7
 
 
+@pytest.mark.parametrize("table, says", [
+    (["--bots", "heuristic"], "--bots sets"),
+    (["--option", "kl_target_score=300"], "--option sets"),
+    (["--turn-time", "0"], "--turn-time sets"),
+    (["--listed"], "--listed sets"),
+    (["--game", "klaberjass"], "--game sets"),
+    (["--bots", "", "--turn-time", "30", "--listed"], "--bots --turn-time --listed set"),
+])
+def test_a_new_tables_flags_with_match_are_a_usage_error(table, says, monkeypatch, capsys):
+    """clients.play --match ID joins a match whose table was set when it was created: --bots,
+    --option, --turn-time, --listed (and --game) were dropped without a word, and the player
+    sat at a table other than the one asked for (no bots, another target score, no timer, not
+    in the lobby). A usage error naming them, before any engine, as --db with --target is."""
+    from clients import play
+
+    def no_engine(*args, **kwargs):
+        raise AssertionError("an engine was started or reached")
+
+    monkeypatch.setattr(play, "connect", no_engine)
+    monkeypatch.setattr(play, "LocalService", no_engine)
+    with pytest.raises(SystemExit) as info:
+        play.main(["--target", "127.0.0.1:1", "--match", "M1", *table])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.endswith(
+        f"python -m clients.play: error: {says} up a new match, and --match ID joins one whose table is set: "
+        "give one or the other\n"), err
+    # without --match they set up the table; with it, the seat and the name are still taken
+    assert play.new_table_flags(play.build_parser().parse_args(["--match", "M1", "--seat", "1", "--name", "b"])) == []
+
+
 @pytest.mark.parametrize("module, argv", [("clients.play", ["--game", "klaberjass"]),
                                           ("clients.remote_bot", ["--bot", "random", "--game", "klaberjass"])])
 def test_a_db_with_a_target_is_a_usage_error(module, argv, tmp_path, monkeypatch, capsys):
