@@ -106,8 +106,10 @@ function parseArgs(argv) {
     else if (flag === '--seed') {
       seedGiven = true;
       const text = value();
+      // digits only: Number() took '' and ' ' for 0, '0x10' for 16 and '1e3' for 1000, so a
+      // seed left out of a script's variable ran as --seed 0 without a word
+      if (!/^[+-]?[0-9]+$/.test(text)) throw new UsageError(`--seed wants a whole number, not ${JSON.stringify(text)}`);
       args.seed = Number(text);
-      if (!Number.isInteger(args.seed)) throw new UsageError(`--seed wants a whole number, not ${JSON.stringify(text)}`);
     } else if (flag === '--quiet') args.quiet = true;
     else if (flag === '--tls') args.tls = true;
     else if (flag === '--ca') args.ca = value();

@@ -154,7 +154,8 @@ def test_node_client_plays_over_tls_with_a_private_ca_and_a_server_name(node, tm
         f"error: the CA file {key} holds no usable PEM certificate"), garbage.stderr
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["--bogus"], ["--seed", "x"], ["--option", "no-equals"], ["--target"],
+@pytest.mark.parametrize("argv", [["--help"], ["--bogus"], ["--seed", "x"], ["--seed", ""], ["--option", "no-equals"],
+                                  ["--target"],
                                   ["--option", "kl_target_score=300", "--option", "kl_target_score=5"],
                                   ["--target", ""], ["--target", "127.0.0.1:"], ["--policy", "first", "--seed", "3"]])
 def test_node_client_command_line_mistakes_are_usage_errors(node, argv):

@@ -102,6 +102,18 @@ test('--seed without --policy random is a usage error (as clients.play), not dro
   assert.strictEqual(parseArgs(['--policy', 'first']).policy, 'first');
 });
 
+test('an empty or non-integer --seed is a usage error (as clients.play), not seed 0', () => {
+  // Number('') is 0: a seed left out of a script's variable ran as --seed 0 without a word
+  for (const seed of ['', ' ', '1.5', '0x10', '1e3', 'seven', '7 ']) {
+    assert.throws(() => parseArgs(['--seed', seed]), (error) => error.constructor.name === 'UsageError'
+      && error.message === `--seed wants a whole number, not ${JSON.stringify(seed)}`, seed);
+  }
+  assert.throws(() => parseArgs(['--seed=']), (error) => error.message === '--seed wants a whole number, not ""');
+  for (const [seed, value] of [['0', 0], ['-3', -3], ['+12', 12], ['4294967296', 4294967296]]) {
+    assert.strictEqual(parseArgs(['--seed', seed]).seed, value);
+  }
+});
+
 test('a --ca file that cannot be read, is too large or holds no certificate is a usage error naming it', () => {
   const { readRootCertificates } = require('../play_vs_bot');
   const fs = require('node:fs');
