@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	cardgamesv1 "example.com/cardgames/gen/cardgames/v1"
 	"google.golang.org/grpc"
@@ -25,24 +24,20 @@ import (
 )
 
 func main() {
-	flags := flag.NewFlagSet("cardgames-go", flag.ContinueOnError)
-	target := flags.String("target", "127.0.0.1:50051", "the engine's `host:port` (plaintext)")
-	timeout := flags.Duration("timeout", 60*time.Second, "time allowed for the whole run")
-	if err := flags.Parse(os.Args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		os.Exit(2)
+	given, flags, err := parseCommandLine(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		flags.Usage()
+		os.Exit(0)
 	}
-	if flags.NArg() != 0 {
-		fmt.Fprintln(os.Stderr, "error:", unrecognized(flags.Args())) // never the value: it may be a secret
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err) // never a value: it may be a secret
 		flags.Usage()
 		os.Exit(2)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), given.timeout)
 	defer cancel()
 	// grpc-go reads trailers up to 16 MiB as it is: an ABORTED error's View needs no setting.
-	conn, err := grpc.DialContext(ctx, *target, grpc.WithInsecure())
+	conn, err := grpc.DialContext(ctx, given.target, grpc.WithInsecure())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)

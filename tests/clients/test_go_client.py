@@ -130,6 +130,18 @@ def test_go_client_plays_against_a_real_engine(engine, go_client):
     (["s3cret", "--target", "h:1"], 2,
      "error: unrecognized arguments: --target (2 values not shown: they may hold a secret)\nUsage of"),
     (["--target", "127.0.0.1:1"], 1, "error: Unavailable"),  # nothing listens on port 1
+    # a bad value is named by its flag, never shown: Go's flag package echoed a bad --timeout
+    (["--timeout", "s3cret"], 2,
+     "error: argument -timeout: not a duration such as 90s or 2m (the value is not shown)\nUsage of"),
+    (["--timeout=-1s"], 2, "error: argument -timeout: must be a duration above 0 and at most 24h (the value is not shown)"),
+    # the target is checked as the other clients check it: grpc-go dialled these as given
+    (["--target", ""], 2, "error: argument -target: the target is empty (host:port, e.g. 127.0.0.1:50051)\nUsage of"),
+    (["--target", "s3cret"], 2, "error: argument -target: the target is no host:port (host:port, e.g. "
+                                "127.0.0.1:50051; the value is not shown)"),
+    (["--target", "s3cret:"], 2, "error: argument -target: the target has no port after its ':'"),
+    (["--target", "s3cret:http"], 2, "error: argument -target: the target has a port that is no number from 1 to 65535"),
+    (["--target", "s3cret:65536"], 2, "error: argument -target: the target has a port that is no number from 1 to 65535"),
+    (["---s3cret"], 2, "error: bad flag syntax: an argument begins with '---' or '-=' (not shown: it may hold a secret)"),
 ])
 def test_go_client_command_line(go_client, argv, status, text):
     result = subprocess.run([go_client, *argv], capture_output=True, text=True, timeout=120)
