@@ -59,20 +59,30 @@ function unknownArgument(arg) {
   return 'unexpected value (not shown: it may hold a secret)';
 }
 
+/** gRPC's own target schemes (`unix:/run/engine.sock`, `dns:engine`): no port follows them. */
+const GRPC_SCHEMES = new Set(['dns', 'unix', 'unix-abstract', 'ipv4', 'ipv6', 'vsock', 'xds', 'google-c2p']);
+
 /**
  * What is wrong with `target` (host:port), or null, as the Python clients check it
  * (clients/cardgames_client.py, _target_problem): grpc-js threw an uncaught "Could not parse
- * target name" for an empty one (a stack trace, exit status 1), and failed `host:` and a port
- * above 65535 as UNAVAILABLE, as if the engine were down.
+ * target name" for an empty one (a stack trace, exit status 1), and failed `host:`, a port
+ * above 65535 and one that is no number (`host:http`, `host:-1`) as UNAVAILABLE, as if the
+ * engine were down. The text after the last ':' is a port after a host without a ':' of its
+ * own or in brackets (`[::1]:50051`) that is not a scheme; a bare IPv6 address ends with a
+ * group of at most four digits.
  */
 function targetProblem(target) {
-  if (!target.trim()) return 'the target is empty (host:port, e.g. 127.0.0.1:50051)';
-  const port = target.slice(target.lastIndexOf(':') + 1);
-  if (target.endsWith(':')) return `${JSON.stringify(target)} has no port after its ':' (host:port, e.g. 127.0.0.1:50051)`;
-  if (target.includes(':') && /^[0-9]+$/.test(port) && Number(port) > 65535) {
-    return `${JSON.stringify(target)} has port ${port}, above 65535 (host:port, e.g. 127.0.0.1:50051)`;
-  }
-  return null;
+  const example = '(host:port, e.g. 127.0.0.1:50051)';
+  if (!target.trim()) return `the target is empty ${example}`;
+  if (target.endsWith(':')) return `${JSON.stringify(target)} has no port after its ':' ${example}`;
+  const at = target.lastIndexOf(':');
+  const host = target.slice(0, at);
+  const port = target.slice(at + 1);
+  const digits = /^[0-9]+$/.test(port);
+  if (at >= 0 && digits && Number(port) > 65535) return `${JSON.stringify(target)} has port ${port}, above 65535 ${example}`;
+  const hostPort = at >= 0 && (!host.includes(':') || (host.startsWith('[') && host.endsWith(']')));
+  if (!hostPort || GRPC_SCHEMES.has(host.toLowerCase()) || (digits && Number(port) > 0)) return null;
+  return `${JSON.stringify(target)} has port ${digits ? port : JSON.stringify(port)}, not a number from 1 to 65535 ${example}`;
 }
 
 /** The flags that take no value. */

@@ -157,7 +157,8 @@ def test_node_client_plays_over_tls_with_a_private_ca_and_a_server_name(node, tm
 @pytest.mark.parametrize("argv", [["--help"], ["--bogus"], ["--seed", "x"], ["--seed", ""], ["--option", "no-equals"],
                                   ["--target"],
                                   ["--option", "kl_target_score=300", "--option", "kl_target_score=5"],
-                                  ["--target", ""], ["--target", "127.0.0.1:"], ["--policy", "first", "--seed", "3"]])
+                                  ["--target", ""], ["--target", "127.0.0.1:"], ["--target", "127.0.0.1:http"],
+                                  ["--policy", "first", "--seed", "3"]])
 def test_node_client_command_line_mistakes_are_usage_errors(node, argv):
     """A typo on play_vs_bot.js's command line (and --help, which it did not know) was an
     uncaught exception: a stack trace and exit status 1, as if the engine had failed."""

@@ -89,10 +89,17 @@ test('a target grpc-js would not dial as meant is a usage error (as the Python c
     ['', '--target: the target is empty (host:port, e.g. 127.0.0.1:50051)'],
     ['engine:', '--target: "engine:" has no port after its \':\' (host:port, e.g. 127.0.0.1:50051)'],
     ['engine:70000', '--target: "engine:70000" has port 70000, above 65535 (host:port, e.g. 127.0.0.1:50051)'],
+    // grpc-js took a service name (http: port 80) or failed: another port than the one meant
+    ['engine:http', '--target: "engine:http" has port "http", not a number from 1 to 65535 (host:port, e.g. 127.0.0.1:50051)'],
+    ['engine:-1', '--target: "engine:-1" has port "-1", not a number from 1 to 65535 (host:port, e.g. 127.0.0.1:50051)'],
+    ['[::1]:0', '--target: "[::1]:0" has port 0, not a number from 1 to 65535 (host:port, e.g. 127.0.0.1:50051)'],
   ]) {
     assert.throws(() => parseArgs(['--target', target]), (error) => error.constructor.name === 'UsageError' && error.message === says);
   }
-  for (const target of ['engine:65535', '[::1]:50051', 'unix:/run/cardgames.sock']) assert.strictEqual(parseArgs(['--target', target]).target, target);
+  for (const target of ['engine:65535', '[::1]:50051', 'unix:/run/cardgames.sock', 'unix:cardgames.sock', '::1',
+    'fe80::beef', 'dns:engine', 'engine']) {
+    assert.strictEqual(parseArgs(['--target', target]).target, target);
+  }
 });
 
 test('--seed without --policy random is a usage error (as clients.play), not dropped', () => {
