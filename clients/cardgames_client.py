@@ -856,6 +856,23 @@ class TableOptionAction(argparse.Action):
         setattr(namespace, self.dest, given + [values])
 
 
+def refuse_with_match(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                      new_table: Sequence[tuple[str, str]]) -> None:
+    """A usage error (exit status 2) naming the flags of ``new_table`` (each a flag and its
+    ``args`` attribute) given with ``--match``: they set up a new match's table, and the match
+    joined keeps the one it was created with, so they were dropped without a word (the player
+    or bot sat at another table than the one asked for). Each such flag defaults to None (a
+    switch to False): a given ``--turn-time 0`` or ``--bots ''`` counts (``0 == False``, hence
+    by identity)."""
+    if not args.match:
+        return
+    values = ((flag, getattr(args, dest)) for flag, dest in new_table)
+    given = [flag for flag, value in values if value is not None and value is not False]
+    if given:
+        parser.error(f"{' '.join(given)} {'sets' if len(given) == 1 else 'set'} up a new match, and --match ID "
+                     "joins one whose table is set: give one or the other")
+
+
 def int32_arg(text: str) -> int:
     """argparse ``type`` of a seat number (``--seat``, ``SEAT``): a whole number the API's
     int32 field holds; which seats a match has, the server or the command says. A larger one

@@ -75,7 +75,7 @@ from .connection_sign import ConnectionSign
 from .cardgames_client import (RESUMED, CardGamesError, Client, SeatSession, StaleSequence,
                                ServerClock, StreamState, FileArgument, ca_file_arg, command_parser, connect, header_safe, int32_arg,
                                is_finished, is_my_turn, TableOptionAction, option_value, python_value,
-                               target_arg, turn_time_arg)
+                               refuse_with_match, target_arg, turn_time_arg)
 from .local_service import LocalService, ServiceFailed
 from engine_service.bounded_read import TOKEN_LIMIT, read_named
 from engine_service.command_line import check_text, parse_args, stdout_guarded
@@ -597,7 +597,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--server-name", help="TLS name to verify instead of the target's host (implies --tls)")
     p.add_argument("--game", help="game id (klaberjass, jojotte, georgian_joker, japanese_joker)")
     # the flags of a new match's table default to None (not given), so that main can refuse
-    # them with --match: NEW_TABLE_FLAGS
+    # them with --match (NEW_TABLE_FLAGS)
     p.add_argument("--bots",
                    help="comma-separated bot names for the other seats, in seat order ('open' leaves a "
                         "seat for another person); default: 'random' in every other seat")
@@ -866,17 +866,10 @@ def default_name() -> str:
     return f"guest-{secrets.token_hex(2)}"
 
 
-#: The flags that set up the table of a new match, with the ``args`` attribute of each; a match
-#: joined with ``--match`` has its table, so they are a usage error with it.
+#: The flags that set up the table of a new match, with the ``args`` attribute of each: a usage
+#: error with ``--match`` (refuse_with_match).
 NEW_TABLE_FLAGS = (("--game", "game"), ("--bots", "bots"), ("--option", "option"), ("--turn-time", "turn_time"),
                    ("--listed", "listed"))
-
-
-def new_table_flags(args: argparse.Namespace) -> list[str]:
-    """The :data:`NEW_TABLE_FLAGS` given on the command line: each defaults to None (``--listed``
-    to False), and ``--turn-time 0`` or ``--bots ''`` given count (``0 == False``: by identity)."""
-    values = ((flag, getattr(args, dest)) for flag, dest in NEW_TABLE_FLAGS)
-    return [flag for flag, value in values if value is not None and value is not False]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -887,11 +880,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("give --game (a new match), --match ID (join one), --lobby or --list")
     if args.token_file and not args.match:
         parser.error("--token-file returns to a seat of --match ID: give both")
-    given = new_table_flags(args)
-    if args.match and given:
-        # they were dropped without a word: the match joined keeps the table it was created with
-        parser.error(f"{' '.join(given)} {'sets' if len(given) == 1 else 'set'} up a new match, and --match ID "
-                     "joins one whose table is set: give one or the other")
+    refuse_with_match(parser, args, NEW_TABLE_FLAGS)
     if args.db is not None and args.target:
         # it was dropped without a word: the engine at --target keeps its own database
         parser.error("--db is the database of the engine started without --target: give one of them")

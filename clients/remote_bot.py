@@ -57,7 +57,7 @@ from engine_service.transport.generated import cards_pb2, match_pb2
 
 from .cardgames_client import (CardGamesError, Client, FailedPrecondition, SeatSession, ServerClock, StaleSequence,
                                DAY_S, ca_file_arg, command_parser, connect, int32_arg, is_finished, is_my_turn, positive_arg,
-                               TableOptionAction, option_value, struct_value, target_arg,
+                               TableOptionAction, option_value, refuse_with_match, struct_value, target_arg,
                                turn_time_arg, whole_numbers)
 from .local_service import LocalService, ServiceFailed
 
@@ -329,7 +329,7 @@ def new_table(args: argparse.Namespace, num_seats: int) -> tuple[int, list[str |
         # the end (first but one for -1), so a match was created, the join then failed
         # BAD_SEAT and the match was left waiting for a player nobody would send
         raise TableRefused(f"--seat {me}: {args.game} has seats 0 to {num_seats - 1}")
-    others = [b.strip() for b in args.opponents.split(",") if b.strip()] or ["random"]
+    others = [b.strip() for b in (args.opponents or "").split(",") if b.strip()] or ["random"]
     if len(others) == 1:
         others *= num_seats - 1  # one name plays every other seat
     if len(others) != num_seats - 1:
@@ -337,7 +337,7 @@ def new_table(args: argparse.Namespace, num_seats: int) -> tuple[int, list[str |
                            f"plays every other seat) or {num_seats - 1}, comma-separated")
     seats: list[str | None] = list(others)
     seats.insert(me, None)
-    return me, seats, dict(_option(o) for o in args.option)
+    return me, seats, dict(_option(o) for o in args.option or ())
 
 
 async def open_seat(client: Client, args: argparse.Namespace, num_seats: int) -> SeatSession:
@@ -347,7 +347,7 @@ async def open_seat(client: Client, args: argparse.Namespace, num_seats: int) ->
         me, seats, options = new_table(args, num_seats)
     except TableRefused as exc:
         raise SystemExit(str(exc)) from None
-    summary = await client.create_match(args.game, options=options, seats=seats, turn_time_s=args.turn_time,
+    summary = await client.create_match(args.game, options=options, seats=seats, turn_time_s=args.turn_time or 0.0,
                                         name=f"{args.bot} (remote)")
     print(f"match {summary.match_id}: {args.game}, {args.bot} in seat {me}", file=sys.stderr)
     return await client.join(summary.match_id, seat=me, player_name=args.name)
@@ -417,13 +417,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tls", action="store_true", help="connect with TLS (default roots: the system's)")
     p.add_argument("--ca", type=ca_file_arg, metavar="FILE", help="PEM root certificate(s) for --tls (a private CA)")
     p.add_argument("--server-name", help="TLS name to verify instead of the target's host (implies --tls)")
-    p.add_argument("--match", help="join this match (else create one with --game)")
+    p.add_argument("--match", help="join this match (else create one with --game); its table is set: not with "
+                   "--game, --opponents, --option, --turn-time")
     p.add_argument("--seat", type=int32_arg, help="seat to take (default: the first open one / 0)")
     p.add_argument("--game", help="game of a new match")
-    p.add_argument("--opponents", default="", help="bots in the other seats of a new match, in seat order, "
+    # a new match's flags default to None (not given), so that main can refuse them with
+    # --match (NEW_TABLE_FLAGS)
+    p.add_argument("--opponents", help="bots in the other seats of a new match, in seat order, "
                    "or one for all of them ('open' leaves a seat for someone else; default: random)")
-    p.add_argument("--option", action=TableOptionAction, default=[], metavar="NAME=VALUE", help="table option")
-    p.add_argument("--turn-time", type=turn_time_arg, default=0.0, help="per-decision timer of a new match")
+    p.add_argument("--option", action=TableOptionAction, metavar="NAME=VALUE", help="table option of a new match")
+    p.add_argument("--turn-time", type=turn_time_arg, help="per-decision timer of a new match")
     p.add_argument("--name", default="remote bot", help="player name")
     p.add_argument("--budget-ms", type=milliseconds_arg, default=1000.0,
                    help="time per decision, in milliseconds (default 1000; shortened to the turn timer)")
@@ -435,12 +438,19 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+#: The flags that set up the table of a new match, with the ``args`` attribute of each: a usage
+#: error with ``--match`` (refuse_with_match), where they were dropped without a word.
+NEW_TABLE_FLAGS = (("--game", "game"), ("--opponents", "opponents"), ("--option", "option"),
+                   ("--turn-time", "turn_time"))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parse_args(parser, argv)  # an unknown flag named, its value (a seat token?) not shown
     check_text(parser, args, paths={"ca", "db"})
     if not args.match and not args.game:
         parser.error("give --match ID (join) or --game (create a match)")
+    refuse_with_match(parser, args, NEW_TABLE_FLAGS)
     if args.db is not None and args.target:
         # it was dropped without a word: the engine at --target keeps its own database
         parser.error("--db is the database of the engine started without --target: give one of them")

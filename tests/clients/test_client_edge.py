@@ -404,34 +404,42 @@ def test_a_seed_without_autoplay_random_is_a_usage_error(argv, monkeypatch, caps
     assert play.build_parser().parse_args(["--game", "klaberjass", "--seed", "7", "--autoplay", "random"]).seed == 7
 
 
-@pytest.mark.parametrize("table, says", [
-    (["--bots", "heuristic"], "--bots sets"),
-    (["--option", "kl_target_score=300"], "--option sets"),
-    (["--turn-time", "0"], "--turn-time sets"),
-    (["--listed"], "--listed sets"),
-    (["--game", "klaberjass"], "--game sets"),
-    (["--bots", "", "--turn-time", "30", "--listed"], "--bots --turn-time --listed set"),
+@pytest.mark.parametrize("module, argv, table, says", [
+    ("clients.play", [], ["--bots", "heuristic"], "--bots sets"),
+    ("clients.play", [], ["--option", "kl_target_score=300"], "--option sets"),
+    ("clients.play", [], ["--turn-time", "0"], "--turn-time sets"),
+    ("clients.play", [], ["--listed"], "--listed sets"),
+    ("clients.play", [], ["--game", "klaberjass"], "--game sets"),
+    ("clients.play", [], ["--bots", "", "--turn-time", "30", "--listed"], "--bots --turn-time --listed set"),
+    ("clients.remote_bot", ["--bot", "random"], ["--opponents", "heuristic"], "--opponents sets"),
+    ("clients.remote_bot", ["--bot", "random"], ["--option", "kl_target_score=300"], "--option sets"),
+    ("clients.remote_bot", ["--bot", "random"], ["--turn-time", "0"], "--turn-time sets"),
+    ("clients.remote_bot", ["--bot", "random"], ["--game", "klaberjass", "--opponents", ""], "--game --opponents set"),
 ])
-def test_a_new_tables_flags_with_match_are_a_usage_error(table, says, monkeypatch, capsys):
+def test_a_new_tables_flags_with_match_are_a_usage_error(module, argv, table, says, monkeypatch, capsys):
     """clients.play --match ID joins a match whose table was set when it was created: --bots,
     --option, --turn-time, --listed (and --game) were dropped without a word, and the player
     sat at a table other than the one asked for (no bots, another target score, no timer, not
-    in the lobby). A usage error naming them, before any engine, as --db with --target is."""
-    from clients import play
+    in the lobby); clients.remote_bot's --game, --opponents, --option and --turn-time alike. A
+    usage error naming them, before any engine, as --db with --target is."""
+    import importlib
 
     def no_engine(*args, **kwargs):
         raise AssertionError("an engine was started or reached")
 
-    monkeypatch.setattr(play, "connect", no_engine)
-    monkeypatch.setattr(play, "LocalService", no_engine)
+    main = importlib.import_module(module)
+    monkeypatch.setattr(main, "connect", no_engine)
+    monkeypatch.setattr(main, "LocalService", no_engine)
     with pytest.raises(SystemExit) as info:
-        play.main(["--target", "127.0.0.1:1", "--match", "M1", *table])
+        main.main([*argv, "--target", "127.0.0.1:1", "--match", "M1", *table])
     err = capsys.readouterr().err
     assert info.value.code == 2 and err.endswith(
-        f"python -m clients.play: error: {says} up a new match, and --match ID joins one whose table is set: "
+        f"python -m {module}: error: {says} up a new match, and --match ID joins one whose table is set: "
         "give one or the other\n"), err
-    # without --match they set up the table; with it, the seat and the name are still taken
-    assert play.new_table_flags(play.build_parser().parse_args(["--match", "M1", "--seat", "1", "--name", "b"])) == []
+    # with it, the seat and the name are still taken
+    parser = main.build_parser()
+    main.refuse_with_match(parser, parser.parse_args([*argv, "--match", "M1", "--seat", "1", "--name", "b"]),
+                           main.NEW_TABLE_FLAGS)
 
 
 @pytest.mark.parametrize("module, argv", [("clients.play", ["--game", "klaberjass"]),
