@@ -707,8 +707,9 @@ def default_target(environ: Mapping[str, str] | None = None) -> str:
     ``environ``, else of this process, read as the engine reads it: empty counts as unset,
     50051, and surrounding whitespace is dropped): the default ``--target`` of
     ``clients.health`` (the image's HEALTHCHECK), ``clients.admin`` (``kubectl exec`` into
-    the engine's pod) and ``clients.watch``. ``CARDGAMES_PORT=`` made the target ``127.0.0.1:``, a usage error, while
-    the engine served on 50051; a fixed 50051 missed an engine the ConfigMap moved.
+    the engine's pod) and ``clients.watch``. ``CARDGAMES_PORT=`` made the target
+    ``127.0.0.1:``, a usage error, while the engine served on 50051; a fixed 50051 missed an
+    engine the ConfigMap moved.
 
     A value the engine refuses to start with is a ValueError with the engine's message
     (engine_service/settings.py: ``not a whole number: 'http'``, ``must be 0 to 65535``): it
