@@ -833,7 +833,9 @@ def test_a_silent_watch_stream_is_taken_for_lost_after_three_heartbeat_intervals
     server names in its heartbeats plus 1 s is reopened as after a drop (UNAVAILABLE,
     STREAM_SILENT), after the last sequence number received; before any heartbeat, or with a
     server that names no interval, the stream waits as long as it takes (a quiet table is not
-    a lost one), and ``silence_timeout_s`` overrides the limit (0: none)."""
+    a lost one), and ``silence_timeout_s`` overrides the limit (0: none). The limit applied is
+    the one the reconnecting error names, and no sooner (no upper bound on how much later: a
+    loaded machine's timer fires late)."""
     action, ended = match_pb2.EVENT_KIND_ACTION, match_pb2.EVENT_KIND_MATCH_ENDED
 
     async def watch(client, scripts, **kwargs):
@@ -842,7 +844,8 @@ def test_a_silent_watch_stream_is_taken_for_lost_after_three_heartbeat_intervals
         started = time.monotonic()
         async for event in client.spectate("m1").watch(
                 4, on_connection=lambda s: heard.append((s.state, s.error and s.error.reason,
-                                                         round(time.monotonic() - started, 1))), **kwargs):
+                                                         round(time.monotonic() - started, 1),
+                                                         s.error and s.error.message)), **kwargs):
             seen.append((event.kind, event.seq))
         return heard, seen
 
@@ -856,14 +859,16 @@ def test_a_silent_watch_stream_is_taken_for_lost_after_three_heartbeat_intervals
             assert client.stub.opened == [4, 5]
             assert seen == [(match_pb2.EVENT_KIND_HEARTBEAT, 4), (action, 5), (action, 6), (ended, 6)]
             assert [h[:2] for h in heard] == [(cg.RECONNECTING, "STREAM_SILENT"), (cg.RESUMED, None)]
-            assert 1.2 <= heard[0][2] <= 2.0, heard
+            assert heard[0][3].startswith("no message for 1.3 s (heartbeats included)"), heard
+            assert heard[0][2] >= 1.2, heard  # 1.3 s, rounded to a tenth
 
             # given explicitly: it applies from the start, heartbeat or not
             heard, seen = await watch(client, [([_event(action, 5)], SILENT), ([_event(ended, 5)], None)],
                                       silence_timeout_s=0.3)
             assert client.stub.opened == [4, 5] and [h[:2] for h in heard] == [
                 (cg.RECONNECTING, "STREAM_SILENT"), (cg.RESUMED, None)]
-            assert 0.2 <= heard[0][2] <= 0.8, heard
+            assert heard[0][3].startswith("no message for 0.3 s"), heard
+            assert heard[0][2] >= 0.2, heard
 
             # no interval named (an older server), none learned yet, or 0: the stream is waited on
             for events, kwargs in (([_heartbeat(4, None)], {}), ([_event(action, 5)], {}),
@@ -882,8 +887,9 @@ def test_a_watch_through_a_network_that_drops_every_packet_says_so_and_comes_bac
     """Through a proxy that holds every byte and closes nothing (keepalive would take 40 s to
     notice, and never where a proxy answers its pings), the watch of an engine sending
     heartbeats every 0.3 s reports ``reconnecting`` (STREAM_SILENT) within about 3 intervals
-    + 1 s, and keeps reopening while the network stays silent; once the bytes flow again it
-    resumes, and the action played meanwhile comes once."""
+    + 1 s (the limit its error names, and no sooner), and keeps reopening while the network
+    stays silent; once the bytes flow again it resumes, and the action played meanwhile comes
+    once. The waits are bounded by hang guards only: a loaded machine's timers fire late."""
     service = LocalService(log_path=tmp_path / "engine.log", args=["--heartbeat-interval-s", "0.3"])
     service.start()
 
@@ -891,12 +897,12 @@ def test_a_watch_through_a_network_that_drops_every_packet_says_so_and_comes_bac
         async with cg.connect(service.target) as direct, CuttableProxy(service.target) as proxy:
             match, sessions, mover = await two_seats(direct)
             client = cg.connect(proxy.target)
-            heard: list[tuple[str, str | None, float]] = []
+            heard: list[tuple[str, str | None, float, str | None]] = []
             seen: list[tuple[int, int]] = []
 
             async def follow():
                 async for event in client.spectate(match.match_id).watch(on_connection=lambda s: heard.append(
-                        (s.state, s.error and s.error.reason, time.monotonic()))):
+                        (s.state, s.error and s.error.reason, time.monotonic(), s.error and s.error.message))):
                     seen.append((event.kind, event.seq))
 
             task = asyncio.create_task(follow())
@@ -905,20 +911,23 @@ def test_a_watch_through_a_network_that_drops_every_packet_says_so_and_comes_bac
                     await asyncio.sleep(0.02)
                 proxy.freeze()
                 frozen = time.monotonic()
+                hang_guard = frozen + 45  # expected: about 4 s to the second reconnecting
                 await mover.act(lambda v: v.legal_actions[0].notation)
-                while sum(state == cg.RECONNECTING for state, _, _ in heard) < 2:
-                    assert time.monotonic() - frozen < 8, heard
+                while sum(state == cg.RECONNECTING for state, *_ in heard) < 2:
+                    assert time.monotonic() < hang_guard, heard
                     await asyncio.sleep(0.02)
-                assert {(state, reason) for state, reason, _ in heard} == {(cg.RECONNECTING, "STREAM_SILENT")}
+                assert {(state, reason) for state, reason, *_ in heard} == {(cg.RECONNECTING, "STREAM_SILENT")}
+                # the limit learnt from the heartbeats, 3 * 0.3 + 1 s, on each reopening too
+                assert all(message.startswith("no message for 1.9 s") for *_, message in heard), heard
                 # 1.9 s after the last message, which came up to an interval before the freeze
-                assert 1.5 <= heard[0][2] - frozen <= 3.5, heard[0][2] - frozen
+                assert heard[0][2] - frozen >= 1.5, heard[0][2] - frozen
                 proxy.thaw()
                 while (match_pb2.EVENT_KIND_ACTION, 1) not in seen:
-                    assert time.monotonic() - frozen < 20, (heard, seen)
+                    assert time.monotonic() < hang_guard, (heard, seen)
                     await asyncio.sleep(0.02)
                 await mover.act(lambda v: v.legal_actions[0].notation)  # live again
                 while (match_pb2.EVENT_KIND_ACTION, 2) not in seen:
-                    assert time.monotonic() - frozen < 25, (heard, seen)
+                    assert time.monotonic() < hang_guard, (heard, seen)
                     await asyncio.sleep(0.02)
                 assert heard[-1][0] == cg.RESUMED
                 actions = [seq for kind, seq in seen if kind == match_pb2.EVENT_KIND_ACTION]
