@@ -46,9 +46,15 @@ def screen_text(app) -> str:
     return console.export_text()
 
 
-def test_play_screen_plays_a_whole_japanese_joker_match(engine):
+def test_play_screen_plays_a_whole_japanese_joker_match(tmp_path):
     """Through textual's harness: the screen shows the hand, the columns, the trick, the
-    deadline and the legal actions; pressing 1 / Enter plays until the match is over."""
+    deadline and the legal actions; pressing 1 / Enter plays until the match is over.
+
+    Its own engine plays each bot move as soon as it is decided (--bot-pace-s 0): the shared
+    one holds every bot move 2 s (GJ-11.8, JJK-9.7), some 20 s of this match in all."""
+    from clients.local_service import LocalService
+
+    engine = LocalService(log_path=tmp_path / "engine.log", args=["--bot-pace-s", "0", "--bot-deadline-s", "5"])
 
     async def scenario():
         async with cg.connect(engine.target) as client:
@@ -77,7 +83,12 @@ def test_play_screen_plays_a_whole_japanese_joker_match(engine):
             assert presses >= 18  # a match to 11 may end after one deal: a card in each of its 18 tricks
             assert seen_hand and seen_columns and seen_countdown
 
-    run(scenario(), timeout_s=200)
+    with engine:
+        try:
+            run(scenario(), timeout_s=200)
+        except BaseException:
+            print(engine.log_tail(40))  # shown with the failure
+            raise
 
 
 def test_play_screen_reports_a_stale_choice(engine):
