@@ -985,12 +985,15 @@ def test_watch_plain_notes_a_dropped_connection_on_stderr(engine):
                 assert b"joined the table" in first, first
                 proxy.hold()
                 proxy.cut()
+                lost = await asyncio.wait_for(watcher.stderr.readline(), 15)  # said while it is down
                 for _ in range(3):
                     view = await sessions[0].view()
                     await sessions[view.to_act].act(lambda v: v.legal_actions[0].notation)
-                await asyncio.sleep(0.5)
                 proxy.release()
-                await asyncio.sleep(1.0)
+                back = await asyncio.wait_for(watcher.stderr.readline(), 15)
+                shown = [first]
+                while 3 not in action_seqs([line.decode() for line in shown]):  # caught up
+                    shown.append(await asyncio.wait_for(watcher.stdout.readline(), 15))
                 await direct.admin.terminate(match.match_id, "test over")
                 out, err = await asyncio.wait_for(watcher.communicate(), 20)
             finally:
@@ -998,10 +1001,10 @@ def test_watch_plain_notes_a_dropped_connection_on_stderr(engine):
                     watcher.kill()
                     await watcher.wait()
             assert watcher.returncode == 0, (out, err)
-            notes = err.decode().splitlines()
+            notes = (lost + back + err).decode().splitlines()
             assert len(notes) == 2 and notes[0].startswith("connection lost ("), notes
             assert notes[0].endswith("): reconnecting") and notes[1] == "connection back after 1 try: catching up", notes
-            assert action_seqs(out.decode().splitlines()) == [1, 2, 3]
+            assert action_seqs((b"".join(shown) + out).decode().splitlines()) == [1, 2, 3]
 
     run(scenario(), timeout_s=60)
 
