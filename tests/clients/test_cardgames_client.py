@@ -10,6 +10,7 @@ import asyncio
 import hashlib
 import random
 import time
+from dataclasses import dataclass, field
 from typing import Callable
 
 import grpc
@@ -832,7 +833,9 @@ def test_a_silent_watch_stream_is_taken_for_lost_after_three_heartbeat_intervals
     server names in its heartbeats plus 1 s is reopened as after a drop (UNAVAILABLE,
     STREAM_SILENT), after the last sequence number received; before any heartbeat, or with a
     server that names no interval, the stream waits as long as it takes (a quiet table is not
-    a lost one), and ``silence_timeout_s`` overrides the limit (0: none)."""
+    a lost one), and ``silence_timeout_s`` overrides the limit (0: none). The limit applied is
+    the one the reconnecting error names, and no sooner (no upper bound on how much later: a
+    loaded machine's timer fires late)."""
     action, ended = match_pb2.EVENT_KIND_ACTION, match_pb2.EVENT_KIND_MATCH_ENDED
 
     async def watch(client, scripts, **kwargs):
@@ -841,7 +844,8 @@ def test_a_silent_watch_stream_is_taken_for_lost_after_three_heartbeat_intervals
         started = time.monotonic()
         async for event in client.spectate("m1").watch(
                 4, on_connection=lambda s: heard.append((s.state, s.error and s.error.reason,
-                                                         round(time.monotonic() - started, 1))), **kwargs):
+                                                         round(time.monotonic() - started, 1),
+                                                         s.error and s.error.message)), **kwargs):
             seen.append((event.kind, event.seq))
         return heard, seen
 
@@ -855,14 +859,16 @@ def test_a_silent_watch_stream_is_taken_for_lost_after_three_heartbeat_intervals
             assert client.stub.opened == [4, 5]
             assert seen == [(match_pb2.EVENT_KIND_HEARTBEAT, 4), (action, 5), (action, 6), (ended, 6)]
             assert [h[:2] for h in heard] == [(cg.RECONNECTING, "STREAM_SILENT"), (cg.RESUMED, None)]
-            assert 1.2 <= heard[0][2] <= 2.0, heard
+            assert heard[0][3].startswith("no message for 1.3 s (heartbeats included)"), heard
+            assert heard[0][2] >= 1.2, heard  # 1.3 s, rounded to a tenth
 
             # given explicitly: it applies from the start, heartbeat or not
             heard, seen = await watch(client, [([_event(action, 5)], SILENT), ([_event(ended, 5)], None)],
                                       silence_timeout_s=0.3)
             assert client.stub.opened == [4, 5] and [h[:2] for h in heard] == [
                 (cg.RECONNECTING, "STREAM_SILENT"), (cg.RESUMED, None)]
-            assert 0.2 <= heard[0][2] <= 0.8, heard
+            assert heard[0][3].startswith("no message for 0.3 s"), heard
+            assert heard[0][2] >= 0.2, heard
 
             # no interval named (an older server), none learned yet, or 0: the stream is waited on
             for events, kwargs in (([_heartbeat(4, None)], {}), ([_event(action, 5)], {}),
@@ -881,8 +887,9 @@ def test_a_watch_through_a_network_that_drops_every_packet_says_so_and_comes_bac
     """Through a proxy that holds every byte and closes nothing (keepalive would take 40 s to
     notice, and never where a proxy answers its pings), the watch of an engine sending
     heartbeats every 0.3 s reports ``reconnecting`` (STREAM_SILENT) within about 3 intervals
-    + 1 s, and keeps reopening while the network stays silent; once the bytes flow again it
-    resumes, and the action played meanwhile comes once."""
+    + 1 s (the limit its error names, and no sooner), and keeps reopening while the network
+    stays silent; once the bytes flow again it resumes, and the action played meanwhile comes
+    once. The waits are bounded by hang guards only: a loaded machine's timers fire late."""
     service = LocalService(log_path=tmp_path / "engine.log", args=["--heartbeat-interval-s", "0.3"])
     service.start()
 
@@ -890,12 +897,12 @@ def test_a_watch_through_a_network_that_drops_every_packet_says_so_and_comes_bac
         async with cg.connect(service.target) as direct, CuttableProxy(service.target) as proxy:
             match, sessions, mover = await two_seats(direct)
             client = cg.connect(proxy.target)
-            heard: list[tuple[str, str | None, float]] = []
+            heard: list[tuple[str, str | None, float, str | None]] = []
             seen: list[tuple[int, int]] = []
 
             async def follow():
                 async for event in client.spectate(match.match_id).watch(on_connection=lambda s: heard.append(
-                        (s.state, s.error and s.error.reason, time.monotonic()))):
+                        (s.state, s.error and s.error.reason, time.monotonic(), s.error and s.error.message))):
                     seen.append((event.kind, event.seq))
 
             task = asyncio.create_task(follow())
@@ -904,20 +911,23 @@ def test_a_watch_through_a_network_that_drops_every_packet_says_so_and_comes_bac
                     await asyncio.sleep(0.02)
                 proxy.freeze()
                 frozen = time.monotonic()
+                hang_guard = frozen + 45  # expected: about 4 s to the second reconnecting
                 await mover.act(lambda v: v.legal_actions[0].notation)
-                while sum(state == cg.RECONNECTING for state, _, _ in heard) < 2:
-                    assert time.monotonic() - frozen < 8, heard
+                while sum(state == cg.RECONNECTING for state, *_ in heard) < 2:
+                    assert time.monotonic() < hang_guard, heard
                     await asyncio.sleep(0.02)
-                assert {(state, reason) for state, reason, _ in heard} == {(cg.RECONNECTING, "STREAM_SILENT")}
+                assert {(state, reason) for state, reason, *_ in heard} == {(cg.RECONNECTING, "STREAM_SILENT")}
+                # the limit learnt from the heartbeats, 3 * 0.3 + 1 s, on each reopening too
+                assert all(message.startswith("no message for 1.9 s") for *_, message in heard), heard
                 # 1.9 s after the last message, which came up to an interval before the freeze
-                assert 1.5 <= heard[0][2] - frozen <= 3.5, heard[0][2] - frozen
+                assert heard[0][2] - frozen >= 1.5, heard[0][2] - frozen
                 proxy.thaw()
                 while (match_pb2.EVENT_KIND_ACTION, 1) not in seen:
-                    assert time.monotonic() - frozen < 20, (heard, seen)
+                    assert time.monotonic() < hang_guard, (heard, seen)
                     await asyncio.sleep(0.02)
                 await mover.act(lambda v: v.legal_actions[0].notation)  # live again
                 while (match_pb2.EVENT_KIND_ACTION, 2) not in seen:
-                    assert time.monotonic() - frozen < 25, (heard, seen)
+                    assert time.monotonic() < hang_guard, (heard, seen)
                     await asyncio.sleep(0.02)
                 assert heard[-1][0] == cg.RESUMED
                 actions = [seq for kind, seq in seen if kind == match_pb2.EVENT_KIND_ACTION]
@@ -933,13 +943,25 @@ def test_a_watch_through_a_network_that_drops_every_packet_says_so_and_comes_bac
         assert service.stop() == 0, service.log_tail()
 
 
-def test_a_watch_comes_back_soon_after_a_long_outage(engine):
+@dataclass(frozen=True)
+class SetDelays(cg.RetryPolicy):
+    """A retry policy without jitter whose delay the test sets as it goes: each reopening
+    waits ``delays[-1]`` seconds (``delays`` is appended to)."""
+
+    delays: list[float] = field(default_factory=lambda: [0.3])
+
+    def backoff(self, attempt: int) -> float:
+        return self.delays[-1]
+
+
+def test_a_watch_comes_back_on_the_pending_reopening_once_the_engine_is_back(engine):
     """After 10 s of refused connections (grpc's own reconnection backoff has grown to ~4 s
-    and more by then, to 2 minutes at most) the stream is back within ~1 s of the engine: the
-    channel's backoff is capped at a second (the stream came back 6 s after the engine, the
-    screen still saying 'reconnecting', its tries used up meanwhile), and a reopening waits for
-    the channel to connect rather than out its own jittered delay (up to 2 s more: a CI run
-    took over 3 s)."""
+    and more by then, to 2 minutes at most; capped at a second, see the next test) the
+    stream comes back on the reopening that was waiting when the engine returned: a
+    reopening waits for the channel to connect rather than out its own jittered delay (up to
+    2 s more: a CI run took over 3 s). Here that delay is made 600 s, far beyond the test's
+    time limit: the stream is back only if the channel connecting cut it short."""
+    never = 600.0
 
     async def scenario():
         async with cg.connect(engine.target) as direct:
@@ -947,36 +969,72 @@ def test_a_watch_comes_back_soon_after_a_long_outage(engine):
             proxy = CuttableProxy(engine.target)
             await proxy.__aenter__()
             port = proxy.port
-            client = cg.connect(proxy.target)
-            heard: list[tuple[str, float]] = []
+            policy = SetDelays()
+            client = cg.connect(proxy.target, retry=policy)
+            heard: list[cg.StreamState] = []
             seen: list[int] = []
 
             async def follow():
-                async for event in client.spectate(match.match_id).watch(
-                        on_connection=lambda s: heard.append((s.state, time.monotonic()))):
+                async for event in client.spectate(match.match_id).watch(on_connection=heard.append):
                     seen.append(event.seq)
+
+            async def until(what: Callable[[], bool]) -> None:
+                while not what():
+                    await asyncio.sleep(0.02)
 
             task = asyncio.create_task(follow())
             try:
-                while not seen:
-                    await asyncio.sleep(0.02)
+                await until(lambda: bool(seen))
                 await proxy.__aexit__(None, None, None)  # refused from now on
                 await asyncio.sleep(10)
+                policy.delays.append(never)
+                await until(lambda: any(state.delay_s == never for state in heard))
+                pending = heard[-1]  # the reopening now waiting, and the last one reported
+                assert (pending.state, pending.delay_s) == (cg.RECONNECTING, never), heard[-3:]
                 await mover.act(lambda v: v.legal_actions[0].notation)  # an event to come back with
                 proxy = CuttableProxy(engine.target, port=port)
                 await proxy.__aenter__()
-                restored = time.monotonic()
-                while not any(state == cg.RESUMED for state, _ in heard):
-                    assert time.monotonic() - restored < 3.0, f"not back within 3 s of the engine: {heard[-3:]}"
-                    await asyncio.sleep(0.02)
-                assert [state for state, _ in heard].count(cg.RECONNECTING) >= 5
+                await until(lambda: heard[-1].state != cg.RECONNECTING)
+                assert (heard[-1].state, heard[-1].attempt) == (cg.RESUMED, pending.attempt), heard[-3:]
+                # the reopenings went on while the engine was away, each refused
+                assert all(state.state == cg.RECONNECTING and state.error.code == grpc.StatusCode.UNAVAILABLE
+                           for state in heard[:-1]), heard
+                assert [state.attempt for state in heard[:-1]] == list(range(1, pending.attempt + 1))
+                assert pending.attempt >= 5, heard
+                await until(lambda: len(seen) >= 2)
+                assert seen[-1] > seen[0]  # the action played meanwhile, replayed
             finally:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
                 await client.close()
                 await proxy.__aexit__(None, None, None)
 
-    run(scenario(), timeout_s=30)
+    run(scenario(), timeout_s=60)  # a hang guard only: the stream is back about a second after the engine
+
+
+@pytest.mark.parametrize("tls", [False, True])
+def test_the_channel_waits_at_most_a_second_between_attempts_to_reach_the_engine(monkeypatch, tls):
+    """grpc's own wait between attempts to reach an engine that is down grows to 2 minutes:
+    after a 20 s outage the watch stream came back 6 s after the engine. Every channel
+    ``connect`` opens caps it at CHANNEL_MAX_RECONNECT_BACKOFF_MS (a second, as the Node
+    library's; tests/clients/test_docs.py holds the documents to it)."""
+    opened: list[dict] = []
+
+    def recording(real):
+        def channel(target, *args, options=(), **kwargs):
+            opened.append(dict(options))
+            return real(target, *args, options=options, **kwargs)
+        return channel
+
+    monkeypatch.setattr(grpc.aio, "insecure_channel", recording(grpc.aio.insecure_channel))
+    monkeypatch.setattr(grpc.aio, "secure_channel", recording(grpc.aio.secure_channel))
+
+    async def go():
+        await cg.connect(f"127.0.0.1:{free_port()}", tls=tls).close()
+
+    asyncio.run(go())
+    assert len(opened) == 1
+    assert opened[0]["grpc.max_reconnect_backoff_ms"] == cg.CHANNEL_MAX_RECONNECT_BACKOFF_MS == 1000
 
 
 def test_no_object_of_the_library_shows_a_token_in_its_repr():

@@ -11,6 +11,7 @@ import random
 import re
 import subprocess
 import sys
+import threading
 import time
 
 import grpc
@@ -45,9 +46,15 @@ def screen_text(app) -> str:
     return console.export_text()
 
 
-def test_play_screen_plays_a_whole_japanese_joker_match(engine):
+def test_play_screen_plays_a_whole_japanese_joker_match(tmp_path):
     """Through textual's harness: the screen shows the hand, the columns, the trick, the
-    deadline and the legal actions; pressing 1 / Enter plays until the match is over."""
+    deadline and the legal actions; pressing 1 / Enter plays until the match is over.
+
+    Its own engine plays each bot move as soon as it is decided (--bot-pace-s 0): the shared
+    one holds every bot move 2 s (GJ-11.8, JJK-9.7), some 20 s of this match in all."""
+    from clients.local_service import LocalService
+
+    engine = LocalService(log_path=tmp_path / "engine.log", args=["--bot-pace-s", "0", "--bot-deadline-s", "5"])
 
     async def scenario():
         async with cg.connect(engine.target) as client:
@@ -76,7 +83,12 @@ def test_play_screen_plays_a_whole_japanese_joker_match(engine):
             assert presses >= 18  # a match to 11 may end after one deal: a card in each of its 18 tricks
             assert seen_hand and seen_columns and seen_countdown
 
-    run(scenario(), timeout_s=200)
+    with engine:
+        try:
+            run(scenario(), timeout_s=200)
+        except BaseException:
+            print(engine.log_tail(40))  # shown with the failure
+            raise
 
 
 def test_play_screen_reports_a_stale_choice(engine):
@@ -973,12 +985,15 @@ def test_watch_plain_notes_a_dropped_connection_on_stderr(engine):
                 assert b"joined the table" in first, first
                 proxy.hold()
                 proxy.cut()
+                lost = await asyncio.wait_for(watcher.stderr.readline(), 15)  # said while it is down
                 for _ in range(3):
                     view = await sessions[0].view()
                     await sessions[view.to_act].act(lambda v: v.legal_actions[0].notation)
-                await asyncio.sleep(0.5)
                 proxy.release()
-                await asyncio.sleep(1.0)
+                back = await asyncio.wait_for(watcher.stderr.readline(), 15)
+                shown = [first]
+                while 3 not in action_seqs([line.decode() for line in shown]):  # caught up
+                    shown.append(await asyncio.wait_for(watcher.stdout.readline(), 15))
                 await direct.admin.terminate(match.match_id, "test over")
                 out, err = await asyncio.wait_for(watcher.communicate(), 20)
             finally:
@@ -986,10 +1001,10 @@ def test_watch_plain_notes_a_dropped_connection_on_stderr(engine):
                     watcher.kill()
                     await watcher.wait()
             assert watcher.returncode == 0, (out, err)
-            notes = err.decode().splitlines()
+            notes = (lost + back + err).decode().splitlines()
             assert len(notes) == 2 and notes[0].startswith("connection lost ("), notes
             assert notes[0].endswith("): reconnecting") and notes[1] == "connection back after 1 try: catching up", notes
-            assert action_seqs(out.decode().splitlines()) == [1, 2, 3]
+            assert action_seqs((b"".join(shown) + out).decode().splitlines()) == [1, 2, 3]
 
     run(scenario(), timeout_s=60)
 
@@ -1792,11 +1807,33 @@ def test_watch_plain_says_how_a_klaberjass_deal_came_to_its_score(engine):
                                 r"|equal totals", played[-1]), lines
 
 
+def deal_table_rows(lines: list[str]) -> list[tuple[int, list[str]]]:
+    """The rows of the deal results tables in ``lines`` (``--plain`` output): each row's deal
+    number and its cells ("points (taken/bid)", one per seat), in the order printed. A table
+    is its title, ``deals: points (tricks taken/bid)``, the ``#`` header, then one row per deal."""
+    rows: list[tuple[int, list[str]]] = []
+    state = "outside"
+    for line in lines:
+        if line.strip() == "deals: points (tricks taken/bid)":
+            state = "title"
+        elif state == "title" and line.split()[:1] == ["#"]:
+            state = "rows"
+        elif state == "rows" and (row := re.fullmatch(r"\s*(\d+)((?:\s+-?\d+ \(\d+/\d+\))+)\s*", line)):
+            rows.append((int(row[1]), re.findall(r"-?\d+ \(\d+/\d+\)", row[2])))
+        else:
+            state = "outside"
+    return rows
+
+
 def test_plain_output_on_a_stream_without_the_suit_symbols(engine):
     """Under a non-UTF-8 locale (here PYTHONIOENCODING=ascii, as a latin-1 terminal or a log
     opened in another encoding) ``clients.watch --plain`` (and ``clients.play --autoplay``,
     the same consoles) ended with UnicodeEncodeError at the first suit symbol: the suits are
-    written in the rulebook's letters (``10H``, ``trump S``) and the output goes on."""
+    written in the rulebook's letters (``10H``, ``trump S``) and the output goes on.
+
+    The output is read until the second deal's row of the deal results table, the last thing
+    the two deals played make the watcher print (the match then waits for its players: the
+    next line came only when the engine's reconnect grace ran out and a bot took a seat)."""
 
     async def play_two_deals():
         async with cg.connect(engine.target) as client:
@@ -1811,23 +1848,26 @@ def test_plain_output_on_a_stream_without_the_suit_symbols(engine):
     watcher = subprocess.Popen([sys.executable, "-m", "clients.watch", match_id, "--target", engine.target,
                                 "--plain", "--from-start"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                cwd=ROOT, env=dict(os.environ, COLUMNS="160", PYTHONIOENCODING="ascii"))
+    hang_guard = threading.Timer(120, watcher.kill)  # a watcher that never prints deal 2: EOF, not a hang
+    hang_guard.start()
     lines: list[str] = []
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not any(line.lstrip().startswith("2 ") and "deal" in line
-                                                      for line in lines):
+        while not any(number == 2 for number, _ in deal_table_rows(lines)):
             raw = watcher.stdout.readline()
             if not raw:
                 break
             lines.append(raw.decode("ascii"))  # every byte ASCII: the decode itself is the check
     finally:
+        hang_guard.cancel()
         watcher.kill()
         err = watcher.stderr.read().decode("ascii", errors="replace")
     assert "UnicodeEncodeError" not in err, err
     plays = [line for line in lines if ": play " in line]
     assert plays and all(re.search(r"play (Joker[12]|(10|[2-9AKQJ])[SHDC])", line) for line in plays), lines
     assert any("trump" in line or "bid" in line for line in lines)
-    assert sum("deal" in line and "(tricks taken/bid)" in line for line in lines) >= 1, lines
+    rows = deal_table_rows(lines)
+    assert [number for number, _ in rows] == [1, 2], lines  # each deal once, as it was scored
+    assert all(len(cells) == 4 for _, cells in rows), lines  # one "points (taken/bid)" per seat
 
 
 def test_the_fallback_console_writes_suits_as_letters(monkeypatch):

@@ -7,7 +7,6 @@ import asyncio
 import base64
 import hashlib
 import random
-import time
 import tracemalloc
 
 import pytest
@@ -20,6 +19,7 @@ from engine_service.sessions.api import (BadRequest, CreateMatchRequest, LimitEx
                                          StaleSequence, Unauthenticated, Unavailable)
 from engine_service.sessions.access import authenticate
 from engine_service.sessions.tokens import new_token, token_hash
+from engine_service.sessions import validation
 from engine_service.sessions.validation import clean_name
 
 from .helpers import ADMIN, GAMES, Stream, collect, config, manager, open_match, play_random, run, to_act, until
@@ -329,12 +329,14 @@ def test_seat_taken_bot_seat_no_open_seat_and_bad_seat():
     run(go())
 
 
-def test_an_enormous_name_is_refused_without_splitting_it_all():
+def test_an_enormous_name_is_refused_without_splitting_it_all(monkeypatch):
     """Names are collapsed (runs of whitespace to one space) and then held to
     ``max_name_length``: the whole input used to be split into words first, so a 4 MB name
     passed in-process (the gRPC edge caps the raw field) cost ~0.2 s of event-loop CPU and
     ~90 MB before its refusal. The split now stops after ``limit`` words; names collapse
-    and are refused exactly as before."""
+    and are refused exactly as before. A join with such a name is refused there too, before
+    any per-character check, holding no more than one copy of the name at any moment (the
+    work, counted, where a CPU-time bound failed loaded machines for no fault)."""
     enormous = "ab " * 1_400_000
     tracemalloc.start()
     try:
@@ -360,17 +362,29 @@ def test_an_enormous_name_is_refused_without_splitting_it_all():
         with pytest.raises(BadRequest):
             clean_name(too_long, 1, "n")
 
+    checked: list[str] = []  # names given the per-character check (validation._refused_character)
+    monkeypatch.setattr(validation, "_refused_character",
+                        lambda text, real=validation._refused_character: checked.append(text) or real(text))
+
     async def go():
         async with manager() as mgr:
             s = await mgr.create_match(CreateMatchRequest(game=GAME))
-            started = time.process_time()
-            with pytest.raises(BadRequest) as info:
-                await mgr.join_match(s.match_id, None, "ab " * 1_400_000)
-            return info.value.reason, time.process_time() - started, (await mgr.get_match(s.match_id)).seats
+            assert mgr.config.max_name_length == 64
+            checked.clear()  # the match's name, checked as it was created
+            tracemalloc.start()
+            try:
+                with pytest.raises(BadRequest) as info:
+                    await mgr.join_match(s.match_id, None, enormous)
+                _, peak = tracemalloc.get_traced_memory()
+            finally:
+                tracemalloc.stop()
+            return info.value, peak, (await mgr.get_match(s.match_id)).seats
 
-    reason, cpu, seats = run(go())
-    assert reason == "BAD_NAME" and not any(seat.taken for seat in seats)
-    assert cpu < 0.1
+    refusal, peak, seats = run(go())
+    assert refusal.reason == "BAD_NAME" and "longer than 64 characters" in str(refusal), refusal
+    assert not any(seat.taken for seat in seats)
+    assert checked == []  # refused by its length, before any character of it was looked at
+    assert peak < 1.5 * len(enormous)  # one copy of it at most, as clean_name's own
 
 
 def test_first_open_seat_and_leaving_before_the_start_frees_the_seat():

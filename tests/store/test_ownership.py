@@ -23,6 +23,8 @@ import structlog.testing
 from engine_service.store import OwnershipLost, SqliteStore, StoreError, StoreInUse
 from engine_service.store.postgres import PostgresStore
 from engine_service.store import pg_ownership
+from engine_service.store import ownership
+from engine_service.store.ownership import FileOwnership
 from engine_service.store.pg_ownership import OWNER_LOCK_CLASS
 
 from .pg import connect, url_with
@@ -109,11 +111,43 @@ def test_a_second_store_through_a_symbolic_link_is_refused(tmp_path):
         "db.sqlite3.lock", "link.sqlite3.lock"]
 
 
-def _waited_for_the_holder(make, release_after_s: float) -> float:
+class _Pauses:
+    """A module's ``time`` or ``asyncio`` as the module sees it, but for its ``sleep``, which
+    records each pause asked for (seconds) before it sleeps."""
+
+    def __init__(self, real, pauses: list[float]) -> None:
+        self._real = real
+        self._pauses = pauses
+
+    def __getattr__(self, name: str):
+        return getattr(self._real, name)
+
+    def sleep(self, seconds: float, *args):
+        self._pauses.append(seconds)
+        return self._real.sleep(seconds, *args)
+
+
+def _waited_for_the_holder(make, release_after_s: float, monkeypatch) -> tuple[float, list, list[float]]:
     """Open a store, and a second one with a lock wait while the first closes after
-    ``release_after_s``: how long the second waited (it then writes, as the owner). The
-    second says once that it waits, and for whom (db_lock_waiting), so that an engine
-    waiting out a draining predecessor is not taken for a hung one."""
+    ``release_after_s``: how long the second waited (it then writes, as the owner), its
+    attempts to take the lock, each as (begun after the first had closed, took the lock), and
+    the pauses it made between them (seconds asked for). The second says once that it waits,
+    and for whom (db_lock_waiting), so that an engine waiting out a draining predecessor is
+    not taken for a hung one."""
+    attempts: list[tuple[bool, bool]] = []
+    pauses: list[float] = []
+    released = threading.Event()  # the SQLite store tries from its own thread
+
+    def try_lock(fd, real=FileOwnership._try_lock):
+        after = released.is_set()
+        attempts.append((after, took := real(fd)))
+        return took
+
+    async def try_take(self, real=pg_ownership.AdvisoryOwnership._try_take):
+        after = released.is_set()
+        attempts.append((after, took := await real(self)))
+        return took
+
     async def go():
         first = make()
         await first.open()
@@ -121,12 +155,18 @@ def _waited_for_the_holder(make, release_after_s: float) -> float:
         async def let_go():
             await asyncio.sleep(release_after_s)
             await first.close()
+            released.set()
 
         releasing = asyncio.create_task(let_go())
         started = time.monotonic()
-        second = make(lock_wait_s=10)
-        with structlog.testing.capture_logs() as logs:
-            await second.open()
+        second = make(lock_wait_s=10)  # a hang guard too: StoreInUse after 10 s
+        with monkeypatch.context() as patch:
+            patch.setattr(FileOwnership, "_try_lock", staticmethod(try_lock))
+            patch.setattr(ownership, "time", _Pauses(time, pauses))
+            patch.setattr(pg_ownership.AdvisoryOwnership, "_try_take", try_take)
+            patch.setattr(pg_ownership, "asyncio", _Pauses(asyncio, pauses))
+            with structlog.testing.capture_logs() as logs:
+                await second.open()
         waited = time.monotonic() - started
         waiting = [line for line in logs if line["event"] == "db_lock_waiting"]
         assert len(waiting) == 1 and waiting[0]["log_level"] == "warning", logs
@@ -134,13 +174,24 @@ def _waited_for_the_holder(make, release_after_s: float) -> float:
         await releasing
         await second.create_match(record())
         await second.close()
-        return waited
+        return waited, list(attempts), list(pauses)
     return run(go())
 
 
-def test_a_waiting_store_opens_once_the_holder_lets_go(tmp_path):
-    waited = _waited_for_the_holder(lambda **kw: SqliteStore(tmp_path / "db.sqlite3", **kw), 0.4)
-    assert 0.3 <= waited < 5
+def _took_the_lock_at_once(attempts: list[tuple[bool, bool]], pauses: list[float], poll_s: float) -> None:
+    """Refused while the holder held it, tried again every ``poll_s`` (never a longer pause),
+    and taken by the first attempt begun after the holder let go: no later than that, not
+    when the wait ran out (a time bound on a loaded machine said the same with a false alarm)."""
+    assert [took for _, took in attempts] == [False] * (len(attempts) - 1) + [True], attempts
+    assert len(attempts) >= 2 and not any(after and not took for after, took in attempts), attempts
+    assert pauses == [poll_s] * (len(attempts) - 1), pauses
+
+
+def test_a_waiting_store_opens_once_the_holder_lets_go(tmp_path, monkeypatch):
+    waited, attempts, pauses = _waited_for_the_holder(
+        lambda **kw: SqliteStore(tmp_path / "db.sqlite3", **kw), 0.4, monkeypatch)
+    assert waited >= 0.3
+    _took_the_lock_at_once(attempts, pauses, ownership.POLL_S)
 
 
 def test_a_refused_wait_ends_after_lock_wait_s(tmp_path):
@@ -307,8 +358,10 @@ def test_a_closed_postgres_store_has_let_go_when_close_returns(pg_database, pg_s
     assert run(go()) == [None] * 5
 
 
-def test_a_waiting_postgres_store_opens_once_the_holder_lets_go(pg_url):
-    assert 0.4 <= _waited_for_the_holder(lambda **kw: PostgresStore(pg_url, **kw), 0.5) < 5
+def test_a_waiting_postgres_store_opens_once_the_holder_lets_go(pg_url, monkeypatch):
+    waited, attempts, pauses = _waited_for_the_holder(lambda **kw: PostgresStore(pg_url, **kw), 0.5, monkeypatch)
+    assert waited >= 0.4
+    _took_the_lock_at_once(attempts, pauses, pg_ownership.POLL_S)
 
 
 def test_a_crashed_holders_session_releases_the_lock(pg_url):
