@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import random
 import statistics
-import time
 from types import SimpleNamespace
 
 import pytest
@@ -136,42 +135,44 @@ def test_a_bot_gets_only_its_seat_view_and_legal_actions(game_id):
     assert (rec.action, rec.by, rec.reason) == (probe.legal_actions()[-1], "bot", "")
 
 
-def test_bots_never_block_the_server_or_another_match():
-    """A bot thinks in a worker process while a match next to it is played by clients: their
-    actions stay fast. The bot computes for its whole budget (about 1.9 s of the 2 s
-    deadline), so a host running it on the event loop would hold an action that long: the
-    bound below (1 s) is far from both that and an action's few milliseconds, which a loaded
-    machine stretches (it was 0.25 s against a search bot spending about 0.2 s)."""
+def test_bots_never_block_the_server_or_another_match(tmp_path, monkeypatch):
+    """A bot thinks in a worker process while a match next to it is played by clients: the
+    bot (tests/plugins/holds.py) computes until the test releases it, and 40 actions of the
+    other match are made and answered meanwhile, each while its decision is still outstanding.
+    A host running the decision on the event loop would hold the first action until the bot
+    gave up (its 60 s budget): the bot's move would be in before that action returned."""
+    monkeypatch.setenv("HOLDS_DIR", str(tmp_path))  # before the host's workers start
+
     async def go():
-        host = BotHost(workers=1, autoload=False, plugins=("tests.plugins.spins",))
+        host = BotHost(workers=1, autoload=False, plugins=("tests.plugins.holds",))
         try:
-            async with manager(host=host) as mgr:
+            async with manager(config(bot_deadline_s=60.0), host=host) as mgr:
                 await mgr.create_match(CreateMatchRequest(
-                    game="klaberjass", seats=[SeatConfig("bot", "spins")] * 2))
+                    game="klaberjass", seats=[SeatConfig("bot", "holds")] * 2))
+                bot_match = next(iter(mgr._matches.values()))
+                await until((tmp_path / "thinking").exists, timeout=60)  # the decision is under way
                 match_id, ps = await open_match(mgr, "klaberjass")
                 rng = random.Random(3)
-                latencies = []
-                while len(latencies) < 40:
+                played = 0
+                while played < 40:
                     for seat, p in enumerate(ps):
                         env = await mgr.get_view(match_id, p)
                         if env.view["to_act"] == seat:
-                            t = time.perf_counter()
                             await mgr.submit_action(match_id, p, rng.choice(env.view["legal"]), env.seq)
-                            latencies.append(time.perf_counter() - t)
-                            assert latencies[-1] < 1.0, latencies  # at once, not after 40 of them
+                            played += 1
+                            assert bot_match.seq == 0, f"the bot moved before action {played} returned"
                     await asyncio.sleep(0.01)
-                bot_match = next(m for m in mgr._matches.values() if m.match_id != match_id)
-                await until(lambda: bot_match.seq >= 2, timeout=30)
-                return latencies, bot_match.seq, mgr.metrics
+                (tmp_path / "release").touch()
+                await until(lambda: bot_match.seq >= 2, timeout=60)
+                return mgr.metrics
         finally:
             await host.close()
 
-    latencies, bot_seq, metrics = run(go(), timeout=300)
-    assert len(latencies) >= 40
-    assert max(latencies) < 1.0, max(latencies)
-    assert bot_seq >= 2
-    decisions = metrics.value("cardgames_bot_decision_seconds_count", {"bot": "spins"})
-    assert decisions >= 2 and metrics.value("cardgames_bot_decision_seconds_sum", {"bot": "spins"}) >= 1.5 * decisions
+    metrics = run(go(), timeout=300)
+    # the bot's own moves, not the auto-move standing in for a bot that timed out
+    assert metrics.value("cardgames_bot_decision_seconds_count", {"bot": "holds"}) >= 2
+    for reason in FAILURES:
+        assert metrics.value("cardgames_bot_failures_total", {"bot": "holds", "reason": reason}) == 0
 
 
 class ThinkingHost:
