@@ -22,6 +22,7 @@ from bot_plugins import bid_inference as B
 from bot_plugins.heuristic.georgian_joker import GeorgianJokerHeuristic
 from bot_plugins import search
 from bot_plugins.search import SearchBot, SearchParams
+from engine_service.plugins import protocol
 from engine_service.rules import get_game
 from engine_service.rules.cards import codes_of
 from tests.bots.positions import deal, request
@@ -200,7 +201,20 @@ def test_the_small_deal_flat_bid_samples_the_inferred_worlds(monkeypatch):
     assert seen == []
 
 
-def test_a_nine_card_decision_with_inference_keeps_to_the_budget():
+class SteppingClock:
+    """A ``time`` stand-in whose ``monotonic()`` moves on by ``tick`` at every read: the
+    decision's budget is then counted in its own clock checks, not in a machine's speed."""
+
+    def __init__(self, tick: float) -> None:
+        self.now = 1000.0
+        self.tick = tick
+
+    def monotonic(self) -> float:
+        self.now += self.tick
+        return self.now
+
+
+def test_a_nine_card_decision_with_inference_keeps_to_the_budget(monkeypatch):
     # deal 9 (nine cards, trump chosen) mid-play: the four bids known, a 100 ms budget
     game = get_game("georgian_joker")
     state = deal("georgian_joker", {}, first_dealer=0, deal_number=9)
@@ -211,13 +225,23 @@ def test_a_nine_card_decision_with_inference_keeps_to_the_budget():
         state.apply(request(state).legal[rng.randrange(len(request(state).legal))])
     req = request(state)
     assert req.view["table"]["cards_per_player"] == 9 and None not in req.view["table"]["bids"]
-    req = type(req)(req.game_id, req.seat, req.view, req.legal, req.rng, 0.1)
     bot = SearchBot("georgian_joker", SearchParams(gj_bid_inference=True, iterations=100_000))
     assert bot._inference(req.view) is not None
-    started = time.process_time()  # CPU, not wall time: a loaded machine stretches the latter
+    clock = SteppingClock(tick=0.001)
+    for module in (search, B, protocol):
+        monkeypatch.setattr(module, "time", clock)
+    req = type(req)(req.game_id, req.seat, req.view, req.legal, req.rng, 0.1, started=clock.monotonic())
+    drawn = []
+    real = bot.game.determinize
+    monkeypatch.setattr(bot.game, "determinize", lambda *a: drawn.append(1) or real(*a))
     assert bot.decide(req) in req.legal
-    assert time.process_time() - started < 0.1 + 0.1  # the budget, and one iteration over it
-    assert 0 < bot.last_iterations < 100_000  # the budget stopped it, not the iteration cap
+    params = bot.params
+    # the candidates stopped at their share of the budget (inference_time: about 21 of 85 ms)
+    assert 1 < len(drawn) < params.worlds * params.inference_candidates
+    assert len(drawn) <= 0.1 * params.time_fraction * params.inference_time / clock.tick + 2
+    # the tree stopped at the budget, not at the iteration cap
+    assert 0 < bot.last_iterations <= 0.1 * params.time_fraction / clock.tick
+    assert clock.now <= req.started + 0.1 + clock.tick  # no clock check after the deadline but the last
 
 
 def test_the_bench_plugin_offers_the_inference_bot():
