@@ -21,6 +21,7 @@ from structlog.testing import capture_logs
 
 from engine_service.observability.metrics import Metrics
 from engine_service.store import ActionRecord, DuplicateClientAction, SequenceConflict, StoreError
+from engine_service.store import postgres
 from engine_service.store.postgres import PostgresStore
 
 from .pg_cluster import PrivateCluster, cluster  # noqa: F401 - the fixture
@@ -94,10 +95,10 @@ def test_a_hung_server_fails_calls_within_the_bound_and_the_store_serves_again_o
             assert owner is not None and owner.held
             started = time.monotonic()  # two connections in the pool: the read does not wait for one
             while st._pool.get_stats().get("pool_available", 0) < 2:  # type: ignore[union-attr]
-                assert time.monotonic() - started < 5
+                assert time.monotonic() - started < 30  # against a hang only
                 await asyncio.gather(*(st.load_match("m1") for _ in range(4)))
             with capture_logs() as logs, _Frozen(cluster) as frozen:
-                async with asyncio.timeout(5 * (BOUND_S + RESOLVE_S)):  # against a hang only
+                async with asyncio.timeout(30):  # against a hang only
                     (_, write_err), (_, read_err) = await asyncio.gather(
                         _timed(st.append_action("m1", _action(3))), _timed(st.load_match("m1")))
                 assert isinstance(write_err, StoreError), write_err
@@ -107,9 +108,13 @@ def test_a_hung_server_fails_calls_within_the_bound_and_the_store_serves_again_o
                 # the watchdog: writes refused, the server found unreachable, not hung
                 started = time.monotonic()
                 while owner.unreachable is None:
-                    assert time.monotonic() - started < 3 * BOUND_S + 2, "the watchdog hangs"
+                    assert time.monotonic() - started < 30, "the watchdog hangs"
                     await asyncio.sleep(0.05)
                 assert not owner.held
+                # found by the lock's own check, its bound (max(check_s, 1) s) severing it:
+                # not by the attempt to take the lock (TIMEOUT_S) nor a cancel request
+                assert owner.unreachable.endswith(
+                    f"gave no answer within {max(st.ownership_check_s, 1.0):g} s to the check of the lock"), owner.unreachable
                 # refused at once for the server known unreachable, not each after its bound
                 for call, said in ((st.append_action("m1", _action(3)), "append_action refused"),
                                    (st.load_match("m1"), "load_match failed")):
@@ -122,7 +127,7 @@ def test_a_hung_server_fails_calls_within_the_bound_and_the_store_serves_again_o
                         await st.append_action("m1", _action(3))
                         break
                     except StoreError:
-                        assert time.monotonic() - started < 8, "not written again within 8 s"
+                        assert time.monotonic() - started < 60, "not written again within 60 s"
                         await asyncio.sleep(0.1)
             stored = await st.load_match("m1")
             assert stored is not None
@@ -158,14 +163,14 @@ def test_a_commit_without_an_answer_within_the_bound_is_resolved_not_reported_un
             owner = st._owner
             assert owner is not None
             with capture_logs() as logs:
-                async with asyncio.timeout(10):  # against a hang only, as below
+                async with asyncio.timeout(30):  # against a hang only, as below
                     took, err = await _timed(st.append_action("m1", ActionRecord(1, 0, "slow", client_action_id="c1")))
                 assert err is None and took >= 1.0, (took, err)  # past the bound: resolved (below)
                 started = time.monotonic()
                 while not owner.held:  # the lost connection's doubt, answered (the server is well)
-                    assert time.monotonic() - started < 3
+                    assert time.monotonic() - started < 30  # against a hang only
                     await asyncio.sleep(0.05)
-                async with asyncio.timeout(10):
+                async with asyncio.timeout(30):
                     took, err = await _timed(st.append_action("m1", ActionRecord(2, 0, "stuck", client_action_id="c2")))
                 # the bound and then the resolution's own: in doubt ("unknown" below), not waited
                 # for until the commit (4 s), which would be "committed"
@@ -182,7 +187,7 @@ def test_a_commit_without_an_answer_within_the_bound_is_resolved_not_reported_un
                 except (DuplicateClientAction, SequenceConflict):
                     break
                 except StoreError:
-                    assert time.monotonic() - started < 6
+                    assert time.monotonic() - started < 60  # against a hang only
                     await asyncio.sleep(0.2)
             stored = await st.load_match("m1")
             assert stored is not None and [a.seq for a in stored.actions] == [1, 2]
@@ -191,14 +196,26 @@ def test_a_commit_without_an_answer_within_the_bound_is_resolved_not_reported_un
     asyncio.run(go())
 
 
-def test_a_server_that_hangs_as_the_lock_is_taken_back_holds_the_store_no_longer_than_the_bound(cluster):
+def test_a_server_that_hangs_as_the_lock_is_taken_back_holds_the_store_no_longer_than_the_bound(
+        cluster, monkeypatch):
     """The lock session is lost; the server hangs just as the lock has been taken again, while
-    the store checks its idle connections before writes resume. That check ends within the
-    ownership's bound (its connections without an answer severed and replaced), not after the
-    minute and more it took while psycopg waited for its cancel request, writes refused and
-    the lock unwatched; and once the server resumes the store serves again with its whole pool
-    (the connections that check had taken out of the pool were lost to it for good)."""
+    the store checks its idle connections before writes resume. That check ends by the
+    ownership's bound: each connection's round trip is bounded by what is left of one deadline
+    at most BOUND_S away, and severed (and replaced) when it runs out, not cancelled (the minute
+    and more psycopg waited for its cancel request, writes refused and the lock unwatched) nor
+    waited for up to the pool's own POOL_TIMEOUT_S; and once the server resumes the store
+    serves again with its whole pool (the connections that check had taken out of the pool
+    were lost to it for good)."""
     pool_size = 4
+    checked: list[postgres.Bound] = []  # the bounds set while the hung server is checked
+    checking = [False]
+
+    class Recorded(postgres.Bound):
+        def __init__(self, seconds: float) -> None:
+            super().__init__(seconds)
+            if checking[0]:
+                checked.append(self)
+    monkeypatch.setattr(postgres, "Bound", Recorded)
 
     async def go():
         st = PostgresStore(cluster.url(), Metrics(), call_timeout_s=BOUND_S, ownership_check_s=0.5,
@@ -209,7 +226,7 @@ def test_a_server_that_hangs_as_the_lock_is_taken_back_holds_the_store_no_longer
             await st.append_action("m1", _action(1))
             started = time.monotonic()
             while st._pool.get_stats().get("pool_available", 0) < pool_size:  # type: ignore[union-attr]
-                assert time.monotonic() - started < 5
+                assert time.monotonic() - started < 30  # against a hang only
                 await asyncio.gather(*(st.load_match("m1") for _ in range(2 * pool_size)))
             owner = st._owner
             assert owner is not None
@@ -219,14 +236,16 @@ def test_a_server_that_hangs_as_the_lock_is_taken_back_holds_the_store_no_longer
             async def hang_then_check() -> None:  # the first time only
                 owner.on_restored = check
                 with _Frozen(cluster):
+                    checking[0] = True
                     timed["took"], _ = await _timed(check())
+                    checking[0] = False
             owner.on_restored = hang_then_check
             with capture_logs() as logs:
                 with psycopg.connect(cluster.url(), autocommit=True) as conn:
                     conn.execute("SELECT pg_terminate_backend(%s)", (owner._pid,))
                 started = time.monotonic()
                 while "took" not in timed:  # bounded by the ownership's bound (<= BOUND_S) itself
-                    assert time.monotonic() - started < 10 * BOUND_S, "the check of the pool hangs"
+                    assert time.monotonic() - started < 60, "the check of the pool hangs"
                     await asyncio.sleep(0.05)
                 started = time.monotonic()
                 while True:  # the server resumed when the check returned: writes go on
@@ -234,19 +253,24 @@ def test_a_server_that_hangs_as_the_lock_is_taken_back_holds_the_store_no_longer
                         await st.append_action("m1", _action(2))
                         break
                     except StoreError:
-                        assert time.monotonic() - started < 8, "not written again within 8 s"
+                        assert time.monotonic() - started < 60, "not written again within 60 s"
                         await asyncio.sleep(0.1)
             # the whole pool: pool_size calls at once, each holding its connection a moment
             loads = await asyncio.gather(*(st.load_match("m1") for _ in range(pool_size)))
             stats = st._pool.get_stats()  # type: ignore[union-attr]
-            return timed["took"], loads, stats, [e["event"] for e in logs]
+            return loads, stats, [e["event"] for e in logs]
         finally:
             await st.close()
 
-    took, loads, stats, events = asyncio.run(go())
-    # the ownership's bound (here BOUND_S) ended it; a guard 5 times that still tells it from
-    # the pool's own wait (POOL_TIMEOUT_S, 10 s) and the minute of a cancel request
-    assert took < 5 * BOUND_S, took
+    loads, stats, events = asyncio.run(go())
+    # the ownership's bound ended the check: every idle connection's round trip bounded by
+    # what was left of one deadline (at most BOUND_S away, never the pool's POOL_TIMEOUT_S),
+    # and severed when it ran out, the frozen server answering none
+    assert checked, "the check bounded no connection"
+    assert all(b.seconds <= BOUND_S for b in checked), [b.seconds for b in checked]
+    assert all(later.seconds <= earlier.seconds for earlier, later in zip(checked, checked[1:])), \
+        [b.seconds for b in checked]
+    assert all(b.fired for b in checked), [(b.seconds, b.fired) for b in checked]
     assert all(m is not None and [a.seq for a in m.actions] == [1, 2] for m in loads)
     assert stats["pool_size"] <= pool_size and stats.get("requests_waiting", 0) == 0, stats
     assert "db_ownership_lost" not in events, events
@@ -269,7 +293,7 @@ def test_a_server_that_hangs_while_the_schema_is_prepared_fails_the_open_within_
     async def go():
         st = PostgresStore(cluster.url(), Metrics(), call_timeout_s=BOUND_S)
         try:
-            async with asyncio.timeout(4 * BOUND_S + 5):  # the test's own guard
+            async with asyncio.timeout(30):  # the test's own guard, against a hang only
                 return await _timed(st.open())
         finally:
             for f in frozen:
