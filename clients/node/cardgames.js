@@ -194,6 +194,10 @@ class Client {
    *   timeoutMs: the deadline of each attempt of a unary call, in milliseconds above 0 (default
    *   10000). A call safe to repeat is tried up to 10 times on UNAVAILABLE or a timeout, so a
    *   hung engine fails it after about 10 times that; streams have no deadline.
+   *   backoffMs(attempt): the wait in milliseconds before a call is repeated or watch() reopens
+   *   its stream, attempt 0, 1, 2... in a row (default: a full jitter up to 100 ms * 2^attempt,
+   *   2 s at most), as the Python library's RetryPolicy.backoff; a rate limit's RetryInfo delay
+   *   is waited when it is longer. One without jitter makes a retry's timing what a test says.
    */
   constructor(target, options = {}) {
     const tls = Boolean(options.tls || options.rootCertificates || options.serverName);
@@ -217,6 +221,43 @@ class Client {
       throw new RangeError(`timeoutMs is a number of milliseconds above 0, not ${String(timeoutMs)}`);
     }
     this.timeoutMs = timeoutMs;
+    const backoffMs = options.backoffMs ?? backoff;
+    if (typeof backoffMs !== 'function') {
+      throw new TypeError(`backoffMs is a function of the attempt, not ${String(backoffMs)}`);
+    }
+    this.backoffMs = backoffMs;
+    // kept apart from the stub, which tests replace with a fake: a closed channel (SHUTDOWN)
+    // never connects, and pause() then waits out its delay
+    this.channel = this.stub.getChannel();
+  }
+
+  /**
+   * Wait `delayMs` before a stream is reopened, or less when the engine was unreachable
+   * (`failure` UNAVAILABLE) and the channel connects again meanwhile: the jittered delay then
+   * only made the stream come back up to 2 s after the engine (a CI run saw 3 s), as the Python
+   * library's _pause. A rate limit's refusal is waited out in full: the channel is up already.
+   */
+  async pause(delayMs, failure) {
+    const { READY, SHUTDOWN } = grpc.connectivityState;
+    const channel = this.channel;
+    if (!failure || failure.code !== 'UNAVAILABLE' || failure.reason === 'RATE_LIMITED'
+        || channel.getConnectivityState(false) === READY) {
+      await sleep(delayMs);
+      return;
+    }
+    const deadline = Date.now() + delayMs;
+    let state = channel.getConnectivityState(true);
+    while (state !== READY) {
+      if (state === SHUTDOWN || Date.now() >= deadline) {
+        await sleep(Math.max(0, deadline - Date.now()));
+        return;
+      }
+      const changed = await new Promise((resolve) => {
+        channel.watchConnectivityState(state, deadline, (error) => resolve(!error));
+      });
+      if (!changed) return; // the delay ran out first
+      state = channel.getConnectivityState(true);
+    }
   }
 
   close() {
@@ -246,7 +287,7 @@ class Client {
         const waitMs = limited ? failure.retryDelayMs || 0 : 0;
         if (waitMs > MAX_RATE_LIMIT_WAIT_MS) throw failure;
         if (retried) retried.push(failure);
-        await sleep(Math.max(waitMs, backoff(attempt)));
+        await sleep(Math.max(waitMs, this.backoffMs(attempt)));
       }
     }
   }
@@ -416,7 +457,9 @@ class Seat {
    * also INTERNAL or UNKNOWN (what a broken HTTP/2 stream, RST_STREAM, can end with), the latter
    * reopened at most 3 times in a row without an event in between: the fourth such failure is
    * thrown (a server fault would fail forever), as in the Python library. Each reopening waits
-   * a jittered backoff (up to 100 ms, 200 ms, 400 ms... 2 s; an event received starts it over).
+   * the client's backoffMs (by default a jittered backoff: up to 100 ms, 200 ms, 400 ms... 2 s;
+   * an event received starts it over), or less when the engine was unreachable and the channel
+   * connects again meanwhile (Client.pause).
    *
    * A resumed stream replays actions only, and the match's start is no action (seq 0 before
    * and after it; watchers get it as the PRESENCE event of the last seat's join). So while the
@@ -575,10 +618,10 @@ class Seat {
         clearTimeout(timer);
         call.cancel();
       }
-      const delayMs = Math.max(waitMs, backoff(Math.min(failures, 6)));
+      const delayMs = Math.max(waitMs, this.client.backoffMs(Math.min(failures, 6)));
       down = true;
       await tell({ state: RECONNECTING, attempt: failures + 1, error: failure, delayMs });
-      await sleep(delayMs);
+      await this.client.pause(delayMs, failure);
       failures += 1;
     }
   }

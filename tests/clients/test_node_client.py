@@ -508,12 +508,20 @@ def test_node_watch_reopens_after_internal_and_unknown_as_python_does(node):
 
 _WATCH_WITH_HOOK = """
 const { Client, Seat } = require('./cardgames');
-const [target, matchId, seat, token] = process.argv.slice(1);
+const [target, matchId, seat, token, mode] = process.argv.slice(1);
 (async () => {
-  const client = new Client(target);
+  // 'set-delays': a backoff without jitter, in ms, that the test sets on stdin (a number a line)
+  let delayMs = 500;
+  const options = {};
+  if (mode === 'set-delays') {
+    options.backoffMs = () => delayMs;
+    require('node:readline').createInterface({ input: process.stdin }).on('line', (line) => { delayMs = Number(line); });
+  }
+  const client = new Client(target, options);
   const say = (line) => process.stdout.write(`${JSON.stringify(line)}\\n`);
   const onConnection = (c) => say({ state: c.state, attempt: c.attempt, max: c.maxAttempts,
-                                    code: c.error ? c.error.code : null, reason: c.error ? c.error.reason : null });
+                                    code: c.error ? c.error.code : null, reason: c.error ? c.error.reason : null,
+                                    message: c.error ? c.error.message : null, delay: c.delayMs ?? null });
   for await (const event of new Seat(client, matchId, Number(seat), token).watch(0, { onConnection, maxFailures: 40 })) {
     if (event.kind === 'EVENT_KIND_ACTION') say({ seq: event.seq });
   }
@@ -522,12 +530,15 @@ const [target, matchId, seat, token] = process.argv.slice(1);
 """
 
 
-async def _node_watcher(node: str, target: str, match_id: str, seat: cg.SeatSession):
+async def _node_watcher(node: str, target: str, match_id: str, seat: cg.SeatSession, set_delays: bool = False):
     """:data:`_WATCH_WITH_HOOK` for ``seat`` through ``target``: the process, the JSON lines it
-    printed so far (filled by the reader), and its ``read_until`` (:func:`_json_lines_reader`)."""
+    printed so far (filled by the reader), and its ``read_until`` (:func:`_json_lines_reader`).
+    ``set_delays``: its reopenings wait what the test writes to its stdin (500 ms at first)."""
     watcher = await asyncio.create_subprocess_exec(
         node, "-e", _WATCH_WITH_HOOK, target, match_id, str(seat.seat), seat.token,
-        cwd=NODE_DIR, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        *(["set-delays"] if set_delays else []), cwd=NODE_DIR,
+        stdin=asyncio.subprocess.PIPE if set_delays else None,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     lines: list[dict] = []
     return watcher, lines, _json_lines_reader(watcher, lines)
 
@@ -552,9 +563,14 @@ def _json_lines_reader(process: asyncio.subprocess.Process, lines: list[dict]):
 
 def test_node_watch_hook_through_a_long_outage(engine, node):
     """The Node client's watch() tells its onConnection hook that the stream dropped
-    (reconnecting, try 1, 2... of maxFailures, UNAVAILABLE) and that it is back (resumed) within
-    ~2 s of the engine (4.5 s allowed) after 10 s of refused connections (grpc-js's own
-    reconnection backoff capped as the library's), then the actions played meanwhile, each once."""
+    (reconnecting, try 1, 2... of maxFailures, UNAVAILABLE) and, after 10 s of refused
+    connections (grpc-js's own reconnection backoff, capped at a second by the library, grown
+    meanwhile), that it is back (resumed) on the reopening that was waiting when the engine
+    returned, then the actions played meanwhile, each once. That reopening's delay is made
+    600 s, far beyond the test's time limit: the stream is back only if the channel connecting
+    cut the wait short (Client.pause), as the Python library's (the jittered delay alone made
+    the stream come back up to 2 s after the engine; a CI run saw 3 s)."""
+    never_ms = 600_000
 
     async def scenario():
         async with cg.connect(engine.target) as client:
@@ -563,14 +579,19 @@ def test_node_watch_hook_through_a_long_outage(engine, node):
             await proxy.__aenter__()
             port = proxy.port
             spectator = sessions[0] if mover is not sessions[0] else sessions[1]
-            watcher, lines, read_until = await _node_watcher(node, proxy.target, match.match_id, spectator)
+            watcher, lines, read_until = await _node_watcher(node, proxy.target, match.match_id, spectator,
+                                                             set_delays=True)
 
             try:
                 await mover.act(lambda v: v.legal_actions[0].notation)
-                await read_until(lambda: {"seq": 1} in lines, 10)
+                await read_until(lambda: {"seq": 1} in lines, 30)
                 await proxy.__aexit__(None, None, None)  # refused from now on
-                await read_until(lambda: any(l.get("state") == "reconnecting" for l in lines), 5)
+                await read_until(lambda: any(l.get("state") == "reconnecting" for l in lines), 30)
                 await asyncio.sleep(10)
+                watcher.stdin.write(f"{never_ms}\n".encode())
+                await watcher.stdin.drain()
+                await read_until(lambda: any(l.get("delay") == never_ms for l in lines), 30)
+                pending = next(l for l in lines if l.get("delay") == never_ms)
                 played = []
                 for _ in range(2):
                     view = await sessions[0].view()
@@ -578,11 +599,9 @@ def test_node_watch_hook_through_a_long_outage(engine, node):
                     played.append(reply.seq)
                 proxy = CuttableProxy(engine.target, port=port)
                 await proxy.__aenter__()
-                # within ~2 s (the capped backoff) on a quiet machine; 4.5 s leaves room for a
-                # loaded one (CI missed 3 s once) and still tells it from grpc-js's own backoff,
-                # grown to 4-6.5 s per try after 10 s
-                await read_until(lambda: any(l.get("state") == "resumed" for l in lines), 4.5)
-                await read_until(lambda: {"seq": played[-1]} in lines, 3)
+                # hang guards only: the pending reopening would wait 600 s
+                await read_until(lambda: any(l.get("state") == "resumed" for l in lines), 30)
+                await read_until(lambda: {"seq": played[-1]} in lines, 30)
             finally:
                 watcher.kill()
                 await watcher.wait()
@@ -591,19 +610,22 @@ def test_node_watch_hook_through_a_long_outage(engine, node):
             tries = [l["attempt"] for l in states if l["state"] == "reconnecting"]
             assert tries == list(range(1, len(tries) + 1)) and len(tries) >= 5, states
             assert all(l["max"] == 40 and l["code"] == "UNAVAILABLE" for l in states if l["state"] == "reconnecting")
-            assert states[-1] == {"state": "resumed", "attempt": len(tries), "max": 40, "code": None, "reason": None}
+            assert states[-2] == pending, states[-3:]  # no reopening after the pending one...
+            assert states[-1] == {"state": "resumed", "attempt": pending["attempt"], "max": 40, "code": None,
+                                  "reason": None, "message": None, "delay": None}  # ...which came back
             assert [l["seq"] for l in lines if "seq" in l] == [1, *played]
             after = lines.index(states[-1])
             assert all("seq" in l for l in lines[after + 1:]), "an event came before 'resumed'"
 
-    run(scenario(), timeout_s=60)
+    run(scenario(), timeout_s=120)
 
 
 def test_node_watch_through_a_network_that_drops_every_packet(node, tmp_path):
     """Through a proxy that holds every byte and closes nothing, the Node client's watch() of
     an engine sending heartbeats every 0.3 s tells its hook ``reconnecting`` (UNAVAILABLE,
-    STREAM_SILENT) within about 3 intervals + 1 s (keepalive alone: up to 40 s), and once the
-    bytes flow again ``resumed``, then the action played meanwhile, once."""
+    STREAM_SILENT) for a silence of 3 intervals + 1 s, the limit it learned from the heartbeats
+    (keepalive alone: up to 40 s), and once the bytes flow again ``resumed``, then the action
+    played meanwhile, once."""
     service = LocalService(log_path=tmp_path / "engine.log", args=["--heartbeat-interval-s", "0.3"])
     service.start()
 
@@ -618,7 +640,8 @@ def test_node_watch_through_a_network_that_drops_every_packet(node, tmp_path):
                 await read_until(lambda: {"seq": 1} in lines, 10)
                 await asyncio.sleep(0.5)  # a heartbeat has named the interval
                 proxy.freeze()
-                await read_until(lambda: any(l.get("state") == "reconnecting" for l in lines), 4)
+                # a hang guard only: the limit the stream was cut at is asserted below
+                await read_until(lambda: any(l.get("state") == "reconnecting" for l in lines), 30)
                 view = await sessions[0].view()
                 played = (await sessions[view.to_act].act(lambda v: v.legal_actions[0].notation)).seq
                 proxy.thaw()
@@ -629,6 +652,8 @@ def test_node_watch_through_a_network_that_drops_every_packet(node, tmp_path):
             states = [l for l in lines if "state" in l]
             assert all(l["code"] == "UNAVAILABLE" and l["reason"] == "STREAM_SILENT"
                        for l in states if l["state"] == "reconnecting"), states
+            # cut at 3 heartbeat intervals + 1 s, not keepalive's 40 s
+            assert ": no message for 1.9 s (heartbeats included)" in states[0]["message"], states
             assert states[-1]["state"] == "resumed", states
             assert [l["seq"] for l in lines if "seq" in l] == [1, played]
 

@@ -884,3 +884,73 @@ test('a leave refused by a rate limit, then UNAUTHENTICATED, lost no answer: the
   await assert.rejects(new Seat(client, 'm1', 0, 't').leave(), (error) => error.code === 'UNAUTHENTICATED');
   assert.deepStrictEqual(calls, ['LeaveMatch', 'LeaveMatch']);
 });
+
+test('backoffMs is the wait before a call is repeated and before watch() reopens its stream', async () => {
+  const { Client, Seat, RECONNECTING } = require('../cardgames');
+  const asked = [];
+  const client = new Client('127.0.0.1:9', { backoffMs: (attempt) => { asked.push(attempt); return 5 * attempt; } });
+  client.stub.close();
+  let tries = 0;
+  client.stub = {
+    ListGames(request, metadata, options, callback) {
+      tries += 1;
+      if (tries < 4) callback({ code: grpc.status.UNAVAILABLE, details: 'gone', metadata: new grpc.Metadata() });
+      else callback(null, { games: [] });
+    },
+    WatchMatch() {
+      tries += 1;
+      return {
+        cancel() {},
+        async* [Symbol.asyncIterator]() {
+          if (tries < 7) throw { code: grpc.status.UNAVAILABLE, details: 'gone', metadata: new grpc.Metadata() };
+          yield { kind: 'EVENT_KIND_MATCH_ENDED', seq: 4 };
+        },
+      };
+    },
+  };
+  assert.deepStrictEqual(await client.listGames(), []);
+  assert.deepStrictEqual(asked, [0, 1, 2]);
+  asked.length = 0;
+  const delays = [];
+  const onConnection = (c) => { if (c.state === RECONNECTING) delays.push(c.delayMs); };
+  for await (const event of new Seat(client, 'm1', 0, 't').watch(3, { onConnection })) assert.strictEqual(event.seq, 4);
+  assert.deepStrictEqual([asked, delays], [[0, 1], [0, 5]]);
+  assert.throws(() => new Client('127.0.0.1:9', { backoffMs: 100 }), TypeError);
+});
+
+test('watch() reopens on the pending attempt once the channel connects, not after its delay (as Python)', { timeout: 30000 }, async () => {
+  // The engine is unreachable, and the reopening waits a delay far beyond the test's time
+  // limit: the stream is back only if the channel connecting cut that wait short.
+  const { Client, Seat, api, RECONNECTING, RESUMED } = require('../cardgames');
+  const serve = (port) => new Promise((resolve, reject) => {
+    const server = new grpc.Server();
+    server.addService(api.CardGamesService.service, {
+      WatchMatch(call) {
+        call.write({ kind: 'EVENT_KIND_ACTION', seq: 4, view: { seq: 4, status: 'MATCH_STATUS_ACTIVE' } });
+        call.write({ kind: 'EVENT_KIND_MATCH_ENDED', seq: 4 });
+        call.end();
+      },
+    });
+    server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(),
+      (error, bound) => (error ? reject(error) : resolve([server, bound])));
+  });
+  const [probe, port] = await serve(0);
+  probe.forceShutdown(); // refused from now on, until the engine "comes back" below
+  const never = 600000;
+  const client = new Client(`127.0.0.1:${port}`, { backoffMs: () => never });
+  let server;
+  const heard = [];
+  const onConnection = async (c) => {
+    heard.push([c.state, c.attempt, c.error ? c.error.code : undefined, c.delayMs]);
+    if (c.state === RECONNECTING && !server) [server] = await serve(port);
+  };
+  const seen = [];
+  try {
+    for await (const event of new Seat(client, 'm1', 0, 't').watch(3, { onConnection })) seen.push(event.seq);
+  } finally {
+    client.close();
+    if (server) server.forceShutdown();
+  }
+  assert.deepStrictEqual(heard, [[RECONNECTING, 1, 'UNAVAILABLE', never], [RESUMED, 1, undefined, undefined]]);
+  assert.deepStrictEqual(seen, [4, 4]);
+});
