@@ -322,8 +322,8 @@ def test_greedy_search_answers_legally_within_its_budget(game_id):
     """No iteration cap: only the 0.1 s budget stops the greedy search (as in
     test_bots_play_legally.test_search_stops_at_its_budget), and the answer is legal at every
     sampled decision point. That the budget stopped the search is ``last_iterations < 10**9``;
-    the wall-clock bound is only a guard, 10 times the budget: CI's other test worker can hold
-    this process off the CPU (a 0.2 s margin was overrun once, at 0.26 s)."""
+    the wall-clock bound is only a guard against a hang (CI's other test worker can hold this
+    process off the CPU: a 0.2 s margin was overrun once, at 0.26 s)."""
     import time
     bot = SearchBot(game_id, SearchParams(iterations=10**9, worlds=8, rollout="greedy"))
     for who, view in _decision_points(game_id, 6, 21):
@@ -332,7 +332,7 @@ def test_greedy_search_answers_legally_within_its_budget(game_id):
         a = bot.decide(req)
         spent = time.monotonic() - t
         assert a in view["legal"]
-        assert spent < 10 * 0.1, (game_id, spent)
+        assert spent < 30, (game_id, spent)  # a hang guard only
         if _flat_decision(game_id, view):
             assert bot.last_iterations == 0  # flat playouts, no tree (SearchBot._by_playouts)
         else:

@@ -480,7 +480,7 @@ def test_a_stream_with_nothing_to_replay_starts_with_a_heartbeat_at_once():
     seq, deadline, first, waited, behind, live = run(go())
     assert [(e.kind, e.seq, e.details) for e in first] == [
         ("heartbeat", seq, {"deadline": deadline, "interval_s": 600})]
-    assert waited < 5
+    assert waited < 60  # a hang guard only: at once, not after the 600 s interval
     assert [(e.kind, e.seq) for e in behind] == [("action", seq - 1)]
     assert [(e.kind, e.seq) for e in live if e.kind != "presence"] == [("heartbeat", seq), ("action", seq + 1)]
 
