@@ -637,7 +637,7 @@ def test_node_watch_through_a_network_that_drops_every_packet(node, tmp_path):
 
             try:
                 await mover.act(lambda v: v.legal_actions[0].notation)
-                await read_until(lambda: {"seq": 1} in lines, 10)
+                await read_until(lambda: {"seq": 1} in lines, 30)
                 await asyncio.sleep(0.5)  # a heartbeat has named the interval
                 proxy.freeze()
                 # a hang guard only: the limit the stream was cut at is asserted below
@@ -645,7 +645,7 @@ def test_node_watch_through_a_network_that_drops_every_packet(node, tmp_path):
                 view = await sessions[0].view()
                 played = (await sessions[view.to_act].act(lambda v: v.legal_actions[0].notation)).seq
                 proxy.thaw()
-                await read_until(lambda: {"seq": played} in lines, 15)
+                await read_until(lambda: {"seq": played} in lines, 30)
             finally:
                 watcher.kill()
                 await watcher.wait()

@@ -328,7 +328,7 @@ def test_a_plugin_whose_import_or_hook_hangs_is_left_out_after_the_time_limit():
         catalog = load_catalog(PluginSettings.resolve(
             extra=["tests.plugins.slow_import", broken_plugins.HookHangs(), "tests.plugins.bad_bots"],
             environ={}, load_timeout_s=0.5))
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 60  # a hang guard only: the reasons below say the limit ended them
     failed = {(f.plugin, f.stage): f for f in catalog.failures}
     assert set(failed) == {("tests.plugins.slow_import", "import"), ("HookHangs", "hook")}, failed
     for f in failed.values():

@@ -328,7 +328,8 @@ def test_an_unreachable_server_fails_fast_without_the_password():
     started = time.monotonic()
     with pytest.raises(StoreError) as info:
         run(go())
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 60  # a hang guard: the refusal itself is the reason below
+    assert "Connection refused" in str(info.value), info.value
     assert "s3cret-pw" not in str(info.value) and "127.0.0.1:1/cards" in str(info.value)
 
 
