@@ -112,7 +112,18 @@ class MemoryStore(Store):
     async def save_seat(self, match_id: str, seat: SeatRecord) -> None:
         with self._timer.write("save_seat"):
             self._check()
-            self._put_seat(match_id, self._row(match_id), seat)
+            row = self._row(match_id)
+            self._check_seats(match_id, row, (seat,))
+            self._put_seat(match_id, row, seat)
+
+    @staticmethod
+    def _check_seats(match_id: str, row: _Row, seats: Sequence[SeatRecord]) -> None:
+        """Refuse a seat number the match does not have, before any seat is written, as the
+        SQL stores' update of the seat's row finds none (UnknownMatch): a seat -1 replaced the
+        last seat, and one past the last failed with an IndexError."""
+        for s in seats:
+            if not 0 <= s.seat < len(row.record.seats):
+                raise UnknownMatch(f"no seat {s.seat} in match {match_id!r}")
 
     def _put_seat(self, match_id: str, row: _Row, seat: SeatRecord) -> None:
         old = row.record.seats[seat.seat]
@@ -170,6 +181,7 @@ class MemoryStore(Store):
             if row.record.status != "waiting":
                 raise MatchNotWaiting(f"match {match_id!r} is {row.record.status}, not waiting")
             self._check_decks(match_id, row, decks)  # every refusal before the first change
+            self._check_seats(match_id, row, seats)
             self._check_tokens(match_id, seats)
             for s in seats:
                 self._put_seat(match_id, row, s)

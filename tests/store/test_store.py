@@ -260,6 +260,35 @@ def test_an_absence_of_a_seat_number_just_outside_the_match_is_refused_or_left_a
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_seat_number_the_match_does_not_have_is_refused_and_writes_nothing(kind, make):
+    """save_seat and start_match with seat -1 or 2 of a two-seat match are UnknownMatch and
+    write nothing: not a seat row of its own (the SQL stores' upsert added one, and the match
+    was read back with four seats), not the last seat (the memory store's seats[-1]), not an
+    IndexError; a start refused so writes none of its other seats, decks or status either."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record())
+        before = await st.load_match("m1")
+        refused = []
+        for seat in (-1, 2):
+            taken = SeatRecord(seat=seat, player_name="x", token_hash=f"t{seat}", joined_at=1.0)
+            with pytest.raises(UnknownMatch, match=f"no seat {seat} in match 'm1'"):
+                await st.save_seat("m1", taken)
+            with pytest.raises(UnknownMatch, match=f"no seat {seat} in match 'm1'"):
+                await st.start_match("m1", [replace(LAST, token_hash="t-last"), taken], [DECK0])
+            refused.append(seat)
+        after = await st.load_match("m1")
+        await st.start_match("m1", [replace(LAST, token_hash="t-last")], [DECK0])  # its hash unclaimed
+        await st.close()
+        return before, refused, after
+
+    before, refused, after = run(go())
+    assert refused == [-1, 2]
+    assert after == before and [s.seat for s in after.record.seats] == [0, 1]
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_the_stored_options_and_result_are_the_ones_written_whatever_the_caller_changes_later(kind, make):
     """The store keeps a match's options and result as they were when written: the caller's
     dicts changed afterwards, or the mappings it read back changed (where they can be), do not
