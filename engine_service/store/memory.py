@@ -12,7 +12,7 @@ from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from ..observability.metrics import Metrics
-from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, CreateIdTaken, DeckRecord, DuplicateClientAction,
+from .base import (FINISHED, MAX_PRUNE_BATCH, STATUSES, UNFINISHED, ActionRecord, CreateIdTaken, DeckRecord, DuplicateClientAction,
                    MatchEnd, MatchExists, MatchListing, MatchNotWaiting, MatchRecord, PruneCounts, PrunedBatch, SeatRecord,
                    SequenceConflict, Store, StoredMatch, StoreError, UnknownMatch)
 
@@ -23,6 +23,24 @@ class _Row:
     decks: dict[int, DeckRecord] = field(default_factory=dict)
     actions: list[ActionRecord] = field(default_factory=list)
     client_ids: set[tuple[int, str]] = field(default_factory=set)
+
+
+#: A seat's kinds: the SQL stores' CHECK on seats.kind.
+SEAT_KINDS = ("open", "bot")
+
+
+def _check_status(status: str) -> None:
+    """The SQL stores' CHECK on matches.status: another status is refused, nothing written."""
+    if status not in STATUSES:
+        raise StoreError(f"status {status!r} is not one of {', '.join(STATUSES)}")
+
+
+def _check_kinds(match_id: str, seats: Sequence[SeatRecord]) -> None:
+    """The SQL stores' CHECK on seats.kind, for every seat before any is written."""
+    for s in seats:
+        if s.kind not in SEAT_KINDS:
+            raise StoreError(f"seat {s.seat} of match {match_id!r}: kind {s.kind!r} is not one of "
+                             f"{', '.join(SEAT_KINDS)}")
 
 
 def _frozen(m: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -90,6 +108,8 @@ class MemoryStore(Store):
                 raise MatchExists(f"match {record.match_id!r} exists")
             if record.create_hash and record.create_hash in self._created:
                 raise CreateIdTaken("a match was created with this client_create_id")
+            _check_status(record.status)
+            _check_kinds(record.match_id, record.seats)
             self._check_tokens(record.match_id, record.seats)
             record = replace(record, options=_frozen(record.options), result=_frozen(record.result))
             row = _Row(record)
@@ -114,6 +134,7 @@ class MemoryStore(Store):
             self._check()
             row = self._row(match_id)
             self._check_seats(match_id, row, (seat,))
+            _check_kinds(match_id, (seat,))
             self._put_seat(match_id, row, seat)
 
     @staticmethod
@@ -170,6 +191,7 @@ class MemoryStore(Store):
         with self._timer.write("set_status"):
             self._check()
             row = self._row(match_id)
+            _check_status(status)
             row.record = replace(row.record, status=status, result=_frozen(result), ended_at=ended_at,
                                  deal_commitments=tuple(deal_commitments))
 
@@ -182,6 +204,7 @@ class MemoryStore(Store):
                 raise MatchNotWaiting(f"match {match_id!r} is {row.record.status}, not waiting")
             self._check_decks(match_id, row, decks)  # every refusal before the first change
             self._check_seats(match_id, row, seats)
+            _check_kinds(match_id, seats)
             self._check_tokens(match_id, seats)
             for s in seats:
                 self._put_seat(match_id, row, s)
@@ -202,6 +225,8 @@ class MemoryStore(Store):
             if action.client_action_id and key in row.client_ids:
                 raise DuplicateClientAction(f"client_action_id reused in match {match_id!r}")
             self._check_decks(match_id, row, decks)
+            if end is not None:
+                _check_status(end.status)
             row.actions.append(action)
             if action.client_action_id:
                 row.client_ids.add(key)

@@ -873,7 +873,10 @@ class SqliteStore(Store):
         except sqlite3.IntegrityError as exc:
             if "create_hash" in str(exc):  # "UNIQUE constraint failed: matches.create_hash"
                 raise CreateIdTaken("a match was created with this client_create_id") from None
-            raise MatchExists(f"match {r.match_id!r} exists") from None
+            if "matches.match_id" in str(exc):
+                raise MatchExists(f"match {r.match_id!r} exists") from None
+            # a CHECK (an unknown status): it was called MatchExists, which no retry gets past
+            raise StoreError(f"match {r.match_id!r}: {_reason(exc)}") from None
         for s in r.seats:
             self._insert_seat(c, r.match_id, s)
         self._insert_decks(c, r.match_id, decks)

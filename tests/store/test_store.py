@@ -289,6 +289,39 @@ def test_a_seat_number_the_match_does_not_have_is_refused_and_writes_nothing(kin
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_status_or_a_seat_kind_the_schema_does_not_know_is_refused_and_writes_nothing(kind, make):
+    """The schema's CHECKs: a match's status is one of STATUSES, a seat's kind "open" or "bot".
+    A write with another (create_match, set_status, an append's end; create_match, save_seat,
+    start_match) is a StoreError, not MatchExists (SQLite called every refused insert of a
+    match so), and writes nothing: no match, no seat, no status, not the action of the end.
+    The memory store used to keep them all."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record())
+        before = await st.load_match("m1")
+        robot = SeatRecord(seat=1, kind="robot", player_name="r")
+        calls = (lambda: st.create_match(record("m2", status="paused")),
+                 lambda: st.create_match(replace(record("m3"), seats=(SeatRecord(0), robot))),
+                 lambda: st.set_status("m1", "paused"),
+                 lambda: st.save_seat("m1", robot),
+                 lambda: st.start_match("m1", [robot], [DECK0]),
+                 lambda: st.append_action("m1", ActionRecord(1, 0, "pass"), [DECK0], replace(END, status="over")))
+        errors = []
+        for call in calls:
+            with pytest.raises(StoreError) as info:
+                await call()
+            errors.append(info.value)
+        got = [await st.load_match(m) for m in ("m1", "m2", "m3")]
+        await st.close()
+        return before, errors, got
+
+    before, errors, (m1, m2, m3) = run(go())
+    assert not [e for e in errors if isinstance(e, (MatchExists, UnknownMatch, MatchNotWaiting))]
+    assert m1 == before and m2 is None and m3 is None
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_the_stored_options_and_result_are_the_ones_written_whatever_the_caller_changes_later(kind, make):
     """The store keeps a match's options and result as they were when written: the caller's
     dicts changed afterwards, or the mappings it read back changed (where they can be), do not
