@@ -7,6 +7,7 @@ written anywhere: a process exit loses everything.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
@@ -44,7 +45,16 @@ def _check_kinds(match_id: str, seats: Sequence[SeatRecord]) -> None:
 
 
 def _frozen(m: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    return None if m is None else MappingProxyType(dict(m))
+    """A copy of ``m`` all the way down, read-only at the top: what the SQL stores give, a
+    value of their own at each write and each read. A copy one level deep shared its nested
+    lists and dicts (a result's winners, scores) with the caller that wrote it and with every
+    reader: one of them changing its own changed the stored match."""
+    return None if m is None else MappingProxyType(copy.deepcopy(dict(m)))
+
+
+def _read(record: MatchRecord) -> MatchRecord:
+    """``record`` as a read returns it: options and result the reader's own (:func:`_frozen`)."""
+    return replace(record, options=_frozen(record.options), result=_frozen(record.result))
 
 
 class MemoryStore(Store):
@@ -249,7 +259,7 @@ class MemoryStore(Store):
         row = self._rows.get(match_id)
         if row is None:
             return None
-        return StoredMatch(row.record, tuple(row.decks[k] for k in sorted(row.decks)), tuple(row.actions))
+        return StoredMatch(_read(row.record), tuple(row.decks[k] for k in sorted(row.decks)), tuple(row.actions))
 
     async def list_matches(self, statuses: Sequence[str] = (), game: str = "",
                            limit: int = 100, after: tuple[float, str] | None = None) -> list[MatchListing]:
@@ -258,7 +268,7 @@ class MemoryStore(Store):
                 if (not statuses or r.record.status in statuses) and (not game or r.record.game == game)
                 and (after is None or (r.record.created_at, r.record.match_id) < tuple(after))]
         rows.sort(key=lambda r: (r.record.created_at, r.record.match_id), reverse=True)
-        return [MatchListing(r.record, len(r.actions)) for r in rows[:max(0, limit)]]
+        return [MatchListing(_read(r.record), len(r.actions)) for r in rows[:max(0, limit)]]
 
     async def unfinished_match_ids(self) -> list[str]:
         self._check()

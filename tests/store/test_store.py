@@ -350,6 +350,44 @@ def test_the_stored_options_and_result_are_the_ones_written_whatever_the_caller_
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_the_nested_values_of_the_stored_options_and_result_are_the_stores_own(kind, make):
+    """Not only the top level: a list or dict inside the options or the result (the winners,
+    the scores) that the writer changes in place afterwards, or that a reader of a load or a
+    listing changes in place, is not changed in the store (the memory store shared them)."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        options = {"kl_target_score": 300, "extras": {"seats": [0, 1]}}
+        result = {"winners": [0], "scores": {"team": [10, 20]}}
+        end = {"winners": [1], "scores": {"team": [5]}}
+        await st.create_match(replace(record(), options=options))
+        await st.set_status("m1", "finished", result, ended_at=9.0)
+        await st.create_match(record("m2", created_at=2.0, status="active"))
+        await st.append_action("m2", ActionRecord(1, 0, "pass"), [], replace(END, result=end))
+        options["extras"]["seats"].append(2)
+        result["winners"].append(1)
+        result["scores"]["team"][0] = 99
+        end["winners"].clear()
+        read = [(await st.load_match(m)).record for m in ("m1", "m2")]
+        read += [li.record for li in await st.list_matches()]
+        for r in read:
+            r.options.get("extras", {}).get("seats", []).append(7)
+            r.result["winners"].append(3)
+            r.result["scores"]["team"].append(4)
+        again = {m: (await st.load_match(m)).record for m in ("m1", "m2")}
+        listed = {li.record.match_id: li.record for li in await st.list_matches()}
+        await st.close()
+        return again, listed
+
+    again, listed = run(go())
+    for r in (again["m1"], listed["m1"]):
+        assert dict(r.options) == {"kl_target_score": 300, "extras": {"seats": [0, 1]}}
+        assert dict(r.result) == {"winners": [0], "scores": {"team": [10, 20]}}
+    for r in (again["m2"], listed["m2"]):
+        assert dict(r.result) == {"winners": [1], "scores": {"team": [5]}}
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_the_lobby_flag_round_trips(kind, make):
     async def go():
         st = make(kind)
