@@ -170,6 +170,45 @@ def test_a_commit_that_fails_after_every_write_of_its_batch_succeeded_fails_them
     assert metrics.value("cardgames_store_errors_total", {"operation": "append_action"}) == 2
 
 
+def test_a_failed_write_whose_savepoint_cannot_be_undone_rolls_back_its_whole_batch(tmp_path):
+    """A write fails and SQLite then refuses ``ROLLBACK TO`` its savepoint (here the write
+    released the savepoint itself before failing, so that SQLite has none of that name; in
+    life an I/O error at the rollback): what the write did cannot be told apart from the
+    batch's other writes, so the whole transaction is rolled back (_abandon). Its row is not
+    committed with the others, the write before it in the batch is answered with the error
+    (rolled back with it) and nothing of it is stored, the write after it commits in a new
+    transaction, and the writer thread goes on."""
+    path = tmp_path / "db.sqlite3"
+
+    def half_done(conn):
+        conn.execute("INSERT INTO decks (match_id, deal, cards) VALUES ('m2', 5, '[]')")
+        conn.execute("RELEASE write")  # its savepoint gone: ROLLBACK TO write fails
+        raise StoreError("the write failed half-way")
+
+    async def go():
+        st = LimitedSqliteStore(path)
+        await st.open()
+        for i in range(1, 4):
+            await st.create_match(record(f"m{i}", created_at=float(i)))
+        async with held(st):
+            writes = [asyncio.ensure_future(st.append_action("m1", ActionRecord(1, 0, "pass"))),
+                      asyncio.ensure_future(st._submit(half_done, write=True)),
+                      asyncio.ensure_future(st.append_action("m3", ActionRecord(1, 0, "take")))]
+            await asyncio.sleep(0.05)
+        results = await asyncio.gather(*writes, return_exceptions=True)
+        await st.append_action("m1", ActionRecord(1, 0, "take"))  # the writer goes on
+        decks = await st._run(lambda: st._db().execute("SELECT match_id, deal FROM decks").fetchall())
+        await st.close()
+        return results, decks, await stored(path, "m1", "m2", "m3")
+
+    (before, failed, after), decks, final = run(go())
+    assert str(failed) == "the write failed half-way"
+    assert isinstance(before, StoreError) and "rolled back with its transaction" in str(before)
+    assert after is None
+    assert decks == []
+    assert [final[m][3] for m in ("m1", "m2", "m3")] == [[(1, "take")], [], [(1, "take")]]
+
+
 def test_a_write_the_database_will_not_begin_is_refused_alone_and_the_writer_goes_on(tmp_path):
     """SQLite refusing the transaction itself (BEGIN IMMEDIATE; here the connection made
     query-only, in life a lock another process will not let go or a file made read-only) is
