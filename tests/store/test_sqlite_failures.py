@@ -11,6 +11,7 @@ import shutil
 import sqlite3
 import stat
 import subprocess
+import threading
 from dataclasses import replace
 
 import pytest
@@ -20,7 +21,7 @@ from engine_service.observability.metrics import Metrics
 from engine_service.store import (ActionRecord, DatabaseReadOnly, DeckRecord, NotADatabase, SeatRecord, SqliteStore,
                                   StoreError)
 
-from .sqlite_faults import LimitedSqliteStore, fill_volume, held, small_volume
+from .sqlite_faults import LimitedSqliteStore, fill_volume, held, small_volume, until_queued
 from ..crash import crash
 from .test_store import record
 
@@ -207,6 +208,73 @@ def test_a_failed_write_whose_savepoint_cannot_be_undone_rolls_back_its_whole_ba
     assert after is None
     assert decks == []
     assert [final[m][3] for m in ("m1", "m2", "m3")] == [[(1, "take")], [], [(1, "take")]]
+
+
+def test_writes_queued_behind_a_read_share_one_transaction_after_it(tmp_path):
+    """A read in the middle of a batch commits the writes before it (it sees only committed
+    writes), and the writes after it open a new transaction of their own, which they share:
+    two commits for four writes, not one per write after the read (each in a transaction
+    SQLite opens and commits at its savepoint's release, deferred, with its own fsync)."""
+    path = tmp_path / "db.sqlite3"
+
+    async def go():
+        st = LimitedSqliteStore(path)
+        await st.open()
+        for i in range(1, 5):
+            await st.create_match(record(f"m{i}", created_at=float(i)))
+        commits = st.commits
+        async with held(st):
+            first = asyncio.ensure_future(st.append_action("m1", ActionRecord(1, 0, "pass")))
+            read = asyncio.ensure_future(st.load_match("m1"))
+            later = [asyncio.ensure_future(st.append_action(f"m{i}", ActionRecord(1, 0, "take"))) for i in (2, 3, 4)]
+            await until_queued(st, 5)
+        results = await asyncio.gather(first, *later)
+        seen = await read
+        shared = st.commits - commits
+        await st.close()
+        return results, seen, shared, await stored(path, "m1", "m2", "m3", "m4")
+
+    results, seen, shared, final = run(go())
+    assert results == [None] * 4 and [a.action for a in seen.actions] == ["pass"]
+    assert shared == 2
+    assert [final[m][3] for m in ("m1", "m2", "m3", "m4")] == [[(1, "pass")]] + [[(1, "take")]] * 3
+
+
+def test_the_writer_thread_ends_cleanly_and_answers_the_writes_queued_before_its_stop(tmp_path):
+    """The stop of the writer thread queued behind writes (taken into their batch) ends the
+    thread once they are committed and answered, and a stop that finds nothing queued ends it
+    at once; neither dies with an exception (the stop taken for a write), which left the
+    writes of that batch unanswered, their callers waiting for ever."""
+    path = tmp_path / "db.sqlite3"
+    died: list[BaseException] = []
+
+    async def go():
+        st = LimitedSqliteStore(path, exclusive=False)
+        await st.open()
+        await st.create_match(record("m1"))
+        thread, jobs = st._thread, st._jobs
+        async with held(st):
+            write = asyncio.ensure_future(st.append_action("m1", ActionRecord(1, 0, "pass")))
+            await until_queued(st, 1)
+            stopping = asyncio.ensure_future(st._stop())  # the stop, queued behind the write
+            while jobs.qsize() < 2:
+                await asyncio.sleep(0.002)
+        await asyncio.wait_for(write, 10)
+        await stopping
+        alive = thread.is_alive()
+        again = LimitedSqliteStore(tmp_path / "again.sqlite3")
+        await again.open()
+        await again.close()  # its stop finds nothing queued
+        return alive, again._thread, await stored(path, "m1")
+
+    hook = threading.excepthook
+    threading.excepthook = lambda args: died.append(args.exc_value)
+    try:
+        alive, gone, final = run(go())
+    finally:
+        threading.excepthook = hook
+    assert not alive and gone is None and died == []
+    assert final["m1"][3] == [(1, "pass")]
 
 
 def test_a_write_the_database_will_not_begin_is_refused_alone_and_the_writer_goes_on(tmp_path):
