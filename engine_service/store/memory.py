@@ -93,7 +93,7 @@ class MemoryStore(Store):
                 continue
             owner = claimed.get(s.token_hash) or self._tokens.get(s.token_hash)
             if owner is not None and owner != (match_id, s.seat):
-                raise StoreError("seat token hash collision")
+                raise StoreError(f"seat {s.seat} of match {match_id!r}: its token hash is another seat's")
             claimed[s.token_hash] = (match_id, s.seat)
 
     @staticmethod

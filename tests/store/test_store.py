@@ -746,6 +746,31 @@ def test_unknown_and_duplicate_matches(kind, make):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_match_created_with_its_seats_taken_reads_them_back_and_a_held_token_hash_is_named(kind, make):
+    """create_match writes every field of its seats (a table created with its players and
+    bots seated), and a seat whose token hash another match's seat holds is a StoreError
+    naming that seat (not MatchExists: the id is free), with nothing of the match written."""
+    seats = (SeatRecord(seat=0, kind="bot", bot="search", player_name="robot", joined_at=1.0, left=True),
+             SeatRecord(seat=1, player_name="ann", token_hash="h1", joined_at=2.0, join_hash="j1"))
+
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(replace(record(), seats=seats))
+        with pytest.raises(StoreError, match="seat 1 of match 'm2'") as taken:
+            await st.create_match(replace(record("m2", created_at=2.0), seats=(
+                SeatRecord(seat=0, token_hash="h0"), replace(seats[1], join_hash="j2"))))
+        got, refused = await st.load_match("m1"), await st.load_match("m2")
+        await st.create_match(replace(record("m2", created_at=2.0), seats=(SeatRecord(seat=0, token_hash="h0"),
+                                                                          SeatRecord(seat=1))))
+        await st.close()
+        return got, taken.value, refused
+
+    got, taken, refused = run(go())
+    assert got.record.seats == seats and not isinstance(taken, MatchExists) and refused is None
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_token_hashes_are_unique_across_matches(kind, make):
     async def go():
         st = make(kind)
