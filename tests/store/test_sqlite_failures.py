@@ -191,21 +191,23 @@ def test_a_failed_write_whose_savepoint_cannot_be_undone_rolls_back_its_whole_ba
         await st.open()
         for i in range(1, 4):
             await st.create_match(record(f"m{i}", created_at=float(i)))
+        commits = st.commits
         async with held(st):
             writes = [asyncio.ensure_future(st.append_action("m1", ActionRecord(1, 0, "pass"))),
                       asyncio.ensure_future(st._submit(half_done, write=True)),
                       asyncio.ensure_future(st.append_action("m3", ActionRecord(1, 0, "take")))]
             await asyncio.sleep(0.05)
         results = await asyncio.gather(*writes, return_exceptions=True)
+        committed = st.commits - commits
         await st.append_action("m1", ActionRecord(1, 0, "take"))  # the writer goes on
         decks = await st._run(lambda: st._db().execute("SELECT match_id, deal FROM decks").fetchall())
         await st.close()
-        return results, decks, await stored(path, "m1", "m2", "m3")
+        return results, committed, decks, await stored(path, "m1", "m2", "m3")
 
-    (before, failed, after), decks, final = run(go())
+    (before, failed, after), committed, decks, final = run(go())
     assert str(failed) == "the write failed half-way"
     assert isinstance(before, StoreError) and "rolled back with its transaction" in str(before)
-    assert after is None
+    assert after is None and committed == 1  # in a transaction of its own (BEGIN IMMEDIATE), committed
     assert decks == []
     assert [final[m][3] for m in ("m1", "m2", "m3")] == [[(1, "take")], [], [(1, "take")]]
 

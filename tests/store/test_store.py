@@ -778,8 +778,10 @@ def test_token_hashes_are_unique_across_matches(kind, make):
         await st.create_match(record())
         await st.create_match(record("m2", created_at=2.0))
         await st.save_seat("m1", SeatRecord(seat=0, token_hash="same"))
-        with pytest.raises(StoreError):
+        with pytest.raises(StoreError, match="seat 0 of match 'm2'"):
             await st.save_seat("m2", SeatRecord(seat=0, token_hash="same"))
+        with pytest.raises(StoreError, match="seat 1 of match 'm2'"):  # in a start: the same
+            await st.start_match("m2", [SeatRecord(seat=1, token_hash="same")])
         # freeing a seat releases its hash
         await st.save_seat("m1", SeatRecord(seat=0))
         await st.save_seat("m2", SeatRecord(seat=0, token_hash="same"))
