@@ -1159,6 +1159,30 @@ def test_a_database_reached_through_a_symbolic_link_is_measured_where_it_is(tmp_
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_touching_no_absence_is_no_write(kind, make):
+    """touch_absences with no seat (a heartbeat with nobody away) goes to no database: no
+    write latency observed, and it is not even refused by a closed store; with a seat it is
+    a write, timed."""
+    metrics = Metrics()
+
+    async def go():
+        st = make(kind, metrics)
+        await st.open()
+        await st.create_match(record())
+        await st.touch_absences([], 5.0)
+        idle = metrics.value("cardgames_store_write_seconds_count", {"operation": "touch_absences"})
+        await st.touch_absences([("m1", 0)], 5.0)
+        await st.close()
+        await st.touch_absences([], 6.0)
+        return idle
+
+    idle = run(go())
+    assert idle == 0
+    assert metrics.value("cardgames_store_write_seconds_count", {"operation": "touch_absences"}) == 1
+    assert metrics.value("cardgames_store_errors_total", {"operation": "touch_absences"}) == 0
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_ping_answers_on_an_open_store_writes_nothing_and_is_refused_once_closed(kind, make):
     """Store.ping: the heartbeat's question while an outage of the absence writes is open and
     nobody is away (MatchManager._touch_absences). It answers while the store would take a
