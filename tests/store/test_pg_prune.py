@@ -84,3 +84,30 @@ def test_a_batch_longer_than_the_bound_on_a_slow_server_is_split_not_cut_off(pg_
     assert stats.get("connections_lost", 0) == 0, stats
     assert "store_prune_split" in events, events  # the server's pace learnt, not the bound hit
     assert not errors, errors
+
+
+def test_a_batch_size_learnt_smaller_doubles_again_while_batches_are_done_quickly(pg_url):
+    """After a split the store prunes in smaller transactions (``prune_size``); each batch of
+    that size done in well under its share of the bound doubles it again, up to
+    MAX_PRUNE_BATCH, so that one slow moment does not leave retention slow for good. The bound
+    here is far above what a batch takes (a guard, not a timing): 25, 50, then 100 asked for
+    (45 left), and the next call starts at 200."""
+    async def go():
+        st = PostgresStore(pg_url, call_timeout_s=600.0)
+        await st.open()
+        try:
+            with psycopg.connect(pg_url, autocommit=True) as conn:
+                conn.execute(
+                    "INSERT INTO matches (match_id, game, options, first_dealer, turn_time_s, reconnect_grace_s, "
+                    "spectators_allowed, name, takeover_bot, created_at, status, ended_at) "
+                    "SELECT 'q' || i, 'klaberjass', '{}', 0, 10, 30, false, 'x', '', 1.0, 'finished', 2.0 "
+                    "FROM generate_series(1, %s) i", (MATCHES,))
+            st.prune_size = 25  # as learnt from a slow server
+            batch = await st.prune_finished(10.0, 500)
+            return batch, st.prune_size, await st.count_finished(10.0)
+        finally:
+            await st.close()
+
+    batch, size, left = asyncio.run(go())
+    assert len(set(batch.match_ids)) == MATCHES and left == PruneCounts()
+    assert size == 200
