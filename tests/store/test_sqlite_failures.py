@@ -531,6 +531,34 @@ def test_a_database_file_deleted_or_replaced_under_the_store_is_refused_and_resc
         assert at_path == {"m1": ("waiting", ["", ""], [], [(1, "pass")])}
 
 
+def test_a_database_file_put_back_is_written_to_again_and_a_second_move_is_reported_again(tmp_path):
+    """The file moved away from its path (refused, rescued, db_file_moved), then put back
+    (the same file at the path again): writes commit to it again. Moved away once more, that
+    is a new incident: refused and reported (db_file_moved) again, not taken for the first
+    one still going on."""
+    path, aside = tmp_path / "db.sqlite3", tmp_path / "aside.sqlite3"
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        await st.create_match(record("m1"))
+        outcomes = []
+        with capture_logs() as logs:
+            for seq in (1, 2):
+                os.rename(path, aside)
+                outcomes += await asyncio.gather(st.append_action("m1", ActionRecord(seq, 0, "pass")),
+                                                 return_exceptions=True)
+                os.rename(aside, path)
+                outcomes.append(await st.append_action("m1", ActionRecord(seq, 0, "pass")))
+        await st.close()
+        return outcomes, [e["change"] for e in logs if e["event"] == "db_file_moved"], await stored(path, "m1")
+
+    outcomes, moves, final = run(go())
+    assert [type(o).__name__ for o in outcomes] == ["StoreError", "NoneType", "StoreError", "NoneType"]
+    assert moves == ["deleted", "deleted"]
+    assert final["m1"][3] == [(1, "pass"), (2, "pass")]
+
+
 def test_a_ping_is_refused_as_a_write_is_when_the_database_file_was_deleted(tmp_path):
     """The heartbeat's probe (Store.ping) takes the path a write takes (its transaction, the
     check that the file is still the one opened, the commit), not a read's: a database whose
