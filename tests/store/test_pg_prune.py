@@ -83,6 +83,8 @@ def test_a_batch_longer_than_the_bound_on_a_slow_server_is_split_not_cut_off(pg_
     assert "db_ownership_connection_lost" not in events and "store_commit_resolved" not in events, events
     assert stats.get("connections_lost", 0) == 0, stats
     assert "store_prune_split" in events, events  # the server's pace learnt, not the bound hit
+    splits = [(e["matches"], e["now"]) for e in logs if e["event"] == "store_prune_split"]
+    assert all(now == size // 2 for size, now in splits), splits  # halved, each time
     assert not errors, errors
 
 
