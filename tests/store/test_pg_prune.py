@@ -12,10 +12,12 @@ from __future__ import annotations
 import asyncio
 
 import psycopg
+import pytest
 from structlog.testing import capture_logs
 
 from engine_service.observability.metrics import Metrics
-from engine_service.store import PruneCounts
+from engine_service.store import PruneCounts, StoreError
+from engine_service.store.base import MAX_PRUNE_BATCH
 from engine_service.store.postgres import PostgresStore
 
 BOUND_S = 2.0  # call_timeout_s here: each statement of a prune gets 1/8 of it, 250 ms
@@ -104,12 +106,47 @@ def test_a_batch_size_learnt_smaller_doubles_again_while_batches_are_done_quickl
                     "spectators_allowed, name, takeover_bot, created_at, status, ended_at) "
                     "SELECT 'q' || i, 'klaberjass', '{}', 0, 10, 30, false, 'x', '', 1.0, 'finished', 2.0 "
                     "FROM generate_series(1, %s) i", (MATCHES,))
+            small = await st.prune_finished(10.0, 10)  # a batch below the size: no lesson
+            unchanged = st.prune_size
             st.prune_size = 25  # as learnt from a slow server
             batch = await st.prune_finished(10.0, 500)
-            return batch, st.prune_size, await st.count_finished(10.0)
+            return small, unchanged, batch, st.prune_size, await st.count_finished(10.0)
         finally:
             await st.close()
 
-    batch, size, left = asyncio.run(go())
-    assert len(set(batch.match_ids)) == MATCHES and left == PruneCounts()
+    small, unchanged, batch, size, left = asyncio.run(go())
+    assert len(small.match_ids) == 10 and unchanged == MAX_PRUNE_BATCH
+    assert len(set(batch.match_ids)) == MATCHES - 10 and left == PruneCounts()
     assert size == 200
+
+
+def test_a_match_that_cannot_be_deleted_in_time_even_alone_fails_the_prune_counted(pg_url):
+    """A batch split down to one match that the server still cannot delete within a
+    statement's share is a StoreError (counted in cardgames_store_errors_total), nothing
+    deleted, after the halvings: not a split to nothing repeated for ever."""
+    async def go():
+        metrics = Metrics()
+        st = PostgresStore(pg_url, metrics, call_timeout_s=BOUND_S)
+        await st.open()
+        try:
+            _fill(pg_url)
+            with psycopg.connect(pg_url, autocommit=True) as conn:  # a match's delete: 2 x 250 ms
+                conn.execute("DROP TRIGGER slow_delete ON match_actions")
+                conn.execute("CREATE OR REPLACE FUNCTION slow_delete() RETURNS trigger LANGUAGE plpgsql AS "
+                             "$$BEGIN PERFORM pg_sleep(0.25); RETURN OLD; END$$")
+                conn.execute("CREATE TRIGGER slow_delete BEFORE DELETE ON match_actions FOR EACH ROW "
+                             "EXECUTE FUNCTION slow_delete()")
+            with capture_logs() as logs:
+                async with asyncio.timeout(60):  # against a hang only
+                    with pytest.raises(StoreError, match="could not be deleted within") as failed:
+                        await st.prune_finished(10.0, 4)
+            left = await st.count_finished(10.0)
+            errors = metrics.registry.get_sample_value("cardgames_store_errors_total",
+                                                       {"operation": "prune_finished"})
+            return failed.value, logs, left, errors
+        finally:
+            await st.close()
+
+    failed, logs, left, errors = asyncio.run(go())
+    assert [(e["matches"], e["now"]) for e in logs if e["event"] == "store_prune_split"] == [(4, 2), (2, 1)]
+    assert left.matches == MATCHES and errors == 1
