@@ -318,6 +318,9 @@ def test_a_status_or_a_seat_kind_the_schema_does_not_know_is_refused_and_writes_
 
     before, errors, (m1, m2, m3) = run(go())
     assert not [e for e in errors if isinstance(e, (MatchExists, UnknownMatch, MatchNotWaiting))]
+    # each says what it refused (not a later statement's failure, the match row missing)
+    assert [("status" in str(e), "kind" in str(e)) for e in errors] == [
+        (True, False), (False, True), (True, False), (False, True), (False, True), (True, False)], errors
     assert m1 == before and m2 is None and m3 is None
 
 
