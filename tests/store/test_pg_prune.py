@@ -150,3 +150,42 @@ def test_a_match_that_cannot_be_deleted_in_time_even_alone_fails_the_prune_count
     failed, logs, left, errors = asyncio.run(go())
     assert [(e["matches"], e["now"]) for e in logs if e["event"] == "store_prune_split"] == [(4, 2), (2, 1)]
     assert left.matches == MATCHES and errors == 1
+
+
+def test_a_batch_failing_after_others_were_deleted_ends_the_prune_with_those(pg_url):
+    """A retention call deletes in several transactions; one failing (here a trigger refusing
+    the second; in life a lost connection) after some committed ends the call with what was
+    deleted (the caller forgets those matches), the failure counted and logged
+    (store_prune_stopped), not raised: the committed deletions are not reported as undone."""
+    async def go():
+        metrics = Metrics()
+        st = PostgresStore(pg_url, metrics)
+        await st.open()
+        try:
+            with psycopg.connect(pg_url, autocommit=True) as conn:
+                conn.execute(
+                    "INSERT INTO matches (match_id, game, options, first_dealer, turn_time_s, reconnect_grace_s, "
+                    "spectators_allowed, name, takeover_bot, created_at, status, ended_at) "
+                    "SELECT 'r' || i, 'klaberjass', '{}', 0, 10, 30, false, 'x', '', 1.0, 'finished', 2.0 "
+                    "FROM generate_series(1, 3) i")
+                conn.execute("CREATE SEQUENCE deletes")  # not rolled back: counts the attempts
+                conn.execute("CREATE FUNCTION refuse_second() RETURNS trigger LANGUAGE plpgsql AS "
+                             "$$BEGIN IF nextval('deletes') > 1 THEN RAISE EXCEPTION 'refused'; END IF; "
+                             "RETURN OLD; END$$")
+                conn.execute("CREATE TRIGGER refuse_second BEFORE DELETE ON matches FOR EACH ROW "
+                             "EXECUTE FUNCTION refuse_second()")
+            st.prune_size = 1
+            with capture_logs() as logs:
+                batch = await st.prune_finished(10.0, 3)
+            left = await st.count_finished(10.0)
+            errors = metrics.registry.get_sample_value("cardgames_store_errors_total",
+                                                       {"operation": "prune_finished"})
+            return batch, left, errors, logs
+        finally:
+            await st.close()
+
+    batch, left, errors, logs = asyncio.run(go())
+    assert len(batch.match_ids) == 1 and batch.counts.matches == 1 and left.matches == 2
+    assert errors == 1
+    stopped = [e for e in logs if e["event"] == "store_prune_stopped"]
+    assert len(stopped) == 1 and stopped[0]["deleted"] == 1 and "refused" in stopped[0]["error"]
