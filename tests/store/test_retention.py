@@ -80,18 +80,19 @@ def test_prune_deletes_ended_matches_with_everything_stored_for_them(kind, make)
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_prune_without_a_limit_deletes_a_batch_of_100(kind, make):
-    """``limit`` defaults to 100 matches on every store (Store.prune_finished)."""
+def test_a_prune_or_a_listing_without_a_limit_takes_100_matches(kind, make):
+    """``limit`` defaults to 100 matches on every store (Store.prune_finished, list_matches)."""
     async def go():
         st = make(kind)
         await st.open()
         for i in range(101):
             await st.create_match(record(f"f{i:03d}", created_at=float(i), status="finished"))
             await st.set_status(f"f{i:03d}", "finished", {}, 200.0)
+        listed = await st.list_matches()
         first, second = await st.prune_finished(1e12), await st.prune_finished(1e12)
         await st.close()
-        return len(first.match_ids), len(second.match_ids)
-    assert run(go()) == (100, 1)
+        return len(listed), len(first.match_ids), len(second.match_ids)
+    assert run(go()) == (100, 100, 1)
 
 
 @pytest.mark.parametrize("kind", KINDS)
