@@ -189,3 +189,26 @@ def test_a_batch_failing_after_others_were_deleted_ends_the_prune_with_those(pg_
     assert errors == 1
     stopped = [e for e in logs if e["event"] == "store_prune_stopped"]
     assert len(stopped) == 1 and stopped[0]["deleted"] == 1 and "refused" in stopped[0]["error"]
+
+
+def test_a_prune_deletes_at_most_max_prune_batch_whatever_the_limit_asked(pg_url):
+    """A limit above MAX_PRUNE_BATCH is capped (one call stays one bounded batch of work),
+    whatever the transactions it takes: 501 ended matches, a limit of 1,000: 500 deleted."""
+    async def go():
+        st = PostgresStore(pg_url, call_timeout_s=600.0)
+        await st.open()
+        try:
+            with psycopg.connect(pg_url, autocommit=True) as conn:
+                conn.execute(
+                    "INSERT INTO matches (match_id, game, options, first_dealer, turn_time_s, reconnect_grace_s, "
+                    "spectators_allowed, name, takeover_bot, created_at, status, ended_at) "
+                    "SELECT 'c' || i, 'klaberjass', '{}', 0, 10, 30, false, 'x', '', 1.0, 'finished', 2.0 "
+                    "FROM generate_series(1, %s) i", (MAX_PRUNE_BATCH + 1,))
+            st.prune_size = 100
+            batch = await st.prune_finished(10.0, 2 * MAX_PRUNE_BATCH)
+            return batch, await st.count_finished(10.0)
+        finally:
+            await st.close()
+
+    batch, left = asyncio.run(go())
+    assert len(set(batch.match_ids)) == MAX_PRUNE_BATCH and left.matches == 1
