@@ -349,7 +349,8 @@ class Store(ABC):
 
     @abstractmethod
     async def save_seat(self, match_id: str, seat: SeatRecord) -> None:
-        """Replace one seat's row (join, leave, resignation). UnknownMatch if absent."""
+        """Replace one seat's row (join, leave, resignation). UnknownMatch if the match, or
+        that seat of it, does not exist (nothing written: a seat is never added)."""
 
     @abstractmethod
     async def save_absence(self, match_id: str, seat: int, away_since: float | None,
@@ -397,8 +398,8 @@ class Store(ABC):
         (status ``active``: it did).
 
         MatchNotWaiting when the status is not ``waiting`` (a start landed already);
-        UnknownMatch; StoreError for a deck the deal has already or a seat token hash that
-        another seat holds."""
+        UnknownMatch (no such match, or a seat number it does not have); StoreError for a
+        deck the deal has already or a seat token hash that another seat holds."""
 
     @abstractmethod
     async def append_action(self, match_id: str, action: ActionRecord,

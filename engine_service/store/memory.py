@@ -7,12 +7,13 @@ written anywhere: a process exit loses everything.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from ..observability.metrics import Metrics
-from .base import (FINISHED, MAX_PRUNE_BATCH, UNFINISHED, ActionRecord, CreateIdTaken, DeckRecord, DuplicateClientAction,
+from .base import (FINISHED, MAX_PRUNE_BATCH, STATUSES, UNFINISHED, ActionRecord, CreateIdTaken, DeckRecord, DuplicateClientAction,
                    MatchEnd, MatchExists, MatchListing, MatchNotWaiting, MatchRecord, PruneCounts, PrunedBatch, SeatRecord,
                    SequenceConflict, Store, StoredMatch, StoreError, UnknownMatch)
 
@@ -25,8 +26,35 @@ class _Row:
     client_ids: set[tuple[int, str]] = field(default_factory=set)
 
 
+#: A seat's kinds: the SQL stores' CHECK on seats.kind.
+SEAT_KINDS = ("open", "bot")
+
+
+def _check_status(status: str) -> None:
+    """The SQL stores' CHECK on matches.status: another status is refused, nothing written."""
+    if status not in STATUSES:
+        raise StoreError(f"status {status!r} is not one of {', '.join(STATUSES)}")
+
+
+def _check_kinds(match_id: str, seats: Sequence[SeatRecord]) -> None:
+    """The SQL stores' CHECK on seats.kind, for every seat before any is written."""
+    for s in seats:
+        if s.kind not in SEAT_KINDS:
+            raise StoreError(f"seat {s.seat} of match {match_id!r}: kind {s.kind!r} is not one of "
+                             f"{', '.join(SEAT_KINDS)}")
+
+
 def _frozen(m: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    return None if m is None else MappingProxyType(dict(m))
+    """A copy of ``m`` all the way down, read-only at the top: what the SQL stores give, a
+    value of their own at each write and each read. A copy one level deep shared its nested
+    lists and dicts (a result's winners, scores) with the caller that wrote it and with every
+    reader: one of them changing its own changed the stored match."""
+    return None if m is None else MappingProxyType(copy.deepcopy(dict(m)))
+
+
+def _read(record: MatchRecord) -> MatchRecord:
+    """``record`` as a read returns it: options and result the reader's own (:func:`_frozen`)."""
+    return replace(record, options=_frozen(record.options), result=_frozen(record.result))
 
 
 class MemoryStore(Store):
@@ -65,7 +93,7 @@ class MemoryStore(Store):
                 continue
             owner = claimed.get(s.token_hash) or self._tokens.get(s.token_hash)
             if owner is not None and owner != (match_id, s.seat):
-                raise StoreError("seat token hash collision")
+                raise StoreError(f"seat {s.seat} of match {match_id!r}: its token hash is another seat's")
             claimed[s.token_hash] = (match_id, s.seat)
 
     @staticmethod
@@ -90,6 +118,8 @@ class MemoryStore(Store):
                 raise MatchExists(f"match {record.match_id!r} exists")
             if record.create_hash and record.create_hash in self._created:
                 raise CreateIdTaken("a match was created with this client_create_id")
+            _check_status(record.status)
+            _check_kinds(record.match_id, record.seats)
             self._check_tokens(record.match_id, record.seats)
             record = replace(record, options=_frozen(record.options), result=_frozen(record.result))
             row = _Row(record)
@@ -112,7 +142,19 @@ class MemoryStore(Store):
     async def save_seat(self, match_id: str, seat: SeatRecord) -> None:
         with self._timer.write("save_seat"):
             self._check()
-            self._put_seat(match_id, self._row(match_id), seat)
+            row = self._row(match_id)
+            self._check_seats(match_id, row, (seat,))
+            _check_kinds(match_id, (seat,))
+            self._put_seat(match_id, row, seat)
+
+    @staticmethod
+    def _check_seats(match_id: str, row: _Row, seats: Sequence[SeatRecord]) -> None:
+        """Refuse a seat number the match does not have, before any seat is written, as the
+        SQL stores' update of the seat's row finds none (UnknownMatch): a seat -1 replaced the
+        last seat, and one past the last failed with an IndexError."""
+        for s in seats:
+            if not 0 <= s.seat < len(row.record.seats):
+                raise UnknownMatch(f"no seat {s.seat} in match {match_id!r}")
 
     def _put_seat(self, match_id: str, row: _Row, seat: SeatRecord) -> None:
         old = row.record.seats[seat.seat]
@@ -142,6 +184,8 @@ class MemoryStore(Store):
         self._check()
 
     async def touch_absences(self, seats: Sequence[tuple[str, int]], at: float) -> None:
+        if not seats:  # no write at all, as in the SQL stores: no latency observed, nothing refused
+            return
         with self._timer.write("touch_absences"):
             self._check()
             for match_id, seat in seats:
@@ -159,6 +203,7 @@ class MemoryStore(Store):
         with self._timer.write("set_status"):
             self._check()
             row = self._row(match_id)
+            _check_status(status)
             row.record = replace(row.record, status=status, result=_frozen(result), ended_at=ended_at,
                                  deal_commitments=tuple(deal_commitments))
 
@@ -170,6 +215,8 @@ class MemoryStore(Store):
             if row.record.status != "waiting":
                 raise MatchNotWaiting(f"match {match_id!r} is {row.record.status}, not waiting")
             self._check_decks(match_id, row, decks)  # every refusal before the first change
+            self._check_seats(match_id, row, seats)
+            _check_kinds(match_id, seats)
             self._check_tokens(match_id, seats)
             for s in seats:
                 self._put_seat(match_id, row, s)
@@ -190,6 +237,8 @@ class MemoryStore(Store):
             if action.client_action_id and key in row.client_ids:
                 raise DuplicateClientAction(f"client_action_id reused in match {match_id!r}")
             self._check_decks(match_id, row, decks)
+            if end is not None:
+                _check_status(end.status)
             row.actions.append(action)
             if action.client_action_id:
                 row.client_ids.add(key)
@@ -212,7 +261,7 @@ class MemoryStore(Store):
         row = self._rows.get(match_id)
         if row is None:
             return None
-        return StoredMatch(row.record, tuple(row.decks[k] for k in sorted(row.decks)), tuple(row.actions))
+        return StoredMatch(_read(row.record), tuple(row.decks[k] for k in sorted(row.decks)), tuple(row.actions))
 
     async def list_matches(self, statuses: Sequence[str] = (), game: str = "",
                            limit: int = 100, after: tuple[float, str] | None = None) -> list[MatchListing]:
@@ -221,7 +270,7 @@ class MemoryStore(Store):
                 if (not statuses or r.record.status in statuses) and (not game or r.record.game == game)
                 and (after is None or (r.record.created_at, r.record.match_id) < tuple(after))]
         rows.sort(key=lambda r: (r.record.created_at, r.record.match_id), reverse=True)
-        return [MatchListing(r.record, len(r.actions)) for r in rows[:max(0, limit)]]
+        return [MatchListing(_read(r.record), len(r.actions)) for r in rows[:max(0, limit)]]
 
     async def unfinished_match_ids(self) -> list[str]:
         self._check()
@@ -241,7 +290,11 @@ class MemoryStore(Store):
                            sum(len(r.record.seats) for r in rows))
 
     async def prune_finished(self, ended_before: float, limit: int = 100) -> PrunedBatch:
-        self._check()
+        try:  # a failure counted as the SQL stores count it (not timed: no write latency)
+            self._check()
+        except StoreError:
+            self._timer.error("prune_finished")
+            raise
         rows = self._prunable(ended_before)[:max(0, min(limit, MAX_PRUNE_BATCH))]
         for r in rows:
             del self._rows[r.record.match_id]

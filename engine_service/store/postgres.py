@@ -952,32 +952,44 @@ class PostgresStore(Store):
                     raise CreateIdTaken("a match was created with this client_create_id") from None
                 raise MatchExists(f"match {r.match_id!r} exists") from None
             for s in r.seats:
-                await self._upsert_seat(tx, r.match_id, s)
+                await self._insert_seat(tx.conn, r.match_id, s)
             await self._insert_decks(tx.conn, r.match_id, decks)
         await self._write("create_match", fn)
 
-    _UPSERT_SEAT = (
+    _INSERT_SEAT = (
         "INSERT INTO seats (match_id, seat, kind, bot, player_name, token_hash, joined_at, "
-        "left_match, join_hash) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (match_id, seat) "
-        "DO UPDATE SET kind = excluded.kind, bot = excluded.bot, player_name = excluded.player_name, "
-        "token_hash = excluded.token_hash, joined_at = excluded.joined_at, "
-        "left_match = excluded.left_match, join_hash = excluded.join_hash")
+        "left_match, join_hash) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)")
+    _UPDATE_SEAT = (
+        "UPDATE seats SET kind = %s, bot = %s, player_name = %s, token_hash = %s, joined_at = %s, "
+        "left_match = %s, join_hash = %s WHERE match_id = %s AND seat = %s")
 
-    @classmethod
-    async def _upsert_seat(cls, tx: _Transaction, match_id: str, s: SeatRecord, *,
-                           alone: bool = False) -> None:
-        """The seat, in the open transaction (``alone``: the write's only statement)."""
-        params = (match_id, s.seat, s.kind, s.bot, s.player_name, s.token_hash or None, s.joined_at, s.left,
-                  s.join_hash or None)
+    @staticmethod
+    async def _insert_seat(conn: psycopg.AsyncConnection, match_id: str, s: SeatRecord) -> None:
+        """A new match's seat, in the open transaction."""
         try:
-            if alone:
-                await tx.write(f"{cls._UPSERT_SEAT} RETURNING {XID}", params)
-            else:
-                await tx.conn.execute(cls._UPSERT_SEAT, params)
-        except pg_errors.ForeignKeyViolation:
-            raise UnknownMatch(f"no match {match_id!r}") from None
+            await conn.execute(PostgresStore._INSERT_SEAT, (match_id, s.seat, s.kind, s.bot, s.player_name,
+                                                           s.token_hash or None, s.joined_at, s.left,
+                                                           s.join_hash or None))
         except pg_errors.IntegrityError as exc:
             raise StoreError(f"seat {s.seat} of match {match_id!r}: {_reason(exc)}") from None
+
+    @classmethod
+    async def _update_seat(cls, tx: _Transaction, match_id: str, s: SeatRecord, *,
+                           alone: bool = False) -> None:
+        """Replace one of the match's seats, in the open transaction (``alone``: the write's only
+        statement). A seat number the match does not have is UnknownMatch: an upsert added it
+        as a row of its own, and the match was read back with a seat more than it has."""
+        params = (s.kind, s.bot, s.player_name, s.token_hash or None, s.joined_at, s.left, s.join_hash or None,
+                  match_id, s.seat)
+        try:
+            if alone:
+                found = bool(await tx.write(f"{cls._UPDATE_SEAT} RETURNING {XID}", params))
+            else:
+                found = (await tx.conn.execute(cls._UPDATE_SEAT, params)).rowcount > 0
+        except pg_errors.IntegrityError as exc:
+            raise StoreError(f"seat {s.seat} of match {match_id!r}: {_reason(exc)}") from None
+        if not found:
+            raise UnknownMatch(f"no seat {s.seat} in match {match_id!r}")
 
     @staticmethod
     async def _insert_decks(conn: psycopg.AsyncConnection, match_id: str, decks: Sequence[DeckRecord]) -> None:
@@ -995,7 +1007,7 @@ class PostgresStore(Store):
             raise StoreError(f"match {match_id!r} has a deck for deal {deals}") from None
 
     async def save_seat(self, match_id: str, seat: SeatRecord) -> None:
-        await self._write("save_seat", lambda tx: self._upsert_seat(tx, match_id, seat, alone=True))
+        await self._write("save_seat", lambda tx: self._update_seat(tx, match_id, seat, alone=True))
 
     async def save_absence(self, match_id: str, seat: int, away_since: float | None,
                            taken_over: bool = False, away_seen: float | None = None) -> None:
@@ -1059,7 +1071,7 @@ class PostgresStore(Store):
             if rows[0][0] != "waiting":
                 raise MatchNotWaiting(f"match {match_id!r} is {rows[0][0]}, not waiting")
             for s in seats:
-                await self._upsert_seat(tx, match_id, s)
+                await self._update_seat(tx, match_id, s)
             await self._insert_decks(tx.conn, match_id, decks)
             await tx.conn.execute("UPDATE matches SET status = 'active' WHERE match_id = %s", (match_id,))
         await self._write("start_match", fn)

@@ -873,24 +873,41 @@ class SqliteStore(Store):
         except sqlite3.IntegrityError as exc:
             if "create_hash" in str(exc):  # "UNIQUE constraint failed: matches.create_hash"
                 raise CreateIdTaken("a match was created with this client_create_id") from None
-            raise MatchExists(f"match {r.match_id!r} exists") from None
+            if "matches.match_id" in str(exc):
+                raise MatchExists(f"match {r.match_id!r} exists") from None
+            # a CHECK (an unknown status): it was called MatchExists, which no retry gets past
+            raise StoreError(f"match {r.match_id!r}: {_reason(exc)}") from None
         for s in r.seats:
-            self._upsert_seat(c, r.match_id, s)
+            self._insert_seat(c, r.match_id, s)
         self._insert_decks(c, r.match_id, decks)
 
     @staticmethod
-    def _upsert_seat(c: sqlite3.Connection, match_id: str, s: SeatRecord) -> None:
+    def _insert_seat(c: sqlite3.Connection, match_id: str, s: SeatRecord) -> None:
+        """A new match's seat."""
         try:
             c.execute(
                 "INSERT INTO seats (match_id, seat, kind, bot, player_name, token_hash, joined_at, "
-                "left_match, join_hash) VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT (match_id, seat) DO UPDATE SET "
-                "kind = excluded.kind, bot = excluded.bot, player_name = excluded.player_name, "
-                "token_hash = excluded.token_hash, joined_at = excluded.joined_at, "
-                "left_match = excluded.left_match, join_hash = excluded.join_hash",
+                "left_match, join_hash) VALUES (?,?,?,?,?,?,?,?,?)",
                 (match_id, s.seat, s.kind, s.bot, s.player_name, s.token_hash or None, s.joined_at,
                  int(s.left), s.join_hash or None))
         except sqlite3.IntegrityError as exc:
             raise StoreError(f"seat {s.seat} of match {match_id!r}: {exc}") from None
+
+    @staticmethod
+    def _update_seat(c: sqlite3.Connection, match_id: str, s: SeatRecord) -> None:
+        """Replace one of the match's seats. A seat number the match does not have is
+        UnknownMatch: an upsert added it as a row of its own, and the match was read back with
+        a seat more than it has."""
+        try:
+            cur = c.execute(
+                "UPDATE seats SET kind = ?, bot = ?, player_name = ?, token_hash = ?, joined_at = ?, "
+                "left_match = ?, join_hash = ? WHERE match_id = ? AND seat = ?",
+                (s.kind, s.bot, s.player_name, s.token_hash or None, s.joined_at, int(s.left),
+                 s.join_hash or None, match_id, s.seat))
+        except sqlite3.IntegrityError as exc:
+            raise StoreError(f"seat {s.seat} of match {match_id!r}: {exc}") from None
+        if cur.rowcount == 0:
+            raise UnknownMatch(f"no seat {s.seat} in match {match_id!r}")
 
     @staticmethod
     def _insert_decks(c: sqlite3.Connection, match_id: str, decks: Sequence[DeckRecord]) -> None:
@@ -909,7 +926,7 @@ class SqliteStore(Store):
     async def save_seat(self, match_id: str, seat: SeatRecord) -> None:
         def fn(c: sqlite3.Connection) -> None:
             self._require_match(c, match_id)
-            self._upsert_seat(c, match_id, seat)
+            self._update_seat(c, match_id, seat)
         await self._write("save_seat", fn)
 
     async def save_absence(self, match_id: str, seat: int, away_since: float | None,
@@ -966,7 +983,7 @@ class SqliteStore(Store):
             if row[0] != "waiting":
                 raise MatchNotWaiting(f"match {match_id!r} is {row[0]}, not waiting")
             for s in seats:
-                self._upsert_seat(c, match_id, s)
+                self._update_seat(c, match_id, s)
             self._insert_decks(c, match_id, decks)
             c.execute("UPDATE matches SET status = 'active' WHERE match_id = ?", (match_id,))
         await self._write("start_match", fn)

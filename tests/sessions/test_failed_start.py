@@ -563,3 +563,38 @@ def test_a_match_that_ended_is_evicted_while_its_start_retry_still_sleeps(monkey
     assert failed.reason == "STORE_UNAVAILABLE" and sleeping and started == "active"
     assert (evicted, gone) == (1, True)
     assert again.status == "terminated"
+
+
+def test_a_token_held_for_a_start_in_doubt_is_forgotten_when_the_store_holds_another_join(monkeypatch):
+    """The last seat's join wrote a start that nobody could tell (the write and the read-back
+    failed): the seat is held in memory with that join's token, which its player never got
+    (the join was UNAVAILABLE). The store holds instead a start of an earlier join of that
+    seat (one whose answer was lost). The start's retry follows the store: the seat is the
+    earlier join's, and the held token is no longer known to the manager (Seating.take_seat:
+    it was kept in the token map for as long as the match stayed in memory, a token of
+    nobody's pointing at a seat someone else holds), while the earlier join's token works."""
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 0.05)
+    store = FailingStart()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            await mgr.join_match(s.match_id, 0, "a")
+            store.fail, store.unreadable = True, 1
+            await refused(mgr.join_match(s.match_id, 1, "b"))
+            m = mgr._matches[s.match_id]
+            held = m.seats[1].token_hash
+            registered = mgr._tokens.get(held)
+            earlier = replace(m.seats[1].record(), player_name="earlier", token_hash=token_hash("lost"),
+                              joined_at=1.0, join_hash="")
+            await store.start_match(s.match_id, [m.seats[0].record(), earlier], [random_deck_record(m.game, 0)])
+            await until(lambda: m.status == "active")
+            unknown = await refused(mgr.get_view(s.match_id, Principal("seat", s.match_id, 1, held)))
+            view = await mgr.get_view(s.match_id, mgr.authenticate(s.match_id, "lost"))
+            return held, registered, dict(mgr._tokens), unknown, view, m
+
+    held, registered, tokens, unknown, view, m = run(go())
+    assert registered == (m.match_id, 1)  # held while the start was in doubt
+    assert held not in tokens and tokens[token_hash("lost")] == (m.match_id, 1)
+    assert unknown.code == "UNAUTHENTICATED"
+    assert view.seat == 1 and m.seats[1].player_name == "earlier"

@@ -12,10 +12,12 @@ from __future__ import annotations
 import asyncio
 
 import psycopg
+import pytest
 from structlog.testing import capture_logs
 
 from engine_service.observability.metrics import Metrics
-from engine_service.store import PruneCounts
+from engine_service.store import PruneCounts, StoreError
+from engine_service.store.base import MAX_PRUNE_BATCH
 from engine_service.store.postgres import PostgresStore
 
 BOUND_S = 2.0  # call_timeout_s here: each statement of a prune gets 1/8 of it, 250 ms
@@ -83,4 +85,130 @@ def test_a_batch_longer_than_the_bound_on_a_slow_server_is_split_not_cut_off(pg_
     assert "db_ownership_connection_lost" not in events and "store_commit_resolved" not in events, events
     assert stats.get("connections_lost", 0) == 0, stats
     assert "store_prune_split" in events, events  # the server's pace learnt, not the bound hit
+    splits = [(e["matches"], e["now"]) for e in logs if e["event"] == "store_prune_split"]
+    assert all(now == size // 2 for size, now in splits), splits  # halved, each time
     assert not errors, errors
+
+
+def test_a_batch_size_learnt_smaller_doubles_again_while_batches_are_done_quickly(pg_url):
+    """After a split the store prunes in smaller transactions (``prune_size``); each batch of
+    that size done in well under its share of the bound doubles it again, up to
+    MAX_PRUNE_BATCH, so that one slow moment does not leave retention slow for good. The bound
+    here is far above what a batch takes (a guard, not a timing): 25, 50, then 100 asked for
+    (45 left), and the next call starts at 200."""
+    async def go():
+        st = PostgresStore(pg_url, call_timeout_s=600.0)
+        await st.open()
+        try:
+            with psycopg.connect(pg_url, autocommit=True) as conn:
+                conn.execute(
+                    "INSERT INTO matches (match_id, game, options, first_dealer, turn_time_s, reconnect_grace_s, "
+                    "spectators_allowed, name, takeover_bot, created_at, status, ended_at) "
+                    "SELECT 'q' || i, 'klaberjass', '{}', 0, 10, 30, false, 'x', '', 1.0, 'finished', 2.0 "
+                    "FROM generate_series(1, %s) i", (MATCHES,))
+            small = await st.prune_finished(10.0, 10)  # a batch below the size: no lesson
+            unchanged = st.prune_size
+            st.prune_size = 25  # as learnt from a slow server
+            batch = await st.prune_finished(10.0, 500)
+            return small, unchanged, batch, st.prune_size, await st.count_finished(10.0)
+        finally:
+            await st.close()
+
+    small, unchanged, batch, size, left = asyncio.run(go())
+    assert len(small.match_ids) == 10 and unchanged == MAX_PRUNE_BATCH
+    assert len(set(batch.match_ids)) == MATCHES - 10 and left == PruneCounts()
+    assert size == 200
+
+
+def test_a_match_that_cannot_be_deleted_in_time_even_alone_fails_the_prune_counted(pg_url):
+    """A batch split down to one match that the server still cannot delete within a
+    statement's share is a StoreError (counted in cardgames_store_errors_total), nothing
+    deleted, after the halvings: not a split to nothing repeated for ever."""
+    async def go():
+        metrics = Metrics()
+        st = PostgresStore(pg_url, metrics, call_timeout_s=BOUND_S)
+        await st.open()
+        try:
+            _fill(pg_url)
+            with psycopg.connect(pg_url, autocommit=True) as conn:  # a match's delete: 2 x 250 ms
+                conn.execute("DROP TRIGGER slow_delete ON match_actions")
+                conn.execute("CREATE OR REPLACE FUNCTION slow_delete() RETURNS trigger LANGUAGE plpgsql AS "
+                             "$$BEGIN PERFORM pg_sleep(0.25); RETURN OLD; END$$")
+                conn.execute("CREATE TRIGGER slow_delete BEFORE DELETE ON match_actions FOR EACH ROW "
+                             "EXECUTE FUNCTION slow_delete()")
+            with capture_logs() as logs:
+                async with asyncio.timeout(60):  # against a hang only
+                    with pytest.raises(StoreError, match="could not be deleted within") as failed:
+                        await st.prune_finished(10.0, 4)
+            left = await st.count_finished(10.0)
+            errors = metrics.registry.get_sample_value("cardgames_store_errors_total",
+                                                       {"operation": "prune_finished"})
+            return failed.value, logs, left, errors
+        finally:
+            await st.close()
+
+    failed, logs, left, errors = asyncio.run(go())
+    assert [(e["matches"], e["now"]) for e in logs if e["event"] == "store_prune_split"] == [(4, 2), (2, 1)]
+    assert left.matches == MATCHES and errors == 1
+
+
+def test_a_batch_failing_after_others_were_deleted_ends_the_prune_with_those(pg_url):
+    """A retention call deletes in several transactions; one failing (here a trigger refusing
+    the second; in life a lost connection) after some committed ends the call with what was
+    deleted (the caller forgets those matches), the failure counted and logged
+    (store_prune_stopped), not raised: the committed deletions are not reported as undone."""
+    async def go():
+        metrics = Metrics()
+        st = PostgresStore(pg_url, metrics)
+        await st.open()
+        try:
+            with psycopg.connect(pg_url, autocommit=True) as conn:
+                conn.execute(
+                    "INSERT INTO matches (match_id, game, options, first_dealer, turn_time_s, reconnect_grace_s, "
+                    "spectators_allowed, name, takeover_bot, created_at, status, ended_at) "
+                    "SELECT 'r' || i, 'klaberjass', '{}', 0, 10, 30, false, 'x', '', 1.0, 'finished', 2.0 "
+                    "FROM generate_series(1, 3) i")
+                conn.execute("CREATE SEQUENCE deletes")  # not rolled back: counts the attempts
+                conn.execute("CREATE FUNCTION refuse_second() RETURNS trigger LANGUAGE plpgsql AS "
+                             "$$BEGIN IF nextval('deletes') > 1 THEN RAISE EXCEPTION 'refused'; END IF; "
+                             "RETURN OLD; END$$")
+                conn.execute("CREATE TRIGGER refuse_second BEFORE DELETE ON matches FOR EACH ROW "
+                             "EXECUTE FUNCTION refuse_second()")
+            st.prune_size = 1
+            with capture_logs() as logs:
+                batch = await st.prune_finished(10.0, 3)
+            left = await st.count_finished(10.0)
+            errors = metrics.registry.get_sample_value("cardgames_store_errors_total",
+                                                       {"operation": "prune_finished"})
+            return batch, left, errors, logs
+        finally:
+            await st.close()
+
+    batch, left, errors, logs = asyncio.run(go())
+    assert len(batch.match_ids) == 1 and batch.counts.matches == 1 and left.matches == 2
+    assert errors == 1
+    stopped = [e for e in logs if e["event"] == "store_prune_stopped"]
+    assert len(stopped) == 1 and stopped[0]["deleted"] == 1 and "refused" in stopped[0]["error"]
+
+
+def test_a_prune_deletes_at_most_max_prune_batch_whatever_the_limit_asked(pg_url):
+    """A limit above MAX_PRUNE_BATCH is capped (one call stays one bounded batch of work),
+    whatever the transactions it takes: 501 ended matches, a limit of 1,000: 500 deleted."""
+    async def go():
+        st = PostgresStore(pg_url, call_timeout_s=600.0)
+        await st.open()
+        try:
+            with psycopg.connect(pg_url, autocommit=True) as conn:
+                conn.execute(
+                    "INSERT INTO matches (match_id, game, options, first_dealer, turn_time_s, reconnect_grace_s, "
+                    "spectators_allowed, name, takeover_bot, created_at, status, ended_at) "
+                    "SELECT 'c' || i, 'klaberjass', '{}', 0, 10, 30, false, 'x', '', 1.0, 'finished', 2.0 "
+                    "FROM generate_series(1, %s) i", (MAX_PRUNE_BATCH + 1,))
+            st.prune_size = 100
+            batch = await st.prune_finished(10.0, 2 * MAX_PRUNE_BATCH)
+            return batch, await st.count_finished(10.0)
+        finally:
+            await st.close()
+
+    batch, left = asyncio.run(go())
+    assert len(set(batch.match_ids)) == MAX_PRUNE_BATCH and left.matches == 1

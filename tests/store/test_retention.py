@@ -80,6 +80,22 @@ def test_prune_deletes_ended_matches_with_everything_stored_for_them(kind, make)
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_prune_or_a_listing_without_a_limit_takes_100_matches(kind, make):
+    """``limit`` defaults to 100 matches on every store (Store.prune_finished, list_matches)."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        for i in range(101):
+            await st.create_match(record(f"f{i:03d}", created_at=float(i), status="finished"))
+            await st.set_status(f"f{i:03d}", "finished", {}, 200.0)
+        listed = await st.list_matches()
+        first, second = await st.prune_finished(1e12), await st.prune_finished(1e12)
+        await st.close()
+        return len(listed), len(first.match_ids), len(second.match_ids)
+    assert run(go()) == (100, 100, 1)
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_prune_batches_are_capped_and_nothing_unfinished_is_ever_old_enough(kind, make):
     """A batch is at most ``limit`` matches (and at most MAX_PRUNE_BATCH whatever the caller
     asks); an unfinished match is never pruned, however old it is and whatever the cutoff."""
@@ -162,13 +178,11 @@ def test_pruning_is_counted_as_a_store_error_when_it_fails_but_not_timed(kind, m
         await st.set_status("m1", "finished", {}, 5.0)
         assert len((await st.prune_finished(10.0)).match_ids) == 1
         await st.close()
-        if kind != "memory":  # the memory store has no failure to count
-            with pytest.raises(StoreError):
-                await st.prune_finished(10.0)
+        with pytest.raises(StoreError):  # a closed store: the memory store's failure too
+            await st.prune_finished(10.0)
     run(go())
     assert metrics.value("cardgames_store_write_seconds_count", {"operation": "prune_finished"}) == 0
-    if kind != "memory":
-        assert metrics.value("cardgames_store_errors_total", {"operation": "prune_finished"}) == 1
+    assert metrics.value("cardgames_store_errors_total", {"operation": "prune_finished"}) == 1
 
 
 def test_sqlite_prune_leaves_no_orphan_rows_and_vacuum_gives_the_space_back(tmp_path):

@@ -11,6 +11,7 @@ import shutil
 import sqlite3
 import stat
 import subprocess
+import threading
 from dataclasses import replace
 
 import pytest
@@ -20,7 +21,7 @@ from engine_service.observability.metrics import Metrics
 from engine_service.store import (ActionRecord, DatabaseReadOnly, DeckRecord, NotADatabase, SeatRecord, SqliteStore,
                                   StoreError)
 
-from .sqlite_faults import LimitedSqliteStore, fill_volume, held, small_volume
+from .sqlite_faults import LimitedSqliteStore, fill_volume, held, small_volume, until_queued
 from ..crash import crash
 from .test_store import record
 
@@ -168,6 +169,114 @@ def test_a_commit_that_fails_after_every_write_of_its_batch_succeeded_fails_them
         assert isinstance(result, StoreError) and "commit failed: FOREIGN KEY constraint failed" in str(result)
     assert final["m1"][3] == [(1, "take")] and final["m2"][3] == []
     assert metrics.value("cardgames_store_errors_total", {"operation": "append_action"}) == 2
+
+
+def test_a_failed_write_whose_savepoint_cannot_be_undone_rolls_back_its_whole_batch(tmp_path):
+    """A write fails and SQLite then refuses ``ROLLBACK TO`` its savepoint (here the write
+    released the savepoint itself before failing, so that SQLite has none of that name; in
+    life an I/O error at the rollback): what the write did cannot be told apart from the
+    batch's other writes, so the whole transaction is rolled back (_abandon). Its row is not
+    committed with the others, the write before it in the batch is answered with the error
+    (rolled back with it) and nothing of it is stored, the write after it commits in a new
+    transaction, and the writer thread goes on."""
+    path = tmp_path / "db.sqlite3"
+
+    def half_done(conn):
+        conn.execute("INSERT INTO decks (match_id, deal, cards) VALUES ('m2', 5, '[]')")
+        conn.execute("RELEASE write")  # its savepoint gone: ROLLBACK TO write fails
+        raise StoreError("the write failed half-way")
+
+    async def go():
+        st = LimitedSqliteStore(path)
+        await st.open()
+        for i in range(1, 4):
+            await st.create_match(record(f"m{i}", created_at=float(i)))
+        commits = st.commits
+        async with held(st):
+            writes = [asyncio.ensure_future(st.append_action("m1", ActionRecord(1, 0, "pass"))),
+                      asyncio.ensure_future(st._submit(half_done, write=True)),
+                      asyncio.ensure_future(st.append_action("m3", ActionRecord(1, 0, "take")))]
+            await asyncio.sleep(0.05)
+        results = await asyncio.gather(*writes, return_exceptions=True)
+        committed = st.commits - commits
+        await st.append_action("m1", ActionRecord(1, 0, "take"))  # the writer goes on
+        decks = await st._run(lambda: st._db().execute("SELECT match_id, deal FROM decks").fetchall())
+        await st.close()
+        return results, committed, decks, await stored(path, "m1", "m2", "m3")
+
+    (before, failed, after), committed, decks, final = run(go())
+    assert str(failed) == "the write failed half-way"
+    assert isinstance(before, StoreError) and "rolled back with its transaction" in str(before)
+    assert after is None and committed == 1  # in a transaction of its own (BEGIN IMMEDIATE), committed
+    assert decks == []
+    assert [final[m][3] for m in ("m1", "m2", "m3")] == [[(1, "take")], [], [(1, "take")]]
+
+
+def test_writes_queued_behind_a_read_share_one_transaction_after_it(tmp_path):
+    """A read in the middle of a batch commits the writes before it (it sees only committed
+    writes), and the writes after it open a new transaction of their own, which they share:
+    two commits for four writes, not one per write after the read (each in a transaction
+    SQLite opens and commits at its savepoint's release, deferred, with its own fsync)."""
+    path = tmp_path / "db.sqlite3"
+
+    async def go():
+        st = LimitedSqliteStore(path)
+        await st.open()
+        for i in range(1, 5):
+            await st.create_match(record(f"m{i}", created_at=float(i)))
+        commits = st.commits
+        async with held(st):
+            first = asyncio.ensure_future(st.append_action("m1", ActionRecord(1, 0, "pass")))
+            read = asyncio.ensure_future(st.load_match("m1"))
+            later = [asyncio.ensure_future(st.append_action(f"m{i}", ActionRecord(1, 0, "take"))) for i in (2, 3, 4)]
+            await until_queued(st, 5)
+        results = await asyncio.gather(first, *later)
+        seen = await read
+        shared = st.commits - commits
+        await st.close()
+        return results, seen, shared, await stored(path, "m1", "m2", "m3", "m4")
+
+    results, seen, shared, final = run(go())
+    assert results == [None] * 4 and [a.action for a in seen.actions] == ["pass"]
+    assert shared == 2
+    assert [final[m][3] for m in ("m1", "m2", "m3", "m4")] == [[(1, "pass")]] + [[(1, "take")]] * 3
+
+
+def test_the_writer_thread_ends_cleanly_and_answers_the_writes_queued_before_its_stop(tmp_path):
+    """The stop of the writer thread queued behind writes (taken into their batch) ends the
+    thread once they are committed and answered, and a stop that finds nothing queued ends it
+    at once; neither dies with an exception (the stop taken for a write), which left the
+    writes of that batch unanswered, their callers waiting for ever."""
+    path = tmp_path / "db.sqlite3"
+    died: list[BaseException] = []
+
+    async def go():
+        st = LimitedSqliteStore(path, exclusive=False)
+        await st.open()
+        await st.create_match(record("m1"))
+        thread, jobs = st._thread, st._jobs
+        async with held(st):
+            write = asyncio.ensure_future(st.append_action("m1", ActionRecord(1, 0, "pass")))
+            await until_queued(st, 1)
+            stopping = asyncio.ensure_future(st._stop())  # the stop, queued behind the write
+            while jobs.qsize() < 2:
+                await asyncio.sleep(0.002)
+        await asyncio.wait_for(write, 10)
+        await stopping
+        alive = thread.is_alive()
+        again = LimitedSqliteStore(tmp_path / "again.sqlite3")
+        await again.open()
+        await again.close()  # its stop finds nothing queued
+        return alive, again._thread, await stored(path, "m1")
+
+    hook = threading.excepthook
+    threading.excepthook = lambda args: died.append(args.exc_value)
+    try:
+        alive, gone, final = run(go())
+    finally:
+        threading.excepthook = hook
+    assert not alive and gone is None and died == []
+    assert final["m1"][3] == [(1, "pass")]
 
 
 def test_a_write_the_database_will_not_begin_is_refused_alone_and_the_writer_goes_on(tmp_path):
@@ -420,6 +529,34 @@ def test_a_database_file_deleted_or_replaced_under_the_store_is_refused_and_resc
         assert at_path is None and "db.sqlite3-wal" not in left
     else:  # the file put in its place, as it was: no frame of the engine's WAL replayed onto it
         assert at_path == {"m1": ("waiting", ["", ""], [], [(1, "pass")])}
+
+
+def test_a_database_file_put_back_is_written_to_again_and_a_second_move_is_reported_again(tmp_path):
+    """The file moved away from its path (refused, rescued, db_file_moved), then put back
+    (the same file at the path again): writes commit to it again. Moved away once more, that
+    is a new incident: refused and reported (db_file_moved) again, not taken for the first
+    one still going on."""
+    path, aside = tmp_path / "db.sqlite3", tmp_path / "aside.sqlite3"
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        await st.create_match(record("m1"))
+        outcomes = []
+        with capture_logs() as logs:
+            for seq in (1, 2):
+                os.rename(path, aside)
+                outcomes += await asyncio.gather(st.append_action("m1", ActionRecord(seq, 0, "pass")),
+                                                 return_exceptions=True)
+                os.rename(aside, path)
+                outcomes.append(await st.append_action("m1", ActionRecord(seq, 0, "pass")))
+        await st.close()
+        return outcomes, [e["change"] for e in logs if e["event"] == "db_file_moved"], await stored(path, "m1")
+
+    outcomes, moves, final = run(go())
+    assert [type(o).__name__ for o in outcomes] == ["StoreError", "NoneType", "StoreError", "NoneType"]
+    assert moves == ["deleted", "deleted"]
+    assert final["m1"][3] == [(1, "pass"), (2, "pass")]
 
 
 def test_a_ping_is_refused_as_a_write_is_when_the_database_file_was_deleted(tmp_path):

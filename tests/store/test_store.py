@@ -260,6 +260,71 @@ def test_an_absence_of_a_seat_number_just_outside_the_match_is_refused_or_left_a
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_seat_number_the_match_does_not_have_is_refused_and_writes_nothing(kind, make):
+    """save_seat and start_match with seat -1 or 2 of a two-seat match are UnknownMatch and
+    write nothing: not a seat row of its own (the SQL stores' upsert added one, and the match
+    was read back with four seats), not the last seat (the memory store's seats[-1]), not an
+    IndexError; a start refused so writes none of its other seats, decks or status either."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record())
+        before = await st.load_match("m1")
+        refused = []
+        for seat in (-1, 2):
+            taken = SeatRecord(seat=seat, player_name="x", token_hash=f"t{seat}", joined_at=1.0)
+            with pytest.raises(UnknownMatch, match=f"no seat {seat} in match 'm1'"):
+                await st.save_seat("m1", taken)
+            with pytest.raises(UnknownMatch, match=f"no seat {seat} in match 'm1'"):
+                await st.start_match("m1", [replace(LAST, token_hash="t-last"), taken], [DECK0])
+            refused.append(seat)
+        after = await st.load_match("m1")
+        await st.start_match("m1", [replace(LAST, token_hash="t-last")], [DECK0])  # its hash unclaimed
+        await st.close()
+        return before, refused, after
+
+    before, refused, after = run(go())
+    assert refused == [-1, 2]
+    assert after == before and [s.seat for s in after.record.seats] == [0, 1]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_status_or_a_seat_kind_the_schema_does_not_know_is_refused_and_writes_nothing(kind, make):
+    """The schema's CHECKs: a match's status is one of STATUSES, a seat's kind "open" or "bot".
+    A write with another (create_match, set_status, an append's end; create_match, save_seat,
+    start_match) is a StoreError, not MatchExists (SQLite called every refused insert of a
+    match so), and writes nothing: no match, no seat, no status, not the action of the end.
+    The memory store used to keep them all."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(record())
+        before = await st.load_match("m1")
+        robot = SeatRecord(seat=1, kind="robot", player_name="r")
+        calls = (lambda: st.create_match(record("m2", status="paused")),
+                 lambda: st.create_match(replace(record("m3"), seats=(SeatRecord(0), robot))),
+                 lambda: st.set_status("m1", "paused"),
+                 lambda: st.save_seat("m1", robot),
+                 lambda: st.start_match("m1", [robot], [DECK0]),
+                 lambda: st.append_action("m1", ActionRecord(1, 0, "pass"), [DECK0], replace(END, status="over")))
+        errors = []
+        for call in calls:
+            with pytest.raises(StoreError) as info:
+                await call()
+            errors.append(info.value)
+        got = [await st.load_match(m) for m in ("m1", "m2", "m3")]
+        await st.close()
+        return before, errors, got
+
+    before, errors, (m1, m2, m3) = run(go())
+    assert not [e for e in errors if isinstance(e, (MatchExists, UnknownMatch, MatchNotWaiting))]
+    # each says what it refused (not a later statement's failure, the match row missing)
+    assert [("status" in str(e), "kind" in str(e)) for e in errors] == [
+        (True, False), (False, True), (True, False), (False, True), (False, True), (True, False)], errors
+    assert m1 == before and m2 is None and m3 is None
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_the_stored_options_and_result_are_the_ones_written_whatever_the_caller_changes_later(kind, make):
     """The store keeps a match's options and result as they were when written: the caller's
     dicts changed afterwards, or the mappings it read back changed (where they can be), do not
@@ -285,6 +350,44 @@ def test_the_stored_options_and_result_are_the_ones_written_whatever_the_caller_
     again = run(go())
     assert dict(again.record.options) == {"kl_target_score": 300}
     assert dict(again.record.result) == {"winners": [0]}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_nested_values_of_the_stored_options_and_result_are_the_stores_own(kind, make):
+    """Not only the top level: a list or dict inside the options or the result (the winners,
+    the scores) that the writer changes in place afterwards, or that a reader of a load or a
+    listing changes in place, is not changed in the store (the memory store shared them)."""
+    async def go():
+        st = make(kind)
+        await st.open()
+        options = {"kl_target_score": 300, "extras": {"seats": [0, 1]}}
+        result = {"winners": [0], "scores": {"team": [10, 20]}}
+        end = {"winners": [1], "scores": {"team": [5]}}
+        await st.create_match(replace(record(), options=options))
+        await st.set_status("m1", "finished", result, ended_at=9.0)
+        await st.create_match(record("m2", created_at=2.0, status="active"))
+        await st.append_action("m2", ActionRecord(1, 0, "pass"), [], replace(END, result=end))
+        options["extras"]["seats"].append(2)
+        result["winners"].append(1)
+        result["scores"]["team"][0] = 99
+        end["winners"].clear()
+        read = [(await st.load_match(m)).record for m in ("m1", "m2")]
+        read += [li.record for li in await st.list_matches()]
+        for r in read:
+            r.options.get("extras", {}).get("seats", []).append(7)
+            r.result["winners"].append(3)
+            r.result["scores"]["team"].append(4)
+        again = {m: (await st.load_match(m)).record for m in ("m1", "m2")}
+        listed = {li.record.match_id: li.record for li in await st.list_matches()}
+        await st.close()
+        return again, listed
+
+    again, listed = run(go())
+    for r in (again["m1"], listed["m1"]):
+        assert dict(r.options) == {"kl_target_score": 300, "extras": {"seats": [0, 1]}}
+        assert dict(r.result) == {"winners": [0], "scores": {"team": [10, 20]}}
+    for r in (again["m2"], listed["m2"]):
+        assert dict(r.result) == {"winners": [1], "scores": {"team": [5]}}
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -646,6 +749,31 @@ def test_unknown_and_duplicate_matches(kind, make):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_match_created_with_its_seats_taken_reads_them_back_and_a_held_token_hash_is_named(kind, make):
+    """create_match writes every field of its seats (a table created with its players and
+    bots seated), and a seat whose token hash another match's seat holds is a StoreError
+    naming that seat (not MatchExists: the id is free), with nothing of the match written."""
+    seats = (SeatRecord(seat=0, kind="bot", bot="search", player_name="robot", joined_at=1.0, left=True),
+             SeatRecord(seat=1, player_name="ann", token_hash="h1", joined_at=2.0, join_hash="j1"))
+
+    async def go():
+        st = make(kind)
+        await st.open()
+        await st.create_match(replace(record(), seats=seats))
+        with pytest.raises(StoreError, match="seat 1 of match 'm2'") as taken:
+            await st.create_match(replace(record("m2", created_at=2.0), seats=(
+                SeatRecord(seat=0, token_hash="h0"), replace(seats[1], join_hash="j2"))))
+        got, refused = await st.load_match("m1"), await st.load_match("m2")
+        await st.create_match(replace(record("m2", created_at=2.0), seats=(SeatRecord(seat=0, token_hash="h0"),
+                                                                          SeatRecord(seat=1))))
+        await st.close()
+        return got, taken.value, refused
+
+    got, taken, refused = run(go())
+    assert got.record.seats == seats and not isinstance(taken, MatchExists) and refused is None
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_token_hashes_are_unique_across_matches(kind, make):
     async def go():
         st = make(kind)
@@ -653,8 +781,10 @@ def test_token_hashes_are_unique_across_matches(kind, make):
         await st.create_match(record())
         await st.create_match(record("m2", created_at=2.0))
         await st.save_seat("m1", SeatRecord(seat=0, token_hash="same"))
-        with pytest.raises(StoreError):
+        with pytest.raises(StoreError, match="seat 0 of match 'm2'"):
             await st.save_seat("m2", SeatRecord(seat=0, token_hash="same"))
+        with pytest.raises(StoreError, match="seat 1 of match 'm2'"):  # in a start: the same
+            await st.start_match("m2", [SeatRecord(seat=1, token_hash="same")])
         # freeing a seat releases its hash
         await st.save_seat("m1", SeatRecord(seat=0))
         await st.save_seat("m2", SeatRecord(seat=0, token_hash="same"))
@@ -1029,6 +1159,30 @@ def test_a_database_reached_through_a_symbolic_link_is_measured_where_it_is(tmp_
         assert volume == vfs.f_blocks * vfs.f_frsize
     finally:
         shutil.rmtree(data)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_touching_no_absence_is_no_write(kind, make):
+    """touch_absences with no seat (a heartbeat with nobody away) goes to no database: no
+    write latency observed, and it is not even refused by a closed store; with a seat it is
+    a write, timed."""
+    metrics = Metrics()
+
+    async def go():
+        st = make(kind, metrics)
+        await st.open()
+        await st.create_match(record())
+        await st.touch_absences([], 5.0)
+        idle = metrics.value("cardgames_store_write_seconds_count", {"operation": "touch_absences"})
+        await st.touch_absences([("m1", 0)], 5.0)
+        await st.close()
+        await st.touch_absences([], 6.0)
+        return idle
+
+    idle = run(go())
+    assert idle == 0
+    assert metrics.value("cardgames_store_write_seconds_count", {"operation": "touch_absences"}) == 1
+    assert metrics.value("cardgames_store_errors_total", {"operation": "touch_absences"}) == 0
 
 
 @pytest.mark.parametrize("kind", KINDS)
