@@ -12,6 +12,7 @@ import tracemalloc
 
 import pytest
 
+from engine_service.observability.metrics import Metrics
 from engine_service.rules import get_game
 from engine_service.rules.errors import (IllegalAction, InvalidDeck, InvalidOptions, MalformedAction,
                                          NotYourTurn, UnknownGame)
@@ -19,8 +20,10 @@ from engine_service.sessions.api import (BadRequest, CreateMatchRequest, LimitEx
                                          MatchNotFound, PermissionDenied, Principal, SeatConfig, SeatTaken,
                                          StaleSequence, Unauthenticated, Unavailable)
 from engine_service.sessions.access import authenticate
+from engine_service.sessions.manager import MatchManager
 from engine_service.sessions.tokens import new_token, token_hash
 from engine_service.sessions.validation import clean_name
+from engine_service.store import MemoryStore
 
 from .helpers import ADMIN, GAMES, Stream, collect, config, manager, open_match, play_random, run, to_act, until
 
@@ -1171,3 +1174,61 @@ def test_the_action_that_reaches_the_deal_limit_arms_no_decision_after_it(first_
     assert (result["outcome"], result["reason"]) == ("terminated", "deal_limit")
     assert asked == bot_moves
     assert last.view.deadline is None
+
+
+def test_before_its_start_the_manager_refuses_every_request_and_reads_no_match():
+    """A manager whose start() has not run (the service is starting) answers every request
+    UNAVAILABLE / NOT_STARTED, reads and writes alike, and neither loads the match asked for
+    nor changes it: a join used to pass with its own check gone (the match read from the
+    store, the seat taken before the timers of the resumed matches were armed)."""
+    store = MemoryStore()
+
+    async def first_life():
+        async with manager(store=store) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game=GAME))
+            joined = await mgr.join_match(s.match_id, 0, "ann")
+            return s.match_id, token_hash(joined.token)
+
+    match_id, ann = run(first_life())
+
+    async def not_started():
+        mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        seat = Principal("seat", match_id, 0, ann)
+        spectator = Principal("spectator", match_id)
+        calls = {
+            "create": mgr.create_match(CreateMatchRequest(game=GAME)),
+            "keyed create": mgr.create_match(CreateMatchRequest(game=GAME, client_create_id="c1")),
+            "join": mgr.join_match(match_id, 1, "bob"),
+            "submit": mgr.submit_action(match_id, seat, "pass", None),
+            "leave": mgr.leave_match(match_id, seat, True),
+            "terminate": mgr.terminate_match(match_id, "x"),
+            "reissue": mgr.reissue_seat_token(match_id, 0),
+            "view": mgr.get_view(match_id, spectator),
+            "match": mgr.get_match(match_id),
+            "recall": mgr.recall(match_id),
+            "reveal": mgr.reveal_deals(match_id, spectator),
+            "inspect": mgr.inspect_match(match_id),
+            "export": mgr.export_transcript(match_id),
+            "list": mgr.matches_page(),
+            "watch": collect(mgr.watch(match_id, spectator, -1)),
+        }
+        reasons = {}
+        for name, call in calls.items():
+            with pytest.raises(Unavailable) as info:
+                await call
+            reasons[name] = info.value.reason
+        with pytest.raises(Unavailable) as info:
+            mgr.open_matches_page()
+        reasons["lobby"] = info.value.reason
+        return reasons, mgr.match_ids()
+
+    reasons, held = run(not_started())
+    assert set(reasons.values()) == {"NOT_STARTED"}, reasons
+    assert held == []
+
+    async def started():
+        async with manager(store=store) as mgr:
+            return await mgr.get_match(match_id)
+
+    summary = run(started())
+    assert summary.status == "waiting" and [seat.taken for seat in summary.seats] == [True, False]
