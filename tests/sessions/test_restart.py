@@ -484,6 +484,59 @@ def write_ends_apart_and_die(mgr):
     mgr._store.append_action = without_its_end
 
 
+def test_a_match_whose_last_action_was_written_without_its_end_ends_completed_when_resumed(tmp_path):
+    """The action that ends a match by the rules is written, then its end (the status and the
+    result: two writes), and the process died between them. Resumed, the match is ended as
+    the rules say its log ends it (completed, with the rules' totals and winners), in memory
+    and in the store, counted finished once and no longer active."""
+    path = tmp_path / "m.sqlite3"
+
+    async def before():
+        mgr = sqlite_manager(path)
+        await mgr.start()
+
+        async def die(*args, **kwargs):
+            crash(mgr._store)
+            raise asyncio.CancelledError
+        mgr._store.set_status = die
+        s = await mgr.create_match(CreateMatchRequest(game="japanese_joker"))
+        ps = [mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, i, f"p{i}")).token)
+              for i in range(2)]
+        with pytest.raises(asyncio.CancelledError):
+            await play_random(mgr, s.match_id, ps, random.Random(3))
+        return s.match_id
+
+    match_id = run(before())
+
+    async def after():
+        metrics = Metrics()
+        mgr = MatchManager(config(db_path=str(path)), store=SqliteStore(path), metrics=metrics,
+                           create_bot_host=False)
+        await mgr.start()
+        try:
+            def counts():
+                return [metrics.value(name, labels) for name, labels in (
+                    ("cardgames_matches_finished_total", {"game": "japanese_joker", "outcome": "completed"}),
+                    ("cardgames_matches_active", {"game": "japanese_joker", "status": "active"}))]
+            resumed = counts()
+            summary = await mgr.get_match(match_id)
+            # read back again once evicted: ended already, it is not ended (nor counted) twice
+            assert mgr.evict_finished() == 1 and await mgr.get_match(match_id) == summary
+            return (summary, await mgr.export_transcript(match_id), await mgr._store.load_match(match_id),
+                    [resumed, counts()], mgr.state_of(match_id).result())
+        finally:
+            await mgr.close()
+
+    summary, data, stored, counts, rules_result = run(after())
+    assert summary.status == "finished" and summary.result["outcome"] == "completed"
+    assert stored.record.status == "finished" and stored.record.result == summary.result
+    assert stored.record.ended_at is not None
+    assert counts == [[1, 0], [1, 0]]
+    diff, state = transcript.check(data)
+    assert diff is None and state.is_over() and summary.seq == len(stored.actions)
+    assert (summary.result["totals"], summary.result["winners"]) == (rules_result["totals"], rules_result["winners"])
+
+
 @pytest.mark.parametrize("log_form", ["reached", "dealt_past", "played_past"])
 def test_a_match_past_its_deal_limit_at_the_crash_ends_when_it_is_resumed(tmp_path, log_form):
     """max_match_deals: versions before 2026-12-05 wrote the action that reaches the limit,
