@@ -323,8 +323,10 @@ def test_seat_taken_bot_seat_no_open_seat_and_bad_seat():
             with pytest.raises(SeatTaken):
                 await mgr.join_match(s.match_id, None, "bob")
             for bad in (2, -1, True, "0"):
-                with pytest.raises(BadRequest):
+                with pytest.raises(BadRequest) as info:
                     await mgr.join_match(s.match_id, bad, "bob")
+                assert (info.value.reason, info.value.message) == ("BAD_SEAT", "seat must be 0..1")
+                assert info.value.metadata == {"field": "seat"}
             with pytest.raises(BadRequest):
                 await mgr.join_match(s.match_id, None, "bad\x00name")
             with pytest.raises(BadRequest):
