@@ -154,6 +154,40 @@ def test_absent_players_after_a_restart_share_one_grace_window(tmp_path):
     assert summary.result["outcome"] == "abandoned"
 
 
+def test_the_players_of_a_waiting_match_get_no_grace_window_after_a_restart(tmp_path):
+    """A match waiting for players has no absence (JJK-10.2 and GJ-12.3 apply to a match being
+    played): after a restart its joined players are not connected, but no grace window is
+    armed for them nor recorded away in the store, and the table waits on, its seat taken,
+    well past the window."""
+    path = tmp_path / "m.sqlite3"
+
+    async def before():
+        mgr = sqlite_manager(path)
+        await mgr.start()
+        s = await mgr.create_match(CreateMatchRequest(game="japanese_joker"))
+        await mgr.join_match(s.match_id, 0, "a")
+        crash(mgr._store)
+        return s.match_id
+
+    match_id = run(before())
+
+    async def after():
+        mgr = sqlite_manager(path, time_scale=0.002)  # 60 s grace -> 0.12 s
+        await mgr.start()
+        try:
+            m = mgr._matches[match_id]
+            armed = [slot.grace_handle is not None for slot in m.seats]
+            await asyncio.sleep(0.5)
+            stored = (await mgr._store.load_match(match_id)).record.seats[0]
+            return armed, await mgr.get_match(match_id), stored.away_since
+        finally:
+            await mgr.close()
+
+    armed, summary, away_since = run(after())
+    assert armed == [False, False] and away_since is None
+    assert summary.status == "waiting" and [seat.taken for seat in summary.seats] == [True, False]
+
+
 def test_a_deal_due_at_the_crash_is_dealt_on_resume():
     """If the process stopped after an action that ended a deal and before the next deck was
     stored, the resumed match deals a fresh deck (nobody has seen it) and goes on."""
