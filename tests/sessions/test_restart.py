@@ -389,6 +389,42 @@ def test_a_bot_match_interrupted_by_a_crash_finishes_after_the_restart(tmp_path)
     assert transcript.check(data)[0] is None
 
 
+def test_after_a_restart_only_the_joined_players_are_absent_not_the_bots(tmp_path):
+    """After a restart nobody is connected, but only a player who joined is absent: a bot
+    seat gets no grace window (_rearm used to be able to arm one for every seat unnoticed).
+    The player's window expires: the player forfeits and the bot wins (JJK-10.2)."""
+    from engine_service.sessions.api import SeatConfig
+
+    path = tmp_path / "m.sqlite3"
+
+    async def before():
+        mgr = MatchManager(config(), store=SqliteStore(path), bot_host=_FirstLegal(), metrics=Metrics())
+        await mgr.start()
+        s = await mgr.create_match(CreateMatchRequest(game="japanese_joker",
+                                                      seats=[SeatConfig(), SeatConfig("bot", "first")]))
+        await mgr.join_match(s.match_id, 0, "a")
+        crash(mgr._store)
+        return s.match_id
+
+    match_id = run(before())
+
+    async def after():
+        mgr = MatchManager(config(time_scale=0.002), store=SqliteStore(path), bot_host=_FirstLegal(),
+                           metrics=Metrics())  # 60 s grace -> 0.12 s
+        await mgr.start()
+        try:
+            armed = [slot.grace_handle is not None for slot in mgr._matches[match_id].seats]
+            await collect(mgr.watch(match_id, Principal("spectator", match_id), -1))
+            return armed, await mgr.get_match(match_id)
+        finally:
+            await mgr.close()
+
+    armed, summary = run(after())
+    assert armed == [True, False]
+    assert summary.status == "finished" and summary.result["outcome"] == "forfeit"
+    assert summary.result["winners"] == [1]
+
+
 class _Silent:
     """A host whose bot ``random`` (the name of the real host's) never answers: a decision is
     in flight when the process dies."""
