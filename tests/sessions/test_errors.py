@@ -1234,3 +1234,62 @@ def test_before_its_start_the_manager_refuses_every_request_and_reads_no_match()
 
     summary = run(started())
     assert summary.status == "waiting" and [seat.taken for seat in summary.seats] == [True, False]
+
+
+def test_an_id_no_match_can_have_is_not_found_without_asking_the_store():
+    """A match id that no match can have (empty, not text, longer than 64 characters, with a
+    control character) is NOT_FOUND without a store read: PostgreSQL refuses a NUL in a text
+    parameter, and such an id was UNAVAILABLE / STORE_UNAVAILABLE there (a client retries
+    that) where SQLite said NOT_FOUND. An id of 64 printable characters is looked up."""
+    class Asked(MemoryStore):
+        def __init__(self):
+            super().__init__()
+            self.asked = []
+
+        async def load_match(self, match_id):
+            self.asked.append(match_id)
+            return await super().load_match(match_id)
+
+    store = Asked()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            for match_id in ("", "a\x00b", "a\nb", "x" * 65, 7, None, "y" * 64):
+                with pytest.raises(MatchNotFound):
+                    await mgr.get_match(match_id)
+            return store.asked
+
+    assert run(go()) == ["y" * 64]
+
+
+def test_a_slow_store_read_of_one_match_does_not_hold_up_the_matches_held():
+    """Reading a match that is not held (recalled from the store) holds the loading lock until
+    the store answers; a match held in memory is answered without waiting for it (a slow
+    database must not stall every GetMatch, GetView and action of the running matches)."""
+    class Slow(MemoryStore):
+        slow_id = ""
+        released = None
+
+        async def load_match(self, match_id):
+            if match_id == self.slow_id:
+                await self.released.wait()
+            return await super().load_match(match_id)
+
+    store = Slow()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            stored = await mgr.create_match(CreateMatchRequest(game=GAME))
+            held = await mgr.create_match(CreateMatchRequest(game=GAME))
+            mgr._unregister(mgr._matches[stored.match_id])  # as after its eviction: only in the store
+            store.slow_id, store.released = stored.match_id, asyncio.Event()
+            reading = asyncio.ensure_future(mgr.get_match(stored.match_id))
+            await asyncio.sleep(0)  # the read holds the loading lock, waiting for the store
+            answer = asyncio.ensure_future(mgr.get_match(held.match_id))
+            for _ in range(10):
+                await asyncio.sleep(0)
+            answered = answer.done()
+            store.released.set()
+            return answered, (await answer).match_id == held.match_id, (await reading).match_id == stored.match_id
+
+    assert run(go()) == (True, True, True)
