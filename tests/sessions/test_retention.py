@@ -258,3 +258,20 @@ def test_an_evicted_match_leaves_nothing_of_it_in_memory():
     left, ended, again, seat = run(go())
     assert not any(left.values()), left
     assert again == ended and again.status == "finished" and seat == 1
+
+
+def test_an_ended_match_read_back_from_the_store_is_evicted_again_after_the_retention():
+    """An ended match read back after its eviction (a seat token's call, the admin) is held
+    for ``finished_retention_s`` from that read, then evicted again by the sweeper: without
+    its end's time in memory it stayed held for good."""
+    async def go():
+        async with manager(config(finished_retention_s=0.2)) as mgr:
+            match_id, _ = await ended_match(mgr)
+            await until(lambda: match_id not in mgr.match_ids())
+            assert await mgr.recall(match_id)
+            held = match_id in mgr.match_ids()
+            await until(lambda: match_id not in mgr.match_ids())
+            return held, await mgr.get_match(match_id)
+
+    held, summary = run(go())
+    assert held and summary.status == "finished"
