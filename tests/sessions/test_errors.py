@@ -11,6 +11,7 @@ import tracemalloc
 
 import pytest
 
+from engine_service.observability.metrics import Metrics
 from engine_service.rules import get_game
 from engine_service.rules.errors import (IllegalAction, InvalidDeck, InvalidOptions, MalformedAction,
                                          NotYourTurn, UnknownGame)
@@ -18,9 +19,11 @@ from engine_service.sessions.api import (BadRequest, CreateMatchRequest, LimitEx
                                          MatchNotFound, PermissionDenied, Principal, SeatConfig, SeatTaken,
                                          StaleSequence, Unauthenticated, Unavailable)
 from engine_service.sessions.access import authenticate
+from engine_service.sessions.manager import MatchManager
 from engine_service.sessions.tokens import new_token, token_hash
 from engine_service.sessions import validation
 from engine_service.sessions.validation import clean_name
+from engine_service.store import MemoryStore
 
 from .helpers import ADMIN, GAMES, Stream, collect, config, manager, open_match, play_random, run, to_act, until
 
@@ -320,8 +323,10 @@ def test_seat_taken_bot_seat_no_open_seat_and_bad_seat():
             with pytest.raises(SeatTaken):
                 await mgr.join_match(s.match_id, None, "bob")
             for bad in (2, -1, True, "0"):
-                with pytest.raises(BadRequest):
+                with pytest.raises(BadRequest) as info:
                     await mgr.join_match(s.match_id, bad, "bob")
+                assert (info.value.reason, info.value.message) == ("BAD_SEAT", "seat must be 0..1")
+                assert info.value.metadata == {"field": "seat"}
             with pytest.raises(BadRequest):
                 await mgr.join_match(s.match_id, None, "bad\x00name")
             with pytest.raises(BadRequest):
@@ -1185,3 +1190,120 @@ def test_the_action_that_reaches_the_deal_limit_arms_no_decision_after_it(first_
     assert (result["outcome"], result["reason"]) == ("terminated", "deal_limit")
     assert asked == bot_moves
     assert last.view.deadline is None
+
+
+def test_before_its_start_the_manager_refuses_every_request_and_reads_no_match():
+    """A manager whose start() has not run (the service is starting) answers every request
+    UNAVAILABLE / NOT_STARTED, reads and writes alike, and neither loads the match asked for
+    nor changes it: a join used to pass with its own check gone (the match read from the
+    store, the seat taken before the timers of the resumed matches were armed)."""
+    store = MemoryStore()
+
+    async def first_life():
+        async with manager(store=store) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game=GAME))
+            joined = await mgr.join_match(s.match_id, 0, "ann")
+            return s.match_id, token_hash(joined.token)
+
+    match_id, ann = run(first_life())
+
+    async def not_started():
+        mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        seat = Principal("seat", match_id, 0, ann)
+        spectator = Principal("spectator", match_id)
+        calls = {
+            "create": mgr.create_match(CreateMatchRequest(game=GAME)),
+            "keyed create": mgr.create_match(CreateMatchRequest(game=GAME, client_create_id="c1")),
+            "join": mgr.join_match(match_id, 1, "bob"),
+            "submit": mgr.submit_action(match_id, seat, "pass", None),
+            "leave": mgr.leave_match(match_id, seat, True),
+            "terminate": mgr.terminate_match(match_id, "x"),
+            "reissue": mgr.reissue_seat_token(match_id, 0),
+            "view": mgr.get_view(match_id, spectator),
+            "match": mgr.get_match(match_id),
+            "recall": mgr.recall(match_id),
+            "reveal": mgr.reveal_deals(match_id, spectator),
+            "inspect": mgr.inspect_match(match_id),
+            "export": mgr.export_transcript(match_id),
+            "list": mgr.matches_page(),
+            "watch": collect(mgr.watch(match_id, spectator, -1)),
+        }
+        reasons = {}
+        for name, call in calls.items():
+            with pytest.raises(Unavailable) as info:
+                await call
+            reasons[name] = info.value.reason
+        with pytest.raises(Unavailable) as info:
+            mgr.open_matches_page()
+        reasons["lobby"] = info.value.reason
+        return reasons, mgr.match_ids()
+
+    reasons, held = run(not_started())
+    assert set(reasons.values()) == {"NOT_STARTED"}, reasons
+    assert held == []
+
+    async def started():
+        async with manager(store=store) as mgr:
+            return await mgr.get_match(match_id)
+
+    summary = run(started())
+    assert summary.status == "waiting" and [seat.taken for seat in summary.seats] == [True, False]
+
+
+def test_an_id_no_match_can_have_is_not_found_without_asking_the_store():
+    """A match id that no match can have (empty, not text, longer than 64 characters, with a
+    control character) is NOT_FOUND without a store read: PostgreSQL refuses a NUL in a text
+    parameter, and such an id was UNAVAILABLE / STORE_UNAVAILABLE there (a client retries
+    that) where SQLite said NOT_FOUND. An id of 64 printable characters is looked up."""
+    class Asked(MemoryStore):
+        def __init__(self):
+            super().__init__()
+            self.asked = []
+
+        async def load_match(self, match_id):
+            self.asked.append(match_id)
+            return await super().load_match(match_id)
+
+    store = Asked()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            for match_id in ("", "a\x00b", "a\nb", "x" * 65, 7, None, "y" * 64):
+                with pytest.raises(MatchNotFound):
+                    await mgr.get_match(match_id)
+            return store.asked
+
+    assert run(go()) == ["y" * 64]
+
+
+def test_a_slow_store_read_of_one_match_does_not_hold_up_the_matches_held():
+    """Reading a match that is not held (recalled from the store) holds the loading lock until
+    the store answers; a match held in memory is answered without waiting for it (a slow
+    database must not stall every GetMatch, GetView and action of the running matches)."""
+    class Slow(MemoryStore):
+        slow_id = ""
+        released = None
+
+        async def load_match(self, match_id):
+            if match_id == self.slow_id:
+                await self.released.wait()
+            return await super().load_match(match_id)
+
+    store = Slow()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            stored = await mgr.create_match(CreateMatchRequest(game=GAME))
+            held = await mgr.create_match(CreateMatchRequest(game=GAME))
+            mgr._unregister(mgr._matches[stored.match_id])  # as after its eviction: only in the store
+            store.slow_id, store.released = stored.match_id, asyncio.Event()
+            reading = asyncio.ensure_future(mgr.get_match(stored.match_id))
+            await asyncio.sleep(0)  # the read holds the loading lock, waiting for the store
+            answer = asyncio.ensure_future(mgr.get_match(held.match_id))
+            for _ in range(10):
+                await asyncio.sleep(0)
+            answered = answer.done()
+            store.released.set()
+            return answered, (await answer).match_id == held.match_id, (await reading).match_id == stored.match_id
+
+    assert run(go()) == (True, True, True)

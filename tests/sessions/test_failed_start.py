@@ -514,6 +514,38 @@ def test_a_join_that_finds_an_earlier_start_in_the_store_follows_it():
     assert view.view["hand"] and [p for p in presence(events) if p[0] == "joined"] == [("joined", 1)]
 
 
+def test_a_retried_join_whose_start_finds_another_player_in_its_seat_is_seat_taken(monkeypatch):
+    """The join of the last seat was answered UNAVAILABLE with its start in doubt (the seat
+    held for it in memory), and the store holds the match started with another player in that
+    seat (an earlier start whose COMMIT was reported lost before it was applied, as above).
+    The join retried with its client_join_id starts the match, follows the store and is
+    ALREADY_EXISTS / SEAT_TAKEN: the seat is the stored player's, whose token stays the only
+    one (the retry used to be given a new token for it, taking the seat from that player)."""
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 60.0)  # the retry's own start only
+    store = FailingStart()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            await mgr.join_match(s.match_id, 0, "a")
+            key = str(uuid.uuid4())
+            store.fail, store.unreadable = True, 1
+            failed = await refused(mgr.join_match(s.match_id, 1, "b", key))
+            m = mgr._matches[s.match_id]
+            earlier = replace(m.seats[1].record(), player_name="earlier", token_hash=token_hash("lost"),
+                              joined_at=1.0, join_hash="")
+            await store.start_match(s.match_id, [m.seats[0].record(), earlier], [random_deck_record(m.game, 0)])
+            taken = await refused(mgr.join_match(s.match_id, 1, "b", key))
+            await agree(mgr, store, s.match_id)
+            return failed, taken, m, mgr.authenticate(s.match_id, "lost")
+
+    failed, taken, m, earlier = run(go())
+    assert (failed.code, failed.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
+    assert (taken.code, taken.reason) == ("ALREADY_EXISTS", "SEAT_TAKEN")
+    assert m.status == "active" and m.seats[1].player_name == "earlier"
+    assert m.seats[1].token_hash == token_hash("lost") and earlier.seat == 1
+
+
 def test_a_server_closes_while_a_start_in_doubt_is_retried(monkeypatch):
     """The store keeps failing: the start's retries go on (match_start_failed each time) until
     the drain, which ends them without a hang or a failed task."""

@@ -154,6 +154,40 @@ def test_absent_players_after_a_restart_share_one_grace_window(tmp_path):
     assert summary.result["outcome"] == "abandoned"
 
 
+def test_the_players_of_a_waiting_match_get_no_grace_window_after_a_restart(tmp_path):
+    """A match waiting for players has no absence (JJK-10.2 and GJ-12.3 apply to a match being
+    played): after a restart its joined players are not connected, but no grace window is
+    armed for them nor recorded away in the store, and the table waits on, its seat taken,
+    well past the window."""
+    path = tmp_path / "m.sqlite3"
+
+    async def before():
+        mgr = sqlite_manager(path)
+        await mgr.start()
+        s = await mgr.create_match(CreateMatchRequest(game="japanese_joker"))
+        await mgr.join_match(s.match_id, 0, "a")
+        crash(mgr._store)
+        return s.match_id
+
+    match_id = run(before())
+
+    async def after():
+        mgr = sqlite_manager(path, time_scale=0.002)  # 60 s grace -> 0.12 s
+        await mgr.start()
+        try:
+            m = mgr._matches[match_id]
+            armed = [slot.grace_handle is not None for slot in m.seats]
+            await asyncio.sleep(0.5)
+            stored = (await mgr._store.load_match(match_id)).record.seats[0]
+            return armed, await mgr.get_match(match_id), stored.away_since
+        finally:
+            await mgr.close()
+
+    armed, summary, away_since = run(after())
+    assert armed == [False, False] and away_since is None
+    assert summary.status == "waiting" and [seat.taken for seat in summary.seats] == [True, False]
+
+
 def test_a_deal_due_at_the_crash_is_dealt_on_resume():
     """If the process stopped after an action that ended a deal and before the next deck was
     stored, the resumed match deals a fresh deck (nobody has seen it) and goes on."""
@@ -355,6 +389,42 @@ def test_a_bot_match_interrupted_by_a_crash_finishes_after_the_restart(tmp_path)
     assert transcript.check(data)[0] is None
 
 
+def test_after_a_restart_only_the_joined_players_are_absent_not_the_bots(tmp_path):
+    """After a restart nobody is connected, but only a player who joined is absent: a bot
+    seat gets no grace window (_rearm used to be able to arm one for every seat unnoticed).
+    The player's window expires: the player forfeits and the bot wins (JJK-10.2)."""
+    from engine_service.sessions.api import SeatConfig
+
+    path = tmp_path / "m.sqlite3"
+
+    async def before():
+        mgr = MatchManager(config(), store=SqliteStore(path), bot_host=_FirstLegal(), metrics=Metrics())
+        await mgr.start()
+        s = await mgr.create_match(CreateMatchRequest(game="japanese_joker",
+                                                      seats=[SeatConfig(), SeatConfig("bot", "first")]))
+        await mgr.join_match(s.match_id, 0, "a")
+        crash(mgr._store)
+        return s.match_id
+
+    match_id = run(before())
+
+    async def after():
+        mgr = MatchManager(config(time_scale=0.002), store=SqliteStore(path), bot_host=_FirstLegal(),
+                           metrics=Metrics())  # 60 s grace -> 0.12 s
+        await mgr.start()
+        try:
+            armed = [slot.grace_handle is not None for slot in mgr._matches[match_id].seats]
+            await collect(mgr.watch(match_id, Principal("spectator", match_id), -1))
+            return armed, await mgr.get_match(match_id)
+        finally:
+            await mgr.close()
+
+    armed, summary = run(after())
+    assert armed == [True, False]
+    assert summary.status == "finished" and summary.result["outcome"] == "forfeit"
+    assert summary.result["winners"] == [1]
+
+
 class _Silent:
     """A host whose bot ``random`` (the name of the real host's) never answers: a decision is
     in flight when the process dies."""
@@ -482,6 +552,59 @@ def write_ends_apart_and_die(mgr):
             crash(mgr._store)
             raise asyncio.CancelledError
     mgr._store.append_action = without_its_end
+
+
+def test_a_match_whose_last_action_was_written_without_its_end_ends_completed_when_resumed(tmp_path):
+    """The action that ends a match by the rules is written, then its end (the status and the
+    result: two writes), and the process died between them. Resumed, the match is ended as
+    the rules say its log ends it (completed, with the rules' totals and winners), in memory
+    and in the store, counted finished once and no longer active."""
+    path = tmp_path / "m.sqlite3"
+
+    async def before():
+        mgr = sqlite_manager(path)
+        await mgr.start()
+
+        async def die(*args, **kwargs):
+            crash(mgr._store)
+            raise asyncio.CancelledError
+        mgr._store.set_status = die
+        s = await mgr.create_match(CreateMatchRequest(game="japanese_joker"))
+        ps = [mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, i, f"p{i}")).token)
+              for i in range(2)]
+        with pytest.raises(asyncio.CancelledError):
+            await play_random(mgr, s.match_id, ps, random.Random(3))
+        return s.match_id
+
+    match_id = run(before())
+
+    async def after():
+        metrics = Metrics()
+        mgr = MatchManager(config(db_path=str(path)), store=SqliteStore(path), metrics=metrics,
+                           create_bot_host=False)
+        await mgr.start()
+        try:
+            def counts():
+                return [metrics.value(name, labels) for name, labels in (
+                    ("cardgames_matches_finished_total", {"game": "japanese_joker", "outcome": "completed"}),
+                    ("cardgames_matches_active", {"game": "japanese_joker", "status": "active"}))]
+            resumed = counts()
+            summary = await mgr.get_match(match_id)
+            # read back again once evicted: ended already, it is not ended (nor counted) twice
+            assert mgr.evict_finished() == 1 and await mgr.get_match(match_id) == summary
+            return (summary, await mgr.export_transcript(match_id), await mgr._store.load_match(match_id),
+                    [resumed, counts()], mgr.state_of(match_id).result())
+        finally:
+            await mgr.close()
+
+    summary, data, stored, counts, rules_result = run(after())
+    assert summary.status == "finished" and summary.result["outcome"] == "completed"
+    assert stored.record.status == "finished" and stored.record.result == summary.result
+    assert stored.record.ended_at is not None
+    assert counts == [[1, 0], [1, 0]]
+    diff, state = transcript.check(data)
+    assert diff is None and state.is_over() and summary.seq == len(stored.actions)
+    assert (summary.result["totals"], summary.result["winners"]) == (rules_result["totals"], rules_result["winners"])
 
 
 @pytest.mark.parametrize("log_form", ["reached", "dealt_past", "played_past"])

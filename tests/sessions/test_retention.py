@@ -228,3 +228,50 @@ def test_the_setting_is_a_flag_and_an_environment_variable():
         parse([], {"CARDGAMES_KEEP_FINISHED_DAYS": "-1"})
     with pytest.raises(SystemExit):  # argparse: "must be 0 to 36500 days, not 'inf'"
         parse(["--keep-finished-days", "inf"], {})
+
+
+def test_an_evicted_match_leaves_nothing_of_it_in_memory():
+    """Eviction (finished_retention_s, or evict_finished) exists to free the memory of ended
+    matches: an evicted match must not stay reachable from the manager's indexes (the lobby,
+    the absence heartbeat's index of the grace windows running, the create ids, the seat
+    tokens), or a long-running engine would hold every match it ever played. The match is read
+    back from the store when asked for, as it ended."""
+    async def go():
+        async with manager(config(heartbeat_interval_s=5.0, reconnect_grace_s=30.0)) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass", listed=True, name="t",
+                                                          client_create_id="evicted-match-key-1"))
+            tokens = [(await mgr.join_match(s.match_id, seat, f"p{seat}")).token for seat in range(2)]
+            principals = [mgr.authenticate(s.match_id, t) for t in tokens]
+            await until(lambda: any(key[0] == s.match_id for key in mgr._clock.running))  # both away
+            await mgr.leave_match(s.match_id, principals[0], resign=True)
+            ended = await mgr.get_match(s.match_id)
+            assert mgr.evict_finished() == 1
+            left = dict(held=s.match_id in mgr.match_ids(), created_ids=s.match_id in mgr._created_ids.values(),
+                        tokens=any(v[0] == s.match_id for v in mgr._tokens.values()),
+                        lobby=s.match_id in mgr._lobby,
+                        heartbeat=any(key[0] == s.match_id for key in mgr._clock.running))
+            with pytest.raises(Unauthenticated):
+                mgr.authenticate(s.match_id, tokens[1])
+            assert await mgr.recall(s.match_id)
+            return left, ended, await mgr.get_match(s.match_id), mgr.authenticate(s.match_id, tokens[1]).seat
+
+    left, ended, again, seat = run(go())
+    assert not any(left.values()), left
+    assert again == ended and again.status == "finished" and seat == 1
+
+
+def test_an_ended_match_read_back_from_the_store_is_evicted_again_after_the_retention():
+    """An ended match read back after its eviction (a seat token's call, the admin) is held
+    for ``finished_retention_s`` from that read, then evicted again by the sweeper: without
+    its end's time in memory it stayed held for good."""
+    async def go():
+        async with manager(config(finished_retention_s=0.2)) as mgr:
+            match_id, _ = await ended_match(mgr)
+            await until(lambda: match_id not in mgr.match_ids())
+            assert await mgr.recall(match_id)
+            held = match_id in mgr.match_ids()
+            await until(lambda: match_id not in mgr.match_ids())
+            return held, await mgr.get_match(match_id)
+
+    held, summary = run(go())
+    assert held and summary.status == "finished"

@@ -330,3 +330,25 @@ def test_a_seat_and_the_admin_watch_a_delayed_match_live():
     assert seq == DELAY + 2
     assert [(e.kind, e.seq) for e in firsts] == [("snapshot", seq), ("snapshot", seq), ("heartbeat", seq)]
     assert refused.reason == "BAD_AFTER_SEQ"
+
+
+def test_the_admins_summaries_are_live_and_everyone_elses_delayed():
+    """The spectators' delay (docs/api.md, "Spectator delay") holds back from GetMatch, which
+    anyone may call, the commitment of a deal its delayed spectators have not seen dealt; the
+    admin's summaries (InspectMatch, ListMatches, ReissueSeatToken's answer) are live: every
+    deal dealt so far. Four passes throw the first Klaberjass deal in and deal the next one
+    (KL-3.5): its commitment is news that the delayed view shows DELAY actions later."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass", spectator_delay_actions=DELAY)
+            for _ in range(4):
+                seat, p, env = await to_act(mgr, match_id, ps)
+                await mgr.submit_action(match_id, p, "pass", env.seq)
+            public = await mgr.get_match(match_id)
+            admin = [(await mgr.inspect_match(match_id)).summary, (await mgr.list_matches())[0],
+                     (await mgr.reissue_seat_token(match_id, 0))[1]]
+            return public, admin, mgr._matches[match_id].deal_commitments()
+
+    public, admin, live = run(go())
+    assert len(live) == 2 and public.deal_commitments == live[:1]
+    assert [s.deal_commitments for s in admin] == [live] * 3

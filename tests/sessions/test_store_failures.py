@@ -908,6 +908,42 @@ def test_a_creation_whose_answer_was_lost_is_read_back(monkeypatch, landed, unre
         assert listings == [] and "match_create_abandoned" not in events
 
 
+def test_a_creation_nobody_could_tell_read_by_its_id_is_resumed_and_plays(monkeypatch):
+    """A match of bots whose creation nobody could tell (the write and the read-back failed;
+    its creator was answered UNAVAILABLE) is in the store but not held. Read by its id before
+    the read-back series comes round (the admin's ListMatches lists it), it becomes a match of
+    this server as a restart would resume it: counted resumed, its timers armed, and its bots
+    play it to its end. Held but never armed, it waited for ever with a bot to act."""
+    from engine_service.sessions.api import SeatConfig
+
+    from .test_restart import _FirstLegal
+
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 60.0)  # the read by its id first
+    store = CreatesInDoubt()
+    metrics = Metrics()
+
+    async def go():
+        mgr = MatchManager(config(), store=store, bot_host=_FirstLegal(), metrics=metrics)
+        await mgr.start()
+        try:
+            store.fail_next, store.landed, store.unreadable = True, True, 1
+            with pytest.raises(SessionError) as failed:
+                await mgr.create_match(CreateMatchRequest(game="japanese_joker", seats=[SeatConfig("bot", "first")] * 2))
+            [listing] = await store.list_matches()
+            assert listing.record.match_id not in mgr.match_ids()
+            read = await mgr.get_match(listing.record.match_id)
+            resumed = metrics.value("cardgames_matches_resumed_total", {"game": "japanese_joker"})
+            events = await collect(mgr.watch(listing.record.match_id, Principal("spectator", listing.record.match_id), -1))
+            return failed.value, read, resumed, events[-1], await mgr.get_match(listing.record.match_id)
+        finally:
+            await mgr.close()
+
+    failed, read, resumed, last, final = run(go())
+    assert (failed.code, failed.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
+    assert read.status == "active" and resumed == 1
+    assert last.kind == "match_ended" and final.status == "finished" and final.result["outcome"] == "completed"
+
+
 def test_a_creation_nobody_can_tell_is_checked_until_the_drain_and_resumed_by_a_restart(monkeypatch):
     """The series that reads back a creation nobody could tell stops with the drain (no
     failed task, nothing written); a start before it settled resumes the match from the store

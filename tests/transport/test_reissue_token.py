@@ -147,6 +147,7 @@ async def test_every_refusal_changes_nothing():
         for seat in (-1, 2):
             err = await expect_error(reissue(srv, match_id, seat))
             assert (err.code, err.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "BAD_SEAT"), seat
+            assert err.message == "seat must be 0..1"  # the seats there are
         # an open seat (a table waiting for its second player)
         waiting = await srv.games.CreateMatch(pb.CreateMatchRequest(game="klaberjass"))
         wid = waiting.match.match_id
