@@ -9,11 +9,13 @@ import asyncio
 import gc
 import time
 import weakref
+from datetime import datetime, timezone
 
 import pytest
 from structlog.testing import capture_logs
 
 from engine_service.observability.metrics import Metrics
+from engine_service.sessions import housekeeping
 from engine_service.sessions.api import (CreateMatchRequest, MatchNotFound, Principal,
                                          Unauthenticated)
 from engine_service.sessions.config import SessionConfig
@@ -111,19 +113,40 @@ def test_a_pass_deletes_in_batches_of_prune_batch():
 
     store = Recording()
 
+    pauses = []
+
+    class Asyncio:  # the housekeeping module's asyncio, its pauses recorded
+        def __getattr__(self, name):
+            return getattr(asyncio, name)
+
+        async def sleep(self, delay):
+            pauses.append(delay)
+            await asyncio.sleep(delay)
+
     async def go():
         async with manager(config(prune_batch=2), store=store, metrics=metrics) as mgr:
             ids = [(await ended_match(mgr))[0] for _ in range(5)]
             kept = (await mgr.create_match(CreateMatchRequest(game="klaberjass"))).match_id
-            with capture_logs() as logs:
-                total = await mgr.prune_finished(ended_before=time.time() + 1)
+            cutoff = time.time() + 1
+            with capture_logs() as logs, pytest.MonkeyPatch.context() as mp:
+                mp.setattr(housekeeping, "asyncio", Asyncio())
+                total = await mgr.prune_finished(ended_before=cutoff)
             assert [m for m in mgr.match_ids()] == [kept]
             left = [m.match_id for m in await mgr.list_matches()]
-            return ids, total, logs, left, kept
-    ids, total, logs, left, kept = run(go())
+            return ids, total, logs, left, kept, cutoff
+    ids, total, logs, left, kept, cutoff = run(go())
     assert batches == [2, 2, 1]  # the last one is short: no further batch is asked for
     assert total.matches == 5 and total.seats == 10 and metrics.value(PRUNED) == 5
-    assert [e["matches"] for e in logs if e["event"] == "matches_pruned"] == [2, 2, 1]
+    lines = [e for e in logs if e["event"] == "matches_pruned"]
+    assert [e["matches"] for e in lines] == [2, 2, 1]
+    # each line counts its own batch (the totals add up) and names the cutoff, to the second
+    assert [sum(e[k] for e in lines) for k in ("actions", "decks", "seats")] == [
+        total.actions, total.decks, total.seats] and total.actions >= 5 and total.decks >= 5
+    iso = datetime.fromtimestamp(cutoff, timezone.utc).isoformat(timespec="seconds")
+    assert [e["ended_before"] for e in lines] == [iso] * 3
+    assert all(isinstance(e["duration_ms"], float) and e["duration_ms"] >= 0 for e in lines)
+    # a pause after each full batch, at least PRUNE_PAUSE_S; none after the short last one
+    assert len(pauses) == 2 and all(p >= housekeeping.PRUNE_PAUSE_S for p in pauses)
     assert left == [kept]
 
 
