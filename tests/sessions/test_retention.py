@@ -99,6 +99,32 @@ def test_no_retention_by_default_keeps_every_ended_match():
     assert metrics.value(PRUNED) == 0
 
 
+def test_a_pass_without_a_cutoff_prunes_what_ended_keep_finished_days_ago():
+    """The default cutoff is ``keep_finished_days`` before now: a match that just ended is
+    kept (in the store and in memory), and the store is asked for those that ended before
+    exactly that many days ago."""
+    asked = []
+
+    class Recording(MemoryStore):
+        async def prune_finished(self, ended_before, limit=100):
+            asked.append(ended_before)
+            return await super().prune_finished(ended_before, limit)
+
+    store = Recording()
+
+    async def go():
+        async with manager(config(keep_finished_days=2.0), store=store) as mgr:
+            ended, _ = await ended_match(mgr)
+            asked.clear()  # the start-up pass
+            before = time.time()
+            total = await mgr.prune_finished()
+            after = time.time()
+            return ended, total, before, after, mgr.match_ids(), await store.load_match(ended)
+    ended, total, before, after, held, stored = run(go())
+    assert total.matches == 0 and ended in held and stored is not None
+    assert asked and before - 2 * 86400 <= asked[-1] <= after - 2 * 86400  # [-1]: this pass
+
+
 def test_a_pass_deletes_in_batches_of_prune_batch():
     """An explicit pass (the cutoff given) deletes everything that ended before it, in
     transactions of ``prune_batch`` matches each, a log line each."""
