@@ -22,7 +22,7 @@ from engine_service.store import MemoryStore, NotADatabase, SeatRecord, SqliteSt
 
 from tests.crash import crash
 
-from .helpers import GAMES, absences_written, collect, config, play_random, run, until
+from .helpers import GAMES, absences_written, collect, config, manager, play_random, run, until
 
 
 def sqlite_manager(path, **cfg) -> MatchManager:
@@ -301,6 +301,31 @@ def test_eviction_takes_only_finished_matches():
 
     (active, finished), evicted, held, status = run(go())
     assert (evicted, held, status) == (1, [active], "terminated")
+
+
+def test_a_finished_match_is_not_evicted_while_a_stream_still_watches_it():
+    """A stream still open on a finished match (its ``match_ended`` not read yet: a slow
+    reader) keeps the match in memory: ``evict_finished`` and the sweeper pass it over, and
+    evict it once the stream has ended. The stream reads the match it registered with; one
+    evicted under it would leave the manager holding a second copy read back from the store."""
+
+    async def go():
+        async with manager(config(finished_retention_s=0)) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            tokens = [(await mgr.join_match(s.match_id, i, f"p{i}")).token for i in range(2)]
+            me = mgr.authenticate(s.match_id, tokens[0])
+            async with contextlib.aclosing(mgr.watch(s.match_id, me, -1)) as stream:
+                assert (await anext(stream)).kind == "snapshot"
+                await mgr.terminate_match(s.match_id, "done")
+                watched = (mgr.evict_finished(), list(mgr.match_ids()))
+                await mgr._housekeeping.sweep_once()
+                swept = list(mgr.match_ids())
+                rest = [e.kind async for e in stream]
+            return s.match_id, watched, swept, rest, mgr.evict_finished(), mgr.match_ids()
+
+    match_id, watched, swept, rest, evicted, held = run(go())
+    assert watched == (0, [match_id]) and swept == [match_id] and rest[-1] == "match_ended"
+    assert (evicted, held) == (1, [])
 
 
 class _FirstLegal:
