@@ -292,6 +292,33 @@ def test_a_batch_that_fails_after_the_drain_cancelled_its_pass_is_not_reported_b
     assert [c for c in reported if isinstance(c.get("exception"), StoreError)] == []
 
 
+def test_a_pass_under_way_starts_no_batch_once_the_drain_has_begun():
+    """A pass (here an explicit one, as an operator's) pausing between batches when the drain
+    begins stops there: it hands the store no further batch (the store closes after the
+    drain) and returns what it deleted so far."""
+    batches, first = [], asyncio.Event()
+
+    class Recording(MemoryStore):
+        async def prune_finished(self, ended_before, limit=100):
+            batch = await super().prune_finished(ended_before, limit)
+            batches.append(len(batch.match_ids))
+            first.set()
+            return batch
+
+    async def go():
+        async with manager(config(prune_batch=1), store=Recording()) as mgr:
+            for _ in range(3):
+                await ended_match(mgr)
+            batches.clear()  # the start-up pass (nothing had ended)
+            pruning = asyncio.ensure_future(mgr.prune_finished(ended_before=time.time() + 1))
+            await asyncio.wait_for(first.wait(), 5)
+            await mgr.drain()  # during the pause after the first batch
+            return await pruning
+
+    total = run(go())
+    assert batches == [1] and total.matches == 1
+
+
 def test_bad_retention_settings_are_refused():
     for bad in (-1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="keep_finished_days"):
