@@ -927,6 +927,21 @@ def test_a_match_nobody_joins_expires():
     assert summary.result["reason"] == "waiting_timeout" and summary.result["winners"] == []
 
 
+def test_a_waiting_timeout_of_zero_never_expires_a_table():
+    """``waiting_timeout_s`` 0 means never: the sweeper's pass leaves a table that has waited
+    for days as it is (a pass that took 0 for a timeout abandoned every waiting table at once)."""
+    async def go():
+        async with manager(config(waiting_timeout_s=0)) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game=GAME))
+            await mgr.join_match(s.match_id, 0, "patient")
+            mgr._matches[s.match_id].created_at -= 3 * 86400  # created three days ago
+            await mgr._housekeeping.sweep_once()
+            return await mgr.get_match(s.match_id)
+
+    summary = run(go())
+    assert summary.status == "waiting" and summary.result is None
+
+
 def test_a_table_ended_while_the_sweeper_waited_for_it_is_not_abandoned_over_its_end():
     """The sweeper's pass finds a table that waited past ``waiting_timeout_s`` while the
     admin's TerminateMatch holds it (its end being written), and waits for it. Once it has
