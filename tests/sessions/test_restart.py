@@ -1162,6 +1162,36 @@ def test_a_log_whose_deck_is_missing_is_corrupt_and_says_which_deal():
     assert all(e["error"] == "no deck for deal 1 before seq 5" for e in failures), failures
 
 
+def test_a_stored_first_deck_the_rules_refuse_is_a_corrupt_log_naming_the_deck_not_its_cards():
+    """A stored first deck that is no permutation of the pack (a database edited by hand)
+    does not replay: CorruptLog says that the first deck is refused and why (the error's type
+    and reason), never which cards it holds, for the operator's log."""
+    import dataclasses
+
+    from engine_service.sessions.match import CorruptLog, LiveMatch
+
+    from .helpers import open_match
+
+    store = MemoryStore()
+
+    async def go():
+        mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await mgr.start()
+        match_id, _ = await open_match(mgr, "klaberjass")
+        await mgr.close()
+        return store._rows[match_id]
+
+    row = run(go())
+    deck = row.decks[0]
+    bad = dataclasses.replace(deck, cards=(deck.cards[1],) + deck.cards[1:])  # a card twice
+    with pytest.raises(CorruptLog) as info:
+        LiveMatch(row.record, [bad], row.actions)
+    message = str(info.value)
+    assert message == (f"match {row.record.match_id}: the log does not replay: the first deck is "
+                       f"refused: InvalidDeck (INVALID_DECK)")
+    assert deck.cards[1] not in message
+
+
 @pytest.mark.parametrize("game_id", GAMES)
 def test_a_log_that_does_not_replay_is_logged_without_what_the_rules_said_of_the_hand(game_id):
     """A stored action the rules refuse on replay (a database edited by hand, a rules change)
