@@ -303,6 +303,31 @@ def test_eviction_takes_only_finished_matches():
     assert (evicted, held, status) == (1, [active], "terminated")
 
 
+def test_the_sweeper_keeps_a_finished_match_for_finished_retention_s_then_evicts_it():
+    """The sweeper's pass evicts a finished match once ``finished_retention_s`` has passed
+    since its end (event-loop time), not before: a pass right after the end keeps it, one
+    after the retention (its end moved an hour back here) evicts it; the store still has it."""
+
+    async def go():
+        async with manager(config(finished_retention_s=3600.0)) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            for i in range(2):
+                await mgr.join_match(s.match_id, i, f"p{i}")
+            await mgr.terminate_match(s.match_id, "done")
+            m = mgr._matches[s.match_id]
+            await mgr._housekeeping.sweep_once()
+            kept = list(mgr.match_ids())
+            m.finished_mono -= 3599.0  # a second short of the retention
+            await mgr._housekeeping.sweep_once()
+            still = list(mgr.match_ids())
+            m.finished_mono -= 1.0
+            await mgr._housekeeping.sweep_once()
+            return s.match_id, kept, still, mgr.match_ids(), (await mgr.get_match(s.match_id)).status
+
+    match_id, kept, still, held, status = run(go())
+    assert kept == still == [match_id] and held == [] and status == "terminated"
+
+
 def test_a_finished_match_is_not_evicted_while_a_stream_still_watches_it():
     """A stream still open on a finished match (its ``match_ended`` not read yet: a slow
     reader) keeps the match in memory: ``evict_finished`` and the sweeper pass it over, and
