@@ -157,11 +157,13 @@ def test_a_pass_deletes_in_batches_of_prune_batch():
             cutoff = time.time() + 1
             with capture_logs() as logs, pytest.MonkeyPatch.context() as mp:
                 mp.setattr(housekeeping, "asyncio", Asyncio())
+                began = time.perf_counter()
                 total = await mgr.prune_finished(ended_before=cutoff)
+                took_ms = (time.perf_counter() - began) * 1000
             assert [m for m in mgr.match_ids()] == [kept]
             left = [m.match_id for m in await mgr.list_matches()]
-            return ids, total, logs, left, kept, cutoff
-    ids, total, logs, left, kept, cutoff = run(go())
+            return ids, total, logs, left, kept, cutoff, took_ms
+    ids, total, logs, left, kept, cutoff, took_ms = run(go())
     assert batches == [2, 2, 1]  # the last one is short: no further batch is asked for
     assert total.matches == 5 and total.seats == 10 and metrics.value(PRUNED) == 5
     lines = [e for e in logs if e["event"] == "matches_pruned"]
@@ -172,6 +174,7 @@ def test_a_pass_deletes_in_batches_of_prune_batch():
     iso = datetime.fromtimestamp(cutoff, timezone.utc).isoformat(timespec="seconds")
     assert [e["ended_before"] for e in lines] == [iso] * 3
     assert all(e["duration_ms"] >= 10 and e["duration_ms"] == round(e["duration_ms"], 1) for e in lines)
+    assert sum(e["duration_ms"] for e in lines) <= took_ms + 0.15  # within the pass's own time
     # a pause after each full batch, at least PRUNE_PAUSE_S; none after the short last one
     assert len(pauses) == 2 and all(p >= housekeeping.PRUNE_PAUSE_S for p in pauses)
     assert left == [kept]
