@@ -306,7 +306,8 @@ def test_eviction_takes_only_finished_matches():
 def test_the_sweeper_keeps_a_finished_match_for_finished_retention_s_then_evicts_it():
     """The sweeper's pass evicts a finished match once ``finished_retention_s`` has passed
     since its end (event-loop time), not before: a pass right after the end keeps it, one
-    after the retention (its end moved an hour back here) evicts it; the store still has it."""
+    after the retention (its end moved an hour back here) evicts it; the store still has it.
+    Created longer ago than ``waiting_timeout_s``, it is no table past its wait either."""
 
     async def go():
         async with manager(config(finished_retention_s=3600.0)) as mgr:
@@ -315,6 +316,7 @@ def test_the_sweeper_keeps_a_finished_match_for_finished_retention_s_then_evicts
                 await mgr.join_match(s.match_id, i, f"p{i}")
             await mgr.terminate_match(s.match_id, "done")
             m = mgr._matches[s.match_id]
+            m.created_at -= 2 * mgr.config.waiting_timeout_s  # a long match: no waiting table
             await mgr._housekeeping.sweep_once()
             kept = list(mgr.match_ids())
             m.finished_mono -= 3599.0  # a second short of the retention
