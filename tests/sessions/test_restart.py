@@ -1278,6 +1278,8 @@ def test_a_log_that_does_not_replay_is_logged_without_what_the_rules_said_of_the
         assert e["match_id"] == match_id
         error = e["error"]
         assert f"seq {last.seq}" in error and f"seat {last.seat}" in error and action in error
+        assert error.startswith(f"match {match_id}: the log does not replay: the action at seq "
+                                f"{last.seq} (seat {last.seat}, {action!r}) is refused: "), error
         assert "IllegalAction" in error or "MalformedAction" in error
         assert said not in error, error
         assert "hand" not in error and "legal now" not in error and "follow suit" not in error, error
