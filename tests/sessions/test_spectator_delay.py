@@ -323,6 +323,29 @@ def test_the_spectators_view_of_a_position_is_built_once_for_all_of_them():
     assert moved.seq == 3 and moved is not first
 
 
+def test_a_retried_action_of_a_delayed_match_answers_with_the_seats_view_after_it():
+    """A seat's action retried (its client_action_id) once the match has moved on answers with
+    that seat's view just after the action, never the current one: also when the action's
+    seq is the spectators' horizon (the view at the horizon is the spectators' only)."""
+    async def go():
+        async with manager(config(heartbeat_interval_s=60)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass", spectator_delay_actions=2, turn_time_s=60)
+            rng = random.Random(7)
+            seat, p, env = await to_act(mgr, match_id, ps)
+            action = rng.choice(list(env.view["legal"]))
+            first = await mgr.submit_action(match_id, p, action, env.seq, client_action_id="a1")
+            for _ in range(2):
+                await act_once(mgr, match_id, ps, rng)
+            m = mgr._matches[match_id]
+            assert m.spectator_horizon() == first.seq  # the retry's seq is the horizon now
+            again = await mgr.submit_action(match_id, p, action, env.seq, client_action_id="a1")
+            return first, again, m.seq
+
+    first, again, now = run(go())
+    assert again.duplicate and again.seq == first.seq < now
+    assert again.view.seq == first.seq and again.view.view == first.view.view
+
+
 def test_a_seat_and_the_admin_watch_a_delayed_match_live():
     """Seats are never delayed (ARCHITECTURE.md section 4): on a match whose spectators are
     ``DELAY`` actions late, a seat's and the admin's new streams start at the match's seq (a
