@@ -1219,6 +1219,35 @@ def test_a_stored_first_deck_the_rules_refuse_is_a_corrupt_log_naming_the_deck_n
     assert deck.cards[1] not in message
 
 
+def test_a_replay_failing_for_another_reason_than_the_rules_names_only_the_errors_type(monkeypatch):
+    """A replay that fails on something other than a rules error (a bug) is a CorruptLog naming
+    the record and the exception's type only: its message may hold anything (cards)."""
+    from engine_service.sessions.match import CorruptLog, LiveMatch
+
+    from .helpers import open_match
+
+    store = MemoryStore()
+
+    async def go():
+        mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await mgr.start()
+        match_id, _ = await open_match(mgr, "klaberjass")
+        await mgr.close()
+        return store._rows[match_id]
+
+    row = run(go())
+    state_class = type(get_game("klaberjass").new_state(get_game("klaberjass").options({}), first_dealer=0))
+
+    def broken_deal(self, cards):
+        raise ValueError(f"cannot deal {cards[0]}")
+
+    monkeypatch.setattr(state_class, "deal", broken_deal)
+    with pytest.raises(CorruptLog) as info:
+        LiveMatch(row.record, list(row.decks.values()), row.actions)
+    assert str(info.value) == (f"match {row.record.match_id}: the log does not replay: the first deck is "
+                               f"refused: ValueError")
+
+
 @pytest.mark.parametrize("game_id", GAMES)
 def test_a_log_that_does_not_replay_is_logged_without_what_the_rules_said_of_the_hand(game_id):
     """A stored action the rules refuse on replay (a database edited by hand, a rules change)
