@@ -518,18 +518,7 @@ class LiveMatch:
     def presence(self) -> list[dict[str, Any]]:
         return [s.public(self.takeover_bot) for s in self.seats]
 
-    # ---- records and summaries ----------------------------------------------------------
-
-    def record(self) -> MatchRecord:
-        return MatchRecord(
-            match_id=self.match_id, game=self.game.id, options=self.options.non_default(),
-            first_dealer=self.first_dealer, seats=tuple(s.record() for s in self.seats),
-            turn_time_s=self.turn_time_s, reconnect_grace_s=self.reconnect_grace_s,
-            spectators_allowed=self.spectators_allowed, name=self.name,
-            takeover_bot=self.takeover_bot, created_at=self.created_at, status=self.status,
-            result=self.result, ended_at=self.ended_at, listed=self.listed,
-            spectator_delay_actions=self.spectator_delay, create_hash=self.create_hash,
-            create_digest=self.create_digest)
+    # ---- summaries ----------------------------------------------------------------------
 
     def summary(self, live: bool = False) -> MatchSummary:
         """The match's summary for anybody (GetMatch needs no token): its ``deal_commitments``

@@ -46,6 +46,10 @@ def test_one_envelope_per_audience_and_state():
             m.deadline = (m.deadline or 0) + 5
             changed = m.envelope(SPECTATOR)
             assert changed is not current and changed.deadline == m.deadline
+            # every audience's envelope of one state shares that state's encodings (what the
+            # transport encoded of its views, by object: the common parts are encoded once)
+            shared = m.memo().encodings
+            assert all(m.envelope(a).encodings is shared for a in (SPECTATOR, 0, 1))
             # a view of a past state is built from that state, never from the cache
             old_state, _ = m.fold(0)
             assert m.envelope(SPECTATOR, old_state, 0).view == view_for(old_state, SPECTATOR)

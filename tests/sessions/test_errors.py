@@ -946,6 +946,58 @@ def test_a_match_nobody_joins_expires():
     assert summary.result["reason"] == "waiting_timeout" and summary.result["winners"] == []
 
 
+def test_a_waiting_timeout_of_zero_never_expires_a_table():
+    """``waiting_timeout_s`` 0 means never: the sweeper's pass leaves a table that has waited
+    for days as it is (a pass that took 0 for a timeout abandoned every waiting table at once)."""
+    async def go():
+        async with manager(config(waiting_timeout_s=0)) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game=GAME))
+            await mgr.join_match(s.match_id, 0, "patient")
+            mgr._matches[s.match_id].created_at -= 3 * 86400  # created three days ago
+            await mgr._housekeeping.sweep_once()
+            return await mgr.get_match(s.match_id)
+
+    summary = run(go())
+    assert summary.status == "waiting" and summary.result is None
+
+
+def test_a_waiting_expiry_the_store_refuses_is_logged_and_the_next_pass_ends_the_table():
+    """The end of a table past ``waiting_timeout_s`` fails in the store: the pass logs
+    ``waiting_expiry_failed`` (error level, the match and the error), the table still waits
+    (nothing was written), the pass goes on with the other matches, and the next pass ends
+    it as abandoned."""
+    from structlog.testing import capture_logs
+
+    from engine_service.store import MemoryStore, StoreError
+
+    class RefusesOneEnd(MemoryStore):
+        refusals = 0
+
+        async def set_status(self, match_id, *args, **kwargs):
+            if not self.refusals:
+                self.refusals += 1
+                raise StoreError("the database is unreachable")
+            return await super().set_status(match_id, *args, **kwargs)
+
+    async def go():
+        async with manager(config(waiting_timeout_s=3600.0), store=RefusesOneEnd()) as mgr:
+            ids = [(await mgr.create_match(CreateMatchRequest(game=GAME))).match_id for _ in range(2)]
+            for match_id in ids:
+                mgr._matches[match_id].created_at -= 7200  # both waited two hours
+            with capture_logs() as logs:
+                await mgr._housekeeping.sweep_once()
+            after_one = [(await mgr.get_match(i)).status for i in ids]
+            await mgr._housekeeping.sweep_once()
+            return ids, logs, after_one, [await mgr.get_match(i) for i in ids]
+
+    ids, logs, after_one, summaries = run(go())
+    failed = [e for e in logs if e["event"] == "waiting_expiry_failed"]
+    assert len(failed) == 1 and failed[0]["log_level"] == "error" and failed[0]["match_id"] == ids[0]
+    assert failed[0]["error"] == "the match could not be saved; try again"  # the UNAVAILABLE's
+    assert after_one == ["waiting", "finished"]  # the second table's end was not held up
+    assert [(s.status, s.result["reason"]) for s in summaries] == [("finished", "waiting_timeout")] * 2
+
+
 def test_a_table_ended_while_the_sweeper_waited_for_it_is_not_abandoned_over_its_end():
     """The sweeper's pass finds a table that waited past ``waiting_timeout_s`` while the
     admin's TerminateMatch holds it (its end being written), and waits for it. Once it has

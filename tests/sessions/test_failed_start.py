@@ -568,6 +568,37 @@ def test_a_server_closes_while_a_start_in_doubt_is_retried(monkeypatch):
     assert not [e for e in logs if e["event"] in ("session_task_failed", "session_write_failed")]
 
 
+def test_the_sweeper_logs_a_start_it_could_not_settle_and_starts_the_match_once_it_can(monkeypatch):
+    """A start in doubt whose own retry sleeps (a long backoff here): the sweeper's pass tries
+    it; the store still failing, the pass logs ``match_start_failed`` (error level, the match,
+    the error; no ``retry_in_s``: the next pass is the retry) and the match still waits; once
+    the store works, the next pass starts it."""
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 3600.0)
+    store = FailingStart()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            await mgr.join_match(s.match_id, 0, "a")
+            store.fail, store.times, store.unreadable = True, 10**6, 1
+            await refused(mgr.join_match(s.match_id, 1, "b"))
+            m = mgr._matches[s.match_id]
+            with capture_logs() as logs:
+                await mgr._housekeeping.sweep_once()
+            failing = m.status
+            store.fail = False
+            with capture_logs() as later:
+                await mgr._housekeeping.sweep_once()
+            return s.match_id, logs, failing, later, m.status
+
+    match_id, logs, failing, later, status = run(go())
+    failed = [e for e in logs if e["event"] == "match_start_failed"]
+    assert len(failed) == 1 and failed[0]["log_level"] == "error" and failed[0]["match_id"] == match_id
+    assert failed[0]["error"] and "retry_in_s" not in failed[0] and failing == "waiting"
+    assert status == "active"
+    assert [e.get("by") for e in later if e["event"] == "match_start_recovered"] == ["sweeper"]
+
+
 def test_a_match_that_ended_is_evicted_while_its_start_retry_still_sleeps(monkeypatch):
     """A start in doubt is retried after a backoff (up to the sweeper's interval); a retried
     join started the match meanwhile, and it was played to its end (here terminated). The

@@ -523,3 +523,27 @@ def test_a_match_ended_before_its_first_action_reveals_the_cards_on_show(game_id
     assert {c for c in reveals[0].cards if c} == card_codes(view, pack), (game_id, view)
     if game_id == "klaberjass":  # KL-2.5's turn-up is on show before the first bid
         assert card_codes(view, pack)
+
+
+def test_a_live_match_refuses_to_open_its_decks_until_it_is_over():
+    """LiveMatch.shown_cards and .reveals are the only ways to the decks' cards; they refuse
+    while the match is played (a caller's forgotten check must not reveal a deck in play),
+    and reveals also until ``shown`` is computed, then open every deal dealt."""
+    from dataclasses import replace
+
+    from engine_service.sessions.match import LiveMatch
+
+    from .test_fold_checkpoints import long_match
+
+    record, decks, actions = long_match("klaberjass", 11)
+    live = LiveMatch(record, decks, actions[:40])
+    live.shown = {}  # even with ``shown`` set
+    for call in (live.shown_cards, live.reveals):
+        with pytest.raises(RuntimeError, match="secret until it is over"):
+            call()
+    taken = tuple(replace(seat, token_hash=f"h{seat.seat}") for seat in record.seats)  # started
+    over = LiveMatch(replace(record, status="terminated", seats=taken), decks, actions[:40])
+    with pytest.raises(RuntimeError, match="secret until it is over"):
+        over.reveals()  # shown not computed yet
+    over.shown = over.shown_cards()
+    assert over.shown and [r.deal for r in over.reveals()] == list(range(over.deals_dealt))

@@ -63,3 +63,43 @@ def test_a_fold_from_a_checkpoint_is_the_fold_from_the_start(game_id):
             state.apply(state.legal_actions()[0], state.to_act())
     assert sorted(live._checkpoints) == list(range(CHECKPOINT_EVERY, n, CHECKPOINT_EVERY))
     assert observed(*live.fold(n)) == observed(live.state, live.deals_dealt)
+
+
+def test_a_fold_starts_from_the_nearest_checkpoint_at_or_before_its_seq():
+    """The fold of a late position starts from the latest checkpoint at or before it, not an
+    earlier one (each replays CHECKPOINT_EVERY more actions) nor a later one (past the seq):
+    the other checkpoints are not touched."""
+    record, decks, actions = long_match("klaberjass", 11)
+    n = len(actions)
+    live = LiveMatch(record, decks, actions)
+    reference = LiveMatch(record, decks, actions)
+    live.fold(n)  # leaves a checkpoint every CHECKPOINT_EVERY actions
+    saved = dict(live._checkpoints)
+    assert sorted(saved) == [CHECKPOINT_EVERY, 2 * CHECKPOINT_EVERY] and n > 2 * CHECKPOINT_EVERY + 1
+
+    class Untouchable:
+        def clone(self):
+            raise AssertionError("a checkpoint other than the nearest one was used")
+
+    for seq, nearest in ((CHECKPOINT_EVERY, CHECKPOINT_EVERY), (2 * CHECKPOINT_EVERY - 1, CHECKPOINT_EVERY),
+                         (2 * CHECKPOINT_EVERY, 2 * CHECKPOINT_EVERY), (n - 1, 2 * CHECKPOINT_EVERY)):
+        live._checkpoints = {k: (v if k == nearest else (Untouchable(), v[1])) for k, v in saved.items()}
+        assert observed(*live.fold(seq)) == observed(*reference.fold(seq, checkpoints=False)), seq
+
+
+def test_no_checkpoint_is_left_where_a_deal_waits_for_its_deck():
+    """A fold that ends where a deal waits for a deck nobody knows yet (an admin's decks given
+    one at a time) leaves no checkpoint there, even at a multiple of CHECKPOINT_EVERY: the deck
+    comes later, and a fold of a later position from such a copy would find the deal undealt
+    ("no deck for deal ...") in a log that replays. Klaberjass, seed 2: deal 50 starts right
+    after action 256."""
+    record, decks, actions = long_match("klaberjass", 2)
+    n = CHECKPOINT_EVERY
+    live = LiveMatch(record, decks[:50], actions[:n])
+    state, dealt = live.fold(n)
+    assert state.to_act() == CHANCE and dealt == 50  # waiting for deal 50's deck
+    assert n not in live._checkpoints
+    live.decks.update((d.deal, d) for d in decks[50:])  # the decks come; the match goes on
+    live.actions.extend(actions[n:n + 20])
+    reference = LiveMatch(record, decks, actions[:n + 20])
+    assert observed(*live.fold(n + 10)) == observed(*reference.fold(n + 10, checkpoints=False))

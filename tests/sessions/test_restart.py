@@ -22,7 +22,7 @@ from engine_service.store import MemoryStore, NotADatabase, SeatRecord, SqliteSt
 
 from tests.crash import crash
 
-from .helpers import GAMES, absences_written, collect, config, play_random, run, until
+from .helpers import GAMES, absences_written, collect, config, manager, play_random, run, until
 
 
 def sqlite_manager(path, **cfg) -> MatchManager:
@@ -335,6 +335,58 @@ def test_eviction_takes_only_finished_matches():
 
     (active, finished), evicted, held, status = run(go())
     assert (evicted, held, status) == (1, [active], "terminated")
+
+
+def test_the_sweeper_keeps_a_finished_match_for_finished_retention_s_then_evicts_it():
+    """The sweeper's pass evicts a finished match once ``finished_retention_s`` has passed
+    since its end (event-loop time), not before: a pass right after the end keeps it, one
+    after the retention (its end moved an hour back here) evicts it; the store still has it.
+    Created longer ago than ``waiting_timeout_s``, it is no table past its wait either."""
+
+    async def go():
+        async with manager(config(finished_retention_s=3600.0)) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            for i in range(2):
+                await mgr.join_match(s.match_id, i, f"p{i}")
+            await mgr.terminate_match(s.match_id, "done")
+            m = mgr._matches[s.match_id]
+            m.created_at -= 2 * mgr.config.waiting_timeout_s  # a long match: no waiting table
+            await mgr._housekeeping.sweep_once()
+            kept = list(mgr.match_ids())
+            m.finished_mono -= 3599.0  # a second short of the retention
+            await mgr._housekeeping.sweep_once()
+            still = list(mgr.match_ids())
+            m.finished_mono -= 1.0
+            await mgr._housekeeping.sweep_once()
+            return s.match_id, kept, still, mgr.match_ids(), (await mgr.get_match(s.match_id)).status
+
+    match_id, kept, still, held, status = run(go())
+    assert kept == still == [match_id] and held == [] and status == "terminated"
+
+
+def test_a_finished_match_is_not_evicted_while_a_stream_still_watches_it():
+    """A stream still open on a finished match (its ``match_ended`` not read yet: a slow
+    reader) keeps the match in memory: ``evict_finished`` and the sweeper pass it over, and
+    evict it once the stream has ended. The stream reads the match it registered with; one
+    evicted under it would leave the manager holding a second copy read back from the store."""
+
+    async def go():
+        async with manager(config(finished_retention_s=0)) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            tokens = [(await mgr.join_match(s.match_id, i, f"p{i}")).token for i in range(2)]
+            me = mgr.authenticate(s.match_id, tokens[0])
+            async with contextlib.aclosing(mgr.watch(s.match_id, me, -1)) as stream:
+                assert (await anext(stream)).kind == "snapshot"
+                await mgr.terminate_match(s.match_id, "done")
+                watched = (mgr.evict_finished(), list(mgr.match_ids()))
+                await mgr._housekeeping.sweep_once()
+                swept = list(mgr.match_ids())
+                rest = [e.kind async for e in stream]
+            return s.match_id, watched, swept, rest, mgr.evict_finished(), mgr.match_ids()
+
+    match_id, watched, swept, rest, evicted, held = run(go())
+    assert watched == (0, [match_id]) and swept == [match_id] and rest[-1] == "match_ended"
+    assert (evicted, held) == (1, [])
 
 
 class _FirstLegal:
@@ -1260,6 +1312,65 @@ def test_a_log_whose_deck_is_missing_is_corrupt_and_says_which_deal():
     assert all(e["error"] == "no deck for deal 1 before seq 5" for e in failures), failures
 
 
+def test_a_stored_first_deck_the_rules_refuse_is_a_corrupt_log_naming_the_deck_not_its_cards():
+    """A stored first deck that is no permutation of the pack (a database edited by hand)
+    does not replay: CorruptLog says that the first deck is refused and why (the error's type
+    and reason), never which cards it holds, for the operator's log."""
+    import dataclasses
+
+    from engine_service.sessions.match import CorruptLog, LiveMatch
+
+    from .helpers import open_match
+
+    store = MemoryStore()
+
+    async def go():
+        mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await mgr.start()
+        match_id, _ = await open_match(mgr, "klaberjass")
+        await mgr.close()
+        return store._rows[match_id]
+
+    row = run(go())
+    deck = row.decks[0]
+    bad = dataclasses.replace(deck, cards=(deck.cards[1],) + deck.cards[1:])  # a card twice
+    with pytest.raises(CorruptLog) as info:
+        LiveMatch(row.record, [bad], row.actions)
+    message = str(info.value)
+    assert message == (f"match {row.record.match_id}: the log does not replay: the first deck is "
+                       f"refused: InvalidDeck (INVALID_DECK)")
+    assert deck.cards[1] not in message
+
+
+def test_a_replay_failing_for_another_reason_than_the_rules_names_only_the_errors_type(monkeypatch):
+    """A replay that fails on something other than a rules error (a bug) is a CorruptLog naming
+    the record and the exception's type only: its message may hold anything (cards)."""
+    from engine_service.sessions.match import CorruptLog, LiveMatch
+
+    from .helpers import open_match
+
+    store = MemoryStore()
+
+    async def go():
+        mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await mgr.start()
+        match_id, _ = await open_match(mgr, "klaberjass")
+        await mgr.close()
+        return store._rows[match_id]
+
+    row = run(go())
+    state_class = type(get_game("klaberjass").new_state(get_game("klaberjass").options({}), first_dealer=0))
+
+    def broken_deal(self, cards):
+        raise ValueError(f"cannot deal {cards[0]}")
+
+    monkeypatch.setattr(state_class, "deal", broken_deal)
+    with pytest.raises(CorruptLog) as info:
+        LiveMatch(row.record, list(row.decks.values()), row.actions)
+    assert str(info.value) == (f"match {row.record.match_id}: the log does not replay: the first deck is "
+                               f"refused: ValueError")
+
+
 @pytest.mark.parametrize("game_id", GAMES)
 def test_a_log_that_does_not_replay_is_logged_without_what_the_rules_said_of_the_hand(game_id):
     """A stored action the rules refuse on replay (a database edited by hand, a rules change)
@@ -1319,6 +1430,8 @@ def test_a_log_that_does_not_replay_is_logged_without_what_the_rules_said_of_the
         assert e["match_id"] == match_id
         error = e["error"]
         assert f"seq {last.seq}" in error and f"seat {last.seat}" in error and action in error
+        assert error.startswith(f"match {match_id}: the log does not replay: the action at seq "
+                                f"{last.seq} (seat {last.seat}, {action!r}) is refused: "), error
         assert "IllegalAction" in error or "MalformedAction" in error
         assert said not in error, error
         assert "hand" not in error and "legal now" not in error and "follow suit" not in error, error

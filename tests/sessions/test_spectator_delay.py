@@ -302,6 +302,50 @@ def test_a_spectator_get_view_without_a_spectator_stream_is_at_the_horizon():
     assert len(seen) > 5 and all(got == horizon and same for got, horizon, same in seen), seen
 
 
+def test_the_spectators_view_of_a_position_is_built_once_for_all_of_them():
+    """Every spectator of a delayed match at one horizon gets the same envelope object (built
+    once per position, then encoded once by the transport, like the live views), and a new
+    one once the horizon moves."""
+    async def go():
+        async with manager(config(heartbeat_interval_s=60)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass", spectator_delay_actions=2, turn_time_s=60)
+            spectator = Principal("spectator", match_id)
+            rng = random.Random(7)
+            for _ in range(4):
+                await act_once(mgr, match_id, ps, rng)
+            first, again = [await mgr.get_view(match_id, spectator) for _ in range(2)]
+            await act_once(mgr, match_id, ps, rng)
+            moved = await mgr.get_view(match_id, spectator)
+            return first, again, moved
+
+    first, again, moved = run(go())
+    assert first.seq == 2 and first is again
+    assert moved.seq == 3 and moved is not first
+
+
+def test_a_retried_action_of_a_delayed_match_answers_with_the_seats_view_after_it():
+    """A seat's action retried (its client_action_id) once the match has moved on answers with
+    that seat's view just after the action, never the current one: also when the action's
+    seq is the spectators' horizon (the view at the horizon is the spectators' only)."""
+    async def go():
+        async with manager(config(heartbeat_interval_s=60)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass", spectator_delay_actions=2, turn_time_s=60)
+            rng = random.Random(7)
+            seat, p, env = await to_act(mgr, match_id, ps)
+            action = rng.choice(list(env.view["legal"]))
+            first = await mgr.submit_action(match_id, p, action, env.seq, client_action_id="a1")
+            for _ in range(2):
+                await act_once(mgr, match_id, ps, rng)
+            m = mgr._matches[match_id]
+            assert m.spectator_horizon() == first.seq  # the retry's seq is the horizon now
+            again = await mgr.submit_action(match_id, p, action, env.seq, client_action_id="a1")
+            return first, again, m.seq
+
+    first, again, now = run(go())
+    assert again.duplicate and again.seq == first.seq < now
+    assert again.view.seq == first.seq and again.view.view == first.view.view
+
+
 def test_a_seat_and_the_admin_watch_a_delayed_match_live():
     """Seats are never delayed (ARCHITECTURE.md section 4): on a match whose spectators are
     ``DELAY`` actions late, a seat's and the admin's new streams start at the match's seq (a
