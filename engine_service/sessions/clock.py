@@ -179,6 +179,7 @@ class MatchClock:
             if not retry:
                 self.metrics.turn_timeouts.labels(m.game.id).inc()
             action = m.game.auto_move(m.state.view(seat))
+            passed = m.deadline
             try:
                 await self.writer.apply(m, seat, action, by="auto", reason="timeout")
             except Exception as exc:
@@ -188,6 +189,13 @@ class MatchClock:
                     m.log.error("timeout_move_failed", error=loggable_error(exc), error_type=type(exc).__name__)
                 if self.stopped or m.timer_key != key or m.seq != key[0] or not m.active:
                     return  # moved on (and re-armed), ended, paused (JJK-10.2) or draining
+                if m.deadline != passed:
+                    # paused and armed afresh meanwhile (JJK-10.2: a wait began and ended
+                    # during the write): the new deadline, announced by the presence event,
+                    # stands on its own timer. The retry used to replace that timer (which
+                    # still ran: two for the decision) and played the move a second after
+                    # the failure, long before the deadline the players were shown
+                    return
                 # the deadline has passed: the move is tried again shortly, the seat gets no
                 # new turn (re-arming through schedule() would give it a whole turn time)
                 m.timer_handle = asyncio.get_running_loop().call_later(

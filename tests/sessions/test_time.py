@@ -151,6 +151,70 @@ def test_a_presence_change_during_a_timed_out_moves_write_keeps_its_passed_deadl
     assert first.view.deadline is not None and first.view.deadline > deadline  # the next decision's own
 
 
+class _FailingGatedAppend(MemoryStore):
+    """A store whose next append (``fail_next``) waits for ``gate``, then fails before
+    anything is written (``failed``: it did)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.fail_next = False
+        self.waiting = self.failed = False
+
+    async def append_action(self, match_id, action, decks=(), end=None):
+        if self.fail_next:
+            self.fail_next, self.waiting = False, True
+            await self.gate.wait()
+            self.failed = True
+            raise StoreError("the database is unreachable")
+        return await super().append_action(match_id, action, decks, end)
+
+
+def test_a_wait_that_ends_during_a_failing_timed_out_move_keeps_the_deadline_it_announced(monkeypatch):
+    """JJK-10.2 / JJK-10.3: the auto-move of a timed-out decision is being written when the
+    opponent goes away (no turn timer runs during the wait: the decision is disarmed) and comes
+    back (the decision is armed afresh, its "connected" event announcing the new deadline);
+    then the write fails. The move must wait for the deadline announced, on the one timer
+    armed for it. The failure used to arm its retry over that timer (uncancelled: two timers
+    for one decision), and the retry played the auto-move RETRY_AFTER_STORE_FAILURE_S after
+    the failure, long before the deadline the players had been shown."""
+    monkeypatch.setattr(clock_module, "RETRY_AFTER_STORE_FAILURE_S", 0.02)
+
+    async def go():
+        store = _FailingGatedAppend()
+        # a 2 s turn (10 s scaled): the fresh deadline must not pass before the failure is looked at
+        async with manager(config(time_scale=0.2), store=store) as mgr:
+            match_id, ps = await open_match(mgr, "japanese_joker", turn_time_s=10)
+            m = mgr._matches[match_id]
+            streams = await connect_all(mgr, match_id, ps)
+            seat = m.state.to_act()
+            other = 1 - seat
+            store.fail_next = True
+            await until(lambda: store.waiting)  # the deadline passed; its auto-move is being written
+            await streams[other].close()
+            await until(lambda: not m.seats[other].present)
+            paused = m.deadline
+            streams[other] = Stream(mgr, match_id, ps[other], after_seq=0)
+            await until(lambda: m.seats[other].present)
+            armed, announced = m.timer_handle, m.deadline
+            shown = [e.view.deadline for e in streams[seat].events
+                     if e.kind == "presence" and e.reason == "connected"][-1]
+            store.gate.set()
+            await until(lambda: store.failed and not m.lock.locked())  # the failure handled
+            kept = (m.timer_handle is armed, armed.cancelled(), m.deadline)
+            await until(lambda: m.seq == 1)
+            move = m.actions[0]
+            await close_all(streams)
+            return paused, announced, shown, kept, move
+
+    paused, announced, shown, (same, cancelled, deadline), move = run(go())
+    assert paused is None  # JJK-10.2: no timer during the wait
+    assert announced is not None and shown == announced
+    assert same and not cancelled and deadline == announced  # the one timer, the one deadline
+    assert (move.by, move.reason) == ("auto", "timeout")
+    assert move.at >= announced - 0.01  # not before the deadline the players were shown
+
+
 def test_no_deadline_when_the_table_has_none():
     async def go():
         async with manager(config(default_turn_time_s=0)) as mgr:
