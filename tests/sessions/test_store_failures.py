@@ -788,7 +788,8 @@ def test_a_grace_expiry_that_finds_the_end_in_doubt_landed_logs_no_failure(monke
     ends (JJK-10.2, JJK-8.4: a forfeit). The forfeit's write settles the end first
     (MatchWriter.end) and, finding the match terminated in the store, writes nothing: the
     match ends as the store has it, and no ``grace_policy_failed`` is said for an end that
-    did happen (clock.MatchClock._grace_expired)."""
+    did happen (clock.MatchClock._grace_expired). Nor is the expiry counted: the forfeit
+    took no effect (``grace_expired{policy=forfeit}`` used to be counted before its write)."""
     monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 3600.0)  # no background read-back
     store = EndsInDoubt()
 
@@ -809,14 +810,16 @@ def test_a_grace_expiry_that_finds_the_end_in_doubt_landed_logs_no_failure(monke
                 await streams[0].close()  # seat 0 goes away: its window runs
                 await until(lambda: m.over)  # the window's end found the termination
             await streams[1].close()
-            return m, logs, await MemoryStore.load_match(store, match_id)
+            return m, logs, await MemoryStore.load_match(store, match_id), mgr.metrics
 
-    m, logs, stored = run(go())
+    m, logs, stored, metrics = run(go())
     assert m.status == stored.record.status == "terminated"
     assert m.result["outcome"] == "terminated"  # not the forfeit
     names = [e["event"] for e in logs]
     assert names.count("match_end_found_in_store") == 1
     assert "grace_policy_failed" not in names
+    for policy in ("forfeit", "abandoned"):
+        assert metrics.value("cardgames_grace_expired_total", {"game": "klaberjass", "policy": policy}) == 0
 
 
 class CreatesInDoubt(MemoryStore):
