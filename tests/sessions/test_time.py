@@ -15,7 +15,7 @@ from structlog.testing import capture_logs
 
 from engine_service.observability.metrics import Metrics
 from engine_service.rules import get_game
-from engine_service.sessions.api import PermissionDenied, Principal
+from engine_service.sessions.api import PermissionDenied, Principal, SessionError
 from engine_service.sessions import clock as clock_module
 from engine_service.store import MemoryStore, StoreError
 
@@ -787,17 +787,20 @@ def test_georgian_joker_leaving_hands_the_seat_to_the_named_bot_for_good():
 
 
 class _GatedFirstLegalHost(_FirstLegalHost):
-    """:class:`_FirstLegalHost` whose decisions wait for ``gate`` (``asked``: one does)."""
+    """:class:`_FirstLegalHost` whose decisions wait for ``gate`` (``asked``: one does;
+    ``answered``: it returned)."""
 
     def __init__(self):
         super().__init__()
         self.gate = asyncio.Event()
-        self.asked = False
+        self.asked = self.answered = False
 
     async def decide(self, bot, game_id, seat, view, legal, seed, deadline_s):
         self.asked = True
         await self.gate.wait()
-        return await super().decide(bot, game_id, seat, view, legal, seed, deadline_s)
+        decision = await super().decide(bot, game_id, seat, view, legal, seed, deadline_s)
+        self.answered = True
+        return decision
 
 
 def test_a_takeover_move_decided_while_its_player_leaves_says_abandoned():
@@ -824,6 +827,39 @@ def test_a_takeover_move_decided_while_its_player_leaves_says_abandoned():
 
     away, move = run(go())
     assert (move.seat, move.by, move.reason) == (away, "bot", "abandoned")
+
+
+def test_a_player_returning_while_the_takeover_bot_decides_makes_the_move_themselves():
+    """GJ-12.4: "the seat is theirs again at once". The player comes back while the takeover
+    bot is still deciding their move: that decision is dropped (its answer plays nothing) and
+    the move is the player's, on their own turn (GJ-12.1: with its deadline)."""
+    async def go():
+        host = _GatedFirstLegalHost()
+        async with manager(config(time_scale=0.01), host=host) as mgr:  # grace 15 s -> 0.15 s
+            match_id, ps = await open_match(mgr, "georgian_joker", takeover_bot="first",
+                                            **gj_request(turn_time_s=120, reconnect_grace_s=15))
+            m = mgr._matches[match_id]
+            streams = await connect_all(mgr, match_id, ps)
+            away, seq = m.state.to_act(), m.seq
+            await streams[away].close()
+            await until(lambda: host.asked, timeout=5)  # taken over: the bot decides
+            streams[away] = Stream(mgr, match_id, ps[away])
+            await until(lambda: m.seats[away].present)
+            armed = m.deadline
+            legal = (await mgr.get_view(match_id, ps[away])).view["legal"]
+            host.gate.set()
+            await until(lambda: host.answered)
+            try:
+                result = await mgr.submit_action(match_id, ps[away], legal[-1], seq, "mine")
+            except SessionError as exc:  # the bot's answer played: the seq moved on
+                result = exc
+            await close_all(streams)
+            return away, seq, armed, result, m.actions[seq]
+
+    away, seq, armed, result, move = run(go())
+    assert armed is not None  # their turn, with its deadline
+    assert (move.seat, move.by, move.client_action_id) == (away, "player", "mine")
+    assert result.seq == seq + 1 and not result.duplicate
 
 
 def test_a_refused_timed_out_move_is_logged_without_what_the_rules_said_of_the_hand(monkeypatch):
