@@ -19,7 +19,7 @@ from engine_service.sessions.api import PermissionDenied, Principal, SessionErro
 from engine_service.sessions import clock as clock_module
 from engine_service.store import MemoryStore, StoreError
 
-from .helpers import GAMES, Stream, collect, config, manager, open_match, run, until
+from .helpers import GAMES, Stream, collect, config, manager, open_match, run, to_act, until
 
 
 async def connect_all(mgr, match_id, ps):
@@ -213,6 +213,27 @@ def test_a_wait_that_ends_during_a_failing_timed_out_move_keeps_the_deadline_it_
     assert same and not cancelled and deadline == announced  # the one timer, the one deadline
     assert (move.by, move.reason) == ("auto", "timeout")
     assert move.at >= announced - 0.01  # not before the deadline the players were shown
+
+
+def test_a_move_made_in_time_cancels_its_decisions_timer():
+    """GJ-12.1 / JJK-10.3: the next decision's deadline replaces the one answered, whose timer
+    is cancelled, not left to fire for nothing a turn later (one stale timer per move, each
+    holding its match, on the event loop for the whole turn time)."""
+    async def go():
+        async with manager(config()) as mgr:  # 30 s turns: none expires here
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            streams = await connect_all(mgr, match_id, ps)
+            answered = m.timer_handle
+            seat, p, env = await to_act(mgr, match_id, ps)
+            await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq)
+            after = (answered.cancelled(), m.timer_handle is not None and m.timer_handle is not answered)
+            await close_all(streams)
+            return answered, after
+
+    answered, (cancelled, rearmed) = run(go())
+    assert answered is not None and rearmed
+    assert cancelled
 
 
 def test_no_deadline_when_the_table_has_none():
