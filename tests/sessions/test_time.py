@@ -688,6 +688,38 @@ def test_a_takeover_move_failing_after_the_player_returned_tells_the_watchers_th
     assert (beat.seq, beat.details["deadline"]) == (seq, deadline)
 
 
+def test_a_takeover_move_retried_after_the_match_ended_asks_no_bot(monkeypatch):
+    """GJ-12.4: the takeover bot's move failed (the store refused it) and is to be tried again
+    shortly; the match is terminated meanwhile. The retry finds the match over and arms
+    nothing: no bot asked to decide for a match that ended, no deadline on it."""
+    monkeypatch.setattr(clock_module, "RETRY_AFTER_STORE_FAILURE_S", 0.3)
+
+    async def go():
+        store = _TakeoverWritesGated(fail=True)
+        host = _FirstLegalHost()
+        async with manager(config(time_scale=0.01), store=store, host=host) as mgr:  # grace 0.15 s
+            match_id, ps = await open_match(mgr, "georgian_joker", takeover_bot="first",
+                                            **gj_request(turn_time_s=120, reconnect_grace_s=15))
+            m = mgr._matches[match_id]
+            streams = await connect_all(mgr, match_id, ps)
+            await streams[m.state.to_act()].close()
+            await until(lambda: store.waiting, timeout=5)  # taken over: its move is being written
+            store.gate.set()  # and fails
+            await until(lambda: m.retry_handle is not None)
+            await mgr.terminate_match(match_id, "test")
+            asked = len(host.calls)
+            await until(lambda: m.retry_handle is None)  # the retry came
+            await asyncio.sleep(0.05)  # what it would have started
+            after = (len(host.calls), m.bot_key, m.deadline, m.timer_handle)
+            await close_all(streams)
+            return m.status, asked, after
+
+    status, asked, (calls, bot_key, deadline, timer) = run(go())
+    assert status == "terminated"
+    assert calls == asked and bot_key is None
+    assert deadline is None and timer is None
+
+
 def test_the_events_seats_name_the_takeover_bot_as_getmatch_does():
     """GJ-12.4 and docs/api.md (the events' ``seats`` are the facts of ``SeatInfo``): the
     ``bot_took_over`` event and a later snapshot name the bot that now plays the absent
