@@ -297,3 +297,29 @@ def test_a_watch_of_a_match_unknown_here_during_the_drain_ends_with_draining():
     events, error = run(go())
     assert events == []
     assert isinstance(error, Unavailable) and error.reason == "DRAINING", error
+
+
+def test_the_streams_the_drain_closes_announce_no_disconnection():
+    """The drain ends every watch stream (DRAINING): the players did not go away, the service
+    did. Their seats are not announced ``disconnected`` (a presence event, its count and log
+    line for every watched seat of every match at each shutdown) and no window starts."""
+    from structlog.testing import capture_logs
+
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, GAME)
+            m = mgr._matches[match_id]
+            streams = [Stream(mgr, match_id, p) for p in ps]
+            await until(lambda: all(s.present for s in m.seats))
+            with capture_logs() as logs:
+                await mgr.drain()
+                for s in streams:
+                    await s.close()
+            changes = mgr.metrics.value("cardgames_presence_changes_total",
+                                        {"game": GAME, "change": "disconnected"})
+            return changes, logs, [(s.grace_handle, s.away_since) for s in m.seats]
+
+    changes, logs, seats = run(go())
+    assert changes == 0
+    assert [e for e in logs if e["event"] == "presence_changed"] == []
+    assert seats == [(None, None), (None, None)]
