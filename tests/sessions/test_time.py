@@ -15,7 +15,7 @@ from structlog.testing import capture_logs
 
 from engine_service.observability.metrics import Metrics
 from engine_service.rules import get_game
-from engine_service.sessions.api import PermissionDenied, Principal, SessionError
+from engine_service.sessions.api import CreateMatchRequest, PermissionDenied, Principal, SessionError
 from engine_service.sessions import clock as clock_module
 from engine_service.store import MemoryStore, StoreError
 
@@ -234,6 +234,27 @@ def test_a_move_made_in_time_cancels_its_decisions_timer():
     answered, (cancelled, rearmed) = run(go())
     assert answered is not None and rearmed
     assert cancelled
+
+
+def test_a_player_leaving_the_stream_of_a_waiting_match_gets_no_grace_window():
+    """JJK-10.2 / GJ-12.3: the grace window is for a match being played. A player who joined a
+    table still waiting for players and closed their stream is announced ``disconnected``, but
+    no window starts (its expiry would have nothing to forfeit) and no absence is recorded
+    (a restart would count the wait for the other players as time away)."""
+    async def go():
+        async with manager() as mgr:
+            summary = await mgr.create_match(CreateMatchRequest(game="klaberjass"), admin=True)
+            joined = await mgr.join_match(summary.match_id, 0, "p0")
+            m = mgr._matches[summary.match_id]
+            stream = Stream(mgr, summary.match_id, mgr.authenticate(summary.match_id, joined.token))
+            await until(lambda: m.seats[0].present)
+            await stream.close()
+            slot = m.seats[0]
+            return m.status, slot.present, (slot.grace_handle, slot.grace_deadline, slot.away_since)
+
+    status, present, window = run(go())
+    assert status == "waiting" and not present
+    assert window == (None, None, None)
 
 
 def test_no_deadline_when_the_table_has_none():
