@@ -1844,3 +1844,43 @@ def test_an_action_found_in_the_store_at_the_deal_limit_does_not_deal_the_deck_t
     for env in [*last, *views]:
         assert env.deal_commitment == "" and not env.view.get("hand")
         assert (env.view.get("table") or {}).get("turn_up") is None
+
+
+class FailingAbsenceWrites(FailingAbsences):
+    """:class:`FailingAbsences` whose heartbeat probes are answered while the absence writes
+    fail (``pings`` records them all)."""
+
+    async def ping(self):
+        self.pings.append(False)
+        await MemoryStore.ping(self)
+
+
+def test_an_outage_whose_absence_writes_are_still_tried_again_is_not_said_over_by_the_heartbeat(monkeypatch):
+    """While absence writes of an outage are still being tried again, their landing says when
+    it is over: the heartbeat does not probe the database for it (no away seat is recorded,
+    nothing else is written) and says nothing. Only an outage left quiet (its writes ended
+    unwritten) is ended by a probe answered (MatchClock.database_answered): ended here, it was
+    said over (absence_writes_recovered) while every write still failed."""
+    from engine_service.sessions import clock
+
+    monkeypatch.setattr(clock, "RETRY_AFTER_STORE_FAILURE_S", 0.02)
+    store = FailingAbsenceWrites()
+    store.broken = True
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(config(absence_heartbeat_s=0.02), store=store) as mgr:
+                await open_match(mgr, "klaberjass")  # nobody watches: both seats away
+                await until(lambda: store.refused >= 6)
+                await asyncio.sleep(0.2)  # ten heartbeats
+                outage = mgr._clock._absence_outage
+                pending = set(outage.pending) if outage is not None else set()
+                store.broken = False  # the writes land: the outage is over
+        return pending, logs
+
+    pending, logs = run(go())
+    assert len(pending) == 2  # both seats' writes still tried again
+    assert store.pings == []
+    said = [e["event"] for e in logs if e["event"].startswith("absence_writes")]
+    assert said[0] == "absence_writes_failing" and said.count("absence_writes_recovered") <= 1
+    assert "absence_writes_recovered" not in said[:-1]
