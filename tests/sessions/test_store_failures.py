@@ -1884,3 +1884,30 @@ def test_an_outage_whose_absence_writes_are_still_tried_again_is_not_said_over_b
     said = [e["event"] for e in logs if e["event"].startswith("absence_writes")]
     assert said[0] == "absence_writes_failing" and said.count("absence_writes_recovered") <= 1
     assert "absence_writes_recovered" not in said[:-1]
+
+
+def test_absence_writes_failing_when_the_drain_begins_are_not_tried_again(monkeypatch):
+    """A database outage: every away seat's absence write is tried again each
+    RETRY_AFTER_STORE_FAILURE_S. The drain waits for the absence writes under way
+    (MatchManager._flush_absences), so they stop at their next failure, said once per seat
+    (absence_write_failed): tried again for ever, they held the drain, and the shutdown, for as
+    long as the database was down."""
+    from engine_service.sessions import clock
+
+    monkeypatch.setattr(clock, "RETRY_AFTER_STORE_FAILURE_S", 0.02)
+    store = FailingAbsences()
+    store.broken = True
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                await open_match(mgr, "klaberjass")  # nobody watches: both seats away
+                await until(lambda: store.refused >= 4)
+                await asyncio.wait_for(mgr.drain(), 30)  # against a hang only
+                refused = store.refused
+                await asyncio.sleep(0.1)  # five retry periods
+                return refused, store.refused, logs
+
+    refused, later, logs = run(go())
+    assert later == refused  # nothing tried again after the drain
+    assert sorted(e["seat"] for e in logs if e["event"] == "absence_write_failed") == [0, 1]
