@@ -179,6 +179,7 @@ class MatchClock:
             if not retry:
                 self.metrics.turn_timeouts.labels(m.game.id).inc()
             action = m.game.auto_move(m.state.view(seat))
+            passed = m.deadline
             try:
                 await self.writer.apply(m, seat, action, by="auto", reason="timeout")
             except Exception as exc:
@@ -188,6 +189,13 @@ class MatchClock:
                     m.log.error("timeout_move_failed", error=loggable_error(exc), error_type=type(exc).__name__)
                 if self.stopped or m.timer_key != key or m.seq != key[0] or not m.active:
                     return  # moved on (and re-armed), ended, paused (JJK-10.2) or draining
+                if m.deadline != passed:
+                    # paused and armed afresh meanwhile (JJK-10.2: a wait began and ended
+                    # during the write): the new deadline, announced by the presence event,
+                    # stands on its own timer. The retry used to replace that timer (which
+                    # still ran: two for the decision) and played the move a second after
+                    # the failure, long before the deadline the players were shown
+                    return
                 # the deadline has passed: the move is tried again shortly, the seat gets no
                 # new turn (re-arming through schedule() would give it a whole turn time)
                 m.timer_handle = asyncio.get_running_loop().call_later(
@@ -507,14 +515,15 @@ class MatchClock:
         slot.grace_handle = None
         slot.grace_deadline = None
 
-    def _on_grace(self, m: LiveMatch, seat: int, at: float, retry: bool = False) -> None:
-        self._spawn(self._grace_expired(m, seat, at, retry), f"grace-{m.match_id}-{seat}")
+    def _on_grace(self, m: LiveMatch, seat: int, at: float) -> None:
+        self._spawn(self._grace_expired(m, seat, at), f"grace-{m.match_id}-{seat}")
 
-    async def _grace_expired(self, m: LiveMatch, seat: int, at: float, retry: bool = False) -> None:
+    async def _grace_expired(self, m: LiveMatch, seat: int, at: float) -> None:
         """The absent player's grace window is over: the rulebook's policy applies (two
-        players: a disconnection forfeit ends the match, JJK-10.2, JJK-8.4). ``retry``: the
-        end of this window is tried again after a failed write; the expiry is counted once
-        (``grace_expired``), not once per attempt."""
+        players: a disconnection forfeit ends the match, JJK-10.2, JJK-8.4). The expiry is
+        counted (``grace_expired``) once it took effect: an end the store refused is tried
+        again and counted when written, once, not once per attempt; one that found the match
+        already ended (an end in doubt that had landed, MatchWriter.settle_end) is not counted."""
         async with m.lock:
             slot = m.seats[seat]
             if not m.active or not slot.absent or slot.grace_deadline != at:
@@ -526,8 +535,6 @@ class MatchClock:
                     outcome, winners, info = "abandoned", [], {"absent": [s.seat for s in m.seats]}
                 else:
                     outcome, winners, info = "forfeit", [o.seat for o in others], {"forfeited": seat}
-                if not retry:
-                    self.metrics.grace_expired.labels(m.game.id, outcome).inc()
                 try:
                     await self.writer.end(m, outcome, winners, **info)
                 except Exception as exc:
@@ -538,8 +545,10 @@ class MatchClock:
                     # back meanwhile: nothing; went away again: the new window has its handle)
                     if not self.stopped and slot.grace_deadline == at:
                         slot.grace_handle = asyncio.get_running_loop().call_later(
-                            RETRY_AFTER_STORE_FAILURE_S, self._on_grace, m, seat, at, True,
+                            RETRY_AFTER_STORE_FAILURE_S, self._on_grace, m, seat, at,
                             context=contextvars.Context())
+                    return
+                self.metrics.grace_expired.labels(m.game.id, outcome).inc()
                 return
             slot.grace_deadline = None
             slot.taken_over = True

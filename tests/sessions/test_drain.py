@@ -98,6 +98,10 @@ def test_a_write_accepted_just_before_the_drain_finishes_before_the_store_closes
         async with manager(store=store) as mgr:
             match_id, ps = await open_match(mgr, GAME)
             m = mgr._matches[match_id]
+            # every seat watched: the next decision would have a turn timer (KL: two players,
+            # none while one is away)
+            streams = [Stream(mgr, match_id, p) for p in ps]
+            await until(lambda: all(s.present for s in m.seats))
             seat, p, env = await to_act(mgr, match_id, ps)
             store.gate = asyncio.Event()
             submit = asyncio.ensure_future(
@@ -107,14 +111,20 @@ def test_a_write_accepted_just_before_the_drain_finishes_before_the_store_closes
             asyncio.get_running_loop().call_later(0.05, store.gate.set)  # the store answers later
             await mgr.drain()  # begins before the write task takes the lock
             drained_first = m.seq == 0
+            armed = (m.timer_handle, m.deadline)
             await mgr.close()
+            for s in streams:
+                await s.close()
             result = (await asyncio.gather(submit, return_exceptions=True))[0]
             await store.open()
             stored = await store.load_match(match_id)
-            return drained_first, result, list(store.used_while_closed), stored.actions, m.seq
+            return drained_first, armed, result, list(store.used_while_closed), stored.actions, m.seq
 
-    drained_first, result, used_while_closed, stored, seq = run(go())
+    drained_first, armed, result, used_while_closed, stored, seq = run(go())
     assert not drained_first  # the drain waited for the accepted write
+    # the move landed on a stopped clock: the next decision gets no turn timer, which would
+    # outlive the close (its auto-move written against a closed store)
+    assert armed == (None, None)
     assert used_while_closed == []
     assert result.seq == 1 and not result.duplicate
     assert [(a.seq, a.client_action_id) for a in stored] == [(1, "late")] and seq == 1
@@ -287,3 +297,29 @@ def test_a_watch_of_a_match_unknown_here_during_the_drain_ends_with_draining():
     events, error = run(go())
     assert events == []
     assert isinstance(error, Unavailable) and error.reason == "DRAINING", error
+
+
+def test_the_streams_the_drain_closes_announce_no_disconnection():
+    """The drain ends every watch stream (DRAINING): the players did not go away, the service
+    did. Their seats are not announced ``disconnected`` (a presence event, its count and log
+    line for every watched seat of every match at each shutdown) and no window starts."""
+    from structlog.testing import capture_logs
+
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, GAME)
+            m = mgr._matches[match_id]
+            streams = [Stream(mgr, match_id, p) for p in ps]
+            await until(lambda: all(s.present for s in m.seats))
+            with capture_logs() as logs:
+                await mgr.drain()
+                for s in streams:
+                    await s.close()
+            changes = mgr.metrics.value("cardgames_presence_changes_total",
+                                        {"game": GAME, "change": "disconnected"})
+            return changes, logs, [(s.grace_handle, s.away_since) for s in m.seats]
+
+    changes, logs, seats = run(go())
+    assert changes == 0
+    assert [e for e in logs if e["event"] == "presence_changed"] == []
+    assert seats == [(None, None), (None, None)]

@@ -788,7 +788,8 @@ def test_a_grace_expiry_that_finds_the_end_in_doubt_landed_logs_no_failure(monke
     ends (JJK-10.2, JJK-8.4: a forfeit). The forfeit's write settles the end first
     (MatchWriter.end) and, finding the match terminated in the store, writes nothing: the
     match ends as the store has it, and no ``grace_policy_failed`` is said for an end that
-    did happen (clock.MatchClock._grace_expired)."""
+    did happen (clock.MatchClock._grace_expired). Nor is the expiry counted: the forfeit
+    took no effect (``grace_expired{policy=forfeit}`` used to be counted before its write)."""
     monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 3600.0)  # no background read-back
     store = EndsInDoubt()
 
@@ -809,14 +810,16 @@ def test_a_grace_expiry_that_finds_the_end_in_doubt_landed_logs_no_failure(monke
                 await streams[0].close()  # seat 0 goes away: its window runs
                 await until(lambda: m.over)  # the window's end found the termination
             await streams[1].close()
-            return m, logs, await MemoryStore.load_match(store, match_id)
+            return m, logs, await MemoryStore.load_match(store, match_id), mgr.metrics
 
-    m, logs, stored = run(go())
+    m, logs, stored, metrics = run(go())
     assert m.status == stored.record.status == "terminated"
     assert m.result["outcome"] == "terminated"  # not the forfeit
     names = [e["event"] for e in logs]
     assert names.count("match_end_found_in_store") == 1
     assert "grace_policy_failed" not in names
+    for policy in ("forfeit", "abandoned"):
+        assert metrics.value("cardgames_grace_expired_total", {"game": "klaberjass", "policy": policy}) == 0
 
 
 class CreatesInDoubt(MemoryStore):
@@ -1881,3 +1884,70 @@ def test_an_action_found_in_the_store_at_the_deal_limit_does_not_deal_the_deck_t
     for env in [*last, *views]:
         assert env.deal_commitment == "" and not env.view.get("hand")
         assert (env.view.get("table") or {}).get("turn_up") is None
+
+
+class FailingAbsenceWrites(FailingAbsences):
+    """:class:`FailingAbsences` whose heartbeat probes are answered while the absence writes
+    fail (``pings`` records them all)."""
+
+    async def ping(self):
+        self.pings.append(False)
+        await MemoryStore.ping(self)
+
+
+def test_an_outage_whose_absence_writes_are_still_tried_again_is_not_said_over_by_the_heartbeat(monkeypatch):
+    """While absence writes of an outage are still being tried again, their landing says when
+    it is over: the heartbeat does not probe the database for it (no away seat is recorded,
+    nothing else is written) and says nothing. Only an outage left quiet (its writes ended
+    unwritten) is ended by a probe answered (MatchClock.database_answered): ended here, it was
+    said over (absence_writes_recovered) while every write still failed."""
+    from engine_service.sessions import clock
+
+    monkeypatch.setattr(clock, "RETRY_AFTER_STORE_FAILURE_S", 0.02)
+    store = FailingAbsenceWrites()
+    store.broken = True
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(config(absence_heartbeat_s=0.02), store=store) as mgr:
+                await open_match(mgr, "klaberjass")  # nobody watches: both seats away
+                await until(lambda: store.refused >= 6)
+                await asyncio.sleep(0.2)  # ten heartbeats
+                outage = mgr._clock._absence_outage
+                pending = set(outage.pending) if outage is not None else set()
+                store.broken = False  # the writes land: the outage is over
+        return pending, logs
+
+    pending, logs = run(go())
+    assert len(pending) == 2  # both seats' writes still tried again
+    assert store.pings == []
+    said = [e["event"] for e in logs if e["event"].startswith("absence_writes")]
+    assert said[0] == "absence_writes_failing" and said.count("absence_writes_recovered") <= 1
+    assert "absence_writes_recovered" not in said[:-1]
+
+
+def test_absence_writes_failing_when_the_drain_begins_are_not_tried_again(monkeypatch):
+    """A database outage: every away seat's absence write is tried again each
+    RETRY_AFTER_STORE_FAILURE_S. The drain waits for the absence writes under way
+    (MatchManager._flush_absences), so they stop at their next failure, said once per seat
+    (absence_write_failed): tried again for ever, they held the drain, and the shutdown, for as
+    long as the database was down."""
+    from engine_service.sessions import clock
+
+    monkeypatch.setattr(clock, "RETRY_AFTER_STORE_FAILURE_S", 0.02)
+    store = FailingAbsences()
+    store.broken = True
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                await open_match(mgr, "klaberjass")  # nobody watches: both seats away
+                await until(lambda: store.refused >= 4)
+                await asyncio.wait_for(mgr.drain(), 30)  # against a hang only
+                refused = store.refused
+                await asyncio.sleep(0.1)  # five retry periods
+                return refused, store.refused, logs
+
+    refused, later, logs = run(go())
+    assert later == refused  # nothing tried again after the drain
+    assert sorted(e["seat"] for e in logs if e["event"] == "absence_write_failed") == [0, 1]

@@ -15,11 +15,11 @@ from structlog.testing import capture_logs
 
 from engine_service.observability.metrics import Metrics
 from engine_service.rules import get_game
-from engine_service.sessions.api import PermissionDenied, Principal
+from engine_service.sessions.api import CreateMatchRequest, PermissionDenied, Principal, SessionError
 from engine_service.sessions import clock as clock_module
 from engine_service.store import MemoryStore, StoreError
 
-from .helpers import GAMES, Stream, collect, config, manager, open_match, run, until
+from .helpers import GAMES, Stream, collect, config, manager, open_match, run, to_act, until
 
 
 async def connect_all(mgr, match_id, ps):
@@ -149,6 +149,112 @@ def test_a_presence_change_during_a_timed_out_moves_write_keeps_its_passed_deadl
     assert presence == [("disconnected", deadline), ("connected", deadline)]
     assert (first.by, first.reason) == ("auto", "timeout")
     assert first.view.deadline is not None and first.view.deadline > deadline  # the next decision's own
+
+
+class _FailingGatedAppend(MemoryStore):
+    """A store whose next append (``fail_next``) waits for ``gate``, then fails before
+    anything is written (``failed``: it did)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.fail_next = False
+        self.waiting = self.failed = False
+
+    async def append_action(self, match_id, action, decks=(), end=None):
+        if self.fail_next:
+            self.fail_next, self.waiting = False, True
+            await self.gate.wait()
+            self.failed = True
+            raise StoreError("the database is unreachable")
+        return await super().append_action(match_id, action, decks, end)
+
+
+def test_a_wait_that_ends_during_a_failing_timed_out_move_keeps_the_deadline_it_announced(monkeypatch):
+    """JJK-10.2 / JJK-10.3: the auto-move of a timed-out decision is being written when the
+    opponent goes away (no turn timer runs during the wait: the decision is disarmed) and comes
+    back (the decision is armed afresh, its "connected" event announcing the new deadline);
+    then the write fails. The move must wait for the deadline announced, on the one timer
+    armed for it. The failure used to arm its retry over that timer (uncancelled: two timers
+    for one decision), and the retry played the auto-move RETRY_AFTER_STORE_FAILURE_S after
+    the failure, long before the deadline the players had been shown."""
+    monkeypatch.setattr(clock_module, "RETRY_AFTER_STORE_FAILURE_S", 0.02)
+
+    async def go():
+        store = _FailingGatedAppend()
+        # a 2 s turn (10 s scaled): the fresh deadline must not pass before the failure is looked at
+        async with manager(config(time_scale=0.2), store=store) as mgr:
+            match_id, ps = await open_match(mgr, "japanese_joker", turn_time_s=10)
+            m = mgr._matches[match_id]
+            streams = await connect_all(mgr, match_id, ps)
+            seat = m.state.to_act()
+            other = 1 - seat
+            store.fail_next = True
+            await until(lambda: store.waiting)  # the deadline passed; its auto-move is being written
+            await streams[other].close()
+            await until(lambda: not m.seats[other].present)
+            paused = m.deadline
+            streams[other] = Stream(mgr, match_id, ps[other], after_seq=0)
+            await until(lambda: m.seats[other].present)
+            armed, announced = m.timer_handle, m.deadline
+            shown = [e.view.deadline for e in streams[seat].events
+                     if e.kind == "presence" and e.reason == "connected"][-1]
+            store.gate.set()
+            await until(lambda: store.failed and not m.lock.locked())  # the failure handled
+            kept = (m.timer_handle is armed, armed.cancelled(), m.deadline)
+            await until(lambda: m.seq == 1)
+            move = m.actions[0]
+            await close_all(streams)
+            return paused, announced, shown, kept, move
+
+    paused, announced, shown, (same, cancelled, deadline), move = run(go())
+    assert paused is None  # JJK-10.2: no timer during the wait
+    assert announced is not None and shown == announced
+    assert same and not cancelled and deadline == announced  # the one timer, the one deadline
+    assert (move.by, move.reason) == ("auto", "timeout")
+    assert move.at >= announced - 0.01  # not before the deadline the players were shown
+
+
+def test_a_move_made_in_time_cancels_its_decisions_timer():
+    """GJ-12.1 / JJK-10.3: the next decision's deadline replaces the one answered, whose timer
+    is cancelled, not left to fire for nothing a turn later (one stale timer per move, each
+    holding its match, on the event loop for the whole turn time)."""
+    async def go():
+        async with manager(config()) as mgr:  # 30 s turns: none expires here
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            streams = await connect_all(mgr, match_id, ps)
+            answered = m.timer_handle
+            seat, p, env = await to_act(mgr, match_id, ps)
+            await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq)
+            after = (answered.cancelled(), m.timer_handle is not None and m.timer_handle is not answered)
+            await close_all(streams)
+            return answered, after
+
+    answered, (cancelled, rearmed) = run(go())
+    assert answered is not None and rearmed
+    assert cancelled
+
+
+def test_a_player_leaving_the_stream_of_a_waiting_match_gets_no_grace_window():
+    """JJK-10.2 / GJ-12.3: the grace window is for a match being played. A player who joined a
+    table still waiting for players and closed their stream is announced ``disconnected``, but
+    no window starts (its expiry would have nothing to forfeit) and no absence is recorded
+    (a restart would count the wait for the other players as time away)."""
+    async def go():
+        async with manager() as mgr:
+            summary = await mgr.create_match(CreateMatchRequest(game="klaberjass"), admin=True)
+            joined = await mgr.join_match(summary.match_id, 0, "p0")
+            m = mgr._matches[summary.match_id]
+            stream = Stream(mgr, summary.match_id, mgr.authenticate(summary.match_id, joined.token))
+            await until(lambda: m.seats[0].present)
+            await stream.close()
+            slot = m.seats[0]
+            return m.status, slot.present, (slot.grace_handle, slot.grace_deadline, slot.away_since)
+
+    status, present, window = run(go())
+    assert status == "waiting" and not present
+    assert window == (None, None, None)
 
 
 def test_no_deadline_when_the_table_has_none():
@@ -414,10 +520,14 @@ def test_georgian_joker_bot_takes_an_absent_seat_and_the_player_takes_it_back():
             await until(lambda: any(e.reason == "returned" for e in spectator.events))
             returned_bot_driven = m.seats[away].bot_driven
             summary_back = await mgr.get_match(match_id)
+            # counted before the streams close: every seat's 0.15 s window then starts, and
+            # on a loaded machine they expired before the manager closed (counted 5, not 1)
+            takeovers = mgr.metrics.value("cardgames_grace_expired_total",
+                                          {"game": "georgian_joker", "policy": "bot_takeover"})
             await close_all(streams + [spectator, back])
-            return away, spectator.events, summary_away, summary_back, returned_bot_driven, mgr.metrics
+            return away, spectator.events, summary_away, summary_back, returned_bot_driven, takeovers
 
-    away, events, s_away, s_back, bot_driven, metrics = run(go())
+    away, events, s_away, s_back, bot_driven, takeovers = run(go())
     presence = [(e.seat, e.reason) for e in events if e.kind == "presence"]
     assert presence[:2] == [(away, "disconnected"), (away, "bot_took_over")]
     assert (away, "returned") in presence
@@ -428,7 +538,7 @@ def test_georgian_joker_bot_takes_an_absent_seat_and_the_player_takes_it_back():
     assert s_away.seats[away].replaced_by_bot and not s_back.seats[away].replaced_by_bot
     assert not s_away.seats[away].left  # absent, not gone: the player may come back (GJ-12.4)
     assert not bot_driven
-    assert metrics.value("cardgames_grace_expired_total", {"game": "georgian_joker", "policy": "bot_takeover"}) == 1
+    assert takeovers == 1
 
 
 class _FirstLegalHost:
@@ -599,6 +709,38 @@ def test_a_takeover_move_failing_after_the_player_returned_tells_the_watchers_th
     assert (beat.seq, beat.details["deadline"]) == (seq, deadline)
 
 
+def test_a_takeover_move_retried_after_the_match_ended_asks_no_bot(monkeypatch):
+    """GJ-12.4: the takeover bot's move failed (the store refused it) and is to be tried again
+    shortly; the match is terminated meanwhile. The retry finds the match over and arms
+    nothing: no bot asked to decide for a match that ended, no deadline on it."""
+    monkeypatch.setattr(clock_module, "RETRY_AFTER_STORE_FAILURE_S", 0.3)
+
+    async def go():
+        store = _TakeoverWritesGated(fail=True)
+        host = _FirstLegalHost()
+        async with manager(config(time_scale=0.01), store=store, host=host) as mgr:  # grace 0.15 s
+            match_id, ps = await open_match(mgr, "georgian_joker", takeover_bot="first",
+                                            **gj_request(turn_time_s=120, reconnect_grace_s=15))
+            m = mgr._matches[match_id]
+            streams = await connect_all(mgr, match_id, ps)
+            await streams[m.state.to_act()].close()
+            await until(lambda: store.waiting, timeout=5)  # taken over: its move is being written
+            store.gate.set()  # and fails
+            await until(lambda: m.retry_handle is not None)
+            await mgr.terminate_match(match_id, "test")
+            asked = len(host.calls)
+            await until(lambda: m.retry_handle is None)  # the retry came
+            await asyncio.sleep(0.05)  # what it would have started
+            after = (len(host.calls), m.bot_key, m.deadline, m.timer_handle)
+            await close_all(streams)
+            return m.status, asked, after
+
+    status, asked, (calls, bot_key, deadline, timer) = run(go())
+    assert status == "terminated"
+    assert calls == asked and bot_key is None
+    assert deadline is None and timer is None
+
+
 def test_the_events_seats_name_the_takeover_bot_as_getmatch_does():
     """GJ-12.4 and docs/api.md (the events' ``seats`` are the facts of ``SeatInfo``): the
     ``bot_took_over`` event and a later snapshot name the bot that now plays the absent
@@ -719,17 +861,20 @@ def test_georgian_joker_leaving_hands_the_seat_to_the_named_bot_for_good():
 
 
 class _GatedFirstLegalHost(_FirstLegalHost):
-    """:class:`_FirstLegalHost` whose decisions wait for ``gate`` (``asked``: one does)."""
+    """:class:`_FirstLegalHost` whose decisions wait for ``gate`` (``asked``: one does;
+    ``answered``: it returned)."""
 
     def __init__(self):
         super().__init__()
         self.gate = asyncio.Event()
-        self.asked = False
+        self.asked = self.answered = False
 
     async def decide(self, bot, game_id, seat, view, legal, seed, deadline_s):
         self.asked = True
         await self.gate.wait()
-        return await super().decide(bot, game_id, seat, view, legal, seed, deadline_s)
+        decision = await super().decide(bot, game_id, seat, view, legal, seed, deadline_s)
+        self.answered = True
+        return decision
 
 
 def test_a_takeover_move_decided_while_its_player_leaves_says_abandoned():
@@ -756,6 +901,39 @@ def test_a_takeover_move_decided_while_its_player_leaves_says_abandoned():
 
     away, move = run(go())
     assert (move.seat, move.by, move.reason) == (away, "bot", "abandoned")
+
+
+def test_a_player_returning_while_the_takeover_bot_decides_makes_the_move_themselves():
+    """GJ-12.4: "the seat is theirs again at once". The player comes back while the takeover
+    bot is still deciding their move: that decision is dropped (its answer plays nothing) and
+    the move is the player's, on their own turn (GJ-12.1: with its deadline)."""
+    async def go():
+        host = _GatedFirstLegalHost()
+        async with manager(config(time_scale=0.01), host=host) as mgr:  # grace 15 s -> 0.15 s
+            match_id, ps = await open_match(mgr, "georgian_joker", takeover_bot="first",
+                                            **gj_request(turn_time_s=120, reconnect_grace_s=15))
+            m = mgr._matches[match_id]
+            streams = await connect_all(mgr, match_id, ps)
+            away, seq = m.state.to_act(), m.seq
+            await streams[away].close()
+            await until(lambda: host.asked, timeout=5)  # taken over: the bot decides
+            streams[away] = Stream(mgr, match_id, ps[away])
+            await until(lambda: m.seats[away].present)
+            armed = m.deadline
+            legal = (await mgr.get_view(match_id, ps[away])).view["legal"]
+            host.gate.set()
+            await until(lambda: host.answered)
+            try:
+                result = await mgr.submit_action(match_id, ps[away], legal[-1], seq, "mine")
+            except SessionError as exc:  # the bot's answer played: the seq moved on
+                result = exc
+            await close_all(streams)
+            return away, seq, armed, result, m.actions[seq]
+
+    away, seq, armed, result, move = run(go())
+    assert armed is not None  # their turn, with its deadline
+    assert (move.seat, move.by, move.client_action_id) == (away, "player", "mine")
+    assert result.seq == seq + 1 and not result.duplicate
 
 
 def test_a_refused_timed_out_move_is_logged_without_what_the_rules_said_of_the_hand(monkeypatch):
