@@ -28,14 +28,19 @@ MATCHES, ACTIONS = 120, 2
 ROW_S = 0.01
 
 
+def _insert_finished(conn: psycopg.Connection, prefix: str, count: int) -> None:
+    """``count`` Klaberjass matches ``prefix1``.. ended at Unix time 2.0, with no seats or actions."""
+    conn.execute(
+        "INSERT INTO matches (match_id, game, options, first_dealer, turn_time_s, reconnect_grace_s, "
+        "spectators_allowed, name, takeover_bot, created_at, status, ended_at) "
+        "SELECT %s || i, 'klaberjass', '{}', 0, 10, 30, false, 'x', '', 1.0, 'finished', 2.0 "
+        "FROM generate_series(1, %s) i", (prefix, count))
+
+
 def _fill(url: str) -> None:
     """MATCHES ended matches of ACTIONS actions each, and a slow delete of actions."""
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(
-            "INSERT INTO matches (match_id, game, options, first_dealer, turn_time_s, reconnect_grace_s, "
-            "spectators_allowed, name, takeover_bot, created_at, status, ended_at) "
-            "SELECT 'p' || i, 'klaberjass', '{}', 0, 10, 30, false, 'x', '', 1.0, 'finished', 2.0 "
-            "FROM generate_series(1, %s) i", (MATCHES,))
+        _insert_finished(conn, 'p', MATCHES)
         conn.execute(
             "INSERT INTO seats (match_id, seat, kind, bot, player_name, left_match) "
             "SELECT 'p' || i, s, 'open', '', 'x', false FROM generate_series(1, %s) i, generate_series(0, 1) s",
@@ -101,11 +106,7 @@ def test_a_batch_size_learnt_smaller_doubles_again_while_batches_are_done_quickl
         await st.open()
         try:
             with psycopg.connect(pg_url, autocommit=True) as conn:
-                conn.execute(
-                    "INSERT INTO matches (match_id, game, options, first_dealer, turn_time_s, reconnect_grace_s, "
-                    "spectators_allowed, name, takeover_bot, created_at, status, ended_at) "
-                    "SELECT 'q' || i, 'klaberjass', '{}', 0, 10, 30, false, 'x', '', 1.0, 'finished', 2.0 "
-                    "FROM generate_series(1, %s) i", (MATCHES,))
+                _insert_finished(conn, 'q', MATCHES)
             small = await st.prune_finished(10.0, 10)  # a batch below the size: no lesson
             unchanged = st.prune_size
             st.prune_size = 25  # as learnt from a slow server
@@ -163,11 +164,7 @@ def test_a_batch_failing_after_others_were_deleted_ends_the_prune_with_those(pg_
         await st.open()
         try:
             with psycopg.connect(pg_url, autocommit=True) as conn:
-                conn.execute(
-                    "INSERT INTO matches (match_id, game, options, first_dealer, turn_time_s, reconnect_grace_s, "
-                    "spectators_allowed, name, takeover_bot, created_at, status, ended_at) "
-                    "SELECT 'r' || i, 'klaberjass', '{}', 0, 10, 30, false, 'x', '', 1.0, 'finished', 2.0 "
-                    "FROM generate_series(1, 3) i")
+                _insert_finished(conn, 'r', 3)
                 conn.execute("CREATE SEQUENCE deletes")  # not rolled back: counts the attempts
                 conn.execute("CREATE FUNCTION refuse_second() RETURNS trigger LANGUAGE plpgsql AS "
                              "$$BEGIN IF nextval('deletes') > 1 THEN RAISE EXCEPTION 'refused'; END IF; "
@@ -199,11 +196,7 @@ def test_a_prune_deletes_at_most_max_prune_batch_whatever_the_limit_asked(pg_url
         await st.open()
         try:
             with psycopg.connect(pg_url, autocommit=True) as conn:
-                conn.execute(
-                    "INSERT INTO matches (match_id, game, options, first_dealer, turn_time_s, reconnect_grace_s, "
-                    "spectators_allowed, name, takeover_bot, created_at, status, ended_at) "
-                    "SELECT 'c' || i, 'klaberjass', '{}', 0, 10, 30, false, 'x', '', 1.0, 'finished', 2.0 "
-                    "FROM generate_series(1, %s) i", (MAX_PRUNE_BATCH + 1,))
+                _insert_finished(conn, 'c', MAX_PRUNE_BATCH + 1)
             st.prune_size = 100
             batch = await st.prune_finished(10.0, 2 * MAX_PRUNE_BATCH)
             return batch, await st.count_finished(10.0)
