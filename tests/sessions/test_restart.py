@@ -1312,14 +1312,9 @@ def test_a_log_whose_deck_is_missing_is_corrupt_and_says_which_deal():
     assert all(e["error"] == "no deck for deal 1 before seq 5" for e in failures), failures
 
 
-def test_a_stored_first_deck_the_rules_refuse_is_a_corrupt_log_naming_the_deck_not_its_cards():
-    """A stored first deck that is no permutation of the pack (a database edited by hand)
-    does not replay: CorruptLog says that the first deck is refused and why (the error's type
-    and reason), never which cards it holds, for the operator's log."""
-    import dataclasses
-
-    from engine_service.sessions.match import CorruptLog, LiveMatch
-
+def _a_stored_klaberjass_match():
+    """The memory store's row of a Klaberjass match just opened (its first deck dealt), the
+    manager closed: what a replay is given."""
     from .helpers import open_match
 
     store = MemoryStore()
@@ -1331,7 +1326,18 @@ def test_a_stored_first_deck_the_rules_refuse_is_a_corrupt_log_naming_the_deck_n
         await mgr.close()
         return store._rows[match_id]
 
-    row = run(go())
+    return run(go())
+
+
+def test_a_stored_first_deck_the_rules_refuse_is_a_corrupt_log_naming_the_deck_not_its_cards():
+    """A stored first deck that is no permutation of the pack (a database edited by hand)
+    does not replay: CorruptLog says that the first deck is refused and why (the error's type
+    and reason), never which cards it holds, for the operator's log."""
+    import dataclasses
+
+    from engine_service.sessions.match import CorruptLog, LiveMatch
+
+    row = _a_stored_klaberjass_match()
     deck = row.decks[0]
     bad = dataclasses.replace(deck, cards=(deck.cards[1],) + deck.cards[1:])  # a card twice
     with pytest.raises(CorruptLog) as info:
@@ -1347,18 +1353,7 @@ def test_a_replay_failing_for_another_reason_than_the_rules_names_only_the_error
     the record and the exception's type only: its message may hold anything (cards)."""
     from engine_service.sessions.match import CorruptLog, LiveMatch
 
-    from .helpers import open_match
-
-    store = MemoryStore()
-
-    async def go():
-        mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
-        await mgr.start()
-        match_id, _ = await open_match(mgr, "klaberjass")
-        await mgr.close()
-        return store._rows[match_id]
-
-    row = run(go())
+    row = _a_stored_klaberjass_match()
     state_class = type(get_game("klaberjass").new_state(get_game("klaberjass").options({}), first_dealer=0))
 
     def broken_deal(self, cards):
