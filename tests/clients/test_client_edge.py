@@ -352,6 +352,21 @@ def test_a_flag_is_never_abbreviated(module, base, abbreviated, spelt_out, capsy
     parser.parse_args([*base, *spelt_out])
 
 
+def _without_an_engine(module: str, monkeypatch):
+    """The client's module with every way to an engine (connect, LocalService, health's
+    check) failing the test: its usage errors must come before any engine is reached."""
+    import importlib
+
+    def no_engine(*args, **kwargs):
+        raise AssertionError("an engine was started or reached")
+
+    main = importlib.import_module(module)
+    for name in ("connect", "LocalService", "check"):
+        if hasattr(main, name):
+            monkeypatch.setattr(main, name, no_engine)
+    return main
+
+
 @pytest.mark.parametrize("module,argv,flag", [
     ("clients.health", ["--service", "x\udcff"], "--service"),
     ("clients.watch", ["M\udcff"], "MATCH_ID"),
@@ -367,15 +382,7 @@ def test_an_argument_that_is_not_utf8_text_is_a_usage_error(module, argv, flag, 
     ended the command with a UnicodeEncodeError traceback (the engine reached, or started, by
     then). A usage error naming the argument, before any engine; a file's path may hold any
     bytes and is left to the file's own error."""
-    import importlib
-
-    def no_engine(*args, **kwargs):
-        raise AssertionError("an engine was started or reached")
-
-    main = importlib.import_module(module)
-    for name in ("connect", "LocalService", "check"):
-        if hasattr(main, name):
-            monkeypatch.setattr(main, name, no_engine)
+    main = _without_an_engine(module, monkeypatch)
     monkeypatch.setenv("CARDGAMES_ADMIN_TOKEN", "t0ken")
     with pytest.raises(SystemExit) as info:
         main.main(argv)
@@ -389,13 +396,7 @@ def test_a_seed_without_autoplay_random_is_a_usage_error(argv, monkeypatch, caps
     """clients.play's --seed seeds --autoplay random; without it (the screen, --autoplay first)
     it was dropped without a word, and a run its author took for repeatable was not. A usage
     error, before any engine."""
-    from clients import play
-
-    def no_engine(*args, **kwargs):
-        raise AssertionError("an engine was started or reached")
-
-    monkeypatch.setattr(play, "connect", no_engine)
-    monkeypatch.setattr(play, "LocalService", no_engine)
+    play = _without_an_engine("clients.play", monkeypatch)
     with pytest.raises(SystemExit) as info:
         play.main(["--game", "klaberjass", "--seed", "7", *argv])
     err = capsys.readouterr().err
@@ -422,14 +423,7 @@ def test_a_new_tables_flags_with_match_are_a_usage_error(module, argv, table, sa
     sat at a table other than the one asked for (no bots, another target score, no timer, not
     in the lobby); clients.remote_bot's --game, --opponents, --option and --turn-time alike. A
     usage error naming them, before any engine, as --db with --target is."""
-    import importlib
-
-    def no_engine(*args, **kwargs):
-        raise AssertionError("an engine was started or reached")
-
-    main = importlib.import_module(module)
-    monkeypatch.setattr(main, "connect", no_engine)
-    monkeypatch.setattr(main, "LocalService", no_engine)
+    main = _without_an_engine(module, monkeypatch)
     with pytest.raises(SystemExit) as info:
         main.main([*argv, "--target", "127.0.0.1:1", "--match", "M1", *table])
     err = capsys.readouterr().err
@@ -448,14 +442,7 @@ def test_a_db_with_a_target_is_a_usage_error(module, argv, tmp_path, monkeypatch
     """--db is the database of the engine a client starts without --target; with --target it
     was dropped without a word (the engine there keeps its own), the file never made. A usage
     error, before any engine."""
-    import importlib
-
-    def no_engine(*args, **kwargs):
-        raise AssertionError("an engine was started or reached")
-
-    main = importlib.import_module(module)
-    monkeypatch.setattr(main, "connect", no_engine)
-    monkeypatch.setattr(main, "LocalService", no_engine)
+    main = _without_an_engine(module, monkeypatch)
     with pytest.raises(SystemExit) as info:
         main.main([*argv, "--target", "127.0.0.1:1", "--db", str(tmp_path / "kept.sqlite3")])
     err = capsys.readouterr().err
@@ -490,13 +477,7 @@ def test_a_token_file_without_a_seat_token_is_a_usage_error(content, says, tmp_p
     naming it, before any engine, as a bad --ca file and clients.admin's --admin-token-file; it
     exited 1, as if the engine had refused something, and started an engine of its own first
     when no --target was given. The file's content is never shown."""
-    from clients import play
-
-    def no_engine(*args, **kwargs):
-        raise AssertionError("an engine was started or reached")
-
-    monkeypatch.setattr(play, "connect", no_engine)
-    monkeypatch.setattr(play, "LocalService", no_engine)
+    play = _without_an_engine("clients.play", monkeypatch)
     path = tmp_path / "seat.token"
     if content is not None:
         path.write_bytes(content)
