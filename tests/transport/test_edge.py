@@ -727,6 +727,26 @@ async def test_health_and_reflection():
 
 
 @run
+async def test_a_health_check_of_an_unknown_service_is_counted_and_logged_not_found():
+    """grpc's health servicer aborts NOT_FOUND by itself (not through the error table): the
+    interceptor reads the code from the context, so the rpc line and rpc_requests say
+    NOT_FOUND, as the client saw, not UNKNOWN."""
+    service = ScriptedService()
+    async with running(service) as srv:
+        hc = health_pb2_grpc.HealthStub(srv.channel)
+        with structlog.testing.capture_logs() as logs:
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await hc.Check(health_pb2.HealthCheckRequest(service="no.such.Service"))
+            await rpc_lines_logged(logs, 1)
+        assert refused.value.code() == grpc.StatusCode.NOT_FOUND
+        method = "/grpc.health.v1.Health/Check"
+        [line] = [e for e in logs if e["event"] == "rpc"]
+        assert (line["method"], line["code"], line["log_level"]) == (method, "NOT_FOUND", "debug")
+        assert srv.metrics.value("cardgames_rpc_requests_total", {"method": method, "code": "NOT_FOUND"}) == 1
+        assert srv.metrics.value("cardgames_rpc_requests_total", {"method": method, "code": "UNKNOWN"}) == 0
+
+
+@run
 async def test_health_list_answers_every_service_and_says_not_serving_once_draining():
     """grpc.health.v1.Health/List, which reflection describes (grpc's health.proto has it),
     answers every service's status: the servicer did not implement it, and a caller got
