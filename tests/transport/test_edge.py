@@ -428,6 +428,36 @@ async def test_an_action_over_64_characters_is_refused_with_the_limit_in_the_mes
 
 
 @run
+async def test_each_length_limit_accepts_a_value_of_exactly_its_length():
+    """docs/api.md gives the limits as maxima ("up to 128 printable characters"...): a value of
+    exactly the limit reaches the session layer, one character more is refused with the
+    field named. A limit checked with >= refused the longest value a client was promised."""
+    service = ScriptedService()
+    async with running(service) as srv:
+        g, md, admin = srv.games, bearer(SEAT_TOKEN), bearer(ADMIN_TOKEN)
+        await g.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="p" * 64,
+                                                    client_action_id="c" * 128), metadata=md)
+        await g.JoinMatch(pb.JoinMatchRequest(match_id="m1", player_name="n" * 64))
+        await srv.admin.TerminateMatch(admin_pb2.TerminateMatchRequest(match_id="m1", reason="r" * 200),
+                                       metadata=admin)
+        assert ("submit_action", api.Principal("seat", "m1", 0), "p" * 64, None, "c" * 128) in service.calls
+        assert ("join_match", "m1", None, "n" * 64, "") in service.calls
+        over = [
+            (g.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="p" * 65), metadata=md), "action"),
+            (g.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="pass", client_action_id="c" * 129),
+                            metadata=md), "client_action_id"),
+            (g.JoinMatch(pb.JoinMatchRequest(match_id="m1", player_name="n" * 65)), "player_name"),
+            (srv.admin.TerminateMatch(admin_pb2.TerminateMatchRequest(match_id="m1", reason="r" * 201),
+                                      metadata=admin), "reason"),
+        ]
+        for call, field in over:
+            err = await expect_error(call)
+            assert (err.code, err.metadata.get("field")) == (grpc.StatusCode.INVALID_ARGUMENT, field)
+            assert err.reason in ("FIELD_TOO_LONG", "BAD_CLIENT_ACTION_ID")
+    assert len([c for c in service.calls if c[0] in ("submit_action", "join_match")]) == 2
+
+
+@run
 async def test_every_free_text_field_is_capped_before_it_is_quoted():
     """A long bot name, option name or value, or game filter is FIELD_TOO_LONG, which a client
     receives: quoted in a status message whole, 9,000 characters overflowed the client's
