@@ -212,10 +212,44 @@ async def test_unexpected_exception_is_internal_logged_and_hides_its_text():
     assert "AS" not in err.message
     internal = [e for e in logs if e["event"] == "rpc_internal_error"]
     assert len(internal) == 1 and isinstance(internal[0]["exc_info"], RuntimeError)
+    assert (internal[0]["method"], internal[0]["log_level"]) == ("/cardgames.v1.CardGamesService/GetView", "error")
     line = [e for e in logs if e["event"] == "rpc"][-1]
     assert line["code"] == "INTERNAL" and line["reason"] == "INTERNAL"
     assert srv.metrics.value("cardgames_rpc_requests_total",
                              {"method": "/cardgames.v1.CardGamesService/GetView", "code": "INTERNAL"}) == 1
+
+
+def test_an_error_chain_that_loops_is_answered_with_its_tracebacks_dropped():
+    """``raise first from second`` while handling ``second``, itself raised ``from first``,
+    chains the two both ways: first.__cause__ is second, second.__cause__ is first (Python
+    breaks such loops of __context__ only). The
+    servicer drops the tracebacks of an answered error's whole chain; it must stop at an
+    exception it has seen, or the call (and the event loop with it) never ends. Run in a
+    thread: a loop that never ends cannot be interrupted in the test's own."""
+    import threading
+
+    from engine_service.transport.servicers import _drop_tracebacks
+
+    def looping_chain() -> BaseException:
+        try:
+            try:
+                raise RuntimeError("first")
+            except RuntimeError as first:
+                try:
+                    raise ValueError("second") from first
+                except ValueError as second:
+                    raise first from second
+        except RuntimeError as exc:
+            return exc
+
+    exc = looping_chain()
+    second = exc.__cause__
+    assert second.__cause__ is exc and exc.__traceback__ is not None and second.__traceback__ is not None
+    worker = threading.Thread(target=_drop_tracebacks, args=(exc,), daemon=True)
+    worker.start()
+    worker.join(30)  # microseconds when it works
+    assert not worker.is_alive(), "_drop_tracebacks went round the chain's loop"
+    assert exc.__traceback__ is None and second.__traceback__ is None
 
 
 @run
