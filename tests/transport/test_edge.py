@@ -436,16 +436,17 @@ async def test_malformed_requests_are_invalid_argument():
     async with running(service) as srv:
         g, md = srv.games, bearer(SEAT_TOKEN)
         cases = [
-            g.GetView(pb.GetViewRequest(), metadata=md),
-            g.SubmitAction(pb.SubmitActionRequest(match_id="m1"), metadata=md),
-            g.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="p" * 65), metadata=md),
-            g.JoinMatch(pb.JoinMatchRequest(match_id="m1", player_name="n" * 65)),
-            g.CreateMatch(pb.CreateMatchRequest()),
-            g.WatchMatch(pb.WatchMatchRequest(), metadata=md),
+            (g.GetView(pb.GetViewRequest(), metadata=md), "match_id"),
+            (g.SubmitAction(pb.SubmitActionRequest(match_id="m1"), metadata=md), "action"),
+            (g.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="p" * 65), metadata=md), "action"),
+            (g.JoinMatch(pb.JoinMatchRequest(match_id="m1", player_name="n" * 65)), "player_name"),
+            (g.CreateMatch(pb.CreateMatchRequest()), "game"),
+            (g.WatchMatch(pb.WatchMatchRequest(), metadata=md), "match_id"),
         ]
-        for call in cases:
+        for call, field in cases:
             err = await expect_error(call)
             assert err.code == grpc.StatusCode.INVALID_ARGUMENT and err.reason in ("MISSING_FIELD", "FIELD_TOO_LONG")
+            assert err.metadata.get("field") == field, (field, err)
 
 
 @run
