@@ -732,6 +732,33 @@ async def test_a_response_over_the_send_limit_is_an_explained_error():
 
 
 @run
+async def test_a_response_of_exactly_the_send_limit_is_sent():
+    """--max-send-message-bytes is the largest response sent: one of exactly that size goes
+    out (a unary answer, a stream's message), one byte less of limit refuses it, saying its
+    size. grpc's own limit, set to the same value, lets such a message through too."""
+    service = ScriptedService()
+    async with running(service) as srv:
+        games = await srv.games.ListGames(pb.ListGamesRequest())
+        watch = srv.games.WatchMatch(pb.WatchMatchRequest(match_id="m1"))
+        snapshot = await watch.read()
+        watch.cancel()
+    for size, read in ((games.ByteSize(), None), (snapshot.ByteSize(), "watch")):
+        async with running(ScriptedService(), limits=ServerLimits(max_send_message_bytes=size)) as srv:
+            if read is None:
+                assert await srv.games.ListGames(pb.ListGamesRequest()) == games
+            else:
+                watch = srv.games.WatchMatch(pb.WatchMatchRequest(match_id="m1"))
+                assert await watch.read() == snapshot
+                watch.cancel()
+        async with running(ScriptedService(), limits=ServerLimits(max_send_message_bytes=size - 1)) as srv:
+            call = (srv.games.ListGames(pb.ListGamesRequest()) if read is None
+                    else srv.games.WatchMatch(pb.WatchMatchRequest(match_id="m1")))
+            err = await expect_error(call)
+            assert (err.code, err.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "RESPONSE_TOO_LARGE")
+            assert err.metadata == {"size": str(size), "limit": str(size - 1)}
+
+
+@run
 async def test_concurrent_streams_per_connection_are_limited():
     service = ScriptedService()
     async with running(service, limits=ServerLimits(max_concurrent_streams=2)) as srv:
