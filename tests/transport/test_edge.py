@@ -463,6 +463,30 @@ async def test_an_action_over_64_characters_is_refused_with_the_limit_in_the_mes
 
 
 @run
+async def test_a_refused_number_or_name_is_named_in_the_errorinfo():
+    """docs/api.md's metadata table: a refused field is named (``field``), an unknown game
+    quoted (``game``), so a client can point at what it sent wrong. Nothing reaches the
+    session layer."""
+    service = ScriptedService()
+    async with running(service) as srv:
+        g, md, admin = srv.games, bearer(SEAT_TOKEN), bearer(ADMIN_TOKEN)
+        cases = [
+            (g.ListOpenMatches(pb.ListOpenMatchesRequest(limit=-1)), "BAD_LIMIT", {"field": "limit"}),
+            (srv.admin.ListMatches(admin_pb2.ListMatchesRequest(limit=-1), metadata=admin), "BAD_LIMIT",
+             {"field": "limit"}),
+            (g.WatchMatch(pb.WatchMatchRequest(match_id="m1", after_seq=-1), metadata=md), "BAD_AFTER_SEQ",
+             {"field": "after_seq"}),
+            (g.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="pass", expected_seq=-1), metadata=md),
+             "BAD_EXPECTED_SEQ", {"field": "expected_seq"}),
+            (g.ListBots(pb.ListBotsRequest(game="poker")), "UNKNOWN_GAME", {"game": "poker"}),
+        ]
+        for call, reason, metadata in cases:
+            err = await expect_error(call)
+            assert (err.code, err.reason, err.metadata) == (grpc.StatusCode.INVALID_ARGUMENT, reason, metadata)
+    assert not [c for c in service.calls if c[0] in ("list_matches", "watch", "submit_action")]
+
+
+@run
 async def test_each_length_limit_accepts_a_value_of_exactly_its_length():
     """docs/api.md gives the limits as maxima ("up to 128 printable characters"...): a value of
     exactly the limit reaches the session layer, one character more is refused with the
