@@ -119,11 +119,11 @@ class _Base:
             try:
                 principal = self._service.authenticate(match_id, token)
             except api.Unauthenticated:
-                if not match_id or not await self._service.recall(match_id):
+                if not await self._service.recall(match_id):
                     raise
                 principal = self._service.authenticate(match_id, token)
             except api.PermissionDenied as exc:
-                if exc.reason == "WRONG_MATCH" and match_id:
+                if exc.reason == "WRONG_MATCH":
                     await self._service.recall(match_id)  # MatchNotFound when no match has the id
                 raise
         current_rpc().note(seat=principal.seat)
