@@ -110,3 +110,16 @@ async def test_a_refused_watch_is_logged_with_its_match_and_code():
     assert (err.code, err.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "BAD_AFTER_SEQ")
     assert _where(line) == (GAMES + "WatchMatch", "INVALID_ARGUMENT", match_id, None, None)
     assert line["reason"] == "BAD_AFTER_SEQ" and "messages" not in line
+
+
+@run
+async def test_the_duration_logged_is_the_one_measured():
+    """The rpc line's ``duration_ms`` and ``rpc_duration_seconds`` are one measurement: an
+    operator comparing the log with the dashboards must find the same call time in both."""
+    async with served() as (_, srv):
+        with structlog.testing.capture_logs() as logs:
+            await srv.games.ListGames(pb.ListGamesRequest())
+            [line] = await _lines(logs, 1)
+        seconds = srv.metrics.value("cardgames_rpc_duration_seconds_sum", {"method": GAMES + "ListGames"})
+    assert line["duration_ms"] == round(seconds * 1000, 3)
+    assert 0 < line["duration_ms"] < 120_000  # a hang guard, not a speed bound
