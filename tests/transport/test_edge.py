@@ -483,6 +483,12 @@ async def test_a_refused_number_or_name_is_named_in_the_errorinfo():
         for call, reason, metadata in cases:
             err = await expect_error(call)
             assert (err.code, err.reason, err.metadata) == (grpc.StatusCode.INVALID_ARGUMENT, reason, metadata)
+            assert next(iter(metadata.values())) in err.message  # the message names it too
+        # what a caller without a seat token may not do is said, not only that it may not
+        missing = await expect_error(g.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="pass")))
+        assert (missing.code, missing.message) == (grpc.StatusCode.UNAUTHENTICATED, "a seat token is required to act")
+        empty = await expect_error(g.SubmitAction(pb.SubmitActionRequest(match_id="m1"), metadata=md))
+        assert (empty.reason, empty.message) == ("MISSING_FIELD", "action is required")
     assert not [c for c in service.calls if c[0] in ("list_matches", "watch", "submit_action")]
 
 
