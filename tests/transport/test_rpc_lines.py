@@ -69,6 +69,7 @@ async def test_every_method_logs_the_match_seat_and_seq_it_concerned_and_no_toke
             left = (await g.LeaveMatch(pb.LeaveMatchRequest(match_id=waiting.match_id),
                                        metadata=bearer(leaver))).match
             lines = await _lines(logs, 17)
+    assert {line["log_level"] for line in lines} == {"info"}  # only health checks log at debug
     watched = [line for line in lines if line["method"] == GAMES + "WatchMatch"]
     assert [_where(line) for line in lines if line is not watched[0]] == [
         (GAMES + "CreateMatch", "OK", match_id, None, created.seq),
