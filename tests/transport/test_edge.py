@@ -1018,12 +1018,15 @@ async def test_every_call_has_a_request_id_in_its_log_line_and_its_error():
             refused = [await expect_error(srv.games.GetView(
                 pb.GetViewRequest(match_id="m1"), metadata=(("x-request-id", bad), *bearer("nope"))))
                 for bad in ("x" * 65, "two words", "")]
+            # only x-request-id is read: another header's plain value (a key, a tag) is no id
+            refused.append(await expect_error(srv.games.GetView(
+                pb.GetViewRequest(match_id="m1"), metadata=(("x-api-key", "k3y-in-a-header"), *bearer("nope")))))
             await srv.games.ListGames(pb.ListGamesRequest(), metadata=(("x-request-id", "ok-1"),))
-            await rpc_lines_logged(logs, 6)
+            await rpc_lines_logged(logs, 7)
         lines = [e for e in logs if e["event"] == "rpc"]
         assert given.request_id == "web-42:a/b" and given.reason == "MISSING_OR_BAD_TOKEN"
         ids = [drawn.request_id] + [r.request_id for r in refused]
-        assert all(len(i) == 16 and int(i, 16) >= 0 for i in ids) and len(set(ids)) == 4
+        assert all(len(i) == 16 and int(i, 16) >= 0 for i in ids) and len(set(ids)) == 5
         assert [line["request_id"] for line in lines] == ["web-42:a/b", *ids, "ok-1"]
 
 
