@@ -94,6 +94,9 @@ async def test_every_method_logs_the_match_seat_and_seq_it_concerned_and_no_toke
     # the stream may have sent the seat's own presence event before the cancel reached it
     assert _where(line)[:4] == (GAMES + "WatchMatch", "CANCELLED", match_id, 1)
     assert line["seq"] >= snapshot.seq and line["messages"] >= 1
+    assert line["messages"] == srv.metrics.value("cardgames_rpc_stream_messages_sent_total",
+                                                 {"method": GAMES + "WatchMatch"})
+    assert not [line for line in lines if "messages" in line and line is not watched[0]]  # streams only
     text = json.dumps(logs, default=str)
     for secret in (*tokens, leaver, reissued.seat_token, ADMIN_TOKEN):
         assert secret not in text
@@ -124,3 +127,17 @@ async def test_the_duration_logged_is_the_one_measured():
         seconds = srv.metrics.value("cardgames_rpc_duration_seconds_sum", {"method": GAMES + "ListGames"})
     assert line["duration_ms"] == round(seconds * 1000, 3)
     assert 0 < line["duration_ms"] < 120_000  # a hang guard, not a speed bound
+
+
+@run
+async def test_an_unknown_method_is_unimplemented_and_makes_no_metric_label():
+    """A made-up method name must not grow rpc_requests' label set (one series per name a
+    scanner tries) nor reach the wrappers: grpc answers UNIMPLEMENTED."""
+    async with served() as (_, srv):
+        call = srv.channel.unary_unary(GAMES + "NoSuchMethod")
+        with structlog.testing.capture_logs() as logs:
+            err = await expect_error(call(b""))
+        assert err.code == grpc.StatusCode.UNIMPLEMENTED
+        assert not [e for e in logs if e["event"] == "rpc"]
+        names = {s.labels.get("method") for m in srv.metrics.registry.collect() for s in m.samples}
+        assert GAMES + "NoSuchMethod" not in names
