@@ -119,11 +119,11 @@ class _Base:
             try:
                 principal = self._service.authenticate(match_id, token)
             except api.Unauthenticated:
-                if not match_id or not await self._service.recall(match_id):
+                if not await self._service.recall(match_id):
                     raise
                 principal = self._service.authenticate(match_id, token)
             except api.PermissionDenied as exc:
-                if exc.reason == "WRONG_MATCH" and match_id:
+                if exc.reason == "WRONG_MATCH":
                     await self._service.recall(match_id)  # MatchNotFound when no match has the id
                 raise
         current_rpc().note(seat=principal.seat)
@@ -267,14 +267,14 @@ class CardGamesServicer(_Base, card_games_pb2_grpc.CardGamesServiceServicer):
         return pb.LeaveMatchResponse(match=codec.summary_message(summary))
 
     def _repeated_leave(self, match_id: str, context: grpc.aio.ServicerContext) -> api.MatchSummary | None:
-        """The first answer of the leave that voided the call's seat token (None: none did)."""
+        """The first answer of the leave that voided the call's seat token (None: none did).
+        Only a refused token gets here: the admin's is never refused as unknown (it is
+        NOT_A_SEAT), so it is not told apart."""
         try:
             token = bearer_token(context.invocation_metadata())
         except api.SessionError:
             return None
-        if token is None or self._admin.is_admin(token):
-            return None
-        return self._service.repeated_leave(match_id, token)
+        return None if token is None else self._service.repeated_leave(match_id, token)
 
     @unary
     async def ListOpenMatches(self, request: pb.ListOpenMatchesRequest, context) -> pb.ListOpenMatchesResponse:

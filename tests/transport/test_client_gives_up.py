@@ -212,6 +212,8 @@ async def test_a_call_that_finds_no_file_descriptor_free_is_unavailable_not_inte
             assert "file descriptor" in err.message and "views.py" not in err.message
             assert [e["event"] for e in logs] == ["rpc_out_of_file_descriptors", "rpc"]
             assert logs[0]["log_level"] == "warning" and "exc_info" not in logs[0]
+            assert logs[0]["method"] == "/cardgames.v1.CardGamesService/GetView"
+            assert logs[0]["error"] == str(service.error)  # the errno's words, what ran out
             assert (logs[1]["code"], logs[1]["reason"]) == ("UNAVAILABLE", "OUT_OF_FILE_DESCRIPTORS")
         service.error = OSError(errno.EACCES, "Permission denied")  # any other OSError: a bug
         err = await expect_error(srv.games.GetView(pb.GetViewRequest(match_id="m1"),

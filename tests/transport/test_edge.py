@@ -212,10 +212,44 @@ async def test_unexpected_exception_is_internal_logged_and_hides_its_text():
     assert "AS" not in err.message
     internal = [e for e in logs if e["event"] == "rpc_internal_error"]
     assert len(internal) == 1 and isinstance(internal[0]["exc_info"], RuntimeError)
+    assert (internal[0]["method"], internal[0]["log_level"]) == ("/cardgames.v1.CardGamesService/GetView", "error")
     line = [e for e in logs if e["event"] == "rpc"][-1]
     assert line["code"] == "INTERNAL" and line["reason"] == "INTERNAL"
     assert srv.metrics.value("cardgames_rpc_requests_total",
                              {"method": "/cardgames.v1.CardGamesService/GetView", "code": "INTERNAL"}) == 1
+
+
+def test_an_error_chain_that_loops_is_answered_with_its_tracebacks_dropped():
+    """``raise first from second`` while handling ``second``, itself raised ``from first``,
+    chains the two both ways: first.__cause__ is second, second.__cause__ is first (Python
+    breaks such loops of __context__ only). The
+    servicer drops the tracebacks of an answered error's whole chain; it must stop at an
+    exception it has seen, or the call (and the event loop with it) never ends. Run in a
+    thread: a loop that never ends cannot be interrupted in the test's own."""
+    import threading
+
+    from engine_service.transport.servicers import _drop_tracebacks
+
+    def looping_chain() -> BaseException:
+        try:
+            try:
+                raise RuntimeError("first")
+            except RuntimeError as first:
+                try:
+                    raise ValueError("second") from first
+                except ValueError as second:
+                    raise first from second
+        except RuntimeError as exc:
+            return exc
+
+    exc = looping_chain()
+    second = exc.__cause__
+    assert second.__cause__ is exc and exc.__traceback__ is not None and second.__traceback__ is not None
+    worker = threading.Thread(target=_drop_tracebacks, args=(exc,), daemon=True)
+    worker.start()
+    worker.join(30)  # microseconds when it works
+    assert not worker.is_alive(), "_drop_tracebacks went round the chain's loop"
+    assert exc.__traceback__ is None and second.__traceback__ is None
 
 
 @run
@@ -402,16 +436,17 @@ async def test_malformed_requests_are_invalid_argument():
     async with running(service) as srv:
         g, md = srv.games, bearer(SEAT_TOKEN)
         cases = [
-            g.GetView(pb.GetViewRequest(), metadata=md),
-            g.SubmitAction(pb.SubmitActionRequest(match_id="m1"), metadata=md),
-            g.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="p" * 65), metadata=md),
-            g.JoinMatch(pb.JoinMatchRequest(match_id="m1", player_name="n" * 65)),
-            g.CreateMatch(pb.CreateMatchRequest()),
-            g.WatchMatch(pb.WatchMatchRequest(), metadata=md),
+            (g.GetView(pb.GetViewRequest(), metadata=md), "match_id"),
+            (g.SubmitAction(pb.SubmitActionRequest(match_id="m1"), metadata=md), "action"),
+            (g.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="p" * 65), metadata=md), "action"),
+            (g.JoinMatch(pb.JoinMatchRequest(match_id="m1", player_name="n" * 65)), "player_name"),
+            (g.CreateMatch(pb.CreateMatchRequest()), "game"),
+            (g.WatchMatch(pb.WatchMatchRequest(), metadata=md), "match_id"),
         ]
-        for call in cases:
+        for call, field in cases:
             err = await expect_error(call)
             assert err.code == grpc.StatusCode.INVALID_ARGUMENT and err.reason in ("MISSING_FIELD", "FIELD_TOO_LONG")
+            assert err.metadata.get("field") == field, (field, err)
 
 
 @run
@@ -425,6 +460,66 @@ async def test_an_action_over_64_characters_is_refused_with_the_limit_in_the_mes
     assert (err.code, err.reason, err.metadata) == (grpc.StatusCode.INVALID_ARGUMENT, "FIELD_TOO_LONG",
                                                     {"field": "action"})
     assert err.message == "action is longer than 64 characters"
+
+
+@run
+async def test_a_refused_number_or_name_is_named_in_the_errorinfo():
+    """docs/api.md's metadata table: a refused field is named (``field``), an unknown game
+    quoted (``game``), so a client can point at what it sent wrong. Nothing reaches the
+    session layer."""
+    service = ScriptedService()
+    async with running(service) as srv:
+        g, md, admin = srv.games, bearer(SEAT_TOKEN), bearer(ADMIN_TOKEN)
+        cases = [
+            (g.ListOpenMatches(pb.ListOpenMatchesRequest(limit=-1)), "BAD_LIMIT", {"field": "limit"}),
+            (srv.admin.ListMatches(admin_pb2.ListMatchesRequest(limit=-1), metadata=admin), "BAD_LIMIT",
+             {"field": "limit"}),
+            (g.WatchMatch(pb.WatchMatchRequest(match_id="m1", after_seq=-1), metadata=md), "BAD_AFTER_SEQ",
+             {"field": "after_seq"}),
+            (g.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="pass", expected_seq=-1), metadata=md),
+             "BAD_EXPECTED_SEQ", {"field": "expected_seq"}),
+            (g.ListBots(pb.ListBotsRequest(game="poker")), "UNKNOWN_GAME", {"game": "poker"}),
+        ]
+        for call, reason, metadata in cases:
+            err = await expect_error(call)
+            assert (err.code, err.reason, err.metadata) == (grpc.StatusCode.INVALID_ARGUMENT, reason, metadata)
+            assert next(iter(metadata.values())) in err.message  # the message names it too
+        # what a caller without a seat token may not do is said, not only that it may not
+        missing = await expect_error(g.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="pass")))
+        assert (missing.code, missing.message) == (grpc.StatusCode.UNAUTHENTICATED, "a seat token is required to act")
+        empty = await expect_error(g.SubmitAction(pb.SubmitActionRequest(match_id="m1"), metadata=md))
+        assert (empty.reason, empty.message) == ("MISSING_FIELD", "action is required")
+    assert not [c for c in service.calls if c[0] in ("list_matches", "watch", "submit_action")]
+
+
+@run
+async def test_each_length_limit_accepts_a_value_of_exactly_its_length():
+    """docs/api.md gives the limits as maxima ("up to 128 printable characters"...): a value of
+    exactly the limit reaches the session layer, one character more is refused with the
+    field named. A limit checked with >= refused the longest value a client was promised."""
+    service = ScriptedService()
+    async with running(service) as srv:
+        g, md, admin = srv.games, bearer(SEAT_TOKEN), bearer(ADMIN_TOKEN)
+        await g.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="p" * 64,
+                                                    client_action_id="c" * 128), metadata=md)
+        await g.JoinMatch(pb.JoinMatchRequest(match_id="m1", player_name="n" * 64))
+        await srv.admin.TerminateMatch(admin_pb2.TerminateMatchRequest(match_id="m1", reason="r" * 200),
+                                       metadata=admin)
+        assert ("submit_action", api.Principal("seat", "m1", 0), "p" * 64, None, "c" * 128) in service.calls
+        assert ("join_match", "m1", None, "n" * 64, "") in service.calls
+        over = [
+            (g.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="p" * 65), metadata=md), "action"),
+            (g.SubmitAction(pb.SubmitActionRequest(match_id="m1", action="pass", client_action_id="c" * 129),
+                            metadata=md), "client_action_id"),
+            (g.JoinMatch(pb.JoinMatchRequest(match_id="m1", player_name="n" * 65)), "player_name"),
+            (srv.admin.TerminateMatch(admin_pb2.TerminateMatchRequest(match_id="m1", reason="r" * 201),
+                                      metadata=admin), "reason"),
+        ]
+        for call, field in over:
+            err = await expect_error(call)
+            assert (err.code, err.metadata.get("field")) == (grpc.StatusCode.INVALID_ARGUMENT, field)
+            assert err.reason in ("FIELD_TOO_LONG", "BAD_CLIENT_ACTION_ID")
+    assert len([c for c in service.calls if c[0] in ("submit_action", "join_match")]) == 2
 
 
 @run
@@ -667,6 +762,33 @@ async def test_a_response_over_the_send_limit_is_an_explained_error():
 
 
 @run
+async def test_a_response_of_exactly_the_send_limit_is_sent():
+    """--max-send-message-bytes is the largest response sent: one of exactly that size goes
+    out (a unary answer, a stream's message), one byte less of limit refuses it, saying its
+    size. grpc's own limit, set to the same value, lets such a message through too."""
+    service = ScriptedService()
+    async with running(service) as srv:
+        games = await srv.games.ListGames(pb.ListGamesRequest())
+        watch = srv.games.WatchMatch(pb.WatchMatchRequest(match_id="m1"))
+        snapshot = await watch.read()
+        watch.cancel()
+    for size, read in ((games.ByteSize(), None), (snapshot.ByteSize(), "watch")):
+        async with running(ScriptedService(), limits=ServerLimits(max_send_message_bytes=size)) as srv:
+            if read is None:
+                assert await srv.games.ListGames(pb.ListGamesRequest()) == games
+            else:
+                watch = srv.games.WatchMatch(pb.WatchMatchRequest(match_id="m1"))
+                assert await watch.read() == snapshot
+                watch.cancel()
+        async with running(ScriptedService(), limits=ServerLimits(max_send_message_bytes=size - 1)) as srv:
+            call = (srv.games.ListGames(pb.ListGamesRequest()) if read is None
+                    else srv.games.WatchMatch(pb.WatchMatchRequest(match_id="m1")))
+            err = await expect_error(call)
+            assert (err.code, err.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "RESPONSE_TOO_LARGE")
+            assert err.metadata == {"size": str(size), "limit": str(size - 1)}
+
+
+@run
 async def test_concurrent_streams_per_connection_are_limited():
     service = ScriptedService()
     async with running(service, limits=ServerLimits(max_concurrent_streams=2)) as srv:
@@ -724,6 +846,26 @@ async def test_health_and_reflection():
         answers = [a async for a in refl.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]))]
         names = {s.name for s in answers[0].list_services_response.service}
         assert {"cardgames.v1.CardGamesService", "cardgames.v1.AdminService", "grpc.health.v1.Health"} <= names
+
+
+@run
+async def test_a_health_check_of_an_unknown_service_is_counted_and_logged_not_found():
+    """grpc's health servicer aborts NOT_FOUND by itself (not through the error table): the
+    interceptor reads the code from the context, so the rpc line and rpc_requests say
+    NOT_FOUND, as the client saw, not UNKNOWN."""
+    service = ScriptedService()
+    async with running(service) as srv:
+        hc = health_pb2_grpc.HealthStub(srv.channel)
+        with structlog.testing.capture_logs() as logs:
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await hc.Check(health_pb2.HealthCheckRequest(service="no.such.Service"))
+            await rpc_lines_logged(logs, 1)
+        assert refused.value.code() == grpc.StatusCode.NOT_FOUND
+        method = "/grpc.health.v1.Health/Check"
+        [line] = [e for e in logs if e["event"] == "rpc"]
+        assert (line["method"], line["code"], line["log_level"]) == (method, "NOT_FOUND", "debug")
+        assert srv.metrics.value("cardgames_rpc_requests_total", {"method": method, "code": "NOT_FOUND"}) == 1
+        assert srv.metrics.value("cardgames_rpc_requests_total", {"method": method, "code": "UNKNOWN"}) == 0
 
 
 @run
@@ -876,12 +1018,15 @@ async def test_every_call_has_a_request_id_in_its_log_line_and_its_error():
             refused = [await expect_error(srv.games.GetView(
                 pb.GetViewRequest(match_id="m1"), metadata=(("x-request-id", bad), *bearer("nope"))))
                 for bad in ("x" * 65, "two words", "")]
+            # only x-request-id is read: another header's plain value (a key, a tag) is no id
+            refused.append(await expect_error(srv.games.GetView(
+                pb.GetViewRequest(match_id="m1"), metadata=(("x-api-key", "k3y-in-a-header"), *bearer("nope")))))
             await srv.games.ListGames(pb.ListGamesRequest(), metadata=(("x-request-id", "ok-1"),))
-            await rpc_lines_logged(logs, 6)
+            await rpc_lines_logged(logs, 7)
         lines = [e for e in logs if e["event"] == "rpc"]
         assert given.request_id == "web-42:a/b" and given.reason == "MISSING_OR_BAD_TOKEN"
         ids = [drawn.request_id] + [r.request_id for r in refused]
-        assert all(len(i) == 16 and int(i, 16) >= 0 for i in ids) and len(set(ids)) == 4
+        assert all(len(i) == 16 and int(i, 16) >= 0 for i in ids) and len(set(ids)) == 5
         assert [line["request_id"] for line in lines] == ["web-42:a/b", *ids, "ok-1"]
 
 
