@@ -44,11 +44,17 @@ class SysExits:
 
 
 class Polite:
-    """Uses its whole budget (all but 10 ms), then answers: must never be killed."""
+    """Uses its whole budget (all but 10 ms), then answers: must never be killed. Appends its
+    seat, the budget it was told and the time.monotonic() it answers at to the file
+    BAD_BOTS_BUDGETS names, when set: the host's arithmetic is then checked on what the bot
+    saw, not on how long a loaded machine took."""
 
     def decide(self, request):
         while request.time_left() > 0.01:
             time.sleep(0.001)
+        if "BAD_BOTS_BUDGETS" in os.environ:
+            with open(os.environ["BAD_BOTS_BUDGETS"], "a") as f:
+                f.write(f"{request.seat} {request.budget_s!r} {time.monotonic()!r}\n")
         return request.legal[-1]
 
 

@@ -82,16 +82,20 @@ def test_random_decisions_are_legal_and_replay_from_the_seed():
     ("no-such-bot", "unknown_bot"),
 ])
 def test_bot_faults_become_failures_and_the_next_decision_works(bot, failure):
-    # a hung bot is cut off at a short deadline; the others answer (their fault) at once, and
-    # get a deadline a loaded machine cannot turn into a timeout
-    deadline = 0.5 if failure == "timeout" else 5.0
+    """A hung bot is cut off at its short deadline: killed, not waited for (it sleeps 60 s; the
+    bound on its elapsed time is only that hang guard). The others answer (their fault) at
+    once, as their failure says: a crash or a worker's answer noticed only at the deadline is
+    a timeout; their deadline is one a loaded machine cannot turn into a timeout."""
+    deadline = 0.5 if failure == "timeout" else 30.0
 
     async def body(host):
         with capture_logs() as logs:
             d = await host.decide(bot, "klaberjass", 0, VIEW, LEGAL, 1, deadline)
         assert isinstance(d, Decision)
         assert d.action is None and d.failure == failure, d
-        assert d.elapsed_s < 3.0
+        if failure == "timeout":
+            assert "the worker was killed" in d.detail, d
+            assert deadline - 0.1 < d.elapsed_s < 30.0, d
         failed = [e for e in logs if e["event"] == "bot_decision_failed"]
         assert failed and failed[0]["bot"] == bot and failed[0]["failure"] == failure
         # nothing the bot said reaches the log (its message names cards of its hand)
@@ -103,32 +107,36 @@ def test_bot_faults_become_failures_and_the_next_decision_works(bot, failure):
 
 
 def test_a_hung_bot_blocks_neither_the_event_loop_nor_other_matches():
-    """Proved by order, not by how fast the other decisions are (a loaded machine slows them
-    down): they all end before the hung one's deadline, which they could not, queued behind
-    it; and the event loop never stalls for a large part of that deadline."""
+    """Proved by order, not by how fast anything is (a loaded machine slows it down): the
+    other decisions all end while the hung one is pending, which they could not if it held
+    the event loop or were queued behind it; and the loop still runs (a ticker sees the hung
+    decision pending) after they are done. The hung one ends at its deadline, killed (the
+    bot sleeps 60 s: the upper bound on its elapsed time is a hang guard)."""
     hung_deadline_s = 2.0
 
     async def body(host):
-        ticks: list[float] = []
+        others_done = False
+        ticks: list[tuple[bool, bool]] = []  # (the others were done, the hung one was pending)
 
         async def ticker():
             while True:
                 await asyncio.sleep(0.01)
-                ticks.append(time.monotonic())
+                ticks.append((others_done, not hung.done()))
 
-        tick_task = asyncio.create_task(ticker())
         hung = asyncio.create_task(host.decide("sleeps", "klaberjass", 0, VIEW, LEGAL, 1, hung_deadline_s))
+        tick_task = asyncio.create_task(ticker())
         await asyncio.sleep(0.05)
-        others = [await host.decide("random", "klaberjass", 1, VIEW, LEGAL, s, 1.0) for s in range(10)]
-        assert all(d.action in LEGAL for d in others)
+        # their deadline is long enough that a loaded machine cannot time them out: only
+        # waiting for the hung worker could, and it would end the hung decision first
+        others = [await host.decide("random", "klaberjass", 1, VIEW, LEGAL, s, 30.0) for s in range(10)]
+        assert all(d.action in LEGAL for d in others), others
         assert not hung.done()  # served by the other worker while the first one hangs
+        others_done = True
         d = await hung
-        assert d.failure == "timeout" and hung_deadline_s - 0.1 < d.elapsed_s < hung_deadline_s + 2.0, d
         tick_task.cancel()
-        # the loop kept running during the whole deadline: a decision that blocked it would
-        # leave a gap of the deadline between two ticks
-        assert ticks[-1] - ticks[0] > hung_deadline_s - 0.5
-        assert max(b - a for a, b in zip(ticks, ticks[1:])) < hung_deadline_s / 2
+        assert d.failure == "timeout" and "killed" in d.detail, d
+        assert hung_deadline_s - 0.1 < d.elapsed_s < 30.0, d
+        assert (True, True) in ticks, "the event loop did not run while the hung decision was pending"
     run(with_host(body))
 
 
@@ -151,37 +159,61 @@ def test_killed_and_crashed_workers_are_replaced_and_counted():
     run(with_host(body, metrics=metrics))
 
 
-def test_a_polite_bot_that_uses_its_whole_budget_is_not_killed(wide_margin):
+def _told(path) -> list[tuple[int, float, float]]:
+    """What each polite bot recorded: its seat, the budget it was told, when it answered."""
+    if not path.exists():
+        return []
+    return [(int(seat), float(budget), float(at))
+            for seat, budget, at in (line.split() for line in path.read_text().splitlines())]
+
+
+def test_a_polite_bot_that_uses_its_whole_budget_is_not_killed(wide_margin, tmp_path, monkeypatch):
     """The bot is told the time left less the host's margin, and the host waits for its answer
-    until the deadline: a bot that uses its whole budget answers a margin before it."""
+    until the deadline: a bot that uses its whole budget answers, a margin before it. Checked
+    on the budget the bot was told (at most the deadline less the margin, whatever the load),
+    not on when it answered."""
     deadline = 2.5
+    budgets = tmp_path / "budgets"
+    monkeypatch.setenv("BAD_BOTS_BUDGETS", str(budgets))
 
     async def body(host):
         return await host.decide("polite", "klaberjass", 0, VIEW, LEGAL, 1, deadline)
     d = run(with_host(body))
     assert d.action == LEGAL[-1], d
-    # it waited out its budget (all but 10 ms of it) ...
-    assert d.elapsed_s > deadline - WIDE_MARGIN_S - 0.02, d
-    # ... which ended a margin before the deadline (told the whole time left, it answered at
-    # the deadline, or was killed there); half the margin is the round trip's room
-    assert d.elapsed_s < deadline - WIDE_MARGIN_S / 2, d
+    [(seat, told, _)] = _told(budgets)
+    assert seat == 0 and told <= deadline - WIDE_MARGIN_S, told
+    # it waited out its budget (all but 10 ms of it)
+    assert d.elapsed_s > told - 0.02, d
 
 
-def test_a_queued_decision_is_told_the_time_it_has_left(wide_margin):
+def test_a_queued_decision_is_told_the_time_it_has_left(wide_margin, tmp_path, monkeypatch):
     """With two workers a bot has one decision slot: its second decision waits for the first,
     and must then be told the time left, not the time it had when asked (a bot using its whole
-    budget was killed at the deadline)."""
+    budget was killed at the deadline). Exact whatever the load: the second cannot start
+    before the first answered, so it is told at most its deadline's time left at that answer,
+    less the margin (told what it had when asked, it is told about a second more: the time
+    the first held the slot)."""
+    budgets = tmp_path / "budgets"
+    monkeypatch.setenv("BAD_BOTS_BUDGETS", str(budgets))
+    deadlines: dict[int, float] = {}  # by seat: the hard deadline (time.monotonic) of each
+
     async def body(host):
+        pool_run = host._pool.run
+
+        async def recording_run(request, deadline, budget=None):
+            deadlines[request[2]] = deadline
+            return await pool_run(request, deadline, budget=budget)
+        host._pool.run = recording_run
         # the first holds the bot's only slot for ~1 s (its 2 s less the margin); the second,
-        # asked at the same time with 3.5 s, has ~2.5 s left when it starts and is told 1.5 s
-        # (told 2.5 s, what it had when asked, it answered at the deadline or was killed)
+        # asked at the same time with 3.5 s, has ~2.5 s left when it starts and is told ~1.5 s
         return await asyncio.gather(host.decide("polite", "klaberjass", 0, VIEW, LEGAL, 1, 2.0),
-                                    host.decide("polite", "klaberjass", 0, VIEW, LEGAL, 2, 3.5))
+                                    host.decide("polite", "klaberjass", 1, VIEW, LEGAL, 2, 3.5))
     first, second = run(with_host(body))
-    assert (first.failure, second.failure) == (None, None), (first, second)
-    assert first.elapsed_s < 2.0 - WIDE_MARGIN_S / 2, first
-    assert second.action == LEGAL[-1], second
-    assert 3.5 - WIDE_MARGIN_S - 0.02 < second.elapsed_s < 3.5 - WIDE_MARGIN_S / 2, second
+    assert (first.action, second.action) == (LEGAL[-1], LEGAL[-1]), (first, second)
+    [(seat1, told1, answered1), (seat2, told2, _)] = _told(budgets)
+    assert (seat1, seat2) == (0, 1)  # the first held the slot, the second waited for it
+    assert told1 <= 2.0 - WIDE_MARGIN_S, told1
+    assert told2 <= bot_budget(deadlines[1] - answered1), (told2, deadlines[1] - answered1)
 
 
 def test_bot_processes_do_not_inherit_the_engines_secrets(monkeypatch):
