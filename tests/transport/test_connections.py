@@ -21,6 +21,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from engine_service.observability.metrics import Metrics
+from engine_service.transport.fdlimits import ACCEPT_RETRY_S
 from engine_service.transport.generated import card_games_pb2 as pb, card_games_pb2_grpc
 from engine_service.transport.server import GrpcServer, ServerLimits, TlsFiles, channel_options
 
@@ -29,12 +30,6 @@ from .harness import expect_error, run, running
 from .test_edge import ScriptedService
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-
-
-def _cpu_s(pid: int) -> float:
-    """User + system CPU time of a process, in seconds (/proc/PID/stat)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _open_fds(pid: int) -> int:
@@ -112,7 +107,10 @@ def test_out_of_file_descriptors_the_engine_serves_its_connections_without_spinn
 
     gRPC's own listener retries accept once a second (its plain "File descriptor limit
     reached" line). The Prometheus endpoint did not: a scrape waiting while no descriptor was
-    free made its accept loop spin a whole core (3.99 s of CPU in 4 s), without a word."""
+    free made its accept loop spin a whole core (3.99 s of CPU in 4 s), without a word. Not
+    spinning is counted, not timed (a loaded machine skews CPU figures): the endpoint's
+    failed accepts over the episode, which it logs when it ends, are at most one per
+    ACCEPT_RETRY_S pause it spent in it (a spinning loop: hundreds of thousands)."""
     limit = 96
     svc = Service(tmp_path, tmp_path / "e.db", "engine", open_files=(limit, limit))
     held = grpc.insecure_channel(svc.target, options=[("grpc.use_local_subchannel_pool", 1)])
@@ -125,11 +123,7 @@ def test_out_of_file_descriptors_the_engine_serves_its_connections_without_spinn
         _until(lambda: _open_fds(svc.proc.pid) >= limit)
         scrape = socket.create_connection(("127.0.0.1", svc.metrics_port))
         scrape.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")  # waits in the queue too
-        time.sleep(0.5)
-        before = _cpu_s(svc.proc.pid)
-        time.sleep(2.0)
-        spent = _cpu_s(svc.proc.pid) - before
-        assert spent < 0.5, f"{spent:.2f} s of CPU in 2 s while out of descriptors"
+        time.sleep(2.5)  # an episode long enough for a spinning accept loop to show
         # the connection already open is served; a new one waits (here: its deadline)
         assert _health(svc.target, channel=held) == health_pb2.HealthCheckResponse.SERVING
         assert _health(svc.target, timeout=1.0) == grpc.StatusCode.DEADLINE_EXCEEDED
@@ -157,7 +151,10 @@ def test_out_of_file_descriptors_the_engine_serves_its_connections_without_spinn
 
         _until(scrape_has_process_metrics)
         available = [line for line in svc.lines(grpc_core=True) if line["event"] == "open_files_available"]
-        assert len(available) == 1 and available[0]["failed_accepts"] >= 1
+        assert len(available) == 1 and available[0]["failed_accepts"] >= 1, available
+        # each failed accept is followed by a pause of ACCEPT_RETRY_S before the next attempt,
+        # all within the episode (exhausted_s, rounded to 0.1 s: one pause of slack)
+        assert available[0]["failed_accepts"] <= available[0]["exhausted_s"] / ACCEPT_RETRY_S + 1, available
         held.close()
         assert svc.stop() == 0
     finally:
