@@ -358,7 +358,7 @@ def test_no_turn_deadline_while_a_bot_decides():
                     host.asked.clear()
                     before = m.seq
                     host.gate.set()
-                    await until(lambda: m.seq > before, timeout=5)
+                    await until(lambda: m.seq > before, timeout=30)
                     host.gate.clear()
                 else:
                     view = await mgr.get_view(summary.match_id, principal)

@@ -938,7 +938,7 @@ def test_a_match_nobody_joins_expires():
             s = await mgr.create_match(CreateMatchRequest(game=GAME))
             await mgr.join_match(s.match_id, 0, "lonely")
             from .helpers import until
-            await until(lambda: mgr._matches[s.match_id].over, timeout=5)
+            await until(lambda: mgr._matches[s.match_id].over, timeout=30)
             return await mgr.get_match(s.match_id)
 
     summary = run(go())

@@ -112,7 +112,7 @@ def test_a_start_in_doubt_is_retried_soon_with_a_doubling_backoff(ack_lost, monk
                 failed = await refused(mgr.join_match(s.match_id, 1, "b"))
                 m = mgr._matches[s.match_id]
                 held = (m.status, [slot.taken for slot in m.seats], s.match_id in mgr._seating.start_retries)
-                await until(lambda: m.status == "active", timeout=5.0)
+                await until(lambda: m.status == "active", timeout=30)
                 await until(lambda: ("joined", 1) in presence(stream.events))
                 await until(lambda: s.match_id not in mgr._seating.start_retries)
                 await agree(mgr, store, s.match_id)

@@ -1062,7 +1062,7 @@ def test_the_sweeper_evicts_a_finished_match_and_lets_it_go():
             match_id, ps = await open_match(mgr, "japanese_joker")
             await play_random(mgr, match_id, ps, random.Random(3))
             assert alive(match_id)
-            await until(lambda: mgr.match_ids() == [], timeout=5)
+            await until(lambda: mgr.match_ids() == [], timeout=30)
             await asyncio.sleep(0.1)  # one more sweep: its loop has moved past the match
             gc.collect()
             gone = not alive(match_id)
@@ -1091,7 +1091,7 @@ def test_the_sweeper_outlives_a_failing_pass():
             mgr._housekeeping.sweep_once = failing_once
             match_id, ps = await open_match(mgr, "japanese_joker")
             await play_random(mgr, match_id, ps, random.Random(4))
-            await until(lambda: mgr.match_ids() == [], timeout=5)
+            await until(lambda: mgr.match_ids() == [], timeout=30)
             return len(calls)
 
     assert run(go()) >= 2

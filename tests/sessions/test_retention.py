@@ -56,7 +56,7 @@ def test_ended_matches_are_pruned_periodically_and_are_not_found_afterwards(kind
                 waiting = (await mgr.create_match(CreateMatchRequest(game="klaberjass"))).match_id
                 active, _ = await ended_match(mgr)  # ends later: pruned later
                 assert ended in mgr.match_ids()  # held (finished_retention_s is an hour)
-                await until(lambda: ended not in mgr.match_ids(), timeout=5)
+                await until(lambda: ended not in mgr.match_ids(), timeout=30)
                 assert await store.load_match(ended) is None
                 spectator = Principal("spectator", ended)
                 for call in (mgr.get_match(ended), mgr.recall(ended),
@@ -70,7 +70,7 @@ def test_ended_matches_are_pruned_periodically_and_are_not_found_afterwards(kind
                 listed = [m.match_id for m in await mgr.list_matches()]
                 assert ended not in listed and waiting in listed
                 assert (await mgr.get_match(waiting)).status == "waiting"  # never pruned
-                await until(lambda: active not in mgr.match_ids(), timeout=5)
+                await until(lambda: active not in mgr.match_ids(), timeout=30)
             pruned_lines = [e for e in logs if e["event"] == "matches_pruned"]
             return pruned_lines
 
@@ -217,7 +217,7 @@ def test_a_failed_pass_is_logged_and_the_next_one_runs():
         with capture_logs() as logs:
             async with manager(cfg, store=store, metrics=metrics) as mgr:
                 ended, _ = await ended_match(mgr)
-                await until(lambda: ended not in mgr.match_ids(), timeout=5)
+                await until(lambda: ended not in mgr.match_ids(), timeout=30)
         return logs
     logs = run(go())
     failed = [e for e in logs if e["event"] == "prune_failed"]

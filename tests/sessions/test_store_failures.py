@@ -200,7 +200,7 @@ def test_a_store_error_while_resuming_fails_the_start_and_closes_the_store():
         try:
             assert third.match_ids() == [s.match_id]
             # 60 s grace scaled to 0.3 s: nobody came back, the match ends without a winner
-            await until(lambda: third._matches[s.match_id].over, timeout=5)
+            await until(lambda: third._matches[s.match_id].over, timeout=30)
             return failed.value, closed, second.match_ids(), await third.get_match(s.match_id)
         finally:
             await third.close()
@@ -284,9 +284,9 @@ def test_a_timeout_move_the_store_refused_is_tried_again_without_a_new_turn(monk
             await until(lambda: all(s.present for s in m.seats))
             first_deadline = m.deadline
             store.fail_next = True
-            await until(lambda: store.failed, timeout=5)
+            await until(lambda: store.failed, timeout=30)
             during_retry = m.deadline
-            await until(lambda: m.seq == 1, timeout=5)
+            await until(lambda: m.seq == 1, timeout=30)
             played = time.time()
             for s in streams:
                 await s.close()
@@ -1421,7 +1421,7 @@ def test_a_bot_move_the_store_refuses_is_tried_again_once_per_period(monkeypatch
         async with manager(config(time_scale=0.01, reconnect_grace_s=10), store=store) as mgr:
             match_id, _ = await open_match(mgr, "georgian_joker")  # nobody connects: taken over
             store.broken = True
-            await until(lambda: store.attempts, timeout=5)
+            await until(lambda: store.attempts, timeout=30)
             await asyncio.sleep(3)
             return mgr._matches[match_id].seq
 

@@ -451,7 +451,7 @@ def test_two_player_first_grace_window_to_expire_decides():
             await streams[1].close()
             await asyncio.sleep(0.1)
             await streams[0].close()
-            await until(lambda: m.over, timeout=5)
+            await until(lambda: m.over, timeout=30)
             return m.result
 
     result = run(go())
@@ -609,7 +609,7 @@ def test_the_takeover_bot_says_it_plays_for_an_absent_player():
             spectator = Stream(mgr, match_id, Principal("spectator", match_id))
             away = m.state.to_act()
             await streams[away].close()
-            await until(lambda: any(e.seat == away for e in spectator.actions()), timeout=5)
+            await until(lambda: any(e.seat == away for e in spectator.actions()), timeout=30)
             moves = [(e.by, e.reason) for e in spectator.actions() if e.seat == away]
             summary = await mgr.get_match(match_id)
             await close_all(streams + [spectator])
@@ -651,7 +651,7 @@ async def _back_while_the_takeover_move_is_written(mgr, store):
     away = m.state.to_act()
     seq = m.seq
     await streams[away].close()
-    await until(lambda: store.waiting, timeout=5)  # taken over: its move is being written
+    await until(lambda: store.waiting, timeout=30)  # taken over: its move is being written
     back = Stream(mgr, match_id, ps[away])
     await until(lambda: any(e.reason == "returned" for e in spectator.events))
     return m, ps, spectator, streams + [spectator, back], away, seq
@@ -697,8 +697,8 @@ def test_a_takeover_move_failing_after_the_player_returned_tells_the_watchers_th
         async with manager(config(time_scale=0.01, heartbeat_interval_s=60.0), store=store) as mgr:
             m, _ps, spectator, streams, away, seq = await _back_while_the_takeover_move_is_written(mgr, store)
             store.gate.set()
-            await until(lambda: m.deadline is not None, timeout=5)  # the retry armed their turn
-            await until(lambda: spectator.events[-1].kind == "heartbeat", timeout=5)
+            await until(lambda: m.deadline is not None, timeout=30)  # the retry armed their turn
+            await until(lambda: spectator.events[-1].kind == "heartbeat", timeout=30)
             beat = spectator.events[-1]
             state = (m.seq, m.state.to_act(), m.deadline)
             await close_all(streams)
@@ -724,7 +724,7 @@ def test_a_takeover_move_retried_after_the_match_ended_asks_no_bot(monkeypatch):
             m = mgr._matches[match_id]
             streams = await connect_all(mgr, match_id, ps)
             await streams[m.state.to_act()].close()
-            await until(lambda: store.waiting, timeout=5)  # taken over: its move is being written
+            await until(lambda: store.waiting, timeout=30)  # taken over: its move is being written
             store.gate.set()  # and fails
             await until(lambda: m.retry_handle is not None)
             await mgr.terminate_match(match_id, "test")
@@ -755,7 +755,7 @@ def test_the_events_seats_name_the_takeover_bot_as_getmatch_does():
             spectator = Stream(mgr, match_id, Principal("spectator", match_id))
             away = m.state.to_act()
             await streams[away].close()
-            await until(lambda: any(e.reason == "bot_took_over" for e in spectator.events), timeout=5)
+            await until(lambda: any(e.reason == "bot_took_over" for e in spectator.events), timeout=30)
             took_over = next(e for e in spectator.events if e.reason == "bot_took_over")
             late = Stream(mgr, match_id, Principal("spectator", match_id))
             await until(lambda: late.events)
@@ -785,7 +785,7 @@ def test_watching_a_finished_match_changes_no_seat_and_announces_no_presence():
             streams = await connect_all(mgr, match_id, ps)
             away = m.state.to_act()
             await streams[away].close()
-            await until(lambda: m.seats[away].taken_over, timeout=5)
+            await until(lambda: m.seats[away].taken_over, timeout=30)
             await mgr.terminate_match(match_id, "closing time")
             await close_all([s for i, s in enumerate(streams) if i != away])
             counts = {c: metrics.value("cardgames_presence_changes_total",
@@ -916,7 +916,7 @@ def test_a_player_returning_while_the_takeover_bot_decides_makes_the_move_themse
             streams = await connect_all(mgr, match_id, ps)
             away, seq = m.state.to_act(), m.seq
             await streams[away].close()
-            await until(lambda: host.asked, timeout=5)  # taken over: the bot decides
+            await until(lambda: host.asked, timeout=30)  # taken over: the bot decides
             streams[away] = Stream(mgr, match_id, ps[away])
             await until(lambda: m.seats[away].present)
             armed = m.deadline
@@ -955,7 +955,7 @@ def test_a_refused_timed_out_move_is_logged_without_what_the_rules_said_of_the_h
                 match_id, ps = await open_match(mgr, "klaberjass")
                 streams = await connect_all(mgr, match_id, ps)  # both present: the clock runs
                 monkeypatch.setattr(MatchWriter, "apply", refuse)
-                await until(lambda: any(e["event"] == "timeout_move_failed" for e in logs), timeout=5)
+                await until(lambda: any(e["event"] == "timeout_move_failed" for e in logs), timeout=30)
                 await close_all(streams)
         return match_id, logs
 

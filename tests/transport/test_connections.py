@@ -637,7 +637,7 @@ def test_the_metrics_endpoint_closes_a_connection_that_sends_nothing(capsys):
                 assert s.recv(10) == b""  # closed by the server
                 s.close()
             assert time.monotonic() - started >= 0.5
-            _until(lambda: threading.active_count() <= threads, timeout=3)
+            _until(lambda: threading.active_count() <= threads, timeout=30)
         finally:
             httpd.shutdown()
     assert "Traceback" not in capsys.readouterr().err
@@ -709,7 +709,7 @@ def test_the_metrics_endpoint_serves_a_bounded_number_of_connections_at_once():
     httpd = start_metrics_server(0, "127.0.0.1", registry, read_timeout_s=1.0, max_connections=3)
     try:
         silent = [socket.create_connection(("127.0.0.1", httpd.server_port)) for _ in range(3)]
-        _until(lambda: threading.active_count() >= threads + 1 + 3, timeout=3)
+        _until(lambda: threading.active_count() >= threads + 1 + 3, timeout=30)
         extra = [socket.create_connection(("127.0.0.1", httpd.server_port)) for _ in range(5)]
         for s in extra:
             s.settimeout(0.5)  # closed at once, not after the read timeout
@@ -721,7 +721,7 @@ def test_the_metrics_endpoint_serves_a_bounded_number_of_connections_at_once():
         assert threading.active_count() <= threads + 1 + 3
         for s in silent:
             s.close()
-        _until(lambda: threading.active_count() <= threads + 1, timeout=5)
+        _until(lambda: threading.active_count() <= threads + 1, timeout=30)
         assert b"probe_total 1.0" in _scrape(httpd.server_port)
     finally:
         httpd.shutdown()
