@@ -270,13 +270,32 @@ def test_a_log_found_ahead_is_a_stale_sequence_with_both_numbers():
 def test_a_timeout_move_the_store_refused_is_tried_again_without_a_new_turn(monkeypatch):
     """The deadline passed and the auto-move could not be written: it is tried again shortly
     (the seat's deadline stays the one that passed); re-arming the clock used to give the
-    seat a whole new turn time first."""
+    seat a whole new turn time first. Shown by what the clock did, not by when the move
+    landed: the move's two attempts were the timeout's and its retry (the timeout counted
+    once), both for the deadline that passed, the retry armed RETRY_AFTER_STORE_FAILURE_S
+    after the failure."""
     from engine_service.sessions import clock
 
     monkeypatch.setattr(clock, "RETRY_AFTER_STORE_FAILURE_S", 0.2)
     store = FailingAppends()
+    attempts: list[tuple[bool, float | None]] = []  # (a retry, the deadline it was made for)
+    armed: list[float] = []  # the delays of the timeout moves armed with call_later
+    timeout_move = clock.MatchClock._timeout_move
+
+    async def recording_timeout_move(self, m, key, retry=False):
+        attempts.append((retry, m.deadline))
+        await timeout_move(self, m, key, retry)
+    monkeypatch.setattr(clock.MatchClock, "_timeout_move", recording_timeout_move)
 
     async def go():
+        loop = asyncio.get_running_loop()
+        call_later = loop.call_later
+
+        def recording_call_later(delay, callback, *args, **kwargs):
+            if getattr(callback, "__name__", "") == "_on_deadline":
+                armed.append(delay)
+            return call_later(delay, callback, *args, **kwargs)
+        loop.call_later = recording_call_later
         async with manager(config(time_scale=0.05), store=store) as mgr:  # 30 s -> 1.5 s
             match_id, ps = await open_match(mgr, "klaberjass")
             m = mgr._matches[match_id]
@@ -287,15 +306,17 @@ def test_a_timeout_move_the_store_refused_is_tried_again_without_a_new_turn(monk
             await until(lambda: store.failed, timeout=30)
             during_retry = m.deadline
             await until(lambda: m.seq == 1, timeout=30)
-            played = time.time()
             for s in streams:
                 await s.close()
-            return first_deadline, during_retry, played, m.actions[0]
+            return first_deadline, during_retry, m.actions[0]
 
-    first_deadline, during_retry, played, action = run(go())
+    first_deadline, during_retry, action = run(go())
     assert during_retry == first_deadline
     assert (action.by, action.reason) == ("auto", "timeout")
-    assert played - first_deadline < 1.0  # the retry, not another 1.5 s turn
+    # the retry, not another 1.5 s turn
+    assert attempts == [(False, first_deadline), (True, first_deadline)], attempts
+    # armed: the turn, then the retry, then the next decision's turn
+    assert armed[1:2] == [0.2], armed
 
 
 class SlowListing(MemoryStore):
