@@ -344,3 +344,32 @@ def test_a_write_failing_after_its_statement_wrote_is_rolled_back(pg_database, p
             return h
     h = asyncio.run(go())
     assert not _written(h, "set_status") and _written(h, "save_seat")
+
+
+
+def test_a_write_whose_first_statement_returned_no_id_asks_for_it_before_committing(
+        pg_database, pg_schema, monkeypatch):
+    """A transaction whose first statement returned no row (so no id) and whose later
+    statements wrote: the id is asked before the COMMIT, so that a commit whose answer was
+    lost is resolved (here: committed, the write returns) instead of left unknown."""
+    async def go():
+        async with _Harness(pg_database, pg_schema, monkeypatch) as h:
+            await _setup(h, "set_status")
+
+            async def fn(tx):
+                assert await tx.begin(f"SELECT {postgres.XID} WHERE false") == []
+                await tx.conn.execute("UPDATE matches SET status = 'terminated', ended_at = 3.0 "
+                                      "WHERE match_id = 'm1'")
+            await h.hold()
+            h.on_commit = "during"
+            write = asyncio.create_task(h.store._write("set_status", fn))
+            while h.pid is None or not h.commits:
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.3)  # the store is polling: 'in progress'
+            await h.release()
+            await asyncio.wait_for(write, 5)  # no StoreError: it committed
+            await h.session_gone()
+            return h
+    h = asyncio.run(go())
+    assert _written(h, "set_status")
+    assert h.store.commits_resolved == {("set_status", "committed"): 1}
