@@ -166,6 +166,7 @@ def test_a_commit_the_server_refuses_is_a_store_error_saying_why(write, pipeline
     assert type(refused) is StoreError
     if resolved:  # psycopg lost count of the Sync's answer (now and then): the server was asked
         assert resolved == {(write, "aborted"): 1} and str(refused).endswith("(not committed)"), refused
+        assert pipeline and "the commit's answer could not be read (IndexError" in str(refused), refused
     else:
         assert str(refused).endswith(": refused at commit"), refused
     assert (refused_stored.record.status, refused_stored.record.seats[1], refused_stored.actions) == (
