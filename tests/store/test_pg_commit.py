@@ -373,3 +373,40 @@ def test_a_write_whose_first_statement_returned_no_id_asks_for_it_before_committ
     h = asyncio.run(go())
     assert _written(h, "set_status")
     assert h.store.commits_resolved == {("set_status", "committed"): 1}
+
+
+def test_a_sync_whose_answer_psycopg_lost_count_of_is_resolved_on_a_closed_connection(
+        pg_database, pg_schema, monkeypatch):
+    """psycopg now and then raises an IndexError ("pop from an empty deque") at the Sync that
+    ends a one-statement write's pipeline, the connection not lost: the store closes that
+    connection (so the server rolls back whatever was not committed) and resolves the commit,
+    which did not happen: a StoreError, nothing written, the next write goes through."""
+    async def go():
+        async with _Harness(pg_database, pg_schema, monkeypatch) as h:
+            await _setup(h, "set_status")
+            h.store.resolve_s = 2.0
+            conns = []
+
+            class _LostCount:
+                """The pipeline's exit as psycopg's miscount raises it (the pipeline kept open)."""
+                def __init__(self, pipeline):
+                    self.pipeline = pipeline
+
+                async def aclose(self):
+                    raise IndexError("pop from an empty deque")
+
+            async def fn(tx):
+                rows = await tx.write(f"{PostgresStore._SET_STATUS} RETURNING {postgres.XID}",
+                                      ("terminated", None, 3.0, None, "m1"))
+                assert rows == [()]
+                conns.append(tx.conn)
+                tx._pipeline = _LostCount(tx._pipeline)
+            with pytest.raises(StoreError, match=r"could not be read \(IndexError.*\(not committed\)"):
+                async with asyncio.timeout(10):  # against a hang only
+                    await h.store._write("set_status", fn)
+            assert conns[0].closed
+            await h.store.save_seat("m1", SEAT)
+            return h
+    h = asyncio.run(go())
+    assert not _written(h, "set_status") and _written(h, "save_seat")
+    assert h.store.commits_resolved == {("set_status", "aborted"): 1}
