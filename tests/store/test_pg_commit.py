@@ -410,3 +410,41 @@ def test_a_sync_whose_answer_psycopg_lost_count_of_is_resolved_on_a_closed_conne
     h = asyncio.run(go())
     assert not _written(h, "set_status") and _written(h, "save_seat")
     assert h.store.commits_resolved == {("set_status", "aborted"): 1}
+
+
+def test_psycopg_losing_count_on_a_lost_connection_is_a_lost_connection(pg_database, pg_schema, monkeypatch):
+    """psycopg's IndexError at the Sync with the connection lost under it: the store treats
+    the loss as any lost connection (:meth:`PostgresStore._connection_lost`: the lock is
+    doubted), which closing the connection itself would hide (a closed connection is not
+    ``broken``), and resolves the commit, which did not happen."""
+    async def go():
+        async with _Harness(pg_database, pg_schema, monkeypatch) as h:
+            await _setup(h, "set_status")
+            losses = []
+            monkeypatch.setattr(h.store, "_connection_lost", lambda: losses.append(1))
+
+            class _LostCountOnALostConnection:
+                def __init__(self, tx):
+                    self.tx, self.pipeline = tx, tx._pipeline
+
+                async def aclose(self):
+                    _shut(self.tx.conn)
+                    with pytest.raises(psycopg.OperationalError):
+                        await self.pipeline.aclose()
+                    assert self.tx.conn.broken
+                    raise IndexError("pop from an empty deque")
+
+            async def fn(tx):
+                await tx.write(f"{PostgresStore._SET_STATUS} RETURNING {postgres.XID}",
+                               ("terminated", None, 3.0, None, "m1"))
+                h.commits.append(tx.conn.info.backend_pid)
+                tx._pipeline = _LostCountOnALostConnection(tx)
+            with pytest.raises(StoreError, match=r"IndexError: pop from an empty deque \(not committed\)"):
+                async with asyncio.timeout(10):  # against a hang only
+                    await h.store._write("set_status", fn)
+            await h.session_gone()
+            return h, losses
+    h, losses = asyncio.run(go())
+    assert losses == [1]
+    assert not _written(h, "set_status")
+    assert h.store.commits_resolved == {("set_status", "aborted"): 1}
