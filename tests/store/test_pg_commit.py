@@ -11,6 +11,7 @@ sent, and the server rolls the open transaction back."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import socket
 import time
@@ -289,9 +290,10 @@ def test_a_status_question_that_fails_leaves_the_store_error(pg_database, pg_sch
     assert not _written(h, "set_status")
 
 
-def test_refusals_are_not_resolved(pg_database, pg_schema, monkeypatch):
+def test_refusals_are_not_resolved(pg_database, pg_schema, monkeypatch, caplog):
     """A write the server refuses (a key taken, no such match) raises as before, without
-    asking anything: its connection is fine and the refusal definite."""
+    asking anything: its connection is fine and the refusal definite, and it is kept (rolled
+    back, not closed for the pool to discard and replace)."""
     from engine_service.store import DuplicateClientAction, MatchNotWaiting, SequenceConflict, UnknownMatch
 
     async def go():
@@ -311,7 +313,9 @@ def test_refusals_are_not_resolved(pg_database, pg_schema, monkeypatch):
                 await st.start_match("m1", [SEAT])
             await st.append_action("m1", ActionRecord(2, 0, "take"))  # the connection still serves
             return h
+    caplog.set_level(logging.WARNING, logger="psycopg")
     h = asyncio.run(go())
+    assert not [r.getMessage() for r in caplog.records if "discarding closed connection" in r.getMessage()]
     assert h.store.commits_resolved == {}
     assert h.rows("SELECT seq FROM match_actions ORDER BY seq") == [(1,), (2,)]
 
