@@ -452,3 +452,36 @@ def test_psycopg_losing_count_on_a_lost_connection_is_a_lost_connection(pg_datab
     assert losses == [1]
     assert not _written(h, "set_status")
     assert h.store.commits_resolved == {("set_status", "aborted"): 1}
+
+
+def test_a_write_cancelled_while_its_statement_waits_ends_at_once_and_writes_nothing(
+        pg_database, pg_schema, monkeypatch):
+    """A one-statement write cancelled while its statement waits for a row lock: its
+    connection is closed (the sure rollback), so the cancellation ends at once rather than
+    waiting out the lock for the pipeline's Sync, which would then commit the write."""
+    async def go():
+        async with _Harness(pg_database, pg_schema, monkeypatch) as h:
+            await _setup(h, "set_status")
+            locker = await psycopg.AsyncConnection.connect(h.url)
+            try:
+                await locker.execute("SELECT 1 FROM matches WHERE match_id = 'm1' FOR UPDATE")
+                write = asyncio.create_task(_write(h, "set_status"))
+                for _ in range(1000):
+                    row = await (await h.admin.execute(
+                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                        "AND datname = current_database()")).fetchone()
+                    if row[0]:
+                        break
+                    await asyncio.sleep(0.01)
+                else:
+                    raise AssertionError("the write never waited for the lock")
+                write.cancel()
+                done, _ = await asyncio.wait({write}, timeout=10)  # against a hang only
+                assert done and write.cancelled()
+            finally:
+                await locker.rollback()
+                await locker.close()
+            await h.store.save_seat("m1", SEAT)  # the store serves on
+            return h
+    h = asyncio.run(go())
+    assert not _written(h, "set_status") and _written(h, "save_seat")
