@@ -369,8 +369,6 @@ class _Transaction:
                     f"the commit's answer could not be read ({type(exc).__name__}: {exc})") from None
             return True
         self._explicit = False
-        if conn.info.transaction_status == TransactionStatus.IDLE:
-            return True  # nothing opened after all
         if self.xid is None:  # a statement wrote without returning the id: ask (a round trip)
             self.xid = (await (await conn.execute(
                 "SELECT pg_current_xact_id_if_assigned()::text")).fetchone())[0]  # type: ignore[index]

@@ -11,6 +11,7 @@ sent, and the server rolls the open transaction back."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import socket
 import time
@@ -289,9 +290,10 @@ def test_a_status_question_that_fails_leaves_the_store_error(pg_database, pg_sch
     assert not _written(h, "set_status")
 
 
-def test_refusals_are_not_resolved(pg_database, pg_schema, monkeypatch):
+def test_refusals_are_not_resolved(pg_database, pg_schema, monkeypatch, caplog):
     """A write the server refuses (a key taken, no such match) raises as before, without
-    asking anything: its connection is fine and the refusal definite."""
+    asking anything: its connection is fine and the refusal definite, and it is kept (rolled
+    back, not closed for the pool to discard and replace)."""
     from engine_service.store import DuplicateClientAction, MatchNotWaiting, SequenceConflict, UnknownMatch
 
     async def go():
@@ -311,7 +313,9 @@ def test_refusals_are_not_resolved(pg_database, pg_schema, monkeypatch):
                 await st.start_match("m1", [SEAT])
             await st.append_action("m1", ActionRecord(2, 0, "take"))  # the connection still serves
             return h
+    caplog.set_level(logging.WARNING, logger="psycopg")
     h = asyncio.run(go())
+    assert not [r.getMessage() for r in caplog.records if "discarding closed connection" in r.getMessage()]
     assert h.store.commits_resolved == {}
     assert h.rows("SELECT seq FROM match_actions ORDER BY seq") == [(1,), (2,)]
 
@@ -341,6 +345,143 @@ def test_a_write_failing_after_its_statement_wrote_is_rolled_back(pg_database, p
                 await _write(h, "set_status")
             monkeypatch.setattr(postgres._Transaction, "_xid", original)
             await h.store.save_seat("m1", SEAT)  # the connection still serves
+            return h
+    h = asyncio.run(go())
+    assert not _written(h, "set_status") and _written(h, "save_seat")
+
+
+
+def test_a_write_whose_first_statement_returned_no_id_asks_for_it_before_committing(
+        pg_database, pg_schema, monkeypatch):
+    """A transaction whose first statement returned no row (so no id) and whose later
+    statements wrote: the id is asked before the COMMIT, so that a commit whose answer was
+    lost is resolved (here: committed, the write returns) instead of left unknown."""
+    async def go():
+        async with _Harness(pg_database, pg_schema, monkeypatch) as h:
+            await _setup(h, "set_status")
+
+            async def fn(tx):
+                assert await tx.begin(f"SELECT {postgres.XID} WHERE false") == []
+                await tx.conn.execute("UPDATE matches SET status = 'terminated', ended_at = 3.0 "
+                                      "WHERE match_id = 'm1'")
+            await h.hold()
+            h.on_commit = "during"
+            write = asyncio.create_task(h.store._write("set_status", fn))
+            while h.pid is None or not h.commits:
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.3)  # the store is polling: 'in progress'
+            await h.release()
+            await asyncio.wait_for(write, 5)  # no StoreError: it committed
+            await h.session_gone()
+            return h
+    h = asyncio.run(go())
+    assert _written(h, "set_status")
+    assert h.store.commits_resolved == {("set_status", "committed"): 1}
+
+
+def test_a_sync_whose_answer_psycopg_lost_count_of_is_resolved_on_a_closed_connection(
+        pg_database, pg_schema, monkeypatch):
+    """psycopg now and then raises an IndexError ("pop from an empty deque") at the Sync that
+    ends a one-statement write's pipeline, the connection not lost: the store closes that
+    connection (so the server rolls back whatever was not committed) and resolves the commit,
+    which did not happen: a StoreError, nothing written, the next write goes through."""
+    async def go():
+        async with _Harness(pg_database, pg_schema, monkeypatch) as h:
+            await _setup(h, "set_status")
+            h.store.resolve_s = 2.0
+            conns = []
+
+            class _LostCount:
+                """The pipeline's exit as psycopg's miscount raises it (the pipeline kept open)."""
+                def __init__(self, pipeline):
+                    self.pipeline = pipeline
+
+                async def aclose(self):
+                    raise IndexError("pop from an empty deque")
+
+            async def fn(tx):
+                rows = await tx.write(f"{PostgresStore._SET_STATUS} RETURNING {postgres.XID}",
+                                      ("terminated", None, 3.0, None, "m1"))
+                assert rows == [()]
+                conns.append(tx.conn)
+                tx._pipeline = _LostCount(tx._pipeline)
+            with pytest.raises(StoreError, match=r"could not be read \(IndexError.*\(not committed\)"):
+                async with asyncio.timeout(10):  # against a hang only
+                    await h.store._write("set_status", fn)
+            assert conns[0].closed
+            await h.store.save_seat("m1", SEAT)
+            return h
+    h = asyncio.run(go())
+    assert not _written(h, "set_status") and _written(h, "save_seat")
+    assert h.store.commits_resolved == {("set_status", "aborted"): 1}
+
+
+def test_psycopg_losing_count_on_a_lost_connection_is_a_lost_connection(pg_database, pg_schema, monkeypatch):
+    """psycopg's IndexError at the Sync with the connection lost under it: the store treats
+    the loss as any lost connection (:meth:`PostgresStore._connection_lost`: the lock is
+    doubted), which closing the connection itself would hide (a closed connection is not
+    ``broken``), and resolves the commit, which did not happen."""
+    async def go():
+        async with _Harness(pg_database, pg_schema, monkeypatch) as h:
+            await _setup(h, "set_status")
+            losses = []
+            monkeypatch.setattr(h.store, "_connection_lost", lambda: losses.append(1))
+
+            class _LostCountOnALostConnection:
+                def __init__(self, tx):
+                    self.tx, self.pipeline = tx, tx._pipeline
+
+                async def aclose(self):
+                    _shut(self.tx.conn)
+                    with pytest.raises(psycopg.OperationalError):
+                        await self.pipeline.aclose()
+                    assert self.tx.conn.broken
+                    raise IndexError("pop from an empty deque")
+
+            async def fn(tx):
+                await tx.write(f"{PostgresStore._SET_STATUS} RETURNING {postgres.XID}",
+                               ("terminated", None, 3.0, None, "m1"))
+                h.commits.append(tx.conn.info.backend_pid)
+                tx._pipeline = _LostCountOnALostConnection(tx)
+            with pytest.raises(StoreError, match=r"IndexError: pop from an empty deque \(not committed\)"):
+                async with asyncio.timeout(10):  # against a hang only
+                    await h.store._write("set_status", fn)
+            await h.session_gone()
+            return h, losses
+    h, losses = asyncio.run(go())
+    assert losses == [1]
+    assert not _written(h, "set_status")
+    assert h.store.commits_resolved == {("set_status", "aborted"): 1}
+
+
+def test_a_write_cancelled_while_its_statement_waits_ends_at_once_and_writes_nothing(
+        pg_database, pg_schema, monkeypatch):
+    """A one-statement write cancelled while its statement waits for a row lock: its
+    connection is closed (the sure rollback), so the cancellation ends at once rather than
+    waiting out the lock for the pipeline's Sync, which would then commit the write."""
+    async def go():
+        async with _Harness(pg_database, pg_schema, monkeypatch) as h:
+            await _setup(h, "set_status")
+            locker = await psycopg.AsyncConnection.connect(h.url)
+            try:
+                await locker.execute("SELECT 1 FROM matches WHERE match_id = 'm1' FOR UPDATE")
+                write = asyncio.create_task(_write(h, "set_status"))
+                for _ in range(1000):
+                    row = await (await h.admin.execute(
+                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                        "AND datname = current_database()")).fetchone()
+                    if row[0]:
+                        break
+                    await asyncio.sleep(0.01)
+                else:
+                    raise AssertionError("the write never waited for the lock")
+                write.cancel()
+                done, _ = await asyncio.wait({write}, timeout=10)  # against a hang only
+                assert done and write.cancelled()
+            finally:
+                await locker.rollback()
+                await locker.close()
+            await h.store.save_seat("m1", SEAT)  # the store serves on
             return h
     h = asyncio.run(go())
     assert not _written(h, "set_status") and _written(h, "save_seat")
