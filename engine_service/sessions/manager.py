@@ -913,20 +913,15 @@ class MatchManager:
                 return freed[1]
             require_current_token(m, principal)
             slot = m.seats[seat]
-            if m.in_doubt and m.policy == FORFEIT:
-                # the end of an earlier leave (a resignation) answered with an error may be in
-                # the store: settled first, so that a retry of that leave sees its end
-                # (UNAVAILABLE while the store cannot be read; the resignation's write would
-                # settle it first anyway, MatchWriter.end)
-                await self._writer.settle(m)
+            # the end of an earlier leave (a resignation) answered with an error, if it was in
+            # doubt, is settled already (_exclusive): a retry of that leave sees its end here
             if left_already(m, seat):
                 m.log.info("leave_repeated", seat=seat, resign=resign, status=m.status,
                            outcome=(m.result or {}).get("outcome"))
                 return m.summary()
             if m.over:
                 raise MatchNotActive("the match is over")
-            if slot.left:
-                raise PermissionDenied("you have left this match", reason="SEAT_LEFT")
+            # (a seat that left, slot.left, was answered above: left_already)
             # Every seat taken and still waiting: the last join's start may be in the store
             # (Seating.activate). Freeing a seat of a match stored as started would leave the store
             # inconsistent, so the start is settled first (UNAVAILABLE while it cannot be),
