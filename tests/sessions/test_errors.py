@@ -580,6 +580,24 @@ def test_admin_decks_and_first_dealer_are_used_and_stay_secret():
     assert "zones" not in spectator.view
 
 
+def test_the_admins_inspection_names_every_seats_presence_as_its_summary_does():
+    """InspectMatch's omniscient view carries the seats' public facts (``seats``: names,
+    taken, present, left: GJ-11.1) as of the same seq as its summary, so that the admin sees
+    who holds which seat next to the hands, without another call."""
+    async def go():
+        async with manager() as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game=GAME))
+            await mgr.join_match(s.match_id, 1, "bob")
+            return await mgr.inspect_match(s.match_id)
+
+    inspection = run(go())
+    seats = inspection.envelope.view["seats"]
+    assert [(x["seat"], x["taken"], x["player_name"], x["present"], x["left"]) for x in seats] == [
+        (0, False, "", False, False), (1, True, "bob", False, False)]
+    assert [(x.seat, x.taken, x.player_name) for x in inspection.summary.seats] == [
+        (x["seat"], x["taken"], x["player_name"]) for x in seats]
+
+
 def test_turn_time_is_the_tables():
     async def go():
         async with manager(config(default_turn_time_s=30)) as mgr:
