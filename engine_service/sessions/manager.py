@@ -933,11 +933,11 @@ class MatchManager:
                 freed_hash = slot.token_hash
                 # free again: its client join id no longer matches (a retry would take it again)
                 slot.player_name, slot.token_hash, slot.joined_at, slot.join_hash = "", "", None, ""
-                gone = self._streams.end_seat(m, slot, PermissionDenied("you left this match", reason="SEAT_LEFT"))
+                # its streams end; no "disconnected" after the "left": the freed seat has no
+                # player whose grace could start (MatchClock.disconnected)
+                self._streams.end_seat(m, slot, PermissionDenied("you left this match", reason="SEAT_LEFT"))
                 m.log.info("seat_left", seat=seat, resign=resign)
                 self._writer.presence(m, slot, "left")
-                if gone:
-                    self._clock.disconnected(m, slot)
                 answer = m.summary()
                 m.freed_tokens[freed_hash] = (seat, answer)
                 while len(m.freed_tokens) > FREED_TOKENS_KEPT:
