@@ -952,14 +952,14 @@ class MatchManager:
                                               "save_seat")
                 slot.left = True
                 self._clock.cancel_grace(slot)
-                gone = self._streams.end_seat(m, slot, PermissionDenied("you left this match", reason="SEAT_LEFT"))
+                # its streams end; no "disconnected" after the "left": the takeover bot plays
+                # the seat now (GJ-12.4; MatchClock.disconnected ignores a seat that left)
+                self._streams.end_seat(m, slot, PermissionDenied("you left this match", reason="SEAT_LEFT"))
                 m.log.info("seat_resigned", seat=seat)
                 # first: the event carries the clock of the takeover bot's seat (none), not
                 # the deadline of the decision the player left behind (test_presence_deadline)
                 self._clock.schedule(m)
                 self._writer.presence(m, slot, "left")
-                if gone:
-                    self._clock.disconnected(m, slot)
             return m.summary()
 
         return await self._exclusive(m, locked)
