@@ -598,6 +598,25 @@ def test_the_admins_inspection_names_every_seats_presence_as_its_summary_does():
         (x["seat"], x["taken"], x["player_name"]) for x in seats]
 
 
+def test_a_termination_reason_may_have_200_characters_and_no_more():
+    """TerminateMatch's reason is at most 200 characters (docs/api.md) in the session layer
+    too, not only at the gRPC edge: 201 are refused (BAD_TERMINATE_REASON, the field named)
+    and change nothing; exactly 200 end the match with that reason in its result."""
+    async def go():
+        async with manager() as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game=GAME))
+            with pytest.raises(BadRequest) as info:
+                await mgr.terminate_match(s.match_id, "r" * 201)
+            still = await mgr.get_match(s.match_id)
+            ended = await mgr.terminate_match(s.match_id, "r" * 200)
+            return info.value, still, ended
+
+    refused, still, ended = run(go())
+    assert (refused.reason, refused.metadata) == ("BAD_TERMINATE_REASON", {"field": "reason"})
+    assert still.status == "waiting"
+    assert ended.status == "terminated" and ended.result["reason"] == "r" * 200
+
+
 def test_turn_time_is_the_tables():
     async def go():
         async with manager(config(default_turn_time_s=30)) as mgr:
