@@ -130,19 +130,22 @@ def test_a_retried_leave_of_a_waiting_match_gets_the_first_answer():
     (MatchManager.repeated_leave, which the transport asks for an unknown token); another
     token gets no answer from it (its UNAUTHENTICATED stands)."""
     async def go():
-        async with manager() as mgr:
-            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
-            token = (await mgr.join_match(s.match_id, 0, "a")).token
-            p = mgr.authenticate(s.match_id, token)
-            left = await mgr.leave_match(s.match_id, p, resign=False)
-            with pytest.raises(Unauthenticated) as void:
-                mgr.authenticate(s.match_id, token)
-            racing = await mgr.leave_match(s.match_id, p, resign=False)
-            later = mgr.repeated_leave(s.match_id, token)
-            other = mgr.repeated_leave(s.match_id, token + "x")
-            return left, void.value, racing, later, other, await mgr.get_match(s.match_id)
+        with capture_logs() as logs:
+            async with manager() as mgr:
+                s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+                token = (await mgr.join_match(s.match_id, 0, "a")).token
+                p = mgr.authenticate(s.match_id, token)
+                left = await mgr.leave_match(s.match_id, p, resign=False)
+                with pytest.raises(Unauthenticated) as void:
+                    mgr.authenticate(s.match_id, token)
+                racing = await mgr.leave_match(s.match_id, p, resign=False)
+                later = mgr.repeated_leave(s.match_id, token)
+                other = mgr.repeated_leave(s.match_id, token + "x")
+                return left, void.value, racing, later, other, await mgr.get_match(s.match_id), logs
 
-    left, void, racing, later, other, now = run(go())
+    left, void, racing, later, other, now, logs = run(go())
+    # both repeats are logged as such, for the seat the first leave freed
+    assert [(e["seat"], e["freed"]) for e in logs if e["event"] == "leave_repeated"] == [(0, True), (0, True)]
     assert left.status == "waiting" and not left.seats[0].taken
     assert void.reason == "MISSING_OR_BAD_TOKEN"  # as a made-up token: nothing said of it
     assert racing == left and later == left and other is None
