@@ -913,20 +913,15 @@ class MatchManager:
                 return freed[1]
             require_current_token(m, principal)
             slot = m.seats[seat]
-            if m.in_doubt and m.policy == FORFEIT:
-                # the end of an earlier leave (a resignation) answered with an error may be in
-                # the store: settled first, so that a retry of that leave sees its end
-                # (UNAVAILABLE while the store cannot be read; the resignation's write would
-                # settle it first anyway, MatchWriter.end)
-                await self._writer.settle(m)
+            # the end of an earlier leave (a resignation) answered with an error, if it was in
+            # doubt, is settled already (_exclusive): a retry of that leave sees its end here
             if left_already(m, seat):
                 m.log.info("leave_repeated", seat=seat, resign=resign, status=m.status,
                            outcome=(m.result or {}).get("outcome"))
                 return m.summary()
             if m.over:
                 raise MatchNotActive("the match is over")
-            if slot.left:
-                raise PermissionDenied("you have left this match", reason="SEAT_LEFT")
+            # (a seat that left, slot.left, was answered above: left_already)
             # Every seat taken and still waiting: the last join's start may be in the store
             # (Seating.activate). Freeing a seat of a match stored as started would leave the store
             # inconsistent, so the start is settled first (UNAVAILABLE while it cannot be),
@@ -938,11 +933,11 @@ class MatchManager:
                 freed_hash = slot.token_hash
                 # free again: its client join id no longer matches (a retry would take it again)
                 slot.player_name, slot.token_hash, slot.joined_at, slot.join_hash = "", "", None, ""
-                gone = self._streams.end_seat(m, slot, PermissionDenied("you left this match", reason="SEAT_LEFT"))
+                # its streams end; no "disconnected" after the "left": the freed seat has no
+                # player whose grace could start (MatchClock.disconnected)
+                self._streams.end_seat(m, slot, PermissionDenied("you left this match", reason="SEAT_LEFT"))
                 m.log.info("seat_left", seat=seat, resign=resign)
                 self._writer.presence(m, slot, "left")
-                if gone:
-                    self._clock.disconnected(m, slot)
                 answer = m.summary()
                 m.freed_tokens[freed_hash] = (seat, answer)
                 while len(m.freed_tokens) > FREED_TOKENS_KEPT:
@@ -957,14 +952,14 @@ class MatchManager:
                                               "save_seat")
                 slot.left = True
                 self._clock.cancel_grace(slot)
-                gone = self._streams.end_seat(m, slot, PermissionDenied("you left this match", reason="SEAT_LEFT"))
+                # its streams end; no "disconnected" after the "left": the takeover bot plays
+                # the seat now (GJ-12.4; MatchClock.disconnected ignores a seat that left)
+                self._streams.end_seat(m, slot, PermissionDenied("you left this match", reason="SEAT_LEFT"))
                 m.log.info("seat_resigned", seat=seat)
                 # first: the event carries the clock of the takeover bot's seat (none), not
                 # the deadline of the decision the player left behind (test_presence_deadline)
                 self._clock.schedule(m)
                 self._writer.presence(m, slot, "left")
-                if gone:
-                    self._clock.disconnected(m, slot)
             return m.summary()
 
         return await self._exclusive(m, locked)

@@ -580,6 +580,43 @@ def test_admin_decks_and_first_dealer_are_used_and_stay_secret():
     assert "zones" not in spectator.view
 
 
+def test_the_admins_inspection_names_every_seats_presence_as_its_summary_does():
+    """InspectMatch's omniscient view carries the seats' public facts (``seats``: names,
+    taken, present, left: GJ-11.1) as of the same seq as its summary, so that the admin sees
+    who holds which seat next to the hands, without another call."""
+    async def go():
+        async with manager() as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game=GAME))
+            await mgr.join_match(s.match_id, 1, "bob")
+            return await mgr.inspect_match(s.match_id)
+
+    inspection = run(go())
+    seats = inspection.envelope.view["seats"]
+    assert [(x["seat"], x["taken"], x["player_name"], x["present"], x["left"]) for x in seats] == [
+        (0, False, "", False, False), (1, True, "bob", False, False)]
+    assert [(x.seat, x.taken, x.player_name) for x in inspection.summary.seats] == [
+        (x["seat"], x["taken"], x["player_name"]) for x in seats]
+
+
+def test_a_termination_reason_may_have_200_characters_and_no_more():
+    """TerminateMatch's reason is at most 200 characters (docs/api.md) in the session layer
+    too, not only at the gRPC edge: 201 are refused (BAD_TERMINATE_REASON, the field named)
+    and change nothing; exactly 200 end the match with that reason in its result."""
+    async def go():
+        async with manager() as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game=GAME))
+            with pytest.raises(BadRequest) as info:
+                await mgr.terminate_match(s.match_id, "r" * 201)
+            still = await mgr.get_match(s.match_id)
+            ended = await mgr.terminate_match(s.match_id, "r" * 200)
+            return info.value, still, ended
+
+    refused, still, ended = run(go())
+    assert (refused.reason, refused.metadata) == ("BAD_TERMINATE_REASON", {"field": "reason"})
+    assert still.status == "waiting"
+    assert ended.status == "terminated" and ended.result["reason"] == "r" * 200
+
+
 def test_turn_time_is_the_tables():
     async def go():
         async with manager(config(default_turn_time_s=30)) as mgr:

@@ -130,19 +130,22 @@ def test_a_retried_leave_of_a_waiting_match_gets_the_first_answer():
     (MatchManager.repeated_leave, which the transport asks for an unknown token); another
     token gets no answer from it (its UNAUTHENTICATED stands)."""
     async def go():
-        async with manager() as mgr:
-            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
-            token = (await mgr.join_match(s.match_id, 0, "a")).token
-            p = mgr.authenticate(s.match_id, token)
-            left = await mgr.leave_match(s.match_id, p, resign=False)
-            with pytest.raises(Unauthenticated) as void:
-                mgr.authenticate(s.match_id, token)
-            racing = await mgr.leave_match(s.match_id, p, resign=False)
-            later = mgr.repeated_leave(s.match_id, token)
-            other = mgr.repeated_leave(s.match_id, token + "x")
-            return left, void.value, racing, later, other, await mgr.get_match(s.match_id)
+        with capture_logs() as logs:
+            async with manager() as mgr:
+                s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+                token = (await mgr.join_match(s.match_id, 0, "a")).token
+                p = mgr.authenticate(s.match_id, token)
+                left = await mgr.leave_match(s.match_id, p, resign=False)
+                with pytest.raises(Unauthenticated) as void:
+                    mgr.authenticate(s.match_id, token)
+                racing = await mgr.leave_match(s.match_id, p, resign=False)
+                later = mgr.repeated_leave(s.match_id, token)
+                other = mgr.repeated_leave(s.match_id, token + "x")
+                return left, void.value, racing, later, other, await mgr.get_match(s.match_id), logs
 
-    left, void, racing, later, other, now = run(go())
+    left, void, racing, later, other, now, logs = run(go())
+    # both repeats are logged as such, for the seat the first leave freed
+    assert [(e["seat"], e["freed"]) for e in logs if e["event"] == "leave_repeated"] == [(0, True), (0, True)]
     assert left.status == "waiting" and not left.seats[0].taken
     assert void.reason == "MISSING_OR_BAD_TOKEN"  # as a made-up token: nothing said of it
     assert racing == left and later == left and other is None
@@ -227,3 +230,53 @@ def test_a_retried_resignation_whose_end_was_in_doubt_settles_it_and_answers_ok(
     assert names.count("match_end_in_doubt") == 1 and names.count("match_end_found_in_store") == 1
     assert names.count("match_ended") == 1 and names.count("leave_repeated") == 1
     assert _finished(metrics, "klaberjass", "resigned") == 1
+
+
+@pytest.mark.parametrize("game,start", [("klaberjass", False), ("klaberjass", True), ("georgian_joker", True)])
+def test_a_leave_with_a_token_the_operator_replaced_is_revoked_and_changes_nothing(game, start):
+    """A LeaveMatch authenticated before the operator replaced the seat's token
+    (ReissueSeatToken, while the call waited for the match) is UNAUTHENTICATED /
+    TOKEN_REVOKED and neither frees the seat (waiting), nor resigns it (two seats:
+    the match would end; GJ-12.4: a bot would take the seat over): the old player no longer
+    holds the seat, and the new token's holder keeps it. Not a repeated leave either (the
+    seat never left), and the new token still leaves."""
+    async def go():
+        async with manager() as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game=game))
+            seats = len(s.seats) if start else 1
+            tokens = [(await mgr.join_match(s.match_id, i, f"p{i}")).token for i in range(seats)]
+            old = mgr.authenticate(s.match_id, tokens[0])
+            before = await mgr.get_match(s.match_id)
+            reissued, _ = await mgr.reissue_seat_token(s.match_id, 0)
+            with pytest.raises(Unauthenticated) as revoked:
+                await mgr.leave_match(s.match_id, old, resign=True)
+            after = await mgr.get_match(s.match_id)
+            assert mgr.repeated_leave(s.match_id, tokens[0]) is None
+            left = await mgr.leave_match(s.match_id, mgr.authenticate(s.match_id, reissued.token), resign=True)
+            return before, revoked.value, after, left
+
+    before, revoked, after, left = run(go())
+    assert revoked.reason == "TOKEN_REVOKED"
+    assert after.status == before.status == ("active" if start else "waiting")
+    assert after == before  # nothing changed: the seat is held, not left, nobody resigned
+    # the current token's leave took effect
+    if not start:
+        assert left.status == "waiting" and not left.seats[0].taken
+    elif game == "klaberjass":
+        assert left.status == "finished" and left.result["outcome"] == "resigned"
+    else:
+        assert left.status == "active" and left.seats[0].left
+
+
+def test_a_repeated_leave_of_a_match_not_held_or_without_a_token_has_no_answer():
+    """MatchManager.repeated_leave answers None (the call's own error stands) for a match
+    this manager does not hold and for an empty token; it raises nothing of its own."""
+    async def go():
+        async with manager() as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            token = (await mgr.join_match(s.match_id, 0, "a")).token
+            await mgr.leave_match(s.match_id, mgr.authenticate(s.match_id, token), resign=False)
+            return (mgr.repeated_leave("no-such-match", token), mgr.repeated_leave(s.match_id, ""),
+                    mgr.repeated_leave(s.match_id, token) is not None)
+
+    assert run(go()) == (None, None, True)

@@ -1967,3 +1967,27 @@ def test_a_resumed_window_is_logged_with_the_time_it_has_left(tmp_path):
     assert [(e["seat"], e["taken_over"]) for e in resumed] == [(0, False)]
     assert resumed[0]["away_s"] == pytest.approx(0.1, abs=0.03)
     assert resumed[0]["left_s"] == pytest.approx(0.2, abs=0.03)
+
+
+def test_the_absence_heartbeat_forgets_the_windows_of_a_match_that_ended():
+    """The heartbeat's index of running grace windows (MatchClock.running) drops a window
+    whose match ended at the next beat (MatchManager._touch_absences): a terminated match
+    with a player away is no longer recorded as served, and the index does not keep every
+    match that ended with somebody away for as long as the engine runs."""
+    async def go():
+        mgr = MatchManager(config(absence_heartbeat_s=3600.0), store=MemoryStore(), metrics=Metrics(),
+                           create_bot_host=False)
+        try:
+            match_id, _, streams = await _join_and_watch(mgr, "klaberjass")
+            await streams[0].aclose()
+            await absences_written(mgr, match_id)
+            before = set(mgr._clock.running)
+            await mgr.terminate_match(match_id, "")
+            await mgr._touch_absences()
+            return match_id, before, set(mgr._clock.running)
+        finally:
+            await mgr.close()
+
+    match_id, before, after = run(go())
+    assert before == {(match_id, 0)}
+    assert after == set()

@@ -350,10 +350,13 @@ def test_leaving_a_waiting_match_while_watching_it_is_one_left_event():
             await until(lambda: streams[1].error is not None)
             later = await mgr.join_match(match_id, 2, "cat")  # an event after the leave's
             await until(lambda: streams[0].events[-1].reason == "joined")
+            ended = streams[1].error
             await asyncio.gather(*(s.close() for s in streams))
-            return streams[0].events, later
+            return streams[0].events, later, ended
 
-    events, _ = run(go())
+    events, _, ended = run(go())
+    # the leaver's own stream ends PERMISSION_DENIED / SEAT_LEFT (docs/api.md), not as a failure
+    assert (ended.code, ended.reason) == ("PERMISSION_DENIED", "SEAT_LEFT")
     about_bob = [e.reason for e in events if e.kind == "presence" and e.seat == 1]
     assert about_bob == ["connected", "left"]
     left = next(e for e in events if e.reason == "left")
