@@ -546,6 +546,19 @@ def test_a_retried_join_whose_start_finds_another_player_in_its_seat_is_seat_tak
     assert m.seats[1].token_hash == token_hash("lost") and earlier.seat == 1
 
 
+async def a_last_join_in_doubt(mgr, store, **failing):
+    """A Klaberjass table whose seat 0 joined and whose last join (seat 1, "b") was refused
+    UNAVAILABLE, its start in doubt: the store fails its writes (and ``failing``'s settings of
+    FailingStart) and its first read-back. The table's summary."""
+    s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+    await mgr.join_match(s.match_id, 0, "a")
+    store.fail, store.unreadable = True, 1
+    for name, value in failing.items():
+        setattr(store, name, value)
+    await refused(mgr.join_match(s.match_id, 1, "b"))
+    return s
+
+
 def test_a_server_closes_while_a_start_in_doubt_is_retried(monkeypatch):
     """The store keeps failing: the start's retries go on (match_start_failed each time) until
     the drain, which ends them without a hang or a failed task."""
@@ -555,10 +568,7 @@ def test_a_server_closes_while_a_start_in_doubt_is_retried(monkeypatch):
     async def go():
         with capture_logs() as logs:
             async with manager(store=store) as mgr:
-                s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
-                await mgr.join_match(s.match_id, 0, "a")
-                store.fail, store.times, store.unreadable = True, 10**6, 1
-                await refused(mgr.join_match(s.match_id, 1, "b"))
+                s = await a_last_join_in_doubt(mgr, store, times=10**6)
                 await until(lambda: len([e for e in logs if e["event"] == "match_start_failed"]) >= 3)
                 m = mgr._matches[s.match_id]
             return logs, m, dict(mgr._seating.start_retries)
@@ -578,10 +588,7 @@ def test_the_sweeper_logs_a_start_it_could_not_settle_and_starts_the_match_once_
 
     async def go():
         async with manager(store=store) as mgr:
-            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
-            await mgr.join_match(s.match_id, 0, "a")
-            store.fail, store.times, store.unreadable = True, 10**6, 1
-            await refused(mgr.join_match(s.match_id, 1, "b"))
+            s = await a_last_join_in_doubt(mgr, store, times=10**6)
             m = mgr._matches[s.match_id]
             with capture_logs() as logs:
                 await mgr._housekeeping.sweep_once()
@@ -641,10 +648,7 @@ def test_a_token_held_for_a_start_in_doubt_is_forgotten_when_the_store_holds_ano
 
     async def go():
         async with manager(store=store) as mgr:
-            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
-            await mgr.join_match(s.match_id, 0, "a")
-            store.fail, store.unreadable = True, 1
-            await refused(mgr.join_match(s.match_id, 1, "b"))
+            s = await a_last_join_in_doubt(mgr, store)
             m = mgr._matches[s.match_id]
             held = m.seats[1].token_hash
             registered = mgr._tokens.get(held)
