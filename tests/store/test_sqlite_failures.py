@@ -49,6 +49,16 @@ async def stored(path, *match_ids):
         await st.close()
 
 
+async def _opened_with_matches(path, count: int) -> LimitedSqliteStore:
+    """A LimitedSqliteStore opened on ``path`` holding matches m1..m``count`` (created in
+    that order), each with nothing written yet."""
+    st = LimitedSqliteStore(path)
+    await st.open()
+    for i in range(1, count + 1):
+        await st.create_match(record(f"m{i}", created_at=float(i)))
+    return st
+
+
 def test_a_full_disk_refuses_each_kind_of_write_and_changes_nothing(tmp_path):
     """Every write that needs room the file cannot get fails with SQLite's SQLITE_FULL named
     in its error (the operator's log says "disk is full"), is counted in
@@ -108,10 +118,7 @@ def test_a_write_that_fills_the_disk_fails_the_writes_committed_with_it(tmp_path
     path = tmp_path / "db.sqlite3"
 
     async def go():
-        st = LimitedSqliteStore(path)
-        await st.open()
-        for i in range(1, 4):
-            await st.create_match(record(f"m{i}", created_at=float(i)))
+        st = await _opened_with_matches(path, 3)
         await st.fill_up()
         async with held(st):
             first = asyncio.ensure_future(st.append_action("m1", ActionRecord(1, 0, "pass")))
@@ -187,10 +194,7 @@ def test_a_failed_write_whose_savepoint_cannot_be_undone_rolls_back_its_whole_ba
         raise StoreError("the write failed half-way")
 
     async def go():
-        st = LimitedSqliteStore(path)
-        await st.open()
-        for i in range(1, 4):
-            await st.create_match(record(f"m{i}", created_at=float(i)))
+        st = await _opened_with_matches(path, 3)
         commits = st.commits
         async with held(st):
             writes = [asyncio.ensure_future(st.append_action("m1", ActionRecord(1, 0, "pass"))),
@@ -220,10 +224,7 @@ def test_writes_queued_behind_a_read_share_one_transaction_after_it(tmp_path):
     path = tmp_path / "db.sqlite3"
 
     async def go():
-        st = LimitedSqliteStore(path)
-        await st.open()
-        for i in range(1, 5):
-            await st.create_match(record(f"m{i}", created_at=float(i)))
+        st = await _opened_with_matches(path, 4)
         commits = st.commits
         async with held(st):
             first = asyncio.ensure_future(st.append_action("m1", ActionRecord(1, 0, "pass")))
