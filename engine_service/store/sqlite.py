@@ -59,6 +59,9 @@ log = structlog.get_logger("engine_service.store")
 CHECK_BUDGET_S = 10.0
 #: Most problems quoted from quick_check's report in the error (the report can be long).
 CHECK_REPORT_LINES = 3
+#: Most rescued copies (SqliteStore._rescue) named for one UTC second: past that many, the
+#: file is being moved back and forth by something gone wrong, and the copy is refused.
+_RESCUES_A_SECOND = 100
 
 APPLICATION_ID = 0x43474531  # "CGE1"
 SCHEMA_VERSION = 8
@@ -454,17 +457,32 @@ class SqliteStore(Store):
 
     def _rescue(self, conn: sqlite3.Connection) -> tuple[str, str]:
         """Copy the database as this store holds it beside its path; (the copy's path, "") or
-        ("", why it could not be made)."""
-        target = f"{self.path}.rescued-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+        ("", why it could not be made). The copy is a new file (O_EXCL: an older rescue is
+        never written over, nor removed when this one fails) named for the UTC second, with
+        ``-2``, ``-3``... after it when the rescue of an earlier incident in the same second
+        has the name (moved, put back and moved again: the second copy alone holds what was
+        acknowledged in between)."""
+        stamp = f"{self.path}.rescued-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+        names = [stamp] + [f"{stamp}-{n}" for n in range(2, _RESCUES_A_SECOND + 1)]
+        created = False
         try:
-            os.close(os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            for target in names:
+                try:
+                    os.close(os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+                except FileExistsError:
+                    if target == names[-1]:
+                        raise
+                else:
+                    created = True
+                    break
             conn.execute("VACUUM INTO ?", (target,))
             return target, ""
         except (OSError, sqlite3.Error) as exc:
-            try:
-                os.remove(target)
-            except OSError:
-                pass
+            if created:
+                try:
+                    os.remove(target)
+                except OSError:
+                    pass
             return "", _reason(exc) if isinstance(exc, sqlite3.Error) else f"{target}: {exc.strerror}"
 
     def _make_wal_again(self, conn: sqlite3.Connection) -> StoreError | None:
