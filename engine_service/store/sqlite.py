@@ -1074,13 +1074,12 @@ class SqliteStore(Store):
                 row = self._db().execute("SELECT match_id, create_digest FROM matches WHERE create_hash = ?",
                                          (create_hash,)).fetchone()
             except sqlite3.DatabaseError as exc:
-                self._timer.error("find_created")
                 raise StoreError(f"cannot look up a client_create_id: {_reason(exc)}") from None
             return None if row is None else (row[0], row[1] or "")
-        return await self._run(fn)
+        return await self._read("find_created", fn)
 
     async def load_match(self, match_id: str) -> StoredMatch | None:
-        return await self._run(self._load_sync, match_id)
+        return await self._read("load_match", lambda: self._load_sync(match_id))
 
     def _load_sync(self, match_id: str) -> StoredMatch | None:
         c = self._db()
@@ -1098,7 +1097,6 @@ class SqliteStore(Store):
                     "SELECT seq, seat, action, by_whom, client_action_id, reason, at FROM match_actions "
                     "WHERE match_id = ? ORDER BY seq", (match_id,)))
         except sqlite3.DatabaseError as exc:
-            self._timer.error("load_match")
             raise StoreError(f"cannot read match {match_id!r}: {_reason(exc)}") from None
         return StoredMatch(record, decks, actions)
 
@@ -1106,14 +1104,18 @@ class SqliteStore(Store):
         """Run the read ``fn()`` on the store thread; SQLite's refusal (an I/O error, a damaged
         page) is a StoreError naming its reason, as a write's is and as the PostgreSQL store's
         reads are: a raw sqlite3 error reached the client as INTERNAL, where a store that
-        cannot be read now is UNAVAILABLE (STORE_UNAVAILABLE)."""
+        cannot be read now is UNAVAILABLE (STORE_UNAVAILABLE). Every StoreError, a read
+        refused by a closed store too, is counted in store_errors (Store.close)."""
         def read() -> T:
             try:
                 return fn()
             except sqlite3.DatabaseError as exc:
-                self._timer.error(operation)
                 raise StoreError(f"{operation} failed: {_reason(exc)}") from None
-        return await self._run(read)
+        try:
+            return await self._run(read)
+        except StoreError:
+            self._timer.error(operation)
+            raise
 
     async def list_matches(self, statuses: Sequence[str] = (), game: str = "",
                            limit: int = 100, after: tuple[float, str] | None = None) -> list[MatchListing]:
