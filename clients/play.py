@@ -29,9 +29,10 @@ a file only you can read). ``--name`` is how the others see you (default: ``gues
 ``--match ID`` joins an existing match instead (``--seat`` picks the seat), at the table it was
 created with: the flags that set up a new one (``--game``, ``--bots``, ``--option``,
 ``--turn-time``, ``--listed``) are a usage error with it; with ``--token-file PATH`` it returns
-to the seat of that seat token (one the operator reissued). ``--listed``
-shows the new match in the server's lobby while it waits for people (``--bots open,...``), and
-``--lobby`` lists the matches waiting there (then join one with ``--match ID``). ``--autoplay
+to the seat of that seat token (one the operator reissued; ``--seat`` is a usage error with it).
+``--listed`` shows the new match in the server's lobby while it waits for people (``--bots
+open,...``), and ``--lobby`` lists the matches waiting there (then join one with ``--match ID``;
+``--lobby`` and ``--list`` list and exit, and are usage errors with ``--match``). ``--autoplay
 first|random`` plays without a screen (for scripts and demos): it prints the events, one line
 each (never folded), each deal's result as it is scored and the final result, and exits 0
 when the match is over; a dropped connection is one line on stderr, and its
@@ -602,7 +603,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated bot names for the other seats, in seat order ('open' leaves a "
                         "seat for another person); default: 'random' in every other seat")
     p.add_argument("--seat", type=int32_arg, help="your seat (default: 0 for a new match, the first open one "
-                   "for --match)")
+                   "for --match; not with --token-file, whose token holds the seat)")
     p.add_argument("--option", action=TableOptionAction, metavar="NAME=VALUE",
                    help="a table option (repeatable); each game has its own, listed by --list: e.g. "
                    "kl_target_score=300 (klaberjass), target_score=11 (japanese_joker)")
@@ -626,11 +627,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="seed of --autoplay random (only with it)")
     p.add_argument("--db", help="database of the engine started without --target (default: memory:; not with "
                    "--target)")
-    p.add_argument("--list", action="store_true", help="list the games and bots, then exit")
+    p.add_argument("--list", action="store_true", help="list the games and bots, then exit (not with --match)")
     p.add_argument("--listed", action="store_true",
                    help="show the new match in the lobby while it waits for people (seats 'open' in --bots)")
     p.add_argument("--lobby", action="store_true",
-                   help="list the matches waiting for people in the lobby (only --game's with --game), then exit")
+                   help="list the matches waiting for people in the lobby (only --game's with --game), then exit "
+                   "(not with --match)")
     return p
 
 
@@ -880,6 +882,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("give --game (a new match), --match ID (join one), --lobby or --list")
     if args.token_file and not args.match:
         parser.error("--token-file returns to a seat of --match ID: give both")
+    # each was dropped without a word: the seat is the token's (the player came back to
+    # another seat than the one asked for); --lobby and --list list and exit, joining nothing
+    if args.token_file and args.seat is not None:
+        parser.error("--seat picks the seat a join takes, and --token-file returns to the seat its token holds: "
+                     "give one or the other")
+    if args.match and args.lobby:
+        parser.error("--lobby lists the matches waiting for people, and --match ID joins one: give one or the other")
+    if args.match and args.list:
+        parser.error("--list lists the games and bots, and --match ID joins a match: give one or the other")
     refuse_with_match(parser, args, NEW_TABLE_FLAGS)
     if args.db is not None and args.target:
         # it was dropped without a word: the engine at --target keeps its own database

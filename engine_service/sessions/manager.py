@@ -819,7 +819,7 @@ class MatchManager:
             get_game(game)
         filters = {"status": status, "game": game}
         after = decode_page_token(page_token, "matches", filters)
-        limit = max(0, min(int(limit or 100), 1000))
+        limit = max(1, min(int(limit or 100), 1000))
         try:
             listings = await self._store.list_matches([status] if status else (), game, limit + 1, after=after)
         except StoreError as exc:

@@ -335,7 +335,10 @@ class Store(ABC):
 
     @abstractmethod
     async def close(self) -> None:
-        """Flush and close; further calls fail. Idempotent."""
+        """Flush and close; further calls fail (StoreError). Idempotent. A call refused by a
+        closed store is a store error like any other failure, a read as a write: counted in
+        ``store_errors`` under its operation (every store alike; ``ping``, a question and not
+        an operation, is counted under none)."""
 
     @abstractmethod
     async def create_match(self, record: MatchRecord, decks: Sequence[DeckRecord] = ()) -> None:

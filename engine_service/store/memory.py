@@ -73,8 +73,12 @@ class MemoryStore(Store):
     async def close(self) -> None:
         self._open = False
 
-    def _check(self) -> None:
+    def _check(self, read: str = "") -> None:
+        """Refuse a call of a closed store; ``read``: the read's operation, counted in
+        store_errors as the SQL stores count it (Store.close; a write's timer counts its own)."""
         if not self._open:
+            if read:
+                self._timer.error(read)
             raise StoreError("the store is closed")
 
     def _row(self, match_id: str) -> _Row:
@@ -133,7 +137,7 @@ class MemoryStore(Store):
                 self._created[record.create_hash] = record.match_id
 
     async def find_created(self, create_hash: str) -> tuple[str, str] | None:
-        self._check()
+        self._check("find_created")
         match_id = self._created.get(create_hash) if create_hash else None
         if match_id is None:
             return None
@@ -257,7 +261,7 @@ class MemoryStore(Store):
                 row.decks[d.deal] = d
 
     async def load_match(self, match_id: str) -> StoredMatch | None:
-        self._check()
+        self._check("load_match")
         row = self._rows.get(match_id)
         if row is None:
             return None
@@ -265,7 +269,7 @@ class MemoryStore(Store):
 
     async def list_matches(self, statuses: Sequence[str] = (), game: str = "",
                            limit: int = 100, after: tuple[float, str] | None = None) -> list[MatchListing]:
-        self._check()
+        self._check("list_matches")
         rows = [r for r in self._rows.values()
                 if (not statuses or r.record.status in statuses) and (not game or r.record.game == game)
                 and (after is None or (r.record.created_at, r.record.match_id) < tuple(after))]
@@ -273,7 +277,7 @@ class MemoryStore(Store):
         return [MatchListing(_read(r.record), len(r.actions)) for r in rows[:max(0, limit)]]
 
     async def unfinished_match_ids(self) -> list[str]:
-        self._check()
+        self._check("unfinished_match_ids")
         rows = [r for r in self._rows.values() if r.record.status in UNFINISHED]
         rows.sort(key=lambda r: (r.record.created_at, r.record.match_id))
         return [r.record.match_id for r in rows]
@@ -306,5 +310,5 @@ class MemoryStore(Store):
         return PrunedBatch(tuple(r.record.match_id for r in rows), self._counts(rows))
 
     async def count_finished(self, ended_before: float) -> PruneCounts:
-        self._check()
+        self._check("count_finished")
         return self._counts(self._prunable(ended_before))

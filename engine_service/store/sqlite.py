@@ -59,6 +59,9 @@ log = structlog.get_logger("engine_service.store")
 CHECK_BUDGET_S = 10.0
 #: Most problems quoted from quick_check's report in the error (the report can be long).
 CHECK_REPORT_LINES = 3
+#: Most rescued copies (SqliteStore._rescue) named for one UTC second: past that many, the
+#: file is being moved back and forth by something gone wrong, and the copy is refused.
+_RESCUES_A_SECOND = 100
 
 APPLICATION_ID = 0x43474531  # "CGE1"
 SCHEMA_VERSION = 8
@@ -454,17 +457,32 @@ class SqliteStore(Store):
 
     def _rescue(self, conn: sqlite3.Connection) -> tuple[str, str]:
         """Copy the database as this store holds it beside its path; (the copy's path, "") or
-        ("", why it could not be made)."""
-        target = f"{self.path}.rescued-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+        ("", why it could not be made). The copy is a new file (O_EXCL: an older rescue is
+        never written over, nor removed when this one fails) named for the UTC second, with
+        ``-2``, ``-3``... after it when the rescue of an earlier incident in the same second
+        has the name (moved, put back and moved again: the second copy alone holds what was
+        acknowledged in between)."""
+        stamp = f"{self.path}.rescued-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+        names = [stamp] + [f"{stamp}-{n}" for n in range(2, _RESCUES_A_SECOND + 1)]
+        created = False
         try:
-            os.close(os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            for target in names:
+                try:
+                    os.close(os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+                except FileExistsError:
+                    if target == names[-1]:
+                        raise
+                else:
+                    created = True
+                    break
             conn.execute("VACUUM INTO ?", (target,))
             return target, ""
         except (OSError, sqlite3.Error) as exc:
-            try:
-                os.remove(target)
-            except OSError:
-                pass
+            if created:
+                try:
+                    os.remove(target)
+                except OSError:
+                    pass
             return "", _reason(exc) if isinstance(exc, sqlite3.Error) else f"{target}: {exc.strerror}"
 
     def _make_wal_again(self, conn: sqlite3.Connection) -> StoreError | None:
@@ -1056,13 +1074,12 @@ class SqliteStore(Store):
                 row = self._db().execute("SELECT match_id, create_digest FROM matches WHERE create_hash = ?",
                                          (create_hash,)).fetchone()
             except sqlite3.DatabaseError as exc:
-                self._timer.error("find_created")
                 raise StoreError(f"cannot look up a client_create_id: {_reason(exc)}") from None
             return None if row is None else (row[0], row[1] or "")
-        return await self._run(fn)
+        return await self._read("find_created", fn)
 
     async def load_match(self, match_id: str) -> StoredMatch | None:
-        return await self._run(self._load_sync, match_id)
+        return await self._read("load_match", lambda: self._load_sync(match_id))
 
     def _load_sync(self, match_id: str) -> StoredMatch | None:
         c = self._db()
@@ -1080,7 +1097,6 @@ class SqliteStore(Store):
                     "SELECT seq, seat, action, by_whom, client_action_id, reason, at FROM match_actions "
                     "WHERE match_id = ? ORDER BY seq", (match_id,)))
         except sqlite3.DatabaseError as exc:
-            self._timer.error("load_match")
             raise StoreError(f"cannot read match {match_id!r}: {_reason(exc)}") from None
         return StoredMatch(record, decks, actions)
 
@@ -1088,14 +1104,18 @@ class SqliteStore(Store):
         """Run the read ``fn()`` on the store thread; SQLite's refusal (an I/O error, a damaged
         page) is a StoreError naming its reason, as a write's is and as the PostgreSQL store's
         reads are: a raw sqlite3 error reached the client as INTERNAL, where a store that
-        cannot be read now is UNAVAILABLE (STORE_UNAVAILABLE)."""
+        cannot be read now is UNAVAILABLE (STORE_UNAVAILABLE). Every StoreError, a read
+        refused by a closed store too, is counted in store_errors (Store.close)."""
         def read() -> T:
             try:
                 return fn()
             except sqlite3.DatabaseError as exc:
-                self._timer.error(operation)
                 raise StoreError(f"{operation} failed: {_reason(exc)}") from None
-        return await self._run(read)
+        try:
+            return await self._run(read)
+        except StoreError:
+            self._timer.error(operation)
+            raise
 
     async def list_matches(self, statuses: Sequence[str] = (), game: str = "",
                            limit: int = 100, after: tuple[float, str] | None = None) -> list[MatchListing]:

@@ -167,3 +167,26 @@ def test_a_table_whose_creation_is_written_last_comes_on_a_later_page():
     written_last, later, seen, whole = run(go())
     assert written_last.created_at < later[0].created_at  # created first
     assert seen == [later[0].match_id, later[1].match_id, written_last.match_id] == whole
+
+
+def test_both_listings_read_a_limit_of_zero_as_the_default_and_below_it_as_a_page_of_one():
+    """docs/api.md: ``limit`` 0 (unset) is the default page size; the transport refuses a
+    negative one (BAD_LIMIT), and a caller of the session layer that sends one anyway gets the
+    smallest page, one match and a token to the rest, from the lobby and the admin's listing
+    alike: never an empty page whose empty token would say nothing more is listed."""
+    async def go():
+        async with manager() as mgr:
+            made = [await mgr.create_match(CreateMatchRequest(game="klaberjass", listed=True)) for _ in range(3)]
+            pages = {}
+            for limit in (0, -1, -100):
+                lobby = mgr.open_matches_page(limit=limit)
+                admin = await mgr.matches_page(limit=limit)
+                pages[limit] = (_ids(lobby.matches), bool(lobby.next_page_token),
+                                _ids(admin.matches), bool(admin.next_page_token))
+            return [m.match_id for m in made], pages
+
+    made, pages = run(go())
+    lobby, lobby_more, newest_first, admin_more = pages[0]
+    assert (lobby, lobby_more, sorted(newest_first), admin_more) == (made, False, sorted(made), False)  # defaults hold all
+    for limit in (-1, -100):
+        assert pages[limit] == (made[:1], True, newest_first[:1], True), limit

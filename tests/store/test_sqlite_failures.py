@@ -12,12 +12,14 @@ import sqlite3
 import stat
 import subprocess
 import threading
+import time
 from dataclasses import replace
 
 import pytest
 from structlog.testing import capture_logs
 
 from engine_service.observability.metrics import Metrics
+from engine_service.store import sqlite as sqlite_store
 from engine_service.store import (ActionRecord, DatabaseReadOnly, DeckRecord, NotADatabase, SeatRecord, SqliteStore,
                                   StoreError)
 
@@ -651,6 +653,67 @@ def test_a_rescue_that_could_not_be_written_is_tried_again(tmp_path):
     assert [bool(e["rescued"]) for e in moved] == [False, True] and "rescue_error" in moved[0]
     assert rescued["m1"] is not None
 
+
+
+def test_two_rescues_in_one_second_each_get_a_copy_of_their_own(tmp_path, monkeypatch):
+    """The file moved away, put back, and moved away again within one second: two incidents,
+    two rescued copies. Their names are the UTC time to the second, and each copy is created
+    O_EXCL (never written over): the second used to find the first's name taken and was not
+    made (db_file_moved with rescue_error "File exists"), though it alone held what was
+    acknowledged between the two. It now takes the next free name (``-2`` after the time)."""
+    path, aside = tmp_path / "db.sqlite3", tmp_path / "aside.sqlite3"
+    second = time.gmtime()
+    monkeypatch.setattr(time, "gmtime", lambda *_: second)  # both incidents in the same second
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        await st.create_match(record("m1"))
+        with capture_logs() as logs:
+            for seq in (1, 2):
+                os.rename(path, aside)
+                await asyncio.gather(st.append_action("m1", ActionRecord(seq, 0, "pass")), return_exceptions=True)
+                os.rename(aside, path)
+                await st.append_action("m1", ActionRecord(seq, 0, "pass"))
+        await st.close()
+        moved = [e for e in logs if e["event"] == "db_file_moved"]
+        return moved, [await stored(e["rescued"], "m1") if e["rescued"] else None for e in moved]
+
+    moved, copies = run(go())
+    stamp = f"{path}.rescued-{time.strftime('%Y%m%dT%H%M%SZ', second)}"
+    assert [(e["rescued"], e.get("rescue_error")) for e in moved] == [(stamp, None), (f"{stamp}-2", None)]
+    assert [c["m1"][3] for c in copies] == [[], [(1, "pass")]]  # each incident's state
+    assert stat.S_IMODE(os.stat(f"{stamp}-2").st_mode) == 0o600
+
+
+def test_a_rescue_refused_for_want_of_a_free_name_leaves_the_earlier_copies_alone(tmp_path, monkeypatch):
+    """Every name for this second taken (here one name a second): the rescue is not made
+    (rescue_error) and the copy already there, an earlier incident's, stays. The failed
+    rescue removed "its" file, which O_EXCL had refused because it was the earlier copy."""
+    path, aside = tmp_path / "db.sqlite3", tmp_path / "aside.sqlite3"
+    second = time.gmtime()
+    monkeypatch.setattr(time, "gmtime", lambda *_: second)
+    monkeypatch.setattr(sqlite_store, "_RESCUES_A_SECOND", 1)
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        await st.create_match(record("m1"))
+        with capture_logs() as logs:
+            for seq in (1, 2):
+                os.rename(path, aside)
+                await asyncio.gather(st.append_action("m1", ActionRecord(seq, 0, "pass")), return_exceptions=True)
+                os.rename(aside, path)
+                await st.append_action("m1", ActionRecord(seq, 0, "pass"))
+        await st.close()
+        moved = [e for e in logs if e["event"] == "db_file_moved"]
+        return moved, await stored(moved[0]["rescued"], "m1")
+
+    moved, first = run(go())
+    stamp = f"{path}.rescued-{time.strftime('%Y%m%dT%H%M%SZ', second)}"
+    assert [e["rescued"] for e in moved] == [stamp, ""]
+    assert moved[1]["rescue_error"] == f"{stamp}: File exists"
+    assert first["m1"][3] == []
 
 _READS = {
     "load_match": lambda st: st.load_match("m1"),

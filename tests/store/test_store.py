@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import pytest
 
-from engine_service.observability.metrics import Metrics
+from engine_service.observability.metrics import STORE_OPERATIONS, Metrics
 from engine_service.store import (ActionRecord, CorruptDatabase, DeckRecord, DuplicateClientAction, MatchEnd, MatchExists,
                                   MatchNotWaiting, MatchRecord, MemoryStore, NotADatabase, SeatRecord,
                                   SequenceConflict, SqliteStore, StoreError, UnknownMatch, open_store)
@@ -1238,10 +1238,13 @@ def test_the_memory_store_says_it_holds_its_data_once_per_open_and_not_if_that_r
 @pytest.mark.parametrize("kind", KINDS)
 def test_closed_store_refuses_work(kind, make):
     """Every call of a closed store, read or write, is a StoreError (a manager that goes on
-    after its store closed must not write into, or serve from, what no longer persists); a
-    second close changes nothing."""
+    after its store closed must not write into, or serve from, what no longer persists),
+    counted in store_errors under its operation by every store alike; a second close
+    changes nothing."""
+    metrics = Metrics()
+
     async def go():
-        st = make(kind)
+        st = make(kind, metrics)
         await st.open()
         await st.create_match(replace(record(), create_hash="h1"))
         await st.close()
@@ -1263,21 +1266,26 @@ def test_closed_store_refuses_work(kind, make):
             "prune_finished": lambda: st.prune_finished(1e12),
             "count_finished": lambda: st.count_finished(1e12),
         }
-        served = []
+        served, counted = [], {}
         for name, call in calls.items():
             try:
                 await call()
             except StoreError:
+                counted[name] = metrics.value("cardgames_store_errors_total", {"operation": name})
                 continue
             served.append(name)
         st = st if kind == "memory" else make(kind)  # (a new memory store is empty)
         await st.open()
         after = await st.load_match("m1"), await st.list_matches()
         await st.close()
-        return served, after
+        return served, counted, after
 
-    served, (m1, listing) = run(go())
+    served, counted, (m1, listing) = run(go())
     assert served == []
+    # each refusal counted once under its operation, a read's as a write's (Store.close); the
+    # memory and SQLite stores counted no refused read, the PostgreSQL store every one
+    assert counted == {name: 0.0 if name == "ping" else 1.0 for name in counted}
+    assert sorted(counted) == sorted(STORE_OPERATIONS + ("ping",))
     assert m1.record.status == "waiting" and m1.actions == () and m1.decks == ()
     assert m1.record.seats == (SeatRecord(seat=0), SeatRecord(seat=1))
     assert [li.record.match_id for li in listing] == ["m1"]
