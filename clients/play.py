@@ -29,9 +29,9 @@ a file only you can read). ``--name`` is how the others see you (default: ``gues
 ``--match ID`` joins an existing match instead (``--seat`` picks the seat), at the table it was
 created with: the flags that set up a new one (``--game``, ``--bots``, ``--option``,
 ``--turn-time``, ``--listed``) are a usage error with it; with ``--token-file PATH`` it returns
-to the seat of that seat token (one the operator reissued; ``--seat`` is a usage error with it).
-``--listed`` shows the new match in the server's lobby while it waits for people (``--bots
-open,...``), and ``--lobby`` lists the matches waiting there (then join one with ``--match ID``;
+to the seat of that seat token (one the operator reissued; ``--seat`` and ``--name`` are usage
+errors with it). ``--listed`` shows the new match in the server's lobby while it waits for people
+(``--bots open,...``), and ``--lobby`` lists the matches waiting there (then join one with ``--match ID``;
 ``--lobby`` and ``--list`` list and exit, and are usage errors with ``--match``). ``--autoplay
 first|random`` plays without a screen (for scripts and demos): it prints the events, one line
 each (never folded), each deal's result as it is scored and the final result, and exits 0
@@ -617,7 +617,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "lost its connection for good, or one the operator gave you (python -m clients.admin "
                    "reissue-token MATCH_ID SEAT -o PATH)")
     p.add_argument("--name", help="your player name, as the other players and spectators see it "
-                   "(default: guest- and four random hex digits)")
+                   "(default: guest- and four random hex digits; not with --token-file, whose seat is named)")
     p.add_argument("--reconnect-tries", type=positive_int, default=RECONNECT_TRIES, metavar="N",
                    help="the screen gives up a lost connection after N reopenings of the event stream in a "
                    f"row (default {RECONNECT_TRIES}, about half a minute), then prints how to return to your "
@@ -887,6 +887,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.token_file and args.seat is not None:
         parser.error("--seat picks the seat a join takes, and --token-file returns to the seat its token holds: "
                      "give one or the other")
+    if args.token_file and args.name is not None:
+        parser.error("--name names the player a join seats, and --token-file returns to a seat whose player is "
+                     "named: give one or the other")
     if args.match and args.lobby:
         parser.error("--lobby lists the matches waiting for people, and --match ID joins one: give one or the other")
     if args.match and args.list:

@@ -439,20 +439,24 @@ def test_a_new_tables_flags_with_match_are_a_usage_error(module, argv, table, sa
 @pytest.mark.parametrize("argv, says", [
     (["--match", "M1", "--seat", "1"],
      "--seat picks the seat a join takes, and --token-file returns to the seat its token holds: give one or the other"),
+    (["--match", "M1", "--name", "Ann"],
+     "--name names the player a join seats, and --token-file returns to a seat whose player is named: give one "
+     "or the other"),
     (["--lobby", "--match", "M1"],
      "--lobby lists the matches waiting for people, and --match ID joins one: give one or the other"),
     (["--list", "--match", "M1"],
      "--list lists the games and bots, and --match ID joins a match: give one or the other"),
-], ids=["seat-with-token-file", "match-with-lobby", "match-with-list"])
+], ids=["seat-with-token-file", "name-with-token-file", "match-with-lobby", "match-with-list"])
 def test_a_flag_the_command_would_drop_is_a_usage_error(argv, says, tmp_path, monkeypatch, capsys):
     """clients.play dropped without a word a --seat given with --token-file (the seat is the
-    token's: the player came back to another seat than the one asked for) and a --match given
+    token's: the player came back to another seat than the one asked for), a --name given with
+    it (the seat's player is named at its first join) and a --match given
     with --lobby or --list (those list and exit: no match was joined). A usage error naming
     both flags, before any engine, as --match with a new table's flags is."""
     play = _without_an_engine("clients.play", monkeypatch)
     token = tmp_path / "seat.token"
     token.write_text("t0ken\n")
-    extra = ["--token-file", str(token)] if "--seat" in argv else []
+    extra = ["--token-file", str(token)] if "--seat" in argv or "--name" in argv else []
     with pytest.raises(SystemExit) as info:
         play.main(["--target", "127.0.0.1:1", *argv, *extra])
     err = capsys.readouterr().err
