@@ -608,8 +608,8 @@ def test_the_metrics_endpoint_closes_a_connection_that_sends_nothing(capsys):
     held per silent connection on a port that listens on every address by default. The
     connection is now closed after the read timeout, quietly (socketserver printed a
     traceback on stderr for each), and scrapes are answered meanwhile. Closed by that timeout:
-    not before it (a refusal over the connection limit is at once), and within 10 times it
-    (the reads' guard; without it, never)."""
+    not before it (a refusal over the connection limit is at once), and within the reads' hang
+    guard (30 s; without the timeout, never)."""
     import threading
 
     from prometheus_client import CollectorRegistry, Counter
@@ -627,13 +627,13 @@ def test_the_metrics_endpoint_closes_a_connection_that_sends_nothing(capsys):
             silent = [socket.create_connection(("127.0.0.1", httpd.server_port)) for _ in range(5)]
             with socket.create_connection(("127.0.0.1", httpd.server_port)) as scrape:
                 scrape.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
-                scrape.settimeout(5)
+                scrape.settimeout(30)
                 answer = b""
                 while chunk := scrape.recv(65536):
                     answer += chunk
             assert answer.startswith(b"HTTP/1.0 200") and b"probe_total 1.0" in answer
             for s in silent:
-                s.settimeout(5)
+                s.settimeout(30)
                 assert s.recv(10) == b""  # closed by the server
                 s.close()
             assert time.monotonic() - started >= 0.5
@@ -647,7 +647,7 @@ def test_the_metrics_endpoint_closes_a_connection_that_sends_nothing(capsys):
 def _scrape(port: int) -> bytes:
     with socket.create_connection(("127.0.0.1", port)) as scrape:
         scrape.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
-        scrape.settimeout(5)
+        scrape.settimeout(30)  # a hang guard
         answer = b""
         while chunk := scrape.recv(65536):
             answer += chunk
@@ -658,7 +658,9 @@ def test_the_metrics_endpoint_closes_a_connection_that_sends_its_request_byte_by
     """A slowloris: a byte of the request line every 0.2 s, each within the read timeout
     (0.5 s). The timeout was per read, so such a connection held its thread and descriptor
     for as long as its sender liked (a byte every few seconds: days, and as many connections
-    as it opened). The whole request must come within the timeout of the accept."""
+    as it opened). The whole request must come within the timeout of the accept: the server
+    closes the connection while the request is still coming (the request takes 26 s), not
+    before the timeout. No upper bound on when: a loaded machine may be late to notice."""
     from prometheus_client import CollectorRegistry, Counter
 
     from engine_service.transport.fdlimits import start_metrics_server
@@ -686,7 +688,8 @@ def test_the_metrics_endpoint_closes_a_connection_that_sends_its_request_byte_by
                     pass
                 finally:
                     slow.setblocking(True)
-            assert closed_after is not None and closed_after < 2.0, closed_after
+            assert closed_after is not None, "the whole request was let in, a byte at a time"
+            assert closed_after >= 0.5, closed_after
         assert b"probe_total 1.0" in _scrape(httpd.server_port)  # a real scrape is answered
     finally:
         httpd.shutdown()
@@ -696,7 +699,9 @@ def test_the_metrics_endpoint_serves_a_bounded_number_of_connections_at_once():
     """Each connection held a thread and a descriptor until its request came or timed out,
     and a sender could open as many as it liked meanwhile (the descriptors the gRPC port
     needs). Past ``max_connections`` a new connection is closed at once; the others are
-    served, and once they are gone, scrapes are answered again."""
+    served, and once they are gone, scrapes are answered again. "At once" is an outcome, not
+    a time: the read timeout (120 s) is far past the reads' hang guard (30 s), so a
+    connection the server closed within the guard was refused, not timed out."""
     import threading
 
     from prometheus_client import CollectorRegistry, Counter
@@ -706,13 +711,13 @@ def test_the_metrics_endpoint_serves_a_bounded_number_of_connections_at_once():
     registry = CollectorRegistry()
     Counter("probe", "a sample", registry=registry).inc()
     threads = threading.active_count()
-    httpd = start_metrics_server(0, "127.0.0.1", registry, read_timeout_s=1.0, max_connections=3)
+    httpd = start_metrics_server(0, "127.0.0.1", registry, read_timeout_s=120.0, max_connections=3)
     try:
         silent = [socket.create_connection(("127.0.0.1", httpd.server_port)) for _ in range(3)]
         _until(lambda: threading.active_count() >= threads + 1 + 3, timeout=30)
         extra = [socket.create_connection(("127.0.0.1", httpd.server_port)) for _ in range(5)]
         for s in extra:
-            s.settimeout(0.5)  # closed at once, not after the read timeout
+            s.settimeout(30)  # a hang guard: the read timeout would close it after 120 s
             try:
                 assert s.recv(10) == b""
             except ConnectionResetError:
