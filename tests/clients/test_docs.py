@@ -688,9 +688,9 @@ def test_python_refuses_an_untrusted_certificate_as_the_connecting_section_says(
     other, _ = self_signed_certificate(tmp_path / "other")  # another certificate, for the same names
 
     async def refusal(**options) -> str:
-        async with cg.connect(service.target, timeout_s=5, retry=cg.RetryPolicy(attempts=1), **options) as client:
+        async with cg.connect(service.target, timeout_s=30, retry=cg.RetryPolicy(attempts=1), **options) as client:
             with pytest.raises(cg.CardGamesError) as refused:
-                await asyncio.wait_for(client.list_games(), 30)
+                await asyncio.wait_for(client.list_games(), 60)
             assert refused.value.code.name == "UNAVAILABLE", refused.value
             return str(refused.value)
 
