@@ -271,7 +271,7 @@ def test_background_moves_do_not_log_the_fields_of_the_request_that_armed_them()
                     stream = mgr.watch(summary.match_id, principal, -1)  # present: the timer runs
                     m = mgr._matches[summary.match_id]
                     await stream.__anext__()
-                    await until(lambda: {"bot", "auto"} <= {a.by for a in m.actions}, timeout=20)
+                    await until(lambda: {"bot", "auto"} <= {a.by for a in m.actions}, timeout=30)
                     await stream.aclose()
                 finally:
                     structlog.contextvars.clear_contextvars()
