@@ -559,7 +559,7 @@ async def scenario(tmp: Path, db: Database) -> None:
             assert summary.status == match_pb2.MATCH_STATUS_FINISHED, t.name
             assert summary.result.fields["outcome"].string_value == "completed", t.name
             finals[t.match_id] = await export_transcript(load.admin, t.match_id)
-        await asyncio.wait([st.task for t in load.tables for st in (*t.streams, t.spectator)], timeout=10)
+        await asyncio.wait([st.task for t in load.tables for st in (*t.streams, t.spectator)], timeout=30)
         for task in load.late:
             task.result()
         await repeat_at_the_end(load)
@@ -626,19 +626,19 @@ async def crash_and_check(load: Load, service: Service, db: Database,
         await killer.stdin.drain()
         await killer.stdout.readline()
         load.killed = True
-        assert await asyncio.wait_for(killer.wait(), 10) == 0, "the killer saw no commit"
+        assert await asyncio.wait_for(killer.wait(), 30) == 0, "the killer saw no commit"
     finally:
         if killer.returncode is None:
             killer.kill()
             await killer.wait()
-    assert await asyncio.to_thread(service.proc.wait, 10) == -9
+    assert await asyncio.to_thread(service.proc.wait, 30) == -9
     service._log.close()
     await asyncio.to_thread(db.settle, service.proc.pid)
     deadlines = {t.match_id: max((st.view.deadline.ToNanoseconds() / 1e9 for st in t.streams
                                   if st.view is not None and st.view.HasField("deadline")), default=None)
                  for t in load.tables}
     await asyncio.wait(list(load.tasks) + [st.task for t in load.tables for st in (*t.streams, t.spectator)],
-                       timeout=15)
+                       timeout=30)
     assert not load.tasks, "a submit still waits for an engine that is dead"
     assert not load.failures, load.failures
 
