@@ -532,7 +532,7 @@ async def scenario(tmp: Path, db: Database) -> None:
             load.open_streams(t)
             load.open_stream(t, t.spectator)
         await until(load, lambda: all(st.last_seen == 0 for t in load.tables for st in (*t.streams, t.spectator)),
-                    10, "snapshots")
+                    30, "snapshots")
         for t in load.tables:
             await load.kick(t)
 
@@ -620,7 +620,7 @@ async def crash_and_check(load: Load, service: Service, db: Database,
         assert db.sessions(service.proc.pid) != 0, "the engine's sessions are not told apart: nothing to settle"
         await until(load, lambda: load.acked_in_life >= threshold and all(task.done() for task in load.late), 30,
                     "play before the crash")
-        await until(load, lambda: load.pending >= 2, 10, "submits in flight")
+        await until(load, lambda: load.pending >= 2, 30, "submits in flight")
         load.doomed = True
         killer.stdin.write(b"go\n")
         await killer.stdin.drain()
@@ -732,7 +732,7 @@ async def restart_and_check(load: Load, service: Service, at_crash: dict[str, li
             await load.kick(t)
     if idle_check:
         # nobody acts in the timed match: at its deadline the timer moves the seat to act
-        await until(load, lambda: any(ev.seq == crash_seq + 1 for ev in timed.streams[0].events), 3 * turn + 2,
+        await until(load, lambda: any(ev.seq == crash_seq + 1 for ev in timed.streams[0].events), turn + 30,
                     "the timed match's timeout")
         ev = next(ev for ev in timed.streams[0].events if ev.seq == crash_seq + 1)
         assert (ev.seat, ev.by, ev.reason) == (to_act[timed.match_id], match_pb2.ACTOR_AUTO, "timeout"), ev
