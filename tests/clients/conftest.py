@@ -27,13 +27,9 @@ def run(coro: Awaitable[Any], timeout_s: float = 120.0) -> Any:
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory) -> Iterator[LocalService]:
-    """The module's engine. Its bots play each move as soon as it is decided (--bot-pace-s 0):
-    the default pace holds every bot move 2 s (GJ-11.8, JJK-9.7, tested in the session layer),
-    which made the tests against a bot wait for nothing, and, against the 5 s bot deadline,
-    made the engine warn (bot_pace_below_deadline). A bot's move is still an event of its own."""
     log = tmp_path_factory.mktemp("engine") / "engine.log"
     service = LocalService(admin_token=ADMIN_TOKEN, log_path=log,
-                           args=["--bot-pace-s", "0", "--bot-deadline-s", "5", "--reconnect-grace-s", "30"])
+                           args=["--bot-deadline-s", "5", "--reconnect-grace-s", "30"])
     service.start()
     yield service
     status = service.stop()
