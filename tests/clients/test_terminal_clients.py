@@ -50,8 +50,9 @@ def test_play_screen_plays_a_whole_japanese_joker_match(tmp_path):
     """Through textual's harness: the screen shows the hand, the columns, the trick, the
     deadline and the legal actions; pressing 1 / Enter plays until the match is over.
 
-    Its own engine plays each bot move as soon as it is decided (--bot-pace-s 0): the shared
-    one holds every bot move 2 s (GJ-11.8, JJK-9.7), some 20 s of this match in all."""
+    Its own engine plays each bot move as soon as it is decided (--bot-pace-s 0, as every
+    engine the tests start does through tests/conftest.py's CARDGAMES_BOT_PACE_S; the default
+    2 s of GJ-11.8 / JJK-9.7 would be some 20 s of this match in all)."""
     from clients.local_service import LocalService
 
     engine = LocalService(log_path=tmp_path / "engine.log", args=["--bot-pace-s", "0", "--bot-deadline-s", "5"])
