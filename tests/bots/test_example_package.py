@@ -63,7 +63,7 @@ def test_plays_in_the_bot_host(installed):
         try:
             assert "first-legal" in [b.name for b in host.bots()]
             assert host.plays("first-legal", "georgian_joker")
-            d = await host.decide("first-legal", "klaberjass", 0, {}, ["pass", "take"], 1, 5.0)
+            d = await host.decide("first-legal", "klaberjass", 0, {}, ["pass", "take"], 1, 30.0)  # a hang guard
             assert d.action == "pass" and d.failure is None
         finally:
             await host.close()

@@ -102,7 +102,7 @@ def test_list_shows_played_and_waiting_matches(engine):
             # ada's watch stream is her presence: the listing shows her present, bob away
             async with contextlib.aclosing(seats[0].watch()) as stream:
                 await anext(stream)
-                deadline = time.monotonic() + 10
+                deadline = time.monotonic() + 30
                 while not (await client.get_match(active)).seats[0].present:
                     assert time.monotonic() < deadline, "ada never became present"
                     await asyncio.sleep(0.05)

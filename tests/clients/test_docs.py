@@ -112,8 +112,8 @@ def test_snapshot_seat_keys_are_documented_and_are_seat_info_fields(engine):
 
     with grpc.insecure_channel(engine.target) as channel:
         api = card_games_pb2_grpc.CardGamesServiceStub(channel)
-        match = api.CreateMatch(card_games_pb2.CreateMatchRequest(game="klaberjass"), timeout=10).match
-        stream = api.WatchMatch(card_games_pb2.WatchMatchRequest(match_id=match.match_id), timeout=10)
+        match = api.CreateMatch(card_games_pb2.CreateMatchRequest(game="klaberjass"), timeout=30).match
+        stream = api.WatchMatch(card_games_pb2.WatchMatchRequest(match_id=match.match_id), timeout=30)
         first = next(iter(stream))
         stream.cancel()
     sent = set(MessageToDict(first.details)["seats"][0])
@@ -163,7 +163,7 @@ def test_int_options_without_a_maximum_stay_below_2_53_as_docs_api_md_says(engin
     assert "2^53 - 1" in API and "2^53 - 1" in (ROOT / "proto" / "cardgames" / "v1" / "match.proto").read_text()
     with grpc.insecure_channel(engine.target) as channel:
         api = card_games_pb2_grpc.CardGamesServiceStub(channel)
-        open_ended = [(game.id, spec) for game in api.ListGames(card_games_pb2.ListGamesRequest(), timeout=10).games
+        open_ended = [(game.id, spec) for game in api.ListGames(card_games_pb2.ListGamesRequest(), timeout=30).games
                       for spec in game.options
                       if spec.type == match_pb2.OPTION_TYPE_INT and not spec.allowed_values
                       and not spec.HasField("maximum")]
@@ -173,14 +173,14 @@ def test_int_options_without_a_maximum_stay_below_2_53_as_docs_api_md_says(engin
             request = card_games_pb2.CreateMatchRequest(game=game)
             request.options[spec.name].int_value = top + 1
             try:
-                api.CreateMatch(request, timeout=10)
+                api.CreateMatch(request, timeout=30)
                 raise AssertionError(f"{spec.name} = 2^53 was accepted")
             except grpc.RpcError as err:
                 assert err.code() == grpc.StatusCode.INVALID_ARGUMENT, spec.name
             request.options[spec.name].int_value = top
-            match = api.CreateMatch(request, timeout=10).match
+            match = api.CreateMatch(request, timeout=30).match
             assert match.options[spec.name].int_value == top
-            view = api.GetView(card_games_pb2.GetViewRequest(match_id=match.match_id), timeout=10).view
+            view = api.GetView(card_games_pb2.GetViewRequest(match_id=match.match_id), timeout=30).view
             assert MessageToDict(view.table)["options"][spec.name] == top
 
 
@@ -688,9 +688,9 @@ def test_python_refuses_an_untrusted_certificate_as_the_connecting_section_says(
     other, _ = self_signed_certificate(tmp_path / "other")  # another certificate, for the same names
 
     async def refusal(**options) -> str:
-        async with cg.connect(service.target, timeout_s=5, retry=cg.RetryPolicy(attempts=1), **options) as client:
+        async with cg.connect(service.target, timeout_s=30, retry=cg.RetryPolicy(attempts=1), **options) as client:
             with pytest.raises(cg.CardGamesError) as refused:
-                await asyncio.wait_for(client.list_games(), 30)
+                await asyncio.wait_for(client.list_games(), 60)
             assert refused.value.code.name == "UNAVAILABLE", refused.value
             return str(refused.value)
 

@@ -315,7 +315,7 @@ def test_node_watch_cut_while_the_match_waits_resumes_on_the_started_view(engine
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
             events: list[dict] = []
 
-            async def next_event(timeout_s: float = 10.0) -> dict:
+            async def next_event(timeout_s: float = 30.0) -> dict:
                 try:
                     line = await asyncio.wait_for(watcher.stdout.readline(), timeout_s)
                 except asyncio.TimeoutError:
@@ -334,8 +334,8 @@ def test_node_watch_cut_while_the_match_waits_resumes_on_the_started_view(engine
                 assert (await client.get_match(match.match_id)).status == match_pb2.MATCH_STATUS_ACTIVE
                 proxy.release()
                 # before the first action (none is played): heartbeats alone would come meanwhile
-                deadline = asyncio.get_running_loop().time() + 8.0
-                event = await next_event(8.0)
+                deadline = asyncio.get_running_loop().time() + 30.0
+                event = await next_event(30.0)
                 while event["kind"] == "EVENT_KIND_HEARTBEAT":
                     event = await next_event(max(0.0, deadline - asyncio.get_running_loop().time()))
                 assert event["kind"] == "EVENT_KIND_SNAPSHOT" and event["seq"] == 0, events

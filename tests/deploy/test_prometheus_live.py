@@ -25,7 +25,7 @@ from .promql import ALERTS, DEPLOY, dashboard_queries
 
 def api(base: str, path: str, **params: str) -> dict:
     url = f"{base}{path}" + ("?" + urllib.parse.urlencode(params) if params else "")
-    with urllib.request.urlopen(url, timeout=5) as reply:
+    with urllib.request.urlopen(url, timeout=30) as reply:
         body = json.loads(reply.read())
     assert body["status"] == "success", body
     return body["data"]

@@ -616,11 +616,11 @@ def test_operational_events_are_not_actions_gj_12_5_gj_9_4_gj_10_1_gj_10_2_gj_3_
             streams = [Stream(mgr, match_id, p) for p in ps]
             spectator = Stream(mgr, match_id, Principal("spectator", match_id))
             await until(lambda: all(s.present for s in m.seats))
-            await until(lambda: m.seq >= 1, timeout=20)  # the first decision timed out
+            await until(lambda: m.seq >= 1, timeout=30)  # the first decision timed out
             for seat in range(4):
                 await mgr.leave_match(match_id, ps[seat], resign=False)
             await until(lambda: m.over, timeout=60)
-            await until(lambda: spectator.task.done(), timeout=10)
+            await until(lambda: spectator.task.done(), timeout=30)
             replayed = await collect(mgr.watch(match_id, Principal("spectator", match_id), 0))
             data = await mgr.export_transcript(match_id)
             inspection = await mgr.inspect_match(match_id)

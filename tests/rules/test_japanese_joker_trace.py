@@ -302,7 +302,7 @@ def test_jjk_8_4_a_disconnection_forfeit_ends_the_match():
             streams = [h.Stream(mgr, match_id, p) for p in ps]
             await h.until(lambda: all(s.present for s in m.seats))
             await streams[0].close()
-            await h.until(lambda: m.over, timeout=5)
+            await h.until(lambda: m.over, timeout=30)
             await streams[1].close()
             return m.result, m.status
 

@@ -167,8 +167,9 @@ class Stream:
         return [e for e in self.events if e.kind == "action"]
 
 
-async def until(predicate, timeout: float = 10.0, step: float = 0.005) -> None:
-    """Wait until ``predicate()`` is true (AssertionError after ``timeout`` seconds)."""
+async def until(predicate, timeout: float = 30.0, step: float = 0.005) -> None:
+    """Wait until ``predicate()`` is true (AssertionError after ``timeout`` seconds: a hang
+    guard, long enough for a loaded machine)."""
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout
     while not predicate():

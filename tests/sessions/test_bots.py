@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import statistics
 from types import SimpleNamespace
 
 import pytest
@@ -18,6 +17,7 @@ from engine_service.rules import get_game
 from engine_service.sessions.api import BotInfo, CreateMatchRequest, SeatConfig
 
 from .helpers import GAMES, Stream, capture_logs_with_context, config, manager, open_match, run, until
+from .virtual_clock import START, advance_to, run_virtual
 
 FAILURES = ["timeout", "exception", "illegal", "crash", "unknown_bot"]
 
@@ -198,10 +198,13 @@ class ThinkingHost:
         pass
 
 
-def test_a_forced_bot_move_takes_as_long_as_any_other():
+def test_a_forced_bot_move_takes_as_long_as_any_other(monkeypatch):
     """GJ-11.8: "the server must not play a player's forced move automatically or with a timing
     that differs observably from a normal move" (JJK-9.7 likewise): every bot move is played
-    bot_pace_s after its decision came up, whether the bot had one legal action or thought."""
+    bot_pace_s after its decision came up, whether the bot had one legal action or thought.
+    On a virtual clock (no wall clock read, so a loaded machine changes nothing) every delay
+    is exactly the pace: a move paced from the bot's answer instead of its decision would
+    take ``think`` longer when free, one played at the answer would take no time when forced."""
     pace, think = 0.15, 0.08
 
     async def go():
@@ -209,41 +212,45 @@ def test_a_forced_bot_move_takes_as_long_as_any_other():
             seats = [SeatConfig("bot", "thinker")] * 4
             summary = await mgr.create_match(CreateMatchRequest(game="georgian_joker", seats=seats))
             m = mgr._matches[summary.match_id]
-            await until(lambda: m.seq >= 30 or not m.active, timeout=30)
+            await advance_to(START + 30 * pace + pace / 2)
             # the server's own times: decision i comes up when action i - 1 is applied
             return [(m.actions[i].at - m.actions[i - 1].at, len(m.fold(i)[0].legal_actions()) == 1)
                     for i in range(1, min(m.seq, 30))]
 
-    delays = run(go())
+    delays = run_virtual(go, monkeypatch)
     forced = [d for d, f in delays if f]
     free = [d for d, f in delays if not f]
     assert forced and free, "the first deals of Georgian Joker have forced and free decisions"
-    assert min(forced + free) >= pace - 0.005, "no bot move before the pace"
-    # the thinking hides inside the pace: a move paced from the bot's answer (not from its
-    # decision) would take ``think`` longer when free. Medians, not means or maxima: a loaded
-    # machine's stall delays a move or two of either kind, not the middle of either
-    assert abs(statistics.median(forced) - statistics.median(free)) < think / 2, (forced, free)
+    assert forced == pytest.approx([pace] * len(forced), abs=1e-6), forced
+    assert free == pytest.approx([pace] * len(free), abs=1e-6), free
+    assert len(delays) == 29, "a move every pace, none held up"
 
 
-def test_without_pacing_a_forced_bot_move_is_immediate():
+def test_without_pacing_a_forced_bot_move_is_immediate(monkeypatch):
     """bot_pace_s = 0 (tests, bot-only tables): a move is played when the bot answers, so the
-    pacing above is what hides a forced move."""
+    pacing above is what hides a forced move. On a virtual clock: a forced move is played at
+    the instant its decision comes up, a free one exactly the bot's thinking later; a pace
+    wrongly applied (the default 2 s) would delay both."""
+    think = 0.5
+
     async def go():
-        # time_scale 1000: a pace wrongly applied (the default 2 s) would be 2000 s, far past
-        # the wait's guard, so the wait needs no bound of its own beyond that guard
-        async with manager(config(bot_pace_s=0.0, time_scale=1000), host=ThinkingHost(0.5)) as mgr:
+        async with manager(config(bot_pace_s=0.0), host=ThinkingHost(think)) as mgr:
             summary = await mgr.create_match(CreateMatchRequest(
                 game="georgian_joker", seats=[SeatConfig("bot", "thinker")] * 4))
             m = mgr._matches[summary.match_id]
-            start = asyncio.get_running_loop().time()
-            forced_first = len(m.state.legal_actions()) == 1
-            await until(lambda: m.seq >= 1, timeout=30, step=0.001)
-            return forced_first, asyncio.get_running_loop().time() - start, m.actions[0].by
+            await advance_to(START + 20 * think)
+            moves = list(m.actions)
+            return [(moves[i].at - (moves[i - 1].at if i else START), len(m.fold(i)[0].legal_actions()) == 1)
+                    for i in range(len(moves))], {a.by for a in moves}
 
-    forced_first, elapsed, by = run(go())
-    assert by == "bot"  # the bot's answer, not an auto-move standing in for it
-    if not forced_first:
-        assert elapsed >= 0.4  # the bot's thinking (0.5 s; the bot may start before "start")
+    delays, by = run_virtual(go, monkeypatch)
+    forced = [d for d, f in delays if f]
+    free = [d for d, f in delays if not f]
+    assert by == {"bot"}  # the bot's answers, not auto-moves standing in for them
+    assert forced and free, "the first deals of Georgian Joker have forced and free decisions"
+    assert forced == pytest.approx([0.0] * len(forced), abs=1e-6), forced
+    assert free == pytest.approx([think] * len(free), abs=1e-6), free
+    assert len(free) == 20, "a free move every think, none held up"
 
 
 def test_background_moves_do_not_log_the_fields_of_the_request_that_armed_them():
@@ -264,7 +271,7 @@ def test_background_moves_do_not_log_the_fields_of_the_request_that_armed_them()
                     stream = mgr.watch(summary.match_id, principal, -1)  # present: the timer runs
                     m = mgr._matches[summary.match_id]
                     await stream.__anext__()
-                    await until(lambda: {"bot", "auto"} <= {a.by for a in m.actions}, timeout=20)
+                    await until(lambda: {"bot", "auto"} <= {a.by for a in m.actions}, timeout=30)
                     await stream.aclose()
                 finally:
                     structlog.contextvars.clear_contextvars()
@@ -353,7 +360,7 @@ def test_no_turn_deadline_while_a_bot_decides():
             seen = []
             for _ in range(3):  # a decision of each seat at least
                 if m.state.to_act() == 1:
-                    await asyncio.wait_for(host.asked.wait(), 5)
+                    await asyncio.wait_for(host.asked.wait(), 30)  # a hang guard
                     seen.append((1, (await mgr.get_view(summary.match_id, principal)).deadline))
                     host.asked.clear()
                     before = m.seq

@@ -465,7 +465,7 @@ def test_a_match_that_ends_before_its_start_shows_no_card_of_its_first_deck(game
                 m = mgr._matches[match_id]
                 m.created_at -= mgr.config.waiting_timeout_s  # waited for players past the timeout
                 await mgr._housekeeping.sweep_once()
-            await asyncio.wait_for(stream.task, 10)
+            await asyncio.wait_for(stream.task, 30)
             after = [(await mgr.get_view(match_id, p)).view for p in audiences]
             ended = [e.view.view for e in stream.events if e.kind == "match_ended"]
             reveals = await mgr.reveal_deals(match_id, seat)

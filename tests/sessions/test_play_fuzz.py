@@ -524,7 +524,7 @@ class Fuzz(FuzzBase):
         seating = self.mgr._seating
         try:
             await until(lambda: not (seating.end_settlements or seating.seat_resyncs or seating.start_retries
-                                     or seating.create_checks), timeout=5.0)
+                                     or seating.create_checks), timeout=30.0)
         except AssertionError:
             self.problems.append(f"settle series still running: {list(seating.end_settlements)} "
                                  f"{list(seating.seat_resyncs)} {list(seating.start_retries)}")
@@ -786,7 +786,7 @@ async def fuzz(seed: int, inner, matches: int, steps: int, within: float) -> tup
             fz.final[t.match_id] = mgr._matches.get(t.match_id) or await mgr._get(t.match_id)
         for t in fz.tables:
             for w in t.watches():
-                await asyncio.wait([w.stream.task], timeout=1.0)
+                await asyncio.wait([w.stream.task], timeout=30.0)
         stored = await check_agreement(fz, inner, logs)
         check_actions(fz, stored)
         check_ends(fz, logs)

@@ -247,7 +247,7 @@ def test_the_drain_waits_for_a_batch_in_flight_before_the_store_closes():
         store = SlowPrunes()
         cfg = config(keep_finished_days=1.0, prune_interval_s=0.05)
         async with manager(cfg, store=store) as mgr:
-            await asyncio.wait_for(entered.wait(), 5)
+            await asyncio.wait_for(entered.wait(), 30)
             closing = asyncio.ensure_future(mgr.close())
             await asyncio.sleep(0.05)
             release.set()
@@ -277,7 +277,7 @@ def test_a_batch_that_fails_after_the_drain_cancelled_its_pass_is_not_reported_b
     async def session() -> weakref.ref:
         cfg = config(keep_finished_days=1.0, prune_interval_s=0.05)
         async with manager(cfg, store=FailsInFlight()) as mgr:
-            await asyncio.wait_for(entered.wait(), 5)
+            await asyncio.wait_for(entered.wait(), 30)
             batch = next(t for t in mgr._writes if t.get_name() == "prune-batch")
             closing = asyncio.ensure_future(mgr.close())
             await asyncio.sleep(0.05)
@@ -315,7 +315,7 @@ def test_a_pass_under_way_starts_no_batch_once_the_drain_has_begun():
                 await ended_match(mgr)
             batches.clear()  # the start-up pass (nothing had ended)
             pruning = asyncio.ensure_future(mgr.prune_finished(ended_before=time.time() + 1))
-            await asyncio.wait_for(first.wait(), 5)
+            await asyncio.wait_for(first.wait(), 30)
             await mgr.drain()  # during the pause after the first batch
             return await pruning
 

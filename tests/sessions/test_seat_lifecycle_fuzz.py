@@ -320,7 +320,7 @@ class Fuzz(FuzzBase):
                            if m.status == "waiting" and not m.open_seats()]
         try:
             await until(lambda: (not stalled() and not self.mgr._seating.start_retries
-                                 and not self.mgr._seating.seat_resyncs), timeout=5.0)
+                                 and not self.mgr._seating.seat_resyncs), timeout=30.0)
         except AssertionError:
             self.problems.append(f"starts never settled: {[m.match_id for m in stalled()]}")
         await asyncio.sleep(0.05)  # bot moves and events of the starts

@@ -87,7 +87,7 @@ async def held(store: SqliteStore) -> AsyncIterator[None]:
         await blocker
 
 
-async def until_queued(store: LimitedSqliteStore, count: int, timeout: float = 10.0) -> None:
+async def until_queued(store: LimitedSqliteStore, count: int, timeout: float = 30.0) -> None:
     """Wait until ``count`` calls wait for the held store's thread."""
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout

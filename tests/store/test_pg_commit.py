@@ -211,7 +211,7 @@ def test_a_commit_that_happened_but_whose_answer_was_lost_returns_normally(
             assert not write.done()
             with capture_logs() as logs:
                 await h.release()
-                await asyncio.wait_for(write, 5)  # no StoreError: it committed
+                await asyncio.wait_for(write, 30)  # no StoreError: it committed (a hang guard)
             await h.session_gone()
             return h, logs
     h, logs = asyncio.run(go())
@@ -371,7 +371,7 @@ def test_a_write_whose_first_statement_returned_no_id_asks_for_it_before_committ
                 await asyncio.sleep(0.01)
             await asyncio.sleep(0.3)  # the store is polling: 'in progress'
             await h.release()
-            await asyncio.wait_for(write, 5)  # no StoreError: it committed
+            await asyncio.wait_for(write, 30)  # no StoreError: it committed (a hang guard)
             await h.session_gone()
             return h
     h = asyncio.run(go())
@@ -476,7 +476,7 @@ def test_a_write_cancelled_while_its_statement_waits_ends_at_once_and_writes_not
                 else:
                     raise AssertionError("the write never waited for the lock")
                 write.cancel()
-                done, _ = await asyncio.wait({write}, timeout=10)  # against a hang only
+                done, _ = await asyncio.wait({write}, timeout=30)  # against a hang only
                 assert done and write.cancelled()
             finally:
                 await locker.rollback()

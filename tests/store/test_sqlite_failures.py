@@ -264,7 +264,7 @@ def test_the_writer_thread_ends_cleanly_and_answers_the_writes_queued_before_its
             stopping = asyncio.ensure_future(st._stop())  # the stop, queued behind the write
             while jobs.qsize() < 2:
                 await asyncio.sleep(0.002)
-        await asyncio.wait_for(write, 10)
+        await asyncio.wait_for(write, 30)
         await stopping
         alive = thread.is_alive()
         again = LimitedSqliteStore(tmp_path / "again.sqlite3")

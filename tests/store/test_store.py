@@ -1626,7 +1626,7 @@ def test_a_path_that_is_no_regular_file_is_refused_before_anything_is_made_besid
     async def go():
         await SqliteStore(path).open()
     with pytest.raises(NotADatabase, match="is not a regular file") as info:
-        run(asyncio.wait_for(go(), 10))
+        run(asyncio.wait_for(go(), 30))
     assert str(path) in str(info.value)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo.sqlite3"]
 
@@ -1722,10 +1722,10 @@ def test_sqlite_a_failed_savepoint_release_fails_that_write_alone(tmp_path):
         st._conn = proxy
         proxy.armed = True
         with pytest.raises(StoreError, match="write failed: disk I/O error"):
-            await asyncio.wait_for(st.append_action("m1", ActionRecord(1, 0, "pass")), 10)
+            await asyncio.wait_for(st.append_action("m1", ActionRecord(1, 0, "pass")), 30)
         # a dead writer thread would leave these waiting forever
-        await asyncio.wait_for(st.append_action("m1", ActionRecord(1, 0, "take")), 10)
-        await asyncio.wait_for(st.append_action("m1", ActionRecord(2, 1, "pass")), 10)
+        await asyncio.wait_for(st.append_action("m1", ActionRecord(1, 0, "take")), 30)
+        await asyncio.wait_for(st.append_action("m1", ActionRecord(2, 1, "pass")), 30)
         st._conn = proxy._conn
         await st.close()
         st2 = SqliteStore(path)

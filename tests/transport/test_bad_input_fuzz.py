@@ -469,7 +469,7 @@ async def _snapshot(t: Table) -> dict[str, bytes]:
 
 
 async def _serving(t: Table) -> None:
-    health = await health_pb2_grpc.HealthStub(t.srv.channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
+    health = await health_pb2_grpc.HealthStub(t.srv.channel).Check(health_pb2.HealthCheckRequest(), timeout=30)
     assert health.status == health_pb2.HealthCheckResponse.SERVING
 
 
@@ -480,19 +480,19 @@ async def _send(t: Table, bad: Bad) -> grpc.aio.AioRpcError | None:
     try:
         if bad.method.bidi:
             call = t.srv.channel.stream_stream(bad.method.path, request_serializer=None, response_deserializer=None)(
-                metadata=bad.metadata, timeout=10)
+                metadata=bad.metadata, timeout=30)
             await call.write(bad.body)
             await call.done_writing()
             async for _ in call:
                 pass
         elif bad.method.streaming:
-            call = t.stream(bad.method.path)(bad.body, metadata=bad.metadata, timeout=10)
+            call = t.stream(bad.method.path)(bad.body, metadata=bad.metadata, timeout=30)
             try:
                 await call.read()
             finally:
                 call.cancel()
         else:
-            await t.unary(bad.method.path)(bad.body, metadata=bad.metadata, timeout=10)
+            await t.unary(bad.method.path)(bad.body, metadata=bad.metadata, timeout=30)
     except grpc.aio.AioRpcError as exc:
         return exc
     return None

@@ -797,7 +797,7 @@ async def _check_round(r: Round) -> None:
                                                      {"game": env.game.id, "outcome": o}) or 0
                for o in ("completed", "resigned", "forfeit", "abandoned", "terminated"))
     assert ends == env.ended, f"{where}: {ends} ends counted for {env.ended} matches"
-    health = await health_pb2_grpc.HealthStub(env.srv.channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
+    health = await health_pb2_grpc.HealthStub(env.srv.channel).Check(health_pb2.HealthCheckRequest(), timeout=30)
     assert health.status == health_pb2.HealthCheckResponse.SERVING, where
     env.stats[f"outcome {result.get('outcome')}"] += 1
 

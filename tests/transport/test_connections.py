@@ -44,7 +44,7 @@ def _limits(pid: int) -> tuple[int, int]:
     raise AssertionError("no 'Max open files' line")
 
 
-def _health(target: str, timeout: float = 3.0, channel: grpc.Channel | None = None) -> object:
+def _health(target: str, timeout: float = 30.0, channel: grpc.Channel | None = None) -> object:
     """SERVING (1) or the error code of a health check, on ``channel`` or a new connection."""
     own = channel is None
     channel = channel or grpc.insecure_channel(target, options=[("grpc.use_local_subchannel_pool", 1)])
@@ -58,7 +58,7 @@ def _health(target: str, timeout: float = 3.0, channel: grpc.Channel | None = No
             channel.close()
 
 
-def _until(predicate, timeout: float = 10.0, step: float = 0.05) -> None:
+def _until(predicate, timeout: float = 30.0, step: float = 0.05) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, "timed out"
@@ -135,7 +135,7 @@ def test_out_of_file_descriptors_the_engine_serves_its_connections_without_spinn
         for s in flood:
             s.close()
         flood.clear()
-        scrape.settimeout(10)
+        scrape.settimeout(30)
         answer = b""
         while chunk := scrape.recv(65536):
             answer += chunk
@@ -146,7 +146,7 @@ def test_out_of_file_descriptors_the_engine_serves_its_connections_without_spinn
         assert _health(svc.target) == health_pb2.HealthCheckResponse.SERVING
 
         def scrape_has_process_metrics() -> bool:
-            with urllib.request.urlopen(f"http://127.0.0.1:{svc.metrics_port}/metrics", timeout=5) as reply:
+            with urllib.request.urlopen(f"http://127.0.0.1:{svc.metrics_port}/metrics", timeout=30) as reply:
                 return b"process_open_fds" in reply.read()
 
         _until(scrape_has_process_metrics)
@@ -202,7 +202,7 @@ async def _serves_a_call(server, port: int, tls: bool) -> None:
         channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
     async with channel:
         games = await card_games_pb2_grpc.CardGamesServiceStub(channel).ListGames(
-            pb.ListGamesRequest(), timeout=5)
+            pb.ListGamesRequest(), timeout=30)
         assert [g.id for g in games.games] == ["g"]
 
 
@@ -238,7 +238,7 @@ async def test_an_ipv6_host_without_brackets_is_served_as_with_them():
             (started,) = [e for e in logs if e["event"] == "grpc_server_started"]
             assert started["address"] == f"{shown}:{port}"
             async with grpc.aio.insecure_channel(f"[::1]:{port}") as channel:
-                reply = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
+                reply = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=30)
                 assert reply.status == health_pb2.HealthCheckResponse.SERVING
         finally:
             await server.drain(grace_s=1)
@@ -278,7 +278,7 @@ async def test_a_connection_that_never_finishes_its_handshake_is_closed(tls, tmp
         # the HTTP/2 preface (anything else is refused at once: the tests below)
         partial = bytes.fromhex("160301") if tls else PREFACE[:10]
         # closed within the guard (gRPC's own: 60 s, 120 s), by the timeout (not at once)
-        stalled = [asyncio.ensure_future(_closed_after(port, data, within=12.0))
+        stalled = [asyncio.ensure_future(_closed_after(port, data, within=30.0))
                    for data in (b"", partial)]
         await _serves_a_call(server, port, tls)
         for elapsed, _ in await asyncio.gather(*stalled):
@@ -323,17 +323,17 @@ async def test_an_idle_connection_is_sent_away_after_max_connection_idle(idle_s)
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}",
                                              options=[("grpc.use_local_subchannel_pool", 1)]) as channel:
             stub = card_games_pb2_grpc.CardGamesServiceStub(channel)
-            await stub.ListGames(pb.ListGamesRequest(), timeout=5)
+            await stub.ListGames(pb.ListGamesRequest(), timeout=30)
             assert channel.get_state() == grpc.ChannelConnectivity.READY
             started = time.monotonic()
-            state = await _state_within(channel, grpc.ChannelConnectivity.IDLE, within=6.0 if idle_s else 2.5)
+            state = await _state_within(channel, grpc.ChannelConnectivity.IDLE, within=30.0 if idle_s else 2.5)
             if idle_s:
                 assert state == grpc.ChannelConnectivity.IDLE, state
                 assert time.monotonic() - started >= idle_s * 0.5
             else:
                 assert state == grpc.ChannelConnectivity.READY, state
             # either way the next call is served (over a new connection when sent away)
-            games = await stub.ListGames(pb.ListGamesRequest(), timeout=5)
+            games = await stub.ListGames(pb.ListGamesRequest(), timeout=30)
             assert [g.id for g in games.games] == ["g"]
             assert channel.get_state() == grpc.ChannelConnectivity.READY
     finally:
@@ -367,8 +367,8 @@ async def _goaway_within(port: int, within: float) -> float | None:
 def test_serve_applies_the_max_connection_idle_setting(idle, tmp_path):
     svc = Service(tmp_path, tmp_path / "e.db", "engine", CARDGAMES_MAX_CONNECTION_IDLE_S=idle)
     try:
-        # the guard: no GOAWAY at all without the setting (the default: none)
-        elapsed = asyncio.run(_goaway_within(svc.port, within=12.0 if idle != "0" else 2.5))
+        # a hang guard: no GOAWAY at all without the setting (the default: none)
+        elapsed = asyncio.run(_goaway_within(svc.port, within=30.0 if idle != "0" else 2.5))
         if idle != "0":
             assert elapsed is not None and elapsed > 0.5, elapsed
         else:
@@ -391,15 +391,15 @@ async def test_request_headers_have_one_limit_and_a_larger_call_is_refused_every
         async with srv.channel_for() as channel:
             games = card_games_pb2_grpc.CardGamesServiceStub(channel)
             for _ in range(30):
-                answer = await games.ListGames(pb.ListGamesRequest(), timeout=5,
+                answer = await games.ListGames(pb.ListGamesRequest(), timeout=30,
                                                metadata=(("x-cookies", "c" * 12_000),))
                 assert [g.id for g in answer.games] == ["g"]
             for _ in range(5):
-                err = await expect_error(games.ListGames(pb.ListGamesRequest(), timeout=5,
+                err = await expect_error(games.ListGames(pb.ListGamesRequest(), timeout=30,
                                                          metadata=(("x-cookies", "c" * 17_000),)))
                 assert err.code == grpc.StatusCode.RESOURCE_EXHAUSTED
                 assert "metadata size exceeds" in err.message
-            answer = await games.ListGames(pb.ListGamesRequest(), timeout=5)
+            answer = await games.ListGames(pb.ListGamesRequest(), timeout=30)
             assert [g.id for g in answer.games] == ["g"]
         method = "/cardgames.v1.CardGamesService/ListGames"
         assert srv.metrics.value("cardgames_rpc_requests_total", {"method": method, "code": "OK"}) == 31
@@ -422,13 +422,15 @@ async def test_bytes_that_are_not_what_the_port_speaks_are_refused_at_once(tls, 
     preface to the TLS port: the connection is closed at once,
     and calls on other connections are answered meanwhile and afterwards."""
     server = GrpcServer(ScriptedService(), metrics=Metrics(), admin_token=None, host="127.0.0.1",
-                        port=0, tls=_certificate(tmp_path) if tls else None)
+                        port=0, limits=ServerLimits(handshake_timeout_s=120.0),
+                        tls=_certificate(tmp_path) if tls else None)
     port = await server.start()
     try:
         garbage = [bytes(range(256)) * 16, b"GET / HTTP/1.1\r\nHost: engine\r\n\r\n",
                    PREFACE + bytes.fromhex("000000040000000000") if tls else CLIENT_HELLO]
-        # a guard below the handshake timeout (20 s by default) that would close them otherwise
-        results = await asyncio.gather(*(_closed_after(port, data, within=10.0) for data in garbage))
+        # "at once" as an outcome: closed within a hang guard (30 s) far below the handshake
+        # timeout (120 s here) that would close them otherwise
+        results = await asyncio.gather(*(_closed_after(port, data, within=30.0) for data in garbage))
         for _, received in results:
             if not tls:  # the server's HTTP/2 SETTINGS frame (type 4), nothing else
                 assert received[3] == 4 and len(received) < 100, received
@@ -443,7 +445,7 @@ def _knock(port: int, times: int) -> None:
     for _ in range(times):
         with socket.create_connection(("127.0.0.1", port)) as s:
             s.sendall(b"GET / HTTP/1.1\r\nHost: engine\r\n\r\n")
-            s.settimeout(5)
+            s.settimeout(30)
             while s.recv(4096):
                 pass
 
@@ -517,7 +519,7 @@ def _der(pem: bytes) -> bytes:
 async def _list_games(port: int, trusted: bytes) -> list[str]:
     creds = grpc.ssl_channel_credentials(root_certificates=trusted)
     async with grpc.aio.secure_channel(f"localhost:{port}", creds) as channel:
-        answer = await card_games_pb2_grpc.CardGamesServiceStub(channel).ListGames(pb.ListGamesRequest(), timeout=5)
+        answer = await card_games_pb2_grpc.CardGamesServiceStub(channel).ListGames(pb.ListGamesRequest(), timeout=30)
         return [g.id for g in answer.games]
 
 
@@ -543,7 +545,7 @@ async def test_a_renewed_certificate_is_served_to_new_connections_without_a_rest
             creds = grpc.ssl_channel_credentials(root_certificates=old_cert)
             async with grpc.aio.secure_channel(f"localhost:{port}", creds) as opened_before:
                 games = card_games_pb2_grpc.CardGamesServiceStub(opened_before)
-                await games.ListGames(pb.ListGamesRequest(), timeout=5)
+                await games.ListGames(pb.ListGamesRequest(), timeout=30)
 
                 _replace(cert, new_cert)  # its key not yet: not a pair
                 for _ in range(3):
@@ -557,10 +559,10 @@ async def test_a_renewed_certificate_is_served_to_new_connections_without_a_rest
                 assert await _list_games(port, new_cert) == ["g"]
                 async with grpc.aio.secure_channel(f"localhost:{port}", creds) as trusting_the_old:
                     err = await expect_error(card_games_pb2_grpc.CardGamesServiceStub(
-                        trusting_the_old).ListGames(pb.ListGamesRequest(), timeout=5))
+                        trusting_the_old).ListGames(pb.ListGamesRequest(), timeout=30))
                 assert err.code == grpc.StatusCode.UNAVAILABLE  # the old certificate is no longer served
                 # a connection made before the renewal goes on
-                assert [g.id for g in (await games.ListGames(pb.ListGamesRequest(), timeout=5)).games] == ["g"]
+                assert [g.id for g in (await games.ListGames(pb.ListGamesRequest(), timeout=30)).games] == ["g"]
             assert [e["event"] for e in logs if e["event"].startswith("tls_")] == \
                 ["tls_reload_failed", "tls_certificate_reloaded"]
         finally:
@@ -608,8 +610,8 @@ def test_the_metrics_endpoint_closes_a_connection_that_sends_nothing(capsys):
     held per silent connection on a port that listens on every address by default. The
     connection is now closed after the read timeout, quietly (socketserver printed a
     traceback on stderr for each), and scrapes are answered meanwhile. Closed by that timeout:
-    not before it (a refusal over the connection limit is at once), and within 10 times it
-    (the reads' guard; without it, never)."""
+    not before it (a refusal over the connection limit is at once), and within the reads' hang
+    guard (30 s; without the timeout, never)."""
     import threading
 
     from prometheus_client import CollectorRegistry, Counter
@@ -627,13 +629,13 @@ def test_the_metrics_endpoint_closes_a_connection_that_sends_nothing(capsys):
             silent = [socket.create_connection(("127.0.0.1", httpd.server_port)) for _ in range(5)]
             with socket.create_connection(("127.0.0.1", httpd.server_port)) as scrape:
                 scrape.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
-                scrape.settimeout(5)
+                scrape.settimeout(30)
                 answer = b""
                 while chunk := scrape.recv(65536):
                     answer += chunk
             assert answer.startswith(b"HTTP/1.0 200") and b"probe_total 1.0" in answer
             for s in silent:
-                s.settimeout(5)
+                s.settimeout(30)
                 assert s.recv(10) == b""  # closed by the server
                 s.close()
             assert time.monotonic() - started >= 0.5
@@ -647,7 +649,7 @@ def test_the_metrics_endpoint_closes_a_connection_that_sends_nothing(capsys):
 def _scrape(port: int) -> bytes:
     with socket.create_connection(("127.0.0.1", port)) as scrape:
         scrape.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
-        scrape.settimeout(5)
+        scrape.settimeout(30)  # a hang guard
         answer = b""
         while chunk := scrape.recv(65536):
             answer += chunk
@@ -658,7 +660,9 @@ def test_the_metrics_endpoint_closes_a_connection_that_sends_its_request_byte_by
     """A slowloris: a byte of the request line every 0.2 s, each within the read timeout
     (0.5 s). The timeout was per read, so such a connection held its thread and descriptor
     for as long as its sender liked (a byte every few seconds: days, and as many connections
-    as it opened). The whole request must come within the timeout of the accept."""
+    as it opened). The whole request must come within the timeout of the accept: the server
+    closes the connection while the request is still coming (the request takes 26 s), not
+    before the timeout. No upper bound on when: a loaded machine may be late to notice."""
     from prometheus_client import CollectorRegistry, Counter
 
     from engine_service.transport.fdlimits import start_metrics_server
@@ -686,7 +690,8 @@ def test_the_metrics_endpoint_closes_a_connection_that_sends_its_request_byte_by
                     pass
                 finally:
                     slow.setblocking(True)
-            assert closed_after is not None and closed_after < 2.0, closed_after
+            assert closed_after is not None, "the whole request was let in, a byte at a time"
+            assert closed_after >= 0.5, closed_after
         assert b"probe_total 1.0" in _scrape(httpd.server_port)  # a real scrape is answered
     finally:
         httpd.shutdown()
@@ -696,7 +701,9 @@ def test_the_metrics_endpoint_serves_a_bounded_number_of_connections_at_once():
     """Each connection held a thread and a descriptor until its request came or timed out,
     and a sender could open as many as it liked meanwhile (the descriptors the gRPC port
     needs). Past ``max_connections`` a new connection is closed at once; the others are
-    served, and once they are gone, scrapes are answered again."""
+    served, and once they are gone, scrapes are answered again. "At once" is an outcome, not
+    a time: the read timeout (120 s) is far past the reads' hang guard (30 s), so a
+    connection the server closed within the guard was refused, not timed out."""
     import threading
 
     from prometheus_client import CollectorRegistry, Counter
@@ -706,13 +713,13 @@ def test_the_metrics_endpoint_serves_a_bounded_number_of_connections_at_once():
     registry = CollectorRegistry()
     Counter("probe", "a sample", registry=registry).inc()
     threads = threading.active_count()
-    httpd = start_metrics_server(0, "127.0.0.1", registry, read_timeout_s=1.0, max_connections=3)
+    httpd = start_metrics_server(0, "127.0.0.1", registry, read_timeout_s=120.0, max_connections=3)
     try:
         silent = [socket.create_connection(("127.0.0.1", httpd.server_port)) for _ in range(3)]
         _until(lambda: threading.active_count() >= threads + 1 + 3, timeout=30)
         extra = [socket.create_connection(("127.0.0.1", httpd.server_port)) for _ in range(5)]
         for s in extra:
-            s.settimeout(0.5)  # closed at once, not after the read timeout
+            s.settimeout(30)  # a hang guard: the read timeout would close it after 120 s
             try:
                 assert s.recv(10) == b""
             except ConnectionResetError:
@@ -743,7 +750,7 @@ def test_the_metrics_address_may_be_an_ipv6_address_in_brackets():
     httpd = start_metrics_server(0, "[::]", registry)
     try:
         for host in ("127.0.0.1", "[::1]"):
-            with urllib.request.urlopen(f"http://{host}:{httpd.server_port}/metrics", timeout=5) as reply:
+            with urllib.request.urlopen(f"http://{host}:{httpd.server_port}/metrics", timeout=30) as reply:
                 assert b"probe_total 1.0" in reply.read(), host
     finally:
         httpd.shutdown()
@@ -777,9 +784,9 @@ async def test_a_ping_flood_is_sent_away_and_others_are_served():
         writer.write(PREFACE + _frame(4, 0, 0) + _frame(4, 1, 0))  # SETTINGS, SETTINGS ACK
         writer.write(_frame(6, 0, 0, b"pingping") * 500)
         await writer.drain()
-        received = await asyncio.wait_for(reader.read(), 5)  # until the server closes
+        received = await asyncio.wait_for(reader.read(), 30)  # until the server closes
         writer.close()
         goaway = received.find(b"\x07\x00\x00\x00\x00\x00")  # a GOAWAY frame on stream 0
         assert goaway >= 3 and b"too_many_pings" in received[goaway:], received[-80:]
-        answer = await srv.games.ListGames(pb.ListGamesRequest(), timeout=5)
+        answer = await srv.games.ListGames(pb.ListGamesRequest(), timeout=30)
         assert [g.id for g in answer.games] == ["g"]

@@ -532,7 +532,7 @@ async def scenario(tmp: Path, db: Database) -> None:
             load.open_streams(t)
             load.open_stream(t, t.spectator)
         await until(load, lambda: all(st.last_seen == 0 for t in load.tables for st in (*t.streams, t.spectator)),
-                    10, "snapshots")
+                    30, "snapshots")
         for t in load.tables:
             await load.kick(t)
 
@@ -559,7 +559,7 @@ async def scenario(tmp: Path, db: Database) -> None:
             assert summary.status == match_pb2.MATCH_STATUS_FINISHED, t.name
             assert summary.result.fields["outcome"].string_value == "completed", t.name
             finals[t.match_id] = await export_transcript(load.admin, t.match_id)
-        await asyncio.wait([st.task for t in load.tables for st in (*t.streams, t.spectator)], timeout=10)
+        await asyncio.wait([st.task for t in load.tables for st in (*t.streams, t.spectator)], timeout=30)
         for task in load.late:
             task.result()
         await repeat_at_the_end(load)
@@ -620,25 +620,25 @@ async def crash_and_check(load: Load, service: Service, db: Database,
         assert db.sessions(service.proc.pid) != 0, "the engine's sessions are not told apart: nothing to settle"
         await until(load, lambda: load.acked_in_life >= threshold and all(task.done() for task in load.late), 30,
                     "play before the crash")
-        await until(load, lambda: load.pending >= 2, 10, "submits in flight")
+        await until(load, lambda: load.pending >= 2, 30, "submits in flight")
         load.doomed = True
         killer.stdin.write(b"go\n")
         await killer.stdin.drain()
         await killer.stdout.readline()
         load.killed = True
-        assert await asyncio.wait_for(killer.wait(), 10) == 0, "the killer saw no commit"
+        assert await asyncio.wait_for(killer.wait(), 30) == 0, "the killer saw no commit"
     finally:
         if killer.returncode is None:
             killer.kill()
             await killer.wait()
-    assert await asyncio.to_thread(service.proc.wait, 10) == -9
+    assert await asyncio.to_thread(service.proc.wait, 30) == -9
     service._log.close()
     await asyncio.to_thread(db.settle, service.proc.pid)
     deadlines = {t.match_id: max((st.view.deadline.ToNanoseconds() / 1e9 for st in t.streams
                                   if st.view is not None and st.view.HasField("deadline")), default=None)
                  for t in load.tables}
     await asyncio.wait(list(load.tasks) + [st.task for t in load.tables for st in (*t.streams, t.spectator)],
-                       timeout=15)
+                       timeout=30)
     assert not load.tasks, "a submit still waits for an engine that is dead"
     assert not load.failures, load.failures
 
@@ -732,7 +732,7 @@ async def restart_and_check(load: Load, service: Service, at_crash: dict[str, li
             await load.kick(t)
     if idle_check:
         # nobody acts in the timed match: at its deadline the timer moves the seat to act
-        await until(load, lambda: any(ev.seq == crash_seq + 1 for ev in timed.streams[0].events), 3 * turn + 2,
+        await until(load, lambda: any(ev.seq == crash_seq + 1 for ev in timed.streams[0].events), turn + 30,
                     "the timed match's timeout")
         ev = next(ev for ev in timed.streams[0].events if ev.seq == crash_seq + 1)
         assert (ev.seat, ev.by, ev.reason) == (to_act[timed.match_id], match_pb2.ACTOR_AUTO, "timeout"), ev

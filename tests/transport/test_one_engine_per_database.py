@@ -81,7 +81,7 @@ def test_a_forgotten_second_engine_on_the_same_ports_is_refused_for_the_database
         assert errors == ["db_in_use"], errors
         assert f"pid {first.proc.pid} " in lines[-1]["error"]
         assert not any(line["event"] == "metrics_server_started" for line in lines)
-        metrics = urllib.request.urlopen(f"http://127.0.0.1:{first.metrics_port}/metrics", timeout=10).read()
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{first.metrics_port}/metrics", timeout=30).read()
         assert b"cardgames_rpc_requests_total" in metrics  # the first one's endpoint, undisturbed
     finally:
         assert first.stop() == 0

@@ -143,7 +143,7 @@ def test_lifecycle_health_reflection_metrics_logs_and_sigterm(tmp_path):
                     if '"gc_full_collection"' in service.log_path.read_text():
                         break
                     await asyncio.sleep(0.1)
-                metrics = urllib.request.urlopen(f"http://127.0.0.1:{service.metrics_port}/metrics", timeout=10).read().decode()
+                metrics = urllib.request.urlopen(f"http://127.0.0.1:{service.metrics_port}/metrics", timeout=30).read().decode()
                 service.proc.send_signal(signal.SIGTERM)
                 assert (await hw.read()).status == health_pb2.HealthCheckResponse.NOT_SERVING
                 err = await expect_error(watch)

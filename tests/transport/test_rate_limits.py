@@ -177,7 +177,7 @@ async def test_a_peer_limit_throttles_calls_without_a_seat_token_only():
         http, thread = start_http_server(0, addr="127.0.0.1", registry=m.registry)
         try:
             url = f"http://127.0.0.1:{http.server_port}/metrics"
-            body = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=10).read().decode())
+            body = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=30).read().decode())
         finally:
             http.shutdown()
             thread.join(5)

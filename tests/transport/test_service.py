@@ -564,7 +564,7 @@ async def test_the_start_reaches_a_waiting_watcher_as_the_last_joined_presence_e
         async def until_active(stream) -> list:
             events = []
             while not events or events[-1].view.status != match_pb2.MATCH_STATUS_ACTIVE:
-                events.append(await asyncio.wait_for(stream.read(), 5))
+                events.append(await asyncio.wait_for(stream.read(), 30))
             return events
 
         for stream, audience in ((seat_stream, 0), (spectator, None)):
