@@ -1,0 +1,256 @@
+"""MatchManager.start's own lifecycle (ARCHITECTURE.md section 4): a second start changes
+nothing, a failed start closes the bot host it made (and only that one), and the start waits
+for the bot workers it launched only when asked to or when a resumed match needs a bot at once.
+
+The engine's bot host is replaced by :class:`OwnHost`, a recording stand-in made where the
+manager makes its own (``engine_service.plugins.host.BotHost``): no worker processes, and
+every call it gets is counted."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from structlog.testing import capture_logs
+
+from engine_service.observability.metrics import Metrics
+from engine_service.sessions.api import BadRequest, BotInfo, CreateMatchRequest, SeatConfig
+from engine_service.sessions.manager import BOT_WORKERS_WAIT_S, MatchManager
+from engine_service.store import MemoryStore, StoreError
+
+from .helpers import GAMES, config, run
+
+
+class OwnHost:
+    """Stands in for the BotHost a manager makes (and owns): its bot ``random`` plays every
+    game and never answers; ``ready`` is what its workers' start answers."""
+
+    made: list["OwnHost"] = []
+    ready = True
+
+    def __init__(self, **kwargs):
+        self.kwargs, self.warmed, self.waited, self.closed = kwargs, 0, [], 0
+        OwnHost.made.append(self)
+
+    def bots(self):
+        return [BotInfo("random", tuple(GAMES), "never answers")]
+
+    def plays(self, bot, game_id):
+        return bot == "random"
+
+    def warm(self):
+        self.warmed += 1
+
+    async def start(self, timeout_s=None):
+        self.waited.append(timeout_s)
+        return self.ready
+
+    async def decide(self, bot, game_id, seat, view, legal, seed, deadline_s):
+        await asyncio.Event().wait()
+
+    async def close(self):
+        self.closed += 1
+
+
+@pytest.fixture
+def own_host(monkeypatch):
+    from engine_service.plugins import host as host_module
+
+    monkeypatch.setattr(OwnHost, "made", [])
+    monkeypatch.setattr(host_module, "BotHost", OwnHost)
+    return OwnHost
+
+
+class CountingStore(MemoryStore):
+    """Counts its opens; ``fail`` makes one step of a start fail (a StoreError): ``open``,
+    or ``resume`` (listing the unfinished matches)."""
+
+    def __init__(self, fail: str = ""):
+        super().__init__()
+        self.fail, self.opened = fail, 0
+
+    async def open(self):
+        self.opened += 1
+        if self.fail == "open":
+            raise StoreError("the database is unreachable")
+        await super().open()
+
+    async def unfinished_match_ids(self):
+        if self.fail == "resume":
+            raise StoreError("the database is unreachable")
+        return await super().unfinished_match_ids()
+
+
+async def stored_match(store: MemoryStore, cfg=None, join=(0, 1), **request) -> str:
+    """A match left unfinished in ``store`` by a manager that stopped (drained) meanwhile, its
+    seats ``join`` taken by players."""
+    mgr = MatchManager(cfg or config(), store=store, bot_host=OwnHost(), metrics=Metrics())
+    await mgr.start()
+    s = await mgr.create_match(CreateMatchRequest(**request), admin=True)
+    for seat in join:
+        await mgr.join_match(s.match_id, seat, f"p{seat}")
+    await mgr.close()
+    return s.match_id
+
+
+def test_a_second_start_changes_nothing():
+    """start() is idempotent: a second call does not open the store again, nor read the
+    unfinished matches back again (their live state, timers and watchers would be replaced by
+    fresh copies, each counted resumed twice)."""
+    store, metrics = CountingStore(), Metrics()
+
+    async def go():
+        match_id = await stored_match(store, game="klaberjass")
+        store.opened = 0
+        mgr = MatchManager(config(), store=store, metrics=metrics, create_bot_host=False)
+        with capture_logs() as logs:
+            await mgr.start()
+            held = mgr._matches[match_id]
+            await mgr.start()
+        try:
+            said = [(e["match_id"], e["seq"], e["status"]) for e in logs if e["event"] == "match_resumed"]
+            return store.opened, mgr._matches[match_id] is held, said == [(match_id, 0, "active")]
+        finally:
+            await mgr.close()
+
+    # said once (what an operator reads of the restart: the match, where it stood), counted once
+    assert run(go()) == (1, True, True)
+    assert metrics.value("cardgames_matches_resumed_total", {"game": "klaberjass"}) == 1
+
+
+@pytest.mark.parametrize("fail", ["open", "resume"])
+def test_a_failed_start_closes_the_bot_host_it_made(own_host, fail):
+    """A start that fails (the store cannot be opened, or its matches read back) stops the
+    bot workers it launched: the service exits, and a library caller that tries again later
+    would otherwise leave a pool of worker processes behind for each attempt."""
+    store = CountingStore(fail)
+
+    async def go():
+        mgr = MatchManager(config(), store=store, metrics=Metrics())
+        with pytest.raises(StoreError):
+            await mgr.start()
+        return mgr.list_bots(), store._open
+
+    bots, left_open = run(go())
+    (host,) = own_host.made
+    assert (host.warmed, host.closed) == (1, 1)
+    assert bots == [] and not left_open
+
+
+@pytest.mark.parametrize("fail", ["open", "resume"])
+def test_a_failed_start_leaves_the_callers_bot_host_open(fail):
+    """A bot host the caller passed in is the caller's to close, failed start or not."""
+    host = OwnHost()
+
+    async def go():
+        mgr = MatchManager(config(), store=CountingStore(fail), bot_host=host, metrics=Metrics())
+        with pytest.raises(StoreError):
+            await mgr.start()
+        return [b.name for b in mgr.list_bots()]
+
+    assert run(go()) == ["random"]
+    assert (host.warmed, host.closed) == (0, 0)
+
+
+def test_a_manager_told_not_to_make_a_bot_host_makes_none(own_host):
+    """``create_bot_host=False`` without a host: no bot workers, no bots listed, a bot seat
+    refused (the absent seats use the rulebook's auto-move policy)."""
+    async def go():
+        mgr = MatchManager(config(), store=MemoryStore(), metrics=Metrics(), create_bot_host=False)
+        await mgr.start()
+        try:
+            with pytest.raises(BadRequest) as refused:
+                await mgr.create_match(CreateMatchRequest(game="klaberjass", seats=[SeatConfig("bot", "random")] * 2),
+                                       admin=True)
+            assert await mgr.wait_for_bot_workers() is True  # no workers of its own to wait for
+            return mgr.list_bots(), refused.value
+        finally:
+            await mgr.close()
+
+    bots, refused = run(go())
+    assert bots == [] and own_host.made == []
+    assert refused.reason == "UNKNOWN_BOT", refused
+
+
+def test_a_plain_start_does_not_wait_for_the_bot_workers_unless_a_resumed_match_needs_them(own_host):
+    """The library's start() (and tests) go on while the workers start: only a resumed match
+    whose bot is asked at once needs them up first (test_restart's worker start-up tests).
+    Waiting by default made every start on a machine whose plugin import hangs take
+    BOT_WORKERS_WAIT_S more. The service asks for the wait (wait_for_bot_workers=True), once."""
+    async def started(**kwargs) -> tuple[list, list]:
+        mgr = MatchManager(config(), store=MemoryStore(), metrics=Metrics())
+        await mgr.start(**kwargs)
+        host = own_host.made[-1]
+        try:
+            at_start = list(host.waited)
+            assert await mgr.wait_for_bot_workers() is True
+            return at_start, host.waited  # the answer is kept: the workers are not asked again
+        finally:
+            await mgr.close()
+
+    assert run(started()) == ([], [BOT_WORKERS_WAIT_S])
+    assert run(started(wait_for_bot_workers=True)) == ([BOT_WORKERS_WAIT_S], [BOT_WORKERS_WAIT_S])
+
+
+BOT_FIRST = [SeatConfig("bot", "random"), SeatConfig()]
+
+
+@pytest.mark.parametrize("cfg, request_, join, waits", [
+    ({}, dict(game="klaberjass", seats=BOT_FIRST), (1,), True),
+    # GJ-12.4: the takeover bot may be asked at once for a seat whose player left for good
+    ({"takeover_bot": "random"}, dict(game="georgian_joker"), range(4), True),
+    ({}, dict(game="klaberjass"), (0, 1), False),
+    ({}, dict(game="klaberjass", seats=BOT_FIRST), (), False),  # waiting: no bot is asked
+], ids=["bot-seat", "takeover-bot", "players-only", "waiting-with-a-bot-seat"])
+def test_a_start_waits_for_the_bot_workers_when_a_resumed_match_may_ask_a_bot(own_host, cfg, request_, join, waits):
+    """A resumed match whose bot (a bot seat, or the takeover bot) is asked as soon as its
+    timers are armed waits for the workers first; one that asks no bot does not."""
+    store = MemoryStore()
+
+    async def go():
+        match_id = await stored_match(store, config(**cfg), join, **request_)
+        mgr = MatchManager(config(**cfg), store=store, metrics=Metrics())
+        await mgr.start()
+        try:
+            return mgr.match_ids() == [match_id], own_host.made[-1].waited
+        finally:
+            await mgr.close()
+
+    assert run(go()) == (True, [BOT_WORKERS_WAIT_S] if waits else [])
+
+
+def test_bot_workers_not_ready_are_said_once_and_the_answer_kept(own_host, monkeypatch):
+    """Workers not up within the wait (a plugin whose import hangs): wait_for_bot_workers
+    answers False and logs bot_workers_not_ready; the start goes on, and the answer is kept
+    (the workers are not waited for again)."""
+    monkeypatch.setattr(OwnHost, "ready", False)
+
+    async def go():
+        mgr = MatchManager(config(), store=MemoryStore(), metrics=Metrics())
+        with capture_logs() as logs:
+            await mgr.start(wait_for_bot_workers=True)
+            again = await mgr.wait_for_bot_workers()
+        await mgr.close()
+        return again, [e for e in logs if e["event"] == "bot_workers_not_ready"]
+
+    again, said = run(go())
+    assert again is False
+    assert [e["waited_s"] for e in said] == [BOT_WORKERS_WAIT_S]
+    assert own_host.made[-1].waited == [BOT_WORKERS_WAIT_S]
+
+
+def test_the_workers_of_a_callers_bot_host_are_not_waited_for():
+    """Only the workers a manager launched itself are waited for: a bot host the caller
+    passed in is the caller's to start (BotHostLike has no ``start``)."""
+    host = OwnHost()
+
+    async def go():
+        mgr = MatchManager(config(), store=MemoryStore(), bot_host=host, metrics=Metrics())
+        await mgr.start(wait_for_bot_workers=True)
+        try:
+            return await mgr.wait_for_bot_workers()
+        finally:
+            await mgr.close()
+
+    assert run(go()) is True
+    assert host.waited == []
