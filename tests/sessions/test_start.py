@@ -254,3 +254,86 @@ def test_the_workers_of_a_callers_bot_host_are_not_waited_for():
 
     assert run(go()) is True
     assert host.waited == []
+@pytest.mark.parametrize("retention, waiting, interval", [
+    (2.0, 0.4, 0.1), (0.4, 2.0, 0.1), (0.0, 0.4, 0.1),  # a quarter of the shortest period
+    (3600.0, 3600.0, 60.0), (0.0, 0.0, 60.0),  # at least every minute; 0: a period not enforced
+    (0.02, 0.0, 0.01),  # at most every 10 ms
+])
+def test_the_sweeper_runs_at_a_quarter_of_the_shortest_period_it_enforces(retention, waiting, interval):
+    """The sweeper evicts finished matches after ``finished_retention_s`` and ends those
+    waiting ``waiting_timeout_s``: it passes every quarter of the shorter (each at most a
+    quarter late), at least every minute and at most every 10 ms. The same interval bounds
+    the backoff of a start in doubt tried again (Seating)."""
+    async def go():
+        mgr = MatchManager(config(finished_retention_s=retention, waiting_timeout_s=waiting), store=MemoryStore(),
+                           metrics=Metrics(), create_bot_host=False)
+        await mgr.start()
+        await mgr.close()
+        return mgr._sweep_interval
+
+    assert run(go()) == interval
+
+
+def test_the_housekeeping_tasks_carry_the_names_the_soak_probe_finds_them_by():
+    """A started manager runs its sweeper, its absence heartbeat and (with retention) its
+    pruner as tasks named ``sessions-*``: bench/soak.py finds the manager through the task
+    named ``sessions-sweeper`` (its coroutine's ``self``) to report the sizes of its tables,
+    and counts tasks by that prefix. A renamed task left the soak's report silently without
+    the manager's tables."""
+    async def go():
+        mgr = MatchManager(config(keep_finished_days=1), store=MemoryStore(), metrics=Metrics(),
+                           create_bot_host=False)
+        await mgr.start()
+        try:
+            named = {t.get_name(): t for t in asyncio.all_tasks()}
+            sweeper = named.get("sessions-sweeper")
+            found = sweeper.get_coro().cr_frame.f_locals.get("self") if sweeper is not None else None
+            return sorted(n for n in named if n.startswith("sessions-")), found is mgr
+        finally:
+            await mgr.close()
+
+    assert run(go()) == (["sessions-absence-heartbeat", "sessions-pruner", "sessions-sweeper"], True)
+
+
+class _FailingLine:
+    """The manager's logger, but the line ``event`` cannot be written (the service's stdout a
+    closed pipe): a failure of start() after its housekeeping tasks were made."""
+
+    def __init__(self, log, event):
+        self._log, self._event = log, event
+
+    def __getattr__(self, name):
+        return getattr(self._log, name)
+
+    def info(self, event, **kw):
+        if event == self._event:
+            raise BrokenPipeError(32, "Broken pipe")
+        return self._log.info(event, **kw)
+
+
+def test_a_start_failing_after_its_housekeeping_began_stops_it_and_can_be_tried_again(monkeypatch):
+    """The last steps of a start make the sweeper and the absence heartbeat, then log
+    retention_enabled: a failure there (the log line cannot be written) must stop both tasks
+    (they would sweep and beat against the closed store) and leave the manager not started,
+    so that a start tried again opens the store and serves."""
+    from engine_service.sessions import manager as manager_module
+
+    monkeypatch.setattr(manager_module, "log", _FailingLine(manager_module.log, "retention_enabled"))
+    store = CountingStore()
+
+    async def go():
+        mgr = MatchManager(config(keep_finished_days=1), store=store, metrics=Metrics(), create_bot_host=False)
+        with pytest.raises(BrokenPipeError):
+            await mgr.start()
+        housekeeping = [mgr._sweeper, mgr._absence_heartbeat]
+        await asyncio.sleep(0)
+        stopped = [t is not None and t.cancelled() for t in housekeeping]
+        monkeypatch.undo()
+        await mgr.start()
+        try:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            return stopped, store.opened, mgr.match_ids() == [s.match_id]
+        finally:
+            await mgr.close()
+
+    assert run(go()) == ([True, True], 2, True)
