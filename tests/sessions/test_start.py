@@ -14,11 +14,11 @@ import pytest
 from structlog.testing import capture_logs
 
 from engine_service.observability.metrics import Metrics
-from engine_service.sessions.api import BadRequest, BotInfo, CreateMatchRequest, SeatConfig
+from engine_service.sessions.api import BadRequest, BotInfo, CreateMatchRequest, SeatConfig, Unauthenticated
 from engine_service.sessions.manager import BOT_WORKERS_WAIT_S, MatchManager
 from engine_service.store import MemoryStore, StoreError
 
-from .helpers import GAMES, config, run
+from .helpers import GAMES, config, run, until
 
 
 class OwnHost:
@@ -337,3 +337,115 @@ def test_a_start_failing_after_its_housekeeping_began_stops_it_and_can_be_tried_
             await mgr.close()
 
     assert run(go()) == ([True, True], 2, True)
+
+
+class FailsOneLoad(MemoryStore):
+    """Reading back the ``fail_at``-th match (counted from 1) fails with a StoreError."""
+
+    fail_at = 0
+
+    def __init__(self):
+        super().__init__()
+        self.loads = 0
+
+    async def load_match(self, match_id):
+        self.loads += 1
+        if self.loads == self.fail_at:
+            raise StoreError("the database is unreachable")
+        return await super().load_match(match_id)
+
+
+def test_a_failed_start_drops_the_matches_it_read_back_and_can_be_tried_again():
+    """A store error while resuming the second match: the first, already read back and
+    registered, is dropped with its seat tokens (a failed start holds nothing), and a start
+    tried again once the store answers resumes both, the tokens working again and their
+    timers armed (the failed start stopped the clock, and it stayed stopped: the matches of
+    a start tried again had no turn deadline, grace window or bot move, for ever)."""
+    store = FailsOneLoad()
+
+    async def go():
+        first = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await first.start()
+        ids, tokens = [], []
+        for _ in range(2):
+            s = await first.create_match(CreateMatchRequest(game="klaberjass"))
+            tokens.append((await first.join_match(s.match_id, 0, "p0")).token)
+            await first.join_match(s.match_id, 1, "p1")
+            ids.append(s.match_id)
+        await first.close()
+        store.loads, store.fail_at = 0, 2
+        mgr = MatchManager(config(time_scale=0.005), store=store, metrics=Metrics(), create_bot_host=False)
+        with pytest.raises(StoreError):
+            await mgr.start()
+        held_after_failure = mgr.match_ids()
+        with pytest.raises(Unauthenticated):
+            mgr.authenticate(ids[0], tokens[0])
+        store.fail_at = 0
+        await mgr.start()
+        try:
+            seats = [mgr.authenticate(i, t).seat for i, t in zip(ids, tokens)]
+            held = sorted(mgr.match_ids()) == sorted(ids)
+            # and their timers armed: nobody came back within the grace (JJK-10.2, 60 s
+            # scaled to 0.3 s), each ends without a winner
+            await until(lambda: all(mgr._matches[i].over for i in ids), timeout=30)
+            ends = [(await mgr.get_match(i)).result["outcome"] for i in ids]
+            return held_after_failure, held, seats, ends
+        finally:
+            await mgr.close()
+
+    assert run(go(), timeout=60) == ([], True, [0, 0], ["abandoned"] * 2)
+
+
+class SlowAbsences(MemoryStore):
+    """While ``slow``, an absence write never lands (a slow database); ``writing_at_close``:
+    how many were under way when the store was closed."""
+
+    slow = False
+
+    def __init__(self):
+        super().__init__()
+        self.writing, self.writing_at_close = 0, []
+
+    async def save_absence(self, *args, **kwargs):
+        if not self.slow:
+            return await super().save_absence(*args, **kwargs)
+        self.writing += 1
+        try:
+            await asyncio.Event().wait()
+        finally:
+            self.writing -= 1
+
+    async def close(self):
+        self.writing_at_close.append(self.writing)
+        await super().close()
+
+
+@pytest.mark.parametrize("slow", [False, True], ids=["absence-writes-land", "absence-writes-hang"])
+def test_a_start_failing_after_the_resumed_matches_were_armed_disarms_them(monkeypatch, slow):
+    """A start that fails after it armed the resumed matches' timers (their players' grace
+    windows, JJK-10.2) disarms them and cancels what they set off before the store closes:
+    the windows' absence writes went on after the failure and failed against the closed
+    store, a warning (absence_write_failed) per absent seat of every match resumed after the
+    real error; so would a window left armed when it expired. A write that does not land
+    (a slow database) is cancelled, not waited for, and ended before the store closes."""
+    from engine_service.sessions import manager as manager_module
+
+    store = SlowAbsences()
+
+    async def go():
+        match_id = await stored_match(store, game="klaberjass")
+        store.slow = slow
+        monkeypatch.setattr(manager_module, "log", _FailingLine(manager_module.log, "retention_enabled"))
+        mgr = MatchManager(config(time_scale=0.005, keep_finished_days=1), store=store, metrics=Metrics(),
+                           create_bot_host=False)
+        with pytest.raises(BrokenPipeError):
+            await mgr.start()
+        monkeypatch.undo()
+        with capture_logs() as logs:
+            await asyncio.sleep(0.6)  # past the windows: 60 s of grace scaled to 0.3 s
+        store.slow = False
+        await store.open()
+        stored = await store.load_match(match_id)
+        return stored.record.status, len(stored.actions), logs, store.writing_at_close[-1]
+
+    assert run(go(), timeout=60) == ("active", 0, [], 0)
