@@ -232,7 +232,7 @@ class MatchManager:
             host, self._host, self._owns_host = self._host, None, False
             await host.close()
 
-    async def _start_opened(self, wait_for_bot_workers: bool = False) -> None:
+    async def _start_opened(self, wait_for_bot_workers: bool) -> None:
         # every game's and bot's series at 0 from the start: alerts on increase() see the
         # first failure (observability.metrics)
         self.metrics.declare(games=[g.id for g in all_games()], bots=[b.name for b in self.list_bots()])
