@@ -232,7 +232,7 @@ class MatchManager:
             host, self._host, self._owns_host = self._host, None, False
             await host.close()
 
-    async def _start_opened(self, wait_for_bot_workers: bool = False) -> None:
+    async def _start_opened(self, wait_for_bot_workers: bool) -> None:
         # every game's and bot's series at 0 from the start: alerts on increase() see the
         # first failure (observability.metrics)
         self.metrics.declare(games=[g.id for g in all_games()], bots=[b.name for b in self.list_bots()])
@@ -300,21 +300,29 @@ class MatchManager:
 
     async def _abort_start(self) -> None:
         """Undo a start that failed after the store opened: the matches registered so far
-        are dropped and the store (with its ownership lock) and an owned bot host closed."""
+        are dropped, what the start set off cancelled (its housekeeping, and what the resumed
+        matches set off in the background: the absence writes of the players' grace windows,
+        a bot move; left running, each failed against the closed store, an
+        ``absence_write_failed`` warning per absent seat of every match resumed, after the
+        real error), and the store (with its ownership lock) and an owned bot host closed.
+        The clock, stopped meanwhile, is the next start's again: it stayed stopped, and the
+        matches of a start tried again had no deadline, grace window or bot move."""
         self._started = False
-        for housekeeping in (self._sweeper, self._absence_heartbeat):
-            if housekeeping is not None:
-                housekeeping.cancel()
-        self._clock.stopped = True
+        self._clock.stopped = True  # nothing is armed while the start is undone
         for m in list(self._matches.values()):
             self._clock.stop(m)
         self._matches.clear()
         self._tokens.clear()
         self._created_ids.clear()
         self._lobby.clear()
+        set_off = [t for t in (self._sweeper, self._absence_heartbeat) if t is not None] + list(self._tasks)
+        for task in set_off:
+            task.cancel()
         try:
+            await asyncio.gather(*set_off, return_exceptions=True)
             await self._store.close()
         finally:
+            self._clock.stopped = False
             await self._close_owned_host()
 
     def _rearm(self, m: LiveMatch, now: float) -> None:

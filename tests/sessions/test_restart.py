@@ -610,7 +610,7 @@ def test_a_match_whose_last_action_was_written_without_its_end_ends_completed_wh
     """The action that ends a match by the rules is written, then its end (the status and the
     result: two writes), and the process died between them. Resumed, the match is ended as
     the rules say its log ends it (completed, with the rules' totals and winners), in memory
-    and in the store, counted finished once and no longer active."""
+    and in the store, counted finished once, no longer active, and not resumed."""
     path = tmp_path / "m.sqlite3"
 
     async def before():
@@ -639,7 +639,9 @@ def test_a_match_whose_last_action_was_written_without_its_end_ends_completed_wh
             def counts():
                 return [metrics.value(name, labels) for name, labels in (
                     ("cardgames_matches_finished_total", {"game": "japanese_joker", "outcome": "completed"}),
-                    ("cardgames_matches_active", {"game": "japanese_joker", "status": "active"}))]
+                    ("cardgames_matches_active", {"game": "japanese_joker", "status": "active"}),
+                    # ended as it was read back: no match of the engine's goes on from it
+                    ("cardgames_matches_resumed_total", {"game": "japanese_joker"}))]
             resumed = counts()
             summary = await mgr.get_match(match_id)
             # read back again once evicted: ended already, it is not ended (nor counted) twice
@@ -653,7 +655,7 @@ def test_a_match_whose_last_action_was_written_without_its_end_ends_completed_wh
     assert summary.status == "finished" and summary.result["outcome"] == "completed"
     assert stored.record.status == "finished" and stored.record.result == summary.result
     assert stored.record.ended_at is not None
-    assert counts == [[1, 0], [1, 0]]
+    assert counts == [[1, 0, 0], [1, 0, 0]]
     diff, state = transcript.check(data)
     assert diff is None and state.is_over() and summary.seq == len(stored.actions)
     assert (summary.result["totals"], summary.result["winners"]) == (rules_result["totals"], rules_result["winners"])
