@@ -132,6 +132,17 @@ class _Harness:
 SEAT = SeatRecord(seat=1, player_name="ann", token_hash="t1", joined_at=2.0)
 
 
+async def _committing(h: _Harness, write: asyncio.Task) -> None:
+    """Wait until ``write`` is committing (its COMMIT sent, the harness watching it); a write
+    that ended before it fails the test here instead of leaving it waiting for ever."""
+    async with asyncio.timeout(30):  # against a hang only
+        while h.pid is None or not h.commits:
+            if write.done():
+                await write  # its error, if any
+                raise AssertionError("the write ended without committing")
+            await asyncio.sleep(0.01)
+
+
 async def _setup(h: _Harness, operation: str) -> None:
     """The match each operation writes to: waiting, active for an action."""
     if operation == "create_match":
@@ -205,8 +216,7 @@ def test_a_commit_that_happened_but_whose_answer_was_lost_returns_normally(
             await h.hold()
             h.on_commit = "during"
             write = asyncio.create_task(_write(h, operation))
-            while h.pid is None or not h.commits:
-                await asyncio.sleep(0.01)
+            await _committing(h, write)
             await asyncio.sleep(0.3)  # the store is polling: 'in progress'
             assert not write.done()
             with capture_logs() as logs:
@@ -367,8 +377,7 @@ def test_a_write_whose_first_statement_returned_no_id_asks_for_it_before_committ
             await h.hold()
             h.on_commit = "during"
             write = asyncio.create_task(h.store._write("set_status", fn))
-            while h.pid is None or not h.commits:
-                await asyncio.sleep(0.01)
+            await _committing(h, write)
             await asyncio.sleep(0.3)  # the store is polling: 'in progress'
             await h.release()
             await asyncio.wait_for(write, 5)  # no StoreError: it committed
