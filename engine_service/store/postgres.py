@@ -344,7 +344,8 @@ class _Transaction:
         trigger run at commit): it refused the commit. psycopg then raises only that it
         "cannot exit pipeline mode while busy", the refusal as its context, the connection
         left in the pipeline: the refusal is raised instead (:attr:`refused`: definite,
-        nothing to resolve) and the connection, of no further use, is closed. Now and then
+        nothing to resolve, unless it is an OperationalError, taken as in doubt as on an
+        explicit transaction) and the connection, of no further use, is closed. Now and then
         psycopg loses count of that answer instead and raises an IndexError ("pop from an
         empty deque"): the connection is closed and the commit, whose answer was not read, is
         resolved as a lost one (an OperationalError: the server is asked what happened)."""
@@ -355,11 +356,12 @@ class _Transaction:
                 await stack.aclose()  # the Sync: the server commits the implicit transaction
             except psycopg.OperationalError as exc:
                 refusal = exc.__context__
-                if (not isinstance(refusal, psycopg.DatabaseError) or isinstance(refusal, psycopg.OperationalError)
-                        or conn.broken):
-                    raise  # the connection lost (or a shutdown's message): the commit in doubt
+                if not isinstance(refusal, psycopg.DatabaseError) or conn.broken:
+                    raise  # the connection lost: the commit in doubt
+                await conn.close()  # left busy in its pipeline: of no further use
+                if isinstance(refusal, psycopg.OperationalError):
+                    raise refusal from None  # (a shutdown's message, a cancel): in doubt, resolved
                 self.refused = True
-                await conn.close()
                 raise refusal from None
             except Exception as exc:  # psycopg's own confusion, the connection not lost
                 if conn.broken:
