@@ -239,16 +239,21 @@ def test_a_commit_that_happened_but_whose_answer_was_lost_returns_normally(
 def test_a_commit_that_did_not_happen_is_a_store_error_with_nothing_written(
         operation, how, pg_database, pg_schema, monkeypatch):
     """The connection is lost (shut, or its session terminated) with the transaction open,
-    before the COMMIT: the server rolls it back, the store learns 'aborted' and raises."""
+    before the COMMIT: the server rolls it back, the store learns 'aborted' and raises. The
+    lost connection puts the lock in doubt, as any lost connection does (the server may have
+    restarted: writes wait for the lock to be checked)."""
     async def go():
         async with _Harness(pg_database, pg_schema, monkeypatch) as h:
             await _setup(h, operation)
+            losses = []
+            monkeypatch.setattr(h.store, "_connection_lost", lambda: losses.append(1))
             h.on_commit = how
             with pytest.raises(StoreError, match="not committed"):
                 await _write(h, operation)
             await h.session_gone()
-            return h
-    h = asyncio.run(go())
+            return h, losses
+    h, losses = asyncio.run(go())
+    assert losses == [1]
     assert not _written(h, operation)
     assert h.store.commits_resolved == {(operation.removesuffix("_with_deck"), "aborted"): 1}
     assert _resolved_metric(h, operation, "aborted") == 1
