@@ -348,7 +348,9 @@ class _Transaction:
         explicit transaction) and the connection, of no further use, is closed. Now and then
         psycopg loses count of that answer instead and raises an IndexError ("pop from an
         empty deque"): the connection is closed and the commit, whose answer was not read, is
-        resolved as a lost one (an OperationalError: the server is asked what happened)."""
+        resolved as a lost one (an OperationalError: the server is asked what happened). A
+        cancellation while the Sync waits, which psycopg also reports as "cannot exit pipeline
+        mode while busy", is raised as the cancellation it is."""
         conn = self.conn
         if self._pipeline is not None:
             stack, self._pipeline = self._pipeline, None
@@ -356,6 +358,8 @@ class _Transaction:
                 await stack.aclose()  # the Sync: the server commits the implicit transaction
             except psycopg.OperationalError as exc:
                 refusal = exc.__context__
+                if isinstance(refusal, asyncio.CancelledError):  # psycopg says only that it
+                    raise refusal from None  # cannot exit the pipeline: cancelled, in doubt
                 if not isinstance(refusal, psycopg.DatabaseError) or conn.broken:
                     raise  # the connection lost: the commit in doubt
                 await conn.close()  # left busy in its pipeline: of no further use

@@ -81,6 +81,8 @@ class _Harness:
             elif how == "terminate":
                 await harness.admin.execute("SELECT pg_terminate_backend(%s, 5000)",
                                             (tx.conn.info.backend_pid,))
+            elif how == "wait":  # the test watches the COMMIT wait
+                harness.pid = tx.conn.info.backend_pid
             elif how == "during":
                 harness.pid = tx.conn.info.backend_pid
                 watcher = asyncio.create_task(harness._shut_when_waiting(tx.conn))
@@ -499,3 +501,39 @@ def test_a_write_cancelled_while_its_statement_waits_ends_at_once_and_writes_not
             return h
     h = asyncio.run(go())
     assert not _written(h, "set_status") and _written(h, "save_seat")
+
+
+@pytest.mark.parametrize("pipeline", [True, False])
+def test_a_write_cancelled_while_its_commit_waits_stays_cancelled(pipeline, pg_database, pg_schema, monkeypatch):
+    """A write cancelled while its COMMIT waits (a caller gone, a drain) is cancelled: never
+    reported written (its outcome is in doubt, and nobody is left to resolve it), nothing
+    counted as resolved; the store serves on. A one-statement write's pipeline, cancelled
+    while its Sync waited, used to end in a StoreError instead ("cannot exit pipeline mode
+    while busy", as psycopg reports that cancellation), the cancellation swallowed."""
+    monkeypatch.setattr(postgres, "PIPELINE", pipeline)
+
+    async def go():
+        async with _Harness(pg_database, pg_schema, monkeypatch) as h:
+            await _setup(h, "set_status")
+            await h.hold()
+            h.on_commit = "wait"
+            write = asyncio.create_task(_write(h, "set_status"))
+            await _committing(h, write)
+            async with asyncio.timeout(30):  # against a hang only
+                while True:  # the COMMIT waits for LOCK
+                    row = await (await h.admin.execute(
+                        "SELECT wait_event FROM pg_stat_activity WHERE pid = %s", (h.pid,))).fetchone()
+                    if row and row[0] == "advisory":
+                        break
+                    await asyncio.sleep(0.01)
+            write.cancel()
+            done, _ = await asyncio.wait({write}, timeout=30)  # against a hang only
+            assert done and write.cancelled(), write
+            await h.release()
+            await h.session_gone()
+            await h.store.save_seat("m1", SEAT)  # the store serves on
+            return h
+    h = asyncio.run(go())
+    assert h.store.commits_resolved == {}
+    assert _written(h, "save_seat")
+
