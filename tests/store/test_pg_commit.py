@@ -286,6 +286,30 @@ def test_a_commit_still_in_progress_is_polled_for_a_bounded_time(pg_database, pg
     assert h.store.commits_resolved == {("append_action", "unknown"): 1}
 
 
+def test_a_transaction_its_function_let_fail_is_rolled_back_and_a_store_error(pg_database, pg_schema, monkeypatch):
+    """A write function that catches a statement's error and returns (a bug: the transaction
+    has failed, so its COMMIT answers ROLLBACK) is a StoreError saying so, never acknowledged
+    as written; nothing of it is stored, and nothing is resolved (the answer was not lost)."""
+    async def go():
+        async with _Harness(pg_database, pg_schema, monkeypatch) as h:
+            await _setup(h, "set_status")
+
+            async def fn(tx):
+                await tx.begin()
+                await tx.conn.execute("UPDATE matches SET status = 'terminated', ended_at = 3.0 "
+                                      "WHERE match_id = 'm1'")
+                with pytest.raises(psycopg.errors.DivisionByZero):
+                    await tx.conn.execute("SELECT 1 / 0")
+            with pytest.raises(StoreError, match="set_status failed on .*: the transaction was rolled back"):
+                await h.store._write("set_status", fn)
+            await h.store.save_seat("m1", SEAT)  # the connection still serves
+            return h
+    h = asyncio.run(go())
+    assert not _written(h, "set_status") and _written(h, "save_seat")
+    assert h.store.commits_resolved == {}
+    assert h.store._timer.metrics.value("cardgames_store_errors_total", {"operation": "set_status"}) == 1
+
+
 def test_a_status_question_that_fails_leaves_the_store_error(pg_database, pg_schema, monkeypatch):
     """The fresh connection cannot be made (the server is unreachable): StoreError, as before
     the store resolved anything."""
