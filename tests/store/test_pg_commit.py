@@ -396,7 +396,8 @@ def test_a_write_whose_first_statement_returned_no_id_asks_for_it_before_committ
         pg_database, pg_schema, monkeypatch):
     """A transaction whose first statement returned no row (so no id) and whose later
     statements wrote: the id is asked before the COMMIT, so that a commit whose answer was
-    lost is resolved (here: committed, the write returns) instead of left unknown."""
+    lost is resolved (here: committed, the write returns what its function returned, as a
+    retention batch returns what it deleted) instead of left unknown."""
     async def go():
         async with _Harness(pg_database, pg_schema, monkeypatch) as h:
             await _setup(h, "set_status")
@@ -405,13 +406,15 @@ def test_a_write_whose_first_statement_returned_no_id_asks_for_it_before_committ
                 assert await tx.begin(f"SELECT {postgres.XID} WHERE false") == []
                 await tx.conn.execute("UPDATE matches SET status = 'terminated', ended_at = 3.0 "
                                       "WHERE match_id = 'm1'")
+                return "the function's result"
             await h.hold()
             h.on_commit = "during"
             write = asyncio.create_task(h.store._write("set_status", fn))
             await _committing(h, write)
             await asyncio.sleep(0.3)  # the store is polling: 'in progress'
             await h.release()
-            await asyncio.wait_for(write, 5)  # no StoreError: it committed
+            # no StoreError: it committed
+            assert await asyncio.wait_for(write, 30) == "the function's result"  # 30: against a hang only
             await h.session_gone()
             return h
     h = asyncio.run(go())
