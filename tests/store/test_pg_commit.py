@@ -56,15 +56,16 @@ class _Harness:
     ``_Transaction.commit`` wrapped so that a test can act on the connection of the next
     write's commit (``on_commit``: ``before``, ``during`` or None)."""
 
-    def __init__(self, pg_database, pg_schema, monkeypatch) -> None:
+    def __init__(self, pg_database, pg_schema, monkeypatch, **store_options) -> None:
         self.db, (self.schema, self.url) = pg_database, pg_schema
+        self.store_options = {"metrics": Metrics(), **store_options}
         self.monkeypatch = monkeypatch
         self.on_commit: str | None = None
         self.pid: int | None = None
         self.commits: list[int] = []
 
     async def __aenter__(self) -> "_Harness":
-        self.store = PostgresStore(self.url, Metrics())
+        self.store = PostgresStore(self.url, **self.store_options)
         self.store.resolve_s = 2.0
         await self.store.open()
         self.admin = await psycopg.AsyncConnection.connect(self.db.url, autocommit=True)
@@ -284,6 +285,25 @@ def test_a_commit_still_in_progress_is_polled_for_a_bounded_time(pg_database, pg
     assert "not committed" not in str(failed)
     assert not landed_before and _written(h, "append_action")  # in doubt indeed: it landed after
     assert h.store.commits_resolved == {("append_action", "unknown"): 1}
+
+
+def test_a_store_without_an_ownership_lock_or_metrics_resolves_a_lost_commit(pg_database, pg_schema, monkeypatch):
+    """A store opened without the lock (``exclusive=False``: the tools beside an engine) and
+    without metrics resolves a lost commit as the engine's does: nobody to ask whether the
+    server is unreachable, nothing to count in, the server asked all the same."""
+    async def go():
+        async with _Harness(pg_database, pg_schema, monkeypatch, metrics=None, exclusive=False) as h:
+            assert h.store._owner is None and h.store._timer.metrics is None
+            await _setup(h, "set_status")
+            h.on_commit = "before"
+            with pytest.raises(StoreError, match=r"(?s)set_status failed .*\(not committed\)$"):
+                async with asyncio.timeout(30):  # against a hang only
+                    await _write(h, "set_status")
+            await h.session_gone()
+            return h
+    h = asyncio.run(go())
+    assert not _written(h, "set_status")
+    assert h.store.commits_resolved == {("set_status", "aborted"): 1}
 
 
 def test_a_transaction_its_function_let_fail_is_rolled_back_and_a_store_error(pg_database, pg_schema, monkeypatch):
