@@ -351,6 +351,38 @@ def test_a_status_question_that_fails_leaves_the_store_error(pg_database, pg_sch
     assert not _written(h, "set_status")
 
 
+def test_a_status_question_the_server_stops_answering_once_connected_ends_at_resolve_s(
+        pg_database, pg_schema, monkeypatch):
+    """The question's connection is made, then its answer never comes (a partition after the
+    connection, here a proxy that holds the answer to pg_xact_status): the question's
+    connection is severed once ``resolve_s`` has run out, and the write is a StoreError (its
+    outcome unknown), not a call hanging on a server that does not answer."""
+    from urllib.parse import urlsplit
+
+    from .partition import PartitionProxy
+
+    upstream = urlsplit(pg_database.url)
+    with PartitionProxy((upstream.hostname or "127.0.0.1", upstream.port or 5432)) as proxy:
+        proxy.blackhole_after(b"pg_xact_status")
+        asked = proxy.url(dbname=upstream.path.lstrip("/"))
+
+        async def go():
+            async with _Harness(pg_database, pg_schema, monkeypatch) as h:
+                h.store.resolve_s = 1.0
+                await _setup(h, "set_status")
+                monkeypatch.setattr(h.store, "_conninfo", lambda: asked)
+                h.on_commit = "before"
+                with pytest.raises(StoreError) as failed:
+                    async with asyncio.timeout(30):  # against a hang only
+                        await _write(h, "set_status")
+                assert not proxy.forwarding  # the question was sent, and its answer held
+                return h, failed.value
+        h, failed = asyncio.run(go())
+    assert "not committed" not in str(failed)
+    assert h.store.commits_resolved == {("set_status", "unknown"): 1}
+    assert not _written(h, "set_status")
+
+
 def test_refusals_are_not_resolved(pg_database, pg_schema, monkeypatch, caplog):
     """A write the server refuses (a key taken, no such match) raises as before, without
     asking anything: its connection is fine and the refusal definite, and it is kept (rolled
