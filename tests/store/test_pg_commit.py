@@ -11,6 +11,7 @@ sent, and the server rolls the open transaction back."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
 import socket
@@ -285,6 +286,45 @@ def test_a_commit_still_in_progress_is_polled_for_a_bounded_time(pg_database, pg
     assert "not committed" not in str(failed)
     assert not landed_before and _written(h, "append_action")  # in doubt indeed: it landed after
     assert h.store.commits_resolved == {("append_action", "unknown"): 1}
+
+
+def test_a_commit_in_progress_is_asked_again_after_each_of_the_waits_of_RESOLVE_POLL_S(
+        pg_database, pg_schema, monkeypatch):
+    """While the commit stays 'in progress' the store waits between its questions as
+    RESOLVE_POLL_S says (the last wait repeated), so that a commit held for all of
+    ``resolve_s`` costs a handful of questions, not one per round trip. Counted, not timed:
+    a wait only starts before ``resolve_s`` has run out, and the waits before it add up to
+    less than that, whatever the machine's pace."""
+    taken: list[float] = []
+    waits = postgres.RESOLVE_POLL_S
+
+    class _Recorded:
+        def __iter__(self):
+            for wait in itertools.chain(waits, itertools.repeat(waits[-1])):
+                taken.append(wait)
+                yield wait
+    monkeypatch.setattr(postgres, "RESOLVE_POLL_S", _Recorded())
+    resolve_s = 2.0
+
+    async def go():
+        async with _Harness(pg_database, pg_schema, monkeypatch) as h:
+            h.store.resolve_s = resolve_s
+            await _setup(h, "append_action")
+            await h.hold()
+            h.on_commit = "during"
+            with pytest.raises(StoreError):
+                async with asyncio.timeout(30):  # against a hang only: the commit is held until released
+                    await _write(h, "append_action")
+            await h.release()
+            await h.session_gone()
+            return h
+    h = asyncio.run(go())
+    assert h.store.commits_resolved == {("append_action", "unknown"): 1}
+    # a wait starts only while the waits before it add up to less than resolve_s: 9 here
+    # (0.01, 0.02, 0.05, 0.1, 0.2, then 0.5 each)
+    schedule = list(itertools.islice(itertools.chain(waits, itertools.repeat(waits[-1])), 100))
+    most = next(n for n in itertools.count(1) if sum(schedule[:n]) >= resolve_s)
+    assert 1 <= len(taken) <= most, taken
 
 
 def test_a_store_without_an_ownership_lock_or_metrics_resolves_a_lost_commit(pg_database, pg_schema, monkeypatch):
