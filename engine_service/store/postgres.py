@@ -639,8 +639,8 @@ class PostgresStore(Store):
         the pool: a commit that happened returns normally, one that did not (or whose outcome
         stays unknown) raises StoreError as any failed write does. A commit the server refused
         (an error on a live connection) is a StoreError at once."""
-        lost: tuple[str | None, str] | None = None
-        broken = False  # the connection itself was lost (not closed by the store on purpose)
+        # (xid, why, whether the connection itself was lost: not closed by the store on purpose)
+        lost: tuple[str | None, str, bool] | None = None
         bound = Bound(self.call_timeout_s)
         async with self._connection(operation, bound) as conn:
             tx = _Transaction(conn)
@@ -659,13 +659,12 @@ class PostgresStore(Store):
                 if not (isinstance(exc, psycopg.OperationalError) or conn.broken or conn.closed
                         or conn.info.transaction_status != TransactionStatus.IDLE):
                     raise  # refused, and said so: nothing written
-                lost = (tx.xid, self._no_answer(bound) if bound.fired else _reason(exc))
-                broken = conn.broken
+                lost = (tx.xid, self._no_answer(bound) if bound.fired else _reason(exc), conn.broken)
             except Exception as exc:  # psycopg's confusion on a severed or lost connection
                 if not (bound.fired or conn.broken):
                     raise
-                lost = (tx.xid, self._no_answer(bound) if bound.fired else f"{type(exc).__name__}: {exc}")
-                broken = conn.broken
+                lost = (tx.xid, self._no_answer(bound) if bound.fired else f"{type(exc).__name__}: {exc}",
+                        conn.broken)
             except BaseException:  # cancelled while committing: in doubt, as it always was
                 await conn.close()
                 raise
@@ -674,9 +673,10 @@ class PostgresStore(Store):
                     raise StoreError(f"{operation} failed on {self.where}: the transaction was rolled back")
         if lost is None:
             return result
+        xid, why, broken = lost
         if broken:
             self._connection_lost()
-        await self._resolve(operation, *lost)
+        await self._resolve(operation, xid, why)
         return result
 
     async def _resolve(self, operation: str, xid: str | None, reason: str) -> None:
