@@ -423,6 +423,34 @@ def test_a_status_question_the_server_stops_answering_once_connected_ends_at_res
     assert not _written(h, "set_status")
 
 
+def test_a_lost_commit_is_not_asked_about_while_the_server_is_known_unreachable(
+        pg_database, pg_schema, monkeypatch):
+    """A commit lost while the server is taken for unreachable (the lock's check went
+    unanswered: a partition, whose calls are then cut) is not asked about: nobody could
+    answer, and the question would hold its match ``resolve_s`` more. The write is a
+    StoreError at once, its outcome unknown (the client's retry settles it)."""
+    async def go():
+        async with _Harness(pg_database, pg_schema, monkeypatch, ownership_check_s=60.0) as h:
+            await _setup(h, "set_status")
+            asked = []
+            monkeypatch.setattr(h.store, "_conninfo", lambda: asked.append(1) or "host=127.0.0.1 port=1")
+            owner = h.store._owner
+            assert owner is not None and owner.held
+            owner.unreachable = "the server gave no answer (as the watchdog would say)"
+            h.on_commit = "before"
+            with pytest.raises(StoreError) as failed:
+                async with asyncio.timeout(30):  # against a hang only
+                    await _write(h, "set_status")
+            owner.unreachable = None
+            await h.session_gone()
+            return h, failed.value, asked
+    h, failed, asked = asyncio.run(go())
+    assert asked == []
+    assert "not committed" not in str(failed)
+    assert h.store.commits_resolved == {("set_status", "unknown"): 1}
+    assert not _written(h, "set_status")
+
+
 def test_refusals_are_not_resolved(pg_database, pg_schema, monkeypatch, caplog):
     """A write the server refuses (a key taken, no such match) raises as before, without
     asking anything: its connection is fine and the refusal definite, and it is kept (rolled
