@@ -344,10 +344,13 @@ class _Transaction:
         trigger run at commit): it refused the commit. psycopg then raises only that it
         "cannot exit pipeline mode while busy", the refusal as its context, the connection
         left in the pipeline: the refusal is raised instead (:attr:`refused`: definite,
-        nothing to resolve) and the connection, of no further use, is closed. Now and then
+        nothing to resolve, unless it is an OperationalError, taken as in doubt as on an
+        explicit transaction) and the connection, of no further use, is closed. Now and then
         psycopg loses count of that answer instead and raises an IndexError ("pop from an
         empty deque"): the connection is closed and the commit, whose answer was not read, is
-        resolved as a lost one (an OperationalError: the server is asked what happened)."""
+        resolved as a lost one (an OperationalError: the server is asked what happened). A
+        cancellation while the Sync waits, which psycopg also reports as "cannot exit pipeline
+        mode while busy", is raised as the cancellation it is."""
         conn = self.conn
         if self._pipeline is not None:
             stack, self._pipeline = self._pipeline, None
@@ -355,11 +358,14 @@ class _Transaction:
                 await stack.aclose()  # the Sync: the server commits the implicit transaction
             except psycopg.OperationalError as exc:
                 refusal = exc.__context__
-                if (not isinstance(refusal, psycopg.DatabaseError) or isinstance(refusal, psycopg.OperationalError)
-                        or conn.broken):
-                    raise  # the connection lost (or a shutdown's message): the commit in doubt
+                if isinstance(refusal, asyncio.CancelledError):  # psycopg says only that it
+                    raise refusal from None  # cannot exit the pipeline: cancelled, in doubt
+                if not isinstance(refusal, psycopg.DatabaseError) or conn.broken:
+                    raise  # the connection lost: the commit in doubt
+                await conn.close()  # left busy in its pipeline: of no further use
+                if isinstance(refusal, psycopg.OperationalError):
+                    raise refusal from None  # (a shutdown's message, a cancel): in doubt, resolved
                 self.refused = True
-                await conn.close()
                 raise refusal from None
             except Exception as exc:  # psycopg's own confusion, the connection not lost
                 if conn.broken:
@@ -633,8 +639,8 @@ class PostgresStore(Store):
         the pool: a commit that happened returns normally, one that did not (or whose outcome
         stays unknown) raises StoreError as any failed write does. A commit the server refused
         (an error on a live connection) is a StoreError at once."""
-        lost: tuple[str | None, str] | None = None
-        broken = False  # the connection itself was lost (not closed by the store on purpose)
+        # (xid, why, whether the connection itself was lost: not closed by the store on purpose)
+        lost: tuple[str | None, str, bool] | None = None
         bound = Bound(self.call_timeout_s)
         async with self._connection(operation, bound) as conn:
             tx = _Transaction(conn)
@@ -653,13 +659,12 @@ class PostgresStore(Store):
                 if not (isinstance(exc, psycopg.OperationalError) or conn.broken or conn.closed
                         or conn.info.transaction_status != TransactionStatus.IDLE):
                     raise  # refused, and said so: nothing written
-                lost = (tx.xid, self._no_answer(bound) if bound.fired else _reason(exc))
-                broken = conn.broken
+                lost = (tx.xid, self._no_answer(bound) if bound.fired else _reason(exc), conn.broken)
             except Exception as exc:  # psycopg's confusion on a severed or lost connection
                 if not (bound.fired or conn.broken):
                     raise
-                lost = (tx.xid, self._no_answer(bound) if bound.fired else f"{type(exc).__name__}: {exc}")
-                broken = conn.broken
+                lost = (tx.xid, self._no_answer(bound) if bound.fired else f"{type(exc).__name__}: {exc}",
+                        conn.broken)
             except BaseException:  # cancelled while committing: in doubt, as it always was
                 await conn.close()
                 raise
@@ -668,9 +673,10 @@ class PostgresStore(Store):
                     raise StoreError(f"{operation} failed on {self.where}: the transaction was rolled back")
         if lost is None:
             return result
+        xid, why, broken = lost
         if broken:
             self._connection_lost()
-        await self._resolve(operation, *lost)
+        await self._resolve(operation, xid, why)
         return result
 
     async def _resolve(self, operation: str, xid: str | None, reason: str) -> None:

@@ -20,6 +20,7 @@ import pytest
 import structlog
 import structlog.testing
 
+from engine_service.observability.metrics import Metrics
 from engine_service.store import OwnershipLost, SqliteStore, StoreError, StoreInUse
 from engine_service.store.postgres import PostgresStore
 from engine_service.store import pg_ownership
@@ -405,11 +406,14 @@ def test_a_lost_lock_session_is_replaced_and_writes_go_on(pg_database, pg_schema
 
 
 def test_a_lock_taken_by_another_engine_meanwhile_stops_this_one(pg_database, pg_schema):
+    """The first engine is told, and its writes are refused (OwnershipLost), each counted in
+    cardgames_store_errors_total (which alerts watch), none as a write's latency."""
     schema, url = pg_schema
     told: list[str] = []
+    metrics = Metrics()
 
     async def go():
-        first = PostgresStore(url, ownership_check_s=0.1)
+        first = PostgresStore(url, metrics, ownership_check_s=0.1)
         first.on_ownership_lost = told.append
         await first.open()
         await first.create_match(record())
@@ -429,3 +433,5 @@ def test_a_lock_taken_by_another_engine_meanwhile_stops_this_one(pg_database, pg
 
     run(go())
     assert len(told) == 1 and "this engine stops" in told[0] and "(the-other-engine; server pid " in told[0]
+    assert metrics.value("cardgames_store_errors_total", {"operation": "append_action"}) == 1
+    assert metrics.value("cardgames_store_write_seconds_count", {"operation": "append_action"}) == 0

@@ -11,6 +11,7 @@ sent, and the server rolls the open transaction back."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
 import socket
@@ -56,15 +57,16 @@ class _Harness:
     ``_Transaction.commit`` wrapped so that a test can act on the connection of the next
     write's commit (``on_commit``: ``before``, ``during`` or None)."""
 
-    def __init__(self, pg_database, pg_schema, monkeypatch) -> None:
+    def __init__(self, pg_database, pg_schema, monkeypatch, **store_options) -> None:
         self.db, (self.schema, self.url) = pg_database, pg_schema
+        self.store_options = {"metrics": Metrics(), **store_options}
         self.monkeypatch = monkeypatch
         self.on_commit: str | None = None
         self.pid: int | None = None
         self.commits: list[int] = []
 
     async def __aenter__(self) -> "_Harness":
-        self.store = PostgresStore(self.url, Metrics())
+        self.store = PostgresStore(self.url, **self.store_options)
         self.store.resolve_s = 2.0
         await self.store.open()
         self.admin = await psycopg.AsyncConnection.connect(self.db.url, autocommit=True)
@@ -81,6 +83,8 @@ class _Harness:
             elif how == "terminate":
                 await harness.admin.execute("SELECT pg_terminate_backend(%s, 5000)",
                                             (tx.conn.info.backend_pid,))
+            elif how == "wait":  # the test watches the COMMIT wait
+                harness.pid = tx.conn.info.backend_pid
             elif how == "during":
                 harness.pid = tx.conn.info.backend_pid
                 watcher = asyncio.create_task(harness._shut_when_waiting(tx.conn))
@@ -130,6 +134,17 @@ class _Harness:
 
 
 SEAT = SeatRecord(seat=1, player_name="ann", token_hash="t1", joined_at=2.0)
+
+
+async def _committing(h: _Harness, write: asyncio.Task) -> None:
+    """Wait until ``write`` is committing (its COMMIT sent, the harness watching it); a write
+    that ended before it fails the test here instead of leaving it waiting for ever."""
+    async with asyncio.timeout(30):  # against a hang only
+        while h.pid is None or not h.commits:
+            if write.done():
+                await write  # its error, if any
+                raise AssertionError("the write ended without committing")
+            await asyncio.sleep(0.01)
 
 
 async def _setup(h: _Harness, operation: str) -> None:
@@ -205,8 +220,7 @@ def test_a_commit_that_happened_but_whose_answer_was_lost_returns_normally(
             await h.hold()
             h.on_commit = "during"
             write = asyncio.create_task(_write(h, operation))
-            while h.pid is None or not h.commits:
-                await asyncio.sleep(0.01)
+            await _committing(h, write)
             await asyncio.sleep(0.3)  # the store is polling: 'in progress'
             assert not write.done()
             with capture_logs() as logs:
@@ -229,16 +243,21 @@ def test_a_commit_that_happened_but_whose_answer_was_lost_returns_normally(
 def test_a_commit_that_did_not_happen_is_a_store_error_with_nothing_written(
         operation, how, pg_database, pg_schema, monkeypatch):
     """The connection is lost (shut, or its session terminated) with the transaction open,
-    before the COMMIT: the server rolls it back, the store learns 'aborted' and raises."""
+    before the COMMIT: the server rolls it back, the store learns 'aborted' and raises. The
+    lost connection puts the lock in doubt, as any lost connection does (the server may have
+    restarted: writes wait for the lock to be checked)."""
     async def go():
         async with _Harness(pg_database, pg_schema, monkeypatch) as h:
             await _setup(h, operation)
+            losses = []
+            monkeypatch.setattr(h.store, "_connection_lost", lambda: losses.append(1))
             h.on_commit = how
             with pytest.raises(StoreError, match="not committed"):
                 await _write(h, operation)
             await h.session_gone()
-            return h
-    h = asyncio.run(go())
+            return h, losses
+    h, losses = asyncio.run(go())
+    assert losses == [1]
     assert not _written(h, operation)
     assert h.store.commits_resolved == {(operation.removesuffix("_with_deck"), "aborted"): 1}
     assert _resolved_metric(h, operation, "aborted") == 1
@@ -269,6 +288,88 @@ def test_a_commit_still_in_progress_is_polled_for_a_bounded_time(pg_database, pg
     assert h.store.commits_resolved == {("append_action", "unknown"): 1}
 
 
+def test_a_commit_in_progress_is_asked_again_after_each_of_the_waits_of_RESOLVE_POLL_S(
+        pg_database, pg_schema, monkeypatch):
+    """While the commit stays 'in progress' the store waits between its questions as
+    RESOLVE_POLL_S says (the last wait repeated), so that a commit held for all of
+    ``resolve_s`` costs a handful of questions, not one per round trip. Counted, not timed:
+    a wait only starts before ``resolve_s`` has run out, and the waits before it add up to
+    less than that, whatever the machine's pace."""
+    taken: list[float] = []
+    waits = postgres.RESOLVE_POLL_S
+
+    class _Recorded:
+        def __iter__(self):
+            for wait in itertools.chain(waits, itertools.repeat(waits[-1])):
+                taken.append(wait)
+                yield wait
+    monkeypatch.setattr(postgres, "RESOLVE_POLL_S", _Recorded())
+    resolve_s = 2.0
+
+    async def go():
+        async with _Harness(pg_database, pg_schema, monkeypatch) as h:
+            h.store.resolve_s = resolve_s
+            await _setup(h, "append_action")
+            await h.hold()
+            h.on_commit = "during"
+            with pytest.raises(StoreError):
+                async with asyncio.timeout(30):  # against a hang only: the commit is held until released
+                    await _write(h, "append_action")
+            await h.release()
+            await h.session_gone()
+            return h
+    h = asyncio.run(go())
+    assert h.store.commits_resolved == {("append_action", "unknown"): 1}
+    # a wait starts only while the waits before it add up to less than resolve_s: 9 here
+    # (0.01, 0.02, 0.05, 0.1, 0.2, then 0.5 each)
+    schedule = list(itertools.islice(itertools.chain(waits, itertools.repeat(waits[-1])), 100))
+    most = next(n for n in itertools.count(1) if sum(schedule[:n]) >= resolve_s)
+    assert 1 <= len(taken) <= most, taken
+
+
+def test_a_store_without_an_ownership_lock_or_metrics_resolves_a_lost_commit(pg_database, pg_schema, monkeypatch):
+    """A store opened without the lock (``exclusive=False``: the tools beside an engine) and
+    without metrics resolves a lost commit as the engine's does: nobody to ask whether the
+    server is unreachable, nothing to count in, the server asked all the same."""
+    async def go():
+        async with _Harness(pg_database, pg_schema, monkeypatch, metrics=None, exclusive=False) as h:
+            assert h.store._owner is None and h.store._timer.metrics is None
+            await _setup(h, "set_status")
+            h.on_commit = "before"
+            with pytest.raises(StoreError, match=r"(?s)set_status failed .*\(not committed\)$"):
+                async with asyncio.timeout(30):  # against a hang only
+                    await _write(h, "set_status")
+            await h.session_gone()
+            return h
+    h = asyncio.run(go())
+    assert not _written(h, "set_status")
+    assert h.store.commits_resolved == {("set_status", "aborted"): 1}
+
+
+def test_a_transaction_its_function_let_fail_is_rolled_back_and_a_store_error(pg_database, pg_schema, monkeypatch):
+    """A write function that catches a statement's error and returns (a bug: the transaction
+    has failed, so its COMMIT answers ROLLBACK) is a StoreError saying so, never acknowledged
+    as written; nothing of it is stored, and nothing is resolved (the answer was not lost)."""
+    async def go():
+        async with _Harness(pg_database, pg_schema, monkeypatch) as h:
+            await _setup(h, "set_status")
+
+            async def fn(tx):
+                await tx.begin()
+                await tx.conn.execute("UPDATE matches SET status = 'terminated', ended_at = 3.0 "
+                                      "WHERE match_id = 'm1'")
+                with pytest.raises(psycopg.errors.DivisionByZero):
+                    await tx.conn.execute("SELECT 1 / 0")
+            with pytest.raises(StoreError, match="set_status failed on .*: the transaction was rolled back"):
+                await h.store._write("set_status", fn)
+            await h.store.save_seat("m1", SEAT)  # the connection still serves
+            return h
+    h = asyncio.run(go())
+    assert not _written(h, "set_status") and _written(h, "save_seat")
+    assert h.store.commits_resolved == {}
+    assert h.store._timer.metrics.value("cardgames_store_errors_total", {"operation": "set_status"}) == 1
+
+
 def test_a_status_question_that_fails_leaves_the_store_error(pg_database, pg_schema, monkeypatch):
     """The fresh connection cannot be made (the server is unreachable): StoreError, as before
     the store resolved anything."""
@@ -286,6 +387,66 @@ def test_a_status_question_that_fails_leaves_the_store_error(pg_database, pg_sch
             return h, asked
     h, asked = asyncio.run(go())
     assert len(asked) == 1, asked  # asked once: a failed question is not asked again
+    assert h.store.commits_resolved == {("set_status", "unknown"): 1}
+    assert not _written(h, "set_status")
+
+
+def test_a_status_question_the_server_stops_answering_once_connected_ends_at_resolve_s(
+        pg_database, pg_schema, monkeypatch):
+    """The question's connection is made, then its answer never comes (a partition after the
+    connection, here a proxy that holds the answer to pg_xact_status): the question's
+    connection is severed once ``resolve_s`` has run out, and the write is a StoreError (its
+    outcome unknown), not a call hanging on a server that does not answer."""
+    from urllib.parse import urlsplit
+
+    from .partition import PartitionProxy
+
+    upstream = urlsplit(pg_database.url)
+    with PartitionProxy((upstream.hostname or "127.0.0.1", upstream.port or 5432)) as proxy:
+        proxy.blackhole_after(b"pg_xact_status")
+        asked = proxy.url(dbname=upstream.path.lstrip("/"))
+
+        async def go():
+            async with _Harness(pg_database, pg_schema, monkeypatch) as h:
+                h.store.resolve_s = 1.0
+                await _setup(h, "set_status")
+                monkeypatch.setattr(h.store, "_conninfo", lambda: asked)
+                h.on_commit = "before"
+                with pytest.raises(StoreError) as failed:
+                    async with asyncio.timeout(30):  # against a hang only
+                        await _write(h, "set_status")
+                assert not proxy.forwarding  # the question was sent, and its answer held
+                return h, failed.value
+        h, failed = asyncio.run(go())
+    assert "not committed" not in str(failed)
+    assert h.store.commits_resolved == {("set_status", "unknown"): 1}
+    assert not _written(h, "set_status")
+
+
+def test_a_lost_commit_is_not_asked_about_while_the_server_is_known_unreachable(
+        pg_database, pg_schema, monkeypatch):
+    """A commit lost while the server is taken for unreachable (the lock's check went
+    unanswered: a partition, whose calls are then cut) is not asked about: nobody could
+    answer, and the question would hold its match ``resolve_s`` more. The write is a
+    StoreError at once, its outcome unknown (the client's retry settles it)."""
+    async def go():
+        async with _Harness(pg_database, pg_schema, monkeypatch, ownership_check_s=60.0) as h:
+            await _setup(h, "set_status")
+            asked = []
+            monkeypatch.setattr(h.store, "_conninfo", lambda: asked.append(1) or "host=127.0.0.1 port=1")
+            owner = h.store._owner
+            assert owner is not None and owner.held
+            owner.unreachable = "the server gave no answer (as the watchdog would say)"
+            h.on_commit = "before"
+            with pytest.raises(StoreError) as failed:
+                async with asyncio.timeout(30):  # against a hang only
+                    await _write(h, "set_status")
+            owner.unreachable = None
+            await h.session_gone()
+            return h, failed.value, asked
+    h, failed, asked = asyncio.run(go())
+    assert asked == []
+    assert "not committed" not in str(failed)
     assert h.store.commits_resolved == {("set_status", "unknown"): 1}
     assert not _written(h, "set_status")
 
@@ -355,7 +516,8 @@ def test_a_write_whose_first_statement_returned_no_id_asks_for_it_before_committ
         pg_database, pg_schema, monkeypatch):
     """A transaction whose first statement returned no row (so no id) and whose later
     statements wrote: the id is asked before the COMMIT, so that a commit whose answer was
-    lost is resolved (here: committed, the write returns) instead of left unknown."""
+    lost is resolved (here: committed, the write returns what its function returned, as a
+    retention batch returns what it deleted) instead of left unknown."""
     async def go():
         async with _Harness(pg_database, pg_schema, monkeypatch) as h:
             await _setup(h, "set_status")
@@ -364,14 +526,15 @@ def test_a_write_whose_first_statement_returned_no_id_asks_for_it_before_committ
                 assert await tx.begin(f"SELECT {postgres.XID} WHERE false") == []
                 await tx.conn.execute("UPDATE matches SET status = 'terminated', ended_at = 3.0 "
                                       "WHERE match_id = 'm1'")
+                return "the function's result"
             await h.hold()
             h.on_commit = "during"
             write = asyncio.create_task(h.store._write("set_status", fn))
-            while h.pid is None or not h.commits:
-                await asyncio.sleep(0.01)
+            await _committing(h, write)
             await asyncio.sleep(0.3)  # the store is polling: 'in progress'
             await h.release()
-            await asyncio.wait_for(write, 30)  # no StoreError: it committed (a hang guard)
+            # no StoreError: it committed
+            assert await asyncio.wait_for(write, 30) == "the function's result"  # 30: against a hang only
             await h.session_gone()
             return h
     h = asyncio.run(go())
@@ -485,3 +648,39 @@ def test_a_write_cancelled_while_its_statement_waits_ends_at_once_and_writes_not
             return h
     h = asyncio.run(go())
     assert not _written(h, "set_status") and _written(h, "save_seat")
+
+
+@pytest.mark.parametrize("pipeline", [True, False])
+def test_a_write_cancelled_while_its_commit_waits_stays_cancelled(pipeline, pg_database, pg_schema, monkeypatch):
+    """A write cancelled while its COMMIT waits (a caller gone, a drain) is cancelled: never
+    reported written (its outcome is in doubt, and nobody is left to resolve it), nothing
+    counted as resolved; the store serves on. A one-statement write's pipeline, cancelled
+    while its Sync waited, used to end in a StoreError instead ("cannot exit pipeline mode
+    while busy", as psycopg reports that cancellation), the cancellation swallowed."""
+    monkeypatch.setattr(postgres, "PIPELINE", pipeline)
+
+    async def go():
+        async with _Harness(pg_database, pg_schema, monkeypatch) as h:
+            await _setup(h, "set_status")
+            await h.hold()
+            h.on_commit = "wait"
+            write = asyncio.create_task(_write(h, "set_status"))
+            await _committing(h, write)
+            async with asyncio.timeout(30):  # against a hang only
+                while True:  # the COMMIT waits for LOCK
+                    row = await (await h.admin.execute(
+                        "SELECT wait_event FROM pg_stat_activity WHERE pid = %s", (h.pid,))).fetchone()
+                    if row and row[0] == "advisory":
+                        break
+                    await asyncio.sleep(0.01)
+            write.cancel()
+            done, _ = await asyncio.wait({write}, timeout=30)  # against a hang only
+            assert done and write.cancelled(), write
+            await h.release()
+            await h.session_gone()
+            await h.store.save_seat("m1", SEAT)  # the store serves on
+            return h
+    h = asyncio.run(go())
+    assert h.store.commits_resolved == {}
+    assert _written(h, "save_seat")
+
