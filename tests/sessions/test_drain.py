@@ -10,7 +10,7 @@ import asyncio
 from engine_service.sessions.api import CreateMatchRequest, Principal, Unavailable
 from engine_service.store import MemoryStore
 
-from .helpers import Stream, manager, open_match, run, to_act, until
+from .helpers import Stream, config, manager, open_match, run, to_act, until
 
 GAME = "klaberjass"
 
@@ -323,3 +323,32 @@ def test_the_streams_the_drain_closes_announce_no_disconnection():
     assert changes == 0
     assert [e for e in logs if e["event"] == "presence_changed"] == []
     assert seats == [(None, None), (None, None)]
+
+
+def test_a_timeout_move_being_written_when_the_drain_begins_is_written_before_the_store_closes():
+    """A turn's deadline passed (JJK-10.3) and its auto-move is being written when the drain
+    begins. That write runs in a clock task, not in a request's write (``_writes``): the drain
+    waits for it through the match's lock before it cancels the clock's tasks. Cancelled
+    instead, the move the timeout made was lost mid-write (or, its cancellation missed, written
+    against the store that close() had shut)."""
+    store = GatedAppends()
+
+    async def go():
+        async with manager(config(time_scale=0.01), store=store) as mgr:  # a 30 s turn: 0.3 s
+            match_id, ps = await open_match(mgr, GAME)
+            m = mgr._matches[match_id]
+            streams = [Stream(mgr, match_id, p) for p in ps]  # present: the turn timer runs
+            await until(lambda: all(s.present for s in m.seats))
+            store.gate = asyncio.Event()
+            await until(lambda: m.lock.locked())  # the deadline passed: its move is being written
+            asyncio.get_running_loop().call_later(0.05, store.gate.set)  # the store answers later
+            await mgr.close()
+            for s in streams:
+                await s.close()
+            await store.open()
+            stored = await store.load_match(match_id)
+            return m.seq, list(store.used_while_closed), [(a.seq, a.by, a.reason) for a in stored.actions]
+
+    seq, used_while_closed, stored = run(go())
+    assert used_while_closed == []
+    assert stored == [(1, "auto", "timeout")] and seq == 1
