@@ -6,6 +6,7 @@ acknowledged), never reach it after the close. Each test names the failure it on
 from __future__ import annotations
 
 import asyncio
+import time
 
 from engine_service.sessions.api import CreateMatchRequest, Principal, Unavailable
 from engine_service.store import MemoryStore
@@ -352,3 +353,38 @@ def test_a_timeout_move_being_written_when_the_drain_begins_is_written_before_th
     seq, used_while_closed, stored = run(go())
     assert used_while_closed == []
     assert stored == [(1, "auto", "timeout")] and seq == 1
+
+
+def test_a_deadline_that_passes_while_the_drain_waits_for_a_write_plays_no_move():
+    """The drain disarms every match's clock before it waits for the writes in flight: a
+    turn deadline (JJK-10.3) of another match that passes during that wait plays no move on
+    a service that is shutting down (the players get their turn back after the restart)."""
+    store = GatedAppends()
+
+    async def go():
+        # the turn: 30 s -> 1.5 s; the reconnect grace of the unwatched match far beyond the test
+        async with manager(config(time_scale=0.05, reconnect_grace_s=3600.0), store=store) as mgr:
+            writing_id, writing_ps = await open_match(mgr, GAME)  # unwatched: no turn timer
+            timed_id, timed_ps = await open_match(mgr, GAME)
+            timed = mgr._matches[timed_id]
+            seat, p, env = await to_act(mgr, writing_id, writing_ps)
+            store.gate = asyncio.Event()
+            submit = asyncio.ensure_future(
+                mgr.submit_action(writing_id, p, env.view["legal"][0], env.seq, "in-flight"))
+            await asyncio.sleep(0)  # accepted: its write task is created
+            streams = [Stream(mgr, timed_id, q) for q in timed_ps]  # the turn timer starts
+            await until(lambda: timed.deadline is not None)
+            deadline = timed.deadline
+            drain = asyncio.ensure_future(mgr.drain())
+            await until(lambda: time.time() > deadline + 0.2)  # the timed match's deadline passed
+            store.gate.set()
+            await drain
+            for s in streams:
+                await s.close()
+            written = await submit
+            stored = await store.load_match(timed_id)
+            return written.seq, timed.seq, list(stored.actions)
+
+    written, timed_seq, timed_stored = run(go())
+    assert written == 1  # the write in flight was waited for
+    assert timed_seq == 0 and timed_stored == []
