@@ -8,10 +8,12 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from engine_service.sessions.api import CreateMatchRequest, Principal, Unavailable
 from engine_service.store import MemoryStore
 
-from .helpers import Stream, config, manager, open_match, run, to_act, until
+from .helpers import Stream, absences_written, config, manager, open_match, run, to_act, until
 
 GAME = "klaberjass"
 
@@ -388,3 +390,30 @@ def test_a_deadline_that_passes_while_the_drain_waits_for_a_write_plays_no_move(
     written, timed_seq, timed_stored = run(go())
     assert written == 1  # the write in flight was waited for
     assert timed_seq == 0 and timed_stored == []
+
+
+def test_the_close_after_a_drain_leaves_the_absences_recorded_as_of_the_drain():
+    """The drain records until when the engine served for every grace window running (the
+    seats' ``away_seen``): a restart counts the time away up to there (JJK-10.2), not the
+    downtime. The close that follows the drain, after the gRPC server's stop grace, drains
+    no more and records nothing: recorded again then, the players' windows were charged the
+    seconds of that grace, in which nobody could reconnect (the watches were refused)."""
+    store = MemoryStore()
+    wall = [1_000_000.0]
+
+    async def go():
+        async with manager(store=store) as mgr:
+            mgr._clock.wall = lambda: wall[0]
+            match_id, _ = await open_match(mgr, GAME)  # no stream: every seat is away
+            await absences_written(mgr, match_id)
+            wall[0] += 5.0
+            await mgr.drain()
+            drained_at = wall[0]
+            wall[0] += 10.0  # the stop grace; then the close
+        await store.open()
+        stored = await store.load_match(match_id)
+        return drained_at, [s.away_seen for s in stored.record.seats], [s.away_since for s in stored.record.seats]
+
+    drained_at, seen, since = run(go())
+    assert seen == [drained_at, drained_at]
+    assert since == [pytest.approx(drained_at - 5.0, abs=0.5)] * 2  # away since the match began
