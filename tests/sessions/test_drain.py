@@ -417,3 +417,50 @@ def test_the_close_after_a_drain_leaves_the_absences_recorded_as_of_the_drain():
     drained_at, seen, since = run(go())
     assert seen == [drained_at, drained_at]
     assert since == [pytest.approx(drained_at - 5.0, abs=0.5)] * 2  # away since the match began
+
+
+class GatedAbsences(MemoryStore):
+    """A store whose absence writes (a seat's grace window recorded) wait for ``gate`` while
+    it is set."""
+
+    gate: asyncio.Event | None = None
+    saving = 0
+
+    async def save_absence(self, match_id, seat, *args, **kwargs):
+        if self.gate is not None:
+            self.saving += 1
+            await self.gate.wait()
+        return await super().save_absence(match_id, seat, *args, **kwargs)
+
+
+def test_an_absence_being_written_when_the_drain_begins_lands_before_the_store_closes():
+    """A player went away just before the drain: the write recording their grace window
+    (JJK-10.2) is under way, in a clock task. The drain lets it land, then records until when
+    the engine served, before it cancels the clock's tasks: cancelled, the absence was never
+    stored, and the restart gave that player a whole new window instead of its rest."""
+    store = GatedAbsences()
+    wall = [1_000_000.0]
+
+    async def go():
+        async with manager(store=store) as mgr:
+            mgr._clock.wall = lambda: wall[0]
+            match_id, ps = await open_match(mgr, GAME)
+            m = mgr._matches[match_id]
+            streams = [Stream(mgr, match_id, p) for p in ps]
+            await until(lambda: all(s.present for s in m.seats))
+            await absences_written(mgr, match_id)
+            store.gate = asyncio.Event()
+            await streams[0].close()  # seat 0 goes away
+            await until(lambda: store.saving == 1)
+            asyncio.get_running_loop().call_later(0.05, store.gate.set)  # the store answers later
+            wall[0] += 5.0
+            await mgr.drain()
+            await streams[1].close()
+        store.gate = None
+        await store.open()
+        stored = await store.load_match(match_id)
+        return [(s.away_since, s.away_seen) for s in stored.record.seats]
+
+    seats = run(go())
+    assert seats[0] == (pytest.approx(1_000_000.0, abs=0.5), 1_000_005.0)
+    assert seats[1] == (None, None)  # connected at the drain
