@@ -464,3 +464,30 @@ def test_an_absence_being_written_when_the_drain_begins_lands_before_the_store_c
     seats = run(go())
     assert seats[0] == (pytest.approx(1_000_000.0, abs=0.5), 1_000_005.0)
     assert seats[1] == (None, None)  # connected at the drain
+
+
+def test_reads_are_answered_while_the_close_drains():
+    """close() drains first: while it waits for a write in flight, the service still
+    answers reads (GetMatch, GetView), as a drain does; only once drained is it shut (reads
+    refused with DRAINING), before the store closes."""
+    store = GatedAppends()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            match_id, ps = await open_match(mgr, GAME)
+            seat, p, env = await to_act(mgr, match_id, ps)
+            store.gate = asyncio.Event()
+            submit = asyncio.ensure_future(
+                mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "in-flight"))
+            await asyncio.sleep(0)  # accepted: its write task is created
+            closing = asyncio.ensure_future(mgr.close())
+            await until(lambda: mgr._draining)
+            during = (await mgr.get_match(match_id)).seq, (await mgr.get_view(match_id, p)).seq
+            store.gate.set()
+            await closing
+            after = (await asyncio.gather(mgr.get_match(match_id), return_exceptions=True))[0]
+            return during, (await submit).seq, after
+
+    during, written, after = run(go())
+    assert during == (0, 0) and written == 1
+    assert isinstance(after, Unavailable) and after.reason == "DRAINING", after
