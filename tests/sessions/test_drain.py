@@ -491,3 +491,22 @@ def test_reads_are_answered_while_the_close_drains():
     during, written, after = run(go())
     assert during == (0, 0) and written == 1
     assert isinstance(after, Unavailable) and after.reason == "DRAINING", after
+
+
+def test_the_drain_says_sessions_drained_once_with_the_matches_held():
+    """docs/operations.md's shutdown line: ``sessions_drained`` (info) with ``matches``, the
+    matches held in memory, once the drain is over; the close that follows says it no more."""
+    from structlog.testing import capture_logs
+
+    async def go():
+        async with manager() as mgr:
+            for _ in range(2):
+                await open_match(mgr, GAME)
+            with capture_logs() as logs:
+                await mgr.drain()
+                drained = [e for e in logs if e["event"] == "sessions_drained"]
+                await mgr.close()
+        return drained, [e for e in logs if e["event"] == "sessions_drained"]
+
+    drained, said = run(go())
+    assert drained == said == [{"event": "sessions_drained", "log_level": "info", "matches": 2}]
