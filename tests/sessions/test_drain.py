@@ -510,3 +510,46 @@ def test_the_drain_says_sessions_drained_once_with_the_matches_held():
 
     drained, said = run(go())
     assert drained == said == [{"event": "sessions_drained", "log_level": "info", "matches": 2}]
+
+
+class HiddenGatedAppends(GatedAppends):
+    """GatedAppends whose start-up resume finds nothing while ``hide`` is set (the matches
+    are read on demand)."""
+
+    hide = False
+
+    async def unfinished_match_ids(self):
+        return [] if self.hide else await super().unfinished_match_ids()
+
+
+def test_a_match_read_while_the_drain_waits_for_a_timeout_move_does_not_upset_the_drain():
+    """Reads go on while draining, and one that reads a match from the store registers it.
+    The drain, waiting on another match's lock for the timeout move being written there
+    (JJK-10.3), must not be walking the live registry then (a dict changed during the walk)."""
+    store = HiddenGatedAppends()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            stored_id, _ = await open_match(mgr, GAME)
+        store.hide = True
+        async with manager(config(time_scale=0.01), store=store) as mgr:
+            match_id, ps = await open_match(mgr, GAME)
+            m = mgr._matches[match_id]
+            streams = [Stream(mgr, match_id, p) for p in ps]  # present: the turn timer runs
+            await until(lambda: all(s.present for s in m.seats))
+            store.gate = asyncio.Event()
+            await until(lambda: m.lock.locked())  # the deadline passed: its move is being written
+            drain = asyncio.ensure_future(mgr.drain())
+            for _ in range(5):
+                await asyncio.sleep(0)  # the drain waits for that match's lock
+            view = await mgr.get_view(stored_id, Principal("spectator", stored_id))
+            held = sorted(mgr.match_ids())
+            store.gate.set()
+            outcome = (await asyncio.gather(drain, return_exceptions=True))[0]
+            for s in streams:
+                await s.close()
+            return view.seq, held == sorted([stored_id, match_id]), outcome, m.seq
+
+    read_seq, both_held, outcome, seq = run(go())
+    assert read_seq == 0 and both_held
+    assert outcome is None and seq == 1
