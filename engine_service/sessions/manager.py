@@ -492,9 +492,10 @@ class MatchManager:
         # deck or its derived end (_load), and must finish before the store closes
         async with self._load_lock:
             pass
-        await self._store.close()
-        if self._owns_host and self._host is not None:
-            await self._host.close()
+        try:
+            await self._store.close()
+        finally:  # a store that fails to close leaves no bot workers running
+            await self._close_owned_host()
 
     # ---- catalog --------------------------------------------------------------------------
 

@@ -92,6 +92,28 @@ def test_close_closes_the_bot_host_the_manager_made_once(made):
     assert [h.closed for h in made] == [1]
 
 
+class FailsToClose(MemoryStore):
+    """A store whose close fails (a database that went away: the last commit, the ownership
+    lock's release)."""
+
+    async def close(self) -> None:
+        await super().close()
+        raise StoreError("the database went away")
+
+
+def test_a_close_whose_store_fails_to_close_still_closes_the_bot_host_it_made(made):
+    """The store's failure is close()'s error; the workers stop all the same (as a failed
+    start's do): they used to be left running, their host never closed."""
+    async def go():
+        mgr = MatchManager(config(), store=FailsToClose(), metrics=Metrics())
+        await mgr.start()
+        with pytest.raises(StoreError, match="went away"):
+            await mgr.close()
+
+    run(go())
+    assert [h.closed for h in made] == [1]
+
+
 def test_close_leaves_a_bot_host_it_was_given_open(made):
     given = Host()
 
