@@ -553,3 +553,52 @@ def test_a_match_read_while_the_drain_waits_for_a_timeout_move_does_not_upset_th
     read_seq, both_held, outcome, seq = run(go())
     assert read_seq == 0 and both_held
     assert outcome is None and seq == 1
+
+
+class SilentBots:
+    """A bot host whose bot ``silent`` never answers; it notes each decision's cancellation
+    once it has handled it."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+        self.cancelled = 0
+
+    def bots(self):
+        from engine_service.sessions.api import BotInfo
+        return [BotInfo("silent", (GAME,), "never answers")]
+
+    def plays(self, bot, game_id):
+        return bot == "silent"
+
+    async def decide(self, bot, game_id, seat, view, legal, seed, deadline_s):
+        self.asked += 1
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.01)  # its own clean-up (a real host tells its worker)
+            self.cancelled += 1
+            raise
+
+    async def close(self):
+        pass
+
+
+def test_the_drain_returns_once_the_tasks_it_cancelled_have_ended():
+    """The drain cancels the clock's tasks still under way (here a bot's decision that never
+    comes) and returns only once they have ended: close() then closes the store and the bot
+    host, which none of them uses any more."""
+    from engine_service.sessions.api import SeatConfig
+
+    host = SilentBots()
+
+    async def go():
+        async with manager(config(bot_deadline_s=3600.0), host=host) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig("bot", "silent")] * 2))
+            await until(lambda: host.asked == 1)
+            tasks = set(mgr._tasks)
+            await mgr.drain()
+            return s.match_id, len(tasks), all(t.done() for t in tasks), host.cancelled, mgr._matches[s.match_id].seq
+
+    match_id, tasks, ended, cancelled, seq = run(go())
+    assert tasks >= 1 and ended
+    assert cancelled == 1 and seq == 0
