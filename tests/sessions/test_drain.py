@@ -602,3 +602,40 @@ def test_the_drain_returns_once_the_tasks_it_cancelled_have_ended():
     match_id, tasks, ended, cancelled, seq = run(go())
     assert tasks >= 1 and ended
     assert cancelled == 1 and seq == 0
+
+
+def test_the_store_closes_only_after_the_absence_heartbeat_the_drain_cancelled_has_ended():
+    """A beat of the absence heartbeat (a grace window running: the record that the engine
+    still serves) is in the store when the drain begins. The drain cancels the heartbeat and
+    waits for it to end before close() closes the store: a SQLite write never sees its
+    connection closed under it."""
+    entered = asyncio.Event()
+    order: list[str] = []
+
+    class SlowToCancelBeats(MemoryStore):
+        hold = True
+
+        async def touch_absences(self, seats, seen):
+            if not self.hold:
+                return await super().touch_absences(seats, seen)
+            self.hold = False
+            entered.set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                await asyncio.sleep(0.05)  # the write in its thread ends first
+                order.append("beat ended")
+                raise
+
+        async def close(self):
+            order.append("store closed")
+            await super().close()
+
+    async def go():
+        async with manager(config(absence_heartbeat_s=0.01), store=SlowToCancelBeats()) as mgr:
+            await open_match(mgr, GAME)  # no stream: every seat is away, a beat is due
+            await asyncio.wait_for(entered.wait(), 30)
+            await mgr.close()
+
+    run(go())
+    assert order == ["beat ended", "store closed"]
