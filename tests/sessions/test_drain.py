@@ -639,3 +639,36 @@ def test_the_store_closes_only_after_the_absence_heartbeat_the_drain_cancelled_h
 
     run(go())
     assert order == ["beat ended", "store closed"]
+
+
+class FailsToResume(MemoryStore):
+    """A store whose listing of the unfinished matches fails (the start's resume)."""
+
+    async def unfinished_match_ids(self):
+        from engine_service.store import StoreError
+        raise StoreError("the database is unreachable")
+
+
+def test_a_manager_that_never_started_or_failed_to_start_closes_quietly():
+    """``try: await mgr.start() ... finally: await mgr.close()``: a manager whose start
+    failed (its housekeeping never started, the store already closed by the failed start),
+    or that never started, is closed without an error of its own, and refuses calls after."""
+    from engine_service.observability.metrics import Metrics
+    from engine_service.sessions.manager import MatchManager
+    from engine_service.store import StoreError
+
+    async def go():
+        outcomes = []
+        for store, starts in ((FailsToResume(), True), (MemoryStore(), False)):
+            mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+            if starts:
+                try:
+                    await mgr.start()
+                except StoreError:
+                    pass
+            await mgr.close()
+            refused = (await asyncio.gather(mgr.get_match("m"), return_exceptions=True))[0]
+            outcomes.append((store._open, refused.reason if isinstance(refused, Unavailable) else refused))
+        return outcomes
+
+    assert run(go()) == [(False, "DRAINING"), (False, "DRAINING")]
