@@ -672,3 +672,32 @@ def test_a_manager_that_never_started_or_failed_to_start_closes_quietly():
         return outcomes
 
     assert run(go()) == [(False, "DRAINING"), (False, "DRAINING")]
+
+
+def test_a_read_that_comes_while_the_close_waits_for_a_read_under_way_is_refused_with_draining():
+    """close() waits for a match being read from the store (the load lock) before it closes
+    the store; it is shut from before that wait. A read that comes meanwhile is refused with
+    DRAINING (retry elsewhere, or later), not let in after the one under way to find the
+    store being closed (STORE_UNAVAILABLE, a ``store_read_failed`` error line per shutdown)."""
+    store = GatedLoads()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            first = (await open_match(mgr, GAME))[0]
+            second = (await open_match(mgr, GAME))[0]
+        store.hide = True
+        async with manager(store=store) as mgr:
+            store.gate = asyncio.Event()
+            under_way = asyncio.ensure_future(mgr.get_view(first, Principal("spectator", first)))
+            await until(lambda: store.loading == 1)
+            closing = asyncio.ensure_future(mgr.close())
+            await until(lambda: mgr._load_lock._waiters)  # the close waits for the read under way
+            late = asyncio.ensure_future(mgr.get_view(second, Principal("spectator", second)))
+            await asyncio.sleep(0)
+            store.gate.set()
+            await closing
+            return await asyncio.gather(under_way, late, return_exceptions=True)
+
+    answered, refused = run(go())
+    assert not isinstance(answered, BaseException) and answered.seq == 0, answered
+    assert isinstance(refused, Unavailable) and refused.reason == "DRAINING", refused
