@@ -701,3 +701,23 @@ def test_a_read_that_comes_while_the_close_waits_for_a_read_under_way_is_refused
     answered, refused = run(go())
     assert not isinstance(answered, BaseException) and answered.seq == 0, answered
     assert isinstance(refused, Unavailable) and refused.reason == "DRAINING", refused
+
+
+def test_a_watch_the_drain_ends_tells_its_client_to_watch_again_later():
+    """The error that ends a watch stream at the drain is what the client is shown (the gRPC
+    status details): UNAVAILABLE, DRAINING, and a message saying to watch again later."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, GAME)
+            stream = Stream(mgr, match_id, ps[0])
+            await until(lambda: mgr._matches[match_id].seats[0].present)
+            await mgr.drain()
+            try:
+                await until(lambda: stream.task.done())
+            finally:
+                await stream.close()
+            return stream.error
+
+    error = run(go())
+    assert isinstance(error, Unavailable) and error.reason == "DRAINING"
+    assert str(error) == "the service is shutting down; watch again later"
