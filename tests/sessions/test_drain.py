@@ -721,3 +721,30 @@ def test_a_watch_the_drain_ends_tells_its_client_to_watch_again_later():
     error = run(go())
     assert isinstance(error, Unavailable) and error.reason == "DRAINING"
     assert str(error) == "the service is shutting down; watch again later"
+
+
+def test_a_close_after_a_cancelled_drain_still_waits_for_the_writes_in_flight():
+    """A caller that bounds its drain (``asyncio.wait_for(mgr.drain(), t)``) and then closes:
+    the drain it gave up on goes on, and close() waits for it, so the writes in flight still
+    finish against the open store. The second drain used to return at once (already
+    draining), and close() shut the store under the write."""
+    store = GatedAppends()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            match_id, ps = await open_match(mgr, GAME)
+            seat, p, env = await to_act(mgr, match_id, ps)
+            store.gate = asyncio.Event()
+            submit = asyncio.ensure_future(
+                mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "in-flight"))
+            await asyncio.sleep(0)  # accepted: its write task is created
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(mgr.drain(), 0.05)  # the write is still waiting
+            asyncio.get_running_loop().call_later(0.05, store.gate.set)  # the store answers later
+            await mgr.close()
+            result = (await asyncio.gather(submit, return_exceptions=True))[0]
+            return result, list(store.used_while_closed)
+
+    result, used_while_closed = run(go())
+    assert used_while_closed == []
+    assert not isinstance(result, BaseException) and result.seq == 1, result
