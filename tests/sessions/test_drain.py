@@ -748,3 +748,41 @@ def test_a_close_after_a_cancelled_drain_still_waits_for_the_writes_in_flight():
     result, used_while_closed = run(go())
     assert used_while_closed == []
     assert not isinstance(result, BaseException) and result.seq == 1, result
+
+
+def test_a_creation_being_written_when_the_close_begins_is_written_before_the_store_closes():
+    """A CreateMatch whose write is in the store when close() begins holds no match's lock
+    (the match is not registered yet): the drain waits for it among the writes in flight, so
+    it lands, and is answered, before the store closes."""
+    entered = asyncio.Event()
+
+    class GatedCreates(MemoryStore):
+        gate: asyncio.Event | None = None
+        used_while_closed: list[str] = []
+
+        async def create_match(self, record, decks=()):
+            if self.gate is not None:
+                entered.set()
+                await self.gate.wait()
+            if not self._open:
+                self.used_while_closed = [*self.used_while_closed, "create_match"]
+            return await super().create_match(record, decks)
+
+    store = GatedCreates()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            store.gate = asyncio.Event()
+            create = asyncio.ensure_future(mgr.create_match(CreateMatchRequest(game=GAME)))
+            await asyncio.wait_for(entered.wait(), 30)
+            asyncio.get_running_loop().call_later(0.05, store.gate.set)  # the store answers later
+            await mgr.close()
+            created = (await asyncio.gather(create, return_exceptions=True))[0]
+        store.gate = None
+        await store.open()
+        return created, list(store.used_while_closed), [r.record.match_id for r in await store.list_matches()]
+
+    created, used_while_closed, stored = run(go())
+    assert used_while_closed == []
+    assert not isinstance(created, BaseException), created
+    assert stored == [created.match_id]
