@@ -154,6 +154,7 @@ class MatchManager:
         self._heartbeat_outage: tuple[float, float, int] | None = None
         self._started = False
         self._draining = False
+        self._drained: asyncio.Task | None = None  # the drain's task, once drain() began (drain)
         self._closed = False
         self._writer = MatchWriter(self._store, self.metrics, max_deals=self.config.max_match_deals)
         self._clock = MatchClock(self.config, self.metrics, self._writer, self._spawn, lambda: self._host)
@@ -461,16 +462,25 @@ class MatchManager:
         answered or will be, so each finishes against the open store, even one whose task has
         not taken its match's lock yet (the lock alone would let the drain pass before it and
         the close() that follows shut the store under it). A write that reaches
-        :meth:`_exclusive` from now on is refused (DRAINING) before it touches the store."""
-        if self._draining:
-            return
-        self._draining = True
-        self._clock.stopped = True
-        for housekeeping in (self._sweeper, self._pruner):
-            if housekeeping is not None:
-                housekeeping.cancel()
-        for m in self._matches.values():
-            self._clock.stop(m)  # a timer or bot move that fires now finds itself disarmed
+        :meth:`_exclusive` from now on is refused (DRAINING) before it touches the store.
+
+        The drain runs in a task of its own: a caller that stops waiting for it (a bounded
+        ``wait_for``) does not stop it, and every later drain() or close() waits for it to
+        end (a second drain used to return at once, and the close after it shut the store
+        under the writes still in flight)."""
+        if self._drained is None:
+            self._draining = True
+            self._clock.stopped = True
+            for housekeeping in (self._sweeper, self._pruner):
+                if housekeeping is not None:
+                    housekeeping.cancel()
+            for m in self._matches.values():
+                self._clock.stop(m)  # a timer or bot move that fires now finds itself disarmed
+            self._drained = asyncio.get_running_loop().create_task(self._drain(), name="sessions-drain")
+        await asyncio.shield(self._drained)
+
+    async def _drain(self) -> None:
+        """What :meth:`drain` waits for, once every clock is stopped."""
         while self._writes:  # asyncio.wait: a cancelled drain does not cancel the writes
             await asyncio.wait(list(self._writes))
         for m in list(self._matches.values()):
@@ -500,9 +510,10 @@ class MatchManager:
         # deck or its derived end (_load), and must finish before the store closes
         async with self._load_lock:
             pass
-        await self._store.close()
-        if self._owns_host and self._host is not None:
-            await self._host.close()
+        try:
+            await self._store.close()
+        finally:  # a store that fails to close leaves no bot workers running
+            await self._close_owned_host()
 
     # ---- catalog --------------------------------------------------------------------------
 

@@ -6,11 +6,14 @@ acknowledged), never reach it after the close. Each test names the failure it on
 from __future__ import annotations
 
 import asyncio
+import time
+
+import pytest
 
 from engine_service.sessions.api import CreateMatchRequest, Principal, Unavailable
 from engine_service.store import MemoryStore
 
-from .helpers import Stream, manager, open_match, run, to_act, until
+from .helpers import Stream, absences_written, config, manager, open_match, run, to_act, until
 
 GAME = "klaberjass"
 
@@ -323,3 +326,463 @@ def test_the_streams_the_drain_closes_announce_no_disconnection():
     assert changes == 0
     assert [e for e in logs if e["event"] == "presence_changed"] == []
     assert seats == [(None, None), (None, None)]
+
+
+def test_a_timeout_move_being_written_when_the_drain_begins_is_written_before_the_store_closes():
+    """A turn's deadline passed (JJK-10.3) and its auto-move is being written when the drain
+    begins. That write runs in a clock task, not in a request's write (``_writes``): the drain
+    waits for it through the match's lock before it cancels the clock's tasks. Cancelled
+    instead, the move the timeout made was lost mid-write (or, its cancellation missed, written
+    against the store that close() had shut)."""
+    store = GatedAppends()
+
+    async def go():
+        async with manager(config(time_scale=0.01), store=store) as mgr:  # a 30 s turn: 0.3 s
+            match_id, ps = await open_match(mgr, GAME)
+            m = mgr._matches[match_id]
+            streams = [Stream(mgr, match_id, p) for p in ps]  # present: the turn timer runs
+            await until(lambda: all(s.present for s in m.seats))
+            store.gate = asyncio.Event()
+            await until(lambda: m.lock.locked())  # the deadline passed: its move is being written
+            asyncio.get_running_loop().call_later(0.05, store.gate.set)  # the store answers later
+            await mgr.close()
+            for s in streams:
+                await s.close()
+            await store.open()
+            stored = await store.load_match(match_id)
+            return m.seq, list(store.used_while_closed), [(a.seq, a.by, a.reason) for a in stored.actions]
+
+    seq, used_while_closed, stored = run(go())
+    assert used_while_closed == []
+    assert stored == [(1, "auto", "timeout")] and seq == 1
+
+
+def test_a_deadline_that_passes_while_the_drain_waits_for_a_write_plays_no_move():
+    """The drain disarms every match's clock before it waits for the writes in flight: a
+    turn deadline (JJK-10.3) of another match that passes during that wait plays no move on
+    a service that is shutting down (the players get their turn back after the restart)."""
+    store = GatedAppends()
+
+    async def go():
+        # the turn: 30 s -> 1.5 s; the reconnect grace of the unwatched match far beyond the test
+        async with manager(config(time_scale=0.05, reconnect_grace_s=3600.0), store=store) as mgr:
+            writing_id, writing_ps = await open_match(mgr, GAME)  # unwatched: no turn timer
+            timed_id, timed_ps = await open_match(mgr, GAME)
+            timed = mgr._matches[timed_id]
+            seat, p, env = await to_act(mgr, writing_id, writing_ps)
+            store.gate = asyncio.Event()
+            submit = asyncio.ensure_future(
+                mgr.submit_action(writing_id, p, env.view["legal"][0], env.seq, "in-flight"))
+            await asyncio.sleep(0)  # accepted: its write task is created
+            streams = [Stream(mgr, timed_id, q) for q in timed_ps]  # the turn timer starts
+            await until(lambda: timed.deadline is not None)
+            deadline = timed.deadline
+            drain = asyncio.ensure_future(mgr.drain())
+            await until(lambda: time.time() > deadline + 0.2)  # the timed match's deadline passed
+            store.gate.set()
+            await drain
+            for s in streams:
+                await s.close()
+            written = await submit
+            stored = await store.load_match(timed_id)
+            return written.seq, timed.seq, list(stored.actions)
+
+    written, timed_seq, timed_stored = run(go())
+    assert written == 1  # the write in flight was waited for
+    assert timed_seq == 0 and timed_stored == []
+
+
+def test_the_close_after_a_drain_leaves_the_absences_recorded_as_of_the_drain():
+    """The drain records until when the engine served for every grace window running (the
+    seats' ``away_seen``): a restart counts the time away up to there (JJK-10.2), not the
+    downtime. The close that follows the drain, after the gRPC server's stop grace, drains
+    no more and records nothing: recorded again then, the players' windows were charged the
+    seconds of that grace, in which nobody could reconnect (the watches were refused)."""
+    store = MemoryStore()
+    wall = [1_000_000.0]
+
+    async def go():
+        async with manager(store=store) as mgr:
+            mgr._clock.wall = lambda: wall[0]
+            match_id, _ = await open_match(mgr, GAME)  # no stream: every seat is away
+            await absences_written(mgr, match_id)
+            wall[0] += 5.0
+            await mgr.drain()
+            drained_at = wall[0]
+            wall[0] += 10.0  # the stop grace; then the close
+        await store.open()
+        stored = await store.load_match(match_id)
+        return drained_at, [s.away_seen for s in stored.record.seats], [s.away_since for s in stored.record.seats]
+
+    drained_at, seen, since = run(go())
+    assert seen == [drained_at, drained_at]
+    assert since == [pytest.approx(drained_at - 5.0, abs=0.5)] * 2  # away since the match began
+
+
+class GatedAbsences(MemoryStore):
+    """A store whose absence writes (a seat's grace window recorded) wait for ``gate`` while
+    it is set."""
+
+    gate: asyncio.Event | None = None
+    saving = 0
+
+    async def save_absence(self, match_id, seat, *args, **kwargs):
+        if self.gate is not None:
+            self.saving += 1
+            await self.gate.wait()
+        return await super().save_absence(match_id, seat, *args, **kwargs)
+
+
+def test_an_absence_being_written_when_the_drain_begins_lands_before_the_store_closes():
+    """A player went away just before the drain: the write recording their grace window
+    (JJK-10.2) is under way, in a clock task. The drain lets it land, then records until when
+    the engine served, before it cancels the clock's tasks: cancelled, the absence was never
+    stored, and the restart gave that player a whole new window instead of its rest."""
+    store = GatedAbsences()
+    wall = [1_000_000.0]
+
+    async def go():
+        async with manager(store=store) as mgr:
+            mgr._clock.wall = lambda: wall[0]
+            match_id, ps = await open_match(mgr, GAME)
+            m = mgr._matches[match_id]
+            streams = [Stream(mgr, match_id, p) for p in ps]
+            await until(lambda: all(s.present for s in m.seats))
+            await absences_written(mgr, match_id)
+            store.gate = asyncio.Event()
+            await streams[0].close()  # seat 0 goes away
+            await until(lambda: store.saving == 1)
+            asyncio.get_running_loop().call_later(0.05, store.gate.set)  # the store answers later
+            wall[0] += 5.0
+            await mgr.drain()
+            await streams[1].close()
+        store.gate = None
+        await store.open()
+        stored = await store.load_match(match_id)
+        return [(s.away_since, s.away_seen) for s in stored.record.seats]
+
+    seats = run(go())
+    assert seats[0] == (pytest.approx(1_000_000.0, abs=0.5), 1_000_005.0)
+    assert seats[1] == (None, None)  # connected at the drain
+
+
+def test_reads_are_answered_while_the_close_drains():
+    """close() drains first: while it waits for a write in flight, the service still
+    answers reads (GetMatch, GetView), as a drain does; only once drained is it shut (reads
+    refused with DRAINING), before the store closes."""
+    store = GatedAppends()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            match_id, ps = await open_match(mgr, GAME)
+            seat, p, env = await to_act(mgr, match_id, ps)
+            store.gate = asyncio.Event()
+            submit = asyncio.ensure_future(
+                mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "in-flight"))
+            await asyncio.sleep(0)  # accepted: its write task is created
+            closing = asyncio.ensure_future(mgr.close())
+            await until(lambda: mgr._draining)
+            during = (await mgr.get_match(match_id)).seq, (await mgr.get_view(match_id, p)).seq
+            store.gate.set()
+            await closing
+            after = (await asyncio.gather(mgr.get_match(match_id), return_exceptions=True))[0]
+            return during, (await submit).seq, after
+
+    during, written, after = run(go())
+    assert during == (0, 0) and written == 1
+    assert isinstance(after, Unavailable) and after.reason == "DRAINING", after
+
+
+def test_the_drain_says_sessions_drained_once_with_the_matches_held():
+    """docs/operations.md's shutdown line: ``sessions_drained`` (info) with ``matches``, the
+    matches held in memory, once the drain is over; the close that follows says it no more."""
+    from structlog.testing import capture_logs
+
+    async def go():
+        async with manager() as mgr:
+            for _ in range(2):
+                await open_match(mgr, GAME)
+            with capture_logs() as logs:
+                await mgr.drain()
+                drained = [e for e in logs if e["event"] == "sessions_drained"]
+                await mgr.close()
+        return drained, [e for e in logs if e["event"] == "sessions_drained"]
+
+    drained, said = run(go())
+    assert drained == said == [{"event": "sessions_drained", "log_level": "info", "matches": 2}]
+
+
+class HiddenGatedAppends(GatedAppends):
+    """GatedAppends whose start-up resume finds nothing while ``hide`` is set (the matches
+    are read on demand)."""
+
+    hide = False
+
+    async def unfinished_match_ids(self):
+        return [] if self.hide else await super().unfinished_match_ids()
+
+
+def test_a_match_read_while_the_drain_waits_for_a_timeout_move_does_not_upset_the_drain():
+    """Reads go on while draining, and one that reads a match from the store registers it.
+    The drain, waiting on another match's lock for the timeout move being written there
+    (JJK-10.3), must not be walking the live registry then (a dict changed during the walk)."""
+    store = HiddenGatedAppends()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            stored_id, _ = await open_match(mgr, GAME)
+        store.hide = True
+        async with manager(config(time_scale=0.01), store=store) as mgr:
+            match_id, ps = await open_match(mgr, GAME)
+            m = mgr._matches[match_id]
+            streams = [Stream(mgr, match_id, p) for p in ps]  # present: the turn timer runs
+            await until(lambda: all(s.present for s in m.seats))
+            store.gate = asyncio.Event()
+            await until(lambda: m.lock.locked())  # the deadline passed: its move is being written
+            drain = asyncio.ensure_future(mgr.drain())
+            for _ in range(5):
+                await asyncio.sleep(0)  # the drain waits for that match's lock
+            view = await mgr.get_view(stored_id, Principal("spectator", stored_id))
+            held = sorted(mgr.match_ids())
+            store.gate.set()
+            outcome = (await asyncio.gather(drain, return_exceptions=True))[0]
+            for s in streams:
+                await s.close()
+            return view.seq, held == sorted([stored_id, match_id]), outcome, m.seq
+
+    read_seq, both_held, outcome, seq = run(go())
+    assert read_seq == 0 and both_held
+    assert outcome is None and seq == 1
+
+
+class SilentBots:
+    """A bot host whose bot ``silent`` never answers; it notes each decision's cancellation
+    once it has handled it."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+        self.cancelled = 0
+
+    def bots(self):
+        from engine_service.sessions.api import BotInfo
+        return [BotInfo("silent", (GAME,), "never answers")]
+
+    def plays(self, bot, game_id):
+        return bot == "silent"
+
+    async def decide(self, bot, game_id, seat, view, legal, seed, deadline_s):
+        self.asked += 1
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.01)  # its own clean-up (a real host tells its worker)
+            self.cancelled += 1
+            raise
+
+    async def close(self):
+        pass
+
+
+def test_the_drain_returns_once_the_tasks_it_cancelled_have_ended():
+    """The drain cancels the clock's tasks still under way (here a bot's decision that never
+    comes) and returns only once they have ended: close() then closes the store and the bot
+    host, which none of them uses any more."""
+    from engine_service.sessions.api import SeatConfig
+
+    host = SilentBots()
+
+    async def go():
+        async with manager(config(bot_deadline_s=3600.0), host=host) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game=GAME, seats=[SeatConfig("bot", "silent")] * 2))
+            await until(lambda: host.asked == 1)
+            tasks = set(mgr._tasks)
+            await mgr.drain()
+            return s.match_id, len(tasks), all(t.done() for t in tasks), host.cancelled, mgr._matches[s.match_id].seq
+
+    match_id, tasks, ended, cancelled, seq = run(go())
+    assert tasks >= 1 and ended
+    assert cancelled == 1 and seq == 0
+
+
+def test_the_store_closes_only_after_the_absence_heartbeat_the_drain_cancelled_has_ended():
+    """A beat of the absence heartbeat (a grace window running: the record that the engine
+    still serves) is in the store when the drain begins. The drain cancels the heartbeat and
+    waits for it to end before close() closes the store: a SQLite write never sees its
+    connection closed under it."""
+    entered = asyncio.Event()
+    order: list[str] = []
+
+    class SlowToCancelBeats(MemoryStore):
+        hold = True
+
+        async def touch_absences(self, seats, seen):
+            if not self.hold:
+                return await super().touch_absences(seats, seen)
+            self.hold = False
+            entered.set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                await asyncio.sleep(0.05)  # the write in its thread ends first
+                order.append("beat ended")
+                raise
+
+        async def close(self):
+            order.append("store closed")
+            await super().close()
+
+    async def go():
+        async with manager(config(absence_heartbeat_s=0.01), store=SlowToCancelBeats()) as mgr:
+            await open_match(mgr, GAME)  # no stream: every seat is away, a beat is due
+            await asyncio.wait_for(entered.wait(), 30)
+            await mgr.close()
+
+    run(go())
+    assert order == ["beat ended", "store closed"]
+
+
+class FailsToResume(MemoryStore):
+    """A store whose listing of the unfinished matches fails (the start's resume)."""
+
+    async def unfinished_match_ids(self):
+        from engine_service.store import StoreError
+        raise StoreError("the database is unreachable")
+
+
+def test_a_manager_that_never_started_or_failed_to_start_closes_quietly():
+    """``try: await mgr.start() ... finally: await mgr.close()``: a manager whose start
+    failed (its housekeeping never started, the store already closed by the failed start),
+    or that never started, is closed without an error of its own, and refuses calls after."""
+    from engine_service.observability.metrics import Metrics
+    from engine_service.sessions.manager import MatchManager
+    from engine_service.store import StoreError
+
+    async def go():
+        outcomes = []
+        for store, starts in ((FailsToResume(), True), (MemoryStore(), False)):
+            mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+            if starts:
+                try:
+                    await mgr.start()
+                except StoreError:
+                    pass
+            await mgr.close()
+            refused = (await asyncio.gather(mgr.get_match("m"), return_exceptions=True))[0]
+            outcomes.append((store._open, refused.reason if isinstance(refused, Unavailable) else refused))
+        return outcomes
+
+    assert run(go()) == [(False, "DRAINING"), (False, "DRAINING")]
+
+
+def test_a_read_that_comes_while_the_close_waits_for_a_read_under_way_is_refused_with_draining():
+    """close() waits for a match being read from the store (the load lock) before it closes
+    the store; it is shut from before that wait. A read that comes meanwhile is refused with
+    DRAINING (retry elsewhere, or later), not let in after the one under way to find the
+    store being closed (STORE_UNAVAILABLE, a ``store_read_failed`` error line per shutdown)."""
+    store = GatedLoads()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            first = (await open_match(mgr, GAME))[0]
+            second = (await open_match(mgr, GAME))[0]
+        store.hide = True
+        async with manager(store=store) as mgr:
+            store.gate = asyncio.Event()
+            under_way = asyncio.ensure_future(mgr.get_view(first, Principal("spectator", first)))
+            await until(lambda: store.loading == 1)
+            closing = asyncio.ensure_future(mgr.close())
+            await until(lambda: mgr._load_lock._waiters)  # the close waits for the read under way
+            late = asyncio.ensure_future(mgr.get_view(second, Principal("spectator", second)))
+            await asyncio.sleep(0)
+            store.gate.set()
+            await closing
+            return await asyncio.gather(under_way, late, return_exceptions=True)
+
+    answered, refused = run(go())
+    assert not isinstance(answered, BaseException) and answered.seq == 0, answered
+    assert isinstance(refused, Unavailable) and refused.reason == "DRAINING", refused
+
+
+def test_a_watch_the_drain_ends_tells_its_client_to_watch_again_later():
+    """The error that ends a watch stream at the drain is what the client is shown (the gRPC
+    status details): UNAVAILABLE, DRAINING, and a message saying to watch again later."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, GAME)
+            stream = Stream(mgr, match_id, ps[0])
+            await until(lambda: mgr._matches[match_id].seats[0].present)
+            await mgr.drain()
+            try:
+                await until(lambda: stream.task.done())
+            finally:
+                await stream.close()
+            return stream.error
+
+    error = run(go())
+    assert isinstance(error, Unavailable) and error.reason == "DRAINING"
+    assert str(error) == "the service is shutting down; watch again later"
+
+
+def test_a_close_after_a_cancelled_drain_still_waits_for_the_writes_in_flight():
+    """A caller that bounds its drain (``asyncio.wait_for(mgr.drain(), t)``) and then closes:
+    the drain it gave up on goes on, and close() waits for it, so the writes in flight still
+    finish against the open store. The second drain used to return at once (already
+    draining), and close() shut the store under the write."""
+    store = GatedAppends()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            match_id, ps = await open_match(mgr, GAME)
+            seat, p, env = await to_act(mgr, match_id, ps)
+            store.gate = asyncio.Event()
+            submit = asyncio.ensure_future(
+                mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "in-flight"))
+            await asyncio.sleep(0)  # accepted: its write task is created
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(mgr.drain(), 0.05)  # the write is still waiting
+            asyncio.get_running_loop().call_later(0.05, store.gate.set)  # the store answers later
+            await mgr.close()
+            result = (await asyncio.gather(submit, return_exceptions=True))[0]
+            return result, list(store.used_while_closed)
+
+    result, used_while_closed = run(go())
+    assert used_while_closed == []
+    assert not isinstance(result, BaseException) and result.seq == 1, result
+
+
+def test_a_creation_being_written_when_the_close_begins_is_written_before_the_store_closes():
+    """A CreateMatch whose write is in the store when close() begins holds no match's lock
+    (the match is not registered yet): the drain waits for it among the writes in flight, so
+    it lands, and is answered, before the store closes."""
+    entered = asyncio.Event()
+
+    class GatedCreates(MemoryStore):
+        gate: asyncio.Event | None = None
+        used_while_closed: list[str] = []
+
+        async def create_match(self, record, decks=()):
+            if self.gate is not None:
+                entered.set()
+                await self.gate.wait()
+            if not self._open:
+                self.used_while_closed = [*self.used_while_closed, "create_match"]
+            return await super().create_match(record, decks)
+
+    store = GatedCreates()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            store.gate = asyncio.Event()
+            create = asyncio.ensure_future(mgr.create_match(CreateMatchRequest(game=GAME)))
+            await asyncio.wait_for(entered.wait(), 30)
+            asyncio.get_running_loop().call_later(0.05, store.gate.set)  # the store answers later
+            await mgr.close()
+            created = (await asyncio.gather(create, return_exceptions=True))[0]
+        store.gate = None
+        await store.open()
+        return created, list(store.used_while_closed), [r.record.match_id for r in await store.list_matches()]
+
+    created, used_while_closed, stored = run(go())
+    assert used_while_closed == []
+    assert not isinstance(created, BaseException), created
+    assert stored == [created.match_id]
