@@ -323,3 +323,61 @@ def test_the_shared_memo_steps_aside_where_audiences_never_share(monkeypatch):
     # up, 17-20 bypass
     assert len(looked_up) == 9
     assert codec._SHARED_STATS["test_bypass"] == [8, 0]
+
+
+def _around(*bounds):
+    # wide enough that each piece, nested up to three deep (their lengths growing with it), hits it
+    return sorted({n for b in bounds for n in range(b - 16, b + 3) if n >= 0})
+
+
+@pytest.mark.parametrize("char", ["x", "é"])  # one and two bytes a character: lengths count bytes
+def test_lengths_at_the_varint_boundaries_are_protobufs_own(char, monkeypatch):
+    """Byte for byte against protobuf at every length next to a varint step (127/128, 16383/16384;
+    longer varints take the same loop, test_varint): each length-delimited piece (a string, a key,
+    an entry, a struct, a list, a list element) is written through a one-byte lookup below 128
+    and a varint from there."""
+    monkeypatch.setattr(wire, "_MEMO_VALUES", collections.OrderedDict())  # long values: not kept
+    monkeypatch.setattr(wire, "_MEMO_ELEMENTS", collections.OrderedDict())
+
+    def value(v):
+        msg = struct_pb2.Value()
+        if isinstance(v, str):
+            msg.string_value = v
+        elif isinstance(v, dict):
+            msg.struct_value.update(v)
+        else:
+            msg.list_value.extend(v)
+        return msg.SerializeToString()
+
+    def struct(d):
+        msg = struct_pb2.Struct()
+        msg.update(d)
+        return msg.SerializeToString()
+
+    def list_value(items):
+        msg = struct_pb2.ListValue()
+        msg.extend(items)
+        return msg.SerializeToString()
+
+    for n in _around(128, 16384):
+        s = char * (n // len(char.encode()))
+        t = "y" * n
+        assert wire.value_bytes(s) == value(s), n
+        assert wire.struct_body({"k": s}) == wire.memo_struct_body({"k": s}) == struct({"k": s}), n
+        assert wire.scalar_entry("k", s) == wire.map_entry("k", wire.value_bytes(s)) == struct({"k": s}), n
+        assert wire.struct_body({s: 1}) == struct({s: 1}), n
+        assert wire.struct_body({s: [1]}) == wire.memo_struct_body({s: [1]}) == struct({s: [1]}), n
+        assert wire.struct_body({"k": {"a": s}}) == wire.memo_struct_body({"k": {"a": s}}) == struct({"k": {"a": s}}), n
+        assert wire.list_body([s]) == list_value([s]), n
+        assert wire.list_body([{"a": s}]) == list_value([{"a": s}]), n
+        assert wire.list_body([[s]]) == list_value([[s]]), n
+        assert wire.value_bytes([s]) == wire.value_bytes((s,)) == wire.memo_value_bytes([s]) == value([s]), n
+        assert wire.value_bytes({"a": s}) == value({"a": s}), n
+        assert wire.memo_value_bytes([{"a": s}, [s]]) == value([{"a": s}, [s]]), n
+        assert wire.memo_struct_body({"k": [[t], {"a": s}]}) == struct({"k": [[t], {"a": s}]}), n
+        # a list grown by one element from its encoded prefix
+        assert wire.memo_value_bytes([t]) == value([t]), n
+        assert wire.memo_value_bytes([t, s]) == value([t, s]), n
+        assert wire.memo_value_bytes([t, s, {"a": s}]) == value([t, s, {"a": s}]), n
+        assert wire.field(0x0A, wire.value_bytes(s)) == list_value([s]), n
+        assert wire.list_value_payload(wire.value_bytes([s])) == list_value([s]), n
