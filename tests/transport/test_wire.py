@@ -381,3 +381,50 @@ def test_lengths_at_the_varint_boundaries_are_protobufs_own(char, monkeypatch):
         assert wire.memo_value_bytes([t, s, {"a": s}]) == value([t, s, {"a": s}]), n
         assert wire.field(0x0A, wire.value_bytes(s)) == list_value([s]), n
         assert wire.list_value_payload(wire.value_bytes([s])) == list_value([s]), n
+
+
+def test_subclasses_and_other_containers_encode_as_json_dumps_writes_them():
+    """What value_bytes' exact-type fast paths pass on (wire._other_value) and the keys json_key
+    converts: subclasses of str, int, float, dict, list and tuple as json.dumps writes them (a
+    str subclass as its characters, an IntEnum as its number), other mappings as objects, sets
+    and frozensets as sorted arrays; at the one-byte length boundary too."""
+    import enum
+
+    class Name(str):
+        def __str__(self):
+            return "not this"
+
+    class Seat(enum.IntEnum):
+        NORTH = 3
+
+    class Points(float):
+        def __repr__(self):
+            return "not this"
+
+    class Table(dict):
+        pass
+
+    class Log(list):
+        pass
+
+    class Pair(tuple):
+        pass
+
+    for n in (1, 100, 130, 200):
+        s = "s" * n
+        data = {Name("name"): Name(s), Seat.NORTH: Seat.NORTH, Points(2.5): Points(0.5), "t": Table(a=Name(s)),
+                "ordered": collections.OrderedDict(b=[s], a=1), "log": Log([Seat.NORTH, Log([s])]),
+                "pair": Pair((s, Points(1.5))), "set": {s, "a", "b"}, "frozen": frozenset({3, 1, 2}),
+                "proxy": __import__("types").MappingProxyType({"x": s, "y": Table(z=[s])})}
+        plain = json.loads(json.dumps(data, default=lambda o: sorted(o) if isinstance(o, (set, frozenset)) else dict(o)))
+        assert set(plain) == {"name", "3", "2.5", "t", "ordered", "log", "pair", "set", "frozen", "proxy"}
+        assert plain["name"] == s and plain["3"] == 3 and plain["set"] == sorted({s, "a", "b"})
+        want = struct_pb2.Struct()
+        want.update(plain)
+        for encode in (wire.struct_body, wire.memo_struct_body):
+            assert struct_pb2.Struct.FromString(encode(data)) == want, (n, encode)
+        for k, v in data.items():
+            for encode in (wire.value_bytes, wire.memo_value_bytes):
+                assert struct_pb2.Value.FromString(encode(v)) == want.fields[wire.json_key(k)], (n, k, encode)
+    assert wire.json_key(Name("k")) == "k" and type(wire.json_key(Name("k"))) is str
+    assert wire.json_key(Seat.NORTH) == "3" and wire.json_key(Points(0.25)) == "0.25"
