@@ -428,3 +428,40 @@ def test_subclasses_and_other_containers_encode_as_json_dumps_writes_them():
                 assert struct_pb2.Value.FromString(encode(v)) == want.fields[wire.json_key(k)], (n, k, encode)
     assert wire.json_key(Name("k")) == "k" and type(wire.json_key(Name("k"))) is str
     assert wire.json_key(Seat.NORTH) == "3" and wire.json_key(Points(0.25)) == "0.25"
+
+
+def test_memo_tables_keep_the_most_recently_used_within_their_bound():
+    """wire.lru_get / lru_put (the memos here and codec's): a hit returns what was stored and
+    becomes the most recently used; past the limit the least recently used entry goes."""
+    table: collections.OrderedDict = collections.OrderedDict()
+    assert wire.lru_get(table, "a") is None and not table
+    for k in "abc":
+        assert wire.lru_put(table, k, k.upper(), 3) == k.upper()
+    assert wire.lru_get(table, "a") == "A"  # now the most recently used
+    assert wire.lru_put(table, "d", "D", 3) == "D"
+    assert list(table.items()) == [("c", "C"), ("a", "A"), ("d", "D")]  # b went, the oldest use
+    assert wire.lru_get(table, "b") is None
+
+
+def test_the_encoders_caches_stay_within_their_bounds(monkeypatch):
+    """A long-running engine meets ever new strings (match ids, player names in a table) and
+    ever new tables: every cache of encodings fills up to its bound and no further, short
+    strings only (a long one is encoded afresh), the memos keeping the most recent."""
+    for name in ("_STRING_CACHE", "_KEY_CACHE", "_LEAF_CACHE"):
+        monkeypatch.setattr(wire, name, {})
+    monkeypatch.setattr(wire, "_MEMO_VALUES", collections.OrderedDict())
+    monkeypatch.setattr(wire, "_MEMO_ELEMENTS", collections.OrderedDict())
+    monkeypatch.setattr(wire, "_CACHE_MAX", 5)
+    monkeypatch.setattr(wire, "_MEMO_VALUES_MAX", 4)
+    monkeypatch.setattr(wire, "_MEMO_ELEMENTS_MAX", 6)
+    long = "L" * 200
+    for encode in (wire.struct_body, wire.memo_struct_body):
+        assert struct_pb2.Struct.FromString(encode({long: long})) == reference_struct({long: long})
+    assert not wire._STRING_CACHE and not wire._KEY_CACHE and not wire._LEAF_CACHE
+    for i in range(12):
+        table = {f"k{i}": f"v{i}", f"n{i}": [f"s{i}", {"e": i}], f"m{i}": {"x": 0.5}}
+        assert wire.memo_struct_body(table) == wire.struct_body(table)
+        assert wire.list_body([f"l{i}"]) == wire.value_bytes([f"l{i}"])[2:]
+    for cache in (wire._STRING_CACHE, wire._KEY_CACHE, wire._LEAF_CACHE):
+        assert len(cache) == 5
+    assert len(wire._MEMO_VALUES) == 4 and len(wire._MEMO_ELEMENTS) == 6
