@@ -465,3 +465,12 @@ def test_the_encoders_caches_stay_within_their_bounds(monkeypatch):
     for cache in (wire._STRING_CACHE, wire._KEY_CACHE, wire._LEAF_CACHE):
         assert len(cache) == 5
     assert len(wire._MEMO_VALUES) == 4 and len(wire._MEMO_ELEMENTS) == 6
+
+
+def test_list_value_payload_takes_only_the_value_of_a_list():
+    """codec cuts deal_results' ListValue out of a memoized Value: anything else is an error,
+    never a payload cut from a struct or a string."""
+    assert wire.list_value_payload(wire.value_bytes([])) == b""
+    for other in ({"a": [1]}, "[1]", 1, None, True):
+        with pytest.raises(ValueError, match="not the Value of a list"):
+            wire.list_value_payload(wire.value_bytes(other))
