@@ -351,9 +351,7 @@ def _other_value(v: Any) -> bytes:
     """Subclasses and the less common containers, with json.dumps' precedence."""
     if isinstance(v, str):
         return _string_value(str.__str__(v))
-    if isinstance(v, bool):
-        return _TRUE if v else _FALSE
-    if isinstance(v, int):
+    if isinstance(v, int):  # an int subclass: bool, final, never gets here (value_bytes)
         return _NUMBER + _pack_double(int(v))
     if isinstance(v, float):
         return value_bytes(float(v))
