@@ -100,6 +100,24 @@ def test_what_json_cannot_hold_is_refused():
         wire.struct_body({"x": object()})
     with pytest.raises(TypeError):
         wire.struct_body({(1, 2): 3})
+    # by every entry point, nested, and with the error saying what it is (not a TypeError of
+    # some len(None) further on)
+    encoders = (wire.struct_body, wire.memo_struct_body, lambda d: wire.value_bytes([d]),
+                lambda d: wire.memo_value_bytes([[d]]), lambda d: b"".join(wire.scalar_entry(k, v) for k, v in d.items()))
+    for encode in encoders:
+        for bad in (math.nan, math.inf, -math.inf):
+            with pytest.raises(ValueError, match="non-finite number in a view"):
+                encode({"x": bad})
+            with pytest.raises(ValueError, match="non-finite number as a key"):
+                encode({bad: 1, "x": 1})
+        with pytest.raises(TypeError, match="not a JSON value: object"):
+            encode({"x": object()})
+        with pytest.raises(TypeError, match="not a JSON value: bytes"):
+            encode({"x": b"raw"})
+        with pytest.raises(TypeError, match="keys must be str, int, float, bool or None, not tuple"):
+            encode({(1, 2): 3, "x": 1})
+    with pytest.raises(TypeError, match="not a JSON value: object"):
+        wire.memo_struct_body({"l": [{"a": 1}, {"b": object()}]})
 
 
 def test_varint():
