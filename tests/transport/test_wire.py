@@ -492,3 +492,40 @@ def test_list_value_payload_takes_only_the_value_of_a_list():
     for other in ({"a": [1]}, "[1]", 1, None, True):
         with pytest.raises(ValueError, match="not the Value of a list"):
             wire.list_value_payload(wire.value_bytes(other))
+
+
+def test_cached_encodings_never_confuse_values_python_finds_equal():
+    """Every cache path (struct_body's and scalar_entry's leaf cache, the memos of
+    memo_struct_body and their list elements) meets, one after another, values and keys that
+    Python finds equal but the wire does not: 0.0 and -0.0, 1 and True and 1.0 (as keys too),
+    (1,) and (True,), and containers marshal cannot key (subclasses inside), which are encoded
+    as they are, each its own."""
+    import enum
+
+    class Name(str):
+        pass
+
+    Seat = enum.IntEnum("Seat", {"NORTH": 1})
+    groups = [[0.0, -0.0], [1, True, 1.0, Seat.NORTH], [(1,), (True,), (1.0,)], [frozenset({1}), frozenset({True})],
+              [[{"a": Name("x")}], [{"a": Name("y")}], [{"a": Seat.NORTH}], [{"a": 1}], [{"a": True}]],
+              [[[Name("p")]], [[Name("q")]], [[1]], [[True]]], [{"a": [Name("x")]}, {"a": [Name("y")]}]]
+    encoders = (wire.struct_body, wire.memo_struct_body,
+                lambda d: b"".join([wire.scalar_entry(k, v) for k, v in d.items()]))
+
+    def serialized(d):  # of one entry: map order cannot differ
+        msg = struct_pb2.Struct()
+        msg.update(json.loads(json.dumps(d, default=sorted)))
+        return msg.SerializeToString()
+
+    for encode in encoders:
+        for group in groups:
+            for rounds in range(2):
+                for v in group:
+                    want = serialized({"k": v})
+                    assert encode({"k": v}) == want, (encode, v, rounds)
+                    assert wire.memo_value_bytes([v, v]) == wire.value_bytes([v, v]), (v, rounds)
+        for rounds in range(2):
+            for key, name in ((1, "1"), (True, "true"), (1.0, "1.0"), (None, "null"), (False, "false"),
+                              (0, "0"), (-0.0, "-0.0"), (0.0, "0.0"), (Name("n"), "n"), (Seat.NORTH, "1")):
+                for value in ("x", [1], 7.5):
+                    assert encode({key: value}) == serialized({name: value}), (key, value)
