@@ -476,6 +476,11 @@ def test_the_encoders_caches_stay_within_their_bounds(monkeypatch):
     for encode in (wire.struct_body, wire.memo_struct_body):
         assert struct_pb2.Struct.FromString(encode({long: long})) == reference_struct({long: long})
     assert not wire._STRING_CACHE and not wire._KEY_CACHE and not wire._LEAF_CACHE
+    for encode in (wire.struct_body, wire.memo_struct_body):  # a leaf entry is as long as key and value
+        assert struct_pb2.Struct.FromString(encode({long: "v", "k": long})) == reference_struct({long: "v", "k": long})
+    assert not wire._LEAF_CACHE
+    wire._STRING_CACHE.clear()
+    wire._KEY_CACHE.clear()
     for i in range(12):
         table = {f"k{i}": f"v{i}", f"n{i}": [f"s{i}", {"e": i}], f"m{i}": {"x": 0.5}}
         assert wire.memo_struct_body(table) == wire.struct_body(table)
