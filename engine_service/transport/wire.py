@@ -268,19 +268,17 @@ def _list_value(body: bytes) -> bytes:
 
 
 def _memo_element(v: Any) -> bytes:
-    """One ``values`` entry of a ListValue; a container element encoded once per content."""
+    """One ``values`` entry of a ListValue; a container element encoded once per content.
+
+    ``v`` is an element of a list whose marshal succeeded (:func:`_memo_value`), so its own
+    marshal does too: no fallback for an unmarshallable element is needed here."""
     t = type(v)
-    value = None
     if t is dict or t is list:
-        try:
-            key = marshal.dumps(v)
-        except ValueError:
-            key = None
-        if key is not None:
-            value = lru_get(_MEMO_ELEMENTS, key)
-            if value is None:
-                value = lru_put(_MEMO_ELEMENTS, key, value_bytes(v), _MEMO_ELEMENTS_MAX)
-    if value is None:
+        key = marshal.dumps(v)
+        value = lru_get(_MEMO_ELEMENTS, key)
+        if value is None:
+            value = lru_put(_MEMO_ELEMENTS, key, value_bytes(v), _MEMO_ELEMENTS_MAX)
+    else:
         value = value_bytes(v)
     size = len(value)
     return (_ENTRY_TAGS[size] if size < 128 else b"\x0a" + varint(size)) + value
