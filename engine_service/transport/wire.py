@@ -268,19 +268,17 @@ def _list_value(body: bytes) -> bytes:
 
 
 def _memo_element(v: Any) -> bytes:
-    """One ``values`` entry of a ListValue; a container element encoded once per content."""
+    """One ``values`` entry of a ListValue; a container element encoded once per content.
+
+    ``v`` is an element of a list whose marshal succeeded (:func:`_memo_value`), so its own
+    marshal does too: no fallback for an unmarshallable element is needed here."""
     t = type(v)
-    value = None
     if t is dict or t is list:
-        try:
-            key = marshal.dumps(v)
-        except ValueError:
-            key = None
-        if key is not None:
-            value = lru_get(_MEMO_ELEMENTS, key)
-            if value is None:
-                value = lru_put(_MEMO_ELEMENTS, key, value_bytes(v), _MEMO_ELEMENTS_MAX)
-    if value is None:
+        key = marshal.dumps(v)
+        value = lru_get(_MEMO_ELEMENTS, key)
+        if value is None:
+            value = lru_put(_MEMO_ELEMENTS, key, value_bytes(v), _MEMO_ELEMENTS_MAX)
+    else:
         value = value_bytes(v)
     size = len(value)
     return (_ENTRY_TAGS[size] if size < 128 else b"\x0a" + varint(size)) + value
@@ -351,9 +349,7 @@ def _other_value(v: Any) -> bytes:
     """Subclasses and the less common containers, with json.dumps' precedence."""
     if isinstance(v, str):
         return _string_value(str.__str__(v))
-    if isinstance(v, bool):
-        return _TRUE if v else _FALSE
-    if isinstance(v, int):
+    if isinstance(v, int):  # an int subclass: bool, final, never gets here (value_bytes)
         return _NUMBER + _pack_double(int(v))
     if isinstance(v, float):
         return value_bytes(float(v))

@@ -100,6 +100,24 @@ def test_what_json_cannot_hold_is_refused():
         wire.struct_body({"x": object()})
     with pytest.raises(TypeError):
         wire.struct_body({(1, 2): 3})
+    # by every entry point, nested, and with the error saying what it is (not a TypeError of
+    # some len(None) further on)
+    encoders = (wire.struct_body, wire.memo_struct_body, lambda d: wire.value_bytes([d]),
+                lambda d: wire.memo_value_bytes([[d]]), lambda d: b"".join(wire.scalar_entry(k, v) for k, v in d.items()))
+    for encode in encoders:
+        for bad in (math.nan, math.inf, -math.inf):
+            with pytest.raises(ValueError, match="non-finite number in a view"):
+                encode({"x": bad})
+            with pytest.raises(ValueError, match="non-finite number as a key"):
+                encode({bad: 1, "x": 1})
+        with pytest.raises(TypeError, match="not a JSON value: object"):
+            encode({"x": object()})
+        with pytest.raises(TypeError, match="not a JSON value: bytes"):
+            encode({"x": b"raw"})
+        with pytest.raises(TypeError, match="keys must be str, int, float, bool or None, not tuple"):
+            encode({(1, 2): 3, "x": 1})
+    with pytest.raises(TypeError, match="not a JSON value: object"):
+        wire.memo_struct_body({"l": [{"a": 1}, {"b": object()}]})
 
 
 def test_varint():
@@ -323,3 +341,196 @@ def test_the_shared_memo_steps_aside_where_audiences_never_share(monkeypatch):
     # up, 17-20 bypass
     assert len(looked_up) == 9
     assert codec._SHARED_STATS["test_bypass"] == [8, 0]
+
+
+def _around(*bounds):
+    # wide enough that each piece, nested up to three deep (their lengths growing with it), hits it
+    return sorted({n for b in bounds for n in range(b - 16, b + 3) if n >= 0})
+
+
+@pytest.mark.parametrize("char", ["x", "é"])  # one and two bytes a character: lengths count bytes
+def test_lengths_at_the_varint_boundaries_are_protobufs_own(char, monkeypatch):
+    """Byte for byte against protobuf at every length next to a varint step (127/128, 16383/16384;
+    longer varints take the same loop, test_varint): each length-delimited piece (a string, a key,
+    an entry, a struct, a list, a list element) is written through a one-byte lookup below 128
+    and a varint from there."""
+    monkeypatch.setattr(wire, "_MEMO_VALUES", collections.OrderedDict())  # long values: not kept
+    monkeypatch.setattr(wire, "_MEMO_ELEMENTS", collections.OrderedDict())
+
+    def value(v):
+        msg = struct_pb2.Value()
+        if isinstance(v, str):
+            msg.string_value = v
+        elif isinstance(v, dict):
+            msg.struct_value.update(v)
+        else:
+            msg.list_value.extend(v)
+        return msg.SerializeToString()
+
+    def struct(d):
+        msg = struct_pb2.Struct()
+        msg.update(d)
+        return msg.SerializeToString()
+
+    def list_value(items):
+        msg = struct_pb2.ListValue()
+        msg.extend(items)
+        return msg.SerializeToString()
+
+    for n in _around(128, 16384):
+        s = char * (n // len(char.encode()))
+        t = "y" * n
+        assert wire.value_bytes(s) == value(s), n
+        assert wire.struct_body({"k": s}) == wire.memo_struct_body({"k": s}) == struct({"k": s}), n
+        assert wire.scalar_entry("k", s) == wire.map_entry("k", wire.value_bytes(s)) == struct({"k": s}), n
+        assert wire.struct_body({s: 1}) == struct({s: 1}), n
+        assert wire.struct_body({s: [1]}) == wire.memo_struct_body({s: [1]}) == struct({s: [1]}), n
+        assert wire.struct_body({"k": {"a": s}}) == wire.memo_struct_body({"k": {"a": s}}) == struct({"k": {"a": s}}), n
+        assert wire.list_body([s]) == list_value([s]), n
+        assert wire.list_body([{"a": s}]) == list_value([{"a": s}]), n
+        assert wire.list_body([[s]]) == list_value([[s]]), n
+        assert wire.value_bytes([s]) == wire.value_bytes((s,)) == wire.memo_value_bytes([s]) == value([s]), n
+        assert wire.value_bytes({"a": s}) == value({"a": s}), n
+        assert wire.memo_value_bytes([{"a": s}, [s]]) == value([{"a": s}, [s]]), n
+        assert wire.memo_struct_body({"k": [[t], {"a": s}]}) == struct({"k": [[t], {"a": s}]}), n
+        # a list grown by one element from its encoded prefix
+        assert wire.memo_value_bytes([t]) == value([t]), n
+        assert wire.memo_value_bytes([t, s]) == value([t, s]), n
+        assert wire.memo_value_bytes([t, s, {"a": s}]) == value([t, s, {"a": s}]), n
+        assert wire.field(0x0A, wire.value_bytes(s)) == list_value([s]), n
+        assert wire.list_value_payload(wire.value_bytes([s])) == list_value([s]), n
+
+
+def test_subclasses_and_other_containers_encode_as_json_dumps_writes_them():
+    """What value_bytes' exact-type fast paths pass on (wire._other_value) and the keys json_key
+    converts: subclasses of str, int, float, dict, list and tuple as json.dumps writes them (a
+    str subclass as its characters, an IntEnum as its number), other mappings as objects, sets
+    and frozensets as sorted arrays; at the one-byte length boundary too."""
+    import enum
+
+    class Name(str):
+        def __str__(self):
+            return "not this"
+
+    class Seat(enum.IntEnum):
+        NORTH = 3
+
+    class Points(float):
+        def __repr__(self):
+            return "not this"
+
+    class Table(dict):
+        pass
+
+    class Log(list):
+        pass
+
+    class Pair(tuple):
+        pass
+
+    for n in (1, 100, 130, 200):
+        s = "s" * n
+        data = {Name("name"): Name(s), Seat.NORTH: Seat.NORTH, Points(2.5): Points(0.5), "t": Table(a=Name(s)),
+                "ordered": collections.OrderedDict(b=[s], a=1), "log": Log([Seat.NORTH, Log([s])]),
+                "pair": Pair((s, Points(1.5))), "set": {s, "a", "b"}, "frozen": frozenset({3, 1, 2}),
+                "proxy": __import__("types").MappingProxyType({"x": s, "y": Table(z=[s])})}
+        plain = json.loads(json.dumps(data, default=lambda o: sorted(o) if isinstance(o, (set, frozenset)) else dict(o)))
+        assert set(plain) == {"name", "3", "2.5", "t", "ordered", "log", "pair", "set", "frozen", "proxy"}
+        assert plain["name"] == s and plain["3"] == 3 and plain["set"] == sorted({s, "a", "b"})
+        want = struct_pb2.Struct()
+        want.update(plain)
+        for encode in (wire.struct_body, wire.memo_struct_body):
+            assert struct_pb2.Struct.FromString(encode(data)) == want, (n, encode)
+        for k, v in data.items():
+            for encode in (wire.value_bytes, wire.memo_value_bytes):
+                assert struct_pb2.Value.FromString(encode(v)) == want.fields[wire.json_key(k)], (n, k, encode)
+    assert wire.json_key(Name("k")) == "k" and type(wire.json_key(Name("k"))) is str
+    assert wire.json_key(Seat.NORTH) == "3" and wire.json_key(Points(0.25)) == "0.25"
+
+
+def test_memo_tables_keep_the_most_recently_used_within_their_bound():
+    """wire.lru_get / lru_put (the memos here and codec's): a hit returns what was stored and
+    becomes the most recently used; past the limit the least recently used entry goes."""
+    table: collections.OrderedDict = collections.OrderedDict()
+    assert wire.lru_get(table, "a") is None and not table
+    for k in "abc":
+        assert wire.lru_put(table, k, k.upper(), 3) == k.upper()
+    assert wire.lru_get(table, "a") == "A"  # now the most recently used
+    assert wire.lru_put(table, "d", "D", 3) == "D"
+    assert list(table.items()) == [("c", "C"), ("a", "A"), ("d", "D")]  # b went, the oldest use
+    assert wire.lru_get(table, "b") is None
+
+
+def test_the_encoders_caches_stay_within_their_bounds(monkeypatch):
+    """A long-running engine meets ever new strings (match ids, player names in a table) and
+    ever new tables: every cache of encodings fills up to its bound and no further, short
+    strings only (a long one is encoded afresh), the memos keeping the most recent."""
+    for name in ("_STRING_CACHE", "_KEY_CACHE", "_LEAF_CACHE"):
+        monkeypatch.setattr(wire, name, {})
+    monkeypatch.setattr(wire, "_MEMO_VALUES", collections.OrderedDict())
+    monkeypatch.setattr(wire, "_MEMO_ELEMENTS", collections.OrderedDict())
+    monkeypatch.setattr(wire, "_CACHE_MAX", 5)
+    monkeypatch.setattr(wire, "_MEMO_VALUES_MAX", 4)
+    monkeypatch.setattr(wire, "_MEMO_ELEMENTS_MAX", 6)
+    long = "L" * 200
+    for encode in (wire.struct_body, wire.memo_struct_body):
+        assert struct_pb2.Struct.FromString(encode({long: long})) == reference_struct({long: long})
+    assert not wire._STRING_CACHE and not wire._KEY_CACHE and not wire._LEAF_CACHE
+    for encode in (wire.struct_body, wire.memo_struct_body):  # a leaf entry is as long as key and value
+        assert struct_pb2.Struct.FromString(encode({long: "v", "k": long})) == reference_struct({long: "v", "k": long})
+    assert not wire._LEAF_CACHE
+    wire._STRING_CACHE.clear()
+    wire._KEY_CACHE.clear()
+    for i in range(12):
+        table = {f"k{i}": f"v{i}", f"n{i}": [f"s{i}", {"e": i}], f"m{i}": {"x": 0.5}}
+        assert wire.memo_struct_body(table) == wire.struct_body(table)
+        assert wire.list_body([f"l{i}"]) == wire.value_bytes([f"l{i}"])[2:]
+    for cache in (wire._STRING_CACHE, wire._KEY_CACHE, wire._LEAF_CACHE):
+        assert len(cache) == 5
+    assert len(wire._MEMO_VALUES) == 4 and len(wire._MEMO_ELEMENTS) == 6
+
+
+def test_list_value_payload_takes_only_the_value_of_a_list():
+    """codec cuts deal_results' ListValue out of a memoized Value: anything else is an error,
+    never a payload cut from a struct or a string."""
+    assert wire.list_value_payload(wire.value_bytes([])) == b""
+    for other in ({"a": [1]}, "[1]", 1, None, True):
+        with pytest.raises(ValueError, match="not the Value of a list"):
+            wire.list_value_payload(wire.value_bytes(other))
+
+
+def test_cached_encodings_never_confuse_values_python_finds_equal():
+    """Every cache path (struct_body's and scalar_entry's leaf cache, the memos of
+    memo_struct_body and their list elements) meets, one after another, values and keys that
+    Python finds equal but the wire does not: 0.0 and -0.0, 1 and True and 1.0 (as keys too),
+    (1,) and (True,), and containers marshal cannot key (subclasses inside), which are encoded
+    as they are, each its own."""
+    import enum
+
+    class Name(str):
+        pass
+
+    Seat = enum.IntEnum("Seat", {"NORTH": 1})
+    groups = [[0.0, -0.0], [1, True, 1.0, Seat.NORTH], [(1,), (True,), (1.0,)], [frozenset({1}), frozenset({True})],
+              [[{"a": Name("x")}], [{"a": Name("y")}], [{"a": Seat.NORTH}], [{"a": 1}], [{"a": True}]],
+              [[[Name("p")]], [[Name("q")]], [[1]], [[True]]], [{"a": [Name("x")]}, {"a": [Name("y")]}]]
+    encoders = (wire.struct_body, wire.memo_struct_body,
+                lambda d: b"".join([wire.scalar_entry(k, v) for k, v in d.items()]))
+
+    def serialized(d):  # of one entry: map order cannot differ
+        msg = struct_pb2.Struct()
+        msg.update(json.loads(json.dumps(d, default=sorted)))
+        return msg.SerializeToString()
+
+    for encode in encoders:
+        for group in groups:
+            for rounds in range(2):
+                for v in group:
+                    want = serialized({"k": v})
+                    assert encode({"k": v}) == want, (encode, v, rounds)
+                    assert wire.memo_value_bytes([v, v]) == wire.value_bytes([v, v]), (v, rounds)
+        for rounds in range(2):
+            for key, name in ((1, "1"), (True, "true"), (1.0, "1.0"), (None, "null"), (False, "false"),
+                              (0, "0"), (-0.0, "-0.0"), (0.0, "0.0"), (Name("n"), "n"), (Seat.NORTH, "1")):
+                for value in ("x", [1], 7.5):
+                    assert encode({key: value}) == serialized({name: value}), (key, value)
