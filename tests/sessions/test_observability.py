@@ -318,3 +318,21 @@ def test_a_session_task_that_fails_is_logged_and_every_task_is_forgotten_when_it
     assert failed == [("error", "timer-x", "a bug in a timer", "RuntimeError")]
     assert left == set()
     assert pending_cancelled
+
+
+def test_a_finished_match_read_back_from_the_store_is_not_counted_active():
+    """``matches_active`` counts unfinished matches: a finished one read back after its
+    eviction (GetMatch of an old match) is held again but not counted under any status."""
+    metrics = Metrics()
+
+    async def go():
+        async with manager(metrics=metrics) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            await mgr.terminate_match(s.match_id, "test")
+            assert mgr.evict_finished() == 1
+            read_back = await mgr.get_match(s.match_id)
+            return read_back.status, s.match_id in mgr.match_ids()
+
+    assert run(go()) == ("terminated", True)
+    assert {status: metrics.value("cardgames_matches_active", {"game": "klaberjass", "status": status})
+            for status in ("waiting", "active", "terminated")} == {"waiting": 0, "active": 0, "terminated": 0}
