@@ -1423,16 +1423,21 @@ def test_concurrent_reads_of_a_match_not_held_load_it_once():
         async with manager(store=store) as mgr:
             match_id, _ = await open_match(mgr, GAME)
         store.hide = True
-        async with manager(store=store, metrics=metrics) as mgr:
-            store.released = asyncio.Event()
-            reads = [asyncio.ensure_future(mgr.get_match(match_id)) for _ in range(2)]
-            await until(lambda: store.loads == 1)
-            for _ in range(10):
-                await asyncio.sleep(0)  # the second read waits for the lock the first holds
-            store.released.set()
-            answers = await asyncio.gather(*reads)
-            return answers, store.loads, metrics.value("cardgames_matches_resumed_total", {"game": GAME})
+        from structlog.testing import capture_logs
 
-    answers, loads, resumed = run(go())
+        with capture_logs() as logs:
+            async with manager(store=store, metrics=metrics) as mgr:
+                store.released = asyncio.Event()
+                reads = [asyncio.ensure_future(mgr.get_match(match_id)) for _ in range(2)]
+                await until(lambda: store.loads == 1)
+                for _ in range(10):
+                    await asyncio.sleep(0)  # the second read waits for the lock the first holds
+                store.released.set()
+                answers = await asyncio.gather(*reads)
+        resumed = metrics.value("cardgames_matches_resumed_total", {"game": GAME})
+        return answers, store.loads, resumed, [e for e in logs if e["event"] == "match_resumed"]
+
+    answers, loads, resumed, logged = run(go())
     assert [a.status for a in answers] == ["active", "active"] and answers[0] == answers[1]
     assert (loads, resumed) == (1, 1)
+    assert [(e["match_id"], e["seq"], e["status"]) for e in logged] == [(answers[0].match_id, 0, "active")]
