@@ -421,3 +421,26 @@ def test_a_sweep_pass_that_fails_is_logged_and_the_sweeper_goes_on():
     failed = [e for e in logs if e["event"] == "sweep_failed"]
     assert [(e["log_level"], e["error"], e["error_type"]) for e in failed] == [
         ("error", "a bug in one pass", "RuntimeError")]
+
+
+def test_retention_runs_one_pass_at_start_up_and_the_next_after_prune_interval_s():
+    """The pruner runs a pass when the service starts, then waits ``prune_interval_s``
+    between passes: an hour's interval means no second pass while the service runs briefly
+    (a pruner that did not wait would query the store back to back)."""
+    class Counted(MemoryStore):
+        passes = 0
+
+        async def prune_finished(self, ended_before, limit=100):
+            self.passes += 1
+            return await super().prune_finished(ended_before, limit)
+
+    store = Counted()
+
+    async def go():
+        async with manager(config(keep_finished_days=1.0, prune_interval_s=3600.0), store=store):
+            await until(lambda: store.passes >= 1)
+            for _ in range(50):
+                await asyncio.sleep(0.002)
+        return store.passes
+
+    assert run(go()) == 1
