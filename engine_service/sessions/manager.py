@@ -896,7 +896,6 @@ class MatchManager:
         self._require_running()
         seat = acting_seat(principal, match_id)
         m = await self._get(match_id)
-        client_action_id = client_action_id or ""
 
         async def locked() -> SubmitResult:
             require_current_token(m, principal)

@@ -433,3 +433,23 @@ def test_a_presence_change_while_a_bot_move_is_written_asks_the_bot_nothing_more
     asked, during, move = run(go())
     assert asked == during == 1  # one decision, one question
     assert move.by == "bot"
+
+
+def test_a_bot_host_the_caller_gave_is_not_closed_by_the_manager():
+    """The manager closes only a bot host it created (MatchManager's docstring: "owned and
+    closed by the manager"): one it was given belongs to its caller, who may share it with
+    another manager (a restart in the same process), and is left open by close()."""
+    class Recorded(ScriptedHost):
+        closed = 0
+
+        async def close(self):
+            self.closed += 1
+
+    host = Recorded("legal")
+
+    async def go():
+        async with manager(host=host) as mgr:
+            await mgr.create_match(CreateMatchRequest(game="klaberjass", seats=[SeatConfig("bot", "scripted")] * 2))
+        return host.closed
+
+    assert run(go()) == 0

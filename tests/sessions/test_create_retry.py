@@ -343,3 +343,28 @@ def test_pruning_forgets_the_id(tmp_path):
     assert kept.match_id == first.match_id and kept.status == "terminated"
     assert counts.matches == 1
     assert again.match_id != first.match_id and again.status == "waiting"
+
+
+def test_the_retry_of_a_creation_held_in_memory_is_answered_without_the_store():
+    """A creation retried while its match is held is answered from memory (the manager's
+    index of creation ids): a store that cannot be read meanwhile does not turn the retry
+    into UNAVAILABLE. Only a match not held is looked up in the store (find_created)."""
+    class Unreadable(MemoryStore):
+        fail = False
+
+        async def find_created(self, create_hash):
+            if self.fail:
+                raise StoreError("the database is unreachable")
+            return await super().find_created(create_hash)
+
+    store = Unreadable()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            request = CreateMatchRequest(game="klaberjass", client_create_id="table-0001-first-try")
+            first = await mgr.create_match(request)
+            store.fail = True
+            return first, await mgr.create_match(request)
+
+    first, retried = run(go())
+    assert retried.match_id == first.match_id and retried.status == "waiting"

@@ -786,3 +786,53 @@ def test_a_creation_being_written_when_the_close_begins_is_written_before_the_st
     assert used_while_closed == []
     assert not isinstance(created, BaseException), created
     assert stored == [created.match_id]
+
+
+def test_after_the_close_every_request_is_refused_and_the_closed_store_is_not_read():
+    """Once ``close()`` has returned, reads are refused too (UNAVAILABLE / DRAINING), not only
+    writes: a match held in memory is not answered from it, and one that is not held is not
+    looked up in the closed store (which would answer STORE_UNAVAILABLE, a retry's cue)."""
+    class Records(MemoryStore):
+        closed = False
+        used_after_close: list[str] = []
+
+        async def close(self):
+            self.closed = True
+            await super().close()
+
+        async def load_match(self, match_id):
+            if self.closed:
+                self.used_after_close.append("load_match")
+            return await super().load_match(match_id)
+
+        async def list_matches(self, *args, **kwargs):
+            if self.closed:
+                self.used_after_close.append("list_matches")
+            return await super().list_matches(*args, **kwargs)
+
+    store = Records()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            held = (await mgr.create_match(CreateMatchRequest(game=GAME, listed=True))).match_id
+        spectator = Principal("spectator", held)
+        calls = {"match": mgr.get_match(held), "view": mgr.get_view(held, spectator),
+                 "unheld": mgr.get_match("m" + "0" * 20), "list": mgr.matches_page(),
+                 "inspect": mgr.inspect_match(held)}
+        reasons = {}
+        for name, call in calls.items():
+            try:
+                await call
+                reasons[name] = "answered"
+            except Unavailable as exc:
+                reasons[name] = exc.reason
+        try:
+            mgr.open_matches_page()
+            reasons["lobby"] = "answered"
+        except Unavailable as exc:
+            reasons["lobby"] = exc.reason
+        return reasons
+
+    reasons = run(go())
+    assert reasons == dict.fromkeys(("match", "view", "unheld", "list", "inspect", "lobby"), "DRAINING")
+    assert store.used_after_close == []

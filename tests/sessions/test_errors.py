@@ -1396,3 +1396,48 @@ def test_a_slow_store_read_of_one_match_does_not_hold_up_the_matches_held():
             return answered, (await answer).match_id == held.match_id, (await reading).match_id == stored.match_id
 
     assert run(go()) == (True, True, True)
+
+
+def test_concurrent_reads_of_a_match_not_held_load_it_once():
+    """Two requests for an unfinished match that is not held (start() could not read it)
+    both wait for the loading lock; the second finds the match the first loaded and does not
+    read and register it again: one LiveMatch (a second would replace the first, whose
+    watchers and timers then follow a copy nobody writes to), resumed and re-armed once."""
+    class Counted(MemoryStore):
+        hide = False
+        loads = 0
+        released: asyncio.Event | None = None
+
+        async def unfinished_match_ids(self):
+            return [] if self.hide else await super().unfinished_match_ids()
+
+        async def load_match(self, match_id):
+            self.loads += 1
+            if self.released is not None:
+                await self.released.wait()
+            return await super().load_match(match_id)
+
+    store, metrics = Counted(), Metrics()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            match_id, _ = await open_match(mgr, GAME)
+        store.hide = True
+        from structlog.testing import capture_logs
+
+        with capture_logs() as logs:
+            async with manager(store=store, metrics=metrics) as mgr:
+                store.released = asyncio.Event()
+                reads = [asyncio.ensure_future(mgr.get_match(match_id)) for _ in range(2)]
+                await until(lambda: store.loads == 1)
+                for _ in range(10):
+                    await asyncio.sleep(0)  # the second read waits for the lock the first holds
+                store.released.set()
+                answers = await asyncio.gather(*reads)
+        resumed = metrics.value("cardgames_matches_resumed_total", {"game": GAME})
+        return answers, store.loads, resumed, [e for e in logs if e["event"] == "match_resumed"]
+
+    answers, loads, resumed, logged = run(go())
+    assert [a.status for a in answers] == ["active", "active"] and answers[0] == answers[1]
+    assert (loads, resumed) == (1, 1)
+    assert [(e["match_id"], e["seq"], e["status"]) for e in logged] == [(answers[0].match_id, 0, "active")]

@@ -190,3 +190,40 @@ def test_both_listings_read_a_limit_of_zero_as_the_default_and_below_it_as_a_pag
     assert (lobby, lobby_more, sorted(newest_first), admin_more) == (made, False, sorted(made), False)  # defaults hold all
     for limit in (-1, -100):
         assert pages[limit] == (made[:1], True, newest_first[:1], True), limit
+
+
+def test_the_lobbys_page_is_50_tables_by_default_and_100_at_most():
+    """docs/api.md: ListOpenMatches's ``limit`` defaults to 50 (unset or 0, and a session-layer
+    caller that gives none) and larger values are capped at 100; a page short of the tables
+    left gets a token to the rest."""
+    async def go():
+        async with manager() as mgr:
+            made = [(await mgr.create_match(CreateMatchRequest(game="klaberjass", listed=True))).match_id
+                    for _ in range(101)]
+            pages = {"unset": mgr.open_matches_page(), "zero": mgr.open_matches_page(limit=0),
+                     "first": mgr.open_matches_page(limit=50), "capped": mgr.open_matches_page(limit=101)}
+            summary = {name: (_ids(page.matches), bool(page.next_page_token)) for name, page in pages.items()}
+            return made, summary, _ids(mgr.list_open_matches())
+
+    made, pages, listed = run(go())
+    assert pages["unset"] == pages["zero"] == pages["first"] == (made[:50], True)
+    assert listed == made[:50]
+    assert pages["capped"] == (made[:100], True)
+
+
+def test_a_lobby_page_that_holds_every_table_left_has_no_token():
+    """An empty ``next_page_token`` means there is no more (docs/api.md, "Paging"): a page of
+    exactly the tables left says so, and does not send the client to an empty page."""
+    async def go():
+        async with manager() as mgr:
+            made = [(await mgr.create_match(CreateMatchRequest(game="klaberjass", listed=True))).match_id
+                    for _ in range(3)]
+            whole = mgr.open_matches_page(limit=3)
+            first = mgr.open_matches_page(limit=2)
+            rest = mgr.open_matches_page(limit=1, page_token=first.next_page_token)
+            return made, whole, first, rest
+
+    made, whole, first, rest = run(go())
+    assert (_ids(whole.matches), whole.next_page_token) == (made, "")
+    assert _ids(first.matches) == made[:2] and first.next_page_token
+    assert (_ids(rest.matches), rest.next_page_token) == (made[2:], "")

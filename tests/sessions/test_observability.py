@@ -4,6 +4,7 @@ registry; the JSON log format."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import logging
@@ -287,3 +288,51 @@ def test_the_closed_label_sets_exist_at_0_once_the_manager_has_started():
             assert zero("cardgames_actions_total", game=game, by=by, result="accepted")
     for audience in M.AUDIENCES:
         assert zero("cardgames_watchers", audience=audience)
+
+
+def test_a_session_task_that_fails_is_logged_and_every_task_is_forgotten_when_it_ends():
+    """A background task of the sessions (MatchManager._spawn: a bot move, a timeout) that
+    raises is logged ``session_task_failed`` with its name and error; one that is cancelled
+    (disarmed) or returns logs nothing; each leaves the manager's task set when it ends, and
+    one still pending is cancelled by the drain (close())."""
+    async def go():
+        async with manager() as mgr:
+            async def fails():
+                raise RuntimeError("a bug in a timer")
+
+            with capture_logs() as logs:
+                failing = mgr._spawn(fails(), "timer-x")
+                fine = mgr._spawn(asyncio.sleep(0), "timer-y")
+                cancelled = mgr._spawn(asyncio.sleep(60), "timer-z")
+                await asyncio.sleep(0)
+                cancelled.cancel()
+                await asyncio.wait([failing, fine, cancelled])
+                await asyncio.sleep(0)  # the done callbacks have run
+                left = {failing, fine, cancelled} & mgr._tasks
+                pending = mgr._spawn(asyncio.sleep(60), "timer-w")
+        return logs, left, pending.cancelled()  # by close(), before the loop's own shutdown
+
+    logs, left, pending_cancelled = run(go())
+    failed = [(e["log_level"], e["task"], e["error"], e["error_type"]) for e in logs
+              if e["event"] == "session_task_failed"]
+    assert failed == [("error", "timer-x", "a bug in a timer", "RuntimeError")]
+    assert left == set()
+    assert pending_cancelled
+
+
+def test_a_finished_match_read_back_from_the_store_is_not_counted_active():
+    """``matches_active`` counts unfinished matches: a finished one read back after its
+    eviction (GetMatch of an old match) is held again but not counted under any status."""
+    metrics = Metrics()
+
+    async def go():
+        async with manager(metrics=metrics) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            await mgr.terminate_match(s.match_id, "test")
+            assert mgr.evict_finished() == 1
+            read_back = await mgr.get_match(s.match_id)
+            return read_back.status, s.match_id in mgr.match_ids()
+
+    assert run(go()) == ("terminated", True)
+    assert {status: metrics.value("cardgames_matches_active", {"game": "klaberjass", "status": status})
+            for status in ("waiting", "active", "terminated")} == {"waiting": 0, "active": 0, "terminated": 0}

@@ -1993,3 +1993,26 @@ def test_the_absence_heartbeat_forgets_the_windows_of_a_match_that_ended():
     match_id, before, after = run(go())
     assert before == {(match_id, 0)}
     assert after == set()
+
+
+def test_a_manager_given_no_store_opens_its_db_path_and_no_metrics_counts_process_wide(tmp_path):
+    """MatchManager's defaults (its docstring): without ``store`` it opens
+    ``config.db_path`` (what bench/action_path.py relies on), so a later manager of that path
+    finds the match; without ``metrics`` it counts on the process-wide registry."""
+    from engine_service.observability.metrics import get_metrics
+
+    path = tmp_path / "matches.db"
+
+    async def go():
+        mgr = MatchManager(config(db_path=str(path)), create_bot_host=False)
+        await mgr.start()
+        try:
+            created = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+        finally:
+            await mgr.close()
+        async with manager(store=SqliteStore(path)) as again:
+            return mgr.metrics, created, await again.get_match(created.match_id)
+
+    metrics, created, read_back = run(go())
+    assert metrics is get_metrics()
+    assert read_back.match_id == created.match_id and read_back.status == "waiting"

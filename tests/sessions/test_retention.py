@@ -397,3 +397,50 @@ def test_an_ended_match_read_back_from_the_store_is_evicted_again_after_the_rete
 
     held, summary = run(go())
     assert held and summary.status == "finished"
+
+
+def test_a_sweep_pass_that_fails_is_logged_and_the_sweeper_goes_on():
+    """Housekeeping outlives a bug in one pass (MatchManager._sweep): the pass's exception
+    is logged ``sweep_failed`` (error and type) and the next pass runs an interval later."""
+    passes: list[str] = []
+
+    async def go():
+        # the sweeper's interval: a quarter of the retention, at least 0.01 s
+        async with manager(config(finished_retention_s=0.04)) as mgr:
+            async def sweep_once():
+                passes.append("pass")
+                if len(passes) == 1:
+                    raise RuntimeError("a bug in one pass")
+
+            with capture_logs() as logs:
+                mgr._housekeeping.sweep_once = sweep_once
+                await until(lambda: len(passes) >= 3)
+        return logs
+
+    logs = run(go())
+    failed = [e for e in logs if e["event"] == "sweep_failed"]
+    assert [(e["log_level"], e["error"], e["error_type"]) for e in failed] == [
+        ("error", "a bug in one pass", "RuntimeError")]
+
+
+def test_retention_runs_one_pass_at_start_up_and_the_next_after_prune_interval_s():
+    """The pruner runs a pass when the service starts, then waits ``prune_interval_s``
+    between passes: an hour's interval means no second pass while the service runs briefly
+    (a pruner that did not wait would query the store back to back)."""
+    class Counted(MemoryStore):
+        passes = 0
+
+        async def prune_finished(self, ended_before, limit=100):
+            self.passes += 1
+            return await super().prune_finished(ended_before, limit)
+
+    store = Counted()
+
+    async def go():
+        async with manager(config(keep_finished_days=1.0, prune_interval_s=3600.0), store=store):
+            await until(lambda: store.passes >= 1)
+            for _ in range(50):
+                await asyncio.sleep(0.002)
+        return store.passes
+
+    assert run(go()) == 1
