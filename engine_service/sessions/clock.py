@@ -449,7 +449,7 @@ class MatchClock:
             return
         outage.pending.discard((m.match_id, slot.seat))
         outage.landed += 1  # one that never failed too: the store takes writes again
-        self._end_absence_outage_if_over()
+        self._end_absence_outage_if_over(outage)
 
     def _absence_retry_ended(self, m: LiveMatch, slot: SeatSlot) -> None:
         """A seat's writer stopped without landing its write (the match ended, the engine
@@ -461,13 +461,12 @@ class MatchClock:
         outage = self._absence_outage
         if outage is not None and (m.match_id, slot.seat) in outage.pending:
             outage.pending.discard((m.match_id, slot.seat))
-            self._end_absence_outage_if_over()
+            self._end_absence_outage_if_over(outage)
 
-    def _end_absence_outage_if_over(self) -> None:
-        outage = self._absence_outage
-        if outage is None or outage.pending or not outage.landed:
-            return
-        self._end_absence_outage()
+    def _end_absence_outage_if_over(self, outage: _AbsenceOutage) -> None:
+        """``outage``, the open one, is over once none of its writes is pending and one landed."""
+        if not outage.pending and outage.landed:
+            self._end_absence_outage()
 
     def _end_absence_outage(self) -> None:
         outage = self._absence_outage
