@@ -1916,6 +1916,39 @@ def test_a_georgian_joker_seat_taken_over_before_a_restart_stays_taken_over(tmp_
     assert stored == (None, False)
 
 
+def test_a_departed_georgian_joker_seat_gets_no_grace_window_after_a_restart(tmp_path):
+    """GJ-12.4: a player who left is gone for good. After a restart nobody is connected, so
+    every other joined player is absent and gets a grace window (recorded away in the store),
+    but the seat that left gets none (SeatSlot.absent: not a player who left): a window for it
+    recorded it away and, at its end, announced "bot_took_over" for a player whose "left" had
+    already said they were gone."""
+    path, wall = tmp_path / "m.sqlite3", _Wall()
+
+    async def before():
+        mgr = _walled(path, wall)
+        match_id, tokens, streams = await _join_and_watch(mgr, "georgian_joker")
+        await mgr.leave_match(match_id, mgr.authenticate(match_id, tokens[2]), resign=True)
+        await absences_written(mgr, match_id)
+        crash(mgr._store)
+        return match_id
+
+    match_id = run(before())
+
+    async def after():
+        mgr = _walled(path, wall)
+        windows = await _start_and_measure(mgr, match_id)
+        try:
+            await absences_written(mgr, match_id)
+            stored = (await mgr._store.load_match(match_id)).record.seats
+            return windows, [(s.left, s.away_since is not None) for s in stored]
+        finally:
+            await mgr.close()
+
+    windows, stored = run(after())
+    assert [w is not None for w in windows] == [True, True, False, True], windows
+    assert stored == [(False, True), (False, True), (True, False), (False, True)]
+
+
 def test_an_absence_write_for_a_match_whose_rows_are_gone_is_not_retried_for_ever():
     """A match's rows deleted outside the engine (an operator's SQL) while it is held: the
     absence write answered UnknownMatch and was tried again every second for as long as the
