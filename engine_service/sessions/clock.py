@@ -120,8 +120,7 @@ class MatchClock:
                 reason = "abandoned" if slot.left else "takeover"
                 view = m.state.view(who)  # computed now: the state cannot change before the move
                 m.bot_key = key
-                m.bot_task = self._spawn(self._bot_move(m, key, bot, view, reason),
-                                         f"bot-{m.match_id}-{key[0]}")
+                self._spawn(self._bot_move(m, key, bot, view, reason), f"bot-{m.match_id}-{key[0]}")
             return
         m.bot_key = None
         if m.policy == FORFEIT and any(s.absent for s in m.seats):  # JJK-10.2 (D)

@@ -186,7 +186,7 @@ class LiveMatch:
                  "spectators_allowed", "name", "takeover_bot", "listed", "created_at", "status", "result",
                  "ended_at", "seats", "decks", "actions", "client_ids", "state", "deals_dealt",
                  "policy", "lock", "watchers", "timer_key", "timer_handle", "deadline", "bot_key",
-                 "bot_task", "bot_writing", "retry_handle", "finished_mono", "_memo", "_commitments", "shown", "log",
+                 "bot_writing", "retry_handle", "finished_mono", "_memo", "_commitments", "shown", "log",
                  "_checkpoints",
                  "spectator_delay", "spectators_seen", "_cursor", "end_in_doubt", "log_in_doubt",
                  "create_hash", "create_digest", "freed_tokens")
@@ -248,7 +248,6 @@ class LiveMatch:
         self.timer_handle: asyncio.TimerHandle | None = None
         self.deadline: float | None = None
         self.bot_key: tuple[int, int] | None = None
-        self.bot_task: asyncio.Task | None = None
         self.bot_writing: tuple[int, int] | None = None  # the bot move being written (Clock._bot_move)
         # the pending retry of a bot or policy move the store refused (Clock._retry_later)
         self.retry_handle: asyncio.TimerHandle | None = None
