@@ -1329,6 +1329,38 @@ def _a_stored_klaberjass_match():
     return run(go())
 
 
+def test_an_ended_match_read_back_has_the_deal_its_last_action_dealt():
+    """An ended match is folded up to the decks its end recorded (their commitments), and
+    with no bound when none is recorded (schema < 4): a match terminated right after the
+    action that dealt its next deal is read back with that deal dealt, as it showed when it
+    ended (each seat its hand of it), not stopped before the deck."""
+    import dataclasses
+
+    from engine_service.rules.game import CHANCE
+    from engine_service.sessions.match import LiveMatch
+
+    from .helpers import open_match
+
+    store = MemoryStore()
+
+    async def go():
+        mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await mgr.start()
+        match_id, principals = await open_match(mgr, "klaberjass")
+        rng = random.Random(5)
+        while mgr._matches[match_id].deals_dealt < 2:  # the action that needs the next deck deals it
+            assert await play_random(mgr, match_id, principals, rng, max_actions=1) == 1
+        await mgr.terminate_match(match_id, "test")
+        await mgr.close()
+        return store._rows[match_id]
+
+    row = run(go())
+    assert row.record.status == "terminated" and len(row.record.deal_commitments) == 2
+    for record in (row.record, dataclasses.replace(row.record, deal_commitments=())):
+        live = LiveMatch(record, list(row.decks.values()), row.actions)
+        assert live.deals_dealt == 2 and live.state.to_act() != CHANCE
+
+
 def test_a_stored_first_deck_the_rules_refuse_is_a_corrupt_log_naming_the_deck_not_its_cards():
     """A stored first deck that is no permutation of the pack (a database edited by hand)
     does not replay: CorruptLog says that the first deck is refused and why (the error's type
