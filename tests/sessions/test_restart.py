@@ -1246,10 +1246,12 @@ def test_a_heartbeat_outage_that_ends_while_nobody_is_away_is_said_over_when_the
 def test_a_stored_match_this_program_cannot_read_is_corrupt_not_a_bad_request(tamper):
     """A stored record naming an unknown game or options the game refuses (written by another
     program, or a game since removed) is skipped at start (match_resume_failed) and answered
-    INTERNAL / MATCH_CORRUPT when asked for, not as the caller's INVALID_ARGUMENT."""
+    INTERNAL / MATCH_CORRUPT when asked for, not as the caller's INVALID_ARGUMENT. The
+    CorruptLog that the operator's log says names the match and what the rules refused."""
     import dataclasses
 
     from engine_service.sessions.api import SessionError
+    from engine_service.sessions.match import CorruptLog, LiveMatch
 
     store = MemoryStore()
 
@@ -1266,12 +1268,16 @@ def test_a_stored_match_this_program_cannot_read_is_corrupt_not_a_bad_request(ta
             assert again.match_ids() == []
             with pytest.raises(SessionError) as info:
                 await again.get_match(s.match_id)
-            return info.value
+            return info.value, row
         finally:
             await again.close()
 
-    error = run(go())
+    error, row = run(go())
     assert error.reason == "MATCH_CORRUPT" and type(error) is SessionError
+    with pytest.raises(CorruptLog) as corrupt:
+        LiveMatch(row.record, list(row.decks.values()), row.actions)
+    said = str(corrupt.value)
+    assert said.startswith(f"match {row.record.match_id}: ") and len(said) > len(f"match {row.record.match_id}: ")
 
 
 def test_a_log_whose_deck_is_missing_is_corrupt_and_says_which_deal():
