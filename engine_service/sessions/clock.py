@@ -120,8 +120,7 @@ class MatchClock:
                 reason = "abandoned" if slot.left else "takeover"
                 view = m.state.view(who)  # computed now: the state cannot change before the move
                 m.bot_key = key
-                m.bot_task = self._spawn(self._bot_move(m, key, bot, view, reason),
-                                         f"bot-{m.match_id}-{key[0]}")
+                self._spawn(self._bot_move(m, key, bot, view, reason), f"bot-{m.match_id}-{key[0]}")
             return
         m.bot_key = None
         if m.policy == FORFEIT and any(s.absent for s in m.seats):  # JJK-10.2 (D)
@@ -449,7 +448,7 @@ class MatchClock:
             return
         outage.pending.discard((m.match_id, slot.seat))
         outage.landed += 1  # one that never failed too: the store takes writes again
-        self._end_absence_outage_if_over()
+        self._end_absence_outage_if_over(outage)
 
     def _absence_retry_ended(self, m: LiveMatch, slot: SeatSlot) -> None:
         """A seat's writer stopped without landing its write (the match ended, the engine
@@ -461,13 +460,12 @@ class MatchClock:
         outage = self._absence_outage
         if outage is not None and (m.match_id, slot.seat) in outage.pending:
             outage.pending.discard((m.match_id, slot.seat))
-            self._end_absence_outage_if_over()
+            self._end_absence_outage_if_over(outage)
 
-    def _end_absence_outage_if_over(self) -> None:
-        outage = self._absence_outage
-        if outage is None or outage.pending or not outage.landed:
-            return
-        self._end_absence_outage()
+    def _end_absence_outage_if_over(self, outage: _AbsenceOutage) -> None:
+        """``outage``, the open one, is over once none of its writes is pending and one landed."""
+        if not outage.pending and outage.landed:
+            self._end_absence_outage()
 
     def _end_absence_outage(self) -> None:
         outage = self._absence_outage

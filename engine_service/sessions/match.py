@@ -61,16 +61,20 @@ def loggable_error(exc: BaseException) -> str:
 
 @dataclass
 class SeatSlot:
-    """A seat: its stored part (kind, holder) and its volatile part (presence, takeover)."""
+    """A seat: its stored part (kind, holder) and its volatile part (presence, takeover).
+
+    Built only from its record (:meth:`from_record`): the stored facts have no defaults, so
+    that a seat is never made with one of them silently made up (a player who left as one
+    who did not, a bot seat as an open one)."""
 
     seat: int
-    kind: str = "open"
-    bot: str = ""
-    player_name: str = ""
-    token_hash: str = ""
-    joined_at: float | None = None
-    left: bool = False
-    join_hash: str = ""  # of the client_join_id its player joined with (tokens.join_id_hash)
+    kind: str
+    bot: str
+    player_name: str
+    token_hash: str
+    joined_at: float | None
+    left: bool
+    join_hash: str  # of the client_join_id its player joined with (tokens.join_id_hash)
     # volatile: rebuilt from nothing after a restart
     streams: int = 0
     taken_over: bool = False  # absent past the grace period: a bot plays it (GJ-12.4)
@@ -82,10 +86,10 @@ class SeatSlot:
     # until when the engine served during that absence and whether the takeover bot played the
     # seat when it stopped; ``absence_stored``, the (away_since, taken_over) last written or
     # read, and ``absence_task``, the write under way (one per seat: they land in order)
-    away_since: float | None = None
-    away_seen: float | None = None
-    away_taken_over: bool = False
-    absence_stored: tuple[float | None, bool] = (None, False)
+    away_since: float | None = field(kw_only=True)
+    away_seen: float | None = field(kw_only=True)
+    away_taken_over: bool = field(kw_only=True)
+    absence_stored: tuple[float | None, bool] = field(kw_only=True)
     absence_task: asyncio.Task | None = field(default=None, repr=False)
 
     @classmethod
@@ -120,7 +124,7 @@ class SeatSlot:
         """A player's seat that a bot plays: absent past the grace period, or left (GJ-12.4)."""
         return self.kind == "open" and (self.left or self.taken_over)
 
-    def info(self, takeover_bot: str = "") -> SeatInfo:
+    def info(self, takeover_bot: str) -> SeatInfo:
         """The public seat; ``takeover_bot``: the match's bot for absent players (GJ-12.4),
         named as the seat's bot while it plays the seat ("": the auto-move policy)."""
         return SeatInfo(seat=self.seat, kind=self.kind,  # type: ignore[arg-type]
@@ -128,7 +132,7 @@ class SeatSlot:
                         player_name=self.player_name, taken=self.taken, present=self.present,
                         replaced_by_bot=self.replaced_by_bot, left=self.left)
 
-    def public(self, takeover_bot: str = "") -> dict[str, Any]:
+    def public(self, takeover_bot: str) -> dict[str, Any]:
         """Seat facts every audience may know (GJ-11.1: names, connection status): the facts
         of :meth:`info`, the bot that plays a replaced seat included. The events' ``seats``
         once named no bot there while ``GetMatch`` named the takeover bot, so a table that
@@ -182,7 +186,7 @@ class LiveMatch:
                  "spectators_allowed", "name", "takeover_bot", "listed", "created_at", "status", "result",
                  "ended_at", "seats", "decks", "actions", "client_ids", "state", "deals_dealt",
                  "policy", "lock", "watchers", "timer_key", "timer_handle", "deadline", "bot_key",
-                 "bot_task", "bot_writing", "retry_handle", "finished_mono", "_memo", "_commitments", "shown", "log",
+                 "bot_writing", "retry_handle", "finished_mono", "_memo", "_commitments", "shown", "log",
                  "_checkpoints",
                  "spectator_delay", "spectators_seen", "_cursor", "end_in_doubt", "log_in_doubt",
                  "create_hash", "create_digest", "freed_tokens")
@@ -244,7 +248,6 @@ class LiveMatch:
         self.timer_handle: asyncio.TimerHandle | None = None
         self.deadline: float | None = None
         self.bot_key: tuple[int, int] | None = None
-        self.bot_task: asyncio.Task | None = None
         self.bot_writing: tuple[int, int] | None = None  # the bot move being written (Clock._bot_move)
         # the pending retry of a bot or policy move the store refused (Clock._retry_later)
         self.retry_handle: asyncio.TimerHandle | None = None

@@ -1248,10 +1248,12 @@ def test_a_heartbeat_outage_that_ends_while_nobody_is_away_is_said_over_when_the
 def test_a_stored_match_this_program_cannot_read_is_corrupt_not_a_bad_request(tamper):
     """A stored record naming an unknown game or options the game refuses (written by another
     program, or a game since removed) is skipped at start (match_resume_failed) and answered
-    INTERNAL / MATCH_CORRUPT when asked for, not as the caller's INVALID_ARGUMENT."""
+    INTERNAL / MATCH_CORRUPT when asked for, not as the caller's INVALID_ARGUMENT. The
+    CorruptLog that the operator's log says names the match and what the rules refused."""
     import dataclasses
 
     from engine_service.sessions.api import SessionError
+    from engine_service.sessions.match import CorruptLog, LiveMatch
 
     store = MemoryStore()
 
@@ -1268,12 +1270,16 @@ def test_a_stored_match_this_program_cannot_read_is_corrupt_not_a_bad_request(ta
             assert again.match_ids() == []
             with pytest.raises(SessionError) as info:
                 await again.get_match(s.match_id)
-            return info.value
+            return info.value, row
         finally:
             await again.close()
 
-    error = run(go())
+    error, row = run(go())
     assert error.reason == "MATCH_CORRUPT" and type(error) is SessionError
+    with pytest.raises(CorruptLog) as corrupt:
+        LiveMatch(row.record, list(row.decks.values()), row.actions)
+    said = str(corrupt.value)
+    assert said.startswith(f"match {row.record.match_id}: ") and len(said) > len(f"match {row.record.match_id}: ")
 
 
 def test_a_log_whose_deck_is_missing_is_corrupt_and_says_which_deal():
@@ -1329,6 +1335,38 @@ def _a_stored_klaberjass_match():
         return store._rows[match_id]
 
     return run(go())
+
+
+def test_an_ended_match_read_back_has_the_deal_its_last_action_dealt():
+    """An ended match is folded up to the decks its end recorded (their commitments), and
+    with no bound when none is recorded (schema < 4): a match terminated right after the
+    action that dealt its next deal is read back with that deal dealt, as it showed when it
+    ended (each seat its hand of it), not stopped before the deck."""
+    import dataclasses
+
+    from engine_service.rules.game import CHANCE
+    from engine_service.sessions.match import LiveMatch
+
+    from .helpers import open_match
+
+    store = MemoryStore()
+
+    async def go():
+        mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await mgr.start()
+        match_id, principals = await open_match(mgr, "klaberjass")
+        rng = random.Random(5)
+        while mgr._matches[match_id].deals_dealt < 2:  # the action that needs the next deck deals it
+            assert await play_random(mgr, match_id, principals, rng, max_actions=1) == 1
+        await mgr.terminate_match(match_id, "test")
+        await mgr.close()
+        return store._rows[match_id]
+
+    row = run(go())
+    assert row.record.status == "terminated" and len(row.record.deal_commitments) == 2
+    for record in (row.record, dataclasses.replace(row.record, deal_commitments=())):
+        live = LiveMatch(record, list(row.decks.values()), row.actions)
+        assert live.deals_dealt == 2 and live.state.to_act() != CHANCE
 
 
 def test_a_stored_first_deck_the_rules_refuse_is_a_corrupt_log_naming_the_deck_not_its_cards():
@@ -1916,6 +1954,39 @@ def test_a_georgian_joker_seat_taken_over_before_a_restart_stays_taken_over(tmp_
     assert resumed == (True, None, True)
     assert returned == (False, False)
     assert stored == (None, False)
+
+
+def test_a_departed_georgian_joker_seat_gets_no_grace_window_after_a_restart(tmp_path):
+    """GJ-12.4: a player who left is gone for good. After a restart nobody is connected, so
+    every other joined player is absent and gets a grace window (recorded away in the store),
+    but the seat that left gets none (SeatSlot.absent: not a player who left): a window for it
+    recorded it away and, at its end, announced "bot_took_over" for a player whose "left" had
+    already said they were gone."""
+    path, wall = tmp_path / "m.sqlite3", _Wall()
+
+    async def before():
+        mgr = _walled(path, wall)
+        match_id, tokens, streams = await _join_and_watch(mgr, "georgian_joker")
+        await mgr.leave_match(match_id, mgr.authenticate(match_id, tokens[2]), resign=True)
+        await absences_written(mgr, match_id)
+        crash(mgr._store)
+        return match_id
+
+    match_id = run(before())
+
+    async def after():
+        mgr = _walled(path, wall)
+        windows = await _start_and_measure(mgr, match_id)
+        try:
+            await absences_written(mgr, match_id)
+            stored = (await mgr._store.load_match(match_id)).record.seats
+            return windows, [(s.left, s.away_since is not None) for s in stored]
+        finally:
+            await mgr.close()
+
+    windows, stored = run(after())
+    assert [w is not None for w in windows] == [True, True, False, True], windows
+    assert stored == [(False, True), (False, True), (True, False), (False, True)]
 
 
 def test_an_absence_write_for_a_match_whose_rows_are_gone_is_not_retried_for_ever():

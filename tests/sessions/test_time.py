@@ -5,6 +5,7 @@ Georgian Joker, resignation."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import random
 import time
@@ -769,6 +770,8 @@ def test_the_events_seats_name_the_takeover_bot_as_getmatch_does():
         assert seats[away]["replaced_by_bot"] and seats[away]["bot"] == "first"
         assert [s["bot"] for s in seats] == [s.bot for s in summary.seats]
         assert [s["replaced_by_bot"] for s in seats] == [s.replaced_by_bot for s in summary.seats]
+        # every fact of SeatInfo, under its name (SeatSlot.public)
+        assert seats == [dataclasses.asdict(s) for s in summary.seats]
 
 
 def test_watching_a_finished_match_changes_no_seat_and_announces_no_presence():
