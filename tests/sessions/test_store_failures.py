@@ -1463,6 +1463,7 @@ class FailingAbsences(MemoryStore):
 
     broken = False
     refused = 0
+    failure: type[Exception] = StoreError  # what a refused absence write raises
 
     def __init__(self):
         super().__init__()
@@ -1471,7 +1472,7 @@ class FailingAbsences(MemoryStore):
     async def save_absence(self, match_id, seat, away_since, taken_over=False, away_seen=None):
         if self.broken:
             self.refused += 1
-            raise StoreError("the database is unreachable")
+            raise self.failure("the database is unreachable")
         return await super().save_absence(match_id, seat, away_since, taken_over, away_seen=away_seen)
 
     async def ping(self):
@@ -1479,6 +1480,39 @@ class FailingAbsences(MemoryStore):
         if self.broken:
             raise StoreError("the database is unreachable")
         await super().ping()
+
+
+def test_an_outage_summary_names_the_latest_error_type(monkeypatch):
+    """The error of an absence-write outage can change while it lasts (the database refusing,
+    then the connection timing out): each absence_writes_still_failing summary names the type
+    of the latest failure, not the first one's (said once already in absence_writes_failing)."""
+    from engine_service.sessions import clock
+
+    monkeypatch.setattr(clock, "RETRY_AFTER_STORE_FAILURE_S", 0.02)
+    monkeypatch.setattr(clock, "ABSENCE_OUTAGE_SUMMARY_S", 0.2)
+    store = FailingAbsences()
+    store.broken = True
+
+    async def go():
+        async with manager(config(time_scale=1000.0), store=store) as mgr:
+            with capture_logs() as logs:
+                match_id, _ = await open_match(mgr, "japanese_joker")  # both seats away
+                summaries = lambda: [e for e in logs if e["event"] == "absence_writes_still_failing"]  # noqa: E731
+                await until(lambda: len(summaries()) >= 1, timeout=30)
+                store.failure = TimeoutError
+                seen = len(summaries())  # a summary is said at a failure: from now on, a TimeoutError
+                await until(lambda: len(summaries()) > seen, timeout=30)
+                store.broken = False
+                slots = mgr._matches[match_id].seats
+                await until(lambda: all(s.absence_task is None for s in slots), timeout=30)
+            return logs
+
+    logs = run(go())
+    failing = [e["error_type"] for e in logs if e["event"] == "absence_writes_failing"]
+    types = [e["error_type"] for e in logs if e["event"] == "absence_writes_still_failing"]
+    assert failing == ["StoreError"]
+    assert types[0] == "StoreError" and types[-1] == "TimeoutError", types
+    assert types == sorted(types, key=lambda t: t == "TimeoutError"), types  # never back to the first
 
 
 def test_absence_writes_during_an_outage_say_it_once_then_a_summary_then_its_end(monkeypatch):
