@@ -55,6 +55,28 @@ class GatedAppends(MemoryStore):
         return await super().append_action(match_id, action, decks, end)
 
 
+async def _an_action_waiting_for_the_store(mgr, store: GatedAppends, match_id, ps):
+    """A write in flight: the player to act submits a legal action, accepted, whose append
+    waits at ``store``'s gate (closed here); (the submission's future, that player)."""
+    seat, p, env = await to_act(mgr, match_id, ps)
+    store.gate = asyncio.Event()
+    submit = asyncio.ensure_future(mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "in-flight"))
+    await asyncio.sleep(0)  # accepted: its write task is created
+    return submit, p
+
+
+async def _a_timeout_move_waiting_for_the_store(mgr, store: GatedAppends):
+    """A watched match (the turn timer runs) whose turn deadline passed (JJK-10.3): its
+    auto-move's append waits at ``store``'s gate (closed here); (its id, its streams)."""
+    match_id, ps = await open_match(mgr, GAME)
+    m = mgr._matches[match_id]
+    streams = [Stream(mgr, match_id, p) for p in ps]  # present: the turn timer runs
+    await until(lambda: all(s.present for s in m.seats))
+    store.gate = asyncio.Event()
+    await until(lambda: m.lock.locked())  # the deadline passed: its move is being written
+    return match_id, streams
+
+
 async def _stored_but_not_loaded(store: GatedLoads) -> tuple[str, list[Principal]]:
     """An unfinished match in ``store`` that the next manager reads only when asked for it."""
     async with manager(store=store) as mgr:
@@ -338,12 +360,8 @@ def test_a_timeout_move_being_written_when_the_drain_begins_is_written_before_th
 
     async def go():
         async with manager(config(time_scale=0.01), store=store) as mgr:  # a 30 s turn: 0.3 s
-            match_id, ps = await open_match(mgr, GAME)
+            match_id, streams = await _a_timeout_move_waiting_for_the_store(mgr, store)
             m = mgr._matches[match_id]
-            streams = [Stream(mgr, match_id, p) for p in ps]  # present: the turn timer runs
-            await until(lambda: all(s.present for s in m.seats))
-            store.gate = asyncio.Event()
-            await until(lambda: m.lock.locked())  # the deadline passed: its move is being written
             asyncio.get_running_loop().call_later(0.05, store.gate.set)  # the store answers later
             await mgr.close()
             for s in streams:
@@ -369,11 +387,7 @@ def test_a_deadline_that_passes_while_the_drain_waits_for_a_write_plays_no_move(
             writing_id, writing_ps = await open_match(mgr, GAME)  # unwatched: no turn timer
             timed_id, timed_ps = await open_match(mgr, GAME)
             timed = mgr._matches[timed_id]
-            seat, p, env = await to_act(mgr, writing_id, writing_ps)
-            store.gate = asyncio.Event()
-            submit = asyncio.ensure_future(
-                mgr.submit_action(writing_id, p, env.view["legal"][0], env.seq, "in-flight"))
-            await asyncio.sleep(0)  # accepted: its write task is created
+            submit, _ = await _an_action_waiting_for_the_store(mgr, store, writing_id, writing_ps)
             streams = [Stream(mgr, timed_id, q) for q in timed_ps]  # the turn timer starts
             await until(lambda: timed.deadline is not None)
             deadline = timed.deadline
@@ -475,11 +489,7 @@ def test_reads_are_answered_while_the_close_drains():
     async def go():
         async with manager(store=store) as mgr:
             match_id, ps = await open_match(mgr, GAME)
-            seat, p, env = await to_act(mgr, match_id, ps)
-            store.gate = asyncio.Event()
-            submit = asyncio.ensure_future(
-                mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "in-flight"))
-            await asyncio.sleep(0)  # accepted: its write task is created
+            submit, p = await _an_action_waiting_for_the_store(mgr, store, match_id, ps)
             closing = asyncio.ensure_future(mgr.close())
             await until(lambda: mgr._draining)
             during = (await mgr.get_match(match_id)).seq, (await mgr.get_view(match_id, p)).seq
@@ -533,12 +543,8 @@ def test_a_match_read_while_the_drain_waits_for_a_timeout_move_does_not_upset_th
             stored_id, _ = await open_match(mgr, GAME)
         store.hide = True
         async with manager(config(time_scale=0.01), store=store) as mgr:
-            match_id, ps = await open_match(mgr, GAME)
+            match_id, streams = await _a_timeout_move_waiting_for_the_store(mgr, store)
             m = mgr._matches[match_id]
-            streams = [Stream(mgr, match_id, p) for p in ps]  # present: the turn timer runs
-            await until(lambda: all(s.present for s in m.seats))
-            store.gate = asyncio.Event()
-            await until(lambda: m.lock.locked())  # the deadline passed: its move is being written
             drain = asyncio.ensure_future(mgr.drain())
             for _ in range(5):
                 await asyncio.sleep(0)  # the drain waits for that match's lock
@@ -733,11 +739,7 @@ def test_a_close_after_a_cancelled_drain_still_waits_for_the_writes_in_flight():
     async def go():
         async with manager(store=store) as mgr:
             match_id, ps = await open_match(mgr, GAME)
-            seat, p, env = await to_act(mgr, match_id, ps)
-            store.gate = asyncio.Event()
-            submit = asyncio.ensure_future(
-                mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "in-flight"))
-            await asyncio.sleep(0)  # accepted: its write task is created
+            submit, _ = await _an_action_waiting_for_the_store(mgr, store, match_id, ps)
             with pytest.raises(asyncio.TimeoutError):
                 await asyncio.wait_for(mgr.drain(), 0.05)  # the write is still waiting
             asyncio.get_running_loop().call_later(0.05, store.gate.set)  # the store answers later

@@ -1482,16 +1482,23 @@ class FailingAbsences(MemoryStore):
         await super().ping()
 
 
+def _an_absence_outage(monkeypatch, summary_every_s: float) -> FailingAbsences:
+    """A store refusing every absence write, tried again every 20 ms, an outage summed up
+    every ``summary_every_s``."""
+    from engine_service.sessions import clock
+
+    monkeypatch.setattr(clock, "RETRY_AFTER_STORE_FAILURE_S", 0.02)
+    monkeypatch.setattr(clock, "ABSENCE_OUTAGE_SUMMARY_S", summary_every_s)
+    store = FailingAbsences()
+    store.broken = True
+    return store
+
+
 def test_an_outage_summary_names_the_latest_error_type(monkeypatch):
     """The error of an absence-write outage can change while it lasts (the database refusing,
     then the connection timing out): each absence_writes_still_failing summary names the type
     of the latest failure, not the first one's (said once already in absence_writes_failing)."""
-    from engine_service.sessions import clock
-
-    monkeypatch.setattr(clock, "RETRY_AFTER_STORE_FAILURE_S", 0.02)
-    monkeypatch.setattr(clock, "ABSENCE_OUTAGE_SUMMARY_S", 0.2)
-    store = FailingAbsences()
-    store.broken = True
+    store = _an_absence_outage(monkeypatch, summary_every_s=0.2)
 
     async def go():
         async with manager(config(time_scale=1000.0), store=store) as mgr:
@@ -1522,12 +1529,7 @@ def test_absence_writes_during_an_outage_say_it_once_then_a_summary_then_its_end
     the error type), then at most every ABSENCE_OUTAGE_SUMMARY_S with how many writes are
     still pending (absence_writes_still_failing), and once at info when they land again
     (absence_writes_recovered); the writes are still tried again until they land."""
-    from engine_service.sessions import clock
-
-    monkeypatch.setattr(clock, "RETRY_AFTER_STORE_FAILURE_S", 0.02)
-    monkeypatch.setattr(clock, "ABSENCE_OUTAGE_SUMMARY_S", 0.3)
-    store = FailingAbsences()
-    store.broken = True
+    store = _an_absence_outage(monkeypatch, summary_every_s=0.3)
 
     async def go():
         async with manager(config(time_scale=1000.0), store=store) as mgr:

@@ -126,6 +126,16 @@ def test_a_write_killed_mid_transaction_leaves_nothing_and_other_writes_stand(
         assert [a.client_action_id for a in again.actions] == ["c1"]
 
 
+def _refuse_at_commit(pg_database, schema: str, table: str, errcode: str = "") -> None:
+    """A deferred trigger on ``table`` that refuses every write to it at COMMIT ('refused at
+    commit', with ``errcode``'s SQLSTATE if given, else plpgsql's raise_exception)."""
+    using = f" USING ERRCODE = '{errcode}'" if errcode else ""
+    pg_database.execute("CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
+                        f"$$BEGIN RAISE EXCEPTION 'refused at commit'{using}; END$$", schema=schema)
+    pg_database.execute(f"CREATE CONSTRAINT TRIGGER refuse AFTER INSERT OR UPDATE ON {table} "
+                        "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse()", schema=schema)
+
+
 @pytest.mark.parametrize("pipeline", [True, False])
 @pytest.mark.parametrize("write", ["set_status", "save_seat", "append_action"])
 def test_a_commit_the_server_refuses_is_a_store_error_saying_why(write, pipeline, pg_database, pg_schema,
@@ -146,11 +156,7 @@ def test_a_commit_the_server_refuses_is_a_store_error_saying_why(write, pipeline
         await st.open()
         try:
             await st.create_match(record(status="active"))
-            pg_database.execute("CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
-                                "$$BEGIN RAISE EXCEPTION 'refused at commit'; END$$", schema=schema)
-            pg_database.execute(f"CREATE CONSTRAINT TRIGGER refuse AFTER INSERT OR UPDATE ON {table} "
-                                "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse()",
-                                schema=schema)
+            _refuse_at_commit(pg_database, schema, table)
             call = {"set_status": lambda: st.set_status("m1", "terminated", {"outcome": "terminated"}, 3.0),
                     "save_seat": lambda: st.save_seat("m1", LAST),
                     "append_action": lambda: st.append_action("m1", ActionRecord(1, 0, "pass"))}[write]
@@ -202,12 +208,7 @@ def test_a_commit_refused_with_an_operational_error_is_resolved_on_a_connection_
         await st.open()
         try:
             await st.create_match(record(status="active"))
-            pg_database.execute("CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
-                                "$$BEGIN RAISE EXCEPTION 'refused at commit' USING ERRCODE = 'query_canceled'; "
-                                "END$$", schema=schema)
-            pg_database.execute(f"CREATE CONSTRAINT TRIGGER refuse AFTER INSERT OR UPDATE ON {table} "
-                                "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse()",
-                                schema=schema)
+            _refuse_at_commit(pg_database, schema, table, errcode="query_canceled")
             call = {"set_status": lambda: st.set_status("m1", "terminated", {"outcome": "terminated"}, 3.0),
                     "append_action": lambda: st.append_action("m1", ActionRecord(1, 0, "pass"))}[write]
             with pytest.raises(StoreError) as refused:

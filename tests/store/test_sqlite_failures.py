@@ -655,6 +655,22 @@ def test_a_rescue_that_could_not_be_written_is_tried_again(tmp_path):
 
 
 
+async def _moved_away_twice(path, aside) -> list[dict]:
+    """Two incidents: twice a write finds the database file moved away (to ``aside``), then
+    the file is put back and the write made again; the ``db_file_moved`` lines said."""
+    st = SqliteStore(path)
+    await st.open()
+    await st.create_match(record("m1"))
+    with capture_logs() as logs:
+        for seq in (1, 2):
+            os.rename(path, aside)
+            await asyncio.gather(st.append_action("m1", ActionRecord(seq, 0, "pass")), return_exceptions=True)
+            os.rename(aside, path)
+            await st.append_action("m1", ActionRecord(seq, 0, "pass"))
+    await st.close()
+    return [e for e in logs if e["event"] == "db_file_moved"]
+
+
 def test_two_rescues_in_one_second_each_get_a_copy_of_their_own(tmp_path, monkeypatch):
     """The file moved away, put back, and moved away again within one second: two incidents,
     two rescued copies. Their names are the UTC time to the second, and each copy is created
@@ -666,17 +682,7 @@ def test_two_rescues_in_one_second_each_get_a_copy_of_their_own(tmp_path, monkey
     monkeypatch.setattr(time, "gmtime", lambda *_: second)  # both incidents in the same second
 
     async def go():
-        st = SqliteStore(path)
-        await st.open()
-        await st.create_match(record("m1"))
-        with capture_logs() as logs:
-            for seq in (1, 2):
-                os.rename(path, aside)
-                await asyncio.gather(st.append_action("m1", ActionRecord(seq, 0, "pass")), return_exceptions=True)
-                os.rename(aside, path)
-                await st.append_action("m1", ActionRecord(seq, 0, "pass"))
-        await st.close()
-        moved = [e for e in logs if e["event"] == "db_file_moved"]
+        moved = await _moved_away_twice(path, aside)
         return moved, [await stored(e["rescued"], "m1") if e["rescued"] else None for e in moved]
 
     moved, copies = run(go())
@@ -696,17 +702,7 @@ def test_a_rescue_refused_for_want_of_a_free_name_leaves_the_earlier_copies_alon
     monkeypatch.setattr(sqlite_store, "_RESCUES_A_SECOND", 1)
 
     async def go():
-        st = SqliteStore(path)
-        await st.open()
-        await st.create_match(record("m1"))
-        with capture_logs() as logs:
-            for seq in (1, 2):
-                os.rename(path, aside)
-                await asyncio.gather(st.append_action("m1", ActionRecord(seq, 0, "pass")), return_exceptions=True)
-                os.rename(aside, path)
-                await st.append_action("m1", ActionRecord(seq, 0, "pass"))
-        await st.close()
-        moved = [e for e in logs if e["event"] == "db_file_moved"]
+        moved = await _moved_away_twice(path, aside)
         return moved, await stored(moved[0]["rescued"], "m1")
 
     moved, first = run(go())
