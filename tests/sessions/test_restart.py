@@ -22,7 +22,7 @@ from engine_service.store import MemoryStore, NotADatabase, SeatRecord, SqliteSt
 
 from tests.crash import crash
 
-from .helpers import GAMES, absences_written, collect, config, manager, play_random, run, until
+from .helpers import GAMES, absences_written, collect, config, manager, open_match, play_random, run, until
 
 
 def sqlite_manager(path, **cfg) -> MatchManager:
@@ -621,12 +621,10 @@ def test_a_match_whose_last_action_was_written_without_its_end_ends_completed_wh
             crash(mgr._store)
             raise asyncio.CancelledError
         mgr._store.set_status = die
-        s = await mgr.create_match(CreateMatchRequest(game="japanese_joker"))
-        ps = [mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, i, f"p{i}")).token)
-              for i in range(2)]
+        match_id, ps = await open_match(mgr, "japanese_joker")
         with pytest.raises(asyncio.CancelledError):
-            await play_random(mgr, s.match_id, ps, random.Random(3))
-        return s.match_id
+            await play_random(mgr, match_id, ps, random.Random(3))
+        return match_id
 
     match_id = run(before())
 
@@ -785,14 +783,12 @@ def test_a_match_that_reached_its_deal_limit_stays_ended_after_a_restart_with_a_
                 crash(mgr._store)
                 raise asyncio.CancelledError
         mgr._store.append_action = dies_after_the_write
-        s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
-        ps = [mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, i, f"p{i}")).token)
-              for i in range(2)]
+        match_id, ps = await open_match(mgr, "klaberjass")
         for n in range(4):  # four passes throw the first deal in (KL-3.5)
-            m = mgr._matches[s.match_id]
+            m = mgr._matches[match_id]
             with pytest.raises(asyncio.CancelledError) if n == 3 else contextlib.nullcontext():
-                await mgr.submit_action(s.match_id, ps[m.state.to_act()], "pass", m.seq, f"p{n}")
-        return s.match_id
+                await mgr.submit_action(match_id, ps[m.state.to_act()], "pass", m.seq, f"p{n}")
+        return match_id
 
     match_id = run(before())
 
