@@ -697,7 +697,8 @@ def test_a_read_that_comes_while_the_close_waits_for_a_read_under_way_is_refused
             under_way = asyncio.ensure_future(mgr.get_view(first, Principal("spectator", first)))
             await until(lambda: store.loading == 1)
             closing = asyncio.ensure_future(mgr.close())
-            await until(lambda: mgr._load_lock._waiters)  # the close waits for the read under way
+            # set in the step in which the close starts waiting for the read under way (load lock)
+            await until(lambda: mgr._closed)
             late = asyncio.ensure_future(mgr.get_view(second, Principal("spectator", second)))
             await asyncio.sleep(0)
             store.gate.set()
