@@ -135,7 +135,7 @@ def test_quickstart_commands_work(tmp_path):
                 found = re.search(r"match (\S+): ", player.text)
                 assert found, player.text[-2000:]
                 match_id = found.group(1)
-                assert player.wait_for("your actions", 10)
+                assert player.wait_for("your actions", 30), player.text[-2000:]
             elif "clients.watch" in command:
                 assert match_id, "the spectator needs the match id printed by the player's client"
                 spectator = Terminal(argv, env)
