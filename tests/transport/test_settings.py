@@ -4,6 +4,7 @@ values name their source and why, and stop only ``serve`` (exit 2)."""
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 import pytest
@@ -120,6 +121,41 @@ def test_every_setting_has_a_range_that_holds_its_default(setting):
     if default is not None:  # a list (--trusted-proxies) is written comma-separated
         text = ",".join(map(str, default)) if isinstance(default, tuple) else str(default)
         assert setting.parse(text) == default
+
+
+_NUMBER = r"(-?\d+(?:\.\d+)?)"
+
+
+@pytest.mark.parametrize("setting", [s for s in S.SETTINGS if s.parse.__name__ in ("int", "float", "_turn_time")],
+                         ids=lambda s: s.name)
+def test_the_bounds_a_setting_names_are_taken_and_the_values_past_them_refused(setting):
+    """The range in --help and docs/operations.md ("0 to 65535", "more than 0 and at most
+    3600") is the one enforced, its ends included: --port 65535 or --drain-grace-s 3600 is
+    taken, --port 65536 refused."""
+    step = 1 if setting.parse.__name__ == "int" else 1e-6
+    bounds = re.findall(f"{_NUMBER} to {_NUMBER}", setting.allowed)
+    bounds += [(None, hi) for hi in re.findall(f"at most {_NUMBER}", setting.allowed)]
+    assert bounds, setting.allowed
+    for lo, hi in bounds:
+        for inside in (lo, hi):
+            if inside is not None:
+                assert setting.parse(inside) == float(inside), (setting.name, inside)
+        for outside in ([float(lo) - step] if lo is not None else []) + [float(hi) + step]:
+            text = str(int(outside)) if step == 1 else repr(outside)
+            with pytest.raises(ValueError, match="must be"):
+                setting.parse(text)
+    for above in re.findall(f"more than {_NUMBER}", setting.allowed):
+        with pytest.raises(ValueError, match="must be"):
+            setting.parse(above)
+        assert setting.parse(repr(float(above) + step)) == float(above) + step
+
+
+def test_settings_are_a_value_object():
+    """The server and the session layer share one Settings: none of them can change it."""
+    import dataclasses
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        _parse([], {}).port = 1
 
 
 @pytest.mark.parametrize("flag, bad", [
