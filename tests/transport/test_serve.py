@@ -1,0 +1,290 @@
+"""``serve`` in this process (serve_cli.serve): what the start does with the settings, the
+signals it drains on, and the status it ends with, without a child process per case.
+
+tests/transport/test_process.py starts the real command line; these run its coroutine on
+a loop of their own, with the structlog lines captured, ports 0 on 127.0.0.1 and the
+in-memory store."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import socket
+import sys
+import urllib.error
+import urllib.request
+from typing import Any, Awaitable, Callable
+
+import grpc
+import pytest
+import structlog
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from engine_service import serve_cli
+from engine_service.transport.generated import admin_pb2, admin_pb2_grpc
+
+from .harness import RUN_TIMEOUT_S, expect_error
+from .test_settings import _certificate, _parse
+
+#: The flags of every case here: ports 0 on 127.0.0.1, the in-memory store, one bot worker.
+LOCAL = ["--db", "memory:", "--host", "127.0.0.1", "--port", "0", "--metrics-host", "127.0.0.1",
+         "--metrics-port", "0", "--bot-workers", "1"]
+HANG_GUARD_S = 30.0
+
+
+@pytest.fixture(autouse=True)
+def _no_process_wide_gc_tuning(monkeypatch):
+    """serve() freezes the garbage collector and raises its thresholds for the process: the
+    test process keeps its own (the call is recorded)."""
+    from engine_service import gc_policy
+
+    calls: list[tuple] = []
+    monkeypatch.setattr(gc_policy, "tune_gc", lambda *args: calls.append(args))
+    return calls
+
+
+def _serve(argv: list[str], while_serving: Callable[[dict], Awaitable[Any]] | None = None,
+           env: dict[str, str] | None = None) -> tuple[int, list[dict], Any]:
+    """Run serve() with ``LOCAL`` + ``argv``; once it serves, ``while_serving(serving_line)``
+    (which ends it, by a signal or otherwise); then let it end. Its status, its log lines,
+    and what ``while_serving`` returned. Also checks that serve() leaves the stop signals'
+    handlers as it found them, and no task of its own running."""
+    settings = _parse(LOCAL + argv, env or {})
+
+    async def go():
+        before = {sig: signal.getsignal(sig) for sig in serve_cli.STOP_SIGNALS}
+        ready = asyncio.Event()
+        task = asyncio.create_task(serve_cli.serve(settings, ready=ready))
+        waiting = asyncio.create_task(ready.wait())
+        await asyncio.wait({task, waiting}, timeout=HANG_GUARD_S, return_when=asyncio.FIRST_COMPLETED)
+        waiting.cancel()
+        result = None
+        if not task.done():
+            assert ready.is_set(), "serve() neither served nor ended"
+            serving = next(line for line in logs if line["event"] == "serving")
+            if while_serving is not None:
+                result = await asyncio.wait_for(while_serving(serving), RUN_TIMEOUT_S)
+        status = await asyncio.wait_for(task, HANG_GUARD_S)
+        after = {sig: signal.getsignal(sig) for sig in serve_cli.STOP_SIGNALS}
+        if after[signal.SIGINT] == signal.default_int_handler:  # where asyncio.run had its own
+            after[signal.SIGINT] = before[signal.SIGINT]
+        assert after == before
+        await asyncio.sleep(0)  # a cancelled task is done one turn of the loop later
+        left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        assert not left, left
+        return status, result
+
+    with structlog.testing.capture_logs() as logs:
+        status, result = asyncio.run(go())
+    return status, logs, result
+
+
+def _events(logs: list[dict], event: str) -> list[dict]:
+    return [line for line in logs if line["event"] == event]
+
+
+async def _health(target: str, credentials: grpc.ChannelCredentials | None = None) -> int:
+    channel = (grpc.aio.secure_channel(target, credentials) if credentials is not None
+               else grpc.aio.insecure_channel(target))
+    async with channel:
+        return (await health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(service="cardgames.v1.CardGamesService"), timeout=HANG_GUARD_S)).status
+
+
+def _metrics(port: int) -> str:
+    return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=HANG_GUARD_S).read().decode()
+
+
+ADMIN_TOKEN = "0123456789abcdef-in-process"
+
+
+def test_serve_serves_until_sigterm_then_drains_and_exits_0(_no_process_wide_gc_tuning):
+    """The start logs the settings in force (never the token), serves gRPC and /metrics on
+    the ports it logs, with the admin token and the limits it was given and the timed full
+    collections; SIGTERM drains it (a second signal while draining is ignored, logged), its
+    ports close, and it returns 0 with the stop signals' handlers put back."""
+    async def while_serving(serving: dict) -> tuple[str, Any, Any, Any]:
+        target = f"127.0.0.1:{serving['port']}"
+        assert await _health(target) == health_pb2.HealthCheckResponse.SERVING
+        async with grpc.aio.insecure_channel(target) as channel:
+            admin = admin_pb2_grpc.AdminServiceStub(channel)
+            listed = await admin.ListMatches(admin_pb2.ListMatchesRequest(),
+                                             metadata=(("authorization", f"Bearer {ADMIN_TOKEN}"),))
+            refused = await expect_error(admin.ListMatches(admin_pb2.ListMatchesRequest()))
+            # --max-receive-message-bytes 1024: a larger request is refused
+            too_large = await expect_error(admin.ListMatches(admin_pb2.ListMatchesRequest(game="x" * 2048),
+                                                             metadata=(("authorization", f"Bearer {ADMIN_TOKEN}"),)))
+        metrics = _metrics(serving["metrics_port"])
+        while not _events(logs_now(), "gc_full_collection"):  # every 0.05 s here
+            await asyncio.sleep(0.01)
+        signal.raise_signal(signal.SIGTERM)
+        signal.raise_signal(signal.SIGINT)
+        return metrics, listed, refused, too_large
+
+    logs_now = _capture()
+    status, logs, (metrics, listed, refused, too_large) = _serve(
+        ["--admin-token", ADMIN_TOKEN, "--max-receive-message-bytes", "1024",
+         "--gc-full-collection-interval-s", "0.05"], while_serving)
+    assert status == 0
+    assert list(listed.matches) == []
+    assert (refused.code, refused.reason) == (grpc.StatusCode.UNAUTHENTICATED, "ADMIN_TOKEN_REQUIRED")
+    assert too_large.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "cardgames_serving 1.0" in metrics
+    assert _no_process_wide_gc_tuning == [()]
+    starting, = _events(logs, "starting")
+    assert (starting["port"], starting["metrics_port"], starting["db"], starting["tls"],
+            starting["admin_api"], starting["event_loop"]) == (0, 0, "memory:", False, True, "asyncio")
+    serving, = _events(logs, "serving")
+    started, = _events(logs, "metrics_server_started")
+    assert serving["port"] > 0 and serving["metrics_port"] == started["port"] > 0
+    assert [line["signal"] for line in _events(logs, "signal_received")] == ["SIGTERM"]
+    assert [(line["log_level"], line["signal"]) for line in _events(logs, "signal_ignored_while_draining")] == \
+        [("warning", "SIGINT")]
+    assert logs[-1] == {"event": "exit", "status": 0, "log_level": "info"}
+    assert ADMIN_TOKEN not in repr(logs)
+    with pytest.raises(urllib.error.URLError):  # the metrics endpoint closed with the engine
+        _metrics(serving["metrics_port"])
+
+
+def _capture() -> Callable[[], list[dict]]:
+    """The lines captured so far by the innermost structlog.testing.capture_logs()."""
+    from structlog.testing import LogCapture
+
+    def now() -> list[dict]:
+        capture = next(p for p in structlog.get_config()["processors"] if isinstance(p, LogCapture))
+        return capture.entries
+    return now
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGHUP])
+def test_sigint_and_sighup_drain_as_sigterm_does(sig):
+    async def stop(serving: dict) -> None:
+        signal.raise_signal(sig)
+
+    status, logs, _ = _serve([], stop)
+    assert status == 0
+    assert [line["signal"] for line in _events(logs, "signal_received")] == [sig.name]
+
+
+def test_a_sighup_ignored_when_serve_starts_stays_ignored():
+    """Started under nohup (SIGHUP ignored), the engine keeps ignoring it: a SIGHUP while
+    serving changes nothing, and SIGTERM still stops it."""
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        async def while_serving(serving: dict) -> int:
+            ignored = signal.getsignal(signal.SIGHUP)
+            signal.raise_signal(signal.SIGHUP)
+            health = await _health(f"127.0.0.1:{serving['port']}")
+            signal.raise_signal(signal.SIGTERM)
+            return ignored, health
+
+        status, logs, (ignored, health) = _serve([], while_serving)
+        assert ignored == signal.SIG_IGN and health == health_pb2.HealthCheckResponse.SERVING
+        assert status == 0 and [line["signal"] for line in _events(logs, "signal_received")] == ["SIGTERM"]
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+
+
+def test_serve_speaks_tls_with_the_certificate_given(tmp_path):
+    cert, key = _certificate(tmp_path, "serve")
+
+    async def while_serving(serving: dict) -> int:
+        credentials = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
+        health = await _health(f"localhost:{serving['port']}", credentials)
+        signal.raise_signal(signal.SIGTERM)
+        return health
+
+    status, logs, health = _serve(["--tls-cert", str(cert), "--tls-key", str(key)], while_serving)
+    assert (status, health) == (0, health_pb2.HealthCheckResponse.SERVING)
+    assert _events(logs, "starting")[0]["tls"] is True
+
+
+def test_losing_the_database_to_another_engine_drains_and_exits_1(monkeypatch):
+    """The store's on_ownership_lost (the PostgreSQL lock session ended and another process
+    took the lock) stops the engine as a signal does, with exit status 1 and one error line."""
+    from engine_service import store as store_mod
+
+    opened = []
+    real_open_store = store_mod.open_store
+    monkeypatch.setattr(store_mod, "open_store", lambda *a, **kw: opened.append(real_open_store(*a, **kw)) or opened[-1])
+
+    async def lose(serving: dict) -> None:
+        opened[0].on_ownership_lost("the lock was taken by another engine")
+
+    status, logs, _ = _serve([], lose)
+    assert status == serve_cli.EXIT_OWNERSHIP_LOST == 1
+    lost, = _events(logs, "stopping_ownership_lost")
+    assert (lost["log_level"], lost["db"], lost["error"]) == ("error", "memory:", "the lock was taken by another engine")
+    assert _events(logs, "exit")[-1]["status"] == 1
+
+
+@contextlib.contextmanager
+def _port_in_use():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        yield taken.getsockname()[1]
+
+
+@pytest.mark.parametrize("which", ["grpc", "metrics"])
+def test_a_port_in_use_ends_the_start_with_exit_2_naming_it(which):
+    flag = "--port" if which == "grpc" else "--metrics-port"
+    with _port_in_use() as port:
+        status, logs, _ = _serve([flag, str(port)])
+    assert status == serve_cli.EXIT_CONFIG == 2
+    errors = [line for line in logs if line["log_level"] == "error"]
+    assert [(e["event"], e["host"], e["port"]) for e in errors] == [(f"{which}_port_unavailable", "127.0.0.1", port)]
+    assert errors[0]["error"].startswith(f"cannot bind 127.0.0.1:{port}: ")
+    assert not _events(logs, "serving") and not _events(logs, "metrics_server_started")
+
+
+@pytest.mark.parametrize("argv, warned", [
+    (["--bot-pace-s", "0.5"], [("warning", 0.5, 2.0)]), (["--bot-pace-s", "2"], []), (["--bot-pace-s", "0"], []),
+    (["--bot-pace-s", "1.9", "--bot-deadline-s", "1.9"], []),
+])
+def test_a_bot_pace_below_the_bot_deadline_is_warned_about(argv, warned):
+    """GJ-11.8: a pace under the bot deadline lets a bot that thinks long play later than a
+    forced move; 0 (no pacing) and a pace of the deadline or more are not warned about."""
+    status, logs, _ = _serve(argv, lambda serving: _raise(signal.SIGTERM))
+    assert status == 0
+    assert [(w["log_level"], w["bot_pace_s"], w["bot_deadline_s"])
+            for w in _events(logs, "bot_pace_below_deadline")] == warned
+
+
+@pytest.mark.parametrize("token, warned", [("x" * 15, [("warning", 15)]), ("x" * 16, [])])
+def test_an_admin_token_under_16_characters_is_warned_about(token, warned):
+    status, logs, _ = _serve(["--admin-token", token], lambda serving: _raise(signal.SIGTERM))
+    assert status == 0
+    assert [(w["log_level"], w["length"]) for w in _events(logs, "admin_token_short")] == warned
+    assert token not in repr(logs)
+
+
+async def _raise(sig: signal.Signals) -> None:
+    signal.raise_signal(sig)
+
+
+def test_the_unknown_variables_are_the_engines_prefix_not_read_by_any_setting():
+    """Warned about at start: a CARDGAMES_* name no setting, plugin switch or other part of
+    the project reads, with the setting's variable it is closest to (or None); never another
+    prefix, a setting's own variable, the plugin switches or the tests' variables."""
+    environ = {"CARDGAMES_DB_PATH": "x", "CARDGAMES_ADMIN_TOKN": "x", "CARDGAMES_ZZZZ": "x", "CARDGAMES_PORT": "1",
+               "CARDGAMES_BOT_PLUGINS": "x", "CARDGAMES_DISABLE_PLUGIN_AUTOLOAD": "1", "CARDGAMES_TEST_PG": "x",
+               "PATH": "/bin", "XCARDGAMES_DB_PATH": "x"}
+    assert serve_cli.unknown_variables(environ) == [
+        ("CARDGAMES_ADMIN_TOKN", "CARDGAMES_ADMIN_TOKEN"), ("CARDGAMES_DB_PATH", "CARDGAMES_DB"),
+        ("CARDGAMES_ZZZZ", None)]
+
+
+def test_event_loop_uvloop_without_uvloop_is_a_usage_error(monkeypatch, capsys):
+    """Where uvloop is not installed (Windows), --event-loop auto runs on asyncio and
+    --event-loop uvloop stops serve with exit status 2 and the reason, before anything
+    starts."""
+    from engine_service.__main__ import main
+
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # import uvloop: ImportError
+    assert serve_cli.event_loop_factory("auto") == (None, "asyncio")
+    assert serve_cli.event_loop_factory("asyncio") == (None, "asyncio")
+    assert main(["serve", "--event-loop", "uvloop"]) == serve_cli.EXIT_CONFIG
+    assert capsys.readouterr().err == "error: --event-loop uvloop: uvloop is not installed\n"
