@@ -53,6 +53,9 @@ def test_the_max_connection_idle_from_the_environment_or_a_flag():
     assert _parse(["--max-connection-idle-s", "0"],
                   {"CARDGAMES_MAX_CONNECTION_IDLE_S": "300"}).max_connection_idle_s == 0.0
     assert S.BY_FIELD["max_connection_idle_s"].allowed == "0 (off), or 1 to 86400 seconds"
+    with pytest.raises(ValueError) as refused:  # the reason names 0 too, not only the range
+        _parse([], {"CARDGAMES_MAX_CONNECTION_IDLE_S": "0.5"})
+    assert str(refused.value).endswith(": must be 0 (off), or 1 to 86400 seconds, not '0.5'")
 
 
 def test_every_setting_has_a_flag_and_an_environment_name():
