@@ -290,3 +290,18 @@ def test_event_loop_uvloop_without_uvloop_is_a_usage_error(monkeypatch, capsys):
     assert serve_cli.event_loop_factory("asyncio") == (None, "asyncio")
     assert main(["serve", "--event-loop", "uvloop"]) == serve_cli.EXIT_CONFIG
     assert capsys.readouterr().err == "error: --event-loop uvloop: uvloop is not installed\n"
+
+
+@pytest.mark.parametrize("limits, warned", [((1024, 1_048_576), True), ((4096, 4096), False)])
+def test_a_low_soft_open_files_limit_is_warned_about(monkeypatch, limits, warned):
+    """The soft limit is the one that runs out: one the kernel would not raise to a high hard
+    limit (1024 of 1048576) is warned about; 4096 is enough (fdlimits.LOW_OPEN_FILES)."""
+    from engine_service.transport import fdlimits
+
+    monkeypatch.setattr(fdlimits, "raise_open_files_limit", lambda: limits)
+    status, logs, _ = _serve([], lambda serving: _raise(signal.SIGTERM))
+    assert status == 0
+    starting, = _events(logs, "starting")
+    assert (starting["max_open_files"], starting["max_open_files_hard"]) == limits
+    assert [(w["log_level"], w["max_open_files"]) for w in _events(logs, "open_files_limit_low")] == \
+        ([("warning", limits[0])] if warned else [])
