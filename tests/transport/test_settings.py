@@ -189,7 +189,7 @@ def test_out_of_range_values_are_refused(flag, bad, capsys):
 
 @pytest.mark.parametrize("flag", ["--host", "--metrics-host"])
 @pytest.mark.parametrize("bad, says", [
-    ("\udcff", "a byte that is not UTF-8"), ("a..b", "label empty or too long"),
+    ("\udcff", "a byte that is not UTF-8"), ("\udc80", "a byte that is not UTF-8"), ("a..b", "label empty or too long"),
     ("x" * 64 + ".example", "label empty or too long"), ("[a..b]", "label empty or too long"),
 ])
 def test_a_host_the_resolver_cannot_be_asked_about_is_a_usage_error(flag, bad, says, capsys):
@@ -440,6 +440,8 @@ def test_a_postgres_url_with_a_byte_that_is_not_utf8_is_refused_without_showing_
     url = "postgresql://cardgames:s3cret-pw@db.internal/card\udce9s"
     error = _flag_error(capsys, [f"--db={url}"])
     assert "argument --db: a postgresql:// URL with a byte that is not UTF-8 (value not shown" in error
+    for byte in ("\udc80", "\udcff"):  # the ends of the range Python keeps such a byte in
+        assert "a byte that is not UTF-8" in _flag_error(capsys, [f"--db=postgresql://u@h/x{byte}"])
     assert "s3cret" not in error
     with pytest.raises(ValueError, match=r"CARDGAMES_DB \(--db\): a postgresql:// URL with a byte") as info:
         _parse([], {"CARDGAMES_DB": url})
@@ -471,7 +473,9 @@ def _db_refused_unshown(capsys, url: str) -> str:
                                  "cardgames:s3cret-pw@db.internal:5432/cardgames",
                                  "Postgres:cardgames:s3cret-pw@db.internal",
                                  "host=db.internal user=cardgames password=s3cret-pw dbname=cardgames",
-                                 "host=db.internal sslpassword=s3cret-pw dbname=cardgames"])
+                                 "host=db.internal sslpassword=s3cret-pw dbname=cardgames",
+                                 # no user:password@ nor password= to give them away
+                                 '"postgresql://db.internal/cardgames"', "postgresql:/db.internal/cardgames"])
 def test_a_db_url_not_at_the_start_or_without_its_slashes_is_refused_without_showing_it(url, capsys):
     """A URL with the quotes an env file kept, a jdbc: URL, a postgresql: missing a slash: none
     starts with a scheme://, so they were taken for relative SQLite paths and the start failed
