@@ -159,13 +159,16 @@ def _capture() -> Callable[[], list[dict]]:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGHUP])
-def test_sigint_and_sighup_drain_as_sigterm_does(sig):
-    async def stop(serving: dict) -> None:
-        signal.raise_signal(sig)
-
-    status, logs, _ = _serve([], stop)
+def test_sigint_and_sighup_drain_as_sigterm_does(sig, monkeypatch):
+    """(And the start warns about a misspelt CARDGAMES_* variable of its environment, its
+    value not shown.)"""
+    monkeypatch.setenv("CARDGAMES_DB_PATH", "/elsewhere/s3cret-path.sqlite3")
+    status, logs, _ = _serve([], lambda serving: _raise(sig))
     assert status == 0
     assert [line["signal"] for line in _events(logs, "signal_received")] == [sig.name]
+    assert [(w["log_level"], w["variable"], w["did_you_mean"]) for w in _events(logs, "unknown_environment_variable")
+            if w["variable"] == "CARDGAMES_DB_PATH"] == [("warning", "CARDGAMES_DB_PATH", "CARDGAMES_DB")]
+    assert "s3cret-path" not in repr(logs)
 
 
 def test_a_sighup_ignored_when_serve_starts_stays_ignored():
