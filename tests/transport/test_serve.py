@@ -308,3 +308,36 @@ def test_a_low_soft_open_files_limit_is_warned_about(monkeypatch, limits, warned
     assert (starting["max_open_files"], starting["max_open_files_hard"]) == limits
     assert [(w["log_level"], w["max_open_files"]) for w in _events(logs, "open_files_limit_low")] == \
         ([("warning", limits[0])] if warned else [])
+
+
+def test_every_transport_setting_reaches_the_grpc_server(monkeypatch):
+    """Each transport flag is handed to the server as given (a value unlike its default
+    each): a limit left out would be served at its default without a word. With
+    --gc-full-collection-interval-s 0 no timed collection runs (CPython decides)."""
+    from engine_service.transport import server as server_mod
+    from engine_service.transport.ratelimit import Rate, RateLimits, parse_networks
+
+    made: list[dict] = []
+    real = server_mod.GrpcServer
+    monkeypatch.setattr(server_mod, "GrpcServer", lambda *args, **kw: made.append(kw) or real(*args, **kw))
+
+    async def while_serving(serving: dict) -> list[str]:
+        tasks = sorted(t.get_name() for t in asyncio.all_tasks())
+        signal.raise_signal(signal.SIGTERM)
+        return tasks
+
+    status, logs, tasks = _serve(
+        ["--max-receive-message-bytes", "2048", "--max-send-message-bytes", "8192", "--max-concurrent-streams", "7",
+         "--keepalive-time-s", "11", "--keepalive-timeout-s", "12", "--handshake-timeout-s", "13",
+         "--max-connection-idle-s", "14", "--max-pending-requests", "15", "--rate-limit-seat-per-s", "3",
+         "--rate-limit-seat-burst", "4", "--rate-limit-peer-per-s", "5", "--rate-limit-peer-burst", "6",
+         "--trusted-proxies", "10.0.0.0/8", "--gc-full-collection-interval-s", "0"], while_serving)
+    assert status == 0
+    server, = made
+    assert server["limits"] == server_mod.ServerLimits(
+        max_receive_message_bytes=2048, max_send_message_bytes=8192, max_concurrent_streams=7, keepalive_time_s=11.0,
+        keepalive_timeout_s=12.0, handshake_timeout_s=13.0, max_connection_idle_s=14.0, max_pending_requests=15)
+    assert server["rate_limits"] == RateLimits(seat=Rate(3.0, 4), peer=Rate(5.0, 6),
+                                               trusted_proxies=parse_networks("10.0.0.0/8"))
+    assert (server["host"], server["port"], server["admin_token"], server["tls"]) == ("127.0.0.1", 0, None, None)
+    assert "gc-full-collections" not in tasks
