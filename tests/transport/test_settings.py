@@ -175,7 +175,7 @@ def test_settings_are_a_value_object():
     ("--max-matches", "1.5"), ("--rate-limit-seat-burst", "-1"),
     ("--finished-retention-s", "-5"), ("--default-turn-time-s", "1e9"), ("--default-turn-time-s", "5"),
     ("--default-turn-time-s", "121"), ("--default-turn-time-s", "nan"), ("--host", ""),
-    ("--admin-token", ""), ("--db", " "),
+    ("--admin-token", ""), ("--db", " "), ("--tls-cert", " "), ("--tls-key", ""),
 ])
 def test_out_of_range_values_are_refused(flag, bad, capsys):
     """gRPC's channel arguments are C ints (99999999999 bytes was an OverflowError traceback
@@ -208,7 +208,7 @@ def test_a_host_the_resolver_cannot_be_asked_about_is_a_usage_error(flag, bad, s
 
 @pytest.mark.parametrize("token", [
     "s3cret-admin-tökén-accented", "x" * 513, "s3cret\tadmin-token-with-a-tab",
-    "s3cret admin passphrase of words", "s3cret-bell\x07-inside",
+    "s3cret admin passphrase of words", "s3cret-bell\x07-inside", "s3cret-delete\x7f-inside",
 ])
 def test_an_admin_token_no_call_could_send_is_refused_without_showing_it(token, capsys):
     """gRPC metadata is printable ASCII, a bearer token is one word (white space inside is
