@@ -341,3 +341,21 @@ def test_every_transport_setting_reaches_the_grpc_server(monkeypatch):
                                                trusted_proxies=parse_networks("10.0.0.0/8"))
     assert (server["host"], server["port"], server["admin_token"], server["tls"]) == ("127.0.0.1", 0, None, None)
     assert "gc-full-collections" not in tasks
+
+
+def test_a_corrupt_database_ends_the_start_with_exit_2_and_its_metrics_port_closed(tmp_path):
+    """The metrics endpoint starts as soon as the store holds the database; a start refused
+    after that (the integrity check at open finds a damaged page) ends with exit status 2,
+    one store_unavailable line, and that endpoint closed again."""
+    from tests.store.test_store import overwrite_page, sqlite_with_matches
+
+    db = tmp_path / "cards.sqlite3"
+    sqlite_with_matches(db)
+    overwrite_page(db, 3)
+    status, logs, _ = _serve(["--db", str(db)])
+    assert status == serve_cli.EXIT_CONFIG
+    errors = [line for line in logs if line["log_level"] == "error"]
+    assert [(e["event"], e["db"]) for e in errors] == [("store_unavailable", str(db))]
+    started, = _events(logs, "metrics_server_started")
+    with pytest.raises(urllib.error.URLError):
+        _metrics(started["port"])
