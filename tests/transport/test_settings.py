@@ -147,6 +147,8 @@ def test_the_bounds_a_setting_names_are_taken_and_the_values_past_them_refused(s
             text = str(int(outside)) if step == 1 else repr(outside)
             with pytest.raises(ValueError, match="must be"):
                 setting.parse(text)
+    if setting.allowed.startswith("0,") or setting.allowed.startswith("0 ("):  # 0: none, off
+        assert setting.parse("0") == 0
     for above in re.findall(f"more than {_NUMBER}", setting.allowed):
         with pytest.raises(ValueError, match="must be"):
             setting.parse(above)
