@@ -210,15 +210,17 @@ def test_losing_the_database_to_another_engine_drains_and_exits_1(monkeypatch):
     took the lock) stops the engine as a signal does, with exit status 1 and one error line."""
     from engine_service import store as store_mod
 
-    opened = []
+    opened, asked = [], []
     real_open_store = store_mod.open_store
-    monkeypatch.setattr(store_mod, "open_store", lambda *a, **kw: opened.append(real_open_store(*a, **kw)) or opened[-1])
+    monkeypatch.setattr(store_mod, "open_store",
+                        lambda *a, **kw: asked.append(kw) or opened.append(real_open_store(*a, **kw)) or opened[-1])
 
     async def lose(serving: dict) -> None:
         opened[0].on_ownership_lost("the lock was taken by another engine")
 
-    status, logs, _ = _serve([], lose)
+    status, logs, _ = _serve(["--db-lock-wait-s", "7.5"], lose)
     assert status == serve_cli.EXIT_OWNERSHIP_LOST == 1
+    assert asked == [{"lock_wait_s": 7.5}]  # how long a store waits for another engine to let go
     lost, = _events(logs, "stopping_ownership_lost")
     assert (lost["log_level"], lost["db"], lost["error"]) == ("error", "memory:", "the lock was taken by another engine")
     assert _events(logs, "exit")[-1]["status"] == 1
