@@ -161,6 +161,15 @@ def test_settings_are_a_value_object():
 
     with pytest.raises(dataclasses.FrozenInstanceError):
         _parse([], {}).port = 1
+    with pytest.raises(dataclasses.FrozenInstanceError):  # nor the table's rows
+        S.SETTINGS[0].parse = str
+
+
+def test_an_empty_variable_is_an_unset_one():
+    """``CARDGAMES_PORT=`` (an env file's line left empty, a Compose ``${VAR}`` of an unset
+    VAR) leaves the default in force instead of failing as a bad value."""
+    s = _parse([], {"CARDGAMES_PORT": "", "CARDGAMES_DB": "", "CARDGAMES_ADMIN_TOKEN": "", "CARDGAMES_TLS_CERT": ""})
+    assert (s.port, s.session.db_path, s.admin_token, s.tls_cert) == (50051, "./cardgames.sqlite3", None, None)
 
 
 @pytest.mark.parametrize("flag, bad", [
