@@ -23,9 +23,10 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from engine_service import serve_cli
 from engine_service.settings import ENV_PREFIX
-from engine_service.transport.generated import admin_pb2, admin_pb2_grpc
+from engine_service.transport.generated import admin_pb2, admin_pb2_grpc, card_games_pb2_grpc
 
 from .harness import RUN_TIMEOUT_S, expect_error
+from .players import create_open_match
 from .test_settings import _certificate, _parse
 
 #: The flags of every case here: ports 0 on 127.0.0.1, the in-memory store, one bot worker.
@@ -93,6 +94,14 @@ async def _health(target: str, credentials: grpc.ChannelCredentials | None = Non
             health_pb2.HealthCheckRequest(service="cardgames.v1.CardGamesService"), timeout=HANG_GUARD_S)).status
 
 
+CREATED = 'cardgames_matches_created_total{game="klaberjass"}'
+
+
+def _sample(metrics: str, name: str) -> float:
+    """The value of sample ``name`` in a /metrics text (0 when absent: a counter not counted yet)."""
+    return next((float(line.split(" ")[1]) for line in metrics.splitlines() if line.split(" ")[0] == name), 0.0)
+
+
 def _metrics(port: int) -> str:
     return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=HANG_GUARD_S).read().decode()
 
@@ -116,7 +125,10 @@ def test_serve_serves_until_sigterm_then_drains_and_exits_0(_no_process_wide_gc_
             # --max-receive-message-bytes 1024: a larger request is refused
             too_large = await expect_error(admin.ListMatches(admin_pb2.ListMatchesRequest(game="x" * 2048),
                                                              metadata=(("authorization", f"Bearer {ADMIN_TOKEN}"),)))
+            created_before = _sample(_metrics(serving["metrics_port"]), CREATED)
+            await create_open_match(card_games_pb2_grpc.CardGamesServiceStub(channel), "klaberjass")
         metrics = _metrics(serving["metrics_port"])
+        assert _sample(metrics, CREATED) == created_before + 1  # the session layer's metrics are served
         while not _events(logs_now(), "gc_full_collection"):  # every 0.05 s here
             await asyncio.sleep(0.01)
         signal.raise_signal(signal.SIGTERM)
@@ -236,9 +248,17 @@ def _port_in_use():
 
 @pytest.mark.parametrize("which", ["grpc", "metrics"])
 def test_a_port_in_use_ends_the_start_with_exit_2_naming_it(which):
+    """(A start refused for a busy gRPC port closes the metrics endpoint it had opened: a
+    port the system had free a moment ago is given as --metrics-port, to be asked after.)"""
+    with _port_in_use() as free:
+        pass
+    argv = ["--metrics-port", str(free)] if which == "grpc" else []
     flag = "--port" if which == "grpc" else "--metrics-port"
     with _port_in_use() as port:
-        status, logs, _ = _serve([flag, str(port)])
+        status, logs, _ = _serve(argv + [flag, str(port)])
+    if which == "grpc":
+        with pytest.raises(urllib.error.URLError):
+            _metrics(free)
     assert status == serve_cli.EXIT_CONFIG == 2
     errors = [line for line in logs if line["log_level"] == "error"]
     assert [(e["event"], e["host"], e["port"]) for e in errors] == [(f"{which}_port_unavailable", "127.0.0.1", port)]
