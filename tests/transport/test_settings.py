@@ -501,13 +501,14 @@ def test_a_db_url_not_at_the_start_or_without_its_slashes_is_refused_without_sho
 
 def test_help_shows_an_empty_default_as_the_docs_do():
     """docs/operations.md's default column says `empty` for --takeover-bot and
-    --trusted-proxies, and --help prints the same table: it showed "default: ;" and
-    "default: none"."""
+    --trusted-proxies (`unset` for --tls-cert, --admin-token), and --help prints the same
+    table: it showed "default: ;" and "default: none"."""
     parser = argparse.ArgumentParser()
     S.add_arguments(parser, {})
     text = " ".join(parser.format_help().split())
     assert "CARDGAMES_TAKEOVER_BOT; default: empty;" in text
     assert "CARDGAMES_TRUSTED_PROXIES; default: empty;" in text
+    assert "CARDGAMES_TLS_CERT; default: unset;" in text and "CARDGAMES_ADMIN_TOKEN; default: unset;" in text
     parser = argparse.ArgumentParser()
     S.add_arguments(parser, {"CARDGAMES_TRUSTED_PROXIES": "10.0.0.0/8", "CARDGAMES_TAKEOVER_BOT": "heuristic"})
     text = " ".join(parser.format_help().split())
