@@ -165,6 +165,14 @@ def test_settings_are_a_value_object():
         S.SETTINGS[0].parse = str
 
 
+def test_settings_from_a_namespace_of_another_parser_read_the_process_environment(monkeypatch):
+    """from_namespace without an environment, given flags not parsed by add_arguments'
+    parser (a flag left out is the environment's, then the default), reads os.environ."""
+    monkeypatch.setenv("CARDGAMES_PORT", "6000")
+    assert S.from_namespace(argparse.Namespace(log_level="debug")).port == 6000
+    assert S.from_namespace(argparse.Namespace(log_level="debug")).log_level == "debug"
+
+
 def test_an_empty_variable_is_an_unset_one():
     """``CARDGAMES_PORT=`` (an env file's line left empty, a Compose ``${VAR}`` of an unset
     VAR) leaves the default in force instead of failing as a bad value."""
@@ -509,6 +517,7 @@ def test_help_shows_an_empty_default_as_the_docs_do():
     assert "CARDGAMES_TAKEOVER_BOT; default: empty;" in text
     assert "CARDGAMES_TRUSTED_PROXIES; default: empty;" in text
     assert "CARDGAMES_TLS_CERT; default: unset;" in text and "CARDGAMES_ADMIN_TOKEN; default: unset;" in text
+    assert "--db PATH " in text and "--port PORT " in text  # each flag's value named as the docs do
     parser = argparse.ArgumentParser()
     S.add_arguments(parser, {"CARDGAMES_TRUSTED_PROXIES": "10.0.0.0/8", "CARDGAMES_TAKEOVER_BOT": "heuristic"})
     text = " ".join(parser.format_help().split())
