@@ -536,6 +536,10 @@ def test_the_grpc_and_metrics_ports_must_differ_where_their_addresses_meet():
                                "50051: the gRPC API and the metrics endpoint need a port each")
     with pytest.raises(ValueError):
         _parse(["--host", "127.0.0.1", "--metrics-host", "127.0.0.1"], {"CARDGAMES_PORT": "9464"})
+    for host, metrics_host in (("[::1]", "::1"), ("127.0.0.1", "[::]"), ("::", "127.0.0.1"),
+                               ("127.0.0.1", "0.0.0.0")):  # the same address, or either every address
+        with pytest.raises(ValueError, match="need a port each"):
+            _parse(["--host", host, "--metrics-host", metrics_host, "--port", "9000", "--metrics-port", "9000"], {})
     assert _parse(["--port", "0", "--metrics-port", "0"], {}).port == 0
     assert _parse(["--host", "10.0.0.5", "--metrics-host", "127.0.0.1", "--port", "9000",
                    "--metrics-port", "9000"], {}).metrics_port == 9000
