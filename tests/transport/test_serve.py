@@ -381,3 +381,14 @@ def test_a_corrupt_database_ends_the_start_with_exit_2_and_its_metrics_port_clos
     started, = _events(logs, "metrics_server_started")
     with pytest.raises(urllib.error.URLError):
         _metrics(started["port"])
+
+
+def test_a_takeover_bot_that_is_not_installed_ends_the_start_with_exit_2():
+    """One error line names the bot asked for, the flag and variable, and the bots installed
+    (test_process checks that the database is left as it was)."""
+    status, logs, _ = _serve(["--takeover-bot", "nosuch"])
+    assert status == serve_cli.EXIT_CONFIG
+    error, = [line for line in logs if line["log_level"] == "error"]
+    assert (error["event"], error["bot"]) == ("takeover_bot_unavailable", "nosuch")
+    assert "random" in error["installed"]
+    assert error["error"].startswith("--takeover-bot / CARDGAMES_TAKEOVER_BOT 'nosuch' is not an installed bot")
