@@ -4,6 +4,7 @@ values name their source and why, and stop only ``serve`` (exit 2)."""
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from pathlib import Path
 
@@ -273,6 +274,17 @@ def test_environment_errors_name_the_flag_and_the_variable(tmp_path):
     with pytest.raises(ValueError) as info:
         _parse(["--tls-cert", str(tmp_path), "--tls-key", str(huge)], {})
     assert str(info.value) == f"--tls-cert / CARDGAMES_TLS_CERT {tmp_path}: a directory, not a regular file"
+    # a named pipe (gRPC reads the pair again by name, for each new connection: one that
+    # was read once is empty the next time), and a file that holds no PEM at all
+    fifo, not_pem = tmp_path / "cert.fifo", tmp_path / "cert.txt"
+    os.mkfifo(fifo)
+    not_pem.write_text("hello\n")
+    with pytest.raises(ValueError) as info:
+        _parse(["--tls-cert", str(fifo), "--tls-key", str(huge)], {})
+    assert str(info.value) == f"--tls-cert / CARDGAMES_TLS_CERT {fifo}: a pipe, not a regular file"
+    with pytest.raises(ValueError) as info:
+        _parse(["--tls-cert", str(not_pem), "--tls-key", str(huge)], {})
+    assert str(info.value) == f"--tls-cert / CARDGAMES_TLS_CERT {not_pem}: not a PEM file"
     with pytest.raises(ValueError, match=r"CARDGAMES_TIME_SCALE \(--time-scale\): must be more than 0"):
         _parse([], {"CARDGAMES_TIME_SCALE": "0"})
     assert S._name_fields("invalid session settings: time_scale must be > 0; db_path must be set") == (
@@ -592,9 +604,6 @@ def test_no_variable_the_project_reads_is_warned_about_as_unknown():
     the repository uses (the tests', the bench's, the Node client's, besides the settings) is
     either read by the engine or known not to be its own; the only names it flags are the
     misspellings the tests and docs give as examples, each near a setting it names."""
-    import os
-    import re
-
     from engine_service.serve_cli import unknown_variables
 
     root = Path(__file__).resolve().parents[2]
