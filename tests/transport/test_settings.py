@@ -388,8 +388,9 @@ def test_the_tls_certificate_and_key_must_belong_together(tmp_path):
                                    "(no '-----BEGIN ... PRIVATE KEY-----' block)")
     assert refused(key, key) == (f"--tls-cert / CARDGAMES_TLS_CERT {key}: holds no certificate "
                                  "(no '-----BEGIN CERTIFICATE-----' block)")
-    assert refused(cert, locked_key).startswith(
-        f"--tls-key / CARDGAMES_TLS_KEY {locked_key}: the private key is encrypted")
+    assert refused(cert, locked_key) == (  # with the command that makes the key gRPC can use
+        f"--tls-key / CARDGAMES_TLS_KEY {locked_key}: the private key is encrypted; gRPC needs it "
+        "unencrypted (openssl pkey -in KEY -out PLAIN_KEY)")
     assert other_cert.exists()
 
 
