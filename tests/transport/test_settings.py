@@ -388,6 +388,11 @@ def test_the_tls_certificate_and_key_must_belong_together(tmp_path):
                                    "(no '-----BEGIN ... PRIVATE KEY-----' block)")
     assert refused(key, key) == (f"--tls-cert / CARDGAMES_TLS_CERT {key}: holds no certificate "
                                  "(no '-----BEGIN CERTIFICATE-----' block)")
+    damaged = tmp_path / "damaged-cert.pem"  # the PEM block is there, its content is not a certificate
+    damaged.write_text("-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n")
+    assert refused(damaged, key).startswith(
+        f"--tls-cert / CARDGAMES_TLS_CERT {damaged} and --tls-key / CARDGAMES_TLS_KEY {key}: not a usable "
+        "certificate and private key (")
     assert refused(cert, locked_key) == (  # with the command that makes the key gRPC can use
         f"--tls-key / CARDGAMES_TLS_KEY {locked_key}: the private key is encrypted; gRPC needs it "
         "unencrypted (openssl pkey -in KEY -out PLAIN_KEY)")
