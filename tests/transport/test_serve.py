@@ -392,3 +392,25 @@ def test_a_takeover_bot_that_is_not_installed_ends_the_start_with_exit_2():
     assert (error["event"], error["bot"]) == ("takeover_bot_unavailable", "nosuch")
     assert "random" in error["installed"]
     assert error["error"].startswith("--takeover-bot / CARDGAMES_TAKEOVER_BOT 'nosuch' is not an installed bot")
+
+
+def test_a_grpc_port_taken_after_its_check_ends_the_start_with_exit_2_naming_why(monkeypatch):
+    """The gRPC port is checked once the database is held; one taken between that check and
+    gRPC's own bind failed the start with gRPC's message, which does not say why: serve asks
+    again for the reason, logs it, and lets the metrics port, the database and the signals go."""
+    from engine_service.transport import server as server_mod
+
+    checks = []
+    real_bind_error = server_mod.bind_error
+    monkeypatch.setattr(server_mod, "bind_error",
+                        lambda host, port: real_bind_error(host, port) if checks.append(port) or len(checks) > 1 else None)
+    with _port_in_use() as port:
+        status, logs, _ = _serve(["--port", str(port)])
+    assert status == serve_cli.EXIT_CONFIG and checks == [port, port]
+    error, = [line for line in logs if line["log_level"] == "error"]
+    assert (error["event"], error["host"], error["port"]) == ("grpc_port_unavailable", "127.0.0.1", port)
+    assert error["error"].startswith(f"cannot bind 127.0.0.1:{port}: ") and "in use" in error["error"]
+    started, = _events(logs, "metrics_server_started")
+    with pytest.raises(urllib.error.URLError):
+        _metrics(started["port"])
+    assert not _events(logs, "serving")
