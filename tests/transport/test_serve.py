@@ -378,6 +378,7 @@ def test_a_corrupt_database_ends_the_start_with_exit_2_and_its_metrics_port_clos
     assert status == serve_cli.EXIT_CONFIG
     errors = [line for line in logs if line["log_level"] == "error"]
     assert [(e["event"], e["db"]) for e in errors] == [("store_unavailable", str(db))]
+    assert "is corrupt" in errors[0]["error"], errors[0]  # SQLite's report, as test_process sees it
     started, = _events(logs, "metrics_server_started")
     with pytest.raises(urllib.error.URLError):
         _metrics(started["port"])
