@@ -561,6 +561,8 @@ def test_the_grpc_and_metrics_ports_must_differ_where_their_addresses_meet():
     assert _parse(["--port", "0", "--metrics-port", "0"], {}).port == 0
     assert _parse(["--host", "10.0.0.5", "--metrics-host", "127.0.0.1", "--port", "9000",
                    "--metrics-port", "9000"], {}).metrics_port == 9000
+    assert _parse(["--host", "[::1]", "--metrics-host", "[fe80::1]", "--port", "9000",
+                   "--metrics-port", "9000"], {}).metrics_port == 9000
 
 
 def test_an_option_before_the_command_is_refused_without_echoing_its_value(capsys):
