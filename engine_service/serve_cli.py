@@ -286,14 +286,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None) -> in
         log.error("store_unavailable", db=db, error=str(exc))
         shutdown_metrics()
         return EXIT_CONFIG
-    if http is None:  # a store that never said it held the database (on_held)
-        try:
-            bind_ports()
-        except PortUnavailable as exc:
-            exc.log()
-            await manager.close()
-            return EXIT_CONFIG
-    assert http is not None
+    assert http is not None  # every store's open() calls on_held (memory, SQLite, PostgreSQL)
 
     limits = ServerLimits(
         max_receive_message_bytes=settings.max_receive_message_bytes,

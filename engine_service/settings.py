@@ -149,20 +149,15 @@ def _off_or_float(lo: float, hi: float, unit: str = "") -> Callable[[str], float
     return parse
 
 
-def _text(*, empty: bool = False) -> Callable[[str], str]:
-    """A string without surrounding whitespace; an empty one only where it means something
-    (``--takeover-bot ''``). A value from a file (a Secret or ConfigMap made with
-    ``--from-file``, a YAML block scalar) ends with a newline: ``CARDGAMES_DB`` kept it, and the
-    engine opened a new, empty SQLite file named with it beside the real one, every match gone
-    from view (a PostgreSQL URL named a database "name\\n" that does not exist)."""
-    def parse(text: str) -> str:
-        if not empty and not text.strip():
-            raise ValueError("must not be empty")
-        return text.strip()
-
-    parse.__name__ = "str"
-    parse.allowed = "any text" if empty else "not empty"  # type: ignore[attr-defined]
-    return parse
+def _text(text: str) -> str:
+    """A string without surrounding whitespace, not empty (``--host``, ``--db``). A value from
+    a file (a Secret or ConfigMap made with ``--from-file``, a YAML block scalar) ends with a
+    newline: ``CARDGAMES_DB`` kept it, and the engine opened a new, empty SQLite file named
+    with it beside the real one, every match gone from view (a PostgreSQL URL named a
+    database "name\\n" that does not exist)."""
+    if not text.strip():
+        raise ValueError("must not be empty")
+    return text.strip()
 
 
 def _host(text: str) -> str:
@@ -171,7 +166,7 @@ def _host(text: str) -> str:
     surrogate), an empty label (``a..b``) or one over 63 characters fail the IDNA encoding
     getaddrinfo applies: a UnicodeError, logged as ``store_unavailable``, the database blamed
     for the address. A name that does not resolve is the bind's error (grpc_port_unavailable)."""
-    host = _text()(text)
+    host = _text(text)
     name = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     try:
         name.encode("idna")
@@ -184,7 +179,6 @@ def _host(text: str) -> str:
     return host
 
 
-_host.__name__ = "str"
 _host.allowed = "a host name or address"  # type: ignore[attr-defined]
 
 
@@ -206,7 +200,7 @@ def _db_location(text: str) -> str:
     ``user:password@host`` left without its scheme, and libpq's ``host=... password=...`` form
     (the engine made a SQLite file of that name): no file path holds those, and they were
     logged as one; and a URL with a byte that is not UTF-8."""
-    location = _text()(text)
+    location = _text(text)
     scheme = _URL_SCHEME.match(location)
     if scheme and scheme.group(1).lower() not in ("postgresql", "postgres"):
         raise ValueError(f"must be a SQLite file's path, a postgresql:// URL or 'memory:', not a "
@@ -226,7 +220,6 @@ def _db_location(text: str) -> str:
     return location
 
 
-_db_location.__name__ = "str"
 _db_location.allowed = "a SQLite file's path, a postgresql:// URL, or memory:"  # type: ignore[attr-defined]
 
 
@@ -282,7 +275,7 @@ def _choice(*allowed: str) -> Callable[[str], str]:
             raise ValueError(f"must be one of {', '.join(allowed)}, not {text!r}")
         return low
 
-    parse.__name__, parse.allowed = "choice", ", ".join(allowed)  # type: ignore[attr-defined]
+    parse.allowed = ", ".join(allowed)  # type: ignore[attr-defined]
     return parse
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from engine_service.settings import SETTINGS
+from engine_service.settings import SETTINGS, Settings
 
 from .promql import DEPLOY, exported_metrics
 
@@ -24,6 +24,25 @@ def test_every_setting_row_shows_its_allowed_values():
             for row in DOC.splitlines() if row.startswith("| `--")}
     for s in SETTINGS:
         assert rows[f"`{s.flag}`"][3] == s.allowed, s.name
+
+
+def test_every_setting_row_shows_the_default_in_force():
+    """The `default` column is what the engine starts with when neither the flag nor the
+    variable is given (settings.py's embedded defaults): an operator sizing a deployment
+    from the table (message sizes, limits, timeouts) gets the value the engine uses. `unset`
+    and `empty` are the column's words for no value, as in ``serve --help``."""
+    defaults = Settings()
+    rows = {row.split("|")[1].strip(): [c.strip() for c in row.split("|")[1:-1]]
+            for row in DOC.splitlines() if row.startswith("| `--")}
+    for s in SETTINGS:
+        shown, default = rows[f"`{s.flag}`"][2], s.default(defaults)
+        if shown == "unset":
+            assert default is None, s.name
+        elif shown == "empty":
+            assert default in ("", ()), s.name
+        else:
+            assert shown.startswith("`") and shown.endswith("`"), (s.name, shown)
+            assert s.parse(shown[1:-1]) == default, (s.name, shown, default)
 
 
 def test_no_unknown_setting_is_documented():

@@ -1544,6 +1544,7 @@ def test_bot_workers_that_cannot_start_stop_the_start_before_the_database_is_ope
     assert status == serve_cli.EXIT_CONFIG
     errors = [line for line in logs if line["log_level"] == "error"]
     assert [e["event"] for e in errors] == ["bot_host_unavailable"], errors
+    assert "cannot start the bot worker processes" in errors[0]["error"] and "Permission denied" in errors[0]["error"]
     assert not path.exists()
 
 

@@ -4,6 +4,8 @@ values name their source and why, and stop only ``serve`` (exit 2)."""
 from __future__ import annotations
 
 import argparse
+import os
+import re
 from pathlib import Path
 
 import pytest
@@ -52,6 +54,9 @@ def test_the_max_connection_idle_from_the_environment_or_a_flag():
     assert _parse(["--max-connection-idle-s", "0"],
                   {"CARDGAMES_MAX_CONNECTION_IDLE_S": "300"}).max_connection_idle_s == 0.0
     assert S.BY_FIELD["max_connection_idle_s"].allowed == "0 (off), or 1 to 86400 seconds"
+    with pytest.raises(ValueError) as refused:  # the reason names 0 too, not only the range
+        _parse([], {"CARDGAMES_MAX_CONNECTION_IDLE_S": "0.5"})
+    assert str(refused.value).endswith(": must be 0 (off), or 1 to 86400 seconds, not '0.5'")
 
 
 def test_every_setting_has_a_flag_and_an_environment_name():
@@ -122,6 +127,60 @@ def test_every_setting_has_a_range_that_holds_its_default(setting):
         assert setting.parse(text) == default
 
 
+_NUMBER = r"(-?\d+(?:\.\d+)?)"
+
+
+@pytest.mark.parametrize("setting", [s for s in S.SETTINGS if s.parse.__name__ in ("int", "float", "_turn_time")],
+                         ids=lambda s: s.name)
+def test_the_bounds_a_setting_names_are_taken_and_the_values_past_them_refused(setting):
+    """The range in --help and docs/operations.md ("0 to 65535", "more than 0 and at most
+    3600") is the one enforced, its ends included: --port 65535 or --drain-grace-s 3600 is
+    taken, --port 65536 refused."""
+    step = 1 if setting.parse.__name__ == "int" else 1e-6
+    bounds = re.findall(f"{_NUMBER} to {_NUMBER}", setting.allowed)
+    bounds += [(None, hi) for hi in re.findall(f"at most {_NUMBER}", setting.allowed)]
+    assert bounds, setting.allowed
+    for lo, hi in bounds:
+        for inside in (lo, hi):
+            if inside is not None:
+                assert setting.parse(inside) == float(inside), (setting.name, inside)
+        for outside in ([float(lo) - step] if lo is not None else []) + [float(hi) + step]:
+            text = str(int(outside)) if step == 1 else repr(outside)
+            with pytest.raises(ValueError, match="must be"):
+                setting.parse(text)
+    if setting.allowed.startswith("0,") or setting.allowed.startswith("0 ("):  # 0: none, off
+        assert setting.parse("0") == 0
+    for above in re.findall(f"more than {_NUMBER}", setting.allowed):
+        with pytest.raises(ValueError, match="must be"):
+            setting.parse(above)
+        assert setting.parse(repr(float(above) + step)) == float(above) + step
+
+
+def test_settings_are_a_value_object():
+    """The server and the session layer share one Settings: none of them can change it."""
+    import dataclasses
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        _parse([], {}).port = 1
+    with pytest.raises(dataclasses.FrozenInstanceError):  # nor the table's rows
+        S.SETTINGS[0].parse = str
+
+
+def test_settings_from_a_namespace_of_another_parser_read_the_process_environment(monkeypatch):
+    """from_namespace without an environment, given flags not parsed by add_arguments'
+    parser (a flag left out is the environment's, then the default), reads os.environ."""
+    monkeypatch.setenv("CARDGAMES_PORT", "6000")
+    assert S.from_namespace(argparse.Namespace(log_level="debug")).port == 6000
+    assert S.from_namespace(argparse.Namespace(log_level="debug")).log_level == "debug"
+
+
+def test_an_empty_variable_is_an_unset_one():
+    """``CARDGAMES_PORT=`` (an env file's line left empty, a Compose ``${VAR}`` of an unset
+    VAR) leaves the default in force instead of failing as a bad value."""
+    s = _parse([], {"CARDGAMES_PORT": "", "CARDGAMES_DB": "", "CARDGAMES_ADMIN_TOKEN": "", "CARDGAMES_TLS_CERT": ""})
+    assert (s.port, s.session.db_path, s.admin_token, s.tls_cert) == (50051, "./cardgames.sqlite3", None, None)
+
+
 @pytest.mark.parametrize("flag, bad", [
     ("--max-receive-message-bytes", "99999999999"), ("--max-send-message-bytes", str(2**31)),
     ("--max-concurrent-streams", str(2**31)), ("--max-pending-requests", str(2**30)),
@@ -136,7 +195,7 @@ def test_every_setting_has_a_range_that_holds_its_default(setting):
     ("--max-matches", "1.5"), ("--rate-limit-seat-burst", "-1"),
     ("--finished-retention-s", "-5"), ("--default-turn-time-s", "1e9"), ("--default-turn-time-s", "5"),
     ("--default-turn-time-s", "121"), ("--default-turn-time-s", "nan"), ("--host", ""),
-    ("--admin-token", ""), ("--db", " "),
+    ("--admin-token", ""), ("--db", " "), ("--tls-cert", " "), ("--tls-key", ""),
 ])
 def test_out_of_range_values_are_refused(flag, bad, capsys):
     """gRPC's channel arguments are C ints (99999999999 bytes was an OverflowError traceback
@@ -150,7 +209,7 @@ def test_out_of_range_values_are_refused(flag, bad, capsys):
 
 @pytest.mark.parametrize("flag", ["--host", "--metrics-host"])
 @pytest.mark.parametrize("bad, says", [
-    ("\udcff", "a byte that is not UTF-8"), ("a..b", "label empty or too long"),
+    ("\udcff", "a byte that is not UTF-8"), ("\udc80", "a byte that is not UTF-8"), ("a..b", "label empty or too long"),
     ("x" * 64 + ".example", "label empty or too long"), ("[a..b]", "label empty or too long"),
 ])
 def test_a_host_the_resolver_cannot_be_asked_about_is_a_usage_error(flag, bad, says, capsys):
@@ -169,7 +228,7 @@ def test_a_host_the_resolver_cannot_be_asked_about_is_a_usage_error(flag, bad, s
 
 @pytest.mark.parametrize("token", [
     "s3cret-admin-tökén-accented", "x" * 513, "s3cret\tadmin-token-with-a-tab",
-    "s3cret admin passphrase of words", "s3cret-bell\x07-inside",
+    "s3cret admin passphrase of words", "s3cret-bell\x07-inside", "s3cret-delete\x7f-inside",
 ])
 def test_an_admin_token_no_call_could_send_is_refused_without_showing_it(token, capsys):
     """gRPC metadata is printable ASCII, a bearer token is one word (white space inside is
@@ -215,6 +274,17 @@ def test_environment_errors_name_the_flag_and_the_variable(tmp_path):
     with pytest.raises(ValueError) as info:
         _parse(["--tls-cert", str(tmp_path), "--tls-key", str(huge)], {})
     assert str(info.value) == f"--tls-cert / CARDGAMES_TLS_CERT {tmp_path}: a directory, not a regular file"
+    # a named pipe (gRPC reads the pair again by name, for each new connection: one that
+    # was read once is empty the next time), and a file that holds no PEM at all
+    fifo, not_pem = tmp_path / "cert.fifo", tmp_path / "cert.txt"
+    os.mkfifo(fifo)
+    not_pem.write_text("hello\n")
+    with pytest.raises(ValueError) as info:
+        _parse(["--tls-cert", str(fifo), "--tls-key", str(huge)], {})
+    assert str(info.value) == f"--tls-cert / CARDGAMES_TLS_CERT {fifo}: a pipe, not a regular file"
+    with pytest.raises(ValueError) as info:
+        _parse(["--tls-cert", str(not_pem), "--tls-key", str(huge)], {})
+    assert str(info.value) == f"--tls-cert / CARDGAMES_TLS_CERT {not_pem}: not a PEM file"
     with pytest.raises(ValueError, match=r"CARDGAMES_TIME_SCALE \(--time-scale\): must be more than 0"):
         _parse([], {"CARDGAMES_TIME_SCALE": "0"})
     assert S._name_fields("invalid session settings: time_scale must be > 0; db_path must be set") == (
@@ -318,8 +388,14 @@ def test_the_tls_certificate_and_key_must_belong_together(tmp_path):
                                    "(no '-----BEGIN ... PRIVATE KEY-----' block)")
     assert refused(key, key) == (f"--tls-cert / CARDGAMES_TLS_CERT {key}: holds no certificate "
                                  "(no '-----BEGIN CERTIFICATE-----' block)")
-    assert refused(cert, locked_key).startswith(
-        f"--tls-key / CARDGAMES_TLS_KEY {locked_key}: the private key is encrypted")
+    damaged = tmp_path / "damaged-cert.pem"  # the PEM block is there, its content is not a certificate
+    damaged.write_text("-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n")
+    assert refused(damaged, key).startswith(
+        f"--tls-cert / CARDGAMES_TLS_CERT {damaged} and --tls-key / CARDGAMES_TLS_KEY {key}: not a usable "
+        "certificate and private key (")
+    assert refused(cert, locked_key) == (  # with the command that makes the key gRPC can use
+        f"--tls-key / CARDGAMES_TLS_KEY {locked_key}: the private key is encrypted; gRPC needs it "
+        "unencrypted (openssl pkey -in KEY -out PLAIN_KEY)")
     assert other_cert.exists()
 
 
@@ -401,6 +477,8 @@ def test_a_postgres_url_with_a_byte_that_is_not_utf8_is_refused_without_showing_
     url = "postgresql://cardgames:s3cret-pw@db.internal/card\udce9s"
     error = _flag_error(capsys, [f"--db={url}"])
     assert "argument --db: a postgresql:// URL with a byte that is not UTF-8 (value not shown" in error
+    for byte in ("\udc80", "\udcff"):  # the ends of the range Python keeps such a byte in
+        assert "a byte that is not UTF-8" in _flag_error(capsys, [f"--db=postgresql://u@h/x{byte}"])
     assert "s3cret" not in error
     with pytest.raises(ValueError, match=r"CARDGAMES_DB \(--db\): a postgresql:// URL with a byte") as info:
         _parse([], {"CARDGAMES_DB": url})
@@ -432,7 +510,9 @@ def _db_refused_unshown(capsys, url: str) -> str:
                                  "cardgames:s3cret-pw@db.internal:5432/cardgames",
                                  "Postgres:cardgames:s3cret-pw@db.internal",
                                  "host=db.internal user=cardgames password=s3cret-pw dbname=cardgames",
-                                 "host=db.internal sslpassword=s3cret-pw dbname=cardgames"])
+                                 "host=db.internal sslpassword=s3cret-pw dbname=cardgames",
+                                 # no user:password@ nor password= to give them away
+                                 '"postgresql://db.internal/cardgames"', "postgresql:/db.internal/cardgames"])
 def test_a_db_url_not_at_the_start_or_without_its_slashes_is_refused_without_showing_it(url, capsys):
     """A URL with the quotes an env file kept, a jdbc: URL, a postgresql: missing a slash: none
     starts with a scheme://, so they were taken for relative SQLite paths and the start failed
@@ -447,13 +527,15 @@ def test_a_db_url_not_at_the_start_or_without_its_slashes_is_refused_without_sho
 
 def test_help_shows_an_empty_default_as_the_docs_do():
     """docs/operations.md's default column says `empty` for --takeover-bot and
-    --trusted-proxies, and --help prints the same table: it showed "default: ;" and
-    "default: none"."""
+    --trusted-proxies (`unset` for --tls-cert, --admin-token), and --help prints the same
+    table: it showed "default: ;" and "default: none"."""
     parser = argparse.ArgumentParser()
     S.add_arguments(parser, {})
     text = " ".join(parser.format_help().split())
     assert "CARDGAMES_TAKEOVER_BOT; default: empty;" in text
     assert "CARDGAMES_TRUSTED_PROXIES; default: empty;" in text
+    assert "CARDGAMES_TLS_CERT; default: unset;" in text and "CARDGAMES_ADMIN_TOKEN; default: unset;" in text
+    assert "--db PATH " in text and "--port PORT " in text  # each flag's value named as the docs do
     parser = argparse.ArgumentParser()
     S.add_arguments(parser, {"CARDGAMES_TRUSTED_PROXIES": "10.0.0.0/8", "CARDGAMES_TAKEOVER_BOT": "heuristic"})
     text = " ".join(parser.format_help().split())
@@ -472,8 +554,14 @@ def test_the_grpc_and_metrics_ports_must_differ_where_their_addresses_meet():
                                "50051: the gRPC API and the metrics endpoint need a port each")
     with pytest.raises(ValueError):
         _parse(["--host", "127.0.0.1", "--metrics-host", "127.0.0.1"], {"CARDGAMES_PORT": "9464"})
+    for host, metrics_host in (("[::1]", "::1"), ("127.0.0.1", "[::]"), ("::", "127.0.0.1"),
+                               ("127.0.0.1", "0.0.0.0")):  # the same address, or either every address
+        with pytest.raises(ValueError, match="need a port each"):
+            _parse(["--host", host, "--metrics-host", metrics_host, "--port", "9000", "--metrics-port", "9000"], {})
     assert _parse(["--port", "0", "--metrics-port", "0"], {}).port == 0
     assert _parse(["--host", "10.0.0.5", "--metrics-host", "127.0.0.1", "--port", "9000",
+                   "--metrics-port", "9000"], {}).metrics_port == 9000
+    assert _parse(["--host", "[::1]", "--metrics-host", "[fe80::1]", "--port", "9000",
                    "--metrics-port", "9000"], {}).metrics_port == 9000
 
 
@@ -524,9 +612,6 @@ def test_no_variable_the_project_reads_is_warned_about_as_unknown():
     the repository uses (the tests', the bench's, the Node client's, besides the settings) is
     either read by the engine or known not to be its own; the only names it flags are the
     misspellings the tests and docs give as examples, each near a setting it names."""
-    import os
-    import re
-
     from engine_service.serve_cli import unknown_variables
 
     root = Path(__file__).resolve().parents[2]

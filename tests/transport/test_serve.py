@@ -1,0 +1,417 @@
+"""``serve`` in this process (serve_cli.serve): what the start does with the settings, the
+signals it drains on, and the status it ends with, without a child process per case.
+
+tests/transport/test_process.py starts the real command line; these run its coroutine on
+a loop of their own, with the structlog lines captured, ports 0 on 127.0.0.1 and the
+in-memory store."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import socket
+import sys
+import urllib.error
+import urllib.request
+from typing import Any, Awaitable, Callable
+
+import grpc
+import pytest
+import structlog
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from engine_service import serve_cli
+from engine_service.settings import ENV_PREFIX
+from engine_service.transport.generated import admin_pb2, admin_pb2_grpc, card_games_pb2_grpc
+
+from .harness import RUN_TIMEOUT_S, expect_error
+from .players import create_open_match
+from .test_settings import _certificate, _parse
+
+#: The flags of every case here: ports 0 on 127.0.0.1, the in-memory store, one bot worker.
+LOCAL = ["--db", "memory:", "--host", "127.0.0.1", "--port", "0", "--metrics-host", "127.0.0.1",
+         "--metrics-port", "0", "--bot-workers", "1"]
+HANG_GUARD_S = 30.0
+
+
+@pytest.fixture(autouse=True)
+def _no_process_wide_gc_tuning(monkeypatch):
+    """serve() freezes the garbage collector and raises its thresholds for the process: the
+    test process keeps its own (the call is recorded)."""
+    from engine_service import gc_policy
+
+    calls: list[tuple] = []
+    monkeypatch.setattr(gc_policy, "tune_gc", lambda *args: calls.append(args))
+    return calls
+
+
+def _serve(argv: list[str], while_serving: Callable[[dict], Awaitable[Any]] | None = None,
+           env: dict[str, str] | None = None) -> tuple[int, list[dict], Any]:
+    """Run serve() with ``LOCAL`` + ``argv``; once it serves, ``while_serving(serving_line)``
+    (which ends it, by a signal or otherwise); then let it end. Its status, its log lines,
+    and what ``while_serving`` returned. Also checks that serve() leaves the stop signals'
+    handlers as it found them, and no task of its own running."""
+    settings = _parse(LOCAL + argv, env or {})
+
+    async def go():
+        before = {sig: signal.getsignal(sig) for sig in serve_cli.STOP_SIGNALS}
+        ready = asyncio.Event()
+        task = asyncio.create_task(serve_cli.serve(settings, ready=ready))
+        waiting = asyncio.create_task(ready.wait())
+        await asyncio.wait({task, waiting}, timeout=HANG_GUARD_S, return_when=asyncio.FIRST_COMPLETED)
+        waiting.cancel()
+        result = None
+        if not task.done():
+            assert ready.is_set(), "serve() neither served nor ended"
+            serving = next(line for line in logs if line["event"] == "serving")
+            if while_serving is not None:
+                result = await asyncio.wait_for(while_serving(serving), RUN_TIMEOUT_S)
+        status = await asyncio.wait_for(task, HANG_GUARD_S)
+        after = {sig: signal.getsignal(sig) for sig in serve_cli.STOP_SIGNALS}
+        if after[signal.SIGINT] == signal.default_int_handler:  # where asyncio.run had its own
+            after[signal.SIGINT] = before[signal.SIGINT]
+        assert after == before
+        await asyncio.sleep(0)  # a cancelled task is done one turn of the loop later
+        left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        assert not left, left
+        return status, result
+
+    with structlog.testing.capture_logs() as logs:
+        status, result = asyncio.run(go())
+    return status, logs, result
+
+
+def _events(logs: list[dict], event: str) -> list[dict]:
+    return [line for line in logs if line["event"] == event]
+
+
+async def _health(target: str, credentials: grpc.ChannelCredentials | None = None) -> int:
+    channel = (grpc.aio.secure_channel(target, credentials) if credentials is not None
+               else grpc.aio.insecure_channel(target))
+    async with channel:
+        return (await health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(service="cardgames.v1.CardGamesService"), timeout=HANG_GUARD_S)).status
+
+
+CREATED = 'cardgames_matches_created_total{game="klaberjass"}'
+
+
+def _sample(metrics: str, name: str) -> float:
+    """The value of sample ``name`` in a /metrics text (0 when absent: a counter not counted yet)."""
+    return next((float(line.split(" ")[1]) for line in metrics.splitlines() if line.split(" ")[0] == name), 0.0)
+
+
+def _metrics(port: int) -> str:
+    return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=HANG_GUARD_S).read().decode()
+
+
+ADMIN_TOKEN = "0123456789abcdef-in-process"
+
+
+def test_serve_serves_until_sigterm_then_drains_and_exits_0(_no_process_wide_gc_tuning):
+    """The start logs the settings in force (never the token), serves gRPC and /metrics on
+    the ports it logs, with the admin token and the limits it was given and the timed full
+    collections; SIGTERM drains it (a second signal while draining is ignored, logged), its
+    ports close, and it returns 0 with the stop signals' handlers put back."""
+    async def while_serving(serving: dict) -> tuple[str, Any, Any, Any]:
+        target = f"127.0.0.1:{serving['port']}"
+        assert await _health(target) == health_pb2.HealthCheckResponse.SERVING
+        async with grpc.aio.insecure_channel(target) as channel:
+            admin = admin_pb2_grpc.AdminServiceStub(channel)
+            listed = await admin.ListMatches(admin_pb2.ListMatchesRequest(),
+                                             metadata=(("authorization", f"Bearer {ADMIN_TOKEN}"),))
+            refused = await expect_error(admin.ListMatches(admin_pb2.ListMatchesRequest()))
+            # --max-receive-message-bytes 1024: a larger request is refused
+            too_large = await expect_error(admin.ListMatches(admin_pb2.ListMatchesRequest(game="x" * 2048),
+                                                             metadata=(("authorization", f"Bearer {ADMIN_TOKEN}"),)))
+            created_before = _sample(_metrics(serving["metrics_port"]), CREATED)
+            await create_open_match(card_games_pb2_grpc.CardGamesServiceStub(channel), "klaberjass")
+        metrics = _metrics(serving["metrics_port"])
+        assert _sample(metrics, CREATED) == created_before + 1  # the session layer's metrics are served
+        while not _events(logs_now(), "gc_full_collection"):  # every 0.05 s here
+            await asyncio.sleep(0.01)
+        signal.raise_signal(signal.SIGTERM)
+        signal.raise_signal(signal.SIGINT)
+        return metrics, listed, refused, too_large
+
+    logs_now = _capture()
+    status, logs, (metrics, listed, refused, too_large) = _serve(
+        ["--admin-token", ADMIN_TOKEN, "--max-receive-message-bytes", "1024",
+         "--gc-full-collection-interval-s", "0.05"], while_serving)
+    assert status == 0
+    assert list(listed.matches) == []
+    assert (refused.code, refused.reason) == (grpc.StatusCode.UNAUTHENTICATED, "ADMIN_TOKEN_REQUIRED")
+    assert too_large.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "cardgames_serving 1.0" in metrics
+    assert _no_process_wide_gc_tuning == [()]
+    starting, = _events(logs, "starting")
+    assert (starting["port"], starting["metrics_port"], starting["db"], starting["tls"],
+            starting["admin_api"], starting["event_loop"]) == (0, 0, "memory:", False, True, "asyncio")
+    serving, = _events(logs, "serving")
+    started, = _events(logs, "metrics_server_started")
+    assert serving["port"] > 0 and serving["metrics_port"] == started["port"] > 0
+    assert [line["signal"] for line in _events(logs, "signal_received")] == ["SIGTERM"]
+    assert [(line["log_level"], line["signal"]) for line in _events(logs, "signal_ignored_while_draining")] == \
+        [("warning", "SIGINT")]
+    assert logs[-1] == {"event": "exit", "status": 0, "log_level": "info"}
+    assert ADMIN_TOKEN not in repr(logs)
+    with pytest.raises(urllib.error.URLError):  # the metrics endpoint closed with the engine
+        _metrics(serving["metrics_port"])
+
+
+def _capture() -> Callable[[], list[dict]]:
+    """The lines captured so far by the innermost structlog.testing.capture_logs()."""
+    from structlog.testing import LogCapture
+
+    def now() -> list[dict]:
+        capture = next(p for p in structlog.get_config()["processors"] if isinstance(p, LogCapture))
+        return capture.entries
+    return now
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGHUP])
+def test_sigint_and_sighup_drain_as_sigterm_does(sig, monkeypatch):
+    """(And the start warns about a misspelt CARDGAMES_* variable of its environment, its
+    value not shown.)"""
+    monkeypatch.setenv("CARDGAMES_DB_PATH", "/elsewhere/s3cret-path.sqlite3")
+    status, logs, _ = _serve([], lambda serving: _raise(sig))
+    assert status == 0
+    assert [line["signal"] for line in _events(logs, "signal_received")] == [sig.name]
+    assert [(w["log_level"], w["variable"], w["did_you_mean"]) for w in _events(logs, "unknown_environment_variable")
+            if w["variable"] == "CARDGAMES_DB_PATH"] == [("warning", "CARDGAMES_DB_PATH", "CARDGAMES_DB")]
+    assert "s3cret-path" not in repr(logs)
+
+
+def test_a_sighup_ignored_when_serve_starts_stays_ignored():
+    """Started under nohup (SIGHUP ignored), the engine keeps ignoring it: a SIGHUP while
+    serving changes nothing, and SIGTERM still stops it."""
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        async def while_serving(serving: dict) -> int:
+            ignored = signal.getsignal(signal.SIGHUP)
+            signal.raise_signal(signal.SIGHUP)
+            health = await _health(f"127.0.0.1:{serving['port']}")
+            signal.raise_signal(signal.SIGTERM)
+            return ignored, health
+
+        status, logs, (ignored, health) = _serve([], while_serving)
+        assert ignored == signal.SIG_IGN and health == health_pb2.HealthCheckResponse.SERVING
+        assert status == 0 and [line["signal"] for line in _events(logs, "signal_received")] == ["SIGTERM"]
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+
+
+def test_serve_speaks_tls_with_the_certificate_given(tmp_path):
+    cert, key = _certificate(tmp_path, "serve")
+
+    async def while_serving(serving: dict) -> int:
+        credentials = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
+        health = await _health(f"localhost:{serving['port']}", credentials)
+        signal.raise_signal(signal.SIGTERM)
+        return health
+
+    status, logs, health = _serve(["--tls-cert", str(cert), "--tls-key", str(key)], while_serving)
+    assert (status, health) == (0, health_pb2.HealthCheckResponse.SERVING)
+    assert _events(logs, "starting")[0]["tls"] is True
+
+
+def test_losing_the_database_to_another_engine_drains_and_exits_1(monkeypatch):
+    """The store's on_ownership_lost (the PostgreSQL lock session ended and another process
+    took the lock) stops the engine as a signal does, with exit status 1 and one error line."""
+    from engine_service import store as store_mod
+
+    opened, asked = [], []
+    real_open_store = store_mod.open_store
+    monkeypatch.setattr(store_mod, "open_store",
+                        lambda *a, **kw: asked.append(kw) or opened.append(real_open_store(*a, **kw)) or opened[-1])
+
+    async def lose(serving: dict) -> None:
+        opened[0].on_ownership_lost("the lock was taken by another engine")
+
+    status, logs, _ = _serve(["--db-lock-wait-s", "7.5"], lose)
+    assert status == serve_cli.EXIT_OWNERSHIP_LOST == 1
+    assert asked == [{"lock_wait_s": 7.5}]  # how long a store waits for another engine to let go
+    lost, = _events(logs, "stopping_ownership_lost")
+    assert (lost["log_level"], lost["db"], lost["error"]) == ("error", "memory:", "the lock was taken by another engine")
+    assert _events(logs, "exit")[-1]["status"] == 1
+
+
+@contextlib.contextmanager
+def _port_in_use():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        yield taken.getsockname()[1]
+
+
+@pytest.mark.parametrize("which", ["grpc", "metrics"])
+def test_a_port_in_use_ends_the_start_with_exit_2_naming_it(which):
+    """(A start refused for a busy gRPC port closes the metrics endpoint it had opened: a
+    port the system had free a moment ago is given as --metrics-port, to be asked after.)"""
+    with _port_in_use() as free:
+        pass
+    argv = ["--metrics-port", str(free)] if which == "grpc" else []
+    flag = "--port" if which == "grpc" else "--metrics-port"
+    with _port_in_use() as port:
+        status, logs, _ = _serve(argv + [flag, str(port)])
+    if which == "grpc":
+        with pytest.raises(urllib.error.URLError):
+            _metrics(free)
+    assert status == serve_cli.EXIT_CONFIG == 2
+    errors = [line for line in logs if line["log_level"] == "error"]
+    assert [(e["event"], e["host"], e["port"]) for e in errors] == [(f"{which}_port_unavailable", "127.0.0.1", port)]
+    assert errors[0]["error"].startswith(f"cannot bind 127.0.0.1:{port}: ")
+    assert not _events(logs, "serving") and not _events(logs, "metrics_server_started")
+
+
+@pytest.mark.parametrize("argv, warned", [
+    (["--bot-pace-s", "0.5"], [("warning", 0.5, 2.0)]), (["--bot-pace-s", "2"], []), (["--bot-pace-s", "0"], []),
+    (["--bot-pace-s", "1.9", "--bot-deadline-s", "1.9"], []),
+])
+def test_a_bot_pace_below_the_bot_deadline_is_warned_about(argv, warned):
+    """GJ-11.8: a pace under the bot deadline lets a bot that thinks long play later than a
+    forced move; 0 (no pacing) and a pace of the deadline or more are not warned about."""
+    status, logs, _ = _serve(argv, lambda serving: _raise(signal.SIGTERM))
+    assert status == 0
+    assert [(w["log_level"], w["bot_pace_s"], w["bot_deadline_s"])
+            for w in _events(logs, "bot_pace_below_deadline")] == warned
+
+
+@pytest.mark.parametrize("token, warned", [("x" * 15, [("warning", 15)]), ("x" * 16, [])])
+def test_an_admin_token_under_16_characters_is_warned_about(token, warned):
+    status, logs, _ = _serve(["--admin-token", token], lambda serving: _raise(signal.SIGTERM))
+    assert status == 0
+    assert [(w["log_level"], w["length"]) for w in _events(logs, "admin_token_short")] == warned
+    assert token not in repr(logs)
+
+
+async def _raise(sig: signal.Signals) -> None:
+    signal.raise_signal(sig)
+
+
+def test_the_unknown_variables_are_the_engines_prefix_not_read_by_any_setting():
+    """Warned about at start: a CARDGAMES_* name no setting, plugin switch or other part of
+    the project reads, with the setting's variable it is closest to (or None); never another
+    prefix, a setting's own variable, the plugin switches or the tests' variables."""
+    far = ENV_PREFIX + "NOTHING_LIKE_A_SETTING"  # spelt out, test_settings' scan would take it for one
+    environ = {"CARDGAMES_DB_PATH": "x", "CARDGAMES_ADMIN_TOKN": "x", far: "x", "CARDGAMES_PORT": "1",
+               "CARDGAMES_BOT_PLUGINS": "x", "CARDGAMES_DISABLE_PLUGIN_AUTOLOAD": "1", "CARDGAMES_TEST_PG": "x",
+               "PATH": "/bin", "XCARDGAMES_DB_PATH": "x"}
+    assert serve_cli.unknown_variables(environ) == [
+        ("CARDGAMES_ADMIN_TOKN", "CARDGAMES_ADMIN_TOKEN"), ("CARDGAMES_DB_PATH", "CARDGAMES_DB"),
+        (far, None)]
+
+
+def test_event_loop_uvloop_without_uvloop_is_a_usage_error(monkeypatch, capsys):
+    """Where uvloop is not installed (Windows), --event-loop auto runs on asyncio and
+    --event-loop uvloop stops serve with exit status 2 and the reason, before anything
+    starts."""
+    from engine_service.__main__ import main
+
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # import uvloop: ImportError
+    assert serve_cli.event_loop_factory("auto") == (None, "asyncio")
+    assert serve_cli.event_loop_factory("asyncio") == (None, "asyncio")
+    assert main(["serve", "--event-loop", "uvloop"]) == serve_cli.EXIT_CONFIG
+    assert capsys.readouterr().err == "error: --event-loop uvloop: uvloop is not installed\n"
+
+
+@pytest.mark.parametrize("limits, warned", [((1024, 1_048_576), True), ((4096, 4096), False)])
+def test_a_low_soft_open_files_limit_is_warned_about(monkeypatch, limits, warned):
+    """The soft limit is the one that runs out: one the kernel would not raise to a high hard
+    limit (1024 of 1048576) is warned about; 4096 is enough (fdlimits.LOW_OPEN_FILES)."""
+    from engine_service.transport import fdlimits
+
+    monkeypatch.setattr(fdlimits, "raise_open_files_limit", lambda: limits)
+    status, logs, _ = _serve([], lambda serving: _raise(signal.SIGTERM))
+    assert status == 0
+    starting, = _events(logs, "starting")
+    assert (starting["max_open_files"], starting["max_open_files_hard"]) == limits
+    assert [(w["log_level"], w["max_open_files"]) for w in _events(logs, "open_files_limit_low")] == \
+        ([("warning", limits[0])] if warned else [])
+
+
+def test_every_transport_setting_reaches_the_grpc_server(monkeypatch):
+    """Each transport flag is handed to the server as given (a value unlike its default
+    each): a limit left out would be served at its default without a word. With
+    --gc-full-collection-interval-s 0 no timed collection runs (CPython decides)."""
+    from engine_service.transport import server as server_mod
+    from engine_service.transport.ratelimit import Rate, RateLimits, parse_networks
+
+    made: list[dict] = []
+    real = server_mod.GrpcServer
+    monkeypatch.setattr(server_mod, "GrpcServer", lambda *args, **kw: made.append(kw) or real(*args, **kw))
+
+    async def while_serving(serving: dict) -> list[str]:
+        tasks = sorted(t.get_name() for t in asyncio.all_tasks())
+        signal.raise_signal(signal.SIGTERM)
+        return tasks
+
+    status, logs, tasks = _serve(
+        ["--max-receive-message-bytes", "2048", "--max-send-message-bytes", "8192", "--max-concurrent-streams", "7",
+         "--keepalive-time-s", "11", "--keepalive-timeout-s", "12", "--handshake-timeout-s", "13",
+         "--max-connection-idle-s", "14", "--max-pending-requests", "15", "--rate-limit-seat-per-s", "3",
+         "--rate-limit-seat-burst", "4", "--rate-limit-peer-per-s", "5", "--rate-limit-peer-burst", "6",
+         "--trusted-proxies", "10.0.0.0/8", "--gc-full-collection-interval-s", "0"], while_serving)
+    assert status == 0
+    server, = made
+    assert server["limits"] == server_mod.ServerLimits(
+        max_receive_message_bytes=2048, max_send_message_bytes=8192, max_concurrent_streams=7, keepalive_time_s=11.0,
+        keepalive_timeout_s=12.0, handshake_timeout_s=13.0, max_connection_idle_s=14.0, max_pending_requests=15)
+    assert server["rate_limits"] == RateLimits(seat=Rate(3.0, 4), peer=Rate(5.0, 6),
+                                               trusted_proxies=parse_networks("10.0.0.0/8"))
+    assert (server["host"], server["port"], server["admin_token"], server["tls"]) == ("127.0.0.1", 0, None, None)
+    assert "gc-full-collections" not in tasks
+
+
+def test_a_corrupt_database_ends_the_start_with_exit_2_and_its_metrics_port_closed(tmp_path):
+    """The metrics endpoint starts as soon as the store holds the database; a start refused
+    after that (the integrity check at open finds a damaged page) ends with exit status 2,
+    one store_unavailable line, and that endpoint closed again."""
+    from tests.store.test_store import overwrite_page, sqlite_with_matches
+
+    db = tmp_path / "cards.sqlite3"
+    sqlite_with_matches(db)
+    overwrite_page(db, 3)
+    status, logs, _ = _serve(["--db", str(db)])
+    assert status == serve_cli.EXIT_CONFIG
+    errors = [line for line in logs if line["log_level"] == "error"]
+    assert [(e["event"], e["db"]) for e in errors] == [("store_unavailable", str(db))]
+    assert "is corrupt" in errors[0]["error"], errors[0]  # SQLite's report, as test_process sees it
+    started, = _events(logs, "metrics_server_started")
+    with pytest.raises(urllib.error.URLError):
+        _metrics(started["port"])
+
+
+def test_a_takeover_bot_that_is_not_installed_ends_the_start_with_exit_2():
+    """One error line names the bot asked for, the flag and variable, and the bots installed
+    (test_process checks that the database is left as it was)."""
+    status, logs, _ = _serve(["--takeover-bot", "nosuch"])
+    assert status == serve_cli.EXIT_CONFIG
+    error, = [line for line in logs if line["log_level"] == "error"]
+    assert (error["event"], error["bot"]) == ("takeover_bot_unavailable", "nosuch")
+    assert "random" in error["installed"]
+    assert error["error"].startswith("--takeover-bot / CARDGAMES_TAKEOVER_BOT 'nosuch' is not an installed bot")
+
+
+def test_a_grpc_port_taken_after_its_check_ends_the_start_with_exit_2_naming_why(monkeypatch):
+    """The gRPC port is checked once the database is held; one taken between that check and
+    gRPC's own bind failed the start with gRPC's message, which does not say why: serve asks
+    again for the reason, logs it, and lets the metrics port, the database and the signals go."""
+    from engine_service.transport import server as server_mod
+
+    checks = []
+    real_bind_error = server_mod.bind_error
+    monkeypatch.setattr(server_mod, "bind_error",
+                        lambda host, port: real_bind_error(host, port) if checks.append(port) or len(checks) > 1 else None)
+    with _port_in_use() as port:
+        status, logs, _ = _serve(["--port", str(port)])
+    assert status == serve_cli.EXIT_CONFIG and checks == [port, port]
+    error, = [line for line in logs if line["log_level"] == "error"]
+    assert (error["event"], error["host"], error["port"]) == ("grpc_port_unavailable", "127.0.0.1", port)
+    assert error["error"].startswith(f"cannot bind 127.0.0.1:{port}: ") and "in use" in error["error"]
+    started, = _events(logs, "metrics_server_started")
+    with pytest.raises(urllib.error.URLError):
+        _metrics(started["port"])
+    assert not _events(logs, "serving")
