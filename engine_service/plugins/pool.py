@@ -53,6 +53,9 @@ SHUTDOWN_GRACE_S = 2.0
 #: How long a zygote that has answered once (its plugins are loaded) may take to fork a worker
 #: (milliseconds, seconds on a loaded machine) before it is taken for hung, killed and restarted.
 FORK_TIMEOUT_S = 10.0
+#: How often the zygote looks again at a killed worker that had not ended yet when it was told
+#: to reap it (:func:`_zygote`).
+REAP_POLL_S = 0.05
 
 
 class WorkerLost(Exception):
@@ -220,7 +223,13 @@ def _zygote(control: socket.socket, catalog: Any) -> None:
     done: set[int] = set()  # children the engine is done with, reaped once they have ended
     while True:
         try:
-            command = control.recv(1)
+            # a child told killed has often not ended yet when its R arrives (the kill was
+            # just sent): it is looked at again every REAP_POLL_S until reaped, rather than
+            # left a zombie until the engine's next command, which an idle pool may never send
+            if done and not select.select([control], [], [], REAP_POLL_S)[0]:
+                command = None
+            else:
+                command = control.recv(1)
             if command == b"R":
                 done.add(int.from_bytes(control.recv(8, socket.MSG_WAITALL), "little"))
         except OSError:
@@ -232,7 +241,7 @@ def _zygote(control: socket.socket, catalog: Any) -> None:
                 ended = True
             if ended:
                 done.discard(pid)
-        if command == b"R":
+        if command is None or command == b"R":
             continue
         if command != b"F":  # end-of-file: the host is gone or closed the pool
             for pid in done:  # killed: they end at once, and are gone when the pool has closed

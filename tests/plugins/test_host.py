@@ -573,6 +573,49 @@ def test_a_worker_killed_while_the_zygote_forks_is_reaped_with_the_next_fork():
     assert held and not still
 
 
+async def _reaped(pid: int) -> bool:
+    """Whether ``pid``, ended, is reaped (no longer a zombie) within a 30 s hang guard."""
+    end = time.monotonic() + 30.0
+    while _zombie(pid) and time.monotonic() < end:
+        await asyncio.sleep(0.02)
+    return not _zombie(pid)
+
+
+def test_a_killed_worker_that_ends_after_the_zygote_was_told_is_reaped_without_another_fork(monkeypatch):
+    """The pool tells the zygote to reap a worker right after killing it, often before the
+    worker has ended: the zygote found it still running and left it a zombie until the
+    engine's next command (a fork, another reap), which an idle pool may not send for hours.
+    It now looks again until the worker has ended. Here the worker ends only once the zygote
+    has handled the reap (a fork asked after it is answered): its signals held back, its
+    socket kept open (it would end on end-of-file), then killed."""
+    import os
+    import signal
+
+    from engine_service.plugins.pool import WorkerProcess
+
+    async def body(host):
+        zygote = host._pool._zygote
+        (worker,) = set(host._pool._workers) - set(host._pool._spares)
+        kill, kept = os.kill, os.dup(worker.conn.fileno())
+        try:
+            _signals(monkeypatch)
+            worker.kill()
+            monkeypatch.undo()
+            assert zygote._unreaped == []  # told
+            later = WorkerProcess(*zygote.fork(), zygote=zygote)  # the zygote has handled the reap
+            try:
+                assert not _zombie(worker.pid)  # still running
+                kill(worker.pid, signal.SIGKILL)
+                assert _gone(worker.pid)
+                return await _reaped(worker.pid)
+            finally:
+                later.kill()
+        finally:
+            os.close(kept)
+
+    assert run(with_host(body, workers=1)), "the killed worker stayed a zombie"
+
+
 def test_bot_processes_are_the_oom_killers_first_choice():
     """A bot that allocates without bound must cost its worker, not the engine: every bot
     process has the highest oom_score_adj (it had the engine's, 0)."""
