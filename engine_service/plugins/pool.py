@@ -641,7 +641,6 @@ class WorkerPool:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task] = set()
         self._closed = False
-        self.replacements = 0  # workers replaced after a timeout or crash
         self._on_replace = on_replace
 
     def _new_worker(self, spare: bool = False) -> WorkerProcess:
@@ -819,7 +818,6 @@ class WorkerPool:
             self._idle.put_nowait(worker)
             return
         self._drop(worker)
-        self.replacements += 1
         spare = None
         while self._spares and spare is None:
             candidate = self._spares.pop()
