@@ -273,6 +273,14 @@ def test_closed_host_refuses_and_stops_its_workers():
             os.kill(pid, 0)
 
 
+def test_a_host_needs_at_least_one_bot_worker():
+    """The pool refuses to be made without a worker: every decision would wait for one until
+    its deadline (a timeout, an auto-move, for every bot). The settings refuse such a count
+    first (--bot-workers, SessionConfig); this is the pool's own guard."""
+    with pytest.raises(ValueError, match="at least one worker"):
+        BotHost(workers=0)
+
+
 def test_budget_leaves_a_margin_for_the_round_trip():
     assert bot_budget(1.0) == pytest.approx(0.9)
     assert bot_budget(2.0) == pytest.approx(1.9)
@@ -752,18 +760,25 @@ def test_a_forked_copy_of_an_in_process_host_does_not_go_on_as_the_host():
         f"host goes on with {LEGAL[0]}"], out
 
 
-def test_a_pool_closed_while_it_starts_a_worker_logs_no_failure_and_keeps_no_worker(monkeypatch):
+@pytest.mark.parametrize("close", ["close", "close_sync"])
+def test_a_pool_closed_while_it_starts_a_worker_logs_no_failure_and_keeps_no_worker(close, monkeypatch):
     """A service whose start fails just after it began warming its workers (a busy metrics
     port) closes the pool while a worker is being forked: the zygote, closed with the pool,
     refuses the fork. That was logged as bot_worker_zygote_failed (an error, beside the real
     cause) and a fresh-interpreter worker was started after the pool had closed. Now such a
-    start ends quietly (PoolClosed), and a worker that did start is stopped."""
+    start ends quietly (PoolClosed), and a worker that did start is stopped. The same after
+    the pool's close at the interpreter's exit (close_sync), which kills the zygote: a start
+    under way must not take that for a dead zygote to restart."""
     from engine_service.plugins import pool as P
 
     async def go():
         host = BotHost(plugins=["tests.plugins.bad_bots"], workers=1)
         workers_pool = host._pool
-        await host.close()
+        if close == "close":
+            await host.close()
+        else:
+            workers_pool.close_sync()
+            workers_pool._zygote.process.wait(30)
         spawned = []
         monkeypatch.setattr(P, "_spawn_process", lambda *a, **k: spawned.append(a) or (_ for _ in ()).throw(
             AssertionError("a worker started after the pool closed")))
@@ -775,6 +790,7 @@ def test_a_pool_closed_while_it_starts_a_worker_logs_no_failure_and_keeps_no_wor
                 workers_pool._new_worker()
         assert not [e for e in logs if e["log_level"] == "error"], logs
         assert not spawned and not workers_pool._workers
+        await host.close()
 
     run(go())
 
