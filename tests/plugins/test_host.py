@@ -557,6 +557,43 @@ def test_a_dead_workers_pid_is_its_own_until_the_pool_has_killed_it(forked, monk
     assert sent == [] and not alive
 
 
+async def _reaped(pid: int) -> bool:
+    """Whether ``pid``, ended, is reaped (no longer a zombie) within a 30 s hang guard."""
+    end = time.monotonic() + 30.0
+    while _zombie(pid) and time.monotonic() < end:
+        await asyncio.sleep(0.02)
+    return not _zombie(pid)
+
+
+def test_a_zygote_started_with_sigchld_ignored_still_holds_its_dead_workers():
+    """An engine started with SIGCHLD ignored (a parent's or a wrapper's setting, inherited
+    through exec) passes that to its zygote, whose dead workers the system would then reap
+    at once: their pids and process groups free while the engine may still signal them
+    (test_a_dead_workers_pid_is_its_own_until_the_pool_has_killed_it). The zygote resets it."""
+    import signal
+
+    from engine_service.plugins.manager import PluginSettings
+    from engine_service.plugins.pool import WorkerProcess, Zygote
+
+    settings = PluginSettings.resolve(environ={})
+    previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        zygote = Zygote(settings)
+    finally:
+        signal.signal(signal.SIGCHLD, previous)
+    try:
+        worker = WorkerProcess.start(settings, zygote)
+        try:
+            assert worker.wait_ready(60)
+            _killed(worker)
+            assert _zombie(worker.pid), "the dead worker was reaped before the pool had killed it"
+        finally:
+            worker.kill()
+        assert run(_reaped(worker.pid)), "the killed worker was not reaped"
+    finally:
+        zygote.close()
+
+
 def test_a_worker_killed_while_the_zygote_forks_is_reaped_with_the_next_fork():
     """Killing a worker never waits for the zygote (a fork may hold its control socket for
     up to FORK_TIMEOUT_S, and the pool's close at exit kills workers too): the worker is
@@ -579,14 +616,6 @@ def test_a_worker_killed_while_the_zygote_forks_is_reaped_with_the_next_fork():
 
     held, still = run(with_host(body, workers=1))
     assert held and not still
-
-
-async def _reaped(pid: int) -> bool:
-    """Whether ``pid``, ended, is reaped (no longer a zombie) within a 30 s hang guard."""
-    end = time.monotonic() + 30.0
-    while _zombie(pid) and time.monotonic() < end:
-        await asyncio.sleep(0.02)
-    return not _zombie(pid)
 
 
 def test_a_killed_worker_that_ends_after_the_zygote_was_told_is_reaped_without_another_fork(monkeypatch):
