@@ -341,8 +341,18 @@ class Zygote:
         (:class:`~engine_service.plugins.manager.PluginFailure`), as it reports them once its
         plugins are loaded; None when it has not within ``timeout`` seconds (None: however
         long it takes), or died first. Its workers are its forks: they have exactly these."""
-        with self._lock:
+        with self._control_held():
             return self._read_loaded(timeout)
+
+    @contextlib.contextmanager
+    def _control_held(self) -> Iterator[None]:
+        """The control socket, to this thread alone; the reaps told meanwhile (:meth:`reap`)
+        are sent as it is let go."""
+        try:
+            with self._lock:
+                yield
+        finally:
+            self._send_pending_reaps()
 
     def _read_loaded(self, timeout: float | None) -> tuple[list[str], list[Any]] | None:
         """Read the zygote's first message (under the lock; before the first fork, while the
@@ -373,7 +383,7 @@ class Zygote:
         is killed: waiting on it for ever, under the lock, used to starve the pool of workers
         for good, every bot's decisions then timing out; dead, it is restarted
         (WorkerPool._new_worker), and this worker starts as a fresh interpreter meanwhile."""
-        with self._lock:
+        with self._control_held():
             self._read_loaded(None)  # not yet read: the zygote sends it before any fork
             self._send_reaps()
             try:
@@ -396,10 +406,16 @@ class Zygote:
         """Tell the zygote the engine is done with its child ``pid`` (killed, with its group):
         it may reap it now (:func:`_zygote`). Never waits: while a fork holds the control
         socket (up to ``FORK_TIMEOUT_S``; the pool's close at exit must not), the pid is told
-        with the next fork or reap, the zombie lasting until then. A zygote gone has left its
-        children to init."""
+        as that fork lets go of it (it was told only with the next fork or reap, the zombie
+        lasting until then: hours in an idle pool). A zygote gone has left its children to
+        init."""
         self._unreaped.append(pid)
-        if self._lock.acquire(blocking=False):
+        self._send_pending_reaps()
+
+    def _send_pending_reaps(self) -> None:
+        """Send the pids to reap unless another thread holds the control socket: that one
+        sends them as it lets go (:meth:`_control_held`)."""
+        while self._unreaped and self._lock.acquire(blocking=False):
             try:
                 self._send_reaps()
             finally:

@@ -594,28 +594,45 @@ def test_a_zygote_started_with_sigchld_ignored_still_holds_its_dead_workers():
         zygote.close()
 
 
-def test_a_worker_killed_while_the_zygote_forks_is_reaped_with_the_next_fork():
+def test_a_worker_killed_while_the_zygote_forks_is_reaped_once_that_fork_is_done():
     """Killing a worker never waits for the zygote (a fork may hold its control socket for
     up to FORK_TIMEOUT_S, and the pool's close at exit kills workers too): the worker is
-    killed at once and told to the zygote with its next fork, a zombie until then."""
+    killed at once and told to the zygote as that fork lets go of the socket. It was told
+    only with the next fork, a zombie until then, which an idle pool may not make for hours.
+    The fork here waits on a stopped zygote."""
+    import os
+    import signal
+    import threading
+
+    from engine_service.plugins.pool import WorkerProcess
+
     async def body(host):
         pool = host._pool
         zygote = pool._zygote
         (worker,) = set(pool._workers) - set(pool._spares)
-        with zygote._lock:  # a fork under way
+        forked: list = []
+        os.kill(zygote.process.pid, signal.SIGSTOP)
+        try:
+            forking = threading.Thread(target=lambda: forked.append(zygote.fork()))
+            forking.start()
+            end = time.monotonic() + 30.0
+            while not zygote._lock.locked() and time.monotonic() < end:
+                await asyncio.sleep(0.01)
             worker.kill()
             assert _gone(worker.pid)
-            held = _zombie(worker.pid)
-        d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)  # on a spare; one forked
-        assert d.action in LEGAL, d
-        for _ in range(250):
-            if not _zombie(worker.pid):
-                break
-            await asyncio.sleep(0.02)
-        return held, _zombie(worker.pid)
+            held = zygote._unreaped == [worker.pid] and _zombie(worker.pid)
+        finally:
+            os.kill(zygote.process.pid, signal.SIGCONT)
+        forking.join(30)
+        later = WorkerProcess(*forked[0], zygote=zygote)
+        try:
+            return held, await _reaped(worker.pid)
+        finally:
+            later.kill()
 
-    held, still = run(with_host(body, workers=1))
-    assert held and not still
+    held, reaped = run(with_host(body, workers=1))
+    assert held, "the reap did not wait for the fork"
+    assert reaped, "the worker stayed a zombie after the fork"
 
 
 def test_a_killed_worker_that_ends_after_the_zygote_was_told_is_reaped_without_another_fork(monkeypatch):
