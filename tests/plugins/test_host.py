@@ -475,6 +475,36 @@ def test_a_worker_found_dead_after_its_answer_is_dropped_as_a_killed_one_is(monk
     run(with_host(body, workers=1))
 
 
+def test_a_worker_that_fails_to_start_is_dropped_and_retried_after_a_growing_pause(monkeypatch):
+    """A worker that dies or hangs before it is ready is killed and forgotten (never among the
+    workers listed) and another started after a pause that doubles up to MAX_BACKOFF_S, so a
+    broken environment cannot spin; the first to start is put in rotation."""
+    from engine_service.plugins import pool as P
+
+    monkeypatch.setattr(P, "RESTART_BACKOFF_S", 0.1)
+    monkeypatch.setattr(P, "MAX_BACKOFF_S", 0.3)
+    ready, failed = P.WorkerProcess.wait_ready, []
+
+    def wait_ready(self, timeout):
+        if len(failed) < 4:
+            failed.append(self)
+            self.kill()  # as one that died before it was ready
+        return ready(self, timeout)
+
+    async def body(host):
+        pool = host._pool
+        before = pool._idle.qsize()
+        monkeypatch.setattr(P.WorkerProcess, "wait_ready", wait_ready)
+        with capture_logs() as logs:
+            await pool._admit(None)
+        assert [e["retry_in_s"] for e in logs if e["event"] == "bot_worker_start_failed"] == [0.1, 0.2, 0.3, 0.3]
+        assert [e["pid"] for e in logs if e["event"] == "bot_worker_start_failed"] == [w.pid for w in failed]
+        assert not set(failed) & pool._workers and not {w.pid for w in failed} & set(pool.pids())
+        assert pool._idle.qsize() == before + 1 and len(pool.pids()) == 2
+
+    run(with_host(body, workers=1, plugins=()))
+
+
 def test_a_dead_spare_is_closed_when_the_pool_passes_it_over():
     """A spare that died while set aside (the OOM killer) is passed over when a lost worker
     is replaced: it used to be forgotten with its socket open."""
