@@ -256,6 +256,25 @@ def test_a_cancelled_decision_does_not_hand_out_a_busy_worker():
     run(with_host(body))
 
 
+def test_a_decision_cancelled_while_it_waits_for_a_worker_gives_back_its_slot():
+    """A decision cancelled (its match ended) while it queued for a busy worker is cancelled,
+    and gives back its bot's decision slot: with one worker the bot has one slot, which, kept,
+    would have timed out every later decision of that bot."""
+    async def body(host):
+        busy = asyncio.create_task(host.decide("sleeps", "klaberjass", 0, VIEW, LEGAL, 1, 1.0))
+        await asyncio.sleep(0.05)
+        queued = asyncio.create_task(host.decide("random", "klaberjass", 1, VIEW, LEGAL, 1, 30.0))
+        await asyncio.sleep(0.1)
+        assert not busy.done()
+        queued.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await queued
+        assert (await busy).failure == "timeout"
+        d = await host.decide("random", "klaberjass", 1, VIEW, LEGAL, 2, 30.0)
+        assert d.action in LEGAL, d
+    run(with_host(body, workers=1))
+
+
 def test_closed_host_refuses_and_stops_its_workers():
     async def body():
         host = BotHost(workers=1)
@@ -265,6 +284,8 @@ def test_closed_host_refuses_and_stops_its_workers():
         await host.close()  # idempotent
         with pytest.raises(RuntimeError):
             await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 1.0)
+        with pytest.raises(RuntimeError):  # not ready: its workers are gone
+            await host.start()
         return pids
     pids = run(body())
     import os
@@ -505,6 +526,30 @@ def test_a_worker_that_fails_to_start_is_dropped_and_retried_after_a_growing_pau
     run(with_host(body, workers=1, plugins=()))
 
 
+def test_a_worker_that_died_idle_is_passed_over_though_a_process_its_bot_forked_holds_its_socket(
+        monkeypatch, tmp_path):
+    """A worker that died idle (the OOM killer) is found dead when the next decision is
+    handed to it, and that decision goes to another worker: a process its bot forked (a
+    ``multiprocessing`` pool) still holds the worker's socket, so the request would be sent
+    without an error, and the decision waited for until its deadline, lost as a timeout
+    charged to the bot."""
+    pidfile = tmp_path / "pids"
+    monkeypatch.setenv("BAD_BOTS_PIDFILE", str(pidfile))
+
+    async def body(host):
+        d = await host.decide("forks-a-helper", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
+        assert d.action == LEGAL[0], d
+        (worker,) = set(host._pool._workers) - set(host._pool._spares)
+        _killed(worker)
+        with capture_logs() as logs:
+            d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 10.0)
+        assert d.action in LEGAL, d
+        assert [e["pid"] for e in logs if e["event"] == "bot_worker_lost"] == [worker.pid]
+        assert _gone(int(pidfile.read_text().split()[0])), "the helper outlived its worker"
+
+    run(with_host(body, workers=1))
+
+
 def test_a_dead_spare_is_closed_when_the_pool_passes_it_over():
     """A spare that died while set aside (the OOM killer) is passed over when a lost worker
     is replaced: it used to be forgotten with its socket open."""
@@ -533,6 +578,14 @@ def _zombie(pid: int) -> bool:
         return False
 
 
+async def _reaped(pid: int) -> bool:
+    """Whether ``pid``, ended, is reaped (no longer a zombie) within a 30 s hang guard."""
+    end = time.monotonic() + 30.0
+    while _zombie(pid) and time.monotonic() < end:
+        await asyncio.sleep(0.02)
+    return not _zombie(pid)
+
+
 def _signals(monkeypatch) -> list[tuple]:
     """Record every signal the pool sends from now on (and send none)."""
     import os
@@ -545,24 +598,30 @@ def _signals(monkeypatch) -> list[tuple]:
     return sent
 
 
-@pytest.mark.parametrize("forked", [True, False], ids=["zygote-fork", "fresh-interpreter"])
-def test_a_dead_workers_pid_is_its_own_until_the_pool_has_killed_it(forked, monkeypatch):
+@pytest.mark.parametrize("forked, pidfds", [(True, True), (True, False), (False, True)],
+                         ids=["zygote-fork", "zygote-fork-without-pidfds", "fresh-interpreter"])
+def test_a_dead_workers_pid_is_its_own_until_the_pool_has_killed_it(forked, pidfds, monkeypatch):
     """A worker that died stays unreaped (a zombie: its pid and process group id cannot be
     given to another process) until the pool has killed its group, and once killed it is
     never signalled again. A zygote's fork used to be reaped by the zygote as it died
     (SIGCHLD ignored), a fresh interpreter by the first alive() that found it dead: the pool
     then signalled a pid, and a process group, that the system may have given to another
     process of the engine's user in the meantime (a worker dying idle is noticed at its next
-    decision, minutes later)."""
-    from engine_service.plugins.pool import WorkerProcess
+    decision, minutes later). Where the system has no pidfds (Linux before 5.3) a zygote's
+    fork is asked by its pid, a zombie counting as dead."""
+    from engine_service.plugins import pool as P
+
+    if not pidfds:
+        monkeypatch.setattr(P, "_pidfd_of", lambda pid: None)
 
     async def body(host):
         pool = host._pool
         if forked:
             (worker,) = set(pool._workers) - set(pool._spares)
         else:
-            worker = WorkerProcess.start(pool.settings, None)
+            worker = P.WorkerProcess.start(pool.settings, None)
             assert worker.popen is not None and worker.wait_ready(60.0)
+        assert (worker._pidfd is not None) == (forked and pidfds)
         _killed(worker)
         held = _zombie(worker.pid)
         if forked:  # the next decision finds it dead and kills it (WorkerLost), then runs on a spare
@@ -570,11 +629,7 @@ def test_a_dead_workers_pid_is_its_own_until_the_pool_has_killed_it(forked, monk
             assert d.action in LEGAL, d
         else:
             worker.kill()
-        for _ in range(250):
-            if not _zombie(worker.pid):
-                break
-            await asyncio.sleep(0.02)
-        reaped = not _zombie(worker.pid)
+        reaped = await _reaped(worker.pid)
         sent = _signals(monkeypatch)
         worker.kill()
         alive = worker.alive()
@@ -585,14 +640,6 @@ def test_a_dead_workers_pid_is_its_own_until_the_pool_has_killed_it(forked, monk
     assert held, "the dead worker was reaped before the pool had killed it"
     assert reaped, "the killed worker was not reaped"
     assert sent == [] and not alive
-
-
-async def _reaped(pid: int) -> bool:
-    """Whether ``pid``, ended, is reaped (no longer a zombie) within a 30 s hang guard."""
-    end = time.monotonic() + 30.0
-    while _zombie(pid) and time.monotonic() < end:
-        await asyncio.sleep(0.02)
-    return not _zombie(pid)
 
 
 def test_a_zygote_started_with_sigchld_ignored_still_holds_its_dead_workers():
@@ -622,6 +669,27 @@ def test_a_zygote_started_with_sigchld_ignored_still_holds_its_dead_workers():
         assert run(_reaped(worker.pid)), "the killed worker was not reaped"
     finally:
         zygote.close()
+
+
+def test_a_worker_reaped_by_its_liveness_check_is_killed_without_an_error(monkeypatch):
+    """Without ``os.waitid`` (macOS) the liveness check of a fresh-interpreter worker is
+    ``Popen.poll()``, which reaps it once dead: its pid and process group are gone when it is
+    killed, and that kill must not raise (ProcessLookupError), which would have failed the
+    decision as a bot host error, or ended the pool's close early."""
+    import os
+
+    from engine_service.plugins.manager import PluginSettings
+    from engine_service.plugins.pool import WorkerProcess
+
+    worker = WorkerProcess.start(PluginSettings.resolve(environ={}), None)
+    try:
+        assert worker.wait_ready(60)
+        monkeypatch.delattr(os, "waitid")
+        _killed(worker)
+        assert worker.popen.returncode is not None  # reaped
+    finally:
+        worker.kill()
+    assert worker.conn.closed and not worker.alive()
 
 
 def test_a_worker_killed_while_the_zygote_forks_is_reaped_once_that_fork_is_done():
