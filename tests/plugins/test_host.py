@@ -276,11 +276,15 @@ def test_a_decision_cancelled_while_it_waits_for_a_worker_gives_back_its_slot():
 
 
 def test_closed_host_refuses_and_stops_its_workers():
+    """Closed, the host refuses decisions; its workers are gone (reaped), and its zygote ended
+    on its own at end-of-file, after reaping them, not killed after the grace period."""
     async def body():
         host = BotHost(workers=1)
         assert await host.start()
         pids = host.worker_pids()
+        zygote = host._pool._zygote
         await host.close()
+        assert zygote.process.returncode == 0
         await host.close()  # idempotent
         with pytest.raises(RuntimeError):
             await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 1.0)
@@ -300,6 +304,25 @@ def test_a_host_needs_at_least_one_bot_worker():
     first (--bot-workers, SessionConfig); this is the pool's own guard."""
     with pytest.raises(ValueError, match="at least one worker"):
         BotHost(workers=0)
+
+
+def test_a_zygote_that_does_not_end_at_close_is_killed(monkeypatch):
+    """A zygote that does not end at its end-of-file within the grace period (stopped by a bot,
+    or hung) is killed, and the close goes on: it raised TimeoutExpired before."""
+    import os
+    import signal
+
+    from engine_service.plugins import pool as P
+
+    monkeypatch.setattr(P, "SHUTDOWN_GRACE_S", 0.2)
+
+    async def body(host):
+        zygote = host._pool._zygote
+        os.kill(zygote.process.pid, signal.SIGSTOP)
+        await host.close()
+        return zygote.process.returncode
+
+    assert run(with_host(body, workers=1, plugins=())) == -signal.SIGKILL
 
 
 def test_budget_leaves_a_margin_for_the_round_trip():
