@@ -454,9 +454,11 @@ def _gone(pid: int, within: float = 30.0) -> bool:
     return False
 
 
-def test_processes_a_bot_started_end_with_its_worker(monkeypatch, tmp_path):
+@pytest.mark.parametrize("close", ["close", "close_sync"])
+def test_processes_a_bot_started_end_with_its_worker(close, monkeypatch, tmp_path):
     """A subprocess a bot started used to outlive the worker killed at the deadline, and
-    the pool's close: each worker leads its process group, and the group is killed."""
+    the pool's close (at the interpreter's exit too: close_sync): each worker leads its
+    process group, and the group is killed."""
     pidfile = tmp_path / "pids"
     monkeypatch.setenv("BAD_BOTS_PIDFILE", str(pidfile))
 
@@ -467,6 +469,8 @@ def test_processes_a_bot_started_end_with_its_worker(monkeypatch, tmp_path):
         assert _gone(hung), "the hung bot's child outlived its killed worker"
         d = await host.decide("spawns-and-answers", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
         assert d.action == LEGAL[0], d
+        if close == "close_sync":
+            host._pool.close_sync()
 
     run(with_host(body))
     answered = int(pidfile.read_text().split()[1])
