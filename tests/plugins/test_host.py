@@ -298,6 +298,23 @@ def test_closed_host_refuses_and_stops_its_workers():
             os.kill(pid, 0)
 
 
+def test_a_host_is_ready_once_its_workers_and_spares_are():
+    """start() answers False when the workers are not up within its timeout (here none: they
+    have not been forked yet), and True once every worker is in rotation and both spares
+    are ready."""
+    from engine_service.plugins.pool import SPARES
+
+    async def body():
+        host = BotHost(workers=1, plugins=())
+        try:
+            assert await host.start(timeout_s=0.0) is False
+            assert await host.start(timeout_s=60.0) is True
+            assert host._pool._idle.qsize() == 1 and len(host._pool._spares) == SPARES
+        finally:
+            await host.close()
+    run(body())
+
+
 def test_a_host_needs_at_least_one_bot_worker():
     """The pool refuses to be made without a worker: every decision would wait for one until
     its deadline (a timeout, an auto-move, for every bot). The settings refuse such a count
