@@ -326,7 +326,6 @@ class Zygote:
         """``expected``: the bots the host lists (a zygote restarted after the first died):
         one the new zygote did not load (a plugin that timed out this time) is logged
         (``bot_worker_catalog_differs``), its decisions failing as ``unknown_bot``."""
-        self.settings = settings
         self._expected = expected
         self._lock = threading.Lock()
         self.process, self._control = _spawn_process("--zygote", settings)
