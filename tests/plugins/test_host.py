@@ -1091,6 +1091,21 @@ def test_a_plugin_that_times_out_in_the_workers_only_is_not_listed_but_a_load_fa
     assert "tests.plugins.slow_in_workers" in loaded["failed"], loaded
 
 
+def test_a_zygote_that_dies_before_it_reports_leaves_the_catalog_and_the_workers_start_fresh():
+    """A zygote that dies while it loads the plugins (here a plugin ends it) reports no bots:
+    the host keeps its own catalog and says it could not compare (bot_worker_catalog_unknown),
+    and the workers start as fresh interpreters, which answer."""
+    async def body(host):
+        assert "no-zygote" in [b.name for b in host.bots()]
+        d = await host.decide("no-zygote", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
+        assert d.action == LEGAL[0], d
+        assert all(w.popen is not None for w in host._pool._workers)
+    with capture_logs() as logs:
+        run(with_host(body, workers=1, plugins=["tests.plugins.ends_the_zygote"]))
+    assert [e["event"] for e in logs if e["event"].startswith("bot_worker_catalog")] == ["bot_worker_catalog_unknown"]
+    assert any(e["event"] == "bot_worker_zygote_failed" for e in logs)
+
+
 def test_a_restarted_zygote_that_lacks_a_listed_bot_says_so(monkeypatch):
     """The bots listed are those the first zygote loaded: one restarted after it died loads
     the plugins again, under the time limit again, and may lack one. Its decisions can only
