@@ -540,10 +540,12 @@ def test_a_worker_found_dead_after_its_answer_is_dropped_as_a_killed_one_is(monk
     run(with_host(body, workers=1))
 
 
-def test_a_worker_that_fails_to_start_is_dropped_and_retried_after_a_growing_pause(monkeypatch):
-    """A worker that dies or hangs before it is ready is killed and forgotten (never among the
-    workers listed) and another started after a pause that doubles up to MAX_BACKOFF_S, so a
-    broken environment cannot spin; the first to start is put in rotation."""
+@pytest.mark.parametrize("spare", [False, True], ids=["worker", "spare"])
+def test_a_worker_that_fails_to_start_is_dropped_and_retried_after_a_growing_pause(spare, monkeypatch):
+    """A worker (or spare) that dies or hangs before it is ready is killed and forgotten
+    (never among the workers listed, nor kept among the spares starting) and another started
+    after a pause that doubles up to MAX_BACKOFF_S, so a broken environment cannot spin; the
+    first to start is put in rotation (or set aside as a spare)."""
     from engine_service.plugins import pool as P
 
     monkeypatch.setattr(P, "RESTART_BACKOFF_S", 0.1)
@@ -560,12 +562,19 @@ def test_a_worker_that_fails_to_start_is_dropped_and_retried_after_a_growing_pau
         pool = host._pool
         before = pool._idle.qsize()
         monkeypatch.setattr(P.WorkerProcess, "wait_ready", wait_ready)
+        if spare:
+            pool._spares_starting += 1  # as _top_up_spares counts one it starts
         with capture_logs() as logs:
-            await pool._admit(None)
+            await pool._admit(None, spare=spare)
         assert [e["retry_in_s"] for e in logs if e["event"] == "bot_worker_start_failed"] == [0.1, 0.2, 0.3, 0.3]
         assert [e["pid"] for e in logs if e["event"] == "bot_worker_start_failed"] == [w.pid for w in failed]
-        assert not set(failed) & pool._workers and not {w.pid for w in failed} & set(pool.pids())
-        assert pool._idle.qsize() == before + 1 and len(pool.pids()) == 2
+        assert not set(failed) & (pool._workers | pool._spares_not_ready)
+        assert not {w.pid for w in failed} & set(pool.pids())
+        if spare:
+            assert len(pool._spares) == P.SPARES + 1 and pool._spares_starting == 0
+            assert pool._idle.qsize() == before and len(pool.pids()) == 1
+        else:
+            assert pool._idle.qsize() == before + 1 and len(pool.pids()) == 2
 
     run(with_host(body, workers=1, plugins=()))
 
