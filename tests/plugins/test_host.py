@@ -1100,6 +1100,32 @@ def test_a_plugin_that_times_out_in_the_workers_only_is_not_listed_but_a_load_fa
     assert "tests.plugins.slow_in_workers" in loaded["failed"], loaded
 
 
+def test_a_zygote_that_reports_after_the_hosts_wait_still_forks_workers():
+    """The host waits a bounded time for the zygote's report of the bots it loaded; a report
+    not there yet is not lost: it is read before the first fork, whose answer (a pid and a
+    socket) would otherwise be taken from the report's bytes."""
+    import time as _time
+
+    from engine_service.plugins.manager import PluginSettings
+    from engine_service.plugins.pool import WorkerProcess, Zygote
+
+    settings = PluginSettings.resolve(extra=["tests.plugins.slow_import"], environ={}, load_timeout_s=1.0)
+    zygote = Zygote(settings)
+    try:
+        assert zygote.loaded(0.0) is None  # still importing, for up to its 1 s load time limit
+        worker = WorkerProcess.start(settings, zygote)
+        try:
+            assert worker.popen is None and worker.wait_ready(60)
+            reply = worker.call(("random", "klaberjass", 0, VIEW, LEGAL, 1, 5.0), _time.monotonic() + 30)
+            assert reply.action in LEGAL, reply
+        finally:
+            worker.kill()
+        names, failures = zygote.loaded(0.0)
+        assert "random" in names and [f.plugin for f in failures] == ["tests.plugins.slow_import"]
+    finally:
+        zygote.close()
+
+
 def test_a_zygote_that_dies_before_it_reports_leaves_the_catalog_and_the_workers_start_fresh():
     """A zygote that dies while it loads the plugins (here a plugin ends it) reports no bots:
     the host keeps its own catalog and says it could not compare (bot_worker_catalog_unknown),
