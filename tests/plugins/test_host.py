@@ -275,6 +275,43 @@ def test_a_decision_cancelled_while_it_waits_for_a_worker_gives_back_its_slot():
     run(with_host(body, workers=1))
 
 
+def test_a_decision_that_ends_after_the_pool_has_closed_is_let_go_quietly(monkeypatch):
+    """A decision in flight when the pool closes ends as a crash (the close stops its worker).
+    Its end, noticed after the close had shut the pool's threads down, handed the worker to
+    one of them for a second stop: the event loop logged an error (no new thread work after
+    shutdown). The decision's thread here returns only once the threads are shut down."""
+    from engine_service.plugins import pool as P
+
+    monkeypatch.setattr(P, "SHUTDOWN_GRACE_S", 0.2)
+    call, pools = P.WorkerProcess.call, []
+
+    def late_call(self, request, deadline):
+        reply = call(self, request, deadline)
+        end = time.monotonic() + 30.0
+        while not pools[0]._threads._shutdown and time.monotonic() < end:
+            time.sleep(0.01)
+        return reply
+
+    async def go():
+        host = BotHost(plugins=["tests.plugins.bad_bots"], workers=1)
+        pools.append(host._pool)
+        assert await host.start()
+        errors: list = []
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: errors.append(context))
+        monkeypatch.setattr(P.WorkerProcess, "call", late_call)
+        decision = asyncio.create_task(host.decide("sleeps", "klaberjass", 0, VIEW, LEGAL, 1, 30.0))
+        while host._pool._idle.qsize():  # until its worker has it
+            await asyncio.sleep(0.01)
+        await host.close()
+        d = await decision
+        await asyncio.sleep(0)  # the worker's release, scheduled with the decision's end
+        return d, errors
+
+    d, errors = run(go())
+    assert d.failure == "crash", d
+    assert errors == [], errors
+
+
 def test_closed_host_refuses_and_stops_its_workers():
     """Closed, the host refuses decisions; its workers are gone (reaped), and its zygote ended
     on its own at end-of-file, after reaping them, not killed after the grace period."""
