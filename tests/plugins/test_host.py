@@ -312,6 +312,27 @@ def test_a_decision_that_ends_after_the_pool_has_closed_is_let_go_quietly(monkey
     assert errors == [], errors
 
 
+def test_a_host_closed_while_its_workers_start_ends_their_start_quietly():
+    """A service whose start fails just after it began warming its workers closes the host
+    while they are being forked: their start is cancelled, nothing of the pool going on after
+    its close (a start that went on would stop its worker itself, through the pool's threads,
+    which the close may have shut down: an error in a task nobody awaits), and no error
+    reaches the event loop."""
+    async def go():
+        errors: list = []
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: errors.append(context))
+        host = BotHost(plugins=(), workers=2)
+        host.warm()
+        tasks = set(host._pool._tasks)
+        await host.close()
+        await asyncio.wait(tasks, timeout=30.0)
+        return tasks, errors
+
+    tasks, errors = run(go())
+    assert tasks and all(t.cancelled() for t in tasks), tasks
+    assert errors == [], errors
+
+
 def test_closed_host_refuses_and_stops_its_workers():
     """Closed, the host refuses decisions; its workers are gone (reaped), and its zygote ended
     on its own at end-of-file, after reaping them, not killed after the grace period."""
