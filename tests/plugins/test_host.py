@@ -461,6 +461,7 @@ def test_a_dead_zygote_is_restarted_and_workers_keep_coming():
         assert all(d.action in LEGAL for d in ok)
         assert any(e["event"] == "bot_worker_zygote_restarted" for e in logs)
         assert host._pool._zygote is not zygote and host._pool._zygote.alive()
+        assert zygote._control.fileno() == -1  # the dead one's socket closed, not left to its workers' end
     run(with_host(body, workers=1))
 
 
