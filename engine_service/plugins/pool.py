@@ -384,7 +384,6 @@ class Zygote:
         (WorkerPool._new_worker), and this worker starts as a fresh interpreter meanwhile."""
         with self._control_held():
             self._read_loaded(None)  # not yet read: the zygote sends it before any fork
-            self._send_reaps()
             try:
                 self._control.sendall(b"F")
                 data, fds, _flags, _addr = socket.recv_fds(self._control, 8, 1)
