@@ -824,8 +824,7 @@ class WorkerPool:
 
     def _release(self, worker: WorkerProcess, slots: asyncio.Semaphore) -> None:
         slots.release()
-        if self._closed:
-            self._threads.submit(worker.stop)
+        if self._closed:  # close() stops every worker it has, this one too; its threads may be gone
             return
         assert self._idle is not None
         if not worker.broken and worker.alive():
