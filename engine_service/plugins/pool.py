@@ -53,6 +53,9 @@ SHUTDOWN_GRACE_S = 2.0
 #: How long a zygote that has answered once (its plugins are loaded) may take to fork a worker
 #: (milliseconds, seconds on a loaded machine) before it is taken for hung, killed and restarted.
 FORK_TIMEOUT_S = 10.0
+#: How often the zygote looks again at a killed worker that had not ended yet when it was told
+#: to reap it (:func:`_zygote`).
+REAP_POLL_S = 0.05
 
 
 class WorkerLost(Exception):
@@ -220,7 +223,13 @@ def _zygote(control: socket.socket, catalog: Any) -> None:
     done: set[int] = set()  # children the engine is done with, reaped once they have ended
     while True:
         try:
-            command = control.recv(1)
+            # a child told killed has often not ended yet when its R arrives (the kill was
+            # just sent): it is looked at again every REAP_POLL_S until reaped, rather than
+            # left a zombie until the engine's next command, which an idle pool may never send
+            if done and not select.select([control], [], [], REAP_POLL_S)[0]:
+                command = None
+            else:
+                command = control.recv(1)
             if command == b"R":
                 done.add(int.from_bytes(control.recv(8, socket.MSG_WAITALL), "little"))
         except OSError:
@@ -232,7 +241,7 @@ def _zygote(control: socket.socket, catalog: Any) -> None:
                 ended = True
             if ended:
                 done.discard(pid)
-        if command == b"R":
+        if command is None or command == b"R":
             continue
         if command != b"F":  # end-of-file: the host is gone or closed the pool
             for pid in done:  # killed: they end at once, and are gone when the pool has closed
@@ -317,7 +326,6 @@ class Zygote:
         """``expected``: the bots the host lists (a zygote restarted after the first died):
         one the new zygote did not load (a plugin that timed out this time) is logged
         (``bot_worker_catalog_differs``), its decisions failing as ``unknown_bot``."""
-        self.settings = settings
         self._expected = expected
         self._lock = threading.Lock()
         self.process, self._control = _spawn_process("--zygote", settings)
@@ -332,8 +340,18 @@ class Zygote:
         (:class:`~engine_service.plugins.manager.PluginFailure`), as it reports them once its
         plugins are loaded; None when it has not within ``timeout`` seconds (None: however
         long it takes), or died first. Its workers are its forks: they have exactly these."""
-        with self._lock:
+        with self._control_held():
             return self._read_loaded(timeout)
+
+    @contextlib.contextmanager
+    def _control_held(self) -> Iterator[None]:
+        """The control socket, to this thread alone; the reaps told meanwhile (:meth:`reap`)
+        are sent as it is let go."""
+        try:
+            with self._lock:
+                yield
+        finally:
+            self._send_pending_reaps()
 
     def _read_loaded(self, timeout: float | None) -> tuple[list[str], list[Any]] | None:
         """Read the zygote's first message (under the lock; before the first fork, while the
@@ -364,9 +382,8 @@ class Zygote:
         is killed: waiting on it for ever, under the lock, used to starve the pool of workers
         for good, every bot's decisions then timing out; dead, it is restarted
         (WorkerPool._new_worker), and this worker starts as a fresh interpreter meanwhile."""
-        with self._lock:
+        with self._control_held():
             self._read_loaded(None)  # not yet read: the zygote sends it before any fork
-            self._send_reaps()
             try:
                 self._control.sendall(b"F")
                 data, fds, _flags, _addr = socket.recv_fds(self._control, 8, 1)
@@ -387,10 +404,16 @@ class Zygote:
         """Tell the zygote the engine is done with its child ``pid`` (killed, with its group):
         it may reap it now (:func:`_zygote`). Never waits: while a fork holds the control
         socket (up to ``FORK_TIMEOUT_S``; the pool's close at exit must not), the pid is told
-        with the next fork or reap, the zombie lasting until then. A zygote gone has left its
-        children to init."""
+        as that fork lets go of it (it was told only with the next fork or reap, the zombie
+        lasting until then: hours in an idle pool). A zygote gone has left its children to
+        init."""
         self._unreaped.append(pid)
-        if self._lock.acquire(blocking=False):
+        self._send_pending_reaps()
+
+    def _send_pending_reaps(self) -> None:
+        """Send the pids to reap unless another thread holds the control socket: that one
+        sends them as it lets go (:meth:`_control_held`)."""
+        while self._unreaped and self._lock.acquire(blocking=False):
             try:
                 self._send_reaps()
             finally:
@@ -632,7 +655,6 @@ class WorkerPool:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task] = set()
         self._closed = False
-        self.replacements = 0  # workers replaced after a timeout or crash
         self._on_replace = on_replace
 
     def _new_worker(self, spare: bool = False) -> WorkerProcess:
@@ -802,15 +824,13 @@ class WorkerPool:
 
     def _release(self, worker: WorkerProcess, slots: asyncio.Semaphore) -> None:
         slots.release()
-        if self._closed:
-            self._threads.submit(worker.stop)
+        if self._closed:  # close() stops every worker it has, this one too; its threads may be gone
             return
         assert self._idle is not None
         if not worker.broken and worker.alive():
             self._idle.put_nowait(worker)
             return
         self._drop(worker)
-        self.replacements += 1
         spare = None
         while self._spares and spare is None:
             candidate = self._spares.pop()

@@ -195,6 +195,20 @@ class Forks:
         return request.legal[0]
 
 
+class ForksAHelper:
+    """Forks a helper that lives on (as a ``multiprocessing`` pool forked by a bot does), its
+    pid left where the test says (BAD_BOTS_PIDFILE): it holds a copy of the worker's socket."""
+
+    def decide(self, request):
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(300)
+            os._exit(0)
+        with open(os.environ["BAD_BOTS_PIDFILE"], "a") as f:
+            f.write(f"{pid}\n")
+        return request.legal[0]
+
+
 def _spec(name, cls):
     return BotSpec(name, lambda game_id: cls(), description=f"misbehaves: {name}")
 
@@ -208,6 +222,6 @@ def cardgames_bots():
             _spec("exits-saying", ExitsSaying), _spec("interrupts", Interrupts),
             _spec("talks", Talks),
             _spec("liar", Liar), _spec("subclassed", Subclassed),
-            _spec("forks", Forks),
+            _spec("forks", Forks), _spec("forks-a-helper", ForksAHelper),
             _spec("spawns-and-hangs", SpawnsAndHangs), _spec("spawns-and-answers", SpawnsAndAnswers),
             BotSpec("bad-factory", lambda game_id: 1 / 0, description="its factory raises")]

@@ -256,21 +256,148 @@ def test_a_cancelled_decision_does_not_hand_out_a_busy_worker():
     run(with_host(body))
 
 
+def test_a_decision_cancelled_while_it_waits_for_a_worker_gives_back_its_slot():
+    """A decision cancelled (its match ended) while it queued for a busy worker is cancelled,
+    and gives back its bot's decision slot: with one worker the bot has one slot, which, kept,
+    would have timed out every later decision of that bot."""
+    async def body(host):
+        busy = asyncio.create_task(host.decide("sleeps", "klaberjass", 0, VIEW, LEGAL, 1, 1.0))
+        await asyncio.sleep(0.05)
+        queued = asyncio.create_task(host.decide("random", "klaberjass", 1, VIEW, LEGAL, 1, 30.0))
+        await asyncio.sleep(0.1)
+        assert not busy.done()
+        queued.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await queued
+        assert (await busy).failure == "timeout"
+        d = await host.decide("random", "klaberjass", 1, VIEW, LEGAL, 2, 30.0)
+        assert d.action in LEGAL, d
+    run(with_host(body, workers=1))
+
+
+def test_a_decision_that_ends_after_the_pool_has_closed_is_let_go_quietly(monkeypatch):
+    """A decision in flight when the pool closes ends as a crash (the close stops its worker).
+    Its end, noticed after the close had shut the pool's threads down, handed the worker to
+    one of them for a second stop: the event loop logged an error (no new thread work after
+    shutdown). The decision's thread here returns only once the threads are shut down."""
+    from engine_service.plugins import pool as P
+
+    monkeypatch.setattr(P, "SHUTDOWN_GRACE_S", 0.2)
+    call, pools = P.WorkerProcess.call, []
+
+    def late_call(self, request, deadline):
+        reply = call(self, request, deadline)
+        end = time.monotonic() + 30.0
+        while not pools[0]._threads._shutdown and time.monotonic() < end:
+            time.sleep(0.01)
+        return reply
+
+    async def go():
+        host = BotHost(plugins=["tests.plugins.bad_bots"], workers=1)
+        pools.append(host._pool)
+        assert await host.start()
+        errors: list = []
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: errors.append(context))
+        monkeypatch.setattr(P.WorkerProcess, "call", late_call)
+        decision = asyncio.create_task(host.decide("sleeps", "klaberjass", 0, VIEW, LEGAL, 1, 30.0))
+        while host._pool._idle.qsize():  # until its worker has it
+            await asyncio.sleep(0.01)
+        await host.close()
+        d = await decision
+        await asyncio.sleep(0)  # the worker's release, scheduled with the decision's end
+        return d, errors
+
+    d, errors = run(go())
+    assert d.failure == "crash", d
+    assert errors == [], errors
+
+
+def test_a_host_closed_while_its_workers_start_ends_their_start_quietly():
+    """A service whose start fails just after it began warming its workers closes the host
+    while they are being forked: their start is cancelled, nothing of the pool going on after
+    its close (a start that went on would stop its worker itself, through the pool's threads,
+    which the close may have shut down: an error in a task nobody awaits), and no error
+    reaches the event loop."""
+    async def go():
+        errors: list = []
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: errors.append(context))
+        host = BotHost(plugins=(), workers=2)
+        host.warm()
+        tasks = set(host._pool._tasks)
+        await host.close()
+        await asyncio.wait(tasks, timeout=30.0)
+        return tasks, errors
+
+    tasks, errors = run(go())
+    assert tasks and all(t.cancelled() for t in tasks), tasks
+    assert errors == [], errors
+
+
 def test_closed_host_refuses_and_stops_its_workers():
+    """Closed, the host refuses decisions; its workers are gone (reaped), and its zygote ended
+    on its own at end-of-file, after reaping them, not killed after the grace period."""
     async def body():
         host = BotHost(workers=1)
         assert await host.start()
         pids = host.worker_pids()
+        zygote = host._pool._zygote
         await host.close()
+        assert zygote.process.returncode == 0
         await host.close()  # idempotent
         with pytest.raises(RuntimeError):
             await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 1.0)
+        with pytest.raises(RuntimeError):  # not ready: its workers are gone
+            await host.start()
         return pids
     pids = run(body())
     import os
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_a_host_is_ready_once_its_workers_and_spares_are():
+    """start() answers False when the workers are not up within its timeout (here none: they
+    have not been forked yet), and True once every worker is in rotation and both spares
+    are ready."""
+    from engine_service.plugins.pool import SPARES
+
+    async def body():
+        host = BotHost(workers=1, plugins=())
+        try:
+            assert await host.start(timeout_s=0.0) is False
+            assert await host.start(timeout_s=60.0) is True
+            assert host._pool._idle.qsize() == 1 and len(host._pool._spares) == SPARES
+        finally:
+            await host.close()
+    run(body())
+
+
+def test_a_host_needs_at_least_one_bot_worker():
+    """The pool refuses to be made without a worker: every decision would wait for one until
+    its deadline (a timeout, an auto-move, for every bot). The settings refuse such a count
+    first (--bot-workers, SessionConfig); this is the pool's own guard."""
+    with pytest.raises(ValueError, match="at least one worker"):
+        BotHost(workers=0)
+
+
+def test_a_zygote_that_does_not_end_at_close_is_killed(monkeypatch):
+    """A zygote that does not end at its end-of-file within the grace period (stopped by a bot,
+    or hung) is killed, and the close goes on: it raised TimeoutExpired before."""
+    import os
+    import signal
+
+    from engine_service.plugins import pool as P
+
+    monkeypatch.setattr(P, "SHUTDOWN_GRACE_S", 0.2)
+
+    async def body(host):
+        zygote = host._pool._zygote
+        os.kill(zygote.process.pid, signal.SIGSTOP)
+        await host.close()
+        return zygote.process.returncode
+
+    assert run(with_host(body, workers=1, plugins=())) == -signal.SIGKILL
 
 
 def test_budget_leaves_a_margin_for_the_round_trip():
@@ -334,6 +461,7 @@ def test_a_dead_zygote_is_restarted_and_workers_keep_coming():
         assert all(d.action in LEGAL for d in ok)
         assert any(e["event"] == "bot_worker_zygote_restarted" for e in logs)
         assert host._pool._zygote is not zygote and host._pool._zygote.alive()
+        assert zygote._control.fileno() == -1  # the dead one's socket closed, not left to its workers' end
     run(with_host(body, workers=1))
 
 
@@ -402,9 +530,11 @@ def _gone(pid: int, within: float = 30.0) -> bool:
     return False
 
 
-def test_processes_a_bot_started_end_with_its_worker(monkeypatch, tmp_path):
+@pytest.mark.parametrize("close", ["close", "close_sync"])
+def test_processes_a_bot_started_end_with_its_worker(close, monkeypatch, tmp_path):
     """A subprocess a bot started used to outlive the worker killed at the deadline, and
-    the pool's close: each worker leads its process group, and the group is killed."""
+    the pool's close (at the interpreter's exit too: close_sync): each worker leads its
+    process group, and the group is killed."""
     pidfile = tmp_path / "pids"
     monkeypatch.setenv("BAD_BOTS_PIDFILE", str(pidfile))
 
@@ -415,6 +545,8 @@ def test_processes_a_bot_started_end_with_its_worker(monkeypatch, tmp_path):
         assert _gone(hung), "the hung bot's child outlived its killed worker"
         d = await host.decide("spawns-and-answers", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
         assert d.action == LEGAL[0], d
+        if close == "close_sync":
+            host._pool.close_sync()
 
     run(with_host(body))
     answered = int(pidfile.read_text().split()[1])
@@ -467,6 +599,69 @@ def test_a_worker_found_dead_after_its_answer_is_dropped_as_a_killed_one_is(monk
     run(with_host(body, workers=1))
 
 
+@pytest.mark.parametrize("spare", [False, True], ids=["worker", "spare"])
+def test_a_worker_that_fails_to_start_is_dropped_and_retried_after_a_growing_pause(spare, monkeypatch):
+    """A worker (or spare) that dies or hangs before it is ready is killed and forgotten
+    (never among the workers listed, nor kept among the spares starting) and another started
+    after a pause that doubles up to MAX_BACKOFF_S, so a broken environment cannot spin; the
+    first to start is put in rotation (or set aside as a spare)."""
+    from engine_service.plugins import pool as P
+
+    monkeypatch.setattr(P, "RESTART_BACKOFF_S", 0.1)
+    monkeypatch.setattr(P, "MAX_BACKOFF_S", 0.3)
+    ready, failed = P.WorkerProcess.wait_ready, []
+
+    def wait_ready(self, timeout):
+        if len(failed) < 4:
+            failed.append(self)
+            self.kill()  # as one that died before it was ready
+        return ready(self, timeout)
+
+    async def body(host):
+        pool = host._pool
+        before = pool._idle.qsize()
+        monkeypatch.setattr(P.WorkerProcess, "wait_ready", wait_ready)
+        if spare:
+            pool._spares_starting += 1  # as _top_up_spares counts one it starts
+        with capture_logs() as logs:
+            await pool._admit(None, spare=spare)
+        assert [e["retry_in_s"] for e in logs if e["event"] == "bot_worker_start_failed"] == [0.1, 0.2, 0.3, 0.3]
+        assert [e["pid"] for e in logs if e["event"] == "bot_worker_start_failed"] == [w.pid for w in failed]
+        assert not set(failed) & (pool._workers | pool._spares_not_ready)
+        assert not {w.pid for w in failed} & set(pool.pids())
+        if spare:
+            assert len(pool._spares) == P.SPARES + 1 and pool._spares_starting == 0
+            assert pool._idle.qsize() == before and len(pool.pids()) == 1
+        else:
+            assert pool._idle.qsize() == before + 1 and len(pool.pids()) == 2
+
+    run(with_host(body, workers=1, plugins=()))
+
+
+def test_a_worker_that_died_idle_is_passed_over_though_a_process_its_bot_forked_holds_its_socket(
+        monkeypatch, tmp_path):
+    """A worker that died idle (the OOM killer) is found dead when the next decision is
+    handed to it, and that decision goes to another worker: a process its bot forked (a
+    ``multiprocessing`` pool) still holds the worker's socket, so the request would be sent
+    without an error, and the decision waited for until its deadline, lost as a timeout
+    charged to the bot."""
+    pidfile = tmp_path / "pids"
+    monkeypatch.setenv("BAD_BOTS_PIDFILE", str(pidfile))
+
+    async def body(host):
+        d = await host.decide("forks-a-helper", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
+        assert d.action == LEGAL[0], d
+        (worker,) = set(host._pool._workers) - set(host._pool._spares)
+        _killed(worker)
+        with capture_logs() as logs:
+            d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 10.0)
+        assert d.action in LEGAL, d
+        assert [e["pid"] for e in logs if e["event"] == "bot_worker_lost"] == [worker.pid]
+        assert _gone(int(pidfile.read_text().split()[0])), "the helper outlived its worker"
+
+    run(with_host(body, workers=1))
+
+
 def test_a_dead_spare_is_closed_when_the_pool_passes_it_over():
     """A spare that died while set aside (the OOM killer) is passed over when a lost worker
     is replaced: it used to be forgotten with its socket open."""
@@ -495,6 +690,14 @@ def _zombie(pid: int) -> bool:
         return False
 
 
+async def _reaped(pid: int) -> bool:
+    """Whether ``pid``, ended, is reaped (no longer a zombie) within a 30 s hang guard."""
+    end = time.monotonic() + 30.0
+    while _zombie(pid) and time.monotonic() < end:
+        await asyncio.sleep(0.02)
+    return not _zombie(pid)
+
+
 def _signals(monkeypatch) -> list[tuple]:
     """Record every signal the pool sends from now on (and send none)."""
     import os
@@ -507,24 +710,30 @@ def _signals(monkeypatch) -> list[tuple]:
     return sent
 
 
-@pytest.mark.parametrize("forked", [True, False], ids=["zygote-fork", "fresh-interpreter"])
-def test_a_dead_workers_pid_is_its_own_until_the_pool_has_killed_it(forked, monkeypatch):
+@pytest.mark.parametrize("forked, pidfds", [(True, True), (True, False), (False, True)],
+                         ids=["zygote-fork", "zygote-fork-without-pidfds", "fresh-interpreter"])
+def test_a_dead_workers_pid_is_its_own_until_the_pool_has_killed_it(forked, pidfds, monkeypatch):
     """A worker that died stays unreaped (a zombie: its pid and process group id cannot be
     given to another process) until the pool has killed its group, and once killed it is
     never signalled again. A zygote's fork used to be reaped by the zygote as it died
     (SIGCHLD ignored), a fresh interpreter by the first alive() that found it dead: the pool
     then signalled a pid, and a process group, that the system may have given to another
     process of the engine's user in the meantime (a worker dying idle is noticed at its next
-    decision, minutes later)."""
-    from engine_service.plugins.pool import WorkerProcess
+    decision, minutes later). Where the system has no pidfds (Linux before 5.3) a zygote's
+    fork is asked by its pid, a zombie counting as dead."""
+    from engine_service.plugins import pool as P
+
+    if not pidfds:
+        monkeypatch.setattr(P, "_pidfd_of", lambda pid: None)
 
     async def body(host):
         pool = host._pool
         if forked:
             (worker,) = set(pool._workers) - set(pool._spares)
         else:
-            worker = WorkerProcess.start(pool.settings, None)
+            worker = P.WorkerProcess.start(pool.settings, None)
             assert worker.popen is not None and worker.wait_ready(60.0)
+        assert (worker._pidfd is not None) == (forked and pidfds)
         _killed(worker)
         held = _zombie(worker.pid)
         if forked:  # the next decision finds it dead and kills it (WorkerLost), then runs on a spare
@@ -532,11 +741,7 @@ def test_a_dead_workers_pid_is_its_own_until_the_pool_has_killed_it(forked, monk
             assert d.action in LEGAL, d
         else:
             worker.kill()
-        for _ in range(250):
-            if not _zombie(worker.pid):
-                break
-            await asyncio.sleep(0.02)
-        reaped = not _zombie(worker.pid)
+        reaped = await _reaped(worker.pid)
         sent = _signals(monkeypatch)
         worker.kill()
         alive = worker.alive()
@@ -549,28 +754,130 @@ def test_a_dead_workers_pid_is_its_own_until_the_pool_has_killed_it(forked, monk
     assert sent == [] and not alive
 
 
-def test_a_worker_killed_while_the_zygote_forks_is_reaped_with_the_next_fork():
+def test_a_zygote_started_with_sigchld_ignored_still_holds_its_dead_workers():
+    """An engine started with SIGCHLD ignored (a parent's or a wrapper's setting, inherited
+    through exec) passes that to its zygote, whose dead workers the system would then reap
+    at once: their pids and process groups free while the engine may still signal them
+    (test_a_dead_workers_pid_is_its_own_until_the_pool_has_killed_it). The zygote resets it."""
+    import signal
+
+    from engine_service.plugins.manager import PluginSettings
+    from engine_service.plugins.pool import WorkerProcess, Zygote
+
+    settings = PluginSettings.resolve(environ={})
+    previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        zygote = Zygote(settings)
+    finally:
+        signal.signal(signal.SIGCHLD, previous)
+    try:
+        worker = WorkerProcess.start(settings, zygote)
+        try:
+            assert worker.wait_ready(60)
+            _killed(worker)
+            assert _zombie(worker.pid), "the dead worker was reaped before the pool had killed it"
+        finally:
+            worker.kill()
+        assert run(_reaped(worker.pid)), "the killed worker was not reaped"
+    finally:
+        zygote.close()
+
+
+def test_a_worker_reaped_by_its_liveness_check_is_killed_without_an_error(monkeypatch):
+    """Without ``os.waitid`` (macOS) the liveness check of a fresh-interpreter worker is
+    ``Popen.poll()``, which reaps it once dead: its pid and process group are gone when it is
+    killed, and that kill must not raise (ProcessLookupError), which would have failed the
+    decision as a bot host error, or ended the pool's close early."""
+    import os
+
+    from engine_service.plugins.manager import PluginSettings
+    from engine_service.plugins.pool import WorkerProcess
+
+    worker = WorkerProcess.start(PluginSettings.resolve(environ={}), None)
+    try:
+        assert worker.wait_ready(60)
+        monkeypatch.delattr(os, "waitid")
+        _killed(worker)
+        assert worker.popen.returncode is not None  # reaped
+    finally:
+        worker.kill()
+    assert worker.conn.closed and not worker.alive()
+
+
+def test_a_worker_killed_while_the_zygote_forks_is_reaped_once_that_fork_is_done():
     """Killing a worker never waits for the zygote (a fork may hold its control socket for
     up to FORK_TIMEOUT_S, and the pool's close at exit kills workers too): the worker is
-    killed at once and told to the zygote with its next fork, a zombie until then."""
+    killed at once and told to the zygote as that fork lets go of the socket. It was told
+    only with the next fork, a zombie until then, which an idle pool may not make for hours.
+    The fork here waits on a stopped zygote."""
+    import os
+    import signal
+    import threading
+
+    from engine_service.plugins.pool import WorkerProcess
+
     async def body(host):
         pool = host._pool
         zygote = pool._zygote
         (worker,) = set(pool._workers) - set(pool._spares)
-        with zygote._lock:  # a fork under way
+        forked: list = []
+        os.kill(zygote.process.pid, signal.SIGSTOP)
+        try:
+            forking = threading.Thread(target=lambda: forked.append(zygote.fork()))
+            forking.start()
+            end = time.monotonic() + 30.0
+            while not zygote._lock.locked() and time.monotonic() < end:
+                await asyncio.sleep(0.01)
             worker.kill()
             assert _gone(worker.pid)
-            held = _zombie(worker.pid)
-        d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)  # on a spare; one forked
-        assert d.action in LEGAL, d
-        for _ in range(250):
-            if not _zombie(worker.pid):
-                break
-            await asyncio.sleep(0.02)
-        return held, _zombie(worker.pid)
+            held = zygote._unreaped == [worker.pid] and _zombie(worker.pid)
+        finally:
+            os.kill(zygote.process.pid, signal.SIGCONT)
+        forking.join(30)
+        later = WorkerProcess(*forked[0], zygote=zygote)
+        try:
+            return held, await _reaped(worker.pid)
+        finally:
+            later.kill()
 
-    held, still = run(with_host(body, workers=1))
-    assert held and not still
+    held, reaped = run(with_host(body, workers=1))
+    assert held, "the reap did not wait for the fork"
+    assert reaped, "the worker stayed a zombie after the fork"
+
+
+def test_a_killed_worker_that_ends_after_the_zygote_was_told_is_reaped_without_another_fork(monkeypatch):
+    """The pool tells the zygote to reap a worker right after killing it, often before the
+    worker has ended: the zygote found it still running and left it a zombie until the
+    engine's next command (a fork, another reap), which an idle pool may not send for hours.
+    It now looks again until the worker has ended. Here the worker ends only once the zygote
+    has handled the reap (a fork asked after it is answered): its signals held back, its
+    socket kept open (it would end on end-of-file), then killed."""
+    import os
+    import signal
+
+    from engine_service.plugins.pool import WorkerProcess
+
+    async def body(host):
+        zygote = host._pool._zygote
+        (worker,) = set(host._pool._workers) - set(host._pool._spares)
+        kill, kept = os.kill, os.dup(worker.conn.fileno())
+        try:
+            _signals(monkeypatch)
+            worker.kill()
+            monkeypatch.undo()
+            assert zygote._unreaped == []  # told
+            later = WorkerProcess(*zygote.fork(), zygote=zygote)  # the zygote has handled the reap
+            try:
+                assert not _zombie(worker.pid)  # still running
+                kill(worker.pid, signal.SIGKILL)
+                assert _gone(worker.pid)
+                return await _reaped(worker.pid)
+            finally:
+                later.kill()
+        finally:
+            os.close(kept)
+
+    assert run(with_host(body, workers=1)), "the killed worker stayed a zombie"
 
 
 def test_bot_processes_are_the_oom_killers_first_choice():
@@ -709,18 +1016,25 @@ def test_a_forked_copy_of_an_in_process_host_does_not_go_on_as_the_host():
         f"host goes on with {LEGAL[0]}"], out
 
 
-def test_a_pool_closed_while_it_starts_a_worker_logs_no_failure_and_keeps_no_worker(monkeypatch):
+@pytest.mark.parametrize("close", ["close", "close_sync"])
+def test_a_pool_closed_while_it_starts_a_worker_logs_no_failure_and_keeps_no_worker(close, monkeypatch):
     """A service whose start fails just after it began warming its workers (a busy metrics
     port) closes the pool while a worker is being forked: the zygote, closed with the pool,
     refuses the fork. That was logged as bot_worker_zygote_failed (an error, beside the real
     cause) and a fresh-interpreter worker was started after the pool had closed. Now such a
-    start ends quietly (PoolClosed), and a worker that did start is stopped."""
+    start ends quietly (PoolClosed), and a worker that did start is stopped. The same after
+    the pool's close at the interpreter's exit (close_sync), which kills the zygote: a start
+    under way must not take that for a dead zygote to restart."""
     from engine_service.plugins import pool as P
 
     async def go():
         host = BotHost(plugins=["tests.plugins.bad_bots"], workers=1)
         workers_pool = host._pool
-        await host.close()
+        if close == "close":
+            await host.close()
+        else:
+            workers_pool.close_sync()
+            workers_pool._zygote.process.wait(30)
         spawned = []
         monkeypatch.setattr(P, "_spawn_process", lambda *a, **k: spawned.append(a) or (_ for _ in ()).throw(
             AssertionError("a worker started after the pool closed")))
@@ -732,6 +1046,7 @@ def test_a_pool_closed_while_it_starts_a_worker_logs_no_failure_and_keeps_no_wor
                 workers_pool._new_worker()
         assert not [e for e in logs if e["log_level"] == "error"], logs
         assert not spawned and not workers_pool._workers
+        await host.close()
 
     run(go())
 
@@ -842,6 +1157,47 @@ def test_a_plugin_that_times_out_in_the_workers_only_is_not_listed_but_a_load_fa
     assert logs.index(loaded) > logs.index(failed[-1])
     assert not {"engine-only", "engine-only-too"} & set(loaded["bots"]), loaded
     assert "tests.plugins.slow_in_workers" in loaded["failed"], loaded
+
+
+def test_a_zygote_that_reports_after_the_hosts_wait_still_forks_workers():
+    """The host waits a bounded time for the zygote's report of the bots it loaded; a report
+    not there yet is not lost: it is read before the first fork, whose answer (a pid and a
+    socket) would otherwise be taken from the report's bytes."""
+    import time as _time
+
+    from engine_service.plugins.manager import PluginSettings
+    from engine_service.plugins.pool import WorkerProcess, Zygote
+
+    settings = PluginSettings.resolve(extra=["tests.plugins.slow_import"], environ={}, load_timeout_s=1.0)
+    zygote = Zygote(settings)
+    try:
+        assert zygote.loaded(0.0) is None  # still importing, for up to its 1 s load time limit
+        worker = WorkerProcess.start(settings, zygote)
+        try:
+            assert worker.popen is None and worker.wait_ready(60)
+            reply = worker.call(("random", "klaberjass", 0, VIEW, LEGAL, 1, 5.0), _time.monotonic() + 30)
+            assert reply.action in LEGAL, reply
+        finally:
+            worker.kill()
+        names, failures = zygote.loaded(0.0)
+        assert "random" in names and [f.plugin for f in failures] == ["tests.plugins.slow_import"]
+    finally:
+        zygote.close()
+
+
+def test_a_zygote_that_dies_before_it_reports_leaves_the_catalog_and_the_workers_start_fresh():
+    """A zygote that dies while it loads the plugins (here a plugin ends it) reports no bots:
+    the host keeps its own catalog and says it could not compare (bot_worker_catalog_unknown),
+    and the workers start as fresh interpreters, which answer."""
+    async def body(host):
+        assert "no-zygote" in [b.name for b in host.bots()]
+        d = await host.decide("no-zygote", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
+        assert d.action == LEGAL[0], d
+        assert all(w.popen is not None for w in host._pool._workers)
+    with capture_logs() as logs:
+        run(with_host(body, workers=1, plugins=["tests.plugins.ends_the_zygote"]))
+    assert [e["event"] for e in logs if e["event"].startswith("bot_worker_catalog")] == ["bot_worker_catalog_unknown"]
+    assert any(e["event"] == "bot_worker_zygote_failed" for e in logs)
 
 
 def test_a_restarted_zygote_that_lacks_a_listed_bot_says_so(monkeypatch):
