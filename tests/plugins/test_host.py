@@ -302,6 +302,65 @@ def test_a_bot_that_keeps_killing_workers_is_benched():
     run(with_host(body))
 
 
+
+class _HostClock:
+    """The bot host's own clock (``host.time``), standing still until the test moves it: a
+    bench's length and end are then checked exactly, whatever the load. The pool keeps the
+    real clock (a decision's deadline is at least the time asked from now there)."""
+
+    def __init__(self) -> None:
+        self.now = time.monotonic()
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_a_bench_doubles_while_the_bot_keeps_costing_workers_up_to_a_cap_and_a_good_decision_ends_that(monkeypatch):
+    """The circuit breaker's arithmetic (host.BENCH_AFTER, BENCH_S, BENCH_MAX_S): the strikes
+    are consecutive lost workers (a good decision starts them again, a bench too), each new
+    bench lasts twice the last one up to the cap, a bench ends exactly at its end, and a good
+    decision brings the next bench back to BENCH_S. The decisions of a benched bot fail with
+    the reason of its last lost worker. The lost workers are reported as the pool does
+    (its on_replace callback), without costing real ones."""
+    from engine_service.plugins import host as host_module
+
+    clock = _HostClock()
+    monkeypatch.setattr(host_module, "time", clock)
+    assert (host_module.BENCH_AFTER, host_module.BENCH_S, host_module.BENCH_MAX_S) == (3, 10.0, 300.0)
+
+    async def body(host):
+        def lose_workers(count: int) -> None:
+            for _ in range(count):
+                host._pool._on_replace("random", "timeout")
+
+        async def decide() -> Decision:
+            return await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
+
+        lose_workers(2)
+        assert (await decide()).action in LEGAL
+        lose_workers(2)  # two and two, a good decision between: never three in a row
+        assert (await decide()).action in LEGAL
+        with capture_logs() as logs:
+            lengths = []
+            for _ in range(7):
+                lose_workers(3)
+                benched = await decide()
+                assert benched.failure == "timeout", benched
+                lengths.append(float(re.fullmatch(
+                    r"benched for (\S+)s more after 3 decisions in a row ended in a timeout",
+                    benched.detail).group(1)))
+                clock.now += lengths[-1] - 0.001
+                assert (await decide()).failure == "timeout"  # not over a millisecond early
+                clock.now += 0.001
+        assert lengths == [10.0, 20.0, 40.0, 80.0, 160.0, 300.0, 300.0]
+        assert [e["seconds"] for e in logs if e["event"] == "bot_benched"] == lengths
+        lose_workers(1)  # the bench started the strikes again
+        assert (await decide()).action in LEGAL  # and the bench is over at its end
+        lose_workers(3)
+        assert (await decide()).detail.startswith("benched for 10.0s more"), "the good decision did not reset the bench"
+    run(with_host(body, workers=1))
+
+
 def test_one_bot_cannot_hold_every_worker():
     async def body(host):
         assert host._pool.per_bot == 1
