@@ -655,6 +655,63 @@ def test_an_answer_that_is_no_string_is_described_by_its_type():
     assert describe_answer("play:ZZ") == "a string of 7 characters that is not a legal action"
 
 
+
+def _raise_in_a_bot(message: str) -> BaseException:
+    try:
+        raise ValueError(message)
+    except ValueError as exc:
+        return exc
+
+
+def test_an_exception_is_described_by_its_type_and_place_never_its_message():
+    """A bot's exception becomes a failure's ``detail`` (logged, and on a ListBots load
+    failure) as its type and innermost frame: its message may name the bot's hidden cards.
+    One that was never raised has no frame: its type alone."""
+    from engine_service.plugins.runner import describe_exception
+
+    raised = _raise_in_a_bot("my hand is AS KS")
+    line = raised.__traceback__.tb_lineno
+    assert describe_exception(raised) == f"ValueError at test_host.py:{line} in _raise_in_a_bot"
+    assert describe_exception(KeyError("AS")) == "KeyError"
+
+
+def test_a_worker_answer_outside_the_legal_list_is_illegal_not_applied():
+    """The host checks the worker's answer against the legal list it sent: a worker whose
+    reply stream a bot tampered with (it runs in that process) cannot make the engine apply
+    an action the seat may not play; nothing of the answer reaches the detail or the log."""
+    from engine_service.plugins.runner import Reply
+
+    async def body(host):
+        async def forged(request, deadline, budget=None):
+            return Reply("play:AS", None, "", 0.01)
+        host._pool.run = forged
+        with capture_logs() as logs:
+            d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
+        assert (d.action, d.failure) == (None, "illegal"), d
+        assert "AS" not in d.detail and "AS" not in repr(logs), (d, logs)
+        assert [e["failure"] for e in logs if e["event"] == "bot_decision_failed"] == ["illegal"]
+    run(with_host(body, workers=1))
+
+
+def test_a_zygote_that_never_reports_its_bots_leaves_the_catalog_whole(monkeypatch):
+    """When the workers' zygote does not say which bots it loaded (it died, or took longer
+    than READY_TIMEOUT_S), the host has nothing to compare with: it keeps every bot it loaded
+    itself, and says so (bot_worker_catalog_unknown), instead of failing to start."""
+    from engine_service.plugins.pool import WorkerPool
+
+    monkeypatch.setattr(WorkerPool, "loaded", lambda self, timeout: None)
+
+    async def body(host):
+        names = [b.name for b in host.bots()]
+        assert {"random", "sleeps", "engine-only", "engine-only-too"} <= set(names), names
+        assert host.load_failures() == []
+    with capture_logs() as logs:
+        run(with_host(body, workers=1, plugins=["tests.plugins.bad_bots", "tests.plugins.slow_in_workers"],
+                      load_timeout_s=1.0))
+    assert [e["log_level"] for e in logs if e["event"] == "bot_worker_catalog_unknown"] == ["error"]
+    assert not [e for e in logs if e["event"] == "bot_plugin_failed"], logs
+
+
 def test_the_service_starts_its_bot_workers_before_the_first_decision():
     """A manager that owns its bot host (the service) forks the workers at start. They used to
     start at the first decision, which then spent its deadline on their start-up (and on a
