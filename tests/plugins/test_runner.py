@@ -203,6 +203,29 @@ def test_only_an_in_process_runner_enforcing_the_budget_arms_an_alarm_and_it_put
     assert after == (mine, 0.0)
 
 
+def test_a_timer_the_caller_armed_is_put_back_after_an_in_process_decision(no_outer_alarm):
+    """pytest-timeout arms SIGALRM for every test (the arena's tests' hang guard under
+    --strict-time): the runner's own alarm used to cancel it for good, and the caller's handler
+    then never ran. It now runs inside the caller's timer and re-arms it."""
+    fired: list[int] = []
+    bot = _Records()
+    runner = _runner(recorder=lambda game_id: bot)
+    previous = signal.signal(signal.SIGALRM, lambda *_: fired.append(1))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 100.0)
+        reply = runner.decide("recorder", "klaberjass", 0, VIEW, LEGAL, 1, 5.0, enforce_budget=True,
+                              in_process=True)
+        assert reply.action == LEGAL[0] and not fired, reply
+        assert bot.seen[0][2] <= 5.0 + runner_module.INTERRUPT_AFTER  # its own alarm was armed meanwhile
+        assert 0 < signal.getitimer(signal.ITIMER_REAL)[0] <= 100.0
+        signal.setitimer(signal.ITIMER_REAL, 0.05)  # and it is the caller's handler again
+        while not fired:
+            signal.pause()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def test_an_in_process_bot_still_running_past_its_budget_is_interrupted(monkeypatch, no_outer_alarm, bad):
     monkeypatch.setattr(runner_module, "INTERRUPT_AFTER", 0.05)
     reply = bad.decide("sleeps", "klaberjass", 0, VIEW, LEGAL, 1, 0.01, enforce_budget=True, in_process=True)
