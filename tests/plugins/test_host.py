@@ -324,9 +324,13 @@ def test_a_bench_doubles_while_the_bot_keeps_costing_workers_up_to_a_cap_and_a_g
     (its on_replace callback), without costing real ones."""
     from engine_service.plugins import host as host_module
 
+    from engine_service.observability.metrics import get_metrics
+
     clock = _HostClock()
     monkeypatch.setattr(host_module, "time", clock)
     assert (host_module.BENCH_AFTER, host_module.BENCH_S, host_module.BENCH_MAX_S) == (3, 10.0, 300.0)
+    restarts = {"bot": "random", "reason": "timeout"}
+    counted = get_metrics().value("cardgames_bot_worker_restarts_total", restarts)
 
     async def body(host):
         def lose_workers(count: int) -> None:
@@ -354,11 +358,15 @@ def test_a_bench_doubles_while_the_bot_keeps_costing_workers_up_to_a_cap_and_a_g
                 clock.now += 0.001
         assert lengths == [10.0, 20.0, 40.0, 80.0, 160.0, 300.0, 300.0]
         assert [e["seconds"] for e in logs if e["event"] == "bot_benched"] == lengths
+        assert [(e["bot"], e["reason"]) for e in logs if e["event"] == "bot_worker_replaced"] == [
+            ("random", "timeout")] * 21
         lose_workers(1)  # the bench started the strikes again
         assert (await decide()).action in LEGAL  # and the bench is over at its end
         lose_workers(3)
         assert (await decide()).detail.startswith("benched for 10.0s more"), "the good decision did not reset the bench"
     run(with_host(body, workers=1))
+    # a host given no metrics counts on the process-wide ones (the tools' and these tests' hosts)
+    assert get_metrics().value("cardgames_bot_worker_restarts_total", restarts) == counted + 29
 
 
 def test_one_bot_cannot_hold_every_worker():
