@@ -968,6 +968,23 @@ def test_a_plugin_that_times_out_in_the_workers_only_is_not_listed_but_a_load_fa
     assert "tests.plugins.slow_in_workers" in loaded["failed"], loaded
 
 
+
+def test_a_bot_only_the_workers_loaded_is_not_listed_and_never_asked():
+    """The reverse case: a plugin that timed out in the engine and loaded in the workers. Its
+    bot is a load failure, not listed, and a decision asked of it anyway is unknown_bot at
+    once: no worker runs a bot the engine refused (its catalog is the one ListBots shows)."""
+    async def body(host):
+        assert "workers-only" not in [b.name for b in host.bots()] and not host.plays("workers-only", "klaberjass")
+        assert [(f.plugin, f.stage) for f in host.load_failures()] == [("tests.plugins.slow_in_the_engine", "import")]
+        asked = []
+        pool_run = host._pool.run
+        host._pool.run = lambda *args, **kwargs: asked.append(args) or pool_run(*args, **kwargs)
+        d = await host.decide("workers-only", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
+        assert (d.action, d.failure, d.detail) == (None, "unknown_bot", "no bot 'workers-only' for game 'klaberjass'"), d
+        assert asked == []
+    run(with_host(body, workers=1, load_timeout_s=1.0, plugins=["tests.plugins.slow_in_the_engine"]))
+
+
 def test_a_restarted_zygote_that_lacks_a_listed_bot_says_so(monkeypatch):
     """The bots listed are those the first zygote loaded: one restarted after it died loads
     the plugins again, under the time limit again, and may lack one. Its decisions can only
