@@ -937,6 +937,35 @@ def test_the_plugin_whose_output_was_discarded_is_named():
     assert out_chars == len("HOOK-STDOUT\n") and err_chars >= len("HOOK-STDERR\n")
 
 
+
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+def test_output_of_no_plugin_of_its_own_during_the_load_is_discarded_and_said_without_a_name(
+        stream, monkeypatch, capfd):
+    """What is printed while the engine loads the plugins, but outside any one plugin's code
+    (a thread a plugin started), is kept off the engine's streams as well, and said in a
+    bot_plugin_output_discarded line without a plugin name."""
+    import sys
+
+    from engine_service.plugins import host as host_module
+
+    load_catalog = host_module.load_catalog
+
+    def printing_meanwhile(*args, **kwargs):
+        print("12345", file=getattr(sys, stream))  # 6 characters with the newline
+        return load_catalog(*args, **kwargs)
+    monkeypatch.setattr(host_module, "load_catalog", printing_meanwhile)
+
+    async def body(host):
+        assert "random" in {b.name for b in host.bots()}
+    with capture_logs() as logs:
+        run(with_host(body, plugins=(), workers=1))
+    said = [(e["plugin"], e["stdout_chars"], e["stderr_chars"])
+            for e in logs if e["event"] == "bot_plugin_output_discarded"]
+    assert said == [(None, 6, 0) if stream == "stdout" else (None, 0, 6)], said
+    captured = capfd.readouterr()
+    assert "12345" not in captured.out + captured.err
+
+
 def test_a_plugin_that_times_out_in_the_workers_only_is_not_listed_but_a_load_failure():
     """The engine and the workers' zygote load the plugins independently, each under the load
     time limit: a plugin in time in the engine and not in the zygote had its bots listed and
