@@ -488,6 +488,32 @@ def test_processes_a_bot_started_end_with_its_worker(monkeypatch, tmp_path):
     assert _gone(answered), "the child of a bot that answered outlived the pool's close"
 
 
+
+def test_a_host_never_closed_ends_its_workers_and_their_processes_at_exit(tmp_path):
+    """An engine that exits without closing its bot host (an error on the way out) still
+    kills every worker's process group at interpreter exit: a process a bot started otherwise
+    outlived the engine. Run in a child interpreter, whose exit is the point."""
+    import os
+    import subprocess
+    import sys
+
+    pidfile = tmp_path / "pids"
+    script = (
+        "import asyncio\n"
+        "from engine_service.plugins.host import BotHost\n"
+        "async def main():\n"
+        "    host = BotHost(plugins=['tests.plugins.bad_bots'], workers=1)\n"
+        "    assert await host.start()\n"
+        f"    d = await host.decide('spawns-and-answers', 'klaberjass', 0, {{}}, {LEGAL!r}, 1, 30.0)\n"
+        "    print('answered', d.action, flush=True)\n"
+        "asyncio.run(main())\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "BAD_BOTS_PIDFILE": str(pidfile)})
+    assert f"answered {LEGAL[0]}" in result.stdout, result
+    child = int(pidfile.read_text().split()[0])
+    assert _gone(child), "a process a bot started outlived the engine that never closed its host"
+
+
 def _killed(worker) -> None:
     """SIGKILL ``worker``'s process alone (not its group) and wait until it has ended."""
     import os
