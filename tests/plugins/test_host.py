@@ -263,6 +263,7 @@ def test_closed_host_refuses_and_stops_its_workers():
         pids = host.worker_pids()
         await host.close()
         await host.close()  # idempotent
+        host.warm()  # nothing to start once closed (the pool would refuse: RuntimeError)
         with pytest.raises(RuntimeError):
             await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 1.0)
         return pids
