@@ -274,6 +274,30 @@ def test_closed_host_refuses_and_stops_its_workers():
             os.kill(pid, 0)
 
 
+
+def test_start_says_false_when_the_workers_are_not_up_within_its_timeout():
+    """``start(timeout_s)`` bounds its own wait: the workers of a stopped zygote cannot be
+    forked, and it answers False after ``timeout_s`` instead of waiting for the pool's own
+    bound (READY_TIMEOUT_S); once the zygote goes on, they come up."""
+    import os
+    import signal
+
+    async def body():
+        host = BotHost(plugins=(), workers=1)
+        try:
+            zygote = host._pool._zygote.process.pid
+            os.kill(zygote, signal.SIGSTOP)
+            try:  # the bound on the wait is only a hang guard: the pool's own is 120 s
+                ready = await asyncio.wait_for(host.start(timeout_s=0.5), 30)
+            finally:
+                os.kill(zygote, signal.SIGCONT)
+            assert ready is False
+            assert await host.start()
+        finally:
+            await host.close()
+    run(body())
+
+
 def test_budget_leaves_a_margin_for_the_round_trip():
     assert bot_budget(1.0) == pytest.approx(0.9)
     assert bot_budget(2.0) == pytest.approx(1.9)
