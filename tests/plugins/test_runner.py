@@ -111,6 +111,17 @@ def test_a_sys_exit_ends_a_worker_but_is_a_crash_in_process_and_a_ctrl_c_ends_bo
             bad.decide("interrupts", "klaberjass", 0, VIEW, LEGAL, 1, 5.0, in_process=in_process)
 
 
+
+def test_a_spec_written_for_every_game_with_a_star_plays_each_registered_game():
+    """docs/bots.md: a plugin writes ``games=("*",)`` itself for every registered game (the
+    default); any other list names its games."""
+    from engine_service.rules import all_game_ids
+
+    every, one = BotSpec("every", _Records, games=("*",)), BotSpec("one", _Records, games=("klaberjass",))
+    assert all(every.plays(g) for g in all_game_ids()) and BotSpec("default", _Records).plays("jojotte")
+    assert one.plays("klaberjass") and not one.plays("jojotte")
+
+
 def test_a_factory_is_called_once_per_game_and_its_exit_or_ctrl_c_is_not_swallowed():
     made: list[str] = []
 
