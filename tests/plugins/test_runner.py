@@ -99,6 +99,25 @@ def test_a_bot_fault_is_a_reply_that_says_what_and_where_never_what_the_bot_said
     assert not HIDDEN.search(reply.detail), reply
 
 
+
+class _EqualToEverything:
+    """Not a string, but equal to any: ``in`` the legal list, were that the only check."""
+
+    __hash__ = None
+
+    def __eq__(self, other):
+        return True
+
+
+def test_an_answer_that_is_no_string_is_illegal_even_if_it_equals_a_legal_action():
+    class Claims:
+        def decide(self, request):
+            return _EqualToEverything()
+    reply = _runner(claims=lambda game_id: Claims()).decide("claims", "klaberjass", 0, VIEW, LEGAL, 1, 5.0)
+    assert (reply.action, reply.failure, reply.detail) == (
+        None, "illegal", "a _EqualToEverything, not an action string"), reply
+
+
 def test_a_sys_exit_ends_a_worker_but_is_a_crash_in_process_and_a_ctrl_c_ends_both(bad):
     """A worker that ends is reported as a crash by the pool; in the arena (no worker to lose)
     the SystemExit is the crash answer. The user's Ctrl-C is not the bot's to swallow."""
@@ -161,12 +180,14 @@ def test_the_bot_gets_its_seats_request_with_a_seeded_rng():
     (0.25, True, None),  # exactly its budget: in time
     (0.2500001, True, "timeout"),
     (3.0, False, None),  # a host that does not enforce the budget (the pool kills at the deadline)
+    (3.0, None, None),  # nor by default
 ])
 def test_an_answer_is_a_timeout_only_past_its_budget_when_the_budget_is_enforced(monkeypatch, wall, enforce, failure):
     clock = _Clock()
     monkeypatch.setattr(runner_module, "time", clock)
     runner = _runner(takes=lambda game_id: _Takes(clock, wall, 0.125))
-    reply = runner.decide("takes", "klaberjass", 0, VIEW, LEGAL, 1, 0.25, enforce_budget=enforce)
+    enforcing = {} if enforce is None else {"enforce_budget": enforce}
+    reply = runner.decide("takes", "klaberjass", 0, VIEW, LEGAL, 1, 0.25, **enforcing)
     assert reply.failure == failure, reply
     assert (reply.elapsed_s, reply.cpu_s) == (pytest.approx(wall), pytest.approx(0.125)), reply
     if failure is None:
