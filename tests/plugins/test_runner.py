@@ -176,6 +176,18 @@ def test_the_bot_gets_its_seats_request_with_a_seeded_rng():
     assert drawn == random.Random(42).random()
 
 
+def test_a_factory_failure_says_how_long_the_factory_took(monkeypatch):
+    clock = _Clock()
+    monkeypatch.setattr(runner_module, "time", clock)
+
+    def slow_and_broken(game_id):
+        clock.now += 0.5
+        raise RuntimeError("AS")
+    reply = _runner(broken=slow_and_broken).decide("broken", "klaberjass", 0, VIEW, LEGAL, 1, 5.0)
+    assert (reply.failure, reply.elapsed_s) == ("exception", 0.5), reply
+    assert reply.detail.startswith("factory: RuntimeError at test_runner.py:"), reply
+
+
 @pytest.mark.parametrize("wall, enforce, failure", [
     (0.25, True, None),  # exactly its budget: in time
     (0.2500001, True, "timeout"),
@@ -207,31 +219,36 @@ def no_outer_alarm():
     signal.setitimer(signal.ITIMER_REAL, delay, interval)
 
 
-@pytest.mark.parametrize("enforce, in_process", [(True, True), (True, False), (False, True)])
+@pytest.mark.parametrize("enforce, in_process, budget, alarm", [
+    (True, True, 10.0, 30.0), (True, True, 0.0, 20.001), (True, False, 10.0, None), (False, True, 10.0, None)])
 def test_only_an_in_process_runner_enforcing_the_budget_arms_an_alarm_and_it_puts_the_old_handler_back(
-        monkeypatch, no_outer_alarm, enforce, in_process):
-    """The alarm is armed for the budget plus INTERRUPT_AFTER, and afterwards the process's
-    own SIGALRM handler is as it was and no timer is left armed."""
+        monkeypatch, no_outer_alarm, enforce, in_process, budget, alarm):
+    """The alarm is armed for the budget (at least a millisecond) plus INTERRUPT_AFTER, and
+    afterwards the process's own SIGALRM handler is as it was and no timer is left armed."""
     monkeypatch.setattr(runner_module, "INTERRUPT_AFTER", 20.0)
     bot = _Records()
     runner = _runner(recorder=lambda game_id: bot)
+    armed: list[float] = []
+    setitimer = signal.setitimer
+    monkeypatch.setattr(signal, "setitimer", lambda which, seconds, *rest: (
+        armed.append(seconds), setitimer(which, seconds, *rest))[1])
 
     def mine(signum, frame):
         raise AssertionError("the caller's handler ran")
     previous = signal.signal(signal.SIGALRM, mine)
     try:
-        reply = runner.decide("recorder", "klaberjass", 0, VIEW, LEGAL, 1, 10.0,
+        reply = runner.decide("recorder", "klaberjass", 0, VIEW, LEGAL, 1, budget,
                               enforce_budget=enforce, in_process=in_process)
         after = signal.getsignal(signal.SIGALRM), signal.getitimer(signal.ITIMER_REAL)[0]
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-    assert reply.action == LEGAL[0], reply
+    assert reply.action == LEGAL[0] or budget == 0.0, reply  # no answer is in time with no budget
     [(_, handler, timer, _)] = bot.seen
-    if enforce and in_process:
-        assert handler is not mine and 20.0 < timer <= 30.0, (handler, timer)
+    if alarm is not None:
+        assert handler is not mine and timer > 0 and armed == [pytest.approx(alarm), 0], (handler, timer, armed)
     else:
-        assert handler is mine and timer == 0.0, (handler, timer)
+        assert handler is mine and timer == 0.0 and armed == [], (handler, timer, armed)
     assert after == (mine, 0.0)
 
 
