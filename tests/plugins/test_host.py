@@ -56,7 +56,8 @@ def test_random_bot_is_listed_for_every_registered_game():
         assert infos["random"].plugin == "random"
         assert all(host.plays("random", g) for g in all_game_ids())
         assert not host.plays("no-such-bot", "klaberjass")
-    run(with_host(body, plugins=()))
+        assert list(infos["klaberjass-only"].games) == ["klaberjass"]  # a bot's own list: its games
+    run(with_host(body, plugins=("tests.plugins.klaberjass_only",)))
 
 
 def test_random_decisions_are_legal_and_replay_from_the_seed():
