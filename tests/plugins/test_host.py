@@ -1081,6 +1081,24 @@ def test_a_bot_only_the_workers_loaded_is_not_listed_and_never_asked():
     run(with_host(body, workers=1, load_timeout_s=1.0, plugins=["tests.plugins.slow_in_the_engine"]))
 
 
+
+def test_a_bot_the_workers_lack_without_a_plugin_failure_is_refused_alone():
+    """The workers loaded the plugin but its hook offered them one bot fewer: that bot alone
+    is a load failure (stage spec, saying the workers did not load it); the plugin's other
+    bot is listed and plays."""
+    async def body(host):
+        names = [b.name for b in host.bots()]
+        assert "everywhere" in names and "engine-hook-only" not in names, names
+        text = "bot 'engine-hook-only' was not loaded by the bot worker processes"
+        assert [(f.plugin, f.stage, f.reason) for f in host.load_failures()] == [
+            ("tests.plugins.fewer_in_workers", "spec", text)]
+        assert (await host.decide("everywhere", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)).action == LEGAL[0]
+    with capture_logs() as logs:
+        run(with_host(body, workers=1, plugins=["tests.plugins.fewer_in_workers"]))
+    assert [(e["plugin"], e["stage"]) for e in logs if e["event"] == "bot_plugin_failed"] == [
+        ("tests.plugins.fewer_in_workers", "spec")]
+
+
 def test_a_restarted_zygote_that_lacks_a_listed_bot_says_so(monkeypatch):
     """The bots listed are those the first zygote loaded: one restarted after it died loads
     the plugins again, under the time limit again, and may lack one. Its decisions can only
