@@ -255,14 +255,9 @@ class BotHost:
             health.strikes = 0
         metrics = self._metrics
         if metrics is None:
-            try:
-                from engine_service.observability.metrics import get_metrics
-            except ImportError:
-                return
+            from engine_service.observability.metrics import get_metrics
             metrics = get_metrics()
-        counter = getattr(metrics, "bot_worker_restarts", None)
-        if counter is not None:
-            counter.labels(bot=bot, reason=reason).inc()
+        metrics.bot_worker_restarts.labels(bot=bot, reason=reason).inc()
 
     # ---- lifecycle ------------------------------------------------------------------------
 

@@ -209,8 +209,10 @@ class _LoadTimedOut(BaseException):
 
 
 @contextlib.contextmanager
-def _time_limit(seconds: float | None) -> Iterator[None]:
-    """Interrupt the body with :class:`_LoadTimedOut` after ``seconds`` (SIGALRM).
+def _time_limit(seconds: float | None,
+                interruption: type[BaseException] = _LoadTimedOut) -> Iterator[None]:
+    """Interrupt the body with ``interruption`` after ``seconds`` (SIGALRM; the runner uses it
+    for an in-process bot that overruns its budget).
 
     Why a signal and not a thread: an import cannot be stopped from another thread, and one
     left running for ever would hold its module's import lock and the GIL's time in the
@@ -239,7 +241,7 @@ def _time_limit(seconds: float | None) -> Iterator[None]:
     def expired(signum: int, frame: Any) -> None:
         if armed[0]:
             armed[0] = False
-            raise _LoadTimedOut()
+            raise interruption()
 
     previous = signal.signal(signal.SIGALRM, expired)
     if previous is None:  # a handler C code installed: Python can only put back the default
@@ -259,7 +261,7 @@ def _time_limit(seconds: float | None) -> Iterator[None]:
     finally:
         try:
             disarm()
-        except _LoadTimedOut:  # the timer fired as the body ended, before disarm(): it was in
+        except interruption:  # the timer fired as the body ended, before disarm(): it was in
             disarm()  # time, and it fires once, so this second call runs through
 
 

@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import os
 import random
-import signal
-import threading
 import time
 import traceback
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from .manager import BotCatalog
+from .manager import BotCatalog, _time_limit
 from .protocol import Bot, DecisionRequest
 
 TIMEOUT = "timeout"
@@ -38,14 +36,6 @@ INTERRUPT_AFTER = 1.0
 class _Interrupted(BaseException):
     """Raised in a bot that overran its budget (BaseException: a bot's ``except Exception``
     must not swallow it)."""
-
-
-def _interrupt(signum: int, frame: Any) -> None:
-    raise _Interrupted()
-
-
-def _can_alarm() -> bool:
-    return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
 
 
 @dataclass(frozen=True)
@@ -106,8 +96,9 @@ class BotRunner:
         than ``budget_s`` is a timeout. ``in_process`` (the arena: no worker to lose): a
         ``sys.exit`` in the bot is a ``crash`` answer instead of the end of the host, and with
         ``enforce_budget`` a bot still running :data:`INTERRUPT_AFTER` past its budget is
-        interrupted (SIGALRM; main thread on Unix only) and answers ``timeout``; the worker pool
-        kills its workers instead."""
+        interrupted (SIGALRM; main thread on Unix only; a timer the caller armed, as
+        pytest-timeout's, is put back after) and answers ``timeout``; the worker pool kills its
+        workers instead."""
         started = time.monotonic()
         try:
             bot = self.bot(name, game_id)
@@ -122,22 +113,18 @@ class BotRunner:
                                   rng=random.Random(seed), budget_s=budget_s, started=started)
         cpu0 = time.thread_time()
         pid = os.getpid()
-        alarm = in_process and enforce_budget and _can_alarm()
+        limit = max(0.001, budget_s) + INTERRUPT_AFTER if in_process and enforce_budget else None
         try:
-            if alarm:
-                previous = signal.signal(signal.SIGALRM, _interrupt)
-                signal.setitimer(signal.ITIMER_REAL, max(0.001, budget_s) + INTERRUPT_AFTER)
-            try:
-                answer = bot.decide(request)
-            finally:
-                if os.getpid() != pid:
-                    # a copy of this process the bot forked and did not end: it must not go on
-                    # as the host (answer on a worker's socket too, where the next decision,
-                    # any bot's or match's, read it as its own; play on in an arena worker)
-                    os._exit(0)
-                if alarm:
-                    signal.setitimer(signal.ITIMER_REAL, 0)
-                    signal.signal(signal.SIGALRM, previous)
+            with _time_limit(limit, _Interrupted):
+                try:
+                    answer = bot.decide(request)
+                finally:
+                    if os.getpid() != pid:
+                        # a copy of this process the bot forked and did not end: it must not go
+                        # on as the host (answer on a worker's socket too, where the next
+                        # decision, any bot's or match's, read it as its own; play on in an
+                        # arena worker)
+                        os._exit(0)
         except _Interrupted:
             return Reply(None, TIMEOUT, f"still running {INTERRUPT_AFTER:.1f}s past its budget "
                          f"({budget_s:.3f}s): interrupted", time.monotonic() - started,

@@ -56,7 +56,8 @@ def test_random_bot_is_listed_for_every_registered_game():
         assert infos["random"].plugin == "random"
         assert all(host.plays("random", g) for g in all_game_ids())
         assert not host.plays("no-such-bot", "klaberjass")
-    run(with_host(body, plugins=()))
+        assert list(infos["klaberjass-only"].games) == ["klaberjass"]  # a bot's own list: its games
+    run(with_host(body, plugins=("tests.plugins.klaberjass_only",)))
 
 
 def test_random_decisions_are_legal_and_replay_from_the_seed():
@@ -344,6 +345,7 @@ def test_closed_host_refuses_and_stops_its_workers():
         await host.close()
         assert zygote.process.returncode == 0
         await host.close()  # idempotent
+        host.warm()  # nothing to start once closed (the pool would refuse: RuntimeError)
         with pytest.raises(RuntimeError):
             await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 1.0)
         with pytest.raises(RuntimeError):  # not ready: its workers are gone
@@ -368,6 +370,29 @@ def test_a_host_is_ready_once_its_workers_and_spares_are():
             assert await host.start(timeout_s=0.0) is False
             assert await host.start(timeout_s=60.0) is True
             assert host._pool._idle.qsize() == 1 and len(host._pool._spares) == SPARES
+        finally:
+            await host.close()
+    run(body())
+
+
+def test_start_says_false_when_the_workers_are_not_up_within_its_timeout():
+    """``start(timeout_s)`` bounds its own wait: the workers of a stopped zygote cannot be
+    forked, and it answers False after ``timeout_s`` instead of waiting for the pool's own
+    bound (READY_TIMEOUT_S); once the zygote goes on, they come up."""
+    import os
+    import signal
+
+    async def body():
+        host = BotHost(plugins=(), workers=1)
+        try:
+            zygote = host._pool._zygote.process.pid
+            os.kill(zygote, signal.SIGSTOP)
+            try:  # the bound on the wait is only a hang guard: the pool's own is 120 s
+                ready = await asyncio.wait_for(host.start(timeout_s=0.5), 30)
+            finally:
+                os.kill(zygote, signal.SIGCONT)
+            assert ready is False
+            assert await host.start()
         finally:
             await host.close()
     run(body())
@@ -427,6 +452,73 @@ def test_a_bot_that_keeps_killing_workers_is_benched():
         ok = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 2, 30.0)
         assert ok.action in LEGAL  # other bots are not affected
     run(with_host(body))
+
+
+
+class _HostClock:
+    """The bot host's own clock (``host.time``), standing still until the test moves it: a
+    bench's length and end are then checked exactly, whatever the load. The pool keeps the
+    real clock (a decision's deadline is at least the time asked from now there)."""
+
+    def __init__(self) -> None:
+        self.now = time.monotonic()
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_a_bench_doubles_while_the_bot_keeps_costing_workers_up_to_a_cap_and_a_good_decision_ends_that(monkeypatch):
+    """The circuit breaker's arithmetic (host.BENCH_AFTER, BENCH_S, BENCH_MAX_S): the strikes
+    are consecutive lost workers (a good decision starts them again, a bench too), each new
+    bench lasts twice the last one up to the cap, a bench ends exactly at its end, and a good
+    decision brings the next bench back to BENCH_S. The decisions of a benched bot fail with
+    the reason of its last lost worker. The lost workers are reported as the pool does
+    (its on_replace callback), without costing real ones."""
+    from engine_service.plugins import host as host_module
+
+    from engine_service.observability.metrics import get_metrics
+
+    clock = _HostClock()
+    monkeypatch.setattr(host_module, "time", clock)
+    assert (host_module.BENCH_AFTER, host_module.BENCH_S, host_module.BENCH_MAX_S) == (3, 10.0, 300.0)
+    restarts = {"bot": "random", "reason": "timeout"}
+    counted = get_metrics().value("cardgames_bot_worker_restarts_total", restarts)
+
+    async def body(host):
+        def lose_workers(count: int) -> None:
+            for _ in range(count):
+                host._pool._on_replace("random", "timeout")
+
+        async def decide() -> Decision:
+            return await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
+
+        lose_workers(2)
+        assert (await decide()).action in LEGAL
+        lose_workers(2)  # two and two, a good decision between: never three in a row
+        assert (await decide()).action in LEGAL
+        with capture_logs() as logs:
+            lengths = []
+            for _ in range(7):
+                lose_workers(3)
+                benched = await decide()
+                assert benched.failure == "timeout", benched
+                lengths.append(float(re.fullmatch(
+                    r"benched for (\S+)s more after 3 decisions in a row ended in a timeout",
+                    benched.detail).group(1)))
+                clock.now += lengths[-1] - 0.001
+                assert (await decide()).failure == "timeout"  # not over a millisecond early
+                clock.now += 0.001
+        assert lengths == [10.0, 20.0, 40.0, 80.0, 160.0, 300.0, 300.0]
+        assert [e["seconds"] for e in logs if e["event"] == "bot_benched"] == lengths
+        assert [(e["bot"], e["reason"]) for e in logs if e["event"] == "bot_worker_replaced"] == [
+            ("random", "timeout")] * 21
+        lose_workers(1)  # the bench started the strikes again
+        assert (await decide()).action in LEGAL  # and the bench is over at its end
+        lose_workers(3)
+        assert (await decide()).detail.startswith("benched for 10.0s more"), "the good decision did not reset the bench"
+    run(with_host(body, workers=1))
+    # a host given no metrics counts on the process-wide ones (the tools' and these tests' hosts)
+    assert get_metrics().value("cardgames_bot_worker_restarts_total", restarts) == counted + 29
 
 
 def test_one_bot_cannot_hold_every_worker():
@@ -551,6 +643,32 @@ def test_processes_a_bot_started_end_with_its_worker(close, monkeypatch, tmp_pat
     run(with_host(body))
     answered = int(pidfile.read_text().split()[1])
     assert _gone(answered), "the child of a bot that answered outlived the pool's close"
+
+
+
+def test_a_host_never_closed_ends_its_workers_and_their_processes_at_exit(tmp_path):
+    """An engine that exits without closing its bot host (an error on the way out) still
+    kills every worker's process group at interpreter exit: a process a bot started otherwise
+    outlived the engine. Run in a child interpreter, whose exit is the point."""
+    import os
+    import subprocess
+    import sys
+
+    pidfile = tmp_path / "pids"
+    script = (
+        "import asyncio\n"
+        "from engine_service.plugins.host import BotHost\n"
+        "async def main():\n"
+        "    host = BotHost(plugins=['tests.plugins.bad_bots'], workers=1)\n"
+        "    assert await host.start()\n"
+        f"    d = await host.decide('spawns-and-answers', 'klaberjass', 0, {{}}, {LEGAL!r}, 1, 30.0)\n"
+        "    print('answered', d.action, flush=True)\n"
+        "asyncio.run(main())\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "BAD_BOTS_PIDFILE": str(pidfile)})
+    assert f"answered {LEGAL[0]}" in result.stdout, result
+    child = int(pidfile.read_text().split()[0])
+    assert _gone(child), "a process a bot started outlived the engine that never closed its host"
 
 
 def _killed(worker) -> None:
@@ -903,6 +1021,78 @@ def test_an_answer_that_is_no_string_is_described_by_its_type():
     assert describe_answer("play:ZZ") == "a string of 7 characters that is not a legal action"
 
 
+
+def _raise_in_a_bot(message: str) -> BaseException:
+    try:
+        raise ValueError(message)
+    except ValueError as exc:
+        return exc
+
+
+def test_an_exception_is_described_by_its_type_and_place_never_its_message():
+    """A bot's exception becomes a failure's ``detail`` (logged, and on a ListBots load
+    failure) as its type and innermost frame: its message may name the bot's hidden cards.
+    One that was never raised has no frame: its type alone."""
+    from engine_service.plugins.runner import describe_exception
+
+    raised = _raise_in_a_bot("my hand is AS KS")
+    line = raised.__traceback__.tb_lineno
+    assert describe_exception(raised) == f"ValueError at test_host.py:{line} in _raise_in_a_bot"
+    assert describe_exception(KeyError("AS")) == "KeyError"
+
+
+def test_a_worker_answer_outside_the_legal_list_is_illegal_not_applied():
+    """The host checks the worker's answer against the legal list it sent: a worker whose
+    reply stream a bot tampered with (it runs in that process) cannot make the engine apply
+    an action the seat may not play; nothing of the answer reaches the detail or the log."""
+    from engine_service.plugins.runner import Reply
+
+    async def body(host):
+        async def forged(request, deadline, budget=None):
+            return Reply("play:AS", None, "", 0.01)
+        host._pool.run = forged
+        with capture_logs() as logs:
+            d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
+        assert (d.action, d.failure) == (None, "illegal"), d
+        assert "AS" not in d.detail and "AS" not in repr(logs), (d, logs)
+        assert [e["failure"] for e in logs if e["event"] == "bot_decision_failed"] == ["illegal"]
+    run(with_host(body, workers=1))
+
+
+
+def test_a_fault_of_the_pool_itself_is_a_crash_decision_not_an_exception():
+    """decide() never raises for what goes wrong below it: an error of the pool (not of the
+    bot) is a crash Decision naming the error's type, and logged as bot_host_error."""
+    async def body(host):
+        async def broken(request, deadline, budget=None):
+            raise RuntimeError("the pool broke")
+        host._pool.run = broken
+        with capture_logs() as logs:
+            d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
+        assert (d.action, d.failure, d.detail) == (None, "crash", "bot host error: RuntimeError"), d
+        assert [(e["event"], e["bot"]) for e in logs if e["log_level"] == "error"] == [("bot_host_error", "random")]
+    run(with_host(body, workers=1))
+
+
+def test_a_zygote_that_never_reports_its_bots_leaves_the_catalog_whole(monkeypatch):
+    """When the workers' zygote does not say which bots it loaded (it died, or took longer
+    than READY_TIMEOUT_S), the host has nothing to compare with: it keeps every bot it loaded
+    itself, and says so (bot_worker_catalog_unknown), instead of failing to start."""
+    from engine_service.plugins.pool import WorkerPool
+
+    monkeypatch.setattr(WorkerPool, "loaded", lambda self, timeout: None)
+
+    async def body(host):
+        names = [b.name for b in host.bots()]
+        assert {"random", "sleeps", "engine-only", "engine-only-too"} <= set(names), names
+        assert host.load_failures() == []
+    with capture_logs() as logs:
+        run(with_host(body, workers=1, plugins=["tests.plugins.bad_bots", "tests.plugins.slow_in_workers"],
+                      load_timeout_s=1.0))
+    assert [e["log_level"] for e in logs if e["event"] == "bot_worker_catalog_unknown"] == ["error"]
+    assert not [e for e in logs if e["event"] == "bot_plugin_failed"], logs
+
+
 def test_the_service_starts_its_bot_workers_before_the_first_decision():
     """A manager that owns its bot host (the service) forks the workers at start. They used to
     start at the first decision, which then spent its deadline on their start-up (and on a
@@ -1128,6 +1318,35 @@ def test_the_plugin_whose_output_was_discarded_is_named():
     assert out_chars == len("HOOK-STDOUT\n") and err_chars >= len("HOOK-STDERR\n")
 
 
+
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+def test_output_of_no_plugin_of_its_own_during_the_load_is_discarded_and_said_without_a_name(
+        stream, monkeypatch, capfd):
+    """What is printed while the engine loads the plugins, but outside any one plugin's code
+    (a thread a plugin started), is kept off the engine's streams as well, and said in a
+    bot_plugin_output_discarded line without a plugin name."""
+    import sys
+
+    from engine_service.plugins import host as host_module
+
+    load_catalog = host_module.load_catalog
+
+    def printing_meanwhile(*args, **kwargs):
+        print("12345", file=getattr(sys, stream))  # 6 characters with the newline
+        return load_catalog(*args, **kwargs)
+    monkeypatch.setattr(host_module, "load_catalog", printing_meanwhile)
+
+    async def body(host):
+        assert "random" in {b.name for b in host.bots()}
+    with capture_logs() as logs:
+        run(with_host(body, plugins=(), workers=1))
+    said = [(e["plugin"], e["stdout_chars"], e["stderr_chars"])
+            for e in logs if e["event"] == "bot_plugin_output_discarded"]
+    assert said == [(None, 6, 0) if stream == "stdout" else (None, 0, 6)], said
+    captured = capfd.readouterr()
+    assert "12345" not in captured.out + captured.err
+
+
 def test_a_plugin_that_times_out_in_the_workers_only_is_not_listed_but_a_load_failure():
     """The engine and the workers' zygote load the plugins independently, each under the load
     time limit: a plugin in time in the engine and not in the zygote had its bots listed and
@@ -1198,6 +1417,40 @@ def test_a_zygote_that_dies_before_it_reports_leaves_the_catalog_and_the_workers
         run(with_host(body, workers=1, plugins=["tests.plugins.ends_the_zygote"]))
     assert [e["event"] for e in logs if e["event"].startswith("bot_worker_catalog")] == ["bot_worker_catalog_unknown"]
     assert any(e["event"] == "bot_worker_zygote_failed" for e in logs)
+
+
+def test_a_bot_only_the_workers_loaded_is_not_listed_and_never_asked():
+    """The reverse case: a plugin that timed out in the engine and loaded in the workers. Its
+    bot is a load failure, not listed, and a decision asked of it anyway is unknown_bot at
+    once: no worker runs a bot the engine refused (its catalog is the one ListBots shows)."""
+    async def body(host):
+        assert "workers-only" not in [b.name for b in host.bots()] and not host.plays("workers-only", "klaberjass")
+        assert [(f.plugin, f.stage) for f in host.load_failures()] == [("tests.plugins.slow_in_the_engine", "import")]
+        asked = []
+        pool_run = host._pool.run
+        host._pool.run = lambda *args, **kwargs: asked.append(args) or pool_run(*args, **kwargs)
+        d = await host.decide("workers-only", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
+        assert (d.action, d.failure, d.detail) == (None, "unknown_bot", "no bot 'workers-only' for game 'klaberjass'"), d
+        assert asked == []
+    run(with_host(body, workers=1, load_timeout_s=1.0, plugins=["tests.plugins.slow_in_the_engine"]))
+
+
+
+def test_a_bot_the_workers_lack_without_a_plugin_failure_is_refused_alone():
+    """The workers loaded the plugin but its hook offered them one bot fewer: that bot alone
+    is a load failure (stage spec, saying the workers did not load it); the plugin's other
+    bot is listed and plays."""
+    async def body(host):
+        names = [b.name for b in host.bots()]
+        assert "everywhere" in names and "engine-hook-only" not in names, names
+        text = "bot 'engine-hook-only' was not loaded by the bot worker processes"
+        assert [(f.plugin, f.stage, f.reason) for f in host.load_failures()] == [
+            ("tests.plugins.fewer_in_workers", "spec", text)]
+        assert (await host.decide("everywhere", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)).action == LEGAL[0]
+    with capture_logs() as logs:
+        run(with_host(body, workers=1, plugins=["tests.plugins.fewer_in_workers"]))
+    assert [(e["plugin"], e["stage"]) for e in logs if e["event"] == "bot_plugin_failed"] == [
+        ("tests.plugins.fewer_in_workers", "spec")]
 
 
 def test_a_restarted_zygote_that_lacks_a_listed_bot_says_so(monkeypatch):
