@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import stat
 import struct
 import termios
 import threading
@@ -14,7 +15,7 @@ import time
 
 import pytest
 
-from engine_service.bounded_read import FileRefused, UnreadableFile, read_bounded, read_named
+from engine_service.bounded_read import FileRefused, UnreadableFile, _kind, read_bounded, read_named
 
 
 def test_a_file_of_the_limit_is_read_and_one_byte_more_is_refused(tmp_path):
@@ -118,3 +119,10 @@ def test_no_descriptor_is_left_open(tmp_path):
             read_bounded(refused, 9, pipes=False)
     assert sorted(os.listdir("/proc/self/fd")) == before
 
+
+def test_each_kind_of_file_refused_is_named():
+    """A block device (/dev/sda given by mistake) is a device too; none can be made here, so
+    by its mode, as are the kinds the tests above open."""
+    assert [_kind(kind | 0o600) for kind in (stat.S_IFDIR, stat.S_IFCHR, stat.S_IFBLK, stat.S_IFIFO,
+                                             stat.S_IFSOCK)] == \
+        ["a directory", "a device", "a device", "a pipe", "a socket"]
