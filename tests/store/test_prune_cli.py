@@ -381,3 +381,53 @@ def test_one_day_is_said_in_the_singular(tmp_path, capsys):
     for days, said in (("1.0000001", "1 day"), ("0.5", "0.5 days"), ("0", "0 days"), ("2", "2 days")):
         status, out, _ = prune(capsys, "--db", str(db), "--older-than-days", days, "--dry-run")
         assert status == 0 and f"(more than {said} ago)" in out, out
+
+
+# ---- batches, a failure mid-way, what the command says --------------------------------------
+
+def test_every_batch_is_deleted_up_to_the_last_one(tmp_path, capsys, monkeypatch):
+    """A run deletes batch after batch (each its own transaction) until one comes back short:
+    a full batch is not the last (the matches after it were left), an empty one is not a
+    transaction."""
+    monkeypatch.setattr("engine_service.store.base.MAX_PRUNE_BATCH", 2)
+    db = tmp_path / "cards.sqlite3"
+    populate_sqlite(db, actions=1)
+    status, out, err = prune(capsys, "--db", str(db), "--older-than-days", "30", "--no-vacuum")
+    assert (status, err) == (0, "")
+    assert "deleted 4 matches (4 actions, 32 decks, 8 seats) (2 transactions)" in out
+    assert stored(db)[0] == set(KEPT)
+
+
+def test_a_database_failing_mid_run_keeps_what_was_deleted_and_exits_1(tmp_path, capsys, monkeypatch):
+    """Exit status 1 (module docstring): the error on stderr with what was deleted before it,
+    which stays deleted (each batch is one transaction); the file is closed (the next run
+    opens it)."""
+    from engine_service.store import StoreError
+
+    monkeypatch.setattr("engine_service.store.base.MAX_PRUNE_BATCH", 2)
+    db = tmp_path / "cards.sqlite3"
+    populate_sqlite(db, actions=1)
+    batches = []
+    real = SqliteStore.prune_finished
+
+    async def fails_second(self, ended_before, limit=100):
+        batches.append(limit)
+        if len(batches) == 2:
+            raise StoreError("disk I/O error")
+        return await real(self, ended_before, limit)
+
+    monkeypatch.setattr(SqliteStore, "prune_finished", fails_second)
+    status, out, err = prune(capsys, "--db", str(db), "--older-than-days", "30")
+    assert status == 1 and "deleted" not in out
+    assert err == "error: disk I/O error (deleted before the failure: 2 matches (2 actions, 16 decks, 4 seats))\n"
+    monkeypatch.undo()
+    ids, left = stored(db)
+    assert ids >= set(KEPT) and len(ids & set(OLD)) == 2 and left == PruneCounts(2, 2, 16, 4)
+
+
+def test_days_and_sizes_as_given_and_shown():
+    assert prune_cli._days("0") == 0.0 and prune_cli._days("36500") == prune_cli.MAX_DAYS == 36500.0
+    assert prune_cli._days(" 1.5 ") == 1.5
+    assert [prune_cli._bytes(n) for n in (0, 1023, 1024, 1536, 1024**2, 5 * 1024**3, 3 * 1024**4)] == \
+        ["0 bytes", "1023 bytes", "1.0 KiB", "1.5 KiB", "1.0 MiB", "5.0 GiB", "3072.0 GiB"]
+    assert prune_cli._iso(0) == "1970-01-01T00:00:00+00:00"
