@@ -6,7 +6,9 @@ by itself at start-up."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import errno
 import os
 import re
 import subprocess
@@ -430,4 +432,26 @@ def test_days_and_sizes_as_given_and_shown():
     assert prune_cli._days(" 1.5 ") == 1.5
     assert [prune_cli._bytes(n) for n in (0, 1023, 1024, 1536, 1024**2, 5 * 1024**3, 3 * 1024**4)] == \
         ["0 bytes", "1023 bytes", "1.0 KiB", "1.5 KiB", "1.0 MiB", "5.0 GiB", "3072.0 GiB"]
-    assert prune_cli._iso(0) == "1970-01-01T00:00:00+00:00"
+    with pytest.raises(argparse.ArgumentTypeError, match=r"^not a number of days: 'soon'$"):
+        prune_cli._days("soon")
+    assert prune_cli._iso(0.5) == "1970-01-01T00:00:00+00:00"  # to the second
+
+
+def test_a_reader_that_left_stops_the_run_with_status_1(tmp_path, monkeypatch):
+    """``prune ... | head -0``: the run stops where its output did, unfinished (status 1, not
+    0: a script must not take it for done), the file closed."""
+    db = tmp_path / "cards.sqlite3"
+    populate_sqlite(db, actions=1)
+
+    class Gone:
+        def write(self, text):
+            raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+        def flush(self):
+            pass
+
+    monkeypatch.setattr("engine_service.command_line.drop_stdout", lambda: None)  # not this process's
+    monkeypatch.setattr(sys, "stdout", Gone())
+    assert main(["prune", "--db", str(db), "--older-than-days", "30"]) == 1
+    monkeypatch.undo()
+    assert stored(db)[0] == set(OLD + KEPT)  # stopped at its first line, the cutoff
