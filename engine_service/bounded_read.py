@@ -44,6 +44,14 @@ def _size(n: int) -> str:
     return f"{n // (1024 * 1024)} MiB" if n % (1024 * 1024) == 0 else f"{n} bytes"
 
 
+def _kind(mode: int) -> str:
+    """What a file that is not a regular one is, for its refusal (a mode as ``os.fstat`` gives
+    it: a block device, /dev/sda given by mistake, cannot be made in a test)."""
+    return ("a directory" if stat.S_ISDIR(mode) else
+            "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else
+            "a pipe" if stat.S_ISFIFO(mode) else "a socket")
+
+
 def read_bounded(path: str | os.PathLike[str], limit: int, *, pipes: bool = True) -> bytes:
     """The bytes of ``path`` if it is a regular file (or, with ``pipes``, a pipe such as
     ``<(gunzip -c FILE)``) of at most ``limit`` bytes. OSError as ``open``/``read`` raise it
@@ -55,10 +63,7 @@ def read_bounded(path: str | os.PathLike[str], limit: int, *, pipes: bool = True
     try:
         mode = os.fstat(fd).st_mode
         if not (stat.S_ISREG(mode) or (pipes and stat.S_ISFIFO(mode))):
-            kind = ("a directory" if stat.S_ISDIR(mode) else
-                    "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else
-                    "a pipe" if stat.S_ISFIFO(mode) else "a socket")
-            raise FileRefused(f"{kind}, not a regular file")
+            raise FileRefused(f"{_kind(mode)}, not a regular file")
         os.set_blocking(fd, True)
         with open(fd, "rb", closefd=False) as f:
             data = f.read(limit + 1)

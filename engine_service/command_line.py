@@ -79,10 +79,12 @@ def check_text(parser: argparse.ArgumentParser, args: argparse.Namespace, *, pat
     of a request (a name, a match id, a reason, a target) and the command died with a
     UnicodeEncodeError traceback."""
     for action in _actions(parser):
-        if action.dest in paths or action.dest == argparse.SUPPRESS:
+        # an argument without a value in ``args`` (a sub-command's, the sub-commands' own
+        # dest=SUPPRESS) is None here: nothing to check, and a value's action always has a name
+        if action.dest in paths:
             continue
         if _not_text(getattr(args, action.dest, None)):
-            name = argparse._get_action_name(action) or action.dest
+            name = argparse._get_action_name(action)
             parser.error(f"argument {name}: not UTF-8 text (it has a byte that is not UTF-8; the "
                          "value is not shown)")
 

@@ -162,6 +162,7 @@ def test_an_output_that_cannot_be_written_is_one_line_not_a_traceback(tmp_path):
     argv = [sys.executable, "-m", "engine_service", "replay", str(path), str(path)]
     root = Path(__file__).resolve().parents[2]
     env = dict(os.environ, PYTHONPATH=str(root))
+    env.pop("PYTHONUNBUFFERED", None)  # buffered, as from a shell: the output fails at its flush
     with open("/dev/full", "w") as full:
         result = subprocess.run(argv, stdout=full, stderr=subprocess.PIPE, text=True, timeout=120, cwd=root, env=env)
     assert (result.returncode, result.stderr) == (1, "error: cannot write standard output (No space left on "
@@ -174,3 +175,18 @@ def test_an_output_that_cannot_be_written_is_one_line_not_a_traceback(tmp_path):
     finally:
         os.close(write)
     assert (result.returncode, result.stderr) == (1, ""), result.stderr
+
+
+def test_show_prints_the_match_result_of_each_file_that_checks_out(tmp_path, capsys):
+    """``replay --show``: after a file's ``ok``, the match result the replay reached, as one
+    JSON object (the transcript's own "result"); a file that differs shows no result."""
+    good, bad = tmp_path / "kl.json", tmp_path / "off.json"
+    data = klaberjass()
+    good.write_text(json.dumps(data))
+    data["deals"][1]["result"]["bonuses"] = [0, 20]
+    bad.write_text(json.dumps(data))
+    assert main(["replay", "--show", str(good), str(bad)]) == 1
+    shown, differs = capsys.readouterr().out.splitlines()
+    assert shown.startswith(f"{good}: ok {{")
+    assert json.loads(shown.removeprefix(f"{good}: ok ")) == klaberjass()["result"]
+    assert differs == f"{bad}: deal 1 result: result.bonuses differs: expected [0, 20], actual [0, 40]"

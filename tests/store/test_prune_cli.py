@@ -6,7 +6,9 @@ by itself at start-up."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import errno
 import os
 import re
 import subprocess
@@ -113,7 +115,7 @@ def test_dry_run_then_real_run_on_sqlite(tmp_path, capsys):
     # again: nothing to delete, no free pages, nothing to VACUUM
     status, out, _ = prune(capsys, "--db", str(db), "--older-than-days", "30")
     assert status == 0 and "deleted 0 matches (0 actions, 0 decks, 0 seats) (0 transactions)" in out
-    assert "no free pages: nothing to VACUUM" in out
+    assert "no free pages: nothing to VACUUM" in out and "VACUUM: " not in out  # no rewrite for nothing
     # 0 days: every ended match, never the active one
     status, out, _ = prune(capsys, "--db", str(db), "--older-than-days", "0")
     assert status == 0 and "deleted 1 matches" in out and stored(db)[0] == {"active"}
@@ -147,6 +149,7 @@ def test_an_output_that_cannot_be_written_is_one_line_not_a_traceback(tmp_path):
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, PYTHONPATH=root)
     env.pop("CARDGAMES_DB", None)
+    env.pop("PYTHONUNBUFFERED", None)  # buffered, as from a shell: the output fails at its flush
     with open("/dev/full", "w") as full:
         result = subprocess.run([sys.executable, "-m", "engine_service", "prune", "--db", str(db),
                                  "--older-than-days", "0", "--dry-run"], stdout=full, stderr=subprocess.PIPE,
@@ -380,3 +383,75 @@ def test_one_day_is_said_in_the_singular(tmp_path, capsys):
     for days, said in (("1.0000001", "1 day"), ("0.5", "0.5 days"), ("0", "0 days"), ("2", "2 days")):
         status, out, _ = prune(capsys, "--db", str(db), "--older-than-days", days, "--dry-run")
         assert status == 0 and f"(more than {said} ago)" in out, out
+
+
+# ---- batches, a failure mid-way, what the command says --------------------------------------
+
+def test_every_batch_is_deleted_up_to_the_last_one(tmp_path, capsys, monkeypatch):
+    """A run deletes batch after batch (each its own transaction) until one comes back short:
+    a full batch is not the last (the matches after it were left), an empty one is not a
+    transaction."""
+    monkeypatch.setattr("engine_service.store.base.MAX_PRUNE_BATCH", 2)
+    db = tmp_path / "cards.sqlite3"
+    populate_sqlite(db, actions=1)
+    status, out, err = prune(capsys, "--db", str(db), "--older-than-days", "30", "--no-vacuum")
+    assert (status, err) == (0, "")
+    assert "deleted 4 matches (4 actions, 32 decks, 8 seats) (2 transactions)" in out
+    assert stored(db)[0] == set(KEPT)
+
+
+def test_a_database_failing_mid_run_keeps_what_was_deleted_and_exits_1(tmp_path, capsys, monkeypatch):
+    """Exit status 1 (module docstring): the error on stderr with what was deleted before it,
+    which stays deleted (each batch is one transaction); the file is closed (the next run
+    opens it)."""
+    from engine_service.store import StoreError
+
+    monkeypatch.setattr("engine_service.store.base.MAX_PRUNE_BATCH", 2)
+    db = tmp_path / "cards.sqlite3"
+    populate_sqlite(db, actions=1)
+    batches = []
+    real = SqliteStore.prune_finished
+
+    async def fails_second(self, ended_before, limit=100):
+        batches.append(limit)
+        if len(batches) == 2:
+            raise StoreError("disk I/O error")
+        return await real(self, ended_before, limit)
+
+    monkeypatch.setattr(SqliteStore, "prune_finished", fails_second)
+    status, out, err = prune(capsys, "--db", str(db), "--older-than-days", "30")
+    assert status == 1 and "deleted" not in out
+    assert err == "error: disk I/O error (deleted before the failure: 2 matches (2 actions, 16 decks, 4 seats))\n"
+    monkeypatch.undo()
+    ids, left = stored(db)
+    assert ids >= set(KEPT) and len(ids & set(OLD)) == 2 and left == PruneCounts(2, 2, 16, 4)
+
+
+def test_days_and_sizes_as_given_and_shown():
+    assert prune_cli._days("0") == 0.0 and prune_cli._days("36500") == prune_cli.MAX_DAYS == 36500.0
+    assert prune_cli._days(" 1.5 ") == 1.5
+    assert [prune_cli._bytes(n) for n in (0, 1023, 1024, 1536, 1024**2, 5 * 1024**3, 3 * 1024**4)] == \
+        ["0 bytes", "1023 bytes", "1.0 KiB", "1.5 KiB", "1.0 MiB", "5.0 GiB", "3072.0 GiB"]
+    with pytest.raises(argparse.ArgumentTypeError, match=r"^not a number of days: 'soon'$"):
+        prune_cli._days("soon")
+    assert prune_cli._iso(0.5) == "1970-01-01T00:00:00+00:00"  # to the second
+
+
+def test_a_reader_that_left_stops_the_run_with_status_1(tmp_path, monkeypatch):
+    """``prune ... | head -0``: the run stops where its output did, unfinished (status 1, not
+    0: a script must not take it for done), the file closed."""
+    db = tmp_path / "cards.sqlite3"
+    populate_sqlite(db, actions=1)
+
+    class Gone:
+        def write(self, text):
+            raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+        def flush(self):
+            pass
+
+    monkeypatch.setattr("engine_service.command_line.drop_stdout", lambda: None)  # not this process's
+    monkeypatch.setattr(sys, "stdout", Gone())
+    assert main(["prune", "--db", str(db), "--older-than-days", "30"]) == 1
+    monkeypatch.undo()
+    assert stored(db)[0] == set(OLD + KEPT)  # stopped at its first line, the cutoff

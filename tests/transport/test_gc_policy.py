@@ -4,8 +4,10 @@ histogram ``cardgames_gc_pause_seconds`` (engine_service.observability.gc_pauses
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import itertools
+import types
 
 import pytest
 import structlog
@@ -60,6 +62,16 @@ def test_a_full_collection_is_timed_and_counts_what_it_freed(collector_off):
     assert done.collected == 7 and done.uncollectable == 0
     assert done.pause_s == 0.25
     assert gc_policy.full_collections() == before + 1
+    with pytest.raises(dataclasses.FrozenInstanceError):  # a value, as logged
+        done.collected = 0
+
+
+def test_uncollectable_counts_the_objects_this_collection_found(monkeypatch):
+    """CPython's count is the process's total so far: the collection reports its own."""
+    stats = iter([{"collections": 4, "uncollectable": 5}, {"collections": 5, "uncollectable": 7}])
+    monkeypatch.setattr(gc_policy, "gc", types.SimpleNamespace(get_stats=lambda: [{}, {}, next(stats)],
+                                                               collect=lambda generation: 3))
+    assert collect_full(clock=lambda: 1.0) == gc_policy.FullCollection(collected=3, uncollectable=2, pause_s=0.0)
 
 
 @run
@@ -148,3 +160,83 @@ def test_the_process_metrics_measure_real_collections():
     after = metrics.registry.get_sample_value("cardgames_gc_pause_seconds_count", {"generation": "2"})
     assert after == before + 2
     assert metrics.registry.get_sample_value("cardgames_gc_pause_seconds_sum", {"generation": "2"}) > 0
+
+
+def test_start_up_garbage_is_collected_before_it_is_frozen(collector_off):
+    """Frozen objects are never collected: garbage left by start-up is freed first, not kept
+    for the process's life."""
+    import weakref
+
+    class Node:
+        pass
+
+    node = Node()
+    node.cycle = node
+    ref = weakref.ref(node)
+    del node
+    saved = gc.get_threshold()
+    try:
+        tune_gc()
+        assert ref() is None
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*saved)
+
+
+@run
+async def test_every_tick_without_a_full_collection_runs_one_and_logs_it(collector_off, monkeypatch):
+    """The process's own timed collection does not count as CPython's: the next tick collects
+    again (each interval without a full collection gets one); the log line gives the pause in
+    milliseconds, to 0.1 ms."""
+    ticks = []
+
+    async def tick(interval_s):
+        ticks.append(interval_s)
+        if len(ticks) > 3:
+            raise asyncio.CancelledError
+
+    collections = []
+    real_collect_full = gc_policy.collect_full
+
+    def timed():
+        collections.append(real_collect_full())  # a real one: the generation-2 count moves
+        return gc_policy.FullCollection(collected=7, uncollectable=2, pause_s=0.01234)
+
+    monkeypatch.setattr(gc_policy, "asyncio", types.SimpleNamespace(sleep=tick))  # this module's sleep only
+    monkeypatch.setattr(gc_policy, "collect_full", timed)
+    with structlog.testing.capture_logs() as logs:
+        with pytest.raises(asyncio.CancelledError):
+            await collect_periodically(42.0)
+    assert ticks == [42.0] * 4 and len(collections) == 3
+    assert logs == [{"event": "gc_full_collection", "log_level": "info", "collected": 7, "uncollectable": 2,
+                     "pause_ms": 12.3}] * 3
+
+
+@run
+async def test_the_tick_after_a_skipped_one_collects(monkeypatch):
+    """After CPython's own full collection the interval starts again from it: that tick is
+    skipped, the next one collects (forgetting CPython's collection skipped every tick after
+    it, until CPython ran another: no timed collection again)."""
+    full = ticks = 0
+    collected = []
+
+    async def tick(interval_s):
+        nonlocal full, ticks
+        ticks += 1
+        if ticks == 1:
+            full += 1  # CPython's own, during the first interval
+        if ticks > 3:
+            raise asyncio.CancelledError
+
+    def timed():
+        nonlocal full
+        full += 1
+        collected.append(ticks)
+        return gc_policy.FullCollection(collected=0, uncollectable=0, pause_s=0.0)
+
+    monkeypatch.setattr(gc_policy, "asyncio", types.SimpleNamespace(sleep=tick))
+    monkeypatch.setattr(gc_policy, "full_collections", lambda: full)
+    monkeypatch.setattr(gc_policy, "collect_full", timed)
+    with pytest.raises(asyncio.CancelledError):
+        await collect_periodically(1.0)
+    assert collected == [2, 3]
