@@ -46,7 +46,8 @@ def test_a_disable_switch_of_no_yes_no_value_is_refused_not_read_as_no():
     from bot_plugins import arena
     from engine_service import settings as S
 
-    for value, off in (("1", True), (" TRUE ", True), ("on", True), ("0", False), ("off", False), ("", False)):
+    for value, off in (("1", True), (" TRUE ", True), ("yes", True), ("on", True), ("0", False),
+                       ("false", False), ("No", False), ("off", False), ("", False)):
         assert PluginSettings.resolve(environ={ENV_DISABLE_AUTOLOAD: value}).autoload is not off
     for value in ("y", "disable", "2"):
         with pytest.raises(ValueError, match=f"{ENV_DISABLE_AUTOLOAD}='{value}': not a yes/no value"):
@@ -537,3 +538,42 @@ def test_a_spec_whose_description_is_not_a_string_is_refused_alone():
     for name in catalog.names():  # every listed bot encodes
         spec = catalog.entries[name].spec
         bot_message(BotInfo(name=name, games=(), description=spec.description, plugin=""))
+
+
+def test_a_hooks_own_options_are_kept_and_a_cardgames_value_that_is_no_function_is_no_hook():
+    """A ``cardgames_*`` function is a hook even without ``@hookimpl``; one marked keeps the
+    options it was marked with: ``optionalhook`` (a plugin written for a newer engine, with a
+    hook this one lacks, still loads) and ``specname`` (a differently named function
+    implements ``cardgames_bots``). A ``cardgames_*`` value that is no function (a module's
+    constant) is no hook, and no reason to refuse the plugin."""
+    from engine_service.plugins import BotSpec, hookimpl
+
+    class Newer:
+        cardgames_plugin_version = 2
+
+        @hookimpl(optionalhook=True)
+        def cardgames_hook_of_a_later_engine(self):
+            return None
+
+        @hookimpl(specname="cardgames_bots")
+        def cardgames_offered_bots(self):
+            return [BotSpec("newer", lambda game_id: None)]
+
+    catalog = load_catalog(PluginSettings.resolve(extra=[Newer()], environ={}))
+    assert catalog.failures == [] and catalog.entries["newer"].plugin == "Newer"
+
+
+def test_a_cardgames_hook_served_by_a_property_is_not_silently_ignored():
+    """Whatever pluggy makes of a ``cardgames_*`` property that hands out a function (an older
+    pluggy calls it, pluggy 1.7 refuses to bind it), the plugin either offers its bot or is a
+    load failure: never a plugin that loads offering nothing, without a word."""
+    from engine_service.plugins import BotSpec
+
+    class Property:
+        @property
+        def cardgames_bots(self):
+            return lambda: [BotSpec("from-property", lambda game_id: None)]
+
+    catalog = load_catalog(PluginSettings.resolve(extra=[Property()], environ={}))
+    failed = [f.stage for f in catalog.failures if f.plugin == "Property"]
+    assert ("from-property" in catalog.names()) != bool(failed), (catalog.names(), catalog.failures)
