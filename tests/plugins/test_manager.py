@@ -12,7 +12,8 @@ import time
 import pytest
 from structlog.testing import capture_logs
 
-from engine_service.plugins.manager import (ENV_ALLOWLIST, ENV_DISABLE_AUTOLOAD, PluginSettings,
+from engine_service.plugins.manager import (ENV_ALLOWLIST, ENV_DISABLE_AUTOLOAD, LOAD_TIMEOUT_S,
+                                            PluginNotLoaded, PluginSettings, check_named_plugins,
                                             load_catalog, parse_allowlist)
 from engine_service.plugins.runner import BotRunner
 from tests.plugins import broken_plugins
@@ -34,6 +35,9 @@ def test_environment_switches():
     s = PluginSettings.resolve(autoload=True, environ={ENV_DISABLE_AUTOLOAD: "0"})
     assert s.autoload is True
     assert parse_allowlist(" , ") is None
+    # settings made directly are those of an empty environment: autoload, no allowlist, the limit
+    assert PluginSettings() == PluginSettings.resolve(environ={})
+    assert PluginSettings().autoload is True and PluginSettings().load_timeout_s == LOAD_TIMEOUT_S
 
 
 def test_a_disable_switch_of_no_yes_no_value_is_refused_not_read_as_no():
@@ -170,6 +174,9 @@ def test_a_factory_that_makes_no_bot_is_an_exception_failure():
     assert reply.failure == "exception" and reply.detail.startswith("factory: TypeError")
     reply = BotRunner(catalog).decide("fine-one", "jojotte", 0, {}, ["a"], 1, 1.0)
     assert reply.failure == "unknown_bot"  # it does not play that game
+    # and the catalog says so to whoever seats it (a bot seat, the arena, remote_bot)
+    assert catalog.plays("fine-one", "klaberjass") and catalog.plays("random", "jojotte")
+    assert not catalog.plays("fine-one", "jojotte") and not catalog.plays("no-such-bot", "klaberjass")
 
 
 def test_no_other_plugin_takes_the_essential_random_bot(monkeypatch):
@@ -577,3 +584,20 @@ def test_a_cardgames_hook_served_by_a_property_is_not_silently_ignored():
     catalog = load_catalog(PluginSettings.resolve(extra=[Property()], environ={}))
     failed = [f.stage for f in catalog.failures if f.plugin == "Property"]
     assert ("from-property" in catalog.names()) != bool(failed), (catalog.names(), catalog.failures)
+
+
+def test_only_a_named_module_that_did_not_load_is_a_usage_error():
+    """``--plugin`` (the arena, ``clients.remote_bot``): a named module that failed to import,
+    register, validate or run its hook stops the command (PluginNotLoaded), said by its
+    ListBots summary (the plugin's message left out); a named module whose hook ran but one
+    of whose specs was refused loaded (its other bots did), and another plugin's failure,
+    an installed entry point's, is no usage error of the command."""
+    named = ["tests.plugins.bad_bots", "ReturnsGarbage"]
+    catalog = load_catalog(PluginSettings.resolve(extra=[*named[:1], broken_plugins.ReturnsGarbage(),
+                                                         broken_plugins.HookRaises()], environ={}))
+    assert {(f.plugin, f.stage) for f in catalog.failures} == {("ReturnsGarbage", "spec"), ("HookRaises", "hook")}
+    check_named_plugins(named, catalog)  # nothing to say: the spec refusals and another plugin's
+    with pytest.raises(PluginNotLoaded) as refused:
+        check_named_plugins([*named, "HookRaises"], catalog)
+    assert str(refused.value).startswith("--plugin HookRaises did not load (hook): RuntimeError at broken_plugins.py:")
+    assert "plugin bug" not in str(refused.value)
