@@ -593,11 +593,28 @@ def test_only_a_named_module_that_did_not_load_is_a_usage_error():
     of whose specs was refused loaded (its other bots did), and another plugin's failure,
     an installed entry point's, is no usage error of the command."""
     named = ["tests.plugins.bad_bots", "ReturnsGarbage"]
-    catalog = load_catalog(PluginSettings.resolve(extra=[*named[:1], broken_plugins.ReturnsGarbage(),
-                                                         broken_plugins.HookRaises()], environ={}))
-    assert {(f.plugin, f.stage) for f in catalog.failures} == {("ReturnsGarbage", "spec"), ("HookRaises", "hook")}
-    check_named_plugins(named, catalog)  # nothing to say: the spec refusals and another plugin's
+    broken = {"tests.plugins.import_fails": "import", "WrongArguments": "register",
+              "MisspelledHook": "validate", "HookRaises": "hook"}
+    catalog = load_catalog(PluginSettings.resolve(
+        extra=[named[0], broken_plugins.ReturnsGarbage(), "tests.plugins.import_fails",
+               broken_plugins.WrongArguments(), broken_plugins.MisspelledHook(), broken_plugins.HookRaises()],
+        environ={}))
+    assert {(f.plugin, f.stage) for f in catalog.failures} == {("ReturnsGarbage", "spec"), *broken.items()}
+    check_named_plugins(named, catalog)  # nothing to say: the spec refusals and the others' failures
+    for plugin, stage in broken.items():
+        with pytest.raises(PluginNotLoaded) as refused:
+            check_named_plugins([*named, plugin], catalog)
+        assert str(refused.value).startswith(f"--plugin {plugin} did not load ({stage}): ")
     with pytest.raises(PluginNotLoaded) as refused:
-        check_named_plugins([*named, "HookRaises"], catalog)
+        check_named_plugins(["HookRaises"], catalog)
     assert str(refused.value).startswith("--plugin HookRaises did not load (hook): RuntimeError at broken_plugins.py:")
     assert "plugin bug" not in str(refused.value)
+
+
+def test_no_load_time_limit_arms_no_timer():
+    """``load_timeout_s=None``: no limit, and the SIGALRM handler stays the caller's."""
+    before = signal.getsignal(signal.SIGALRM)
+    catalog = load_catalog(PluginSettings.resolve(extra=["tests.plugins.bad_bots", broken_plugins.SlowHook()],
+                                                  environ={}, load_timeout_s=None))
+    assert {"sleeps", "slow-hook"} <= set(catalog.names()) and catalog.failures == []
+    assert signal.getsignal(signal.SIGALRM) is before
