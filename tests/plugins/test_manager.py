@@ -4,6 +4,7 @@ rest loads)."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import threading
@@ -364,6 +365,63 @@ def test_a_timer_the_caller_armed_is_put_back_with_the_time_it_had_left():
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+@contextlib.contextmanager
+def _callers_timer(delay: float, handler):
+    """SIGALRM handled by ``handler`` and the real timer armed at ``delay`` (0: disarmed) for the
+    body; pytest-timeout's own handler and timer (armed for every test) are put back after."""
+    outer_handler = signal.signal(signal.SIGALRM, handler)
+    outer_delay, outer_interval = signal.setitimer(signal.ITIMER_REAL, delay)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, outer_handler)
+        if outer_delay:
+            signal.setitimer(signal.ITIMER_REAL, outer_delay, outer_interval)
+
+
+def test_the_load_time_limit_applies_when_no_timer_is_armed():
+    """The engine arms no timer before it loads its plugins (every test runs under
+    pytest-timeout's): a hook that takes too long is interrupted then too."""
+    from engine_service.plugins import BotSpec, hookimpl
+
+    class TooSlow:
+        @hookimpl
+        def cardgames_bots(self):
+            time.sleep(30)  # a hang guard: interrupted long before, as the failure below says
+            return [BotSpec("too-slow", lambda game_id: None)]
+
+    with _callers_timer(0, signal.SIG_DFL):
+        catalog = load_catalog(PluginSettings.resolve(extra=[TooSlow(), "tests.plugins.bad_bots"], environ={},
+                                                      load_timeout_s=0.3))
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)  # and none is left armed
+    assert [(f.plugin, f.stage) for f in catalog.failures] == [("TooSlow", "hook")]
+    assert catalog.failures[0].error.startswith("timed out: not done within 0.3 s")
+    assert "sleeps" in catalog.names() and "too-slow" not in catalog.names()
+
+
+def test_a_timer_the_caller_armed_due_within_the_limit_fires_on_time():
+    """A caller's timer due before the load time limit keeps its handler and its time: the
+    limit does not apply (its signal is the caller's), rather than postponing the caller's
+    alarm to the end of the plugin's hook, or taking it for the limit's."""
+    from engine_service.plugins import BotSpec, hookimpl
+
+    fired: list[float] = []
+
+    class WaitsForTheCallersAlarm:
+        @hookimpl
+        def cardgames_bots(self):
+            guard = time.monotonic() + 30
+            while not fired and time.monotonic() < guard:
+                time.sleep(0.01)
+            return [BotSpec("after-the-alarm", lambda game_id: None)]
+
+    with _callers_timer(0.2, lambda *_: fired.append(time.monotonic())):
+        catalog = load_catalog(PluginSettings.resolve(extra=[WaitsForTheCallersAlarm()], environ={},
+                                                      load_timeout_s=5.0))
+    assert len(fired) == 1 and catalog.failures == [] and "after-the-alarm" in catalog.names()
 
 
 def test_the_load_time_limit_leaves_a_plugin_in_time_alone_and_applies_in_the_main_thread_only():
