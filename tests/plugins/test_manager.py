@@ -424,6 +424,20 @@ def test_a_timer_the_caller_armed_due_within_the_limit_fires_on_time():
     assert len(fired) == 1 and catalog.failures == [] and "after-the-alarm" in catalog.names()
 
 
+def test_a_callers_timer_due_soon_after_the_limit_still_fires():
+    """A caller's timer due under a second from now, but after the load time limit, is put
+    back with what it had left, and fires: however little that is, it is never dropped."""
+    fired: list[int] = []
+    with _callers_timer(0.8, lambda *_: fired.append(1)):
+        catalog = load_catalog(PluginSettings.resolve(extra=[broken_plugins.HookHangs()], environ={},
+                                                      load_timeout_s=0.2))
+        assert [f.stage for f in catalog.failures] == ["hook"] and not fired
+        guard = time.monotonic() + 30
+        while not fired and time.monotonic() < guard:
+            time.sleep(0.01)
+    assert fired == [1]
+
+
 def test_the_load_time_limit_leaves_a_plugin_in_time_alone_and_applies_in_the_main_thread_only():
     catalog = load_catalog(PluginSettings.resolve(extra=["tests.plugins.bad_bots"], environ={},
                                                   load_timeout_s=5.0))
