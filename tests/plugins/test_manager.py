@@ -17,6 +17,7 @@ from engine_service.plugins.manager import (ENV_ALLOWLIST, ENV_DISABLE_AUTOLOAD,
                                             PluginNotLoaded, PluginSettings, check_named_plugins,
                                             load_catalog, parse_allowlist)
 from engine_service.plugins.runner import BotRunner
+from engine_service.plugins import BotSpec, hookimpl
 from tests.plugins import broken_plugins
 
 
@@ -204,7 +205,6 @@ def test_no_other_plugin_takes_the_essential_random_bot(monkeypatch):
 def test_a_bot_name_with_a_trailing_newline_is_refused():
     """docs/bots.md: a name is lower-case letters, digits, - and _. The check used re.match with
     ``$``, which also matches before a final newline, so ``"nl\\n"`` was listed by ListBots."""
-    from engine_service.plugins import BotSpec, hookimpl
 
     class Newline:
         @hookimpl
@@ -220,7 +220,6 @@ def test_a_bots_games_given_as_a_generator_are_read_once():
     """``BotSpec.games`` is any iterable of game ids. A generator was used up by the spec's
     check, and the bot was then listed as playing no game at all (never seated). It is read
     once into a tuple; a list comes out as a tuple too; a non-iterable is refused."""
-    from engine_service.plugins import BotSpec, hookimpl
 
     class Lazy:
         @hookimpl
@@ -385,7 +384,6 @@ def _callers_timer(delay: float, handler):
 def test_the_load_time_limit_applies_when_no_timer_is_armed():
     """The engine arms no timer before it loads its plugins (every test runs under
     pytest-timeout's): a hook that takes too long is interrupted then too."""
-    from engine_service.plugins import BotSpec, hookimpl
 
     class TooSlow:
         @hookimpl
@@ -406,7 +404,6 @@ def test_a_timer_the_caller_armed_due_within_the_limit_fires_on_time():
     """A caller's timer due before the load time limit keeps its handler and its time: the
     limit does not apply (its signal is the caller's), rather than postponing the caller's
     alarm to the end of the plugin's hook, or taking it for the limit's."""
-    from engine_service.plugins import BotSpec, hookimpl
 
     fired: list[float] = []
 
@@ -424,18 +421,35 @@ def test_a_timer_the_caller_armed_due_within_the_limit_fires_on_time():
     assert len(fired) == 1 and catalog.failures == [] and "after-the-alarm" in catalog.names()
 
 
-def test_a_callers_timer_due_soon_after_the_limit_still_fires():
+class _SwallowsTheInterruption:
+    """A hook whose bare ``except`` swallows the load time limit's interruption and then goes on
+    past the time a caller's timer was due (docs/bots.md: such a hook is not stopped)."""
+
+    __name__ = "SwallowsTheInterruption"
+
+    @hookimpl
+    def cardgames_bots(self):
+        try:
+            time.sleep(30)  # a hang guard: interrupted at the limit
+        except BaseException:  # noqa: BLE001 - the plugin's mistake this test is about
+            time.sleep(0.5)
+        return [BotSpec("swallower", lambda game_id: None)]
+
+
+@pytest.mark.parametrize("plugin, loads", [(broken_plugins.HookHangs(), False), (_SwallowsTheInterruption(), True)])
+def test_a_callers_timer_due_soon_after_the_limit_still_fires(plugin, loads):
     """A caller's timer due under a second from now, but after the load time limit, is put
-    back with what it had left, and fires: however little that is, it is never dropped."""
+    back with no more than it had left, and fires, even when it came due during a hook that
+    overran the limit: however little time it has left, it is never dropped."""
     fired: list[int] = []
-    with _callers_timer(0.8, lambda *_: fired.append(1)):
-        catalog = load_catalog(PluginSettings.resolve(extra=[broken_plugins.HookHangs()], environ={},
-                                                      load_timeout_s=0.2))
-        assert [f.stage for f in catalog.failures] == ["hook"] and not fired
+    with _callers_timer(0.5, lambda *_: fired.append(1)):
+        catalog = load_catalog(PluginSettings.resolve(extra=[plugin], environ={}, load_timeout_s=0.2))
+        assert 0 < signal.getitimer(signal.ITIMER_REAL)[0] <= 0.5 or fired
         guard = time.monotonic() + 30
         while not fired and time.monotonic() < guard:
             time.sleep(0.01)
     assert fired == [1]
+    assert ("swallower" in catalog.names()) is loads and bool(catalog.failures) is not loads
 
 
 def test_the_load_time_limit_leaves_a_plugin_in_time_alone_and_applies_in_the_main_thread_only():
@@ -457,7 +471,6 @@ def test_the_hook_may_return_any_iterable_of_bot_specs_but_not_a_string_a_mappin
     (whose items are characters, keys) and a lone BotSpec are refused whole, saying what was
     returned: before, a string was refused character by character and a lone spec as a
     TypeError in the engine's own code."""
-    from engine_service.plugins import BotSpec, hookimpl
 
     def plugin(name, returns):
         return type(name, (), {"cardgames_bots": hookimpl(staticmethod(returns))})()
@@ -548,7 +561,6 @@ def test_listbots_reasons_name_a_plugins_file_not_its_path_on_the_host():
 def test_a_hook_that_exits_or_raises_a_base_exception_is_a_failure_not_the_end_of_the_load():
     """A plugin's import that calls sys.exit() was a failure like any other, its hook's ended
     the engine's start (and the workers' zygote)."""
-    from engine_service.plugins import hookimpl
 
     class Custom(BaseException):
         pass
@@ -573,7 +585,6 @@ def test_a_hook_that_exits_or_raises_a_base_exception_is_a_failure_not_the_end_o
 def test_a_spec_whose_games_generator_raises_is_refused_alone():
     """BotSpec.games may be any iterable: one that raised while the engine listed it escaped
     the load (the engine's start ended); its message, the plugin's, is not repeated."""
-    from engine_service.plugins import BotSpec, hookimpl
 
     def games():
         yield "klaberjass"
@@ -594,7 +605,6 @@ def test_a_spec_whose_games_generator_raises_is_refused_alone():
 def test_a_spec_whose_description_is_not_a_string_is_refused_alone():
     """ListBots puts the description in a string field: a number there made every ListBots
     call fail (INTERNAL), for every caller."""
-    from engine_service.plugins import BotSpec, hookimpl
     from engine_service.sessions.api import BotInfo
     from engine_service.transport.codec import bot_message  # ListBots' encoding of a bot
 
@@ -625,7 +635,6 @@ def test_a_hooks_own_options_are_kept_and_a_cardgames_value_that_is_no_function_
     hook this one lacks, still loads) and ``specname`` (a differently named function
     implements ``cardgames_bots``). A ``cardgames_*`` value that is no function (a module's
     constant) is no hook, and no reason to refuse the plugin."""
-    from engine_service.plugins import BotSpec, hookimpl
 
     class Newer:
         cardgames_plugin_version = 2
@@ -646,7 +655,6 @@ def test_a_cardgames_hook_served_by_a_property_is_not_silently_ignored():
     """Whatever pluggy makes of a ``cardgames_*`` property that hands out a function (an older
     pluggy calls it, pluggy 1.7 refuses to bind it), the plugin either offers its bot or is a
     load failure: never a plugin that loads offering nothing, without a word."""
-    from engine_service.plugins import BotSpec
 
     class Property:
         @property
