@@ -698,3 +698,22 @@ def test_no_load_time_limit_arms_no_timer():
                                                   environ={}, load_timeout_s=None))
     assert {"sleeps", "slow-hook"} <= set(catalog.names()) and catalog.failures == []
     assert signal.getsignal(signal.SIGALRM) is before
+
+
+def test_a_refusals_reason_is_capped_at_500_characters():
+    """A refusal's text is logged and sent by ListBots whole up to 500 characters, and cut to
+    497 and "..." beyond: a bot name of 100,000 characters, quoted in its reason, would
+    otherwise make a log line and every ListBots reply that long."""
+    from engine_service.plugins.manager import _describe
+
+    class Long:
+        @hookimpl
+        def cardgames_bots(self):
+            return [BotSpec("x" * 100_000, lambda game_id: None), BotSpec("fine", lambda game_id: None)]
+
+    catalog = load_catalog(PluginSettings.resolve(extra=[Long()], environ={}))
+    [failure] = catalog.failures
+    assert failure.error == failure.summary == "ValueError: bad bot name '" + "x" * (497 - len("bad bot name '")) + "..."
+    assert "fine" in catalog.names()
+    assert _describe(ValueError("a" * 500)) == "ValueError: " + "a" * 500  # at the cap: whole
+    assert _describe(ValueError("a" * 501)) == "ValueError: " + "a" * 497 + "..."
