@@ -158,7 +158,8 @@ def test_no_other_plugin_takes_the_engines_heuristic_and_search_bots(monkeypatch
     of them offering bots of those names, or an entry point named ``search`` of another
     module, is refused instead of replacing them (as ``random`` always was)."""
     _found_first(monkeypatch, [("aaa-shipped", "tests.plugins.broken_plugins:SHIPPED_IMPOSTOR"),
-                               ("search", "tests.plugins.bad_bots")])
+                               ("search", "tests.plugins.bad_bots"), ("search", "tests.bots.recorder"),
+                               ("heuristic", "bot_plugins.heuristic")])  # the engine's own, found twice
     with capture_logs() as logs:
         catalog = load_catalog(PluginSettings.resolve(environ={}))
     assert catalog.entries["heuristic"].plugin == "heuristic"
@@ -167,7 +168,11 @@ def test_no_other_plugin_takes_the_engines_heuristic_and_search_bots(monkeypatch
     assert "sleeps" not in catalog.names()  # the other module under the name "search" is not loaded
     refused = [f.error for f in catalog.failures if f.plugin == "aaa-shipped" and f.stage == "spec"]
     assert len(refused) == 2 and all("already registered" in e for e in refused)
-    assert any(e["event"] == "bot_plugin_duplicate" and e["kept"] == "bot_plugins.search" for e in logs)
+    # the first impostor is kept over the second until the engine's own comes; the engine's own
+    # found twice is no duplicate to warn about
+    assert [(e["plugin"], e["kept"], e["ignored"]) for e in logs if e["event"] == "bot_plugin_duplicate"] == [
+        ("search", "tests.plugins.bad_bots", "tests.bots.recorder"),
+        ("search", "bot_plugins.search", "tests.plugins.bad_bots")]
 
 
 def test_a_factory_that_makes_no_bot_is_an_exception_failure():
@@ -717,3 +722,28 @@ def test_a_refusals_reason_is_capped_at_500_characters():
     assert "fine" in catalog.names()
     assert _describe(ValueError("a" * 500)) == "ValueError: " + "a" * 500  # at the cap: whole
     assert _describe(ValueError("a" * 501)) == "ValueError: " + "a" * 497 + "..."
+    assert _describe(RuntimeError()) == "RuntimeError"  # no message: the type alone
+
+
+def test_a_plugin_that_does_not_compile_is_named_by_its_file_and_line_not_its_path(tmp_path, monkeypatch):
+    """A SyntaxError's traceback ends in the import machinery: ListBots names the file that did
+    not compile and its line (not the host's path to it, not the import system's frame). A
+    SyntaxError or a ModuleNotFoundError the plugin's own code raised (with no file, no module
+    name) is said by where it was raised, its message left out, as any exception of its."""
+    (tmp_path / "uncompiled_plugin.py").write_text("from engine_service.plugins import hookimpl\n\ndef (:\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def raises(exc):
+        def hook():
+            raise exc
+        return hook
+
+    extras = ["uncompiled_plugin",
+              type("Parses", (), {"cardgames_bots": hookimpl(staticmethod(raises(SyntaxError("token=s3cret"))))})(),
+              type("Needs", (), {"cardgames_bots": hookimpl(staticmethod(raises(ModuleNotFoundError("s3cret"))))})()]
+    catalog = load_catalog(PluginSettings.resolve(extra=extras, environ={}))
+    summaries = {f.plugin: (f.stage, f.summary) for f in catalog.failures}
+    assert summaries["uncompiled_plugin"] == ("import", "SyntaxError at uncompiled_plugin.py:3")
+    assert summaries["Parses"][0] == "hook" and summaries["Parses"][1].startswith("SyntaxError at test_manager.py:")
+    assert summaries["Needs"][0] == "hook" and summaries["Needs"][1].startswith("ModuleNotFoundError at test_manager.py:")
+    assert not any("s3cret" in summary or str(tmp_path) in summary for _, summary in summaries.values())
