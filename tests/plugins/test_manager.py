@@ -248,7 +248,9 @@ def test_two_entry_points_with_one_name_are_one_plugin_the_first_found(monkeypat
 
     real = md.entry_points
     twins = [md.EntryPoint("twin", "tests.plugins.bad_bots", "cardgames.bots"),
-             md.EntryPoint("twin", "tests.bots.recorder", "cardgames.bots")]
+             md.EntryPoint("twin", "tests.bots.recorder", "cardgames.bots"),
+             # the same distribution found twice on sys.path: one plugin, no duplicate to warn about
+             md.EntryPoint("twin", "tests.plugins.bad_bots", "cardgames.bots")]
 
     def entry_points(**kw):
         eps = list(real(**kw))
