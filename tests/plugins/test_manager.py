@@ -261,6 +261,7 @@ def test_two_entry_points_with_one_name_are_one_plugin_the_first_found(monkeypat
         catalog = load_catalog(PluginSettings.resolve(environ={}))
     assert "sleeps" in catalog.names() and "recorder" not in catalog.names()
     assert catalog.entries["sleeps"].plugin == "twin"
+    assert catalog.entries["sleeps"].distribution == ""  # an entry point of no known distribution
     assert [(e["kept"], e["ignored"]) for e in logs if e["event"] == "bot_plugin_duplicate"] == [
         ("tests.plugins.bad_bots", "tests.bots.recorder")]
 
@@ -749,3 +750,18 @@ def test_a_plugin_that_does_not_compile_is_named_by_its_file_and_line_not_its_pa
     assert summaries["Parses"][0] == "hook" and summaries["Parses"][1].startswith("SyntaxError at test_manager.py:")
     assert summaries["Needs"][0] == "hook" and summaries["Needs"][1].startswith("ModuleNotFoundError at test_manager.py:")
     assert not any("s3cret" in summary or str(tmp_path) in summary for _, summary in summaries.values())
+
+
+def test_a_distribution_whose_metadata_cannot_be_read_still_loads(tmp_path, monkeypatch):
+    """The distribution's name and version only label its plugin (``CatalogEntry.distribution``):
+    a METADATA file that cannot be read (not UTF-8) leaves the label empty, it does not stop
+    the load (the engine's start)."""
+    info = tmp_path / "brokenmeta-0.1.dist-info"
+    info.mkdir()
+    (info / "entry_points.txt").write_text("[cardgames.bots]\nbrokenmeta = tests.plugins.bad_bots\n")
+    (info / "METADATA").write_bytes(b"Metadata-Version: 2.1\nName: brokenmeta\nVersion: 0.1\xff\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    catalog = load_catalog(PluginSettings.resolve(environ={}))
+    assert catalog.failures == []
+    assert catalog.entries["sleeps"].plugin == "brokenmeta" and catalog.entries["sleeps"].distribution == ""
+    assert catalog.entries["random"].distribution.startswith("cardgames-engine ")
