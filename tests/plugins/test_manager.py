@@ -765,3 +765,30 @@ def test_a_distribution_whose_metadata_cannot_be_read_still_loads(tmp_path, monk
     assert catalog.failures == []
     assert catalog.entries["sleeps"].plugin == "brokenmeta" and catalog.entries["sleeps"].distribution == ""
     assert catalog.entries["random"].distribution.startswith("cardgames-engine ")
+
+
+def test_quiet_keeps_what_a_plugin_prints_off_the_streams_and_counts_it_per_plugin(tmp_path, monkeypatch, capsys):
+    """``quiet`` (the engine's process, whose stdout and stderr carry its JSON log lines): what
+    a plugin prints at import, in its hook and while its specs' games are read is discarded,
+    and one ``bot_plugin_output_discarded`` warning per plugin that printed says how much went
+    to each stream. Without ``quiet`` (the arena, remote_bot) it shows where its author looks."""
+    (tmp_path / "printing_plugin.py").write_text(
+        "import sys\nfrom engine_service.plugins import BotSpec, hookimpl\n"
+        "print('import-out')\n\n"
+        "def games():\n    print('games')\n    yield 'klaberjass'\n\n"
+        "@hookimpl\ndef cardgames_bots():\n    print('hook-err', file=sys.stderr)\n"
+        "    return [BotSpec('printer', lambda game_id: None, games=games())]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with capture_logs() as logs:
+        catalog = load_catalog(PluginSettings.resolve(extra=["printing_plugin", "tests.plugins.bad_bots"],
+                                                      environ={}), quiet=True)
+    assert {"printer", "sleeps"} <= set(catalog.names()) and catalog.failures == []
+    assert capsys.readouterr() == ("", "")
+    said = [(e["plugin"], e["stdout_chars"], e["stderr_chars"], e["log_level"])
+            for e in logs if e["event"] == "bot_plugin_output_discarded"]
+    assert said == [("printing_plugin", len("import-out\ngames\n"), len("hook-err\n"), "warning")]
+    sys.modules.pop("printing_plugin")
+    with capture_logs() as logs:
+        load_catalog(PluginSettings.resolve(extra=["printing_plugin"], environ={}))
+    assert capsys.readouterr() == ("import-out\ngames\n", "hook-err\n")
+    assert not [e for e in logs if e["event"] == "bot_plugin_output_discarded"]
