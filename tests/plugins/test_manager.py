@@ -332,6 +332,17 @@ def test_an_allowlisted_name_given_as_a_module_to_load_is_not_called_missing():
     assert "sleeps" in catalog.names()
     assert not [e for e in logs if e["event"] == "bot_plugins_not_installed"]
     assert catalog.failures == []
+    # nor is a plugin given as an object, named as it registers: a module by its __name__,
+    # another object by its class's name
+    import types
+
+    module = types.ModuleType("object_plugin")
+    exec("from engine_service.plugins import BotSpec\n"
+         "def cardgames_bots():\n    return [BotSpec('from-module-object', lambda game_id: None)]\n",
+         module.__dict__)
+    catalog = load_catalog(PluginSettings.resolve(extra=[module, broken_plugins.ReturnsNothing()],
+                                                  environ={ENV_ALLOWLIST: "object_plugin,ReturnsNothing"}))
+    assert {"object_plugin", "ReturnsNothing"} <= set(catalog.plugins) and catalog.failures == []
 
 
 def test_a_plugin_whose_import_or_hook_hangs_is_left_out_after_the_time_limit():
