@@ -74,6 +74,7 @@ def test_autoload_disabled_keeps_only_essential_plugins_and_extras():
     catalog = load_catalog(settings)
     assert "random" in catalog.names()  # essential: always there for a bot seat or a takeover
     assert "sleeps" in catalog.names()
+    assert set(catalog.plugins) == {"random", "tests.plugins.bad_bots"}  # no other entry point
 
 
 def test_allowlist_excludes_other_entry_points(monkeypatch):
