@@ -71,10 +71,13 @@ def test_a_disable_switch_of_no_yes_no_value_is_refused_not_read_as_no():
 
 def test_autoload_disabled_keeps_only_essential_plugins_and_extras():
     settings = PluginSettings.resolve(extra=["tests.plugins.bad_bots"], environ={ENV_DISABLE_AUTOLOAD: "1"})
-    catalog = load_catalog(settings)
+    with capture_logs() as logs:
+        catalog = load_catalog(settings)
     assert "random" in catalog.names()  # essential: always there for a bot seat or a takeover
     assert "sleeps" in catalog.names()
     assert set(catalog.plugins) == {"random", "tests.plugins.bad_bots"}  # no other entry point
+    skipped = {e["plugin"]: e["reason"] for e in logs if e["event"] == "bot_plugin_skipped"}
+    assert skipped["heuristic"] == "autoload disabled"
 
 
 def test_allowlist_excludes_other_entry_points(monkeypatch):
@@ -90,8 +93,11 @@ def test_allowlist_excludes_other_entry_points(monkeypatch):
     monkeypatch.setattr(md, "entry_points", entry_points)
     everything = load_catalog(PluginSettings.resolve(environ={}))
     assert {"random", "other"} <= set(everything.plugins) and "sleeps" in everything.names()
-    only_random = load_catalog(PluginSettings.resolve(environ={ENV_ALLOWLIST: "random"}))
+    with capture_logs() as logs:
+        only_random = load_catalog(PluginSettings.resolve(environ={ENV_ALLOWLIST: "random"}))
     assert set(only_random.plugins) == {"random"} and "sleeps" not in only_random.names()
+    skipped = {e["plugin"]: e["reason"] for e in logs if e["event"] == "bot_plugin_skipped"}
+    assert skipped["other"] == skipped["heuristic"] == "not in allowlist"
 
 
 def test_broken_plugins_are_logged_and_left_out():
@@ -804,3 +810,36 @@ def test_quiet_keeps_what_a_plugin_prints_off_the_streams_and_counts_it_per_plug
         load_catalog(PluginSettings.resolve(extra=["printing_plugin"], environ={}))
     assert capsys.readouterr() == ("import-out\ngames\n", "hook-err\n")
     assert not [e for e in logs if e["event"] == "bot_plugin_output_discarded"]
+
+
+def test_an_installed_plugin_that_fails_or_hangs_at_import_is_left_out_and_ctrl_c_is_not_swallowed(
+        tmp_path, monkeypatch):
+    """An entry point's import that raises, or hangs past the load time limit, is a failure
+    (stage import) as a --plugin module's is, said in ListBots by type and place, the
+    plugin's message left out; the other plugins load. A KeyboardInterrupt during an import
+    (Ctrl-C at start-up) is the operator's, not a plugin failure: it ends the load."""
+    _found_first(monkeypatch, [("fails", "tests.plugins.import_fails"), ("hangs", "tests.plugins.slow_import")])
+    catalog = load_catalog(PluginSettings.resolve(environ={}, load_timeout_s=0.3))
+    failed = {f.plugin: (f.stage, f.summary) for f in catalog.failures}
+    assert failed == {"fails": ("import", "ImportError at import_fails.py:3 in <module>"),
+                      "hangs": ("import", "timed out: not done within 0.3 s, the plugin load time limit "
+                                          "(--bot-plugin-load-timeout-s)")}, failed
+    assert {"random", "heuristic", "search"} <= set(catalog.plugins)
+    (tmp_path / "interrupted_plugin.py").write_text("raise KeyboardInterrupt\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(KeyboardInterrupt):
+        load_catalog(PluginSettings.resolve(autoload=False, extra=["interrupted_plugin"], environ={}))
+    _found_first(monkeypatch, [("interrupted", "interrupted_plugin")])
+    with pytest.raises(KeyboardInterrupt):
+        load_catalog(PluginSettings.resolve(environ={}))
+
+
+def test_a_plugin_module_given_again_is_loaded_once_without_a_failure():
+    """The arena's ``--plugin bot_plugins.heuristic`` names a module an installed entry point
+    loads already (or a module named twice): it is one plugin, not a registration failure
+    that check_named_plugins would make a usage error."""
+    named = ["bot_plugins.heuristic", "tests.plugins.bad_bots", "tests.plugins.bad_bots"]
+    catalog = load_catalog(PluginSettings.resolve(extra=named, environ={}))
+    assert catalog.failures == [] and catalog.entries["heuristic"].plugin == "heuristic"
+    assert "sleeps" in catalog.names()
+    check_named_plugins(named, catalog)
