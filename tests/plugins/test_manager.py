@@ -833,6 +833,13 @@ def test_an_installed_plugin_that_fails_or_hangs_at_import_is_left_out_and_ctrl_
     with pytest.raises(KeyboardInterrupt):
         load_catalog(PluginSettings.resolve(environ={}))
 
+    def interrupted():
+        raise KeyboardInterrupt
+
+    hook = type("InterruptedHook", (), {"cardgames_bots": hookimpl(staticmethod(interrupted))})()
+    with pytest.raises(KeyboardInterrupt):  # and in a hook
+        load_catalog(PluginSettings.resolve(autoload=False, extra=[hook], environ={}))
+
 
 def test_a_plugin_module_given_again_is_loaded_once_without_a_failure():
     """The arena's ``--plugin bot_plugins.heuristic`` names a module an installed entry point
@@ -843,3 +850,30 @@ def test_a_plugin_module_given_again_is_loaded_once_without_a_failure():
     assert catalog.failures == [] and catalog.entries["heuristic"].plugin == "heuristic"
     assert "sleeps" in catalog.names()
     check_named_plugins(named, catalog)
+
+
+def test_a_spec_whose_own_code_raises_as_it_is_read_is_refused_alone_without_its_message():
+    """A spec's ``games`` is the plugin's object: one whose comparison raises (a game set
+    class of its own) is that spec's failure, said by type and place; the load goes on."""
+
+    class GameSet:
+        def __iter__(self):
+            return iter(("klaberjass",))
+
+        def __eq__(self, other):
+            raise RuntimeError("s3cret")
+
+        __hash__ = None
+
+    class Plugin:
+        @hookimpl
+        def cardgames_bots(self):
+            return [BotSpec("own-games", lambda game_id: None, games=GameSet()),
+                    BotSpec("plain-games", lambda game_id: None, games=("klaberjass",))]
+
+    catalog = load_catalog(PluginSettings.resolve(extra=[Plugin()], environ={}))
+    assert "plain-games" in catalog.names() and "own-games" not in catalog.names()
+    [failure] = catalog.failures
+    assert (failure.plugin, failure.stage) == ("Plugin", "spec")
+    assert failure.summary.startswith("RuntimeError at test_manager.py:") and failure.summary.endswith(" in __eq__")
+    assert "s3cret" in failure.error and "s3cret" not in failure.summary
