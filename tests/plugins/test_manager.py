@@ -302,6 +302,10 @@ def test_an_allowlisted_name_that_no_entry_point_has_is_a_load_failure():
     assert not [e for e in logs if e["event"] == "bot_plugin_failed"]  # the warning says it
     [loaded] = [e for e in logs if e["event"] == "bot_plugins_loaded"]
     assert loaded["failed"] == ["nosuch", "search_random"]
+    # log_summary=False: the caller (the bot host) logs it once it has its final catalog
+    with capture_logs() as logs:
+        load_catalog(PluginSettings.resolve(environ={ENV_ALLOWLIST: "nosuch"}), log_summary=False)
+    assert not [e for e in logs if e["event"] == "bot_plugins_loaded"]
     # with autoloading off the allowlist selects nothing: nothing to report
     catalog = load_catalog(PluginSettings.resolve(environ={ENV_ALLOWLIST: "nosuch",
                                                            ENV_DISABLE_AUTOLOAD: "1"}))
