@@ -113,6 +113,8 @@ def test_broken_plugins_are_logged_and_left_out():
     assert ("MisspelledHook", "validate") in stages
     assert ("HookRaises", "hook") in stages
     assert ("WrongArguments", "register") in stages
+    # a plugin refused at registration or validation is not among the loaded plugins
+    assert not {"WrongArguments", "MisspelledHook"} & set(catalog.plugins)
     assert sum(1 for f in catalog.failures if f.plugin == "ReturnsGarbage" and f.stage == "spec") == 4
     # a bot for no registered game is refused, naming it; unknown ids beside known ones are said
     assert any("'misspelt' plays no registered game: klaberjas" in f.error for f in catalog.failures)
