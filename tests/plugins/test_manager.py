@@ -4,6 +4,7 @@ rest loads)."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import threading
@@ -12,9 +13,11 @@ import time
 import pytest
 from structlog.testing import capture_logs
 
-from engine_service.plugins.manager import (ENV_ALLOWLIST, ENV_DISABLE_AUTOLOAD, PluginSettings,
+from engine_service.plugins.manager import (ENV_ALLOWLIST, ENV_DISABLE_AUTOLOAD, LOAD_TIMEOUT_S,
+                                            PluginNotLoaded, PluginSettings, check_named_plugins,
                                             load_catalog, parse_allowlist)
 from engine_service.plugins.runner import BotRunner
+from engine_service.plugins import BotSpec, hookimpl
 from tests.plugins import broken_plugins
 
 
@@ -34,6 +37,9 @@ def test_environment_switches():
     s = PluginSettings.resolve(autoload=True, environ={ENV_DISABLE_AUTOLOAD: "0"})
     assert s.autoload is True
     assert parse_allowlist(" , ") is None
+    # settings made directly are those of an empty environment: autoload, no allowlist, the limit
+    assert PluginSettings() == PluginSettings.resolve(environ={})
+    assert PluginSettings().autoload is True and PluginSettings().load_timeout_s == LOAD_TIMEOUT_S
 
 
 def test_a_disable_switch_of_no_yes_no_value_is_refused_not_read_as_no():
@@ -46,7 +52,8 @@ def test_a_disable_switch_of_no_yes_no_value_is_refused_not_read_as_no():
     from bot_plugins import arena
     from engine_service import settings as S
 
-    for value, off in (("1", True), (" TRUE ", True), ("on", True), ("0", False), ("off", False), ("", False)):
+    for value, off in (("1", True), (" TRUE ", True), ("yes", True), ("on", True), ("0", False),
+                       ("false", False), ("No", False), ("off", False), ("", False)):
         assert PluginSettings.resolve(environ={ENV_DISABLE_AUTOLOAD: value}).autoload is not off
     for value in ("y", "disable", "2"):
         with pytest.raises(ValueError, match=f"{ENV_DISABLE_AUTOLOAD}='{value}': not a yes/no value"):
@@ -64,9 +71,13 @@ def test_a_disable_switch_of_no_yes_no_value_is_refused_not_read_as_no():
 
 def test_autoload_disabled_keeps_only_essential_plugins_and_extras():
     settings = PluginSettings.resolve(extra=["tests.plugins.bad_bots"], environ={ENV_DISABLE_AUTOLOAD: "1"})
-    catalog = load_catalog(settings)
+    with capture_logs() as logs:
+        catalog = load_catalog(settings)
     assert "random" in catalog.names()  # essential: always there for a bot seat or a takeover
     assert "sleeps" in catalog.names()
+    assert set(catalog.plugins) == {"random", "tests.plugins.bad_bots"}  # no other entry point
+    skipped = {e["plugin"]: e["reason"] for e in logs if e["event"] == "bot_plugin_skipped"}
+    assert skipped["heuristic"] == "autoload disabled"
 
 
 def test_allowlist_excludes_other_entry_points(monkeypatch):
@@ -82,8 +93,11 @@ def test_allowlist_excludes_other_entry_points(monkeypatch):
     monkeypatch.setattr(md, "entry_points", entry_points)
     everything = load_catalog(PluginSettings.resolve(environ={}))
     assert {"random", "other"} <= set(everything.plugins) and "sleeps" in everything.names()
-    only_random = load_catalog(PluginSettings.resolve(environ={ENV_ALLOWLIST: "random"}))
+    with capture_logs() as logs:
+        only_random = load_catalog(PluginSettings.resolve(environ={ENV_ALLOWLIST: "random"}))
     assert set(only_random.plugins) == {"random"} and "sleeps" not in only_random.names()
+    skipped = {e["plugin"]: e["reason"] for e in logs if e["event"] == "bot_plugin_skipped"}
+    assert skipped["other"] == skipped["heuristic"] == "not in allowlist"
 
 
 def test_broken_plugins_are_logged_and_left_out():
@@ -99,6 +113,8 @@ def test_broken_plugins_are_logged_and_left_out():
     assert ("MisspelledHook", "validate") in stages
     assert ("HookRaises", "hook") in stages
     assert ("WrongArguments", "register") in stages
+    # a plugin refused at registration or validation is not among the loaded plugins
+    assert not {"WrongArguments", "MisspelledHook"} & set(catalog.plugins)
     assert sum(1 for f in catalog.failures if f.plugin == "ReturnsGarbage" and f.stage == "spec") == 4
     # a bot for no registered game is refused, naming it; unknown ids beside known ones are said
     assert any("'misspelt' plays no registered game: klaberjas" in f.error for f in catalog.failures)
@@ -151,7 +167,8 @@ def test_no_other_plugin_takes_the_engines_heuristic_and_search_bots(monkeypatch
     of them offering bots of those names, or an entry point named ``search`` of another
     module, is refused instead of replacing them (as ``random`` always was)."""
     _found_first(monkeypatch, [("aaa-shipped", "tests.plugins.broken_plugins:SHIPPED_IMPOSTOR"),
-                               ("search", "tests.plugins.bad_bots")])
+                               ("search", "tests.plugins.bad_bots"), ("search", "tests.bots.recorder"),
+                               ("heuristic", "bot_plugins.heuristic")])  # the engine's own, found twice
     with capture_logs() as logs:
         catalog = load_catalog(PluginSettings.resolve(environ={}))
     assert catalog.entries["heuristic"].plugin == "heuristic"
@@ -160,7 +177,11 @@ def test_no_other_plugin_takes_the_engines_heuristic_and_search_bots(monkeypatch
     assert "sleeps" not in catalog.names()  # the other module under the name "search" is not loaded
     refused = [f.error for f in catalog.failures if f.plugin == "aaa-shipped" and f.stage == "spec"]
     assert len(refused) == 2 and all("already registered" in e for e in refused)
-    assert any(e["event"] == "bot_plugin_duplicate" and e["kept"] == "bot_plugins.search" for e in logs)
+    # the first impostor is kept over the second until the engine's own comes; the engine's own
+    # found twice is no duplicate to warn about
+    assert [(e["plugin"], e["kept"], e["ignored"]) for e in logs if e["event"] == "bot_plugin_duplicate"] == [
+        ("search", "tests.plugins.bad_bots", "tests.bots.recorder"),
+        ("search", "bot_plugins.search", "tests.plugins.bad_bots")]
 
 
 def test_a_factory_that_makes_no_bot_is_an_exception_failure():
@@ -169,6 +190,9 @@ def test_a_factory_that_makes_no_bot_is_an_exception_failure():
     assert reply.failure == "exception" and reply.detail.startswith("factory: TypeError")
     reply = BotRunner(catalog).decide("fine-one", "jojotte", 0, {}, ["a"], 1, 1.0)
     assert reply.failure == "unknown_bot"  # it does not play that game
+    # and the catalog says so to whoever seats it (a bot seat, the arena, remote_bot)
+    assert catalog.plays("fine-one", "klaberjass") and catalog.plays("random", "jojotte")
+    assert not catalog.plays("fine-one", "jojotte") and not catalog.plays("no-such-bot", "klaberjass")
 
 
 def test_no_other_plugin_takes_the_essential_random_bot(monkeypatch):
@@ -195,7 +219,6 @@ def test_no_other_plugin_takes_the_essential_random_bot(monkeypatch):
 def test_a_bot_name_with_a_trailing_newline_is_refused():
     """docs/bots.md: a name is lower-case letters, digits, - and _. The check used re.match with
     ``$``, which also matches before a final newline, so ``"nl\\n"`` was listed by ListBots."""
-    from engine_service.plugins import BotSpec, hookimpl
 
     class Newline:
         @hookimpl
@@ -211,7 +234,6 @@ def test_a_bots_games_given_as_a_generator_are_read_once():
     """``BotSpec.games`` is any iterable of game ids. A generator was used up by the spec's
     check, and the bot was then listed as playing no game at all (never seated). It is read
     once into a tuple; a list comes out as a tuple too; a non-iterable is refused."""
-    from engine_service.plugins import BotSpec, hookimpl
 
     class Lazy:
         @hookimpl
@@ -235,7 +257,9 @@ def test_two_entry_points_with_one_name_are_one_plugin_the_first_found(monkeypat
 
     real = md.entry_points
     twins = [md.EntryPoint("twin", "tests.plugins.bad_bots", "cardgames.bots"),
-             md.EntryPoint("twin", "tests.bots.recorder", "cardgames.bots")]
+             md.EntryPoint("twin", "tests.bots.recorder", "cardgames.bots"),
+             # the same distribution found twice on sys.path: one plugin, no duplicate to warn about
+             md.EntryPoint("twin", "tests.plugins.bad_bots", "cardgames.bots")]
 
     def entry_points(**kw):
         eps = list(real(**kw))
@@ -246,6 +270,7 @@ def test_two_entry_points_with_one_name_are_one_plugin_the_first_found(monkeypat
         catalog = load_catalog(PluginSettings.resolve(environ={}))
     assert "sleeps" in catalog.names() and "recorder" not in catalog.names()
     assert catalog.entries["sleeps"].plugin == "twin"
+    assert catalog.entries["sleeps"].distribution == ""  # an entry point of no known distribution
     assert [(e["kept"], e["ignored"]) for e in logs if e["event"] == "bot_plugin_duplicate"] == [
         ("tests.plugins.bad_bots", "tests.bots.recorder")]
 
@@ -279,6 +304,10 @@ def test_an_allowlisted_name_that_no_entry_point_has_is_a_load_failure():
     assert not [e for e in logs if e["event"] == "bot_plugin_failed"]  # the warning says it
     [loaded] = [e for e in logs if e["event"] == "bot_plugins_loaded"]
     assert loaded["failed"] == ["nosuch", "search_random"]
+    # log_summary=False: the caller (the bot host) logs it once it has its final catalog
+    with capture_logs() as logs:
+        load_catalog(PluginSettings.resolve(environ={ENV_ALLOWLIST: "nosuch"}), log_summary=False)
+    assert not [e for e in logs if e["event"] == "bot_plugins_loaded"]
     # with autoloading off the allowlist selects nothing: nothing to report
     catalog = load_catalog(PluginSettings.resolve(environ={ENV_ALLOWLIST: "nosuch",
                                                            ENV_DISABLE_AUTOLOAD: "1"}))
@@ -316,6 +345,17 @@ def test_an_allowlisted_name_given_as_a_module_to_load_is_not_called_missing():
     assert "sleeps" in catalog.names()
     assert not [e for e in logs if e["event"] == "bot_plugins_not_installed"]
     assert catalog.failures == []
+    # nor is a plugin given as an object, named as it registers: a module by its __name__,
+    # another object by its class's name
+    import types
+
+    module = types.ModuleType("object_plugin")
+    exec("from engine_service.plugins import BotSpec\n"
+         "def cardgames_bots():\n    return [BotSpec('from-module-object', lambda game_id: None)]\n",
+         module.__dict__)
+    catalog = load_catalog(PluginSettings.resolve(extra=[module, broken_plugins.ReturnsNothing()],
+                                                  environ={ENV_ALLOWLIST: "object_plugin,ReturnsNothing"}))
+    assert {"object_plugin", "ReturnsNothing"} <= set(catalog.plugins) and catalog.failures == []
 
 
 def test_a_plugin_whose_import_or_hook_hangs_is_left_out_after_the_time_limit():
@@ -358,6 +398,92 @@ def test_a_timer_the_caller_armed_is_put_back_with_the_time_it_had_left():
         signal.signal(signal.SIGALRM, previous)
 
 
+@contextlib.contextmanager
+def _callers_timer(delay: float, handler):
+    """SIGALRM handled by ``handler`` and the real timer armed at ``delay`` (0: disarmed) for the
+    body; pytest-timeout's own handler and timer (armed for every test) are put back after."""
+    outer_handler = signal.signal(signal.SIGALRM, handler)
+    outer_delay, outer_interval = signal.setitimer(signal.ITIMER_REAL, delay)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, outer_handler)
+        if outer_delay:
+            signal.setitimer(signal.ITIMER_REAL, outer_delay, outer_interval)
+
+
+def test_the_load_time_limit_applies_when_no_timer_is_armed():
+    """The engine arms no timer before it loads its plugins (every test runs under
+    pytest-timeout's): a hook that takes too long is interrupted then too."""
+
+    class TooSlow:
+        @hookimpl
+        def cardgames_bots(self):
+            time.sleep(30)  # a hang guard: interrupted long before, as the failure below says
+            return [BotSpec("too-slow", lambda game_id: None)]
+
+    with _callers_timer(0, signal.SIG_DFL):
+        catalog = load_catalog(PluginSettings.resolve(extra=[TooSlow(), "tests.plugins.bad_bots"], environ={},
+                                                      load_timeout_s=0.3))
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)  # and none is left armed
+    assert [(f.plugin, f.stage) for f in catalog.failures] == [("TooSlow", "hook")]
+    assert catalog.failures[0].error.startswith("timed out: not done within 0.3 s")
+    assert "sleeps" in catalog.names() and "too-slow" not in catalog.names()
+
+
+def test_a_timer_the_caller_armed_due_within_the_limit_fires_on_time():
+    """A caller's timer due before the load time limit keeps its handler and its time: the
+    limit does not apply (its signal is the caller's), rather than postponing the caller's
+    alarm to the end of the plugin's hook, or taking it for the limit's."""
+
+    fired: list[float] = []
+
+    class WaitsForTheCallersAlarm:
+        @hookimpl
+        def cardgames_bots(self):
+            guard = time.monotonic() + 30
+            while not fired and time.monotonic() < guard:
+                time.sleep(0.01)
+            return [BotSpec("after-the-alarm", lambda game_id: None)]
+
+    with _callers_timer(0.2, lambda *_: fired.append(time.monotonic())):
+        catalog = load_catalog(PluginSettings.resolve(extra=[WaitsForTheCallersAlarm()], environ={},
+                                                      load_timeout_s=5.0))
+    assert len(fired) == 1 and catalog.failures == [] and "after-the-alarm" in catalog.names()
+
+
+class _SwallowsTheInterruption:
+    """A hook whose bare ``except`` swallows the load time limit's interruption and then goes on
+    past the time a caller's timer was due (docs/bots.md: such a hook is not stopped)."""
+
+    __name__ = "SwallowsTheInterruption"
+
+    @hookimpl
+    def cardgames_bots(self):
+        try:
+            time.sleep(30)  # a hang guard: interrupted at the limit
+        except BaseException:  # noqa: BLE001 - the plugin's mistake this test is about
+            time.sleep(0.5)
+        return [BotSpec("swallower", lambda game_id: None)]
+
+
+@pytest.mark.parametrize("plugin, loads", [(broken_plugins.HookHangs(), False), (_SwallowsTheInterruption(), True)])
+def test_a_callers_timer_due_soon_after_the_limit_still_fires(plugin, loads):
+    """A caller's timer due under a second from now, but after the load time limit, is put
+    back with no more than it had left, and fires, even when it came due during a hook that
+    overran the limit: however little time it has left, it is never dropped."""
+    fired: list[int] = []
+    with _callers_timer(0.5, lambda *_: fired.append(1)):
+        catalog = load_catalog(PluginSettings.resolve(extra=[plugin], environ={}, load_timeout_s=0.2))
+        assert 0 < signal.getitimer(signal.ITIMER_REAL)[0] <= 0.5 or fired
+        guard = time.monotonic() + 30
+        while not fired and time.monotonic() < guard:
+            time.sleep(0.01)
+    assert fired == [1]
+    assert ("swallower" in catalog.names()) is loads and bool(catalog.failures) is not loads
+
+
 def test_the_load_time_limit_leaves_a_plugin_in_time_alone_and_applies_in_the_main_thread_only():
     catalog = load_catalog(PluginSettings.resolve(extra=["tests.plugins.bad_bots"], environ={},
                                                   load_timeout_s=5.0))
@@ -377,7 +503,6 @@ def test_the_hook_may_return_any_iterable_of_bot_specs_but_not_a_string_a_mappin
     (whose items are characters, keys) and a lone BotSpec are refused whole, saying what was
     returned: before, a string was refused character by character and a lone spec as a
     TypeError in the engine's own code."""
-    from engine_service.plugins import BotSpec, hookimpl
 
     def plugin(name, returns):
         return type(name, (), {"cardgames_bots": hookimpl(staticmethod(returns))})()
@@ -468,7 +593,6 @@ def test_listbots_reasons_name_a_plugins_file_not_its_path_on_the_host():
 def test_a_hook_that_exits_or_raises_a_base_exception_is_a_failure_not_the_end_of_the_load():
     """A plugin's import that calls sys.exit() was a failure like any other, its hook's ended
     the engine's start (and the workers' zygote)."""
-    from engine_service.plugins import hookimpl
 
     class Custom(BaseException):
         pass
@@ -493,7 +617,6 @@ def test_a_hook_that_exits_or_raises_a_base_exception_is_a_failure_not_the_end_o
 def test_a_spec_whose_games_generator_raises_is_refused_alone():
     """BotSpec.games may be any iterable: one that raised while the engine listed it escaped
     the load (the engine's start ended); its message, the plugin's, is not repeated."""
-    from engine_service.plugins import BotSpec, hookimpl
 
     def games():
         yield "klaberjass"
@@ -514,7 +637,6 @@ def test_a_spec_whose_games_generator_raises_is_refused_alone():
 def test_a_spec_whose_description_is_not_a_string_is_refused_alone():
     """ListBots puts the description in a string field: a number there made every ListBots
     call fail (INTERNAL), for every caller."""
-    from engine_service.plugins import BotSpec, hookimpl
     from engine_service.sessions.api import BotInfo
     from engine_service.transport.codec import bot_message  # ListBots' encoding of a bot
 
@@ -537,3 +659,227 @@ def test_a_spec_whose_description_is_not_a_string_is_refused_alone():
     for name in catalog.names():  # every listed bot encodes
         spec = catalog.entries[name].spec
         bot_message(BotInfo(name=name, games=(), description=spec.description, plugin=""))
+
+
+def test_a_hooks_own_options_are_kept_and_a_cardgames_value_that_is_no_function_is_no_hook():
+    """A ``cardgames_*`` function is a hook even without ``@hookimpl``; one marked keeps the
+    options it was marked with: ``optionalhook`` (a plugin written for a newer engine, with a
+    hook this one lacks, still loads) and ``specname`` (a differently named function
+    implements ``cardgames_bots``). A ``cardgames_*`` value that is no function (a module's
+    constant) is no hook, and no reason to refuse the plugin."""
+
+    class Newer:
+        cardgames_plugin_version = 2
+
+        @hookimpl(optionalhook=True)
+        def cardgames_hook_of_a_later_engine(self):
+            return None
+
+        @hookimpl(specname="cardgames_bots")
+        def cardgames_offered_bots(self):
+            return [BotSpec("newer", lambda game_id: None)]
+
+    catalog = load_catalog(PluginSettings.resolve(extra=[Newer()], environ={}))
+    assert catalog.failures == [] and catalog.entries["newer"].plugin == "Newer"
+
+
+def test_a_cardgames_hook_served_by_a_property_is_not_silently_ignored():
+    """Whatever pluggy makes of a ``cardgames_*`` property that hands out a function (an older
+    pluggy calls it, pluggy 1.7 refuses to bind it), the plugin either offers its bot or is a
+    load failure: never a plugin that loads offering nothing, without a word."""
+
+    class Property:
+        @property
+        def cardgames_bots(self):
+            return lambda: [BotSpec("from-property", lambda game_id: None)]
+
+    catalog = load_catalog(PluginSettings.resolve(extra=[Property()], environ={}))
+    failed = [f.stage for f in catalog.failures if f.plugin == "Property"]
+    assert ("from-property" in catalog.names()) != bool(failed), (catalog.names(), catalog.failures)
+
+
+def test_only_a_named_module_that_did_not_load_is_a_usage_error():
+    """``--plugin`` (the arena, ``clients.remote_bot``): a named module that failed to import,
+    register, validate or run its hook stops the command (PluginNotLoaded), said by its
+    ListBots summary (the plugin's message left out); a named module whose hook ran but one
+    of whose specs was refused loaded (its other bots did), and another plugin's failure,
+    an installed entry point's, is no usage error of the command."""
+    named = ["tests.plugins.bad_bots", "ReturnsGarbage"]
+    broken = {"tests.plugins.import_fails": "import", "WrongArguments": "register",
+              "MisspelledHook": "validate", "HookRaises": "hook"}
+    catalog = load_catalog(PluginSettings.resolve(
+        extra=[named[0], broken_plugins.ReturnsGarbage(), "tests.plugins.import_fails",
+               broken_plugins.WrongArguments(), broken_plugins.MisspelledHook(), broken_plugins.HookRaises()],
+        environ={}))
+    assert {(f.plugin, f.stage) for f in catalog.failures} == {("ReturnsGarbage", "spec"), *broken.items()}
+    check_named_plugins(named, catalog)  # nothing to say: the spec refusals and the others' failures
+    for plugin, stage in broken.items():
+        with pytest.raises(PluginNotLoaded) as refused:
+            check_named_plugins([*named, plugin], catalog)
+        assert str(refused.value).startswith(f"--plugin {plugin} did not load ({stage}): ")
+    with pytest.raises(PluginNotLoaded) as refused:
+        check_named_plugins(["HookRaises"], catalog)
+    assert str(refused.value).startswith("--plugin HookRaises did not load (hook): RuntimeError at broken_plugins.py:")
+    assert "plugin bug" not in str(refused.value)
+
+
+def test_no_load_time_limit_arms_no_timer():
+    """``load_timeout_s=None``: no limit, and the SIGALRM handler stays the caller's."""
+    before = signal.getsignal(signal.SIGALRM)
+    catalog = load_catalog(PluginSettings.resolve(extra=["tests.plugins.bad_bots", broken_plugins.SlowHook()],
+                                                  environ={}, load_timeout_s=None))
+    assert {"sleeps", "slow-hook"} <= set(catalog.names()) and catalog.failures == []
+    assert signal.getsignal(signal.SIGALRM) is before
+
+
+def test_a_refusals_reason_is_capped_at_500_characters():
+    """A refusal's text is logged and sent by ListBots whole up to 500 characters, and cut to
+    497 and "..." beyond: a bot name of 100,000 characters, quoted in its reason, would
+    otherwise make a log line and every ListBots reply that long."""
+    from engine_service.plugins.manager import _describe
+
+    class Long:
+        @hookimpl
+        def cardgames_bots(self):
+            return [BotSpec("x" * 100_000, lambda game_id: None), BotSpec("fine", lambda game_id: None)]
+
+    catalog = load_catalog(PluginSettings.resolve(extra=[Long()], environ={}))
+    [failure] = catalog.failures
+    assert failure.error == failure.summary == "ValueError: bad bot name '" + "x" * (497 - len("bad bot name '")) + "..."
+    assert "fine" in catalog.names()
+    assert _describe(ValueError("a" * 500)) == "ValueError: " + "a" * 500  # at the cap: whole
+    assert _describe(ValueError("a" * 501)) == "ValueError: " + "a" * 497 + "..."
+    assert _describe(RuntimeError()) == "RuntimeError"  # no message: the type alone
+
+
+def test_a_plugin_that_does_not_compile_is_named_by_its_file_and_line_not_its_path(tmp_path, monkeypatch):
+    """A SyntaxError's traceback ends in the import machinery: ListBots names the file that did
+    not compile and its line (not the host's path to it, not the import system's frame). A
+    SyntaxError or a ModuleNotFoundError the plugin's own code raised (with no file, no module
+    name) is said by where it was raised, its message left out, as any exception of its."""
+    (tmp_path / "uncompiled_plugin.py").write_text("from engine_service.plugins import hookimpl\n\ndef (:\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def raises(exc):
+        def hook():
+            raise exc
+        return hook
+
+    extras = ["uncompiled_plugin",
+              type("Parses", (), {"cardgames_bots": hookimpl(staticmethod(raises(SyntaxError("token=s3cret"))))})(),
+              type("Needs", (), {"cardgames_bots": hookimpl(staticmethod(raises(ModuleNotFoundError("s3cret"))))})()]
+    catalog = load_catalog(PluginSettings.resolve(extra=extras, environ={}))
+    summaries = {f.plugin: (f.stage, f.summary) for f in catalog.failures}
+    assert summaries["uncompiled_plugin"] == ("import", "SyntaxError at uncompiled_plugin.py:3")
+    assert summaries["Parses"][0] == "hook" and summaries["Parses"][1].startswith("SyntaxError at test_manager.py:")
+    assert summaries["Needs"][0] == "hook" and summaries["Needs"][1].startswith("ModuleNotFoundError at test_manager.py:")
+    assert not any("s3cret" in summary or str(tmp_path) in summary for _, summary in summaries.values())
+
+
+def test_a_distribution_whose_metadata_cannot_be_read_still_loads(tmp_path, monkeypatch):
+    """The distribution's name and version only label its plugin (``CatalogEntry.distribution``):
+    a METADATA file that cannot be read (not UTF-8) leaves the label empty, it does not stop
+    the load (the engine's start)."""
+    info = tmp_path / "brokenmeta-0.1.dist-info"
+    info.mkdir()
+    (info / "entry_points.txt").write_text("[cardgames.bots]\nbrokenmeta = tests.plugins.bad_bots\n")
+    (info / "METADATA").write_bytes(b"Metadata-Version: 2.1\nName: brokenmeta\nVersion: 0.1\xff\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    catalog = load_catalog(PluginSettings.resolve(environ={}))
+    assert catalog.failures == []
+    assert catalog.entries["sleeps"].plugin == "brokenmeta" and catalog.entries["sleeps"].distribution == ""
+    assert catalog.entries["random"].distribution.startswith("cardgames-engine ")
+
+
+def test_quiet_keeps_what_a_plugin_prints_off_the_streams_and_counts_it_per_plugin(tmp_path, monkeypatch, capsys):
+    """``quiet`` (the engine's process, whose stdout and stderr carry its JSON log lines): what
+    a plugin prints at import, in its hook and while its specs' games are read is discarded,
+    and one ``bot_plugin_output_discarded`` warning per plugin that printed says how much went
+    to each stream. Without ``quiet`` (the arena, remote_bot) it shows where its author looks."""
+    (tmp_path / "printing_plugin.py").write_text(
+        "import sys\nfrom engine_service.plugins import BotSpec, hookimpl\n"
+        "print('import-out')\n\n"
+        "def games():\n    print('games')\n    yield 'klaberjass'\n\n"
+        "@hookimpl\ndef cardgames_bots():\n    print('hook-err', file=sys.stderr)\n"
+        "    return [BotSpec('printer', lambda game_id: None, games=games())]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with capture_logs() as logs:
+        catalog = load_catalog(PluginSettings.resolve(extra=["printing_plugin", "tests.plugins.bad_bots"],
+                                                      environ={}), quiet=True)
+    assert {"printer", "sleeps"} <= set(catalog.names()) and catalog.failures == []
+    assert capsys.readouterr() == ("", "")
+    said = [(e["plugin"], e["stdout_chars"], e["stderr_chars"], e["log_level"])
+            for e in logs if e["event"] == "bot_plugin_output_discarded"]
+    assert said == [("printing_plugin", len("import-out\ngames\n"), len("hook-err\n"), "warning")]
+    sys.modules.pop("printing_plugin")
+    with capture_logs() as logs:
+        load_catalog(PluginSettings.resolve(extra=["printing_plugin"], environ={}))
+    assert capsys.readouterr() == ("import-out\ngames\n", "hook-err\n")
+    assert not [e for e in logs if e["event"] == "bot_plugin_output_discarded"]
+
+
+def test_an_installed_plugin_that_fails_or_hangs_at_import_is_left_out_and_ctrl_c_is_not_swallowed(
+        tmp_path, monkeypatch):
+    """An entry point's import that raises, or hangs past the load time limit, is a failure
+    (stage import) as a --plugin module's is, said in ListBots by type and place, the
+    plugin's message left out; the other plugins load. A KeyboardInterrupt during an import
+    (Ctrl-C at start-up) is the operator's, not a plugin failure: it ends the load."""
+    _found_first(monkeypatch, [("fails", "tests.plugins.import_fails"), ("hangs", "tests.plugins.slow_import")])
+    catalog = load_catalog(PluginSettings.resolve(environ={}, load_timeout_s=0.3))
+    failed = {f.plugin: (f.stage, f.summary) for f in catalog.failures}
+    assert failed == {"fails": ("import", "ImportError at import_fails.py:3 in <module>"),
+                      "hangs": ("import", "timed out: not done within 0.3 s, the plugin load time limit "
+                                          "(--bot-plugin-load-timeout-s)")}, failed
+    assert {"random", "heuristic", "search"} <= set(catalog.plugins)
+    (tmp_path / "interrupted_plugin.py").write_text("raise KeyboardInterrupt\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(KeyboardInterrupt):
+        load_catalog(PluginSettings.resolve(autoload=False, extra=["interrupted_plugin"], environ={}))
+    _found_first(monkeypatch, [("interrupted", "interrupted_plugin")])
+    with pytest.raises(KeyboardInterrupt):
+        load_catalog(PluginSettings.resolve(environ={}))
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    hook = type("InterruptedHook", (), {"cardgames_bots": hookimpl(staticmethod(interrupted))})()
+    with pytest.raises(KeyboardInterrupt):  # and in a hook
+        load_catalog(PluginSettings.resolve(autoload=False, extra=[hook], environ={}))
+
+
+def test_a_plugin_module_given_again_is_loaded_once_without_a_failure():
+    """The arena's ``--plugin bot_plugins.heuristic`` names a module an installed entry point
+    loads already (or a module named twice): it is one plugin, not a registration failure
+    that check_named_plugins would make a usage error."""
+    named = ["bot_plugins.heuristic", "tests.plugins.bad_bots", "tests.plugins.bad_bots"]
+    catalog = load_catalog(PluginSettings.resolve(extra=named, environ={}))
+    assert catalog.failures == [] and catalog.entries["heuristic"].plugin == "heuristic"
+    assert "sleeps" in catalog.names()
+    check_named_plugins(named, catalog)
+
+
+def test_a_spec_whose_own_code_raises_as_it_is_read_is_refused_alone_without_its_message():
+    """A spec's ``games`` is the plugin's object: one whose comparison raises (a game set
+    class of its own) is that spec's failure, said by type and place; the load goes on."""
+
+    class GameSet:
+        def __iter__(self):
+            return iter(("klaberjass",))
+
+        def __eq__(self, other):
+            raise RuntimeError("s3cret")
+
+        __hash__ = None
+
+    class Plugin:
+        @hookimpl
+        def cardgames_bots(self):
+            return [BotSpec("own-games", lambda game_id: None, games=GameSet()),
+                    BotSpec("plain-games", lambda game_id: None, games=("klaberjass",))]
+
+    catalog = load_catalog(PluginSettings.resolve(extra=[Plugin()], environ={}))
+    assert "plain-games" in catalog.names() and "own-games" not in catalog.names()
+    [failure] = catalog.failures
+    assert (failure.plugin, failure.stage) == ("Plugin", "spec")
+    assert failure.summary.startswith("RuntimeError at test_manager.py:") and failure.summary.endswith(" in __eq__")
+    assert "s3cret" in failure.error and "s3cret" not in failure.summary
