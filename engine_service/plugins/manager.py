@@ -379,14 +379,14 @@ def _validate_spec(spec: Any, plugin: str) -> BotSpec:
             # the bot then played no game at all
             games = tuple(games)
         except TypeError:
-            raise ValueError(f"bot {spec.name!r}: games must be a non-empty list of game ids or '*'") from None
+            raise ValueError(f'bot {spec.name!r}: games must be a non-empty list of game ids, or ("*",) for every game') from None
         except Exception as exc:  # a generator of the plugin's raised: the load goes on (it
             # escaped load_catalog and ended the engine's start), its message stays out
             # (the plugin's own, for ListBots to repeat)
             raise ValueError(f"bot {spec.name!r}: listing its games raised {type(exc).__name__}") from None
     if isinstance(games, str) or not all(isinstance(g, str) and (g == ALL_GAMES or GAME_ID_RE.fullmatch(g))
                                          for g in games) or not games:
-        raise ValueError(f"bot {spec.name!r}: games must be a non-empty list of game ids or '*'")
+        raise ValueError(f'bot {spec.name!r}: games must be a non-empty list of game ids, or ("*",) for every game')
     return spec if games == spec.games else replace(spec, games=games)
 
 

@@ -250,6 +250,25 @@ def test_a_bots_games_given_as_a_generator_are_read_once():
     assert any(f.plugin == "Lazy" and f.stage == "spec" and "'broken'" in f.error for f in catalog.failures)
 
 
+def test_a_bots_games_that_are_no_list_of_ids_are_refused_with_the_form_that_works():
+    """docs/bots.md: ``games`` is a list of game ids, or ``("*",)`` for every game. A game that
+    is no id at all (not a misspelt one, which is kept with a warning) is refused with the bot,
+    and so is a bare ``"*"`` (a string, not a list): the reason names the form that works."""
+
+    class Odd:
+        @hookimpl
+        def cardgames_bots(self):
+            return [BotSpec("not-an-id", lambda g: None, games=("klaberjass", "Not An Id")),
+                    BotSpec("bare-star", lambda g: None, games="*"),
+                    BotSpec("star", lambda g: None, games=("*",))]
+
+    catalog = load_catalog(PluginSettings.resolve(extra=[Odd()], environ={}))
+    assert "star" in catalog.names() and not {"not-an-id", "bare-star"} & set(catalog.names())
+    refused = {f.error for f in catalog.failures if f.plugin == "Odd" and f.stage == "spec"}
+    assert refused == {f"ValueError: bot {name!r}: games must be a non-empty list of game ids, or (\"*\",) for every game"
+                       for name in ("not-an-id", "bare-star")}, refused
+
+
 def test_two_entry_points_with_one_name_are_one_plugin_the_first_found(monkeypatch):
     """docs/bots.md: two installed entry points with the same (non-essential) name are one
     plugin, the first found on sys.path; the other is left out with a warning."""
