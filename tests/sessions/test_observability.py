@@ -286,6 +286,18 @@ class _Terminal(io.StringIO):
         return True
 
 
+def _fail_with(secret: str) -> None:
+    token = secret  # noqa: F841  (a local a traceback must not show)
+    raise RuntimeError("the stored log does not replay")
+
+
+def _log_a_failure(secret: str) -> None:
+    try:
+        _fail_with(secret)
+    except RuntimeError:
+        structlog.get_logger("cardgames.rpc").exception("rpc_internal_error")
+
+
 def test_the_format_and_level_are_checked_and_auto_means_console_on_a_terminal_only():
     """An unknown level or format is refused (serve's own flags check them first) before
     anything changes; a level in capitals is the level; ``auto`` writes colored console lines
@@ -305,6 +317,27 @@ def test_the_format_and_level_are_checked_and_auto_means_console_on_a_terminal_o
         assert "below_the_level" not in text
         assert text.startswith("{") is not colored and ("\x1b[" in text) is colored, text
         assert "open_files_exhausted" in text and "9464" in text
+
+
+def test_the_console_format_colors_tracebacks_on_a_terminal_only_and_never_shows_locals(monkeypatch):
+    """A traceback on the console format is rich's, in colors only when the lines are (to a
+    file, console lines with escape codes in their tracebacks alone were unreadable), and
+    without the frames' locals; without rich installed, the plain one (no locals either)."""
+    secret = "seat-token-that-must-never-be-logged-0123456789"
+    texts = {}
+    for name, stream in (("terminal", _Terminal()), ("file", io.StringIO())):
+        with configured_logging("console", "info", stream):
+            _log_a_failure(secret)
+        texts[name] = stream.getvalue()
+    monkeypatch.setitem(sys.modules, "rich", None)  # import rich: ImportError
+    with configured_logging("console", "info") as stream:
+        _log_a_failure(secret)
+    texts["no rich"] = stream.getvalue()
+    for name, text in texts.items():
+        assert "the stored log does not replay" in text and "_fail_with" in text, name
+        assert secret not in text, name
+        assert ("\x1b[" in text) is (name == "terminal"), name
+        assert ("Traceback (most recent call last):" in text) is (name == "no rich"), name
 
 
 def test_a_second_configuration_with_the_same_arguments_changes_nothing(monkeypatch):
