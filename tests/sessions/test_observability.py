@@ -359,12 +359,16 @@ def test_a_second_configuration_with_the_same_arguments_changes_nothing(monkeypa
         logging.getLogger("grpc").debug("from the standard library")
         err = io.StringIO()
         monkeypatch.setattr(sys, "stderr", err)
-        configure_logging("json", "info")
+        configure_logging("json", "debug")  # another stream
         structlog.get_logger("cardgames.rpc").info("to_stderr")
+        configure_logging("console", "debug")  # another format
+        structlog.get_logger("cardgames.rpc").info("in_console_format")
     assert len({id(first), id(second), id(third)}) == 3
     assert [json.loads(line)["event"] for line in stream.getvalue().splitlines()] == [
         "rpc", "from the standard library"]
-    assert json.loads(err.getvalue())["event"] == "to_stderr"
+    first_line, second_line = err.getvalue().splitlines()
+    assert json.loads(first_line)["event"] == "to_stderr"
+    assert "in_console_format" in second_line and not second_line.startswith("{")
 
 
 def test_every_store_operation_that_counts_its_errors_is_declared():
