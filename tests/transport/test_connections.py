@@ -697,6 +697,25 @@ def test_the_metrics_endpoint_closes_a_connection_that_sends_its_request_byte_by
         httpd.shutdown()
 
 
+def test_a_request_read_starts_no_read_once_its_deadline_is_gone():
+    """The deadline is for the whole request, even when every read finds bytes waiting: a
+    client sending header bytes as fast as it can never makes a read wait, so no read times
+    out; the next read after the deadline is refused (TimeoutError, a quiet end) without
+    reading, and before it each read may wait only the time left."""
+    from engine_service.transport.fdlimits import _DeadlineReader
+
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        theirs.sendall(b"GET /metrics HTTP/1.0\r\n")
+        buffer = bytearray(4)
+        late = _DeadlineReader(ours.makefile("rb", buffering=0), ours, time.monotonic() - 0.001)
+        with pytest.raises(TimeoutError):
+            late.readinto(buffer)
+        in_time = _DeadlineReader(ours.makefile("rb", buffering=0), ours, time.monotonic() + 30)
+        assert in_time.readinto(buffer) == 4 and bytes(buffer) == b"GET "  # the late one read nothing
+        assert 0 < ours.gettimeout() <= 30
+
+
 def test_the_metrics_endpoint_serves_a_bounded_number_of_connections_at_once():
     """Each connection held a thread and a descriptor until its request came or timed out,
     and a sender could open as many as it liked meanwhile (the descriptors the gRPC port
@@ -732,6 +751,27 @@ def test_the_metrics_endpoint_serves_a_bounded_number_of_connections_at_once():
         assert b"probe_total 1.0" in _scrape(httpd.server_port)
     finally:
         httpd.shutdown()
+
+
+def test_a_closed_metrics_endpoint_lets_its_port_go():
+    """``close()`` (serve's drain and failed starts) stops serving and unbinds the port:
+    ``shutdown()`` alone left it bound until the process exited, and a successor given the
+    database could not listen on it. Closing twice is harmless."""
+    from prometheus_client import CollectorRegistry, Counter
+
+    from engine_service.transport.fdlimits import start_metrics_server
+
+    registry = CollectorRegistry()
+    Counter("probe", "a sample", registry=registry).inc()
+    httpd = start_metrics_server(0, "127.0.0.1", registry)
+    port = httpd.server_port
+    httpd.close()
+    httpd.close()
+    successor = start_metrics_server(port, "127.0.0.1", registry)
+    try:
+        assert b"probe_total 1.0" in _scrape(port)
+    finally:
+        successor.close()
 
 
 def test_the_metrics_address_may_be_an_ipv6_address_in_brackets():
