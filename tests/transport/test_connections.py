@@ -753,6 +753,43 @@ def test_the_metrics_endpoint_serves_a_bounded_number_of_connections_at_once():
         httpd.shutdown()
 
 
+def test_a_connection_whose_thread_cannot_start_is_closed_logged_and_gives_its_slot_back(monkeypatch):
+    """When no thread can be started for a connection (``can't start new thread``: a process
+    at its thread or memory limit), the connection is closed, the failure is one log line
+    (not socketserver's traceback on stderr among the JSON lines), and its slot comes back:
+    with ``max_connections=1`` the next scrape is answered (each such failure would otherwise
+    hold a slot for good, and after ``max_connections`` of them no scrape were served)."""
+    import socketserver
+
+    from prometheus_client import CollectorRegistry, Counter
+
+    from engine_service.transport.fdlimits import start_metrics_server
+    from tests.sessions.helpers import capture_logs_with_context
+
+    original = socketserver.ThreadingMixIn.process_request
+    failures = [RuntimeError("can't start new thread")]
+
+    def flaky(self, request, client_address):
+        if failures:
+            raise failures.pop()
+        return original(self, request, client_address)
+
+    monkeypatch.setattr(socketserver.ThreadingMixIn, "process_request", flaky)
+    registry = CollectorRegistry()
+    Counter("probe", "a sample", registry=registry).inc()
+    httpd = start_metrics_server(0, "127.0.0.1", registry, max_connections=1)
+    try:
+        with capture_logs_with_context() as logs:
+            with socket.create_connection(("127.0.0.1", httpd.server_port)) as unserved:
+                unserved.settimeout(30)  # a hang guard
+                assert unserved.recv(10) == b""
+            assert b"probe_total 1.0" in _scrape(httpd.server_port)
+    finally:
+        httpd.close()
+    assert [(e["event"], e["error_type"], e["error"]) for e in logs] == [
+        ("metrics_request_failed", "RuntimeError", "can't start new thread")]
+
+
 def test_a_closed_metrics_endpoint_lets_its_port_go():
     """``close()`` (serve's drain and failed starts) stops serving and unbinds the port:
     ``shutdown()`` alone left it bound until the process exited, and a successor given the
