@@ -215,8 +215,29 @@ def test_json_lines_of_both_paths_carry_the_request_context_and_the_stack_asked_
     context = {"rpc": "GetView", "request_id": "r-7", "match_id": "m1"}
     assert [{k: line.get(k) for k in context} for line in lines] == [
         context, context, {"rpc": None, "request_id": None, "match_id": None}]
+    # the stdlib record's own fields, nothing of the formatter's bookkeeping (_record...)
+    assert set(lines[1]) == {"event", "level", "logger", "timestamp", *context}
     assert "test_json_lines_of_both_paths_carry_the_request_context" in lines[0]["stack"]
     assert "stack" not in lines[2]
+
+
+def test_an_exception_logged_through_the_standard_library_is_data_without_locals():
+    """A standard-library record with an exception (asyncio's "Task exception was never
+    retrieved", grpc's own errors) goes through the same exception renderer as the service's
+    lines: its traceback as data in ``exception``, the frames without their locals (a frame of
+    a call holds its seat token)."""
+    secret = "seat-token-that-must-never-be-logged-0123456789"
+    with configured_logging("json", "info") as stream:
+        try:
+            _fail_with(secret)
+        except RuntimeError:
+            logging.getLogger("asyncio").exception("Task exception was never retrieved")
+        (line,) = [json.loads(x) for x in stream.getvalue().splitlines()]
+    (error,) = line["exception"]
+    assert (error["exc_type"], error["exc_value"]) == ("RuntimeError", "the stored log does not replay")
+    assert [frame["name"] for frame in error["frames"]][-1] == "_fail_with"
+    assert all("locals" not in frame or not frame["locals"] for frame in error["frames"])
+    assert secret not in stream.getvalue()
 
 
 def test_a_logger_asked_for_without_a_name_is_named_after_its_module():
@@ -343,18 +364,21 @@ def test_the_console_format_colors_tracebacks_on_a_terminal_only_and_never_shows
 def test_a_second_configuration_with_the_same_arguments_changes_nothing(monkeypatch):
     """``configure_logging`` once per process: called again with the same arguments it keeps
     its handler; with others (or ``force``) it replaces it, never adding a second one (each line
-    written twice); without a stream it writes to stderr."""
+    written twice) nor removing another's; without a stream it writes to stderr."""
     def ours():
         return [h for h in logging.getLogger().handlers if getattr(h, "_cardgames", False)]
 
     with configured_logging("json", "info") as stream:
         (first,) = ours()
+        foreign = logging.NullHandler()  # another library's or the test runner's
+        logging.getLogger().addHandler(foreign)
         assert configure_logging("json", "info", stream) == "json"
         assert ours() == [first]
         configure_logging("json", "debug", stream)
         (second,) = ours()
         configure_logging("json", "debug", stream, force=True)
         (third,) = ours()
+        assert foreign in logging.getLogger().handlers
         structlog.get_logger("cardgames.rpc").debug("rpc", code="OK")
         logging.getLogger("grpc").debug("from the standard library")
         err = io.StringIO()
