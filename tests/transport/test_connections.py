@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import struct
 import subprocess
 import time
 import urllib.request
@@ -627,6 +628,9 @@ def test_the_metrics_endpoint_closes_a_connection_that_sends_nothing(capsys):
         try:
             started = time.monotonic()
             silent = [socket.create_connection(("127.0.0.1", httpd.server_port)) for _ in range(5)]
+            with socket.create_connection(("127.0.0.1", httpd.server_port)) as reset:
+                reset.sendall(b"GET /metr")  # then gone with a reset: quiet too
+                reset.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             with socket.create_connection(("127.0.0.1", httpd.server_port)) as scrape:
                 scrape.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
                 scrape.settimeout(30)
@@ -643,7 +647,7 @@ def test_the_metrics_endpoint_closes_a_connection_that_sends_nothing(capsys):
         finally:
             httpd.shutdown()
     assert "Traceback" not in capsys.readouterr().err
-    assert logs == []  # a timed-out connection is nothing to report
+    assert logs == []  # a timed-out or reset connection is nothing to report
 
 
 def _scrape(port: int) -> bytes:
