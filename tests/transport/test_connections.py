@@ -797,17 +797,25 @@ def test_a_connection_whose_thread_cannot_start_is_closed_logged_and_gives_its_s
 def test_a_closed_metrics_endpoint_lets_its_port_go():
     """``close()`` (serve's drain and failed starts) stops serving and unbinds the port:
     ``shutdown()`` alone left it bound until the process exited, and a successor given the
-    database could not listen on it. Closing twice is harmless."""
+    database could not listen on it; its serving thread ends (polling a closed socket, it would
+    spin). Closing twice is harmless."""
+    import threading
+
     from prometheus_client import CollectorRegistry, Counter
 
     from engine_service.transport.fdlimits import start_metrics_server
 
+    def serving() -> int:
+        return sum(t.name == "metrics-http" for t in threading.enumerate())
+
     registry = CollectorRegistry()
     Counter("probe", "a sample", registry=registry).inc()
+    before = serving()
     httpd = start_metrics_server(0, "127.0.0.1", registry)
     port = httpd.server_port
     httpd.close()
     httpd.close()
+    _until(lambda: serving() == before)
     successor = start_metrics_server(port, "127.0.0.1", registry)
     try:
         assert b"probe_total 1.0" in _scrape(port)
