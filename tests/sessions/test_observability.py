@@ -395,6 +395,26 @@ def test_a_second_configuration_with_the_same_arguments_changes_nothing(monkeypa
     assert "in_console_format" in second_line and not second_line.startswith("{")
 
 
+def test_a_database_path_that_cannot_be_read_reads_nan_and_the_scrape_still_works(tmp_path):
+    """The SQLite database's size and its volume's space are read at each scrape: a path that
+    cannot be read (under a regular file: NotADirectoryError, not FileNotFoundError; a
+    permission error alike; a directory gone: its volume too) reads NaN, not 0 (a free space
+    of 0 fires the volume alerts) and not an exception (which failed the whole scrape, every
+    other metric with it)."""
+    from prometheus_client import generate_latest
+
+    (tmp_path / "not-a-directory").write_text("")
+    volume = ("cardgames_store_volume_free_bytes", "cardgames_store_volume_size_bytes")
+    for where, nan in (("not-a-directory", ("cardgames_store_database_bytes",)),
+                       ("gone", ("cardgames_store_database_bytes", *volume))):
+        metrics = Metrics()
+        metrics.watch_database_file(str(tmp_path / where / "db.sqlite3"))
+        text = generate_latest(metrics.registry).decode()
+        for name in nan:
+            assert f"{name} NaN" in text, (where, name)
+        assert "cardgames_matches_pruned_total 0.0" in text
+
+
 def test_every_store_operation_that_counts_its_errors_is_declared():
     """The stores count failures under their operation's name (``_read``, ``_write``,
     ``write``, ``_timer.error``); ``count_finished`` and ``prune_finished`` were counted but not
