@@ -794,6 +794,38 @@ def test_a_connection_whose_thread_cannot_start_is_closed_logged_and_gives_its_s
         ("metrics_request_failed", "RuntimeError", "can't start new thread")]
 
 
+def test_an_accept_that_fails_for_another_reason_than_descriptors_is_no_exhaustion(monkeypatch):
+    """Only EMFILE, ENFILE, ENOBUFS and ENOMEM mean "out of descriptors" (a warning, and a
+    pause before the next accept); a connection reset before its accept (ECONNABORTED) is
+    dropped at once, with no open_files_exhausted line, and the next one is served."""
+    import errno
+    import socketserver
+
+    from prometheus_client import CollectorRegistry, Counter
+
+    from engine_service.transport.fdlimits import start_metrics_server
+    from tests.sessions.helpers import capture_logs_with_context
+
+    original = socketserver.TCPServer.get_request
+    failures = [OSError(errno.ECONNABORTED, "Software caused connection abort")]
+
+    def flaky(self):
+        if failures:
+            raise failures.pop()
+        return original(self)
+
+    monkeypatch.setattr(socketserver.TCPServer, "get_request", flaky)
+    registry = CollectorRegistry()
+    Counter("probe", "a sample", registry=registry).inc()
+    httpd = start_metrics_server(0, "127.0.0.1", registry)
+    try:
+        with capture_logs_with_context() as logs:
+            assert b"probe_total 1.0" in _scrape(httpd.server_port)
+    finally:
+        httpd.close()
+    assert failures == [] and logs == []
+
+
 def test_a_closed_metrics_endpoint_lets_its_port_go():
     """``close()`` (serve's drain and failed starts) stops serving and unbinds the port:
     ``shutdown()`` alone left it bound until the process exited, and a successor given the
@@ -813,7 +845,12 @@ def test_a_closed_metrics_endpoint_lets_its_port_go():
     before = serving()
     httpd = start_metrics_server(0, "127.0.0.1", registry)
     port = httpd.server_port
-    httpd.close()
+    try:
+        assert serving() == before + 1
+        # a daemon: a scrape in progress never holds the process at its exit
+        assert all(t.daemon for t in threading.enumerate() if t.name == "metrics-http")
+    finally:
+        httpd.close()
     httpd.close()
     _until(lambda: serving() == before)
     successor = start_metrics_server(port, "127.0.0.1", registry)
