@@ -9,6 +9,7 @@ metrics) instead of failing silently. docs/operations.md, "Connections and file 
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import socket
 import struct
@@ -794,20 +795,26 @@ def test_a_connection_whose_thread_cannot_start_is_closed_logged_and_gives_its_s
         ("metrics_request_failed", "RuntimeError", "can't start new thread")]
 
 
-def test_an_accept_that_fails_for_another_reason_than_descriptors_is_no_exhaustion(monkeypatch):
-    """Only EMFILE, ENFILE, ENOBUFS and ENOMEM mean "out of descriptors" (a warning, and a
-    pause before the next accept); a connection reset before its accept (ECONNABORTED) is
-    dropped at once, with no open_files_exhausted line, and the next one is served."""
-    import errno
+@pytest.mark.parametrize("episodes", [
+    [[errno.ECONNABORTED]],  # a connection reset before its accept: no exhaustion at all
+    [[errno.EMFILE, errno.EMFILE], [errno.ENFILE]],  # two episodes, each counted from 0
+])
+def test_an_accept_out_of_descriptors_is_one_episode_counted_and_ended_by_a_served_scrape(
+        monkeypatch, episodes):
+    """Only EMFILE, ENFILE, ENOBUFS and ENOMEM mean "out of descriptors": one
+    ``open_files_exhausted`` warning per episode (and a pause before the next accept), then
+    ``open_files_available`` with the port and the failed accepts of that episode once an
+    accept succeeds. Another accept error (ECONNABORTED) is dropped at once, unlogged."""
     import socketserver
 
     from prometheus_client import CollectorRegistry, Counter
 
-    from engine_service.transport.fdlimits import start_metrics_server
+    from engine_service.transport import fdlimits
     from tests.sessions.helpers import capture_logs_with_context
 
+    monkeypatch.setattr(fdlimits, "ACCEPT_RETRY_S", 0.01)
     original = socketserver.TCPServer.get_request
-    failures = [OSError(errno.ECONNABORTED, "Software caused connection abort")]
+    failures: list[OSError] = []
 
     def flaky(self):
         if failures:
@@ -817,13 +824,25 @@ def test_an_accept_that_fails_for_another_reason_than_descriptors_is_no_exhausti
     monkeypatch.setattr(socketserver.TCPServer, "get_request", flaky)
     registry = CollectorRegistry()
     Counter("probe", "a sample", registry=registry).inc()
-    httpd = start_metrics_server(0, "127.0.0.1", registry)
+    httpd = fdlimits.start_metrics_server(0, "127.0.0.1", registry)
+    started = time.monotonic()
     try:
         with capture_logs_with_context() as logs:
-            assert b"probe_total 1.0" in _scrape(httpd.server_port)
+            for errors in episodes:
+                failures[:] = [OSError(e, os.strerror(e)) for e in errors]
+                assert b"probe_total 1.0" in _scrape(httpd.server_port)
+                assert failures == []
     finally:
         httpd.close()
-    assert failures == [] and logs == []
+    elapsed = time.monotonic() - started
+    expected = []
+    for errors in episodes:
+        if errors[0] != errno.ECONNABORTED:
+            expected += [("open_files_exhausted", httpd.server_port, None),
+                         ("open_files_available", httpd.server_port, len(errors))]
+    assert [(e["event"], e["port"], e.get("failed_accepts")) for e in logs] == expected
+    # how long the episode lasted: within the test's own span (not a speed bound)
+    assert all(0 <= e["exhausted_s"] <= elapsed + 0.05 for e in logs if e["event"] == "open_files_available")
 
 
 def test_a_closed_metrics_endpoint_lets_its_port_go():
