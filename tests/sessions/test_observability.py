@@ -152,6 +152,18 @@ def test_rpc_metrics_for_the_transport_and_a_process_wide_instance():
     assert "process_cpu_seconds" in names or "process_virtual_memory_bytes" in names
 
 
+def test_a_memoized_child_is_the_series_of_its_own_metric():
+    """``Metrics.child`` memoizes ``labels()`` per metric and label values: two metrics with
+    the same label values (a game's created matches and its turn timeouts) are two series."""
+    metrics = Metrics()
+    created = metrics.child(metrics.matches_created, "klaberjass")
+    assert metrics.child(metrics.matches_created, "klaberjass") is created
+    metrics.child(metrics.turn_timeouts, "klaberjass").inc()
+    created.inc(2)
+    assert metrics.value("cardgames_matches_created_total", {"game": "klaberjass"}) == 2
+    assert metrics.value("cardgames_turn_timeouts_total", {"game": "klaberjass"}) == 1
+
+
 def test_json_log_lines():
     with configured_logging("json", "info") as stream:
         structlog.get_logger("engine_service.sessions").bind(match_id="m1", game="klaberjass").info(
