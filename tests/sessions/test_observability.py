@@ -479,7 +479,12 @@ def test_the_closed_label_sets_exist_at_0_once_the_manager_has_started():
         assert zero("cardgames_bot_decision_seconds_count", bot=bot)
     for game in all_game_ids():
         assert zero("cardgames_matches_created_total", game=game)
+        assert zero("cardgames_matches_resumed_total", game=game)
         assert zero("cardgames_turn_timeouts_total", game=game)
+        for status in M.ACTIVE_STATUSES:
+            assert zero("cardgames_matches_active", game=game, status=status)
+        for result in ("duplicate", "stale"):  # a player's only
+            assert zero("cardgames_actions_total", game=game, by="player", result=result)
         for outcome in M.OUTCOMES:
             assert zero("cardgames_matches_finished_total", game=game, outcome=outcome)
         for change in M.PRESENCE_CHANGES:
