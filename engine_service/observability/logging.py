@@ -123,14 +123,16 @@ class _JsonDumps:
         return encoder.encode(obj)
 
 
-def _console_tracebacks() -> Any:
+def _console_tracebacks(colors: bool) -> Any:
     """The console renderer's exception formatter, without the frames' locals (the module
-    docstring): rich's when installed (its default shows them), else the plain one."""
+    docstring): rich's when installed (its default shows them), else the plain one. Rich's
+    is in colors only with the lines (its default is always: escape codes in a file)."""
     try:
         import rich  # noqa: F401
     except ImportError:
         return structlog.dev.plain_traceback
-    return structlog.dev.RichTracebackFormatter(show_locals=False)
+    return structlog.dev.RichTracebackFormatter(show_locals=False,
+                                                color_system="truecolor" if colors else None)
 
 
 def configure_logging(fmt: LogFormat = "auto", level: str = "info", stream: TextIO | None = None,
@@ -146,8 +148,9 @@ def configure_logging(fmt: LogFormat = "auto", level: str = "info", stream: Text
     level = level.lower()
     if level not in LEVELS:
         raise ValueError(f"unknown log level {level!r}; allowed: {', '.join(LEVELS)}")
+    terminal = getattr(stream, "isatty", lambda: False)()
     if fmt == "auto":
-        fmt = "console" if getattr(stream, "isatty", lambda: False)() else "json"
+        fmt = "console" if terminal else "json"
     if fmt not in ("json", "console"):
         raise ValueError(f"unknown log format {fmt!r}; allowed: json, console, auto")
     key = (fmt, level, id(stream))
@@ -161,9 +164,8 @@ def configure_logging(fmt: LogFormat = "auto", level: str = "info", stream: Text
         tail = [structlog.processors.ExceptionRenderer(
             structlog.tracebacks.ExceptionDictTransformer(show_locals=False))]
     else:
-        renderer = structlog.dev.ConsoleRenderer(
-            colors=getattr(stream, "isatty", lambda: False)(),
-            exception_formatter=_console_tracebacks())
+        renderer = structlog.dev.ConsoleRenderer(colors=terminal,
+                                                 exception_formatter=_console_tracebacks(terminal))
         tail = []
 
     # the standard library's records (grpc, asyncio): their own processor chain, same renderer

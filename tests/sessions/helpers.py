@@ -188,6 +188,31 @@ async def to_act(mgr: MatchManager, match_id: str, principals: list[Principal]):
 
 
 @contextmanager
+def configured_logging(fmt: str = "json", level: str = "info",
+                       stream: Any = None) -> Iterator[Any]:
+    """The service's own logging (engine_service.observability.logging.configure_logging)
+    writing to ``stream`` (a fresh StringIO unless given), which is yielded; the root logger's
+    handlers and level and structlog's configuration are put back afterwards. ``fmt="auto"``
+    is left to the stream to decide."""
+    import io
+    import logging
+
+    from engine_service.observability.logging import configure_logging
+
+    stream = io.StringIO() if stream is None else stream
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    try:
+        chosen = configure_logging(fmt, level, stream, force=True)
+        assert fmt in ("auto", chosen)
+        yield stream
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+        structlog.reset_defaults()
+
+
+@contextmanager
 def capture_logs_with_context() -> Iterator[list[dict[str, Any]]]:
     """Like ``structlog.testing.capture_logs``, with the fields bound to structlog's
     contextvars merged in as the service's logging does (the rpc and match fields)."""

@@ -9,7 +9,10 @@ import io
 import json
 import logging
 import random
+import sys
+import threading
 
+import pytest
 import structlog
 from structlog.testing import capture_logs
 
@@ -18,7 +21,7 @@ from engine_service.observability.metrics import Metrics, get_metrics
 from engine_service.sessions.api import CreateMatchRequest, Principal
 from engine_service.store import MemoryStore
 
-from .helpers import Stream, config, manager, play_random, run, until
+from .helpers import Stream, config, configured_logging, manager, play_random, run, until
 
 DOMAIN_FIELDS = {
     "match_created": {"match_id", "game", "status", "seats", "options", "turn_time_s"},
@@ -149,21 +152,25 @@ def test_rpc_metrics_for_the_transport_and_a_process_wide_instance():
     assert "process_cpu_seconds" in names or "process_virtual_memory_bytes" in names
 
 
+def test_a_memoized_child_is_the_series_of_its_own_metric():
+    """``Metrics.child`` memoizes ``labels()`` per metric and label values: two metrics with
+    the same label values (a game's created matches and its turn timeouts) are two series."""
+    metrics = Metrics()
+    created = metrics.child(metrics.matches_created, "klaberjass")
+    assert metrics.child(metrics.matches_created, "klaberjass") is created
+    metrics.child(metrics.turn_timeouts, "klaberjass").inc()
+    created.inc(2)
+    assert metrics.value("cardgames_matches_created_total", {"game": "klaberjass"}) == 2
+    assert metrics.value("cardgames_turn_timeouts_total", {"game": "klaberjass"}) == 1
+
+
 def test_json_log_lines():
-    stream = io.StringIO()
-    root = logging.getLogger()
-    saved = (list(root.handlers), root.level)
-    try:
-        assert configure_logging("json", "info", stream, force=True) == "json"
+    with configured_logging("json", "info") as stream:
         structlog.get_logger("engine_service.sessions").bind(match_id="m1", game="klaberjass").info(
             "action_applied", seat=1, seq=3, action="pass", by="player")
         structlog.get_logger("engine_service.sessions").debug("hidden_below_level")
         logging.getLogger("grpc").warning("from the standard library")
         lines = [json.loads(line) for line in stream.getvalue().splitlines()]
-    finally:
-        root.handlers[:] = saved[0]
-        root.setLevel(saved[1])
-        structlog.reset_defaults()
     assert len(lines) == 2
     first = lines[0]
     assert {k: first[k] for k in ("event", "match_id", "game", "seat", "seq", "action", "by", "level", "logger")} == {
@@ -177,25 +184,16 @@ def test_json_lines_are_json_dumps_of_the_event():
     """The JSON renderer reuses one encoder (engine_service.observability.logging._JsonDumps):
     each line is still exactly ``json.dumps(event_dict, default=...)``: key order, escapes,
     non-ASCII, numbers, and objects JSON cannot hold through structlog's fallback (repr)."""
-    stream = io.StringIO()
-    root = logging.getLogger()
-    saved = (list(root.handlers), root.level)
-
     class Opaque:
         def __repr__(self) -> str:
             return "<opaque \u00e9>"
 
     fields = dict(seat=2, seq=10**20, ratio=0.1, flag=True, none=None, name="Zo\u00eb \"q\"\n\t",
                   nested={"b": [1, 2.5, "x"], "a": {}}, thing=Opaque(), items=("t", 1))
-    try:
-        configure_logging("json", "info", stream, force=True)
+    with configured_logging("json", "info") as stream:
         structlog.get_logger("engine_service.sessions").info("action_applied", **fields)
         structlog.get_logger("engine_service.sessions").info("again", thing=Opaque())
         lines = stream.getvalue().splitlines()
-    finally:
-        root.handlers[:] = saved[0]
-        root.setLevel(saved[1])
-        structlog.reset_defaults()
     first = json.loads(lines[0])
     expected = {**fields, "event": "action_applied", "level": "info", "logger": "engine_service.sessions",
                 "timestamp": first["timestamp"]}
@@ -206,21 +204,227 @@ def test_json_lines_are_json_dumps_of_the_event():
 def test_a_log_line_that_cannot_be_written_fails_nobody():
     """The service's lines go through structlog's native path (one JSON object per line, named
     logger); a closed stream drops the line instead of failing the RPC that logs it."""
-    stream = io.StringIO()
-    root = logging.getLogger()
-    saved = (list(root.handlers), root.level)
-    try:
-        configure_logging("json", "info", stream, force=True)
+    with configured_logging("json", "info") as stream:
         log = structlog.get_logger("cardgames.rpc")
         log.info("rpc", method="/m", code="OK")
         (line,) = [json.loads(x) for x in stream.getvalue().splitlines()]
         assert (line["event"], line["logger"], line["level"], line["code"]) == ("rpc", "cardgames.rpc", "info", "OK")
         stream.close()
         log.info("rpc", method="/m", code="OK")  # no exception
-    finally:
-        root.handlers[:] = saved[0]
-        root.setLevel(saved[1])
-        structlog.reset_defaults()
+
+
+def test_json_lines_of_both_paths_carry_the_request_context_and_the_stack_asked_for():
+    """The transport binds an RPC's fields (``rpc``, ``request_id``, ``match_id``...) to
+    structlog's contextvars, not to each logger: every line written while the call is served,
+    the service's own and the standard library's (grpc, asyncio), carries them; and a line
+    logged with ``stack_info`` holds the caller's stack."""
+    with configured_logging("json", "info") as stream:
+        with structlog.contextvars.bound_contextvars(rpc="GetView", request_id="r-7", match_id="m1"):
+            structlog.get_logger("cardgames.rpc").info("rpc", code="OK", stack_info=True)
+            logging.getLogger("asyncio").warning("from the standard library")
+        structlog.get_logger("cardgames.rpc").info("after")
+        lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    context = {"rpc": "GetView", "request_id": "r-7", "match_id": "m1"}
+    assert [{k: line.get(k) for k in context} for line in lines] == [
+        context, context, {"rpc": None, "request_id": None, "match_id": None}]
+    # the stdlib record's own fields, nothing of the formatter's bookkeeping (_record...)
+    assert set(lines[1]) == {"event", "level", "logger", "timestamp", *context}
+    assert "test_json_lines_of_both_paths_carry_the_request_context" in lines[0]["stack"]
+    assert "stack" not in lines[2]
+
+
+def test_an_exception_logged_through_the_standard_library_is_data_without_locals():
+    """A standard-library record with an exception (asyncio's "Task exception was never
+    retrieved", grpc's own errors) goes through the same exception renderer as the service's
+    lines: its traceback as data in ``exception``, the frames without their locals (a frame of
+    a call holds its seat token)."""
+    secret = "seat-token-that-must-never-be-logged-0123456789"
+    with configured_logging("json", "info") as stream:
+        try:
+            _fail_with(secret)
+        except RuntimeError:
+            logging.getLogger("asyncio").exception("Task exception was never retrieved")
+        (line,) = [json.loads(x) for x in stream.getvalue().splitlines()]
+    (error,) = line["exception"]
+    assert (error["exc_type"], error["exc_value"]) == ("RuntimeError", "the stored log does not replay")
+    assert [frame["name"] for frame in error["frames"]][-1] == "_fail_with"
+    assert all("locals" not in frame or not frame["locals"] for frame in error["frames"])
+    assert secret not in stream.getvalue()
+
+
+def test_a_logger_asked_for_without_a_name_is_named_after_its_module():
+    """``structlog.get_logger()`` (or a name of None, as ``logging.getLogger(None)``) names its
+    lines' ``logger`` after the calling module, as the standard library's factory does."""
+    with configured_logging("json", "info") as stream:
+        structlog.get_logger().info("unnamed")
+        structlog.get_logger(None).info("none")
+        lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [(line["event"], line["logger"]) for line in lines] == [("unnamed", __name__), ("none", __name__)]
+
+
+def _free_for_another_thread(lock) -> bool:
+    free = []
+
+    def probe():
+        if lock.acquire(blocking=False):
+            lock.release()
+            free.append(True)
+
+    other = threading.Thread(target=probe)
+    other.start()
+    other.join(30)
+    return bool(free)
+
+
+def test_a_line_is_written_whole_and_flushed_under_the_lock_the_stdlib_handler_takes():
+    """Lines of the service's own path and of the standard library's never interleave: each is
+    written under the one lock per stream both share, and flushed at once (a line left in a
+    buffer is late in ``docker logs`` and lost when the process is killed). A broken stream
+    (EPIPE: the reader of a pipe went away) drops the line and fails nobody."""
+    class Recording(io.StringIO):
+        def __init__(self):
+            super().__init__()
+            self.taken_during_write: list[bool] = []
+            self.unflushed = 0
+
+        def write(self, text):
+            self.taken_during_write.append(not _free_for_another_thread(lock))
+            self.unflushed += 1
+            return super().write(text)
+
+        def flush(self):
+            self.unflushed = 0
+
+    stream = Recording()
+    with configured_logging("json", "info", stream):
+        (handler,) = [h for h in logging.getLogger().handlers if getattr(h, "_cardgames", False)]
+        lock = handler.lock
+        structlog.get_logger("cardgames.rpc").info("rpc", code="OK")
+        assert stream.unflushed == 0
+        logging.getLogger("grpc").warning("from the standard library")
+        assert stream.unflushed == 0
+        lines = [json.loads(line)["event"] for line in stream.getvalue().splitlines()]
+
+        def broken(text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        stream.write = broken
+        structlog.get_logger("cardgames.rpc").info("rpc", code="OK")  # no exception
+    assert lines == ["rpc", "from the standard library"]
+    assert stream.taken_during_write == [True, True]
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _fail_with(secret: str) -> None:
+    token = secret  # noqa: F841  (a local a traceback must not show)
+    raise RuntimeError("the stored log does not replay")
+
+
+def _log_a_failure(secret: str) -> None:
+    try:
+        _fail_with(secret)
+    except RuntimeError:
+        structlog.get_logger("cardgames.rpc").exception("rpc_internal_error")
+
+
+def test_the_format_and_level_are_checked_and_auto_means_console_on_a_terminal_only():
+    """An unknown level or format is refused (serve's own flags check them first) before
+    anything changes; a level in capitals is the level; ``auto`` writes colored console lines
+    to a terminal and JSON to anything else (a file, a pipe, journald)."""
+    root = logging.getLogger()
+    handlers = list(root.handlers)
+    with pytest.raises(ValueError, match="unknown log level 'verbose'; allowed: debug, info, warning, error, critical"):
+        configure_logging("json", "verbose", io.StringIO())
+    with pytest.raises(ValueError, match="unknown log format 'xml'; allowed: json, console, auto"):
+        configure_logging("xml", "info", io.StringIO())
+    assert root.handlers == handlers
+    for stream, colored in ((_Terminal(), True), (io.StringIO(), False)):
+        with configured_logging("auto", "WARNING", stream):
+            structlog.get_logger("cardgames.server").warning("open_files_exhausted", port=9464)
+            structlog.get_logger("cardgames.server").info("below_the_level")
+        text = stream.getvalue()
+        assert "below_the_level" not in text
+        assert text.startswith("{") is not colored and ("\x1b[" in text) is colored, text
+        assert "open_files_exhausted" in text and "9464" in text
+
+
+def test_the_console_format_colors_tracebacks_on_a_terminal_only_and_never_shows_locals(monkeypatch):
+    """A traceback on the console format is rich's, in colors only when the lines are (to a
+    file, console lines with escape codes in their tracebacks alone were unreadable), and
+    without the frames' locals; without rich installed, the plain one (no locals either)."""
+    secret = "seat-token-that-must-never-be-logged-0123456789"
+    texts = {}
+    for name, stream in (("terminal", _Terminal()), ("file", io.StringIO())):
+        with configured_logging("console", "info", stream):
+            _log_a_failure(secret)
+        texts[name] = stream.getvalue()
+    monkeypatch.setitem(sys.modules, "rich", None)  # import rich: ImportError
+    with configured_logging("console", "info") as stream:
+        _log_a_failure(secret)
+    texts["no rich"] = stream.getvalue()
+    for name, text in texts.items():
+        assert "the stored log does not replay" in text and "_fail_with" in text, name
+        assert secret not in text, name
+        assert ("\x1b[" in text) is (name == "terminal"), name
+        assert ("Traceback (most recent call last):" in text) is (name == "no rich"), name
+
+
+def test_a_second_configuration_with_the_same_arguments_changes_nothing(monkeypatch):
+    """``configure_logging`` once per process: called again with the same arguments it keeps
+    its handler; with others (or ``force``) it replaces it, never adding a second one (each line
+    written twice) nor removing another's; without a stream it writes to stderr."""
+    def ours():
+        return [h for h in logging.getLogger().handlers if getattr(h, "_cardgames", False)]
+
+    with configured_logging("json", "info") as stream:
+        (first,) = ours()
+        foreign = logging.NullHandler()  # another library's or the test runner's
+        logging.getLogger().addHandler(foreign)
+        assert configure_logging("json", "info", stream) == "json"
+        assert ours() == [first]
+        configure_logging("json", "debug", stream)
+        (second,) = ours()
+        configure_logging("json", "debug", stream, force=True)
+        (third,) = ours()
+        assert foreign in logging.getLogger().handlers
+        structlog.get_logger("cardgames.rpc").debug("rpc", code="OK")
+        logging.getLogger("grpc").debug("from the standard library")
+        err = io.StringIO()
+        monkeypatch.setattr(sys, "stderr", err)
+        configure_logging("json", "debug")  # another stream
+        structlog.get_logger("cardgames.rpc").info("to_stderr")
+        configure_logging("console", "debug")  # another format
+        structlog.get_logger("cardgames.rpc").info("in_console_format")
+    assert len({id(first), id(second), id(third)}) == 3
+    assert [json.loads(line)["event"] for line in stream.getvalue().splitlines()] == [
+        "rpc", "from the standard library"]
+    first_line, second_line = err.getvalue().splitlines()
+    assert json.loads(first_line)["event"] == "to_stderr"
+    assert "in_console_format" in second_line and not second_line.startswith("{")
+
+
+def test_a_database_path_that_cannot_be_read_reads_nan_and_the_scrape_still_works(tmp_path):
+    """The SQLite database's size and its volume's space are read at each scrape: a path that
+    cannot be read (under a regular file: NotADirectoryError, not FileNotFoundError; a
+    permission error alike; a directory gone: its volume too) reads NaN, not 0 (a free space
+    of 0 fires the volume alerts) and not an exception (which failed the whole scrape, every
+    other metric with it)."""
+    from prometheus_client import generate_latest
+
+    (tmp_path / "not-a-directory").write_text("")
+    volume = ("cardgames_store_volume_free_bytes", "cardgames_store_volume_size_bytes")
+    for where, nan in (("not-a-directory", ("cardgames_store_database_bytes",)),
+                       ("gone", ("cardgames_store_database_bytes", *volume))):
+        metrics = Metrics()
+        metrics.watch_database_file(str(tmp_path / where / "db.sqlite3"))
+        text = generate_latest(metrics.registry).decode()
+        for name in nan:
+            assert f"{name} NaN" in text, (where, name)
+        assert "cardgames_matches_pruned_total 0.0" in text
 
 
 def test_every_store_operation_that_counts_its_errors_is_declared():
@@ -275,7 +479,12 @@ def test_the_closed_label_sets_exist_at_0_once_the_manager_has_started():
         assert zero("cardgames_bot_decision_seconds_count", bot=bot)
     for game in all_game_ids():
         assert zero("cardgames_matches_created_total", game=game)
+        assert zero("cardgames_matches_resumed_total", game=game)
         assert zero("cardgames_turn_timeouts_total", game=game)
+        for status in M.ACTIVE_STATUSES:
+            assert zero("cardgames_matches_active", game=game, status=status)
+        for result in ("duplicate", "stale"):  # a player's only
+            assert zero("cardgames_actions_total", game=game, by="player", result=result)
         for outcome in M.OUTCOMES:
             assert zero("cardgames_matches_finished_total", game=game, outcome=outcome)
         for change in M.PRESENCE_CHANGES:

@@ -1113,6 +1113,8 @@ def test_the_database_file_and_its_volume_are_measured_for_sqlite_only(kind, mak
         assert 0 < free <= vfs.f_blocks * vfs.f_frsize
         assert abs(free - vfs.f_bavail * vfs.f_frsize) < 64 << 20  # other writers meanwhile
         await st.close()
+        assert not os.path.exists(path + "-wal")  # the last connection's close removed it
+        assert sample("cardgames_store_database_bytes") == os.stat(path).st_size  # no WAL: the file
         os.rename(path, path + ".moved")  # unreadable: NaN, and the scrape still works
         assert math.isnan(sample("cardgames_store_database_bytes"))
         assert b"cardgames_store_volume_free_bytes" in generate_latest(metrics.registry)

@@ -9,8 +9,10 @@ metrics) instead of failing silently. docs/operations.md, "Connections and file 
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import socket
+import struct
 import subprocess
 import time
 import urllib.request
@@ -627,6 +629,9 @@ def test_the_metrics_endpoint_closes_a_connection_that_sends_nothing(capsys):
         try:
             started = time.monotonic()
             silent = [socket.create_connection(("127.0.0.1", httpd.server_port)) for _ in range(5)]
+            with socket.create_connection(("127.0.0.1", httpd.server_port)) as reset:
+                reset.sendall(b"GET /metr")  # then gone with a reset: quiet too
+                reset.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             with socket.create_connection(("127.0.0.1", httpd.server_port)) as scrape:
                 scrape.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
                 scrape.settimeout(30)
@@ -643,7 +648,7 @@ def test_the_metrics_endpoint_closes_a_connection_that_sends_nothing(capsys):
         finally:
             httpd.shutdown()
     assert "Traceback" not in capsys.readouterr().err
-    assert logs == []  # a timed-out connection is nothing to report
+    assert logs == []  # a timed-out or reset connection is nothing to report
 
 
 def _scrape(port: int) -> bytes:
@@ -697,6 +702,25 @@ def test_the_metrics_endpoint_closes_a_connection_that_sends_its_request_byte_by
         httpd.shutdown()
 
 
+def test_a_request_read_starts_no_read_once_its_deadline_is_gone():
+    """The deadline is for the whole request, even when every read finds bytes waiting: a
+    client sending header bytes as fast as it can never makes a read wait, so no read times
+    out; the next read after the deadline is refused (TimeoutError, a quiet end) without
+    reading, and before it each read may wait only the time left."""
+    from engine_service.transport.fdlimits import _DeadlineReader
+
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        theirs.sendall(b"GET /metrics HTTP/1.0\r\n")
+        buffer = bytearray(4)
+        late = _DeadlineReader(ours.makefile("rb", buffering=0), ours, time.monotonic() - 0.001)
+        with pytest.raises(TimeoutError):
+            late.readinto(buffer)
+        in_time = _DeadlineReader(ours.makefile("rb", buffering=0), ours, time.monotonic() + 30)
+        assert in_time.readinto(buffer) == 4 and bytes(buffer) == b"GET "  # the late one read nothing
+        assert 0 < ours.gettimeout() <= 30
+
+
 def test_the_metrics_endpoint_serves_a_bounded_number_of_connections_at_once():
     """Each connection held a thread and a descriptor until its request came or timed out,
     and a sender could open as many as it liked meanwhile (the descriptors the gRPC port
@@ -732,6 +756,127 @@ def test_the_metrics_endpoint_serves_a_bounded_number_of_connections_at_once():
         assert b"probe_total 1.0" in _scrape(httpd.server_port)
     finally:
         httpd.shutdown()
+
+
+def test_a_connection_whose_thread_cannot_start_is_closed_logged_and_gives_its_slot_back(monkeypatch):
+    """When no thread can be started for a connection (``can't start new thread``: a process
+    at its thread or memory limit), the connection is closed, the failure is one log line
+    (not socketserver's traceback on stderr among the JSON lines), and its slot comes back:
+    with ``max_connections=1`` the next scrape is answered (each such failure would otherwise
+    hold a slot for good, and after ``max_connections`` of them no scrape were served)."""
+    import socketserver
+
+    from prometheus_client import CollectorRegistry, Counter
+
+    from engine_service.transport.fdlimits import start_metrics_server
+    from tests.sessions.helpers import capture_logs_with_context
+
+    original = socketserver.ThreadingMixIn.process_request
+    failures = [RuntimeError("can't start new thread")]
+
+    def flaky(self, request, client_address):
+        if failures:
+            raise failures.pop()
+        return original(self, request, client_address)
+
+    monkeypatch.setattr(socketserver.ThreadingMixIn, "process_request", flaky)
+    registry = CollectorRegistry()
+    Counter("probe", "a sample", registry=registry).inc()
+    httpd = start_metrics_server(0, "127.0.0.1", registry, max_connections=1)
+    try:
+        with capture_logs_with_context() as logs:
+            with socket.create_connection(("127.0.0.1", httpd.server_port)) as unserved:
+                unserved.settimeout(30)  # a hang guard
+                assert unserved.recv(10) == b""
+            assert b"probe_total 1.0" in _scrape(httpd.server_port)
+    finally:
+        httpd.close()
+    assert [(e["event"], e["error_type"], e["error"]) for e in logs] == [
+        ("metrics_request_failed", "RuntimeError", "can't start new thread")]
+
+
+@pytest.mark.parametrize("episodes", [
+    [[errno.ECONNABORTED]],  # a connection reset before its accept: no exhaustion at all
+    [[errno.EMFILE, errno.EMFILE], [errno.ENFILE]],  # two episodes, each counted from 0
+])
+def test_an_accept_out_of_descriptors_is_one_episode_counted_and_ended_by_a_served_scrape(
+        monkeypatch, episodes):
+    """Only EMFILE, ENFILE, ENOBUFS and ENOMEM mean "out of descriptors": one
+    ``open_files_exhausted`` warning per episode (and a pause before the next accept), then
+    ``open_files_available`` with the port and the failed accepts of that episode once an
+    accept succeeds. Another accept error (ECONNABORTED) is dropped at once, unlogged."""
+    import socketserver
+
+    from prometheus_client import CollectorRegistry, Counter
+
+    from engine_service.transport import fdlimits
+    from tests.sessions.helpers import capture_logs_with_context
+
+    monkeypatch.setattr(fdlimits, "ACCEPT_RETRY_S", 0.01)
+    original = socketserver.TCPServer.get_request
+    failures: list[OSError] = []
+
+    def flaky(self):
+        if failures:
+            raise failures.pop()
+        return original(self)
+
+    monkeypatch.setattr(socketserver.TCPServer, "get_request", flaky)
+    registry = CollectorRegistry()
+    Counter("probe", "a sample", registry=registry).inc()
+    httpd = fdlimits.start_metrics_server(0, "127.0.0.1", registry)
+    started = time.monotonic()
+    try:
+        with capture_logs_with_context() as logs:
+            for errors in episodes:
+                failures[:] = [OSError(e, os.strerror(e)) for e in errors]
+                assert b"probe_total 1.0" in _scrape(httpd.server_port)
+                assert failures == []
+    finally:
+        httpd.close()
+    elapsed = time.monotonic() - started
+    expected = []
+    for errors in episodes:
+        if errors[0] != errno.ECONNABORTED:
+            expected += [("open_files_exhausted", httpd.server_port, None, os.strerror(errors[-1])),
+                         ("open_files_available", httpd.server_port, len(errors), None)]
+    assert [(e["event"], e["port"], e.get("failed_accepts"), e.get("error")) for e in logs] == expected
+    # how long the episode lasted: within the test's own span (not a speed bound)
+    assert all(0 <= e["exhausted_s"] <= elapsed + 0.05 for e in logs if e["event"] == "open_files_available")
+
+
+def test_a_closed_metrics_endpoint_lets_its_port_go():
+    """``close()`` (serve's drain and failed starts) stops serving and unbinds the port:
+    ``shutdown()`` alone left it bound until the process exited, and a successor given the
+    database could not listen on it; its serving thread ends (polling a closed socket, it would
+    spin). Closing twice is harmless."""
+    import threading
+
+    from prometheus_client import CollectorRegistry, Counter
+
+    from engine_service.transport.fdlimits import start_metrics_server
+
+    def serving() -> int:
+        return sum(t.name == "metrics-http" for t in threading.enumerate())
+
+    registry = CollectorRegistry()
+    Counter("probe", "a sample", registry=registry).inc()
+    before = serving()
+    httpd = start_metrics_server(0, "127.0.0.1", registry)
+    port = httpd.server_port
+    try:
+        assert serving() == before + 1
+        # a daemon: a scrape in progress never holds the process at its exit
+        assert all(t.daemon for t in threading.enumerate() if t.name == "metrics-http")
+    finally:
+        httpd.close()
+    httpd.close()
+    _until(lambda: serving() == before)
+    successor = start_metrics_server(port, "127.0.0.1", registry)
+    try:
+        assert b"probe_total 1.0" in _scrape(port)
+    finally:
+        successor.close()
 
 
 def test_the_metrics_address_may_be_an_ipv6_address_in_brackets():

@@ -1089,10 +1089,7 @@ def test_an_internal_error_logs_no_local_variable_of_its_frames(fmt):
     the caller's bearer token (and other frames requests, client join ids, views). A match
     whose stored log no longer replays did it for every seat-token call (seen on a real
     server: the seat token in the JSON line)."""
-    import io
-    import logging
-
-    from engine_service.observability.logging import configure_logging
+    from tests.sessions.helpers import configured_logging
 
     secret = "seat-token-that-must-never-be-logged-0123456789"
 
@@ -1102,12 +1099,7 @@ def test_an_internal_error_logs_no_local_variable_of_its_frames(fmt):
                 raise RuntimeError("the stored log does not replay")
             return super().authenticate(match_id, token, admin=admin)
 
-    stream = io.StringIO()
-    root = logging.getLogger()
-    saved = (list(root.handlers), root.level)
-    try:
-        configure_logging(fmt, "info", stream, force=True)
-
+    with configured_logging(fmt, "info") as stream:
         @run
         async def go():
             async with running(Failing()) as srv:
@@ -1120,10 +1112,6 @@ def test_an_internal_error_logs_no_local_variable_of_its_frames(fmt):
                     await asyncio.sleep(0.01)
 
         go()
-    finally:
-        root.handlers[:] = saved[0]
-        root.setLevel(saved[1])
-        structlog.reset_defaults()
     text = stream.getvalue()
     assert "rpc_internal_error" in text and "the stored log does not replay" in text
     assert "_principal" in text  # the traceback is there, with its frames

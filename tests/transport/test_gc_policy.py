@@ -129,6 +129,24 @@ def test_the_pause_recorder_buckets_each_generation():
     assert sum(recorder.snapshot(1)[0]) == 0
 
 
+def test_a_pause_equal_to_a_bound_is_counted_under_that_bound():
+    """Prometheus' buckets are ``le``: a pause of exactly 1 ms is within ``le="0.001"``, as a
+    prometheus_client Histogram would count it, not only in the next bucket. The pause is
+    the time from the collection's start to its stop (the clock read at each)."""
+    now = [0.0]
+    recorder = PauseRecorder(clock=lambda: now[0])
+    recorder("start", {"generation": 1})
+    now[0] = 0.001
+    recorder("stop", {"generation": 1})
+    assert recorder.snapshot(1)[1] == 0.001
+    registry = CollectorRegistry()
+    GcPauseCollector(registry, recorder)
+    assert registry.get_sample_value("cardgames_gc_pause_seconds_bucket",
+                                     {"generation": "1", "le": "0.001"}) == 1
+    assert registry.get_sample_value("cardgames_gc_pause_seconds_bucket",
+                                     {"generation": "1", "le": "0.0005"}) == 0
+
+
 def test_the_histogram_is_exported_cumulatively():
     times = iter([0.0, 3.0])  # longer than every bound: only +Inf holds it
     recorder = PauseRecorder(clock=lambda: next(times))
@@ -154,6 +172,8 @@ def test_the_process_metrics_measure_real_collections():
     metrics = Metrics(process_collectors=True)
     Metrics(process_collectors=True)
     assert gc.callbacks.count(process_recorder()) == 1
+    assert process_recorder() is process_recorder()
+    assert sum(isinstance(hook, PauseRecorder) for hook in gc.callbacks) == 1
     before = metrics.registry.get_sample_value("cardgames_gc_pause_seconds_count", {"generation": "2"})
     gc.collect()
     gc.collect()
