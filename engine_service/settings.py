@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from .bounded_read import PEM_LIMIT, FileRefused, read_bounded
+from .observability.logging import LEVELS as LOG_LEVELS
 from .sessions.config import SessionConfig
 from .sessions.delay import MAX_SPECTATOR_DELAY
 from .transport.auth import MAX_TOKEN_CHARS
@@ -33,7 +34,6 @@ from .transport.ratelimit import Network, parse_networks
 DEFAULT_DB = "./cardgames.sqlite3"
 ENV_PREFIX = "CARDGAMES_"
 LOG_FORMATS = ("auto", "json", "console")
-LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 EVENT_LOOPS = ("auto", "uvloop", "asyncio")
 
 
