@@ -103,7 +103,7 @@ class PluginSettings:
     autoload: bool = True
     allowlist: frozenset[str] | None = None
     extra: tuple[Any, ...] = ()
-    #: seconds one plugin's import, and then its hook, may take (:func:`_time_limit`); None:
+    #: seconds one plugin's import, and then its hook, may take (:func:`time_limit`); None:
     #: no limit. Every process that loads the plugins applies the same limit, so that the
     #: service's catalog and its workers' leave out the same plugin that hangs.
     load_timeout_s: float | None = LOAD_TIMEOUT_S
@@ -209,7 +209,7 @@ class _LoadTimedOut(BaseException):
 
 
 @contextlib.contextmanager
-def _time_limit(seconds: float | None,
+def time_limit(seconds: float | None,
                 interruption: type[BaseException] = _LoadTimedOut) -> Iterator[None]:
     """Interrupt the body with ``interruption`` after ``seconds`` (SIGALRM; the runner uses it
     for an in-process bot that overruns its budget).
@@ -486,7 +486,7 @@ def load_catalog(settings: PluginSettings, *, log_summary: bool = True, quiet: b
                       reason="autoload disabled" if not settings.autoload else "not in allowlist")
             continue
         try:
-            with said_by(ep.name), _time_limit(settings.load_timeout_s):
+            with said_by(ep.name), time_limit(settings.load_timeout_s):
                 obj = ep.load()
         except _LoadTimedOut:
             fail(ep.name, "import", timed_out)
@@ -502,7 +502,7 @@ def load_catalog(settings: PluginSettings, *, log_summary: bool = True, quiet: b
         if isinstance(item, str):
             name = item
             try:
-                with said_by(name), _time_limit(settings.load_timeout_s):
+                with said_by(name), time_limit(settings.load_timeout_s):
                     obj: Any = importlib.import_module(item)
             except _LoadTimedOut:
                 fail(name, "import", timed_out)
@@ -530,7 +530,7 @@ def load_catalog(settings: PluginSettings, *, log_summary: bool = True, quiet: b
     for impl in impls:
         plugin = impl.plugin_name
         try:
-            with said_by(plugin), _time_limit(settings.load_timeout_s):
+            with said_by(plugin), time_limit(settings.load_timeout_s):
                 returned = impl.function()
                 refused = _not_bot_specs(returned)
                 # a generator's body runs here: its exceptions are the plugin's, as the hook's

@@ -19,7 +19,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from .manager import BotCatalog, _time_limit
+from .manager import BotCatalog, time_limit
 from .protocol import Bot, DecisionRequest
 
 TIMEOUT = "timeout"
@@ -115,7 +115,7 @@ class BotRunner:
         pid = os.getpid()
         limit = max(0.001, budget_s) + INTERRUPT_AFTER if in_process and enforce_budget else None
         try:
-            with _time_limit(limit, _Interrupted):
+            with time_limit(limit, _Interrupted):
                 try:
                     answer = bot.decide(request)
                 finally:
