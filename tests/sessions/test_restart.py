@@ -1863,7 +1863,9 @@ def test_the_absence_heartbeat_touches_the_away_seats_without_walking_every_matc
     loop for 10,000 matches every 5 s even with nobody away; the clock now keeps them
     (MatchClock.running) as the records change."""
     path, wall = tmp_path / "m.sqlite3", _Wall()
-    cfg = dict(time_scale=0.01, absence_heartbeat_s=3600.0)  # beats called by hand below
+    # beats called by hand below; whole 60 s windows: seat 0's, resumed with 0.6 s left at
+    # time_scale 0.01, ran out on a loaded machine before its player was back (the match over)
+    cfg = dict(absence_heartbeat_s=3600.0)
 
     async def first():
         mgr = _walled(path, wall, **cfg)
