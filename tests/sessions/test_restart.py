@@ -23,6 +23,7 @@ from engine_service.store import MemoryStore, NotADatabase, SeatRecord, SqliteSt
 from tests.crash import crash
 
 from .helpers import GAMES, absences_written, collect, config, manager, open_match, play_random, run, until
+from .virtual_clock import advance_to, run_virtual
 
 
 def sqlite_manager(path, **cfg) -> MatchManager:
@@ -2038,6 +2039,49 @@ def test_a_resumed_window_is_logged_with_the_time_it_has_left(tmp_path):
     assert [(e["seat"], e["taken_over"]) for e in resumed] == [(0, False)]
     assert resumed[0]["away_s"] == pytest.approx(0.1, abs=0.03)
     assert resumed[0]["left_s"] == pytest.approx(0.2, abs=0.03)
+
+
+def test_a_window_a_slow_start_arms_late_is_recorded_from_when_the_engine_served_again(monkeypatch):
+    """A start re-arms its resumed matches one after the other, each from the loop time the
+    engine serves again (``_rearm``'s ``now``): with thousands of them the last ones are armed
+    a while after it (here 5 s, on a virtual clock). Each window's recorded start (its
+    ``away_since``, what the next restart continues) is its deadline less the window: the
+    Unix time of ``now`` for a player connected at the stop, ``now`` less the 10 s already
+    used for one away before it. A resumed window used to record the Unix time of its
+    arming instead, 5 s late: a crash then gave its player those 5 s again."""
+    store = MemoryStore()
+    cfg = config(absence_heartbeat_s=3600.0)
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        before = MatchManager(cfg, store=store, metrics=Metrics(), create_bot_host=False)
+        match_id, _, streams = await _join_and_watch(before, "klaberjass")
+        await streams[0].aclose()  # seat 0 goes away; seat 1 is connected at the stop
+        await advance_to(loop.time() + 10.0)
+        await before.close()
+        await advance_to(loop.time() + 600.0)  # down
+
+        after = MatchManager(cfg, store=store, metrics=Metrics(), create_bot_host=False)
+        rearm, served_again = after._rearm, []
+
+        def slow(m, now):
+            served_again.append(now)
+            loop.set_time(loop.time() + 5.0)  # the matches re-armed before this one
+            rearm(m, now)
+
+        after._rearm = slow
+        await after.start()
+        await absences_written(after, match_id)
+        deadlines = [s.grace_deadline for s in after._matches[match_id].seats]
+        stored = [s.away_since for s in (await store.load_match(match_id)).record.seats]
+        await after.close()
+        return served_again, deadlines, stored
+
+    (now,), deadlines, stored = run_virtual(go, monkeypatch)
+    window = cfg.reconnect_grace_s
+    # the virtual loop's time and the Unix time are one number
+    assert deadlines == [now - 10.0 + window, now + window]
+    assert stored == [now - 10.0, now]
 
 
 def test_the_absence_heartbeat_forgets_the_windows_of_a_match_that_ended():
