@@ -1934,11 +1934,17 @@ def test_a_georgian_joker_seat_taken_over_before_a_restart_stays_taken_over(tmp_
     wall.now += 120.0
 
     async def after():
+        from structlog.testing import capture_logs
+
         mgr = _walled(path, wall, **cfg)
-        await mgr.start()
+        with capture_logs() as logs:
+            await mgr.start()
         try:
             slot = mgr._matches[match_id].seats[0]
             resumed = (slot.taken_over, slot.grace_deadline, (await mgr.get_match(match_id)).seats[0].replaced_by_bot)
+            # docs/operations.md: the takeover bot keeps the seat, said at start-up
+            said = [(e["seat"], e["taken_over"]) for e in logs if e["event"] == "grace_resumed"]
+            assert [e for e in said if e[0] == 0] == [(0, True)], said
             back = mgr.watch(match_id, mgr.authenticate(match_id, token), -1)
             await back.__anext__()
             await absences_written(mgr, match_id)
