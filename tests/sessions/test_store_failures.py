@@ -20,6 +20,7 @@ from engine_service.sessions.manager import MatchManager
 from engine_service.store import MemoryStore, StoreError
 
 from .helpers import Stream, collect, config, join_all, manager, open_match, play_random, run, to_act, until
+from .virtual_clock import advance_to, run_virtual
 
 
 class LosesAcknowledgements(MemoryStore):
@@ -2012,4 +2013,52 @@ def test_absence_writes_failing_when_the_drain_begins_are_not_tried_again(monkey
 
     refused, later, logs = run(go())
     assert later == refused  # nothing tried again after the drain
-    assert sorted(e["seat"] for e in logs if e["event"] == "absence_write_failed") == [0, 1]
+    assert sorted((e["seat"], e["error_type"], e["error"]) for e in logs if e["event"] == "absence_write_failed") == [
+        (0, "StoreError", "the database is unreachable"), (1, "StoreError", "the database is unreachable")]
+
+
+class HangingAbsences(FailingAbsences):
+    """:class:`FailingAbsences` whose refused writes, after the first, hang ``hang_s`` before
+    they fail (a database that stopped answering: each connection attempt times out)."""
+
+    hang_s = 90.0
+
+    async def save_absence(self, *args, **kwargs):
+        if self.broken and self.refused:
+            await asyncio.sleep(self.hang_s)
+        return await super().save_absence(*args, **kwargs)
+
+
+def test_absence_writes_hanging_longer_than_a_summary_period_are_one_outage(monkeypatch):
+    """The database stops answering: the first absence writes fail at once, the next ones
+    only after hanging 90 s each (longer than ABSENCE_OUTAGE_SUMMARY_S). A failure that comes
+    that long after the previous one, of a write still being tried again, continues the
+    outage (a summary, absence_writes_still_failing), not a new one: only an outage whose
+    writes all ended unwritten and went quiet that long is the next failure's new one. On a
+    virtual clock: three hours of outage in no time."""
+    from engine_service.sessions import clock
+
+    store = HangingAbsences()
+    store.broken = True
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        with capture_logs() as logs:
+            # grace windows of a day: the match waits for its players (JJK-10.2) meanwhile
+            async with manager(config(absence_heartbeat_s=3600.0, reconnect_grace_s=86400.0), store=store) as mgr:
+                match_id, _ = await open_match(mgr, "klaberjass")  # nobody watches: both seats away
+                await advance_to(loop.time() + 3 * 3600.0)
+                store.broken = False
+                await advance_to(loop.time() + store.hang_s + clock.RETRY_AFTER_STORE_FAILURE_S)
+                stored = [s.absence_stored for s in mgr._matches[match_id].seats]
+        return [e for e in logs if e["event"].startswith("absence_write")], stored
+
+    said, stored = run_virtual(go, monkeypatch)
+    events = [e["event"] for e in said]
+    assert events[0] == "absence_writes_failing" and events[-1] == "absence_writes_recovered", events
+    assert events.count("absence_writes_failing") == 1 and events.count("absence_writes_recovered") == 1, events
+    summaries = [e for e in said if e["event"] == "absence_writes_still_failing"]
+    assert len(summaries) >= 3 * 3600.0 / (store.hang_s + clock.RETRY_AFTER_STORE_FAILURE_S) / 2 - 1, events
+    assert all(e["pending"] == 2 for e in summaries), summaries
+    assert said[-1]["failed_writes"] == store.refused and said[-1]["landed"] == 2
+    assert all(away is not None and not taken_over for away, taken_over in stored), stored
