@@ -2057,6 +2057,9 @@ def test_absence_writes_hanging_longer_than_a_summary_period_are_one_outage(monk
     events = [e["event"] for e in said]
     assert events[0] == "absence_writes_failing" and events[-1] == "absence_writes_recovered", events
     assert events.count("absence_writes_failing") == 1 and events.count("absence_writes_recovered") == 1, events
+    # docs/operations.md: the outage's first line says how often its writes are tried again
+    assert (said[0]["error_type"], said[0]["error"], said[0]["retry_every_s"]) == (
+        "StoreError", "the database is unreachable", clock.RETRY_AFTER_STORE_FAILURE_S)
     summaries = [e for e in said if e["event"] == "absence_writes_still_failing"]
     assert len(summaries) >= 3 * 3600.0 / (store.hang_s + clock.RETRY_AFTER_STORE_FAILURE_S) / 2 - 1, events
     assert all(e["pending"] == 2 for e in summaries), summaries
