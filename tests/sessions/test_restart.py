@@ -2054,7 +2054,9 @@ def test_a_window_a_slow_start_arms_late_is_recorded_from_when_the_engine_served
     ``away_since``, what the next restart continues) is its deadline less the window: the
     Unix time of ``now`` for a player connected at the stop, ``now`` less the 10 s already
     used for one away before it. A resumed window used to record the Unix time of its
-    arming instead, 5 s late: a crash then gave its player those 5 s again."""
+    arming instead, 5 s late: a crash then gave its player those 5 s again. After a crash
+    (no drain records until when the engine served) the next start counts the time away up
+    to the last absence write, each window's ``away_seen``: 15 s and 5 s."""
     store = MemoryStore()
     cfg = config(absence_heartbeat_s=3600.0)
 
@@ -2080,14 +2082,32 @@ def test_a_window_a_slow_start_arms_late_is_recorded_from_when_the_engine_served
         await absences_written(after, match_id)
         deadlines = [s.grace_deadline for s in after._matches[match_id].seats]
         stored = [s.away_since for s in (await store.load_match(match_id)).record.seats]
-        await after.close()
-        return served_again, deadlines, stored
+        _crash_in_process(after)
+        await advance_to(loop.time() + 600.0)  # down
 
-    (now,), deadlines, stored = run_virtual(go, monkeypatch)
+        again = MatchManager(cfg, store=store, metrics=Metrics(), create_bot_host=False)
+        await again.start()
+        started = loop.time()
+        left = [s.grace_deadline - started for s in again._matches[match_id].seats]
+        await again.close()
+        return served_again, deadlines, stored, left
+
+    (now,), deadlines, stored, left = run_virtual(go, monkeypatch)
     window = cfg.reconnect_grace_s
     # the virtual loop's time and the Unix time are one number
     assert deadlines == [now - 10.0 + window, now + window]
     assert stored == [now - 10.0, now]
+    assert left == [window - 15.0, window - 5.0]
+
+
+def _crash_in_process(mgr: MatchManager) -> None:
+    """``mgr`` dies on the test's event loop: nothing of it runs any more (its timers, its
+    housekeeping), and nothing is drained or recorded."""
+    mgr._clock.stopped = True
+    for m in mgr._matches.values():
+        mgr._clock.stop(m)
+    for task in (mgr._sweeper, mgr._absence_heartbeat):
+        task.cancel()
 
 
 def test_the_absence_heartbeat_forgets_the_windows_of_a_match_that_ended():
