@@ -2100,6 +2100,41 @@ def test_a_window_a_slow_start_arms_late_is_recorded_from_when_the_engine_served
     assert left == [window - 15.0, window - 5.0]
 
 
+def test_a_window_resumed_after_the_wall_clock_stepped_back_is_never_longer_than_the_grace_period(monkeypatch):
+    """Seat 0's player went away; then the wall clock stepped back 30 s (an NTP correction)
+    and the drain 10 s later recorded the engine serving until a Unix time before the
+    absence's start. The time away cannot be told: after the restart the window is the
+    whole grace period, as for a player connected at the stop, never more (a negative time
+    away would lengthen it past the table's reconnect_grace_s)."""
+    store = MemoryStore()
+    cfg = config(absence_heartbeat_s=3600.0)
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        skew = [0.0]
+        before = MatchManager(cfg, store=store, metrics=Metrics(), create_bot_host=False)
+        before._clock.wall = lambda: time.time() + skew[0]
+        match_id, _, streams = await _join_and_watch(before, "klaberjass")
+        await streams[0].aclose()
+        await absences_written(before, match_id)
+        skew[0] = -30.0
+        await advance_to(loop.time() + 10.0)
+        await before.close()
+        await store.open()
+        seat = (await store.load_match(match_id)).record.seats[0]
+        assert seat.away_seen < seat.away_since
+
+        after = MatchManager(cfg, store=store, metrics=Metrics(), create_bot_host=False)
+        await after.start()
+        started = loop.time()
+        left = [s.grace_deadline - started for s in after._matches[match_id].seats]
+        await after.close()
+        return left
+
+    left = run_virtual(go, monkeypatch)
+    assert left == [cfg.reconnect_grace_s] * 2
+
+
 def _crash_in_process(mgr: MatchManager) -> None:
     """``mgr`` dies on the test's event loop: nothing of it runs any more (its timers, its
     housekeeping), and nothing is drained or recorded."""
