@@ -2018,20 +2018,28 @@ def test_absence_writes_failing_when_the_drain_begins_are_not_tried_again(monkey
 
 
 class HangingAbsences(FailingAbsences):
-    """:class:`FailingAbsences` whose refused writes, after the first, hang ``hang_s`` before
-    they fail (a database that stopped answering: each connection attempt times out)."""
+    """:class:`FailingAbsences` whose refused writes hang ``hang_s`` before they fail, but a
+    seat's first (a database that stopped answering: each connection attempt times out)."""
 
-    hang_s = 90.0
+    hang_s = 90.25
 
-    async def save_absence(self, *args, **kwargs):
-        if self.broken and self.refused:
+    def __init__(self):
+        super().__init__()
+        self.failed: set[tuple[str, int]] = set()
+
+    async def save_absence(self, match_id, seat, *args, **kwargs):
+        if self.broken and (match_id, seat) in self.failed:
             await asyncio.sleep(self.hang_s)
-        return await super().save_absence(*args, **kwargs)
+        try:
+            return await super().save_absence(match_id, seat, *args, **kwargs)
+        except StoreError:
+            self.failed.add((match_id, seat))
+            raise
 
 
 def test_absence_writes_hanging_longer_than_a_summary_period_are_one_outage(monkeypatch):
     """The database stops answering: the first absence writes fail at once, the next ones
-    only after hanging 90 s each (longer than ABSENCE_OUTAGE_SUMMARY_S). A failure that comes
+    only after hanging 90.25 s each (longer than ABSENCE_OUTAGE_SUMMARY_S). A failure that comes
     that long after the previous one, of a write still being tried again, continues the
     outage (a summary, absence_writes_still_failing), not a new one: only an outage whose
     writes all ended unwritten and went quiet that long is the next failure's new one. On a
@@ -2060,8 +2068,12 @@ def test_absence_writes_hanging_longer_than_a_summary_period_are_one_outage(monk
     # docs/operations.md: the outage's first line says how often its writes are tried again
     assert (said[0]["error_type"], said[0]["error"], said[0]["retry_every_s"]) == (
         "StoreError", "the database is unreachable", clock.RETRY_AFTER_STORE_FAILURE_S)
+    # both seats' writes fail every 91.25 s (a second's wait, then 90.25 s of hanging), together:
+    # a summary at each round, with the failures since the last one and the outage's time
     summaries = [e for e in said if e["event"] == "absence_writes_still_failing"]
-    assert len(summaries) >= 3 * 3600.0 / (store.hang_s + clock.RETRY_AFTER_STORE_FAILURE_S) / 2 - 1, events
-    assert all(e["pending"] == 2 for e in summaries), summaries
+    period = store.hang_s + clock.RETRY_AFTER_STORE_FAILURE_S
+    assert len(summaries) == int(3 * 3600.0 // period), events
+    assert [e["outage_s"] for e in summaries] == [round(period * k, 1) for k in range(1, len(summaries) + 1)]
+    assert all(e["pending"] == 2 and e["failed_writes"] == 2 for e in summaries), summaries
     assert said[-1]["failed_writes"] == store.refused and said[-1]["landed"] == 2
     assert all(away is not None and not taken_over for away, taken_over in stored), stored
