@@ -2077,3 +2077,35 @@ def test_absence_writes_hanging_longer_than_a_summary_period_are_one_outage(monk
     assert all(e["pending"] == 2 and e["failed_writes"] == 2 for e in summaries), summaries
     assert said[-1]["failed_writes"] == store.refused and said[-1]["landed"] == 2
     assert all(away is not None and not taken_over for away, taken_over in stored), stored
+
+
+def test_a_quiet_outage_is_said_over_by_the_next_absence_write_that_lands_first_time(monkeypatch):
+    """An outage whose writes all ended unwritten (their match terminated) stays open, quiet;
+    the next absence write that lands says it is over (absence_writes_recovered), even one
+    that never failed (a match opened once the database is back), with no heartbeat to probe
+    the database. The writers of that match end cleanly, the outage closed meanwhile (no
+    session_task_failed). On a virtual clock."""
+    store = FailingAbsences()
+    store.broken = True
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        with capture_logs() as logs:
+            async with manager(config(absence_heartbeat_s=3600.0), store=store) as mgr:
+                first, _ = await open_match(mgr, "klaberjass")  # nobody watches: both seats away
+                await advance_to(loop.time() + 5.0)  # tried again every second meanwhile
+                await mgr.terminate_match(first, "ended during the outage")
+                await advance_to(loop.time() + 5.0)
+                quiet = mgr._clock.absence_outage_quiet
+                store.broken = False
+                await open_match(mgr, "klaberjass")
+                await advance_to(loop.time() + 1.0)
+                over = mgr._clock._absence_outage is None
+        return logs, quiet, over
+
+    logs, quiet, over = run_virtual(go, monkeypatch)
+    said = [e for e in logs if e["event"].startswith("absence_write")]
+    assert quiet and over
+    assert [e["event"] for e in said] == ["absence_writes_failing", "absence_writes_recovered"], said
+    assert said[-1]["landed"] == 1 and said[-1]["failed_writes"] == store.refused  # said at the first
+    assert not [e for e in logs if e["log_level"] == "error"], logs
