@@ -1382,7 +1382,8 @@ def test_a_stored_first_deck_the_rules_refuse_is_a_corrupt_log_naming_the_deck_n
     message = str(info.value)
     assert message == (f"match {row.record.match_id}: the log does not replay: the first deck is "
                        f"refused: InvalidDeck (INVALID_DECK)")
-    assert deck.cards[1] not in message
+    # (the random match id may hold a card's two letters: 9NRJefvJolkK0QAD did, AD)
+    assert deck.cards[1] not in message.replace(row.record.match_id, "")
 
 
 def test_a_replay_failing_for_another_reason_than_the_rules_names_only_the_errors_type(monkeypatch):
