@@ -335,18 +335,19 @@ class MatchClock:
         self.schedule(m)  # first: the event carries the deadline (none while JJK-10.2 waits)
         self.writer.presence(m, slot, "disconnected")
 
-    def arm_grace(self, m: LiveMatch, slot: SeatSlot, start: float | None = None,
-                  away_since: float | None = None) -> None:
-        """Start ``slot``'s grace window at ``start`` (event-loop time; default now). Windows
-        started with the same ``start`` expire at the same instant (JJK-10.2). None once the
-        clock is stopped (draining): a match started by a write the drain waits for (a join
-        that took the last seat) armed windows whose timers outlived the close.
+    def arm_grace(self, m: LiveMatch, slot: SeatSlot, start: float | None = None) -> None:
+        """Start ``slot``'s grace window at ``start`` (event-loop time; default now; in the
+        past for a window resumed after a restart, as if the engine had never stopped).
+        Windows started with the same ``start`` expire at the same instant (JJK-10.2). None
+        once the clock is stopped (draining): a match started by a write the drain waits for
+        (a join that took the last seat) armed windows whose timers outlived the close.
 
-        ``away_since``: the Unix time to record as the window's start (a window resumed after
-        a restart: as if the engine had never stopped, ``start`` being as far in the past); by
-        default the window is new, and the Unix time of its ``start`` is recorded
-        (:meth:`record_absence`), the same for every window of that ``start``, so that they
-        expire together after a restart too."""
+        The Unix time of ``start`` is recorded as the window's start (:meth:`record_absence`),
+        the same for every window of that ``start``, so that they expire together after a
+        restart too. Of ``start``, not of the arming: a start re-arms its resumed matches one
+        after the other from one ``start`` (MatchManager._rearm), and the window of one armed
+        late was recorded as starting that much later (``_rearm`` gave the Unix time it armed
+        it at): a crash then gave its player that time again."""
         self.cancel_grace(slot)
         if self.stopped:
             return
@@ -355,11 +356,9 @@ class MatchClock:
         at = begin + m.reconnect_grace_s * self.config.time_scale
         slot.grace_deadline = at
         slot.grace_handle = loop.call_at(at, self._on_grace, m, slot.seat, at, context=contextvars.Context())
-        if away_since is None:
-            if self._last_start is None or self._last_start[0] != begin:
-                self._last_start = (begin, self.wall() - max(0.0, loop.time() - begin))
-            away_since = self._last_start[1]
-        self.record_absence(m, slot, away_since)
+        if self._last_start is None or self._last_start[0] != begin:
+            self._last_start = (begin, self.wall() - max(0.0, loop.time() - begin))
+        self.record_absence(m, slot, self._last_start[1])
 
     def record_absence(self, m: LiveMatch, slot: SeatSlot, away_since: float | None) -> None:
         """Make the store's record of ``slot``'s absence follow ``away_since`` (None: the

@@ -348,7 +348,6 @@ class MatchManager:
             self._clock.stored(m, slot, slot.absence_stored)
         stopped = max([s.away_seen for s in m.seats if s.away_seen is not None]
                       + [m.actions[-1].at if m.actions else 0.0])
-        wall = self._clock.wall()
         for slot in m.seats:
             if not slot.absent:
                 continue
@@ -358,14 +357,15 @@ class MatchManager:
                 slot.taken_over = True
                 m.log.info("grace_resumed", seat=slot.seat, taken_over=True)
             else:
-                # the window goes on from where it stood: its start is recorded as if the
-                # engine had never stopped, so that the next restart counts this run's time
-                # away and no downtime either. Not capped at the window: windows used up
-                # expire at once, in the order they ended (the first decides, JJK-10.2);
-                # capped, every one used up ended at the same instant, and two players away
-                # since different times ended "abandoned" instead of a forfeit of the first
+                # the window goes on from where it stood: it started ``elapsed`` before now,
+                # and is recorded so (arm_grace), as if the engine had never stopped, so that
+                # the next restart counts this run's time away and no downtime either. Not
+                # capped at the window: windows used up expire at once, in the order they
+                # ended (the first decides, JJK-10.2); capped, every one used up ended at the
+                # same instant, and two players away since different times ended "abandoned"
+                # instead of a forfeit of the first
                 elapsed = max(0.0, stopped - slot.away_since)
-                self._clock.arm_grace(m, slot, start=now - elapsed, away_since=wall - elapsed)
+                self._clock.arm_grace(m, slot, start=now - elapsed)
                 # what an operator asked "why did they forfeit at once after the restart" needs
                 window = m.reconnect_grace_s * self.config.time_scale
                 m.log.info("grace_resumed", seat=slot.seat, taken_over=False, away_s=round(elapsed, 3),

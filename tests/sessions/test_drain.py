@@ -561,6 +561,47 @@ def test_a_match_read_while_the_drain_waits_for_a_timeout_move_does_not_upset_th
     assert outcome is None and seq == 1
 
 
+def test_a_match_read_while_the_drain_waits_is_not_recorded_as_served_by_it():
+    """A match this engine did not hold (not resumed at the start: read on demand) read while
+    the drain waits for a write in flight: its players were away at the last stop, and the
+    engine never served it (the read came after its clock stopped: no window re-armed, no
+    watch allowed). Its absences stay as the last stop recorded them. The drain used to find
+    them in the heartbeat's index had the read indexed them, and recorded the engine serving
+    them until the drain (``away_seen``): the next restart charged their windows the whole
+    downtime before this run and this run too, and they forfeited at once."""
+    store = HiddenGatedAppends()
+    wall = [1_000_000.0]
+
+    async def go():
+        async with manager(store=store) as mgr:
+            mgr._clock.wall = lambda: wall[0]
+            stored_id, _ = await open_match(mgr, GAME)  # no stream: every seat is away
+            await absences_written(mgr, stored_id)
+            wall[0] += 5.0  # the drain records that it served until then
+        await store.open()
+        before = [(s.away_since, s.away_seen) for s in (await store.load_match(stored_id)).record.seats]
+        store.hide = True
+        wall[0] += 600.0  # down
+        async with manager(store=store) as mgr:
+            mgr._clock.wall = lambda: wall[0]
+            match_id, ps = await open_match(mgr, GAME)
+            submit, _ = await _an_action_waiting_for_the_store(mgr, store, match_id, ps)
+            drain = asyncio.ensure_future(mgr.drain())
+            await until(lambda: mgr._draining)
+            read = await mgr.get_match(stored_id)
+            wall[0] += 5.0
+            store.gate.set()
+            await drain
+            await submit
+        await store.open()
+        after = [(s.away_since, s.away_seen) for s in (await store.load_match(stored_id)).record.seats]
+        return before, read.status, after
+
+    before, status, after = run(go())
+    assert status == "active" and before[0][1] == 1_000_005.0
+    assert after == before
+
+
 class SilentBots:
     """A bot host whose bot ``silent`` never answers; it notes each decision's cancellation
     once it has handled it."""

@@ -20,6 +20,7 @@ from engine_service.sessions.manager import MatchManager
 from engine_service.store import MemoryStore, StoreError
 
 from .helpers import Stream, collect, config, join_all, manager, open_match, play_random, run, to_act, until
+from .virtual_clock import advance_to, run_virtual
 
 
 class LosesAcknowledgements(MemoryStore):
@@ -2012,4 +2013,99 @@ def test_absence_writes_failing_when_the_drain_begins_are_not_tried_again(monkey
 
     refused, later, logs = run(go())
     assert later == refused  # nothing tried again after the drain
-    assert sorted(e["seat"] for e in logs if e["event"] == "absence_write_failed") == [0, 1]
+    assert sorted((e["seat"], e["error_type"], e["error"]) for e in logs if e["event"] == "absence_write_failed") == [
+        (0, "StoreError", "the database is unreachable"), (1, "StoreError", "the database is unreachable")]
+
+
+class HangingAbsences(FailingAbsences):
+    """:class:`FailingAbsences` whose refused writes hang ``hang_s`` before they fail, but a
+    seat's first (a database that stopped answering: each connection attempt times out)."""
+
+    hang_s = 90.25
+
+    def __init__(self):
+        super().__init__()
+        self.failed: set[tuple[str, int]] = set()
+
+    async def save_absence(self, match_id, seat, *args, **kwargs):
+        if self.broken and (match_id, seat) in self.failed:
+            await asyncio.sleep(self.hang_s)
+        try:
+            return await super().save_absence(match_id, seat, *args, **kwargs)
+        except StoreError:
+            self.failed.add((match_id, seat))
+            raise
+
+
+def test_absence_writes_hanging_longer_than_a_summary_period_are_one_outage(monkeypatch):
+    """The database stops answering: the first absence writes fail at once, the next ones
+    only after hanging 90.25 s each (longer than ABSENCE_OUTAGE_SUMMARY_S). A failure that comes
+    that long after the previous one, of a write still being tried again, continues the
+    outage (a summary, absence_writes_still_failing), not a new one: only an outage whose
+    writes all ended unwritten and went quiet that long is the next failure's new one. On a
+    virtual clock: three hours of outage in no time."""
+    from engine_service.sessions import clock
+
+    store = HangingAbsences()
+    store.broken = True
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        with capture_logs() as logs:
+            # grace windows of a day: the match waits for its players (JJK-10.2) meanwhile
+            async with manager(config(absence_heartbeat_s=3600.0, reconnect_grace_s=86400.0), store=store) as mgr:
+                match_id, _ = await open_match(mgr, "klaberjass")  # nobody watches: both seats away
+                await advance_to(loop.time() + 3 * 3600.0)
+                store.broken = False
+                await advance_to(loop.time() + store.hang_s + clock.RETRY_AFTER_STORE_FAILURE_S)
+                stored = [s.absence_stored for s in mgr._matches[match_id].seats]
+        return [e for e in logs if e["event"].startswith("absence_write")], stored
+
+    said, stored = run_virtual(go, monkeypatch)
+    events = [e["event"] for e in said]
+    assert events[0] == "absence_writes_failing" and events[-1] == "absence_writes_recovered", events
+    assert events.count("absence_writes_failing") == 1 and events.count("absence_writes_recovered") == 1, events
+    # docs/operations.md: the outage's first line says how often its writes are tried again
+    assert (said[0]["error_type"], said[0]["error"], said[0]["retry_every_s"]) == (
+        "StoreError", "the database is unreachable", clock.RETRY_AFTER_STORE_FAILURE_S)
+    # both seats' writes fail every 91.25 s (a second's wait, then 90.25 s of hanging), together:
+    # a summary at each round, with the failures since the last one and the outage's time
+    summaries = [e for e in said if e["event"] == "absence_writes_still_failing"]
+    period = store.hang_s + clock.RETRY_AFTER_STORE_FAILURE_S
+    assert len(summaries) == int(3 * 3600.0 // period), events
+    assert [e["outage_s"] for e in summaries] == [round(period * k, 1) for k in range(1, len(summaries) + 1)]
+    assert all(e["pending"] == 2 and e["failed_writes"] == 2 for e in summaries), summaries
+    assert said[-1]["failed_writes"] == store.refused and said[-1]["landed"] == 2
+    assert all(away is not None and not taken_over for away, taken_over in stored), stored
+
+
+def test_a_quiet_outage_is_said_over_by_the_next_absence_write_that_lands_first_time(monkeypatch):
+    """An outage whose writes all ended unwritten (their match terminated) stays open, quiet;
+    the next absence write that lands says it is over (absence_writes_recovered), even one
+    that never failed (a match opened once the database is back), with no heartbeat to probe
+    the database. The writers of that match end cleanly, the outage closed meanwhile (no
+    session_task_failed). On a virtual clock."""
+    store = FailingAbsences()
+    store.broken = True
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        with capture_logs() as logs:
+            async with manager(config(absence_heartbeat_s=3600.0), store=store) as mgr:
+                first, _ = await open_match(mgr, "klaberjass")  # nobody watches: both seats away
+                await advance_to(loop.time() + 5.0)  # tried again every second meanwhile
+                await mgr.terminate_match(first, "ended during the outage")
+                await advance_to(loop.time() + 5.0)
+                quiet = mgr._clock.absence_outage_quiet
+                store.broken = False
+                await open_match(mgr, "klaberjass")
+                await advance_to(loop.time() + 1.0)
+                over = mgr._clock._absence_outage is None
+        return logs, quiet, over
+
+    logs, quiet, over = run_virtual(go, monkeypatch)
+    said = [e for e in logs if e["event"].startswith("absence_write")]
+    assert quiet and over
+    assert [e["event"] for e in said] == ["absence_writes_failing", "absence_writes_recovered"], said
+    assert said[-1]["landed"] == 1 and said[-1]["failed_writes"] == store.refused  # said at the first
+    assert not [e for e in logs if e["log_level"] == "error"], logs
