@@ -188,6 +188,28 @@ def test_a_factory_failure_says_how_long_the_factory_took(monkeypatch):
     assert reply.detail.startswith("factory: RuntimeError at test_runner.py:"), reply
 
 
+@pytest.mark.parametrize("ending, failure", [
+    (lambda: runner_module._Interrupted(), "timeout"),  # the in-process alarm's interruption
+    (lambda: SystemExit(3), "crash"),  # in process: a crash answer, not the end of the arena
+    (lambda: ValueError("AS"), "exception"),
+])
+def test_a_bot_that_fails_is_charged_the_wall_and_cpu_time_it_spent(monkeypatch, ending, failure):
+    """A failed answer carries what the bot cost as a good one does (``bot_decision_seconds``
+    and the arena's time columns): the wall and CPU time its decide() ran before it failed."""
+    clock = _Clock()
+    monkeypatch.setattr(runner_module, "time", clock)
+
+    class Fails:
+        def decide(self, request):
+            clock.now += 0.75
+            clock.cpu += 0.5
+            raise ending()
+    reply = _runner(fails=lambda game_id: Fails()).decide("fails", "klaberjass", 0, VIEW, LEGAL, 1, 5.0,
+                                                          in_process=True)
+    assert (reply.action, reply.failure) == (None, failure), reply
+    assert (reply.elapsed_s, reply.cpu_s) == (pytest.approx(0.75), pytest.approx(0.5)), reply
+
+
 @pytest.mark.parametrize("wall, enforce, failure", [
     (0.25, True, None),  # exactly its budget: in time
     (0.2500001, True, "timeout"),
