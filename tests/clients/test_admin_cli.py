@@ -443,15 +443,20 @@ def test_standard_output_that_cannot_be_written_is_one_line(engine):
     env = dict(os.environ, CARDGAMES_ADMIN_TOKEN=ADMIN_TOKEN)
     env.pop("GRPC_VERBOSITY", None)
 
-    def to_full_disk(*args: str) -> subprocess.CompletedProcess:
+    def to_full_disk(*args: str, unbuffered: bool = True) -> subprocess.CompletedProcess:
+        # unbuffered, each write fails; buffered (as from a shell), the flush at the end does
+        run_env = dict(env, PYTHONUNBUFFERED="1")
+        if not unbuffered:
+            del run_env["PYTHONUNBUFFERED"]
         with open("/dev/full", "w") as full:
             return subprocess.run([sys.executable, "-m", "clients.admin", "--target", engine.target, *args],
-                                  stdout=full, stderr=subprocess.PIPE, text=True, timeout=60, cwd=ROOT, env=env)
+                                  stdout=full, stderr=subprocess.PIPE, text=True, timeout=60, cwd=ROOT, env=run_env)
 
     for args in (["list", "--json"], ["export", match_id], ["inspect", match_id]):
-        result = to_full_disk(*args)
-        assert (result.returncode, result.stderr) == (1, "error: cannot write standard output (No space left on "
-                                                          "device)\n"), (args, result.stderr)
+        for unbuffered in (True, False):
+            result = to_full_disk(*args, unbuffered=unbuffered)
+            assert (result.returncode, result.stderr) == (1, "error: cannot write standard output (No space left "
+                                                              "on device)\n"), (args, unbuffered, result.stderr)
     result = to_full_disk("reissue-token", match_id, "1")
     assert (result.returncode, result.stderr) == (1, (
         "error: cannot write the new seat token to standard output (No space left on device): it is lost, and "

@@ -1329,14 +1329,17 @@ def test_an_output_on_a_full_disk_is_one_line_not_a_traceback(engine):
     (/dev/full here): rich's OSError traceback; one line on stderr now, exit status 1
     (engine_service.command_line.stdout_guarded, as clients.admin and replay)."""
     match_id = _resigned_match(engine)
-    env = dict(os.environ, COLUMNS="160", PYTHONUNBUFFERED="1")
-    for argv in (["clients.play", "--target", engine.target, "--list"],
-                 ["clients.watch", match_id, "--target", engine.target, "--plain", "--from-start"]):
-        with open("/dev/full", "w") as full:
-            result = subprocess.run([sys.executable, "-m", *argv], stdout=full, stderr=subprocess.PIPE, text=True,
-                                    timeout=120, cwd=ROOT, env=env, stdin=subprocess.DEVNULL)
-        assert (result.returncode, result.stderr) == (1, "error: cannot write standard output (No space left on "
-                                                          "device)\n"), (argv, result.stderr)
+    for unbuffered in (True, False):  # each print fails, or (as from a shell) the flush at the end
+        env = dict(os.environ, COLUMNS="160", PYTHONUNBUFFERED="1")
+        if not unbuffered:
+            del env["PYTHONUNBUFFERED"]
+        for argv in (["clients.play", "--target", engine.target, "--list"],
+                     ["clients.watch", match_id, "--target", engine.target, "--plain", "--from-start"]):
+            with open("/dev/full", "w") as full:
+                result = subprocess.run([sys.executable, "-m", *argv], stdout=full, stderr=subprocess.PIPE,
+                                        text=True, timeout=120, cwd=ROOT, env=env, stdin=subprocess.DEVNULL)
+            assert (result.returncode, result.stderr) == (1, "error: cannot write standard output (No space left "
+                                                              "on device)\n"), (unbuffered, argv, result.stderr)
 
 
 def test_joining_a_finished_match_says_how_to_watch_it(engine):
