@@ -57,7 +57,7 @@ def _days(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number of days: {text!r}") from None
     if not (math.isfinite(value) and 0 <= value <= MAX_DAYS):
         raise argparse.ArgumentTypeError(f"must be a finite number of days from 0 to {MAX_DAYS:g}: {text!r}")
-    return value
+    return value + 0.0  # -0 is 0: shown as "more than 0 days ago", not "-0"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

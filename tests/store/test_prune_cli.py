@@ -430,6 +430,7 @@ def test_a_database_failing_mid_run_keeps_what_was_deleted_and_exits_1(tmp_path,
 def test_days_and_sizes_as_given_and_shown():
     assert prune_cli._days("0") == 0.0 and prune_cli._days("36500") == prune_cli.MAX_DAYS == 36500.0
     assert prune_cli._days(" 1.5 ") == 1.5
+    assert f"{prune_cli._days('-0'):g}" == "0"  # not "more than -0 days ago"
     assert [prune_cli._bytes(n) for n in (0, 1023, 1024, 1536, 1024**2, 5 * 1024**3, 3 * 1024**4)] == \
         ["0 bytes", "1023 bytes", "1.0 KiB", "1.5 KiB", "1.0 MiB", "5.0 GiB", "3072.0 GiB"]
     with pytest.raises(argparse.ArgumentTypeError, match=r"^not a number of days: 'soon'$"):
