@@ -239,20 +239,22 @@ class BotHost:
                     detail=reply.detail, elapsed_s=round(elapsed, 4))
         return Decision(None, reply.failure, elapsed, reply.detail)
 
-    def _count_replacement(self, bot: str, reason: str) -> None:
+    def _count_replacement(self, bot: str, reason: str, charged: bool = True) -> None:
         """A decision of ``bot`` cost its worker: count it, and bench a bot that keeps doing
         it, so that a crash-looping or hanging bot cannot keep the pool busy starting
         replacements while other matches wait (its decisions then fail at once, with the same
-        reason, and the seat plays auto-moves)."""
-        log.warning("bot_worker_replaced", bot=bot, reason=reason)
+        reason, and the seat plays auto-moves). Not ``charged`` (it got its worker with less
+        than a fair share of its time left: the pool's delay), it is counted but is no strike."""
+        log.warning("bot_worker_replaced", bot=bot, reason=reason, charged=charged)
         health = self._health.setdefault(bot, _Health())
-        health.strikes += 1
-        health.last_failure = reason
-        if health.strikes >= BENCH_AFTER:
-            health.benched_until = time.monotonic() + health.bench_s
-            log.error("bot_benched", bot=bot, reason=reason, seconds=health.bench_s)
-            health.bench_s = min(BENCH_MAX_S, health.bench_s * 2)
-            health.strikes = 0
+        if charged:
+            health.strikes += 1
+            health.last_failure = reason
+            if health.strikes >= BENCH_AFTER:
+                health.benched_until = time.monotonic() + health.bench_s
+                log.error("bot_benched", bot=bot, reason=reason, seconds=health.bench_s)
+                health.bench_s = min(BENCH_MAX_S, health.bench_s * 2)
+                health.strikes = 0
         metrics = self._metrics
         if metrics is None:
             from engine_service.observability.metrics import get_metrics

@@ -53,6 +53,10 @@ SHUTDOWN_GRACE_S = 2.0
 #: How long a zygote that has answered once (its plugins are loaded) may take to fork a worker
 #: (milliseconds, seconds on a loaded machine) before it is taken for hung, killed and restarted.
 FORK_TIMEOUT_S = 10.0
+#: The share of a decision's time (what was left when it was asked for) that a bot must have
+#: had, when a worker took the decision, for a worker it then cost to count against it
+#: (WorkerPool's ``on_replace``: the host benches a bot that keeps costing workers).
+FAIR_SHARE = 0.5
 #: How often the zygote looks again at a killed worker that had not ended yet when it was told
 #: to reap it (:func:`_zygote`).
 REAP_POLL_S = 0.05
@@ -628,9 +632,12 @@ class WorkerPool:
     """
 
     def __init__(self, settings: PluginSettings, size: int,
-                 on_replace: Callable[[str, str], None] | None = None) -> None:
-        """``on_replace(bot, reason)`` is called when a decision of ``bot`` cost its worker
-        (``reason``: ``timeout`` or ``crash``)."""
+                 on_replace: Callable[[str, str, bool], None] | None = None) -> None:
+        """``on_replace(bot, reason, charged)`` is called when a decision of ``bot`` cost its
+        worker (``reason``: ``timeout`` or ``crash``). ``charged``: the bot had a fair share of
+        the decision's time, at least half of what was left when it was asked for
+        (:data:`FAIR_SHARE`); a decision that waited for a worker until little was left (a
+        busy pool) and then ran out is the pool's delay, not the bot's fault."""
         if size < 1:
             raise ValueError("a bot worker pool needs at least one worker")
         self.settings = settings
@@ -789,6 +796,7 @@ class WorkerPool:
         the deadline while it searched."""
         idle = self._ensure_started()
         loop = asyncio.get_running_loop()
+        asked = time.monotonic()
         slots = self._bot_slots.get(request[0])
         if slots is None:
             slots = self._bot_slots[request[0]] = asyncio.Semaphore(self.per_bot)
@@ -806,8 +814,9 @@ class WorkerPool:
                 if isinstance(exc, TimeoutError):
                     return Reply(None, TIMEOUT, "no bot worker was free before the deadline")
                 raise
+            left = deadline - time.monotonic()
             if budget is not None:
-                request = (*request[:-1], budget(deadline - time.monotonic()))
+                request = (*request[:-1], budget(left))
             done = self._threads.submit(worker.call, request, deadline)
             # Release when the *thread* is done, not when this coroutine is: a cancelled
             # decision must not hand out a worker (or a slot) that is still busy.
@@ -819,7 +828,7 @@ class WorkerPool:
                 log.warning("bot_worker_lost", pid=worker.pid)
                 continue
             if worker.broken and self._on_replace is not None and reply.failure:
-                self._on_replace(request[0], reply.failure)
+                self._on_replace(request[0], reply.failure, left >= FAIR_SHARE * (deadline - asked))
             return reply
 
     def _release(self, worker: WorkerProcess, slots: asyncio.Semaphore) -> None:

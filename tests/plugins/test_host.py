@@ -13,6 +13,7 @@ from structlog.testing import capture_logs
 from engine_service.observability.metrics import Metrics
 from engine_service.plugins.host import BotHost, Decision, bot_budget
 from engine_service.rules import all_game_ids
+from tests.sessions.helpers import until
 
 LEGAL = ["play:7S", "play:8S", "play:9S"]
 VIEW = {"seat": 0, "hand": ["7S", "8S", "9S"], "legal": LEGAL}
@@ -453,6 +454,25 @@ def test_a_bot_that_keeps_killing_workers_is_benched():
         assert ok.action in LEGAL  # other bots are not affected
     run(with_host(body))
 
+
+
+def test_a_worker_lost_by_a_decision_that_waited_for_it_until_little_was_left_is_no_strike():
+    """A decision that got its worker with less than half its time left (here: one worker, and
+    the same bot's earlier decision holding it until its deadline) and then ran out is the
+    pool's delay, not the bot's fault: the worker is replaced and counted, but the bot gets no
+    strike towards a bench (pool.FAIR_SHARE). The first decision, which had all its time, does."""
+    async def body(host):
+        with capture_logs() as logs:
+            first = asyncio.ensure_future(host.decide("sleeps", "klaberjass", 0, VIEW, LEGAL, 1, 2.0))
+            await until(lambda: host._pool._bot_slots.get("sleeps") is not None
+                        and host._pool._bot_slots["sleeps"].locked())
+            second = await host.decide("sleeps", "klaberjass", 1, VIEW, LEGAL, 2, 3.0)
+            first = await first
+        assert (first.failure, second.failure) == ("timeout", "timeout"), (first, second)
+        replaced = [(e["bot"], e["reason"], e["charged"]) for e in logs if e["event"] == "bot_worker_replaced"]
+        assert replaced == [("sleeps", "timeout", True), ("sleeps", "timeout", False)], replaced
+        assert host._health["sleeps"].strikes == 1
+    run(with_host(body, workers=1))
 
 
 class _HostClock:
