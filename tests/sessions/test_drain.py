@@ -406,6 +406,15 @@ def test_a_deadline_that_passes_while_the_drain_waits_for_a_write_plays_no_move(
     assert timed_seq == 0 and timed_stored == []
 
 
+async def _a_match_everyone_is_away_from(mgr, wall: list[float]) -> str:
+    """A match opened on ``mgr``, whose clock reads the Unix time ``wall[0]``, with no stream
+    (every seat is away), once its seats' absences are written."""
+    mgr._clock.wall = lambda: wall[0]
+    match_id, _ = await open_match(mgr, GAME)
+    await absences_written(mgr, match_id)
+    return match_id
+
+
 def test_the_close_after_a_drain_leaves_the_absences_recorded_as_of_the_drain():
     """The drain records until when the engine served for every grace window running (the
     seats' ``away_seen``): a restart counts the time away up to there (JJK-10.2), not the
@@ -417,9 +426,7 @@ def test_the_close_after_a_drain_leaves_the_absences_recorded_as_of_the_drain():
 
     async def go():
         async with manager(store=store) as mgr:
-            mgr._clock.wall = lambda: wall[0]
-            match_id, _ = await open_match(mgr, GAME)  # no stream: every seat is away
-            await absences_written(mgr, match_id)
+            match_id = await _a_match_everyone_is_away_from(mgr, wall)
             wall[0] += 5.0
             await mgr.drain()
             drained_at = wall[0]
@@ -574,9 +581,7 @@ def test_a_match_read_while_the_drain_waits_is_not_recorded_as_served_by_it():
 
     async def go():
         async with manager(store=store) as mgr:
-            mgr._clock.wall = lambda: wall[0]
-            stored_id, _ = await open_match(mgr, GAME)  # no stream: every seat is away
-            await absences_written(mgr, stored_id)
+            stored_id = await _a_match_everyone_is_away_from(mgr, wall)
             wall[0] += 5.0  # the drain records that it served until then
         await store.open()
         before = [(s.away_since, s.away_seen) for s in (await store.load_match(stored_id)).record.seats]
