@@ -209,6 +209,29 @@ def test_georgian_joker_last_seat_takes_with_high_joker_or_better_card():
     assert [st.wants_trick(s) for s in range(4)] == [False, False, True, True]
 
 
+def test_georgian_joker_after_an_unfollowed_low_joker_lead_a_discard_takes_nothing_gj_6_4():
+    """GJ-6.4 / GJ-6.5: a ``low`` joker led naming spades that nobody follows or trumps stays
+    with the leader, so the last seat's discard (the six of diamonds, hearts trump) is no
+    winning play, although it is worth as much (nothing) as the leading joker. And GJ-6.2: the
+    ``low`` joker, which never takes a trick, is cheaper to give up than any card, the six
+    (the lowest rank, GJ-1.2) included. Found by mutation testing: ``>=`` for ``>`` in
+    ``winning_ids`` and a plain card rank ``16 - 8 - r`` (the six tying the low joker) survived."""
+    from engine_service.rules.games.georgian_joker import actions as A
+    from tests.rules.checks_georgian_joker import deck_for
+    game = get_game("georgian_joker")
+    st = game.new_state({}, first_dealer=3)  # deal 1: one card each, seat 0 leads
+    st.deal(deck_for([["X1"], ["7D"], ["8C"], ["6D"]], 3, "9H"))  # trump hearts
+    for action in ("bid:0", "bid:0", "bid:0", "bid:0", "play:X1:low:S", "play:7D", "play:8C"):
+        st.apply(action)
+    ids = st.legal_ids()
+    assert _names(st, ids) == ["play:6D"] and st.last_to_trick()
+    assert st.winning_ids(ids) == []
+    st.apply_id(ids[0])
+    assert st.deal_results()[-1]["taken"] == [1, 0, 0, 0]  # the rules agree: the leader keeps it
+    low_joker = A.follow_joker_id(37, A.LOW)
+    assert st.trick_rank(low_joker) < st.trick_rank(card_id("6D")) < st.trick_rank(card_id("6H"))
+
+
 def test_japanese_joker_follower_takes_by_jjk_6():
     from engine_service.rules.games.japanese_joker import state as S
     from engine_service.rules.games.japanese_joker.tables import NUM_LEAD_KEYS, TRUMP_MASK
