@@ -232,6 +232,33 @@ def test_georgian_joker_after_an_unfollowed_low_joker_lead_a_discard_takes_nothi
     assert st.trick_rank(low_joker) < st.trick_rank(card_id("6D")) < st.trick_rank(card_id("6H"))
 
 
+def test_georgian_joker_trick_rank_is_trump_then_rank_whatever_the_suit_gj_1_2_gj_1_5():
+    """``trick_rank``'s order over every card of the pack, under every trump and ``NT``, against
+    the rulebook written out here: a trump (GJ-6.2) is dearer than any other card; otherwise
+    the higher rank (A K Q J T 9 8 7 6, GJ-1.2) is dearer, and cards of equal rank rank equal
+    whatever their suits (GJ-1.5: suits have no order); a ``low`` joker (GJ-6.2) is below and a
+    ``high`` one (GJ-6.1) above every card. Found by mutation testing: ``trick_rank`` ranking by
+    suit (``a // 9`` for ``a % 9``) or a shifted suit boundary survived."""
+    from engine_service.rules.cards import CODES, PACK36_JOKERS, STRAINS
+    from engine_service.rules.games.georgian_joker import actions as A
+    st = get_game("georgian_joker").new_state({}, first_dealer=0)
+    normal = [c for c in PACK36_JOKERS if c < 36]
+    for trump in range(5):  # S H D C NT
+        st.trump = trump
+
+        def key(c: int) -> tuple[bool, int]:
+            return CODES[c][1] == STRAINS[trump], -"AKQJT9876".index(CODES[c][0])
+
+        for c in normal:
+            for d in normal:
+                assert (st.trick_rank(c) < st.trick_rank(d)) == (key(c) < key(d)), (trump, CODES[c], CODES[d])
+                assert (st.trick_rank(c) == st.trick_rank(d)) == (key(c) == key(d)), (trump, CODES[c], CODES[d])
+        ranks = [st.trick_rank(c) for c in normal]
+        for joker in (36, 37):
+            assert st.trick_rank(A.follow_joker_id(joker, A.LOW)) < min(ranks)
+            assert st.trick_rank(A.follow_joker_id(joker, A.HIGH)) > max(ranks)
+
+
 def test_japanese_joker_follower_takes_by_jjk_6():
     from engine_service.rules.games.japanese_joker import state as S
     from engine_service.rules.games.japanese_joker.tables import NUM_LEAD_KEYS, TRUMP_MASK
