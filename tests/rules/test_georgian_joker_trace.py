@@ -22,7 +22,7 @@ import pytest
 
 from engine_service.rules import CHANCE, TERMINAL, IllegalAction, MalformedAction, transcript
 
-from .checks_georgian_joker import GAME, check_scores
+from .checks_georgian_joker import GAME, check_scores, snapshot
 from .test_georgian_joker_audit import PACK, at_deal, bid_all, layout, play_deal_by_auto_move
 
 VERBS = re.compile(r"(trump:(S|H|D|C|NT)|bid:\d|play:([AKQJT9876][SHDC]|X[12]:(high|low)(:[SHDC])?))")
@@ -519,6 +519,30 @@ def test_internal_states_take_no_player_action_gj_10_1():
                 assert state.to_act() in (CHANCE, TERMINAL)
                 assert state.public_view()["deal_results"][-1] == state.deal_results()[-1]
         assert len(state.deal_results()) == (24 if not options else 16)
+
+
+def test_the_fast_path_takes_no_player_action_when_none_is_due_gj_10_1():
+    """GJ-10.1 / GJ-9.1: while the state waits for the next deck and once the match is over no
+    player action is due, so even the unvalidated fast path ``apply_id`` refuses one (a bid, a
+    trump choice, a card) instead of recording it in the history, and nothing changes. Found by
+    mutation testing: deleting that refusal in ``_apply`` survived."""
+    state = GAME.new_state({"deal_schedule": "nines"}, first_dealer=0)
+    rng = random.Random(7)
+    waits = 0
+    while True:
+        if state.to_act() in (CHANCE, TERMINAL):
+            before = snapshot(state)
+            for action in ("bid:0", "trump:S", "play:AS"):
+                with pytest.raises(RuntimeError):
+                    state.apply_id(state.parse_action(action))
+            assert snapshot(state) == before
+            waits += 1
+            if state.to_act() == TERMINAL:
+                break
+            state.deal(rng.sample(PACK, len(PACK)))
+        else:
+            state.apply(GAME.auto_move(state.view(state.to_act())))
+    assert waits == 17  # before each of the 16 deals and after the match
 
 
 # ---- GJ-11.4 the timeline of what a player knows -----------------------------------------------------
