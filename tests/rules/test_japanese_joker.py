@@ -352,6 +352,32 @@ def test_dealing_procedure_is_exact():
         assert st.to_act() == declarer  # JJK-2.5: the declarer leads
 
 
+def test_zones_of_a_dealt_deal_are_the_documented_ones_and_follow_the_trick_jjk_3_4_jjk_6():
+    """docs/games/japanese_joker.md, ``zones()``: during play exactly ``hand0/1``, ``up0/1``,
+    ``down0/1``, ``trick``, ``won0/1`` (no ``out``: a dealt deal places all 36 cards). The up
+    cards are deck[26..35] (JJK-3.4); a lead lies in ``trick`` until the follower plays, then
+    both cards lie in the zone of the seat that took the trick (JJK-6), nothing in the other."""
+    deck = [CODES[c] for c in GAME.pack]
+    st = GAME.new_state(first_dealer=0)
+    st.deal(deck)
+    st.apply("trump:NT")
+    z = st.zones()
+    assert sorted(z) == sorted(["hand0", "hand1", "up0", "up1", "down0", "down1", "trick", "won0", "won1"])
+    assert z["up0"] == sum(1 << card_id(c) for c in deck[26::2])
+    assert z["up1"] == sum(1 << card_id(c) for c in deck[27::2])
+    assert z["trick"] == z["won0"] == z["won1"] == 0
+    lead = st.legal_actions()[0]
+    st.apply(lead)
+    lead_bit = 1 << card_id(lead.split(":")[1])
+    assert st.zones()["trick"] == lead_bit and st.zones()["won0"] == st.zones()["won1"] == 0
+    follow = st.legal_actions()[-1]
+    st.apply(follow)
+    taker = st.view(0)["tricks_taken"].index(1)
+    z = st.zones()
+    assert z["trick"] == 0 and z[f"won{1 - taker}"] == 0
+    assert z[f"won{taker}"] == lead_bit | 1 << card_id(follow.split(":")[1])
+
+
 def test_trump_choice_offers_five_strains_and_is_public():
     """JJK-3.3, 3.6: S, H, D, C or NT; the choice is public for the whole deal."""
     st = GAME.new_state(first_dealer=1)
