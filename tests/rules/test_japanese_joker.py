@@ -788,6 +788,28 @@ def test_views_between_deals_and_at_the_end():
     assert st.view(0)["deal_number"] == 1 and st.view(0)["phase"] == "trump_choice"
 
 
+def test_between_deals_and_after_the_match_a_seat_sees_nothing_private_jjk_9_8():
+    """JJK-9.8 (deal over: nothing private, every card has been played, JJK-9.7): while the
+    next deck is due and once the match is over, each seat's view is the public view naming
+    the seat: no hand, no legal set, no ``first_three`` of the deal that ended."""
+    rng = random.Random(5)
+    st = GAME.new_state({"target_score": 11}, first_dealer=0)
+    checked = 0
+    while True:
+        who = st.to_act()
+        if who in (CHANCE, TERMINAL):
+            public = st.public_view()
+            for seat in (0, 1):
+                assert st.view(seat) == {**public, "seat": seat}, (seat, public["phase"])
+            checked += 1
+            if who == TERMINAL:
+                break
+            st.deal(shuffled(GAME, rng))
+        else:
+            st.apply(rng.choice(st.legal_actions()))
+    assert checked >= 3 and st.public_view()["over"]
+
+
 # ---- JJK-10.4: auto-move ----------------------------------------------------------------------
 
 def test_auto_move_trump_choice():
