@@ -810,6 +810,43 @@ def test_between_deals_and_after_the_match_a_seat_sees_nothing_private_jjk_9_8()
     assert checked >= 3 and st.public_view()["over"]
 
 
+JJK_TABLE_KEYS = ["declarer", "first_declarer", "options", "target_score", "trump", "tricks_played", "columns",
+                  "columns_up", "column_counts", "played_any", "known_in_hand", "deal_actions"]
+
+
+def _table_views(st):
+    return [(seat, (st.public_view() if seat is None else st.view(seat))["table"]) for seat in (None, 0, 1)]
+
+
+def test_every_view_has_the_documented_table_keys_and_no_table_before_the_choice_jjk_3_7():
+    """docs/games/japanese_joker.md lists the ``table`` keys (a seat adds ``first_three`` during
+    a deal); they are there in every phase. JJK-3.7: during the trump choice no table card
+    exists yet (no columns, no count, nobody has played, nothing known in a hand, no action)."""
+    rng = random.Random(3)
+    st = GAME.new_state({"target_score": 11}, first_dealer=1)
+    phases = set()
+    while True:
+        phase = st.public_view()["phase"]
+        phases.add(phase)
+        for seat, table in _table_views(st):
+            own = ["first_three"] if seat is not None and phase in ("trump_choice", "playing") else []
+            assert sorted(table) == sorted(JJK_TABLE_KEYS + own), (seat, phase)
+            if phase != "playing":
+                assert table["columns"] == table["columns_up"] == [[], []], (seat, phase)
+                assert table["column_counts"] == [0, 0] and table["played_any"] == [False, False]
+                assert table["known_in_hand"] == [[], []] and table["deal_actions"] == []
+        who = st.to_act()
+        if who == TERMINAL:
+            break
+        if who == CHANCE:
+            st.deal(shuffled(GAME, rng))
+        elif phase == "trump_choice":
+            st.apply("trump:H")
+        else:
+            st.apply(rng.choice(st.legal_actions()))
+    assert phases == {"dealing", "trump_choice", "playing", "over"}
+
+
 # ---- JJK-10.4: auto-move ----------------------------------------------------------------------
 
 def test_auto_move_trump_choice():
