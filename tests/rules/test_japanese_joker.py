@@ -995,6 +995,21 @@ def test_position_puts_every_unplaced_card_out_of_play():
     assert sum(bin(m).count("1") for m in z.values()) == 36
 
 
+@pytest.mark.parametrize("trump", ["H", "D", "C"])
+def test_a_positions_record_names_the_trick_winner_by_its_trump_jjk_6_2(trump):
+    """JJK-6.2, JJK-6.4 in an explicit position (its record has no trump action): the follower,
+    void in the led suit, trumps with its 7 and takes the trick; every audience's record says
+    so and the follower leads next."""
+    lead = "7S" if trump != "S" else "7D"
+    st = GAME.position(trump=trump, hands=[[lead, "AD"], [f"7{trump}", "8C" if trump != "C" else "8H"]], to_act=0)
+    play(st, lead)
+    play(st, f"7{trump}")
+    assert st.to_act() == 1
+    for view in (st.public_view(), st.view(0), st.view(1)):
+        assert view["table"]["deal_actions"][-1] == {"seat": 1, "action": f"play:7{trump}", "from": "hand",
+                                                     "winner": 1}
+
+
 @pytest.mark.parametrize("kwargs", [
     {"hands": [["AS", "7D"], ["AS", "8D"]]},  # one card in two hands
     {"hands": [["AS"], ["8D"]], "columns": [[["7D", "AS"]], []]},  # in a hand and on the table
