@@ -623,6 +623,21 @@ def test_joker_lead_names_any_suit_in_any_deal():
         assert st.public_view()["trick"] == [{"seat": 0, "card": "X1", "named_suit": "S"}]
 
 
+@pytest.mark.parametrize("joker", ["X1", "X2"])
+def test_a_leading_jokers_named_suit_is_public_in_trick_and_last_trick_jjk_9_1(joker):
+    """JJK-9.1: every played card is public with, for a joker lead, its named suit; X1 and X2
+    alike (JJK-1.3). The follower gives its highest spade (JJK-5.4) and names nothing (JJK-5.5);
+    in NT the joker takes (JJK-6.3)."""
+    st = GAME.position(trump="NT", hands=[[joker, "7D"], ["8S", "9D"]], to_act=0)
+    play(st, joker, "S")
+    lead = {"seat": 0, "card": joker, "named_suit": "S"}
+    for view in (st.public_view(), st.view(0), st.view(1)):
+        assert view["trick"] == [lead]
+    play(st, "8S")
+    for view in (st.public_view(), st.view(0), st.view(1)):
+        assert view["last_trick"] == {"plays": [lead, {"seat": 1, "card": "8S"}], "winner": 0}
+
+
 def test_joker_play_form_errors():
     """JJK-5.7: a named suit if and only if a joker leads; specific messages."""
     st = GAME.position(trump="S", hands=[["X1", "7D"], ["X2", "8D"]], to_act=0)
