@@ -1010,7 +1010,7 @@ def test_position_puts_every_unplaced_card_out_of_play():
     assert sum(bin(m).count("1") for m in z.values()) == 36
 
 
-@pytest.mark.parametrize("trump", ["H", "D", "C"])
+@pytest.mark.parametrize("trump", ["S", "H", "D", "C"])
 def test_a_positions_record_names_the_trick_winner_by_its_trump_jjk_6_2(trump):
     """JJK-6.2, JJK-6.4 in an explicit position (its record has no trump action): the follower,
     void in the led suit, trumps with its 7 and takes the trick; every audience's record says
