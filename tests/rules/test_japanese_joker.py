@@ -806,7 +806,8 @@ def test_views_between_deals_and_at_the_end():
 def test_between_deals_and_after_the_match_a_seat_sees_nothing_private_jjk_9_8():
     """JJK-9.8 (deal over: nothing private, every card has been played, JJK-9.7): while the
     next deck is due and once the match is over, each seat's view is the public view naming
-    the seat: no hand, no legal set, no ``first_three`` of the deal that ended."""
+    the seat: no hand, no legal set, no ``first_three`` of the deal that ended; no deal-level
+    information (docs/games/japanese_joker.md: no hand sizes, no trick counts, no trick)."""
     rng = random.Random(5)
     st = GAME.new_state({"target_score": 11}, first_dealer=0)
     checked = 0
@@ -816,6 +817,7 @@ def test_between_deals_and_after_the_match_a_seat_sees_nothing_private_jjk_9_8()
             public = st.public_view()
             for seat in (0, 1):
                 assert st.view(seat) == {**public, "seat": seat}, (seat, public["phase"])
+            assert public["hand_sizes"] == public["tricks_taken"] == [0, 0] and public["trick"] == []
             checked += 1
             if who == TERMINAL:
                 break
