@@ -352,6 +352,32 @@ def test_dealing_procedure_is_exact():
         assert st.to_act() == declarer  # JJK-2.5: the declarer leads
 
 
+def test_zones_of_a_dealt_deal_are_the_documented_ones_and_follow_the_trick_jjk_3_4_jjk_6():
+    """docs/games/japanese_joker.md, ``zones()``: during play exactly ``hand0/1``, ``up0/1``,
+    ``down0/1``, ``trick``, ``won0/1`` (no ``out``: a dealt deal places all 36 cards). The up
+    cards are deck[26..35] (JJK-3.4); a lead lies in ``trick`` until the follower plays, then
+    both cards lie in the zone of the seat that took the trick (JJK-6), nothing in the other."""
+    deck = [CODES[c] for c in GAME.pack]
+    st = GAME.new_state(first_dealer=0)
+    st.deal(deck)
+    st.apply("trump:NT")
+    z = st.zones()
+    assert sorted(z) == sorted(["hand0", "hand1", "up0", "up1", "down0", "down1", "trick", "won0", "won1"])
+    assert z["up0"] == sum(1 << card_id(c) for c in deck[26::2])
+    assert z["up1"] == sum(1 << card_id(c) for c in deck[27::2])
+    assert z["trick"] == z["won0"] == z["won1"] == 0
+    lead = st.legal_actions()[0]
+    st.apply(lead)
+    lead_bit = 1 << card_id(lead.split(":")[1])
+    assert st.zones()["trick"] == lead_bit and st.zones()["won0"] == st.zones()["won1"] == 0
+    follow = st.legal_actions()[-1]
+    st.apply(follow)
+    taker = st.view(0)["tricks_taken"].index(1)
+    z = st.zones()
+    assert z["trick"] == 0 and z[f"won{1 - taker}"] == 0
+    assert z[f"won{taker}"] == lead_bit | 1 << card_id(follow.split(":")[1])
+
+
 def test_trump_choice_offers_five_strains_and_is_public():
     """JJK-3.3, 3.6: S, H, D, C or NT; the choice is public for the whole deal."""
     st = GAME.new_state(first_dealer=1)
@@ -597,6 +623,21 @@ def test_joker_lead_names_any_suit_in_any_deal():
         assert st.public_view()["trick"] == [{"seat": 0, "card": "X1", "named_suit": "S"}]
 
 
+@pytest.mark.parametrize("joker", ["X1", "X2"])
+def test_a_leading_jokers_named_suit_is_public_in_trick_and_last_trick_jjk_9_1(joker):
+    """JJK-9.1: every played card is public with, for a joker lead, its named suit; X1 and X2
+    alike (JJK-1.3). The follower gives its highest spade (JJK-5.4) and names nothing (JJK-5.5);
+    in NT the joker takes (JJK-6.3)."""
+    st = GAME.position(trump="NT", hands=[[joker, "7D"], ["8S", "9D"]], to_act=0)
+    play(st, joker, "S")
+    lead = {"seat": 0, "card": joker, "named_suit": "S"}
+    for view in (st.public_view(), st.view(0), st.view(1)):
+        assert view["trick"] == [lead]
+    play(st, "8S")
+    for view in (st.public_view(), st.view(0), st.view(1)):
+        assert view["last_trick"] == {"plays": [lead, {"seat": 1, "card": "8S"}], "winner": 0}
+
+
 def test_joker_play_form_errors():
     """JJK-5.7: a named suit if and only if a joker leads; specific messages."""
     st = GAME.position(trump="S", hands=[["X1", "7D"], ["X2", "8D"]], to_act=0)
@@ -762,6 +803,67 @@ def test_views_between_deals_and_at_the_end():
     assert st.view(0)["deal_number"] == 1 and st.view(0)["phase"] == "trump_choice"
 
 
+def test_between_deals_and_after_the_match_a_seat_sees_nothing_private_jjk_9_8():
+    """JJK-9.8 (deal over: nothing private, every card has been played, JJK-9.7): while the
+    next deck is due and once the match is over, each seat's view is the public view naming
+    the seat: no hand, no legal set, no ``first_three`` of the deal that ended; no deal-level
+    information (docs/games/japanese_joker.md: no hand sizes, no trick counts, no trick)."""
+    rng = random.Random(5)
+    st = GAME.new_state({"target_score": 11}, first_dealer=0)
+    checked = 0
+    while True:
+        who = st.to_act()
+        if who in (CHANCE, TERMINAL):
+            public = st.public_view()
+            for seat in (0, 1):
+                assert st.view(seat) == {**public, "seat": seat}, (seat, public["phase"])
+            assert public["hand_sizes"] == public["tricks_taken"] == [0, 0] and public["trick"] == []
+            checked += 1
+            if who == TERMINAL:
+                break
+            st.deal(shuffled(GAME, rng))
+        else:
+            st.apply(rng.choice(st.legal_actions()))
+    assert checked >= 3 and st.public_view()["over"]
+
+
+JJK_TABLE_KEYS = ["declarer", "first_declarer", "options", "target_score", "trump", "tricks_played", "columns",
+                  "columns_up", "column_counts", "played_any", "known_in_hand", "deal_actions"]
+
+
+def _table_views(st):
+    return [(seat, (st.public_view() if seat is None else st.view(seat))["table"]) for seat in (None, 0, 1)]
+
+
+def test_every_view_has_the_documented_table_keys_and_no_table_before_the_choice_jjk_3_7():
+    """docs/games/japanese_joker.md lists the ``table`` keys (a seat adds ``first_three`` during
+    a deal); they are there in every phase. JJK-3.7: during the trump choice no table card
+    exists yet (no columns, no count, nobody has played, nothing known in a hand, no action)."""
+    rng = random.Random(3)
+    st = GAME.new_state({"target_score": 11}, first_dealer=1)
+    phases = set()
+    while True:
+        phase = st.public_view()["phase"]
+        phases.add(phase)
+        for seat, table in _table_views(st):
+            own = ["first_three"] if seat is not None and phase in ("trump_choice", "playing") else []
+            assert sorted(table) == sorted(JJK_TABLE_KEYS + own), (seat, phase)
+            if phase != "playing":
+                assert table["columns"] == table["columns_up"] == [[], []], (seat, phase)
+                assert table["column_counts"] == [0, 0] and table["played_any"] == [False, False]
+                assert table["known_in_hand"] == [[], []] and table["deal_actions"] == []
+        who = st.to_act()
+        if who == TERMINAL:
+            break
+        if who == CHANCE:
+            st.deal(shuffled(GAME, rng))
+        elif phase == "trump_choice":
+            st.apply("trump:H")
+        else:
+            st.apply(rng.choice(st.legal_actions()))
+    assert phases == {"dealing", "trump_choice", "playing", "over"}
+
+
 # ---- JJK-10.4: auto-move ----------------------------------------------------------------------
 
 def test_auto_move_trump_choice():
@@ -908,6 +1010,21 @@ def test_position_puts_every_unplaced_card_out_of_play():
     placed = {card_id(c) for c in ("AS", "7D", "8S", "X1", "9C", "KD", "QH")}
     assert z["out"] == sum(1 << c for c in GAME.pack if c not in placed)
     assert sum(bin(m).count("1") for m in z.values()) == 36
+
+
+@pytest.mark.parametrize("trump", ["S", "H", "D", "C"])
+def test_a_positions_record_names_the_trick_winner_by_its_trump_jjk_6_2(trump):
+    """JJK-6.2, JJK-6.4 in an explicit position (its record has no trump action): the follower,
+    void in the led suit, trumps with its 7 and takes the trick; every audience's record says
+    so and the follower leads next."""
+    lead = "7S" if trump != "S" else "7D"
+    st = GAME.position(trump=trump, hands=[[lead, "AD"], [f"7{trump}", "8C" if trump != "C" else "8H"]], to_act=0)
+    play(st, lead)
+    play(st, f"7{trump}")
+    assert st.to_act() == 1
+    for view in (st.public_view(), st.view(0), st.view(1)):
+        assert view["table"]["deal_actions"][-1] == {"seat": 1, "action": f"play:7{trump}", "from": "hand",
+                                                     "winner": 1}
 
 
 @pytest.mark.parametrize("kwargs", [
