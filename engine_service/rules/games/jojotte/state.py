@@ -378,11 +378,8 @@ class JojotteState(State):
                 best[i + 1] = v
             self._lead = -1
             if n == 9:
-                log = self._log
-                i = len(log) - 2
-                while (log[i] & 255) >= A.ACCEPT:  # a non-play between the two cards
-                    i -= 1
-                self._prev_trick = (log[i], log[-1])
+                log = self._log  # the ninth trick's two cards are its last two entries
+                self._prev_trick = (log[-2], log[-1])
                 self._end_of_play()
                 return
             self._leader = w
