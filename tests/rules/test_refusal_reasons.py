@@ -78,3 +78,37 @@ def test_jojotte_refusals_name_the_rule():
     assert _refused(state, "play:QS") == "play:QS: you have no C and must play a trump D (JJ-6.4)"
     state = _jojotte("jojotte_sample_partial.json", 2, 8)  # KC led; the follower holds TC and 8C
     assert _refused(state, "play:8C") == "play:8C: you must beat KC with a higher C (JJ-6.3)"
+
+
+def test_jojotte_a_call_the_table_leaves_out_names_its_option_and_only_then():
+    """A ``declare`` / ``conceal`` (JJ-A21), a jo / jotte announcement (JJ-A22) or a seven
+    exchange (JJ-A9) refused at a table whose options leave it out names that option; the same
+    call refused at a table that has it, and every other refusal at such a table, read as
+    usual (the rule broken, JJ-6.4, or the legal actions). Seat 0 holds KS QS JS AH KH QH AD KD
+    QD, spades trump (the turn-up 7D: no exchange window); seat 1 leads AC."""
+    from .checks_jojotte import deal, to_play
+    from .test_jojotte_rules import JO_DEAL
+
+    def seat0_to_follow(options):
+        state = to_play(deal(options, **JO_DEAL), "name:S", "pass")
+        state.apply("play:AC", 1)
+        assert state.to_act() == 0
+        return state
+
+    no_trump = "play:AH: you have no C and must play a trump S (JJ-6.4)"
+    state = seat0_to_follow({"jj_jojotte_announcement": "automatic"})
+    assert _refused(state, "play:KS:jo") == (
+        "play:KS:jo: jo-jotte scores without announcements at this table (option "
+        "jj_jojotte_announcement, JJ-7.2, JJ-A22)")
+    assert _refused(state, "play:AH") == no_trump
+    assert _refused(state, "accept").startswith("accept is not a legal action now; legal now: ")
+    state = seat0_to_follow({"jj_seven_exchange": "none"})
+    assert _refused(state, "exchange:7S") == (
+        "exchange:7S: this table plays without the seven exchange (option jj_seven_exchange, "
+        "JJ-4.2, JJ-A9)")
+    assert _refused(state, "play:AH") == no_trump
+    state = seat0_to_follow({"jj_meld_declaration": "optional"})
+    assert _refused(state, "declare").startswith("declare is not a legal action now; legal now: ")
+    state = seat0_to_follow({})
+    assert _refused(state, "play:KH:jo") == "play:KH:jo: you have no C and must play a trump S (JJ-6.4)"
+    assert _refused(state, "exchange:7S").startswith("exchange:7S is not a legal action now; legal now: ")
