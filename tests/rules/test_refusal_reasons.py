@@ -112,3 +112,16 @@ def test_jojotte_a_call_the_table_leaves_out_names_its_option_and_only_then():
     state = seat0_to_follow({})
     assert _refused(state, "play:KH:jo") == "play:KH:jo: you have no C and must play a trump S (JJ-6.4)"
     assert _refused(state, "exchange:7S").startswith("exchange:7S is not a legal action now; legal now: ")
+
+
+def test_jojotte_refusals_after_the_ace_of_spades_led_name_the_rule():
+    """The ace of spades is card id 0: led, it is a card on the table like any other, and a
+    follower's refusals name JJ-6.3. Spades trump; seat 1 leads AS; seat 0 holds KS QS JS and
+    must beat it with the jack (trump order J 9 A, JJ-1.2)."""
+    from .checks_jojotte import deal, to_play
+    from .test_jojotte_rules import JO_DEAL
+
+    state = to_play(deal({}, **JO_DEAL), "name:S", "pass")
+    state.apply("play:AS", 1)
+    assert _refused(state, "play:AH") == "play:AH: you must follow suit S (JJ-6.3)"
+    assert _refused(state, "play:KS") == "play:KS: you must beat AS with a higher S (JJ-6.3)"
