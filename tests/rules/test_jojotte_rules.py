@@ -366,6 +366,16 @@ def test_JJ_6_3_follow_with_any_card_of_the_suit_when_unable_to_beat():
     assert plays(state) == ["TS"]  # void in diamonds, holds a trump: must trump (JJ-6.4)
 
 
+def test_JJ_6_2_the_led_ace_of_spades_lies_in_the_trick_zone():
+    """JJ-6.2: the led card lies on the table until the trick is complete: also the ace of
+    spades, card id 0 (it is neither in the stock nor a secret)."""
+    state = to_play(deal(**JO_DEAL), "name:S", "pass")
+    act(state, "play:AS")
+    z = state.zones()
+    assert z["trick"] == mask("AS") and not z["stock"] & mask("AS")
+    assert not state.secret_cards(0) & mask("AS")
+
+
 def test_JJ_6_4_void_in_the_led_suit_must_trump():
     state = to_play(deal(**PLAY_DEAL), "accept", "pass")
     act(state, "play:AC")
