@@ -361,6 +361,8 @@ def test_jj_jojotte_announcement_automatic():
     assert legal(state) == ["play:KS", "play:QS", "play:JS"]
     act(state, "play:KS")
     assert table(state)["jo"] == []  # nothing shown before it scores
+    # JJ-7.2, JJ-A22: no "jo" was said, so the king tells seat 1 nothing about the queen
+    assert state.secret_cards(1) >> card_id("QS") & 1 == 1
     act(state, "play:QS")
     assert table(state)["jo_jotte"] == [20, 0] and table(state)["jo"] == [0]
 
