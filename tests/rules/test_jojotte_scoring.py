@@ -73,6 +73,14 @@ def test_JJ_9_5_pot_goes_to_the_comparison_winner_of_the_next_decided_deal():
     assert s.below[0] == 100 + 0 + 70 and s.pot == 0
 
 
+def test_JJ_9_5_without_a_pending_pot_nobody_enters_one():
+    """JJ-9.5: ``pot_to`` names who entered a pending pot in this deal; a decided deal with no
+    pot pending enters none, whichever side wins the comparison."""
+    assert score(melds=(20, 40), tp=(50, 45)).pot_to is None
+    assert score(tp=(90, 40), best=(35, 25, 20, 10)).pot_to is None
+    assert score(mult=2, tp=(70, 30)).pot_to is None
+
+
 def test_JJ_9_5_a_further_tie_adds_to_the_pot_and_nullo_leaves_it():
     assert score(tp=(30, 30), pot=70).pot == 130
     s = score(kind=NULLO, tricks=(0, 9), pot=70)
