@@ -125,3 +125,26 @@ def test_jojotte_refusals_after_the_ace_of_spades_led_name_the_rule():
     state.apply("play:AS", 1)
     assert _refused(state, "play:AH") == "play:AH: you must follow suit S (JJ-6.3)"
     assert _refused(state, "play:KS") == "play:KS: you must beat AS with a higher S (JJ-6.3)"
+
+
+def test_jojotte_a_refused_announcement_on_a_playable_card_lists_the_legal_actions():
+    """A ``jo`` that is not legal on a card the follower may play is refused by listing his
+    legal actions, not with a card-play rule he did not break: a jo on the plain king of the
+    led suit (JJ-7.2: jo belongs to the trump king; he followed suit, JJ-6.3), on the trump
+    king without the trump queen while void in the led suit (he did play a trump, JJ-6.4), or
+    at no-trump (no trump to play, JJ-6.7). Seat 0 holds JS 9S KS KH 7H AD KD QD JD (no QS);
+    seat 1 leads AH, then AC."""
+    from .checks_jojotte import deal, to_play
+
+    cards = dict(nd=("JS", "9S", "KS", "KH", "7H", "AD"), nd2=("KD", "QD", "JD"),
+                 dl=("AH", "TH", "QH", "AC", "KC", "QC"), dl2=("JC", "TC", "9C"), turn="7D", info="8C")
+    state = to_play(deal({}, **cards), "name:S", "pass")
+    state.apply("play:AH", 1)
+    assert _refused(state, "play:KH:jo") == "play:KH:jo is not a legal action now; legal now: play:KH, play:7H"
+    state.apply("play:7H", 0)
+    state.apply("play:AC", 1)
+    assert _refused(state, "play:KS:jo") == (
+        "play:KS:jo is not a legal action now; legal now: play:KS, play:JS, play:9S")
+    state = to_play(deal({}, **cards), "pass", "pass", "no_trump", "pass")
+    state.apply("play:AC", 1)
+    assert _refused(state, "play:KH:jo").startswith("play:KH:jo is not a legal action now; legal now: ")
