@@ -100,6 +100,18 @@ def test_JJ_2_4_to_2_8_dealing_procedure_from_the_top():
     assert state.secret_cards(0) & mask(*PACK_ORDER[19:31]) == mask(*PACK_ORDER[19:31])
 
 
+def test_JJ_2_7_an_ace_of_spades_information_card_is_in_its_zone_not_the_stock():
+    """JJ-2.7: the information card lies face up on the stock, seen by both: also the ace of
+    spades, card id 0 (it is not a stock card, nor a secret)."""
+    state = deal(nd=("JS", "9S", "KS", "KH", "7H", "AD"), nd2=("KD", "QD", "JD"),
+                 dl=("AH", "TH", "QH", "AC", "KC", "QC"), dl2=("JC", "TC", "9C"), turn="7D", info="AS")
+    act(state, "name:S", "pass")
+    assert table(state)["info_card"] == "AS"
+    z = state.zones()
+    assert z["info_card"] == mask("AS") and not z["stock"] & mask("AS")
+    assert not state.secret_cards(0) & mask("AS") and not state.secret_cards(1) & mask("AS")
+
+
 def test_JJ_2_2_deal_alternates_after_a_played_deal():
     state = deal(**STRONG_DEAL)
     assert state.dealer() == 1
