@@ -788,9 +788,6 @@ class JojotteState(State):
 
     # ---- zones, secrets, views ---------------------------------------------------------------
 
-    def in_deal(self) -> bool:
-        return self._phase < PH_CHANCE
-
     def zones(self) -> dict[str, int]:
         if self._phase >= PH_CHANCE:
             return {}
