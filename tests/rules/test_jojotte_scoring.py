@@ -214,6 +214,15 @@ def test_JJ_10_1_game_target_and_simultaneous_games():
     assert game_winner(cfg(jj_game_target=150), (149, 0), (149, 0)) is None
 
 
+def test_JJ_10_1_one_player_reaching_the_target_wins_whatever_the_deal_and_the_option():
+    """JJ-10.1: a game is won by the first player to reach 80; JJ-A32's tie-breaks (higher
+    total, or ``deal_winner``: who entered more in the deal) apply only when both reach it in
+    the same deal. Seat 0 reaching 85 alone wins although seat 1 entered more in this deal."""
+    for c in (cfg(), cfg(jj_simultaneous_game="deal_winner")):
+        assert game_winner(c, (85, 10), (5, 10)) == 0
+        assert game_winner(c, (10, 85), (10, 5)) == 1
+
+
 def test_JJ_10_3_rubber_bonus_and_two_consecutive_option():
     assert rubber_bonus(cfg(), (1, 0, 0), 0) == 300
     c = cfg(jj_rubber_bonus_condition="two_consecutive")
