@@ -147,6 +147,26 @@ def test_JJ_3_1_round_two_any_suit_or_no_trump():
     assert legal(state) == ["name:S", "name:H", "name:D", "name:C", "no_trump", "pass"]
 
 
+def test_JJ_3_1_JJ_3_5_JJ_4_5_the_view_shows_a_contract_only_once_bid_and_its_parts_once_fixed():
+    """JJ-3.1: no contract before the first contract bid (at the start of every deal);
+    JJ-3.5: the declarer exists only once the auction has ended; JJ-4.5: the kind and play
+    strain only once the nullo window has been answered."""
+    state = deal(**STRONG_DEAL)
+    assert table(state)["contract"] is None
+    act(state, "pass")
+    assert table(state)["contract"] is None
+    act(state, "name:S")
+    c = table(state)["contract"]
+    assert c["strain"] == "S" and c["bidder"] == 1
+    assert c["declarer"] is None and c["defender"] is None and c["play_strain"] is None
+    act(state, "pass")
+    c = table(state)["contract"]
+    assert c["declarer"] == 1 and c["defender"] == 0 and c["play_strain"] is None and c["kind"] is None
+    act(state, "pass")
+    c = table(state)["contract"]
+    assert c["play_strain"] == "S" and c["kind"] == "normal" and c["holder"] == 1
+
+
 def test_JJ_3_2_suit_contract_overcalled_only_by_no_trump_which_is_never_overcalled():
     state = deal(turn="AD")
     act(state, "name:S")
