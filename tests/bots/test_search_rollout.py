@@ -183,6 +183,20 @@ def test_jojotte_follower_takes_by_jj_6_6_and_nobody_wants_a_trick_in_nullo():
     assert st.wants_trick(0) and st.wants_trick(1)
 
 
+def test_jojotte_last_to_trick_is_the_follower_also_after_the_ace_of_spades_jj_6_2():
+    """JJ-6.2: two cards to a trick, the follower plays the last one; the leader (no card on
+    the table) does not. The ace of spades is card id 0: a led card is on the table whatever
+    its id (a ``lead > 0`` test would take it for no lead)."""
+    from engine_service.rules.games.jojotte import state as J
+    st = get_game("jojotte").new_state({}, first_dealer=1)
+    st._phase = J.PH_PLAY
+    st._to_act = 0
+    assert not st.last_to_trick()
+    st._lead = card_id("AS")
+    st._to_act = 1
+    assert st.last_to_trick()
+
+
 def test_georgian_joker_last_seat_takes_with_high_joker_or_better_card():
     from engine_service.rules.games.georgian_joker import actions as A
     from engine_service.rules.games.georgian_joker import state as G

@@ -198,6 +198,15 @@ def test_jj_nullo_strain_contract():
     assert len(plays(state)) == 9
 
 
+def test_jj_nullo_strain_contract_offers_no_jo_jotte_jj_7_1():
+    """JJ-7.1: jo-jotte belongs to a contract with a trump suit, normal or slam, never to a
+    nullo (JJ-9.7: no jo-jotte in a nullo deal), even one played in the contract's hearts
+    (``jj_nullo_strain = contract``): seat 0 leads holding KH and QH and is offered no jo."""
+    state = to_play(deal({"jj_nullo_strain": "contract"}, **FAIL_NULLO_DEAL), "name:H", "pass", "nullo", "pass")
+    assert table(state)["contract"]["play_strain"] == "H" and state.to_act() == 0
+    assert "play:KH" in legal(state) and "play:KH:jo" not in legal(state)
+
+
 def test_jj_multiplier_scope_all():
     opts = {"jj_multiplier_scope": "all"}
     state = to_play(deal(opts, **STRONG_DEAL), "name:S", "double", "pass", "nullo", "pass")
@@ -329,12 +338,31 @@ def test_jj_meld_declaration_optional():
     assert steps == [(1, "conceal"), (0, "conceal"), (1, "conceal"), (0, "conceal")]
 
 
+def test_jj_meld_declaration_optional_public_action_is_the_form_the_log_keeps_jj_a21():
+    """JJ-A21, JJ-5.9: ``public_action`` (what the public log records) of a ``declare`` that
+    states no more than ``conceal`` would (seat 1 has no quartet: "quartet none" either way) is
+    ``conceal``; a ``declare`` that changes the dialogue (seat 1's K-Q-J-T-9 of hearts) stays
+    ``declare``; ``conceal`` is itself."""
+    state = deal({"jj_meld_declaration": "optional"}, **MELD_LOSER_DEAL)
+    act(state, "name:S", "pass", "pass")
+    declare, conceal = state.parse_action("declare"), state.parse_action("conceal")
+    assert state.to_act() == 1
+    assert state.action_str(state.public_action(declare)) == "conceal"
+    assert state.action_str(state.public_action(conceal)) == "conceal"
+    act(state, "declare", "declare")
+    assert state.to_act() == 1 and table(state)["meld_category"] == "sequences"
+    assert state.action_str(state.public_action(declare)) == "declare"
+    assert state.action_str(state.public_action(conceal)) == "conceal"
+
+
 def test_jj_jojotte_announcement_automatic():
     state = to_play(deal({"jj_jojotte_announcement": "automatic"}, **JO_DEAL), "name:S", "pass")
     act(state, "play:AC")
     assert legal(state) == ["play:KS", "play:QS", "play:JS"]
     act(state, "play:KS")
     assert table(state)["jo"] == []  # nothing shown before it scores
+    # JJ-7.2, JJ-A22: no "jo" was said, so the king tells seat 1 nothing about the queen
+    assert state.secret_cards(1) >> card_id("QS") & 1 == 1
     act(state, "play:QS")
     assert table(state)["jo_jotte"] == [20, 0] and table(state)["jo"] == [0]
 

@@ -100,6 +100,18 @@ def test_JJ_2_4_to_2_8_dealing_procedure_from_the_top():
     assert state.secret_cards(0) & mask(*PACK_ORDER[19:31]) == mask(*PACK_ORDER[19:31])
 
 
+def test_JJ_2_7_an_ace_of_spades_information_card_is_in_its_zone_not_the_stock():
+    """JJ-2.7: the information card lies face up on the stock, seen by both: also the ace of
+    spades, card id 0 (it is not a stock card, nor a secret)."""
+    state = deal(nd=("JS", "9S", "KS", "KH", "7H", "AD"), nd2=("KD", "QD", "JD"),
+                 dl=("AH", "TH", "QH", "AC", "KC", "QC"), dl2=("JC", "TC", "9C"), turn="7D", info="AS")
+    act(state, "name:S", "pass")
+    assert table(state)["info_card"] == "AS"
+    z = state.zones()
+    assert z["info_card"] == mask("AS") and not z["stock"] & mask("AS")
+    assert not state.secret_cards(0) & mask("AS") and not state.secret_cards(1) & mask("AS")
+
+
 def test_JJ_2_2_deal_alternates_after_a_played_deal():
     state = deal(**STRONG_DEAL)
     assert state.dealer() == 1
@@ -133,6 +145,26 @@ def test_JJ_3_1_round_two_any_suit_or_no_trump():
     act(state, "pass")
     assert state.to_act() == 1
     assert legal(state) == ["name:S", "name:H", "name:D", "name:C", "no_trump", "pass"]
+
+
+def test_JJ_3_1_JJ_3_5_JJ_4_5_the_view_shows_a_contract_only_once_bid_and_its_parts_once_fixed():
+    """JJ-3.1: no contract before the first contract bid (at the start of every deal);
+    JJ-3.5: the declarer exists only once the auction has ended; JJ-4.5: the kind and play
+    strain only once the nullo window has been answered."""
+    state = deal(**STRONG_DEAL)
+    assert table(state)["contract"] is None
+    act(state, "pass")
+    assert table(state)["contract"] is None
+    act(state, "name:S")
+    c = table(state)["contract"]
+    assert c["strain"] == "S" and c["bidder"] == 1
+    assert c["declarer"] is None and c["defender"] is None and c["play_strain"] is None
+    act(state, "pass")
+    c = table(state)["contract"]
+    assert c["declarer"] == 1 and c["defender"] == 0 and c["play_strain"] is None and c["kind"] is None
+    act(state, "pass")
+    c = table(state)["contract"]
+    assert c["play_strain"] == "S" and c["kind"] == "normal" and c["holder"] == 1
 
 
 def test_JJ_3_2_suit_contract_overcalled_only_by_no_trump_which_is_never_overcalled():
@@ -364,6 +396,16 @@ def test_JJ_6_3_follow_with_any_card_of_the_suit_when_unable_to_beat():
     assert plays(state) == ["AS", "TS"]
     act(state, "play:AS", "play:AD")
     assert plays(state) == ["TS"]  # void in diamonds, holds a trump: must trump (JJ-6.4)
+
+
+def test_JJ_6_2_the_led_ace_of_spades_lies_in_the_trick_zone():
+    """JJ-6.2: the led card lies on the table until the trick is complete: also the ace of
+    spades, card id 0 (it is neither in the stock nor a secret)."""
+    state = to_play(deal(**JO_DEAL), "name:S", "pass")
+    act(state, "play:AS")
+    z = state.zones()
+    assert z["trick"] == mask("AS") and not z["stock"] & mask("AS")
+    assert not state.secret_cards(0) & mask("AS")
 
 
 def test_JJ_6_4_void_in_the_led_suit_must_trump():

@@ -73,6 +73,14 @@ def test_JJ_9_5_pot_goes_to_the_comparison_winner_of_the_next_decided_deal():
     assert s.below[0] == 100 + 0 + 70 and s.pot == 0
 
 
+def test_JJ_9_5_without_a_pending_pot_nobody_enters_one():
+    """JJ-9.5: ``pot_to`` names who entered a pending pot in this deal; a decided deal with no
+    pot pending enters none, whichever side wins the comparison."""
+    assert score(melds=(20, 40), tp=(50, 45)).pot_to is None
+    assert score(tp=(90, 40), best=(35, 25, 20, 10)).pot_to is None
+    assert score(mult=2, tp=(70, 30)).pot_to is None
+
+
 def test_JJ_9_5_a_further_tie_adds_to_the_pot_and_nullo_leaves_it():
     assert score(tp=(30, 30), pot=70).pot == 130
     s = score(kind=NULLO, tricks=(0, 9), pot=70)
@@ -204,6 +212,15 @@ def test_JJ_10_1_game_target_and_simultaneous_games():
     assert game_winner(d, (90, 120), (50, 20)) == 0
     assert game_winner(d, (90, 120), (20, 20)) is None
     assert game_winner(cfg(jj_game_target=150), (149, 0), (149, 0)) is None
+
+
+def test_JJ_10_1_one_player_reaching_the_target_wins_whatever_the_deal_and_the_option():
+    """JJ-10.1: a game is won by the first player to reach 80; JJ-A32's tie-breaks (higher
+    total, or ``deal_winner``: who entered more in the deal) apply only when both reach it in
+    the same deal. Seat 0 reaching 85 alone wins although seat 1 entered more in this deal."""
+    for c in (cfg(), cfg(jj_simultaneous_game="deal_winner")):
+        assert game_winner(c, (85, 10), (5, 10)) == 0
+        assert game_winner(c, (10, 85), (10, 5)) == 1
 
 
 def test_JJ_10_3_rubber_bonus_and_two_consecutive_option():

@@ -78,3 +78,73 @@ def test_jojotte_refusals_name_the_rule():
     assert _refused(state, "play:QS") == "play:QS: you have no C and must play a trump D (JJ-6.4)"
     state = _jojotte("jojotte_sample_partial.json", 2, 8)  # KC led; the follower holds TC and 8C
     assert _refused(state, "play:8C") == "play:8C: you must beat KC with a higher C (JJ-6.3)"
+
+
+def test_jojotte_a_call_the_table_leaves_out_names_its_option_and_only_then():
+    """A ``declare`` / ``conceal`` (JJ-A21), a jo / jotte announcement (JJ-A22) or a seven
+    exchange (JJ-A9) refused at a table whose options leave it out names that option; the same
+    call refused at a table that has it, and every other refusal at such a table, read as
+    usual (the rule broken, JJ-6.4, or the legal actions). Seat 0 holds KS QS JS AH KH QH AD KD
+    QD, spades trump (the turn-up 7D: no exchange window); seat 1 leads AC."""
+    from .checks_jojotte import deal, to_play
+    from .test_jojotte_rules import JO_DEAL
+
+    def seat0_to_follow(options):
+        state = to_play(deal(options, **JO_DEAL), "name:S", "pass")
+        state.apply("play:AC", 1)
+        assert state.to_act() == 0
+        return state
+
+    no_trump = "play:AH: you have no C and must play a trump S (JJ-6.4)"
+    state = seat0_to_follow({"jj_jojotte_announcement": "automatic"})
+    assert _refused(state, "play:KS:jo") == (
+        "play:KS:jo: jo-jotte scores without announcements at this table (option "
+        "jj_jojotte_announcement, JJ-7.2, JJ-A22)")
+    assert _refused(state, "play:AH") == no_trump
+    assert _refused(state, "accept").startswith("accept is not a legal action now; legal now: ")
+    state = seat0_to_follow({"jj_seven_exchange": "none"})
+    assert _refused(state, "exchange:7S") == (
+        "exchange:7S: this table plays without the seven exchange (option jj_seven_exchange, "
+        "JJ-4.2, JJ-A9)")
+    assert _refused(state, "play:AH") == no_trump
+    state = seat0_to_follow({"jj_meld_declaration": "optional"})
+    assert _refused(state, "declare").startswith("declare is not a legal action now; legal now: ")
+    state = seat0_to_follow({})
+    assert _refused(state, "play:KH:jo") == "play:KH:jo: you have no C and must play a trump S (JJ-6.4)"
+    assert _refused(state, "exchange:7S").startswith("exchange:7S is not a legal action now; legal now: ")
+
+
+def test_jojotte_refusals_after_the_ace_of_spades_led_name_the_rule():
+    """The ace of spades is card id 0: led, it is a card on the table like any other, and a
+    follower's refusals name JJ-6.3. Spades trump; seat 1 leads AS; seat 0 holds KS QS JS and
+    must beat it with the jack (trump order J 9 A, JJ-1.2)."""
+    from .checks_jojotte import deal, to_play
+    from .test_jojotte_rules import JO_DEAL
+
+    state = to_play(deal({}, **JO_DEAL), "name:S", "pass")
+    state.apply("play:AS", 1)
+    assert _refused(state, "play:AH") == "play:AH: you must follow suit S (JJ-6.3)"
+    assert _refused(state, "play:KS") == "play:KS: you must beat AS with a higher S (JJ-6.3)"
+
+
+def test_jojotte_a_refused_announcement_on_a_playable_card_lists_the_legal_actions():
+    """A ``jo`` that is not legal on a card the follower may play is refused by listing his
+    legal actions, not with a card-play rule he did not break: a jo on the plain king of the
+    led suit (JJ-7.2: jo belongs to the trump king; he followed suit, JJ-6.3), on the trump
+    king without the trump queen while void in the led suit (he did play a trump, JJ-6.4), or
+    at no-trump (no trump to play, JJ-6.7). Seat 0 holds JS 9S KS KH 7H AD KD QD JD (no QS);
+    seat 1 leads AH, then AC."""
+    from .checks_jojotte import deal, to_play
+
+    cards = dict(nd=("JS", "9S", "KS", "KH", "7H", "AD"), nd2=("KD", "QD", "JD"),
+                 dl=("AH", "TH", "QH", "AC", "KC", "QC"), dl2=("JC", "TC", "9C"), turn="7D", info="8C")
+    state = to_play(deal({}, **cards), "name:S", "pass")
+    state.apply("play:AH", 1)
+    assert _refused(state, "play:KH:jo") == "play:KH:jo is not a legal action now; legal now: play:KH, play:7H"
+    state.apply("play:7H", 0)
+    state.apply("play:AC", 1)
+    assert _refused(state, "play:KS:jo") == (
+        "play:KS:jo is not a legal action now; legal now: play:KS, play:JS, play:9S")
+    state = to_play(deal({}, **cards), "pass", "pass", "no_trump", "pass")
+    state.apply("play:AC", 1)
+    assert _refused(state, "play:KH:jo").startswith("play:KH:jo is not a legal action now; legal now: ")

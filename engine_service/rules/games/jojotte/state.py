@@ -39,7 +39,6 @@ AUCTION_STATES = ("R1_ND", "R1_D", "R2_ND", "R2_D", "RESP", "REDBL", "LATE_DBL")
 
 _S0, _S1, _S2, _S3 = T.SUIT_LISTS
 _SUIT_MASK_OF = T.SUIT_MASK_OF
-_EXCHANGES = tuple(A.EXCHANGE + s for s in range(4))
 
 # Constant legal lists (copied on return so that callers may keep or mutate them).
 _R1_FULL = tuple(tuple([A.ACCEPT] + [A.NAME + s for s in range(4) if s != t] + [A.PASS]) for t in range(4))
@@ -54,7 +53,6 @@ _REDBL = (A.REDOUBLE, A.PASS)
 _LATE_DBL = (A.DOUBLE, A.PASS)
 _NULLO = (A.NULLO, A.PASS)
 _MELD = (A.DECLARE, A.CONCEAL)
-_NO_EXCHANGE = (A.NO_EXCHANGE,)
 
 
 class JojotteState(State):
@@ -378,11 +376,8 @@ class JojotteState(State):
                 best[i + 1] = v
             self._lead = -1
             if n == 9:
-                log = self._log
-                i = len(log) - 2
-                while (log[i] & 255) >= A.ACCEPT:  # a non-play between the two cards
-                    i -= 1
-                self._prev_trick = (log[i], log[-1])
+                log = self._log  # the ninth trick's two cards are its last two entries
+                self._prev_trick = (log[-2], log[-1])
                 self._end_of_play()
                 return
             self._leader = w
@@ -790,9 +785,6 @@ class JojotteState(State):
         }
 
     # ---- zones, secrets, views ---------------------------------------------------------------
-
-    def in_deal(self) -> bool:
-        return self._phase < PH_CHANCE
 
     def zones(self) -> dict[str, int]:
         if self._phase >= PH_CHANCE:
