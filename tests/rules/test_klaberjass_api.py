@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from engine_service.rules import (CHANCE, DealRequired, IllegalAction, InvalidOptions, MalformedAction,
-                                  NotYourTurn, get_game, transcript)
+from engine_service.rules import (CHANCE, TERMINAL, DealRequired, IllegalAction, InvalidOptions,
+                                  MalformedAction, NotYourTurn, get_game, transcript)
 from engine_service.rules.cards import card_id
 from engine_service.rules.games.klaberjass.notation import ACTION_STRINGS
 from tests.shared_paths import shared_dir, transcripts
@@ -118,6 +118,17 @@ def test_out_of_turn_and_deal_required():
     assert state.to_act() == CHANCE
     with pytest.raises(DealRequired):
         state.apply("pass")
+
+
+def test_no_seat_to_act_means_no_legal_ids_while_a_deck_is_awaited_and_after_the_match_kl_10_3():
+    """The fast path's ``legal_ids()`` lists the ids of the seat to act (rules/game.py). While a
+    deck is awaited (CHANCE) and once the match is over (KL-10.3, TERMINAL) nobody acts: the list
+    is empty, so a playout loop that asks for it gets nothing to choose from rather than None
+    (kills the mutant returning None at the end of ``legal_ids``)."""
+    state = GAME.new_state({}, first_dealer=0)
+    assert state.to_act() == CHANCE and state.legal_ids() == []
+    state = random_match(GAME, 7, {"kl_target_score": 1})
+    assert state.to_act() == TERMINAL and state.legal_ids() == []
 
 
 # ---- options (section 11) ----------------------------------------------------------------------
