@@ -393,6 +393,29 @@ def test_kl_last_trick_is_the_previous_deals_ninth_until_the_first_trick_kl_6_2_
     assert seen["determinized"] >= 3
 
 
+def test_kl_last_trick_of_a_deal_skips_an_exchange_before_the_ninth_card_kl_4_2_kl_6_5_kl_7_3():
+    """KL-4.2: the dix holder may exchange at any of his trick-play turns, the ninth included,
+    and then plays the turn-up he took. Here the dealer keeps the dix 7H to the end; at trick 9
+    the elder leads AS, the dealer (no spade, his only card the dix: KL-6.5) exchanges and
+    trumps with the turn-up 8H. The previous deal's ninth trick shown while the next deck is
+    due is AS / 8H, won by the dealer with KL-7.3's 10: the exchange logged between the two
+    cards is not one of them (kills the mutant that drops the skip of that exchange)."""
+    elder, dealer = "AC TC KC QC AD TD KD QD AS", "JC 9C 8C 7C JD 9D 8D 7D 7H"
+    state = GAME.new_state({}, first_dealer=1)
+    state.deal(deck_from_hands(dealer.split(), elder.split(), "8H"))
+    play_out(state, ["take", "keep", "keep"])
+    for lead, follow in zip("AC TC KC QC AD TD KD QD".split(), "JC 9C 8C 7C JD 9D 8D 7D".split()):
+        play_out(state, [f"play:{lead}", f"play:{follow}"])
+    state.apply("play:AS")
+    assert state.legal_actions() == ["play:7H", "exchange"]
+    play_out(state, ["exchange", "play:8H"])
+    assert state.to_act() == CHANCE
+    assert state.deal_details()[-1]["last_trick"] == [0, 10]
+    assert state.public_view()["last_trick"] == {
+        "number": 9, "leader": 0, "plays": [{"seat": 0, "card": "AS"}, {"seat": 1, "card": "8H"}],
+        "winner": 1, "points": 11 + 10}
+
+
 @pytest.mark.parametrize("options", [{}, {"kl_sequence_compare": "length", "kl_reveal_scored_melds": "cards"}],
                          ids=["defaults", "length_and_cards"])
 def test_the_meld_dialogue_has_the_keys_docs_games_klaberjass_md_lists(options):
