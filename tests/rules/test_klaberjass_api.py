@@ -279,7 +279,9 @@ def test_view_shows_the_target_score_kl_10_1(options, target):
 def test_the_table_between_deals_carries_no_deal_figures():
     """Between deals (waiting for the next deck, KL-2.2) and after the match, the table's
     per-deal figures are the empty ones (no meld points, bella or card points, KL-5.7, KL-7.1,
-    KL-8.2): the finished deal's breakdown is in ``previous_deal`` and ``deal_results``."""
+    KL-8.2): the finished deal's breakdown is in ``previous_deal`` and ``deal_results``.
+    ``table.tricks`` is there too, empty (docs/games/klaberjass.md: "``[]`` outside the play
+    phase"), so a client reads the same keys in every phase."""
     state = GAME.new_state({}, first_dealer=1)
     waits = [state.public_view()]
     state.deal(deck_from_hands(DEALER.split(), ELDER.split(), "8H"))
@@ -291,7 +293,7 @@ def test_the_table_between_deals_carries_no_deal_figures():
     for view in waits:
         t = view["table"]
         assert (t["meld_points"], t["bella"], t["card_points"], t["trick_number"]) == ([0, 0], [0, 0], [0, 0], 0)
-        assert (t["melds"], t["deal_actions"], t["tricks"] if "tricks" in t else []) == ([], [], [])
+        assert (t["melds"], t["deal_actions"], t["tricks"]) == ([], [], [])
 
 
 def test_secret_cards_are_exact_before_the_second_deal():
