@@ -634,6 +634,20 @@ def test_kl_7_2_exchange_at_first_turn_counts_later_does_not():
     assert state.deal_details()[0]["trump_kqj"] == [0, 0]
 
 
+def test_kl_7_2_meld_scored_q_j_t_then_exchange_brings_the_king_bonus_given():
+    """KL-7.2 (D), docs/games/klaberjass.md choice 6: the elder wins the melds with trump
+    Q-J-T (20), then exchanges the dix for the turn-up KH at his first turn, before his first
+    card. At that card he holds K-Q-J-T of trumps; the K-Q-J were never scored together as a
+    meld (the king was not in the meld hand), so the bonus is given, 50 for the 4-card run
+    (kills the state._check_kqj mutant that judges "already scored" on the jack alone)."""
+    state = to_play("QH JH TH 7H AS 9S AD 8C 7C", "KS TS 8S 9H 8H KD TD 8D AC", "KH")
+    assert table(state)["meld_points"] == [20, 0]
+    state.apply("exchange")
+    state.apply("play:AS")
+    finish(state)
+    assert state.deal_details()[0]["trump_kqj"] == [50, 0]
+
+
 def test_kl_7_3_last_trick_is_worth_ten():
     state = to_play(ELDER, DEALER, "8H")
     finish(state)
