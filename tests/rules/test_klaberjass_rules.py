@@ -766,6 +766,17 @@ def test_kl_10_2_both_reach_equal_scores_play_on():
     assert state.to_act() == CHANCE and state.dealer() == 1
 
 
+def test_kl_10_2_both_exactly_at_the_target_with_equal_scores_play_on():
+    """KL-10.1, KL-10.2: "reaches" the target includes landing on it exactly; when both land on
+    500 with equal scores neither wins and another deal is played (kills the state._check_end
+    mutants that test one seat with > instead of >=)."""
+    state = with_totals({"kl_score_scope": "trick_points"}, [394, 450])
+    state.deal(SAMPLE_DECK)
+    play_out(state, SAMPLE_ACTIONS)  # seat 0 adds 106, seat 1 its 50 of melds (KL-A17)
+    assert state.result() == {"totals": [500, 500], "winners": [], "over": False}
+    assert state.to_act() == CHANCE
+
+
 def test_kl_a19_simultaneous_target_deal_winner():
     state = with_totals({"kl_simultaneous_target": "deal_winner", "kl_score_scope": "trick_points"}, [400, 530])
     state.deal(SAMPLE_DECK)
