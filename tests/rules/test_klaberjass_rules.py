@@ -690,6 +690,21 @@ def test_kl_9_4_opponent_has_more_takes_both_totals():
     assert state.deal_details()[0]["outcome"] == "opponent_more"
 
 
+def test_kl_9_1_deal_details_break_down_a_played_deal_and_mark_a_thrown_in_one():
+    """KL-9.1: the sample deal's breakdown (docs/games/klaberjass.md, Results): a played deal,
+    dealt by seat 0; seat 0 took 7 tricks, the last one among them (KL-7.3); no bella or K-Q-J
+    bonus; deal totals 79 (card points) and 27 + 50 (card points + melds); the opponent has more
+    (KL-9.4). The same dict is the next view's ``previous_deal``. A thrown-in deal (KL-3.5) is
+    only ``{"thrown_in": true}`` (kills the mutant marking a played deal thrown in)."""
+    state = sample_deal()
+    expected = {"thrown_in": False, "dealer": 0, "tricks": [7, 2], "last_trick": [10, 0], "bella": [0, 0],
+                "trump_kqj": [0, 0], "deal_totals": [79, 77], "outcome": "opponent_more"}
+    assert state.deal_details() == [expected]
+    assert table(state)["previous_deal"] == expected
+    state = _thrown_in(deal(ELDER, DEALER, "8H"))
+    assert state.deal_details() == [{"thrown_in": True}] and table(state)["previous_deal"] == {"thrown_in": True}
+
+
 def test_kl_a17_score_scope_trick_points():
     """kl_score_scope = trick_points: the maker keeps his 50 of melds; card points go by outcome."""
     r = sample_deal({"kl_score_scope": "trick_points"}).deal_results()[0]
