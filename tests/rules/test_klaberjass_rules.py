@@ -270,6 +270,18 @@ def test_kl_a7_schmeiss_refused_round_two_caller_names():
     assert (table(state)["trump"], table(state)["maker"]) == ("D", 0)
 
 
+@pytest.mark.parametrize("turn_up,names", [("AH", ["name:S", "name:D", "name:C"]),
+                                            ("AC", ["name:S", "name:H", "name:D"])])
+def test_kl_a7_kl_3_3_forced_name_after_a_refused_round_two_schmeiss_excludes_the_turn_up_suit(turn_up, names):
+    """KL-3.3 with KL-A7 (docs/games/klaberjass.md choice 8): the caller whose round-2 schmeiss
+    was refused must name one of the three suits other than the turn-up suit, whatever the
+    turn-up's rank (an ace's card id is the first of its suit: kills the state.legal_ids
+    mutant deriving the suit as card id // 10)."""
+    state = deal(ELDER, DEALER.replace("AH", "7H"), turn_up, options={"kl_schmeiss": True})
+    play_out(state, ["pass", "pass", "schmeiss", "refuse"])
+    assert state.to_act() == 0 and state.legal_actions() == names
+
+
 # ---- section 4: the dix -----------------------------------------------------------------------
 
 def test_kl_4_2_window_holder_may_exchange_other_keeps():
