@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from engine_service.rules import (CHANCE, DealRequired, IllegalAction, InvalidOptions, MalformedAction,
-                                  NotYourTurn, get_game, transcript)
+from engine_service.rules import (CHANCE, TERMINAL, DealRequired, IllegalAction, InvalidOptions,
+                                  MalformedAction, NotYourTurn, get_game, transcript)
 from engine_service.rules.cards import card_id
 from engine_service.rules.games.klaberjass.notation import ACTION_STRINGS
 from tests.shared_paths import shared_dir, transcripts
@@ -118,6 +118,17 @@ def test_out_of_turn_and_deal_required():
     assert state.to_act() == CHANCE
     with pytest.raises(DealRequired):
         state.apply("pass")
+
+
+def test_no_seat_to_act_means_no_legal_ids_while_a_deck_is_awaited_and_after_the_match_kl_10_3():
+    """The fast path's ``legal_ids()`` lists the ids of the seat to act (rules/game.py). While a
+    deck is awaited (CHANCE) and once the match is over (KL-10.3, TERMINAL) nobody acts: the list
+    is empty, so a playout loop that asks for it gets nothing to choose from rather than None
+    (kills the mutant returning None at the end of ``legal_ids``)."""
+    state = GAME.new_state({}, first_dealer=0)
+    assert state.to_act() == CHANCE and state.legal_ids() == []
+    state = random_match(GAME, 7, {"kl_target_score": 1})
+    assert state.to_act() == TERMINAL and state.legal_ids() == []
 
 
 # ---- options (section 11) ----------------------------------------------------------------------
@@ -268,7 +279,9 @@ def test_view_shows_the_target_score_kl_10_1(options, target):
 def test_the_table_between_deals_carries_no_deal_figures():
     """Between deals (waiting for the next deck, KL-2.2) and after the match, the table's
     per-deal figures are the empty ones (no meld points, bella or card points, KL-5.7, KL-7.1,
-    KL-8.2): the finished deal's breakdown is in ``previous_deal`` and ``deal_results``."""
+    KL-8.2): the finished deal's breakdown is in ``previous_deal`` and ``deal_results``.
+    ``table.tricks`` is there too, empty (docs/games/klaberjass.md: "``[]`` outside the play
+    phase"), so a client reads the same keys in every phase."""
     state = GAME.new_state({}, first_dealer=1)
     waits = [state.public_view()]
     state.deal(deck_from_hands(DEALER.split(), ELDER.split(), "8H"))
@@ -280,7 +293,7 @@ def test_the_table_between_deals_carries_no_deal_figures():
     for view in waits:
         t = view["table"]
         assert (t["meld_points"], t["bella"], t["card_points"], t["trick_number"]) == ([0, 0], [0, 0], [0, 0], 0)
-        assert (t["melds"], t["deal_actions"], t["tricks"] if "tricks" in t else []) == ([], [], [])
+        assert (t["melds"], t["deal_actions"], t["tricks"]) == ([], [], [])
 
 
 def test_secret_cards_are_exact_before_the_second_deal():
@@ -380,6 +393,29 @@ def test_kl_last_trick_is_the_previous_deals_ninth_until_the_first_trick_kl_6_2_
                                       determinize_every=3, pass_bias=0.3)
     assert seen["final_tricks"] >= 10 and seen["first_tricks"] >= 10 and seen["thrown_in"] >= 1, seen
     assert seen["determinized"] >= 3
+
+
+def test_kl_last_trick_of_a_deal_skips_an_exchange_before_the_ninth_card_kl_4_2_kl_6_5_kl_7_3():
+    """KL-4.2: the dix holder may exchange at any of his trick-play turns, the ninth included,
+    and then plays the turn-up he took. Here the dealer keeps the dix 7H to the end; at trick 9
+    the elder leads AS, the dealer (no spade, his only card the dix: KL-6.5) exchanges and
+    trumps with the turn-up 8H. The previous deal's ninth trick shown while the next deck is
+    due is AS / 8H, won by the dealer with KL-7.3's 10: the exchange logged between the two
+    cards is not one of them (kills the mutant that drops the skip of that exchange)."""
+    elder, dealer = "AC TC KC QC AD TD KD QD AS", "JC 9C 8C 7C JD 9D 8D 7D 7H"
+    state = GAME.new_state({}, first_dealer=1)
+    state.deal(deck_from_hands(dealer.split(), elder.split(), "8H"))
+    play_out(state, ["take", "keep", "keep"])
+    for lead, follow in zip("AC TC KC QC AD TD KD QD".split(), "JC 9C 8C 7C JD 9D 8D 7D".split()):
+        play_out(state, [f"play:{lead}", f"play:{follow}"])
+    state.apply("play:AS")
+    assert state.legal_actions() == ["play:7H", "exchange"]
+    play_out(state, ["exchange", "play:8H"])
+    assert state.to_act() == CHANCE
+    assert state.deal_details()[-1]["last_trick"] == [0, 10]
+    assert state.public_view()["last_trick"] == {
+        "number": 9, "leader": 0, "plays": [{"seat": 0, "card": "AS"}, {"seat": 1, "card": "8H"}],
+        "winner": 1, "points": 11 + 10}
 
 
 @pytest.mark.parametrize("options", [{}, {"kl_sequence_compare": "length", "kl_reveal_scored_melds": "cards"}],

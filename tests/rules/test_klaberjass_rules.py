@@ -270,6 +270,18 @@ def test_kl_a7_schmeiss_refused_round_two_caller_names():
     assert (table(state)["trump"], table(state)["maker"]) == ("D", 0)
 
 
+@pytest.mark.parametrize("turn_up,names", [("AH", ["name:S", "name:D", "name:C"]),
+                                            ("AC", ["name:S", "name:H", "name:D"])])
+def test_kl_a7_kl_3_3_forced_name_after_a_refused_round_two_schmeiss_excludes_the_turn_up_suit(turn_up, names):
+    """KL-3.3 with KL-A7 (docs/games/klaberjass.md choice 8): the caller whose round-2 schmeiss
+    was refused must name one of the three suits other than the turn-up suit, whatever the
+    turn-up's rank (an ace's card id is the first of its suit: kills the state.legal_ids
+    mutant deriving the suit as card id // 10)."""
+    state = deal(ELDER, DEALER.replace("AH", "7H"), turn_up, options={"kl_schmeiss": True})
+    play_out(state, ["pass", "pass", "schmeiss", "refuse"])
+    assert state.to_act() == 0 and state.legal_actions() == names
+
+
 # ---- section 4: the dix -----------------------------------------------------------------------
 
 def test_kl_4_2_window_holder_may_exchange_other_keeps():
@@ -634,6 +646,20 @@ def test_kl_7_2_exchange_at_first_turn_counts_later_does_not():
     assert state.deal_details()[0]["trump_kqj"] == [0, 0]
 
 
+def test_kl_7_2_meld_scored_q_j_t_then_exchange_brings_the_king_bonus_given():
+    """KL-7.2 (D), docs/games/klaberjass.md choice 6: the elder wins the melds with trump
+    Q-J-T (20), then exchanges the dix for the turn-up KH at his first turn, before his first
+    card. At that card he holds K-Q-J-T of trumps; the K-Q-J were never scored together as a
+    meld (the king was not in the meld hand), so the bonus is given, 50 for the 4-card run
+    (kills the state._check_kqj mutant that judges "already scored" on the jack alone)."""
+    state = to_play("QH JH TH 7H AS 9S AD 8C 7C", "KS TS 8S 9H 8H KD TD 8D AC", "KH")
+    assert table(state)["meld_points"] == [20, 0]
+    state.apply("exchange")
+    state.apply("play:AS")
+    finish(state)
+    assert state.deal_details()[0]["trump_kqj"] == [50, 0]
+
+
 def test_kl_7_3_last_trick_is_worth_ten():
     state = to_play(ELDER, DEALER, "8H")
     finish(state)
@@ -674,6 +700,21 @@ def test_kl_9_4_opponent_has_more_takes_both_totals():
     assert r == {"thrown_in": False, "trump": "S", "maker": 1, "melds": [0, 50], "card_points": [79, 27],
                  "bonuses": [0, 0], "scored": [156, 0]}
     assert state.deal_details()[0]["outcome"] == "opponent_more"
+
+
+def test_kl_9_1_deal_details_break_down_a_played_deal_and_mark_a_thrown_in_one():
+    """KL-9.1: the sample deal's breakdown (docs/games/klaberjass.md, Results): a played deal,
+    dealt by seat 0; seat 0 took 7 tricks, the last one among them (KL-7.3); no bella or K-Q-J
+    bonus; deal totals 79 (card points) and 27 + 50 (card points + melds); the opponent has more
+    (KL-9.4). The same dict is the next view's ``previous_deal``. A thrown-in deal (KL-3.5) is
+    only ``{"thrown_in": true}`` (kills the mutant marking a played deal thrown in)."""
+    state = sample_deal()
+    expected = {"thrown_in": False, "dealer": 0, "tricks": [7, 2], "last_trick": [10, 0], "bella": [0, 0],
+                "trump_kqj": [0, 0], "deal_totals": [79, 77], "outcome": "opponent_more"}
+    assert state.deal_details() == [expected]
+    assert table(state)["previous_deal"] == expected
+    state = _thrown_in(deal(ELDER, DEALER, "8H"))
+    assert state.deal_details() == [{"thrown_in": True}] and table(state)["previous_deal"] == {"thrown_in": True}
 
 
 def test_kl_a17_score_scope_trick_points():
@@ -750,6 +791,17 @@ def test_kl_10_2_both_reach_equal_scores_play_on():
     play_out(state, SAMPLE_ACTIONS)
     assert state.result() == {"totals": [556, 556], "winners": [], "over": False}
     assert state.to_act() == CHANCE and state.dealer() == 1
+
+
+def test_kl_10_2_both_exactly_at_the_target_with_equal_scores_play_on():
+    """KL-10.1, KL-10.2: "reaches" the target includes landing on it exactly; when both land on
+    500 with equal scores neither wins and another deal is played (kills the state._check_end
+    mutants that test one seat with > instead of >=)."""
+    state = with_totals({"kl_score_scope": "trick_points"}, [394, 450])
+    state.deal(SAMPLE_DECK)
+    play_out(state, SAMPLE_ACTIONS)  # seat 0 adds 106, seat 1 its 50 of melds (KL-A17)
+    assert state.result() == {"totals": [500, 500], "winners": [], "over": False}
+    assert state.to_act() == CHANCE
 
 
 def test_kl_a19_simultaneous_target_deal_winner():

@@ -534,7 +534,7 @@ class KlaberjassState(State):
         cfg = self._cfg
         m = self._maker
         o = 1 - m
-        meld = self._meld.points if self._meld is not None else (0, 0)
+        meld = self._meld.points  # resolved before the first trick (KL-3.7), so never None here
         pts = self._pts
         bonus = [self._bella[0] + self._kqj[0], self._bella[1] + self._kqj[1]]
         own = [meld[0] + bonus[0], meld[1] + bonus[1]]  # melds (KL-5.7) and bonuses (KL-9.1)

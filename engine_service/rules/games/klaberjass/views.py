@@ -133,6 +133,7 @@ def _common_view(st: KlaberjassState) -> dict[str, Any]:
         "stock_size": 0,
         "deal_actions": [],
         "previous_deal": json_copy(st._details[-1]) if st._details else None,
+        "tricks": [],  # docs/games/klaberjass.md: [] outside the play phase, between deals too
     }
     if in_deal:
         calls = []
