@@ -439,6 +439,22 @@ def test_kl_5_5_step4_trump_check_dealer_trump_sequence_wins_with_match_seats():
     assert melds[2] == {"seat": 1, "say": "top", "card": "QS"}
 
 
+def test_kl_5_5_step4_trump_check_elder_trump_sequence_wins():
+    """KL-5.5 step 4, the other way round: equal value and top, the elder's sequence is the
+    trump one -> ``trump_check`` says so for the elder's seat and he scores. Found by mutation
+    testing: dropping the elder's side of the check (``trumps[e] = ...``) survived, as every
+    trump_check example had the dealer in trumps or nobody."""
+    state, model = start("QS JS TS AD 7D AH 9D KC 8C", "QH JH TH AS KD 9C 7C 8S 8D", "7H", dealer=0)
+    run(state, model, ["take", "keep", "keep"])
+    melds = state.public_view()["table"]["melds"]
+    assert melds[2:] == [
+        {"seat": 1, "say": "top", "card": "QH"},
+        {"seat": 0, "say": "same", "card": "QS"},
+        {"seat": None, "say": "trump_check", "seat0_trump": False, "seat1_trump": True, "result": 1},
+        {"seat": 1, "say": "scores", "sequences": [{"suit": "H", "top": "Q", "length": 3}], "points": 20},
+    ]
+
+
 # ---- scenarios: a whole deal computed by hand (KL-6 .. KL-9) -----------------------------------
 
 # Trump spades: the elder takes the turn-up 8S. Elder: bella (QS then KS) and 9-high runs in D
