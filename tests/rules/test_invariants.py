@@ -314,7 +314,8 @@ def test_transcript_round_trip(game_id, tmp_path):
     for seed in range(5):
         finished = random_match(game, 4000 + seed, option_sets(game_id)[seed % len(option_sets(game_id))])
         data = transcript.export(finished)
-        diff, state = transcript.check(json.loads(json.dumps(data)))
+        # written and read as a file is (NOTATION.md section 3: schema, shape), then replayed
+        diff, state = transcript.check(transcript.loads(transcript.dumps(data)))
         assert diff is None, str(diff)
         assert state.result() == finished.result()
 
