@@ -103,6 +103,35 @@ def test_equal_option_sets_are_one_shared_immutable_object(game_id):
         assert transcript.export(shared) == transcript.export(private)
 
 
+def test_shared_option_sets_and_their_compiled_forms_are_few_and_made_once():
+    """rules/options.py: a game's compiled form of an option set is made once and shared by
+    every state at those options (``compiled``), and the two caches start again past
+    ``_SHARED_LIMIT`` entries, so that a stream of distinct sets (every ``kl_target_score``
+    a table may choose, KL-11) does not grow them without end."""
+    from engine_service.rules import options as opts_module
+
+    opts_module._INTERNED.clear()  # a fresh start, as past the limit: room for what follows
+    opts_module._COMPILED.clear()
+    game = get_game("klaberjass")
+    made: list[Options] = []
+
+    def factory(options: Options) -> object:
+        made.append(options)
+        return object()
+
+    first = game.options({"kl_target_score": 1})
+    form = opts_module.compiled(first, factory)
+    assert opts_module.compiled(first, factory) is form and made == [first]
+    second = game.options({"kl_target_score": 2})
+    opts_module.compiled(second, factory)
+    assert game.options({"kl_target_score": 1}) is first and opts_module.compiled(first, factory) is form
+    assert made == [first, second]
+    for target in range(2, 2 * opts_module._SHARED_LIMIT + 2):
+        opts_module.compiled(game.options({"kl_target_score": target}), factory)
+        assert len(opts_module._INTERNED) <= opts_module._SHARED_LIMIT
+        assert len(opts_module._COMPILED) <= opts_module._SHARED_LIMIT
+
+
 @pytest.mark.parametrize("game_id", GAMES)
 def test_int_options_of_new_matches_stay_json_safe(game_id):
     """An int option with an open range ("any positive integer": kl_target_score,
@@ -132,8 +161,11 @@ def test_an_unbounded_int_option_of_a_new_match_stops_exactly_at_the_json_safe_b
     from engine_service.rules.options import BOOL, INT, OptionSpec
 
     spec = OptionSpec("any_int", INT, 0)
-    assert spec.check_new(JSON_SAFE_INT) == JSON_SAFE_INT and spec.check_new(-JSON_SAFE_INT) == -JSON_SAFE_INT
-    for bad in (JSON_SAFE_INT + 1, -JSON_SAFE_INT - 1):
+    # the bound is JavaScript's Number.MAX_SAFE_INTEGER, 2^53 - 1 (docs/api.md: the API's
+    # integers fit a JavaScript number), written out here, not read from the module
+    safe = 9_007_199_254_740_991
+    assert spec.check_new(safe) == safe and spec.check_new(-safe) == -safe
+    for bad in (safe + 1, -safe - 1):
         with pytest.raises(InvalidOptions):
             spec.check_new(bad)
     with pytest.raises(InvalidOptions) as info:
@@ -314,7 +346,8 @@ def test_transcript_round_trip(game_id, tmp_path):
     for seed in range(5):
         finished = random_match(game, 4000 + seed, option_sets(game_id)[seed % len(option_sets(game_id))])
         data = transcript.export(finished)
-        diff, state = transcript.check(json.loads(json.dumps(data)))
+        # written and read as a file is (NOTATION.md section 3: schema, shape), then replayed
+        diff, state = transcript.check(transcript.loads(transcript.dumps(data)))
         assert diff is None, str(diff)
         assert state.result() == finished.result()
 

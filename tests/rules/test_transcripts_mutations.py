@@ -53,6 +53,11 @@ def _swap_cards(data: dict[str, Any]) -> None:
     deck[0], deck[-1] = deck[-1], deck[0]
 
 
+def _contract_holder_as_a_boolean(data: dict[str, Any]) -> None:
+    contract = next(d["result"]["contract"] for d in data["deals"] if "contract" in d.get("result", {}))
+    contract["holder"] = contract["holder"] == 1
+
+
 def _first_bool_in_deal_results(data: dict[str, Any]) -> None:
     deal = next(d for d in data["deals"] if "thrown_in" in d.get("result", {}))
     deal["result"]["thrown_in"] = int(deal["result"]["thrown_in"])
@@ -93,6 +98,8 @@ MUTATIONS: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
     "deal result with an extra key": (
         lambda d: d["deals"][0]["result"].__setitem__("extra", 0), "deal 0 result: result.extra differs"),
     "thrown_in as a number": (_first_bool_in_deal_results, "result.thrown_in differs"),
+    # NOTATION.md section 4: a Jo-Jotte contract's holder is a seat, an object compared key by key
+    "contract holder as a boolean": (_contract_holder_as_a_boolean, " result: result.contract differs"),
     "wrong totals": (
         lambda d: d["result"].__setitem__("totals", _bump_first_list(d["result"]["totals"])),
         "match result: result.totals differs"),
@@ -104,6 +111,16 @@ MUTATIONS: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
     "a step after the deal's end": (
         lambda d: d["deals"][-1]["steps"].append(copy.deepcopy(d["deals"][-1]["steps"][-1])),
         "seat differs"),
+    # NOTATION.md section 3: a deal whose steps stop before its end has no result
+    "the last step of a deal with a result dropped": (
+        lambda d: d["deals"][0]["steps"].pop(),
+        'deal 0 result: result differs'),
+    "a step after a deal's end, before the next deal": (
+        lambda d: d["deals"][0]["steps"].append(copy.deepcopy(d["deals"][0]["steps"][-1])),
+        ', actual "deal over"'),
+    "a deal cut short, without its result, before the next deal": (
+        lambda d: (d["deals"][0]["steps"].pop(), d["deals"][0].pop("result")),
+        'deal 1: deal differs: expected "a new deal", actual "seat '),
     "a deal's result dropped before the next deal": (
         lambda d: d["deals"][0].pop("result"),
         "deal 0 result: result differs"),
@@ -123,6 +140,10 @@ MUTATIONS: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
 APPLIES: dict[str, Callable[[dict[str, Any]], bool]] = {
     "dealer as a boolean": lambda d: d["deals"][0]["expect"]["dealer"] in (0, 1),
     "thrown_in as a number": lambda d: any("thrown_in" in x.get("result", {}) for x in d["deals"]),
+    "contract holder as a boolean": lambda d: any("contract" in x.get("result", {}) for x in d["deals"]),
+    "the last step of a deal with a result dropped": lambda d: "result" in d["deals"][0],
+    "a step after a deal's end, before the next deal": lambda d: len(d["deals"]) > 1,
+    "a deal cut short, without its result, before the next deal": lambda d: len(d["deals"]) > 1,
     "a deal's result dropped before the next deal": lambda d: len(d["deals"]) > 1,
 }
 
@@ -168,6 +189,12 @@ def test_json_values_compare_by_json_type():
     assert transcript.same_json([1.0, 2], (1, 2)) and transcript.same_json({"a": [True]}, {"a": [True]})
     assert not transcript.same_json({"a": 1}, {"a": 1, "b": 2}) and not transcript.same_json("1", 1)
     assert not transcript.same_json(None, 0) and transcript.same_json(None, None)
+    # inside an object (a Jo-Jotte contract, NOTATION.md section 4) as well; and a value of
+    # another kind is no match, however Python would compare it: an array is not its item, an
+    # object not an array of its names
+    assert not transcript.same_json({"holder": False}, {"holder": 0})
+    assert not transcript.same_json(["1"], "1") and not transcript.same_json([1], 1)
+    assert not transcript.same_json({"a": 1}, ["a"]) and not transcript.same_json("a", {"a": 1})
 
 
 def test_json_nested_too_deeply_is_refused_and_the_next_file_still_checked(tmp_path, capsys):
@@ -286,3 +313,62 @@ def test_winners_compare_as_seat_numbers_not_truth_values():
     data["result"]["winners"] = [w == 1 for w in data["result"]["winners"]]
     diff, _ = transcript.check(data)
     assert diff is not None and (diff.where, diff.what) == ("match result", "result.winners")
+
+
+def _put(data: Any, path: tuple[Any, ...], value: Any) -> Any:
+    """``data`` with the item at ``path`` set to ``value`` (changed in place and returned)."""
+    node = data
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return data
+
+
+#: a transcript of the wrong shape (NOTATION.md section 3 fixes it): name -> (the changed
+#: transcript, the error the replay command prints for it)
+SHAPES: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
+    "an array, not an object": (lambda d: [d], "a transcript is a JSON object"),
+    "no game": (lambda d: {k: v for k, v in d.items() if k != "game"}, "missing 'game'"),
+    "options an array": (lambda d: _put(d, ("options",), []), "'options' must be an object"),
+    "first_dealer true": (lambda d: _put(d, ("first_dealer",), True), "'first_dealer' must be a seat number"),
+    "deals an object": (lambda d: _put(d, ("deals",), {}), "'deals' must be a list"),
+    "a deal that is an array": (lambda d: _put(d, ("deals", 0), []), "deal 0 must be an object"),
+    "a deck that is one string": (lambda d: _put(d, ("deals", 0, "deck"), " ".join(d["deals"][0]["deck"])),
+                                  "deal 0: 'deck' must be a list of cards"),
+    "steps an object": (lambda d: _put(d, ("deals", 0, "steps"), {}), "deal 0: 'steps' must be a list"),
+    "a step without an action": (lambda d: _put(d, ("deals", 0, "steps", 0), {"seat": 1}),
+                                 "deal 0 step 0: a step is an object with an 'action' string"),
+    "a step's seat true": (lambda d: _put(d, ("deals", 0, "steps", 0, "seat"), True),
+                           "deal 0 step 0: 'seat' must be a seat number"),
+    "expect an array": (lambda d: _put(d, ("deals", 0, "expect"), []), "deal 0: 'expect' must be an object"),
+    "the match result an array": (lambda d: _put(d, ("result",), []), "'result' must be an object"),
+}
+
+
+@pytest.mark.parametrize("name", SHAPES)
+def test_a_transcript_of_the_wrong_shape_is_refused_naming_the_field(name, tmp_path, capsys):
+    """NOTATION.md section 3 fixes the transcript's shape: one JSON object whose ``options``,
+    deal, step, ``expect`` and ``result`` are objects, ``deals``, ``deck`` and ``steps`` lists,
+    ``first_dealer`` and a step's ``seat`` seat numbers (not ``true``: Python's ``True == 1``
+    would act for seat 1), a step's ``action`` a string. Each is an error line naming the field,
+    not a traceback, nor a file that checks out (``"options": []`` read as the defaults,
+    ``"expect": []`` as no check, ``"steps": {}`` as no steps)."""
+    change, message = SHAPES[name]
+    bad = tmp_path / "shape.json"
+    bad.write_text(json.dumps(change(json.loads(SAMPLES[0].read_text()))))
+    assert _replay(bad, capsys) == (1, f"{bad}: error: {message}\n")
+
+
+def test_replay_raises_naming_the_first_difference():
+    """``transcript.replay`` (the library form of ``replay --check``, NOTATION.md section 3)
+    returns the state a transcript that checks out reaches, and raises TranscriptError naming
+    the first difference of one that does not: it is no quiet replay of a wrong file."""
+    from engine_service.rules.errors import TranscriptError
+
+    data = transcript.loads(SAMPLES[0].read_text())
+    assert transcript.replay(data).result() == data["result"]
+    step = data["deals"][0]["steps"][0]
+    step["seat"] = (step["seat"] + 1) % _players(data)
+    with pytest.raises(TranscriptError) as info:
+        transcript.replay(data)
+    assert str(info.value).startswith("deal 0 step 0: seat differs")
