@@ -1012,3 +1012,43 @@ def test_refusals_that_only_the_table_options_explain_name_the_option():
     assert state.legal_actions() == ["keep"]
     assert "kl_dix_requires_turnup_trump" in refusal(state, "exchange")
     assert state.legal_actions() == ["keep"]  # nothing changed
+
+
+def test_take_in_the_play_phase_is_no_bella_refusal_kl_3_1_kl_a23():
+    """``take`` belongs to the auction (KL-3.1): refused during the play at a table without the
+    bella announcement (KL-A23), it gets the generic refusal listing the legal actions, not the
+    bella option's message (the action just after the ``play:<king>:bella`` range)."""
+    from engine_service.rules import IllegalAction
+
+    state = to_play(ELDER, DEALER, "8H", info="7C")
+    with pytest.raises(IllegalAction) as info:
+        state.apply("take")
+    assert "kl_bella_announcement" not in info.value.message
+    assert info.value.message.startswith("take is not a legal action now; legal now: ")
+
+
+def test_second_exchange_by_seat_0_is_refused_as_already_exchanged_kl_4_2():
+    """The dix is exchanged once per deal (KL-4.2). When seat 0 made the exchange, a second
+    ``exchange`` must still be refused with that reason (the exchanging seat is 0, a valid
+    seat), not as "you hold no exchangeable dix"."""
+    from engine_service.rules import IllegalAction
+
+    dix_elder = "7H TS 7S QH AD KD QC JC 9C"
+    state = to_play(dix_elder, DEALER, "8H", info="7C")
+    assert state.to_act() == 0 and "exchange" in state.legal_actions()
+    state.apply("exchange")
+    with pytest.raises(IllegalAction) as info:
+        state.apply("exchange")
+    assert info.value.message == "exchange: the dix has already been exchanged in this deal (KL-4.2)"
+
+
+def test_follow_suit_refusal_when_the_ace_of_spades_is_led_kl_6_3():
+    """KL-6.3: the follower must follow the led suit. The led card may be AS (card id 0): the
+    dealer, holding KS and 9S, is refused 8C with the follow-suit reason."""
+    from engine_service.rules import IllegalAction
+
+    state = to_play(ELDER, DEALER, "8H", info="7C")
+    state.apply("play:AS")
+    with pytest.raises(IllegalAction) as info:
+        state.apply("play:8C")
+    assert info.value.message == "play:8C: you must follow suit S (KL-6.3)"
