@@ -1052,3 +1052,14 @@ def test_follow_suit_refusal_when_the_ace_of_spades_is_led_kl_6_3():
     with pytest.raises(IllegalAction) as info:
         state.apply("play:8C")
     assert info.value.message == "play:8C: you must follow suit S (KL-6.3)"
+
+
+def test_bella_play_of_a_king_not_held_names_the_card_kl_a23():
+    """At a table with the bella announcement (KL-A23), ``play:KC:bella`` by a seat without KC
+    is a card play: its refusal says the card is not in the hand, like ``play:KC`` would."""
+    from engine_service.rules import IllegalAction
+
+    state = to_play(ELDER, DEALER, "8H", options={"kl_bella_announcement": "required"}, info="7C")
+    with pytest.raises(IllegalAction) as info:
+        state.apply("play:KC:bella")
+    assert info.value.message == "play:KC:bella: KC is not in your hand"
