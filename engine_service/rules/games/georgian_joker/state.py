@@ -32,6 +32,7 @@ PHASE_NAMES = ("deal_setup", "trump_choice", "bidding", "playing", "match_over")
 _BIT = tuple(1 << c for c in range(38))
 _SUIT_IDS = A.SUIT_IDS
 _FOLLOW_J = A.FOLLOW_JOKER_IDS
+_HIGH_JOKER_LEAD = R.HIGH_JOKER_LEAD
 _LEAD_J = A.LEAD_JOKER_IDS
 _CARD_VALUE = R.CARD_VALUE
 _ACTION_CARD = A.ACTION_CARD
@@ -129,7 +130,7 @@ class GeorgianJokerState(State):
             # GJ-5.6: from the lead (demand, lead_kind) and the trump only; jokers are in no
             # suit (GJ-1.3); any card of the suit, any trump: no duty to beat (GJ-5.7)
             if own:  # GJ-5.3 step 2, GJ-5.4 (highest only after a high joker lead), GJ-5.5
-                if self.lead_kind == 1:
+                if self.lead_kind == _HIGH_JOKER_LEAD:
                     own &= -own
                 return _SUIT_IDS[demand][own] + _FOLLOW_J[hand >> 36]
             trump = self.trump
