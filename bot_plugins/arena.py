@@ -32,6 +32,7 @@ repeats exactly.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -42,7 +43,7 @@ import zlib
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from engine_service.command_line import parse_args
 from engine_service.plugins.manager import PluginNotLoaded, PluginSettings, check_named_plugins, load_catalog
@@ -119,16 +120,53 @@ class _Worker:
 _WORKER: _Worker | None = None
 
 
-def quiet_logs() -> None:
-    """Plugin-loading chatter to stderr, warnings and up only: stdout is the report's."""
+def quiet_logs(already_said: frozenset[str] = frozenset()) -> None:
+    """Plugin-loading chatter to stderr, warnings and up only: stdout is the report's.
+
+    ``already_said``: the lines (:func:`_said_key`) the parent logged while it loaded the
+    plugins. A worker process loads them again and would repeat each warning (a plugin that
+    failed, one not installed) once per worker; it drops those and says only what differs in
+    it (a plugin that timed out there alone, which :func:`play_board` refers to)."""
     import logging
 
     import structlog
-    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+
+    def drop_said(_logger: Any, method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+        if _said_key(method, event_dict) in already_said:
+            raise structlog.DropEvent
+        return event_dict
+
+    drop_said.arena_filter = True  # type: ignore[attr-defined]
+    chain = [p for p in structlog.get_config()["processors"] if not getattr(p, "arena_filter", False)]
+    structlog.configure(processors=[drop_said, *chain],
+                        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
                         wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
 
 
-def _init_worker(config: ArenaConfig, cycle: int, catalog: Any = None) -> None:
+def _said_key(method: str, event_dict: Mapping[str, Any]) -> str:
+    return json.dumps([method, dict(event_dict)], sort_keys=True, default=repr)
+
+
+@contextlib.contextmanager
+def _recording_logs() -> Iterator[set[str]]:
+    """The lines logged meanwhile (:func:`_said_key`), still logged as configured."""
+    import structlog
+    said: set[str] = set()
+    config = structlog.get_config()
+
+    def record(_logger: Any, method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+        said.add(_said_key(method, event_dict))
+        return event_dict
+
+    structlog.configure(processors=[record, *config["processors"]])
+    try:
+        yield said
+    finally:
+        structlog.configure(processors=config["processors"])
+
+
+def _init_worker(config: ArenaConfig, cycle: int, catalog: Any = None,
+                 already_said: frozenset[str] = frozenset()) -> None:
     """Set up this process to play boards: with ``catalog``, the one run_arena loaded (one
     process: loading again called every hook a second time, under the load time limit a
     second time); otherwise (a worker process) its own load, which must have every bot of the
@@ -136,9 +174,9 @@ def _init_worker(config: ArenaConfig, cycle: int, catalog: Any = None) -> None:
     here only played every decision of every board as an ``unknown_bot`` failure, reported as
     a result. That ends the arena instead, at the worker's first board (play_board): a
     SystemExit there reaches the parent through the board's future, where one raised here
-    would only break the pool, with a traceback."""
+    would only break the pool, with a traceback. ``already_said``: see :func:`quiet_logs`."""
     global _WORKER
-    quiet_logs()
+    quiet_logs(already_said)
     if catalog is None:
         catalog = load_catalog(PluginSettings.resolve(extra=config.plugins))
     _WORKER = _Worker(config, catalog, cycle)
@@ -225,11 +263,13 @@ def play_board(board: int) -> dict[str, Any]:
 @dataclass(frozen=True)
 class Interval:
     """A mean and its confidence interval; ``low`` and ``high`` are NaN when the boards give
-    none (one board has no spread to measure: "n/a (one board)")."""
+    none (one board has no spread to measure: "n/a (one board)"). ``why``: why there is no
+    value at all (a mean of NaN), when it is not that no board was played."""
 
     mean: float
     low: float
     high: float
+    why: str = ""
 
     @property
     def known(self) -> bool:
@@ -240,16 +280,25 @@ class Interval:
         interval: ``[-inf, +inf]``, which one board used to print, read as a result."""
         if self.known:
             return f"{self.mean:{spec}} [{self.low:{spec}}, {self.high:{spec}}]"
+        if self.why:
+            return f"n/a ({self.why})"
         why = "one board" if math.isfinite(self.mean) else "no boards"
         return f"{self.mean:{spec}} [n/a ({why})]"
 
     def as_json(self) -> dict[str, float | None]:
         """JSON has no NaN or infinity (``json.dumps`` writes ``NaN``, which strict readers
-        refuse): a missing bound is null."""
-        return {k: (v if math.isfinite(v) else None) for k, v in vars(self).items()}
+        refuse): a missing value is null."""
+        return {k: (v if math.isfinite(v) else None) for k, v in
+                (("mean", self.mean), ("low", self.low), ("high", self.high))}
 
     def __str__(self) -> str:
         return self.format("+.2f")
+
+
+#: A run of one bot against itself (``--bots a,a``: a bot author's check that it plays every
+#: deal without failing) has no other bot to compare with: its score difference and win rate
+#: are not a result (its mean score, times and failures are).
+NO_OTHER_BOT = Interval(math.nan, math.nan, math.nan, why="no other bot")
 
 
 def mean_interval(values: Sequence[float], z: float = 1.959964) -> Interval:
@@ -340,15 +389,18 @@ def summarize(config: ArenaConfig, boards: Iterable[Mapping[str, Any]], seconds:
         leaders = [b for b in names if s[b] == top]
         for b in names:
             others = [s[o] for o in names if o != b]
-            diffs[b].append(s[b] - (sum(others) / len(others) if others else 0.0))
+            if others:  # else NO_OTHER_BOT
+                diffs[b].append(s[b] - sum(others) / len(others))
             wins[b].append(1.0 / len(leaders) if b in leaders else 0.0)
             means[b].append(s[b])
     stats = []
     for b in names:
         ts = sorted(times[b])
         cs = sorted(cpus[b])
+        alone = len(names) == 1
         stats.append(BotStats(
-            name=b, score_diff=mean_interval(diffs[b]), win_rate=_clamp01(mean_interval(wins[b])),
+            name=b, score_diff=NO_OTHER_BOT if alone else mean_interval(diffs[b]),
+            win_rate=NO_OTHER_BOT if alone else _clamp01(mean_interval(wins[b])),
             mean_score=sum(means[b]) / len(means[b]) if means[b] else math.nan,
             decisions=len(ts),
             time_ms={k: round(percentile(ts, q) * 1000, 2) for k, q in
@@ -391,7 +443,8 @@ def run_arena(config: ArenaConfig) -> ArenaReport:
     game = get_game(config.game)
     game.options(config.options)  # InvalidOptions early, in the parent
     rotations(config.bots, game.num_seats)
-    catalog = load_catalog(PluginSettings.resolve(extra=config.plugins))
+    with _recording_logs() as said:
+        catalog = load_catalog(PluginSettings.resolve(extra=config.plugins))
     check_named_plugins(config.plugins, catalog)
     for bot in dict.fromkeys(config.bots):
         if not catalog.plays(bot, config.game):
@@ -413,7 +466,7 @@ def run_arena(config: ArenaConfig) -> ArenaReport:
             import multiprocessing
             ctx = multiprocessing.get_context("spawn")
             with ProcessPoolExecutor(config.workers, mp_context=ctx, initializer=_init_worker,
-                                     initargs=(config, cycle)) as pool:
+                                     initargs=(config, cycle, None, frozenset(said))) as pool:
                 futures = [pool.submit(play_board, b) for b in range(config.deals)]
                 for fut in as_completed(futures):
                     results.append(fut.result())

@@ -180,6 +180,36 @@ def test_fail_on_failures_exits_1_naming_the_failing_bots_and_0_without_failures
     assert arena.main([*flags, "--bots", "random,random", "--fail-on-failures"]) == 0
 
 
+def test_one_bot_in_every_seat_has_no_score_difference_or_win_rate(tmp_path, capsys):
+    """``--bots random,random`` (a bot author's check that a bot plays every deal) compared the
+    bot with nobody: its score difference was its mean score, +47.25 [+45.78, +48.72], and its win
+    rate 1.000, read as results. Now neither is given (docs/bots.md); the mean score is."""
+    out = tmp_path / "report.json"
+    assert arena.main(["--game", "klaberjass", "--bots", "random,random", "--deals", "3", "--workers", "1",
+                       "--no-progress", "--json", str(out)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("random"))
+    assert row.count("n/a (no other bot)") == 2 and "nan" not in row, row
+    (result,) = json.loads(out.read_text())["results"]
+    assert result["score_diff"] == result["win_rate"] == {"mean": None, "low": None, "high": None}
+    assert result["mean_score"] > 0 and result["decisions"] > 0
+    # two bots are compared as before
+    report = summarize(ArenaConfig(game="klaberjass", bots=("a", "b"), deals=1),
+                       [{"board": 0, "rotations": [{"seats": ["a", "b"], "scores": [10.0, 4.0], "times": {},
+                                                     "failures": {}}]}], 1.0)
+    assert [b.score_diff.mean for b in report.bots] == [6.0, -6.0]
+
+
+def test_a_warning_while_loading_the_plugins_is_said_once_not_by_every_worker(monkeypatch, capfd):
+    """Each ``--workers`` process loads the plugins again: a plugin the allowlist names but no
+    package installs was warned about by the arena and again by each worker (three lines with
+    two workers). The workers now leave out what the arena said (docs/bots.md)."""
+    monkeypatch.setenv("CARDGAMES_BOT_PLUGINS", "random,heuristic,no_such_plugin")
+    assert arena.main(["--game", "klaberjass", "--bots", "random,heuristic", "--deals", "2", "--workers", "2",
+                       "--no-progress"]) == 0
+    err = capfd.readouterr().err
+    assert err.count("bot_plugins_not_installed") == 1 and "no_such_plugin" in err, err
+
+
 def test_one_board_prints_no_interval_rather_than_minus_to_plus_infinity(tmp_path, capsys):
     """One board has no spread: its interval was printed "[-inf, +inf]" (the win rate's
     "[0.000, 1.000]", clamped) and written to --json as -Infinity, which is not JSON."""
