@@ -117,7 +117,9 @@ def test_jojotte_a_call_the_table_leaves_out_names_its_option_and_only_then():
 def test_jojotte_refusals_after_the_ace_of_spades_led_name_the_rule():
     """The ace of spades is card id 0: led, it is a card on the table like any other, and a
     follower's refusals name JJ-6.3. Spades trump; seat 1 leads AS; seat 0 holds KS QS JS and
-    must beat it with the jack (trump order J 9 A, JJ-1.2)."""
+    must beat it with the jack (trump order J 9 A, JJ-1.2). The king announced as jo (JJ-7.2) is
+    the same card play: it read "not a legal action now" with the legal actions, as if the
+    announcement were what is wrong."""
     from .checks_jojotte import deal, to_play
     from .test_jojotte_rules import JO_DEAL
 
@@ -125,6 +127,7 @@ def test_jojotte_refusals_after_the_ace_of_spades_led_name_the_rule():
     state.apply("play:AS", 1)
     assert _refused(state, "play:AH") == "play:AH: you must follow suit S (JJ-6.3)"
     assert _refused(state, "play:KS") == "play:KS: you must beat AS with a higher S (JJ-6.3)"
+    assert _refused(state, "play:KS:jo") == "play:KS:jo: you must beat AS with a higher S (JJ-6.3)"
 
 
 def test_jojotte_a_refused_announcement_on_a_playable_card_lists_the_legal_actions():

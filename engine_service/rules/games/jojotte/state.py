@@ -763,7 +763,7 @@ class JojotteState(State):
                 same = h & _SUIT_MASK_OF[lead]
                 if same and not same >> c & 1:
                     return f"{text}: you must follow suit {suit} (JJ-6.3)"
-                if same and a < A.JO and same & self._head[lead] and not self._head[lead] >> c & 1:
+                if same and same & self._head[lead] and not self._head[lead] >> c & 1:
                     return f"{text}: you must beat {CODES[lead]} with a higher {suit} (JJ-6.3)"
                 if not same and h & self._trumps and not self._trumps >> c & 1:
                     return f"{text}: you have no {suit} and must play a trump {'SHDC'[self._pstrain]} (JJ-6.4)"
