@@ -55,6 +55,14 @@ def test_registry_has_the_first_games():
     assert "klaberjass" in GAMES and "jojotte" in GAMES
 
 
+@pytest.mark.parametrize("game_id", GAMES)
+def test_each_game_package_exports_the_registered_game(game_id):
+    """A game package's ``GAME`` is the object the registry answers for its id (Jo-Jotte's
+    is the value ``register`` returns): the package's rules and the registry's are one game."""
+    package = importlib.import_module(f"engine_service.rules.games.{game_id}")
+    assert package.GAME is get_game(game_id) and package.GAME.id == game_id
+
+
 def test_the_registry_loads_every_module_of_the_games_at_once():
     """In a fresh interpreter, the registry's first use imports each game's package whole: a
     module its code imports inside a function (views, determinization) is not left to be
