@@ -117,12 +117,6 @@ class Options(Mapping[str, Any]):
     def __len__(self) -> int:
         return len(self._values)
 
-    def __getattr__(self, key: str) -> Any:
-        try:
-            return self._values[key]
-        except KeyError:
-            raise AttributeError(key) from None
-
     def non_default(self) -> dict[str, Any]:
         """The options that differ from the defaults (what a transcript records)."""
         return {k: v for k, v in self._values.items() if self._defaults.get(k) != v}

@@ -55,6 +55,32 @@ def test_registry_has_the_first_games():
     assert "klaberjass" in GAMES and "jojotte" in GAMES
 
 
+@pytest.mark.parametrize("game_id", GAMES)
+def test_each_game_package_exports_the_registered_game(game_id):
+    """A game package's ``GAME`` is the object the registry answers for its id (Jo-Jotte's
+    is the value ``register`` returns): the package's rules and the registry's are one game."""
+    package = importlib.import_module(f"engine_service.rules.games.{game_id}")
+    assert package.GAME is get_game(game_id) and package.GAME.id == game_id
+
+
+def test_the_registry_skips_a_game_not_written_yet_but_not_one_that_fails_to_import(tmp_path, monkeypatch):
+    """A built-in game module that does not exist is simply absent from the registry; one that
+    exists but imports a missing module is an error, never a game quietly left out."""
+    from engine_service.rules import registry
+
+    (tmp_path / "extra_games" / "broken").mkdir(parents=True)
+    (tmp_path / "extra_games" / "__init__.py").write_text("")
+    (tmp_path / "extra_games" / "broken" / "__init__.py").write_text("import no_such_dependency_of_a_game\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry, "_loaded", False)
+    monkeypatch.setattr(registry, "BUILTIN_MODULES", ("engine_service.rules.games.not_written_yet",))
+    assert sorted(registry.all_game_ids()) == sorted(GAMES)  # the registered games, none added
+    monkeypatch.setattr(registry, "_loaded", False)
+    monkeypatch.setattr(registry, "BUILTIN_MODULES", ("extra_games.broken",))
+    with pytest.raises(ModuleNotFoundError, match="no_such_dependency_of_a_game"):
+        registry.all_game_ids()
+
+
 def test_the_registry_loads_every_module_of_the_games_at_once():
     """In a fresh interpreter, the registry's first use imports each game's package whole: a
     module its code imports inside a function (views, determinization) is not left to be

@@ -450,6 +450,21 @@ def test_seed_example_giorgi_nino_first_five_tricks():
     assert sorted(st.view(0)["hand"]) == sorted(["TH", "9H", "9C", "8C", "7D", "8S", "QS"])
 
 
+def test_a_clone_between_lead_and_follow_shows_the_trick_and_plays_on_alike_jjk_9_1():
+    """JJK-9.1: the card led to the trick in progress is public, with its leader. A clone taken
+    between the lead and the follow (search bots copy a match with ``clone``) shows every
+    audience the original's views, and the follow completes the trick alike (JJK-6.4)."""
+    st = seed_state()
+    play(st, "AH")
+    twin = st.clone()
+    assert twin.public_view()["trick"] == [{"seat": 0, "card": "AH"}]
+    for seat in (0, 1):
+        assert twin.view(seat) == st.view(seat)
+    assert twin.public_view() == st.public_view()
+    play(st, "7H"), play(twin, "7H")
+    assert twin.public_view() == st.public_view() and twin.to_act() == st.to_act() == 0
+
+
 def test_down_card_goes_to_hand_at_once_unseen_by_the_opponent():
     """JJK-4.2, 4.5, 9.2: Giorgi plays up 8H in trick 2: its down 9H reaches his hand at once,
     Nino sees only that one hidden card moved."""
@@ -944,6 +959,19 @@ def test_malformed_actions(bad):
         st.apply(bad)
     with pytest.raises(MalformedAction):
         st.parse_action(bad)
+    assert json.dumps([st.view(0), st.view(1), st.zones(), st.legal_actions()]) == before
+
+
+@pytest.mark.parametrize("bad", [None, 5, True, ["play:AH"], b"play:AH"])
+def test_a_non_string_action_is_malformed_and_named_by_its_type(bad):
+    """NOTATION.md (1, 2): an action is one string; anything else is refused as malformed,
+    naming what was sent, before any lookup, and changes nothing."""
+    st = seed_state()
+    before = json.dumps([st.view(0), st.view(1), st.zones(), st.legal_actions()])
+    with pytest.raises(MalformedAction, match=f"an action is a string, got {type(bad).__name__}"):
+        st.parse_action(bad)
+    with pytest.raises(MalformedAction):
+        st.apply(bad)
     assert json.dumps([st.view(0), st.view(1), st.zones(), st.legal_actions()]) == before
 
 

@@ -155,6 +155,7 @@ ERROR_TABLE = [
     (rules_errors.InvalidOptions("option 'x'", option="x"), grpc.StatusCode.INVALID_ARGUMENT, "INVALID_OPTIONS"),
     (rules_errors.InvalidDeck("bad deck"), grpc.StatusCode.INVALID_ARGUMENT, "INVALID_DECK"),
     (rules_errors.UnknownGame("unknown game"), grpc.StatusCode.INVALID_ARGUMENT, "UNKNOWN_GAME"),
+    (rules_errors.TranscriptError("not card-transcript/1"), grpc.StatusCode.INVALID_ARGUMENT, "INVALID_TRANSCRIPT"),
     (rules_errors.IllegalAction("not legal", action="play:AS"), grpc.StatusCode.FAILED_PRECONDITION, "ILLEGAL_ACTION"),
     (rules_errors.NotYourTurn("seat 1's turn", to_act=1), grpc.StatusCode.FAILED_PRECONDITION, "NOT_YOUR_TURN"),
     (rules_errors.MatchOver("over"), grpc.StatusCode.FAILED_PRECONDITION, "MATCH_OVER"),

@@ -41,8 +41,8 @@ class JapaneseJokerState(State):
     )
 
     def __init__(self, game, options, first_dealer: int) -> None:
-        if first_dealer not in (0, 1):
-            raise ValueError(f"first_dealer must be seat 0 or 1, got {first_dealer!r}")
+        """Made only by :meth:`JapaneseJokerGame.new_state`, which refuses a ``first_dealer``
+        other than seat 0 or 1 (JJK-2.2) and validates ``options``."""
         self.game = game
         self.options = options
         self.first_dealer = first_dealer
