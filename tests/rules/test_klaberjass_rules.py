@@ -480,6 +480,24 @@ def test_kl_a20_a_declare_that_states_nothing_is_recorded_as_conceal(choice):
         assert view["table"]["deal_actions"][-1] == {"seat": 0, "action": "conceal"}
 
 
+@pytest.mark.parametrize("dealer,recorded", [
+    ("9S 8S QH JH TH AD QD TC 8C", "conceal"),  # Q-J-T of hearts (20): "good" either way
+    ("9S 8S KH QH JH TH AD QD 8C", "declare"),  # K-Q-J-T of hearts (50): "how_high", not "good"
+])
+def test_kl_a20_a_dealer_declare_that_changes_nothing_is_recorded_as_conceal(dealer, recorded):
+    """KL-A20 / KL-5.5 step 2: after the elder's ``value 50`` a dealer holding only a 20 answers
+    ``good`` whether he declares or conceals, so his ``declare`` is recorded as ``conceal``: a
+    recorded ``declare`` would tell the elder that the dealer holds a sequence, which the
+    dialogue keeps private. A declare that changes the answer is recorded as it is."""
+    elder = "AS KS QS JS 9H 8H KD 9C 7C"
+    state = deal(elder, dealer, "7D", options={"kl_meld_declaration": "optional"})
+    play_out(state, ["take", "keep", "keep", "declare"])
+    assert state.to_act() == 1 and state.legal_actions() == ["declare", "conceal"]
+    state.apply("declare")
+    for view in (state.view(0), state.view(1), state.public_view()):
+        assert view["table"]["deal_actions"][-1] == {"seat": 1, "action": recorded}
+
+
 def test_kl_5_7_meld_points_count_in_the_deal_total():
     """KL-5.7: meld points count in the deal total (KL-9.1)."""
     state = to_play("AS KS JS KH JH 8H 7H 9C 7C", "9S 8S QH TH 9H AD KD QD TC", "QS",
