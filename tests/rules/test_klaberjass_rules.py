@@ -1081,3 +1081,26 @@ def test_bella_play_of_a_king_not_held_names_the_card_kl_a23():
     with pytest.raises(IllegalAction) as info:
         state.apply("play:KC:bella")
     assert info.value.message == "play:KC:bella: KC is not in your hand"
+
+
+def test_bella_announcement_on_a_king_that_follows_suit_lists_the_legal_actions_kl_a23():
+    """KL-A23 with the default queen first (KL-A13): ``play:KH:bella`` before the trump queen
+    is played is refused although KH follows the trump lead (KL-6.3) and no higher trump is
+    held (KL-6.4); so is ``play:KD:bella`` (no bella in a plain suit, KL-7.1) although KD
+    follows a diamond lead. No card rule forbids either, so the refusal lists the legal
+    actions; it must not claim that the player has no heart or diamond and must trump (KL-6.5)."""
+    from engine_service.rules import IllegalAction
+
+    opts = {"kl_bella_announcement": "required"}
+    state = to_play(BELLA_ELDER, BELLA_DEALER, "8H", options=opts)
+    play_pairs(state, [("KD", "TD")])  # the dealer wins with the ten and leads a trump
+    state.apply("play:9H")
+    with pytest.raises(IllegalAction) as info:
+        state.apply("play:KH:bella")
+    assert info.value.message == "play:KH:bella is not a legal action now; legal now: play:KH, play:QH"
+    state = to_play(BELLA_ELDER, BELLA_DEALER, "8H", options=opts)
+    play_pairs(state, [("8C", "7C"), ("QC", "JH")])  # the dealer trumps the second club and leads
+    state.apply("play:TD")
+    with pytest.raises(IllegalAction) as info:
+        state.apply("play:KD:bella")
+    assert info.value.message == "play:KD:bella is not a legal action now; legal now: play:AD, play:KD"
