@@ -1104,3 +1104,17 @@ def test_bella_announcement_on_a_king_that_follows_suit_lists_the_legal_actions_
     with pytest.raises(IllegalAction) as info:
         state.apply("play:KD:bella")
     assert info.value.message == "play:KD:bella is not a legal action now; legal now: play:AD, play:KD"
+
+
+def test_with_the_turnup_suit_trump_a_missing_dix_is_the_reason_not_the_option_kl_a8():
+    """KL-A8's ``kl_dix_requires_turnup_trump`` explains a refused ``exchange`` only when the
+    trump is not the turn-up suit. With the turn-up suit taken (hearts, turn-up 8H) the option
+    allows the exchange, so a seat without the dix is told it holds none (KL-4.1, KL-4.4)."""
+    from engine_service.rules import IllegalAction
+
+    state = deal(ELDER, DEALER, "8H", options={"kl_dix_requires_turnup_trump": True}, info="7C")
+    play_out(state, ["take"])
+    assert state.to_act() == 0 and state.legal_actions() == ["keep"]
+    with pytest.raises(IllegalAction) as info:
+        state.apply("exchange")
+    assert info.value.message == "exchange: you hold no exchangeable dix, the seven of trumps (KL-4.1, KL-4.4)"
