@@ -498,6 +498,21 @@ def test_kl_a20_a_dealer_declare_that_changes_nothing_is_recorded_as_conceal(dea
         assert view["table"]["deal_actions"][-1] == {"seat": 1, "action": recorded}
 
 
+@pytest.mark.parametrize("first_dealer", [1, 0])
+def test_kl_a20_after_the_elder_concealed_the_dealers_lower_sequence_wins(first_dealer):
+    """KL-A20 / KL-5.5: an elder who conceals his 50 states ``value 0``; the dealer's
+    ``declare`` of a 20 then makes his answer ``not_good`` (KL-5.6: he alone has a sequence),
+    so it is recorded as ``declare`` and scores, whichever seat deals: what the dealer's
+    choice changes is judged against the elder's actual statement, not his hand."""
+    elder, dealer = "AS KS QS JS 9H 8H KD 9C 7C", "9S 8S QH JH TH AD QD TC 8C"
+    state = deal(elder, dealer, "7D", options={"kl_meld_declaration": "optional"}, first_dealer=first_dealer)
+    play_out(state, ["take", "keep", "keep", "conceal", "declare"])
+    assert table(state)["deal_actions"][-1] == {"seat": first_dealer, "action": "declare"}
+    points = [0, 0]
+    points[first_dealer] = 20
+    assert table(state)["meld_points"] == points
+
+
 def test_kl_5_7_meld_points_count_in_the_deal_total():
     """KL-5.7: meld points count in the deal total (KL-9.1)."""
     state = to_play("AS KS JS KH JH 8H 7H 9C 7C", "9S 8S QH TH 9H AD KD QD TC", "QS",
