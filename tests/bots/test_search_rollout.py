@@ -156,6 +156,17 @@ def test_klaberjass_follower_takes_with_a_higher_card_of_the_suit_or_a_trump():
     assert st.trick_rank(card_id("7H")) > st.trick_rank(card_id("7S"))
 
 
+def test_klaberjass_a_bella_king_takes_the_trick_as_the_king_does_and_the_exchange_never():
+    """KL-A23: ``play:KH:bella`` plays the trump king (KL-7.1), so it wins exactly where
+    ``play:KH`` wins (KL-6.8: over the trump 8H, and over a plain lead), and ranks just below
+    the plain king (a rollout announces); the in-play ``exchange`` (KL-4.2) never wins."""
+    for lead in ("8H", "AS"):
+        st = _klaberjass_play(trump=1, lead=lead, hand=("KH", "QH"))  # trump H
+        ids = [st.parse_action(a) for a in ("play:KH", "play:KH:bella", "play:QH", "exchange")]
+        assert _names(st, st.winning_ids(ids)) == ["play:KH", "play:KH:bella", "play:QH"], lead
+        assert st.trick_rank(ids[1]) == st.trick_rank(ids[0]) - 1
+
+
 def test_jojotte_follower_takes_by_jj_6_6_and_nobody_wants_a_trick_in_nullo():
     from engine_service.rules.games.jojotte import state as J
     from engine_service.rules.games.jojotte import tables as T
