@@ -152,8 +152,11 @@ def test_klaberjass_follower_takes_with_a_higher_card_of_the_suit_or_a_trump():
     assert _names(st, st.winning_ids(_cards("9H", "QH", "JH"))) == ["play:9H", "play:JH"]
     # the cheapest winner by card points (KL-8.1): 9H (14) is dearer than... the jack (20)
     assert st.trick_rank(card_id("9H")) < st.trick_rank(card_id("JH"))
-    # trumps are dearer than plain cards of equal points (7H vs 7S, both 0)
-    assert st.trick_rank(card_id("7H")) > st.trick_rank(card_id("7S"))
+    # card points come first (KL-8.1): the plain AS (11) is dearer than the trump 8H (0)
+    assert st.trick_rank(card_id("AS")) > st.trick_rank(card_id("8H"))
+    # trumps are dearer than plain cards of equal points (7H vs 7S, both 0; AH vs AS, 11; QH vs QS, 3)
+    for code in ("7", "A", "Q"):
+        assert st.trick_rank(card_id(code + "H")) > st.trick_rank(card_id(code + "S")), code
     # then trick strength (KL-1.3): of the pointless 7S 8S 9S the seven is cheapest, the nine dearest
     assert st.trick_rank(card_id("7S")) < st.trick_rank(card_id("8S")) < st.trick_rank(card_id("9S"))
 
