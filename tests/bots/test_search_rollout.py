@@ -159,6 +159,7 @@ def test_klaberjass_follower_takes_with_a_higher_card_of_the_suit_or_a_trump():
         assert st.trick_rank(card_id(code + "H")) > st.trick_rank(card_id(code + "S")), code
     # then trick strength (KL-1.3): of the pointless 7S 8S 9S the seven is cheapest, the nine dearest
     assert st.trick_rank(card_id("7S")) < st.trick_rank(card_id("8S")) < st.trick_rank(card_id("9S"))
+    assert st.trick_rank(card_id("7H")) < st.trick_rank(card_id("8H"))  # in trumps too (KL-1.2)
 
 
 def test_klaberjass_a_bella_king_takes_the_trick_as_the_king_does_and_the_exchange_never():
