@@ -1047,6 +1047,25 @@ def test_refusals_that_only_the_table_options_explain_name_the_option():
     assert state.legal_actions() == ["keep"]  # nothing changed
 
 
+def test_refusals_at_a_table_that_has_the_option_list_the_legal_actions():
+    """The option messages (KL-A7, KL-A20) are for tables that leave the call out: at a table
+    with ``kl_schmeiss`` an ``accept`` with no schmeiss to answer, and at a table with
+    optional declarations a ``declare`` during the play, are just not legal now (KL-3.1,
+    KL-6.1); so is an ``exchange`` in the auction, before any trump makes a dix (KL-4.1)."""
+    from engine_service.rules import IllegalAction
+
+    def refusal(state, action):
+        with pytest.raises(IllegalAction) as info:
+            state.apply(action)
+        return info.value.message
+
+    state = deal(ELDER, DEALER, "8H", options={"kl_schmeiss": True})
+    assert refusal(state, "accept") == "accept is not a legal action now; legal now: take, pass, schmeiss"
+    assert refusal(state, "exchange") == "exchange is not a legal action now; legal now: take, pass, schmeiss"
+    state = to_play(ELDER, DEALER, "8H", options={"kl_meld_declaration": "optional"}, info="7C")
+    assert refusal(state, "declare").startswith("declare is not a legal action now; legal now: play:")
+
+
 def test_take_in_the_play_phase_is_no_bella_refusal_kl_3_1_kl_a23():
     """``take`` belongs to the auction (KL-3.1): refused during the play at a table without the
     bella announcement (KL-A23), it gets the generic refusal listing the legal actions, not the
