@@ -1066,6 +1066,40 @@ def test_refusals_at_a_table_that_has_the_option_list_the_legal_actions():
     assert refusal(state, "declare").startswith("declare is not a legal action now; legal now: play:")
 
 
+def test_a_leader_announcing_bella_before_the_queen_is_not_told_to_follow_suit_kl_6_2():
+    """KL-6.2: the leader may lead any card, so the refusal of a leader's ``play:KH:bella``
+    before the trump queen is played (KL-A23, KL-A13 queen first), or of his ``play:KD:bella``
+    (no bella in a plain suit, KL-7.1), names no suit to follow and no duty to trump: it lists
+    the legal actions."""
+    from engine_service.rules import IllegalAction
+
+    state = to_play(BELLA_ELDER, BELLA_DEALER, "8H", options={"kl_bella_announcement": "required"})
+    assert state.to_act() == 0 and "play:KH:bella" not in state.legal_actions()
+    for action in ("play:KH:bella", "play:KD:bella"):
+        with pytest.raises(IllegalAction) as info:
+            state.apply(action)
+        assert info.value.message.startswith(f"{action} is not a legal action now; legal now: play:AS, ")
+
+
+@pytest.mark.parametrize("options,calls", [
+    ({}, ("pass", "pass", "name:S", "keep")),  # named spades, the elder kept his 7S; the dealer (KL-A8)
+    ({"kl_dix_window": "before_melds"}, ("take",)),  # in the window itself (KL-A9)
+])
+def test_exchange_without_the_dix_is_refused_as_such_when_no_option_forbids_it_kl_4_1(options, calls):
+    """Without ``kl_dix_requires_turnup_trump`` the trump need not be the turn-up suit, and
+    with ``kl_dix_window = before_melds`` the window is where the exchange belongs: neither
+    option explains the refusal of a seat without the dix, which holds no exchangeable dix
+    (KL-4.1, KL-4.4)."""
+    from engine_service.rules import IllegalAction
+
+    state = deal(ELDER, DEALER, "8H", options=options, info="7C")
+    play_out(state, calls)
+    assert state.public_view()["phase"] == "dix_window" and state.legal_actions() == ["keep"]
+    with pytest.raises(IllegalAction) as info:
+        state.apply("exchange")
+    assert info.value.message == "exchange: you hold no exchangeable dix, the seven of trumps (KL-4.1, KL-4.4)"
+
+
 def test_take_in_the_play_phase_is_no_bella_refusal_kl_3_1_kl_a23():
     """``take`` belongs to the auction (KL-3.1): refused during the play at a table without the
     bella announcement (KL-A23), it gets the generic refusal listing the legal actions, not the
