@@ -1045,6 +1045,10 @@ def test_refusals_that_only_the_table_options_explain_name_the_option():
     assert state.legal_actions() == ["keep"]
     assert "kl_dix_requires_turnup_trump" in refusal(state, "exchange")
     assert state.legal_actions() == ["keep"]  # nothing changed
+    # clubs named (the last suit): the option explains the refusal in every suit, not only spades
+    state = deal(ELDER, DEALER, "8H", options={"kl_dix_requires_turnup_trump": True}, info="KC")
+    play_out(state, ["pass", "pass", "name:C"])
+    assert "kl_dix_requires_turnup_trump" in refusal(state, "exchange")
 
 
 def test_refusals_at_a_table_that_has_the_option_list_the_legal_actions():
