@@ -1085,6 +1085,20 @@ def test_a_leader_announcing_bella_before_the_queen_is_not_told_to_follow_suit_k
         assert info.value.message.startswith(f"{action} is not a legal action now; legal now: play:AS, ")
 
 
+def test_a_follower_without_suit_or_trump_announcing_a_plain_king_is_not_told_to_trump_kl_6_6():
+    """KL-6.6: a follower with neither the led suit nor a trump may play any card, so his
+    refused ``play:KD:bella`` (no bella in a plain suit, KL-7.1, KL-A23) names no duty to
+    trump (KL-6.5): it lists the legal actions."""
+    from engine_service.rules import IllegalAction
+
+    state = to_play("AS KS QS JS TS 9S 8S 7S AH", "KD QD JD TD AC KC QC JC TC", "8H",
+                    options={"kl_bella_announcement": "required"})
+    state.apply("play:AS")
+    with pytest.raises(IllegalAction) as info:
+        state.apply("play:KD:bella")
+    assert info.value.message.startswith("play:KD:bella is not a legal action now; legal now: play:KD, ")
+
+
 @pytest.mark.parametrize("options,calls", [
     ({}, ("pass", "pass", "name:S", "keep")),  # named spades, the elder kept his 7S; the dealer (KL-A8)
     ({"kl_dix_window": "before_melds"}, ("take",)),  # in the window itself (KL-A9)
