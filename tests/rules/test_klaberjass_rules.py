@@ -1174,7 +1174,8 @@ def test_bella_announcement_on_a_king_that_follows_suit_lists_the_legal_actions_
     is played is refused although KH follows the trump lead (KL-6.3) and no higher trump is
     held (KL-6.4); so is ``play:KD:bella`` (no bella in a plain suit, KL-7.1) although KD
     follows a diamond lead. No card rule forbids either, so the refusal lists the legal
-    actions; it must not claim that the player has no heart or diamond and must trump (KL-6.5)."""
+    actions; it must not claim that the player has no heart or diamond and must trump (KL-6.5),
+    nor, when he is out of the led suit, that he must trump with KH, itself a trump."""
     from engine_service.rules import IllegalAction
 
     opts = {"kl_bella_announcement": "required"}
@@ -1190,6 +1191,13 @@ def test_bella_announcement_on_a_king_that_follows_suit_lists_the_legal_actions_
     with pytest.raises(IllegalAction) as info:
         state.apply("play:KD:bella")
     assert info.value.message == "play:KD:bella is not a legal action now; legal now: play:AD, play:KD"
+    # KL-6.5: out of spades the elder must trump, and KH is a trump: still no card rule forbids it
+    state = to_play(BELLA_ELDER, BELLA_DEALER, "8H", options=opts)
+    play_pairs(state, [("AS", "9S"), ("KD", "TD")])  # the dealer wins the diamond and leads KS
+    state.apply("play:KS")
+    with pytest.raises(IllegalAction) as info:
+        state.apply("play:KH:bella")
+    assert info.value.message == "play:KH:bella is not a legal action now; legal now: play:KH, play:QH"
 
 
 def test_with_the_turnup_suit_trump_a_missing_dix_is_the_reason_not_the_option_kl_a8():
