@@ -1148,7 +1148,8 @@ def test_second_exchange_by_seat_0_is_refused_as_already_exchanged_kl_4_2():
 
 def test_follow_suit_refusal_when_the_ace_of_spades_is_led_kl_6_3():
     """KL-6.3: the follower must follow the led suit. The led card may be AS (card id 0): the
-    dealer, holding KS and 9S, is refused 8C with the follow-suit reason."""
+    dealer, holding KS and 9S, is refused 8C with the follow-suit reason; after KD, KS is
+    refused naming D (the suit of the led card, whatever its rank)."""
     from engine_service.rules import IllegalAction
 
     state = to_play(ELDER, DEALER, "8H", info="7C")
@@ -1156,6 +1157,11 @@ def test_follow_suit_refusal_when_the_ace_of_spades_is_led_kl_6_3():
     with pytest.raises(IllegalAction) as info:
         state.apply("play:8C")
     assert info.value.message == "play:8C: you must follow suit S (KL-6.3)"
+    state = to_play(ELDER, DEALER, "8H", info="7C")
+    state.apply("play:KD")  # the suit is named from the led card whatever its rank
+    with pytest.raises(IllegalAction) as info:
+        state.apply("play:KS")
+    assert info.value.message == "play:KS: you must follow suit D (KL-6.3)"
 
 
 def test_bella_play_of_a_king_not_held_names_the_card_kl_a23():
@@ -1200,13 +1206,15 @@ def test_bella_announcement_on_a_king_that_follows_suit_lists_the_legal_actions_
     assert info.value.message == "play:KH:bella is not a legal action now; legal now: play:KH, play:QH"
 
 
-def test_with_the_turnup_suit_trump_a_missing_dix_is_the_reason_not_the_option_kl_a8():
+@pytest.mark.parametrize("turn_up", ["8H", "KC", "7C"])
+def test_with_the_turnup_suit_trump_a_missing_dix_is_the_reason_not_the_option_kl_a8(turn_up):
     """KL-A8's ``kl_dix_requires_turnup_trump`` explains a refused ``exchange`` only when the
-    trump is not the turn-up suit. With the turn-up suit taken (hearts, turn-up 8H) the option
-    allows the exchange, so a seat without the dix is told it holds none (KL-4.1, KL-4.4)."""
+    trump is not the turn-up suit. With the turn-up suit taken (whatever the turn-up's rank;
+    7C is the dix itself, KL-4.4) the option allows the exchange, so a seat without the dix is
+    told it holds none (KL-4.1, KL-4.4)."""
     from engine_service.rules import IllegalAction
 
-    state = deal(ELDER, DEALER, "8H", options={"kl_dix_requires_turnup_trump": True}, info="7C")
+    state = deal(ELDER, DEALER, turn_up, options={"kl_dix_requires_turnup_trump": True}, info="TC")
     play_out(state, ["take"])
     assert state.to_act() == 0 and state.legal_actions() == ["keep"]
     with pytest.raises(IllegalAction) as info:
