@@ -152,8 +152,25 @@ def test_klaberjass_follower_takes_with_a_higher_card_of_the_suit_or_a_trump():
     assert _names(st, st.winning_ids(_cards("9H", "QH", "JH"))) == ["play:9H", "play:JH"]
     # the cheapest winner by card points (KL-8.1): 9H (14) is dearer than... the jack (20)
     assert st.trick_rank(card_id("9H")) < st.trick_rank(card_id("JH"))
-    # trumps are dearer than plain cards of equal points (7H vs 7S, both 0)
-    assert st.trick_rank(card_id("7H")) > st.trick_rank(card_id("7S"))
+    # card points come first (KL-8.1): the plain AS (11) is dearer than the trump 8H (0)
+    assert st.trick_rank(card_id("AS")) > st.trick_rank(card_id("8H"))
+    # trumps are dearer than plain cards of equal points (7H vs 7S, both 0; AH vs AS, 11; QH vs QS, 3)
+    for code in ("7", "A", "Q"):
+        assert st.trick_rank(card_id(code + "H")) > st.trick_rank(card_id(code + "S")), code
+    # then trick strength (KL-1.3): of the pointless 7S 8S 9S the seven is cheapest, the nine dearest
+    assert st.trick_rank(card_id("7S")) < st.trick_rank(card_id("8S")) < st.trick_rank(card_id("9S"))
+    assert st.trick_rank(card_id("7H")) < st.trick_rank(card_id("8H"))  # in trumps too (KL-1.2)
+
+
+def test_klaberjass_a_bella_king_takes_the_trick_as_the_king_does_and_the_exchange_never():
+    """KL-A23: ``play:KH:bella`` plays the trump king (KL-7.1), so it wins exactly where
+    ``play:KH`` wins (KL-6.8: over the trump 8H, and over a plain lead), and ranks just below
+    the plain king (a rollout announces); the in-play ``exchange`` (KL-4.2) never wins."""
+    for lead in ("8H", "AS"):
+        st = _klaberjass_play(trump=1, lead=lead, hand=("KH", "QH"))  # trump H
+        ids = [st.parse_action(a) for a in ("play:KH", "play:KH:bella", "play:QH", "exchange")]
+        assert _names(st, st.winning_ids(ids)) == ["play:KH", "play:KH:bella", "play:QH"], lead
+        assert st.trick_rank(ids[1]) == st.trick_rank(ids[0]) - 1
 
 
 def test_jojotte_follower_takes_by_jj_6_6_and_nobody_wants_a_trick_in_nullo():

@@ -304,6 +304,24 @@ def test_secret_cards_are_exact_before_the_second_deal():
     assert state.secret_cards(None) == pack & ~mask("8H")
 
 
+def test_out_of_a_deal_every_card_is_secret_and_no_card_has_a_zone():
+    """Waiting for the next deck (KL-2.2, KL-2.3: a new shuffle) and after the match, no card
+    has a place anyone knows: the finished deal's turn-up and won cards tell nothing about the
+    next deal, so ``secret_cards`` is the whole pack for every audience and ``zones()`` is
+    empty (game.py: "out of a deal: empty dict")."""
+    pack = sum(1 << c for c in GAME.pack)
+    state = GAME.new_state({}, first_dealer=1)
+    state.deal(deck_from_hands(DEALER.split(), ELDER.split(), "8H"))
+    state.apply("take")
+    while state.to_act() != CHANCE:
+        state.apply(GAME.auto_move(state.view(state.to_act())))
+    for waiting in (state, random_match(GAME, 3)):
+        assert waiting.to_act() in (CHANCE, TERMINAL)
+        assert [waiting.secret_cards(s) for s in (None, 0, 1)] == [pack, pack, pack]
+        assert waiting.public_known() == 0 and waiting.revealed(0) == waiting.revealed(1) == 0
+        assert waiting.zones() == {}
+
+
 def test_secret_cards_shrink_with_the_public_record():
     """Played cards, the information card, an exchanged turn-up and the cards the meld dialogue
     identifies are no longer secret; the stock always is (KL-2.10)."""

@@ -480,6 +480,39 @@ def test_kl_a20_a_declare_that_states_nothing_is_recorded_as_conceal(choice):
         assert view["table"]["deal_actions"][-1] == {"seat": 0, "action": "conceal"}
 
 
+@pytest.mark.parametrize("dealer,recorded", [
+    ("9S 8S QH JH TH AD QD TC 8C", "conceal"),  # Q-J-T of hearts (20): "good" either way
+    ("9S 8S KH QH JH TH AD QD 8C", "declare"),  # K-Q-J-T of hearts (50): "how_high", not "good"
+])
+def test_kl_a20_a_dealer_declare_that_changes_nothing_is_recorded_as_conceal(dealer, recorded):
+    """KL-A20 / KL-5.5 step 2: after the elder's ``value 50`` a dealer holding only a 20 answers
+    ``good`` whether he declares or conceals, so his ``declare`` is recorded as ``conceal``: a
+    recorded ``declare`` would tell the elder that the dealer holds a sequence, which the
+    dialogue keeps private. A declare that changes the answer is recorded as it is."""
+    elder = "AS KS QS JS 9H 8H KD 9C 7C"
+    state = deal(elder, dealer, "7D", options={"kl_meld_declaration": "optional"})
+    play_out(state, ["take", "keep", "keep", "declare"])
+    assert state.to_act() == 1 and state.legal_actions() == ["declare", "conceal"]
+    state.apply("declare")
+    for view in (state.view(0), state.view(1), state.public_view()):
+        assert view["table"]["deal_actions"][-1] == {"seat": 1, "action": recorded}
+
+
+@pytest.mark.parametrize("first_dealer", [1, 0])
+def test_kl_a20_after_the_elder_concealed_the_dealers_lower_sequence_wins(first_dealer):
+    """KL-A20 / KL-5.5: an elder who conceals his 50 states ``value 0``; the dealer's
+    ``declare`` of a 20 then makes his answer ``not_good`` (KL-5.6: he alone has a sequence),
+    so it is recorded as ``declare`` and scores, whichever seat deals: what the dealer's
+    choice changes is judged against the elder's actual statement, not his hand."""
+    elder, dealer = "AS KS QS JS 9H 8H KD 9C 7C", "9S 8S QH JH TH AD QD TC 8C"
+    state = deal(elder, dealer, "7D", options={"kl_meld_declaration": "optional"}, first_dealer=first_dealer)
+    play_out(state, ["take", "keep", "keep", "conceal", "declare"])
+    assert table(state)["deal_actions"][-1] == {"seat": first_dealer, "action": "declare"}
+    points = [0, 0]
+    points[first_dealer] = 20
+    assert table(state)["meld_points"] == points
+
+
 def test_kl_5_7_meld_points_count_in_the_deal_total():
     """KL-5.7: meld points count in the deal total (KL-9.1)."""
     state = to_play("AS KS JS KH JH 8H 7H 9C 7C", "9S 8S QH TH 9H AD KD QD TC", "QS",
@@ -1012,6 +1045,77 @@ def test_refusals_that_only_the_table_options_explain_name_the_option():
     assert state.legal_actions() == ["keep"]
     assert "kl_dix_requires_turnup_trump" in refusal(state, "exchange")
     assert state.legal_actions() == ["keep"]  # nothing changed
+    # clubs named (the last suit): the option explains the refusal in every suit, not only spades
+    state = deal(ELDER, DEALER, "8H", options={"kl_dix_requires_turnup_trump": True}, info="KC")
+    play_out(state, ["pass", "pass", "name:C"])
+    assert "kl_dix_requires_turnup_trump" in refusal(state, "exchange")
+
+
+def test_refusals_at_a_table_that_has_the_option_list_the_legal_actions():
+    """The option messages (KL-A7, KL-A20) are for tables that leave the call out: at a table
+    with ``kl_schmeiss`` an ``accept`` with no schmeiss to answer, and at a table with
+    optional declarations a ``declare`` during the play, are just not legal now (KL-3.1,
+    KL-6.1); so is an ``exchange`` in the auction, before any trump makes a dix (KL-4.1)."""
+    from engine_service.rules import IllegalAction
+
+    def refusal(state, action):
+        with pytest.raises(IllegalAction) as info:
+            state.apply(action)
+        return info.value.message
+
+    state = deal(ELDER, DEALER, "8H", options={"kl_schmeiss": True})
+    assert refusal(state, "accept") == "accept is not a legal action now; legal now: take, pass, schmeiss"
+    assert refusal(state, "exchange") == "exchange is not a legal action now; legal now: take, pass, schmeiss"
+    state = to_play(ELDER, DEALER, "8H", options={"kl_meld_declaration": "optional"}, info="7C")
+    assert refusal(state, "declare").startswith("declare is not a legal action now; legal now: play:")
+
+
+def test_a_leader_announcing_bella_before_the_queen_is_not_told_to_follow_suit_kl_6_2():
+    """KL-6.2: the leader may lead any card, so the refusal of a leader's ``play:KH:bella``
+    before the trump queen is played (KL-A23, KL-A13 queen first), or of his ``play:KD:bella``
+    (no bella in a plain suit, KL-7.1), names no suit to follow and no duty to trump: it lists
+    the legal actions."""
+    from engine_service.rules import IllegalAction
+
+    state = to_play(BELLA_ELDER, BELLA_DEALER, "8H", options={"kl_bella_announcement": "required"})
+    assert state.to_act() == 0 and "play:KH:bella" not in state.legal_actions()
+    for action in ("play:KH:bella", "play:KD:bella"):
+        with pytest.raises(IllegalAction) as info:
+            state.apply(action)
+        assert info.value.message.startswith(f"{action} is not a legal action now; legal now: play:AS, ")
+
+
+def test_a_follower_without_suit_or_trump_announcing_a_plain_king_is_not_told_to_trump_kl_6_6():
+    """KL-6.6: a follower with neither the led suit nor a trump may play any card, so his
+    refused ``play:KD:bella`` (no bella in a plain suit, KL-7.1, KL-A23) names no duty to
+    trump (KL-6.5): it lists the legal actions."""
+    from engine_service.rules import IllegalAction
+
+    state = to_play("AS KS QS JS TS 9S 8S 7S AH", "KD QD JD TD AC KC QC JC TC", "8H",
+                    options={"kl_bella_announcement": "required"})
+    state.apply("play:AS")
+    with pytest.raises(IllegalAction) as info:
+        state.apply("play:KD:bella")
+    assert info.value.message.startswith("play:KD:bella is not a legal action now; legal now: play:KD, ")
+
+
+@pytest.mark.parametrize("options,calls", [
+    ({}, ("pass", "pass", "name:S", "keep")),  # named spades, the elder kept his 7S; the dealer (KL-A8)
+    ({"kl_dix_window": "before_melds"}, ("take",)),  # in the window itself (KL-A9)
+])
+def test_exchange_without_the_dix_is_refused_as_such_when_no_option_forbids_it_kl_4_1(options, calls):
+    """Without ``kl_dix_requires_turnup_trump`` the trump need not be the turn-up suit, and
+    with ``kl_dix_window = before_melds`` the window is where the exchange belongs: neither
+    option explains the refusal of a seat without the dix, which holds no exchangeable dix
+    (KL-4.1, KL-4.4)."""
+    from engine_service.rules import IllegalAction
+
+    state = deal(ELDER, DEALER, "8H", options=options, info="7C")
+    play_out(state, calls)
+    assert state.public_view()["phase"] == "dix_window" and state.legal_actions() == ["keep"]
+    with pytest.raises(IllegalAction) as info:
+        state.apply("exchange")
+    assert info.value.message == "exchange: you hold no exchangeable dix, the seven of trumps (KL-4.1, KL-4.4)"
 
 
 def test_take_in_the_play_phase_is_no_bella_refusal_kl_3_1_kl_a23():
@@ -1044,7 +1148,8 @@ def test_second_exchange_by_seat_0_is_refused_as_already_exchanged_kl_4_2():
 
 def test_follow_suit_refusal_when_the_ace_of_spades_is_led_kl_6_3():
     """KL-6.3: the follower must follow the led suit. The led card may be AS (card id 0): the
-    dealer, holding KS and 9S, is refused 8C with the follow-suit reason."""
+    dealer, holding KS and 9S, is refused 8C with the follow-suit reason; after KD, KS is
+    refused naming D (the suit of the led card, whatever its rank)."""
     from engine_service.rules import IllegalAction
 
     state = to_play(ELDER, DEALER, "8H", info="7C")
@@ -1052,6 +1157,11 @@ def test_follow_suit_refusal_when_the_ace_of_spades_is_led_kl_6_3():
     with pytest.raises(IllegalAction) as info:
         state.apply("play:8C")
     assert info.value.message == "play:8C: you must follow suit S (KL-6.3)"
+    state = to_play(ELDER, DEALER, "8H", info="7C")
+    state.apply("play:KD")  # the suit is named from the led card whatever its rank
+    with pytest.raises(IllegalAction) as info:
+        state.apply("play:KS")
+    assert info.value.message == "play:KS: you must follow suit D (KL-6.3)"
 
 
 def test_bella_play_of_a_king_not_held_names_the_card_kl_a23():
@@ -1063,3 +1173,50 @@ def test_bella_play_of_a_king_not_held_names_the_card_kl_a23():
     with pytest.raises(IllegalAction) as info:
         state.apply("play:KC:bella")
     assert info.value.message == "play:KC:bella: KC is not in your hand"
+
+
+def test_bella_announcement_on_a_king_that_follows_suit_lists_the_legal_actions_kl_a23():
+    """KL-A23 with the default queen first (KL-A13): ``play:KH:bella`` before the trump queen
+    is played is refused although KH follows the trump lead (KL-6.3) and no higher trump is
+    held (KL-6.4); so is ``play:KD:bella`` (no bella in a plain suit, KL-7.1) although KD
+    follows a diamond lead. No card rule forbids either, so the refusal lists the legal
+    actions; it must not claim that the player has no heart or diamond and must trump (KL-6.5),
+    nor, when he is out of the led suit, that he must trump with KH, itself a trump."""
+    from engine_service.rules import IllegalAction
+
+    opts = {"kl_bella_announcement": "required"}
+    state = to_play(BELLA_ELDER, BELLA_DEALER, "8H", options=opts)
+    play_pairs(state, [("KD", "TD")])  # the dealer wins with the ten and leads a trump
+    state.apply("play:9H")
+    with pytest.raises(IllegalAction) as info:
+        state.apply("play:KH:bella")
+    assert info.value.message == "play:KH:bella is not a legal action now; legal now: play:KH, play:QH"
+    state = to_play(BELLA_ELDER, BELLA_DEALER, "8H", options=opts)
+    play_pairs(state, [("8C", "7C"), ("QC", "JH")])  # the dealer trumps the second club and leads
+    state.apply("play:TD")
+    with pytest.raises(IllegalAction) as info:
+        state.apply("play:KD:bella")
+    assert info.value.message == "play:KD:bella is not a legal action now; legal now: play:AD, play:KD"
+    # KL-6.5: out of spades the elder must trump, and KH is a trump: still no card rule forbids it
+    state = to_play(BELLA_ELDER, BELLA_DEALER, "8H", options=opts)
+    play_pairs(state, [("AS", "9S"), ("KD", "TD")])  # the dealer wins the diamond and leads KS
+    state.apply("play:KS")
+    with pytest.raises(IllegalAction) as info:
+        state.apply("play:KH:bella")
+    assert info.value.message == "play:KH:bella is not a legal action now; legal now: play:KH, play:QH"
+
+
+@pytest.mark.parametrize("turn_up", ["8H", "KC", "7C"])
+def test_with_the_turnup_suit_trump_a_missing_dix_is_the_reason_not_the_option_kl_a8(turn_up):
+    """KL-A8's ``kl_dix_requires_turnup_trump`` explains a refused ``exchange`` only when the
+    trump is not the turn-up suit. With the turn-up suit taken (whatever the turn-up's rank;
+    7C is the dix itself, KL-4.4) the option allows the exchange, so a seat without the dix is
+    told it holds none (KL-4.1, KL-4.4)."""
+    from engine_service.rules import IllegalAction
+
+    state = deal(ELDER, DEALER, turn_up, options={"kl_dix_requires_turnup_trump": True}, info="TC")
+    play_out(state, ["take"])
+    assert state.to_act() == 0 and state.legal_actions() == ["keep"]
+    with pytest.raises(IllegalAction) as info:
+        state.apply("exchange")
+    assert info.value.message == "exchange: you hold no exchangeable dix, the seven of trumps (KL-4.1, KL-4.4)"
