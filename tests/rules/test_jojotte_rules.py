@@ -442,7 +442,9 @@ def test_JJ_7_1_and_7_2_jo_on_the_king_then_jotte_on_the_queen_scores_20():
     act(state, "play:KS:jo")
     assert table(state)["jo"] == [0]
     assert state.secret_cards(1) >> card_id("QS") & 1 == 0  # "jo" shows the queen
-    assert "play:QS:jotte" in legal(state)
+    # NOTATION 2.4 (docs/games/jojotte.md): the announced variant right after its plain play
+    assert legal(state) == ["play:QS", "play:QS:jotte", "play:JS", "play:AH", "play:KH", "play:QH",
+                            "play:AD", "play:KD", "play:QD"]
     act(state, "play:QS:jotte")
     assert table(state)["jo_jotte"] == [20, 0]
     r = auto_finish_deal(state)
