@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from engine_service.rules import (CHANCE, DealRequired, IllegalAction, InvalidDeck, InvalidOptions,
+from engine_service.rules import (CHANCE, TERMINAL, DealRequired, IllegalAction, InvalidDeck, InvalidOptions,
                                   MalformedAction, MatchOver, NotYourTurn, get_game)
 from engine_service.rules.cards import PACK32, card_id
 from engine_service.rules.games.jojotte import actions as A
@@ -74,6 +74,20 @@ def test_out_of_turn_deal_required_match_over():
         finished.apply("pass")
     with pytest.raises(MatchOver):
         finished.deal(list(PACK32))
+
+
+def test_no_seat_to_act_means_no_legal_ids_while_a_deck_is_awaited_and_after_the_match_jj_10_5():
+    """The fast path's ``legal_ids()`` lists the ids of the seat to act (rules/game.py). While a
+    deck is awaited (CHANCE: before the first deal, after a thrown-in deal, JJ-3.6) and once the
+    match is over (TERMINAL) nobody acts: the list is empty, so a playout loop that asks for it
+    gets nothing to choose from rather than None (kills the mutant returning None there)."""
+    state = GAME.new_state({}, first_dealer=1)
+    assert state.to_act() == CHANCE and state.legal_ids() == []
+    state = deal(**PLAY_DEAL)
+    act(state, "pass", "pass", "pass", "pass")
+    assert state.to_act() == CHANCE and state.legal_ids() == []
+    finished = random_match(GAME, 3)
+    assert finished.to_act() == TERMINAL and finished.legal_ids() == []
 
 
 # ---- options -------------------------------------------------------------------------------------
