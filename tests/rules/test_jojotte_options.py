@@ -172,6 +172,19 @@ def test_jj_exchange_window_until_first_lead_closes_with_the_first_card():
     assert state.to_act() == 0 and not any(a.startswith("exchange") for a in legal(state))
 
 
+def test_jj_exchange_window_until_first_lead_closes_with_his_first_card_though_he_keeps_the_seven():
+    """JJ-A10: the late window closes with the exchanger's first card, whichever card it is:
+    seat 0 discards AS on the led AC keeping 7S, and at his next turn is offered no exchange
+    (a window left open there survived mutation testing: the other test plays the seven)."""
+    opts = {"jj_exchange_window": "until_first_lead"}
+    state = deal(opts, **EXCH_DEAL)
+    act(state, "accept", "pass", "no_exchange", "no_exchange", "pass", "play:AC")
+    assert legal(state)[-1] == "exchange:7S"
+    act(state, "play:AS", "play:KC")
+    assert state.to_act() == 0 and "7S" in hand(state, 0)
+    assert not any(a.startswith("exchange") for a in legal(state))
+
+
 # ---- JJ-A11, JJ-A12, JJ-A13, JJ-A14, JJ-A15, JJ-A16, JJ-A17 -------------------------------------------
 
 def test_jj_slam_strain_suit_or_no_trump():
