@@ -158,6 +158,20 @@ def test_view_table_tracks_the_public_deal():
     assert [e["action"] for e in v["table"]["deal_actions"]][-2:] == ["play:KH", "play:AH"]
 
 
+def test_view_auction_lists_every_call_while_the_auction_runs_jj_3_1():
+    """JJ-3.1: the auction is public; while it runs, ``table.auction`` lists every call so far
+    (the log's length at the auction's end cuts it only once the second deal is out)."""
+    state = deal(**PLAY_DEAL)
+    assert table(state)["auction"] == []
+    act(state, "pass", "pass")
+    assert table(state)["auction"] == [{"seat": 0, "call": "pass"}, {"seat": 1, "call": "pass"}]
+    act(state, "name:D")
+    assert [e["call"] for e in state.view(1)["table"]["auction"]] == ["pass", "pass", "name:D"]
+    act(state, "pass")
+    to_play(state)
+    act(state, "play:KH")
+    assert [e["call"] for e in table(state)["auction"]] == ["pass", "pass", "name:D", "pass"]
+
 def test_secret_cards_hands_stock_and_what_is_revealed():
     state = deal(**EXCH_DEAL)
     z = state.zones()
