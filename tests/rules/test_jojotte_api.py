@@ -172,6 +172,19 @@ def test_view_auction_lists_every_call_while_the_auction_runs_jj_3_1():
     act(state, "play:KH")
     assert [e["call"] for e in table(state)["auction"]] == ["pass", "pass", "name:D", "pass"]
 
+def test_views_show_each_card_with_its_announcement_jj_7_2():
+    """JJ-7.2: "jo" and "jotte" are public when made: the trick on the table, the finished tricks and
+    ``last_trick`` show the card with its ``announce`` (a plain play has none), for every
+    audience."""
+    state = to_play(deal(**JO_DEAL), "name:S", "pass")
+    act(state, "play:AC", "play:KS:jo")
+    first = [{"seat": 1, "card": "AC"}, {"seat": 0, "card": "KS", "announce": "jo"}]
+    for v in (state.view(0), state.view(1), state.public_view()):
+        assert v["last_trick"]["plays"] == first and v["table"]["tricks"][0]["plays"] == first
+    act(state, "play:QS:jotte")
+    for v in (state.view(0), state.view(1), state.public_view()):
+        assert v["trick"] == [{"seat": 0, "card": "QS", "announce": "jotte"}]
+
 def test_secret_cards_hands_stock_and_what_is_revealed():
     state = deal(**EXCH_DEAL)
     z = state.zones()
