@@ -17,7 +17,7 @@ from engine_service.rules.games.jojotte import actions as A
 from .checks_jojotte import GAME, OPTION_SETS, act, auto_finish_deal, deal, table
 from .last_trick import check_deal_boundaries
 from .playout import cards_in, iter_states, random_match
-from .test_jojotte_rules import EXCH_DEAL, JO_DEAL, MELD_LOSER_DEAL, PLAY_DEAL, STRONG_DEAL, to_play
+from .test_jojotte_rules import EXCH_DEAL, FAIL_NULLO_DEAL, JO_DEAL, MELD_LOSER_DEAL, PLAY_DEAL, STRONG_DEAL, to_play
 
 COMMON_KEYS = {"game", "phase", "deal_number", "dealer", "to_act", "seat", "hand", "hand_sizes", "legal",
                "trick", "last_trick", "tricks_taken", "totals", "deal_results", "over", "winners", "table"}
@@ -184,6 +184,22 @@ def test_views_show_each_card_with_its_announcement_jj_7_2():
     act(state, "play:QS:jotte")
     for v in (state.view(0), state.view(1), state.public_view()):
         assert v["trick"] == [{"seat": 0, "card": "QS", "announce": "jotte"}]
+
+def test_finished_tricks_score_their_value_as_points_except_in_nullo_jj_8_4():
+    """``table.tricks``: each finished trick's ``points`` is what it adds to its winner's trick
+    points (JJ-8.3), its ``value`` (JJ-8.2); in nullo there are no trick points (JJ-8.4):
+    ``points`` is null while ``value`` is still shown."""
+    state = to_play(deal(**PLAY_DEAL), "accept", "pass")
+    act(state, "play:KH", "play:AH")
+    assert table(state)["tricks"] == [{"leader": 1, "plays": [{"seat": 1, "card": "KH"}, {"seat": 0, "card": "AH"}],
+                                       "winner": 0, "value": 10, "points": 10}]
+    assert table(state)["trick_points"] == [10, 0]
+    state = to_play(deal(**FAIL_NULLO_DEAL), "name:H", "pass", "nullo", "pass")
+    act(state, "play:9H", "play:AH")
+    assert table(state)["tricks"] == [{"leader": 0, "plays": [{"seat": 0, "card": "9H"}, {"seat": 1, "card": "AH"}],
+                                       "winner": 1, "value": 10, "points": None}]
+    assert table(state)["trick_points"] == [0, 0]
+
 
 def test_secret_cards_hands_stock_and_what_is_revealed():
     state = deal(**EXCH_DEAL)
