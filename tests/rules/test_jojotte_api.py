@@ -201,6 +201,15 @@ def test_finished_tricks_score_their_value_as_points_except_in_nullo_jj_8_4():
     assert table(state)["trick_points"] == [0, 0]
 
 
+def test_no_exchange_offer_without_an_exchange_window_jj_4_2():
+    """JJ-4.2: another suit named than the turn-up's (PLAY_DEAL turns up 8S; diamonds named)
+    opens no window: neither seat's view has an ``exchange_offer`` (NOTATION 2.2: it is the
+    seat's own legal set at its window step, and there is no step)."""
+    state = deal(**PLAY_DEAL)
+    act(state, "pass", "pass", "name:D", "pass")
+    assert table(state)["exchange_window"] is False and state.public_view()["phase"] == "nullo"
+    assert state.view(0)["table"]["exchange_offer"] is None and state.view(1)["table"]["exchange_offer"] is None
+
 def test_secret_cards_hands_stock_and_what_is_revealed():
     state = deal(**EXCH_DEAL)
     z = state.zones()
