@@ -351,6 +351,22 @@ def test_jj_meld_declaration_optional():
     assert steps == [(1, "conceal"), (0, "conceal"), (1, "conceal"), (0, "conceal")]
 
 
+def test_jj_meld_declaration_optional_points_once_the_dialogue_ends_and_the_winner_in_last_deal():
+    """JJ-5.9 / JJ-A21: while the four statements run, the melds' ``points`` are null (nothing is
+    settled yet, docs/games/jojotte.md ``melds``); after the last one the settlement shows: seat
+    1's K-Q-J-T-9 of hearts scores 50. The deal's breakdown names him the sequence winner and
+    nobody the quartet winner (no quartet)."""
+    state = deal({"jj_meld_declaration": "optional"}, **MELD_LOSER_DEAL)
+    act(state, "name:S", "pass", "pass")
+    for _ in range(3):
+        act(state, "declare")
+        assert table(state)["melds"]["points"] is None
+    act(state, "declare")
+    assert table(state)["melds"]["points"] == [0, 50]
+    auto_finish_deal(state)
+    last = table(state)["last_deal"]
+    assert last["melds"] == [0, 50] and last["sequence_winner"] == 1 and last["quartet_winner"] is None
+
 def test_jj_meld_declaration_optional_public_action_is_the_form_the_log_keeps_jj_a21():
     """JJ-A21, JJ-5.9: ``public_action`` (what the public log records) of a ``declare`` that
     states no more than ``conceal`` would (seat 1 has no quartet: "quartet none" either way) is
