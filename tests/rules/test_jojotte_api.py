@@ -248,6 +248,8 @@ def test_zones_cover_the_pack_and_are_empty_between_deals():
     assert sum(bin(m).count("1") for m in z.values()) == 32
     act(state, "pass", "pass", "pass", "pass")
     assert state.to_act() == CHANCE and state.zones() == {}
+    # JJ-3.6: the thrown-in hands are gone with the deal: no cards counted in any hand
+    assert state.public_view()["hand_sizes"] == [0, 0] and state.view(0)["hand"] == []
 
 
 def test_clone_is_independent():
