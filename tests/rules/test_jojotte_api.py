@@ -252,6 +252,16 @@ def test_zones_cover_the_pack_and_are_empty_between_deals():
     assert state.public_view()["hand_sizes"] == [0, 0] and state.view(0)["hand"] == []
 
 
+def test_the_final_views_name_the_match_winners_jj_10_5():
+    """JJ-10.5: once the match is over every audience's view is ``over`` and names the winners
+    that ``result()`` names."""
+    finished = random_match(GAME, 3)
+    winners = finished.result()["winners"]
+    assert winners
+    for v in (finished.view(0), finished.view(1), finished.public_view()):
+        assert v["over"] is True and v["winners"] == winners
+
+
 def test_clone_is_independent():
     state = to_play(deal(**PLAY_DEAL), "accept", "pass")
     c = state.clone()
