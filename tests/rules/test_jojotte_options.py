@@ -334,6 +334,8 @@ def test_jj_meld_declaration_optional():
     assert table(state)["contract"]["kind"] == "normal"
     assert state.public_view()["phase"] == "melds" and state.to_act() == 1
     assert legal(state) == ["declare", "conceal"]
+    # JJ-A21: nothing is stated before the first statement: no dialogue for any audience yet
+    assert all(v["table"]["melds"] is None for v in (state.view(0), state.view(1), state.public_view()))
     # JJ-A21: the view says which category each step is about (quartets twice, then sequences)
     assert table(state)["meld_category"] == "quartets"
     act(state, "declare")  # seat 1 has no quartet: the public sees "quartet none"
