@@ -14,7 +14,7 @@ from engine_service.rules import (CHANCE, TERMINAL, DealRequired, IllegalAction,
 from engine_service.rules.cards import PACK32, card_id
 from engine_service.rules.games.jojotte import actions as A
 
-from .checks_jojotte import GAME, OPTION_SETS, act, auto_finish_deal, deal, table
+from .checks_jojotte import GAME, OPTION_SETS, act, auto_finish_deal, deal, legal, table
 from .last_trick import check_deal_boundaries
 from .playout import cards_in, iter_states, random_match
 from .test_jojotte_rules import EXCH_DEAL, FAIL_NULLO_DEAL, JO_DEAL, MELD_LOSER_DEAL, PLAY_DEAL, STRONG_DEAL, to_play
@@ -209,6 +209,17 @@ def test_no_exchange_offer_without_an_exchange_window_jj_4_2():
     act(state, "pass", "pass", "name:D", "pass")
     assert table(state)["exchange_window"] is False and state.public_view()["phase"] == "nullo"
     assert state.view(0)["table"]["exchange_offer"] is None and state.view(1)["table"]["exchange_offer"] is None
+
+def test_exchange_offer_lists_each_seven_held_in_suit_order_jj_4_2():
+    """JJ-4.2 / NOTATION 2.2: the exchanging seat's private ``exchange_offer`` is its legal set at
+    the window step: one ``exchange:7X`` per seven it holds, suit order, then ``no_exchange`` (seat
+    0 holds 7D and 7C, seat 1 no seven); the opponent sees none."""
+    state = deal(**dict(EXCH_DEAL, nd=("AS", "KS", "7D", "AD", "KD", "7C")))
+    act(state, "accept", "pass", "no_exchange")
+    offer = ["exchange:7D", "exchange:7C", "no_exchange"]
+    assert legal(state) == offer and state.view(0)["table"]["exchange_offer"] == offer
+    assert state.view(1)["table"]["exchange_offer"] == ["no_exchange"]
+    assert state.public_view()["table"]["exchange_offer"] is None
 
 def test_secret_cards_hands_stock_and_what_is_revealed():
     state = deal(**EXCH_DEAL)
