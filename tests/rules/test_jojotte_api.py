@@ -221,6 +221,19 @@ def test_exchange_offer_lists_each_seven_held_in_suit_order_jj_4_2():
     assert state.view(1)["table"]["exchange_offer"] == ["no_exchange"]
     assert state.public_view()["table"]["exchange_offer"] is None
 
+def test_view_names_the_non_dealer_and_nobody_to_act_between_deals_jj_2_2():
+    """JJ-2.2: the deal alternates, and ``table.non_dealer`` is the other seat than ``dealer``
+    (seat 1 deals first here, then seat 0); while the next deck is awaited nobody is to act:
+    ``to_act`` is None (docs/api.md: unset while nobody can), not the CHANCE marker."""
+    state = deal(**STRONG_DEAL)
+    v = state.public_view()
+    assert v["dealer"] == 1 and v["table"]["non_dealer"] == 0 and v["to_act"] == 0
+    to_play(state, "name:S", "pass")
+    auto_finish_deal(state)
+    assert state.to_act() == CHANCE
+    v = state.public_view()
+    assert v["dealer"] == 0 and v["table"]["non_dealer"] == 1 and v["to_act"] is None
+
 def test_secret_cards_hands_stock_and_what_is_revealed():
     state = deal(**EXCH_DEAL)
     z = state.zones()
