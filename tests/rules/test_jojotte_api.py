@@ -152,6 +152,7 @@ def test_view_table_tracks_the_public_deal():
     act(state, "play:KH")
     v = state.view(0)
     assert v["trick"] == [{"seat": 1, "card": "KH"}] and v["legal"] == ["play:AH"]
+    assert v["hand_sizes"] == [9, 8]  # seat 1 led: one card fewer, public
     act(state, "play:AH")
     v = state.public_view()
     assert v["last_trick"]["winner"] == 0 and v["tricks_taken"] == [1, 0]
@@ -274,6 +275,9 @@ def test_zones_cover_the_pack_and_are_empty_between_deals():
     assert state.to_act() == CHANCE and state.zones() == {}
     # JJ-3.6: the thrown-in hands are gone with the deal: no cards counted in any hand
     assert state.public_view()["hand_sizes"] == [0, 0] and state.view(0)["hand"] == []
+    # and the running records of a deal are empty between deals (the keys stay)
+    t = table(state)
+    assert t["jo_jotte"] == [0, 0] and t["trick_points"] == [0, 0] and t["tricks"] == []
 
 
 def test_the_final_views_name_the_match_winners_jj_10_5():
