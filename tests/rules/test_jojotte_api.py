@@ -185,6 +185,10 @@ def test_views_show_each_card_with_its_announcement_jj_7_2():
     act(state, "play:QS:jotte")
     for v in (state.view(0), state.view(1), state.public_view()):
         assert v["trick"] == [{"seat": 0, "card": "QS", "announce": "jotte"}]
+    act(state, "play:AS")  # seat 1 beats the queen (JJ-1.2): last_trick is this, the latest, trick
+    second = [{"seat": 0, "card": "QS", "announce": "jotte"}, {"seat": 1, "card": "AS"}]
+    assert state.public_view()["last_trick"]["plays"] == second
+    assert [t["plays"] for t in table(state)["tricks"]] == [first, second]
 
 def test_finished_tricks_score_their_value_as_points_except_in_nullo_jj_8_4():
     """``table.tricks``: each finished trick's ``points`` is what it adds to its winner's trick
@@ -278,6 +282,7 @@ def test_zones_cover_the_pack_and_are_empty_between_deals():
     # and the running records of a deal are empty between deals (the keys stay)
     t = table(state)
     assert t["jo_jotte"] == [0, 0] and t["trick_points"] == [0, 0] and t["tricks"] == []
+    assert state.public_view()["tricks_taken"] == [0, 0]
 
 
 def test_the_final_views_name_the_match_winners_jj_10_5():
