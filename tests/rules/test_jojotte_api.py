@@ -239,6 +239,14 @@ def test_view_names_the_non_dealer_and_nobody_to_act_between_deals_jj_2_2():
     v = state.public_view()
     assert v["dealer"] == 0 and v["table"]["non_dealer"] == 1 and v["to_act"] is None
 
+def test_view_contract_holder_of_a_nullo_is_the_defender_who_called_it_jj_4_3():
+    """JJ-4.3 / JJ-4.5: the defender's nullo, not answered by a slam, makes him the holder of
+    the contract; here seat 1 is declarer (he accepted the turn-up) and seat 0 holds the nullo."""
+    state = deal(**PLAY_DEAL)
+    act(state, "pass", "accept", "pass", "no_exchange", "no_exchange", "nullo", "pass")
+    c = table(state)["contract"]
+    assert (c["declarer"], c["defender"], c["kind"], c["holder"]) == (1, 0, "nullo", 0)
+
 def test_secret_cards_hands_stock_and_what_is_revealed():
     state = deal(**EXCH_DEAL)
     z = state.zones()
