@@ -200,6 +200,38 @@ def test_jojotte_follower_takes_by_jj_6_6_and_nobody_wants_a_trick_in_nullo():
     assert st.wants_trick(0) and st.wants_trick(1)
 
 
+def test_jojotte_announced_plays_win_as_their_card_and_trick_rank_orders_value_trump_strength():
+    """JJ-7.2: ``play:KD:jo`` and ``play:QD:jotte`` play the king and the queen: on a plain
+    lead the follower without the suit takes with them as with the bare trumps (JJ-6.6), and a
+    late exchange (JJ-A10) plays no card and takes nothing. ``trick_rank`` (the greedy
+    rollout gives up the lowest) orders by card value (JJ-8.1) first, then a trump above a
+    plain card of equal value, then trick strength (JJ-1.2 in trumps, JJ-1.3 in plain suits).
+    Found by mutation testing: the jo / jotte id decoding and every part of the rank packing
+    survived the random positions, where such ties and a winning announcement are rare."""
+    from engine_service.rules.games.jojotte import actions as A
+    from engine_service.rules.games.jojotte import state as J
+    from engine_service.rules.games.jojotte import tables as T
+    st = get_game("jojotte").new_state({}, first_dealer=1)
+    st._phase = J.PH_PLAY
+    st._pstrain = 2  # diamonds
+    st._wins = T.WINS_OVER[2]
+    st._vals = T.CARD_VALUE[2]
+    st._trumps = T.TRUMP_MASK[2]
+    st._lead = card_id("TS")
+    st._to_act = 1
+    kd, qd = card_id("KD"), card_id("QD")
+    ids = [kd, A.JO + kd, qd, A.JOTTE + qd, card_id("AH"), A.EXCHANGE + 3]
+    assert _names(st, st.winning_ids(ids)) == ["play:KD", "play:KD:jo", "play:QD", "play:QD:jotte"]
+    rank = st.trick_rank
+    # equal value, a trump above a plain card: 7D over JS (0 each), KD over QS (5 each)
+    assert rank(card_id("7D")) > rank(card_id("JS")) and rank(kd) > rank(card_id("QS"))
+    # equal value, same kind: trick strength, A over T in trumps, J 9 8 7 in a plain suit
+    assert rank(card_id("AD")) > rank(card_id("TD"))
+    assert rank(card_id("JS")) > rank(card_id("9S")) > rank(card_id("8S")) > rank(card_id("7S"))
+    assert rank(card_id("JH")) > rank(card_id("9H")) > rank(card_id("8H")) > rank(card_id("7H"))
+    # value first: the 9 of trumps (15) over the plain ace (10), the plain king (5) over the 8 of trumps
+    assert rank(card_id("9D")) > rank(card_id("AS")) and rank(card_id("KC")) > rank(card_id("8D"))
+
 def test_jojotte_last_to_trick_is_the_follower_also_after_the_ace_of_spades_jj_6_2():
     """JJ-6.2: two cards to a trick, the follower plays the last one; the leader (no card on
     the table) does not. The ace of spades is card id 0: a led card is on the table whatever

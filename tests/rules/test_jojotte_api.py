@@ -9,15 +9,15 @@ from collections import Counter
 
 import pytest
 
-from engine_service.rules import (CHANCE, DealRequired, IllegalAction, InvalidDeck, InvalidOptions,
+from engine_service.rules import (CHANCE, TERMINAL, DealRequired, IllegalAction, InvalidDeck, InvalidOptions,
                                   MalformedAction, MatchOver, NotYourTurn, get_game)
 from engine_service.rules.cards import PACK32, card_id
 from engine_service.rules.games.jojotte import actions as A
 
-from .checks_jojotte import GAME, OPTION_SETS, act, auto_finish_deal, deal, table
+from .checks_jojotte import GAME, OPTION_SETS, act, auto_finish_deal, deal, legal, table
 from .last_trick import check_deal_boundaries
 from .playout import cards_in, iter_states, random_match
-from .test_jojotte_rules import EXCH_DEAL, JO_DEAL, MELD_LOSER_DEAL, PLAY_DEAL, STRONG_DEAL, to_play
+from .test_jojotte_rules import EXCH_DEAL, FAIL_NULLO_DEAL, JO_DEAL, MELD_LOSER_DEAL, PLAY_DEAL, STRONG_DEAL, to_play
 
 COMMON_KEYS = {"game", "phase", "deal_number", "dealer", "to_act", "seat", "hand", "hand_sizes", "legal",
                "trick", "last_trick", "tricks_taken", "totals", "deal_results", "over", "winners", "table"}
@@ -74,6 +74,20 @@ def test_out_of_turn_deal_required_match_over():
         finished.apply("pass")
     with pytest.raises(MatchOver):
         finished.deal(list(PACK32))
+
+
+def test_no_seat_to_act_means_no_legal_ids_while_a_deck_is_awaited_and_after_the_match_jj_10_5():
+    """The fast path's ``legal_ids()`` lists the ids of the seat to act (rules/game.py). While a
+    deck is awaited (CHANCE: before the first deal, after a thrown-in deal, JJ-3.6) and once the
+    match is over (TERMINAL) nobody acts: the list is empty, so a playout loop that asks for it
+    gets nothing to choose from rather than None (kills the mutant returning None there)."""
+    state = GAME.new_state({}, first_dealer=1)
+    assert state.to_act() == CHANCE and state.legal_ids() == []
+    state = deal(**PLAY_DEAL)
+    act(state, "pass", "pass", "pass", "pass")
+    assert state.to_act() == CHANCE and state.legal_ids() == []
+    finished = random_match(GAME, 3)
+    assert finished.to_act() == TERMINAL and finished.legal_ids() == []
 
 
 # ---- options -------------------------------------------------------------------------------------
@@ -138,11 +152,100 @@ def test_view_table_tracks_the_public_deal():
     act(state, "play:KH")
     v = state.view(0)
     assert v["trick"] == [{"seat": 1, "card": "KH"}] and v["legal"] == ["play:AH"]
+    assert v["hand_sizes"] == [9, 8]  # seat 1 led: one card fewer, public
     act(state, "play:AH")
     v = state.public_view()
     assert v["last_trick"]["winner"] == 0 and v["tricks_taken"] == [1, 0]
     assert [e["action"] for e in v["table"]["deal_actions"]][-2:] == ["play:KH", "play:AH"]
 
+
+def test_view_auction_lists_every_call_while_the_auction_runs_jj_3_1():
+    """JJ-3.1: the auction is public; while it runs, ``table.auction`` lists every call so far
+    (the log's length at the auction's end cuts it only once the second deal is out)."""
+    state = deal(**PLAY_DEAL)
+    assert table(state)["auction"] == []
+    act(state, "pass", "pass")
+    assert table(state)["auction"] == [{"seat": 0, "call": "pass"}, {"seat": 1, "call": "pass"}]
+    act(state, "name:D")
+    assert [e["call"] for e in state.view(1)["table"]["auction"]] == ["pass", "pass", "name:D"]
+    act(state, "pass")
+    to_play(state)
+    act(state, "play:KH")
+    assert [e["call"] for e in table(state)["auction"]] == ["pass", "pass", "name:D", "pass"]
+
+def test_views_show_each_card_with_its_announcement_jj_7_2():
+    """JJ-7.2: "jo" and "jotte" are public when made: the trick on the table, the finished tricks and
+    ``last_trick`` show the card with its ``announce`` (a plain play has none), for every
+    audience."""
+    state = to_play(deal(**JO_DEAL), "name:S", "pass")
+    act(state, "play:AC", "play:KS:jo")
+    first = [{"seat": 1, "card": "AC"}, {"seat": 0, "card": "KS", "announce": "jo"}]
+    for v in (state.view(0), state.view(1), state.public_view()):
+        assert v["last_trick"]["plays"] == first and v["table"]["tricks"][0]["plays"] == first
+    act(state, "play:QS:jotte")
+    for v in (state.view(0), state.view(1), state.public_view()):
+        assert v["trick"] == [{"seat": 0, "card": "QS", "announce": "jotte"}]
+    act(state, "play:AS")  # seat 1 beats the queen (JJ-1.2): last_trick is this, the latest, trick
+    second = [{"seat": 0, "card": "QS", "announce": "jotte"}, {"seat": 1, "card": "AS"}]
+    assert state.public_view()["last_trick"]["plays"] == second
+    assert [t["plays"] for t in table(state)["tricks"]] == [first, second]
+
+def test_finished_tricks_score_their_value_as_points_except_in_nullo_jj_8_4():
+    """``table.tricks``: each finished trick's ``points`` is what it adds to its winner's trick
+    points (JJ-8.3), its ``value`` (JJ-8.2); in nullo there are no trick points (JJ-8.4):
+    ``points`` is null while ``value`` is still shown."""
+    state = to_play(deal(**PLAY_DEAL), "accept", "pass")
+    act(state, "play:KH", "play:AH")
+    assert table(state)["tricks"] == [{"leader": 1, "plays": [{"seat": 1, "card": "KH"}, {"seat": 0, "card": "AH"}],
+                                       "winner": 0, "value": 10, "points": 10}]
+    assert table(state)["trick_points"] == [10, 0]
+    state = to_play(deal(**FAIL_NULLO_DEAL), "name:H", "pass", "nullo", "pass")
+    act(state, "play:9H", "play:AH")
+    assert table(state)["tricks"] == [{"leader": 0, "plays": [{"seat": 0, "card": "9H"}, {"seat": 1, "card": "AH"}],
+                                       "winner": 1, "value": 10, "points": None}]
+    assert table(state)["trick_points"] == [0, 0]
+
+
+def test_no_exchange_offer_without_an_exchange_window_jj_4_2():
+    """JJ-4.2: another suit named than the turn-up's (PLAY_DEAL turns up 8S; diamonds named)
+    opens no window: neither seat's view has an ``exchange_offer`` (NOTATION 2.2: it is the
+    seat's own legal set at its window step, and there is no step)."""
+    state = deal(**PLAY_DEAL)
+    act(state, "pass", "pass", "name:D", "pass")
+    assert table(state)["exchange_window"] is False and state.public_view()["phase"] == "nullo"
+    assert state.view(0)["table"]["exchange_offer"] is None and state.view(1)["table"]["exchange_offer"] is None
+
+def test_exchange_offer_lists_each_seven_held_in_suit_order_jj_4_2():
+    """JJ-4.2 / NOTATION 2.2: the exchanging seat's private ``exchange_offer`` is its legal set at
+    the window step: one ``exchange:7X`` per seven it holds, suit order, then ``no_exchange`` (seat
+    0 holds 7D and 7C, seat 1 no seven); the opponent sees none."""
+    state = deal(**dict(EXCH_DEAL, nd=("AS", "KS", "7D", "AD", "KD", "7C")))
+    act(state, "accept", "pass", "no_exchange")
+    offer = ["exchange:7D", "exchange:7C", "no_exchange"]
+    assert legal(state) == offer and state.view(0)["table"]["exchange_offer"] == offer
+    assert state.view(1)["table"]["exchange_offer"] == ["no_exchange"]
+    assert state.public_view()["table"]["exchange_offer"] is None
+
+def test_view_names_the_non_dealer_and_nobody_to_act_between_deals_jj_2_2():
+    """JJ-2.2: the deal alternates, and ``table.non_dealer`` is the other seat than ``dealer``
+    (seat 1 deals first here, then seat 0); while the next deck is awaited nobody is to act:
+    ``to_act`` is None (docs/api.md: unset while nobody can), not the CHANCE marker."""
+    state = deal(**STRONG_DEAL)
+    v = state.public_view()
+    assert v["dealer"] == 1 and v["table"]["non_dealer"] == 0 and v["to_act"] == 0
+    to_play(state, "name:S", "pass")
+    auto_finish_deal(state)
+    assert state.to_act() == CHANCE
+    v = state.public_view()
+    assert v["dealer"] == 0 and v["table"]["non_dealer"] == 1 and v["to_act"] is None
+
+def test_view_contract_holder_of_a_nullo_is_the_defender_who_called_it_jj_4_3():
+    """JJ-4.3 / JJ-4.5: the defender's nullo, not answered by a slam, makes him the holder of
+    the contract; here seat 1 is declarer (he accepted the turn-up) and seat 0 holds the nullo."""
+    state = deal(**PLAY_DEAL)
+    act(state, "pass", "accept", "pass", "no_exchange", "no_exchange", "nullo", "pass")
+    c = table(state)["contract"]
+    assert (c["declarer"], c["defender"], c["kind"], c["holder"]) == (1, 0, "nullo", 0)
 
 def test_secret_cards_hands_stock_and_what_is_revealed():
     state = deal(**EXCH_DEAL)
@@ -182,6 +285,22 @@ def test_zones_cover_the_pack_and_are_empty_between_deals():
     assert sum(bin(m).count("1") for m in z.values()) == 32
     act(state, "pass", "pass", "pass", "pass")
     assert state.to_act() == CHANCE and state.zones() == {}
+    # JJ-3.6: the thrown-in hands are gone with the deal: no cards counted in any hand
+    assert state.public_view()["hand_sizes"] == [0, 0] and state.view(0)["hand"] == []
+    # and the running records of a deal are empty between deals (the keys stay)
+    t = table(state)
+    assert t["jo_jotte"] == [0, 0] and t["trick_points"] == [0, 0] and t["tricks"] == []
+    assert state.public_view()["tricks_taken"] == [0, 0]
+
+
+def test_the_final_views_name_the_match_winners_jj_10_5():
+    """JJ-10.5: once the match is over every audience's view is ``over`` and names the winners
+    that ``result()`` names."""
+    finished = random_match(GAME, 3)
+    winners = finished.result()["winners"]
+    assert winners
+    for v in (finished.view(0), finished.view(1), finished.public_view()):
+        assert v["over"] is True and v["winners"] == winners
 
 
 def test_clone_is_independent():

@@ -172,6 +172,19 @@ def test_jj_exchange_window_until_first_lead_closes_with_the_first_card():
     assert state.to_act() == 0 and not any(a.startswith("exchange") for a in legal(state))
 
 
+def test_jj_exchange_window_until_first_lead_closes_with_his_first_card_though_he_keeps_the_seven():
+    """JJ-A10: the late window closes with the exchanger's first card, whichever card it is:
+    seat 0 discards AS on the led AC keeping 7S, and at his next turn is offered no exchange
+    (a window left open there survived mutation testing: the other test plays the seven)."""
+    opts = {"jj_exchange_window": "until_first_lead"}
+    state = deal(opts, **EXCH_DEAL)
+    act(state, "accept", "pass", "no_exchange", "no_exchange", "pass", "play:AC")
+    assert legal(state)[-1] == "exchange:7S"
+    act(state, "play:AS", "play:KC")
+    assert state.to_act() == 0 and "7S" in hand(state, 0)
+    assert not any(a.startswith("exchange") for a in legal(state))
+
+
 # ---- JJ-A11, JJ-A12, JJ-A13, JJ-A14, JJ-A15, JJ-A16, JJ-A17 -------------------------------------------
 
 def test_jj_slam_strain_suit_or_no_trump():
@@ -321,6 +334,8 @@ def test_jj_meld_declaration_optional():
     assert table(state)["contract"]["kind"] == "normal"
     assert state.public_view()["phase"] == "melds" and state.to_act() == 1
     assert legal(state) == ["declare", "conceal"]
+    # JJ-A21: nothing is stated before the first statement: no dialogue for any audience yet
+    assert all(v["table"]["melds"] is None for v in (state.view(0), state.view(1), state.public_view()))
     # JJ-A21: the view says which category each step is about (quartets twice, then sequences)
     assert table(state)["meld_category"] == "quartets"
     act(state, "declare")  # seat 1 has no quartet: the public sees "quartet none"
@@ -337,6 +352,22 @@ def test_jj_meld_declaration_optional():
     steps = [(e["seat"], e["action"]) for e in table(state)["deal_actions"][-4:]]
     assert steps == [(1, "conceal"), (0, "conceal"), (1, "conceal"), (0, "conceal")]
 
+
+def test_jj_meld_declaration_optional_points_once_the_dialogue_ends_and_the_winner_in_last_deal():
+    """JJ-5.9 / JJ-A21: while the four statements run, the melds' ``points`` are null (nothing is
+    settled yet, docs/games/jojotte.md ``melds``); after the last one the settlement shows: seat
+    1's K-Q-J-T-9 of hearts scores 50. The deal's breakdown names him the sequence winner and
+    nobody the quartet winner (no quartet)."""
+    state = deal({"jj_meld_declaration": "optional"}, **MELD_LOSER_DEAL)
+    act(state, "name:S", "pass", "pass")
+    for _ in range(3):
+        act(state, "declare")
+        assert table(state)["melds"]["points"] is None
+    act(state, "declare")
+    assert table(state)["melds"]["points"] == [0, 50]
+    auto_finish_deal(state)
+    last = table(state)["last_deal"]
+    assert last["melds"] == [0, 50] and last["sequence_winner"] == 1 and last["quartet_winner"] is None
 
 def test_jj_meld_declaration_optional_public_action_is_the_form_the_log_keeps_jj_a21():
     """JJ-A21, JJ-5.9: ``public_action`` (what the public log records) of a ``declare`` that

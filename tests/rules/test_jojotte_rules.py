@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine_service.rules import IllegalAction
+from engine_service.rules import CHANCE, IllegalAction
 from engine_service.rules.cards import card_id
 from engine_service.rules.games.jojotte import melds as M
 from engine_service.rules.games.jojotte import tables as T
@@ -442,7 +442,9 @@ def test_JJ_7_1_and_7_2_jo_on_the_king_then_jotte_on_the_queen_scores_20():
     act(state, "play:KS:jo")
     assert table(state)["jo"] == [0]
     assert state.secret_cards(1) >> card_id("QS") & 1 == 0  # "jo" shows the queen
-    assert "play:QS:jotte" in legal(state)
+    # NOTATION 2.4 (docs/games/jojotte.md): the announced variant right after its plain play
+    assert legal(state) == ["play:QS", "play:QS:jotte", "play:JS", "play:AH", "play:KH", "play:QH",
+                            "play:AD", "play:KD", "play:QD"]
     act(state, "play:QS:jotte")
     assert table(state)["jo_jotte"] == [20, 0]
     r = auto_finish_deal(state)
@@ -590,6 +592,20 @@ def test_JJ_10_3_rubber_to_two_games_bonus_300_above_and_match_end():
     m = table(state)["match"]
     assert m["rubbers_won"] == [1, 0] and m["rubber_totals"] == [[r["below"][0] + 400, r["below"][1]]]
 
+
+def test_JJ_10_3_a_won_rubber_leaves_a_fresh_rubber_in_a_longer_match_JJ_10_5():
+    """JJ-10.3 / JJ-10.5: with ``jj_match_rubbers = 2`` the first rubber's end starts the second:
+    the view's current-rubber record (its games, their winners in order, its points, JJ-10.4)
+    starts empty again, and the finished rubber moves to ``rubber_totals``."""
+    state = deal({"jj_match_rubbers": 2}, **STRONG_DEAL)
+    set_match(state, gpts=(0, 0), rgames=(1, 1), rseq=(1, 0), games=(1, 1))
+    to_play(state, "name:S", "pass")
+    auto_finish_deal(state)
+    assert state.to_act() == CHANCE
+    m = table(state)["match"]
+    assert m["rubbers_won"] == [1, 0] and m["rubber_number"] == 1 and len(m["rubber_totals"]) == 1
+    assert m["rubber_games"] == [0, 0] and m["rubber_game_winners"] == [] and m["rubber_points"] == [0, 0]
+    assert m["game_points"] == [0, 0]
 
 def test_JJ_10_5_one_rubber_winner_wins_even_with_fewer_points():
     state = deal(**STRONG_DEAL)

@@ -135,7 +135,8 @@ def test_jojotte_a_refused_announcement_on_a_playable_card_lists_the_legal_actio
     legal actions, not with a card-play rule he did not break: a jo on the plain king of the
     led suit (JJ-7.2: jo belongs to the trump king; he followed suit, JJ-6.3), on the trump
     king without the trump queen while void in the led suit (he did play a trump, JJ-6.4), or
-    at no-trump (no trump to play, JJ-6.7). Seat 0 holds JS 9S KS KH 7H AD KD QD JD (no QS);
+    at no-trump (no trump to play, JJ-6.7), or on a plain king he leads (JJ-6.2: any card may be
+    led). Seat 0 holds JS 9S KS KH 7H AD KD QD JD (no QS);
     seat 1 leads AH, then AC."""
     from .checks_jojotte import deal, to_play
 
@@ -148,6 +149,8 @@ def test_jojotte_a_refused_announcement_on_a_playable_card_lists_the_legal_actio
     state.apply("play:AC", 1)
     assert _refused(state, "play:KS:jo") == (
         "play:KS:jo is not a legal action now; legal now: play:KS, play:JS, play:9S")
+    state.apply("play:9S", 0)  # he trumps and leads next: no card on the table, nothing to follow
+    assert _refused(state, "play:KH:jo").startswith("play:KH:jo is not a legal action now; legal now: ")
     state = to_play(deal({}, **cards), "pass", "pass", "no_trump", "pass")
     state.apply("play:AC", 1)
     assert _refused(state, "play:KH:jo").startswith("play:KH:jo is not a legal action now; legal now: ")

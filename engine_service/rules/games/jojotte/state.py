@@ -380,8 +380,7 @@ class JojotteState(State):
                 self._prev_trick = (log[-2], log[-1])
                 self._end_of_play()
                 return
-            self._leader = w
-            self._to_act = w
+            self._to_act = w  # the winner leads next: ``_leader`` is set with his card
             return
         self._apply_other(a)
 
@@ -620,7 +619,6 @@ class JojotteState(State):
             leader = self._decl if self._kind == NULLO else 1 - self._decl
         else:
             leader = 1 - self._dealer
-        self._leader = leader
         self._to_act = leader
 
     # ---- end of deal: scoring and match progression (JJ-9, JJ-10) ---------------------------

@@ -133,8 +133,6 @@ def exchange_offer(st: JojotteState, seat: int) -> list[str] | None:
         return None
     if seat != st._exch_seat:
         return ["no_exchange"]
-    if st._exchange is not None and st._exchange[0] != seat:
-        return ["no_exchange"]
     m = st._exch_offer
     return [A.ACTION_STRINGS[A.EXCHANGE + s] for s in range(4) if m >> (s * 9 + T.SEVEN) & 1] + ["no_exchange"]
 
