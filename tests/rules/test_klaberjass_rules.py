@@ -1220,3 +1220,22 @@ def test_with_the_turnup_suit_trump_a_missing_dix_is_the_reason_not_the_option_k
     with pytest.raises(IllegalAction) as info:
         state.apply("exchange")
     assert info.value.message == "exchange: you hold no exchangeable dix, the seven of trumps (KL-4.1, KL-4.4)"
+
+
+def test_bella_announcement_on_a_king_that_does_not_overtrump_names_kl_6_4():
+    """KL-6.4 over KL-A23: ``play:KH:bella`` on a trump lead the king cannot beat, by a player
+    holding a trump that does, is refused for its card, as ``play:KH`` is: it read "not a
+    legal action now" with the legal actions, as if the announcement were what is wrong. The
+    elder holds KH QH AH (hearts trump); the dealer wins KD with TD and leads TH, which only AH
+    beats (J 9 A T K Q 8 7, KL-1.2)."""
+    from engine_service.rules import IllegalAction
+
+    state = to_play("KH QH AH AS KD QC JC 9C 8C", "KS 9S JH 9H TH TD 8D 7D 7C", "8H",
+                    options={"kl_bella_announcement": "required"})
+    play_pairs(state, [("KD", "TD")])
+    state.apply("play:TH")
+    assert state.legal_actions() == ["play:AH"]
+    for action in ("play:KH", "play:KH:bella"):
+        with pytest.raises(IllegalAction) as info:
+            state.apply(action)
+        assert info.value.message == f"{action}: you must beat the trump TH with a higher trump (KL-6.4)"

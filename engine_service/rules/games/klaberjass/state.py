@@ -309,7 +309,8 @@ class KlaberjassState(State):
                 same = h & SUIT_MASK_OF[lead]
                 if same and not same & BIT[c]:
                     return f"{text}: you must follow suit {suit} (KL-6.3)"
-                if same and a < BELLA:
+                # a ``:bella`` king refused while its card may be played breaks no card rule
+                if same and (a < BELLA or c not in self.legal_ids()):
                     return f"{text}: you must beat the trump {CODES[lead]} with a higher trump (KL-6.4)"
                 if not same and h & self._tmask and not self._tmask & BIT[c]:
                     return f"{text}: you have no {suit} and must play a trump {'SHDC'[self._trump]} (KL-6.5)"
