@@ -42,6 +42,18 @@ def test_environment_switches():
     assert PluginSettings().autoload is True and PluginSettings().load_timeout_s == LOAD_TIMEOUT_S
 
 
+def test_the_switches_are_the_documented_environment_variables_and_the_limit_30_s():
+    """docs/bots.md: ``CARDGAMES_DISABLE_PLUGIN_AUTOLOAD=1`` turns autoloading off,
+    ``CARDGAMES_BOT_PLUGINS=a,b`` names the plugins to load, and a plugin's import and hook
+    have 30 s each by default (``--bot-plugin-load-timeout-s``). The other tests name the
+    variables by the module's constants, which a renamed variable would follow silently,
+    leaving an operator's switch read by nothing."""
+    s = PluginSettings.resolve(environ={"CARDGAMES_DISABLE_PLUGIN_AUTOLOAD": "1",
+                                        "CARDGAMES_BOT_PLUGINS": "heuristic, search"})
+    assert s.autoload is False and s.allowlist == frozenset({"heuristic", "search"})
+    assert PluginSettings().load_timeout_s == PluginSettings.resolve(environ={}).load_timeout_s == 30.0
+
+
 def test_a_disable_switch_of_no_yes_no_value_is_refused_not_read_as_no():
     """``CARDGAMES_DISABLE_PLUGIN_AUTOLOAD=y`` (or ``=disable``) was read as "no": every installed
     plugin kept autoloading, which the operator had meant to turn off, without a word. A value
@@ -678,6 +690,26 @@ def test_a_spec_whose_description_is_not_a_string_is_refused_alone():
     for name in catalog.names():  # every listed bot encodes
         spec = catalog.entries[name].spec
         bot_message(BotInfo(name=name, games=(), description=spec.description, plugin=""))
+
+
+def test_a_spec_whose_factory_is_not_callable_is_refused_alone():
+    """``factory(game_id)`` makes the bot (docs/bots.md): one that is no function would fail
+    only at the bot's first decision in a match, in a worker, as a bot failure falling back to
+    the auto-move, in every match that seats it. It is refused at load instead, naming the bot,
+    and the plugin's other bots load."""
+
+    class Plugin:
+        @hookimpl
+        def cardgames_bots(self):
+            return [BotSpec("no-factory", None), BotSpec("a-string", "bot_plugins.random_bot"),
+                    BotSpec("callable", lambda g: None)]
+
+    catalog = load_catalog(PluginSettings.resolve(extra=[Plugin()], environ={}))
+    assert "callable" in catalog.names()
+    assert "no-factory" not in catalog.names() and "a-string" not in catalog.names()
+    assert [(f.plugin, f.stage, f.summary) for f in catalog.failures] == [
+        ("Plugin", "spec", "TypeError: bot 'no-factory': factory is not callable"),
+        ("Plugin", "spec", "TypeError: bot 'a-string': factory is not callable")]
 
 
 def test_a_hooks_own_options_are_kept_and_a_cardgames_value_that_is_no_function_is_no_hook():
