@@ -242,6 +242,23 @@ def test_a_bot_name_with_a_trailing_newline_is_refused():
     assert sum(1 for f in catalog.failures if f.plugin == "Newline" and f.stage == "spec") == 2
 
 
+def test_a_bot_name_that_is_no_string_is_refused_by_the_naming_rule():
+    """docs/bots.md: a name is lower-case letters, digits, - and _. A number or bytes is no
+    such name: refused as one, with the rule a bot author needs, not with the regular
+    expression's complaint about its argument's type."""
+
+    class Numbered:
+        @hookimpl
+        def cardgames_bots(self):
+            return [BotSpec(7, lambda g: None), BotSpec(b"bytes", lambda g: None), BotSpec("fine", lambda g: None)]
+
+    catalog = load_catalog(PluginSettings.resolve(extra=[Numbered()], environ={}))
+    assert catalog.names().count("fine") == 1 and 7 not in catalog.entries and b"bytes" not in catalog.entries
+    assert [f.summary for f in catalog.failures] == [
+        "ValueError: bad bot name 7 (lower-case letters, digits, - and _)",
+        "ValueError: bad bot name b'bytes' (lower-case letters, digits, - and _)"]
+
+
 def test_a_bots_games_given_as_a_generator_are_read_once():
     """``BotSpec.games`` is any iterable of game ids. A generator was used up by the spec's
     check, and the bot was then listed as playing no game at all (never seated). It is read
