@@ -146,6 +146,21 @@ def test_the_waiting_view_has_nobody_to_act_whatever_public_view_it_is_built_fro
         assert view["legal"] == [] and view["hand"] == []
 
 
+def test_the_admin_view_of_an_undealt_table_has_every_hand_empty():
+    """views.admin_view: ``hands`` holds one list per seat, each seat's cards; a table not
+    dealt yet (it waits for players: KL-2.1's draw is made, no card dealt) has no zone at
+    all, and every hand reads empty, not some card."""
+    from engine_service.rules import get_game
+    from engine_service.sessions.views import ADMIN
+
+    for game_id in ("klaberjass", "georgian_joker"):
+        game = get_game(game_id)
+        state = game.new_state(first_dealer=1)
+        view = view_for(state, ADMIN)
+        assert view["zones"] == {}
+        assert view["hands"] == [[] for _ in range(game.num_seats)]
+
+
 def test_an_ended_view_is_a_copy():
     """views.after_end returns a new view: the one it is given may be an envelope's, shared
     by every watcher of an audience (LiveMatch.envelope)."""
