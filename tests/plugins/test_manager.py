@@ -567,7 +567,10 @@ def test_the_hook_may_return_any_iterable_of_bot_specs_but_not_a_string_a_mappin
               plugin("Mapping", lambda: {BotSpec("from-dict", lambda g: None): 1}),
               plugin("Lone", lambda: BotSpec("lone", lambda g: None)), plugin("Number", lambda: 5),
               plugin("Breaks", breaks)]
-    catalog = load_catalog(PluginSettings.resolve(extra=extras, environ={}))
+    with capture_logs() as logs:
+        catalog = load_catalog(PluginSettings.resolve(extra=extras, environ={}))
+    # a refused answer is a failure only, not also a plugin "offering no bots" (that is None's)
+    assert [e["plugin"] for e in logs if e["event"] == "bot_plugin_offers_no_bots"] == ["Nothing"]
     assert {"from-generator", "from-tuple"} <= set(catalog.names())
     assert not {"from-dict", "lone", "before-break"} & set(catalog.names())
     failed = {f.plugin: (f.stage, f.summary) for f in catalog.failures}
