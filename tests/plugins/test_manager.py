@@ -42,6 +42,18 @@ def test_environment_switches():
     assert PluginSettings().autoload is True and PluginSettings().load_timeout_s == LOAD_TIMEOUT_S
 
 
+def test_the_switches_are_the_documented_environment_variables_and_the_limit_30_s():
+    """docs/bots.md: ``CARDGAMES_DISABLE_PLUGIN_AUTOLOAD=1`` turns autoloading off,
+    ``CARDGAMES_BOT_PLUGINS=a,b`` names the plugins to load, and a plugin's import and hook
+    have 30 s each by default (``--bot-plugin-load-timeout-s``). The other tests name the
+    variables by the module's constants, which a renamed variable would follow silently,
+    leaving an operator's switch read by nothing."""
+    s = PluginSettings.resolve(environ={"CARDGAMES_DISABLE_PLUGIN_AUTOLOAD": "1",
+                                        "CARDGAMES_BOT_PLUGINS": "heuristic, search"})
+    assert s.autoload is False and s.allowlist == frozenset({"heuristic", "search"})
+    assert PluginSettings().load_timeout_s == PluginSettings.resolve(environ={}).load_timeout_s == 30.0
+
+
 def test_a_disable_switch_of_no_yes_no_value_is_refused_not_read_as_no():
     """``CARDGAMES_DISABLE_PLUGIN_AUTOLOAD=y`` (or ``=disable``) was read as "no": every installed
     plugin kept autoloading, which the operator had meant to turn off, without a word. A value
@@ -228,6 +240,23 @@ def test_a_bot_name_with_a_trailing_newline_is_refused():
     catalog = load_catalog(PluginSettings.resolve(extra=[Newline()], environ={}))
     assert "nl\n" not in catalog.names() and "fine" not in catalog.names()
     assert sum(1 for f in catalog.failures if f.plugin == "Newline" and f.stage == "spec") == 2
+
+
+def test_a_bot_name_that_is_no_string_is_refused_by_the_naming_rule():
+    """docs/bots.md: a name is lower-case letters, digits, - and _. A number or bytes is no
+    such name: refused as one, with the rule a bot author needs, not with the regular
+    expression's complaint about its argument's type."""
+
+    class Numbered:
+        @hookimpl
+        def cardgames_bots(self):
+            return [BotSpec(7, lambda g: None), BotSpec(b"bytes", lambda g: None), BotSpec("fine", lambda g: None)]
+
+    catalog = load_catalog(PluginSettings.resolve(extra=[Numbered()], environ={}))
+    assert catalog.names().count("fine") == 1 and 7 not in catalog.entries and b"bytes" not in catalog.entries
+    assert [f.summary for f in catalog.failures] == [
+        "ValueError: bad bot name 7 (lower-case letters, digits, - and _)",
+        "ValueError: bad bot name b'bytes' (lower-case letters, digits, - and _)"]
 
 
 def test_a_bots_games_given_as_a_generator_are_read_once():
@@ -538,7 +567,10 @@ def test_the_hook_may_return_any_iterable_of_bot_specs_but_not_a_string_a_mappin
               plugin("Mapping", lambda: {BotSpec("from-dict", lambda g: None): 1}),
               plugin("Lone", lambda: BotSpec("lone", lambda g: None)), plugin("Number", lambda: 5),
               plugin("Breaks", breaks)]
-    catalog = load_catalog(PluginSettings.resolve(extra=extras, environ={}))
+    with capture_logs() as logs:
+        catalog = load_catalog(PluginSettings.resolve(extra=extras, environ={}))
+    # a refused answer is a failure only, not also a plugin "offering no bots" (that is None's)
+    assert [e["plugin"] for e in logs if e["event"] == "bot_plugin_offers_no_bots"] == ["Nothing"]
     assert {"from-generator", "from-tuple"} <= set(catalog.names())
     assert not {"from-dict", "lone", "before-break"} & set(catalog.names())
     failed = {f.plugin: (f.stage, f.summary) for f in catalog.failures}
@@ -606,7 +638,9 @@ def test_listbots_reasons_name_a_plugins_file_not_its_path_on_the_host():
                                             "plugin <module 'pathplugin' from 'pathplugin.py'>")
     assert "/srv/private/site-packages/pathplugin.py" in failed["pathplugin"].error  # the log's
     assert " at 0x" not in failed["MisspelledHook"].summary
-    assert failed["MisspelledHook"].summary.startswith("PluginValidationError: unknown hook 'cardgames_bot'")
+    # the address goes, the rest of the object's repr stays as it was
+    assert failed["MisspelledHook"].summary == ("PluginValidationError: unknown hook 'cardgames_bot' in "
+                                                "plugin <tests.plugins.broken_plugins.MisspelledHook object>")
 
 
 def test_a_hook_that_exits_or_raises_a_base_exception_is_a_failure_not_the_end_of_the_load():
@@ -678,6 +712,26 @@ def test_a_spec_whose_description_is_not_a_string_is_refused_alone():
     for name in catalog.names():  # every listed bot encodes
         spec = catalog.entries[name].spec
         bot_message(BotInfo(name=name, games=(), description=spec.description, plugin=""))
+
+
+def test_a_spec_whose_factory_is_not_callable_is_refused_alone():
+    """``factory(game_id)`` makes the bot (docs/bots.md): one that is no function would fail
+    only at the bot's first decision in a match, in a worker, as a bot failure falling back to
+    the auto-move, in every match that seats it. It is refused at load instead, naming the bot,
+    and the plugin's other bots load."""
+
+    class Plugin:
+        @hookimpl
+        def cardgames_bots(self):
+            return [BotSpec("no-factory", None), BotSpec("a-string", "bot_plugins.random_bot"),
+                    BotSpec("callable", lambda g: None)]
+
+    catalog = load_catalog(PluginSettings.resolve(extra=[Plugin()], environ={}))
+    assert "callable" in catalog.names()
+    assert "no-factory" not in catalog.names() and "a-string" not in catalog.names()
+    assert [(f.plugin, f.stage, f.summary) for f in catalog.failures] == [
+        ("Plugin", "spec", "TypeError: bot 'no-factory': factory is not callable"),
+        ("Plugin", "spec", "TypeError: bot 'a-string': factory is not callable")]
 
 
 def test_a_hooks_own_options_are_kept_and_a_cardgames_value_that_is_no_function_is_no_hook():

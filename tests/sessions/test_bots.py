@@ -326,6 +326,10 @@ def test_a_takeover_bot_that_is_not_installed_refuses_the_start():
                                       "(georgian_joker)")
     assert run(start("random")) == (None, False)
     assert run(start("")) == (None, False)  # the rulebook's auto-move policy (GJ-12.2)
+    # a session without a bot host has no bots to check the name against (its bot seats are
+    # refused): nothing to refuse at its start
+    from engine_service.sessions.validation import check_takeover_bot
+    assert check_takeover_bot("random", None) is None
 
 
 class GatedHost(ScriptedHost):

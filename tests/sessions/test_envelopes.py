@@ -126,6 +126,41 @@ def test_the_waiting_view_names_its_seat_and_withholds_the_draw_without_touching
     assert public == kept and public["table"]["first_dealer"] == 1
 
 
+def test_the_waiting_view_has_nobody_to_act_whatever_public_view_it_is_built_from():
+    """views.before_start: nobody may act while the match waits (SubmitAction answers
+    MATCH_WAITING, docs/api.md), so its view names nobody to act and no legal action, and no
+    hand, even built from the public view of a dealt deal (KL-3.1: the elder acts first)."""
+    from engine_service.rules import get_game
+    from engine_service.rules.cards import codes_of
+
+    game = get_game("klaberjass")
+    state = game.new_state(first_dealer=1)
+    deck = list(game.pack)
+    random.Random(5).shuffle(deck)
+    state.deal([codes_of(1 << c)[0] for c in deck])
+    public = state.public_view()
+    assert public["to_act"] == 0
+    for audience in (0, 1, SPECTATOR):
+        view = before_start(public, audience, game.draw_keys)
+        assert view["to_act"] is None and view["dealer"] is None
+        assert view["legal"] == [] and view["hand"] == []
+
+
+def test_the_admin_view_of_an_undealt_table_has_every_hand_empty():
+    """views.admin_view: ``hands`` holds one list per seat, each seat's cards; a table not
+    dealt yet (it waits for players: KL-2.1's draw is made, no card dealt) has no zone at
+    all, and every hand reads empty, not some card."""
+    from engine_service.rules import get_game
+    from engine_service.sessions.views import ADMIN
+
+    for game_id in ("klaberjass", "georgian_joker"):
+        game = get_game(game_id)
+        state = game.new_state(first_dealer=1)
+        view = view_for(state, ADMIN)
+        assert view["zones"] == {}
+        assert view["hands"] == [[] for _ in range(game.num_seats)]
+
+
 def test_an_ended_view_is_a_copy():
     """views.after_end returns a new view: the one it is given may be an envelope's, shared
     by every watcher of an audience (LiveMatch.envelope)."""

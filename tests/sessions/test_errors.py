@@ -49,6 +49,21 @@ def test_no_token_is_a_spectator_unless_the_transport_vouched_for_the_admin():
     assert authenticate({}, "m", None, admin=True).kind == "admin"
 
 
+def test_a_seat_token_without_a_match_id_is_its_own_matchs_seat():
+    """access.authenticate checks the token's match against the one the request names, and
+    only when it names one: the rate limiter asks whose token a call carries before the
+    request is checked (docs/api.md, Errors: RATE_LIMITED is counted per seat token, or per
+    address without one), so a seat token sent with an empty match id still counts against
+    its seat, not against the address its player shares with others."""
+    token = new_token()
+    tokens = {token_hash(token): ("m1", 2)}
+    p = authenticate(tokens, "", token)
+    assert (p.kind, p.match_id, p.seat, p.token_hash) == ("seat", "m1", 2, token_hash(token))
+    with pytest.raises(PermissionDenied) as info:
+        authenticate(tokens, "m2", token)
+    assert info.value.reason == "WRONG_MATCH"
+
+
 def test_seat_tokens_are_256_random_bits_and_stored_only_as_their_hash():
     """tokens.py: a seat token is 32 random bytes (URL-safe base64, no padding), never two
     alike; what is kept of it is its SHA-256, which is not the token."""

@@ -117,6 +117,30 @@ def test_metrics_after_a_known_scenario():
     assert metrics.value("cardgames_presence_changes_total", {**g, "change": "joined"}) == 2
 
 
+def test_each_watch_counts_under_its_audience():
+    """docs/operations.md: ``cardgames_watchers{audience}`` counts the open WatchMatch streams
+    by audience, ``seat``, ``spectator`` or ``admin`` (the operator's own streams apart from
+    the public's)."""
+    metrics = Metrics()
+
+    async def go():
+        async with manager(store=MemoryStore(metrics), metrics=metrics) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            ps = [mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, i, "x")).token) for i in range(2)]
+            streams = [Stream(mgr, s.match_id, p) for p in (ps[0], ps[1], Principal("spectator", s.match_id),
+                                                             Principal("admin", s.match_id))]
+            await until(lambda: len(mgr._matches[s.match_id].watchers) == 4)
+            open_ = {a: metrics.value("cardgames_watchers", {"audience": a}) for a in ("seat", "spectator", "admin")}
+            await mgr.terminate_match(s.match_id, "test")
+            await until(lambda: all(w.task.done() for w in streams))
+            closed = {a: metrics.value("cardgames_watchers", {"audience": a}) for a in ("seat", "spectator", "admin")}
+            return open_, closed
+
+    open_, closed = run(go())
+    assert open_ == {"seat": 2, "spectator": 1, "admin": 1}
+    assert closed == {"seat": 0, "spectator": 0, "admin": 0}
+
+
 def test_metric_labels_never_hold_a_match_id():
     metrics = Metrics()
 
