@@ -270,3 +270,22 @@ def test_between_deals_no_hand_trick_or_bid_is_shown_gj_11_1():
         table = view["table"]
         assert table["bids"] == [None, None, None, None] and table["forbidden_bid"] is None
         assert table["trump"] is None and table["trump_indicator"] is None and table["tricks"] == []
+
+
+def test_a_view_s_deal_results_are_copies_of_the_score_sheet_gj_11_1():
+    """GJ-11.1: every view shows the deal results, but as copies: a caller editing the lists
+    of a view (a bot, a client adapter) cannot change the match's score sheet, which
+    ``deal_results()`` hands out read-only by contract."""
+    rng = random.Random(4)
+    state = GAME.new_state({}, first_dealer=2)
+    state.deal(shuffled(GAME, rng))
+    while state.to_act() != CHANCE:
+        state.apply(GAME.auto_move(state.view(state.to_act())))
+    sheet = [{k: list(v) if isinstance(v, list) else v for k, v in r.items()} for r in state.deal_results()]
+    for view in [state.view(s) for s in range(4)] + [state.public_view()]:
+        for r in view["deal_results"]:
+            for key in ("bids", "taken", "scores"):
+                r[key].append(99)
+                r[key][0] = -7
+    assert state.deal_results() == sheet
+    assert state.public_view()["deal_results"] == sheet
