@@ -479,6 +479,14 @@ def test_every_action_id_round_trips_through_notation():
     assert A.action_str(64) == "trump:NT" and A.action_str(100) == "bid:0"
 
 
+@pytest.mark.parametrize("action", [56, 59, 65, 99, -1])
+def test_ids_between_the_notation_ranges_name_no_action(action):
+    """NOTATION.md section 2: the ids just past the joker plays (56 ..) and the trump choices
+    (65 ..) name no action: action_str refuses them rather than printing a card or a strain."""
+    with pytest.raises(MalformedAction, match="not a Georgian Joker action id"):
+        A.action_str(action)
+
+
 @pytest.mark.parametrize("text,fragment", [
     ("play:X1", "needs a mode"), ("play:X2:up", "mode"), ("play:X1:high:NT", "names one suit"),
     ("play:X1:high:S:x", "names one suit"), ("play:AS:high", "only a joker"), ("play:ZZ", "not a card"),

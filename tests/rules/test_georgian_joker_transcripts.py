@@ -71,3 +71,18 @@ def test_tied_winners_check_out_in_any_order():
         diff, _ = transcript.check(told)
         assert (diff is not None) == differs, (winners, diff)
         assert diff is None or (diff.where, diff.what) == ("match result", "result.winners")
+
+
+def test_a_clone_exports_the_same_transcript():
+    """NOTATION.md section 3: a session checkpoints and writes matches from ``clone()``s, so a
+    clone's transcript (its options, GJ-13, among them) is the original's, mid-deal and at
+    the match's end."""
+    options = {"deal_schedule": "nines", "moshla": "off"}
+    state = random_match(GAME, 23, options)
+    assert transcript.export(state.clone()) == transcript.export(state)
+    partial = GAME.new_state(options, first_dealer=1)
+    partial.deal(list(GAME.pack))
+    partial.apply("trump:H")
+    clone = partial.clone()
+    assert transcript.export(clone) == transcript.export(partial)
+    assert transcript.export(clone)["options"] == options

@@ -270,3 +270,58 @@ def test_between_deals_no_hand_trick_or_bid_is_shown_gj_11_1():
         table = view["table"]
         assert table["bids"] == [None, None, None, None] and table["forbidden_bid"] is None
         assert table["trump"] is None and table["trump_indicator"] is None and table["tricks"] == []
+
+
+def test_a_view_s_deal_results_are_copies_of_the_score_sheet_gj_11_1():
+    """GJ-11.1: every view shows the deal results, but as copies: a caller editing the lists
+    of a view (a bot, a client adapter) cannot change the match's score sheet, which
+    ``deal_results()`` hands out read-only by contract."""
+    rng = random.Random(4)
+    state = GAME.new_state({}, first_dealer=2)
+    state.deal(shuffled(GAME, rng))
+    while state.to_act() != CHANCE:
+        state.apply(GAME.auto_move(state.view(state.to_act())))
+    sheet = [{k: list(v) if isinstance(v, list) else v for k, v in r.items()} for r in state.deal_results()]
+    for view in [state.view(s) for s in range(4)] + [state.public_view()]:
+        for r in view["deal_results"]:
+            for key in ("bids", "taken", "scores"):
+                r[key].append(99)
+                r[key][0] = -7
+    assert state.deal_results() == sheet
+    assert state.public_view()["deal_results"] == sheet
+
+
+# GJ-2.4 / GJ-2.5, spelled out from the rulebook's tables: (n, pulka) of each deal
+STANDARD_DEALS = ([(n, 1) for n in range(1, 9)] + [(9, 2)] * 4 + [(n, 3) for n in range(8, 0, -1)]
+                  + [(9, 4)] * 4)
+NINES_DEALS = [(9, k // 4 + 1) for k in range(16)]
+
+
+@pytest.mark.parametrize("options,deals", [({}, STANDARD_DEALS),
+                                           ({"deal_schedule": "nines", "moshla": "off"}, NINES_DEALS)])
+def test_table_shows_the_match_frame_in_every_phase_gj_11_1_gj_2(options, deals):
+    """GJ-11.1: the table options, the first dealer (GJ-2.2), the schedule and its length, the
+    deal and pulka numbers and ``n`` (GJ-2.4, GJ-2.5), the forehand (GJ-2.7) and, in a
+    nine-card deal, the trump chooser (GJ-3.5) are public, before the deal and during it."""
+    rng = random.Random(8)
+    first = 2
+    state = GAME.new_state(options, first_dealer=first)
+    seen = []
+    while state.to_act() != TERMINAL:
+        if state.to_act() == CHANCE:
+            state.deal(shuffled(GAME, rng))
+        else:
+            state.apply(GAME.auto_move(state.view(state.to_act())))
+        if state.to_act() == TERMINAL:
+            break
+        table = state.public_view()["table"]
+        n, pulka = deals[table["deal"] - 1]
+        dealer = (first + table["deal"] - 1) % 4
+        assert table["options"] == dict(GAME.options(options))
+        assert table["options"]["deal_schedule"] == table["schedule"] == options.get("deal_schedule", "standard")
+        assert table["first_dealer"] == first and table["deals_in_match"] == len(deals)
+        assert (table["cards_per_player"], table["pulka"]) == (n, pulka)
+        assert table["forehand"] == (dealer + 1) % 4 and state.public_view()["dealer"] == dealer
+        assert table["trump_chooser"] == (table["forehand"] if n == 9 else None)
+        seen.append(table["deal"])
+    assert sorted(set(seen)) == list(range(1, len(deals) + 1))
