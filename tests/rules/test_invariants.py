@@ -270,6 +270,7 @@ def test_a_clone_plays_on_like_the_original_and_leaves_it_alone(game_id):
             _play_on(cloned.clone(), scratch_rng, 60)
             cloned = cloned.clone()
             assert snapshot(cloned) == snapshot(plain)
+            assert cloned.options == plain.options  # what transcript.export writes (NOTATION 3)
             cloned.apply_id(a)
             plain.apply_id(a)
             assert snapshot(cloned) == snapshot(plain)
