@@ -173,7 +173,9 @@ def test_klaberjass_a_bella_king_takes_the_trick_as_the_king_does_and_the_exchan
         assert st.trick_rank(ids[1]) == st.trick_rank(ids[0]) - 1
 
 
-def test_jojotte_follower_takes_by_jj_6_6_and_nobody_wants_a_trick_in_nullo():
+def _jojotte_follower_to_ten_of_spades_diamonds_trump():
+    """A Jo-Jotte trick in play, diamonds trump, TS led by seat 0, seat 1 to follow (the
+    rollout helpers read only these fields)."""
     from engine_service.rules.games.jojotte import state as J
     from engine_service.rules.games.jojotte import tables as T
     st = get_game("jojotte").new_state({}, first_dealer=1)
@@ -184,6 +186,12 @@ def test_jojotte_follower_takes_by_jj_6_6_and_nobody_wants_a_trick_in_nullo():
     st._trumps = T.TRUMP_MASK[2]
     st._lead = card_id("TS")
     st._to_act = 1
+    return st
+
+
+def test_jojotte_follower_takes_by_jj_6_6_and_nobody_wants_a_trick_in_nullo():
+    from engine_service.rules.games.jojotte import state as J
+    st = _jojotte_follower_to_ten_of_spades_diamonds_trump()
     ids = _cards("AS", "KS", "8D", "AC")
     # JJ-6.6: the ace of the led suit beats the ten (JJ-1.3), the king does not, a trump wins,
     # a card of a third suit never does
@@ -209,16 +217,7 @@ def test_jojotte_announced_plays_win_as_their_card_and_trick_rank_orders_value_t
     Found by mutation testing: the jo / jotte id decoding and every part of the rank packing
     survived the random positions, where such ties and a winning announcement are rare."""
     from engine_service.rules.games.jojotte import actions as A
-    from engine_service.rules.games.jojotte import state as J
-    from engine_service.rules.games.jojotte import tables as T
-    st = get_game("jojotte").new_state({}, first_dealer=1)
-    st._phase = J.PH_PLAY
-    st._pstrain = 2  # diamonds
-    st._wins = T.WINS_OVER[2]
-    st._vals = T.CARD_VALUE[2]
-    st._trumps = T.TRUMP_MASK[2]
-    st._lead = card_id("TS")
-    st._to_act = 1
+    st = _jojotte_follower_to_ten_of_spades_diamonds_trump()
     kd, qd = card_id("KD"), card_id("QD")
     ids = [kd, A.JO + kd, qd, A.JOTTE + qd, card_id("AH"), A.EXCHANGE + 3]
     assert _names(st, st.winning_ids(ids)) == ["play:KD", "play:KD:jo", "play:QD", "play:QD:jotte"]
