@@ -1184,26 +1184,21 @@ def test_bella_announcement_on_a_king_that_follows_suit_lists_the_legal_actions_
     nor, when he is out of the led suit, that he must trump with KH, itself a trump."""
     from engine_service.rules import IllegalAction
 
-    opts = {"kl_bella_announcement": "required"}
-    state = to_play(BELLA_ELDER, BELLA_DEALER, "8H", options=opts)
-    play_pairs(state, [("KD", "TD")])  # the dealer wins with the ten and leads a trump
-    state.apply("play:9H")
-    with pytest.raises(IllegalAction) as info:
-        state.apply("play:KH:bella")
-    assert info.value.message == "play:KH:bella is not a legal action now; legal now: play:KH, play:QH"
-    state = to_play(BELLA_ELDER, BELLA_DEALER, "8H", options=opts)
-    play_pairs(state, [("8C", "7C"), ("QC", "JH")])  # the dealer trumps the second club and leads
-    state.apply("play:TD")
-    with pytest.raises(IllegalAction) as info:
-        state.apply("play:KD:bella")
-    assert info.value.message == "play:KD:bella is not a legal action now; legal now: play:AD, play:KD"
-    # KL-6.5: out of spades the elder must trump, and KH is a trump: still no card rule forbids it
-    state = to_play(BELLA_ELDER, BELLA_DEALER, "8H", options=opts)
-    play_pairs(state, [("AS", "9S"), ("KD", "TD")])  # the dealer wins the diamond and leads KS
-    state.apply("play:KS")
-    with pytest.raises(IllegalAction) as info:
-        state.apply("play:KH:bella")
-    assert info.value.message == "play:KH:bella is not a legal action now; legal now: play:KH, play:QH"
+    cases = [
+        # the dealer wins with the ten and leads a trump
+        ([("KD", "TD")], "9H", "play:KH:bella", "play:KH, play:QH"),
+        # the dealer trumps the second club and leads
+        ([("8C", "7C"), ("QC", "JH")], "TD", "play:KD:bella", "play:AD, play:KD"),
+        # KL-6.5: out of spades the elder must trump, and KH is a trump: still no card rule forbids it
+        ([("AS", "9S"), ("KD", "TD")], "KS", "play:KH:bella", "play:KH, play:QH"),
+    ]
+    for pairs, lead, action, legal in cases:
+        state = to_play(BELLA_ELDER, BELLA_DEALER, "8H", options={"kl_bella_announcement": "required"})
+        play_pairs(state, pairs)
+        state.apply(f"play:{lead}")
+        with pytest.raises(IllegalAction) as info:
+            state.apply(action)
+        assert info.value.message == f"{action} is not a legal action now; legal now: {legal}"
 
 
 @pytest.mark.parametrize("turn_up", ["8H", "KC", "7C"])
