@@ -12,7 +12,7 @@ import random
 import pytest
 
 from engine_service.sessions.api import BadRequest, CreateMatchRequest, Principal
-from engine_service.sessions.delay import MAX_SPECTATOR_DELAY
+from engine_service.sessions.delay import MAX_SPECTATOR_DELAY, cursor_at
 from engine_service.store import SqliteStore
 
 from .helpers import GAMES, Stream, config, manager, open_match, run, to_act, until
@@ -396,3 +396,29 @@ def test_the_admins_summaries_are_live_and_everyone_elses_delayed():
     public, admin, live = run(go())
     assert len(live) == 2 and public.deal_commitments == live[:1]
     assert [s.deal_commitments for s in admin] == [live] * 3
+
+
+def test_a_spectator_cursor_moves_only_to_the_position_asked_for():
+    """``delay.cursor_at`` is where every delayed view comes from: moved forwards it steps
+    through the log, and asked for a position behind it (no flow moves the horizon back today:
+    seq only grows and a match never becomes active again) it folds that position afresh
+    rather than keep its later one, which would show spectators more than the delay allows.
+    Each position's public view is the log's fold there; the match's own state is untouched."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass", spectator_delay_actions=DELAY)
+            rng = random.Random(7)
+            for _ in range(10):
+                await act_once(mgr, match_id, ps, rng)
+            m = mgr._matches[match_id]
+            before = m.state.public_view()
+            seen = []
+            c = None
+            for seq in (3, 8, 4, 4, 0, 9):
+                c = cursor_at(m, c, seq)
+                seen.append((seq, c.seq, c.state.public_view() == public_at(mgr, match_id, seq)))
+            return seen, before, m.state.public_view()
+
+    seen, before, after = run(go())
+    assert seen == [(s, s, True) for s in (3, 8, 4, 4, 0, 9)]
+    assert after == before
