@@ -564,6 +564,30 @@ def test_a_determinized_state_after_one_deal_has_no_transcript_either(game_id):
     assert refused >= 3
 
 
+@pytest.mark.parametrize("game_id", GAMES)
+def test_a_history_dealing_where_no_deal_is_due_has_no_transcript(game_id):
+    """A history that deals again in the middle of a deal (NOTATION 3: a deal's record is its
+    deck, then its steps) is not a match's: export refuses it with TranscriptError before
+    handing the replay a deck it does not expect. No state of the rules writes one; the check
+    keeps a state that claims such a history from failing deeper with another error."""
+    game = get_game(game_id)
+    state = next(s for s in iter_states(game, 7300) if s.history() and s.to_act() >= 0)
+    history = state.history()
+
+    class Claims:
+        """``state`` with its first deal recorded twice."""
+        def __getattr__(self, name):
+            return getattr(state, name)
+
+        def history(self):
+            return [history[0], *history]
+
+    with pytest.raises(TranscriptError) as info:
+        transcript.export(Claims())  # type: ignore[arg-type]
+    assert str(info.value) == transcript.NOT_FROM_THE_START
+    assert transcript.check(transcript.export(state))[0] is None
+
+
 @pytest.mark.parametrize("moves", [0, 1, 2])
 def test_a_laid_out_position_has_no_transcript(moves):
     """A Japanese Joker ``position`` has no deal in its history: bare, it replays to a new
