@@ -15,7 +15,7 @@ from structlog.testing import capture_logs
 
 from engine_service.plugins.manager import (ENV_ALLOWLIST, ENV_DISABLE_AUTOLOAD, LOAD_TIMEOUT_S,
                                             PluginNotLoaded, PluginSettings, check_named_plugins,
-                                            load_catalog, parse_allowlist)
+                                            load_catalog, parse_allowlist, time_limit)
 from engine_service.plugins.runner import BotRunner
 from engine_service.plugins import BotSpec, hookimpl
 from tests.plugins import broken_plugins
@@ -459,6 +459,26 @@ def _callers_timer(delay: float, handler):
         signal.signal(signal.SIGALRM, outer_handler)
         if outer_delay:
             signal.setitimer(signal.ITIMER_REAL, outer_delay, outer_interval)
+
+
+def test_a_time_limit_expiring_as_it_is_disarmed_interrupts_nothing(monkeypatch):
+    """The limit's timer going off while the body's end disarms it (each time the timer is
+    stopped, here) comes too late: the body finished in time, so nothing is interrupted, and
+    the caller's handler is back afterwards (time_limit: "a late signal raises nothing")."""
+    real_setitimer = signal.setitimer
+    late = []
+
+    def setitimer(which, seconds, *interval):
+        if which == signal.ITIMER_REAL and seconds == 0 and signal.getsignal(signal.SIGALRM) is not before:
+            late.append(seconds)
+            signal.raise_signal(signal.SIGALRM)  # our handler runs here, before the timer stops
+        return real_setitimer(which, seconds, *interval)
+
+    before = signal.getsignal(signal.SIGALRM)
+    monkeypatch.setattr(signal, "setitimer", setitimer)
+    with time_limit(30.0):
+        done = True
+    assert done and late and signal.getsignal(signal.SIGALRM) is before
 
 
 def test_the_load_time_limit_applies_when_no_timer_is_armed():
