@@ -481,6 +481,33 @@ def test_a_time_limit_expiring_as_it_is_disarmed_interrupts_nothing(monkeypatch)
     assert done and late and signal.getsignal(signal.SIGALRM) is before
 
 
+def test_a_time_limit_expiring_as_the_body_ends_interrupts_nothing():
+    """The timer going off between the body's end and its disarming (here: as ``disarm`` is
+    called) comes too late as well: nothing is interrupted, the timer is stopped and the
+    caller's handler is back (time_limit disarms a second time, which then runs through)."""
+    before = signal.getsignal(signal.SIGALRM)
+    outer_delay = signal.getitimer(signal.ITIMER_REAL)[0]  # pytest-timeout's, if it armed one
+    late = []
+
+    def tracer(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "disarm" and not late:
+            late.append(frame.f_code.co_name)
+            signal.raise_signal(signal.SIGALRM)  # our handler raises here, before disarm runs
+        return None
+
+    old_trace = sys.gettrace()
+    try:
+        with time_limit(30.0):
+            sys.settrace(tracer)
+            done = True
+    finally:
+        sys.settrace(old_trace)
+    assert done and late == ["disarm"]
+    assert signal.getsignal(signal.SIGALRM) is before
+    left = signal.getitimer(signal.ITIMER_REAL)[0]
+    assert left == 0 if outer_delay == 0 else 0 < left <= outer_delay
+
+
 def test_the_load_time_limit_applies_when_no_timer_is_armed():
     """The engine arms no timer before it loads its plugins (every test runs under
     pytest-timeout's): a hook that takes too long is interrupted then too."""
