@@ -250,6 +250,9 @@ TYPED_NAMES = ["👨\u200d👩\u200d👧 table", "👩\u200d💻", "🏳\ufe0f\u
 HIDDEN_NAMES = ["\u200d", "a\u200d", "\u200da", "a \u200d b", "a\u200d\u200db", "a\U000E0067",
                 "\U000E0067\U000E007F", "\U0001F3F4\U000E007F", "a\u202eb", "a\u200bb", "\u00ad",
                 "x\ufeff", "\ue000", "x\u0378", "a\u2066b",
+                # a joiner with one visible side only, either side; a zero-width space just
+                # before a flag's tag sequence (only the flag's own tags are let through)
+                "x \u200db", "a\u200d b", "x\u200b\U0001F3F4\U000E0067\U000E0062\U000E0073\U000E0063\U000E0074\U000E007F",
                 # just outside those blocks: unassigned, or a noncharacter (never assigned)
                 "x\U0001EFFF", "\U0001FFFE"]
 
