@@ -325,6 +325,19 @@ def test_JJ_5_9_public_dialogue_reveals_only_statements():
     assert not shown & mask("9H", "8H", "7H")  # the loser's sequence stays hidden
 
 
+def test_JJ_5_9_a_higher_declarer_quartet_says_not_good_and_both_stated_quartets_are_revealed():
+    """JJ-5.9 / JJ-5.5: the declarer (seat 1) answers the defender's ``quartet Q`` with
+    ``not_good J`` and scores both his quartets; with no sequence anywhere the defender says
+    ``length 0`` and the declarer ``good``. The loser's stated quartet and every quartet of the
+    winner's ``scores`` line are public (their cards are pinned down), nothing else."""
+    st = M.settle((mask("QS", "QH", "QD", "QC", "8D"), mask("JS", "JH", "JD", "JC", "9S", "9H", "9D", "9C")), 0, 0)
+    lines = M.dialogue(st)
+    assert [(d["seat"], d["say"]) for d in lines] == [(0, "quartet Q"), (1, "not_good J"), (1, "scores"),
+                                                      (0, "length 0"), (1, "good")]
+    assert lines[2]["quartets"] == ["J", "9"] and lines[2]["points"] == 200
+    assert M.revealed_by(lines) == mask("QS", "QH", "QD", "QC", "JS", "JH", "JD", "JC", "9S", "9H", "9D", "9C")
+
+
 def test_JJ_5_9_equal_tops_say_same_then_trump_check():
     """JJ-5.9 / JJ-5.6: equal length and equal top card: the declarer says ``same`` (not
     ``higher``), then the ``trump_check`` event names the trump sequence's owner, or nobody
