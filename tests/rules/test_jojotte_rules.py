@@ -297,6 +297,16 @@ def test_JJ_5_5_higher_best_quartet_scores_all_of_its_owners_quartets():
     assert st.quartet_winner == 1 and st.quartet_points == (0, 200)
 
 
+def test_JJ_5_5_a_hands_best_quartet_is_the_highest_in_quartet_order_not_in_natural_order():
+    """JJ-5.5 / JJ-1.5: aces and jacks in a suit contract: the jacks are the best quartet (J 9 A T K
+    Q), so they beat the opponent's nines and both quartets score, though the aces come first in
+    the natural order."""
+    aces_jacks = mask("AS", "AH", "AD", "AC", "JS", "JH", "JD", "JC")
+    st = M.settle((aces_jacks, mask("9S", "9H", "9D", "9C")), 0, 0)
+    assert st.quartets[0] == (T.JACK, T.ACE)
+    assert st.quartet_winner == 0 and st.quartet_points == (200, 0)
+
+
 def test_JJ_5_6_sequence_comparison_length_top_trump_then_nobody():
     longer = M.settle((mask("QH", "JH", "TH", "9H"), mask("AS", "KS", "QS")), 3, 0)
     assert longer.sequence_winner == 0 and longer.sequence_points == (40, 0)
