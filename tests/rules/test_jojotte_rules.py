@@ -348,6 +348,14 @@ def test_JJ_5_9_a_higher_declarer_quartet_says_not_good_and_both_stated_quartets
     assert M.revealed_by(lines) == mask("QS", "QH", "QD", "QC", "JS", "JH", "JD", "JC", "9S", "9H", "9D", "9C")
 
 
+def test_JJ_5_9_a_longer_declarer_sequence_says_not_good_with_its_length():
+    """JJ-5.9 / JJ-5.6: the declarer (seat 1) answers the defender's ``length 3`` with
+    ``not_good 4`` (his length, no top card asked) and scores."""
+    st = M.settle((mask("QH", "JH", "TH"), mask("AS", "KS", "QS", "JS")), 3, 0)
+    assert [(d["seat"], d["say"]) for d in M.dialogue(st)] == [(0, "quartet none"), (1, "good"), (0, "length 3"),
+                                                               (1, "not_good 4"), (1, "scores")]
+
+
 def test_JJ_5_9_equal_tops_say_same_then_trump_check():
     """JJ-5.9 / JJ-5.6: equal length and equal top card: the declarer says ``same`` (not
     ``higher``), then the ``trump_check`` event names the trump sequence's owner, or nobody
