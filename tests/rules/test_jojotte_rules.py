@@ -356,6 +356,17 @@ def test_JJ_5_9_a_longer_declarer_sequence_says_not_good_with_its_length():
                                                                (1, "not_good 4"), (1, "scores")]
 
 
+def test_JJ_5_9_a_lower_top_says_lower_and_the_defender_scores_his_sequence_with_its_points():
+    """JJ-5.9 / JJ-5.6: equal lengths, the declarer's top card is lower: after ``how_high`` and
+    ``top A`` he says ``lower``; the defender's ``scores`` line names suit, top card and length of
+    the sequence and its points."""
+    lines = M.dialogue(M.settle((mask("AS", "KS", "QS"), mask("KH", "QH", "JH")), 3, 0))
+    assert [(d["seat"], d["say"]) for d in lines][2:] == [(0, "length 3"), (1, "how_high"), (0, "top A"),
+                                                          (1, "lower"), (0, "scores")]
+    assert lines[-1]["points"] == 20
+    assert [(q["suit"], q["top"], q["length"], q["points"]) for q in lines[-1]["sequences"]] == [("S", "A", 3, 20)]
+
+
 def test_JJ_5_9_equal_tops_say_same_then_trump_check():
     """JJ-5.9 / JJ-5.6: equal length and equal top card: the declarer says ``same`` (not
     ``higher``), then the ``trump_check`` event names the trump sequence's owner, or nobody
