@@ -8,12 +8,13 @@ import pytest
 
 from engine_service.rules import IllegalAction
 from engine_service.rules.cards import card_id
+from engine_service.rules.games.jojotte import melds as M
 from engine_service.rules.games.jojotte.options import OPTION_SPECS
 from tests.shared_paths import vectors
 
 from .checks_jojotte import GAME, act, auto_finish_deal, deal, hand, legal, make_deck, plays, table
 from .test_jojotte_rules import (EXCH_DEAL, FAIL_NULLO_DEAL, JO_DEAL, MELD_LOSER_DEAL, PACK_ORDER, PLAY_DEAL,
-                                 SLAM_FAIL_DEAL, STRONG_DEAL, set_match, to_play)
+                                 SLAM_FAIL_DEAL, STRONG_DEAL, mask, set_match, to_play)
 
 
 def test_every_rulebook_option_is_declared_with_its_default_first():
@@ -326,6 +327,15 @@ def test_jj_split_runs():
     scores = table(state)["melds"]["dialogue"][-1]
     assert scores["say"] == "scores"
     assert [q["cards"] for q in scores["sequences"]] == [["AH", "KH", "QH", "JH"], ["TH", "9H", "8H"]]
+
+
+def test_jj_meld_declaration_optional_a_concealed_category_counts_as_none():
+    """JJ-A21: a player who conceals his quartets is treated as holding none, the defender (seat
+    0) as well as the declarer: the opponent's lower quartet then scores."""
+    jacks, nines = mask("JS", "JH", "JD", "JC"), mask("9S", "9H", "9D", "9C")
+    assert M.settle((jacks, nines), 0, 0).quartet_points == (100, 0)
+    st = M.settle((jacks, nines), 0, 0, declared=((False, True), (True, True)))
+    assert st.quartets == ((), (M.T.NINE,)) and st.quartet_winner == 1 and st.quartet_points == (0, 100)
 
 
 def test_jj_meld_declaration_optional():
