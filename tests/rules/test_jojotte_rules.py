@@ -300,11 +300,14 @@ def test_JJ_5_5_higher_best_quartet_scores_all_of_its_owners_quartets():
 def test_JJ_5_5_a_hands_best_quartet_is_the_highest_in_quartet_order_not_in_natural_order():
     """JJ-5.5 / JJ-1.5: aces and jacks in a suit contract: the jacks are the best quartet (J 9 A T K
     Q), so they beat the opponent's nines and both quartets score, though the aces come first in
-    the natural order."""
+    the natural order; and the opponent's jacks beside queens beat the nines."""
     aces_jacks = mask("AS", "AH", "AD", "AC", "JS", "JH", "JD", "JC")
     st = M.settle((aces_jacks, mask("9S", "9H", "9D", "9C")), 0, 0)
     assert st.quartets[0] == (T.JACK, T.ACE)
     assert st.quartet_winner == 0 and st.quartet_points == (200, 0)
+    assert M.dialogue(st)[0] == {"seat": 0, "say": "quartet J"}  # JJ-5.9: the defender states his best
+    st = M.settle((mask("9S", "9H", "9D", "9C"), mask("JS", "JH", "JD", "JC", "QS", "QH", "QD", "QC")), 0, 0)
+    assert st.quartet_winner == 1 and st.quartet_points == (0, 200)  # jacks beat nines, queens do not
 
 
 def test_JJ_5_6_sequence_comparison_length_top_trump_then_nobody():
@@ -365,6 +368,23 @@ def test_JJ_5_9_a_lower_top_says_lower_and_the_defender_scores_his_sequence_with
                                                           (1, "lower"), (0, "scores")]
     assert lines[-1]["points"] == 20
     assert [(q["suit"], q["top"], q["length"], q["points"]) for q in lines[-1]["sequences"]] == [("S", "A", 3, 20)]
+
+
+def test_JJ_5_9_the_statements_compare_each_players_best_sequence():
+    """JJ-5.9 / JJ-5.6: each player states his best sequence (longest, then highest), not his
+    last: K-Q-J-T of hearts beside 9-8-7 of spades is ``length 4`` / ``top K``; A-K-Q-J of diamonds
+    beside 9-8-7 of clubs answers ``how_high`` and ``higher A`` and scores both sequences; against
+    A-K-Q-J of hearts, K-Q-J-T of diamonds beside A-K-Q of clubs is ``lower``."""
+    st = M.settle((mask("KH", "QH", "JH", "TH", "9S", "8S", "7S"), mask("AD", "KD", "QD", "JD", "9C", "8C", "7C")),
+                  3, 0)
+    lines = M.dialogue(st)
+    assert [(d["seat"], d["say"]) for d in lines][2:] == [(0, "length 4"), (1, "how_high"), (0, "top K"),
+                                                          (1, "higher A"), (1, "scores")]
+    assert lines[-1]["points"] == 60
+    st = M.settle((mask("AH", "KH", "QH", "JH", "9S", "8S", "7S"), mask("KD", "QD", "JD", "TD", "AC", "KC", "QC")),
+                  3, 0)
+    assert [(d["seat"], d["say"]) for d in M.dialogue(st)][2:] == [(0, "length 4"), (1, "how_high"), (0, "top A"),
+                                                                   (1, "lower"), (0, "scores")]
 
 
 def test_JJ_5_9_equal_tops_say_same_then_trump_check():
