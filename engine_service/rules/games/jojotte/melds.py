@@ -26,11 +26,6 @@ class Sequence(NamedTuple):
     trump: bool
 
     @property
-    def key(self) -> tuple[int, int, int]:
-        """JJ-5.6 ranking: longer, then higher top card, then trump."""
-        return (self.length, -self.top, 1 if self.trump else 0)
-
-    @property
     def points(self) -> int:
         return T.sequence_points(self.length)
 
