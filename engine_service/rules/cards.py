@@ -62,22 +62,8 @@ def card_id(code: str) -> int:
         raise MalformedAction(f"not a card code: {code!r}") from None
 
 
-def suit_of(card: int) -> int:
-    """Suit index 0..3 of a non-joker card."""
-    return card // 9
-
-
-def rank_of(card: int) -> int:
-    """Natural-order rank index (0 = ace ... 8 = six) of a non-joker card."""
-    return card % 9
-
-
 def is_joker(card: int) -> bool:
     return card >= 36
-
-
-def suit_code(suit: int) -> str:
-    return STRAINS[suit]
 
 
 def strain_index(code: str) -> int:

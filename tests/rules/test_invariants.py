@@ -81,6 +81,22 @@ def test_the_registry_skips_a_game_not_written_yet_but_not_one_that_fails_to_imp
         registry.all_game_ids()
 
 
+def test_the_registry_imports_and_lists_nothing_after_its_first_use(monkeypatch):
+    """The registry loads the games once (registry docstring): later lookups neither import a
+    module nor list a package's folder, which would open a file in the middle of a call and fail
+    when the service is out of file descriptors."""
+    from engine_service.rules import registry
+
+    get_game("jojotte")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the registry touched the file system after its first use")
+
+    monkeypatch.setattr(registry.importlib, "import_module", refuse)
+    monkeypatch.setattr(registry.pkgutil, "iter_modules", refuse)
+    assert get_game("jojotte").id == "jojotte" and all_game_ids() == GAMES
+
+
 def test_the_registry_loads_every_module_of_the_games_at_once():
     """In a fresh interpreter, the registry's first use imports each game's package whole: a
     module its code imports inside a function (views, determinization) is not left to be

@@ -4,16 +4,20 @@ options is also covered case by case in test_jojotte_scoring."""
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
 from engine_service.rules import IllegalAction
 from engine_service.rules.cards import card_id
+from engine_service.rules.games.jojotte import melds as M
 from engine_service.rules.games.jojotte.options import OPTION_SPECS
-from tests.shared_paths import vectors
+from tests.shared_paths import shared_dir, vectors
 
 from .checks_jojotte import GAME, act, auto_finish_deal, deal, hand, legal, make_deck, plays, table
 from .test_jojotte_rules import (EXCH_DEAL, FAIL_NULLO_DEAL, JO_DEAL, MELD_LOSER_DEAL, PACK_ORDER, PLAY_DEAL,
-                                 SLAM_FAIL_DEAL, STRONG_DEAL, set_match, to_play)
+                                 SLAM_FAIL_DEAL, STRONG_DEAL, mask, set_match, to_play)
 
 
 def test_every_rulebook_option_is_declared_with_its_default_first():
@@ -23,6 +27,35 @@ def test_every_rulebook_option_is_declared_with_its_default_first():
         assert s.name.startswith("jj_") and s.help and s.rules
         if s.values:
             assert s.values[0] == s.default
+
+
+def rulebook_options():
+    """The option table of jojotte.md section 11: name -> (values with the default first, the
+    ambiguity's id). Parenthesised notes in a cell are not values."""
+    text = (shared_dir() / "rules" / "jojotte.md").read_text()
+    section = text.split("## 11. Table options")[1].split("## 12.")[0]
+    out = {}
+    for line in section.splitlines():
+        m = re.match(r"\| `(jj_\w+)` \| (.+?) \| JJ-[^|]* \| ([^|]*) \|", line)
+        if m:
+            out[m.group(1)] = (re.findall(r"`([^`]+)`", re.sub(r"\([^)]*\)", "", m.group(2))), m.group(3).strip())
+    return out
+
+
+def test_every_option_spec_has_the_rulebook_values_default_first_and_its_ambiguity():
+    """Section 11's table fixes each option's values and default (JJ-A1 .. JJ-A37): the specs
+    must say the same, an integer option without a list taking any positive integer."""
+    book = rulebook_options()
+    assert set(book) == {s.name for s in OPTION_SPECS}
+    for spec in OPTION_SPECS:
+        values, ambiguity = book[spec.name]
+        if spec.kind == "bool":
+            assert values == [json.dumps(spec.default), json.dumps(not spec.default)], spec.name
+        elif spec.kind == "int" and not spec.values:
+            assert values == [str(spec.default)] and spec.minimum == 1, spec.name
+        else:
+            assert values == [str(v) for v in spec.values] and spec.values[0] == spec.default, spec.name
+        assert not ambiguity.startswith("JJ-A") or ambiguity in spec.rules, spec.name
 
 
 # ---- JJ-A1, JJ-A2: the draw ------------------------------------------------------------------
@@ -326,6 +359,15 @@ def test_jj_split_runs():
     scores = table(state)["melds"]["dialogue"][-1]
     assert scores["say"] == "scores"
     assert [q["cards"] for q in scores["sequences"]] == [["AH", "KH", "QH", "JH"], ["TH", "9H", "8H"]]
+
+
+def test_jj_meld_declaration_optional_a_concealed_category_counts_as_none():
+    """JJ-A21: a player who conceals his quartets is treated as holding none, the defender (seat
+    0) as well as the declarer: the opponent's lower quartet then scores."""
+    jacks, nines = mask("JS", "JH", "JD", "JC"), mask("9S", "9H", "9D", "9C")
+    assert M.settle((jacks, nines), 0, 0).quartet_points == (100, 0)
+    st = M.settle((jacks, nines), 0, 0, declared=((False, True), (True, True)))
+    assert st.quartets == ((), (M.T.NINE,)) and st.quartet_winner == 1 and st.quartet_points == (0, 100)
 
 
 def test_jj_meld_declaration_optional():

@@ -297,6 +297,19 @@ def test_JJ_5_5_higher_best_quartet_scores_all_of_its_owners_quartets():
     assert st.quartet_winner == 1 and st.quartet_points == (0, 200)
 
 
+def test_JJ_5_5_a_hands_best_quartet_is_the_highest_in_quartet_order_not_in_natural_order():
+    """JJ-5.5 / JJ-1.5: aces and jacks in a suit contract: the jacks are the best quartet (J 9 A T K
+    Q), so they beat the opponent's nines and both quartets score, though the aces come first in
+    the natural order; and the opponent's jacks beside queens beat the nines."""
+    aces_jacks = mask("AS", "AH", "AD", "AC", "JS", "JH", "JD", "JC")
+    st = M.settle((aces_jacks, mask("9S", "9H", "9D", "9C")), 0, 0)
+    assert st.quartets[0] == (T.JACK, T.ACE)
+    assert st.quartet_winner == 0 and st.quartet_points == (200, 0)
+    assert M.dialogue(st)[0] == {"seat": 0, "say": "quartet J"}  # JJ-5.9: the defender states his best
+    st = M.settle((mask("9S", "9H", "9D", "9C"), mask("JS", "JH", "JD", "JC", "QS", "QH", "QD", "QC")), 0, 0)
+    assert st.quartet_winner == 1 and st.quartet_points == (0, 200)  # jacks beat nines, queens do not
+
+
 def test_JJ_5_6_sequence_comparison_length_top_trump_then_nobody():
     longer = M.settle((mask("QH", "JH", "TH", "9H"), mask("AS", "KS", "QS")), 3, 0)
     assert longer.sequence_winner == 0 and longer.sequence_points == (40, 0)
@@ -323,6 +336,55 @@ def test_JJ_5_9_public_dialogue_reveals_only_statements():
     shown = M.revealed_by(M.dialogue(st))
     assert shown == mask("QS", "QH", "QD", "QC", "JS", "TS", "9S")
     assert not shown & mask("9H", "8H", "7H")  # the loser's sequence stays hidden
+
+
+def test_JJ_5_9_a_higher_declarer_quartet_says_not_good_and_both_stated_quartets_are_revealed():
+    """JJ-5.9 / JJ-5.5: the declarer (seat 1) answers the defender's ``quartet Q`` with
+    ``not_good J`` and scores both his quartets; with no sequence anywhere the defender says
+    ``length 0`` and the declarer ``good``. The loser's stated quartet and every quartet of the
+    winner's ``scores`` line are public (their cards are pinned down), nothing else."""
+    st = M.settle((mask("QS", "QH", "QD", "QC", "8D"), mask("JS", "JH", "JD", "JC", "9S", "9H", "9D", "9C")), 0, 0)
+    lines = M.dialogue(st)
+    assert [(d["seat"], d["say"]) for d in lines] == [(0, "quartet Q"), (1, "not_good J"), (1, "scores"),
+                                                      (0, "length 0"), (1, "good")]
+    assert lines[2]["quartets"] == ["J", "9"] and lines[2]["points"] == 200
+    assert M.revealed_by(lines) == mask("QS", "QH", "QD", "QC", "JS", "JH", "JD", "JC", "9S", "9H", "9D", "9C")
+
+
+def test_JJ_5_9_a_longer_declarer_sequence_says_not_good_with_its_length():
+    """JJ-5.9 / JJ-5.6: the declarer (seat 1) answers the defender's ``length 3`` with
+    ``not_good 4`` (his length, no top card asked) and scores."""
+    st = M.settle((mask("QH", "JH", "TH"), mask("AS", "KS", "QS", "JS")), 3, 0)
+    assert [(d["seat"], d["say"]) for d in M.dialogue(st)] == [(0, "quartet none"), (1, "good"), (0, "length 3"),
+                                                               (1, "not_good 4"), (1, "scores")]
+
+
+def test_JJ_5_9_a_lower_top_says_lower_and_the_defender_scores_his_sequence_with_its_points():
+    """JJ-5.9 / JJ-5.6: equal lengths, the declarer's top card is lower: after ``how_high`` and
+    ``top A`` he says ``lower``; the defender's ``scores`` line names suit, top card and length of
+    the sequence and its points."""
+    lines = M.dialogue(M.settle((mask("AS", "KS", "QS"), mask("KH", "QH", "JH")), 3, 0))
+    assert [(d["seat"], d["say"]) for d in lines][2:] == [(0, "length 3"), (1, "how_high"), (0, "top A"),
+                                                          (1, "lower"), (0, "scores")]
+    assert lines[-1]["points"] == 20
+    assert [(q["suit"], q["top"], q["length"], q["points"]) for q in lines[-1]["sequences"]] == [("S", "A", 3, 20)]
+
+
+def test_JJ_5_9_the_statements_compare_each_players_best_sequence():
+    """JJ-5.9 / JJ-5.6: each player states his best sequence (longest, then highest), not his
+    last: K-Q-J-T of hearts beside 9-8-7 of spades is ``length 4`` / ``top K``; A-K-Q-J of diamonds
+    beside 9-8-7 of clubs answers ``how_high`` and ``higher A`` and scores both sequences; against
+    A-K-Q-J of hearts, K-Q-J-T of diamonds beside A-K-Q of clubs is ``lower``."""
+    st = M.settle((mask("KH", "QH", "JH", "TH", "9S", "8S", "7S"), mask("AD", "KD", "QD", "JD", "9C", "8C", "7C")),
+                  3, 0)
+    lines = M.dialogue(st)
+    assert [(d["seat"], d["say"]) for d in lines][2:] == [(0, "length 4"), (1, "how_high"), (0, "top K"),
+                                                          (1, "higher A"), (1, "scores")]
+    assert lines[-1]["points"] == 60
+    st = M.settle((mask("AH", "KH", "QH", "JH", "9S", "8S", "7S"), mask("KD", "QD", "JD", "TD", "AC", "KC", "QC")),
+                  3, 0)
+    assert [(d["seat"], d["say"]) for d in M.dialogue(st)][2:] == [(0, "length 4"), (1, "how_high"), (0, "top A"),
+                                                                   (1, "lower"), (0, "scores")]
 
 
 def test_JJ_5_9_equal_tops_say_same_then_trump_check():

@@ -26,11 +26,6 @@ class Sequence(NamedTuple):
     trump: bool
 
     @property
-    def key(self) -> tuple[int, int, int]:
-        """JJ-5.6 ranking: longer, then higher top card, then trump."""
-        return (self.length, -self.top, 1 if self.trump else 0)
-
-    @property
     def points(self) -> int:
         return T.sequence_points(self.length)
 
@@ -78,12 +73,9 @@ def hand_quartets(hand: int, order: tuple[int, ...]) -> tuple[int, ...]:
 
 def _split(top: int, length: int) -> list[tuple[int, int]]:
     """JJ-A20 ``jj_split_runs``: a run is split into two sequences of >= 3 only when that scores
-    more (7 cards: 4 + 3 = 60; 8 cards: 4 + 4 = 80; against 50); the longer part on top."""
-    if length == 7:
-        return [(top, 4), (top + 4, 3)]
-    if length == 8:
-        return [(top, 4), (top + 4, 4)]
-    return [(top, length)]
+    more, which only a run of 7 or 8 cards does (7 cards: 4 + 3 = 60; 8 cards: 4 + 4 = 80; against
+    50); the longer part on top."""
+    return [(top, 4), (top + 4, length - 4)]
 
 
 def _rank_key(s: Sequence) -> tuple[int, int, int, int]:
@@ -98,7 +90,7 @@ def hand_sequences(hand: int, strain: int, split_runs: bool) -> tuple[Sequence, 
         found = runs[(hand >> (9 * suit)) & 0xFF]
         if found:
             for top, length in found:
-                if split_runs and length > 6:
+                if split_runs and length > 6:  # 7 or 8 (a suit has eight cards)
                     for t, n in _split(top, length):
                         out.append(Sequence(suit, t, n, suit == strain))
                 else:

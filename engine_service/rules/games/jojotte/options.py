@@ -141,7 +141,6 @@ def second_deal_positions(packet: int) -> tuple[tuple[int, ...], tuple[int, ...]
 
 
 SEVEN_ANY, SEVEN_TRUMP, SEVEN_NONE = 0, 1, 2
-VALUE_MAX, VALUE_SUM, VALUE_WINNING = 0, 1, 2
 AWARD_TWO_BEST, AWARD_BOTH, AWARD_OWN = 0, 1, 2
 
 
@@ -150,7 +149,7 @@ class Config:
     shared by a state and all its clones)."""
 
     __slots__ = (
-        "options", "draw_high", "draw_redraw", "first_nd", "first_dl", "second_nd", "second_dl",
+        "first_nd", "first_dl", "second_nd", "second_dl",
         "info_pos", "stock_positions", "redeal_same", "r1_names", "r2_turnup_ok", "double_after_bid",
         "seven_mode", "late_exchange", "slam_choice", "nullo_nt", "mult_all", "failed_slam_500",
         "lead_contract_opponent", "head_plain", "head", "trick_value", "nt_quartet_natural",
@@ -163,9 +162,6 @@ class Config:
 
     def __init__(self, options: Options) -> None:
         o = options
-        self.options = o
-        self.draw_high = o["jj_draw_deals"] == "high"
-        self.draw_redraw = o["jj_draw_tie"] == "redraw"
         self.first_nd, self.first_dl = first_deal_positions(o["jj_first_deal_packet"])
         self.second_nd, self.second_dl = second_deal_positions(o["jj_second_deal_packet"])
         self.info_pos = 31 if o["jj_info_card"] == "bottom" else 19

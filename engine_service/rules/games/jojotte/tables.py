@@ -23,8 +23,6 @@ PLAIN_ORDER = "ATKQJ987"
 TRUMP_STRENGTH = order_table(TRUMP_ORDER)
 PLAIN_STRENGTH = order_table(PLAIN_ORDER)
 
-SUIT_OF = tuple(c // 9 for c in range(36))
-
 JACK, NINE, ACE, TEN, KING, QUEEN, SEVEN = (RANKS.index(r) for r in "J9ATKQ7")
 SEVENS_MASK = sum(1 << (s * 9 + SEVEN) for s in range(4))
 
