@@ -487,6 +487,39 @@ def test_ids_between_the_notation_ranges_name_no_action(action):
         A.action_str(action)
 
 
+@pytest.mark.parametrize("action", [True, False, 1.0, "1", None])
+def test_action_str_refuses_what_is_no_int_action_id(action):
+    """NOTATION.md section 2: only an int names an action; a bool (an int subclass: True
+    would print as ``play:KS``), a float or a string is refused, not printed as a card."""
+    with pytest.raises(MalformedAction, match="not a Georgian Joker action id"):
+        A.action_str(action)
+
+
+def test_the_largest_bid_notation_round_trips_and_the_next_id_names_nothing():
+    """NOTATION.md section 2 (``bid:3``): the notation reads bids of up to six digits, so
+    action_str prints every such bid (``bid:999999``, its parse round-trips) and refuses the
+    next id, which no notation string parses to."""
+    top = A.BID_BASE + 999_999
+    assert A.action_str(top) == "bid:999999" and A.parse_action("bid:999999") == top
+    with pytest.raises(MalformedAction, match="a bid is"):
+        A.parse_action("bid:1000000")
+    with pytest.raises(MalformedAction, match="not a Georgian Joker action id"):
+        A.action_str(top + 1)
+
+
+@pytest.mark.parametrize("bad", [None, 5, True, ["play:AS"], b"play:AS"])
+def test_a_non_string_action_is_malformed_and_named_by_its_type(bad):
+    """NOTATION.md sections 1 and 2: an action is one string; anything else is refused as
+    malformed, naming its type, before any lookup, and changes nothing (GJ-4.5)."""
+    state = seed_deal()
+    before = snapshot(state)
+    with pytest.raises(MalformedAction, match=f"an action is a string, got {type(bad).__name__}"):
+        A.parse_action(bad)
+    with pytest.raises(MalformedAction):
+        state.apply(bad)
+    assert snapshot(state) == before
+
+
 @pytest.mark.parametrize("text,fragment", [
     ("play:X1", "needs a mode"), ("play:X2:up", "mode"), ("play:X1:high:NT", "names one suit"),
     ("play:X1:high:S:x", "names one suit"), ("play:AS:high", "only a joker"), ("play:ZZ", "not a card"),
