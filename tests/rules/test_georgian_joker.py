@@ -574,6 +574,17 @@ def test_bad_input_errors_leave_the_state_unchanged():
     assert snapshot(state) == before
 
 
+def test_before_the_trump_is_declared_only_a_trump_choice_is_accepted_gj_3_5():
+    """GJ-3.5 / GJ-4.5: in a nine-card deal the forehand first declares the trump; a bid or
+    a card (even one of the three in hand) is refused saying so, and changes nothing."""
+    state = GAME.new_state({"deal_schedule": "nines"}, first_dealer=3)
+    state.deal(deck_for(fill_hands({0: "AS KH 7C"}, 9), 3))
+    before = snapshot(state)
+    for text in ("bid:1", "play:AS", "play:X1:high:S"):
+        with pytest.raises(IllegalAction, match=r"the forehand must choose the trump now .*\(GJ-3\.5\)"):
+            state.apply(text)
+        assert snapshot(state) == before, text
+
 def test_follow_suit_and_joker_lead_messages():
     state = nines_deal(LEAD_HANDS, "H")
     before = snapshot(state)
