@@ -673,6 +673,14 @@ def test_an_auto_move_failure_names_no_card():
     assert "X1" not in str(err.value) and "2 legal actions" in str(err.value)
 
 
+def test_an_auto_move_needs_the_view_of_the_seat_to_act_gj_11_7():
+    """GJ-11.7 / GJ-12.2: the auto-move reads the acting seat's view; a view without legal
+    actions (a spectator's, another seat's) is refused by name, not indexed blindly."""
+    state = seed_deal()
+    for view in (state.public_view(), state.view(1)):
+        with pytest.raises(ValueError, match="needs the view of the seat to act"):
+            GAME.auto_move(view)
+
 def test_auto_move_bid_and_cards_gj_12_2():
     state = seed_deal()
     assert GAME.auto_move(state.view(0)) == "bid:0"
