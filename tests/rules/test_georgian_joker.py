@@ -468,6 +468,12 @@ def test_operational_options_accept_their_range_gj_12():
         GAME.new_state({}, first_dealer=4)
 
 
+def test_new_state_without_a_first_dealer_is_dealt_by_seat_0_gj_2_2():
+    """Game.new_state's contract (``first_dealer=0``): the session draws the first dealer
+    (GJ-2.2) and passes it in; a state made without one is dealt by seat 0 (forehand 1)."""
+    state = GAME.new_state({})
+    assert state.dealer() == 0 and state.public_view()["table"]["forehand"] == 1
+
 # ---- notation --------------------------------------------------------------------------------------
 
 def test_every_action_id_round_trips_through_notation():
