@@ -468,6 +468,12 @@ def test_operational_options_accept_their_range_gj_12():
         GAME.new_state({}, first_dealer=4)
 
 
+def test_new_state_without_a_first_dealer_is_dealt_by_seat_0_gj_2_2():
+    """Game.new_state's contract (``first_dealer=0``): the session draws the first dealer
+    (GJ-2.2) and passes it in; a state made without one is dealt by seat 0 (forehand 1)."""
+    state = GAME.new_state({})
+    assert state.dealer() == 0 and state.public_view()["table"]["forehand"] == 1
+
 # ---- notation --------------------------------------------------------------------------------------
 
 def test_every_action_id_round_trips_through_notation():
@@ -485,6 +491,39 @@ def test_ids_between_the_notation_ranges_name_no_action(action):
     (65 ..) name no action: action_str refuses them rather than printing a card or a strain."""
     with pytest.raises(MalformedAction, match="not a Georgian Joker action id"):
         A.action_str(action)
+
+
+@pytest.mark.parametrize("action", [True, False, 1.0, "1", None])
+def test_action_str_refuses_what_is_no_int_action_id(action):
+    """NOTATION.md section 2: only an int names an action; a bool (an int subclass: True
+    would print as ``play:KS``), a float or a string is refused, not printed as a card."""
+    with pytest.raises(MalformedAction, match="not a Georgian Joker action id"):
+        A.action_str(action)
+
+
+def test_the_largest_bid_notation_round_trips_and_the_next_id_names_nothing():
+    """NOTATION.md section 2 (``bid:3``): the notation reads bids of up to six digits, so
+    action_str prints every such bid (``bid:999999``, its parse round-trips) and refuses the
+    next id, which no notation string parses to."""
+    top = A.BID_BASE + 999_999
+    assert A.action_str(top) == "bid:999999" and A.parse_action("bid:999999") == top
+    with pytest.raises(MalformedAction, match="a bid is"):
+        A.parse_action("bid:1000000")
+    with pytest.raises(MalformedAction, match="not a Georgian Joker action id"):
+        A.action_str(top + 1)
+
+
+@pytest.mark.parametrize("bad", [None, 5, True, ["play:AS"], b"play:AS"])
+def test_a_non_string_action_is_malformed_and_named_by_its_type(bad):
+    """NOTATION.md sections 1 and 2: an action is one string; anything else is refused as
+    malformed, naming its type, before any lookup, and changes nothing (GJ-4.5)."""
+    state = seed_deal()
+    before = snapshot(state)
+    with pytest.raises(MalformedAction, match=f"an action is a string, got {type(bad).__name__}"):
+        A.parse_action(bad)
+    with pytest.raises(MalformedAction):
+        state.apply(bad)
+    assert snapshot(state) == before
 
 
 @pytest.mark.parametrize("text,fragment", [
@@ -540,6 +579,17 @@ def test_bad_input_errors_leave_the_state_unchanged():
         state.apply("play:8C")
     assert snapshot(state) == before
 
+
+def test_before_the_trump_is_declared_only_a_trump_choice_is_accepted_gj_3_5():
+    """GJ-3.5 / GJ-4.5: in a nine-card deal the forehand first declares the trump; a bid or
+    a card (even one of the three in hand) is refused saying so, and changes nothing."""
+    state = GAME.new_state({"deal_schedule": "nines"}, first_dealer=3)
+    state.deal(deck_for(fill_hands({0: "AS KH 7C"}, 9), 3))
+    before = snapshot(state)
+    for text in ("bid:1", "play:AS", "play:X1:high:S"):
+        with pytest.raises(IllegalAction, match=r"the forehand must choose the trump now .*\(GJ-3\.5\)"):
+            state.apply(text)
+        assert snapshot(state) == before, text
 
 def test_follow_suit_and_joker_lead_messages():
     state = nines_deal(LEAD_HANDS, "H")
@@ -628,6 +678,14 @@ def test_an_auto_move_failure_names_no_card():
         GAME.auto_move({"legal": ["play:X1:high:S", "play:X2:high:H"], "hand": ["X1", "X2"]})
     assert "X1" not in str(err.value) and "2 legal actions" in str(err.value)
 
+
+def test_an_auto_move_needs_the_view_of_the_seat_to_act_gj_11_7():
+    """GJ-11.7 / GJ-12.2: the auto-move reads the acting seat's view; a view without legal
+    actions (a spectator's, another seat's) is refused by name, not indexed blindly."""
+    state = seed_deal()
+    for view in (state.public_view(), state.view(1)):
+        with pytest.raises(ValueError, match="needs the view of the seat to act"):
+            GAME.auto_move(view)
 
 def test_auto_move_bid_and_cards_gj_12_2():
     state = seed_deal()

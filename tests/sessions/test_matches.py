@@ -153,5 +153,8 @@ def test_games_and_bots_are_listed():
     assert [g.id for g in games] == GAMES
     for g in games:
         assert g.num_seats == get_game(g.id).num_seats and g.options == tuple(get_game(g.id).option_specs)
+        # match.proto GameInfo: every game carries its own name and short description (never a default "")
+        assert g.name and g.name == get_game(g.id).name
+        assert g.description and g.description == get_game(g.id).description
     random_bot = next(b for b in bots if b.name == "random")
     assert set(GAMES) <= set(random_bot.games)
