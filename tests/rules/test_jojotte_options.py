@@ -556,6 +556,26 @@ def test_optional_melds_a_late_exchange_after_a_stated_quartet_adds_no_quartet()
     assert table(state)["melds"]["points"] == [0, 100]
     assert "quartet K" not in [d["say"] for d in table(state)["melds"]["dialogue"]]
 
+
+def test_optional_melds_the_declarer_states_quartets_after_his_late_exchange():
+    """JJ-A10 + JJ-A21 + JJ-5.9: the declarer (seat 0) may exchange at his quartet step
+    without ending it; his statement then speaks for the hand he holds. Here 7S for the turn-up
+    KH completes four kings: his "not_good K" and the 100 stand, and the quartets are settled
+    on the hands as both statements found them (not on his hand before the exchange)."""
+    opts = {"jj_meld_declaration": "optional", "jj_exchange_window": "until_first_lead"}
+    state = deal(opts, nd=("KS", "KD", "KC", "7S", "AS", "AH"), nd2=("AD", "TS", "TH"),
+                 dl=("QS", "JH", "9D", "8C", "JS", "8H"), dl2=("TD", "TC", "9C"), turn="KH", info="8D")
+    act(state, "accept", "pass", "no_exchange", "no_exchange", "pass", "declare")
+    assert state.to_act() == 0 and legal(state) == ["declare", "conceal", "exchange:7S"]
+    act(state, "exchange:7S", "declare", "declare", "declare")
+    says = [d["say"] for d in table(state)["melds"]["dialogue"]]
+    assert says[:3] == ["quartet none", "not_good K", "scores"]
+    assert table(state)["melds"]["points"] == [100, 20]  # seat 1: T-9-8 of clubs
+    # the defender's bot, who saw the exchange and the statement, can still determinize
+    import random
+    view = state.view(1)
+    assert GAME.determinize(view, random.Random(0)).view(1) == view
+
 # ---- scoring options end to end that test_jojotte_scoring covers only on the pure functions ----
 
 @pytest.mark.parametrize("options,below", [
