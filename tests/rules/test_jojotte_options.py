@@ -398,6 +398,19 @@ def test_jj_jojotte_announcement_automatic():
     assert table(state)["jo_jotte"] == [20, 0] and table(state)["jo"] == [0]
 
 
+def test_jj_jojotte_announcement_automatic_with_clubs_trump_and_the_queen_last_in_pack_order():
+    """JJ-7.1 / JJ-A22 (``automatic``): K then Q of trumps by one player scores 20 with
+    any trump suit; here clubs, and after the king the queen of clubs is the last card of his
+    hand in pack order (he holds no club below it)."""
+    layout = dict(nd=("KC", "QC", "AC", "AH", "KH", "QH"), nd2=("AD", "KD", "QD"),
+                  dl=("AS", "KS", "QS", "JS", "TS", "9S"), dl2=("JC", "TC", "9C"), turn="7D", info="8C")
+    state = to_play(deal({"jj_jojotte_announcement": "automatic"}, **layout), "name:C", "pass")
+    act(state, "play:AS", "play:KC")  # no spade: he trumps with the king and wins the trick
+    assert state.to_act() == 0 and table(state)["jo_jotte"] == [0, 0]
+    act(state, "play:QC")
+    assert table(state)["jo_jotte"] == [20, 0] and table(state)["jo"] == [0]
+
+
 # ---- JJ-A23 to JJ-A37: scoring options end to end -----------------------------------------------------
 
 def seed_deal_state(options):
