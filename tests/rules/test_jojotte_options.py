@@ -185,6 +185,18 @@ def test_jj_exchange_window_until_first_lead_closes_with_his_first_card_though_h
     assert not any(a.startswith("exchange") for a in legal(state))
 
 
+def test_jj_exchange_window_until_first_lead_closes_with_seat_1s_first_card_too():
+    """JJ-A10, the same deal with the seats swapped: seat 1 holds the seven; after his first
+    card (AS on the led AC, keeping 7S) his next turn offers no exchange."""
+    opts = {"jj_exchange_window": "until_first_lead"}
+    state = deal(opts, first_dealer=0, **EXCH_DEAL)
+    act(state, "accept", "pass", "no_exchange", "no_exchange", "pass", "play:AC")
+    assert state.to_act() == 1 and legal(state)[-1] == "exchange:7S"
+    act(state, "play:AS", "play:KC")
+    assert state.to_act() == 1 and "7S" in hand(state, 1)
+    assert not any(a.startswith("exchange") for a in legal(state))
+
+
 # ---- JJ-A11, JJ-A12, JJ-A13, JJ-A14, JJ-A15, JJ-A16, JJ-A17 -------------------------------------------
 
 def test_jj_slam_strain_suit_or_no_trump():
