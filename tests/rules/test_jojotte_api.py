@@ -258,6 +258,20 @@ def test_secret_cards_hands_stock_and_what_is_revealed():
     assert z["turn_up"] == 1 << card_id("7S") and z["info_card"] == 1 << card_id("9C")
 
 
+def test_secret_cards_the_exchanged_turn_up_queen_stays_known_after_jo():
+    """JJ-4.2 and JJ-7.2: seat 0 takes the turn-up QH (trump) by the exchange, a public event,
+    then says "jo" with KH, which also shows he holds the trump queen: two reasons to know the
+    same card. QH stays out of seat 1's secrets (it is no scored meld card here)."""
+    layout = dict(EXCH_DEAL, nd=("AS", "KH", "7S", "AD", "KD", "QD"), dl=("AH", "KS", "JH", "TH", "AC", "KC"))
+    state = deal(**layout)
+    act(state, "accept", "pass", "no_exchange", "exchange:7S")
+    to_play(state)
+    act(state, "play:AC", "play:KH:jo")  # no club: he must trump (JJ-6.4)
+    assert "QH" in state.view(0)["hand"] and table(state)["jo"] == [0]
+    assert state.secret_cards(1) >> card_id("QH") & 1 == 0
+    assert state.secret_cards(None) >> card_id("QH") & 1 == 0
+
+
 def test_melds_scored_are_public_loser_statements_only():
     state = to_play(deal(**MELD_LOSER_DEAL), "name:S", "pass")
     melds = table(state)["melds"]

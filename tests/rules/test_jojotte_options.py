@@ -218,6 +218,18 @@ def test_jj_exchange_window_until_first_lead_closes_with_his_first_card_though_h
     assert not any(a.startswith("exchange") for a in legal(state))
 
 
+def test_jj_exchange_window_until_first_lead_closes_with_seat_1s_first_card_too():
+    """JJ-A10, the same deal with the seats swapped: seat 1 holds the seven; after his first
+    card (AS on the led AC, keeping 7S) his next turn offers no exchange."""
+    opts = {"jj_exchange_window": "until_first_lead"}
+    state = deal(opts, first_dealer=0, **EXCH_DEAL)
+    act(state, "accept", "pass", "no_exchange", "no_exchange", "pass", "play:AC")
+    assert state.to_act() == 1 and legal(state)[-1] == "exchange:7S"
+    act(state, "play:AS", "play:KC")
+    assert state.to_act() == 1 and "7S" in hand(state, 1)
+    assert not any(a.startswith("exchange") for a in legal(state))
+
+
 # ---- JJ-A11, JJ-A12, JJ-A13, JJ-A14, JJ-A15, JJ-A16, JJ-A17 -------------------------------------------
 
 def test_jj_slam_strain_suit_or_no_trump():
@@ -440,6 +452,19 @@ def test_jj_jojotte_announcement_automatic():
     assert table(state)["jo_jotte"] == [20, 0] and table(state)["jo"] == [0]
 
 
+def test_jj_jojotte_announcement_automatic_with_clubs_trump_and_the_queen_last_in_pack_order():
+    """JJ-7.1 / JJ-A22 (``automatic``): K then Q of trumps by one player scores 20 with
+    any trump suit; here clubs, and after the king the queen of clubs is the last card of his
+    hand in pack order (he holds no club below it)."""
+    layout = dict(nd=("KC", "QC", "AC", "AH", "KH", "QH"), nd2=("AD", "KD", "QD"),
+                  dl=("AS", "KS", "QS", "JS", "TS", "9S"), dl2=("JC", "TC", "9C"), turn="7D", info="8C")
+    state = to_play(deal({"jj_jojotte_announcement": "automatic"}, **layout), "name:C", "pass")
+    act(state, "play:AS", "play:KC")  # no spade: he trumps with the king and wins the trick
+    assert state.to_act() == 0 and table(state)["jo_jotte"] == [0, 0]
+    act(state, "play:QC")
+    assert table(state)["jo_jotte"] == [20, 0] and table(state)["jo"] == [0]
+
+
 # ---- JJ-A23 to JJ-A37: scoring options end to end -----------------------------------------------------
 
 def seed_deal_state(options):
@@ -597,6 +622,26 @@ def test_optional_melds_a_late_exchange_after_a_stated_quartet_adds_no_quartet()
     act(state, "declare", "declare")
     assert table(state)["melds"]["points"] == [0, 100]
     assert "quartet K" not in [d["say"] for d in table(state)["melds"]["dialogue"]]
+
+
+def test_optional_melds_the_declarer_states_quartets_after_his_late_exchange():
+    """JJ-A10 + JJ-A21 + JJ-5.9: the declarer (seat 0) may exchange at his quartet step
+    without ending it; his statement then speaks for the hand he holds. Here 7S for the turn-up
+    KH completes four kings: his "not_good K" and the 100 stand, and the quartets are settled
+    on the hands as both statements found them (not on his hand before the exchange)."""
+    opts = {"jj_meld_declaration": "optional", "jj_exchange_window": "until_first_lead"}
+    state = deal(opts, nd=("KS", "KD", "KC", "7S", "AS", "AH"), nd2=("AD", "TS", "TH"),
+                 dl=("QS", "JH", "9D", "8C", "JS", "8H"), dl2=("TD", "TC", "9C"), turn="KH", info="8D")
+    act(state, "accept", "pass", "no_exchange", "no_exchange", "pass", "declare")
+    assert state.to_act() == 0 and legal(state) == ["declare", "conceal", "exchange:7S"]
+    act(state, "exchange:7S", "declare", "declare", "declare")
+    says = [d["say"] for d in table(state)["melds"]["dialogue"]]
+    assert says[:3] == ["quartet none", "not_good K", "scores"]
+    assert table(state)["melds"]["points"] == [100, 20]  # seat 1: T-9-8 of clubs
+    # the defender's bot, who saw the exchange and the statement, can still determinize
+    import random
+    view = state.view(1)
+    assert GAME.determinize(view, random.Random(0)).view(1) == view
 
 # ---- scoring options end to end that test_jojotte_scoring covers only on the pure functions ----
 

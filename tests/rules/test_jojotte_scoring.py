@@ -181,6 +181,14 @@ def test_option_multiplier_scope_all_multiplies_premiums():
     assert score(c, kind=NULLO, mult=2, tricks=(2, 7)).above == (0, 600)
 
 
+def test_option_multiplier_scope_all_multiplies_a_lost_slams_premiums_to_the_opponent():
+    """JJ-A13 (scope all) with JJ-9.6 and JJ-7.4: the redoubled slam player (seat 1) takes no
+    trick: his opponent's 500 for the lost slam and 100 for his own unbid slam are both x 4."""
+    c = cfg(jj_multiplier_scope="all")
+    s = score(c, kind=SLAM, mult=4, tp=(150, 0), tricks=(9, 0), best=(30, 30, 0, 0))
+    assert s.above == ((500 + 100) * 4, 0)
+
+
 def test_option_failed_slam_none():
     c = cfg(jj_failed_slam="none")
     assert score(c, kind=SLAM, tp=(20, 130), tricks=(1, 8)).above == (0, 0)
