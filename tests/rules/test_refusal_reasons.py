@@ -106,12 +106,16 @@ def test_jojotte_a_call_the_table_leaves_out_names_its_option_and_only_then():
     assert _refused(state, "exchange:7S") == (
         "exchange:7S: this table plays without the seven exchange (option jj_seven_exchange, "
         "JJ-4.2, JJ-A9)")
+    assert _refused(state, "no_exchange") == (  # declining an exchange the table does not have
+        "no_exchange: this table plays without the seven exchange (option jj_seven_exchange, "
+        "JJ-4.2, JJ-A9)")
     assert _refused(state, "play:AH") == no_trump
     state = seat0_to_follow({"jj_meld_declaration": "optional"})
     assert _refused(state, "declare").startswith("declare is not a legal action now; legal now: ")
     state = seat0_to_follow({})
     assert _refused(state, "play:KH:jo") == "play:KH:jo: you have no C and must play a trump S (JJ-6.4)"
     assert _refused(state, "exchange:7S").startswith("exchange:7S is not a legal action now; legal now: ")
+    assert _refused(state, "no_exchange").startswith("no_exchange is not a legal action now; legal now: ")
 
 
 def test_jojotte_refusals_after_the_ace_of_spades_led_name_the_rule():

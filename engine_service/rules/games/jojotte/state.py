@@ -747,7 +747,7 @@ class JojotteState(State):
         if A.JO <= a < A.ACCEPT and not cfg.jo_required:
             return (f"{text}: jo-jotte scores without announcements at this table (option "
                     f"jj_jojotte_announcement, JJ-7.2, JJ-A22)")
-        if A.EXCHANGE <= a < A.NO_EXCHANGE and cfg.seven_mode == SEVEN_NONE:
+        if A.EXCHANGE <= a <= A.NO_EXCHANGE and cfg.seven_mode == SEVEN_NONE:
             return (f"{text}: this table plays without the seven exchange (option "
                     f"jj_seven_exchange, JJ-4.2, JJ-A9)")
         if self._phase == PH_PLAY and a < A.JOTTE + 36:
