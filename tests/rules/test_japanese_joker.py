@@ -1029,6 +1029,21 @@ def test_refusals_name_the_duty_a_joker_lead_of_spades_imposes():
         st.apply("play:X2:S")
 
 
+def test_refusals_after_a_normal_lead_cite_jjk_5_3():
+    """JJK-5.3: after a normal lead the follower must follow suit, or, void, trump; both
+    refusals cite JJK-5.3 (the joker lead's JJK-5.4 is a different duty)."""
+    st = GAME.position(trump="H", hands=[["AS", "7D"], ["8S", "8D", "TH"]], to_act=0)
+    st.apply("play:AS")
+    with pytest.raises(IllegalAction) as err:
+        st.apply("play:8D")
+    assert "you must follow suit S or play a joker (JJK-5.3)" in str(err.value)
+    st = GAME.position(trump="H", hands=[["AS", "7D"], ["8D", "TH"]], to_act=0)
+    st.apply("play:AS")
+    with pytest.raises(IllegalAction) as err:
+        st.apply("play:8D")
+    assert "you have no S: you must play a trump (H) or a joker (JJK-5.3)" in str(err.value)
+
+
 def test_position_puts_every_unplaced_card_out_of_play():
     """``GAME.position``: cards not placed are out of play (zone ``out``), so the zones still
     partition the 36-card pack (JJK-1.1) and no unplaced card counts as a hand or table card."""
