@@ -1023,10 +1023,11 @@ def test_refusals_name_the_duty_a_joker_lead_of_spades_imposes():
     with pytest.raises(IllegalAction) as err:
         st.apply("play:8S")
     assert "the joker asks for S: you must play your highest S, AS, or a joker (JJK-5.4)" in str(err.value)
-    st = GAME.position(trump="H", hands=[["AS", "7D"], ["X2", "8S", "8D"]], to_act=0)
-    st.apply("play:AS")
-    with pytest.raises(IllegalAction, match="a joker that follows names no suit: play:X2"):
-        st.apply("play:X2:S")
+    for joker in ("X1", "X2"):  # X1:S is the lowest leading-joker id
+        st = GAME.position(trump="H", hands=[["AS", "7D"], [joker, "8S", "8D"]], to_act=0)
+        st.apply("play:AS")
+        with pytest.raises(IllegalAction, match=f"a joker that follows names no suit: play:{joker} "):
+            st.apply(f"play:{joker}:S")
 
 
 def test_refusals_after_a_normal_lead_cite_jjk_5_3():
