@@ -665,6 +665,9 @@ def test_joker_play_form_errors():
         st.apply("play:8D:D")
     st.apply("play:X2")
     assert st.public_view()["last_trick"]["winner"] == 1  # JJK-6.1: the later joker
+    st = GAME.position(trump="S", hands=[["X2", "7D"], ["8D"]], to_act=0)  # JJK-5.2: X2 as X1
+    with pytest.raises(IllegalAction, match="a leading joker names a suit: play:X2:S, play:X2:H"):
+        st.apply("play:X2")
 
 
 def test_no_obligation_to_win():
