@@ -978,6 +978,15 @@ def test_a_non_string_action_is_malformed_and_named_by_its_type(bad):
     assert json.dumps([st.view(0), st.view(1), st.zones(), st.legal_actions()]) == before
 
 
+def test_the_last_action_id_is_trump_nt_and_the_next_one_names_nothing():
+    """NOTATION 2: ids 46 .. 50 are ``trump:S`` .. ``trump:NT``, the last actions of the game;
+    id 51, one past them, is MalformedAction like any id that names no action."""
+    st = GAME.new_state({}, first_dealer=0)
+    assert [st.action_str(a) for a in range(46, 51)] == ["trump:S", "trump:H", "trump:D", "trump:C", "trump:NT"]
+    with pytest.raises(MalformedAction, match="not a Japanese Joker action id: 51"):
+        st.action_str(51)
+
+
 def test_parse_accepts_well_formed_illegal_actions():
     st = seed_state()
     for text in ("play:AS", "play:X2:C", "trump:NT", "play:X1", "play:7S"):
