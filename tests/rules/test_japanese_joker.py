@@ -665,6 +665,9 @@ def test_joker_play_form_errors():
         st.apply("play:8D:D")
     st.apply("play:X2")
     assert st.public_view()["last_trick"]["winner"] == 1  # JJK-6.1: the later joker
+    st = GAME.position(trump="S", hands=[["X2", "7D"], ["8D"]], to_act=0)  # JJK-5.2: X2 as X1
+    with pytest.raises(IllegalAction, match="a leading joker names a suit: play:X2:S, play:X2:H"):
+        st.apply("play:X2")
 
 
 def test_no_obligation_to_win():
@@ -975,6 +978,15 @@ def test_a_non_string_action_is_malformed_and_named_by_its_type(bad):
     assert json.dumps([st.view(0), st.view(1), st.zones(), st.legal_actions()]) == before
 
 
+def test_the_last_action_id_is_trump_nt_and_the_next_one_names_nothing():
+    """NOTATION 2: ids 46 .. 50 are ``trump:S`` .. ``trump:NT``, the last actions of the game;
+    id 51, one past them, is MalformedAction like any id that names no action."""
+    st = GAME.new_state({}, first_dealer=0)
+    assert [st.action_str(a) for a in range(46, 51)] == ["trump:S", "trump:H", "trump:D", "trump:C", "trump:NT"]
+    with pytest.raises(MalformedAction, match="not a Japanese Joker action id: 51"):
+        st.action_str(51)
+
+
 def test_parse_accepts_well_formed_illegal_actions():
     st = seed_state()
     for text in ("play:AS", "play:X2:C", "trump:NT", "play:X1", "play:7S"):
@@ -1023,10 +1035,26 @@ def test_refusals_name_the_duty_a_joker_lead_of_spades_imposes():
     with pytest.raises(IllegalAction) as err:
         st.apply("play:8S")
     assert "the joker asks for S: you must play your highest S, AS, or a joker (JJK-5.4)" in str(err.value)
-    st = GAME.position(trump="H", hands=[["AS", "7D"], ["X2", "8S", "8D"]], to_act=0)
+    for joker in ("X1", "X2"):  # X1:S is the lowest leading-joker id
+        st = GAME.position(trump="H", hands=[["AS", "7D"], [joker, "8S", "8D"]], to_act=0)
+        st.apply("play:AS")
+        with pytest.raises(IllegalAction, match=f"a joker that follows names no suit: play:{joker} "):
+            st.apply(f"play:{joker}:S")
+
+
+def test_refusals_after_a_normal_lead_cite_jjk_5_3():
+    """JJK-5.3: after a normal lead the follower must follow suit, or, void, trump; both
+    refusals cite JJK-5.3 (the joker lead's JJK-5.4 is a different duty)."""
+    st = GAME.position(trump="H", hands=[["AS", "7D"], ["8S", "8D", "TH"]], to_act=0)
     st.apply("play:AS")
-    with pytest.raises(IllegalAction, match="a joker that follows names no suit: play:X2"):
-        st.apply("play:X2:S")
+    with pytest.raises(IllegalAction) as err:
+        st.apply("play:8D")
+    assert "you must follow suit S or play a joker (JJK-5.3)" in str(err.value)
+    st = GAME.position(trump="H", hands=[["AS", "7D"], ["8D", "TH"]], to_act=0)
+    st.apply("play:AS")
+    with pytest.raises(IllegalAction) as err:
+        st.apply("play:8D")
+    assert "you have no S: you must play a trump (H) or a joker (JJK-5.3)" in str(err.value)
 
 
 def test_position_puts_every_unplaced_card_out_of_play():
