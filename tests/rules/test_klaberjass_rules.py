@@ -120,6 +120,16 @@ def test_kl_2_1_draw_tie_option_suit_order():
     assert GAME.draw_first_dealer(["AC", "AD"], {"kl_draw_tie": "suit_order"}) == 0
 
 
+def test_kl_2_1_the_draw_needs_two_cards():
+    """KL-2.1: each player draws one card, so a pack of fewer than two cannot decide the draw:
+    InvalidDeck, as for any unusable deck (not an internal error)."""
+    from engine_service.rules.errors import InvalidDeck
+
+    for cards in ([], ["AS"]):
+        with pytest.raises(InvalidDeck):
+            GAME.draw_first_dealer(cards)
+
+
 def test_kl_2_4_first_deal_packets_of_three_dealer_first():
     """KL-2.4: D[0..2] dealer, D[3..5] elder, D[6..8] dealer, D[9..11] elder; KL-2.5 turn-up D[12]."""
     deck = PACK_CODES[:]
