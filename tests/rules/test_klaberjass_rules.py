@@ -130,6 +130,17 @@ def test_kl_2_1_the_draw_needs_two_cards():
             GAME.draw_first_dealer(cards)
 
 
+def test_kl_2_1_when_every_pair_ties_the_suit_order_decides_the_last_pair():
+    """KL-2.1 redraws equal ranks; should all 16 pairs of the pack tie, the suit order decides
+    the last pair, the lower suit dealing (docs/games/klaberjass.md, documented choice 1). A
+    pack whose last card has no partner ends the same way at its last whole pair."""
+    tied = [r + s for r in "AKQJT987" for s in "SHDC"]  # AS AH, AD AC, KS KH ... 7D 7C
+    assert GAME.draw_first_dealer(tied) == 1  # 7D above 7C: seat 1 deals
+    assert GAME.draw_first_dealer(tied[:30] + ["7C", "7D"]) == 0
+    assert GAME.draw_first_dealer(["AD", "AS", "KH"]) == 0  # AS above AD: seat 0 deals
+    assert GAME.draw_first_dealer(["AS", "AD", "KH"]) == 1
+
+
 def test_kl_2_4_first_deal_packets_of_three_dealer_first():
     """KL-2.4: D[0..2] dealer, D[3..5] elder, D[6..8] dealer, D[9..11] elder; KL-2.5 turn-up D[12]."""
     deck = PACK_CODES[:]
