@@ -195,9 +195,12 @@ def test_bad_options_name_the_option_and_the_allowed_values(raw, option):
 
 
 def test_bad_first_dealer():
+    """KL-2.1: seat 0 or 1 deals first; anything else is refused with the option and its
+    allowed values (docs/api.md, INVALID_OPTIONS' metadata)."""
     for bad in (2, -1, True, "0"):
-        with pytest.raises(InvalidOptions):
+        with pytest.raises(InvalidOptions) as err:
             GAME.new_state({}, first_dealer=bad)
+        assert err.value.details == {"option": "first_dealer", "allowed": "0, 1"}
 
 
 # ---- auto-move policy (NOTATION section 5) ------------------------------------------------------
