@@ -416,6 +416,37 @@ def test_kl_last_trick_is_the_previous_deals_ninth_until_the_first_trick_kl_6_2_
     assert seen["determinized"] >= 3
 
 
+@pytest.mark.parametrize("options", [{}] + OPTION_SETS)
+def test_table_tricks_are_the_deals_complete_tricks_with_their_card_points_kl_8_1(options):
+    """``table.tricks`` (docs/games/klaberjass.md) lists the current deal's complete tricks,
+    oldest first, numbered from 1, the last one being ``last_trick``; their plays followed by
+    the trick in progress are the deal's plays in order (KL-6.2); each trick's ``points`` go
+    to its winner, so the winners' sums are ``table.card_points`` (KL-8.1) at every step."""
+    checked = Counter()
+
+    def check(state):
+        view = state.public_view()
+        t = view["table"]
+        tricks = t["tricks"]
+        if view["phase"] != "play":
+            assert tricks == []
+            return
+        assert [x["number"] for x in tricks] == list(range(1, t["trick_number"] + 1))
+        if tricks:
+            assert tricks[-1] == view["last_trick"]
+            checked["tricks"] += 1
+        plays = [_kl_play(e["seat"], e["action"]) for e in t["deal_actions"] if e["action"].startswith("play:")]
+        assert [p for x in tricks for p in x["plays"]] + view["trick"] == plays
+        won = [0, 0]
+        for x in tricks:
+            won[x["winner"]] += x["points"]
+        assert won == t["card_points"]
+
+    for seed in range(2):
+        random_match(GAME, 900 + seed, options, on_step=check)
+    assert checked["tricks"] >= 50
+
+
 def test_kl_last_trick_of_a_deal_skips_an_exchange_before_the_ninth_card_kl_4_2_kl_6_5_kl_7_3():
     """KL-4.2: the dix holder may exchange at any of his trick-play turns, the ninth included,
     and then plays the turn-up he took. Here the dealer keeps the dix 7H to the end; at trick 9
