@@ -284,10 +284,12 @@ def test_the_table_between_deals_carries_no_deal_figures():
     per-deal figures are the empty ones (no meld points, bella or card points, KL-5.7, KL-7.1,
     KL-8.2): the finished deal's breakdown is in ``previous_deal`` and ``deal_results``.
     ``table.tricks`` is there too, empty (docs/games/klaberjass.md: "``[]`` outside the play
-    phase"), so a client reads the same keys in every phase."""
+    phase"), so a client reads the same keys in every phase: every key of a deal's table, the
+    deal's cards, calls and stock empty or null (KL-2.5, KL-2.9, KL-3.1, KL-4.2)."""
     state = GAME.new_state({}, first_dealer=1)
     waits = [state.public_view()]
     state.deal(deck_from_hands(DEALER.split(), ELDER.split(), "8H"))
+    deal_keys = list(state.public_view()["table"])
     state.apply("take")
     while state.to_act() != CHANCE:
         state.apply(GAME.auto_move(state.view(state.to_act())))
@@ -297,6 +299,10 @@ def test_the_table_between_deals_carries_no_deal_figures():
         t = view["table"]
         assert (t["meld_points"], t["bella"], t["card_points"], t["trick_number"]) == ([0, 0], [0, 0], [0, 0], 0)
         assert (t["melds"], t["deal_actions"], t["tricks"]) == ([], [], [])
+        assert list(t) == deal_keys
+        assert (t["auction_state"], t["auction"], t["turn_up"], t["info_card"], t["trump"], t["maker"],
+                t["exchange"], t["leader"], t["revealed"], t["stock_size"]) == (
+            None, [], None, None, None, None, None, None, [[], []], 0)
 
 
 def test_secret_cards_are_exact_before_the_second_deal():
