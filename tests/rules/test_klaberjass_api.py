@@ -371,6 +371,27 @@ def test_view_carries_the_deal_actions_and_auction():
     assert state.view(1)["legal"] == ["play:KS", "play:9S"]
 
 
+@pytest.mark.parametrize("options, turn_up, calls, seats", [
+    ({}, "8H", ["pass", "pass", "pass", "name:S"], [0, 1, 0, 1]),
+    ({}, "8S", ["pass", "pass", "name:H"], [0, 1, 0]),
+    ({}, "8H", ["pass", "pass", "name:D"], [0, 1, 0]),
+    ({}, "8H", ["pass", "pass", "pass", "name:C"], [0, 1, 0, 1]),
+    ({"kl_schmeiss": True}, "8H", ["schmeiss", "refuse"], [0, 1]),
+    ({"kl_schmeiss": True}, "8H", ["pass", "pass", "schmeiss", "refuse", "name:S"], [0, 1, 0, 1, 0]),
+])
+def test_table_auction_lists_every_call_and_no_window_step(options, turn_up, calls, seats):
+    """KL-3.1 (KL-3.3's names of the other suits; KL-A7's schmeiss, its answer and the name
+    the caller gives after a refusal in round 2): every call of the auction is public, in
+    ``table.auction``; the dix window's step after it is not a call (it is in ``deal_actions``)."""
+    state = GAME.new_state(options, first_dealer=1)
+    state.deal(deck_from_hands(DEALER.split(), ELDER.split(), turn_up))
+    play_out(state, calls + ["keep"])
+    want = [{"seat": seat, "call": call} for seat, call in zip(seats, calls)]
+    for view in (state.view(0), state.view(1), state.public_view()):
+        assert view["table"]["auction"] == want
+        assert view["table"]["deal_actions"][-1]["action"] == "keep"
+
+
 def test_kqj_bonus_is_not_public_before_the_deal_ends():
     state = GAME.new_state({}, first_dealer=1)
     state.deal(deck_from_hands("AC KC QC JC 9S 8S TD 8D 7D".split(), "KH QH JH AS TS 7S AD 8C 7C".split(), "8H"))
