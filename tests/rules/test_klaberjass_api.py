@@ -305,6 +305,17 @@ def test_the_table_between_deals_carries_no_deal_figures():
             None, [], None, None, None, None, None, None, [[], []], 0)
 
 
+def test_a_thrown_in_deal_leaves_no_hand_while_the_next_deck_is_awaited():
+    """KL-3.5: when both players pass in both rounds the deal is thrown in and the cards are
+    dealt afresh (KL-2.3); while the next deck is awaited no seat holds a hand, has a legal
+    action or counts cards in ``hand_sizes``, though the thrown-in cards were never played."""
+    state = fresh()
+    play_out(state, ["pass", "pass", "pass", "pass"])
+    assert state.to_act() == CHANCE and state.deal_results() == [{"thrown_in": True}]
+    for view in (state.view(0), state.view(1), state.public_view()):
+        assert (view["hand"], view["legal"], view["hand_sizes"], view["tricks_taken"]) == ([], [], [0, 0], [0, 0])
+
+
 def test_secret_cards_are_exact_before_the_second_deal():
     state = fresh()
     pack = sum(1 << c for c in GAME.pack)
