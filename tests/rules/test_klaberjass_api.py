@@ -296,6 +296,7 @@ def test_the_table_between_deals_carries_no_deal_figures():
     assert state.deal_results()[-1]["card_points"] != [0, 0]
     waits += [state.view(0), state.view(1), state.public_view(), random_match(GAME, 3).public_view()]
     for view in waits:
+        assert view["to_act"] is None  # nobody acts while a deck is awaited or after the match
         t = view["table"]
         assert (t["meld_points"], t["bella"], t["card_points"], t["trick_number"]) == ([0, 0], [0, 0], [0, 0], 0)
         assert (t["melds"], t["deal_actions"], t["tricks"]) == ([], [], [])
