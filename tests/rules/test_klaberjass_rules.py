@@ -536,10 +536,11 @@ def test_kl_a20_after_the_elder_concealed_the_dealers_lower_sequence_wins(first_
 
 @pytest.mark.parametrize("choice, value", [("conceal", 0), ("declare", 50)])
 def test_kl_a20_the_elders_statement_is_public_before_the_dealer_chooses(choice, value):
-    """KL-5.5 step 1 under KL-A20: once the elder has chosen, every view shows his statement
-    while the dealer decides; a concealed 50 is stated as value 0 (KL-5.8: concealing states
-    nothing), so no audience learns the sequence he kept back."""
-    elder, dealer = "AS KS QS JS 9H 8H KD 9C 7C", "9S 8S QH JH TH AD QD TC 8C"
+    """KL-5.5 step 1 under KL-A20: once the elder has chosen, every view shows his statement,
+    the value of his best sequence (KL-5.4: his 50 over his 20), while the dealer decides; a
+    concealed 50 is stated as value 0 (KL-5.8: concealing states nothing), so no audience
+    learns the sequences he kept back."""
+    elder, dealer = "AS KS QS JS 9H 8H 7H 9C 7C", "9S 8S QH JH TH AD QD TC 8C"
     state = deal(elder, dealer, "7D", options={"kl_meld_declaration": "optional"})
     play_out(state, ["take", "keep", "keep", choice])
     assert state.to_act() == 1 and state.legal_actions() == ["declare", "conceal"]
