@@ -404,6 +404,21 @@ def test_table_auction_lists_every_call_and_no_window_step(options, turn_up, cal
         assert view["table"]["deal_actions"][-1]["action"] == "keep"
 
 
+def test_table_names_the_maker_trump_and_leader_only_once_there_are_some():
+    """KL-3.1: the trump and its maker exist once a call ends the auction; KL-6.2: a trick
+    has a leader only in the play phase (the elder leads the first). Before, every view reads
+    null, not a placeholder seat."""
+    state = fresh()
+    seen = []
+    for action in ["pass", "take", "keep", "keep"]:
+        t = state.public_view()["table"]
+        seen.append((t["maker"], t["trump"], t["leader"]))
+        state.apply(action)
+    t = state.public_view()["table"]
+    seen.append((t["maker"], t["trump"], t["leader"]))
+    assert seen == [(None, None, None), (None, None, None), (1, "H", None), (1, "H", None), (1, "H", 0)]
+
+
 def test_kqj_bonus_is_not_public_before_the_deal_ends():
     state = GAME.new_state({}, first_dealer=1)
     state.deal(deck_from_hands("AC KC QC JC 9S 8S TD 8D 7D".split(), "KH QH JH AS TS 7S AD 8C 7C".split(), "8H"))
