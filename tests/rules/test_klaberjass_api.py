@@ -475,7 +475,9 @@ def test_table_tricks_are_the_deals_complete_tricks_with_their_card_points_kl_8_
     """``table.tricks`` (docs/games/klaberjass.md) lists the current deal's complete tricks,
     oldest first, numbered from 1, the last one being ``last_trick``; their plays followed by
     the trick in progress are the deal's plays in order (KL-6.2); each trick's ``points`` go
-    to its winner, so the winners' sums are ``table.card_points`` (KL-8.1) at every step."""
+    to its winner, so the winners' sums are ``table.card_points`` (KL-8.1) at every step, and
+    it counts in its winner's ``tricks_taken``; ``hand_sizes`` are the hands' sizes, one card
+    apart while a trick is in progress."""
     checked = Counter()
 
     def check(state):
@@ -495,6 +497,8 @@ def test_table_tricks_are_the_deals_complete_tricks_with_their_card_points_kl_8_
         for x in tricks:
             won[x["winner"]] += x["points"]
         assert won == t["card_points"]
+        assert view["tricks_taken"] == [sum(x["winner"] == s for x in tricks) for s in (0, 1)]
+        assert view["hand_sizes"] == [len(state.view(s)["hand"]) for s in (0, 1)]
 
     for seed in range(2):
         random_match(GAME, 900 + seed, options, on_step=check)
