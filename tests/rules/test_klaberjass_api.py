@@ -164,6 +164,28 @@ def test_every_rulebook_option_is_an_option_spec_with_its_values():
             assert values == shown, (name, values, shown)
 
 
+def test_every_option_spec_names_the_rules_its_rulebook_row_names():
+    """klaberjass.md section 11: each option's row names the rules it changes (KL-9.2–9.4 is
+    a range); its OptionSpec's ``rules`` (what ListGames shows) name each of them."""
+    text = (shared_dir() / "rules" / "klaberjass.md").read_text()
+    section = text.split("## 11. Table options")[1].split("## 12.")[0]
+    specs = {s.name: s for s in GAME.option_specs}
+    rows = 0
+    for line in section.splitlines():
+        m = re.match(r"\| `(kl_\w+)` \| .+? \| (KL-[^|]+?) \| KL-A\d+ \|", line)
+        if m:
+            rows += 1
+            named = set()
+            for ref in m.group(2).split(", "):
+                r = re.fullmatch(r"KL-(\d+)\.(\d+)–(\d+)\.(\d+)", ref)
+                if r:
+                    named |= {f"KL-{r.group(1)}.{n}" for n in range(int(r.group(2)), int(r.group(4)) + 1)}
+                else:
+                    named.add(ref)
+            assert named <= set(specs[m.group(1)].rules), (m.group(1), named, specs[m.group(1)].rules)
+    assert rows == 22
+
+
 def test_defaults_are_the_rulebook_defaults():
     opts = GAME.options({})
     assert opts["kl_target_score"] == 500 and opts["kl_first_deal_packet"] == 3 and opts["kl_ten_value"] == 10
