@@ -164,6 +164,28 @@ def test_every_rulebook_option_is_an_option_spec_with_its_values():
             assert values == shown, (name, values, shown)
 
 
+def test_every_option_spec_names_the_rules_its_rulebook_row_names():
+    """klaberjass.md section 11: each option's row names the rules it changes (KL-9.2–9.4 is
+    a range); its OptionSpec's ``rules`` (what ListGames shows) name each of them."""
+    text = (shared_dir() / "rules" / "klaberjass.md").read_text()
+    section = text.split("## 11. Table options")[1].split("## 12.")[0]
+    specs = {s.name: s for s in GAME.option_specs}
+    rows = 0
+    for line in section.splitlines():
+        m = re.match(r"\| `(kl_\w+)` \| .+? \| (KL-[^|]+?) \| KL-A\d+ \|", line)
+        if m:
+            rows += 1
+            named = set()
+            for ref in m.group(2).split(", "):
+                r = re.fullmatch(r"KL-(\d+)\.(\d+)–(\d+)\.(\d+)", ref)
+                if r:
+                    named |= {f"KL-{r.group(1)}.{n}" for n in range(int(r.group(2)), int(r.group(4)) + 1)}
+                else:
+                    named.add(ref)
+            assert named <= set(specs[m.group(1)].rules), (m.group(1), named, specs[m.group(1)].rules)
+    assert rows == 22
+
+
 def test_defaults_are_the_rulebook_defaults():
     opts = GAME.options({})
     assert opts["kl_target_score"] == 500 and opts["kl_first_deal_packet"] == 3 and opts["kl_ten_value"] == 10
@@ -195,9 +217,12 @@ def test_bad_options_name_the_option_and_the_allowed_values(raw, option):
 
 
 def test_bad_first_dealer():
+    """KL-2.1: seat 0 or 1 deals first; anything else is refused with the option and its
+    allowed values (docs/api.md, INVALID_OPTIONS' metadata)."""
     for bad in (2, -1, True, "0"):
-        with pytest.raises(InvalidOptions):
+        with pytest.raises(InvalidOptions) as err:
             GAME.new_state({}, first_dealer=bad)
+        assert err.value.details == {"option": "first_dealer", "allowed": "0, 1"}
 
 
 # ---- auto-move policy (NOTATION section 5) ------------------------------------------------------
@@ -281,19 +306,37 @@ def test_the_table_between_deals_carries_no_deal_figures():
     per-deal figures are the empty ones (no meld points, bella or card points, KL-5.7, KL-7.1,
     KL-8.2): the finished deal's breakdown is in ``previous_deal`` and ``deal_results``.
     ``table.tricks`` is there too, empty (docs/games/klaberjass.md: "``[]`` outside the play
-    phase"), so a client reads the same keys in every phase."""
+    phase"), so a client reads the same keys in every phase: every key of a deal's table, the
+    deal's cards, calls and stock empty or null (KL-2.5, KL-2.9, KL-3.1, KL-4.2)."""
     state = GAME.new_state({}, first_dealer=1)
     waits = [state.public_view()]
     state.deal(deck_from_hands(DEALER.split(), ELDER.split(), "8H"))
+    deal_keys = list(state.public_view()["table"])
     state.apply("take")
     while state.to_act() != CHANCE:
         state.apply(GAME.auto_move(state.view(state.to_act())))
     assert state.deal_results()[-1]["card_points"] != [0, 0]
     waits += [state.view(0), state.view(1), state.public_view(), random_match(GAME, 3).public_view()]
     for view in waits:
+        assert view["to_act"] is None  # nobody acts while a deck is awaited or after the match
         t = view["table"]
         assert (t["meld_points"], t["bella"], t["card_points"], t["trick_number"]) == ([0, 0], [0, 0], [0, 0], 0)
         assert (t["melds"], t["deal_actions"], t["tricks"]) == ([], [], [])
+        assert list(t) == deal_keys
+        assert (t["auction_state"], t["auction"], t["turn_up"], t["info_card"], t["trump"], t["maker"],
+                t["exchange"], t["leader"], t["revealed"], t["stock_size"]) == (
+            None, [], None, None, None, None, None, None, [[], []], 0)
+
+
+def test_a_thrown_in_deal_leaves_no_hand_while_the_next_deck_is_awaited():
+    """KL-3.5: when both players pass in both rounds the deal is thrown in and the cards are
+    dealt afresh (KL-2.3); while the next deck is awaited no seat holds a hand, has a legal
+    action or counts cards in ``hand_sizes``, though the thrown-in cards were never played."""
+    state = fresh()
+    play_out(state, ["pass", "pass", "pass", "pass"])
+    assert state.to_act() == CHANCE and state.deal_results() == [{"thrown_in": True}]
+    for view in (state.view(0), state.view(1), state.public_view()):
+        assert (view["hand"], view["legal"], view["hand_sizes"], view["tricks_taken"]) == ([], [], [0, 0], [0, 0])
 
 
 def test_secret_cards_are_exact_before_the_second_deal():
@@ -362,6 +405,42 @@ def test_view_carries_the_deal_actions_and_auction():
     assert state.view(1)["legal"] == ["play:KS", "play:9S"]
 
 
+@pytest.mark.parametrize("options, turn_up, calls, seats", [
+    ({}, "8H", ["pass", "pass", "pass", "name:S"], [0, 1, 0, 1]),
+    ({}, "8S", ["pass", "pass", "name:H"], [0, 1, 0]),
+    ({}, "8H", ["pass", "pass", "name:D"], [0, 1, 0]),
+    ({}, "8H", ["pass", "pass", "pass", "name:C"], [0, 1, 0, 1]),
+    ({"kl_schmeiss": True}, "8H", ["schmeiss", "refuse"], [0, 1]),
+    ({"kl_schmeiss": True}, "8H", ["pass", "pass", "schmeiss", "refuse", "name:S"], [0, 1, 0, 1, 0]),
+])
+def test_table_auction_lists_every_call_and_no_window_step(options, turn_up, calls, seats):
+    """KL-3.1 (KL-3.3's names of the other suits; KL-A7's schmeiss, its answer and the name
+    the caller gives after a refusal in round 2): every call of the auction is public, in
+    ``table.auction``; the dix window's step after it is not a call (it is in ``deal_actions``)."""
+    state = GAME.new_state(options, first_dealer=1)
+    state.deal(deck_from_hands(DEALER.split(), ELDER.split(), turn_up))
+    play_out(state, calls + ["keep"])
+    want = [{"seat": seat, "call": call} for seat, call in zip(seats, calls)]
+    for view in (state.view(0), state.view(1), state.public_view()):
+        assert view["table"]["auction"] == want
+        assert view["table"]["deal_actions"][-1]["action"] == "keep"
+
+
+def test_table_names_the_maker_trump_and_leader_only_once_there_are_some():
+    """KL-3.1: the trump and its maker exist once a call ends the auction; KL-6.2: a trick
+    has a leader only in the play phase (the elder leads the first). Before, every view reads
+    null, not a placeholder seat."""
+    state = fresh()
+    seen = []
+    for action in ["pass", "take", "keep", "keep"]:
+        t = state.public_view()["table"]
+        seen.append((t["maker"], t["trump"], t["leader"]))
+        state.apply(action)
+    t = state.public_view()["table"]
+    seen.append((t["maker"], t["trump"], t["leader"]))
+    assert seen == [(None, None, None), (None, None, None), (1, "H", None), (1, "H", None), (1, "H", 0)]
+
+
 def test_kqj_bonus_is_not_public_before_the_deal_ends():
     state = GAME.new_state({}, first_dealer=1)
     state.deal(deck_from_hands("AC KC QC JC 9S 8S TD 8D 7D".split(), "KH QH JH AS TS 7S AD 8C 7C".split(), "8H"))
@@ -411,6 +490,41 @@ def test_kl_last_trick_is_the_previous_deals_ninth_until_the_first_trick_kl_6_2_
                                       determinize_every=3, pass_bias=0.3)
     assert seen["final_tricks"] >= 10 and seen["first_tricks"] >= 10 and seen["thrown_in"] >= 1, seen
     assert seen["determinized"] >= 3
+
+
+@pytest.mark.parametrize("options", [{}] + OPTION_SETS)
+def test_table_tricks_are_the_deals_complete_tricks_with_their_card_points_kl_8_1(options):
+    """``table.tricks`` (docs/games/klaberjass.md) lists the current deal's complete tricks,
+    oldest first, numbered from 1, the last one being ``last_trick``; their plays followed by
+    the trick in progress are the deal's plays in order (KL-6.2); each trick's ``points`` go
+    to its winner, so the winners' sums are ``table.card_points`` (KL-8.1) at every step, and
+    it counts in its winner's ``tricks_taken``; ``hand_sizes`` are the hands' sizes, one card
+    apart while a trick is in progress."""
+    checked = Counter()
+
+    def check(state):
+        view = state.public_view()
+        t = view["table"]
+        tricks = t["tricks"]
+        if view["phase"] != "play":
+            assert tricks == []
+            return
+        assert [x["number"] for x in tricks] == list(range(1, t["trick_number"] + 1))
+        if tricks:
+            assert tricks[-1] == view["last_trick"]
+            checked["tricks"] += 1
+        plays = [_kl_play(e["seat"], e["action"]) for e in t["deal_actions"] if e["action"].startswith("play:")]
+        assert [p for x in tricks for p in x["plays"]] + view["trick"] == plays
+        won = [0, 0]
+        for x in tricks:
+            won[x["winner"]] += x["points"]
+        assert won == t["card_points"]
+        assert view["tricks_taken"] == [sum(x["winner"] == s for x in tricks) for s in (0, 1)]
+        assert view["hand_sizes"] == [len(state.view(s)["hand"]) for s in (0, 1)]
+
+    for seed in range(2):
+        random_match(GAME, 900 + seed, options, on_step=check)
+    assert checked["tricks"] >= 50
 
 
 def test_kl_last_trick_of_a_deal_skips_an_exchange_before_the_ninth_card_kl_4_2_kl_6_5_kl_7_3():

@@ -120,6 +120,27 @@ def test_kl_2_1_draw_tie_option_suit_order():
     assert GAME.draw_first_dealer(["AC", "AD"], {"kl_draw_tie": "suit_order"}) == 0
 
 
+def test_kl_2_1_the_draw_needs_two_cards():
+    """KL-2.1: each player draws one card, so a pack of fewer than two cannot decide the draw:
+    InvalidDeck, as for any unusable deck (not an internal error)."""
+    from engine_service.rules.errors import InvalidDeck
+
+    for cards in ([], ["AS"]):
+        with pytest.raises(InvalidDeck):
+            GAME.draw_first_dealer(cards)
+
+
+def test_kl_2_1_when_every_pair_ties_the_suit_order_decides_the_last_pair():
+    """KL-2.1 redraws equal ranks; should all 16 pairs of the pack tie, the suit order decides
+    the last pair, the lower suit dealing (docs/games/klaberjass.md, documented choice 1). A
+    pack whose last card has no partner ends the same way at its last whole pair."""
+    tied = [r + s for r in "AKQJT987" for s in "SHDC"]  # AS AH, AD AC, KS KH ... 7D 7C
+    assert GAME.draw_first_dealer(tied) == 1  # 7D above 7C: seat 1 deals
+    assert GAME.draw_first_dealer(tied[:30] + ["7C", "7D"]) == 0
+    assert GAME.draw_first_dealer(["AD", "AS", "KH"]) == 0  # AS above AD: seat 0 deals
+    assert GAME.draw_first_dealer(["AS", "AD", "KH"]) == 1
+
+
 def test_kl_2_4_first_deal_packets_of_three_dealer_first():
     """KL-2.4: D[0..2] dealer, D[3..5] elder, D[6..8] dealer, D[9..11] elder; KL-2.5 turn-up D[12]."""
     deck = PACK_CODES[:]
@@ -511,6 +532,20 @@ def test_kl_a20_after_the_elder_concealed_the_dealers_lower_sequence_wins(first_
     points = [0, 0]
     points[first_dealer] = 20
     assert table(state)["meld_points"] == points
+
+
+@pytest.mark.parametrize("choice, value", [("conceal", 0), ("declare", 50)])
+def test_kl_a20_the_elders_statement_is_public_before_the_dealer_chooses(choice, value):
+    """KL-5.5 step 1 under KL-A20: once the elder has chosen, every view shows his statement,
+    the value of his best sequence (KL-5.4: his 50 over his 20), while the dealer decides; a
+    concealed 50 is stated as value 0 (KL-5.8: concealing states nothing), so no audience
+    learns the sequences he kept back."""
+    elder, dealer = "AS KS QS JS 9H 8H 7H 9C 7C", "9S 8S QH JH TH AD QD TC 8C"
+    state = deal(elder, dealer, "7D", options={"kl_meld_declaration": "optional"})
+    play_out(state, ["take", "keep", "keep", choice])
+    assert state.to_act() == 1 and state.legal_actions() == ["declare", "conceal"]
+    for view in (state.view(0), state.view(1), state.public_view()):
+        assert view["table"]["melds"] == [{"seat": 0, "say": "value", "value": value}]
 
 
 def test_kl_5_7_meld_points_count_in_the_deal_total():

@@ -111,7 +111,8 @@ def test_an_unknown_audience_gets_no_view():
 def test_the_waiting_view_names_its_seat_and_withholds_the_draw_without_touching_the_public_view():
     """views.before_start (KL-2.1: the first-dealer draw is withheld until the start): a
     seat's waiting view says which seat it is, a spectator's names none; the draw's keys
-    read null; the public view it is built from is shared, so it is never changed."""
+    read null (Klaberjass's first dealer and elder hand: either one names the draw's outcome);
+    the public view it is built from is shared, so it is never changed."""
     from engine_service.rules import get_game
 
     game = get_game("klaberjass")
@@ -122,7 +123,7 @@ def test_the_waiting_view_names_its_seat_and_withholds_the_draw_without_touching
     assert seat["seat"] == 1 and spectator.get("seat") is None
     for view in (seat, spectator):
         assert view["to_act"] is None and view["dealer"] is None
-        assert all(view["table"][key] is None for key in game.draw_keys)
+        assert view["table"]["first_dealer"] is None and view["table"]["elder"] is None
     assert public == kept and public["table"]["first_dealer"] == 1
 
 

@@ -90,7 +90,7 @@ _BELLA_ORDER = {"queen_first": BELLA_QUEEN_FIRST, "any": BELLA_ANY, "king_first"
 class Config:
     """The table options as plain attributes for the hot path (immutable by convention)."""
 
-    __slots__ = ("options", "elder_served_first", "packet",
+    __slots__ = ("elder_served_first", "packet",
                  "alternate", "throw_in_same", "schmeiss", "dix_needs_turnup_trump", "dix_in_play",
                  "split_runs", "length_compare", "best_plus_one", "bella_order", "kqj_bonus",
                  "must_overtrump", "values", "trick_scope", "target", "deal_winner_breaks_tie",
@@ -98,7 +98,6 @@ class Config:
 
     def __init__(self, options: Options) -> None:
         o = options
-        self.options = o
         self.elder_served_first = o["kl_deal_first_to"] == "elder"
         self.packet = o["kl_first_deal_packet"]
         self.alternate = o["kl_dealer_rotation"] == "alternate"

@@ -31,7 +31,7 @@ def _codes(mask: int) -> list[str]:
 
 
 def _tricks(actions: list[tuple[int, int]], trump: int, strength, vals,
-            done: int = 0, complete: list[dict] | None = None) -> tuple[list[dict], dict | None]:
+            done: int, complete: list[dict] | None = None) -> tuple[list[dict], dict | None]:
     """The trick in progress and the last completed trick, from public plays (``done``:
     the tricks of the deal completed before the first of them); ``complete``, when given,
     gets every completed trick, oldest first. A completed trick's ``points`` are the card
