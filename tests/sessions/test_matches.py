@@ -12,6 +12,7 @@ from engine_service.plugins.host import BotHost
 from engine_service.rules import get_game, transcript
 from engine_service.sessions.api import CreateMatchRequest, SeatConfig
 from engine_service.store import MemoryStore
+from tests.shared_paths import shared_dir
 
 from .helpers import GAMES, collect, manager, open_match, play_random, run
 
@@ -156,5 +157,8 @@ def test_games_and_bots_are_listed():
         # match.proto GameInfo: every game carries its own name and short description (never a default "")
         assert g.name and g.name == get_game(g.id).name
         assert g.description and g.description == get_game(g.id).description
+        # and the rulebook file it follows, one of the shared rulebooks, each game its own
+        assert g.rulebook == get_game(g.id).rulebook and (shared_dir() / "rules" / g.rulebook).is_file()
+    assert len({g.rulebook for g in games}) == len(games)
     random_bot = next(b for b in bots if b.name == "random")
     assert set(GAMES) <= set(random_bot.games)
