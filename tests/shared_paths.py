@@ -36,6 +36,13 @@ def vectors(game: str) -> list[tuple[str, dict]]:
     return [(f.name, json.loads(f.read_text())) for f in files]
 
 
+def options_table(rulebook: str) -> list[str]:
+    """The lines of a rulebook's section 11, "Table options" (its options table), e.g. of
+    ``klaberjass.md``."""
+    text = (shared_dir() / "rules" / rulebook).read_text()
+    return text.split("## 11. Table options")[1].split("## 12.")[0].splitlines()
+
+
 def transcripts(game: str) -> list[Path]:
     files = sorted((shared_dir() / "rules" / "transcripts").glob(f"{game}_*.json"))
     if not files:

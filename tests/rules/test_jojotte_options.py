@@ -13,7 +13,7 @@ from engine_service.rules import IllegalAction
 from engine_service.rules.cards import card_id
 from engine_service.rules.games.jojotte import melds as M
 from engine_service.rules.games.jojotte.options import OPTION_SPECS
-from tests.shared_paths import shared_dir, vectors
+from tests.shared_paths import options_table, vectors
 
 from .checks_jojotte import GAME, act, auto_finish_deal, deal, hand, legal, make_deck, plays, table
 from .test_jojotte_rules import (EXCH_DEAL, FAIL_NULLO_DEAL, JO_DEAL, MELD_LOSER_DEAL, PACK_ORDER, PLAY_DEAL,
@@ -32,10 +32,8 @@ def test_every_rulebook_option_is_declared_with_its_default_first():
 def rulebook_options():
     """The option table of jojotte.md section 11: name -> (values with the default first, the
     ambiguity's id). Parenthesised notes in a cell are not values."""
-    text = (shared_dir() / "rules" / "jojotte.md").read_text()
-    section = text.split("## 11. Table options")[1].split("## 12.")[0]
     out = {}
-    for line in section.splitlines():
+    for line in options_table("jojotte.md"):
         m = re.match(r"\| `(jj_\w+)` \| (.+?) \| JJ-[^|]* \| ([^|]*) \|", line)
         if m:
             out[m.group(1)] = (re.findall(r"`([^`]+)`", re.sub(r"\([^)]*\)", "", m.group(2))), m.group(3).strip())

@@ -16,7 +16,7 @@ from engine_service.rules import (CHANCE, TERMINAL, DealRequired, IllegalAction,
                                   MalformedAction, NotYourTurn, get_game, transcript)
 from engine_service.rules.cards import card_id
 from engine_service.rules.games.klaberjass.notation import ACTION_STRINGS
-from tests.shared_paths import shared_dir, transcripts
+from tests.shared_paths import options_table, transcripts
 
 from .checks_klaberjass import OPTION_SETS, deck_from_hands, play_out
 from .last_trick import check_deal_boundaries
@@ -135,10 +135,8 @@ def test_no_seat_to_act_means_no_legal_ids_while_a_deck_is_awaited_and_after_the
 
 def rulebook_options():
     """The option table of klaberjass.md section 11: name -> allowed values, default first."""
-    text = (shared_dir() / "rules" / "klaberjass.md").read_text()
-    section = text.split("## 11. Table options")[1].split("## 12.")[0]
     out = {}
-    for line in section.splitlines():
+    for line in options_table("klaberjass.md"):
         m = re.match(r"\| `(kl_\w+)` \| (.+?) \| KL-", line)
         if m:
             values = re.findall(r"`([^`]+)`", m.group(2))
@@ -167,11 +165,9 @@ def test_every_rulebook_option_is_an_option_spec_with_its_values():
 def test_every_option_spec_names_the_rules_its_rulebook_row_names():
     """klaberjass.md section 11: each option's row names the rules it changes (KL-9.2–9.4 is
     a range); its OptionSpec's ``rules`` (what ListGames shows) name each of them."""
-    text = (shared_dir() / "rules" / "klaberjass.md").read_text()
-    section = text.split("## 11. Table options")[1].split("## 12.")[0]
     specs = {s.name: s for s in GAME.option_specs}
     rows = 0
-    for line in section.splitlines():
+    for line in options_table("klaberjass.md"):
         m = re.match(r"\| `(kl_\w+)` \| .+? \| (KL-[^|]+?) \| KL-A\d+ \|", line)
         if m:
             rows += 1
