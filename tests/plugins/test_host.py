@@ -636,7 +636,7 @@ def _gone(pid: int, within: float = 30.0) -> bool:
             with open(f"/proc/{pid}/stat") as f:
                 if f.read().rsplit(")", 1)[1].split()[0] == "Z":
                     return True
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):  # reaped before open / between open and read
             return True
         time.sleep(0.05)
     return False
@@ -824,7 +824,7 @@ def _zombie(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # reaped before open / between open and read
         return False
 
 
