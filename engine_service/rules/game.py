@@ -150,12 +150,20 @@ class State(ABC):
     def action_str(self, action: int) -> str:
         """Notation string of an action id (NOTATION section 2)."""
 
-    @abstractmethod
     def parse_action(self, text: str) -> int:
         """Action id of a notation string; MalformedAction if it is not this game's notation.
 
-        Parsing is independent of legality: a well-formed but illegal action parses.
+        Parsing is independent of legality: a well-formed but illegal action parses. Anything
+        but a string is refused here, in every game with the same words naming its type
+        (NOTATION sections 1 and 2: an action is one string), before any game looks it up.
         """
+        if not isinstance(text, str):
+            raise MalformedAction(f"an action is a string, got {type(text).__name__}")
+        return self._parse_notation(text)
+
+    @abstractmethod
+    def _parse_notation(self, text: str) -> int:
+        """Action id of ``text``, a string; MalformedAction if it is not this game's notation."""
 
     # ---- results and views (implemented by each game) -------------------------------------
 

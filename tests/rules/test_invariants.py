@@ -317,6 +317,28 @@ def test_illegal_actions_raise_and_change_nothing(game_id):
 
 
 @pytest.mark.parametrize("game_id", GAMES)
+@pytest.mark.parametrize("bad", [None, 5, True, 1.5, ["pass"], ("pass",), b"pass", {"pass": 1}])
+def test_a_non_string_action_is_malformed_in_every_game_and_named_by_its_type(game_id, bad):
+    """NOTATION.md sections 1 and 2: an action is one string. Anything else is refused as
+    MalformedAction by the rules core before any game looks it up, with the same words in
+    every game (Klaberjass and Jo-Jotte said "not a klaberjass action: 5", the Joker games
+    "an action is a string, got int"), naming what was sent, and changes nothing."""
+    for i, state in enumerate(iter_states(get_game(game_id), 41)):
+        if i > 12:
+            break
+        if state.to_act() < 0:
+            continue
+        before = snapshot(state)
+        with pytest.raises(MalformedAction, match=f"^an action is a string, got {type(bad).__name__}$"):
+            state.parse_action(bad)
+        with pytest.raises(MalformedAction) as info:
+            state.apply(bad)
+        assert info.value.message == f"an action is a string, got {type(bad).__name__}"
+        assert info.value.details["action"] == str(bad)
+        assert snapshot(state) == before
+
+
+@pytest.mark.parametrize("game_id", GAMES)
 def test_an_action_id_outside_the_game_has_no_notation(game_id):
     """``action_str`` of an id that names no action is MalformedAction in every game (the
     Game interface's contract). Klaberjass's read its table with ``-1`` as Python does, and

@@ -131,10 +131,9 @@ def parse_action(text: str) -> int:
 
     Well-formed but illegal actions parse (``bid:12``, ``play:X1:high:S`` when following):
     legality is the state's business. There is no verb for leaving, disconnecting, reconnecting
-    or a timeout: those are session events, never actions (GJ-12.5).
+    or a timeout: those are session events, never actions (GJ-12.5). ``text`` is a string:
+    ``State.parse_action``, the way in, refuses anything else first.
     """
-    if not isinstance(text, str):
-        raise MalformedAction(f"an action is a string, got {type(text).__name__}")
     verb, _, rest = text.partition(":")
     if verb == "play":
         parts = rest.split(":")

@@ -226,7 +226,7 @@ def determinize(game: Any, view: Mapping[str, Any], rng: random.Random):
         return state
     n = table["cards_per_player"]
     forehand = table["forehand"]
-    actions = [A.parse_action(a) for a in table["deal_actions"]]
+    actions = [state.parse_action(a) for a in table["deal_actions"]]
     hand = _bits(view["hand"])
     sizes = list(view["hand_sizes"])
     indicator = table["trump_indicator"]

@@ -357,7 +357,7 @@ class GeorgianJokerState(State):
     def action_str(self, action: int) -> str:
         return A.action_str(action)
 
-    def parse_action(self, text: str) -> int:
+    def _parse_notation(self, text: str) -> int:
         return A.parse_action(text)
 
     def _why_illegal(self, a: int, text: str) -> str:

@@ -289,10 +289,8 @@ class JapaneseJokerState(State):
             raise MalformedAction(f"not a Japanese Joker action id: {action!r}")
         return ACTION_STR[action]
 
-    def parse_action(self, text: str) -> int:
+    def _parse_notation(self, text: str) -> int:
         """``trump:S|H|D|C|NT``, ``play:<card>``, ``play:X1|X2:<suit>`` (NOTATION section 2)."""
-        if not isinstance(text, str):
-            raise MalformedAction(f"an action is a string, got {type(text).__name__}")
         a = ACTION_ID.get(text)
         if a is not None:
             return a

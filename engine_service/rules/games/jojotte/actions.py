@@ -86,11 +86,11 @@ def action_str(action: int) -> str:
 
 
 def parse_action(text: str) -> int:
-    """The id of a Jo-Jotte action string; MalformedAction for anything else (legality is
-    not checked here)."""
+    """The id of a Jo-Jotte action string; MalformedAction for any other string (legality is
+    not checked here; ``State.parse_action``, the way in, refuses a non-string first)."""
     try:
         return ACTION_IDS[text]
-    except (KeyError, TypeError):
+    except KeyError:
         raise MalformedAction(f"not a Jo-Jotte action: {text!r}") from None
 
 

@@ -109,7 +109,7 @@ def determinize(game: Any, view: Mapping[str, Any], rng: random.Random) -> Jojot
     nd = 1 - dealer
     turn0 = card_id(table["original_turn_up"])
     info = card_id(table["info_card"]) if table["info_card"] else -1
-    actions = [(e["seat"], A.parse_action(e["action"])) for e in table["deal_actions"]]
+    actions = [(e["seat"], base.parse_action(e["action"])) for e in table["deal_actions"]]
     exchange = table["exchange"]
 
     my_plays = 0

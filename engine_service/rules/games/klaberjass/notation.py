@@ -48,10 +48,11 @@ def action_str(action: int) -> str:
 
 
 def parse_action(text: str) -> int:
-    """The action id of a notation string; MalformedAction for anything outside the vocabulary."""
+    """The action id of a notation string; MalformedAction for any string outside the
+    vocabulary (``State.parse_action``, the way in, refuses a non-string first)."""
     try:
         return ACTION_IDS[text]
-    except (KeyError, TypeError):
+    except KeyError:
         raise MalformedAction(
             f"not a klaberjass action: {text!r} (expected take, pass, name:<S|H|D|C>, exchange, keep, "
             "play:<card>, play:<king>:bella, schmeiss, accept, refuse, declare or conceal)",

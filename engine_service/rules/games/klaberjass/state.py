@@ -604,7 +604,7 @@ class KlaberjassState(State):
     def action_str(self, action: int) -> str:
         return _action_str(action)
 
-    def parse_action(self, text: str) -> int:
+    def _parse_notation(self, text: str) -> int:
         return _parse_action(text)
 
     def deal_results(self) -> list[dict[str, Any]]:
