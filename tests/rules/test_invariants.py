@@ -63,6 +63,20 @@ def test_each_game_package_exports_the_registered_game(game_id):
     assert package.GAME is get_game(game_id) and package.GAME.id == game_id
 
 
+@pytest.mark.parametrize("game_id", GAMES)
+def test_a_new_match_waits_for_a_deck_dealt_by_the_seat_given_seat_0_by_default(game_id):
+    """``Game.new_state``'s contract: a new match waits for its first deck (CHANCE) and that deal
+    is dealt by ``first_dealer`` (Japanese Joker: its declarer), seat 0 when none is given. The
+    session always passes the seat its draw chose (KL-2.1, JJ-2.1, GJ-2.2, JJK-A9); the default
+    is what replays, bots and tests without a draw start from."""
+    game = get_game(game_id)
+    default = game.new_state()
+    assert (default.to_act(), default.first_dealer, default.dealer()) == (CHANCE, 0, 0)
+    for seat in range(game.num_seats):
+        state = game.new_state({}, first_dealer=seat)
+        assert (state.to_act(), state.first_dealer, state.dealer()) == (CHANCE, seat, seat)
+
+
 def test_the_registry_skips_a_game_not_written_yet_but_not_one_that_fails_to_import(tmp_path, monkeypatch):
     """A built-in game module that does not exist is simply absent from the registry; one that
     exists but imports a missing module is an error, never a game quietly left out."""
