@@ -872,6 +872,26 @@ def test_a_refusals_reason_is_capped_at_500_characters():
     assert _describe(RuntimeError()) == "RuntimeError"  # no message: the type alone
 
 
+def test_a_multi_line_refusal_is_one_line_its_lines_joined_by_a_bar():
+    """pluggy says why it refuses a hook on the later lines of its message ("Argument(s)
+    {'bogus'} are declared in the hookimpl but can not be found in the hookspec"): the reason
+    is logged and sent by ListBots as one line, each line kept and joined by " | ", so that
+    neither a log line nor a ListBots reply is cut at its first newline."""
+
+    class AsksTooMuch:
+        @hookimpl
+        def cardgames_bots(self, bogus):
+            return []
+
+    catalog = load_catalog(PluginSettings.resolve(extra=[AsksTooMuch()], environ={}))
+    [failure] = catalog.failures
+    assert (failure.plugin, failure.stage) == ("AsksTooMuch", "register")
+    assert "\n" not in failure.error and failure.error == failure.summary
+    head, *lines = failure.error.split(" | ")
+    assert head == "PluginValidationError: Plugin 'AsksTooMuch' for hook 'cardgames_bots'"
+    assert len(lines) >= 2 and "bogus" in lines[-1] and all(line == line.strip() and line for line in lines)
+
+
 def test_a_plugin_that_does_not_compile_is_named_by_its_file_and_line_not_its_path(tmp_path, monkeypatch):
     """A SyntaxError's traceback ends in the import machinery: ListBots names the file that did
     not compile and its line (not the host's path to it, not the import system's frame). A
