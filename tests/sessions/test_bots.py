@@ -439,6 +439,49 @@ def test_a_presence_change_while_a_bot_move_is_written_asks_the_bot_nothing_more
     assert move.by == "bot"
 
 
+def test_a_presence_change_while_a_bot_decides_asks_the_bot_nothing_more():
+    """A bot decision is asked once: a seat connecting or going away while a bot thinks (the
+    clock re-arming the decision at hand) keeps the decision already under way, as during
+    its write (above). Asked again, the bot host would spend a second worker's time on the
+    same decision, whose move the first answer has already made."""
+    class Counted(GatedHost):
+        entered = 0
+
+        async def decide(self, *args):
+            self.entered += 1
+            return await super().decide(*args)
+
+    async def go():
+        host = Counted()
+        seats = [SeatConfig()] + [SeatConfig("bot", "scripted")] * 3
+        async with manager(config(), host=host) as mgr:
+            summary = await mgr.create_match(CreateMatchRequest(game="georgian_joker", seats=seats), admin=True)
+            match_id = summary.match_id
+            player = mgr.authenticate(match_id, (await mgr.join_match(match_id, 0, "p")).token)
+            m = mgr._matches[match_id]
+            stream = Stream(mgr, match_id, player)
+            await until(lambda: m.seats[0].present)
+            if m.state.to_act() == 0:
+                env = await mgr.get_view(match_id, player)
+                await mgr.submit_action(match_id, player, env.view["legal"][0], env.seq)
+            await asyncio.wait_for(host.asked.wait(), 30)  # a bot thinks (a hang guard)
+            seq = m.seq
+            await stream.close()  # disconnected
+            stream = Stream(mgr, match_id, player, after_seq=0)  # connected
+            await until(lambda: m.seats[0].present)
+            for _ in range(20):
+                await asyncio.sleep(0)  # a bot asked again would have been asked by now
+            during = host.entered
+            host.gate.set()
+            await until(lambda: m.seq > seq)
+            await stream.close()
+            return during, m.actions[seq]
+
+    during, move = run(go())
+    assert during == 1  # one decision, one question
+    assert move.by == "bot"
+
+
 def test_a_bot_host_the_caller_gave_is_not_closed_by_the_manager():
     """The manager closes only a bot host it created (MatchManager's docstring: "owned and
     closed by the manager"): one it was given belongs to its caller, who may share it with
