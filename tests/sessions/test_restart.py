@@ -2102,6 +2102,42 @@ def test_a_window_a_slow_start_arms_late_is_recorded_from_when_the_engine_served
     assert left == [window - 15.0, window - 5.0]
 
 
+def test_after_a_crash_the_time_away_counts_up_to_the_last_action_when_that_is_newer(monkeypatch):
+    """``_rearm``: the engine is known to have served until the newest of the seats'
+    ``away_seen`` and the match's last action. Seat 0's player went away (the absence written
+    at once) and 20 s later a move was made; then the engine crashed (no drain, no heartbeat
+    since). After the restart seat 0's window is the grace period less those 20 s, which the
+    engine demonstrably served; the downtime does not count (JJK-10.2, GJ-12.4). Counted up to
+    the absence's own write only, the player got those 20 s again."""
+    store = MemoryStore()
+    cfg = config(absence_heartbeat_s=3600.0)
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        before = MatchManager(cfg, store=store, metrics=Metrics(), create_bot_host=False)
+        match_id, tokens, streams = await _join_and_watch(before, "klaberjass")
+        await streams[0].aclose()  # seat 0 goes away
+        await absences_written(before, match_id)
+        seen = (await store.load_match(match_id)).record.seats[0].away_seen
+        await advance_to(loop.time() + 20.0)
+        seat = before._matches[match_id].state.to_act()
+        principal = before.authenticate(match_id, tokens[seat])
+        env = await before.get_view(match_id, principal)
+        await before.submit_action(match_id, principal, env.view["legal"][0], env.seq)
+        moved_at = before._matches[match_id].actions[-1].at
+        _crash_in_process(before)
+        await advance_to(loop.time() + 600.0)  # down
+
+        after = MatchManager(cfg, store=store, metrics=Metrics(), create_bot_host=False)
+        left = await _start_and_measure(after, match_id)
+        await after.close()
+        return seen, moved_at, left
+
+    seen, moved_at, left = run_virtual(go, monkeypatch)
+    assert moved_at - seen == 20.0  # the absence's write is 20 s older than the move
+    assert left == [cfg.reconnect_grace_s - 20.0, cfg.reconnect_grace_s]
+
+
 def test_a_window_resumed_after_the_wall_clock_stepped_back_is_never_longer_than_the_grace_period(monkeypatch):
     """Seat 0's player went away; then the wall clock stepped back 30 s (an NTP correction)
     and the drain 10 s later recorded the engine serving until a Unix time before the
