@@ -582,6 +582,22 @@ def test_kl_6_4_must_overtrump_on_a_trump_lead():
     assert legal_cards(state) == ["JH"]  # only the jass beats the ace (J 9 A T K Q 8 7)
 
 
+def test_kl_1_2_kl_6_4_the_trump_eight_beats_the_trump_seven():
+    """KL-1.2: the bottom of the trump order is ... 8 7. On a 7H lead (hearts trump) the 8H is a
+    higher trump the follower must play if he can (KL-6.4) and wins the trick; on an 8H lead the
+    7H is only a lower trump, and the leader keeps the trick (KL-6.8)."""
+    state = to_play("7H AS TS 7S AD KD QC JC 9C", "8H QH KS 9S TD 8D 7D 8C AC", "TH")
+    state.apply("play:7H")
+    assert legal_cards(state) == ["8H", "QH"]
+    state.apply("play:8H")
+    assert state.to_act() == 1
+    state = to_play("8H AS TS 7S AD KD QC JC 9C", "7H KS 9S TD 8D 7D 8C AC KC", "TH")
+    state.apply("play:8H")
+    assert legal_cards(state) == ["7H"]
+    state.apply("play:7H")
+    assert state.to_act() == 0
+
+
 def test_kl_a15_option_any_trump_on_a_trump_lead():
     state = to_play("AS TS 7S AH AD KD QC JC 9C", "KS 9S JH QH TH TD 8D 7D 8C", "8H",
                     options={"kl_must_overtrump": False})
