@@ -108,6 +108,16 @@ def test_kl_2_1_draw_order_option_natural():
     assert GAME.draw_first_dealer(["TS", "KH"], {"kl_draw_order": "natural"}) == 0
 
 
+def test_kl_a1_natural_draw_order_ranks_every_neighbour_pair():
+    """KL-1.5, KL-A1: under ``kl_draw_order = natural`` each rank of A K Q J T 9 8 7 is above the
+    next one, so whoever draws the next one has the lower card and deals (KL-2.1), whichever
+    seat draws it."""
+    natural = {"kl_draw_order": "natural"}
+    for high, low in zip("AKQJT98", "KQJT987"):
+        assert GAME.draw_first_dealer([high + "S", low + "H"], natural) == 1, (high, low)
+        assert GAME.draw_first_dealer([low + "S", high + "H"], natural) == 0, (high, low)
+
+
 def test_kl_2_1_equal_ranks_draw_again():
     """KL-2.1 (X), KL-A2: equal ranks draw again (the next two cards)."""
     assert GAME.draw_first_dealer(["AS", "AH", "KD", "7C"]) == 1
