@@ -400,6 +400,9 @@ def test_kl_a10_split_runs_option_maximises_points():
     assert split("AH KH QH JH TH 9H 8H") == [(0, 4), (4, 3)]
     assert split("AH KH QH JH TH 9H 8H 7H") == [(0, 4), (4, 4)]
     assert split("AH KH QH JH TH 9H") == [(0, 6)]
+    # A run below the ace: the lower piece starts where the upper one stops (K-J... then T-8...).
+    assert split("KD QD JD TD 9D 8D 7D") == [(1, 4), (5, 3)]
+    assert split("QS JS TS 9S 8S 7S AH KH QH JH TH 9H 8H") == [(2, 6), (0, 4), (4, 3)]
 
 
 def test_kl_5_4_ranking_value_then_top_then_trump():
