@@ -440,6 +440,16 @@ def test_kl_a11_sequence_compare_length_option():
     assert events[1] == {"seat": 1, "say": "not_good", "value": 50, "length": 5}
 
 
+def test_kl_a11_a_stated_length_names_that_many_cards_of_the_losers_run():
+    """KL-5.5 step 3 with KL-A11: under length comparison the loser's statements (length 5, top
+    QS) identify all five cards of his run; by value (50, top QS) only the top and three below."""
+    hands = [mask("QS JS TS 9S 8S AH 7D AC 8C"), mask("KD QD JD TD 9D KH 9H KC 7C")]
+    by_length = resolve(hands, 0, 1, length_compare=True)
+    assert by_length.winner == 1
+    assert by_length.revealed_mask == (mask("QS JS TS 9S 8S"), mask("KD QD JD TD 9D"))
+    assert resolve(hands, 0, 1).revealed_mask == (mask("QS JS TS 9S"), mask("KD QD JD TD 9D"))
+
+
 def test_kl_a11_length_compare_value_0_carries_length_0():
     """KL-5.5 step 1 / KL-A11: under length comparison a player without a sequence states
     ``value 0`` with ``length 0`` (docs/games/klaberjass.md: the ``value`` events carry
