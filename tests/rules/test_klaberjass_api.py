@@ -81,6 +81,23 @@ def test_every_action_id_round_trips():
             assert state.parse_action(s) == a and state.action_str(a) == s
 
 
+def test_action_ids_follow_the_documented_layout_kl_a23():
+    """docs/games/klaberjass.md, "Action ids (fast path)": ``0..35`` play the card with that id,
+    ``36 + id`` play that king announcing bella (KL-A23), then the calls from ``take 72`` to
+    ``conceal 84`` (the ids are a documented contract for bots, not only a round trip)."""
+    state = fresh()
+    kings = 0
+    for c in [r + s for s in "SHDC" for r in "AKQJT987"]:
+        assert state.parse_action(f"play:{c}") == card_id(c)
+        if c[0] == "K":
+            assert state.parse_action(f"play:{c}:bella") == 36 + card_id(c)
+            kings += 1
+    assert kings == 4
+    calls = ["take", "pass", "name:S", "name:H", "name:D", "name:C", "exchange", "keep", "schmeiss",
+             "accept", "refuse", "declare", "conceal"]
+    assert [state.parse_action(w) for w in calls] == list(range(72, 85))
+
+
 @pytest.mark.parametrize("text", ["", "PLAY:AS", "Play:AS", "play:6S", "play:X1", "play:AS:bella", "play:KS:jo",
                                   "play:", "play", "name:NT", "name:", "name:s", "take ", " pass", "exchange:7H",
                                   "no_exchange", "bid:1", "trump:H", "double", "keep:7H", "play:KS:bella:x"])
