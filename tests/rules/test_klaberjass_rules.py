@@ -429,6 +429,23 @@ def test_kl_5_5_same_top_names_the_dealer_sequence_with_no_winner():
     assert out.revealed_mask == (mask("QS JS TS"), mask("QD JD TD"))
 
 
+def test_kl_5_5_how_high_names_each_players_best_sequence_whichever_seat_is_elder():
+    """KL-5.5 step 3: ``top`` and ``same`` name the **best** sequence of each player (KL-5.4),
+    not his other ones: QS-9S (50) against QD-9D (50), hearts trump, nobody scores; the elder's
+    AH-QH (20) and the dealer's 9C-7C (20) stay hidden. Also with seat 1 as the elder."""
+    elder, dealer = mask("QS JS TS 9S AH KH QH 7D AD"), mask("QD JD TD 9D 9C 8C 7C KS 8S")
+    out = resolve([elder, dealer], 0, 1)
+    assert out.winner is None
+    assert out.revealed_mask == (mask("QS JS TS 9S"), mask("QD JD TD 9D"))
+    out = resolve([dealer, elder], 1, 1)
+    assert out.winner is None
+    assert out.revealed_mask == (mask("QD JD TD 9D"), mask("QS JS TS 9S"))
+    assert dialogue(out)[2:] == [{"seat": 1, "say": "top", "card": "QS"},
+                                 {"seat": 0, "say": "same", "card": "QD"},
+                                 {"seat": None, "say": "trump_check", "seat0_trump": False,
+                                  "seat1_trump": False, "result": None}]
+
+
 def test_kl_a11_sequence_compare_length_option():
     """kl_sequence_compare = length: a 5-card run beats a higher 4-card run."""
     hands = [mask("AS KS QS JS 9H 8S 7D 8C 7C"), mask("QD JD TD 9D 8D AH KH 9C TC")]
