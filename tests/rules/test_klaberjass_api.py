@@ -81,6 +81,23 @@ def test_every_action_id_round_trips():
             assert state.parse_action(s) == a and state.action_str(a) == s
 
 
+def test_action_ids_follow_the_documented_layout_kl_a23():
+    """docs/games/klaberjass.md, "Action ids (fast path)": ``0..35`` play the card with that id,
+    ``36 + id`` play that king announcing bella (KL-A23), then the calls from ``take 72`` to
+    ``conceal 84`` (the ids are a documented contract for bots, not only a round trip)."""
+    state = fresh()
+    kings = 0
+    for c in [r + s for s in "SHDC" for r in "AKQJT987"]:
+        assert state.parse_action(f"play:{c}") == card_id(c)
+        if c[0] == "K":
+            assert state.parse_action(f"play:{c}:bella") == 36 + card_id(c)
+            kings += 1
+    assert kings == 4
+    calls = ["take", "pass", "name:S", "name:H", "name:D", "name:C", "exchange", "keep", "schmeiss",
+             "accept", "refuse", "declare", "conceal"]
+    assert [state.parse_action(w) for w in calls] == list(range(72, 85))
+
+
 @pytest.mark.parametrize("text", ["", "PLAY:AS", "Play:AS", "play:6S", "play:X1", "play:AS:bella", "play:KS:jo",
                                   "play:", "play", "name:NT", "name:", "name:s", "take ", " pass", "exchange:7H",
                                   "no_exchange", "bid:1", "trump:H", "double", "keep:7H", "play:KS:bella:x"])
@@ -151,15 +168,15 @@ def test_every_rulebook_option_is_an_option_spec_with_its_values():
     for name, values in book.items():
         spec = specs[name]
         assert spec.help and spec.rules and all(r.startswith("KL-") for r in spec.rules)
-        shown = [json.dumps(v) if not isinstance(v, str) else v for v in ([spec.default] + [
-            v for v in spec.values if v != spec.default])]
-        shown = [s.lower() if s in ("true", "false") else s for s in shown]
+        # The spec's own values, in order: the default must be first among them (a client that
+        # names the default explicitly is accepted), not merely put in front of them.
+        shown = [json.dumps(v) if not isinstance(v, str) else v for v in spec.values]
         if spec.kind == "bool":
             assert values == [json.dumps(spec.default), json.dumps(not spec.default)]
         elif name == "kl_target_score":
             assert values == ["500"] and spec.default == 500 and spec.minimum == 1
         else:
-            assert values == shown, (name, values, shown)
+            assert values == shown and spec.values[0] == spec.default, (name, values, shown)
 
 
 def test_every_option_spec_names_the_rules_its_rulebook_row_names():

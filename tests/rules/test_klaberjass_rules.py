@@ -108,6 +108,16 @@ def test_kl_2_1_draw_order_option_natural():
     assert GAME.draw_first_dealer(["TS", "KH"], {"kl_draw_order": "natural"}) == 0
 
 
+def test_kl_a1_natural_draw_order_ranks_every_neighbour_pair():
+    """KL-1.5, KL-A1: under ``kl_draw_order = natural`` each rank of A K Q J T 9 8 7 is above the
+    next one, so whoever draws the next one has the lower card and deals (KL-2.1), whichever
+    seat draws it."""
+    natural = {"kl_draw_order": "natural"}
+    for high, low in zip("AKQJT98", "KQJT987"):
+        assert GAME.draw_first_dealer([high + "S", low + "H"], natural) == 1, (high, low)
+        assert GAME.draw_first_dealer([low + "S", high + "H"], natural) == 0, (high, low)
+
+
 def test_kl_2_1_equal_ranks_draw_again():
     """KL-2.1 (X), KL-A2: equal ranks draw again (the next two cards)."""
     assert GAME.draw_first_dealer(["AS", "AH", "KD", "7C"]) == 1
@@ -390,6 +400,9 @@ def test_kl_a10_split_runs_option_maximises_points():
     assert split("AH KH QH JH TH 9H 8H") == [(0, 4), (4, 3)]
     assert split("AH KH QH JH TH 9H 8H 7H") == [(0, 4), (4, 4)]
     assert split("AH KH QH JH TH 9H") == [(0, 6)]
+    # A run below the ace: the lower piece starts where the upper one stops (K-J... then T-8...).
+    assert split("KD QD JD TD 9D 8D 7D") == [(1, 4), (5, 3)]
+    assert split("QS JS TS 9S 8S 7S AH KH QH JH TH 9H 8H") == [(2, 6), (0, 4), (4, 3)]
 
 
 def test_kl_5_4_ranking_value_then_top_then_trump():
@@ -416,6 +429,23 @@ def test_kl_5_5_same_top_names_the_dealer_sequence_with_no_winner():
     assert out.revealed_mask == (mask("QS JS TS"), mask("QD JD TD"))
 
 
+def test_kl_5_5_how_high_names_each_players_best_sequence_whichever_seat_is_elder():
+    """KL-5.5 step 3: ``top`` and ``same`` name the **best** sequence of each player (KL-5.4),
+    not his other ones: QS-9S (50) against QD-9D (50), hearts trump, nobody scores; the elder's
+    AH-QH (20) and the dealer's 9C-7C (20) stay hidden. Also with seat 1 as the elder."""
+    elder, dealer = mask("QS JS TS 9S AH KH QH 7D AD"), mask("QD JD TD 9D 9C 8C 7C KS 8S")
+    out = resolve([elder, dealer], 0, 1)
+    assert out.winner is None
+    assert out.revealed_mask == (mask("QS JS TS 9S"), mask("QD JD TD 9D"))
+    out = resolve([dealer, elder], 1, 1)
+    assert out.winner is None
+    assert out.revealed_mask == (mask("QD JD TD 9D"), mask("QS JS TS 9S"))
+    assert dialogue(out)[2:] == [{"seat": 1, "say": "top", "card": "QS"},
+                                 {"seat": 0, "say": "same", "card": "QD"},
+                                 {"seat": None, "say": "trump_check", "seat0_trump": False,
+                                  "seat1_trump": False, "result": None}]
+
+
 def test_kl_a11_sequence_compare_length_option():
     """kl_sequence_compare = length: a 5-card run beats a higher 4-card run."""
     hands = [mask("AS KS QS JS 9H 8S 7D 8C 7C"), mask("QD JD TD 9D 8D AH KH 9C TC")]
@@ -425,6 +455,16 @@ def test_kl_a11_sequence_compare_length_option():
     events = dialogue(by_length)
     assert events[0] == {"seat": 0, "say": "value", "value": 50, "length": 4}
     assert events[1] == {"seat": 1, "say": "not_good", "value": 50, "length": 5}
+
+
+def test_kl_a11_a_stated_length_names_that_many_cards_of_the_losers_run():
+    """KL-5.5 step 3 with KL-A11: under length comparison the loser's statements (length 5, top
+    QS) identify all five cards of his run; by value (50, top QS) only the top and three below."""
+    hands = [mask("QS JS TS 9S 8S AH 7D AC 8C"), mask("KD QD JD TD 9D KH 9H KC 7C")]
+    by_length = resolve(hands, 0, 1, length_compare=True)
+    assert by_length.winner == 1
+    assert by_length.revealed_mask == (mask("QS JS TS 9S 8S"), mask("KD QD JD TD 9D"))
+    assert resolve(hands, 0, 1).revealed_mask == (mask("QS JS TS 9S"), mask("KD QD JD TD 9D"))
 
 
 def test_kl_a11_length_compare_value_0_carries_length_0():
@@ -580,6 +620,22 @@ def test_kl_6_4_must_overtrump_on_a_trump_lead():
     state = to_play("AS TS 7S AH AD KD QC JC 9C", "KS 9S JH QH TH TD 8D 7D 8C", "8H")
     state.apply("play:AH")
     assert legal_cards(state) == ["JH"]  # only the jass beats the ace (J 9 A T K Q 8 7)
+
+
+def test_kl_1_2_kl_6_4_the_trump_eight_beats_the_trump_seven():
+    """KL-1.2: the bottom of the trump order is ... 8 7. On a 7H lead (hearts trump) the 8H is a
+    higher trump the follower must play if he can (KL-6.4) and wins the trick; on an 8H lead the
+    7H is only a lower trump, and the leader keeps the trick (KL-6.8)."""
+    state = to_play("7H AS TS 7S AD KD QC JC 9C", "8H QH KS 9S TD 8D 7D 8C AC", "TH")
+    state.apply("play:7H")
+    assert legal_cards(state) == ["8H", "QH"]
+    state.apply("play:8H")
+    assert state.to_act() == 1
+    state = to_play("8H AS TS 7S AD KD QC JC 9C", "7H KS 9S TD 8D 7D 8C AC KC", "TH")
+    state.apply("play:8H")
+    assert legal_cards(state) == ["7H"]
+    state.apply("play:7H")
+    assert state.to_act() == 0
 
 
 def test_kl_a15_option_any_trump_on_a_trump_lead():

@@ -112,7 +112,6 @@ NUM_ACTIONS = 85
 
 WORDS = {TAKE: "take", PASS: "pass", EXCHANGE: "exchange", KEEP: "keep", SCHMEISS: "schmeiss",
          ACCEPT: "accept", REFUSE: "refuse", DECLARE: "declare", CONCEAL: "conceal"}
-WORD_IDS = {w: a for a, w in WORDS.items()}
 
 #: Round-2 calls per turn-up suit: ``name`` for every other suit in the order S H D C (KL-3.3).
 NAMES_EXCEPT = tuple(tuple(NAME + s for s in range(4) if s != t) for t in range(4))
