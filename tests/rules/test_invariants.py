@@ -477,6 +477,45 @@ def test_bad_decks_are_rejected(game_id):
     assert popcount(sum(1 << c for c in deck)) == len(game.pack)
 
 
+@pytest.mark.parametrize("game_id", GAMES)
+def test_a_deck_at_the_edges_of_the_card_ids_is_rejected_naming_the_fault(game_id):
+    """NOTATION 3: a deck is every card of the game's pack, each a card code (or its id). The
+    ids next to the range (-1, and 38 = one past X2), a bool (an int to Python, not a card), an
+    unhashable entry, a card no pack of this game holds (6S: KL-1.1 and JJ-1.1 have no sixes,
+    GJ-1.1 and JJK-1.1 replace it by a joker) and a deck that is not a list but an iterator or
+    bytes are
+    each refused as InvalidDeck naming the fault, never dealt nor failing inside the engine."""
+    from engine_service.rules import InvalidDeck
+    game = get_game(game_id)
+    state = game.new_state({}, first_dealer=0)
+    before = snapshot(state)
+    deck = list(game.pack)
+    for bad, why in (([-1] + deck[1:], "not a card id: -1"), ([38] + deck[1:], "not a card id: 38"),
+                     ([True] + deck[1:], "not a card: True"), ([["AS"]] + deck[1:], "not a card code: ['AS']"),
+                     (deck[:-1] + ["6S"], "card 6S is not in this game's pack"),
+                     (iter(deck), "a deck must be a list"), (b"AS KS", "a deck must be a list")):
+        with pytest.raises(InvalidDeck) as err:
+            state.deal(bad)
+        assert why in str(err.value), (bad, str(err.value))
+        assert snapshot(state) == before
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_a_deck_of_card_ids_deals_as_the_same_deck_of_codes(game_id):
+    """NOTATION 3 (``State.deal`` takes card codes or ids): the pack in id order, which starts
+    with id 0 (AS) and ends with the pack's highest id, deals exactly as the same deck written
+    as codes: the same hands, the same seat to act and the same legal actions."""
+    game = get_game(game_id)
+    by_ids, by_codes = game.new_state({}, first_dealer=0), game.new_state({}, first_dealer=0)
+    deck = list(game.pack)
+    assert deck[0] == 0
+    by_ids.deal(deck)
+    by_codes.deal([card_code(c) for c in deck])
+    assert by_ids.to_act() >= 0
+    assert snapshot(by_ids) == snapshot(by_codes)
+    assert by_ids.history() == by_codes.history() == [("deal", tuple(deck))]
+
+
 COMMON_VIEW_KEYS = {"game", "phase", "deal_number", "dealer", "to_act", "seat", "hand", "hand_sizes",
                     "legal", "trick", "last_trick", "tricks_taken", "totals", "deal_results", "over",
                     "winners", "table"}
