@@ -564,6 +564,28 @@ def test_view_maker_gives_each_audience_exactly_its_view(game_id):
                 assert not named & hidden, (seat, mask_codes(sum(1 << c for c in named & hidden)))
 
 
+def test_a_sample_agrees_with_a_view_on_everything_the_view_says_and_nothing_more():
+    """``views.view_agrees``, the Klaberjass and Jo-Jotte determinizers' test of a sampled
+    state against the view it must reproduce (``Game.determinize``: a state consistent with
+    everything the view says; docs/bots.md, search bots sample on it): a field the view carries
+    must be in the sample with the same shape and value, down to each list element (a dict is
+    no None, a string no list, a shorter or longer list no match); a field the view lacks (a
+    view rebuilt from the wire has no trick points) constrains nothing, and a tuple stands for
+    the list of the same elements."""
+    from engine_service.rules.views import view_agrees
+    trick = {"plays": [{"seat": 0, "card": "AS"}, {"seat": 1, "card": "7S"}], "winner": 0}
+    sample = {"hand": ["KS", "QH"], "last_trick": {**trick, "points": 11}, "to_act": 1, "over": False}
+    assert view_agrees(sample, {"last_trick": trick, "to_act": 1})
+    assert view_agrees(sample, {"hand": ("KS", "QH"), "over": False}) and view_agrees(sample, {})
+    for wrong in ({"to_act": 0}, {"over": None}, {"hand": ["KS"]}, {"hand": ["KS", "QH", "JD"]},
+                  {"hand": ["QH", "KS"]}, {"seat": 1}, {"last_trick": {**trick, "winner": 1}},
+                  {"last_trick": {"plays": [{"seat": 0, "card": "KS"}, {"seat": 1, "card": "7S"}]}},
+                  {"to_act": {}}, {"last_trick": []}, {"hand": {}}):
+        assert not view_agrees(sample, wrong), wrong
+    assert not view_agrees(None, {}) and not view_agrees([], {}) and not view_agrees("KS", ["K", "S"])
+    assert view_agrees(None, None) and not view_agrees(0, None) and not view_agrees({}, [])
+
+
 @pytest.mark.parametrize("game_id", GAMES)
 def test_determinize_reads_only_the_view(game_id):
     """Every game samples a state the seat cannot tell from the real one, from its view alone;
