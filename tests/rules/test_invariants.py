@@ -317,6 +317,23 @@ def test_illegal_actions_raise_and_change_nothing(game_id):
 
 
 @pytest.mark.parametrize("game_id", GAMES)
+def test_apply_answers_the_id_of_the_action_it_applied(game_id):
+    """NOTATION 2: ``apply(text)`` answers the id of the action it applied (the session writes
+    that id's public form to the log): the id ``text`` parses to, whose notation is ``text``,
+    and the last entry of the state's history."""
+    game = get_game(game_id)
+    rng = random.Random(11)
+    for i, state in enumerate(iter_states(game, 31)):
+        if i % 7 or i > 400:
+            continue
+        text = rng.choice(state.legal_actions())
+        copy_ = state.clone()
+        applied = copy_.apply(text)
+        assert isinstance(applied, int) and applied == state.parse_action(text)
+        assert state.action_str(applied) == text and copy_.history()[-1] == applied
+
+
+@pytest.mark.parametrize("game_id", GAMES)
 def test_an_action_id_outside_the_game_has_no_notation(game_id):
     """``action_str`` of an id that names no action is MalformedAction in every game (the
     Game interface's contract). Klaberjass's read its table with ``-1`` as Python does, and
