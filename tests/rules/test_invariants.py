@@ -334,6 +334,27 @@ def test_apply_answers_the_id_of_the_action_it_applied(game_id):
 
 
 @pytest.mark.parametrize("game_id", GAMES)
+def test_an_action_or_deck_out_of_turn_is_refused_saying_what_is_due(game_id):
+    """NOTATION 3 (a deal's deck, then its steps): an action while the next deal waits for its
+    deck is DealRequired, a deck while a player must act is InvalidDeck, and either once the
+    match has ended is MatchOver, each saying so (the message reaches the client)."""
+    from engine_service.rules import DealRequired, InvalidDeck, MatchOver
+    game = get_game(game_id)
+    state = game.new_state({}, first_dealer=0)
+    with pytest.raises(DealRequired, match="^the next deal has not been dealt yet$"):
+        state.apply("pass")
+    state.deal(list(game.pack))
+    with pytest.raises(InvalidDeck, match="^no deal is due: a player must act first$"):
+        state.deal(list(game.pack))
+    over = random_match(game, 3)
+    assert over.to_act() == TERMINAL
+    with pytest.raises(MatchOver, match="^the match is over$"):
+        over.apply("pass")
+    with pytest.raises(MatchOver, match="^the match is over$"):
+        over.deal(list(game.pack))
+
+
+@pytest.mark.parametrize("game_id", GAMES)
 def test_an_action_id_outside_the_game_has_no_notation(game_id):
     """``action_str`` of an id that names no action is MalformedAction in every game (the
     Game interface's contract). Klaberjass's read its table with ``-1`` as Python does, and
