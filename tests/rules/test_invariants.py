@@ -335,9 +335,10 @@ def test_apply_answers_the_id_of_the_action_it_applied(game_id):
 
 @pytest.mark.parametrize("game_id", GAMES)
 def test_an_action_or_deck_out_of_turn_is_refused_saying_what_is_due(game_id):
-    """NOTATION 3 (a deal's deck, then its steps): an action while the next deal waits for its
-    deck is DealRequired, a deck while a player must act is InvalidDeck, and either once the
-    match has ended is MatchOver, each saying so (the message reaches the client)."""
+    """NOTATION 3 (a deal's deck, then its steps, each by its seat): an action while the next
+    deal waits for its deck is DealRequired, a deck while a player must act is InvalidDeck, an
+    action of another seat than the one to act is NotYourTurn naming the seat to act, and either
+    once the match has ended is MatchOver, each saying so (the message reaches the client)."""
     from engine_service.rules import DealRequired, InvalidDeck, MatchOver
     game = get_game(game_id)
     state = game.new_state({}, first_dealer=0)
@@ -346,6 +347,11 @@ def test_an_action_or_deck_out_of_turn_is_refused_saying_what_is_due(game_id):
     state.deal(list(game.pack))
     with pytest.raises(InvalidDeck, match="^no deal is due: a player must act first$"):
         state.deal(list(game.pack))
+    who = state.to_act()
+    other = (who + 1) % game.num_seats
+    with pytest.raises(NotYourTurn, match=f"^it is seat {who}'s turn, not seat {other}'s$") as err:
+        state.apply(state.legal_actions()[0], seat=other)
+    assert err.value.details == {"to_act": who}
     over = random_match(game, 3)
     assert over.to_act() == TERMINAL
     with pytest.raises(MatchOver, match="^the match is over$"):
