@@ -26,17 +26,11 @@ RANK_INDEX = {r: i for i, r in enumerate(RANKS)}
 
 JOKER1 = 36
 JOKER2 = 37
-JOKERS = (JOKER1, JOKER2)
 JOKER_MASK = (1 << JOKER1) | (1 << JOKER2)
 NO_TRUMP = 4  # strain index for NT, after the four suits
 STRAINS = ("S", "H", "D", "C", "NT")
 
 SUIT_MASK = tuple(0x1FF << (9 * s) for s in range(4))
-
-
-def cid(rank: str, suit: str) -> int:
-    """Card id from a rank letter and a suit letter."""
-    return SUIT_INDEX[suit] * 9 + RANK_INDEX[rank]
 
 
 def _build_codes() -> tuple[str, ...]:
@@ -60,10 +54,6 @@ def card_id(code: str) -> int:
         return _ID_BY_CODE[code]
     except (KeyError, TypeError):
         raise MalformedAction(f"not a card code: {code!r}") from None
-
-
-def is_joker(card: int) -> bool:
-    return card >= 36
 
 
 def strain_index(code: str) -> int:

@@ -187,13 +187,12 @@ class State(ABC):
     def public_view(self) -> dict[str, Any]:
         """What a spectator may know now: ``view`` without any hand or legal actions."""
 
+    @abstractmethod
     def view_maker(self) -> ViewMaker:
         """``make(seat)``: ``view(seat)`` (``public_view()`` for None) of the state as it is
-        now, for serving several audiences of one state. A game whose audiences' views differ
-        in a few keys (the hand, the legal actions) overrides it to build the rest once and
-        share it between the views it returns: views are read-only. Valid until the state
-        changes."""
-        return lambda seat: self.public_view() if seat is None else self.view(seat)
+        now, for serving several audiences of one state. Every game builds the part its
+        audiences share (all but the hand, the legal actions...) once and shares it between
+        the views it returns: views are read-only. Valid until the state changes."""
 
     @abstractmethod
     def secret_cards(self, seat: int | None) -> int:

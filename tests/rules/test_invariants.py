@@ -353,6 +353,50 @@ def test_a_non_string_action_is_malformed_in_every_game_and_named_by_its_type(ga
 
 
 @pytest.mark.parametrize("game_id", GAMES)
+def test_apply_answers_the_id_of_the_action_it_applied(game_id):
+    """NOTATION 2: ``apply(text)`` answers the id of the action it applied (the session writes
+    that id's public form to the log): the id ``text`` parses to, whose notation is ``text``,
+    and the last entry of the state's history."""
+    game = get_game(game_id)
+    rng = random.Random(11)
+    for i, state in enumerate(iter_states(game, 31)):
+        if i % 7 or i > 400:
+            continue
+        text = rng.choice(state.legal_actions())
+        copy_ = state.clone()
+        applied = copy_.apply(text)
+        assert isinstance(applied, int) and applied == state.parse_action(text)
+        assert state.action_str(applied) == text and copy_.history()[-1] == applied
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_an_action_or_deck_out_of_turn_is_refused_saying_what_is_due(game_id):
+    """NOTATION 3 (a deal's deck, then its steps, each by its seat): an action while the next
+    deal waits for its deck is DealRequired, a deck while a player must act is InvalidDeck, an
+    action of another seat than the one to act is NotYourTurn naming the seat to act, and either
+    once the match has ended is MatchOver, each saying so (the message reaches the client)."""
+    from engine_service.rules import DealRequired, InvalidDeck, MatchOver
+    game = get_game(game_id)
+    state = game.new_state({}, first_dealer=0)
+    with pytest.raises(DealRequired, match="^the next deal has not been dealt yet$"):
+        state.apply("pass")
+    state.deal(list(game.pack))
+    with pytest.raises(InvalidDeck, match="^no deal is due: a player must act first$"):
+        state.deal(list(game.pack))
+    who = state.to_act()
+    other = (who + 1) % game.num_seats
+    with pytest.raises(NotYourTurn, match=f"^it is seat {who}'s turn, not seat {other}'s$") as err:
+        state.apply(state.legal_actions()[0], seat=other)
+    assert err.value.details == {"to_act": who}
+    over = random_match(game, 3)
+    assert over.to_act() == TERMINAL
+    with pytest.raises(MatchOver, match="^the match is over$"):
+        over.apply("pass")
+    with pytest.raises(MatchOver, match="^the match is over$"):
+        over.deal(list(game.pack))
+
+
+@pytest.mark.parametrize("game_id", GAMES)
 def test_an_action_id_outside_the_game_has_no_notation(game_id):
     """``action_str`` of an id that names no action is MalformedAction in every game (the
     Game interface's contract). Klaberjass's read its table with ``-1`` as Python does, and
@@ -513,6 +557,45 @@ def test_bad_decks_are_rejected(game_id):
     assert popcount(sum(1 << c for c in deck)) == len(game.pack)
 
 
+@pytest.mark.parametrize("game_id", GAMES)
+def test_a_deck_at_the_edges_of_the_card_ids_is_rejected_naming_the_fault(game_id):
+    """NOTATION 3: a deck is every card of the game's pack, each a card code (or its id). The
+    ids next to the range (-1, and 38 = one past X2), a bool (an int to Python, not a card), an
+    unhashable entry, a card no pack of this game holds (6S: KL-1.1 and JJ-1.1 have no sixes,
+    GJ-1.1 and JJK-1.1 replace it by a joker) and a deck that is not a list but an iterator or
+    bytes are
+    each refused as InvalidDeck naming the fault, never dealt nor failing inside the engine."""
+    from engine_service.rules import InvalidDeck
+    game = get_game(game_id)
+    state = game.new_state({}, first_dealer=0)
+    before = snapshot(state)
+    deck = list(game.pack)
+    for bad, why in (([-1] + deck[1:], "not a card id: -1"), ([38] + deck[1:], "not a card id: 38"),
+                     ([True] + deck[1:], "not a card: True"), ([["AS"]] + deck[1:], "not a card code: ['AS']"),
+                     (deck[:-1] + ["6S"], "card 6S is not in this game's pack"),
+                     (iter(deck), "a deck must be a list"), (b"AS KS", "a deck must be a list")):
+        with pytest.raises(InvalidDeck) as err:
+            state.deal(bad)
+        assert why in str(err.value), (bad, str(err.value))
+        assert snapshot(state) == before
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_a_deck_of_card_ids_deals_as_the_same_deck_of_codes(game_id):
+    """NOTATION 3 (``State.deal`` takes card codes or ids): the pack in id order, which starts
+    with id 0 (AS) and ends with the pack's highest id, deals exactly as the same deck written
+    as codes: the same hands, the same seat to act and the same legal actions."""
+    game = get_game(game_id)
+    by_ids, by_codes = game.new_state({}, first_dealer=0), game.new_state({}, first_dealer=0)
+    deck = list(game.pack)
+    assert deck[0] == 0
+    by_ids.deal(deck)
+    by_codes.deal([card_code(c) for c in deck])
+    assert by_ids.to_act() >= 0
+    assert snapshot(by_ids) == snapshot(by_codes)
+    assert by_ids.history() == by_codes.history() == [("deal", tuple(deck))]
+
+
 COMMON_VIEW_KEYS = {"game", "phase", "deal_number", "dealer", "to_act", "seat", "hand", "hand_sizes",
                     "legal", "trick", "last_trick", "tricks_taken", "totals", "deal_results", "over",
                     "winners", "table"}
@@ -559,6 +642,28 @@ def test_view_maker_gives_each_audience_exactly_its_view(game_id):
                 hidden = {c for c in range(38) if secret[seat] >> c & 1}
                 named = current_deal_cards_in(v)
                 assert not named & hidden, (seat, mask_codes(sum(1 << c for c in named & hidden)))
+
+
+def test_a_sample_agrees_with_a_view_on_everything_the_view_says_and_nothing_more():
+    """``views.view_agrees``, the Klaberjass and Jo-Jotte determinizers' test of a sampled
+    state against the view it must reproduce (``Game.determinize``: a state consistent with
+    everything the view says; docs/bots.md, search bots sample on it): a field the view carries
+    must be in the sample with the same shape and value, down to each list element (a dict is
+    no None, a string no list, a shorter or longer list no match); a field the view lacks (a
+    view rebuilt from the wire has no trick points) constrains nothing, and a tuple stands for
+    the list of the same elements."""
+    from engine_service.rules.views import view_agrees
+    trick = {"plays": [{"seat": 0, "card": "AS"}, {"seat": 1, "card": "7S"}], "winner": 0}
+    sample = {"hand": ["KS", "QH"], "last_trick": {**trick, "points": 11}, "to_act": 1, "over": False}
+    assert view_agrees(sample, {"last_trick": trick, "to_act": 1})
+    assert view_agrees(sample, {"hand": ("KS", "QH"), "over": False}) and view_agrees(sample, {})
+    for wrong in ({"to_act": 0}, {"over": None}, {"hand": ["KS"]}, {"hand": ["KS", "QH", "JD"]},
+                  {"hand": ["QH", "KS"]}, {"seat": 1}, {"last_trick": {**trick, "winner": 1}},
+                  {"last_trick": {"plays": [{"seat": 0, "card": "KS"}, {"seat": 1, "card": "7S"}]}},
+                  {"to_act": {}}, {"last_trick": []}, {"hand": {}}):
+        assert not view_agrees(sample, wrong), wrong
+    assert not view_agrees(None, {}) and not view_agrees([], {}) and not view_agrees("KS", ["K", "S"])
+    assert view_agrees(None, None) and not view_agrees(0, None) and not view_agrees({}, [])
 
 
 @pytest.mark.parametrize("game_id", GAMES)

@@ -286,6 +286,7 @@ def test_pack_is_34_normal_cards_and_two_jokers():
 
 @pytest.mark.parametrize("text, message", [
     ("trump:Z", "not a suit or NT: 'Z'"),
+    ("play:ZZ", "not a card code: 'ZZ'"),
     ("trump:NT:x", "the trump choice is trump:S, trump:H, trump:D, trump:C or trump:NT"),
     ("play:AS:H:x", "a play is play:<card> or, for a leading joker, play:<joker>:<suit>"),
     ("play:X1:Q", "a joker names one of the suits S, H, D, C"),
@@ -293,8 +294,8 @@ def test_pack_is_34_normal_cards_and_two_jokers():
 ])
 def test_malformed_actions_say_what_is_wrong(text, message):
     """JJK-5.7, NOTATION section 2: text outside the vocabulary is MalformedAction with a
-    message that names the fault (a bad strain, too many parts, a bad named suit, an unknown
-    verb), not a generic one."""
+    message that names the fault (a bad strain, a card that is no card code, too many parts, a
+    bad named suit, an unknown verb), not a generic one."""
     with pytest.raises(MalformedAction) as err:
         GAME.new_state().parse_action(text)
     assert message in str(err.value)

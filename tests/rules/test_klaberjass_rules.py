@@ -82,6 +82,17 @@ def test_kl_1_2_trump_order_jack_nine_ace():
     assert table(state)["card_points"] == [34, 0]  # 20 + 14 (KL-8.1)
 
 
+def test_kl_1_2_and_kl_1_3_orders_as_strength_tables():
+    """KL-1.2 / KL-1.3 as the engine's tables (cards.order_table, per natural rank A K Q J T 9
+    8 7 6): the order written highest first becomes strengths 8 (highest) down to 1, exactly
+    one per natural rank, and the six, which the 32-card pack (KL-1.1) has not, is -1 (below
+    every card), never a strength a card could have."""
+    from engine_service.rules.cards import order_table
+    #                           A  K  Q  J  T  9  8  7   6
+    assert order_table("J9ATKQ87") == (6, 4, 3, 8, 5, 7, 2, 1, -1)
+    assert order_table("ATKQJ987") == (8, 6, 5, 4, 7, 3, 2, 1, -1)
+
+
 def test_kl_1_3_plain_order_ten_above_king():
     """KL-1.3: A T K Q J 9 8 7 in a plain suit: the ten beats the king."""
     state = to_play(ELDER, DEALER, "8H")

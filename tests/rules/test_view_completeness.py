@@ -56,3 +56,25 @@ def test_every_public_action_changes_the_public_view(game_id):
                 checked += 1
             state.apply_id(rng.choice(ids))
     assert checked >= 500, checked
+
+
+@pytest.mark.parametrize("game_id", GAMES)
+def test_the_public_record_shows_each_action_as_taken_but_a_declare_that_states_nothing(game_id):
+    """``State.public_action``, the form the session logs and publishes: every action as it was
+    taken (GJ-4.6 and GJ-11.1, JJK-9.1, KL-3 to KL-5.5, JJ-3 and JJ-4: all public), the one
+    exception being a ``declare`` that states nothing a ``conceal`` would not, shown as
+    ``conceal`` (KL-A20, JJ-A21)."""
+    from tests.rules.playout import iter_states
+    game = get_game(game_id)
+    checked = 0
+    for options in option_sets(game_id)[:4]:
+        for i, state in enumerate(iter_states(game, 5, options)):
+            if i > 600:
+                break
+            for a in state.legal_ids():
+                public = state.public_action(a)
+                text = state.action_str(a)
+                assert public == a or (text == "declare" and state.action_str(public) == "conceal"), (
+                    game_id, text, public)
+                checked += 1
+    assert checked >= 1000, checked
