@@ -610,6 +610,24 @@ def test_follow_suit_and_joker_lead_messages():
         state2.apply("play:AH")
 
 
+def test_refusals_name_the_card_as_written_gj_5_10():
+    """GJ-5.10 (GJ-4.5: a rejected action is explained): a refused play names its card by its
+    code, ``X1`` / ``X2`` for a joker (never the joker action's mode), a normal card by its own
+    code; the joker lead's hint spells the accepted form with that joker."""
+    state = nines_deal(LEAD_HANDS, "H")
+    with pytest.raises(IllegalAction, match=r"play:X1:high: a joker lead names a suit: "
+                                            r"play:X1:high:S \(or H, D, C\)"):
+        state.apply("play:X1:high")
+    with pytest.raises(IllegalAction, match=r"play:X2:low: a joker lead names a suit: play:X2:low:S "):
+        state.apply("play:X2:low")
+    state.apply("play:AS")
+    before = snapshot(state)
+    for text, code in (("play:X1:high", "X1"), ("play:X2:low", "X2"), ("play:QS", "QS")):
+        with pytest.raises(IllegalAction, match=rf"^{text}: {code} is not in your hand$"):
+            state.apply(text)
+        assert snapshot(state) == before, text
+
+
 def test_deal_required_and_bad_deck():
     state = GAME.new_state({})
     with pytest.raises(DealRequired):
