@@ -529,7 +529,8 @@ def test_a_non_string_action_is_malformed_and_named_by_its_type(bad):
 @pytest.mark.parametrize("text,fragment", [
     ("play:X1", "needs a mode"), ("play:X2:up", "mode"), ("play:X1:high:NT", "names one suit"),
     ("play:X1:high:S:x", "names one suit"), ("play:X1:high:SH", "names one suit"),
-    ("play:X2:low:", "names one suit"), ("play:AS:high", "only a joker"), ("play:ZZ", "not a card"),
+    ("play:X2:low:", "names one suit"), ("play:X1:high:s", "names one suit"),
+    ("play:X2:low:Z", "names one suit"), ("play:AS:high", "only a joker"), ("play:ZZ", "not a card"),
     ("play:", "not a card"), ("bid:-1", "a bid is"), ("bid:03", "a bid is"), ("bid:", "a bid is"),
     ("bid:1.5", "a bid is"), ("trump:N", "trump is one of"), ("trump:s", "trump is one of"),
     ("PLAY:AS", "not a Georgian Joker action"), ("pass", "not a Georgian Joker action"), ("", "not a Georgian"),
@@ -537,8 +538,9 @@ def test_a_non_string_action_is_malformed_and_named_by_its_type(bad):
 ])
 def test_malformed_actions(text, fragment):
     """NOTATION.md section 2: a malformed string is refused with its reason; a joker lead names
-    exactly one suit letter (GJ-5.2), so ``SH`` and an empty suit are refused although the
-    string of suit letters ``SHDC`` contains both."""
+    exactly one suit letter S, H, D or C in upper case (GJ-5.2): a lower-case or unknown letter
+    is malformed, and so are ``SH`` and an empty suit, although the string of suit letters
+    ``SHDC`` contains both."""
     with pytest.raises(MalformedAction, match=fragment):
         A.parse_action(text)
 
