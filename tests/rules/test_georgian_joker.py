@@ -309,6 +309,18 @@ def test_joker_follow_always_legal_in_both_modes_gj_5_3_gj_5_7():
     assert state.deal_results()[-1]["taken"] == [2, 0, 0, 0]
 
 
+def test_a_hand_holding_all_nine_cards_of_a_suit_gj_5_1_gj_5_3():
+    """GJ-1.1: hearts and diamonds have nine cards each, and a nine-card deal may give one
+    player all nine: leading, every heart is legal (GJ-5.1); holding all nine diamonds and
+    neither the led suit nor a trump, every diamond is (GJ-5.3 step 4)."""
+    hearts = "AH KH QH JH TH 9H 8H 7H 6H".split()
+    diamonds = "AD KD QD JD TD 9D 8D 7D 6D".split()
+    state = nines_deal(fill_hands({0: " ".join(hearts), 1: " ".join(diamonds)}, 9), "S")
+    assert legal_cards(state) == hearts
+    state.apply("play:AH")
+    assert legal_cards(state) == diamonds
+
+
 def test_two_high_jokers_later_wins_gj_6_1():
     hands = fill_hands({0: "AS", 1: "X1", 2: "AH", 3: "X2"}, 1)
     state = GAME.new_state({}, first_dealer=3)
