@@ -309,6 +309,18 @@ def test_joker_follow_always_legal_in_both_modes_gj_5_3_gj_5_7():
     assert state.deal_results()[-1]["taken"] == [2, 0, 0, 0]
 
 
+def test_a_hand_holding_all_nine_cards_of_a_suit_gj_5_1_gj_5_3():
+    """GJ-1.1: hearts and diamonds have nine cards each, and a nine-card deal may give one
+    player all nine: leading, every heart is legal (GJ-5.1); holding all nine diamonds and
+    neither the led suit nor a trump, every diamond is (GJ-5.3 step 4)."""
+    hearts = "AH KH QH JH TH 9H 8H 7H 6H".split()
+    diamonds = "AD KD QD JD TD 9D 8D 7D 6D".split()
+    state = nines_deal(fill_hands({0: " ".join(hearts), 1: " ".join(diamonds)}, 9), "S")
+    assert legal_cards(state) == hearts
+    state.apply("play:AH")
+    assert legal_cards(state) == diamonds
+
+
 def test_two_high_jokers_later_wins_gj_6_1():
     hands = fill_hands({0: "AS", 1: "X1", 2: "AH", 3: "X2"}, 1)
     state = GAME.new_state({}, first_dealer=3)
@@ -515,13 +527,19 @@ def test_the_largest_bid_notation_round_trips_and_the_next_id_names_nothing():
 
 @pytest.mark.parametrize("text,fragment", [
     ("play:X1", "needs a mode"), ("play:X2:up", "mode"), ("play:X1:high:NT", "names one suit"),
-    ("play:X1:high:S:x", "names one suit"), ("play:AS:high", "only a joker"), ("play:ZZ", "not a card"),
+    ("play:X1:high:S:x", "names one suit"), ("play:X1:high:SH", "names one suit"),
+    ("play:X2:low:", "names one suit"), ("play:X1:high:s", "names one suit"),
+    ("play:X2:low:Z", "names one suit"), ("play:AS:high", "only a joker"), ("play:ZZ", "not a card"),
     ("play:", "not a card"), ("bid:-1", "a bid is"), ("bid:03", "a bid is"), ("bid:", "a bid is"),
     ("bid:1.5", "a bid is"), ("trump:N", "trump is one of"), ("trump:s", "trump is one of"),
     ("PLAY:AS", "not a Georgian Joker action"), ("pass", "not a Georgian Joker action"), ("", "not a Georgian"),
     ("play:6C", "not in the Georgian Joker pack"),
 ])
 def test_malformed_actions(text, fragment):
+    """NOTATION.md section 2: a malformed string is refused with its reason; a joker lead names
+    exactly one suit letter S, H, D or C in upper case (GJ-5.2): a lower-case or unknown letter
+    is malformed, and so are ``SH`` and an empty suit, although the string of suit letters
+    ``SHDC`` contains both."""
     with pytest.raises(MalformedAction, match=fragment):
         A.parse_action(text)
 
@@ -595,6 +613,24 @@ def test_follow_suit_and_joker_lead_messages():
     state2.apply("play:AS")
     with pytest.raises(IllegalAction, match="must follow suit S"):
         state2.apply("play:AH")
+
+
+def test_refusals_name_the_card_as_written_gj_5_10():
+    """GJ-5.10 (GJ-4.5: a rejected action is explained): a refused play names its card by its
+    code, ``X1`` / ``X2`` for a joker (never the joker action's mode), a normal card by its own
+    code; the joker lead's hint spells the accepted form with that joker."""
+    state = nines_deal(LEAD_HANDS, "H")
+    with pytest.raises(IllegalAction, match=r"play:X1:high: a joker lead names a suit: "
+                                            r"play:X1:high:S \(or H, D, C\)"):
+        state.apply("play:X1:high")
+    with pytest.raises(IllegalAction, match=r"play:X2:low: a joker lead names a suit: play:X2:low:S "):
+        state.apply("play:X2:low")
+    state.apply("play:AS")
+    before = snapshot(state)
+    for text, code in (("play:X1:high", "X1"), ("play:X2:low", "X2"), ("play:QS", "QS")):
+        with pytest.raises(IllegalAction, match=rf"^{text}: {code} is not in your hand$"):
+            state.apply(text)
+        assert snapshot(state) == before, text
 
 
 def test_deal_required_and_bad_deck():
