@@ -397,6 +397,24 @@ def test_an_action_or_deck_out_of_turn_is_refused_saying_what_is_due(game_id):
 
 
 @pytest.mark.parametrize("game_id", GAMES)
+def test_every_action_id_with_a_notation_parses_back_to_itself(game_id):
+    """NOTATION 2: ``action_str`` and ``parse_action`` are inverse on every id that names an
+    action, and an id that names none has no notation (MalformedAction), never a string the
+    parser then refuses: Georgian Joker's ``action_str`` wrote ``play:6S`` and ``play:6C``
+    for the two cards its pack leaves out (GJ-1.1), which ``parse_action`` refuses."""
+    state = get_game(game_id).new_state()
+    named = 0
+    for action in range(3000):
+        try:
+            text = state.action_str(action)
+        except MalformedAction:
+            continue
+        named += 1
+        assert state.parse_action(text) == action, (action, text)
+    assert named > 30
+
+
+@pytest.mark.parametrize("game_id", GAMES)
 def test_an_action_id_outside_the_game_has_no_notation(game_id):
     """``action_str`` of an id that names no action is MalformedAction in every game (the
     Game interface's contract). Klaberjass's read its table with ``-1`` as Python does, and

@@ -108,7 +108,7 @@ def action_str(action: int) -> str:
     names no action (bids stop where the notation's do: six digits)."""
     if not isinstance(action, int) or isinstance(action, bool) or action < 0:
         raise MalformedAction(f"not a Georgian Joker action id: {action!r}")
-    if 0 <= action < 36:
+    if action in _NORMAL_IDS:  # not 6S or 6C: the pack leaves them out (GJ-1.1)
         return "play:" + CODES[action]
     if FOLLOW_JOKER_BASE <= action < LEAD_JOKER_BASE + 16:
         text = f"play:{CODES[ACTION_CARD[action]]}:{MODES[ACTION_MODE[action]]}"
@@ -121,8 +121,9 @@ def action_str(action: int) -> str:
     raise MalformedAction(f"not a Georgian Joker action id: {action!r}")
 
 
-#: Codes of the 34 normal cards of the pack (GJ-1.1: no 6S, no 6C).
-_NORMAL_CODES = frozenset(CODES[c] for c in PACK36_JOKERS if c < 36)
+#: Ids and codes of the 34 normal cards of the pack (GJ-1.1: no 6S, no 6C).
+_NORMAL_IDS = frozenset(c for c in PACK36_JOKERS if c < 36)
+_NORMAL_CODES = frozenset(CODES[c] for c in _NORMAL_IDS)
 _BID_RE = re.compile(r"bid:(0|[1-9][0-9]{0,5})")
 
 

@@ -285,7 +285,9 @@ class JapaneseJokerState(State):
     # ---- notation --------------------------------------------------------------------------
 
     def action_str(self, action: int) -> str:
-        if not isinstance(action, int) or isinstance(action, bool) or not 0 <= action < len(ACTION_STR):
+        # ids 8 and 35 (play:6S, play:6C) name no action: the jokers replace those cards (JJK-1.1)
+        if (not isinstance(action, int) or isinstance(action, bool) or not 0 <= action < len(ACTION_STR)
+                or ACTION_STR[action] not in ACTION_ID):
             raise MalformedAction(f"not a Japanese Joker action id: {action!r}")
         return ACTION_STR[action]
 
