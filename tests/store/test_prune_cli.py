@@ -164,7 +164,9 @@ def test_usage_errors_exit_2_and_touch_nothing(tmp_path, capsys, monkeypatch):
     assert prune(capsys, "--db", str(missing), "--older-than-days", "1") == \
         (2, "", f"error: no database file at {missing}\n")
     assert not missing.exists() and not (tmp_path / "nope.sqlite3.lock").exists()
-    assert prune(capsys, "--db", "memory:", "--older-than-days", "1")[0] == 2
+    # said as such, not "no database file at memory:" (the embedded default keeps nothing)
+    assert prune(capsys, "--db", "memory:", "--older-than-days", "1") == \
+        (2, "", "error: 'memory:' keeps nothing to prune\n")
     assert prune(capsys, "--older-than-days", "1")[2] == "error: --db is required (or set CARDGAMES_DB)\n"
     garbage = tmp_path / "garbage.db"
     garbage.write_bytes(b"not a database " * 100)
