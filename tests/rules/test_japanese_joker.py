@@ -530,6 +530,18 @@ def test_a_positions_lone_column_moves_its_down_card_and_leaves_no_down_card_jjk
     assert st.view(0)["table"]["column_counts"][0] == 0 and sorted(st.view(0)["hand"]) == ["7D", "9H"]
 
 
+def test_a_position_was_never_dealt_so_no_seat_view_lists_first_three_cards_jjk_9_3():
+    """JJK-9.3: ``first_three`` lists the three cards the seat was dealt before the trump
+    choice, its own knowledge alone. An explicit position has no phase A, so each seat's view
+    lists none; a card named there (``AS`` is seat 1's here) would be a card of another hand."""
+    st = GAME.position(trump="H", hands=[["7D", "KS"], ["AS", "8D"]], columns=[[["9H", "QC"]], [["TD", "AC"]]],
+                       to_act=0)
+    for seat in (0, 1):
+        assert st.view(seat)["table"]["first_three"] == [], seat
+    play(st, "KS")
+    assert st.view(0)["table"]["first_three"] == st.view(1)["table"]["first_three"] == []
+
+
 def test_three_columns_move_only_one_card():
     st = GAME.position(trump="S", hands=[["7D"], ["8D"]],
                        columns=[[["9H", "8C"], ["TD", "KH"], ["QD", "AC"]], []], to_act=0)
