@@ -1095,6 +1095,29 @@ def test_a_positions_record_names_the_trick_winner_by_its_trump_jjk_6_2(trump):
                                                      "winner": 1}
 
 
+@pytest.mark.parametrize("trump", ["S", "H", "D", "C", "NT"])
+def test_a_positions_record_names_the_higher_card_of_the_led_suit_the_winner_jjk_6_2(trump):
+    """JJK-6.2 in an explicit position of every trump (its record has no trump action, so the
+    record reads the trick's winner from the position's trump): a higher spade takes a lower
+    one, whoever leads it; every audience's record says so, as the trick count does."""
+    st = GAME.position(trump=trump, hands=[["AS", "QS"], ["KS", "8D"]], to_act=0)
+    play(st, "AS")
+    play(st, "KS")  # lower: the leader, seat 0, takes the trick and leads again
+    play(st, "QS")
+    play(st, "8D")  # seat 1, void in spades: a trump in a diamond deal (it takes), else a discard
+    expected = [{"seat": 0, "action": "play:AS", "from": "hand"},
+                {"seat": 1, "action": "play:KS", "from": "hand", "winner": 0},
+                {"seat": 0, "action": "play:QS", "from": "hand"},
+                {"seat": 1, "action": "play:8D", "from": "hand", "winner": 1 if trump == "D" else 0}]
+    for view in (st.public_view(), st.view(0), st.view(1)):
+        assert view["table"]["deal_actions"] == expected, trump
+    assert st.public_view()["tricks_taken"] == ([1, 1] if trump == "D" else [2, 0])
+    st = GAME.position(trump=trump, hands=[["KS"], ["AS"]], to_act=0)
+    play(st, "KS")
+    play(st, "AS")  # higher: the follower takes it
+    assert st.public_view()["table"]["deal_actions"][-1]["winner"] == 1, trump
+
+
 @pytest.mark.parametrize("kwargs", [
     {"hands": [["AS", "7D"], ["AS", "8D"]]},  # one card in two hands
     {"hands": [["AS"], ["8D"]], "columns": [[["7D", "AS"]], []]},  # in a hand and on the table
