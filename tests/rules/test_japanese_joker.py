@@ -833,6 +833,21 @@ def test_views_between_deals_and_at_the_end():
     assert st.view(0)["deal_number"] == 1 and st.view(0)["phase"] == "trump_choice"
 
 
+def test_no_seat_to_act_means_no_legal_ids_while_a_deck_is_awaited_and_after_the_match_jjk_8_2():
+    """The fast path's ``legal_ids()`` lists the ids of the seat to act (rules/game.py). While a
+    deck is awaited (before the first deal, and between deals, JJK-8.3) and once the match is
+    over (JJK-8.2) nobody acts: the list is empty, not the trump choices of JJK-3.3, which only
+    the declarer of a dealt deal may make."""
+    st = GAME.new_state({"target_score": 11}, first_dealer=0)
+    assert st.to_act() == CHANCE and st.legal_ids() == []
+    st = play_match_deal(st, (10, 8), seed=1)
+    assert st.to_act() == CHANCE and st.legal_ids() == []
+    st.deal(shuffled(GAME, random.Random(4)))
+    assert st.legal_ids() == [46, 47, 48, 49, 50] and st.legal_actions()[-1] == "trump:NT"
+    finished = random_match(GAME, 3, {"target_score": 11})
+    assert finished.to_act() == TERMINAL and finished.legal_ids() == []
+
+
 def test_between_deals_and_after_the_match_a_seat_sees_nothing_private_jjk_9_8():
     """JJK-9.8 (deal over: nothing private, every card has been played, JJK-9.7): while the
     next deck is due and once the match is over, each seat's view is the public view naming
