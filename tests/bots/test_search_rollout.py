@@ -341,6 +341,31 @@ def test_japanese_joker_follower_takes_by_jjk_6():
     assert st.trick_rank(card_id("AH")) < st.trick_rank(card_id("6D")) < st.trick_rank(36)
 
 
+def test_japanese_joker_trick_rank_is_trump_then_rank_whatever_the_suit_jjk_1_2_jjk_1_4():
+    """``trick_rank``'s order over every card of the pack, under every trump and ``NT``, against
+    the rulebook written out here: a trump is dearer than any other card (JJK-6.2: it takes a
+    plain lead); otherwise the higher rank (A K Q J T 9 8 7 6, JJK-1.2) is dearer, and cards of
+    equal rank rank equal whatever their suits (JJK-1.4: suits are unordered but for the trump);
+    a joker (both follow ids, JJK-1.3: X1 and X2 alike) is dearer than every card, since it
+    always takes (JJK-6.1)."""
+    from engine_service.rules.cards import CODES, PACK36_JOKERS, STRAINS
+    from engine_service.rules.games.japanese_joker.tables import TRUMP_MASK
+    st = get_game("japanese_joker").new_state({}, first_dealer=0)
+    normal = [c for c in PACK36_JOKERS if c < 36]
+    for trump in range(5):  # S H D C NT
+        st._tmask = TRUMP_MASK[trump]
+
+        def key(c: int) -> tuple[bool, int]:
+            return CODES[c][1] == STRAINS[trump], -"AKQJT9876".index(CODES[c][0])
+
+        for c in normal:
+            for d in normal:
+                assert (st.trick_rank(c) < st.trick_rank(d)) == (key(c) < key(d)), (trump, CODES[c], CODES[d])
+                assert (st.trick_rank(c) == st.trick_rank(d)) == (key(c) == key(d)), (trump, CODES[c], CODES[d])
+        ranks = [st.trick_rank(c) for c in normal]
+        assert st.trick_rank(36) == st.trick_rank(37) > max(ranks), trump
+
+
 # ---- the policy ---------------------------------------------------------------------------
 
 def test_greedy_playout_takes_cheaply_or_throws_cheaply_when_epsilon_is_zero():

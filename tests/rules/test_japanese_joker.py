@@ -531,6 +531,18 @@ def test_a_positions_lone_column_moves_its_down_card_and_leaves_no_down_card_jjk
     assert st.view(0)["table"]["column_counts"][0] == 0 and sorted(st.view(0)["hand"]) == ["7D", "9H"]
 
 
+def test_a_position_was_never_dealt_so_no_seat_view_lists_first_three_cards_jjk_9_3():
+    """JJK-9.3: ``first_three`` lists the three cards the seat was dealt before the trump
+    choice, its own knowledge alone. An explicit position has no phase A, so each seat's view
+    lists none; a card named there (``AS`` is seat 1's here) would be a card of another hand."""
+    st = GAME.position(trump="H", hands=[["7D", "KS"], ["AS", "8D"]], columns=[[["9H", "QC"]], [["TD", "AC"]]],
+                       to_act=0)
+    for seat in (0, 1):
+        assert st.view(seat)["table"]["first_three"] == [], seat
+    play(st, "KS")
+    assert st.view(0)["table"]["first_three"] == st.view(1)["table"]["first_three"] == []
+
+
 def test_three_columns_move_only_one_card():
     st = GAME.position(trump="S", hands=[["7D"], ["8D"]],
                        columns=[[["9H", "8C"], ["TD", "KH"], ["QD", "AC"]], []], to_act=0)
@@ -822,6 +834,21 @@ def test_views_between_deals_and_at_the_end():
     assert st.view(0)["deal_number"] == 1 and st.view(0)["phase"] == "trump_choice"
 
 
+def test_no_seat_to_act_means_no_legal_ids_while_a_deck_is_awaited_and_after_the_match_jjk_8_2():
+    """The fast path's ``legal_ids()`` lists the ids of the seat to act (rules/game.py). While a
+    deck is awaited (before the first deal, and between deals, JJK-8.3) and once the match is
+    over (JJK-8.2) nobody acts: the list is empty, not the trump choices of JJK-3.3, which only
+    the declarer of a dealt deal may make."""
+    st = GAME.new_state({"target_score": 11}, first_dealer=0)
+    assert st.to_act() == CHANCE and st.legal_ids() == []
+    st = play_match_deal(st, (10, 8), seed=1)
+    assert st.to_act() == CHANCE and st.legal_ids() == []
+    st.deal(shuffled(GAME, random.Random(4)))
+    assert st.legal_ids() == [46, 47, 48, 49, 50] and st.legal_actions()[-1] == "trump:NT"
+    finished = random_match(GAME, 3, {"target_score": 11})
+    assert finished.to_act() == TERMINAL and finished.legal_ids() == []
+
+
 def test_between_deals_and_after_the_match_a_seat_sees_nothing_private_jjk_9_8():
     """JJK-9.8 (deal over: nothing private, every card has been played, JJK-9.7): while the
     next deck is due and once the match is over, each seat's view is the public view naming
@@ -1069,6 +1096,29 @@ def test_a_positions_record_names_the_trick_winner_by_its_trump_jjk_6_2(trump):
     for view in (st.public_view(), st.view(0), st.view(1)):
         assert view["table"]["deal_actions"][-1] == {"seat": 1, "action": f"play:7{trump}", "from": "hand",
                                                      "winner": 1}
+
+
+@pytest.mark.parametrize("trump", ["S", "H", "D", "C", "NT"])
+def test_a_positions_record_names_the_higher_card_of_the_led_suit_the_winner_jjk_6_2(trump):
+    """JJK-6.2 in an explicit position of every trump (its record has no trump action, so the
+    record reads the trick's winner from the position's trump): a higher spade takes a lower
+    one, whoever leads it; every audience's record says so, as the trick count does."""
+    st = GAME.position(trump=trump, hands=[["AS", "QS"], ["KS", "8D"]], to_act=0)
+    play(st, "AS")
+    play(st, "KS")  # lower: the leader, seat 0, takes the trick and leads again
+    play(st, "QS")
+    play(st, "8D")  # seat 1, void in spades: a trump in a diamond deal (it takes), else a discard
+    expected = [{"seat": 0, "action": "play:AS", "from": "hand"},
+                {"seat": 1, "action": "play:KS", "from": "hand", "winner": 0},
+                {"seat": 0, "action": "play:QS", "from": "hand"},
+                {"seat": 1, "action": "play:8D", "from": "hand", "winner": 1 if trump == "D" else 0}]
+    for view in (st.public_view(), st.view(0), st.view(1)):
+        assert view["table"]["deal_actions"] == expected, trump
+    assert st.public_view()["tricks_taken"] == ([1, 1] if trump == "D" else [2, 0])
+    st = GAME.position(trump=trump, hands=[["KS"], ["AS"]], to_act=0)
+    play(st, "KS")
+    play(st, "AS")  # higher: the follower takes it
+    assert st.public_view()["table"]["deal_actions"][-1]["winner"] == 1, trump
 
 
 @pytest.mark.parametrize("kwargs", [
