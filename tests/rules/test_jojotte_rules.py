@@ -597,6 +597,38 @@ def test_JJ_9_6_failed_slam_gives_the_opponent_500():
     assert r["above"] == [0, 500]
 
 
+# Two deals (full decks, seat 0 the non-dealer) in which the defender wins the comparison on his
+# 120 of melds (JJ-9.2) while taking a single trick worth 0 (a 7 and a plain 9, not the last).
+SINGLE_ZERO_TRICK_DEALS = [
+    (0, "9H 7C 8C 7H AC KS 8S TH QC KH TD AH JS 9S KD KC TS 7S 8H 7D JD JH 9C QS AS QD 8D 9D JC QH AD TC",
+     "pass name:D pass pass play:9H play:AH play:TH play:KH play:7S play:9S play:7C play:8C play:TD play:KD "
+     "play:TS play:KS play:7H play:KC play:8H play:QC play:8S play:AC", [120, 70]),
+    (1, "AS JD 8D 7H KH JS KD QH QS AH 9H 9S QD AC TD 8H 7D 9C 9D AD KC 8S 7S 8C TH 7C QC JC KS JH TS TC",
+     "name:S pass pass play:QH play:KH play:JS play:9S play:TD play:7D play:8H play:9H play:9D play:JD "
+     "play:AS play:KD play:QS play:9C play:AC play:8D play:AH play:7H", [80, 120]),
+]
+
+
+@pytest.mark.parametrize("defender,deck,actions,comparison", SINGLE_ZERO_TRICK_DEALS)
+def test_JJ_9_3b_a_defender_with_a_single_trick_worth_0_enters_0_for_his_tricks(defender, deck, actions,
+                                                                                comparison):
+    """JJ-9.3b: the defender who wins the comparison enters his two most valuable tricks; with a
+    single trick, that trick's value: here 0, so he enters his melds alone (JJ-9.1) and the
+    declarer nothing. Nothing of a trick he did not win may count (for either seat)."""
+    state = GAME.new_state({}, first_dealer=1)
+    state.deal(deck.split())
+    act(state, *actions.split())
+    r = state.deal_results()[-1]
+    detail = table(state)["last_deal"]
+    assert r["contract"]["holder"] == 1 - defender and r["contract"]["multiplier"] == 1
+    assert detail["outcome"] == "defender_more" and detail["comparison"] == comparison
+    assert detail["tricks"][defender] == 1 and detail["trick_points"][defender] == 0
+    assert detail["melds"][defender] == 120
+    below = [0, 0]
+    below[defender] = 120
+    assert r["below"] == below and r["above"] == [0, 0] and r["pot"] == 0
+
+
 def test_JJ_9_3_and_9_5_tie_freezes_the_pot_and_the_next_deal_winner_takes_it():
     """The seed deal under ``jj_outcome_basis = trick_points`` is a 35-35 tie: 70 frozen. In the
     next deal the comparison winner enters the 70 on top of his own entries."""
