@@ -701,6 +701,25 @@ def test_JJ_10_3_a_won_rubber_leaves_a_fresh_rubber_in_a_longer_match_JJ_10_5():
     assert m["rubber_games"] == [0, 0] and m["rubber_game_winners"] == [] and m["rubber_points"] == [0, 0]
     assert m["game_points"] == [0, 0]
 
+def test_JJ_10_1_and_10_3_last_deal_names_the_game_and_the_rubber_it_decided():
+    """JJ-10.1 / JJ-10.3: the last scored deal's breakdown (``table.last_deal``, docs/games/
+    jojotte.md) names the seat that won a game in it and the seat that won the rubber with it:
+    the game alone first, then a game that also ends a rubber (``jj_match_rubbers = 2``, so the
+    match goes on and the breakdown stays on the table)."""
+    state = deal(**STRONG_DEAL)
+    set_match(state, gpts=(30, 70))
+    to_play(state, "name:S", "pass")
+    auto_finish_deal(state)
+    d = table(state)["last_deal"]
+    assert d["game_winner"] == 0 and d["rubber_winner"] is None
+    state = deal({"jj_match_rubbers": 2}, **STRONG_DEAL)
+    set_match(state, gpts=(0, 0), rgames=(1, 1), rseq=(1, 0), games=(1, 1))
+    to_play(state, "name:S", "pass")
+    auto_finish_deal(state)
+    d = table(state)["last_deal"]
+    assert d["game_winner"] == 0 and d["rubber_winner"] == 0
+
+
 def test_JJ_10_5_one_rubber_winner_wins_even_with_fewer_points():
     state = deal(**STRONG_DEAL)
     set_match(state, gpts=(0, 0), rgames=(1, 1), rseq=(1, 0), games=(1, 1), rsum=(0, 5000),
