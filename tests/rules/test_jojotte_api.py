@@ -284,6 +284,18 @@ def test_secret_cards_hands_stock_and_what_is_revealed():
     assert z["turn_up"] == 1 << card_id("7S") and z["info_card"] == 1 << card_id("9C")
 
 
+def test_secret_cards_jo_shows_the_queen_of_the_trump_suit_only():
+    """JJ-7.2: "jo" is legal only while its player holds the trump queen, so after it that queen
+    is known to both; with hearts trump it is QH, and his other queens (QS, QD) stay secret
+    (his sequences lose to seat 1's clubs, JJ-5.6: no card of his is shown by the melds)."""
+    state = to_play(deal(**JO_DEAL), "name:H", "pass")  # seat 0 declares hearts
+    act(state, "play:AC", "play:KH:jo")  # no club: he must trump (JJ-6.4)
+    assert table(state)["jo"] == [0] and table(state)["melds"]["points"] == [0, 50]
+    z = state.zones()
+    assert {"QS", "QH", "QD"} <= set(state.view(0)["hand"])
+    assert state.secret_cards(1) == (z["hand0"] & ~(1 << card_id("QH"))) | z["stock"]
+
+
 def test_secret_cards_the_exchanged_turn_up_queen_stays_known_after_jo():
     """JJ-4.2 and JJ-7.2: seat 0 takes the turn-up QH (trump) by the exchange, a public event,
     then says "jo" with KH, which also shows he holds the trump queen: two reasons to know the
