@@ -158,3 +158,19 @@ def test_jojotte_a_refused_announcement_on_a_playable_card_lists_the_legal_actio
     state = to_play(deal({}, **cards), "pass", "pass", "no_trump", "pass")
     state.apply("play:AC", 1)
     assert _refused(state, "play:KH:jo").startswith("play:KH:jo is not a legal action now; legal now: ")
+
+
+def test_jojotte_a_refused_announcement_on_a_card_that_beats_lists_the_legal_actions():
+    """A ``jotte`` without a jo (JJ-7.2) on a queen that follows suit and beats the led card, as
+    JJ-6.3 asks, breaks no card-play rule: it is refused by listing the legal actions, not with
+    "you must beat" (the card does beat). Spades trump; seat 1 leads KH, seat 0 wins it with AH
+    and leads 7H; seat 1 holds QH JH TH, each higher than the 7."""
+    from .checks_jojotte import deal, to_play
+    from .test_jojotte_rules import PLAY_DEAL
+
+    state = to_play(deal({}, **PLAY_DEAL), "accept", "pass")
+    for card, seat in (("KH", 1), ("AH", 0), ("7H", 0)):
+        state.apply("play:" + card, seat)
+    assert state.to_act() == 1
+    assert _refused(state, "play:QH:jotte") == (
+        "play:QH:jotte is not a legal action now; legal now: play:QH, play:JH, play:TH")
