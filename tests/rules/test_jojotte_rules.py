@@ -582,6 +582,19 @@ def test_JJ_9_7_nullo_failed_penalty_to_the_opponent():
     assert r["contract"] == {"kind": "nullo", "strain": "NT", "holder": 1, "multiplier": 1}
 
 
+def test_JJ_9_7_a_nullo_deal_has_no_comparison_no_outcome_no_pot_entry_and_no_meld_winner():
+    """JJ-9.7 (only these entries) with JJ-8.4: a nullo deal is not decided by the JJ-9.2
+    comparison, so its breakdown (``table.last_deal``) has no compared totals, no outcome and
+    nobody entering a pot (all null), and its trick points are not counted; and it has no meld
+    phase (JJ-5.10), so no quartet or sequence winner either (null, not seat 0)."""
+    state = to_play(deal(**FAIL_NULLO_DEAL), "name:H", "pass", "nullo", "pass")
+    auto_finish_deal(state)
+    d = table(state)["last_deal"]
+    assert d["tricks"] == [0, 9] and d["trick_points"] == [0, 0] and d["melds"] == [0, 0]
+    assert d["comparison"] is None and d["outcome"] is None and d["pot_to"] is None
+    assert d["quartet_winner"] is None and d["sequence_winner"] is None
+
+
 SLAM_FAIL_DEAL = dict(nd=("JS", "9S", "AS", "TS", "KS", "QS"), nd2=("8S", "7S", "KH"),
                       dl=("AH", "QH", "JH", "TH", "9H", "AD"), dl2=("KD", "QD", "JD"), turn="7D",
                       info="7C")
