@@ -113,6 +113,9 @@ def test_jojotte_a_call_the_table_leaves_out_names_its_option_and_only_then():
     state = seat0_to_follow({"jj_meld_declaration": "optional"})
     assert _refused(state, "declare").startswith("declare is not a legal action now; legal now: ")
     state = seat0_to_follow({})
+    assert _refused(state, "declare") == (  # the default table settles melds itself
+        "declare: melds are declared automatically at this table (option jj_meld_declaration, "
+        "JJ-5.9, JJ-A21)")
     assert _refused(state, "play:KH:jo") == "play:KH:jo: you have no C and must play a trump S (JJ-6.4)"
     assert _refused(state, "exchange:7S").startswith("exchange:7S is not a legal action now; legal now: ")
     assert _refused(state, "no_exchange").startswith("no_exchange is not a legal action now; legal now: ")
