@@ -610,24 +610,32 @@ def test_JJ_9_6_failed_slam_gives_the_opponent_500():
     assert r["above"] == [0, 500]
 
 
-# Two deals (full decks, seat 0 the non-dealer) in which the defender wins the comparison on his
-# 120 of melds (JJ-9.2) while taking a single trick worth 0 (a 7 and a plain 9, not the last).
-SINGLE_ZERO_TRICK_DEALS = [
+# Deals (full decks, seat 0 the non-dealer) in which the defender wins the comparison on his
+# melds (JJ-9.2) while taking a single trick worth 0 (a 7 and a plain 9 or 8, not the last), or
+# no trick at all (the declarer takes all nine: his unbid slam 100 above, JJ-7.4).
+ZERO_TRICK_VALUE_DEALS = [
     (0, "9H 7C 8C 7H AC KS 8S TH QC KH TD AH JS 9S KD KC TS 7S 8H 7D JD JH 9C QS AS QD 8D 9D JC QH AD TC",
      "pass name:D pass pass play:9H play:AH play:TH play:KH play:7S play:9S play:7C play:8C play:TD play:KD "
-     "play:TS play:KS play:7H play:KC play:8H play:QC play:8S play:AC", [120, 70]),
+     "play:TS play:KS play:7H play:KC play:8H play:QC play:8S play:AC", [120, 70], 1, 120, [0, 0]),
     (1, "AS JD 8D 7H KH JS KD QH QS AH 9H 9S QD AC TD 8H 7D 9C 9D AD KC 8S 7S 8C TH 7C QC JC KS JH TS TC",
      "name:S pass pass play:QH play:KH play:JS play:9S play:TD play:7D play:8H play:9H play:9D play:JD "
-     "play:AS play:KD play:QS play:9C play:AC play:8D play:AH play:7H", [80, 120]),
+     "play:AS play:KD play:QS play:9C play:AC play:8D play:AH play:7H", [80, 120], 1, 120, [0, 0]),
+    (0, "7H 9S TD JS 8H 9H AH AD 9C 9D AC JC QD KH QH KD AS KS TH TC JD 8C TS JH KC 7C 7D 8D 8S QC 7S QS",
+     "pass name:C pass pass play:9S play:AS play:JC play:9C play:AD play:9D play:KS play:9H play:AC play:KD "
+     "play:AH play:KH play:JS play:QH play:TD play:8H play:TH play:7H", [120, 100], 0, 120, [0, 100]),
+    (1, "AC KH KD QS 9H 7D TC 8H JC AD QC 7C 9S TS TD 7H QD QH 8C 8S 8D KC JH JD 9C 9D 7S KS TH AH JS AS",
+     "name:H pass pass play:8C play:JC play:KH play:8H play:TD play:QD play:9H play:QH play:AD play:KD "
+     "play:7D play:QC play:AC play:7C play:7H play:QS play:TS play:TC", [80, 100], 0, 100, [100, 0]),
 ]
 
 
-@pytest.mark.parametrize("defender,deck,actions,comparison", SINGLE_ZERO_TRICK_DEALS)
-def test_JJ_9_3b_a_defender_with_a_single_trick_worth_0_enters_0_for_his_tricks(defender, deck, actions,
-                                                                                comparison):
+@pytest.mark.parametrize("defender,deck,actions,comparison,won,melds,above", ZERO_TRICK_VALUE_DEALS)
+def test_JJ_9_3b_a_defender_with_one_trick_worth_0_or_none_enters_0_for_his_tricks(
+        defender, deck, actions, comparison, won, melds, above):
     """JJ-9.3b: the defender who wins the comparison enters his two most valuable tricks; with a
-    single trick, that trick's value: here 0, so he enters his melds alone (JJ-9.1) and the
-    declarer nothing. Nothing of a trick he did not win may count (for either seat)."""
+    single trick, that trick's value (here 0); with none, 0. So he enters his melds alone
+    (JJ-9.1) and the declarer no trick points. Nothing of a trick he did not win may count, as
+    either seat."""
     state = GAME.new_state({}, first_dealer=1)
     state.deal(deck.split())
     act(state, *actions.split())
@@ -635,11 +643,11 @@ def test_JJ_9_3b_a_defender_with_a_single_trick_worth_0_enters_0_for_his_tricks(
     detail = table(state)["last_deal"]
     assert r["contract"]["holder"] == 1 - defender and r["contract"]["multiplier"] == 1
     assert detail["outcome"] == "defender_more" and detail["comparison"] == comparison
-    assert detail["tricks"][defender] == 1 and detail["trick_points"][defender] == 0
-    assert detail["melds"][defender] == 120
+    assert detail["tricks"][defender] == won and detail["trick_points"][defender] == 0
+    assert detail["melds"][defender] == melds and detail["melds"][1 - defender] == 0
     below = [0, 0]
-    below[defender] = 120
-    assert r["below"] == below and r["above"] == [0, 0] and r["pot"] == 0
+    below[defender] = melds
+    assert r["below"] == below and r["above"] == above and r["pot"] == 0
 
 
 def test_JJ_9_3_and_9_5_tie_freezes_the_pot_and_the_next_deal_winner_takes_it():
