@@ -134,6 +134,8 @@ def test_jojotte_refusals_after_the_ace_of_spades_led_name_the_rule():
     state.apply("play:AS", 1)
     assert _refused(state, "play:AH") == "play:AH: you must follow suit S (JJ-6.3)"
     assert _refused(state, "play:KS") == "play:KS: you must beat AS with a higher S (JJ-6.3)"
+    # the queen, next to the jack in card order but below the ace in trump order, does not beat
+    assert _refused(state, "play:QS") == "play:QS: you must beat AS with a higher S (JJ-6.3)"
     assert _refused(state, "play:KS:jo") == "play:KS:jo: you must beat AS with a higher S (JJ-6.3)"
 
 
