@@ -139,6 +139,32 @@ def test_view_has_the_common_keys_and_only_own_hand():
     json.dumps(v0)  # JSON-ready
 
 
+def test_view_phase_and_auction_state_name_every_step():
+    """The view's ``phase`` and ``table.auction_state`` at every step of a deal that visits each
+    phase (docs/games/jojotte.md, Phases): the seven auction states of JJ-3.1 (``LATE_DBL`` with
+    ``jj_double_timing = end_of_auction``, JJ-A8) all read ``auction``; then the two exchange
+    steps (JJ-4.2), the nullo window (JJ-4.3), the slam answer (JJ-4.4), the optional meld
+    statements (JJ-A21), play, and ``deal`` while the next deck is awaited (JJ-2.2)."""
+    options = {"jj_double_timing": "end_of_auction", "jj_meld_declaration": "optional"}
+    state = deal(options, **EXCH_DEAL)  # turn-up QH; seat 0 (non-dealer) holds 7S
+    seen = []
+    for call in ("pass", "pass", "pass", "name:H", "pass", "double", "pass", "no_exchange", "no_exchange",
+                 "nullo", "slam:H", "declare", "declare", "declare", "declare"):
+        v = state.public_view()
+        seen.append((v["phase"], v["table"]["auction_state"], state.view(state.to_act())["phase"]))
+        state.apply(call)
+    assert [(p, s) for p, s, _ in seen] == [
+        ("auction", "R1_ND"), ("auction", "R1_D"), ("auction", "R2_ND"), ("auction", "R2_D"),
+        ("auction", "RESP"), ("auction", "LATE_DBL"), ("auction", "REDBL"),
+        ("exchange", None), ("exchange", None), ("nullo", None), ("slam", None),
+        ("melds", None), ("melds", None), ("melds", None), ("melds", None)]
+    assert all(seat_phase == p for p, _, seat_phase in seen)  # the player's view says the same
+    v = state.public_view()
+    assert v["phase"] == "play" and v["table"]["auction_state"] is None
+    auto_finish_deal(state)
+    assert state.public_view()["phase"] == "deal" and state.to_act() == CHANCE
+
+
 def test_view_table_tracks_the_public_deal():
     state = deal(**PLAY_DEAL)
     act(state, "accept", "pass")
@@ -258,6 +284,18 @@ def test_secret_cards_hands_stock_and_what_is_revealed():
     assert z["turn_up"] == 1 << card_id("7S") and z["info_card"] == 1 << card_id("9C")
 
 
+def test_secret_cards_jo_shows_the_queen_of_the_trump_suit_only():
+    """JJ-7.2: "jo" is legal only while its player holds the trump queen, so after it that queen
+    is known to both; with hearts trump it is QH, and his other queens (QS, QD) stay secret
+    (his sequences lose to seat 1's clubs, JJ-5.6: no card of his is shown by the melds)."""
+    state = to_play(deal(**JO_DEAL), "name:H", "pass")  # seat 0 declares hearts
+    act(state, "play:AC", "play:KH:jo")  # no club: he must trump (JJ-6.4)
+    assert table(state)["jo"] == [0] and table(state)["melds"]["points"] == [0, 50]
+    z = state.zones()
+    assert {"QS", "QH", "QD"} <= set(state.view(0)["hand"])
+    assert state.secret_cards(1) == (z["hand0"] & ~(1 << card_id("QH"))) | z["stock"]
+
+
 def test_secret_cards_the_exchanged_turn_up_queen_stays_known_after_jo():
     """JJ-4.2 and JJ-7.2: seat 0 takes the turn-up QH (trump) by the exchange, a public event,
     then says "jo" with KH, which also shows he holds the trump queen: two reasons to know the
@@ -308,13 +346,13 @@ def test_zones_cover_the_pack_and_are_empty_between_deals():
 
 
 def test_the_final_views_name_the_match_winners_jj_10_5():
-    """JJ-10.5: once the match is over every audience's view is ``over`` and names the winners
-    that ``result()`` names."""
+    """JJ-10.5: once the match is over every audience's view is ``over`` (phase ``over`` too,
+    docs/games/jojotte.md, Phases) and names the winners that ``result()`` names."""
     finished = random_match(GAME, 3)
     winners = finished.result()["winners"]
     assert winners
     for v in (finished.view(0), finished.view(1), finished.public_view()):
-        assert v["over"] is True and v["winners"] == winners
+        assert v["over"] is True and v["phase"] == "over" and v["winners"] == winners
 
 
 def test_clone_is_independent():

@@ -582,6 +582,19 @@ def test_JJ_9_7_nullo_failed_penalty_to_the_opponent():
     assert r["contract"] == {"kind": "nullo", "strain": "NT", "holder": 1, "multiplier": 1}
 
 
+def test_JJ_9_7_a_nullo_deal_has_no_comparison_no_outcome_no_pot_entry_and_no_meld_winner():
+    """JJ-9.7 (only these entries) with JJ-8.4: a nullo deal is not decided by the JJ-9.2
+    comparison, so its breakdown (``table.last_deal``) has no compared totals, no outcome and
+    nobody entering a pot (all null), and its trick points are not counted; and it has no meld
+    phase (JJ-5.10), so no quartet or sequence winner either (null, not seat 0)."""
+    state = to_play(deal(**FAIL_NULLO_DEAL), "name:H", "pass", "nullo", "pass")
+    auto_finish_deal(state)
+    d = table(state)["last_deal"]
+    assert d["tricks"] == [0, 9] and d["trick_points"] == [0, 0] and d["melds"] == [0, 0]
+    assert d["comparison"] is None and d["outcome"] is None and d["pot_to"] is None
+    assert d["quartet_winner"] is None and d["sequence_winner"] is None
+
+
 SLAM_FAIL_DEAL = dict(nd=("JS", "9S", "AS", "TS", "KS", "QS"), nd2=("8S", "7S", "KH"),
                       dl=("AH", "QH", "JH", "TH", "9H", "AD"), dl2=("KD", "QD", "JD"), turn="7D",
                       info="7C")
@@ -595,6 +608,46 @@ def test_JJ_9_6_failed_slam_gives_the_opponent_500():
     r = auto_finish_deal(state)
     assert table(state)["last_deal"]["tricks"][1] >= 1
     assert r["above"] == [0, 500]
+
+
+# Deals (full decks, seat 0 the non-dealer) in which the defender wins the comparison on his
+# melds (JJ-9.2) while taking a single trick worth 0 (a 7 and a plain 9 or 8, not the last), or
+# no trick at all (the declarer takes all nine: his unbid slam 100 above, JJ-7.4).
+ZERO_TRICK_VALUE_DEALS = [
+    (0, "9H 7C 8C 7H AC KS 8S TH QC KH TD AH JS 9S KD KC TS 7S 8H 7D JD JH 9C QS AS QD 8D 9D JC QH AD TC",
+     "pass name:D pass pass play:9H play:AH play:TH play:KH play:7S play:9S play:7C play:8C play:TD play:KD "
+     "play:TS play:KS play:7H play:KC play:8H play:QC play:8S play:AC", [120, 70], 1, 120, [0, 0]),
+    (1, "AS JD 8D 7H KH JS KD QH QS AH 9H 9S QD AC TD 8H 7D 9C 9D AD KC 8S 7S 8C TH 7C QC JC KS JH TS TC",
+     "name:S pass pass play:QH play:KH play:JS play:9S play:TD play:7D play:8H play:9H play:9D play:JD "
+     "play:AS play:KD play:QS play:9C play:AC play:8D play:AH play:7H", [80, 120], 1, 120, [0, 0]),
+    (0, "7H 9S TD JS 8H 9H AH AD 9C 9D AC JC QD KH QH KD AS KS TH TC JD 8C TS JH KC 7C 7D 8D 8S QC 7S QS",
+     "pass name:C pass pass play:9S play:AS play:JC play:9C play:AD play:9D play:KS play:9H play:AC play:KD "
+     "play:AH play:KH play:JS play:QH play:TD play:8H play:TH play:7H", [120, 100], 0, 120, [0, 100]),
+    (1, "AC KH KD QS 9H 7D TC 8H JC AD QC 7C 9S TS TD 7H QD QH 8C 8S 8D KC JH JD 9C 9D 7S KS TH AH JS AS",
+     "name:H pass pass play:8C play:JC play:KH play:8H play:TD play:QD play:9H play:QH play:AD play:KD "
+     "play:7D play:QC play:AC play:7C play:7H play:QS play:TS play:TC", [80, 100], 0, 100, [100, 0]),
+]
+
+
+@pytest.mark.parametrize("defender,deck,actions,comparison,won,melds,above", ZERO_TRICK_VALUE_DEALS)
+def test_JJ_9_3b_a_defender_with_one_trick_worth_0_or_none_enters_0_for_his_tricks(
+        defender, deck, actions, comparison, won, melds, above):
+    """JJ-9.3b: the defender who wins the comparison enters his two most valuable tricks; with a
+    single trick, that trick's value (here 0); with none, 0. So he enters his melds alone
+    (JJ-9.1) and the declarer no trick points. Nothing of a trick he did not win may count, as
+    either seat."""
+    state = GAME.new_state({}, first_dealer=1)
+    state.deal(deck.split())
+    act(state, *actions.split())
+    r = state.deal_results()[-1]
+    detail = table(state)["last_deal"]
+    assert r["contract"]["holder"] == 1 - defender and r["contract"]["multiplier"] == 1
+    assert detail["outcome"] == "defender_more" and detail["comparison"] == comparison
+    assert detail["tricks"][defender] == won and detail["trick_points"][defender] == 0
+    assert detail["melds"][defender] == melds and detail["melds"][1 - defender] == 0
+    below = [0, 0]
+    below[defender] = melds
+    assert r["below"] == below and r["above"] == above and r["pot"] == 0
 
 
 def test_JJ_9_3_and_9_5_tie_freezes_the_pot_and_the_next_deal_winner_takes_it():
@@ -668,6 +721,25 @@ def test_JJ_10_3_a_won_rubber_leaves_a_fresh_rubber_in_a_longer_match_JJ_10_5():
     assert m["rubbers_won"] == [1, 0] and m["rubber_number"] == 1 and len(m["rubber_totals"]) == 1
     assert m["rubber_games"] == [0, 0] and m["rubber_game_winners"] == [] and m["rubber_points"] == [0, 0]
     assert m["game_points"] == [0, 0]
+
+def test_JJ_10_1_and_10_3_last_deal_names_the_game_and_the_rubber_it_decided():
+    """JJ-10.1 / JJ-10.3: the last scored deal's breakdown (``table.last_deal``, docs/games/
+    jojotte.md) names the seat that won a game in it and the seat that won the rubber with it:
+    the game alone first, then a game that also ends a rubber (``jj_match_rubbers = 2``, so the
+    match goes on and the breakdown stays on the table)."""
+    state = deal(**STRONG_DEAL)
+    set_match(state, gpts=(30, 70))
+    to_play(state, "name:S", "pass")
+    auto_finish_deal(state)
+    d = table(state)["last_deal"]
+    assert d["game_winner"] == 0 and d["rubber_winner"] is None
+    state = deal({"jj_match_rubbers": 2}, **STRONG_DEAL)
+    set_match(state, gpts=(0, 0), rgames=(1, 1), rseq=(1, 0), games=(1, 1))
+    to_play(state, "name:S", "pass")
+    auto_finish_deal(state)
+    d = table(state)["last_deal"]
+    assert d["game_winner"] == 0 and d["rubber_winner"] == 0
+
 
 def test_JJ_10_5_one_rubber_winner_wins_even_with_fewer_points():
     state = deal(**STRONG_DEAL)

@@ -113,6 +113,9 @@ def test_jojotte_a_call_the_table_leaves_out_names_its_option_and_only_then():
     state = seat0_to_follow({"jj_meld_declaration": "optional"})
     assert _refused(state, "declare").startswith("declare is not a legal action now; legal now: ")
     state = seat0_to_follow({})
+    assert _refused(state, "declare") == (  # the default table settles melds itself
+        "declare: melds are declared automatically at this table (option jj_meld_declaration, "
+        "JJ-5.9, JJ-A21)")
     assert _refused(state, "play:KH:jo") == "play:KH:jo: you have no C and must play a trump S (JJ-6.4)"
     assert _refused(state, "exchange:7S").startswith("exchange:7S is not a legal action now; legal now: ")
     assert _refused(state, "no_exchange").startswith("no_exchange is not a legal action now; legal now: ")
@@ -131,6 +134,8 @@ def test_jojotte_refusals_after_the_ace_of_spades_led_name_the_rule():
     state.apply("play:AS", 1)
     assert _refused(state, "play:AH") == "play:AH: you must follow suit S (JJ-6.3)"
     assert _refused(state, "play:KS") == "play:KS: you must beat AS with a higher S (JJ-6.3)"
+    # the queen, next to the jack in card order but below the ace in trump order, does not beat
+    assert _refused(state, "play:QS") == "play:QS: you must beat AS with a higher S (JJ-6.3)"
     assert _refused(state, "play:KS:jo") == "play:KS:jo: you must beat AS with a higher S (JJ-6.3)"
 
 
@@ -158,3 +163,19 @@ def test_jojotte_a_refused_announcement_on_a_playable_card_lists_the_legal_actio
     state = to_play(deal({}, **cards), "pass", "pass", "no_trump", "pass")
     state.apply("play:AC", 1)
     assert _refused(state, "play:KH:jo").startswith("play:KH:jo is not a legal action now; legal now: ")
+
+
+def test_jojotte_a_refused_announcement_on_a_card_that_beats_lists_the_legal_actions():
+    """A ``jotte`` without a jo (JJ-7.2) on a queen that follows suit and beats the led card, as
+    JJ-6.3 asks, breaks no card-play rule: it is refused by listing the legal actions, not with
+    "you must beat" (the card does beat). Spades trump; seat 1 leads KH, seat 0 wins it with AH
+    and leads 7H; seat 1 holds QH JH TH, each higher than the 7."""
+    from .checks_jojotte import deal, to_play
+    from .test_jojotte_rules import PLAY_DEAL
+
+    state = to_play(deal({}, **PLAY_DEAL), "accept", "pass")
+    for card, seat in (("KH", 1), ("AH", 0), ("7H", 0)):
+        state.apply("play:" + card, seat)
+    assert state.to_act() == 1
+    assert _refused(state, "play:QH:jotte") == (
+        "play:QH:jotte is not a legal action now; legal now: play:QH, play:JH, play:TH")
