@@ -294,19 +294,15 @@ def test_georgian_joker_after_an_unfollowed_low_joker_lead_a_discard_takes_nothi
     assert st.trick_rank(low_joker) < st.trick_rank(card_id("6D")) < st.trick_rank(card_id("6H"))
 
 
-def test_georgian_joker_trick_rank_is_trump_then_rank_whatever_the_suit_gj_1_2_gj_1_5():
-    """``trick_rank``'s order over every card of the pack, under every trump and ``NT``, against
-    the rulebook written out here: a trump (GJ-6.2) is dearer than any other card; otherwise
-    the higher rank (A K Q J T 9 8 7 6, GJ-1.2) is dearer, and cards of equal rank rank equal
-    whatever their suits (GJ-1.5: suits have no order); a ``low`` joker (GJ-6.2) is below and a
-    ``high`` one (GJ-6.1) above every card. Found by mutation testing: ``trick_rank`` ranking by
-    suit (``a // 9`` for ``a % 9``) or a shifted suit boundary survived."""
+def _trumps_then_rank(st, set_trump):
+    """Under each strain S H D C NT (``set_trump(index)``), ``st.trick_rank`` orders the pack's
+    normal cards as the Joker rulebooks do: a trump above any other card, then the higher rank,
+    and equal ranks equal whatever their suits. Yields (strain index, the normal cards' ranks)
+    for the jokers' checks, which differ between the games."""
     from engine_service.rules.cards import CODES, PACK36_JOKERS, STRAINS
-    from engine_service.rules.games.georgian_joker import actions as A
-    st = get_game("georgian_joker").new_state({}, first_dealer=0)
     normal = [c for c in PACK36_JOKERS if c < 36]
-    for trump in range(5):  # S H D C NT
-        st.trump = trump
+    for trump in range(5):
+        set_trump(trump)
 
         def key(c: int) -> tuple[bool, int]:
             return CODES[c][1] == STRAINS[trump], -"AKQJT9876".index(CODES[c][0])
@@ -315,7 +311,19 @@ def test_georgian_joker_trick_rank_is_trump_then_rank_whatever_the_suit_gj_1_2_g
             for d in normal:
                 assert (st.trick_rank(c) < st.trick_rank(d)) == (key(c) < key(d)), (trump, CODES[c], CODES[d])
                 assert (st.trick_rank(c) == st.trick_rank(d)) == (key(c) == key(d)), (trump, CODES[c], CODES[d])
-        ranks = [st.trick_rank(c) for c in normal]
+        yield trump, [st.trick_rank(c) for c in normal]
+
+
+def test_georgian_joker_trick_rank_is_trump_then_rank_whatever_the_suit_gj_1_2_gj_1_5():
+    """``trick_rank``'s order over every card of the pack, under every trump and ``NT``, against
+    the rulebook written out here: a trump (GJ-6.2) is dearer than any other card; otherwise
+    the higher rank (A K Q J T 9 8 7 6, GJ-1.2) is dearer, and cards of equal rank rank equal
+    whatever their suits (GJ-1.5: suits have no order); a ``low`` joker (GJ-6.2) is below and a
+    ``high`` one (GJ-6.1) above every card. Found by mutation testing: ``trick_rank`` ranking by
+    suit (``a // 9`` for ``a % 9``) or a shifted suit boundary survived."""
+    from engine_service.rules.games.georgian_joker import actions as A
+    st = get_game("georgian_joker").new_state({}, first_dealer=0)
+    for _, ranks in _trumps_then_rank(st, lambda trump: setattr(st, "trump", trump)):
         for joker in (36, 37):
             assert st.trick_rank(A.follow_joker_id(joker, A.LOW)) < min(ranks)
             assert st.trick_rank(A.follow_joker_id(joker, A.HIGH)) > max(ranks)
@@ -348,21 +356,9 @@ def test_japanese_joker_trick_rank_is_trump_then_rank_whatever_the_suit_jjk_1_2_
     equal rank rank equal whatever their suits (JJK-1.4: suits are unordered but for the trump);
     a joker (both follow ids, JJK-1.3: X1 and X2 alike) is dearer than every card, since it
     always takes (JJK-6.1)."""
-    from engine_service.rules.cards import CODES, PACK36_JOKERS, STRAINS
     from engine_service.rules.games.japanese_joker.tables import TRUMP_MASK
     st = get_game("japanese_joker").new_state({}, first_dealer=0)
-    normal = [c for c in PACK36_JOKERS if c < 36]
-    for trump in range(5):  # S H D C NT
-        st._tmask = TRUMP_MASK[trump]
-
-        def key(c: int) -> tuple[bool, int]:
-            return CODES[c][1] == STRAINS[trump], -"AKQJT9876".index(CODES[c][0])
-
-        for c in normal:
-            for d in normal:
-                assert (st.trick_rank(c) < st.trick_rank(d)) == (key(c) < key(d)), (trump, CODES[c], CODES[d])
-                assert (st.trick_rank(c) == st.trick_rank(d)) == (key(c) == key(d)), (trump, CODES[c], CODES[d])
-        ranks = [st.trick_rank(c) for c in normal]
+    for trump, ranks in _trumps_then_rank(st, lambda trump: setattr(st, "_tmask", TRUMP_MASK[trump])):
         assert st.trick_rank(36) == st.trick_rank(37) > max(ranks), trump
 
 

@@ -403,6 +403,33 @@ class _BotWritesGated:
         return await self.inner.append_action(match_id, action, decks, end)
 
 
+async def _player_and_three_bots(mgr):
+    """A Georgian Joker match of a watched player (seat 0) and three ``scripted`` bots, past
+    the player's decision if the deal starts with it: (match id, principal, match, stream)."""
+    seats = [SeatConfig()] + [SeatConfig("bot", "scripted")] * 3
+    summary = await mgr.create_match(CreateMatchRequest(game="georgian_joker", seats=seats), admin=True)
+    match_id = summary.match_id
+    player = mgr.authenticate(match_id, (await mgr.join_match(match_id, 0, "p")).token)
+    m = mgr._matches[match_id]
+    stream = Stream(mgr, match_id, player)
+    await until(lambda: m.seats[0].present)
+    if m.state.to_act() == 0:
+        env = await mgr.get_view(match_id, player)
+        await mgr.submit_action(match_id, player, env.view["legal"][0], env.seq)
+    return match_id, player, m, stream
+
+
+async def _reconnected(mgr, match_id, player, m, stream):
+    """Seat 0's player disconnects and connects again (the clock re-arms the decision at hand
+    twice); then the loop has run long enough for a bot asked again to have been asked."""
+    await stream.close()
+    stream = Stream(mgr, match_id, player, after_seq=0)
+    await until(lambda: m.seats[0].present)
+    for _ in range(20):
+        await asyncio.sleep(0)
+    return stream
+
+
 def test_a_presence_change_while_a_bot_move_is_written_asks_the_bot_nothing_more():
     """A bot decision is made once: a seat connecting or going away while the bot's move is
     being written keeps that decision armed. It used to be disarmed for the write, so the
@@ -410,24 +437,11 @@ def test_a_presence_change_while_a_bot_move_is_written_asks_the_bot_nothing_more
     decision again, a worker's time spent (and a failure logged) for a move never played."""
     async def go():
         host, store = ScriptedHost("first"), _BotWritesGated()
-        seats = [SeatConfig()] + [SeatConfig("bot", "scripted")] * 3
         async with manager(config(time_scale=1000.0), store=store, host=host) as mgr:
-            summary = await mgr.create_match(CreateMatchRequest(game="georgian_joker", seats=seats), admin=True)
-            match_id = summary.match_id
-            player = mgr.authenticate(match_id, (await mgr.join_match(match_id, 0, "p")).token)
-            m = mgr._matches[match_id]
-            stream = Stream(mgr, match_id, player)
-            await until(lambda: m.seats[0].present)
-            if m.state.to_act() == 0:
-                env = await mgr.get_view(match_id, player)
-                await mgr.submit_action(match_id, player, env.view["legal"][0], env.seq)
+            match_id, player, m, stream = await _player_and_three_bots(mgr)
             await until(lambda: store.waiting)  # a bot's move is being written
             asked, seq = len(host.requests), m.seq
-            await stream.close()  # disconnected
-            stream = Stream(mgr, match_id, player, after_seq=0)  # connected
-            await until(lambda: m.seats[0].present)
-            for _ in range(20):
-                await asyncio.sleep(0)  # a bot asked again would have been asked by now
+            stream = await _reconnected(mgr, match_id, player, m, stream)
             during = len(host.requests)
             store.gate.set()
             await until(lambda: m.seq > seq)
@@ -453,24 +467,11 @@ def test_a_presence_change_while_a_bot_decides_asks_the_bot_nothing_more():
 
     async def go():
         host = Counted()
-        seats = [SeatConfig()] + [SeatConfig("bot", "scripted")] * 3
         async with manager(config(), host=host) as mgr:
-            summary = await mgr.create_match(CreateMatchRequest(game="georgian_joker", seats=seats), admin=True)
-            match_id = summary.match_id
-            player = mgr.authenticate(match_id, (await mgr.join_match(match_id, 0, "p")).token)
-            m = mgr._matches[match_id]
-            stream = Stream(mgr, match_id, player)
-            await until(lambda: m.seats[0].present)
-            if m.state.to_act() == 0:
-                env = await mgr.get_view(match_id, player)
-                await mgr.submit_action(match_id, player, env.view["legal"][0], env.seq)
+            match_id, player, m, stream = await _player_and_three_bots(mgr)
             await asyncio.wait_for(host.asked.wait(), 30)  # a bot thinks (a hang guard)
             seq = m.seq
-            await stream.close()  # disconnected
-            stream = Stream(mgr, match_id, player, after_seq=0)  # connected
-            await until(lambda: m.seats[0].present)
-            for _ in range(20):
-                await asyncio.sleep(0)  # a bot asked again would have been asked by now
+            stream = await _reconnected(mgr, match_id, player, m, stream)
             during = host.entered
             host.gate.set()
             await until(lambda: m.seq > seq)
