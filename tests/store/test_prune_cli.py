@@ -102,6 +102,8 @@ def test_dry_run_then_real_run_on_sqlite(tmp_path, capsys):
     assert re.match(rf"{re.escape(str(db))}: matches that ended before \d{{4}}-\d\d-\d\dT\S+ "
                     r"\(more than 30 days ago\)\n", out)
     assert f"dry run: would delete {EVERYTHING_OLD}; nothing changed" in out
+    # the cutoff, the counts, the file: no "schema version ..., older than" line for a current one
+    assert len(out.splitlines()) == 3 and "schema version" not in out
     assert stored(db) == (set(OLD + KEPT), PruneCounts(4, 4 * ACTIONS, 32, 8))  # nothing changed
 
     status, out, err = prune(capsys, "--db", str(db), "--older-than-days", "30")
@@ -174,6 +176,10 @@ def test_usage_errors_exit_2_and_touch_nothing(tmp_path, capsys, monkeypatch):
     assert status == 2 and "not a SQLite database" in err
     # refused before the lock file was made beside it (it stayed, garbage.db.lock)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["garbage.db"]
+    with pytest.raises(SystemExit) as exc:  # the age is required: no default deletes anything
+        main(["prune", "--db", str(garbage)])
+    assert exc.value.code == 2
+    assert "the following arguments are required: --older-than-days" in capsys.readouterr().err
     for bad in ("-1", "nan", "inf", "soon", "1e20", "36501"):
         with pytest.raises(SystemExit) as exc:
             main(["prune", "--db", str(garbage), "--older-than-days", bad])
