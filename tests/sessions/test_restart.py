@@ -948,6 +948,45 @@ def test_a_second_writers_actions_that_reach_the_deal_limit_end_the_stale_writer
                                                    ("match_ended", 4)]
 
 
+def test_a_stale_writer_with_a_lower_deal_limit_ends_its_match_at_its_limit_on_catching_up():
+    """A rolling restart that lowers ``max_match_deals``: the writer with no such limit threw
+    the first deal in and dealt the next (KL-3.5), and wrote no end; the stale writer, limited
+    to one deal, is refused, catches up and ends its match at its own limit (terminated,
+    ``deal_limit``: MatchWriter.end_past_deal_limit, written to the store), as it would
+    after an action of its own. The refusal names the seq the caller sent and the match's
+    (docs/api.md, STALE_SEQUENCE)."""
+    from engine_service.sessions.api import StaleSequence
+
+    store = MemoryStore()
+
+    async def go():
+        a = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await a.start()
+        s = await a.create_match(CreateMatchRequest(game="klaberjass"))
+        tokens = [(await a.join_match(s.match_id, i, "x")).token for i in range(2)]
+        b = MatchManager(config(max_match_deals=1), store=store, metrics=Metrics(), create_bot_host=False)
+        await b.start()
+        pa = [a.authenticate(s.match_id, t) for t in tokens]
+        pb = [b.authenticate(s.match_id, t) for t in tokens]
+        await passes(a, s.match_id, pa, 4)
+        seat = b._matches[s.match_id].state.to_act()
+        with pytest.raises(StaleSequence) as info:
+            await b.submit_action(s.match_id, pb[seat], "pass", 0)
+        caught_up = await b.get_match(s.match_id)
+        stored = (await store.load_match(s.match_id)).record
+        on_a = await a.get_match(s.match_id)
+        await b.close()
+        await a.close()
+        return info.value, caught_up, stored, on_a
+
+    error, caught_up, stored, on_a = run(go())
+    assert error.metadata == {"expected_seq": "0", "seq": "4"}
+    assert on_a.status == "active"  # a plays on: its limit is the default
+    assert caught_up.seq == 4 and caught_up.status == "terminated", caught_up
+    assert (caught_up.result["outcome"], caught_up.result["reason"]) == ("terminated", "deal_limit")
+    assert stored.status == "terminated"
+
+
 def test_a_stale_writer_catches_up_over_a_deal_the_other_writer_dealt_with_its_deck():
     """The other writer's actions threw the deal in (KL-3.5: four passes) and dealt the next
     one with a deck it stored with the action that made it due. The stale writer, refused,
