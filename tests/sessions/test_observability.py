@@ -11,6 +11,7 @@ import logging
 import random
 import sys
 import threading
+import time
 
 import pytest
 import structlog
@@ -101,7 +102,9 @@ def test_metrics_after_a_known_scenario():
             snap["watchers_after"] = metrics.value("cardgames_watchers", {"audience": "spectator"})
             return n, snap
 
+    started = time.perf_counter()
     n, snap = run(go())
+    wall = time.perf_counter() - started
     g = {"game": "klaberjass"}
     assert snap == {"created": 1, "waiting": 1, "active": 1, "waiting_after": 0, "watchers": 1,
                     "watchers_after": 0}
@@ -110,9 +113,12 @@ def test_metrics_after_a_known_scenario():
     assert metrics.value("cardgames_actions_total", {**g, "by": "player", "result": "accepted"}) == n == 10
     assert metrics.value("cardgames_actions_total", {**g, "by": "player", "result": "malformed_action"}) == 1
     assert metrics.value("cardgames_action_latency_seconds_count", g) == 10
+    # each observation is the time the action took, within the run's own
+    assert 0 < metrics.value("cardgames_action_latency_seconds_sum", g) < wall
     assert metrics.value("cardgames_events_published_total", {"kind": "action"}) == 10
     assert metrics.value("cardgames_events_published_total", {"kind": "match_ended"}) == 1
     assert metrics.value("cardgames_store_write_seconds_count", {"operation": "append_action"}) == 10
+    assert 0 < metrics.value("cardgames_store_write_seconds_sum", {"operation": "append_action"}) < wall
     assert metrics.value("cardgames_store_write_seconds_count", {"operation": "create_match"}) == 1
     assert metrics.value("cardgames_presence_changes_total", {**g, "change": "joined"}) == 2
 
