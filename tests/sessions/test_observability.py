@@ -22,7 +22,7 @@ from engine_service.observability.metrics import Metrics, get_metrics
 from engine_service.sessions.api import CreateMatchRequest, Principal
 from engine_service.store import MemoryStore
 
-from .helpers import Stream, config, configured_logging, manager, play_random, run, until
+from .helpers import Stream, config, configured_logging, manager, open_match, play_random, run, until
 
 DOMAIN_FIELDS = {
     "match_created": {"match_id", "game", "status", "seats", "options", "turn_time_s"},
@@ -34,6 +34,29 @@ DOMAIN_FIELDS = {
     "presence_changed": {"match_id", "game", "seat", "seq", "change"},
     "auto_move": {"match_id", "game", "seat", "seq", "action", "reason"},
 }
+
+
+def test_match_ended_says_who_resigned_and_why_a_match_was_terminated():
+    """docs/operations.md, ``match_ended``: an early end's line names its cause, the seat that
+    resigned (resigning ends a two-player match for the opponent), the admin's reason for a
+    termination and the seats that had left the match (GJ-12.4: a Georgian Joker seat that
+    leaves is recorded `abandoned`), as the match's result has them."""
+    async def go():
+        with capture_logs() as logs:
+            async with manager() as mgr:
+                resigned, ps = await open_match(mgr, "klaberjass")
+                await mgr.leave_match(resigned, ps[1], resign=True)
+                terminated, ps = await open_match(mgr, "georgian_joker")
+                await mgr.leave_match(terminated, ps[2], resign=False)
+                await mgr.terminate_match(terminated, "cheating")
+        return logs, resigned, terminated
+
+    logs, resigned, terminated = run(go())
+    ended = {e["match_id"]: e for e in logs if e["event"] == "match_ended"}
+    assert ended[resigned]["outcome"] == "resigned" and ended[resigned]["resigned"] == 1
+    assert ended[resigned]["winners"] == [0]
+    assert ended[terminated]["outcome"] == "terminated" and ended[terminated]["reason"] == "cheating"
+    assert ended[terminated]["abandoned"] == [2] and "abandoned" not in ended[resigned]
 
 
 def test_domain_events_carry_their_fields_and_nothing_secret():
@@ -111,6 +134,8 @@ def test_metrics_after_a_known_scenario():
     assert metrics.value("cardgames_matches_active", {**g, "status": "active"}) == 0
     assert metrics.value("cardgames_matches_finished_total", {**g, "outcome": "terminated"}) == 1
     assert metrics.value("cardgames_actions_total", {**g, "by": "player", "result": "accepted"}) == n == 10
+    assert sum(s.value for f in metrics.registry.collect() if f.name == "cardgames_auto_moves"
+               for s in f.samples if s.name == "cardgames_auto_moves_total") == 0  # players' moves only
     assert metrics.value("cardgames_actions_total", {**g, "by": "player", "result": "malformed_action"}) == 1
     assert metrics.value("cardgames_action_latency_seconds_count", g) == 10
     # each observation is the time the action took, within the run's own

@@ -274,28 +274,33 @@ def test_two_player_absence_pauses_the_clock_then_forfeits():
     runs; when the grace period ends the absent player loses the match."""
     async def go():
         # turn time 10 s and grace 50 s, both x 0.02: the timer would fire five times in the grace
-        async with manager(config(reconnect_grace_s=50, time_scale=0.02)) as mgr:
-            match_id, ps = await open_match(mgr, "klaberjass", turn_time_s=10)
-            m = mgr._matches[match_id]
-            streams = await connect_all(mgr, match_id, ps)
-            spectator = Stream(mgr, match_id, Principal("spectator", match_id))
-            absent = m.state.to_act()
-            t0 = asyncio.get_running_loop().time()
-            await streams[absent].close()
-            await until(lambda: any(e.reason == "disconnected" for e in spectator.events))
-            paused_deadline = m.deadline
-            await until(lambda: m.over, timeout=30)  # against a hang only: the grace is 1 s
-            elapsed = asyncio.get_running_loop().time() - t0
-            await close_all(streams + [spectator])
-            return absent, paused_deadline, elapsed, spectator.events, await mgr.get_match(match_id), mgr.metrics
+        with capture_logs() as logs:
+            async with manager(config(reconnect_grace_s=50, time_scale=0.02)) as mgr:
+                match_id, ps = await open_match(mgr, "klaberjass", turn_time_s=10)
+                m = mgr._matches[match_id]
+                streams = await connect_all(mgr, match_id, ps)
+                spectator = Stream(mgr, match_id, Principal("spectator", match_id))
+                absent = m.state.to_act()
+                t0 = asyncio.get_running_loop().time()
+                await streams[absent].close()
+                await until(lambda: any(e.reason == "disconnected" for e in spectator.events))
+                paused_deadline = m.deadline
+                await until(lambda: m.over, timeout=30)  # against a hang only: the grace is 1 s
+                elapsed = asyncio.get_running_loop().time() - t0
+                await close_all(streams + [spectator])
+                summary = await mgr.get_match(match_id)
+        ended = [e for e in logs if e["event"] == "match_ended"]
+        return absent, paused_deadline, elapsed, spectator.events, summary, mgr.metrics, ended
 
-    absent, paused_deadline, elapsed, events, summary, metrics = run(go())
+    absent, paused_deadline, elapsed, events, summary, metrics, ended = run(go())
     assert paused_deadline is None
     assert elapsed > 0.9  # not before the grace period ended (the paused turn timer: 0.2 s)
     assert not [e for e in events if e.kind == "action"], "no move was played for the absent player"
     assert events[-1].kind == "match_ended" and events[-1].reason == "forfeit"
     assert summary.result["winners"] == [1 - absent] and summary.result["forfeited"] == absent
     assert summary.status == "finished"
+    # the log line names the seat that forfeited (docs/operations.md, match_ended)
+    assert [(e["outcome"], e["forfeited"]) for e in ended] == [("forfeit", absent)]
     assert metrics.value("cardgames_grace_expired_total", {"game": "klaberjass", "policy": "forfeit"}) == 1
     assert metrics.value("cardgames_matches_finished_total", {"game": "klaberjass", "outcome": "forfeit"}) == 1
 
