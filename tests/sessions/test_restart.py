@@ -695,18 +695,23 @@ def test_a_match_past_its_deal_limit_at_the_crash_ends_when_it_is_resumed(tmp_pa
     assert dealt == (1 if log_form == "reached" else 2)
 
     async def after():
+        from structlog.testing import capture_logs
+
         metrics = Metrics()
         mgr = MatchManager(config(db_path=str(path), max_match_deals=1), store=SqliteStore(path),
                            metrics=metrics, create_bot_host=False)
-        await mgr.start()
+        with capture_logs() as logs:
+            await mgr.start()
         try:
             return (await mgr.get_match(match_id), metrics.value(
                 "cardgames_matches_active", {"game": "klaberjass", "status": "active"}),
-                await mgr._store.load_match(match_id))
+                await mgr._store.load_match(match_id), logs)
         finally:
             await mgr.close()
 
-    summary, active, stored = run(after())
+    summary, active, stored, logs = run(after())
+    # docs/operations.md: the line says the deals played, whether the next was dealt or not
+    assert [(e["deals"], e["limit"]) for e in logs if e["event"] == "match_deal_limit"] == [(1, 1)]
     assert summary.status == "terminated" and summary.seq == (5 if log_form == "played_past" else 4)
     assert summary.result["outcome"] == "terminated" and summary.result["reason"] == "deal_limit"
     assert active == 0
@@ -969,18 +974,26 @@ def test_a_stale_writer_with_a_lower_deal_limit_ends_its_match_at_its_limit_on_c
         pa = [a.authenticate(s.match_id, t) for t in tokens]
         pb = [b.authenticate(s.match_id, t) for t in tokens]
         await passes(a, s.match_id, pa, 4)
+        watcher = b.watch(s.match_id, Principal("spectator", s.match_id), 0)
+        reader = asyncio.ensure_future(collect(watcher, until=lambda e: e.kind == "match_ended"))
+        await asyncio.sleep(0)
         seat = b._matches[s.match_id].state.to_act()
         with pytest.raises(StaleSequence) as info:
             await b.submit_action(s.match_id, pb[seat], "pass", 0)
         caught_up = await b.get_match(s.match_id)
         stored = (await store.load_match(s.match_id)).record
         on_a = await a.get_match(s.match_id)
+        seen = await asyncio.wait_for(reader, 60)  # against a hang only
         await b.close()
         await a.close()
-        return info.value, caught_up, stored, on_a
+        return info.value, caught_up, stored, on_a, seen
 
-    error, caught_up, stored, on_a = run(go())
+    error, caught_up, stored, on_a, seen = run(go())
     assert error.metadata == {"expected_seq": "0", "seq": "4"}
+    # b's watchers saw the four actions and the end at b's limit
+    assert [(e.kind, e.seq) for e in seen][1:] == [("action", 1), ("action", 2), ("action", 3), ("action", 4),
+                                                   ("match_ended", 4)]
+    assert seen[-1].reason == "terminated"
     assert on_a.status == "active"  # a plays on: its limit is the default
     assert caught_up.seq == 4 and caught_up.status == "terminated", caught_up
     assert (caught_up.result["outcome"], caught_up.result["reason"]) == ("terminated", "deal_limit")
