@@ -988,16 +988,24 @@ def test_a_stale_writer_with_a_lower_deal_limit_ends_its_match_at_its_limit_on_c
         await a.close()
         return info.value, caught_up, stored, on_a, seen
 
-    error, caught_up, stored, on_a, seen = run(go())
+    from structlog.testing import capture_logs
+
+    with capture_logs() as logs:
+        error, caught_up, stored, on_a, seen = run(go())
     assert error.metadata == {"expected_seq": "0", "seq": "4"}
     # b's watchers saw the four actions and the end at b's limit
     assert [(e.kind, e.seq) for e in seen][1:] == [("action", 1), ("action", 2), ("action", 3), ("action", 4),
                                                    ("match_ended", 4)]
     assert seen[-1].reason == "terminated"
+    # docs/operations.md: the actions b folded in are logged as found in the database
+    applied = [e.get("found_in_store", False) for e in logs if e["event"] == "action_applied"]
+    assert applied == [False] * 4 + [True] * 4
     assert on_a.status == "active"  # a plays on: its limit is the default
     assert caught_up.seq == 4 and caught_up.status == "terminated", caught_up
     assert (caught_up.result["outcome"], caught_up.result["reason"]) == ("terminated", "deal_limit")
     assert stored.status == "terminated"
+    # the deal a dealt past b's limit is not b's (its commitment is not named): b played one
+    assert len(caught_up.deal_commitments) == 1 and len(on_a.deal_commitments) == 2
 
 
 def test_a_stale_writer_catches_up_over_a_deal_the_other_writer_dealt_with_its_deck():
