@@ -68,6 +68,28 @@ def test_no_unknown_metric_is_documented():
     assert documented <= known, sorted(documented - known)
 
 
+def test_every_metric_row_gives_the_type_and_labels_the_engine_exports():
+    """The metrics table's `type` and `labels` columns are the declared metric's
+    (engine_service/observability/metrics.py), one row for every metric: an alert or a
+    dashboard written from the table groups by labels the series carry. And, as the section
+    says, a label is a bounded set, never a match id, a seat, a token or a player."""
+    exported = exported_metrics()
+    table = DOC[DOC.index("| metric | type | labels | meaning |"):].split("\n\n", 1)[0]
+    rows = [[cell.strip() for cell in row.split("|")[1:-1]] for row in table.splitlines()[2:]]
+    documented = set()
+    for names, kind, labels, _ in rows:
+        for name in re.findall(r"`(cardgames_[a-z_]+)`", names):
+            metric = exported.get(name) or exported[name + "_count"]  # a histogram: its family
+            documented.add(metric.family)
+            assert kind == metric.type, (name, kind, metric.type)
+            assert set(re.findall(r"`([a-z_]+)`", labels)) == metric.labels - {"le"}, (name, labels)
+    families = {m.family for name, m in exported.items() if name.startswith("cardgames_")}
+    assert documented == families, sorted(families ^ documented)
+    for family in families:
+        labels = next(m.labels for m in exported.values() if m.family == family)
+        assert not labels & {"match_id", "match", "seat", "seat_token", "token", "player", "name"}, family
+
+
 def _logged_events() -> dict[str, str]:
     """event name -> level, for every structlog call with a literal event in the engine."""
     events: dict[str, str] = {}
