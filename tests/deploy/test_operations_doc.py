@@ -90,6 +90,17 @@ def test_every_metric_row_gives_the_type_and_labels_the_engine_exports():
         assert not labels & {"match_id", "match", "seat", "seat_token", "token", "player", "name"}, family
 
 
+def test_the_standard_process_and_python_gc_metrics_the_section_names_are_exported():
+    """"Plus the standard `process_*` (CPU, resident memory, open files) and `python_gc_*`
+    metrics": the open-files gauges feed an alert, the start time the long-GC-pauses one."""
+    exported = exported_metrics()
+    for name in ("process_cpu_seconds_total", "process_resident_memory_bytes", "process_open_fds",
+                 "process_max_fds", "process_start_time_seconds"):
+        assert name in exported, name
+    assert "`process_*`" in DOC and "`python_gc_*`" in DOC
+    assert any(name.startswith("python_gc_") for name in exported), sorted(exported)
+
+
 def _logged_events() -> dict[str, str]:
     """event name -> level, for every structlog call with a literal event in the engine."""
     events: dict[str, str] = {}
