@@ -96,10 +96,10 @@ _BOT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0
 
 
 class Metrics:
-    """The service's metrics on one registry (a fresh one unless ``registry`` is given)."""
+    """The service's metrics on a fresh registry of their own."""
 
-    def __init__(self, registry: CollectorRegistry | None = None, *, process_collectors: bool = False) -> None:
-        self.registry = registry if registry is not None else CollectorRegistry()
+    def __init__(self, *, process_collectors: bool = False) -> None:
+        self.registry = CollectorRegistry()
         self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}
         r, ns = self.registry, NAMESPACE
         if process_collectors:

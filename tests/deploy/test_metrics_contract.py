@@ -118,3 +118,24 @@ def test_unary_latency_panel_leaves_out_every_stream():
     # PromQL regular expressions are anchored at both ends
     assert all(regex.fullmatch(left_out, name) for name in streams), (left_out, sorted(streams))
     assert not any(regex.fullmatch(left_out, name) for name in unary), left_out
+
+
+def test_every_latency_alert_threshold_is_a_bucket_bound_of_its_histogram():
+    """histogram_quantile interpolates inside a bucket: an alert's `> threshold` on a quantile
+    is exact only where the threshold is one of the histogram's bucket bounds (with the
+    bounds around it, "p99 above 250 ms" could fire at a p99 of 200 ms, or miss 300 ms)."""
+    import re as regex
+
+    from prometheus_client import Histogram
+
+    from engine_service.observability.metrics import Metrics
+
+    bounds = {h._name: h._upper_bounds for h in vars(Metrics()).values() if isinstance(h, Histogram)}
+    checked = []
+    for query in alert_queries():
+        for family, threshold in regex.findall(
+                r"histogram_quantile\([^,]+,\s*sum by \([^)]*\)\s*\(rate\((cardgames_[a-z_]+)_bucket\[\w+\]\)\)\s*\)"
+                r"\s*>\s*([0-9.]+)", query.expr):
+            assert float(threshold) in bounds[family], (query.where, threshold, bounds[family])
+            checked.append(family)
+    assert sorted(checked) == ["cardgames_action_latency_seconds", "cardgames_store_write_seconds"], checked

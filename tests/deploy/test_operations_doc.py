@@ -68,6 +68,39 @@ def test_no_unknown_metric_is_documented():
     assert documented <= known, sorted(documented - known)
 
 
+def test_every_metric_row_gives_the_type_and_labels_the_engine_exports():
+    """The metrics table's `type` and `labels` columns are the declared metric's
+    (engine_service/observability/metrics.py), one row for every metric: an alert or a
+    dashboard written from the table groups by labels the series carry. And, as the section
+    says, a label is a bounded set, never a match id, a seat, a token or a player."""
+    exported = exported_metrics()
+    table = DOC[DOC.index("| metric | type | labels | meaning |"):].split("\n\n", 1)[0]
+    rows = [[cell.strip() for cell in row.split("|")[1:-1]] for row in table.splitlines()[2:]]
+    documented = set()
+    for names, kind, labels, _ in rows:
+        for name in re.findall(r"`(cardgames_[a-z_]+)`", names):
+            metric = exported.get(name) or exported[name + "_count"]  # a histogram: its family
+            documented.add(metric.family)
+            assert kind == metric.type, (name, kind, metric.type)
+            assert set(re.findall(r"`([a-z_]+)`", labels)) == metric.labels - {"le"}, (name, labels)
+    families = {m.family for name, m in exported.items() if name.startswith("cardgames_")}
+    assert documented == families, sorted(families ^ documented)
+    for family in families:
+        labels = next(m.labels for m in exported.values() if m.family == family)
+        assert not labels & {"match_id", "match", "seat", "seat_token", "token", "player", "name"}, family
+
+
+def test_the_standard_process_and_python_gc_metrics_the_section_names_are_exported():
+    """"Plus the standard `process_*` (CPU, resident memory, open files) and `python_gc_*`
+    metrics": the open-files gauges feed an alert, the start time the long-GC-pauses one."""
+    exported = exported_metrics()
+    for name in ("process_cpu_seconds_total", "process_resident_memory_bytes", "process_open_fds",
+                 "process_max_fds", "process_start_time_seconds"):
+        assert name in exported, name
+    assert "`process_*`" in DOC and "`python_gc_*`" in DOC
+    assert any(name.startswith("python_gc_") for name in exported), sorted(exported)
+
+
 def _logged_events() -> dict[str, str]:
     """event name -> level, for every structlog call with a literal event in the engine."""
     events: dict[str, str] = {}

@@ -1456,6 +1456,35 @@ def test_a_bot_only_the_workers_loaded_is_not_listed_and_never_asked():
 
 
 
+def test_a_plugin_that_raises_in_the_workers_only_is_a_load_failure_listed_by_its_summary():
+    """A plugin whose import raises in the workers' zygote only is left out of the catalog as
+    a load failure of its own stage; ListBots says it as every plugin's own exception is said
+    (manager.PluginFailure.summary: named by type and place, never its message), after
+    "in the bot worker processes: "; the logged error keeps the message for the operator."""
+    async def body(host):
+        assert "engine-side-only" not in [b.name for b in host.bots()]
+        [failure] = host.load_failures()
+        assert (failure.plugin, failure.stage) == ("tests.plugins.raises_in_workers", "import")
+        assert failure.reason.startswith("in the bot worker processes: RuntimeError at raises_in_workers.py:"), failure
+        assert "s3cret" not in failure.reason, failure
+    with capture_logs() as logs:
+        run(with_host(body, workers=1, plugins=["tests.plugins.raises_in_workers"]))
+    [failed] = [e for e in logs if e["event"] == "bot_plugin_failed"]
+    assert failed["plugin"] == "tests.plugins.raises_in_workers" and "s3cret-in-the-message" in failed["error"]
+    assert failed["error"].startswith("in the bot worker processes: "), failed
+
+
+def test_a_decision_whose_deadline_is_already_spent_is_a_timeout_at_once():
+    """``deadline_s`` is the wall time the decision may take from the call: none left (0 or
+    less: the turn's time already spent) is a timeout at once, the bot given no time."""
+    async def body(host):
+        for deadline_s in (0.0, -5.0):
+            d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, deadline_s)
+            assert d.failure == "timeout" and d.elapsed_s < 0.5, (deadline_s, d)
+        assert (await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)).action in LEGAL
+    run(with_host(body, workers=1))
+
+
 def test_a_bot_the_workers_lack_without_a_plugin_failure_is_refused_alone():
     """The workers loaded the plugin but its hook offered them one bot fewer: that bot alone
     is a load failure (stage spec, saying the workers did not load it); the plugin's other

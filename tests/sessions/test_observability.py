@@ -552,6 +552,8 @@ def test_the_closed_label_sets_exist_at_0_once_the_manager_has_started():
             assert zero("cardgames_actions_total", game=game, by=by, result="accepted")
     for audience in M.AUDIENCES:
         assert zero("cardgames_watchers", audience=audience)
+    for kind in M.EVENT_KINDS:
+        assert zero("cardgames_events_published_total", kind=kind), kind
 
 
 def test_a_session_task_that_fails_is_logged_and_every_task_is_forgotten_when_it_ends():

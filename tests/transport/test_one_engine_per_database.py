@@ -149,6 +149,43 @@ def test_ctrl_c_while_waiting_for_the_database_ends_the_start_at_once(tmp_path, 
         assert first.stop() == 0
 
 
+@pytest.mark.parametrize("nohup", [False, True])
+def test_sighup_while_waiting_for_the_database_ends_the_start_at_once_unless_ignored(tmp_path, nohup):
+    """docs/operations.md: SIGHUP before the engine serves ends the process at once, status
+    129 (128 + SIGHUP), as SIGTERM and SIGINT do; an engine started with SIGHUP ignored
+    (`nohup`) keeps ignoring it, during the start too, and SIGTERM still ends that start."""
+    db = tmp_path / "cards.sqlite3"
+    first = Service(tmp_path, db, "first")
+    try:
+        log_path = tmp_path / "second.log"
+        ignore_sighup = (lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)) if nohup else None
+        with open(log_path, "w") as log_file:
+            second = subprocess.Popen([sys.executable, "-m", "engine_service", "serve"], cwd=tmp_path,
+                                      env=_engine_env(db, lock_wait_s="60"), stdout=log_file,
+                                      stderr=subprocess.STDOUT, preexec_fn=ignore_sighup)
+        try:
+            give_up = time.monotonic() + 60  # against a hang only: a start on a loaded machine
+            while b'"db_lock_waiting"' not in log_path.read_bytes():
+                assert second.poll() is None, log_path.read_text()
+                assert time.monotonic() < give_up, log_path.read_text()
+                time.sleep(0.05)
+            second.send_signal(signal.SIGHUP)
+            if nohup:
+                with pytest.raises(subprocess.TimeoutExpired):
+                    second.wait(1)  # still waiting for the database
+                second.send_signal(signal.SIGTERM)
+            status = second.wait(30)  # at once: the rest of its 60 s wait would outlast this
+        finally:
+            if second.poll() is None:
+                second.kill()
+                second.wait()
+        output = log_path.read_text()
+        assert status == (-signal.SIGTERM if nohup else -signal.SIGHUP), output
+        assert '"db_in_use"' not in output and "Traceback" not in output, output
+    finally:
+        assert first.stop() == 0
+
+
 def test_a_successor_waiting_on_the_same_database_and_ports_starts_once_the_first_has_drained(tmp_path):
     """A successor started before its predecessor has finished (`make run` again while the
     first drains, a supervisor on one host) waits for the database and then binds the same
@@ -194,12 +231,15 @@ def _can_unshare_pid() -> bool:
 
 
 @pytest.mark.skipif(not _can_unshare_pid(), reason="needs unshare --pid (root or user namespaces)")
-def test_sigterm_during_the_start_of_an_engine_that_is_pid_1_ends_it_at_once(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_sigterm_or_sighup_during_the_start_of_an_engine_that_is_pid_1_ends_it_at_once(tmp_path, sig):
     """In a container the engine is PID 1, and the kernel delivers PID 1 no signal it has no
     handler for: before the engine served, SIGTERM kept its default action and so was
     ignored, and `docker stop` or a pod's deletion during the start (here: waiting for the
     database another engine holds) waited until SIGKILL. A handler now ends the start at once,
-    status 143 as outside a container. `unshare --pid --fork` makes it PID 1 of a namespace."""
+    status 143 as outside a container; SIGHUP too, status 129 (docs/operations.md: SIGTERM,
+    SIGINT or SIGHUP before the engine serves, in a container too). `unshare --pid --fork`
+    makes it PID 1 of a namespace."""
     db = tmp_path / "cards.sqlite3"
     first = Service(tmp_path, db, "first")
     try:
@@ -220,13 +260,13 @@ def test_sigterm_during_the_start_of_an_engine_that_is_pid_1_ends_it_at_once(tmp
             with open(f"/proc/{engine[0]}/status") as status_file:
                 assert "NSpid:" in (ns := [l for l in status_file if l.startswith("NSpid:")][0]) \
                     and ns.split()[-1] == "1"
-            os.kill(engine[0], signal.SIGTERM)
+            os.kill(engine[0], sig)
             status = second.wait(30)  # at once: the rest of its 60 s wait would outlast this
         finally:
             if second.poll() is None:
                 second.kill()
                 second.wait()
-        assert status == 128 + signal.SIGTERM, log_path.read_text()
+        assert status == 128 + sig, log_path.read_text()
         assert '"db_in_use"' not in log_path.read_text()  # the wait was not waited out
     finally:
         assert first.stop() == 0

@@ -175,6 +175,8 @@ def test_lifecycle_health_reflection_metrics_logs_and_sigterm(tmp_path):
     for needed in ("starting", "serving", "gc_full_collection", "signal_received", "draining",
                    "stopped", "exit"):
         assert needed in events, needed
+    # --event-loop auto: uvloop where installed (it is, but on Windows, a dependency)
+    assert [line["event_loop"] for line in lines if line["event"] == "starting"] == ["uvloop"]
     collections = [line for line in lines if line["event"] == "gc_full_collection"]
     assert all(line["level"] == "info" and line["pause_ms"] >= 0 and line["collected"] >= 0
                and line["uncollectable"] == 0 for line in collections)

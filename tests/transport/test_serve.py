@@ -415,3 +415,25 @@ def test_a_grpc_port_taken_after_its_check_ends_the_start_with_exit_2_naming_why
     with pytest.raises(urllib.error.URLError):
         _metrics(started["port"])
     assert not _events(logs, "serving")
+
+
+def test_a_grpc_server_start_that_fails_with_its_port_free_ends_the_start_with_exit_2_and_grpcs_message(
+        monkeypatch):
+    """gRPC's own start failed and asked again the port can be bound (so no bind reason to
+    give): the error line says gRPC's message, and the start still ends with exit 2, its
+    metrics port let go and no `serving` line."""
+    from engine_service.transport import server as server_mod
+
+    async def refused(self):
+        raise RuntimeError("Failed to start the server: a reason of gRPC's own")
+
+    monkeypatch.setattr(server_mod.GrpcServer, "start", refused)
+    status, logs, _ = _serve([])
+    assert status == serve_cli.EXIT_CONFIG
+    error, = [line for line in logs if line["log_level"] == "error"]
+    assert (error["event"], error["host"], error["port"], error["error"]) == (
+        "grpc_port_unavailable", "127.0.0.1", 0, "Failed to start the server: a reason of gRPC's own")
+    started, = _events(logs, "metrics_server_started")
+    with pytest.raises(urllib.error.URLError):
+        _metrics(started["port"])
+    assert not _events(logs, "serving")
