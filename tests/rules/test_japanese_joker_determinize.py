@@ -298,6 +298,19 @@ def test_spectator_and_forged_views_are_refused():
     assert INFINITY > 36
 
 
+def test_a_hand_without_an_unplayed_first_three_card_is_refused():
+    """JJK-3.2: the seat's first three cards (``first_three``, JJK-9.3) were dealt into its
+    hand; a view whose hand lacks one it has not played is edited: InconsistentView, not a
+    sample that puts the card back."""
+    st = _first_play_state()
+    view = st.view(0)
+    assert sorted(view["table"]["first_three"]) == ["AH", "AS", "KS"] and "AS" in view["hand"]
+    GAME.determinize(view, random.Random(0))
+    view["hand"].remove("AS")
+    with pytest.raises(InconsistentView):
+        GAME.determinize(view, random.Random(0))
+
+
 @pytest.mark.parametrize("game_id", ["klaberjass", "jojotte", "georgian_joker"])
 def test_another_games_seat_view_is_refused(game_id):
     """``Game.determinize``: InconsistentView for a view no Japanese Joker state can show,
