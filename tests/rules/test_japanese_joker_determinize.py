@@ -222,6 +222,16 @@ def test_group_sampler_is_uniform(caps, cards):
     assert chi2(counts, expected) < chi2_limit(len(support) - 1)
 
 
+def test_group_sampler_refuses_intervals_no_assignment_fills():
+    """Each card fits some group, but no assignment fills every group exactly (three cards
+    only fit the first two groups of one place each): InconsistentView, the view's deal
+    does not exist."""
+    with pytest.raises(InconsistentView):
+        _sample_groups([1, 1, 2], [(0, 0, 1), (1, 0, 1), (2, 0, 1), (3, 2, 2)], random.Random(0))
+    assert sorted(map(sorted, _sample_groups([1, 1, 2], [(0, 0, 1), (1, 0, 2), (2, 2, 2), (3, 2, 2)],
+                                               random.Random(0)))) == [[0], [1], [2, 3]]
+
+
 def _first_play_state():
     """Seat 0 declares NT and leads AH; seat 1 holds no heart in hand and discards 7C. Five
     hearts lie face down, one under each of five columns (three of seat 0, two of seat 1)."""
