@@ -98,6 +98,23 @@ def test_trump_choice_samples():
         assert s.view(seat) == view and s.zones()[f"hand{seat}"] == st.zones()[f"hand{seat}"]
 
 
+def test_trump_choice_deals_the_other_three_uniformly():
+    """JJK-3.7: during the trump choice a seat knows its own three cards only; each of the
+    33 others is among the other player's three with probability 3/33."""
+    st = GAME.new_state(first_dealer=0)
+    st.deal(shuffled(GAME, random.Random(12)))
+    view = st.view(1)
+    mine = {card_id(c) for c in view["table"]["first_three"]}
+    others = [c for c in GAME.pack if c not in mine]
+    rng = random.Random(13)
+    n = 660
+    held = Counter()
+    for _ in range(n):
+        deck = GAME.determinize(view, rng)._deck
+        held.update(deck[k] for k in (0, 2, 4))  # the declarer's (seat 0's) three
+    assert chi2(held, {c: n * 3 / 33 for c in others}) < chi2_limit(32)
+
+
 def test_only_the_view_is_used():
     """Two states with equal views but different hidden cards give identical samples: for
     seat s, a card of the other hand is swapped with one of s's own down cards (unknown to s
@@ -297,6 +314,19 @@ def test_a_revealed_void_is_respected_and_the_rest_stays_uniform():
     assert chi2(club_counts, expected) < chi2_limit(len(expected) - 1)
 
 
+def test_a_card_played_from_the_other_hand_lies_on_any_of_its_dealt_places():
+    """JJK-3.2, JJK-3.4: seat 1 played 7C from its hand; seat 0 cannot tell whether 7C was
+    among seat 1's first three (deck 1, 3, 5) or its phase-B five (deck 7 ... 15), so the
+    samples put it on each of those eight places alike (every consistent deal equally)."""
+    st = _first_play_state()
+    view = st.view(0)
+    rng = random.Random(14)
+    n = 800
+    places = Counter(GAME.determinize(view, rng)._deck.index(card_id("7C")) for _ in range(n))
+    expected = {p: n / 8 for p in (1, 3, 5, 7, 9, 11, 13, 15)}
+    assert chi2(places, expected) < chi2_limit(7)
+
+
 def test_spectator_and_forged_views_are_refused():
     st = _first_play_state()
     with pytest.raises(InconsistentView):
@@ -306,6 +336,17 @@ def test_spectator_and_forged_views_are_refused():
     with pytest.raises(InconsistentView):
         GAME.determinize(forged, random.Random(0))
     assert INFINITY > 36
+
+
+def test_a_trump_choice_by_the_wrong_seat_is_refused():
+    """JJK-3.3: the declarer (seat 0, ``dealer``) chooses the trump; a view whose record says
+    seat 1 chose it does not replay: InconsistentView."""
+    for seat in (0, 1):
+        view = _first_play_state().view(seat)
+        assert view["dealer"] == 0 and view["table"]["deal_actions"][0] == {"seat": 0, "action": "trump:NT"}
+        view["table"]["deal_actions"][0]["seat"] = 1
+        with pytest.raises(InconsistentView):
+            GAME.determinize(view, random.Random(0))
 
 
 def test_a_hand_without_an_unplayed_first_three_card_is_refused():
