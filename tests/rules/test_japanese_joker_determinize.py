@@ -327,6 +327,55 @@ def test_a_card_played_from_the_other_hand_lies_on_any_of_its_dealt_places():
     assert chi2(places, expected) < chi2_limit(7)
 
 
+def test_a_discard_on_a_joker_lead_shows_no_named_suit_and_no_trump_in_hand():
+    """JJK-5.4 steps 2-4: seat 0 leads X1 naming hearts in a spade deal and seat 1 discards
+    7C with its first card (from the hand, JJK-5.1): it held no heart and no spade, so every
+    unknown heart and spade lies among the down cards, the other unknown cards anywhere."""
+    hands = [["X1", "AS", "KS", "QS", "JS", "AH", "KH", "QH"],
+             ["AD", "KD", "QD", "JD", "7C", "8C", "9C", "TC"]]
+    cols = [[["TS", "TD"], ["9S", "9D"], ["JH", "8D"], ["TH", "7D"], ["9H", "6D"]],
+            [["8S", "AC"], ["7S", "KC"], ["8H", "QC"], ["7H", "JC"], ["6H", "X2"]]]
+    st = GAME.new_state(first_dealer=0)
+    st.deal(deck_for(0, ["X1", "AS", "KS"], hands, cols, other_first_three=["7C", "AD", "KD"]))
+    for action in ("trump:S", "play:X1:H", "play:7C"):
+        st.apply(action)
+    model = consistency_model(GAME, st.view(0))
+    last = len(model.groups) - 1
+    where = {CODES[c]: (lo, hi) for c, lo, hi in model.cards}
+    assert sorted(where) == sorted(["TS", "9S", "8S", "7S", "JH", "TH", "9H", "8H", "7H", "6H",
+                                    "AD", "KD", "QD", "JD", "8C", "9C", "TC", "7C"]) and last == 1
+    assert {c for c, place in where.items() if place == (last, last)} == {
+        "TS", "9S", "8S", "7S", "JH", "TH", "9H", "8H", "7H", "6H"}
+
+
+def test_a_joker_led_final_trick_of_the_previous_deal_keeps_its_named_suit():
+    """JJK-9.1 (a leading joker's named suit is public): while the next deal has no complete
+    trick, ``last_trick`` is the previous deal's 18th; when a joker naming a suit led it, a
+    sample shows that trick as it was, also from a view rebuilt without its winner (then
+    JJK-6 by that deal's trump)."""
+    found = 0
+    for seed in range(700):
+        rng = random.Random(seed)
+        st = GAME.new_state(first_dealer=seed % 2)
+        st.deal(shuffled(GAME, rng))
+        while st.to_act() != CHANCE:
+            st.apply_id(rng.choice(st.legal_ids()))
+        if "named_suit" not in st.view(0)["last_trick"]["plays"][0]:
+            continue
+        for step in range(2):  # between the deals, then at the next deal's trump choice
+            if step:
+                st.deal(shuffled(GAME, rng))
+            for seat in (0, 1):
+                view = st.view(seat)
+                assert GAME.determinize(view, rng).view(seat) == view
+                bare = {**view, "last_trick": {"plays": view["last_trick"]["plays"]}}
+                assert GAME.determinize(bare, rng).view(seat) == view
+        found += 1
+        if found == 3:
+            break
+    assert found == 3
+
+
 def test_spectator_and_forged_views_are_refused():
     st = _first_play_state()
     with pytest.raises(InconsistentView):
