@@ -63,7 +63,6 @@ def determinize(game, view: Mapping[str, Any], rng: random.Random) -> JapaneseJo
     st._last = _previous_deal_trick(view)
     phase = view["phase"]
     if phase not in ("trump_choice", "playing"):
-        st._origin = (st._declarer, -1)
         if phase == "over":
             st._phase = OVER
             st._to_act = TERMINAL
