@@ -411,6 +411,20 @@ def test_a_hand_without_an_unplayed_first_three_card_is_refused():
         GAME.determinize(view, random.Random(0))
 
 
+def test_a_hand_without_a_card_moved_into_it_is_refused():
+    """JJK-4.2, JJK-9.3: playing the up card TS moves its down card TH into seat 0's hand,
+    which its view lists (``moved_cards``); a view whose hand lacks TH, or holds a card twice,
+    is edited: InconsistentView (``Game.determinize``), not a sample with another hand."""
+    st = _first_play_state()
+    st.apply("play:TS")
+    view = st.view(0)
+    assert view["table"]["deal_actions"][-1]["moved_cards"] == ["TH"] and "TH" in view["hand"]
+    assert GAME.determinize(view, random.Random(0)).view(0) == view
+    for hand in ([c for c in view["hand"] if c != "TH"], view["hand"] + ["TH"]):
+        with pytest.raises(InconsistentView):
+            GAME.determinize({**view, "hand": hand}, random.Random(0))
+
+
 @pytest.mark.parametrize("game_id", ["klaberjass", "jojotte", "georgian_joker"])
 def test_another_games_seat_view_is_refused(game_id):
     """``Game.determinize``: InconsistentView for a view no Japanese Joker state can show,
