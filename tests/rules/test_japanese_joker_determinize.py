@@ -219,6 +219,8 @@ def _enumerate(caps, cards):
                     (6, 0, 1), (7, 3, 3), (8, 1, 2)]),
     ([4, 1, 2, 2], [(0, 0, 0), (1, 0, 1), (2, 0, 2), (3, 1, 3), (4, 2, 3), (5, 2, 3),
                     (6, 0, 3), (7, 0, 3), (8, 3, 3)]),
+    # three later classes at group 0, the last of them left empty by some choices
+    ([3, 2, 1, 1], [(0, 0, 2), (1, 0, 1), (2, 0, 2), (3, 0, 2), (4, 1, 3), (5, 3, 3), (6, 0, 3)]),
 ])
 def test_group_sampler_is_uniform(caps, cards):
     """The dynamic programme draws every admissible assignment with equal probability."""
