@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from engine_service.rules import CHANCE, TERMINAL
+from engine_service.rules import CHANCE, TERMINAL, get_game
 from engine_service.rules.cards import CODES, card_id
 from engine_service.rules.games.japanese_joker import GAME
 from engine_service.rules.games.japanese_joker.determinize import (INFINITY, InconsistentView,
@@ -96,6 +96,23 @@ def test_trump_choice_samples():
         view = st.view(seat)
         s = GAME.determinize(view, random.Random(seat))
         assert s.view(seat) == view and s.zones()[f"hand{seat}"] == st.zones()[f"hand{seat}"]
+
+
+def test_trump_choice_deals_the_other_three_uniformly():
+    """JJK-3.7: during the trump choice a seat knows its own three cards only; each of the
+    33 others is among the other player's three with probability 3/33."""
+    st = GAME.new_state(first_dealer=0)
+    st.deal(shuffled(GAME, random.Random(12)))
+    view = st.view(1)
+    mine = {card_id(c) for c in view["table"]["first_three"]}
+    others = [c for c in GAME.pack if c not in mine]
+    rng = random.Random(13)
+    n = 660
+    held = Counter()
+    for _ in range(n):
+        deck = GAME.determinize(view, rng)._deck
+        held.update(deck[k] for k in (0, 2, 4))  # the declarer's (seat 0's) three
+    assert chi2(held, {c: n * 3 / 33 for c in others}) < chi2_limit(32)
 
 
 def test_only_the_view_is_used():
@@ -202,6 +219,8 @@ def _enumerate(caps, cards):
                     (6, 0, 1), (7, 3, 3), (8, 1, 2)]),
     ([4, 1, 2, 2], [(0, 0, 0), (1, 0, 1), (2, 0, 2), (3, 1, 3), (4, 2, 3), (5, 2, 3),
                     (6, 0, 3), (7, 0, 3), (8, 3, 3)]),
+    # three later classes at group 0, the last of them left empty by some choices
+    ([3, 2, 1, 1], [(0, 0, 2), (1, 0, 1), (2, 0, 2), (3, 0, 2), (4, 1, 3), (5, 3, 3), (6, 0, 3)]),
 ])
 def test_group_sampler_is_uniform(caps, cards):
     """The dynamic programme draws every admissible assignment with equal probability."""
@@ -220,6 +239,16 @@ def test_group_sampler_is_uniform(caps, cards):
         counts[tuple(groups)] += 1
     expected = {a: n / len(support) for a in support}
     assert chi2(counts, expected) < chi2_limit(len(support) - 1)
+
+
+def test_group_sampler_refuses_intervals_no_assignment_fills():
+    """Each card fits some group, but no assignment fills every group exactly (three cards
+    only fit the first two groups of one place each): InconsistentView, the view's deal
+    does not exist."""
+    with pytest.raises(InconsistentView):
+        _sample_groups([1, 1, 2], [(0, 0, 1), (1, 0, 1), (2, 0, 1), (3, 2, 2)], random.Random(0))
+    assert sorted(map(sorted, _sample_groups([1, 1, 2], [(0, 0, 1), (1, 0, 2), (2, 2, 2), (3, 2, 2)],
+                                               random.Random(0)))) == [[0], [1], [2, 3]]
 
 
 def _first_play_state():
@@ -287,6 +316,68 @@ def test_a_revealed_void_is_respected_and_the_rest_stays_uniform():
     assert chi2(club_counts, expected) < chi2_limit(len(expected) - 1)
 
 
+def test_a_card_played_from_the_other_hand_lies_on_any_of_its_dealt_places():
+    """JJK-3.2, JJK-3.4: seat 1 played 7C from its hand; seat 0 cannot tell whether 7C was
+    among seat 1's first three (deck 1, 3, 5) or its phase-B five (deck 7 ... 15), so the
+    samples put it on each of those eight places alike (every consistent deal equally)."""
+    st = _first_play_state()
+    view = st.view(0)
+    rng = random.Random(14)
+    n = 800
+    places = Counter(GAME.determinize(view, rng)._deck.index(card_id("7C")) for _ in range(n))
+    expected = {p: n / 8 for p in (1, 3, 5, 7, 9, 11, 13, 15)}
+    assert chi2(places, expected) < chi2_limit(7)
+
+
+def test_a_discard_on_a_joker_lead_shows_no_named_suit_and_no_trump_in_hand():
+    """JJK-5.4 steps 2-4: seat 0 leads X1 naming hearts in a spade deal and seat 1 discards
+    7C with its first card (from the hand, JJK-5.1): it held no heart and no spade, so every
+    unknown heart and spade lies among the down cards, the other unknown cards anywhere."""
+    hands = [["X1", "AS", "KS", "QS", "JS", "AH", "KH", "QH"],
+             ["AD", "KD", "QD", "JD", "7C", "8C", "9C", "TC"]]
+    cols = [[["TS", "TD"], ["9S", "9D"], ["JH", "8D"], ["TH", "7D"], ["9H", "6D"]],
+            [["8S", "AC"], ["7S", "KC"], ["8H", "QC"], ["7H", "JC"], ["6H", "X2"]]]
+    st = GAME.new_state(first_dealer=0)
+    st.deal(deck_for(0, ["X1", "AS", "KS"], hands, cols, other_first_three=["7C", "AD", "KD"]))
+    for action in ("trump:S", "play:X1:H", "play:7C"):
+        st.apply(action)
+    model = consistency_model(GAME, st.view(0))
+    last = len(model.groups) - 1
+    where = {CODES[c]: (lo, hi) for c, lo, hi in model.cards}
+    assert sorted(where) == sorted(["TS", "9S", "8S", "7S", "JH", "TH", "9H", "8H", "7H", "6H",
+                                    "AD", "KD", "QD", "JD", "8C", "9C", "TC", "7C"]) and last == 1
+    assert {c for c, place in where.items() if place == (last, last)} == {
+        "TS", "9S", "8S", "7S", "JH", "TH", "9H", "8H", "7H", "6H"}
+
+
+def test_a_joker_led_final_trick_of_the_previous_deal_keeps_its_named_suit():
+    """JJK-9.1 (a leading joker's named suit is public): while the next deal has no complete
+    trick, ``last_trick`` is the previous deal's 18th; when a joker naming a suit led it, a
+    sample shows that trick as it was, also from a view rebuilt without its winner (then
+    JJK-6 by that deal's trump)."""
+    found = 0
+    for seed in range(700):
+        rng = random.Random(seed)
+        st = GAME.new_state(first_dealer=seed % 2)
+        st.deal(shuffled(GAME, rng))
+        while st.to_act() != CHANCE:
+            st.apply_id(rng.choice(st.legal_ids()))
+        if "named_suit" not in st.view(0)["last_trick"]["plays"][0]:
+            continue
+        for step in range(2):  # between the deals, then at the next deal's trump choice
+            if step:
+                st.deal(shuffled(GAME, rng))
+            for seat in (0, 1):
+                view = st.view(seat)
+                assert GAME.determinize(view, rng).view(seat) == view
+                bare = {**view, "last_trick": {"plays": view["last_trick"]["plays"]}}
+                assert GAME.determinize(bare, rng).view(seat) == view
+        found += 1
+        if found == 3:
+            break
+    assert found == 3
+
+
 def test_spectator_and_forged_views_are_refused():
     st = _first_play_state()
     with pytest.raises(InconsistentView):
@@ -296,3 +387,54 @@ def test_spectator_and_forged_views_are_refused():
     with pytest.raises(InconsistentView):
         GAME.determinize(forged, random.Random(0))
     assert INFINITY > 36
+
+
+def test_a_trump_choice_by_the_wrong_seat_is_refused():
+    """JJK-3.3: the declarer (seat 0, ``dealer``) chooses the trump; a view whose record says
+    seat 1 chose it does not replay: InconsistentView."""
+    for seat in (0, 1):
+        view = _first_play_state().view(seat)
+        assert view["dealer"] == 0 and view["table"]["deal_actions"][0] == {"seat": 0, "action": "trump:NT"}
+        view["table"]["deal_actions"][0]["seat"] = 1
+        with pytest.raises(InconsistentView):
+            GAME.determinize(view, random.Random(0))
+
+
+def test_a_hand_without_an_unplayed_first_three_card_is_refused():
+    """JJK-3.2: the seat's first three cards (``first_three``, JJK-9.3) were dealt into its
+    hand; a view whose hand lacks one it has not played is edited: InconsistentView, not a
+    sample that puts the card back."""
+    st = _first_play_state()
+    view = st.view(0)
+    assert sorted(view["table"]["first_three"]) == ["AH", "AS", "KS"] and "AS" in view["hand"]
+    GAME.determinize(view, random.Random(0))
+    view["hand"].remove("AS")
+    with pytest.raises(InconsistentView):
+        GAME.determinize(view, random.Random(0))
+
+
+def test_a_hand_without_a_card_moved_into_it_is_refused():
+    """JJK-4.2, JJK-9.3: playing the up card TS moves its down card TH into seat 0's hand,
+    which its view lists (``moved_cards``); a view whose hand lacks TH, or holds a card twice,
+    is edited: InconsistentView (``Game.determinize``), not a sample with another hand."""
+    st = _first_play_state()
+    st.apply("play:TS")
+    view = st.view(0)
+    assert view["table"]["deal_actions"][-1]["moved_cards"] == ["TH"] and "TH" in view["hand"]
+    assert GAME.determinize(view, random.Random(0)).view(0) == view
+    for hand in ([c for c in view["hand"] if c != "TH"], view["hand"] + ["TH"]):
+        with pytest.raises(InconsistentView):
+            GAME.determinize({**view, "hand": hand}, random.Random(0))
+
+
+@pytest.mark.parametrize("game_id", ["klaberjass", "jojotte", "georgian_joker"])
+def test_another_games_seat_view_is_refused(game_id):
+    """``Game.determinize``: InconsistentView for a view no Japanese Joker state can show,
+    another game's seat view included (seat 0 or 1, so only its game tells it apart), not
+    an error of whatever key it lacks."""
+    other = get_game(game_id)
+    for i, st in enumerate(iter_states(other, 3)):
+        if i >= 5 and st.to_act() in (0, 1):
+            break
+    with pytest.raises(InconsistentView):
+        GAME.determinize(st.view(st.to_act()), random.Random(0))

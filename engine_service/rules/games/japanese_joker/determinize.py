@@ -63,7 +63,6 @@ def determinize(game, view: Mapping[str, Any], rng: random.Random) -> JapaneseJo
     st._last = _previous_deal_trick(view)
     phase = view["phase"]
     if phase not in ("trump_choice", "playing"):
-        st._origin = (st._declarer, -1)
         if phase == "over":
             st._phase = OVER
             st._to_act = TERMINAL
@@ -75,6 +74,11 @@ def determinize(game, view: Mapping[str, Any], rng: random.Random) -> JapaneseJo
         if st.to_act() != entry["seat"] or a not in st.legal_ids():
             raise InconsistentView(f"action {entry['action']} of seat {entry['seat']} does not replay")
         st.apply_id(a)
+    held = 0
+    for c in view["hand"]:
+        held |= 1 << card_id(c)
+    if held != st.zones()[f"hand{seat}"] or held.bit_count() != len(view["hand"]):
+        raise InconsistentView("the seat's hand is not what its dealt cards and the actions leave")
     return st
 
 

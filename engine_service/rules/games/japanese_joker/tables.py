@@ -17,11 +17,10 @@ named suits in the order ``S H D C``); trump choices ``S H D C NT``.
 
 from __future__ import annotations
 
-from ...cards import CODES, JOKER_MASK, NO_TRUMP, PACK36_JOKERS, STRAINS, SUIT_MASK, SUITS
+from ...cards import CODES, NO_TRUMP, PACK36_JOKERS, STRAINS, SUIT_MASK, SUITS
 
 JOKER_LEAD_BASE = 38
 TRUMP_BASE = 46
-NUM_ACTIONS = 51
 
 #: lead key of a trick: the lead card id for a normal card, ``36 + named suit`` for a joker.
 NUM_LEAD_KEYS = 40
@@ -41,8 +40,6 @@ ACTION_ID: dict[str, int] = {s: i for i, s in enumerate(ACTION_STR)
 
 #: card played by each play action id (< 46).
 ACTION_CARD: tuple[int, ...] = tuple(range(38)) + tuple(36 + (a - 38) // 4 for a in range(38, 46))
-#: suit named by each play action id (-1: none).
-ACTION_NAMED: tuple[int, ...] = (-1,) * 38 + tuple((a - 38) % 4 for a in range(38, 46))
 #: lead key of each play action id when it leads (the card, or 36 + the named suit).
 ACTION_LEAD_KEY: tuple[int, ...] = tuple(range(38)) + tuple(36 + (a - 38) % 4 for a in range(38, 46))
 
@@ -64,7 +61,6 @@ LEAD_JOKERS: tuple[tuple[int, ...], ...] = (
 LEAD_SUIT_MASK: tuple[int, ...] = tuple(SUIT_MASK[k // 9] for k in range(36)) + tuple(SUIT_MASK)
 #: trump suit mask per strain (0 for no trump).
 TRUMP_MASK: tuple[int, ...] = tuple(SUIT_MASK) + (0,)
-JM = JOKER_MASK
 
 
 def follower_wins(trump: int, lead_key: int, card: int) -> bool:
