@@ -1129,8 +1129,9 @@ def test_a_positions_record_starts_with_the_seat_to_act_and_the_lead_given_jjk_6
     """JJK-6.1, JJK-6.2, JJK-9.1: the record of an explicit position starts where the position
     does, not at a new deal's start (the declarer leading): with seat 1 to lead although seat 0
     declared, its lead is seat 1's and the trick is won by the card that wins it; with a lead
-    already on the table (seat 0's, not in the record), seat 1's answer completes that trick, so
-    the record names its winner, then the winner's lead."""
+    already on the table (seat 0's, not in the record, shown as the trick in progress with its
+    named suit if a joker), seat 1's answer completes that trick, so the record names its
+    winner, then the winner's lead."""
     st = GAME.position(trump="H", hands=[["KS", "7D"], ["AS", "8C"]], to_act=1, declarer=0)
     play(st, "AS")
     play(st, "KS")
@@ -1140,6 +1141,10 @@ def test_a_positions_record_starts_with_the_seat_to_act_and_the_lead_given_jjk_6
     for view in (st.public_view(), st.view(0), st.view(1)):
         assert view["table"]["deal_actions"] == expected
     st = GAME.position(trump="S", hands=[["7H"], ["KD", "9C"]], to_act=1, lead=("8D", None), declarer=0)
+    for view in (st.public_view(), st.view(0), st.view(1)):  # the lead given is seat 0's, on the table
+        assert view["trick"] == [{"seat": 0, "card": "8D"}] and view["table"]["deal_actions"] == []
+    led = GAME.position(trump="S", hands=[["7H"], ["KD"]], to_act=0, lead=("X2", "H"), declarer=0)
+    assert led.public_view()["trick"] == [{"seat": 1, "card": "X2", "named_suit": "H"}]
     play(st, "KD")  # seat 1 follows the 8D led, higher: it takes the trick
     play(st, "9C")
     expected = [{"seat": 1, "action": "play:KD", "from": "hand", "winner": 1},
