@@ -1154,6 +1154,17 @@ def test_a_positions_record_starts_with_the_seat_to_act_and_the_lead_given_jjk_6
     assert st.to_act() == 0 and st.public_view()["tricks_taken"] == [0, 1]
 
 
+def test_a_position_by_default_has_seat_0_declare_and_lead_with_both_seats_having_played():
+    """``GAME.position``'s documented defaults (its signature): seat 0 declared and is to act,
+    no trick taken, no column, no lead on the table, both seats past their first card (JJK-5.1:
+    their up cards would count)."""
+    st = GAME.position(trump="C", hands=[["AS"], ["KS"]])
+    view = st.public_view()
+    assert st.to_act() == 0 and view["to_act"] == 0 and view["table"]["declarer"] == 0
+    assert view["tricks_taken"] == [0, 0] and view["trick"] == [] and view["table"]["trump"] == "C"
+    assert view["table"]["played_any"] == [True, True] and view["table"]["columns"] == [[], []]
+
+
 ONCE = "a position uses each card of the pack at most once"
 NAMES = r"a lead names a suit if and only if it is a joker \(JJK-5.2\)"
 
