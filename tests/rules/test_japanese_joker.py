@@ -1165,6 +1165,20 @@ def test_a_position_by_default_has_seat_0_declare_and_lead_with_both_seats_havin
     assert view["table"]["played_any"] == [True, True] and view["table"]["columns"] == [[], []]
 
 
+def test_a_position_may_place_the_whole_pack_jjk_3_5():
+    """JJK-3.5, JJK-1.1: a position as dealt, 8 cards in hand and 5 columns each, places all 36
+    cards of the pack; it is accepted (no card is out of play) and plays on."""
+    codes = [CODES[c] for c in GAME.pack]
+    cols = [[[codes[16 + 2 * k + s], codes[26 + 2 * k + s]] for k in range(5)] for s in (0, 1)]
+    st = GAME.position(trump="H", hands=[codes[0:8], codes[8:16]], columns=cols, played_any=(False, False))
+    view = st.public_view()
+    assert view["hand_sizes"] == [8, 8] and view["table"]["column_counts"] == [5, 5]
+    # JJK-5.1: the first card of the deal comes from the hand
+    assert {a.split(":")[1] for a in st.view(0)["legal"]} == set(codes[0:8])
+    st.apply("play:7S")
+    assert st.to_act() == 1
+
+
 ONCE = "a position uses each card of the pack at most once"
 NAMES = r"a lead names a suit if and only if it is a joker \(JJK-5.2\)"
 
