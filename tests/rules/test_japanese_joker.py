@@ -1187,6 +1187,7 @@ NAMES = r"a lead names a suit if and only if it is a joker \(JJK-5.2\)"
     ({"hands": [["AS", "7D"], ["AS", "8D"]]}, ONCE),  # one card in two hands
     ({"hands": [["AS"], ["8D"]], "columns": [[["7D", "AS"]], []]}, ONCE),  # in a hand and on the table
     ({"hands": [["6S"], ["8D"]]}, ONCE),  # JJK-1.1: 6S is not in the pack
+    ({"hands": [["AS"], ["8D"]], "to_act": 1, "lead": ("6C", None)}, ONCE),  # JJK-1.1: nor 6C, a normal card
     ({"hands": [["AS"], ["8D"]], "to_act": 1, "lead": ("8D", None)}, ONCE),  # led and still held
     ({"hands": [["AS"], ["8D"]], "to_act": 1, "lead": ("7D", "S")}, NAMES),  # JJK-5.2: only a joker names
     ({"hands": [["AS"], ["8D"]], "to_act": 1, "lead": ("X1", None)}, NAMES),  # JJK-5.2: a joker lead names
