@@ -196,6 +196,21 @@ def test_rules_index_covers_every_game_and_section():
             assert f"`{spec.name}`" in RULES, f"{game.id} option {spec.name}"
 
 
+def test_rules_index_names_and_describes_each_game_as_list_games_does():
+    """docs/rules.md's game table and each game's section name the game, its seats and rulebook
+    and describe it in the words ListGames sends (GameInfo's name, num_seats, rulebook and
+    description: a game's own, JJK-2.1's two players, GJ-2.1's four...), so the two cannot
+    drift apart."""
+    for game in registry.all_games():
+        row = re.search(rf"^\| `{game.id}` \| (.*) \|$", RULES, re.MULTILINE)
+        assert row, game.id
+        name, seats, rulebook, *_ = (cell.strip() for cell in row.group(1).split(" | "))
+        assert (name, seats, rulebook) == (game.name, str(game.num_seats), f"`rules/{game.rulebook}`"), game.id
+        section = re.search(rf"^## (.+) \(`{game.id}`\)\n\n(.+)\n", RULES, re.MULTILINE)
+        assert section, game.id
+        assert section.groups() == (game.name, game.description), game.id
+
+
 def test_rules_index_option_rows_say_what_list_games_says():
     """docs/rules.md's option tables are the new-table dialog's text on paper: each row's
     rule ids and meaning are the ListGames ones (OptionSpec.rules, OptionSpec.help), so the

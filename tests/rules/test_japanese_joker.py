@@ -937,6 +937,10 @@ def test_auto_move_cards():
     assert move(["play:X2:S", "play:X2:H", "play:X2:D", "play:X2:C"]) == "play:X2:S"
     assert move(["play:X1:S", "play:X1:H", "play:X1:D", "play:X1:C", "play:X2:S", "play:X2:H",
                  "play:X2:D", "play:X2:C"]) == "play:X1:S"
+    # the policy reads the legal actions as a set: X1 first, naming S, wherever the list has them
+    assert move(["play:X2", "play:X1"]) == "play:X1"
+    assert move(["play:X2:S", "play:X2:H", "play:X1:C", "play:X1:D", "play:X1:H", "play:X1:S"]) == "play:X1:S"
+    assert move(["play:X2:C", "play:X2:S"]) == "play:X2:S"
     st = seed_state()
     assert GAME.auto_move(st.view(0)) == "play:7D"
     # a seat not to act has no legal action: nothing to choose, an error rather than a guess
@@ -1121,17 +1125,78 @@ def test_a_positions_record_names_the_higher_card_of_the_led_suit_the_winner_jjk
     assert st.public_view()["table"]["deal_actions"][-1]["winner"] == 1, trump
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"hands": [["AS", "7D"], ["AS", "8D"]]},  # one card in two hands
-    {"hands": [["AS"], ["8D"]], "columns": [[["7D", "AS"]], []]},  # in a hand and on the table
-    {"hands": [["6S"], ["8D"]]},  # JJK-1.1: 6S is not in the pack
-    {"hands": [["AS"], ["8D"]], "to_act": 1, "lead": ("8D", None)},  # led and still held
-    {"hands": [["AS"], ["8D"]], "to_act": 1, "lead": ("7D", "S")},  # JJK-5.2: only a joker names
+def test_a_positions_record_starts_with_the_seat_to_act_and_the_lead_given_jjk_6_2():
+    """JJK-6.1, JJK-6.2, JJK-9.1: the record of an explicit position starts where the position
+    does, not at a new deal's start (the declarer leading): with seat 1 to lead although seat 0
+    declared, its lead is seat 1's and the trick is won by the card that wins it; with a lead
+    already on the table (seat 0's, not in the record, shown as the trick in progress with its
+    named suit if a joker), seat 1's answer completes that trick, so the record names its
+    winner, then the winner's lead."""
+    st = GAME.position(trump="H", hands=[["KS", "7D"], ["AS", "8C"]], to_act=1, declarer=0)
+    play(st, "AS")
+    play(st, "KS")
+    assert st.to_act() == 1
+    expected = [{"seat": 1, "action": "play:AS", "from": "hand"},
+                {"seat": 0, "action": "play:KS", "from": "hand", "winner": 1}]
+    for view in (st.public_view(), st.view(0), st.view(1)):
+        assert view["table"]["deal_actions"] == expected
+    st = GAME.position(trump="S", hands=[["7H"], ["KD", "9C"]], to_act=1, lead=("8D", None), declarer=0)
+    for view in (st.public_view(), st.view(0), st.view(1)):  # the lead given is seat 0's, on the table
+        assert view["trick"] == [{"seat": 0, "card": "8D"}] and view["table"]["deal_actions"] == []
+    led = GAME.position(trump="S", hands=[["7H"], ["KD"]], to_act=0, lead=("X2", "H"), declarer=0)
+    assert led.public_view()["trick"] == [{"seat": 1, "card": "X2", "named_suit": "H"}]
+    play(st, "KD")  # seat 1 follows the 8D led, higher: it takes the trick
+    play(st, "9C")
+    expected = [{"seat": 1, "action": "play:KD", "from": "hand", "winner": 1},
+                {"seat": 1, "action": "play:9C", "from": "hand"}]
+    for view in (st.public_view(), st.view(0), st.view(1)):
+        assert view["table"]["deal_actions"] == expected
+    assert st.to_act() == 0 and st.public_view()["tricks_taken"] == [0, 1]
+
+
+def test_a_position_by_default_has_seat_0_declare_and_lead_with_both_seats_having_played():
+    """``GAME.position``'s documented defaults (its signature): seat 0 declared and is to act,
+    no trick taken, no column, no lead on the table, both seats past their first card (JJK-5.1:
+    their up cards would count)."""
+    st = GAME.position(trump="C", hands=[["AS"], ["KS"]])
+    view = st.public_view()
+    assert st.to_act() == 0 and view["to_act"] == 0 and view["table"]["declarer"] == 0
+    assert view["tricks_taken"] == [0, 0] and view["trick"] == [] and view["table"]["trump"] == "C"
+    assert view["table"]["played_any"] == [True, True] and view["table"]["columns"] == [[], []]
+
+
+def test_a_position_may_place_the_whole_pack_jjk_3_5():
+    """JJK-3.5, JJK-1.1: a position as dealt, 8 cards in hand and 5 columns each, places all 36
+    cards of the pack; it is accepted (no card is out of play) and plays on."""
+    codes = [CODES[c] for c in GAME.pack]
+    cols = [[[codes[16 + 2 * k + s], codes[26 + 2 * k + s]] for k in range(5)] for s in (0, 1)]
+    st = GAME.position(trump="H", hands=[codes[0:8], codes[8:16]], columns=cols, played_any=(False, False))
+    view = st.public_view()
+    assert view["hand_sizes"] == [8, 8] and view["table"]["column_counts"] == [5, 5]
+    # JJK-5.1: the first card of the deal comes from the hand
+    assert {a.split(":")[1] for a in st.view(0)["legal"]} == set(codes[0:8])
+    st.apply("play:7S")
+    assert st.to_act() == 1
+
+
+ONCE = "a position uses each card of the pack at most once"
+NAMES = r"a lead names a suit if and only if it is a joker \(JJK-5.2\)"
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"hands": [["AS", "7D"], ["AS", "8D"]]}, ONCE),  # one card in two hands
+    ({"hands": [["AS"], ["8D"]], "columns": [[["7D", "AS"]], []]}, ONCE),  # in a hand and on the table
+    ({"hands": [["6S"], ["8D"]]}, ONCE),  # JJK-1.1: 6S is not in the pack
+    ({"hands": [["AS"], ["8D"]], "to_act": 1, "lead": ("6C", None)}, ONCE),  # JJK-1.1: nor 6C, a normal card
+    ({"hands": [["AS"], ["8D"]], "to_act": 1, "lead": ("8D", None)}, ONCE),  # led and still held
+    ({"hands": [["AS"], ["8D"]], "to_act": 1, "lead": ("7D", "S")}, NAMES),  # JJK-5.2: only a joker names
+    ({"hands": [["AS"], ["8D"]], "to_act": 1, "lead": ("X1", None)}, NAMES),  # JJK-5.2: a joker lead names
 ])
-def test_position_refuses_an_impossible_layout(kwargs):
+def test_position_refuses_an_impossible_layout(kwargs, message):
     """``GAME.position`` builds rule-test positions: a card placed twice, a card outside the
-    pack (JJK-1.1) or a named suit on a normal lead is a ValueError, never a silent position."""
-    with pytest.raises(ValueError):
+    pack (JJK-1.1) or a named suit on a normal lead, or none on a joker lead, is a ValueError
+    saying which, never a silent position."""
+    with pytest.raises(ValueError, match=f"^{message}$"):
         GAME.position(trump="H", **kwargs)
 
 
@@ -1145,9 +1210,12 @@ def test_session_options_are_exposed_and_session_events_are_never_actions():
 
 
 def test_bad_seat_and_first_dealer():
-    for bad in (2, -1, True):  # the first declarer is a seat (JJK-2.2), as in the other games
-        with pytest.raises(InvalidOptions):
+    for bad in (2, -1, True):  # the first declarer is a seat (JJK-2.2, JJK-2.1), as in the other games
+        with pytest.raises(InvalidOptions) as info:
             GAME.new_state(first_dealer=bad)
+        # the refusal names the option and its allowed values (what a client reads in the details)
+        assert info.value.message == f"first_dealer must be seat 0 or 1, got {bad!r}"
+        assert info.value.details == {"option": "first_dealer", "allowed": "0, 1"}
     with pytest.raises(ValueError):
         seed_state().view(2)
 

@@ -80,10 +80,8 @@ class JapaneseJokerGame(Game):
                 key = (-len(ranks), min(ranks), s)
                 if best is None or key < best[0]:
                     best = (key, suit)
-            choice = f"trump:{best[1]}" if best else "trump:S"
-            if choice in legal:
-                return choice
-            return legal[0]
+            # three cards hold a normal one (two jokers, JJK-1.1), and all five trumps are legal (JJK-3.3)
+            return f"trump:{best[1]}"
         normal = []
         for a in legal:
             code = a.split(":")[1]
@@ -96,7 +94,8 @@ class JapaneseJokerGame(Game):
             for a in (f"play:{joker}", f"play:{joker}:S"):
                 if a in legal:
                     return a
-        return legal[0]
+        # a joker answers naming nothing and leads naming any suit (JJK-5.2): never reached
+        raise ValueError(f"no auto-move among the {len(legal)} legal actions")
 
     def determinize(self, view: Mapping[str, Any], rng: random.Random) -> JapaneseJokerState:
         """A full state drawn uniformly among those consistent with ``view`` (a seat's view)."""
