@@ -97,6 +97,33 @@ def test_a_retry_after_a_lost_acknowledgement_returns_the_first_result():
     assert [e.seq for e in events] == [1]  # the watcher saw it once
 
 
+def test_an_action_whose_write_failed_unwritten_is_settled_as_not_in_store_and_played_again():
+    """docs/operations.md (``action_not_in_store``): an append answered with an error that
+    wrote nothing is read back before the match's next write, found missing
+    (``action_not_in_store``, no ``log_caught_up``), and the same action is then played at
+    the same seq; a lost acknowledgement is the opposite case (``log_caught_up``, below)."""
+    store = FailingAppends()
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                match_id, ps = await open_match(mgr, "klaberjass")
+                seat, p, env = await to_act(mgr, match_id, ps)
+                action = env.view["legal"][0]
+                store.fail_next = True
+                with pytest.raises(SessionError) as first:
+                    await mgr.submit_action(match_id, p, action, env.seq, "once")
+                res = await mgr.submit_action(match_id, p, action, env.seq, "once")
+                stored = await store.load_match(match_id)
+        return first.value, res, stored, logs
+
+    first, res, stored, logs = run(go())
+    assert first.code == "UNAVAILABLE"
+    assert not res.duplicate and res.seq == 1 and [a.seq for a in stored.actions] == [1]
+    settled = [e["event"] for e in logs if e["event"] in ("action_not_in_store", "log_caught_up")]
+    assert settled == ["action_not_in_store"]
+
+
 def test_a_store_outage_on_reads_is_unavailable_not_internal():
     """Section 5's error table: a store failure is UNAVAILABLE (retryable, reason
     STORE_UNAVAILABLE) for reads as it is for writes. A match read back from the store
@@ -1836,6 +1863,7 @@ def test_an_auto_move_found_in_the_store_is_counted_and_logged_as_one(monkeypatc
     assert (actions[0].by, actions[0].reason) == ("auto", "timeout")
     assert [e["event"] for e in logs if e["event"] in ("store_write_failed", "log_caught_up")] \
         == ["store_write_failed", "log_caught_up"]  # written, answered with an error, found
+    assert not [e for e in logs if e["event"] == "action_not_in_store"]
     # the first attempt failed (its answer lost); the retry that finds the move in the store
     # is answered as stale, no failure of its own, and plays no move of the old decision on
     # the new state (which the rules would refuse: the other seat is to act)
