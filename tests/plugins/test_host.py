@@ -108,6 +108,21 @@ def test_bot_faults_become_failures_and_the_next_decision_works(bot, failure):
     run(with_host(body))
 
 
+@pytest.mark.parametrize("bot", ["sys-exits", "interrupts"])
+def test_a_bot_that_ends_a_worker_which_answered_before_is_a_crash_not_that_answer(bot):
+    """A bot that ends its worker (``sys.exit``, a KeyboardInterrupt) is a crash on a worker
+    that has answered other decisions too: the worker ends without a word, never sending
+    the answer it still holds from the decision before (another bot's, maybe another
+    match's), which the host would take for this bot's."""
+    async def body(host):
+        first = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
+        assert first.action in LEGAL, first
+        return await host.decide(bot, "klaberjass", 0, VIEW, LEGAL, 2, 30.0)
+
+    d = run(with_host(body, workers=1))
+    assert d.action is None and d.failure == "crash", d
+
+
 def test_a_hung_bot_blocks_neither_the_event_loop_nor_other_matches():
     """Proved by order, not by how fast anything is (a loaded machine slows it down): the
     other decisions all end while the hung one is pending, which they could not if it held
