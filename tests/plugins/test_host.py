@@ -1033,6 +1033,28 @@ def test_a_killed_worker_that_ends_after_the_zygote_was_told_is_reaped_without_a
     assert run(with_host(body, workers=1)), "the killed worker stayed a zombie"
 
 
+def test_bot_processes_ignore_sigint():
+    """The engine alone decides when its bot processes stop (end-of-file on their socket, or
+    SIGKILL): a SIGINT sent to the zygote and the workers (a Ctrl-C reaching every process of
+    the terminal's group, a stop signal sent to the whole service) leaves them running, no
+    worker lost, and the next decision is answered."""
+    import os
+    import signal
+
+    async def body(host):
+        pids = host.worker_pids() + [host._pool._zygote.process.pid]
+        assert len(pids) == 2
+        with capture_logs() as logs:
+            for pid in pids:
+                os.kill(pid, signal.SIGINT)
+            await asyncio.sleep(0.5)
+            d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
+        assert d.action in LEGAL, d
+        assert host._pool._zygote.alive() and host.worker_pids() == pids[:1]
+        assert not {"bot_worker_lost", "bot_worker_zygote_restarted"} & {e["event"] for e in logs}, logs
+    run(with_host(body, workers=1))
+
+
 def test_bot_processes_are_the_oom_killers_first_choice():
     """A bot that allocates without bound must cost its worker, not the engine: every bot
     process has the highest oom_score_adj (it had the engine's, 0)."""
