@@ -1231,6 +1231,42 @@ def test_what_a_bot_prints_never_reaches_the_engines_output(zygote, capfd):
     assert "hand" not in out + err and "AS" not in out + err, (out, err)
 
 
+@pytest.mark.parametrize("zygote", [False, True], ids=["fresh-interpreter", "zygote-fork"])
+def test_a_worker_holds_no_descriptor_but_its_own_socket(zygote):
+    """A worker's descriptors are its one socket to the engine, /dev/null (its stdin, stdout
+    and stderr) and its copy of the engine's stderr (critical log lines): nothing its zygote
+    or its start used. Holding a copy of the zygote's control socket, a bot could ask the
+    zygote for forks and take the sockets meant for the engine (other bots' requests, other
+    seats' hands), or have its own zombie reaped; holding the engine's end of its own socket,
+    the worker would never see the engine go away."""
+    import os
+
+    from engine_service.plugins.manager import PluginSettings
+    from engine_service.plugins.pool import WorkerProcess, Zygote
+
+    def descriptors(pid):
+        return [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+
+    settings = PluginSettings.resolve(environ={})
+    parent = Zygote(settings) if zygote else None
+    try:
+        workers = [WorkerProcess.start(settings, parent) for _ in range(2)]
+        try:
+            assert all(w.wait_ready(60) for w in workers)
+            allowed = {os.devnull, os.readlink("/proc/self/fd/2")}
+            for worker in workers:
+                held = descriptors(worker.pid)
+                sockets = [d for d in held if d.startswith("socket:")]
+                assert len(sockets) == 1, held
+                assert set(held) - set(sockets) <= allowed, held
+        finally:
+            for worker in workers:
+                worker.kill()
+    finally:
+        if parent is not None:
+            parent.close()
+
+
 def test_a_forked_copy_of_a_worker_does_not_answer_the_next_decision():
     """A bot that forks without ending the child: the child returned from decide() too and
     sent a second reply, which the next decision on that worker (another bot's, another
