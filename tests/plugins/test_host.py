@@ -1037,11 +1037,15 @@ def test_bot_processes_ignore_sigint():
     """The engine alone decides when its bot processes stop (end-of-file on their socket, or
     SIGKILL): a SIGINT sent to the zygote and the workers (a Ctrl-C reaching every process of
     the terminal's group, a stop signal sent to the whole service) leaves them running, no
-    worker lost, and the next decision is answered."""
+    worker lost, and the next decision is answered. Started with SIGINT handled (an engine
+    started in the background by a shell without job control would pass it on ignored)."""
     import os
     import signal
 
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+
     async def body(host):
+        signal.signal(signal.SIGINT, previous)
         pids = host.worker_pids() + [host._pool._zygote.process.pid]
         assert len(pids) == 2
         with capture_logs() as logs:
@@ -1052,7 +1056,10 @@ def test_bot_processes_ignore_sigint():
         assert d.action in LEGAL, d
         assert host._pool._zygote.alive() and host.worker_pids() == pids[:1]
         assert not {"bot_worker_lost", "bot_worker_zygote_restarted"} & {e["event"] for e in logs}, logs
-    run(with_host(body, workers=1))
+    try:
+        run(with_host(body, workers=1))
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_bot_processes_are_the_oom_killers_first_choice():
