@@ -1605,6 +1605,43 @@ def test_a_fresh_interpreter_worker_that_lacks_a_listed_bot_says_so(monkeypatch)
                   plugins=["tests.plugins.bad_bots", "tests.plugins.slow_in_a_fresh_worker"]))
 
 
+def test_bot_processes_import_the_plugins_from_the_engines_sys_path(tmp_path, monkeypatch):
+    """The zygote and a fresh-interpreter worker import the plugins from the engine's own
+    ``sys.path``, in its order: not from a module of the same name that their own start would
+    find first (``python -m`` puts the current directory first, which the engine's path need
+    not hold), which gave them other bots than the engine lists."""
+    from engine_service.plugins.manager import PluginSettings
+    from engine_service.plugins.pool import WorkerProcess, Zygote
+
+    engine_dir, cwd = tmp_path / "engine", tmp_path / "cwd"
+    for where, bot in ((engine_dir, "from-the-engines-path"), (cwd, "from-the-current-directory")):
+        where.mkdir()
+        (where / "path_plugin.py").write_text(
+            "from engine_service.plugins import BotSpec, hookimpl\n\n\n"
+            "class FirstLegal:\n"
+            "    def decide(self, request):\n"
+            "        return request.legal[0]\n\n\n"
+            "@hookimpl\n"
+            "def cardgames_bots():\n"
+            f"    return [BotSpec({bot!r}, lambda game_id: FirstLegal())]\n")
+    monkeypatch.syspath_prepend(str(engine_dir))
+    monkeypatch.chdir(cwd)
+    settings = PluginSettings.resolve(autoload=False, extra=["path_plugin"], environ={})
+    zygote = Zygote(settings)
+    try:
+        zygote_loaded = zygote.loaded(60)
+    finally:
+        zygote.close()
+    worker = WorkerProcess.start(settings, None)
+    try:
+        assert worker.wait_ready(60)
+    finally:
+        worker.kill()
+    for names, failures in (zygote_loaded, worker.loaded):
+        assert "from-the-engines-path" in names and "from-the-current-directory" not in names, names
+        assert failures == []
+
+
 def test_a_fresh_interpreter_worker_reports_what_it_loaded():
     """The report itself: a fresh worker's ready message carries its bots and its load
     failures; a worker with every listed bot logs nothing."""
