@@ -1033,6 +1033,41 @@ def test_a_killed_worker_that_ends_after_the_zygote_was_told_is_reaped_without_a
     assert run(with_host(body, workers=1)), "the killed worker stayed a zombie"
 
 
+def test_the_zygote_forks_only_the_workers_asked_for_while_a_reap_is_pending():
+    """The zygote forks a worker per request (``F``), no more: while a worker it was told to
+    reap has not ended yet (it looks at it again every REAP_POLL_S), it does not take the
+    last request for a new one and fork again and again."""
+    import os
+
+    from engine_service.plugins.manager import PluginSettings
+    from engine_service.plugins.pool import WorkerProcess, Zygote
+
+    def children(pid):
+        found = []
+        for entry in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        found.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                pass
+        return sorted(found)
+
+    settings = PluginSettings.resolve(environ={})
+    zygote = Zygote(settings)
+    workers = []
+    try:
+        workers.append(WorkerProcess.start(settings, zygote))
+        zygote.reap(workers[0].pid)  # told before it is killed: it stays pending while it runs
+        workers.append(WorkerProcess.start(settings, zygote))
+        time.sleep(0.5)  # ten looks at the pending one
+        assert children(zygote.process.pid) == sorted(w.pid for w in workers)
+    finally:
+        for worker in workers:
+            worker.kill()
+        zygote.close()
+
+
 def test_bot_processes_ignore_sigint():
     """The engine alone decides when its bot processes stop (end-of-file on their socket, or
     SIGKILL): a SIGINT sent to the zygote and the workers (a Ctrl-C reaching every process of
