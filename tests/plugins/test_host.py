@@ -1677,6 +1677,46 @@ def test_bot_processes_import_the_plugins_from_the_engines_sys_path(tmp_path, mo
         assert failures == []
 
 
+def test_a_plugin_object_from_a_directory_the_engine_added_to_its_path_reaches_the_bot_processes(
+        tmp_path, monkeypatch):
+    """A plugin object (PluginSettings.extra) travels to the zygote and the workers pickled,
+    by reference to its module: they find that module on the engine's ``sys.path``, a
+    directory the engine added while it ran included, with no PYTHONPATH of the engine's own
+    (their environment carries the engine's path: they unpickle their settings before
+    anything else)."""
+    import importlib
+
+    from engine_service.plugins.manager import PluginSettings
+    from engine_service.plugins.pool import WorkerProcess, Zygote
+
+    (tmp_path / "plugin_object_on_the_engines_path.py").write_text(
+        "from engine_service.plugins import BotSpec, hookimpl\n\n\n"
+        "class FirstLegal:\n"
+        "    def decide(self, request):\n"
+        "        return request.legal[0]\n\n\n"
+        "class ObjectPlugin:\n"
+        "    @hookimpl\n"
+        "    def cardgames_bots():\n"
+        "        return [BotSpec('from-an-object', lambda game_id: FirstLegal())]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    plugin = importlib.import_module("plugin_object_on_the_engines_path").ObjectPlugin
+    settings = PluginSettings.resolve(autoload=False, extra=[plugin], environ={})
+    zygote = Zygote(settings)
+    try:
+        zygote_loaded = zygote.loaded(60)
+    finally:
+        zygote.close()
+    worker = WorkerProcess.start(settings, None)
+    try:
+        assert worker.wait_ready(60)
+    finally:
+        worker.kill()
+    assert zygote_loaded is not None, "the zygote died before it said what it loaded"
+    for names, failures in (zygote_loaded, worker.loaded):
+        assert "from-an-object" in names and failures == [], (names, failures)
+
+
 def test_a_fresh_interpreter_worker_reports_what_it_loaded():
     """The report itself: a fresh worker's ready message carries its bots and its load
     failures; a worker with every listed bot logs nothing."""
