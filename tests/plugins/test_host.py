@@ -1309,6 +1309,55 @@ def test_a_worker_holds_no_descriptor_but_its_own_socket(zygote):
             parent.close()
 
 
+@pytest.mark.parametrize("zygote", [False, True], ids=["fresh-interpreter", "zygote-fork"])
+def test_a_worker_whose_engine_went_away_ends(zygote):
+    """A worker answers requests until told to stop or until the engine goes away: end-of-file
+    on its socket (an engine killed with SIGKILL closes it without a word) ends it, rather than
+    leaving it behind the engine, reading its dead socket for ever. The zygote keeps no copy
+    of the engine's end, not even of the worker it forked last."""
+    from engine_service.plugins.manager import PluginSettings
+    from engine_service.plugins.pool import WorkerProcess, Zygote
+
+    settings = PluginSettings.resolve(environ={})
+    parent = Zygote(settings) if zygote else None
+    try:
+        worker = WorkerProcess.start(settings, parent)
+        try:
+            assert worker.wait_ready(60)
+            worker.conn.close()  # the engine's end: nothing sent, no signal
+            assert _gone(worker.pid, within=10.0), "the worker outlived the engine's end of its socket"
+        finally:
+            worker.kill()
+    finally:
+        if parent is not None:
+            parent.close()
+
+
+@pytest.mark.parametrize("zygote", [False, True], ids=["fresh-interpreter", "zygote-fork"])
+def test_a_crash_is_noticed_at_once_on_the_worker_forked_last(zygote):
+    """A worker that dies is a crash at once (end-of-file on its socket), not a timeout at the
+    deadline: the zygote keeps no copy of the worker's end of the socket, not even of the
+    worker it forked last, which would hold the socket open."""
+    import time as _time
+
+    from engine_service.plugins.manager import PluginSettings
+    from engine_service.plugins.pool import WorkerProcess, Zygote
+
+    settings = PluginSettings.resolve(extra=["tests.plugins.bad_bots"], environ={})
+    parent = Zygote(settings) if zygote else None
+    try:
+        worker = WorkerProcess.start(settings, parent)
+        try:
+            assert worker.wait_ready(60)
+            reply = worker.call(("exits", "klaberjass", 0, VIEW, LEGAL, 1, 30.0), _time.monotonic() + 30)
+        finally:
+            worker.kill()
+    finally:
+        if parent is not None:
+            parent.close()
+    assert reply.failure == "crash", reply
+
+
 def test_a_forked_copy_of_a_worker_does_not_answer_the_next_decision():
     """A bot that forks without ending the child: the child returned from decide() too and
     sent a second reply, which the next decision on that worker (another bot's, another
