@@ -681,6 +681,26 @@ def test_processes_a_bot_started_end_with_its_worker(close, monkeypatch, tmp_pat
 
 
 
+def test_processes_a_bot_started_end_with_its_fresh_interpreter_worker(monkeypatch, tmp_path):
+    """A worker started as a fresh interpreter (the zygote is gone) leads its own process
+    group too (its own session): killing it kills a subprocess its bot started."""
+    import time as _time
+
+    from engine_service.plugins.manager import PluginSettings
+    from engine_service.plugins.pool import WorkerProcess
+
+    pidfile = tmp_path / "pids"
+    monkeypatch.setenv("BAD_BOTS_PIDFILE", str(pidfile))
+    worker = WorkerProcess.start(PluginSettings.resolve(extra=["tests.plugins.bad_bots"], environ={}), None)
+    try:
+        assert worker.popen is not None and worker.wait_ready(60)
+        reply = worker.call(("spawns-and-answers", "klaberjass", 0, VIEW, LEGAL, 1, 30.0), _time.monotonic() + 30)
+        assert reply.action == LEGAL[0], reply
+    finally:
+        worker.kill()
+    assert _gone(int(pidfile.read_text().split()[0])), "the bot's child outlived its killed worker"
+
+
 def test_a_host_never_closed_ends_its_workers_and_their_processes_at_exit(tmp_path):
     """An engine that exits without closing its bot host (an error on the way out) still
     kills every worker's process group at interpreter exit: a process a bot started otherwise
