@@ -108,6 +108,21 @@ def test_bot_faults_become_failures_and_the_next_decision_works(bot, failure):
     run(with_host(body))
 
 
+@pytest.mark.parametrize("bot", ["sys-exits", "interrupts"])
+def test_a_bot_that_ends_a_worker_which_answered_before_is_a_crash_not_that_answer(bot):
+    """A bot that ends its worker (``sys.exit``, a KeyboardInterrupt) is a crash on a worker
+    that has answered other decisions too: the worker ends without a word, never sending
+    the answer it still holds from the decision before (another bot's, maybe another
+    match's), which the host would take for this bot's."""
+    async def body(host):
+        first = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
+        assert first.action in LEGAL, first
+        return await host.decide(bot, "klaberjass", 0, VIEW, LEGAL, 2, 30.0)
+
+    d = run(with_host(body, workers=1))
+    assert d.action is None and d.failure == "crash", d
+
+
 def test_a_hung_bot_blocks_neither_the_event_loop_nor_other_matches():
     """Proved by order, not by how fast anything is (a loaded machine slows it down): the
     other decisions all end while the hung one is pending, which they could not if it held
@@ -666,6 +681,26 @@ def test_processes_a_bot_started_end_with_its_worker(close, monkeypatch, tmp_pat
 
 
 
+def test_processes_a_bot_started_end_with_its_fresh_interpreter_worker(monkeypatch, tmp_path):
+    """A worker started as a fresh interpreter (the zygote is gone) leads its own process
+    group too (its own session): killing it kills a subprocess its bot started."""
+    import time as _time
+
+    from engine_service.plugins.manager import PluginSettings
+    from engine_service.plugins.pool import WorkerProcess
+
+    pidfile = tmp_path / "pids"
+    monkeypatch.setenv("BAD_BOTS_PIDFILE", str(pidfile))
+    worker = WorkerProcess.start(PluginSettings.resolve(extra=["tests.plugins.bad_bots"], environ={}), None)
+    try:
+        assert worker.popen is not None and worker.wait_ready(60)
+        reply = worker.call(("spawns-and-answers", "klaberjass", 0, VIEW, LEGAL, 1, 30.0), _time.monotonic() + 30)
+        assert reply.action == LEGAL[0], reply
+    finally:
+        worker.kill()
+    assert _gone(int(pidfile.read_text().split()[0])), "the bot's child outlived its killed worker"
+
+
 def test_a_host_never_closed_ends_its_workers_and_their_processes_at_exit(tmp_path):
     """An engine that exits without closing its bot host (an error on the way out) still
     kills every worker's process group at interpreter exit: a process a bot started otherwise
@@ -1018,6 +1053,70 @@ def test_a_killed_worker_that_ends_after_the_zygote_was_told_is_reaped_without_a
     assert run(with_host(body, workers=1)), "the killed worker stayed a zombie"
 
 
+def test_the_zygote_forks_only_the_workers_asked_for_while_a_reap_is_pending():
+    """The zygote forks a worker per request (``F``), no more: while a worker it was told to
+    reap has not ended yet (it looks at it again every REAP_POLL_S), it does not take the
+    last request for a new one and fork again and again."""
+    import os
+
+    from engine_service.plugins.manager import PluginSettings
+    from engine_service.plugins.pool import WorkerProcess, Zygote
+
+    def children(pid):
+        found = []
+        for entry in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        found.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                pass
+        return sorted(found)
+
+    settings = PluginSettings.resolve(environ={})
+    zygote = Zygote(settings)
+    workers = []
+    try:
+        workers.append(WorkerProcess.start(settings, zygote))
+        zygote.reap(workers[0].pid)  # told before it is killed: it stays pending while it runs
+        workers.append(WorkerProcess.start(settings, zygote))
+        time.sleep(0.5)  # ten looks at the pending one
+        assert children(zygote.process.pid) == sorted(w.pid for w in workers)
+    finally:
+        for worker in workers:
+            worker.kill()
+        zygote.close()
+
+
+def test_bot_processes_ignore_sigint():
+    """The engine alone decides when its bot processes stop (end-of-file on their socket, or
+    SIGKILL): a SIGINT sent to the zygote and the workers (a Ctrl-C reaching every process of
+    the terminal's group, a stop signal sent to the whole service) leaves them running, no
+    worker lost, and the next decision is answered. Started with SIGINT handled (an engine
+    started in the background by a shell without job control would pass it on ignored)."""
+    import os
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    async def body(host):
+        signal.signal(signal.SIGINT, previous)
+        pids = host.worker_pids() + [host._pool._zygote.process.pid]
+        assert len(pids) == 2
+        with capture_logs() as logs:
+            for pid in pids:
+                os.kill(pid, signal.SIGINT)
+            await asyncio.sleep(0.5)
+            d = await host.decide("random", "klaberjass", 0, VIEW, LEGAL, 1, 30.0)
+        assert d.action in LEGAL, d
+        assert host._pool._zygote.alive() and host.worker_pids() == pids[:1]
+        assert not {"bot_worker_lost", "bot_worker_zygote_restarted"} & {e["event"] for e in logs}, logs
+    try:
+        run(with_host(body, workers=1))
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def test_bot_processes_are_the_oom_killers_first_choice():
     """A bot that allocates without bound must cost its worker, not the engine: every bot
     process has the highest oom_score_adj (it had the engine's, 0)."""
@@ -1192,6 +1291,91 @@ def test_what_a_bot_prints_never_reaches_the_engines_output(zygote, capfd):
             parent.close()
     out, err = capfd.readouterr()
     assert "hand" not in out + err and "AS" not in out + err, (out, err)
+
+
+@pytest.mark.parametrize("zygote", [False, True], ids=["fresh-interpreter", "zygote-fork"])
+def test_a_worker_holds_no_descriptor_but_its_own_socket(zygote):
+    """A worker's descriptors are its one socket to the engine, /dev/null (its stdin, stdout
+    and stderr) and its copy of the engine's stderr (critical log lines): nothing its zygote
+    or its start used. Holding a copy of the zygote's control socket, a bot could ask the
+    zygote for forks and take the sockets meant for the engine (other bots' requests, other
+    seats' hands), or have its own zombie reaped; holding the engine's end of its own socket,
+    the worker would never see the engine go away."""
+    import os
+
+    from engine_service.plugins.manager import PluginSettings
+    from engine_service.plugins.pool import WorkerProcess, Zygote
+
+    def descriptors(pid):
+        return [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+
+    settings = PluginSettings.resolve(environ={})
+    parent = Zygote(settings) if zygote else None
+    try:
+        workers = [WorkerProcess.start(settings, parent) for _ in range(2)]
+        try:
+            assert all(w.wait_ready(60) for w in workers)
+            allowed = {os.devnull, os.readlink("/proc/self/fd/2")}
+            for worker in workers:
+                held = descriptors(worker.pid)
+                sockets = [d for d in held if d.startswith("socket:")]
+                assert len(sockets) == 1, held
+                assert set(held) - set(sockets) <= allowed, held
+        finally:
+            for worker in workers:
+                worker.kill()
+    finally:
+        if parent is not None:
+            parent.close()
+
+
+@pytest.mark.parametrize("zygote", [False, True], ids=["fresh-interpreter", "zygote-fork"])
+def test_a_worker_whose_engine_went_away_ends(zygote):
+    """A worker answers requests until told to stop or until the engine goes away: end-of-file
+    on its socket (an engine killed with SIGKILL closes it without a word) ends it, rather than
+    leaving it behind the engine, reading its dead socket for ever. The zygote keeps no copy
+    of the engine's end, not even of the worker it forked last."""
+    from engine_service.plugins.manager import PluginSettings
+    from engine_service.plugins.pool import WorkerProcess, Zygote
+
+    settings = PluginSettings.resolve(environ={})
+    parent = Zygote(settings) if zygote else None
+    try:
+        worker = WorkerProcess.start(settings, parent)
+        try:
+            assert worker.wait_ready(60)
+            worker.conn.close()  # the engine's end: nothing sent, no signal
+            assert _gone(worker.pid, within=10.0), "the worker outlived the engine's end of its socket"
+        finally:
+            worker.kill()
+    finally:
+        if parent is not None:
+            parent.close()
+
+
+@pytest.mark.parametrize("zygote", [False, True], ids=["fresh-interpreter", "zygote-fork"])
+def test_a_crash_is_noticed_at_once_on_the_worker_forked_last(zygote):
+    """A worker that dies is a crash at once (end-of-file on its socket), not a timeout at the
+    deadline: the zygote keeps no copy of the worker's end of the socket, not even of the
+    worker it forked last, which would hold the socket open."""
+    import time as _time
+
+    from engine_service.plugins.manager import PluginSettings
+    from engine_service.plugins.pool import WorkerProcess, Zygote
+
+    settings = PluginSettings.resolve(extra=["tests.plugins.bad_bots"], environ={})
+    parent = Zygote(settings) if zygote else None
+    try:
+        worker = WorkerProcess.start(settings, parent)
+        try:
+            assert worker.wait_ready(60)
+            reply = worker.call(("exits", "klaberjass", 0, VIEW, LEGAL, 1, 30.0), _time.monotonic() + 30)
+        finally:
+            worker.kill()
+    finally:
+        if parent is not None:
+            parent.close()
+    assert reply.failure == "crash", reply
 
 
 def test_a_forked_copy_of_a_worker_does_not_answer_the_next_decision():
@@ -1552,6 +1736,83 @@ def test_a_fresh_interpreter_worker_that_lacks_a_listed_bot_says_so(monkeypatch)
                    for f in differs[0]["failures"]), differs
     run(with_host(body, workers=1, load_timeout_s=1.0,
                   plugins=["tests.plugins.bad_bots", "tests.plugins.slow_in_a_fresh_worker"]))
+
+
+def test_bot_processes_import_the_plugins_from_the_engines_sys_path(tmp_path, monkeypatch):
+    """The zygote and a fresh-interpreter worker import the plugins from the engine's own
+    ``sys.path``, in its order: not from a module of the same name that their own start would
+    find first (``python -m`` puts the current directory first, which the engine's path need
+    not hold), which gave them other bots than the engine lists."""
+    from engine_service.plugins.manager import PluginSettings
+    from engine_service.plugins.pool import WorkerProcess, Zygote
+
+    engine_dir, cwd = tmp_path / "engine", tmp_path / "cwd"
+    for where, bot in ((engine_dir, "from-the-engines-path"), (cwd, "from-the-current-directory")):
+        where.mkdir()
+        (where / "path_plugin.py").write_text(
+            "from engine_service.plugins import BotSpec, hookimpl\n\n\n"
+            "class FirstLegal:\n"
+            "    def decide(self, request):\n"
+            "        return request.legal[0]\n\n\n"
+            "@hookimpl\n"
+            "def cardgames_bots():\n"
+            f"    return [BotSpec({bot!r}, lambda game_id: FirstLegal())]\n")
+    monkeypatch.syspath_prepend(str(engine_dir))
+    monkeypatch.chdir(cwd)
+    settings = PluginSettings.resolve(autoload=False, extra=["path_plugin"], environ={})
+    zygote = Zygote(settings)
+    try:
+        zygote_loaded = zygote.loaded(60)
+    finally:
+        zygote.close()
+    worker = WorkerProcess.start(settings, None)
+    try:
+        assert worker.wait_ready(60)
+    finally:
+        worker.kill()
+    for names, failures in (zygote_loaded, worker.loaded):
+        assert "from-the-engines-path" in names and "from-the-current-directory" not in names, names
+        assert failures == []
+
+
+def test_a_plugin_object_from_a_directory_the_engine_added_to_its_path_reaches_the_bot_processes(
+        tmp_path, monkeypatch):
+    """A plugin object (PluginSettings.extra) travels to the zygote and the workers pickled,
+    by reference to its module: they find that module on the engine's ``sys.path``, a
+    directory the engine added while it ran included, with no PYTHONPATH of the engine's own
+    (their environment carries the engine's path: they unpickle their settings before
+    anything else)."""
+    import importlib
+
+    from engine_service.plugins.manager import PluginSettings
+    from engine_service.plugins.pool import WorkerProcess, Zygote
+
+    (tmp_path / "plugin_object_on_the_engines_path.py").write_text(
+        "from engine_service.plugins import BotSpec, hookimpl\n\n\n"
+        "class FirstLegal:\n"
+        "    def decide(self, request):\n"
+        "        return request.legal[0]\n\n\n"
+        "class ObjectPlugin:\n"
+        "    @hookimpl\n"
+        "    def cardgames_bots():\n"
+        "        return [BotSpec('from-an-object', lambda game_id: FirstLegal())]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    plugin = importlib.import_module("plugin_object_on_the_engines_path").ObjectPlugin
+    settings = PluginSettings.resolve(autoload=False, extra=[plugin], environ={})
+    zygote = Zygote(settings)
+    try:
+        zygote_loaded = zygote.loaded(60)
+    finally:
+        zygote.close()
+    worker = WorkerProcess.start(settings, None)
+    try:
+        assert worker.wait_ready(60)
+    finally:
+        worker.kill()
+    assert zygote_loaded is not None, "the zygote died before it said what it loaded"
+    for names, failures in (zygote_loaded, worker.loaded):
+        assert "from-an-object" in names and failures == [], (names, failures)
 
 
 def test_a_fresh_interpreter_worker_reports_what_it_loaded():
