@@ -860,15 +860,17 @@ def test_a_match_ended_at_its_deal_limit_read_back_under_a_higher_one_deals_no_d
         assert env.view["table"].get("turn_up") is None
 
 
-async def two_writers(store, *, turn_time_s=0.0, **overrides):
+async def two_writers(store, *, turn_time_s=0.0, stale=None, **overrides):
     """Two managers on one store (a process thought dead, or a future second replica) that both
     hold a Klaberjass match at seq 0, both seats joined: ``a`` plays on, ``b`` is the stale
-    writer. Returns a, b, the match id and each one's principals of the two seats."""
+    writer (configured with ``stale`` instead of ``overrides`` when given). Returns a, b, the
+    match id and each one's principals of the two seats."""
     a = MatchManager(config(**overrides), store=store, metrics=Metrics(), create_bot_host=False)
     await a.start()
     s = await a.create_match(CreateMatchRequest(game="klaberjass", turn_time_s=turn_time_s))
     tokens = [(await a.join_match(s.match_id, i, "x")).token for i in range(2)]
-    b = MatchManager(config(**overrides), store=store, metrics=Metrics(), create_bot_host=False)
+    b = MatchManager(config(**(overrides if stale is None else stale)), store=store, metrics=Metrics(),
+                     create_bot_host=False)
     await b.start()  # b loads the match at seq 0
     pa = [a.authenticate(s.match_id, t) for t in tokens]
     pb = [b.authenticate(s.match_id, t) for t in tokens]
@@ -965,24 +967,17 @@ def test_a_stale_writer_with_a_lower_deal_limit_ends_its_match_at_its_limit_on_c
     store = MemoryStore()
 
     async def go():
-        a = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
-        await a.start()
-        s = await a.create_match(CreateMatchRequest(game="klaberjass"))
-        tokens = [(await a.join_match(s.match_id, i, "x")).token for i in range(2)]
-        b = MatchManager(config(max_match_deals=1), store=store, metrics=Metrics(), create_bot_host=False)
-        await b.start()
-        pa = [a.authenticate(s.match_id, t) for t in tokens]
-        pb = [b.authenticate(s.match_id, t) for t in tokens]
-        await passes(a, s.match_id, pa, 4)
-        watcher = b.watch(s.match_id, Principal("spectator", s.match_id), 0)
+        a, b, match_id, pa, pb = await two_writers(store, stale={"max_match_deals": 1})
+        await passes(a, match_id, pa, 4)
+        watcher = b.watch(match_id, Principal("spectator", match_id), 0)
         reader = asyncio.ensure_future(collect(watcher, until=lambda e: e.kind == "match_ended"))
         await asyncio.sleep(0)
-        seat = b._matches[s.match_id].state.to_act()
+        seat = b._matches[match_id].state.to_act()
         with pytest.raises(StaleSequence) as info:
-            await b.submit_action(s.match_id, pb[seat], "pass", 0)
-        caught_up = await b.get_match(s.match_id)
-        stored = (await store.load_match(s.match_id)).record
-        on_a = await a.get_match(s.match_id)
+            await b.submit_action(match_id, pb[seat], "pass", 0)
+        caught_up = await b.get_match(match_id)
+        stored = (await store.load_match(match_id)).record
+        on_a = await a.get_match(match_id)
         seen = await asyncio.wait_for(reader, 60)  # against a hang only
         await b.close()
         await a.close()
