@@ -1738,13 +1738,30 @@ def test_a_fresh_interpreter_worker_that_lacks_a_listed_bot_says_so(monkeypatch)
                   plugins=["tests.plugins.bad_bots", "tests.plugins.slow_in_a_fresh_worker"]))
 
 
+def _loaded_by_the_bot_processes(settings):
+    """What a zygote and a fresh-interpreter worker started with ``settings`` load: each one's
+    (bot names, load failures); the zygote's is None if it died before saying."""
+    from engine_service.plugins.pool import WorkerProcess, Zygote
+
+    zygote = Zygote(settings)
+    try:
+        zygote_loaded = zygote.loaded(60)
+    finally:
+        zygote.close()
+    worker = WorkerProcess.start(settings, None)
+    try:
+        assert worker.wait_ready(60)
+    finally:
+        worker.kill()
+    return zygote_loaded, worker.loaded
+
+
 def test_bot_processes_import_the_plugins_from_the_engines_sys_path(tmp_path, monkeypatch):
     """The zygote and a fresh-interpreter worker import the plugins from the engine's own
     ``sys.path``, in its order: not from a module of the same name that their own start would
     find first (``python -m`` puts the current directory first, which the engine's path need
     not hold), which gave them other bots than the engine lists."""
     from engine_service.plugins.manager import PluginSettings
-    from engine_service.plugins.pool import WorkerProcess, Zygote
 
     engine_dir, cwd = tmp_path / "engine", tmp_path / "cwd"
     for where, bot in ((engine_dir, "from-the-engines-path"), (cwd, "from-the-current-directory")):
@@ -1760,17 +1777,8 @@ def test_bot_processes_import_the_plugins_from_the_engines_sys_path(tmp_path, mo
     monkeypatch.syspath_prepend(str(engine_dir))
     monkeypatch.chdir(cwd)
     settings = PluginSettings.resolve(autoload=False, extra=["path_plugin"], environ={})
-    zygote = Zygote(settings)
-    try:
-        zygote_loaded = zygote.loaded(60)
-    finally:
-        zygote.close()
-    worker = WorkerProcess.start(settings, None)
-    try:
-        assert worker.wait_ready(60)
-    finally:
-        worker.kill()
-    for names, failures in (zygote_loaded, worker.loaded):
+    zygote_loaded, worker_loaded = _loaded_by_the_bot_processes(settings)
+    for names, failures in (zygote_loaded, worker_loaded):
         assert "from-the-engines-path" in names and "from-the-current-directory" not in names, names
         assert failures == []
 
@@ -1785,7 +1793,6 @@ def test_a_plugin_object_from_a_directory_the_engine_added_to_its_path_reaches_t
     import importlib
 
     from engine_service.plugins.manager import PluginSettings
-    from engine_service.plugins.pool import WorkerProcess, Zygote
 
     (tmp_path / "plugin_object_on_the_engines_path.py").write_text(
         "from engine_service.plugins import BotSpec, hookimpl\n\n\n"
@@ -1800,18 +1807,9 @@ def test_a_plugin_object_from_a_directory_the_engine_added_to_its_path_reaches_t
     monkeypatch.delenv("PYTHONPATH", raising=False)
     plugin = importlib.import_module("plugin_object_on_the_engines_path").ObjectPlugin
     settings = PluginSettings.resolve(autoload=False, extra=[plugin], environ={})
-    zygote = Zygote(settings)
-    try:
-        zygote_loaded = zygote.loaded(60)
-    finally:
-        zygote.close()
-    worker = WorkerProcess.start(settings, None)
-    try:
-        assert worker.wait_ready(60)
-    finally:
-        worker.kill()
+    zygote_loaded, worker_loaded = _loaded_by_the_bot_processes(settings)
     assert zygote_loaded is not None, "the zygote died before it said what it loaded"
-    for names, failures in (zygote_loaded, worker.loaded):
+    for names, failures in (zygote_loaded, worker_loaded):
         assert "from-an-object" in names and failures == [], (names, failures)
 
 
