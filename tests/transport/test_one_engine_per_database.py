@@ -21,6 +21,16 @@ from .harness import run
 from .test_process import Service
 
 
+def _until_waiting_for_the_database(engine: subprocess.Popen, log_path) -> None:
+    """Return once ``engine``'s log at ``log_path`` says it waits for the database's lock
+    (``db_lock_waiting``); fail if it exits first."""
+    give_up = time.monotonic() + 60  # against a hang only: a start on a loaded machine
+    while b'"db_lock_waiting"' not in log_path.read_bytes():
+        assert engine.poll() is None, log_path.read_text()
+        assert time.monotonic() < give_up, log_path.read_text()
+        time.sleep(0.05)
+
+
 def _engine_env(db, port: object = "0", metrics_port: object = "0", lock_wait_s: str | None = None,
                 **extra: str) -> dict[str, str]:
     """The environment of a second engine on ``db``: loopback ports (0: any free one), JSON
@@ -124,11 +134,7 @@ def test_ctrl_c_while_waiting_for_the_database_ends_the_start_at_once(tmp_path, 
             second = subprocess.Popen([sys.executable, "-m", "engine_service", "serve"], cwd=tmp_path, env=env,
                                       stdout=log_file, stderr=subprocess.STDOUT)
         try:
-            give_up = time.monotonic() + 60  # against a hang only: a start on a loaded machine
-            while b'"db_lock_waiting"' not in log_path.read_bytes():
-                assert second.poll() is None, log_path.read_text()
-                assert time.monotonic() < give_up, log_path.read_text()
-                time.sleep(0.05)
+            _until_waiting_for_the_database(second, log_path)
             second.send_signal(signal.SIGINT)
             status = second.wait(30)  # at once: the rest of its 60 s wait would outlast this
         finally:
@@ -164,11 +170,7 @@ def test_sighup_while_waiting_for_the_database_ends_the_start_at_once_unless_ign
                                       env=_engine_env(db, lock_wait_s="60"), stdout=log_file,
                                       stderr=subprocess.STDOUT, preexec_fn=ignore_sighup)
         try:
-            give_up = time.monotonic() + 60  # against a hang only: a start on a loaded machine
-            while b'"db_lock_waiting"' not in log_path.read_bytes():
-                assert second.poll() is None, log_path.read_text()
-                assert time.monotonic() < give_up, log_path.read_text()
-                time.sleep(0.05)
+            _until_waiting_for_the_database(second, log_path)
             second.send_signal(signal.SIGHUP)
             if nohup:
                 with pytest.raises(subprocess.TimeoutExpired):
@@ -250,11 +252,7 @@ def test_sigterm_or_sighup_during_the_start_of_an_engine_that_is_pid_1_ends_it_a
                                        "engine_service", "serve"], cwd=tmp_path, env=env,
                                       stdout=log_file, stderr=subprocess.STDOUT)
         try:
-            give_up = time.monotonic() + 60  # against a hang only: a start on a loaded machine
-            while b'"db_lock_waiting"' not in log_path.read_bytes():
-                assert second.poll() is None, log_path.read_text()
-                assert time.monotonic() < give_up, log_path.read_text()
-                time.sleep(0.05)
+            _until_waiting_for_the_database(second, log_path)
             engine = [pid for pid in _children(second.pid)]
             assert len(engine) == 1
             with open(f"/proc/{engine[0]}/status") as status_file:
