@@ -194,3 +194,56 @@ def test_samples_along_a_whole_match_reproduce_the_view():
     for view in views:
         for _ in range(5):
             assert GAME.determinize(view, rng).view(view["seat"]) == view
+
+
+def test_every_unknown_card_can_be_dealt_to_the_opponent_the_ace_of_spades_too():
+    """At the nullo window seat 0 knows its 9 cards, the turn-up and the information card; the
+    AS (card id 0) is one of the 21 it does not see, in seat 1's hand with probability 9/21
+    like any other (JJ-2.3: a uniformly random deck), and each of them turns up there."""
+    state = deal(**PLAY_DEAL)
+    act(state, "pass", "pass", "no_trump", "pass")  # seat 0 declares NT: no exchange window
+    view = state.view(0)
+    known = {card_id(c) for c in view["hand"]} | {card_id("8S"), card_id("7C")}
+    unknown = [c for c in PACK32 if c not in known]
+    assert len(unknown) == 21 and card_id("AS") in unknown
+    rng = random.Random(11)
+    counts = {c: 0 for c in unknown}
+    for _ in range(300):
+        h1 = GAME.determinize(view, rng).zones()["hand1"]
+        for c in unknown:
+            counts[c] += h1 >> c & 1
+    assert all(80 <= k <= 180 for k in counts.values()), counts  # 300 * 9 / 21 = 129
+
+
+def test_trump_seven_exchange_offer_leaves_the_opponents_other_sevens_open():
+    """``jj_seven_exchange = trump_seven`` (JJ-4.2, JJ-A9): being offered the exchange says
+    only that the seat holds the seven of trumps; the both-hold clause does not apply, so the
+    opponent may still hold any of the other three sevens, and samples give him one."""
+    layout = dict(EXCH_DEAL, nd=("AS", "KS", "7H", "AD", "KD", "QD"))  # hearts trump: 7H
+    state = deal(options={"jj_seven_exchange": "trump_seven"}, **layout)
+    act(state, "accept", "pass", "no_exchange")
+    view = state.view(0)
+    assert view["table"]["exchange_offer"] == ["exchange:7H", "no_exchange"]
+    others = [card_id(c) for c in ("7S", "7D", "7C")]
+    rng = random.Random(5)
+    hands = [GAME.determinize(view, rng).zones()["hand1"] for _ in range(100)]
+    assert any(h >> c & 1 for h in hands for c in others)
+
+
+def test_the_meld_check_of_a_sample_counts_the_exchanged_turn_up():
+    """JJ-4.2, JJ-5.9: seat 0 exchanges 7C for the turn-up QH, which completes his trump run
+    K-Q-J of hearts and breaks his 9-8-7 of clubs; in play, seat 1's samples reproduce the meld
+    dialogue of the hand he held when the melds were stated (QH in it, 7C out): some give him
+    the 9C and 8C, as in the real deal, which beside the 7C would have made a second run."""
+    layout = dict(nd=("KH", "JH", "7C", "8C", "9C", "AD"), nd2=("TS", "8D", "9S"),
+                  dl=("AH", "TH", "AC", "QC", "JC", "8S"), dl2=("TD", "KS", "8H"), turn="QH", info="JS")
+    state = deal(**layout)
+    act(state, "accept", "pass", "no_exchange", "exchange:7C", "pass")
+    view = state.view(1)
+    assert view["phase"] == "play" and view["table"]["exchange"]["seven"] == "7C"
+    assert {"seat": 0, "say": "not_good 3"} in view["table"]["melds"]["dialogue"]
+    rng = random.Random(3)
+    clubs = (1 << card_id("9C")) | (1 << card_id("8C"))
+    samples = [GAME.determinize(view, rng) for _ in range(100)]
+    assert all(s.view(1) == view for s in samples)
+    assert any(s.zones()["hand0"] & clubs == clubs for s in samples)

@@ -56,6 +56,31 @@ def test_every_option_spec_has_the_rulebook_values_default_first_and_its_ambigui
         assert not ambiguity.startswith("JJ-A") or ambiguity in spec.rules, spec.name
 
 
+def test_every_option_spec_names_exactly_the_rules_of_its_rulebook_row():
+    """jojotte.md section 11: each option's row names the rules it changes (``JJ-9.2–JJ-9.5`` is
+    a range, ``JJ-9.3b`` an item of JJ-9.3) and its ambiguity; its OptionSpec's ``rules`` (what
+    ListGames shows) name exactly those."""
+    specs = {s.name: s for s in OPTION_SPECS}
+    rows = 0
+    for line in options_table("jojotte.md"):
+        m = re.match(r"\| `(jj_\w+)` \| .+? \| (JJ-[^|]+?) \| ([^|]*?) \|", line)
+        if not m:
+            continue
+        rows += 1
+        named = set()
+        for ref in m.group(2).split(", "):
+            r = re.fullmatch(r"JJ-(\d+)\.(\d+)–JJ-(\d+)\.(\d+)", ref)
+            if r:
+                assert r.group(1) == r.group(3), ref
+                named |= {f"JJ-{r.group(1)}.{n}" for n in range(int(r.group(2)), int(r.group(4)) + 1)}
+            else:
+                named.add(re.fullmatch(r"(JJ-\d+\.\d+)[a-z]?", ref).group(1))
+        named |= set(re.findall(r"JJ-A\d+", m.group(3)))  # jj_game_target's cell: "— (both seeds say 80)"
+        assert set(specs[m.group(1)].rules) == named, (m.group(1), named, specs[m.group(1)].rules)
+        assert len(specs[m.group(1)].rules) == len(named), m.group(1)
+    assert rows == len(OPTION_SPECS) == 41
+
+
 # ---- JJ-A1, JJ-A2: the draw ------------------------------------------------------------------
 
 def ids(*codes):

@@ -72,7 +72,8 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
           "(actions declare / conceal)."),
     _enum("jj_jojotte_announcement", ("required", "automatic"), ("JJ-7.2", "JJ-A22"),
           "Jo-jotte scores only when announced (play:KX:jo, play:QX:jotte), or automatically."),
-    _enum("jj_outcome_basis", ("all_points", "trick_points"), ("JJ-9.2", "JJ-9.5", "JJ-A23"),
+    _enum("jj_outcome_basis", ("all_points", "trick_points"),
+          ("JJ-9.2", "JJ-9.3", "JJ-9.4", "JJ-9.5", "JJ-A23"),
           "The deal is decided on melds + jo-jotte + trick points, or on trick points alone."),
     _enum("jj_undoubled_scoring", ("culbertson", "each_scores_own"), ("JJ-9.3", "JJ-A24"),
           "Undoubled deal: only the player who wins the comparison enters trick points (the "
