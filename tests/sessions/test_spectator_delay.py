@@ -145,11 +145,13 @@ def test_a_resignation_releases_what_was_withheld():
             withheld = [e.seq for e in spec.actions()]
             await mgr.leave_match(match_id, ps[1], resign=True)
             await until(lambda: spec.task.done())
-            return withheld, spec
+            return withheld, spec, mgr.metrics
 
-    withheld, spec = run(go())
+    withheld, spec, metrics = run(go())
     assert withheld == [1, 2, 3, 4]
     assert [e.seq for e in spec.actions()] == list(range(1, 10))
+    # docs/operations.md: each action delivered to the one (delayed) stream is counted once
+    assert metrics.value("cardgames_events_published_total", {"kind": "action"}) == 9
     assert spec.events[-1].kind == "match_ended" and spec.events[-1].view.view["over"]
     assert spec.actions()[-1].view.view["over"]  # the last action's view: the match as it ended
 
