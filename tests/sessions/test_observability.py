@@ -20,6 +20,7 @@ from structlog.testing import capture_logs
 from engine_service.observability.logging import configure_logging
 from engine_service.observability.metrics import Metrics, get_metrics
 from engine_service.sessions.api import CreateMatchRequest, Principal
+from engine_service.sessions.views import public_or_none
 from engine_service.store import MemoryStore
 
 from .helpers import Stream, config, configured_logging, manager, open_match, play_random, run, until
@@ -78,9 +79,10 @@ def test_domain_events_carry_their_fields_and_nothing_secret():
                 await play_random(mgr, s.match_id, ps, random.Random(2))
                 for st in streams:
                     await st.close()
-                return logs, tokens, s.match_id
+                state = mgr.state_of(s.match_id)
+                return logs, tokens, s.match_id, [public_or_none(r, state) for r in state.deal_results()]
 
-    logs, tokens, match_id = run(go())
+    logs, tokens, match_id, results = run(go())
     by_event: dict[str, list[dict]] = {}
     for entry in logs:
         by_event.setdefault(entry["event"], []).append(entry)
@@ -91,6 +93,8 @@ def test_domain_events_carry_their_fields_and_nothing_secret():
             assert not missing, f"{event} lacks {missing}"
             assert entry["match_id"] == match_id and entry["game"] == "japanese_joker"
     assert len(by_event["action_applied"]) == by_event["match_ended"][0]["seq"]
+    # one deal_scored line per deal, in order, with that deal's public result (JJK-7.1, JJK-7.2)
+    assert [(e["deal"], e["result"]) for e in by_event["deal_scored"]] == list(enumerate(results))
     assert {e["change"] for e in by_event["presence_changed"]} >= {"joined", "connected", "disconnected"}
     text = json.dumps(logs, default=str)
     for token in tokens:
