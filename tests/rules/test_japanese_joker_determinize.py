@@ -378,6 +378,46 @@ def test_a_joker_led_final_trick_of_the_previous_deal_keeps_its_named_suit():
     assert found == 3
 
 
+def test_a_previous_deal_final_trick_the_follower_won_keeps_its_winner():
+    """JJK-6.1, JJK-6.2 (JJK-9.1: the last trick is public): while the next deal has no
+    complete trick, ``last_trick`` is the previous deal's 18th; when its follower won it, a
+    sample of a view rebuilt without the winner shows the follower as the winner again, for a
+    trick led by either seat, and by the trump of that deal (JJK-3.6), not of an earlier one:
+    also after a later deal whose follower won by a trump the first deal did not have."""
+    cases = set()
+    for seed in range(400):
+        rng = random.Random(seed)
+        st = GAME.new_state(first_dealer=seed % 2)
+        for _ in range(1 + seed % 3):
+            st.deal(shuffled(GAME, rng))
+            while st.to_act() not in (CHANCE, TERMINAL):
+                st.apply_id(rng.choice(st.legal_ids()))
+            if st.to_act() == TERMINAL:
+                break
+        view = st.view(0)
+        last, trumps = view["last_trick"], [r["trump"] for r in view["deal_results"]]
+        leader = last["plays"][0]["seat"]
+        lead, follow = (p["card"] for p in last["plays"])
+        ruffed = (trumps[-1] != trumps[0] and "X" not in (lead[0], follow[0])
+                  and follow[1] == trumps[-1] != lead[1])
+        if last["winner"] != 1 - leader or (leader, ruffed) in cases:
+            continue
+        for step in range(2):  # between the deals, then at the next deal's trump choice
+            if step:
+                if st.to_act() == TERMINAL:
+                    break
+                st.deal(shuffled(GAME, rng))
+            for seat in (0, 1):
+                view = st.view(seat)
+                assert view["last_trick"]["winner"] == 1 - leader
+                bare = {**view, "last_trick": {"plays": view["last_trick"]["plays"]}}
+                assert GAME.determinize(bare, rng).view(seat) == view
+        cases.add((leader, ruffed))
+        if len(cases) == 4:
+            break
+    assert cases == {(0, False), (1, False), (0, True), (1, True)}
+
+
 def test_spectator_and_forged_views_are_refused():
     st = _first_play_state()
     with pytest.raises(InconsistentView):
