@@ -992,7 +992,11 @@ def test_a_stale_writer_with_a_lower_deal_limit_ends_its_match_at_its_limit_on_c
     assert [(e.kind, e.seq) for e in seen][1:] == [("action", 1), ("action", 2), ("action", 3), ("action", 4),
                                                    ("match_ended", 4)]
     assert seen[-1].reason == "terminated"
-    # docs/operations.md: the actions b folded in are logged as found in the database
+    # docs/operations.md: b's refused append is a log_conflict, then a log_caught_up of the
+    # four actions, each logged as found in the database
+    conflicts = [(e["seq"], e["error_type"]) for e in logs if e["event"] == "log_conflict"]
+    assert conflicts == [(1, "SequenceConflict")]
+    assert [e["actions"] for e in logs if e["event"] == "log_caught_up"] == [4]
     applied = [e.get("found_in_store", False) for e in logs if e["event"] == "action_applied"]
     assert applied == [False] * 4 + [True] * 4
     assert on_a.status == "active"  # a plays on: its limit is the default
