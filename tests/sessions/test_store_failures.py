@@ -246,34 +246,41 @@ def test_a_store_error_while_resuming_fails_the_start_and_closes_the_store():
 def test_a_retry_while_the_store_cannot_be_read_is_unavailable_then_gets_its_result():
     """The retry of an action whose first attempt was written but answered UNAVAILABLE finds
     the stored log ahead and reads it back (the writer's catch-up). When that read fails too,
-    the answer is UNAVAILABLE (retry later), not the raw StoreError (INTERNAL); the next retry
-    gets the first result."""
+    the answer is UNAVAILABLE (retry later), not the raw StoreError (INTERNAL), and the failed
+    read is logged (``store_read_failed``, docs/operations.md); the next retry gets the first
+    result."""
     class Both(LosesAcknowledgements, FailingReads):
         pass
 
     store = Both()
 
     async def go():
-        async with manager(store=store) as mgr:
-            match_id, ps = await open_match(mgr, "klaberjass")
-            seat, p, env = await to_act(mgr, match_id, ps)
-            action = env.view["legal"][0]
-            store.lose_next = True
-            with pytest.raises(SessionError):
-                await mgr.submit_action(match_id, p, action, env.seq, "once")
-            store.broken = True
-            try:
-                await mgr.submit_action(match_id, p, action, env.seq, "once")
-            except Exception as exc:  # noqa: BLE001 - inspected below
-                during = exc
-            store.broken = False
-            after = await mgr.submit_action(match_id, p, action, env.seq, "once")
-            return during, after
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                return await play(mgr), logs
 
-    during, after = run(go())
+    async def play(mgr):
+        match_id, ps = await open_match(mgr, "klaberjass")
+        seat, p, env = await to_act(mgr, match_id, ps)
+        action = env.view["legal"][0]
+        store.lose_next = True
+        with pytest.raises(SessionError):
+            await mgr.submit_action(match_id, p, action, env.seq, "once")
+        store.broken = True
+        try:
+            await mgr.submit_action(match_id, p, action, env.seq, "once")
+        except Exception as exc:  # noqa: BLE001 - inspected below
+            during = exc
+        store.broken = False
+        after = await mgr.submit_action(match_id, p, action, env.seq, "once")
+        return during, after
+
+    (during, after), logs = run(go())
     assert isinstance(during, SessionError), repr(during)
     assert (during.code, during.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
     assert after.duplicate and after.seq == 1
+    failed = [(e["operation"], e["error_type"]) for e in logs if e["event"] == "store_read_failed"]
+    assert failed == [("settle_log", "StoreError")]
 
 
 def test_a_log_found_ahead_is_a_stale_sequence_with_both_numbers():
