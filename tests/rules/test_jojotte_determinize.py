@@ -247,3 +247,60 @@ def test_the_meld_check_of_a_sample_counts_the_exchanged_turn_up():
     samples = [GAME.determinize(view, rng) for _ in range(100)]
     assert all(s.view(1) == view for s in samples)
     assert any(s.zones()["hand0"] & clubs == clubs for s in samples)
+
+
+LATE_OPTIONS = {"jj_exchange_window": "until_first_lead", "jj_meld_declaration": "optional"}
+# Seat 0 (non-dealer, declarer in hearts) holds QS QD QC and the 7S; the turn-up is the QH.
+QUEENS_DEAL = dict(nd=("QS", "QD", "QC", "7S", "AS", "9D"), nd2=("JC", "8D", "TS"),
+                   dl=("AH", "KH", "JH", "TH", "AC", "KC"), dl2=("TC", "9C", "8S"), turn="QH", info="9H")
+QUEENS = ("QS", "QD", "QC")
+
+
+def _holds(state, seat, cards) -> bool:
+    m = sum(1 << card_id(c) for c in cards)
+    return state.zones()[f"hand{seat}"] & m == m
+
+
+@pytest.mark.parametrize("after_quartets", [True, False], ids=["after", "before"])
+def test_a_meld_phase_exchange_states_the_quartets_of_the_hand_held_then(after_quartets):
+    """JJ-A10 (``until_first_lead``), JJ-A21, JJ-5.9: seat 0 exchanges the 7S for the turn-up QH
+    during the meld statements, which completes his quartet of queens. Made after the quartets
+    were stated, the quartet is not in the dialogue ("good"), yet samples of seat 1 give seat 0
+    the QS, QD and QC, as in the real deal; made at his quartet turn, before his statement, it
+    scores and every sample gives him them. Both seats' samples reproduce their views."""
+    state = deal(LATE_OPTIONS, **QUEENS_DEAL)
+    act(state, "accept", "pass", "no_exchange", "no_exchange", "pass", "declare")  # seat 1: quartets
+    if after_quartets:
+        act(state, "declare", "declare", "exchange:7S", "declare")
+    else:
+        act(state, "exchange:7S", "declare", "declare", "declare")
+    view = state.view(1)
+    assert view["phase"] == "play" and view["table"]["exchange"] == {"seat": 0, "seven": "7S", "turn_up": "QH"}
+    said = {"seat": 0, "say": "good"} if after_quartets else {"seat": 0, "say": "not_good Q"}
+    assert view["table"]["melds"]["dialogue"][1] == said
+    rng = random.Random(1)
+    samples = [GAME.determinize(view, rng) for _ in range(60)]
+    assert all(s.view(1) == view for s in samples)
+    queens = [_holds(s, 0, QUEENS + ("QH",)) for s in samples]
+    assert any(queens) and (after_quartets or all(queens))
+    if after_quartets:
+        assert not all(queens)
+    for _ in range(5):
+        assert GAME.determinize(state.view(0), rng).view(0) == state.view(0)
+
+
+def test_a_concealed_quartet_stays_possible_in_the_samples():
+    """JJ-A21 (``jj_meld_declaration = optional``), JJ-5.9: seat 1 conceals his quartet of
+    kings, so the dialogue says "quartet none"; seat 0's samples still give him all four kings
+    sometimes, as in the real deal (a concealed category says nothing about the hand)."""
+    layout = dict(nd=("AS", "7S", "AD", "9D", "8D", "QD"), nd2=("JD", "TS", "9S"),
+                  dl=("AH", "KH", "JH", "TH", "KC", "KS"), dl2=("KD", "9C", "8C"), turn="QH", info="8S")
+    state = deal(LATE_OPTIONS, **layout)
+    act(state, "accept", "pass", "no_exchange", "no_exchange", "pass", "conceal", "declare", "declare",
+        "declare")
+    view = state.view(0)
+    assert view["phase"] == "play" and view["table"]["melds"]["dialogue"][0] == {"seat": 1, "say": "quartet none"}
+    rng = random.Random(1)
+    samples = [GAME.determinize(view, rng) for _ in range(300)]
+    assert all(s.view(0) == view for s in samples)
+    assert any(_holds(s, 1, ("KH", "KC", "KS", "KD")) for s in samples)
