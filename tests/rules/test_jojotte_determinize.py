@@ -250,10 +250,10 @@ def test_the_meld_check_of_a_sample_counts_the_exchanged_turn_up():
 
 
 LATE_OPTIONS = {"jj_exchange_window": "until_first_lead", "jj_meld_declaration": "optional"}
-# Seat 0 (non-dealer, declarer in hearts) holds QS QD QC and the 7S; the turn-up is the QH.
-QUEENS_DEAL = dict(nd=("QS", "QD", "QC", "7S", "AS", "9D"), nd2=("JC", "8D", "TS"),
-                   dl=("AH", "KH", "JH", "TH", "AC", "KC"), dl2=("TC", "9C", "8S"), turn="QH", info="9H")
-QUEENS = ("QS", "QD", "QC")
+# Seat 0 names hearts (turn-up QH) and declares; seat 1, the defender, holds the four kings, QS QD QC
+# and the 7S: exchanging it for the QH during the meld statements completes a quartet of queens.
+QUEENS_DEAL = dict(nd=("AH", "JH", "8H", "AC", "9C", "8S"), nd2=("TD", "9D", "AD"),
+                   dl=("KS", "KD", "KC", "QS", "QD", "QC"), dl2=("7S", "KH", "9S"), turn="QH", info="TS")
 
 
 def _holds(state, seat, cards) -> bool:
@@ -263,30 +263,47 @@ def _holds(state, seat, cards) -> bool:
 
 @pytest.mark.parametrize("after_quartets", [True, False], ids=["after", "before"])
 def test_a_meld_phase_exchange_states_the_quartets_of_the_hand_held_then(after_quartets):
-    """JJ-A10 (``until_first_lead``), JJ-A21, JJ-5.9: seat 0 exchanges the 7S for the turn-up QH
-    during the meld statements, which completes his quartet of queens. Made after the quartets
-    were stated, the quartet is not in the dialogue ("good"), yet samples of seat 1 give seat 0
-    the QS, QD and QC, as in the real deal; made at his quartet turn, before his statement, it
-    scores and every sample gives him them. Both seats' samples reproduce their views."""
+    """JJ-A10 (``until_first_lead``), JJ-4.2, JJ-5.9, JJ-A21: seat 1 exchanges the 7S for the
+    turn-up QH during the meld statements. Made at his sequence turn, after the quartets were
+    stated, his quartets are the kings alone, yet the samples of seat 0 give him the QS, QD and
+    QC too, as in the real deal; made at his quartet turn, before his statement, kings and
+    queens score and every sample gives him all the queens. The samples of both seats reproduce
+    their views (seat 1's own hand holds both quartets either way)."""
     state = deal(LATE_OPTIONS, **QUEENS_DEAL)
-    act(state, "accept", "pass", "no_exchange", "no_exchange", "pass", "declare")  # seat 1: quartets
+    act(state, "accept", "pass", "no_exchange", "no_exchange", "pass")
     if after_quartets:
-        act(state, "declare", "declare", "exchange:7S", "declare")
+        act(state, "declare", "declare", "exchange:7S", "declare", "declare")
     else:
-        act(state, "exchange:7S", "declare", "declare", "declare")
-    view = state.view(1)
-    assert view["phase"] == "play" and view["table"]["exchange"] == {"seat": 0, "seven": "7S", "turn_up": "QH"}
-    said = {"seat": 0, "say": "good"} if after_quartets else {"seat": 0, "say": "not_good Q"}
-    assert view["table"]["melds"]["dialogue"][1] == said
+        act(state, "exchange:7S", "declare", "declare", "declare", "declare")
+    view = state.view(0)
+    assert view["phase"] == "play" and view["table"]["exchange"] == {"seat": 1, "seven": "7S", "turn_up": "QH"}
+    scored = [line for line in view["table"]["melds"]["dialogue"] if "quartets" in line]
+    assert scored == [{"seat": 1, "say": "scores", "quartets": ["K"] if after_quartets else ["K", "Q"],
+                       "points": 100 if after_quartets else 200}]
     rng = random.Random(1)
-    samples = [GAME.determinize(view, rng) for _ in range(60)]
-    assert all(s.view(1) == view for s in samples)
-    queens = [_holds(s, 0, QUEENS + ("QH",)) for s in samples]
+    samples = [GAME.determinize(view, rng) for _ in range(1000 if after_quartets else 50)]
+    assert all(s.view(0) == view for s in samples)
+    queens = [_holds(s, 1, ("QS", "QD", "QC", "QH")) for s in samples]
     assert any(queens) and (after_quartets or all(queens))
     if after_quartets:
         assert not all(queens)
     for _ in range(5):
-        assert GAME.determinize(state.view(0), rng).view(0) == state.view(0)
+        assert GAME.determinize(state.view(1), rng).view(1) == state.view(1)
+
+
+def test_automatic_declaration_states_both_players_quartets():
+    """JJ-5.5, JJ-5.9 (automatic declaration, the default of JJ-A21): seat 1 states its quartet
+    of kings, seat 0 answers with the higher nines (JJ-1.5); the samples of either seat
+    reproduce that dialogue."""
+    layout = dict(dl=("KH", "KC", "KS", "KD", "QC", "JC"), dl2=("AH", "TH", "8S"),
+                  nd=("9H", "9S", "9D", "9C", "AS", "AD"), nd2=("TS", "8D", "AC"), turn="QH", info="7D")
+    state = to_play(deal(**layout), "accept", "pass")
+    dialogue = state.public_view()["table"]["melds"]["dialogue"]
+    assert dialogue[:2] == [{"seat": 1, "say": "quartet K"}, {"seat": 0, "say": "not_good 9"}]
+    rng = random.Random(2)
+    for seat in (0, 1):
+        for _ in range(10):
+            assert GAME.determinize(state.view(seat), rng).view(seat) == state.view(seat)
 
 
 def test_a_concealed_quartet_stays_possible_in_the_samples():
