@@ -261,15 +261,24 @@ def _holds(state, seat, cards) -> bool:
     return state.zones()[f"hand{seat}"] & m == m
 
 
-@pytest.mark.parametrize("after_quartets", [True, False], ids=["after", "before"])
-def test_a_meld_phase_exchange_states_the_quartets_of_the_hand_held_then(after_quartets):
+# The same with seat 0 holding the four nines (JJ-1.5: higher than kings): his quartet wins.
+NINES_DEAL = dict(QUEENS_DEAL, nd=("9H", "JH", "8H", "AC", "9C", "9S"), dl2=("7S", "KH", "8S"))
+
+
+@pytest.mark.parametrize("layout, after_quartets, scored", [
+    (QUEENS_DEAL, True, (1, ["K"], 100)),
+    (QUEENS_DEAL, False, (1, ["K", "Q"], 200)),
+    (NINES_DEAL, True, (0, ["9"], 100)),
+], ids=["after", "before", "after-nines"])
+def test_a_meld_phase_exchange_states_the_quartets_of_the_hand_held_then(layout, after_quartets, scored):
     """JJ-A10 (``until_first_lead``), JJ-4.2, JJ-5.9, JJ-A21: seat 1 exchanges the 7S for the
     turn-up QH during the meld statements. Made at his sequence turn, after the quartets were
     stated, his quartets are the kings alone, yet the samples of seat 0 give him the QS, QD and
     QC too, as in the real deal; made at his quartet turn, before his statement, kings and
-    queens score and every sample gives him all the queens. The samples of both seats reproduce
-    their views (seat 1's own hand holds both quartets either way)."""
-    state = deal(LATE_OPTIONS, **QUEENS_DEAL)
+    queens score and every sample gives him all the queens. With seat 0's nines stated against
+    his kings, seat 0's quartets stay seat 0's. The samples of both seats reproduce their views
+    (seat 1's own hand holds kings and queens either way)."""
+    state = deal(LATE_OPTIONS, **layout)
     act(state, "accept", "pass", "no_exchange", "no_exchange", "pass")
     if after_quartets:
         act(state, "declare", "declare", "exchange:7S", "declare", "declare")
@@ -277,9 +286,9 @@ def test_a_meld_phase_exchange_states_the_quartets_of_the_hand_held_then(after_q
         act(state, "exchange:7S", "declare", "declare", "declare", "declare")
     view = state.view(0)
     assert view["phase"] == "play" and view["table"]["exchange"] == {"seat": 1, "seven": "7S", "turn_up": "QH"}
-    scored = [line for line in view["table"]["melds"]["dialogue"] if "quartets" in line]
-    assert scored == [{"seat": 1, "say": "scores", "quartets": ["K"] if after_quartets else ["K", "Q"],
-                       "points": 100 if after_quartets else 200}]
+    lines = [line for line in view["table"]["melds"]["dialogue"] if "quartets" in line]
+    seat, ranks, points = scored
+    assert lines == [{"seat": seat, "say": "scores", "quartets": ranks, "points": points}]
     rng = random.Random(1)
     samples = [GAME.determinize(view, rng) for _ in range(1000 if after_quartets else 50)]
     assert all(s.view(0) == view for s in samples)
@@ -308,15 +317,17 @@ def test_automatic_declaration_states_both_players_quartets():
 
 def test_a_concealed_quartet_stays_possible_in_the_samples():
     """JJ-A21 (``jj_meld_declaration = optional``), JJ-5.9: seat 1 conceals his quartet of
-    kings, so the dialogue says "quartet none"; seat 0's samples still give him all four kings
-    sometimes, as in the real deal (a concealed category says nothing about the hand)."""
-    layout = dict(nd=("AS", "7S", "AD", "9D", "8D", "QD"), nd2=("JD", "TS", "9S"),
-                  dl=("AH", "KH", "JH", "TH", "KC", "KS"), dl2=("KD", "9C", "8C"), turn="QH", info="8S")
+    kings, so the dialogue says "quartet none" and seat 0 scores his nines; seat 0's samples
+    still give seat 1 all four kings sometimes, as in the real deal (a concealed category says
+    nothing about the hand)."""
+    layout = dict(nd=("9S", "9D", "9H", "9C", "AS", "AD"), nd2=("TS", "8D", "AC"),
+                  dl=("AH", "KH", "JH", "TH", "KC", "KS"), dl2=("KD", "8C", "JC"), turn="QH", info="8S")
     state = deal(LATE_OPTIONS, **layout)
     act(state, "accept", "pass", "no_exchange", "no_exchange", "pass", "conceal", "declare", "declare",
         "declare")
     view = state.view(0)
-    assert view["phase"] == "play" and view["table"]["melds"]["dialogue"][0] == {"seat": 1, "say": "quartet none"}
+    assert view["phase"] == "play"
+    assert view["table"]["melds"]["dialogue"][:2] == [{"seat": 1, "say": "quartet none"}, {"seat": 0, "say": "not_good 9"}]
     rng = random.Random(1)
     samples = [GAME.determinize(view, rng) for _ in range(300)]
     assert all(s.view(0) == view for s in samples)
