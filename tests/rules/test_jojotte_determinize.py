@@ -10,10 +10,11 @@ import pytest
 
 from engine_service.rules import CHANCE, TERMINAL
 from engine_service.rules.cards import PACK32, card_id
+from engine_service.rules.errors import InconsistentView
 
 from .checks_jojotte import GAME, OPTION_SETS, act
 from .playout import iter_states
-from .test_jojotte_rules import EXCH_DEAL, PLAY_DEAL, deal, to_play
+from .test_jojotte_rules import EXCH_DEAL, JO_DEAL, PLAY_DEAL, deal, to_play
 
 PACK_MASK = sum(1 << c for c in PACK32)
 
@@ -69,7 +70,7 @@ def test_samples_depend_only_on_the_view():
 
 def test_spectator_views_are_refused():
     state = deal(**PLAY_DEAL)
-    with pytest.raises(Exception):
+    with pytest.raises(InconsistentView):
         GAME.determinize(state.public_view(), random.Random(0))
 
 
@@ -332,3 +333,15 @@ def test_a_concealed_quartet_stays_possible_in_the_samples():
     samples = [GAME.determinize(view, rng) for _ in range(300)]
     assert all(s.view(0) == view for s in samples)
     assert any(_holds(s, 1, ("KH", "KC", "KS", "KD")) for s in samples)
+
+
+def test_a_jo_announcement_puts_the_trump_queen_in_every_sample():
+    """JJ-7.2: "jo" is legal only while the announcer holds the queen of trumps, so after seat
+    0's KS with "jo" every sample of seat 1 gives seat 0 the QS."""
+    state = to_play(deal(**JO_DEAL), "name:S", "pass")
+    act(state, "play:AC", "play:KS:jo")
+    view = state.view(1)
+    rng = random.Random(6)
+    for _ in range(100):
+        s = GAME.determinize(view, rng)
+        assert s.view(1) == view and _holds(s, 0, ("QS",))
