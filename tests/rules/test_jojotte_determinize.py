@@ -345,3 +345,14 @@ def test_a_jo_announcement_puts_the_trump_queen_in_every_sample():
     for _ in range(100):
         s = GAME.determinize(view, rng)
         assert s.view(1) == view and _holds(s, 0, ("QS",))
+
+
+def test_an_edited_view_that_no_deal_fits_is_refused():
+    """A view whose meld dialogue contradicts the seat's own hand (seat 1 holds a six-card club
+    run; the edited dialogue says "length 5", JJ-5.9) admits no consistent deal: determinize
+    raises InconsistentView instead of returning a state."""
+    state = to_play(deal(**JO_DEAL), "name:S", "pass")
+    view = state.view(1)
+    view["table"]["melds"]["dialogue"][2] = {"seat": 1, "say": "length 5"}
+    with pytest.raises(InconsistentView):
+        GAME.determinize(view, random.Random(0))
