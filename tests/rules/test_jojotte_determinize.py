@@ -10,10 +10,11 @@ import pytest
 
 from engine_service.rules import CHANCE, TERMINAL
 from engine_service.rules.cards import PACK32, card_id
+from engine_service.rules.errors import InconsistentView
 
 from .checks_jojotte import GAME, OPTION_SETS, act
 from .playout import iter_states
-from .test_jojotte_rules import EXCH_DEAL, PLAY_DEAL, deal, to_play
+from .test_jojotte_rules import EXCH_DEAL, JO_DEAL, PLAY_DEAL, deal, to_play
 
 PACK_MASK = sum(1 << c for c in PACK32)
 
@@ -69,7 +70,7 @@ def test_samples_depend_only_on_the_view():
 
 def test_spectator_views_are_refused():
     state = deal(**PLAY_DEAL)
-    with pytest.raises(Exception):
+    with pytest.raises(InconsistentView):
         GAME.determinize(state.public_view(), random.Random(0))
 
 
@@ -247,3 +248,111 @@ def test_the_meld_check_of_a_sample_counts_the_exchanged_turn_up():
     samples = [GAME.determinize(view, rng) for _ in range(100)]
     assert all(s.view(1) == view for s in samples)
     assert any(s.zones()["hand0"] & clubs == clubs for s in samples)
+
+
+LATE_OPTIONS = {"jj_exchange_window": "until_first_lead", "jj_meld_declaration": "optional"}
+# Seat 0 names hearts (turn-up QH) and declares; seat 1, the defender, holds the four kings, QS QD QC
+# and the 7S: exchanging it for the QH during the meld statements completes a quartet of queens.
+QUEENS_DEAL = dict(nd=("AH", "JH", "8H", "AC", "9C", "8S"), nd2=("TD", "9D", "AD"),
+                   dl=("KS", "KD", "KC", "QS", "QD", "QC"), dl2=("7S", "KH", "9S"), turn="QH", info="TS")
+
+
+def _holds(state, seat, cards) -> bool:
+    m = sum(1 << card_id(c) for c in cards)
+    return state.zones()[f"hand{seat}"] & m == m
+
+
+# The same with seat 0 holding the four nines (JJ-1.5: higher than kings): his quartet wins.
+NINES_DEAL = dict(QUEENS_DEAL, nd=("9H", "JH", "8H", "AC", "9C", "9S"), dl2=("7S", "KH", "8S"))
+
+
+@pytest.mark.parametrize("layout, after_quartets, scored", [
+    (QUEENS_DEAL, True, (1, ["K"], 100)),
+    (QUEENS_DEAL, False, (1, ["K", "Q"], 200)),
+    (NINES_DEAL, True, (0, ["9"], 100)),
+], ids=["after", "before", "after-nines"])
+def test_a_meld_phase_exchange_states_the_quartets_of_the_hand_held_then(layout, after_quartets, scored):
+    """JJ-A10 (``until_first_lead``), JJ-4.2, JJ-5.9, JJ-A21: seat 1 exchanges the 7S for the
+    turn-up QH during the meld statements. Made at his sequence turn, after the quartets were
+    stated, his quartets are the kings alone, yet the samples of seat 0 give him the QS, QD and
+    QC too, as in the real deal; made at his quartet turn, before his statement, kings and
+    queens score and every sample gives him all the queens. With seat 0's nines stated against
+    his kings, seat 0's quartets stay seat 0's. The samples of both seats reproduce their views
+    (seat 1's own hand holds kings and queens either way)."""
+    state = deal(LATE_OPTIONS, **layout)
+    act(state, "accept", "pass", "no_exchange", "no_exchange", "pass")
+    if after_quartets:
+        act(state, "declare", "declare", "exchange:7S", "declare", "declare")
+    else:
+        act(state, "exchange:7S", "declare", "declare", "declare", "declare")
+    view = state.view(0)
+    assert view["phase"] == "play" and view["table"]["exchange"] == {"seat": 1, "seven": "7S", "turn_up": "QH"}
+    lines = [line for line in view["table"]["melds"]["dialogue"] if "quartets" in line]
+    seat, ranks, points = scored
+    assert lines == [{"seat": seat, "say": "scores", "quartets": ranks, "points": points}]
+    rng = random.Random(1)
+    samples = [GAME.determinize(view, rng) for _ in range(1000 if after_quartets else 50)]
+    assert all(s.view(0) == view for s in samples)
+    queens = [_holds(s, 1, ("QS", "QD", "QC", "QH")) for s in samples]
+    assert any(queens) and (after_quartets or all(queens))
+    if after_quartets:
+        assert not all(queens)
+    for _ in range(5):
+        assert GAME.determinize(state.view(1), rng).view(1) == state.view(1)
+
+
+def test_automatic_declaration_states_both_players_quartets():
+    """JJ-5.5, JJ-5.9 (automatic declaration, the default of JJ-A21): seat 1 states its quartet
+    of kings, seat 0 answers with the higher nines (JJ-1.5); the samples of either seat
+    reproduce that dialogue."""
+    layout = dict(dl=("KH", "KC", "KS", "KD", "QC", "JC"), dl2=("AH", "TH", "8S"),
+                  nd=("9H", "9S", "9D", "9C", "AS", "AD"), nd2=("TS", "8D", "AC"), turn="QH", info="7D")
+    state = to_play(deal(**layout), "accept", "pass")
+    dialogue = state.public_view()["table"]["melds"]["dialogue"]
+    assert dialogue[:2] == [{"seat": 1, "say": "quartet K"}, {"seat": 0, "say": "not_good 9"}]
+    rng = random.Random(2)
+    for seat in (0, 1):
+        for _ in range(10):
+            assert GAME.determinize(state.view(seat), rng).view(seat) == state.view(seat)
+
+
+def test_a_concealed_quartet_stays_possible_in_the_samples():
+    """JJ-A21 (``jj_meld_declaration = optional``), JJ-5.9: seat 1 conceals his quartet of
+    kings, so the dialogue says "quartet none" and seat 0 scores his nines; seat 0's samples
+    still give seat 1 all four kings sometimes, as in the real deal (a concealed category says
+    nothing about the hand)."""
+    layout = dict(nd=("9S", "9D", "9H", "9C", "AS", "AD"), nd2=("TS", "8D", "AC"),
+                  dl=("AH", "KH", "JH", "TH", "KC", "KS"), dl2=("KD", "8C", "JC"), turn="QH", info="8S")
+    state = deal(LATE_OPTIONS, **layout)
+    act(state, "accept", "pass", "no_exchange", "no_exchange", "pass", "conceal", "declare", "declare",
+        "declare")
+    view = state.view(0)
+    assert view["phase"] == "play"
+    assert view["table"]["melds"]["dialogue"][:2] == [{"seat": 1, "say": "quartet none"}, {"seat": 0, "say": "not_good 9"}]
+    rng = random.Random(1)
+    samples = [GAME.determinize(view, rng) for _ in range(300)]
+    assert all(s.view(0) == view for s in samples)
+    assert any(_holds(s, 1, ("KH", "KC", "KS", "KD")) for s in samples)
+
+
+def test_a_jo_announcement_puts_the_trump_queen_in_every_sample():
+    """JJ-7.2: "jo" is legal only while the announcer holds the queen of trumps, so after seat
+    0's KS with "jo" every sample of seat 1 gives seat 0 the QS."""
+    state = to_play(deal(**JO_DEAL), "name:S", "pass")
+    act(state, "play:AC", "play:KS:jo")
+    view = state.view(1)
+    rng = random.Random(6)
+    for _ in range(100):
+        s = GAME.determinize(view, rng)
+        assert s.view(1) == view and _holds(s, 0, ("QS",))
+
+
+def test_an_edited_view_that_no_deal_fits_is_refused():
+    """A view whose meld dialogue contradicts the seat's own hand (seat 1 holds a six-card club
+    run; the edited dialogue says "length 5", JJ-5.9) admits no consistent deal: determinize
+    raises InconsistentView instead of returning a state."""
+    state = to_play(deal(**JO_DEAL), "name:S", "pass")
+    view = state.view(1)
+    view["table"]["melds"]["dialogue"][2] = {"seat": 1, "say": "length 5"}
+    with pytest.raises(InconsistentView):
+        GAME.determinize(view, random.Random(0))
