@@ -4,7 +4,9 @@ Decision with a failure (never an exception, never a blocked server or match).""
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import signal
 import time
 
 import pytest
@@ -1873,3 +1875,71 @@ def test_two_workers_starting_at_once_restart_a_dead_zygote_once(monkeypatch):
             for z in started[1:]:
                 z.process.kill()
     run(with_host(body, workers=1, plugins=()))
+
+
+def _worker_on_a_socketpair():
+    """A WorkerProcess over a process that is no worker (``sleep``, its own group leader) and a
+    socket pair whose other end the test holds: what the worker says is the test's to choose."""
+    import socket
+    import subprocess
+    from multiprocessing.connection import Connection
+
+    from engine_service.plugins.pool import WorkerProcess
+
+    ours, theirs = socket.socketpair()
+    proc = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    return WorkerProcess(proc.pid, ours.detach(), proc), proc, Connection(theirs.detach())
+
+
+def test_a_worker_that_answers_with_something_other_than_a_reply_is_killed_as_a_crash():
+    """A message that is no Reply (a forged or garbled answer) is the worker's crash: the
+    decision fails as ``crash`` and the worker is killed, never handed out again."""
+    from engine_service.plugins.runner import CRASH
+
+    worker, proc, peer = _worker_on_a_socketpair()
+    try:
+        peer.send(("not", "a", "reply"))
+        reply = worker.call(("random", "state"), time.monotonic() + 10.0)
+        assert reply.action is None and reply.failure == CRASH
+        assert "unexpected message" in reply.detail
+        assert worker.broken and not worker.alive()
+        assert proc.poll() is not None  # killed and reaped
+    finally:
+        worker.kill()
+        peer.close()
+
+
+def test_a_worker_whose_socket_is_gone_before_the_request_is_lost_not_a_bot_failure():
+    """A worker whose end of the socket has closed (the request cannot be sent) is WorkerLost,
+    which the pool takes as no decision of the bot's (another worker is tried), and is killed."""
+    from engine_service.plugins.pool import WorkerLost
+
+    worker, proc, peer = _worker_on_a_socketpair()
+    try:
+        peer.close()
+        with pytest.raises(WorkerLost):
+            worker.call(("random", "state"), time.monotonic() + 10.0)
+        assert worker.broken and not worker.alive()
+        assert proc.poll() is not None
+    finally:
+        worker.kill()
+
+
+def test_a_worker_found_dead_before_the_request_is_lost_and_its_socket_closed():
+    """A worker that died idle is WorkerLost at once, killed and reaped, its socket closed."""
+    from engine_service.plugins.pool import WorkerLost
+
+    worker, proc, peer = _worker_on_a_socketpair()
+    try:
+        os.kill(proc.pid, signal.SIGKILL)
+        until_dead = time.monotonic() + 10.0
+        while worker.alive() and time.monotonic() < until_dead:
+            time.sleep(0.01)
+        with pytest.raises(WorkerLost):
+            worker.call(("random", "state"), time.monotonic() + 10.0)
+        assert worker.broken and worker.reaped and worker.conn.closed
+        with pytest.raises(EOFError):  # closed, and no request was sent
+            peer.recv_bytes()
+    finally:
+        worker.kill()
+        peer.close()
