@@ -120,6 +120,10 @@ class Game(ABC):
 class State(ABC):
     """One match in progress. Mutable for speed; ``clone()`` is cheap."""
 
+    # Empty, so that a game's state declaring its own ``__slots__`` (all four do) has no
+    # per-instance ``__dict__``: search clones states by the thousand.
+    __slots__ = ()
+
     game: Game
     options: Options
     first_dealer: int
@@ -206,7 +210,8 @@ class State(ABC):
 
     # ---- shared behaviour ---------------------------------------------------------------
 
-    _history: tuple | None = None  # cons list: (previous, ("deal", deck) | action id)
+    # ``_history`` (a slot of each game's state, None when new): a cons list
+    # (previous, ("deal", deck) | action id)
 
     def is_over(self) -> bool:
         return self.to_act() == TERMINAL

@@ -307,6 +307,19 @@ def test_a_clone_plays_on_like_the_original_and_leaves_it_alone(game_id):
 
 
 @pytest.mark.parametrize("game_id", GAMES)
+def test_a_state_is_fully_slotted(game_id):
+    """Every class of a game's state declares ``__slots__`` (the base ``State`` an empty one),
+    so no state carries a per-instance ``__dict__``: search clones states by the thousand, and a
+    misspelt attribute assignment fails at once instead of adding a field ``clone`` never copies."""
+    state = get_game(game_id).new_state()
+    assert not hasattr(state, "__dict__")
+    assert all("__slots__" in vars(cls) for cls in type(state).__mro__[:-1])
+    with pytest.raises(AttributeError):
+        state.not_a_field = 1
+    assert state._history is None and state.history() == []
+
+
+@pytest.mark.parametrize("game_id", GAMES)
 def test_illegal_actions_raise_and_change_nothing(game_id):
     game = get_game(game_id)
     rng = random.Random(7)

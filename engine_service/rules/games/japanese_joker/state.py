@@ -33,7 +33,7 @@ class JapaneseJokerState(State):
     """A whole match of Japanese Joker (JJK-2 .. JJK-8)."""
 
     __slots__ = (
-        "game", "options", "first_dealer", "_target",
+        "game", "options", "first_dealer", "_history", "_target",
         "_phase", "_to_act", "_declarer", "_totals", "_results", "_winners",
         "_deck", "_trump", "_tbase", "_tmask", "_first3", "_columns", "_down_of",
         "_hand", "_up", "_down", "_open", "_cleared", "_taken", "_won", "_out",
@@ -46,6 +46,7 @@ class JapaneseJokerState(State):
         self.game = game
         self.options = options
         self.first_dealer = first_dealer
+        self._history = None
         self._target = options["target_score"]
         self._phase = DEALING
         self._to_act = CHANCE
