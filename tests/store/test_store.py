@@ -118,7 +118,7 @@ def test_a_matchs_client_create_hash_is_unique_found_and_forgotten_when_pruned(k
         await st.open()
         await st.create_match(replace(record("m1"), create_hash="h1", create_digest="d1"), [DECK0])
         await st.create_match(record("m0", created_at=0.5))
-        with pytest.raises(CreateIdTaken):
+        with pytest.raises(CreateIdTaken, match="a match was created with this client_create_id"):
             await st.create_match(replace(record("m2", created_at=2.0), create_hash="h1", create_digest="d2"),
                                   [DECK0])
         twin = await st.load_match("m2")
@@ -245,7 +245,7 @@ def test_an_absence_of_a_seat_number_just_outside_the_match_is_refused_or_left_a
         await st.save_absence("m1", 1, 50.0)
         refused = []
         for seat in (-1, 2):
-            with pytest.raises(UnknownMatch):
+            with pytest.raises(UnknownMatch, match=f"no seat {seat} in match 'm1'"):
                 await st.save_absence("m1", seat, 70.0, taken_over=True)
             refused.append(seat)
         await st.touch_absences([("m1", -1), ("m1", 2), ("m1", 0)], 130.0)
@@ -441,12 +441,12 @@ def test_sequence_numbers_are_unique_and_contiguous(kind, make):
         await st.open()
         await st.create_match(record())
         await st.append_action("m1", ActionRecord(1, 0, "pass"))
-        with pytest.raises(SequenceConflict):
+        with pytest.raises(SequenceConflict, match="match 'm1' has an action at seq 1"):
             await st.append_action("m1", ActionRecord(1, 1, "take"))
-        with pytest.raises(StoreError):
+        with pytest.raises(StoreError, match="match 'm1': seq 3 is not the next one"):
             await st.append_action("m1", ActionRecord(3, 1, "take"))
         # seq 0 is no action's: not the next one, and no conflict with an action at it
-        with pytest.raises(StoreError) as zero:
+        with pytest.raises(StoreError, match="seq 0 is not the next one") as zero:
             await st.append_action("m1", ActionRecord(0, 1, "take"))
         got = await st.load_match("m1")
         await st.close()
@@ -465,7 +465,7 @@ def test_client_action_id_is_unique_per_seat_and_match(kind, make):
         await st.create_match(record())
         await st.create_match(record("m2", created_at=2.0))
         await st.append_action("m1", ActionRecord(1, 0, "pass", client_action_id="x"))
-        with pytest.raises(DuplicateClientAction):
+        with pytest.raises(DuplicateClientAction, match="client_action_id reused in match 'm1'"):
             await st.append_action("m1", ActionRecord(2, 0, "take", client_action_id="x"))
         # another seat, another match, or no id at all: fine
         await st.append_action("m1", ActionRecord(2, 1, "pass", client_action_id="x"))
@@ -572,7 +572,7 @@ def test_appending_a_deck_for_a_deal_that_has_one_is_refused_and_writes_nothing(
         st = make(kind)
         await st.open()
         await st.create_match(record(), [DECK0])
-        with pytest.raises(StoreError):
+        with pytest.raises(StoreError, match="match 'm1' has a deck for deal"):
             await st.append_decks("m1", [DECK1, DeckRecord(0, ("AS",))])
         got = await st.load_match("m1")
         await st.close()
@@ -691,7 +691,7 @@ def test_a_failed_start_match_writes_nothing(kind, make):
         refused = await st.load_match("m1")
         await st.start_match("m1", [replace(LAST, token_hash="t-ok")])
         started = await st.load_match("m1")
-        with pytest.raises(MatchNotWaiting):
+        with pytest.raises(MatchNotWaiting, match="match 'm1' is active, not waiting"):
             await st.start_match("m1", [SeatRecord(seat=1)], [DECK1])
         after = await st.load_match("m1")
         await st.close()
@@ -735,14 +735,14 @@ def test_unknown_and_duplicate_matches(kind, make):
         await st.open()
         assert await st.load_match("nope") is None
         await st.create_match(record())
-        with pytest.raises(MatchExists):
+        with pytest.raises(MatchExists, match="match 'm1' exists"):
             await st.create_match(record())
         for seq in (1, 2):  # 1: the next seq of no actions; 2: none the store would take
-            with pytest.raises(UnknownMatch):
+            with pytest.raises(UnknownMatch, match="no match 'nope'"):
                 await st.append_action("nope", ActionRecord(seq, 0, "pass"))
-        with pytest.raises(UnknownMatch):
+        with pytest.raises(UnknownMatch, match="no match 'nope'"):
             await st.set_status("nope", "active")
-        with pytest.raises(UnknownMatch):
+        with pytest.raises(UnknownMatch, match="match 'nope'"):  # PostgreSQL: "no seat 0 in match"
             await st.save_seat("nope", SeatRecord(seat=0))
         await st.close()
     run(go())
