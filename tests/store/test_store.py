@@ -1241,8 +1241,8 @@ def test_the_memory_store_says_it_holds_its_data_once_per_open_and_not_if_that_r
 def test_closed_store_refuses_work(kind, make):
     """Every call of a closed store, read or write, is a StoreError (a manager that goes on
     after its store closed must not write into, or serve from, what no longer persists),
-    counted in store_errors under its operation by every store alike; a second close
-    changes nothing."""
+    counted in store_errors under its operation by every store alike (and under no other),
+    saying the store is closed; a second close changes nothing."""
     metrics = Metrics()
 
     async def go():
@@ -1268,26 +1268,31 @@ def test_closed_store_refuses_work(kind, make):
             "prune_finished": lambda: st.prune_finished(1e12),
             "count_finished": lambda: st.count_finished(1e12),
         }
-        served, counted = [], {}
+        served, counted, said = [], {}, set()
         for name, call in calls.items():
             try:
                 await call()
-            except StoreError:
+            except StoreError as exc:
                 counted[name] = metrics.value("cardgames_store_errors_total", {"operation": name})
+                said.add(str(exc))
                 continue
             served.append(name)
+        counted_in_all = sum(s.value for m in metrics.registry.collect() if m.name == "cardgames_store_errors"
+                             for s in m.samples if s.name == "cardgames_store_errors_total")
         st = st if kind == "memory" else make(kind)  # (a new memory store is empty)
         await st.open()
         after = await st.load_match("m1"), await st.list_matches()
         await st.close()
-        return served, counted, after
+        return served, counted, said, counted_in_all, after
 
-    served, counted, (m1, listing) = run(go())
+    served, counted, said, counted_in_all, (m1, listing) = run(go())
     assert served == []
+    assert said <= {"the store is closed", "the store is not open"}
     # each refusal counted once under its operation, a read's as a write's (Store.close); the
     # memory and SQLite stores counted no refused read, the PostgreSQL store every one
     assert counted == {name: 0.0 if name == "ping" else 1.0 for name in counted}
     assert sorted(counted) == sorted(STORE_OPERATIONS + ("ping",))
+    assert counted_in_all == len(STORE_OPERATIONS)  # under no other operation either
     assert m1.record.status == "waiting" and m1.actions == () and m1.decks == ()
     assert m1.record.seats == (SeatRecord(seat=0), SeatRecord(seat=1))
     assert [li.record.match_id for li in listing] == ["m1"]
