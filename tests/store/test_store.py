@@ -188,8 +188,9 @@ def test_a_seats_client_join_hash_is_replaced_and_cleared_with_the_seat(kind, ma
 def test_a_seats_absence_is_saved_touched_cleared_and_kept_by_save_seat(kind, make):
     """A seat's absence (schema 8) is written by save_absence (away_seen: by default away_since)
     and read back by load_match and list_matches; touch_absences moves away_seen of the seats
-    recorded away only; save_seat (a new token) leaves it as it was; a seat whose player came
-    back has none; it survives a reopen; an unknown seat or match is UnknownMatch."""
+    recorded away only; save_seat (a new token) leaves it as it was, a takeover too; a seat
+    whose player came back has none; it survives a reopen; an unknown seat or match is
+    UnknownMatch. Presence is no part of a seat's comparison (SeatRecord)."""
     async def go():
         st = make(kind)
         await st.open()
@@ -202,6 +203,7 @@ def test_a_seats_absence_is_saved_touched_cleared_and_kept_by_save_seat(kind, ma
         first = await st.load_match("m1")
         await st.touch_absences([("m1", 0), ("m1", 1), ("nope", 0)], 130.0)
         await st.save_seat("m1", replace(taken, token_hash="t3"))  # a reissued token
+        await st.save_seat("m1", SeatRecord(seat=1, player_name="bob", token_hash="t4", joined_at=6.0))  # taken over
         touched = await st.load_match("m1")
         await st.save_absence("m1", 1, None, taken_over=True, away_seen=135.0)  # back: nothing is kept
         await st.touch_absences([("m1", 1)], 140.0)  # not away: left alone
@@ -225,7 +227,10 @@ def test_a_seats_absence_is_saved_touched_cleared_and_kept_by_save_seat(kind, ma
     assert away == [(100.0, 100.0, False), (50.0, 60.0, True)]
     assert [(s.away_since, s.away_seen, s.taken_over) for s in touched.record.seats] == [
         (100.0, 130.0, False), (50.0, 130.0, True)]
-    assert touched.record.seats[0].token_hash == "t3"
+    assert [s.token_hash for s in touched.record.seats] == ["t3", "t4"]
+    # presence is no part of a seat's comparison (SeatRecord): the seats equal the ones saved
+    assert touched.record.seats == (SeatRecord(seat=0, player_name="ann", token_hash="t3", joined_at=5.0),
+                                    SeatRecord(seat=1, player_name="bob", token_hash="t4", joined_at=6.0))
     seats = listing[0].record.seats
     assert [(s.away_since, s.away_seen, s.taken_over) for s in seats] == [(100.0, 130.0, False), (None, None, False)]
     assert len(errors) == 2
