@@ -87,7 +87,8 @@ def test_round_trip_of_a_match(kind, make):
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_match_created_ended_keeps_its_result_end_time_and_commitments(kind, make):
     """create_match writes every field of the record it is given, those an end writes too:
-    the store does not decide which fields a new match may have, so none is dropped."""
+    the store does not decide which fields a new match may have, so none is dropped; the result
+    it keeps is its own, not the caller's dict."""
     ended = replace(record(status="finished"), result={"winners": [1]}, ended_at=9.5,
                     deal_commitments=("c0", "c1"))
 
@@ -95,6 +96,7 @@ def test_a_match_created_ended_keeps_its_result_end_time_and_commitments(kind, m
         st = make(kind)
         await st.open()
         await st.create_match(ended)
+        ended.result["winners"].append(0)  # the caller's, not the stored result
         got = await st.load_match("m1")
         await st.close()
         return got.record
