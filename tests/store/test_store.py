@@ -11,7 +11,7 @@ import sqlite3
 import stat
 import tempfile
 import threading
-from dataclasses import replace
+from dataclasses import FrozenInstanceError, fields, replace
 
 import pytest
 
@@ -19,7 +19,7 @@ from engine_service.observability.metrics import STORE_OPERATIONS, Metrics
 from engine_service.store import (ActionRecord, CorruptDatabase, DeckRecord, DuplicateClientAction, MatchEnd, MatchExists,
                                   MatchNotWaiting, MatchRecord, MemoryStore, NotADatabase, SeatRecord,
                                   SequenceConflict, SqliteStore, StoreError, UnknownMatch, open_store)
-from engine_service.store.base import SCHEME_WHOLE_DECK, new_salt
+from engine_service.store.base import SCHEME_WHOLE_DECK, MatchListing, PruneCounts, PrunedBatch, StoredMatch, new_salt
 from engine_service.store.postgres import PostgresStore
 from tests.crash import crash
 
@@ -439,6 +439,24 @@ def test_deck_salts_round_trip(kind, make):
     assert len({d.salt for d in got.decks}) == 3
     assert [d.scheme for d in got.decks] == [2, 1, 2]
     assert plain.decks == (DECK0,) and plain.decks[0].salt == ""
+
+
+def test_a_decks_repr_shows_neither_its_cards_nor_its_salt():
+    """A deck is secret (DeckRecord): its repr, which a log line or a failed assertion may
+    print, names its deal and scheme only."""
+    text = repr(DeckRecord(3, ("JS", "7H", "AD"), "5a" * 16))
+    assert text == "DeckRecord(deal=3, scheme=2)"
+
+
+def test_the_records_cannot_be_changed_in_place():
+    """The memory store keeps the records it is given and hands the same ones to every reader
+    (seats, decks, actions): a record changed in place would change the stored match."""
+    records = [SeatRecord(seat=0), record(), DECK0, ActionRecord(1, 0, "pass"), MatchEnd("finished", {}, 1.0),
+               StoredMatch(record()), MatchListing(record()), PruneCounts(), PrunedBatch()]
+    for rec in records:
+        name = fields(rec)[0].name
+        with pytest.raises(FrozenInstanceError):
+            setattr(rec, name, getattr(rec, name))
 
 
 @pytest.mark.parametrize("kind", KINDS)
