@@ -79,6 +79,7 @@ def test_round_trip_of_a_match(kind, make):
     assert [(li.record, li.seq) for li in listing] == [(r, 2)]
     assert r.seats[1] == SeatRecord(seat=1, player_name="ann", token_hash="h1", joined_at=5.0, join_hash="j1")
     assert r.seats[0] == SeatRecord(seat=0)
+    assert [(s.away_since, s.away_seen, s.taken_over) for s in r.seats] == [(None, None, False)] * 2  # nobody away
     assert got.decks == (DECK0, DECK1)
     assert got.actions == (ActionRecord(1, 0, "pass", "player", "c1", "", 6.0),
                            ActionRecord(2, 1, "take", "auto", "", "timeout", 7.0))
