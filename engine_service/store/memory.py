@@ -305,7 +305,7 @@ class MemoryStore(Store):
             if r.record.create_hash:
                 self._created.pop(r.record.create_hash, None)
             for s in r.record.seats:
-                if s.token_hash and self._tokens.get(s.token_hash, ("",))[0] == r.record.match_id:
+                if s.token_hash:  # this seat's, as every stored seat's hash is (_check_tokens)
                     del self._tokens[s.token_hash]
         return PrunedBatch(tuple(r.record.match_id for r in rows), self._counts(rows))
 

@@ -11,7 +11,7 @@ import sqlite3
 import stat
 import tempfile
 import threading
-from dataclasses import replace
+from dataclasses import FrozenInstanceError, fields, replace
 
 import pytest
 
@@ -19,7 +19,7 @@ from engine_service.observability.metrics import STORE_OPERATIONS, Metrics
 from engine_service.store import (ActionRecord, CorruptDatabase, DeckRecord, DuplicateClientAction, MatchEnd, MatchExists,
                                   MatchNotWaiting, MatchRecord, MemoryStore, NotADatabase, SeatRecord,
                                   SequenceConflict, SqliteStore, StoreError, UnknownMatch, open_store)
-from engine_service.store.base import SCHEME_WHOLE_DECK, new_salt
+from engine_service.store.base import SCHEME_WHOLE_DECK, MatchListing, PruneCounts, PrunedBatch, StoredMatch, new_salt
 from engine_service.store.postgres import PostgresStore
 from tests.crash import crash
 
@@ -79,6 +79,7 @@ def test_round_trip_of_a_match(kind, make):
     assert [(li.record, li.seq) for li in listing] == [(r, 2)]
     assert r.seats[1] == SeatRecord(seat=1, player_name="ann", token_hash="h1", joined_at=5.0, join_hash="j1")
     assert r.seats[0] == SeatRecord(seat=0)
+    assert [(s.away_since, s.away_seen, s.taken_over) for s in r.seats] == [(None, None, False)] * 2  # nobody away
     assert got.decks == (DECK0, DECK1)
     assert got.actions == (ActionRecord(1, 0, "pass", "player", "c1", "", 6.0),
                            ActionRecord(2, 1, "take", "auto", "", "timeout", 7.0))
@@ -87,7 +88,8 @@ def test_round_trip_of_a_match(kind, make):
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_match_created_ended_keeps_its_result_end_time_and_commitments(kind, make):
     """create_match writes every field of the record it is given, those an end writes too:
-    the store does not decide which fields a new match may have, so none is dropped."""
+    the store does not decide which fields a new match may have, so none is dropped; the result
+    it keeps is its own, not the caller's dict."""
     ended = replace(record(status="finished"), result={"winners": [1]}, ended_at=9.5,
                     deal_commitments=("c0", "c1"))
 
@@ -95,6 +97,7 @@ def test_a_match_created_ended_keeps_its_result_end_time_and_commitments(kind, m
         st = make(kind)
         await st.open()
         await st.create_match(ended)
+        ended.result["winners"].append(0)  # the caller's, not the stored result
         got = await st.load_match("m1")
         await st.close()
         return got.record
@@ -118,7 +121,7 @@ def test_a_matchs_client_create_hash_is_unique_found_and_forgotten_when_pruned(k
         await st.open()
         await st.create_match(replace(record("m1"), create_hash="h1", create_digest="d1"), [DECK0])
         await st.create_match(record("m0", created_at=0.5))
-        with pytest.raises(CreateIdTaken):
+        with pytest.raises(CreateIdTaken, match="a match was created with this client_create_id"):
             await st.create_match(replace(record("m2", created_at=2.0), create_hash="h1", create_digest="d2"),
                                   [DECK0])
         twin = await st.load_match("m2")
@@ -188,8 +191,9 @@ def test_a_seats_client_join_hash_is_replaced_and_cleared_with_the_seat(kind, ma
 def test_a_seats_absence_is_saved_touched_cleared_and_kept_by_save_seat(kind, make):
     """A seat's absence (schema 8) is written by save_absence (away_seen: by default away_since)
     and read back by load_match and list_matches; touch_absences moves away_seen of the seats
-    recorded away only; save_seat (a new token) leaves it as it was; a seat whose player came
-    back has none; it survives a reopen; an unknown seat or match is UnknownMatch."""
+    recorded away only; save_seat (a new token) leaves it as it was, a takeover too; a seat
+    whose player came back has none; it survives a reopen; an unknown seat or match is
+    UnknownMatch. Presence is no part of a seat's comparison (SeatRecord)."""
     async def go():
         st = make(kind)
         await st.open()
@@ -202,6 +206,7 @@ def test_a_seats_absence_is_saved_touched_cleared_and_kept_by_save_seat(kind, ma
         first = await st.load_match("m1")
         await st.touch_absences([("m1", 0), ("m1", 1), ("nope", 0)], 130.0)
         await st.save_seat("m1", replace(taken, token_hash="t3"))  # a reissued token
+        await st.save_seat("m1", SeatRecord(seat=1, player_name="bob", token_hash="t4", joined_at=6.0))  # taken over
         touched = await st.load_match("m1")
         await st.save_absence("m1", 1, None, taken_over=True, away_seen=135.0)  # back: nothing is kept
         await st.touch_absences([("m1", 1)], 140.0)  # not away: left alone
@@ -225,7 +230,10 @@ def test_a_seats_absence_is_saved_touched_cleared_and_kept_by_save_seat(kind, ma
     assert away == [(100.0, 100.0, False), (50.0, 60.0, True)]
     assert [(s.away_since, s.away_seen, s.taken_over) for s in touched.record.seats] == [
         (100.0, 130.0, False), (50.0, 130.0, True)]
-    assert touched.record.seats[0].token_hash == "t3"
+    assert [s.token_hash for s in touched.record.seats] == ["t3", "t4"]
+    # presence is no part of a seat's comparison (SeatRecord): the seats equal the ones saved
+    assert touched.record.seats == (SeatRecord(seat=0, player_name="ann", token_hash="t3", joined_at=5.0),
+                                    SeatRecord(seat=1, player_name="bob", token_hash="t4", joined_at=6.0))
     seats = listing[0].record.seats
     assert [(s.away_since, s.away_seen, s.taken_over) for s in seats] == [(100.0, 130.0, False), (None, None, False)]
     assert len(errors) == 2
@@ -245,7 +253,7 @@ def test_an_absence_of_a_seat_number_just_outside_the_match_is_refused_or_left_a
         await st.save_absence("m1", 1, 50.0)
         refused = []
         for seat in (-1, 2):
-            with pytest.raises(UnknownMatch):
+            with pytest.raises(UnknownMatch, match=f"no seat {seat} in match 'm1'"):
                 await st.save_absence("m1", seat, 70.0, taken_over=True)
             refused.append(seat)
         await st.touch_absences([("m1", -1), ("m1", 2), ("m1", 0)], 130.0)
@@ -434,6 +442,24 @@ def test_deck_salts_round_trip(kind, make):
     assert plain.decks == (DECK0,) and plain.decks[0].salt == ""
 
 
+def test_a_decks_repr_shows_neither_its_cards_nor_its_salt():
+    """A deck is secret (DeckRecord): its repr, which a log line or a failed assertion may
+    print, names its deal and scheme only."""
+    text = repr(DeckRecord(3, ("JS", "7H", "AD"), "5a" * 16))
+    assert text == "DeckRecord(deal=3, scheme=2)"
+
+
+def test_the_records_cannot_be_changed_in_place():
+    """The memory store keeps the records it is given and hands the same ones to every reader
+    (seats, decks, actions): a record changed in place would change the stored match."""
+    records = [SeatRecord(seat=0), record(), DECK0, ActionRecord(1, 0, "pass"), MatchEnd("finished", {}, 1.0),
+               StoredMatch(record()), MatchListing(record()), PruneCounts(), PrunedBatch()]
+    for rec in records:
+        name = fields(rec)[0].name
+        with pytest.raises(FrozenInstanceError):
+            setattr(rec, name, getattr(rec, name))
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_sequence_numbers_are_unique_and_contiguous(kind, make):
     async def go():
@@ -441,12 +467,12 @@ def test_sequence_numbers_are_unique_and_contiguous(kind, make):
         await st.open()
         await st.create_match(record())
         await st.append_action("m1", ActionRecord(1, 0, "pass"))
-        with pytest.raises(SequenceConflict):
+        with pytest.raises(SequenceConflict, match="match 'm1' has an action at seq 1"):
             await st.append_action("m1", ActionRecord(1, 1, "take"))
-        with pytest.raises(StoreError):
+        with pytest.raises(StoreError, match="match 'm1': seq 3 is not the next one"):
             await st.append_action("m1", ActionRecord(3, 1, "take"))
         # seq 0 is no action's: not the next one, and no conflict with an action at it
-        with pytest.raises(StoreError) as zero:
+        with pytest.raises(StoreError, match="seq 0 is not the next one") as zero:
             await st.append_action("m1", ActionRecord(0, 1, "take"))
         got = await st.load_match("m1")
         await st.close()
@@ -465,7 +491,7 @@ def test_client_action_id_is_unique_per_seat_and_match(kind, make):
         await st.create_match(record())
         await st.create_match(record("m2", created_at=2.0))
         await st.append_action("m1", ActionRecord(1, 0, "pass", client_action_id="x"))
-        with pytest.raises(DuplicateClientAction):
+        with pytest.raises(DuplicateClientAction, match="client_action_id reused in match 'm1'"):
             await st.append_action("m1", ActionRecord(2, 0, "take", client_action_id="x"))
         # another seat, another match, or no id at all: fine
         await st.append_action("m1", ActionRecord(2, 1, "pass", client_action_id="x"))
@@ -572,7 +598,7 @@ def test_appending_a_deck_for_a_deal_that_has_one_is_refused_and_writes_nothing(
         st = make(kind)
         await st.open()
         await st.create_match(record(), [DECK0])
-        with pytest.raises(StoreError):
+        with pytest.raises(StoreError, match="match 'm1' has a deck for deal"):
             await st.append_decks("m1", [DECK1, DeckRecord(0, ("AS",))])
         got = await st.load_match("m1")
         await st.close()
@@ -691,7 +717,7 @@ def test_a_failed_start_match_writes_nothing(kind, make):
         refused = await st.load_match("m1")
         await st.start_match("m1", [replace(LAST, token_hash="t-ok")])
         started = await st.load_match("m1")
-        with pytest.raises(MatchNotWaiting):
+        with pytest.raises(MatchNotWaiting, match="match 'm1' is active, not waiting"):
             await st.start_match("m1", [SeatRecord(seat=1)], [DECK1])
         after = await st.load_match("m1")
         await st.close()
@@ -735,14 +761,14 @@ def test_unknown_and_duplicate_matches(kind, make):
         await st.open()
         assert await st.load_match("nope") is None
         await st.create_match(record())
-        with pytest.raises(MatchExists):
+        with pytest.raises(MatchExists, match="match 'm1' exists"):
             await st.create_match(record())
         for seq in (1, 2):  # 1: the next seq of no actions; 2: none the store would take
-            with pytest.raises(UnknownMatch):
+            with pytest.raises(UnknownMatch, match="no match 'nope'"):
                 await st.append_action("nope", ActionRecord(seq, 0, "pass"))
-        with pytest.raises(UnknownMatch):
+        with pytest.raises(UnknownMatch, match="no match 'nope'"):
             await st.set_status("nope", "active")
-        with pytest.raises(UnknownMatch):
+        with pytest.raises(UnknownMatch, match="match 'nope'"):  # PostgreSQL: "no seat 0 in match"
             await st.save_seat("nope", SeatRecord(seat=0))
         await st.close()
     run(go())
@@ -1241,8 +1267,8 @@ def test_the_memory_store_says_it_holds_its_data_once_per_open_and_not_if_that_r
 def test_closed_store_refuses_work(kind, make):
     """Every call of a closed store, read or write, is a StoreError (a manager that goes on
     after its store closed must not write into, or serve from, what no longer persists),
-    counted in store_errors under its operation by every store alike; a second close
-    changes nothing."""
+    counted in store_errors under its operation by every store alike (and under no other),
+    saying the store is closed; a second close changes nothing."""
     metrics = Metrics()
 
     async def go():
@@ -1268,26 +1294,31 @@ def test_closed_store_refuses_work(kind, make):
             "prune_finished": lambda: st.prune_finished(1e12),
             "count_finished": lambda: st.count_finished(1e12),
         }
-        served, counted = [], {}
+        served, counted, said = [], {}, set()
         for name, call in calls.items():
             try:
                 await call()
-            except StoreError:
+            except StoreError as exc:
                 counted[name] = metrics.value("cardgames_store_errors_total", {"operation": name})
+                said.add(str(exc))
                 continue
             served.append(name)
+        counted_in_all = sum(s.value for m in metrics.registry.collect() if m.name == "cardgames_store_errors"
+                             for s in m.samples if s.name == "cardgames_store_errors_total")
         st = st if kind == "memory" else make(kind)  # (a new memory store is empty)
         await st.open()
         after = await st.load_match("m1"), await st.list_matches()
         await st.close()
-        return served, counted, after
+        return served, counted, said, counted_in_all, after
 
-    served, counted, (m1, listing) = run(go())
+    served, counted, said, counted_in_all, (m1, listing) = run(go())
     assert served == []
+    assert said <= {"the store is closed", "the store is not open"}
     # each refusal counted once under its operation, a read's as a write's (Store.close); the
     # memory and SQLite stores counted no refused read, the PostgreSQL store every one
     assert counted == {name: 0.0 if name == "ping" else 1.0 for name in counted}
     assert sorted(counted) == sorted(STORE_OPERATIONS + ("ping",))
+    assert counted_in_all == len(STORE_OPERATIONS)  # under no other operation either
     assert m1.record.status == "waiting" and m1.actions == () and m1.decks == ()
     assert m1.record.seats == (SeatRecord(seat=0), SeatRecord(seat=1))
     assert [li.record.match_id for li in listing] == ["m1"]
