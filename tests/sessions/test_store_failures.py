@@ -1007,6 +1007,31 @@ def test_a_creation_nobody_could_tell_read_by_its_id_is_resumed_and_plays(monkey
     assert last.kind == "match_ended" and final.status == "finished" and final.result["outcome"] == "completed"
 
 
+def test_a_creation_nobody_could_tell_read_by_its_id_before_its_read_back_is_not_ended_by_it(monkeypatch):
+    """The read-back series of a creation nobody could tell stops, writing nothing, once the
+    match is held: read by its id meanwhile (the admin's ListMatches lists it), it is a match
+    of this server like any other, not one to end as unacknowledged (Seating._abandon_unacknowledged).
+    On a virtual clock: the read by its id comes before the series' first read-back."""
+    store = CreatesInDoubt()
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                store.fail_next, store.landed, store.unreadable = True, True, 1
+                with pytest.raises(SessionError):
+                    await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+                [listing] = await store.list_matches()
+                read = await mgr.get_match(listing.record.match_id)
+                await advance_to(loop.time() + 10 * seating_module.START_RETRY_FIRST_S)
+                return read, dict(mgr._seating.create_checks), await store.list_matches(), logs
+
+    read, checking, [listing], logs = run_virtual(go, monkeypatch)
+    assert read.status == "waiting" and checking == {}
+    assert listing.record.status == "waiting" and listing.record.result is None
+    assert not [e for e in logs if e["event"] == "match_create_abandoned"]
+
+
 def test_a_creation_nobody_can_tell_is_checked_until_the_drain_and_resumed_by_a_restart(monkeypatch):
     """The series that reads back a creation nobody could tell stops with the drain (no
     failed task, nothing written); a start before it settled resumes the match from the store
