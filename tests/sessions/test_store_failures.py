@@ -1032,6 +1032,36 @@ def test_a_creation_nobody_could_tell_read_by_its_id_before_its_read_back_is_not
     assert not [e for e in logs if e["event"] == "match_create_abandoned"]
 
 
+def test_the_read_back_of_a_creation_nobody_could_tell_comes_after_half_a_second_then_twice_as_long(monkeypatch):
+    """The series that reads back a creation nobody could tell (as every retry series of
+    Seating._retry) reads after START_RETRY_FIRST_S, 0.5 s, then twice as long each time, up
+    to the housekeeping interval (docs/operations.md, match_create_found_in_store). On a
+    virtual clock: the instants of the reads are exact."""
+    class TimedReads(CreatesInDoubt):
+        async def load_match(self, match_id):
+            self.at.append(asyncio.get_running_loop().time())
+            return await super().load_match(match_id)
+
+    store = TimedReads()
+    store.at = []
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                mgr._sweep_interval = 3.0
+                store.fail_next, store.landed, store.unreadable = True, True, 4
+                with pytest.raises(SessionError):
+                    await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+                await advance_to(loop.time() + 20.0)
+                return [t - store.at[0] for t in store.at], await store.list_matches(), logs
+
+    reads, [listing], logs = run_virtual(go, monkeypatch)
+    assert reads == [0.0, 0.5, 1.5, 3.5, 6.5]
+    assert [e["retry_in_s"] for e in logs if e["event"] == "match_create_check_failed"] == [1.0, 2.0, 3.0]
+    assert listing.record.status == "finished"
+
+
 def test_a_creation_nobody_can_tell_is_checked_until_the_drain_and_resumed_by_a_restart(monkeypatch):
     """The series that reads back a creation nobody could tell stops with the drain (no
     failed task, nothing written); a start before it settled resumes the match from the store
