@@ -1063,6 +1063,38 @@ def test_the_read_back_of_a_creation_nobody_could_tell_comes_after_half_a_second
     assert listing.record.status == "finished"
 
 
+def test_an_unacknowledged_creations_end_whose_own_answer_was_lost_is_written_once(monkeypatch):
+    """The read-back series of a creation nobody could tell ends the match it finds; when that
+    end's write is answered with an error though it landed, the next read-back finds the match
+    finished (the series' own write) and writes nothing more: logged match_create_abandoned
+    with the status found (Seating._abandon_unacknowledged). On a virtual clock."""
+    class EndLandsUnanswered(CreatesInDoubt):
+        ends = 0
+
+        async def set_status(self, match_id, status, result=None, ended_at=None, deal_commitments=()):
+            self.ends += 1
+            await super().set_status(match_id, status, result, ended_at, deal_commitments)
+            if self.ends == 1:
+                raise StoreError("connection lost after the commit")
+
+    store = EndLandsUnanswered()
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                store.fail_next, store.landed, store.unreadable = True, True, 1
+                with pytest.raises(SessionError):
+                    await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+                await advance_to(loop.time() + 10.0)
+                return dict(mgr._seating.create_checks), await store.list_matches(), logs
+
+    checking, [listing], logs = run_virtual(go, monkeypatch)
+    assert checking == {} and store.ends == 1
+    assert listing.record.status == "finished" and listing.record.result["reason"] == "create_unacknowledged"
+    assert [e["status"] for e in logs if e["event"] == "match_create_abandoned"] == ["finished"]
+
+
 def test_a_creation_nobody_can_tell_is_checked_until_the_drain_and_resumed_by_a_restart(monkeypatch):
     """The series that reads back a creation nobody could tell stops with the drain (no
     failed task, nothing written); a start before it settled resumes the match from the store
