@@ -1095,6 +1095,36 @@ def test_an_unacknowledged_creations_end_whose_own_answer_was_lost_is_written_on
     assert [e["status"] for e in logs if e["event"] == "match_create_abandoned"] == ["finished"]
 
 
+def test_an_unacknowledged_match_of_bots_is_ended_with_the_commitment_of_its_first_deal(monkeypatch):
+    """A match of bots starts at its creation, its first deal dealt and committed; ended by
+    the read-back of a creation nobody could tell, it is stored with that commitment, as
+    every ended match is with the commitments of the deals it dealt (its reveal opens them)
+    (Seating._abandon_unacknowledged). On a virtual clock."""
+    from engine_service.sessions.api import SeatConfig
+
+    from .test_restart import _FirstLegal
+
+    store = CreatesInDoubt()
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        mgr = MatchManager(config(), store=store, bot_host=_FirstLegal(), metrics=Metrics())
+        await mgr.start()
+        try:
+            store.fail_next, store.landed, store.unreadable = True, True, 1
+            with pytest.raises(SessionError):
+                await mgr.create_match(CreateMatchRequest(game="japanese_joker", seats=[SeatConfig("bot", "first")] * 2))
+            [created] = await store.list_matches()
+            await advance_to(loop.time() + 10.0)
+            return created, await store.list_matches()
+        finally:
+            await mgr.close()
+
+    created, [ended] = run_virtual(go, monkeypatch)
+    assert created.record.status == "active" and ended.record.status == "finished"
+    assert len(ended.record.deal_commitments) == 1 and ended.record.result["reason"] == "create_unacknowledged"
+
+
 def test_a_creation_nobody_can_tell_is_checked_until_the_drain_and_resumed_by_a_restart(monkeypatch):
     """The series that reads back a creation nobody could tell stops with the drain (no
     failed task, nothing written); a start before it settled resumes the match from the store
