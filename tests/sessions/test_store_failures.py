@@ -1125,6 +1125,31 @@ def test_an_unacknowledged_match_of_bots_is_ended_with_the_commitment_of_its_fir
     assert len(ended.record.deal_commitments) == 1 and ended.record.result["reason"] == "create_unacknowledged"
 
 
+def test_a_retry_series_logs_its_failures_under_the_sessions_logger(monkeypatch):
+    """A retry series' failures (Seating's own log lines) are logged under the logger of every
+    session event, ``engine_service.sessions`` (docs/operations.md, Logs: each line's
+    ``logger``), as the match's events of the same series are. On a virtual clock."""
+    import json
+
+    from .helpers import configured_logging
+
+    store = CreatesInDoubt()
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        async with manager(store=store) as mgr:
+            store.fail_next, store.landed, store.unreadable = True, True, 2
+            with pytest.raises(SessionError):
+                await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            await advance_to(loop.time() + 10.0)
+
+    with configured_logging("json", "info") as stream:
+        run_virtual(go, monkeypatch)
+        lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [(line["event"], line["logger"]) for line in lines if line["event"].startswith("match_create")] == [
+        ("match_create_check_failed", "engine_service.sessions"), ("match_create_abandoned", "engine_service.sessions")]
+
+
 def test_a_creation_nobody_can_tell_is_checked_until_the_drain_and_resumed_by_a_restart(monkeypatch):
     """The series that reads back a creation nobody could tell stops with the drain (no
     failed task, nothing written); a start before it settled resumes the match from the store
