@@ -648,11 +648,37 @@ def test_a_failed_seat_write_of_a_match_gone_from_the_store_is_unavailable():
             s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
             with pytest.raises(SessionError) as failed:
                 await mgr.join_match(s.match_id, 0, "a")
-            return failed.value, mgr._matches[s.match_id].open_seats()
+            return failed.value, mgr._matches[s.match_id].open_seats(), dict(mgr._seating.seat_resyncs)
 
-    failed, open_seats = run(go())
+    failed, open_seats, rewriting = run(go())
     assert (failed.code, failed.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
     assert [slot.seat for slot in open_seats] == [0, 1]
+    assert rewriting == {}  # no row to write again
+
+
+def test_a_seat_write_refused_and_read_back_as_before_is_unavailable_and_not_written_again():
+    """A join's seat write fails and reading the match back finds the seat as before: the
+    write did not happen, the join is UNAVAILABLE / STORE_UNAVAILABLE, and nothing is left to
+    write again (Seating.save_seat: only a seat whose write nobody could tell, or an earlier
+    write's in doubt, is rewritten: seat_resynced)."""
+    class RefusesSeats(MemoryStore):
+        async def save_seat(self, match_id, seat):
+            raise StoreError("the database is unreachable")
+
+    store = RefusesSeats()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            with pytest.raises(SessionError) as failed:
+                await mgr.join_match(s.match_id, 0, "a")
+            return (failed.value, mgr._matches[s.match_id].open_seats(), dict(mgr._seating.seat_resyncs),
+                    (await store.load_match(s.match_id)).record.seats[0])
+
+    failed, open_seats, rewriting, stored = run(go())
+    assert (failed.code, failed.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
+    assert [slot.seat for slot in open_seats] == [0, 1] and not stored.token_hash
+    assert rewriting == {}
 
 
 def test_a_seat_write_nobody_can_tell_is_written_again_as_the_memory_holds_it(monkeypatch):
