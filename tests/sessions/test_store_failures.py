@@ -1482,12 +1482,15 @@ def test_a_completed_matchs_failed_status_write_is_written_again(monkeypatch):
                 evicted_while_due = mgr.evict_finished()
                 await until(lambda: not mgr._seating.status_writes, timeout=30)
             stored = (await store.load_match(match_id)).record
-            return live, at_once, evicted_while_due, stored, mgr._matches[match_id].result, logs
+            m = mgr._matches[match_id]
+            return live, at_once, evicted_while_due, stored, (m.result, m.ended_at, m.deal_commitments()), logs
 
-    live, at_once, evicted_while_due, stored, result, logs = run(go())
+    live, at_once, evicted_while_due, stored, (result, ended_at, commitments), logs = run(go())
     names = [e["event"] for e in logs]
     assert live == "finished" and at_once == "active" and evicted_while_due == 0
     assert stored.status == "finished" and stored.result == result and result["outcome"] == "completed"
+    # the end as the memory has it: its time and every deal's commitment (the reveal opens them)
+    assert stored.ended_at == ended_at and stored.deal_commitments == commitments and commitments
     assert names.count("store_status_failed") == 1 and names.count("match_status_write_failed") == 1
     assert names.count("match_status_written") == 1
 
