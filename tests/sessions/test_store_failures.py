@@ -868,6 +868,51 @@ def test_a_timeout_move_that_finds_the_end_in_doubt_landed_plays_nothing(monkeyp
     assert "match_end_found_in_store" in names
     assert "timeout_move_failed" not in names  # the end happened: no failure to say
 
+class ActionsAndEndsInDoubt(LosesAcknowledgements, EndsInDoubt):
+    """An action's append (``lose_next``) or an end's status write (``fail_next``) durable but
+    answered with an error, then ``reads_failing`` reads failing."""
+
+
+@pytest.mark.parametrize("in_doubt, failure", [("action", "action_settle_failed"),
+                                               ("end", "match_end_settle_failed")])
+def test_a_settlement_series_says_which_write_it_settles_while_the_store_fails(monkeypatch, in_doubt, failure):
+    """While the read-back of a write in doubt keeps failing, its series (Seating.settle_end_soon)
+    logs ``action_settle_failed`` for an action, ``match_end_settle_failed`` for an end, with the
+    next delay (docs/operations.md), never the other's; then it settles it. On a virtual clock."""
+    store = ActionsAndEndsInDoubt()
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                match_id, ps = await open_match(mgr, "klaberjass")
+                if in_doubt == "action":
+                    seat, p, env = await to_act(mgr, match_id, ps)
+                    store.lose_next, store.reads_failing = True, 3
+                    with pytest.raises(SessionError):
+                        await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "a1")
+                else:
+                    store.fail_next, store.landed, store.unreadable = True, True, 3
+                    with pytest.raises(SessionError):
+                        await mgr.terminate_match(match_id, "maintenance")
+                await advance_to(loop.time() + 10.0)
+                settling = dict(mgr._seating.end_settlements)
+                events = [e["event"] for e in logs]  # before anything else reads the match back
+                return match_id, settling, events, (await mgr.get_match(match_id)), logs
+
+    match_id, settling, events, summary, logs = run_virtual(go, monkeypatch)
+    failing = [e for e in logs if e["event"] == failure]
+    delays = [e["retry_in_s"] for e in failing]
+    assert len(delays) >= 2 and delays == [2.0 ** k for k in range(len(delays))]
+    assert all(e["match_id"] == match_id and e["error"] for e in failing)
+    other = ({"action_settle_failed", "match_end_settle_failed"} - {failure}).pop()
+    assert other not in events and "session_task_failed" not in events and settling == {}
+    if in_doubt == "action":
+        assert summary.seq == 1 and "log_caught_up" in events
+    else:
+        assert summary.status == "terminated" and "match_end_found_in_store" in events
+
+
 def test_a_grace_expiry_that_finds_the_end_in_doubt_landed_logs_no_failure(monkeypatch):
     """A TerminateMatch whose status write landed but was answered with an error, its
     read-back failing too (the end in doubt); then a player goes away and the grace window
