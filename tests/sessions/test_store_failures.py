@@ -714,6 +714,31 @@ def test_a_seat_write_nobody_can_tell_is_written_again_as_the_memory_holds_it(mo
     assert [e["seat"] for e in logs if e["event"] == "seat_resynced"] == [2]  # once: the series ends with it
 
 
+def test_two_writes_of_a_seat_nobody_could_tell_make_one_rewrite_series(monkeypatch):
+    """A seat whose write nobody could tell has one rewrite series (Seating._resync_seat): a
+    second such write of it while the first series waits starts none, and the seat's row is
+    written again once (``seat_resynced``). On a virtual clock."""
+    store = LosesSeatAnswers()
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
+                for name in ("b", "c"):  # the second, a join of the seat still open in memory
+                    store.lose, store.unreadable = True, 1
+                    with pytest.raises(SessionError):
+                        await mgr.join_match(s.match_id, 2, name)
+                series = list(mgr._seating.seat_resyncs)
+                await advance_to(loop.time() + 10.0)
+                await _seats_agree(mgr, store, s.match_id)
+                return series, logs
+
+    series, logs = run_virtual(go, monkeypatch)
+    assert len(series) == 1
+    assert [e["seat"] for e in logs if e["event"] == "seat_resynced"] == [2]
+
+
 class EndsInDoubt(MemoryStore):
     """A store whose next status write fails: ``landed`` (durable, but answered with an
     error) or not; ``unreadable``: the read-back after it fails too (and as many reads after
