@@ -1246,6 +1246,45 @@ def test_a_retry_series_logs_its_failures_under_the_sessions_logger(monkeypatch)
         ("match_create_check_failed", "engine_service.sessions"), ("match_create_abandoned", "engine_service.sessions")]
 
 
+def test_a_read_back_that_fails_once_the_drain_has_begun_ends_its_series_unlogged(monkeypatch):
+    """The drain waits for a retry series' attempt under way (an accepted write); when that
+    attempt fails, the series ends there (Seating._retry_until_done): no failure logged, no
+    next attempt, since nothing is retried once the service drains."""
+    class GatedReads(CreatesInDoubt):
+        gate: asyncio.Event | None = None
+        waiting = False
+
+        async def load_match(self, match_id):
+            if self.gate is not None:
+                self.waiting = True
+                await self.gate.wait()
+            return await super().load_match(match_id)
+
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 0.01)
+    store = GatedReads()
+
+    async def go():
+        with capture_logs() as logs:
+            mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+            await mgr.start()
+            store.fail_next, store.unreadable = True, 10**6
+            with pytest.raises(SessionError):
+                await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            store.gate = asyncio.Event()
+            await until(lambda: store.waiting)  # an attempt under way
+            closing = asyncio.create_task(mgr.close())
+            await until(lambda: mgr._draining)
+            failed_before = len([e for e in logs if e["event"] == "match_create_check_failed"])
+            store.gate.set()
+            await closing
+            failed = len([e for e in logs if e["event"] == "match_create_check_failed"])
+            return failed_before, failed, dict(mgr._seating.create_checks), logs
+
+    failed_before, failed, left, logs = run(go())
+    assert failed == failed_before and left == {}
+    assert not [e for e in logs if e["event"] == "session_task_failed"]
+
+
 def test_a_creation_nobody_can_tell_is_checked_until_the_drain_and_resumed_by_a_restart(monkeypatch):
     """The series that reads back a creation nobody could tell stops with the drain (no
     failed task, nothing written); a start before it settled resumes the match from the store
