@@ -465,6 +465,25 @@ def test_the_windows_a_start_opens_for_its_absent_players_expire_together(game_i
     assert len(set(windows)) == 1
 
 
+def test_a_start_opens_a_grace_window_only_for_the_players_not_watching():
+    """The join that takes the last seat starts the match: the players not watching it get a
+    grace window (JJK-10.2), a player watching it gets none (Seating.activate)."""
+    async def go():
+        async with manager() as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="japanese_joker"))
+            first = await mgr.join_match(s.match_id, 0, "a")
+            stream = Stream(mgr, s.match_id, mgr.authenticate(s.match_id, first.token))
+            await until(lambda: stream.events)
+            await mgr.join_match(s.match_id, 1, "b")
+            m = mgr._matches[s.match_id]
+            windows = [slot.grace_handle is not None for slot in m.seats]
+            await stream.close()
+            return m.status, windows
+
+    status, windows = run(go())
+    assert status == "active" and windows == [False, True]
+
+
 def test_two_player_first_grace_window_to_expire_decides():
     async def go():
         async with manager(config(reconnect_grace_s=0.4)) as mgr:
