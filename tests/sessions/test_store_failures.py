@@ -656,6 +656,36 @@ def test_a_failed_seat_write_of_a_match_gone_from_the_store_is_unavailable():
     assert rewriting == {}  # no row to write again
 
 
+def test_a_failed_start_of_a_match_gone_from_the_store_is_unavailable():
+    """The join that takes the last seat starts the match; that write fails and reading the
+    match back finds it gone (another process pruned it): the start did not happen, and the
+    join is UNAVAILABLE / STORE_UNAVAILABLE like any failed write (Seating.start), the match
+    waiting in memory with that seat open, not an INTERNAL error from reading a match that is
+    not there."""
+    class GoneOnFailedStart(MemoryStore):
+        gone = False
+
+        async def start_match(self, match_id, seats=(), decks=()):
+            self.gone = True
+            raise StoreError("the database is unreachable")
+
+        async def load_match(self, match_id):
+            return None if self.gone else await super().load_match(match_id)
+
+    async def go():
+        async with manager(store=GoneOnFailedStart()) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            await mgr.join_match(s.match_id, 0, "a")
+            with pytest.raises(SessionError) as failed:
+                await mgr.join_match(s.match_id, 1, "b")
+            m = mgr._matches[s.match_id]
+            return failed.value, m.status, [slot.seat for slot in m.open_seats()], dict(mgr._seating.start_retries)
+
+    failed, status, open_seats, retrying = run(go())
+    assert (failed.code, failed.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
+    assert status == "waiting" and open_seats == [1] and retrying == {}
+
+
 def test_a_seat_write_refused_and_read_back_as_before_is_unavailable_and_not_written_again():
     """A join's seat write fails and reading the match back finds the seat as before: the
     write did not happen, the join is UNAVAILABLE / STORE_UNAVAILABLE, and nothing is left to
