@@ -524,6 +524,33 @@ def test_a_match_whose_start_failed_is_started_by_the_sweeper_and_plays(ack_lost
     assert not stalled.deal_commitments and len(final.deal_commitments) >= 1
 
 
+def test_a_start_of_a_table_given_its_decks_written_though_its_write_failed_is_followed():
+    """A table the admin created with its decks has its first deal dealt from the start (the
+    match folds every deck it holds). The join that takes its last seat starts it; that write
+    lands but is answered with an error, and the read-back finds it started: the join is
+    answered as if the answer had come (Seating._follow_start, with no deck to deal), the
+    admin's deck still the first deal's."""
+    from engine_service.rules.cards import card_code
+    from engine_service.rules.registry import get_game
+
+    store = FailingStart()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            deck = [card_code(c) for c in get_game("klaberjass").pack]
+            random.Random(3).shuffle(deck)
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass", decks=[deck]), admin=True)
+            await mgr.join_match(s.match_id, 0, "a")
+            store.fail, store.ack_lost = True, True
+            joined = await mgr.join_match(s.match_id, 1, "b")
+            inspected = (await mgr.inspect_match(s.match_id)).envelope
+            return joined, inspected, deck, (await store.load_match(s.match_id)).record.status
+
+    joined, inspected, deck, stored = run(go())
+    assert joined.seat == 1 and stored == "active"
+    assert inspected.view["decks"][0] == deck
+
+
 def test_a_start_written_though_its_write_failed_is_the_one_followed():
     """The start's write was durable but answered with an error (PostgreSQL: the connection
     dropped after the COMMIT): the join reads the match back, finds it started with its own
