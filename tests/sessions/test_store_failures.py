@@ -536,19 +536,24 @@ def test_a_start_of_a_table_given_its_decks_written_though_its_write_failed_is_f
     store = FailingStart()
 
     async def go():
-        async with manager(store=store) as mgr:
-            deck = [card_code(c) for c in get_game("klaberjass").pack]
-            random.Random(3).shuffle(deck)
-            s = await mgr.create_match(CreateMatchRequest(game="klaberjass", decks=[deck]), admin=True)
-            await mgr.join_match(s.match_id, 0, "a")
-            store.fail, store.ack_lost = True, True
-            joined = await mgr.join_match(s.match_id, 1, "b")
-            inspected = (await mgr.inspect_match(s.match_id)).envelope
-            return joined, inspected, deck, (await store.load_match(s.match_id)).record.status
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                return await table(mgr), logs
 
-    joined, inspected, deck, stored = run(go())
+    async def table(mgr):
+        deck = [card_code(c) for c in get_game("klaberjass").pack]
+        random.Random(3).shuffle(deck)
+        s = await mgr.create_match(CreateMatchRequest(game="klaberjass", decks=[deck]), admin=True)
+        await mgr.join_match(s.match_id, 0, "a")
+        store.fail, store.ack_lost = True, True
+        joined = await mgr.join_match(s.match_id, 1, "b")
+        inspected = (await mgr.inspect_match(s.match_id)).envelope
+        return joined, inspected, deck, (await store.load_match(s.match_id)).record.status
+
+    (joined, inspected, deck, stored), logs = run(go())
     assert joined.seat == 1 and stored == "active"
     assert inspected.view["decks"][0] == deck
+    assert [e["found_in_store"] for e in logs if e["event"] == "match_started"] == [True]
 
 
 def test_a_start_written_though_its_write_failed_is_the_one_followed():
@@ -1213,7 +1218,9 @@ def test_the_read_back_of_a_creation_nobody_could_tell_comes_after_half_a_second
 
     reads, [listing], logs = run_virtual(go, monkeypatch)
     assert reads == [0.0, 0.5, 1.5, 3.5, 6.5]
-    assert [e["retry_in_s"] for e in logs if e["event"] == "match_create_check_failed"] == [1.0, 2.0, 3.0]
+    failing = [e for e in logs if e["event"] == "match_create_check_failed"]
+    assert [e["retry_in_s"] for e in failing] == [1.0, 2.0, 3.0]
+    assert all(e["match_id"] == listing.record.match_id and e["error"] for e in failing)
     assert listing.record.status == "finished"
 
 
