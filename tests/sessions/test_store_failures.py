@@ -801,6 +801,41 @@ def test_two_writes_of_a_seat_nobody_could_tell_make_one_rewrite_series(monkeypa
     assert [e["seat"] for e in logs if e["event"] == "seat_resynced"] == [2]
 
 
+def test_a_seat_rewrite_the_store_refuses_is_logged_and_tried_again_until_written(monkeypatch):
+    """A seat's rewrite (Seating._resync_seat) that the store refuses logs seat_resync_failed
+    with its match, seat, error and next delay (docs/operations.md), and is tried again, 0.5 s
+    doubling, until written (seat_resynced). On a virtual clock."""
+    class RefusesRewrites(LosesSeatAnswers):
+        refuse = 0
+
+        async def save_seat(self, match_id, seat):
+            if self.refuse:
+                self.refuse -= 1
+                raise StoreError("the database is unreachable")
+            await super().save_seat(match_id, seat)
+
+    store = RefusesRewrites()
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
+                store.lose, store.unreadable = True, 1
+                with pytest.raises(SessionError):
+                    await mgr.join_match(s.match_id, 2, "b")
+                store.refuse = 2
+                await advance_to(loop.time() + 10.0)
+                await _seats_agree(mgr, store, s.match_id)
+                return s.match_id, logs
+
+    match_id, logs = run_virtual(go, monkeypatch)
+    failed = [(e["match_id"], e["seat"], bool(e["error"]), e["retry_in_s"]) for e in logs
+              if e["event"] == "seat_resync_failed"]
+    assert failed == [(match_id, 2, True, 1.0), (match_id, 2, True, 2.0)]
+    assert [e["seat"] for e in logs if e["event"] == "seat_resynced"] == [2]
+
+
 class EndsInDoubt(MemoryStore):
     """A store whose next status write fails: ``landed`` (durable, but answered with an
     error) or not; ``unreadable``: the read-back after it fails too (and as many reads after
@@ -1661,6 +1696,9 @@ def test_a_completed_matchs_failed_status_write_is_written_again(monkeypatch):
 
     live, at_once, evicted_while_due, stored, (result, ended_at, commitments), logs = run(go())
     names = [e["event"] for e in logs]
+    [failed] = [e for e in logs if e["event"] == "match_status_write_failed"]
+    assert failed["match_id"] == stored.match_id and failed["error"] and failed["retry_in_s"] > 0
+    assert [e["status"] for e in logs if e["event"] == "match_status_written"] == ["finished"]
     assert live == "finished" and at_once == "active" and evicted_while_due == 0
     assert stored.status == "finished" and stored.result == result and result["outcome"] == "completed"
     # the end as the memory has it: its time and every deal's commitment (the reveal opens them)
