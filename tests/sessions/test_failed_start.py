@@ -122,6 +122,9 @@ def test_a_start_in_doubt_is_retried_soon_with_a_doubling_backoff(ack_lost, monk
     failed, held, logs, events = run(go())
     assert (failed.code, failed.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
     assert held == ("waiting", [True, True], True)
+    # the failure logged says both: the write's error and the read-back's (_StartInDoubt)
+    assert [e["error"] for e in logs if e["event"] == "store_write_failed"][0] == (
+        "the database is unreachable (and reading the match back: the database is unreachable)")
     delays = [e["retry_in_s"] for e in logs if e["event"] == "match_start_failed"]
     assert delays == ([] if ack_lost else [0.1, 0.15])
     assert [e["by"] for e in logs if e["event"] == "match_start_recovered"] == ["retry"]
