@@ -217,22 +217,18 @@ class Seating:
         return (m.match_id, seat) in self.seat_resyncs
 
     def busy(self, match_id: str) -> bool:
-        """Whether a series of the match is under way (its start, its end or an action in
-        doubt, a seat's row to write again): an ended match stays in memory until it is over
-        (:meth:`~.housekeeping.Housekeeping.sweep_once`), since a series ends with its match's
-        eviction. It did not: an ended match was evicted with a seat write in doubt (a token
-        reissued nobody was given), its rewrite stopped, and the store kept that token while
-        the player's own was refused once the match was read back (found by the play fuzz)."""
-        return (self._start_pending(match_id) or match_id in self.end_settlements
-                or match_id in self.status_writes or any(key[0] == match_id for key in self.seat_resyncs))
-
-    def _start_pending(self, match_id: str) -> bool:
-        """Whether a start retry series (:meth:`_retry_start`) has work left: while its match
-        waits. Once the match has started (a retried join, the sweeper) or ended, the series
-        has nothing to do (a match starts once) and only ends when it wakes from its backoff,
-        up to the sweeper's interval later: it kept an ended match from eviction until then."""
-        m = self._held(match_id)
-        return match_id in self.start_retries and m is not None and m.status == "waiting"
+        """Whether a series of the match is under way (its end or an action in doubt, its
+        status to write, a seat's row to write again): an ended match stays in memory until it
+        is over (:meth:`~.housekeeping.Housekeeping.sweep_once`), since a series ends with its
+        match's eviction. It did not: an ended match was evicted with a seat write in doubt (a
+        token reissued nobody was given), its rewrite stopped, and the store kept that token
+        while the player's own was refused once the match was read back (found by the play
+        fuzz). A start retry series (:meth:`_retry_start`) does not count: it has work only
+        while its match waits, and only ended matches are asked about (the sweeper's and
+        ``evict_finished``'s evictions); it used to keep an ended match from eviction until
+        it woke from its backoff, up to the sweeper's interval later."""
+        return (match_id in self.end_settlements or match_id in self.status_writes
+                or any(key[0] == match_id for key in self.seat_resyncs))
 
     def write_status_soon(self, m: LiveMatch) -> None:
         """Write the status (finished, or terminated at the deal limit; its result and end

@@ -122,8 +122,13 @@ def test_a_start_in_doubt_is_retried_soon_with_a_doubling_backoff(ack_lost, monk
     failed, held, logs, events = run(go())
     assert (failed.code, failed.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
     assert held == ("waiting", [True, True], True)
+    # the failure logged says both: the write's error and the read-back's (_StartInDoubt)
+    assert [e["error"] for e in logs if e["event"] == "store_write_failed"][0] == (
+        "the database is unreachable (and reading the match back: the database is unreachable)")
     delays = [e["retry_in_s"] for e in logs if e["event"] == "match_start_failed"]
     assert delays == ([] if ack_lost else [0.1, 0.15])
+    assert all(e["match_id"] and e["error"] for e in logs if e["event"] == "match_start_failed")
+    assert [e["seq"] for e in logs if e["event"] == "match_started"] == [0]
     assert [e["by"] for e in logs if e["event"] == "match_start_recovered"] == ["retry"]
     assert len([e for e in logs if e["event"] == "match_started"]) == 1
     joined = [e for e in events if e.kind == "presence" and e.details["change"] == "joined"]
@@ -348,7 +353,7 @@ def test_a_retried_start_that_finds_the_match_ended_is_no_error(by, monkeypatch)
     assert m.status == "terminated" and m.result["reason"] == "closing the table"
     assert m.ended_at == 1.0  # when the store has it ended, not when the end was found
     found = [e for e in logs if e["event"] == "match_start_found_ended"]
-    assert [(e["log_level"], e["by"]) for e in found] == [("info", by)]
+    assert [(e["log_level"], e["by"], e["status"]) for e in found] == [("info", by, "terminated")]
     assert not [e for e in logs if e["event"] == "match_start_failed"]
 
 

@@ -18,7 +18,7 @@ from engine_service.rules.registry import get_game
 from engine_service.sessions.chance import random_deck_record
 from engine_service.sessions.manager import MatchManager
 from engine_service.sessions.tokens import new_token, token_hash
-from engine_service.store import MemoryStore, NotADatabase, SeatRecord, SqliteStore
+from engine_service.store import MemoryStore, NotADatabase, SeatRecord, SqliteStore, StoreError
 
 from tests.crash import crash
 
@@ -218,6 +218,66 @@ def test_a_deal_due_at_the_crash_is_dealt_on_resume():
 
     data = run(go())
     assert transcript.check(data)[0] is None
+
+
+class _DeckWritesInDoubt(MemoryStore):
+    """A store whose deck writes answer with an error while ``failing``: written all the same
+    when ``landed`` (PostgreSQL: the connection dropped after the COMMIT); the reads after
+    one failing when ``then`` is ``unreadable``, finding no match when it is ``gone``."""
+
+    failing = landed = False
+    then = reads = ""
+
+    async def append_decks(self, match_id, decks):
+        if self.failing:
+            if self.landed:
+                await super().append_decks(match_id, decks)
+            self.reads = self.then
+            raise StoreError("connection lost")
+        await super().append_decks(match_id, decks)
+
+    async def load_match(self, match_id):
+        if self.reads == "unreadable":
+            raise StoreError("the database is unreachable")
+        return None if self.reads == "gone" else await super().load_match(match_id)
+
+
+@pytest.mark.parametrize("outcome", ["landed", "not_written", "unreadable", "gone"])
+def test_a_deck_write_on_resume_answered_with_an_error_is_read_back(outcome):
+    """The deck of a deal due at the crash (see above), whose write on resume is answered with
+    an error, is read back (Seating._due_deck): the store holding it, the write landed and that
+    deck is dealt; not holding it (nor the match), or not answering, the resume fails with the
+    write's error (the service exits; the next start deals the deal) rather than dealing a deck
+    the store does not hold or failing on the read's error."""
+    store = _DeckWritesInDoubt()
+    store.landed, store.then = outcome == "landed", outcome
+
+    async def go():
+        mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        await mgr.start()
+        s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
+        ps = [mgr.authenticate(s.match_id, (await mgr.join_match(s.match_id, i, "x")).token) for i in range(4)]
+        while len(mgr.state_of(s.match_id).deal_results()) == 0:
+            await play_random(mgr, s.match_id, ps, random.Random(1), max_actions=1)
+        del store._rows[s.match_id].decks[1]  # the crash: the deck of deal 1 never reached the store
+        store.failing = True
+        mgr2 = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+        if outcome != "landed":
+            with pytest.raises(StoreError) as failed:
+                await mgr2.start()
+            return str(failed.value), store._rows[s.match_id].decks.get(1), None
+        await mgr2.start()
+        try:
+            m = mgr2._matches[s.match_id]
+            return (m.deals_dealt, m.state.to_act() >= 0), store._rows[s.match_id].decks.get(1), m.decks.get(1)
+        finally:
+            await mgr2.close()
+
+    resumed, stored, dealt = run(go())
+    if outcome == "landed":
+        assert resumed == (2, True) and stored is not None and dealt == stored
+    else:
+        assert resumed == "resuming the unfinished matches failed: connection lost" and stored is None
 
 
 @pytest.mark.parametrize("written", ["seat", "seat_and_deck"])

@@ -524,6 +524,38 @@ def test_a_match_whose_start_failed_is_started_by_the_sweeper_and_plays(ack_lost
     assert not stalled.deal_commitments and len(final.deal_commitments) >= 1
 
 
+def test_a_start_of_a_table_given_its_decks_written_though_its_write_failed_is_followed():
+    """A table the admin created with its decks has its first deal dealt from the start (the
+    match folds every deck it holds). The join that takes its last seat starts it; that write
+    lands but is answered with an error, and the read-back finds it started: the join is
+    answered as if the answer had come (Seating._follow_start, with no deck to deal), the
+    admin's deck still the first deal's."""
+    from engine_service.rules.cards import card_code
+    from engine_service.rules.registry import get_game
+
+    store = FailingStart()
+
+    async def go():
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                return await table(mgr), logs
+
+    async def table(mgr):
+        deck = [card_code(c) for c in get_game("klaberjass").pack]
+        random.Random(3).shuffle(deck)
+        s = await mgr.create_match(CreateMatchRequest(game="klaberjass", decks=[deck]), admin=True)
+        await mgr.join_match(s.match_id, 0, "a")
+        store.fail, store.ack_lost = True, True
+        joined = await mgr.join_match(s.match_id, 1, "b")
+        inspected = (await mgr.inspect_match(s.match_id)).envelope
+        return joined, inspected, deck, (await store.load_match(s.match_id)).record.status
+
+    (joined, inspected, deck, stored), logs = run(go())
+    assert joined.seat == 1 and stored == "active"
+    assert inspected.view["decks"][0] == deck
+    assert [e["found_in_store"] for e in logs if e["event"] == "match_started"] == [True]
+
+
 def test_a_start_written_though_its_write_failed_is_the_one_followed():
     """The start's write was durable but answered with an error (PostgreSQL: the connection
     dropped after the COMMIT): the join reads the match back, finds it started with its own
@@ -648,11 +680,67 @@ def test_a_failed_seat_write_of_a_match_gone_from_the_store_is_unavailable():
             s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
             with pytest.raises(SessionError) as failed:
                 await mgr.join_match(s.match_id, 0, "a")
-            return failed.value, mgr._matches[s.match_id].open_seats()
+            return failed.value, mgr._matches[s.match_id].open_seats(), dict(mgr._seating.seat_resyncs)
 
-    failed, open_seats = run(go())
+    failed, open_seats, rewriting = run(go())
     assert (failed.code, failed.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
     assert [slot.seat for slot in open_seats] == [0, 1]
+    assert rewriting == {}  # no row to write again
+
+
+def test_a_failed_start_of_a_match_gone_from_the_store_is_unavailable():
+    """The join that takes the last seat starts the match; that write fails and reading the
+    match back finds it gone (another process pruned it): the start did not happen, and the
+    join is UNAVAILABLE / STORE_UNAVAILABLE like any failed write (Seating.start), the match
+    waiting in memory with that seat open, not an INTERNAL error from reading a match that is
+    not there."""
+    class GoneOnFailedStart(MemoryStore):
+        gone = False
+
+        async def start_match(self, match_id, seats=(), decks=()):
+            self.gone = True
+            raise StoreError("the database is unreachable")
+
+        async def load_match(self, match_id):
+            return None if self.gone else await super().load_match(match_id)
+
+    async def go():
+        async with manager(store=GoneOnFailedStart()) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            await mgr.join_match(s.match_id, 0, "a")
+            with pytest.raises(SessionError) as failed:
+                await mgr.join_match(s.match_id, 1, "b")
+            m = mgr._matches[s.match_id]
+            return failed.value, m.status, [slot.seat for slot in m.open_seats()], dict(mgr._seating.start_retries)
+
+    failed, status, open_seats, retrying = run(go())
+    assert (failed.code, failed.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
+    assert status == "waiting" and open_seats == [1] and retrying == {}
+
+
+def test_a_seat_write_refused_and_read_back_as_before_is_unavailable_and_not_written_again():
+    """A join's seat write fails and reading the match back finds the seat as before: the
+    write did not happen, the join is UNAVAILABLE / STORE_UNAVAILABLE, and nothing is left to
+    write again (Seating.save_seat: only a seat whose write nobody could tell, or an earlier
+    write's in doubt, is rewritten: seat_resynced)."""
+    class RefusesSeats(MemoryStore):
+        async def save_seat(self, match_id, seat):
+            raise StoreError("the database is unreachable")
+
+    store = RefusesSeats()
+
+    async def go():
+        async with manager(store=store) as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            with pytest.raises(SessionError) as failed:
+                await mgr.join_match(s.match_id, 0, "a")
+            return (failed.value, mgr._matches[s.match_id].open_seats(), dict(mgr._seating.seat_resyncs),
+                    (await store.load_match(s.match_id)).record.seats[0])
+
+    failed, open_seats, rewriting, stored = run(go())
+    assert (failed.code, failed.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
+    assert [slot.seat for slot in open_seats] == [0, 1] and not stored.token_hash
+    assert rewriting == {}
 
 
 def test_a_seat_write_nobody_can_tell_is_written_again_as_the_memory_holds_it(monkeypatch):
@@ -686,6 +774,66 @@ def test_a_seat_write_nobody_can_tell_is_written_again_as_the_memory_holds_it(mo
     assert (failed.code, failed.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
     assert stored_at_once.token_hash  # the write was durable
     assert [e["seat"] for e in logs if e["event"] == "seat_resynced"] == [2]  # once: the series ends with it
+
+
+def test_two_writes_of_a_seat_nobody_could_tell_make_one_rewrite_series(monkeypatch):
+    """A seat whose write nobody could tell has one rewrite series (Seating._resync_seat): a
+    second such write of it while the first series waits starts none, and the seat's row is
+    written again once (``seat_resynced``). On a virtual clock."""
+    store = LosesSeatAnswers()
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
+                for name in ("b", "c"):  # the second, a join of the seat still open in memory
+                    store.lose, store.unreadable = True, 1
+                    with pytest.raises(SessionError):
+                        await mgr.join_match(s.match_id, 2, name)
+                series = list(mgr._seating.seat_resyncs)
+                await advance_to(loop.time() + 10.0)
+                await _seats_agree(mgr, store, s.match_id)
+                return series, logs
+
+    series, logs = run_virtual(go, monkeypatch)
+    assert len(series) == 1
+    assert [e["seat"] for e in logs if e["event"] == "seat_resynced"] == [2]
+
+
+def test_a_seat_rewrite_the_store_refuses_is_logged_and_tried_again_until_written(monkeypatch):
+    """A seat's rewrite (Seating._resync_seat) that the store refuses logs seat_resync_failed
+    with its match, seat, error and next delay (docs/operations.md), and is tried again, 0.5 s
+    doubling, until written (seat_resynced). On a virtual clock."""
+    class RefusesRewrites(LosesSeatAnswers):
+        refuse = 0
+
+        async def save_seat(self, match_id, seat):
+            if self.refuse:
+                self.refuse -= 1
+                raise StoreError("the database is unreachable")
+            await super().save_seat(match_id, seat)
+
+    store = RefusesRewrites()
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                s = await mgr.create_match(CreateMatchRequest(game="georgian_joker"))
+                store.lose, store.unreadable = True, 1
+                with pytest.raises(SessionError):
+                    await mgr.join_match(s.match_id, 2, "b")
+                store.refuse = 2
+                await advance_to(loop.time() + 10.0)
+                await _seats_agree(mgr, store, s.match_id)
+                return s.match_id, logs
+
+    match_id, logs = run_virtual(go, monkeypatch)
+    failed = [(e["match_id"], e["seat"], bool(e["error"]), e["retry_in_s"]) for e in logs
+              if e["event"] == "seat_resync_failed"]
+    assert failed == [(match_id, 2, True, 1.0), (match_id, 2, True, 2.0)]
+    assert [e["seat"] for e in logs if e["event"] == "seat_resynced"] == [2]
 
 
 class EndsInDoubt(MemoryStore):
@@ -842,6 +990,51 @@ def test_a_timeout_move_that_finds_the_end_in_doubt_landed_plays_nothing(monkeyp
     assert "match_end_found_in_store" in names
     assert "timeout_move_failed" not in names  # the end happened: no failure to say
 
+class ActionsAndEndsInDoubt(LosesAcknowledgements, EndsInDoubt):
+    """An action's append (``lose_next``) or an end's status write (``fail_next``) durable but
+    answered with an error, then ``reads_failing`` reads failing."""
+
+
+@pytest.mark.parametrize("in_doubt, failure", [("action", "action_settle_failed"),
+                                               ("end", "match_end_settle_failed")])
+def test_a_settlement_series_says_which_write_it_settles_while_the_store_fails(monkeypatch, in_doubt, failure):
+    """While the read-back of a write in doubt keeps failing, its series (Seating.settle_end_soon)
+    logs ``action_settle_failed`` for an action, ``match_end_settle_failed`` for an end, with the
+    next delay (docs/operations.md), never the other's; then it settles it. On a virtual clock."""
+    store = ActionsAndEndsInDoubt()
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                match_id, ps = await open_match(mgr, "klaberjass")
+                if in_doubt == "action":
+                    seat, p, env = await to_act(mgr, match_id, ps)
+                    store.lose_next, store.reads_failing = True, 3
+                    with pytest.raises(SessionError):
+                        await mgr.submit_action(match_id, p, env.view["legal"][0], env.seq, "a1")
+                else:
+                    store.fail_next, store.landed, store.unreadable = True, True, 3
+                    with pytest.raises(SessionError):
+                        await mgr.terminate_match(match_id, "maintenance")
+                await advance_to(loop.time() + 10.0)
+                settling = dict(mgr._seating.end_settlements)
+                events = [e["event"] for e in logs]  # before anything else reads the match back
+                return match_id, settling, events, (await mgr.get_match(match_id)), logs
+
+    match_id, settling, events, summary, logs = run_virtual(go, monkeypatch)
+    failing = [e for e in logs if e["event"] == failure]
+    delays = [e["retry_in_s"] for e in failing]
+    assert len(delays) >= 2 and delays == [2.0 ** k for k in range(len(delays))]
+    assert all(e["match_id"] == match_id and e["error"] for e in failing)
+    other = ({"action_settle_failed", "match_end_settle_failed"} - {failure}).pop()
+    assert other not in events and "session_task_failed" not in events and settling == {}
+    if in_doubt == "action":
+        assert summary.seq == 1 and "log_caught_up" in events
+    else:
+        assert summary.status == "terminated" and "match_end_found_in_store" in events
+
+
 def test_a_grace_expiry_that_finds_the_end_in_doubt_landed_logs_no_failure(monkeypatch):
     """A TerminateMatch whose status write landed but was answered with an error, its
     read-back failing too (the end in doubt); then a player goes away and the grace window
@@ -955,7 +1148,8 @@ def test_a_creation_whose_answer_was_lost_is_read_back(monkeypatch, landed, unre
     assert events.count("match_create_check_failed") == max(0, unreadable - 1)
     if landed and not unreadable:
         assert error is None and summary.status == "waiting" and held == [summary.match_id]
-        assert played == 4 and events.count("match_create_found_in_store") == 1 and created == 1
+        assert played == 4 and created == 1
+        assert [e["status"] for e in logs if e["event"] == "match_create_found_in_store"] == ["waiting"]
         assert [li.record.status for li in listings] == ["active"]
         return
     assert (error.code, error.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
@@ -969,6 +1163,7 @@ def test_a_creation_whose_answer_was_lost_is_read_back(monkeypatch, landed, unre
         assert events.count("match_create_abandoned") == 1
     else:
         assert listings == [] and "match_create_abandoned" not in events
+        assert "session_task_failed" not in events  # the series ends finding no match
 
 
 def test_a_creation_nobody_could_tell_read_by_its_id_is_resumed_and_plays(monkeypatch):
@@ -1005,6 +1200,189 @@ def test_a_creation_nobody_could_tell_read_by_its_id_is_resumed_and_plays(monkey
     assert (failed.code, failed.reason) == ("UNAVAILABLE", "STORE_UNAVAILABLE")
     assert read.status == "active" and resumed == 1
     assert last.kind == "match_ended" and final.status == "finished" and final.result["outcome"] == "completed"
+
+
+def test_a_creation_nobody_could_tell_read_by_its_id_before_its_read_back_is_not_ended_by_it(monkeypatch):
+    """The read-back series of a creation nobody could tell stops, writing nothing, once the
+    match is held: read by its id meanwhile (the admin's ListMatches lists it), it is a match
+    of this server like any other, not one to end as unacknowledged (Seating._abandon_unacknowledged).
+    On a virtual clock: the read by its id comes before the series' first read-back."""
+    store = CreatesInDoubt()
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                store.fail_next, store.landed, store.unreadable = True, True, 1
+                with pytest.raises(SessionError):
+                    await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+                [listing] = await store.list_matches()
+                read = await mgr.get_match(listing.record.match_id)
+                await advance_to(loop.time() + 10 * seating_module.START_RETRY_FIRST_S)
+                return read, dict(mgr._seating.create_checks), await store.list_matches(), logs
+
+    read, checking, [listing], logs = run_virtual(go, monkeypatch)
+    assert read.status == "waiting" and checking == {}
+    assert listing.record.status == "waiting" and listing.record.result is None
+    assert not [e for e in logs if e["event"] == "match_create_abandoned"]
+
+
+def test_the_read_back_of_a_creation_nobody_could_tell_comes_after_half_a_second_then_twice_as_long(monkeypatch):
+    """The series that reads back a creation nobody could tell (as every retry series of
+    Seating._retry) reads after START_RETRY_FIRST_S, 0.5 s, then twice as long each time, up
+    to the housekeeping interval (docs/operations.md, match_create_found_in_store). On a
+    virtual clock: the instants of the reads are exact."""
+    class TimedReads(CreatesInDoubt):
+        async def load_match(self, match_id):
+            self.at.append(asyncio.get_running_loop().time())
+            return await super().load_match(match_id)
+
+    store = TimedReads()
+    store.at = []
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                mgr._sweep_interval = 3.0
+                store.fail_next, store.landed, store.unreadable = True, True, 4
+                with pytest.raises(SessionError):
+                    await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+                await advance_to(loop.time() + 20.0)
+                return [t - store.at[0] for t in store.at], await store.list_matches(), logs
+
+    reads, [listing], logs = run_virtual(go, monkeypatch)
+    assert reads == [0.0, 0.5, 1.5, 3.5, 6.5]
+    failing = [e for e in logs if e["event"] == "match_create_check_failed"]
+    assert [e["retry_in_s"] for e in failing] == [1.0, 2.0, 3.0]
+    assert all(e["match_id"] == listing.record.match_id and e["error"] for e in failing)
+    assert listing.record.status == "finished"
+
+
+def test_an_unacknowledged_creations_end_whose_own_answer_was_lost_is_written_once(monkeypatch):
+    """The read-back series of a creation nobody could tell ends the match it finds; when that
+    end's write is answered with an error though it landed, the next read-back finds the match
+    finished (the series' own write) and writes nothing more: logged match_create_abandoned
+    with the status found (Seating._abandon_unacknowledged). On a virtual clock."""
+    class EndLandsUnanswered(CreatesInDoubt):
+        ends = 0
+
+        async def set_status(self, match_id, status, result=None, ended_at=None, deal_commitments=()):
+            self.ends += 1
+            await super().set_status(match_id, status, result, ended_at, deal_commitments)
+            if self.ends == 1:
+                raise StoreError("connection lost after the commit")
+
+    store = EndLandsUnanswered()
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        with capture_logs() as logs:
+            async with manager(store=store) as mgr:
+                store.fail_next, store.landed, store.unreadable = True, True, 1
+                with pytest.raises(SessionError):
+                    await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+                await advance_to(loop.time() + 10.0)
+                return dict(mgr._seating.create_checks), await store.list_matches(), logs
+
+    checking, [listing], logs = run_virtual(go, monkeypatch)
+    assert checking == {} and store.ends == 1
+    assert listing.record.status == "finished" and listing.record.result["reason"] == "create_unacknowledged"
+    assert [e["status"] for e in logs if e["event"] == "match_create_abandoned"] == ["finished"]
+
+
+def test_an_unacknowledged_match_of_bots_is_ended_with_the_commitment_of_its_first_deal(monkeypatch):
+    """A match of bots starts at its creation, its first deal dealt and committed; ended by
+    the read-back of a creation nobody could tell, it is stored with that commitment, as
+    every ended match is with the commitments of the deals it dealt (its reveal opens them)
+    (Seating._abandon_unacknowledged). On a virtual clock."""
+    from engine_service.sessions.api import SeatConfig
+
+    from .test_restart import _FirstLegal
+
+    store = CreatesInDoubt()
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        mgr = MatchManager(config(), store=store, bot_host=_FirstLegal(), metrics=Metrics())
+        await mgr.start()
+        try:
+            store.fail_next, store.landed, store.unreadable = True, True, 1
+            with pytest.raises(SessionError):
+                await mgr.create_match(CreateMatchRequest(game="japanese_joker", seats=[SeatConfig("bot", "first")] * 2))
+            [created] = await store.list_matches()
+            await advance_to(loop.time() + 10.0)
+            return created, await store.list_matches()
+        finally:
+            await mgr.close()
+
+    created, [ended] = run_virtual(go, monkeypatch)
+    assert created.record.status == "active" and ended.record.status == "finished"
+    assert len(ended.record.deal_commitments) == 1 and ended.record.result["reason"] == "create_unacknowledged"
+
+
+def test_a_retry_series_logs_its_failures_under_the_sessions_logger(monkeypatch):
+    """A retry series' failures (Seating's own log lines) are logged under the logger of every
+    session event, ``engine_service.sessions`` (docs/operations.md, Logs: each line's
+    ``logger``), as the match's events of the same series are. On a virtual clock."""
+    import json
+
+    from .helpers import configured_logging
+
+    store = CreatesInDoubt()
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        async with manager(store=store) as mgr:
+            store.fail_next, store.landed, store.unreadable = True, True, 2
+            with pytest.raises(SessionError):
+                await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            await advance_to(loop.time() + 10.0)
+
+    with configured_logging("json", "info") as stream:
+        run_virtual(go, monkeypatch)
+        lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [(line["event"], line["logger"]) for line in lines if line["event"].startswith("match_create")] == [
+        ("match_create_check_failed", "engine_service.sessions"), ("match_create_abandoned", "engine_service.sessions")]
+
+
+def test_a_read_back_that_fails_once_the_drain_has_begun_ends_its_series_unlogged(monkeypatch):
+    """The drain waits for a retry series' attempt under way (an accepted write); when that
+    attempt fails, the series ends there (Seating._retry_until_done): no failure logged, no
+    next attempt, since nothing is retried once the service drains."""
+    class GatedReads(CreatesInDoubt):
+        gate: asyncio.Event | None = None
+        waiting = False
+
+        async def load_match(self, match_id):
+            if self.gate is not None:
+                self.waiting = True
+                await self.gate.wait()
+            return await super().load_match(match_id)
+
+    monkeypatch.setattr(seating_module, "START_RETRY_FIRST_S", 0.01)
+    store = GatedReads()
+
+    async def go():
+        with capture_logs() as logs:
+            mgr = MatchManager(config(), store=store, metrics=Metrics(), create_bot_host=False)
+            await mgr.start()
+            store.fail_next, store.unreadable = True, 10**6
+            with pytest.raises(SessionError):
+                await mgr.create_match(CreateMatchRequest(game="klaberjass"))
+            store.gate = asyncio.Event()
+            await until(lambda: store.waiting)  # an attempt under way
+            closing = asyncio.create_task(mgr.close())
+            await until(lambda: mgr._draining)
+            failed_before = len([e for e in logs if e["event"] == "match_create_check_failed"])
+            store.gate.set()
+            await closing
+            failed = len([e for e in logs if e["event"] == "match_create_check_failed"])
+            return failed_before, failed, dict(mgr._seating.create_checks), logs
+
+    failed_before, failed, left, logs = run(go())
+    assert failed == failed_before and left == {}
+    assert not [e for e in logs if e["event"] == "session_task_failed"]
 
 
 def test_a_creation_nobody_can_tell_is_checked_until_the_drain_and_resumed_by_a_restart(monkeypatch):
@@ -1313,12 +1691,18 @@ def test_a_completed_matchs_failed_status_write_is_written_again(monkeypatch):
                 evicted_while_due = mgr.evict_finished()
                 await until(lambda: not mgr._seating.status_writes, timeout=30)
             stored = (await store.load_match(match_id)).record
-            return live, at_once, evicted_while_due, stored, mgr._matches[match_id].result, logs
+            m = mgr._matches[match_id]
+            return live, at_once, evicted_while_due, stored, (m.result, m.ended_at, m.deal_commitments()), logs
 
-    live, at_once, evicted_while_due, stored, result, logs = run(go())
+    live, at_once, evicted_while_due, stored, (result, ended_at, commitments), logs = run(go())
     names = [e["event"] for e in logs]
+    [failed] = [e for e in logs if e["event"] == "match_status_write_failed"]
+    assert failed["match_id"] == stored.match_id and failed["error"] and failed["retry_in_s"] > 0
+    assert [e["status"] for e in logs if e["event"] == "match_status_written"] == ["finished"]
     assert live == "finished" and at_once == "active" and evicted_while_due == 0
     assert stored.status == "finished" and stored.result == result and result["outcome"] == "completed"
+    # the end as the memory has it: its time and every deal's commitment (the reveal opens them)
+    assert stored.ended_at == ended_at and stored.deal_commitments == commitments and commitments
     assert names.count("store_status_failed") == 1 and names.count("match_status_write_failed") == 1
     assert names.count("match_status_written") == 1
 

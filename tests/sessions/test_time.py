@@ -448,6 +448,42 @@ def test_two_player_no_timer_runs_for_the_connected_player_during_the_wait(game_
     assert rearmed is not None and before + 0.3 - 1e-6 <= rearmed <= after + 0.3 + 1e-6, (before, rearmed, after)
 
 
+@pytest.mark.parametrize("game_id", ["japanese_joker", "georgian_joker"])
+def test_the_windows_a_start_opens_for_its_absent_players_expire_together(game_id):
+    """The join that takes the last seat starts the match; every player not watching it then
+    gets a grace window, all started at one instant (Seating.activate): they expire at the
+    same instant and are recorded away since the same time (JJK-10.2, GJ-12.4:
+    ``reconnect_grace_s`` from the start), not one after the other as armed."""
+    async def go():
+        async with manager() as mgr:
+            match_id, _ = await open_match(mgr, game_id)  # nobody watches: every seat away
+            m = mgr._matches[match_id]
+            return [(slot.grace_deadline, slot.away_since) for slot in m.seats]
+
+    windows = run(go())
+    assert len(windows) > 1 and windows[0][0] is not None and windows[0][1] is not None
+    assert len(set(windows)) == 1
+
+
+def test_a_start_opens_a_grace_window_only_for_the_players_not_watching():
+    """The join that takes the last seat starts the match: the players not watching it get a
+    grace window (JJK-10.2), a player watching it gets none (Seating.activate)."""
+    async def go():
+        async with manager() as mgr:
+            s = await mgr.create_match(CreateMatchRequest(game="japanese_joker"))
+            first = await mgr.join_match(s.match_id, 0, "a")
+            stream = Stream(mgr, s.match_id, mgr.authenticate(s.match_id, first.token))
+            await until(lambda: stream.events)
+            await mgr.join_match(s.match_id, 1, "b")
+            m = mgr._matches[s.match_id]
+            windows = [slot.grace_handle is not None for slot in m.seats]
+            await stream.close()
+            return m.status, windows
+
+    status, windows = run(go())
+    assert status == "active" and windows == [False, True]
+
+
 def test_two_player_first_grace_window_to_expire_decides():
     async def go():
         async with manager(config(reconnect_grace_s=0.4)) as mgr:
