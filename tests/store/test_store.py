@@ -1640,6 +1640,122 @@ def test_missing_directory_is_a_clear_error(tmp_path):
         run(go())
 
 
+def test_a_directory_is_refused_as_no_database_and_left_alone(tmp_path):
+    path = tmp_path / "cards.sqlite3"
+    path.mkdir()
+
+    async def go():
+        await SqliteStore(path).open()
+    with pytest.raises(NotADatabase, match="is a directory") as info:
+        run(go())
+    assert str(path) in str(info.value)
+    assert [p.name for p in tmp_path.iterdir()] == ["cards.sqlite3"] and list(path.iterdir()) == []
+
+
+def test_a_sqlite_store_of_no_file_writes_reads_and_makes_none(tmp_path, monkeypatch):
+    """``":memory:"`` (a private database) names no file: nothing to lock, create, check for
+    a move or measure, and its writes are committed and read back as a file's are; it says
+    it holds its data (Store.on_held) once per open, as every store does."""
+    monkeypatch.chdir(tmp_path)
+    held = []
+
+    async def go():
+        st = SqliteStore(":memory:")
+        st.on_held = lambda: held.append("held")
+        await st.open()
+        await st.create_match(record(), [DECK0])
+        await st.append_action("m1", ActionRecord(1, 0, "pass", "player", "c1", "", 6.0))
+        got, space = await st.load_match("m1"), await st.space()
+        await st.close()
+        return got, space
+
+    got, space = run(go())
+    assert [a.action for a in got.actions] == ["pass"] and got.decks == (DECK0,)
+    assert (space.file_bytes, space.wal_bytes) == (0, 0) and space.database_bytes > 0
+    assert held == ["held"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_opening_an_open_sqlite_store_again_changes_nothing(tmp_path):
+    """A second open() of the same store is a no-op: not a second writer thread (left
+    waiting for ever once the store closes), nor a second Store.on_held."""
+    path = tmp_path / "db.sqlite3"
+    held = []
+
+    def writers():
+        return [t for t in threading.enumerate() if t.name == "sqlite-store"]
+
+    async def go():
+        before = writers()
+        st = SqliteStore(path)
+        st.on_held = lambda: held.append("held")
+        await st.open()
+        await st.create_match(record())
+        await st.open()
+        await st.append_action("m1", ActionRecord(1, 0, "pass"))
+        await st.close()
+        assert writers() == before
+        again = SqliteStore(path)  # the lock was let go: another store (engine) opens it
+        await again.open()
+        got = await again.load_match("m1")
+        await again.close()
+        return got
+
+    assert [a.seq for a in run(asyncio.wait_for(go(), 60)).actions] == [1]
+    assert held == ["held"]
+
+
+def test_a_read_that_reaches_the_store_as_it_closes_is_a_store_error(tmp_path):
+    """A read queued behind close() finds the connection closed: a StoreError as a write's
+    is (the caller sees STORE_UNAVAILABLE), not an AttributeError out of the store."""
+    async def go():
+        st = SqliteStore(tmp_path / "db.sqlite3")
+        await st.open()
+        await st.create_match(record())
+        closing = asyncio.create_task(st.close())
+        await asyncio.sleep(0)  # close() has queued its job
+        with pytest.raises(StoreError, match="closed"):
+            await st.load_match("m1")
+        await closing
+
+    run(asyncio.wait_for(go(), 60))  # (only against a hang)
+
+
+def test_a_database_of_ours_without_a_schema_version_is_refused_unchanged(tmp_path):
+    """The engine's application_id with user_version 0 (a header edited by hand): no
+    migration path starts there, so the file is refused, not migrated from nothing."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path, count=1)
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA user_version=0")
+    conn.close()
+    before = path.read_bytes()
+
+    async def go():
+        await SqliteStore(path).open()
+    with pytest.raises(NotADatabase, match="has no schema version") as info:
+        run(go())
+    assert str(path) in str(info.value)
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("pages, more", [((3, 4, 5), ""), ((3, 4, 5, 6), " (and 1 more)")])
+def test_a_corrupt_database_report_quotes_its_first_problems_and_counts_the_rest(tmp_path, pages, more):
+    """quick_check's report can run to thousands of lines: the error quotes the first
+    ``CHECK_REPORT_LINES`` (3) problems and says how many more there are, if any."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path)
+    for page in pages:  # roots of the matches table's indexes
+        overwrite_page(path, page)
+
+    async def go():
+        await SqliteStore(path).open()
+    with pytest.raises(CorruptDatabase) as info:
+        run(go())
+    quoted = "; ".join(f"Page {n}: btreeInitPage() returns error code 11" for n in sorted(pages, reverse=True)[:3])
+    assert f"(SQLite PRAGMA quick_check: {quoted}{more}); refusing" in str(info.value), str(info.value)
+
+
 def test_open_store_picks_the_implementation(tmp_path):
     assert isinstance(open_store("memory:"), MemoryStore)
     assert isinstance(open_store(tmp_path / "x.db"), SqliteStore)
