@@ -245,6 +245,24 @@ def test_writes_queued_behind_a_read_share_one_transaction_after_it(tmp_path):
     assert [final[m][3] for m in ("m1", "m2", "m3", "m4")] == [[(1, "pass")]] + [[(1, "take")]] * 3
 
 
+def test_a_transaction_takes_at_most_max_batch_of_the_queued_writes(tmp_path):
+    """Writes queued while the thread is busy share one transaction up to MAX_BATCH of them;
+    the one after those waits for the next transaction (a batch without bound would grow one
+    transaction, and the wait of its first write, with the queue)."""
+    async def go():
+        st = await _opened_with_matches(tmp_path / "db.sqlite3", 0)
+        commits = st.commits
+        async with held(st):
+            writes = [asyncio.ensure_future(st.ping()) for _ in range(sqlite_store.MAX_BATCH + 1)]
+            await until_queued(st, sqlite_store.MAX_BATCH + 1)
+        await asyncio.gather(*writes)
+        shared = st.commits - commits
+        await st.close()
+        return shared
+
+    assert run(go()) == 2
+
+
 def test_the_writer_thread_ends_cleanly_and_answers_the_writes_queued_before_its_stop(tmp_path):
     """The stop of the writer thread queued behind writes (taken into their batch) ends the
     thread once they are committed and answered, and a stop that finds nothing queued ends it
