@@ -467,7 +467,8 @@ def test_a_full_volume_at_open_is_a_full_volume_not_a_bad_database(tmp_path, wha
 def test_a_read_only_filesystem_is_a_clear_error_at_open(tmp_path):
     """The database on a filesystem mounted read-only (a tmpfs remounted so): the engine's
     store cannot take its ownership lock and says so; a store without the lock (a tool)
-    says it cannot open the database (SQLITE_CANTOPEN), not that the file is no database."""
+    says it cannot open the database (SQLITE_CANTOPEN), not that the file is no database, and
+    that it cannot create a new one there."""
     with small_volume(tmp_path / "volume") as volume:
         path = volume / "db.sqlite3"
 
@@ -483,16 +484,18 @@ def test_a_read_only_filesystem_is_a_clear_error_at_open(tmp_path):
 
         async def refusals():
             errors = []
-            for exclusive in (True, False):
+            for exclusive, at in ((True, path), (False, path), (False, volume / "new.sqlite3")):
                 with pytest.raises(StoreError) as refused:
-                    await SqliteStore(path, exclusive=exclusive).open()
+                    await SqliteStore(at, exclusive=exclusive).open()
                 errors.append(refused.value)
             return errors
 
-        engine, tool = run(refusals())
+        engine, tool, new = run(refusals())
     assert "cannot open the lock file" in str(engine) and "Read-only file system" in str(engine)
     assert not isinstance(tool, NotADatabase)
     assert str(tool) == f"cannot open database {path}: unable to open database file (SQLITE_CANTOPEN)"
+    # a new file there cannot be made (owner-only, before SQLite opens it): said so
+    assert str(new) == f"cannot create database {volume / 'new.sqlite3'}: Read-only file system"
 
 
 def _copy_as_a_crash_leaves_it(path, into):
