@@ -25,7 +25,7 @@ from engine_service.store import (ActionRecord, DatabaseReadOnly, DeckRecord, No
 
 from .sqlite_faults import LimitedSqliteStore, fill_volume, held, small_volume, until_queued
 from ..crash import crash
-from .test_store import record
+from .test_store import record, sqlite_with_matches
 
 FULL = "database or disk is full (SQLITE_FULL)"
 BIG = 20_000  # characters: a value that needs pages the file does not have
@@ -806,3 +806,82 @@ def test_a_symbolic_link_removed_under_the_store_leaves_the_file_and_its_wal_alo
     refused, after_crash, after = run(go())
     assert isinstance(refused[0], StoreError) and "was deleted" in str(refused[0])
     assert after_crash["m1"][3] == after["m1"][3] == [(1, "pass"), (2, "pass")]
+
+
+def test_a_vacuum_sqlite_refuses_is_a_store_error_naming_the_file(tmp_path):
+    """The offline prune's VACUUM refused (here by a query-only connection; a full volume
+    alike) is a StoreError naming the file and SQLite's reason, which the prune command
+    reports, not SQLite's own exception."""
+    path = tmp_path / "db.sqlite3"
+
+    async def go():
+        st = LimitedSqliteStore(path)
+        await st.open()
+        await st.read_only()
+        try:
+            await st.vacuum()
+        finally:
+            await st.read_only(False)
+            await st.close()
+
+    with pytest.raises(StoreError) as info:
+        run(go())
+    assert type(info.value) is StoreError
+    assert str(info.value) == f"VACUUM of {path} failed: attempt to write a readonly database (SQLITE_READONLY)"
+
+
+def test_a_database_path_that_cannot_be_examined_is_not_called_moved(tmp_path, monkeypatch):
+    """The commit's check that the file is still the one opened cannot tell when ``stat``
+    of the path fails for another reason than its absence (its directory unreadable, an
+    NFS hiccup): that is no reason to refuse the writes, which go on being committed."""
+    path = tmp_path / "db.sqlite3"
+    real_stat = os.stat
+
+    def stat(target, *args, **kwargs):
+        if os.fspath(target) == str(path):
+            raise PermissionError(13, "Permission denied", str(target))
+        return real_stat(target, *args, **kwargs)
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        await st.create_match(record("m1"))
+        monkeypatch.setattr(os, "stat", stat)
+        try:
+            await st.append_action("m1", ActionRecord(1, 0, "pass"))
+        finally:
+            monkeypatch.undo()
+        await st.close()
+        return await stored(path, "m1")
+
+    assert run(go())["m1"][3] == [(1, "pass")]
+
+
+def test_a_file_the_header_check_cannot_read_is_left_for_sqlite_to_judge(tmp_path, monkeypatch):
+    """The header check reads the file without the lock, as a backup would; when it cannot
+    (refused, a transient error), SQLite opens the file and says what is wrong with it, if
+    anything: a sound database is not refused as "not a SQLite database"."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path, count=1)
+
+    def refused(name, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(name))
+    monkeypatch.setattr(sqlite_store, "open", refused, raising=False)
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        got = await st.load_match("m0")
+        await st.close()
+        return got
+
+    assert run(go()).record.match_id == "m0"
+
+
+def test_a_schema_script_is_split_into_whole_statements():
+    """Semicolons inside comments do not end a statement; a script whose last statement is
+    cut short is an error, not a statement quietly dropped."""
+    assert sqlite_store._statements("CREATE TABLE a (\n    x  -- one; two\n);\nCREATE TABLE b (y);\n") == [
+        "CREATE TABLE a (\n    x  -- one; two\n);", "CREATE TABLE b (y);"]
+    with pytest.raises(ValueError, match="incomplete SQL statement"):
+        sqlite_store._statements("CREATE TABLE a (x);\nCREATE TABLE b (y)\n")

@@ -1568,6 +1568,25 @@ def test_a_corrupt_database_is_refused_at_open(tmp_path):
     assert path.read_bytes() == before
 
 
+def test_a_database_too_damaged_for_the_check_to_report_is_refused_as_corrupt(tmp_path):
+    """Pages of several tables overwritten: quick_check itself stops with "database disk image
+    is malformed" instead of listing problems. That is still a corrupt file of ours, refused
+    so and left as it was."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path)
+    for page in (3, 5, 7, 9):
+        overwrite_page(path, page)
+    before = path.read_bytes()
+
+    async def go():
+        await SqliteStore(path).open()
+    with pytest.raises(CorruptDatabase) as info:
+        run(go())
+    assert str(info.value).startswith(
+        f"{path} is corrupt (SQLite PRAGMA quick_check: database disk image is malformed); refusing to use it")
+    assert path.read_bytes() == before
+
+
 def test_a_database_damaged_in_its_schema_is_called_corrupt_not_garbage(tmp_path):
     """A database of ours cut short (a copy that stopped half-way, a failing disk): SQLite
     reads its header but not its schema ("database disk image is malformed"), before the
