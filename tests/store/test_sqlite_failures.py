@@ -426,6 +426,7 @@ def test_a_database_this_process_cannot_write_is_refused_at_open(tmp_path, new_f
 
     error, held_match = run(go())
     assert str(path) in error and "attempt to write a readonly database (SQLITE_READONLY)" in error
+    assert f"cannot be written by this process (uid {os.getuid()})" in error  # which user to give it to
     assert "writable by the engine's user" in error and "read-only" in error
     assert (held_match is None) == new_file
 
