@@ -677,6 +677,33 @@ def test_a_rescue_that_could_not_be_written_is_tried_again(tmp_path):
 
 
 
+def test_a_rescue_that_fills_the_volume_leaves_no_partial_copy_behind(tmp_path):
+    """The database file deleted under the store on a volume with no space left: the rescued
+    copy is begun (its name taken) but cannot be written whole (SQLITE_FULL). That copy is
+    removed, not left beside the database looking like a rescue, and the refusal says why."""
+    with small_volume(tmp_path / "volume") as volume:
+        path = volume / "db.sqlite3"
+
+        async def go():
+            st = SqliteStore(path)
+            await st.open()
+            await st.create_match(record("m1"))
+            os.remove(path)
+            ballast = fill_volume(volume)
+            with capture_logs() as logs:
+                refused = await asyncio.gather(st.append_action("m1", ActionRecord(1, 0, "pass")),
+                                               return_exceptions=True)
+            os.remove(ballast)
+            await st.close()
+            return refused, [e for e in logs if e["event"] == "db_file_moved"]
+
+        refused, moved = run(go())
+        left = sorted(p.name for p in volume.iterdir())
+    assert isinstance(refused[0], StoreError) and "was deleted" in str(refused[0])
+    assert len(moved) == 1 and moved[0]["rescued"] == "" and "(SQLITE_FULL)" in moved[0]["rescue_error"], moved
+    assert not [name for name in left if ".rescued-" in name], left
+
+
 async def _moved_away_twice(path, aside) -> list[dict]:
     """Two incidents: twice a write finds the database file moved away (to ``aside``), then
     the file is put back and the write made again; the ``db_file_moved`` lines said."""
