@@ -1815,6 +1815,24 @@ def test_sqlite_group_commit_shares_fsyncs_and_isolates_failures(tmp_path):
     assert metrics.value("cardgames_store_errors_total", {"operation": "append_action"}) == 1
 
 
+def test_sqlite_a_write_failing_outside_sqlite_is_a_store_error_saying_why_and_changes_nothing(tmp_path):
+    """A write whose data cannot be encoded (an option no JSON holds) fails in the store's
+    own code, not in SQLite: a StoreError with the reason as Python said it (no SQLite error
+    code to add), the match not created."""
+    async def go():
+        st = SqliteStore(tmp_path / "db.sqlite3")
+        await st.open()
+        with pytest.raises(StoreError) as info:
+            await st.create_match(replace(record(), options={"kl_target_score": {300}}))
+        got = await st.load_match("m1")
+        await st.close()
+        return str(info.value), got
+
+    error, got = run(go())
+    assert error == "write failed: Object of type set is not JSON serializable"
+    assert got is None
+
+
 def test_sqlite_reads_see_only_committed_writes(tmp_path):
     async def go():
         st = SqliteStore(tmp_path / "db.sqlite3")
