@@ -1587,6 +1587,28 @@ def test_a_database_too_damaged_for_the_check_to_report_is_refused_as_corrupt(tm
     assert path.read_bytes() == before
 
 
+def test_an_integrity_check_sqlite_cannot_run_is_a_refusal_not_a_skipped_check(tmp_path):
+    """quick_check stopped by anything but its budget (here an index in a collation this
+    program does not have, added by another program) is no reason to serve unchecked: the
+    file is refused with SQLite's words, and left as it was."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path, count=1)
+    conn = sqlite3.connect(path)
+    conn.create_collation("their_order", lambda a, b: (a > b) - (a < b))
+    conn.execute("CREATE INDEX matches_by_their_name ON matches (name COLLATE their_order)")
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+
+    async def go():
+        await SqliteStore(path).open()
+    with pytest.raises(CorruptDatabase) as info:
+        run(go())
+    assert str(info.value).startswith(
+        f"{path} is corrupt (SQLite PRAGMA quick_check: no such collation sequence: their_order)")
+    assert path.read_bytes() == before
+
+
 def test_a_database_damaged_in_its_schema_is_called_corrupt_not_garbage(tmp_path):
     """A database of ours cut short (a copy that stopped half-way, a failing disk): SQLite
     reads its header but not its schema ("database disk image is malformed"), before the
