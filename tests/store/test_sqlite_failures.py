@@ -804,6 +804,40 @@ def test_a_read_sqlite_refuses_is_a_store_error(tmp_path, read):
     assert metrics.store_errors.labels(read)._value.get() == 1
 
 
+def test_the_wal_of_a_database_put_in_place_of_the_stores_is_not_deleted_at_close(tmp_path):
+    """The store's file and WAL deleted under it, and a new database made at the path by
+    another program (a restore done without stopping the engine) whose writes are still in
+    its own WAL: the store's close deletes only the WAL it wrote (by its inode number), so
+    the other program's writes are not lost with it."""
+    path = tmp_path / "db.sqlite3"
+    wal = tmp_path / "db.sqlite3-wal"
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        await st.create_match(record("m1"))
+        for name in ("db.sqlite3", "db.sqlite3-wal", "db.sqlite3-shm"):
+            os.remove(tmp_path / name)
+        other = sqlite3.connect(path, isolation_level=None)
+        try:
+            other.execute("PRAGMA journal_mode=WAL")
+            other.execute("CREATE TABLE theirs (row INTEGER)")
+            other.execute("INSERT INTO theirs VALUES (1)")
+            theirs = os.stat(wal).st_ino
+            await st.close()
+            return theirs, os.stat(wal).st_ino if wal.exists() else None
+        finally:
+            other.close()
+
+    theirs, after = run(go())
+    assert after == theirs
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("SELECT row FROM theirs").fetchall() == [(1,)]
+    finally:
+        conn.close()
+
+
 def test_a_symbolic_link_removed_under_the_store_leaves_the_file_and_its_wal_alone(tmp_path):
     """The database opened through a symbolic link, and the link removed while the engine
     runs: writes are refused (the path names no file), but the file the link named is still
