@@ -9,6 +9,8 @@ import os
 import shutil
 import sqlite3
 import stat
+import subprocess
+import sys
 import tempfile
 import threading
 from dataclasses import replace
@@ -1364,6 +1366,18 @@ def test_sqlite_runs_off_the_event_loop_thread(tmp_path):
         await st.close()
         return thread
     assert run(go()) != threading.get_ident()
+
+
+def test_a_process_that_ends_without_closing_its_sqlite_store_exits(tmp_path):
+    """The store's thread does not hold the process: one whose main ends without closing the
+    store (an engine stopped by a fatal error) exits, rather than waiting for ever on a
+    thread that waits for work."""
+    code = ("import asyncio, sys\n"
+            "from engine_service.store import SqliteStore\n"
+            "asyncio.run(SqliteStore(sys.argv[1]).open())\n")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "db.sqlite3")], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.parametrize("through_a_link", [False, True])
