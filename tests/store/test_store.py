@@ -1452,6 +1452,28 @@ def test_a_database_of_ours_that_lacks_part_of_its_schema_is_refused_unchanged(t
     assert path.read_bytes() == before
 
 
+def test_a_database_of_ours_its_own_content_keeps_from_being_prepared_is_refused_unchanged(tmp_path):
+    """Preparing a sound file of ours can fail because of what it holds (here a table, made by
+    hand, with the name of the index the engine adds): SQLite's SQLITE_ERROR is about the
+    file, not its volume, so the file is refused as not usable, naming SQLite's reason."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path, count=1)
+    conn = sqlite3.connect(path)
+    conn.execute("DROP INDEX matches_by_creation")
+    conn.execute("CREATE TABLE matches_by_creation (note TEXT)")
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+
+    async def go():
+        await SqliteStore(path).open()
+    with pytest.raises(NotADatabase) as info:
+        run(go())
+    assert str(info.value) == (f"{path} is not a usable SQLite database "
+                               "(there is already a table named matches_by_creation)")
+    assert path.read_bytes() == before
+
+
 def test_a_loop_of_symbolic_links_is_a_clear_error(tmp_path):
     """--db naming a symbolic link that names itself (or a loop of them): resolving the path
     raised RuntimeError, a traceback out of the engine's start (exit 1) instead of
