@@ -731,6 +731,7 @@ def test_two_rescues_in_one_second_each_get_a_copy_of_their_own(tmp_path, monkey
     path, aside = tmp_path / "db.sqlite3", tmp_path / "aside.sqlite3"
     second = time.gmtime()
     monkeypatch.setattr(time, "gmtime", lambda *_: second)  # both incidents in the same second
+    monkeypatch.setattr(sqlite_store, "_RESCUES_A_SECOND", 2)  # no more names than the two copies
 
     async def go():
         moved = await _moved_away_twice(path, aside)
