@@ -1324,6 +1324,25 @@ def test_sqlite_data_survives_reopen_and_uses_wal_full_sync(tmp_path):
     conn.close()
 
 
+def test_sqlite_files_carry_the_application_id_every_release_wrote(tmp_path):
+    """The header's application_id tells the engine's files from other programs': 0x43474531
+    ("CGE1"), as in every file an earlier release made, which another value would refuse as
+    another application's."""
+    path = tmp_path / "db.sqlite3"
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        await st.close()
+    run(go())
+    conn = sqlite3.connect(path)
+    try:
+        application_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    finally:
+        conn.close()
+    assert application_id == 0x43474531 and application_id.to_bytes(4, "big") == b"CGE1"
+
+
 def test_sqlite_synchronous_is_full(tmp_path):
     st = SqliteStore(tmp_path / "db.sqlite3")
 
@@ -1688,6 +1707,7 @@ def test_the_integrity_check_is_abandoned_past_its_budget(tmp_path):
         await st.close()
         return st.check_s
 
+    assert SqliteStore(path).check_budget_s == 10.0  # docs/operations.md: "It is given 10 s"
     assert run(open_close(None)) is not None  # checked
     with capture_logs() as logs:
         assert run(open_close(-1.0)) is None  # abandoned at once
