@@ -263,6 +263,27 @@ def test_a_transaction_takes_at_most_max_batch_of_the_queued_writes(tmp_path):
     assert run(go()) == 2
 
 
+def test_a_write_whose_caller_gave_up_does_not_keep_the_writes_committed_with_it_unanswered(tmp_path):
+    """Writes of one commit are answered together: one whose caller was cancelled meanwhile
+    (a client gone) is skipped, and the others of that commit are still answered, the
+    failed one with its error (they used to wait for ever behind it)."""
+    async def go():
+        st = await _opened_with_matches(tmp_path / "db.sqlite3", 2)
+        async with held(st):
+            gone = asyncio.ensure_future(st.append_action("m1", ActionRecord(1, 0, "pass")))
+            ok = asyncio.ensure_future(st.append_action("m2", ActionRecord(1, 0, "pass")))
+            bad = asyncio.ensure_future(st.append_action("m2", ActionRecord(5, 0, "pass")))
+            await until_queued(st, 3)
+            gone.cancel()
+        answers = await asyncio.gather(ok, bad, return_exceptions=True)
+        await st.close()
+        return gone.cancelled(), answers, await stored(tmp_path / "db.sqlite3", "m1", "m2")
+
+    cancelled, (ok, bad), final = run(go())
+    assert cancelled and ok is None and isinstance(bad, StoreError) and "is not the next one" in str(bad)
+    assert final["m1"][3] == [(1, "pass")] and final["m2"][3] == [(1, "pass")]  # written all the same
+
+
 def test_the_writer_thread_ends_cleanly_and_answers_the_writes_queued_before_its_stop(tmp_path):
     """The stop of the writer thread queued behind writes (taken into their batch) ends the
     thread once they are committed and answered, and a stop that finds nothing queued ends it
