@@ -634,6 +634,24 @@ def test_a_ping_is_refused_as_a_write_is_when_the_database_file_was_deleted(tmp_
     assert read is not None
 
 
+def test_a_database_file_deleted_before_the_first_write_is_refused_as_well(tmp_path):
+    """The file may be gone before the store has written anything (deleted right after the
+    start): the first write is refused as any later one would be, and the writer goes on."""
+    path = tmp_path / "db.sqlite3"
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        os.remove(path)
+        with capture_logs():
+            refused = await asyncio.gather(st.ping(), st.ping(), return_exceptions=True)
+        await st.close()
+        return refused
+
+    refused = run(go())
+    assert all(isinstance(e, StoreError) and "was deleted while the engine had it open" in str(e) for e in refused)
+
+
 @pytest.mark.parametrize("through_a_link", [False, True])
 def test_a_deleted_wal_is_made_again_and_what_was_acknowledged_survives_a_crash(tmp_path, through_a_link):
     """The WAL and its index deleted under an open store ("temporary files"): SQLite goes on
