@@ -765,7 +765,7 @@ class SqliteStore(Store):
             "from it: make the file and its directory writable by the engine's user, and check that "
             "the filesystem is not mounted read-only (docs/operations.md, When the database fails)") from None
 
-    def _check_integrity(self, conn: sqlite3.Connection, budget_s: float | None = None) -> None:
+    def _check_integrity(self, conn: sqlite3.Connection) -> None:
         """``PRAGMA quick_check`` of the whole file, before anything is written to it.
 
         Reading the header and the schema (above) touches only the first pages: a file whose
@@ -775,9 +775,9 @@ class SqliteStore(Store):
         indexes agree with their tables, which integrity_check adds at several times the
         cost); a problem is a :class:`CorruptDatabase` naming the file and SQLite's report.
 
-        The check is abandoned, with a ``db_check_skipped`` warning, past ``budget_s``
+        The check is abandoned, with a ``db_check_skipped`` warning, past :attr:`check_budget_s`
         (:data:`CHECK_BUDGET_S`): its cost grows with the file, the start-up's should not."""
-        budget = self.check_budget_s if budget_s is None else budget_s
+        budget = self.check_budget_s
         deadline = time.monotonic() + budget
         conn.set_progress_handler(lambda: time.monotonic() > deadline, 1_000)
         started = time.monotonic()

@@ -25,7 +25,7 @@ from engine_service.store import (ActionRecord, DatabaseReadOnly, DeckRecord, No
 
 from .sqlite_faults import LimitedSqliteStore, fill_volume, held, small_volume, until_queued
 from ..crash import crash
-from .test_store import record
+from .test_store import record, sqlite_with_matches
 
 FULL = "database or disk is full (SQLITE_FULL)"
 BIG = 20_000  # characters: a value that needs pages the file does not have
@@ -245,6 +245,45 @@ def test_writes_queued_behind_a_read_share_one_transaction_after_it(tmp_path):
     assert [final[m][3] for m in ("m1", "m2", "m3", "m4")] == [[(1, "pass")]] + [[(1, "take")]] * 3
 
 
+def test_a_transaction_takes_at_most_max_batch_of_the_queued_writes(tmp_path):
+    """Writes queued while the thread is busy share one transaction up to MAX_BATCH of them;
+    the one after those waits for the next transaction (a batch without bound would grow one
+    transaction, and the wait of its first write, with the queue)."""
+    async def go():
+        st = await _opened_with_matches(tmp_path / "db.sqlite3", 0)
+        commits = st.commits
+        async with held(st):
+            writes = [asyncio.ensure_future(st.ping()) for _ in range(sqlite_store.MAX_BATCH + 1)]
+            await until_queued(st, sqlite_store.MAX_BATCH + 1)
+        await asyncio.gather(*writes)
+        shared = st.commits - commits
+        await st.close()
+        return shared
+
+    assert run(go()) == 2
+
+
+def test_a_write_whose_caller_gave_up_does_not_keep_the_writes_committed_with_it_unanswered(tmp_path):
+    """Writes of one commit are answered together: one whose caller was cancelled meanwhile
+    (a client gone) is skipped, and the others of that commit are still answered, the
+    failed one with its error (they used to wait for ever behind it)."""
+    async def go():
+        st = await _opened_with_matches(tmp_path / "db.sqlite3", 2)
+        async with held(st):
+            gone = asyncio.ensure_future(st.append_action("m1", ActionRecord(1, 0, "pass")))
+            ok = asyncio.ensure_future(st.append_action("m2", ActionRecord(1, 0, "pass")))
+            bad = asyncio.ensure_future(st.append_action("m2", ActionRecord(5, 0, "pass")))
+            await until_queued(st, 3)
+            gone.cancel()
+        answers = await asyncio.gather(ok, bad, return_exceptions=True)
+        await st.close()
+        return gone.cancelled(), answers, await stored(tmp_path / "db.sqlite3", "m1", "m2")
+
+    cancelled, (ok, bad), final = run(go())
+    assert cancelled and ok is None and isinstance(bad, StoreError) and "is not the next one" in str(bad)
+    assert final["m1"][3] == [(1, "pass")] and final["m2"][3] == [(1, "pass")]  # written all the same
+
+
 def test_the_writer_thread_ends_cleanly_and_answers_the_writes_queued_before_its_stop(tmp_path):
     """The stop of the writer thread queued behind writes (taken into their batch) ends the
     thread once they are committed and answered, and a stop that finds nothing queued ends it
@@ -408,6 +447,7 @@ def test_a_database_this_process_cannot_write_is_refused_at_open(tmp_path, new_f
 
     error, held_match = run(go())
     assert str(path) in error and "attempt to write a readonly database (SQLITE_READONLY)" in error
+    assert f"cannot be written by this process (uid {os.getuid()})" in error  # which user to give it to
     assert "writable by the engine's user" in error and "read-only" in error
     assert (held_match is None) == new_file
 
@@ -449,7 +489,8 @@ def test_a_full_volume_at_open_is_a_full_volume_not_a_bad_database(tmp_path, wha
 def test_a_read_only_filesystem_is_a_clear_error_at_open(tmp_path):
     """The database on a filesystem mounted read-only (a tmpfs remounted so): the engine's
     store cannot take its ownership lock and says so; a store without the lock (a tool)
-    says it cannot open the database (SQLITE_CANTOPEN), not that the file is no database."""
+    says it cannot open the database (SQLITE_CANTOPEN), not that the file is no database, and
+    that it cannot create a new one there."""
     with small_volume(tmp_path / "volume") as volume:
         path = volume / "db.sqlite3"
 
@@ -465,16 +506,18 @@ def test_a_read_only_filesystem_is_a_clear_error_at_open(tmp_path):
 
         async def refusals():
             errors = []
-            for exclusive in (True, False):
+            for exclusive, at in ((True, path), (False, path), (False, volume / "new.sqlite3")):
                 with pytest.raises(StoreError) as refused:
-                    await SqliteStore(path, exclusive=exclusive).open()
+                    await SqliteStore(at, exclusive=exclusive).open()
                 errors.append(refused.value)
             return errors
 
-        engine, tool = run(refusals())
+        engine, tool, new = run(refusals())
     assert "cannot open the lock file" in str(engine) and "Read-only file system" in str(engine)
     assert not isinstance(tool, NotADatabase)
     assert str(tool) == f"cannot open database {path}: unable to open database file (SQLITE_CANTOPEN)"
+    # a new file there cannot be made (owner-only, before SQLite opens it): said so
+    assert str(new) == f"cannot create database {volume / 'new.sqlite3'}: Read-only file system"
 
 
 def _copy_as_a_crash_leaves_it(path, into):
@@ -591,6 +634,24 @@ def test_a_ping_is_refused_as_a_write_is_when_the_database_file_was_deleted(tmp_
     assert read is not None
 
 
+def test_a_database_file_deleted_before_the_first_write_is_refused_as_well(tmp_path):
+    """The file may be gone before the store has written anything (deleted right after the
+    start): the first write is refused as any later one would be, and the writer goes on."""
+    path = tmp_path / "db.sqlite3"
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        os.remove(path)
+        with capture_logs():
+            refused = await asyncio.gather(st.ping(), st.ping(), return_exceptions=True)
+        await st.close()
+        return refused
+
+    refused = run(go())
+    assert all(isinstance(e, StoreError) and "was deleted while the engine had it open" in str(e) for e in refused)
+
+
 @pytest.mark.parametrize("through_a_link", [False, True])
 def test_a_deleted_wal_is_made_again_and_what_was_acknowledged_survives_a_crash(tmp_path, through_a_link):
     """The WAL and its index deleted under an open store ("temporary files"): SQLite goes on
@@ -628,8 +689,9 @@ def test_a_deleted_wal_is_made_again_and_what_was_acknowledged_survives_a_crash(
 
 def test_a_rescue_that_could_not_be_written_is_tried_again(tmp_path):
     """The database's whole directory deleted under the store: the rescued copy cannot be
-    written there (db_file_moved with rescue_error); once the directory is back, the next
-    refused write makes it (db_file_moved with rescued)."""
+    written there (db_file_moved with rescue_error, said once however often it is tried);
+    once the directory is back, the next refused write makes it (db_file_moved with
+    rescued)."""
     data = tmp_path / "data"
     data.mkdir()
     path = data / "db.sqlite3"
@@ -641,6 +703,7 @@ def test_a_rescue_that_could_not_be_written_is_tried_again(tmp_path):
         shutil.rmtree(data)
         with capture_logs() as logs:
             first = await asyncio.gather(st.append_action("m1", ActionRecord(1, 0, "pass")), return_exceptions=True)
+            first += await asyncio.gather(st.append_action("m1", ActionRecord(1, 0, "pass")), return_exceptions=True)
             data.mkdir()
             second = await asyncio.gather(st.append_action("m1", ActionRecord(1, 0, "pass")), return_exceptions=True)
             third = await asyncio.gather(st.append_action("m1", ActionRecord(1, 0, "pass")), return_exceptions=True)
@@ -653,6 +716,33 @@ def test_a_rescue_that_could_not_be_written_is_tried_again(tmp_path):
     assert [bool(e["rescued"]) for e in moved] == [False, True] and "rescue_error" in moved[0]
     assert rescued["m1"] is not None
 
+
+
+def test_a_rescue_that_fills_the_volume_leaves_no_partial_copy_behind(tmp_path):
+    """The database file deleted under the store on a volume with no space left: the rescued
+    copy is begun (its name taken) but cannot be written whole (SQLITE_FULL). That copy is
+    removed, not left beside the database looking like a rescue, and the refusal says why."""
+    with small_volume(tmp_path / "volume") as volume:
+        path = volume / "db.sqlite3"
+
+        async def go():
+            st = SqliteStore(path)
+            await st.open()
+            await st.create_match(record("m1"))
+            os.remove(path)
+            ballast = fill_volume(volume)
+            with capture_logs() as logs:
+                refused = await asyncio.gather(st.append_action("m1", ActionRecord(1, 0, "pass")),
+                                               return_exceptions=True)
+            os.remove(ballast)
+            await st.close()
+            return refused, [e for e in logs if e["event"] == "db_file_moved"]
+
+        refused, moved = run(go())
+        left = sorted(p.name for p in volume.iterdir())
+    assert isinstance(refused[0], StoreError) and "was deleted" in str(refused[0])
+    assert len(moved) == 1 and moved[0]["rescued"] == "" and "(SQLITE_FULL)" in moved[0]["rescue_error"], moved
+    assert not [name for name in left if ".rescued-" in name], left
 
 
 async def _moved_away_twice(path, aside) -> list[dict]:
@@ -680,6 +770,7 @@ def test_two_rescues_in_one_second_each_get_a_copy_of_their_own(tmp_path, monkey
     path, aside = tmp_path / "db.sqlite3", tmp_path / "aside.sqlite3"
     second = time.gmtime()
     monkeypatch.setattr(time, "gmtime", lambda *_: second)  # both incidents in the same second
+    monkeypatch.setattr(sqlite_store, "_RESCUES_A_SECOND", 2)  # no more names than the two copies
 
     async def go():
         moved = await _moved_away_twice(path, aside)
@@ -753,6 +844,40 @@ def test_a_read_sqlite_refuses_is_a_store_error(tmp_path, read):
     assert metrics.store_errors.labels(read)._value.get() == 1
 
 
+def test_the_wal_of_a_database_put_in_place_of_the_stores_is_not_deleted_at_close(tmp_path):
+    """The store's file and WAL deleted under it, and a new database made at the path by
+    another program (a restore done without stopping the engine) whose writes are still in
+    its own WAL: the store's close deletes only the WAL it wrote (by its inode number), so
+    the other program's writes are not lost with it."""
+    path = tmp_path / "db.sqlite3"
+    wal = tmp_path / "db.sqlite3-wal"
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        await st.create_match(record("m1"))
+        for name in ("db.sqlite3", "db.sqlite3-wal", "db.sqlite3-shm"):
+            os.remove(tmp_path / name)
+        other = sqlite3.connect(path, isolation_level=None)
+        try:
+            other.execute("PRAGMA journal_mode=WAL")
+            other.execute("CREATE TABLE theirs (row INTEGER)")
+            other.execute("INSERT INTO theirs VALUES (1)")
+            theirs = os.stat(wal).st_ino
+            await st.close()
+            return theirs, os.stat(wal).st_ino if wal.exists() else None
+        finally:
+            other.close()
+
+    theirs, after = run(go())
+    assert after == theirs
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("SELECT row FROM theirs").fetchall() == [(1,)]
+    finally:
+        conn.close()
+
+
 def test_a_symbolic_link_removed_under_the_store_leaves_the_file_and_its_wal_alone(tmp_path):
     """The database opened through a symbolic link, and the link removed while the engine
     runs: writes are refused (the path names no file), but the file the link named is still
@@ -785,3 +910,82 @@ def test_a_symbolic_link_removed_under_the_store_leaves_the_file_and_its_wal_alo
     refused, after_crash, after = run(go())
     assert isinstance(refused[0], StoreError) and "was deleted" in str(refused[0])
     assert after_crash["m1"][3] == after["m1"][3] == [(1, "pass"), (2, "pass")]
+
+
+def test_a_vacuum_sqlite_refuses_is_a_store_error_naming_the_file(tmp_path):
+    """The offline prune's VACUUM refused (here by a query-only connection; a full volume
+    alike) is a StoreError naming the file and SQLite's reason, which the prune command
+    reports, not SQLite's own exception."""
+    path = tmp_path / "db.sqlite3"
+
+    async def go():
+        st = LimitedSqliteStore(path)
+        await st.open()
+        await st.read_only()
+        try:
+            await st.vacuum()
+        finally:
+            await st.read_only(False)
+            await st.close()
+
+    with pytest.raises(StoreError) as info:
+        run(go())
+    assert type(info.value) is StoreError
+    assert str(info.value) == f"VACUUM of {path} failed: attempt to write a readonly database (SQLITE_READONLY)"
+
+
+def test_a_database_path_that_cannot_be_examined_is_not_called_moved(tmp_path, monkeypatch):
+    """The commit's check that the file is still the one opened cannot tell when ``stat``
+    of the path fails for another reason than its absence (its directory unreadable, an
+    NFS hiccup): that is no reason to refuse the writes, which go on being committed."""
+    path = tmp_path / "db.sqlite3"
+    real_stat = os.stat
+
+    def stat(target, *args, **kwargs):
+        if os.fspath(target) == str(path):
+            raise PermissionError(13, "Permission denied", str(target))
+        return real_stat(target, *args, **kwargs)
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        await st.create_match(record("m1"))
+        monkeypatch.setattr(os, "stat", stat)
+        try:
+            await st.append_action("m1", ActionRecord(1, 0, "pass"))
+        finally:
+            monkeypatch.undo()
+        await st.close()
+        return await stored(path, "m1")
+
+    assert run(go())["m1"][3] == [(1, "pass")]
+
+
+def test_a_file_the_header_check_cannot_read_is_left_for_sqlite_to_judge(tmp_path, monkeypatch):
+    """The header check reads the file without the lock, as a backup would; when it cannot
+    (refused, a transient error), SQLite opens the file and says what is wrong with it, if
+    anything: a sound database is not refused as "not a SQLite database"."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path, count=1)
+
+    def refused(name, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(name))
+    monkeypatch.setattr(sqlite_store, "open", refused, raising=False)
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        got = await st.load_match("m0")
+        await st.close()
+        return got
+
+    assert run(go()).record.match_id == "m0"
+
+
+def test_a_schema_script_is_split_into_whole_statements():
+    """Semicolons inside comments do not end a statement; a script whose last statement is
+    cut short is an error, not a statement quietly dropped."""
+    assert sqlite_store._statements("CREATE TABLE a (\n    x  -- one; two\n);\nCREATE TABLE b (y);\n") == [
+        "CREATE TABLE a (\n    x  -- one; two\n);", "CREATE TABLE b (y);"]
+    with pytest.raises(ValueError, match="incomplete SQL statement"):
+        sqlite_store._statements("CREATE TABLE a (x);\nCREATE TABLE b (y)\n")

@@ -9,6 +9,8 @@ import os
 import shutil
 import sqlite3
 import stat
+import subprocess
+import sys
 import tempfile
 import threading
 from dataclasses import FrozenInstanceError, fields, replace
@@ -1353,6 +1355,25 @@ def test_sqlite_data_survives_reopen_and_uses_wal_full_sync(tmp_path):
     conn.close()
 
 
+def test_sqlite_files_carry_the_application_id_every_release_wrote(tmp_path):
+    """The header's application_id tells the engine's files from other programs': 0x43474531
+    ("CGE1"), as in every file an earlier release made, which another value would refuse as
+    another application's."""
+    path = tmp_path / "db.sqlite3"
+
+    async def go():
+        st = SqliteStore(path)
+        await st.open()
+        await st.close()
+    run(go())
+    conn = sqlite3.connect(path)
+    try:
+        application_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    finally:
+        conn.close()
+    assert application_id == 0x43474531 and application_id.to_bytes(4, "big") == b"CGE1"
+
+
 def test_sqlite_synchronous_is_full(tmp_path):
     st = SqliteStore(tmp_path / "db.sqlite3")
 
@@ -1395,6 +1416,18 @@ def test_sqlite_runs_off_the_event_loop_thread(tmp_path):
         await st.close()
         return thread
     assert run(go()) != threading.get_ident()
+
+
+def test_a_process_that_ends_without_closing_its_sqlite_store_exits(tmp_path):
+    """The store's thread does not hold the process: one whose main ends without closing the
+    store (an engine stopped by a fatal error) exits, rather than waiting for ever on a
+    thread that waits for work."""
+    code = ("import asyncio, sys\n"
+            "from engine_service.store import SqliteStore\n"
+            "asyncio.run(SqliteStore(sys.argv[1]).open())\n")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "db.sqlite3")], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.parametrize("through_a_link", [False, True])
@@ -1466,6 +1499,28 @@ def test_a_database_of_ours_that_lacks_part_of_its_schema_is_refused_unchanged(t
     with pytest.raises(CorruptDatabase) as info:
         run(go())
     assert says in str(info.value) and "restore the latest backup" in str(info.value)
+    assert path.read_bytes() == before
+
+
+def test_a_database_of_ours_its_own_content_keeps_from_being_prepared_is_refused_unchanged(tmp_path):
+    """Preparing a sound file of ours can fail because of what it holds (here a table, made by
+    hand, with the name of the index the engine adds): SQLite's SQLITE_ERROR is about the
+    file, not its volume, so the file is refused as not usable, naming SQLite's reason."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path, count=1)
+    conn = sqlite3.connect(path)
+    conn.execute("DROP INDEX matches_by_creation")
+    conn.execute("CREATE TABLE matches_by_creation (note TEXT)")
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+
+    async def go():
+        await SqliteStore(path).open()
+    with pytest.raises(NotADatabase) as info:
+        run(go())
+    assert str(info.value) == (f"{path} is not a usable SQLite database "
+                               "(there is already a table named matches_by_creation)")
     assert path.read_bytes() == before
 
 
@@ -1599,6 +1654,47 @@ def test_a_corrupt_database_is_refused_at_open(tmp_path):
     assert path.read_bytes() == before
 
 
+def test_a_database_too_damaged_for_the_check_to_report_is_refused_as_corrupt(tmp_path):
+    """Pages of several tables overwritten: quick_check itself stops with "database disk image
+    is malformed" instead of listing problems. That is still a corrupt file of ours, refused
+    so and left as it was."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path)
+    for page in (3, 5, 7, 9):
+        overwrite_page(path, page)
+    before = path.read_bytes()
+
+    async def go():
+        await SqliteStore(path).open()
+    with pytest.raises(CorruptDatabase) as info:
+        run(go())
+    assert str(info.value).startswith(
+        f"{path} is corrupt (SQLite PRAGMA quick_check: database disk image is malformed); refusing to use it")
+    assert path.read_bytes() == before
+
+
+def test_an_integrity_check_sqlite_cannot_run_is_a_refusal_not_a_skipped_check(tmp_path):
+    """quick_check stopped by anything but its budget (here an index in a collation this
+    program does not have, added by another program) is no reason to serve unchecked: the
+    file is refused with SQLite's words, and left as it was."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path, count=1)
+    conn = sqlite3.connect(path)
+    conn.create_collation("their_order", lambda a, b: (a > b) - (a < b))
+    conn.execute("CREATE INDEX matches_by_their_name ON matches (name COLLATE their_order)")
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+
+    async def go():
+        await SqliteStore(path).open()
+    with pytest.raises(CorruptDatabase) as info:
+        run(go())
+    assert str(info.value).startswith(
+        f"{path} is corrupt (SQLite PRAGMA quick_check: no such collation sequence: their_order)")
+    assert path.read_bytes() == before
+
+
 def test_a_database_damaged_in_its_schema_is_called_corrupt_not_garbage(tmp_path):
     """A database of ours cut short (a copy that stopped half-way, a failing disk): SQLite
     reads its header but not its schema ("database disk image is malformed"), before the
@@ -1642,6 +1738,7 @@ def test_the_integrity_check_is_abandoned_past_its_budget(tmp_path):
         await st.close()
         return st.check_s
 
+    assert SqliteStore(path).check_budget_s == 10.0  # docs/operations.md: "It is given 10 s"
     assert run(open_close(None)) is not None  # checked
     with capture_logs() as logs:
         assert run(open_close(-1.0)) is None  # abandoned at once
@@ -1669,6 +1766,122 @@ def test_missing_directory_is_a_clear_error(tmp_path):
         await SqliteStore(tmp_path / "no" / "such" / "dir" / "db.sqlite3").open()
     with pytest.raises(StoreError, match="does not exist"):
         run(go())
+
+
+def test_a_directory_is_refused_as_no_database_and_left_alone(tmp_path):
+    path = tmp_path / "cards.sqlite3"
+    path.mkdir()
+
+    async def go():
+        await SqliteStore(path).open()
+    with pytest.raises(NotADatabase, match="is a directory") as info:
+        run(go())
+    assert str(path) in str(info.value)
+    assert [p.name for p in tmp_path.iterdir()] == ["cards.sqlite3"] and list(path.iterdir()) == []
+
+
+def test_a_sqlite_store_of_no_file_writes_reads_and_makes_none(tmp_path, monkeypatch):
+    """``":memory:"`` (a private database) names no file: nothing to lock, create, check for
+    a move or measure, and its writes are committed and read back as a file's are; it says
+    it holds its data (Store.on_held) once per open, as every store does."""
+    monkeypatch.chdir(tmp_path)
+    held = []
+
+    async def go():
+        st = SqliteStore(":memory:")
+        st.on_held = lambda: held.append("held")
+        await st.open()
+        await st.create_match(record(), [DECK0])
+        await st.append_action("m1", ActionRecord(1, 0, "pass", "player", "c1", "", 6.0))
+        got, space = await st.load_match("m1"), await st.space()
+        await st.close()
+        return got, space
+
+    got, space = run(go())
+    assert [a.action for a in got.actions] == ["pass"] and got.decks == (DECK0,)
+    assert (space.file_bytes, space.wal_bytes) == (0, 0) and space.database_bytes > 0
+    assert held == ["held"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_opening_an_open_sqlite_store_again_changes_nothing(tmp_path):
+    """A second open() of the same store is a no-op: not a second writer thread (left
+    waiting for ever once the store closes), nor a second Store.on_held."""
+    path = tmp_path / "db.sqlite3"
+    held = []
+
+    def writers():
+        return [t for t in threading.enumerate() if t.name == "sqlite-store"]
+
+    async def go():
+        before = writers()
+        st = SqliteStore(path)
+        st.on_held = lambda: held.append("held")
+        await st.open()
+        await st.create_match(record())
+        await st.open()
+        await st.append_action("m1", ActionRecord(1, 0, "pass"))
+        await st.close()
+        assert writers() == before
+        again = SqliteStore(path)  # the lock was let go: another store (engine) opens it
+        await again.open()
+        got = await again.load_match("m1")
+        await again.close()
+        return got
+
+    assert [a.seq for a in run(asyncio.wait_for(go(), 60)).actions] == [1]
+    assert held == ["held"]
+
+
+def test_a_read_that_reaches_the_store_as_it_closes_is_a_store_error(tmp_path):
+    """A read queued behind close() finds the connection closed: a StoreError as a write's
+    is (the caller sees STORE_UNAVAILABLE), not an AttributeError out of the store."""
+    async def go():
+        st = SqliteStore(tmp_path / "db.sqlite3")
+        await st.open()
+        await st.create_match(record())
+        closing = asyncio.create_task(st.close())
+        await asyncio.sleep(0)  # close() has queued its job
+        with pytest.raises(StoreError, match="closed"):
+            await st.load_match("m1")
+        await closing
+
+    run(asyncio.wait_for(go(), 60))  # (only against a hang)
+
+
+def test_a_database_of_ours_without_a_schema_version_is_refused_unchanged(tmp_path):
+    """The engine's application_id with user_version 0 (a header edited by hand): no
+    migration path starts there, so the file is refused, not migrated from nothing."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path, count=1)
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA user_version=0")
+    conn.close()
+    before = path.read_bytes()
+
+    async def go():
+        await SqliteStore(path).open()
+    with pytest.raises(NotADatabase, match="has no schema version") as info:
+        run(go())
+    assert str(path) in str(info.value)
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("pages, more", [((3, 4, 5), ""), ((3, 4, 5, 6), " (and 1 more)")])
+def test_a_corrupt_database_report_quotes_its_first_problems_and_counts_the_rest(tmp_path, pages, more):
+    """quick_check's report can run to thousands of lines: the error quotes the first
+    ``CHECK_REPORT_LINES`` (3) problems and says how many more there are, if any."""
+    path = tmp_path / "db.sqlite3"
+    sqlite_with_matches(path)
+    for page in pages:  # roots of the matches table's indexes
+        overwrite_page(path, page)
+
+    async def go():
+        await SqliteStore(path).open()
+    with pytest.raises(CorruptDatabase) as info:
+        run(go())
+    quoted = "; ".join(f"Page {n}: btreeInitPage() returns error code 11" for n in sorted(pages, reverse=True)[:3])
+    assert f"(SQLite PRAGMA quick_check: {quoted}{more}); refusing" in str(info.value), str(info.value)
 
 
 def test_open_store_picks_the_implementation(tmp_path):
@@ -1709,6 +1922,24 @@ def test_sqlite_group_commit_shares_fsyncs_and_isolates_failures(tmp_path):
     assert [[a.action for a in m.actions] for m in loaded] == [["pass"]] * 40
     assert metrics.value("cardgames_store_write_seconds_count", {"operation": "append_action"}) == 40
     assert metrics.value("cardgames_store_errors_total", {"operation": "append_action"}) == 1
+
+
+def test_sqlite_a_write_failing_outside_sqlite_is_a_store_error_saying_why_and_changes_nothing(tmp_path):
+    """A write whose data cannot be encoded (an option no JSON holds) fails in the store's
+    own code, not in SQLite: a StoreError with the reason as Python said it (no SQLite error
+    code to add), the match not created."""
+    async def go():
+        st = SqliteStore(tmp_path / "db.sqlite3")
+        await st.open()
+        with pytest.raises(StoreError) as info:
+            await st.create_match(replace(record(), options={"kl_target_score": {300}}))
+        got = await st.load_match("m1")
+        await st.close()
+        return str(info.value), got
+
+    error, got = run(go())
+    assert error == "write failed: Object of type set is not JSON serializable"
+    assert got is None
 
 
 def test_sqlite_reads_see_only_committed_writes(tmp_path):
