@@ -186,6 +186,31 @@ def test_request_limits_include_the_limit_itself():
     assert info.value.reason == "BAD_DURATION" and codec.MAX_DURATION_SECONDS == 315_576_000_000
 
 
+def test_field_too_long_names_the_field():
+    """FIELD_TOO_LONG's ``field`` metadata is the request field (docs/api.md: ``options`` for
+    an option's name, ``options[<name>]`` for its value), and its message names it too."""
+    cases = [(lambda: codec.require_match_id("m" * 129), "match_id", "match_id is longer"),
+             (lambda: codec.game_filter("g" * 129), "game", "game is longer")]
+    for options, field, text in ((("o" * 129, "v"), "options", "an option name is longer"),
+                                 (("o", "v" * 129), "options[o]", "option 'o' is longer")):
+        req = pb.CreateMatchRequest(game="g")
+        req.options[options[0]].string_value = options[1]
+        cases.append((lambda req=req: codec.create_request(req), field, text))
+    for call, field, text in cases:
+        with pytest.raises(api.BadRequest, match=f"^{text} than 128 characters$") as info:
+            call()
+        assert (info.value.reason, info.value.metadata) == ("FIELD_TOO_LONG", {"field": field})
+
+
+def test_a_duration_takes_every_fraction_of_a_second():
+    """google.protobuf.Duration's nanos run from 0 to 999,999,999 (duration.proto): both ends
+    are a valid turn time."""
+    for nanos in (0, 999_999_999):
+        req = pb.CreateMatchRequest(game="g")
+        req.turn_time.seconds, req.turn_time.nanos = 3, nanos
+        assert codec.create_request(req).turn_time_s == 3 + nanos / 1e9
+
+
 def _bot_seat(name: str) -> m.SeatSpec:
     spec = m.SeatSpec()
     spec.bot.name = name
