@@ -123,6 +123,21 @@ def test_option_spec_message():
     assert [v.string_value for v in e.allowed_values] == ["x", "y"]
 
 
+def test_catalogue_messages_copy_every_field():
+    """GameInfo, BotInfo and BotLoadFailure (ListGames, ListBots) field by field, the game's
+    options as OptionSpecs with their range text."""
+    spec = OptionSpec("n", INT, 3, minimum=1, maximum=9)
+    game = codec.game_message(api.GameInfo("gj", "Georgian Joker", 4, "About.", "GEORGIAN_JOKER.md", (spec,)))
+    assert (game.id, game.name, game.num_seats, game.description, game.rulebook) == (
+        "gj", "Georgian Joker", 4, "About.", "GEORGIAN_JOKER.md")
+    assert [(o.name, o.allowed_text) for o in game.options] == [("n", "an integer in [1, 9]")]
+    bot = codec.bot_message(api.BotInfo("random", ("klaberjass", "jojotte"), "Plays at random.", "builtin"))
+    assert (bot.name, list(bot.games), bot.description, bot.plugin) == (
+        "random", ["klaberjass", "jojotte"], "Plays at random.", "builtin")
+    failure = codec.bot_load_failure_message(api.BotLoadFailure("broken", "import", "ImportError"))
+    assert (failure.plugin, failure.stage, failure.reason) == ("broken", "import", "ImportError")
+
+
 def test_create_request_conversion_and_checks():
     req = pb.CreateMatchRequest(game="klaberjass", name="t")
     req.seats.add().open.SetInParent()
@@ -202,6 +217,12 @@ def test_field_too_long_names_the_field():
         assert (info.value.reason, info.value.metadata) == ("FIELD_TOO_LONG", {"field": field})
 
 
+def test_a_missing_match_id_is_missing_field():
+    with pytest.raises(api.BadRequest, match="match_id is required") as info:
+        codec.require_match_id("")
+    assert (info.value.reason, info.value.metadata) == ("MISSING_FIELD", {"field": "match_id"})
+
+
 def test_a_duration_takes_every_fraction_of_a_second():
     """google.protobuf.Duration's nanos run from 0 to 999,999,999 (duration.proto): both ends
     are a valid turn time."""
@@ -245,6 +266,32 @@ def test_view_message_copies_the_common_keys():
     spectator = dict(view, seat=None, to_act=None, hand=[], legal=[])
     msg = codec.view_message(api.ViewEnvelope("m", 0, "finished", spectator))
     assert not msg.HasField("seat") and not msg.HasField("to_act") and not msg.hand
+
+
+def test_inspect_message_carries_what_only_the_admin_sees():
+    """InspectMatchResponse (admin.proto): every seat's hand, in seat order, and every zone,
+    sorted by name, from card codes or a bitmask of card ids (rules/cards.py), the first
+    dealer and every deck dealt so far."""
+    view = {"phase": "play", "hands": [["AS", "X1"], 0b1011], "zones": {"stock": ["7H"], "hand0": 0b1},
+            "first_dealer": 1, "decks": [["AS", "KS"], ("7H",)]}
+    summary = api.MatchSummary("m", "klaberjass", {}, "active", 5, (), 0.0, True, 0.0)
+    msg = codec.inspect_message(api.Inspection(summary, api.ViewEnvelope("m", 5, "active", view)))
+    assert (msg.match.match_id, msg.view.seq, msg.view.phase) == ("m", 5, "play")
+    assert [(h.seat, [x.code for x in h.cards]) for h in msg.hands] == [(0, ["AS", "X1"]), (1, ["AS", "KS", "JS"])]
+    assert msg.hands[0].cards[1].rank == c.RANK_JOKER
+    assert [(z.name, [x.code for x in z.cards]) for z in msg.zones] == [("hand0", ["AS"]), ("stock", ["7H"])]
+    assert msg.first_dealer == 1 and [list(d.cards) for d in msg.decks] == [["AS", "KS"], ["7H"]]
+    empty = codec.inspect_message(api.Inspection(summary, api.ViewEnvelope("m", 5, "active", {"phase": "deal"})))
+    assert not empty.hands and not empty.zones and not empty.decks and empty.first_dealer == 0
+
+
+def test_reveal_deals_response_opens_every_deal():
+    """RevealDealsResponse (card_games.proto DealReveal): per deal, the cards shown ("" where
+    hidden), the commitment, each shown card's salt and each hidden card's hash, in deal order."""
+    reveals = [api.DealReveal(0, ("AS", ""), "c0", ("s1", ""), ("", "h2")), api.DealReveal(1, ("7H",), "", ("",), ("",))]
+    msg = codec.reveal_deals_response(reveals)
+    assert [(d.deal, list(d.cards), d.commitment, list(d.card_salts), list(d.card_hashes)) for d in msg.deals] == [
+        (0, ["AS", ""], "c0", ["s1", ""], ["", "h2"]), (1, ["7H"], "", [""], [""])]
 
 
 def test_trick_plays_carry_their_structured_fields():
@@ -357,6 +404,25 @@ def test_trick_history_counts_card_plays_only():
     for _ in range(2):
         (trick,) = codec.trick_history(view)
         assert [(p.seat, p.card.code) for p in trick.plays] == [(0, "KH"), (1, "AH")] and trick.winner == 1
+
+
+def test_trick_history_reads_only_what_has_the_shape_of_tricks():
+    """``tricks`` is a trick list only when every entry is a trick with ``plays``; otherwise
+    the deal log gives the history, whose entries may be any mapping (not only a dict)."""
+    from types import MappingProxyType
+
+    view = {"hand_sizes": [2, 2], "tricks": [{"winner": 0}], "table": {"deal_actions": [
+        MappingProxyType({"seat": 0, "action": "play:KH"}), {"seat": 1, "action": "play:AH", "winner": 1}]}}
+    (trick,) = codec.trick_history(view)
+    assert [(p.seat, p.card.code) for p in trick.plays] == [(0, "KH"), (1, "AH")] and trick.winner == 1
+
+
+def test_the_card_play_memo_stays_within_its_bound(monkeypatch):
+    """codec._is_card_play remembers at most 4,096 action strings (a long-running engine meets
+    ever new ones) and still answers past that."""
+    monkeypatch.setattr(codec, "_CARD_PLAYS", {})
+    assert all(codec._is_card_play(f"play:AS:{i}") for i in range(4100))
+    assert not codec._is_card_play("bid:4100") and len(codec._CARD_PLAYS) == 4096
 
 
 def _decision_states(game, seed: int, turns: int):
