@@ -551,6 +551,19 @@ def test_a_scoped_view_of_an_ended_match_keeps_its_fields(monkeypatch):
             assert (msg.deadline.seconds, msg.deadline.nanos) == ((1, 999_999_999) if deadline else (0, 0))
 
 
+def test_a_scoped_view_without_the_seat_split_has_the_whole_head(monkeypatch):
+    """Where the protobuf runtime does not write a View's fields in field-number order
+    (codec._SEAT_SPLITS false), the scoped head is copied whole for each audience, its own
+    seat set: the same bytes as the view encoded alone, the seat only where there is one."""
+    monkeypatch.setattr(codec, "_SEAT_SPLITS", False)
+    view = {"game": "klaberjass", "phase": "play", "to_act": 0, "hand_sizes": [8, 8], "hand": [], "legal": []}
+    scope: dict = {}
+    for seat in (None, 1, 0, None):
+        msg = m.View.FromString(codec.view_bytes(api.ViewEnvelope("m", 3, "active", view, seat=seat, encodings=scope)))
+        assert msg == m.View.FromString(codec.view_bytes(api.ViewEnvelope("m", 3, "active", view, seat=seat)))
+        assert msg.HasField("seat") == (seat is not None) and msg.seat == (seat or 0) and msg.game == "klaberjass"
+
+
 def test_the_events_of_one_state_encode_as_on_their_own():
     """The stream message's fields but the view are encoded once for the audiences of one
     state (keyed by every one of them in its ``encodings``): events that differ in any field,
