@@ -294,6 +294,30 @@ def test_reveal_deals_response_opens_every_deal():
         (0, ["AS", ""], "c0", ["s1", ""], ["", "h2"]), (1, ["7H"], "", [""], [""])]
 
 
+def test_a_view_of_other_containers_encodes_its_content():
+    """Views not made of the core types (a dict subclass, tuples: not keys of the memos, which
+    ``marshal`` exact types) encode by content, alone and with their state's ``encodings``:
+    the trick, the deal results, the table."""
+
+    class Entry(dict):
+        pass
+
+    view = {"phase": "play", "hand_sizes": [1, 1], "trick": [Entry(seat=1, card="AS")],
+            "last_trick": Entry(plays=[Entry(seat=0, card="KS"), Entry(seat=1, card="QS")], winner=0),
+            "tricks_taken": [1, 0], "deal_results": (Entry(points=[10, 0]),), "table": Entry(trump="S")}
+    for scope in (None, {}):
+        msg = codec.view_message(api.ViewEnvelope("m", 2, "active", view, encodings=scope))
+        assert [(p.seat, p.card.code) for p in msg.trick.plays] == [(1, "AS")]
+        assert (msg.last_trick.winner, [p.card.code for p in msg.last_trick.plays]) == (0, ["KS", "QS"])
+        assert [[p.card.code for p in t.plays] for t in msg.trick_history] == [["KS", "QS"]]
+        assert list(msg.scores.deal_results[0]["points"]) == [10, 0] and msg.table["trump"] == "S"
+    seat = type("Seat", (int,), {"__hash__": None})  # unhashable: the logged trick built as is
+    log = {"hand_sizes": [2, 2], "table": {"deal_actions": [{"seat": seat(1), "action": "play:KH"},
+                                                           {"seat": 0, "action": "play:AH", "winner": 0}]}}
+    (trick,) = codec.trick_history(log)
+    assert [(p.seat, p.card.code) for p in trick.plays] == [(1, "KH"), (0, "AH")] and trick.winner == 0
+
+
 def test_trick_plays_carry_their_structured_fields():
     """TrickPlay (match.proto) from the rules' trick entries: the announcement of Jo-Jotte
     ``announce`` (JJ-7.2) and Klaberjass's bella (KL-A23), Georgian Joker's ``joker_mode`` and
