@@ -74,6 +74,9 @@ def _fields(notation: str) -> dict:
     # a verb added by a table option (NOTATION 2.3)
     ("schmeiss", {"kind": c.ACTION_KIND_OTHER, "verb": "schmeiss", "args": []}),
     ("declare:seq3", {"kind": c.ACTION_KIND_OTHER, "verb": "declare", "args": ["seq3"]}),
+    # ... or an argument: it stays in args, the card still parsed
+    ("play:AS:schmeiss", {"kind": c.ACTION_KIND_PLAY, "verb": "play", "args": ["AS", "schmeiss"],
+                          "card": ("AS", c.SUIT_SPADES, c.RANK_ACE)}),
 ])
 def test_notation_parses_into_structured_fields(notation, expected):
     assert _fields(notation) == expected
