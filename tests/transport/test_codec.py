@@ -96,7 +96,7 @@ def test_option_values_keep_their_json_type():
     assert codec.option_value(True).WhichOneof("value") == "bool_value"
     assert codec.option_value(500).WhichOneof("value") == "int_value"
     assert codec.option_value("500").WhichOneof("value") == "string_value"
-    with pytest.raises(TypeError):  # no OptionValue member holds it: never sent as an empty oneof
+    with pytest.raises(TypeError, match="option value of type float"):  # no OptionValue member holds it
         codec.option_value(0.5)
     req = pb.CreateMatchRequest(game="g")
     req.options["a"].bool_value = False
@@ -337,6 +337,8 @@ def test_trick_plays_carry_their_structured_fields():
     assert [p.HasField("details") for p in plays] == [False, False, True, False]
     assert dict(plays[2].details) == {"from": "hand"}
     assert [(p.seat, p.card.code) for p in plays] == [(0, "KS"), (1, "QS"), (2, "X1"), (3, "X2")]
+    cardless = codec.trick_play_message({"seat": 2})  # an entry without a card code has no Card
+    assert cardless.seat == 2 and not cardless.HasField("card")
 
 
 def test_trick_history_from_a_log_keeps_modes_and_announcements():
@@ -360,7 +362,7 @@ def test_jsonable_refuses_what_json_cannot_hold():
     assert codec.jsonable([{10, 2}, frozenset({33, 1})]) == [[2, 10], [1, 33]]
     with pytest.raises(ValueError):
         codec.jsonable({"x": float("nan")})
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="not a JSON value: object"):
         codec.jsonable({"x": object()})
 
 
