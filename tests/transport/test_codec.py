@@ -509,6 +509,14 @@ def test_tricks_are_the_same_from_the_cache():
     assert codec.trick_message(trick).plays[0].seat == 1
 
 
+def test_a_trick_in_progress_has_no_winner_nor_points():
+    """match.proto Trick: ``winner`` and ``points`` are unset while the trick is in progress,
+    also when the rules' mapping names them as None."""
+    trick = codec.trick_message({"plays": [{"seat": 0, "card": "AS"}], "winner": None, "points": None})
+    assert [p.card.code for p in trick.plays] == ["AS"]
+    assert not trick.HasField("winner") and not trick.HasField("points")
+
+
 def test_shared_envelopes_convert_once_and_stay_independent():
     env = api.ViewEnvelope("m", 3, "active", {"phase": "play", "hand": ["AS"], "legal": ["play:AS"], "seat": 0}, seat=0)
     a = codec.event_message(api.MatchEvent(kind="action", seq=3, match_id="m", seat=1, action="pass", by="player", view=env))
