@@ -321,6 +321,14 @@ def test_a_view_of_other_containers_encodes_its_content():
     assert [(p.seat, p.card.code) for p in trick.plays] == [(1, "KH"), (0, "AH")] and trick.winner == 0
 
 
+def test_named_score_rows_are_the_lists_of_the_totals():
+    """Scores.totals (match.proto): Jo-Jotte's named rows are the per-seat lists of its totals
+    mapping; an entry that is not a list of numbers is no row."""
+    view = {"totals": {"below": [10, 0], "target": 1000, "above": (0, 300)}}
+    msg = codec.view_message(api.ViewEnvelope("m", 0, "active", view))
+    assert [(r.name, list(r.values)) for r in msg.scores.totals] == [("below", [10, 0]), ("above", [0, 300])]
+
+
 def test_trick_plays_carry_their_structured_fields():
     """TrickPlay (match.proto) from the rules' trick entries: the announcement of Jo-Jotte
     ``announce`` (JJ-7.2) and Klaberjass's bella (KL-A23), Georgian Joker's ``joker_mode`` and
