@@ -445,13 +445,15 @@ def test_trick_history_counts_card_plays_only():
 
 def test_trick_history_reads_only_what_has_the_shape_of_tricks():
     """``tricks`` is a trick list only when every entry is a trick with ``plays``; otherwise
-    the deal log gives the history, whose entries may be any mapping (not only a dict)."""
+    the deal log gives the history, whose entries may be any mapping (not only a dict); a
+    table that is no mapping holds neither."""
     from types import MappingProxyType
 
     view = {"hand_sizes": [2, 2], "tricks": [{"winner": 0}], "table": {"deal_actions": [
         MappingProxyType({"seat": 0, "action": "play:KH"}), {"seat": 1, "action": "play:AH", "winner": 1}]}}
     (trick,) = codec.trick_history(view)
     assert [(p.seat, p.card.code) for p in trick.plays] == [(0, "KH"), (1, "AH")] and trick.winner == 1
+    assert codec.trick_history({"hand_sizes": [2, 2], "table": ["not", "a", "mapping"]}) == []
 
 
 def test_the_card_play_memo_stays_within_its_bound(monkeypatch):
