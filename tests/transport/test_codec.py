@@ -74,6 +74,9 @@ def _fields(notation: str) -> dict:
     # a verb added by a table option (NOTATION 2.3)
     ("schmeiss", {"kind": c.ACTION_KIND_OTHER, "verb": "schmeiss", "args": []}),
     ("declare:seq3", {"kind": c.ACTION_KIND_OTHER, "verb": "declare", "args": ["seq3"]}),
+    # ... or an argument: it stays in args, the card still parsed
+    ("play:AS:schmeiss", {"kind": c.ACTION_KIND_PLAY, "verb": "play", "args": ["AS", "schmeiss"],
+                          "card": ("AS", c.SUIT_SPADES, c.RANK_ACE)}),
 ])
 def test_notation_parses_into_structured_fields(notation, expected):
     assert _fields(notation) == expected
@@ -93,7 +96,7 @@ def test_option_values_keep_their_json_type():
     assert codec.option_value(True).WhichOneof("value") == "bool_value"
     assert codec.option_value(500).WhichOneof("value") == "int_value"
     assert codec.option_value("500").WhichOneof("value") == "string_value"
-    with pytest.raises(TypeError):  # no OptionValue member holds it: never sent as an empty oneof
+    with pytest.raises(TypeError, match="option value of type float"):  # no OptionValue member holds it
         codec.option_value(0.5)
     req = pb.CreateMatchRequest(game="g")
     req.options["a"].bool_value = False
@@ -121,6 +124,21 @@ def test_option_spec_message():
     assert listed.type == m.OPTION_TYPE_BOOL and not listed.allowed_values and listed.default_value.bool_value
     e = codec.option_spec_message(OptionSpec("e", ENUM, "x", values=("x", "y")))
     assert [v.string_value for v in e.allowed_values] == ["x", "y"]
+
+
+def test_catalogue_messages_copy_every_field():
+    """GameInfo, BotInfo and BotLoadFailure (ListGames, ListBots) field by field, the game's
+    options as OptionSpecs with their range text."""
+    spec = OptionSpec("n", INT, 3, minimum=1, maximum=9)
+    game = codec.game_message(api.GameInfo("gj", "Georgian Joker", 4, "About.", "GEORGIAN_JOKER.md", (spec,)))
+    assert (game.id, game.name, game.num_seats, game.description, game.rulebook) == (
+        "gj", "Georgian Joker", 4, "About.", "GEORGIAN_JOKER.md")
+    assert [(o.name, o.allowed_text) for o in game.options] == [("n", "an integer in [1, 9]")]
+    bot = codec.bot_message(api.BotInfo("random", ("klaberjass", "jojotte"), "Plays at random.", "builtin"))
+    assert (bot.name, list(bot.games), bot.description, bot.plugin) == (
+        "random", ["klaberjass", "jojotte"], "Plays at random.", "builtin")
+    failure = codec.bot_load_failure_message(api.BotLoadFailure("broken", "import", "ImportError"))
+    assert (failure.plugin, failure.stage, failure.reason) == ("broken", "import", "ImportError")
 
 
 def test_create_request_conversion_and_checks():
@@ -186,6 +204,37 @@ def test_request_limits_include_the_limit_itself():
     assert info.value.reason == "BAD_DURATION" and codec.MAX_DURATION_SECONDS == 315_576_000_000
 
 
+def test_field_too_long_names_the_field():
+    """FIELD_TOO_LONG's ``field`` metadata is the request field (docs/api.md: ``options`` for
+    an option's name, ``options[<name>]`` for its value), and its message names it too."""
+    cases = [(lambda: codec.require_match_id("m" * 129), "match_id", "match_id is longer"),
+             (lambda: codec.game_filter("g" * 129), "game", "game is longer")]
+    for options, field, text in ((("o" * 129, "v"), "options", "an option name is longer"),
+                                 (("o", "v" * 129), "options[o]", "option 'o' is longer")):
+        req = pb.CreateMatchRequest(game="g")
+        req.options[options[0]].string_value = options[1]
+        cases.append((lambda req=req: codec.create_request(req), field, text))
+    for call, field, text in cases:
+        with pytest.raises(api.BadRequest, match=f"^{text} than 128 characters$") as info:
+            call()
+        assert (info.value.reason, info.value.metadata) == ("FIELD_TOO_LONG", {"field": field})
+
+
+def test_a_missing_match_id_is_missing_field():
+    with pytest.raises(api.BadRequest, match="match_id is required") as info:
+        codec.require_match_id("")
+    assert (info.value.reason, info.value.metadata) == ("MISSING_FIELD", {"field": "match_id"})
+
+
+def test_a_duration_takes_every_fraction_of_a_second():
+    """google.protobuf.Duration's nanos run from 0 to 999,999,999 (duration.proto): both ends
+    are a valid turn time."""
+    for nanos in (0, 999_999_999):
+        req = pb.CreateMatchRequest(game="g")
+        req.turn_time.seconds, req.turn_time.nanos = 3, nanos
+        assert codec.create_request(req).turn_time_s == 3 + nanos / 1e9
+
+
 def _bot_seat(name: str) -> m.SeatSpec:
     spec = m.SeatSpec()
     spec.bot.name = name
@@ -222,6 +271,64 @@ def test_view_message_copies_the_common_keys():
     assert not msg.HasField("seat") and not msg.HasField("to_act") and not msg.hand
 
 
+def test_inspect_message_carries_what_only_the_admin_sees():
+    """InspectMatchResponse (admin.proto): every seat's hand, in seat order, and every zone,
+    sorted by name, from card codes or a bitmask of card ids (rules/cards.py), the first
+    dealer and every deck dealt so far."""
+    view = {"phase": "play", "hands": [["AS", "X1"], 0b1011], "zones": {"stock": ["7H"], "hand0": 0b1},
+            "first_dealer": 1, "decks": [["AS", "KS"], ("7H",)]}
+    summary = api.MatchSummary("m", "klaberjass", {}, "active", 5, (), 0.0, True, 0.0)
+    msg = codec.inspect_message(api.Inspection(summary, api.ViewEnvelope("m", 5, "active", view)))
+    assert (msg.match.match_id, msg.view.seq, msg.view.phase) == ("m", 5, "play")
+    assert [(h.seat, [x.code for x in h.cards]) for h in msg.hands] == [(0, ["AS", "X1"]), (1, ["AS", "KS", "JS"])]
+    assert msg.hands[0].cards[1].rank == c.RANK_JOKER
+    assert [(z.name, [x.code for x in z.cards]) for z in msg.zones] == [("hand0", ["AS"]), ("stock", ["7H"])]
+    assert msg.first_dealer == 1 and [list(d.cards) for d in msg.decks] == [["AS", "KS"], ["7H"]]
+    empty = codec.inspect_message(api.Inspection(summary, api.ViewEnvelope("m", 5, "active", {"phase": "deal"})))
+    assert not empty.hands and not empty.zones and not empty.decks and empty.first_dealer == 0
+
+
+def test_reveal_deals_response_opens_every_deal():
+    """RevealDealsResponse (card_games.proto DealReveal): per deal, the cards shown ("" where
+    hidden), the commitment, each shown card's salt and each hidden card's hash, in deal order."""
+    reveals = [api.DealReveal(0, ("AS", ""), "c0", ("s1", ""), ("", "h2")), api.DealReveal(1, ("7H",), "", ("",), ("",))]
+    msg = codec.reveal_deals_response(reveals)
+    assert [(d.deal, list(d.cards), d.commitment, list(d.card_salts), list(d.card_hashes)) for d in msg.deals] == [
+        (0, ["AS", ""], "c0", ["s1", ""], ["", "h2"]), (1, ["7H"], "", [""], [""])]
+
+
+def test_a_view_of_other_containers_encodes_its_content():
+    """Views not made of the core types (a dict subclass, tuples: not keys of the memos, which
+    ``marshal`` exact types) encode by content, alone and with their state's ``encodings``:
+    the trick, the deal results, the table."""
+
+    class Entry(dict):
+        pass
+
+    view = {"phase": "play", "hand_sizes": [1, 1], "trick": [Entry(seat=1, card="AS")],
+            "last_trick": Entry(plays=[Entry(seat=0, card="KS"), Entry(seat=1, card="QS")], winner=0),
+            "tricks_taken": [1, 0], "deal_results": (Entry(points=[10, 0]),), "table": Entry(trump="S")}
+    for scope in (None, {}):
+        msg = codec.view_message(api.ViewEnvelope("m", 2, "active", view, encodings=scope))
+        assert [(p.seat, p.card.code) for p in msg.trick.plays] == [(1, "AS")]
+        assert (msg.last_trick.winner, [p.card.code for p in msg.last_trick.plays]) == (0, ["KS", "QS"])
+        assert [[p.card.code for p in t.plays] for t in msg.trick_history] == [["KS", "QS"]]
+        assert list(msg.scores.deal_results[0]["points"]) == [10, 0] and msg.table["trump"] == "S"
+    seat = type("Seat", (int,), {"__hash__": None})  # unhashable: the logged trick built as is
+    log = {"hand_sizes": [2, 2], "table": {"deal_actions": [{"seat": seat(1), "action": "play:KH"},
+                                                           {"seat": 0, "action": "play:AH", "winner": 0}]}}
+    (trick,) = codec.trick_history(log)
+    assert [(p.seat, p.card.code) for p in trick.plays] == [(1, "KH"), (0, "AH")] and trick.winner == 0
+
+
+def test_named_score_rows_are_the_lists_of_the_totals():
+    """Scores.totals (match.proto): Jo-Jotte's named rows are the per-seat lists of its totals
+    mapping; an entry that is not a list of numbers is no row."""
+    view = {"totals": {"below": [10, 0], "target": 1000, "above": (0, 300)}}
+    msg = codec.view_message(api.ViewEnvelope("m", 0, "active", view))
+    assert [(r.name, list(r.values)) for r in msg.scores.totals] == [("below", [10, 0]), ("above", [0, 300])]
+
+
 def test_trick_plays_carry_their_structured_fields():
     """TrickPlay (match.proto) from the rules' trick entries: the announcement of Jo-Jotte
     ``announce`` (JJ-7.2) and Klaberjass's bella (KL-A23), Georgian Joker's ``joker_mode`` and
@@ -238,6 +345,8 @@ def test_trick_plays_carry_their_structured_fields():
     assert [p.HasField("details") for p in plays] == [False, False, True, False]
     assert dict(plays[2].details) == {"from": "hand"}
     assert [(p.seat, p.card.code) for p in plays] == [(0, "KS"), (1, "QS"), (2, "X1"), (3, "X2")]
+    cardless = codec.trick_play_message({"seat": 2})  # an entry without a card code has no Card
+    assert cardless.seat == 2 and not cardless.HasField("card")
 
 
 def test_trick_history_from_a_log_keeps_modes_and_announcements():
@@ -261,7 +370,7 @@ def test_jsonable_refuses_what_json_cannot_hold():
     assert codec.jsonable([{10, 2}, frozenset({33, 1})]) == [[2, 10], [1, 33]]
     with pytest.raises(ValueError):
         codec.jsonable({"x": float("nan")})
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="not a JSON value: object"):
         codec.jsonable({"x": object()})
 
 
@@ -334,6 +443,27 @@ def test_trick_history_counts_card_plays_only():
         assert [(p.seat, p.card.code) for p in trick.plays] == [(0, "KH"), (1, "AH")] and trick.winner == 1
 
 
+def test_trick_history_reads_only_what_has_the_shape_of_tricks():
+    """``tricks`` is a trick list only when every entry is a trick with ``plays``; otherwise
+    the deal log gives the history, whose entries may be any mapping (not only a dict); a
+    table that is no mapping holds neither."""
+    from types import MappingProxyType
+
+    view = {"hand_sizes": [2, 2], "tricks": [{"winner": 0}], "table": {"deal_actions": [
+        MappingProxyType({"seat": 0, "action": "play:KH"}), {"seat": 1, "action": "play:AH", "winner": 1}]}}
+    (trick,) = codec.trick_history(view)
+    assert [(p.seat, p.card.code) for p in trick.plays] == [(0, "KH"), (1, "AH")] and trick.winner == 1
+    assert codec.trick_history({"hand_sizes": [2, 2], "table": ["not", "a", "mapping"]}) == []
+
+
+def test_the_card_play_memo_stays_within_its_bound(monkeypatch):
+    """codec._is_card_play remembers at most 4,096 action strings (a long-running engine meets
+    ever new ones) and still answers past that."""
+    monkeypatch.setattr(codec, "_CARD_PLAYS", {})
+    assert all(codec._is_card_play(f"play:AS:{i}") for i in range(4100))
+    assert not codec._is_card_play("bid:4100") and len(codec._CARD_PLAYS) == 4096
+
+
 def _decision_states(game, seed: int, turns: int):
     """``(state, seat to act)`` at each decision of one random match of ``game``, for at most
     ``turns`` steps (deals included); the live state, advanced by a random legal action once
@@ -387,6 +517,14 @@ def test_tricks_are_the_same_from_the_cache():
     assert a == b and a.winner == 2 and a.plays[0].joker_mode == c.JOKER_MODE_LOW
     a.plays[0].seat = 3  # a caller mutating its copy does not change the cache
     assert codec.trick_message(trick).plays[0].seat == 1
+
+
+def test_a_trick_in_progress_has_no_winner_nor_points():
+    """match.proto Trick: ``winner`` and ``points`` are unset while the trick is in progress,
+    also when the rules' mapping names them as None."""
+    trick = codec.trick_message({"plays": [{"seat": 0, "card": "AS"}], "winner": None, "points": None})
+    assert [p.card.code for p in trick.plays] == ["AS"]
+    assert not trick.HasField("winner") and not trick.HasField("points")
 
 
 def test_shared_envelopes_convert_once_and_stay_independent():
@@ -458,6 +596,19 @@ def test_a_scoped_view_of_an_ended_match_keeps_its_fields(monkeypatch):
             assert not msg.HasField("to_act") and msg.over and list(msg.winners) == [1]
             assert msg.HasField("seat") and msg.seat == 1 and (msg.deal_number, msg.dealer) == (4, 1)
             assert (msg.deadline.seconds, msg.deadline.nanos) == ((1, 999_999_999) if deadline else (0, 0))
+
+
+def test_a_scoped_view_without_the_seat_split_has_the_whole_head(monkeypatch):
+    """Where the protobuf runtime does not write a View's fields in field-number order
+    (codec._SEAT_SPLITS false), the scoped head is copied whole for each audience, its own
+    seat set: the same bytes as the view encoded alone, the seat only where there is one."""
+    monkeypatch.setattr(codec, "_SEAT_SPLITS", False)
+    view = {"game": "klaberjass", "phase": "play", "to_act": 0, "hand_sizes": [8, 8], "hand": [], "legal": []}
+    scope: dict = {}
+    for seat in (None, 1, 0, None):
+        msg = m.View.FromString(codec.view_bytes(api.ViewEnvelope("m", 3, "active", view, seat=seat, encodings=scope)))
+        assert msg == m.View.FromString(codec.view_bytes(api.ViewEnvelope("m", 3, "active", view, seat=seat)))
+        assert msg.HasField("seat") == (seat is not None) and msg.seat == (seat or 0) and msg.game == "klaberjass"
 
 
 def test_the_events_of_one_state_encode_as_on_their_own():
