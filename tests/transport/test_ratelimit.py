@@ -67,6 +67,13 @@ def test_idle_buckets_are_evicted():
     assert len(buckets) == 1  # only the caller itself
 
 
+def test_a_clock_that_went_back_refills_nothing_and_takes_nothing():
+    buckets = TokenBuckets(Rate(per_s=1, burst=2))
+    assert buckets.take("a", 10.0).allowed  # one token left
+    assert buckets.take("a", 9.0).allowed  # a second earlier: the token is still there
+    assert buckets.take("a", 10.5).delay == pytest.approx(0.5)  # and refilling counts from 10.0
+
+
 def test_eviction_forgets_nothing_that_matters():
     """An emptied bucket is kept until it has refilled: its caller stays limited."""
     buckets = TokenBuckets(Rate(per_s=1, burst=2))
@@ -97,6 +104,8 @@ def test_rates_are_validated():
         TokenBuckets(Rate())  # 0: no limit, so no buckets either
     with pytest.raises(ValueError, match="max_keys"):
         TokenBuckets(Rate(per_s=1), max_keys=0)  # no room for even one caller
+    one = TokenBuckets(Rate(per_s=1), max_keys=1)  # room for one: the latest caller
+    assert one.take("a", 0).allowed and one.take("b", 0).allowed and len(one) == 1
     assert not RateLimits().enabled
     assert RateLimits(peer=Rate(1)).enabled and RateLimits(seat=Rate(1)).enabled
 
