@@ -96,11 +96,11 @@ def test_the_key_cap_drops_the_least_recently_used():
 
 def test_rates_are_validated():
     for bad in (-1.0, float("inf"), float("nan")):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=f"a rate must be a finite number >= 0, not {bad!r}"):
             Rate(per_s=bad)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="a burst must be >= 0, not -1"):
         Rate(per_s=1, burst=-1)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="needs a rate > 0"):
         TokenBuckets(Rate())  # 0: no limit, so no buckets either
     with pytest.raises(ValueError, match="max_keys"):
         TokenBuckets(Rate(per_s=1), max_keys=0)  # no room for even one caller
