@@ -74,6 +74,15 @@ def test_a_clock_that_went_back_refills_nothing_and_takes_nothing():
     assert buckets.take("a", 10.5).delay == pytest.approx(0.5)  # and refilling counts from 10.0
 
 
+def test_a_bucket_idle_exactly_refill_s_is_evicted():
+    """At burst/per_s of rest the bucket is full again: it goes, to the second."""
+    buckets = TokenBuckets(Rate(per_s=1, burst=2))
+    buckets.take("a", 0.0)
+    buckets.take("b", 1.0)
+    buckets.take("b", 2.0)
+    assert len(buckets) == 1  # a, idle 2 s, is gone; b stays
+
+
 def test_eviction_forgets_nothing_that_matters():
     """An emptied bucket is kept until it has refilled: its caller stays limited."""
     buckets = TokenBuckets(Rate(per_s=1, burst=2))
