@@ -203,3 +203,10 @@ def test_only_ip_peers_are_read_as_addresses():
     address's bucket."""
     assert peer_key("unix:203.0.113.7:51234") == "unix:203.0.113.7:51234"
     assert client_key("unix:10.0.0.5:80", [("x-forwarded-for", "192.0.2.1")], PROXIES) == "unix:10.0.0.5:80"
+
+
+def test_forwarded_for_given_as_bytes():
+    """A metadata value may come as bytes: read as latin-1 text, so bytes that are not UTF-8
+    are an entry that is no address (the walk stops), never an error."""
+    assert client_key("ipv4:10.0.0.5:5000", [("x-forwarded-for", b"6.6.6.6, 192.0.2.1")], PROXIES) == "192.0.2.1"
+    assert client_key("ipv4:10.0.0.5:5000", [("x-forwarded-for", b"192.0.2.1, \xff")], PROXIES) == "10.0.0.5"
