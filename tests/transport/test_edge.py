@@ -640,6 +640,13 @@ def test_a_status_carries_a_request_info_only_with_a_request_id():
     assert details("r-1") == ["google.rpc.ErrorInfo", "google.rpc.RequestInfo"]
 
 
+def test_a_stale_sequence_without_a_view_is_still_aborted():
+    """errors.classify: the caller's View rides along only when there is one."""
+    from engine_service.transport.errors import classify
+    mapped = classify(api.StaleSequence("stale", None, expected_seq="3", seq="4"))
+    assert (mapped.code, mapped.reason, mapped.details) == (grpc.StatusCode.ABORTED, "STALE_SEQUENCE", ())
+
+
 def test_error_metadata_values_are_cut_to_200_characters():
     """errors._MAX_METADATA_CHARS: an ErrorInfo metadata value quoting a request field is cut,
     keeping the status small enough for the trailers; a value of 200 is left whole."""
