@@ -114,7 +114,6 @@ class TokenBuckets:
             raise ValueError("TokenBuckets needs a rate > 0 (0 means: do not limit)")
         if max_keys < 1:
             raise ValueError("max_keys must be >= 1")
-        self.rate = rate
         self._per_s = rate.per_s
         self._capacity = rate.capacity
         #: idle this long, a bucket is full again: the same as no bucket at all

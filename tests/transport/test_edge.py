@@ -624,6 +624,29 @@ def test_a_status_message_is_cut_to_fit_the_trailing_metadata():
     assert whole.details == "y" * 500
 
 
+def test_a_status_carries_a_request_info_only_with_a_request_id():
+    """errors.to_status: ErrorInfo first, the RequestInfo last; a servicer called outside an RPC
+    (no request id) gets no RequestInfo, never one naming no call."""
+    from google.rpc import status_pb2
+
+    from engine_service.transport.errors import MappedError, to_status
+
+    def details(request_id):
+        status = to_status(MappedError(grpc.StatusCode.NOT_FOUND, "no", "MATCH_NOT_FOUND", {}, True), request_id)
+        (blob,) = [value for key, value in status.trailing_metadata if key == "grpc-status-details-bin"]
+        return [d.type_url.rpartition("/")[2] for d in status_pb2.Status.FromString(blob).details]
+
+    assert details("") == ["google.rpc.ErrorInfo"]
+    assert details("r-1") == ["google.rpc.ErrorInfo", "google.rpc.RequestInfo"]
+
+
+def test_a_stale_sequence_without_a_view_is_still_aborted():
+    """errors.classify: the caller's View rides along only when there is one."""
+    from engine_service.transport.errors import classify
+    mapped = classify(api.StaleSequence("stale", None, expected_seq="3", seq="4"))
+    assert (mapped.code, mapped.reason, mapped.details) == (grpc.StatusCode.ABORTED, "STALE_SEQUENCE", ())
+
+
 def test_error_metadata_values_are_cut_to_200_characters():
     """errors._MAX_METADATA_CHARS: an ErrorInfo metadata value quoting a request field is cut,
     keeping the status small enough for the trailers; a value of 200 is left whole."""

@@ -3,6 +3,8 @@ delay announced, refused calls taking nothing, idle buckets evicted, the key cap
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from engine_service.transport.ratelimit import (Rate, RateLimits, TokenBuckets, client_key, parse_networks,
@@ -18,7 +20,7 @@ def test_a_burst_then_one_call_per_interval():
     again = buckets.take("a", 10.125)
     assert again.delay == pytest.approx(0.375) and again.streak == 2
     # waiting the announced delay is enough, and the run of refusals ends
-    assert buckets.take("a", 10.5).allowed
+    assert buckets.take("a", 10.5) == (0.0, 0)
     refused = buckets.take("a", 10.5)
     assert refused.delay == pytest.approx(0.5) and refused.streak == 1  # a new run of refusals
 
@@ -65,6 +67,22 @@ def test_idle_buckets_are_evicted():
     assert len(buckets) == 1  # only the caller itself
 
 
+def test_a_clock_that_went_back_refills_nothing_and_takes_nothing():
+    buckets = TokenBuckets(Rate(per_s=1, burst=2))
+    assert buckets.take("a", 10.0).allowed  # one token left
+    assert buckets.take("a", 9.5).allowed  # half a second earlier: the token is still there
+    assert buckets.take("a", 10.5).delay == pytest.approx(0.5)  # and refilling counts from 10.0
+
+
+def test_a_bucket_idle_exactly_refill_s_is_evicted():
+    """At burst/per_s of rest the bucket is full again: it goes, to the second."""
+    buckets = TokenBuckets(Rate(per_s=1, burst=2))
+    buckets.take("a", 0.0)
+    buckets.take("b", 1.0)
+    buckets.take("b", 2.0)
+    assert len(buckets) == 1  # a, idle 2 s, is gone; b stays
+
+
 def test_eviction_forgets_nothing_that_matters():
     """An emptied bucket is kept until it has refilled: its caller stays limited."""
     buckets = TokenBuckets(Rate(per_s=1, burst=2))
@@ -87,12 +105,16 @@ def test_the_key_cap_drops_the_least_recently_used():
 
 def test_rates_are_validated():
     for bad in (-1.0, float("inf"), float("nan")):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=f"a rate must be a finite number >= 0, not {bad!r}"):
             Rate(per_s=bad)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="a burst must be >= 0, not -1"):
         Rate(per_s=1, burst=-1)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="needs a rate > 0"):
         TokenBuckets(Rate())  # 0: no limit, so no buckets either
+    with pytest.raises(ValueError, match="max_keys"):
+        TokenBuckets(Rate(per_s=1), max_keys=0)  # no room for even one caller
+    one = TokenBuckets(Rate(per_s=1), max_keys=1)  # room for one: the latest caller
+    assert one.take("a", 0).allowed and one.take("b", 0).allowed and len(one) == 1
     assert not RateLimits().enabled
     assert RateLimits(peer=Rate(1)).enabled and RateLimits(seat=Rate(1)).enabled
 
@@ -153,3 +175,38 @@ def test_trusted_proxies_parse():
         parse_networks("10.0.0.0/33")
     with pytest.raises(ValueError, match="'10.1.2.3/8'.*host bits"):  # not silently 10.0.0.0/8
         parse_networks("10.1.2.3/8")
+
+
+def test_the_default_key_cap_is_65536_buckets():
+    """DEFAULT_MAX_KEYS bounds the memory of one key kind (~10 MB): the 65,537th caller seen at
+    once makes room by dropping the least recently used bucket."""
+    buckets = TokenBuckets(Rate(per_s=1, burst=1))
+    for i in range(65_536):
+        buckets.take(i, 0.0)
+    assert len(buckets) == 65_536
+    buckets.take("one more", 0.0)
+    assert len(buckets) == 65_536
+    assert buckets.take(1, 0.0).allowed is False  # 1 is still held; 0, the oldest, was dropped
+    assert buckets.take(0, 0.0).allowed
+
+
+def test_limits_are_values():
+    """The server shares one RateLimits between its calls: it cannot be changed under them."""
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        RateLimits().seat = Rate(per_s=1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Rate().per_s = 1.0
+
+
+def test_only_ip_peers_are_read_as_addresses():
+    """A Unix socket whose (relative) path looks like ``address:port`` is its own key, not that
+    address's bucket."""
+    assert peer_key("unix:203.0.113.7:51234") == "unix:203.0.113.7:51234"
+    assert client_key("unix:10.0.0.5:80", [("x-forwarded-for", "192.0.2.1")], PROXIES) == "unix:10.0.0.5:80"
+
+
+def test_forwarded_for_given_as_bytes():
+    """A metadata value may come as bytes: read as latin-1 text, so bytes that are not UTF-8
+    are an entry that is no address (the walk stops), never an error."""
+    assert client_key("ipv4:10.0.0.5:5000", [("x-forwarded-for", b"6.6.6.6, 192.0.2.1")], PROXIES) == "192.0.2.1"
+    assert client_key("ipv4:10.0.0.5:5000", [("x-forwarded-for", b"192.0.2.1, \xff")], PROXIES) == "10.0.0.5"
