@@ -239,6 +239,23 @@ def test_the_idle_marker_counts_against_no_limit():
     assert end.error.reason == "WATCH_OVERFLOW"
 
 
+def test_a_full_queue_with_the_idle_marker_still_takes_the_end():
+    """The queue has room for the watcher's limit of events, IDLE and the end marker: a
+    stream whose last event (``match_ended``) filled it while IDLE was queued still ends
+    after its events, as ``announce_end`` ends every stream, with no error."""
+    from engine_service.sessions.watchers import IDLE, Watcher, _End
+
+    w = Watcher(SPECTATOR, 2)
+    w._idle_at = w._timer_at = 1.0
+    w._idle_check()
+    assert w.offer(MatchEvent(kind="action", seq=1, match_id="m"))
+    assert w.offer(MatchEvent(kind="match_ended", seq=1, match_id="m"))
+    w.end()
+    items = [w.queue.get_nowait() for _ in range(w.queue.qsize())]
+    assert items[0] is IDLE and [e.kind for e in items[1:3]] == ["action", "match_ended"]
+    assert isinstance(items[3], _End) and items[3].error is None and not w.overflowed
+
+
 def test_a_slow_watcher_is_cut_off_without_blocking_the_match_and_resumes():
     async def go():
         async with manager(config(watcher_queue_size=3)) as mgr:
