@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from engine_service.sessions.api import BadRequest, CreateMatchRequest, MatchEvent, Principal, Unavailable
+from engine_service.sessions.api import (BadRequest, CreateMatchRequest, LimitExceeded, MatchEvent, Principal,
+                                         Unavailable)
 from engine_service.sessions.views import ADMIN as ADMIN_AUDIENCE, SPECTATOR
 
 from .helpers import (ADMIN, GAMES, Stream, capture_logs_with_context, collect, config, manager, open_match, play_random,
@@ -1072,3 +1073,36 @@ def test_a_seat_limited_to_one_stream_that_reconnects_stays_present():
     error, seat0 = run(go())
     assert error.reason == "MAX_SEAT_STREAMS"
     assert seat0 == [], seat0
+
+
+def test_a_seat_over_its_stream_limit_closes_its_own_oldest_stream_at_once():
+    """With ``max_streams_per_seat`` = 2, a seat's third stream closes that seat's oldest one
+    (MAX_SEAT_STREAMS), not its newer one nor an older stream of another seat. The closed one
+    was stalled (its connection dead, its generator still open): it stops counting at once,
+    so the seat counts its two live streams, and its next read is the error, its queued
+    events dropped."""
+    async def go():
+        async with manager(config(max_streams_per_seat=2)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            other = Stream(mgr, match_id, ps[1])
+            await until(lambda: other.events)
+            stalled, _ = await _stall(mgr, match_id, ps[0])
+            newer = Stream(mgr, match_id, ps[0])
+            await until(lambda: newer.events)
+            newest = Stream(mgr, match_id, ps[0])
+            await until(lambda: newest.events)
+            streams = m.seats[0].streams
+            await play_random(mgr, match_id, ps, random.Random(1), max_actions=1)
+            await until(lambda: all(s.actions() or s.task.done() for s in (other, newer, newest)))
+            errors = [s.error for s in (other, newer, newest)]
+            with pytest.raises(LimitExceeded) as info:
+                await stalled.__anext__()
+            for s in (other, newer, newest):
+                await s.close()
+            return streams, errors, info.value
+
+    streams, errors, error = run(go())
+    assert streams == 2
+    assert errors == [None] * 3
+    assert error.reason == "MAX_SEAT_STREAMS"
