@@ -390,13 +390,18 @@ def test_stream_ends_with_the_match_and_a_finished_match_can_be_watched():
             await play_random(mgr, match_id, ps, random.Random(8))
             after_end = await collect(mgr.watch(match_id, Principal("spectator", match_id), -1),
                                       until=lambda e: False)
-            return await live, after_end, await mgr.get_match(match_id)
+            summary = await mgr.get_match(match_id)
+            # resumed at the final seq: nothing to replay, and no heartbeat before the end
+            at_end = await collect(mgr.watch(match_id, ps[1], summary.seq), until=lambda e: False,
+                                   skip_heartbeats=False)
+            return await live, after_end, summary, at_end
 
-    live, after_end, summary = run(go())
+    live, after_end, summary, at_end = run(go())
     assert live[-1].kind == "match_ended" and live[-1].details["result"] == summary.result
     assert [e.seq for e in actions_of(live)] == list(range(1, summary.seq + 1))
     assert [e.kind for e in after_end] == ["snapshot", "match_ended"]
     assert after_end[-1].view.status == "finished"
+    assert [(e.kind, e.seq) for e in at_end] == [("match_ended", summary.seq)]
 
 
 def test_after_seq_ahead_of_the_match_is_a_bad_request():
