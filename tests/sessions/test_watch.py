@@ -408,9 +408,13 @@ def test_after_seq_ahead_of_the_match_is_a_bad_request():
     async def go():
         async with manager() as mgr:
             match_id, ps = await open_match(mgr, "klaberjass")
-            with pytest.raises(BadRequest):
+            with pytest.raises(BadRequest) as info:
                 await collect(mgr.watch(match_id, ps[0], 5))
-    run(go())
+            return info.value
+
+    error = run(go())
+    # a seat follows the match itself: its limit is the match's seq, not the spectators'
+    assert error.reason == "BAD_AFTER_SEQ" and error.message == "after_seq 5 is ahead of the match (seq 0)"
 
 
 @pytest.mark.parametrize("after_seq", ["0", 0.0, None])
@@ -625,6 +629,27 @@ def test_a_heartbeat_is_never_ahead_of_the_events_the_stream_delivered():
             assert e.seq <= delivered, f"heartbeat at seq {e.seq} before the event of seq {e.seq}"
         else:
             delivered = e.seq
+
+
+def test_an_event_queued_with_the_idle_marker_goes_out_with_no_heartbeat_first():
+    """A stream whose wait reached its idle limit in the step an event was queued (IDLE first,
+    the event after it) is not idle: the event goes out next, no heartbeat before it."""
+    async def go():
+        async with manager(config(heartbeat_interval_s=600)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            stream = Stream(mgr, match_id, Principal("spectator", match_id))
+            await until(lambda: stream.events)
+            w = _watcher_of(m, SPECTATOR)
+            await until(lambda: w._idle_at is not None)  # waiting for its next event
+            w._timer_at = w._idle_at  # its limit is reached: IDLE queued
+            w._idle_check()
+            assert w.offer(MatchEvent(kind="presence", seq=0, match_id=match_id))
+            await until(lambda: len(stream.events) >= 2)
+            await stream.close()
+            return [e.kind for e in stream.events]
+
+    assert run(go()) == ["snapshot", "presence"]
 
 
 # ---- an overflowed stream stops counting at once ----------------------------------------------
