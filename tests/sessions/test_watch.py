@@ -515,6 +515,27 @@ def test_a_stream_with_nothing_to_replay_starts_with_a_heartbeat_at_once():
     assert [(e.kind, e.seq) for e in live if e.kind != "presence"] == [("heartbeat", seq), ("action", seq + 1)]
 
 
+def test_a_replay_ends_with_the_current_view_and_its_deadline():
+    """Replayed actions show the match as it was (no deadline: those decisions are taken); the
+    last one, at the match's seq, is the current view, with the deadline running now."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            present = [Stream(mgr, match_id, p) for p in ps]  # both seats present: the turn clock runs (JJK-10.2)
+            await until(lambda: all(s.present for s in m.seats))
+            await play_random(mgr, match_id, ps, random.Random(3), max_actions=3)
+            replay = await collect(mgr.watch(match_id, ps[0], m.seq - 2), until=lambda e: e.seq == m.seq)
+            seq, deadline = m.seq, m.deadline
+            for stream in present:
+                await stream.close()
+            return replay, seq, deadline
+
+    replay, seq, deadline = run(go())
+    assert deadline is not None
+    assert [(e.kind, e.seq, e.view.deadline) for e in replay] == [("action", seq - 1, None), ("action", seq, deadline)]
+
+
 def test_a_heartbeat_queued_before_an_action_carries_no_deadline_of_the_next_decision():
     """A heartbeat the clock asks for (``LiveMatch.beat``: a deadline changed with no event to
     carry it) is queued behind the stream's events and made when the reader reaches it. An
