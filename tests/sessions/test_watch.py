@@ -1128,7 +1128,8 @@ def test_a_seat_limited_to_one_stream_that_reconnects_stays_present():
 
 def test_a_seat_over_its_stream_limit_closes_its_own_oldest_stream_at_once():
     """With ``max_streams_per_seat`` = 2, a seat's third stream closes that seat's oldest one
-    (MAX_SEAT_STREAMS), not its newer one nor an older stream of another seat. The closed one
+    (MAX_SEAT_STREAMS), not its newer one nor an older stream of another seat; its first
+    stream alone announced it ``connected``. The closed one
     was stalled (its connection dead, its generator still open): it stops counting at once,
     so the seat counts its two live streams, and its next read is the error, its queued
     events dropped."""
@@ -1147,13 +1148,15 @@ def test_a_seat_over_its_stream_limit_closes_its_own_oldest_stream_at_once():
             await play_random(mgr, match_id, ps, random.Random(1), max_actions=1)
             await until(lambda: all(s.actions() or s.task.done() for s in (other, newer, newest)))
             errors = [s.error for s in (other, newer, newest)]
+            seat0 = [e.reason for e in other.events if e.kind == "presence" and e.seat == 0]
             with pytest.raises(LimitExceeded) as info:
                 await stalled.__anext__()
             for s in (other, newer, newest):
                 await s.close()
-            return streams, errors, info.value
+            return streams, errors, seat0, info.value
 
-    streams, errors, error = run(go())
+    streams, errors, seat0, error = run(go())
     assert streams == 2
     assert errors == [None] * 3
+    assert seat0 == ["connected"], "connected by its first stream only, present throughout"
     assert error.reason == "MAX_SEAT_STREAMS"
