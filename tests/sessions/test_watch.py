@@ -240,6 +240,39 @@ def test_the_idle_marker_counts_against_no_limit():
     assert end.error.reason == "WATCH_OVERFLOW"
 
 
+def test_the_idle_timer_queues_idle_only_for_a_wait_at_its_limit_with_nothing_queued():
+    """``Watcher._idle_check``, a watcher's one timer: firing while the stream is busy
+    sending (nobody waits) it does nothing; when a later wait moved the limit on, it is armed
+    again for that limit; at the limit with an event queued, the wait ends with the event;
+    at the limit with nothing queued, IDLE ends the wait."""
+    from engine_service.sessions.watchers import IDLE, Watcher
+
+    async def go():
+        busy = Watcher(SPECTATOR, 2)
+        busy._idle_check()
+        later = asyncio.get_running_loop().time() + 600
+        moved = Watcher(SPECTATOR, 2)
+        moved._idle_at, moved._timer_at = later, later - 1
+        moved._idle_check()
+        rearmed = (moved._timer is not None, moved._timer_at, moved.queue.qsize())
+        moved.stop()
+        event = MatchEvent(kind="action", seq=1, match_id="m")
+        came_in = Watcher(SPECTATOR, 2)
+        came_in.offer(event)
+        came_in._idle_at = came_in._timer_at = later
+        came_in._idle_check()
+        quiet = Watcher(SPECTATOR, 2)
+        quiet._idle_at = quiet._timer_at = later
+        quiet._idle_check()
+        return (busy.queue.qsize(), busy._timer), rearmed, later, list(came_in.queue._queue), quiet
+
+    busy, rearmed, later, came_in, quiet = run(go())
+    assert busy == (0, None)
+    assert rearmed == (True, later, 0)
+    assert came_in[0].seq == 1 and len(came_in) == 1
+    assert list(quiet.queue._queue) == [IDLE] and quiet._idle_queued
+
+
 def test_a_full_queue_with_the_idle_marker_still_takes_the_end():
     """The queue has room for the watcher's limit of events, IDLE and the end marker: a
     stream whose last event (``match_ended``) filled it while IDLE was queued still ends
