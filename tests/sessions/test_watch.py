@@ -273,6 +273,39 @@ def test_the_idle_timer_queues_idle_only_for_a_wait_at_its_limit_with_nothing_qu
     assert list(quiet.queue._queue) == [IDLE] and quiet._idle_queued
 
 
+def test_a_wait_arms_one_timer_for_its_limit_and_its_end_leaves_the_timer_nothing_to_do():
+    """``Watcher.wait``: a wait that reaches its limit ends with IDLE when the one timer armed
+    for that limit fires (not a second one armed for the same limit); a wait that ended with
+    an event is over, so its timer firing later, the reader busy with the event, queues
+    nothing."""
+    from engine_service.sessions.watchers import IDLE, Watcher
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        armed = []
+        call_at = loop.call_at
+
+        def counting(when, callback, *args, **kwargs):
+            armed.append(when)
+            return call_at(when, callback, *args, **kwargs)
+
+        loop.call_at = counting
+        try:
+            idle = await Watcher(SPECTATOR, 2).wait(0.01)
+        finally:
+            del loop.call_at
+        busy = Watcher(SPECTATOR, 2)
+        pending = asyncio.ensure_future(busy.wait(600))
+        await asyncio.sleep(0)
+        busy.offer(MatchEvent(kind="action", seq=1, match_id="m"))
+        got = await pending
+        busy._timer.cancel()
+        busy._idle_check()  # the timer fires while the reader is busy with the event
+        return idle, len(armed), got.seq, busy.queue.qsize()
+
+    assert run(go()) == (IDLE, 1, 1, 0)
+
+
 def test_a_full_queue_with_the_idle_marker_still_takes_the_end():
     """The queue has room for the watcher's limit of events, IDLE and the end marker: a
     stream whose last event (``match_ended``) filled it while IDLE was queued still ends
