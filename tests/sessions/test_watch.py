@@ -582,8 +582,9 @@ def test_a_stream_with_nothing_to_replay_starts_with_a_heartbeat_at_once():
 
 
 def test_a_replay_ends_with_the_current_view_and_its_deadline():
-    """Replayed actions show the match as it was (no deadline: those decisions are taken); the
-    last one, at the match's seq, is the current view, with the deadline running now."""
+    """Replayed actions show the match as it was at their seq (no deadline: those decisions are
+    taken); the last one, at the match's seq, is the current view, with the deadline running
+    now."""
     async def go():
         async with manager() as mgr:
             match_id, ps = await open_match(mgr, "klaberjass")
@@ -599,7 +600,8 @@ def test_a_replay_ends_with_the_current_view_and_its_deadline():
 
     replay, seq, deadline = run(go())
     assert deadline is not None
-    assert [(e.kind, e.seq, e.view.deadline) for e in replay] == [("action", seq - 1, None), ("action", seq, deadline)]
+    assert [(e.kind, e.seq, e.view.seq, e.view.deadline) for e in replay] == [
+        ("action", seq - 1, seq - 1, None), ("action", seq, seq, deadline)]
 
 
 def test_a_heartbeat_queued_before_an_action_carries_no_deadline_of_the_next_decision():
