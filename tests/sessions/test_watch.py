@@ -10,7 +10,7 @@ import time
 import pytest
 
 from engine_service.sessions.api import (BadRequest, CreateMatchRequest, LimitExceeded, MatchEvent, Principal,
-                                         Unavailable)
+                                         SessionError, Unavailable)
 from engine_service.sessions.views import ADMIN as ADMIN_AUDIENCE, SPECTATOR
 
 from .helpers import (ADMIN, GAMES, Stream, capture_logs_with_context, collect, config, manager, open_match, play_random,
@@ -1228,3 +1228,28 @@ def test_a_seat_over_its_stream_limit_closes_its_own_oldest_stream_at_once():
     assert errors == [None] * 3
     assert seat0 == ["connected"], "connected by its first stream only, present throughout"
     assert error.reason == "MAX_SEAT_STREAMS"
+
+
+def test_a_replaced_token_disconnects_its_seat_at_once_though_its_stream_is_stalled():
+    """The old token's stream ends for its seat when the token is replaced, not when its
+    generator closes: a stalled one (its connection dead) closes only when keepalive notices,
+    and meanwhile the seat would stay present with its grace window not started (JJK-10.2)."""
+    async def go():
+        async with manager(config(reconnect_grace_s=60)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            stalled, _ = await _stall(mgr, match_id, ps[0])
+            other = Stream(mgr, match_id, ps[1])
+            await until(lambda: m.seats[1].present)
+            await mgr.reissue_seat_token(match_id, 0)
+            await until(lambda: _disconnections(other.events, 0))
+            state = dict(streams=m.seats[0].streams, present=m.seats[0].present,
+                         grace=m.seats[0].grace_deadline is not None)
+            with pytest.raises(SessionError) as info:
+                await stalled.__anext__()
+            await other.close()
+            return state, info.value
+
+    state, error = run(go())
+    assert state == dict(streams=0, present=False, grace=True)
+    assert error.reason == "TOKEN_REVOKED"
