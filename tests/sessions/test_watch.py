@@ -1253,3 +1253,23 @@ def test_a_replaced_token_disconnects_its_seat_at_once_though_its_stream_is_stal
     state, error = run(go())
     assert state == dict(streams=0, present=False, grace=True)
     assert error.reason == "TOKEN_REVOKED"
+
+
+def test_a_seat_at_its_stream_limit_watches_its_finished_match_though_its_ended_stream_is_unread():
+    """A stream the match's end closed (``match_ended`` queued, its reader stalled) has no
+    place to give way: the seat's new stream, at the seat's limit, still gets the finished
+    match, and the old one its end."""
+    async def go():
+        async with manager(config(max_streams_per_seat=1)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            stalled, w = await _stall(mgr, match_id, ps[0])
+            await mgr.leave_match(match_id, ps[1], resign=True)
+            await until(lambda: m.over and w.closed)
+            again = await collect(mgr.watch(match_id, ps[0], -1))
+            rest = await collect(stalled)
+            return again, rest
+
+    again, rest = run(go())
+    assert [e.kind for e in again] == ["snapshot", "match_ended"]
+    assert rest[-1].kind == "match_ended"
