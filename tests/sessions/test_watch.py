@@ -481,6 +481,7 @@ def test_after_seq_ahead_of_the_match_is_a_bad_request():
     error = run(go())
     # a seat follows the match itself: its limit is the match's seq, not the spectators'
     assert error.reason == "BAD_AFTER_SEQ" and error.message == "after_seq 5 is ahead of the match (seq 0)"
+    assert error.metadata == {"field": "after_seq"}
 
 
 @pytest.mark.parametrize("after_seq", ["0", 0.0, None])
