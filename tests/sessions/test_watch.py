@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from engine_service.sessions.api import BadRequest, CreateMatchRequest, MatchEvent, Principal, Unavailable
+from engine_service.sessions.api import (BadRequest, CreateMatchRequest, LimitExceeded, MatchEvent, Principal,
+                                         SessionError, Unavailable)
 from engine_service.sessions.views import ADMIN as ADMIN_AUDIENCE, SPECTATOR
 
 from .helpers import (ADMIN, GAMES, Stream, capture_logs_with_context, collect, config, manager, open_match, play_random,
@@ -239,6 +240,89 @@ def test_the_idle_marker_counts_against_no_limit():
     assert end.error.reason == "WATCH_OVERFLOW"
 
 
+def test_the_idle_timer_queues_idle_only_for_a_wait_at_its_limit_with_nothing_queued():
+    """``Watcher._idle_check``, a watcher's one timer: firing while the stream is busy
+    sending (nobody waits) it does nothing; when a later wait moved the limit on, it is armed
+    again for that limit; at the limit with an event queued, the wait ends with the event;
+    at the limit with nothing queued, IDLE ends the wait."""
+    from engine_service.sessions.watchers import IDLE, Watcher
+
+    async def go():
+        busy = Watcher(SPECTATOR, 2)
+        busy._idle_check()
+        later = asyncio.get_running_loop().time() + 600
+        moved = Watcher(SPECTATOR, 2)
+        moved._idle_at, moved._timer_at = later, later - 1
+        moved._idle_check()
+        rearmed = (moved._timer is not None, moved._timer_at, moved.queue.qsize())
+        moved.stop()
+        event = MatchEvent(kind="action", seq=1, match_id="m")
+        came_in = Watcher(SPECTATOR, 2)
+        came_in.offer(event)
+        came_in._idle_at = came_in._timer_at = later
+        came_in._idle_check()
+        quiet = Watcher(SPECTATOR, 2)
+        quiet._idle_at = quiet._timer_at = later
+        quiet._idle_check()
+        return (busy.queue.qsize(), busy._timer), rearmed, later, list(came_in.queue._queue), quiet
+
+    busy, rearmed, later, came_in, quiet = run(go())
+    assert busy == (0, None)
+    assert rearmed == (True, later, 0)
+    assert came_in[0].seq == 1 and len(came_in) == 1
+    assert list(quiet.queue._queue) == [IDLE] and quiet._idle_queued
+
+
+def test_a_wait_arms_one_timer_for_its_limit_and_its_end_leaves_the_timer_nothing_to_do():
+    """``Watcher.wait``: a wait that reaches its limit ends with IDLE when the one timer armed
+    for that limit fires (not a second one armed for the same limit); a wait that ended with
+    an event is over, so its timer firing later, the reader busy with the event, queues
+    nothing."""
+    from engine_service.sessions.watchers import IDLE, Watcher
+
+    async def go():
+        loop = asyncio.get_running_loop()
+        armed = []
+        call_at = loop.call_at
+
+        def counting(when, callback, *args, **kwargs):
+            armed.append(when)
+            return call_at(when, callback, *args, **kwargs)
+
+        loop.call_at = counting
+        try:
+            idle = await Watcher(SPECTATOR, 2).wait(0.01)
+        finally:
+            del loop.call_at
+        busy = Watcher(SPECTATOR, 2)
+        pending = asyncio.ensure_future(busy.wait(600))
+        await asyncio.sleep(0)
+        busy.offer(MatchEvent(kind="action", seq=1, match_id="m"))
+        got = await pending
+        busy._timer.cancel()
+        busy._idle_check()  # the timer fires while the reader is busy with the event
+        return idle, len(armed), got.seq, busy.queue.qsize()
+
+    assert run(go()) == (IDLE, 1, 1, 0)
+
+
+def test_a_full_queue_with_the_idle_marker_still_takes_the_end():
+    """The queue has room for the watcher's limit of events, IDLE and the end marker: a
+    stream whose last event (``match_ended``) filled it while IDLE was queued still ends
+    after its events, as ``announce_end`` ends every stream, with no error."""
+    from engine_service.sessions.watchers import IDLE, Watcher, _End
+
+    w = Watcher(SPECTATOR, 2)
+    w._idle_at = w._timer_at = 1.0
+    w._idle_check()
+    assert w.offer(MatchEvent(kind="action", seq=1, match_id="m"))
+    assert w.offer(MatchEvent(kind="match_ended", seq=1, match_id="m"))
+    w.end()
+    items = [w.queue.get_nowait() for _ in range(w.queue.qsize())]
+    assert items[0] is IDLE and [e.kind for e in items[1:3]] == ["action", "match_ended"]
+    assert isinstance(items[3], _End) and items[3].error is None and not w.overflowed
+
+
 def test_a_slow_watcher_is_cut_off_without_blocking_the_match_and_resumes():
     async def go():
         async with manager(config(watcher_queue_size=3)) as mgr:
@@ -372,22 +456,32 @@ def test_stream_ends_with_the_match_and_a_finished_match_can_be_watched():
             await play_random(mgr, match_id, ps, random.Random(8))
             after_end = await collect(mgr.watch(match_id, Principal("spectator", match_id), -1),
                                       until=lambda e: False)
-            return await live, after_end, await mgr.get_match(match_id)
+            summary = await mgr.get_match(match_id)
+            # resumed at the final seq: nothing to replay, and no heartbeat before the end
+            at_end = await collect(mgr.watch(match_id, ps[1], summary.seq), until=lambda e: False,
+                                   skip_heartbeats=False)
+            return await live, after_end, summary, at_end
 
-    live, after_end, summary = run(go())
+    live, after_end, summary, at_end = run(go())
     assert live[-1].kind == "match_ended" and live[-1].details["result"] == summary.result
     assert [e.seq for e in actions_of(live)] == list(range(1, summary.seq + 1))
     assert [e.kind for e in after_end] == ["snapshot", "match_ended"]
     assert after_end[-1].view.status == "finished"
+    assert [(e.kind, e.seq) for e in at_end] == [("match_ended", summary.seq)]
 
 
 def test_after_seq_ahead_of_the_match_is_a_bad_request():
     async def go():
         async with manager() as mgr:
             match_id, ps = await open_match(mgr, "klaberjass")
-            with pytest.raises(BadRequest):
+            with pytest.raises(BadRequest) as info:
                 await collect(mgr.watch(match_id, ps[0], 5))
-    run(go())
+            return info.value
+
+    error = run(go())
+    # a seat follows the match itself: its limit is the match's seq, not the spectators'
+    assert error.reason == "BAD_AFTER_SEQ" and error.message == "after_seq 5 is ahead of the match (seq 0)"
+    assert error.metadata == {"field": "after_seq"}
 
 
 @pytest.mark.parametrize("after_seq", ["0", 0.0, None])
@@ -486,6 +580,29 @@ def test_a_stream_with_nothing_to_replay_starts_with_a_heartbeat_at_once():
     assert waited < 60  # a hang guard only: at once, not after the 600 s interval
     assert [(e.kind, e.seq) for e in behind] == [("action", seq - 1)]
     assert [(e.kind, e.seq) for e in live if e.kind != "presence"] == [("heartbeat", seq), ("action", seq + 1)]
+
+
+def test_a_replay_ends_with_the_current_view_and_its_deadline():
+    """Replayed actions show the match as it was at their seq (no deadline: those decisions are
+    taken); the last one, at the match's seq, is the current view, with the deadline running
+    now."""
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            present = [Stream(mgr, match_id, p) for p in ps]  # both seats present: the turn clock runs (JJK-10.2)
+            await until(lambda: all(s.present for s in m.seats))
+            await play_random(mgr, match_id, ps, random.Random(3), max_actions=3)
+            replay = await collect(mgr.watch(match_id, ps[0], m.seq - 2), until=lambda e: e.seq == m.seq)
+            seq, deadline = m.seq, m.deadline
+            for stream in present:
+                await stream.close()
+            return replay, seq, deadline
+
+    replay, seq, deadline = run(go())
+    assert deadline is not None
+    assert [(e.kind, e.seq, e.view.seq, e.view.deadline) for e in replay] == [
+        ("action", seq - 1, seq - 1, None), ("action", seq, seq, deadline)]
 
 
 def test_a_heartbeat_queued_before_an_action_carries_no_deadline_of_the_next_decision():
@@ -602,6 +719,27 @@ def test_a_heartbeat_is_never_ahead_of_the_events_the_stream_delivered():
             assert e.seq <= delivered, f"heartbeat at seq {e.seq} before the event of seq {e.seq}"
         else:
             delivered = e.seq
+
+
+def test_an_event_queued_with_the_idle_marker_goes_out_with_no_heartbeat_first():
+    """A stream whose wait reached its idle limit in the step an event was queued (IDLE first,
+    the event after it) is not idle: the event goes out next, no heartbeat before it."""
+    async def go():
+        async with manager(config(heartbeat_interval_s=600)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            stream = Stream(mgr, match_id, Principal("spectator", match_id))
+            await until(lambda: stream.events)
+            w = _watcher_of(m, SPECTATOR)
+            await until(lambda: w._idle_at is not None)  # waiting for its next event
+            w._timer_at = w._idle_at  # its limit is reached: IDLE queued
+            w._idle_check()
+            assert w.offer(MatchEvent(kind="presence", seq=0, match_id=match_id))
+            await until(lambda: len(stream.events) >= 2)
+            await stream.close()
+            return [e.kind for e in stream.events]
+
+    assert run(go()) == ["snapshot", "presence"]
 
 
 # ---- an overflowed stream stops counting at once ----------------------------------------------
@@ -1055,3 +1193,84 @@ def test_a_seat_limited_to_one_stream_that_reconnects_stays_present():
     error, seat0 = run(go())
     assert error.reason == "MAX_SEAT_STREAMS"
     assert seat0 == [], seat0
+
+
+def test_a_seat_over_its_stream_limit_closes_its_own_oldest_stream_at_once():
+    """With ``max_streams_per_seat`` = 2, a seat's third stream closes that seat's oldest one
+    (MAX_SEAT_STREAMS), not its newer one nor an older stream of another seat; its first
+    stream alone announced it ``connected``. The closed one
+    was stalled (its connection dead, its generator still open): it stops counting at once,
+    so the seat counts its two live streams, and its next read is the error, its queued
+    events dropped."""
+    async def go():
+        async with manager(config(max_streams_per_seat=2)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            other = Stream(mgr, match_id, ps[1])
+            await until(lambda: other.events)
+            stalled, _ = await _stall(mgr, match_id, ps[0])
+            newer = Stream(mgr, match_id, ps[0])
+            await until(lambda: newer.events)
+            newest = Stream(mgr, match_id, ps[0])
+            await until(lambda: newest.events)
+            streams = m.seats[0].streams
+            await play_random(mgr, match_id, ps, random.Random(1), max_actions=1)
+            await until(lambda: all(s.actions() or s.task.done() for s in (other, newer, newest)))
+            errors = [s.error for s in (other, newer, newest)]
+            seat0 = [e.reason for e in other.events if e.kind == "presence" and e.seat == 0]
+            with pytest.raises(LimitExceeded) as info:
+                await stalled.__anext__()
+            for s in (other, newer, newest):
+                await s.close()
+            return streams, errors, seat0, info.value
+
+    streams, errors, seat0, error = run(go())
+    assert streams == 2
+    assert errors == [None] * 3
+    assert seat0 == ["connected"], "connected by its first stream only, present throughout"
+    assert error.reason == "MAX_SEAT_STREAMS"
+
+
+def test_a_replaced_token_disconnects_its_seat_at_once_though_its_stream_is_stalled():
+    """The old token's stream ends for its seat when the token is replaced, not when its
+    generator closes: a stalled one (its connection dead) closes only when keepalive notices,
+    and meanwhile the seat would stay present with its grace window not started (JJK-10.2)."""
+    async def go():
+        async with manager(config(reconnect_grace_s=60)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            stalled, _ = await _stall(mgr, match_id, ps[0])
+            other = Stream(mgr, match_id, ps[1])
+            await until(lambda: m.seats[1].present)
+            await mgr.reissue_seat_token(match_id, 0)
+            await until(lambda: _disconnections(other.events, 0))
+            state = dict(streams=m.seats[0].streams, present=m.seats[0].present,
+                         grace=m.seats[0].grace_deadline is not None)
+            with pytest.raises(SessionError) as info:
+                await stalled.__anext__()
+            await other.close()
+            return state, info.value
+
+    state, error = run(go())
+    assert state == dict(streams=0, present=False, grace=True)
+    assert error.reason == "TOKEN_REVOKED"
+
+
+def test_a_seat_at_its_stream_limit_watches_its_finished_match_though_its_ended_stream_is_unread():
+    """A stream the match's end closed (``match_ended`` queued, its reader stalled) has no
+    place to give way: the seat's new stream, at the seat's limit, still gets the finished
+    match, and the old one its end."""
+    async def go():
+        async with manager(config(max_streams_per_seat=1)) as mgr:
+            match_id, ps = await open_match(mgr, "klaberjass")
+            m = mgr._matches[match_id]
+            stalled, w = await _stall(mgr, match_id, ps[0])
+            await mgr.leave_match(match_id, ps[1], resign=True)
+            await until(lambda: m.over and w.closed)
+            again = await collect(mgr.watch(match_id, ps[0], -1))
+            rest = await collect(stalled)
+            return again, rest
+
+    again, rest = run(go())
+    assert [e.kind for e in again] == ["snapshot", "match_ended"]
+    assert rest[-1].kind == "match_ended"
