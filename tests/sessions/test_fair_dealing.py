@@ -547,3 +547,26 @@ def test_a_live_match_refuses_to_open_its_decks_until_it_is_over():
         over.reveals()  # shown not computed yet
     over.shown = over.shown_cards()
     assert over.shown and [r.deal for r in over.reveals()] == list(range(over.deals_dealt))
+
+
+def test_a_reveal_replays_the_match_under_its_own_options():
+    """The reveal replays the match under its table options: with ``jj_info_card`` "next"
+    (JJ-2.7, JJ-A4) the information card turned up is D[19], so a match terminated once it is
+    on show reveals D[19] and not the bottom card D[31], which the table never saw (JJ-2.8:
+    the unused cards are never revealed)."""
+    pack = frozenset(card_code(c) for c in get_game("jojotte").pack)
+
+    async def go():
+        async with manager() as mgr:
+            match_id, ps = await open_match(mgr, "jojotte", options={"jj_info_card": "next"})
+            rng = random.Random(5)
+            while not (view := (await mgr.get_view(match_id, spectator(match_id))).view)["table"]["info_card"]:
+                assert await play_random(mgr, match_id, ps, rng, max_actions=1) == 1
+            await mgr.terminate_match(match_id, "test")
+            final = await mgr.get_match(match_id)
+            return view, final, await mgr.reveal_deals(match_id, ps[0])
+
+    view, final, reveals = run(go())
+    check_reveals(reveals, final.deal_commitments)
+    deal = reveals[-1]
+    assert view["table"]["info_card"] == deal.cards[19] and not deal.cards[31]
