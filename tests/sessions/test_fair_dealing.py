@@ -24,7 +24,7 @@ from engine_service.sessions.api import (CreateMatchRequest, MatchNotOver, Permi
 from engine_service.sessions.chance import random_deck
 from engine_service.sessions.manager import MatchManager
 from engine_service.store import MatchRecord, MemoryStore, SeatRecord, SqliteStore
-from engine_service.sessions.fairness import deck_commitment
+from engine_service.sessions.fairness import deck_commitment, shown_cards
 from engine_service.store.base import SCHEME_PER_CARD, SCHEME_WHOLE_DECK, ActionRecord, DeckRecord
 from tests.crash import crash
 
@@ -496,6 +496,14 @@ def test_a_deck_of_an_unknown_scheme_has_no_commitment():
     with pytest.raises(ValueError, match="unknown commitment scheme 3"):
         deck_commitment(DeckRecord(0, deck, salt, 3))
 
+
+
+def test_a_log_without_a_deck_shows_no_card():
+    """The cards shown are counted per deal dealt: a log with actions but no deck (a store
+    that lost it) has no deal, so it shows nothing, and its actions are not replayed on a
+    table that was never dealt."""
+    game = get_game("klaberjass")
+    assert shown_cards(game, game.options({}), 0, {}, [ActionRecord(1, 1, "pass")]) == {}
 
 @pytest.mark.parametrize("game_id,first_dealer", [(g, d) for g in GAMES for d in range(get_game(g).num_seats)])
 def test_a_match_ended_before_its_first_action_reveals_the_cards_on_show(game_id, first_dealer):
