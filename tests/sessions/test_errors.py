@@ -666,6 +666,30 @@ def test_a_turn_time_and_a_turn_time_s_option_must_agree():
     assert same.turn_time_s == 40 and same.options == {"turn_time_s": 40}
 
 
+
+def test_the_turn_time_range_includes_both_bounds():
+    """JJK-11's turn_time_s is 10 to 120 s, bounds included, and the 32-card games follow it
+    (NOTATION.md section 5, docs/api.md CreateMatch)."""
+    async def go():
+        async with manager(config()) as mgr:
+            return [(await mgr.create_match(CreateMatchRequest(game=game, turn_time_s=turn))).turn_time_s
+                    for game in ("klaberjass", "jojotte") for turn in (10, 120)]
+    assert run(go()) == [10, 120, 10, 120]
+
+
+def test_a_negative_turn_time_is_refused_as_negative():
+    """A negative turn time is refused as such (BAD_TURN_TIME on the turn_time field), not as
+    a value out of JJK-11's range: the caller learns what is wrong with it."""
+    async def go():
+        async with manager(config()) as mgr:
+            with pytest.raises(BadRequest) as info:
+                await mgr.create_match(CreateMatchRequest(game=GAME, turn_time_s=-1))
+            assert mgr.match_ids() == []
+            return info.value
+    refused = run(go())
+    assert (refused.reason, refused.metadata) == ("BAD_TURN_TIME", {"field": "turn_time"})
+    assert refused.message == "the turn time must not be negative"
+
 # ---- spectators ------------------------------------------------------------------------------------
 
 def test_spectators_only_when_allowed():
