@@ -669,12 +669,17 @@ def test_a_turn_time_and_a_turn_time_s_option_must_agree():
 
 def test_the_turn_time_range_includes_both_bounds():
     """JJK-11's turn_time_s is 10 to 120 s, bounds included, and the 32-card games follow it
-    (NOTATION.md section 5, docs/api.md CreateMatch)."""
+    (NOTATION.md section 5, docs/api.md CreateMatch); a value out of it is BAD_TURN_TIME on
+    the turn_time field."""
     async def go():
         async with manager(config()) as mgr:
-            return [(await mgr.create_match(CreateMatchRequest(game=game, turn_time_s=turn))).turn_time_s
-                    for game in ("klaberjass", "jojotte") for turn in (10, 120)]
-    assert run(go()) == [10, 120, 10, 120]
+            with pytest.raises(BadRequest) as info:
+                await mgr.create_match(CreateMatchRequest(game=GAME, turn_time_s=120.5))
+            return info.value, [(await mgr.create_match(CreateMatchRequest(game=game, turn_time_s=turn))).turn_time_s
+                                for game in ("klaberjass", "jojotte") for turn in (10, 120)]
+    refused, turn_times = run(go())
+    assert (refused.reason, refused.metadata) == ("BAD_TURN_TIME", {"field": "turn_time"})
+    assert turn_times == [10, 120, 10, 120]
 
 
 def test_a_negative_turn_time_is_refused_as_negative():
