@@ -662,7 +662,7 @@ def test_a_turn_time_and_a_turn_time_s_option_must_agree():
                                                              options={"turn_time_s": 40}))
             return info.value, same
     refused, same = run(go())
-    assert refused.reason == "BAD_TURN_TIME"
+    assert (refused.reason, refused.metadata) == ("BAD_TURN_TIME", {"field": "turn_time"})  # docs/api.md
     assert same.turn_time_s == 40 and same.options == {"turn_time_s": 40}
 
 
